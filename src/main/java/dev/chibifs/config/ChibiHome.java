@@ -1,0 +1,38 @@
+package dev.chibifs.config;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * Where chibi keeps its state: {@code --home DIR}, else {@code $CHIBI_HOME}, else {@code ~/.chibi}.
+ * The store is {@code <home>/vfs}, the same tree the chibi CLI uses.
+ */
+public record ChibiHome(Path dir) {
+
+    /** Resolves the home from an explicit option (may be null) and the environment. */
+    public static ChibiHome resolve(Path option, Map<String, String> env) {
+        if (option != null) {
+            return new ChibiHome(option.toAbsolutePath().normalize());
+        }
+        String fromEnv = env.get("CHIBI_HOME");
+        if (fromEnv != null && !fromEnv.isBlank()) {
+            return new ChibiHome(Path.of(fromEnv).toAbsolutePath().normalize());
+        }
+        return new ChibiHome(Path.of(System.getProperty("user.home"), ".chibi").toAbsolutePath().normalize());
+    }
+
+    /** The store directory, {@code <home>/vfs}. */
+    public Path store() {
+        return dir.resolve("vfs");
+    }
+
+    /** chibi's configuration file, {@code <home>/config.toml}. */
+    public Path configFile() {
+        return dir.resolve("config.toml");
+    }
+
+    /** Where chibifs keeps its own files (logs), outside the store so the tree stays chibi's. */
+    public Path chibifsDir() {
+        return dir.resolve("chibifs");
+    }
+}

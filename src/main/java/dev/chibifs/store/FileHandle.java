@@ -1,0 +1,24 @@
+package dev.chibifs.store;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/** An open file with positional I/O; stays valid after the file is renamed or unlinked. */
+public interface FileHandle extends Closeable {
+
+    /** Reads into {@code dst} from {@code position}; returns the bytes read, 0 at or past the end. */
+    int read(ByteBuffer dst, long position) throws IOException;
+
+    /** Writes all of {@code src} at {@code position} (at the end for an APPEND handle); returns the bytes written. */
+    int write(ByteBuffer src, long position) throws IOException;
+
+    /** Sets the file's size. */
+    void truncate(long size) throws IOException;
+
+    /** Flushes to stable storage; {@code metadata} also flushes attributes. */
+    void sync(boolean metadata) throws IOException;
+
+    /** The current size. */
+    long size() throws IOException;
+}

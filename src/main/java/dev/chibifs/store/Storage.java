@@ -1,0 +1,89 @@
+package dev.chibifs.store;
+
+import dev.chibifs.path.VfsPath;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.file.attribute.FileTime;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Dumb storage for the namespace: no policy, no FUSE. Paths arrive validated; failures are the
+ * JDK's {@code java.nio.file} exceptions ({@code NoSuchFileException},
+ * {@code FileAlreadyExistsException}, {@code DirectoryNotEmptyException}, ...) plus
+ * {@link IsDirectoryException}, so one place above can map them to errno.
+ *
+ * <p>The first ten operations are chibi's backend trait; the rest are what a mount needs.
+ */
+public interface Storage extends Closeable {
+
+    /** The whole content of a file. */
+    byte[] read(VfsPath path) throws IOException;
+
+    /** Creates or replaces a file atomically (readers see the old or the new content, never a mix); creates parents. */
+    void write(VfsPath path, byte[] data) throws IOException;
+
+    /** Appends to a file, creating it and its parents when absent. */
+    void append(VfsPath path, byte[] data) throws IOException;
+
+    /** Removes a file, or a directory with everything below it. */
+    void delete(VfsPath path) throws IOException;
+
+    /** The entries of a directory with their kinds, sorted by name. */
+    List<Entry> list(VfsPath path) throws IOException;
+
+    /** Whether anything exists at the path (a symbolic link counts, and is not followed). */
+    boolean exists(VfsPath path) throws IOException;
+
+    /** Creates a directory and any missing parents; an existing directory is fine. */
+    void mkdir(VfsPath path) throws IOException;
+
+    /** Copies a file atomically to {@code dst}, replacing it; creates the parents of {@code dst}. */
+    void copy(VfsPath src, VfsPath dst) throws IOException;
+
+    /** rename(2): moves {@code src} to {@code dst} atomically, replacing a file or an empty directory there. */
+    void rename(VfsPath src, VfsPath dst) throws IOException;
+
+    /** Size, kind, times, link count and mode bits; never follows a symbolic link. */
+    Metadata metadata(VfsPath path) throws IOException;
+
+    // ---- what a mount needs ----
+
+    /** Opens a file for positional reads and writes. */
+    FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException;
+
+    /** The names in a directory, unsorted and without kinds: the cheap listing that readdir needs. */
+    List<String> names(VfsPath path) throws IOException;
+
+    /** Sets the size of a file, cutting or zero-extending it. */
+    void truncate(VfsPath path, long size) throws IOException;
+
+    /** mkdir(2): one directory, whose parent must exist; fails if anything is there. */
+    void createDirectory(VfsPath path) throws IOException;
+
+    /** unlink(2): removes a file; a directory is refused with {@link IsDirectoryException}. */
+    void removeFile(VfsPath path) throws IOException;
+
+    /** rmdir(2): removes an empty directory. */
+    void removeDirectory(VfsPath path) throws IOException;
+
+    /** Sets access and modification times; a null time stays as it is. */
+    void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException;
+
+    /** Sets the execute bits (mode &amp; 0111) of a file or directory; read and write bits are not the store's business. */
+    void setExecutable(VfsPath path, int mode) throws IOException;
+
+    /** link(2): a second name for an existing file. */
+    void link(VfsPath existing, VfsPath newName) throws IOException;
+
+    /** The target text of a symbolic link found in the store (never followed). */
+    String readLink(VfsPath path) throws IOException;
+
+    /** Space figures for statfs. */
+    SpaceInfo space() throws IOException;
+
+    @Override
+    default void close() throws IOException {
+    }
+}
