@@ -22,6 +22,10 @@ final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, Comm
             cl.getErr().println("chibifs: " + ex.getMessage());
             return ExitCodes.USAGE;
         }
+        if (ex instanceof MountFailure) {
+            cl.getErr().println("chibifs: " + ex.getMessage());
+            return ExitCodes.FAILURE;
+        }
         cl.getErr().println("chibifs: unexpected error: " + ex);
         ex.printStackTrace(cl.getErr());
         return ExitCodes.FAILURE;

@@ -1,21 +1,52 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.config.ChibiHome;
+import dev.chibifs.fuse.CallerResolver;
+import dev.chibifs.fuse.FuseDaemon;
+import dev.chibifs.fuse.FuseOptions;
+import dev.chibifs.fuse.MountException;
+import dev.chibifs.fuse.MountTable;
+import dev.chibifs.policy.Caller;
+import dev.chibifs.policy.ContextNames;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.LocalStorage;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
 
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /** {@code chibifs mount}: serve the namespace at a mountpoint, per context or by uid map. */
 @Command(name = "mount", mixinStandardHelpOptions = true,
-        description = "Mount the chibi namespace at MOUNTPOINT.")
+        description = {
+            "Mount the chibi namespace at MOUNTPOINT: /shared (every context writes), /home/<context>"
+                + " (its owner writes), /sys (SYSTEM writes); everyone reads.",
+            "Without --foreground, returns once the mount answers and leaves the daemon running, logging to"
+                + " a file it names; with it, stays attached and logs to stderr.",
+        },
+        footer = {"", "Exit codes: 0 mounted (or, with --foreground, unmounted cleanly); 1 mount failed;"
+                + " 2 bad option, context name, uid map or config."})
 public final class MountCommand implements Callable<Integer> {
 
+    private static final Duration MOUNT_TIMEOUT = Duration.ofSeconds(60);
+
+    @Spec
+    CommandSpec spec;
+
     @Option(names = "--context", paramLabel = "NAME",
-            description = "Per-context mount: every request acts as NAME.")
+            description = "Per-context mount: every request acts as NAME (default: $CHIBI_CONTEXT).")
     String context;
 
     @Option(names = "--uid-map", paramLabel = "UID=NAME",
@@ -24,7 +55,7 @@ public final class MountCommand implements Callable<Integer> {
 
     @Option(names = "--system-uid", paramLabel = "UID",
             description = "The uid that acts as SYSTEM (never implied, not even for root).")
-    Integer systemUid;
+    Long systemUid;
 
     @Option(names = "--home", paramLabel = "DIR",
             description = "CHIBI_HOME for this mount; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
@@ -34,14 +65,231 @@ public final class MountCommand implements Callable<Integer> {
     boolean foreground;
 
     @Option(names = "-o", paramLabel = "FUSEOPT[,FUSEOPT...]", split = ",",
-            description = "Extra FUSE mount options, passed to libfuse.")
+            description = "Extra FUSE mount options for libfuse 2 (e.g. allow_other, kernel_cache).")
     List<String> fuseOptions = new ArrayList<>();
+
+    @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
+            description = "error, warn, info, debug (one line per denial) or trace. Default: ${DEFAULT-VALUE}.")
+    String logLevel;
 
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "An existing, empty directory.")
     Path mountpoint;
 
+    /** What a validated command line asks for. */
+    private record Plan(CallerResolver callers, List<String> homes, boolean uidMapped, String describe) {
+    }
+
     @Override
-    public Integer call() {
-        throw new UsageException("mount is not wired yet");
+    public Integer call() throws IOException {
+        Plan plan = validate();
+        ChibiHome chibiHome = ChibiHome.resolve(home, System.getenv());
+        Path mp = mountpoint.toAbsolutePath().normalize();
+        if (FuseDaemon.clearStale(mp)) {
+            err().println("chibifs: cleared a stale mount at " + mp + " left by a daemon that died");
+        }
+        if (MountTable.find(mp).isPresent()) {
+            throw new MountFailure(mp + " is already a mount point (chibifs umount " + mp + " first)");
+        }
+        if (!Files.isDirectory(mp)) {
+            throw new MountFailure("mountpoint " + mp + " is not an existing directory (mkdir -p " + mp + ")");
+        }
+        return foreground ? runDaemon(plan, chibiHome, mp) : spawnDaemon(plan, chibiHome, mp);
+    }
+
+    private PrintWriter err() {
+        return spec.commandLine().getErr();
+    }
+
+    private Plan validate() {
+        if (!Files.exists(Path.of("/dev/fuse"))) {
+            throw new MountFailure("/dev/fuse is missing: install fuse (apt-get install fuse libfuse2) or load the module");
+        }
+        if (!List.of("error", "warn", "info", "debug", "trace").contains(logLevel)) {
+            throw new UsageException("invalid --log-level '" + logLevel + "': one of error, warn, info, debug, trace");
+        }
+        try {
+            FuseOptions.validate(fuseOptions);
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(e.getMessage());
+        }
+        if (systemUid != null && systemUid < 0) {
+            throw new UsageException("invalid --system-uid '" + systemUid + "': a uid is a number >= 0");
+        }
+        if (context != null && !uidMaps.isEmpty()) {
+            throw new UsageException("--context and --uid-map exclude each other: a mount is per context or by uid");
+        }
+        if (!uidMaps.isEmpty()) {
+            Map<Long, String> map = parseUidMaps(uidMaps, systemUid);
+            return new Plan(CallerResolver.uidMap(map, systemUid), List.copyOf(new java.util.LinkedHashSet<>(map.values())),
+                    true, "uid map " + describe(map) + (systemUid != null ? ", SYSTEM uid " + systemUid : ""));
+        }
+        String name = context != null ? context : System.getenv("CHIBI_CONTEXT");
+        if (name == null || name.isEmpty()) {
+            throw new UsageException("name the caller: --context NAME (one context per mount) or --uid-map UID=NAME ...");
+        }
+        if (systemUid != null) {
+            throw new UsageException("--system-uid goes with --uid-map: a per-context mount has one caller");
+        }
+        Caller caller = Caller.context(name);
+        return new Plan(CallerResolver.fixed(caller), List.of(caller.name()), false, "context " + caller.name());
+    }
+
+    /** Parses {@code UID=NAME} entries; a uid mapped twice, or also named SYSTEM, is refused. */
+    static Map<Long, String> parseUidMaps(List<String> entries, Long systemUid) {
+        Map<Long, String> map = new LinkedHashMap<>();
+        for (String e : entries) {
+            int eq = e.indexOf('=');
+            if (eq <= 0 || eq == e.length() - 1) {
+                throw new UsageException("invalid --uid-map '" + e + "': the form is UID=NAME, e.g. 1001=planner");
+            }
+            long uid;
+            try {
+                uid = Long.parseLong(e.substring(0, eq));
+            } catch (NumberFormatException nfe) {
+                uid = -1;
+            }
+            if (uid < 0) {
+                throw new UsageException("invalid --uid-map '" + e + "': UID must be a number >= 0");
+            }
+            String name = e.substring(eq + 1);
+            if (!ContextNames.isValid(name)) {
+                throw new UsageException("invalid --uid-map '" + e + "': " + ContextNames.RULE);
+            }
+            String before = map.putIfAbsent(uid, name);
+            if (before != null && !before.equals(name)) {
+                throw new UsageException("invalid --uid-map '" + e + "': uid " + uid + " is already mapped to " + before);
+            }
+            if (systemUid != null && systemUid == uid) {
+                throw new UsageException("invalid --uid-map '" + e + "': uid " + uid + " is the --system-uid");
+            }
+        }
+        return map;
+    }
+
+    private static String describe(Map<Long, String> map) {
+        List<String> parts = new ArrayList<>();
+        map.forEach((u, n) -> parts.add(u + "=" + n));
+        return String.join(",", parts);
+    }
+
+    // ---- foreground: this process is the daemon ----
+
+    private int runDaemon(Plan plan, ChibiHome chibiHome, Path mp) throws IOException {
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
+        org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
+        LocalStorage storage = new LocalStorage(chibiHome.store());
+        Router router = Router.of(storage);
+        router.createNamespace(plan.homes());
+        List<String> options = FuseDaemon.optionsFor(plan.uidMapped(), fuseOptions);
+        long uid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
+        long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
+        FuseDaemon daemon;
+        try {
+            daemon = FuseDaemon.mount(mp, router, plan.callers(), options, uid, gid, MOUNT_TIMEOUT);
+        } catch (MountException e) {
+            throw new MountFailure(e.getMessage());
+        }
+        log.info("mounted {} ({}; store {}; options {}; pid {})", mp, plan.describe(), storage.root(),
+                String.join(",", options), ProcessHandle.current().pid());
+        AtomicBoolean stopping = new AtomicBoolean();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (stopping.compareAndSet(false, true)) {
+                log.info("signal received: unmounting {}", mp);
+                boolean clean = daemon.unmount(Duration.ofSeconds(10));
+                log.info("stopped {}{}", mp, clean ? "" : " (files were still open; the mount was detached lazily)");
+                // exit 0 for SIGTERM/SIGINT, as a clean stop; the JVM would otherwise report 143/130
+                Runtime.getRuntime().halt(0);
+            }
+        }, "chibifs-shutdown"));
+        daemon.awaitUnmounted();
+        if (stopping.compareAndSet(false, true)) {
+            daemon.unmount(Duration.ZERO);
+            log.info("unmounted {}", mp);
+        }
+        return ExitCodes.OK;
+    }
+
+    // ---- background: start the daemon as a child process and wait until it answers ----
+
+    private int spawnDaemon(Plan plan, ChibiHome chibiHome, Path mp) throws IOException {
+        Path logDir = chibiHome.chibifsDir().resolve("logs");
+        Files.createDirectories(logDir);
+        String logName = mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_');
+        Path logFile = logDir.resolve("mount-" + logName + ".log");
+        long logStart = Files.exists(logFile) ? Files.size(logFile) : 0;
+
+        List<String> cmd = new ArrayList<>();
+        if (Files.isExecutable(Path.of("/usr/bin/setsid"))) {
+            // own session: closing the terminal that ran `mount` must not SIGHUP the daemon
+            cmd.add("/usr/bin/setsid");
+        }
+        cmd.add(ProcessHandle.current().info().command().orElse("java"));
+        cmd.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "mount", "--foreground",
+                "--home", chibiHome.dir().toString(), "--log-level", logLevel));
+        if (context != null) {
+            cmd.addAll(List.of("--context", context));
+        }
+        for (String m : uidMaps) {
+            cmd.addAll(List.of("--uid-map", m));
+        }
+        if (systemUid != null) {
+            cmd.addAll(List.of("--system-uid", systemUid.toString()));
+        }
+        if (!fuseOptions.isEmpty()) {
+            cmd.addAll(List.of("-o", String.join(",", fuseOptions)));
+        }
+        cmd.add(mp.toString());
+        ProcessBuilder pb = new ProcessBuilder(cmd)
+                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
+                .redirectErrorStream(true);
+        pb.environment().putIfAbsent("LC_ALL", "C.UTF-8");
+        if (context == null && uidMaps.isEmpty()) {
+            pb.environment().put("CHIBI_CONTEXT", plan.homes().get(0));
+        }
+        Process child = pb.start();
+        long deadline = System.nanoTime() + MOUNT_TIMEOUT.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (FuseDaemon.answers(mp)) {
+                spec.commandLine().getOut().println("chibifs: mounted " + mp + " (" + plan.describe() + ", store "
+                        + chibiHome.store() + "); daemon pid " + child.pid() + ", log " + logFile);
+                return ExitCodes.OK;
+            }
+            if (!child.isAlive()) {
+                throw new MountFailure(lastError(logFile, logStart) + " (log: " + logFile + ")");
+            }
+            try {
+                Thread.sleep(25);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        child.destroyForcibly();
+        dev.chibifs.fuse.Fusermount.unmount(mp, true);
+        throw new MountFailure("the daemon did not answer at " + mp + " within " + MOUNT_TIMEOUT.toSeconds()
+                + " s (log: " + logFile + ")");
+    }
+
+    /** The daemon's own one-line reason, from what it wrote to the log since it started. */
+    private static String lastError(Path logFile, long from) {
+        try {
+            byte[] all = Files.readAllBytes(logFile);
+            String text = new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from),
+                    java.nio.charset.StandardCharsets.UTF_8);
+            String best = "the daemon exited before the mount answered";
+            for (String line : text.split("\n")) {
+                String l = line.trim();
+                if (l.startsWith("chibifs: ")) {
+                    best = l.substring("chibifs: ".length());
+                } else if (l.startsWith("fuse:") || l.startsWith("fusermount:")) {
+                    best = l;
+                }
+            }
+            return best;
+        } catch (IOException e) {
+            return "the daemon exited before the mount answered";
+        }
     }
 }

@@ -1,0 +1,559 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.Caller;
+import dev.chibifs.policy.ZonePolicy;
+import dev.chibifs.router.PolicyDeniedException;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.EntryKind;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.Metadata;
+import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.SpaceInfo;
+import jnr.ffi.Pointer;
+import jnr.ffi.Runtime;
+import jnr.ffi.types.mode_t;
+import jnr.ffi.types.off_t;
+import jnr.ffi.types.size_t;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import ru.serce.jnrfuse.ErrorCodes;
+import ru.serce.jnrfuse.FuseFillDir;
+import ru.serce.jnrfuse.FuseStubFS;
+import ru.serce.jnrfuse.struct.FileStat;
+import ru.serce.jnrfuse.struct.FuseFileInfo;
+import ru.serce.jnrfuse.struct.Statvfs;
+import ru.serce.jnrfuse.struct.Timespec;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The FUSE adapter: each callback resolves the path and the caller, delegates to the
+ * {@link Router}, and maps failures to errno in one place ({@link #fail}). No exception
+ * escapes a callback: jnr-fuse would turn it into a silent EIO.
+ */
+final class ChibiFuse extends FuseStubFS {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ChibiFuse.class);
+
+    private static final int O_ACCMODE = 03;
+    private static final int O_WRONLY = 01;
+    private static final int O_RDWR = 02;
+    private static final int O_CREAT = 0100;
+    private static final int O_EXCL = 0200;
+    private static final int O_TRUNC = 01000;
+    private static final int O_APPEND = 02000;
+    private static final int W_OK = 2;
+    private static final int X_OK = 1;
+    private static final long UTIME_NOW = (1L << 30) - 1;
+    private static final long UTIME_OMIT = (1L << 30) - 2;
+    /** Largest read or write the kernel sends (max_write / max_read); larger requests grow the buffer. */
+    private static final int IO_BUFFER = 128 * 1024;
+
+    private final Router router;
+    private final CallerResolver callers;
+    private final AttributeView attributes;
+    private final OpenFileTable openFiles = new OpenFileTable();
+    private final Runtime runtime = Runtime.getSystemRuntime();
+
+    /** One direct buffer per FUSE thread: bytes move kernel buffer -> direct buffer -> pread/pwrite, one copy. */
+    private final ThreadLocal<IoBuffer> ioBuffers = ThreadLocal.withInitial(() -> new IoBuffer(IO_BUFFER));
+
+    private final class IoBuffer {
+        final ByteBuffer buffer;
+        final Pointer pointer;
+
+        IoBuffer(int size) {
+            buffer = ByteBuffer.allocateDirect(size);
+            pointer = Pointer.wrap(runtime, buffer);
+        }
+    }
+
+    ChibiFuse(Router router, CallerResolver callers, long mountUid, long mountGid) {
+        this.router = router;
+        this.callers = callers;
+        this.attributes = new AttributeView(callers, mountUid, mountGid);
+    }
+
+    @Override
+    protected String getFSName() {
+        return "chibifs";
+    }
+
+    OpenFileTable openFiles() {
+        return openFiles;
+    }
+
+    /** Records that the loop has ended, so jnr-fuse's own exit hook does not run fusermount on nothing. */
+    void markUnmounted() {
+        mounted.set(false);
+    }
+
+    private Caller caller() {
+        // getContext() is valid only on the callback thread during the call; never cache it
+        return callers.isFixed() ? callers.resolve(0) : callers.resolve(getContext().uid.get());
+    }
+
+    private IoBuffer ioBuffer(long size) {
+        IoBuffer b = ioBuffers.get();
+        if (b.buffer.capacity() < size) {
+            b = new IoBuffer((int) size);
+            ioBuffers.set(b);
+        }
+        b.buffer.clear().limit((int) size);
+        return b;
+    }
+
+    /** The last catch of every callback: expected failures map to errno, anything else logs and is EIO. */
+    private int fail(String op, String path, Throwable t) {
+        int errno = Errno.of(t);
+        if (errno != 0) {
+            if (t instanceof PolicyDeniedException) {
+                LOG.debug("{} {}: denied: {}", op, path, t.getMessage());
+            } else if (LOG.isTraceEnabled()) {
+                LOG.trace("{} {}: {}", op, path, t.toString());
+            }
+            return errno;
+        }
+        LOG.error("{} {} failed unexpectedly", op, path, t);
+        return -ErrorCodes.EIO();
+    }
+
+    // ---- attributes ----
+
+    @Override
+    public int getattr(String path, FileStat stat) {
+        try {
+            VfsPath p = VfsPath.of(path);
+            fill(stat, p, router.metadata(null, p));
+            return 0;
+        } catch (Throwable t) {
+            return fail("getattr", path, t);
+        }
+    }
+
+    @Override
+    public int fgetattr(String path, FileStat stat, FuseFileInfo fi) {
+        try {
+            VfsPath p = path == null ? null : VfsPath.of(path);
+            try {
+                if (p != null) {
+                    fill(stat, p, router.metadata(null, p));
+                    return 0;
+                }
+            } catch (java.nio.file.NoSuchFileException unlinkedWhileOpen) {
+                // fall through: answer from the handle, which outlives its name
+            }
+            OpenFile f = openFiles.get(fi.fh.get());
+            if (f == null) {
+                return -ErrorCodes.ENOENT();
+            }
+            Instant now = Instant.now();
+            FileTime t = FileTime.from(now);
+            fill(stat, p == null ? VfsPath.of("/shared") : p,
+                    new Metadata(EntryKind.FILE, f.handle().size(), t, t, t, t, 0, 0644, 0));
+            return 0;
+        } catch (Throwable t) {
+            return fail("fgetattr", path, t);
+        }
+    }
+
+    private void fill(FileStat stat, VfsPath p, Metadata m) {
+        stat.st_mode.set(attributes.mode(p, m));
+        stat.st_uid.set(attributes.uid(p));
+        stat.st_gid.set(attributes.gid(p));
+        stat.st_nlink.set(m.links());
+        stat.st_size.set(m.size());
+        stat.st_blksize.set(4096);
+        stat.st_blocks.set((m.size() + 511) / 512);
+        setTime(stat.st_atim, m.accessed());
+        setTime(stat.st_mtim, m.modified());
+        setTime(stat.st_ctim, m.changed());
+    }
+
+    private static void setTime(Timespec ts, FileTime time) {
+        Instant i = time.toInstant();
+        ts.tv_sec.set(i.getEpochSecond());
+        ts.tv_nsec.set(i.getNano());
+    }
+
+    @Override
+    public int access(String path, int mask) {
+        try {
+            VfsPath p = VfsPath.of(path);
+            Metadata m = router.metadata(null, p);
+            if ((mask & W_OK) != 0 && !ZonePolicy.mayWrite(caller(), p)) {
+                return -ErrorCodes.EACCES();
+            }
+            if ((mask & X_OK) != 0 && !m.isDirectory() && (m.mode() & 0111) == 0) {
+                return -ErrorCodes.EACCES();
+            }
+            return 0;
+        } catch (Throwable t) {
+            return fail("access", path, t);
+        }
+    }
+
+    @Override
+    public int readlink(String path, Pointer buf, @size_t long size) {
+        try {
+            byte[] target = router.readLink(null, VfsPath.of(path)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            int n = (int) Math.min(target.length, size - 1);
+            buf.put(0, target, 0, n);
+            buf.putByte(n, (byte) 0);
+            return 0;
+        } catch (Throwable t) {
+            return fail("readlink", path, t);
+        }
+    }
+
+    @Override
+    public int statfs(String path, Statvfs stbuf) {
+        try {
+            SpaceInfo s = router.space(VfsPath.of(path));
+            long bs = s.blockSize() > 0 ? s.blockSize() : 4096;
+            stbuf.f_bsize.set(bs);
+            stbuf.f_frsize.set(bs);
+            stbuf.f_blocks.set(s.totalBytes() / bs);
+            stbuf.f_bfree.set(s.freeBytes() / bs);
+            stbuf.f_bavail.set(s.availableBytes() / bs);
+            stbuf.f_namemax.set(s.maxNameLength());
+            return 0;
+        } catch (Throwable t) {
+            return fail("statfs", path, t);
+        }
+    }
+
+    // ---- directories ----
+
+    @Override
+    public int readdir(String path, Pointer buf, FuseFillDir filler, @off_t long offset, FuseFileInfo fi) {
+        try {
+            List<String> names = router.names(null, VfsPath.of(path));
+            filler.apply(buf, ".", null, 0);
+            filler.apply(buf, "..", null, 0);
+            for (String name : names) {
+                if (filler.apply(buf, name, null, 0) != 0) {
+                    break;
+                }
+            }
+            return 0;
+        } catch (Throwable t) {
+            return fail("readdir", path, t);
+        }
+    }
+
+    @Override
+    public int mkdir(String path, @mode_t long mode) {
+        try {
+            router.createDirectory(caller(), VfsPath.of(path));
+            return 0;
+        } catch (Throwable t) {
+            return fail("mkdir", path, t);
+        }
+    }
+
+    @Override
+    public int rmdir(String path) {
+        try {
+            router.removeDirectory(caller(), VfsPath.of(path));
+            return 0;
+        } catch (Throwable t) {
+            return fail("rmdir", path, t);
+        }
+    }
+
+    // ---- names ----
+
+    @Override
+    public int unlink(String path) {
+        try {
+            router.removeFile(caller(), VfsPath.of(path));
+            return 0;
+        } catch (Throwable t) {
+            return fail("unlink", path, t);
+        }
+    }
+
+    @Override
+    public int rename(String oldpath, String newpath) {
+        try {
+            router.rename(caller(), VfsPath.of(oldpath), VfsPath.of(newpath));
+            return 0;
+        } catch (Throwable t) {
+            return fail("rename", oldpath + " -> " + newpath, t);
+        }
+    }
+
+    @Override
+    public int link(String oldpath, String newpath) {
+        try {
+            router.link(caller(), VfsPath.of(oldpath), VfsPath.of(newpath));
+            return 0;
+        } catch (Throwable t) {
+            return fail("link", oldpath + " -> " + newpath, t);
+        }
+    }
+
+    /** Symbolic links are not part of the namespace: refused everywhere, never half supported. */
+    @Override
+    public int symlink(String oldpath, String newpath) {
+        try {
+            router.checkWrite(caller(), VfsPath.of(newpath));
+            return -ErrorCodes.EPERM();
+        } catch (Throwable t) {
+            return fail("symlink", newpath, t);
+        }
+    }
+
+    /** Fifos, sockets and device nodes are refused: the store holds files and directories. */
+    @Override
+    public int mknod(String path, @mode_t long mode, long rdev) {
+        try {
+            router.checkWrite(caller(), VfsPath.of(path));
+            return -ErrorCodes.EPERM();
+        } catch (Throwable t) {
+            return fail("mknod", path, t);
+        }
+    }
+
+    // ---- attributes that change ----
+
+    @Override
+    public int chmod(String path, @mode_t long mode) {
+        try {
+            router.chmod(caller(), VfsPath.of(path), (int) mode);
+            return 0;
+        } catch (Throwable t) {
+            return fail("chmod", path, t);
+        }
+    }
+
+    @Override
+    public int chown(String path, long uid, long gid) {
+        try {
+            router.chown(caller(), VfsPath.of(path));
+            return 0;
+        } catch (Throwable t) {
+            return fail("chown", path, t);
+        }
+    }
+
+    @Override
+    public int truncate(String path, @off_t long size) {
+        try {
+            router.truncate(caller(), VfsPath.of(path), size);
+            return 0;
+        } catch (Throwable t) {
+            return fail("truncate", path, t);
+        }
+    }
+
+    @Override
+    public int ftruncate(String path, @off_t long size, FuseFileInfo fi) {
+        try {
+            OpenFile f = openFiles.get(fi.fh.get());
+            if (f == null) {
+                return truncate(path, size);
+            }
+            if (!f.writable()) {
+                // the kernel sends ftruncate for truncate(2) on a path too; judge it by policy
+                router.truncate(caller(), VfsPath.of(path), size);
+                return 0;
+            }
+            f.handle().truncate(size);
+            return 0;
+        } catch (Throwable t) {
+            return fail("ftruncate", path, t);
+        }
+    }
+
+    @Override
+    public int utimens(String path, Timespec[] timespec) {
+        try {
+            router.setTimes(caller(), VfsPath.of(path), time(timespec[0]), time(timespec[1]));
+            return 0;
+        } catch (Throwable t) {
+            return fail("utimens", path, t);
+        }
+    }
+
+    private static FileTime time(Timespec ts) {
+        long nsec = ts.tv_nsec.longValue();
+        if (nsec == UTIME_OMIT) {
+            return null;
+        }
+        if (nsec == UTIME_NOW) {
+            return FileTime.from(Instant.now());
+        }
+        return FileTime.from(Instant.ofEpochSecond(ts.tv_sec.get(), nsec));
+    }
+
+    // ---- extended attributes: none are stored; changes are judged by policy first ----
+
+    @Override
+    public int setxattr(String path, String name, Pointer value, @size_t long size, int flags) {
+        try {
+            router.checkWrite(caller(), VfsPath.of(path));
+            return -ErrorCodes.ENOTSUP();
+        } catch (Throwable t) {
+            return fail("setxattr", path, t);
+        }
+    }
+
+    @Override
+    public int removexattr(String path, String name) {
+        try {
+            router.checkWrite(caller(), VfsPath.of(path));
+            return -ErrorCodes.ENODATA();
+        } catch (Throwable t) {
+            return fail("removexattr", path, t);
+        }
+    }
+
+    @Override
+    public int getxattr(String path, String name, Pointer value, @size_t long size) {
+        return -ErrorCodes.ENODATA();
+    }
+
+    @Override
+    public int listxattr(String path, Pointer list, @size_t long size) {
+        return 0;
+    }
+
+    // ---- open files ----
+
+    @Override
+    public int create(String path, @mode_t long mode, FuseFileInfo fi) {
+        try {
+            int flags = fi.flags.get();
+            Set<OpenFlag> open = openFlags(flags);
+            open.add((flags & O_EXCL) != 0 ? OpenFlag.CREATE_NEW : OpenFlag.CREATE);
+            return register(path, open, (int) mode, fi);
+        } catch (Throwable t) {
+            return fail("create", path, t);
+        }
+    }
+
+    @Override
+    public int open(String path, FuseFileInfo fi) {
+        try {
+            return register(path, openFlags(fi.flags.get()), 0, fi);
+        } catch (Throwable t) {
+            return fail("open", path, t);
+        }
+    }
+
+    private static Set<OpenFlag> openFlags(int flags) {
+        Set<OpenFlag> open = EnumSet.noneOf(OpenFlag.class);
+        int acc = flags & O_ACCMODE;
+        if (acc == O_RDWR) {
+            open.add(OpenFlag.READ);
+            open.add(OpenFlag.WRITE);
+        } else if (acc == O_WRONLY) {
+            open.add(OpenFlag.WRITE);
+        } else {
+            open.add(OpenFlag.READ);
+        }
+        if ((flags & O_APPEND) != 0) {
+            open.add(OpenFlag.APPEND);
+        }
+        if ((flags & O_TRUNC) != 0 && acc != 0) {
+            open.add(OpenFlag.TRUNCATE);
+        }
+        if ((flags & O_CREAT) != 0) {
+            open.add(OpenFlag.CREATE);
+        }
+        return open;
+    }
+
+    private int register(String path, Set<OpenFlag> flags, int mode, FuseFileInfo fi) throws IOException {
+        Caller caller = caller();
+        FileHandle handle = router.open(caller, VfsPath.of(path), flags, mode);
+        boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
+        fi.fh.set(openFiles.add(new OpenFile(handle, caller, writable)));
+        return 0;
+    }
+
+    @Override
+    public int read(String path, Pointer buf, @size_t long size, @off_t long offset, FuseFileInfo fi) {
+        try {
+            OpenFile f = openFiles.get(fi.fh.get());
+            if (f == null) {
+                return -ErrorCodes.EBADF();
+            }
+            IoBuffer io = ioBuffer(size);
+            int n = f.handle().read(io.buffer, offset);
+            if (n > 0) {
+                io.pointer.transferTo(0, buf, 0, n);
+            }
+            return n;
+        } catch (Throwable t) {
+            return fail("read", path, t);
+        }
+    }
+
+    @Override
+    public int write(String path, Pointer buf, @size_t long size, @off_t long offset, FuseFileInfo fi) {
+        try {
+            OpenFile f = openFiles.get(fi.fh.get());
+            if (f == null || !f.writable()) {
+                return -ErrorCodes.EBADF();
+            }
+            IoBuffer io = ioBuffer(size);
+            buf.transferTo(0, io.pointer, 0, size);
+            return f.handle().write(io.buffer, offset);
+        } catch (Throwable t) {
+            return fail("write", path, t);
+        }
+    }
+
+    @Override
+    public int flush(String path, FuseFileInfo fi) {
+        // writes go straight to the store file; close-to-open needs nothing more here
+        return 0;
+    }
+
+    @Override
+    public int fsync(String path, int isdatasync, FuseFileInfo fi) {
+        try {
+            OpenFile f = openFiles.get(fi.fh.get());
+            if (f == null) {
+                return -ErrorCodes.EBADF();
+            }
+            f.handle().sync(isdatasync == 0);
+            return 0;
+        } catch (Throwable t) {
+            return fail("fsync", path, t);
+        }
+    }
+
+    @Override
+    public int release(String path, FuseFileInfo fi) {
+        try {
+            OpenFile f = openFiles.remove(fi.fh.get());
+            if (f != null) {
+                f.handle().close();
+            }
+            return 0;
+        } catch (Throwable t) {
+            return fail("release", path, t);
+        }
+    }
+
+    /** Preallocation is not offered; programs fall back to writing (posix_fallocate does so on EOPNOTSUPP). */
+    @Override
+    public int fallocate(String path, int mode, @off_t long off, @off_t long length, FuseFileInfo fi) {
+        OpenFile f = openFiles.get(fi.fh.get());
+        if (f == null || !f.writable()) {
+            return -ErrorCodes.EBADF();
+        }
+        return -ErrorCodes.EOPNOTSUPP();
+    }
+}

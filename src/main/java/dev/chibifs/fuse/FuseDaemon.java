@@ -1,0 +1,173 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.router.Router;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One mounted filesystem: starts libfuse's loop on a thread of its own, returns once the kernel
+ * answers a request on the mountpoint (not after a sleep), and unmounts on request.
+ */
+public final class FuseDaemon {
+
+    private static final Logger LOG = LoggerFactory.getLogger(FuseDaemon.class);
+
+    /** Options every chibifs mount gets; the user's {@code -o} options come after and may override. */
+    public static final List<String> DEFAULT_OPTIONS = List.of(
+            "fsname=chibifs", "subtype=chibifs",
+            // libfuse2 sends 4 KiB writes without these
+            "big_writes", "max_write=131072",
+            // unlink really unlinks; without it libfuse2 renames open files to .fuse_hidden* inside the store
+            "hard_remove");
+
+    private final Path mountpoint;
+    private final ChibiFuse fs;
+    private final List<String> options;
+    private final CompletableFuture<Integer> loop = new CompletableFuture<>();
+
+    private FuseDaemon(Path mountpoint, ChibiFuse fs, List<String> options) {
+        this.mountpoint = mountpoint;
+        this.fs = fs;
+        this.options = options;
+    }
+
+    /**
+     * Mounts {@code router} at {@code mountpoint} and returns once the mount answers.
+     *
+     * @throws MountException with one clear line when the mount does not come up within {@code timeout}
+     */
+    public static FuseDaemon mount(Path mountpoint, Router router, CallerResolver callers, List<String> options,
+                                   long mountUid, long mountGid, Duration timeout) throws MountException {
+        FuseDaemon d = new FuseDaemon(mountpoint, new ChibiFuse(router, callers, mountUid, mountGid),
+                List.copyOf(options));
+        d.start(timeout);
+        return d;
+    }
+
+    /** The FUSE options in force, as passed to libfuse. */
+    public List<String> options() {
+        return options;
+    }
+
+    private void start(Duration timeout) throws MountException {
+        String[] args = {"-o", String.join(",", options)};
+        Thread t = new Thread(() -> {
+            try {
+                fs.mount(mountpoint, true, false, args);
+                fs.markUnmounted();
+                loop.complete(0);
+            } catch (Throwable e) {
+                loop.complete(1);
+                LOG.error("FUSE loop ended with an error", e);
+            }
+        }, "chibifs-fuse-loop");
+        t.setDaemon(true);
+        t.start();
+        Instant deadline = Instant.now().plus(timeout);
+        while (Instant.now().isBefore(deadline)) {
+            if (loop.isDone()) {
+                throw new MountException("libfuse could not mount " + mountpoint + " (see the messages above)");
+            }
+            if (answers(mountpoint)) {
+                return;
+            }
+            sleep(20);
+        }
+        Fusermount.unmount(mountpoint, true);
+        throw new MountException("the mount at " + mountpoint + " did not answer within " + timeout.toSeconds() + " s");
+    }
+
+    /** True once the kernel lists a chibifs mount there and a stat of it is answered by the daemon. */
+    public static boolean answers(Path mountpoint) {
+        try {
+            if (MountTable.find(mountpoint).filter(MountTable.MountEntry::isChibifs).isEmpty()) {
+                return false;
+            }
+            Files.readAttributes(mountpoint, BasicFileAttributes.class);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** Blocks until the FUSE loop ends (unmounted by anyone). */
+    public void awaitUnmounted() {
+        loop.join();
+    }
+
+    /**
+     * Unmounts lazily (so a busy mount still detaches) and waits up to {@code wait} for the loop to
+     * end; then closes every handle still open. Returns true when the loop ended in time.
+     */
+    public boolean unmount(Duration wait) {
+        if (!loop.isDone()) {
+            Fusermount.Result r = Fusermount.unmount(mountpoint, true);
+            if (!r.ok() && !r.message().isEmpty() && !loop.isDone()) {
+                LOG.warn("fusermount: {}", r.message());
+            }
+        }
+        boolean ended;
+        try {
+            loop.get(wait.toMillis(), TimeUnit.MILLISECONDS);
+            ended = true;
+        } catch (Exception e) {
+            ended = false;
+        }
+        int open = fs.openFiles().closeAll();
+        if (open > 0) {
+            LOG.info("closed {} file(s) still open at unmount", open);
+        }
+        return ended;
+    }
+
+    /** Files currently open through the mount. */
+    public int openFileCount() {
+        return fs.openFiles().size();
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Clears a mount left stale by a daemon that died ("Transport endpoint is not connected"); true if one was cleared. */
+    public static boolean clearStale(Path mountpoint) throws IOException {
+        if (MountTable.find(mountpoint).filter(e -> e.fsType().startsWith("fuse")).isEmpty()) {
+            return false;
+        }
+        try {
+            Files.readAttributes(mountpoint, BasicFileAttributes.class);
+            return false; // alive
+        } catch (IOException dead) {
+            Fusermount.Result r = Fusermount.unmount(mountpoint, true);
+            if (!r.ok()) {
+                throw new IOException("cannot clear the stale mount at " + mountpoint + ": " + r.message());
+            }
+            return true;
+        }
+    }
+
+    /** The options for a mount: defaults, {@code allow_other} when other users must reach it, then the user's. */
+    public static List<String> optionsFor(boolean allowOther, List<String> userOptions) {
+        List<String> all = new ArrayList<>(DEFAULT_OPTIONS);
+        if (allowOther && !userOptions.contains("allow_other")) {
+            all.add("allow_other");
+        }
+        all.addAll(userOptions);
+        return all;
+    }
+}

@@ -1,0 +1,12 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.policy.Caller;
+import dev.chibifs.store.FileHandle;
+
+/**
+ * One entry of the open-file table. The caller is resolved at open/create and kept here,
+ * because FUSE does not fill in the requester for release, and the kernel may send writes
+ * from another context (writeback).
+ */
+record OpenFile(FileHandle handle, Caller caller, boolean writable) {
+}

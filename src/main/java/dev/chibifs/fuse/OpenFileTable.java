@@ -1,0 +1,48 @@
+package dev.chibifs.fuse;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/** The adapter's own table of open files, keyed by the handle number given to the kernel. */
+final class OpenFileTable {
+
+    // never 0: some kernels and tools treat fh == 0 as "no handle"
+    private final AtomicLong next = new AtomicLong(1);
+    private final ConcurrentMap<Long, OpenFile> files = new ConcurrentHashMap<>();
+
+    long add(OpenFile file) {
+        long id = next.getAndIncrement();
+        files.put(id, file);
+        return id;
+    }
+
+    OpenFile get(long id) {
+        return files.get(id);
+    }
+
+    OpenFile remove(long id) {
+        return files.remove(id);
+    }
+
+    int size() {
+        return files.size();
+    }
+
+    /** Closes every handle still open (unmount with files open); returns how many there were. */
+    int closeAll() {
+        List<OpenFile> left = new ArrayList<>(files.values());
+        files.clear();
+        for (OpenFile f : left) {
+            try {
+                f.handle().close();
+            } catch (IOException ignored) {
+                // the mount is going away; nothing useful to do with a close error here
+            }
+        }
+        return left.size();
+    }
+}
