@@ -183,14 +183,8 @@ public final class MountCommand implements Callable<Integer> {
         List<String> options = FuseDaemon.optionsFor(plan.uidMapped(), fuseOptions);
         long uid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
         long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
-        FuseDaemon daemon;
-        try {
-            daemon = FuseDaemon.mount(mp, router, plan.callers(), options, uid, gid, MOUNT_TIMEOUT);
-        } catch (MountException e) {
-            throw new MountFailure(e.getMessage());
-        }
-        log.info("mounted {} ({}; store {}; options {}; pid {})", mp, plan.describe(), storage.root(),
-                String.join(",", options), ProcessHandle.current().pid());
+        // the hook goes in before the mount answers: a SIGTERM right after mounting must still unmount cleanly
+        FuseDaemon daemon = FuseDaemon.create(mp, router, plan.callers(), options, uid, gid);
         AtomicBoolean stopping = new AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopping.compareAndSet(false, true)) {
@@ -201,6 +195,13 @@ public final class MountCommand implements Callable<Integer> {
                 Runtime.getRuntime().halt(0);
             }
         }, "chibifs-shutdown"));
+        try {
+            daemon.start(MOUNT_TIMEOUT);
+        } catch (MountException e) {
+            throw new MountFailure(e.getMessage());
+        }
+        log.info("mounted {} ({}; store {}; options {}; pid {})", mp, plan.describe(), storage.root(),
+                String.join(",", options), ProcessHandle.current().pid());
         daemon.awaitUnmounted();
         if (stopping.compareAndSet(false, true)) {
             daemon.unmount(Duration.ZERO);

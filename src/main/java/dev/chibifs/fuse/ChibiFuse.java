@@ -401,7 +401,8 @@ final class ChibiFuse extends FuseStubFS {
     public int setxattr(String path, String name, Pointer value, @size_t long size, int flags) {
         try {
             router.checkWrite(caller(), VfsPath.of(path));
-            return -ErrorCodes.ENOTSUP();
+            // not ErrorCodes.ENOTSUP(): jnr-constants gives 45 (EL2NSYNC) for it on Linux; EOPNOTSUPP is the 95 cp expects
+            return -ErrorCodes.EOPNOTSUPP();
         } catch (Throwable t) {
             return fail("setxattr", path, t);
         }

@@ -42,17 +42,10 @@ public final class FuseDaemon {
         this.options = options;
     }
 
-    /**
-     * Mounts {@code router} at {@code mountpoint} and returns once the mount answers.
-     *
-     * @throws MountException with one clear line when the mount does not come up within {@code timeout}
-     */
-    public static FuseDaemon mount(Path mountpoint, Router router, CallerResolver callers, List<String> options,
-                                   long mountUid, long mountGid, Duration timeout) throws MountException {
-        FuseDaemon d = new FuseDaemon(mountpoint, new ChibiFuse(router, callers, mountUid, mountGid),
-                List.copyOf(options));
-        d.start(timeout);
-        return d;
+    /** A daemon for {@code router} at {@code mountpoint}, not mounted yet: {@link #start} mounts it. */
+    public static FuseDaemon create(Path mountpoint, Router router, CallerResolver callers, List<String> options,
+                                    long mountUid, long mountGid) {
+        return new FuseDaemon(mountpoint, new ChibiFuse(router, callers, mountUid, mountGid), List.copyOf(options));
     }
 
     /** The FUSE options in force, as passed to libfuse. */
@@ -60,7 +53,12 @@ public final class FuseDaemon {
         return options;
     }
 
-    private void start(Duration timeout) throws MountException {
+    /**
+     * Mounts and returns once the mount answers.
+     *
+     * @throws MountException with one clear line when the mount does not come up within {@code timeout}
+     */
+    public void start(Duration timeout) throws MountException {
         String[] args = {"-o", String.join(",", options)};
         Thread t = new Thread(() -> {
             try {
@@ -88,15 +86,28 @@ public final class FuseDaemon {
         throw new MountException("the mount at " + mountpoint + " did not answer within " + timeout.toSeconds() + " s");
     }
 
-    /** True once the kernel lists a chibifs mount there and a stat of it is answered by the daemon. */
+    /** True once the kernel lists a chibifs mount there and its daemon answers a request. */
     public static boolean answers(Path mountpoint) {
         try {
-            if (MountTable.find(mountpoint).filter(MountTable.MountEntry::isChibifs).isEmpty()) {
-                return false;
-            }
-            Files.readAttributes(mountpoint, BasicFileAttributes.class);
-            return true;
+            return MountTable.find(mountpoint).filter(MountTable.MountEntry::isChibifs).isPresent()
+                    && daemonAnswers(mountpoint);
         } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Asks the daemon itself: a lookup of a name that does not exist always reaches it, whereas a
+     * stat of the mountpoint can be answered from attributes the kernel cached before the daemon
+     * died. ENOENT means alive; "Transport endpoint is not connected" means dead.
+     */
+    private static boolean daemonAnswers(Path mountpoint) {
+        try {
+            Files.readAttributes(mountpoint.resolve(".chibifs-probe-" + System.nanoTime()), BasicFileAttributes.class);
+            return true;
+        } catch (java.nio.file.NoSuchFileException expected) {
+            return true;
+        } catch (IOException dead) {
             return false;
         }
     }
@@ -146,19 +157,15 @@ public final class FuseDaemon {
 
     /** Clears a mount left stale by a daemon that died ("Transport endpoint is not connected"); true if one was cleared. */
     public static boolean clearStale(Path mountpoint) throws IOException {
-        if (MountTable.find(mountpoint).filter(e -> e.fsType().startsWith("fuse")).isEmpty()) {
+        if (MountTable.find(mountpoint).filter(e -> e.fsType().startsWith("fuse")).isEmpty()
+                || daemonAnswers(mountpoint)) {
             return false;
         }
-        try {
-            Files.readAttributes(mountpoint, BasicFileAttributes.class);
-            return false; // alive
-        } catch (IOException dead) {
-            Fusermount.Result r = Fusermount.unmount(mountpoint, true);
-            if (!r.ok()) {
-                throw new IOException("cannot clear the stale mount at " + mountpoint + ": " + r.message());
-            }
-            return true;
+        Fusermount.Result r = Fusermount.unmount(mountpoint, true);
+        if (!r.ok()) {
+            throw new IOException("cannot clear the stale mount at " + mountpoint + ": " + r.message());
         }
+        return true;
     }
 
     /** The options for a mount: defaults, {@code allow_other} when other users must reach it, then the user's. */

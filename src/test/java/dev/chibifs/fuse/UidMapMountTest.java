@@ -1,0 +1,103 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.testing.FuseSupport;
+import dev.chibifs.testing.MountedFs;
+import dev.chibifs.testing.Sh;
+import dev.chibifs.testing.TestUsers;
+import dev.chibifs.testing.TestUsers.User;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.nio.file.Files;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** One mount for several real users: the caller comes from the requesting uid. */
+@Timeout(300)
+class UidMapMountTest {
+
+    private static User planner;
+    private static User coder;
+    private static User stranger;
+    private static MountedFs fs;
+
+    @BeforeAll
+    static void mount() {
+        FuseSupport.requireFuse();
+        FuseSupport.requireRoot();
+        planner = TestUsers.ensure("chibit-planner");
+        coder = TestUsers.ensure("chibit-coder");
+        stranger = TestUsers.ensure("chibit-stranger");
+        fs = MountedFs.start("--uid-map", planner.uid() + "=planner", "--uid-map", coder.uid() + "=coder");
+    }
+
+    @AfterAll
+    static void unmount() {
+        if (fs != null) {
+            fs.close();
+        }
+    }
+
+    @Test
+    void eachUidWritesItsOwnHomeAndShared() throws IOException {
+        fs.shAs(planner, "echo p > home/planner/p.txt && echo shared-by-p > shared/p.txt").ok();
+        fs.shAs(coder, "echo c > home/coder/c.txt && echo shared-by-c >> shared/p.txt").ok();
+        assertEquals("p\n", Files.readString(fs.stored("/home/planner/p.txt")));
+        assertEquals("shared-by-p\nshared-by-c\n", Files.readString(fs.stored("/shared/p.txt")));
+    }
+
+    @Test
+    void noUidWritesAnothersHome() {
+        fs.shAs(coder, "echo c > home/coder/mine.txt").ok();
+        Sh.Result r = fs.shAs(planner, "echo x > home/coder/intrude.txt");
+        assertTrue(r.err().contains("Permission denied"), r.err());
+        r = fs.shAs(planner, "rm -f home/coder/mine.txt");
+        assertTrue(r.err().contains("Permission denied"), r.err());
+        assertFalse(Files.exists(fs.stored("/home/coder/intrude.txt")));
+        assertTrue(Files.exists(fs.stored("/home/coder/mine.txt")));
+        assertEquals("c\n", fs.shAs(planner, "cat home/coder/mine.txt").ok().out());
+    }
+
+    @Test
+    void anUnmappedUidReadsButCannotWrite() {
+        fs.shAs(planner, "echo readable > shared/r.txt").ok();
+        assertEquals("readable\n", fs.shAs(stranger, "cat shared/r.txt").ok().out());
+        for (String cmd : new String[] {"echo x > shared/s.txt", "echo x >> shared/r.txt", "mkdir shared/d",
+                                        "rm shared/r.txt", "echo x > home/planner/s.txt"}) {
+            Sh.Result r = fs.shAs(stranger, cmd);
+            assertTrue(r.err().contains("Permission denied"), cmd + ": " + r.err());
+        }
+        assertFalse(Files.exists(fs.stored("/shared/s.txt")));
+    }
+
+    @Test
+    void rootIsNotSystem() {
+        Sh.Result r = fs.sh("echo x > sys/root-was-here");
+        assertTrue(r.err().contains("Permission denied"), r.err());
+        r = fs.sh("echo x > shared/root-was-here");
+        assertTrue(r.err().contains("Permission denied"), "root is a guest here: " + r.err());
+    }
+
+    @Test
+    void rootIsSystemWhenNamed() throws IOException {
+        try (MountedFs sys = MountedFs.start("--uid-map", planner.uid() + "=planner", "--system-uid", "0")) {
+            sys.sh("mkdir -p sys/tool_cache/planner && echo cached > sys/tool_cache/planner/t_1_abc").ok();
+            assertEquals("cached\n", Files.readString(sys.stored("/sys/tool_cache/planner/t_1_abc")));
+            Sh.Result r = sys.shAs(planner, "rm sys/tool_cache/planner/t_1_abc");
+            assertTrue(r.err().contains("Permission denied"), r.err());
+        }
+    }
+
+    @Test
+    void ownersAndModesAgreeWithThePolicy() {
+        String out = fs.shAs(planner, "stat -c '%U %A' home/planner home/coder shared sys").ok().out();
+        assertEquals("chibit-planner drwxr-xr-x\nchibit-coder drwxr-xr-x\nroot drwxrwxrwx\nroot drwxr-xr-x\n", out);
+        fs.shAs(planner, "test -w shared && test -w home/planner && ! test -w home/coder && ! test -w sys").ok();
+        fs.shAs(stranger, "! test -w shared").ok();
+    }
+}

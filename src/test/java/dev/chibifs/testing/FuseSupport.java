@@ -1,0 +1,46 @@
+package dev.chibifs.testing;
+
+import org.junit.jupiter.api.Assertions;
+import org.junit.jupiter.api.Assumptions;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** Decides whether mounted tests can run here; in CI (CI=true) a missing FUSE is a failure, never a skip. */
+public final class FuseSupport {
+
+    private FuseSupport() {
+    }
+
+    /** True under CI, where nothing that should run may be skipped. */
+    public static boolean inCi() {
+        return "true".equalsIgnoreCase(System.getenv("CI"));
+    }
+
+    /** Fails in CI, skips elsewhere, when /dev/fuse or fusermount is missing. */
+    public static void requireFuse() {
+        String missing = null;
+        if (!Files.exists(Path.of("/dev/fuse"))) {
+            missing = "/dev/fuse is missing";
+        } else if (Sh.run("command -v fusermount").exitCode() != 0) {
+            missing = "fusermount is missing (apt-get install fuse)";
+        }
+        if (missing != null) {
+            if (inCi()) {
+                Assertions.fail("CI must run the mount tests, but " + missing);
+            }
+            Assumptions.abort(missing + ": mount tests skipped (they run in CI)");
+        }
+    }
+
+    /** Fails in CI, skips elsewhere, unless the tests run as root (needed to create users and switch uids). */
+    public static void requireRoot() {
+        boolean root = "root".equals(System.getProperty("user.name")) || Sh.run("id -u").out().trim().equals("0");
+        if (!root) {
+            if (inCi()) {
+                Assertions.fail("CI must run the uid-mapped mount tests as root");
+            }
+            Assumptions.abort("not root: uid-mapped mount tests skipped (they run in CI as root)");
+        }
+    }
+}

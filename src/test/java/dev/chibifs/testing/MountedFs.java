@@ -1,0 +1,196 @@
+package dev.chibifs.testing;
+
+import dev.chibifs.cli.Main;
+import dev.chibifs.fuse.FuseDaemon;
+import dev.chibifs.fuse.MountTable;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real chibifs daemon in a process of its own, mounted in a temp dir and driven like a user
+ * would. Teardown always ends with a lazy unmount, so a hung daemon cannot hang the suite.
+ */
+public final class MountedFs implements AutoCloseable {
+
+    private static final long MOUNT_TIMEOUT_MS = 60_000;
+
+    private final Path root;
+    private final Path home;
+    private final Path mountpoint;
+    private final Process process;
+    private final Path log;
+
+    private MountedFs(Path root, Path home, Path mountpoint, Process process, Path log) {
+        this.root = root;
+        this.home = home;
+        this.mountpoint = mountpoint;
+        this.process = process;
+        this.log = log;
+    }
+
+    /** A fresh temp dir that other users can traverse (mountpoints inside it must be reachable by them). */
+    public static Path tempRoot() {
+        try {
+            Path dir = Files.createTempDirectory("chibifs-test-");
+            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+            return dir;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Mounts with {@code args} (e.g. {@code --context planner}) over a new home in a new temp dir. */
+    public static MountedFs start(String... args) {
+        return start(tempRoot(), args);
+    }
+
+    /** Mounts with {@code args} over {@code root}/home at {@code root}/mnt. */
+    public static MountedFs start(Path root, String... args) {
+        FuseSupport.requireFuse();
+        try {
+            Path home = root.resolve("home");
+            Path mnt = root.resolve("mnt");
+            Files.createDirectories(mnt);
+            Files.createDirectories(home);
+            Path log = root.resolve("daemon-" + System.nanoTime() + ".log");
+            List<String> cmd = daemonCommand("mount", "--foreground", "--home", home.toString());
+            cmd.addAll(List.of(args));
+            cmd.add(mnt.toString());
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
+                    .redirectOutput(log.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+            MountedFs fs = new MountedFs(root, home, mnt, p, log);
+            fs.awaitMounted();
+            return fs;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** {@code java -cp <test classpath> dev.chibifs.cli.Main ARGS...}: the real CLI in a new JVM. */
+    public static List<String> daemonCommand(String... args) {
+        List<String> cmd = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx192m", "-XX:+UseSerialGC", "-Dfile.encoding=UTF-8",
+                "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
+    /** Runs the CLI in a new JVM and returns what it did. */
+    public static Sh.Result cli(String... args) {
+        StringBuilder script = new StringBuilder();
+        for (String a : daemonCommand(args)) {
+            script.append('\'').append(a.replace("'", "'\\''")).append("' ");
+        }
+        return Sh.run(script.toString());
+    }
+
+    private void awaitMounted() {
+        long deadline = System.currentTimeMillis() + MOUNT_TIMEOUT_MS;
+        while (System.currentTimeMillis() < deadline) {
+            if (FuseDaemon.answers(mountpoint)) {
+                return;
+            }
+            if (!process.isAlive()) {
+                throw new AssertionError("daemon exited (" + process.exitValue() + ") before mounting:\n" + log());
+            }
+            sleep(20);
+        }
+        close();
+        throw new AssertionError("mount did not answer within " + MOUNT_TIMEOUT_MS + " ms:\n" + log());
+    }
+
+    public Path mountpoint() {
+        return mountpoint;
+    }
+
+    /** The mountpoint path of {@code vfsPath} ("/shared/x" -> mnt/shared/x). */
+    public Path at(String vfsPath) {
+        return mountpoint.resolve(vfsPath.substring(1));
+    }
+
+    /** The store, {@code home/vfs}, as chibi sees it. */
+    public Path store() {
+        return home.resolve("vfs");
+    }
+
+    /** The store path of {@code vfsPath}. */
+    public Path stored(String vfsPath) {
+        return store().resolve(vfsPath.substring(1));
+    }
+
+    public Path home() {
+        return home;
+    }
+
+    public Path root() {
+        return root;
+    }
+
+    public Process process() {
+        return process;
+    }
+
+    /** What the daemon has logged so far. */
+    public String log() {
+        try {
+            return Files.readString(log, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
+    /** Runs {@code script} in the mountpoint as the test's own user. */
+    public Sh.Result sh(String script) {
+        return Sh.run(mountpoint, script);
+    }
+
+    /** Runs {@code script} in the mountpoint as another user. */
+    public Sh.Result shAs(TestUsers.User user, String script) {
+        return Sh.as(user.uid(), user.gid(), mountpoint, script);
+    }
+
+    /** True while the kernel lists the mount. */
+    public boolean isMounted() {
+        try {
+            return MountTable.find(mountpoint).isPresent();
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    @Override
+    public void close() {
+        if (process.isAlive() && isMounted()) {
+            Sh.run("fusermount -u -z '" + mountpoint + "'");
+        }
+        try {
+            if (!process.waitFor(15, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                process.waitFor(5, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (isMounted()) {
+            Sh.run("fusermount -u -z '" + mountpoint + "'");
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
