@@ -113,8 +113,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void write(VfsPath path, byte[] data) throws IOException {
-        Path target = resolveSafely(path.parent()).resolve(path.fileName());
-        Files.createDirectories(target.getParent());
+        Path target = createParents(path);
         Path tmp = tempSibling(target);
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE,
@@ -131,14 +130,25 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    /**
+     * Creates the missing parents of {@code path} through {@link #mkdir}, which refuses a link on
+     * the way ({@code Files.createDirectories} would follow one), and resolves the path.
+     */
+    private Path createParents(VfsPath path) throws IOException {
+        if (path.isRoot()) {
+            throw new IsDirectoryException(path.toString());
+        }
+        mkdir(path.parent());
+        return resolveSafely(path);
+    }
+
     private static Path tempSibling(Path target) {
         return target.resolveSibling(TEMP_PREFIX + Long.toHexString(ThreadLocalRandom.current().nextLong()));
     }
 
     @Override
     public void append(VfsPath path, byte[] data) throws IOException {
-        Path target = resolveSafely(path.parent()).resolve(path.fileName());
-        Files.createDirectories(target.getParent());
+        Path target = createParents(path);
         try (FileChannel ch = FileChannel.open(target, StandardOpenOption.WRITE, StandardOpenOption.CREATE,
                 StandardOpenOption.APPEND, NOFOLLOW)) {
             ByteBuffer buf = ByteBuffer.wrap(data);
@@ -240,11 +250,10 @@ public final class LocalStorage implements Storage {
     @Override
     public void copy(VfsPath src, VfsPath dst) throws IOException {
         Path from = resolveSafely(src);
-        Path to = resolveSafely(dst.parent()).resolve(dst.fileName());
         if (Files.readAttributes(from, BasicFileAttributes.class, NOFOLLOW).isDirectory()) {
             throw new IsDirectoryException(src.toString());
         }
-        Files.createDirectories(to.getParent());
+        Path to = createParents(dst);
         Path tmp = tempSibling(to);
         try {
             Files.copy(from, tmp, NOFOLLOW);
