@@ -23,6 +23,7 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
@@ -124,9 +125,25 @@ public final class LocalStorage implements Storage {
                 }
                 ch.force(true);
             }
+            keepPermissions(target, tmp);
             Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
         } finally {
             Files.deleteIfExists(tmp);
+        }
+    }
+
+    /**
+     * Gives the replacement the mode of the file it replaces: chibi writes in place, so a script
+     * rewritten through the store stays executable.
+     */
+    private static void keepPermissions(Path target, Path replacement) throws IOException {
+        try {
+            PosixFileAttributes a = Files.readAttributes(target, PosixFileAttributes.class, NOFOLLOW);
+            if (a.isRegularFile()) {
+                Files.setPosixFilePermissions(replacement, a.permissions());
+            }
+        } catch (NoSuchFileException absent) {
+            // a new file keeps the default mode
         }
     }
 
