@@ -5,6 +5,7 @@ import dev.chibifs.path.VfsPath;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileStore;
 import java.nio.file.FileSystemException;
@@ -282,7 +283,45 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void rename(VfsPath src, VfsPath dst) throws IOException {
-        Files.move(resolveSafely(src), resolveSafely(dst), StandardCopyOption.ATOMIC_MOVE);
+        Path from = resolveSafely(src);
+        Path to = resolveSafely(dst);
+        try {
+            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
+        } catch (FileSystemException e) {
+            throw describeRenameFailure(src, dst, from, to, e);
+        }
+    }
+
+    /**
+     * The JDK reports rename(2)'s EISDIR, ENOTDIR and ENOTEMPTY as a plain FileSystemException
+     * whose text is strerror's (locale dependent); give them the types MemoryStorage throws, read
+     * from the state of the two names once the rename has failed.
+     */
+    private static IOException describeRenameFailure(VfsPath src, VfsPath dst, Path from, Path to,
+                                                     FileSystemException e) {
+        if (e.getClass() != FileSystemException.class) {
+            return e;
+        }
+        try {
+            boolean fromDir = Files.isDirectory(from, NOFOLLOW);
+            BasicFileAttributes target = Files.readAttributes(to, BasicFileAttributes.class, NOFOLLOW);
+            if (target.isDirectory() && !fromDir) {
+                return new IsDirectoryException(dst.toString());
+            }
+            if (!target.isDirectory() && fromDir) {
+                return new NotDirectoryException(dst.toString());
+            }
+            if (target.isDirectory()) {
+                try (DirectoryStream<Path> ds = Files.newDirectoryStream(to)) {
+                    if (ds.iterator().hasNext()) {
+                        return new DirectoryNotEmptyException(dst.toString());
+                    }
+                }
+            }
+        } catch (IOException unknown) {
+            // the state changed under us: report the original failure
+        }
+        return e;
     }
 
     @Override
