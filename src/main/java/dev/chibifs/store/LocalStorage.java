@@ -350,6 +350,10 @@ public final class LocalStorage implements Storage {
     @Override
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
         Path p = resolveSafely(path);
+        // open(2) O_RDONLY succeeds on a directory and the JDK cannot fstat the channel afterwards
+        if (Files.isDirectory(p, NOFOLLOW)) {
+            throw new IsDirectoryException(path.toString());
+        }
         Set<OpenOption> options = new HashSet<>();
         options.add(NOFOLLOW);
         for (OpenFlag f : flags) {
