@@ -205,9 +205,8 @@ public final class LocalStorage implements Storage {
 
     @Override
     public List<Entry> list(VfsPath path) throws IOException {
-        Path dir = resolveSafely(path);
         List<Entry> out = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(directory(path))) {
             for (Path child : ds) {
                 try {
                     out.add(new Entry(child.getFileName().toString(),
@@ -224,12 +223,21 @@ public final class LocalStorage implements Storage {
     @Override
     public List<String> names(VfsPath path) throws IOException {
         List<String> out = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(resolveSafely(path))) {
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(directory(path))) {
             for (Path child : ds) {
                 out.add(child.getFileName().toString());
             }
         }
         return out;
+    }
+
+    /** Resolves a directory to list; opendir(3) would follow a link as the last name, so refuse one. */
+    private Path directory(VfsPath path) throws IOException {
+        Path dir = resolveSafely(path);
+        if (Files.isSymbolicLink(dir)) {
+            throw new FileSystemException(path.toString(), null, "Too many levels of symbolic links");
+        }
+        return dir;
     }
 
     private static EntryKind kindOf(BasicFileAttributes a) {
@@ -244,7 +252,12 @@ public final class LocalStorage implements Storage {
 
     @Override
     public boolean exists(VfsPath path) throws IOException {
-        return Files.exists(resolve(path), NOFOLLOW);
+        try {
+            return Files.exists(resolveSafely(path), NOFOLLOW);
+        } catch (FileSystemException unreachable) {
+            // missing, below a file, or below a link that is not followed: nothing there for us
+            return false;
+        }
     }
 
     @Override
@@ -326,7 +339,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public Metadata metadata(VfsPath path) throws IOException {
-        Map<String, Object> a = Files.readAttributes(resolve(path), UNIX_ATTRS, NOFOLLOW);
+        Map<String, Object> a = Files.readAttributes(resolveSafely(path), UNIX_ATTRS, NOFOLLOW);
         int mode = (Integer) a.get("mode");
         return new Metadata(kindOfMode(mode), (Long) a.get("size"),
                 (FileTime) a.get("creationTime"), (FileTime) a.get("lastModifiedTime"),
@@ -386,8 +399,12 @@ public final class LocalStorage implements Storage {
 
     /** The JDK reports open(2)'s EISDIR as a generic error; say what it is. */
     private IOException describeDirectory(VfsPath path, IOException e) {
-        if (!(e instanceof NoSuchFileException) && Files.isDirectory(resolve(path), NOFOLLOW)) {
-            return new IsDirectoryException(path.toString());
+        try {
+            if (!(e instanceof NoSuchFileException) && Files.isDirectory(resolveSafely(path), NOFOLLOW)) {
+                return new IsDirectoryException(path.toString());
+            }
+        } catch (IOException unreachable) {
+            // not a directory we may look at: keep the original error
         }
         return e;
     }
