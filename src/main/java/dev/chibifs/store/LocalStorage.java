@@ -5,6 +5,7 @@ import dev.chibifs.path.VfsPath;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileStore;
 import java.nio.file.FileSystemException;
@@ -23,6 +24,7 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
@@ -113,8 +115,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void write(VfsPath path, byte[] data) throws IOException {
-        Path target = resolveSafely(path.parent()).resolve(path.fileName());
-        Files.createDirectories(target.getParent());
+        Path target = createParents(path);
         Path tmp = tempSibling(target);
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE,
@@ -125,10 +126,38 @@ public final class LocalStorage implements Storage {
                 }
                 ch.force(true);
             }
+            keepPermissions(target, tmp);
             Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
         } finally {
             Files.deleteIfExists(tmp);
         }
+    }
+
+    /**
+     * Gives the replacement the mode of the file it replaces: chibi writes in place, so a script
+     * rewritten through the store stays executable.
+     */
+    private static void keepPermissions(Path target, Path replacement) throws IOException {
+        try {
+            PosixFileAttributes a = Files.readAttributes(target, PosixFileAttributes.class, NOFOLLOW);
+            if (a.isRegularFile()) {
+                Files.setPosixFilePermissions(replacement, a.permissions());
+            }
+        } catch (NoSuchFileException absent) {
+            // a new file keeps the default mode
+        }
+    }
+
+    /**
+     * Creates the missing parents of {@code path} through {@link #mkdir}, which refuses a link on
+     * the way ({@code Files.createDirectories} would follow one), and resolves the path.
+     */
+    private Path createParents(VfsPath path) throws IOException {
+        if (path.isRoot()) {
+            throw new IsDirectoryException(path.toString());
+        }
+        mkdir(path.parent());
+        return resolveSafely(path);
     }
 
     private static Path tempSibling(Path target) {
@@ -137,8 +166,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void append(VfsPath path, byte[] data) throws IOException {
-        Path target = resolveSafely(path.parent()).resolve(path.fileName());
-        Files.createDirectories(target.getParent());
+        Path target = createParents(path);
         try (FileChannel ch = FileChannel.open(target, StandardOpenOption.WRITE, StandardOpenOption.CREATE,
                 StandardOpenOption.APPEND, NOFOLLOW)) {
             ByteBuffer buf = ByteBuffer.wrap(data);
@@ -177,9 +205,8 @@ public final class LocalStorage implements Storage {
 
     @Override
     public List<Entry> list(VfsPath path) throws IOException {
-        Path dir = resolveSafely(path);
         List<Entry> out = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(directory(path))) {
             for (Path child : ds) {
                 try {
                     out.add(new Entry(child.getFileName().toString(),
@@ -196,12 +223,21 @@ public final class LocalStorage implements Storage {
     @Override
     public List<String> names(VfsPath path) throws IOException {
         List<String> out = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(resolveSafely(path))) {
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(directory(path))) {
             for (Path child : ds) {
                 out.add(child.getFileName().toString());
             }
         }
         return out;
+    }
+
+    /** Resolves a directory to list; opendir(3) would follow a link as the last name, so refuse one. */
+    private Path directory(VfsPath path) throws IOException {
+        Path dir = resolveSafely(path);
+        if (Files.isSymbolicLink(dir)) {
+            throw new FileSystemException(path.toString(), null, "Too many levels of symbolic links");
+        }
+        return dir;
     }
 
     private static EntryKind kindOf(BasicFileAttributes a) {
@@ -216,7 +252,12 @@ public final class LocalStorage implements Storage {
 
     @Override
     public boolean exists(VfsPath path) throws IOException {
-        return Files.exists(resolve(path), NOFOLLOW);
+        try {
+            return Files.exists(resolveSafely(path), NOFOLLOW);
+        } catch (FileSystemException unreachable) {
+            // missing, below a file, or below a link that is not followed: nothing there for us
+            return false;
+        }
     }
 
     @Override
@@ -240,11 +281,10 @@ public final class LocalStorage implements Storage {
     @Override
     public void copy(VfsPath src, VfsPath dst) throws IOException {
         Path from = resolveSafely(src);
-        Path to = resolveSafely(dst.parent()).resolve(dst.fileName());
         if (Files.readAttributes(from, BasicFileAttributes.class, NOFOLLOW).isDirectory()) {
             throw new IsDirectoryException(src.toString());
         }
-        Files.createDirectories(to.getParent());
+        Path to = createParents(dst);
         Path tmp = tempSibling(to);
         try {
             Files.copy(from, tmp, NOFOLLOW);
@@ -256,12 +296,50 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void rename(VfsPath src, VfsPath dst) throws IOException {
-        Files.move(resolveSafely(src), resolveSafely(dst), StandardCopyOption.ATOMIC_MOVE);
+        Path from = resolveSafely(src);
+        Path to = resolveSafely(dst);
+        try {
+            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
+        } catch (FileSystemException e) {
+            throw describeRenameFailure(src, dst, from, to, e);
+        }
+    }
+
+    /**
+     * The JDK reports rename(2)'s EISDIR, ENOTDIR and ENOTEMPTY as a plain FileSystemException
+     * whose text is strerror's (locale dependent); give them the types MemoryStorage throws, read
+     * from the state of the two names once the rename has failed.
+     */
+    private static IOException describeRenameFailure(VfsPath src, VfsPath dst, Path from, Path to,
+                                                     FileSystemException e) {
+        if (e.getClass() != FileSystemException.class) {
+            return e;
+        }
+        try {
+            boolean fromDir = Files.isDirectory(from, NOFOLLOW);
+            BasicFileAttributes target = Files.readAttributes(to, BasicFileAttributes.class, NOFOLLOW);
+            if (target.isDirectory() && !fromDir) {
+                return new IsDirectoryException(dst.toString());
+            }
+            if (!target.isDirectory() && fromDir) {
+                return new NotDirectoryException(dst.toString());
+            }
+            if (target.isDirectory()) {
+                try (DirectoryStream<Path> ds = Files.newDirectoryStream(to)) {
+                    if (ds.iterator().hasNext()) {
+                        return new DirectoryNotEmptyException(dst.toString());
+                    }
+                }
+            }
+        } catch (IOException unknown) {
+            // the state changed under us: report the original failure
+        }
+        return e;
     }
 
     @Override
     public Metadata metadata(VfsPath path) throws IOException {
-        Map<String, Object> a = Files.readAttributes(resolve(path), UNIX_ATTRS, NOFOLLOW);
+        Map<String, Object> a = Files.readAttributes(resolveSafely(path), UNIX_ATTRS, NOFOLLOW);
         int mode = (Integer) a.get("mode");
         return new Metadata(kindOfMode(mode), (Long) a.get("size"),
                 (FileTime) a.get("creationTime"), (FileTime) a.get("lastModifiedTime"),
@@ -285,6 +363,10 @@ public final class LocalStorage implements Storage {
     @Override
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
         Path p = resolveSafely(path);
+        // open(2) O_RDONLY succeeds on a directory and the JDK cannot fstat the channel afterwards
+        if (Files.isDirectory(p, NOFOLLOW)) {
+            throw new IsDirectoryException(path.toString());
+        }
         Set<OpenOption> options = new HashSet<>();
         options.add(NOFOLLOW);
         for (OpenFlag f : flags) {
@@ -317,8 +399,12 @@ public final class LocalStorage implements Storage {
 
     /** The JDK reports open(2)'s EISDIR as a generic error; say what it is. */
     private IOException describeDirectory(VfsPath path, IOException e) {
-        if (!(e instanceof NoSuchFileException) && Files.isDirectory(resolve(path), NOFOLLOW)) {
-            return new IsDirectoryException(path.toString());
+        try {
+            if (!(e instanceof NoSuchFileException) && Files.isDirectory(resolveSafely(path), NOFOLLOW)) {
+                return new IsDirectoryException(path.toString());
+            }
+        } catch (IOException unreachable) {
+            // not a directory we may look at: keep the original error
         }
         return e;
     }

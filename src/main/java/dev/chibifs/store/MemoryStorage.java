@@ -252,6 +252,8 @@ public final class MemoryStorage implements Storage {
     public synchronized void copy(VfsPath src, VfsPath dst) throws IOException {
         File from = findFile(src);
         write(dst, Arrays.copyOf(from.data, from.length));
+        // like std::fs::copy in the seeds and LocalStorage: the copy takes the source's mode
+        find(dst).mode = from.mode;
     }
 
     @Override

@@ -1,0 +1,44 @@
+package dev.chibifs.policy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.NullAndEmptySource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class ContextNamesTest {
+
+    @ParameterizedTest
+    @ValueSource(strings = {"planner", "coder", "a", "A_b-9", "--", "_", "-x", "systems", "my_system", "sys"})
+    void acceptsValidNames(String name) {
+        assertTrue(ContextNames.isValid(name));
+        assertEquals(name, ContextNames.validate(name));
+        assertEquals(name, Caller.context(name).name());
+    }
+
+    @ParameterizedTest
+    @NullAndEmptySource
+    @ValueSource(strings = {"-", "system", "SYSTEM", "System", "sYsTeM", "../x", "/", "a/b", "has space", "a.b", ".",
+        "..", "tab\t", "caf\u00e9"})
+    void refusesInvalidNamesNamingValueAndRule(String name) {
+        assertFalse(ContextNames.isValid(name));
+        InvalidContextNameException e = assertThrows(InvalidContextNameException.class,
+                () -> ContextNames.validate(name));
+        assertTrue(e.getMessage().contains("'" + name + "'"), e.getMessage());
+        assertTrue(e.getMessage().contains(ContextNames.RULE), e.getMessage());
+        assertThrows(InvalidContextNameException.class, () -> Caller.context(name));
+    }
+
+    @Test
+    void systemIsReservedInEveryCase() {
+        for (String s : new String[] {"system", "SYSTEM", "System", "sYsTeM", "SYStem"}) {
+            assertTrue(ContextNames.isReserved(s), s);
+        }
+        assertFalse(ContextNames.isReserved("systemd"));
+        assertFalse(ContextNames.isReserved(null));
+    }
+}

@@ -1,0 +1,404 @@
+package dev.chibifs.router;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.Caller;
+import dev.chibifs.policy.InvalidContextNameException;
+import dev.chibifs.store.Entry;
+import dev.chibifs.store.EntryKind;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.LocalStorage;
+import dev.chibifs.store.MemoryStorage;
+import dev.chibifs.store.Metadata;
+import dev.chibifs.store.OpenFlag;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.FileSystemException;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+import org.junit.jupiter.api.io.TempDir;
+
+class RouterTest {
+
+    private static final Caller PLANNER = Caller.context("planner");
+    private static final Caller CODER = Caller.context("coder");
+    private static final Caller GUEST = Caller.GUEST;
+    private static final Caller SYSTEM = Caller.SYSTEM;
+
+    @TempDir
+    Path temp;
+
+    private LocalStorage store;
+    private Router vfs;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        store = new LocalStorage(temp.resolve("vfs"));
+        vfs = Router.of(store);
+    }
+
+    private static VfsPath p(String path) {
+        return VfsPath.of(path);
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(UTF_8);
+    }
+
+    private String text(String path) throws IOException {
+        return new String(vfs.read(GUEST, p(path)), UTF_8);
+    }
+
+    private static void assertDenied(Executable call) {
+        assertThrows(PolicyDeniedException.class, call);
+    }
+
+    // ---- the seeds' router tests ----
+
+    @Test
+    void writeToSharedAllowed() throws IOException {
+        vfs.write(PLANNER, p("/shared/test.txt"), bytes("hi"));
+        assertEquals("hi", text("/shared/test.txt"));
+    }
+
+    @Test
+    void writeToOwnHomeAllowed() throws IOException {
+        vfs.write(PLANNER, p("/home/planner/file.md"), bytes("ok"));
+        assertArrayEquals(bytes("ok"), vfs.read(PLANNER, p("/home/planner/file.md")));
+    }
+
+    @Test
+    void writeToOtherHomeDenied() {
+        PolicyDeniedException e = assertThrows(PolicyDeniedException.class,
+                () -> vfs.write(PLANNER, p("/home/coder/file.md"), bytes("nope")));
+        assertEquals("/home/coder/file.md", e.getFile());
+        assertTrue(e.getMessage().contains("'planner'") && e.getMessage().contains("'/home/coder/file.md'"),
+                e.getMessage());
+    }
+
+    @Test
+    void writeToSysDenied() {
+        assertDenied(() -> vfs.write(PLANNER, p("/sys/data"), bytes("nope")));
+    }
+
+    @Test
+    void systemCanWriteSys() throws IOException {
+        vfs.write(SYSTEM, p("/sys/data"), bytes("ok"));
+        assertArrayEquals(bytes("ok"), vfs.read(CODER, p("/sys/data")));
+    }
+
+    @Test
+    void readOtherHomeAllowed() throws IOException {
+        vfs.write(CODER, p("/home/coder/file.md"), bytes("public"));
+        assertArrayEquals(bytes("public"), vfs.read(PLANNER, p("/home/coder/file.md")));
+    }
+
+    @Test
+    void copyChecksDestination() throws IOException {
+        vfs.write(PLANNER, p("/shared/src.txt"), bytes("data"));
+        assertDenied(() -> vfs.copy(PLANNER, p("/shared/src.txt"), p("/home/coder/dst.txt")));
+        vfs.write(CODER, p("/home/coder/secret"), bytes("s"));
+        vfs.copy(PLANNER, p("/home/coder/secret"), p("/home/planner/copy"));
+        assertEquals("s", text("/home/planner/copy"));
+    }
+
+    @Test
+    void renameChecksBothNames() throws IOException {
+        vfs.write(PLANNER, p("/home/planner/file.txt"), bytes("data"));
+        assertDenied(() -> vfs.rename(PLANNER, p("/home/planner/file.txt"), p("/home/coder/file.txt")));
+        assertEquals("data", text("/home/planner/file.txt"));
+    }
+
+    @Test
+    void deleteChecksWritePermission() throws IOException {
+        vfs.write(CODER, p("/home/coder/file.txt"), bytes("data"));
+        assertDenied(() -> vfs.delete(PLANNER, p("/home/coder/file.txt")));
+        assertEquals("data", text("/home/coder/file.txt"));
+    }
+
+    @Test
+    void mkdirChecksWritePermission() {
+        assertDenied(() -> vfs.mkdir(PLANNER, p("/sys/forbidden")));
+    }
+
+    @Test
+    void appendChecksWritePermission() {
+        assertDenied(() -> vfs.append(PLANNER, p("/home/coder/log.txt"), bytes("nope")));
+    }
+
+    @Test
+    void listAlwaysAllowed() throws IOException {
+        vfs.createNamespace(List.of("coder"));
+        assertEquals(List.of(), vfs.list(GUEST, p("/home/coder")));
+        assertEquals(List.of(new Entry("coder", EntryKind.DIRECTORY)), vfs.list(PLANNER, p("/home")));
+    }
+
+    @Test
+    void metadataAlwaysAllowed() throws IOException {
+        vfs.write(PLANNER, p("/shared/m.txt"), bytes("data"));
+        assertEquals(4, vfs.metadata(CODER, p("/shared/m.txt")).size());
+        assertEquals(4, vfs.metadata(GUEST, p("/shared/m.txt")).size());
+    }
+
+    // ---- denied writes touch nothing ----
+
+    /** Every file (content, mode, mtime) and directory, read through the router. */
+    private Map<String, String> snapshot() throws IOException {
+        Map<String, String> out = new TreeMap<>();
+        walk(VfsPath.root(), out);
+        return out;
+    }
+
+    private void walk(VfsPath dir, Map<String, String> out) throws IOException {
+        for (Entry e : vfs.list(GUEST, dir)) {
+            VfsPath child = dir.child(e.name());
+            Metadata m = vfs.metadata(GUEST, child);
+            if (e.kind() == EntryKind.DIRECTORY) {
+                out.put(child + "/", "mode " + Integer.toOctalString(m.mode()));
+                walk(child, out);
+            } else {
+                out.put(child.toString(), new String(vfs.read(GUEST, child), UTF_8) + " mode "
+                        + Integer.toOctalString(m.mode()) + " mtime " + m.modified() + " links " + m.links());
+            }
+        }
+    }
+
+    /** A populated namespace: a file and an empty directory in every zone. */
+    private void populate() throws IOException {
+        vfs.createNamespace(List.of("planner", "coder"));
+        for (String zone : new String[] {"/shared", "/home/planner", "/home/coder", "/sys", ""}) {
+            vfs.write(SYSTEM, p(zone + "/f"), bytes("content of " + zone));
+            vfs.mkdir(SYSTEM, p(zone + "/d"));
+        }
+    }
+
+    private List<Executable> writesInto(Caller c, String zone) {
+        VfsPath f = p(zone + "/f");
+        VfsPath d = p(zone + "/d");
+        VfsPath fresh = p(zone + "/new");
+        // a name the caller may write, for renames and links in and out (GUEST may write nowhere)
+        VfsPath own = p(c.isContext() ? "/home/" + c.name() + "/f" : "/shared/f");
+        List<Executable> ops = new ArrayList<>();
+        ops.add(() -> vfs.write(c, f, bytes("x")));
+        ops.add(() -> vfs.write(c, fresh, bytes("x")));
+        ops.add(() -> vfs.write(c, p(zone + "/new/deeper"), bytes("x")));
+        ops.add(() -> vfs.append(c, f, bytes("x")));
+        ops.add(() -> vfs.append(c, fresh, bytes("x")));
+        ops.add(() -> vfs.delete(c, f));
+        ops.add(() -> vfs.delete(c, d));
+        ops.add(() -> vfs.mkdir(c, fresh));
+        ops.add(() -> vfs.mkdir(c, p(zone + "/new/deeper")));
+        ops.add(() -> vfs.copy(c, own, fresh));
+        ops.add(() -> vfs.copy(c, own, f));
+        ops.add(() -> vfs.rename(c, own, fresh));
+        ops.add(() -> vfs.rename(c, f, p(own.parent() + "/moved")));
+        ops.add(() -> vfs.rename(c, d, p(own.parent() + "/moved")));
+        ops.add(() -> vfs.rename(c, f, fresh));
+        for (Set<OpenFlag> flags : List.of(EnumSet.of(OpenFlag.WRITE), EnumSet.of(OpenFlag.READ, OpenFlag.WRITE),
+                EnumSet.of(OpenFlag.APPEND), EnumSet.of(OpenFlag.READ, OpenFlag.TRUNCATE),
+                EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE))) {
+            ops.add(() -> vfs.open(c, f, flags, 0644).close());
+        }
+        ops.add(() -> vfs.open(c, fresh, EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644).close());
+        ops.add(() -> vfs.open(c, fresh, EnumSet.of(OpenFlag.READ, OpenFlag.CREATE), 0644).close());
+        ops.add(() -> vfs.open(c, fresh, EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), 0644).close());
+        ops.add(() -> vfs.truncate(c, f, 0));
+        ops.add(() -> vfs.truncate(c, f, 100));
+        ops.add(() -> vfs.createDirectory(c, fresh));
+        ops.add(() -> vfs.removeFile(c, f));
+        ops.add(() -> vfs.removeDirectory(c, d));
+        ops.add(() -> vfs.setTimes(c, f, FileTime.fromMillis(0), FileTime.fromMillis(0)));
+        ops.add(() -> vfs.setTimes(c, d, null, FileTime.fromMillis(0)));
+        ops.add(() -> vfs.chmod(c, f, 0777));
+        ops.add(() -> vfs.chown(c, f));
+        ops.add(() -> vfs.link(c, f, fresh));
+        ops.add(() -> vfs.link(c, own, fresh));
+        ops.add(() -> vfs.link(c, f, p(own.parent() + "/linked")));
+        return ops;
+    }
+
+    private void assertAllDeniedAndNothingChanged(Caller c, String zone) throws IOException {
+        populate();
+        Map<String, String> before = snapshot();
+        List<Executable> ops = writesInto(c, zone);
+        for (int i = 0; i < ops.size(); i++) {
+            PolicyDeniedException e = assertThrows(PolicyDeniedException.class, ops.get(i),
+                    c + " into '" + zone + "', operation " + i);
+            assertFalse(e.getMessage().isEmpty());
+        }
+        assertEquals(before, snapshot());
+    }
+
+    @Test
+    void contextCannotWriteAnotherHome() throws IOException {
+        assertAllDeniedAndNothingChanged(PLANNER, "/home/coder");
+    }
+
+    @Test
+    void contextCannotWriteSys() throws IOException {
+        assertAllDeniedAndNothingChanged(PLANNER, "/sys");
+    }
+
+    @Test
+    void contextCannotWriteTheRoot() throws IOException {
+        assertAllDeniedAndNothingChanged(CODER, "");
+    }
+
+    @Test
+    void guestCannotWriteShared() throws IOException {
+        assertAllDeniedAndNothingChanged(GUEST, "/shared");
+    }
+
+    @Test
+    void everyoneReadsEverything() throws IOException {
+        populate();
+        for (Caller c : new Caller[] {GUEST, PLANNER, CODER, SYSTEM}) {
+            assertEquals("content of /home/coder", text("/home/coder/f"));
+            assertTrue(vfs.exists(c, p("/sys/f")));
+            assertFalse(vfs.names(c, p("/sys")).isEmpty());
+            try (FileHandle h = vfs.open(c, p("/sys/f"), EnumSet.of(OpenFlag.READ), 0)) {
+                ByteBuffer buf = ByteBuffer.allocate(64);
+                assertEquals("content of /sys".length(), h.read(buf, 0));
+            }
+        }
+    }
+
+    @Test
+    void ownersWriteTheirZonesThroughEveryOperation() throws IOException {
+        populate();
+        vfs.append(PLANNER, p("/home/planner/f"), bytes("+"));
+        vfs.truncate(PLANNER, p("/home/planner/f"), 3);
+        vfs.chmod(PLANNER, p("/home/planner/f"), 0755);
+        vfs.chown(PLANNER, p("/home/planner/f"));
+        vfs.setTimes(PLANNER, p("/home/planner/f"), null, FileTime.fromMillis(0));
+        vfs.createDirectory(PLANNER, p("/shared/new"));
+        vfs.rename(CODER, p("/shared/f"), p("/home/coder/from-shared"));
+        vfs.link(CODER, p("/home/coder/from-shared"), p("/home/coder/again"));
+        vfs.removeFile(CODER, p("/home/coder/f"));
+        vfs.removeDirectory(CODER, p("/home/coder/d"));
+        try (FileHandle h = vfs.open(PLANNER, p("/shared/opened"),
+                EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), 0644)) {
+            h.write(ByteBuffer.wrap(bytes("w")), 0);
+        }
+        assertEquals("con", text("/home/planner/f"));
+        assertEquals(2, vfs.metadata(GUEST, p("/home/coder/again")).links());
+        assertEquals("w", text("/shared/opened"));
+        assertEquals(List.of("again", "from-shared"),
+                vfs.list(GUEST, p("/home/coder")).stream().map(Entry::name).toList());
+    }
+
+    @Test
+    void zoneRootsStayForContexts() throws IOException {
+        vfs.createNamespace(List.of("planner"));
+        Map<String, String> before = snapshot();
+        for (String root : new String[] {"/shared", "/home/planner", "/home", "/sys"}) {
+            assertDenied(() -> vfs.delete(PLANNER, p(root)));
+            assertDenied(() -> vfs.removeDirectory(PLANNER, p(root)));
+            assertDenied(() -> vfs.rename(PLANNER, p(root), p("/shared/moved")));
+            assertDenied(() -> vfs.rename(PLANNER, p(root), p("/home/planner/moved")));
+        }
+        vfs.mkdir(PLANNER, p("/shared/dir"));
+        assertDenied(() -> vfs.rename(PLANNER, p("/shared/dir"), p("/home/planner")));
+        assertDenied(() -> vfs.rename(PLANNER, p("/shared/dir"), p("/shared")));
+        vfs.removeDirectory(PLANNER, p("/shared/dir"));
+        PolicyDeniedException e = assertThrows(PolicyDeniedException.class,
+                () -> vfs.removeDirectory(PLANNER, p("/home/planner")));
+        assertTrue(e.getMessage().contains("zone root"), e.getMessage());
+        assertEquals(before, snapshot());
+
+        vfs.mkdir(SYSTEM, p("/home/retired"));
+        vfs.rename(SYSTEM, p("/home/retired"), p("/home/archived"));
+        vfs.removeDirectory(SYSTEM, p("/home/archived"));
+    }
+
+    @Test
+    void hardLinksCannotCrossZonesEvenWhenBothNamesAreWritable() throws IOException {
+        vfs.write(PLANNER, p("/shared/a"), bytes("a"));
+        vfs.write(PLANNER, p("/home/planner/b"), bytes("b"));
+        PolicyDeniedException e = assertThrows(PolicyDeniedException.class,
+                () -> vfs.link(PLANNER, p("/shared/a"), p("/home/planner/a")));
+        assertTrue(e.getMessage().contains("zones"), e.getMessage());
+        assertDenied(() -> vfs.link(PLANNER, p("/home/planner/b"), p("/shared/b")));
+        assertDenied(() -> vfs.link(SYSTEM, p("/shared/a"), p("/sys/a")));
+        assertFalse(vfs.exists(GUEST, p("/home/planner/a")));
+        assertFalse(vfs.exists(GUEST, p("/shared/b")));
+        vfs.link(PLANNER, p("/shared/a"), p("/shared/a2"));
+        assertEquals(2, vfs.metadata(GUEST, p("/shared/a2")).links());
+    }
+
+    // ---- longest-prefix routing ----
+
+    @Test
+    void longestPrefixRoutesAndStripsThePrefix() throws IOException {
+        MemoryStorage scratch = new MemoryStorage();
+        MemoryStorage sharedTmp = new MemoryStorage();
+        vfs = Router.builder(store).mount(p("/scratch"), scratch).mount(p("/shared/tmp"), sharedTmp).build();
+
+        assertSame(scratch, vfs.resolve(p("/scratch")).storage());
+        assertEquals(VfsPath.root(), vfs.resolve(p("/scratch")).path());
+        assertEquals(p("/a/b"), vfs.resolve(p("/scratch/a/b")).path());
+        assertSame(store, vfs.resolve(p("/scratchx/a")).storage());
+        assertEquals(p("/scratchx/a"), vfs.resolve(p("/scratchx/a")).path());
+        assertSame(store, vfs.resolve(p("/shared/tmpx")).storage());
+
+        vfs.write(SYSTEM, p("/scratch/a/b"), bytes("in memory"));
+        assertArrayEquals(bytes("in memory"), scratch.read(p("/a/b")));
+        assertFalse(store.exists(p("/scratch")));
+        assertEquals("in memory", text("/scratch/a/b"));
+
+        // the policy sees the full path, not the one inside the storage
+        vfs.write(PLANNER, p("/shared/tmp/x"), bytes("tmp"));
+        assertArrayEquals(bytes("tmp"), sharedTmp.read(p("/x")));
+        assertDenied(() -> vfs.write(PLANNER, p("/scratch/a/b"), bytes("no")));
+        assertDenied(() -> vfs.write(GUEST, p("/shared/tmp/y"), bytes("no")));
+
+        vfs.copy(PLANNER, p("/shared/tmp/x"), p("/shared/copied"));
+        assertEquals("tmp", text("/shared/copied"));
+        FileSystemException e = assertThrows(FileSystemException.class,
+                () -> vfs.rename(PLANNER, p("/shared/tmp/x"), p("/shared/moved")));
+        assertTrue(e.getMessage().contains("Invalid cross-device link"), e.getMessage());
+        assertThrows(FileSystemException.class, () -> vfs.link(PLANNER, p("/shared/tmp/x"), p("/shared/linked")));
+        assertArrayEquals(bytes("tmp"), sharedTmp.read(p("/x")));
+        assertFalse(vfs.exists(GUEST, p("/shared/moved")));
+    }
+
+    // ---- the namespace ----
+
+    @Test
+    void createNamespaceMakesTheZoneRootsAndHomes() throws IOException {
+        vfs.createNamespace(List.of("planner", "coder"));
+        for (String dir : new String[] {"/shared", "/home", "/sys", "/sys/tool_cache", "/home/planner", "/home/coder"}) {
+            assertTrue(vfs.metadata(GUEST, p(dir)).isDirectory(), dir);
+        }
+        assertEquals(List.of("coder", "planner"), vfs.list(GUEST, p("/home")).stream().map(Entry::name).toList());
+        vfs.write(PLANNER, p("/shared/keep"), bytes("k"));
+        vfs.createNamespace(List.of("planner"));
+        assertEquals("k", text("/shared/keep"));
+    }
+
+    @Test
+    void createNamespaceRefusesInvalidNamesAndCreatesNothing() throws IOException {
+        for (String bad : new String[] {"SYSTEM", "sYsTeM", "../x", "-", "", "a b", "a/b"}) {
+            InvalidContextNameException e = assertThrows(InvalidContextNameException.class,
+                    () -> vfs.createNamespace(List.of("planner", bad)));
+            assertTrue(e.getMessage().contains("'" + bad + "'"), e.getMessage());
+        }
+        assertEquals(List.of(), vfs.list(GUEST, VfsPath.root()));
+    }
+}

@@ -1,0 +1,218 @@
+package dev.chibifs.store;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.path.VfsPath;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The directory-tree store: the shared suite, plus byte compatibility with chibi and symbolic link safety. */
+class LocalStorageTest extends StorageBehaviourSuite {
+
+    @TempDir
+    Path temp;
+
+    private Path root;
+
+    @Override
+    protected Storage newStorage() throws IOException {
+        root = temp.resolve("vfs");
+        return new LocalStorage(root);
+    }
+
+    private LocalStorage local() {
+        return (LocalStorage) storage;
+    }
+
+    /** Every path below {@code dir} with its content (files) or a marker (directories, links). */
+    private static Map<String, String> snapshot(Path dir) throws IOException {
+        Map<String, String> out = new TreeMap<>();
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path q : walk.collect(Collectors.toList())) {
+                String key = dir.relativize(q).toString();
+                if (Files.isSymbolicLink(q)) {
+                    out.put(key, "-> " + Files.readSymbolicLink(q));
+                } else if (Files.isDirectory(q)) {
+                    out.put(key, "dir");
+                } else {
+                    out.put(key, Files.readString(q));
+                }
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void storeIsThePlainTreeWithNoSidecars() throws IOException {
+        storage.write(p("/shared/x"), bytes("exact bytes\n"));
+        assertArrayEquals(bytes("exact bytes\n"), Files.readAllBytes(root.resolve("shared/x")));
+
+        storage.append(p("/shared/x"), bytes("more"));
+        storage.copy(p("/shared/x"), p("/home/planner/y"));
+        storage.rename(p("/home/planner/y"), p("/home/planner/z"));
+        storage.link(p("/shared/x"), p("/shared/x2"));
+        storage.setExecutable(p("/shared/x"), 0755);
+        storage.setTimes(p("/shared/x"), null, FileTime.from(Instant.parse("2020-01-01T00:00:00Z")));
+        storage.truncate(p("/shared/x2"), 4);
+        storage.mkdir(p("/sys/tool_cache/planner"));
+        storage.createDirectory(p("/sys/empty"));
+        storage.write(p("/sys/tool_cache/planner/id"), bytes("out"));
+        try (FileHandle h = storage.open(p("/shared/h"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+            h.write(java.nio.ByteBuffer.wrap(bytes("h")), 0);
+        }
+        storage.removeFile(p("/shared/h"));
+        storage.removeDirectory(p("/sys/empty"));
+
+        assertEquals(Map.of(
+                "", "dir",
+                "shared", "dir",
+                "shared/x", "exac",
+                "shared/x2", "exac",
+                "home", "dir",
+                "home/planner", "dir",
+                "home/planner/z", "exact bytes\nmore",
+                "sys", "dir",
+                "sys/tool_cache", "dir",
+                "sys/tool_cache/planner", "dir"),
+                Map.copyOf(snapshotWith(root, "sys/tool_cache/planner/id")));
+        assertEquals("out", Files.readString(root.resolve("sys/tool_cache/planner/id")));
+    }
+
+    /** The snapshot without one entry (Map.of holds at most ten pairs). */
+    private static Map<String, String> snapshotWith(Path dir, String drop) throws IOException {
+        Map<String, String> s = snapshot(dir);
+        assertTrue(s.remove(drop) != null, drop);
+        return s;
+    }
+
+    @Test
+    void atomicWritesLeaveNoTemporaries() throws IOException {
+        for (int i = 0; i < 20; i++) {
+            storage.write(p("/shared/d/f" + (i % 3)), bytes("v" + i));
+            storage.copy(p("/shared/d/f0"), p("/shared/d/c" + (i % 2)));
+        }
+        assertThrows(IOException.class, () -> storage.write(p("/shared/d"), bytes("over a directory")));
+        try (Stream<Path> walk = Files.walk(root)) {
+            assertEquals(List.of(), walk.filter(q -> q.getFileName().toString().startsWith(LocalStorage.TEMP_PREFIX))
+                    .collect(Collectors.toList()));
+        }
+    }
+
+    @Test
+    void removeStaleTemporariesKeepsYoungOnes() throws IOException {
+        storage.write(p("/shared/sub/real"), bytes("real"));
+        Path old = root.resolve("shared/sub/" + LocalStorage.TEMP_PREFIX + "old");
+        Path young = root.resolve("shared/" + LocalStorage.TEMP_PREFIX + "young");
+        Files.writeString(old, "crash leftover");
+        Files.writeString(young, "writer at work");
+        Files.setLastModifiedTime(old, FileTime.from(Instant.now().minus(Duration.ofHours(2))));
+
+        assertEquals(1, local().removeStaleTemporaries(Duration.ofMinutes(10)));
+        assertFalse(Files.exists(old));
+        assertTrue(Files.exists(young));
+        assertEquals("real", text("/shared/sub/real"));
+    }
+
+    // ---- symbolic links planted in the store ----
+
+    private Path plantParentLink() throws IOException {
+        Path outside = Files.createDirectories(temp.resolve("outside"));
+        Files.writeString(outside.resolve("victim"), "untouched");
+        Files.createDirectories(outside.resolve("sub"));
+        storage.mkdir(p("/shared"));
+        storage.write(p("/shared/mine"), bytes("mine"));
+        Files.createSymbolicLink(root.resolve("shared/evil"), outside);
+        return outside;
+    }
+
+    @Test
+    void linkAsParentIsNeverFollowed() throws IOException {
+        Path outside = plantParentLink();
+        Map<String, String> outsideBefore = snapshot(outside);
+        Map<String, String> storeBefore = snapshot(root);
+
+        List<Executable> attempts = List.of(
+                () -> storage.open(p("/shared/evil/victim"), EnumSet.of(OpenFlag.READ), 0).close(),
+                () -> storage.open(p("/shared/evil/victim"), EnumSet.of(OpenFlag.WRITE), 0).close(),
+                () -> storage.open(p("/shared/evil/new"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644).close(),
+                () -> storage.read(p("/shared/evil/victim")),
+                () -> storage.write(p("/shared/evil/victim"), bytes("owned")),
+                () -> storage.write(p("/shared/evil/new"), bytes("owned")),
+                () -> storage.write(p("/shared/evil/sub/new"), bytes("owned")),
+                () -> storage.write(p("/shared/evil/deeper/new"), bytes("owned")),
+                () -> storage.append(p("/shared/evil/victim"), bytes("owned")),
+                () -> storage.append(p("/shared/evil/new"), bytes("owned")),
+                () -> storage.copy(p("/shared/mine"), p("/shared/evil/new")),
+                () -> storage.copy(p("/shared/evil/victim"), p("/shared/stolen")),
+                () -> storage.mkdir(p("/shared/evil/d")),
+                () -> storage.mkdir(p("/shared/evil/sub/d")),
+                () -> storage.createDirectory(p("/shared/evil/d")),
+                () -> storage.removeFile(p("/shared/evil/victim")),
+                () -> storage.removeDirectory(p("/shared/evil/sub")),
+                () -> storage.delete(p("/shared/evil/victim")),
+                () -> storage.delete(p("/shared/evil/sub")),
+                () -> storage.rename(p("/shared/evil/victim"), p("/shared/stolen")),
+                () -> storage.rename(p("/shared/mine"), p("/shared/evil/mine")),
+                () -> storage.truncate(p("/shared/evil/victim"), 0),
+                () -> storage.link(p("/shared/evil/victim"), p("/shared/stolen")),
+                () -> storage.link(p("/shared/mine"), p("/shared/evil/mine")),
+                () -> storage.setTimes(p("/shared/evil/victim"), null, FileTime.fromMillis(0)),
+                () -> storage.setExecutable(p("/shared/evil/victim"), 0777),
+                () -> storage.metadata(p("/shared/evil/victim")),
+                () -> storage.list(p("/shared/evil")),
+                () -> storage.list(p("/shared/evil/sub")),
+                () -> storage.names(p("/shared/evil")));
+        for (int i = 0; i < attempts.size(); i++) {
+            assertThrows(IOException.class, attempts.get(i), "attempt " + i);
+        }
+        assertFalse(storage.exists(p("/shared/evil/victim")));
+        assertEquals(outsideBefore, snapshot(outside));
+        assertEquals(storeBefore, snapshot(root));
+    }
+
+    @Test
+    void linkAsLastNameIsReportedNotFollowed() throws IOException {
+        Path outside = plantParentLink();
+        Files.createSymbolicLink(root.resolve("shared/file-link"), outside.resolve("victim"));
+        assertEquals(List.of(
+                new Entry("evil", EntryKind.SYMLINK),
+                new Entry("file-link", EntryKind.SYMLINK),
+                new Entry("mine", EntryKind.FILE)), storage.list(p("/shared")));
+        assertEquals(EntryKind.SYMLINK, storage.metadata(p("/shared/evil")).kind());
+        assertEquals(EntryKind.SYMLINK, storage.metadata(p("/shared/file-link")).kind());
+        assertTrue(storage.exists(p("/shared/file-link")));
+        assertEquals(outside.resolve("victim").toString(), storage.readLink(p("/shared/file-link")));
+
+        assertThrows(IOException.class,
+                () -> storage.open(p("/shared/file-link"), EnumSet.of(OpenFlag.READ), 0).close());
+        assertThrows(IOException.class,
+                () -> storage.open(p("/shared/file-link"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0).close());
+        assertThrows(IOException.class, () -> storage.read(p("/shared/file-link")));
+        assertThrows(IOException.class, () -> storage.append(p("/shared/file-link"), bytes("owned")));
+        assertThrows(IOException.class, () -> storage.truncate(p("/shared/file-link"), 0));
+        assertEquals("untouched", Files.readString(outside.resolve("victim")));
+
+        storage.delete(p("/shared"));
+        assertFalse(Files.exists(root.resolve("shared"), LinkOption.NOFOLLOW_LINKS));
+        assertEquals("untouched", Files.readString(outside.resolve("victim")));
+        assertTrue(Files.isDirectory(outside.resolve("sub")));
+    }
+}

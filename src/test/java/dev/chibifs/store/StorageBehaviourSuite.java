@@ -1,0 +1,696 @@
+package dev.chibifs.store;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.path.VfsPath;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * What every {@link Storage} must do: the seeds' backend tests plus the POSIX behaviour a mount
+ * relies on. A backend's test class extends this and supplies {@link #newStorage()}.
+ */
+@Timeout(30)
+public abstract class StorageBehaviourSuite {
+
+    protected Storage storage;
+
+    /** A fresh, empty store. */
+    protected abstract Storage newStorage() throws IOException;
+
+    @BeforeEach
+    void createStorage() throws IOException {
+        storage = newStorage();
+    }
+
+    @AfterEach
+    void closeStorage() throws IOException {
+        storage.close();
+    }
+
+    protected static VfsPath p(String path) {
+        return VfsPath.of(path);
+    }
+
+    protected static byte[] bytes(String s) {
+        return s.getBytes(UTF_8);
+    }
+
+    protected String text(String path) throws IOException {
+        return new String(storage.read(p(path)), UTF_8);
+    }
+
+    private static Set<OpenFlag> flags(OpenFlag... f) {
+        return f.length == 0 ? EnumSet.noneOf(OpenFlag.class) : EnumSet.copyOf(Arrays.asList(f));
+    }
+
+    private FileHandle open(String path, OpenFlag... f) throws IOException {
+        return storage.open(p(path), flags(f), 0644);
+    }
+
+    private static int write(FileHandle h, String s, long position) throws IOException {
+        return h.write(ByteBuffer.wrap(bytes(s)), position);
+    }
+
+    private static String read(FileHandle h, long position, int length) throws IOException {
+        ByteBuffer buf = ByteBuffer.allocate(length);
+        int n = h.read(buf, position);
+        return new String(buf.array(), 0, n, UTF_8);
+    }
+
+    // ---- the seeds' backend tests ----
+
+    @Test
+    void writeAndRead() throws IOException {
+        storage.write(p("/shared/test.txt"), bytes("hello"));
+        assertEquals("hello", text("/shared/test.txt"));
+    }
+
+    @Test
+    void writeReplacesContent() throws IOException {
+        storage.write(p("/shared/test.txt"), bytes("a longer first version"));
+        storage.write(p("/shared/test.txt"), bytes("short"));
+        assertEquals("short", text("/shared/test.txt"));
+    }
+
+    @Test
+    void writeEmptyFile() throws IOException {
+        storage.write(p("/shared/empty"), new byte[0]);
+        assertArrayEquals(new byte[0], storage.read(p("/shared/empty")));
+        assertEquals(0, storage.metadata(p("/shared/empty")).size());
+    }
+
+    @Test
+    void writeCreatesParentDirectories() throws IOException {
+        storage.write(p("/shared/a/b/c/nested.txt"), bytes("nested"));
+        assertEquals("nested", text("/shared/a/b/c/nested.txt"));
+        assertTrue(storage.metadata(p("/shared/a/b")).isDirectory());
+    }
+
+    @Test
+    void writeKeepsTheExecuteBits() throws IOException {
+        storage.write(p("/shared/run.sh"), bytes("v1"));
+        storage.setExecutable(p("/shared/run.sh"), 0755);
+        storage.write(p("/shared/run.sh"), bytes("v2"));
+        assertEquals(0111, storage.metadata(p("/shared/run.sh")).mode() & 0111);
+    }
+
+    @Test
+    void readMissingIsNoSuchFile() {
+        assertThrows(NoSuchFileException.class, () -> storage.read(p("/shared/missing.txt")));
+    }
+
+    @Test
+    void readDirectoryIsIsDirectory() throws IOException {
+        storage.mkdir(p("/shared/d"));
+        assertThrows(IsDirectoryException.class, () -> storage.read(p("/shared/d")));
+    }
+
+    @Test
+    void append() throws IOException {
+        storage.write(p("/shared/log.txt"), bytes("line1\n"));
+        storage.append(p("/shared/log.txt"), bytes("line2\n"));
+        assertEquals("line1\nline2\n", text("/shared/log.txt"));
+    }
+
+    @Test
+    void appendCreatesFileAndParents() throws IOException {
+        storage.append(p("/shared/new/dir/log.txt"), bytes("first"));
+        assertEquals("first", text("/shared/new/dir/log.txt"));
+    }
+
+    @Test
+    void deleteFile() throws IOException {
+        storage.write(p("/shared/del.txt"), bytes("x"));
+        storage.delete(p("/shared/del.txt"));
+        assertFalse(storage.exists(p("/shared/del.txt")));
+        assertTrue(storage.exists(p("/shared")));
+    }
+
+    @Test
+    void deleteDirectoryTree() throws IOException {
+        storage.write(p("/shared/tree/a.txt"), bytes("a"));
+        storage.write(p("/shared/tree/sub/b.txt"), bytes("b"));
+        storage.mkdir(p("/shared/tree/sub/empty"));
+        storage.delete(p("/shared/tree"));
+        assertFalse(storage.exists(p("/shared/tree")));
+        assertEquals(List.of(), storage.list(p("/shared")));
+    }
+
+    @Test
+    void deleteMissingIsNoSuchFile() {
+        assertThrows(NoSuchFileException.class, () -> storage.delete(p("/shared/nope")));
+    }
+
+    @Test
+    void listIsSortedWithKinds() throws IOException {
+        storage.write(p("/shared/dir/b.txt"), bytes("b"));
+        storage.write(p("/shared/dir/a.txt"), bytes("a"));
+        storage.mkdir(p("/shared/dir/sub"));
+        storage.write(p("/shared/dir/C.txt"), bytes("c"));
+        assertEquals(List.of(
+                new Entry("C.txt", EntryKind.FILE),
+                new Entry("a.txt", EntryKind.FILE),
+                new Entry("b.txt", EntryKind.FILE),
+                new Entry("sub", EntryKind.DIRECTORY)), storage.list(p("/shared/dir")));
+    }
+
+    @Test
+    void listEmptyDirectory() throws IOException {
+        storage.mkdir(p("/shared/empty"));
+        assertEquals(List.of(), storage.list(p("/shared/empty")));
+    }
+
+    /** Unlike the seeds (empty list), a missing directory is an error, as for ls and readdir. */
+    @Test
+    void listMissingDirectoryIsNoSuchFile() {
+        assertThrows(NoSuchFileException.class, () -> storage.list(p("/shared/missing")));
+        assertThrows(NoSuchFileException.class, () -> storage.names(p("/shared/missing")));
+    }
+
+    @Test
+    void listFileIsNotDirectory() throws IOException {
+        storage.write(p("/shared/f"), bytes("x"));
+        assertThrows(NotDirectoryException.class, () -> storage.list(p("/shared/f")));
+    }
+
+    @Test
+    void exists() throws IOException {
+        assertFalse(storage.exists(p("/shared/e.txt")));
+        storage.write(p("/shared/e.txt"), bytes("x"));
+        assertTrue(storage.exists(p("/shared/e.txt")));
+        assertTrue(storage.exists(p("/shared")));
+        assertTrue(storage.exists(VfsPath.root()));
+        assertFalse(storage.exists(p("/shared/e.txt/below")));
+    }
+
+    @Test
+    void mkdirCreatesParentsAndIsIdempotent() throws IOException {
+        storage.mkdir(p("/shared/a/b/c"));
+        assertTrue(storage.metadata(p("/shared/a/b/c")).isDirectory());
+        assertEquals(EntryKind.DIRECTORY, storage.metadata(p("/shared/a")).kind());
+        storage.write(p("/shared/a/b/c/keep"), bytes("k"));
+        storage.mkdir(p("/shared/a/b/c"));
+        assertEquals("k", text("/shared/a/b/c/keep"));
+    }
+
+    @Test
+    void mkdirOverFileFails() throws IOException {
+        storage.write(p("/shared/f"), bytes("x"));
+        assertThrows(NotDirectoryException.class, () -> storage.mkdir(p("/shared/f")));
+        assertThrows(NotDirectoryException.class, () -> storage.mkdir(p("/shared/f/sub")));
+        assertEquals("x", text("/shared/f"));
+    }
+
+    @Test
+    void copyLeavesTheSource() throws IOException {
+        storage.write(p("/shared/src.txt"), bytes("content"));
+        storage.copy(p("/shared/src.txt"), p("/shared/deep/dst.txt"));
+        assertEquals("content", text("/shared/deep/dst.txt"));
+        assertEquals("content", text("/shared/src.txt"));
+        storage.append(p("/shared/deep/dst.txt"), bytes("+"));
+        assertEquals("content", text("/shared/src.txt"));
+    }
+
+    @Test
+    void copyReplacesDestination() throws IOException {
+        storage.write(p("/shared/src.txt"), bytes("new"));
+        storage.write(p("/shared/dst.txt"), bytes("old and longer"));
+        storage.copy(p("/shared/src.txt"), p("/shared/dst.txt"));
+        assertEquals("new", text("/shared/dst.txt"));
+    }
+
+    /** As the seeds' std::fs::copy: the copy takes the source's permission bits. */
+    @Test
+    void copyCarriesTheExecuteBits() throws IOException {
+        storage.write(p("/shared/run.sh"), bytes("#!/bin/sh"));
+        storage.setExecutable(p("/shared/run.sh"), 0755);
+        storage.write(p("/shared/old"), bytes("old"));
+        storage.copy(p("/shared/run.sh"), p("/shared/new"));
+        storage.copy(p("/shared/run.sh"), p("/shared/old"));
+        assertEquals(0111, storage.metadata(p("/shared/new")).mode() & 0111);
+        assertEquals(0111, storage.metadata(p("/shared/old")).mode() & 0111);
+    }
+
+    @Test
+    void copyMissingOrDirectoryFails() throws IOException {
+        assertThrows(NoSuchFileException.class, () -> storage.copy(p("/shared/none"), p("/shared/x")));
+        storage.mkdir(p("/shared/d"));
+        assertThrows(IsDirectoryException.class, () -> storage.copy(p("/shared/d"), p("/shared/x")));
+        assertFalse(storage.exists(p("/shared/x")));
+    }
+
+    @Test
+    void rename() throws IOException {
+        storage.write(p("/shared/old.txt"), bytes("moved"));
+        storage.rename(p("/shared/old.txt"), p("/shared/new.txt"));
+        assertEquals("moved", text("/shared/new.txt"));
+        assertFalse(storage.exists(p("/shared/old.txt")));
+    }
+
+    @Test
+    void renameMissingOrIntoMissingDirectoryFails() throws IOException {
+        assertThrows(NoSuchFileException.class, () -> storage.rename(p("/shared/none"), p("/shared/x")));
+        storage.write(p("/shared/a"), bytes("a"));
+        assertThrows(NoSuchFileException.class, () -> storage.rename(p("/shared/a"), p("/shared/no/x")));
+        assertEquals("a", text("/shared/a"));
+    }
+
+    @Test
+    void metadataOfFile() throws IOException {
+        Instant before = Instant.now().minusSeconds(2);
+        storage.write(p("/shared/m.txt"), bytes("12345"));
+        Metadata m = storage.metadata(p("/shared/m.txt"));
+        assertEquals(5, m.size());
+        assertEquals(EntryKind.FILE, m.kind());
+        assertTrue(m.isFile());
+        assertEquals(1, m.links());
+        assertTrue(m.modified().toInstant().isAfter(before), m.modified().toString());
+        assertEquals(0644, m.mode() & 0666);
+    }
+
+    @Test
+    void metadataOfDirectory() throws IOException {
+        storage.mkdir(p("/shared/d/sub"));
+        Metadata m = storage.metadata(p("/shared/d"));
+        assertEquals(EntryKind.DIRECTORY, m.kind());
+        assertTrue(m.isDirectory());
+        assertEquals(3, m.links());
+        assertNotEquals(m.inode(), storage.metadata(p("/shared/d/sub")).inode());
+    }
+
+    @Test
+    void metadataMissingIsNoSuchFile() {
+        assertThrows(NoSuchFileException.class, () -> storage.metadata(p("/shared/missing")));
+    }
+
+    // ---- what a mount needs: open files ----
+
+    @Test
+    void positionalReadAndWriteWithHolesReadAsZeros() throws IOException {
+        storage.mkdir(p("/shared"));
+        try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE, OpenFlag.CREATE)) {
+            assertEquals(5, write(h, "hello", 0));
+            assertEquals(5, write(h, "world", 10));
+            assertEquals(15, h.size());
+            assertEquals("hello\0\0\0\0\0world", read(h, 0, 64));
+            assertEquals("lo\0", read(h, 3, 3));
+            assertEquals(5, write(h, "HELLO", 0));
+            assertEquals("HELLO", read(h, 0, 5));
+            assertEquals(0, h.read(ByteBuffer.allocate(4), 15));
+            assertEquals(0, h.read(ByteBuffer.allocate(4), 100));
+        }
+        assertEquals("HELLO\0\0\0\0\0world", text("/shared/f"));
+    }
+
+    @Test
+    void writesAreVisibleToOtherHandlesAtOnce() throws IOException {
+        storage.write(p("/shared/f"), bytes("...."));
+        try (FileHandle w = open("/shared/f", OpenFlag.WRITE); FileHandle r = open("/shared/f", OpenFlag.READ)) {
+            write(w, "ab", 1);
+            assertEquals(".ab.", read(r, 0, 10));
+        }
+    }
+
+    @Test
+    void appendHandleWritesAtTheEndWhateverThePosition() throws IOException {
+        storage.write(p("/shared/log"), bytes("one\n"));
+        try (FileHandle h = open("/shared/log", OpenFlag.WRITE, OpenFlag.APPEND)) {
+            write(h, "two\n", 0);
+            write(h, "three\n", 1);
+            assertEquals(14, h.size());
+        }
+        assertEquals("one\ntwo\nthree\n", text("/shared/log"));
+    }
+
+    @Test
+    void readAppendHandleCanAlsoRead() throws IOException {
+        storage.write(p("/shared/log"), bytes("one\n"));
+        try (FileHandle h = open("/shared/log", OpenFlag.READ, OpenFlag.APPEND)) {
+            assertEquals("one\n", read(h, 0, 100));
+            write(h, "two\n", 0);
+            assertEquals("one\ntwo\n", read(h, 0, 100));
+        }
+    }
+
+    @Test
+    void createNewFailsOnExisting() throws IOException {
+        storage.write(p("/shared/f"), bytes("keep"));
+        assertThrows(FileAlreadyExistsException.class,
+                () -> open("/shared/f", OpenFlag.WRITE, OpenFlag.CREATE_NEW).close());
+        assertEquals("keep", text("/shared/f"));
+        open("/shared/g", OpenFlag.WRITE, OpenFlag.CREATE_NEW).close();
+        assertEquals(0, storage.metadata(p("/shared/g")).size());
+    }
+
+    @Test
+    void truncateOnOpen() throws IOException {
+        storage.write(p("/shared/f"), bytes("old content"));
+        try (FileHandle h = open("/shared/f", OpenFlag.WRITE, OpenFlag.TRUNCATE)) {
+            assertEquals(0, h.size());
+            write(h, "new", 0);
+        }
+        assertEquals("new", text("/shared/f"));
+    }
+
+    @Test
+    void openMissingWithoutCreateIsNoSuchFile() throws IOException {
+        storage.mkdir(p("/shared"));
+        assertThrows(NoSuchFileException.class, () -> open("/shared/none", OpenFlag.READ).close());
+        assertThrows(NoSuchFileException.class, () -> open("/shared/none", OpenFlag.WRITE).close());
+        assertThrows(NoSuchFileException.class,
+                () -> open("/shared/no/such", OpenFlag.WRITE, OpenFlag.CREATE).close());
+        assertFalse(storage.exists(p("/shared/none")));
+    }
+
+    @Test
+    void openDirectoryIsIsDirectory() throws IOException {
+        storage.mkdir(p("/shared/d"));
+        assertThrows(IsDirectoryException.class, () -> open("/shared/d", OpenFlag.READ).close());
+        assertThrows(IsDirectoryException.class, () -> open("/shared/d", OpenFlag.WRITE).close());
+        assertThrows(IsDirectoryException.class, () -> open("/shared/d", OpenFlag.WRITE, OpenFlag.CREATE).close());
+    }
+
+    @Test
+    void openWithExecutableCreateMode() throws IOException {
+        storage.mkdir(p("/shared"));
+        storage.open(p("/shared/x"), flags(OpenFlag.WRITE, OpenFlag.CREATE), 0755).close();
+        storage.open(p("/shared/y"), flags(OpenFlag.WRITE, OpenFlag.CREATE), 0644).close();
+        assertEquals(0111, storage.metadata(p("/shared/x")).mode() & 0111);
+        assertEquals(0, storage.metadata(p("/shared/y")).mode() & 0111);
+    }
+
+    @Test
+    void names() throws IOException {
+        storage.write(p("/shared/d/b"), bytes("b"));
+        storage.mkdir(p("/shared/d/a"));
+        assertEquals(Set.of("a", "b"), new HashSet<>(storage.names(p("/shared/d"))));
+        assertEquals(List.of(), storage.names(p("/shared/d/a")));
+    }
+
+    @Test
+    void truncateUpZeroFillsAndDownCuts() throws IOException {
+        storage.write(p("/shared/f"), bytes("abcdef"));
+        storage.truncate(p("/shared/f"), 3);
+        assertEquals("abc", text("/shared/f"));
+        storage.truncate(p("/shared/f"), 6);
+        assertEquals("abc\0\0\0", text("/shared/f"));
+        assertEquals(6, storage.metadata(p("/shared/f")).size());
+        storage.truncate(p("/shared/f"), 0);
+        assertEquals(0, storage.read(p("/shared/f")).length);
+    }
+
+    @Test
+    void truncateThroughHandle() throws IOException {
+        storage.write(p("/shared/f"), bytes("abcdef"));
+        try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
+            h.truncate(2);
+            assertEquals(2, h.size());
+            h.truncate(4);
+            assertEquals("ab\0\0", read(h, 0, 10));
+            h.sync(true);
+        }
+    }
+
+    @Test
+    void truncateMissingOrDirectoryFails() throws IOException {
+        storage.mkdir(p("/shared/d"));
+        assertThrows(NoSuchFileException.class, () -> storage.truncate(p("/shared/none"), 0));
+        assertThrows(IsDirectoryException.class, () -> storage.truncate(p("/shared/d"), 0));
+    }
+
+    @Test
+    void createDirectory() throws IOException {
+        storage.mkdir(p("/shared"));
+        storage.createDirectory(p("/shared/d"));
+        assertTrue(storage.metadata(p("/shared/d")).isDirectory());
+        assertThrows(FileAlreadyExistsException.class, () -> storage.createDirectory(p("/shared/d")));
+        assertThrows(NoSuchFileException.class, () -> storage.createDirectory(p("/shared/no/d")));
+        assertFalse(storage.exists(p("/shared/no")));
+        storage.write(p("/shared/f"), bytes("x"));
+        assertThrows(FileAlreadyExistsException.class, () -> storage.createDirectory(p("/shared/f")));
+    }
+
+    @Test
+    void removeFile() throws IOException {
+        storage.write(p("/shared/f"), bytes("x"));
+        storage.mkdir(p("/shared/d"));
+        storage.removeFile(p("/shared/f"));
+        assertFalse(storage.exists(p("/shared/f")));
+        assertThrows(IsDirectoryException.class, () -> storage.removeFile(p("/shared/d")));
+        assertThrows(NoSuchFileException.class, () -> storage.removeFile(p("/shared/f")));
+        assertTrue(storage.exists(p("/shared/d")));
+    }
+
+    @Test
+    void removeDirectory() throws IOException {
+        storage.write(p("/shared/full/f"), bytes("x"));
+        storage.mkdir(p("/shared/empty"));
+        assertThrows(DirectoryNotEmptyException.class, () -> storage.removeDirectory(p("/shared/full")));
+        assertThrows(NotDirectoryException.class, () -> storage.removeDirectory(p("/shared/full/f")));
+        assertThrows(NoSuchFileException.class, () -> storage.removeDirectory(p("/shared/none")));
+        storage.removeDirectory(p("/shared/empty"));
+        assertFalse(storage.exists(p("/shared/empty")));
+        assertEquals("x", text("/shared/full/f"));
+    }
+
+    @Test
+    void renameReplacesAFileAtomically() throws IOException {
+        storage.write(p("/shared/new"), bytes("new"));
+        storage.write(p("/shared/target"), bytes("old"));
+        try (FileHandle old = open("/shared/target", OpenFlag.READ)) {
+            storage.rename(p("/shared/new"), p("/shared/target"));
+            assertEquals("new", text("/shared/target"));
+            assertFalse(storage.exists(p("/shared/new")));
+            assertEquals("old", read(old, 0, 10));
+        }
+    }
+
+    @Test
+    void renameDirectoryOverEmptyDirectory() throws IOException {
+        storage.write(p("/shared/src/f"), bytes("f"));
+        storage.mkdir(p("/shared/dst"));
+        storage.rename(p("/shared/src"), p("/shared/dst"));
+        assertEquals("f", text("/shared/dst/f"));
+        assertFalse(storage.exists(p("/shared/src")));
+    }
+
+    @Test
+    void renameDirectoryOverNonEmptyDirectoryFails() throws IOException {
+        storage.write(p("/shared/src/f"), bytes("f"));
+        storage.write(p("/shared/dst/g"), bytes("g"));
+        assertThrows(DirectoryNotEmptyException.class, () -> storage.rename(p("/shared/src"), p("/shared/dst")));
+        assertEquals("f", text("/shared/src/f"));
+        assertEquals("g", text("/shared/dst/g"));
+    }
+
+    @Test
+    void renameFileOverDirectoryFails() throws IOException {
+        storage.write(p("/shared/f"), bytes("f"));
+        storage.mkdir(p("/shared/d"));
+        assertThrows(IsDirectoryException.class, () -> storage.rename(p("/shared/f"), p("/shared/d")));
+        assertThrows(NotDirectoryException.class, () -> storage.rename(p("/shared/d"), p("/shared/f")));
+        assertEquals("f", text("/shared/f"));
+        assertTrue(storage.metadata(p("/shared/d")).isDirectory());
+    }
+
+    @Test
+    void renameDirectoryIntoItselfFails() throws IOException {
+        storage.mkdir(p("/shared/d/sub"));
+        assertThrows(IOException.class, () -> storage.rename(p("/shared/d"), p("/shared/d/sub/x")));
+        assertTrue(storage.exists(p("/shared/d/sub")));
+    }
+
+    @Test
+    void hardLinkSharesContent() throws IOException {
+        storage.write(p("/shared/a"), bytes("one"));
+        storage.link(p("/shared/a"), p("/shared/b"));
+        assertEquals(2, storage.metadata(p("/shared/a")).links());
+        assertEquals(2, storage.metadata(p("/shared/b")).links());
+        assertEquals(storage.metadata(p("/shared/a")).inode(), storage.metadata(p("/shared/b")).inode());
+        storage.append(p("/shared/b"), bytes("+two"));
+        assertEquals("one+two", text("/shared/a"));
+        storage.removeFile(p("/shared/a"));
+        assertEquals(1, storage.metadata(p("/shared/b")).links());
+        assertEquals("one+two", text("/shared/b"));
+    }
+
+    @Test
+    void linkFailures() throws IOException {
+        storage.write(p("/shared/a"), bytes("a"));
+        storage.write(p("/shared/b"), bytes("b"));
+        storage.mkdir(p("/shared/d"));
+        assertThrows(FileAlreadyExistsException.class, () -> storage.link(p("/shared/a"), p("/shared/b")));
+        assertThrows(NoSuchFileException.class, () -> storage.link(p("/shared/none"), p("/shared/c")));
+        assertThrows(IOException.class, () -> storage.link(p("/shared/d"), p("/shared/e")));
+        assertFalse(storage.exists(p("/shared/e")));
+        assertEquals("b", text("/shared/b"));
+    }
+
+    @Test
+    void setTimesWithOneNullLeavesTheOther() throws IOException {
+        storage.write(p("/shared/f"), bytes("x"));
+        FileTime atime = FileTime.from(Instant.parse("2020-01-02T03:04:05.123456789Z"));
+        FileTime mtime = FileTime.from(Instant.parse("2021-06-07T08:09:10.987654321Z"));
+        storage.setTimes(p("/shared/f"), atime, mtime);
+        assertSameMillis(atime, storage.metadata(p("/shared/f")).accessed());
+        assertSameMillis(mtime, storage.metadata(p("/shared/f")).modified());
+
+        FileTime mtime2 = FileTime.from(Instant.parse("2022-01-01T00:00:00.5Z"));
+        storage.setTimes(p("/shared/f"), null, mtime2);
+        assertSameMillis(atime, storage.metadata(p("/shared/f")).accessed());
+        assertSameMillis(mtime2, storage.metadata(p("/shared/f")).modified());
+
+        FileTime atime2 = FileTime.from(Instant.parse("2019-12-31T23:59:59.25Z"));
+        storage.setTimes(p("/shared/f"), atime2, null);
+        assertSameMillis(atime2, storage.metadata(p("/shared/f")).accessed());
+        assertSameMillis(mtime2, storage.metadata(p("/shared/f")).modified());
+
+        storage.mkdir(p("/shared/d"));
+        storage.setTimes(p("/shared/d"), null, mtime);
+        assertSameMillis(mtime, storage.metadata(p("/shared/d")).modified());
+    }
+
+    private static void assertSameMillis(FileTime expected, FileTime actual) {
+        assertEquals(expected.toInstant().truncatedTo(ChronoUnit.MILLIS),
+                actual.toInstant().truncatedTo(ChronoUnit.MILLIS));
+    }
+
+    @Test
+    void setExecutableOnlyChangesExecuteBits() throws IOException {
+        storage.write(p("/shared/f"), bytes("x"));
+        int before = storage.metadata(p("/shared/f")).mode();
+        storage.setExecutable(p("/shared/f"), 0777);
+        assertEquals(before | 0111, storage.metadata(p("/shared/f")).mode());
+        storage.setExecutable(p("/shared/f"), 0100);
+        assertEquals((before & ~0111) | 0100, storage.metadata(p("/shared/f")).mode());
+        storage.setExecutable(p("/shared/f"), 0);
+        assertEquals(before & ~0111, storage.metadata(p("/shared/f")).mode());
+        storage.setExecutable(p("/shared/f"), 0666);
+        assertEquals(before & ~0111, storage.metadata(p("/shared/f")).mode());
+    }
+
+    @Test
+    void handleSurvivesRename() throws IOException {
+        storage.write(p("/shared/f"), bytes("abc"));
+        try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
+            storage.rename(p("/shared/f"), p("/shared/g"));
+            write(h, "XYZ", 3);
+            assertEquals("abcXYZ", read(h, 0, 10));
+        }
+        assertEquals("abcXYZ", text("/shared/g"));
+    }
+
+    @Test
+    void handleSurvivesUnlink() throws IOException {
+        storage.write(p("/shared/f"), bytes("abc"));
+        try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
+            storage.removeFile(p("/shared/f"));
+            assertFalse(storage.exists(p("/shared/f")));
+            write(h, "XYZ", 3);
+            assertEquals("abcXYZ", read(h, 0, 10));
+            assertEquals(6, h.size());
+        }
+        assertFalse(storage.exists(p("/shared/f")));
+    }
+
+    @Test
+    void concurrentAppendersLoseNoLine() throws Exception {
+        storage.mkdir(p("/shared"));
+        int threads = 4;
+        int lines = 500;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int id = t;
+                done.add(pool.submit(() -> {
+                    try (FileHandle h = open("/shared/log", OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE)) {
+                        for (int i = 0; i < lines; i++) {
+                            write(h, "t" + id + " line " + i + "\n", 0);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get(20, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        List<String> got = Arrays.asList(text("/shared/log").split("\n"));
+        assertEquals(threads * lines, got.size());
+        Set<String> expected = new HashSet<>();
+        for (int t = 0; t < threads; t++) {
+            for (int i = 0; i < lines; i++) {
+                expected.add("t" + t + " line " + i);
+            }
+        }
+        assertEquals(expected, new HashSet<>(got));
+    }
+
+    @Test
+    void writeIsAtomicForConcurrentReaders() throws Exception {
+        byte[] a = new byte[16 * 1024];
+        byte[] b = new byte[12 * 1024];
+        Arrays.fill(a, (byte) 'a');
+        Arrays.fill(b, (byte) 'b');
+        storage.write(p("/shared/f"), a);
+        AtomicBoolean stop = new AtomicBoolean();
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            CountDownLatch reading = new CountDownLatch(1);
+            Future<Integer> reader = pool.submit(() -> {
+                int reads = 0;
+                while (!stop.get()) {
+                    byte[] got = storage.read(p("/shared/f"));
+                    if (!Arrays.equals(got, a) && !Arrays.equals(got, b)) {
+                        throw new AssertionError("mixed content, " + got.length + " bytes");
+                    }
+                    reads++;
+                    reading.countDown();
+                }
+                return reads;
+            });
+            assertTrue(reading.await(20, TimeUnit.SECONDS));
+            for (int i = 0; i < 200; i++) {
+                storage.write(p("/shared/f"), i % 2 == 0 ? b : a);
+            }
+            stop.set(true);
+            assertTrue(reader.get(20, TimeUnit.SECONDS) > 0);
+        } finally {
+            stop.set(true);
+            pool.shutdownNow();
+        }
+    }
+}
