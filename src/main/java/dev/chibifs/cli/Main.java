@@ -11,6 +11,7 @@ import picocli.CommandLine.Command;
         subcommands = {
             MountCommand.class,
             UmountCommand.class,
+            CacheCommand.class,
         },
         footerHeading = "%nExit codes:%n",
         footer = {
@@ -33,6 +34,7 @@ public final class Main implements Runnable {
         CommandLine cl = new CommandLine(new Main());
         cl.setExecutionExceptionHandler(new ErrorHandler());
         cl.setParameterExceptionHandler(new ErrorHandler());
+        cl.setExecutionStrategy(ConfigCheck::execute);
         return cl;
     }
 

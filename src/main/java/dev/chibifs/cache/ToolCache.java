@@ -1,0 +1,190 @@
+package dev.chibifs.cache;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.Caller;
+import dev.chibifs.policy.ContextNames;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.Entry;
+import dev.chibifs.store.EntryKind;
+import dev.chibifs.store.LocalStorage;
+import dev.chibifs.store.Metadata;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.NoSuchFileException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The tool-output cache in {@code /sys/tool_cache/<context>/<id>}: entries are written and removed
+ * as SYSTEM through the router (so the zone policy is the same one a mount enforces) and read by
+ * anyone. Only regular files directly inside a context's directory are entries; anything else
+ * found there (links, directories, temporaries of a write in progress) is left alone.
+ */
+public final class ToolCache {
+
+    /** Where every context's cache directory lives. */
+    public static final VfsPath ROOT = VfsPath.of("/sys/tool_cache");
+
+    private static final Logger LOG = LoggerFactory.getLogger(ToolCache.class);
+
+    private final Router router;
+    private final Clock clock;
+
+    /** A cache over {@code router}; {@code clock} stamps ids and decides what has expired. */
+    public ToolCache(Router router, Clock clock) {
+        this.router = router;
+        this.clock = clock;
+    }
+
+    /** The directory of one context's entries. */
+    public static VfsPath directoryOf(String context) {
+        return ROOT.child(ContextNames.validate(context));
+    }
+
+    /**
+     * Stores {@code output} as SYSTEM and returns its path. The write is atomic (a temporary file
+     * renamed into place), so a reader sees the whole entry or none.
+     */
+    public VfsPath put(String context, String tool, String argsJson, byte[] output) throws IOException {
+        VfsPath dir = directoryOf(context);
+        VfsPath path = dir.child(CacheId.of(tool, argsJson, output, clock.instant()));
+        router.mkdir(Caller.SYSTEM, dir);
+        router.write(Caller.SYSTEM, path, output);
+        return path;
+    }
+
+    /** The entries of one context, or of every context when {@code context} is null, by context then id. */
+    public List<CachedEntry> list(String context) throws IOException {
+        List<CachedEntry> out = new ArrayList<>();
+        for (String ctx : context == null ? contexts() : List.of(ContextNames.validate(context))) {
+            for (Entry e : entriesOf(ctx)) {
+                VfsPath p = directoryOf(ctx).child(e.name());
+                try {
+                    Metadata m = router.metadata(Caller.SYSTEM, p);
+                    if (m.isFile()) {
+                        out.add(new CachedEntry(ctx, e.name(), p, m.size(), m.modified().toInstant()));
+                    }
+                } catch (NoSuchFileException vanished) {
+                    // removed since the listing: not an entry any more
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Removes every entry whose modification time is more than {@code maxAge} before now; an entry
+     * that vanishes or cannot be read or removed is logged and skipped. Stops early, between
+     * entries, once {@code stopRequested} says so. Returns the paths removed.
+     */
+    public List<VfsPath> removeOlderThan(Duration maxAge, BooleanSupplier stopRequested) throws IOException {
+        List<VfsPath> removed = new ArrayList<>();
+        if (!isCacheDirectory()) {
+            return removed;
+        }
+        Instant cutoff = clock.instant().minus(maxAge);
+        for (String ctx : contexts()) {
+            List<Entry> entries;
+            try {
+                entries = entriesOf(ctx);
+            } catch (IOException e) {
+                LOG.warn("tool cache: cannot list {}: {}", directoryOf(ctx), e.toString());
+                continue;
+            }
+            for (Entry e : entries) {
+                if (stopRequested.getAsBoolean()) {
+                    return removed;
+                }
+                VfsPath p = directoryOf(ctx).child(e.name());
+                try {
+                    if (removeIfExpired(p, cutoff)) {
+                        removed.add(p);
+                    }
+                } catch (NoSuchFileException vanished) {
+                    LOG.debug("tool cache: {} vanished before it could be checked", p);
+                } catch (IOException | RuntimeException ex) {
+                    LOG.warn("tool cache: cannot check or remove {}: {}", p, ex.toString());
+                }
+            }
+        }
+        return removed;
+    }
+
+    private boolean removeIfExpired(VfsPath p, Instant cutoff) throws IOException {
+        // metadata never follows a link: a link or directory planted here is reported as such and skipped
+        Metadata m = router.metadata(Caller.SYSTEM, p);
+        if (!m.isFile()) {
+            LOG.debug("tool cache: skipping {} ({}), not a regular file", p, m.kind());
+            return false;
+        }
+        Instant modified = m.modified().toInstant();
+        if (!modified.isBefore(cutoff)) {
+            return false;
+        }
+        router.removeFile(Caller.SYSTEM, p);
+        LOG.info("tool cache: removed {} (modified {}, before {})", p, modified, cutoff);
+        return true;
+    }
+
+    /** Removes one context's cache directory with every entry in it; returns how many entries it held. */
+    public int clear(String context) throws IOException {
+        VfsPath dir = directoryOf(context);
+        int entries = list(context).size();
+        try {
+            router.delete(Caller.SYSTEM, dir);
+        } catch (NoSuchFileException absent) {
+            return 0;
+        }
+        return entries;
+    }
+
+    private boolean isCacheDirectory() throws IOException {
+        try {
+            Metadata m = router.metadata(Caller.SYSTEM, ROOT);
+            if (!m.isDirectory()) {
+                LOG.warn("tool cache: {} is a {}, not a directory; nothing swept", ROOT, m.kind());
+                return false;
+            }
+            return true;
+        } catch (NoSuchFileException absent) {
+            return false;
+        }
+    }
+
+    /** The context directories under the root; other names (links, files, invalid names) are skipped. */
+    private List<String> contexts() throws IOException {
+        List<String> out = new ArrayList<>();
+        List<Entry> entries;
+        try {
+            entries = router.list(Caller.SYSTEM, ROOT);
+        } catch (NoSuchFileException absent) {
+            return out;
+        }
+        for (Entry e : entries) {
+            if (e.kind() == EntryKind.DIRECTORY && ContextNames.isValid(e.name())) {
+                out.add(e.name());
+            }
+        }
+        return out;
+    }
+
+    private List<Entry> entriesOf(String ctx) throws IOException {
+        List<Entry> out = new ArrayList<>();
+        try {
+            for (Entry e : router.list(Caller.SYSTEM, directoryOf(ctx))) {
+                if (e.kind() == EntryKind.FILE && !e.name().startsWith(LocalStorage.TEMP_PREFIX)) {
+                    out.add(e);
+                }
+            }
+        } catch (NoSuchFileException absent) {
+            // a context that never cached anything
+        }
+        return out;
+    }
+}

@@ -1,0 +1,49 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.cache.ToolCache;
+import dev.chibifs.config.ChibiConfig;
+import dev.chibifs.path.VfsPath;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/** {@code chibifs cache clean}: one sweep, removing entries older than the age limit. */
+@Command(name = "clean", mixinStandardHelpOptions = true,
+        description = "Remove tool cache entries last modified more than the age limit ago, once.")
+public final class CacheCleanCommand implements Callable<Integer> {
+
+    @Option(names = "--max-age-days", paramLabel = "N",
+            description = "The age limit in days (default: tool_cache_max_age_days from config.toml, else 7).")
+    Long maxAgeDays;
+
+    @Mixin
+    HomeOption home;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        if (maxAgeDays != null && maxAgeDays < 0) {
+            throw new UsageException("--max-age-days must be 0 or more, not " + maxAgeDays);
+        }
+        long days = maxAgeDays != null ? maxAgeDays : ChibiConfig.load(home.resolve()).toolCacheMaxAgeDays();
+        ToolCache cache = CacheStores.openExisting(home.resolve());
+        List<VfsPath> removed = cache == null ? List.of() : cache.removeOlderThan(Duration.ofDays(days), () -> false);
+        PrintWriter out = spec.commandLine().getOut();
+        for (VfsPath p : removed) {
+            out.println("removed " + p.toUri());
+        }
+        out.println("removed " + removed.size() + " tool cache entr" + (removed.size() == 1 ? "y" : "ies")
+                + " older than " + days + " day" + (days == 1 ? "" : "s"));
+        out.flush();
+        return ExitCodes.OK;
+    }
+}

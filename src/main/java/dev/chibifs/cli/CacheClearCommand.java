@@ -1,0 +1,37 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.cache.ToolCache;
+import dev.chibifs.policy.ContextNames;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.util.concurrent.Callable;
+
+/** {@code chibifs cache clear}: removes every entry of one context. */
+@Command(name = "clear", mixinStandardHelpOptions = true,
+        description = "Remove all of one context's tool cache entries.")
+public final class CacheClearCommand implements Callable<Integer> {
+
+    @Option(names = "--context", required = true, paramLabel = "NAME", description = "The context whose entries go.")
+    String context;
+
+    @Mixin
+    HomeOption home;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        ContextNames.validate(context);
+        ToolCache cache = CacheStores.openExisting(home.resolve());
+        int removed = cache == null ? 0 : cache.clear(context);
+        spec.commandLine().getOut().println("removed " + removed + " tool cache entr" + (removed == 1 ? "y" : "ies")
+                + " of context " + context);
+        spec.commandLine().getOut().flush();
+        return ExitCodes.OK;
+    }
+}

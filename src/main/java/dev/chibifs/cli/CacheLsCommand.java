@@ -1,0 +1,93 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.chibifs.cache.CachedEntry;
+import dev.chibifs.cache.ToolCache;
+import dev.chibifs.policy.ContextNames;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/** {@code chibifs cache ls}: the stored tool outputs with context, id, size and age. */
+@Command(name = "ls", mixinStandardHelpOptions = true,
+        description = "List tool cache entries: context, id, size in bytes, age.")
+public final class CacheLsCommand implements Callable<Integer> {
+
+    @Option(names = "--context", paramLabel = "NAME", description = "Only this context's entries.")
+    String context;
+
+    @Option(names = "--json", description = "A JSON array of {context, id, path, size, modified, age_seconds}.")
+    boolean json;
+
+    @Mixin
+    HomeOption home;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        if (context != null) {
+            ContextNames.validate(context);
+        }
+        ToolCache cache = CacheStores.openExisting(home.resolve());
+        List<CachedEntry> entries = cache == null ? List.of() : cache.list(context);
+        Instant now = Instant.now();
+        PrintWriter out = spec.commandLine().getOut();
+        if (json) {
+            ObjectMapper mapper = new ObjectMapper();
+            ArrayNode array = mapper.createArrayNode();
+            for (CachedEntry e : entries) {
+                ObjectNode o = array.addObject();
+                o.put("context", e.context());
+                o.put("id", e.id());
+                o.put("path", e.path().toUri());
+                o.put("size", e.size());
+                o.put("modified", e.modified().toString());
+                o.put("age_seconds", Math.max(0, Duration.between(e.modified(), now).getSeconds()));
+            }
+            out.println(mapper.writeValueAsString(array));
+        } else if (!entries.isEmpty()) {
+            int ctxWidth = "CONTEXT".length();
+            int idWidth = "ID".length();
+            for (CachedEntry e : entries) {
+                ctxWidth = Math.max(ctxWidth, e.context().length());
+                idWidth = Math.max(idWidth, e.id().length());
+            }
+            String row = "%-" + ctxWidth + "s  %-" + idWidth + "s  %10s  %s%n";
+            out.printf(row, "CONTEXT", "ID", "SIZE", "AGE");
+            for (CachedEntry e : entries) {
+                out.printf(row, e.context(), e.id(), e.size(), age(Duration.between(e.modified(), now)));
+            }
+        }
+        out.flush();
+        return ExitCodes.OK;
+    }
+
+    /** The age in its two largest units, e.g. 3d4h, 12m5s. */
+    static String age(Duration d) {
+        long s = Math.max(0, d.getSeconds());
+        long[] sizes = {86_400, 3_600, 60, 1};
+        String[] units = {"d", "h", "m", "s"};
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < sizes.length && b.length() == 0; i++) {
+            if (s >= sizes[i] || i == sizes.length - 1) {
+                b.append(s / sizes[i]).append(units[i]);
+                if (i + 1 < sizes.length && (s % sizes[i]) / sizes[i + 1] > 0) {
+                    b.append((s % sizes[i]) / sizes[i + 1]).append(units[i + 1]);
+                }
+            }
+        }
+        return b.toString();
+    }
+}

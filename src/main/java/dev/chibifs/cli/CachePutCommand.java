@@ -1,0 +1,103 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.cache.CacheId;
+import dev.chibifs.cache.CacheStub;
+import dev.chibifs.config.ChibiConfig;
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.ContextNames;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code chibifs cache put}: a filter for shell agents. Small or blank output passes through
+ * unchanged; larger output is stored as SYSTEM and replaced by chibi's stub. Output is written as
+ * raw bytes to standard output (not through picocli's character writer) so what passes through
+ * is byte-identical, and whatever goes wrong the output itself is still printed.
+ */
+@Command(name = "put", mixinStandardHelpOptions = true,
+        description = {"Read a tool's output from stdin; print it unchanged if it is at most "
+                + "tool_output_cache_threshold characters (UTF-8 bytes, as chibi counts) or blank, "
+                + "else store it in /sys/tool_cache/<context>/<id> and print chibi's stub instead."})
+public final class CachePutCommand implements Callable<Integer> {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    @Option(names = "--context", required = true, paramLabel = "NAME", description = "The context the output belongs to.")
+    String context;
+
+    @Option(names = "--tool", required = true, paramLabel = "TOOL", description = "The tool that produced the output.")
+    String tool;
+
+    @Option(names = "--args", paramLabel = "JSON", defaultValue = "{}",
+            description = "The tool's arguments as JSON (part of the id's hash; default: ${DEFAULT-VALUE}).")
+    String args;
+
+    @Option(names = "--mountpoint", paramLabel = "DIR",
+            description = "Where the namespace is mounted; the stub then also gives the entry's path there.")
+    Path mountpoint;
+
+    @Mixin
+    HomeOption home;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        byte[] output = System.in.readAllBytes();
+        PrintStream out = System.out;
+        String argsJson;
+        try {
+            argsJson = validate();
+        } catch (RuntimeException e) {
+            passThrough(out, output);
+            throw e;
+        }
+        ChibiConfig config = ChibiConfig.load(home.resolve());
+        if (!CacheStub.shouldCache(output, config.toolOutputCacheThreshold())) {
+            passThrough(out, output);
+            return ExitCodes.OK;
+        }
+        VfsPath path;
+        try {
+            path = CacheStores.open(home.resolve()).put(context, tool, argsJson, output);
+        } catch (IOException e) {
+            passThrough(out, output);
+            spec.commandLine().getErr().println("chibifs: cannot cache the output (printed unchanged instead): " + e);
+            return ExitCodes.FAILURE;
+        }
+        Path shellRoot = mountpoint == null ? null : mountpoint.toAbsolutePath().normalize();
+        String stub = CacheStub.format(path, tool, output, config.toolCachePreviewChars(), shellRoot);
+        out.write((stub + "\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
+        return ExitCodes.OK;
+    }
+
+    /** Checks the names and returns the arguments as compact JSON, so spacing does not change the id. */
+    private String validate() {
+        ContextNames.validate(context);
+        if (!CacheId.isValidTool(tool)) {
+            throw new UsageException("invalid tool name '" + tool + "': " + CacheId.TOOL_RULE);
+        }
+        try {
+            return JSON.writeValueAsString(JSON.readTree(args));
+        } catch (JsonProcessingException e) {
+            throw new UsageException("--args '" + args + "' is not valid JSON: " + e.getOriginalMessage());
+        }
+    }
+
+    private static void passThrough(PrintStream out, byte[] output) {
+        out.write(output, 0, output.length);
+        out.flush();
+    }
+}

@@ -1,0 +1,18 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.config.ChibiHome;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+
+/** The {@code --home DIR} option the cache commands share. */
+final class HomeOption {
+
+    @Option(names = "--home", paramLabel = "DIR",
+            description = "CHIBI_HOME; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
+    Path home;
+
+    ChibiHome resolve() {
+        return ChibiHome.resolve(home, System.getenv());
+    }
+}

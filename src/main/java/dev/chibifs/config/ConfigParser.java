@@ -1,0 +1,143 @@
+package dev.chibifs.config;
+
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.dataformat.toml.TomlMapper;
+
+import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** Parses config.toml with Jackson and checks the keys chibifs shares with chibi. */
+final class ConfigParser {
+
+    private static final TomlMapper TOML = new TomlMapper();
+    private static final Pattern KEY_AT_LINE_START = Pattern.compile("^\\s*([A-Za-z0-9_\\-.\"' ]+?)\\s*=");
+
+    private final Path file;
+    private final String text;
+
+    private ConfigParser(Path file, String text) {
+        this.file = file;
+        this.text = text;
+    }
+
+    static ChibiConfig parse(Path file, String text) {
+        return new ConfigParser(file, text).parse();
+    }
+
+    private ChibiConfig parse() {
+        JsonNode root;
+        try {
+            root = TOML.readTree(text);
+        } catch (JsonProcessingException e) {
+            throw malformed(e);
+        }
+        ChibiConfig d = ChibiConfig.DEFAULTS;
+        if (root == null || root.isMissingNode()) {
+            return d;
+        }
+        String backend = d.backend();
+        JsonNode vfs = root.get("vfs");
+        if (vfs != null) {
+            if (!vfs.isObject()) {
+                throw wrongType(null, "vfs", "a table", vfs);
+            }
+            JsonNode b = vfs.get("backend");
+            if (b != null) {
+                if (!b.isTextual()) {
+                    throw wrongType("vfs", "backend", "a string", b);
+                }
+                backend = b.textValue();
+                if (!ChibiConfig.BACKENDS.contains(backend)) {
+                    throw problem("vfs", "backend", "unknown VFS backend '" + backend + "' (choices: "
+                            + String.join(", ", ChibiConfig.BACKENDS) + ")");
+                }
+            }
+        }
+        return new ChibiConfig(backend,
+                (int) nonNegative(root, "tool_output_cache_threshold", d.toolOutputCacheThreshold(), Integer.MAX_VALUE),
+                nonNegative(root, "tool_cache_max_age_days", d.toolCacheMaxAgeDays(), Long.MAX_VALUE / 86_400),
+                (int) nonNegative(root, "tool_cache_preview_chars", d.toolCachePreviewChars(), Integer.MAX_VALUE),
+                bool(root, "auto_cleanup_cache", d.autoCleanupCache()));
+    }
+
+    private long nonNegative(JsonNode root, String key, long fallback, long max) {
+        JsonNode n = root.get(key);
+        if (n == null) {
+            return fallback;
+        }
+        if (!n.isIntegralNumber()) {
+            throw wrongType(null, key, "a non-negative integer", n);
+        }
+        if (!n.canConvertToLong() || n.longValue() < 0 || n.longValue() > max) {
+            throw problem(null, key, n + " is out of range (0 to " + max + ")");
+        }
+        return n.longValue();
+    }
+
+    private boolean bool(JsonNode root, String key, boolean fallback) {
+        JsonNode n = root.get(key);
+        if (n == null) {
+            return fallback;
+        }
+        if (!n.isBoolean()) {
+            throw wrongType(null, key, "true or false", n);
+        }
+        return n.booleanValue();
+    }
+
+    private ConfigException wrongType(String table, String key, String expected, JsonNode found) {
+        return problem(table, key, "expected " + expected + ", found " + describe(found));
+    }
+
+    private static String describe(JsonNode n) {
+        if (n.isTextual()) {
+            return "a string (" + n + ")";
+        }
+        if (n.isBoolean()) {
+            return "a boolean (" + n + ")";
+        }
+        if (n.isFloatingPointNumber()) {
+            return "a float (" + n.asText() + ")";
+        }
+        if (n.isIntegralNumber()) {
+            return "an integer (" + n + ")";
+        }
+        if (n.isArray()) {
+            return "an array";
+        }
+        return n.isObject() ? "a table" : n.getNodeType().toString().toLowerCase(java.util.Locale.ROOT);
+    }
+
+    private ConfigException problem(String table, String key, String what) {
+        String name = table == null ? key : "[" + table + "] " + key;
+        int line = KeyLocator.line(text, table, key);
+        return new ConfigException(file + (line > 0 ? ":" + line : "") + ": " + name + ": " + what);
+    }
+
+    private ConfigException malformed(JsonProcessingException e) {
+        JsonLocation at = e.getLocation();
+        int line = at == null ? -1 : at.getLineNr();
+        StringBuilder msg = new StringBuilder().append(file);
+        if (line > 0) {
+            msg.append(':').append(line);
+        }
+        msg.append(": malformed TOML: ").append(e.getOriginalMessage());
+        String key = line > 0 ? keyOnLine(line) : null;
+        if (key != null) {
+            msg.append(" (key ").append(key).append(')');
+        }
+        return new ConfigException(msg.toString());
+    }
+
+    private String keyOnLine(int line) {
+        String[] lines = text.split("\r?\n", -1);
+        if (line > lines.length) {
+            return null;
+        }
+        Matcher m = KEY_AT_LINE_START.matcher(lines[line - 1]);
+        return m.find() ? m.group(1).trim() : null;
+    }
+}

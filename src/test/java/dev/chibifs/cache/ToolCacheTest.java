@@ -1,0 +1,190 @@
+package dev.chibifs.cache;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.LocalStorage;
+import dev.chibifs.store.Storage;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class ToolCacheTest {
+
+    private static final Instant NOW = Instant.parse("2026-03-01T12:00:00Z");
+    private static final Duration WEEK = Duration.ofDays(7);
+
+    @TempDir
+    Path dir;
+
+    private Path store;
+    private MutableClock clock;
+    private ToolCache cache;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        store = dir.resolve("vfs");
+        clock = new MutableClock(NOW);
+        cache = new ToolCache(Router.of(new LocalStorage(store)), clock);
+    }
+
+    private Path file(VfsPath p) {
+        return store.resolve(p.toString().substring(1));
+    }
+
+    private Path writeAged(String relative, Duration age) throws IOException {
+        Path p = store.resolve(relative);
+        Files.createDirectories(p.getParent());
+        Files.writeString(p, relative);
+        Files.setLastModifiedTime(p, FileTime.from(NOW.minus(age)));
+        return p;
+    }
+
+    @Test
+    void putWritesTheEntryIntoTheStoreAtItsPath() throws IOException {
+        byte[] out = "big output\n".getBytes(StandardCharsets.UTF_8);
+        VfsPath p = cache.put("planner", "shell", "{}", out);
+        assertTrue(p.toString().matches("/sys/tool_cache/planner/shell_[0-9a-f]+_[0-9a-f]{8}"), p.toString());
+        assertEquals(Long.toHexString(NOW.getEpochSecond()), p.fileName().split("_")[1]);
+        assertArrayEquals(out, Files.readAllBytes(file(p)));
+        try (var names = Files.list(file(p).getParent())) {
+            assertEquals(1, names.count(), "no temporaries or sidecars left beside the entry");
+        }
+    }
+
+    @Test
+    void listGivesContextIdSizeAndTime() throws IOException {
+        VfsPath a = cache.put("planner", "shell", "{}", new byte[10]);
+        VfsPath b = cache.put("coder", "web_fetch", "{}", new byte[20]);
+        writeAged("sys/tool_cache/coder/" + LocalStorage.TEMP_PREFIX + "1", Duration.ZERO);
+        List<CachedEntry> all = cache.list(null);
+        assertEquals(List.of(b, a), all.stream().map(CachedEntry::path).toList());
+        assertEquals("coder", all.get(0).context());
+        assertEquals(b.fileName(), all.get(0).id());
+        assertEquals(20, all.get(0).size());
+        assertEquals(List.of(a), cache.list("planner").stream().map(CachedEntry::path).toList());
+        assertEquals(List.of(), cache.list("nobody"));
+    }
+
+    @Test
+    void removesOnlyEntriesOlderThanTheLimit() throws IOException {
+        Path old = writeAged("sys/tool_cache/planner/old_1_00000000", WEEK.plusSeconds(1));
+        Path edge = writeAged("sys/tool_cache/planner/edge_1_00000000", WEEK);
+        Path fresh = writeAged("sys/tool_cache/coder/fresh_1_00000000", Duration.ofDays(1));
+        List<VfsPath> removed = cache.removeOlderThan(WEEK, () -> false);
+        assertEquals(List.of(VfsPath.of("/sys/tool_cache/planner/old_1_00000000")), removed);
+        assertFalse(Files.exists(old));
+        assertTrue(Files.exists(edge), "exactly the limit is not older than it");
+        assertTrue(Files.exists(fresh));
+
+        clock.advance(Duration.ofDays(6).plusSeconds(1));
+        assertEquals(2, cache.removeOlderThan(WEEK, () -> false).size(), "the fake clock moves expiry");
+    }
+
+    @Test
+    void touchesNothingOutsideTheCache() throws IOException {
+        Path sys = writeAged("sys/config", Duration.ofDays(100));
+        Path shared = writeAged("shared/notes.md", Duration.ofDays(100));
+        Path home = writeAged("home/planner/tool_cache/x", Duration.ofDays(100));
+        Path strayFile = writeAged("sys/tool_cache/stray", Duration.ofDays(100));
+        Path nested = writeAged("sys/tool_cache/planner/sub/deep", Duration.ofDays(100));
+        Path badContext = writeAged("sys/tool_cache/bad name/x", Duration.ofDays(100));
+        assertEquals(List.of(), cache.removeOlderThan(WEEK, () -> false));
+        for (Path p : List.of(sys, shared, home, strayFile, nested, badContext)) {
+            assertTrue(Files.exists(p), p.toString());
+        }
+    }
+
+    @Test
+    void neverFollowsSymbolicLinks() throws IOException {
+        Path outsideDir = Files.createDirectories(dir.resolve("outside"));
+        Path outsideFile = outsideDir.resolve("precious");
+        Files.writeString(outsideFile, "keep");
+        Files.setLastModifiedTime(outsideFile, FileTime.from(NOW.minus(Duration.ofDays(100))));
+        Files.createDirectories(store.resolve("sys/tool_cache/planner"));
+        Path entryLink = Files.createSymbolicLink(store.resolve("sys/tool_cache/planner/link_1_00000000"), outsideFile);
+        Path contextLink = Files.createSymbolicLink(store.resolve("sys/tool_cache/coder"), outsideDir);
+
+        assertEquals(List.of(), cache.removeOlderThan(WEEK, () -> false));
+        assertEquals(List.of(), cache.list(null));
+        assertTrue(Files.exists(outsideFile));
+        assertTrue(Files.isSymbolicLink(entryLink));
+        assertTrue(Files.isSymbolicLink(contextLink));
+    }
+
+    @Test
+    void aCacheRootThatIsALinkIsNotSwept() throws IOException {
+        Path outsideDir = Files.createDirectories(dir.resolve("outside/planner"));
+        Path victim = outsideDir.resolve("old_1_00000000");
+        Files.writeString(victim, "keep");
+        Files.setLastModifiedTime(victim, FileTime.from(NOW.minus(Duration.ofDays(100))));
+        Files.createDirectories(store.resolve("sys"));
+        Files.createSymbolicLink(store.resolve("sys/tool_cache"), dir.resolve("outside"));
+        assertEquals(List.of(), cache.removeOlderThan(WEEK, () -> false));
+        assertTrue(Files.exists(victim));
+    }
+
+    @Test
+    void toleratesEntriesThatVanishOrCannotBeRead() throws IOException {
+        Storage local = new LocalStorage(store);
+        VfsPath vanishing = VfsPath.of("/sys/tool_cache/a/gone_1_00000000");
+        VfsPath broken = VfsPath.of("/sys/tool_cache/a/broken_1_00000000");
+        writeAged("sys/tool_cache/a/gone_1_00000000", Duration.ofDays(30));
+        writeAged("sys/tool_cache/a/broken_1_00000000", Duration.ofDays(30));
+        Path kept = writeAged("sys/tool_cache/a/zzz_1_00000000", Duration.ofDays(30));
+        // a storage that loses one entry to a concurrent remover and fails to stat another
+        Storage racing = (Storage) Proxy.newProxyInstance(Storage.class.getClassLoader(), new Class<?>[] {Storage.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("metadata") && vanishing.equals(args[0])) {
+                        local.delete(vanishing);
+                    }
+                    if (method.getName().equals("metadata") && broken.equals(args[0])) {
+                        throw new java.nio.file.AccessDeniedException(broken.toString());
+                    }
+                    try {
+                        return method.invoke(local, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        ToolCache c = new ToolCache(Router.of(racing), clock);
+        assertEquals(List.of(VfsPath.of("/sys/tool_cache/a/zzz_1_00000000")), c.removeOlderThan(WEEK, () -> false));
+        assertFalse(Files.exists(kept));
+        assertTrue(Files.exists(file(broken)), "an unreadable entry is skipped, not removed");
+    }
+
+    @Test
+    void stopsBetweenEntriesWhenAsked() throws IOException {
+        writeAged("sys/tool_cache/a/one_1_00000000", Duration.ofDays(30));
+        writeAged("sys/tool_cache/a/two_1_00000000", Duration.ofDays(30));
+        int[] asked = {0};
+        List<VfsPath> removed = cache.removeOlderThan(WEEK, () -> asked[0]++ > 0);
+        assertEquals(1, removed.size());
+    }
+
+    @Test
+    void clearRemovesOneContextOnly() throws IOException {
+        cache.put("planner", "shell", "{}", new byte[1]);
+        cache.put("planner", "shell", "{}", new byte[2]);
+        VfsPath other = cache.put("coder", "shell", "{}", new byte[1]);
+        assertEquals(2, cache.clear("planner"));
+        assertFalse(Files.exists(store.resolve("sys/tool_cache/planner")));
+        assertTrue(Files.exists(file(other)));
+        assertEquals(0, cache.clear("planner"));
+    }
+}

@@ -1,0 +1,227 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class CacheCommandTest {
+
+    private static final Pattern STUB_URI = Pattern.compile("^\\[Output cached: vfs://(/sys/tool_cache/[^\\]]+)\\]");
+
+    @TempDir
+    Path home;
+
+    private final InputStream realIn = System.in;
+    private final PrintStream realOut = System.out;
+    private ByteArrayOutputStream rawOut;
+    private StringWriter out;
+    private StringWriter err;
+
+    @BeforeEach
+    void captureRawStdout() {
+        rawOut = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(rawOut, true));
+    }
+
+    @AfterEach
+    void restore() {
+        System.setIn(realIn);
+        System.setOut(realOut);
+    }
+
+    private int run(byte[] stdin, String... args) {
+        System.setIn(new ByteArrayInputStream(stdin));
+        out = new StringWriter();
+        err = new StringWriter();
+        CommandLine cl = Main.commandLine();
+        cl.setOut(new PrintWriter(out, true));
+        cl.setErr(new PrintWriter(err, true));
+        List<String> all = new ArrayList<>(List.of(args));
+        all.add("--home");
+        all.add(home.toString());
+        return cl.execute(all.toArray(new String[0]));
+    }
+
+    private int run(String... args) {
+        return run(new byte[0], args);
+    }
+
+    private Path storeFile(String vfsPath) {
+        return home.resolve("vfs").resolve(vfsPath.substring(1));
+    }
+
+    private String stdout() {
+        return rawOut.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void hundredKilobytesRoundTripThroughPut() throws IOException {
+        byte[] output = new byte[100 * 1024];
+        // arbitrary bytes, not even UTF-8: the entry must still be byte-identical
+        new Random(42).nextBytes(output);
+        assertEquals(0, run(output, "cache", "put", "--context", "coder", "--tool", "shell_exec",
+                "--args", "{ \"cmd\": \"make\" }", "--mountpoint", "/mnt/chibi"));
+        String stub = stdout();
+        Matcher m = STUB_URI.matcher(stub);
+        assertTrue(m.find(), stub);
+        String path = m.group(1);
+        assertTrue(path.matches("/sys/tool_cache/coder/shell_exec_[0-9a-f]+_[0-9a-f]{8}"), path);
+        assertArrayEquals(output, Files.readAllBytes(storeFile(path)));
+        long newlines = 0;
+        for (byte b : output) {
+            newlines += b == '\n' ? 1 : 0;
+        }
+        long lines = output[output.length - 1] == '\n' ? newlines : newlines + 1;
+        assertTrue(stub.contains("Tool: shell_exec | Size: 102400 chars, ~25600 tokens | Lines: " + lines + "\n"), stub);
+        assertTrue(stub.contains("with path=\"vfs://" + path + "\" to examine.\n"));
+        assertTrue(stub.contains("In a shell: head, tail or grep /mnt/chibi" + path + " "));
+        assertTrue(stub.endsWith(").\n"));
+    }
+
+    @Test
+    void smallAndBlankOutputPassThroughUnchanged() throws IOException {
+        byte[] small = "x".repeat(4000).getBytes(StandardCharsets.UTF_8);
+        assertEquals(0, run(small, "cache", "put", "--context", "coder", "--tool", "t"));
+        assertArrayEquals(small, rawOut.toByteArray());
+
+        rawOut.reset();
+        byte[] blank = " \n".repeat(5000).getBytes(StandardCharsets.UTF_8);
+        assertEquals(0, run(blank, "cache", "put", "--context", "coder", "--tool", "t"));
+        assertArrayEquals(blank, rawOut.toByteArray());
+
+        rawOut.reset();
+        byte[] notUtf8 = {(byte) 0xff, (byte) 0xfe, 'a', '\n'};
+        assertEquals(0, run(notUtf8, "cache", "put", "--context", "coder", "--tool", "t"));
+        assertArrayEquals(notUtf8, rawOut.toByteArray());
+        assertFalse(Files.exists(home.resolve("vfs/sys/tool_cache/coder")));
+    }
+
+    @Test
+    void thresholdComesFromChibisConfig() throws IOException {
+        Files.writeString(home.resolve("config.toml"), "tool_output_cache_threshold = 10\ntool_cache_preview_chars = 4\n");
+        assertEquals(0, run("0123456789\nabc\n".getBytes(StandardCharsets.UTF_8),
+                "cache", "put", "--context", "coder", "--tool", "t"));
+        assertTrue(stdout().contains("\n---\n0123\n---\n"), stdout());
+    }
+
+    @Test
+    void badNamesAreUsageErrorsThatStillPrintTheOutput() {
+        byte[] output = "y".repeat(5000).getBytes(StandardCharsets.UTF_8);
+        assertEquals(2, run(output, "cache", "put", "--context", "System", "--tool", "t"));
+        assertTrue(err.toString().contains("'System'"), err.toString());
+        assertArrayEquals(output, rawOut.toByteArray(), "nothing is lost");
+
+        rawOut.reset();
+        assertEquals(2, run(output, "cache", "put", "--context", "coder", "--tool", "../x"));
+        assertTrue(err.toString().contains("invalid tool name '../x'"), err.toString());
+        assertArrayEquals(output, rawOut.toByteArray());
+
+        rawOut.reset();
+        assertEquals(2, run(output, "cache", "put", "--context", "coder", "--tool", "t", "--args", "{oops"));
+        assertTrue(err.toString().contains("--args '{oops' is not valid JSON"), err.toString());
+        assertEquals(2, run("cache", "ls", "--context", "a b"));
+        assertEquals(2, run("cache", "clear", "--context", "-"));
+    }
+
+    @Test
+    void lsListsEntriesAsTextAndJson() throws IOException {
+        run("z".repeat(5000).getBytes(StandardCharsets.UTF_8), "cache", "put", "--context", "coder", "--tool", "t");
+        run("w".repeat(6000).getBytes(StandardCharsets.UTF_8), "cache", "put", "--context", "planner", "--tool", "u");
+
+        assertEquals(0, run("cache", "ls"));
+        String[] lines = out.toString().split("\n");
+        assertEquals(3, lines.length, out.toString());
+        assertTrue(lines[0].matches("CONTEXT\\s+ID\\s+SIZE\\s+AGE"), lines[0]);
+        assertTrue(lines[1].matches("coder\\s+t_[0-9a-f]+_[0-9a-f]{8}\\s+5000\\s+\\d+s"), lines[1]);
+
+        assertEquals(0, run("cache", "ls", "--context", "planner", "--json"));
+        JsonNode json = new ObjectMapper().readTree(out.toString());
+        assertEquals(1, json.size());
+        assertEquals("planner", json.get(0).get("context").asText());
+        assertEquals(6000, json.get(0).get("size").asLong());
+        assertTrue(json.get(0).get("path").asText().startsWith("vfs:///sys/tool_cache/planner/u_"));
+    }
+
+    @Test
+    void lsOnAHomeWithoutAStoreIsEmptyAndCreatesNothing() {
+        assertEquals(0, run("cache", "ls", "--json"));
+        assertEquals("[]", out.toString().strip());
+        assertFalse(Files.exists(home.resolve("vfs")));
+    }
+
+    @Test
+    void cleanRemovesWhatIsOlderThanTheLimit() throws IOException {
+        Path old = Files.createDirectories(home.resolve("vfs/sys/tool_cache/coder")).resolve("t_1_00000000");
+        Files.writeString(old, "old");
+        Files.setLastModifiedTime(old, FileTime.from(Instant.now().minus(Duration.ofDays(3))));
+        Path fresh = old.resolveSibling("t_2_00000000");
+        Files.writeString(fresh, "fresh");
+
+        assertEquals(0, run("cache", "clean"));
+        assertTrue(Files.exists(old), "the default limit is 7 days");
+        assertEquals(0, run("cache", "clean", "--max-age-days", "2"));
+        assertFalse(Files.exists(old));
+        assertTrue(Files.exists(fresh));
+        assertEquals("removed vfs:///sys/tool_cache/coder/t_1_00000000\nremoved 1 tool cache entry older than 2 days\n",
+                out.toString());
+        assertEquals(2, run("cache", "clean", "--max-age-days", "-1"));
+        assertTrue(err.toString().contains("--max-age-days must be 0 or more, not -1"));
+    }
+
+    @Test
+    void clearRemovesOneContext() throws IOException {
+        run("z".repeat(5000).getBytes(StandardCharsets.UTF_8), "cache", "put", "--context", "coder", "--tool", "t");
+        run("z".repeat(5000).getBytes(StandardCharsets.UTF_8), "cache", "put", "--context", "planner", "--tool", "t");
+        assertEquals(0, run("cache", "clear", "--context", "coder"));
+        assertEquals("removed 1 tool cache entry of context coder\n", out.toString());
+        assertFalse(Files.exists(home.resolve("vfs/sys/tool_cache/coder")));
+        assertTrue(Files.exists(home.resolve("vfs/sys/tool_cache/planner")));
+    }
+
+    @Test
+    void badConfigRefusesEveryCommandWithFileLineAndKey() throws IOException {
+        Files.writeString(home.resolve("config.toml"), "model = \"x\"\n[vfs]\nbackend = \"fossil\"\n");
+        for (String[] cmd : new String[][] {{"cache", "ls"}, {"cache", "clean"}, {"cache", "clear", "--context", "a"}}) {
+            assertEquals(2, run(cmd));
+            assertEquals("chibifs: " + home.resolve("config.toml")
+                    + ":3: [vfs] backend: unknown VFS backend 'fossil' (choices: local)\n", err.toString());
+        }
+        byte[] output = "q".repeat(5000).getBytes(StandardCharsets.UTF_8);
+        assertEquals(2, run(output, "cache", "put", "--context", "coder", "--tool", "t"));
+        assertFalse(Files.exists(home.resolve("vfs")), "refused before doing anything");
+
+        Files.writeString(home.resolve("config.toml"), "tool_cache_max_age_days = \"seven\"\n");
+        assertEquals(2, run("cache", "ls"));
+        assertTrue(err.toString().contains("config.toml:1: tool_cache_max_age_days: expected a non-negative integer"));
+
+        assertEquals(0, run("cache", "ls", "--help"), "help still works");
+    }
+}

@@ -1,0 +1,126 @@
+package dev.chibifs.config;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class ChibiConfigTest {
+
+    @TempDir
+    Path dir;
+
+    private ChibiConfig load(String toml) throws IOException {
+        Files.writeString(dir.resolve("config.toml"), toml);
+        return ChibiConfig.load(new ChibiHome(dir));
+    }
+
+    private String refused(String toml) throws IOException {
+        Files.writeString(dir.resolve("config.toml"), toml);
+        return assertThrows(ConfigException.class, () -> ChibiConfig.load(new ChibiHome(dir))).getMessage();
+    }
+
+    @Test
+    void absentFileMeansDefaults() {
+        ChibiConfig c = ChibiConfig.load(new ChibiHome(dir));
+        assertEquals(new ChibiConfig("local", 4000, 7, 500, true), c);
+    }
+
+    @Test
+    void emptyFileMeansDefaults() throws IOException {
+        assertEquals(ChibiConfig.DEFAULTS, load(""));
+    }
+
+    @Test
+    void readsEveryKey() throws IOException {
+        ChibiConfig c = load("""
+                tool_output_cache_threshold = 100
+                tool_cache_max_age_days = 2
+                tool_cache_preview_chars = 50
+                auto_cleanup_cache = false
+
+                [vfs]
+                backend = "local"
+                """);
+        assertEquals(new ChibiConfig("local", 100, 2, 50, false), c);
+    }
+
+    @Test
+    void unknownKeysBelongToChibiAndAreIgnored() throws IOException {
+        ChibiConfig c = load("""
+                api_key = "sk-x"
+                model = "anthropic/claude-sonnet-4"
+                warn_threshold_percent = 80.0
+                tool_cache_max_age_days = 3
+
+                [vfs]
+                backend = "local"
+                something_new = [1, 2]
+
+                [cli]
+                theme = "dark"
+                """);
+        assertEquals(3, c.toolCacheMaxAgeDays());
+        assertEquals(4000, c.toolOutputCacheThreshold());
+    }
+
+    @Test
+    void wrongTypeNamesFileLineAndKey() throws IOException {
+        String msg = refused("model = \"x\"\n\ntool_cache_max_age_days = \"7\"\n");
+        assertEquals(dir.resolve("config.toml") + ":3: tool_cache_max_age_days: expected a non-negative integer,"
+                + " found a string (\"7\")", msg);
+    }
+
+    @Test
+    void everySharedKeyIsTypeChecked() throws IOException {
+        assertTrue(refused("tool_output_cache_threshold = 1.5\n")
+                .endsWith(":1: tool_output_cache_threshold: expected a non-negative integer, found a float (1.5)"));
+        assertTrue(refused("a = 1\ntool_cache_preview_chars = true\n")
+                .endsWith(":2: tool_cache_preview_chars: expected a non-negative integer, found a boolean (true)"));
+        assertTrue(refused("auto_cleanup_cache = \"yes\"\n")
+                .endsWith(":1: auto_cleanup_cache: expected true or false, found a string (\"yes\")"));
+        assertTrue(refused("[vfs]\nbackend = 3\n").endsWith(":2: [vfs] backend: expected a string, found an integer (3)"));
+        assertTrue(refused("vfs = \"local\"\n").endsWith(":1: vfs: expected a table, found a string (\"local\")"));
+    }
+
+    @Test
+    void negativeAndHugeNumbersAreOutOfRange() throws IOException {
+        assertTrue(refused("tool_cache_max_age_days = -1\n")
+                .contains(":1: tool_cache_max_age_days: -1 is out of range"));
+        assertTrue(refused("\n\ntool_output_cache_threshold = 99999999999999999999\n")
+                .contains(":3: tool_output_cache_threshold: 99999999999999999999 is out of range"));
+    }
+
+    @Test
+    void malformedTomlGivesTheLine() throws IOException {
+        String msg = refused("model = \"x\"\ntool_cache_max_age_days = = 7\n");
+        assertTrue(msg.startsWith(dir.resolve("config.toml") + ":2: malformed TOML: "), msg);
+        assertTrue(msg.contains("tool_cache_max_age_days"), msg);
+    }
+
+    @Test
+    void unknownBackendNamesItAndTheChoices() throws IOException {
+        String msg = refused("model = \"x\"\n[vfs]\nbackend = \"fossil\"\n");
+        assertEquals(dir.resolve("config.toml") + ":3: [vfs] backend: unknown VFS backend 'fossil' (choices: local)", msg);
+    }
+
+    @Test
+    void backendLineIsFoundInDottedAndInlineForms() throws IOException {
+        assertTrue(refused("a = 1\nvfs.backend = \"s3\"\n").contains(":2: [vfs] backend: unknown VFS backend 's3'"));
+        assertTrue(refused("a = 1\n\nvfs = { backend = \"s3\" }\n").contains(":3: [vfs] backend: unknown VFS backend 's3'"));
+    }
+
+    @Test
+    void keyInAnotherTableIsNotMistakenForTheTopLevelOne() throws IOException {
+        // a same-named key in chibi's own tables is chibi's business
+        ChibiConfig c = load("[models.x]\ntool_cache_max_age_days = \"whatever\"\n");
+        assertEquals(7, c.toolCacheMaxAgeDays());
+        assertTrue(refused("[other]\nbackend = 1\n[vfs]\nbackend = 2\n").contains(":4: [vfs] backend"));
+    }
+}
