@@ -35,6 +35,7 @@ final class AppendCommand extends VfsCommand {
         router().checkWrite(caller(), path);
         WriteCommand.rejectDirectory(this, path);
         byte[] data = content != null ? content.getBytes(StandardCharsets.UTF_8) : terminal.in().readAllBytes();
+        createParent(path);
         router().append(caller(), path, data);
         return ExitCodes.OK;
     }

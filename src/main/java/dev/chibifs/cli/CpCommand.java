@@ -41,6 +41,7 @@ final class CpCommand extends VfsCommand {
             throw CommandFailure.conflict("is a directory: " + dst.toUri()
                     + " (name the destination file, e.g. " + dst.child(src.fileName()).toUri() + ")");
         }
+        createParent(dst);
         router().copy(caller(), src, dst);
         return ExitCodes.OK;
     }

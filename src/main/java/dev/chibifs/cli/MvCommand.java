@@ -57,9 +57,7 @@ final class MvCommand extends VfsCommand {
                         + " (a file; mv does not put a directory in place of a file)");
             }
         }
-        if (!router().exists(caller(), dst.parent())) {
-            router().mkdir(caller(), dst.parent());
-        }
+        createParent(dst);
         router().rename(caller(), src, dst);
         return ExitCodes.OK;
     }

@@ -79,6 +79,17 @@ abstract class VfsCommand implements Callable<Integer> {
     }
 
     /**
+     * Creates the missing parent directories of {@code path} through the router, as chibi does
+     * before a move; LocalStorage creates only the last missing level itself.
+     */
+    void createParent(VfsPath path) throws IOException {
+        VfsPath parent = path.parent();
+        if (parent != null && !router().exists(caller, parent)) {
+            router().mkdir(caller, parent);
+        }
+    }
+
+    /**
      * Parses a {@code vfs:///path} argument; a plain path or a URI with the wrong number of
      * slashes is refused with the right form in the message.
      */

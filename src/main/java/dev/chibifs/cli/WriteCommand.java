@@ -37,6 +37,7 @@ final class WriteCommand extends VfsCommand {
         router().checkWrite(caller(), path);
         rejectDirectory(this, path);
         byte[] data = content != null ? content.getBytes(StandardCharsets.UTF_8) : terminal.in().readAllBytes();
+        createParent(path);
         router().write(caller(), path, data);
         return ExitCodes.OK;
     }
