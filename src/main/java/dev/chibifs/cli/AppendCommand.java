@@ -10,7 +10,8 @@ import java.nio.charset.StandardCharsets;
 
 /** {@code chibifs append}: add to the end of a file, creating it when absent. */
 @Command(name = "append", mixinStandardHelpOptions = true,
-        description = {"Append --content, else standard input, to the file at URI, creating it (and missing"
+        description = {"Append to a file, creating it if absent.",
+            "Append --content, else standard input, to the file at URI, creating it (and missing"
                 + " parent directories) when absent. One append is one write: concurrent appenders do not"
                 + " lose each other's data. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,

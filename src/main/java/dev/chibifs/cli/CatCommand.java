@@ -14,7 +14,8 @@ import java.util.Base64;
 
 /** {@code chibifs cat}: a file's bytes, exactly. */
 @Command(name = "cat", mixinStandardHelpOptions = true,
-        description = {"Print the file at URI byte for byte.", HelpText.URI, HelpText.READER},
+        description = {"Print a file, byte for byte.",
+            "Print the file at URI byte for byte.", HelpText.URI, HelpText.READER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, "  4  conflict: URI is a directory", HelpText.IO})
 final class CatCommand extends VfsCommand {

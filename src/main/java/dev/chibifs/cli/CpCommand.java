@@ -8,14 +8,15 @@ import java.io.IOException;
 
 /** {@code chibifs cp}: copy a file within the namespace, as chibi's vfs_copy. */
 @Command(name = "cp", mixinStandardHelpOptions = true,
-        description = {"Copy the file SRC to DST, replacing DST if it is a file; missing parent directories"
+        description = {"Copy a file (vfs_copy).",
+            "Copy the file SRC to DST, replacing DST if it is a file; missing parent directories"
                 + " of DST are created. Atomic: DST is the old file or the whole copy. Files only: SRC and"
-                + " DST must not be directories (name the destination file, e.g. vfs:///shared/dir/name)."
+                + " DST must not be directories (name the destination file, for example dir/name)."
                 + " Reading SRC is always allowed; DST must be writable. Prints nothing on success.",
             HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, "  1  no such file: SRC", HelpText.USAGE, "  3  permission denied: DST is not writable",
-            "  4  conflict: SRC or DST is a directory, or a file is in the way of DST's parent", HelpText.IO})
+            "  4  conflict: SRC or DST is a directory, or a file is in the way of DST", HelpText.IO})
 final class CpCommand extends VfsCommand {
 
     @Parameters(index = "0", paramLabel = "SRC")

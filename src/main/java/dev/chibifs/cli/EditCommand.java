@@ -11,14 +11,15 @@ import java.nio.charset.StandardCharsets;
 
 /** {@code chibifs edit}: replace exactly one occurrence of a string in a file, as chibi's file_edit. */
 @Command(name = "edit", mixinStandardHelpOptions = true,
-        description = {"Replace the one occurrence of --old in the file at URI with --new, and write the file"
+        description = {"Replace exactly one occurrence of a string in a file (file_edit).",
+            "Replace the one occurrence of --old in the file at URI with --new, and write the file"
                 + " back atomically. Zero occurrences or several (overlapping ones count) change nothing and"
                 + " exit 4, saying how many. The file is compared as bytes, --old and --new as UTF-8. The"
                 + " read and the write are two steps: a write by someone else in between is lost, as with"
                 + " chibi's file_edit. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, "  2  usage: a bad URI or option, or an empty --old",
-            HelpText.DENIED, "  4  conflict: --old occurs zero times or several times, or URI is a directory",
+            HelpText.DENIED, "  4  conflict: --old occurs zero or several times, or URI is a directory",
             HelpText.IO})
 final class EditCommand extends VfsCommand {
 

@@ -17,7 +17,8 @@ import java.util.regex.PatternSyntaxException;
 
 /** {@code chibifs grep}: lines matching a regular expression in a file or a directory tree, as chibi's file_grep. */
 @Command(name = "grep", mixinStandardHelpOptions = true,
-        description = {"Print the lines of URI that match PATTERN (a java.util.regex expression, found anywhere"
+        description = {"Search a file or directory tree with a regex (file_grep).",
+            "Print the lines of URI that match PATTERN (a java.util.regex expression, found anywhere"
                 + " in the line), each as URI:LINE, or URI:NUMBER:LINE with -n. A directory is searched"
                 + " recursively, entries in name order, dotfiles included; symbolic links are not followed."
                 + " Binary files (a NUL byte in the first 8 KiB) are skipped, and so are chibifs's"

@@ -9,7 +9,8 @@ import java.io.IOException;
 
 /** {@code chibifs head}: the first lines of a file, as chibi's file_head. */
 @Command(name = "head", mixinStandardHelpOptions = true,
-        description = {"Print the first N lines of the file at URI (lines end at '\\n'), byte for byte.",
+        description = {"Print the first lines of a file (file_head).",
+            "Print the first N lines of the file at URI (lines end at '\\n'), byte for byte.",
             HelpText.URI, HelpText.READER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, "  4  conflict: URI is a directory", HelpText.IO})

@@ -5,9 +5,9 @@ final class HelpText {
     static final String EXIT_HEADING = "%nExit codes:%n";
     static final String OK = "  0  success";
     static final String NOT_FOUND = "  1  no such file or directory";
-    static final String NO_MATCH = "  1  nothing matched (as grep), or no such file or directory";
-    static final String USAGE = "  2  usage: a bad option, URI or context name, or no caller for a write";
-    static final String DENIED = "  3  permission denied by the zone policy (the mount's rule and message)";
+    static final String NO_MATCH = "  1  nothing matched (as grep does), or no such file or directory";
+    static final String USAGE = "  2  usage: a bad option, URI or context name; no caller for a write";
+    static final String DENIED = "  3  permission denied by the zone policy (the mount's rule and words)";
     static final String CONFLICT = "  4  conflict: the path is of the wrong kind or in the wrong state";
     static final String IO = "  5  other I/O error";
 

@@ -12,7 +12,8 @@ import java.nio.file.attribute.FileTime;
 
 /** {@code chibifs info}: size, kind and times of one path, as chibi's vfs_info. */
 @Command(name = "info", mixinStandardHelpOptions = true,
-        description = {"Show the kind (file, directory, symlink, other), size in bytes, and creation and"
+        description = {"Show kind, size and times of a path (vfs_info).",
+            "Show the kind (file, directory, symlink, other), size in bytes, and creation and"
                 + " modification times (ISO-8601, UTC) of URI.", HelpText.URI, HelpText.READER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, HelpText.IO})

@@ -9,7 +9,8 @@ import java.io.IOException;
 
 /** {@code chibifs lines}: a range of lines of a file, as chibi's file_lines. */
 @Command(name = "lines", mixinStandardHelpOptions = true,
-        description = {"Print lines START to END (1-based, inclusive) of the file at URI, byte for byte."
+        description = {"Print a range of lines of a file (file_lines).",
+            "Print lines START to END (1-based, inclusive) of the file at URI, byte for byte."
                 + " An END past the last line stops at the last line; a START past it prints nothing.",
             HelpText.URI, HelpText.READER},
         footerHeading = HelpText.EXIT_HEADING,

@@ -17,7 +17,8 @@ import java.util.Locale;
 
 /** {@code chibifs ls}: the entries of a directory, as chibi's vfs_list. */
 @Command(name = "ls", mixinStandardHelpOptions = true,
-        description = {"List the entries of the directory at URI (default vfs:///), sorted by name;"
+        description = {"List a directory (vfs_list).",
+            "List the entries of the directory at URI (default vfs:///), sorted by name;"
                 + " directories end in '/'. A file URI lists the file itself."
                 + " Names starting with '.' are hidden unless -a, as chibi's vfs_list does.",
             HelpText.URI, HelpText.READER},

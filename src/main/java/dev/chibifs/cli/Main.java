@@ -11,10 +11,10 @@ import java.nio.charset.StandardCharsets;
 @Command(name = "chibifs",
         mixinStandardHelpOptions = true,
         versionProvider = VersionProvider.class,
-        description = {"Mount the chibi VFS namespace (/shared, /home/<context>, /sys) with its zone policy,",
-            "or work on it without a mount: ls, info, cat, head, tail, lines and grep read;",
-            "write, append, mkdir, rm, cp, mv and edit change it, as a caller (--as NAME, $CHIBI_CONTEXT,",
-            "or --as-system), through the same router and policy as the mount. URIs are vfs:///path."},
+        description = {"Mount the chibi VFS namespace (/shared, /home/<context>, /sys) with its zone policy.",
+            "Or work on it without a mount, through the same router and policy: ls, info, cat, head, tail,"
+                + " lines and grep read; write, append, mkdir, rm, cp, mv and edit change it as a caller"
+                + " (--as NAME, $CHIBI_CONTEXT, or --as-system). A URI has three slashes: vfs:///shared/tasks.md."},
         subcommands = {
             MountCommand.class,
             UmountCommand.class,
@@ -37,9 +37,11 @@ import java.nio.charset.StandardCharsets;
         footer = {
             "  0  success",
             "  1  failure: not found (grep: nothing matched), mount failed",
-            "  2  usage: a bad option, value, URI, context name, uid map or config; no caller for a write",
+            "  2  usage: a bad option, value, URI, context name, uid map or config;",
+            "     a vfs command that writes without a caller",
             "  3  permission denied by the zone policy",
-            "  4  conflict: edit matched zero or several times; a directory where a file is needed, ...",
+            "  4  conflict: edit matched zero or several times, a directory where a",
+            "     file is needed, a file in the way, ...",
             "  5  other I/O error (vfs commands)",
         })
 public final class Main implements Runnable {

@@ -7,7 +7,8 @@ import java.io.IOException;
 
 /** {@code chibifs mkdir}: create a directory and its missing parents, as chibi's vfs_mkdir. */
 @Command(name = "mkdir", mixinStandardHelpOptions = true,
-        description = {"Create the directory at URI and any missing parents, like mkdir -p: an existing"
+        description = {"Create a directory and its parents (vfs_mkdir).",
+            "Create the directory at URI and any missing parents, like mkdir -p: an existing"
                 + " directory is fine. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.USAGE, HelpText.DENIED,

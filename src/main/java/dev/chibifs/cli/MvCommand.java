@@ -9,15 +9,17 @@ import java.io.IOException;
 
 /** {@code chibifs mv}: move or rename a file or directory, as chibi's vfs_move. */
 @Command(name = "mv", mixinStandardHelpOptions = true,
-        description = {"Move SRC to DST atomically (one rename), replacing DST if it is a file and SRC is a"
+        description = {"Move or rename a file or directory (vfs_move).",
+            "Move SRC to DST atomically (one rename), replacing DST if it is a file and SRC is a"
                 + " file. The missing parent directory of DST is created first, as chibi does. DST must"
-                + " not be an existing directory (name the new path, e.g. vfs:///shared/dir/name)."
+                + " not be an existing directory (name the new path, for example dir/name)."
                 + " Both SRC and DST must be writable, and neither may be a zone root."
                 + " Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, "  1  no such file or directory: SRC", HelpText.USAGE,
             "  3  permission denied: SRC or DST is not writable, or is a zone root",
-            "  4  conflict: DST is a directory, a directory would replace a file, or SRC would move into itself",
+            "  4  conflict: DST is a directory, a directory would replace a file,",
+            "     or SRC would move into itself",
             HelpText.IO})
 final class MvCommand extends VfsCommand {
 

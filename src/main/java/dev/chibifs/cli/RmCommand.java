@@ -9,7 +9,8 @@ import java.io.IOException;
 
 /** {@code chibifs rm}: remove a file, or with -r a directory and everything below it, as chibi's vfs_delete. */
 @Command(name = "rm", mixinStandardHelpOptions = true,
-        description = {"Remove the file at URI; a directory (empty or not) needs -r and is removed with"
+        description = {"Remove a file, or a directory with -r (vfs_delete).",
+            "Remove the file at URI; a directory (empty or not) needs -r and is removed with"
                 + " everything below it. Zone roots (/shared, /home, /home/<NAME>, /sys) are SYSTEM's to"
                 + " remove. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,

@@ -11,7 +11,8 @@ import java.nio.charset.StandardCharsets;
 
 /** {@code chibifs write}: create or replace a file atomically, as chibi's write_file. */
 @Command(name = "write", mixinStandardHelpOptions = true,
-        description = {"Create or replace the file at URI with --content, else with standard input. Atomic:"
+        description = {"Create or replace a file atomically (write_file).",
+            "Create or replace the file at URI with --content, else with standard input. Atomic:"
                 + " readers see the old content or the new, never a mix. Missing parent directories are"
                 + " created. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
