@@ -4,7 +4,15 @@ package dev.chibifs.cli;
 public final class ExitCodes {
     public static final int OK = 0;
     public static final int FAILURE = 1;
+    /** No such file or directory; also grep when nothing matched, as grep does. */
+    public static final int NOT_FOUND = 1;
     public static final int USAGE = 2;
+    /** The zone policy (or the operating system) refused the caller. */
+    public static final int PERMISSION_DENIED = 3;
+    /** The path is in the wrong kind or state: edit matched zero or several times, a directory where a file is needed, ... */
+    public static final int CONFLICT = 4;
+    /** Any other I/O error. */
+    public static final int IO_ERROR = 5;
 
     private ExitCodes() {
     }

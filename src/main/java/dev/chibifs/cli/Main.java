@@ -3,21 +3,47 @@ package dev.chibifs.cli;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+
 /** The {@code chibifs} command: one subcommand class per verb, each returning an exit code. */
 @Command(name = "chibifs",
         mixinStandardHelpOptions = true,
         versionProvider = VersionProvider.class,
-        description = "Mount the chibi VFS namespace (/shared, /home/<context>, /sys) with its zone policy.",
+        description = {"Mount the chibi VFS namespace (/shared, /home/<context>, /sys) with its zone policy.",
+            "Or work on it without a mount, through the same router and policy: ls, info, cat, head, tail,"
+                + " lines and grep read; write, append, mkdir, rm, cp, mv and edit change it as a caller"
+                + " (--as NAME, $CHIBI_CONTEXT, or --as-system). A URI has three slashes: vfs:///shared/tasks.md."},
         subcommands = {
             MountCommand.class,
             UmountCommand.class,
+            LsCommand.class,
+            InfoCommand.class,
+            CatCommand.class,
+            HeadCommand.class,
+            TailCommand.class,
+            LinesCommand.class,
+            GrepCommand.class,
+            WriteCommand.class,
+            AppendCommand.class,
+            MkdirCommand.class,
+            RmCommand.class,
+            CpCommand.class,
+            MvCommand.class,
+            EditCommand.class,
             CacheCommand.class,
         },
         footerHeading = "%nExit codes:%n",
         footer = {
             "  0  success",
-            "  1  failure (not found, mount failed, I/O error)",
-            "  2  usage: a bad option, value, context name, uid map or config",
+            "  1  failure: not found (grep: nothing matched), mount failed",
+            "  2  usage: a bad option, value, URI, context name, uid map or config;",
+            "     a vfs command that writes without a caller",
+            "  3  permission denied by the zone policy",
+            "  4  conflict: edit matched zero or several times, a directory where a",
+            "     file is needed, a file in the way, ...",
+            "  5  other I/O error (vfs commands)",
         })
 public final class Main implements Runnable {
 
@@ -26,16 +52,41 @@ public final class Main implements Runnable {
 
     @Override
     public void run() {
-        spec.commandLine().usage(System.err);
+        spec.commandLine().usage(spec.commandLine().getErr());
     }
 
     /** Builds the command line with chibifs's error handling: one clear line for expected failures, no stack trace. */
     public static CommandLine commandLine() {
-        CommandLine cl = new CommandLine(new Main());
+        return commandLine(Terminal.system());
+    }
+
+    /** The command line for {@code terminal}'s environment and streams; tests run commands in-process this way. */
+    public static CommandLine commandLine(Terminal terminal) {
+        CommandLine cl = new CommandLine(new Main(), new TerminalFactory(terminal));
+        cl.setOut(new PrintWriter(new OutputStreamWriter(terminal.out(), StandardCharsets.UTF_8), true));
+        cl.setErr(new PrintWriter(new OutputStreamWriter(terminal.err(), StandardCharsets.UTF_8), true));
         cl.setExecutionExceptionHandler(new ErrorHandler());
         cl.setParameterExceptionHandler(new ErrorHandler());
         cl.setExecutionStrategy(ConfigCheck::execute);
         return cl;
+    }
+
+    /** Builds commands with picocli's factory and hands the vfs commands their terminal. */
+    private static final class TerminalFactory implements CommandLine.IFactory {
+        private final Terminal terminal;
+
+        TerminalFactory(Terminal terminal) {
+            this.terminal = terminal;
+        }
+
+        @Override
+        public <K> K create(Class<K> cls) throws Exception {
+            K made = CommandLine.defaultFactory().create(cls);
+            if (made instanceof VfsCommand command) {
+                command.terminal = terminal;
+            }
+            return made;
+        }
     }
 
     public static void main(String[] args) {

@@ -1,0 +1,86 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.router.PolicyDeniedException;
+import dev.chibifs.store.IsDirectoryException;
+
+import java.io.IOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
+import java.nio.file.Path;
+
+/**
+ * The one place that turns a vfs command's failure into an exit code and a one-line message.
+ * Store paths in the JDK's exceptions are shown as {@code vfs:///} URIs, so no message leaks
+ * where the store lives and every message names what the user typed.
+ */
+final class Failures {
+
+    /** An exit code and the line to print for it. */
+    record Report(int exitCode, String message) {
+    }
+
+    private final String storeRoot;
+
+    /** Maps failures of commands working on the store at {@code storeRoot} (null before it is opened). */
+    Failures(Path storeRoot) {
+        this.storeRoot = storeRoot == null ? null : storeRoot.toString();
+    }
+
+    Report report(Exception e) {
+        if (e instanceof CommandFailure f) {
+            return new Report(f.exitCode(), f.getMessage());
+        }
+        if (e instanceof PolicyDeniedException) {
+            // the zone policy's own words, as the mount logs them
+            return new Report(ExitCodes.PERMISSION_DENIED, e.getMessage());
+        }
+        if (e instanceof AccessDeniedException a) {
+            return new Report(ExitCodes.PERMISSION_DENIED, "permission denied: " + uri(a.getFile()));
+        }
+        if (e instanceof NoSuchFileException n) {
+            return new Report(ExitCodes.NOT_FOUND, "no such file or directory: " + uri(n.getFile()));
+        }
+        if (e instanceof IsDirectoryException d) {
+            return new Report(ExitCodes.CONFLICT, "is a directory: " + uri(d.getFile()));
+        }
+        if (e instanceof NotDirectoryException d) {
+            return new Report(ExitCodes.CONFLICT, "not a directory (a file is in the way): " + uri(d.getFile()));
+        }
+        if (e instanceof FileAlreadyExistsException x) {
+            return new Report(ExitCodes.CONFLICT, "already exists: " + uri(x.getFile()));
+        }
+        if (e instanceof DirectoryNotEmptyException x) {
+            return new Report(ExitCodes.CONFLICT, "directory not empty: " + uri(x.getFile()));
+        }
+        if (e instanceof FileSystemException f) {
+            String reason = f.getReason() == null ? f.getClass().getSimpleName() : f.getReason();
+            return new Report(ExitCodes.IO_ERROR, oneLine(reason) + ": " + uri(f.getFile()));
+        }
+        if (e instanceof IOException) {
+            return new Report(ExitCodes.IO_ERROR, "I/O error: " + oneLine(String.valueOf(e.getMessage())));
+        }
+        throw new IllegalArgumentException("not an expected failure", e);
+    }
+
+    /** A path from an exception as a URI: store paths and VFS paths alike. */
+    private String uri(String file) {
+        if (file == null) {
+            return "(unknown path)";
+        }
+        if (storeRoot != null && file.equals(storeRoot)) {
+            return "vfs:///";
+        }
+        if (storeRoot != null && file.startsWith(storeRoot + "/")) {
+            return "vfs:///" + file.substring(storeRoot.length() + 1);
+        }
+        return file.startsWith("/") ? "vfs://" + file : file;
+    }
+
+    private static String oneLine(String s) {
+        return s.replace('\n', ' ').replace('\r', ' ');
+    }
+}

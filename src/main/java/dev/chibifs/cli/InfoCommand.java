@@ -1,0 +1,59 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.Metadata;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.IOException;
+import java.nio.file.attribute.FileTime;
+
+/** {@code chibifs info}: size, kind and times of one path, as chibi's vfs_info. */
+@Command(name = "info", mixinStandardHelpOptions = true,
+        description = {"Show kind, size and times of a path (vfs_info).",
+            "Show the kind (file, directory, symlink, other), size in bytes, and creation and"
+                + " modification times (ISO-8601, UTC) of URI.", HelpText.URI, HelpText.READER},
+        footerHeading = HelpText.EXIT_HEADING,
+        footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, HelpText.IO})
+final class InfoCommand extends VfsCommand {
+
+    @Option(names = "--json", description = "Print {uri, kind, size, created, modified} as JSON.")
+    boolean json;
+
+    @Parameters(index = "0", paramLabel = "URI")
+    String target;
+
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    record Info(String uri, String kind, long size, String created, String modified) {
+    }
+
+    @Override
+    boolean writes() {
+        return false;
+    }
+
+    @Override
+    int execute() throws IOException {
+        VfsPath path = uri(target);
+        Metadata m = router().metadata(caller(), path);
+        Info info = new Info(path.toUri(), LsCommand.kind(m.kind()), m.size(), time(m.created()), time(m.modified()));
+        if (json) {
+            printJson(info);
+            return ExitCodes.OK;
+        }
+        println("uri: " + info.uri());
+        println("kind: " + info.kind());
+        println("size: " + info.size());
+        if (info.created() != null) {
+            println("created: " + info.created());
+        }
+        println("modified: " + info.modified());
+        return ExitCodes.OK;
+    }
+
+    private static String time(FileTime t) {
+        return t == null ? null : t.toInstant().toString();
+    }
+}

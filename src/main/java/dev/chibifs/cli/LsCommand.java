@@ -1,0 +1,97 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.Entry;
+import dev.chibifs.store.EntryKind;
+import dev.chibifs.store.Metadata;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.IOException;
+import java.nio.file.NoSuchFileException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/** {@code chibifs ls}: the entries of a directory, as chibi's vfs_list. */
+@Command(name = "ls", mixinStandardHelpOptions = true,
+        description = {"List a directory (vfs_list).",
+            "List the entries of the directory at URI (default vfs:///), sorted by name;"
+                + " directories end in '/'. A file URI lists the file itself."
+                + " Names starting with '.' are hidden unless -a, as chibi's vfs_list does.",
+            HelpText.URI, HelpText.READER},
+        footerHeading = HelpText.EXIT_HEADING,
+        footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, HelpText.IO})
+final class LsCommand extends VfsCommand {
+
+    @Option(names = "-a", description = "Also list names starting with '.'.")
+    boolean all;
+
+    @Option(names = "-l", description = "Long format: kind, size in bytes, modification time (UTC), name.")
+    boolean details;
+
+    @Option(names = "--json", description = "Print {uri, entries: [{name, uri, kind, size, modified}]} as JSON.")
+    boolean json;
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "URI", defaultValue = "vfs:///",
+            description = "The directory (or file) to list.")
+    String target;
+
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    record Row(String name, String uri, String kind, Long size, String modified) {
+    }
+
+    record Listing(String uri, List<Row> entries) {
+    }
+
+    @Override
+    boolean writes() {
+        return false;
+    }
+
+    @Override
+    int execute() throws IOException {
+        VfsPath path = uri(target);
+        Metadata self = router().metadata(caller(), path);
+        List<Row> rows = new ArrayList<>();
+        if (self.isDirectory()) {
+            for (Entry e : router().list(caller(), path)) {
+                if (!all && e.name().startsWith(".")) {
+                    continue;
+                }
+                VfsPath child = path.child(e.name());
+                if (details || json) {
+                    try {
+                        rows.add(row(e.name(), child, router().metadata(caller(), child)));
+                    } catch (NoSuchFileException vanished) {
+                        // removed between listing and stat: not listed
+                    }
+                } else {
+                    rows.add(new Row(e.name(), child.toUri(), kind(e.kind()), null, null));
+                }
+            }
+        } else {
+            rows.add(row(path.fileName(), path, self));
+        }
+        if (json) {
+            printJson(new Listing(path.toUri(), rows));
+            return ExitCodes.OK;
+        }
+        for (Row r : rows) {
+            String name = r.name() + ("directory".equals(r.kind()) ? "/" : "");
+            println(details ? String.format(Locale.ROOT, "%-9s %12d  %s  %s", r.kind(), r.size(), r.modified(), name)
+                    : name);
+        }
+        return ExitCodes.OK;
+    }
+
+    private static Row row(String name, VfsPath path, Metadata m) {
+        return new Row(name, path.toUri(), kind(m.kind()), m.size(), m.modified().toInstant().toString());
+    }
+
+    static String kind(EntryKind kind) {
+        return kind.name().toLowerCase(Locale.ROOT);
+    }
+}

@@ -1,0 +1,66 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.Metadata;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Parameters;
+
+import java.io.IOException;
+
+/** {@code chibifs mv}: move or rename a file or directory, as chibi's vfs_move. */
+@Command(name = "mv", mixinStandardHelpOptions = true,
+        description = {"Move or rename a file or directory (vfs_move).",
+            "Move SRC to DST atomically (one rename), replacing DST if it is a file and SRC is a"
+                + " file. The missing parent directory of DST is created first, as chibi does. DST must"
+                + " not be an existing directory (name the new path, for example dir/name)."
+                + " Both SRC and DST must be writable, and neither may be a zone root."
+                + " Prints nothing on success.", HelpText.URI, HelpText.WRITER},
+        footerHeading = HelpText.EXIT_HEADING,
+        footer = {HelpText.OK, "  1  no such file or directory: SRC", HelpText.USAGE,
+            "  3  permission denied: SRC or DST is not writable, or is a zone root",
+            "  4  conflict: DST is a directory, a directory would replace a file,",
+            "     or SRC would move into itself",
+            HelpText.IO})
+final class MvCommand extends VfsCommand {
+
+    @Parameters(index = "0", paramLabel = "SRC")
+    String source;
+
+    @Parameters(index = "1", paramLabel = "DST")
+    String destination;
+
+    @Override
+    boolean writes() {
+        return true;
+    }
+
+    @Override
+    int execute() throws IOException, CommandFailure {
+        VfsPath src = uri(source);
+        VfsPath dst = uri(destination);
+        // the router checks these again in rename; checking first means a denied move creates no parent
+        router().checkRemove(caller(), src);
+        router().checkRemove(caller(), dst);
+        Metadata from = router().metadata(caller(), src);
+        if (src.equals(dst)) {
+            return ExitCodes.OK;
+        }
+        if (dst.startsWith(src)) {
+            throw CommandFailure.conflict("cannot move " + src.toUri() + " into itself (" + dst.toUri() + ")");
+        }
+        if (router().exists(caller(), dst)) {
+            Metadata to = router().metadata(caller(), dst);
+            if (to.isDirectory()) {
+                throw CommandFailure.conflict("is a directory: " + dst.toUri()
+                        + " (name the new path, e.g. " + dst.child(src.fileName()).toUri() + ")");
+            }
+            if (from.isDirectory()) {
+                throw CommandFailure.conflict("already exists: " + dst.toUri()
+                        + " (a file; mv does not put a directory in place of a file)");
+            }
+        }
+        createParent(dst);
+        router().rename(caller(), src, dst);
+        return ExitCodes.OK;
+    }
+}

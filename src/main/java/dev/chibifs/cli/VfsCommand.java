@@ -1,0 +1,127 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.chibifs.config.ChibiHome;
+import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.Caller;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.LocalStorage;
+import picocli.CommandLine;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Spec;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.Callable;
+
+/**
+ * What every {@code vfs://} command shares: the caller, the router over the local store, URI
+ * parsing, output, and turning failures into exit codes. Every operation goes through the
+ * {@link Router} as the caller, so the policy and its messages are the mount's.
+ */
+abstract class VfsCommand implements Callable<Integer> {
+
+    private static final ObjectMapper JSON = new ObjectMapper()
+            .disable(JsonGenerator.Feature.AUTO_CLOSE_TARGET)
+            .enable(SerializationFeature.INDENT_OUTPUT);
+
+    /** Replaced by {@link Main}'s factory with the terminal the command line was built for. */
+    Terminal terminal = Terminal.system();
+
+    @Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Mixin
+    CallerOptions callerOptions;
+
+    private LocalStorage storage;
+    private Router router;
+    private Caller caller;
+
+    /** True for commands that change the store: they need a named caller. */
+    abstract boolean writes();
+
+    /** Does the work; returns the exit code. Usage errors propagate to {@link ErrorHandler}. */
+    abstract int execute() throws IOException, CommandFailure;
+
+    @Override
+    public final Integer call() {
+        caller = callerOptions.resolve(terminal.env(), spec.name(), writes());
+        try {
+            return execute();
+        } catch (IOException | CommandFailure e) {
+            Failures.Report r = new Failures(storage == null ? null : storage.root()).report(e);
+            PrintWriter err = spec.commandLine().getErr();
+            err.println("chibifs " + spec.name() + ": " + r.message());
+            err.flush();
+            return r.exitCode();
+        } finally {
+            flushOut();
+        }
+    }
+
+    Caller caller() {
+        return caller;
+    }
+
+    /** The router over {@code <home>/vfs}, opened on first use so usage errors never touch the disk. */
+    Router router() throws IOException {
+        if (router == null) {
+            storage = new LocalStorage(ChibiHome.resolve(callerOptions.home, terminal.env()).store());
+            router = Router.of(storage);
+        }
+        return router;
+    }
+
+    /**
+     * Creates the missing parent directories of {@code path} through the router, as chibi does
+     * before a move; LocalStorage creates only the last missing level itself.
+     */
+    void createParent(VfsPath path) throws IOException {
+        VfsPath parent = path.parent();
+        if (parent != null && !router().exists(caller, parent)) {
+            router().mkdir(caller, parent);
+        }
+    }
+
+    /**
+     * Parses a {@code vfs:///path} argument; a plain path or a URI with the wrong number of
+     * slashes is refused with the right form in the message.
+     */
+    static VfsPath uri(String arg) {
+        if (arg.startsWith("/")) {
+            throw new InvalidVfsPathException(arg, "not a vfs:/// URI (use vfs://" + arg + ")");
+        }
+        if (!arg.isEmpty() && !arg.contains(":")) {
+            throw new InvalidVfsPathException(arg, "not a vfs:/// URI; relative paths are not accepted (use vfs:///"
+                    + arg.replaceFirst("^(\\./)+", "") + ")");
+        }
+        return VfsPath.fromUri(arg);
+    }
+
+    OutputStream out() {
+        return terminal.out();
+    }
+
+    void println(String line) throws IOException {
+        out().write((line + "\n").getBytes(StandardCharsets.UTF_8));
+    }
+
+    void printJson(Object value) throws IOException {
+        JSON.writeValue(out(), value);
+        out().write('\n');
+    }
+
+    private void flushOut() {
+        try {
+            out().flush();
+        } catch (IOException ignored) {
+            // stdout closed under us (a pipe to head): nothing left to tell anyone
+        }
+    }
+}

@@ -1,0 +1,98 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** grep over files and directory trees against a real temp store. */
+class GrepCommandTest {
+
+    @TempDir
+    Path home;
+    Cli cli;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        cli = new Cli(home);
+        cli.put("/shared/a.txt", "alpha\nERROR one\nbeta\n");
+        cli.put("/shared/dir/b.txt", "error two\nfine");
+        cli.put("/shared/dir/.dot", "error hidden\n");
+        cli.put("/shared/dir/blob.bin", new byte[] {'e', 'r', 'r', 'o', 'r', 0, '\n'});
+        cli.put("/shared/dir/.chibifs-tmp-0123", "error in flight\n");
+    }
+
+    @Test
+    void grepsOneFileWithUriNames() {
+        Cli.Result r = cli.run("grep", "ERR", "vfs:///shared/a.txt");
+        assertEquals(0, r.code(), r.toString());
+        assertEquals("vfs:///shared/a.txt:ERROR one\n", r.out());
+        assertEquals("vfs:///shared/a.txt:2:ERROR one\n", cli.run("grep", "-n", "ERR", "vfs:///shared/a.txt").out());
+    }
+
+    @Test
+    void grepsTreeRecursivelySkippingBinaryAndTemporaries() {
+        Cli.Result r = cli.run("grep", "-i", "-n", "error", "vfs:///shared");
+        assertEquals(0, r.code(), r.toString());
+        assertEquals("vfs:///shared/a.txt:2:ERROR one\n"
+                + "vfs:///shared/dir/.dot:1:error hidden\n"
+                + "vfs:///shared/dir/b.txt:1:error two\n", r.out());
+    }
+
+    @Test
+    void caseSensitiveByDefaultAndRegex() {
+        assertEquals("vfs:///shared/dir/b.txt:error two\n", cli.run("grep", "^e.r+or", "vfs:///shared/dir/b.txt").out());
+        assertEquals("", cli.run("grep", "error", "vfs:///shared/a.txt").out());
+    }
+
+    @Test
+    void nothingMatchedExitsOneLikeGrep() {
+        Cli.Result r = cli.run("grep", "zzz", "vfs:///shared");
+        assertEquals(1, r.code(), r.toString());
+        assertEquals("", r.out());
+        assertEquals("", r.err());
+    }
+
+    @Test
+    void binaryFileNamedExplicitlyIsSkippedWithANote() {
+        Cli.Result r = cli.run("grep", "error", "vfs:///shared/dir/blob.bin");
+        assertEquals(1, r.code(), r.toString());
+        assertTrue(r.err().contains("vfs:///shared/dir/blob.bin: binary file, not searched"), r.err());
+    }
+
+    @Test
+    void badPatternIsUsage() {
+        Cli.Result r = cli.run("grep", "(oops", "vfs:///shared");
+        assertEquals(2, r.code(), r.toString());
+        assertTrue(r.err().contains("invalid PATTERN '(oops'"), r.err());
+    }
+
+    @Test
+    void missingIsNotFound() {
+        Cli.Result r = cli.run("grep", "x", "vfs:///shared/none");
+        assertEquals(1, r.code(), r.toString());
+        assertEquals("chibifs grep: no such file or directory: vfs:///shared/none\n", r.err());
+    }
+
+    @Test
+    void jsonListsMatches() throws Exception {
+        Cli.Result r = cli.run("grep", "--json", "-i", "one|two", "vfs:///shared");
+        assertEquals(0, r.code(), r.toString());
+        JsonNode j = new ObjectMapper().readTree(r.outBytes());
+        assertEquals("one|two", j.get("pattern").asText());
+        assertEquals(2, j.get("matches").size());
+        JsonNode second = j.get("matches").get(1);
+        assertEquals("vfs:///shared/dir/b.txt", second.get("uri").asText());
+        assertEquals(1, second.get("line").asInt());
+        assertEquals("error two", second.get("text").asText());
+        Cli.Result none = cli.run("grep", "--json", "zzz", "vfs:///shared");
+        assertEquals(1, none.code());
+        assertEquals(0, new ObjectMapper().readTree(none.outBytes()).get("matches").size());
+    }
+}

@@ -1,0 +1,68 @@
+package dev.chibifs.cli;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code chibifs --help} and every vfs command's help are complete. */
+class HelpTest {
+
+    private static final List<String> VFS_COMMANDS = List.of(
+            "ls", "info", "cat", "head", "tail", "lines", "grep",
+            "write", "append", "mkdir", "rm", "cp", "mv", "edit");
+
+    @TempDir
+    Path home;
+
+    @Test
+    void rootHelpListsEveryCommandAndEveryExitCode() {
+        Cli.Result r = new Cli(home).run("--help");
+        assertEquals(0, r.code(), r.toString());
+        for (String c : VFS_COMMANDS) {
+            assertTrue(r.out().contains("\n  " + c + " "), c + " missing from:\n" + r.out());
+        }
+        for (int code = 0; code <= 5; code++) {
+            assertTrue(r.out().contains("\n  " + code + "  "), "exit code " + code + " missing from:\n" + r.out());
+        }
+    }
+
+    @Test
+    void everyCommandHelpShowsItsOptionsCallerAndExitCodes() {
+        CommandLine root = Main.commandLine();
+        for (String c : VFS_COMMANDS) {
+            Cli.Result r = new Cli(home).run(c, "--help");
+            assertEquals(0, r.code(), c);
+            String help = r.out();
+            assertTrue(help.contains("vfs:///"), c + ": no URI form in\n" + help);
+            assertTrue(help.contains("Exit codes:") && help.contains("  0  success") && help.contains("  2  usage"),
+                    c + ": exit codes missing from\n" + help);
+            for (CommandLine.Model.OptionSpec o : root.getSubcommands().get(c).getCommandSpec().options()) {
+                assertTrue(help.contains(o.longestName()), c + ": option " + o.longestName() + " missing");
+                assertTrue(o.description().length > 0 || o.usageHelp() || o.versionHelp(),
+                        c + ": option " + o.longestName() + " has no description");
+            }
+            for (String caller : List.of("--as", "--as-system", "--home")) {
+                assertTrue(help.contains(caller), c + ": " + caller + " missing");
+            }
+        }
+    }
+
+    @Test
+    void writeCommandsDocumentDenialAndReadCommandsTheGuest() {
+        for (String c : List.of("write", "append", "mkdir", "rm", "cp", "mv", "edit")) {
+            String help = new Cli(home).run(c, "--help").out();
+            assertTrue(help.contains("  3  permission denied"), c + "\n" + help);
+            assertTrue(help.contains("--as-system"), c);
+        }
+        for (String c : List.of("ls", "info", "cat", "head", "tail", "lines", "grep")) {
+            String help = new Cli(home).run(c, "--help").out();
+            assertTrue(help.contains("read-only guest"), c + "\n" + help);
+        }
+    }
+}

@@ -1,0 +1,138 @@
+package dev.chibifs.cli;
+
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** write, append, mkdir and rm against a real temp store, with their denials. */
+class WriteCommandsTest {
+
+    @TempDir
+    Path home;
+    Cli cli;
+
+    @BeforeEach
+    void setUp() {
+        cli = new Cli(home);
+    }
+
+    private static void assertExit(int code, Cli.Result r) {
+        assertEquals(code, r.code(), r.toString());
+    }
+
+    @Test
+    void writeFromContentAndStdinReplacesAtomically() throws Exception {
+        Cli.Result r = cli.run("write", "--as", "bob", "--content", "first", "vfs:///shared/deep/new.md");
+        assertExit(0, r);
+        assertEquals("", r.out());
+        assertEquals("first", cli.read("/shared/deep/new.md"));
+        byte[] bytes = {0, (byte) 0xfe, '\n'};
+        assertExit(0, cli.runWithStdin(bytes, "write", "--as", "bob", "vfs:///shared/deep/new.md"));
+        assertArrayEquals(bytes, Files.readAllBytes(cli.file("/shared/deep/new.md")));
+        try (var names = Files.list(cli.file("/shared/deep"))) {
+            assertEquals(1, names.count(), "no temporary file left behind");
+        }
+    }
+
+    @Test
+    void writeUsesChibiContext() throws Exception {
+        assertExit(0, cli.runWithEnv(Map.of("CHIBI_CONTEXT", "bob"), "write", "--content", "x", "vfs:///home/bob/n"));
+        assertEquals("x", cli.read("/home/bob/n"));
+    }
+
+    @Test
+    void writeDenialsLeaveNothing() {
+        Cli.Result sys = cli.run("write", "--as", "bob", "--content", "x", "vfs:///sys/x");
+        assertExit(3, sys);
+        assertEquals("chibifs write: context 'bob' cannot write to '/sys/x' (writable zones: /shared/, /home/bob/)\n",
+                sys.err());
+        assertExit(3, cli.run("write", "--as", "bob", "--content", "x", "vfs:///home/alice/x"));
+        assertExit(3, cli.run("write", "--as", "bob", "--content", "x", "vfs:///top.txt"));
+        assertFalse(cli.exists("/sys/x") || cli.exists("/home/alice") || cli.exists("/top.txt"));
+        assertExit(0, cli.run("write", "--as-system", "--content", "x", "vfs:///sys/x"));
+    }
+
+    @Test
+    void writeOverDirectoryOrThroughFileIsConflict() throws Exception {
+        cli.put("/shared/d/f", "f");
+        Cli.Result dir = cli.run("write", "--as", "bob", "--content", "x", "vfs:///shared/d");
+        assertExit(4, dir);
+        assertEquals("chibifs write: is a directory: vfs:///shared/d\n", dir.err());
+        assertExit(4, cli.run("write", "--as", "bob", "--content", "x", "vfs:///shared/d/f/g"));
+    }
+
+    @Test
+    void appendAppendsAndCreates() throws Exception {
+        assertExit(0, cli.run("append", "--as", "bob", "--content", "a\n", "vfs:///home/bob/log"));
+        assertExit(0, cli.runWithStdin("b\n".getBytes(StandardCharsets.UTF_8), "append", "--as", "bob",
+                "vfs:///home/bob/log"));
+        assertEquals("a\nb\n", cli.read("/home/bob/log"));
+        assertExit(3, cli.run("append", "--as", "alice", "--content", "x", "vfs:///home/bob/log"));
+        assertEquals("a\nb\n", cli.read("/home/bob/log"));
+        assertExit(3, cli.run("append", "--as", "alice", "--content", "x", "vfs:///sys/log"));
+        assertExit(4, cli.run("append", "--as", "bob", "--content", "x", "vfs:///home/bob"));
+    }
+
+    @Test
+    void mkdirIsMkdirP() {
+        assertExit(0, cli.run("mkdir", "--as", "bob", "vfs:///shared/a/b/c"));
+        assertTrue(Files.isDirectory(cli.file("/shared/a/b/c")));
+        assertExit(0, cli.run("mkdir", "--as", "bob", "vfs:///shared/a/b/c"));
+    }
+
+    @Test
+    void mkdirDenialsAndConflicts() throws Exception {
+        Cli.Result r = cli.run("mkdir", "--as", "bob", "vfs:///sys/d");
+        assertExit(3, r);
+        assertTrue(r.err().contains("context 'bob' cannot write to '/sys/d'"), r.err());
+        assertExit(3, cli.run("mkdir", "--as", "bob", "vfs:///home/alice/d"));
+        assertFalse(cli.exists("/sys") || cli.exists("/home"));
+        cli.put("/shared/file", "x");
+        Cli.Result over = cli.run("mkdir", "--as", "bob", "vfs:///shared/file");
+        assertExit(4, over);
+        assertTrue(over.err().contains("vfs:///shared/file"), over.err());
+        assertExit(4, cli.run("mkdir", "--as", "bob", "vfs:///shared/file/sub"));
+    }
+
+    @Test
+    void rmRemovesFilesAndNeedsRForDirectories() throws Exception {
+        cli.put("/shared/d/f", "f");
+        cli.put("/shared/g", "g");
+        assertExit(0, cli.run("rm", "--as", "bob", "vfs:///shared/g"));
+        assertFalse(cli.exists("/shared/g"));
+        Cli.Result dir = cli.run("rm", "--as", "bob", "vfs:///shared/d");
+        assertExit(4, dir);
+        assertTrue(dir.err().contains("use rm -r"), dir.err());
+        assertTrue(cli.exists("/shared/d/f"));
+        assertExit(0, cli.run("rm", "--as", "bob", "-r", "vfs:///shared/d"));
+        assertFalse(cli.exists("/shared/d"));
+        assertExit(1, cli.run("rm", "--as", "bob", "vfs:///shared/d"));
+    }
+
+    @Test
+    void rmDenials() throws Exception {
+        cli.put("/home/alice/f", "f");
+        cli.put("/sys/tool_cache/bob/x", "x");
+        Cli.Result other = cli.run("rm", "--as", "bob", "vfs:///home/alice/f");
+        assertExit(3, other);
+        assertEquals("chibifs rm: context 'bob' cannot write to '/home/alice/f' (writable zones: /shared/, /home/bob/)\n",
+                other.err());
+        assertExit(3, cli.run("rm", "--as", "bob", "vfs:///sys/tool_cache/bob/x"));
+        Cli.Result root = cli.run("rm", "--as", "alice", "-r", "vfs:///home/alice");
+        assertExit(3, root);
+        assertTrue(root.err().contains("cannot remove or rename the zone root '/home/alice'"), root.err());
+        assertExit(3, cli.run("rm", "--as", "bob", "-r", "vfs:///shared"));
+        assertTrue(cli.exists("/home/alice/f") && cli.exists("/sys/tool_cache/bob/x"));
+        assertExit(0, cli.run("rm", "--as-system", "-r", "vfs:///sys/tool_cache/bob"));
+    }
+}
