@@ -11,6 +11,8 @@ import picocli.CommandLine.Command;
         subcommands = {
             MountCommand.class,
             UmountCommand.class,
+            StatusCommand.class,
+            DoctorCommand.class,
         },
         footerHeading = "%nExit codes:%n",
         footer = {
