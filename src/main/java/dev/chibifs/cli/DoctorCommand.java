@@ -322,7 +322,7 @@ final class DoctorCommand implements Callable<Integer> {
         for (Path p : stale) {
             fix.append(fix.length() == 0 ? "" : "; ").append("fusermount -uz ").append(p);
         }
-        return Check.fail(name, "daemon gone, mount left behind: " + stale, fix.toString());
+        return Check.fail(name, "not answering (daemon gone or hung): " + stale, fix.toString());
     }
 
     private static boolean isDisconnected(Path mountpoint) {

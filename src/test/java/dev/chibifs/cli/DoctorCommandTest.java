@@ -152,6 +152,9 @@ class DoctorCommandTest {
         }
         assertEquals(1, doctor(host));
         assertFailed("store writable: cannot create a file in " + store, "choose a writable --home");
+        if (Files.isSymbolicLink(store)) {
+            Files.delete(store); // so the temp dir cleanup does not warn about a link leading out of it
+        }
     }
 
     @Test
