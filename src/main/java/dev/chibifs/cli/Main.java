@@ -33,6 +33,8 @@ import java.nio.charset.StandardCharsets;
             MvCommand.class,
             EditCommand.class,
             CacheCommand.class,
+            StatusCommand.class,
+            DoctorCommand.class,
         },
         footerHeading = "%nExit codes:%n",
         footer = {

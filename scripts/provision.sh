@@ -1,0 +1,85 @@
+#!/bin/bash
+# Prepares a fresh Debian or Ubuntu machine for chibifs and builds it. Idempotent: run it again
+# at any time; it installs only what is missing and never upgrades what is there.
+#
+#   sudo scripts/provision.sh [--allow-other] [--install] [--no-build]
+#
+#   --allow-other  put user_allow_other in /etc/fuse.conf, so a non-root daemon may mount with
+#                  allow_other (uid-mapped mounts need it; a root daemon does not)
+#   --install      link the launcher, the mount helper and the systemd unit into the system:
+#                  /usr/local/bin/chibifs, /usr/local/bin/chibifs-wait-mounted,
+#                  /sbin/mount.fuse.chibifs, /etc/systemd/system/chibifs@.service
+#   --no-build     skip ./mvnw package
+set -euo pipefail
+
+repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+allow_other=false install=false build=true
+for arg in "$@"; do
+    case $arg in
+        --allow-other) allow_other=true ;;
+        --install) install=true ;;
+        --no-build) build=false ;;
+        -h | --help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "provision.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+if [[ $(id -u) -ne 0 ]]; then
+    echo "provision.sh: run as root, e.g. sudo $0 $*" >&2
+    exit 2
+fi
+
+# fuse (fusermount) and libfuse2 for the daemon; the JDK to build and run it; the rest is what the
+# tests and the operator tools call: git, sqlite3, python3, util-linux (findmnt, mountpoint),
+# procps (ps, pgrep), psmisc (fuser), and systemd for systemd-analyze (the package alone does not
+# make systemd the init of a container)
+packages=(fuse libfuse2 openjdk-17-jdk-headless git sqlite3 python3 util-linux procps psmisc systemd ca-certificates)
+missing=()
+for p in "${packages[@]}"; do
+    if [[ $(dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null) != ii* ]]; then
+        missing+=("$p")
+    fi
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "provision.sh: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    # --no-upgrade: provisioning adds what is missing; upgrading the rest is the operator's call
+    apt-get install -y -q --no-install-recommends --no-upgrade "${missing[@]}"
+else
+    echo "provision.sh: packages present"
+fi
+
+if $allow_other; then
+    conf=/etc/fuse.conf
+    if ! grep -qx '[[:space:]]*user_allow_other[[:space:]]*' "$conf" 2>/dev/null; then
+        echo user_allow_other >>"$conf"
+        echo "provision.sh: enabled user_allow_other in $conf"
+    fi
+fi
+
+if $build; then
+    echo "provision.sh: building chibifs"
+    # as the owner of the tree, so target/ and ~/.m2 do not end up root's in someone's checkout
+    owner=$(stat -c %U "$repo")
+    if [[ $owner != root ]] && command -v runuser >/dev/null; then
+        runuser -u "$owner" -- bash -c 'cd "$1" && ./mvnw -B -q -DskipTests package' _ "$repo"
+    else
+        (cd "$repo" && ./mvnw -B -q -DskipTests package)
+    fi
+fi
+
+if $install; then
+    ln -sfn "$repo/scripts/chibifs" /usr/local/bin/chibifs
+    ln -sfn "$repo/scripts/chibifs-wait-mounted" /usr/local/bin/chibifs-wait-mounted
+    # mount(8) looks for helpers in /sbin; on merged-/usr systems that is /usr/sbin, the same place
+    ln -sfn "$repo/scripts/mount.fuse.chibifs" /sbin/mount.fuse.chibifs
+    if [[ -d /etc/systemd/system ]]; then
+        install -m 0644 "$repo/packaging/systemd/chibifs@.service" /etc/systemd/system/chibifs@.service
+        mkdir -p /etc/chibifs
+        if [[ -d /run/systemd/system ]]; then
+            systemctl daemon-reload
+        fi
+    fi
+    echo "provision.sh: installed chibifs, mount.fuse.chibifs and chibifs@.service"
+fi

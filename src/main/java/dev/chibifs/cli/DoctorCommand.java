@@ -1,0 +1,424 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.dataformat.toml.TomlMapper;
+import dev.chibifs.config.ChibiHome;
+import dev.chibifs.store.LocalStorage;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/** {@code chibifs doctor}: checks what a mount needs, prints each check with a fix, exits 0 only when all pass. */
+@Command(name = "doctor", mixinStandardHelpOptions = true,
+        description = {
+            "Check what a mount needs: /dev/fuse, fusermount, libfuse2, user_allow_other (when a uid map or "
+                + "allow_other needs it), the store, chibi's config.toml, stale mounts; and MOUNTPOINT when given.",
+            "Each check prints OK or FAIL; each FAIL has a one-line fix. Exit code 0 only when every check passes."
+        })
+final class DoctorCommand implements Callable<Integer> {
+
+    /** Where the checks look; the system's by default, a test's own to make each check fail. */
+    record Host(Path fuseDevice, List<Path> searchPath, Path fuseConf, List<Path> libraryDirs,
+                Path mountTable, MountRegistry registry, int uid, Map<String, String> env) {
+
+        static Host system() {
+            String path = System.getenv().getOrDefault("PATH", "");
+            List<Path> searchPath = new ArrayList<>();
+            for (String dir : (path + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin").split(":")) {
+                if (!dir.isEmpty()) {
+                    searchPath.add(Path.of(dir));
+                }
+            }
+            return new Host(Path.of("/dev/fuse"), searchPath, Path.of("/etc/fuse.conf"),
+                    List.of(Path.of("/lib/x86_64-linux-gnu"), Path.of("/usr/lib/x86_64-linux-gnu"),
+                            Path.of("/lib/aarch64-linux-gnu"), Path.of("/usr/lib/aarch64-linux-gnu"),
+                            Path.of("/lib64"), Path.of("/usr/lib64"), Path.of("/lib"), Path.of("/usr/lib"),
+                            Path.of("/usr/local/lib")),
+                    ProcMounts.SYSTEM_TABLE, MountRegistry.forCurrentUser(), MountRegistry.currentUid(),
+                    System.getenv());
+        }
+    }
+
+    /** One check's outcome; a failure carries the fix. */
+    record Check(String name, boolean ok, String detail, String fix) {
+        static Check ok(String name, String detail) {
+            return new Check(name, true, detail, "");
+        }
+
+        static Check fail(String name, String detail, String fix) {
+            return new Check(name, false, detail, fix);
+        }
+    }
+
+    private static final int S_IFMT = 0170000;
+    private static final int S_IFCHR = 0020000;
+    private static final int S_ISUID = 04000;
+    private static final long STAT_TIMEOUT_SECONDS = 2;
+
+    @Option(names = "--home", paramLabel = "DIR",
+            description = "CHIBI_HOME to check; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
+    Path home;
+
+    @Option(names = "--uid-map", paramLabel = "UID=NAME",
+            description = "The mount will map uids (so it needs allow_other, and user_allow_other when not root).")
+    List<String> uidMaps = new ArrayList<>();
+
+    @Option(names = "-o", paramLabel = "FUSEOPT[,FUSEOPT...]", split = ",",
+            description = "The FUSE options the mount will use (allow_other and allow_root need user_allow_other).")
+    List<String> fuseOptions = new ArrayList<>();
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "MOUNTPOINT",
+            description = "Also check that MOUNTPOINT can be mounted on.")
+    Path mountpoint;
+
+    @Spec
+    CommandSpec spec;
+
+    private final Host host;
+
+    DoctorCommand() {
+        this(null);
+    }
+
+    /** HOST null means this machine's. */
+    DoctorCommand(Host host) {
+        this.host = host;
+    }
+
+    @Override
+    public Integer call() {
+        Host h = host == null ? Host.system() : host;
+        List<Check> checks = checks(h);
+        PrintWriter out = spec.commandLine().getOut();
+        int failed = 0;
+        for (Check c : checks) {
+            out.printf("%-4s %s: %s%n", c.ok() ? "OK" : "FAIL", c.name(), c.detail());
+            if (!c.ok()) {
+                out.printf("     fix: %s%n", c.fix());
+                failed++;
+            }
+        }
+        out.printf("%d checks, %d failed%n", checks.size(), failed);
+        out.flush();
+        return failed == 0 ? ExitCodes.OK : ExitCodes.FAILURE;
+    }
+
+    List<Check> checks(Host h) {
+        List<Check> checks = new ArrayList<>();
+        checks.add(fuseDevice(h));
+        checks.add(fusermount(h));
+        checks.add(libfuse(h));
+        checks.add(userAllowOther(h));
+        ChibiHome chibiHome = ChibiHome.resolve(home, h.env());
+        Check storeExists = storeExists(chibiHome.store());
+        checks.add(storeExists);
+        if (storeExists.ok()) {
+            checks.add(storeWritable(chibiHome.store()));
+            checks.add(storeFilesystem(chibiHome.store()));
+        }
+        checks.add(config(chibiHome.configFile()));
+        checks.add(staleMounts(h));
+        checks.add(staleRegistry(h));
+        if (mountpoint != null) {
+            checks.add(mountpoint(h, mountpoint.toAbsolutePath().normalize()));
+        }
+        return checks;
+    }
+
+    private static Check fuseDevice(Host h) {
+        String name = "fuse device " + h.fuseDevice();
+        if (!Files.exists(h.fuseDevice())) {
+            return Check.fail(name, "missing",
+                    "load the module (modprobe fuse); in a container, run it with --device /dev/fuse --cap-add SYS_ADMIN");
+        }
+        int mode = unixMode(h.fuseDevice());
+        if ((mode & S_IFMT) != S_IFCHR) {
+            return Check.fail(name, "not a character device",
+                    "remove it and recreate the device: mknod -m 666 " + h.fuseDevice() + " c 10 229");
+        }
+        if (!Files.isReadable(h.fuseDevice()) || !Files.isWritable(h.fuseDevice())) {
+            return Check.fail(name, "not readable and writable by uid " + h.uid(),
+                    "chmod 666 " + h.fuseDevice() + " (Debian's default), or mount as root");
+        }
+        return Check.ok(name, "character device, read-write");
+    }
+
+    private static Check fusermount(Host h) {
+        String name = "fusermount";
+        Path found = h.searchPath().stream().map(dir -> dir.resolve("fusermount"))
+                .filter(Files::isExecutable).findFirst().orElse(null);
+        if (found == null) {
+            return Check.fail(name, "not found on " + h.searchPath(),
+                    "apt-get install fuse (libfuse2 unmounts through it)");
+        }
+        if (h.uid() != 0 && (unixMode(found) & S_ISUID) == 0) {
+            return Check.fail(name, found + " is not setuid root, so uid " + h.uid() + " cannot mount",
+                    "chmod u+s " + found + " (as root), or reinstall it: apt-get install --reinstall fuse");
+        }
+        return Check.ok(name, found.toString());
+    }
+
+    private static Check libfuse(Host h) {
+        String name = "libfuse2";
+        for (Path dir : h.libraryDirs()) {
+            if (Files.exists(dir.resolve("libfuse.so.2"))) {
+                return Check.ok(name, dir.resolve("libfuse.so.2").toString());
+            }
+        }
+        return Check.fail(name, "libfuse.so.2 not found in " + h.libraryDirs(),
+                "apt-get install libfuse2 (chibifs uses libfuse 2, not fuse3)");
+    }
+
+    private Check userAllowOther(Host h) {
+        String name = "user_allow_other";
+        boolean wanted = !uidMaps.isEmpty() || fuseOptions.contains("allow_other") || fuseOptions.contains("allow_root");
+        if (!wanted) {
+            return Check.ok(name, "not needed (no uid map, no allow_other)");
+        }
+        if (h.uid() == 0) {
+            return Check.ok(name, "not needed as root");
+        }
+        try {
+            boolean set = Files.readAllLines(h.fuseConf(), StandardCharsets.UTF_8).stream()
+                    .map(String::strip).anyMatch("user_allow_other"::equals);
+            if (set) {
+                return Check.ok(name, "set in " + h.fuseConf());
+            }
+            return Check.fail(name, "a uid map needs allow_other, and " + h.fuseConf() + " does not allow it for uid "
+                            + h.uid(),
+                    "echo user_allow_other >> " + h.fuseConf() + " (as root), or scripts/provision.sh --allow-other");
+        } catch (IOException e) {
+            return Check.fail(name, "cannot read " + h.fuseConf() + ": " + e.getMessage(),
+                    "apt-get install fuse, then echo user_allow_other >> " + h.fuseConf());
+        }
+    }
+
+    private static Check storeExists(Path store) {
+        String name = "store " + store;
+        if (!Files.exists(store)) {
+            return Check.fail(name, "missing", "mkdir -p " + store + " (or pass --home DIR, set CHIBI_HOME)");
+        }
+        if (!Files.isDirectory(store)) {
+            return Check.fail(name, "not a directory", "move it aside and mkdir -p " + store);
+        }
+        return Check.ok(name, "a directory");
+    }
+
+    // a real write, not Files.isWritable: root passes permission bits but not a read-only or special filesystem
+    private static Check storeWritable(Path store) {
+        String name = "store writable";
+        Path probe = store.resolve(LocalStorage.TEMP_PREFIX + "doctor-" + Long.toHexString(
+                ThreadLocalRandom.current().nextLong()));
+        try {
+            Files.writeString(probe, "chibifs doctor probe\n");
+            return Check.ok(name, "created and removed a file in " + store);
+        } catch (IOException e) {
+            return Check.fail(name, "cannot create a file in " + store + ": " + describe(e),
+                    "chown -R $(id -u) " + store + " or choose a writable --home");
+        } finally {
+            deleteQuietly(probe);
+        }
+    }
+
+    // what the store relies on: atomic rename over a file, and symbolic links it can see without following
+    private static Check storeFilesystem(Path store) {
+        String name = "store filesystem";
+        String type;
+        try {
+            type = Files.getFileStore(store).type();
+        } catch (IOException e) {
+            return Check.fail(name, "cannot tell the filesystem of " + store + ": " + describe(e),
+                    "check that " + store + " is on a mounted, local filesystem");
+        }
+        if (type.equals(ProcMounts.CHIBIFS_TYPE)) {
+            return Check.fail(name, store + " is inside a chibifs mount, so the daemon would serve itself",
+                    "choose a --home on a local filesystem, outside every chibifs mount");
+        }
+        String id = Long.toHexString(ThreadLocalRandom.current().nextLong());
+        Path a = store.resolve(LocalStorage.TEMP_PREFIX + "doctor-a-" + id);
+        Path b = store.resolve(LocalStorage.TEMP_PREFIX + "doctor-b-" + id);
+        Path link = store.resolve(LocalStorage.TEMP_PREFIX + "doctor-l-" + id);
+        try {
+            Files.writeString(a, "a");
+            Files.writeString(b, "b");
+            Files.move(a, b, StandardCopyOption.ATOMIC_MOVE);
+            Files.createSymbolicLink(link, b.getFileName());
+            if (!Files.readAttributes(link, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).isSymbolicLink()) {
+                return Check.fail(name, type + " does not keep symbolic links",
+                        "put the store on ext4, xfs, btrfs or tmpfs");
+            }
+            return Check.ok(name, type + ": atomic rename and symbolic links work");
+        } catch (IOException | UnsupportedOperationException e) {
+            return Check.fail(name, type + " lacks what the store needs (atomic rename, symbolic links): " + describe(e),
+                    "put the store on ext4, xfs, btrfs or tmpfs");
+        } finally {
+            deleteQuietly(a);
+            deleteQuietly(b);
+            deleteQuietly(link);
+        }
+    }
+
+    private static Check config(Path file) {
+        String name = "config " + file;
+        if (!Files.exists(file)) {
+            return Check.ok(name, "absent; chibi's defaults apply");
+        }
+        JsonNode root;
+        try {
+            root = new TomlMapper().readTree(file.toFile());
+        } catch (IOException e) {
+            return Check.fail(name, "not valid TOML: " + e.getMessage().lines().findFirst().orElse(""),
+                    "fix the line named above, or move the file aside to use the defaults");
+        }
+        JsonNode backend = root == null ? null : root.path("vfs").get("backend");
+        if (backend != null && !"local".equals(backend.asText())) {
+            return Check.fail(name, "[vfs] backend = " + backend + " is unknown; only \"local\" is built in",
+                    "set [vfs] backend = \"local\" or remove the line");
+        }
+        return Check.ok(name, "valid");
+    }
+
+    // a daemon killed without unmounting leaves a mount whose every access fails with ENOTCONN
+    private static Check staleMounts(Host h) {
+        String name = "stale mounts";
+        List<Path> stale = new ArrayList<>();
+        try {
+            for (ProcMounts.Mount m : ProcMounts.chibifsMounts(h.mountTable())) {
+                if (isDisconnected(m.mountpoint())) {
+                    stale.add(m.mountpoint());
+                }
+            }
+        } catch (IOException e) {
+            return Check.fail(name, "cannot read " + h.mountTable() + ": " + describe(e), "mount -t proc proc /proc");
+        }
+        if (stale.isEmpty()) {
+            return Check.ok(name, "none in " + h.mountTable());
+        }
+        StringBuilder fix = new StringBuilder();
+        for (Path p : stale) {
+            fix.append(fix.length() == 0 ? "" : "; ").append("fusermount -uz ").append(p);
+        }
+        return Check.fail(name, "not answering (daemon gone or hung): " + stale, fix.toString());
+    }
+
+    private static boolean isDisconnected(Path mountpoint) {
+        // a hung daemon blocks stat for good: ask on a daemon thread and give up after a while
+        ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "doctor-stat");
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            Future<Boolean> answer = executor.submit(() -> {
+                try {
+                    Files.readAttributes(mountpoint, BasicFileAttributes.class);
+                    return false;
+                } catch (FileSystemException e) {
+                    return String.valueOf(e.getReason()).contains("Transport endpoint is not connected");
+                }
+            });
+            return answer.get(STAT_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } catch (ExecutionException e) {
+            return false;
+        } finally {
+            executor.shutdownNow();
+        }
+    }
+
+    private static Check staleRegistry(Host h) {
+        String name = "registry " + h.registry().dir();
+        List<MountRegistry.Entry> bad = new ArrayList<>();
+        try {
+            for (MountRegistry.Entry e : h.registry().list()) {
+                if (e.health() != MountRegistry.Health.ACTIVE) {
+                    bad.add(e);
+                }
+            }
+        } catch (IOException e) {
+            return Check.fail(name, "cannot read it: " + describe(e), "rm -r " + h.registry().dir());
+        }
+        if (bad.isEmpty()) {
+            return Check.ok(name, "no stale entries");
+        }
+        StringBuilder detail = new StringBuilder();
+        StringBuilder fix = new StringBuilder("rm");
+        for (MountRegistry.Entry e : bad) {
+            detail.append(detail.length() == 0 ? "" : "; ").append(e.file().getFileName()).append(": ").append(e.detail());
+            fix.append(' ').append(e.file());
+        }
+        return Check.fail(name, "stale: " + detail, fix + " (after fusermount -uz of any mount they name)");
+    }
+
+    private static Check mountpoint(Host h, Path mp) {
+        String name = "mountpoint " + mp;
+        if (!Files.isDirectory(mp)) {
+            return Check.fail(name, "not an existing directory", "mkdir -p " + mp);
+        }
+        try {
+            if (ProcMounts.isChibifsMount(h.mountTable(), mp)) {
+                return Check.fail(name, "already a chibifs mount", "chibifs umount " + mp);
+            }
+            try (DirectoryStream<Path> entries = Files.newDirectoryStream(mp)) {
+                if (entries.iterator().hasNext()) {
+                    return Check.fail(name, "not empty, and libfuse 2 refuses to mount over files",
+                            "choose an empty directory, or pass -o nonempty");
+                }
+            }
+        } catch (IOException e) {
+            return Check.fail(name, "cannot read it: " + describe(e), "check its permissions: ls -ld " + mp);
+        }
+        return Check.ok(name, "an empty directory");
+    }
+
+    private static int unixMode(Path p) {
+        try {
+            return (Integer) Files.getAttribute(p, "unix:mode");
+        } catch (IOException e) {
+            return 0;
+        }
+    }
+
+    private static String describe(Exception e) {
+        if (e instanceof FileSystemException fse && fse.getReason() != null) {
+            return fse.getReason();
+        }
+        return e.getClass().getSimpleName() + (e.getMessage() == null ? "" : " " + e.getMessage());
+    }
+
+    private static void deleteQuietly(Path p) {
+        try {
+            Files.deleteIfExists(p);
+        } catch (IOException ignored) {
+            // a probe the daemon's startup cleanup removes anyway: it carries the store's temporary prefix
+        }
+    }
+}

@@ -1,0 +1,102 @@
+package dev.chibifs.cli;
+
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.Properties;
+
+/**
+ * What a running daemon tells the registry about its mount: one {@code <key>.properties} file.
+ *
+ * @param mode      {@code context} or {@code uidmap}
+ * @param context   the context of a per-context mount, else null
+ * @param uidMap    the uid map, as {@code 1001=planner,1002=coder}; empty for a per-context mount
+ * @param systemUid the uid that acts as SYSTEM, or null
+ * @param options   the FUSE {@code -o} options in force, comma-separated
+ * @param log       the log file, or {@code stderr}
+ */
+public record MountRecord(Path mountpoint, long pid, String mode, String context, String uidMap,
+                          Integer systemUid, Path home, Path store, Instant started, String options, String log) {
+
+    public static final String MODE_CONTEXT = "context";
+    public static final String MODE_UIDMAP = "uidmap";
+
+    public MountRecord {
+        if (!MODE_CONTEXT.equals(mode) && !MODE_UIDMAP.equals(mode)) {
+            throw new IllegalArgumentException("mode must be context or uidmap, not " + mode);
+        }
+        if (MODE_CONTEXT.equals(mode) && context == null) {
+            throw new IllegalArgumentException("a per-context mount needs a context");
+        }
+        uidMap = uidMap == null ? "" : uidMap;
+        options = options == null ? "" : options;
+    }
+
+    /** Who the mount acts for, as an operator reads it: {@code context=planner} or {@code uidmap=1001=planner,...}. */
+    public String who() {
+        return MODE_CONTEXT.equals(mode) ? "context=" + context : "uidmap=" + uidMap;
+    }
+
+    Properties toProperties() {
+        Properties p = new Properties();
+        p.setProperty("mountpoint", mountpoint.toString());
+        p.setProperty("pid", Long.toString(pid));
+        p.setProperty("mode", mode);
+        if (context != null) {
+            p.setProperty("context", context);
+        }
+        p.setProperty("uidmap", uidMap);
+        if (systemUid != null) {
+            p.setProperty("systemUid", systemUid.toString());
+        }
+        p.setProperty("home", home.toString());
+        p.setProperty("store", store.toString());
+        p.setProperty("started", started.toString());
+        p.setProperty("options", options);
+        p.setProperty("log", log);
+        return p;
+    }
+
+    /** Reads a record back; a missing or malformed key is an IllegalArgumentException that names it. */
+    static MountRecord fromProperties(Properties p) {
+        String systemUid = p.getProperty("systemUid");
+        return new MountRecord(
+                Path.of(required(p, "mountpoint")),
+                number(p, "pid"),
+                required(p, "mode"),
+                p.getProperty("context"),
+                p.getProperty("uidmap", ""),
+                systemUid == null ? null : Math.toIntExact(number(p, "systemUid")),
+                Path.of(required(p, "home")),
+                Path.of(required(p, "store")),
+                instant(p, "started"),
+                p.getProperty("options", ""),
+                p.getProperty("log", "stderr"));
+    }
+
+    private static long number(Properties p, String key) {
+        String value = required(p, key);
+        try {
+            return Long.parseLong(value);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(key + ": not a number: " + value, e);
+        }
+    }
+
+    private static Instant instant(Properties p, String key) {
+        String value = required(p, key);
+        try {
+            return Instant.parse(value);
+        } catch (DateTimeParseException e) {
+            throw new IllegalArgumentException(key + ": not an ISO-8601 instant: " + value, e);
+        }
+    }
+
+    private static String required(Properties p, String key) {
+        String value = p.getProperty(key);
+        if (value == null) {
+            throw new IllegalArgumentException("missing key '" + key + "'");
+        }
+        return value;
+    }
+}

@@ -1,0 +1,186 @@
+package dev.chibifs.cli;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.io.UncheckedIOException;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.function.LongPredicate;
+
+/**
+ * The runtime registry of running daemons: each writes {@code <dir>/<key>.properties} while it serves a mount,
+ * so {@code status} and {@code doctor} can find it. The directory is {@code /run/chibifs} for root, else
+ * {@code $XDG_RUNTIME_DIR/chibifs}, else {@code /tmp/chibifs-<uid>}; the key is the first 16 hex digits of the
+ * SHA-256 of the absolute mountpoint.
+ */
+public final class MountRegistry {
+
+    /** A registry file as found: a live mount, a stale leftover, or a file that cannot be read. */
+    public record Entry(Path file, MountRecord record, Health health, String detail) {
+    }
+
+    /** Whether an entry describes a mount that is there now. */
+    public enum Health { ACTIVE, STALE, UNREADABLE }
+
+    private static final String SUFFIX = ".properties";
+
+    private final Path dir;
+    private final Path mountTable;
+    private final LongPredicate pidAlive;
+
+    MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive) {
+        this.dir = dir;
+        this.mountTable = mountTable;
+        this.pidAlive = pidAlive;
+    }
+
+    /** The registry of the user this process runs as. */
+    public static MountRegistry forCurrentUser() {
+        return at(defaultDir(currentUid(), System.getenv()));
+    }
+
+    /** A registry in DIR, checked against this host's mount table and processes. */
+    public static MountRegistry at(Path dir) {
+        return new MountRegistry(dir, ProcMounts.SYSTEM_TABLE,
+                pid -> ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
+    }
+
+    static Path defaultDir(int uid, Map<String, String> env) {
+        if (uid == 0) {
+            return Path.of("/run/chibifs");
+        }
+        String runtime = env.get("XDG_RUNTIME_DIR");
+        if (runtime != null && !runtime.isBlank()) {
+            return Path.of(runtime, "chibifs");
+        }
+        return Path.of("/tmp/chibifs-" + uid);
+    }
+
+    /** The effective uid of this process: the owner of {@code /proc/self}. */
+    static int currentUid() {
+        try {
+            return (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot tell this process's uid from /proc/self", e);
+        }
+    }
+
+    public Path dir() {
+        return dir;
+    }
+
+    /** The registry key of a mountpoint: the first 16 hex digits of the SHA-256 of its absolute path. */
+    public static String key(Path mountpoint) {
+        try {
+            byte[] hash = MessageDigest.getInstance("SHA-256")
+                    .digest(mountpoint.toAbsolutePath().normalize().toString().getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(hash).substring(0, 16);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JDK has SHA-256", e);
+        }
+    }
+
+    public Path fileFor(Path mountpoint) {
+        return dir.resolve(key(mountpoint) + SUFFIX);
+    }
+
+    /** Records a running mount; readers never see a half-written file. */
+    public void write(MountRecord record) throws IOException {
+        ensureDir();
+        Path target = fileFor(record.mountpoint());
+        Path tmp = Files.createTempFile(dir, ".write-", ".tmp");
+        try {
+            try (Writer out = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
+                record.toProperties().store(out, "chibifs mount, removed when the daemon exits cleanly");
+            }
+            try {
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+
+    /** Forgets a mount; nothing happens when it was not recorded. */
+    public void remove(Path mountpoint) throws IOException {
+        Files.deleteIfExists(fileFor(mountpoint));
+    }
+
+    /** Every registry file in this directory, sorted by mountpoint file name, each judged live or stale. */
+    public List<Entry> list() throws IOException {
+        List<Entry> entries = new ArrayList<>();
+        if (!Files.isDirectory(dir)) {
+            return entries;
+        }
+        List<Path> mounted = ProcMounts.chibifsMounts(mountTable).stream().map(ProcMounts.Mount::mountpoint).toList();
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
+            for (Path file : files) {
+                entries.add(judge(file, mounted));
+            }
+        }
+        entries.sort(Comparator.comparing(e -> e.record() == null ? e.file().toString()
+                : e.record().mountpoint().toString()));
+        return entries;
+    }
+
+    private Entry judge(Path file, List<Path> mounted) {
+        MountRecord record;
+        try (Reader in = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            Properties p = new Properties();
+            p.load(in);
+            record = MountRecord.fromProperties(p);
+        } catch (NoSuchFileException e) {
+            // the daemon exited between listing and reading
+            return new Entry(file, null, Health.STALE, "removed while reading");
+        } catch (IOException | IllegalArgumentException e) {
+            return new Entry(file, null, Health.UNREADABLE, e.getMessage());
+        }
+        if (!pidAlive.test(record.pid())) {
+            return new Entry(file, record, Health.STALE, "pid " + record.pid() + " is not running");
+        }
+        if (!mounted.contains(record.mountpoint())) {
+            return new Entry(file, record, Health.STALE, record.mountpoint() + " is not mounted");
+        }
+        return new Entry(file, record, Health.ACTIVE, "");
+    }
+
+    // /tmp is shared with every user: refuse a directory someone else made (or planted as a link) there.
+    // Readable by all on purpose: it holds nothing secret, and root's status lists every user's mounts.
+    private void ensureDir() throws IOException {
+        if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+            Files.createDirectories(dir.getParent());
+            try {
+                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString(
+                        "rwxr-xr-x")));
+            } catch (FileAlreadyExistsException raced) {
+                // another daemon made it first; checked below like any existing one
+            }
+        }
+        if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
+            throw new IOException("registry " + dir + " is not a directory (a symbolic link is refused)");
+        }
+        int owner = (Integer) Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+        if (owner != currentUid()) {
+            throw new IOException("registry " + dir + " belongs to uid " + owner + ", not to this user");
+        }
+    }
+}

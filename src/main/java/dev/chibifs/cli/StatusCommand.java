@@ -1,0 +1,215 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+
+/** {@code chibifs status}: this host's chibifs mounts, with who they act for, store, pid and uptime. */
+@Command(name = "status", mixinStandardHelpOptions = true,
+        description = {
+            "List this host's chibifs mounts: mountpoint, state, pid, uptime, context or uid map, store.",
+            "As root, every user's registry is read; otherwise your own. Mounts of type fuse.chibifs that no "
+                + "registry knows are listed as 'unregistered'; registry files whose daemon is gone as 'stale'."
+        })
+final class StatusCommand implements Callable<Integer> {
+
+    @Option(names = "--json", description = "Print a JSON array instead of a table.")
+    boolean json;
+
+    @Spec
+    CommandSpec spec;
+
+    private final List<MountRegistry> registries;
+    private final Path mountTable;
+    private final Clock clock;
+
+    StatusCommand() {
+        this(null, ProcMounts.SYSTEM_TABLE, Clock.systemUTC());
+    }
+
+    /** REGISTRIES null means this host's: your own, and as root every user's. */
+    StatusCommand(List<MountRegistry> registries, Path mountTable, Clock clock) {
+        this.registries = registries;
+        this.mountTable = mountTable;
+        this.clock = clock;
+    }
+
+    @Override
+    public Integer call() throws IOException {
+        List<Map<String, Object>> rows = rows(registries == null ? hostRegistries() : registries);
+        PrintWriter out = spec.commandLine().getOut();
+        if (json) {
+            out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(rows));
+        } else {
+            printTable(out, rows);
+        }
+        out.flush();
+        return ExitCodes.OK;
+    }
+
+    private List<Map<String, Object>> rows(List<MountRegistry> sources) throws IOException {
+        List<Map<String, Object>> rows = new ArrayList<>();
+        Set<Path> registered = new HashSet<>();
+        for (MountRegistry registry : sources) {
+            for (MountRegistry.Entry entry : registry.list()) {
+                rows.add(row(entry));
+                if (entry.record() != null && entry.health() == MountRegistry.Health.ACTIVE) {
+                    registered.add(entry.record().mountpoint());
+                }
+            }
+        }
+        for (ProcMounts.Mount mount : ProcMounts.chibifsMounts(mountTable)) {
+            if (!registered.contains(mount.mountpoint())) {
+                Map<String, Object> row = new LinkedHashMap<>();
+                row.put("mountpoint", mount.mountpoint().toString());
+                row.put("state", "unregistered");
+                row.put("options", mount.options());
+                row.put("detail", "in the mount table, but no registry this user can read describes it");
+                rows.add(row);
+            }
+        }
+        return rows;
+    }
+
+    private Map<String, Object> row(MountRegistry.Entry entry) {
+        Map<String, Object> row = new LinkedHashMap<>();
+        MountRecord r = entry.record();
+        if (r == null) {
+            row.put("mountpoint", null);
+        } else {
+            row.put("mountpoint", r.mountpoint().toString());
+        }
+        row.put("state", entry.health().name().toLowerCase(Locale.ROOT));
+        if (r != null) {
+            row.put("pid", r.pid());
+            row.put("uptimeSeconds", Math.max(0, Duration.between(r.started(), clock.instant()).toSeconds()));
+            row.put("mode", r.mode());
+            row.put("context", r.context());
+            row.put("uidmap", r.uidMap());
+            row.put("systemUid", r.systemUid());
+            row.put("home", r.home().toString());
+            row.put("store", r.store().toString());
+            row.put("started", r.started().toString());
+            row.put("options", r.options());
+            row.put("log", r.log());
+        }
+        row.put("registryFile", entry.file().toString());
+        row.put("detail", entry.detail());
+        return row;
+    }
+
+    private static void printTable(PrintWriter out, List<Map<String, Object>> rows) {
+        if (rows.isEmpty()) {
+            out.println("no chibifs mounts");
+            return;
+        }
+        List<String[]> lines = new ArrayList<>();
+        lines.add(new String[] {"MOUNTPOINT", "STATE", "PID", "UPTIME", "WHO", "STORE"});
+        for (Map<String, Object> row : rows) {
+            Object mode = row.get("mode");
+            String who = mode == null ? "-"
+                    : MountRecord.MODE_CONTEXT.equals(mode) ? "context=" + row.get("context") : "uidmap=" + row.get("uidmap");
+            Object uptime = row.get("uptimeSeconds");
+            lines.add(new String[] {
+                text(row.get("mountpoint"), String.valueOf(row.get("registryFile"))),
+                String.valueOf(row.get("state")),
+                text(row.get("pid"), "-"),
+                uptime == null ? "-" : uptime(((Number) uptime).longValue()),
+                who,
+                text(row.get("store"), "-"),
+            });
+        }
+        int[] widths = new int[lines.get(0).length];
+        for (String[] line : lines) {
+            for (int i = 0; i < line.length; i++) {
+                widths[i] = Math.max(widths[i], line[i].length());
+            }
+        }
+        for (String[] line : lines) {
+            StringBuilder sb = new StringBuilder();
+            for (int i = 0; i < line.length; i++) {
+                sb.append(i == line.length - 1 ? line[i] : String.format("%-" + widths[i] + "s  ", line[i]));
+            }
+            out.println(sb.toString().stripTrailing());
+        }
+        for (Map<String, Object> row : rows) {
+            Object detail = row.get("detail");
+            if (!"active".equals(row.get("state")) && detail != null && !detail.toString().isEmpty()) {
+                out.println(text(row.get("mountpoint"), String.valueOf(row.get("registryFile"))) + ": " + detail);
+            }
+        }
+    }
+
+    private static String text(Object value, String fallback) {
+        return value == null ? fallback : value.toString();
+    }
+
+    /** Uptime in the two largest units, like {@code 3d04h}, {@code 2h03m}, {@code 5m12s}, {@code 42s}. */
+    static String uptime(long seconds) {
+        long d = seconds / 86400;
+        long h = seconds % 86400 / 3600;
+        long m = seconds % 3600 / 60;
+        long s = seconds % 60;
+        if (d > 0) {
+            return String.format("%dd%02dh", d, h);
+        }
+        if (h > 0) {
+            return String.format("%dh%02dm", h, m);
+        }
+        if (m > 0) {
+            return String.format("%dm%02ds", m, s);
+        }
+        return s + "s";
+    }
+
+    // root can read every user's registry: its own, each login session's, and each /tmp fallback
+    private static List<MountRegistry> hostRegistries() throws IOException {
+        List<MountRegistry> found = new ArrayList<>();
+        Path own = MountRegistry.defaultDir(MountRegistry.currentUid(), System.getenv());
+        found.add(MountRegistry.at(own));
+        if (MountRegistry.currentUid() == 0) {
+            for (Path dir : globDirs(Path.of("/run/user"), "*")) {
+                addIfOther(found, dir.resolve("chibifs"));
+            }
+            for (Path dir : globDirs(Path.of("/tmp"), "chibifs-*")) {
+                addIfOther(found, dir);
+            }
+        }
+        return found;
+    }
+
+    private static void addIfOther(List<MountRegistry> found, Path dir) {
+        if (Files.isDirectory(dir) && found.stream().noneMatch(r -> r.dir().equals(dir))) {
+            found.add(MountRegistry.at(dir));
+        }
+    }
+
+    private static List<Path> globDirs(Path parent, String glob) throws IOException {
+        List<Path> dirs = new ArrayList<>();
+        if (Files.isDirectory(parent)) {
+            try (DirectoryStream<Path> stream = Files.newDirectoryStream(parent, glob)) {
+                stream.forEach(dirs::add);
+            }
+        }
+        return dirs;
+    }
+}

@@ -1,0 +1,200 @@
+package dev.chibifs.cli;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Every check against a host made of real temporary files, so each can be made to fail on its own. */
+class DoctorCommandTest {
+
+    @TempDir
+    Path tmp;
+
+    private final StringWriter out = new StringWriter();
+
+    private Path home;
+    private Path mountTable;
+    private Path fuseConf;
+    private Path binDir;
+    private Path libDir;
+
+    /** A host on which every check passes: /dev/null stands in for the fuse device (both are character devices). */
+    private DoctorCommand.Host healthyHost(int uid) throws Exception {
+        home = Files.createDirectories(tmp.resolve("home"));
+        Files.createDirectories(home.resolve("vfs"));
+        mountTable = Files.writeString(tmp.resolve("mounts"), "/dev/vda / ext4 rw 0 0\n");
+        fuseConf = Files.writeString(tmp.resolve("fuse.conf"), "# mount_max = 1000\nuser_allow_other\n");
+        binDir = Files.createDirectories(tmp.resolve("bin"));
+        Path fusermount = Files.writeString(binDir.resolve("fusermount"), "#!/bin/sh\n");
+        // the JDK cannot set the setuid bit
+        assertEquals(0, new ProcessBuilder("chmod", "4755", fusermount.toString()).start().waitFor());
+        libDir = Files.createDirectories(tmp.resolve("lib"));
+        Files.writeString(libDir.resolve("libfuse.so.2"), "");
+        return new DoctorCommand.Host(Path.of("/dev/null"), List.of(binDir), fuseConf, List.of(libDir), mountTable,
+                new MountRegistry(tmp.resolve("registry"), mountTable, pid -> true), uid, Map.of());
+    }
+
+    private int doctor(DoctorCommand.Host host, String... args) {
+        List<String> all = new ArrayList<>(List.of("--home", home.toString()));
+        all.addAll(List.of(args));
+        CommandLine cl = new CommandLine(new DoctorCommand(host));
+        cl.setOut(new PrintWriter(out));
+        return cl.execute(all.toArray(String[]::new));
+    }
+
+    private DoctorCommand.Host withDevice(DoctorCommand.Host h, Path device) {
+        return new DoctorCommand.Host(device, h.searchPath(), h.fuseConf(), h.libraryDirs(), h.mountTable(),
+                h.registry(), h.uid(), h.env());
+    }
+
+    private void assertFailed(String check, String fixFragment) {
+        String text = out.toString();
+        int at = text.indexOf("FAIL " + check);
+        assertTrue(at >= 0, "expected FAIL " + check + " in:\n" + text);
+        String fixLine = text.substring(at).lines().skip(1).findFirst().orElse("");
+        assertTrue(fixLine.startsWith("     fix: ") && fixLine.contains(fixFragment), fixLine);
+    }
+
+    @Test
+    void allChecksPassOnAHealthyHost() throws Exception {
+        Path mp = Files.createDirectory(tmp.resolve("mnt"));
+        assertEquals(0, doctor(healthyHost(1000), "--uid-map", "1001=planner", mp.toString()), out.toString());
+        String text = out.toString();
+        assertFalse(text.contains("FAIL"), text);
+        assertTrue(text.contains("OK   user_allow_other: set in " + fuseConf), text);
+        assertTrue(text.endsWith("11 checks, 0 failed\n"), text);
+        try (var left = Files.list(home.resolve("vfs"))) {
+            assertEquals(0, left.count(), "the store probes leave nothing behind");
+        }
+    }
+
+    @Test
+    void missingDeviceFails() throws Exception {
+        DoctorCommand.Host host = withDevice(healthyHost(0), tmp.resolve("no-such-fuse"));
+        assertEquals(1, doctor(host));
+        assertFailed("fuse device " + tmp.resolve("no-such-fuse") + ": missing", "modprobe fuse");
+        assertTrue(out.toString().endsWith("1 failed\n"), out.toString());
+    }
+
+    @Test
+    void deviceThatIsAPlainFileFails() throws Exception {
+        Path plain = Files.writeString(tmp.resolve("fuse"), "");
+        assertEquals(1, doctor(withDevice(healthyHost(0), plain)));
+        assertFailed("fuse device " + plain + ": not a character device", "mknod");
+    }
+
+    @Test
+    void missingFusermountAndLibfuseFail() throws Exception {
+        DoctorCommand.Host h = healthyHost(0);
+        Path empty = Files.createDirectory(tmp.resolve("empty"));
+        DoctorCommand.Host host = new DoctorCommand.Host(h.fuseDevice(), List.of(empty), h.fuseConf(), List.of(empty),
+                h.mountTable(), h.registry(), h.uid(), h.env());
+        assertEquals(1, doctor(host));
+        assertFailed("fusermount", "apt-get install fuse");
+        assertFailed("libfuse2", "apt-get install libfuse2");
+    }
+
+    @Test
+    void fusermountWithoutSetuidFailsForAUser() throws Exception {
+        DoctorCommand.Host host = healthyHost(1000);
+        Files.setPosixFilePermissions(binDir.resolve("fusermount"), PosixFilePermissions.fromString("rwxr-xr-x"));
+        assertEquals(1, doctor(host));
+        assertFailed("fusermount", "chmod u+s");
+    }
+
+    @Test
+    void uidMapWithoutUserAllowOtherFailsForAUserOnly() throws Exception {
+        DoctorCommand.Host user = healthyHost(1000);
+        Files.writeString(fuseConf, "#user_allow_other\n");
+        assertEquals(0, doctor(user), "no uid map, no need: " + out);
+        assertEquals(1, doctor(user, "--uid-map", "1001=planner"));
+        assertFailed("user_allow_other", "provision.sh --allow-other");
+
+        out.getBuffer().setLength(0);
+        DoctorCommand.Host root = new DoctorCommand.Host(user.fuseDevice(), user.searchPath(), user.fuseConf(),
+                user.libraryDirs(), user.mountTable(), user.registry(), 0, user.env());
+        assertEquals(0, doctor(root, "-o", "allow_other"), out.toString());
+        assertTrue(out.toString().contains("OK   user_allow_other: not needed as root"), out.toString());
+    }
+
+    @Test
+    void missingStoreFails() throws Exception {
+        DoctorCommand.Host host = healthyHost(0);
+        Files.delete(home.resolve("vfs"));
+        assertEquals(1, doctor(host));
+        assertFailed("store " + home.resolve("vfs") + ": missing", "mkdir -p " + home.resolve("vfs"));
+    }
+
+    @Test
+    void unwritableStoreFails() throws Exception {
+        DoctorCommand.Host host = healthyHost(0);
+        Path store = home.resolve("vfs");
+        if (MountRegistry.currentUid() == 0) {
+            // root ignores permission bits; sysfs refuses new files even to root
+            Files.delete(store);
+            Files.createSymbolicLink(store, Path.of("/sys"));
+        } else {
+            Files.setPosixFilePermissions(store, PosixFilePermissions.fromString("r-xr-xr-x"));
+        }
+        assertEquals(1, doctor(host));
+        assertFailed("store writable: cannot create a file in " + store, "choose a writable --home");
+        if (Files.isSymbolicLink(store)) {
+            Files.delete(store); // so the temp dir cleanup does not warn about a link leading out of it
+        }
+    }
+
+    @Test
+    void badConfigFails() throws Exception {
+        DoctorCommand.Host host = healthyHost(0);
+        Files.writeString(home.resolve("config.toml"), "[vfs]\nbackend = \"xmpp\"\n");
+        assertEquals(1, doctor(host));
+        assertFailed("config " + home.resolve("config.toml") + ": [vfs] backend = \"xmpp\" is unknown",
+                "backend = \"local\"");
+
+        out.getBuffer().setLength(0);
+        Files.writeString(home.resolve("config.toml"), "[vfs\nbackend = \n");
+        assertEquals(1, doctor(host));
+        assertFailed("config " + home.resolve("config.toml") + ": not valid TOML", "fix the line");
+    }
+
+    @Test
+    void staleRegistryEntryFails() throws Exception {
+        DoctorCommand.Host h = healthyHost(0);
+        MountRegistry deadPids = new MountRegistry(tmp.resolve("registry"), mountTable, pid -> false);
+        deadPids.write(new MountRecord(Path.of("/mnt/gone"), 77, MountRecord.MODE_CONTEXT, "planner", "", null,
+                home, home.resolve("vfs"), Instant.now(), "", "stderr"));
+        DoctorCommand.Host host = new DoctorCommand.Host(h.fuseDevice(), h.searchPath(), h.fuseConf(), h.libraryDirs(),
+                h.mountTable(), deadPids, h.uid(), h.env());
+        assertEquals(1, doctor(host));
+        assertFailed("registry " + tmp.resolve("registry") + ": stale", "rm " + deadPids.fileFor(Path.of("/mnt/gone")));
+    }
+
+    @Test
+    void mountpointThatIsMountedOrNotEmptyFails() throws Exception {
+        DoctorCommand.Host host = healthyHost(0);
+        Path busy = Files.createDirectory(tmp.resolve("busy"));
+        Files.writeString(busy.resolve("file"), "x");
+        assertEquals(1, doctor(host, busy.toString()));
+        assertFailed("mountpoint " + busy + ": not empty", "-o nonempty");
+
+        out.getBuffer().setLength(0);
+        Path mounted = Files.createDirectory(tmp.resolve("mounted"));
+        Files.writeString(mountTable, "chibifs " + mounted + " fuse.chibifs rw 0 0\n");
+        assertEquals(1, doctor(host, mounted.toString()));
+        assertFailed("mountpoint " + mounted + ": already a chibifs mount", "chibifs umount " + mounted);
+    }
+}

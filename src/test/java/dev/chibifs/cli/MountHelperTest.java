@@ -1,0 +1,119 @@
+package dev.chibifs.cli;
+
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The fstab helper's option translation: the real script, run as mount(8) runs it, with a stand-in launcher
+ * beside it that prints the arguments it was given, one per line.
+ */
+class MountHelperTest {
+
+    private static final Path HELPER = Path.of("scripts", "mount.fuse.chibifs");
+
+    @TempDir
+    Path tmp;
+
+    private Path helper;
+
+    record Result(int code, List<String> launcherArgs, String stderr) {
+    }
+
+    @BeforeEach
+    void installBesideAStandInLauncher() throws IOException {
+        helper = Files.copy(HELPER, tmp.resolve("mount.fuse.chibifs"), StandardCopyOption.COPY_ATTRIBUTES);
+        Path launcher = Files.writeString(tmp.resolve("chibifs"), "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n");
+        Files.setPosixFilePermissions(launcher, PosixFilePermissions.fromString("rwxr-xr-x"));
+    }
+
+    private Result run(String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of(helper.toString()));
+        command.addAll(List.of(args));
+        Process p = new ProcessBuilder(command).start();
+        p.getOutputStream().close();
+        assertTrue(p.waitFor(20, TimeUnit.SECONDS), "helper did not finish");
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        return new Result(p.exitValue(), out.isEmpty() ? List.of() : out.lines().toList(), err);
+    }
+
+    @Test
+    void translatesWhatMountPassesForAUidMappedFstabLine() throws Exception {
+        // what util-linux 2.38 hands a helper for: uidmap=...,home=/srv/chibi,_netdev,nofail,user,allow_other
+        Result r = run("chibifs", "/mnt/chibi", "-o",
+                "rw,noexec,nosuid,nodev,uidmap=1001:planner,uidmap=1002:coder,home=/srv/chibi,system_uid=0,"
+                        + "allow_other,_netdev,nofail,user,x-systemd.automount,comment=agents");
+        assertEquals(0, r.code(), r.stderr());
+        assertEquals(List.of("mount", "--uid-map", "1001=planner", "--uid-map", "1002=coder", "--home", "/srv/chibi",
+                "--system-uid", "0", "-o", "noexec,nosuid,nodev,allow_other", "/mnt/chibi"), r.launcherArgs());
+    }
+
+    @Test
+    void acceptsASemicolonListOfUidMaps() throws Exception {
+        Result r = run("chibifs", "/mnt/chibi", "-o", "uidmap=1001:planner;1002:coder");
+        assertEquals(List.of("mount", "--uid-map", "1001=planner", "--uid-map", "1002=coder", "/mnt/chibi"),
+                r.launcherArgs());
+    }
+
+    @Test
+    void perContextMountWithCtxOrContext() throws Exception {
+        assertEquals(List.of("mount", "--context", "planner", "-o", "ro,big_writes", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-n", "-o", "ctx=planner,defaults,noauto,ro,big_writes").launcherArgs());
+        assertEquals(List.of("mount", "--context", "coder", "/mnt/coder"),
+                run("chibifs", "/mnt/coder", "-ocontext=coder").launcherArgs());
+    }
+
+    @Test
+    void fakeMountPrintsTheCommandAndRunsNothing() throws Exception {
+        Result r = run("chibifs", "/mnt/planner", "-f", "-v", "-o", "ctx=planner");
+        assertEquals(0, r.code(), r.stderr());
+        assertEquals(List.of(), r.launcherArgs());
+        assertTrue(r.stderr().contains("chibifs mount --context planner /mnt/planner"), r.stderr());
+    }
+
+    private void assertRefused(String options, String message) throws Exception {
+        Result r = run("chibifs", "/mnt/x", "-o", options);
+        assertEquals(2, r.code(), "should refuse " + options);
+        assertEquals(List.of(), r.launcherArgs(), "nothing may be mounted after a refusal");
+        assertTrue(r.stderr().startsWith("mount.fuse.chibifs: ") && r.stderr().contains(message), r.stderr());
+        assertEquals(1, r.stderr().lines().count(), r.stderr());
+    }
+
+    @Test
+    void refusesOptionsThatLookOursButAreNot() throws Exception {
+        assertRefused("ctx=a,uid_map=1001:planner", "unknown option 'uid_map=1001:planner'");
+        assertRefused("ctx=a,chibi_home=/srv", "unknown option 'chibi_home=/srv'");
+        assertRefused("ctx=a,system-uid=0", "unknown option 'system-uid=0'");
+    }
+
+    @Test
+    void refusesBadValues() throws Exception {
+        assertRefused("uidmap=1001=planner", "uidmap entry '1001=planner' is not UID:NAME");
+        assertRefused("uidmap=abc:planner", "uidmap entry 'abc:planner' is not UID:NAME");
+        assertRefused("uidmap=1001:", "uidmap entry '1001:' is not UID:NAME");
+        assertRefused("ctx=a,system_uid=root", "system_uid='root' is not a uid");
+        assertRefused("ctx=a,home=srv", "home='srv' must be an absolute directory");
+        assertRefused("ctx=", "ctx= needs a context name");
+    }
+
+    @Test
+    void refusesAmbiguousOrMissingCallers() throws Exception {
+        assertRefused("ctx=a,uidmap=1001:planner", "per context or by uid map, not both");
+        assertRefused("ctx=a,ctx=b", "only one context per mount");
+        assertRefused("allow_other", "write ctx=");
+    }
+}

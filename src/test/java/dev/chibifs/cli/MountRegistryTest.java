@@ -1,0 +1,116 @@
+package dev.chibifs.cli;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class MountRegistryTest {
+
+    @TempDir
+    Path tmp;
+
+    private static MountRecord uidMapped(Path mountpoint, long pid) {
+        return new MountRecord(mountpoint, pid, MountRecord.MODE_UIDMAP, null, "1001=planner,1002=coder", 0,
+                Path.of("/srv/chibi"), Path.of("/srv/chibi/vfs"), Instant.parse("2025-01-02T03:04:05Z"),
+                "allow_other,big_writes", "stderr");
+    }
+
+    private Path mountTable(Path... chibifsMountpoints) throws Exception {
+        StringBuilder sb = new StringBuilder("/dev/vda / ext4 rw,relatime 0 0\n");
+        for (Path mp : chibifsMountpoints) {
+            sb.append("chibifs ").append(mp.toString().replace(" ", "\\040"))
+                    .append(" fuse.chibifs rw,nosuid,nodev,relatime,user_id=0,group_id=0 0 0\n");
+        }
+        Path table = tmp.resolve("mounts");
+        Files.writeString(table, sb);
+        return table;
+    }
+
+    @Test
+    void directoryFollowsTheRule() {
+        assertEquals(Path.of("/run/chibifs"), MountRegistry.defaultDir(0, Map.of("XDG_RUNTIME_DIR", "/run/user/0")));
+        assertEquals(Path.of("/run/user/1000/chibifs"),
+                MountRegistry.defaultDir(1000, Map.of("XDG_RUNTIME_DIR", "/run/user/1000")));
+        assertEquals(Path.of("/tmp/chibifs-1000"), MountRegistry.defaultDir(1000, Map.of()));
+    }
+
+    @Test
+    void keyIsTheStartOfTheSha256OfTheAbsolutePath() {
+        // printf %s /mnt/chibi | sha256sum: the lead's daemon and any shell tool agree on it
+        assertEquals("592c7ad843e0dc11", MountRegistry.key(Path.of("/mnt/chibi")));
+        assertEquals(MountRegistry.key(Path.of("/mnt/chibi")), MountRegistry.key(Path.of("/mnt/x/../chibi")));
+    }
+
+    @Test
+    void writtenRecordReadsBackActiveWhileMountedAndAlive() throws Exception {
+        Path mp = tmp.resolve("mnt with space");
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(mp), pid -> true);
+        MountRecord record = uidMapped(mp, 4242);
+        registry.write(record);
+
+        List<MountRegistry.Entry> entries = registry.list();
+        assertEquals(1, entries.size());
+        assertEquals(MountRegistry.Health.ACTIVE, entries.get(0).health());
+        assertEquals(record, entries.get(0).record());
+        assertEquals(registry.fileFor(mp), entries.get(0).file());
+        try (var files = Files.list(registry.dir())) {
+            assertEquals(1, files.count(), "no temporary file is left beside the record");
+        }
+
+        registry.remove(mp);
+        assertTrue(registry.list().isEmpty());
+        registry.remove(mp);
+    }
+
+    @Test
+    void deadPidOrMissingMountIsStale() throws Exception {
+        Path mounted = tmp.resolve("a");
+        Path notMounted = tmp.resolve("b");
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(mounted), pid -> pid != 1);
+        registry.write(uidMapped(mounted, 1));
+        registry.write(new MountRecord(notMounted, 2, MountRecord.MODE_CONTEXT, "planner", "", null,
+                Path.of("/h"), Path.of("/h/vfs"), Instant.now(), "", "/h/chibifs/mount.log"));
+
+        List<MountRegistry.Entry> entries = registry.list();
+        assertEquals(MountRegistry.Health.STALE, entries.get(0).health());
+        assertEquals("pid 1 is not running", entries.get(0).detail());
+        assertEquals(MountRegistry.Health.STALE, entries.get(1).health());
+        assertTrue(entries.get(1).detail().contains("is not mounted"), entries.get(1).detail());
+    }
+
+    @Test
+    void unreadableFileIsReportedNotThrown() throws Exception {
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(), pid -> true);
+        Files.createDirectories(registry.dir());
+        Files.writeString(registry.dir().resolve("0123456789abcdef.properties"), "mountpoint=/x\npid=oops\n");
+
+        MountRegistry.Entry entry = registry.list().get(0);
+        assertEquals(MountRegistry.Health.UNREADABLE, entry.health());
+        assertNull(entry.record());
+        assertEquals("pid: not a number: oops", entry.detail());
+    }
+
+    @Test
+    void refusesARegistryDirectoryThatIsALink() throws Exception {
+        Path real = Files.createDirectory(tmp.resolve("real"));
+        Path link = Files.createSymbolicLink(tmp.resolve("reg"), real);
+        MountRegistry registry = new MountRegistry(link, mountTable(), pid -> true);
+        assertThrows(java.io.IOException.class, () -> registry.write(uidMapped(tmp.resolve("m"), 1)));
+    }
+
+    @Test
+    void mountTableEscapesAreUndone() {
+        assertEquals("/mnt/a b\\c", ProcMounts.unescape("/mnt/a\\040b\\134c"));
+        assertEquals("/mnt/plain", ProcMounts.unescape("/mnt/plain"));
+    }
+}

@@ -1,0 +1,89 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class StatusCommandTest {
+
+    @TempDir
+    Path tmp;
+
+    private final StringWriter out = new StringWriter();
+
+    private int run(StatusCommand command, String... args) {
+        CommandLine cl = new CommandLine(command);
+        cl.setOut(new PrintWriter(out));
+        return cl.execute(args);
+    }
+
+    private StatusCommand command() throws Exception {
+        Path table = tmp.resolve("mounts");
+        Files.writeString(table, "chibifs /mnt/chibi fuse.chibifs rw,nosuid,nodev 0 0\n"
+                + "chibifs /mnt/orphan fuse.chibifs rw 0 0\n"
+                + "tmpfs /tmp tmpfs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), table, pid -> pid == 4242);
+        registry.write(new MountRecord(Path.of("/mnt/chibi"), 4242, MountRecord.MODE_UIDMAP, null,
+                "1001=planner,1002=coder", null, Path.of("/srv/chibi"), Path.of("/srv/chibi/vfs"),
+                Instant.parse("2025-01-01T10:00:00Z"), "allow_other", "stderr"));
+        registry.write(new MountRecord(Path.of("/mnt/planner"), 99, MountRecord.MODE_CONTEXT, "planner", "",
+                null, Path.of("/h"), Path.of("/h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr"));
+        Clock now = Clock.fixed(Instant.parse("2025-01-01T12:03:00Z"), ZoneOffset.UTC);
+        return new StatusCommand(List.of(registry), table, now);
+    }
+
+    @Test
+    void tableShowsActiveStaleAndUnregisteredMounts() throws Exception {
+        assertEquals(0, run(command()));
+        String text = out.toString();
+        assertTrue(text.matches("(?s)MOUNTPOINT\\s+STATE\\s+PID\\s+UPTIME\\s+WHO\\s+STORE\n.*"), text);
+        assertTrue(text.matches("(?s).*\n/mnt/chibi\\s+active\\s+4242\\s+2h03m\\s+uidmap=1001=planner,1002=coder"
+                + "\\s+/srv/chibi/vfs\n.*"), text);
+        assertTrue(text.matches("(?s).*\n/mnt/planner\\s+stale\\s+99\\s+1h03m\\s+context=planner\\s+/h/vfs\n.*"), text);
+        assertTrue(text.matches("(?s).*\n/mnt/orphan\\s+unregistered\\s+-\\s+-\\s+-\\s+-\n.*"), text);
+        assertTrue(text.contains("/mnt/planner: pid 99 is not running"), text);
+    }
+
+    @Test
+    void jsonCarriesEveryField() throws Exception {
+        assertEquals(0, run(command(), "--json"));
+        JsonNode rows = new ObjectMapper().readTree(out.toString());
+        assertEquals(3, rows.size());
+        JsonNode active = rows.get(0);
+        assertEquals("/mnt/chibi", active.get("mountpoint").asText());
+        assertEquals("active", active.get("state").asText());
+        assertEquals(7380, active.get("uptimeSeconds").asLong());
+        assertEquals("1001=planner,1002=coder", active.get("uidmap").asText());
+        assertEquals("allow_other", active.get("options").asText());
+    }
+
+    @Test
+    void nothingMountedSaysSo() throws Exception {
+        Path table = Files.writeString(tmp.resolve("empty"), "");
+        MountRegistry none = new MountRegistry(tmp.resolve("none"), table, pid -> true);
+        assertEquals(0, run(new StatusCommand(List.of(none), table, Clock.systemUTC())));
+        assertEquals("no chibifs mounts\n", out.toString());
+    }
+
+    @Test
+    void uptimeUsesTheTwoLargestUnits() {
+        assertEquals("42s", StatusCommand.uptime(42));
+        assertEquals("5m12s", StatusCommand.uptime(312));
+        assertEquals("2h03m", StatusCommand.uptime(7380));
+        assertEquals("3d04h", StatusCommand.uptime(3 * 86400 + 4 * 3600 + 59));
+    }
+}
