@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.fuse.MountTable;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.dataformat.toml.TomlMapper;
 import dev.chibifs.config.ChibiHome;
@@ -58,7 +59,7 @@ final class DoctorCommand implements Callable<Integer> {
                             Path.of("/lib/aarch64-linux-gnu"), Path.of("/usr/lib/aarch64-linux-gnu"),
                             Path.of("/lib64"), Path.of("/usr/lib64"), Path.of("/lib"), Path.of("/usr/lib"),
                             Path.of("/usr/local/lib")),
-                    ProcMounts.SYSTEM_TABLE, MountRegistry.forCurrentUser(), MountRegistry.currentUid(),
+                    MountTable.SYSTEM_TABLE, MountRegistry.forCurrentUser(), MountRegistry.currentUid(),
                     System.getenv());
         }
     }
@@ -254,7 +255,7 @@ final class DoctorCommand implements Callable<Integer> {
             return Check.fail(name, "cannot tell the filesystem of " + store + ": " + describe(e),
                     "check that " + store + " is on a mounted, local filesystem");
         }
-        if (type.equals(ProcMounts.CHIBIFS_TYPE)) {
+        if (type.equals(MountTable.CHIBIFS_TYPE)) {
             return Check.fail(name, store + " is inside a chibifs mount, so the daemon would serve itself",
                     "choose a --home on a local filesystem, outside every chibifs mount");
         }
@@ -307,7 +308,7 @@ final class DoctorCommand implements Callable<Integer> {
         String name = "stale mounts";
         List<Path> stale = new ArrayList<>();
         try {
-            for (ProcMounts.Mount m : ProcMounts.chibifsMounts(h.mountTable())) {
+            for (MountTable.MountEntry m : MountTable.chibifsMounts(h.mountTable())) {
                 if (isDisconnected(m.mountpoint())) {
                     stale.add(m.mountpoint());
                 }
@@ -384,7 +385,7 @@ final class DoctorCommand implements Callable<Integer> {
             return Check.fail(name, "not an existing directory", "mkdir -p " + mp);
         }
         try {
-            if (ProcMounts.isChibifsMount(h.mountTable(), mp)) {
+            if (MountTable.chibifsMounts(h.mountTable()).stream().anyMatch(m -> m.mountpoint().equals(mp))) {
                 return Check.fail(name, "already a chibifs mount", "chibifs umount " + mp);
             }
             try (DirectoryStream<Path> entries = Files.newDirectoryStream(mp)) {

@@ -1,5 +1,7 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.cache.CacheSweeper;
+import dev.chibifs.config.ChibiConfig;
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.fuse.CallerResolver;
 import dev.chibifs.fuse.FuseDaemon;
@@ -20,7 +22,9 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -72,11 +76,21 @@ public final class MountCommand implements Callable<Integer> {
             description = "error, warn, info, debug (one line per denial) or trace. Default: ${DEFAULT-VALUE}.")
     String logLevel;
 
+    @Option(names = "--cache-sweep-interval", paramLabel = "DURATION", defaultValue = "1h",
+            converter = DurationConverter.class,
+            description = "How often the daemon removes tool-cache entries older than tool_cache_max_age_days"
+                + " (config.toml; skipped when auto_cleanup_cache = false), e.g. 30s, 10m, 1h. Default: ${DEFAULT-VALUE}.")
+    Duration cacheSweepInterval;
+
+    /** Set by a background mount for its daemon child, so the registry names the log file. */
+    @Option(names = "--logged-to", hidden = true)
+    Path loggedTo;
+
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "An existing, empty directory.")
     Path mountpoint;
 
     /** What a validated command line asks for. */
-    private record Plan(CallerResolver callers, List<String> homes, boolean uidMapped, String describe) {
+    private record Plan(CallerResolver callers, List<String> homes, boolean uidMapped, String describe, String uidMap) {
     }
 
     @Override
@@ -121,7 +135,8 @@ public final class MountCommand implements Callable<Integer> {
         if (!uidMaps.isEmpty()) {
             Map<Long, String> map = parseUidMaps(uidMaps, systemUid);
             return new Plan(CallerResolver.uidMap(map, systemUid), List.copyOf(new java.util.LinkedHashSet<>(map.values())),
-                    true, "uid map " + describe(map) + (systemUid != null ? ", SYSTEM uid " + systemUid : ""));
+                    true, "uid map " + describe(map) + (systemUid != null ? ", SYSTEM uid " + systemUid : ""),
+                    describe(map));
         }
         String name = context != null ? context : System.getenv("CHIBI_CONTEXT");
         if (name == null || name.isEmpty()) {
@@ -131,7 +146,7 @@ public final class MountCommand implements Callable<Integer> {
             throw new UsageException("--system-uid goes with --uid-map: a per-context mount has one caller");
         }
         Caller caller = Caller.context(name);
-        return new Plan(CallerResolver.fixed(caller), List.of(caller.name()), false, "context " + caller.name());
+        return new Plan(CallerResolver.fixed(caller), List.of(caller.name()), false, "context " + caller.name(), "");
     }
 
     /** Parses {@code UID=NAME} entries; a uid mapped twice, or also named SYSTEM, is refused. */
@@ -177,9 +192,12 @@ public final class MountCommand implements Callable<Integer> {
     private int runDaemon(Plan plan, ChibiHome chibiHome, Path mp) throws IOException {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
+        ChibiConfig config = ChibiConfig.load(chibiHome);
         LocalStorage storage = new LocalStorage(chibiHome.store());
         Router router = Router.of(storage);
         router.createNamespace(plan.homes());
+        CacheSweeper sweeper = CacheSweeper.create(router, config, cacheSweepInterval, Clock.systemUTC());
+        MountRegistry registry = MountRegistry.forCurrentUser();
         List<String> options = FuseDaemon.optionsFor(plan.uidMapped(), fuseOptions);
         long uid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
         long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
@@ -189,7 +207,9 @@ public final class MountCommand implements Callable<Integer> {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopping.compareAndSet(false, true)) {
                 log.info("signal received: unmounting {}", mp);
+                sweeper.close();
                 boolean clean = daemon.unmount(Duration.ofSeconds(10));
+                forget(registry, mp, log);
                 log.info("stopped {}{}", mp, clean ? "" : " (files were still open; the mount was detached lazily)");
                 // exit 0 for SIGTERM/SIGINT, as a clean stop; the JVM would otherwise report 143/130
                 Runtime.getRuntime().halt(0);
@@ -202,12 +222,49 @@ public final class MountCommand implements Callable<Integer> {
         }
         log.info("mounted {} ({}; store {}; options {}; pid {})", mp, plan.describe(), storage.root(),
                 String.join(",", options), ProcessHandle.current().pid());
+        try {
+            registry.write(new MountRecord(mp, ProcessHandle.current().pid(),
+                    plan.uidMapped() ? MountRecord.MODE_UIDMAP : MountRecord.MODE_CONTEXT,
+                    plan.uidMapped() ? null : plan.homes().get(0), plan.uidMap(),
+                    systemUid == null ? null : systemUid.intValue(), chibiHome.dir(), storage.root(), Instant.now(),
+                    String.join(",", options), loggedTo == null ? "stderr" : loggedTo.toString()));
+        } catch (IOException | RuntimeException e) {
+            log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
+        }
+        sweeper.start();
+        startTemporaryCleanup(storage, log);
         daemon.awaitUnmounted();
         if (stopping.compareAndSet(false, true)) {
+            sweeper.close();
             daemon.unmount(Duration.ZERO);
+            forget(registry, mp, log);
             log.info("unmounted {}", mp);
         }
         return ExitCodes.OK;
+    }
+
+    private static void forget(MountRegistry registry, Path mp, org.slf4j.Logger log) {
+        try {
+            registry.remove(mp);
+        } catch (IOException e) {
+            log.warn("cannot remove the registry entry for {}: {}", mp, e.getMessage());
+        }
+    }
+
+    /** Atomic writes that a crash interrupted leave temporary files; old ones go, off the mount's critical path. */
+    private static void startTemporaryCleanup(LocalStorage storage, org.slf4j.Logger log) {
+        Thread t = new Thread(() -> {
+            try {
+                int n = storage.removeStaleTemporaries(Duration.ofMinutes(10));
+                if (n > 0) {
+                    log.info("removed {} stale temporary file(s) left by interrupted writes", n);
+                }
+            } catch (IOException | RuntimeException e) {
+                log.warn("temporary-file cleanup stopped: {}", e.toString());
+            }
+        }, "chibifs-tmp-cleanup");
+        t.setDaemon(true);
+        t.start();
     }
 
     // ---- background: start the daemon as a child process and wait until it answers ----
@@ -227,7 +284,8 @@ public final class MountCommand implements Callable<Integer> {
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
         cmd.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments());
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "mount", "--foreground",
-                "--home", chibiHome.dir().toString(), "--log-level", logLevel));
+                "--home", chibiHome.dir().toString(), "--log-level", logLevel, "--logged-to", logFile.toString(),
+                "--cache-sweep-interval", cacheSweepInterval.toString()));
         if (context != null) {
             cmd.addAll(List.of("--context", context));
         }

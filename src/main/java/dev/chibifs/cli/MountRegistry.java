@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.fuse.MountTable;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.UncheckedIOException;
@@ -58,7 +59,7 @@ public final class MountRegistry {
 
     /** A registry in DIR, checked against this host's mount table and processes. */
     public static MountRegistry at(Path dir) {
-        return new MountRegistry(dir, ProcMounts.SYSTEM_TABLE,
+        return new MountRegistry(dir, MountTable.SYSTEM_TABLE,
                 pid -> ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
     }
 
@@ -131,7 +132,7 @@ public final class MountRegistry {
         if (!Files.isDirectory(dir)) {
             return entries;
         }
-        List<Path> mounted = ProcMounts.chibifsMounts(mountTable).stream().map(ProcMounts.Mount::mountpoint).toList();
+        List<Path> mounted = MountTable.chibifsMounts(mountTable).stream().map(MountTable.MountEntry::mountpoint).toList();
         try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
             for (Path file : files) {
                 entries.add(judge(file, mounted));

@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.fuse.MountTable;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import picocli.CommandLine.Command;
@@ -43,7 +44,7 @@ final class StatusCommand implements Callable<Integer> {
     private final Clock clock;
 
     StatusCommand() {
-        this(null, ProcMounts.SYSTEM_TABLE, Clock.systemUTC());
+        this(null, MountTable.SYSTEM_TABLE, Clock.systemUTC());
     }
 
     /** REGISTRIES null means this host's: your own, and as root every user's. */
@@ -77,7 +78,7 @@ final class StatusCommand implements Callable<Integer> {
                 }
             }
         }
-        for (ProcMounts.Mount mount : ProcMounts.chibifsMounts(mountTable)) {
+        for (MountTable.MountEntry mount : MountTable.chibifsMounts(mountTable)) {
             if (!registered.contains(mount.mountpoint())) {
                 Map<String, Object> row = new LinkedHashMap<>();
                 row.put("mountpoint", mount.mountpoint().toString());

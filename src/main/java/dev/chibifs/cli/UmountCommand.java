@@ -67,8 +67,23 @@ public final class UmountCommand implements Callable<Integer> {
         return ExitCodes.OK;
     }
 
-    /** The daemon serving {@code mp}: a chibifs mount process whose arguments end with that mountpoint. */
+    /**
+     * The daemon serving {@code mp}: from this user's registry, else (a daemon of another user, or one
+     * that could not record itself) a chibifs mount process whose arguments end with that mountpoint.
+     */
     static Optional<ProcessHandle> findDaemon(Path mp) {
+        try {
+            for (MountRegistry.Entry e : MountRegistry.forCurrentUser().list()) {
+                if (e.record() != null && e.record().mountpoint().equals(mp)) {
+                    Optional<ProcessHandle> p = ProcessHandle.of(e.record().pid());
+                    if (p.isPresent()) {
+                        return p;
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException unreadable) {
+            // fall back to the process table
+        }
         String want = mp.toString();
         return ProcessHandle.allProcesses().filter(p -> {
             Optional<String[]> args = p.info().arguments();

@@ -7,43 +7,48 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
-/** This host's mounts as the kernel lists them in {@code /proc/self/mountinfo}. */
+/** This host's mounts as the kernel lists them in {@code /proc/mounts}. */
 public final class MountTable {
 
-    /** One mount: where, what type ({@code fuse.chibifs} for ours) and from what source. */
-    public record MountEntry(Path mountpoint, String fsType, String source) {
+    /** The type our daemons' mounts carry in the table. */
+    public static final String CHIBIFS_TYPE = "fuse.chibifs";
+
+    /** The kernel's table. */
+    public static final Path SYSTEM_TABLE = Path.of("/proc/mounts");
+
+    /** One line of the table, with the kernel's octal escapes undone. */
+    public record MountEntry(String source, Path mountpoint, String fsType, String options) {
         /** True for a chibifs mount. */
         public boolean isChibifs() {
-            return fsType.equals("fuse.chibifs") || (fsType.startsWith("fuse") && source.equals("chibifs"));
+            return fsType.equals(CHIBIFS_TYPE);
         }
     }
-
-    private static final Path MOUNTINFO = Path.of("/proc/self/mountinfo");
 
     private MountTable() {
     }
 
-    /** Every mount listed now. */
-    public static List<MountEntry> all() throws IOException {
+    /** Every mount listed in {@code table} (a file in /proc/mounts format). */
+    public static List<MountEntry> read(Path table) throws IOException {
         List<MountEntry> out = new ArrayList<>();
-        for (String line : Files.readAllLines(MOUNTINFO)) {
-            // id parent major:minor root mountpoint options [optional fields...] - fstype source superopts
+        for (String line : Files.readAllLines(table)) {
             String[] f = line.split(" ");
-            int dash = line.indexOf(" - ");
-            if (f.length < 5 || dash < 0) {
-                continue;
+            if (f.length >= 4) {
+                out.add(new MountEntry(unescape(f[0]), Path.of(unescape(f[1])), unescape(f[2]), f[3]));
             }
-            String[] tail = line.substring(dash + 3).split(" ");
-            out.add(new MountEntry(Path.of(unescape(f[4])), tail[0], tail.length > 1 ? unescape(tail[1]) : ""));
         }
         return out;
     }
 
-    /** The topmost mount at exactly {@code mountpoint}, if any. */
+    /** The chibifs mounts listed in {@code table}. */
+    public static List<MountEntry> chibifsMounts(Path table) throws IOException {
+        return read(table).stream().filter(MountEntry::isChibifs).toList();
+    }
+
+    /** The topmost mount at exactly {@code mountpoint} on this host, if any. */
     public static Optional<MountEntry> find(Path mountpoint) throws IOException {
         Path want = mountpoint.toAbsolutePath().normalize();
         MountEntry found = null;
-        for (MountEntry e : all()) {
+        for (MountEntry e : read(SYSTEM_TABLE)) {
             if (e.mountpoint().equals(want)) {
                 found = e; // later lines are mounted on top of earlier ones
             }
@@ -51,16 +56,16 @@ public final class MountTable {
         return Optional.ofNullable(found);
     }
 
-    /** mountinfo escapes space, tab, newline and backslash as octal ({@code \040}). */
-    static String unescape(String s) {
-        if (s.indexOf('\\') < 0) {
-            return s;
+    /** The kernel writes space, tab, newline and backslash in paths as {@code \040}, {@code \011}, {@code \012}, {@code \134}. */
+    public static String unescape(String field) {
+        if (field.indexOf('\\') < 0) {
+            return field;
         }
-        StringBuilder b = new StringBuilder();
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (c == '\\' && i + 4 <= s.length() && s.substring(i + 1, i + 4).matches("[0-7]{3}")) {
-                b.append((char) Integer.parseInt(s.substring(i + 1, i + 4), 8));
+        StringBuilder b = new StringBuilder(field.length());
+        for (int i = 0; i < field.length(); i++) {
+            char c = field.charAt(i);
+            if (c == '\\' && i + 4 <= field.length() && field.substring(i + 1, i + 4).matches("[0-7]{3}")) {
+                b.append((char) Integer.parseInt(field.substring(i + 1, i + 4), 8));
                 i += 3;
             } else {
                 b.append(c);

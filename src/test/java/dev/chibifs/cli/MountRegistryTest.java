@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.fuse.MountTable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -110,7 +111,7 @@ class MountRegistryTest {
 
     @Test
     void mountTableEscapesAreUndone() {
-        assertEquals("/mnt/a b\\c", ProcMounts.unescape("/mnt/a\\040b\\134c"));
-        assertEquals("/mnt/plain", ProcMounts.unescape("/mnt/plain"));
+        assertEquals("/mnt/a b\\c", MountTable.unescape("/mnt/a\\040b\\134c"));
+        assertEquals("/mnt/plain", MountTable.unescape("/mnt/plain"));
     }
 }

@@ -1,0 +1,41 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.testing.MountedFs;
+import dev.chibifs.testing.Sh;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Files;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The vfs commands and a mount are two doors to one store: what one writes, the other shows, byte for byte. */
+@Timeout(180)
+class CliMountAgreementTest {
+
+    @Test
+    void aFileWrittenThroughTheCliIsTheFileTheMountShowsAndBack() throws Exception {
+        try (MountedFs fs = MountedFs.start("--context", "planner")) {
+            String home = fs.home().toString();
+            MountedFs.cli("write", "--as", "planner", "--home", home, "--content", "héllo from the cli\n",
+                    "vfs:///home/planner/notes.md").ok();
+            assertEquals("héllo from the cli\n", fs.sh("cat home/planner/notes.md").ok().out());
+
+            fs.sh("printf 'one\\ntwo\\nthree\\n' > shared/tasks.md").ok();
+            assertEquals("one\ntwo\nthree\n", MountedFs.cli("cat", "--home", home, "vfs:///shared/tasks.md").ok().out());
+            assertEquals("two\n", MountedFs.cli("lines", "--home", home, "vfs:///shared/tasks.md", "2", "2").ok().out());
+            MountedFs.cli("edit", "--as", "planner", "--home", home, "--old", "two", "--new", "TWO",
+                    "vfs:///shared/tasks.md").ok();
+            assertEquals("one\nTWO\nthree\n", fs.sh("cat shared/tasks.md").ok().out());
+            assertArrayEquals(Files.readAllBytes(fs.stored("/shared/tasks.md")),
+                    Files.readAllBytes(fs.at("/shared/tasks.md")));
+
+            Sh.Result denied = MountedFs.cli("write", "--as", "planner", "--home", home, "--content", "x",
+                    "vfs:///home/coder/x");
+            assertEquals(3, denied.exitCode(), denied.err());
+            assertTrue(fs.sh("test ! -e home/coder/x").exitCode() == 0);
+        }
+    }
+}

@@ -1,0 +1,85 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.testing.FuseSupport;
+import dev.chibifs.testing.MountedFs;
+import dev.chibifs.testing.Sh;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code mount -t fuse.chibifs} and {@code umount}, through the helper that fstab and mount(8) use. */
+@Timeout(180)
+class MountHelperMountTest {
+
+    private static final Path SBIN_HELPER = Path.of("/sbin/mount.fuse.chibifs");
+
+    private Path root;
+    private Path mnt;
+    private boolean linked;
+    private String env;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        FuseSupport.requireFuse();
+        FuseSupport.requireRoot();
+        root = MountedFs.tempRoot();
+        mnt = Files.createDirectories(root.resolve("mnt"));
+        if (!Files.exists(SBIN_HELPER, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            // mount(8) looks for helpers in /sbin only
+            Files.createSymbolicLink(SBIN_HELPER, Path.of("scripts/mount.fuse.chibifs").toAbsolutePath());
+            linked = true;
+        }
+        // the launcher runs from the test class path: the jar is not packaged yet while tests run
+        env = "CHIBIFS_CLASSPATH='" + System.getProperty("java.class.path") + "' ";
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        Sh.run("fusermount -u -z " + mnt + " 2>/dev/null; true");
+        if (linked) {
+            Files.deleteIfExists(SBIN_HELPER);
+        }
+    }
+
+    @Test
+    void mountDashTAndUmount() throws Exception {
+        Path home = root.resolve("home");
+        Sh.run(env + "mount -t fuse.chibifs chibifs " + mnt + " -o ctx=planner,home=" + home
+                + ",_netdev,noauto,x-systemd.automount").ok();
+        String line = Sh.run("grep ' " + mnt + " ' /proc/mounts").ok().out();
+        assertTrue(line.startsWith("chibifs " + mnt + " fuse.chibifs "), line);
+        Sh.run(mnt, "echo via-fstab > shared/x").ok();
+        assertEquals("via-fstab\n", Files.readString(home.resolve("vfs/shared/x")));
+        assertTrue(Sh.run(mnt, "echo no > home/coder/x").err().contains("Permission denied")
+                || Sh.run(mnt, "mkdir home/coder").err().contains("Permission denied"));
+
+        String status = Sh.run(env + "scripts/chibifs status").ok().out();
+        assertTrue(status.contains(mnt.toString()) && status.contains("planner"), status);
+        Path record = MountRegistry.forCurrentUser().fileFor(mnt);
+        assertTrue(Files.exists(record), "no registry entry " + record);
+        long pid = Long.parseLong(Files.readAllLines(record).stream().filter(l -> l.startsWith("pid="))
+                .findFirst().orElseThrow().substring(4));
+
+        Sh.run("umount " + mnt).ok();
+        ProcessHandle.of(pid).ifPresent(p -> p.onExit().orTimeout(20, java.util.concurrent.TimeUnit.SECONDS).join());
+        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "daemon still running");
+        assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0);
+        assertFalse(Files.exists(record), "registry entry left behind");
+    }
+
+    @Test
+    void aBadOptionMountsNothing() {
+        Sh.Result r = Sh.run(env + "mount -t fuse.chibifs chibifs " + mnt + " -o uid_map=1:x");
+        assertTrue(r.exitCode() != 0, r.out());
+        assertTrue(r.err().contains("uid_map"), r.err());
+        assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0);
+    }
+}
