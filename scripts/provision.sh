@@ -2,7 +2,7 @@
 # Prepares a fresh Debian or Ubuntu machine for chibifs and builds it. Idempotent: run it again
 # at any time; it installs only what is missing and never upgrades what is there.
 #
-#   sudo scripts/provision.sh [--allow-other] [--install] [--no-build]
+#   scripts/provision.sh [--allow-other] [--install] [--no-build]   (as root, or it re-runs itself with sudo)
 #
 #   --allow-other  put user_allow_other in /etc/fuse.conf, so a non-root daemon may mount with
 #                  allow_other (uid-mapped mounts need it; a root daemon does not)
@@ -25,7 +25,11 @@ for arg in "$@"; do
 done
 
 if [[ $(id -u) -ne 0 ]]; then
-    echo "provision.sh: run as root, e.g. sudo $0 $*" >&2
+    # packages need root: ask for it once, so the README's one set-up line works for root and users alike
+    if command -v sudo >/dev/null; then
+        exec sudo -- "$0" "$@"
+    fi
+    echo "provision.sh: run as root (no sudo here): su -c '$0 $*'" >&2
     exit 2
 fi
 
