@@ -4,7 +4,7 @@ import java.nio.file.Path;
 import java.util.Map;
 
 /**
- * Where chibi keeps its state: {@code --home DIR}, else {@code $CHIBI_HOME}, else {@code ~/.chibi}.
+ * Where chibi keeps its state: {@code --home DIR}, else {@code $CHIBI_HOME}, else {@code $HOME/.chibi}.
  * The store is {@code <home>/vfs}, the same tree the chibi CLI uses.
  */
 public record ChibiHome(Path dir) {
@@ -18,7 +18,12 @@ public record ChibiHome(Path dir) {
         if (fromEnv != null && !fromEnv.isBlank()) {
             return new ChibiHome(Path.of(fromEnv).toAbsolutePath().normalize());
         }
-        return new ChibiHome(Path.of(System.getProperty("user.home"), ".chibi").toAbsolutePath().normalize());
+        // $HOME first, as chibi finds it; the JVM's user.home comes from the password database instead
+        String userHome = env.get("HOME");
+        if (userHome == null || userHome.isBlank()) {
+            userHome = System.getProperty("user.home");
+        }
+        return new ChibiHome(Path.of(userHome, ".chibi").toAbsolutePath().normalize());
     }
 
     /** The store directory, {@code <home>/vfs}. */

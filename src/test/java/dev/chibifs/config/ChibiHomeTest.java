@@ -1,0 +1,35 @@
+package dev.chibifs.config;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+class ChibiHomeTest {
+
+    @Test
+    void theOptionWins() {
+        ChibiHome h = ChibiHome.resolve(Path.of("/srv/chibi"), Map.of("CHIBI_HOME", "/x", "HOME", "/home/u"));
+        assertEquals(Path.of("/srv/chibi"), h.dir());
+        assertEquals(Path.of("/srv/chibi/vfs"), h.store());
+        assertEquals(Path.of("/srv/chibi/config.toml"), h.configFile());
+    }
+
+    @Test
+    void thenChibiHome() {
+        assertEquals(Path.of("/x"), ChibiHome.resolve(null, Map.of("CHIBI_HOME", "/x", "HOME", "/home/u")).dir());
+    }
+
+    @Test
+    void thenHomeAsChibiFindsIt() {
+        assertEquals(Path.of("/home/u/.chibi"), ChibiHome.resolve(null, Map.of("HOME", "/home/u")).dir());
+        assertEquals(Path.of("/home/u/.chibi"), ChibiHome.resolve(null, Map.of("CHIBI_HOME", " ", "HOME", "/home/u")).dir());
+    }
+
+    @Test
+    void lastTheUsersHomeFromThePasswordDatabase() {
+        assertEquals(Path.of(System.getProperty("user.home"), ".chibi"), ChibiHome.resolve(null, Map.of()).dir());
+    }
+}
