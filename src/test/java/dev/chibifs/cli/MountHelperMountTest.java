@@ -23,7 +23,7 @@ class MountHelperMountTest {
 
     private Path root;
     private Path mnt;
-    private boolean linked;
+    private Path previousLink;
     private String env;
 
     @BeforeEach
@@ -32,11 +32,14 @@ class MountHelperMountTest {
         FuseSupport.requireRoot();
         root = MountedFs.tempRoot();
         mnt = Files.createDirectories(root.resolve("mnt"));
-        if (!Files.exists(SBIN_HELPER, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            // mount(8) looks for helpers in /sbin only
-            Files.createSymbolicLink(SBIN_HELPER, Path.of("scripts/mount.fuse.chibifs").toAbsolutePath());
-            linked = true;
+        // mount(8) looks for helpers in /sbin only; test this checkout's helper, whatever is installed there
+        if (Files.isSymbolicLink(SBIN_HELPER)) {
+            previousLink = Files.readSymbolicLink(SBIN_HELPER);
+        } else if (Files.exists(SBIN_HELPER)) {
+            org.junit.jupiter.api.Assertions.fail(SBIN_HELPER + " is a file, not a link this test may swap");
         }
+        Files.deleteIfExists(SBIN_HELPER);
+        Files.createSymbolicLink(SBIN_HELPER, Path.of("scripts/mount.fuse.chibifs").toAbsolutePath());
         // the launcher runs from the test class path: the jar is not packaged yet while tests run
         env = "CHIBIFS_CLASSPATH='" + System.getProperty("java.class.path") + "' ";
     }
@@ -44,8 +47,9 @@ class MountHelperMountTest {
     @AfterEach
     void tearDown() throws Exception {
         Sh.run("fusermount -u -z " + mnt + " 2>/dev/null; true");
-        if (linked) {
-            Files.deleteIfExists(SBIN_HELPER);
+        Files.deleteIfExists(SBIN_HELPER);
+        if (previousLink != null) {
+            Files.createSymbolicLink(SBIN_HELPER, previousLink);
         }
     }
 
