@@ -5,7 +5,6 @@ import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.router.PolicyDeniedException;
 import dev.chibifs.router.Router;
-import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
@@ -138,26 +137,19 @@ final class ChibiFuse extends FuseStubFS {
         }
     }
 
+    /**
+     * fstat answers from the handle: after a rename over its name, or an unlink, the handle's file
+     * is no longer what the path names (and with hard_remove the kernel may pass no path at all).
+     */
     @Override
     public int fgetattr(String path, FileStat stat, FuseFileInfo fi) {
         try {
-            VfsPath p = path == null ? null : VfsPath.of(path);
-            try {
-                if (p != null) {
-                    fill(stat, p, router.metadata(null, p));
-                    return 0;
-                }
-            } catch (java.nio.file.NoSuchFileException unlinkedWhileOpen) {
-                // fall through: answer from the handle, which outlives its name
-            }
             OpenFile f = openFiles.get(fi.fh.get());
             if (f == null) {
-                return -ErrorCodes.ENOENT();
+                return path == null ? -ErrorCodes.EBADF() : getattr(path, stat);
             }
-            Instant now = Instant.now();
-            FileTime t = FileTime.from(now);
-            fill(stat, p == null ? VfsPath.of("/shared") : p,
-                    new Metadata(EntryKind.FILE, f.handle().size(), t, t, t, t, 0, 0644, 0));
+            // the look (owner, mode bits) follows the name's zone; an unlinked file has none left and looks like /shared
+            fill(stat, path == null ? VfsPath.of("/shared") : VfsPath.of(path), f.handle().metadata());
             return 0;
         } catch (Throwable t) {
             return fail("fgetattr", path, t);

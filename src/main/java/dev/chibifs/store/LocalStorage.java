@@ -143,7 +143,16 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    /**
+     * Refuses a name the store cannot take faithfully. jnr-fuse and java.nio decode bytes that are
+     * not UTF-8 to U+FFFD, so such a name may stand for other bytes: storing it would store a
+     * different name (EILSEQ instead). Without a UTF-8 JVM locale, java.nio mangles non-ASCII.
+     */
     private static void checkEncodable(VfsPath path, String name) throws FileSystemException {
+        if (name.indexOf('\uFFFD') >= 0) {
+            throw new FileSystemException(path.toString(), null,
+                    "Invalid or incomplete multibyte or wide character: the name is not valid UTF-8");
+        }
         if (!JNU_UTF8 && !name.chars().allMatch(c -> c < 0x80)) {
             throw new FileSystemException(path.toString(), null,
                     "Invalid or incomplete multibyte or wide character (run the JVM under a UTF-8 locale, LC_ALL=C.UTF-8)");
