@@ -109,7 +109,7 @@ public final class LocalStorage implements Storage {
         int fd = Libc.tryOpenat(Libc.AT_FDCWD, root.toString(), Libc.O_PATH | Libc.O_DIRECTORY | Libc.O_NOFOLLOW, 0);
         if (fd < 0) {
             throw new FileSystemException(path.toString(), null,
-                    "Input/output error: the store directory " + root + " is missing or not a directory");
+                    "Input/output error: the store directory " + root + " has gone (moved, removed or replaced)");
         }
         return fd;
     }
