@@ -183,7 +183,7 @@ class HostileInputTest {
                 """ + "\nPYEOF");
         String failures = r.out().lines().filter(l -> !l.startsWith("ok ")).collect(Collectors.joining("\n"));
         assertEquals("", failures + r.err(), r.out());
-        assertEquals(47, r.out().lines().count(), r.out());
+        assertEquals(43, r.out().lines().count(), r.out());
         assertEquals(before, snapshot());
     }
 
