@@ -5,7 +5,6 @@ import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.router.PolicyDeniedException;
 import dev.chibifs.router.Router;
-import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
@@ -53,6 +52,8 @@ final class ChibiFuse extends FuseStubFS {
     private static final int X_OK = 1;
     private static final long UTIME_NOW = (1L << 30) - 1;
     private static final long UTIME_OMIT = (1L << 30) - 2;
+    private static final int FLAG_NULLPATH_OK = 1;
+    private static final int FLAG_UTIME_OMIT_OK = 1 << 2;
     /** Largest read or write the kernel sends (max_write / max_read); larger requests grow the buffer. */
     private static final int IO_BUFFER = 128 * 1024;
 
@@ -79,6 +80,20 @@ final class ChibiFuse extends FuseStubFS {
         this.router = router;
         this.callers = callers;
         this.attributes = new AttributeView(callers, mountUid, mountGid);
+        enableLibfuseFlags();
+    }
+
+    /**
+     * Sets two libfuse 2.9 flags jnr-fuse leaves as padding (a bitfield after {@code bmap}):
+     * {@code nullpath_ok}, so read, write, fstat and release on a handle whose name was unlinked or
+     * renamed over reach us with a null path (libfuse answers ENOENT itself otherwise), and
+     * {@code utime_omit_ok}, so {@code touch -a} and {@code touch -m} pass UTIME_OMIT through.
+     */
+    private void enableLibfuseFlags() {
+        Pointer ops = jnr.ffi.Struct.getMemory(fuseOperations);
+        // the word after the 38 function pointers getattr .. bmap in libfuse 2.9's struct fuse_operations
+        long offset = 38L * runtime.addressSize();
+        ops.putInt(offset, ops.getInt(offset) | FLAG_NULLPATH_OK | FLAG_UTIME_OMIT_OK);
     }
 
     @Override
@@ -131,6 +146,14 @@ final class ChibiFuse extends FuseStubFS {
     public int getattr(String path, FileStat stat) {
         try {
             VfsPath p = VfsPath.of(path);
+            if (isHiddenName(p)) {
+                FileHandle h = openFiles.hidden(path);
+                if (h == null) {
+                    return -ErrorCodes.ENOENT();
+                }
+                fill(stat, p, h.metadata());
+                return 0;
+            }
             fill(stat, p, router.metadata(null, p));
             return 0;
         } catch (Throwable t) {
@@ -138,26 +161,19 @@ final class ChibiFuse extends FuseStubFS {
         }
     }
 
+    /**
+     * fstat answers from the handle: after a rename over its name, or an unlink, the handle's file
+     * is no longer what the path names (and libfuse may pass no path at all).
+     */
     @Override
     public int fgetattr(String path, FileStat stat, FuseFileInfo fi) {
         try {
-            VfsPath p = path == null ? null : VfsPath.of(path);
-            try {
-                if (p != null) {
-                    fill(stat, p, router.metadata(null, p));
-                    return 0;
-                }
-            } catch (java.nio.file.NoSuchFileException unlinkedWhileOpen) {
-                // fall through: answer from the handle, which outlives its name
-            }
             OpenFile f = openFiles.get(fi.fh.get());
             if (f == null) {
-                return -ErrorCodes.ENOENT();
+                return path == null ? -ErrorCodes.EBADF() : getattr(path, stat);
             }
-            Instant now = Instant.now();
-            FileTime t = FileTime.from(now);
-            fill(stat, p == null ? VfsPath.of("/shared") : p,
-                    new Metadata(EntryKind.FILE, f.handle().size(), t, t, t, t, 0, 0644, 0));
+            // the look (owner, mode bits) follows the name's zone; an unlinked file has none left and looks like /shared
+            fill(stat, path == null ? VfsPath.of("/shared") : VfsPath.of(path), f.handle().metadata());
             return 0;
         } catch (Throwable t) {
             return fail("fgetattr", path, t);
@@ -168,6 +184,7 @@ final class ChibiFuse extends FuseStubFS {
         stat.st_mode.set(attributes.mode(p, m));
         stat.st_uid.set(attributes.uid(p));
         stat.st_gid.set(attributes.gid(p));
+        stat.st_ino.set(m.inode());
         stat.st_nlink.set(m.links());
         stat.st_size.set(m.size());
         stat.st_blksize.set(4096);
@@ -252,6 +269,7 @@ final class ChibiFuse extends FuseStubFS {
     @Override
     public int mkdir(String path, @mode_t long mode) {
         try {
+            refuseHiddenName(VfsPath.of(path));
             router.createDirectory(caller(), VfsPath.of(path));
             return 0;
         } catch (Throwable t) {
@@ -271,10 +289,55 @@ final class ChibiFuse extends FuseStubFS {
 
     // ---- names ----
 
+    /**
+     * Without hard_remove, libfuse keeps an unlinked (or renamed-over) open file reachable by
+     * renaming it to {@code .fuse_hidden<16 hex>} and asks for that name in fstat; with hard_remove
+     * fstat of such a file is ENOENT. The store must not hold such names, so "hiding" really
+     * removes the name in the store and keeps a handle on the file here, which answers getattr for
+     * the hidden name until libfuse unlinks it at the last close.
+     */
+    private int hide(String oldpath, String hiddenPath) throws IOException {
+        VfsPath from = VfsPath.of(oldpath);
+        Caller caller = caller();
+        router.checkRemove(caller, from);
+        FileHandle h = router.open(caller, from, EnumSet.of(OpenFlag.READ), 0);
+        try {
+            router.removeFile(caller, from);
+        } catch (IOException | RuntimeException e) {
+            h.close();
+            throw e;
+        }
+        openFiles.hide(hiddenPath, h);
+        return 0;
+    }
+
+    private static boolean isHiddenName(VfsPath p) {
+        String name = p.fileName();
+        return name != null && name.length() == 28 && name.startsWith(".fuse_hidden")
+                && name.chars().skip(12).allMatch(c -> (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+    }
+
+    /** libfuse's hidden names belong to it: nobody creates one through the mount. */
+    private static void refuseHiddenName(VfsPath p) throws java.nio.file.FileSystemException {
+        if (isHiddenName(p)) {
+            throw new java.nio.file.FileSystemException(p.toString(), null,
+                    "Invalid argument: .fuse_hidden<16 hex digits> names are reserved for open files that were unlinked");
+        }
+    }
+
     @Override
     public int unlink(String path) {
         try {
-            router.removeFile(caller(), VfsPath.of(path));
+            VfsPath p = VfsPath.of(path);
+            if (isHiddenName(p)) {
+                FileHandle h = openFiles.unhide(path);
+                if (h == null) {
+                    return -ErrorCodes.ENOENT();
+                }
+                h.close();
+                return 0;
+            }
+            router.removeFile(caller(), p);
             return 0;
         } catch (Throwable t) {
             return fail("unlink", path, t);
@@ -284,7 +347,12 @@ final class ChibiFuse extends FuseStubFS {
     @Override
     public int rename(String oldpath, String newpath) {
         try {
-            router.rename(caller(), VfsPath.of(oldpath), VfsPath.of(newpath));
+            VfsPath to = VfsPath.of(newpath);
+            if (isHiddenName(to)) {
+                return hide(oldpath, newpath);
+            }
+            refuseHiddenName(VfsPath.of(oldpath));
+            router.rename(caller(), VfsPath.of(oldpath), to);
             return 0;
         } catch (Throwable t) {
             return fail("rename", oldpath + " -> " + newpath, t);
@@ -294,6 +362,7 @@ final class ChibiFuse extends FuseStubFS {
     @Override
     public int link(String oldpath, String newpath) {
         try {
+            refuseHiddenName(VfsPath.of(newpath));
             router.link(caller(), VfsPath.of(oldpath), VfsPath.of(newpath));
             return 0;
         } catch (Throwable t) {
@@ -475,6 +544,7 @@ final class ChibiFuse extends FuseStubFS {
     }
 
     private int register(String path, Set<OpenFlag> flags, int mode, FuseFileInfo fi) throws IOException {
+        refuseHiddenName(VfsPath.of(path));
         Caller caller = caller();
         FileHandle handle = router.open(caller, VfsPath.of(path), flags, mode);
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);

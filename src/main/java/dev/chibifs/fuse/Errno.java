@@ -14,6 +14,7 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
+import java.nio.file.NotLinkException;
 import java.util.Locale;
 
 /** The one place Java exceptions become errno values (negated, as FUSE callbacks return them). */
@@ -41,6 +42,9 @@ final class Errno {
         }
         if (t instanceof IsDirectoryException) {
             return -ErrorCodes.EISDIR();
+        }
+        if (t instanceof NotLinkException) {
+            return -ErrorCodes.EINVAL();
         }
         if (t instanceof InvalidVfsPathException) {
             return -ErrorCodes.EINVAL();
@@ -111,6 +115,15 @@ final class Errno {
         }
         if (m.contains("no such file")) {
             return -ErrorCodes.ENOENT();
+        }
+        if (m.contains("multibyte")) {
+            return -ErrorCodes.EILSEQ();
+        }
+        if (m.contains("no such device")) {
+            return -ErrorCodes.ENXIO();
+        }
+        if (m.contains("stale file handle")) {
+            return -ErrorCodes.ESTALE();
         }
         if (m.contains("input/output error")) {
             return -ErrorCodes.EIO();

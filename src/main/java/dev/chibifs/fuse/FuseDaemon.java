@@ -28,8 +28,10 @@ public final class FuseDaemon {
             "fsname=chibifs", "subtype=chibifs",
             // libfuse2 sends 4 KiB writes without these
             "big_writes", "max_write=131072",
-            // unlink really unlinks; without it libfuse2 renames open files to .fuse_hidden* inside the store
-            "hard_remove");
+            // st_ino is the store's inode, so cp -a, tar and rsync -H see hard links as one file
+            "use_ino");
+    // no hard_remove: with it, fstat of an unlinked open file is ENOENT in libfuse2; ChibiFuse
+    // answers libfuse's rename to .fuse_hidden* by unlinking in the store and keeping a handle
 
     private final Path mountpoint;
     private final ChibiFuse fs;

@@ -1,5 +1,7 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.store.FileHandle;
+
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,6 +15,8 @@ final class OpenFileTable {
     // never 0: some kernels and tools treat fh == 0 as "no handle"
     private final AtomicLong next = new AtomicLong(1);
     private final ConcurrentMap<Long, OpenFile> files = new ConcurrentHashMap<>();
+    // unlinked files that are still open, by the .fuse_hidden name libfuse gave them (see ChibiFuse#hide)
+    private final ConcurrentMap<String, FileHandle> hidden = new ConcurrentHashMap<>();
 
     long add(OpenFile file) {
         long id = next.getAndIncrement();
@@ -32,13 +36,28 @@ final class OpenFileTable {
         return files.size();
     }
 
+    void hide(String name, FileHandle handle) {
+        hidden.put(name, handle);
+    }
+
+    FileHandle hidden(String name) {
+        return hidden.get(name);
+    }
+
+    FileHandle unhide(String name) {
+        return hidden.remove(name);
+    }
+
     /** Closes every handle still open (unmount with files open); returns how many there were. */
     int closeAll() {
-        List<OpenFile> left = new ArrayList<>(files.values());
+        List<FileHandle> left = new ArrayList<>();
+        files.values().forEach(f -> left.add(f.handle()));
         files.clear();
-        for (OpenFile f : left) {
+        left.addAll(hidden.values());
+        hidden.clear();
+        for (FileHandle h : left) {
             try {
-                f.handle().close();
+                h.close();
             } catch (IOException ignored) {
                 // the mount is going away; nothing useful to do with a close error here
             }

@@ -19,6 +19,9 @@ public interface FileHandle extends Closeable {
     /** Flushes to stable storage; {@code metadata} also flushes attributes. */
     void sync(boolean metadata) throws IOException;
 
+    /** fstat: the file's current metadata, even after it was renamed or unlinked. */
+    Metadata metadata() throws IOException;
+
     /** The current size. */
     long size() throws IOException;
 }

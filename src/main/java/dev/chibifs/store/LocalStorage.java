@@ -5,8 +5,10 @@ import dev.chibifs.path.VfsPath;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileStore;
 import java.nio.file.FileSystemException;
 import java.nio.file.FileVisitResult;
@@ -14,45 +16,48 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
+import java.nio.file.NotLinkException;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributeView;
 import java.nio.file.attribute.BasicFileAttributes;
-import java.nio.file.attribute.FileAttribute;
 import java.nio.file.attribute.FileTime;
-import java.nio.file.attribute.PosixFileAttributeView;
-import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.EnumSet;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.stream.Stream;
+import java.util.regex.Pattern;
 
 /**
  * The store as a plain directory tree ({@code $CHIBI_HOME/vfs}), byte-compatible with chibi:
  * {@code /shared/foo.txt} is {@code <root>/shared/foo.txt}, with no sidecar files.
  *
- * <p>Symbolic links found in the tree are never followed: every open and every change refuses a
- * path with a link on the way ({@code ELOOP}), and metadata is read without following.
+ * <p>Every operation works relative to a descriptor of the directory that holds the name
+ * ({@link At}), opened with {@code openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)}: a symbolic
+ * link anywhere on the way is refused ({@code ELOOP}) in the same call that resolves it, so no
+ * check-then-act race can lead outside the store, and the full host path never reaches a system
+ * call, so trees deeper than PATH_MAX work. The last name is never followed either, and nothing
+ * but a regular file is ever opened for data (a fifo planted in the store cannot block us).
+ * Errors name VFS paths, never host paths.
  */
 public final class LocalStorage implements Storage {
 
     /** Prefix of the temporary files behind atomic writes; such files are removed at startup when old. */
     public static final String TEMP_PREFIX = ".chibifs-tmp-";
 
+    private static final Pattern TEMP_NAME = Pattern.compile(Pattern.quote(TEMP_PREFIX) + "[0-9a-f]{16}");
     private static final LinkOption NOFOLLOW = LinkOption.NOFOLLOW_LINKS;
-    private static final String UNIX_ATTRS = "unix:mode,ino,nlink,size,lastModifiedTime,lastAccessTime,ctime,creationTime";
+    private static final String PROC_FD = "/proc/self/fd/";
+    // java.nio encodes names with sun.jnu.encoding (the locale's); only UTF-8 keeps every name intact
+    private static final boolean JNU_UTF8 = "UTF-8".equalsIgnoreCase(System.getProperty("sun.jnu.encoding"));
 
     private final Path root;
 
@@ -67,150 +72,324 @@ public final class LocalStorage implements Storage {
         return root;
     }
 
-    private Path resolve(VfsPath path) {
-        return path.isRoot() ? root : root.resolve(path.relative());
+    /** True for the names of the store's own temporary files: hidden from listings and never created by callers. */
+    public static boolean isTemporaryName(String name) {
+        return TEMP_NAME.matcher(name).matches();
     }
 
     /**
-     * Refuses a path whose parent chain holds a symbolic link planted in the store, so that no
-     * open or change is ever carried out through one (O_NOFOLLOW guards only the last name).
+     * An open directory of the store and one name in it ("." for the directory itself). The
+     * {@code /proc/self/fd} path lets java.nio act on the name relative to the descriptor.
      */
-    private Path resolveSafely(VfsPath path) throws IOException {
-        Path p = root;
-        List<String> segments = path.segments();
-        for (int i = 0; i < segments.size() - 1; i++) {
-            p = p.resolve(segments.get(i));
-            BasicFileAttributes a;
-            try {
-                a = Files.readAttributes(p, BasicFileAttributes.class, NOFOLLOW);
-            } catch (NoSuchFileException e) {
-                throw new NoSuchFileException(path.toString());
+    private static final class At implements AutoCloseable {
+        final int dir;
+        final String name;
+
+        At(int dir, String name) {
+            this.dir = dir;
+            this.name = name;
+        }
+
+        Path path() {
+            return Path.of(PROC_FD + dir, name);
+        }
+
+        Path sibling(String other) {
+            return Path.of(PROC_FD + dir, other);
+        }
+
+        @Override
+        public void close() {
+            Libc.close(dir);
+        }
+    }
+
+    /** Opens the store's root; a store that vanished or was replaced by a link is an I/O error, named once. */
+    private int openRoot(VfsPath path) throws IOException {
+        int fd = Libc.tryOpenat(Libc.AT_FDCWD, root.toString(), Libc.O_PATH | Libc.O_DIRECTORY | Libc.O_NOFOLLOW, 0);
+        if (fd < 0) {
+            throw new FileSystemException(path.toString(), null,
+                    "Input/output error: the store directory " + root + " has gone (moved, removed or replaced)");
+        }
+        return fd;
+    }
+
+    /** The directory holding {@code path}, open, with the last name of {@code path}. */
+    private At at(VfsPath path) throws IOException {
+        String name = path.isRoot() ? "." : path.fileName();
+        checkEncodable(path, name);
+        int rootFd = openRoot(path);
+        VfsPath parent = path.parent();
+        if (parent == null || parent.isRoot()) {
+            return new At(rootFd, name);
+        }
+        try {
+            return new At(Libc.openDirectoryBeneath(rootFd, parent.relative(), path), name);
+        } finally {
+            Libc.close(rootFd);
+        }
+    }
+
+    /** {@code path} itself, open as a directory. */
+    private At directoryAt(VfsPath path) throws IOException {
+        int rootFd = openRoot(path);
+        if (path.isRoot()) {
+            return new At(rootFd, ".");
+        }
+        try {
+            return new At(Libc.openDirectoryBeneath(rootFd, path.relative(), path), ".");
+        } finally {
+            Libc.close(rootFd);
+        }
+    }
+
+    /**
+     * Refuses a name the store cannot take faithfully. jnr-fuse and java.nio decode bytes that are
+     * not UTF-8 to U+FFFD, so such a name may stand for other bytes: storing it would store a
+     * different name (EILSEQ instead). Without a UTF-8 JVM locale, java.nio mangles non-ASCII.
+     */
+    private static void checkEncodable(VfsPath path, String name) throws FileSystemException {
+        if (name.indexOf('\uFFFD') >= 0) {
+            throw new FileSystemException(path.toString(), null,
+                    "Invalid or incomplete multibyte or wide character: the name is not valid UTF-8");
+        }
+        if (!JNU_UTF8 && !name.chars().allMatch(c -> c < 0x80)) {
+            throw new FileSystemException(path.toString(), null,
+                    "Invalid or incomplete multibyte or wide character (run the JVM under a UTF-8 locale, LC_ALL=C.UTF-8)");
+        }
+    }
+
+    /** Names of the store's temporary-file pattern are the store's own: a caller may not create one. */
+    private static void checkCreatable(VfsPath path) throws FileSystemException {
+        if (!path.isRoot() && isTemporaryName(path.fileName())) {
+            throw new FileSystemException(path.toString(), null,
+                    "Invalid argument: names like " + TEMP_PREFIX + "<16 hex digits> are reserved for the store's temporary files");
+        }
+    }
+
+    /** A java.nio failure on a {@code /proc/self/fd} path, retold for the VFS path. */
+    private static IOException vfsError(IOException e, VfsPath path) {
+        String p = path.toString();
+        if (e instanceof IsDirectoryException || !(e instanceof FileSystemException)) {
+            return e;
+        }
+        if (e instanceof NoSuchFileException) {
+            return new NoSuchFileException(p);
+        }
+        if (e instanceof FileAlreadyExistsException) {
+            return new FileAlreadyExistsException(p);
+        }
+        if (e instanceof DirectoryNotEmptyException) {
+            return new DirectoryNotEmptyException(p);
+        }
+        if (e instanceof NotDirectoryException) {
+            return new NotDirectoryException(p);
+        }
+        if (e instanceof AccessDeniedException) {
+            return new AccessDeniedException(p);
+        }
+        if (e instanceof NotLinkException) {
+            return new NotLinkException(p);
+        }
+        return new FileSystemException(p, null, ((FileSystemException) e).getReason());
+    }
+
+    /**
+     * Opens {@code a} as an O_PATH descriptor of a regular file, creating it when asked. Links,
+     * directories, fifos, sockets and devices are refused before anything opens them for data.
+     */
+    private static int openRegular(At a, VfsPath path, boolean create, boolean exclusive, int createMode)
+            throws IOException {
+        for (int attempt = 0; ; attempt++) {
+            if (!exclusive) {
+                int fd = Libc.tryOpenat(a.dir, a.name, Libc.O_PATH | Libc.O_NOFOLLOW, 0);
+                if (fd >= 0) {
+                    int type;
+                    try {
+                        type = Libc.type(fd);
+                    } catch (IOException e) {
+                        Libc.close(fd);
+                        throw vfsError(e, path);
+                    }
+                    if (type == Libc.S_IFREG) {
+                        return fd;
+                    }
+                    Libc.close(fd);
+                    throw notRegular(type, path);
+                }
+                if (-fd != Libc.ENOENT || !create) {
+                    throw Libc.failure(-fd, path);
+                }
             }
-            if (a.isSymbolicLink()) {
-                throw new FileSystemException(path.toString(), null, "Too many levels of symbolic links");
+            checkCreatable(path);
+            int fd = Libc.tryOpenat(a.dir, a.name, Libc.O_CREAT | Libc.O_EXCL | Libc.O_RDONLY | Libc.O_NOFOLLOW,
+                    fileMode(createMode));
+            if (fd >= 0) {
+                return fd;
             }
-            if (!a.isDirectory()) {
-                throw new NotDirectoryException(path.toString());
+            // EEXIST: someone created it since we looked; look again (it may be a fifo now)
+            if (-fd != Libc.EEXIST || exclusive || attempt >= 3) {
+                throw Libc.failure(-fd, path);
             }
         }
-        return resolve(path);
+    }
+
+    private static IOException notRegular(int type, VfsPath path) {
+        if (type == Libc.S_IFDIR) {
+            return new IsDirectoryException(path.toString());
+        }
+        if (type == Libc.S_IFLNK) {
+            return Libc.failure(Libc.ELOOP, path);
+        }
+        return new FileSystemException(path.toString(), null,
+                "Operation not permitted: not a regular file (fifos, sockets and devices are not served)");
+    }
+
+    /** A channel on the file behind an O_PATH descriptor (re-opened through /proc, so the same inode). */
+    private static FileChannel reopen(int fd, VfsPath path, OpenOption... options) throws IOException {
+        try {
+            return FileChannel.open(Path.of(PROC_FD + fd), options);
+        } catch (IOException e) {
+            throw vfsError(e, path);
+        }
+    }
+
+    private static int fileMode(int createMode) {
+        return 0644 | ((createMode & 0100) != 0 ? 0111 : 0);
+    }
+
+    private static String tempName() {
+        return TEMP_PREFIX + String.format("%016x", ThreadLocalRandom.current().nextLong());
     }
 
     @Override
     public byte[] read(VfsPath path) throws IOException {
-        try (FileChannel ch = FileChannel.open(resolveSafely(path), StandardOpenOption.READ, NOFOLLOW)) {
-            long size = ch.size();
-            if (size > Integer.MAX_VALUE - 16) {
-                throw new FileSystemException(path.toString(), null, "File too large");
+        try (At a = at(path)) {
+            int fd = openRegular(a, path, false, false, 0);
+            try (FileChannel ch = reopen(fd, path, StandardOpenOption.READ)) {
+                long size = ch.size();
+                if (size > Integer.MAX_VALUE - 16) {
+                    throw new FileSystemException(path.toString(), null, "File too large");
+                }
+                ByteBuffer buf = ByteBuffer.allocate((int) size);
+                while (buf.hasRemaining() && ch.read(buf) > 0) {
+                    // a file that grows while read is read up to its size at open
+                }
+                return buf.position() == buf.capacity() ? buf.array() : Arrays.copyOf(buf.array(), buf.position());
+            } finally {
+                Libc.close(fd);
             }
-            ByteBuffer buf = ByteBuffer.allocate((int) size);
-            while (buf.hasRemaining() && ch.read(buf) > 0) {
-                // a file that grows while read is read up to its size at open
-            }
-            return buf.position() == buf.capacity() ? buf.array() : java.util.Arrays.copyOf(buf.array(), buf.position());
-        } catch (IOException e) {
-            throw describeDirectory(path, e);
         }
     }
 
     @Override
     public void write(VfsPath path, byte[] data) throws IOException {
-        Path target = createParents(path);
-        Path tmp = tempSibling(target);
-        try {
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE,
-                    StandardOpenOption.CREATE_NEW, NOFOLLOW)) {
+        createParents(path);
+        checkCreatable(path);
+        try (At a = at(path)) {
+            replaceAtomically(a, path, keptMode(a, path, 0644), ch -> {
                 ByteBuffer buf = ByteBuffer.wrap(data);
                 while (buf.hasRemaining()) {
                     ch.write(buf);
                 }
+            });
+        }
+    }
+
+    private interface Filler {
+        void fill(FileChannel ch) throws IOException;
+    }
+
+    /** Writes a temporary sibling, syncs it, and renames it over the name: readers see old or new, never a mix. */
+    private static void replaceAtomically(At a, VfsPath path, int mode, Filler filler) throws IOException {
+        Path tmp = a.sibling(tempName());
+        try {
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.CREATE_NEW, NOFOLLOW)) {
+                filler.fill(ch);
                 ch.force(true);
             }
-            keepPermissions(target, tmp);
-            Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+            Files.setPosixFilePermissions(tmp, toPermissions(mode));
+            Files.move(tmp, a.path(), StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            throw vfsError(e, path);
         } finally {
             Files.deleteIfExists(tmp);
         }
     }
 
     /**
-     * Gives the replacement the mode of the file it replaces: chibi writes in place, so a script
-     * rewritten through the store stays executable.
+     * The mode a replacement gets: that of the file it replaces (chibi writes in place, so a
+     * script rewritten through the store stays executable), else {@code otherwise}.
      */
-    private static void keepPermissions(Path target, Path replacement) throws IOException {
+    private static int keptMode(At a, VfsPath path, int otherwise) throws IOException {
         try {
-            PosixFileAttributes a = Files.readAttributes(target, PosixFileAttributes.class, NOFOLLOW);
-            if (a.isRegularFile()) {
-                Files.setPosixFilePermissions(replacement, a.permissions());
-            }
+            Metadata m = Libc.stat(a.dir, a.name, path);
+            return m.isFile() ? m.mode() & 0777 : otherwise;
         } catch (NoSuchFileException absent) {
-            // a new file keeps the default mode
+            return otherwise;
         }
     }
 
-    /**
-     * Creates the missing parents of {@code path} through {@link #mkdir}, which refuses a link on
-     * the way ({@code Files.createDirectories} would follow one), and resolves the path.
-     */
-    private Path createParents(VfsPath path) throws IOException {
+    /** Creates the missing parents of {@code path} through {@link #mkdir}, which refuses a link on the way. */
+    private void createParents(VfsPath path) throws IOException {
         if (path.isRoot()) {
             throw new IsDirectoryException(path.toString());
         }
         mkdir(path.parent());
-        return resolveSafely(path);
-    }
-
-    private static Path tempSibling(Path target) {
-        return target.resolveSibling(TEMP_PREFIX + Long.toHexString(ThreadLocalRandom.current().nextLong()));
     }
 
     @Override
     public void append(VfsPath path, byte[] data) throws IOException {
-        Path target = createParents(path);
-        try (FileChannel ch = FileChannel.open(target, StandardOpenOption.WRITE, StandardOpenOption.CREATE,
-                StandardOpenOption.APPEND, NOFOLLOW)) {
-            ByteBuffer buf = ByteBuffer.wrap(data);
-            while (buf.hasRemaining()) {
-                ch.write(buf);
+        createParents(path);
+        try (At a = at(path)) {
+            int fd = openRegular(a, path, true, false, 0);
+            try (FileChannel ch = reopen(fd, path, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
+                ByteBuffer buf = ByteBuffer.wrap(data);
+                while (buf.hasRemaining()) {
+                    ch.write(buf);
+                }
+            } finally {
+                Libc.close(fd);
             }
         }
     }
 
     @Override
     public void delete(VfsPath path) throws IOException {
-        Path p = resolveSafely(path);
-        BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class, NOFOLLOW);
-        if (!a.isDirectory()) {
-            Files.delete(p);
-            return;
-        }
-        // walkFileTree never follows links: a link inside the tree is removed, not its target
-        Files.walkFileTree(p, new SimpleFileVisitor<>() {
-            @Override
-            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                Files.deleteIfExists(file);
-                return FileVisitResult.CONTINUE;
+        try (At a = at(path)) {
+            if (!Libc.stat(a.dir, a.name, path).isDirectory()) {
+                Libc.unlinkat(a.dir, a.name, false, path);
+                return;
             }
-
-            @Override
-            public FileVisitResult postVisitDirectory(Path dir, IOException exc) throws IOException {
-                if (exc != null && !(exc instanceof NoSuchFileException)) {
-                    throw exc;
+            // walkFileTree never follows links: a link inside the tree is removed, not its target
+            Files.walkFileTree(a.path(), new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                    Files.deleteIfExists(file);
+                    return FileVisitResult.CONTINUE;
                 }
-                Files.deleteIfExists(dir);
-                return FileVisitResult.CONTINUE;
-            }
-        });
+
+                @Override
+                public FileVisitResult postVisitDirectory(Path dir, IOException exc) throws IOException {
+                    if (exc != null && !(exc instanceof NoSuchFileException)) {
+                        throw exc;
+                    }
+                    Files.deleteIfExists(dir);
+                    return FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException e) {
+            throw vfsError(e, path);
+        }
     }
 
     @Override
     public List<Entry> list(VfsPath path) throws IOException {
         List<Entry> out = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(directory(path))) {
-            for (Path child : ds) {
+        try (At d = directoryAt(path)) {
+            for (String name : namesIn(d, path)) {
                 try {
-                    out.add(new Entry(child.getFileName().toString(),
-                            kindOf(Files.readAttributes(child, BasicFileAttributes.class, NOFOLLOW))));
+                    out.add(new Entry(name, Libc.stat(d.dir, name, path).kind()));
                 } catch (NoSuchFileException vanished) {
                     // removed between readdir and stat: not listed
                 }
@@ -222,38 +401,31 @@ public final class LocalStorage implements Storage {
 
     @Override
     public List<String> names(VfsPath path) throws IOException {
+        try (At d = directoryAt(path)) {
+            return namesIn(d, path);
+        }
+    }
+
+    private static List<String> namesIn(At d, VfsPath path) throws IOException {
         List<String> out = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(directory(path))) {
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(d.path())) {
             for (Path child : ds) {
-                out.add(child.getFileName().toString());
+                String name = child.getFileName().toString();
+                if (!isTemporaryName(name)) {
+                    out.add(name);
+                }
             }
+        } catch (IOException e) {
+            throw vfsError(e, path);
         }
         return out;
     }
 
-    /** Resolves a directory to list; opendir(3) would follow a link as the last name, so refuse one. */
-    private Path directory(VfsPath path) throws IOException {
-        Path dir = resolveSafely(path);
-        if (Files.isSymbolicLink(dir)) {
-            throw new FileSystemException(path.toString(), null, "Too many levels of symbolic links");
-        }
-        return dir;
-    }
-
-    private static EntryKind kindOf(BasicFileAttributes a) {
-        if (a.isSymbolicLink()) {
-            return EntryKind.SYMLINK;
-        }
-        if (a.isDirectory()) {
-            return EntryKind.DIRECTORY;
-        }
-        return a.isRegularFile() ? EntryKind.FILE : EntryKind.OTHER;
-    }
-
     @Override
     public boolean exists(VfsPath path) throws IOException {
-        try {
-            return Files.exists(resolveSafely(path), NOFOLLOW);
+        try (At a = at(path)) {
+            Libc.stat(a.dir, a.name, path);
+            return true;
         } catch (FileSystemException unreachable) {
             // missing, below a file, or below a link that is not followed: nothing there for us
             return false;
@@ -262,17 +434,21 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void mkdir(VfsPath path) throws IOException {
-        Path p = root;
-        for (String s : path.segments()) {
-            p = p.resolve(s);
-            try {
-                Files.createDirectory(p);
-            } catch (java.nio.file.FileAlreadyExistsException e) {
-                BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class, NOFOLLOW);
-                if (!a.isDirectory()) {
-                    throw a.isSymbolicLink()
-                            ? new FileSystemException(path.toString(), null, "Too many levels of symbolic links")
-                            : new NotDirectoryException(path.toString());
+        List<String> segments = path.segments();
+        VfsPath p = VfsPath.root();
+        for (String s : segments) {
+            p = p.child(s);
+            try (At a = at(p)) {
+                try {
+                    Files.createDirectory(a.path());
+                } catch (FileAlreadyExistsException e) {
+                    Metadata m = Libc.stat(a.dir, a.name, path);
+                    if (!m.isDirectory()) {
+                        throw m.kind() == EntryKind.SYMLINK ? Libc.failure(Libc.ELOOP, path)
+                                : new NotDirectoryException(path.toString());
+                    }
+                } catch (IOException e) {
+                    throw vfsError(e, path);
                 }
             }
         }
@@ -280,28 +456,40 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void copy(VfsPath src, VfsPath dst) throws IOException {
-        Path from = resolveSafely(src);
-        if (Files.readAttributes(from, BasicFileAttributes.class, NOFOLLOW).isDirectory()) {
-            throw new IsDirectoryException(src.toString());
-        }
-        Path to = createParents(dst);
-        Path tmp = tempSibling(to);
-        try {
-            Files.copy(from, tmp, NOFOLLOW);
-            Files.move(tmp, to, StandardCopyOption.ATOMIC_MOVE);
-        } finally {
-            Files.deleteIfExists(tmp);
+        try (At from = at(src)) {
+            int fd = openRegular(from, src, false, false, 0);
+            try (FileChannel in = reopen(fd, src, StandardOpenOption.READ)) {
+                int mode = Libc.stat(fd, null, src).mode() & 0777;
+                createParents(dst);
+                checkCreatable(dst);
+                try (At to = at(dst)) {
+                    replaceAtomically(to, dst, mode, out -> {
+                        long size = in.size();
+                        long done = 0;
+                        while (done < size) {
+                            long n = in.transferTo(done, size - done, out);
+                            if (n <= 0) {
+                                break;
+                            }
+                            done += n;
+                        }
+                    });
+                }
+            } finally {
+                Libc.close(fd);
+            }
         }
     }
 
     @Override
     public void rename(VfsPath src, VfsPath dst) throws IOException {
-        Path from = resolveSafely(src);
-        Path to = resolveSafely(dst);
-        try {
-            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
-        } catch (FileSystemException e) {
-            throw describeRenameFailure(src, dst, from, to, e);
+        checkCreatable(dst);
+        try (At from = at(src); At to = at(dst)) {
+            try {
+                Files.move(from.path(), to.path(), StandardCopyOption.ATOMIC_MOVE);
+            } catch (FileSystemException e) {
+                throw describeRenameFailure(src, dst, from, to, e);
+            }
         }
     }
 
@@ -310,14 +498,13 @@ public final class LocalStorage implements Storage {
      * whose text is strerror's (locale dependent); give them the types MemoryStorage throws, read
      * from the state of the two names once the rename has failed.
      */
-    private static IOException describeRenameFailure(VfsPath src, VfsPath dst, Path from, Path to,
-                                                     FileSystemException e) {
+    private static IOException describeRenameFailure(VfsPath src, VfsPath dst, At from, At to, FileSystemException e) {
         if (e.getClass() != FileSystemException.class) {
-            return e;
+            return vfsError(e, e instanceof NoSuchFileException ? src : dst);
         }
         try {
-            boolean fromDir = Files.isDirectory(from, NOFOLLOW);
-            BasicFileAttributes target = Files.readAttributes(to, BasicFileAttributes.class, NOFOLLOW);
+            boolean fromDir = Libc.stat(from.dir, from.name, src).isDirectory();
+            Metadata target = Libc.stat(to.dir, to.name, dst);
             if (target.isDirectory() && !fromDir) {
                 return new IsDirectoryException(dst.toString());
             }
@@ -325,7 +512,7 @@ public final class LocalStorage implements Storage {
                 return new NotDirectoryException(dst.toString());
             }
             if (target.isDirectory()) {
-                try (DirectoryStream<Path> ds = Files.newDirectoryStream(to)) {
+                try (DirectoryStream<Path> ds = Files.newDirectoryStream(to.path())) {
                     if (ds.iterator().hasNext()) {
                         return new DirectoryNotEmptyException(dst.toString());
                     }
@@ -334,84 +521,56 @@ public final class LocalStorage implements Storage {
         } catch (IOException unknown) {
             // the state changed under us: report the original failure
         }
-        return e;
+        return vfsError(e, src);
     }
 
     @Override
     public Metadata metadata(VfsPath path) throws IOException {
-        Map<String, Object> a = Files.readAttributes(resolveSafely(path), UNIX_ATTRS, NOFOLLOW);
-        int mode = (Integer) a.get("mode");
-        return new Metadata(kindOfMode(mode), (Long) a.get("size"),
-                (FileTime) a.get("creationTime"), (FileTime) a.get("lastModifiedTime"),
-                (FileTime) a.get("lastAccessTime"), (FileTime) a.get("ctime"),
-                ((Number) a.get("nlink")).longValue(), mode & 07777, (Long) a.get("ino"));
-    }
-
-    private static EntryKind kindOfMode(int mode) {
-        switch (mode & 0170000) {
-            case 0100000:
-                return EntryKind.FILE;
-            case 0040000:
-                return EntryKind.DIRECTORY;
-            case 0120000:
-                return EntryKind.SYMLINK;
-            default:
-                return EntryKind.OTHER;
+        try (At a = at(path)) {
+            return Libc.stat(a.dir, a.name, path);
         }
     }
 
     @Override
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
-        Path p = resolveSafely(path);
-        // open(2) O_RDONLY succeeds on a directory and the JDK cannot fstat the channel afterwards
-        if (Files.isDirectory(p, NOFOLLOW)) {
-            throw new IsDirectoryException(path.toString());
-        }
-        Set<OpenOption> options = new HashSet<>();
-        options.add(NOFOLLOW);
+        List<OpenOption> options = new ArrayList<>();
         for (OpenFlag f : flags) {
             switch (f) {
                 case READ -> options.add(StandardOpenOption.READ);
                 case WRITE -> options.add(StandardOpenOption.WRITE);
                 case APPEND -> options.add(StandardOpenOption.APPEND);
-                case CREATE -> options.add(StandardOpenOption.CREATE);
-                case CREATE_NEW -> options.add(StandardOpenOption.CREATE_NEW);
                 case TRUNCATE -> options.add(StandardOpenOption.TRUNCATE_EXISTING);
+                case CREATE, CREATE_NEW -> {
+                    // done by openRegular, atomically with O_EXCL
+                }
                 default -> throw new IllegalArgumentException(f.toString());
             }
         }
+        boolean appendAndRead = options.contains(StandardOpenOption.APPEND) && options.contains(StandardOpenOption.READ);
         if (options.contains(StandardOpenOption.APPEND)) {
             // the JDK refuses READ with APPEND; O_APPEND|O_RDWR is legal POSIX, so read through a second channel
             options.remove(StandardOpenOption.READ);
             options.add(StandardOpenOption.WRITE);
         }
-        try {
-            FileChannel ch = FileChannel.open(p, options, permissions(createMode));
-            FileChannel reader = null;
-            if (flags.contains(OpenFlag.APPEND) && flags.contains(OpenFlag.READ)) {
-                reader = FileChannel.open(p, StandardOpenOption.READ, NOFOLLOW);
-            }
-            return new LocalFileHandle(ch, reader);
-        } catch (IOException e) {
-            throw describeDirectory(path, e);
+        if (options.isEmpty()) {
+            options.add(StandardOpenOption.READ);
         }
-    }
-
-    /** The JDK reports open(2)'s EISDIR as a generic error; say what it is. */
-    private IOException describeDirectory(VfsPath path, IOException e) {
-        try {
-            if (!(e instanceof NoSuchFileException) && Files.isDirectory(resolveSafely(path), NOFOLLOW)) {
-                return new IsDirectoryException(path.toString());
+        boolean exclusive = flags.contains(OpenFlag.CREATE_NEW);
+        try (At a = at(path)) {
+            int fd = openRegular(a, path, exclusive || flags.contains(OpenFlag.CREATE), exclusive, createMode);
+            FileChannel ch = null;
+            try {
+                ch = reopen(fd, path, options.toArray(new OpenOption[0]));
+                FileChannel reader = appendAndRead ? reopen(fd, path, StandardOpenOption.READ) : null;
+                return new LocalFileHandle(fd, ch, reader);
+            } catch (IOException | RuntimeException e) {
+                if (ch != null) {
+                    ch.close();
+                }
+                Libc.close(fd);
+                throw e;
             }
-        } catch (IOException unreachable) {
-            // not a directory we may look at: keep the original error
         }
-        return e;
-    }
-
-    private static FileAttribute<Set<PosixFilePermission>> permissions(int createMode) {
-        int mode = 0644 | ((createMode & 0100) != 0 ? 0111 : 0);
-        return PosixFilePermissions.asFileAttribute(toPermissions(mode));
     }
 
     private static Set<PosixFilePermission> toPermissions(int mode) {
@@ -431,10 +590,13 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void truncate(VfsPath path, long size) throws IOException {
-        try (FileChannel ch = FileChannel.open(resolveSafely(path), StandardOpenOption.WRITE, NOFOLLOW)) {
-            truncateChannel(ch, size);
-        } catch (IOException e) {
-            throw describeDirectory(path, e);
+        try (At a = at(path)) {
+            int fd = openRegular(a, path, false, false, 0);
+            try (FileChannel ch = reopen(fd, path, StandardOpenOption.WRITE)) {
+                truncateChannel(ch, size);
+            } finally {
+                Libc.close(fd);
+            }
         }
     }
 
@@ -450,56 +612,77 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void createDirectory(VfsPath path) throws IOException {
-        Files.createDirectory(resolveSafely(path));
+        checkCreatable(path);
+        try (At a = at(path)) {
+            Files.createDirectory(a.path());
+        } catch (IOException e) {
+            throw vfsError(e, path);
+        }
     }
 
     @Override
     public void removeFile(VfsPath path) throws IOException {
-        Path p = resolveSafely(path);
-        if (Files.readAttributes(p, BasicFileAttributes.class, NOFOLLOW).isDirectory()) {
-            throw new IsDirectoryException(path.toString());
+        try (At a = at(path)) {
+            Libc.unlinkat(a.dir, a.name, false, path);
         }
-        Files.delete(p);
     }
 
     @Override
     public void removeDirectory(VfsPath path) throws IOException {
-        Path p = resolveSafely(path);
-        if (!Files.readAttributes(p, BasicFileAttributes.class, NOFOLLOW).isDirectory()) {
-            throw new NotDirectoryException(path.toString());
+        try (At a = at(path)) {
+            Libc.unlinkat(a.dir, a.name, true, path);
         }
-        Files.delete(p);
     }
 
     @Override
     public void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException {
-        Files.getFileAttributeView(resolveSafely(path), BasicFileAttributeView.class, NOFOLLOW)
-                .setTimes(modified, accessed, null);
+        try (At a = at(path)) {
+            Libc.utimensat(a.dir, a.name, accessed, modified, path);
+        }
     }
 
     @Override
     public void setExecutable(VfsPath path, int mode) throws IOException {
-        Path p = resolveSafely(path);
-        PosixFileAttributeView view = Files.getFileAttributeView(p, PosixFileAttributeView.class, NOFOLLOW);
-        Set<PosixFilePermission> perms = view.readAttributes().permissions();
-        perms.removeAll(EnumSet.of(PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.GROUP_EXECUTE,
-                PosixFilePermission.OTHERS_EXECUTE));
-        perms.addAll(toPermissions(mode & 0111));
-        view.setPermissions(perms);
+        try (At a = at(path)) {
+            // chmod through the O_PATH descriptor's /proc link: the inode checked is the inode changed
+            int fd = Libc.openat(a.dir, a.name, Libc.O_PATH | Libc.O_NOFOLLOW, 0, path);
+            try {
+                Metadata m = Libc.stat(fd, null, path);
+                if (!m.isFile() && !m.isDirectory()) {
+                    throw notRegular(m.kind() == EntryKind.SYMLINK ? Libc.S_IFLNK : 0, path);
+                }
+                Files.setPosixFilePermissions(Path.of(PROC_FD + fd), toPermissions((m.mode() & 0666) | (mode & 0111)));
+            } catch (IOException e) {
+                throw vfsError(e, path);
+            } finally {
+                Libc.close(fd);
+            }
+        }
     }
 
     @Override
     public void link(VfsPath existing, VfsPath newName) throws IOException {
-        Path from = resolveSafely(existing);
-        if (Files.readAttributes(from, BasicFileAttributes.class, NOFOLLOW).isDirectory()) {
-            throw new FileSystemException(existing.toString(), null, "Operation not permitted");
+        checkCreatable(newName);
+        try (At from = at(existing); At to = at(newName)) {
+            if (Libc.stat(from.dir, from.name, existing).isDirectory()) {
+                throw new FileSystemException(existing.toString(), null, "Operation not permitted");
+            }
+            try {
+                // link(2) never follows the last name of the existing file
+                Files.createLink(to.path(), from.path());
+            } catch (IOException e) {
+                throw vfsError(e, e instanceof FileAlreadyExistsException ? newName : existing);
+            }
         }
-        Files.createLink(resolveSafely(newName), from);
     }
 
     @Override
     public String readLink(VfsPath path) throws IOException {
-        return Files.readSymbolicLink(resolveSafely(path)).toString();
+        try (At a = at(path)) {
+            return Files.readSymbolicLink(a.path()).toString();
+        } catch (IOException e) {
+            throw vfsError(e, path);
+        }
     }
 
     @Override
@@ -510,37 +693,54 @@ public final class LocalStorage implements Storage {
     }
 
     /**
-     * Removes temporary files of atomic writes that a crash left behind; files younger than
-     * {@code minAge} may belong to a writer still at work and stay.
+     * Removes temporary files of atomic writes that a crash left behind (only names of the exact
+     * temporary pattern); files younger than {@code minAge} may belong to a writer still at work and stay.
      */
     public int removeStaleTemporaries(Duration minAge) throws IOException {
         Instant cutoff = Instant.now().minus(minAge);
         int[] removed = {0};
-        try (Stream<Path> walk = Files.walk(root)) {
-            walk.filter(p -> p.getFileName() != null && p.getFileName().toString().startsWith(TEMP_PREFIX))
-                .forEach(p -> {
+        Files.walkFileTree(root, new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult visitFile(Path p, BasicFileAttributes a) {
+                if (isTemporaryName(p.getFileName().toString()) && a.isRegularFile()
+                        && a.lastModifiedTime().toInstant().isBefore(cutoff)) {
                     try {
-                        BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class, NOFOLLOW);
-                        if (a.isRegularFile() && a.lastModifiedTime().toInstant().isBefore(cutoff)) {
-                            Files.deleteIfExists(p);
-                            removed[0]++;
-                        }
+                        Files.deleteIfExists(p);
+                        removed[0]++;
                     } catch (IOException ignored) {
-                        // vanished or unreadable: nothing to clean
+                        // vanished or not ours to remove: nothing to clean
                     }
-                });
-        }
+                }
+                return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult visitFileFailed(Path p, IOException e) {
+                // unreadable or too deep for a host path: skip it, cleaning is best effort
+                return FileVisitResult.CONTINUE;
+            }
+        });
         return removed[0];
     }
 
-    /** A FileChannel pair: APPEND handles that also read need a second, read-only channel. */
+    /**
+     * A FileChannel pair (APPEND handles that also read need a second, read-only channel) and the
+     * O_PATH descriptor they were opened from, which answers fstat after a rename or unlink.
+     */
     private static final class LocalFileHandle implements FileHandle {
+        private final int fd;
         private final FileChannel channel;
         private final FileChannel reader;
 
-        LocalFileHandle(FileChannel channel, FileChannel reader) {
+        LocalFileHandle(int fd, FileChannel channel, FileChannel reader) {
+            this.fd = fd;
             this.channel = channel;
             this.reader = reader;
+        }
+
+        @Override
+        public Metadata metadata() throws IOException {
+            return Libc.stat(fd, null, null);
         }
 
         @Override
@@ -587,8 +787,12 @@ public final class LocalStorage implements Storage {
             try {
                 channel.close();
             } finally {
-                if (reader != null) {
-                    reader.close();
+                try {
+                    if (reader != null) {
+                        reader.close();
+                    }
+                } finally {
+                    Libc.close(fd);
                 }
             }
         }

@@ -384,6 +384,14 @@ public final class MemoryStorage implements Storage {
         }
 
         @Override
+        public Metadata metadata() {
+            synchronized (MemoryStorage.this) {
+                return new Metadata(EntryKind.FILE, file.length, file.created, file.modified, file.accessed,
+                        file.changed, file.links, file.mode, file.inode);
+            }
+        }
+
+        @Override
         public void close() {
         }
     }

@@ -119,15 +119,20 @@ class LocalStorageTest extends StorageBehaviourSuite {
     @Test
     void removeStaleTemporariesKeepsYoungOnes() throws IOException {
         storage.write(p("/shared/sub/real"), bytes("real"));
-        Path old = root.resolve("shared/sub/" + LocalStorage.TEMP_PREFIX + "old");
-        Path young = root.resolve("shared/" + LocalStorage.TEMP_PREFIX + "young");
+        Path old = root.resolve("shared/sub/" + LocalStorage.TEMP_PREFIX + "00000000deadbeef");
+        Path young = root.resolve("shared/" + LocalStorage.TEMP_PREFIX + "0123456789abcdef");
+        // a user's file that only looks like a temporary is the user's: never removed
+        Path lookalike = root.resolve("shared/" + LocalStorage.TEMP_PREFIX + "notes");
         Files.writeString(old, "crash leftover");
         Files.writeString(young, "writer at work");
+        Files.writeString(lookalike, "mine");
         Files.setLastModifiedTime(old, FileTime.from(Instant.now().minus(Duration.ofHours(2))));
+        Files.setLastModifiedTime(lookalike, FileTime.from(Instant.now().minus(Duration.ofHours(2))));
 
         assertEquals(1, local().removeStaleTemporaries(Duration.ofMinutes(10)));
         assertFalse(Files.exists(old));
         assertTrue(Files.exists(young));
+        assertTrue(Files.exists(lookalike));
         assertEquals("real", text("/shared/sub/real"));
     }
 

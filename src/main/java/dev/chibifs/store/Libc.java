@@ -1,0 +1,246 @@
+package dev.chibifs.store;
+
+import dev.chibifs.path.VfsPath;
+import jnr.ffi.LastError;
+import jnr.ffi.LibraryLoader;
+import jnr.ffi.Memory;
+import jnr.ffi.Platform;
+import jnr.ffi.Pointer;
+import jnr.ffi.Runtime;
+import jnr.ffi.annotations.In;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
+
+/**
+ * The few libc calls the store makes itself, relative to directory descriptors: they keep the
+ * full store path out of every call (no PATH_MAX for deep trees) and let each call refuse
+ * symbolic links without a check-then-act race. Names pass as UTF-8 bytes.
+ */
+final class Libc {
+
+    /** The jnr-ffi view of libc; only what {@link Libc} wraps. */
+    public interface C {
+        int openat(int dirfd, @In byte[] path, int flags, int mode);
+
+        long syscall(long number, int dirfd, @In byte[] path, Pointer how, long size);
+
+        int close(int fd);
+
+        int statx(int dirfd, @In byte[] path, int flags, int mask, Pointer buf);
+
+        int unlinkat(int dirfd, @In byte[] path, int flags);
+
+        int utimensat(int dirfd, @In byte[] path, Pointer times, int flags);
+
+        String strerror(int errnum);
+    }
+
+    static final int AT_FDCWD = -100;
+    static final int O_RDONLY = 0;
+    static final int O_CREAT = 0100;
+    static final int O_EXCL = 0200;
+    static final int O_NOCTTY = 0400;
+    static final int O_NONBLOCK = 04000;
+    static final int O_CLOEXEC = 02000000;
+    static final int O_PATH = 010000000;
+    static final int O_DIRECTORY;
+    static final int O_NOFOLLOW;
+
+    static final int S_IFMT = 0170000;
+    static final int S_IFREG = 0100000;
+    static final int S_IFDIR = 0040000;
+    static final int S_IFLNK = 0120000;
+
+    private static final int AT_SYMLINK_NOFOLLOW = 0x100;
+    private static final int AT_REMOVEDIR = 0x200;
+    private static final int AT_EMPTY_PATH = 0x1000;
+    private static final int STATX_BASIC_STATS = 0x7ff;
+    private static final long SYS_OPENAT2 = 437;
+    private static final long RESOLVE_NO_MAGICLINKS = 0x02;
+    private static final long RESOLVE_NO_SYMLINKS = 0x04;
+    private static final long RESOLVE_BENEATH = 0x08;
+    private static final long UTIME_OMIT = (1L << 30) - 2;
+
+    static final int ENOENT = 2;
+    static final int EEXIST = 17;
+    static final int ENOSYS = 38;
+    static final int ELOOP = 40;
+
+    private static final byte[] EMPTY = {0};
+
+    private static final C LIBC = LibraryLoader.create(C.class).load("c");
+    private static final Runtime RUNTIME = Runtime.getRuntime(LIBC);
+    private static final ThreadLocal<Pointer> STATX_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 256));
+    private static final ThreadLocal<Pointer> SMALL_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 32));
+    private static volatile boolean openat2Missing;
+
+    static {
+        // O_DIRECTORY and O_NOFOLLOW are the two open flags whose values differ between x86-64 and arm64
+        boolean arm = Platform.getNativePlatform().getCPU() == Platform.CPU.AARCH64
+                || Platform.getNativePlatform().getCPU() == Platform.CPU.ARM;
+        O_DIRECTORY = arm ? 040000 : 0200000;
+        O_NOFOLLOW = arm ? 0100000 : 0400000;
+    }
+
+    private Libc() {
+    }
+
+    static byte[] bytes(String name) {
+        byte[] b = name.getBytes(StandardCharsets.UTF_8);
+        byte[] z = new byte[b.length + 1];
+        System.arraycopy(b, 0, z, 0, b.length);
+        return z;
+    }
+
+    static int errno() {
+        return LastError.getLastError(RUNTIME);
+    }
+
+    /** open(2) of a path relative to {@code dirfd}; returns the descriptor or throws for {@code path}. */
+    static int openat(int dirfd, String name, int flags, int mode, VfsPath path) throws IOException {
+        int fd = LIBC.openat(dirfd, bytes(name), flags | O_CLOEXEC, mode);
+        if (fd < 0) {
+            throw failure(errno(), path);
+        }
+        return fd;
+    }
+
+    /** Like {@link #openat} but returns {@code -errno} instead of throwing. */
+    static int tryOpenat(int dirfd, String name, int flags, int mode) {
+        int fd = LIBC.openat(dirfd, bytes(name), flags | O_CLOEXEC, mode);
+        return fd < 0 ? -errno() : fd;
+    }
+
+    /**
+     * Opens the directory {@code relative} below {@code rootFd} as an O_PATH descriptor, refusing
+     * every symbolic link on the way and any escape from the root (ELOOP, EXDEV).
+     */
+    static int openDirectoryBeneath(int rootFd, String relative, VfsPath path) throws IOException {
+        int flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+        if (!openat2Missing) {
+            Pointer how = SMALL_BUF.get();
+            how.putLong(0, flags);
+            how.putLong(8, 0);
+            how.putLong(16, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+            long fd = LIBC.syscall(SYS_OPENAT2, rootFd, bytes(relative), how, 24);
+            if (fd >= 0) {
+                return (int) fd;
+            }
+            int err = errno();
+            if (err != ENOSYS) {
+                throw failure(err, path);
+            }
+            // kernels before 5.6: walk one name at a time, each opened without following
+            openat2Missing = true;
+        }
+        return walk(rootFd, relative, path);
+    }
+
+    private static int walk(int rootFd, String relative, VfsPath path) throws IOException {
+        int dir = rootFd;
+        for (String name : relative.split("/")) {
+            int fd = LIBC.openat(dir, bytes(name), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+            int err = fd < 0 ? errno() : 0;
+            if (dir != rootFd) {
+                close(dir);
+            }
+            if (fd < 0) {
+                throw failure(err, path);
+            }
+            int type = type(fd);
+            if (type != S_IFDIR) {
+                close(fd);
+                throw failure(type == S_IFLNK ? ELOOP : 20, path);
+            }
+            dir = fd;
+        }
+        return dir;
+    }
+
+    static void close(int fd) {
+        LIBC.close(fd);
+    }
+
+    /** The file type bits (S_IFMT) of an open descriptor, without following it. */
+    static int type(int fd) throws IOException {
+        Pointer buf = STATX_BUF.get();
+        if (LIBC.statx(fd, EMPTY, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, buf) != 0) {
+            throw failure(errno(), null);
+        }
+        return buf.getShort(28) & S_IFMT;
+    }
+
+    /** Metadata of {@code name} in {@code dirfd} (never followed), or of {@code dirfd} itself when name is null. */
+    static Metadata stat(int dirfd, String name, VfsPath path) throws IOException {
+        Pointer buf = STATX_BUF.get();
+        int flags = AT_SYMLINK_NOFOLLOW | (name == null ? AT_EMPTY_PATH : 0);
+        if (LIBC.statx(dirfd, name == null ? EMPTY : bytes(name), flags, STATX_BASIC_STATS, buf) != 0) {
+            throw failure(errno(), path);
+        }
+        int mode = buf.getShort(28) & 0xffff;
+        EntryKind kind = switch (mode & S_IFMT) {
+            case S_IFREG -> EntryKind.FILE;
+            case S_IFDIR -> EntryKind.DIRECTORY;
+            case S_IFLNK -> EntryKind.SYMLINK;
+            default -> EntryKind.OTHER;
+        };
+        return new Metadata(kind, buf.getLong(40), time(buf, 80), time(buf, 112), time(buf, 64), time(buf, 96),
+                buf.getInt(16) & 0xffffffffL, mode & 07777, buf.getLong(32));
+    }
+
+    private static FileTime time(Pointer buf, int offset) {
+        return FileTime.from(Instant.ofEpochSecond(buf.getLong(offset), buf.getInt(offset + 8) & 0xffffffffL));
+    }
+
+    /** unlink(2) of a file, or rmdir(2) when {@code directory}; the type check and the removal are one call. */
+    static void unlinkat(int dirfd, String name, boolean directory, VfsPath path) throws IOException {
+        if (LIBC.unlinkat(dirfd, bytes(name), directory ? AT_REMOVEDIR : 0) != 0) {
+            int err = errno();
+            throw failure(err == 21 && !directory ? 21 : err, path);
+        }
+    }
+
+    /** Sets access and modification times of {@code name} ("." for the directory itself), never through a link; a null time is left alone (UTIME_OMIT). */
+    static void utimensat(int dirfd, String name, FileTime accessed, FileTime modified, VfsPath path) throws IOException {
+        Pointer times = SMALL_BUF.get();
+        putTime(times, 0, accessed);
+        putTime(times, 16, modified);
+        if (LIBC.utimensat(dirfd, bytes(name), times, AT_SYMLINK_NOFOLLOW) != 0) {
+            throw failure(errno(), path);
+        }
+    }
+
+    private static void putTime(Pointer p, int offset, FileTime t) {
+        if (t == null) {
+            p.putLong(offset, 0);
+            p.putLong(offset + 8, UTIME_OMIT);
+        } else {
+            Instant i = t.toInstant();
+            p.putLong(offset, i.getEpochSecond());
+            p.putLong(offset + 8, i.getNano());
+        }
+    }
+
+    /** The java.nio.file exception for {@code errno}, naming the VFS path (never a host path). */
+    static IOException failure(int errno, VfsPath path) {
+        String p = path == null ? null : path.toString();
+        return switch (errno) {
+            case ENOENT -> new NoSuchFileException(p);
+            case EEXIST -> new FileAlreadyExistsException(p);
+            case 13 -> new AccessDeniedException(p);
+            case 20 -> new NotDirectoryException(p);
+            case 21 -> new IsDirectoryException(p);
+            case 39 -> new DirectoryNotEmptyException(p);
+            default -> new FileSystemException(p, null, LIBC.strerror(errno));
+        };
+    }
+}

@@ -1,0 +1,341 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.testing.MountedFs;
+import dev.chibifs.testing.Sh;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * What programs rely on from a local disk, through a per-context mount: long paths, fresh
+ * attributes, times, open files that outlive their names, races, special files. Each case is a
+ * small python3 program (syscalls, not shell approximations) that prints OK or fails loudly.
+ */
+@Timeout(300)
+class PosixBehaviourTest {
+
+    private static MountedFs fs;
+
+    @BeforeAll
+    static void mount() {
+        fs = MountedFs.start("--context", "planner");
+    }
+
+    @AfterAll
+    static void unmount() {
+        if (fs != null) {
+            fs.close();
+        }
+    }
+
+    /** Runs a python3 program in the mountpoint (its working directory) and expects it to print OK. */
+    static void python(MountedFs fs, String program) {
+        Sh.Result r = fs.sh("python3 - <<'PYEOF'\nimport os, sys, errno, time, stat\n" + program + "\nprint('OK')\nPYEOF");
+        assertEquals("OK\n", r.out(), "exit " + r.exitCode() + ": " + r.err());
+    }
+
+    @Test
+    void pathsUpTo4095BytesOf255ByteNamesWork() throws IOException {
+        // /shared + 15 x (1 + 255) + / + 247 = 4095 bytes below the mount, far past PATH_MAX with the store's root
+        python(fs, """
+                os.chdir('shared')
+                os.mkdir('deep')
+                os.chdir('deep')
+                depth = len('/shared/deep')
+                n = 0
+                while depth + 256 + 1 + 200 <= 4095:
+                    name = chr(ord('a') + n % 26) * 255
+                    os.mkdir(name)
+                    os.chdir(name)
+                    depth += 256
+                    n += 1
+                last = 'f' * (4095 - depth - 1)
+                assert depth + 1 + len(last) == 4095, depth
+                with open(last, 'w') as f:
+                    f.write('deep content')
+                assert open(last).read() == 'deep content'
+                assert os.stat(last).st_size == 12
+                os.rename(last, 'renamed')
+                os.link('renamed', last)
+                assert os.stat(last).st_nlink == 2
+                os.unlink('renamed')
+                os.utime(last, (1000000000, 1000000000))
+                assert os.stat(last).st_mtime == 1000000000
+                assert sorted(os.listdir('.')) == [last]
+                try:
+                    open('x' * 256, 'w')
+                    raise SystemExit('a 256-byte name was accepted')
+                except OSError as e:
+                    assert e.errno == errno.ENAMETOOLONG, e
+                try:
+                    os.mkdir('y' * 256)
+                    raise SystemExit('a 256-byte directory name was accepted')
+                except OSError as e:
+                    assert e.errno == errno.ENAMETOOLONG, e
+                """);
+        // chibi sees the same tree: walk the store relative to directory descriptors too
+        Path store = fs.stored("/shared/deep");
+        assertTrue(Files.isDirectory(store.resolve("a".repeat(255))));
+        assertEquals("OK\n", Sh.run(store, "python3 -c \"import os\nwhile True:\n  e = os.listdir('.')\n"
+                + "  if len(e) != 1: raise SystemExit(e)\n  if os.path.isdir(e[0]): os.chdir(e[0])\n"
+                + "  else: print('OK' if open(e[0]).read() == 'deep content' else 'bad'); break\"").out());
+        fs.sh("rm -rf shared/deep").ok();
+        assertFalse(Files.exists(store));
+    }
+
+    /**
+     * Size and times are fresh at once through every name and handle. A link count is fresh at
+     * once through the name that changed it; libfuse 2's high-level API gives each name of a
+     * hard-linked file a kernel inode of its own, so the file's other names and their handles
+     * catch up when the kernel's attribute cache (attr_timeout) expires: polled here for 5 s.
+     */
+    @Test
+    void attributesAreFreshAfterEveryChangeAlsoThroughASecondHandle() {
+        python(fs, """
+                def soon(check, what):
+                    deadline = time.time() + 5
+                    while not check():
+                        assert time.time() < deadline, what
+                        time.sleep(0.05)
+                os.chdir('shared')
+                a = os.open('fresh', os.O_CREAT | os.O_RDWR, 0o644)
+                b = os.open('fresh', os.O_RDONLY)
+                os.write(a, b'0123456789')
+                assert os.stat('fresh').st_size == 10 and os.fstat(b).st_size == 10
+                m0 = os.stat('fresh').st_mtime_ns
+                time.sleep(0.02)
+                os.write(a, b'abc')
+                assert os.stat('fresh').st_size == 13 and os.fstat(b).st_size == 13
+                assert os.stat('fresh').st_mtime_ns > m0, 'mtime after write'
+                assert os.fstat(b).st_mtime_ns > m0, 'mtime after write, second handle'
+                os.link('fresh', 'fresh2')
+                assert os.stat('fresh2').st_nlink == 2
+                soon(lambda: os.stat('fresh').st_nlink == 2 and os.fstat(b).st_nlink == 2, 'nlink 2 via the old name')
+                os.rename('fresh2', 'fresh3')
+                assert os.stat('fresh3').st_nlink == 2 and os.stat('fresh').st_ino == os.stat('fresh3').st_ino
+                os.unlink('fresh3')
+                soon(lambda: os.stat('fresh').st_nlink == 1 and os.fstat(b).st_nlink == 1, 'nlink 1 after unlink')
+                os.truncate('fresh', 4)
+                assert os.stat('fresh').st_size == 4 and os.fstat(b).st_size == 4 and os.fstat(a).st_size == 4
+                m1 = os.stat('fresh').st_mtime_ns
+                time.sleep(0.02)
+                os.ftruncate(a, 100)
+                assert os.stat('fresh').st_size == 100 and os.fstat(b).st_size == 100
+                assert os.stat('fresh').st_mtime_ns > m1, 'mtime after ftruncate'
+                assert os.pread(b, 4, 0) == b'0123'
+                os.close(a); os.close(b)
+                """);
+    }
+
+    @Test
+    void touchSetsOnlyTheTimeAskedForWithNanoseconds() {
+        fs.sh("cd shared && touch t && touch -d '2020-01-02 03:04:05.123456789' t"
+                + " && [ \"$(stat -c '%x|%y' t)\" = '2020-01-02 03:04:05.123456789 +0000|2020-01-02 03:04:05.123456789 +0000' ]"
+                + " && touch -a -d '2021-06-07 08:09:10.5' t"
+                + " && [ \"$(stat -c '%x|%y' t)\" = '2021-06-07 08:09:10.500000000 +0000|2020-01-02 03:04:05.123456789 +0000' ]"
+                + " && touch -m -d '2019-12-31 23:59:59.000000001' t"
+                + " && [ \"$(stat -c '%x|%y' t)\" = '2021-06-07 08:09:10.500000000 +0000|2019-12-31 23:59:59.000000001 +0000' ]"
+                + " || { stat t >&2; false; }").ok();
+        python(fs, """
+                before = time.time_ns()
+                os.utime('shared/t', ns=(5, 7))
+                s = os.stat('shared/t')
+                assert (s.st_atime_ns, s.st_mtime_ns) == (5, 7), s
+                os.utime('shared/t')
+                s = os.stat('shared/t')
+                assert s.st_atime_ns >= before - 10**9 and s.st_mtime_ns >= before - 10**9, s
+                """);
+    }
+
+    @Test
+    void anOpenFileOutlivesRenameUnlinkAndAReplacementOfItsName() {
+        python(fs, """
+                os.chdir('shared')
+                with open('life', 'w') as f:
+                    f.write('old')
+                fd = os.open('life', os.O_RDWR)
+                ino = os.fstat(fd).st_ino
+                os.rename('life', 'life2')
+                os.pwrite(fd, b'OLD', 0)
+                assert open('life2').read() == 'OLD'
+                assert os.fstat(fd).st_size == 3
+                with open('new', 'w') as f:
+                    f.write('replacement')
+                os.rename('new', 'life2')
+                assert os.pread(fd, 100, 0) == b'OLD', 'the handle keeps the old file'
+                st = os.fstat(fd)
+                assert st.st_size == 3 and st.st_ino == ino, st
+                assert open('life2').read() == 'replacement'
+                os.unlink('life2')
+                os.pwrite(fd, b'+more', 3)
+                assert os.pread(fd, 100, 0) == b'OLD+more'
+                assert os.fstat(fd).st_size == 8 and os.fstat(fd).st_nlink == 0
+                os.close(fd)
+                assert not os.path.exists('life') and not os.path.exists('life2')
+                """);
+    }
+
+    @Test
+    void concurrentAppendersLoseNothing() throws IOException {
+        python(fs, """
+                os.chdir('shared')
+                procs = 8; lines = 200
+                kids = []
+                for p in range(procs):
+                    pid = os.fork()
+                    if pid == 0:
+                        fd = os.open('appended', os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                        for i in range(lines):
+                            os.write(fd, ('%02d %04d ' % (p, i) + 'x' * 90 + '\\n').encode())
+                        os.close(fd)
+                        os._exit(0)
+                    kids.append(pid)
+                for k in kids:
+                    assert os.waitpid(k, 0)[1] == 0
+                data = open('appended').read().splitlines()
+                assert len(data) == procs * lines, len(data)
+                assert all(len(l) == 98 for l in data)
+                for p in range(procs):
+                    mine = [int(l.split()[1]) for l in data if l.startswith('%02d ' % p)]
+                    assert mine == list(range(lines)), p
+                """);
+        assertEquals(8 * 200 * 99, Files.size(fs.stored("/shared/appended")));
+    }
+
+    @Test
+    void exclusiveCreateHasExactlyOneWinner() {
+        python(fs, """
+                os.chdir('shared')
+                os.mkdir('excl')
+                r, w = os.pipe()
+                kids = []
+                for p in range(8):
+                    pid = os.fork()
+                    if pid == 0:
+                        os.close(r)
+                        won = 0
+                        for n in range(30):
+                            try:
+                                os.close(os.open('excl/%d' % n, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                                won += 1
+                                os.write(w, b'%d\\n' % n)
+                            except FileExistsError:
+                                pass
+                        os._exit(0)
+                    kids.append(pid)
+                os.close(w)
+                for k in kids:
+                    assert os.waitpid(k, 0)[1] == 0
+                wins = os.read(r, 100000).decode().split()
+                assert sorted(map(int, wins)) == list(range(30)), wins
+                """);
+    }
+
+    @Test
+    void renameOverAFileBeingReadLeavesTheReaderTheOldContent() {
+        python(fs, """
+                os.chdir('shared')
+                old = bytes(range(256)) * 4096
+                with open('read-me', 'wb') as f:
+                    f.write(old)
+                fd = os.open('read-me', os.O_RDONLY)
+                got = os.read(fd, 65536)
+                pid = os.fork()
+                if pid == 0:
+                    with open('read-me.new', 'wb') as f:
+                        f.write(b'N' * len(old))
+                    os.rename('read-me.new', 'read-me')
+                    os._exit(0)
+                assert os.waitpid(pid, 0)[1] == 0
+                while True:
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        break
+                    got += chunk
+                assert got == old
+                assert open('read-me', 'rb').read(4) == b'NNNN'
+                """);
+    }
+
+    @Test
+    void fallocateAndCopyFileRangeWorkOrSayEopnotsupp() {
+        python(fs, """
+                os.chdir('shared')
+                with open('src', 'wb') as f:
+                    f.write(b'copy me' * 1000)
+                fd = os.open('alloc', os.O_CREAT | os.O_RDWR, 0o644)
+                os.write(fd, b'keep')
+                # posix_fallocate falls back to writing when fallocate(2) says EOPNOTSUPP
+                os.posix_fallocate(fd, 0, 8192)
+                assert os.fstat(fd).st_size == 8192 and os.pread(fd, 4, 0) == b'keep'
+                os.close(fd)
+                s = os.open('src', os.O_RDONLY)
+                d = os.open('dst', os.O_CREAT | os.O_WRONLY, 0o644)
+                try:
+                    n = os.copy_file_range(s, d, 7000)
+                    assert n == 7000, n
+                    assert open('dst', 'rb').read() == b'copy me' * 1000
+                except OSError as e:
+                    assert e.errno in (errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS), e
+                    assert os.fstat(d).st_size == 0
+                """);
+        // fallocate(1) calls fallocate(2) directly: the errno must be the one it reports as unsupported
+        Sh.Result r = fs.sh("cd shared && printf keep > fa && fallocate -l 65536 fa");
+        if (r.exitCode() != 0) {
+            assertTrue(r.err().contains("Operation not supported"), r.err());
+            assertEquals("keep", fs.sh("cat shared/fa").ok().out());
+        } else {
+            assertEquals("65536\n", fs.sh("stat -c %s shared/fa").ok().out());
+        }
+    }
+
+    @Test
+    void specialFilesAndSymlinksAreRefusedWithEperm() {
+        python(fs, """
+                import socket
+                os.chdir('shared')
+                def refused(what, f):
+                    try:
+                        f()
+                    except OSError as e:
+                        assert e.errno == errno.EPERM, (what, e)
+                        assert not os.path.lexists(what), what
+                        return
+                    raise SystemExit(what + ' was created')
+                refused('fifo', lambda: os.mkfifo('fifo'))
+                refused('sym', lambda: os.symlink('target', 'sym'))
+                refused('dev', lambda: os.mknod('dev', 0o600 | stat.S_IFCHR, os.makedev(1, 3)))
+                refused('blk', lambda: os.mknod('blk', 0o600 | stat.S_IFBLK, os.makedev(7, 0)))
+                s = socket.socket(socket.AF_UNIX)
+                refused('sock', lambda: s.bind('sock'))
+                """);
+    }
+
+    @Test
+    void aSymlinkPlantedInTheStoreIsShownAsALinkAndNeverFollowedByTheDaemon() throws IOException {
+        Files.writeString(fs.stored("/shared/real.txt"), "real\n");
+        Files.createSymbolicLink(fs.stored("/shared/planted"), Path.of("real.txt"));
+        python(fs, """
+                os.chdir('shared')
+                assert stat.S_ISLNK(os.lstat('planted').st_mode)
+                assert os.readlink('planted') == 'real.txt'
+                # the kernel follows a relative link inside the mount: the daemon is asked for real.txt
+                assert open('planted').read() == 'real\\n'
+                os.rename('planted', 'planted2')
+                os.utime('planted2', ns=(1, 2), follow_symlinks=False)
+                assert os.lstat('planted2').st_mtime_ns == 2 and os.stat('real.txt').st_mtime_ns != 2
+                os.unlink('planted2')
+                assert open('real.txt').read() == 'real\\n'
+                """);
+        assertFalse(Files.exists(fs.stored("/shared/planted2"), java.nio.file.LinkOption.NOFOLLOW_LINKS));
+    }
+}
