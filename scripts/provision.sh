@@ -36,8 +36,8 @@ fi
 # fuse (fusermount) and libfuse2 for the daemon; the JDK to build and run it; the rest is what the
 # tests and the operator tools call: git, sqlite3, python3, util-linux (findmnt, mountpoint),
 # procps (ps, pgrep), psmisc (fuser), and systemd for systemd-analyze (the package alone does not
-# make systemd the init of a container)
-packages=(fuse libfuse2 openjdk-17-jdk-headless git sqlite3 python3 util-linux procps psmisc systemd ca-certificates)
+# make systemd the init of a container), and stress-ng for the stress test
+packages=(fuse libfuse2 openjdk-17-jdk-headless git sqlite3 python3 util-linux procps psmisc systemd ca-certificates stress-ng)
 missing=()
 for p in "${packages[@]}"; do
     if [[ $(dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null) != ii* ]]; then
