@@ -135,7 +135,8 @@ drop_caches() {
 }
 
 tarball="$base/tree.tar"
-tar cf "$tarball" -C "$(dirname "$tree_src")" "$(basename "$tree_src")" 2>/dev/null
+# -h: chibifs refuses symbolic links (by design), so the tree carries their targets instead
+tar chf "$tarball" -C "$(dirname "$tree_src")" "$(basename "$tree_src")" 2>/dev/null
 tree_files=$(tar tf "$tarball" | grep -vc '/$' || true)
 small_payload=$(head -c 1024 /dev/zero | tr '\0' 'x')
 
