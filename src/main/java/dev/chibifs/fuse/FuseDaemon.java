@@ -29,7 +29,11 @@ public final class FuseDaemon {
             // libfuse2 sends 4 KiB writes without these
             "big_writes", "max_write=131072",
             // unlink really unlinks; without it libfuse2 renames open files to .fuse_hidden* inside the store
-            "hard_remove");
+            "hard_remove",
+            // the kernel keeps a file's pages across opens while its size and mtime are unchanged;
+            // ac_attr_timeout=0 re-reads them at every open, so a file chibi rewrote in the store
+            // is read fresh by the next open (kernel_cache would serve the stale pages)
+            "auto_cache", "ac_attr_timeout=0");
 
     private final Path mountpoint;
     private final ChibiFuse fs;
