@@ -63,6 +63,25 @@ class PerContextMountTest {
         assertEquals("# tasks\n- review\n", fs.sh("cat shared/from-chibi.md").ok().out());
     }
 
+    /** The kernel keeps pages across opens (auto_cache); a rewrite in the store must still reach the next open. */
+    @Test
+    void aFileRewrittenInTheStoreIsReadFreshByTheNextOpen() throws IOException, InterruptedException {
+        Path stored = fs.stored("/shared/cached.txt");
+        Files.writeString(stored, "version 1\n");
+        assertEquals("version 1\n", fs.sh("cat shared/cached.txt >/dev/null && cat shared/cached.txt").ok().out());
+        // same size, rewritten in place: only the mtime tells
+        Files.writeString(stored, "version 2\n");
+        assertEquals("version 2\n", fs.sh("cat shared/cached.txt").ok().out());
+        // replaced by rename, as chibi's atomic writes do, with another size; the kernel trusts a
+        // size it was told for attr_timeout (1 s, libfuse's default), so wait that out first
+        Thread.sleep(1100);
+        Path tmp = stored.resolveSibling("cached.txt.new");
+        Files.writeString(tmp, "version three\n");
+        Files.move(tmp, stored, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        assertEquals("version three\n", fs.sh("cat shared/cached.txt").ok().out());
+        assertEquals("14\n", fs.sh("stat -c %s shared/cached.txt").ok().out());
+    }
+
     /** One denied write: the command, and what must not exist afterwards. */
     record Denied(String name, String command) {
         @Override

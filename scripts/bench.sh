@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# chibifs benchmark: the same workloads, on the same disk, against three targets:
+#   native  - the store directory itself
+#   bindfs  - a C FUSE passthrough of it: bindfs --multithreaded -o big_writes,max_write=131072
+#   chibifs - a per-context chibifs mount of the same store, working in /shared
+# Every workload runs --runs times per target, the targets in alternation; the table shows
+# medians, the ratios of chibifs to the other two, and PASS/FAIL against issue 5's targets.
+#
+# Usage: scripts/bench.sh [--quick] [--runs N] [--dir DIR] [--chibifs-o OPTS]
+#   --quick        small sizes (finishes in about two minutes)
+#   --runs N       runs per workload and target (default 3, at least 3 for a fair median)
+#   --dir DIR      where the store and the mountpoints go (default /var/tmp); one disk for all
+#   --chibifs-o    extra FUSE options for the chibifs mount (e.g. attr_timeout=2)
+# Environment: CHIBIFS_JAVA_OPTS reaches the daemon's JVM through scripts/chibifs.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+quick=0
+runs=3
+base_parent=/var/tmp
+chibifs_o=""
+
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) quick=1 ;;
+        --runs) runs=${2:?--runs needs a number}; shift ;;
+        --dir) base_parent=${2:?--dir needs a directory}; shift ;;
+        --chibifs-o) chibifs_o=${2:?--chibifs-o needs options}; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+case "$runs" in
+    ''|*[!0-9]*) echo "bench.sh: --runs '$runs' is not a number" >&2; exit 2 ;;
+esac
+if [ "$runs" -lt 3 ]; then
+    echo "bench.sh: --runs $runs: at least 3 runs are needed for a median worth reading" >&2
+    exit 2
+fi
+
+# ---- prerequisites ----
+missing=()
+for tool in fio bindfs fusermount git tar grep awk java pgrep; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "bench.sh: missing: ${missing[*]}" >&2
+    echo "  install with: apt-get install fio bindfs fuse libfuse2 git tar grep gawk procps openjdk-17-jre-headless" >&2
+    exit 1
+fi
+if [ ! -e /dev/fuse ]; then
+    echo "bench.sh: /dev/fuse is missing: load the fuse module (modprobe fuse) or run where FUSE works" >&2
+    exit 1
+fi
+
+if [ "$quick" = 1 ]; then
+    seq_mib=128; rand_mib=32; rand_secs=2; small_n=1000; tree_src=/usr/include/linux
+else
+    seq_mib=1024; rand_mib=256; rand_secs=10; small_n=5000; tree_src=/usr/include
+fi
+if [ ! -d "$tree_src" ]; then
+    echo "bench.sh: $tree_src is missing: the tar/grep/git workloads need a source tree (apt-get install libc6-dev linux-libc-dev)" >&2
+    exit 1
+fi
+
+jar="$here/target/chibifs.jar"
+if [ ! -f "$jar" ]; then
+    echo "bench.sh: building $jar ..." >&2
+    (cd "$here" && ./mvnw -q -B -DskipTests package) >&2
+fi
+
+# ---- the three targets, on one disk ----
+base=$(mktemp -d "$base_parent/chibifs-bench.XXXXXX")
+home="$base/home"
+store="$home/vfs"
+mnt_chibi="$base/mnt-chibifs"
+mnt_bind="$base/mnt-bindfs"
+mkdir -p "$mnt_chibi" "$mnt_bind"
+daemon_pid=""
+
+cleanup() {
+    set +e
+    cd /
+    for m in "$mnt_chibi" "$mnt_bind"; do
+        if grep -q " $m " /proc/mounts; then
+            fusermount -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+        fi
+    done
+    if [ -n "$daemon_pid" ]; then
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            kill -0 "$daemon_pid" 2>/dev/null || break
+            sleep 0.2
+        done
+        kill "$daemon_pid" 2>/dev/null
+    fi
+    rm -rf "$base"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mount_out=$("$here/scripts/chibifs" mount --context bench --home "$home" \
+    ${chibifs_o:+-o "$chibifs_o"} "$mnt_chibi")
+daemon_pid=$(printf '%s\n' "$mount_out" | sed -n 's/.*daemon pid \([0-9][0-9]*\).*/\1/p')
+if [ -z "$daemon_pid" ]; then
+    daemon_pid=$(pgrep -f -- "mount --foreground .* $mnt_chibi\$" | head -1 || true)
+fi
+if [ -z "$daemon_pid" ] || [ ! -r "/proc/$daemon_pid/status" ]; then
+    echo "bench.sh: cannot find the chibifs daemon's pid (mount said: $mount_out)" >&2
+    exit 1
+fi
+bindfs --multithreaded -o big_writes,max_write=131072 "$store" "$mnt_bind"
+
+targets=(native bindfs chibifs)
+declare -A dir=(
+    [native]="$store/shared/native"
+    [bindfs]="$mnt_bind/shared/bindfs"
+    [chibifs]="$mnt_chibi/shared/chibifs"
+)
+for t in "${targets[@]}"; do
+    mkdir "${dir[$t]}"
+done
+
+can_drop=0
+if [ -w /proc/sys/vm/drop_caches ] && (sync && echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null; then
+    can_drop=1
+fi
+drop_caches() {
+    if [ "$can_drop" = 1 ]; then
+        sync
+        echo 3 > /proc/sys/vm/drop_caches
+    fi
+}
+
+tarball="$base/tree.tar"
+# -h: chibifs refuses symbolic links (by design), so the tree carries their targets instead
+tar chf "$tarball" -C "$(dirname "$tree_src")" "$(basename "$tree_src")" 2>/dev/null
+tree_files=$(tar tf "$tarball" | grep -vc '/$' || true)
+small_payload=$(head -c 1024 /dev/zero | tr '\0' 'x')
+
+echo "chibifs benchmark ($([ "$quick" = 1 ] && echo quick || echo full), $runs runs per target, in alternation)"
+echo "  work dir $base on $(df --output=source "$base" | tail -1)"
+daemon_log=$(printf '%s\n' "$mount_out" | sed -n 's/.*, log \(.*\)$/\1/p')
+echo "  chibifs daemon pid $daemon_pid; JVM: ${CHIBIFS_JAVA_OPTS:-launcher defaults}"
+echo "  chibifs options: $(sed -n 's/.*; options \([^;]*\);.*/\1/p' "$daemon_log" 2>/dev/null | tail -1)"
+echo "  cold reads: $([ "$can_drop" = 1 ] && echo 'page cache dropped before each' \
+    || echo 'NOT cold: dropping caches is not permitted here (needs root and a writable /proc/sys/vm/drop_caches)')"
+echo
+
+# ---- measurement ----
+declare -A results   # "workload|target" -> space-separated values
+record() { results["$1|$2"]="${results["$1|$2"]:-} $3"; }
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
+
+# times "$@" in seconds, records it under workload $1 for target $2
+timed() {
+    local w=$1 t=$2; shift 2
+    local t0 t1
+    t0=$(now)
+    "$@"
+    t1=$(now)
+    record "$w" "$t" "$(elapsed "$t0" "$t1")"
+}
+
+fio_run() {
+    fio --name=bench --ioengine=psync --invalidate=0 --output-format=terse --terse-version=3 "$@"
+}
+
+# fio reports bandwidth in KiB/s (field 7 read, 48 write) and IOPS (8 read); startup is not counted
+seq_round() {
+    local t=$1 f="${dir[$1]}/seq.bin" line
+    line=$(fio_run --filename="$f" --rw=write --bs=1M --size="${seq_mib}M" --end_fsync=1)
+    record seq-write "$t" "$(printf '%s' "$line" | awk -F';' '{printf "%.1f", $48 / 1024}')"
+    drop_caches
+    line=$(fio_run --filename="$f" --rw=read --bs=1M --size="${seq_mib}M")
+    record seq-read-cold "$t" "$(printf '%s' "$line" | awk -F';' '{printf "%.1f", $7 / 1024}')"
+    line=$(fio_run --filename="$f" --rw=read --bs=1M --size="${seq_mib}M")
+    record seq-read-warm "$t" "$(printf '%s' "$line" | awk -F';' '{printf "%.1f", $7 / 1024}')"
+    rm -f "$f"
+}
+
+rand_setup() {
+    fio_run --filename="${dir[$1]}/rand.bin" --rw=write --bs=1M --size="${rand_mib}M" >/dev/null
+}
+
+rand_round() {
+    local t=$1 line
+    line=$(fio_run --filename="${dir[$t]}/rand.bin" --rw=randread --bs=4k --size="${rand_mib}M" \
+        --time_based --runtime="$rand_secs")
+    record rand-read-4k "$t" "$(printf '%s' "$line" | awk -F';' '{printf "%.0f", $8}')"
+}
+
+small_create() {
+    local d=$1 i
+    for ((i = 0; i < small_n; i++)); do
+        printf '%s\n' "$small_payload" > "$d/f$i"
+    done
+}
+small_stat() { find "$1" -type f -printf '%s %T@\n' > /dev/null; }
+small_read() { find "$1" -type f -exec cat {} + > /dev/null; }
+small_delete() { find "$1" -type f -delete; }
+
+small_round() {
+    local t=$1 d="${dir[$1]}/small"
+    mkdir "$d"
+    timed small-create "$t" small_create "$d"
+    timed small-stat "$t" small_stat "$d"
+    timed small-read "$t" small_read "$d"
+    timed small-delete "$t" small_delete "$d"
+    rmdir "$d"
+}
+
+git_q() {
+    git -c safe.directory='*' -c gc.auto=0 -c user.name=bench -c user.email=bench@localhost \
+        -c init.defaultBranch=main -C "$1" "${@:2}"
+}
+tree_untar() { tar xf "$tarball" -C "$1"; }
+tree_grep() { grep -r -c 'define' "$1" > /dev/null || true; }
+tree_commit() { git_q "$1" add -A && git_q "$1" commit -q -m bench; }
+tree_status() { git_q "$1" status --porcelain > /dev/null; }
+tree_remove() { rm -rf "$1"; }
+
+tree_round() {
+    local t=$1 d="${dir[$1]}/tree"
+    mkdir "$d"
+    timed tar-xf "$t" tree_untar "$d"
+    timed grep-r "$t" tree_grep "$d"
+    git_q "$d" init -q
+    timed git-add-commit "$t" tree_commit "$d"
+    timed git-status "$t" tree_status "$d"
+    timed rm-r "$t" tree_remove "$d"
+}
+
+# one round visits the targets in a rotated order, so no target always goes first
+alternate() {
+    local fn=$1 r i
+    for ((r = 0; r < runs; r++)); do
+        for ((i = 0; i < 3; i++)); do
+            "$fn" "${targets[$(((r + i) % 3))]}"
+        done
+    done
+}
+
+progress() { echo "  ... $*" >&2; }
+
+progress "sequential write/read (${seq_mib} MiB)"
+alternate seq_round
+progress "random 4 KiB reads (${rand_mib} MiB file, ${rand_secs} s each)"
+for t in "${targets[@]}"; do rand_setup "$t"; done
+alternate rand_round
+for t in "${targets[@]}"; do rm -f "${dir[$t]}/rand.bin"; done
+progress "small files ($small_n)"
+alternate small_round
+progress "source tree ($tree_src, $tree_files files): tar xf, grep -r, git"
+alternate tree_round
+
+rss_kib=$(awk '/^VmHWM:/ {print $2}' "/proc/$daemon_pid/status")
+
+# ---- report ----
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {
+    if (NR % 2) printf "%s", v[(NR + 1) / 2]; else printf "%.4f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# workload | unit | kind (thr: higher is better, time: lower is better) | target on chibifs/bindfs
+rows=(
+    "seq-write|MiB/s|thr|>=0.9"
+    "seq-read-cold|MiB/s|thr|>=0.9"
+    "seq-read-warm|MiB/s|thr|>=2.0"
+    "rand-read-4k|IOPS|thr|-"
+    "small-create|s|time|<=1.0"
+    "small-stat|s|time|<=1.0"
+    "small-read|s|time|<=1.0"
+    "small-delete|s|time|<=1.0"
+    "tar-xf|s|time|<=1.0"
+    "grep-r|s|time|<=1.0"
+    "git-add-commit|s|time|-"
+    "git-status|s|time|<=1.0"
+    "rm-r|s|time|-"
+)
+fails=0
+printf '%-15s %-6s %10s %10s %10s  %-22s %-22s %-7s %s\n' workload unit native bindfs chibifs \
+    "chibifs/native" "chibifs/bindfs" target verdict
+for row in "${rows[@]}"; do
+    IFS='|' read -r w unit kind goal <<< "$row"
+    n=$(median <<< "${results["$w|native"]}")
+    b=$(median <<< "${results["$w|bindfs"]}")
+    c=$(median <<< "${results["$w|chibifs"]}")
+    rn=$(awk -v c="$c" -v o="$n" 'BEGIN { printf "%.2f", (o > 0 ? c / o : 0) }')
+    rb=$(awk -v c="$c" -v o="$b" 'BEGIN { printf "%.2f", (o > 0 ? c / o : 0) }')
+    verdict=info
+    if [ "$goal" != "-" ]; then
+        verdict=$(awk -v r="$rb" -v g="$goal" 'BEGIN {
+            op = substr(g, 1, 2); v = substr(g, 3) + 0
+            print ((op == ">=" && r >= v) || (op == "<=" && r <= v)) ? "PASS" : "FAIL" }')
+        [ "$verdict" = FAIL ] && fails=$((fails + 1))
+    fi
+    printf '%-15s %-6s %10s %10s %10s  %-22s %-22s %-7s %s\n' "$w" "$unit" "$n" "$b" "$c" \
+        "${rn}x $kind" "${rb}x $kind" "$goal" "$verdict"
+done
+rss_mib=$(awk -v k="$rss_kib" 'BEGIN { printf "%.0f", k / 1024 }')
+rss_verdict=$([ "$rss_mib" -lt 300 ] && echo PASS || echo FAIL)
+[ "$rss_verdict" = FAIL ] && fails=$((fails + 1))
+printf '%-15s %-6s %10s %10s %10s  %-22s %-22s %-7s %s\n' daemon-peak-rss MiB - - "$rss_mib" - - "<300" "$rss_verdict"
+echo
+echo "thr = throughput ratio (higher is better); time = time ratio (lower is better); targets apply to chibifs/bindfs."
+echo "$fails target(s) missed."
