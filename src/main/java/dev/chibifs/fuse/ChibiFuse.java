@@ -78,7 +78,7 @@ final class ChibiFuse extends FuseStubFS {
     private void enableLibfuseFlags() {
         Pointer ops = jnr.ffi.Struct.getMemory(fuseOperations);
         // the word after the 38 function pointers getattr .. bmap in libfuse 2.9's struct fuse_operations
-        long offset = 38L * runtime.addressSize();
+        long offset = 38L * jnr.ffi.Runtime.getSystemRuntime().addressSize();
         ops.putInt(offset, ops.getInt(offset) | FLAG_NULLPATH_OK | FLAG_UTIME_OMIT_OK);
     }
 
