@@ -19,9 +19,10 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * libfuse 2.9's request loop, run on Java threads instead of libfuse's own pthreads. jffi 1.3.13
- * attaches a native thread to the JVM before every callback and detaches it afterwards, which made
- * every FUSE request start and end a java.lang.Thread; callbacks on threads the JVM already knows
- * skip that entirely. This is {@code fuse_main_real}'s setup, loop and teardown, with our threads.
+ * attaches a native thread to the JVM around each callback and detaches it afterwards (until the
+ * thread has made many calls), and libfuse's pool starts new pthreads whenever requests arrive
+ * together: each of those requests started and ended a java.lang.Thread. Callbacks on threads the
+ * JVM already knows skip that. This is {@code fuse_main_real}'s setup, loop and teardown, with our threads.
  */
 final class FuseLoop {
 
