@@ -88,11 +88,9 @@ final class FuseLoop {
         if (fuse == null) {
             return 1;
         }
-        try {
-            serve(fuse);
-        } finally {
-            lib.fuse_teardown(fuse, mountpointString.getValue());
-        }
+        // not in a finally: teardown frees what workers still running would use
+        serve(fuse);
+        lib.fuse_teardown(fuse, mountpointString.getValue());
         return 0;
     }
 
