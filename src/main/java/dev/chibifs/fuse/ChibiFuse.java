@@ -21,6 +21,7 @@ import ru.serce.jnrfuse.FuseFillDir;
 import ru.serce.jnrfuse.FuseStubFS;
 import ru.serce.jnrfuse.struct.FileStat;
 import ru.serce.jnrfuse.struct.FuseFileInfo;
+import ru.serce.jnrfuse.struct.FuseOperations;
 import ru.serce.jnrfuse.struct.Statvfs;
 import ru.serce.jnrfuse.struct.Timespec;
 
@@ -91,9 +92,9 @@ final class ChibiFuse extends FuseStubFS {
         return openFiles;
     }
 
-    /** Records that the loop has ended, so jnr-fuse's own exit hook does not run fusermount on nothing. */
-    void markUnmounted() {
-        mounted.set(false);
+    /** The callbacks as libfuse's struct fuse_operations, for {@link FuseLoop}. */
+    FuseOperations operations() {
+        return fuseOperations;
     }
 
     private Caller caller() {

@@ -16,8 +16,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One mounted filesystem: starts libfuse's loop on a thread of its own, returns once the kernel
- * answers a request on the mountpoint (not after a sleep), and unmounts on request.
+ * One mounted filesystem: starts libfuse's loop on threads of its own ({@link FuseLoop}), returns
+ * once the kernel answers a request on the mountpoint (not after a sleep), and unmounts on request.
  */
 public final class FuseDaemon {
 
@@ -66,11 +66,10 @@ public final class FuseDaemon {
      */
     public void start(Duration timeout) throws MountException {
         String[] args = {"-o", String.join(",", options)};
+        // no jnr-fuse mount(): it runs libfuse's own loop, and registers an exit hook we do not want
         Thread t = new Thread(() -> {
             try {
-                fs.mount(mountpoint, true, false, args);
-                fs.markUnmounted();
-                loop.complete(0);
+                loop.complete(new FuseLoop(mountpoint, fs.operations()).run(fs.getFSName(), args));
             } catch (Throwable e) {
                 loop.complete(1);
                 LOG.error("FUSE loop ended with an error", e);

@@ -113,6 +113,7 @@ class FaultsTest {
             fs.sh("echo data > shared/f && cat shared/f shared/f >/dev/null").ok();
             python(fs, "for i in range(1000):\n    os.close(os.open('shared/f', os.O_RDWR))");
             long[] before = usage(pid);
+            long startedBefore = threadsStarted(pid);
             python(fs, """
                     for i in range(10000):
                         fd = os.open('shared/f', os.O_RDWR | os.O_APPEND if i % 2 else os.O_RDONLY)
@@ -139,10 +140,13 @@ class FaultsTest {
                     + ", rss KiB " + before[2] + " -> " + after[2];
             System.out.println("daemon usage across 10,000 open/close cycles: " + report);
             assertTrue(after[0] <= before[0] + 2, report);
-            // libfuse 2 grows its worker pool (it keeps up to 10 idle threads) when 20 callers arrive at once;
+            // the FUSE workers are a fixed pool (FuseLoop.WORKERS) and the JVM may add a compiler thread or two;
             // a leak would grow with the 10,000 cycles instead
             assertTrue(after[1] <= before[1] + 10, report);
             assertTrue(after[2] - before[2] < 64 * 1024, report);
+            // requests run on the daemon's own threads: none is started (and attached to the JVM) per request
+            long started = threadsStarted(pid) - startedBefore;
+            assertTrue(started < 20, started + " Java threads started during 10,000 open/close cycles");
 
             // umount while a file is open: the holder keeps working, then the daemon exits cleanly
             Process holder = new ProcessBuilder("python3", "-c", "import os, time\nfd = os.open('"
@@ -156,6 +160,15 @@ class FaultsTest {
         } finally {
             fs.close();
         }
+    }
+
+    /** The JVM's count of threads ever started, as jcmd reads it from the daemon's perf data. */
+    private static long threadsStarted(long pid) throws IOException {
+        Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+        Sh.Result r = Sh.run("'" + jcmd + "' " + pid + " PerfCounter.print");
+        return r.out().lines().filter(l -> l.startsWith("java.threads.started="))
+                .mapToLong(l -> Long.parseLong(l.substring(l.indexOf('=') + 1).trim()))
+                .findFirst().orElseThrow(() -> new IOException("no java.threads.started from jcmd: " + r.err()));
     }
 
     private static long[] usage(long pid) throws IOException {

@@ -114,8 +114,9 @@ class StressTest {
                         listed = set(os.path.join(d, n) for n in os.listdir(os.path.join(store, d)))
                         if listed != set(model) | dirs:
                             bad.append('%s lists %s, expected %s' % (d, sorted(listed), sorted(set(model) | dirs)))
-                        print(json.dumps({'worker': w, 'ops': ops, 'appended': appended, 'bad': bad}))
-                        sys.stdout.flush()
+                        # one write(2) per line: with PYTHONUNBUFFERED print() writes the newline apart,
+                        # and workers ending together interleaved their lines
+                        os.write(1, (json.dumps({'worker': w, 'ops': ops, 'appended': appended, 'bad': bad}) + '\\n').encode())
                         os._exit(0)
                     kids.append(pid)
                 status = [os.waitpid(k, 0)[1] for k in kids]

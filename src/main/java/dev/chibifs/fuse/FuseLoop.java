@@ -1,0 +1,161 @@
+package dev.chibifs.fuse;
+
+import jnr.ffi.LibraryLoader;
+import jnr.ffi.Pointer;
+import jnr.ffi.Struct;
+import jnr.ffi.annotations.IgnoreError;
+import jnr.ffi.byref.IntByReference;
+import jnr.ffi.byref.PointerByReference;
+import jnr.ffi.types.size_t;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import ru.serce.jnrfuse.struct.FuseOperations;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * libfuse 2.9's request loop, run on Java threads instead of libfuse's own pthreads. jffi 1.3.13
+ * attaches a native thread to the JVM around each callback and detaches it afterwards (until the
+ * thread has made many calls), and libfuse's pool starts new pthreads whenever requests arrive
+ * together: each of those requests started and ended a java.lang.Thread. Callbacks on threads the
+ * JVM already knows skip that. This is {@code fuse_main_real}'s setup, loop and teardown, with our threads.
+ */
+final class FuseLoop {
+
+    private static final Logger LOG = LoggerFactory.getLogger(FuseLoop.class);
+
+    /** Workers reading /dev/fuse; libfuse's own loop keeps up to 10 idle ones. */
+    static final int WORKERS = 8;
+
+    /** The parts of libfuse 2.9's high-level API that fuse_main_real is built from. */
+    public interface LibFuseLoop {
+        Pointer fuse_setup(int argc, String[] argv, FuseOperations op, @size_t long opSize,
+                           PointerByReference mountpoint, IntByReference multithreaded, Pointer userData);
+
+        /** Blocks on /dev/fuse; null on EINTR, on error and once the session has exited. */
+        @IgnoreError
+        Pointer fuse_read_cmd(Pointer fuse);
+
+        /** Processes the request (our callbacks run here) and frees it. */
+        @IgnoreError
+        void fuse_process_cmd(Pointer fuse, Pointer cmd);
+
+        @IgnoreError
+        int fuse_exited(Pointer fuse);
+
+        void fuse_exit(Pointer fuse);
+
+        /** Unmounts (if still mounted), calls destroy, frees everything, including the mountpoint string. */
+        void fuse_teardown(Pointer fuse, Pointer mountpoint);
+    }
+
+    private static LibFuseLoop load() {
+        try {
+            return LibraryLoader.create(LibFuseLoop.class).failImmediately().load("fuse");
+        } catch (LinkageError | RuntimeException e) {
+            return LibraryLoader.create(LibFuseLoop.class).failImmediately().load("libfuse.so.2");
+        }
+    }
+
+    private final LibFuseLoop lib = load();
+    private final Path mountpoint;
+    private final FuseOperations operations;
+
+    FuseLoop(Path mountpoint, FuseOperations operations) {
+        this.mountpoint = mountpoint;
+        this.operations = operations;
+    }
+
+    /**
+     * Mounts with {@code args} (libfuse's command line after the mountpoint), serves requests until
+     * the mount goes away, then tears down. Returns 0 after a clean run, 1 when libfuse could not
+     * mount (it has printed why).
+     */
+    int run(String fsName, String... args) {
+        String[] argv = new String[args.length + 3];
+        argv[0] = fsName;
+        argv[1] = "-f";
+        argv[2] = mountpoint.toAbsolutePath().toString();
+        System.arraycopy(args, 0, argv, 3, args.length);
+        PointerByReference mountpointString = new PointerByReference();
+        // fuse_setup installs libfuse's signal handlers only where none is set: the JVM keeps its own
+        Pointer fuse = lib.fuse_setup(argv.length, argv, operations, Struct.size(operations),
+                mountpointString, new IntByReference(), null);
+        if (fuse == null) {
+            return 1;
+        }
+        // not in a finally: teardown frees what workers still running would use
+        serve(fuse);
+        lib.fuse_teardown(fuse, mountpointString.getValue());
+        return 0;
+    }
+
+    private void serve(Pointer fuse) {
+        CountDownLatch firstEnded = new CountDownLatch(1);
+        List<Thread> workers = new ArrayList<>();
+        for (int i = 0; i < WORKERS; i++) {
+            Thread w = new Thread(() -> {
+                try {
+                    work(fuse);
+                } finally {
+                    firstEnded.countDown();
+                }
+            }, "chibifs-fuse-" + i);
+            w.setDaemon(true);
+            workers.add(w);
+            w.start();
+        }
+        awaitUninterruptibly(firstEnded::await);
+        // An unmount wakes every reader with ENODEV. Only an exit for another reason (a read error)
+        // leaves the others blocked in read(2): a lazy unmount then ends the connection for them.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        for (Thread w : workers) {
+            awaitUninterruptibly(() -> w.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()))));
+        }
+        if (workers.stream().anyMatch(Thread::isAlive)) {
+            lib.fuse_exit(fuse);
+            Fusermount.unmount(mountpoint, true);
+        }
+        // teardown frees what the workers use: not before every one of them has left
+        for (Thread w : workers) {
+            awaitUninterruptibly(w::join);
+        }
+    }
+
+    private void work(Pointer fuse) {
+        while (lib.fuse_exited(fuse) == 0) {
+            Pointer cmd = lib.fuse_read_cmd(fuse);
+            if (cmd != null) {
+                try {
+                    lib.fuse_process_cmd(fuse, cmd);
+                } catch (RuntimeException | Error e) {
+                    // the callbacks catch everything themselves; this is a bug, not a request to stop serving
+                    LOG.error("a FUSE request failed unexpectedly", e);
+                }
+            }
+        }
+    }
+
+    private interface Wait {
+        void run() throws InterruptedException;
+    }
+
+    private static void awaitUninterruptibly(Wait wait) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                wait.run();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
