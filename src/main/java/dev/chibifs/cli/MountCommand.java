@@ -218,6 +218,8 @@ public final class MountCommand implements Callable<Integer> {
         try {
             daemon.start(MOUNT_TIMEOUT);
         } catch (MountException e) {
+            // nothing is mounted: the exit hook must not unmount, nor turn this failure into a clean exit 0
+            stopping.set(true);
             throw new MountFailure(e.getMessage());
         }
         log.info("mounted {} ({}; store {}; options {}; pid {})", mp, plan.describe(), storage.root(),
@@ -337,16 +339,18 @@ public final class MountCommand implements Callable<Integer> {
             byte[] all = Files.readAllBytes(logFile);
             String text = new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from),
                     java.nio.charset.StandardCharsets.UTF_8);
-            String best = "the daemon exited before the mount answered";
+            // libfuse's own first complaint says why best; our summary line only says that it failed
+            String ours = null;
             for (String line : text.split("\n")) {
                 String l = line.trim();
+                if (l.startsWith("fuse:") || l.startsWith("fusermount:")) {
+                    return l;
+                }
                 if (l.startsWith("chibifs: ")) {
-                    best = l.substring("chibifs: ".length());
-                } else if (l.startsWith("fuse:") || l.startsWith("fusermount:")) {
-                    best = l;
+                    ours = l.substring("chibifs: ".length());
                 }
             }
-            return best;
+            return ours != null ? ours : "the daemon exited before the mount answered";
         } catch (IOException e) {
             return "the daemon exited before the mount answered";
         }

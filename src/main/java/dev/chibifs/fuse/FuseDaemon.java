@@ -80,7 +80,7 @@ public final class FuseDaemon {
         Instant deadline = Instant.now().plus(timeout);
         while (Instant.now().isBefore(deadline)) {
             if (loop.isDone()) {
-                throw new MountException("libfuse could not mount " + mountpoint + " (see the messages above)");
+                throw new MountException("libfuse could not mount " + mountpoint + " (its reason is on the line above)");
             }
             if (answers(mountpoint)) {
                 return;

@@ -95,6 +95,23 @@ class LifecycleTest {
     }
 
     @Test
+    void aMountLibfuseRefusesExitsOneWithLibfusesReasonInBothModes() throws IOException {
+        Path root = MountedFs.tempRoot();
+        Path mnt = Files.createDirectories(root.resolve("mnt"));
+        Files.writeString(mnt.resolve("occupied"), "not empty");
+        String home = root.resolve("home").toString();
+        Sh.Result bg = MountedFs.cli("mount", "--context", "planner", "--home", home, mnt.toString());
+        assertEquals(1, bg.exitCode(), bg.err());
+        assertTrue(bg.err().startsWith("chibifs: fuse: mountpoint is not empty"), bg.err());
+        assertEquals(1, bg.err().strip().lines().count(), bg.err());
+        Sh.Result fg = MountedFs.cli("mount", "--foreground", "--context", "planner", "--home", home, mnt.toString());
+        assertEquals(1, fg.exitCode(), fg.err());
+        assertTrue(fg.err().contains("mountpoint is not empty"), fg.err());
+        assertFalse(fg.err().contains("signal received"), fg.err());
+        assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0);
+    }
+
+    @Test
     void badArgumentsExitTwoNamingTheValueAndTheRule() {
         Sh.Result r = MountedFs.cli("mount", "--context", "SyStEm", "/tmp");
         assertEquals(2, r.exitCode());
