@@ -27,7 +27,8 @@ public final class Fusermount {
 
     /** {@code fusermount -u [-z] mountpoint}; lazy detaches at once and lets open files finish. */
     public static Result unmount(Path mountpoint, boolean lazy) {
-        List<String> cmd = new ArrayList<>(List.of("fusermount", "-u", "-q"));
+        // no -q: it would silence "Device or resource busy", the one answer callers must tell apart
+        List<String> cmd = new ArrayList<>(List.of("fusermount", "-u"));
         if (lazy) {
             cmd.add("-z");
         }

@@ -34,6 +34,23 @@ class LifecycleTest {
     }
 
     @Test
+    void umountOfABusyMountFailsClearlyAndLazyDetachesIt() throws Exception {
+        MountedFs fs = MountedFs.start("--context", "planner");
+        Process holder = new ProcessBuilder("sleep", "30").directory(fs.at("/shared").toFile()).start();
+        try {
+            Sh.Result r = MountedFs.cli("umount", fs.mountpoint().toString());
+            assertEquals(1, r.exitCode(), r.err());
+            assertTrue(r.err().contains("busy") && r.err().contains("--lazy"), r.err());
+            assertTrue(fs.isMounted(), "a failed umount must leave the mount in place");
+            MountedFs.cli("umount", "--lazy", fs.mountpoint().toString()).ok();
+            assertFalse(fs.isMounted());
+        } finally {
+            holder.destroyForcibly();
+            fs.close();
+        }
+    }
+
+    @Test
     void sigtermUnmountsAndExitsZero() throws Exception {
         MountedFs fs = MountedFs.start("--context", "planner");
         try {
