@@ -137,7 +137,7 @@ final class DoctorCommand implements Callable<Integer> {
         ChibiHome chibiHome = ChibiHome.resolve(home, h.env());
         Check storeExists = storeExists(chibiHome.store());
         checks.add(storeExists);
-        if (storeExists.ok()) {
+        if (storeExists.ok() && Files.isDirectory(chibiHome.store())) {
             checks.add(storeWritable(chibiHome.store()));
             checks.add(storeFilesystem(chibiHome.store()));
         }
@@ -221,7 +221,18 @@ final class DoctorCommand implements Callable<Integer> {
     private static Check storeExists(Path store) {
         String name = "store " + store;
         if (!Files.exists(store)) {
-            return Check.fail(name, "missing", "mkdir -p " + store + " (or pass --home DIR, set CHIBI_HOME)");
+            // chibifs mount creates the store: fine, as long as the nearest existing parent can really take it
+            Path parent = store.toAbsolutePath().getParent();
+            while (parent != null && !Files.exists(parent)) {
+                parent = parent.getParent();
+            }
+            try {
+                Files.delete(Files.createTempDirectory(parent, LocalStorage.TEMP_PREFIX + "doctor-"));
+                return Check.ok(name, "absent; chibifs mount creates it (" + parent + " is writable)");
+            } catch (IOException | RuntimeException e) {
+                return Check.fail(name, "absent, and cannot be created in " + parent + ": " + e.getMessage(),
+                        "mkdir -p " + store + " as a user who may, or pass --home DIR / set CHIBI_HOME");
+            }
         }
         if (!Files.isDirectory(store)) {
             return Check.fail(name, "not a directory", "move it aside and mkdir -p " + store);

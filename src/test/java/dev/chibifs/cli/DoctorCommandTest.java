@@ -132,11 +132,22 @@ class DoctorCommandTest {
     }
 
     @Test
-    void missingStoreFails() throws Exception {
+    void aMissingStoreThatMountCanCreatePasses() throws Exception {
         DoctorCommand.Host host = healthyHost(0);
         Files.delete(home.resolve("vfs"));
+        assertEquals(0, doctor(host), out.toString());
+        assertTrue(out.toString().contains("OK   store " + home.resolve("vfs") + ": absent; chibifs mount creates it"),
+                out.toString());
+        assertFalse(Files.exists(home.resolve("vfs")), "doctor must not create the store itself");
+    }
+
+    @Test
+    void aMissingStoreThatCannotBeCreatedFails() throws Exception {
+        DoctorCommand.Host host = healthyHost(0);
+        Path store = Path.of("/proc/chibifs-doctor-test/vfs");
+        home = store.getParent();
         assertEquals(1, doctor(host));
-        assertFailed("store " + home.resolve("vfs") + ": missing", "mkdir -p " + home.resolve("vfs"));
+        assertFailed("store " + store + ": absent, and cannot be created in /proc", "mkdir -p " + store);
     }
 
     @Test
