@@ -6,7 +6,6 @@ import dev.chibifs.policy.ContextNames;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntryKind;
-import dev.chibifs.store.LocalStorage;
 import dev.chibifs.store.Metadata;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -178,7 +177,7 @@ public final class ToolCache {
         List<Entry> out = new ArrayList<>();
         try {
             for (Entry e : router.list(Caller.SYSTEM, directoryOf(ctx))) {
-                if (e.kind() == EntryKind.FILE && !e.name().startsWith(LocalStorage.TEMP_PREFIX)) {
+                if (e.kind() == EntryKind.FILE) {
                     out.add(e);
                 }
             }

@@ -3,7 +3,6 @@ package dev.chibifs.cli;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntryKind;
-import dev.chibifs.store.LocalStorage;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -90,7 +89,7 @@ final class GrepCommand extends VfsCommand {
             VfsPath child = dir.child(e.name());
             if (e.kind() == EntryKind.DIRECTORY) {
                 searchTree(regex, child);
-            } else if (e.kind() == EntryKind.FILE && !e.name().startsWith(LocalStorage.TEMP_PREFIX)) {
+            } else if (e.kind() == EntryKind.FILE) {
                 try {
                     searchFile(regex, child);
                 } catch (NoSuchFileException vanished) {

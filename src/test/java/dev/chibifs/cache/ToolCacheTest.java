@@ -71,7 +71,7 @@ class ToolCacheTest {
     void listGivesContextIdSizeAndTime() throws IOException {
         VfsPath a = cache.put("planner", "shell", "{}", new byte[10]);
         VfsPath b = cache.put("coder", "web_fetch", "{}", new byte[20]);
-        writeAged("sys/tool_cache/coder/" + LocalStorage.TEMP_PREFIX + "1", Duration.ZERO);
+        writeAged("sys/tool_cache/coder/" + LocalStorage.TEMP_PREFIX + "0123456789abcdef", Duration.ZERO);
         List<CachedEntry> all = cache.list(null);
         assertEquals(List.of(b, a), all.stream().map(CachedEntry::path).toList());
         assertEquals("coder", all.get(0).context());

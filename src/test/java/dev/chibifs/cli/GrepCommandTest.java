@@ -25,7 +25,7 @@ class GrepCommandTest {
         cli.put("/shared/dir/b.txt", "error two\nfine");
         cli.put("/shared/dir/.dot", "error hidden\n");
         cli.put("/shared/dir/blob.bin", new byte[] {'e', 'r', 'r', 'o', 'r', 0, '\n'});
-        cli.put("/shared/dir/.chibifs-tmp-0123", "error in flight\n");
+        cli.put("/shared/dir/.chibifs-tmp-0123456789abcdef", "error in flight\n");
     }
 
     @Test
