@@ -59,12 +59,9 @@ class CacheMountTest {
         try (MountedFs fs = MountedFs.start("--context", "planner")) {
             Path input = fs.root().resolve("output.bin");
             Sh.run("head -c 102400 /dev/urandom | base64 > " + input).ok();
-            StringBuilder cmd = new StringBuilder();
-            for (String a : MountedFs.daemonCommand("cache", "put", "--context", "planner", "--tool", "shell_exec",
-                    "--home", fs.home().toString(), "--mountpoint", fs.mountpoint().toString())) {
-                cmd.append('\'').append(a).append("' ");
-            }
-            String stub = Sh.run(cmd + "< " + input).ok().out();
+            String put = MountedFs.cliScript("cache", "put", "--context", "planner", "--tool", "shell_exec",
+                    "--home", fs.home().toString(), "--mountpoint", fs.mountpoint().toString());
+            String stub = Sh.run(put + "< " + input).ok().out();
             Matcher m = Pattern.compile("\\[Output cached: vfs:///(sys/tool_cache/planner/shell_exec_[0-9a-f]+_[0-9a-f]{8})]")
                     .matcher(stub);
             assertTrue(m.find(), stub);

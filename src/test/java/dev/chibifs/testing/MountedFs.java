@@ -87,11 +87,16 @@ public final class MountedFs implements AutoCloseable {
 
     /** Runs the CLI in a new JVM and returns what it did. */
     public static Sh.Result cli(String... args) {
+        return Sh.run(cliScript(args));
+    }
+
+    /** The CLI's command line as one shell-quoted script, for pipes and redirections around it. */
+    public static String cliScript(String... args) {
         StringBuilder script = new StringBuilder();
         for (String a : daemonCommand(args)) {
             script.append('\'').append(a.replace("'", "'\\''")).append("' ");
         }
-        return Sh.run(script.toString());
+        return script.toString();
     }
 
     private void awaitMounted() {
