@@ -54,10 +54,6 @@ public final class FuseDaemon {
         return new FuseDaemon(mountpoint, new ChibiFuse(router, callers, mountUid, mountGid), List.copyOf(options));
     }
 
-    /** The FUSE options in force, as passed to libfuse. */
-    public List<String> options() {
-        return options;
-    }
 
     /**
      * Mounts and returns once the mount answers.
@@ -147,10 +143,6 @@ public final class FuseDaemon {
         return ended;
     }
 
-    /** Files currently open through the mount. */
-    public int openFileCount() {
-        return fs.openFiles().size();
-    }
 
     private static void sleep(long ms) {
         try {

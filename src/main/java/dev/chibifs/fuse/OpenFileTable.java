@@ -32,9 +32,6 @@ final class OpenFileTable {
         return files.remove(id);
     }
 
-    int size() {
-        return files.size();
-    }
 
     void hide(String name, FileHandle handle) {
         hidden.put(name, handle);
