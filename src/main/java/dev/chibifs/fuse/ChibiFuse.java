@@ -473,14 +473,20 @@ final class ChibiFuse extends FuseStubFS {
         }
     }
 
+    /**
+     * ENOSYS, not ENODATA: the kernel then stops asking (it answers EOPNOTSUPP itself, as for any
+     * file system without xattrs). It asks for security.capability before every write(2), so an
+     * answer of "no such attribute" cost a round trip to the daemon per write.
+     */
     @Override
     public int getxattr(String path, String name, Pointer value, @size_t long size) {
-        return -ErrorCodes.ENODATA();
+        return -ErrorCodes.ENOSYS();
     }
 
+    /** ENOSYS for the same reason as {@link #getxattr}: the kernel stops asking. */
     @Override
     public int listxattr(String path, Pointer list, @size_t long size) {
-        return 0;
+        return -ErrorCodes.ENOSYS();
     }
 
     // ---- open files ----
@@ -564,11 +570,9 @@ final class ChibiFuse extends FuseStubFS {
         }
     }
 
-    @Override
-    public int flush(String path, FuseFileInfo fi) {
-        // writes go straight to the store file; close-to-open needs nothing more here
-        return 0;
-    }
+    // No flush: writes go straight to the store file, so close has nothing to push. Left
+    // unimplemented, libfuse answers ENOSYS and the kernel stops sending FLUSH on every close(2),
+    // a round trip per close saved (bindfs does the same).
 
     @Override
     public int fsync(String path, int isdatasync, FuseFileInfo fi) {

@@ -299,6 +299,26 @@ class PosixBehaviourTest {
     }
 
     @Test
+    void extendedAttributesAreNotSupportedAndSayWhatAFileSystemWithoutThemSays() {
+        python(fs, """
+                os.chdir('shared')
+                open('x', 'w').write('keep')
+                for attempt in range(2):  # the second answer comes from the kernel, which stopped asking
+                    for f in (lambda: os.getxattr('x', 'user.a'), lambda: os.listxattr('x'),
+                              lambda: os.setxattr('x', 'user.a', b'1')):
+                        try:
+                            f()
+                            raise SystemExit('an xattr call succeeded')
+                        except OSError as e:
+                            assert e.errno == errno.EOPNOTSUPP, e
+                # writes and closes go on as before once the kernel stopped asking for security.capability
+                with open('x', 'a') as w:
+                    w.write('!')
+                assert open('x').read() == 'keep!'
+                """);
+    }
+
+    @Test
     void specialFilesAndSymlinksAreRefusedWithEperm() {
         python(fs, """
                 import socket
