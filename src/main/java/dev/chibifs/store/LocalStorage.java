@@ -200,6 +200,15 @@ public final class LocalStorage implements Storage {
      */
     private static int openRegular(At a, VfsPath path, boolean create, boolean exclusive, int createMode)
             throws IOException {
+        return openOrCreate(a, path, create, exclusive, createMode).fd();
+    }
+
+    /** An O_PATH descriptor of a regular file, and whether this call created the file. */
+    private record Opened(int fd, boolean created) {
+    }
+
+    private static Opened openOrCreate(At a, VfsPath path, boolean create, boolean exclusive, int createMode)
+            throws IOException {
         for (int attempt = 0; ; attempt++) {
             if (!exclusive) {
                 int fd = Libc.tryOpenat(a.dir, a.name, Libc.O_PATH | Libc.O_NOFOLLOW, 0);
@@ -212,7 +221,7 @@ public final class LocalStorage implements Storage {
                         throw vfsError(e, path);
                     }
                     if (type == Libc.S_IFREG) {
-                        return fd;
+                        return new Opened(fd, false);
                     }
                     Libc.close(fd);
                     throw notRegular(type, path);
@@ -225,7 +234,7 @@ public final class LocalStorage implements Storage {
             int fd = Libc.tryOpenat(a.dir, a.name, Libc.O_CREAT | Libc.O_EXCL | Libc.O_RDONLY | Libc.O_NOFOLLOW,
                     fileMode(createMode));
             if (fd >= 0) {
-                return fd;
+                return new Opened(fd, true);
             }
             // EEXIST: someone created it since we looked; look again (it may be a fifo now)
             if (-fd != Libc.EEXIST || exclusive || attempt >= 3) {
@@ -557,7 +566,14 @@ public final class LocalStorage implements Storage {
         }
         boolean exclusive = flags.contains(OpenFlag.CREATE_NEW);
         try (At a = at(path)) {
-            int fd = openRegular(a, path, exclusive || flags.contains(OpenFlag.CREATE), exclusive, createMode);
+            Opened opened = openOrCreate(a, path, exclusive || flags.contains(OpenFlag.CREATE), exclusive, createMode);
+            int fd = opened.fd();
+            if (opened.created()) {
+                // As the kernel does for O_CREAT|O_TRUNC: a file just created is not truncated. ext4
+                // takes a truncate to 0 for a rewrite and writes the data out at close (auto_da_alloc),
+                // which made every new file cost a writeback, and its removal a discard.
+                options.remove(StandardOpenOption.TRUNCATE_EXISTING);
+            }
             FileChannel ch = null;
             try {
                 ch = reopen(fd, path, options.toArray(new OpenOption[0]));
