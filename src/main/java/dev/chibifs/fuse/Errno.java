@@ -125,6 +125,9 @@ final class Errno {
         if (m.contains("stale file handle")) {
             return -ErrorCodes.ESTALE();
         }
+        if (m.contains("bad file descriptor")) {
+            return -ErrorCodes.EBADF();
+        }
         if (m.contains("input/output error")) {
             return -ErrorCodes.EIO();
         }

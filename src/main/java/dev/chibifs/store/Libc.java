@@ -1,6 +1,7 @@
 package dev.chibifs.store;
 
 import dev.chibifs.path.VfsPath;
+import com.kenai.jffi.MemoryIO;
 import jnr.ffi.LastError;
 import jnr.ffi.LibraryLoader;
 import jnr.ffi.Memory;
@@ -10,6 +11,7 @@ import jnr.ffi.Runtime;
 import jnr.ffi.annotations.In;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.DirectoryNotEmptyException;
@@ -35,6 +37,16 @@ final class Libc {
 
         int close(int fd);
 
+        long pread(int fd, long buf, long count, long offset);
+
+        long pwrite(int fd, long buf, long count, long offset);
+
+        int ftruncate(int fd, long length);
+
+        int fsync(int fd);
+
+        int fdatasync(int fd);
+
         int statx(int dirfd, @In byte[] path, int flags, int mask, Pointer buf);
 
         int unlinkat(int dirfd, @In byte[] path, int flags);
@@ -46,6 +58,10 @@ final class Libc {
 
     static final int AT_FDCWD = -100;
     static final int O_RDONLY = 0;
+    static final int O_WRONLY = 01;
+    static final int O_RDWR = 02;
+    static final int O_TRUNC = 01000;
+    static final int O_APPEND = 02000;
     static final int O_CREAT = 0100;
     static final int O_EXCL = 0200;
     static final int O_NOCTTY = 0400;
@@ -71,11 +87,17 @@ final class Libc {
     private static final long UTIME_OMIT = (1L << 30) - 2;
 
     static final int ENOENT = 2;
+    static final int EINTR = 4;
+    static final int ENXIO = 6;
     static final int EEXIST = 17;
     static final int ENOSYS = 38;
     static final int ELOOP = 40;
 
     private static final byte[] EMPTY = {0};
+    /** Direct buffers' addresses, so pread and pwrite move bytes straight between the file and the buffer. */
+    private static final MemoryIO MEMORY = MemoryIO.getInstance();
+    /** Bounce buffers for heap ByteBuffers (the vfs commands and tests; FUSE hands us direct ones). */
+    private static final ThreadLocal<ByteBuffer> BOUNCE = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(64 * 1024));
 
     private static final C LIBC = LibraryLoader.create(C.class).load("c");
     private static final Runtime RUNTIME = Runtime.getRuntime(LIBC);
@@ -168,6 +190,69 @@ final class Libc {
 
     static void close(int fd) {
         LIBC.close(fd);
+    }
+
+    /** pread(2) into {@code dst} at its position, which advances; returns the bytes read, 0 at the end. */
+    static int pread(int fd, ByteBuffer dst, long offset) throws IOException {
+        if (!dst.isDirect()) {
+            ByteBuffer bounce = bounce(dst.remaining());
+            int n = pread(fd, bounce, offset);
+            dst.put(bounce.flip());
+            return n;
+        }
+        while (true) {
+            long n = LIBC.pread(fd, MEMORY.getDirectBufferAddress(dst) + dst.position(), dst.remaining(), offset);
+            if (n >= 0) {
+                dst.position(dst.position() + (int) n);
+                return (int) n;
+            }
+            int err = errno();
+            if (err != EINTR) {
+                throw failure(err, null);
+            }
+        }
+    }
+
+    /** pwrite(2) from {@code src} at its position, which advances; returns the bytes written (maybe fewer). */
+    static int pwrite(int fd, ByteBuffer src, long offset) throws IOException {
+        if (!src.isDirect()) {
+            ByteBuffer bounce = bounce(src.remaining());
+            bounce.put(src.duplicate().limit(src.position() + bounce.remaining())).flip();
+            int n = pwrite(fd, bounce, offset);
+            src.position(src.position() + n);
+            return n;
+        }
+        while (true) {
+            long n = LIBC.pwrite(fd, MEMORY.getDirectBufferAddress(src) + src.position(), src.remaining(), offset);
+            if (n >= 0) {
+                src.position(src.position() + (int) n);
+                return (int) n;
+            }
+            int err = errno();
+            if (err != EINTR) {
+                throw failure(err, null);
+            }
+        }
+    }
+
+    private static ByteBuffer bounce(int size) {
+        ByteBuffer b = BOUNCE.get();
+        b.clear().limit(Math.min(size, b.capacity()));
+        return b;
+    }
+
+    /** ftruncate(2): shrinks, or grows with a hole. */
+    static void ftruncate(int fd, long size) throws IOException {
+        if (LIBC.ftruncate(fd, size) != 0) {
+            throw failure(errno(), null);
+        }
+    }
+
+    /** fsync(2), or fdatasync(2) when the metadata need not reach the disk. */
+    static void fsync(int fd, boolean metadata) throws IOException {
+        if ((metadata ? LIBC.fsync(fd) : LIBC.fdatasync(fd)) != 0) {
+            throw failure(errno(), null);
+        }
     }
 
     /** The file type bits (S_IFMT) of an open descriptor, without following it. */

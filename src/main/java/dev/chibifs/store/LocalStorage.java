@@ -4,6 +4,7 @@ import dev.chibifs.path.VfsPath;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.DirectoryNotEmptyException;
@@ -34,6 +35,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.regex.Pattern;
 
 /**
@@ -542,51 +544,69 @@ public final class LocalStorage implements Storage {
 
     @Override
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
-        List<OpenOption> options = new ArrayList<>();
-        for (OpenFlag f : flags) {
-            switch (f) {
-                case READ -> options.add(StandardOpenOption.READ);
-                case WRITE -> options.add(StandardOpenOption.WRITE);
-                case APPEND -> options.add(StandardOpenOption.APPEND);
-                case TRUNCATE -> options.add(StandardOpenOption.TRUNCATE_EXISTING);
-                case CREATE, CREATE_NEW -> {
-                    // done by openRegular, atomically with O_EXCL
-                }
-                default -> throw new IllegalArgumentException(f.toString());
-            }
-        }
-        boolean appendAndRead = options.contains(StandardOpenOption.APPEND) && options.contains(StandardOpenOption.READ);
-        if (options.contains(StandardOpenOption.APPEND)) {
-            // the JDK refuses READ with APPEND; O_APPEND|O_RDWR is legal POSIX, so read through a second channel
-            options.remove(StandardOpenOption.READ);
-            options.add(StandardOpenOption.WRITE);
-        }
-        if (options.isEmpty()) {
-            options.add(StandardOpenOption.READ);
+        boolean read = flags.contains(OpenFlag.READ);
+        boolean write = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
+        int access = read && write ? Libc.O_RDWR : write ? Libc.O_WRONLY : Libc.O_RDONLY;
+        if (flags.contains(OpenFlag.APPEND)) {
+            // Linux pwrite on an O_APPEND descriptor appends whatever the position says
+            access |= Libc.O_APPEND;
         }
         boolean exclusive = flags.contains(OpenFlag.CREATE_NEW);
+        boolean create = exclusive || flags.contains(OpenFlag.CREATE);
+        // only a file that was there already is truncated, as the kernel does for O_CREAT|O_TRUNC: ext4
+        // takes a truncate to 0 for a rewrite and writes the data out at close (auto_da_alloc), which
+        // made every new file cost a writeback, and its removal a discard
+        int existing = access | (write && flags.contains(OpenFlag.TRUNCATE) ? Libc.O_TRUNC : 0);
         try (At a = at(path)) {
-            Opened opened = openOrCreate(a, path, exclusive || flags.contains(OpenFlag.CREATE), exclusive, createMode);
-            int fd = opened.fd();
-            if (opened.created()) {
-                // As the kernel does for O_CREAT|O_TRUNC: a file just created is not truncated. ext4
-                // takes a truncate to 0 for a rewrite and writes the data out at close (auto_da_alloc),
-                // which made every new file cost a writeback, and its removal a discard.
-                options.remove(StandardOpenOption.TRUNCATE_EXISTING);
-            }
-            FileChannel ch = null;
-            try {
-                ch = reopen(fd, path, options.toArray(new OpenOption[0]));
-                FileChannel reader = appendAndRead ? reopen(fd, path, StandardOpenOption.READ) : null;
-                return new LocalFileHandle(fd, ch, reader);
-            } catch (IOException | RuntimeException e) {
-                if (ch != null) {
-                    ch.close();
+            for (int attempt = 0; ; attempt++) {
+                if (!exclusive) {
+                    int fd = Libc.tryOpenat(a.dir, a.name, existing | DATA_OPEN, 0);
+                    if (fd >= 0) {
+                        return new LocalFileHandle(regularOnly(fd, path));
+                    }
+                    if (-fd == Libc.ENXIO) {
+                        // O_NONBLOCK|O_WRONLY on a fifo without a reader, or a socket
+                        throw notRegular(0, path);
+                    }
+                    if (-fd != Libc.ENOENT || !create) {
+                        throw Libc.failure(-fd, path);
+                    }
                 }
-                Libc.close(fd);
-                throw e;
+                checkCreatable(path);
+                int fd = Libc.tryOpenat(a.dir, a.name, access | Libc.O_CREAT | Libc.O_EXCL | DATA_OPEN,
+                        fileMode(createMode));
+                if (fd >= 0) {
+                    return new LocalFileHandle(fd);
+                }
+                // EEXIST: someone created it since we looked; look again (it may be a fifo now)
+                if (-fd != Libc.EEXIST || exclusive || attempt >= 3) {
+                    throw Libc.failure(-fd, path);
+                }
             }
         }
+    }
+
+    /**
+     * Flags of every open for data. O_NONBLOCK: opening a fifo someone planted in the store must
+     * not wait for a writer (regular files ignore the flag); O_NOCTTY: nor may a terminal become ours.
+     * The type is checked right after, on the descriptor itself, so nothing but a regular file is served.
+     */
+    private static final int DATA_OPEN = Libc.O_NOFOLLOW | Libc.O_NONBLOCK | Libc.O_NOCTTY;
+
+    /** {@code fd} when it is a regular file; closed, and refused, otherwise. */
+    private static int regularOnly(int fd, VfsPath path) throws IOException {
+        int type;
+        try {
+            type = Libc.type(fd);
+        } catch (IOException e) {
+            Libc.close(fd);
+            throw vfsError(e, path);
+        }
+        if (type != Libc.S_IFREG) {
+            Libc.close(fd);
+            throw notRegular(type, path);
+        }
+        return fd;
     }
 
     private static Set<PosixFilePermission> toPermissions(int mode) {
@@ -740,31 +760,36 @@ public final class LocalStorage implements Storage {
     }
 
     /**
-     * A FileChannel pair (APPEND handles that also read need a second, read-only channel) and the
-     * O_PATH descriptor they were opened from, which answers fstat after a rename or unlink.
+     * An open descriptor of a regular file in the store, read and written with pread/pwrite. It
+     * answers fstat after a rename or unlink. No operation may run concurrently with close (the
+     * number could be reused by the next open): FUSE sends RELEASE only after the last request on
+     * the handle has finished, and the other users are single-threaded.
      */
     private static final class LocalFileHandle implements FileHandle {
         private final int fd;
-        private final FileChannel channel;
-        private final FileChannel reader;
+        private final AtomicBoolean closed = new AtomicBoolean();
 
-        LocalFileHandle(int fd, FileChannel channel, FileChannel reader) {
+        LocalFileHandle(int fd) {
             this.fd = fd;
-            this.channel = channel;
-            this.reader = reader;
+        }
+
+        private int fd() throws IOException {
+            if (closed.get()) {
+                throw new ClosedChannelException();
+            }
+            return fd;
         }
 
         @Override
         public Metadata metadata() throws IOException {
-            return Libc.stat(fd, null, null);
+            return Libc.stat(fd(), null, null);
         }
 
         @Override
         public int read(ByteBuffer dst, long position) throws IOException {
-            FileChannel ch = reader != null ? reader : channel;
             int total = 0;
             while (dst.hasRemaining()) {
-                int n = ch.read(dst, position + total);
+                int n = Libc.pread(fd(), dst, position + total);
                 if (n <= 0) {
                     break;
                 }
@@ -777,39 +802,30 @@ public final class LocalStorage implements Storage {
         public int write(ByteBuffer src, long position) throws IOException {
             int total = 0;
             while (src.hasRemaining()) {
-                // on an O_APPEND descriptor Linux pwrite appends whatever the position says
-                total += channel.write(src, position + total);
+                total += Libc.pwrite(fd(), src, position + total);
             }
             return total;
         }
 
         @Override
         public void truncate(long size) throws IOException {
-            truncateChannel(channel, size);
+            Libc.ftruncate(fd(), size);
         }
 
         @Override
         public void sync(boolean metadata) throws IOException {
-            channel.force(metadata);
+            Libc.fsync(fd(), metadata);
         }
 
         @Override
         public long size() throws IOException {
-            return channel.size();
+            return metadata().size();
         }
 
         @Override
-        public void close() throws IOException {
-            try {
-                channel.close();
-            } finally {
-                try {
-                    if (reader != null) {
-                        reader.close();
-                    }
-                } finally {
-                    Libc.close(fd);
-                }
+        public void close() {
+            if (closed.compareAndSet(false, true)) {
+                Libc.close(fd);
             }
         }
     }

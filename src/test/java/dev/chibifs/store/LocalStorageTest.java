@@ -220,4 +220,35 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertEquals("untouched", Files.readString(outside.resolve("victim")));
         assertTrue(Files.isDirectory(outside.resolve("sub")));
     }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(10)
+    void aPlantedFifoIsRefusedForEveryOpenWithoutWaitingForAPeer() throws Exception {
+        storage.createDirectory(p("/shared"));
+        Path fifo = root.resolve("shared/fifo");
+        assertEquals(0, new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor());
+        for (EnumSet<OpenFlag> flags : List.of(EnumSet.of(OpenFlag.READ), EnumSet.of(OpenFlag.WRITE),
+                EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND), EnumSet.of(OpenFlag.READ, OpenFlag.WRITE, OpenFlag.CREATE),
+                EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE))) {
+            IOException e = assertThrows(IOException.class, () -> storage.open(p("/shared/fifo"), flags, 0).close());
+            assertTrue(e.getMessage().contains("not a regular file"), flags + ": " + e.getMessage());
+        }
+        assertThrows(IsDirectoryException.class, () -> storage.open(p("/shared"), EnumSet.of(OpenFlag.READ), 0));
+    }
+
+    @Test
+    void heapBuffersLargerThanTheBounceBufferAreReadAndWrittenWhole() throws IOException {
+        byte[] data = new byte[200_000];
+        new java.util.Random(7).nextBytes(data);
+        storage.createDirectory(p("/shared"));
+        try (FileHandle h = storage.open(p("/shared/big"), EnumSet.of(OpenFlag.READ, OpenFlag.WRITE, OpenFlag.CREATE), 0)) {
+            assertEquals(data.length, h.write(java.nio.ByteBuffer.wrap(data), 0));
+            java.nio.ByteBuffer back = java.nio.ByteBuffer.allocate(data.length + 10);
+            assertEquals(data.length, h.read(back, 0));
+            assertArrayEquals(data, java.util.Arrays.copyOf(back.array(), data.length));
+            h.truncate(300_000);
+            assertEquals(300_000, h.size());
+        }
+        assertArrayEquals(data, java.util.Arrays.copyOf(Files.readAllBytes(root.resolve("shared/big")), data.length));
+    }
 }
