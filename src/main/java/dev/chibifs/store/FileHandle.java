@@ -3,6 +3,7 @@ package dev.chibifs.store;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.file.attribute.FileTime;
 
 /** An open file with positional I/O; stays valid after the file is renamed or unlinked. */
 public interface FileHandle extends Closeable {
@@ -24,4 +25,10 @@ public interface FileHandle extends Closeable {
 
     /** The current size. */
     long size() throws IOException;
+
+    /** futimens: sets the access and modification times of this file; a null time is left alone. */
+    void setTimes(FileTime accessed, FileTime modified) throws IOException;
+
+    /** fchmod of the execute bits only, as {@link Storage#setExecutable}: they grant nothing. */
+    void setExecutable(int mode) throws IOException;
 }

@@ -53,6 +53,10 @@ final class Libc {
 
         int utimensat(int dirfd, @In byte[] path, Pointer times, int flags);
 
+        int futimens(int fd, Pointer times);
+
+        int fchmod(int fd, int mode);
+
         String strerror(int errnum);
     }
 
@@ -301,6 +305,23 @@ final class Libc {
         putTime(times, 16, modified);
         if (LIBC.utimensat(dirfd, bytes(name), times, AT_SYMLINK_NOFOLLOW) != 0) {
             throw failure(errno(), path);
+        }
+    }
+
+    /** futimens(2): the times of an open file, whatever its names now are; a null time is left alone. */
+    static void futimens(int fd, FileTime accessed, FileTime modified) throws IOException {
+        Pointer times = SMALL_BUF.get();
+        putTime(times, 0, accessed);
+        putTime(times, 16, modified);
+        if (LIBC.futimens(fd, times) != 0) {
+            throw failure(errno(), null);
+        }
+    }
+
+    /** fchmod(2) of an open file. */
+    static void fchmod(int fd, int mode) throws IOException {
+        if (LIBC.fchmod(fd, mode) != 0) {
+            throw failure(errno(), null);
         }
     }
 

@@ -823,6 +823,16 @@ public final class LocalStorage implements Storage {
         }
 
         @Override
+        public void setTimes(FileTime accessed, FileTime modified) throws IOException {
+            Libc.futimens(fd(), accessed, modified);
+        }
+
+        @Override
+        public void setExecutable(int mode) throws IOException {
+            Libc.fchmod(fd(), (metadata().mode() & 0666) | (mode & 0111));
+        }
+
+        @Override
         public void close() {
             if (closed.compareAndSet(false, true)) {
                 Libc.close(fd);

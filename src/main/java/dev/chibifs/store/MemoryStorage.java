@@ -384,6 +384,27 @@ public final class MemoryStorage implements Storage {
         }
 
         @Override
+        public void setTimes(FileTime accessed, FileTime modified) {
+            synchronized (MemoryStorage.this) {
+                if (accessed != null) {
+                    file.accessed = accessed;
+                }
+                if (modified != null) {
+                    file.modified = modified;
+                }
+                file.changed = now();
+            }
+        }
+
+        @Override
+        public void setExecutable(int mode) {
+            synchronized (MemoryStorage.this) {
+                file.mode = (file.mode & ~0111) | (mode & 0111);
+                file.changed = now();
+            }
+        }
+
+        @Override
         public Metadata metadata() {
             synchronized (MemoryStorage.this) {
                 return new Metadata(EntryKind.FILE, file.length, file.created, file.modified, file.accessed,
