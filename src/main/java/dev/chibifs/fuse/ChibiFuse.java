@@ -27,6 +27,7 @@ import ru.serce.jnrfuse.struct.Timespec;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.EnumSet;
@@ -62,6 +63,7 @@ final class ChibiFuse extends FuseStubFS {
     private final CallerResolver callers;
     private final AttributeView attributes;
     private final OpenFileTable openFiles = new OpenFileTable();
+    private final KernelInodes kernelInodes = new KernelInodes();
 
     ChibiFuse(Router router, CallerResolver callers, long mountUid, long mountGid) {
         this.router = router;
@@ -90,6 +92,10 @@ final class ChibiFuse extends FuseStubFS {
 
     OpenFileTable openFiles() {
         return openFiles;
+    }
+
+    KernelInodes kernelInodes() {
+        return kernelInodes;
     }
 
     /** The callbacks as libfuse's struct fuse_operations, for {@link FuseLoop}. */
@@ -133,11 +139,7 @@ final class ChibiFuse extends FuseStubFS {
         try {
             VfsPath p = VfsPath.of(path);
             if (isHiddenName(p)) {
-                FileHandle h = openFiles.hidden(path);
-                if (h == null) {
-                    return -ErrorCodes.ENOENT();
-                }
-                fill(stat, p, h.metadata());
+                fillHidden(stat, p, hidden(path));
                 return 0;
             }
             fill(stat, p, router.metadata(null, p));
@@ -158,15 +160,57 @@ final class ChibiFuse extends FuseStubFS {
             if (f == null) {
                 return path == null ? -ErrorCodes.EBADF() : getattr(path, stat);
             }
-            // the look (owner, mode bits) follows the name's zone; an unlinked file has none left and looks like /shared
-            fill(stat, path == null ? VfsPath.of("/shared") : VfsPath.of(path), f.handle().metadata());
+            if (path == null) {
+                // the look (owner, mode bits) follows the name's zone; a file with no name left looks like /shared
+                fill(stat, VfsPath.of("/shared"), f.handle().metadata());
+                return 0;
+            }
+            VfsPath p = VfsPath.of(path);
+            if (isHiddenName(p)) {
+                fillHidden(stat, p, f.handle());
+            } else {
+                fill(stat, p, f.handle().metadata());
+            }
             return 0;
         } catch (Throwable t) {
             return fail("fgetattr", path, t);
         }
     }
 
+    /**
+     * An unlinked open file, which libfuse calls by its hidden name. libfuse takes one off the link
+     * count of a hidden file, for the hidden name it thinks is in the store; we unlinked the file for
+     * real instead, so we add that one back for a getattr. Otherwise a handle of a file that still
+     * has another name reported a link too few (0 for a file with one name left).
+     */
+    private void fillHidden(FileStat stat, VfsPath p, FileHandle h) throws IOException {
+        fill(stat, p, h.metadata());
+        if (FuseLoop.currentOpcode() == FuseLoop.GETATTR) {
+            // only getattr takes one off; setattr replies what we say
+            stat.st_nlink.set(stat.st_nlink.longValue() + 1);
+        }
+    }
+
+    /** The handle behind a hidden name; NoSuchFileException when there is none. */
+    private FileHandle hidden(String path) throws NoSuchFileException {
+        FileHandle h = openFiles.hidden(path);
+        if (h == null) {
+            throw new NoSuchFileException(path);
+        }
+        return h;
+    }
+
     private void fill(FileStat stat, VfsPath p, Metadata m) {
+        int op = FuseLoop.currentOpcode();
+        if (op == FuseLoop.GETATTR || op == FuseLoop.SETATTR || op == FuseLoop.OPEN) {
+            // these requests name the inode itself (a lookup names its parent)
+            long nodeid = FuseLoop.currentNodeid();
+            kernelInodes.seen(m.inode(), nodeid);
+            if (op == FuseLoop.SETATTR) {
+                // libfuse asks for the attributes after the change: the file's other kernel inodes are stale now
+                kernelInodes.changedThrough(m.inode(), nodeid);
+            }
+        }
         stat.st_mode.set(attributes.mode(p, m));
         stat.st_uid.set(attributes.uid(p));
         stat.st_gid.set(attributes.gid(p));
@@ -294,7 +338,18 @@ final class ChibiFuse extends FuseStubFS {
             throw e;
         }
         openFiles.hide(hiddenPath, h);
+        kernelInodes.linksChanged(h.metadata().inode());
         return 0;
+    }
+
+    /** The store inode of the regular file at {@code p}, or -1 when there is none (nothing to invalidate). */
+    private long fileInode(VfsPath p) {
+        try {
+            Metadata m = router.metadata(null, p);
+            return m.isFile() ? m.inode() : -1;
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
     }
 
     private static boolean isHiddenName(VfsPath p) {
@@ -323,7 +378,9 @@ final class ChibiFuse extends FuseStubFS {
                 h.close();
                 return 0;
             }
+            long inode = fileInode(p);
             router.removeFile(caller(), p);
+            kernelInodes.linksChanged(inode);
             return 0;
         } catch (Throwable t) {
             return fail("unlink", path, t);
@@ -338,7 +395,9 @@ final class ChibiFuse extends FuseStubFS {
                 return hide(oldpath, newpath);
             }
             refuseHiddenName(VfsPath.of(oldpath));
+            long replaced = fileInode(to);
             router.rename(caller(), VfsPath.of(oldpath), to);
+            kernelInodes.linksChanged(replaced);
             return 0;
         } catch (Throwable t) {
             return fail("rename", oldpath + " -> " + newpath, t);
@@ -350,6 +409,7 @@ final class ChibiFuse extends FuseStubFS {
         try {
             refuseHiddenName(VfsPath.of(newpath));
             router.link(caller(), VfsPath.of(oldpath), VfsPath.of(newpath));
+            kernelInodes.linksChanged(fileInode(VfsPath.of(newpath)));
             return 0;
         } catch (Throwable t) {
             return fail("link", oldpath + " -> " + newpath, t);
@@ -383,7 +443,14 @@ final class ChibiFuse extends FuseStubFS {
     @Override
     public int chmod(String path, @mode_t long mode) {
         try {
-            router.chmod(caller(), VfsPath.of(path), (int) mode);
+            VfsPath p = VfsPath.of(path);
+            if (isHiddenName(p)) {
+                // fchmod of an unlinked file: libfuse 2 names it by its hidden name, which is not in the store
+                router.checkWrite(caller(), p);
+                hidden(path).setExecutable((int) mode);
+                return 0;
+            }
+            router.chmod(caller(), p, (int) mode);
             return 0;
         } catch (Throwable t) {
             return fail("chmod", path, t);
@@ -393,7 +460,13 @@ final class ChibiFuse extends FuseStubFS {
     @Override
     public int chown(String path, long uid, long gid) {
         try {
-            router.chown(caller(), VfsPath.of(path));
+            VfsPath p = VfsPath.of(path);
+            if (isHiddenName(p)) {
+                router.checkWrite(caller(), p);
+                hidden(path);
+                return 0;
+            }
+            router.chown(caller(), p);
             return 0;
         } catch (Throwable t) {
             return fail("chown", path, t);
@@ -403,7 +476,13 @@ final class ChibiFuse extends FuseStubFS {
     @Override
     public int truncate(String path, @off_t long size) {
         try {
-            router.truncate(caller(), VfsPath.of(path), size);
+            VfsPath p = VfsPath.of(path);
+            if (isHiddenName(p)) {
+                router.checkWrite(caller(), p);
+                hidden(path).truncate(size);
+                return 0;
+            }
+            router.truncate(caller(), p, size);
             return 0;
         } catch (Throwable t) {
             return fail("truncate", path, t);
@@ -419,8 +498,7 @@ final class ChibiFuse extends FuseStubFS {
             }
             if (!f.writable()) {
                 // the kernel sends ftruncate for truncate(2) on a path too; judge it by policy
-                router.truncate(caller(), VfsPath.of(path), size);
-                return 0;
+                return truncate(path, size);
             }
             f.handle().truncate(size);
             return 0;
@@ -432,7 +510,14 @@ final class ChibiFuse extends FuseStubFS {
     @Override
     public int utimens(String path, Timespec[] timespec) {
         try {
-            router.setTimes(caller(), VfsPath.of(path), time(timespec[0]), time(timespec[1]));
+            VfsPath p = VfsPath.of(path);
+            if (isHiddenName(p)) {
+                // futimens of an unlinked file (libfuse 2's utimens has no file handle)
+                router.checkWrite(caller(), p);
+                hidden(path).setTimes(time(timespec[0]), time(timespec[1]));
+                return 0;
+            }
+            router.setTimes(caller(), p, time(timespec[0]), time(timespec[1]));
             return 0;
         } catch (Throwable t) {
             return fail("utimens", path, t);

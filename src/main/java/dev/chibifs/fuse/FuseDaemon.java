@@ -65,7 +65,7 @@ public final class FuseDaemon {
         // no jnr-fuse mount(): it runs libfuse's own loop, and registers an exit hook we do not want
         Thread t = new Thread(() -> {
             try {
-                loop.complete(new FuseLoop(mountpoint, fs.operations()).run(fs.getFSName(), args));
+                loop.complete(new FuseLoop(mountpoint, fs.operations(), fs.kernelInodes()).run(fs.getFSName(), args));
             } catch (Throwable e) {
                 loop.complete(1);
                 LOG.error("FUSE loop ended with an error", e);

@@ -51,6 +51,44 @@ final class FuseLoop {
 
         /** Unmounts (if still mounted), calls destroy, frees everything, including the mountpoint string. */
         void fuse_teardown(Pointer fuse, Pointer mountpoint);
+
+        @IgnoreError
+        Pointer fuse_get_session(Pointer fuse);
+
+        @IgnoreError
+        Pointer fuse_session_next_chan(Pointer session, Pointer previous);
+
+        /** FUSE_NOTIFY_INVAL_INODE; a negative {@code offset} drops attributes only, no pages. */
+        @IgnoreError
+        int fuse_lowlevel_notify_inval_inode(Pointer channel, long nodeid, long offset, long length);
+    }
+
+    /** fuse_in_header's opcodes that {@link #currentOpcode} callers care about. */
+    static final int GETATTR = 3;
+    static final int SETATTR = 4;
+    static final int OPEN = 14;
+
+    /**
+     * A worker: it knows the request it is serving, which libfuse's high-level callbacks do not
+     * tell (the opcode behind a getattr callback, the kernel's node id).
+     */
+    private static final class Worker extends Thread {
+        int opcode = -1;
+        long nodeid;
+
+        Worker(Runnable work, String name) {
+            super(work, name);
+        }
+    }
+
+    /** The opcode of the request this thread is serving, or -1 outside a request. */
+    static int currentOpcode() {
+        return Thread.currentThread() instanceof Worker w ? w.opcode : -1;
+    }
+
+    /** The kernel node id in the request this thread is serving (0 outside a request). */
+    static long currentNodeid() {
+        return Thread.currentThread() instanceof Worker w ? w.nodeid : 0;
     }
 
     private static LibFuseLoop load() {
@@ -64,10 +102,12 @@ final class FuseLoop {
     private final LibFuseLoop lib = load();
     private final Path mountpoint;
     private final FuseOperations operations;
+    private final KernelInodes kernelInodes;
 
-    FuseLoop(Path mountpoint, FuseOperations operations) {
+    FuseLoop(Path mountpoint, FuseOperations operations, KernelInodes kernelInodes) {
         this.mountpoint = mountpoint;
         this.operations = operations;
+        this.kernelInodes = kernelInodes;
     }
 
     /**
@@ -88,8 +128,11 @@ final class FuseLoop {
         if (fuse == null) {
             return 1;
         }
+        Pointer channel = lib.fuse_session_next_chan(lib.fuse_get_session(fuse), null);
+        kernelInodes.invalidateWith(nodeid -> lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0));
         // not in a finally: teardown frees what workers still running would use
         serve(fuse);
+        kernelInodes.invalidateWith(nodeid -> { });
         lib.fuse_teardown(fuse, mountpointString.getValue());
         return 0;
     }
@@ -98,7 +141,7 @@ final class FuseLoop {
         CountDownLatch firstEnded = new CountDownLatch(1);
         List<Thread> workers = new ArrayList<>();
         for (int i = 0; i < WORKERS; i++) {
-            Thread w = new Thread(() -> {
+            Thread w = new Worker(() -> {
                 try {
                     work(fuse);
                 } finally {
@@ -127,14 +170,22 @@ final class FuseLoop {
     }
 
     private void work(Pointer fuse) {
+        Worker self = (Worker) Thread.currentThread();
         while (lib.fuse_exited(fuse) == 0) {
             Pointer cmd = lib.fuse_read_cmd(fuse);
             if (cmd != null) {
                 try {
+                    // struct fuse_cmd starts with the request buffer: fuse_in_header {len, opcode, unique, nodeid, ...}
+                    Pointer header = cmd.getPointer(0);
+                    self.opcode = header.getInt(4);
+                    self.nodeid = header.getLong(16);
                     lib.fuse_process_cmd(fuse, cmd);
                 } catch (RuntimeException | Error e) {
                     // the callbacks catch everything themselves; this is a bug, not a request to stop serving
                     LOG.error("a FUSE request failed unexpectedly", e);
+                } finally {
+                    self.opcode = -1;
+                    self.nodeid = 0;
                 }
             }
         }

@@ -93,10 +93,11 @@ class PosixBehaviourTest {
     }
 
     /**
-     * Size and times are fresh at once through every name and handle. A link count is fresh at
-     * once through the name that changed it; libfuse 2's high-level API gives each name of a
-     * hard-linked file a kernel inode of its own, so the file's other names and their handles
-     * catch up when the kernel's attribute cache (attr_timeout) expires: polled here for 5 s.
+     * Size and times are fresh at once through every name and handle. libfuse 2's high-level API
+     * gives each name of a hard-linked file a kernel inode of its own; the daemon invalidates the
+     * other inodes it knows of (every open handle's, every name stat'ed since its lookup) when the
+     * link count changes, so those are fresh at once too. A name the kernel has only looked up
+     * catches up when its attributes expire (attr_timeout, 1 s): polled here for 5 s.
      */
     @Test
     void attributesAreFreshAfterEveryChangeAlsoThroughASecondHandle() {
@@ -119,11 +120,16 @@ class PosixBehaviourTest {
                 assert os.fstat(b).st_mtime_ns > m0, 'mtime after write, second handle'
                 os.link('fresh', 'fresh2')
                 assert os.stat('fresh2').st_nlink == 2
-                soon(lambda: os.stat('fresh').st_nlink == 2 and os.fstat(b).st_nlink == 2, 'nlink 2 via the old name')
+                assert os.stat('fresh').st_nlink == 2 and os.fstat(b).st_nlink == 2, 'nlink 2 via the old name'
                 os.rename('fresh2', 'fresh3')
                 assert os.stat('fresh3').st_nlink == 2 and os.stat('fresh').st_ino == os.stat('fresh3').st_ino
                 os.unlink('fresh3')
-                soon(lambda: os.stat('fresh').st_nlink == 1 and os.fstat(b).st_nlink == 1, 'nlink 1 after unlink')
+                assert os.stat('fresh').st_nlink == 1 and os.fstat(b).st_nlink == 1, 'nlink 1 after unlink'
+                os.link('fresh', 'looked-up')
+                os.unlink('fresh')
+                soon(lambda: os.stat('looked-up').st_nlink == 1, 'a name only looked up')
+                assert os.fstat(b).st_nlink == 1, 'the handle, at once'
+                os.rename('looked-up', 'fresh')
                 os.truncate('fresh', 4)
                 assert os.stat('fresh').st_size == 4 and os.fstat(b).st_size == 4 and os.fstat(a).st_size == 4
                 m1 = os.stat('fresh').st_mtime_ns
@@ -181,6 +187,41 @@ class PosixBehaviourTest {
                 assert os.fstat(fd).st_size == 8 and os.fstat(fd).st_nlink == 0
                 os.close(fd)
                 assert not os.path.exists('life') and not os.path.exists('life2')
+                """);
+    }
+
+    /** libfuse 2 names an unlinked open file by a hidden name; every handle operation still reaches the file. */
+    @Test
+    void anUnlinkedOpenFileKeepsItsTruthfulLinkCountTimesModeAndSize() {
+        python(fs, """
+                os.chdir('shared')
+                with open('kept', 'w') as f:
+                    f.write('0123456789')
+                fd = os.open('kept', os.O_RDWR)
+                os.link('kept', 'other')
+                os.unlink('kept')
+                assert os.fstat(fd).st_nlink == 1, ('one name left', os.fstat(fd).st_nlink)
+                os.utime(fd, ns=(5_000_000_007, 6_000_000_009))
+                st = os.fstat(fd)
+                assert (st.st_atime_ns, st.st_mtime_ns) == (5_000_000_007, 6_000_000_009), st
+                os.fchmod(fd, 0o755)
+                assert os.fstat(fd).st_mode & 0o111 == 0o111
+                os.ftruncate(fd, 4)
+                assert os.fstat(fd).st_size == 4 and open('other').read() == '0123'
+                # the other name is another kernel inode (libfuse 2): its cached attributes catch up within attr_timeout
+                deadline = time.time() + 5
+                while not (os.stat('other').st_mtime_ns == 6_000_000_009 or os.stat('other').st_size == 4) \
+                        or not os.access('other', os.X_OK):
+                    assert time.time() < deadline, os.stat('other')
+                    time.sleep(0.05)
+                os.unlink('other')
+                assert os.fstat(fd).st_nlink == 0, 'at once, though the handle is another kernel inode than the name'
+                os.utime(fd, ns=(1, 2))
+                assert os.fstat(fd).st_nlink == 0, 'also in what a setattr answers'
+                os.fchmod(fd, 0o644)
+                assert os.fstat(fd).st_mtime_ns == 2 and os.fstat(fd).st_mode & 0o111 == 0
+                os.close(fd)
+                assert sorted(os.listdir('.')) == [n for n in sorted(os.listdir('.')) if not n.startswith('.fuse_hidden')]
                 """);
     }
 

@@ -1,0 +1,68 @@
+package dev.chibifs.fuse;
+
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.function.LongConsumer;
+
+/**
+ * Which kernel inodes show a store file, so their cached attributes can be dropped when the
+ * file's link count changes. libfuse 2's high-level API gives every name of a hard-linked file a
+ * kernel inode (node id) of its own; after a link or unlink through one name the kernel corrects
+ * that inode only, and the others kept the old count until attr_timeout. We learn node ids from
+ * the requests that carry them (getattr, setattr, open: every handle's node is among them) and
+ * ask the kernel to forget those inodes' attributes (FUSE_NOTIFY_INVAL_INODE, attributes only:
+ * that takes no inode lock, so it is safe from inside any request).
+ *
+ * <p>A name the kernel has only looked up (a lookup's reply carries the node id libfuse chose,
+ * which we never see) still catches up within attr_timeout.
+ */
+final class KernelInodes {
+
+    /** More store files than this and the table starts over: staleness falls back to attr_timeout. */
+    private static final int LIMIT = 65_536;
+
+    private final ConcurrentMap<Long, Set<Long>> nodesByInode = new ConcurrentHashMap<>();
+    private volatile LongConsumer invalidate = nodeid -> { };
+
+    /** Where invalidations go: the mounted session's notify call, or nowhere before mount and after unmount. */
+    void invalidateWith(LongConsumer notifier) {
+        this.invalidate = notifier;
+    }
+
+    /** Kernel inode {@code nodeid} shows the store file {@code storeInode}. */
+    void seen(long storeInode, long nodeid) {
+        if (nodeid <= 1) {
+            return; // 0: not in a request; 1: the root, never a file
+        }
+        Set<Long> nodes = nodesByInode.get(storeInode);
+        if (nodes == null) {
+            if (nodesByInode.size() >= LIMIT) {
+                nodesByInode.clear();
+            }
+            nodes = nodesByInode.computeIfAbsent(storeInode, k -> ConcurrentHashMap.newKeySet(2));
+        }
+        nodes.add(nodeid);
+    }
+
+    /** The link count of {@code storeInode} changed: every kernel inode that shows it fetches attributes again. */
+    void linksChanged(long storeInode) {
+        changedThrough(storeInode, 0);
+    }
+
+    /**
+     * {@code storeInode} changed through kernel inode {@code nodeid} (a setattr, which the kernel
+     * applies to that inode itself): the other kernel inodes that show it fetch attributes again.
+     */
+    void changedThrough(long storeInode, long nodeid) {
+        Set<Long> nodes = nodesByInode.get(storeInode);
+        if (nodes != null) {
+            LongConsumer notifier = invalidate;
+            for (long other : nodes) {
+                if (other != nodeid) {
+                    notifier.accept(other);
+                }
+            }
+        }
+    }
+}
