@@ -268,6 +268,28 @@ final class Libc {
         return buf.getShort(28) & S_IFMT;
     }
 
+    /** Whether {@code name} in {@code dirfd} (not followed) is the directory with this device and inode. */
+    static boolean isDirectory(int dirfd, String name, long device, long inode) {
+        Pointer buf = STATX_BUF.get();
+        if (LIBC.statx(dirfd, bytes(name), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, buf) != 0) {
+            return false;
+        }
+        return (buf.getShort(28) & S_IFMT) == S_IFDIR && buf.getLong(32) == inode && device(buf) == device;
+    }
+
+    /** The device an open descriptor's file lives on. */
+    static long device(int fd) throws IOException {
+        Pointer buf = STATX_BUF.get();
+        if (LIBC.statx(fd, EMPTY, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, buf) != 0) {
+            throw failure(errno(), null);
+        }
+        return device(buf);
+    }
+
+    private static long device(Pointer statx) {
+        return ((long) statx.getInt(136) << 32) | (statx.getInt(140) & 0xffffffffL);
+    }
+
     /** Metadata of {@code name} in {@code dirfd} (never followed), or of {@code dirfd} itself when name is null. */
     static Metadata stat(int dirfd, String name, VfsPath path) throws IOException {
         Pointer buf = STATX_BUF.get();

@@ -62,11 +62,13 @@ public final class LocalStorage implements Storage {
     private static final boolean JNU_UTF8 = "UTF-8".equalsIgnoreCase(System.getProperty("sun.jnu.encoding"));
 
     private final Path root;
+    private final StoreRoot storeRoot;
 
     /** A store rooted at {@code root}, which is created if absent. */
     public LocalStorage(Path root) throws IOException {
         Files.createDirectories(root);
         this.root = root.toAbsolutePath().normalize().toRealPath();
+        this.storeRoot = new StoreRoot(this.root);
     }
 
     /** The directory the store lives in. */
@@ -86,10 +88,13 @@ public final class LocalStorage implements Storage {
     private static final class At implements AutoCloseable {
         final int dir;
         final String name;
+        /** False for the store root, which {@link StoreRoot} holds open. */
+        private final boolean owned;
 
-        At(int dir, String name) {
+        At(int dir, String name, boolean owned) {
             this.dir = dir;
             this.name = name;
+            this.owned = owned;
         }
 
         Path path() {
@@ -102,47 +107,31 @@ public final class LocalStorage implements Storage {
 
         @Override
         public void close() {
-            Libc.close(dir);
+            if (owned) {
+                Libc.close(dir);
+            }
         }
-    }
-
-    /** Opens the store's root; a store that vanished or was replaced by a link is an I/O error, named once. */
-    private int openRoot(VfsPath path) throws IOException {
-        int fd = Libc.tryOpenat(Libc.AT_FDCWD, root.toString(), Libc.O_PATH | Libc.O_DIRECTORY | Libc.O_NOFOLLOW, 0);
-        if (fd < 0) {
-            throw new FileSystemException(path.toString(), null,
-                    "Input/output error: the store directory " + root + " has gone (moved, removed or replaced)");
-        }
-        return fd;
     }
 
     /** The directory holding {@code path}, open, with the last name of {@code path}. */
     private At at(VfsPath path) throws IOException {
         String name = path.isRoot() ? "." : path.fileName();
         checkEncodable(path, name);
-        int rootFd = openRoot(path);
+        int rootFd = storeRoot.descriptor(path);
         VfsPath parent = path.parent();
         if (parent == null || parent.isRoot()) {
-            return new At(rootFd, name);
+            return new At(rootFd, name, false);
         }
-        try {
-            return new At(Libc.openDirectoryBeneath(rootFd, parent.relative(), path), name);
-        } finally {
-            Libc.close(rootFd);
-        }
+        return new At(Libc.openDirectoryBeneath(rootFd, parent.relative(), path), name, true);
     }
 
     /** {@code path} itself, open as a directory. */
     private At directoryAt(VfsPath path) throws IOException {
-        int rootFd = openRoot(path);
+        int rootFd = storeRoot.descriptor(path);
         if (path.isRoot()) {
-            return new At(rootFd, ".");
+            return new At(rootFd, ".", false);
         }
-        try {
-            return new At(Libc.openDirectoryBeneath(rootFd, path.relative(), path), ".");
-        } finally {
-            Libc.close(rootFd);
-        }
+        return new At(Libc.openDirectoryBeneath(rootFd, path.relative(), path), ".", true);
     }
 
     /**

@@ -1,0 +1,103 @@
+package dev.chibifs.store;
+
+import dev.chibifs.path.VfsPath;
+
+import java.io.IOException;
+import java.lang.ref.Cleaner;
+import java.nio.file.FileSystemException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The store's root directory, held open, and the check that it is still the directory at the
+ * store's path. Opening the root by its full path for every operation cost a path walk and a
+ * close each time; checking costs one statx of a single name in the held parent directory.
+ *
+ * <p>Moved, removed or replaced (by another directory or a link), the root is reopened by path on
+ * the next operation, or that operation fails with an I/O error naming the store, as before. A
+ * move of a directory above the store is not noticed: the daemon keeps serving the store it holds,
+ * as a process with its working directory there would.
+ */
+final class StoreRoot {
+
+    private static final Cleaner CLEANER = Cleaner.create();
+
+    /** The root and its parent as open O_PATH descriptors, and the root's identity. */
+    private record Held(int parent, int dir, long device, long inode) {
+    }
+
+    /**
+     * Every descriptor ever held. A replaced root's descriptors stay open: an operation on another
+     * thread may still be using them, and closing would let the next open reuse the number under it.
+     * They close when the store is unreachable (a replacement is rare: one pair per replacement).
+     */
+    private static final class Descriptors implements Runnable {
+        private final List<Integer> fds = new ArrayList<>();
+
+        synchronized void add(int fd) {
+            fds.add(fd);
+        }
+
+        @Override
+        public synchronized void run() {
+            fds.forEach(Libc::close);
+            fds.clear();
+        }
+    }
+
+    private final Path root;
+    private final Path parentPath;
+    private final String name;
+    private final Descriptors descriptors = new Descriptors();
+    private volatile Held held;
+
+    StoreRoot(Path root) {
+        this.root = root;
+        this.parentPath = root.getParent();
+        this.name = root.getFileName() == null ? "." : root.getFileName().toString();
+        CLEANER.register(this, descriptors);
+    }
+
+    /**
+     * The root, open; not to be closed by the caller. {@code path} names the failure when the store
+     * has gone.
+     */
+    int descriptor(VfsPath path) throws IOException {
+        Held h = held;
+        if (h != null && Libc.isDirectory(h.parent(), name, h.device(), h.inode())) {
+            return h.dir();
+        }
+        return reopen(path);
+    }
+
+    private synchronized int reopen(VfsPath path) throws IOException {
+        Held h = held;
+        if (h != null && Libc.isDirectory(h.parent(), name, h.device(), h.inode())) {
+            return h.dir(); // another thread reopened it meanwhile
+        }
+        held = null;
+        // a store at / has no parent to check it in, and cannot be moved: "/" itself, opened once
+        String parentName = parentPath == null ? "/" : parentPath.toString();
+        String dirName = parentPath == null ? "." : name;
+        int parent = Libc.tryOpenat(Libc.AT_FDCWD, parentName, Libc.O_PATH | Libc.O_DIRECTORY, 0);
+        if (parent < 0) {
+            throw gone(path);
+        }
+        int dir = Libc.tryOpenat(parent, dirName, Libc.O_PATH | Libc.O_DIRECTORY | Libc.O_NOFOLLOW, 0);
+        if (dir < 0) {
+            Libc.close(parent);
+            throw gone(path);
+        }
+        descriptors.add(parent);
+        descriptors.add(dir);
+        Metadata m = Libc.stat(dir, null, path);
+        held = new Held(parent, dir, Libc.device(dir), m.inode());
+        return dir;
+    }
+
+    private FileSystemException gone(VfsPath path) {
+        return new FileSystemException(path.toString(), null,
+                "Input/output error: the store directory " + root + " has gone (moved, removed or replaced)");
+    }
+}

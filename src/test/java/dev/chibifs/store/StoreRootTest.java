@@ -1,0 +1,76 @@
+package dev.chibifs.store;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.path.VfsPath;
+import java.io.IOException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The held store root notices at the next operation that the store directory moved, went or was replaced. */
+class StoreRootTest {
+
+    @TempDir
+    Path temp;
+
+    private static VfsPath p(String s) {
+        return VfsPath.of(s);
+    }
+
+    private static void assertGone(LocalStorage storage) {
+        FileSystemException e = assertThrows(FileSystemException.class, () -> storage.read(p("/shared/a")));
+        assertTrue(e.getReason().startsWith("Input/output error: the store directory"), e.getReason());
+    }
+
+    @Test
+    void movedAwayIsAnIoErrorAndMovedBackServesAgain() throws IOException {
+        Path root = temp.resolve("vfs");
+        LocalStorage storage = new LocalStorage(root);
+        storage.write(p("/shared/a"), "one".getBytes());
+        Files.move(root, temp.resolve("away"));
+        assertGone(storage);
+        Files.move(temp.resolve("away"), root);
+        assertEquals("one", new String(storage.read(p("/shared/a"))));
+    }
+
+    @Test
+    void aReplacementDirectoryIsServedFromTheNextOperation() throws IOException {
+        Path root = temp.resolve("vfs");
+        LocalStorage storage = new LocalStorage(root);
+        storage.write(p("/shared/a"), "old".getBytes());
+        Files.move(root, temp.resolve("old"));
+        Files.createDirectories(root.resolve("shared"));
+        Files.writeString(root.resolve("shared/a"), "new");
+        assertEquals("new", new String(storage.read(p("/shared/a"))));
+        assertEquals("old", Files.readString(temp.resolve("old/shared/a")));
+    }
+
+    @Test
+    void aLinkInPlaceOfTheStoreIsNeverFollowed() throws IOException {
+        Path root = temp.resolve("vfs");
+        LocalStorage storage = new LocalStorage(root);
+        storage.write(p("/shared/a"), "mine".getBytes());
+        Path elsewhere = Files.createDirectories(temp.resolve("elsewhere/shared"));
+        Files.writeString(elsewhere.resolve("a"), "theirs");
+        Files.move(root, temp.resolve("moved"));
+        Files.createSymbolicLink(root, temp.resolve("elsewhere"));
+        assertGone(storage);
+        assertThrows(IOException.class, () -> storage.write(p("/shared/b"), "x".getBytes()));
+        assertTrue(Files.notExists(elsewhere.resolve("b")));
+    }
+
+    @Test
+    void removedIsAnIoError() throws IOException {
+        Path root = temp.resolve("vfs");
+        LocalStorage storage = new LocalStorage(root);
+        storage.createDirectory(p("/shared"));
+        Files.delete(root.resolve("shared"));
+        Files.delete(root);
+        assertGone(storage);
+    }
+}
