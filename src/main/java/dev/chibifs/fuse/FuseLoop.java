@@ -11,6 +11,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import ru.serce.jnrfuse.struct.FuseOperations;
 
+import java.lang.ref.Reference;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -129,11 +130,14 @@ final class FuseLoop {
             return 1;
         }
         Pointer channel = lib.fuse_session_next_chan(lib.fuse_get_session(fuse), null);
+        ReplyWatch watch = ReplyWatch.install(channel, kernelInodes);
         kernelInodes.invalidateWith(nodeid -> lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0));
         // not in a finally: teardown frees what workers still running would use
         serve(fuse);
         kernelInodes.invalidateWith(nodeid -> { });
         lib.fuse_teardown(fuse, mountpointString.getValue());
+        // libfuse called the watch until teardown sent its last reply
+        Reference.reachabilityFence(watch);
         return 0;
     }
 

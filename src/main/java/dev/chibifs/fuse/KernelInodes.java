@@ -9,13 +9,12 @@ import java.util.function.LongConsumer;
  * Which kernel inodes show a store file, so their cached attributes can be dropped when the
  * file's link count changes. libfuse 2's high-level API gives every name of a hard-linked file a
  * kernel inode (node id) of its own; after a link or unlink through one name the kernel corrects
- * that inode only, and the others kept the old count until attr_timeout. We learn node ids from
- * the requests that carry them (getattr, setattr, open: every handle's node is among them) and
- * ask the kernel to forget those inodes' attributes (FUSE_NOTIFY_INVAL_INODE, attributes only:
- * that takes no inode lock, so it is safe from inside any request).
- *
- * <p>A name the kernel has only looked up (a lookup's reply carries the node id libfuse chose,
- * which we never see) still catches up within attr_timeout.
+ * that inode only, and the others kept the old count until attr_timeout. When a file's links
+ * or attributes change we ask the kernel to forget the other inodes' attributes
+ * (FUSE_NOTIFY_INVAL_INODE, attributes only: that takes no inode lock, so it is safe from inside
+ * any request). Node ids come from the requests that carry them (getattr, setattr, open) and
+ * from libfuse's entry replies, which {@link ReplyWatch} reads on their way to the kernel
+ * (lookup, link, create, mknod).
  */
 final class KernelInodes {
 

@@ -1,0 +1,131 @@
+package dev.chibifs.fuse;
+
+import jnr.ffi.LibraryLoader;
+import jnr.ffi.Pointer;
+import jnr.ffi.Runtime;
+import jnr.ffi.Struct;
+import jnr.ffi.annotations.Delegate;
+import jnr.ffi.annotations.IgnoreError;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Watches libfuse's replies on their way to the kernel, for the one thing the high-level API
+ * never tells a file system: which node id it gave a name. Entry replies (lookup, link, create,
+ * mknod) carry it beside the file's store inode, so {@link KernelInodes} learns every kernel
+ * inode that shows a file, not only those that later reach a callback.
+ *
+ * <p>libfuse 2.9 sends every reply through its channel's {@code op.send}; we put ours in its
+ * place and write the reply to /dev/fuse ourselves, as libfuse's own {@code fuse_kern_chan_send}
+ * does (writev; ENOENT means the request was interrupted and is not an error). The channel's
+ * layout ({@code struct fuse_chan} begins with {@code struct fuse_chan_ops}: receive, send,
+ * destroy) is libfuse 2.9's, the last 2.x series.
+ */
+final class ReplyWatch {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ReplyWatch.class);
+
+    private static final int LOOKUP = 1;
+    private static final int MKNOD = 8;
+    private static final int LINK = 13;
+    private static final int CREATE = 35;
+    private static final int S_IFMT = 0170000;
+    private static final int S_IFREG = 0100000;
+    private static final int ENOENT = 2;
+
+    /** libfuse's channel send: {@code int (*send)(struct fuse_chan *ch, const struct iovec iov[], size_t count)}. */
+    public interface Send {
+        @Delegate
+        int send(Pointer channel, Pointer iov, long count);
+    }
+
+    /** What the replacement send needs from libfuse and libc. */
+    public interface Lib {
+        @IgnoreError
+        int fuse_chan_fd(Pointer channel);
+
+        long writev(int fd, Pointer iov, int count);
+    }
+
+    /** The start of struct fuse_chan, over libfuse's memory: its ops, send replaced. */
+    public static final class ChannelOps extends Struct {
+        final Pointer receive = new Pointer();
+        final Function<Send> send = new Function<>(Send.class);
+
+        ChannelOps(Runtime runtime) {
+            super(runtime);
+        }
+    }
+
+    private final Lib lib;
+    private final KernelInodes kernelInodes;
+    private final int fd;
+    /** Held: the closure must outlive the channel, or the kernel's next reply calls freed code. */
+    private final Send send = this::send;
+
+    private ReplyWatch(Lib lib, Pointer channel, KernelInodes kernelInodes) {
+        this.lib = lib;
+        this.kernelInodes = kernelInodes;
+        this.fd = lib.fuse_chan_fd(channel);
+    }
+
+    /** Puts the watch in the channel's send slot; returns it, to be kept reachable while mounted. */
+    static ReplyWatch install(Pointer channel, KernelInodes kernelInodes) {
+        Lib lib;
+        try {
+            lib = LibraryLoader.create(Lib.class).failImmediately().library("fuse").library("c").load();
+        } catch (LinkageError | RuntimeException e) {
+            lib = LibraryLoader.create(Lib.class).failImmediately().library("libfuse.so.2").library("c").load();
+        }
+        ReplyWatch watch = new ReplyWatch(lib, channel, kernelInodes);
+        ChannelOps ops = new ChannelOps(Runtime.getSystemRuntime());
+        ops.useMemory(channel);
+        ops.send.set(watch.send);
+        return watch;
+    }
+
+    private int send(Pointer channel, Pointer iov, long count) {
+        try {
+            if (iov == null) {
+                return 0;
+            }
+            if (count >= 2) {
+                learn(iov);
+            }
+            long n = lib.writev(fd, iov, (int) count);
+            if (n < 0) {
+                int err = Runtime.getRuntime(lib).getLastError();
+                if (err != ENOENT) {
+                    LOG.warn("writing a reply to /dev/fuse failed: errno {}", err);
+                }
+                return -err;
+            }
+            return 0;
+        } catch (Throwable t) {
+            // nothing may escape into libfuse; a reply that could not be written is the kernel's EIO
+            LOG.error("sending a FUSE reply failed unexpectedly", t);
+            return -5;
+        }
+    }
+
+    /** An entry reply for a regular file: the node id the kernel will use for it, and its store inode. */
+    private void learn(Pointer iov) {
+        int op = FuseLoop.currentOpcode();
+        if (op != LOOKUP && op != LINK && op != CREATE && op != MKNOD) {
+            return;
+        }
+        // iov[0]: struct fuse_out_header {u32 len; s32 error; u64 unique}; iov[1]: struct fuse_entry_out
+        Pointer header = iov.getPointer(0);
+        if (header.getInt(4) != 0 || header.getLong(8) == 0) {
+            return; // an error, or a notification of ours
+        }
+        Pointer entry = iov.getPointer(16);
+        long nodeid = entry.getLong(0);
+        // fuse_entry_out: nodeid, generation, entry_valid, attr_valid, 2 x u32 nsec, then fuse_attr (ino first, mode at +60)
+        long inode = entry.getLong(40);
+        int mode = entry.getInt(100);
+        if ((mode & S_IFMT) == S_IFREG) {
+            kernelInodes.seen(inode, nodeid);
+        }
+    }
+}
