@@ -625,7 +625,16 @@ final class ChibiFuse extends FuseStubFS {
         Caller caller = caller();
         FileHandle handle = router.open(caller, VfsPath.of(path), flags, mode);
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
-        fi.fh.set(openFiles.add(new OpenFile(handle, caller, writable)));
+        long inode = -1;
+        if (writable) {
+            try {
+                inode = handle.metadata().inode();
+            } catch (IOException | RuntimeException e) {
+                handle.close();
+                throw e;
+            }
+        }
+        fi.fh.set(openFiles.add(new OpenFile(handle, caller, writable, inode)));
         return 0;
     }
 
@@ -649,7 +658,10 @@ final class ChibiFuse extends FuseStubFS {
             if (f == null || !f.writable()) {
                 return -ErrorCodes.EBADF();
             }
-            return f.handle().write(fuseBuffer(buf, size), offset);
+            int written = f.handle().write(fuseBuffer(buf, size), offset);
+            // a write's node id is the file's; its other names are other kernel inodes, whose size is stale now
+            kernelInodes.changedThrough(f.inode(), FuseLoop.currentNodeid());
+            return written;
         } catch (Throwable t) {
             return fail("write", path, t);
         }

@@ -183,6 +183,27 @@ class PosixBehaviourTest {
                 """);
     }
 
+    @Test
+    void aWriteThroughOneNameOfAHardLinkedFileShowsAtOnceThroughTheOthers() {
+        python(fs, """
+                os.chdir('shared')
+                with open('one', 'w') as f:
+                    f.write('1')
+                os.link('one', 'two')
+                assert os.stat('two').st_size == 1
+                r = os.open('two', os.O_RDONLY)
+                w = os.open('one', os.O_WRONLY | os.O_APPEND)
+                os.write(w, b'2345')
+                assert os.stat('two').st_size == 5 and os.fstat(r).st_size == 5
+                assert os.pread(r, 10, 0) == b'12345', 'read through the other name is not cut at the old size'
+                m = os.stat('two').st_mtime_ns
+                time.sleep(0.02)
+                os.write(w, b'6')
+                assert os.stat('two').st_mtime_ns > m and os.fstat(r).st_size == 6
+                os.close(r); os.close(w)
+                """);
+    }
+
     /** libfuse 2 names an unlinked open file by a hidden name; every handle operation still reaches the file. */
     @Test
     void anUnlinkedOpenFileKeepsItsTruthfulLinkCountTimesModeAndSize() {
