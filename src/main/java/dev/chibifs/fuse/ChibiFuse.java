@@ -5,6 +5,7 @@ import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.router.PolicyDeniedException;
 import dev.chibifs.router.Router;
+import dev.chibifs.store.Entry;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
@@ -27,6 +28,7 @@ import ru.serce.jnrfuse.struct.Timespec;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
@@ -56,6 +58,15 @@ final class ChibiFuse extends FuseStubFS {
     private static final long UTIME_OMIT = (1L << 30) - 2;
     private static final int FLAG_NULLPATH_OK = 1;
     private static final int FLAG_UTIME_OMIT_OK = 1 << 2;
+    private static final int S_IFREG = 0100000;
+    private static final int S_IFDIR = 0040000;
+    private static final int S_IFLNK = 0120000;
+    /** libfuse's "no inode number": the kernel makes one up, as for a null stat. */
+    private static final long FUSE_UNKNOWN_INO = 0xffffffffL;
+    private static final ThreadLocal<FileStat> DIRENT_STAT = ThreadLocal.withInitial(() -> FileStat.of(
+            jnr.ffi.Memory.allocateDirect(jnr.ffi.Runtime.getSystemRuntime(), 256)));
+    /** A name is at most 255 bytes (NAME_MAX) plus the NUL. */
+    private static final ThreadLocal<ByteBuffer> DIRENT_NAME = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(1024));
     /** Wraps native memory as a ByteBuffer without copying it (JNI NewDirectByteBuffer). */
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
 
@@ -282,11 +293,26 @@ final class ChibiFuse extends FuseStubFS {
     @Override
     public int readdir(String path, Pointer buf, FuseFillDir filler, @off_t long offset, FuseFileInfo fi) {
         try {
-            List<String> names = router.names(null, VfsPath.of(path));
+            List<Entry> entries = router.list(null, VfsPath.of(path));
             filler.apply(buf, ".", null, 0);
             filler.apply(buf, "..", null, 0);
-            for (String name : names) {
-                if (filler.apply(buf, name, null, 0) != 0) {
+            // the type goes into each dirent (d_type), so find -type, fts and git need no stat per entry
+            FileStat typeOnly = DIRENT_STAT.get();
+            Pointer stat = jnr.ffi.Struct.getMemory(typeOnly);
+            typeOnly.st_ino.set(FUSE_UNKNOWN_INO);
+            // the name as a NUL-terminated C string in native memory: jnr-fuse's String overload
+            // copies a heap array per entry, which cost more than the whole listing
+            ByteBuffer name = DIRENT_NAME.get();
+            for (Entry e : entries) {
+                typeOnly.st_mode.set(switch (e.kind()) {
+                    case FILE -> S_IFREG;
+                    case DIRECTORY -> S_IFDIR;
+                    case SYMLINK -> S_IFLNK;
+                    default -> 0;
+                });
+                name.clear();
+                name.put(e.name().getBytes(StandardCharsets.UTF_8)).put((byte) 0).flip();
+                if (filler.apply(buf, name, stat, 0) != 0) {
                     break;
                 }
             }

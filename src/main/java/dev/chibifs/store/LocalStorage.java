@@ -78,7 +78,7 @@ public final class LocalStorage implements Storage {
 
     /** True for the names of the store's own temporary files: hidden from listings and never created by callers. */
     public static boolean isTemporaryName(String name) {
-        return TEMP_NAME.matcher(name).matches();
+        return name.startsWith(TEMP_PREFIX) && TEMP_NAME.matcher(name).matches();
     }
 
     /**
@@ -387,38 +387,48 @@ public final class LocalStorage implements Storage {
     public List<Entry> list(VfsPath path) throws IOException {
         List<Entry> out = new ArrayList<>();
         try (At d = directoryAt(path)) {
-            for (String name : namesIn(d, path)) {
-                try {
-                    out.add(new Entry(name, Libc.stat(d.dir, name, path).kind()));
-                } catch (NoSuchFileException vanished) {
-                    // removed between readdir and stat: not listed
+            for (Libc.RawEntry e : Libc.readDirectory(d.dir, d.name, path)) {
+                if (isTemporaryName(e.name())) {
+                    continue;
                 }
+                EntryKind kind = kindOf(e.type());
+                if (kind == null) {
+                    // the file system does not say (d_type DT_UNKNOWN): ask
+                    try {
+                        kind = Libc.stat(d.dir, e.name(), path).kind();
+                    } catch (NoSuchFileException vanished) {
+                        continue; // removed between readdir and stat: not listed
+                    }
+                }
+                out.add(new Entry(e.name(), kind));
             }
         }
         out.sort(Comparator.comparing(Entry::name));
         return out;
     }
 
+    /** The kind for a d_type; null for DT_UNKNOWN. */
+    private static EntryKind kindOf(int dtype) {
+        return switch (dtype) {
+            case 0 -> null;
+            case 4 -> EntryKind.DIRECTORY;
+            case 8 -> EntryKind.FILE;
+            case 10 -> EntryKind.SYMLINK;
+            default -> EntryKind.OTHER;
+        };
+    }
+
     @Override
     public List<String> names(VfsPath path) throws IOException {
         try (At d = directoryAt(path)) {
-            return namesIn(d, path);
-        }
-    }
-
-    private static List<String> namesIn(At d, VfsPath path) throws IOException {
-        List<String> out = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(d.path())) {
-            for (Path child : ds) {
-                String name = child.getFileName().toString();
-                if (!isTemporaryName(name)) {
-                    out.add(name);
+            List<String> out = new ArrayList<>();
+            for (Libc.RawEntry e : Libc.readDirectory(d.dir, d.name, path)) {
+                if (!isTemporaryName(e.name())) {
+                    out.add(e.name());
                 }
             }
-        } catch (IOException e) {
-            throw vfsError(e, path);
+            return out;
         }
-        return out;
     }
 
     @Override

@@ -392,6 +392,38 @@ class PosixBehaviourTest {
                 """);
     }
 
+    /** readdir says each entry's type (d_type), as a local disk does: find -type, fts and git skip a stat per entry. */
+    @Test
+    void directoryListingsCarryEachEntrysType() throws IOException {
+        Files.createDirectories(fs.stored("/shared/types/sub"));
+        Files.writeString(fs.stored("/shared/types/file"), "x");
+        Files.createSymbolicLink(fs.stored("/shared/types/link"), Path.of("file"));
+        Sh.run("mkfifo '" + fs.stored("/shared/types/fifo") + "'").ok();
+        python(fs, """
+                import ctypes, ctypes.util
+                libc = ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True)
+                class Dirent(ctypes.Structure):
+                    _fields_ = [('d_ino', ctypes.c_uint64), ('d_off', ctypes.c_int64), ('d_reclen', ctypes.c_ushort),
+                                ('d_type', ctypes.c_ubyte), ('d_name', ctypes.c_char * 256)]
+                libc.opendir.restype = ctypes.c_void_p
+                libc.readdir.restype = ctypes.POINTER(Dirent)
+                libc.readdir.argtypes = [ctypes.c_void_p]
+                libc.closedir.argtypes = [ctypes.c_void_p]
+                d = libc.opendir(b'shared/types')
+                types = {}
+                while True:
+                    e = libc.readdir(d)
+                    if not e:
+                        break
+                    types[e.contents.d_name.decode()] = e.contents.d_type
+                libc.closedir(d)
+                DT_DIR, DT_REG, DT_LNK, DT_UNKNOWN = 4, 8, 10, 0
+                assert types == {'.': DT_UNKNOWN, '..': DT_UNKNOWN, 'sub': DT_DIR, 'file': DT_REG,
+                                 'link': DT_LNK, 'fifo': DT_UNKNOWN}, types
+                assert sorted(os.listdir('shared/types')) == ['fifo', 'file', 'link', 'sub']
+                """);
+    }
+
     @Test
     void aSymlinkPlantedInTheStoreIsShownAsALinkAndNeverFollowedByTheDaemon() throws IOException {
         Files.writeString(fs.stored("/shared/real.txt"), "real\n");
