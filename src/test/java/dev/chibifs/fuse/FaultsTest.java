@@ -51,6 +51,25 @@ class FaultsTest {
             assertTrue(gone.err().contains("Input/output error") && !gone.err().contains("Terminated"), gone.err());
             Files.move(home.resolve("vfs.away"), home.resolve("vfs"));
             fs.sh("sha256sum -c /tmp/chibifs-keep.sum && echo y > shared/y").ok();
+
+            // replaced by a link to another tree: never followed, an I/O error, nothing written there
+            Path decoy = Files.createDirectories(home.resolve("decoy/shared"));
+            Files.move(home.resolve("vfs"), home.resolve("vfs.real"));
+            Files.createSymbolicLink(home.resolve("vfs"), home.resolve("decoy"));
+            Sh.Result linked = Sh.run("cd '" + fs.mountpoint() + "'; timeout 10 sh -c \"echo x > '"
+                    + fs.at("/shared/z") + "'\"; timeout 10 cat '" + fs.at("/shared/y") + "'");
+            assertTrue(linked.err().contains("Input/output error") && !linked.err().contains("Terminated"), linked.err());
+            assertTrue(Files.notExists(decoy.resolve("z")));
+            Files.delete(home.resolve("vfs"));
+            Files.move(home.resolve("vfs.real"), home.resolve("vfs"));
+            // replaced by another directory: that one is served from the next operation
+            Files.move(home.resolve("vfs"), home.resolve("vfs.real"));
+            Files.createDirectories(home.resolve("vfs/shared"));
+            Files.writeString(home.resolve("vfs/shared/y"), "other\n");
+            assertEquals("other\n", fs.sh("cat shared/y").ok().out());
+            Sh.run("rm -rf '" + home.resolve("vfs") + "'").ok();
+            Files.move(home.resolve("vfs.real"), home.resolve("vfs"));
+            fs.sh("sha256sum -c /tmp/chibifs-keep.sum && grep -qx y shared/y").ok();
             assertTrue(fs.process().isAlive());
         } finally {
             Sh.run("umount -l '" + home + "'");
