@@ -191,15 +191,6 @@ public final class LocalStorage implements Storage {
      */
     private static int openRegular(At a, VfsPath path, boolean create, boolean exclusive, int createMode)
             throws IOException {
-        return openOrCreate(a, path, create, exclusive, createMode).fd();
-    }
-
-    /** An O_PATH descriptor of a regular file, and whether this call created the file. */
-    private record Opened(int fd, boolean created) {
-    }
-
-    private static Opened openOrCreate(At a, VfsPath path, boolean create, boolean exclusive, int createMode)
-            throws IOException {
         for (int attempt = 0; ; attempt++) {
             if (!exclusive) {
                 int fd = Libc.tryOpenat(a.dir, a.name, Libc.O_PATH | Libc.O_NOFOLLOW, 0);
@@ -212,7 +203,7 @@ public final class LocalStorage implements Storage {
                         throw vfsError(e, path);
                     }
                     if (type == Libc.S_IFREG) {
-                        return new Opened(fd, false);
+                        return fd;
                     }
                     Libc.close(fd);
                     throw notRegular(type, path);
@@ -225,7 +216,7 @@ public final class LocalStorage implements Storage {
             int fd = Libc.tryOpenat(a.dir, a.name, Libc.O_CREAT | Libc.O_EXCL | Libc.O_RDONLY | Libc.O_NOFOLLOW,
                     fileMode(createMode));
             if (fd >= 0) {
-                return new Opened(fd, true);
+                return fd;
             }
             // EEXIST: someone created it since we looked; look again (it may be a fifo now)
             if (-fd != Libc.EEXIST || exclusive || attempt >= 3) {
