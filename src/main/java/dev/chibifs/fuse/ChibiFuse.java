@@ -202,6 +202,19 @@ final class ChibiFuse extends FuseStubFS {
         }
     }
 
+    /**
+     * For a hidden name, the unlinked open file behind it, once the caller may write there; null for
+     * any other name. libfuse 2 sends fchmod, futimens and ftruncate of an unlinked file as chmod,
+     * utimens and truncate of its hidden name, which is not in the store: they go to the handle.
+     */
+    private FileHandle unlinkedOpenFile(VfsPath p) throws IOException {
+        if (!isHiddenName(p)) {
+            return null;
+        }
+        router.checkWrite(caller(), p);
+        return hidden(p.toString());
+    }
+
     /** The handle behind a hidden name; NoSuchFileException when there is none. */
     private FileHandle hidden(String path) throws NoSuchFileException {
         FileHandle h = openFiles.hidden(path);
@@ -470,10 +483,9 @@ final class ChibiFuse extends FuseStubFS {
     public int chmod(String path, @mode_t long mode) {
         try {
             VfsPath p = VfsPath.of(path);
-            if (isHiddenName(p)) {
-                // fchmod of an unlinked file: libfuse 2 names it by its hidden name, which is not in the store
-                router.checkWrite(caller(), p);
-                hidden(path).setExecutable((int) mode);
+            FileHandle unlinked = unlinkedOpenFile(p);
+            if (unlinked != null) {
+                unlinked.setExecutable((int) mode);
                 return 0;
             }
             router.chmod(caller(), p, (int) mode);
@@ -487,9 +499,7 @@ final class ChibiFuse extends FuseStubFS {
     public int chown(String path, long uid, long gid) {
         try {
             VfsPath p = VfsPath.of(path);
-            if (isHiddenName(p)) {
-                router.checkWrite(caller(), p);
-                hidden(path);
+            if (unlinkedOpenFile(p) != null) {
                 return 0;
             }
             router.chown(caller(), p);
@@ -503,9 +513,9 @@ final class ChibiFuse extends FuseStubFS {
     public int truncate(String path, @off_t long size) {
         try {
             VfsPath p = VfsPath.of(path);
-            if (isHiddenName(p)) {
-                router.checkWrite(caller(), p);
-                hidden(path).truncate(size);
+            FileHandle unlinked = unlinkedOpenFile(p);
+            if (unlinked != null) {
+                unlinked.truncate(size);
                 return 0;
             }
             router.truncate(caller(), p, size);
@@ -537,10 +547,9 @@ final class ChibiFuse extends FuseStubFS {
     public int utimens(String path, Timespec[] timespec) {
         try {
             VfsPath p = VfsPath.of(path);
-            if (isHiddenName(p)) {
-                // futimens of an unlinked file (libfuse 2's utimens has no file handle)
-                router.checkWrite(caller(), p);
-                hidden(path).setTimes(time(timespec[0]), time(timespec[1]));
+            FileHandle unlinked = unlinkedOpenFile(p);
+            if (unlinked != null) {
+                unlinked.setTimes(time(timespec[0]), time(timespec[1]));
                 return 0;
             }
             router.setTimes(caller(), p, time(timespec[0]), time(timespec[1]));
