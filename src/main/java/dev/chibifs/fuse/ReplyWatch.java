@@ -69,13 +69,25 @@ final class ReplyWatch {
         this.fd = lib.fuse_chan_fd(channel);
     }
 
-    /** Puts the watch in the channel's send slot; returns it, to be kept reachable while mounted. */
+    /**
+     * Puts the watch in the channel's send slot; returns it, to be kept reachable while mounted, or
+     * null when the channel does not have libfuse 2.9's layout (then names a lookup gave the
+     * kernel catch up within attr_timeout, as before the watch).
+     */
     static ReplyWatch install(Pointer channel, KernelInodes kernelInodes) {
         Lib lib;
         try {
             lib = LibraryLoader.create(Lib.class).failImmediately().library("fuse").library("c").load();
         } catch (LinkageError | RuntimeException e) {
             lib = LibraryLoader.create(Lib.class).failImmediately().library("libfuse.so.2").library("c").load();
+        }
+        // struct fuse_chan { struct fuse_chan_ops op (3 pointers); struct fuse_session *se; int fd; ... }
+        long fdOffset = 4L * Runtime.getSystemRuntime().addressSize();
+        int fd = lib.fuse_chan_fd(channel);
+        if (fd < 0 || channel.getInt(fdOffset) != fd) {
+            LOG.warn("libfuse's channel is not laid out as in libfuse 2.9: link counts through names only looked up"
+                    + " catch up within attr_timeout");
+            return null;
         }
         ReplyWatch watch = new ReplyWatch(lib, channel, kernelInodes);
         ChannelOps ops = new ChannelOps(Runtime.getSystemRuntime());
