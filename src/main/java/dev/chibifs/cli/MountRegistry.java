@@ -64,6 +64,10 @@ public final class MountRegistry {
     }
 
     static Path defaultDir(int uid, Map<String, String> env) {
+        String override = env.get("CHIBIFS_RUNTIME_DIR");
+        if (override != null && !override.isBlank()) {
+            return Path.of(override);
+        }
         if (uid == 0) {
             return Path.of("/run/chibifs");
         }

@@ -43,6 +43,9 @@ class MountRegistryTest {
         assertEquals(Path.of("/run/user/1000/chibifs"),
                 MountRegistry.defaultDir(1000, Map.of("XDG_RUNTIME_DIR", "/run/user/1000")));
         assertEquals(Path.of("/tmp/chibifs-1000"), MountRegistry.defaultDir(1000, Map.of()));
+        assertEquals(Path.of("/srv/records"), MountRegistry.defaultDir(0, Map.of("CHIBIFS_RUNTIME_DIR", "/srv/records")));
+        assertEquals(Path.of("/srv/records"), MountRegistry.defaultDir(1000,
+                Map.of("CHIBIFS_RUNTIME_DIR", "/srv/records", "XDG_RUNTIME_DIR", "/run/user/1000")));
     }
 
     @Test
