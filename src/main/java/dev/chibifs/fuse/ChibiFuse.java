@@ -226,8 +226,8 @@ final class ChibiFuse extends FuseStubFS {
 
     private void fill(FileStat stat, VfsPath p, Metadata m) {
         int op = FuseLoop.currentOpcode();
-        if (op == FuseLoop.GETATTR || op == FuseLoop.SETATTR || op == FuseLoop.OPEN) {
-            // these requests name the inode itself (a lookup names its parent)
+        if ((op == FuseLoop.GETATTR || op == FuseLoop.SETATTR || op == FuseLoop.OPEN) && m.isFile()) {
+            // these requests name the inode itself (a lookup names its parent); only files have several names
             long nodeid = FuseLoop.currentNodeid();
             kernelInodes.seen(m.inode(), nodeid);
             if (op == FuseLoop.SETATTR) {
