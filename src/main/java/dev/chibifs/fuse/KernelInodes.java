@@ -1,6 +1,6 @@
 package dev.chibifs.fuse;
 
-import java.util.Set;
+import java.util.Arrays;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.LongConsumer;
@@ -21,7 +21,8 @@ final class KernelInodes {
     /** More store files than this and the table starts over: staleness falls back to attr_timeout. */
     private static final int LIMIT = 65_536;
 
-    private final ConcurrentMap<Long, Set<Long>> nodesByInode = new ConcurrentHashMap<>();
+    /** Store inode -> node ids; an array, as nearly every file has one name (small: one entry per file looked up). */
+    private final ConcurrentMap<Long, long[]> nodesByInode = new ConcurrentHashMap<>();
     private volatile LongConsumer invalidate = nodeid -> { };
 
     /** Where invalidations go: the mounted session's notify call, or nowhere before mount and after unmount. */
@@ -34,14 +35,33 @@ final class KernelInodes {
         if (nodeid <= 1) {
             return; // 0: not in a request; 1: the root, never a file
         }
-        Set<Long> nodes = nodesByInode.get(storeInode);
-        if (nodes == null) {
-            if (nodesByInode.size() >= LIMIT) {
-                nodesByInode.clear();
-            }
-            nodes = nodesByInode.computeIfAbsent(storeInode, k -> ConcurrentHashMap.newKeySet(2));
+        long[] known = nodesByInode.get(storeInode);
+        if (known != null && contains(known, nodeid)) {
+            return;
         }
-        nodes.add(nodeid);
+        if (known == null && nodesByInode.size() >= LIMIT) {
+            nodesByInode.clear();
+        }
+        nodesByInode.compute(storeInode, (k, nodes) -> {
+            if (nodes == null) {
+                return new long[] {nodeid};
+            }
+            if (contains(nodes, nodeid)) {
+                return nodes;
+            }
+            long[] more = Arrays.copyOf(nodes, nodes.length + 1);
+            more[nodes.length] = nodeid;
+            return more;
+        });
+    }
+
+    private static boolean contains(long[] nodes, long nodeid) {
+        for (long n : nodes) {
+            if (n == nodeid) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The link count of {@code storeInode} changed: every kernel inode that shows it fetches attributes again. */
@@ -50,11 +70,11 @@ final class KernelInodes {
     }
 
     /**
-     * {@code storeInode} changed through kernel inode {@code nodeid} (a setattr, which the kernel
-     * applies to that inode itself): the other kernel inodes that show it fetch attributes again.
+     * {@code storeInode} changed through kernel inode {@code nodeid} (a setattr or a write, which the
+     * kernel applies to that inode itself): the other kernel inodes that show it fetch attributes again.
      */
     void changedThrough(long storeInode, long nodeid) {
-        Set<Long> nodes = nodesByInode.get(storeInode);
+        long[] nodes = nodesByInode.get(storeInode);
         if (nodes != null) {
             LongConsumer notifier = invalidate;
             for (long other : nodes) {
