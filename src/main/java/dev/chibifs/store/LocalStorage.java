@@ -195,18 +195,7 @@ public final class LocalStorage implements Storage {
             if (!exclusive) {
                 int fd = Libc.tryOpenat(a.dir, a.name, Libc.O_PATH | Libc.O_NOFOLLOW, 0);
                 if (fd >= 0) {
-                    int type;
-                    try {
-                        type = Libc.type(fd);
-                    } catch (IOException e) {
-                        Libc.close(fd);
-                        throw vfsError(e, path);
-                    }
-                    if (type == Libc.S_IFREG) {
-                        return fd;
-                    }
-                    Libc.close(fd);
-                    throw notRegular(type, path);
+                    return regularOnly(fd, path);
                 }
                 if (-fd != Libc.ENOENT || !create) {
                     throw Libc.failure(-fd, path);

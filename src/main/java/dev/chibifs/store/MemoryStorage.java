@@ -62,6 +62,23 @@ public final class MemoryStorage implements Storage {
             this.created = this.modified = this.accessed = this.changed = s.now();
             this.mode = mode;
         }
+
+        /** utimens: a null time is left alone. */
+        void setTimes(FileTime accessed, FileTime modified, FileTime now) {
+            if (accessed != null) {
+                this.accessed = accessed;
+            }
+            if (modified != null) {
+                this.modified = modified;
+            }
+            this.changed = now;
+        }
+
+        /** chmod of the execute bits only. */
+        void setExecutable(int mode, FileTime now) {
+            this.mode = (this.mode & ~0111) | (mode & 0111);
+            this.changed = now;
+        }
     }
 
     private static final class Dir extends Node {
@@ -386,21 +403,14 @@ public final class MemoryStorage implements Storage {
         @Override
         public void setTimes(FileTime accessed, FileTime modified) {
             synchronized (MemoryStorage.this) {
-                if (accessed != null) {
-                    file.accessed = accessed;
-                }
-                if (modified != null) {
-                    file.modified = modified;
-                }
-                file.changed = now();
+                file.setTimes(accessed, modified, now());
             }
         }
 
         @Override
         public void setExecutable(int mode) {
             synchronized (MemoryStorage.this) {
-                file.mode = (file.mode & ~0111) | (mode & 0111);
-                file.changed = now();
+                file.setExecutable(mode, now());
             }
         }
 
@@ -469,21 +479,12 @@ public final class MemoryStorage implements Storage {
 
     @Override
     public synchronized void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException {
-        Node n = find(path);
-        if (accessed != null) {
-            n.accessed = accessed;
-        }
-        if (modified != null) {
-            n.modified = modified;
-        }
-        n.changed = now();
+        find(path).setTimes(accessed, modified, now());
     }
 
     @Override
     public synchronized void setExecutable(VfsPath path, int mode) throws IOException {
-        Node n = find(path);
-        n.mode = (n.mode & ~0111) | (mode & 0111);
-        n.changed = now();
+        find(path).setExecutable(mode, now());
     }
 
     @Override
