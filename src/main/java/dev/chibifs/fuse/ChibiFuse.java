@@ -381,8 +381,14 @@ final class ChibiFuse extends FuseStubFS {
         return 0;
     }
 
-    /** The store inode of the regular file at {@code p}, or -1 when there is none (nothing to invalidate). */
+    /**
+     * The store inode of the regular file at {@code p}, whose other kernel inodes a link count
+     * change must invalidate; -1 when there is none, or when no file has two kernel inodes yet.
+     */
     private long fileInode(VfsPath p) {
+        if (!kernelInodes.anyShared()) {
+            return -1;
+        }
         try {
             Metadata m = router.metadata(null, p);
             return m.isFile() ? m.inode() : -1;

@@ -23,6 +23,8 @@ final class KernelInodes {
 
     /** Store inode -> node ids; an array, as nearly every file has one name (small: one entry per file looked up). */
     private final ConcurrentMap<Long, long[]> nodesByInode = new ConcurrentHashMap<>();
+    /** Whether any file has been seen under two kernel inodes (names, or a name and a hidden handle). */
+    private volatile boolean anyShared;
     private volatile LongConsumer invalidate = nodeid -> { };
 
     /** Where invalidations go: the mounted session's notify call, or nowhere before mount and after unmount. */
@@ -41,6 +43,9 @@ final class KernelInodes {
         }
         if (known == null && nodesByInode.size() >= LIMIT) {
             nodesByInode.clear();
+        }
+        if (known != null) {
+            anyShared = true;
         }
         nodesByInode.compute(storeInode, (k, nodes) -> {
             if (nodes == null) {
@@ -62,6 +67,15 @@ final class KernelInodes {
             }
         }
         return false;
+    }
+
+    /**
+     * False while no file has shown up under two kernel inodes: then a link, unlink or rename
+     * changes only the inode the kernel itself corrects, and callers can skip finding the store
+     * inode at all (a stat per unlink, in the common case of no hard links).
+     */
+    boolean anyShared() {
+        return anyShared;
     }
 
     /** The link count of {@code storeInode} changed: every kernel inode that shows it fetches attributes again. */

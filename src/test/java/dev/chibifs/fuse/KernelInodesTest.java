@@ -49,4 +49,14 @@ class KernelInodesTest {
         fresh.linksChanged(100);
         assertEquals(List.of(), invalidated);
     }
+
+    @Test
+    void sharedOnceAFileHasASecondKernelInode() {
+        inodes.seen(100, 7);
+        inodes.seen(100, 7);
+        inodes.seen(200, 8);
+        assertEquals(false, inodes.anyShared());
+        inodes.seen(100, 9);
+        assertEquals(true, inodes.anyShared());
+    }
 }
