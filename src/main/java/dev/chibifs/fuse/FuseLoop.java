@@ -64,10 +64,14 @@ final class FuseLoop {
         int fuse_lowlevel_notify_inval_inode(Pointer channel, long nodeid, long offset, long length);
     }
 
-    /** fuse_in_header's opcodes that {@link #currentOpcode} callers care about. */
+    /** fuse_in_header's opcodes that {@link #currentOpcode} callers care about (linux/fuse.h). */
+    static final int LOOKUP = 1;
     static final int GETATTR = 3;
     static final int SETATTR = 4;
+    static final int MKNOD = 8;
+    static final int LINK = 13;
     static final int OPEN = 14;
+    static final int CREATE = 35;
 
     /**
      * A worker: it knows the request it is serving, which libfuse's high-level callbacks do not

@@ -25,10 +25,6 @@ final class ReplyWatch {
 
     private static final Logger LOG = LoggerFactory.getLogger(ReplyWatch.class);
 
-    private static final int LOOKUP = 1;
-    private static final int MKNOD = 8;
-    private static final int LINK = 13;
-    private static final int CREATE = 35;
     private static final int S_IFMT = 0170000;
     private static final int S_IFREG = 0100000;
     private static final int ENOENT = 2;
@@ -123,7 +119,7 @@ final class ReplyWatch {
     /** An entry reply for a regular file: the node id the kernel will use for it, and its store inode. */
     private void learn(Pointer iov) {
         int op = FuseLoop.currentOpcode();
-        if (op != LOOKUP && op != LINK && op != CREATE && op != MKNOD) {
+        if (op != FuseLoop.LOOKUP && op != FuseLoop.LINK && op != FuseLoop.CREATE && op != FuseLoop.MKNOD) {
             return;
         }
         // iov[0]: struct fuse_out_header {u32 len; s32 error; u64 unique}; iov[1]: struct fuse_entry_out
