@@ -666,16 +666,7 @@ final class ChibiFuse extends FuseStubFS {
         Caller caller = caller();
         FileHandle handle = router.open(caller, VfsPath.of(path), flags, mode);
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
-        long inode = -1;
-        if (writable) {
-            try {
-                inode = handle.metadata().inode();
-            } catch (IOException | RuntimeException e) {
-                handle.close();
-                throw e;
-            }
-        }
-        fi.fh.set(openFiles.add(new OpenFile(handle, caller, writable, inode)));
+        fi.fh.set(openFiles.add(new OpenFile(handle, caller, writable)));
         return 0;
     }
 
@@ -700,8 +691,10 @@ final class ChibiFuse extends FuseStubFS {
                 return -ErrorCodes.EBADF();
             }
             int written = f.handle().write(fuseBuffer(buf, size), offset);
-            // a write's node id is the file's; its other names are other kernel inodes, whose size is stale now
-            kernelInodes.changedThrough(f.inode(), FuseLoop.currentNodeid());
+            if (kernelInodes.anyShared()) {
+                // a write's node id is the file's; its other names are other kernel inodes, whose size is stale now
+                kernelInodes.changedThrough(f.handle().inode(), FuseLoop.currentNodeid());
+            }
             return written;
         } catch (Throwable t) {
             return fail("write", path, t);

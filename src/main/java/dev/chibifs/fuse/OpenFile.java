@@ -6,8 +6,7 @@ import dev.chibifs.store.FileHandle;
 /**
  * One entry of the open-file table. The caller is resolved at open/create and kept here,
  * because FUSE does not fill in the requester for release, and the kernel may send writes
- * from another context (writeback). A writable handle also keeps its file's store inode, so a
- * write can tell the file's other kernel inodes (other names) that its size and times changed.
+ * from another context (writeback).
  */
-record OpenFile(FileHandle handle, Caller caller, boolean writable, long inode) {
+record OpenFile(FileHandle handle, Caller caller, boolean writable) {
 }

@@ -20,6 +20,9 @@ public interface FileHandle extends Closeable {
     /** Flushes to stable storage; {@code metadata} also flushes attributes. */
     void sync(boolean metadata) throws IOException;
 
+    /** The file's inode in the store: it stays with the handle through renames and unlinks. */
+    long inode() throws IOException;
+
     /** fstat: the file's current metadata, even after it was renamed or unlinked. */
     Metadata metadata() throws IOException;
 

@@ -195,7 +195,8 @@ public final class LocalStorage implements Storage {
             if (!exclusive) {
                 int fd = Libc.tryOpenat(a.dir, a.name, Libc.O_PATH | Libc.O_NOFOLLOW, 0);
                 if (fd >= 0) {
-                    return regularOnly(fd, path);
+                    regular(fd, path);
+                    return fd;
                 }
                 if (-fd != Libc.ENOENT || !create) {
                     throw Libc.failure(-fd, path);
@@ -541,7 +542,7 @@ public final class LocalStorage implements Storage {
                 if (!exclusive) {
                     int fd = Libc.tryOpenat(a.dir, a.name, existing | DATA_OPEN, 0);
                     if (fd >= 0) {
-                        return new LocalFileHandle(regularOnly(fd, path));
+                        return new LocalFileHandle(fd, regular(fd, path).inode());
                     }
                     if (-fd == Libc.ENXIO) {
                         // O_NONBLOCK|O_WRONLY on a fifo without a reader, or a socket
@@ -555,7 +556,7 @@ public final class LocalStorage implements Storage {
                 int fd = Libc.tryOpenat(a.dir, a.name, access | Libc.O_CREAT | Libc.O_EXCL | DATA_OPEN,
                         fileMode(createMode));
                 if (fd >= 0) {
-                    return new LocalFileHandle(fd);
+                    return new LocalFileHandle(fd, UNKNOWN_INODE);
                 }
                 // EEXIST: someone created it since we looked; look again (it may be a fifo now)
                 if (-fd != Libc.EEXIST || exclusive || attempt >= 3) {
@@ -565,6 +566,9 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    /** A handle's inode before anybody asked (a file the open itself created). */
+    private static final long UNKNOWN_INODE = -1;
+
     /**
      * Flags of every open for data. O_NONBLOCK: opening a fifo someone planted in the store must
      * not wait for a writer (regular files ignore the flag); O_NOCTTY: nor may a terminal become ours.
@@ -572,20 +576,24 @@ public final class LocalStorage implements Storage {
      */
     private static final int DATA_OPEN = Libc.O_NOFOLLOW | Libc.O_NONBLOCK | Libc.O_NOCTTY;
 
-    /** {@code fd} when it is a regular file; closed, and refused, otherwise. */
-    private static int regularOnly(int fd, VfsPath path) throws IOException {
-        int type;
+    /** The metadata of {@code fd} when it is a regular file; {@code fd} closed, and refused, otherwise. */
+    private static Metadata regular(int fd, VfsPath path) throws IOException {
+        Metadata m;
         try {
-            type = Libc.type(fd);
+            m = Libc.stat(fd, null, path);
         } catch (IOException e) {
             Libc.close(fd);
             throw vfsError(e, path);
         }
-        if (type != Libc.S_IFREG) {
+        if (!m.isFile()) {
             Libc.close(fd);
-            throw notRegular(type, path);
+            throw notRegular(switch (m.kind()) {
+                case DIRECTORY -> Libc.S_IFDIR;
+                case SYMLINK -> Libc.S_IFLNK;
+                default -> 0;
+            }, path);
         }
-        return fd;
+        return m;
     }
 
     private static Set<PosixFilePermission> toPermissions(int mode) {
@@ -747,9 +755,12 @@ public final class LocalStorage implements Storage {
     private static final class LocalFileHandle implements FileHandle {
         private final int fd;
         private final AtomicBoolean closed = new AtomicBoolean();
+        /** Known from the type check at open; a file this open created learns it at the first ask. */
+        private volatile long inode;
 
-        LocalFileHandle(int fd) {
+        LocalFileHandle(int fd, long inode) {
             this.fd = fd;
+            this.inode = inode;
         }
 
         private int fd() throws IOException {
@@ -757,6 +768,16 @@ public final class LocalStorage implements Storage {
                 throw new ClosedChannelException();
             }
             return fd;
+        }
+
+        @Override
+        public long inode() throws IOException {
+            long known = inode;
+            if (known == UNKNOWN_INODE) {
+                known = metadata().inode();
+                inode = known;
+            }
+            return known;
         }
 
         @Override

@@ -415,6 +415,11 @@ public final class MemoryStorage implements Storage {
         }
 
         @Override
+        public long inode() {
+            return file.inode;
+        }
+
+        @Override
         public Metadata metadata() {
             synchronized (MemoryStorage.this) {
                 return new Metadata(EntryKind.FILE, file.length, file.created, file.modified, file.accessed,
