@@ -208,17 +208,7 @@ final class Libc {
             dst.put(bounce.flip());
             return n;
         }
-        while (true) {
-            long n = LIBC.pread(fd, MEMORY.getDirectBufferAddress(dst) + dst.position(), dst.remaining(), offset);
-            if (n >= 0) {
-                dst.position(dst.position() + (int) n);
-                return (int) n;
-            }
-            int err = errno();
-            if (err != EINTR) {
-                throw failure(err, null);
-            }
-        }
+        return transfer(false, fd, dst, offset);
     }
 
     /** pwrite(2) from {@code src} at its position, which advances; returns the bytes written (maybe fewer). */
@@ -230,10 +220,17 @@ final class Libc {
             src.position(src.position() + n);
             return n;
         }
+        return transfer(true, fd, src, offset);
+    }
+
+    /** One pread or pwrite between the file and a direct buffer's remaining bytes, retried on EINTR. */
+    private static int transfer(boolean write, int fd, ByteBuffer buf, long offset) throws IOException {
+        long address = MEMORY.getDirectBufferAddress(buf) + buf.position();
         while (true) {
-            long n = LIBC.pwrite(fd, MEMORY.getDirectBufferAddress(src) + src.position(), src.remaining(), offset);
+            long n = write ? LIBC.pwrite(fd, address, buf.remaining(), offset)
+                    : LIBC.pread(fd, address, buf.remaining(), offset);
             if (n >= 0) {
-                src.position(src.position() + (int) n);
+                buf.position(buf.position() + (int) n);
                 return (int) n;
             }
             int err = errno();
