@@ -401,15 +401,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public List<String> names(VfsPath path) throws IOException {
-        try (At d = directoryAt(path)) {
-            List<String> out = new ArrayList<>();
-            for (Libc.RawEntry e : Libc.readDirectory(d.dir, d.name, path)) {
-                if (!isTemporaryName(e.name())) {
-                    out.add(e.name());
-                }
-            }
-            return out;
-        }
+        return list(path).stream().map(Entry::name).toList();
     }
 
     @Override
