@@ -61,6 +61,16 @@ final class Libc {
 
         int fchmod(int fd, int mode);
 
+        int inotify_init1(int flags);
+
+        int inotify_add_watch(int fd, @In byte[] path, int mask);
+
+        int inotify_rm_watch(int fd, int wd);
+
+        long read(int fd, Pointer buf, long count);
+
+        int fstatfs(int fd, Pointer buf);
+
         String strerror(int errnum);
     }
 
@@ -98,10 +108,12 @@ final class Libc {
     static final int EINTR = 4;
     static final int ENXIO = 6;
     static final int EEXIST = 17;
+    static final int EAGAIN = 11;
     static final int ENOSYS = 38;
     static final int ELOOP = 40;
 
     private static final byte[] EMPTY = {0};
+    private static final String PROC_SELF_FD = "/proc/self/fd/";
     /** Direct buffers' addresses, so pread and pwrite move bytes straight between the file and the buffer. */
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
     /** Bounce buffers for heap ByteBuffers (the vfs commands and tests; FUSE hands us direct ones). */
@@ -407,6 +419,94 @@ final class Libc {
             p.putLong(offset, i.getEpochSecond());
             p.putLong(offset + 8, i.getNano());
         }
+    }
+
+    /** A non-blocking inotify instance, or -errno. */
+    static int inotifyInit() {
+        int fd = LIBC.inotify_init1(O_NONBLOCK | O_CLOEXEC);
+        return fd < 0 ? -errno() : fd;
+    }
+
+    /** Watches the directory open as {@code fd} (through /proc, so the very inode); the watch descriptor, or -errno. */
+    static int inotifyWatch(int inotify, int fd, int mask) {
+        int wd = LIBC.inotify_add_watch(inotify, bytes(PROC_SELF_FD + fd), mask);
+        return wd < 0 ? -errno() : wd;
+    }
+
+    static void inotifyUnwatch(int inotify, int wd) {
+        LIBC.inotify_rm_watch(inotify, wd);
+    }
+
+    /** One inotify event: the watch it came from, its mask and the name in the watched directory ("" for none). */
+    record InotifyEvent(int watch, int mask, String name) {
+    }
+
+    private static final int IN_Q_OVERFLOW = 0x4000;
+    private static final int INOTIFY_BUFFER = 16 * 1024;
+    private static final ThreadLocal<Pointer> INOTIFY_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, INOTIFY_BUFFER));
+
+    /**
+     * The events queued on a non-blocking inotify instance, or null when there are none. A read
+     * that fails otherwise reports a queue overflow: events may be lost, and the reader starts over.
+     */
+    static List<InotifyEvent> inotifyRead(int inotify) {
+        Pointer buf = INOTIFY_BUF.get();
+        long n;
+        while ((n = LIBC.read(inotify, buf, INOTIFY_BUFFER)) < 0) {
+            int err = errno();
+            if (err == EAGAIN) {
+                return null;
+            }
+            if (err != EINTR) {
+                return List.of(new InotifyEvent(-1, IN_Q_OVERFLOW, ""));
+            }
+        }
+        byte[] bytes = new byte[(int) n];
+        buf.get(0, bytes, 0, bytes.length);
+        ByteBuffer b = ByteBuffer.wrap(bytes).order(java.nio.ByteOrder.nativeOrder());
+        List<InotifyEvent> events = new ArrayList<>();
+        // struct inotify_event { int wd; u32 mask; u32 cookie; u32 len; char name[len]; } (name NUL-padded)
+        for (int at = 0; at + 16 <= n; ) {
+            int wd = b.getInt(at);
+            int mask = b.getInt(at + 4);
+            int len = b.getInt(at + 12);
+            int end = at + 16;
+            while (end < at + 16 + len && bytes[end] != 0) {
+                end++;
+            }
+            events.add(new InotifyEvent(wd, mask, new String(bytes, at + 16, end - at - 16, StandardCharsets.UTF_8)));
+            at += 16 + len;
+        }
+        return events;
+    }
+
+    /** Whether {@code name} in {@code dirfd} (not followed) is the very file open as {@code fd}. */
+    static boolean sameInode(int dirfd, String name, int fd) {
+        Pointer buf = STATX_BUF.get();
+        if (LIBC.statx(fd, EMPTY, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, buf) != 0) {
+            return false;
+        }
+        long inode = buf.getLong(32);
+        long device = device(buf);
+        if (LIBC.statx(dirfd, bytes(name), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, buf) != 0) {
+            return false;
+        }
+        return buf.getLong(32) == inode && device(buf) == device;
+    }
+
+    /** Whether the file system of {@code fd} is one of {@code types} (statfs f_type). */
+    static boolean localFileSystem(int fd, long[] types) {
+        Pointer buf = STATX_BUF.get();
+        if (LIBC.fstatfs(fd, buf) != 0) {
+            return false;
+        }
+        long type = buf.getLong(0) & 0xffffffffL; // __fsword_t, compared as the unsigned 32-bit magic
+        for (long t : types) {
+            if (t == type) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The java.nio.file exception for {@code errno}, naming the VFS path (never a host path). */

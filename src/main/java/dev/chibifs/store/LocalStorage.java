@@ -3,6 +3,7 @@ package dev.chibifs.store;
 import dev.chibifs.path.VfsPath;
 
 import java.io.IOException;
+import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
@@ -58,17 +59,23 @@ public final class LocalStorage implements Storage {
     private static final Pattern TEMP_NAME = Pattern.compile(Pattern.quote(TEMP_PREFIX) + "[0-9a-f]{16}");
     private static final LinkOption NOFOLLOW = LinkOption.NOFOLLOW_LINKS;
     private static final String PROC_FD = "/proc/self/fd/";
+    /** Directories held open at most (each one inotify watch); past it, they are all let go and held afresh. */
+    private static final int HELD_DIRECTORIES = 4096;
     // java.nio encodes names with sun.jnu.encoding (the locale's); only UTF-8 keeps every name intact
     private static final boolean JNU_UTF8 = "UTF-8".equalsIgnoreCase(System.getProperty("sun.jnu.encoding"));
 
     private final Path root;
     private final StoreRoot storeRoot;
+    private static final Cleaner CLEANER = Cleaner.create();
+    private final HeldDirectories directories = new HeldDirectories(HELD_DIRECTORIES);
 
     /** A store rooted at {@code root}, which is created if absent. */
     public LocalStorage(Path root) throws IOException {
         Files.createDirectories(root);
         this.root = root.toAbsolutePath().normalize().toRealPath();
         this.storeRoot = new StoreRoot(this.root);
+        // the inotify instance and held descriptors go with the storage, closed or not (instances are few: 128 per user)
+        CLEANER.register(this, directories::close);
     }
 
     /** The directory the store lives in. */
@@ -88,13 +95,12 @@ public final class LocalStorage implements Storage {
     private static final class At implements AutoCloseable {
         final int dir;
         final String name;
-        /** False for the store root, which {@link StoreRoot} holds open. */
-        private final boolean owned;
+        private final HeldDirectories.Lease lease;
 
-        At(int dir, String name, boolean owned) {
-            this.dir = dir;
+        At(HeldDirectories.Lease lease, String name) {
+            this.lease = lease;
+            this.dir = lease.fd();
             this.name = name;
-            this.owned = owned;
         }
 
         Path path() {
@@ -107,9 +113,7 @@ public final class LocalStorage implements Storage {
 
         @Override
         public void close() {
-            if (owned) {
-                Libc.close(dir);
-            }
+            lease.close();
         }
     }
 
@@ -118,20 +122,14 @@ public final class LocalStorage implements Storage {
         String name = path.isRoot() ? "." : path.fileName();
         checkEncodable(path, name);
         int rootFd = storeRoot.descriptor(path);
-        VfsPath parent = path.parent();
-        if (parent == null || parent.isRoot()) {
-            return new At(rootFd, name, false);
-        }
-        return new At(Libc.openDirectoryBeneath(rootFd, parent.relative(), path), name, true);
+        VfsPath parent = path.isRoot() ? VfsPath.root() : path.parent();
+        return new At(directories.open(rootFd, parent.relative(), path), name);
     }
 
     /** {@code path} itself, open as a directory. */
     private At directoryAt(VfsPath path) throws IOException {
         int rootFd = storeRoot.descriptor(path);
-        if (path.isRoot()) {
-            return new At(rootFd, ".", false);
-        }
-        return new At(Libc.openDirectoryBeneath(rootFd, path.relative(), path), ".", true);
+        return new At(directories.open(rootFd, path.relative(), path), ".");
     }
 
     /**
@@ -698,6 +696,12 @@ public final class LocalStorage implements Storage {
         } catch (IOException e) {
             throw vfsError(e, path);
         }
+    }
+
+    /** Lets go of the directories held open; the storage still works, walking every path. */
+    @Override
+    public void close() {
+        directories.close();
     }
 
     @Override

@@ -1,0 +1,178 @@
+package dev.chibifs.store;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.chibifs.path.VfsPath;
+import java.io.IOException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Held directories are reused while they stay where they were, and never once they moved, went or
+ * were replaced behind our back, whatever replaced them.
+ */
+class HeldDirectoriesTest {
+
+    @TempDir
+    Path temp;
+
+    private Path root;
+    private int rootFd;
+    private HeldDirectories held;
+
+    @BeforeEach
+    void open() throws IOException {
+        root = Files.createDirectories(temp.resolve("vfs"));
+        rootFd = Libc.openat(Libc.AT_FDCWD, root.toString(), Libc.O_PATH | Libc.O_DIRECTORY, 0, null);
+        held = new HeldDirectories(64);
+    }
+
+    @AfterEach
+    void close() {
+        held.close();
+        Libc.close(rootFd);
+    }
+
+    private static final VfsPath P = VfsPath.of("/x");
+
+    /** The inode of {@code name} inside the held directory {@code relative}, or an exception. */
+    private long inodeIn(String relative, String name) throws IOException {
+        try (HeldDirectories.Lease d = held.open(rootFd, relative, P)) {
+            return Libc.stat(d.fd(), name, P).inode();
+        }
+    }
+
+    private int fdOf(String relative) throws IOException {
+        try (HeldDirectories.Lease d = held.open(rootFd, relative, P)) {
+            return d.fd();
+        }
+    }
+
+    /** Skips where inotify cannot follow the temp directory's file system; elsewhere holding must work. */
+    private void assumeHeld() throws IOException {
+        assumeTrue(HeldDirectories.followable(rootFd), "inotify cannot follow the temp directory's file system");
+        fdOf("a");
+        assertTrue(held.enabled(), "nothing held: out of inotify instances (fs.inotify.max_user_instances)?");
+    }
+
+    @Test
+    void aDirectoryStaysHeldWhileItStaysPut() throws IOException {
+        Files.createDirectories(root.resolve("a/b"));
+        assumeHeld();
+        int first = fdOf("a/b");
+        assertEquals(first, fdOf("a/b"));
+        assertEquals(2, held.size(), "a/b and its parent a");
+        Files.writeString(root.resolve("a/b/f"), "x");
+        assertEquals(Files.getAttribute(root.resolve("a/b/f"), "unix:ino"), inodeIn("a/b", "f"));
+    }
+
+    @Test
+    void renamedAwayIsLetGo() throws IOException {
+        Files.createDirectories(root.resolve("a/b"));
+        assumeHeld();
+        fdOf("a/b");
+        Files.move(root.resolve("a/b"), root.resolve("a/c"));
+        assertThrows(NoSuchFileException.class, () -> held.open(rootFd, "a/b", P));
+        Files.writeString(root.resolve("a/c/f"), "x");
+        inodeIn("a/c", "f");
+    }
+
+    @Test
+    void removedAndMadeAgainIsTheNewDirectory() throws IOException {
+        Files.createDirectories(root.resolve("a/b"));
+        assumeHeld();
+        fdOf("a/b");
+        Files.delete(root.resolve("a/b"));
+        Files.createDirectories(root.resolve("a/b"));
+        Files.writeString(root.resolve("a/b/f"), "new");
+        assertEquals(Files.getAttribute(root.resolve("a/b/f"), "unix:ino"), inodeIn("a/b", "f"));
+    }
+
+    @Test
+    void renamedOverIsTheNewDirectory() throws IOException {
+        Files.createDirectories(root.resolve("a/b"));
+        Files.createDirectories(root.resolve("a/n"));
+        Files.writeString(root.resolve("a/n/f"), "new");
+        assumeHeld();
+        fdOf("a/b");
+        Files.move(root.resolve("a/n"), root.resolve("a/b"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        inodeIn("a/b", "f");
+    }
+
+    @Test
+    void aMovedAncestorLetsGoOfEverythingBelowIt() throws IOException {
+        Files.createDirectories(root.resolve("a/b/c"));
+        assumeHeld();
+        fdOf("a/b/c");
+        Files.move(root.resolve("a"), root.resolve("z"));
+        assertThrows(NoSuchFileException.class, () -> held.open(rootFd, "a/b/c", P));
+        assertThrows(NoSuchFileException.class, () -> held.open(rootFd, "a/b", P));
+        fdOf("z/b/c");
+    }
+
+    @Test
+    void aLinkPutInPlaceOfAHeldDirectoryIsRefused() throws IOException {
+        Files.createDirectories(root.resolve("a/b"));
+        Path outside = Files.createDirectories(temp.resolve("outside"));
+        assumeHeld();
+        fdOf("a/b");
+        // the held directory moves out of the store, and a link to where it went takes its name
+        Files.move(root.resolve("a/b"), outside.resolve("b"));
+        Files.createSymbolicLink(root.resolve("a/b"), outside.resolve("b"));
+        FileSystemException e = assertThrows(FileSystemException.class, () -> held.open(rootFd, "a/b", P));
+        assertTrue(e.getReason() != null && e.getReason().contains("symbolic links"), e.getReason());
+    }
+
+    @Test
+    void aLeaseKeepsItsDirectoryOpenAfterItIsLetGo() throws IOException {
+        Files.createDirectories(root.resolve("a/b"));
+        Files.writeString(root.resolve("a/b/f"), "x");
+        assumeHeld();
+        try (HeldDirectories.Lease lease = held.open(rootFd, "a/b", P)) {
+            Files.move(root.resolve("a/b"), root.resolve("a/c"));
+            fdOf("a/c"); // reads the events: a/b is let go while the lease is out
+            assertEquals(2, held.size(), "a and a/c held, a/b let go");
+            Libc.stat(lease.fd(), "f", P); // still the directory it was, now at a/c
+        }
+    }
+
+    @Test
+    void pastTheLimitEverythingIsLetGoAndHeldAfresh() throws IOException {
+        held.close();
+        held = new HeldDirectories(3);
+        Files.createDirectories(root.resolve("a/b/c/d"));
+        Files.createDirectories(root.resolve("e"));
+        assumeHeld();
+        fdOf("a/b/c/d");
+        assertTrue(held.size() <= 3);
+        fdOf("e");
+        Files.delete(root.resolve("a/b/c/d"));
+        assertThrows(NoSuchFileException.class, () -> held.open(rootFd, "a/b/c/d", P));
+    }
+
+    @Test
+    void anotherRootLetsGoOfEverything() throws IOException {
+        Files.createDirectories(root.resolve("a/b"));
+        assumeHeld();
+        fdOf("a/b");
+        Path other = Files.createDirectories(temp.resolve("other/a/b"));
+        int otherRoot = Libc.openat(Libc.AT_FDCWD, temp.resolve("other").toString(), Libc.O_PATH | Libc.O_DIRECTORY, 0, null);
+        try {
+            Files.writeString(other.resolve("f"), "x");
+            try (HeldDirectories.Lease d = held.open(otherRoot, "a/b", P)) {
+                assertEquals(Files.getAttribute(other.resolve("f"), "unix:ino"), Libc.stat(d.fd(), "f", P).inode());
+            }
+        } finally {
+            Libc.close(otherRoot);
+        }
+    }
+}
