@@ -20,6 +20,7 @@ import org.slf4j.LoggerFactory;
 import ru.serce.jnrfuse.ErrorCodes;
 import ru.serce.jnrfuse.FuseFillDir;
 import ru.serce.jnrfuse.FuseStubFS;
+import ru.serce.jnrfuse.FuseCallbacks;
 import ru.serce.jnrfuse.struct.FileStat;
 import ru.serce.jnrfuse.struct.FuseFileInfo;
 import ru.serce.jnrfuse.struct.FuseOperations;
@@ -81,6 +82,17 @@ final class ChibiFuse extends FuseStubFS {
         this.callers = callers;
         this.attributes = new AttributeView(callers, mountUid, mountGid);
         enableLibfuseFlags();
+        // jnr-fuse wraps every getattr's buffer in a new FileStat, a struct of some twenty field
+        // objects: the busiest callback reuses one per thread, pointed at libfuse's buffer
+        fuseOperations.getattr.set((FuseCallbacks.GetAttrCallback) (path, stbuf) -> getattr(path, statAt(stbuf)));
+    }
+
+    private static final ThreadLocal<FileStat> STAT = ThreadLocal.withInitial(() -> new FileStat(jnr.ffi.Runtime.getSystemRuntime()));
+
+    private static FileStat statAt(Pointer stbuf) {
+        FileStat stat = STAT.get();
+        stat.useMemory(stbuf);
+        return stat;
     }
 
     /**
@@ -235,6 +247,9 @@ final class ChibiFuse extends FuseStubFS {
                 kernelInodes.changedThrough(m.inode(), nodeid);
             }
         }
+        if (m.isFile()) {
+            kernelInodes.links(m.links());
+        }
         stat.st_mode.set(attributes.mode(p, m));
         stat.st_uid.set(attributes.uid(p));
         stat.st_gid.set(attributes.gid(p));
@@ -386,9 +401,11 @@ final class ChibiFuse extends FuseStubFS {
      * change must invalidate; -1 when there is none, or when no file has two kernel inodes yet.
      */
     private long fileInode(VfsPath p) {
-        if (!kernelInodes.anyShared()) {
-            return -1;
-        }
+        return kernelInodes.anyShared() ? storeInode(p) : -1;
+    }
+
+    /** The store inode of the file at {@code p}; -1 for anything else, or when it is gone (never a failure). */
+    private long storeInode(VfsPath p) {
         try {
             Metadata m = router.metadata(null, p);
             return m.isFile() ? m.inode() : -1;
@@ -454,7 +471,10 @@ final class ChibiFuse extends FuseStubFS {
         try {
             refuseHiddenName(VfsPath.of(newpath));
             router.link(caller(), VfsPath.of(oldpath), VfsPath.of(newpath));
-            kernelInodes.linksChanged(fileInode(VfsPath.of(newpath)));
+            long inode = storeInode(VfsPath.of(newpath));
+            // the name linked to may have been looked up before replies were watched: its node id is in the request
+            kernelInodes.seen(inode, FuseLoop.currentLinkSource());
+            kernelInodes.linksChanged(inode);
             return 0;
         } catch (Throwable t) {
             return fail("link", oldpath + " -> " + newpath, t);

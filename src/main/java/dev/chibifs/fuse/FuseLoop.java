@@ -80,6 +80,7 @@ final class FuseLoop {
     private static final class Worker extends Thread {
         int opcode = -1;
         long nodeid;
+        long linkSource;
 
         Worker(Runnable work, String name) {
             super(work, name);
@@ -94,6 +95,11 @@ final class FuseLoop {
     /** The kernel node id in the request this thread is serving (0 outside a request). */
     static long currentNodeid() {
         return Thread.currentThread() instanceof Worker w ? w.nodeid : 0;
+    }
+
+    /** For a link request on this thread, the node id of the name linked to; 0 otherwise. */
+    static long currentLinkSource() {
+        return Thread.currentThread() instanceof Worker w ? w.linkSource : 0;
     }
 
     private static LibFuseLoop load() {
@@ -134,7 +140,11 @@ final class FuseLoop {
             return 1;
         }
         Pointer channel = lib.fuse_session_next_chan(lib.fuse_get_session(fuse), null);
-        ReplyWatch watch = ReplyWatch.install(channel, kernelInodes);
+        ReplyWatch watch = ReplyWatch.prepare(channel, kernelInodes);
+        if (watch != null) {
+            // a call into Java for every reply costs about 0.5 us: only once there are hard links
+            kernelInodes.onFirstHardLink(watch::activate);
+        }
         kernelInodes.invalidateWith(nodeid -> lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0));
         // not in a finally: teardown frees what workers still running would use
         serve(fuse);
@@ -187,6 +197,8 @@ final class FuseLoop {
                     Pointer header = cmd.getPointer(0);
                     self.opcode = header.getInt(4);
                     self.nodeid = header.getLong(16);
+                    // struct fuse_link_in { u64 oldnodeid; } follows the 40-byte header
+                    self.linkSource = self.opcode == LINK ? header.getLong(40) : 0;
                     lib.fuse_process_cmd(fuse, cmd);
                 } catch (RuntimeException | Error e) {
                     // the callbacks catch everything themselves; this is a bug, not a request to stop serving
@@ -194,6 +206,7 @@ final class FuseLoop {
                 } finally {
                     self.opcode = -1;
                     self.nodeid = 0;
+                    self.linkSource = 0;
                 }
             }
         }

@@ -55,6 +55,7 @@ final class ReplyWatch {
 
     private final Lib lib;
     private final KernelInodes kernelInodes;
+    private final Pointer channel;
     private final int fd;
     /** Held: the closure must outlive the channel, or the kernel's next reply calls freed code. */
     private final Send send = this::send;
@@ -62,15 +63,16 @@ final class ReplyWatch {
     private ReplyWatch(Lib lib, Pointer channel, KernelInodes kernelInodes) {
         this.lib = lib;
         this.kernelInodes = kernelInodes;
+        this.channel = channel;
         this.fd = lib.fuse_chan_fd(channel);
     }
 
     /**
-     * Puts the watch in the channel's send slot; returns it, to be kept reachable while mounted, or
-     * null when the channel does not have libfuse 2.9's layout (then names a lookup gave the
-     * kernel catch up within attr_timeout, as before the watch).
+     * A watch for the channel, not yet in its send slot ({@link #activate}); to be kept reachable
+     * while mounted. Null when the channel does not have libfuse 2.9's layout (then names a lookup
+     * gave the kernel catch up within attr_timeout, as before the watch).
      */
-    static ReplyWatch install(Pointer channel, KernelInodes kernelInodes) {
+    static ReplyWatch prepare(Pointer channel, KernelInodes kernelInodes) {
         Lib lib;
         try {
             lib = LibraryLoader.create(Lib.class).failImmediately().library("fuse").library("c").load();
@@ -85,11 +87,18 @@ final class ReplyWatch {
                     + " catch up within attr_timeout");
             return null;
         }
-        ReplyWatch watch = new ReplyWatch(lib, channel, kernelInodes);
+        return new ReplyWatch(lib, channel, kernelInodes);
+    }
+
+    /**
+     * Puts the watch in the channel's send slot: every reply from then on passes through it. One
+     * aligned pointer store, so a worker sending at that moment uses either the old send or ours.
+     */
+    void activate() {
         ChannelOps ops = new ChannelOps(Runtime.getSystemRuntime());
         ops.useMemory(channel);
-        ops.send.set(watch.send);
-        return watch;
+        ops.send.set(send);
+        LOG.debug("a file has hard links: watching replies for the node ids of its names");
     }
 
     private int send(Pointer channel, Pointer iov, long count) {

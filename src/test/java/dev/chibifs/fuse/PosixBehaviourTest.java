@@ -204,6 +204,30 @@ class PosixBehaviourTest {
                 """);
     }
 
+    /**
+     * Replies are watched for node ids only once a file has two links. The first link made through
+     * a fresh mount must still keep every name fresh: the name linked to was created and looked up
+     * while nothing watched, and the link request itself tells its node id.
+     */
+    @Test
+    void theFirstHardLinkOfAFreshMountKeepsEveryNameFresh() {
+        try (MountedFs fresh = MountedFs.start("--context", "planner")) {
+            python(fresh, """
+                    os.chdir('shared')
+                    with open('one', 'w') as f:
+                        f.write('1')
+                    os.link('one', 'two')
+                    w = os.open('one', os.O_WRONLY | os.O_APPEND)
+                    os.write(w, b'2345')
+                    os.close(w)
+                    assert os.stat('two').st_size == 5, 'a write through the old name shows through the new one'
+                    assert os.stat('one').st_nlink == 2
+                    os.unlink('two')
+                    assert os.stat('one').st_nlink == 1
+                    """);
+        }
+    }
+
     /** libfuse 2 names an unlinked open file by a hidden name; every handle operation still reaches the file. */
     @Test
     void anUnlinkedOpenFileKeepsItsTruthfulLinkCountTimesModeAndSize() {
