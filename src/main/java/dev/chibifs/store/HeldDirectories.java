@@ -8,25 +8,28 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Directories of the store held open by their path below the root, so that an operation on a name
  * in one of them is a single call relative to its descriptor instead of a path walk, an open and a
- * close. Every directory held is watched with inotify, and so is its parent; each use first reads
- * the events the kernel has queued, and drops every directory that was moved, removed or replaced
- * since it was opened, together with everything held below it.
+ * close. Every directory held is watched with inotify, and so is its parent; at the start of each
+ * operation ({@link #refresh}) one poll(2) tells whether the kernel queued events, and those drop
+ * every directory that was moved, removed or replaced since it was opened, together with
+ * everything held below it. The same poll watches the root's parent directory and the mount
+ * table, so that {@link StoreRoot} checks the root only when something may have happened to it.
  *
  * <p>That keeps the guarantees of a fresh {@code openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)}:
  * a directory is opened one name at a time inside a held (so already checked) parent, never
  * through a link; and a directory that has left its path is not used again, because the kernel
  * queues inotify events inside the rename or rmdir itself, before that call returns, so an
- * operation that starts after it reads them first. An operation that races a rename runs in the
- * directory as it was when the operation began, as it would with a fresh walk.
+ * operation that starts after it sees them. An operation that races a rename runs in the directory
+ * as it was when the operation began, as it would with a fresh walk. A mount or unmount anywhere
+ * drops everything held, so a file system mounted over a held directory is served from then on.
  *
  * <p>What inotify does not see, this does not use: a store on a file system where changes made
- * elsewhere raise no events (NFS, FUSE, ...) is walked every time, as is any store when inotify is
- * unavailable (its per-user instance limit, say). A file system mounted over a held directory is
- * not noticed until the directory is dropped.
+ * elsewhere raise no events (NFS, FUSE, ...) is walked every time, and its root checked at every
+ * operation, as is any store when inotify is unavailable (its per-user instance limit, say).
  */
 final class HeldDirectories {
 
@@ -40,6 +43,7 @@ final class HeldDirectories {
 
     private static final int IN_MOVED_FROM = 0x40;
     private static final int IN_MOVED_TO = 0x80;
+    private static final int IN_CREATE = 0x100;
     private static final int IN_DELETE = 0x200;
     private static final int IN_DELETE_SELF = 0x400;
     private static final int IN_MOVE_SELF = 0x800;
@@ -55,7 +59,12 @@ final class HeldDirectories {
      * another directory after the old one left, which raised one of these.
      */
     private static final int WATCHED = IN_MOVE_SELF | IN_DELETE_SELF | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR;
+    /** In the root's parent, any name coming or going may be the root's: a link put in its place, say. */
+    private static final int ROOT_PARENT_WATCHED = WATCHED | IN_CREATE;
     private static final int SELF = IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED | IN_UNMOUNT;
+    /** The keys of the root's own watch and of its parent's, beside the held directories' paths. */
+    private static final String ROOT = "";
+    private static final String ROOT_PARENT = "..";
 
     /** File systems whose every change raises inotify events on this machine. */
     private static final long[] LOCAL_TYPES = {
@@ -121,11 +130,18 @@ final class HeldDirectories {
 
     private final int limit;
     private final Map<String, Entry> held = new ConcurrentHashMap<>();
+    /** Moves on whenever something may have happened to the root; see {@link #refresh}. */
+    private final AtomicLong rootEpoch = new AtomicLong();
     /** Guarded by {@code this}, as is every read of the inotify descriptor and every change to {@link #held}. */
     private final Map<Integer, String> keysByWatch = new HashMap<>();
-    private int inotify = -1;
+    /**
+     * Created with the first root and kept until {@link #close}: a poll on another thread may be
+     * using the number, which a close could hand to some other file.
+     */
+    private volatile int inotify = -1;
+    private int mountinfo = -1;
     /** The root descriptor the held directories were opened below; another one (a replaced store) drops them all. */
-    private int rootFd = -1;
+    private volatile int rootFd = -1;
     private volatile boolean disabled;
 
     HeldDirectories(int limit) {
@@ -133,15 +149,47 @@ final class HeldDirectories {
     }
 
     /**
+     * Catches up with what changed in the store since the last call, at the start of an operation,
+     * and returns the root epoch: a number that stays the same for as long as nothing happened to
+     * the root's name in its parent and no file system was mounted or unmounted, so the root needs
+     * no check. Where nothing is watched, it is a new number at every call.
+     */
+    long refresh() {
+        int fd = inotify;
+        if (disabled || fd < 0) {
+            return rootEpoch.incrementAndGet();
+        }
+        int ready = Libc.pollReady(fd, mountinfo);
+        if (ready != 0) {
+            if ((ready & Libc.POLL_SECOND) != 0) {
+                rootEpoch.incrementAndGet(); // before anyone can see the held directories still there
+            }
+            synchronized (this) {
+                if ((ready & Libc.POLL_SECOND) != 0) {
+                    dropAll();
+                }
+                drain();
+            }
+        }
+        return rootEpoch.get();
+    }
+
+    /**
      * The directory {@code relative} (names separated by '/', no leading '/') below {@code rootFd},
      * open until the lease closes. Links on the way are refused (ELOOP), as is anything but a
-     * directory; {@code path} names the failure.
+     * directory; {@code path} names the failure. {@link #refresh} comes first in every operation.
      */
     Lease open(int rootFd, String relative, VfsPath path) throws IOException {
         if (relative.isEmpty()) {
+            if (rootFd != this.rootFd && !disabled) {
+                adopt(rootFd);
+            }
             return new Root(rootFd);
         }
-        if (disabled || !sync(rootFd)) {
+        if (rootFd != this.rootFd && !disabled) {
+            adopt(rootFd);
+        }
+        if (disabled) {
             return new Owned(Libc.openDirectoryBeneath(rootFd, relative, path));
         }
         Entry e = held.get(relative);
@@ -164,7 +212,7 @@ final class HeldDirectories {
     }
 
     private synchronized Lease watchAndHold(int rootFd, String relative, String name, Lease parent, int fd) {
-        if (inotify < 0 || this.rootFd != rootFd || parent instanceof Entry p && p.dropped) {
+        if (disabled || this.rootFd != rootFd || parent instanceof Entry p && p.dropped) {
             return new Owned(fd);
         }
         Entry existing = held.get(relative);
@@ -173,7 +221,7 @@ final class HeldDirectories {
             return existing;
         }
         if (held.size() >= limit) {
-            restart(); // the next open holds it afresh, under a watched parent
+            dropAll(); // the next open holds it afresh, under a watched parent
             return new Owned(fd);
         }
         int wd = Libc.inotifyWatch(inotify, fd, WATCHED);
@@ -187,7 +235,7 @@ final class HeldDirectories {
         boolean there = Libc.sameInode(parent.fd(), name, fd);
         // moved since the watch: the event is queued, and reading it drops the entry
         drain();
-        if (there && !e.dropped && !(parent instanceof Entry p && p.dropped) && inotify >= 0) {
+        if (there && !e.dropped && !(parent instanceof Entry p && p.dropped)) {
             e.retain();
             return e;
         }
@@ -199,49 +247,53 @@ final class HeldDirectories {
     }
 
     /**
-     * Reads what inotify has queued and drops what it names; false when nothing can be held (then
-     * every open walks). A new root descriptor means a replaced store: everything held goes.
+     * A new root descriptor: the first, or a replaced store's. Everything held goes, and the root and
+     * its parent are watched. Where inotify cannot follow the store, nothing is held from now on.
      */
-    private synchronized boolean sync(int rootFd) {
-        if (this.rootFd != rootFd) {
-            this.rootFd = rootFd;
-            restart();
+    private synchronized void adopt(int rootFd) {
+        if (this.rootFd == rootFd || disabled) {
+            return;
         }
-        if (inotify < 0) {
-            return false;
-        }
-        drain();
-        return inotify >= 0;
-    }
-
-    /** Drops everything held and starts over with a fresh inotify instance watching the root. */
-    private void restart() {
-        if (inotify >= 0) {
-            Libc.close(inotify); // removes every watch at once
-            inotify = -1;
+        dropAll();
+        for (Integer wd : keysByWatch.keySet()) {
+            Libc.inotifyUnwatch(inotify, wd);
         }
         keysByWatch.clear();
-        for (Entry e : held.values()) {
-            drop(e);
-        }
-        held.clear();
-        if (disabled || !followable(rootFd)) {
+        rootEpoch.incrementAndGet();
+        if (!followable(rootFd) || !start()) {
             disabled = true;
             return;
+        }
+        int rootWd = Libc.inotifyWatch(inotify, rootFd, WATCHED);
+        int parentWd = Libc.inotifyWatchPath(inotify, rootFd, "..", ROOT_PARENT_WATCHED);
+        if (rootWd < 0 || parentWd < 0) {
+            disabled = true;
+            return;
+        }
+        keysByWatch.put(parentWd, ROOT_PARENT);
+        keysByWatch.put(rootWd, ROOT);
+        drain(); // what the new watches saw while being set up
+        this.rootFd = rootFd;
+    }
+
+    /** The inotify instance and the mount table, once; false when either is out of reach. */
+    private boolean start() {
+        if (inotify >= 0) {
+            return true;
         }
         int fd = Libc.inotifyInit();
         if (fd < 0) {
-            disabled = true; // out of instances (fs.inotify.max_user_instances): walk every time
-            return;
+            return false; // out of instances (fs.inotify.max_user_instances): walk every time
         }
-        int wd = Libc.inotifyWatch(fd, rootFd, WATCHED);
-        if (wd < 0) {
+        // poll(2) on the mount table reports each mount or unmount once (POLLPRI)
+        int mounts = Libc.tryOpenat(Libc.AT_FDCWD, "/proc/self/mountinfo", Libc.O_RDONLY, 0);
+        if (mounts < 0) {
             Libc.close(fd);
-            disabled = true;
-            return;
+            return false;
         }
+        mountinfo = mounts;
         inotify = fd;
-        keysByWatch.put(wd, "");
+        return true;
     }
 
     private void drain() {
@@ -249,24 +301,39 @@ final class HeldDirectories {
         while ((events = Libc.inotifyRead(inotify)) != null) {
             for (Libc.InotifyEvent event : events) {
                 if ((event.mask() & IN_Q_OVERFLOW) != 0) {
-                    restart(); // events were lost: nothing held can be trusted
-                    return;
+                    rootEpoch.incrementAndGet();
+                    dropAll(); // events were lost: nothing held can be trusted
+                    continue;
                 }
                 String key = keysByWatch.get(event.watch());
                 if (key == null) {
-                    continue; // a watch we gave up, or a file's event
+                    continue; // a watch we gave up, or before it was mapped
                 }
-                if ((event.mask() & SELF) != 0) {
-                    if (key.isEmpty()) {
-                        restart(); // the root itself: StoreRoot reopens it, and we start over
-                        return;
+                if (key.equals(ROOT_PARENT) || key.equals(ROOT) && (event.mask() & SELF) != 0) {
+                    rootEpoch.incrementAndGet(); // StoreRoot checks the root's name at the next operation
+                    if ((event.mask() & IN_IGNORED) != 0) {
+                        // the watch itself is gone (its directory deleted, its file system unmounted):
+                        // nothing tells of the root any more, so it is checked, and every path walked, from now on
+                        disabled = true;
+                        dropAll();
+                    } else if (key.equals(ROOT)) {
+                        dropAll();
                     }
+                } else if ((event.mask() & SELF) != 0) {
                     dropTree(key);
                 } else if ((event.mask() & IN_ISDIR) != 0) {
                     dropTree(key.isEmpty() ? event.name() : key + "/" + event.name());
                 }
             }
         }
+    }
+
+    /** Lets go of every held directory; the root's watches stay. */
+    private void dropAll() {
+        for (Entry e : held.values()) {
+            drop(e);
+        }
+        held.clear();
     }
 
     /** Drops {@code key} and everything held below it. Only directory events get here, so it is rare. */
@@ -283,24 +350,23 @@ final class HeldDirectories {
 
     private void drop(Entry e) {
         e.dropped = true;
-        if (keysByWatch.remove(e.wd, e.key) && inotify >= 0) {
+        if (keysByWatch.remove(e.wd, e.key)) {
             Libc.inotifyUnwatch(inotify, e.wd);
         }
         e.close(); // the map's reference; leases still out keep the descriptor open
     }
 
-    /** Lets go of everything and holds nothing more: every later open walks. */
+    /** Lets go of everything and holds nothing more: every later open walks, every root is checked. */
     synchronized void close() {
+        disabled = true;
+        dropAll();
+        keysByWatch.clear();
         if (inotify >= 0) {
             Libc.close(inotify);
+            Libc.close(mountinfo);
             inotify = -1;
+            mountinfo = -1;
         }
-        keysByWatch.clear();
-        for (Entry e : held.values()) {
-            drop(e);
-        }
-        held.clear();
-        disabled = true;
     }
 
     /** Whether inotify follows every change to the file system of {@code fd}, made on this machine. */

@@ -71,6 +71,8 @@ final class Libc {
 
         int fstatfs(int fd, Pointer buf);
 
+        int poll(Pointer fds, long nfds, int timeout);
+
         String strerror(int errnum);
     }
 
@@ -431,6 +433,45 @@ final class Libc {
     static int inotifyWatch(int inotify, int fd, int mask) {
         int wd = LIBC.inotify_add_watch(inotify, bytes(PROC_SELF_FD + fd), mask);
         return wd < 0 ? -errno() : wd;
+    }
+
+    /** Watches {@code name} relative to the directory open as {@code fd} ("..": its parent now); the watch descriptor, or -errno. */
+    static int inotifyWatchPath(int inotify, int fd, String name, int mask) {
+        int wd = LIBC.inotify_add_watch(inotify, bytes(PROC_SELF_FD + fd + "/" + name), mask);
+        return wd < 0 ? -errno() : wd;
+    }
+
+    /** {@link #pollReady}'s bits: the first descriptor is readable; the second has an exceptional condition. */
+    static final int POLL_FIRST = 1;
+    static final int POLL_SECOND = 2;
+    private static final short POLLIN = 0x1;
+    private static final short POLLPRI = 0x2;
+    private static final short POLLERR = 0x8;
+    private static final ThreadLocal<Pointer> POLL_FDS = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 16));
+
+    /**
+     * One poll(2) that does not wait: whether {@code readable} has data (POLLIN) and whether
+     * {@code exceptional} reports a condition (POLLPRI, as the mount table does after a change).
+     * A failed poll reports both, so the caller looks rather than trusts.
+     */
+    static int pollReady(int readable, int exceptional) {
+        Pointer fds = POLL_FDS.get();
+        // struct pollfd { int fd; short events; short revents; }
+        fds.putInt(0, readable);
+        fds.putShort(4, POLLIN);
+        fds.putShort(6, (short) 0);
+        fds.putInt(8, exceptional);
+        fds.putShort(12, POLLPRI);
+        fds.putShort(14, (short) 0);
+        int n = LIBC.poll(fds, 2, 0);
+        if (n == 0) {
+            return 0;
+        }
+        if (n < 0) {
+            return POLL_FIRST | POLL_SECOND;
+        }
+        return ((fds.getShort(6) & (POLLIN | POLLERR)) != 0 ? POLL_FIRST : 0)
+                | ((fds.getShort(14) & (POLLPRI | POLLERR)) != 0 ? POLL_SECOND : 0);
     }
 
     static void inotifyUnwatch(int inotify, int wd) {

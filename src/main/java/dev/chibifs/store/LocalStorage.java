@@ -121,14 +121,14 @@ public final class LocalStorage implements Storage {
     private At at(VfsPath path) throws IOException {
         String name = path.isRoot() ? "." : path.fileName();
         checkEncodable(path, name);
-        int rootFd = storeRoot.descriptor(path);
+        int rootFd = storeRoot.descriptor(path, directories.refresh());
         VfsPath parent = path.isRoot() ? VfsPath.root() : path.parent();
         return new At(directories.open(rootFd, parent.relative(), path), name);
     }
 
     /** {@code path} itself, open as a directory. */
     private At directoryAt(VfsPath path) throws IOException {
-        int rootFd = storeRoot.descriptor(path);
+        int rootFd = storeRoot.descriptor(path, directories.refresh());
         return new At(directories.open(rootFd, path.relative(), path), ".");
     }
 

@@ -12,19 +12,24 @@ import java.util.List;
 /**
  * The store's root directory, held open, and the check that it is still the directory at the
  * store's path. Opening the root by its full path for every operation cost a path walk and a
- * close each time; checking costs one statx of a single name in the held parent directory.
+ * close each time; checking costs one statx of a single name in the held parent directory, and
+ * happens only when {@link HeldDirectories} reports that a name in the root's parent or a mount
+ * changed (at every operation where nothing is watched).
  *
- * <p>Moved, removed or replaced (by another directory or a link), the root is reopened by path on
- * the next operation, or that operation fails with an I/O error naming the store, as before. A
- * move of a directory above the store is not noticed: the daemon keeps serving the store it holds,
- * as a process with its working directory there would.
+ * <p>Moved, removed or replaced (by another directory, a link, or a file system mounted over it),
+ * the root is reopened by path on the next operation, or that operation fails with an I/O error
+ * naming the store, as before. A move of a directory above the store is not noticed: the daemon
+ * keeps serving the store it holds, as a process with its working directory there would.
  */
 final class StoreRoot {
 
     private static final Cleaner CLEANER = Cleaner.create();
 
-    /** The root and its parent as open O_PATH descriptors, and the root's identity. */
-    private record Held(int parent, int dir, long device, long inode) {
+    /** The root and its parent as open O_PATH descriptors, the root's identity, and the epoch it was checked in. */
+    private record Held(int parent, int dir, long device, long inode, long epoch) {
+        Held checkedIn(long epoch) {
+            return new Held(parent, dir, device, inode, epoch);
+        }
     }
 
     /**
@@ -60,18 +65,23 @@ final class StoreRoot {
     }
 
     /**
-     * The root, open; not to be closed by the caller. {@code path} names the failure when the store
-     * has gone.
+     * The root, open; not to be closed by the caller. {@code epoch} is {@link HeldDirectories#refresh}'s:
+     * while it stays what it was at the last check, nothing happened to the root's name or to the
+     * mounts, and the root is not checked again. {@code path} names the failure when the store has gone.
      */
-    int descriptor(VfsPath path) throws IOException {
+    int descriptor(VfsPath path, long epoch) throws IOException {
         Held h = held;
-        if (h != null && Libc.isDirectory(h.parent(), name, h.device(), h.inode())) {
+        if (h != null && h.epoch() == epoch) {
             return h.dir();
         }
-        return reopen(path);
+        if (h != null && Libc.isDirectory(h.parent(), name, h.device(), h.inode())) {
+            held = h.checkedIn(epoch);
+            return h.dir();
+        }
+        return reopen(path, epoch);
     }
 
-    private synchronized int reopen(VfsPath path) throws IOException {
+    private synchronized int reopen(VfsPath path, long epoch) throws IOException {
         Held h = held;
         if (h != null && Libc.isDirectory(h.parent(), name, h.device(), h.inode())) {
             return h.dir(); // another thread reopened it meanwhile
@@ -92,7 +102,7 @@ final class StoreRoot {
         descriptors.add(parent);
         descriptors.add(dir);
         Metadata m = Libc.stat(dir, null, path);
-        held = new Held(parent, dir, Libc.device(dir), m.inode());
+        held = new Held(parent, dir, Libc.device(dir), m.inode(), epoch);
         return dir;
     }
 

@@ -44,15 +44,21 @@ class HeldDirectoriesTest {
 
     private static final VfsPath P = VfsPath.of("/x");
 
+    /** As LocalStorage opens a directory: what changed first, then the directory. */
+    private HeldDirectories.Lease lease(String relative, VfsPath path) throws IOException {
+        held.refresh();
+        return held.open(rootFd, relative, path);
+    }
+
     /** The inode of {@code name} inside the held directory {@code relative}, or an exception. */
     private long inodeIn(String relative, String name) throws IOException {
-        try (HeldDirectories.Lease d = held.open(rootFd, relative, P)) {
+        try (HeldDirectories.Lease d = lease(relative, P)) {
             return Libc.stat(d.fd(), name, P).inode();
         }
     }
 
     private int fdOf(String relative) throws IOException {
-        try (HeldDirectories.Lease d = held.open(rootFd, relative, P)) {
+        try (HeldDirectories.Lease d = lease(relative, P)) {
             return d.fd();
         }
     }
@@ -81,7 +87,7 @@ class HeldDirectoriesTest {
         assumeHeld();
         fdOf("a/b");
         Files.move(root.resolve("a/b"), root.resolve("a/c"));
-        assertThrows(NoSuchFileException.class, () -> held.open(rootFd, "a/b", P));
+        assertThrows(NoSuchFileException.class, () -> lease("a/b", P));
         Files.writeString(root.resolve("a/c/f"), "x");
         inodeIn("a/c", "f");
     }
@@ -114,8 +120,8 @@ class HeldDirectoriesTest {
         assumeHeld();
         fdOf("a/b/c");
         Files.move(root.resolve("a"), root.resolve("z"));
-        assertThrows(NoSuchFileException.class, () -> held.open(rootFd, "a/b/c", P));
-        assertThrows(NoSuchFileException.class, () -> held.open(rootFd, "a/b", P));
+        assertThrows(NoSuchFileException.class, () -> lease("a/b/c", P));
+        assertThrows(NoSuchFileException.class, () -> lease("a/b", P));
         fdOf("z/b/c");
     }
 
@@ -128,8 +134,26 @@ class HeldDirectoriesTest {
         // the held directory moves out of the store, and a link to where it went takes its name
         Files.move(root.resolve("a/b"), outside.resolve("b"));
         Files.createSymbolicLink(root.resolve("a/b"), outside.resolve("b"));
-        FileSystemException e = assertThrows(FileSystemException.class, () -> held.open(rootFd, "a/b", P));
+        FileSystemException e = assertThrows(FileSystemException.class, () -> lease("a/b", P));
         assertTrue(e.getReason() != null && e.getReason().contains("symbolic links"), e.getReason());
+    }
+
+    @Test
+    void aFileSystemMountedOverAHeldDirectoryIsServed() throws Exception {
+        assumeTrue("root".equals(System.getProperty("user.name")), "mounting needs root");
+        Files.createDirectories(root.resolve("a/b"));
+        Path other = Files.createDirectories(temp.resolve("other"));
+        Files.writeString(other.resolve("f"), "over");
+        assumeHeld();
+        fdOf("a/b");
+        assertEquals(0, new ProcessBuilder("mount", "--bind", other.toString(), root.resolve("a/b").toString())
+                .inheritIO().start().waitFor());
+        try {
+            assertEquals(Files.getAttribute(other.resolve("f"), "unix:ino"), inodeIn("a/b", "f"));
+        } finally {
+            new ProcessBuilder("umount", "-l", root.resolve("a/b").toString()).inheritIO().start().waitFor();
+        }
+        assertThrows(NoSuchFileException.class, () -> inodeIn("a/b", "f"), "the directory under it again");
     }
 
     @Test
@@ -137,7 +161,7 @@ class HeldDirectoriesTest {
         Files.createDirectories(root.resolve("a/b"));
         Files.writeString(root.resolve("a/b/f"), "x");
         assumeHeld();
-        try (HeldDirectories.Lease lease = held.open(rootFd, "a/b", P)) {
+        try (HeldDirectories.Lease lease = lease("a/b", P)) {
             Files.move(root.resolve("a/b"), root.resolve("a/c"));
             fdOf("a/c"); // reads the events: a/b is let go while the lease is out
             assertEquals(2, held.size(), "a and a/c held, a/b let go");
@@ -156,7 +180,7 @@ class HeldDirectoriesTest {
         assertTrue(held.size() <= 3);
         fdOf("e");
         Files.delete(root.resolve("a/b/c/d"));
-        assertThrows(NoSuchFileException.class, () -> held.open(rootFd, "a/b/c/d", P));
+        assertThrows(NoSuchFileException.class, () -> lease("a/b/c/d", P));
     }
 
     @Test

@@ -64,6 +64,60 @@ class StoreRootTest {
         assertTrue(Files.notExists(elsewhere.resolve("b")));
     }
 
+    /** Operations after the first: the root is no longer checked at each one, only when something happened to it. */
+    private static void settle(LocalStorage storage) throws IOException {
+        for (int i = 0; i < 3; i++) {
+            storage.exists(p("/shared"));
+        }
+    }
+
+    @Test
+    void removedAfterUseIsAnIoError() throws IOException {
+        Path root = temp.resolve("vfs");
+        LocalStorage storage = new LocalStorage(root);
+        storage.write(p("/shared/a"), "x".getBytes());
+        settle(storage);
+        Files.delete(root.resolve("shared/a"));
+        Files.delete(root.resolve("shared"));
+        Files.delete(root);
+        assertGone(storage);
+    }
+
+    @Test
+    void aLinkInPlaceOfTheStoreAfterUseIsNeverFollowed() throws IOException {
+        Path root = temp.resolve("vfs");
+        LocalStorage storage = new LocalStorage(root);
+        storage.write(p("/shared/a"), "mine".getBytes());
+        settle(storage);
+        Path elsewhere = Files.createDirectories(temp.resolve("elsewhere/shared"));
+        Files.move(root, temp.resolve("moved"));
+        Files.createSymbolicLink(root, temp.resolve("elsewhere"));
+        assertGone(storage);
+        assertThrows(IOException.class, () -> storage.write(p("/shared/b"), "x".getBytes()));
+        assertTrue(Files.notExists(elsewhere.resolve("b")));
+    }
+
+    /** A file system mounted over the store path is served, as a fresh open of the path would: mounts are watched. */
+    @Test
+    void aFileSystemMountedOverTheStoreAfterUseIsServed() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "mounting needs root");
+        Path root = temp.resolve("vfs");
+        // made first: a new name beside the store would itself have the root checked
+        Path other = Files.createDirectories(temp.resolve("other/shared"));
+        Files.writeString(other.resolve("a"), "over");
+        LocalStorage storage = new LocalStorage(root);
+        storage.write(p("/shared/a"), "under".getBytes());
+        settle(storage);
+        assertEquals(0, new ProcessBuilder("mount", "--bind", temp.resolve("other").toString(), root.toString())
+                .inheritIO().start().waitFor());
+        try {
+            assertEquals("over", new String(storage.read(p("/shared/a"))));
+        } finally {
+            new ProcessBuilder("umount", "-l", root.toString()).inheritIO().start().waitFor();
+        }
+        assertEquals("under", new String(storage.read(p("/shared/a"))), "and after the unmount, the store under it again");
+    }
+
     @Test
     void removedIsAnIoError() throws IOException {
         Path root = temp.resolve("vfs");
