@@ -58,6 +58,7 @@ final class ChibiFuse extends FuseStubFS {
     private static final long UTIME_NOW = (1L << 30) - 1;
     private static final long UTIME_OMIT = (1L << 30) - 2;
     private static final int FLAG_NULLPATH_OK = 1;
+    private static final int KEEP_CACHE = 1 << 1;
     private static final int FLAG_UTIME_OMIT_OK = 1 << 2;
     private static final int S_IFREG = 0100000;
     private static final int S_IFDIR = 0040000;
@@ -76,6 +77,7 @@ final class ChibiFuse extends FuseStubFS {
     private final AttributeView attributes;
     private final OpenFileTable openFiles = new OpenFileTable();
     private final KernelInodes kernelInodes = new KernelInodes();
+    private final PageCache pageCache = new PageCache();
 
     ChibiFuse(Router router, CallerResolver callers, long mountUid, long mountGid) {
         this.router = router;
@@ -687,7 +689,21 @@ final class ChibiFuse extends FuseStubFS {
         FileHandle handle = router.open(caller, VfsPath.of(path), flags, mode);
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
         fi.fh.set(openFiles.add(new OpenFile(handle, caller, writable)));
+        Metadata opened = handle.opened();
+        if (opened != null && pageCache.keep(opened)) {
+            keepCache(fi);
+        }
         return 0;
+    }
+
+    /**
+     * Sets {@code keep_cache} in libfuse's struct fuse_file_info, which jnr-fuse maps as padding:
+     * bit 1 of the bitfield word {direct_io, keep_cache, flush, ...} just before {@code fh}.
+     */
+    private static void keepCache(FuseFileInfo fi) {
+        Pointer p = jnr.ffi.Struct.getMemory(fi);
+        long word = fi.fh.offset() - 4;
+        p.putInt(word, p.getInt(word) | KEEP_CACHE);
     }
 
     @Override

@@ -29,11 +29,10 @@ public final class FuseDaemon {
             // libfuse2 sends 4 KiB writes without these
             "big_writes", "max_write=131072",
             // st_ino is the store's inode, so cp -a, tar and rsync -H see hard links as one file
-            "use_ino",
-            // the kernel keeps a file's pages across opens while its size and mtime are unchanged;
-            // ac_attr_timeout=0 re-reads them at every open, so a file chibi rewrote in the store
-            // is read fresh by the next open (kernel_cache would serve the stale pages)
-            "auto_cache", "ac_attr_timeout=0");
+            "use_ino");
+    // no auto_cache: the open itself tells the kernel to keep a file's pages while its size, mtime
+    // and ctime are unchanged (PageCache), so a file chibi rewrote in the store is read fresh by the
+    // next open, without auto_cache's fgetattr after every open (kernel_cache would serve stale pages)
     // no hard_remove: with it, fstat of an unlinked open file is ENOENT in libfuse2; ChibiFuse
     // answers libfuse's rename to .fuse_hidden* by unlinking in the store and keeping a handle
 

@@ -23,6 +23,14 @@ public interface FileHandle extends Closeable {
     /** The file's inode in the store: it stays with the handle through renames and unlinks. */
     long inode() throws IOException;
 
+    /**
+     * The file's metadata as the open found it, without another stat; null when the open created
+     * the file, or the store does not say.
+     */
+    default Metadata opened() {
+        return null;
+    }
+
     /** fstat: the file's current metadata, even after it was renamed or unlinked. */
     Metadata metadata() throws IOException;
 

@@ -532,7 +532,7 @@ public final class LocalStorage implements Storage {
                 if (!exclusive) {
                     int fd = Libc.tryOpenat(a.dir, a.name, existing | DATA_OPEN, 0);
                     if (fd >= 0) {
-                        return new LocalFileHandle(fd, regular(fd, path).inode());
+                        return new LocalFileHandle(fd, regular(fd, path));
                     }
                     if (-fd == Libc.ENXIO) {
                         // O_NONBLOCK|O_WRONLY on a fifo without a reader, or a socket
@@ -546,7 +546,7 @@ public final class LocalStorage implements Storage {
                 int fd = Libc.tryOpenat(a.dir, a.name, access | Libc.O_CREAT | Libc.O_EXCL | DATA_OPEN,
                         fileMode(createMode));
                 if (fd >= 0) {
-                    return new LocalFileHandle(fd, UNKNOWN_INODE);
+                    return new LocalFileHandle(fd, null);
                 }
                 // EEXIST: someone created it since we looked; look again (it may be a fifo now)
                 if (-fd != Libc.EEXIST || exclusive || attempt >= 3) {
@@ -751,12 +751,20 @@ public final class LocalStorage implements Storage {
     private static final class LocalFileHandle implements FileHandle {
         private final int fd;
         private final AtomicBoolean closed = new AtomicBoolean();
+        /** What the type check at open found; null for a file this open created. */
+        private final Metadata opened;
         /** Known from the type check at open; a file this open created learns it at the first ask. */
         private volatile long inode;
 
-        LocalFileHandle(int fd, long inode) {
+        LocalFileHandle(int fd, Metadata opened) {
             this.fd = fd;
-            this.inode = inode;
+            this.opened = opened;
+            this.inode = opened == null ? UNKNOWN_INODE : opened.inode();
+        }
+
+        @Override
+        public Metadata opened() {
+            return opened;
         }
 
         private int fd() throws IOException {
