@@ -1,6 +1,7 @@
 package dev.chibifs.fuse;
 
 import jnr.ffi.LibraryLoader;
+import com.kenai.jffi.MemoryIO;
 import jnr.ffi.Pointer;
 import jnr.ffi.Struct;
 import jnr.ffi.annotations.IgnoreError;
@@ -28,6 +29,7 @@ import java.util.concurrent.TimeUnit;
 final class FuseLoop {
 
     private static final Logger LOG = LoggerFactory.getLogger(FuseLoop.class);
+    private static final MemoryIO MEMORY = MemoryIO.getInstance();
 
     /** Workers reading /dev/fuse; libfuse's own loop keeps up to 10 idle ones. */
     static final int WORKERS = 8;
@@ -37,16 +39,19 @@ final class FuseLoop {
         Pointer fuse_setup(int argc, String[] argv, FuseOperations op, @size_t long opSize,
                            PointerByReference mountpoint, IntByReference multithreaded, Pointer userData);
 
-        /** Blocks on /dev/fuse; null on EINTR, on error and once the session has exited. */
+        // the loop's three calls take and return plain addresses: a jnr Pointer per argument and
+        // result was most of what the daemon allocated per request
+
+        /** Blocks on /dev/fuse; 0 on EINTR, on error and once the session has exited. */
         @IgnoreError
-        Pointer fuse_read_cmd(Pointer fuse);
+        long fuse_read_cmd(long fuse);
 
         /** Processes the request (our callbacks run here) and frees it. */
         @IgnoreError
-        void fuse_process_cmd(Pointer fuse, Pointer cmd);
+        void fuse_process_cmd(long fuse, long cmd);
 
         @IgnoreError
-        int fuse_exited(Pointer fuse);
+        int fuse_exited(long fuse);
 
         void fuse_exit(Pointer fuse);
 
@@ -189,17 +194,18 @@ final class FuseLoop {
 
     private void work(Pointer fuse) {
         Worker self = (Worker) Thread.currentThread();
-        while (lib.fuse_exited(fuse) == 0) {
-            Pointer cmd = lib.fuse_read_cmd(fuse);
-            if (cmd != null) {
+        long session = fuse.address();
+        while (lib.fuse_exited(session) == 0) {
+            long cmd = lib.fuse_read_cmd(session);
+            if (cmd != 0) {
                 try {
                     // struct fuse_cmd starts with the request buffer: fuse_in_header {len, opcode, unique, nodeid, ...}
-                    Pointer header = cmd.getPointer(0);
-                    self.opcode = header.getInt(4);
-                    self.nodeid = header.getLong(16);
+                    long header = MEMORY.getAddress(cmd);
+                    self.opcode = MEMORY.getInt(header + 4);
+                    self.nodeid = MEMORY.getLong(header + 16);
                     // struct fuse_link_in { u64 oldnodeid; } follows the 40-byte header
-                    self.linkSource = self.opcode == LINK ? header.getLong(40) : 0;
-                    lib.fuse_process_cmd(fuse, cmd);
+                    self.linkSource = self.opcode == LINK ? MEMORY.getLong(header + 40) : 0;
+                    lib.fuse_process_cmd(session, cmd);
                 } catch (RuntimeException | Error e) {
                     // the callbacks catch everything themselves; this is a bug, not a request to stop serving
                     LOG.error("a FUSE request failed unexpectedly", e);

@@ -1,5 +1,6 @@
 package dev.chibifs.fuse;
 
+import com.kenai.jffi.MemoryIO;
 import jnr.ffi.LibraryLoader;
 import jnr.ffi.Pointer;
 import jnr.ffi.Runtime;
@@ -28,11 +29,13 @@ final class ReplyWatch {
     private static final int S_IFMT = 0170000;
     private static final int S_IFREG = 0100000;
     private static final int ENOENT = 2;
+    private static final MemoryIO MEMORY = MemoryIO.getInstance();
 
     /** libfuse's channel send: {@code int (*send)(struct fuse_chan *ch, const struct iovec iov[], size_t count)}. */
     public interface Send {
+        // addresses, not Pointers: this runs for every reply, and a Pointer is an object per argument
         @Delegate
-        int send(Pointer channel, Pointer iov, long count);
+        int send(long channel, long iov, long count);
     }
 
     /** What the replacement send needs from libfuse and libc. */
@@ -40,7 +43,7 @@ final class ReplyWatch {
         @IgnoreError
         int fuse_chan_fd(Pointer channel);
 
-        long writev(int fd, Pointer iov, int count);
+        long writev(int fd, long iov, int count);
     }
 
     /** The start of struct fuse_chan, over libfuse's memory: its ops, send replaced. */
@@ -101,9 +104,9 @@ final class ReplyWatch {
         LOG.debug("a file has hard links: watching replies for the node ids of its names");
     }
 
-    private int send(Pointer channel, Pointer iov, long count) {
+    private int send(long channel, long iov, long count) {
         try {
-            if (iov == null) {
+            if (iov == 0) {
                 return 0;
             }
             if (count >= 2) {
@@ -126,21 +129,22 @@ final class ReplyWatch {
     }
 
     /** An entry reply for a regular file: the node id the kernel will use for it, and its store inode. */
-    private void learn(Pointer iov) {
+    private void learn(long iov) {
         int op = FuseLoop.currentOpcode();
         if (op != FuseLoop.LOOKUP && op != FuseLoop.LINK && op != FuseLoop.CREATE && op != FuseLoop.MKNOD) {
             return;
         }
+        // struct iovec { void *iov_base; size_t iov_len; }[count]
         // iov[0]: struct fuse_out_header {u32 len; s32 error; u64 unique}; iov[1]: struct fuse_entry_out
-        Pointer header = iov.getPointer(0);
-        if (header.getInt(4) != 0 || header.getLong(8) == 0) {
+        long header = MEMORY.getAddress(iov);
+        if (MEMORY.getInt(header + 4) != 0 || MEMORY.getLong(header + 8) == 0) {
             return; // an error, or a notification of ours
         }
-        Pointer entry = iov.getPointer(16);
-        long nodeid = entry.getLong(0);
+        long entry = MEMORY.getAddress(iov + 16);
+        long nodeid = MEMORY.getLong(entry);
         // fuse_entry_out: nodeid, generation, entry_valid, attr_valid, 2 x u32 nsec, then fuse_attr (ino first, mode at +60)
-        long inode = entry.getLong(40);
-        int mode = entry.getInt(100);
+        long inode = MEMORY.getLong(entry + 40);
+        int mode = MEMORY.getInt(entry + 100);
         if ((mode & S_IFMT) == S_IFREG) {
             kernelInodes.seen(inode, nodeid);
         }
