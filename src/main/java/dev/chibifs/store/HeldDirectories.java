@@ -180,14 +180,11 @@ final class HeldDirectories {
      * directory; {@code path} names the failure. {@link #refresh} comes first in every operation.
      */
     Lease open(int rootFd, String relative, VfsPath path) throws IOException {
-        if (relative.isEmpty()) {
-            if (rootFd != this.rootFd && !disabled) {
-                adopt(rootFd);
-            }
-            return new Root(rootFd);
-        }
         if (rootFd != this.rootFd && !disabled) {
             adopt(rootFd);
+        }
+        if (relative.isEmpty()) {
+            return new Root(rootFd);
         }
         if (disabled) {
             return new Owned(Libc.openDirectoryBeneath(rootFd, relative, path));
