@@ -143,6 +143,8 @@ final class HeldDirectories {
     /** The root descriptor the held directories were opened below; another one (a replaced store) drops them all. */
     private volatile int rootFd = -1;
     private volatile boolean disabled;
+    /** True while a thread, holding the lock, reads and applies events; see {@link #refresh}. */
+    private volatile boolean draining;
 
     HeldDirectories(int limit) {
         this.limit = limit;
@@ -160,7 +162,9 @@ final class HeldDirectories {
             return rootEpoch.incrementAndGet();
         }
         int ready = Libc.pollReady(fd, mountinfo);
-        if (ready != 0) {
+        // draining: another thread has read events off the queue (so our poll saw none) and may not
+        // have dropped what they name yet; waiting for it keeps "read the queue first" true
+        if (ready != 0 || draining) {
             if ((ready & Libc.POLL_SECOND) != 0) {
                 rootEpoch.incrementAndGet(); // before anyone can see the held directories still there
             }
@@ -208,6 +212,12 @@ final class HeldDirectories {
         }
     }
 
+    /**
+     * Watches {@code fd}, then checks that {@code name} in the parent still leads to it, and only then
+     * puts it where lock-free readers find it. Moved before the watch: the check fails. Moved after
+     * it: the event is queued on its watch, and the next reader of the queue drops it. Null when the
+     * check fails (the caller walks instead).
+     */
     private synchronized Lease watchAndHold(int rootFd, String relative, String name, Lease parent, int fd) {
         if (disabled || this.rootFd != rootFd || parent instanceof Entry p && p.dropped) {
             return new Owned(fd);
@@ -225,22 +235,31 @@ final class HeldDirectories {
         if (wd < 0) {
             return new Owned(fd);
         }
+        String other = keysByWatch.putIfAbsent(wd, relative);
+        if (other != null && !other.equals(relative)) {
+            // the same directory is held under another path, which its queued events will drop: leave both alone
+            Libc.close(fd);
+            return null;
+        }
+        if (!Libc.sameInode(parent.fd(), name, fd)) {
+            if (other == null && keysByWatch.remove(wd, relative)) {
+                Libc.inotifyUnwatch(inotify, wd);
+            }
+            Libc.close(fd);
+            return null;
+        }
         Entry e = new Entry(relative, fd, wd);
-        keysByWatch.put(wd, relative);
-        held.put(relative, e);
-        // moved between the open and the watch: no event will say so, but its name no longer leads to it
-        boolean there = Libc.sameInode(parent.fd(), name, fd);
-        // moved since the watch: the event is queued, and reading it drops the entry
-        drain();
-        if (there && !e.dropped && !(parent instanceof Entry p && p.dropped)) {
-            e.retain();
-            return e;
+        e.retain();
+        Entry old = held.put(relative, e);
+        if (old != null) {
+            // not expected (inserts happen under this lock, after the look above); never unwatch our own inode
+            old.dropped = true;
+            if (old.wd != wd && keysByWatch.remove(old.wd, old.key)) {
+                Libc.inotifyUnwatch(inotify, old.wd);
+            }
+            old.close();
         }
-        if (!e.dropped) {
-            held.remove(relative, e);
-            drop(e); // closes fd
-        }
-        return null;
+        return e;
     }
 
     /**
@@ -294,6 +313,15 @@ final class HeldDirectories {
     }
 
     private void drain() {
+        draining = true; // before the read: see refresh
+        try {
+            drainQueue();
+        } finally {
+            draining = false;
+        }
+    }
+
+    private void drainQueue() {
         List<Libc.InotifyEvent> events;
         while ((events = Libc.inotifyRead(inotify)) != null) {
             for (Libc.InotifyEvent event : events) {

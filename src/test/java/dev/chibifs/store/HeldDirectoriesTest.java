@@ -156,6 +156,74 @@ class HeldDirectoriesTest {
         assertThrows(NoSuchFileException.class, () -> inodeIn("a/b", "f"), "the directory under it again");
     }
 
+    /**
+     * Renames racing opens on other threads: three directories take turns at a/b, and an open that
+     * starts after a turn was complete never gets the directory that left before it.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void anOpenThatStartsAfterARenameNeverGetsTheDirectoryThatLeft() throws Exception {
+        String[] dirs = {"p", "q", "r"};
+        for (String d : dirs) {
+            Files.createDirectories(root.resolve("a/park-" + d));
+            Files.writeString(root.resolve("a/park-" + d + "/" + d), d);
+        }
+        Files.move(root.resolve("a/park-p"), root.resolve("a/b"));
+        assumeHeld();
+        java.util.concurrent.atomic.AtomicInteger turn = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger begun = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.ConcurrentLinkedQueue<String> wrong = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        java.util.concurrent.atomic.AtomicInteger checked = new java.util.concurrent.atomic.AtomicInteger();
+        Runnable opener = () -> {
+            while (!stop.get()) {
+                int t = turn.get();
+                String expected = dirs[t % 3];
+                String next = dirs[(t + 1) % 3];
+                try (HeldDirectories.Lease d = lease("a/b", P)) {
+                    for (String name : dirs) {
+                        int fd = Libc.tryOpenat(d.fd(), name, Libc.O_PATH | Libc.O_NOFOLLOW, 0);
+                        if (fd >= 0) {
+                            Libc.close(fd);
+                            checked.incrementAndGet();
+                            // with three taking turns, the one that left before turn t comes back two
+                            // turns later: judge only opens that ended before that move began
+                            if (!name.equals(expected) && !name.equals(next) && begun.get() <= t + 1) {
+                                wrong.add("turn " + t + ": got " + name + ", which left before it");
+                            }
+                        }
+                    }
+                } catch (IOException gone) {
+                    // between a turn's two renames a/b is not there
+                }
+            }
+        };
+        java.util.List<Thread> openers = new java.util.ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            Thread th = new Thread(opener);
+            th.start();
+            openers.add(th);
+        }
+        try {
+            for (int t = 0; t < 400; t++) {
+                String leaving = dirs[t % 3];
+                String coming = dirs[(t + 1) % 3];
+                begun.incrementAndGet();
+                Files.move(root.resolve("a/b"), root.resolve("a/park-" + leaving));
+                Files.move(root.resolve("a/park-" + coming), root.resolve("a/b"));
+                turn.incrementAndGet();
+                Thread.sleep(0, 200_000);
+            }
+        } finally {
+            stop.set(true);
+            for (Thread th : openers) {
+                th.join();
+            }
+        }
+        assertTrue(wrong.isEmpty(), String.join("\n", wrong));
+        assertTrue(checked.get() > 100, "the openers got to look: " + checked.get());
+    }
+
     @Test
     void aLeaseKeepsItsDirectoryOpenAfterItIsLetGo() throws IOException {
         Files.createDirectories(root.resolve("a/b"));
