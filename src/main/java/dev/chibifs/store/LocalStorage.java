@@ -59,8 +59,12 @@ public final class LocalStorage implements Storage {
     private static final Pattern TEMP_NAME = Pattern.compile(Pattern.quote(TEMP_PREFIX) + "[0-9a-f]{16}");
     private static final LinkOption NOFOLLOW = LinkOption.NOFOLLOW_LINKS;
     private static final String PROC_FD = "/proc/self/fd/";
-    /** Directories held open at most (each one inotify watch); past it, they are all let go and held afresh. */
-    private static final int HELD_DIRECTORIES = 4096;
+    /**
+     * Directories held open at most (each one descriptor and one inotify watch); past it, they are
+     * all let go and held afresh. A quarter of the descriptors the process may open, so a low
+     * limit (ulimit -n 1024) leaves most of them for open files.
+     */
+    private static final int HELD_DIRECTORIES = heldDirectories();
     // java.nio encodes names with sun.jnu.encoding (the locale's); only UTF-8 keeps every name intact
     private static final boolean JNU_UTF8 = "UTF-8".equalsIgnoreCase(System.getProperty("sun.jnu.encoding"));
 
@@ -76,6 +80,12 @@ public final class LocalStorage implements Storage {
         this.storeRoot = new StoreRoot(this.root);
         // the inotify instance and held descriptors go with the storage, closed or not (instances are few: 128 per user)
         CLEANER.register(this, directories::close);
+    }
+
+    private static int heldDirectories() {
+        long fds = java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+                instanceof com.sun.management.UnixOperatingSystemMXBean unix ? unix.getMaxFileDescriptorCount() : 1024;
+        return (int) Math.max(16, Math.min(4096, fds / 4));
     }
 
     /** The directory the store lives in. */
