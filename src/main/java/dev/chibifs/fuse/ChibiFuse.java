@@ -249,8 +249,9 @@ final class ChibiFuse extends FuseStubFS {
                 kernelInodes.changedThrough(m.inode(), nodeid);
             }
         }
-        if (m.isFile()) {
-            kernelInodes.links(m.links());
+        if (m.isFile() && m.links() > 1) {
+            // a lookup, link or create of a file with other names: its entry reply tells the node id
+            FuseLoop.watchThisReply();
         }
         stat.st_mode.set(attributes.mode(p, m));
         stat.st_uid.set(attributes.uid(p));

@@ -83,12 +83,26 @@ final class FuseLoop {
      * tell (the opcode behind a getattr callback, the kernel's node id).
      */
     private static final class Worker extends Thread {
+        final ReplyWatch watch;
         int opcode = -1;
         long nodeid;
         long linkSource;
+        boolean watchingReply;
 
-        Worker(Runnable work, String name) {
+        Worker(Runnable work, String name, ReplyWatch watch) {
             super(work, name);
+            this.watch = watch;
+        }
+    }
+
+    /**
+     * The request this thread serves will reply with an entry for a file with several links: its
+     * reply, and any other sent meanwhile, passes through the reply watch (once per request).
+     */
+    static void watchThisReply() {
+        if (Thread.currentThread() instanceof Worker w && w.watch != null && !w.watchingReply) {
+            w.watchingReply = true;
+            w.watch.acquire();
         }
     }
 
@@ -146,13 +160,9 @@ final class FuseLoop {
         }
         Pointer channel = lib.fuse_session_next_chan(lib.fuse_get_session(fuse), null);
         ReplyWatch watch = ReplyWatch.prepare(channel, kernelInodes);
-        if (watch != null) {
-            // a call into Java for every reply costs about 0.5 us: only once there are hard links
-            kernelInodes.onFirstHardLink(watch::activate);
-        }
         kernelInodes.invalidateWith(nodeid -> lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0));
         // not in a finally: teardown frees what workers still running would use
-        serve(fuse);
+        serve(fuse, watch);
         kernelInodes.invalidateWith(nodeid -> { });
         lib.fuse_teardown(fuse, mountpointString.getValue());
         // libfuse called the watch until teardown sent its last reply
@@ -160,7 +170,7 @@ final class FuseLoop {
         return 0;
     }
 
-    private void serve(Pointer fuse) {
+    private void serve(Pointer fuse, ReplyWatch watch) {
         CountDownLatch firstEnded = new CountDownLatch(1);
         List<Thread> workers = new ArrayList<>();
         for (int i = 0; i < WORKERS; i++) {
@@ -170,7 +180,7 @@ final class FuseLoop {
                 } finally {
                     firstEnded.countDown();
                 }
-            }, "chibifs-fuse-" + i);
+            }, "chibifs-fuse-" + i, watch);
             w.setDaemon(true);
             workers.add(w);
             w.start();
@@ -213,6 +223,10 @@ final class FuseLoop {
                     self.opcode = -1;
                     self.nodeid = 0;
                     self.linkSource = 0;
+                    if (self.watchingReply) {
+                        self.watchingReply = false;
+                        self.watch.release(); // the reply has gone
+                    }
                 }
             }
         }

@@ -14,7 +14,7 @@ import java.util.function.LongConsumer;
  * (FUSE_NOTIFY_INVAL_INODE, attributes only: that takes no inode lock, so it is safe from inside
  * any request). Node ids come from the requests that carry them (getattr, setattr, open) and
  * from libfuse's entry replies, which {@link ReplyWatch} reads on their way to the kernel
- * (lookup, link, create, mknod) from the moment the first file with two links shows up.
+ * (lookup, link, create, mknod) of files with more than one link.
  */
 final class KernelInodes {
 
@@ -26,33 +26,10 @@ final class KernelInodes {
     /** Whether any file has been seen under two kernel inodes (names, or a name and a hidden handle). */
     private volatile boolean anyShared;
     private volatile LongConsumer invalidate = nodeid -> { };
-    private volatile Runnable firstHardLink = () -> { };
-    private volatile boolean hardLinkSeen;
 
     /** Where invalidations go: the mounted session's notify call, or nowhere before mount and after unmount. */
     void invalidateWith(LongConsumer notifier) {
         this.invalidate = notifier;
-    }
-
-    /** What to do once, when the first file with two or more links shows up: start watching replies. */
-    void onFirstHardLink(Runnable action) {
-        this.firstHardLink = action;
-    }
-
-    /**
-     * A file with {@code links} links was seen. Until one has more than one, every file has one name
-     * and one kernel inode, and nothing needs its node id from a reply; from the first, the action
-     * runs (before the reply to the request that saw it goes out).
-     */
-    void links(long links) {
-        if (links > 1 && !hardLinkSeen) {
-            synchronized (this) {
-                if (!hardLinkSeen) {
-                    firstHardLink.run();
-                    hardLinkSeen = true;
-                }
-            }
-        }
     }
 
     /** Kernel inode {@code nodeid} shows the store file {@code storeInode}. */

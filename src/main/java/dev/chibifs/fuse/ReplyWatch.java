@@ -4,7 +4,6 @@ import com.kenai.jffi.MemoryIO;
 import jnr.ffi.LibraryLoader;
 import jnr.ffi.Pointer;
 import jnr.ffi.Runtime;
-import jnr.ffi.Struct;
 import jnr.ffi.annotations.Delegate;
 import jnr.ffi.annotations.IgnoreError;
 import org.slf4j.Logger;
@@ -18,7 +17,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>libfuse 2.9 sends every reply through its channel's {@code op.send}; we put ours in its
  * place and write the reply to /dev/fuse ourselves, as libfuse's own {@code fuse_kern_chan_send}
- * does (writev; ENOENT means the request was interrupted and is not an error). The channel's
+ * does (writev; ENOENT means the request was interrupted and is not an error). Only while a
+ * request about a file with several links is in flight: only such a file's names need their node
+ * ids, the getattr behind every entry reply sees the link count first, and a call into Java for
+ * every reply cost about 0.5 us (git links every object it writes, so "once a hard link was seen"
+ * would have been always). The channel's
  * layout ({@code struct fuse_chan} begins with {@code struct fuse_chan_ops}: receive, send,
  * destroy) is libfuse 2.9's, the last 2.x series.
  */
@@ -46,32 +49,29 @@ final class ReplyWatch {
         long writev(int fd, long iov, int count);
     }
 
-    /** The start of struct fuse_chan, over libfuse's memory: its ops, send replaced. */
-    public static final class ChannelOps extends Struct {
-        final Pointer receive = new Pointer();
-        final Function<Send> send = new Function<>(Send.class);
-
-        ChannelOps(Runtime runtime) {
-            super(runtime);
-        }
-    }
-
     private final Lib lib;
     private final KernelInodes kernelInodes;
-    private final Pointer channel;
     private final int fd;
     /** Held: the closure must outlive the channel, or the kernel's next reply calls freed code. */
     private final Send send = this::send;
+    /** Where the channel keeps its send function (struct fuse_chan_ops: receive, send, destroy). */
+    private final long sendSlot;
+    private final long libfuseSend;
+    private final long watchingSend;
+    /** Requests in flight that need their reply watched; guarded by {@code this}. */
+    private int needing;
 
     private ReplyWatch(Lib lib, Pointer channel, KernelInodes kernelInodes) {
         this.lib = lib;
         this.kernelInodes = kernelInodes;
-        this.channel = channel;
         this.fd = lib.fuse_chan_fd(channel);
+        this.sendSlot = channel.address() + Runtime.getSystemRuntime().addressSize();
+        this.libfuseSend = MEMORY.getAddress(sendSlot);
+        this.watchingSend = Runtime.getSystemRuntime().getClosureManager().getClosurePointer(Send.class, send).address();
     }
 
     /**
-     * A watch for the channel, not yet in its send slot ({@link #activate}); to be kept reachable
+     * A watch for the channel, not yet in its send slot ({@link #acquire}); to be kept reachable
      * while mounted. Null when the channel does not have libfuse 2.9's layout (then names a lookup
      * gave the kernel catch up within attr_timeout, as before the watch).
      */
@@ -94,14 +94,21 @@ final class ReplyWatch {
     }
 
     /**
-     * Puts the watch in the channel's send slot: every reply from then on passes through it. One
-     * aligned pointer store, so a worker sending at that moment uses either the old send or ours.
+     * A request is about to send an entry reply worth learning: from now until its {@link #release},
+     * every reply passes through the watch. The slot is one aligned pointer, so a worker sending at
+     * the moment it changes uses either libfuse's send or ours, and both write the reply.
      */
-    void activate() {
-        ChannelOps ops = new ChannelOps(Runtime.getSystemRuntime());
-        ops.useMemory(channel);
-        ops.send.set(send);
-        LOG.debug("a file has hard links: watching replies for the node ids of its names");
+    synchronized void acquire() {
+        if (needing++ == 0) {
+            MEMORY.putAddress(sendSlot, watchingSend);
+        }
+    }
+
+    /** The request that {@link #acquire}d has sent its reply; the last one out puts libfuse's send back. */
+    synchronized void release() {
+        if (--needing == 0) {
+            MEMORY.putAddress(sendSlot, libfuseSend);
+        }
     }
 
     private int send(long channel, long iov, long count) {

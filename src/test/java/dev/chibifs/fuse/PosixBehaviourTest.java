@@ -205,9 +205,10 @@ class PosixBehaviourTest {
     }
 
     /**
-     * Replies are watched for node ids only once a file has two links. The first link made through
-     * a fresh mount must still keep every name fresh: the name linked to was created and looked up
-     * while nothing watched, and the link request itself tells its node id.
+     * Replies are watched for node ids only while a request about a file with several links is in
+     * flight. The first link made through a fresh mount must still keep every name fresh: the name
+     * linked to was created and looked up while nothing watched, and the link request itself tells
+     * its node id.
      */
     @Test
     void theFirstHardLinkOfAFreshMountKeepsEveryNameFresh() {
