@@ -84,17 +84,35 @@ final class ChibiFuse extends FuseStubFS {
         this.callers = callers;
         this.attributes = new AttributeView(callers, mountUid, mountGid);
         enableLibfuseFlags();
-        // jnr-fuse wraps every getattr's buffer in a new FileStat, a struct of some twenty field
-        // objects: the busiest callback reuses one per thread, pointed at libfuse's buffer
+        // jnr-fuse wraps libfuse's structs in new objects at every call (a FileStat is some twenty
+        // field objects, a FuseFileInfo a dozen): the calls every file operation makes reuse one of
+        // each per thread, pointed at libfuse's memory for the call
         fuseOperations.getattr.set((FuseCallbacks.GetAttrCallback) (path, stbuf) -> getattr(path, statAt(stbuf)));
+        fuseOperations.fgetattr.set((FuseCallbacks.FgetattrCallback) (path, stbuf, fi) ->
+                fgetattr(path, statAt(stbuf), fileInfoAt(fi)));
+        fuseOperations.open.set((FuseCallbacks.OpenCallback) (path, fi) -> open(path, fileInfoAt(fi)));
+        fuseOperations.create.set((FuseCallbacks.CreateCallback) (path, mode, fi) -> create(path, mode, fileInfoAt(fi)));
+        fuseOperations.read.set((FuseCallbacks.ReadCallback) (path, buf, size, offset, fi) ->
+                read(path, buf, size, offset, fileInfoAt(fi)));
+        fuseOperations.write.set((FuseCallbacks.WriteCallback) (path, buf, size, offset, fi) ->
+                write(path, buf, size, offset, fileInfoAt(fi)));
+        fuseOperations.release.set((FuseCallbacks.ReleaseCallback) (path, fi) -> release(path, fileInfoAt(fi)));
     }
 
     private static final ThreadLocal<FileStat> STAT = ThreadLocal.withInitial(() -> new FileStat(jnr.ffi.Runtime.getSystemRuntime()));
+    private static final ThreadLocal<FuseFileInfo> FILE_INFO = ThreadLocal.withInitial(() ->
+            FuseFileInfo.of(jnr.ffi.Memory.allocateDirect(jnr.ffi.Runtime.getSystemRuntime(), 64)));
 
     private static FileStat statAt(Pointer stbuf) {
         FileStat stat = STAT.get();
         stat.useMemory(stbuf);
         return stat;
+    }
+
+    private static FuseFileInfo fileInfoAt(Pointer fi) {
+        FuseFileInfo info = FILE_INFO.get();
+        info.useMemory(fi);
+        return info;
     }
 
     /**

@@ -82,6 +82,20 @@ class PerContextMountTest {
         assertEquals("14\n", fs.sh("stat -c %s shared/cached.txt").ok().out());
     }
 
+    /**
+     * The kernel keeps an unchanged file's pages across opens; a rewrite in the store must still
+     * reach the next open, even at the same size with the mtime set back (the ctime tells).
+     */
+    @Test
+    void aFileWrittenThroughTheMountThenRewrittenInTheStoreIsReadFresh() throws IOException {
+        assertEquals("written here\n", fs.sh("printf 'written here\\n' > shared/w.txt && cat shared/w.txt").ok().out());
+        Path stored = fs.stored("/shared/w.txt");
+        java.nio.file.attribute.FileTime mtime = Files.getLastModifiedTime(stored);
+        Files.writeString(stored, "WRITTEN HERE\n");
+        Files.setLastModifiedTime(stored, mtime);
+        assertEquals("WRITTEN HERE\n", fs.sh("cat shared/w.txt").ok().out());
+    }
+
     /** One denied write: the command, and what must not exist afterwards. */
     record Denied(String name, String command) {
         @Override
