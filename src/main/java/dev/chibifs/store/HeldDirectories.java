@@ -231,7 +231,7 @@ final class HeldDirectories {
             dropAll(); // the next open holds it afresh, under a watched parent
             return new Owned(fd);
         }
-        int wd = Libc.inotifyWatch(inotify, fd, WATCHED);
+        int wd = Libc.inotifyWatch(inotify, fd, ".", WATCHED);
         if (wd < 0) {
             return new Owned(fd);
         }
@@ -241,7 +241,7 @@ final class HeldDirectories {
             Libc.close(fd);
             return null;
         }
-        if (!Libc.sameInode(parent.fd(), name, fd)) {
+        if (!Libc.isDirectory(parent.fd(), name, fd)) {
             if (other == null && keysByWatch.remove(wd, relative)) {
                 Libc.inotifyUnwatch(inotify, wd);
             }
@@ -280,8 +280,8 @@ final class HeldDirectories {
             disabled = true;
             return;
         }
-        int rootWd = Libc.inotifyWatch(inotify, rootFd, WATCHED);
-        int parentWd = Libc.inotifyWatchPath(inotify, rootFd, "..", ROOT_PARENT_WATCHED);
+        int rootWd = Libc.inotifyWatch(inotify, rootFd, ".", WATCHED);
+        int parentWd = Libc.inotifyWatch(inotify, rootFd, "..", ROOT_PARENT_WATCHED);
         if (rootWd < 0 || parentWd < 0) {
             disabled = true;
             return;

@@ -429,14 +429,11 @@ final class Libc {
         return fd < 0 ? -errno() : fd;
     }
 
-    /** Watches the directory open as {@code fd} (through /proc, so the very inode); the watch descriptor, or -errno. */
-    static int inotifyWatch(int inotify, int fd, int mask) {
-        int wd = LIBC.inotify_add_watch(inotify, bytes(PROC_SELF_FD + fd), mask);
-        return wd < 0 ? -errno() : wd;
-    }
-
-    /** Watches {@code name} relative to the directory open as {@code fd} ("..": its parent now); the watch descriptor, or -errno. */
-    static int inotifyWatchPath(int inotify, int fd, String name, int mask) {
+    /**
+     * Watches {@code name} relative to the directory open as {@code fd}, through /proc so it is that
+     * very inode ("." for the directory itself, ".." for its parent now); the watch descriptor, or -errno.
+     */
+    static int inotifyWatch(int inotify, int fd, String name, int mask) {
         int wd = LIBC.inotify_add_watch(inotify, bytes(PROC_SELF_FD + fd + "/" + name), mask);
         return wd < 0 ? -errno() : wd;
     }
@@ -521,18 +518,13 @@ final class Libc {
         return events;
     }
 
-    /** Whether {@code name} in {@code dirfd} (not followed) is the very file open as {@code fd}. */
-    static boolean sameInode(int dirfd, String name, int fd) {
+    /** Whether {@code name} in {@code dirfd} (not followed) is the very directory open as {@code fd}. */
+    static boolean isDirectory(int dirfd, String name, int fd) {
         Pointer buf = STATX_BUF.get();
         if (LIBC.statx(fd, EMPTY, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, buf) != 0) {
             return false;
         }
-        long inode = buf.getLong(32);
-        long device = device(buf);
-        if (LIBC.statx(dirfd, bytes(name), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, buf) != 0) {
-            return false;
-        }
-        return buf.getLong(32) == inode && device(buf) == device;
+        return isDirectory(dirfd, name, device(buf), buf.getLong(32));
     }
 
     /** Whether the file system of {@code fd} is one of {@code types} (statfs f_type). */
