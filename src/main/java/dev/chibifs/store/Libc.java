@@ -546,7 +546,7 @@ final class Libc {
     static IOException failure(int errno, VfsPath path) {
         String p = path == null ? null : path.toString();
         return switch (errno) {
-            case ENOENT -> new NoSuchFileException(p);
+            case ENOENT -> new MissingName(p);
             case EEXIST -> new FileAlreadyExistsException(p);
             case 13 -> new AccessDeniedException(p);
             case 20 -> new NotDirectoryException(p);
@@ -554,5 +554,21 @@ final class Libc {
             case 39 -> new DirectoryNotEmptyException(p);
             default -> new FileSystemException(p, null, LIBC.strerror(errno));
         };
+    }
+
+    /**
+     * ENOENT without a stack trace. A missing name is an answer, not a fault, and a busy mount asks
+     * for many (git looks for a .gitignore in every directory, shells walk PATH, python probes its
+     * import path): filling in the stack of each cost about a microsecond per lookup.
+     */
+    private static final class MissingName extends NoSuchFileException {
+        MissingName(String path) {
+            super(path);
+        }
+
+        @Override
+        public synchronized Throwable fillInStackTrace() {
+            return this;
+        }
     }
 }
