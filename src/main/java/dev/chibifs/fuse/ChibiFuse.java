@@ -78,41 +78,15 @@ final class ChibiFuse extends FuseStubFS {
     private final OpenFileTable openFiles = new OpenFileTable();
     private final KernelInodes kernelInodes = new KernelInodes();
     private final PageCache pageCache = new PageCache();
+    /** The file callbacks libfuse calls, held for as long as it may call them. */
+    private final NativeCallbacks callbacks;
 
     ChibiFuse(Router router, CallerResolver callers, long mountUid, long mountGid) {
         this.router = router;
         this.callers = callers;
         this.attributes = new AttributeView(callers, mountUid, mountGid);
         enableLibfuseFlags();
-        // jnr-fuse wraps libfuse's structs in new objects at every call (a FileStat is some twenty
-        // field objects, a FuseFileInfo a dozen): the calls every file operation makes reuse one of
-        // each per thread, pointed at libfuse's memory for the call
-        fuseOperations.getattr.set((FuseCallbacks.GetAttrCallback) (path, stbuf) -> getattr(path, statAt(stbuf)));
-        fuseOperations.fgetattr.set((FuseCallbacks.FgetattrCallback) (path, stbuf, fi) ->
-                fgetattr(path, statAt(stbuf), fileInfoAt(fi)));
-        fuseOperations.open.set((FuseCallbacks.OpenCallback) (path, fi) -> open(path, fileInfoAt(fi)));
-        fuseOperations.create.set((FuseCallbacks.CreateCallback) (path, mode, fi) -> create(path, mode, fileInfoAt(fi)));
-        fuseOperations.read.set((FuseCallbacks.ReadCallback) (path, buf, size, offset, fi) ->
-                read(path, buf, size, offset, fileInfoAt(fi)));
-        fuseOperations.write.set((FuseCallbacks.WriteCallback) (path, buf, size, offset, fi) ->
-                write(path, buf, size, offset, fileInfoAt(fi)));
-        fuseOperations.release.set((FuseCallbacks.ReleaseCallback) (path, fi) -> release(path, fileInfoAt(fi)));
-    }
-
-    private static final ThreadLocal<FileStat> STAT = ThreadLocal.withInitial(() -> new FileStat(jnr.ffi.Runtime.getSystemRuntime()));
-    private static final ThreadLocal<FuseFileInfo> FILE_INFO = ThreadLocal.withInitial(() ->
-            FuseFileInfo.of(jnr.ffi.Memory.allocateDirect(jnr.ffi.Runtime.getSystemRuntime(), 64)));
-
-    private static FileStat statAt(Pointer stbuf) {
-        FileStat stat = STAT.get();
-        stat.useMemory(stbuf);
-        return stat;
-    }
-
-    private static FuseFileInfo fileInfoAt(Pointer fi) {
-        FuseFileInfo info = FILE_INFO.get();
-        info.useMemory(fi);
-        return info;
+        this.callbacks = new NativeCallbacks(fuseOperations, this);
     }
 
     /**
@@ -156,8 +130,8 @@ final class ChibiFuse extends FuseStubFS {
      * between it and the store file. jnr's Pointer.transferTo between a native pointer and a
      * ByteBuffer-backed one copies byte by byte, which halved sequential throughput.
      */
-    private static ByteBuffer fuseBuffer(Pointer buf, long size) {
-        return MEMORY.newDirectByteBuffer(buf.address(), (int) size);
+    private static ByteBuffer fuseBuffer(long buf, long size) {
+        return MEMORY.newDirectByteBuffer(buf, (int) size);
     }
 
     /** The last catch of every callback: expected failures map to errno, anything else logs and is EIO. */
@@ -725,8 +699,8 @@ final class ChibiFuse extends FuseStubFS {
         p.putInt(word, p.getInt(word) | KEEP_CACHE);
     }
 
-    @Override
-    public int read(String path, Pointer buf, @size_t long size, @off_t long offset, FuseFileInfo fi) {
+    /** {@code path} and {@code buf} are libfuse's addresses (see {@link NativeCallbacks}). */
+    int read(long path, long buf, long size, long offset, FuseFileInfo fi) {
         try {
             OpenFile f = openFiles.get(fi.fh.get());
             if (f == null) {
@@ -734,12 +708,12 @@ final class ChibiFuse extends FuseStubFS {
             }
             return f.handle().read(fuseBuffer(buf, size), offset);
         } catch (Throwable t) {
-            return fail("read", path, t);
+            return fail("read", NativeCallbacks.string(path), t);
         }
     }
 
-    @Override
-    public int write(String path, Pointer buf, @size_t long size, @off_t long offset, FuseFileInfo fi) {
+    /** {@code path} and {@code buf} are libfuse's addresses (see {@link NativeCallbacks}). */
+    int write(long path, long buf, long size, long offset, FuseFileInfo fi) {
         try {
             OpenFile f = openFiles.get(fi.fh.get());
             if (f == null || !f.writable()) {
@@ -752,7 +726,7 @@ final class ChibiFuse extends FuseStubFS {
             }
             return written;
         } catch (Throwable t) {
-            return fail("write", path, t);
+            return fail("write", NativeCallbacks.string(path), t);
         }
     }
 
@@ -774,8 +748,8 @@ final class ChibiFuse extends FuseStubFS {
         }
     }
 
-    @Override
-    public int release(String path, FuseFileInfo fi) {
+    /** {@code path} is libfuse's address (see {@link NativeCallbacks}). */
+    int release(long path, FuseFileInfo fi) {
         try {
             OpenFile f = openFiles.remove(fi.fh.get());
             if (f != null) {
@@ -783,7 +757,7 @@ final class ChibiFuse extends FuseStubFS {
             }
             return 0;
         } catch (Throwable t) {
-            return fail("release", path, t);
+            return fail("release", NativeCallbacks.string(path), t);
         }
     }
 
