@@ -133,6 +133,8 @@ final class FuseLoop {
     private final Path mountpoint;
     private final FuseOperations operations;
     private final KernelInodes kernelInodes;
+    /** Set before this class ends the session itself: a worker that gets one more request stops after it. */
+    private volatile boolean exiting;
 
     FuseLoop(Path mountpoint, FuseOperations operations, KernelInodes kernelInodes) {
         this.mountpoint = mountpoint;
@@ -193,6 +195,7 @@ final class FuseLoop {
             awaitUninterruptibly(() -> w.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()))));
         }
         if (workers.stream().anyMatch(Thread::isAlive)) {
+            exiting = true;
             lib.fuse_exit(fuse);
             Fusermount.unmount(mountpoint, true);
         }
@@ -205,9 +208,15 @@ final class FuseLoop {
     private void work(Pointer fuse) {
         Worker self = (Worker) Thread.currentThread();
         long session = fuse.address();
-        while (lib.fuse_exited(session) == 0) {
+        while (!exiting) {
             long cmd = lib.fuse_read_cmd(session);
-            if (cmd != 0) {
+            // no request: the session exited on a read error or unmount (or EINTR); only then ask libfuse,
+            // rather than with a call per request
+            if (cmd == 0) {
+                if (lib.fuse_exited(session) != 0) {
+                    break;
+                }
+            } else {
                 try {
                     // struct fuse_cmd starts with the request buffer: fuse_in_header {len, opcode, unique, nodeid, ...}
                     long header = MEMORY.getAddress(cmd);
