@@ -18,7 +18,6 @@ import jnr.ffi.types.size_t;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import ru.serce.jnrfuse.ErrorCodes;
-import ru.serce.jnrfuse.FuseFillDir;
 import ru.serce.jnrfuse.FuseStubFS;
 import ru.serce.jnrfuse.FuseCallbacks;
 import ru.serce.jnrfuse.struct.FileStat;
@@ -29,7 +28,6 @@ import ru.serce.jnrfuse.struct.Timespec;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
@@ -63,12 +61,6 @@ final class ChibiFuse extends FuseStubFS {
     private static final int S_IFREG = 0100000;
     private static final int S_IFDIR = 0040000;
     private static final int S_IFLNK = 0120000;
-    /** libfuse's "no inode number": the kernel makes one up, as for a null stat. */
-    private static final long FUSE_UNKNOWN_INO = 0xffffffffL;
-    private static final ThreadLocal<FileStat> DIRENT_STAT = ThreadLocal.withInitial(() -> FileStat.of(
-            jnr.ffi.Memory.allocateDirect(jnr.ffi.Runtime.getSystemRuntime(), 256)));
-    /** A name is at most 255 bytes (NAME_MAX) plus the NUL. */
-    private static final ThreadLocal<ByteBuffer> DIRENT_NAME = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(1024));
     /** Wraps native memory as a ByteBuffer without copying it (JNI NewDirectByteBuffer). */
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
 
@@ -313,29 +305,25 @@ final class ChibiFuse extends FuseStubFS {
 
     // ---- directories ----
 
-    @Override
-    public int readdir(String path, Pointer buf, FuseFillDir filler, @off_t long offset, FuseFileInfo fi) {
+    /**
+     * Every entry in one call (offset 0 throughout: libfuse keeps the listing and serves the
+     * kernel's READDIR requests from it). {@code buf} and {@code filler} are libfuse's addresses.
+     */
+    int readdir(String path, long buf, long filler) {
         try {
-            List<Entry> entries = router.list(null, VfsPath.of(path));
-            filler.apply(buf, ".", null, 0);
-            filler.apply(buf, "..", null, 0);
-            // the type goes into each dirent (d_type), so find -type, fts and git need no stat per entry
-            FileStat typeOnly = DIRENT_STAT.get();
-            Pointer stat = jnr.ffi.Struct.getMemory(typeOnly);
-            typeOnly.st_ino.set(FUSE_UNKNOWN_INO);
-            // the name as a NUL-terminated C string in native memory: jnr-fuse's String overload
-            // copies a heap array per entry, which cost more than the whole listing
-            ByteBuffer name = DIRENT_NAME.get();
+            List<Entry> entries = router.entries(null, VfsPath.of(path));
+            NativeCallbacks.DirectoryFiller fill = NativeCallbacks.filler(filler, buf);
+            fill.add(".", 0);
+            fill.add("..", 0);
             for (Entry e : entries) {
-                typeOnly.st_mode.set(switch (e.kind()) {
+                // the type goes into each dirent (d_type), so find -type, fts and git need no stat per entry
+                int type = switch (e.kind()) {
                     case FILE -> S_IFREG;
                     case DIRECTORY -> S_IFDIR;
                     case SYMLINK -> S_IFLNK;
                     default -> 0;
-                });
-                name.clear();
-                name.put(e.name().getBytes(StandardCharsets.UTF_8)).put((byte) 0).flip();
-                if (filler.apply(buf, name, stat, 0) != 0) {
+                };
+                if (!fill.add(e.name(), type)) {
                     break;
                 }
             }

@@ -123,9 +123,9 @@ public final class Router {
         return t.storage().list(t.path());
     }
 
-    public List<String> names(Caller caller, VfsPath path) throws IOException {
+    public List<Entry> entries(Caller caller, VfsPath path) throws IOException {
         Target t = resolve(path);
-        return t.storage().names(t.path());
+        return t.storage().entries(t.path());
     }
 
     public boolean exists(Caller caller, VfsPath path) throws IOException {

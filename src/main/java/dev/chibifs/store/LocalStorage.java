@@ -374,6 +374,13 @@ public final class LocalStorage implements Storage {
 
     @Override
     public List<Entry> list(VfsPath path) throws IOException {
+        List<Entry> out = entries(path);
+        out.sort(Comparator.comparing(Entry::name));
+        return out;
+    }
+
+    @Override
+    public List<Entry> entries(VfsPath path) throws IOException {
         List<Entry> out = new ArrayList<>();
         try (At d = directoryAt(path)) {
             for (Libc.RawEntry e : Libc.readDirectory(d.dir, d.name, path)) {
@@ -392,7 +399,6 @@ public final class LocalStorage implements Storage {
                 out.add(new Entry(e.name(), kind));
             }
         }
-        out.sort(Comparator.comparing(Entry::name));
         return out;
     }
 
@@ -405,11 +411,6 @@ public final class LocalStorage implements Storage {
             case 10 -> EntryKind.SYMLINK;
             default -> EntryKind.OTHER;
         };
-    }
-
-    @Override
-    public List<String> names(VfsPath path) throws IOException {
-        return list(path).stream().map(Entry::name).toList();
     }
 
     @Override

@@ -229,8 +229,8 @@ public final class MemoryStorage implements Storage {
     }
 
     @Override
-    public synchronized List<String> names(VfsPath path) throws IOException {
-        return new ArrayList<>(findDir(path).children.keySet());
+    public synchronized List<Entry> entries(VfsPath path) throws IOException {
+        return list(path);
     }
 
     @Override

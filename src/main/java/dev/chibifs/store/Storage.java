@@ -53,8 +53,8 @@ public interface Storage extends Closeable {
     /** Opens a file for positional reads and writes. */
     FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException;
 
-    /** The names in a directory, unsorted and without kinds: the cheap listing that readdir needs. */
-    List<String> names(VfsPath path) throws IOException;
+    /** The entries of a directory with their kinds, in no particular order: the cheap listing that readdir needs. */
+    List<Entry> entries(VfsPath path) throws IOException;
 
     /** Sets the size of a file, cutting or zero-extending it. */
     void truncate(VfsPath path, long size) throws IOException;

@@ -184,7 +184,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
                 () -> storage.metadata(p("/shared/evil/victim")),
                 () -> storage.list(p("/shared/evil")),
                 () -> storage.list(p("/shared/evil/sub")),
-                () -> storage.names(p("/shared/evil")));
+                () -> storage.entries(p("/shared/evil")));
         for (int i = 0; i < attempts.size(); i++) {
             assertThrows(IOException.class, attempts.get(i), "attempt " + i);
         }

@@ -194,7 +194,7 @@ public abstract class StorageBehaviourSuite {
     @Test
     void listMissingDirectoryIsNoSuchFile() {
         assertThrows(NoSuchFileException.class, () -> storage.list(p("/shared/missing")));
-        assertThrows(NoSuchFileException.class, () -> storage.names(p("/shared/missing")));
+        assertThrows(NoSuchFileException.class, () -> storage.entries(p("/shared/missing")));
     }
 
     @Test
@@ -410,11 +410,12 @@ public abstract class StorageBehaviourSuite {
     }
 
     @Test
-    void names() throws IOException {
+    void entries() throws IOException {
         storage.write(p("/shared/d/b"), bytes("b"));
         storage.mkdir(p("/shared/d/a"));
-        assertEquals(Set.of("a", "b"), new HashSet<>(storage.names(p("/shared/d"))));
-        assertEquals(List.of(), storage.names(p("/shared/d/a")));
+        assertEquals(Set.of(new Entry("a", EntryKind.DIRECTORY), new Entry("b", EntryKind.FILE)),
+                new HashSet<>(storage.entries(p("/shared/d"))));
+        assertEquals(List.of(), storage.entries(p("/shared/d/a")));
     }
 
     @Test
