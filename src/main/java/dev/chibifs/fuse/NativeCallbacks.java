@@ -208,33 +208,38 @@ final class NativeCallbacks {
     }
 
     /**
-     * Two views of one struct type, each kept on the address it last showed: libfuse passes a
-     * getattr's struct stat from one of two stack slots (a lookup's entry, a getattr's own buffer).
+     * Views of one struct type, each kept on the address it last showed. libfuse passes each
+     * callback its structs from a stack slot of the function that decoded the request, so a thread
+     * sees the same few addresses over and over (a lookup's entry and a getattr's buffer; the file
+     * info of open, create, read, write, release): a view is made only for an address not seen lately.
      */
     private static final class StructViews<S extends jnr.ffi.Struct> {
         private final java.util.function.Function<Pointer, S> view;
-        private S first;
-        private long firstAddress;
-        private S second;
-        private long secondAddress;
+        private final long[] addresses = new long[8];
+        private final List<S> views = new ArrayList<>(8);
+        private int next;
 
         StructViews(java.util.function.Function<Pointer, S> view) {
             this.view = view;
         }
 
         S at(long address) {
-            if (address == firstAddress && first != null) {
-                return first;
+            for (int i = 0; i < views.size(); i++) {
+                if (addresses[i] == address) {
+                    return views.get(i);
+                }
             }
-            if (address == secondAddress && second != null) {
-                return second;
+            S made = view.apply(Pointer.wrap(RUNTIME, address));
+            if (views.size() < addresses.length) {
+                addresses[views.size()] = address;
+                views.add(made);
+            } else {
+                // the oldest view moves on
+                addresses[next] = address;
+                views.set(next, made);
+                next = (next + 1) % addresses.length;
             }
-            // the older view moves on to the new address
-            second = first;
-            secondAddress = firstAddress;
-            first = view.apply(Pointer.wrap(RUNTIME, address));
-            firstAddress = address;
-            return first;
+            return made;
         }
     }
 }
