@@ -165,7 +165,7 @@ final class FuseLoop {
         kernelInodes.invalidateWith(nodeid -> lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0));
         // not in a finally: teardown frees what workers still running would use
         serve(fuse, watch);
-        kernelInodes.invalidateWith(nodeid -> { });
+        kernelInodes.invalidateWith(nodeid -> 0);
         lib.fuse_teardown(fuse, mountpointString.getValue());
         // libfuse called the watch until teardown sent its last reply
         Reference.reachabilityFence(watch);

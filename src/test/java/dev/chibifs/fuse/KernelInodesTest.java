@@ -3,16 +3,23 @@ package dev.chibifs.fuse;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class KernelInodesTest {
 
     private final List<Long> invalidated = new ArrayList<>();
+    /** Node ids the kernel no longer has: an invalidation of one answers ENOENT. */
+    private final Set<Long> evicted = new HashSet<>();
     private final KernelInodes inodes = new KernelInodes();
 
     KernelInodesTest() {
-        inodes.invalidateWith(invalidated::add);
+        inodes.invalidateWith(nodeid -> {
+            invalidated.add(nodeid);
+            return evicted.contains(nodeid) ? -2 : 0;
+        });
     }
 
     @Test
@@ -58,5 +65,17 @@ class KernelInodesTest {
         assertEquals(false, inodes.anyShared());
         inodes.seen(100, 9);
         assertEquals(true, inodes.anyShared());
+    }
+
+    @Test
+    void aNodeIdTheKernelNoLongerHasIsInvalidatedOnceOnly() {
+        // an rm -r, then a new file on the reused store inode 100: node 7 is gone from the kernel
+        inodes.seen(100, 7);
+        inodes.seen(100, 9);
+        evicted.add(7L);
+        inodes.changedThrough(100, 9);
+        inodes.changedThrough(100, 9);
+        inodes.linksChanged(100);
+        assertEquals(List.of(7L, 9L), invalidated);
     }
 }
