@@ -8,7 +8,10 @@ import java.nio.file.attribute.FileTime;
 /** An open file with positional I/O; stays valid after the file is renamed or unlinked. */
 public interface FileHandle extends Closeable {
 
-    /** Reads into {@code dst} from {@code position}; returns the bytes read, 0 at or past the end. */
+    /**
+     * Reads into {@code dst} from {@code position}; returns the bytes read, fewer than {@code dst}
+     * has room for only where the file ends (0 at or past the end).
+     */
     int read(ByteBuffer dst, long position) throws IOException;
 
     /** Writes all of {@code src} at {@code position} (at the end for an APPEND handle); returns the bytes written. */

@@ -214,15 +214,27 @@ final class Libc {
         LIBC.close(fd);
     }
 
-    /** pread(2) into {@code dst} at its position, which advances; returns the bytes read, 0 at the end. */
+    /**
+     * pread(2) into {@code dst} at its position, which advances; returns the bytes read, fewer than
+     * {@code dst} has room for only at the end of a regular file (0 at the end). A heap buffer is
+     * filled through the bounce buffer, a piece at a time.
+     */
     static int pread(int fd, ByteBuffer dst, long offset) throws IOException {
-        if (!dst.isDirect()) {
-            ByteBuffer bounce = bounce(dst.remaining());
-            int n = pread(fd, bounce, offset);
-            dst.put(bounce.flip());
-            return n;
+        if (dst.isDirect()) {
+            return transfer(false, fd, dst, offset);
         }
-        return transfer(false, fd, dst, offset);
+        int total = 0;
+        while (dst.hasRemaining()) {
+            ByteBuffer bounce = bounce(dst.remaining());
+            int asked = bounce.remaining();
+            int n = transfer(false, fd, bounce, offset + total);
+            dst.put(bounce.flip());
+            total += n;
+            if (n < asked) {
+                break;
+            }
+        }
+        return total;
     }
 
     /** pwrite(2) from {@code src} at its position, which advances; returns the bytes written (maybe fewer). */

@@ -802,15 +802,10 @@ public final class LocalStorage implements Storage {
 
         @Override
         public int read(ByteBuffer dst, long position) throws IOException {
-            int total = 0;
-            while (dst.hasRemaining()) {
-                int n = Libc.pread(fd(), dst, position + total);
-                if (n <= 0) {
-                    break;
-                }
-                total += n;
-            }
-            return total;
+            // one pread: on a regular file it comes back short only at the end, so a second call
+            // would only find 0 (a system call per read of every small file, and of every file's
+            // last block); libfuse's own passthrough and bindfs read once too
+            return Libc.pread(fd(), dst, position);
         }
 
         @Override
