@@ -1,6 +1,10 @@
 package dev.chibifs.fuse;
 
+import com.kenai.jffi.CallContext;
+import com.kenai.jffi.CallingConvention;
+import com.kenai.jffi.Invoker;
 import com.kenai.jffi.MemoryIO;
+import com.kenai.jffi.Type;
 import jnr.ffi.Pointer;
 import jnr.ffi.Runtime;
 import jnr.ffi.annotations.Delegate;
@@ -8,23 +12,17 @@ import ru.serce.jnrfuse.struct.FileStat;
 import ru.serce.jnrfuse.struct.FuseFileInfo;
 import ru.serce.jnrfuse.struct.FuseOperations;
 
-import com.kenai.jffi.CallContext;
-import com.kenai.jffi.CallingConvention;
-import com.kenai.jffi.Invoker;
-import com.kenai.jffi.Type;
-
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The callbacks behind every file request, taking libfuse's arguments as plain addresses.
- * jnr-fuse's own closures decode each path through a CharsetDecoder (two calls into the JVM and
- * five objects) and wrap each struct pointer in a new object, even for read, write and release,
- * which never look at the path; on a cold CPU that footprint was most of the daemon's user time
- * per request. Here a path is decoded only where it is used, and the per-thread struct views are
- * re-pointed only when libfuse passes a new address (it passes the same stack slot every time).
+ * The callbacks behind every file request and listing, taking libfuse's arguments as plain
+ * addresses. jnr-fuse's own closures decode each path through a CharsetDecoder (two calls into the
+ * JVM and five objects) and wrap each struct pointer in a new object, even for read, write and
+ * release, which never look at the path. Here a path is decoded only where it is used, and each
+ * thread keeps a view of libfuse's structs per address libfuse passes them at.
  */
 final class NativeCallbacks {
 
