@@ -335,8 +335,9 @@ final class ChibiFuse extends FuseStubFS {
     @Override
     public int mkdir(String path, @mode_t long mode) {
         try {
-            refuseHiddenName(VfsPath.of(path));
-            router.createDirectory(caller(), VfsPath.of(path));
+            VfsPath p = VfsPath.of(path);
+            refuseHiddenName(p);
+            router.createDirectory(caller(), p);
             return 0;
         } catch (Throwable t) {
             return fail("mkdir", path, t);
@@ -664,9 +665,10 @@ final class ChibiFuse extends FuseStubFS {
     }
 
     private int register(String path, Set<OpenFlag> flags, int mode, FuseFileInfo fi) throws IOException {
-        refuseHiddenName(VfsPath.of(path));
+        VfsPath p = VfsPath.of(path);
+        refuseHiddenName(p);
         Caller caller = caller();
-        FileHandle handle = router.open(caller, VfsPath.of(path), flags, mode);
+        FileHandle handle = router.open(caller, p, flags, mode);
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
         fi.fh.set(openFiles.add(new OpenFile(handle, caller, writable)));
         Metadata opened = handle.opened();
