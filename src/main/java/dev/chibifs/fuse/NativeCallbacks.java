@@ -40,40 +40,33 @@ final class NativeCallbacks {
     private static final int CREATE = 32;
     private static final int FGETATTR = 34;
 
-    /** {@code int (*getattr)(const char *, struct stat *)} */
-    public interface Getattr {
+    // one closure type per native signature (every pointer and size as a plain 64-bit value)
+
+    /** getattr, open, release: {@code int (*)(const char *, struct stat * or struct fuse_file_info *)} */
+    public interface TwoAddresses {
         @Delegate
-        int getattr(long path, long stat);
+        int call(long path, long struct);
     }
 
-    /** {@code int (*fgetattr)(const char *, struct stat *, struct fuse_file_info *)} */
-    public interface Fgetattr {
+    /** fgetattr: {@code int (*)(const char *, struct stat *, struct fuse_file_info *)} */
+    public interface ThreeAddresses {
         @Delegate
-        int fgetattr(long path, long stat, long fi);
+        int call(long path, long stat, long fi);
     }
 
-    /** {@code open} and {@code release}: {@code int (*)(const char *, struct fuse_file_info *)} */
-    public interface WithFileInfo {
-        @Delegate
-        int call(long path, long fi);
-    }
-
-    /** {@code int (*create)(const char *, mode_t, struct fuse_file_info *)} */
+    /** create: {@code int (*)(const char *, mode_t, struct fuse_file_info *)} */
     public interface Create {
         @Delegate
-        int create(long path, int mode, long fi);
+        int call(long path, int mode, long fi);
     }
 
-    /** {@code read} and {@code write}: {@code int (*)(const char *, char *, size_t, off_t, struct fuse_file_info *)} */
-    public interface Transfer {
+    /**
+     * read and write, {@code int (*)(const char *, char *buf, size_t, off_t, struct fuse_file_info *)};
+     * readdir, {@code int (*)(const char *, void *buf, fuse_fill_dir_t, off_t, struct fuse_file_info *)}
+     */
+    public interface FiveWords {
         @Delegate
-        int transfer(long path, long buf, long size, long offset, long fi);
-    }
-
-    /** {@code int (*readdir)(const char *, void *buf, fuse_fill_dir_t filler, off_t, struct fuse_file_info *)} */
-    public interface Readdir {
-        @Delegate
-        int readdir(long path, long buf, long filler, long offset, long fi);
+        int call(long path, long buf, long sizeOrFiller, long offset, long fi);
     }
 
     /** Held: libfuse calls these for as long as it is mounted. */
@@ -82,19 +75,20 @@ final class NativeCallbacks {
     /** Puts the callbacks into {@code operations}, over what jnr-fuse put there. */
     NativeCallbacks(FuseOperations operations, ChibiFuse fs) {
         Pointer ops = jnr.ffi.Struct.getMemory(operations);
-        install(ops, GETATTR, Getattr.class, (Getattr) (path, stat) -> fs.getattr(string(path), stat(stat)));
-        install(ops, FGETATTR, Fgetattr.class, (Fgetattr) (path, stat, fi) ->
+        install(ops, GETATTR, TwoAddresses.class, (TwoAddresses) (path, stat) -> fs.getattr(string(path), stat(stat)));
+        install(ops, FGETATTR, ThreeAddresses.class, (ThreeAddresses) (path, stat, fi) ->
                 fs.fgetattr(string(path), stat(stat), fileInfo(fi)));
-        install(ops, OPEN, WithFileInfo.class, (WithFileInfo) (path, fi) -> fs.open(string(path), fileInfo(fi)));
+        install(ops, OPEN, TwoAddresses.class, (TwoAddresses) (path, fi) -> fs.open(string(path), fileInfo(fi)));
         install(ops, CREATE, Create.class, (Create) (path, mode, fi) ->
                 fs.create(string(path), mode & 0xffffffffL, fileInfo(fi)));
         // read, write and release find the file by its handle; the path is only for a log line
-        install(ops, READ, Transfer.class, (Transfer) (path, buf, size, offset, fi) ->
+        install(ops, READ, FiveWords.class, (FiveWords) (path, buf, size, offset, fi) ->
                 fs.read(path, buf, size, offset, fileInfo(fi)));
-        install(ops, WRITE, Transfer.class, (Transfer) (path, buf, size, offset, fi) ->
+        install(ops, WRITE, FiveWords.class, (FiveWords) (path, buf, size, offset, fi) ->
                 fs.write(path, buf, size, offset, fileInfo(fi)));
-        install(ops, RELEASE, WithFileInfo.class, (WithFileInfo) (path, fi) -> fs.release(path, fileInfo(fi)));
-        install(ops, READDIR, Readdir.class, (Readdir) (path, buf, filler, offset, fi) -> fs.readdir(string(path), buf, filler));
+        install(ops, RELEASE, TwoAddresses.class, (TwoAddresses) (path, fi) -> fs.release(path, fileInfo(fi)));
+        install(ops, READDIR, FiveWords.class, (FiveWords) (path, buf, filler, offset, fi) ->
+                fs.readdir(string(path), buf, filler));
     }
 
     private <T> void install(Pointer ops, int slot, Class<T> type, T closure) {
