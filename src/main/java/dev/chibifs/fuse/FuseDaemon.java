@@ -89,11 +89,24 @@ public final class FuseDaemon {
     /** True once the kernel lists a chibifs mount there and its daemon answers a request. */
     public static boolean answers(Path mountpoint) {
         try {
-            return MountTable.find(mountpoint).filter(MountTable.MountEntry::isChibifs).isPresent()
-                    && daemonAnswers(mountpoint);
+            if (MountTable.find(mountpoint).filter(MountTable.MountEntry::isChibifs).isEmpty()) {
+                return false;
+            }
+            // The table and the probe are two looks: a dead daemon's mount detached between them (by
+            // the next daemon clearing it) leaves the probe on the plain directory underneath, whose
+            // ENOENT is not an answer. So the probe counts only on a mount, the same one after it.
+            Path parent = mountpoint.toAbsolutePath().getParent();
+            Object device = device(mountpoint);
+            return (parent == null || !device.equals(device(parent)))
+                    && daemonAnswers(mountpoint)
+                    && device.equals(device(mountpoint));
         } catch (IOException e) {
             return false;
         }
+    }
+
+    private static Object device(Path dir) throws IOException {
+        return Files.getAttribute(dir, "unix:dev");
     }
 
     /**

@@ -73,6 +73,7 @@ class LifecycleTest {
         first.process().destroyForcibly(); // kill -9
         first.process().waitFor(10, TimeUnit.SECONDS);
         assertTrue(first.isMounted(), "the kernel keeps a dead daemon's mount");
+        assertEquals("survived\n", Files.readString(first.stored("/shared/s.txt")), "the store keeps what it wrote");
         try (MountedFs second = MountedFs.start(root, "--context", "planner")) {
             assertEquals("survived\n", second.sh("cat shared/s.txt").ok().out());
             assertTrue(second.log().contains("stale"), second.log());
