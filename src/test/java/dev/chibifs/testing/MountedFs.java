@@ -39,6 +39,7 @@ public final class MountedFs implements AutoCloseable {
     /** A fresh temp dir that other users can traverse (mountpoints inside it must be reachable by them). */
     public static Path tempRoot() {
         try {
+            // .ci/run lazily unmounts chibifs mounts under /tmp/chibifs-test-* that a run left behind
             Path dir = Files.createTempDirectory("chibifs-test-");
             Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
             return dir;
