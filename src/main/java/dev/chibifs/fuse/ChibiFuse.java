@@ -750,13 +750,26 @@ final class ChibiFuse extends FuseStubFS {
         }
     }
 
-    /** Preallocation is not offered; programs fall back to writing (posix_fallocate does so on EOPNOTSUPP). */
+    /**
+     * fallocate(2) on the store file, for a handle opened for writing (the policy judged the open).
+     * The kernel stops sending FALLOCATE for the whole mount after one EOPNOTSUPP, so that answer
+     * comes only from the store's own file system; posix_fallocate then falls back to writing.
+     */
     @Override
     public int fallocate(String path, int mode, @off_t long off, @off_t long length, FuseFileInfo fi) {
-        OpenFile f = openFiles.get(fi.fh.get());
-        if (f == null || !f.writable()) {
-            return -ErrorCodes.EBADF();
+        try {
+            OpenFile f = openFiles.get(fi.fh.get());
+            if (f == null || !f.writable()) {
+                return -ErrorCodes.EBADF();
+            }
+            f.handle().allocate(mode, off, length);
+            if (kernelInodes.anyShared()) {
+                // as for a write: the file's other names are other kernel inodes, whose size is stale now
+                kernelInodes.changedThrough(f.handle().inode(), FuseLoop.currentNodeid());
+            }
+            return 0;
+        } catch (Throwable t) {
+            return fail("fallocate", path, t);
         }
-        return -ErrorCodes.EOPNOTSUPP();
     }
 }

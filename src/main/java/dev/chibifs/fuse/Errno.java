@@ -128,6 +128,9 @@ final class Errno {
         if (m.contains("bad file descriptor")) {
             return -ErrorCodes.EBADF();
         }
+        if (m.contains("operation not supported")) {
+            return -ErrorCodes.EOPNOTSUPP();
+        }
         if (m.contains("input/output error")) {
             return -ErrorCodes.EIO();
         }

@@ -20,6 +20,21 @@ public interface FileHandle extends Closeable {
     /** Sets the file's size. */
     void truncate(long size) throws IOException;
 
+    /** fallocate(2) mode bit: reserve or zero without changing the size. */
+    int KEEP_SIZE = 0x01;
+    /** fallocate(2) mode bit, only with {@link #KEEP_SIZE}: deallocate the range, which then reads as zeros. */
+    int PUNCH_HOLE = 0x02;
+    /** fallocate(2) mode bit: the range reads as zeros afterwards, and the file grows to its end unless KEEP_SIZE. */
+    int ZERO_RANGE = 0x10;
+
+    /**
+     * fallocate(2): with {@code mode} 0 reserves {@code length} bytes from {@code offset} and grows
+     * the file to their end; other modes are Linux's bits above. As the system call: a negative
+     * offset or no length fails with "Invalid argument", and a mode the store cannot do, or one
+     * Linux refuses (a hole punched without KEEP_SIZE), with "Operation not supported".
+     */
+    void allocate(int mode, long offset, long length) throws IOException;
+
     /** Flushes to stable storage; {@code metadata} also flushes attributes. */
     void sync(boolean metadata) throws IOException;
 

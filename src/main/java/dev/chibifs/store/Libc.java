@@ -45,6 +45,8 @@ final class Libc {
 
         int ftruncate(int fd, long length);
 
+        int fallocate(int fd, int mode, long offset, long length);
+
         int fsync(int fd);
 
         int fdatasync(int fd);
@@ -325,6 +327,13 @@ final class Libc {
     /** ftruncate(2): shrinks, or grows with a hole. */
     static void ftruncate(int fd, long size) throws IOException {
         if (LIBC.ftruncate(fd, size) != 0) {
+            throw failure(errno(), null);
+        }
+    }
+
+    /** fallocate(2); the store's file system decides which modes it can do. */
+    static void fallocate(int fd, int mode, long offset, long length) throws IOException {
+        if (LIBC.fallocate(fd, mode, offset, length) != 0) {
             throw failure(errno(), null);
         }
     }

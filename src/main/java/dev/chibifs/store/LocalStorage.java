@@ -823,6 +823,11 @@ public final class LocalStorage implements Storage {
         }
 
         @Override
+        public void allocate(int mode, long offset, long length) throws IOException {
+            Libc.fallocate(fd(), mode, offset, length);
+        }
+
+        @Override
         public void sync(boolean metadata) throws IOException {
             Libc.fsync(fd(), metadata);
         }

@@ -389,6 +389,35 @@ public final class MemoryStorage implements Storage {
         }
 
         @Override
+        public void allocate(int mode, long offset, long length) throws IOException {
+            boolean keepSize = (mode & KEEP_SIZE) != 0;
+            boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
+            // the checks of vfs_fallocate, in its order
+            if (offset < 0 || length <= 0) {
+                throw new FileSystemException(null, null, "Invalid argument");
+            }
+            if ((mode & ~(KEEP_SIZE | PUNCH_HOLE | ZERO_RANGE)) != 0
+                    || (mode & PUNCH_HOLE) != 0 && (!keepSize || (mode & ZERO_RANGE) != 0)) {
+                throw new FileSystemException(null, null, "Operation not supported");
+            }
+            synchronized (MemoryStorage.this) {
+                long end = offset + length;
+                if (zero) {
+                    // memory has no blocks to reserve or free: a hole and zeros read the same
+                    long to = Math.min(end, file.length);
+                    if (offset < to) {
+                        Arrays.fill(file.data, (int) offset, (int) to, (byte) 0);
+                    }
+                    file.modified = file.changed = now();
+                }
+                if (!keepSize && end > file.length) {
+                    file.setLength(end);
+                    file.modified = file.changed = now();
+                }
+            }
+        }
+
+        @Override
         public void sync(boolean metadata) {
             // memory is as stable as it gets
         }

@@ -204,6 +204,26 @@ class PosixBehaviourTest {
                 """);
     }
 
+    @Test
+    void fallocateReservesGrowsAndPunchesHolesAndEveryNameSeesTheNewSize() {
+        Sh.Result r = fs.sh("cd shared && printf abcdef > pre && fallocate -l 1MiB pre && stat -c %s pre"
+                + " && fallocate --punch-hole -o 1 -l 2 pre && head -c 6 pre | od -An -c").ok();
+        assertEquals("1048576\n   a  \\0  \\0   d   e   f\n", r.out());
+        python(fs, """
+                os.chdir('shared')
+                os.link('pre', 'pre2')
+                assert os.stat('pre2').st_size == 1 << 20
+                fd = os.open('pre', os.O_WRONLY)
+                os.posix_fallocate(fd, 0, 3 << 20)
+                assert os.stat('pre2').st_size == 3 << 20, 'the other name still shows the old size'
+                os.close(fd)
+                with open('pre2', 'rb') as f:
+                    assert f.read(6) == b'a\\0\\0def'
+                """);
+        assertTrue(fs.sh("fallocate -l 1MiB sys/pre").err().contains("Permission denied"));
+        assertFalse(Files.exists(fs.stored("/sys/pre")), "a denied fallocate left a file");
+    }
+
     /**
      * Replies are watched for node ids only while a request about a file with several links is in
      * flight. The first link made through a fresh mount must still keep every name fresh: the name

@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.attribute.FileTime;
@@ -439,6 +440,36 @@ public abstract class StorageBehaviourSuite {
             h.truncate(4);
             assertEquals("ab\0\0", read(h, 0, 10));
             h.sync(true);
+        }
+    }
+
+    @Test
+    void allocateGrowsKeepsTheSizeOrPunchesAHoleAsItsModeSays() throws IOException {
+        storage.write(p("/shared/f"), bytes("abcdef"));
+        try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
+            h.allocate(FileHandle.KEEP_SIZE, 0, 1 << 20);
+            assertEquals(6, h.size());
+            h.allocate(FileHandle.PUNCH_HOLE | FileHandle.KEEP_SIZE, 1, 2);
+            assertEquals("a\0\0def", read(h, 0, 10));
+            h.allocate(0, 4, 6);
+            assertEquals(10, h.size());
+            assertEquals("a\0\0def\0\0\0\0", read(h, 0, 20));
+            h.allocate(FileHandle.ZERO_RANGE, 8, 4);
+            assertEquals(12, h.size());
+        }
+        assertEquals(12, storage.metadata(p("/shared/f")).size());
+    }
+
+    @Test
+    void allocateRefusesWhatFallocateRefuses() throws IOException {
+        storage.write(p("/shared/f"), bytes("abc"));
+        try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
+            FileSystemException noLength = assertThrows(FileSystemException.class, () -> h.allocate(0, 0, 0));
+            assertEquals("Invalid argument", noLength.getReason());
+            FileSystemException growingHole = assertThrows(FileSystemException.class,
+                    () -> h.allocate(FileHandle.PUNCH_HOLE, 0, 1));
+            assertEquals("Operation not supported", growingHole.getReason());
+            assertEquals("abc", read(h, 0, 10));
         }
     }
 
