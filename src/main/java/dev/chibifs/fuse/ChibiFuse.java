@@ -5,7 +5,6 @@ import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.router.PolicyDeniedException;
 import dev.chibifs.router.Router;
-import dev.chibifs.store.Entry;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
@@ -31,7 +30,6 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.EnumSet;
-import java.util.List;
 import java.util.Set;
 
 /**
@@ -310,22 +308,20 @@ final class ChibiFuse extends FuseStubFS {
      */
     int readdir(String path, long buf, long filler) {
         try {
-            List<Entry> entries = router.entries(null, VfsPath.of(path));
             NativeCallbacks.DirectoryFiller fill = NativeCallbacks.filler(filler, buf);
             fill.add(".", 0);
             fill.add("..", 0);
-            for (Entry e : entries) {
+            // straight from the store's getdents buffer into libfuse's: no list, no object per entry
+            router.forEachEntry(null, VfsPath.of(path), (name, offset, length, kind) -> {
                 // the type goes into each dirent (d_type), so find -type, fts and git need no stat per entry
-                int type = switch (e.kind()) {
+                int type = switch (kind) {
                     case FILE -> S_IFREG;
                     case DIRECTORY -> S_IFDIR;
                     case SYMLINK -> S_IFLNK;
                     default -> 0;
                 };
-                if (!fill.add(e.name(), type)) {
-                    break;
-                }
-            }
+                return fill.add(name, offset, length, type);
+            });
             return 0;
         } catch (Throwable t) {
             return fail("readdir", path, t);

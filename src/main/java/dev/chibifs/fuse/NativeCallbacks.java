@@ -193,7 +193,26 @@ final class NativeCallbacks {
                 n = Math.min(utf8.length, name.capacity() - 1);
                 MEMORY.putByteArray(nameAddress, utf8, 0, n);
             }
-            MEMORY.putByte(nameAddress + n, (byte) 0);
+            return fill(n, type);
+        }
+
+        /**
+         * Adds the entry whose name is {@code length} bytes at {@code offset} in {@code name}, as the
+         * store holds it. ASCII goes over as it is; anything else goes through {@link #add(String, int)},
+         * so a name that is not UTF-8 shows as it always did (U+FFFD for each bad byte).
+         */
+        boolean add(byte[] name, int offset, int length, int type) {
+            for (int i = 0; i < length; i++) {
+                if (name[offset + i] < 0) {
+                    return add(new String(name, offset, length, StandardCharsets.UTF_8), type);
+                }
+            }
+            MEMORY.putByteArray(nameAddress, name, offset, length);
+            return fill(length, type);
+        }
+
+        private boolean fill(int nameLength, int type) {
+            MEMORY.putByte(nameAddress + nameLength, (byte) 0);
             MEMORY.putInt(statAddress + MODE_OFFSET, type);
             return (int) INVOKER.invokeL4NoErrno(FILL_DIR, filler, buf, nameAddress, type == 0 ? 0 : statAddress, 0) == 0;
         }

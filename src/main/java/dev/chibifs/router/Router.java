@@ -4,6 +4,7 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.store.Entry;
+import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
@@ -126,6 +127,12 @@ public final class Router {
     public List<Entry> entries(Caller caller, VfsPath path) throws IOException {
         Target t = resolve(path);
         return t.storage().entries(t.path());
+    }
+
+    /** {@link #entries} one at a time, in the directory's own order, without a list (readdir). */
+    public void forEachEntry(Caller caller, VfsPath path, EntrySink sink) throws IOException {
+        Target t = resolve(path);
+        t.storage().forEachEntry(t.path(), sink);
     }
 
     public boolean exists(Caller caller, VfsPath path) throws IOException {

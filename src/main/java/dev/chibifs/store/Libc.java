@@ -272,19 +272,22 @@ final class Libc {
     private static final ThreadLocal<Pointer> DIRENT_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, DIRENT_BUFFER));
     private static final ThreadLocal<byte[]> DIRENT_BYTES = ThreadLocal.withInitial(() -> new byte[DIRENT_BUFFER]);
 
-    /** A directory entry as getdents64 gives it: the name and d_type (0 when the file system does not say). */
-    record RawEntry(String name, int type) {
+    /** Takes directory entries as getdents64 gives them: the name's bytes and d_type (0 when the file system does not say). */
+    @FunctionalInterface
+    interface DirentSink {
+        /** The name is {@code length} bytes at {@code offset} in {@code name}, valid during the call; false stops. */
+        boolean accept(byte[] name, int offset, int length, int type) throws IOException;
     }
 
     /**
-     * The entries of the directory {@code name} in {@code dirfd} (".", ".." left out), with their
-     * d_type, so a listing needs no stat per entry. getdents64 rather than java.nio: only it says
-     * the type, which the kernel hands on to programs that readdir the mount (find -type f).
+     * Hands each entry of the directory {@code name} in {@code dirfd} (".", ".." left out) with its
+     * d_type to {@code sink}, so a listing needs no stat per entry, and no object per entry either.
+     * getdents64 rather than java.nio: only it says the type, which the kernel hands on to programs
+     * that readdir the mount (find -type f). The sink may not list a directory itself: the buffer is the thread's.
      */
-    static List<RawEntry> readDirectory(int dirfd, String name, VfsPath path) throws IOException {
+    static void readDirectory(int dirfd, String name, VfsPath path, DirentSink sink) throws IOException {
         int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0, path);
         try {
-            List<RawEntry> out = new ArrayList<>();
             Pointer buf = DIRENT_BUF.get();
             while (true) {
                 long n = LIBC.getdents64(fd, buf, DIRENT_BUFFER);
@@ -292,7 +295,7 @@ final class Libc {
                     throw failure(errno(), path);
                 }
                 if (n == 0) {
-                    return out;
+                    return;
                 }
                 // one copy into the heap, parsed there: jnr's per-field reads cost more than the syscall
                 byte[] bytes = DIRENT_BYTES.get();
@@ -307,8 +310,8 @@ final class Libc {
                         end++;
                     }
                     boolean dots = bytes[start] == '.' && (end == start + 1 || (end == start + 2 && bytes[start + 1] == '.'));
-                    if (!dots) {
-                        out.add(new RawEntry(new String(bytes, start, end - start, StandardCharsets.UTF_8), type));
+                    if (!dots && !sink.accept(bytes, start, end - start, type)) {
+                        return;
                     }
                     at += reclen;
                 }

@@ -5,6 +5,7 @@ import dev.chibifs.path.VfsPath;
 import java.io.IOException;
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
@@ -29,7 +30,6 @@ import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermission;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.EnumSet;
@@ -380,26 +380,25 @@ public final class LocalStorage implements Storage {
     }
 
     @Override
-    public List<Entry> entries(VfsPath path) throws IOException {
-        List<Entry> out = new ArrayList<>();
+    public void forEachEntry(VfsPath path, EntrySink sink) throws IOException {
         try (At d = directoryAt(path)) {
-            for (Libc.RawEntry e : Libc.readDirectory(d.dir, d.name, path)) {
-                if (isTemporaryName(e.name())) {
-                    continue;
+            Libc.readDirectory(d.dir, d.name, path, (name, offset, length, type) -> {
+                // the names are bytes until one needs a closer look: temporaries start with '.'
+                if (name[offset] == '.' && isTemporaryName(new String(name, offset, length, StandardCharsets.UTF_8))) {
+                    return true;
                 }
-                EntryKind kind = kindOf(e.type());
+                EntryKind kind = kindOf(type);
                 if (kind == null) {
                     // the file system does not say (d_type DT_UNKNOWN): ask
                     try {
-                        kind = Libc.stat(d.dir, e.name(), path).kind();
+                        kind = Libc.stat(d.dir, new String(name, offset, length, StandardCharsets.UTF_8), path).kind();
                     } catch (NoSuchFileException vanished) {
-                        continue; // removed between readdir and stat: not listed
+                        return true; // removed between readdir and stat: not listed
                     }
                 }
-                out.add(new Entry(e.name(), kind));
-            }
+                return sink.accept(name, offset, length, kind);
+            });
         }
-        return out;
     }
 
     /** The kind for a d_type; null for DT_UNKNOWN. */

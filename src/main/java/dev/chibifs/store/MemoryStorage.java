@@ -4,6 +4,7 @@ import dev.chibifs.path.VfsPath;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
@@ -231,6 +232,17 @@ public final class MemoryStorage implements Storage {
     @Override
     public synchronized List<Entry> entries(VfsPath path) throws IOException {
         return list(path);
+    }
+
+    @Override
+    public void forEachEntry(VfsPath path, EntrySink sink) throws IOException {
+        // a snapshot, handed on outside the lock: the sink is the caller's code
+        for (Entry e : entries(path)) {
+            byte[] name = e.name().getBytes(StandardCharsets.UTF_8);
+            if (!sink.accept(name, 0, name.length, e.kind())) {
+                return;
+            }
+        }
     }
 
     @Override

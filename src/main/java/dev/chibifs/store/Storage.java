@@ -4,7 +4,9 @@ import dev.chibifs.path.VfsPath;
 
 import java.io.Closeable;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.attribute.FileTime;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 
@@ -53,8 +55,19 @@ public interface Storage extends Closeable {
     /** Opens a file for positional reads and writes. */
     FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException;
 
-    /** The entries of a directory with their kinds, in no particular order: the cheap listing that readdir needs. */
-    List<Entry> entries(VfsPath path) throws IOException;
+    /**
+     * The entries of a directory with their kinds, in no particular order, handed to {@code sink}
+     * as they are read: the listing readdir needs, in the same memory for any number of entries.
+     */
+    void forEachEntry(VfsPath path, EntrySink sink) throws IOException;
+
+    /** {@link #forEachEntry} into a list, names decoded as UTF-8. */
+    default List<Entry> entries(VfsPath path) throws IOException {
+        List<Entry> out = new ArrayList<>();
+        forEachEntry(path, (name, offset, length, kind) ->
+                out.add(new Entry(new String(name, offset, length, StandardCharsets.UTF_8), kind)));
+        return out;
+    }
 
     /** Sets the size of a file, cutting or zero-extending it. */
     void truncate(VfsPath path, long size) throws IOException;

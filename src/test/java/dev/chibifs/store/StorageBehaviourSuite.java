@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -22,8 +23,10 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -417,6 +420,23 @@ public abstract class StorageBehaviourSuite {
         assertEquals(Set.of(new Entry("a", EntryKind.DIRECTORY), new Entry("b", EntryKind.FILE)),
                 new HashSet<>(storage.entries(p("/shared/d"))));
         assertEquals(List.of(), storage.entries(p("/shared/d/a")));
+    }
+
+    @Test
+    void forEachEntryHandsOverEveryNameAsBytesAndStopsWhenTheSinkSaysSo() throws IOException {
+        storage.mkdir(p("/shared/d/sub"));
+        storage.write(p("/shared/d/a"), bytes("1"));
+        storage.write(p("/shared/d/üß"), bytes("2"));
+        Map<String, EntryKind> seen = new HashMap<>();
+        storage.forEachEntry(p("/shared/d"), (name, offset, length, kind) -> {
+            assertNull(seen.put(new String(name, offset, length, UTF_8), kind));
+            return true;
+        });
+        assertEquals(Map.of("a", EntryKind.FILE, "üß", EntryKind.FILE, "sub", EntryKind.DIRECTORY), seen);
+        int[] calls = {0};
+        storage.forEachEntry(p("/shared/d"), (name, offset, length, kind) -> ++calls[0] < 2);
+        assertEquals(2, calls[0]);
+        assertThrows(NoSuchFileException.class, () -> storage.forEachEntry(p("/shared/none"), (n, o, l, k) -> true));
     }
 
     @Test
