@@ -537,29 +537,34 @@ public final class LocalStorage implements Storage {
         // takes a truncate to 0 for a rewrite and writes the data out at close (auto_da_alloc), which
         // made every new file cost a writeback, and its removal a discard
         int existing = access | (write && flags.contains(OpenFlag.TRUNCATE) ? Libc.O_TRUNC : 0);
+        if (create) {
+            checkCreatable(path);
+        }
         try (At a = at(path)) {
             for (int attempt = 0; ; attempt++) {
-                if (!exclusive) {
-                    int fd = Libc.tryOpenat(a.dir, a.name, existing | DATA_OPEN, 0);
+                // A create comes from the kernel's CREATE, sent when a lookup found nothing: the name
+                // is nearly always free, so the exclusive create goes first, one openat for a new
+                // file, and the name is opened as it is only when that says EEXIST.
+                if (create) {
+                    int fd = Libc.tryOpenat(a.dir, a.name, access | Libc.O_CREAT | Libc.O_EXCL | DATA_OPEN,
+                            fileMode(createMode));
                     if (fd >= 0) {
-                        return new LocalFileHandle(fd, regular(fd, path));
+                        return new LocalFileHandle(fd, null);
                     }
-                    if (-fd == Libc.ENXIO) {
-                        // O_NONBLOCK|O_WRONLY on a fifo without a reader, or a socket
-                        throw notRegular(0, path);
-                    }
-                    if (-fd != Libc.ENOENT || !create) {
+                    if (-fd != Libc.EEXIST || exclusive) {
                         throw Libc.failure(-fd, path);
                     }
                 }
-                checkCreatable(path);
-                int fd = Libc.tryOpenat(a.dir, a.name, access | Libc.O_CREAT | Libc.O_EXCL | DATA_OPEN,
-                        fileMode(createMode));
+                int fd = Libc.tryOpenat(a.dir, a.name, existing | DATA_OPEN, 0);
                 if (fd >= 0) {
-                    return new LocalFileHandle(fd, null);
+                    return new LocalFileHandle(fd, regular(fd, path));
                 }
-                // EEXIST: someone created it since we looked; look again (it may be a fifo now)
-                if (-fd != Libc.EEXIST || exclusive || attempt >= 3) {
+                if (-fd == Libc.ENXIO) {
+                    // O_NONBLOCK|O_WRONLY on a fifo without a reader, or a socket
+                    throw notRegular(0, path);
+                }
+                // ENOENT after EEXIST: removed in between; create it after all
+                if (-fd != Libc.ENOENT || !create || attempt >= 3) {
                     throw Libc.failure(-fd, path);
                 }
             }
