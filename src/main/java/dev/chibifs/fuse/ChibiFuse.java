@@ -294,6 +294,10 @@ final class ChibiFuse extends FuseStubFS {
             stbuf.f_bfree.set(s.freeBytes() / bs);
             stbuf.f_bavail.set(s.availableBytes() / bs);
             stbuf.f_namemax.set(s.maxNameLength());
+            // df -i, and programs that check for free inodes before writing many files
+            stbuf.f_files.set(s.totalFiles());
+            stbuf.f_ffree.set(s.freeFiles());
+            stbuf.f_favail.set(s.freeFiles());
             return 0;
         } catch (Throwable t) {
             return fail("statfs", path, t);

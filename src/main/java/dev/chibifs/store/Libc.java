@@ -551,6 +551,18 @@ final class Libc {
         return isDirectory(dirfd, name, device(buf), buf.getLong(32));
     }
 
+    /** fstatfs(2) of {@code fd}: the space, name length and file counts of its file system. */
+    static SpaceInfo space(int fd) throws IOException {
+        Pointer buf = STATX_BUF.get();
+        if (LIBC.fstatfs(fd, buf) != 0) {
+            throw failure(errno(), null);
+        }
+        // struct statfs: f_type, f_bsize, f_blocks, f_bfree, f_bavail, f_files, f_ffree, f_fsid, f_namelen, f_frsize
+        long unit = buf.getLong(72) > 0 ? buf.getLong(72) : buf.getLong(8);
+        return new SpaceInfo(unit, buf.getLong(16) * unit, buf.getLong(24) * unit, buf.getLong(32) * unit,
+                buf.getLong(64), buf.getLong(40), buf.getLong(48));
+    }
+
     /** Whether the file system of {@code fd} is one of {@code types} (statfs f_type). */
     static boolean localFileSystem(int fd, long[] types) {
         Pointer buf = STATX_BUF.get();

@@ -558,6 +558,6 @@ public final class MemoryStorage implements Storage {
     public SpaceInfo space() {
         Runtime rt = Runtime.getRuntime();
         return new SpaceInfo(BLOCK, rt.maxMemory(), rt.maxMemory() - rt.totalMemory() + rt.freeMemory(),
-                rt.maxMemory() - rt.totalMemory() + rt.freeMemory(), 255);
+                rt.maxMemory() - rt.totalMemory() + rt.freeMemory(), 255, 0, 0);
     }
 }

@@ -1,5 +1,6 @@
 package dev.chibifs.store;
 
-/** Space figures of the store, for statfs. */
-public record SpaceInfo(long blockSize, long totalBytes, long freeBytes, long availableBytes, long maxNameLength) {
+/** Space and file-count figures of the store, for statfs (0 files where the store does not count them). */
+public record SpaceInfo(long blockSize, long totalBytes, long freeBytes, long availableBytes, long maxNameLength,
+                        long totalFiles, long freeFiles) {
 }

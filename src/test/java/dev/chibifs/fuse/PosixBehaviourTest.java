@@ -205,6 +205,12 @@ class PosixBehaviourTest {
     }
 
     @Test
+    void dfShowsTheStoresSpaceAndInodes() {
+        String store = Sh.run("df -P --output=size,itotal '" + fs.store() + "' | tail -1").ok().out();
+        assertEquals(store, fs.sh("df -P --output=size,itotal . | tail -1").ok().out());
+    }
+
+    @Test
     void fallocateReservesGrowsAndPunchesHolesAndEveryNameSeesTheNewSize() {
         Sh.Result r = fs.sh("cd shared && printf abcdef > pre && fallocate -l 1MiB pre && stat -c %s pre"
                 + " && fallocate --punch-hole -o 1 -l 2 pre && head -c 6 pre | od -An -c").ok();

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.testing.Sh;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -58,6 +59,19 @@ class LocalStorageTest extends StorageBehaviourSuite {
             }
         }
         return out;
+    }
+
+    @Test
+    void spaceIsTheStoreFileSystemsWithItsFileCounts() throws IOException {
+        SpaceInfo s = storage.space();
+        java.nio.file.FileStore jdk = java.nio.file.Files.getFileStore(root);
+        assertEquals(jdk.getTotalSpace(), s.totalBytes());
+        assertEquals(jdk.getBlockSize(), s.blockSize());
+        assertTrue(s.availableBytes() <= s.freeBytes() && s.freeBytes() <= s.totalBytes(), s.toString());
+        assertEquals(255, s.maxNameLength());
+        // btrfs counts no inodes (0, 0); stat -f says the same as statfs(2) whatever the file system
+        assertEquals(Sh.run("stat -f -c %c '" + root + "'").ok().out().strip(), Long.toString(s.totalFiles()));
+        assertTrue(s.freeFiles() <= s.totalFiles(), s.toString());
     }
 
     @Test
