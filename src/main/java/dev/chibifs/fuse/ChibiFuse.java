@@ -67,6 +67,7 @@ final class ChibiFuse extends FuseStubFS {
     private final OpenFileTable openFiles = new OpenFileTable();
     private final KernelInodes kernelInodes = new KernelInodes();
     private final PageCache pageCache = new PageCache();
+    private final KernelAttributes kernelAttributes = new KernelAttributes();
     /** The file callbacks libfuse calls, held for as long as it may call them. */
     private final NativeCallbacks callbacks;
 
@@ -230,9 +231,12 @@ final class ChibiFuse extends FuseStubFS {
                 kernelInodes.changedThrough(m.inode(), nodeid);
             }
         }
-        if (m.isFile() && m.links() > 1) {
-            // a lookup, link or create of a file with other names: its entry reply tells the node id
-            FuseLoop.watchThisReply();
+        if (m.isFile()) {
+            kernelAttributes.told(m);
+            if (m.links() > 1) {
+                // a lookup, link or create of a file with other names: its entry reply tells the node id
+                FuseLoop.watchThisReply();
+            }
         }
         stat.st_mode.set(attributes.mode(p, m));
         stat.st_uid.set(attributes.uid(p));
@@ -672,8 +676,14 @@ final class ChibiFuse extends FuseStubFS {
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
         fi.fh.set(openFiles.add(new OpenFile(handle, caller, writable)));
         Metadata opened = handle.opened();
-        if (opened != null && pageCache.keep(opened)) {
-            keepCache(fi);
+        if (opened != null) {
+            if (pageCache.keep(opened)) {
+                keepCache(fi);
+            }
+            if (kernelAttributes.stale(opened)) {
+                // attributes only (no pages): safe from within the request on that very inode
+                kernelInodes.invalidate(FuseLoop.currentNodeid());
+            }
         }
         return 0;
     }

@@ -104,6 +104,13 @@ final class KernelInodes {
         }
     }
 
+    /** The kernel fetches the attributes of inode {@code nodeid} again before it uses them. */
+    void invalidate(long nodeid) {
+        if (nodeid > 1) {
+            invalidate.applyAsInt(nodeid); // -ENOENT: the kernel has forgotten it, and caches nothing of it
+        }
+    }
+
     /**
      * The kernel no longer has inode {@code nodeid} (it answered ENOENT: the inode was evicted, and
      * libfuse never gives a node id out twice). Without this, a store inode number the file system

@@ -1,0 +1,45 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.store.Metadata;
+
+import java.nio.file.attribute.FileTime;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+
+/**
+ * What the kernel was last told of each file's size and change time, so that an open can tell
+ * whether the attributes the kernel caches (for attr_timeout) still hold. They do not when the file
+ * changed outside this mount: chibi, another mount (one per agent) or anything else writing the
+ * store. The kernel cuts a read at the size it caches, so an agent reading the tasks.md another
+ * agent had just appended to got it without the new lines, for up to a second; an open that finds
+ * the file other than the kernel was told invalidates the kernel's attributes, and the read that
+ * follows asks for them again.
+ */
+final class KernelAttributes {
+
+    /** More files than this and the table starts over: their next opens invalidate once. */
+    private static final int LIMIT = 65_536;
+
+    private record Told(long size, FileTime changed) {
+    }
+
+    private final ConcurrentMap<Long, Told> told = new ConcurrentHashMap<>();
+
+    /** An attribute reply about file {@code m} is on its way to the kernel. */
+    void told(Metadata m) {
+        if (told.size() >= LIMIT && !told.containsKey(m.inode())) {
+            told.clear();
+        }
+        told.put(m.inode(), new Told(m.size(), m.changed()));
+    }
+
+    /**
+     * File {@code m} is being opened, as it is now: true when the kernel may cache other attributes
+     * for it (the file changed since, or the kernel was told of another file under that name, which
+     * a rename over it put there).
+     */
+    boolean stale(Metadata m) {
+        Told t = told.get(m.inode());
+        return t == null || t.size() != m.size() || !t.changed().equals(m.changed());
+    }
+}

@@ -1,0 +1,44 @@
+package dev.chibifs.fuse;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.store.EntryKind;
+import dev.chibifs.store.Metadata;
+import java.nio.file.attribute.FileTime;
+import org.junit.jupiter.api.Test;
+
+/** An open finds the kernel's attributes stale exactly when the file is not what the kernel was last told. */
+class KernelAttributesTest {
+
+    private static Metadata file(long inode, long size, long ctime) {
+        FileTime t = FileTime.fromMillis(ctime);
+        return new Metadata(EntryKind.FILE, size, t, t, t, t, 1, 0644, inode);
+    }
+
+    @Test
+    void aFileAsTheKernelWasToldIsFresh() {
+        KernelAttributes kernel = new KernelAttributes();
+        kernel.told(file(7, 10, 1000));
+        assertFalse(kernel.stale(file(7, 10, 1000)));
+        assertFalse(kernel.stale(file(7, 10, 1000)), "asking changes nothing");
+    }
+
+    @Test
+    void aNewSizeOrChangeTimeIsStaleUntilTheKernelIsToldAgain() {
+        KernelAttributes kernel = new KernelAttributes();
+        kernel.told(file(7, 10, 1000));
+        assertTrue(kernel.stale(file(7, 12, 1000)), "appended");
+        assertTrue(kernel.stale(file(7, 10, 2000)), "rewritten in place, same size");
+        kernel.told(file(7, 12, 2000));
+        assertFalse(kernel.stale(file(7, 12, 2000)));
+    }
+
+    @Test
+    void aFileTheKernelWasNeverToldOfIsStale() {
+        KernelAttributes kernel = new KernelAttributes();
+        kernel.told(file(7, 10, 1000));
+        // a rename over the name put another inode there: the kernel caches the old file's size
+        assertTrue(kernel.stale(file(8, 10, 1000)));
+    }
+}
