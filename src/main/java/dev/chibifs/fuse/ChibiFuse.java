@@ -762,8 +762,9 @@ final class ChibiFuse extends FuseStubFS {
 
     /**
      * fallocate(2) on the store file, for a handle opened for writing (the policy judged the open).
-     * The kernel stops sending FALLOCATE for the whole mount after one EOPNOTSUPP, so that answer
-     * comes only from the store's own file system; posix_fallocate then falls back to writing.
+     * A mode the store's file system cannot do is EOPNOTSUPP, per call (posix_fallocate then falls
+     * back to writing); never ENOSYS, after which the kernel would send no FALLOCATE for the rest of
+     * the mount.
      */
     @Override
     public int fallocate(String path, int mode, @off_t long off, @off_t long length, FuseFileInfo fi) {
