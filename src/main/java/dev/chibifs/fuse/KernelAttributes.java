@@ -27,6 +27,9 @@ final class KernelAttributes {
 
     /** An attribute reply about file {@code m} is on its way to the kernel. */
     void told(Metadata m) {
+        if (!stale(m)) {
+            return; // the common case, a lookup of an unchanged file: no write to the shared map
+        }
         if (told.size() >= LIMIT && !told.containsKey(m.inode())) {
             told.clear();
         }
