@@ -221,18 +221,17 @@ final class ChibiFuse extends FuseStubFS {
     }
 
     private void fill(FileStat stat, VfsPath p, Metadata m) {
-        int op = FuseLoop.currentOpcode();
-        if ((op == FuseLoop.GETATTR || op == FuseLoop.SETATTR || op == FuseLoop.OPEN) && m.isFile()) {
-            // these requests name the inode itself (a lookup names its parent); only files have several names
-            long nodeid = FuseLoop.currentNodeid();
-            kernelInodes.seen(m.inode(), nodeid);
-            if (op == FuseLoop.SETATTR) {
-                // libfuse asks for the attributes after the change: the file's other kernel inodes are stale now
-                kernelInodes.changedThrough(m.inode(), nodeid);
-            }
-        }
         if (m.isFile()) {
-            kernelAttributes.told(m);
+            int op = FuseLoop.currentOpcode();
+            // these requests name the inode itself (a lookup names its parent); only files have several names
+            long self = op == FuseLoop.GETATTR || op == FuseLoop.SETATTR || op == FuseLoop.OPEN ? FuseLoop.currentNodeid() : 0;
+            kernelInodes.seen(m.inode(), self);
+            boolean news = kernelAttributes.told(m);
+            if (op == FuseLoop.SETATTR || news && m.links() > 1) {
+                // changed through this inode (libfuse asks for the attributes after a setattr), or elsewhere
+                // and this reply is the first to say so: the file's other kernel inodes cache older attributes
+                kernelInodes.changedThrough(m.inode(), self);
+            }
             if (m.links() > 1) {
                 // a lookup, link or create of a file with other names: its entry reply tells the node id
                 FuseLoop.watchThisReply();

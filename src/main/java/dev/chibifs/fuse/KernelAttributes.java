@@ -25,15 +25,19 @@ final class KernelAttributes {
 
     private final ConcurrentMap<Long, Told> told = new ConcurrentHashMap<>();
 
-    /** An attribute reply about file {@code m} is on its way to the kernel. */
-    void told(Metadata m) {
+    /**
+     * An attribute reply about file {@code m} is on its way to the kernel; true when it is news (the
+     * kernel was last told other attributes), which the file's other names have not heard.
+     */
+    boolean told(Metadata m) {
         if (!stale(m)) {
-            return; // the common case, a lookup of an unchanged file: no write to the shared map
+            return false; // the common case, a lookup of an unchanged file: no write to the shared map
         }
         if (told.size() >= LIMIT && !told.containsKey(m.inode())) {
             told.clear();
         }
         told.put(m.inode(), new Told(m.size(), m.changed()));
+        return true;
     }
 
     /**

@@ -19,9 +19,10 @@ class KernelAttributesTest {
     @Test
     void aFileAsTheKernelWasToldIsFresh() {
         KernelAttributes kernel = new KernelAttributes();
-        kernel.told(file(7, 10, 1000));
+        assertTrue(kernel.told(file(7, 10, 1000)), "the first reply is news");
         assertFalse(kernel.stale(file(7, 10, 1000)));
         assertFalse(kernel.stale(file(7, 10, 1000)), "asking changes nothing");
+        assertFalse(kernel.told(file(7, 10, 1000)), "the same attributes again are not");
     }
 
     @Test
@@ -30,7 +31,7 @@ class KernelAttributesTest {
         kernel.told(file(7, 10, 1000));
         assertTrue(kernel.stale(file(7, 12, 1000)), "appended");
         assertTrue(kernel.stale(file(7, 10, 2000)), "rewritten in place, same size");
-        kernel.told(file(7, 12, 2000));
+        assertTrue(kernel.told(file(7, 12, 2000)), "news for the file's other names");
         assertFalse(kernel.stale(file(7, 12, 2000)));
     }
 

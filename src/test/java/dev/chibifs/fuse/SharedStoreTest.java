@@ -62,6 +62,20 @@ class SharedStoreTest {
     }
 
     @Test
+    void anAppendIsReadWholeThroughEveryNameOfAHardLinkedFile() {
+        alice.sh("cd shared && echo one > linked && ln linked alias").ok();
+        StringBuilder expected = new StringBuilder("one\n");
+        for (int i = 1; i <= 3; i++) {
+            bob.sh("cat shared/linked shared/alias > /dev/null").ok();
+            alice.sh("echo 'line " + i + "' >> shared/linked").ok();
+            expected.append("line ").append(i).append('\n');
+            // the first name's open learns of the change; the other kernel inode must hear of it too
+            assertEquals(expected.toString(), bob.sh("cat shared/alias").ok().out(), "alias after append " + i);
+            assertEquals(expected.toString(), bob.sh("cat shared/linked").ok().out(), "linked after append " + i);
+        }
+    }
+
+    @Test
     void aFileChibiReplacesInTheStoreIsReadWholeAtOnce() throws IOException {
         Path file = alice.stored("/shared/plan.md");
         Files.writeString(file, "v1\n");
