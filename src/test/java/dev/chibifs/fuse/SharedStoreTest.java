@@ -50,28 +50,34 @@ class SharedStoreTest {
     }
 
     @Test
-    void anAppendThroughOneMountIsReadWholeThroughTheOtherAtOnce() {
+    void anAppendThroughOneMountIsReadWholeThroughTheOtherAtOnce() throws IOException {
         alice.sh("echo '- [ ] start' > shared/tasks.md").ok();
-        StringBuilder expected = new StringBuilder("- [ ] start\n");
-        for (int i = 1; i <= 5; i++) {
-            bob.sh("cat shared/tasks.md > /dev/null && stat shared/tasks.md > /dev/null").ok();
-            alice.sh("echo '- [ ] task " + i + "' >> shared/tasks.md").ok();
-            expected.append("- [ ] task ").append(i).append('\n');
-            assertEquals(expected.toString(), bob.sh("cat shared/tasks.md").ok().out(), "after append " + i);
-        }
+        appendsAreReadWhole("tasks.md", "- [ ] task ", 5,
+                "cat shared/tasks.md > /dev/null && stat shared/tasks.md > /dev/null", "tasks.md");
     }
 
     @Test
-    void anAppendIsReadWholeThroughEveryNameOfAHardLinkedFile() {
+    void anAppendIsReadWholeThroughEveryNameOfAHardLinkedFile() throws IOException {
         alice.sh("cd shared && echo one > linked && ln linked alias").ok();
-        StringBuilder expected = new StringBuilder("one\n");
-        for (int i = 1; i <= 3; i++) {
-            bob.sh("cat shared/linked shared/alias > /dev/null").ok();
-            alice.sh("echo 'line " + i + "' >> shared/linked").ok();
-            expected.append("line ").append(i).append('\n');
-            // the first name's open learns of the change; the other kernel inode must hear of it too
-            assertEquals(expected.toString(), bob.sh("cat shared/alias").ok().out(), "alias after append " + i);
-            assertEquals(expected.toString(), bob.sh("cat shared/linked").ok().out(), "linked after append " + i);
+        // the first name's open learns of the change; the other kernel inode must hear of it too
+        appendsAreReadWhole("linked", "line ", 3, "cat shared/linked shared/alias > /dev/null", "alias", "linked");
+    }
+
+    /**
+     * {@code rounds} times: bob runs {@code prime} (his kernel caches the file's size), alice appends
+     * {@code line} and the round's number to shared/{@code file} through her mount, and bob must
+     * then read each of shared/{@code names} whole.
+     */
+    private static void appendsAreReadWhole(String file, String line, int rounds, String prime, String... names)
+            throws IOException {
+        StringBuilder expected = new StringBuilder(Files.readString(alice.stored("/shared/" + file)));
+        for (int i = 1; i <= rounds; i++) {
+            bob.sh(prime).ok();
+            alice.sh("echo '" + line + i + "' >> shared/" + file).ok();
+            expected.append(line).append(i).append('\n');
+            for (String name : names) {
+                assertEquals(expected.toString(), bob.sh("cat shared/" + name).ok().out(), name + " after append " + i);
+            }
         }
     }
 
