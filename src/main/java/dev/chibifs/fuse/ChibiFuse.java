@@ -718,10 +718,7 @@ final class ChibiFuse extends FuseStubFS {
                 return -ErrorCodes.EBADF();
             }
             int written = f.handle().write(fuseBuffer(buf, size), offset);
-            if (kernelInodes.anyShared()) {
-                // a write's node id is the file's; its other names are other kernel inodes, whose size is stale now
-                kernelInodes.changedThrough(f.handle().inode(), FuseLoop.currentNodeid());
-            }
+            changedThrough(f);
             return written;
         } catch (Throwable t) {
             return fail("write", NativeCallbacks.string(path), t);
@@ -743,6 +740,16 @@ final class ChibiFuse extends FuseStubFS {
             return 0;
         } catch (Throwable t) {
             return fail("fsync", path, t);
+        }
+    }
+
+    /**
+     * {@code f}'s file changed through the request's node id, the file's (a write, a fallocate): its
+     * other names are other kernel inodes, whose size is stale now.
+     */
+    private void changedThrough(OpenFile f) throws IOException {
+        if (kernelInodes.anyShared()) {
+            kernelInodes.changedThrough(f.handle().inode(), FuseLoop.currentNodeid());
         }
     }
 
@@ -773,10 +780,7 @@ final class ChibiFuse extends FuseStubFS {
                 return -ErrorCodes.EBADF();
             }
             f.handle().allocate(mode, off, length);
-            if (kernelInodes.anyShared()) {
-                // as for a write: the file's other names are other kernel inodes, whose size is stale now
-                kernelInodes.changedThrough(f.handle().inode(), FuseLoop.currentNodeid());
-            }
+            changedThrough(f);
             return 0;
         } catch (Throwable t) {
             return fail("fallocate", path, t);
