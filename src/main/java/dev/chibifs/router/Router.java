@@ -124,12 +124,7 @@ public final class Router {
         return t.storage().list(t.path());
     }
 
-    public List<Entry> entries(Caller caller, VfsPath path) throws IOException {
-        Target t = resolve(path);
-        return t.storage().entries(t.path());
-    }
-
-    /** {@link #entries} one at a time, in the directory's own order, without a list (readdir). */
+    /** {@link #list} one at a time, in the directory's own order, without a list (readdir). */
     public void forEachEntry(Caller caller, VfsPath path, EntrySink sink) throws IOException {
         Target t = resolve(path);
         t.storage().forEachEntry(t.path(), sink);

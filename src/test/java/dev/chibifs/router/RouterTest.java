@@ -271,7 +271,7 @@ class RouterTest {
         for (Caller c : new Caller[] {GUEST, PLANNER, CODER, SYSTEM}) {
             assertEquals("content of /home/coder", text("/home/coder/f"));
             assertTrue(vfs.exists(c, p("/sys/f")));
-            assertFalse(vfs.entries(c, p("/sys")).isEmpty());
+            assertFalse(vfs.list(c, p("/sys")).isEmpty());
             try (FileHandle h = vfs.open(c, p("/sys/f"), EnumSet.of(OpenFlag.READ), 0)) {
                 ByteBuffer buf = ByteBuffer.allocate(64);
                 assertEquals("content of /sys".length(), h.read(buf, 0));
