@@ -3,6 +3,8 @@ package dev.chibifs.router;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ZonePolicy;
+import dev.chibifs.store.ChangeFeed;
+import dev.chibifs.store.ChangeListener;
 import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.FileHandle;
@@ -265,6 +267,67 @@ public final class Router {
         Target te = resolve(existing);
         Target tn = sameStorage(existing, newName, te);
         te.storage().link(te.path(), tn.path());
+    }
+
+    /**
+     * Changes to names in followed directories of every storage, whoever makes them: a key from
+     * {@link ChangeFeed#follow} (of a namespace path) tells the listener which directory. Reading
+     * needs no permission, so this checks none.
+     */
+    public ChangeFeed changes(ChangeListener listener) {
+        if (mounts.size() == 1) {
+            return mounts.get(0).storage().changes(listener);
+        }
+        List<ChangeFeed> feeds = new ArrayList<>();
+        for (int i = 0; i < mounts.size(); i++) {
+            feeds.add(mounts.get(i).storage().changes(new KeyedListener(listener, (long) i << 32)));
+        }
+        return new ChangeFeed() {
+            @Override
+            public boolean active() {
+                return feeds.stream().allMatch(ChangeFeed::active);
+            }
+
+            @Override
+            public long follow(VfsPath directory) {
+                Target t = resolve(directory);
+                for (int i = 0; i < mounts.size(); i++) {
+                    if (mounts.get(i).storage() == t.storage()) {
+                        long key = feeds.get(i).follow(t.path());
+                        return key < 0 ? -1 : (long) i << 32 | key;
+                    }
+                }
+                return -1;
+            }
+
+            @Override
+            public void close() {
+                feeds.forEach(ChangeFeed::close);
+            }
+        };
+    }
+
+    /** One storage's events, with its index in the high half of every key. */
+    private record KeyedListener(ChangeListener listener, long high) implements ChangeListener {
+        @Override
+        public void nameChanged(long dir, String name) {
+            listener.nameChanged(high | dir, name);
+        }
+
+        @Override
+        public void fileChanged(long dir, String name) {
+            listener.fileChanged(high | dir, name);
+        }
+
+        @Override
+        public void directoryGone(long dir) {
+            listener.directoryGone(high | dir);
+        }
+
+        @Override
+        public void eventsLost() {
+            listener.eventsLost();
+        }
     }
 
     /**

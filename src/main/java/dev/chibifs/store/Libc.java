@@ -495,6 +495,16 @@ final class Libc {
                 | ((fds.getShort(14) & (POLLPRI | POLLERR)) != 0 ? POLL_SECOND : 0);
     }
 
+    /** poll(2) of one descriptor for reading, waiting up to {@code timeoutMillis}: whether it is readable (or failed). */
+    static boolean awaitReadable(int fd, int timeoutMillis) {
+        Pointer fds = POLL_FDS.get();
+        fds.putInt(0, fd);
+        fds.putShort(4, POLLIN);
+        fds.putShort(6, (short) 0);
+        int n = LIBC.poll(fds, 1, timeoutMillis);
+        return n != 0 && (n < 0 ? errno() != EINTR : true);
+    }
+
     static void inotifyUnwatch(int inotify, int wd) {
         LIBC.inotify_rm_watch(inotify, wd);
     }

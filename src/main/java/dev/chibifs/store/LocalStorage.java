@@ -713,6 +713,26 @@ public final class LocalStorage implements Storage {
     }
 
     /** Lets go of the directories held open; the storage still works, walking every path. */
+    /**
+     * Follows directories with an inotify instance of its own, on a file system whose every change
+     * raises events (as {@link HeldDirectories} requires); {@link ChangeFeed#NONE} elsewhere.
+     */
+    @Override
+    public ChangeFeed changes(ChangeListener listener) {
+        try (At r = directoryAt(VfsPath.root())) {
+            if (!HeldDirectories.followable(r.dir)) {
+                return ChangeFeed.NONE;
+            }
+        } catch (IOException e) {
+            return ChangeFeed.NONE;
+        }
+        return DirectoryChanges.start(listener, (inotify, directory, mask) -> {
+            try (At d = directoryAt(directory)) {
+                return Libc.inotifyWatch(inotify, d.dir, ".", mask);
+            }
+        });
+    }
+
     @Override
     public void close() {
         directories.close();

@@ -96,6 +96,14 @@ public interface Storage extends Closeable {
     /** Space figures for statfs. */
     SpaceInfo space() throws IOException;
 
+    /**
+     * A feed of the changes to names in directories of this store, told to {@code listener}; until
+     * it is closed. {@link ChangeFeed#NONE} where changes cannot be seen.
+     */
+    default ChangeFeed changes(ChangeListener listener) {
+        return ChangeFeed.NONE;
+    }
+
     @Override
     default void close() throws IOException {
     }

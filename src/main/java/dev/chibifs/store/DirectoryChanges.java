@@ -1,0 +1,176 @@
+package dev.chibifs.store;
+
+import dev.chibifs.path.VfsPath;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * {@link LocalStorage}'s change feed: one inotify instance of its own (not {@link HeldDirectories}'s,
+ * whose queue is read at the start of operations), a watch per followed directory, and a thread
+ * that reads the queue and tells the listener. The watch is the directory's inode, so it follows
+ * the directory through renames; a removed directory's watch ends (IN_IGNORED).
+ */
+final class DirectoryChanges implements ChangeFeed {
+
+    private static final Logger LOG = LoggerFactory.getLogger(DirectoryChanges.class);
+
+    /** Adds a watch on {@code directory} to {@code inotify}: the watch descriptor, or -errno. */
+    interface Watcher {
+        int watch(int inotify, VfsPath directory, int mask) throws IOException;
+    }
+
+    private static final int IN_MODIFY = 0x2;
+    private static final int IN_ATTRIB = 0x4;
+    private static final int IN_CLOSE_WRITE = 0x8;
+    private static final int IN_MOVED_FROM = 0x40;
+    private static final int IN_MOVED_TO = 0x80;
+    private static final int IN_CREATE = 0x100;
+    private static final int IN_DELETE = 0x200;
+    private static final int IN_Q_OVERFLOW = 0x4000;
+    private static final int IN_IGNORED = 0x8000;
+    private static final int IN_ONLYDIR = 0x1000000;
+    /** Writes to a file that has no name left (still open) are nobody's concern: no name shows them. */
+    private static final int IN_EXCL_UNLINK = 0x4000000;
+    private static final int NAMES = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
+    private static final int FILES = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE;
+    private static final int MASK = NAMES | FILES | IN_ONLYDIR | IN_EXCL_UNLINK;
+    private static final int ENOSPC = 28;
+    private static final int ENOENT = 2;
+    /**
+     * How long the reader lets events gather after the queue becomes readable. A file written
+     * through the mount raises several (create, writes, close, times) within microseconds; read
+     * together they are told once. Short against what it replaces (the kernel's 1 s attr_timeout).
+     */
+    private static final long GATHER_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
+    /** The reader's poll wakes this often to notice {@link #close}. */
+    private static final int POLL_MILLIS = 500;
+
+    private final ChangeListener listener;
+    private final Watcher watcher;
+    private final int inotify;
+    private final Thread reader;
+    private final AtomicBoolean warnedFull = new AtomicBoolean();
+    private volatile boolean closed;
+
+    private DirectoryChanges(ChangeListener listener, Watcher watcher, int inotify) {
+        this.listener = listener;
+        this.watcher = watcher;
+        this.inotify = inotify;
+        this.reader = new Thread(this::read, "chibifs-store-changes");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    /** A running feed, or {@link ChangeFeed#NONE} when no inotify instance is to be had (max_user_instances). */
+    static ChangeFeed start(ChangeListener listener, Watcher watcher) {
+        int fd = Libc.inotifyInit();
+        if (fd < 0) {
+            LOG.warn("no inotify instance (errno {}; fs.inotify.max_user_instances): changes made to the store"
+                    + " outside this mount show up within the kernel's 1 s timeouts", -fd);
+            return NONE;
+        }
+        return new DirectoryChanges(listener, watcher, fd);
+    }
+
+    @Override
+    public boolean active() {
+        return !closed;
+    }
+
+    @Override
+    public long follow(VfsPath directory) {
+        if (closed) {
+            return -1;
+        }
+        int wd;
+        try {
+            wd = watcher.watch(inotify, directory, MASK);
+        } catch (IOException e) {
+            return -1; // gone, or not a directory: nothing in it to cache
+        }
+        if (wd == -ENOSPC && warnedFull.compareAndSet(false, true)) {
+            LOG.warn("out of inotify watches (fs.inotify.max_user_watches): changes made outside this mount in"
+                    + " directories first listed from now on show up only when the kernel's timeouts expire");
+        } else if (wd < 0 && wd != -ENOENT && wd != -ENOSPC) {
+            LOG.debug("cannot follow {}: errno {}", directory, -wd);
+        }
+        return wd < 0 ? -1 : wd;
+    }
+
+    private void read() {
+        Set<Event> batch = new LinkedHashSet<>();
+        while (!closed) {
+            if (!Libc.awaitReadable(inotify, POLL_MILLIS)) {
+                continue;
+            }
+            sleepNanos(GATHER_NANOS);
+            List<Libc.InotifyEvent> events;
+            while ((events = Libc.inotifyRead(inotify)) != null) {
+                for (Libc.InotifyEvent e : events) {
+                    if ((e.mask() & IN_Q_OVERFLOW) != 0) {
+                        batch.clear();
+                        batch.add(Event.LOST);
+                    } else if ((e.mask() & IN_IGNORED) != 0) {
+                        batch.add(new Event(Kind.GONE, e.watch(), ""));
+                    } else if (!e.name().isEmpty() && !LocalStorage.isTemporaryName(e.name())) {
+                        // a name's events in one batch are told once, in the order the first of each kind came
+                        batch.add(new Event((e.mask() & NAMES) != 0 ? Kind.NAME : Kind.FILE, e.watch(), e.name()));
+                    }
+                }
+            }
+            tell(batch);
+            batch.clear();
+        }
+        Libc.close(inotify);
+    }
+
+    private void tell(Set<Event> batch) {
+        for (Event e : batch) {
+            try {
+                switch (e.kind) {
+                    case NAME -> listener.nameChanged(e.watch, e.name);
+                    case FILE -> listener.fileChanged(e.watch, e.name);
+                    case GONE -> listener.directoryGone(e.watch);
+                    case LOST -> listener.eventsLost();
+                }
+            } catch (RuntimeException | Error t) {
+                // the thread must go on: a listener's bug costs one event, not every later one
+                LOG.error("a store change listener failed", t);
+            }
+        }
+    }
+
+    private static void sleepNanos(long nanos) {
+        try {
+            TimeUnit.NANOSECONDS.sleep(nanos);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        // the reader closes the instance when it leaves: closing it here could hand its number to another file mid-poll
+        if (Thread.currentThread() != reader) {
+            try {
+                reader.join(TimeUnit.MILLISECONDS.toMillis(POLL_MILLIS * 4L));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private enum Kind { NAME, FILE, GONE, LOST }
+
+    private record Event(Kind kind, int watch, String name) {
+        static final Event LOST = new Event(Kind.LOST, -1, "");
+    }
+}

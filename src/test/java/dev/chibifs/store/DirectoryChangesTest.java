@@ -1,0 +1,128 @@
+package dev.chibifs.store;
+
+import dev.chibifs.path.VfsPath;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** LocalStorage's change feed, driven by changes made straight to the store directory, as chibi makes them. */
+@Timeout(30)
+class DirectoryChangesTest {
+
+    @TempDir
+    Path root;
+
+    private final BlockingQueue<String> heard = new LinkedBlockingQueue<>();
+    private LocalStorage storage;
+    private ChangeFeed feed;
+
+    @BeforeEach
+    void start() throws IOException {
+        storage = new LocalStorage(root);
+        storage.mkdir(VfsPath.of("/shared"));
+        feed = storage.changes(new ChangeListener() {
+            @Override
+            public void nameChanged(long dir, String name) {
+                heard.add("name " + dir + " " + name);
+            }
+
+            @Override
+            public void fileChanged(long dir, String name) {
+                heard.add("file " + dir + " " + name);
+            }
+
+            @Override
+            public void directoryGone(long dir) {
+                heard.add("gone " + dir);
+            }
+
+            @Override
+            public void eventsLost() {
+                heard.add("lost");
+            }
+        });
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        feed.close();
+        storage.close();
+    }
+
+    @Test
+    void namesAndContentChangesInAFollowedDirectoryAreTold() throws Exception {
+        assertTrue(feed.active());
+        long key = feed.follow(VfsPath.of("/shared"));
+        assertTrue(key >= 0);
+        assertEquals(key, feed.follow(VfsPath.of("/shared")), "following again keeps the key");
+        Files.writeString(root.resolve("shared/a.md"), "a\n");
+        assertEquals("name " + key + " a.md", next());
+        assertEquals("file " + key + " a.md", next());
+        Files.writeString(root.resolve("shared/a.md"), "b\n", StandardOpenOption.APPEND);
+        assertEquals("file " + key + " a.md", next());
+        Files.delete(root.resolve("shared/a.md"));
+        assertEquals("name " + key + " a.md", next());
+    }
+
+    @Test
+    void theStoresOwnTemporariesAreNotTold() throws Exception {
+        long key = feed.follow(VfsPath.of("/shared"));
+        storage.write(VfsPath.of("/shared/atomic.md"), "x".getBytes());
+        // the temporary behind the atomic write is invisible; the rename onto the name is what shows
+        assertEquals("name " + key + " atomic.md", next());
+        String more;
+        while ((more = heard.poll(300, TimeUnit.MILLISECONDS)) != null) {
+            assertTrue(more.endsWith(" atomic.md"), more);
+        }
+    }
+
+    @Test
+    void aRemovedDirectoryEndsItsKey() throws Exception {
+        storage.mkdir(VfsPath.of("/shared/d"));
+        long key = feed.follow(VfsPath.of("/shared/d"));
+        Files.delete(root.resolve("shared/d"));
+        // the store holds the directory open until its next operation hears of the removal; the
+        // watch ends with the inode
+        assertFalse(storage.exists(VfsPath.of("/shared/d")));
+        assertEquals("gone " + key, next());
+    }
+
+    @Test
+    void whatIsNotADirectoryCannotBeFollowed() throws IOException {
+        Files.writeString(root.resolve("shared/f"), "f");
+        assertEquals(-1, feed.follow(VfsPath.of("/shared/f")));
+        assertEquals(-1, feed.follow(VfsPath.of("/shared/missing")));
+    }
+
+    @Test
+    void aClosedFeedFollowsNothing() {
+        feed.close();
+        assertFalse(feed.active());
+        assertEquals(-1, feed.follow(VfsPath.of("/shared")));
+    }
+
+    @Test
+    void memoryStorageChangesOnlyThroughItself() {
+        assertEquals(ChangeFeed.NONE, new MemoryStorage().changes(null));
+    }
+
+    private String next() throws InterruptedException {
+        String s = heard.poll(5, TimeUnit.SECONDS);
+        assertTrue(s != null, "nothing heard within 5 s");
+        return s;
+    }
+}
