@@ -223,13 +223,13 @@ public final class MountCommand implements Callable<Integer> {
             throw new MountFailure(e.getMessage());
         }
         log.info("mounted {} ({}; store {}; options {}; pid {})", mp, plan.describe(), storage.root(),
-                String.join(",", options), ProcessHandle.current().pid());
+                String.join(",", daemon.options()), ProcessHandle.current().pid());
         try {
             registry.write(new MountRecord(mp, ProcessHandle.current().pid(),
                     plan.uidMapped() ? MountRecord.MODE_UIDMAP : MountRecord.MODE_CONTEXT,
                     plan.uidMapped() ? null : plan.homes().get(0), plan.uidMap(),
                     systemUid == null ? null : systemUid.intValue(), chibiHome.dir(), storage.root(), Instant.now(),
-                    String.join(",", options), loggedTo == null ? "stderr" : loggedTo.toString()));
+                    String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString()));
         } catch (IOException | RuntimeException e) {
             log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
         }

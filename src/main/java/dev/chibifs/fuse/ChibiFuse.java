@@ -68,6 +68,7 @@ final class ChibiFuse extends FuseStubFS {
     private final KernelInodes kernelInodes = new KernelInodes();
     private final PageCache pageCache = new PageCache();
     private final KernelAttributes kernelAttributes = new KernelAttributes();
+    private final KernelEntries kernelEntries;
     /** The file callbacks libfuse calls, held for as long as it may call them. */
     private final NativeCallbacks callbacks;
 
@@ -75,6 +76,7 @@ final class ChibiFuse extends FuseStubFS {
         this.router = router;
         this.callers = callers;
         this.attributes = new AttributeView(callers, mountUid, mountGid);
+        this.kernelEntries = new KernelEntries(router, kernelInodes);
         enableLibfuseFlags();
         this.callbacks = new NativeCallbacks(fuseOperations, this);
     }
@@ -103,6 +105,10 @@ final class ChibiFuse extends FuseStubFS {
 
     KernelInodes kernelInodes() {
         return kernelInodes;
+    }
+
+    KernelEntries kernelEntries() {
+        return kernelEntries;
     }
 
     /** The callbacks as libfuse's struct fuse_operations, for {@link FuseLoop}. */
@@ -145,6 +151,11 @@ final class ChibiFuse extends FuseStubFS {
     public int getattr(String path, FileStat stat) {
         try {
             VfsPath p = VfsPath.of(path);
+            if (FuseLoop.currentOpcode() == FuseLoop.LOOKUP && !p.isRoot()) {
+                // a lookup names its parent's kernel inode: follow that directory before reading the store
+                kernelEntries.lookingIn(p.parent(), FuseLoop.currentNodeid());
+                FuseLoop.lookingUp(p);
+            }
             if (isHiddenName(p)) {
                 fillHidden(stat, p, hidden(path));
                 return 0;

@@ -50,9 +50,23 @@ public final class FuseDaemon {
     /** A daemon for {@code router} at {@code mountpoint}, not mounted yet: {@link #start} mounts it. */
     public static FuseDaemon create(Path mountpoint, Router router, CallerResolver callers, List<String> options,
                                     long mountUid, long mountGid) {
-        return new FuseDaemon(mountpoint, new ChibiFuse(router, callers, mountUid, mountGid), List.copyOf(options));
+        ChibiFuse fs = new ChibiFuse(router, callers, mountUid, mountGid);
+        fs.kernelEntries().start();
+        List<String> all = new ArrayList<>();
+        if (fs.kernelEntries().coherent()) {
+            // changes to the store reach the kernel as invalidations, so it may cache names for long;
+            // first, so that the user's own timeouts (later in the list) win
+            all.add(KernelEntries.TIMEOUT_OPTIONS);
+        }
+        all.addAll(options);
+        return new FuseDaemon(mountpoint, fs, List.copyOf(all));
     }
 
+
+    /** The options the mount gets: the timeouts of {@link KernelEntries} where the store is followed, then those asked for. */
+    public List<String> options() {
+        return options;
+    }
 
     /**
      * Mounts and returns once the mount answers.
@@ -64,10 +78,13 @@ public final class FuseDaemon {
         // no jnr-fuse mount(): it runs libfuse's own loop, and registers an exit hook we do not want
         Thread t = new Thread(() -> {
             try {
-                loop.complete(new FuseLoop(mountpoint, fs.operations(), fs.kernelInodes()).run(fs.getFSName(), args));
+                loop.complete(new FuseLoop(mountpoint, fs.operations(), fs.kernelInodes(), fs.kernelEntries())
+                        .run(fs.getFSName(), args));
             } catch (Throwable e) {
                 loop.complete(1);
                 LOG.error("FUSE loop ended with an error", e);
+            } finally {
+                fs.kernelEntries().close();
             }
         }, "chibifs-fuse-loop");
         t.setDaemon(true);

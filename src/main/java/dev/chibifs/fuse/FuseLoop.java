@@ -5,9 +5,11 @@ import com.kenai.jffi.MemoryIO;
 import jnr.ffi.Pointer;
 import jnr.ffi.Struct;
 import jnr.ffi.annotations.IgnoreError;
+import jnr.ffi.annotations.In;
 import jnr.ffi.byref.IntByReference;
 import jnr.ffi.byref.PointerByReference;
 import jnr.ffi.types.size_t;
+import dev.chibifs.path.VfsPath;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import ru.serce.jnrfuse.struct.FuseOperations;
@@ -67,6 +69,10 @@ final class FuseLoop {
         /** FUSE_NOTIFY_INVAL_INODE; a negative {@code offset} drops attributes only, no pages. */
         @IgnoreError
         int fuse_lowlevel_notify_inval_inode(Pointer channel, long nodeid, long offset, long length);
+
+        /** FUSE_NOTIFY_INVAL_ENTRY: the kernel forgets {@code name} in directory {@code parent} (and the directory's attributes). */
+        @IgnoreError
+        int fuse_lowlevel_notify_inval_entry(Pointer channel, long parent, @In byte[] name, @size_t long length);
     }
 
     /** fuse_in_header's opcodes that {@link #currentOpcode} callers care about (linux/fuse.h). */
@@ -88,6 +94,8 @@ final class FuseLoop {
         long nodeid;
         long linkSource;
         boolean watchingReply;
+        /** The name a lookup on this thread is about, once its callback has parsed it. */
+        VfsPath lookup;
 
         Worker(Runnable work, String name, ReplyWatch watch) {
             super(work, name);
@@ -109,6 +117,13 @@ final class FuseLoop {
     /** The opcode of the request this thread is serving, or -1 outside a request. */
     static int currentOpcode() {
         return Thread.currentThread() instanceof Worker w ? w.opcode : -1;
+    }
+
+    /** The lookup this thread serves is of {@code path} (see {@link KernelEntries#lookedUp}). */
+    static void lookingUp(VfsPath path) {
+        if (Thread.currentThread() instanceof Worker w) {
+            w.lookup = path;
+        }
     }
 
     /** The kernel node id in the request this thread is serving (0 outside a request). */
@@ -133,13 +148,15 @@ final class FuseLoop {
     private final Path mountpoint;
     private final FuseOperations operations;
     private final KernelInodes kernelInodes;
+    private final KernelEntries kernelEntries;
     /** Set before this class ends the session itself: a worker that gets one more request stops after it. */
     private volatile boolean exiting;
 
-    FuseLoop(Path mountpoint, FuseOperations operations, KernelInodes kernelInodes) {
+    FuseLoop(Path mountpoint, FuseOperations operations, KernelInodes kernelInodes, KernelEntries kernelEntries) {
         this.mountpoint = mountpoint;
         this.operations = operations;
         this.kernelInodes = kernelInodes;
+        this.kernelEntries = kernelEntries;
     }
 
     /**
@@ -163,9 +180,21 @@ final class FuseLoop {
         Pointer channel = lib.fuse_session_next_chan(lib.fuse_get_session(fuse), null);
         ReplyWatch watch = ReplyWatch.prepare(channel, kernelInodes);
         kernelInodes.invalidateWith(nodeid -> lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0));
+        kernelEntries.notifyWith(new KernelEntries.Notifier() {
+            @Override
+            public int invalidateEntry(long parent, byte[] name) {
+                return lib.fuse_lowlevel_notify_inval_entry(channel, parent, name, name.length);
+            }
+
+            @Override
+            public int invalidateAttributes(long nodeid) {
+                return lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0);
+            }
+        });
         // not in a finally: teardown frees what workers still running would use
         serve(fuse, watch);
         kernelInodes.invalidateWith(nodeid -> 0);
+        kernelEntries.notifyWith(null);
         lib.fuse_teardown(fuse, mountpointString.getValue());
         // libfuse called the watch until teardown sent its last reply
         Reference.reachabilityFence(watch);
@@ -224,7 +253,12 @@ final class FuseLoop {
                     self.nodeid = MEMORY.getLong(header + 16);
                     // struct fuse_link_in { u64 oldnodeid; } follows the 40-byte header
                     self.linkSource = self.opcode == LINK ? MEMORY.getLong(header + 40) : 0;
+                    // read before the lookup reads the store: see KernelEntries
+                    long changes = self.opcode == LOOKUP ? kernelEntries.changesSeen() : 0;
                     lib.fuse_process_cmd(session, cmd);
+                    if (self.lookup != null) {
+                        kernelEntries.lookedUp(changes, self.nodeid, self.lookup);
+                    }
                 } catch (RuntimeException | Error e) {
                     // the callbacks catch everything themselves; this is a bug, not a request to stop serving
                     LOG.error("a FUSE request failed unexpectedly", e);
@@ -232,6 +266,7 @@ final class FuseLoop {
                     self.opcode = -1;
                     self.nodeid = 0;
                     self.linkSource = 0;
+                    self.lookup = null;
                     if (self.watchingReply) {
                         self.watchingReply = false;
                         self.watch.release(); // the reply has gone

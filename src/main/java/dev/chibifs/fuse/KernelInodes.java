@@ -88,6 +88,11 @@ final class KernelInodes {
         changedThrough(storeInode, 0);
     }
 
+    /** {@code storeInode} changed in the store, not through this mount: every kernel inode that shows it fetches attributes again. */
+    void changedElsewhere(long storeInode) {
+        changedThrough(storeInode, 0);
+    }
+
     /**
      * {@code storeInode} changed through kernel inode {@code nodeid} (a setattr or a write, which the
      * kernel applies to that inode itself): the other kernel inodes that show it fetch attributes again.

@@ -1,0 +1,261 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.ChangeFeed;
+import dev.chibifs.store.ChangeListener;
+import dev.chibifs.store.Metadata;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Keeps what the kernel caches of names and attributes true to the store, so that it may cache
+ * them for {@link #TIMEOUT_SECONDS} instead of libfuse's 1 s, and remember missing names too.
+ * The store changes behind the mount (chibi writes it directly; every agent's mount is another
+ * daemon), so every directory the kernel looks names up in is followed ({@link ChangeFeed}), and
+ * each change there becomes an invalidation: FUSE_NOTIFY_INVAL_ENTRY for the name (the next walk
+ * looks it up again), the directory's attributes, and the attributes of every kernel inode that
+ * shows a changed file (an open descriptor's fstat, as in {@code tail -f}, walks no name).
+ *
+ * <p>The race: a lookup reads the store, a change lands, its invalidation reaches the kernel, and
+ * only then does the lookup's reply arrive, to be cached for the full timeout. So every change
+ * counts ({@link #changesSeen}), and a lookup during which the count moved has its entry
+ * invalidated once more after its reply is sent ({@link #lookedUp}).
+ *
+ * <p>Invalidations of names take the directory's inode lock in the kernel, which requests in flight
+ * in that directory hold: they are sent from the feed's thread or from {@link #later}, never from a
+ * request thread, whose blocking could leave no thread to finish the request holding the lock.
+ */
+final class KernelEntries implements ChangeListener {
+
+    private static final Logger LOG = LoggerFactory.getLogger(KernelEntries.class);
+
+    /** The kernel's timeouts for entries, attributes and missing names while the store is followed. */
+    static final int TIMEOUT_SECONDS = 30;
+    /** The mount options that say so; the user's own {@code -o} come later and win. */
+    static final String TIMEOUT_OPTIONS = "entry_timeout=" + TIMEOUT_SECONDS + ",attr_timeout=" + TIMEOUT_SECONDS
+            + ",negative_timeout=" + TIMEOUT_SECONDS;
+
+    private static final int ENOENT = 2;
+    /** Key of a directory that cannot be followed: looked up once per kernel inode, not at every lookup. */
+    private static final long UNFOLLOWED = -1;
+
+    /** The mounted session's notifications; each returns 0 or -errno. */
+    interface Notifier {
+        int invalidateEntry(long parent, byte[] name);
+
+        int invalidateAttributes(long nodeid);
+    }
+
+    private static final Notifier NOWHERE = new Notifier() {
+        @Override
+        public int invalidateEntry(long parent, byte[] name) {
+            return 0;
+        }
+
+        @Override
+        public int invalidateAttributes(long nodeid) {
+            return 0;
+        }
+    };
+
+    /** A followed store directory: the path it was last looked up by, and the kernel inodes that show it. */
+    private static final class Followed {
+        volatile VfsPath path;
+        volatile long[] nodes;
+
+        Followed(VfsPath path, long node) {
+            this.path = path;
+            this.nodes = new long[] {node};
+        }
+    }
+
+    private final Router router;
+    private final KernelInodes kernelInodes;
+    /** Kernel inode of a directory -> the key its store directory is followed under, or {@link #UNFOLLOWED}. */
+    private final ConcurrentMap<Long, Long> keys = new ConcurrentHashMap<>();
+    private final ConcurrentMap<Long, Followed> followed = new ConcurrentHashMap<>();
+    /** Moves on before each change is told to the kernel; see the race above. */
+    private final AtomicLong changes = new AtomicLong();
+    private final ExecutorService later = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "chibifs-invalidate");
+        t.setDaemon(true);
+        return t;
+    });
+    private volatile ChangeFeed feed = ChangeFeed.NONE;
+    private volatile Notifier notifier = NOWHERE;
+
+    KernelEntries(Router router, KernelInodes kernelInodes) {
+        this.router = router;
+        this.kernelInodes = kernelInodes;
+    }
+
+    /** Starts following the store (before mounting: {@link #coherent} decides the mount's timeouts). */
+    void start() {
+        feed = router.changes(this);
+    }
+
+    /** Whether changes to the store reach the kernel, so long timeouts are safe. */
+    boolean coherent() {
+        return feed.active();
+    }
+
+    /** Where invalidations go: the mounted session, or nowhere before mount and after unmount. */
+    void notifyWith(Notifier notifier) {
+        this.notifier = notifier == null ? NOWHERE : notifier;
+    }
+
+    void close() {
+        feed.close();
+        later.shutdown();
+    }
+
+    /**
+     * A lookup of a name in {@code directory}, kernel inode {@code node}, is being served: from
+     * now on a change there reaches the kernel. Before the store is read, so a change after that
+     * read raises an event.
+     */
+    void lookingIn(VfsPath directory, long node) {
+        if (node == 0) {
+            return;
+        }
+        Long key = keys.get(node);
+        if (key != null) {
+            if (key != UNFOLLOWED) {
+                Followed f = followed.get(key);
+                if (f != null && !f.path.equals(directory)) {
+                    f.path = directory; // renamed through the mount: the kernel inode, and the watch, stayed
+                }
+            }
+            return;
+        }
+        long k = feed.follow(directory);
+        if (k >= 0) {
+            followed.compute(k, (kk, f) -> {
+                if (f == null) {
+                    return new Followed(directory, node);
+                }
+                f.path = directory;
+                if (Arrays.stream(f.nodes).noneMatch(n -> n == node)) {
+                    long[] more = Arrays.copyOf(f.nodes, f.nodes.length + 1);
+                    more[f.nodes.length] = node;
+                    f.nodes = more;
+                }
+                return f;
+            });
+        }
+        keys.put(node, k >= 0 ? k : UNFOLLOWED);
+    }
+
+    /** The count of changes told so far; a lookup reads it before it reads the store. */
+    long changesSeen() {
+        return changes.get();
+    }
+
+    /**
+     * A lookup of {@code path} in kernel inode {@code parent}, begun when the count was
+     * {@code before}, has replied: if changes were told meanwhile, its entry may be older than one
+     * of them, and is invalidated again.
+     */
+    void lookedUp(long before, long parent, VfsPath path) {
+        if (changes.get() == before || path.isRoot()) {
+            return;
+        }
+        byte[] name = path.fileName().getBytes(StandardCharsets.UTF_8);
+        later.execute(() -> notifier.invalidateEntry(parent, name));
+    }
+
+    @Override
+    public void nameChanged(long dir, String name) {
+        changes.incrementAndGet();
+        Followed f = followed.get(dir);
+        if (f == null) {
+            return;
+        }
+        byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
+        Notifier n = notifier;
+        for (long node : f.nodes) {
+            // the directory's own mtime and link count moved too; ENOENT: the kernel has forgotten that inode
+            if (n.invalidateAttributes(node) == -ENOENT) {
+                forget(dir, node);
+            } else {
+                n.invalidateEntry(node, bytes);
+            }
+        }
+    }
+
+    @Override
+    public void fileChanged(long dir, String name) {
+        changes.incrementAndGet();
+        Followed f = followed.get(dir);
+        if (f == null) {
+            return;
+        }
+        byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
+        Notifier n = notifier;
+        for (long node : f.nodes) {
+            n.invalidateEntry(node, bytes);
+        }
+        try {
+            Metadata m = router.metadata(null, f.path.child(name));
+            // the kernel inodes requests named; one only looked up is caught by the entry above
+            kernelInodes.changedElsewhere(m.inode());
+        } catch (IOException | RuntimeException gone) {
+            // removed since: its entry is invalidated already
+        }
+    }
+
+    @Override
+    public void directoryGone(long dir) {
+        changes.incrementAndGet();
+        Followed f = followed.remove(dir);
+        if (f != null) {
+            for (long node : f.nodes) {
+                keys.remove(node, dir);
+            }
+        }
+    }
+
+    @Override
+    public void eventsLost() {
+        changes.incrementAndGet();
+        LOG.warn("the store's change queue overflowed: names changed outside this mount may show stale for up to {} s",
+                TIMEOUT_SECONDS);
+        // what can be done: every followed directory's attributes, and each name still in it
+        Notifier n = notifier;
+        for (Followed f : followed.values()) {
+            for (long node : f.nodes) {
+                n.invalidateAttributes(node);
+                try {
+                    router.forEachEntry(null, f.path, (name, offset, length, kind) -> {
+                        n.invalidateEntry(node, Arrays.copyOfRange(name, offset, offset + length));
+                        return true;
+                    });
+                } catch (IOException | RuntimeException gone) {
+                    // the directory went; its own event says so
+                }
+            }
+        }
+    }
+
+    private void forget(long dir, long node) {
+        keys.remove(node, dir);
+        followed.computeIfPresent(dir, (k, f) -> {
+            long[] left = Arrays.stream(f.nodes).filter(x -> x != node).toArray();
+            if (left.length == 0) {
+                return null;
+            }
+            f.nodes = left;
+            return f;
+        });
+    }
+}

@@ -1,0 +1,131 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.testing.MountedFs;
+import dev.chibifs.testing.Sh;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The kernel caches names, attributes and missing names for 30 s on a mount whose store is
+ * followed; what changes in the store behind the mount (chibi writes it directly, another agent's
+ * mount is another daemon) must still show within moments. Each case first makes the kernel cache
+ * the old state, then changes the store directly, then expects the new state well within the
+ * timeout: without invalidations it would take 30 s.
+ */
+@Timeout(120)
+class StoreChangesTest {
+
+    /** Far below the 30 s the kernel would otherwise serve the old state for. */
+    private static final long WITHIN_MS = 5_000;
+
+    private static MountedFs fs;
+
+    @BeforeAll
+    static void mount() {
+        fs = MountedFs.start("--context", "planner");
+    }
+
+    @AfterAll
+    static void unmount() {
+        if (fs != null) {
+            fs.close();
+        }
+    }
+
+    @Test
+    void theMountCachesForLong() {
+        // otherwise every case below would pass on the kernel's 1 s default alone; the daemon logs
+        // its options just after the mount answers, so the line may be a moment behind
+        String options = "entry_timeout=30,attr_timeout=30,negative_timeout=30";
+        long deadline = System.currentTimeMillis() + WITHIN_MS;
+        while (!fs.log().contains(options) && System.currentTimeMillis() < deadline) {
+            sleep(20);
+        }
+        assertTrue(fs.log().contains(options), fs.log());
+    }
+
+    @Test
+    void aNameCreatedInTheStoreShowsAlthoughItsAbsenceWasCached() throws IOException {
+        assertEquals("absent\n", fs.sh("test -e shared/late.md || echo absent").ok().out());
+        Files.writeString(fs.stored("/shared/late.md"), "here\n");
+        eventually("cat shared/late.md 2>&1", "here\n");
+    }
+
+    @Test
+    void anAppendInTheStoreShowsInStat() throws IOException {
+        fs.sh("echo one > shared/grow.md").ok();
+        assertEquals("4\n", fs.sh("stat -c %s shared/grow.md").ok().out());
+        Files.writeString(fs.stored("/shared/grow.md"), "two\n", StandardOpenOption.APPEND);
+        eventually("stat -c %s shared/grow.md", "8\n");
+        assertEquals("one\ntwo\n", fs.sh("cat shared/grow.md").ok().out());
+    }
+
+    @Test
+    void anOpenFileSeesItGrowInTheStore() throws Exception {
+        fs.sh("echo one > shared/log.txt").ok();
+        // fstat of an open descriptor, as tail -f polls: no name is walked, so the inode itself must hear
+        try (FileChannel open = FileChannel.open(fs.at("/shared/log.txt"), StandardOpenOption.READ)) {
+            assertEquals(4, open.size());
+            Files.writeString(fs.stored("/shared/log.txt"), "two\n", StandardOpenOption.APPEND);
+            long deadline = System.currentTimeMillis() + WITHIN_MS;
+            while (open.size() != 8 && System.currentTimeMillis() < deadline) {
+                Thread.sleep(20);
+            }
+            assertEquals(8, open.size());
+        }
+    }
+
+    @Test
+    void aRemovalAndAnAtomicReplaceInTheStoreShow() throws IOException {
+        fs.sh("echo old > shared/gone.md && echo old > shared/replaced.md").ok();
+        fs.sh("stat shared/gone.md shared/replaced.md > /dev/null").ok();
+        Files.delete(fs.stored("/shared/gone.md"));
+        // as chibi writes: a temporary file renamed over the name
+        Path tmp = fs.stored("/shared/.replaced.md.tmp");
+        Files.writeString(tmp, "the new text\n");
+        Files.move(tmp, fs.stored("/shared/replaced.md"), StandardCopyOption.ATOMIC_MOVE);
+        eventually("test -e shared/gone.md && echo present || echo absent", "absent\n");
+        eventually("stat -c %s shared/replaced.md && cat shared/replaced.md", "13\nthe new text\n");
+    }
+
+    @Test
+    void aDirectoryMadeInTheStoreIsListed() throws IOException {
+        fs.sh("mkdir shared/work").ok();
+        assertEquals("", fs.sh("ls shared/work; ls -d shared/work/sub 2>/dev/null || true").ok().out());
+        Files.createDirectories(fs.stored("/shared/work/sub"));
+        Files.writeString(fs.stored("/shared/work/sub/a.txt"), "a\n");
+        eventually("ls shared/work && cat shared/work/sub/a.txt", "sub\na\n");
+        eventually("stat -c %h shared/work", "3\n");
+    }
+
+    /** Runs {@code script} until it prints {@code expected}, for {@link #WITHIN_MS} at most. */
+    private static void eventually(String script, String expected) {
+        long deadline = System.currentTimeMillis() + WITHIN_MS;
+        Sh.Result r = fs.sh(script);
+        while (!expected.equals(r.out()) && System.currentTimeMillis() < deadline) {
+            sleep(20);
+            r = fs.sh(script);
+        }
+        assertEquals(expected, r.out(), script + " (stderr: " + r.err() + ")");
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
