@@ -6,11 +6,12 @@
 # Every workload runs --runs times per target, the targets in alternation; the table shows
 # medians, the ratios of chibifs to the other two, and PASS/FAIL against issue 5's targets.
 #
-# Usage: scripts/bench.sh [--quick] [--runs N] [--dir DIR] [--chibifs-o OPTS]
+# Usage: scripts/bench.sh [--quick] [--runs N] [--dir DIR] [--chibifs-o OPTS] [--kernel-cache DURATION]
 #   --quick        small sizes (finishes in about two minutes)
 #   --runs N       runs per workload and target (default 3, at least 3 for a fair median)
 #   --dir DIR      where the store and the mountpoints go (default /var/tmp); one disk for all
 #   --chibifs-o    extra FUSE options for the chibifs mount (e.g. attr_timeout=2)
+#   --kernel-cache passed to chibifs mount (e.g. 30s: long kernel timeouts, store followed)
 # Environment: CHIBIFS_JAVA_OPTS reaches the daemon's JVM through scripts/chibifs.
 set -euo pipefail
 
@@ -19,8 +20,9 @@ quick=0
 runs=3
 base_parent=/var/tmp
 chibifs_o=""
+kernel_cache=""
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
         --runs) runs=${2:?--runs needs a number}; shift ;;
         --dir) base_parent=${2:?--dir needs a directory}; shift ;;
         --chibifs-o) chibifs_o=${2:?--chibifs-o needs options}; shift ;;
+        --kernel-cache) kernel_cache=${2:?--kernel-cache needs a duration}; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
@@ -102,7 +105,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 mount_out=$("$here/scripts/chibifs" mount --context bench --home "$home" \
-    ${chibifs_o:+-o "$chibifs_o"} "$mnt_chibi")
+    ${chibifs_o:+-o "$chibifs_o"} ${kernel_cache:+--kernel-cache "$kernel_cache"} "$mnt_chibi")
 daemon_pid=$(printf '%s\n' "$mount_out" | sed -n 's/.*daemon pid \([0-9][0-9]*\).*/\1/p')
 if [ -z "$daemon_pid" ]; then
     daemon_pid=$(pgrep -f -- "mount --foreground .* $mnt_chibi\$" | head -1 || true)

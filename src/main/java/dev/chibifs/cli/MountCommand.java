@@ -82,6 +82,13 @@ public final class MountCommand implements Callable<Integer> {
                 + " (config.toml; skipped when auto_cleanup_cache = false), e.g. 30s, 10m, 1h. Default: ${DEFAULT-VALUE}.")
     Duration cacheSweepInterval;
 
+    @Option(names = "--kernel-cache", paramLabel = "DURATION",
+            converter = DurationConverter.class,
+            description = "Let the kernel keep names, attributes and missing names this long (1s to 1h), kept true to"
+                + " the store by following it with inotify: changes made elsewhere show within milliseconds. Without it:"
+                + " libfuse's 1 s, and nothing followed.")
+    Duration kernelCache;
+
     /** Set by a background mount for its daemon child, so the registry names the log file. */
     @Option(names = "--logged-to", hidden = true)
     Path loggedTo;
@@ -120,6 +127,10 @@ public final class MountCommand implements Callable<Integer> {
         }
         if (!List.of("error", "warn", "info", "debug", "trace").contains(logLevel)) {
             throw new UsageException("invalid --log-level '" + logLevel + "': one of error, warn, info, debug, trace");
+        }
+        if (kernelCache != null && (kernelCache.compareTo(Duration.ofSeconds(1)) < 0
+                || kernelCache.compareTo(Duration.ofHours(1)) > 0 || kernelCache.toMillis() % 1000 != 0)) {
+            throw new UsageException("invalid --kernel-cache '" + kernelCache.toMillis() + "ms': whole seconds from 1s to 1h");
         }
         try {
             FuseOptions.validate(fuseOptions);
@@ -202,7 +213,8 @@ public final class MountCommand implements Callable<Integer> {
         long uid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
         long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
         // the hook goes in before the mount answers: a SIGTERM right after mounting must still unmount cleanly
-        FuseDaemon daemon = FuseDaemon.create(mp, router, plan.callers(), options, uid, gid);
+        FuseDaemon daemon = FuseDaemon.create(mp, router, plan.callers(), options, uid, gid,
+                kernelCache == null ? 0 : (int) kernelCache.toSeconds());
         AtomicBoolean stopping = new AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopping.compareAndSet(false, true)) {
@@ -288,6 +300,9 @@ public final class MountCommand implements Callable<Integer> {
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "mount", "--foreground",
                 "--home", chibiHome.dir().toString(), "--log-level", logLevel, "--logged-to", logFile.toString(),
                 "--cache-sweep-interval", cacheSweepInterval.toString()));
+        if (kernelCache != null) {
+            cmd.addAll(List.of("--kernel-cache", kernelCache.toSeconds() + "s"));
+        }
         if (context != null) {
             cmd.addAll(List.of("--context", context));
         }

@@ -76,7 +76,7 @@ final class ChibiFuse extends FuseStubFS {
         this.router = router;
         this.callers = callers;
         this.attributes = new AttributeView(callers, mountUid, mountGid);
-        this.kernelEntries = new KernelEntries(router, kernelInodes);
+        this.kernelEntries = new KernelEntries(router, kernelInodes, kernelAttributes);
         enableLibfuseFlags();
         this.callbacks = new NativeCallbacks(fuseOperations, this);
     }
@@ -151,7 +151,7 @@ final class ChibiFuse extends FuseStubFS {
     public int getattr(String path, FileStat stat) {
         try {
             VfsPath p = VfsPath.of(path);
-            if (FuseLoop.currentOpcode() == FuseLoop.LOOKUP && !p.isRoot()) {
+            if (FuseLoop.currentOpcode() == FuseLoop.LOOKUP && !p.isRoot() && kernelEntries.following()) {
                 // a lookup names its parent's kernel inode: follow that directory before reading the store
                 kernelEntries.lookingIn(p.parent(), FuseLoop.currentNodeid());
                 FuseLoop.lookingUp(p);
@@ -237,7 +237,8 @@ final class ChibiFuse extends FuseStubFS {
             // these requests name the inode itself (a lookup names its parent); only files have several names
             long self = op == FuseLoop.GETATTR || op == FuseLoop.SETATTR || op == FuseLoop.OPEN ? FuseLoop.currentNodeid() : 0;
             kernelInodes.seen(m.inode(), self);
-            boolean news = kernelAttributes.told(m);
+            boolean news = kernelAttributes.told(m, op == FuseLoop.LOOKUP || op == FuseLoop.CREATE
+                    || op == FuseLoop.MKNOD || op == FuseLoop.LINK);
             if (op == FuseLoop.SETATTR || news && m.links() > 1) {
                 // changed through this inode (libfuse asks for the attributes after a setattr), or elsewhere
                 // and this reply is the first to say so: the file's other kernel inodes cache older attributes
@@ -729,6 +730,8 @@ final class ChibiFuse extends FuseStubFS {
                 return -ErrorCodes.EBADF();
             }
             int written = f.handle().write(fuseBuffer(buf, size), offset);
+            // a write names the kernel inode; after a create it is the first request that does
+            kernelInodes.seen(f.handle().inode(), FuseLoop.currentNodeid());
             changedThrough(f);
             return written;
         } catch (Throwable t) {

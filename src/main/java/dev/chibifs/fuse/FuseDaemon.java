@@ -50,13 +50,26 @@ public final class FuseDaemon {
     /** A daemon for {@code router} at {@code mountpoint}, not mounted yet: {@link #start} mounts it. */
     public static FuseDaemon create(Path mountpoint, Router router, CallerResolver callers, List<String> options,
                                     long mountUid, long mountGid) {
+        return create(mountpoint, router, callers, options, mountUid, mountGid, 0);
+    }
+
+    /**
+     * {@link #create}, with the kernel keeping names, attributes and missing names for
+     * {@code kernelCacheSeconds} (0: libfuse's defaults), kept true to the store by {@link KernelEntries}.
+     */
+    public static FuseDaemon create(Path mountpoint, Router router, CallerResolver callers, List<String> options,
+                                    long mountUid, long mountGid, int kernelCacheSeconds) {
         ChibiFuse fs = new ChibiFuse(router, callers, mountUid, mountGid);
-        fs.kernelEntries().start();
         List<String> all = new ArrayList<>();
-        if (fs.kernelEntries().coherent()) {
-            // changes to the store reach the kernel as invalidations, so it may cache names for long;
-            // first, so that the user's own timeouts (later in the list) win
-            all.add(KernelEntries.TIMEOUT_OPTIONS);
+        if (kernelCacheSeconds > 0) {
+            fs.kernelEntries().start();
+            if (fs.kernelEntries().coherent()) {
+                // changes to the store reach the kernel as invalidations, so it may cache names for long;
+                // first, so that the user's own timeouts (later in the list) win
+                all.add(KernelEntries.timeoutOptions(kernelCacheSeconds));
+            } else {
+                LOG.warn("--kernel-cache: the store's changes cannot be followed here; keeping libfuse's 1 s timeouts");
+            }
         }
         all.addAll(options);
         return new FuseDaemon(mountpoint, fs, List.copyOf(all));

@@ -193,8 +193,9 @@ final class FuseLoop {
         });
         // not in a finally: teardown frees what workers still running would use
         serve(fuse, watch);
-        kernelInodes.invalidateWith(nodeid -> 0);
+        // first: it waits for notifications in flight on other threads (the kernel inodes' too), which teardown would free under them
         kernelEntries.notifyWith(null);
+        kernelInodes.invalidateWith(nodeid -> 0);
         lib.fuse_teardown(fuse, mountpointString.getValue());
         // libfuse called the watch until teardown sent its last reply
         Reference.reachabilityFence(watch);

@@ -20,7 +20,8 @@ final class KernelAttributes {
     /** More files than this and the table starts over: their next opens invalidate once. */
     private static final int LIMIT = 65_536;
 
-    private record Told(long size, FileTime changed) {
+    /** {@code entry}: an entry reply (lookup, create, mknod, link) said so, which also gave the kernel a name for the file. */
+    private record Told(long size, FileTime changed, boolean entry) {
     }
 
     private final ConcurrentMap<Long, Told> told = new ConcurrentHashMap<>();
@@ -30,14 +31,31 @@ final class KernelAttributes {
      * kernel was last told other attributes), which the file's other names have not heard.
      */
     boolean told(Metadata m) {
-        if (!stale(m)) {
+        return told(m, false);
+    }
+
+    /** {@link #told(Metadata)}, for an entry reply when {@code entry}. */
+    boolean told(Metadata m, boolean entry) {
+        Told t = told.get(m.inode());
+        boolean news = t == null || t.size() != m.size() || !t.changed().equals(m.changed());
+        if (!news && (t.entry() || !entry)) {
             return false; // the common case, a lookup of an unchanged file: no write to the shared map
         }
-        if (told.size() >= LIMIT && !told.containsKey(m.inode())) {
+        if (told.size() >= LIMIT && t == null) {
             told.clear();
         }
-        told.put(m.inode(), new Told(m.size(), m.changed()));
-        return true;
+        told.put(m.inode(), new Told(m.size(), m.changed(), entry || !news && t.entry()));
+        return news;
+    }
+
+    /**
+     * Whether the kernel's last attribute reply about file {@code m} said exactly this (size and
+     * change time), and for {@code byEntry}, came in an entry reply: then a change the store reports
+     * about it is one the kernel has heard of (made through this mount), and needs no invalidation.
+     */
+    boolean current(Metadata m, boolean byEntry) {
+        Told t = told.get(m.inode());
+        return t != null && t.size() == m.size() && t.changed().equals(m.changed()) && (t.entry() || !byEntry);
     }
 
     /**

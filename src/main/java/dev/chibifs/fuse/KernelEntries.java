@@ -16,10 +16,11 @@ import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * Keeps what the kernel caches of names and attributes true to the store, so that it may cache
- * them for {@link #TIMEOUT_SECONDS} instead of libfuse's 1 s, and remember missing names too.
+ * them for long (chibifs mount --kernel-cache) instead of libfuse's 1 s, and remember missing names too.
  * The store changes behind the mount (chibi writes it directly; every agent's mount is another
  * daemon), so every directory the kernel looks names up in is followed ({@link ChangeFeed}), and
  * each change there becomes an invalidation: FUSE_NOTIFY_INVAL_ENTRY for the name (the next walk
@@ -39,11 +40,10 @@ final class KernelEntries implements ChangeListener {
 
     private static final Logger LOG = LoggerFactory.getLogger(KernelEntries.class);
 
-    /** The kernel's timeouts for entries, attributes and missing names while the store is followed. */
-    static final int TIMEOUT_SECONDS = 30;
-    /** The mount options that say so; the user's own {@code -o} come later and win. */
-    static final String TIMEOUT_OPTIONS = "entry_timeout=" + TIMEOUT_SECONDS + ",attr_timeout=" + TIMEOUT_SECONDS
-            + ",negative_timeout=" + TIMEOUT_SECONDS;
+    /** The mount options for timeouts of {@code seconds}; the user's own {@code -o} come later and win. */
+    static String timeoutOptions(int seconds) {
+        return "entry_timeout=" + seconds + ",attr_timeout=" + seconds + ",negative_timeout=" + seconds;
+    }
 
     private static final int ENOENT = 2;
     /** Key of a directory that cannot be followed: looked up once per kernel inode, not at every lookup. */
@@ -81,6 +81,7 @@ final class KernelEntries implements ChangeListener {
 
     private final Router router;
     private final KernelInodes kernelInodes;
+    private final KernelAttributes kernelAttributes;
     /** Kernel inode of a directory -> the key its store directory is followed under, or {@link #UNFOLLOWED}. */
     private final ConcurrentMap<Long, Long> keys = new ConcurrentHashMap<>();
     private final ConcurrentMap<Long, Followed> followed = new ConcurrentHashMap<>();
@@ -92,11 +93,18 @@ final class KernelEntries implements ChangeListener {
         return t;
     });
     private volatile ChangeFeed feed = ChangeFeed.NONE;
-    private volatile Notifier notifier = NOWHERE;
+    /** Guarded by {@link #sending}: written under its write lock, used under its read lock. */
+    private Notifier notifier = NOWHERE;
+    /**
+     * The notifications use libfuse's channel, which unmounting frees: {@link #notifyWith}(null)
+     * waits for those in flight on the feed's and {@link #later}'s threads, so none runs after.
+     */
+    private final ReentrantReadWriteLock sending = new ReentrantReadWriteLock();
 
-    KernelEntries(Router router, KernelInodes kernelInodes) {
+    KernelEntries(Router router, KernelInodes kernelInodes, KernelAttributes kernelAttributes) {
         this.router = router;
         this.kernelInodes = kernelInodes;
+        this.kernelAttributes = kernelAttributes;
     }
 
     /** Starts following the store (before mounting: {@link #coherent} decides the mount's timeouts). */
@@ -109,9 +117,37 @@ final class KernelEntries implements ChangeListener {
         return feed.active();
     }
 
+    /** Whether lookups need telling ({@link #lookingIn}, {@link #lookedUp}): only while the store is followed. */
+    boolean following() {
+        return feed.active();
+    }
+
     /** Where invalidations go: the mounted session, or nowhere before mount and after unmount. */
     void notifyWith(Notifier notifier) {
-        this.notifier = notifier == null ? NOWHERE : notifier;
+        sending.writeLock().lock();
+        try {
+            this.notifier = notifier == null ? NOWHERE : notifier;
+        } finally {
+            sending.writeLock().unlock();
+        }
+    }
+
+    private int invalidateEntry(long parent, byte[] name) {
+        sending.readLock().lock();
+        try {
+            return notifier.invalidateEntry(parent, name);
+        } finally {
+            sending.readLock().unlock();
+        }
+    }
+
+    private int invalidateAttributes(long node) {
+        sending.readLock().lock();
+        try {
+            return notifier.invalidateAttributes(node);
+        } finally {
+            sending.readLock().unlock();
+        }
     }
 
     void close() {
@@ -171,7 +207,7 @@ final class KernelEntries implements ChangeListener {
             return;
         }
         byte[] name = path.fileName().getBytes(StandardCharsets.UTF_8);
-        later.execute(() -> notifier.invalidateEntry(parent, name));
+        later.execute(() -> invalidateEntry(parent, name));
     }
 
     @Override
@@ -181,14 +217,19 @@ final class KernelEntries implements ChangeListener {
         if (f == null) {
             return;
         }
+        Metadata now = metadata(f, name);
+        if (now != null && now.isFile() && now.links() == 1 && kernelAttributes.current(now, true)) {
+            // the file's one name, as the kernel heard in an entry reply made since its last change
+            // (a create through this mount): the kernel has it right, and its directory it invalidated itself
+            return;
+        }
         byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
-        Notifier n = notifier;
         for (long node : f.nodes) {
             // the directory's own mtime and link count moved too; ENOENT: the kernel has forgotten that inode
-            if (n.invalidateAttributes(node) == -ENOENT) {
+            if (invalidateAttributes(node) == -ENOENT) {
                 forget(dir, node);
             } else {
-                n.invalidateEntry(node, bytes);
+                invalidateEntry(node, bytes);
             }
         }
     }
@@ -200,17 +241,37 @@ final class KernelEntries implements ChangeListener {
         if (f == null) {
             return;
         }
-        byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
-        Notifier n = notifier;
-        for (long node : f.nodes) {
-            n.invalidateEntry(node, bytes);
+        Metadata now = metadata(f, name);
+        if (now != null && now.isFile() && kernelAttributes.current(now, false)) {
+            return; // the kernel was told these very attributes (a setattr through this mount, say)
         }
+        if (now != null && now.isFile() && changedElsewhere(now.inode())) {
+            return; // every kernel inode of it known, and told: no entry, so no directory lock, needed
+        }
+        // a name only looked up, whose kernel inode no request named: the next walk looks it up again
+        byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
+        for (long node : f.nodes) {
+            invalidateEntry(node, bytes);
+        }
+    }
+
+    /** The store's file at {@code name} in {@code f} now; null when there is none. */
+    private Metadata metadata(Followed f, String name) {
         try {
-            Metadata m = router.metadata(null, f.path.child(name));
-            // the kernel inodes requests named; one only looked up is caught by the entry above
-            kernelInodes.changedElsewhere(m.inode());
+            return router.metadata(null, f.path.child(name));
         } catch (IOException | RuntimeException gone) {
-            // removed since: its entry is invalidated already
+            return null;
+        }
+    }
+
+    /** Invalidates the attributes of every kernel inode known to show {@code inode}; false when none is known. */
+    private boolean changedElsewhere(long inode) {
+        sending.readLock().lock();
+        try {
+            // through the same channel as ours: not after unmount
+            return notifier != NOWHERE && kernelInodes.changedElsewhere(inode);
+        } finally {
+            sending.readLock().unlock();
         }
     }
 
@@ -228,16 +289,15 @@ final class KernelEntries implements ChangeListener {
     @Override
     public void eventsLost() {
         changes.incrementAndGet();
-        LOG.warn("the store's change queue overflowed: names changed outside this mount may show stale for up to {} s",
-                TIMEOUT_SECONDS);
+        LOG.warn("the store's change queue overflowed: names changed outside this mount may show stale until the"
+                + " kernel's timeouts run out");
         // what can be done: every followed directory's attributes, and each name still in it
-        Notifier n = notifier;
         for (Followed f : followed.values()) {
             for (long node : f.nodes) {
-                n.invalidateAttributes(node);
+                invalidateAttributes(node);
                 try {
                     router.forEachEntry(null, f.path, (name, offset, length, kind) -> {
-                        n.invalidateEntry(node, Arrays.copyOfRange(name, offset, offset + length));
+                        invalidateEntry(node, Arrays.copyOfRange(name, offset, offset + length));
                         return true;
                     });
                 } catch (IOException | RuntimeException gone) {

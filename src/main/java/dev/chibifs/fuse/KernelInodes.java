@@ -88,9 +88,24 @@ final class KernelInodes {
         changedThrough(storeInode, 0);
     }
 
-    /** {@code storeInode} changed in the store, not through this mount: every kernel inode that shows it fetches attributes again. */
-    void changedElsewhere(long storeInode) {
-        changedThrough(storeInode, 0);
+    /**
+     * {@code storeInode} changed in the store, not through this mount: every kernel inode that shows
+     * it fetches attributes again. False when the kernel still has none of those known.
+     */
+    boolean changedElsewhere(long storeInode) {
+        long[] nodes = nodesByInode.get(storeInode);
+        boolean told = false;
+        if (nodes != null) {
+            LongToIntFunction notifier = invalidate;
+            for (long node : nodes) {
+                if (notifier.applyAsInt(node) == -ENOENT) {
+                    forget(storeInode, node);
+                } else {
+                    told = true;
+                }
+            }
+        }
+        return told;
     }
 
     /**

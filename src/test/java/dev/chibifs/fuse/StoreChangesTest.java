@@ -18,8 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The kernel caches names, attributes and missing names for 30 s on a mount whose store is
- * followed; what changes in the store behind the mount (chibi writes it directly, another agent's
+ * With {@code --kernel-cache 30s} the kernel caches names, attributes and missing names for 30 s; what changes in the store behind the mount (chibi writes it directly, another agent's
  * mount is another daemon) must still show within moments. Each case first makes the kernel cache
  * the old state, then changes the store directly, then expects the new state well within the
  * timeout: without invalidations it would take 30 s.
@@ -34,7 +33,7 @@ class StoreChangesTest {
 
     @BeforeAll
     static void mount() {
-        fs = MountedFs.start("--context", "planner");
+        fs = MountedFs.start("--context", "planner", "--kernel-cache", "30s");
     }
 
     @AfterAll
@@ -54,6 +53,15 @@ class StoreChangesTest {
             sleep(20);
         }
         assertTrue(fs.log().contains(options), fs.log());
+    }
+
+    @Test
+    void aKernelCacheOutOfRangeIsRefusedNamingTheRule() throws IOException {
+        Path mnt = Files.createTempDirectory("chibifs-kc");
+        Sh.Result r = MountedFs.cli("mount", "--context", "planner", "--kernel-cache", "2h", mnt.toString());
+        assertEquals(2, r.exitCode(), r.err());
+        assertTrue(r.err().contains("invalid --kernel-cache '7200000ms': whole seconds from 1s to 1h"), r.err());
+        Files.delete(mnt);
     }
 
     @Test

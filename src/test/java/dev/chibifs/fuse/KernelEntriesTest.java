@@ -1,0 +1,129 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.LocalStorage;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** KernelEntries over a real store and its change feed, with the kernel's notifications recorded instead of sent. */
+@Timeout(30)
+class KernelEntriesTest {
+
+    private static final long SHARED = 7;
+
+    @TempDir
+    Path root;
+
+    private final List<String> sent = new CopyOnWriteArrayList<>();
+    /** What invalidateAttributes answers: 0, or -ENOENT for a kernel that forgot the inode. */
+    private volatile int attributesAnswer;
+    private LocalStorage storage;
+    private KernelEntries entries;
+
+    @BeforeEach
+    void start() throws IOException {
+        storage = new LocalStorage(root);
+        storage.mkdir(VfsPath.of("/shared"));
+        entries = new KernelEntries(Router.of(storage), new KernelInodes(), new KernelAttributes());
+        entries.start();
+        entries.notifyWith(new KernelEntries.Notifier() {
+            @Override
+            public int invalidateEntry(long parent, byte[] name) {
+                sent.add("entry " + parent + " " + new String(name, StandardCharsets.UTF_8));
+                return 0;
+            }
+
+            @Override
+            public int invalidateAttributes(long nodeid) {
+                sent.add("attributes " + nodeid);
+                return attributesAnswer;
+            }
+        });
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        entries.close();
+        storage.close();
+    }
+
+    @Test
+    void aNewNameInAFollowedDirectoryIsInvalidatedWithTheDirectorysAttributes() throws Exception {
+        assertTrue(entries.coherent());
+        entries.lookingIn(VfsPath.of("/shared"), SHARED);
+        Files.writeString(root.resolve("shared/new.md"), "x");
+        awaitSent("entry 7 new.md");
+        assertTrue(sent.contains("attributes 7"), sent.toString());
+    }
+
+    @Test
+    void aDirectoryNoLookupNamedIsNotFollowed() throws Exception {
+        Files.writeString(root.resolve("shared/unseen.md"), "x");
+        Thread.sleep(200);
+        assertEquals(List.of(), sent);
+    }
+
+    @Test
+    void aLookupDuringAChangeIsInvalidatedAgainAfterItsReply() throws Exception {
+        entries.lookingIn(VfsPath.of("/shared"), SHARED);
+        long before = entries.changesSeen();
+        Files.writeString(root.resolve("shared/other.md"), "x");
+        awaitSent("entry 7 other.md");
+        // the lookup of raced.md began before that change was told: its reply may be older than it
+        entries.lookedUp(before, SHARED, VfsPath.of("/shared/raced.md"));
+        awaitSent("entry 7 raced.md");
+    }
+
+    @Test
+    void aLookupWithNoChangeMeanwhileIsLeftAlone() throws Exception {
+        entries.lookingIn(VfsPath.of("/shared"), SHARED);
+        entries.lookedUp(entries.changesSeen(), SHARED, VfsPath.of("/shared/calm.md"));
+        Thread.sleep(200);
+        assertFalse(sent.contains("entry 7 calm.md"), sent.toString());
+    }
+
+    @Test
+    void aKernelInodeTheKernelForgotIsNotToldAgain() throws Exception {
+        entries.lookingIn(VfsPath.of("/shared"), SHARED);
+        attributesAnswer = -2;
+        Files.writeString(root.resolve("shared/a.md"), "x");
+        awaitSent("attributes 7");
+        Thread.sleep(100);
+        sent.clear();
+        Files.writeString(root.resolve("shared/b.md"), "x");
+        Thread.sleep(300);
+        assertEquals(List.of(), sent);
+    }
+
+    @Test
+    void nothingIsSentOnceUnmounted() throws Exception {
+        entries.lookingIn(VfsPath.of("/shared"), SHARED);
+        entries.notifyWith(null);
+        Files.writeString(root.resolve("shared/late.md"), "x");
+        Thread.sleep(300);
+        assertEquals(List.of(), sent);
+    }
+
+    private void awaitSent(String notification) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 5_000;
+        while (!sent.contains(notification) && System.currentTimeMillis() < deadline) {
+            Thread.sleep(10);
+        }
+        assertTrue(sent.contains(notification), notification + " not in " + sent);
+    }
+}
