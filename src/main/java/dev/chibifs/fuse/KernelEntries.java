@@ -25,7 +25,9 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * daemon), so every directory the kernel looks names up in is followed ({@link ChangeFeed}), and
  * each change there becomes an invalidation: FUSE_NOTIFY_INVAL_ENTRY for the name (the next walk
  * looks it up again), the directory's attributes, and the attributes of every kernel inode that
- * shows a changed file (an open descriptor's fstat, as in {@code tail -f}, walks no name).
+ * shows a changed file (an open descriptor's fstat, as in {@code tail -f}, walks no name). A
+ * change the kernel has heard of already, because it was made through this mount, is left alone:
+ * {@link KernelAttributes} says the kernel's last reply about the file matches the store.
  *
  * <p>The race: a lookup reads the store, a change lands, its invalidation reaches the kernel, and
  * only then does the lookup's reply arrive, to be cached for the full timeout. So every change
@@ -112,12 +114,10 @@ final class KernelEntries implements ChangeListener {
         feed = router.changes(this);
     }
 
-    /** Whether changes to the store reach the kernel, so long timeouts are safe. */
-    boolean coherent() {
-        return feed.active();
-    }
-
-    /** Whether lookups need telling ({@link #lookingIn}, {@link #lookedUp}): only while the store is followed. */
+    /**
+     * Whether changes to the store reach the kernel, so long timeouts are safe; lookups need
+     * telling ({@link #lookingIn}, {@link #lookedUp}) only then.
+     */
     boolean following() {
         return feed.active();
     }

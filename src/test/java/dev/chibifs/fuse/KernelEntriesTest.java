@@ -64,7 +64,7 @@ class KernelEntriesTest {
 
     @Test
     void aNewNameInAFollowedDirectoryIsInvalidatedWithTheDirectorysAttributes() throws Exception {
-        assertTrue(entries.coherent());
+        assertTrue(entries.following());
         entries.lookingIn(VfsPath.of("/shared"), SHARED);
         Files.writeString(root.resolve("shared/new.md"), "x");
         awaitSent("entry 7 new.md");
