@@ -130,7 +130,9 @@ public final class MountCommand implements Callable<Integer> {
         }
         if (kernelCache != null && (kernelCache.compareTo(Duration.ofSeconds(1)) < 0
                 || kernelCache.compareTo(Duration.ofHours(1)) > 0 || kernelCache.toMillis() % 1000 != 0)) {
-            throw new UsageException("invalid --kernel-cache '" + kernelCache.toMillis() + "ms': whole seconds from 1s to 1h");
+            long ms = kernelCache.toMillis();
+            throw new UsageException("invalid --kernel-cache '" + (ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms")
+                    + "': whole seconds from 1s to 1h");
         }
         try {
             FuseOptions.validate(fuseOptions);

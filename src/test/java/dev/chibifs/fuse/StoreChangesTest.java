@@ -60,7 +60,7 @@ class StoreChangesTest {
         Path mnt = Files.createTempDirectory("chibifs-kc");
         Sh.Result r = MountedFs.cli("mount", "--context", "planner", "--kernel-cache", "2h", mnt.toString());
         assertEquals(2, r.exitCode(), r.err());
-        assertTrue(r.err().contains("invalid --kernel-cache '7200000ms': whole seconds from 1s to 1h"), r.err());
+        assertTrue(r.err().contains("invalid --kernel-cache '7200s': whole seconds from 1s to 1h"), r.err());
         Files.delete(mnt);
     }
 
