@@ -212,8 +212,7 @@ final class KernelEntries implements ChangeListener {
 
     @Override
     public void nameChanged(long dir, String name) {
-        changes.incrementAndGet();
-        Followed f = followed.get(dir);
+        Followed f = changeIn(dir);
         if (f == null) {
             return;
         }
@@ -236,8 +235,7 @@ final class KernelEntries implements ChangeListener {
 
     @Override
     public void fileChanged(long dir, String name) {
-        changes.incrementAndGet();
-        Followed f = followed.get(dir);
+        Followed f = changeIn(dir);
         if (f == null) {
             return;
         }
@@ -253,6 +251,12 @@ final class KernelEntries implements ChangeListener {
         for (long node : f.nodes) {
             invalidateEntry(node, bytes);
         }
+    }
+
+    /** Counts a change in followed directory {@code dir} (before anything is told: see the race) and returns it; null when unknown. */
+    private Followed changeIn(long dir) {
+        changes.incrementAndGet();
+        return followed.get(dir);
     }
 
     /** The store's file at {@code name} in {@code f} now; null when there is none. */

@@ -107,28 +107,38 @@ final class DirectoryChanges implements ChangeFeed {
     private void read() {
         Set<Event> batch = new LinkedHashSet<>();
         while (!closed) {
-            if (!Libc.awaitReadable(inotify, POLL_MILLIS)) {
-                continue;
+            try {
+                readOnce(batch);
+            } catch (RuntimeException | Error e) {
+                // the thread must outlive a bug: without it every later change would go unheard
+                LOG.error("reading the store's changes failed", e);
+                batch.clear();
             }
-            sleepNanos(GATHER_NANOS);
-            List<Libc.InotifyEvent> events;
-            while ((events = Libc.inotifyRead(inotify)) != null) {
-                for (Libc.InotifyEvent e : events) {
-                    if ((e.mask() & IN_Q_OVERFLOW) != 0) {
-                        batch.clear();
-                        batch.add(Event.LOST);
-                    } else if ((e.mask() & IN_IGNORED) != 0) {
-                        batch.add(new Event(Kind.GONE, e.watch(), ""));
-                    } else if (!e.name().isEmpty() && !LocalStorage.isTemporaryName(e.name())) {
-                        // a name's events in one batch are told once, in the order the first of each kind came
-                        batch.add(new Event((e.mask() & NAMES) != 0 ? Kind.NAME : Kind.FILE, e.watch(), e.name()));
-                    }
-                }
-            }
-            tell(batch);
-            batch.clear();
         }
         Libc.close(inotify);
+    }
+
+    private void readOnce(Set<Event> batch) {
+        if (!Libc.awaitReadable(inotify, POLL_MILLIS)) {
+            return;
+        }
+        sleepNanos(GATHER_NANOS);
+        List<Libc.InotifyEvent> events;
+        while ((events = Libc.inotifyRead(inotify)) != null) {
+            for (Libc.InotifyEvent e : events) {
+                if ((e.mask() & IN_Q_OVERFLOW) != 0) {
+                    batch.clear();
+                    batch.add(Event.LOST);
+                } else if ((e.mask() & IN_IGNORED) != 0) {
+                    batch.add(new Event(Kind.GONE, e.watch(), ""));
+                } else if (!e.name().isEmpty() && !LocalStorage.isTemporaryName(e.name())) {
+                    // a name's events in one batch are told once, in the order the first of each kind came
+                    batch.add(new Event((e.mask() & NAMES) != 0 ? Kind.NAME : Kind.FILE, e.watch(), e.name()));
+                }
+            }
+        }
+        tell(batch);
+        batch.clear();
     }
 
     private void tell(Set<Event> batch) {
