@@ -688,6 +688,12 @@ final class ChibiFuse extends FuseStubFS {
         fi.fh.set(openFiles.add(new OpenFile(handle, caller, writable)));
         Metadata opened = handle.opened();
         if (opened != null) {
+            if (FuseLoop.currentOpcode() == FuseLoop.OPEN) {
+                // an open names the kernel inode (a create names the parent): an inode reached by a
+                // fresh lookup, whose entry reply gave the attributes, is otherwise named by no request,
+                // and a change in the store would not reach an open descriptor's fstat
+                kernelInodes.seen(opened.inode(), FuseLoop.currentNodeid());
+            }
             if (pageCache.keep(opened)) {
                 keepCache(fi);
             }
