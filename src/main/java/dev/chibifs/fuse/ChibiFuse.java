@@ -736,8 +736,11 @@ final class ChibiFuse extends FuseStubFS {
                 return -ErrorCodes.EBADF();
             }
             int written = f.handle().write(fuseBuffer(buf, size), offset);
-            // a write names the kernel inode; after a create it is the first request that does
-            kernelInodes.seen(f.handle().inode(), FuseLoop.currentNodeid());
+            if (kernelEntries.following()) {
+                // a write names the kernel inode; after a create it is the first request that does,
+                // and a change in the store must reach it (not needed without --kernel-cache: per write)
+                kernelInodes.seen(f.handle().inode(), FuseLoop.currentNodeid());
+            }
             changedThrough(f);
             return written;
         } catch (Throwable t) {

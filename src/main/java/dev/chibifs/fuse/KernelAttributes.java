@@ -37,7 +37,7 @@ final class KernelAttributes {
     /** {@link #told(Metadata)}, for an entry reply when {@code entry}. */
     boolean told(Metadata m, boolean entry) {
         Told t = told.get(m.inode());
-        boolean news = t == null || t.size() != m.size() || !t.changed().equals(m.changed());
+        boolean news = !same(t, m);
         if (!news && (t.entry() || !entry)) {
             return false; // the common case, a lookup of an unchanged file: no write to the shared map
         }
@@ -55,7 +55,12 @@ final class KernelAttributes {
      */
     boolean current(Metadata m, boolean byEntry) {
         Told t = told.get(m.inode());
-        return t != null && t.size() == m.size() && t.changed().equals(m.changed()) && (t.entry() || !byEntry);
+        return same(t, m) && (t.entry() || !byEntry);
+    }
+
+    /** Whether {@code t} says what {@code m} is: the same size and change time. */
+    private static boolean same(Told t, Metadata m) {
+        return t != null && t.size() == m.size() && t.changed().equals(m.changed());
     }
 
     /**
@@ -64,7 +69,6 @@ final class KernelAttributes {
      * a rename over it put there).
      */
     boolean stale(Metadata m) {
-        Told t = told.get(m.inode());
-        return t == null || t.size() != m.size() || !t.changed().equals(m.changed());
+        return !same(told.get(m.inode()), m);
     }
 }

@@ -93,35 +93,31 @@ final class KernelInodes {
      * it fetches attributes again. False when the kernel still has none of those known.
      */
     boolean changedElsewhere(long storeInode) {
+        return changedThrough(storeInode, 0);
+    }
+
+    /**
+     * {@code storeInode} changed through kernel inode {@code nodeid} (a setattr or a write, which the
+     * kernel applies to that inode itself): the other kernel inodes that show it fetch attributes again.
+     * True when the kernel still had one of them.
+     */
+    boolean changedThrough(long storeInode, long nodeid) {
         long[] nodes = nodesByInode.get(storeInode);
         boolean told = false;
         if (nodes != null) {
             LongToIntFunction notifier = invalidate;
-            for (long node : nodes) {
-                if (notifier.applyAsInt(node) == -ENOENT) {
-                    forget(storeInode, node);
+            for (long other : nodes) {
+                if (other == nodeid) {
+                    continue;
+                }
+                if (notifier.applyAsInt(other) == -ENOENT) {
+                    forget(storeInode, other);
                 } else {
                     told = true;
                 }
             }
         }
         return told;
-    }
-
-    /**
-     * {@code storeInode} changed through kernel inode {@code nodeid} (a setattr or a write, which the
-     * kernel applies to that inode itself): the other kernel inodes that show it fetch attributes again.
-     */
-    void changedThrough(long storeInode, long nodeid) {
-        long[] nodes = nodesByInode.get(storeInode);
-        if (nodes != null) {
-            LongToIntFunction notifier = invalidate;
-            for (long other : nodes) {
-                if (other != nodeid && notifier.applyAsInt(other) == -ENOENT) {
-                    forget(storeInode, other);
-                }
-            }
-        }
     }
 
     /** The kernel fetches the attributes of inode {@code nodeid} again before it uses them. */
