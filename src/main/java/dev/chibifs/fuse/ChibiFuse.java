@@ -232,13 +232,15 @@ final class ChibiFuse extends FuseStubFS {
     }
 
     private void fill(FileStat stat, VfsPath p, Metadata m) {
-        if (m.isFile()) {
+        if (m.isDirectory() && kernelEntries.following()) {
+            // for KernelEntries: a directory made or looked up through this mount needs no invalidation
+            kernelAttributes.told(m, p, isEntryReply(FuseLoop.currentOpcode()), kernelEntries.changesSeen());
+        } else if (m.isFile()) {
             int op = FuseLoop.currentOpcode();
             // these requests name the inode itself (a lookup names its parent); only files have several names
             long self = op == FuseLoop.GETATTR || op == FuseLoop.SETATTR || op == FuseLoop.OPEN ? FuseLoop.currentNodeid() : 0;
             kernelInodes.seen(m.inode(), self);
-            boolean news = kernelAttributes.told(m, op == FuseLoop.LOOKUP || op == FuseLoop.CREATE
-                    || op == FuseLoop.MKNOD || op == FuseLoop.LINK);
+            boolean news = kernelAttributes.told(m, p, isEntryReply(op), kernelEntries.changesSeen());
             if (op == FuseLoop.SETATTR || news && m.links() > 1) {
                 // changed through this inode (libfuse asks for the attributes after a setattr), or elsewhere
                 // and this reply is the first to say so: the file's other kernel inodes cache older attributes
@@ -679,6 +681,12 @@ final class ChibiFuse extends FuseStubFS {
         return open;
     }
 
+    /** Whether request {@code op} is answered with an entry (a name, its node id and attributes), not attributes alone. */
+    private static boolean isEntryReply(int op) {
+        return op == FuseLoop.LOOKUP || op == FuseLoop.CREATE || op == FuseLoop.MKNOD || op == FuseLoop.LINK
+                || op == FuseLoop.MKDIR;
+    }
+
     private int register(String path, Set<OpenFlag> flags, int mode, FuseFileInfo fi) throws IOException {
         VfsPath p = VfsPath.of(path);
         refuseHiddenName(p);
@@ -735,11 +743,22 @@ final class ChibiFuse extends FuseStubFS {
             if (f == null || !f.writable()) {
                 return -ErrorCodes.EBADF();
             }
-            int written = f.handle().write(fuseBuffer(buf, size), offset);
-            if (kernelEntries.following()) {
+            boolean following = kernelEntries.following();
+            if (following) {
                 // a write names the kernel inode; after a create it is the first request that does,
                 // and a change in the store must reach it (not needed without --kernel-cache: per write)
                 kernelInodes.seen(f.handle().inode(), FuseLoop.currentNodeid());
+                // before the store changes: the feed may hear of the write before this thread runs again
+                kernelAttributes.writing(f.handle().inode());
+            }
+            int written;
+            try {
+                written = f.handle().write(fuseBuffer(buf, size), offset);
+            } catch (IOException | RuntimeException e) {
+                if (following) {
+                    kernelAttributes.forget(f.handle().inode()); // the kernel keeps its attributes after a failed write
+                }
+                throw e;
             }
             changedThrough(f);
             return written;

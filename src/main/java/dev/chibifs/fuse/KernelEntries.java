@@ -27,12 +27,15 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * looks it up again), the directory's attributes, and the attributes of every kernel inode that
  * shows a changed file (an open descriptor's fstat, as in {@code tail -f}, walks no name). A
  * change the kernel has heard of already, because it was made through this mount, is left alone:
- * {@link KernelAttributes} says the kernel's last reply about the file matches the store.
+ * {@link KernelAttributes} says the kernel's last reply about the file matches the store, and for
+ * a new name, that the kernel's last entry reply about the file was by that name, made after the
+ * name was last invalidated (see {@link #invalidatedAt}: in between, a lookup could have cached its absence).
  *
  * <p>The race: a lookup reads the store, a change lands, its invalidation reaches the kernel, and
- * only then does the lookup's reply arrive, to be cached for the full timeout. So every change
- * counts ({@link #changesSeen}), and a lookup during which the count moved has its entry
- * invalidated once more after its reply is sent ({@link #lookedUp}).
+ * only then does the lookup's reply arrive, to be cached for the full timeout. So every change told
+ * counts ({@link #changesSeen}), before it is told, and a lookup during which the count moved has
+ * its entry invalidated once more after its reply is sent ({@link #lookedUp}). A change the kernel
+ * has heard of needs no count: a lookup racing it replies what the kernel already has.
  *
  * <p>Invalidations of names take the directory's inode lock in the kernel, which requests in flight
  * in that directory hold: they are sent from the feed's thread or from {@link #later}, never from a
@@ -50,6 +53,8 @@ final class KernelEntries implements ChangeListener {
     private static final int ENOENT = 2;
     /** Key of a directory that cannot be followed: looked up once per kernel inode, not at every lookup. */
     private static final long UNFOLLOWED = -1;
+    /** Slots of {@link #invalidatedAt}; names that share one only lose the shortcut for each other. */
+    private static final int NAME_SLOTS = 4096;
 
     /** The mounted session's notifications; each returns 0 or -errno. */
     interface Notifier {
@@ -87,8 +92,17 @@ final class KernelEntries implements ChangeListener {
     /** Kernel inode of a directory -> the key its store directory is followed under, or {@link #UNFOLLOWED}. */
     private final ConcurrentMap<Long, Long> keys = new ConcurrentHashMap<>();
     private final ConcurrentMap<Long, Followed> followed = new ConcurrentHashMap<>();
-    /** Moves on before each change is told to the kernel; see the race above. */
-    private final AtomicLong changes = new AtomicLong();
+    /**
+     * Moves on before each change is told to the kernel; see the race above. From 1: a reply made
+     * before any change is told is newer than {@link #invalidatedAt}'s 0, "never invalidated".
+     */
+    private final AtomicLong changes = new AtomicLong(1);
+    /**
+     * The count when an entry was last invalidated, per slot of (directory, name): after that an
+     * earlier entry reply says nothing of what the kernel has for the name (the walk that followed
+     * may have cached it missing). Used on the feed's thread only.
+     */
+    private final long[] invalidatedAt = new long[NAME_SLOTS];
     private final ExecutorService later = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "chibifs-invalidate");
         t.setDaemon(true);
@@ -192,6 +206,12 @@ final class KernelEntries implements ChangeListener {
         keys.put(node, k >= 0 ? k : UNFOLLOWED);
     }
 
+    /** The key the directory of kernel inode {@code node} is followed under; -1 when none (for tests). */
+    long followedKey(long node) {
+        Long key = keys.get(node);
+        return key == null ? UNFOLLOWED : key;
+    }
+
     /** The count of changes told so far; a lookup reads it before it reads the store. */
     long changesSeen() {
         return changes.get();
@@ -212,16 +232,20 @@ final class KernelEntries implements ChangeListener {
 
     @Override
     public void nameChanged(long dir, String name) {
-        Followed f = changeIn(dir);
+        Followed f = followed.get(dir);
         if (f == null) {
             return;
         }
         Metadata now = metadata(f, name);
-        if (now != null && now.isFile() && now.links() == 1 && kernelAttributes.current(now, true)) {
-            // the file's one name, as the kernel heard in an entry reply made since its last change
-            // (a create through this mount): the kernel has it right, and its directory it invalidated itself
+        int slot = slot(dir, name);
+        if (now != null && (now.isFile() && now.links() == 1 || now.isDirectory())
+                && kernelAttributes.knownAs(now, f.path.child(name), invalidatedAt[slot])) {
+            // the file's one name, as the kernel heard it in an entry reply (a create or mkdir through this mount):
+            // the kernel has the name right, and its directory it invalidated itself; a change of the
+            // file's attributes comes as an event of its own (fileChanged)
             return;
         }
+        invalidatedAt[slot] = changes.incrementAndGet();
         byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
         for (long node : f.nodes) {
             // the directory's own mtime and link count moved too; ENOENT: the kernel has forgotten that inode
@@ -235,28 +259,28 @@ final class KernelEntries implements ChangeListener {
 
     @Override
     public void fileChanged(long dir, String name) {
-        Followed f = changeIn(dir);
+        Followed f = followed.get(dir);
         if (f == null) {
             return;
         }
         Metadata now = metadata(f, name);
-        if (now != null && now.isFile() && kernelAttributes.current(now, false)) {
+        if (now != null && (now.isFile() || now.isDirectory()) && kernelAttributes.current(now)) {
             return; // the kernel was told these very attributes (a setattr through this mount, say)
         }
+        long counted = changes.incrementAndGet();
         if (now != null && now.isFile() && changedElsewhere(now.inode())) {
             return; // every kernel inode of it known, and told: no entry, so no directory lock, needed
         }
         // a name only looked up, whose kernel inode no request named: the next walk looks it up again
+        invalidatedAt[slot(dir, name)] = counted;
         byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
         for (long node : f.nodes) {
             invalidateEntry(node, bytes);
         }
     }
 
-    /** Counts a change in followed directory {@code dir} (before anything is told: see the race) and returns it; null when unknown. */
-    private Followed changeIn(long dir) {
-        changes.incrementAndGet();
-        return followed.get(dir);
+    private static int slot(long dir, String name) {
+        return (Long.hashCode(dir) * 31 + name.hashCode()) & (NAME_SLOTS - 1);
     }
 
     /** The store's file at {@code name} in {@code f} now; null when there is none. */
@@ -292,7 +316,7 @@ final class KernelEntries implements ChangeListener {
 
     @Override
     public void eventsLost() {
-        changes.incrementAndGet();
+        Arrays.fill(invalidatedAt, changes.incrementAndGet());
         LOG.warn("the store's change queue overflowed: names changed outside this mount may show stale until the"
                 + " kernel's timeouts run out");
         // what can be done: every followed directory's attributes, and each name still in it

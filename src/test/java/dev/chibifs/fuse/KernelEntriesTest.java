@@ -3,6 +3,7 @@ package dev.chibifs.fuse;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.LocalStorage;
+import dev.chibifs.store.Metadata;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -32,6 +33,7 @@ class KernelEntriesTest {
     private final List<String> sent = new CopyOnWriteArrayList<>();
     /** What invalidateAttributes answers: 0, or -ENOENT for a kernel that forgot the inode. */
     private volatile int attributesAnswer;
+    private final KernelAttributes kernelAttributes = new KernelAttributes();
     private LocalStorage storage;
     private KernelEntries entries;
 
@@ -39,7 +41,7 @@ class KernelEntriesTest {
     void start() throws IOException {
         storage = new LocalStorage(root);
         storage.mkdir(VfsPath.of("/shared"));
-        entries = new KernelEntries(Router.of(storage), new KernelInodes(), new KernelAttributes());
+        entries = new KernelEntries(Router.of(storage), new KernelInodes(), kernelAttributes);
         entries.start();
         entries.notifyWith(new KernelEntries.Notifier() {
             @Override
@@ -111,6 +113,56 @@ class KernelEntriesTest {
         entries.lookingIn(VfsPath.of("/shared"), SHARED);
         entries.notifyWith(null);
         writeAndHearNothing("late.md");
+    }
+
+    // The cases below call the listener themselves, for a file made before its directory was followed:
+    // the feed hears nothing of it, so what is sent comes from these calls alone.
+
+    @Test
+    void aNameTheKernelWasGivenThroughTheMountIsLeftAlone() throws Exception {
+        Metadata made = madeThroughTheMount("made.md");
+        kernelAttributes.told(made, VfsPath.of("/shared/made.md"), true, entries.changesSeen());
+        entries.nameChanged(entries.followedKey(SHARED), "made.md");
+        assertEquals(List.of(), sent);
+    }
+
+    @Test
+    void anEntryReplyMadeBeforeTheNameWasLastInvalidatedVouchesForNothing() throws Exception {
+        Metadata made = madeThroughTheMount("raced.md");
+        long key = entries.followedKey(SHARED);
+        long before = entries.changesSeen();
+        entries.nameChanged(key, "raced.md"); // nothing told of it yet: invalidated
+        assertEquals(List.of("attributes 7", "entry 7 raced.md"), sent);
+        // a lookup's reply read the store before that invalidation and is told only now: meanwhile the
+        // kernel may have cached the name as missing, so the entry reply says nothing of what it has
+        kernelAttributes.told(made, VfsPath.of("/shared/raced.md"), true, before);
+        sent.clear();
+        entries.nameChanged(key, "raced.md");
+        assertEquals(List.of("attributes 7", "entry 7 raced.md"), sent);
+    }
+
+    @Test
+    void aWriteThroughTheMountNeedsNoTellingUntilTheKernelsNextReply() throws Exception {
+        Metadata made = madeThroughTheMount("written.md");
+        long key = entries.followedKey(SHARED);
+        kernelAttributes.told(made, VfsPath.of("/shared/written.md"), true, entries.changesSeen());
+        kernelAttributes.writing(made.inode());
+        Files.writeString(root.resolve("shared/written.md"), "more");
+        entries.fileChanged(key, "written.md");
+        assertEquals(List.of(), sent, "the kernel drops its attributes after its own write");
+        kernelAttributes.forget(made.inode()); // the write failed: the kernel kept its attributes
+        Files.writeString(root.resolve("shared/written.md"), "again");
+        entries.fileChanged(key, "written.md");
+        assertEquals(List.of("entry 7 written.md"), sent);
+    }
+
+    /** A file made in shared/ before the directory is followed (so the feed hears nothing of it), then followed. */
+    private Metadata madeThroughTheMount(String name) throws Exception {
+        Files.writeString(root.resolve("shared/" + name), "x");
+        entries.lookingIn(VfsPath.of("/shared"), SHARED);
+        Thread.sleep(50); // anything the feed would hear, it has heard
+        assertEquals(List.of(), sent);
+        return storage.metadata(VfsPath.of("/shared/" + name));
     }
 
     /** Writes shared/{@code name} in the store; the kernel must hear nothing of it within 300 ms. */

@@ -118,6 +118,19 @@ class StoreChangesTest {
         eventually("stat -c %h shared/work", "3\n");
     }
 
+    @Test
+    void aNameMadeThroughTheMountShowsAgainWhenMovedBackInTheStore() throws IOException {
+        // made through the mount, so the kernel got each name in an entry reply, and the daemon skips
+        // the store's echo of it; once the name was invalidated and cached missing, that reply vouches for nothing
+        fs.sh("echo here > shared/roam.md && mkdir shared/roam.d").ok();
+        Files.move(fs.stored("/shared/roam.md"), fs.stored("/shared/roam.away"));
+        Files.move(fs.stored("/shared/roam.d"), fs.stored("/shared/roam.d.away"));
+        eventually("test -e shared/roam.md || test -e shared/roam.d || echo absent", "absent\n");
+        Files.move(fs.stored("/shared/roam.away"), fs.stored("/shared/roam.md"));
+        Files.move(fs.stored("/shared/roam.d.away"), fs.stored("/shared/roam.d"));
+        eventually("cat shared/roam.md && test -d shared/roam.d && echo back", "here\nback\n");
+    }
+
     /** Runs {@code script} until it prints {@code expected}, for {@link #WITHIN_MS} at most. */
     private static void eventually(String script, String expected) {
         long deadline = System.currentTimeMillis() + WITHIN_MS;
