@@ -82,6 +82,18 @@ final class ChibiFuse extends FuseStubFS {
     }
 
     /**
+     * Follows the store's changes ({@link KernelEntries}), before mounting: true when they can be
+     * followed, and then the kernel may keep names, attributes and listings for long.
+     */
+    boolean followStore() {
+        kernelEntries.start();
+        if (kernelEntries.following()) {
+            callbacks.cacheListings();
+        }
+        return kernelEntries.following();
+    }
+
+    /**
      * Sets two libfuse 2.9 flags jnr-fuse leaves as padding (a bitfield after {@code bmap}):
      * {@code nullpath_ok}, so read, write, fstat and release on a handle whose name was unlinked or
      * renamed over reach us with a null path (libfuse answers ENOENT itself otherwise), and
@@ -322,6 +334,23 @@ final class ChibiFuse extends FuseStubFS {
     }
 
     // ---- directories ----
+
+    /**
+     * Under --kernel-cache: a listing of a directory whose changes are followed is kept by the
+     * kernel (until a change there, made through this mount or told by {@link KernelEntries}), so
+     * a repeated {@code git status}, {@code find} or {@code ls} reads no directory twice. Anyone may
+     * list any directory (path is policy), so opendir refuses nothing that readdir would not.
+     */
+    int opendir(String path) {
+        try {
+            if (kernelEntries.lookingIn(VfsPath.of(path), FuseLoop.currentNodeid())) {
+                FuseLoop.cacheThisListing();
+            }
+            return 0;
+        } catch (Throwable t) {
+            return fail("opendir", path, t);
+        }
+    }
 
     /**
      * Every entry in one call (offset 0 throughout: libfuse keeps the listing and serves the

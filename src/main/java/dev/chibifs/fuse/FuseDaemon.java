@@ -62,8 +62,7 @@ public final class FuseDaemon {
         ChibiFuse fs = new ChibiFuse(router, callers, mountUid, mountGid);
         List<String> all = new ArrayList<>();
         if (kernelCacheSeconds > 0) {
-            fs.kernelEntries().start();
-            if (fs.kernelEntries().following()) {
+            if (fs.followStore()) {
                 // changes to the store reach the kernel as invalidations, so it may cache names for long;
                 // first, so that the user's own timeouts (later in the list) win
                 all.add(KernelEntries.timeoutOptions(kernelCacheSeconds));

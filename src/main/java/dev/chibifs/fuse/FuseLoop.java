@@ -81,6 +81,8 @@ final class FuseLoop {
     static final int SETATTR = 4;
     static final int MKNOD = 8;
     static final int MKDIR = 9;
+    static final int OPENDIR = 27;
+    static final int READDIR = 28;
     static final int LINK = 13;
     static final int OPEN = 14;
     static final int CREATE = 35;
@@ -95,6 +97,8 @@ final class FuseLoop {
         long nodeid;
         long linkSource;
         boolean watchingReply;
+        /** The opendir this thread serves may let the kernel keep the listing (see {@link ReplyWatch}). */
+        boolean cacheListing;
         /** The name a lookup on this thread is about, once its callback has parsed it. */
         VfsPath lookup;
 
@@ -113,6 +117,23 @@ final class FuseLoop {
             w.watchingReply = true;
             w.watch.acquire();
         }
+    }
+
+    /**
+     * The opendir this thread serves is of a directory whose changes are followed: its reply tells
+     * the kernel to keep the listing it reads (FOPEN_CACHE_DIR, FOPEN_KEEP_CACHE), which libfuse
+     * 2's struct fuse_file_info has no bits for, so the reply watch sets them.
+     */
+    static void cacheThisListing() {
+        if (Thread.currentThread() instanceof Worker w && w.watch != null) {
+            w.cacheListing = true;
+            watchThisReply();
+        }
+    }
+
+    /** Whether the request this thread serves is an opendir whose listing the kernel may keep. */
+    static boolean cachingListing() {
+        return Thread.currentThread() instanceof Worker w && w.cacheListing;
     }
 
     /** The opcode of the request this thread is serving, or -1 outside a request. */
@@ -188,8 +209,9 @@ final class FuseLoop {
             }
 
             @Override
-            public int invalidateAttributes(long nodeid) {
-                return lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0);
+            public int invalidateDirectory(long nodeid) {
+                // from offset 0: the pages a cached listing is kept in go too
+                return lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, 0, 0);
             }
         });
         // not in a finally: teardown frees what workers still running would use
@@ -255,11 +277,13 @@ final class FuseLoop {
                     self.nodeid = MEMORY.getLong(header + 16);
                     // struct fuse_link_in { u64 oldnodeid; } follows the 40-byte header
                     self.linkSource = self.opcode == LINK ? MEMORY.getLong(header + 40) : 0;
-                    // read before the lookup reads the store: see KernelEntries
-                    long changes = self.opcode == LOOKUP ? kernelEntries.changesSeen() : 0;
+                    // read before the lookup or listing reads the store: see KernelEntries
+                    long changes = self.opcode == LOOKUP || self.opcode == READDIR ? kernelEntries.changesSeen() : 0;
                     lib.fuse_process_cmd(session, cmd);
                     if (self.lookup != null) {
                         kernelEntries.lookedUp(changes, self.nodeid, self.lookup);
+                    } else if (self.opcode == READDIR) {
+                        kernelEntries.listed(changes, self.nodeid);
                     }
                 } catch (RuntimeException | Error e) {
                     // the callbacks catch everything themselves; this is a bug, not a request to stop serving
@@ -269,6 +293,7 @@ final class FuseLoop {
                     self.nodeid = 0;
                     self.linkSource = 0;
                     self.lookup = null;
+                    self.cacheListing = false;
                     if (self.watchingReply) {
                         self.watchingReply = false;
                         self.watch.release(); // the reply has gone

@@ -60,7 +60,8 @@ final class KernelEntries implements ChangeListener {
     interface Notifier {
         int invalidateEntry(long parent, byte[] name);
 
-        int invalidateAttributes(long nodeid);
+        /** A directory's attributes and the listing the kernel caches of it (FOPEN_CACHE_DIR). */
+        int invalidateDirectory(long nodeid);
     }
 
     private static final Notifier NOWHERE = new Notifier() {
@@ -70,7 +71,7 @@ final class KernelEntries implements ChangeListener {
         }
 
         @Override
-        public int invalidateAttributes(long nodeid) {
+        public int invalidateDirectory(long nodeid) {
             return 0;
         }
     };
@@ -155,10 +156,10 @@ final class KernelEntries implements ChangeListener {
         }
     }
 
-    private int invalidateAttributes(long node) {
+    private int invalidateDirectory(long node) {
         sending.readLock().lock();
         try {
-            return notifier.invalidateAttributes(node);
+            return notifier.invalidateDirectory(node);
         } finally {
             sending.readLock().unlock();
         }
@@ -172,11 +173,12 @@ final class KernelEntries implements ChangeListener {
     /**
      * A lookup of a name in {@code directory}, kernel inode {@code node}, is being served: from
      * now on a change there reaches the kernel. Before the store is read, so a change after that
-     * read raises an event.
+     * read raises an event. Also for a listing of {@code directory} (an opendir names its kernel
+     * inode): true when changes there are followed, so the kernel may keep the listing.
      */
-    void lookingIn(VfsPath directory, long node) {
+    boolean lookingIn(VfsPath directory, long node) {
         if (node == 0) {
-            return;
+            return false;
         }
         Long key = keys.get(node);
         if (key != null) {
@@ -186,7 +188,7 @@ final class KernelEntries implements ChangeListener {
                     f.path = directory; // renamed through the mount: the kernel inode, and the watch, stayed
                 }
             }
-            return;
+            return key != UNFOLLOWED;
         }
         long k = feed.follow(directory);
         if (k >= 0) {
@@ -204,6 +206,7 @@ final class KernelEntries implements ChangeListener {
             });
         }
         keys.put(node, k >= 0 ? k : UNFOLLOWED);
+        return k >= 0;
     }
 
     /** The key the directory of kernel inode {@code node} is followed under; -1 when none (for tests). */
@@ -230,6 +233,17 @@ final class KernelEntries implements ChangeListener {
         later.execute(() -> invalidateEntry(parent, name));
     }
 
+    /**
+     * A listing of kernel inode {@code directory}, begun when the count was {@code before}, has
+     * replied: if changes were told meanwhile, the kernel may cache a listing older than one of
+     * them, and the listing is invalidated again.
+     */
+    void listed(long before, long directory) {
+        if (changes.get() != before) {
+            later.execute(() -> invalidateDirectory(directory));
+        }
+    }
+
     @Override
     public void nameChanged(long dir, String name) {
         Followed f = followed.get(dir);
@@ -248,8 +262,8 @@ final class KernelEntries implements ChangeListener {
         invalidatedAt[slot] = changes.incrementAndGet();
         byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
         for (long node : f.nodes) {
-            // the directory's own mtime and link count moved too; ENOENT: the kernel has forgotten that inode
-            if (invalidateAttributes(node) == -ENOENT) {
+            // the directory's listing, mtime and link count moved too; ENOENT: the kernel has forgotten that inode
+            if (invalidateDirectory(node) == -ENOENT) {
                 forget(dir, node);
             } else {
                 invalidateEntry(node, bytes);
@@ -322,7 +336,7 @@ final class KernelEntries implements ChangeListener {
         // what can be done: every followed directory's attributes, and each name still in it
         for (Followed f : followed.values()) {
             for (long node : f.nodes) {
-                invalidateAttributes(node);
+                invalidateDirectory(node);
                 try {
                     router.forEachEntry(null, f.path, (name, offset, length, kind) -> {
                         invalidateEntry(node, Arrays.copyOfRange(name, offset, offset + length));

@@ -36,6 +36,7 @@ final class NativeCallbacks {
     private static final int READ = 15;
     private static final int WRITE = 16;
     private static final int RELEASE = 19;
+    private static final int OPENDIR = 25;
     private static final int READDIR = 26;
     private static final int CREATE = 32;
     private static final int FGETATTR = 34;
@@ -71,6 +72,8 @@ final class NativeCallbacks {
 
     /** Held: libfuse calls these for as long as it is mounted. */
     private final List<Object> closures = new ArrayList<>();
+    private final Pointer ops;
+    private final ChibiFuse fs;
 
     /** Puts the callbacks into {@code operations}, over what jnr-fuse put there. */
     NativeCallbacks(FuseOperations operations, ChibiFuse fs) {
@@ -89,6 +92,16 @@ final class NativeCallbacks {
         install(ops, RELEASE, TwoAddresses.class, (TwoAddresses) (path, fi) -> fs.release(path, fileInfo(fi)));
         install(ops, READDIR, FiveWords.class, (FiveWords) (path, buf, filler, offset, fi) ->
                 fs.readdir(string(path), buf, filler));
+        this.ops = ops;
+        this.fs = fs;
+    }
+
+    /**
+     * Puts opendir in too (before mounting), for listings the kernel may keep; only when the store
+     * is followed: without it libfuse answers opendir itself, with no call into Java.
+     */
+    void cacheListings() {
+        install(ops, OPENDIR, TwoAddresses.class, (TwoAddresses) (path, fi) -> fs.opendir(string(path)));
     }
 
     private <T> void install(Pointer ops, int slot, Class<T> type, T closure) {

@@ -32,6 +32,9 @@ final class ReplyWatch {
     private static final int S_IFMT = 0170000;
     private static final int S_IFREG = 0100000;
     private static final int ENOENT = 2;
+    /** fuse_open_out's open_flags (linux/fuse.h): keep the pages at open; cache the listing (Linux 4.20). */
+    private static final int FOPEN_KEEP_CACHE = 1 << 1;
+    private static final int FOPEN_CACHE_DIR = 1 << 3;
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
 
     /** libfuse's channel send: {@code int (*send)(struct fuse_chan *ch, const struct iovec iov[], size_t count)}. */
@@ -138,6 +141,10 @@ final class ReplyWatch {
     /** An entry reply for a regular file: the node id the kernel will use for it, and its store inode. */
     private void learn(long iov) {
         int op = FuseLoop.currentOpcode();
+        if (op == FuseLoop.OPENDIR) {
+            keepListing(iov);
+            return;
+        }
         if (op != FuseLoop.LOOKUP && op != FuseLoop.LINK && op != FuseLoop.CREATE && op != FuseLoop.MKNOD) {
             return;
         }
@@ -155,5 +162,16 @@ final class ReplyWatch {
         if ((mode & S_IFMT) == S_IFREG) {
             kernelInodes.seen(inode, nodeid);
         }
+    }
+
+    /** An opendir's reply, when {@link FuseLoop#cachingListing}: the kernel keeps the listing it reads. */
+    private static void keepListing(long iov) {
+        long header = MEMORY.getAddress(iov);
+        if (!FuseLoop.cachingListing() || MEMORY.getInt(header + 4) != 0 || MEMORY.getLong(header + 8) == 0) {
+            return;
+        }
+        // iov[1]: struct fuse_open_out { u64 fh; u32 open_flags; u32 padding; }
+        long open = MEMORY.getAddress(iov + 16);
+        MEMORY.putInt(open + 8, MEMORY.getInt(open + 8) | FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR);
     }
 }

@@ -31,7 +31,7 @@ class KernelEntriesTest {
     Path root;
 
     private final List<String> sent = new CopyOnWriteArrayList<>();
-    /** What invalidateAttributes answers: 0, or -ENOENT for a kernel that forgot the inode. */
+    /** What invalidateDirectory answers: 0, or -ENOENT for a kernel that forgot the inode. */
     private volatile int attributesAnswer;
     private final KernelAttributes kernelAttributes = new KernelAttributes();
     private LocalStorage storage;
@@ -51,8 +51,8 @@ class KernelEntriesTest {
             }
 
             @Override
-            public int invalidateAttributes(long nodeid) {
-                sent.add("attributes " + nodeid);
+            public int invalidateDirectory(long nodeid) {
+                sent.add("directory " + nodeid);
                 return attributesAnswer;
             }
         });
@@ -70,7 +70,7 @@ class KernelEntriesTest {
         entries.lookingIn(VfsPath.of("/shared"), SHARED);
         Files.writeString(root.resolve("shared/new.md"), "x");
         awaitSent("entry 7 new.md");
-        assertTrue(sent.contains("attributes 7"), sent.toString());
+        assertTrue(sent.contains("directory 7"), sent.toString());
     }
 
     @Test
@@ -102,7 +102,7 @@ class KernelEntriesTest {
         entries.lookingIn(VfsPath.of("/shared"), SHARED);
         attributesAnswer = -2;
         Files.writeString(root.resolve("shared/a.md"), "x");
-        awaitSent("attributes 7");
+        awaitSent("directory 7");
         Thread.sleep(100);
         sent.clear();
         writeAndHearNothing("b.md");
@@ -132,13 +132,13 @@ class KernelEntriesTest {
         long key = entries.followedKey(SHARED);
         long before = entries.changesSeen();
         entries.nameChanged(key, "raced.md"); // nothing told of it yet: invalidated
-        assertEquals(List.of("attributes 7", "entry 7 raced.md"), sent);
+        assertEquals(List.of("directory 7", "entry 7 raced.md"), sent);
         // a lookup's reply read the store before that invalidation and is told only now: meanwhile the
         // kernel may have cached the name as missing, so the entry reply says nothing of what it has
         kernelAttributes.told(made, VfsPath.of("/shared/raced.md"), true, before);
         sent.clear();
         entries.nameChanged(key, "raced.md");
-        assertEquals(List.of("attributes 7", "entry 7 raced.md"), sent);
+        assertEquals(List.of("directory 7", "entry 7 raced.md"), sent);
     }
 
     @Test

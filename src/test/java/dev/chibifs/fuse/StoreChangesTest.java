@@ -131,6 +131,19 @@ class StoreChangesTest {
         eventually("cat shared/roam.md && test -d shared/roam.d && echo back", "here\nback\n");
     }
 
+    @Test
+    void aListingTheKernelKeepsShowsChangesFromEitherSide() throws IOException {
+        // listed twice, so the kernel keeps the listing: each change must still show in the next ls
+        fs.sh("mkdir shared/kept && touch shared/kept/a && ls shared/kept && ls shared/kept").ok();
+        assertEquals("a\nb\n", fs.sh("touch shared/kept/b && ls shared/kept").ok().out(), "made through the mount: at once");
+        Files.writeString(fs.stored("/shared/kept/c"), "c\n");
+        eventually("ls shared/kept", "a\nb\nc\n");
+        Files.move(fs.stored("/shared/kept/a"), fs.stored("/shared/kept/d"));
+        Files.delete(fs.stored("/shared/kept/b"));
+        eventually("ls shared/kept", "c\nd\n");
+        assertEquals("c\n", fs.sh("rm shared/kept/d && ls shared/kept").ok().out());
+    }
+
     /** Runs {@code script} until it prints {@code expected}, for {@link #WITHIN_MS} at most. */
     private static void eventually(String script, String expected) {
         long deadline = System.currentTimeMillis() + WITHIN_MS;
