@@ -65,7 +65,7 @@ class KernelEntriesTest {
     }
 
     @Test
-    void aNewNameInAFollowedDirectoryIsInvalidatedWithTheDirectorysAttributes() throws Exception {
+    void aNewNameInAFollowedDirectoryIsInvalidatedWithItsDirectory() throws Exception {
         assertTrue(entries.following());
         entries.lookingIn(VfsPath.of("/shared"), SHARED);
         Files.writeString(root.resolve("shared/new.md"), "x");
