@@ -252,7 +252,9 @@ final class ChibiFuse extends FuseStubFS {
             // these requests name the inode itself (a lookup names its parent); only files have several names
             long self = op == FuseLoop.GETATTR || op == FuseLoop.SETATTR || op == FuseLoop.OPEN ? FuseLoop.currentNodeid() : 0;
             kernelInodes.seen(m.inode(), self);
-            boolean news = kernelAttributes.told(m, p, isEntryReply(op), kernelEntries.changesSeen());
+            // names matter only to KernelEntries: without it, no path is kept or compared per reply
+            VfsPath by = kernelEntries.following() ? p : null;
+            boolean news = kernelAttributes.told(m, by, isEntryReply(op), kernelEntries.changesSeen());
             if (op == FuseLoop.SETATTR || news && m.links() > 1) {
                 // changed through this inode (libfuse asks for the attributes after a setattr), or elsewhere
                 // and this reply is the first to say so: the file's other kernel inodes cache older attributes

@@ -48,8 +48,8 @@ final class KernelAttributes {
     }
 
     /**
-     * {@link #told(Metadata)}, for a reply about the file at {@code path}: an entry reply when
-     * {@code entry}, made when KernelEntries' count of changes was {@code since}.
+     * {@link #told(Metadata)}, for a reply about the file at {@code path} (null: no name is kept):
+     * an entry reply when {@code entry}, made when KernelEntries' count of changes was {@code since}.
      */
     boolean told(Metadata m, VfsPath path, boolean entry, long since) {
         Told t = told.get(m.inode());
