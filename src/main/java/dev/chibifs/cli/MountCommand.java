@@ -84,7 +84,7 @@ public final class MountCommand implements Callable<Integer> {
 
     @Option(names = "--kernel-cache", paramLabel = "DURATION",
             converter = DurationConverter.class,
-            description = "Let the kernel keep names, attributes and missing names this long (1s to 1h), kept true to"
+            description = "Let the kernel keep names, attributes, missing names and directory listings this long (1s to 1h), kept true to"
                 + " the store by following it with inotify: changes made elsewhere show within milliseconds. Without it:"
                 + " libfuse's 1 s, and nothing followed.")
     Duration kernelCache;

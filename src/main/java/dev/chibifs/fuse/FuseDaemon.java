@@ -54,7 +54,7 @@ public final class FuseDaemon {
     }
 
     /**
-     * {@link #create}, with the kernel keeping names, attributes and missing names for
+     * {@link #create}, with the kernel keeping names, attributes, missing names and listings for
      * {@code kernelCacheSeconds} (0: libfuse's defaults), kept true to the store by {@link KernelEntries}.
      */
     public static FuseDaemon create(Path mountpoint, Router router, CallerResolver callers, List<String> options,

@@ -81,10 +81,10 @@ final class FuseLoop {
     static final int SETATTR = 4;
     static final int MKNOD = 8;
     static final int MKDIR = 9;
-    static final int OPENDIR = 27;
-    static final int READDIR = 28;
     static final int LINK = 13;
     static final int OPEN = 14;
+    static final int OPENDIR = 27;
+    static final int READDIR = 28;
     static final int CREATE = 35;
 
     /**

@@ -24,7 +24,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * The store changes behind the mount (chibi writes it directly; every agent's mount is another
  * daemon), so every directory the kernel looks names up in is followed ({@link ChangeFeed}), and
  * each change there becomes an invalidation: FUSE_NOTIFY_INVAL_ENTRY for the name (the next walk
- * looks it up again), the directory's attributes, and the attributes of every kernel inode that
+ * looks it up again), the directory's attributes and kept listing, and the attributes of every kernel inode that
  * shows a changed file (an open descriptor's fstat, as in {@code tail -f}, walks no name). A
  * change the kernel has heard of already, because it was made through this mount, is left alone:
  * {@link KernelAttributes} says the kernel's last reply about the file matches the store, and for
@@ -124,7 +124,7 @@ final class KernelEntries implements ChangeListener {
         this.kernelAttributes = kernelAttributes;
     }
 
-    /** Starts following the store (before mounting: {@link #coherent} decides the mount's timeouts). */
+    /** Starts following the store (before mounting: {@link #following} decides the mount's timeouts). */
     void start() {
         feed = router.changes(this);
     }

@@ -13,7 +13,8 @@ import org.slf4j.LoggerFactory;
  * Watches libfuse's replies on their way to the kernel, for the one thing the high-level API
  * never tells a file system: which node id it gave a name. Entry replies (lookup, link, create,
  * mknod) carry it beside the file's store inode, so {@link KernelInodes} learns every kernel
- * inode that shows a file, not only those that later reach a callback.
+ * inode that shows a file, not only those that later reach a callback. It also writes what libfuse
+ * 2 has no field for: FOPEN_CACHE_DIR in an opendir's reply, under --kernel-cache.
  *
  * <p>libfuse 2.9 sends every reply through its channel's {@code op.send}; we put ours in its
  * place and write the reply to /dev/fuse ourselves, as libfuse's own {@code fuse_kern_chan_send}
@@ -21,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * request about a file with several links is in flight: only such a file's names need their node
  * ids, the getattr behind every entry reply sees the link count first, and a call into Java for
  * every reply cost about 0.5 us (git links every object it writes, so "once a hard link was seen"
- * would have been always). The channel's
+ * would have been always); and while such an opendir is. The channel's
  * layout ({@code struct fuse_chan} begins with {@code struct fuse_chan_ops}: receive, send,
  * destroy) is libfuse 2.9's, the last 2.x series.
  */
@@ -138,7 +139,10 @@ final class ReplyWatch {
         }
     }
 
-    /** An entry reply for a regular file: the node id the kernel will use for it, and its store inode. */
+    /**
+     * A reply worth a look: an entry reply for a regular file (the node id the kernel will use for
+     * it, and its store inode), or an opendir's, which may let the kernel keep the listing.
+     */
     private void learn(long iov) {
         int op = FuseLoop.currentOpcode();
         if (op == FuseLoop.OPENDIR) {

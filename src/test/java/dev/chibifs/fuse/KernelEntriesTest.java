@@ -32,7 +32,7 @@ class KernelEntriesTest {
 
     private final List<String> sent = new CopyOnWriteArrayList<>();
     /** What invalidateDirectory answers: 0, or -ENOENT for a kernel that forgot the inode. */
-    private volatile int attributesAnswer;
+    private volatile int directoryAnswer;
     private final KernelAttributes kernelAttributes = new KernelAttributes();
     private LocalStorage storage;
     private KernelEntries entries;
@@ -53,7 +53,7 @@ class KernelEntriesTest {
             @Override
             public int invalidateDirectory(long nodeid) {
                 sent.add("directory " + nodeid);
-                return attributesAnswer;
+                return directoryAnswer;
             }
         });
     }
@@ -100,7 +100,7 @@ class KernelEntriesTest {
     @Test
     void aKernelInodeTheKernelForgotIsNotToldAgain() throws Exception {
         entries.lookingIn(VfsPath.of("/shared"), SHARED);
-        attributesAnswer = -2;
+        directoryAnswer = -2;
         Files.writeString(root.resolve("shared/a.md"), "x");
         awaitSent("directory 7");
         Thread.sleep(100);
