@@ -165,7 +165,9 @@ final class ChibiFuse extends FuseStubFS {
             VfsPath p = VfsPath.of(path);
             if (FuseLoop.currentOpcode() == FuseLoop.LOOKUP && !p.isRoot() && kernelEntries.following()) {
                 // a lookup names its parent's kernel inode: follow that directory before reading the store
-                kernelEntries.lookingIn(p.parent(), FuseLoop.currentNodeid());
+                if (!kernelEntries.lookingIn(p.parent(), FuseLoop.currentNodeid())) {
+                    FuseLoop.keepThisReplyBrief(); // no change there would reach the kernel
+                }
                 FuseLoop.lookingUp(p);
             }
             if (isHiddenName(p)) {
@@ -244,6 +246,10 @@ final class ChibiFuse extends FuseStubFS {
     }
 
     private void fill(FileStat stat, VfsPath p, Metadata m) {
+        if (kernelEntries.following() && kernelEntries.brief(m.isDirectory() || p.isRoot() ? p : p.parent())) {
+            // a directory's attributes change with what is in it, a file's are told by its directory's feed
+            FuseLoop.keepThisReplyBrief();
+        }
         if (m.isDirectory() && kernelEntries.following()) {
             // for KernelEntries: a directory made or looked up through this mount needs no invalidation
             kernelAttributes.told(m, p, isEntryReply(FuseLoop.currentOpcode()), kernelEntries.changesSeen());

@@ -99,6 +99,8 @@ final class FuseLoop {
         boolean watchingReply;
         /** The opendir this thread serves may let the kernel keep the listing (see {@link ReplyWatch}). */
         boolean cacheListing;
+        /** The reply of the request this thread serves keeps libfuse's 1 s timeouts (see {@link ReplyWatch}). */
+        boolean brief;
         /** The name a lookup on this thread is about, once its callback has parsed it. */
         VfsPath lookup;
 
@@ -129,6 +131,23 @@ final class FuseLoop {
             w.cacheListing = true;
             watchThisReply();
         }
+    }
+
+    /**
+     * The reply of the request this thread serves is about a directory whose changes are not
+     * followed ({@link KernelEntries#brief}): the reply watch cuts its entry and attribute timeouts
+     * to libfuse's 1 s (and a missing name's to none), whatever the mount's timeouts are.
+     */
+    static void keepThisReplyBrief() {
+        if (Thread.currentThread() instanceof Worker w && w.watch != null) {
+            w.brief = true;
+            watchThisReply();
+        }
+    }
+
+    /** Whether the reply of the request this thread serves is to keep libfuse's 1 s timeouts. */
+    static boolean replyBrief() {
+        return Thread.currentThread() instanceof Worker w && w.brief;
     }
 
     /** Whether the request this thread serves is an opendir whose listing the kernel may keep. */
@@ -294,6 +313,7 @@ final class FuseLoop {
                     self.linkSource = 0;
                     self.lookup = null;
                     self.cacheListing = false;
+                    self.brief = false;
                     if (self.watchingReply) {
                         self.watchingReply = false;
                         self.watch.release(); // the reply has gone

@@ -11,10 +11,12 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -30,6 +32,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * {@link KernelAttributes} says the kernel's last reply about the file matches the store, and for
  * a new name, that the kernel's last entry reply about the file was by that name, made after the
  * name was last invalidated (see {@link #invalidatedAt}: in between, a lookup could have cached its absence).
+ * A directory that cannot be followed (a file system inotify cannot follow mounted inside the
+ * store, no watches left) is {@link #brief}: replies about what is in it keep libfuse's 1 s.
  *
  * <p>The race: a lookup reads the store, a change lands, its invalidation reaches the kernel, and
  * only then does the lookup's reply arrive, to be cached for the full timeout. So every change told
@@ -51,8 +55,15 @@ final class KernelEntries implements ChangeListener {
     }
 
     private static final int ENOENT = 2;
-    /** Key of a directory that cannot be followed: looked up once per kernel inode, not at every lookup. */
+    /** What {@link #followedKey} says of a directory that is not followed. */
     private static final long UNFOLLOWED = -1;
+    /**
+     * How long a directory that could not be followed is kept briefly before following it is tried
+     * again (it may have been missing for a moment, or watches freed): libfuse's own timeouts.
+     */
+    static final long BRIEF_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /** Paths of unfollowed directories remembered one by one; past this many, every reply is kept briefly. */
+    private static final int UNFOLLOWED_PATHS = 10_000;
     /** Slots of {@link #invalidatedAt}; names that share one only lose the shortcut for each other. */
     private static final int NAME_SLOTS = 4096;
 
@@ -90,8 +101,21 @@ final class KernelEntries implements ChangeListener {
     private final Router router;
     private final KernelInodes kernelInodes;
     private final KernelAttributes kernelAttributes;
-    /** Kernel inode of a directory -> the key its store directory is followed under, or {@link #UNFOLLOWED}. */
+    /** Kernel inode of a followed directory -> the key its store directory is followed under. */
     private final ConcurrentMap<Long, Long> keys = new ConcurrentHashMap<>();
+    /**
+     * Kernel inode of a directory that could not be followed -> when to try again (System.nanoTime):
+     * a lookup there costs one map lookup, not a failing inotify_add_watch, until then.
+     */
+    private final ConcurrentMap<Long, Long> retryAt = new ConcurrentHashMap<>();
+    /**
+     * The store directories that could not be followed (a file system inotify cannot follow, such as
+     * NFS or FUSE mounted inside the store; out of watches): what the kernel learns of them no change
+     * would correct, so it keeps it for libfuse's 1 s, not the mount's long timeouts ({@link #brief}).
+     */
+    private final Set<VfsPath> unfollowed = ConcurrentHashMap.newKeySet();
+    /** Set once {@link #unfollowed} would grow past {@link #UNFOLLOWED_PATHS}: every reply is kept briefly. */
+    private volatile boolean allBrief;
     private final ConcurrentMap<Long, Followed> followed = new ConcurrentHashMap<>();
     /**
      * Moves on before each change is told to the kernel; see the race above. From 1: a reply made
@@ -182,31 +206,56 @@ final class KernelEntries implements ChangeListener {
         }
         Long key = keys.get(node);
         if (key != null) {
-            if (key != UNFOLLOWED) {
-                Followed f = followed.get(key);
-                if (f != null && !f.path.equals(directory)) {
-                    f.path = directory; // renamed through the mount: the kernel inode, and the watch, stayed
-                }
+            Followed f = followed.get(key);
+            if (f != null && !f.path.equals(directory)) {
+                f.path = directory; // renamed through the mount: the kernel inode, and the watch, stayed
             }
-            return key != UNFOLLOWED;
+            return true;
+        }
+        Long retry = retryAt.get(node);
+        if (retry != null && System.nanoTime() - retry < 0) {
+            return false;
         }
         long k = feed.follow(directory);
-        if (k >= 0) {
-            followed.compute(k, (kk, f) -> {
-                if (f == null) {
-                    return new Followed(directory, node);
-                }
-                f.path = directory;
-                if (Arrays.stream(f.nodes).noneMatch(n -> n == node)) {
-                    long[] more = Arrays.copyOf(f.nodes, f.nodes.length + 1);
-                    more[f.nodes.length] = node;
-                    f.nodes = more;
-                }
-                return f;
-            });
+        if (k < 0) {
+            if (retryAt.size() > UNFOLLOWED_PATHS) {
+                retryAt.clear(); // inodes the kernel forgot: they cost a retry each, not memory
+            }
+            retryAt.put(node, System.nanoTime() + BRIEF_NANOS);
+            if (!allBrief && unfollowed.add(directory) && unfollowed.size() > UNFOLLOWED_PATHS) {
+                allBrief = true;
+                unfollowed.clear();
+            }
+            return false;
         }
-        keys.put(node, k >= 0 ? k : UNFOLLOWED);
-        return k >= 0;
+        followed.compute(k, (kk, f) -> {
+            if (f == null) {
+                return new Followed(directory, node);
+            }
+            f.path = directory;
+            if (Arrays.stream(f.nodes).noneMatch(n -> n == node)) {
+                long[] more = Arrays.copyOf(f.nodes, f.nodes.length + 1);
+                more[f.nodes.length] = node;
+                f.nodes = more;
+            }
+            return f;
+        });
+        keys.put(node, k);
+        if (retry != null) {
+            retryAt.remove(node);
+        }
+        if (!unfollowed.isEmpty()) {
+            unfollowed.remove(directory);
+        }
+        return true;
+    }
+
+    /**
+     * Whether what the kernel learns of names and attributes in {@code directory} must be kept
+     * only briefly, because no change there would reach it: the directory could not be followed.
+     */
+    boolean brief(VfsPath directory) {
+        return allBrief || !unfollowed.isEmpty() && unfollowed.contains(directory);
     }
 
     /** The key the directory of kernel inode {@code node} is followed under; -1 when none (for tests). */

@@ -14,7 +14,9 @@ import org.slf4j.LoggerFactory;
  * never tells a file system: which node id it gave a name. Entry replies (lookup, link, create,
  * mknod) carry it beside the file's store inode, so {@link KernelInodes} learns every kernel
  * inode that shows a file, not only those that later reach a callback. It also writes what libfuse
- * 2 has no field for: FOPEN_CACHE_DIR in an opendir's reply, under --kernel-cache.
+ * 2 has no field for: FOPEN_CACHE_DIR in an opendir's reply, under --kernel-cache, and timeouts
+ * per reply, so that names and attributes in a directory whose changes are not followed keep
+ * libfuse's 1 s under a mount's long ones.
  *
  * <p>libfuse 2.9 sends every reply through its channel's {@code op.send}; we put ours in its
  * place and write the reply to /dev/fuse ourselves, as libfuse's own {@code fuse_kern_chan_send}
@@ -141,7 +143,8 @@ final class ReplyWatch {
 
     /**
      * A reply worth a look: an entry reply for a regular file (the node id the kernel will use for
-     * it, and its store inode), or an opendir's, which may let the kernel keep the listing.
+     * it, and its store inode), an opendir's, which may let the kernel keep the listing, and any
+     * entry or attribute reply that is to keep libfuse's 1 s ({@link FuseLoop#replyBrief}).
      */
     private void learn(long iov) {
         int op = FuseLoop.currentOpcode();
@@ -149,22 +152,49 @@ final class ReplyWatch {
             keepListing(iov);
             return;
         }
-        if (op != FuseLoop.LOOKUP && op != FuseLoop.LINK && op != FuseLoop.CREATE && op != FuseLoop.MKNOD) {
+        boolean entryReply = op == FuseLoop.LOOKUP || op == FuseLoop.LINK || op == FuseLoop.CREATE
+                || op == FuseLoop.MKNOD || op == FuseLoop.MKDIR;
+        if (!entryReply && op != FuseLoop.GETATTR && op != FuseLoop.SETATTR) {
             return;
         }
         // struct iovec { void *iov_base; size_t iov_len; }[count]
-        // iov[0]: struct fuse_out_header {u32 len; s32 error; u64 unique}; iov[1]: struct fuse_entry_out
+        // iov[0]: struct fuse_out_header {u32 len; s32 error; u64 unique}; iov[1]: the reply's argument
         long header = MEMORY.getAddress(iov);
         if (MEMORY.getInt(header + 4) != 0 || MEMORY.getLong(header + 8) == 0) {
             return; // an error, or a notification of ours
         }
-        long entry = MEMORY.getAddress(iov + 16);
-        long nodeid = MEMORY.getLong(entry);
+        long arg = MEMORY.getAddress(iov + 16);
+        if (!entryReply) {
+            if (FuseLoop.replyBrief()) {
+                // struct fuse_attr_out { u64 attr_valid; u32 attr_valid_nsec; u32 dummy; struct fuse_attr attr; }
+                brief(arg, arg + 8);
+            }
+            return;
+        }
         // fuse_entry_out: nodeid, generation, entry_valid, attr_valid, 2 x u32 nsec, then fuse_attr (ino first, mode at +60)
-        long inode = MEMORY.getLong(entry + 40);
-        int mode = MEMORY.getInt(entry + 100);
-        if ((mode & S_IFMT) == S_IFREG) {
+        long nodeid = MEMORY.getLong(arg);
+        if (FuseLoop.replyBrief()) {
+            if (nodeid == 0) {
+                // a missing name (libfuse's negative_timeout): not cached at all, as libfuse's default
+                MEMORY.putLong(arg + 16, 0);
+                MEMORY.putInt(arg + 32, 0);
+            } else {
+                brief(arg + 16, arg + 32);
+                brief(arg + 24, arg + 36);
+            }
+        }
+        long inode = MEMORY.getLong(arg + 40);
+        int mode = MEMORY.getInt(arg + 100);
+        if (nodeid != 0 && (mode & S_IFMT) == S_IFREG) {
             kernelInodes.seen(inode, nodeid);
+        }
+    }
+
+    /** Cuts the timeout at {@code seconds}/{@code nanos} to libfuse's default of 1 s, if it is longer. */
+    private static void brief(long seconds, long nanos) {
+        if (MEMORY.getLong(seconds) >= 1) {
+            MEMORY.putLong(seconds, 1);
+            MEMORY.putInt(nanos, 0);
         }
     }
 

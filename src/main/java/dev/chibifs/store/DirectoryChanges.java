@@ -21,7 +21,10 @@ final class DirectoryChanges implements ChangeFeed {
 
     private static final Logger LOG = LoggerFactory.getLogger(DirectoryChanges.class);
 
-    /** Adds a watch on {@code directory} to {@code inotify}: the watch descriptor, or -errno. */
+    /**
+     * Adds a watch on {@code directory} to {@code inotify}: the watch descriptor, or -errno;
+     * -EXDEV for a directory on a file system inotify cannot follow (one mounted inside the store).
+     */
     interface Watcher {
         int watch(int inotify, VfsPath directory, int mask) throws IOException;
     }
@@ -43,6 +46,7 @@ final class DirectoryChanges implements ChangeFeed {
     private static final int MASK = NAMES | FILES | IN_ONLYDIR | IN_EXCL_UNLINK;
     private static final int ENOSPC = 28;
     private static final int ENOENT = 2;
+    static final int EXDEV = 18;
     /**
      * How long the reader lets events gather after the queue becomes readable. A file written
      * through the mount raises several (create, writes, close, times) within microseconds; read
@@ -57,6 +61,7 @@ final class DirectoryChanges implements ChangeFeed {
     private final int inotify;
     private final Thread reader;
     private final AtomicBoolean warnedFull = new AtomicBoolean();
+    private final AtomicBoolean warnedForeign = new AtomicBoolean();
     private volatile boolean closed;
 
     private DirectoryChanges(ChangeListener listener, Watcher watcher, int inotify) {
@@ -97,7 +102,11 @@ final class DirectoryChanges implements ChangeFeed {
         }
         if (wd == -ENOSPC && warnedFull.compareAndSet(false, true)) {
             LOG.warn("out of inotify watches (fs.inotify.max_user_watches): changes made outside this mount in"
-                    + " directories first listed from now on show up only when the kernel's timeouts expire");
+                    + " directories first listed from now on are not followed (a mount keeps what it caches of them for 1 s"
+                    + " only); raise the limit");
+        } else if (wd == -EXDEV && warnedForeign.compareAndSet(false, true)) {
+            LOG.info("{} is on a file system whose changes inotify cannot see (NFS, FUSE, ...): directories there"
+                    + " are not followed (a mount keeps what it caches of them for 1 s only)", directory);
         } else if (wd < 0 && wd != -ENOENT && wd != -ENOSPC) {
             LOG.debug("cannot follow {}: errno {}", directory, -wd);
         }

@@ -728,7 +728,8 @@ public final class LocalStorage implements Storage {
         }
         return DirectoryChanges.start(listener, (inotify, directory, mask) -> {
             try (At d = directoryAt(directory)) {
-                return Libc.inotifyWatch(inotify, d.dir, ".", mask);
+                // the root's file system was checked above; another may be mounted anywhere below it
+                return HeldDirectories.followable(d.dir) ? Libc.inotifyWatch(inotify, d.dir, ".", mask) : -DirectoryChanges.EXDEV;
             }
         });
     }

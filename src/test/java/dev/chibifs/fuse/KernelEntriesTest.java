@@ -115,6 +115,22 @@ class KernelEntriesTest {
         writeAndHearNothing("late.md");
     }
 
+    @Test
+    void aDirectoryThatCannotBeFollowedIsKeptBrieflyUntilItCanBe() throws Exception {
+        VfsPath later = VfsPath.of("/shared/later");
+        assertFalse(entries.lookingIn(later, 9)); // missing: nothing to follow
+        assertTrue(entries.brief(later));
+        assertFalse(entries.brief(VfsPath.of("/shared")));
+        Files.createDirectory(root.resolve("shared/later"));
+        // tried again only after libfuse's 1 s, not at every lookup
+        assertFalse(entries.lookingIn(later, 9));
+        Thread.sleep(java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(KernelEntries.BRIEF_NANOS) + 100);
+        assertTrue(entries.lookingIn(later, 9));
+        assertFalse(entries.brief(later));
+        Files.writeString(root.resolve("shared/later/x.md"), "x");
+        awaitSent("entry 9 x.md");
+    }
+
     // The cases below call the listener themselves, for a file made before its directory was followed:
     // the feed hears nothing of it, so what is sent comes from these calls alone.
 

@@ -145,6 +145,23 @@ class StoreChangesTest {
     }
 
     /** Runs {@code script} until it prints {@code expected}, for {@link #WITHIN_MS} at most. */
+    @Test
+    void whatIsInADirectoryThatCannotBeFollowedShowsWithinLibfusesSecond() throws IOException {
+        // a FUSE file system mounted inside the store (NFS alike): inotify hears none of its changes,
+        // so the kernel may keep what it learns there for libfuse's 1 s only, not the mount's 30 s
+        Path remote = Files.createDirectory(fs.stored("/shared/remote"));
+        try (MountedFs inner = MountedFs.startAt(remote, "--context", "planner", "--kernel-cache", "off")) {
+            Files.writeString(inner.stored("/shared/x.md"), "one\n");
+            assertEquals("4\n", fs.sh("stat -c %s shared/remote/shared/x.md").ok().out());
+            assertEquals("absent\n", fs.sh("test -e shared/remote/shared/late.md || echo absent").ok().out());
+            Files.writeString(inner.stored("/shared/x.md"), "two\n", StandardOpenOption.APPEND);
+            Files.writeString(inner.stored("/shared/late.md"), "here\n");
+            eventually("stat -c %s shared/remote/shared/x.md", "8\n");
+            eventually("cat shared/remote/shared/late.md 2>&1", "here\n");
+            assertTrue(fs.log().contains("is on a file system whose changes inotify cannot see"), fs.log());
+        }
+    }
+
     private static void eventually(String script, String expected) {
         long deadline = System.currentTimeMillis() + WITHIN_MS;
         Sh.Result r = fs.sh(script);

@@ -55,10 +55,18 @@ public final class MountedFs implements AutoCloseable {
 
     /** Mounts with {@code args} over {@code root}/home at {@code root}/mnt. */
     public static MountedFs start(Path root, String... args) {
+        return start(root, root.resolve("mnt"), args);
+    }
+
+    /** Mounts with {@code args} over a new home in a new temp dir at {@code mnt}, an existing directory anywhere. */
+    public static MountedFs startAt(Path mnt, String... args) {
+        return start(tempRoot(), mnt, args);
+    }
+
+    private static MountedFs start(Path root, Path mnt, String... args) {
         FuseSupport.requireFuse();
         try {
             Path home = root.resolve("home");
-            Path mnt = root.resolve("mnt");
             Files.createDirectories(mnt);
             Files.createDirectories(home);
             Path log = root.resolve("daemon-" + System.nanoTime() + ".log");
