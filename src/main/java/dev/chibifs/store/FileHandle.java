@@ -58,6 +58,6 @@ public interface FileHandle extends Closeable {
     /** futimens: sets the access and modification times of this file; a null time is left alone. */
     void setTimes(FileTime accessed, FileTime modified) throws IOException;
 
-    /** fchmod of the execute bits only, as {@link Storage#setExecutable}: they grant nothing. */
+    /** fchmod of the execute bits only, as {@link Storage#setExecutable} (a mode that changes none is no change). */
     void setExecutable(int mode) throws IOException;
 }

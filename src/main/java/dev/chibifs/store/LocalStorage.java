@@ -678,7 +678,11 @@ public final class LocalStorage implements Storage {
                 if (!m.isFile() && !m.isDirectory()) {
                     throw notRegular(m.kind() == EntryKind.SYMLINK ? Libc.S_IFLNK : 0, path);
                 }
-                Files.setPosixFilePermissions(Path.of(PROC_FD + fd), toPermissions((m.mode() & 0666) | (mode & 0111)));
+                int wanted = (m.mode() & 0666) | (mode & 0111);
+                if ((m.mode() & 07777) == wanted) {
+                    return; // tar and cp -p chmod every file they write: most change nothing the store keeps
+                }
+                Files.setPosixFilePermissions(Path.of(PROC_FD + fd), toPermissions(wanted));
             } catch (IOException e) {
                 throw vfsError(e, path);
             } finally {
@@ -869,7 +873,11 @@ public final class LocalStorage implements Storage {
 
         @Override
         public void setExecutable(int mode) throws IOException {
-            Libc.fchmod(fd(), (metadata().mode() & 0666) | (mode & 0111));
+            int now = metadata().mode();
+            int wanted = (now & 0666) | (mode & 0111);
+            if ((now & 07777) != wanted) {
+                Libc.fchmod(fd(), wanted);
+            }
         }
 
         @Override

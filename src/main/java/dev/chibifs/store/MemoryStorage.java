@@ -77,8 +77,11 @@ public final class MemoryStorage implements Storage {
 
         /** chmod of the execute bits only. */
         void setExecutable(int mode, FileTime now) {
-            this.mode = (this.mode & ~0111) | (mode & 0111);
-            this.changed = now;
+            int wanted = (this.mode & ~0111) | (mode & 0111);
+            if (wanted != this.mode) {
+                this.mode = wanted;
+                this.changed = now;
+            }
         }
     }
 

@@ -84,7 +84,10 @@ public interface Storage extends Closeable {
     /** Sets access and modification times; a null time stays as it is. */
     void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException;
 
-    /** Sets the execute bits (mode &amp; 0111) of a file or directory; read and write bits are not the store's business. */
+    /**
+     * Sets the execute bits (mode &amp; 0111) of a file or directory; read and write bits are not the
+     * store's business, so a mode whose execute bits the file has already changes nothing, not even its ctime.
+     */
     void setExecutable(VfsPath path, int mode) throws IOException;
 
     /** link(2): a second name for an existing file. */

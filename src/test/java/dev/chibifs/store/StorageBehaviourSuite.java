@@ -652,6 +652,21 @@ public abstract class StorageBehaviourSuite {
     }
 
     @Test
+    void setExecutableThatChangesNoExecuteBitChangesNothing() throws Exception {
+        storage.write(p("/shared/f"), bytes("x"));
+        storage.setExecutable(p("/shared/f"), 0755);
+        Metadata before = storage.metadata(p("/shared/f"));
+        Thread.sleep(20); // past the file system's timestamp granularity
+        storage.setExecutable(p("/shared/f"), 0711); // tar restoring a mode: other bits mean nothing here
+        try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
+            h.setExecutable(0777);
+        }
+        Metadata after = storage.metadata(p("/shared/f"));
+        assertEquals(before.mode(), after.mode());
+        assertEquals(before.changed(), after.changed());
+    }
+
+    @Test
     void handleSurvivesRename() throws IOException {
         storage.write(p("/shared/f"), bytes("abc"));
         try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
