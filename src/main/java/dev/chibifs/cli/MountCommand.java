@@ -69,7 +69,7 @@ public final class MountCommand implements Callable<Integer> {
     boolean foreground;
 
     @Option(names = "-o", paramLabel = "FUSEOPT[,FUSEOPT...]", split = ",",
-            description = "Extra FUSE mount options for libfuse 2 (e.g. allow_other, kernel_cache).")
+            description = "Extra FUSE mount options for libfuse 2 (e.g. allow_other, ro).")
     List<String> fuseOptions = new ArrayList<>();
 
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
@@ -82,11 +82,11 @@ public final class MountCommand implements Callable<Integer> {
                 + " (config.toml; skipped when auto_cleanup_cache = false), e.g. 30s, 10m, 1h. Default: ${DEFAULT-VALUE}.")
     Duration cacheSweepInterval;
 
-    @Option(names = "--kernel-cache", paramLabel = "DURATION",
-            converter = DurationConverter.class,
-            description = "Let the kernel keep names, attributes, missing names and directory listings this long (1s to 1h), kept true to"
-                + " the store by following it with inotify: changes made elsewhere show within milliseconds. Without it:"
-                + " libfuse's 1 s, and nothing followed.")
+    @Option(names = "--kernel-cache", paramLabel = "DURATION|off", defaultValue = "30s",
+            converter = KernelCacheConverter.class,
+            description = "How long the kernel may keep names, attributes, missing names and directory listings (1s to 1h),"
+                + " kept true to the store by following it with inotify: changes made elsewhere show within milliseconds."
+                + " Default: ${DEFAULT-VALUE}. off: libfuse's 1 s, nothing followed.")
     Duration kernelCache;
 
     /** Set by a background mount for its daemon child, so the registry names the log file. */
@@ -128,11 +128,11 @@ public final class MountCommand implements Callable<Integer> {
         if (!List.of("error", "warn", "info", "debug", "trace").contains(logLevel)) {
             throw new UsageException("invalid --log-level '" + logLevel + "': one of error, warn, info, debug, trace");
         }
-        if (kernelCache != null && (kernelCache.compareTo(Duration.ofSeconds(1)) < 0
+        if (!kernelCache.isZero() && (kernelCache.compareTo(Duration.ofSeconds(1)) < 0
                 || kernelCache.compareTo(Duration.ofHours(1)) > 0 || kernelCache.toMillis() % 1000 != 0)) {
             long ms = kernelCache.toMillis();
             throw new UsageException("invalid --kernel-cache '" + (ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms")
-                    + "': whole seconds from 1s to 1h");
+                    + "': whole seconds from 1s to 1h, or off");
         }
         try {
             FuseOptions.validate(fuseOptions);
@@ -216,7 +216,7 @@ public final class MountCommand implements Callable<Integer> {
         long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
         // the hook goes in before the mount answers: a SIGTERM right after mounting must still unmount cleanly
         FuseDaemon daemon = FuseDaemon.create(mp, router, plan.callers(), options, uid, gid,
-                kernelCache == null ? 0 : (int) kernelCache.toSeconds());
+                (int) kernelCache.toSeconds());
         AtomicBoolean stopping = new AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopping.compareAndSet(false, true)) {
@@ -302,9 +302,7 @@ public final class MountCommand implements Callable<Integer> {
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "mount", "--foreground",
                 "--home", chibiHome.dir().toString(), "--log-level", logLevel, "--logged-to", logFile.toString(),
                 "--cache-sweep-interval", cacheSweepInterval.toString()));
-        if (kernelCache != null) {
-            cmd.addAll(List.of("--kernel-cache", kernelCache.toSeconds() + "s"));
-        }
+        cmd.addAll(List.of("--kernel-cache", kernelCache.isZero() ? KernelCacheConverter.OFF : kernelCache.toSeconds() + "s"));
         if (context != null) {
             cmd.addAll(List.of("--context", context));
         }

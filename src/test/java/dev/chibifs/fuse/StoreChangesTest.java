@@ -15,6 +15,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -56,11 +57,28 @@ class StoreChangesTest {
     }
 
     @Test
+    void thirtySecondsIsTheDefaultAndOffKeepsLibfusesSecond() {
+        try (MountedFs byDefault = MountedFs.start("--context", "planner");
+             MountedFs off = MountedFs.start("--context", "planner", "--kernel-cache", "off")) {
+            // the daemons log their options just after the mount answers
+            long deadline = System.currentTimeMillis() + WITHIN_MS;
+            while (!(byDefault.log().contains("; options ") && off.log().contains("; options "))
+                    && System.currentTimeMillis() < deadline) {
+                sleep(20);
+            }
+            assertTrue(byDefault.log().contains("; options entry_timeout=30,attr_timeout=30,negative_timeout=30,"),
+                    byDefault.log());
+            assertTrue(off.log().contains("; options fsname=chibifs,"), off.log());
+            assertFalse(off.log().contains("entry_timeout"), off.log());
+        }
+    }
+
+    @Test
     void aKernelCacheOutOfRangeIsRefusedNamingTheRule() throws IOException {
         Path mnt = Files.createTempDirectory("chibifs-kc");
         Sh.Result r = MountedFs.cli("mount", "--context", "planner", "--kernel-cache", "2h", mnt.toString());
         assertEquals(2, r.exitCode(), r.err());
-        assertTrue(r.err().contains("invalid --kernel-cache '7200s': whole seconds from 1s to 1h"), r.err());
+        assertTrue(r.err().contains("invalid --kernel-cache '7200s': whole seconds from 1s to 1h, or off"), r.err());
         Files.delete(mnt);
     }
 
