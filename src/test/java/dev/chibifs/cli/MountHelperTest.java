@@ -78,6 +78,15 @@ class MountHelperTest {
     }
 
     @Test
+    void kcacheSetsTheKernelCache() throws Exception {
+        assertEquals(List.of("mount", "--context", "planner", "--kernel-cache", "off", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "ctx=planner,kcache=off").launcherArgs());
+        assertEquals(List.of("mount", "--kernel-cache", "5s", "--context", "planner", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "kcache=5s,ctx=planner").launcherArgs());
+        assertRefused("ctx=a,kcache=", "kcache= needs a duration or off");
+    }
+
+    @Test
     void fakeMountPrintsTheCommandAndRunsNothing() throws Exception {
         Result r = run("chibifs", "/mnt/planner", "-f", "-v", "-o", "ctx=planner");
         assertEquals(0, r.code(), r.stderr());
