@@ -246,7 +246,7 @@ final class ChibiFuse extends FuseStubFS {
     }
 
     private void fill(FileStat stat, VfsPath p, Metadata m) {
-        if (kernelEntries.following() && kernelEntries.brief(m.isDirectory() || p.isRoot() ? p : p.parent())) {
+        if (kernelEntries.following() && kernelEntries.brief(m.isDirectory() ? p : p.parent())) {
             // a directory's attributes change with what is in it, a file's are told by its directory's feed
             FuseLoop.keepThisReplyBrief();
         }

@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
  * never tells a file system: which node id it gave a name. Entry replies (lookup, link, create,
  * mknod) carry it beside the file's store inode, so {@link KernelInodes} learns every kernel
  * inode that shows a file, not only those that later reach a callback. It also writes what libfuse
- * 2 has no field for: FOPEN_CACHE_DIR in an opendir's reply, under --kernel-cache, and timeouts
+ * 2 has no field for: FOPEN_CACHE_DIR in an opendir's reply where the store is followed, and timeouts
  * per reply, so that names and attributes in a directory whose changes are not followed keep
  * libfuse's 1 s under a mount's long ones.
  *
@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * request about a file with several links is in flight: only such a file's names need their node
  * ids, the getattr behind every entry reply sees the link count first, and a call into Java for
  * every reply cost about 0.5 us (git links every object it writes, so "once a hard link was seen"
- * would have been always); and while such an opendir is. The channel's
+ * would have been always); and while an opendir whose listing the kernel may keep, or a request
+ * whose reply is to be kept brief, is. The channel's
  * layout ({@code struct fuse_chan} begins with {@code struct fuse_chan_ops}: receive, send,
  * destroy) is libfuse 2.9's, the last 2.x series.
  */
