@@ -169,7 +169,8 @@ class KernelEntriesTest {
         kernelAttributes.forget(made.inode()); // the write failed: the kernel kept its attributes
         Files.writeString(root.resolve("shared/written.md"), "again");
         entries.fileChanged(key, "written.md");
-        assertEquals(List.of("entry 7 written.md"), sent);
+        // the feed, which follows shared/ by now, hears this write too and may tell it as well
+        assertEquals(java.util.Set.of("entry 7 written.md"), java.util.Set.copyOf(sent));
     }
 
     /** A file made in shared/ before the directory is followed (so the feed hears nothing of it), then followed. */
