@@ -246,9 +246,15 @@ final class ChibiFuse extends FuseStubFS {
     }
 
     private void fill(FileStat stat, VfsPath p, Metadata m) {
-        if (kernelEntries.following() && kernelEntries.brief(m.isDirectory() ? p : p.parent())) {
-            // a directory's attributes change with what is in it, a file's are told by its directory's feed
-            FuseLoop.keepThisReplyBrief();
+        if (kernelEntries.following()) {
+            if (kernelEntries.brief(m.isDirectory() ? p : p.parent())) {
+                // a directory's attributes change with what is in it, a file's are told by its directory's feed
+                FuseLoop.keepThisReplyBrief();
+            } else if (m.isDirectory() && !kernelEntries.follows(p)) {
+                // its mtime and link count change with what is in it, which no watch of its own tells yet
+                // (its parent's tells of its name): until something looks into it through the mount
+                FuseLoop.keepItsAttributesBrief();
+            }
         }
         if (m.isDirectory() && kernelEntries.following()) {
             // for KernelEntries: a directory made or looked up through this mount needs no invalidation

@@ -99,8 +99,10 @@ final class FuseLoop {
         boolean watchingReply;
         /** The opendir this thread serves may let the kernel keep the listing (see {@link ReplyWatch}). */
         boolean cacheListing;
-        /** The reply of the request this thread serves keeps libfuse's 1 s timeouts (see {@link ReplyWatch}). */
-        boolean brief;
+        /** The reply of the request this thread serves keeps libfuse's 1 s entry timeout (see {@link ReplyWatch}). */
+        boolean briefEntry;
+        /** The reply of the request this thread serves keeps libfuse's 1 s attribute timeout. */
+        boolean briefAttributes;
         /** The name a lookup on this thread is about, once its callback has parsed it. */
         VfsPath lookup;
 
@@ -140,14 +142,31 @@ final class FuseLoop {
      */
     static void keepThisReplyBrief() {
         if (Thread.currentThread() instanceof Worker w && w.watch != null) {
-            w.brief = true;
+            w.briefEntry = true;
+            w.briefAttributes = true;
             watchThisReply();
         }
     }
 
-    /** Whether the reply of the request this thread serves is to keep libfuse's 1 s timeouts. */
-    static boolean replyBrief() {
-        return Thread.currentThread() instanceof Worker w && w.brief;
+    /**
+     * The reply of the request this thread serves carries the attributes of a directory that is not
+     * followed itself (its name is: its parent is): the reply watch cuts their timeout to 1 s.
+     */
+    static void keepItsAttributesBrief() {
+        if (Thread.currentThread() instanceof Worker w && w.watch != null) {
+            w.briefAttributes = true;
+            watchThisReply();
+        }
+    }
+
+    /** Whether the reply of the request this thread serves is to keep libfuse's 1 s entry timeout. */
+    static boolean entryBrief() {
+        return Thread.currentThread() instanceof Worker w && w.briefEntry;
+    }
+
+    /** Whether the reply of the request this thread serves is to keep libfuse's 1 s attribute timeout. */
+    static boolean attributesBrief() {
+        return Thread.currentThread() instanceof Worker w && w.briefAttributes;
     }
 
     /** Whether the request this thread serves is an opendir whose listing the kernel may keep. */
@@ -313,7 +332,8 @@ final class FuseLoop {
                     self.linkSource = 0;
                     self.lookup = null;
                     self.cacheListing = false;
-                    self.brief = false;
+                    self.briefEntry = false;
+                    self.briefAttributes = false;
                     if (self.watchingReply) {
                         self.watchingReply = false;
                         self.watch.release(); // the reply has gone

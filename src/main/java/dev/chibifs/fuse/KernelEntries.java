@@ -118,6 +118,12 @@ final class KernelEntries implements ChangeListener {
     private volatile boolean allBrief;
     private final ConcurrentMap<Long, Followed> followed = new ConcurrentHashMap<>();
     /**
+     * The paths {@link #followed} directories were last looked in by ({@link #follows}). A directory
+     * renamed behind the mount keeps its old path here until a lookup names it again: what the
+     * kernel caches of a directory now at that path is then kept long, as before this set.
+     */
+    private final Set<VfsPath> followedPaths = ConcurrentHashMap.newKeySet();
+    /**
      * Moves on before each change is told to the kernel; see the race above. From 1: a reply made
      * before any change is told is newer than {@link #invalidatedAt}'s 0, "never invalidated".
      */
@@ -208,7 +214,7 @@ final class KernelEntries implements ChangeListener {
         if (key != null) {
             Followed f = followed.get(key);
             if (f != null && !f.path.equals(directory)) {
-                f.path = directory; // renamed through the mount: the kernel inode, and the watch, stayed
+                moved(f, directory); // renamed through the mount: the kernel inode, and the watch, stayed
             }
             return true;
         }
@@ -230,9 +236,10 @@ final class KernelEntries implements ChangeListener {
         }
         followed.compute(k, (kk, f) -> {
             if (f == null) {
+                followedPaths.add(directory);
                 return new Followed(directory, node);
             }
-            f.path = directory;
+            moved(f, directory);
             if (Arrays.stream(f.nodes).noneMatch(n -> n == node)) {
                 long[] more = Arrays.copyOf(f.nodes, f.nodes.length + 1);
                 more[f.nodes.length] = node;
@@ -248,6 +255,22 @@ final class KernelEntries implements ChangeListener {
             unfollowed.remove(directory);
         }
         return true;
+    }
+
+    private void moved(Followed f, VfsPath directory) {
+        if (!f.path.equals(directory)) {
+            followedPaths.remove(f.path);
+            f.path = directory;
+        }
+        followedPaths.add(directory);
+    }
+
+    /**
+     * Whether changes in {@code directory} reach the kernel: without that, nothing tells it when the
+     * directory's own mtime and link count change, though its parent's watch tells of its name.
+     */
+    boolean follows(VfsPath directory) {
+        return followedPaths.contains(directory);
     }
 
     /**
@@ -371,6 +394,7 @@ final class KernelEntries implements ChangeListener {
         changes.incrementAndGet();
         Followed f = followed.remove(dir);
         if (f != null) {
+            followedPaths.remove(f.path);
             for (long node : f.nodes) {
                 keys.remove(node, dir);
             }
@@ -403,6 +427,7 @@ final class KernelEntries implements ChangeListener {
         followed.computeIfPresent(dir, (k, f) -> {
             long[] left = Arrays.stream(f.nodes).filter(x -> x != node).toArray();
             if (left.length == 0) {
+                followedPaths.remove(f.path);
                 return null;
             }
             f.nodes = left;

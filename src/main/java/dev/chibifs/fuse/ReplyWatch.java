@@ -145,7 +145,8 @@ final class ReplyWatch {
     /**
      * A reply worth a look: an entry reply for a regular file (the node id the kernel will use for
      * it, and its store inode), an opendir's, which may let the kernel keep the listing, and any
-     * entry or attribute reply that is to keep libfuse's 1 s ({@link FuseLoop#replyBrief}).
+     * entry or attribute reply that is to keep libfuse's 1 s ({@link FuseLoop#entryBrief},
+     * {@link FuseLoop#attributesBrief}).
      */
     private void learn(long iov) {
         int op = FuseLoop.currentOpcode();
@@ -166,7 +167,7 @@ final class ReplyWatch {
         }
         long arg = MEMORY.getAddress(iov + 16);
         if (!entryReply) {
-            if (FuseLoop.replyBrief()) {
+            if (FuseLoop.attributesBrief()) {
                 // struct fuse_attr_out { u64 attr_valid; u32 attr_valid_nsec; u32 dummy; struct fuse_attr attr; }
                 brief(arg, arg + 8);
             }
@@ -174,15 +175,15 @@ final class ReplyWatch {
         }
         // fuse_entry_out: nodeid, generation, entry_valid, attr_valid, 2 x u32 nsec, then fuse_attr (ino first, mode at +60)
         long nodeid = MEMORY.getLong(arg);
-        if (FuseLoop.replyBrief()) {
-            if (nodeid == 0) {
-                // a missing name (libfuse's negative_timeout): not cached at all, as libfuse's default
-                MEMORY.putLong(arg + 16, 0);
-                MEMORY.putInt(arg + 32, 0);
-            } else {
-                brief(arg + 16, arg + 32);
-                brief(arg + 24, arg + 36);
-            }
+        if (FuseLoop.entryBrief() && nodeid == 0) {
+            // a missing name (libfuse's negative_timeout): not cached at all, as libfuse's default
+            MEMORY.putLong(arg + 16, 0);
+            MEMORY.putInt(arg + 32, 0);
+        } else if (FuseLoop.entryBrief()) {
+            brief(arg + 16, arg + 32);
+        }
+        if (FuseLoop.attributesBrief() && nodeid != 0) {
+            brief(arg + 24, arg + 36);
         }
         long inode = MEMORY.getLong(arg + 40);
         int mode = MEMORY.getInt(arg + 100);

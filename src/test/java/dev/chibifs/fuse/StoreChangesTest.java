@@ -164,6 +164,16 @@ class StoreChangesTest {
 
     /** Runs {@code script} until it prints {@code expected}, for {@link #WITHIN_MS} at most. */
     @Test
+    void aDirectoryNothingLookedIntoShowsItsNewLinkCount() throws IOException {
+        // its name is followed (its parent's watch), but a subdirectory made inside it changes only its
+        // own link count and mtime, which no watch tells until something looks into it
+        Files.createDirectories(fs.stored("/shared/unvisited"));
+        assertEquals("2\n", fs.sh("stat -c %h shared/unvisited").ok().out());
+        Files.createDirectory(fs.stored("/shared/unvisited/inner"));
+        eventually("stat -c %h shared/unvisited", "3\n");
+    }
+
+    @Test
     void whatIsInADirectoryThatCannotBeFollowedShowsWithinLibfusesSecond() throws IOException {
         // a FUSE file system mounted inside the store (NFS alike): inotify hears none of its changes,
         // so the kernel may keep what it learns there for libfuse's 1 s only, not the mount's 30 s
