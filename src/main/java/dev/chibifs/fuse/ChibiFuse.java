@@ -272,8 +272,9 @@ final class ChibiFuse extends FuseStubFS {
                 // and this reply is the first to say so: the file's other kernel inodes cache older attributes
                 kernelInodes.changedThrough(m.inode(), self);
             }
-            if (m.links() > 1) {
-                // a lookup, link or create of a file with other names: its entry reply tells the node id
+            if (m.links() > 1 || openFiles.hiddenOpen(m.inode())) {
+                // a lookup, link or create of a file with other names, or open under a hidden one (the
+                // kernel's inode of the handles is another): its entry reply tells the node id
                 FuseLoop.watchThisReply();
             }
         }

@@ -45,6 +45,27 @@ final class OpenFileTable {
         return hidden.remove(name);
     }
 
+    /**
+     * Whether store inode {@code inode} is open under a hidden name: its name was unlinked while
+     * open, so the kernel keeps one inode for the handles and gets another for any name the file
+     * still or again has, though the store counts one link.
+     */
+    boolean hiddenOpen(long inode) {
+        if (hidden.isEmpty()) {
+            return false;
+        }
+        for (FileHandle h : hidden.values()) {
+            try {
+                if (h.inode() == inode) {
+                    return true;
+                }
+            } catch (java.io.IOException closed) {
+                // closed meanwhile: not open
+            }
+        }
+        return false;
+    }
+
     /** Closes every handle still open (unmount with files open); returns how many there were. */
     int closeAll() {
         List<FileHandle> left = new ArrayList<>();
