@@ -11,7 +11,7 @@
 #   --runs N       runs per workload and target (default 3, at least 3 for a fair median)
 #   --dir DIR      where the store and the mountpoints go (default /var/tmp); one disk for all
 #   --chibifs-o    extra FUSE options for the chibifs mount (e.g. attr_timeout=2)
-#   --kernel-cache passed to chibifs mount (its default 30s: long kernel timeouts, store followed; off: 1 s)
+#   --kernel-cache passed to chibifs mount (e.g. 30s: long kernel timeouts, store followed; its default is off)
 # Environment: CHIBIFS_JAVA_OPTS reaches the daemon's JVM through scripts/chibifs.
 set -euo pipefail
 

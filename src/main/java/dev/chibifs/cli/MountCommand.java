@@ -82,11 +82,11 @@ public final class MountCommand implements Callable<Integer> {
                 + " (config.toml; skipped when auto_cleanup_cache = false), e.g. 30s, 10m, 1h. Default: ${DEFAULT-VALUE}.")
     Duration cacheSweepInterval;
 
-    @Option(names = "--kernel-cache", paramLabel = "DURATION|off", defaultValue = "30s",
+    @Option(names = "--kernel-cache", paramLabel = "DURATION|off", defaultValue = KernelCacheConverter.OFF,
             converter = KernelCacheConverter.class,
             description = "How long the kernel may keep names, attributes, missing names and directory listings (1s to 1h),"
                 + " kept true to the store by following it with inotify: changes made elsewhere show within milliseconds."
-                + " Default: ${DEFAULT-VALUE}. off: libfuse's 1 s, nothing followed.")
+                + " Default: ${DEFAULT-VALUE} (libfuse's 1 s, nothing followed).")
     Duration kernelCache;
 
     /** Set by a background mount for its daemon child, so the registry names the log file. */
