@@ -246,7 +246,8 @@ final class ChibiFuse extends FuseStubFS {
     }
 
     private void fill(FileStat stat, VfsPath p, Metadata m) {
-        if (kernelEntries.following()) {
+        boolean following = kernelEntries.following();
+        if (following) {
             if (kernelEntries.brief(m.isDirectory() ? p : p.parent())) {
                 // a directory's attributes change with what is in it, a file's are told by its directory's feed
                 FuseLoop.keepThisReplyBrief();
@@ -256,7 +257,7 @@ final class ChibiFuse extends FuseStubFS {
                 FuseLoop.keepItsAttributesBrief();
             }
         }
-        if (m.isDirectory() && kernelEntries.following()) {
+        if (m.isDirectory() && following) {
             // for KernelEntries: a directory made or looked up through this mount needs no invalidation
             kernelAttributes.told(m, p, isEntryReply(FuseLoop.currentOpcode()), kernelEntries.changesSeen());
         } else if (m.isFile()) {
@@ -265,7 +266,7 @@ final class ChibiFuse extends FuseStubFS {
             long self = op == FuseLoop.GETATTR || op == FuseLoop.SETATTR || op == FuseLoop.OPEN ? FuseLoop.currentNodeid() : 0;
             kernelInodes.seen(m.inode(), self);
             // names matter only to KernelEntries: without it, no path is kept or compared per reply
-            VfsPath by = kernelEntries.following() ? p : null;
+            VfsPath by = following ? p : null;
             boolean news = kernelAttributes.told(m, by, isEntryReply(op), kernelEntries.changesSeen());
             if (op == FuseLoop.SETATTR || news && m.links() > 1) {
                 // changed through this inode (libfuse asks for the attributes after a setattr), or elsewhere

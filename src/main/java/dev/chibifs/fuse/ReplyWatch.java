@@ -175,12 +175,14 @@ final class ReplyWatch {
         }
         // fuse_entry_out: nodeid, generation, entry_valid, attr_valid, 2 x u32 nsec, then fuse_attr (ino first, mode at +60)
         long nodeid = MEMORY.getLong(arg);
-        if (FuseLoop.entryBrief() && nodeid == 0) {
-            // a missing name (libfuse's negative_timeout): not cached at all, as libfuse's default
-            MEMORY.putLong(arg + 16, 0);
-            MEMORY.putInt(arg + 32, 0);
-        } else if (FuseLoop.entryBrief()) {
-            brief(arg + 16, arg + 32);
+        if (FuseLoop.entryBrief()) {
+            if (nodeid == 0) {
+                // a missing name (libfuse's negative_timeout): not cached at all, as libfuse's default
+                MEMORY.putLong(arg + 16, 0);
+                MEMORY.putInt(arg + 32, 0);
+            } else {
+                brief(arg + 16, arg + 32);
+            }
         }
         if (FuseLoop.attributesBrief() && nodeid != 0) {
             brief(arg + 24, arg + 36);

@@ -678,17 +678,26 @@ public final class LocalStorage implements Storage {
                 if (!m.isFile() && !m.isDirectory()) {
                     throw notRegular(m.kind() == EntryKind.SYMLINK ? Libc.S_IFLNK : 0, path);
                 }
-                int wanted = (m.mode() & 0666) | (mode & 0111);
-                if ((m.mode() & 07777) == wanted) {
-                    return; // tar and cp -p chmod every file they write: most change nothing the store keeps
+                int wanted = withExecuteBits(m.mode(), mode);
+                if (wanted >= 0) {
+                    Files.setPosixFilePermissions(Path.of(PROC_FD + fd), toPermissions(wanted));
                 }
-                Files.setPosixFilePermissions(Path.of(PROC_FD + fd), toPermissions(wanted));
             } catch (IOException e) {
                 throw vfsError(e, path);
             } finally {
                 Libc.close(fd);
             }
         }
+    }
+
+    /**
+     * The mode to set for {@code mode}'s execute bits on a file whose mode is {@code current}, or -1
+     * when that changes nothing: tar and cp -p chmod every file they write, and most change nothing
+     * the store keeps.
+     */
+    private static int withExecuteBits(int current, int mode) {
+        int wanted = (current & 0666) | (mode & 0111);
+        return (current & 07777) == wanted ? -1 : wanted;
     }
 
     @Override
@@ -873,9 +882,8 @@ public final class LocalStorage implements Storage {
 
         @Override
         public void setExecutable(int mode) throws IOException {
-            int now = metadata().mode();
-            int wanted = (now & 0666) | (mode & 0111);
-            if ((now & 07777) != wanted) {
+            int wanted = withExecuteBits(metadata().mode(), mode);
+            if (wanted >= 0) {
                 Libc.fchmod(fd(), wanted);
             }
         }
