@@ -350,7 +350,14 @@ final class KernelEntries implements ChangeListener {
             return;
         }
         Metadata now = metadata(f, name);
-        if (now != null && (now.isFile() || now.isDirectory()) && kernelAttributes.current(now)) {
+        if (now != null && now.isDirectory()) {
+            // its name still shows the same directory: its own watch tells of its attributes
+            // (directoryChanged), or, unfollowed, the kernel keeps them for 1 s only; and an entry
+            // invalidation unhashes a directory where the kernel cannot merely expire it (before
+            // Linux 6.2), which fails getcwd of every process working in it
+            return;
+        }
+        if (now != null && now.isFile() && kernelAttributes.current(now)) {
             return; // the kernel was told these very attributes (a setattr through this mount, say)
         }
         long counted = changes.incrementAndGet();
@@ -362,6 +369,30 @@ final class KernelEntries implements ChangeListener {
         byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
         for (long node : f.nodes) {
             invalidateEntry(node, bytes);
+        }
+    }
+
+    @Override
+    public void directoryChanged(long dir) {
+        Followed f = followed.get(dir);
+        if (f == null) {
+            return;
+        }
+        Metadata now;
+        try {
+            now = router.metadata(null, f.path);
+        } catch (IOException | RuntimeException gone) {
+            return; // its own event tells of that
+        }
+        if (kernelAttributes.current(now)) {
+            return; // a chmod or touch through this mount: its reply told the kernel
+        }
+        changes.incrementAndGet();
+        // "." of a process working in the directory walks no name: its parent's event cannot reach that
+        for (long node : f.nodes) {
+            if (invalidateDirectory(node) == -ENOENT) {
+                forget(dir, node);
+            }
         }
     }
 

@@ -320,6 +320,11 @@ public final class Router {
         }
 
         @Override
+        public void directoryChanged(long dir) {
+            listener.directoryChanged(high | dir);
+        }
+
+        @Override
         public void directoryGone(long dir) {
             listener.directoryGone(high | dir);
         }

@@ -13,6 +13,9 @@ public interface ChangeListener {
     /** The file (or directory) at {@code name} in followed directory {@code dir} changed its content or attributes. */
     void fileChanged(long dir, String name);
 
+    /** Followed directory {@code dir} itself changed its attributes (a chmod or touch of it; not the names in it). */
+    void directoryChanged(long dir);
+
     /** Followed directory {@code dir} is gone (removed, or its file system unmounted): its key means nothing any more. */
     void directoryGone(long dir);
 

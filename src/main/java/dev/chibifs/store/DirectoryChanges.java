@@ -140,7 +140,13 @@ final class DirectoryChanges implements ChangeFeed {
                     batch.add(Event.LOST);
                 } else if ((e.mask() & IN_IGNORED) != 0) {
                     batch.add(new Event(Kind.GONE, e.watch(), ""));
-                } else if (!e.name().isEmpty() && !LocalStorage.isTemporaryName(e.name())) {
+                } else if (e.name().isEmpty()) {
+                    if ((e.mask() & IN_ATTRIB) != 0) {
+                        // the watched directory itself: a process working in it sees its attributes
+                        // through "." and walks no name that its parent's event would have made stale
+                        batch.add(new Event(Kind.SELF, e.watch(), ""));
+                    }
+                } else if (!LocalStorage.isTemporaryName(e.name())) {
                     // a name's events in one batch are told once, in the order the first of each kind came
                     batch.add(new Event((e.mask() & NAMES) != 0 ? Kind.NAME : Kind.FILE, e.watch(), e.name()));
                 }
@@ -156,6 +162,7 @@ final class DirectoryChanges implements ChangeFeed {
                 switch (e.kind) {
                     case NAME -> listener.nameChanged(e.watch, e.name);
                     case FILE -> listener.fileChanged(e.watch, e.name);
+                    case SELF -> listener.directoryChanged(e.watch);
                     case GONE -> listener.directoryGone(e.watch);
                     case LOST -> listener.eventsLost();
                 }
@@ -187,7 +194,7 @@ final class DirectoryChanges implements ChangeFeed {
         }
     }
 
-    private enum Kind { NAME, FILE, GONE, LOST }
+    private enum Kind { NAME, FILE, SELF, GONE, LOST }
 
     private record Event(Kind kind, int watch, String name) {
         static final Event LOST = new Event(Kind.LOST, -1, "");

@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
@@ -129,6 +130,19 @@ class KernelEntriesTest {
         assertFalse(entries.brief(later));
         Files.writeString(root.resolve("shared/later/x.md"), "x");
         awaitSent("entry 9 x.md");
+    }
+
+    @Test
+    void aDirectoryTouchedInTheStoreHasItsOwnAttributesInvalidatedAndItsNameKept() throws Exception {
+        Files.createDirectory(root.resolve("shared/work"));
+        entries.lookingIn(VfsPath.of("/shared"), SHARED);
+        entries.lookingIn(VfsPath.of("/shared/work"), 11);
+        Files.setLastModifiedTime(root.resolve("shared/work"), FileTime.fromMillis(0));
+        awaitSent("directory 11");
+        Thread.sleep(100);
+        // its name still shows the same directory: invalidating it would unhash the working directory of
+        // processes in it (before Linux 6.2)
+        assertFalse(sent.contains("entry 7 work"), sent.toString());
     }
 
     // The cases below call the listener themselves, for a file made before its directory was followed:

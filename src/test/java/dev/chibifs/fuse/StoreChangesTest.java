@@ -163,7 +163,6 @@ class StoreChangesTest {
         assertEquals("c\n", fs.sh("rm shared/kept/d && ls shared/kept").ok().out());
     }
 
-    /** Runs {@code script} until it prints {@code expected}, for {@link #WITHIN_MS} at most. */
     @Test
     void aDirectoryNothingLookedIntoShowsItsNewLinkCount() throws IOException {
         // its name is followed (its parent's watch), but a subdirectory made inside it changes only its
@@ -191,6 +190,25 @@ class StoreChangesTest {
         }
     }
 
+    @Test
+    void aProcessWorkingInADirectoryChangedInTheStoreKeepsItsWorkingDirectory() throws IOException {
+        // an agent's shell or git sits in a directory that someone else touches, chmods or fills:
+        // the name is made stale, not dropped (FUSE_EXPIRE_ONLY), or getcwd in it fails with ENOENT;
+        // and the directory's own attributes, which "." shows without walking a name, follow too
+        Files.createDirectories(fs.stored("/shared/cwd/inner"));
+        Path inner = fs.stored("/shared/cwd/inner");
+        // "test -e": a lookup in it, so the mount follows it, and from then on keeps its attributes for
+        // long (the lookup's own reply kept them for 1 s only); touch -d: a change only its own watch tells
+        String script = "cd shared/cwd/inner && test ! -e nothing && sleep 1.1 && stat . > /dev/null"
+                + " && touch -d @1000000000 '" + inner + "' && touch '" + inner.getParent() + "'"
+                + " && i=0; while [ \"$(stat -c %Y .)\" != 1000000000 ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done"
+                + "; sleep 0.2; stat -c %Y . && /bin/pwd -P"
+                + " && echo new > '" + inner.resolve("new.md") + "' && sleep 0.2 && cat new.md";
+        assertEquals("1000000000\n" + fs.at("/shared/cwd/inner").toRealPath() + "\nnew\n",
+                fs.sh(script).ok().out());
+    }
+
+    /** Runs {@code script} until it prints {@code expected}, for {@link #WITHIN_MS} at most. */
     private static void eventually(String script, String expected) {
         long deadline = System.currentTimeMillis() + WITHIN_MS;
         Sh.Result r = fs.sh(script);

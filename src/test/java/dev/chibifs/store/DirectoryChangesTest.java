@@ -11,6 +11,8 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -46,6 +48,11 @@ class DirectoryChangesTest {
             }
 
             @Override
+            public void directoryChanged(long dir) {
+                heard.add("self " + dir);
+            }
+
+            @Override
             public void directoryGone(long dir) {
                 heard.add("gone " + dir);
             }
@@ -76,6 +83,16 @@ class DirectoryChangesTest {
         assertEquals("file " + key + " a.md", next());
         Files.delete(root.resolve("shared/a.md"));
         assertEquals("name " + key + " a.md", next());
+    }
+
+    @Test
+    void aChangeToAFollowedDirectoryItselfIsTold() throws Exception {
+        storage.mkdir(VfsPath.of("/shared/d"));
+        long shared = feed.follow(VfsPath.of("/shared"));
+        long d = feed.follow(VfsPath.of("/shared/d"));
+        Files.setLastModifiedTime(root.resolve("shared/d"), FileTime.fromMillis(0));
+        // told twice: to its parent's watch, by name, and to its own, which a process working in it needs
+        assertEquals(Set.of("file " + shared + " d", "self " + d), Set.of(next(), next()));
     }
 
     @Test
