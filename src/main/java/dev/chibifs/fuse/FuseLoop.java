@@ -240,10 +240,13 @@ final class FuseLoop {
         Pointer channel = lib.fuse_session_next_chan(lib.fuse_get_session(fuse), null);
         ReplyWatch watch = ReplyWatch.prepare(channel, kernelInodes);
         kernelInodes.invalidateWith(nodeid -> lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0));
+        // where the kernel can, a changed name is only marked stale: unhashing it would break getcwd inside it
+        EntryExpiry expiry = EntryExpiry.kernelExpiresOnly() ? EntryExpiry.forChannel(channel) : null;
         kernelEntries.notifyWith(new KernelEntries.Notifier() {
             @Override
             public int invalidateEntry(long parent, byte[] name) {
-                return lib.fuse_lowlevel_notify_inval_entry(channel, parent, name, name.length);
+                return expiry != null ? expiry.expire(parent, name)
+                        : lib.fuse_lowlevel_notify_inval_entry(channel, parent, name, name.length);
             }
 
             @Override
