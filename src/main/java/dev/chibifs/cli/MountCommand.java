@@ -82,11 +82,11 @@ public final class MountCommand implements Callable<Integer> {
                 + " (config.toml; skipped when auto_cleanup_cache = false), e.g. 30s, 10m, 1h. Default: ${DEFAULT-VALUE}.")
     Duration cacheSweepInterval;
 
-    @Option(names = "--kernel-cache", paramLabel = "DURATION|off", defaultValue = KernelCacheConverter.OFF,
-            converter = KernelCacheConverter.class,
+    @Option(names = "--kernel-cache", paramLabel = "DURATION|off", converter = KernelCacheConverter.class,
             description = "How long the kernel may keep names, attributes, missing names and directory listings (1s to 1h),"
                 + " kept true to the store by following it with inotify: changes made elsewhere show within milliseconds."
-                + " Default: ${DEFAULT-VALUE} (libfuse's 1 s, nothing followed).")
+                + " off: libfuse's 1 s, nothing followed. Default: 30s on Linux 6.2 and later, off before (an older kernel"
+                + " can only drop a changed directory's name, which fails getcwd of processes working in it).")
     Duration kernelCache;
 
     /** Set by a background mount for its daemon child, so the registry names the log file. */
@@ -122,6 +122,9 @@ public final class MountCommand implements Callable<Integer> {
     }
 
     private Plan validate() {
+        if (kernelCache == null) {
+            kernelCache = Duration.ofSeconds(FuseDaemon.defaultKernelCacheSeconds());
+        }
         if (!Files.exists(Path.of("/dev/fuse"))) {
             throw new MountFailure("/dev/fuse is missing: install fuse (apt-get install fuse libfuse2) or load the module");
         }

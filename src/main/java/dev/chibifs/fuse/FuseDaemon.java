@@ -54,6 +54,15 @@ public final class FuseDaemon {
     }
 
     /**
+     * How long the kernel keeps names and attributes unless told otherwise: 30 s where a changed
+     * directory's name can be made stale without unhashing it (Linux 6.2, {@link EntryExpiry}),
+     * else 0, libfuse's defaults: unhashing fails getcwd of every process working in the directory.
+     */
+    public static int defaultKernelCacheSeconds() {
+        return EntryExpiry.kernelExpiresOnly() ? 30 : 0;
+    }
+
+    /**
      * {@link #create}, with the kernel keeping names, attributes, missing names and listings for
      * {@code kernelCacheSeconds} (0: libfuse's defaults), kept true to the store by {@link KernelEntries}.
      */

@@ -13,7 +13,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -58,7 +57,7 @@ class StoreChangesTest {
     }
 
     @Test
-    void offIsTheDefaultAndKeepsLibfusesSecond() {
+    void thirtySecondsIsTheDefaultWhereTheKernelCanExpireNamesAndOffKeepsLibfusesSecond() {
         try (MountedFs byDefault = MountedFs.start("--context", "planner");
              MountedFs off = MountedFs.start("--context", "planner", "--kernel-cache", "off")) {
             // the daemons log their options just after the mount answers
@@ -67,10 +66,13 @@ class StoreChangesTest {
                     && System.currentTimeMillis() < deadline) {
                 sleep(20);
             }
-            for (MountedFs m : List.of(byDefault, off)) {
-                assertTrue(m.log().contains("; options fsname=chibifs,"), m.log());
-                assertFalse(m.log().contains("entry_timeout"), m.log());
-            }
+            // before Linux 6.2 a changed directory's name can only be dropped, which fails getcwd inside it
+            String expected = EntryExpiry.kernelExpiresOnly()
+                    ? "; options entry_timeout=30,attr_timeout=30,negative_timeout=30,fsname=chibifs,"
+                    : "; options fsname=chibifs,";
+            assertTrue(byDefault.log().contains(expected), byDefault.log());
+            assertTrue(off.log().contains("; options fsname=chibifs,"), off.log());
+            assertFalse(off.log().contains("entry_timeout"), off.log());
         }
     }
 
