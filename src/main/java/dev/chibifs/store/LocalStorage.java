@@ -802,7 +802,7 @@ public final class LocalStorage implements Storage {
         private final AtomicBoolean closed = new AtomicBoolean();
         /** What the type check at open found; null for a file this open created. */
         private final Metadata opened;
-        /** Known from the type check at open; a file this open created learns it at the first ask. */
+        /** Known from the type check at open; a file this open created learns it at its first fstat. */
         private volatile long inode;
 
         LocalFileHandle(int fd, Metadata opened) {
@@ -835,7 +835,10 @@ public final class LocalStorage implements Storage {
 
         @Override
         public Metadata metadata() throws IOException {
-            return Libc.stat(fd(), null, null);
+            Metadata m = Libc.stat(fd(), null, null);
+            // a descriptor's file never changes: a create's reply (which asks this) spares its first write an fstat
+            inode = m.inode();
+            return m;
         }
 
         @Override
