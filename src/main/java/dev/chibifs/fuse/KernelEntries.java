@@ -317,18 +317,29 @@ final class KernelEntries implements ChangeListener {
     }
 
     @Override
-    public void nameChanged(long dir, String name) {
+    public void changed(long dir, String name, boolean renamed, boolean modified) {
         Followed f = followed.get(dir);
         if (f == null) {
             return;
         }
+        // one look at the store for both: taken after every event the feed read, so it is as new as either needs
         Metadata now = metadata(f, name);
+        if (renamed) {
+            nameChanged(f, dir, name, now);
+        }
+        if (modified) {
+            fileChanged(f, dir, name, now);
+        }
+    }
+
+    /** {@code name} in followed directory {@code f} came, went or names another file; {@code now} is what is there. */
+    private void nameChanged(Followed f, long dir, String name, Metadata now) {
         int slot = slot(dir, name);
         if (now != null && (now.isFile() && now.links() == 1 || now.isDirectory())
                 && kernelAttributes.knownAs(now, f.path.child(name), invalidatedAt[slot])) {
             // the file's one name, as the kernel heard it in an entry reply (a create or mkdir through this mount):
             // the kernel has the name right, and its directory it invalidated itself; a change of the
-            // file's attributes comes as an event of its own (fileChanged)
+            // file's attributes is told apart (modified)
             return;
         }
         invalidatedAt[slot] = changes.incrementAndGet();
@@ -343,13 +354,8 @@ final class KernelEntries implements ChangeListener {
         }
     }
 
-    @Override
-    public void fileChanged(long dir, String name) {
-        Followed f = followed.get(dir);
-        if (f == null) {
-            return;
-        }
-        Metadata now = metadata(f, name);
+    /** The file or directory {@code now} at {@code name} in followed directory {@code f} changed its content or attributes. */
+    private void fileChanged(Followed f, long dir, String name, Metadata now) {
         if (now != null && now.isDirectory()) {
             // its name still shows the same directory: its own watch tells of its attributes
             // (directoryChanged), or, unfollowed, the kernel keeps them for 1 s only; and an entry

@@ -310,13 +310,8 @@ public final class Router {
     /** One storage's events, with its index in the high half of every key. */
     private record KeyedListener(ChangeListener listener, long high) implements ChangeListener {
         @Override
-        public void nameChanged(long dir, String name) {
-            listener.nameChanged(high | dir, name);
-        }
-
-        @Override
-        public void fileChanged(long dir, String name) {
-            listener.fileChanged(high | dir, name);
+        public void changed(long dir, String name, boolean renamed, boolean modified) {
+            listener.changed(high | dir, name, renamed, modified);
         }
 
         @Override

@@ -7,11 +7,13 @@ package dev.chibifs.store;
  */
 public interface ChangeListener {
 
-    /** A name in followed directory {@code dir} came, went, or now names another file. */
-    void nameChanged(long dir, String name);
-
-    /** The file (or directory) at {@code name} in followed directory {@code dir} changed its content or attributes. */
-    void fileChanged(long dir, String name);
+    /**
+     * Something at {@code name} in followed directory {@code dir} changed: when {@code renamed}, the
+     * name came, went, or now names another file; when {@code modified}, the file (or directory) at
+     * it changed its content or attributes. Told once for both when both happened close together,
+     * so that the listener looks at the store once.
+     */
+    void changed(long dir, String name, boolean renamed, boolean modified);
 
     /** Followed directory {@code dir} itself changed its attributes (a chmod or touch of it; not the names in it). */
     void directoryChanged(long dir);

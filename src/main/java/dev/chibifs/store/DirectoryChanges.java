@@ -5,9 +5,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.util.LinkedHashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -43,6 +43,9 @@ final class DirectoryChanges implements ChangeFeed {
     private static final int IN_EXCL_UNLINK = 0x4000000;
     private static final int NAMES = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
     private static final int FILES = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE;
+    /** What happened to a name in a batch: bits of the value {@link #readOnce} keeps per name. */
+    private static final int RENAMED = 1;
+    private static final int MODIFIED = 2;
     private static final int MASK = NAMES | FILES | IN_ONLYDIR | IN_EXCL_UNLINK;
     private static final int ENOSPC = 28;
     private static final int ENOENT = 2;
@@ -114,7 +117,7 @@ final class DirectoryChanges implements ChangeFeed {
     }
 
     private void read() {
-        Set<Event> batch = new LinkedHashSet<>();
+        Map<Event, Integer> batch = new LinkedHashMap<>();
         while (!closed) {
             try {
                 readOnce(batch);
@@ -127,7 +130,8 @@ final class DirectoryChanges implements ChangeFeed {
         Libc.close(inotify);
     }
 
-    private void readOnce(Set<Event> batch) {
+    /** {@code batch}: each event once, in the order the first of it came, with what happened to a name (RENAMED, MODIFIED). */
+    private void readOnce(Map<Event, Integer> batch) {
         if (!Libc.awaitReadable(inotify, POLL_MILLIS)) {
             return;
         }
@@ -137,18 +141,20 @@ final class DirectoryChanges implements ChangeFeed {
             for (Libc.InotifyEvent e : events) {
                 if ((e.mask() & IN_Q_OVERFLOW) != 0) {
                     batch.clear();
-                    batch.add(Event.LOST);
+                    batch.put(Event.LOST, 0);
                 } else if ((e.mask() & IN_IGNORED) != 0) {
-                    batch.add(new Event(Kind.GONE, e.watch(), ""));
+                    batch.put(new Event(Kind.GONE, e.watch(), ""), 0);
                 } else if (e.name().isEmpty()) {
                     if ((e.mask() & IN_ATTRIB) != 0) {
                         // the watched directory itself: a process working in it sees its attributes
                         // through "." and walks no name that its parent's event would have made stale
-                        batch.add(new Event(Kind.SELF, e.watch(), ""));
+                        batch.put(new Event(Kind.SELF, e.watch(), ""), 0);
                     }
                 } else if (!LocalStorage.isTemporaryName(e.name())) {
-                    // a name's events in one batch are told once, in the order the first of each kind came
-                    batch.add(new Event((e.mask() & NAMES) != 0 ? Kind.NAME : Kind.FILE, e.watch(), e.name()));
+                    // a name's events in one batch are told once (a file written raises a create, writes, a
+                    // close and times), so the listener looks at the store once for them all
+                    int what = (e.mask() & NAMES) != 0 ? RENAMED : MODIFIED;
+                    batch.merge(new Event(Kind.NAME, e.watch(), e.name()), what, (a, b) -> a | b);
                 }
             }
         }
@@ -156,12 +162,13 @@ final class DirectoryChanges implements ChangeFeed {
         batch.clear();
     }
 
-    private void tell(Set<Event> batch) {
-        for (Event e : batch) {
+    private void tell(Map<Event, Integer> batch) {
+        for (Map.Entry<Event, Integer> told : batch.entrySet()) {
+            Event e = told.getKey();
             try {
                 switch (e.kind) {
-                    case NAME -> listener.nameChanged(e.watch, e.name);
-                    case FILE -> listener.fileChanged(e.watch, e.name);
+                    case NAME -> listener.changed(e.watch, e.name, (told.getValue() & RENAMED) != 0,
+                            (told.getValue() & MODIFIED) != 0);
                     case SELF -> listener.directoryChanged(e.watch);
                     case GONE -> listener.directoryGone(e.watch);
                     case LOST -> listener.eventsLost();
@@ -194,7 +201,7 @@ final class DirectoryChanges implements ChangeFeed {
         }
     }
 
-    private enum Kind { NAME, FILE, SELF, GONE, LOST }
+    private enum Kind { NAME, SELF, GONE, LOST }
 
     private record Event(Kind kind, int watch, String name) {
         static final Event LOST = new Event(Kind.LOST, -1, "");

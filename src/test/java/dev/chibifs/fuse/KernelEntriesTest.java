@@ -152,7 +152,7 @@ class KernelEntriesTest {
     void aNameTheKernelWasGivenThroughTheMountIsLeftAlone() throws Exception {
         Metadata made = madeThroughTheMount("made.md");
         kernelAttributes.told(made, VfsPath.of("/shared/made.md"), true, entries.changesSeen());
-        entries.nameChanged(entries.followedKey(SHARED), "made.md");
+        entries.changed(entries.followedKey(SHARED), "made.md", true, false);
         assertEquals(List.of(), sent);
     }
 
@@ -161,13 +161,13 @@ class KernelEntriesTest {
         Metadata made = madeThroughTheMount("raced.md");
         long key = entries.followedKey(SHARED);
         long before = entries.changesSeen();
-        entries.nameChanged(key, "raced.md"); // nothing told of it yet: invalidated
+        entries.changed(key, "raced.md", true, false); // nothing told of it yet: invalidated
         assertEquals(List.of("directory 7", "entry 7 raced.md"), sent);
         // a lookup's reply read the store before that invalidation and is told only now: meanwhile the
         // kernel may have cached the name as missing, so the entry reply says nothing of what it has
         kernelAttributes.told(made, VfsPath.of("/shared/raced.md"), true, before);
         sent.clear();
-        entries.nameChanged(key, "raced.md");
+        entries.changed(key, "raced.md", true, false);
         assertEquals(List.of("directory 7", "entry 7 raced.md"), sent);
     }
 
@@ -178,11 +178,11 @@ class KernelEntriesTest {
         kernelAttributes.told(made, VfsPath.of("/shared/written.md"), true, entries.changesSeen());
         kernelAttributes.writing(made.inode());
         Files.writeString(root.resolve("shared/written.md"), "more");
-        entries.fileChanged(key, "written.md");
+        entries.changed(key, "written.md", false, true);
         assertEquals(List.of(), sent, "the kernel drops its attributes after its own write");
         kernelAttributes.forget(made.inode()); // the write failed: the kernel kept its attributes
         Files.writeString(root.resolve("shared/written.md"), "again");
-        entries.fileChanged(key, "written.md");
+        entries.changed(key, "written.md", false, true);
         // the feed, which follows shared/ by now, hears this write too and may tell it as well
         assertEquals(java.util.Set.of("entry 7 written.md"), java.util.Set.copyOf(sent));
     }

@@ -38,13 +38,13 @@ class DirectoryChangesTest {
         storage.mkdir(VfsPath.of("/shared"));
         feed = storage.changes(new ChangeListener() {
             @Override
-            public void nameChanged(long dir, String name) {
-                heard.add("name " + dir + " " + name);
-            }
-
-            @Override
-            public void fileChanged(long dir, String name) {
-                heard.add("file " + dir + " " + name);
+            public void changed(long dir, String name, boolean renamed, boolean modified) {
+                if (renamed) {
+                    heard.add("name " + dir + " " + name);
+                }
+                if (modified) {
+                    heard.add("file " + dir + " " + name);
+                }
             }
 
             @Override
