@@ -26,8 +26,10 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * The store changes behind the mount (chibi writes it directly; every agent's mount is another
  * daemon), so every directory the kernel looks names up in is followed ({@link ChangeFeed}), and
  * each change there becomes an invalidation: FUSE_NOTIFY_INVAL_ENTRY for the name (the next walk
- * looks it up again), the directory's attributes and kept listing, and the attributes of every kernel inode that
- * shows a changed file (an open descriptor's fstat, as in {@code tail -f}, walks no name). A
+ * looks it up again; only expired, not unhashed, where the kernel can: {@link EntryExpiry}), the
+ * directory's attributes and kept listing, and the attributes of every kernel inode that shows a
+ * changed file (an open descriptor's fstat, as in {@code tail -f}, walks no name) or a changed
+ * directory (its own watch tells; "." of a process working in it walks no name either). A
  * change the kernel has heard of already, because it was made through this mount, is left alone:
  * {@link KernelAttributes} says the kernel's last reply about the file matches the store, and for
  * a new name, that the kernel's last entry reply about the file was by that name, made after the
