@@ -836,8 +836,10 @@ public final class LocalStorage implements Storage {
         @Override
         public Metadata metadata() throws IOException {
             Metadata m = Libc.stat(fd(), null, null);
-            // a descriptor's file never changes: a create's reply (which asks this) spares its first write an fstat
-            inode = m.inode();
+            if (inode == UNKNOWN_INODE) {
+                // a descriptor's file never changes: a create's reply (which asks this) spares its first write an fstat
+                inode = m.inode();
+            }
             return m;
         }
 
