@@ -1,9 +1,7 @@
 package dev.chibifs.fuse;
 
 import jnr.ffi.LibraryLoader;
-import jnr.ffi.Pointer;
 import jnr.ffi.Runtime;
-import jnr.ffi.annotations.IgnoreError;
 import jnr.ffi.annotations.In;
 import jnr.ffi.types.size_t;
 
@@ -30,32 +28,22 @@ final class EntryExpiry {
     private static final int FUSE_EXPIRE_ONLY = 1;
     private static final Pattern RELEASE = Pattern.compile("(\\d+)\\.(\\d+).*");
 
-    /** What the notification needs from libfuse and libc. */
-    public interface Lib {
-        @IgnoreError
-        int fuse_chan_fd(Pointer channel);
-
+    /** What the notification needs from libc. */
+    public interface Libc {
         long write(int fd, @In byte[] buffer, @size_t long count);
     }
 
-    private final Lib lib;
+    private static final Libc LIBC = LibraryLoader.create(Libc.class).load("c");
+
     private final int fd;
 
-    private EntryExpiry(Lib lib, int fd) {
-        this.lib = lib;
+    private EntryExpiry(int fd) {
         this.fd = fd;
     }
 
-    /** An expiry for the mounted session's {@code channel}; null when its /dev/fuse descriptor is not to be had. */
-    static EntryExpiry forChannel(Pointer channel) {
-        Lib lib;
-        try {
-            lib = LibraryLoader.create(Lib.class).failImmediately().library("fuse").library("c").load();
-        } catch (LinkageError | RuntimeException e) {
-            lib = LibraryLoader.create(Lib.class).failImmediately().library("libfuse.so.2").library("c").load();
-        }
-        int fd = lib.fuse_chan_fd(channel);
-        return fd < 0 ? null : new EntryExpiry(lib, fd);
+    /** An expiry written to the mounted session's /dev/fuse descriptor {@code fd}; null when there is none (negative). */
+    static EntryExpiry on(int fd) {
+        return fd < 0 ? null : new EntryExpiry(fd);
     }
 
     /** Whether this kernel honours FUSE_EXPIRE_ONLY (Linux 6.2 and later). */
@@ -87,7 +75,7 @@ final class EntryExpiry {
         message.putLong(parent).putInt(name.length).putInt(FUSE_EXPIRE_ONLY);
         message.put(name).put((byte) 0);
         // one write: /dev/fuse takes a message whole or not at all
-        long n = lib.write(fd, message.array(), length);
-        return n < 0 ? -Runtime.getRuntime(lib).getLastError() : 0;
+        long n = LIBC.write(fd, message.array(), length);
+        return n < 0 ? -Runtime.getRuntime(LIBC).getLastError() : 0;
     }
 }

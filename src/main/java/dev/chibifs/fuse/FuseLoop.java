@@ -66,6 +66,10 @@ final class FuseLoop {
         @IgnoreError
         Pointer fuse_session_next_chan(Pointer session, Pointer previous);
 
+        /** The channel's /dev/fuse descriptor; -1 when it has none. */
+        @IgnoreError
+        int fuse_chan_fd(Pointer channel);
+
         /** FUSE_NOTIFY_INVAL_INODE; a negative {@code offset} drops attributes only, no pages. */
         @IgnoreError
         int fuse_lowlevel_notify_inval_inode(Pointer channel, long nodeid, long offset, long length);
@@ -241,7 +245,7 @@ final class FuseLoop {
         ReplyWatch watch = ReplyWatch.prepare(channel, kernelInodes);
         kernelInodes.invalidateWith(nodeid -> lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0));
         // where the kernel can, a changed name is only marked stale: unhashing it would break getcwd inside it
-        EntryExpiry expiry = EntryExpiry.kernelExpiresOnly() ? EntryExpiry.forChannel(channel) : null;
+        EntryExpiry expiry = EntryExpiry.kernelExpiresOnly() ? EntryExpiry.on(lib.fuse_chan_fd(channel)) : null;
         kernelEntries.notifyWith(new KernelEntries.Notifier() {
             @Override
             public int invalidateEntry(long parent, byte[] name) {

@@ -325,7 +325,7 @@ final class KernelEntries implements ChangeListener {
             return;
         }
         // one look at the store for both: taken after every event the feed read, so it is as new as either needs
-        Metadata now = metadata(f, name);
+        Metadata now = metadata(f.path.child(name));
         if (renamed) {
             nameChanged(f, dir, name, now);
         }
@@ -386,14 +386,9 @@ final class KernelEntries implements ChangeListener {
         if (f == null) {
             return;
         }
-        Metadata now;
-        try {
-            now = router.metadata(null, f.path);
-        } catch (IOException | RuntimeException gone) {
-            return; // its own event tells of that
-        }
-        if (kernelAttributes.current(now)) {
-            return; // a chmod or touch through this mount: its reply told the kernel
+        Metadata now = metadata(f.path);
+        if (now == null || kernelAttributes.current(now)) {
+            return; // gone (its own event tells of that), or a chmod or touch through this mount, whose reply told the kernel
         }
         changes.incrementAndGet();
         // "." of a process working in the directory walks no name: its parent's event cannot reach that
@@ -408,10 +403,10 @@ final class KernelEntries implements ChangeListener {
         return (Long.hashCode(dir) * 31 + name.hashCode()) & (NAME_SLOTS - 1);
     }
 
-    /** The store's file at {@code name} in {@code f} now; null when there is none. */
-    private Metadata metadata(Followed f, String name) {
+    /** The store's file or directory at {@code path} now; null when there is none. */
+    private Metadata metadata(VfsPath path) {
         try {
-            return router.metadata(null, f.path.child(name));
+            return router.metadata(null, path);
         } catch (IOException | RuntimeException gone) {
             return null;
         }

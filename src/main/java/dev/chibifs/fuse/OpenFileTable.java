@@ -59,7 +59,7 @@ final class OpenFileTable {
                 if (h.inode() == inode) {
                     return true;
                 }
-            } catch (java.io.IOException closed) {
+            } catch (IOException closed) {
                 // closed meanwhile: not open
             }
         }
