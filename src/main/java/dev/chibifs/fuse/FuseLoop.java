@@ -90,6 +90,7 @@ final class FuseLoop {
     static final int OPENDIR = 27;
     static final int READDIR = 28;
     static final int CREATE = 35;
+    static final int INIT = 26;
 
     /**
      * A worker: it knows the request it is serving, which libfuse's high-level callbacks do not
@@ -109,6 +110,8 @@ final class FuseLoop {
         boolean briefAttributes;
         /** The name a lookup on this thread is about, once its callback has parsed it. */
         VfsPath lookup;
+        /** For the INIT request on this thread, the flags of what the kernel can do (fuse_init_in's). */
+        int kernelCan;
 
         Worker(Runnable work, String name, ReplyWatch watch) {
             super(work, name);
@@ -193,6 +196,11 @@ final class FuseLoop {
     /** The kernel node id in the request this thread is serving (0 outside a request). */
     static long currentNodeid() {
         return Thread.currentThread() instanceof Worker w ? w.nodeid : 0;
+    }
+
+    /** For the INIT request on this thread, the kernel's fuse_init_in flags; 0 otherwise. */
+    static int kernelCan() {
+        return Thread.currentThread() instanceof Worker w ? w.kernelCan : 0;
     }
 
     /** For a link request on this thread, the node id of the name linked to; 0 otherwise. */
@@ -322,6 +330,12 @@ final class FuseLoop {
                     self.nodeid = MEMORY.getLong(header + 16);
                     // struct fuse_link_in { u64 oldnodeid; } follows the 40-byte header
                     self.linkSource = self.opcode == LINK ? MEMORY.getLong(header + 40) : 0;
+                    if (self.opcode == INIT) {
+                        // struct fuse_init_in { u32 major, minor, max_readahead, flags; ... }: the reply
+                        // watch answers with what libfuse 2.9 cannot ask for (see ReplyWatch#agree)
+                        self.kernelCan = MEMORY.getInt(header + 40 + 12);
+                        watchThisReply();
+                    }
                     // read before the lookup or listing reads the store: see KernelEntries
                     long changes = self.opcode == LOOKUP || self.opcode == READDIR ? kernelEntries.changesSeen() : 0;
                     lib.fuse_process_cmd(session, cmd);
@@ -338,6 +352,7 @@ final class FuseLoop {
                     self.nodeid = 0;
                     self.linkSource = 0;
                     self.lookup = null;
+                    self.kernelCan = 0;
                     self.cacheListing = false;
                     self.briefEntry = false;
                     self.briefAttributes = false;

@@ -16,7 +16,7 @@ import org.slf4j.LoggerFactory;
  * inode that shows a file, not only those that later reach a callback. It also writes what libfuse
  * 2 has no field for: FOPEN_CACHE_DIR in an opendir's reply where the store is followed, and timeouts
  * per reply, so that names and attributes in a directory whose changes are not followed keep
- * libfuse's 1 s under a mount's long ones.
+ * libfuse's 1 s under a mount's long ones, and INIT flags libfuse 2.9 does not know ({@link #agree}).
  *
  * <p>libfuse 2.9 sends every reply through its channel's {@code op.send}; we put ours in its
  * place and write the reply to /dev/fuse ourselves, as libfuse's own {@code fuse_kern_chan_send}
@@ -39,6 +39,11 @@ final class ReplyWatch {
     /** fuse_open_out's open_flags (linux/fuse.h): keep the pages at open; cache the listing (Linux 4.20). */
     private static final int FOPEN_KEEP_CACHE = 1 << 1;
     private static final int FOPEN_CACHE_DIR = 1 << 3;
+    /**
+     * fuse_init_out's flag (linux/fuse.h, Linux 4.9) for "the file system clears set-user-ID and
+     * set-group-ID bits itself": see {@link #agree}.
+     */
+    static final int FUSE_HANDLE_KILLPRIV = 1 << 19;
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
 
     /** libfuse's channel send: {@code int (*send)(struct fuse_chan *ch, const struct iovec iov[], size_t count)}. */
@@ -154,6 +159,10 @@ final class ReplyWatch {
             keepListing(iov);
             return;
         }
+        if (op == FuseLoop.INIT) {
+            agree(iov, FuseLoop.kernelCan());
+            return;
+        }
         boolean entryReply = op == FuseLoop.LOOKUP || op == FuseLoop.LINK || op == FuseLoop.CREATE
                 || op == FuseLoop.MKNOD || op == FuseLoop.MKDIR;
         if (!entryReply && op != FuseLoop.GETATTR && op != FuseLoop.SETATTR) {
@@ -192,6 +201,25 @@ final class ReplyWatch {
         if (nodeid != 0 && (mode & S_IFMT) == S_IFREG) {
             kernelInodes.seen(inode, nodeid);
         }
+    }
+
+    /**
+     * The INIT reply: adds what libfuse 2.9 has no capability for, where the kernel {@code can}.
+     * FUSE_HANDLE_KILLPRIV: before every chown(2) of a file, a kernel without it sends a GETATTR to
+     * learn whether set-user-ID or set-group-ID bits are to be cleared. chibifs shows neither
+     * ({@link AttributeView}: mode bits come from the policy), so there is never one to clear, and
+     * the round trip went to waste: one per file that {@code tar} or {@code cp -a} extracts as root.
+     * Writes and truncations are unaffected (the kernel clears such bits by the mode it caches).
+     */
+    static void agree(long iov, int can) {
+        long header = MEMORY.getAddress(iov);
+        // an error carries no fuse_init_out; one shorter than its flags (libfuse 2.9 sends 24 bytes) has none to set
+        if (MEMORY.getInt(header + 4) != 0 || MEMORY.getLong(iov + 24) < 16) {
+            return;
+        }
+        // struct fuse_init_out { u32 major, minor, max_readahead, flags; ... }
+        long out = MEMORY.getAddress(iov + 16);
+        MEMORY.putInt(out + 12, MEMORY.getInt(out + 12) | (can & FUSE_HANDLE_KILLPRIV));
     }
 
     /** Cuts the timeout at {@code seconds}/{@code nanos} to libfuse's default of 1 s, if it is longer. */

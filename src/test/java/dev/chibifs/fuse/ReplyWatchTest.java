@@ -1,0 +1,65 @@
+package dev.chibifs.fuse;
+
+import com.kenai.jffi.MemoryIO;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/** The INIT reply as the reply watch leaves it, on a reply laid out as libfuse 2.9 sends it. */
+class ReplyWatchTest {
+
+    private static final MemoryIO MEMORY = MemoryIO.getInstance();
+    private static final int FUSE_ASYNC_READ = 1;
+    private static final int FUSE_BIG_WRITES = 1 << 5;
+
+    // iovec[2] -> fuse_out_header {len, error, unique}, fuse_init_out (libfuse 2.9's 24 bytes)
+    private final long iov = MEMORY.allocateMemory(32, true);
+    private final long header = MEMORY.allocateMemory(16, true);
+    private final long out = MEMORY.allocateMemory(24, true);
+
+    private void reply(int error, int flags, long length) {
+        MEMORY.putAddress(iov, header);
+        MEMORY.putLong(iov + 8, 16);
+        MEMORY.putAddress(iov + 16, out);
+        MEMORY.putLong(iov + 24, length);
+        MEMORY.putInt(header, 16 + 24);
+        MEMORY.putInt(header + 4, error);
+        MEMORY.putLong(header + 8, 1);
+        MEMORY.putInt(out, 7);
+        MEMORY.putInt(out + 4, 19);
+        MEMORY.putInt(out + 12, flags);
+    }
+
+    @AfterEach
+    void free() {
+        MEMORY.freeMemory(iov);
+        MEMORY.freeMemory(header);
+        MEMORY.freeMemory(out);
+    }
+
+    @Test
+    void theKernelIsToldChibifsClearsSetUserIdBitsItselfWhereItCanBe() {
+        reply(0, FUSE_ASYNC_READ | FUSE_BIG_WRITES, 24);
+        ReplyWatch.agree(iov, 0xffff_ffff);
+        assertEquals(FUSE_ASYNC_READ | FUSE_BIG_WRITES | ReplyWatch.FUSE_HANDLE_KILLPRIV, MEMORY.getInt(out + 12));
+        assertEquals(19, MEMORY.getInt(out + 4), "libfuse's protocol version stays");
+    }
+
+    @Test
+    void nothingIsAddedThatTheKernelDidNotOffer() {
+        reply(0, FUSE_BIG_WRITES, 24);
+        ReplyWatch.agree(iov, FUSE_ASYNC_READ | FUSE_BIG_WRITES);
+        assertEquals(FUSE_BIG_WRITES, MEMORY.getInt(out + 12));
+    }
+
+    @Test
+    void anErrorOrAReplyTooShortToHaveFlagsIsLeftAlone() {
+        reply(-71, FUSE_BIG_WRITES, 24);
+        ReplyWatch.agree(iov, 0xffff_ffff);
+        assertEquals(FUSE_BIG_WRITES, MEMORY.getInt(out + 12));
+        reply(0, FUSE_BIG_WRITES, 8);
+        ReplyWatch.agree(iov, 0xffff_ffff);
+        assertEquals(FUSE_BIG_WRITES, MEMORY.getInt(out + 12));
+    }
+}
