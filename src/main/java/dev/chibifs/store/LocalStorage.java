@@ -671,6 +671,12 @@ public final class LocalStorage implements Storage {
     @Override
     public void setExecutable(VfsPath path, int mode) throws IOException {
         try (At a = at(path)) {
+            // most chmods change no execute bit (tar and cp -p chmod every file they write): one statx
+            // by name tells, where a descriptor to change the mode through costs an open and a close more
+            Metadata named = Libc.stat(a.dir, a.name, path);
+            if ((named.isFile() || named.isDirectory()) && withExecuteBits(named.mode(), mode) < 0) {
+                return;
+            }
             // chmod through the O_PATH descriptor's /proc link: the inode checked is the inode changed
             int fd = Libc.openat(a.dir, a.name, Libc.O_PATH | Libc.O_NOFOLLOW, 0, path);
             try {
