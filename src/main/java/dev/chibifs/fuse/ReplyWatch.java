@@ -44,6 +44,8 @@ final class ReplyWatch {
      * set-group-ID bits itself": see {@link #agree}.
      */
     static final int FUSE_HANDLE_KILLPRIV = 1 << 19;
+    /** fuse_init_out's flag (Linux 4.7) for "lookups and listings of one directory may run at once": see {@link #agree}. */
+    static final int FUSE_PARALLEL_DIROPS = 1 << 18;
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
 
     /** libfuse's channel send: {@code int (*send)(struct fuse_chan *ch, const struct iovec iov[], size_t count)}. */
@@ -205,11 +207,18 @@ final class ReplyWatch {
 
     /**
      * The INIT reply: adds what libfuse 2.9 has no capability for, where the kernel {@code can}.
-     * FUSE_HANDLE_KILLPRIV: before every chown(2) of a file, a kernel without it sends a GETATTR to
-     * learn whether set-user-ID or set-group-ID bits are to be cleared. chibifs shows neither
+     * <ul>
+     * <li>FUSE_HANDLE_KILLPRIV: before every chown(2) of a file, a kernel without it sends a GETATTR
+     * to learn whether set-user-ID or set-group-ID bits are to be cleared. chibifs shows neither
      * ({@link AttributeView}: mode bits come from the policy), so there is never one to clear, and
      * the round trip went to waste: one per file that {@code tar} or {@code cp -a} extracts as root.
      * Writes and truncations are unaffected (the kernel clears such bits by the mode it caches).
+     * <li>FUSE_PARALLEL_DIROPS: without it the kernel lets one LOOKUP or READDIR per directory reach
+     * the daemon at a time, so parallel programs (git's preload threads, {@code xargs -P}) queued
+     * behind each other in a shared directory. libfuse's high-level API is safe with it (libfuse 3
+     * turns it on by default with the same path table and locks), and so is chibifs: each listing
+     * reads the store through a descriptor of its own.
+     * </ul>
      */
     static void agree(long iov, int can) {
         long header = MEMORY.getAddress(iov);
@@ -219,7 +228,7 @@ final class ReplyWatch {
         }
         // struct fuse_init_out { u32 major, minor, max_readahead, flags; ... }
         long out = MEMORY.getAddress(iov + 16);
-        MEMORY.putInt(out + 12, MEMORY.getInt(out + 12) | (can & FUSE_HANDLE_KILLPRIV));
+        MEMORY.putInt(out + 12, MEMORY.getInt(out + 12) | (can & (FUSE_HANDLE_KILLPRIV | FUSE_PARALLEL_DIROPS)));
     }
 
     /** Cuts the timeout at {@code seconds}/{@code nanos} to libfuse's default of 1 s, if it is longer. */

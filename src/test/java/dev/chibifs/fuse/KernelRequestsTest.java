@@ -6,8 +6,13 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -51,6 +56,41 @@ class KernelRequestsTest {
                 "echo z >> shared/w1 && cat shared/w1 >/dev/null");
         assertTrue(sent.contains("WRITE"), sent.toString());
         assertTrue(!sent.contains("FLUSH") && !sent.contains("GETXATTR"), sent.toString());
+    }
+
+    @Test
+    void lookupsInOneDirectoryReachTheDaemonTogether() throws IOException {
+        // without FUSE_PARALLEL_DIROPS in the INIT reply the kernel holds each LOOKUP in a directory until
+        // the one before it is answered; libfuse logs a request's reply before it writes it, so two in
+        // flight at once in the log can only be lookups let through together
+        int most = 0;
+        for (int attempt = 0; attempt < 5 && most < 2; attempt++) {
+            Path dir = Files.createDirectories(fs.stored("/shared/many" + attempt));
+            for (int i = 0; i < 400; i++) {
+                Files.writeString(dir.resolve("f" + i), "x");
+            }
+            fs.sh("ls shared/many" + attempt + " >/dev/null").ok();
+            int from = fs.log().length();
+            fs.sh("cd shared/many" + attempt + " && ls | xargs -P8 -n20 stat -c %s >/dev/null").ok();
+            most = Math.max(most, mostLookupsInFlight(fs.log().substring(from)));
+        }
+        assertTrue(most >= 2, "the lookups of 8 processes in one directory never overlapped: at most " + most);
+    }
+
+    /** The most LOOKUP requests libfuse's debug output shows received and not yet answered at once. */
+    private static int mostLookupsInFlight(String log) {
+        Matcher m = Pattern.compile("(?m)^unique: (\\d+), opcode: (\\w+) |^ +unique: (\\d+), ").matcher(log);
+        Set<String> inFlight = new HashSet<>();
+        int most = 0;
+        while (m.find()) {
+            if (m.group(1) != null && m.group(2).equals("LOOKUP")) {
+                inFlight.add(m.group(1));
+                most = Math.max(most, inFlight.size());
+            } else if (m.group(3) != null) {
+                inFlight.remove(m.group(3));
+            }
+        }
+        return most;
     }
 
     /** The requests the kernel sent while {@code script} ran, once {@code setup}'s have settled. */

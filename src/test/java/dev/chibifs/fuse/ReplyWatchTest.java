@@ -39,10 +39,11 @@ class ReplyWatchTest {
     }
 
     @Test
-    void theKernelIsToldChibifsClearsSetUserIdBitsItselfWhereItCanBe() {
+    void theKernelIsToldWhatLibfuseCannotSayWhereItCanBe() {
         reply(0, FUSE_ASYNC_READ | FUSE_BIG_WRITES, 24);
         ReplyWatch.agree(iov, 0xffff_ffff);
-        assertEquals(FUSE_ASYNC_READ | FUSE_BIG_WRITES | ReplyWatch.FUSE_HANDLE_KILLPRIV, MEMORY.getInt(out + 12));
+        assertEquals(FUSE_ASYNC_READ | FUSE_BIG_WRITES | ReplyWatch.FUSE_HANDLE_KILLPRIV | ReplyWatch.FUSE_PARALLEL_DIROPS,
+                MEMORY.getInt(out + 12));
         assertEquals(19, MEMORY.getInt(out + 4), "libfuse's protocol version stays");
     }
 
