@@ -26,8 +26,9 @@ public final class FuseDaemon {
     /** Options every chibifs mount gets; the user's {@code -o} options come after and may override. */
     public static final List<String> DEFAULT_OPTIONS = List.of(
             "fsname=chibifs", "subtype=chibifs",
-            // libfuse2 sends 4 KiB writes without these
-            "big_writes", "max_write=131072",
+            // libfuse2 sends 4 KiB writes without these; over 128 KiB only with the wider request buffers
+            // FuseLoop gives it (libfuse caps max_write at its buffer, less a page, otherwise)
+            "big_writes", "max_write=1048576",
             // st_ino is the store's inode, so cp -a, tar and rsync -H see hard links as one file
             "use_ino");
     // no auto_cache: the open itself tells the kernel to keep a file's pages while its size, mtime

@@ -33,6 +33,12 @@ final class FuseLoop {
     private static final Logger LOG = LoggerFactory.getLogger(FuseLoop.class);
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
 
+    /**
+     * Bytes libfuse reads each request into: a 1 MiB write and a page for its headers (libfuse offers
+     * the kernel writes up to this less a page; its own 132 KiB allowed 128 KiB).
+     */
+    static final long REQUEST_BUFFER = (1 << 20) + 4096;
+
     /** Workers reading /dev/fuse; libfuse's own loop keeps up to 10 idle ones. */
     static final int WORKERS = 8;
 
@@ -251,6 +257,9 @@ final class FuseLoop {
         }
         Pointer channel = lib.fuse_session_next_chan(lib.fuse_get_session(fuse), null);
         ReplyWatch watch = ReplyWatch.prepare(channel, kernelInodes);
+        if (watch != null && !watch.widen(REQUEST_BUFFER)) {
+            LOG.info("libfuse's channel keeps its own request buffers: writes reach the daemon in pieces of 128 KiB");
+        }
         kernelInodes.invalidateWith(nodeid -> lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0));
         // where the kernel can, a changed name is only marked stale: unhashing it would break getcwd inside it
         EntryExpiry expiry = EntryExpiry.kernelExpiresOnly() ? EntryExpiry.on(lib.fuse_chan_fd(channel)) : null;

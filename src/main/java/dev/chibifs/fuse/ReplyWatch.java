@@ -46,6 +46,15 @@ final class ReplyWatch {
     static final int FUSE_HANDLE_KILLPRIV = 1 << 19;
     /** fuse_init_out's flag (Linux 4.7) for "lookups and listings of one directory may run at once": see {@link #agree}. */
     static final int FUSE_PARALLEL_DIROPS = 1 << 18;
+    /** fuse_init_out's flag (Linux 4.20) for "read max_pages": see {@link #agree}. */
+    static final int FUSE_MAX_PAGES = 1 << 22;
+    /** The kernel's own limit on a request's pages without FUSE_MAX_PAGES (FUSE_DEFAULT_MAX_PAGES_PER_REQ). */
+    private static final int DEFAULT_MAX_PAGES = 32;
+    /** fuse_init_out up to max_pages and map_alignment: what a reply must reach for the kernel to read max_pages. */
+    static final int INIT_OUT_WITH_MAX_PAGES = 32;
+    /** What {@link #agree} needs to send a longer INIT reply: two iovecs, fuse_out_header, fuse_init_out. */
+    static final int INIT_REPLY_BYTES = 2 * 16 + 16 + INIT_OUT_WITH_MAX_PAGES;
+    private static final int PAGE = 4096;
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
 
     /** libfuse's channel send: {@code int (*send)(struct fuse_chan *ch, const struct iovec iov[], size_t count)}. */
@@ -60,10 +69,14 @@ final class ReplyWatch {
         @IgnoreError
         int fuse_chan_fd(Pointer channel);
 
+        @IgnoreError
+        long fuse_chan_bufsize(Pointer channel);
+
         long writev(int fd, long iov, int count);
     }
 
     private final Lib lib;
+    private final Pointer channel;
     private final KernelInodes kernelInodes;
     private final int fd;
     /** Held: the closure must outlive the channel, or the kernel's next reply calls freed code. */
@@ -74,10 +87,13 @@ final class ReplyWatch {
     private final long watchingSend;
     /** Requests in flight that need their reply watched; guarded by {@code this}. */
     private int needing;
+    /** Room for an INIT reply longer than libfuse's own ({@link #agree}); written by the one thread serving INIT. */
+    private final long initReply = MEMORY.allocateMemory(INIT_REPLY_BYTES, true);
 
     private ReplyWatch(Lib lib, Pointer channel, KernelInodes kernelInodes) {
         this.lib = lib;
         this.kernelInodes = kernelInodes;
+        this.channel = channel;
         this.fd = lib.fuse_chan_fd(channel);
         this.sendSlot = channel.address() + Runtime.getSystemRuntime().addressSize();
         this.libfuseSend = MEMORY.getAddress(sendSlot);
@@ -108,6 +124,26 @@ final class ReplyWatch {
     }
 
     /**
+     * Makes libfuse read requests into buffers of {@code bytes} (before the first request, INIT, is
+     * read). libfuse 2.9 sizes them for 128 KiB writes and has no option for more; with room for
+     * more, it offers the kernel the mount's max_write, up to the buffer less a page, and the INIT
+     * reply asks for the pages that takes ({@link #agree}). False, and nothing changed, where the
+     * channel is not laid out as libfuse 2.9's: writes then stay at 128 KiB.
+     */
+    boolean widen(long bytes) {
+        // struct fuse_chan { struct fuse_chan_ops op; struct fuse_session *se; int fd; size_t bufsize; ... }
+        long offset = 5L * Runtime.getSystemRuntime().addressSize();
+        long now = lib.fuse_chan_bufsize(channel);
+        if (now <= 0 || channel.getLong(offset) != now) {
+            return false;
+        }
+        if (bytes > now) {
+            channel.putLong(offset, bytes);
+        }
+        return lib.fuse_chan_bufsize(channel) == Math.max(bytes, now);
+    }
+
+    /**
      * A request is about to send an entry reply worth learning: from now until its {@link #release},
      * every reply passes through the watch. The slot is one aligned pointer, so a worker sending at
      * the moment it changes uses either libfuse's send or ours, and both write the reply.
@@ -131,7 +167,11 @@ final class ReplyWatch {
                 return 0;
             }
             if (count >= 2) {
-                learn(iov);
+                if (FuseLoop.currentOpcode() == FuseLoop.INIT) {
+                    iov = agree(iov, FuseLoop.kernelCan(), initReply);
+                } else {
+                    learn(iov);
+                }
             }
             long n = lib.writev(fd, iov, (int) count);
             if (n < 0) {
@@ -159,10 +199,6 @@ final class ReplyWatch {
         int op = FuseLoop.currentOpcode();
         if (op == FuseLoop.OPENDIR) {
             keepListing(iov);
-            return;
-        }
-        if (op == FuseLoop.INIT) {
-            agree(iov, FuseLoop.kernelCan());
             return;
         }
         boolean entryReply = op == FuseLoop.LOOKUP || op == FuseLoop.LINK || op == FuseLoop.CREATE
@@ -218,17 +254,42 @@ final class ReplyWatch {
      * behind each other in a shared directory. libfuse's high-level API is safe with it (libfuse 3
      * turns it on by default with the same path table and locks), and so is chibifs: each listing
      * reads the store through a descriptor of its own.
+     * <li>FUSE_MAX_PAGES: where libfuse offers writes over 128 KiB ({@link #widen}), the kernel
+     * still cuts them at 32 pages unless told how many a request may carry, in a field past the end of
+     * libfuse's fuse_init_out. The reply is then written from {@code room} ({@link #INIT_REPLY_BYTES}),
+     * a copy long enough to carry it: a 1 MiB write(2) is one request instead of eight.
      * </ul>
+     * Returns the iovec array to send: {@code iov}, changed in place, or one in {@code room}.
      */
-    static void agree(long iov, int can) {
+    static long agree(long iov, int can, long room) {
         long header = MEMORY.getAddress(iov);
-        // an error carries no fuse_init_out; one shorter than its flags (libfuse 2.9 sends 24 bytes) has none to set
-        if (MEMORY.getInt(header + 4) != 0 || MEMORY.getLong(iov + 24) < 16) {
-            return;
+        long length = MEMORY.getLong(iov + 24);
+        // an error carries no fuse_init_out; one shorter than libfuse 2.9's 24 bytes is not one we know
+        if (MEMORY.getInt(header + 4) != 0 || length < 24) {
+            return iov;
         }
-        // struct fuse_init_out { u32 major, minor, max_readahead, flags; ... }
+        // struct fuse_init_out { u32 major, minor, max_readahead, flags; u16 max_background, congestion_threshold;
+        //                        u32 max_write, time_gran; u16 max_pages, map_alignment; ... }
         long out = MEMORY.getAddress(iov + 16);
         MEMORY.putInt(out + 12, MEMORY.getInt(out + 12) | (can & (FUSE_HANDLE_KILLPRIV | FUSE_PARALLEL_DIROPS)));
+        int pages = (int) ((MEMORY.getInt(out + 20) & 0xffffffffL) / PAGE);
+        if (pages <= DEFAULT_MAX_PAGES || (can & FUSE_MAX_PAGES) == 0 || length >= INIT_OUT_WITH_MAX_PAGES) {
+            return iov; // nothing to ask for, no kernel to ask, or a reply (not libfuse 2.9's) we would not lengthen
+        }
+        long copyIov = room;
+        long copyHeader = room + 32;
+        long copyOut = copyHeader + 16;
+        MEMORY.copyMemory(header, copyHeader, 16);
+        MEMORY.setMemory(copyOut, INIT_OUT_WITH_MAX_PAGES, (byte) 0);
+        MEMORY.copyMemory(out, copyOut, length);
+        MEMORY.putInt(copyOut + 12, MEMORY.getInt(copyOut + 12) | FUSE_MAX_PAGES);
+        MEMORY.putShort(copyOut + 28, (short) Math.min(pages, 0xffff));
+        MEMORY.putInt(copyHeader, 16 + INIT_OUT_WITH_MAX_PAGES); // fuse_out_header.len: the whole reply
+        MEMORY.putAddress(copyIov, copyHeader);
+        MEMORY.putLong(copyIov + 8, 16);
+        MEMORY.putAddress(copyIov + 16, copyOut);
+        MEMORY.putLong(copyIov + 24, INIT_OUT_WITH_MAX_PAGES);
+        return copyIov;
     }
 
     /** Cuts the timeout at {@code seconds}/{@code nanos} to libfuse's default of 1 s, if it is longer. */

@@ -16,6 +16,7 @@ import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -56,6 +57,14 @@ class KernelRequestsTest {
                 "echo z >> shared/w1 && cat shared/w1 >/dev/null");
         assertTrue(sent.contains("WRITE"), sent.toString());
         assertTrue(!sent.contains("FLUSH") && !sent.contains("GETXATTR"), sent.toString());
+    }
+
+    @Test
+    void aWriteOfOneMebibyteIsOneRequest() {
+        // libfuse 2's own buffers would cut it in eight; the kernel would cut it at 32 pages without FUSE_MAX_PAGES
+        List<String> sent = requestsOf("true", "dd if=/dev/zero of=shared/big bs=1M count=2 status=none");
+        assertEquals(2, sent.stream().filter("WRITE"::equals).count(), sent.toString());
+        assertEquals("2097152\n", fs.sh("stat -c %s shared/big").ok().out());
     }
 
     @Test
