@@ -310,4 +310,10 @@ rss_verdict=$([ "$rss_mib" -lt 300 ] && echo PASS || echo FAIL)
 printf '%-15s %-6s %10s %10s %10s  %-22s %-22s %-7s %s\n' daemon-peak-rss MiB - - "$rss_mib" - - "<300" "$rss_verdict"
 echo
 echo "thr = throughput ratio (higher is better); time = time ratio (lower is better); targets apply to chibifs/bindfs."
+# the samples behind each median: a verdict that a spread this wide could flip deserves more --runs
+echo "samples in run order (native | bindfs | chibifs):"
+for row in "${rows[@]}"; do
+    IFS='|' read -r w unit kind goal <<< "$row"
+    printf '  %-15s%s |%s |%s\n' "$w" "${results["$w|native"]}" "${results["$w|bindfs"]}" "${results["$w|chibifs"]}"
+done
 echo "$fails target(s) missed."
