@@ -87,6 +87,8 @@ final class FuseLoop {
 
     /** fuse_in_header's opcodes that {@link #currentOpcode} callers care about (linux/fuse.h). */
     static final int LOOKUP = 1;
+    static final int FORGET = 2;
+    static final int BATCH_FORGET = 42;
     static final int GETATTR = 3;
     static final int SETATTR = 4;
     static final int MKNOD = 8;
@@ -339,6 +341,11 @@ final class FuseLoop {
                     self.nodeid = MEMORY.getLong(header + 16);
                     // struct fuse_link_in { u64 oldnodeid; } follows the 40-byte header
                     self.linkSource = self.opcode == LINK ? MEMORY.getLong(header + 40) : 0;
+                    if (self.opcode == FORGET) {
+                        kernelInodes.forgotten(self.nodeid);
+                    } else if (self.opcode == BATCH_FORGET) {
+                        forgotten(header);
+                    }
                     if (self.opcode == INIT) {
                         // struct fuse_init_in { u32 major, minor, max_readahead, flags; ... }: the reply
                         // watch answers with what libfuse 2.9 cannot ask for (see ReplyWatch#agree)
@@ -371,6 +378,17 @@ final class FuseLoop {
                     }
                 }
             }
+        }
+    }
+
+    /** A BATCH_FORGET: every node id in it is gone from the kernel (see {@link KernelInodes#forgotten}). */
+    private void forgotten(long header) {
+        // struct fuse_batch_forget_in { u32 count, dummy; } after the 40-byte header, then
+        // struct fuse_forget_one { u64 nodeid, nlookup; }[count], all within the request's length
+        long length = MEMORY.getInt(header) & 0xffffffffL;
+        long count = Math.min(MEMORY.getInt(header + 40) & 0xffffffffL, Math.max(0, (length - 48) / 16));
+        for (long i = 0; i < count; i++) {
+            kernelInodes.forgotten(MEMORY.getLong(header + 48 + 16 * i));
         }
     }
 

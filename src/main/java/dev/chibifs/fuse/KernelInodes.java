@@ -25,6 +25,8 @@ final class KernelInodes {
 
     /** Store inode -> node ids; an array, as nearly every file has one name (small: one entry per file looked up). */
     private final ConcurrentMap<Long, long[]> nodesByInode = new ConcurrentHashMap<>();
+    /** Node id -> the store inode it was seen showing: what a FORGET of it ({@link #forgotten}) takes out. */
+    private final ConcurrentMap<Long, Long> inodeByNode = new ConcurrentHashMap<>();
     /** Whether any file has been seen under two kernel inodes (names, or a name and a hidden handle). */
     private volatile boolean anyShared;
     private volatile LongToIntFunction invalidate = nodeid -> 0;
@@ -48,6 +50,10 @@ final class KernelInodes {
         }
         if (known == null && nodesByInode.size() >= LIMIT) {
             nodesByInode.clear();
+            inodeByNode.clear();
+        }
+        if (known != null && !stillShown(storeInode, known)) {
+            known = null;
         }
         if (known != null) {
             anyShared = true;
@@ -63,6 +69,43 @@ final class KernelInodes {
             more[nodes.length] = nodeid;
             return more;
         });
+        inodeByNode.put(nodeid, storeInode);
+    }
+
+    /**
+     * The kernel sent FORGET for {@code nodeid}: it evicted the inode, and libfuse never gives the
+     * node id out again. Taken out here, so that a new file the store gives a removed one's inode
+     * number (ext4 does, for tar after rm -r) finds nothing left of the removed one.
+     */
+    void forgotten(long nodeid) {
+        Long storeInode = inodeByNode.remove(nodeid);
+        if (storeInode != null) {
+            forget(storeInode, nodeid);
+        }
+    }
+
+    /**
+     * Whether the kernel still has one of {@code nodes}, the node ids known for {@code storeInode},
+     * now that another shows it. A file system gives a new file the inode number of one removed
+     * (ext4 does, for tar after rm -r): a node id the kernel has forgotten showed that removed file,
+     * not another name of this one. Without asking, every such reuse marked files {@link #anyShared},
+     * and each write and setattr of the new file sent the kernel an invalidation for the old node
+     * id (over 9,000 in a round of 5,000 small files). Asked once here, with an attribute
+     * invalidation, which costs a node the kernel still has only a fetch of its attributes. Rare
+     * since node ids are taken out at their FORGET ({@link #forgotten}); this covers those forgotten
+     * while nothing listened (a FORGET lost to a full queue would leave a file shared for good).
+     */
+    private boolean stillShown(long storeInode, long[] nodes) {
+        LongToIntFunction notifier = invalidate;
+        boolean shown = false;
+        for (long other : nodes) {
+            if (notifier.applyAsInt(other) == -ENOENT) {
+                forget(storeInode, other);
+            } else {
+                shown = true;
+            }
+        }
+        return shown;
     }
 
     private static boolean contains(long[] nodes, long nodeid) {
@@ -134,9 +177,22 @@ final class KernelInodes {
      * setattr of the new file sent the kernel an invalidation it refused: over 100,000 in one tar xf.
      */
     private void forget(long storeInode, long nodeid) {
+        inodeByNode.remove(nodeid, storeInode);
         nodesByInode.computeIfPresent(storeInode, (k, nodes) -> {
-            long[] left = Arrays.stream(nodes).filter(n -> n != nodeid).toArray();
-            return left.length == 0 ? null : left;
+            if (!contains(nodes, nodeid)) {
+                return nodes;
+            }
+            if (nodes.length == 1) {
+                return null;
+            }
+            long[] left = new long[nodes.length - 1];
+            int i = 0;
+            for (long n : nodes) {
+                if (n != nodeid) {
+                    left[i++] = n;
+                }
+            }
+            return left;
         });
     }
 }
