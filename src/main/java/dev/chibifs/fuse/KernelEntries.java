@@ -11,6 +11,8 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -136,6 +138,11 @@ final class KernelEntries implements ChangeListener {
      * may have cached it missing). Used on the feed's thread only.
      */
     private final long[] invalidatedAt = new long[NAME_SLOTS];
+    /**
+     * The directories' kernel inodes whose listing and attributes this batch of changes has dropped
+     * already, and whether the kernel still had each ({@link #batchTold}). Used on the feed's thread only.
+     */
+    private final Map<Long, Boolean> droppedThisBatch = new HashMap<>();
     private final ExecutorService later = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "chibifs-invalidate");
         t.setDaemon(true);
@@ -347,13 +354,32 @@ final class KernelEntries implements ChangeListener {
         invalidatedAt[slot] = changes.incrementAndGet();
         byte[] bytes = name.getBytes(StandardCharsets.UTF_8);
         for (long node : f.nodes) {
-            // the directory's listing, mtime and link count moved too; ENOENT: the kernel has forgotten that inode
-            if (invalidateDirectory(node) == -ENOENT) {
-                forget(dir, node);
-            } else {
+            if (stillKnown(dir, node)) {
                 invalidateEntry(node, bytes);
             }
         }
+    }
+
+    /**
+     * Drops the listing, mtime and link count the kernel has of directory {@code dir}'s kernel inode
+     * {@code node}, once per batch (an rm of 5,000 files told it 5,000 times): false when the kernel
+     * has forgotten that inode (ENOENT), which is then forgotten here too.
+     */
+    private boolean stillKnown(long dir, long node) {
+        Boolean known = droppedThisBatch.get(node);
+        if (known == null) {
+            known = invalidateDirectory(node) != -ENOENT;
+            droppedThisBatch.put(node, known);
+            if (!known) {
+                forget(dir, node);
+            }
+        }
+        return known;
+    }
+
+    @Override
+    public void batchTold() {
+        droppedThisBatch.clear();
     }
 
     /** The file or directory {@code now} at {@code name} in followed directory {@code f} changed its content or attributes. */

@@ -23,4 +23,11 @@ public interface ChangeListener {
 
     /** Events were lost (the kernel's queue overflowed): anything followed may have changed. */
     void eventsLost();
+
+    /**
+     * Every change the feed read together has been told: the store already had all of them before
+     * the first was, so what a listener does once per directory for them may be done once per batch.
+     */
+    default void batchTold() {
+    }
 }

@@ -180,6 +180,11 @@ final class DirectoryChanges implements ChangeFeed {
                 LOG.error("a store change listener failed", t);
             }
         }
+        try {
+            listener.batchTold();
+        } catch (RuntimeException | Error t) {
+            LOG.error("a store change listener failed", t);
+        }
     }
 
     private static void sleepNanos(long nanos) {

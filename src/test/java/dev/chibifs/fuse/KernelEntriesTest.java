@@ -99,6 +99,19 @@ class KernelEntriesTest {
     }
 
     @Test
+    void namesChangedTogetherDropTheirDirectorysListingOnce() throws Exception {
+        entries.lookingIn(VfsPath.of("/shared"), SHARED);
+        long key = entries.followedKey(SHARED);
+        for (String gone : List.of("a.md", "b.md", "c.md")) {
+            entries.changed(key, gone, true, false); // as the feed tells an rm of three files it read at once
+        }
+        entries.batchTold();
+        entries.changed(key, "d.md", true, false);
+        assertEquals(List.of("directory 7", "entry 7 a.md", "entry 7 b.md", "entry 7 c.md", "directory 7", "entry 7 d.md"),
+                sent);
+    }
+
+    @Test
     void aKernelInodeTheKernelForgotIsNotToldAgain() throws Exception {
         entries.lookingIn(VfsPath.of("/shared"), SHARED);
         directoryAnswer = -2;
@@ -162,6 +175,7 @@ class KernelEntriesTest {
         long key = entries.followedKey(SHARED);
         long before = entries.changesSeen();
         entries.changed(key, "raced.md", true, false); // nothing told of it yet: invalidated
+        entries.batchTold();
         assertEquals(List.of("directory 7", "entry 7 raced.md"), sent);
         // a lookup's reply read the store before that invalidation and is told only now: meanwhile the
         // kernel may have cached the name as missing, so the entry reply says nothing of what it has
