@@ -88,17 +88,17 @@ final class FuseLoop {
     /** fuse_in_header's opcodes that {@link #currentOpcode} callers care about (linux/fuse.h). */
     static final int LOOKUP = 1;
     static final int FORGET = 2;
-    static final int BATCH_FORGET = 42;
     static final int GETATTR = 3;
     static final int SETATTR = 4;
     static final int MKNOD = 8;
     static final int MKDIR = 9;
     static final int LINK = 13;
     static final int OPEN = 14;
+    static final int INIT = 26;
     static final int OPENDIR = 27;
     static final int READDIR = 28;
     static final int CREATE = 35;
-    static final int INIT = 26;
+    static final int BATCH_FORGET = 42;
 
     /**
      * A worker: it knows the request it is serving, which libfuse's high-level callbacks do not

@@ -92,8 +92,9 @@ final class KernelInodes {
      * and each write and setattr of the new file sent the kernel an invalidation for the old node
      * id (over 9,000 in a round of 5,000 small files). Asked once here, with an attribute
      * invalidation, which costs a node the kernel still has only a fetch of its attributes. Rare
-     * since node ids are taken out at their FORGET ({@link #forgotten}); this covers those forgotten
-     * while nothing listened (a FORGET lost to a full queue would leave a file shared for good).
+     * since node ids are taken out at their FORGET ({@link #forgotten}); this covers one the kernel
+     * never took (an entry reply to an interrupted request, which libfuse forgets itself and no
+     * FORGET names).
      */
     private boolean stillShown(long storeInode, long[] nodes) {
         LongToIntFunction notifier = invalidate;
