@@ -328,6 +328,11 @@ public final class Router {
         public void eventsLost() {
             listener.eventsLost();
         }
+
+        @Override
+        public void batchTold() {
+            listener.batchTold();
+        }
     }
 
     /**

@@ -27,7 +27,7 @@ public interface ChangeListener {
     /**
      * Every change the feed read together has been told: the store already had all of them before
      * the first was, so what a listener does once per directory for them may be done once per batch.
+     * Not a default: a listener that passes events on (the router's) must pass this on too.
      */
-    default void batchTold() {
-    }
+    void batchTold();
 }

@@ -3,6 +3,7 @@ package dev.chibifs.fuse;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.LocalStorage;
+import dev.chibifs.store.MemoryStorage;
 import dev.chibifs.store.Metadata;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -42,7 +43,12 @@ class KernelEntriesTest {
     void start() throws IOException {
         storage = new LocalStorage(root);
         storage.mkdir(VfsPath.of("/shared"));
-        entries = new KernelEntries(Router.of(storage), new KernelInodes(), kernelAttributes);
+        entries = start(Router.of(storage));
+    }
+
+    /** Entries following {@code router}'s store, telling {@link #sent}. */
+    private KernelEntries start(Router router) {
+        KernelEntries entries = new KernelEntries(router, new KernelInodes(), kernelAttributes);
         entries.start();
         entries.notifyWith(new KernelEntries.Notifier() {
             @Override
@@ -57,6 +63,7 @@ class KernelEntriesTest {
                 return directoryAnswer;
             }
         });
+        return entries;
     }
 
     @AfterEach
@@ -109,6 +116,21 @@ class KernelEntriesTest {
         entries.changed(key, "d.md", true, false);
         assertEquals(List.of("directory 7", "entry 7 a.md", "entry 7 b.md", "entry 7 c.md", "directory 7", "entry 7 d.md"),
                 sent);
+    }
+
+    @Test
+    void eachBatchTheFeedReadsDropsTheDirectorysListingAgain() throws Exception {
+        // a router of two storages passes each feed's events on: the end of a batch must reach the listener too
+        entries.close();
+        entries = start(Router.builder(storage).mount(VfsPath.of("/sys"), new MemoryStorage()).build());
+        entries.lookingIn(VfsPath.of("/shared"), SHARED);
+        Files.writeString(root.resolve("shared/first.md"), "x");
+        awaitSent("entry 7 first.md");
+        Thread.sleep(100);
+        sent.clear();
+        Files.writeString(root.resolve("shared/second.md"), "x");
+        awaitSent("entry 7 second.md");
+        assertTrue(sent.contains("directory 7"), sent.toString());
     }
 
     @Test

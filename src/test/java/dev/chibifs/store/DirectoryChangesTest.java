@@ -61,6 +61,10 @@ class DirectoryChangesTest {
             public void eventsLost() {
                 heard.add("lost");
             }
+
+            @Override
+            public void batchTold() {
+            }
         });
     }
 
