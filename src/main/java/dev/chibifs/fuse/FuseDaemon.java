@@ -28,7 +28,7 @@ public final class FuseDaemon {
             "fsname=chibifs", "subtype=chibifs",
             // libfuse2 sends 4 KiB writes without these; over 128 KiB only with the wider request buffers
             // FuseLoop gives it (libfuse caps max_write at its buffer, less a page, otherwise)
-            "big_writes", "max_write=1048576",
+            "big_writes", "max_write=" + FuseLoop.MAX_WRITE,
             // st_ino is the store's inode, so cp -a, tar and rsync -H see hard links as one file
             "use_ino");
     // no auto_cache: the open itself tells the kernel to keep a file's pages while its size, mtime

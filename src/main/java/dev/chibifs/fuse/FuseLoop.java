@@ -33,11 +33,10 @@ final class FuseLoop {
     private static final Logger LOG = LoggerFactory.getLogger(FuseLoop.class);
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
 
-    /**
-     * Bytes libfuse reads each request into: a 1 MiB write and a page for its headers (libfuse offers
-     * the kernel writes up to this less a page; its own 132 KiB allowed 128 KiB).
-     */
-    static final long REQUEST_BUFFER = (1 << 20) + 4096;
+    /** The largest write the mount offers the kernel (its own 132 KiB buffers allowed libfuse 128 KiB). */
+    static final int MAX_WRITE = 1 << 20;
+    /** Bytes libfuse reads each request into: libfuse offers writes up to this less a page, for the headers. */
+    static final long REQUEST_BUFFER = MAX_WRITE + 4096;
 
     /** Workers reading /dev/fuse; libfuse's own loop keeps up to 10 idle ones. */
     static final int WORKERS = 8;

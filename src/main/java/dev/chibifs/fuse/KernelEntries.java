@@ -361,9 +361,9 @@ final class KernelEntries implements ChangeListener {
     }
 
     /**
-     * Drops the listing, mtime and link count the kernel has of directory {@code dir}'s kernel inode
-     * {@code node}, once per batch (an rm of 5,000 files told it 5,000 times): false when the kernel
-     * has forgotten that inode (ENOENT), which is then forgotten here too.
+     * Drops the listing, mtime, link count and other attributes the kernel has of directory
+     * {@code dir}'s kernel inode {@code node}, once per batch (an rm of 5,000 files told it 5,000
+     * times): false when the kernel has forgotten that inode (ENOENT), which is then forgotten here too.
      */
     private boolean stillKnown(long dir, long node) {
         Boolean known = droppedThisBatch.get(node);
@@ -419,9 +419,7 @@ final class KernelEntries implements ChangeListener {
         changes.incrementAndGet();
         // "." of a process working in the directory walks no name: its parent's event cannot reach that
         for (long node : f.nodes) {
-            if (invalidateDirectory(node) == -ENOENT) {
-                forget(dir, node);
-            }
+            stillKnown(dir, node);
         }
     }
 
