@@ -7,12 +7,15 @@
 # medians, the ratios of chibifs to the other two, and PASS/FAIL against issue 5's targets.
 #
 # Usage: scripts/bench.sh [--quick] [--runs N] [--dir DIR] [--chibifs-o OPTS] [--kernel-cache DURATION|off]
+#                         [--no-settle]
 #   --quick        small sizes (finishes in about two minutes)
 #   --runs N       runs per workload and target (default 3, at least 3 for a fair median)
 #   --dir DIR      where the store and the mountpoints go (default /var/tmp); one disk for all
 #   --chibifs-o    extra FUSE options for the chibifs mount (e.g. attr_timeout=2)
 #   --kernel-cache passed to chibifs mount (its default: 30s, long kernel timeouts with the store followed,
 #                  on Linux 6.2 and later; off before, libfuse's 1 s)
+#   --no-settle    time small-create and tar-xf without first writing back and dropping the clean
+#                  page cache (how runs before 2026-11-24 were made; see settle below)
 # Environment: CHIBIFS_JAVA_OPTS reaches the daemon's JVM through scripts/chibifs.
 set -euo pipefail
 
@@ -22,8 +25,9 @@ runs=3
 base_parent=/var/tmp
 chibifs_o=""
 kernel_cache=""
+settle_creates=1
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -32,6 +36,7 @@ while [ $# -gt 0 ]; do
         --dir) base_parent=${2:?--dir needs a directory}; shift ;;
         --chibifs-o) chibifs_o=${2:?--chibifs-o needs options}; shift ;;
         --kernel-cache) kernel_cache=${2:?--kernel-cache needs a duration or off}; shift ;;
+        --no-settle) settle_creates=0 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
@@ -137,6 +142,22 @@ drop_caches() {
         echo 3 > /proc/sys/vm/drop_caches
     fi
 }
+# On ext4 without a journal, a create passes over every inode number freed in the last 60 s (360 s
+# while its inode-table block is unwritten) whose block is still cached, one by one from the start
+# of the group (recently_deleted() in fs/ext4/ialloc.c). Every target here creates in the same
+# groups, so one target's deletes landed on the next one's creates, more with every round: on this
+# project's machine tar xf of the native directory went 0.87, 2.85, 3.22 s over three rounds, and
+# the medians ranked the targets by their place in the rotation. So before each create-heavy
+# workload the metadata is written back and the clean cache dropped: ext4 looks only at cached
+# blocks for those times, and every target starts from the same disk. Elsewhere it costs a sync.
+settle() {
+    if [ "$settle_creates" = 1 ]; then
+        sync
+        if [ "$can_drop" = 1 ]; then
+            echo 1 > /proc/sys/vm/drop_caches
+        fi
+    fi
+}
 
 tarball="$base/tree.tar"
 # -h: chibifs refuses symbolic links (by design), so the tree carries their targets instead
@@ -151,6 +172,9 @@ echo "  chibifs daemon pid $daemon_pid; JVM: ${CHIBIFS_JAVA_OPTS:-launcher defau
 echo "  chibifs options: $(sed -n 's/.*; options \([^;]*\);.*/\1/p' "$daemon_log" 2>/dev/null | tail -1)"
 echo "  cold reads: $([ "$can_drop" = 1 ] && echo 'page cache dropped before each' \
     || echo 'NOT cold: dropping caches is not permitted here (needs root and a writable /proc/sys/vm/drop_caches)')"
+echo "  creates: $(if [ "$settle_creates" = 0 ]; then echo 'not settled (--no-settle)'
+    elif [ "$can_drop" = 1 ]; then echo 'settled: sync and clean page cache dropped before small-create and tar-xf'
+    else echo 'sync before small-create and tar-xf; clean cache NOT dropped (not permitted here)'; fi)"
 echo
 
 # ---- measurement ----
@@ -211,6 +235,7 @@ small_delete() { find "$1" -type f -delete; }
 small_round() {
     local t=$1 d="${dir[$1]}/small"
     mkdir "$d"
+    settle
     timed small-create "$t" small_create "$d"
     timed small-stat "$t" small_stat "$d"
     timed small-read "$t" small_read "$d"
@@ -231,6 +256,8 @@ tree_remove() { rm -rf "$1"; }
 tree_round() {
     local t=$1 d="${dir[$1]}/tree"
     mkdir "$d"
+    settle
+    cat "$tarball" > /dev/null # read back into the cache, as every earlier round found it
     timed tar-xf "$t" tree_untar "$d"
     timed grep-r "$t" tree_grep "$d"
     git_q "$d" init -q
