@@ -324,6 +324,11 @@ final class FuseLoop {
     private void work(Pointer fuse) {
         Worker self = (Worker) Thread.currentThread();
         long session = fuse.address();
+        // This loop never returns, so the JIT reaches its body only by on-stack replacement, which
+        // counts turns: with the body here, that took tens of thousands of requests (4 s of
+        // small-file rounds), and a deoptimization sent every worker back to the interpreter until
+        // it came again. So the loop only reads; serve is compiled like any method, after a few
+        // hundred requests.
         while (!exiting) {
             long cmd = lib.fuse_read_cmd(session);
             // no request: the session exited on a read error or unmount (or EINTR); only then ask libfuse,
@@ -333,49 +338,54 @@ final class FuseLoop {
                     break;
                 }
             } else {
-                try {
-                    // struct fuse_cmd starts with the request buffer: fuse_in_header {len, opcode, unique, nodeid, ...}
-                    long header = MEMORY.getAddress(cmd);
-                    self.opcode = MEMORY.getInt(header + 4);
-                    self.nodeid = MEMORY.getLong(header + 16);
-                    // struct fuse_link_in { u64 oldnodeid; } follows the 40-byte header
-                    self.linkSource = self.opcode == LINK ? MEMORY.getLong(header + 40) : 0;
-                    if (self.opcode == FORGET) {
-                        kernelInodes.forgotten(self.nodeid);
-                    } else if (self.opcode == BATCH_FORGET) {
-                        forgotten(header);
-                    }
-                    if (self.opcode == INIT) {
-                        // struct fuse_init_in { u32 major, minor, max_readahead, flags; ... }: the reply
-                        // watch answers with what libfuse 2.9 cannot ask for (see ReplyWatch#agree)
-                        self.kernelCan = MEMORY.getInt(header + 40 + 12);
-                        watchThisReply();
-                    }
-                    // read before the lookup or listing reads the store: see KernelEntries
-                    long changes = self.opcode == LOOKUP || self.opcode == READDIR ? kernelEntries.changesSeen() : 0;
-                    lib.fuse_process_cmd(session, cmd);
-                    if (self.lookup != null) {
-                        kernelEntries.lookedUp(changes, self.nodeid, self.lookup);
-                    } else if (self.opcode == READDIR) {
-                        kernelEntries.listed(changes, self.nodeid);
-                    }
-                } catch (RuntimeException | Error e) {
-                    // the callbacks catch everything themselves; this is a bug, not a request to stop serving
-                    LOG.error("a FUSE request failed unexpectedly", e);
-                } finally {
-                    self.opcode = -1;
-                    self.nodeid = 0;
-                    self.linkSource = 0;
-                    self.lookup = null;
-                    self.kernelCan = 0;
-                    self.cacheListing = false;
-                    self.briefEntry = false;
-                    self.briefAttributes = false;
-                    if (self.watchingReply) {
-                        self.watchingReply = false;
-                        self.watch.release(); // the reply has gone
-                    }
-                }
+                serve(self, session, cmd);
+            }
+        }
+    }
+
+    /** One request, read from the kernel as {@code cmd}: handed to libfuse, which calls back and replies. */
+    private void serve(Worker self, long session, long cmd) {
+        try {
+            // struct fuse_cmd starts with the request buffer: fuse_in_header {len, opcode, unique, nodeid, ...}
+            long header = MEMORY.getAddress(cmd);
+            self.opcode = MEMORY.getInt(header + 4);
+            self.nodeid = MEMORY.getLong(header + 16);
+            // struct fuse_link_in { u64 oldnodeid; } follows the 40-byte header
+            self.linkSource = self.opcode == LINK ? MEMORY.getLong(header + 40) : 0;
+            if (self.opcode == FORGET) {
+                kernelInodes.forgotten(self.nodeid);
+            } else if (self.opcode == BATCH_FORGET) {
+                forgotten(header);
+            }
+            if (self.opcode == INIT) {
+                // struct fuse_init_in { u32 major, minor, max_readahead, flags; ... }: the reply
+                // watch answers with what libfuse 2.9 cannot ask for (see ReplyWatch#agree)
+                self.kernelCan = MEMORY.getInt(header + 40 + 12);
+                watchThisReply();
+            }
+            // read before the lookup or listing reads the store: see KernelEntries
+            long changes = self.opcode == LOOKUP || self.opcode == READDIR ? kernelEntries.changesSeen() : 0;
+            lib.fuse_process_cmd(session, cmd);
+            if (self.lookup != null) {
+                kernelEntries.lookedUp(changes, self.nodeid, self.lookup);
+            } else if (self.opcode == READDIR) {
+                kernelEntries.listed(changes, self.nodeid);
+            }
+        } catch (RuntimeException | Error e) {
+            // the callbacks catch everything themselves; this is a bug, not a request to stop serving
+            LOG.error("a FUSE request failed unexpectedly", e);
+        } finally {
+            self.opcode = -1;
+            self.nodeid = 0;
+            self.linkSource = 0;
+            self.lookup = null;
+            self.kernelCan = 0;
+            self.cacheListing = false;
+            self.briefEntry = false;
+            self.briefAttributes = false;
+            if (self.watchingReply) {
+                self.watchingReply = false;
+                self.watch.release(); // the reply has gone
             }
         }
     }
