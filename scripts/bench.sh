@@ -172,6 +172,10 @@ echo "  chibifs daemon pid $daemon_pid; JVM: ${CHIBIFS_JAVA_OPTS:-launcher defau
 echo "  chibifs options: $(sed -n 's/.*; options \([^;]*\);.*/\1/p' "$daemon_log" 2>/dev/null | tail -1)"
 echo "  cold reads: $([ "$can_drop" = 1 ] && echo 'page cache dropped before each' \
     || echo 'NOT cold: dropping caches is not permitted here (needs root and a writable /proc/sys/vm/drop_caches)')"
+if [ -r /sys/module/haltpoll/parameters/guest_halt_poll_ns ]; then
+    # a VM whose idle vCPUs halt at once pays a VM exit per wake-up: the small-file rows measure it
+    echo "  guest halt polling: $(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns) ns (0: idle vCPUs halt at once)"
+fi
 echo "  creates: $(if [ "$settle_creates" = 0 ]; then echo 'not settled (--no-settle)'
     elif [ "$can_drop" = 1 ]; then echo 'settled: sync and clean page cache dropped before small-create and tar-xf'
     else echo 'sync before small-create and tar-xf; clean cache NOT dropped (not permitted here)'; fi)"
