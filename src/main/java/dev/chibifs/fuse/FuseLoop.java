@@ -257,13 +257,14 @@ final class FuseLoop {
             return 1;
         }
         Pointer channel = lib.fuse_session_next_chan(lib.fuse_get_session(fuse), null);
-        ReplyWatch watch = ReplyWatch.prepare(channel, kernelInodes);
+        int fd = lib.fuse_chan_fd(channel);
+        ReplyWatch watch = ReplyWatch.prepare(channel, fd, kernelInodes);
         if (watch != null && !watch.widen(REQUEST_BUFFER)) {
             LOG.info("libfuse's channel keeps its own request buffers: writes reach the daemon in pieces of 128 KiB");
         }
         kernelInodes.invalidateWith(nodeid -> lib.fuse_lowlevel_notify_inval_inode(channel, nodeid, -1, 0));
         // where the kernel can, a changed name is only marked stale: unhashing it would break getcwd inside it
-        EntryExpiry expiry = EntryExpiry.kernelExpiresOnly() ? EntryExpiry.on(lib.fuse_chan_fd(channel)) : null;
+        EntryExpiry expiry = EntryExpiry.kernelExpiresOnly() ? EntryExpiry.on(fd) : null;
         kernelEntries.notifyWith(new KernelEntries.Notifier() {
             @Override
             public int invalidateEntry(long parent, byte[] name) {

@@ -80,7 +80,7 @@ final class KernelInodes {
     void forgotten(long nodeid) {
         Long storeInode = inodeByNode.remove(nodeid);
         if (storeInode != null) {
-            forget(storeInode, nodeid);
+            dropNode(storeInode, nodeid);
         }
     }
 
@@ -179,6 +179,11 @@ final class KernelInodes {
      */
     private void forget(long storeInode, long nodeid) {
         inodeByNode.remove(nodeid, storeInode);
+        dropNode(storeInode, nodeid);
+    }
+
+    /** Takes {@code nodeid} out of the node ids known for {@code storeInode} (not out of {@link #inodeByNode}). */
+    private void dropNode(long storeInode, long nodeid) {
         nodesByInode.computeIfPresent(storeInode, (k, nodes) -> {
             if (!contains(nodes, nodeid)) {
                 return nodes;

@@ -67,9 +67,6 @@ final class ReplyWatch {
     /** What the replacement send needs from libfuse and libc. */
     public interface Lib {
         @IgnoreError
-        int fuse_chan_fd(Pointer channel);
-
-        @IgnoreError
         long fuse_chan_bufsize(Pointer channel);
 
         long writev(int fd, long iov, int count);
@@ -90,22 +87,22 @@ final class ReplyWatch {
     /** Room for an INIT reply longer than libfuse's own ({@link #agree}); written by the one thread serving INIT. */
     private final long initReply = MEMORY.allocateMemory(INIT_REPLY_BYTES, true);
 
-    private ReplyWatch(Lib lib, Pointer channel, KernelInodes kernelInodes) {
+    private ReplyWatch(Lib lib, Pointer channel, int fd, KernelInodes kernelInodes) {
         this.lib = lib;
         this.kernelInodes = kernelInodes;
         this.channel = channel;
-        this.fd = lib.fuse_chan_fd(channel);
+        this.fd = fd;
         this.sendSlot = channel.address() + Runtime.getSystemRuntime().addressSize();
         this.libfuseSend = MEMORY.getAddress(sendSlot);
         this.watchingSend = Runtime.getSystemRuntime().getClosureManager().getClosurePointer(Send.class, send).address();
     }
 
     /**
-     * A watch for the channel, not yet in its send slot ({@link #acquire}); to be kept reachable
-     * while mounted. Null when the channel does not have libfuse 2.9's layout (then names a lookup
+     * A watch for the channel, whose /dev/fuse descriptor is {@code fd} (libfuse's fuse_chan_fd), not
+     * yet in its send slot ({@link #acquire}); to be kept reachable while mounted. Null when the channel does not have libfuse 2.9's layout (then names a lookup
      * gave the kernel catch up within attr_timeout, as before the watch).
      */
-    static ReplyWatch prepare(Pointer channel, KernelInodes kernelInodes) {
+    static ReplyWatch prepare(Pointer channel, int fd, KernelInodes kernelInodes) {
         Lib lib;
         try {
             lib = LibraryLoader.create(Lib.class).failImmediately().library("fuse").library("c").load();
@@ -114,13 +111,12 @@ final class ReplyWatch {
         }
         // struct fuse_chan { struct fuse_chan_ops op (3 pointers); struct fuse_session *se; int fd; ... }
         long fdOffset = 4L * Runtime.getSystemRuntime().addressSize();
-        int fd = lib.fuse_chan_fd(channel);
         if (fd < 0 || channel.getInt(fdOffset) != fd) {
             LOG.warn("libfuse's channel is not laid out as in libfuse 2.9: link counts through names only looked up"
                     + " catch up within attr_timeout");
             return null;
         }
-        return new ReplyWatch(lib, channel, kernelInodes);
+        return new ReplyWatch(lib, channel, fd, kernelInodes);
     }
 
     /**
