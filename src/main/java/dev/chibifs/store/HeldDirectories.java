@@ -217,9 +217,15 @@ final class HeldDirectories {
      * puts it where lock-free readers find it. Moved before the watch: the check fails. Moved after
      * it: the event is queued on its watch, and the next reader of the queue drops it. Null when the
      * check fails (the caller walks instead).
+     *
+     * <p>Only below a held parent (or the root): a directory's own watch does not tell of its
+     * ancestors moving, so every directory above a held one must be held, and watched, too. A parent
+     * walked instead (the limit met while holding it, or out of watches) would let a move above it
+     * go unseen, and this path serve the directory at its new place, where the policy never judged it.
      */
     private synchronized Lease watchAndHold(int rootFd, String relative, String name, Lease parent, int fd) {
-        if (disabled || this.rootFd != rootFd || parent instanceof Entry p && p.dropped) {
+        boolean parentWatched = parent instanceof Root || parent instanceof Entry p && !p.dropped;
+        if (disabled || this.rootFd != rootFd || !parentWatched) {
             return new Owned(fd);
         }
         Entry existing = held.get(relative);

@@ -252,6 +252,22 @@ class HeldDirectoriesTest {
     }
 
     @Test
+    void aDirectoryWhoseParentIsNotHeldIsNotHeldEither() throws IOException {
+        held.close();
+        held = new HeldDirectories(3);
+        Files.createDirectories(root.resolve("a/b/c/d"));
+        Files.createDirectories(root.resolve("e"));
+        assumeHeld();
+        fdOf("e");
+        fdOf("a/b");
+        // holding a/b/c meets the limit: everything is let go and a/b/c is walked, not held; a/b/c/d
+        // under it must not be held either, since no watch would tell of a/b/c or a/b moving
+        fdOf("a/b/c/d");
+        Files.move(root.resolve("a/b"), root.resolve("z"));
+        assertThrows(NoSuchFileException.class, () -> lease("a/b/c/d", P));
+    }
+
+    @Test
     void anotherRootLetsGoOfEverything() throws IOException {
         Files.createDirectories(root.resolve("a/b"));
         assumeHeld();
