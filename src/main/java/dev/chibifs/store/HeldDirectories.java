@@ -4,8 +4,10 @@ import dev.chibifs.path.VfsPath;
 
 import java.io.IOException;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -135,6 +137,13 @@ final class HeldDirectories {
     /** Guarded by {@code this}, as is every read of the inotify descriptor and every change to {@link #held}. */
     private final Map<Integer, String> keysByWatch = new HashMap<>();
     /**
+     * Path -> the held directories below it, at any depth. Guarded by {@code this}. {@code rm -r} of a
+     * tree raises an event per directory; this keeps each drop to the directories it drops, where a
+     * scan of {@link #held} cost every event the whole map, under the lock that every operation after
+     * an event waits for (rm -r of 4,000 directories: 15% of the daemon's CPU in the scan).
+     */
+    private final Map<String, Set<Entry>> heldBelow = new HashMap<>();
+    /**
      * Created with the first root and kept until {@link #close}: a poll on another thread may be
      * using the number, which a close could hand to some other file.
      */
@@ -257,8 +266,10 @@ final class HeldDirectories {
         Entry e = new Entry(relative, fd, wd);
         e.retain();
         Entry old = held.put(relative, e);
+        index(e);
         if (old != null) {
             // not expected (inserts happen under this lock, after the look above); never unwatch our own inode
+            unindex(old);
             old.dropped = true;
             if (old.wd != wd && keysByWatch.remove(old.wd, old.key)) {
                 Libc.inotifyUnwatch(inotify, old.wd);
@@ -365,18 +376,46 @@ final class HeldDirectories {
             drop(e);
         }
         held.clear();
+        heldBelow.clear();
     }
 
-    /** Drops {@code key} and everything held below it. Only directory events get here, so it is rare. */
+    /** Drops {@code key} and everything held below it: one event per directory moved or removed. */
     private void dropTree(String key) {
-        String below = key + "/";
-        held.values().removeIf(e -> {
-            if (e.key.equals(key) || e.key.startsWith(below)) {
-                drop(e);
-                return true;
+        Set<Entry> below = heldBelow.remove(key);
+        if (below != null) {
+            for (Entry e : below) {
+                release(e);
             }
-            return false;
-        });
+        }
+        Entry e = held.get(key);
+        if (e != null) {
+            release(e);
+        }
+    }
+
+    /** Takes {@code e} out of the map and the index, and drops it. */
+    private void release(Entry e) {
+        if (held.remove(e.key, e)) {
+            unindex(e);
+            drop(e);
+        }
+    }
+
+    /** Lists {@code e} under each of its ancestors (not the root's "", which only {@link #dropAll} lets go). */
+    private void index(Entry e) {
+        for (int slash = e.key.indexOf('/'); slash >= 0; slash = e.key.indexOf('/', slash + 1)) {
+            heldBelow.computeIfAbsent(e.key.substring(0, slash), k -> new HashSet<>()).add(e);
+        }
+    }
+
+    private void unindex(Entry e) {
+        for (int slash = e.key.indexOf('/'); slash >= 0; slash = e.key.indexOf('/', slash + 1)) {
+            String ancestor = e.key.substring(0, slash);
+            Set<Entry> below = heldBelow.get(ancestor);
+            if (below != null && below.remove(e) && below.isEmpty()) {
+                heldBelow.remove(ancestor);
+            }
+        }
     }
 
     private void drop(Entry e) {
