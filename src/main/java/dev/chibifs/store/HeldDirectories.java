@@ -3,6 +3,7 @@ package dev.chibifs.store;
 import dev.chibifs.path.VfsPath;
 
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -401,21 +402,29 @@ final class HeldDirectories {
         }
     }
 
-    /** Lists {@code e} under each of its ancestors (not the root's "", which only {@link #dropAll} lets go). */
+    /** Lists {@code e} under each of its ancestors. */
     private void index(Entry e) {
-        for (int slash = e.key.indexOf('/'); slash >= 0; slash = e.key.indexOf('/', slash + 1)) {
-            heldBelow.computeIfAbsent(e.key.substring(0, slash), k -> new HashSet<>()).add(e);
+        for (String ancestor : ancestors(e.key)) {
+            heldBelow.computeIfAbsent(ancestor, k -> new HashSet<>()).add(e);
         }
     }
 
     private void unindex(Entry e) {
-        for (int slash = e.key.indexOf('/'); slash >= 0; slash = e.key.indexOf('/', slash + 1)) {
-            String ancestor = e.key.substring(0, slash);
+        for (String ancestor : ancestors(e.key)) {
             Set<Entry> below = heldBelow.get(ancestor);
             if (below != null && below.remove(e) && below.isEmpty()) {
                 heldBelow.remove(ancestor);
             }
         }
+    }
+
+    /** "a", "a/b" for "a/b/c": not the root's "", which only {@link #dropAll} lets go. */
+    private static List<String> ancestors(String key) {
+        List<String> ancestors = new ArrayList<>();
+        for (int slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) {
+            ancestors.add(key.substring(0, slash));
+        }
+        return ancestors;
     }
 
     private void drop(Entry e) {

@@ -63,6 +63,11 @@ class HeldDirectoriesTest {
         }
     }
 
+    private void holdAtMost(int limit) {
+        held.close();
+        held = new HeldDirectories(limit);
+    }
+
     /** Skips where inotify cannot follow the temp directory's file system; elsewhere holding must work. */
     private void assumeHeld() throws IOException {
         assumeTrue(HeldDirectories.followable(rootFd), "inotify cannot follow the temp directory's file system");
@@ -239,8 +244,7 @@ class HeldDirectoriesTest {
 
     @Test
     void pastTheLimitEverythingIsLetGoAndHeldAfresh() throws IOException {
-        held.close();
-        held = new HeldDirectories(3);
+        holdAtMost(3);
         Files.createDirectories(root.resolve("a/b/c/d"));
         Files.createDirectories(root.resolve("e"));
         assumeHeld();
@@ -271,8 +275,7 @@ class HeldDirectoriesTest {
 
     @Test
     void aDirectoryWhoseParentIsNotHeldIsNotHeldEither() throws IOException {
-        held.close();
-        held = new HeldDirectories(3);
+        holdAtMost(3);
         Files.createDirectories(root.resolve("a/b/c/d"));
         Files.createDirectories(root.resolve("e"));
         assumeHeld();
