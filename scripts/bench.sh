@@ -365,3 +365,7 @@ if [ "$close_fails" -gt 0 ]; then
 else
     echo "$fails target(s) missed."
 fi
+if [ "$quick" = 1 ]; then
+    # --quick's phases are short: the JIT of a fresh daemon is still compiling what each one runs through
+    echo "quick: a smoke run on a fresh daemon, whose JIT is still compiling; judge the targets on a full run."
+fi
