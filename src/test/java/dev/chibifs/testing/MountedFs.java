@@ -63,14 +63,28 @@ public final class MountedFs implements AutoCloseable {
         return start(tempRoot(), mnt, args);
     }
 
+    /**
+     * Mounts with {@code args} as {@link #start(String...)} does, the daemon limited to
+     * {@code openFiles} open files (soft and hard): it holds at most a quarter that many directories.
+     */
+    public static MountedFs startWithOpenFileLimit(int openFiles, String... args) {
+        Path root = tempRoot();
+        return start(root, root.resolve("mnt"), List.of("sh", "-c", "ulimit -n " + openFiles + " && exec \"$@\"", "sh"), args);
+    }
+
     private static MountedFs start(Path root, Path mnt, String... args) {
+        return start(root, mnt, List.of(), args);
+    }
+
+    private static MountedFs start(Path root, Path mnt, List<String> prefix, String... args) {
         FuseSupport.requireFuse();
         try {
             Path home = root.resolve("home");
             Files.createDirectories(mnt);
             Files.createDirectories(home);
             Path log = root.resolve("daemon-" + System.nanoTime() + ".log");
-            List<String> cmd = daemonCommand("mount", "--foreground", "--home", home.toString());
+            List<String> cmd = new ArrayList<>(prefix);
+            cmd.addAll(daemonCommand("mount", "--foreground", "--home", home.toString()));
             cmd.addAll(List.of(args));
             cmd.add(mnt.toString());
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
