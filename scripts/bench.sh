@@ -316,14 +316,14 @@ rows=(
     "rm-r|s|time|-"
 )
 # "overlap" when the two ranges of samples meet: a verdict that one more run could turn
-overlap() { awk -v b="$1" -v c="$2" 'BEGIN {
-    nb = split(b, x, " "); nc = split(c, y, " "); blo = bhi = x[1]; clo = chi = y[1]
-    for (i = 2; i <= nb; i++) { if (x[i] + 0 < blo + 0) blo = x[i]; if (x[i] + 0 > bhi + 0) bhi = x[i] }
-    for (i = 2; i <= nc; i++) { if (y[i] + 0 < clo + 0) clo = y[i]; if (y[i] + 0 > chi + 0) chi = y[i] }
-    print (clo + 0 <= bhi + 0 && blo + 0 <= chi + 0) ? "overlap" : "apart" }'; }
+overlap() { awk -v b="$1" -v c="$2" '
+    function range(s, r,   v, n, i) { n = split(s, v, " "); r["lo"] = r["hi"] = v[1] + 0
+        for (i = 2; i <= n; i++) { if (v[i] + 0 < r["lo"]) r["lo"] = v[i] + 0; if (v[i] + 0 > r["hi"]) r["hi"] = v[i] + 0 } }
+    BEGIN { range(b, x); range(c, y); print (y["lo"] <= x["hi"] && x["lo"] <= y["hi"]) ? "overlap" : "apart" }'; }
 fails=0
 close_fails=0
-printf '%-15s %-6s %10s %10s %10s  %-22s %-22s %-7s %-7s %s\n' workload unit native bindfs chibifs \
+row_format='%-15s %-6s %10s %10s %10s  %-22s %-22s %-7s %-7s %s\n'
+printf "$row_format" workload unit native bindfs chibifs \
     "chibifs/native" "chibifs/bindfs" target verdict "samples"
 for row in "${rows[@]}"; do
     IFS='|' read -r w unit kind goal <<< "$row"
@@ -344,13 +344,13 @@ for row in "${rows[@]}"; do
             [ "$spread" = overlap ] && close_fails=$((close_fails + 1))
         fi
     fi
-    printf '%-15s %-6s %10s %10s %10s  %-22s %-22s %-7s %-7s %s\n' "$w" "$unit" "$n" "$b" "$c" \
+    printf "$row_format" "$w" "$unit" "$n" "$b" "$c" \
         "${rn}x $kind" "${rb}x $kind" "$goal" "$verdict" "$spread"
 done
 rss_mib=$(awk -v k="$rss_kib" 'BEGIN { printf "%.0f", k / 1024 }')
 rss_verdict=$([ "$rss_mib" -lt 300 ] && echo PASS || echo FAIL)
 [ "$rss_verdict" = FAIL ] && fails=$((fails + 1))
-printf '%-15s %-6s %10s %10s %10s  %-22s %-22s %-7s %-7s %s\n' daemon-peak-rss MiB - - "$rss_mib" - - "<300" "$rss_verdict" -
+printf "$row_format" daemon-peak-rss MiB - - "$rss_mib" - - "<300" "$rss_verdict" -
 echo
 echo "thr = throughput ratio (higher is better); time = time ratio (lower is better); targets apply to chibifs/bindfs."
 echo "samples: whether chibifs's and bindfs's ranges of samples overlap (one more run could turn the verdict) or lie apart."

@@ -99,8 +99,9 @@ final class ReplyWatch {
 
     /**
      * A watch for the channel, whose /dev/fuse descriptor is {@code fd} (libfuse's fuse_chan_fd), not
-     * yet in its send slot ({@link #acquire}); to be kept reachable while mounted. Null when the channel does not have libfuse 2.9's layout (then names a lookup
-     * gave the kernel catch up within attr_timeout, as before the watch).
+     * yet in its send slot ({@link #acquire}); to be kept reachable while mounted. Null when the
+     * channel does not have libfuse 2.9's layout (then names a lookup gave the kernel catch up within
+     * attr_timeout, as before the watch).
      */
     static ReplyWatch prepare(Pointer channel, int fd, KernelInodes kernelInodes) {
         Lib lib;

@@ -63,9 +63,14 @@ class HeldDirectoriesTest {
         }
     }
 
-    private void holdAtMost(int limit) {
+    /** Directories {@code made} in the store, of which at most three are held at once. */
+    private void holdAtMostThreeOf(String... made) throws IOException {
         held.close();
-        held = new HeldDirectories(limit);
+        held = new HeldDirectories(3);
+        for (String d : made) {
+            Files.createDirectories(root.resolve(d));
+        }
+        assumeHeld();
     }
 
     /** Skips where inotify cannot follow the temp directory's file system; elsewhere holding must work. */
@@ -244,10 +249,7 @@ class HeldDirectoriesTest {
 
     @Test
     void pastTheLimitEverythingIsLetGoAndHeldAfresh() throws IOException {
-        holdAtMost(3);
-        Files.createDirectories(root.resolve("a/b/c/d"));
-        Files.createDirectories(root.resolve("e"));
-        assumeHeld();
+        holdAtMostThreeOf("a/b/c/d", "e");
         fdOf("a/b/c/d");
         assertTrue(held.size() <= 3);
         fdOf("e");
@@ -275,10 +277,7 @@ class HeldDirectoriesTest {
 
     @Test
     void aDirectoryWhoseParentIsNotHeldIsNotHeldEither() throws IOException {
-        holdAtMost(3);
-        Files.createDirectories(root.resolve("a/b/c/d"));
-        Files.createDirectories(root.resolve("e"));
-        assumeHeld();
+        holdAtMostThreeOf("a/b/c/d", "e");
         fdOf("e");
         fdOf("a/b");
         // holding a/b/c meets the limit: everything is let go and a/b/c is walked, not held; a/b/c/d
