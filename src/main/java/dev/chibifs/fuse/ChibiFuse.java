@@ -11,6 +11,7 @@ import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.SpaceInfo;
 import com.kenai.jffi.MemoryIO;
 import jnr.ffi.Pointer;
+import jnr.ffi.Struct;
 import jnr.ffi.types.mode_t;
 import jnr.ffi.types.off_t;
 import jnr.ffi.types.size_t;
@@ -31,6 +32,7 @@ import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.EnumSet;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The FUSE adapter: each callback resolves the path and the caller, delegates to the
@@ -161,6 +163,11 @@ final class ChibiFuse extends FuseStubFS {
 
     @Override
     public int getattr(String path, FileStat stat) {
+        return getattr(path, Struct.getMemory(stat).address());
+    }
+
+    /** getattr into the struct stat at {@code stat}, as libfuse calls it ({@link NativeCallbacks}). */
+    int getattr(String path, long stat) {
         try {
             VfsPath p = VfsPath.of(path);
             if (FuseLoop.currentOpcode() == FuseLoop.LOOKUP && !p.isRoot() && kernelEntries.following()) {
@@ -187,6 +194,11 @@ final class ChibiFuse extends FuseStubFS {
      */
     @Override
     public int fgetattr(String path, FileStat stat, FuseFileInfo fi) {
+        return fgetattr(path, Struct.getMemory(stat).address(), fi);
+    }
+
+    /** fgetattr into the struct stat at {@code stat}, as libfuse calls it ({@link NativeCallbacks}). */
+    int fgetattr(String path, long stat, FuseFileInfo fi) {
         try {
             OpenFile f = openFiles.get(fi.fh.get());
             if (f == null) {
@@ -215,11 +227,11 @@ final class ChibiFuse extends FuseStubFS {
      * real instead, so we add that one back for a getattr. Otherwise a handle of a file that still
      * has another name reported a link too few (0 for a file with one name left).
      */
-    private void fillHidden(FileStat stat, VfsPath p, FileHandle h) throws IOException {
+    private void fillHidden(long stat, VfsPath p, FileHandle h) throws IOException {
         fill(stat, p, h.metadata());
         if (FuseLoop.currentOpcode() == FuseLoop.GETATTR) {
             // only getattr takes one off; setattr replies what we say
-            stat.st_nlink.set(stat.st_nlink.longValue() + 1);
+            StatLayout.NLINK.put(stat, StatLayout.NLINK.get(stat) + 1);
         }
     }
 
@@ -245,7 +257,7 @@ final class ChibiFuse extends FuseStubFS {
         return h;
     }
 
-    private void fill(FileStat stat, VfsPath p, Metadata m) {
+    private void fill(long stat, VfsPath p, Metadata m) {
         boolean following = kernelEntries.following();
         if (following) {
             if (kernelEntries.brief(m.isDirectory() ? p : p.parent())) {
@@ -279,23 +291,30 @@ final class ChibiFuse extends FuseStubFS {
                 FuseLoop.watchThisReply();
             }
         }
-        stat.st_mode.set(attributes.mode(p, m));
-        stat.st_uid.set(attributes.uid(p));
-        stat.st_gid.set(attributes.gid(p));
-        stat.st_ino.set(m.inode());
-        stat.st_nlink.set(m.links());
-        stat.st_size.set(m.size());
-        stat.st_blksize.set(4096);
-        stat.st_blocks.set((m.size() + 511) / 512);
-        setTime(stat.st_atim, m.accessed());
-        setTime(stat.st_mtim, m.modified());
-        setTime(stat.st_ctim, m.changed());
+        StatLayout.MODE.put(stat, attributes.mode(p, m));
+        StatLayout.UID.put(stat, attributes.uid(p));
+        StatLayout.GID.put(stat, attributes.gid(p));
+        StatLayout.INO.put(stat, m.inode());
+        StatLayout.NLINK.put(stat, m.links());
+        StatLayout.SIZE.put(stat, m.size());
+        StatLayout.BLKSIZE.put(stat, 4096);
+        StatLayout.BLOCKS.put(stat, (m.size() + 511) / 512);
+        putTime(stat, StatLayout.ATIME_SEC, StatLayout.ATIME_NSEC, m.accessed());
+        putTime(stat, StatLayout.MTIME_SEC, StatLayout.MTIME_NSEC, m.modified());
+        putTime(stat, StatLayout.CTIME_SEC, StatLayout.CTIME_NSEC, m.changed());
     }
 
-    private static void setTime(Timespec ts, FileTime time) {
-        Instant i = time.toInstant();
-        ts.tv_sec.set(i.getEpochSecond());
-        ts.tv_nsec.set(i.getNano());
+    private static void putTime(long stat, StatLayout.Field seconds, StatLayout.Field nanos, FileTime time) {
+        long since1970 = time.to(TimeUnit.NANOSECONDS);
+        if (since1970 != Long.MIN_VALUE && since1970 != Long.MAX_VALUE) {
+            // 1678 to 2262: whole nanoseconds, as Libc.stat keeps them, with no Instant per reply
+            seconds.put(stat, Math.floorDiv(since1970, 1_000_000_000L));
+            nanos.put(stat, Math.floorMod(since1970, 1_000_000_000L));
+        } else {
+            Instant i = time.toInstant();
+            seconds.put(stat, i.getEpochSecond());
+            nanos.put(stat, i.getNano());
+        }
     }
 
     @Override

@@ -78,9 +78,9 @@ final class NativeCallbacks {
     /** Puts the callbacks into {@code operations}, over what jnr-fuse put there. */
     NativeCallbacks(FuseOperations operations, ChibiFuse fs) {
         Pointer ops = jnr.ffi.Struct.getMemory(operations);
-        install(ops, GETATTR, TwoAddresses.class, (TwoAddresses) (path, stat) -> fs.getattr(string(path), stat(stat)));
+        install(ops, GETATTR, TwoAddresses.class, (TwoAddresses) (path, stat) -> fs.getattr(string(path), stat));
         install(ops, FGETATTR, ThreeAddresses.class, (ThreeAddresses) (path, stat, fi) ->
-                fs.fgetattr(string(path), stat(stat), fileInfo(fi)));
+                fs.fgetattr(string(path), stat, fileInfo(fi)));
         install(ops, OPEN, TwoAddresses.class, (TwoAddresses) (path, fi) -> fs.open(string(path), fileInfo(fi)));
         install(ops, CREATE, Create.class, (Create) (path, mode, fi) ->
                 fs.create(string(path), mode & 0xffffffffL, fileInfo(fi)));
@@ -131,10 +131,6 @@ final class NativeCallbacks {
         return new String(bytes, 0, n, StandardCharsets.UTF_8);
     }
 
-    private static FileStat stat(long address) {
-        return VIEWS.get().stats.at(address);
-    }
-
     private static FuseFileInfo fileInfo(long address) {
         return VIEWS.get().fileInfos.at(address);
     }
@@ -149,7 +145,6 @@ final class NativeCallbacks {
 
     /** One thread's struct views, path buffer and directory filler. */
     private static final class Views {
-        final StructViews<FileStat> stats = new StructViews<>(FileStat::of);
         final StructViews<FuseFileInfo> fileInfos = new StructViews<>(FuseFileInfo::of);
         final DirectoryFiller filler = new DirectoryFiller();
         byte[] bytes = new byte[256];
@@ -168,16 +163,7 @@ final class NativeCallbacks {
         private static final Invoker INVOKER = Invoker.getInstance();
         /** libfuse's "no inode number": the kernel makes one up, as for a null stat. */
         private static final long FUSE_UNKNOWN_INO = 0xffffffffL;
-        private static final long INO_OFFSET;
-        private static final long MODE_OFFSET;
-        private static final int STAT_SIZE;
-
-        static {
-            FileStat layout = new FileStat(RUNTIME);
-            INO_OFFSET = layout.st_ino.offset();
-            MODE_OFFSET = layout.st_mode.offset();
-            STAT_SIZE = jnr.ffi.Struct.size(layout);
-        }
+        private static final int STAT_SIZE = jnr.ffi.Struct.size(new FileStat(RUNTIME));
 
         /** A name is at most 255 bytes (NAME_MAX) plus the NUL. */
         private final ByteBuffer name = ByteBuffer.allocateDirect(1024);
@@ -188,7 +174,7 @@ final class NativeCallbacks {
         private long buf;
 
         private DirectoryFiller() {
-            MEMORY.putLong(statAddress + INO_OFFSET, FUSE_UNKNOWN_INO);
+            StatLayout.INO.put(statAddress, FUSE_UNKNOWN_INO);
         }
 
         /**
@@ -226,7 +212,7 @@ final class NativeCallbacks {
 
         private boolean fill(int nameLength, int type) {
             MEMORY.putByte(nameAddress + nameLength, (byte) 0);
-            MEMORY.putInt(statAddress + MODE_OFFSET, type);
+            StatLayout.MODE.put(statAddress, type);
             return (int) INVOKER.invokeL4NoErrno(FILL_DIR, filler, buf, nameAddress, type == 0 ? 0 : statAddress, 0) == 0;
         }
     }
@@ -234,8 +220,9 @@ final class NativeCallbacks {
     /**
      * Views of one struct type, each kept on the address it last showed. libfuse passes each
      * callback its structs from a stack slot of the function that decoded the request, so a thread
-     * sees the same few addresses over and over (a lookup's entry and a getattr's buffer; the file
-     * info of open, create, read, write, release): a view is made only for an address not seen lately.
+     * sees the same few addresses over and over (the file info of open, create, read, write,
+     * release): a view is made only for an address not seen lately. (A struct stat gets no view:
+     * {@link StatLayout} writes it.)
      */
     private static final class StructViews<S extends jnr.ffi.Struct> {
         private final java.util.function.Function<Pointer, S> view;
