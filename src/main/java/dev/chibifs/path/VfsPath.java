@@ -52,21 +52,21 @@ public final class VfsPath implements Comparable<VfsPath> {
             if (end < 0) {
                 end = path.length();
             }
-            checkSegment(path, path.substring(start, end));
+            checkSegment(path, start, end);
             start = end + 1;
         }
         return new VfsPath(path);
     }
 
-    private static void checkSegment(String path, String segment) {
-        if (segment.isEmpty()) {
+    /** Checks the segment {@code path[start, end)} in place: every request parses a path, and a substring per segment was garbage. */
+    private static void checkSegment(String path, int start, int end) {
+        int length = end - start;
+        if (length == 0) {
             throw new InvalidVfsPathException(path, "a VFS path cannot contain '//'");
         }
-        if (segment.equals("..")) {
-            throw new InvalidVfsPathException(path, "a VFS path cannot contain '..'");
-        }
-        if (segment.equals(".")) {
-            throw new InvalidVfsPathException(path, "a VFS path cannot contain '.' segments");
+        if (length <= 2 && path.charAt(start) == '.' && (length == 1 || path.charAt(start + 1) == '.')) {
+            throw new InvalidVfsPathException(path, length == 2
+                    ? "a VFS path cannot contain '..'" : "a VFS path cannot contain '.' segments");
         }
     }
 

@@ -22,7 +22,9 @@ import java.nio.file.NotDirectoryException;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The few libc calls the store makes itself, relative to directory descriptors: they keep the
@@ -140,10 +142,18 @@ final class Libc {
     private Libc() {
     }
 
+    /** {@code name} in UTF-8 with a NUL after it; an ASCII name (nearly all) is one array, made once. */
     static byte[] bytes(String name) {
-        byte[] b = name.getBytes(StandardCharsets.UTF_8);
-        byte[] z = new byte[b.length + 1];
-        System.arraycopy(b, 0, z, 0, b.length);
+        int n = name.length();
+        byte[] z = new byte[n + 1];
+        for (int i = 0; i < n; i++) {
+            char c = name.charAt(i);
+            if (c >= 0x80) {
+                byte[] b = name.getBytes(StandardCharsets.UTF_8);
+                return Arrays.copyOf(b, b.length + 1);
+            }
+            z[i] = (byte) c;
+        }
         return z;
     }
 
@@ -397,8 +407,16 @@ final class Libc {
                 buf.getInt(16) & 0xffffffffL, mode & 07777, buf.getLong(32));
     }
 
+    /** Times whose nanoseconds since 1970 fit a long (the years 1678 to 2262) are one object, not a FileTime and its Instant. */
+    private static final long NANO_SECONDS_LIMIT = Long.MAX_VALUE / 1_000_000_000L - 1;
+
     private static FileTime time(Pointer buf, int offset) {
-        return FileTime.from(Instant.ofEpochSecond(buf.getLong(offset), buf.getInt(offset + 8) & 0xffffffffL));
+        long seconds = buf.getLong(offset);
+        long nanos = buf.getInt(offset + 8) & 0xffffffffL;
+        if (Math.abs(seconds) < NANO_SECONDS_LIMIT) {
+            return FileTime.from(seconds * 1_000_000_000L + nanos, TimeUnit.NANOSECONDS);
+        }
+        return FileTime.from(Instant.ofEpochSecond(seconds, nanos));
     }
 
     /** unlink(2) of a file, or rmdir(2) when {@code directory}; the type check and the removal are one call. */

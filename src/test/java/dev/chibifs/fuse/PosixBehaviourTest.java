@@ -156,6 +156,18 @@ class PosixBehaviourTest {
     }
 
     @Test
+    void timesBefore1970AndAfter2262KeepEveryNanosecond() {
+        // the daemon keeps the store's times in nanoseconds where they fit a long (1678-2262)
+        python(fs, """
+                open('shared/far', 'w').close()
+                for ns in (-1, -10**18 - 1, 10**19 + 7):  # 1969, 1938, 2286
+                    os.utime('shared/far', ns=(ns, ns))
+                    s = os.stat('shared/far')
+                    assert (s.st_atime_ns, s.st_mtime_ns) == (ns, ns), (ns, s)
+                """);
+    }
+
+    @Test
     void anOpenFileOutlivesRenameUnlinkAndAReplacementOfItsName() {
         python(fs, """
                 os.chdir('shared')

@@ -16,7 +16,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 class VfsPathTest {
 
     @ParameterizedTest
-    @ValueSource(strings = {"/shared/foo.txt", "/home/planner/notes.md", "/sys/info", "/", "/a b/.hidden", "/x..y"})
+    @ValueSource(strings = {"/shared/foo.txt", "/home/planner/notes.md", "/sys/info", "/", "/a b/.hidden", "/x..y",
+            "/shared/...", "/shared/.a", "/shared/a.", "/..a/b", "/a/..b"})
     void acceptsValidPaths(String p) {
         assertEquals(p, VfsPath.of(p).toString());
     }
