@@ -52,32 +52,28 @@ final class StatLayout {
         int size = Struct.size(new FileStat(runtime));
         Pointer scratch = runtime.getMemoryManager().allocateDirect(size, true);
         FileStat view = FileStat.of(scratch);
-        MODE = learn(scratch, size, () -> view.st_mode);
-        UID = learn(scratch, size, () -> view.st_uid);
-        GID = learn(scratch, size, () -> view.st_gid);
-        INO = learn(scratch, size, () -> view.st_ino);
-        NLINK = learn(scratch, size, () -> view.st_nlink);
-        SIZE = learn(scratch, size, () -> view.st_size);
-        BLKSIZE = learn(scratch, size, () -> view.st_blksize);
-        BLOCKS = learn(scratch, size, () -> view.st_blocks);
-        ATIME_SEC = learn(scratch, size, () -> view.st_atim.tv_sec);
-        ATIME_NSEC = learn(scratch, size, () -> view.st_atim.tv_nsec);
-        MTIME_SEC = learn(scratch, size, () -> view.st_mtim.tv_sec);
-        MTIME_NSEC = learn(scratch, size, () -> view.st_mtim.tv_nsec);
-        CTIME_SEC = learn(scratch, size, () -> view.st_ctim.tv_sec);
-        CTIME_NSEC = learn(scratch, size, () -> view.st_ctim.tv_nsec);
+        MODE = learn(scratch, size, view.st_mode);
+        UID = learn(scratch, size, view.st_uid);
+        GID = learn(scratch, size, view.st_gid);
+        INO = learn(scratch, size, view.st_ino);
+        NLINK = learn(scratch, size, view.st_nlink);
+        SIZE = learn(scratch, size, view.st_size);
+        BLKSIZE = learn(scratch, size, view.st_blksize);
+        BLOCKS = learn(scratch, size, view.st_blocks);
+        ATIME_SEC = learn(scratch, size, view.st_atim.tv_sec);
+        ATIME_NSEC = learn(scratch, size, view.st_atim.tv_nsec);
+        MTIME_SEC = learn(scratch, size, view.st_mtim.tv_sec);
+        MTIME_NSEC = learn(scratch, size, view.st_mtim.tv_nsec);
+        CTIME_SEC = learn(scratch, size, view.st_ctim.tv_sec);
+        CTIME_NSEC = learn(scratch, size, view.st_ctim.tv_nsec);
     }
 
     private StatLayout() {
     }
 
-    private interface FieldOf {
-        Struct.NumberField get();
-    }
-
     /** Sets the field to all ones in the zeroed {@code scratch} and finds the bytes that changed. */
-    private static Field learn(Pointer scratch, int size, FieldOf field) {
-        field.get().set(-1L);
+    private static Field learn(Pointer scratch, int size, Struct.NumberField field) {
+        field.set(-1L);
         int first = -1;
         int last = -1;
         for (int i = 0; i < size; i++) {

@@ -1,11 +1,14 @@
 package dev.chibifs.fuse;
 
+import jnr.ffi.Platform;
 import jnr.ffi.Pointer;
 import jnr.ffi.Runtime;
 import jnr.ffi.Struct;
-import jnr.ffi.Platform;
 import org.junit.jupiter.api.Test;
 import ru.serce.jnrfuse.struct.FileStat;
+
+import java.util.ArrayList;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -63,17 +66,18 @@ class StatLayoutTest {
             return;
         }
         // <bits/struct_stat.h> for x86-64: st_nlink and st_blksize are 8 bytes there
-        assertEquals(new StatLayout.Field(8, 8), StatLayout.INO);
-        assertEquals(new StatLayout.Field(16, 8), StatLayout.NLINK);
-        assertEquals(new StatLayout.Field(24, 4), StatLayout.MODE);
-        assertEquals(new StatLayout.Field(28, 4), StatLayout.UID);
-        assertEquals(new StatLayout.Field(32, 4), StatLayout.GID);
-        assertEquals(new StatLayout.Field(48, 8), StatLayout.SIZE);
-        assertEquals(new StatLayout.Field(56, 8), StatLayout.BLKSIZE);
-        assertEquals(new StatLayout.Field(64, 8), StatLayout.BLOCKS);
-        assertEquals(new StatLayout.Field(72, 8), StatLayout.ATIME_SEC);
-        assertEquals(new StatLayout.Field(88, 8), StatLayout.MTIME_SEC);
-        assertEquals(new StatLayout.Field(104, 8), StatLayout.CTIME_SEC);
-        assertEquals(new StatLayout.Field(112, 8), StatLayout.CTIME_NSEC);
+        assertEquals(fields(8, 8, 16, 8, 24, 4, 28, 4, 32, 4, 48, 8, 56, 8, 64, 8, 72, 8, 88, 8, 104, 8, 112, 8),
+                List.of(StatLayout.INO, StatLayout.NLINK, StatLayout.MODE, StatLayout.UID, StatLayout.GID,
+                        StatLayout.SIZE, StatLayout.BLKSIZE, StatLayout.BLOCKS, StatLayout.ATIME_SEC,
+                        StatLayout.MTIME_SEC, StatLayout.CTIME_SEC, StatLayout.CTIME_NSEC));
+    }
+
+    /** Fields from pairs of offset and width. */
+    private static List<StatLayout.Field> fields(int... offsetsAndWidths) {
+        List<StatLayout.Field> fields = new ArrayList<>();
+        for (int i = 0; i < offsetsAndWidths.length; i += 2) {
+            fields.add(new StatLayout.Field(offsetsAndWidths[i], offsetsAndWidths[i + 1]));
+        }
+        return fields;
     }
 }
