@@ -8,7 +8,6 @@ import com.kenai.jffi.Type;
 import jnr.ffi.Pointer;
 import jnr.ffi.Runtime;
 import jnr.ffi.annotations.Delegate;
-import ru.serce.jnrfuse.struct.FileStat;
 import ru.serce.jnrfuse.struct.FuseFileInfo;
 import ru.serce.jnrfuse.struct.FuseOperations;
 
@@ -163,12 +162,11 @@ final class NativeCallbacks {
         private static final Invoker INVOKER = Invoker.getInstance();
         /** libfuse's "no inode number": the kernel makes one up, as for a null stat. */
         private static final long FUSE_UNKNOWN_INO = 0xffffffffL;
-        private static final int STAT_SIZE = jnr.ffi.Struct.size(new FileStat(RUNTIME));
 
         /** A name is at most 255 bytes (NAME_MAX) plus the NUL. */
         private final ByteBuffer name = ByteBuffer.allocateDirect(1024);
         private final long nameAddress = MEMORY.getDirectBufferAddress(name);
-        private final ByteBuffer stat = ByteBuffer.allocateDirect(STAT_SIZE);
+        private final ByteBuffer stat = ByteBuffer.allocateDirect(StatLayout.BYTES);
         private final long statAddress = MEMORY.getDirectBufferAddress(stat);
         private long filler;
         private long buf;

@@ -32,6 +32,8 @@ final class StatLayout {
         }
     }
 
+    /** sizeof(struct stat), as jnr-fuse lays it out. */
+    static final int BYTES;
     static final Field MODE;
     static final Field UID;
     static final Field GID;
@@ -50,6 +52,7 @@ final class StatLayout {
     static {
         Runtime runtime = Runtime.getSystemRuntime();
         int size = Struct.size(new FileStat(runtime));
+        BYTES = size;
         Pointer scratch = runtime.getMemoryManager().allocateDirect(size, true);
         FileStat view = FileStat.of(scratch);
         MODE = learn(scratch, size, view.st_mode);

@@ -164,6 +164,15 @@ public final class VfsPath implements Comparable<VfsPath> {
                 || (path.startsWith(other.path) && path.charAt(other.path.length()) == '/');
     }
 
+    /**
+     * The parent's {@link #relative} path ("" for the root and its children), without making the
+     * parent: the store opens the directory of every operation's name by it.
+     */
+    public String parentRelative() {
+        int slash = path.lastIndexOf('/');
+        return slash <= 0 ? "" : path.substring(1, slash);
+    }
+
     /** The path relative to the root, without the leading slash ("" for the root). */
     public String relative() {
         return path.substring(1);

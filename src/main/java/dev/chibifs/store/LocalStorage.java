@@ -128,13 +128,10 @@ public final class LocalStorage implements Storage {
 
     /** The directory holding {@code path}, open, with the last name of {@code path}. */
     private At at(VfsPath path) throws IOException {
-        // the parent's relative path and the name straight from the string: no parent VfsPath per operation
-        String s = path.toString();
-        int slash = s.lastIndexOf('/');
-        String name = path.isRoot() ? "." : s.substring(slash + 1);
+        String name = path.isRoot() ? "." : path.fileName();
         checkEncodable(path, name);
         int rootFd = storeRoot.descriptor(path, directories.refresh());
-        return new At(directories.open(rootFd, slash <= 0 ? "" : s.substring(1, slash), path), name);
+        return new At(directories.open(rootFd, path.parentRelative(), path), name);
     }
 
     /** {@code path} itself, open as a directory. */

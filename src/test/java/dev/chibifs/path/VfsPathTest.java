@@ -164,6 +164,14 @@ class VfsPathTest {
     }
 
     @Test
+    void parentRelativeIsTheParentsRelativePath() {
+        for (String p : List.of("/shared/sub/foo.txt", "/shared", "/a/b/c/d")) {
+            assertEquals(VfsPath.of(p).parent().relative(), VfsPath.of(p).parentRelative(), p);
+        }
+        assertEquals("", VfsPath.root().parentRelative());
+    }
+
+    @Test
     void equalityHashAndOrder() {
         assertEquals(VfsPath.of("/shared/a"), VfsPath.of("/shared/a"));
         assertEquals(VfsPath.of("/shared/a").hashCode(), VfsPath.of("/shared/a").hashCode());
