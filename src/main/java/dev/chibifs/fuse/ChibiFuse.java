@@ -260,7 +260,7 @@ final class ChibiFuse extends FuseStubFS {
     private void fill(long stat, VfsPath p, Metadata m) {
         boolean following = kernelEntries.following();
         if (following) {
-            if (kernelEntries.brief(m.isDirectory() ? p : p.parent())) {
+            if (kernelEntries.briefAbout(p, m.isDirectory())) {
                 // a directory's attributes change with what is in it, a file's are told by its directory's feed
                 FuseLoop.keepThisReplyBrief();
             } else if (m.isDirectory() && !kernelEntries.follows(p)) {

@@ -287,7 +287,15 @@ final class KernelEntries implements ChangeListener {
      * only briefly, because no change there would reach it: the directory could not be followed.
      */
     boolean brief(VfsPath directory) {
-        return allBrief || !unfollowed.isEmpty() && unfollowed.contains(directory);
+        return briefAbout(directory, true);
+    }
+
+    /**
+     * {@link #brief} for a reply about {@code path}: of the path itself when it is a directory, else
+     * of its parent, which is made only when some directory is brief (every attribute reply asks).
+     */
+    boolean briefAbout(VfsPath path, boolean directory) {
+        return allBrief || !unfollowed.isEmpty() && unfollowed.contains(directory ? path : path.parent());
     }
 
     /** The key the directory of kernel inode {@code node} is followed under; -1 when none (for tests). */
