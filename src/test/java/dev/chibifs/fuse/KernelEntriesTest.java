@@ -152,6 +152,16 @@ class KernelEntriesTest {
     }
 
     @Test
+    void aReplyAboutAFileAsksOfItsDirectoryAndAReplyAboutADirectoryOfItself() {
+        VfsPath later = VfsPath.of("/shared/later");
+        assertFalse(entries.lookingIn(later, 9)); // missing: nothing to follow
+        assertTrue(entries.briefAbout(later.child("x.md"), false));
+        assertTrue(entries.briefAbout(later, true));
+        assertFalse(entries.briefAbout(later, false), "a file of that name asks of its directory, /shared");
+        assertFalse(entries.briefAbout(VfsPath.of("/shared/y.md"), false));
+    }
+
+    @Test
     void aDirectoryThatCannotBeFollowedIsKeptBrieflyUntilItCanBe() throws Exception {
         VfsPath later = VfsPath.of("/shared/later");
         assertFalse(entries.lookingIn(later, 9)); // missing: nothing to follow
