@@ -89,6 +89,12 @@ public final class MountCommand implements Callable<Integer> {
                 + " can only drop a changed directory's name, which fails getcwd of processes working in it).")
     Duration kernelCache;
 
+    @Option(names = "--readdirplus", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "Listings carry each name's attributes (READDIRPLUS), so ls -l, find -printf or stat of every"
+                + " file in a directory asks nothing more per file. --no-readdirplus: plain listings, then one request"
+                + " per file for its attributes. Default: on.")
+    boolean readdirplus;
+
     /** Set by a background mount for its daemon child, so the registry names the log file. */
     @Option(names = "--logged-to", hidden = true)
     Path loggedTo;
@@ -219,7 +225,7 @@ public final class MountCommand implements Callable<Integer> {
         long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
         // the hook goes in before the mount answers: a SIGTERM right after mounting must still unmount cleanly
         FuseDaemon daemon = FuseDaemon.create(mp, router, plan.callers(), options, uid, gid,
-                (int) kernelCache.toSeconds());
+                (int) kernelCache.toSeconds(), readdirplus);
         AtomicBoolean stopping = new AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopping.compareAndSet(false, true)) {
@@ -306,6 +312,7 @@ public final class MountCommand implements Callable<Integer> {
                 "--home", chibiHome.dir().toString(), "--log-level", logLevel, "--logged-to", logFile.toString(),
                 "--cache-sweep-interval", cacheSweepInterval.toString()));
         cmd.addAll(List.of("--kernel-cache", kernelCache.isZero() ? KernelCacheConverter.OFF : kernelCache.toSeconds() + "s"));
+        cmd.add(readdirplus ? "--readdirplus" : "--no-readdirplus");
         if (context != null) {
             cmd.addAll(List.of("--context", context));
         }

@@ -394,6 +394,7 @@ final class ChibiFuse extends FuseStubFS {
     int readdir(String path, long buf, long filler) {
         try {
             NativeCallbacks.DirectoryFiller fill = NativeCallbacks.filler(filler, buf);
+            FuseLoop.listing(path);
             fill.add(".", 0);
             fill.add("..", 0);
             // straight from the store's getdents buffer into libfuse's: no list, no object per entry
@@ -410,6 +411,23 @@ final class ChibiFuse extends FuseStubFS {
             return 0;
         } catch (Throwable t) {
             return fail("readdir", path, t);
+        }
+    }
+
+    /**
+     * The attributes of {@code p} for its entry in a READDIRPLUS ({@link DirectoryPlus}), as a
+     * GETATTR of kernel inode {@code nodeid} would reply them; a hidden name, or one that is gone,
+     * goes out without.
+     */
+    int plusAttributes(VfsPath p, long nodeid, long stat) {
+        try {
+            if (isHiddenName(p)) {
+                return DirectoryPlus.Attributes.NONE;
+            }
+            Metadata m = router.metadata(null, p);
+            return FuseLoop.asAttributeReply(nodeid, () -> fill(stat, p, m));
+        } catch (Throwable t) {
+            return DirectoryPlus.Attributes.NONE;
         }
     }
 

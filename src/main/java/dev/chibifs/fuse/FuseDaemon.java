@@ -40,18 +40,45 @@ public final class FuseDaemon {
     private final Path mountpoint;
     private final ChibiFuse fs;
     private final List<String> options;
+    /** Null: plain listings. */
+    private final DirectoryPlus directoryPlus;
     private final CompletableFuture<Integer> loop = new CompletableFuture<>();
 
-    private FuseDaemon(Path mountpoint, ChibiFuse fs, List<String> options) {
+    private FuseDaemon(Path mountpoint, ChibiFuse fs, List<String> options, boolean readdirplus) {
         this.mountpoint = mountpoint;
         this.fs = fs;
         this.options = options;
+        if (readdirplus) {
+            // entries go out with the timeouts libfuse gives its lookups: the last of each in the options, else 1 s
+            this.directoryPlus = new DirectoryPlus(timeout(options, "entry_timeout"), timeout(options, "attr_timeout"));
+            directoryPlus.attributesFrom(fs::plusAttributes);
+        } else {
+            this.directoryPlus = null;
+        }
+    }
+
+    /** libfuse's value of option {@code name} in {@code options} (comma-separated lists, the last wins); 1 s when unset. */
+    static double timeout(List<String> options, String name) {
+        double seconds = 1.0;
+        for (String list : options) {
+            for (String o : list.split(",")) {
+                if (o.startsWith(name + "=")) {
+                    try {
+                        seconds = Double.parseDouble(o.substring(name.length() + 1));
+                    } catch (NumberFormatException e) {
+                        // libfuse refuses to mount with it; no entry outlives what it would have said
+                        seconds = 0;
+                    }
+                }
+            }
+        }
+        return Math.max(0, seconds);
     }
 
     /** A daemon for {@code router} at {@code mountpoint}, not mounted yet: {@link #start} mounts it. */
     public static FuseDaemon create(Path mountpoint, Router router, CallerResolver callers, List<String> options,
                                     long mountUid, long mountGid) {
-        return create(mountpoint, router, callers, options, mountUid, mountGid, 0);
+        return create(mountpoint, router, callers, options, mountUid, mountGid, 0, true);
     }
 
     /**
@@ -69,6 +96,12 @@ public final class FuseDaemon {
      */
     public static FuseDaemon create(Path mountpoint, Router router, CallerResolver callers, List<String> options,
                                     long mountUid, long mountGid, int kernelCacheSeconds) {
+        return create(mountpoint, router, callers, options, mountUid, mountGid, kernelCacheSeconds, true);
+    }
+
+    /** {@link #create}, with listings that carry attributes ({@link DirectoryPlus}) when {@code readdirplus}. */
+    public static FuseDaemon create(Path mountpoint, Router router, CallerResolver callers, List<String> options,
+                                    long mountUid, long mountGid, int kernelCacheSeconds, boolean readdirplus) {
         ChibiFuse fs = new ChibiFuse(router, callers, mountUid, mountGid);
         List<String> all = new ArrayList<>();
         if (kernelCacheSeconds > 0) {
@@ -81,7 +114,7 @@ public final class FuseDaemon {
             }
         }
         all.addAll(options);
-        return new FuseDaemon(mountpoint, fs, List.copyOf(all));
+        return new FuseDaemon(mountpoint, fs, List.copyOf(all), readdirplus);
     }
 
 
@@ -100,7 +133,7 @@ public final class FuseDaemon {
         // no jnr-fuse mount(): it runs libfuse's own loop, and registers an exit hook we do not want
         Thread t = new Thread(() -> {
             try {
-                loop.complete(new FuseLoop(mountpoint, fs.operations(), fs.kernelInodes(), fs.kernelEntries())
+                loop.complete(new FuseLoop(mountpoint, fs.operations(), fs.kernelInodes(), fs.kernelEntries(), directoryPlus)
                         .run(fs.getFSName(), args));
             } catch (Throwable e) {
                 loop.complete(1);

@@ -15,6 +15,7 @@ import org.slf4j.LoggerFactory;
 import ru.serce.jnrfuse.struct.FuseOperations;
 
 import java.lang.ref.Reference;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -98,6 +99,13 @@ final class FuseLoop {
     static final int READDIR = 28;
     static final int CREATE = 35;
     static final int BATCH_FORGET = 42;
+    static final int SYMLINK = 6;
+    static final int UNLINK = 10;
+    static final int RMDIR = 11;
+    static final int RENAME = 12;
+    static final int RELEASEDIR = 29;
+    static final int READDIRPLUS = 44;
+    static final int RENAME2 = 45;
 
     /**
      * A worker: it knows the request it is serving, which libfuse's high-level callbacks do not
@@ -105,6 +113,8 @@ final class FuseLoop {
      */
     private static final class Worker extends Thread {
         final ReplyWatch watch;
+        /** Null where listings go out plain. */
+        final DirectoryPlus plus;
         int opcode = -1;
         long nodeid;
         long linkSource;
@@ -119,10 +129,21 @@ final class FuseLoop {
         VfsPath lookup;
         /** For the INIT request on this thread, the flags of what the kernel can do (fuse_init_in's). */
         int kernelCan;
+        /** The request this thread serves is a READDIRPLUS, which libfuse serves as a READDIR ({@link DirectoryPlus}). */
+        boolean listingPlus;
+        /** For a READDIRPLUS: libfuse's directory handle, and the room the kernel gave for the reply. */
+        long plusHandle;
+        int plusRoom;
+        /** For a READDIRPLUS: the names whose entries went out with a node, and their node ids. */
+        final List<VfsPath> plusSent = new ArrayList<>();
+        final List<Long> plusNodes = new ArrayList<>();
+        /** Where the name in an entry request (lookup, create, ...) is, in the request buffer; 0 for none. */
+        long entryName;
 
-        Worker(Runnable work, String name, ReplyWatch watch) {
+        Worker(Runnable work, String name, ReplyWatch watch, DirectoryPlus plus) {
             super(work, name);
             this.watch = watch;
+            this.plus = plus;
         }
     }
 
@@ -205,6 +226,89 @@ final class FuseLoop {
         return Thread.currentThread() instanceof Worker w ? w.nodeid : 0;
     }
 
+    /** Whether the request this thread serves is a READDIRPLUS, whose reply {@link ReplyWatch} widens. */
+    static boolean listingPlus() {
+        return Thread.currentThread() instanceof Worker w && w.listingPlus;
+    }
+
+    /** For a READDIRPLUS on this thread: libfuse's directory handle. */
+    static long plusHandle() {
+        return Thread.currentThread() instanceof Worker w ? w.plusHandle : 0;
+    }
+
+    /** For a READDIRPLUS on this thread: the bytes the kernel has room for. */
+    static int plusRoom() {
+        return Thread.currentThread() instanceof Worker w ? w.plusRoom : 0;
+    }
+
+    /** For a READDIRPLUS on this thread: where to note the names that went out with a node. */
+    static List<VfsPath> plusSent() {
+        return Thread.currentThread() instanceof Worker w ? w.plusSent : new ArrayList<>();
+    }
+
+    /** For a READDIRPLUS on this thread: where to note the node ids that went out. */
+    static List<Long> plusNodes() {
+        return Thread.currentThread() instanceof Worker w ? w.plusNodes : new ArrayList<>();
+    }
+
+    /** libfuse is filling a listing of {@code path} on this thread: for a READDIRPLUS, its handle's path. */
+    static void listing(String path) {
+        if (Thread.currentThread() instanceof Worker w && w.listingPlus) {
+            w.plus.listing(w.plusHandle, VfsPath.of(path));
+        }
+    }
+
+    /** Whether the request this thread serves names an entry (lookup, create, mkdir, ...) whose node is to be learned. */
+    static boolean namesEntry() {
+        return Thread.currentThread() instanceof Worker w && w.entryName != 0;
+    }
+
+    /** The name an entry request on this thread (lookup, create, mkdir, ...) is about; null for none. */
+    static String entryName() {
+        return Thread.currentThread() instanceof Worker w && w.entryName != 0 ? string(w.entryName) : null;
+    }
+
+    /**
+     * Runs {@code reply}, which fills attributes, as for a GETATTR of kernel inode {@code nodeid}
+     * ({@link ChibiFuse} keys its bookkeeping by the request), and returns the
+     * {@link DirectoryPlus.Attributes} BRIEF bits it asked for.
+     */
+    static int asAttributeReply(long nodeid, Runnable reply) {
+        if (!(Thread.currentThread() instanceof Worker w)) {
+            reply.run();
+            return 0;
+        }
+        int opcode = w.opcode;
+        long node = w.nodeid;
+        boolean entry = w.briefEntry;
+        boolean attributes = w.briefAttributes;
+        w.opcode = GETATTR;
+        w.nodeid = nodeid;
+        w.briefEntry = false;
+        w.briefAttributes = false;
+        try {
+            reply.run();
+            return (w.briefEntry ? DirectoryPlus.Attributes.BRIEF_ENTRY : 0)
+                    | (w.briefAttributes ? DirectoryPlus.Attributes.BRIEF_ATTRIBUTES : 0);
+        } finally {
+            w.opcode = opcode;
+            w.nodeid = node;
+            w.briefEntry = entry;
+            w.briefAttributes = attributes;
+        }
+    }
+
+    /** A NUL-terminated name in a request buffer, as UTF-8. */
+    private static String string(long address) {
+        int n = 0;
+        while (MEMORY.getByte(address + n) != 0) {
+            n++;
+        }
+        byte[] bytes = new byte[n];
+        MEMORY.getByteArray(address, bytes, 0, n);
+        return new String(bytes, StandardCharsets.UTF_8);
+    }
+
     /** For the INIT request on this thread, the kernel's fuse_init_in flags; 0 otherwise. */
     static int kernelCan() {
         return Thread.currentThread() instanceof Worker w ? w.kernelCan : 0;
@@ -228,14 +332,18 @@ final class FuseLoop {
     private final FuseOperations operations;
     private final KernelInodes kernelInodes;
     private final KernelEntries kernelEntries;
+    /** Null for plain listings; dropped where the reply watch cannot widen them. */
+    private final DirectoryPlus directoryPlus;
     /** Set before this class ends the session itself: a worker that gets one more request stops after it. */
     private volatile boolean exiting;
 
-    FuseLoop(Path mountpoint, FuseOperations operations, KernelInodes kernelInodes, KernelEntries kernelEntries) {
+    FuseLoop(Path mountpoint, FuseOperations operations, KernelInodes kernelInodes, KernelEntries kernelEntries,
+             DirectoryPlus directoryPlus) {
         this.mountpoint = mountpoint;
         this.operations = operations;
         this.kernelInodes = kernelInodes;
         this.kernelEntries = kernelEntries;
+        this.directoryPlus = directoryPlus;
     }
 
     /**
@@ -259,6 +367,11 @@ final class FuseLoop {
         Pointer channel = lib.fuse_session_next_chan(lib.fuse_get_session(fuse), null);
         int fd = lib.fuse_chan_fd(channel);
         ReplyWatch watch = ReplyWatch.prepare(channel, fd, kernelInodes);
+        // the watch offers READDIRPLUS in the INIT reply and widens libfuse's listings: without it, none
+        DirectoryPlus plus = watch != null ? directoryPlus : null;
+        if (watch != null) {
+            watch.listWith(plus);
+        }
         if (watch != null && !watch.widen(REQUEST_BUFFER)) {
             LOG.info("libfuse's channel keeps its own request buffers: writes reach the daemon in pieces of 128 KiB");
         }
@@ -279,7 +392,7 @@ final class FuseLoop {
             }
         });
         // not in a finally: teardown frees what workers still running would use
-        serve(fuse, watch);
+        serve(fuse, watch, plus);
         // first: it waits for notifications in flight on other threads (the kernel inodes' too), which teardown would free under them
         kernelEntries.notifyWith(null);
         kernelInodes.invalidateWith(nodeid -> 0);
@@ -289,7 +402,7 @@ final class FuseLoop {
         return 0;
     }
 
-    private void serve(Pointer fuse, ReplyWatch watch) {
+    private void serve(Pointer fuse, ReplyWatch watch, DirectoryPlus plus) {
         CountDownLatch firstEnded = new CountDownLatch(1);
         List<Thread> workers = new ArrayList<>();
         for (int i = 0; i < WORKERS; i++) {
@@ -299,7 +412,7 @@ final class FuseLoop {
                 } finally {
                     firstEnded.countDown();
                 }
-            }, "chibifs-fuse-" + i, watch);
+            }, "chibifs-fuse-" + i, watch, plus);
             w.setDaemon(true);
             workers.add(w);
             w.start();
@@ -353,10 +466,13 @@ final class FuseLoop {
             self.nodeid = MEMORY.getLong(header + 16);
             // struct fuse_link_in { u64 oldnodeid; } follows the 40-byte header
             self.linkSource = self.opcode == LINK ? MEMORY.getLong(header + 40) : 0;
+            if (self.plus != null) {
+                beforeLibfuse(self, header);
+            }
             if (self.opcode == FORGET) {
                 kernelInodes.forgotten(self.nodeid);
             } else if (self.opcode == BATCH_FORGET) {
-                forgotten(header);
+                forgotten(header, self.plus);
             }
             if (self.opcode == INIT) {
                 // struct fuse_init_in { u32 major, minor, max_readahead, flags; ... }: the reply
@@ -371,6 +487,10 @@ final class FuseLoop {
                 kernelEntries.lookedUp(changes, self.nodeid, self.lookup);
             } else if (self.opcode == READDIR) {
                 kernelEntries.listed(changes, self.nodeid);
+                // names that went out with their attributes are entries the kernel keeps, as a lookup's
+                for (VfsPath name : self.plusSent) {
+                    kernelEntries.lookedUp(changes, self.nodeid, name);
+                }
             }
         } catch (RuntimeException | Error e) {
             // the callbacks catch everything themselves; this is a bug, not a request to stop serving
@@ -384,6 +504,12 @@ final class FuseLoop {
             self.cacheListing = false;
             self.briefEntry = false;
             self.briefAttributes = false;
+            self.listingPlus = false;
+            self.plusHandle = 0;
+            self.plusRoom = 0;
+            self.plusSent.clear();
+            self.plusNodes.clear();
+            self.entryName = 0;
             if (self.watchingReply) {
                 self.watchingReply = false;
                 self.watch.release(); // the reply has gone
@@ -391,14 +517,68 @@ final class FuseLoop {
         }
     }
 
-    /** A BATCH_FORGET: every node id in it is gone from the kernel (see {@link KernelInodes#forgotten}). */
-    private void forgotten(long header) {
+    /**
+     * What {@link DirectoryPlus} needs to see of a request before libfuse does: where an entry
+     * request's name is (its reply tells the name's node id), names that may leave their nodes, our
+     * lookups in a FORGET, and a READDIRPLUS, which libfuse 2.9 does not know, turned into a READDIR.
+     * The request bodies are linux/fuse.h's, after the 40-byte fuse_in_header.
+     */
+    private static void beforeLibfuse(Worker self, long header) {
+        DirectoryPlus plus = self.plus;
+        long body = header + 40;
+        switch (self.opcode) {
+            case READDIRPLUS -> {
+                // struct fuse_read_in { u64 fh, offset; u32 size, read_flags; ... }: libfuse fills a fifth
+                // of the room with plain entries, which widen to at most all of it
+                self.listingPlus = true;
+                self.plusHandle = MEMORY.getLong(body);
+                self.plusRoom = MEMORY.getInt(body + 16);
+                MEMORY.putInt(body + 16, Math.max(1, self.plusRoom / DirectoryPlus.SHRINK));
+                MEMORY.putInt(header + 4, READDIR);
+                self.opcode = READDIR;
+                watchThisReply();
+            }
+            // lookup and symlink: the name first; create and mknod after 16 bytes; mkdir and link after 8
+            case LOOKUP, SYMLINK -> expectEntry(self, body);
+            case CREATE, MKNOD -> expectEntry(self, body + 16);
+            case MKDIR, LINK -> expectEntry(self, body + 8);
+            case UNLINK, RMDIR -> plus.unlearn(self.nodeid, string(body));
+            case RENAME, RENAME2 -> {
+                // struct fuse_rename_in { u64 newdir; } or fuse_rename2_in { u64 newdir; u32 flags, padding; }, then old\0new\0
+                long newDirectory = MEMORY.getLong(body);
+                String from = string(body + (self.opcode == RENAME ? 8 : 16));
+                String to = string(body + (self.opcode == RENAME ? 8 : 16) + from.getBytes(StandardCharsets.UTF_8).length + 1);
+                plus.renaming();
+                plus.unlearn(self.nodeid, from);
+                plus.unlearn(newDirectory, to);
+            }
+            case RELEASEDIR -> plus.released(MEMORY.getLong(body)); // struct fuse_release_in { u64 fh; ... }
+            case FORGET -> MEMORY.putLong(body, plus.forgetting(self.nodeid, MEMORY.getLong(body)));
+            default -> {
+            }
+        }
+    }
+
+    private static void expectEntry(Worker self, long name) {
+        self.entryName = name;
+        watchThisReply();
+    }
+
+    /**
+     * A BATCH_FORGET: every node id in it is gone from the kernel (see {@link KernelInodes#forgotten}),
+     * and our lookups come out of each count ({@link DirectoryPlus#forgetting}).
+     */
+    private void forgotten(long header, DirectoryPlus plus) {
         // struct fuse_batch_forget_in { u32 count, dummy; } after the 40-byte header, then
         // struct fuse_forget_one { u64 nodeid, nlookup; }[count], all within the request's length
         long length = MEMORY.getInt(header) & 0xffffffffL;
         long count = Math.min(MEMORY.getInt(header + 40) & 0xffffffffL, Math.max(0, (length - 48) / 16));
         for (long i = 0; i < count; i++) {
-            kernelInodes.forgotten(MEMORY.getLong(header + 48 + 16 * i));
+            long one = header + 48 + 16 * i;
+            kernelInodes.forgotten(MEMORY.getLong(one));
+            if (plus != null) {
+                MEMORY.putLong(one + 8, plus.forgetting(MEMORY.getLong(one), MEMORY.getLong(one + 8)));
+            }
         }
     }
 

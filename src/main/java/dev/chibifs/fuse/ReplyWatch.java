@@ -9,6 +9,8 @@ import jnr.ffi.annotations.IgnoreError;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.List;
+
 /**
  * Watches libfuse's replies on their way to the kernel, for the one thing the high-level API
  * never tells a file system: which node id it gave a name. Entry replies (lookup, link, create,
@@ -17,6 +19,8 @@ import org.slf4j.LoggerFactory;
  * 2 has no field for: FOPEN_CACHE_DIR in an opendir's reply where the store is followed, and timeouts
  * per reply, so that names and attributes in a directory whose changes are not followed keep
  * libfuse's 1 s under a mount's long ones, and INIT flags libfuse 2.9 does not know ({@link #agree}).
+ * Where listings carry attributes ({@link DirectoryPlus}), it offers READDIRPLUS in the INIT reply,
+ * widens libfuse's plain listings into READDIRPLUS replies, and tells every entry reply's node id.
  *
  * <p>libfuse 2.9 sends every reply through its channel's {@code op.send}; we put ours in its
  * place and write the reply to /dev/fuse ourselves, as libfuse's own {@code fuse_kern_chan_send}
@@ -46,6 +50,8 @@ final class ReplyWatch {
     static final int FUSE_HANDLE_KILLPRIV = 1 << 19;
     /** fuse_init_out's flag (Linux 4.7) for "lookups and listings of one directory may run at once": see {@link #agree}. */
     static final int FUSE_PARALLEL_DIROPS = 1 << 18;
+    /** fuse_init_out's flag (Linux 3.9) for "send READDIRPLUS": see {@link DirectoryPlus}. */
+    static final int FUSE_DO_READDIRPLUS = 1 << 13;
     /** fuse_init_out's flag (Linux 4.20) for "read max_pages": see {@link #agree}. */
     static final int FUSE_MAX_PAGES = 1 << 22;
     /** The kernel's own limit on a request's pages without FUSE_MAX_PAGES (FUSE_DEFAULT_MAX_PAGES_PER_REQ). */
@@ -70,6 +76,8 @@ final class ReplyWatch {
         long fuse_chan_bufsize(Pointer channel);
 
         long writev(int fd, long iov, int count);
+
+        long write(int fd, long buf, long count);
     }
 
     private final Lib lib;
@@ -86,6 +94,8 @@ final class ReplyWatch {
     private int needing;
     /** Room for an INIT reply longer than libfuse's own ({@link #agree}); written by the one thread serving INIT. */
     private final long initReply = MEMORY.allocateMemory(INIT_REPLY_BYTES, true);
+    /** Widens listings into READDIRPLUS replies; null where listings go out plain (set before INIT). */
+    private volatile DirectoryPlus plus;
 
     private ReplyWatch(Lib lib, Pointer channel, int fd, KernelInodes kernelInodes) {
         this.lib = lib;
@@ -140,6 +150,11 @@ final class ReplyWatch {
         return lib.fuse_chan_bufsize(channel) == Math.max(bytes, now);
     }
 
+    /** From INIT on, offers the kernel READDIRPLUS and widens listings with {@code plus}; null: plain listings. */
+    void listWith(DirectoryPlus plus) {
+        this.plus = plus;
+    }
+
     /**
      * A request is about to send an entry reply worth learning: from now until its {@link #release},
      * every reply passes through the watch. The slot is one aligned pointer, so a worker sending at
@@ -165,11 +180,20 @@ final class ReplyWatch {
             }
             if (count >= 2) {
                 if (FuseLoop.currentOpcode() == FuseLoop.INIT) {
+                    if (plus != null) {
+                        offerPlus(iov, FuseLoop.kernelCan());
+                    }
                     iov = agree(iov, FuseLoop.kernelCan(), initReply);
+                } else if (FuseLoop.listingPlus() && MEMORY.getLong(MEMORY.getAddress(iov) + 8) != 0) {
+                    // (a notification the listing's attributes led to has no unique: it goes as it is)
+                    return sendWidened(iov);
                 } else {
                     learn(iov);
                 }
             }
+            DirectoryPlus listing = plus;
+            long[] entry = listing != null && count >= 2 ? entry(iov) : null;
+            long forgets = entry != null ? listing.forgetsSoFar() : 0;
             long n = lib.writev(fd, iov, (int) count);
             if (n < 0) {
                 int err = Runtime.getRuntime(lib).getLastError();
@@ -178,12 +202,83 @@ final class ReplyWatch {
                 }
                 return -err;
             }
+            if (entry != null) {
+                // only now: libfuse forgets the node of an entry reply the kernel did not take
+                listing.learn(FuseLoop.currentNodeid(), FuseLoop.entryName(), entry[0], entry[1], forgets);
+            }
             return 0;
         } catch (Throwable t) {
             // nothing may escape into libfuse; a reply that could not be written is the kernel's EIO
             LOG.error("sending a FUSE reply failed unexpectedly", t);
             return -5;
         }
+    }
+
+    /**
+     * libfuse's plain READDIR reply to what was a READDIRPLUS: the kernel reads READDIRPLUS entries
+     * ({@link DirectoryPlus#widen}), written here into a buffer of the room it gave.
+     */
+    private int sendWidened(long iov) {
+        long header = MEMORY.getAddress(iov);
+        int room = FuseLoop.plusRoom();
+        List<Long> nodes = FuseLoop.plusNodes();
+        long reply = MEMORY.allocateMemory(16 + room + StatLayout.BYTES, false);
+        try {
+            MEMORY.copyMemory(header, reply, 16);
+            int widened = 0;
+            try {
+                int length = MEMORY.getInt(header + 4) != 0 ? 0 : (int) MEMORY.getLong(iov + 24);
+                widened = length == 0 ? 0 : plus.widen(FuseLoop.currentNodeid(), FuseLoop.plusHandle(),
+                        MEMORY.getAddress(iov + 16), length, reply + 16, room, reply + 16 + room,
+                        FuseLoop.plusSent(), nodes);
+            } catch (RuntimeException | Error e) {
+                // the kernel waits for an answer to this request whatever happens: it gets EIO
+                LOG.error("widening a listing failed unexpectedly", e);
+                MEMORY.putInt(reply + 4, -5);
+                widened = 0;
+            }
+            MEMORY.putInt(reply, 16 + widened); // fuse_out_header.len
+            long n = lib.write(fd, reply, 16 + widened);
+            if (n < 0 || MEMORY.getInt(reply + 4) != 0) {
+                // the kernel took none of the entries: their lookups are not in it
+                nodes.forEach(plus::ungrant);
+                nodes.clear();
+            }
+            if (n < 0) {
+                int err = Runtime.getRuntime(lib).getLastError();
+                if (err != ENOENT) {
+                    LOG.warn("writing a listing to /dev/fuse failed: errno {}", err);
+                }
+                return -err;
+            }
+            return 0;
+        } finally {
+            MEMORY.freeMemory(reply);
+        }
+    }
+
+    /** For a successful entry reply of a request that names its entry: {node id, generation}; else null. */
+    private static long[] entry(long iov) {
+        if (!FuseLoop.namesEntry()) {
+            return null;
+        }
+        long header = MEMORY.getAddress(iov);
+        if (MEMORY.getInt(header + 4) != 0 || MEMORY.getLong(header + 8) == 0 || MEMORY.getLong(iov + 24) < 16) {
+            return null;
+        }
+        long arg = MEMORY.getAddress(iov + 16);
+        long nodeid = MEMORY.getLong(arg);
+        return nodeid == 0 ? null : new long[] {nodeid, MEMORY.getLong(arg + 8)};
+    }
+
+    /** The INIT reply: READDIRPLUS where the kernel {@code can}, always (not only after lookups: see {@link DirectoryPlus}). */
+    static void offerPlus(long iov, int can) {
+        long header = MEMORY.getAddress(iov);
+        if (MEMORY.getInt(header + 4) != 0 || MEMORY.getLong(iov + 24) < 24) {
+            return;
+        }
+        long out = MEMORY.getAddress(iov + 16);
+        MEMORY.putInt(out + 12, MEMORY.getInt(out + 12) | (can & FUSE_DO_READDIRPLUS));
     }
 
     /**
@@ -199,7 +294,7 @@ final class ReplyWatch {
             return;
         }
         boolean entryReply = op == FuseLoop.LOOKUP || op == FuseLoop.LINK || op == FuseLoop.CREATE
-                || op == FuseLoop.MKNOD || op == FuseLoop.MKDIR;
+                || op == FuseLoop.MKNOD || op == FuseLoop.MKDIR || op == FuseLoop.SYMLINK;
         if (!entryReply && op != FuseLoop.GETATTR && op != FuseLoop.SETATTR) {
             return;
         }

@@ -166,6 +166,18 @@ class StoreChangesTest {
     }
 
     @Test
+    void attributesAListingBroughtShowChangesMadeInTheStore() throws IOException {
+        // find -printf gets sizes from the listing itself (READDIRPLUS), kept for 30 s like a lookup's
+        fs.sh("mkdir shared/sizes && echo a > shared/sizes/one && echo bb > shared/sizes/two").ok();
+        assertEquals("one 2\ntwo 3\n", fs.sh("find shared/sizes -type f -printf '%f %s\\n' | sort").ok().out());
+        Files.writeString(fs.stored("/shared/sizes/one"), "more\n", StandardOpenOption.APPEND);
+        Files.delete(fs.stored("/shared/sizes/two"));
+        Files.writeString(fs.stored("/shared/sizes/three"), "ccc\n");
+        eventually("find shared/sizes -type f -printf '%f %s\\n' | sort", "one 7\nthree 4\n");
+        eventually("stat -c %s shared/sizes/one", "7\n");
+    }
+
+    @Test
     void aDirectoryNothingLookedIntoShowsItsNewLinkCount() throws IOException {
         // its name is followed (its parent's watch), but a subdirectory made inside it changes only its
         // own link count and mtime, which no watch tells until something looks into it
