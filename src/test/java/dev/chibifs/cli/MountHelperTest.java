@@ -87,6 +87,15 @@ class MountHelperTest {
     }
 
     @Test
+    void noreaddirplusTurnsListingAttributesOff() throws Exception {
+        assertEquals(List.of("mount", "--context", "planner", "--no-readdirplus", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "ctx=planner,noreaddirplus").launcherArgs());
+        assertEquals(List.of("mount", "--readdirplus", "--context", "planner", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "readdirplus,ctx=planner").launcherArgs());
+        assertRefused("ctx=a,noreaddirplus=1", "noreaddirplus takes no value");
+    }
+
+    @Test
     void fakeMountPrintsTheCommandAndRunsNothing() throws Exception {
         Result r = run("chibifs", "/mnt/planner", "-f", "-v", "-o", "ctx=planner");
         assertEquals(0, r.code(), r.stderr());
