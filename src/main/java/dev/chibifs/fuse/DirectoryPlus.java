@@ -25,9 +25,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * reply: libfuse forgets the node of a reply it could not deliver), and the node ids are kept
  * per (directory node id, name) until libfuse could move or drop them: an unlink, rmdir or rename
  * naming the name, or a FORGET of the node. A name with none goes out with node id 0, which the
- * kernel takes as a plain directory entry. A FORGET may land between the kernel taking an entry
- * reply and its node being learned here: the node ids forgotten lately are kept, and such a
- * node is not learned.
+ * kernel takes as a plain directory entry. A FORGET of the node, or an unlink or rename of the
+ * name, may land between the kernel taking an entry reply and its node being learned here: what
+ * left lately is kept ({@link #departures}), and such a name is not learned.
  *
  * <p>The race with FORGET: every entry with a node id counts one lookup in the kernel (linked, or
  * forgotten again by the kernel itself when it cannot link it), which libfuse never counted. So
@@ -83,12 +83,15 @@ final class DirectoryPlus {
     private final int attrNanos;
     private volatile Attributes attributes;
 
-    /** Node ids forgotten lately, the {@link #forgets}'th at {@code forgets % length}. */
-    private final long[] forgotten = new long[4096];
-    /** Node ids forgotten so far. */
-    private long forgets;
+    /**
+     * What left lately, the {@link #departures}'th at {@code departures % length}: a node id
+     * (Long) a FORGET named, or a name (Name) an unlink, rmdir or rename named.
+     */
+    private final Object[] departed = new Object[4096];
+    /** Node ids forgotten and names unlearned so far. */
+    private long departures;
 
-    /** Guards {@link #nodes}, {@link #names}, {@link #granted}, {@link #forgotten} and {@link #forgets}. */
+    /** Guards {@link #nodes}, {@link #names}, {@link #granted}, {@link #departed} and {@link #departures}. */
     private final Object lock = new Object();
     /** (directory node id, name) -> {node id, generation}, as libfuse's last entry reply gave them. */
     private final Map<Name, long[]> nodes = new HashMap<>();
@@ -115,29 +118,31 @@ final class DirectoryPlus {
         this.attributes = source;
     }
 
-    /** How many node ids FORGETs have named so far: read before an entry reply is sent, for {@link #learn}. */
-    long forgetsSoFar() {
+    /** How many node ids and names have left so far: read before an entry reply is sent, for {@link #learn}. */
+    long departuresSoFar() {
         synchronized (lock) {
-            return forgets;
+            return departures;
         }
     }
 
     /**
      * The kernel took libfuse's reply to a lookup (create, mkdir, ...) of {@code name} in directory
-     * {@code parent}: this node. {@code forgetsBefore} is {@link #forgetsSoFar} from before the reply
-     * was sent: a FORGET of the node since then may have ended it in libfuse.
+     * {@code parent}: this node. {@code before} is {@link #departuresSoFar} from before the reply was
+     * sent: a FORGET of the node since then may have ended it in libfuse, and an unlink or rename of
+     * the name may have taken it from the node.
      */
-    void learn(long parent, String name, long nodeid, long generation, long forgetsBefore) {
+    void learn(long parent, String name, long nodeid, long generation, long before) {
         if (nodeid == 0 || name == null) {
             return;
         }
         Name key = new Name(parent, name);
         synchronized (lock) {
-            if (forgets - forgetsBefore > forgotten.length) {
+            if (departures - before > departed.length) {
                 return; // too many to tell
             }
-            for (long i = forgetsBefore; i < forgets; i++) {
-                if (forgotten[(int) (i % forgotten.length)] == nodeid) {
+            for (long i = before; i < departures; i++) {
+                Object gone = departed[(int) (i % departed.length)];
+                if (gone.equals(nodeid) || gone.equals(key)) {
                     return;
                 }
             }
@@ -157,10 +162,12 @@ final class DirectoryPlus {
 
     /** Before libfuse sees an unlink, rmdir or rename of {@code name} in {@code parent}: the name may leave its node. */
     void unlearn(long parent, String name) {
+        Name key = new Name(parent, name);
         synchronized (lock) {
-            long[] old = nodes.remove(new Name(parent, name));
+            departed[(int) (departures++ % departed.length)] = key;
+            long[] old = nodes.remove(key);
             if (old != null) {
-                unname(old[0], new Name(parent, name));
+                unname(old[0], key);
             }
         }
     }
@@ -186,7 +193,7 @@ final class DirectoryPlus {
      */
     long forgetting(long nodeid, long count) {
         synchronized (lock) {
-            forgotten[(int) (forgets++ % forgotten.length)] = nodeid;
+            departed[(int) (departures++ % departed.length)] = nodeid;
             List<Name> l = names.remove(nodeid);
             if (l != null) {
                 for (Name key : l) {

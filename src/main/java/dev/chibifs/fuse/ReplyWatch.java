@@ -193,7 +193,7 @@ final class ReplyWatch {
             }
             DirectoryPlus listing = plus;
             long[] entry = listing != null && count >= 2 ? entry(iov) : null;
-            long forgets = entry != null ? listing.forgetsSoFar() : 0;
+            long departures = entry != null ? listing.departuresSoFar() : 0;
             long n = lib.writev(fd, iov, (int) count);
             if (n < 0) {
                 int err = Runtime.getRuntime(lib).getLastError();
@@ -204,7 +204,7 @@ final class ReplyWatch {
             }
             if (entry != null) {
                 // only now: libfuse forgets the node of an entry reply the kernel did not take
-                listing.learn(FuseLoop.currentNodeid(), FuseLoop.entryName(), entry[0], entry[1], forgets);
+                listing.learn(FuseLoop.currentNodeid(), FuseLoop.entryName(), entry[0], entry[1], departures);
             }
             return 0;
         } catch (Throwable t) {

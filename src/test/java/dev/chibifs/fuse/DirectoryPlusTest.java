@@ -45,7 +45,7 @@ class DirectoryPlusTest {
     @Test
     void aForgetGivesLibfuseOnlyTheLookupsItCounted() {
         DirectoryPlus plus = new DirectoryPlus(30, 30);
-        plus.learn(DIR, "a", 5, 0, plus.forgetsSoFar());
+        plus.learn(DIR, "a", 5, 0, plus.departuresSoFar());
         assertEquals(5, plus.grant(DIR, "a")[0]);
         assertEquals(5, plus.grant(DIR, "a")[0]);
         assertEquals(2, plus.granted(5));
@@ -58,7 +58,7 @@ class DirectoryPlusTest {
     @Test
     void aForgetOfFewerThanWeGaveLeavesLibfusesCountAlone() {
         DirectoryPlus plus = new DirectoryPlus(30, 30);
-        plus.learn(DIR, "a", 5, 0, plus.forgetsSoFar());
+        plus.learn(DIR, "a", 5, 0, plus.departuresSoFar());
         plus.grant(DIR, "a");
         plus.grant(DIR, "a");
         assertEquals(0, plus.forgetting(5, 1));
@@ -69,7 +69,7 @@ class DirectoryPlusTest {
     @Test
     void aNodeForgottenWhileItsEntryReplyWasSentIsNotLearned() {
         DirectoryPlus plus = new DirectoryPlus(30, 30);
-        long before = plus.forgetsSoFar();
+        long before = plus.departuresSoFar();
         plus.forgetting(5, 1); // the kernel took the reply and forgot the node again before it was learned
         plus.learn(DIR, "a", 5, 0, before);
         assertNull(plus.grant(DIR, "a"), "libfuse may have ended node 5");
@@ -78,10 +78,21 @@ class DirectoryPlusTest {
     }
 
     @Test
+    void aNameUnlinkedWhileItsEntryReplyWasSentIsNotLearned() {
+        DirectoryPlus plus = new DirectoryPlus(30, 30);
+        long before = plus.departuresSoFar();
+        plus.unlearn(DIR, "a"); // the kernel took the reply, and an unlink of the name reached libfuse first
+        plus.learn(DIR, "a", 5, 0, before);
+        assertNull(plus.grant(DIR, "a"), "libfuse has taken the name from node 5");
+        plus.learn(DIR + 1, "a", 6, 0, before);
+        assertEquals(6, plus.grant(DIR + 1, "a")[0], "the same name in another directory is another name");
+    }
+
+    @Test
     void aNameLeavesItsNodeBeforeLibfuseUnlinksOrRenamesIt() {
         DirectoryPlus plus = new DirectoryPlus(30, 30);
-        plus.learn(DIR, "a", 5, 0, plus.forgetsSoFar());
-        plus.learn(DIR, "b", 6, 0, plus.forgetsSoFar());
+        plus.learn(DIR, "a", 5, 0, plus.departuresSoFar());
+        plus.learn(DIR, "b", 6, 0, plus.departuresSoFar());
         plus.unlearn(DIR, "a");
         assertNull(plus.grant(DIR, "a"));
         assertEquals(6, plus.grant(DIR, "b")[0]);
@@ -93,7 +104,7 @@ class DirectoryPlusTest {
     void aListingIsWidenedWithTheNodesAndAttributesOfKnownNames() {
         DirectoryPlus plus = new DirectoryPlus(30, 2.5);
         plus.attributesFrom(files);
-        plus.learn(DIR, "known", 5, 9, plus.forgetsSoFar());
+        plus.learn(DIR, "known", 5, 9, plus.departuresSoFar());
         plus.listing(FH, VfsPath.of("/shared/d"));
         long plain = plain(".", "..", "known", "unknown");
         List<VfsPath> sent = new ArrayList<>();
@@ -128,8 +139,8 @@ class DirectoryPlusTest {
     void aNameWithoutAttributesGoesOutPlainAndIsNotCounted() {
         DirectoryPlus plus = new DirectoryPlus(30, 30);
         plus.attributesFrom(files);
-        plus.learn(DIR, "gone", 5, 0, plus.forgetsSoFar());
-        plus.learn(DIR, "briefly", 6, 0, plus.forgetsSoFar());
+        plus.learn(DIR, "gone", 5, 0, plus.departuresSoFar());
+        plus.learn(DIR, "briefly", 6, 0, plus.departuresSoFar());
         plus.listing(FH, VfsPath.of("/shared"));
         long out = alloc(4096);
         List<VfsPath> sent = new ArrayList<>();
@@ -146,7 +157,7 @@ class DirectoryPlusTest {
     void afterARenameEarlierListingsGoOutPlain() {
         DirectoryPlus plus = new DirectoryPlus(30, 30);
         plus.attributesFrom(files);
-        plus.learn(DIR, "a", 5, 0, plus.forgetsSoFar());
+        plus.learn(DIR, "a", 5, 0, plus.departuresSoFar());
         plus.listing(FH, VfsPath.of("/shared/d"));
         plus.renaming();
         long out = alloc(4096);
