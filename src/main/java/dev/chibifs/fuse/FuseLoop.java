@@ -99,7 +99,6 @@ final class FuseLoop {
     static final int READDIR = 28;
     static final int CREATE = 35;
     static final int BATCH_FORGET = 42;
-    static final int SYMLINK = 6;
     static final int UNLINK = 10;
     static final int RMDIR = 11;
     static final int RENAME = 12;
@@ -471,6 +470,10 @@ final class FuseLoop {
             }
             if (self.opcode == FORGET) {
                 kernelInodes.forgotten(self.nodeid);
+                if (self.plus != null) {
+                    // struct fuse_forget_in { u64 nlookup; }: our lookups come out ({@link DirectoryPlus#forgetting})
+                    MEMORY.putLong(header + 40, self.plus.forgetting(self.nodeid, MEMORY.getLong(header + 40)));
+                }
             } else if (self.opcode == BATCH_FORGET) {
                 forgotten(header, self.plus);
             }
@@ -519,8 +522,9 @@ final class FuseLoop {
 
     /**
      * What {@link DirectoryPlus} needs to see of a request before libfuse does: where an entry
-     * request's name is (its reply tells the name's node id), names that may leave their nodes, our
-     * lookups in a FORGET, and a READDIRPLUS, which libfuse 2.9 does not know, turned into a READDIR.
+     * request's name is (its reply tells the name's node id), names that may leave their nodes, and a
+     * READDIRPLUS, which libfuse 2.9 does not know, turned into a READDIR. (Our lookups come out of a
+     * FORGET where {@link KernelInodes} hears of it.)
      * The request bodies are linux/fuse.h's, after the 40-byte fuse_in_header.
      */
     private static void beforeLibfuse(Worker self, long header) {
@@ -538,8 +542,9 @@ final class FuseLoop {
                 self.opcode = READDIR;
                 watchThisReply();
             }
-            // lookup and symlink: the name first; create and mknod after 16 bytes; mkdir and link after 8
-            case LOOKUP, SYMLINK -> expectEntry(self, body);
+            // lookup: the name first; create and mknod after 16 bytes; mkdir and link after 8 (symlinks
+            // are refused: no entry reply)
+            case LOOKUP -> expectEntry(self, body);
             case CREATE, MKNOD -> expectEntry(self, body + 16);
             case MKDIR, LINK -> expectEntry(self, body + 8);
             case UNLINK, RMDIR -> plus.unlearn(self.nodeid, string(body));
@@ -553,7 +558,6 @@ final class FuseLoop {
                 plus.unlearn(newDirectory, to);
             }
             case RELEASEDIR -> plus.released(MEMORY.getLong(body)); // struct fuse_release_in { u64 fh; ... }
-            case FORGET -> MEMORY.putLong(body, plus.forgetting(self.nodeid, MEMORY.getLong(body)));
             default -> {
             }
         }

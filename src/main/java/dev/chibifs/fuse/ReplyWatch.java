@@ -180,10 +180,7 @@ final class ReplyWatch {
             }
             if (count >= 2) {
                 if (FuseLoop.currentOpcode() == FuseLoop.INIT) {
-                    if (plus != null) {
-                        offerPlus(iov, FuseLoop.kernelCan());
-                    }
-                    iov = agree(iov, FuseLoop.kernelCan(), initReply);
+                    iov = agree(iov, FuseLoop.kernelCan(), initReply, plus != null ? FUSE_DO_READDIRPLUS : 0);
                 } else if (FuseLoop.listingPlus() && MEMORY.getLong(MEMORY.getAddress(iov) + 8) != 0) {
                     // (a notification the listing's attributes led to has no unique: it goes as it is)
                     return sendWidened(iov);
@@ -196,11 +193,7 @@ final class ReplyWatch {
             long departures = entry != null ? listing.departuresSoFar() : 0;
             long n = lib.writev(fd, iov, (int) count);
             if (n < 0) {
-                int err = Runtime.getRuntime(lib).getLastError();
-                if (err != ENOENT) {
-                    LOG.warn("writing a reply to /dev/fuse failed: errno {}", err);
-                }
-                return -err;
+                return writeFailed("a reply");
             }
             if (entry != null) {
                 // only now: libfuse forgets the node of an entry reply the kernel did not take
@@ -244,17 +237,19 @@ final class ReplyWatch {
                 nodes.forEach(plus::ungrant);
                 nodes.clear();
             }
-            if (n < 0) {
-                int err = Runtime.getRuntime(lib).getLastError();
-                if (err != ENOENT) {
-                    LOG.warn("writing a listing to /dev/fuse failed: errno {}", err);
-                }
-                return -err;
-            }
-            return 0;
+            return n < 0 ? writeFailed("a listing") : 0;
         } finally {
             MEMORY.freeMemory(reply);
         }
+    }
+
+    /** A write of {@code what} to /dev/fuse failed: -errno for libfuse; ENOENT means the request was interrupted, not an error. */
+    private int writeFailed(String what) {
+        int err = Runtime.getRuntime(lib).getLastError();
+        if (err != ENOENT) {
+            LOG.warn("writing {} to /dev/fuse failed: errno {}", what, err);
+        }
+        return -err;
     }
 
     /** For a successful entry reply of a request that names its entry: {node id, generation}; else null. */
@@ -271,16 +266,6 @@ final class ReplyWatch {
         return nodeid == 0 ? null : new long[] {nodeid, MEMORY.getLong(arg + 8)};
     }
 
-    /** The INIT reply: READDIRPLUS where the kernel {@code can}, always (not only after lookups: see {@link DirectoryPlus}). */
-    static void offerPlus(long iov, int can) {
-        long header = MEMORY.getAddress(iov);
-        if (MEMORY.getInt(header + 4) != 0 || MEMORY.getLong(iov + 24) < 24) {
-            return;
-        }
-        long out = MEMORY.getAddress(iov + 16);
-        MEMORY.putInt(out + 12, MEMORY.getInt(out + 12) | (can & FUSE_DO_READDIRPLUS));
-    }
-
     /**
      * A reply worth a look: an entry reply for a regular file (the node id the kernel will use for
      * it, and its store inode), an opendir's, which may let the kernel keep the listing, and any
@@ -294,7 +279,7 @@ final class ReplyWatch {
             return;
         }
         boolean entryReply = op == FuseLoop.LOOKUP || op == FuseLoop.LINK || op == FuseLoop.CREATE
-                || op == FuseLoop.MKNOD || op == FuseLoop.MKDIR || op == FuseLoop.SYMLINK;
+                || op == FuseLoop.MKNOD || op == FuseLoop.MKDIR;
         if (!entryReply && op != FuseLoop.GETATTR && op != FuseLoop.SETATTR) {
             return;
         }
@@ -354,6 +339,15 @@ final class ReplyWatch {
      * Returns the iovec array to send: {@code iov}, changed in place, or one in {@code room}.
      */
     static long agree(long iov, int can, long room) {
+        return agree(iov, can, room, 0);
+    }
+
+    /**
+     * {@link #agree(long, int, long)}, adding the flags in {@code also} too where the kernel can:
+     * FUSE_DO_READDIRPLUS where listings carry attributes ({@link DirectoryPlus}), always, not only
+     * after lookups (READDIRPLUS_AUTO).
+     */
+    static long agree(long iov, int can, long room, int also) {
         long header = MEMORY.getAddress(iov);
         long length = MEMORY.getLong(iov + 24);
         // an error carries no fuse_init_out; one shorter than libfuse 2.9's 24 bytes is not one we know
@@ -363,7 +357,7 @@ final class ReplyWatch {
         // struct fuse_init_out { u32 major, minor, max_readahead, flags; u16 max_background, congestion_threshold;
         //                        u32 max_write, time_gran; u16 max_pages, map_alignment; ... }
         long out = MEMORY.getAddress(iov + 16);
-        MEMORY.putInt(out + 12, MEMORY.getInt(out + 12) | (can & (FUSE_HANDLE_KILLPRIV | FUSE_PARALLEL_DIROPS)));
+        MEMORY.putInt(out + 12, MEMORY.getInt(out + 12) | (can & (FUSE_HANDLE_KILLPRIV | FUSE_PARALLEL_DIROPS | also)));
         int pages = (int) ((MEMORY.getInt(out + 20) & 0xffffffffL) / PAGE);
         if (pages <= DEFAULT_MAX_PAGES || (can & FUSE_MAX_PAGES) == 0 || length >= INIT_OUT_WITH_MAX_PAGES) {
             return iov; // nothing to ask for, no kernel to ask, or a reply (not libfuse 2.9's) we would not lengthen
