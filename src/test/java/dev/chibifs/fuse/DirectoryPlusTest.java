@@ -102,14 +102,11 @@ class DirectoryPlusTest {
 
     @Test
     void aListingIsWidenedWithTheNodesAndAttributesOfKnownNames() {
-        DirectoryPlus plus = new DirectoryPlus(30, 2.5);
-        plus.attributesFrom(files);
+        DirectoryPlus plus = listing(30, 2.5, "/shared/d");
         plus.learn(DIR, "known", 5, 9, plus.departuresSoFar());
-        plus.listing(FH, VfsPath.of("/shared/d"));
-        long plain = plain(".", "..", "known", "unknown");
         List<VfsPath> sent = new ArrayList<>();
         long out = alloc(4096);
-        int length = plus.widen(DIR, FH, plain, plainLength(".", "..", "known", "unknown"), out, 4096, alloc(StatLayout.BYTES), sent, new ArrayList<>());
+        int length = widen(plus, out, sent, ".", "..", "known", "unknown");
 
         assertEquals(4 * DirectoryPlus.ENTRY_OUT + 32 * 4, length);
         assertEquals(List.of(VfsPath.of("/shared/d/known")), sent);
@@ -137,14 +134,11 @@ class DirectoryPlusTest {
 
     @Test
     void aNameWithoutAttributesGoesOutPlainAndIsNotCounted() {
-        DirectoryPlus plus = new DirectoryPlus(30, 30);
-        plus.attributesFrom(files);
+        DirectoryPlus plus = listing(30, 30, "/shared");
         plus.learn(DIR, "gone", 5, 0, plus.departuresSoFar());
         plus.learn(DIR, "briefly", 6, 0, plus.departuresSoFar());
-        plus.listing(FH, VfsPath.of("/shared"));
         long out = alloc(4096);
-        List<VfsPath> sent = new ArrayList<>();
-        plus.widen(DIR, FH, plain("gone", "briefly"), plainLength("gone", "briefly"), out, 4096, alloc(StatLayout.BYTES), sent, new ArrayList<>());
+        widen(plus, out, new ArrayList<>(), "gone", "briefly");
         assertEquals(0, MEMORY.getLong(out));
         assertEquals(0, plus.granted(5));
         long briefly = out + DirectoryPlus.ENTRY_OUT + 32;
@@ -155,13 +149,11 @@ class DirectoryPlusTest {
 
     @Test
     void afterARenameEarlierListingsGoOutPlain() {
-        DirectoryPlus plus = new DirectoryPlus(30, 30);
-        plus.attributesFrom(files);
+        DirectoryPlus plus = listing(30, 30, "/shared/d");
         plus.learn(DIR, "a", 5, 0, plus.departuresSoFar());
-        plus.listing(FH, VfsPath.of("/shared/d"));
         plus.renaming();
         long out = alloc(4096);
-        plus.widen(DIR, FH, plain("a"), plainLength("a"), out, 4096, alloc(StatLayout.BYTES), new ArrayList<>(), new ArrayList<>());
+        widen(plus, out, new ArrayList<>(), "a");
         assertEquals(0, MEMORY.getLong(out), "the directory may not be at /shared/d any more");
         assertEquals(0, plus.granted(5));
     }
@@ -177,6 +169,20 @@ class DirectoryPlusTest {
         assertEquals(DirectoryPlus.ENTRY_OUT + 32,
                 plus.widen(DIR, FH, plain, 3 * 32, alloc(4096), 2 * (DirectoryPlus.ENTRY_OUT + 32) - 1,
                         alloc(StatLayout.BYTES), new ArrayList<>(), new ArrayList<>()));
+    }
+
+    /** A DirectoryPlus whose attributes are {@link #files}, with handle {@link #FH} listing {@code dir}. */
+    private DirectoryPlus listing(double entryTimeout, double attrTimeout, String dir) {
+        DirectoryPlus plus = new DirectoryPlus(entryTimeout, attrTimeout);
+        plus.attributesFrom(files);
+        plus.listing(FH, VfsPath.of(dir));
+        return plus;
+    }
+
+    /** Widens libfuse's plain listing of {@code names} into {@code out} (4096 bytes); the bytes written. */
+    private int widen(DirectoryPlus plus, long out, List<VfsPath> sent, String... names) {
+        return plus.widen(DIR, FH, plain(names), plainLength(names), out, 4096, alloc(StatLayout.BYTES), sent,
+                new ArrayList<>());
     }
 
     /** struct fuse_dirent {ino, off, namelen, type, name} for each name, as libfuse lays out a READDIR reply. */
