@@ -102,6 +102,17 @@ public final class MountCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "An existing, empty directory.")
     Path mountpoint;
 
+    /** Serves {@code chibifs stats} until the daemon exits; a mount without it still works. */
+    private static void startStatsSocket(MountRegistry registry, FuseDaemon daemon, org.slf4j.Logger log) {
+        java.nio.file.Path socket = StatsSocket.pathFor(registry, ProcessHandle.current().pid());
+        try {
+            StatsSocket served = StatsSocket.serve(socket, () -> StatsSocket.snapshot(daemon.stats(), daemon.negotiated()));
+            Runtime.getRuntime().addShutdownHook(new Thread(served::close, "chibifs-stats-close"));
+        } catch (IOException | RuntimeException e) {
+            log.warn("chibifs stats will not reach this mount: cannot listen at {}: {}", socket, e.getMessage());
+        }
+    }
+
     /** What a validated command line asks for. */
     private record Plan(CallerResolver callers, List<String> homes, boolean uidMapped, String describe, String uidMap) {
     }
@@ -245,8 +256,8 @@ public final class MountCommand implements Callable<Integer> {
             stopping.set(true);
             throw new MountFailure(e.getMessage());
         }
-        log.info("mounted {} ({}; store {}; options {}; pid {})", mp, plan.describe(), storage.root(),
-                String.join(",", daemon.options()), ProcessHandle.current().pid());
+        log.info("mounted {} ({}; store {}; options {}; {}; pid {})", mp, plan.describe(), storage.root(),
+                String.join(",", daemon.options()), daemon.negotiated(), ProcessHandle.current().pid());
         try {
             registry.write(new MountRecord(mp, ProcessHandle.current().pid(),
                     plan.uidMapped() ? MountRecord.MODE_UIDMAP : MountRecord.MODE_CONTEXT,
@@ -257,6 +268,7 @@ public final class MountCommand implements Callable<Integer> {
             log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
         }
         sweeper.start();
+        startStatsSocket(registry, daemon, log);
         startTemporaryCleanup(storage, log);
         daemon.awaitUnmounted();
         if (stopping.compareAndSet(false, true)) {

@@ -183,7 +183,7 @@ final class StatusCommand implements Callable<Integer> {
     }
 
     // root can read every user's registry: its own, each login session's, and each /tmp fallback
-    private static List<MountRegistry> hostRegistries() throws IOException {
+    static List<MountRegistry> hostRegistries() throws IOException {
         List<MountRegistry> found = new ArrayList<>();
         Path own = MountRegistry.defaultDir(MountRegistry.currentUid(), System.getenv());
         found.add(MountRegistry.at(own));
