@@ -2,10 +2,13 @@ package dev.chibifs.router;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
+import dev.chibifs.policy.Membership;
+import dev.chibifs.policy.Zone;
 import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.store.ChangeFeed;
 import dev.chibifs.store.ChangeListener;
 import dev.chibifs.store.Entry;
+import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
@@ -14,19 +17,27 @@ import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
 
 import java.io.IOException;
-import java.nio.file.FileSystemException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * The one way into storage: checks the zone policy for the caller before every operation, then
  * hands the operation to the storage mounted at the longest matching prefix (with that prefix
  * stripped). Every front end (the FUSE adapter, the command line, the tool cache) goes through
  * here, so they all enforce the same policy with the same messages.
+ *
+ * <p>A store mounted at a prefix shows in its parent's listings (whether or not the parent
+ * store has a directory of that name), cannot be removed or renamed (EBUSY), and nothing is
+ * renamed or linked across two stores ({@link CrossStoreException}, EXDEV).
  */
 public final class Router {
 
@@ -39,9 +50,21 @@ public final class Router {
 
     // sorted longest prefix first; immutable after construction, so lookups need no lock
     private final List<Mount> mounts;
+    // the names of the mount points directly in each directory that has some
+    private final Map<VfsPath, List<String>> mountPointsIn;
+    private final Membership membership;
 
-    private Router(List<Mount> mounts) {
+    private Router(List<Mount> mounts, Membership membership) {
         this.mounts = mounts;
+        Map<VfsPath, List<String>> in = new HashMap<>();
+        for (Mount m : mounts) {
+            if (!m.prefix().isRoot()) {
+                in.computeIfAbsent(m.prefix().parent(), k -> new ArrayList<>()).add(m.prefix().fileName());
+            }
+        }
+        in.replaceAll((k, v) -> List.copyOf(v));
+        this.mountPointsIn = Map.copyOf(in);
+        this.membership = membership;
     }
 
     /** A router with one storage at {@code /}. */
@@ -57,6 +80,7 @@ public final class Router {
     /** Collects prefix mounts before the router is built. */
     public static final class Builder {
         private final List<Mount> mounts = new ArrayList<>();
+        private Supplier<Optional<String>> siteId;
 
         private Builder(Storage root) {
             mounts.add(new Mount(VfsPath.root(), root));
@@ -69,15 +93,35 @@ public final class Router {
             return this;
         }
 
+        /**
+         * Grants flock writes by chibi's registry ({@code /flocks/registry.json}, read fresh from
+         * the store serving it) for contexts of the site {@code siteId} names when asked. Without
+         * this, nobody is a member of any flock.
+         */
+        public Builder flocks(Supplier<Optional<String>> siteId) {
+            this.siteId = siteId;
+            return this;
+        }
+
         public Router build() {
             List<Mount> sorted = new ArrayList<>(mounts);
             sorted.sort(Comparator.comparingInt((Mount m) -> m.prefix().depth()).reversed());
-            return new Router(List.copyOf(sorted));
+            List<Mount> frozen = List.copyOf(sorted);
+            Membership members = Membership.NONE;
+            if (siteId != null) {
+                Target t = resolve(frozen, VfsPath.of(Zone.FLOCK_REGISTRY_PATH));
+                members = new RegistryMembership(t.storage(), t.path(), siteId);
+            }
+            return new Router(frozen, members);
         }
     }
 
     /** The storage and inner path that serve {@code path}. */
     public Target resolve(VfsPath path) {
+        return resolve(mounts, path);
+    }
+
+    private static Target resolve(List<Mount> mounts, VfsPath path) {
         // by index: an iterator per request was garbage the JIT did not always remove
         for (int i = 0; i < mounts.size(); i++) {
             Mount m = mounts.get(i);
@@ -95,24 +139,56 @@ public final class Router {
     private Target sameStorage(VfsPath a, VfsPath b, Target ta) throws IOException {
         Target tb = resolve(b);
         if (ta.storage() != tb.storage()) {
-            throw new FileSystemException(a.toString(), b.toString(), "Invalid cross-device link");
+            throw new CrossStoreException(a.toString(), b.toString());
         }
         return tb;
     }
 
+    /** True when a store other than the root's is mounted at {@code path}. */
+    public boolean isMountPoint(VfsPath path) {
+        if (path.isRoot()) {
+            return false;
+        }
+        List<String> names = mountPointsIn.get(path.parent());
+        return names != null && names.contains(path.fileName());
+    }
+
+    /** Every prefix a store is mounted at, longest first, {@code /} last. */
+    public List<VfsPath> prefixes() {
+        List<VfsPath> out = new ArrayList<>();
+        mounts.forEach(m -> out.add(m.prefix()));
+        return out;
+    }
+
     // ---- policy checks ----
+
+    /** Flock membership as this router reads it (fresh from chibi's registry when configured). */
+    public Membership membership() {
+        return membership;
+    }
+
+    /** Whether {@code caller} may write {@code path}: {@code access(W_OK)} and the modes a mount shows. */
+    public boolean mayWrite(Caller caller, VfsPath path) {
+        return ZonePolicy.mayWrite(caller, path, membership);
+    }
 
     /** Throws {@link PolicyDeniedException} unless {@code caller} may write {@code path}. */
     public void checkWrite(Caller caller, VfsPath path) throws PolicyDeniedException {
-        if (!ZonePolicy.mayWrite(caller, path)) {
-            throw new PolicyDeniedException(path.toString(), ZonePolicy.denial(caller, path));
+        if (!ZonePolicy.mayWrite(caller, path, membership)) {
+            throw new PolicyDeniedException(path.toString(), ZonePolicy.denial(caller, path, membership));
         }
     }
 
-    /** Throws {@link PolicyDeniedException} unless {@code caller} may remove or rename away {@code path}. */
-    public void checkRemove(Caller caller, VfsPath path) throws PolicyDeniedException {
-        if (!ZonePolicy.mayRemove(caller, path)) {
-            throw new PolicyDeniedException(path.toString(), ZonePolicy.denial(caller, path));
+    /**
+     * Throws {@link PolicyDeniedException} unless {@code caller} may remove or rename away
+     * {@code path}, and {@link MountPointBusyException} for a store's mount point.
+     */
+    public void checkRemove(Caller caller, VfsPath path) throws IOException {
+        if (!ZonePolicy.mayRemove(caller, path, membership)) {
+            throw new PolicyDeniedException(path.toString(), ZonePolicy.denial(caller, path, membership));
+        }
+        if (isMountPoint(path)) {
+            throw new MountPointBusyException(path.toString());
         }
     }
 
@@ -125,13 +201,44 @@ public final class Router {
 
     public List<Entry> list(Caller caller, VfsPath path) throws IOException {
         Target t = resolve(path);
-        return t.storage().list(t.path());
+        List<String> points = mountPointsIn.get(path);
+        if (points == null) {
+            return t.storage().list(t.path());
+        }
+        List<Entry> out = new ArrayList<>();
+        for (Entry e : t.storage().list(t.path())) {
+            if (!points.contains(e.name())) {
+                out.add(e);
+            }
+        }
+        points.forEach(n -> out.add(new Entry(n, EntryKind.DIRECTORY)));
+        out.sort(Comparator.comparing(Entry::name));
+        return out;
     }
 
     /** {@link #list} one at a time, in the directory's own order, without a list (readdir). */
     public void forEachEntry(Caller caller, VfsPath path, EntrySink sink) throws IOException {
         Target t = resolve(path);
-        t.storage().forEachEntry(t.path(), sink);
+        List<String> points = mountPointsIn.get(path);
+        if (points == null) {
+            t.storage().forEachEntry(t.path(), sink);
+            return;
+        }
+        // the parent store's own entry of a mount point's name is hidden by the mount, as in a kernel
+        List<byte[]> hidden = new ArrayList<>();
+        points.forEach(n -> hidden.add(n.getBytes(StandardCharsets.UTF_8)));
+        boolean[] more = {true};
+        t.storage().forEachEntry(t.path(), (name, offset, length, kind) -> {
+            for (byte[] h : hidden) {
+                if (h.length == length && java.util.Arrays.equals(h, 0, length, name, offset, offset + length)) {
+                    return true;
+                }
+            }
+            return more[0] = sink.accept(name, offset, length, kind);
+        });
+        for (int i = 0; i < hidden.size() && more[0]; i++) {
+            more[0] = sink.accept(hidden.get(i), 0, hidden.get(i).length, EntryKind.DIRECTORY);
+        }
     }
 
     public boolean exists(Caller caller, VfsPath path) throws IOException {
@@ -175,6 +282,9 @@ public final class Router {
 
     public void mkdir(Caller caller, VfsPath path) throws IOException {
         checkWrite(caller, path);
+        if (isMountPoint(path)) {
+            return; // the mounted store's root is a directory already
+        }
         Target t = resolve(path);
         t.storage().mkdir(t.path());
     }
@@ -259,11 +369,11 @@ public final class Router {
 
     /** Hard link, only inside one zone, so no file gets a writable name in a zone that protects it. */
     public void link(Caller caller, VfsPath existing, VfsPath newName) throws IOException {
-        if (!ZonePolicy.mayLink(caller, existing, newName)) {
-            VfsPath denied = ZonePolicy.mayWrite(caller, newName) ? existing : newName;
-            String reason = ZonePolicy.mayWrite(caller, existing) && ZonePolicy.mayWrite(caller, newName)
+        if (!ZonePolicy.mayLink(caller, existing, newName, membership)) {
+            VfsPath denied = mayWrite(caller, newName) ? existing : newName;
+            String reason = mayWrite(caller, existing) && mayWrite(caller, newName)
                     ? "hard links cannot cross zones ('" + existing + "' -> '" + newName + "')"
-                    : ZonePolicy.denial(caller, denied);
+                    : ZonePolicy.denial(caller, denied, membership);
             throw new PolicyDeniedException(newName.toString(), reason);
         }
         Target te = resolve(existing);
@@ -285,9 +395,11 @@ public final class Router {
             feeds.add(mounts.get(i).storage().changes(new KeyedListener(listener, (long) i << 32)));
         }
         return new ChangeFeed() {
+            // the root store decides: a directory of a store that cannot be followed (memory, a
+            // view) fails its follow and keeps brief kernel timeouts, the rest keeps the long ones
             @Override
             public boolean active() {
-                return feeds.stream().allMatch(ChangeFeed::active);
+                return feeds.get(feeds.size() - 1).active();
             }
 
             @Override
@@ -338,16 +450,28 @@ public final class Router {
     }
 
     /**
-     * Creates the zone roots ({@code /shared}, {@code /home}, {@code /sys}, {@code /sys/tool_cache})
-     * and the home of every named context, as SYSTEM.
+     * Creates the zone roots ({@code /shared}, {@code /home}, {@code /sys}, {@code /sys/tool_cache},
+     * and chibi 0.10's {@code /site}, {@code /flocks}, {@code /tools}, {@code /tools/shared}), the
+     * home of every named context, and the parents of every store's mount point, as SYSTEM; what
+     * exists already is left alone, so a read-only store at one of them is no failure.
      */
     public void createNamespace(Collection<String> contexts) throws IOException {
-        List<String> dirs = new ArrayList<>(List.of("/shared", "/home", "/sys", "/sys/tool_cache"));
+        List<String> dirs = new ArrayList<>(List.of("/shared", "/home", "/sys", "/sys/tool_cache",
+                "/site", "/flocks", "/tools", "/tools/shared"));
         for (String c : contexts) {
             dirs.add("/home/" + Caller.context(c).name());
         }
+        for (Mount m : mounts) {
+            for (VfsPath p = m.prefix().parent(); p != null && !p.isRoot(); p = p.parent()) {
+                dirs.add(p.toString());
+            }
+        }
+        dirs.sort(Comparator.comparingInt(String::length));
         for (String d : dirs) {
-            mkdir(Caller.SYSTEM, VfsPath.of(d));
+            VfsPath p = VfsPath.of(d);
+            if (!exists(Caller.SYSTEM, p) && ZonePolicy.mayWrite(Caller.SYSTEM, p, membership)) {
+                mkdir(Caller.SYSTEM, p);
+            }
         }
     }
 }
