@@ -1,7 +1,10 @@
 package dev.chibifs.fuse;
 
 import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.router.CrossStoreException;
+import dev.chibifs.router.MountPointBusyException;
 import dev.chibifs.store.IsDirectoryException;
+import dev.chibifs.store.ReadOnlyStoreException;
 import ru.serce.jnrfuse.ErrorCodes;
 
 import java.io.IOException;
@@ -27,6 +30,16 @@ final class Errno {
     static int of(Throwable t) {
         if (t instanceof AccessDeniedException) {
             return -ErrorCodes.EACCES();
+        }
+        // stores by prefix: one that cannot write, a rename or link across two, a store's mount point
+        if (t instanceof ReadOnlyStoreException) {
+            return -ErrorCodes.EROFS();
+        }
+        if (t instanceof CrossStoreException) {
+            return -ErrorCodes.EXDEV();
+        }
+        if (t instanceof MountPointBusyException) {
+            return -ErrorCodes.EBUSY();
         }
         if (t instanceof NoSuchFileException) {
             return -ErrorCodes.ENOENT();

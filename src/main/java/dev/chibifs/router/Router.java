@@ -13,6 +13,8 @@ import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.ReadOnlyStore;
+import dev.chibifs.store.ReadOnlyStoreException;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
 
@@ -160,6 +162,18 @@ public final class Router {
         return out;
     }
 
+    /**
+     * Where a change of {@code path} lands; a store that cannot write is refused here, with the
+     * namespace path, before it is asked.
+     */
+    private Target writable(VfsPath path) throws ReadOnlyStoreException {
+        Target t = resolve(path);
+        if (t.storage() instanceof ReadOnlyStore) {
+            throw new ReadOnlyStoreException(path.toString(), ((ReadOnlyStore) t.storage()).storeName());
+        }
+        return t;
+    }
+
     // ---- policy checks ----
 
     /** Flock membership as this router reads it (fresh from chibi's registry when configured). */
@@ -248,7 +262,103 @@ public final class Router {
 
     public Metadata metadata(Caller caller, VfsPath path) throws IOException {
         Target t = resolve(path);
-        return t.storage().metadata(t.path());
+        Metadata m = t.storage().metadata(t.path());
+        long tag = tagOf(t.storage());
+        return tag == 0 ? m : tagged(m, tag);
+    }
+
+    // ---- inode numbers: each store counts its own, so those of every store but the root's carry its tag ----
+
+    /** Bits of a store's own inode numbers kept; the store's tag goes above them. */
+    private static final long INODE_BITS = 0x00ff_ffff_ffff_ffffL;
+
+    /**
+     * 0 for the root store, whose inode numbers pass unchanged; otherwise the store's index in
+     * the top byte, so no two stores' files share an inode number (tar, cp -a and find take
+     * equal numbers on one file system for one file).
+     */
+    private long tagOf(Storage storage) {
+        int last = mounts.size() - 1;
+        if (mounts.get(last).storage() == storage) {
+            return 0;
+        }
+        for (int i = 0; i < last; i++) {
+            if (mounts.get(i).storage() == storage) {
+                return (long) (i + 1) << 56;
+            }
+        }
+        return 0;
+    }
+
+    private static Metadata tagged(Metadata m, long tag) {
+        if (m == null) {
+            return null;
+        }
+        return new Metadata(m.kind(), m.size(), m.created(), m.modified(), m.accessed(), m.changed(), m.links(),
+                m.mode(), (m.inode() & INODE_BITS) | tag);
+    }
+
+    /** A handle of a store whose inode numbers carry a tag. */
+    private record TaggedHandle(FileHandle h, long tag) implements FileHandle {
+        @Override
+        public int read(java.nio.ByteBuffer dst, long position) throws IOException {
+            return h.read(dst, position);
+        }
+
+        @Override
+        public int write(java.nio.ByteBuffer src, long position) throws IOException {
+            return h.write(src, position);
+        }
+
+        @Override
+        public void truncate(long size) throws IOException {
+            h.truncate(size);
+        }
+
+        @Override
+        public void allocate(int mode, long offset, long length) throws IOException {
+            h.allocate(mode, offset, length);
+        }
+
+        @Override
+        public void sync(boolean metadata) throws IOException {
+            h.sync(metadata);
+        }
+
+        @Override
+        public long inode() throws IOException {
+            return (h.inode() & INODE_BITS) | tag;
+        }
+
+        @Override
+        public Metadata opened() {
+            return tagged(h.opened(), tag);
+        }
+
+        @Override
+        public Metadata metadata() throws IOException {
+            return tagged(h.metadata(), tag);
+        }
+
+        @Override
+        public long size() throws IOException {
+            return h.size();
+        }
+
+        @Override
+        public void setTimes(FileTime accessed, FileTime modified) throws IOException {
+            h.setTimes(accessed, modified);
+        }
+
+        @Override
+        public void setExecutable(int mode) throws IOException {
+            h.setExecutable(mode);
+        }
+
+        @Override
+        public void close() throws IOException {
+            h.close();
+        }
     }
 
     public String readLink(Caller caller, VfsPath path) throws IOException {
@@ -264,19 +374,19 @@ public final class Router {
 
     public void write(Caller caller, VfsPath path, byte[] data) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().write(t.path(), data);
     }
 
     public void append(Caller caller, VfsPath path, byte[] data) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().append(t.path(), data);
     }
 
     public void delete(Caller caller, VfsPath path) throws IOException {
         checkRemove(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().delete(t.path());
     }
 
@@ -285,7 +395,7 @@ public final class Router {
         if (isMountPoint(path)) {
             return; // the mounted store's root is a directory already
         }
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().mkdir(t.path());
     }
 
@@ -293,7 +403,7 @@ public final class Router {
     public void copy(Caller caller, VfsPath src, VfsPath dst) throws IOException {
         checkWrite(caller, dst);
         Target ts = resolve(src);
-        Target td = resolve(dst);
+        Target td = writable(dst);
         if (ts.storage() == td.storage()) {
             ts.storage().copy(ts.path(), td.path());
         } else {
@@ -305,8 +415,9 @@ public final class Router {
     public void rename(Caller caller, VfsPath src, VfsPath dst) throws IOException {
         checkRemove(caller, src);
         checkRemove(caller, dst);
-        Target ts = resolve(src);
+        Target ts = writable(src);
         Target td = sameStorage(src, dst, ts);
+        writable(dst);
         ts.storage().rename(ts.path(), td.path());
     }
 
@@ -318,52 +429,55 @@ public final class Router {
         if (flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND) || flags.contains(OpenFlag.CREATE)
                 || flags.contains(OpenFlag.CREATE_NEW) || flags.contains(OpenFlag.TRUNCATE)) {
             checkWrite(caller, path);
+            writable(path);
         }
         Target t = resolve(path);
-        return t.storage().open(t.path(), flags, createMode);
+        FileHandle h = t.storage().open(t.path(), flags, createMode);
+        long tag = tagOf(t.storage());
+        return tag == 0 ? h : new TaggedHandle(h, tag);
     }
 
     public void truncate(Caller caller, VfsPath path, long size) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().truncate(t.path(), size);
     }
 
     public void createDirectory(Caller caller, VfsPath path) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().createDirectory(t.path());
     }
 
     public void removeFile(Caller caller, VfsPath path) throws IOException {
         checkRemove(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().removeFile(t.path());
     }
 
     public void removeDirectory(Caller caller, VfsPath path) throws IOException {
         checkRemove(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().removeDirectory(t.path());
     }
 
     public void setTimes(Caller caller, VfsPath path, FileTime accessed, FileTime modified) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().setTimes(t.path(), accessed, modified);
     }
 
     /** chmod: allowed where the caller may write; only the execute bits reach the store, and they grant nothing. */
     public void chmod(Caller caller, VfsPath path, int mode) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().setExecutable(t.path(), mode);
     }
 
     /** chown: allowed where the caller may write, and changes nothing (path is policy, owners grant nothing). */
     public void chown(Caller caller, VfsPath path) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().metadata(t.path());
     }
 
@@ -376,7 +490,7 @@ public final class Router {
                     : ZonePolicy.denial(caller, denied, membership);
             throw new PolicyDeniedException(newName.toString(), reason);
         }
-        Target te = resolve(existing);
+        Target te = writable(existing);
         Target tn = sameStorage(existing, newName, te);
         te.storage().link(te.path(), tn.path());
     }

@@ -15,7 +15,7 @@ import java.util.Set;
  * {@link LocalStorage} of DIR behind this (which never follows a link found in DIR, so nothing
  * outside DIR is reachable), and an empty {@code /tools/sys} a {@link MemoryStorage}.
  */
-public final class ReadOnlyStorage implements Storage {
+public final class ReadOnlyStorage implements Storage, ReadOnlyStore {
 
     private static final Set<OpenFlag> CHANGING = EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE,
             OpenFlag.CREATE_NEW, OpenFlag.TRUNCATE);
@@ -27,6 +27,11 @@ public final class ReadOnlyStorage implements Storage {
     public ReadOnlyStorage(Storage inner, String name) {
         this.inner = inner;
         this.name = name;
+    }
+
+    @Override
+    public String storeName() {
+        return name;
     }
 
     private ReadOnlyStoreException refused(VfsPath path) {
