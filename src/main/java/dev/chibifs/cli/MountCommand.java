@@ -10,9 +10,11 @@ import dev.chibifs.fuse.MountException;
 import dev.chibifs.fuse.MountTable;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ContextNames;
+import dev.chibifs.router.Namespace;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.LocalStorage;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
@@ -64,6 +66,9 @@ public final class MountCommand implements Callable<Integer> {
     @Option(names = "--home", paramLabel = "DIR",
             description = "CHIBI_HOME for this mount; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
     Path home;
+
+    @Mixin
+    StoreOptions stores;
 
     @Option(names = "--foreground", description = "Stay attached and log to stderr.")
     boolean foreground;
@@ -154,6 +159,7 @@ public final class MountCommand implements Callable<Integer> {
             throw new UsageException("invalid --kernel-cache '" + (ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms")
                     + "': whole seconds from 1s to 1h, or off");
         }
+        stores.mounts(); // a bad --store or --tools-sys stops here, before anything is mounted
         try {
             FuseOptions.validate(fuseOptions);
         } catch (IllegalArgumentException e) {
@@ -226,8 +232,9 @@ public final class MountCommand implements Callable<Integer> {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
         ChibiConfig config = ChibiConfig.load(chibiHome);
-        LocalStorage storage = new LocalStorage(chibiHome.store());
-        Router router = Router.of(storage);
+        Namespace namespace = stores.open(chibiHome);
+        LocalStorage storage = namespace.rootStore();
+        Router router = namespace.router();
         router.createNamespace(plan.homes());
         CacheSweeper sweeper = CacheSweeper.create(router, config, cacheSweepInterval, Clock.systemUTC());
         MountRegistry registry = MountRegistry.forCurrentUser();
@@ -256,14 +263,15 @@ public final class MountCommand implements Callable<Integer> {
             stopping.set(true);
             throw new MountFailure(e.getMessage());
         }
-        log.info("mounted {} ({}; store {}; options {}; {}; pid {})", mp, plan.describe(), storage.root(),
+        log.info("mounted {} ({}; stores {}; options {}; {}; pid {})", mp, plan.describe(), String.join(" ", namespace.stores()),
                 String.join(",", daemon.options()), daemon.negotiated(), ProcessHandle.current().pid());
         try {
             registry.write(new MountRecord(mp, ProcessHandle.current().pid(),
                     plan.uidMapped() ? MountRecord.MODE_UIDMAP : MountRecord.MODE_CONTEXT,
                     plan.uidMapped() ? null : plan.homes().get(0), plan.uidMap(),
                     systemUid == null ? null : systemUid.intValue(), chibiHome.dir(), storage.root(), Instant.now(),
-                    String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString()));
+                    String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString(),
+                    String.join(" ", namespace.stores())));
         } catch (IOException | RuntimeException e) {
             log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
         }
@@ -325,6 +333,7 @@ public final class MountCommand implements Callable<Integer> {
                 "--cache-sweep-interval", cacheSweepInterval.toString()));
         cmd.addAll(List.of("--kernel-cache", kernelCache.isZero() ? KernelCacheConverter.OFF : kernelCache.toSeconds() + "s"));
         cmd.add(readdirplus ? "--readdirplus" : "--no-readdirplus");
+        cmd.addAll(stores.arguments());
         if (context != null) {
             cmd.addAll(List.of("--context", context));
         }

@@ -109,6 +109,7 @@ final class StatusCommand implements Callable<Integer> {
             row.put("systemUid", r.systemUid());
             row.put("home", r.home().toString());
             row.put("store", r.store().toString());
+            row.put("stores", List.of(r.stores().split(" ")));
             row.put("started", r.started().toString());
             row.put("options", r.options());
             row.put("log", r.log());
@@ -151,6 +152,15 @@ final class StatusCommand implements Callable<Integer> {
                 sb.append(i == line.length - 1 ? line[i] : String.format("%-" + widths[i] + "s  ", line[i]));
             }
             out.println(sb.toString().stripTrailing());
+        }
+        for (Map<String, Object> row : rows) {
+            Object stores = row.get("stores");
+            if (stores instanceof List && ((List<?>) stores).size() > 1) {
+                // the local store is in the table; the others, one a line below it
+                List<?> more = ((List<?>) stores).subList(1, ((List<?>) stores).size());
+                out.println(text(row.get("mountpoint"), "-") + ": also " + more.stream().map(String::valueOf)
+                        .collect(java.util.stream.Collectors.joining(", ")));
+            }
         }
         for (Map<String, Object> row : rows) {
             Object detail = row.get("detail");

@@ -1,7 +1,10 @@
 package dev.chibifs.fuse;
 
 import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.router.CrossStoreException;
+import dev.chibifs.router.MountPointBusyException;
 import dev.chibifs.store.IsDirectoryException;
+import dev.chibifs.store.ReadOnlyStoreException;
 import dev.chibifs.sys.Linux;
 
 import java.io.IOException;
@@ -30,6 +33,16 @@ final class Errno {
         }
         if (t instanceof AccessDeniedException) {
             return -Linux.EACCES;
+        }
+        // stores by prefix: one that cannot write, a rename or link across two, a store's mount point
+        if (t instanceof ReadOnlyStoreException) {
+            return -Linux.EROFS;
+        }
+        if (t instanceof CrossStoreException) {
+            return -Linux.EXDEV;
+        }
+        if (t instanceof MountPointBusyException) {
+            return -Linux.EBUSY;
         }
         if (t instanceof NoSuchFileException) {
             return -Linux.ENOENT;

@@ -96,6 +96,17 @@ class MountHelperTest {
     }
 
     @Test
+    void storeAndToolsSysPassThroughAsMountOptions() throws Exception {
+        assertEquals(List.of("mount", "--context", "planner", "--store", "/shared/scratch=memory:64M", "--store",
+                        "/shared/docs=readonly:/srv/docs", "--tools-sys", "/srv/tools", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "ctx=planner,store=/shared/scratch=memory:64M,"
+                        + "store=/shared/docs=readonly:/srv/docs,tools_sys=/srv/tools").launcherArgs());
+        assertRefused("ctx=a,store=memory", "store='memory' is not PREFIX=SPEC");
+        assertRefused("ctx=a,store=/x=", "store='/x=' is not PREFIX=SPEC");
+        assertRefused("ctx=a,tools_sys=srv", "tools_sys='srv' must be an absolute directory");
+    }
+
+    @Test
     void fakeMountPrintsTheCommandAndRunsNothing() throws Exception {
         Result r = run("chibifs", "/mnt/planner", "-f", "-v", "-o", "ctx=planner");
         assertEquals(0, r.code(), r.stderr());
