@@ -11,6 +11,7 @@ import dev.chibifs.fuse.MountTable;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ContextNames;
 import dev.chibifs.router.Namespace;
+import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.LocalStorage;
 import picocli.CommandLine.Command;
@@ -99,6 +100,13 @@ public final class MountCommand implements Callable<Integer> {
                 + " file in a directory asks nothing more per file. --no-readdirplus: plain listings, then one request"
                 + " per file for its attributes. Default: on.")
     boolean readdirplus;
+
+    @Option(names = "--symlinks", paramLabel = "zone|any|none", defaultValue = "zone", converter = SymlinkRuleConverter.class,
+            description = "Which symbolic links may be made (chibi follows links in the store). zone: a target must be"
+                + " relative and stay inside the link's zone (/shared, /home/<context>, ...), so no context reaches"
+                + " another's home or the host through one; any: every target, wherever it leads; none: no links."
+                + " Default: ${DEFAULT-VALUE}.")
+    SymlinkRule symlinks;
 
     /** Set by a background mount for its daemon child, so the registry names the log file. */
     @Option(names = "--logged-to", hidden = true)
@@ -232,7 +240,7 @@ public final class MountCommand implements Callable<Integer> {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
         ChibiConfig config = ChibiConfig.load(chibiHome);
-        Namespace namespace = stores.open(chibiHome);
+        Namespace namespace = stores.open(chibiHome, symlinks);
         LocalStorage storage = namespace.rootStore();
         Router router = namespace.router();
         router.createNamespace(plan.homes());
@@ -334,6 +342,7 @@ public final class MountCommand implements Callable<Integer> {
         cmd.addAll(List.of("--kernel-cache", kernelCache.isZero() ? KernelCacheConverter.OFF : kernelCache.toSeconds() + "s"));
         cmd.add(readdirplus ? "--readdirplus" : "--no-readdirplus");
         cmd.addAll(stores.arguments());
+        cmd.addAll(List.of("--symlinks", symlinks.option()));
         if (context != null) {
             cmd.addAll(List.of("--context", context));
         }

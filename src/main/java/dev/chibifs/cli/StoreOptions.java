@@ -43,8 +43,13 @@ final class StoreOptions {
 
     /** The namespace of {@code home} with these stores. */
     Namespace open(ChibiHome home) throws IOException {
+        return open(home, dev.chibifs.policy.SymlinkRule.ZONE);
+    }
+
+    /** {@link #open(ChibiHome)} with the mount's rule for symbolic links. */
+    Namespace open(ChibiHome home, dev.chibifs.policy.SymlinkRule symlinks) throws IOException {
         try {
-            return Namespace.open(home, mounts(), toolsSys);
+            return Namespace.open(home, mounts(), toolsSys, symlinks);
         } catch (IllegalArgumentException e) {
             throw new UsageException(e.getMessage());
         }

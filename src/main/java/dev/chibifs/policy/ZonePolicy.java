@@ -114,6 +114,36 @@ public final class ZonePolicy {
     }
 
     /**
+     * The root of the zone {@code path} is in: the directory below which one write rule holds for
+     * everything ({@code /shared}, {@code /home/<ctx>}, {@code /sys}), and {@code /} for the rest
+     * (SYSTEM's alone to write). {@link SymlinkRule} keeps a link's target inside it. A zone added
+     * here is a zone links respect; every kind must be named, so a new one cannot fall to {@code /}
+     * by accident (that would let its links reach the whole store).
+     */
+    public static VfsPath zoneRoot(VfsPath path) {
+        Zone zone = Zone.of(path);
+        return switch (zone.kind()) {
+            case SHARED -> SHARED_ROOT;
+            case HOME -> VfsPath.root().child("home").child(zone.owner());
+            case SYS -> SYS_ROOT;
+            case SITE -> SITE_ROOT;
+            case FLOCK_REGISTRY -> VfsPath.of(Zone.FLOCK_REGISTRY_PATH);
+            case FLOCK -> VfsPath.root().child("flocks").child(zone.owner());
+            case TOOLS_SYS -> TOOLS_SYS_ROOT;
+            case TOOLS_SHARED -> TOOLS_SHARED_ROOT;
+            case TOOLS_HOME -> VfsPath.of("/tools/home").child(zone.owner());
+            case TOOLS_FLOCK -> VfsPath.of("/tools/flocks").child(zone.owner());
+            case OTHER -> VfsPath.root();
+        };
+    }
+
+    private static final VfsPath SHARED_ROOT = VfsPath.of("/shared");
+    private static final VfsPath SYS_ROOT = VfsPath.of("/sys");
+    private static final VfsPath SITE_ROOT = VfsPath.of("/site");
+    private static final VfsPath TOOLS_SYS_ROOT = VfsPath.of("/tools/sys");
+    private static final VfsPath TOOLS_SHARED_ROOT = VfsPath.of("/tools/shared");
+
+    /**
      * Whether a hard link from {@code existing} to {@code newName} is allowed: both names must be
      * writable and in the same zone, so a link never gives a file a second, writable name in a
      * zone where the caller could not write it.

@@ -49,6 +49,12 @@ public final class Namespace {
      * {@link IllegalArgumentException} naming it.
      */
     public static Namespace open(ChibiHome home, List<StoreMount> mounts, Path toolsSys) throws IOException {
+        return open(home, mounts, toolsSys, dev.chibifs.policy.SymlinkRule.ZONE);
+    }
+
+    /** {@link #open}, with {@code symlinks} deciding which symbolic links may be made or moved. */
+    public static Namespace open(ChibiHome home, List<StoreMount> mounts, Path toolsSys,
+                                 dev.chibifs.policy.SymlinkRule symlinks) throws IOException {
         Set<VfsPath> seen = new HashSet<>();
         for (StoreMount m : mounts) {
             if (!seen.add(m.prefix())) {
@@ -61,7 +67,7 @@ public final class Namespace {
         }
         LocalStorage local = new LocalStorage(home.store());
         SiteIdentity site = new SiteIdentity(home);
-        Router.Builder b = Router.builder(local).flocks(site::siteId);
+        Router.Builder b = Router.builder(local).flocks(site::siteId).symlinks(symlinks);
         List<String> described = new ArrayList<>();
         described.add("/=" + local.root());
         for (StoreMount m : mounts) {

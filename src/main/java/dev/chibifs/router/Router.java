@@ -4,6 +4,7 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.Membership;
 import dev.chibifs.policy.Zone;
+import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.store.ChangeFeed;
 import dev.chibifs.store.ChangeListener;
@@ -15,14 +16,17 @@ import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.ReadOnlyStore;
 import dev.chibifs.store.ReadOnlyStoreException;
+import dev.chibifs.store.OperationNotPermittedException;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.attribute.FileTime;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Deque;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -30,6 +34,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The one way into storage: checks the zone policy for the caller before every operation, then
@@ -50,13 +56,17 @@ public final class Router {
     public record Target(Storage storage, VfsPath path) {
     }
 
+    private static final Logger LOG = LoggerFactory.getLogger(Router.class);
+
     // sorted longest prefix first; immutable after construction, so lookups need no lock
     private final List<Mount> mounts;
+    /** Which symbolic link targets may be made or moved (mount --symlinks). */
+    private final SymlinkRule symlinks;
     // the names of the mount points directly in each directory that has some
     private final Map<VfsPath, List<String>> mountPointsIn;
     private final Membership membership;
 
-    private Router(List<Mount> mounts, Membership membership) {
+    private Router(List<Mount> mounts, Membership membership, SymlinkRule symlinks) {
         this.mounts = mounts;
         Map<VfsPath, List<String>> in = new HashMap<>();
         for (Mount m : mounts) {
@@ -67,6 +77,7 @@ public final class Router {
         in.replaceAll((k, v) -> List.copyOf(v));
         this.mountPointsIn = Map.copyOf(in);
         this.membership = membership;
+        this.symlinks = symlinks;
     }
 
     /** A router with one storage at {@code /}. */
@@ -83,6 +94,7 @@ public final class Router {
     public static final class Builder {
         private final List<Mount> mounts = new ArrayList<>();
         private Supplier<Optional<String>> siteId;
+        private SymlinkRule symlinks = SymlinkRule.ZONE;
 
         private Builder(Storage root) {
             mounts.add(new Mount(VfsPath.root(), root));
@@ -105,6 +117,12 @@ public final class Router {
             return this;
         }
 
+        /** Which symbolic link targets may be made or moved; {@link SymlinkRule#ZONE} unless set. */
+        public Builder symlinks(SymlinkRule rule) {
+            this.symlinks = java.util.Objects.requireNonNull(rule);
+            return this;
+        }
+
         public Router build() {
             List<Mount> sorted = new ArrayList<>(mounts);
             sorted.sort(Comparator.comparingInt((Mount m) -> m.prefix().depth()).reversed());
@@ -114,7 +132,7 @@ public final class Router {
                 Target t = resolve(frozen, VfsPath.of(Zone.FLOCK_REGISTRY_PATH));
                 members = new RegistryMembership(t.storage(), t.path(), siteId);
             }
-            return new Router(frozen, members);
+            return new Router(frozen, members, symlinks);
         }
     }
 
@@ -411,14 +429,79 @@ public final class Router {
         }
     }
 
-    /** Renames: write on both names, and neither may be a zone root. */
+    /**
+     * Renames: write on both names, and neither may be a zone root. A symbolic link moved, or one
+     * inside a moved directory, must keep its target inside its (new) zone, else EXDEV: mv then
+     * copies, recreating link by link through {@link #symlink}, where the rule refuses only the
+     * links that would leave (EPERM, naming each), and the source stays for what did not copy.
+     */
     public void rename(Caller caller, VfsPath src, VfsPath dst) throws IOException {
         checkRemove(caller, src);
         checkRemove(caller, dst);
         Target ts = writable(src);
         Target td = sameStorage(src, dst, ts);
         writable(dst);
+        checkLinksCarried(ts, src, dst);
         ts.storage().rename(ts.path(), td.path());
+    }
+
+    /**
+     * Refuses (EXDEV) a move of {@code src} to {@code dst} that would put a symbolic link where its
+     * target leaves the zone: the link itself, or any link in a moved directory, walked whole.
+     *
+     * <p>A link's target is judged from the link's directory, so only the depth of that directory
+     * below its zone root matters: a move that stays in the same (non-root) zone and goes no
+     * shallower cannot make any target leave, and is not walked (zones do not nest below a zone
+     * root other than {@code /}, as in chibi). Any other move of a directory is walked: cross-zone
+     * moves are rare and correctness beats speed there. A link planted between this walk and the
+     * rename is not seen: closing that would need every writer of the store to take one lock.
+     */
+    private void checkLinksCarried(Target ts, VfsPath src, VfsPath dst) throws IOException {
+        if (symlinks == SymlinkRule.ANY || src.equals(dst)) {
+            return;
+        }
+        Metadata m = ts.storage().metadata(ts.path());
+        if (m.kind() == EntryKind.SYMLINK) {
+            checkCarried(src, dst, ts.storage().readLink(ts.path()));
+            return;
+        }
+        VfsPath zone = ZonePolicy.zoneRoot(src);
+        if (!m.isDirectory() || (!zone.isRoot() && zone.equals(ZonePolicy.zoneRoot(dst)) && dst.depth() >= src.depth())) {
+            return;
+        }
+        // depth first with a stack of our own: a deep tree must not overflow the thread's
+        Deque<VfsPath> todo = new ArrayDeque<>();
+        todo.push(VfsPath.root());
+        while (!todo.isEmpty()) {
+            VfsPath rel = todo.pop();
+            VfsPath inner = join(ts.path(), rel);
+            for (Entry e : ts.storage().list(inner)) {
+                if (e.kind() == EntryKind.DIRECTORY) {
+                    todo.push(rel.child(e.name()));
+                } else if (e.kind() == EntryKind.SYMLINK) {
+                    checkCarried(join(src, rel).child(e.name()), join(dst, rel).child(e.name()),
+                            ts.storage().readLink(inner.child(e.name())));
+                }
+            }
+        }
+    }
+
+    /** {@code base} with the relative path {@code rel} (given as a path from the root) below it. */
+    private static VfsPath join(VfsPath base, VfsPath rel) {
+        VfsPath p = base;
+        for (String s : rel.segments()) {
+            p = p.child(s);
+        }
+        return p;
+    }
+
+    private void checkCarried(VfsPath from, VfsPath to, String target) throws IOException {
+        String why = symlinks.carryRefusal(to, target);
+        if (why != null) {
+            LOG.debug("rename would move symbolic link {} -> {} to {}: refused (EXDEV): {}", from, target, to, why);
+            throw new CrossDeviceException(from.toString(), to.toString(), "moving the symbolic link '" + from
+                    + "' -> '" + target + "' to '" + to + "' is refused (--symlinks " + symlinks.option() + "): " + why);
+        }
     }
 
     /**
@@ -481,7 +564,11 @@ public final class Router {
         t.storage().metadata(t.path());
     }
 
-    /** Hard link, only inside one zone, so no file gets a writable name in a zone that protects it. */
+    /**
+     * Hard link, only inside one zone, so no file gets a writable name in a zone that protects it.
+     * A hard link of a symbolic link is a link in another directory, judged there as a rename is
+     * (EPERM, as symlink: nothing would copy it instead).
+     */
     public void link(Caller caller, VfsPath existing, VfsPath newName) throws IOException {
         if (!ZonePolicy.mayLink(caller, existing, newName, membership)) {
             VfsPath denied = mayWrite(caller, newName) ? existing : newName;
@@ -492,7 +579,58 @@ public final class Router {
         }
         Target te = writable(existing);
         Target tn = sameStorage(existing, newName, te);
+        if (symlinks != SymlinkRule.ANY && te.storage().metadata(te.path()).kind() == EntryKind.SYMLINK) {
+            String target = te.storage().readLink(te.path());
+            String why = symlinks.carryRefusal(newName, target);
+            if (why != null) {
+                throw denied(newName, target, why);
+            }
+        }
         te.storage().link(te.path(), tn.path());
+    }
+
+    /** The rule that judges symbolic link targets here. */
+    public SymlinkRule symlinkRule() {
+        return symlinks;
+    }
+
+    /**
+     * symlink(2): a write of {@code link} in its zone (EACCES where the caller may not write), then
+     * the link rule on {@code target} (EPERM, {@link SymlinkDeniedException}, with one debug line).
+     * The target is stored as text; nothing here or in the store follows it.
+     */
+    public void symlink(Caller caller, VfsPath link, String target) throws IOException {
+        checkWrite(caller, link);
+        String why = symlinks.refusal(link, target);
+        if (why != null) {
+            throw denied(link, target, why);
+        }
+        Target t = resolve(link);
+        t.storage().createSymlink(t.path(), target);
+    }
+
+    private SymlinkDeniedException denied(VfsPath link, String target, String why) {
+        LOG.debug("symbolic link {} -> {}: refused (--symlinks {}): {}", link, target, symlinks.option(), why);
+        return new SymlinkDeniedException(link.toString(), "symbolic link '" + link + "' -> '" + target
+                + "' refused (--symlinks " + symlinks.option() + "): " + why);
+    }
+
+    /**
+     * mknod(2): a write of {@code path} (EACCES where the caller may not write). Fifos and sockets
+     * are names the store keeps (the kernel serves a fifo's data itself; the daemon never opens one);
+     * a FILE is an empty regular file; device nodes, and anything else, are refused (EPERM): a device
+     * node in a shared tree is a way out of every sandbox.
+     */
+    public void mknod(Caller caller, VfsPath path, EntryKind kind, int mode) throws IOException {
+        checkWrite(caller, path);
+        Target t = resolve(path);
+        switch (kind) {
+            case FIFO, SOCKET -> t.storage().createNode(t.path(), kind, mode);
+            case FILE -> t.storage().open(t.path(), Set.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), mode).close();
+            default -> throw new OperationNotPermittedException(path.toString(),
+                    "only files, fifos and sockets can be made with mknod: device nodes are refused,"
+                            + " a device node in a shared tree is a way out of every sandbox");
+        }
     }
 
     /**

@@ -15,6 +15,8 @@ import java.nio.file.attribute.FileTime;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -148,6 +150,8 @@ public final class MemoryStorage implements Storage {
         /** Open handles: the memory is freed when the last name and the last handle are gone. */
         int handles;
         boolean freed;
+        /** Its locks; made at the first lock request. */
+        LockTable locks;
 
         File(MemoryStorage s, int mode) {
             super(s, mode);
@@ -332,11 +336,64 @@ public final class MemoryStorage implements Storage {
         }
     }
 
+    /** A symbolic link: its target text, never followed. */
+    private static final class Link extends Node {
+        final String target;
+
+        Link(MemoryStorage s, String target) {
+            super(s, 0777);
+            this.target = target;
+        }
+    }
+
+    /** A fifo or a socket: a name with a kind, never opened for data. */
+    private static final class Special extends Node {
+        final EntryKind kind;
+
+        Special(MemoryStorage s, EntryKind kind, int mode) {
+            super(s, mode);
+            this.kind = kind;
+        }
+    }
+
+    private static EntryKind kindOf(Node n) {
+        if (n instanceof Dir) {
+            return EntryKind.DIRECTORY;
+        }
+        if (n instanceof Link) {
+            return EntryKind.SYMLINK;
+        }
+        if (n instanceof Special) {
+            return ((Special) n).kind;
+        }
+        return EntryKind.FILE;
+    }
+
+    /** Why {@code n} is not a file to read or write, in LocalStorage's terms (EISDIR, ELOOP, EPERM). */
+    private static IOException notRegular(Node n, VfsPath path) {
+        if (n instanceof Dir) {
+            return new IsDirectoryException(path.toString());
+        }
+        if (n instanceof Link) {
+            return tooManyLinks(path);
+        }
+        return new FileSystemException(path.toString(), null,
+                "Operation not permitted: not a regular file (fifos, sockets and devices are not served)");
+    }
+
+    /** ELOOP: the store follows no link, on the way or at the end (LocalStorage says the same). */
+    private static IOException tooManyLinks(VfsPath path) {
+        return new FileSystemException(path.toString(), null, "Too many levels of symbolic links");
+    }
+
     // ---- lookup helpers; callers hold the lock ----
 
     private Node find(VfsPath path) throws IOException {
         Node n = root;
         for (String s : path.segments()) {
+            if (n instanceof Link) {
+                throw tooManyLinks(path);
+            }
             if (!(n instanceof Dir)) {
                 throw new NotDirectoryException(path.toString());
             }
@@ -350,6 +407,9 @@ public final class MemoryStorage implements Storage {
 
     private Dir findDir(VfsPath path) throws IOException {
         Node n = find(path);
+        if (n instanceof Link) {
+            throw tooManyLinks(path);
+        }
         if (!(n instanceof Dir)) {
             throw new NotDirectoryException(path.toString());
         }
@@ -359,7 +419,7 @@ public final class MemoryStorage implements Storage {
     private File findFile(VfsPath path) throws IOException {
         Node n = find(path);
         if (!(n instanceof File)) {
-            throw new IsDirectoryException(path.toString());
+            throw notRegular(n, path);
         }
         return (File) n;
     }
@@ -419,7 +479,7 @@ public final class MemoryStorage implements Storage {
             parent.children.put(path.fileName(), n);
             touchDir(parent);
         } else if (!(n instanceof File)) {
-            throw new IsDirectoryException(path.toString());
+            throw notRegular(n, path);
         }
         File f = (File) n;
         long end = f.length;
@@ -455,7 +515,7 @@ public final class MemoryStorage implements Storage {
     public synchronized List<Entry> list(VfsPath path) throws IOException {
         List<Entry> out = new ArrayList<>();
         for (Map.Entry<String, Node> e : findDir(path).children.entrySet()) {
-            out.add(new Entry(e.getKey(), e.getValue() instanceof Dir ? EntryKind.DIRECTORY : EntryKind.FILE));
+            out.add(new Entry(e.getKey(), kindOf(e.getValue())));
         }
         return out;
     }
@@ -501,6 +561,8 @@ public final class MemoryStorage implements Storage {
                 d.links++;
                 touchDir(d);
                 n = created;
+            } else if (n instanceof Link) {
+                throw tooManyLinks(path);
             } else if (!(n instanceof Dir)) {
                 throw new NotDirectoryException(path.toString());
             }
@@ -556,10 +618,11 @@ public final class MemoryStorage implements Storage {
     public synchronized Metadata metadata(VfsPath path) throws IOException {
         Node n = find(path);
         boolean dir = n instanceof Dir;
-        long size = dir ? BLOCK : ((File) n).length;
+        // a link's size is its target's length in bytes, as lstat says
+        long size = dir ? BLOCK : n instanceof File ? ((File) n).length
+                : n instanceof Link ? ((Link) n).target.getBytes(StandardCharsets.UTF_8).length : 0;
         long links = dir ? 2 + ((Dir) n).children.values().stream().filter(c -> c instanceof Dir).count() : n.links;
-        return new Metadata(dir ? EntryKind.DIRECTORY : EntryKind.FILE, size, n.created, n.modified,
-                n.accessed, n.changed, links, n.mode, n.inode);
+        return new Metadata(kindOf(n), size, n.created, n.modified, n.accessed, n.changed, links, n.mode, n.inode);
     }
 
     // ---- a mount's operations ----
@@ -579,8 +642,8 @@ public final class MemoryStorage implements Storage {
             parent.children.put(path.fileName(), n);
             touchDir(parent);
         }
-        if (n instanceof Dir) {
-            throw new IsDirectoryException(path.toString());
+        if (!(n instanceof File)) {
+            throw notRegular(n, path);
         }
         File f = (File) n;
         if (flags.contains(OpenFlag.TRUNCATE) && f.length > 0) {
@@ -591,10 +654,110 @@ public final class MemoryStorage implements Storage {
         return new MemoryHandle(f, flags.contains(OpenFlag.APPEND));
     }
 
+    /**
+     * One file's locks, kept as the kernel keeps them: record locks per owner, one flock type per
+     * owner. In-process only (a MemoryStorage is one process's). Guarded by the storage's monitor.
+     */
+    private static final class LockTable {
+        final Map<Long, RangeLocks> posix = new HashMap<>();
+        final Map<Long, LockType> flocks = new HashMap<>();
+    }
+
+    /** The locks as one handle sees them; remembers who locked through it, for its close. */
+    private final class MemoryLocks implements FileLocks {
+        private final LockTable table;
+        private final Set<Long> posixTaken = new HashSet<>();
+        private final Set<Long> flocksTaken = new HashSet<>();
+
+        MemoryLocks(LockTable table) {
+            this.table = table;
+        }
+
+        @Override
+        public LockState testLock(long owner, LockType type, long start, long end) throws IOException {
+            RangeLocks.checkRange(start, end);
+            synchronized (MemoryStorage.this) {
+                RangeLocks.Range r = type == LockType.UNLOCK ? null : conflict(owner, type, start, end);
+                // pid -1, as the kernel reports an open file description lock: no one process holds it
+                return r == null ? LockState.unlocked(start, end) : new LockState(r.type(), r.start(), r.end(), -1);
+            }
+        }
+
+        private RangeLocks.Range conflict(long owner, LockType type, long start, long end) {
+            for (Map.Entry<Long, RangeLocks> e : table.posix.entrySet()) {
+                if (e.getKey() != owner) {
+                    RangeLocks.Range r = e.getValue().conflict(type, start, end);
+                    if (r != null) {
+                        return r;
+                    }
+                }
+            }
+            return null;
+        }
+
+        @Override
+        public boolean tryLock(long owner, LockType type, long start, long end) throws IOException {
+            RangeLocks.checkRange(start, end);
+            synchronized (MemoryStorage.this) {
+                if (type != LockType.UNLOCK && conflict(owner, type, start, end) != null) {
+                    return false;
+                }
+                RangeLocks mine = table.posix.computeIfAbsent(owner, k -> new RangeLocks());
+                mine.set(type, start, end);
+                if (mine.isEmpty()) {
+                    table.posix.remove(owner);
+                } else {
+                    posixTaken.add(owner);
+                }
+                return true;
+            }
+        }
+
+        @Override
+        public boolean tryFlock(long owner, LockType type) {
+            synchronized (MemoryStorage.this) {
+                LockType held = table.flocks.get(owner);
+                if (type == held) {
+                    return true;
+                }
+                // as Linux: the held lock goes first, so a conversion that meets a conflict holds nothing
+                table.flocks.remove(owner);
+                if (type == LockType.UNLOCK) {
+                    return true;
+                }
+                for (Map.Entry<Long, LockType> e : table.flocks.entrySet()) {
+                    if (type == LockType.WRITE || e.getValue() == LockType.WRITE) {
+                        return false;
+                    }
+                }
+                table.flocks.put(owner, type);
+                flocksTaken.add(owner);
+                return true;
+            }
+        }
+
+        @Override
+        public void releaseOwner(long owner) {
+            synchronized (MemoryStorage.this) {
+                table.posix.remove(owner);
+            }
+        }
+
+        /** What was taken through the handle goes with it. */
+        void close() {
+            synchronized (MemoryStorage.this) {
+                posixTaken.forEach(table.posix::remove);
+                flocksTaken.forEach(table.flocks::remove);
+            }
+        }
+    }
+
     private final class MemoryHandle implements FileHandle {
         private final File file;
         private final boolean append;
         private boolean closed;
+        /** Made at the first lock request through this handle. Guarded by the storage's monitor. */
+        private MemoryLocks locks;
 
         MemoryHandle(File file, boolean append) {
             this.file = file;
@@ -706,6 +869,19 @@ public final class MemoryStorage implements Storage {
         }
 
         @Override
+        public FileLocks locks() {
+            synchronized (MemoryStorage.this) {
+                if (locks == null) {
+                    if (file.locks == null) {
+                        file.locks = new LockTable();
+                    }
+                    locks = new MemoryLocks(file.locks);
+                }
+                return locks;
+            }
+        }
+
+        @Override
         public void close() {
             synchronized (MemoryStorage.this) {
                 if (!closed) {
@@ -715,6 +891,13 @@ public final class MemoryStorage implements Storage {
                         file.free();
                     }
                 }
+            }
+            MemoryLocks l;
+            synchronized (MemoryStorage.this) {
+                l = locks;
+            }
+            if (l != null) {
+                l.close();
             }
         }
     }
@@ -776,7 +959,11 @@ public final class MemoryStorage implements Storage {
 
     @Override
     public synchronized void setExecutable(VfsPath path, int mode) throws IOException {
-        find(path).setExecutable(mode, now());
+        Node n = find(path);
+        if (n instanceof Link || n instanceof Special) {
+            throw notRegular(n, path);
+        }
+        n.setExecutable(mode, now());
     }
 
     @Override
@@ -796,8 +983,37 @@ public final class MemoryStorage implements Storage {
     }
 
     @Override
-    public String readLink(VfsPath path) throws IOException {
-        throw new FileSystemException(path.toString(), null, "Invalid argument");
+    public synchronized String readLink(VfsPath path) throws IOException {
+        Node n = find(path);
+        if (!(n instanceof Link)) {
+            throw new java.nio.file.NotLinkException(path.toString());
+        }
+        return ((Link) n).target;
+    }
+
+    @Override
+    public synchronized void createSymlink(VfsPath link, String target) throws IOException {
+        LocalStorage.checkTarget(link, target);
+        create(link, new Link(this, target));
+    }
+
+    @Override
+    public synchronized void createNode(VfsPath path, EntryKind kind, int mode) throws IOException {
+        if (kind != EntryKind.FIFO && kind != EntryKind.SOCKET) {
+            throw new OperationNotPermittedException(path.toString(),
+                    "the store makes only fifos and sockets this way, not " + kind.name().toLowerCase(java.util.Locale.ROOT));
+        }
+        create(path, new Special(this, kind, 0644 | (mode & 0111)));
+    }
+
+    /** Puts a new node at {@code path}, whose parent must exist and whose name must be free. */
+    private void create(VfsPath path, Node n) throws IOException {
+        Dir parent = parentOf(path, false);
+        if (parent.children.containsKey(path.fileName())) {
+            throw new FileAlreadyExistsException(path.toString());
+        }
+        parent.children.put(path.fileName(), n);
+        touchDir(parent);
     }
 
     @Override

@@ -87,6 +87,16 @@ class MountHelperTest {
     }
 
     @Test
+    void symlinksChoosesTheLinkRule() throws Exception {
+        assertEquals(List.of("mount", "--context", "planner", "--symlinks", "any", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "ctx=planner,symlinks=any").launcherArgs());
+        assertEquals(List.of("mount", "--symlinks", "none", "--context", "planner", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "symlinks=none,ctx=planner").launcherArgs());
+        assertRefused("ctx=a,symlinks=all", "symlinks='all' is not zone, any or none");
+        assertRefused("ctx=a,symlinks=", "symlinks='' is not zone, any or none");
+    }
+
+    @Test
     void noreaddirplusTurnsListingAttributesOff() throws Exception {
         assertEquals(List.of("mount", "--context", "planner", "--no-readdirplus", "/mnt/planner"),
                 run("chibifs", "/mnt/planner", "-o", "ctx=planner,noreaddirplus").launcherArgs());
