@@ -31,6 +31,15 @@ final class Errno {
         if (t instanceof dev.chibifs.sys.ErrnoException e) {
             return -e.errno();
         }
+        if (t instanceof dev.chibifs.store.OperationNotPermittedException) {
+            return -Linux.EPERM;
+        }
+        if (t instanceof dev.chibifs.router.CrossDeviceException) {
+            return -Linux.EXDEV;
+        }
+        if (t instanceof dev.chibifs.store.LocksUnavailableException) {
+            return -Linux.ENOLCK;
+        }
         if (t instanceof AccessDeniedException) {
             return -Linux.EACCES;
         }

@@ -2,10 +2,12 @@ package dev.chibifs.fuse;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
-import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.FileLocks;
+import dev.chibifs.store.LockState;
+import dev.chibifs.store.LockType;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.SpaceInfo;
@@ -45,6 +47,14 @@ final class FuseFileSystem {
         }
     }
 
+    /**
+     * Every open asks the kernel for no FLUSH at close: writes are already in the store file, so a
+     * close has nothing to push, and a round trip per close is saved. POSIX record locks are then
+     * released when the open file itself is released (its last descriptor closed, or its process
+     * gone), as OFD locks are, not at the close of any one descriptor of the process.
+     */
+    private static final int NO_FLUSH = FuseProtocol.FOPEN_NOFLUSH;
+
     /** The unknown inode number readdir gives a name whose attributes it did not read (libfuse's FUSE_UNKNOWN_INO). */
     private static final long UNKNOWN_INO = 0xffffffffL;
     private static final int BLOCK_SIZE = 4096;
@@ -65,7 +75,7 @@ final class FuseFileSystem {
                    boolean readdirplus) {
         this.router = router;
         this.callers = callers;
-        this.attributes = new AttributeView(callers, mountUid, mountGid);
+        this.attributes = new AttributeView(router, callers, mountUid, mountGid);
         this.timeouts = timeouts;
         this.readdirplus = readdirplus;
     }
@@ -282,7 +292,7 @@ final class FuseFileSystem {
         VfsPath p = path(n);
         Metadata m = metadataOrOpen(n, p);
         int mask = req.accessMask();
-        if ((mask & Linux.W_OK) != 0 && !ZonePolicy.mayWrite(caller(req), p)) {
+        if ((mask & Linux.W_OK) != 0 && !router.mayWrite(caller(req), p)) {
             throw new java.nio.file.AccessDeniedException(p.toString());
         }
         if ((mask & Linux.X_OK) != 0 && !m.isDirectory() && (m.mode() & 0111) == 0) {
@@ -312,27 +322,30 @@ final class FuseFileSystem {
         out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
     }
 
-    /** mknod(2): a regular file is an empty file; fifos, sockets and devices are refused (the store holds files and directories). */
+    /** mknod(2): a regular file, a fifo or a socket (names only: the kernel serves their data); devices are refused. */
     void mknod(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
         String name = req.name(16);
         VfsPath p = childPath(parent, name);
-        Caller caller = caller(req);
-        int mode = req.createMode();
-        if ((mode & Linux.S_IFMT) != Linux.S_IFREG) {
-            router.checkWrite(caller, p);
-            throw new java.nio.file.FileSystemException(p.toString(), null, "Operation not permitted");
-        }
-        router.open(caller, p, EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), mode & 07777).close();
+        int mode = req.mknodMode();
+        EntryKind kind = switch (mode & Linux.S_IFMT) {
+            case Linux.S_IFREG -> EntryKind.FILE;
+            case Linux.S_IFIFO -> EntryKind.FIFO;
+            case Linux.S_IFSOCK -> EntryKind.SOCKET;
+            default -> EntryKind.OTHER; // block and character devices: a way out of every sandbox
+        };
+        router.mknod(caller(req), p, kind, mode & 07777);
         out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
     }
 
-    /** Symbolic links are not part of the namespace yet: refused where the caller may write, never half supported. */
+    /** symlink(2): stored as a real link; the router judges the link's zone and where its target leads. */
     void symlink(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        VfsPath p = childPath(parent, req.name(0));
-        router.checkWrite(caller(req), p);
-        throw new java.nio.file.FileSystemException(p.toString(), null, "Operation not permitted");
+        String name = req.name(0);
+        String target = req.secondName(0);
+        VfsPath p = childPath(parent, name);
+        router.symlink(caller(req), p, target);
+        out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
     }
 
     void unlink(FuseRequest req, FuseReply out) throws IOException {
@@ -415,7 +428,7 @@ final class FuseFileSystem {
         FileHandle handle = router.open(caller, p, flags, 0);
         long fh = register(handle, caller, flags, n);
         Metadata opened = handle.opened();
-        int openFlags = 0;
+        int openFlags = NO_FLUSH;
         if (opened != null) {
             if (pageCache.keep(opened)) {
                 openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
@@ -447,7 +460,7 @@ final class FuseFileSystem {
         // O_CREAT without O_EXCL may have opened an existing file: the store says whether this open made it
         NodeTable.Node n = entry(parent, name, p, m, out, handle.opened() == null);
         out.rememberedNode = n;
-        out.open(register(handle, caller, flags, n), 0, 0);
+        out.open(register(handle, caller, flags, n), NO_FLUSH, 0);
     }
 
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
@@ -473,11 +486,61 @@ final class FuseFileSystem {
         out.written(written);
     }
 
+    /** Closing the store file releases every lock taken through it (record locks and flock). */
     void release(FuseRequest req, FuseReply out) throws IOException {
         OpenFile f = openFiles.remove(req.handle());
         if (f != null) {
             f.handle().close();
         }
+    }
+
+    /** A close(2), where the kernel still sends one: the record locks of its lock owner go. */
+    void flush(FuseRequest req, FuseReply out) throws IOException {
+        OpenFile f = openFiles.get(req.handle());
+        if (f != null) {
+            f.handle().locks().releaseOwner(req.releaseLockOwner());
+        }
+    }
+
+    // ---- locks, taken on the store file so every mount of the store and chibi's own programs see them ----
+
+    private static LockType lockType(int type) throws java.nio.file.FileSystemException {
+        return switch (type) {
+            case Linux.F_RDLCK -> LockType.READ;
+            case Linux.F_WRLCK -> LockType.WRITE;
+            case Linux.F_UNLCK -> LockType.UNLOCK;
+            default -> throw new java.nio.file.FileSystemException("lock type " + type, null, "Invalid argument");
+        };
+    }
+
+    private static int lockNumber(LockType type) {
+        return switch (type) {
+            case READ -> Linux.F_RDLCK;
+            case WRITE -> Linux.F_WRLCK;
+            case UNLOCK -> Linux.F_UNLCK;
+        };
+    }
+
+    void getlk(FuseRequest req, FuseReply out) throws IOException {
+        FileLocks locks = openFile(req, false).handle().locks();
+        LockState s = locks.testLock(req.lockOwner(), lockType(req.lockType()), req.lockStart(), req.lockEnd());
+        out.lock(s.start(), s.end(), lockNumber(s.type()), Math.max(s.pid(), 0));
+    }
+
+    /**
+     * One try at a SETLK or SETLKW: true when granted (or an unlock). flock(2)'s locks come here
+     * too (LK_FLOCK); the kernel sends a blocking one as SETLKW.
+     */
+    LockWaits.Attempt setlk(FuseRequest req) throws IOException {
+        FileLocks locks = openFile(req, false).handle().locks();
+        long owner = req.lockOwner();
+        LockType type = lockType(req.lockType());
+        if ((req.lockFlags() & FuseProtocol.LK_FLOCK) != 0) {
+            return () -> locks.tryFlock(owner, type);
+        }
+        long start = req.lockStart();
+        long end = req.lockEnd();
+        return () -> locks.tryLock(owner, type, start, end);
     }
 
     void fsync(FuseRequest req, FuseReply out) throws IOException {
@@ -623,6 +686,8 @@ final class FuseFileSystem {
             case FILE -> Linux.DT_REG;
             case DIRECTORY -> Linux.DT_DIR;
             case SYMLINK -> Linux.DT_LNK;
+            case FIFO -> Linux.DT_FIFO;
+            case SOCKET -> Linux.DT_SOCK;
             default -> Linux.DT_UNKNOWN;
         };
     }

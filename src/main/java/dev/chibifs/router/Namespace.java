@@ -82,7 +82,6 @@ public final class Namespace {
         described.add(TOOLS_SYS + "=" + (toolsSys == null ? "empty" : "readonly:" + toolsSys.toAbsolutePath().normalize()));
         Router router = b.build();
         // the jnr-fuse adapter asks the two-argument policy; one namespace per process
-        ZonePolicy.install(router.membership());
         return new Namespace(router, local, List.copyOf(described));
     }
 

@@ -33,6 +33,7 @@ public final class Linux {
     public static final int ERANGE = 34;
     public static final int EDEADLK = 35;
     public static final int ENAMETOOLONG = 36;
+    public static final int ENOLCK = 37;
     public static final int ENOSYS = 38;
     public static final int ENOTEMPTY = 39;
     public static final int ELOOP = 40;
