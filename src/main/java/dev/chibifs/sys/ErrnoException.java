@@ -1,0 +1,28 @@
+package dev.chibifs.sys;
+
+import java.nio.file.FileSystemException;
+
+/**
+ * A system call's refusal, carrying its errno so callers compare numbers, not strerror text. The
+ * message is libc's text for it, after the file when one is named ("/mnt/x: Device or resource busy").
+ */
+public class ErrnoException extends FileSystemException {
+    private static final long serialVersionUID = 1L;
+
+    private final int errno;
+
+    public ErrnoException(int errno, String file, String reason) {
+        super(file, null, reason);
+        this.errno = errno;
+    }
+
+    /** The exception for {@code errno} about {@code file} (null when no file is concerned), with libc's strerror text. */
+    public static ErrnoException forErrno(int errno, String file) {
+        return new ErrnoException(errno, file, LibC.strerror(errno));
+    }
+
+    /** The errno value, as the kernel returned it (positive). */
+    public int errno() {
+        return errno;
+    }
+}
