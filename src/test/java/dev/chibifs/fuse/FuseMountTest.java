@@ -85,8 +85,8 @@ class FuseMountTest {
     @Test
     void asAUserMountsThroughFusermountAndUnmountsWithIt() throws Exception {
         TestUsers.User nobody = TestUsers.ensure("nobody");
-        // fusermount opens /dev/fuse as the user, not as root: the fuse package's udev rule makes it
-        // 0666, but a machine without udev (a container, a bare VM) keeps the kernel's 0600
+        // fusermount opens /dev/fuse as the user, not as root: udev's default rules make it 0666, but
+        // a machine without udev (a container, a bare VM) keeps the kernel's 0600
         Sh.run("chmod 0666 /dev/fuse").ok();
         Sh.run("chown " + nobody.uid() + " " + mnt).ok();
         String classpath = readableClasspath(Files.createDirectory(root.resolve("classpath")));
