@@ -11,6 +11,10 @@ import org.junit.jupiter.api.Timeout;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -130,6 +134,50 @@ class FuseDeviceTest {
         assertThrows(ChannelClosedException.class, () -> device.read(ByteBuffer.allocateDirect(FuseDevice.MIN_READ_BUFFER)));
         assertThrows(ChannelClosedException.class, () -> device.write(ByteBuffer.allocate(1)));
         device.close();
+    }
+
+    @Test
+    void workersReadAndWriteOneDeviceAtOnce() throws Exception {
+        int workers = 4;
+        int requests = 2000;
+        List<Thread> threads = new ArrayList<>();
+        for (int w = 0; w < workers; w++) {
+            Thread t = new Thread(() -> {
+                ByteBuffer in = ByteBuffer.allocateDirect(FuseDevice.MIN_READ_BUFFER);
+                ByteBuffer header = ByteBuffer.allocateDirect(6);
+                try {
+                    while (true) {
+                        device.read(in);
+                        header.clear().put("reply:".getBytes(StandardCharsets.US_ASCII)).flip();
+                        device.write(header, ByteBuffer.wrap(StandardCharsets.UTF_8.decode(in).toString().getBytes(
+                                StandardCharsets.UTF_8)));
+                    }
+                } catch (IOException end) {
+                    // the fake kernel closed its end: read(2) says 0, the device EIO
+                }
+            }, "worker-" + w);
+            t.start();
+            threads.add(t);
+        }
+        CompletableFuture<Set<String>> replies = CompletableFuture.supplyAsync(() -> {
+            Set<String> got = new HashSet<>();
+            for (int i = 0; i < requests; i++) {
+                got.add(receive());
+            }
+            return got;
+        });
+        Set<String> expected = new HashSet<>();
+        for (int i = 0; i < requests; i++) {
+            send("request " + i);
+            expected.add("reply:request " + i);
+        }
+        assertEquals(expected, replies.get(20, TimeUnit.SECONDS), "every request answered once, none torn");
+        LibC.c().close(kernel);
+        kernel = -1;
+        for (Thread t : threads) {
+            t.join(10_000);
+            assertFalse(t.isAlive());
+        }
     }
 
     private void send(String s) {
