@@ -283,9 +283,9 @@ public final class MountSpec {
         return negativeTimeout;
     }
 
-    /** INIT's max_write; absent: the session's own default. */
-    public OptionalInt maxWrite() {
-        return maxWrite;
+    /** INIT's max_write: as given, else the session's default ({@link FuseSession.Settings#DEFAULT_MAX_WRITE}). */
+    public int maxWrite() {
+        return maxWrite.orElse(FuseSession.Settings.DEFAULT_MAX_WRITE);
     }
 
     /** INIT's max_readahead; absent: what the kernel offers. */
@@ -441,7 +441,8 @@ public final class MountSpec {
                 case "attr_timeout" -> attrTimeout = seconds(o, name, value);
                 case "negative_timeout" -> negativeTimeout = seconds(o, name, value);
                 case "max_read" -> maxRead = OptionalInt.of((int) integer(o, name, value, 1, MAX_SIZE));
-                case "max_write" -> maxWrite = OptionalInt.of((int) integer(o, name, value, 1, MAX_SIZE));
+                // the session's read buffers are max_write and a page: FuseSession.Settings' range
+                case "max_write" -> maxWrite = OptionalInt.of((int) integer(o, name, value, 4096, 16 << 20));
                 case "max_readahead" -> maxReadahead = OptionalInt.of((int) integer(o, name, value, 0, MAX_SIZE));
                 case "max_background" -> maxBackground = OptionalInt.of((int) integer(o, name, value, 0, 0xffff));
                 case "congestion_threshold" -> congestionThreshold = OptionalInt.of((int) integer(o, name, value, 0, 0xffff));

@@ -35,7 +35,7 @@ class MountSpecTest {
         assertEquals(1.0, s.entryTimeout());
         assertEquals(1.0, s.attrTimeout());
         assertEquals(0.0, s.negativeTimeout());
-        assertEquals(OptionalInt.empty(), s.maxWrite());
+        assertEquals(FuseSession.Settings.DEFAULT_MAX_WRITE, s.maxWrite());
         assertFalse(s.allowOther() || s.allowRoot() || s.defaultPermissions() || s.nonempty() || s.autoUnmount()
                 || s.debug());
         assertEquals(List.of(), s.ignored());
@@ -46,7 +46,7 @@ class MountSpecTest {
         // FuseDaemon's defaults, KernelEntries' timeouts (one comma-joined element), then a user's -o
         MountSpec s = MountSpec.parse(List.of("fsname=chibifs", "subtype=chibifs", "big_writes", "max_write=1048576",
                 "use_ino", "entry_timeout=30,attr_timeout=30,negative_timeout=30", "allow_other", "attr_timeout=2.5"));
-        assertEquals(OptionalInt.of(1048576), s.maxWrite());
+        assertEquals(1048576, s.maxWrite());
         assertEquals(30.0, s.entryTimeout());
         assertEquals(2.5, s.attrTimeout(), "the last one wins");
         assertEquals(30.0, s.negativeTimeout());
@@ -146,7 +146,7 @@ class MountSpecTest {
         refused("attr_timeout=1e3", "invalid FUSE option 'attr_timeout=1e3': attr_timeout" + seconds);
         assertEquals(0.25, spec("attr_timeout=.25").attrTimeout());
 
-        refused("max_write=0", "invalid FUSE option 'max_write=0': max_write is a whole number from 1 to 2147483647");
+        refused("max_write=0", "invalid FUSE option 'max_write=0': max_write is a whole number from 4096 to 16777216");
         refused("max_read=4k", "invalid FUSE option 'max_read=4k': max_read is a whole number from 1 to 2147483647");
         refused("max_background=70000",
                 "invalid FUSE option 'max_background=70000': max_background is a whole number from 0 to 65535");
