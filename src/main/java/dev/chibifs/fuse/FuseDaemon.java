@@ -143,9 +143,9 @@ public final class FuseDaemon {
         }
         try {
             device = FuseMount.mount(mountpoint, spec);
-        } catch (IOException e) {
+        } catch (MountException e) {
             follower.close();
-            throw new MountException(e.getMessage());
+            throw e;
         }
         FuseSession s = new FuseSession(device, fs, new FuseSession.Settings(spec.maxWrite(),
                 FuseSession.Settings.DEFAULT_WORKERS, fs.readdirplus(), false, spec.debug()), stats);
@@ -222,7 +222,7 @@ public final class FuseDaemon {
     public boolean unmount(Duration wait) {
         FuseSession s = session;
         if (s != null && !s.ended().isDone()) {
-            Fusermount.Result r = FuseMount.unmount(mountpoint, true);
+            FuseMount.Result r = FuseMount.unmount(mountpoint, true);
             if (!r.ok() && !r.message().isEmpty() && !s.ended().isDone()) {
                 LOG.warn("unmount: {}", r.message());
             }
@@ -262,7 +262,7 @@ public final class FuseDaemon {
                 || daemonAnswers(mountpoint)) {
             return false;
         }
-        Fusermount.Result r = FuseMount.unmount(mountpoint, true);
+        FuseMount.Result r = FuseMount.unmount(mountpoint, true);
         if (!r.ok()) {
             throw new IOException("cannot clear the stale mount at " + mountpoint + ": " + r.message());
         }
