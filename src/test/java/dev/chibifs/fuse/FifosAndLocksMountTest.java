@@ -1,0 +1,268 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.testing.MountedFs;
+import dev.chibifs.testing.Sh;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import static dev.chibifs.fuse.LinksMountTest.ok;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Fifos and locks (issue 25) on two per-context mounts of one store, the setup recommended for
+ * agents: a fifo carries data between two processes of one mount (and only of one mount); flock,
+ * fcntl record locks and SQLite's locking exclude each other across the two mounts.
+ */
+@Timeout(300)
+class FifosAndLocksMountTest {
+
+    /** One reader per started process, so no line read ahead for one call is lost to the next. */
+    private static final Map<Process, BufferedReader> READERS = new ConcurrentHashMap<>();
+
+    private static MountedFs planner;
+    private static MountedFs coder;
+
+    @BeforeAll
+    static void mount() throws IOException {
+        Path root = MountedFs.tempRoot();
+        planner = MountedFs.start(root, "--context", "planner");
+        coder = MountedFs.start(LinksMountTest.secondMountOver(root), "--context", "coder");
+    }
+
+    @AfterAll
+    static void unmount() {
+        if (coder != null) {
+            coder.close();
+        }
+        if (planner != null) {
+            planner.close();
+        }
+    }
+
+    private static String q(Path p) {
+        return "'" + p.toString().replace("'", "'\\''") + "'";
+    }
+
+    @Test
+    void aFifoMadeThroughTheMountCarriesDataBetweenTwoProcesses() throws IOException {
+        ok(planner, planner.sh("mkfifo shared/pipe && test -p shared/pipe"));
+        assertEquals("fifo\n", Sh.run("stat -c %F " + q(planner.stored("/shared/pipe"))).ok().out(),
+                "the fifo is a name in the store");
+        // reader and writer are two processes that meet only at the fifo's name on the mount
+        Sh.Result r = ok(planner, planner.sh("cat shared/pipe | md5sum > " + q(planner.root().resolve("got")) + " & reader=$!;"
+                + " seq 1 100000 > shared/pipe; wait $reader && cat " + q(planner.root().resolve("got"))));
+        assertEquals(Sh.run("seq 1 100000 | md5sum").ok().out(), r.out());
+        // the other mount sees the name as a fifo, and its own processes can talk through it too
+        assertEquals("hello\n", ok(coder, coder.sh("test -p shared/pipe && { cat shared/pipe & echo hello > shared/pipe; wait; }")).out());
+    }
+
+    /**
+     * Each mount is its own kernel inode for the fifo, so the kernel connects the processes of one
+     * mount only: a writer on one mount finds no reader waiting on the other (ENXIO).
+     */
+    @Test
+    void aFifoConnectsProcessesOfOneMountOnly() {
+        ok(planner, planner.sh("mkfifo shared/onemount"));
+        String a = planner.at("/shared/onemount").toString();
+        String b = coder.at("/shared/onemount").toString();
+        Sh.Result r = Sh.run("python3 - <<'EOF'\nimport os, errno\n"
+                + "reader = os.open('" + b + "', os.O_RDONLY | os.O_NONBLOCK)\n"
+                + "try:\n    os.open('" + a + "', os.O_WRONLY | os.O_NONBLOCK)\n    print('connected across mounts')\n"
+                + "except OSError as e:\n    assert e.errno == errno.ENXIO, e\n"
+                + "w = os.open('" + b + "', os.O_WRONLY | os.O_NONBLOCK)\nos.write(w, b'same mount')\n"
+                + "print(os.read(reader, 100).decode())\nEOF");
+        assertEquals("same mount\n", ok(planner, r).out());
+    }
+
+    @Test
+    void sqliteOnTwoMountsOfOneStoreInserts400RowsAtOnceAndStaysWhole() {
+        String a = q(planner.at("/shared/rows.db"));
+        String b = q(coder.at("/shared/rows.db"));
+        ok(planner, Sh.run("sqlite3 " + a + " 'create table t(who text, n integer)'"));
+        // 200 transactions each, at once, one sqlite3 per mount; .timeout waits for the other's lock
+        String script = "rows() { echo '.timeout 60000'; i=1; while [ $i -le 200 ]; do"
+                + " echo \"insert into t values ('$1', $i);\"; i=$((i + 1)); done; };"
+                + " rows planner | sqlite3 -bail " + a + " & pa=$!;"
+                + " rows coder | sqlite3 -bail " + b + " & pb=$!;"
+                + " wait $pa; ra=$?; wait $pb; rb=$?; echo \"exits $ra $rb\"; [ $ra = 0 ] && [ $rb = 0 ]";
+        Sh.Result r = Sh.run(script);
+        if (r.exitCode() != 0) {
+            throw new AssertionError(r.out() + r.err() + "\n" + LinksMountTest.diagnostics(planner)
+                    + LinksMountTest.diagnostics(coder));
+        }
+        for (String db : List.of(a, b)) {
+            assertEquals("ok\n400\n200|200|20100|20100\n", ok(planner, Sh.run("sqlite3 " + db + " 'pragma integrity_check;"
+                    + " select count(*) from t; select sum(who = \"planner\"), sum(who = \"coder\"),"
+                    + " sum(case who when \"planner\" then n end), sum(case who when \"coder\" then n end) from t;'")).out(), db);
+        }
+        // and chibi's own view of the store agrees
+        assertEquals("ok\n400\n", Sh.run("sqlite3 " + q(planner.stored("/shared/rows.db"))
+                + " 'pragma integrity_check; select count(*) from t;'").ok().out());
+    }
+
+    @Test
+    void flockDashNFromASecondMountFailsWhileTheFirstHoldsTheLockAndSucceedsAfter() throws Exception {
+        ok(planner, planner.sh("touch shared/flocked"));
+        String b = q(coder.at("/shared/flocked"));
+        try (Holder holder = new Holder(planner.at("/shared/flocked"))) {
+            holder.send("flock");
+            Sh.Result busy = coder.sh("flock -n " + b + " -c 'echo got it'");
+            assertEquals(1, busy.exitCode(), "flock -n through the second mount while the first holds it: " + busy.out() + busy.err());
+            // the holder's own mount refuses a second open file too
+            assertEquals(1, planner.sh("flock -n shared/flocked true").exitCode());
+            // a blocking waiter on the second mount gets the lock once the first lets go
+            Process waiter = start("flock -w 60 " + b + " -c 'echo waited'");
+            holder.send("unlock");
+            assertEquals("waited", line(waiter, 60));
+            assertEquals(0, exit(waiter, 30));
+        }
+        ok(coder, coder.sh("flock -n " + b + " -c true"));
+        // a lock goes with its holder: killed while holding it, it leaves the file free
+        Process killed = start("exec flock " + q(planner.at("/shared/flocked")) + " -c 'echo held; exec cat'");
+        assertEquals("held", line(killed, 60));
+        assertEquals(1, coder.sh("flock -n " + b + " true").exitCode());
+        killed.descendants().forEach(ProcessHandle::destroyForcibly);
+        killed.destroyForcibly();
+        exit(killed, 30);
+        ok(coder, coder.sh("flock -w 30 " + b + " true && flock -n " + b + " true"));
+    }
+
+    /**
+     * fcntl record locks (lockf, SQLite's) across mounts: ranges conflict only where they overlap,
+     * and a lock is released when the open file that took it is released, as an OFD lock: closing
+     * another descriptor of the same file keeps it (POSIX would drop it), closing the last one or
+     * the process's end lets it go.
+     */
+    @Test
+    void recordLocksHoldAcrossMountsByRangeUntilTheirOpenFileIsReleased() throws Exception {
+        ok(planner, planner.sh("head -c 1000 /dev/zero > shared/records"));
+        Path b = coder.at("/shared/records");
+        try (Holder holder = new Holder(planner.at("/shared/records"))) {
+            holder.send("lockf 100 0");
+            assertEquals("busy\n", tryLock(b, 10, 50));
+            assertEquals("free\n", tryLock(b, 100, 500), "a range the holder does not hold");
+            assertEquals("busy\n", tryLock(planner.at("/shared/records"), 10, 0), "another process on the holder's mount");
+            holder.send("close-other");
+            assertEquals("busy\n", tryLock(b, 10, 50), "closing another descriptor keeps the lock (as an OFD lock)");
+            // an F_SETLKW waiter on the second mount gets it when the holder lets go
+            Process waiter = start("python3 -c 'import fcntl, os; fd = os.open(\"" + b + "\", os.O_RDWR);"
+                    + " fcntl.lockf(fd, fcntl.LOCK_EX, 10, 50); print(\"waited\", flush=True)'");
+            holder.send("close");
+            assertEquals("waited", line(waiter, 60));
+            assertEquals(0, exit(waiter, 30));
+            assertEquals("free\n", tryLock(b, 10, 50));
+            holder.send("reopen");
+            holder.send("lockf 0 0");
+            assertEquals("busy\n", tryLock(b, 10, 50));
+        }
+        // the holder ended (its stdin closed): its open file was released with it
+        assertEquals("free\n", tryLockWaiting(b, 10, 50));
+    }
+
+    /** "free" if an exclusive lock on {@code len} bytes at {@code start} of {@code file} can be had at once, else "busy". */
+    private static String tryLock(Path file, int len, int start) {
+        return ok(coder, Sh.run("python3 -c 'import fcntl, os, errno\nfd = os.open(\"" + file + "\", os.O_RDWR)\n"
+                + "try:\n    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, " + len + ", " + start + ")\n    print(\"free\")\n"
+                + "except OSError as e:\n    assert e.errno in (errno.EAGAIN, errno.EACCES), e\n    print(\"busy\")\n'")).out();
+    }
+
+    /** As {@link #tryLock}, but waits (30 s at most) for the lock first: "free" once it is. */
+    private static String tryLockWaiting(Path file, int len, int start) {
+        return ok(coder, Sh.run("timeout 30 python3 -c 'import fcntl, os\nfd = os.open(\"" + file + "\", os.O_RDWR)\n"
+                + "fcntl.lockf(fd, fcntl.LOCK_EX, " + len + ", " + start + ")\nprint(\"free\")'")).out();
+    }
+
+    /** Starts {@code script} under {@code sh -c} and {@code timeout}, its stdin a pipe the test holds. */
+    private static Process start(String script) throws IOException {
+        ProcessBuilder pb = new ProcessBuilder("timeout", "-k", "5", "120", "sh", "-c", script).redirectErrorStream(true);
+        pb.environment().put("LC_ALL", "C.UTF-8");
+        return pb.start();
+    }
+
+    /** The next line {@code p} prints, waiting {@code seconds} at most. */
+    private static String line(Process p, int seconds) throws Exception {
+        BufferedReader r = READERS.computeIfAbsent(p,
+                k -> new BufferedReader(new InputStreamReader(k.getInputStream(), StandardCharsets.UTF_8)));
+        try {
+            String l = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return r.readLine();
+                } catch (IOException e) {
+                    return "(" + e + ")";
+                }
+            }).get(seconds, TimeUnit.SECONDS);
+            return l == null ? "(end of output, exit " + exit(p, 10) + ")" : l;
+        } catch (TimeoutException e) {
+            p.destroyForcibly();
+            throw new AssertionError("no line within " + seconds + " s\n" + LinksMountTest.diagnostics(planner)
+                    + LinksMountTest.diagnostics(coder));
+        } catch (ExecutionException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static int exit(Process p, int seconds) throws InterruptedException {
+        if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("did not exit within " + seconds + " s");
+        }
+        return p.exitValue();
+    }
+
+    /**
+     * A python process on the first mount that holds a lock on one file and does what the test
+     * sends it, one command a line, answering each once done: {@code flock}, {@code unlock},
+     * {@code lockf LEN START}, {@code close-other} (opens a second descriptor of the file and closes
+     * it), {@code close}, {@code reopen}. Closing it ends the process.
+     */
+    private static final class Holder implements AutoCloseable {
+
+        private final Process process;
+        private final Writer in;
+
+        Holder(Path file) throws Exception {
+            process = start("exec python3 -u -c '\nimport fcntl, os, sys\n"
+                    + "path = \"" + file + "\"\nfd = os.open(path, os.O_RDWR)\nprint(\"open\")\n"
+                    + "for line in sys.stdin:\n    cmd, *args = line.split()\n"
+                    + "    if cmd == \"flock\": fcntl.flock(fd, fcntl.LOCK_EX)\n"
+                    + "    elif cmd == \"unlock\": fcntl.flock(fd, fcntl.LOCK_UN)\n"
+                    + "    elif cmd == \"lockf\": fcntl.lockf(fd, fcntl.LOCK_EX, int(args[0]), int(args[1]))\n"
+                    + "    elif cmd == \"close-other\": os.close(os.open(path, os.O_RDWR))\n"
+                    + "    elif cmd == \"close\": os.close(fd)\n"
+                    + "    elif cmd == \"reopen\": fd = os.open(path, os.O_RDWR)\n"
+                    + "    print(\"done\", cmd)\n'");
+            in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
+            assertEquals("open", line(process, 60));
+        }
+
+        void send(String command) throws Exception {
+            in.write(command + "\n");
+            in.flush();
+            assertEquals("done " + command.split(" ")[0], line(process, 60), command);
+        }
+
+        @Override
+        public void close() throws Exception {
+            in.close();
+            exit(process, 30);
+        }
+    }
+}
