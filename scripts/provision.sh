@@ -38,14 +38,21 @@ fi
 # link); the JDK to build and run it; the rest is what the tests, the benchmark and the operator
 # tools call: git, sqlite3, python3, util-linux (findmnt, mountpoint), procps (ps, pgrep), psmisc
 # (fuser), systemd for systemd-analyze (the package alone does not make systemd the init of a
-# container), stress-ng for the stress test, and bindfs, the C passthrough scripts/bench.sh compares
-packages=(fuse3 openjdk-17-jdk-headless git sqlite3 python3 util-linux procps psmisc systemd ca-certificates stress-ng bindfs)
+# container), stress-ng for the stress test, bindfs, the C passthrough scripts/bench.sh compares,
+# and for the link tests (LinksMountTest) rsync, python3-venv (venv and its pip) and npm
+packages=(fuse3 openjdk-17-jdk-headless git sqlite3 python3 python3-venv rsync util-linux procps psmisc systemd
+          ca-certificates stress-ng bindfs)
 missing=()
 for p in "${packages[@]}"; do
     if [[ $(dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null) != ii* ]]; then
         missing+=("$p")
     fi
 done
+# npm only when no npm is on the PATH: a Node.js from elsewhere (NodeSource's nodejs bundles its own
+# npm) conflicts with Debian's npm package
+if ! command -v npm >/dev/null; then
+    missing+=(npm)
+fi
 if [[ ${#missing[@]} -gt 0 ]]; then
     echo "provision.sh: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
