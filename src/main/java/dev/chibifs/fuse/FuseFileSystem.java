@@ -70,6 +70,8 @@ final class FuseFileSystem {
     private final ConcurrentMap<Long, Listing> listings = new ConcurrentHashMap<>();
     private final AtomicLong nextListing = new AtomicLong(1);
     private volatile StoreFollower follower = StoreFollower.NONE;
+    /** Where backing files are registered once INIT granted FUSE_PASSTHROUGH; null: reads and writes are served. */
+    private volatile FuseChannel passthrough;
 
     FuseFileSystem(Router router, CallerResolver callers, long mountUid, long mountGid, Timeouts timeouts,
                    boolean readdirplus) {
@@ -78,6 +80,11 @@ final class FuseFileSystem {
         this.attributes = new AttributeView(router, callers, mountUid, mountGid);
         this.timeouts = timeouts;
         this.readdirplus = readdirplus;
+    }
+
+    /** INIT granted FUSE_PASSTHROUGH: opens of store files register them with {@code channel}. */
+    void passthrough(FuseChannel channel) {
+        this.passthrough = channel;
     }
 
     void follow(StoreFollower follower) {
@@ -426,21 +433,69 @@ final class FuseFileSystem {
             router.truncate(caller, p, 0);
         }
         FileHandle handle = router.open(caller, p, flags, 0);
-        long fh = register(handle, caller, flags, n);
+        int backing = backing(n, handle);
+        long fh = register(handle, caller, flags, n, backing != 0);
         Metadata opened = handle.opened();
-        int openFlags = NO_FLUSH;
+        int openFlags = NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH : 0);
         if (opened != null) {
             if (pageCache.keep(opened)) {
                 openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
             }
             follower.opened(n, opened);
         }
-        out.open(fh, openFlags, 0);
+        out.open(fh, openFlags, backing);
     }
 
-    private long register(FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n) {
+    private long register(FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n, boolean passthrough) {
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
-        return openFiles.add(new OpenFile(handle, caller, writable, n));
+        return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough));
+    }
+
+    /**
+     * The backing id the kernel reads and writes node {@code n}'s store file through (FUSE
+     * passthrough), registered at its first open and shared by every open of it until the last is
+     * released; 0 when reads and writes are served (no passthrough, or a store without descriptors).
+     */
+    private int backing(NodeTable.Node n, FileHandle handle) throws IOException {
+        FuseChannel channel = passthrough;
+        if (channel == null) {
+            return 0;
+        }
+        synchronized (n) {
+            if (n.backingOpens > 0) {
+                n.backingOpens++;
+                return n.backingId;
+            }
+            int fd = handle.passthroughDescriptor();
+            if (fd < 0) {
+                return 0;
+            }
+            try {
+                n.backingId = channel.openBacking(fd);
+            } finally {
+                closeDescriptor(fd); // the kernel holds the file now
+            }
+            n.backingOpens = 1;
+            return n.backingId;
+        }
+    }
+
+    /** An open of {@code n} through its backing file is released: the last one lets the kernel's backing file go. */
+    private void releaseBacking(NodeTable.Node n) {
+        synchronized (n) {
+            if (--n.backingOpens == 0) {
+                try {
+                    passthrough.closeBacking(n.backingId);
+                } catch (IOException e) {
+                    // ENOENT: gone with the connection; the kernel drops the file with its last open anyway
+                }
+                n.backingId = 0;
+            }
+        }
+    }
+
+    private static void closeDescriptor(int fd) {
+        dev.chibifs.sys.LibC.c().close(fd);
     }
 
     void create(FuseRequest req, FuseReply out) throws IOException {
@@ -460,7 +515,16 @@ final class FuseFileSystem {
         // O_CREAT without O_EXCL may have opened an existing file: the store says whether this open made it
         NodeTable.Node n = entry(parent, name, p, m, out, handle.opened() == null);
         out.rememberedNode = n;
-        out.open(register(handle, caller, flags, n), NO_FLUSH, 0);
+        int backing;
+        try {
+            backing = backing(n, handle);
+        } catch (IOException | RuntimeException e) {
+            handle.close();
+            nodes.forget(n.id, 1); // the entry is not sent: the error is
+            throw e;
+        }
+        out.open(register(handle, caller, flags, n, backing != 0),
+                NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH : 0), backing);
     }
 
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
@@ -490,6 +554,9 @@ final class FuseFileSystem {
     void release(FuseRequest req, FuseReply out) throws IOException {
         OpenFile f = openFiles.remove(req.handle());
         if (f != null) {
+            if (f.passthrough()) {
+                releaseBacking(f.node());
+            }
             f.handle().close();
         }
     }

@@ -172,6 +172,9 @@ final class FuseSession {
                 reply.begin(req.unique).init(Math.min(minor, FuseProtocol.MINOR), readahead, granted,
                         64, 48, settings.maxWrite(), maxPages, (granted & FuseProtocol.PASSTHROUGH) != 0 ? 1 : 0);
                 reply.send(channel);
+                if ((granted & FuseProtocol.PASSTHROUGH) != 0) {
+                    fs.passthrough(channel);
+                }
                 LOG.debug("INIT: kernel 7.{}, offered {}, granted {}", minor, Long.toHexString(offered), Long.toHexString(granted));
                 return true;
             }
