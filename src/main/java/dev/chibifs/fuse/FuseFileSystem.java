@@ -70,6 +70,8 @@ final class FuseFileSystem {
     private final ConcurrentMap<Long, Listing> listings = new ConcurrentHashMap<>();
     private final AtomicLong nextListing = new AtomicLong(1);
     private volatile StoreFollower follower = StoreFollower.NONE;
+    /** Where backing files are registered once INIT granted FUSE_PASSTHROUGH; null: reads and writes are served. */
+    private volatile FuseChannel passthrough;
 
     FuseFileSystem(Router router, CallerResolver callers, long mountUid, long mountGid, Timeouts timeouts,
                    boolean readdirplus) {
@@ -78,6 +80,11 @@ final class FuseFileSystem {
         this.attributes = new AttributeView(router, callers, mountUid, mountGid);
         this.timeouts = timeouts;
         this.readdirplus = readdirplus;
+    }
+
+    /** INIT granted FUSE_PASSTHROUGH: opens of store files register them with {@code channel}. */
+    void passthrough(FuseChannel channel) {
+        this.passthrough = channel;
     }
 
     void follow(StoreFollower follower) {
@@ -426,21 +433,90 @@ final class FuseFileSystem {
             router.truncate(caller, p, 0);
         }
         FileHandle handle = router.open(caller, p, flags, 0);
-        long fh = register(handle, caller, flags, n);
+        Metadata found = handle.opened();
+        if (found != null && n.identity != null
+                && !NodeTable.Identity.of(router.resolve(p).storage(), found).equals(n.identity)) {
+            // the name now stands for another file (replaced in the store behind the kernel's cached
+            // name): ESTALE makes the kernel look the name up again and retry the open (LOOKUP_REVAL)
+            handle.close();
+            throw new dev.chibifs.sys.ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+        }
+        int backing = backing(n, handle);
+        long fh = register(handle, caller, flags, n, backing != 0);
         Metadata opened = handle.opened();
-        int openFlags = NO_FLUSH;
+        int openFlags = NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH : 0);
         if (opened != null) {
-            if (pageCache.keep(opened)) {
+            // with passthrough the pages are the store file's own; the kernel fails (EIO) an open
+            // that asks to keep a FUSE page cache of an inode it passes through
+            if (pageCache.keep(opened) && backing == 0) {
                 openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
             }
             follower.opened(n, opened);
         }
-        out.open(fh, openFlags, 0);
+        out.open(fh, openFlags, backing);
     }
 
-    private long register(FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n) {
+    private long register(FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n, boolean passthrough) {
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
-        return openFiles.add(new OpenFile(handle, caller, writable, n));
+        return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough));
+    }
+
+    /**
+     * The backing id the kernel reads and writes node {@code n}'s store file through (FUSE
+     * passthrough), registered at its first open and kept for as long as the kernel holds the node:
+     * the kernel keeps an inode's backing file attached after its opens are closed, and refuses
+     * (EIO at open) a second, different one for it. 0 when reads and writes are served (no
+     * passthrough, or a store without descriptors).
+     */
+    private int backing(NodeTable.Node n, FileHandle handle) throws IOException {
+        FuseChannel channel = passthrough;
+        if (channel == null) {
+            return 0;
+        }
+        synchronized (n) {
+            if (n.backingId != 0) {
+                return n.backingId;
+            }
+            int fd = handle.passthroughDescriptor();
+            if (fd < 0) {
+                return 0;
+            }
+            try {
+                n.backingId = channel.openBacking(fd);
+            } finally {
+                closeDescriptor(fd); // the kernel holds the file now
+            }
+            return n.backingId;
+        }
+    }
+
+    /** The kernel forgot {@code count} lookups of node {@code id}. */
+    void forget(long id, long count) {
+        NodeTable.Node gone = nodes.forget(id, count);
+        if (gone != null) {
+            forgotten(gone);
+        }
+    }
+
+    /** Node {@code n} left the kernel (its last FORGET): its backing file, if any, can go. */
+    private void forgotten(NodeTable.Node n) {
+        FuseChannel channel = passthrough;
+        int id;
+        synchronized (n) {
+            id = n.backingId;
+            n.backingId = 0;
+        }
+        if (id != 0 && channel != null) {
+            try {
+                channel.closeBacking(id);
+            } catch (IOException e) {
+                // ENOENT: gone with the connection already
+            }
+        }
+    }
+
+    private static void closeDescriptor(int fd) {
+        dev.chibifs.sys.LibC.c().close(fd);
     }
 
     void create(FuseRequest req, FuseReply out) throws IOException {
@@ -460,7 +536,16 @@ final class FuseFileSystem {
         // O_CREAT without O_EXCL may have opened an existing file: the store says whether this open made it
         NodeTable.Node n = entry(parent, name, p, m, out, handle.opened() == null);
         out.rememberedNode = n;
-        out.open(register(handle, caller, flags, n), NO_FLUSH, 0);
+        int backing;
+        try {
+            backing = backing(n, handle);
+        } catch (IOException | RuntimeException e) {
+            handle.close();
+            nodes.forget(n.id, 1); // the entry is not sent: the error is
+            throw e;
+        }
+        out.open(register(handle, caller, flags, n, backing != 0),
+                NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH : 0), backing);
     }
 
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {

@@ -172,6 +172,9 @@ final class FuseSession {
                 reply.begin(req.unique).init(Math.min(minor, FuseProtocol.MINOR), readahead, granted,
                         64, 48, settings.maxWrite(), maxPages, (granted & FuseProtocol.PASSTHROUGH) != 0 ? 1 : 0);
                 reply.send(channel);
+                if ((granted & FuseProtocol.PASSTHROUGH) != 0) {
+                    fs.passthrough(channel);
+                }
                 LOG.debug("INIT: kernel 7.{}, offered {}, granted {}", minor, Long.toHexString(offered), Long.toHexString(granted));
                 return true;
             }
@@ -249,13 +252,13 @@ final class FuseSession {
             switch (req.opcode) {
                 case FuseProtocol.LOOKUP -> fs.lookup(req, reply);
                 case FuseProtocol.FORGET -> {
-                    fs.nodes.forget(req.nodeid, req.forgetCount());
+                    fs.forget(req.nodeid, req.forgetCount());
                     return false;
                 }
                 case FuseProtocol.BATCH_FORGET -> {
                     int count = req.batchCount();
                     for (int i = 0; i < count; i++) {
-                        fs.nodes.forget(req.int64(8 + 16 * i), req.int64(16 + 16 * i));
+                        fs.forget(req.int64(8 + 16 * i), req.int64(16 + 16 * i));
                     }
                     return false;
                 }
