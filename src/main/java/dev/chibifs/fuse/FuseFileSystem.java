@@ -432,7 +432,20 @@ final class FuseFileSystem {
             // Linux truncates even for a read-only open (ATOMIC_O_TRUNC brings O_TRUNC here): a write
             router.truncate(caller, p, 0);
         }
-        FileHandle handle = router.open(caller, p, flags, 0);
+        FileHandle handle;
+        try {
+            handle = router.open(caller, p, flags, 0);
+        } catch (NoSuchFileException gone) {
+            if (n.removed) {
+                throw gone;
+            }
+            // the kernel's cached name outlived the file (removed elsewhere, another mount or chibi,
+            // before the change feed told the kernel): ESTALE makes it look the name up again and
+            // retry, so an open(O_CREAT) creates the file and a plain open says ENOENT from a fresh
+            // lookup, as on a disk. SQLite on two mounts failed "unable to open database file" on
+            // the journal the other mount had just deleted.
+            throw new dev.chibifs.sys.ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+        }
         Metadata found = handle.opened();
         if (found != null && n.identity != null
                 && !NodeTable.Identity.of(router.resolve(p).storage(), found).equals(n.identity)) {
