@@ -314,6 +314,8 @@ final class FuseSession {
                 case FuseProtocol.ACCESS -> fs.access(req, reply);
                 case FuseProtocol.CREATE -> fs.create(req, reply);
                 case FuseProtocol.FALLOCATE -> fs.fallocate(req, reply);
+                // isatty() and the like ask every open file: nothing here is a terminal or a device
+                case FuseProtocol.IOCTL -> reply.error(Linux.ENOTTY);
                 case FuseProtocol.DESTROY -> {
                     // the kernel is done with this connection; the reads end with ENODEV
                 }
