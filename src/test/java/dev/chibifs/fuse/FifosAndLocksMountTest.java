@@ -146,6 +146,34 @@ class FifosAndLocksMountTest {
     }
 
     /**
+     * A process waiting for a lock another mount holds waits in the kernel for the daemon's answer;
+     * a signal ends the wait at once (EINTR, so its handler runs), and the abandoned wait takes
+     * nothing later: once the holder lets go, the file is free although the waiter still has it open.
+     */
+    @Test
+    void aSignalEndsALockWaitAtOnceAndTheAbandonedWaitTakesNothingLater() throws Exception {
+        ok(planner, planner.sh("touch shared/interrupted"));
+        Path b = coder.at("/shared/interrupted");
+        try (Holder holder = new Holder(planner.at("/shared/interrupted"))) {
+            holder.send("flock");
+            Process waiter = start("exec python3 -u -c 'import fcntl, os, signal, sys\n"
+                    + "class Stop(Exception): pass\ndef stop(*a): raise Stop()\nsignal.signal(signal.SIGUSR1, stop)\n"
+                    + "fd = os.open(\"" + b + "\", os.O_RDWR)\nprint(os.getpid())\n"
+                    + "try:\n    fcntl.flock(fd, fcntl.LOCK_EX)\n    print(\"got it\")\n"
+                    + "except Stop:\n    print(\"interrupted\")\nsys.stdin.read()'");
+            String pid = line(waiter, 60);
+            // waiting for the daemon's answer to its SETLKW (a poll with a deadline: no event says so)
+            ok(coder, Sh.run("timeout 30 sh -c 'until grep -q request_wait_answer /proc/" + pid + "/wchan; do sleep 0.02; done'"));
+            Sh.run("kill -USR1 " + pid).ok();
+            assertEquals("interrupted", line(waiter, 10));
+            holder.send("unlock");
+            ok(coder, coder.sh("flock -w 30 " + q(b) + " true && flock -n " + q(b) + " true"));
+            waiter.getOutputStream().close();
+            assertEquals(0, exit(waiter, 30));
+        }
+    }
+
+    /**
      * fcntl record locks (lockf, SQLite's) across mounts: ranges conflict only where they overlap,
      * and a lock is released when the open file that took it is released, as an OFD lock: closing
      * another descriptor of the same file keeps it (POSIX would drop it), closing the last one or
