@@ -82,6 +82,11 @@ class LinksMountTest {
         return Sh.run("cd '" + dir + "' && find . -printf '%p %y %l\\n' | LC_ALL=C sort").ok().out();
     }
 
+    /** The links in {@code dir} whose targets are absolute, "name -> target" a line. */
+    private static String absoluteLinks(Path dir) {
+        return Sh.run("cd " + q(dir) + " && find . -maxdepth 1 -lname '/*' -printf '%f -> %l\\n' | LC_ALL=C sort").ok().out();
+    }
+
     private static String q(Path p) {
         return "'" + p.toString().replace("'", "'\\''") + "'";
     }
@@ -269,9 +274,10 @@ class LinksMountTest {
         // venv's link to /usr/bin/python3 leaves the zone: venv says so, copies the interpreter and goes on
         Sh.Result venv = ok(planner, planner.sh("cd home/planner && /usr/bin/python3 -m venv venv"));
         assertTrue(venv.err().contains("Unable to symlink") || venv.out().contains("Unable to symlink"), venv.err() + venv.out());
-        Path bin = planner.stored("/home/planner/venv/bin");
-        assertFalse(Files.isSymbolicLink(bin.resolve("python3")));
-        assertEquals(Path.of("python3"), Files.readSymbolicLink(bin.resolve("python")));
+        // which of python, python3, python3.X is the copy and which link to it depends on the Python version
+        assertEquals("", absoluteLinks(planner.stored("/home/planner/venv/bin")));
+        assertEquals(planner.at("/home/planner/venv/bin").toString(),
+                sh(planner, "dirname \"$(readlink -f home/planner/venv/bin/python3)\"").out().strip());
         assertTrue(sh(planner, "home/planner/venv/bin/pip --version").out().startsWith("pip "));
     }
 
@@ -280,9 +286,7 @@ class LinksMountTest {
         try (MountedFs any = MountedFs.start("--context", "planner", "--symlinks", "any")) {
             Sh.Result venv = ok(any, any.sh("cd shared && /usr/bin/python3 -m venv venv"));
             assertFalse((venv.err() + venv.out()).contains("Unable to symlink"), venv.err() + venv.out());
-            Path bin = any.stored("/shared/venv/bin");
-            assertTrue(Files.isSymbolicLink(bin.resolve("python3")));
-            assertTrue(Files.readSymbolicLink(bin.resolve("python3")).isAbsolute(), "links to the host's python");
+            assertTrue(absoluteLinks(any.stored("/shared/venv/bin")).contains("/usr/bin/python3"), "links to the host's python");
             assertTrue(sh(any, "shared/venv/bin/pip --version").out().startsWith("pip "));
             // and 'any' means any: an absolute link out of the store is made
             sh(any, "ln -s /etc/hostname shared/host && cat shared/host > /dev/null");
