@@ -2,7 +2,7 @@ package dev.chibifs.store.s3;
 
 import java.io.Closeable;
 import java.io.IOException;
-import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -225,9 +225,8 @@ final class Bucket implements Closeable {
      * @throws Missing the object {@code ifMatch} named is gone
      */
     String put(String key, Path from, Map<String, String> meta, String ifMatch) throws IOException {
-        try (InputStream in = Files.newInputStream(from)) {
-            return put(key, RequestBody.fromInputStream(in, Files.size(from)), meta, ifMatch);
-        }
+        // from the file, not a stream: the SDK retries a failed attempt by reading the body again
+        return put(key, RequestBody.fromFile(from), meta, ifMatch);
     }
 
     /** As {@link #put(String, Path, Map, String)} for a small body held in memory. */
@@ -255,6 +254,8 @@ final class Bucket implements Closeable {
             throw failure("put", key, e);
         } catch (SdkException e) {
             throw failure("put", key, e);
+        } catch (UncheckedIOException e) {
+            throw new IOException("S3 put s3://" + bucket + "/" + key + ": " + e.getCause().getMessage(), e);
         }
     }
 
