@@ -97,7 +97,8 @@ public final class S3Storage implements Storage {
     /** How often the background flusher looks for due uploads; no request to S3 when nothing is due. */
     private static final long TICK_MILLIS = 100;
     private static final long BACKOFF_FIRST_MILLIS = 500;
-    private static final long BACKOFF_MAX_MILLIS = 10_000;
+    /** At most this long between a return of S3 and the first upload after it. */
+    private static final long BACKOFF_MAX_MILLIS = 5_000;
     /** A tombstone whose delete S3 has done is kept this long for listings that started before it. */
     private static final long DONE_TOMB_MILLIS = 60_000;
     private static final int SNAPSHOT_TRIES = 3;
@@ -336,7 +337,7 @@ public final class S3Storage implements Storage {
     }
 
     /** A tombstone for the object of {@code n} at {@code p}, when S3 has one. */
-    private void bury(VfsPath p, Node n) throws IOException {
+    private void bury(VfsPath p, Node n) {
         if (!n.onRemote()) {
             return;
         }
@@ -349,10 +350,11 @@ public final class S3Storage implements Storage {
     }
 
     /** A new node at {@code p} takes over a pending tombstone there: its upload replaces that object. */
-    private void resurrect(VfsPath p, Node n) throws IOException {
+    private void resurrect(VfsPath p, Node n) {
         Tomb t = tombs.get(n.dir ? dirKey(p) : key(p));
         if (t != null && t.pending) {
             tombs.remove(n.dir ? dirKey(p) : key(p));
+            record("untomb", p).put("dir", n.dir);
             if (n.dir) {
                 n.dirOnRemote = true;
             } else {
@@ -490,12 +492,28 @@ public final class S3Storage implements Storage {
 
     /** Re-reads the journal: dirty nodes and pending deletes come back due at once, clean ones as cache. */
     private synchronized void restore() throws IOException {
+        // names (put, clean, gone) and tombstones (tomb, untomb) are two histories: last record wins in each
         Map<VfsPath, ObjectNode> last = new TreeMap<>();
+        Map<String, ObjectNode> lastTomb = new TreeMap<>();
         for (ObjectNode o : journal.read(msg -> LOG.warn("S3 store {}: journal {}", spec, msg))) {
             try {
-                last.put(VfsPath.of(o.get("p").asText()), o);
+                VfsPath p = VfsPath.of(o.get("p").asText());
+                String t = o.get("t").asText();
+                if (t.equals("tomb") || t.equals("untomb")) {
+                    lastTomb.put(o.path("dir").asBoolean() ? dirKey(p) : key(p), o);
+                } else {
+                    last.put(p, o);
+                }
             } catch (InvalidVfsPathException e) {
                 LOG.warn("S3 store {}: journal record for a bad path skipped: {}", spec, e.getMessage());
+            }
+        }
+        int dirty = 0;
+        for (Map.Entry<String, ObjectNode> e : lastTomb.entrySet()) {
+            ObjectNode o = e.getValue();
+            if (o.get("t").asText().equals("tomb") && !e.getKey().isEmpty()) {
+                tombs.put(e.getKey(), new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null));
+                dirty++;
             }
         }
         long maxIno = 1;
@@ -503,18 +521,11 @@ public final class S3Storage implements Storage {
             maxIno = Math.max(maxIno, o.path("ino").asLong(0));
         }
         nextIno = maxIno + 1;
-        int dirty = 0;
         for (Map.Entry<VfsPath, ObjectNode> e : last.entrySet()) {
             VfsPath p = e.getKey();
             ObjectNode o = e.getValue();
             String t = o.get("t").asText();
             if (p.isRoot()) {
-                continue;
-            }
-            if (t.equals("tomb")) {
-                boolean dir = o.path("dir").asBoolean();
-                tombs.put(dir ? dirKey(p) : key(p), new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null));
-                dirty++;
                 continue;
             }
             if (!t.equals("put") && !t.equals("clean")) {
@@ -619,6 +630,7 @@ public final class S3Storage implements Storage {
             listedAt.put(dir, now);
             commit();
         }
+        recovered();
     }
 
     /** Merges a listing of {@code dir} into the overlay: the local layer wins over what S3 says. */
@@ -1119,12 +1131,13 @@ public final class S3Storage implements Storage {
         }
     }
 
-    private void makeDir(VfsPath path) throws IOException {
+    private void makeDir(VfsPath path) {
         Node d = newNode(true, DIR_MODE);
         attach(path, d);
         resurrect(path, d);
         touch(nodes.get(path.parent()));
         dirty(d);
+        d.due = millis(); // no debounce for a marker: other hosts see the directory sooner
     }
 
     @Override
@@ -1727,7 +1740,12 @@ public final class S3Storage implements Storage {
             // deepest first: the contents of a directory before its marker
             deletes.sort(Comparator.comparingInt((String k) -> k.length()).reversed());
             for (String k : deletes) {
-                bucket.delete(k);
+                try {
+                    bucket.delete(k);
+                } catch (IOException e) {
+                    noteOutage(e);
+                    throw e;
+                }
                 synchronized (this) {
                     Tomb t = tombs.get(k);
                     if (t != null && t.pending) {
@@ -1735,14 +1753,16 @@ public final class S3Storage implements Storage {
                         t.doneSeq = ++seq;
                         t.doneAt = millis();
                         VfsPath p = pathOfKey(k.endsWith("/") ? k.substring(0, k.length() - 1) : k);
-                        if (p != null && !nodes.containsKey(p)) {
-                            record("gone", p);
+                        if (p != null) {
+                            record("untomb", p).put("dir", k.endsWith("/"));
                         }
                         commit();
                     }
                 }
             }
-            recovered();
+            if (!due.isEmpty() || !deletes.isEmpty()) {
+                recovered();
+            }
         } finally {
             flushLock.unlock();
         }
@@ -1835,10 +1855,10 @@ public final class S3Storage implements Storage {
             try {
                 String etag;
                 try {
-                    etag = bucket.put(key(p), snap, meta, base);
+                    etag = putOnce(key(p), snap, meta, base, sha);
                 } catch (Bucket.Missing e) {
                     // removed on S3 since this host saw it: a change made here outlives a delete made there
-                    etag = bucket.put(key(p), snap, meta, null);
+                    etag = putOnce(key(p), snap, meta, null, sha);
                 }
                 synchronized (this) {
                     seq++;
@@ -1877,6 +1897,24 @@ public final class S3Storage implements Storage {
                 Files.deleteIfExists(snap);
             }
             return;
+        }
+    }
+
+    /**
+     * A conditional PUT that tells its own success from a conflict: when an attempt lands but its answer
+     * is lost, the client's retry finds the object changed (412) -- by itself. An object that already
+     * holds exactly this content is no conflict either, whoever put it there.
+     */
+    private String putOnce(String key, Path snap, Map<String, String> meta, String base, String sha) throws IOException {
+        try {
+            return bucket.put(key, snap, meta, base);
+        } catch (Bucket.PreconditionFailed e) {
+            Bucket.Head now = bucket.head(key);
+            if (now != null && sha.equals(now.meta().get(META_SHA)) && now.size() == Files.size(snap)) {
+                LOG.debug("S3 store {}: {} already holds this content", spec, key);
+                return now.etag();
+            }
+            throw e;
         }
     }
 
@@ -1986,7 +2024,7 @@ public final class S3Storage implements Storage {
     private void recovered() {
         synchronized (this) {
             if (outage != null) {
-                LOG.info("S3 store {}: reachable again", spec);
+                LOG.info("S3 store {}: reachable again, {} changes to upload", spec, pendingChanges());
                 outage = null;
             }
             backoff = 0;
