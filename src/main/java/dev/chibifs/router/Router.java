@@ -10,6 +10,7 @@ import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.Precondition;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
 
@@ -165,6 +166,25 @@ public final class Router {
         checkWrite(caller, path);
         Target t = resolve(path);
         t.storage().append(t.path(), data);
+    }
+
+    /** A conditional write (--if-match, --if-none-match): the store checks and writes as one step. */
+    public void write(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
+        checkWrite(caller, path);
+        Target t = resolve(path);
+        t.storage().write(t.path(), data, condition);
+    }
+
+    public void append(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
+        checkWrite(caller, path);
+        Target t = resolve(path);
+        t.storage().append(t.path(), data, condition);
+    }
+
+    /** The ETag of a file (everyone may read it). */
+    public String etag(Caller caller, VfsPath path) throws IOException {
+        Target t = resolve(path);
+        return t.storage().etag(t.path());
     }
 
     public void delete(Caller caller, VfsPath path) throws IOException {

@@ -317,6 +317,56 @@ public abstract class StorageBehaviourSuite {
         assertThrows(NoSuchFileException.class, () -> storage.metadata(p("/shared/missing")));
     }
 
+    // ---- ETags (seed 004) ----
+
+    @Test
+    void etagIsTheSha256OfTheContentAndFollowsEveryChange() throws IOException {
+        storage.write(p("/shared/e"), bytes("abc"));
+        // SHA-256("abc"), the FIPS 180-2 example
+        String abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assertEquals(abc, storage.etag(p("/shared/e")));
+        assertEquals(abc, storage.etag(p("/shared/e")));
+        storage.append(p("/shared/e"), bytes("d"));
+        assertEquals(ContentHash.of(bytes("abcd")), storage.etag(p("/shared/e")));
+        try (FileHandle h = open("/shared/e", OpenFlag.WRITE)) {
+            write(h, "X", 0);
+        }
+        assertEquals(ContentHash.of(bytes("Xbcd")), storage.etag(p("/shared/e")));
+        storage.truncate(p("/shared/e"), 1);
+        assertEquals(ContentHash.of(bytes("X")), storage.etag(p("/shared/e")));
+        storage.mkdir(p("/shared/d"));
+        assertThrows(IsDirectoryException.class, () -> storage.etag(p("/shared/d")));
+        assertThrows(NoSuchFileException.class, () -> storage.etag(p("/shared/none")));
+    }
+
+    @Test
+    void conditionalWritesChangeOnlyWhatTheyExpect() throws IOException {
+        storage.write(p("/shared/c"), bytes("v1"));
+        String v1 = storage.etag(p("/shared/c"));
+        storage.write(p("/shared/c"), bytes("v2"), Precondition.matching(v1));
+        String v2 = storage.etag(p("/shared/c"));
+        assertEquals("v2", text("/shared/c"));
+
+        EtagMismatchException stale = assertThrows(EtagMismatchException.class,
+                () -> storage.write(p("/shared/c"), bytes("lost"), Precondition.matching(v1)));
+        assertEquals(v2, stale.current());
+        assertThrows(EtagMismatchException.class,
+                () -> storage.append(p("/shared/c"), bytes("lost"), Precondition.matching(v1)));
+        assertEquals("v2", text("/shared/c"));
+        storage.append(p("/shared/c"), bytes("+"), Precondition.matching(v2));
+        assertEquals("v2+", text("/shared/c"));
+
+        EtagMismatchException exists = assertThrows(EtagMismatchException.class,
+                () -> storage.write(p("/shared/c"), bytes("lost"), Precondition.absent()));
+        assertEquals(storage.etag(p("/shared/c")), exists.current());
+        storage.write(p("/shared/new"), bytes("made"), Precondition.absent());
+        assertEquals("made", text("/shared/new"));
+        EtagMismatchException missing = assertThrows(EtagMismatchException.class,
+                () -> storage.write(p("/shared/none"), bytes("x"), Precondition.matching(v1)));
+        assertNull(missing.current());
+        assertFalse(storage.exists(p("/shared/none")));
+    }
+
     // ---- what a mount needs: open files ----
 
     @Test

@@ -179,6 +179,32 @@ class S3HostsTest {
     }
 
     @Test
+    void anEtagIsComputedOncePerChangeAndTravelsWithTheObject() throws Exception {
+        ManualClock clock = new ManualClock();
+        S3Options o = options("a").withClock(clock, false);
+        S3Storage a = host(o);
+        S3Options ob = options("b").withClock(clock, false);
+        S3Storage b = host(ob);
+        a.write(p("/shared/e"), "content".getBytes(UTF_8));
+        String etag = a.etag(p("/shared/e"));
+        assertEquals(ContentHash.of("content".getBytes(UTF_8)), etag);
+        // the hash is remembered, not read again: content changed behind the store's back goes unseen
+        try (java.util.stream.Stream<Path> files = Files.list(o.cacheDir().resolve("data"))) {
+            for (Path f : files.toList()) {
+                Files.writeString(f, "tampered");
+            }
+        }
+        assertEquals(etag, a.etag(p("/shared/e")));
+        a.write(p("/shared/f"), "other".getBytes(UTF_8));
+        a.flushAll();
+        // another host learns it from the object's metadata, without the content
+        assertEquals(ContentHash.of("other".getBytes(UTF_8)), b.etag(p("/shared/f")));
+        try (java.util.stream.Stream<Path> files = Files.list(ob.cacheDir().resolve("data"))) {
+            assertEquals(List.of(), files.toList());
+        }
+    }
+
+    @Test
     void fsyncUploadsAtOnce() throws Exception {
         ManualClock clock = new ManualClock();
         S3Storage a = host(options("a").withClock(clock, false));
