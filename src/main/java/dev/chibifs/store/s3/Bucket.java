@@ -77,6 +77,8 @@ final class Bucket implements Closeable {
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
     private static final Duration SOCKET_TIMEOUT = Duration.ofSeconds(60);
 
+    /** Requests made, by kind (list, head, get, put, delete): what a mount costs. */
+    private final Map<String, java.util.concurrent.atomic.LongAdder> requests = new java.util.concurrent.ConcurrentHashMap<>();
     private final S3Client client;
     private final String bucket;
     private final String where;
@@ -153,6 +155,17 @@ final class Bucket implements Closeable {
         return null;
     }
 
+    private void count(String op) {
+        requests.computeIfAbsent(op, k -> new java.util.concurrent.atomic.LongAdder()).increment();
+    }
+
+    /** Requests made so far, by kind. */
+    Map<String, Long> requests() {
+        Map<String, Long> out = new java.util.TreeMap<>();
+        requests.forEach((k, v) -> out.put(k, v.sum()));
+        return out;
+    }
+
     String where() {
         return where;
     }
@@ -169,6 +182,7 @@ final class Bucket implements Closeable {
                 if (oneLevel) {
                     req.delimiter("/");
                 }
+                count("list");
                 ListObjectsV2Response r = client.listObjectsV2(req.build());
                 for (S3Object o : r.contents()) {
                     objects.add(new Listed(o.key(), o.size() == null ? 0 : o.size(), o.lastModified(), o.eTag()));
@@ -186,6 +200,7 @@ final class Bucket implements Closeable {
 
     /** HEAD of one object; null when there is none. */
     Head head(String key) throws IOException {
+        count("head");
         try {
             HeadObjectResponse r = client.headObject(b -> b.bucket(bucket).key(key));
             return new Head(r.contentLength() == null ? 0 : r.contentLength(), r.lastModified(), r.eTag(), r.metadata());
@@ -202,6 +217,7 @@ final class Bucket implements Closeable {
     /** Downloads one object into {@code to} (replaced); null when there is no such object. */
     Head get(String key, Path to) throws IOException {
         Path tmp = to.resolveSibling(to.getFileName() + ".part");
+        count("get");
         try (ResponseInputStream<GetObjectResponse> in = client.getObject(b -> b.bucket(bucket).key(key))) {
             Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
             Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
@@ -243,6 +259,7 @@ final class Bucket implements Closeable {
         } else {
             req.ifMatch(ifMatch);
         }
+        count("put");
         try {
             PutObjectResponse r = client.putObject(req.build(), body);
             return r.eTag();
@@ -263,6 +280,7 @@ final class Bucket implements Closeable {
 
     /** Removes one object; one that is already gone is fine. */
     void delete(String key) throws IOException {
+        count("delete");
         try {
             client.deleteObject(b -> b.bucket(bucket).key(key));
         } catch (S3Exception e) {

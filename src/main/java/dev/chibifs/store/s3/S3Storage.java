@@ -125,6 +125,8 @@ public final class S3Storage implements Storage {
     private final Map<VfsPath, TreeSet<String>> index = new HashMap<>();
     /** Keyed by S3 key (a directory's is its marker key, ending with '/'). */
     private final Map<String, Tomb> tombs = new HashMap<>();
+    /** The dirty nodes, so the flusher's look every tick costs nothing with none (not a walk of the overlay). */
+    private final Set<Node> dirtyNodes = new java.util.LinkedHashSet<>();
     /**
      * Keys being uploaded. A listing may show such an object before the upload is told done; when its
      * node was renamed or removed meanwhile, that listing must not bring the old name back.
@@ -298,6 +300,7 @@ public final class S3Storage implements Storage {
         }
         index.remove(p);
         n.path = null;
+        dirtyNodes.remove(n); // a change to a name that is gone goes nowhere
         if (!n.dir) {
             try {
                 Files.deleteIfExists(dataFile(n.ino));
@@ -370,6 +373,7 @@ public final class S3Storage implements Storage {
         n.gen++;
         if (!n.dirty) {
             n.dirty = true;
+            dirtyNodes.add(n);
             n.firstDirty = millis();
         }
         schedule(n);
@@ -386,6 +390,7 @@ public final class S3Storage implements Storage {
         n.gen++;
         if (!n.dirty) {
             n.dirty = true;
+            dirtyNodes.add(n);
             n.firstDirty = millis();
             n.due = Long.MAX_VALUE;
             if (n.path != null) {
@@ -563,6 +568,7 @@ public final class S3Storage implements Storage {
             attach(p, n);
             if (t.equals("put")) {
                 n.dirty = true;
+                dirtyNodes.add(n);
                 n.firstDirty = n.due = millis();
                 dirty++;
             }
@@ -753,12 +759,16 @@ public final class S3Storage implements Storage {
         }
     }
 
-    /** The node at {@code p}, or null; every directory on the way is listed when its listing is stale. */
+    /**
+     * The node at {@code p}, or null; its directory is listed again when that listing is stale. The
+     * directories above it are not: known here is enough, as the listing of the last one says when
+     * they are gone (it comes back empty), and a stat costs one request per validity, not one per level.
+     */
     private Node lookup(VfsPath p) throws IOException {
         if (p.isRoot()) {
             return root;
         }
-        Node parent = lookup(p.parent());
+        Node parent = ancestor(p.parent());
         if (parent == null) {
             return null;
         }
@@ -769,6 +779,16 @@ public final class S3Storage implements Storage {
         synchronized (this) {
             return nodes.get(p);
         }
+    }
+
+    private Node ancestor(VfsPath dir) throws IOException {
+        synchronized (this) {
+            Node n = nodes.get(dir);
+            if (n != null) {
+                return n;
+            }
+        }
+        return lookup(dir);
     }
 
     private Node find(VfsPath p) throws IOException {
@@ -1765,14 +1785,14 @@ public final class S3Storage implements Storage {
         flush(true);
     }
 
+    /** The requests this store made to S3 so far, by kind (list, head, get, put, delete). */
+    public Map<String, Long> requests() {
+        return bucket.requests();
+    }
+
     /** How many changes wait for S3. */
     public synchronized int pendingChanges() {
-        int n = 0;
-        for (Node m : nodes.values()) {
-            if (m.dirty) {
-                n++;
-            }
-        }
+        int n = dirtyNodes.size();
         for (Tomb t : tombs.values()) {
             if (t.pending) {
                 n++;
@@ -1787,8 +1807,8 @@ public final class S3Storage implements Storage {
             List<Node> due = new ArrayList<>();
             long now = millis();
             synchronized (this) {
-                for (Node n : nodes.values()) {
-                    if (n.dirty && (all || n.due <= now)) {
+                for (Node n : dirtyNodes) {
+                    if (all || n.due <= now) {
                         due.add(n);
                     }
                 }
@@ -1947,6 +1967,7 @@ public final class S3Storage implements Storage {
                         n.syncedSeq = seq;
                         if (n.gen == gen) {
                             n.dirty = false;
+                            dirtyNodes.remove(n);
                             n.due = Long.MAX_VALUE;
                             n.sha = sha;
                             n.shaGen = gen;
@@ -2013,6 +2034,7 @@ public final class S3Storage implements Storage {
             inflight.remove(dirKey(p));
             if (d.path != null && d.path.equals(p)) {
                 d.dirty = false;
+                dirtyNodes.remove(d);
                 d.due = Long.MAX_VALUE;
                 d.dirOnRemote = d.marker = true;
                 d.syncedSeq = seq;
@@ -2062,6 +2084,7 @@ public final class S3Storage implements Storage {
             }
             if (n.path != null && n.path.equals(p) && n.gen == gen) {
                 n.dirty = false;
+                dirtyNodes.remove(n);
                 n.due = Long.MAX_VALUE;
                 n.cached = false;
                 n.sha = null;
