@@ -46,7 +46,7 @@ public final class CacheSweeper implements AutoCloseable {
         if (interval.isNegative() || interval.isZero()) {
             throw new IllegalArgumentException("the cache sweep interval must be positive, not " + interval);
         }
-        return new CacheSweeper(new ToolCache(router, clock), Duration.ofDays(config.toolCacheMaxAgeDays()),
+        return new CacheSweeper(new ToolCache(router, clock), ToolCache.expiry(config.toolCacheMaxAgeDays()),
                 interval, config.autoCleanupCache());
     }
 

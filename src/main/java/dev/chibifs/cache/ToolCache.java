@@ -78,6 +78,15 @@ public final class ToolCache {
     }
 
     /**
+     * The age past which an entry goes, for chibi's {@code tool_cache_max_age_days}: one day more
+     * than it says, as chibi counts (so 0 keeps what is less than a day old, and the default 7
+     * removes what was last modified more than 8 days ago).
+     */
+    public static Duration expiry(long maxAgeDays) {
+        return Duration.ofDays(maxAgeDays + 1);
+    }
+
+    /**
      * Removes every entry whose modification time is more than {@code maxAge} before now; an entry
      * that vanishes or cannot be read or removed is logged and skipped. Stops early, between
      * entries, once {@code stopRequested} says so. Returns the paths removed.

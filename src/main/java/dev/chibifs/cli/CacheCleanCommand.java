@@ -10,7 +10,6 @@ import picocli.CommandLine.Option;
 
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
 
@@ -36,7 +35,7 @@ public final class CacheCleanCommand implements Callable<Integer> {
         }
         long days = maxAgeDays != null ? maxAgeDays : ChibiConfig.load(home.resolve()).toolCacheMaxAgeDays();
         ToolCache cache = CacheStores.openExisting(home.resolve());
-        List<VfsPath> removed = cache == null ? List.of() : cache.removeOlderThan(Duration.ofDays(days), () -> false);
+        List<VfsPath> removed = cache == null ? List.of() : cache.removeOlderThan(ToolCache.expiry(days), () -> false);
         PrintWriter out = spec.commandLine().getOut();
         for (VfsPath p : removed) {
             out.println("removed " + p.toUri());

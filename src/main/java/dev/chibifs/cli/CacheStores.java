@@ -2,12 +2,12 @@ package dev.chibifs.cli;
 
 import dev.chibifs.cache.ToolCache;
 import dev.chibifs.config.ChibiHome;
-import dev.chibifs.router.Router;
-import dev.chibifs.store.LocalStorage;
+import dev.chibifs.router.Namespace;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.time.Clock;
+import java.util.List;
 
 /** Opens the tool cache of a home's store directly, with or without a mount. */
 final class CacheStores {
@@ -17,7 +17,7 @@ final class CacheStores {
 
     /** The cache, creating the store when absent (for writing). */
     static ToolCache open(ChibiHome home) throws IOException {
-        return new ToolCache(Router.of(new LocalStorage(home.store())), Clock.systemUTC());
+        return new ToolCache(Namespace.open(home, List.of(), null).router(), Clock.systemUTC());
     }
 
     /** The cache, or null when the store does not exist: reading and cleaning never create one. */

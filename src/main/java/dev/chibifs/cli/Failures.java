@@ -1,7 +1,10 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.router.CrossStoreException;
+import dev.chibifs.router.MountPointBusyException;
 import dev.chibifs.router.PolicyDeniedException;
 import dev.chibifs.store.EtagMismatchException;
+import dev.chibifs.store.ReadOnlyStoreException;
 import dev.chibifs.store.IsDirectoryException;
 
 import java.io.IOException;
@@ -38,6 +41,13 @@ final class Failures {
         if (e instanceof PolicyDeniedException) {
             // the zone policy's own words, as the mount logs them
             return new Report(ExitCodes.PERMISSION_DENIED, e.getMessage());
+        }
+        if (e instanceof ReadOnlyStoreException) {
+            // chibi reports a read-only store as permission denied, in these words
+            return new Report(ExitCodes.PERMISSION_DENIED, e.getMessage());
+        }
+        if (e instanceof CrossStoreException || e instanceof MountPointBusyException) {
+            return new Report(ExitCodes.IO_ERROR, e.getMessage());
         }
         if (e instanceof AccessDeniedException a) {
             return new Report(ExitCodes.PERMISSION_DENIED, "permission denied: " + uri(a.getFile()));

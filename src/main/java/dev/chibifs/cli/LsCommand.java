@@ -29,10 +29,12 @@ final class LsCommand extends VfsCommand {
     @Option(names = "-a", description = "Also list names starting with '.'.")
     boolean all;
 
-    @Option(names = "-l", description = "Long format: kind, size in bytes, modification time (UTC), name.")
+    @Option(names = "-l", description = "Long format: kind, size in bytes, modification time (UTC), name"
+            + " (and '-> TARGET' for a symbolic link).")
     boolean details;
 
-    @Option(names = "--json", description = "Print {uri, entries: [{name, uri, kind, size, modified}]} as JSON.")
+    @Option(names = "--json", description = "Print {uri, entries: [{name, uri, kind, size, modified, target}]} as JSON"
+            + " (target: a symbolic link's).")
     boolean json;
 
     @Parameters(index = "0", arity = "0..1", paramLabel = "URI", defaultValue = "vfs:///",
@@ -40,7 +42,7 @@ final class LsCommand extends VfsCommand {
     String target;
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    record Row(String name, String uri, String kind, Long size, String modified) {
+    record Row(String name, String uri, String kind, Long size, String modified, String target) {
     }
 
     record Listing(String uri, List<Row> entries) {
@@ -64,31 +66,44 @@ final class LsCommand extends VfsCommand {
                 VfsPath child = path.child(e.name());
                 if (details || json) {
                     try {
-                        rows.add(row(e.name(), child, router().metadata(caller(), child)));
+                        rows.add(row(e.name(), child, router().metadata(caller(), child), router()));
                     } catch (NoSuchFileException vanished) {
                         // removed between listing and stat: not listed
                     }
                 } else {
-                    rows.add(new Row(e.name(), child.toUri(), kind(e.kind()), null, null));
+                    rows.add(new Row(e.name(), child.toUri(), kind(e.kind()), null, null, null));
                 }
             }
         } else {
-            rows.add(row(path.fileName(), path, self));
+            rows.add(row(path.fileName(), path, self, router()));
         }
         if (json) {
             printJson(new Listing(path.toUri(), rows));
             return ExitCodes.OK;
         }
         for (Row r : rows) {
-            String name = r.name() + ("directory".equals(r.kind()) ? "/" : "");
+            String name = r.name() + ("directory".equals(r.kind()) ? "/" : "") + (r.target() == null ? "" : " -> " + r.target());
             println(details ? String.format(Locale.ROOT, "%-9s %12d  %s  %s", r.kind(), r.size(), r.modified(), name)
                     : name);
         }
         return ExitCodes.OK;
     }
 
-    private static Row row(String name, VfsPath path, Metadata m) {
-        return new Row(name, path.toUri(), kind(m.kind()), m.size(), m.modified().toInstant().toString());
+    private Row row(String name, VfsPath path, Metadata m, dev.chibifs.router.Router router) throws IOException {
+        return new Row(name, path.toUri(), kind(m.kind()), m.size(), m.modified().toInstant().toString(),
+                target(router, path, m));
+    }
+
+    /** A symbolic link's target text (never followed), null for anything else or a link gone meanwhile. */
+    static String target(dev.chibifs.router.Router router, VfsPath path, Metadata m) throws IOException {
+        if (m.kind() != EntryKind.SYMLINK) {
+            return null;
+        }
+        try {
+            return router.readLink(null, path);
+        } catch (NoSuchFileException | java.nio.file.NotLinkException replaced) {
+            return null;
+        }
     }
 
     static String kind(EntryKind kind) {

@@ -18,6 +18,7 @@ import java.nio.charset.StandardCharsets;
         subcommands = {
             MountCommand.class,
             UmountCommand.class,
+            StatsCommand.class,
             LsCommand.class,
             InfoCommand.class,
             CatCommand.class,

@@ -10,9 +10,12 @@ import dev.chibifs.fuse.MountException;
 import dev.chibifs.fuse.MountTable;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ContextNames;
+import dev.chibifs.router.Namespace;
+import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.LocalStorage;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
@@ -65,6 +68,9 @@ public final class MountCommand implements Callable<Integer> {
             description = "CHIBI_HOME for this mount; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
     Path home;
 
+    @Mixin
+    StoreOptions stores;
+
     @Option(names = "--foreground", description = "Stay attached and log to stderr.")
     boolean foreground;
 
@@ -95,12 +101,30 @@ public final class MountCommand implements Callable<Integer> {
                 + " per file for its attributes. Default: on.")
     boolean readdirplus;
 
+    @Option(names = "--symlinks", paramLabel = "zone|any|none", defaultValue = "zone", converter = SymlinkRuleConverter.class,
+            description = "Which symbolic links may be made (chibi follows links in the store). zone: a target must be"
+                + " relative and stay inside the link's zone (/shared, /home/<context>, ...), so no context reaches"
+                + " another's home or the host through one; any: every target, wherever it leads; none: no links."
+                + " Default: ${DEFAULT-VALUE}.")
+    SymlinkRule symlinks;
+
     /** Set by a background mount for its daemon child, so the registry names the log file. */
     @Option(names = "--logged-to", hidden = true)
     Path loggedTo;
 
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "An existing, empty directory.")
     Path mountpoint;
+
+    /** Serves {@code chibifs stats} until the daemon exits; a mount without it still works. */
+    private static void startStatsSocket(MountRegistry registry, FuseDaemon daemon, org.slf4j.Logger log) {
+        java.nio.file.Path socket = StatsSocket.pathFor(registry, ProcessHandle.current().pid());
+        try {
+            StatsSocket served = StatsSocket.serve(socket, () -> StatsSocket.snapshot(daemon.stats(), daemon.negotiated()));
+            Runtime.getRuntime().addShutdownHook(new Thread(served::close, "chibifs-stats-close"));
+        } catch (IOException | RuntimeException e) {
+            log.warn("chibifs stats will not reach this mount: cannot listen at {}: {}", socket, e.getMessage());
+        }
+    }
 
     /** What a validated command line asks for. */
     private record Plan(CallerResolver callers, List<String> homes, boolean uidMapped, String describe, String uidMap) {
@@ -143,6 +167,7 @@ public final class MountCommand implements Callable<Integer> {
             throw new UsageException("invalid --kernel-cache '" + (ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms")
                     + "': whole seconds from 1s to 1h, or off");
         }
+        stores.mounts(); // a bad --store or --tools-sys stops here, before anything is mounted
         try {
             FuseOptions.validate(fuseOptions);
         } catch (IllegalArgumentException e) {
@@ -215,8 +240,9 @@ public final class MountCommand implements Callable<Integer> {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
         ChibiConfig config = ChibiConfig.load(chibiHome);
-        LocalStorage storage = new LocalStorage(chibiHome.store());
-        Router router = Router.of(storage);
+        Namespace namespace = stores.open(chibiHome, symlinks);
+        LocalStorage storage = namespace.rootStore();
+        Router router = namespace.router();
         router.createNamespace(plan.homes());
         CacheSweeper sweeper = CacheSweeper.create(router, config, cacheSweepInterval, Clock.systemUTC());
         MountRegistry registry = MountRegistry.forCurrentUser();
@@ -245,18 +271,20 @@ public final class MountCommand implements Callable<Integer> {
             stopping.set(true);
             throw new MountFailure(e.getMessage());
         }
-        log.info("mounted {} ({}; store {}; options {}; pid {})", mp, plan.describe(), storage.root(),
-                String.join(",", daemon.options()), ProcessHandle.current().pid());
+        log.info("mounted {} ({}; stores {}; options {}; {}; pid {})", mp, plan.describe(), String.join(" ", namespace.stores()),
+                String.join(",", daemon.options()), daemon.negotiated(), ProcessHandle.current().pid());
         try {
             registry.write(new MountRecord(mp, ProcessHandle.current().pid(),
                     plan.uidMapped() ? MountRecord.MODE_UIDMAP : MountRecord.MODE_CONTEXT,
                     plan.uidMapped() ? null : plan.homes().get(0), plan.uidMap(),
                     systemUid == null ? null : systemUid.intValue(), chibiHome.dir(), storage.root(), Instant.now(),
-                    String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString()));
+                    String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString(),
+                    String.join(" ", namespace.stores())));
         } catch (IOException | RuntimeException e) {
             log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
         }
         sweeper.start();
+        startStatsSocket(registry, daemon, log);
         startTemporaryCleanup(storage, log);
         daemon.awaitUnmounted();
         if (stopping.compareAndSet(false, true)) {
@@ -313,6 +341,8 @@ public final class MountCommand implements Callable<Integer> {
                 "--cache-sweep-interval", cacheSweepInterval.toString()));
         cmd.addAll(List.of("--kernel-cache", kernelCache.isZero() ? KernelCacheConverter.OFF : kernelCache.toSeconds() + "s"));
         cmd.add(readdirplus ? "--readdirplus" : "--no-readdirplus");
+        cmd.addAll(stores.arguments());
+        cmd.addAll(List.of("--symlinks", symlinks.option()));
         if (context != null) {
             cmd.addAll(List.of("--context", context));
         }

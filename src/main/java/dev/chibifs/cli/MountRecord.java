@@ -14,9 +14,11 @@ import java.util.Properties;
  * @param systemUid the uid that acts as SYSTEM, or null
  * @param options   the FUSE {@code -o} options in force, comma-separated
  * @param log       the log file, or {@code stderr}
+ * @param stores    every store of the namespace as {@code PREFIX=SPEC}, space-separated, {@code /} first
  */
 public record MountRecord(Path mountpoint, long pid, String mode, String context, String uidMap,
-                          Integer systemUid, Path home, Path store, Instant started, String options, String log) {
+                          Integer systemUid, Path home, Path store, Instant started, String options, String log,
+                          String stores) {
 
     public static final String MODE_CONTEXT = "context";
     public static final String MODE_UIDMAP = "uidmap";
@@ -30,6 +32,13 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
         }
         uidMap = uidMap == null ? "" : uidMap;
         options = options == null ? "" : options;
+        stores = stores == null || stores.isEmpty() ? "/=" + store : stores;
+    }
+
+    /** A record without a list of stores: the local store alone (as a daemon older than stores by prefix wrote). */
+    public MountRecord(Path mountpoint, long pid, String mode, String context, String uidMap, Integer systemUid,
+                       Path home, Path store, Instant started, String options, String log) {
+        this(mountpoint, pid, mode, context, uidMap, systemUid, home, store, started, options, log, null);
     }
 
     /** Who the mount acts for, as an operator reads it: {@code context=planner} or {@code uidmap=1001=planner,...}. */
@@ -54,6 +63,7 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
         p.setProperty("started", started.toString());
         p.setProperty("options", options);
         p.setProperty("log", log);
+        p.setProperty("stores", stores);
         return p;
     }
 
@@ -71,7 +81,8 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
                 Path.of(required(p, "store")),
                 instant(p, "started"),
                 p.getProperty("options", ""),
-                p.getProperty("log", "stderr"));
+                p.getProperty("log", "stderr"),
+                p.getProperty("stores"));
     }
 
     private static long number(Properties p, String key) {

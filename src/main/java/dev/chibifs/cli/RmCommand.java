@@ -7,18 +7,18 @@ import picocli.CommandLine.Parameters;
 
 import java.io.IOException;
 
-/** {@code chibifs rm}: remove a file, or with -r a directory and everything below it, as chibi's vfs_delete. */
+/** {@code chibifs rm}: remove a file, or a directory and everything below it, as chibi's vfs_delete. */
 @Command(name = "rm", mixinStandardHelpOptions = true,
-        description = {"Remove a file, or a directory with -r (vfs_delete).",
-            "Remove the file at URI; a directory (empty or not) needs -r and is removed with"
-                + " everything below it. Zone roots (/shared, /home, /home/<NAME>, /sys) are SYSTEM's to"
-                + " remove. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
+        description = {"Remove a file or a directory (vfs_delete).",
+            "Remove the file at URI, or the directory at URI with everything below it, as chibi's"
+                + " vfs_delete does. Zone roots (/shared, /home, /home/<NAME>, /sys, /site, /flocks/<NAME>, /tools/...)"
+                + " are SYSTEM's to remove. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
-        footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, HelpText.DENIED,
-            "  4  conflict: URI is a directory and -r was not given", HelpText.IO})
+        footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, HelpText.DENIED, HelpText.IO})
 final class RmCommand extends VfsCommand {
 
-    @Option(names = {"-r", "--recursive"}, description = "Remove a directory and everything below it.")
+    @Option(names = {"-r", "--recursive"}, description = "Accepted for habit's sake: a directory goes with everything"
+            + " below it either way, as in chibi.")
     boolean recursive;
 
     @Parameters(index = "0", paramLabel = "URI")
@@ -30,13 +30,10 @@ final class RmCommand extends VfsCommand {
     }
 
     @Override
-    int execute() throws IOException, CommandFailure {
+    int execute() throws IOException {
         VfsPath path = uri(target);
         router().checkRemove(caller(), path);
-        if (router().metadata(caller(), path).isDirectory() && !recursive) {
-            throw CommandFailure.conflict("is a directory: " + path.toUri()
-                    + " (use rm -r to remove it and everything below it)");
-        }
+        router().metadata(caller(), path); // a missing name: exit 1 before anything else
         router().delete(caller(), path);
         return ExitCodes.OK;
     }

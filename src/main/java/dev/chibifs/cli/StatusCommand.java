@@ -109,6 +109,7 @@ final class StatusCommand implements Callable<Integer> {
             row.put("systemUid", r.systemUid());
             row.put("home", r.home().toString());
             row.put("store", r.store().toString());
+            row.put("stores", List.of(r.stores().split(" ")));
             row.put("started", r.started().toString());
             row.put("options", r.options());
             row.put("log", r.log());
@@ -153,6 +154,15 @@ final class StatusCommand implements Callable<Integer> {
             out.println(sb.toString().stripTrailing());
         }
         for (Map<String, Object> row : rows) {
+            Object stores = row.get("stores");
+            if (stores instanceof List && ((List<?>) stores).size() > 1) {
+                // the local store is in the table; the others, one a line below it
+                List<?> more = ((List<?>) stores).subList(1, ((List<?>) stores).size());
+                out.println(text(row.get("mountpoint"), "-") + ": also " + more.stream().map(String::valueOf)
+                        .collect(java.util.stream.Collectors.joining(", ")));
+            }
+        }
+        for (Map<String, Object> row : rows) {
             Object detail = row.get("detail");
             if (!"active".equals(row.get("state")) && detail != null && !detail.toString().isEmpty()) {
                 out.println(text(row.get("mountpoint"), String.valueOf(row.get("registryFile"))) + ": " + detail);
@@ -183,7 +193,7 @@ final class StatusCommand implements Callable<Integer> {
     }
 
     // root can read every user's registry: its own, each login session's, and each /tmp fallback
-    private static List<MountRegistry> hostRegistries() throws IOException {
+    static List<MountRegistry> hostRegistries() throws IOException {
         List<MountRegistry> found = new ArrayList<>();
         Path own = MountRegistry.defaultDir(MountRegistry.currentUid(), System.getenv());
         found.add(MountRegistry.at(own));

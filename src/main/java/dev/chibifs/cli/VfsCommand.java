@@ -7,6 +7,7 @@ import dev.chibifs.config.ChibiHome;
 import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
+import dev.chibifs.router.Namespace;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.LocalStorage;
 import picocli.CommandLine;
@@ -38,6 +39,9 @@ abstract class VfsCommand implements Callable<Integer> {
 
     @Mixin
     CallerOptions callerOptions;
+
+    @Mixin
+    StoreOptions storeOptions;
 
     private LocalStorage storage;
     private Router router;
@@ -72,8 +76,9 @@ abstract class VfsCommand implements Callable<Integer> {
     /** The router over {@code <home>/vfs}, opened on first use so usage errors never touch the disk. */
     Router router() throws IOException {
         if (router == null) {
-            storage = new LocalStorage(ChibiHome.resolve(callerOptions.home, terminal.env()).store());
-            router = Router.of(storage);
+            Namespace namespace = storeOptions.open(ChibiHome.resolve(callerOptions.home, terminal.env()));
+            storage = namespace.rootStore();
+            router = namespace.router();
         }
         return router;
     }

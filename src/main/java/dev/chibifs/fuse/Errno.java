@@ -1,8 +1,11 @@
 package dev.chibifs.fuse;
 
 import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.router.CrossStoreException;
+import dev.chibifs.router.MountPointBusyException;
 import dev.chibifs.store.IsDirectoryException;
-import ru.serce.jnrfuse.ErrorCodes;
+import dev.chibifs.store.ReadOnlyStoreException;
+import dev.chibifs.sys.Linux;
 
 import java.io.IOException;
 import java.nio.channels.ClosedChannelException;
@@ -25,33 +28,46 @@ final class Errno {
 
     /** The negative errno for {@code t}, or 0 when it is not an expected I/O failure (the caller logs and answers EIO). */
     static int of(Throwable t) {
+        if (t instanceof dev.chibifs.sys.ErrnoException e) {
+            return -e.errno();
+        }
         if (t instanceof AccessDeniedException) {
-            return -ErrorCodes.EACCES();
+            return -Linux.EACCES;
+        }
+        // stores by prefix: one that cannot write, a rename or link across two, a store's mount point
+        if (t instanceof ReadOnlyStoreException) {
+            return -Linux.EROFS;
+        }
+        if (t instanceof CrossStoreException) {
+            return -Linux.EXDEV;
+        }
+        if (t instanceof MountPointBusyException) {
+            return -Linux.EBUSY;
         }
         if (t instanceof NoSuchFileException) {
-            return -ErrorCodes.ENOENT();
+            return -Linux.ENOENT;
         }
         if (t instanceof FileAlreadyExistsException) {
-            return -ErrorCodes.EEXIST();
+            return -Linux.EEXIST;
         }
         if (t instanceof DirectoryNotEmptyException) {
-            return -ErrorCodes.ENOTEMPTY();
+            return -Linux.ENOTEMPTY;
         }
         if (t instanceof NotDirectoryException) {
-            return -ErrorCodes.ENOTDIR();
+            return -Linux.ENOTDIR;
         }
         if (t instanceof IsDirectoryException) {
-            return -ErrorCodes.EISDIR();
+            return -Linux.EISDIR;
         }
         if (t instanceof NotLinkException) {
-            return -ErrorCodes.EINVAL();
+            return -Linux.EINVAL;
         }
         if (t instanceof InvalidVfsPathException) {
-            return -ErrorCodes.EINVAL();
+            return -Linux.EINVAL;
         }
         if (t instanceof NonWritableChannelException || t instanceof NonReadableChannelException
                 || t instanceof ClosedChannelException) {
-            return -ErrorCodes.EBADF();
+            return -Linux.EBADF;
         }
         if (t instanceof FileSystemException) {
             int byReason = byMessage(((FileSystemException) t).getReason());
@@ -72,67 +88,67 @@ final class Errno {
         }
         String m = message.toLowerCase(Locale.ROOT);
         if (m.contains("no space left")) {
-            return -ErrorCodes.ENOSPC();
+            return -Linux.ENOSPC;
         }
         if (m.contains("disk quota")) {
-            return -ErrorCodes.EDQUOT();
+            return -Linux.EDQUOT;
         }
         if (m.contains("read-only file system")) {
-            return -ErrorCodes.EROFS();
+            return -Linux.EROFS;
         }
         if (m.contains("too many levels of symbolic links")) {
-            return -ErrorCodes.ELOOP();
+            return -Linux.ELOOP;
         }
         if (m.contains("file name too long")) {
-            return -ErrorCodes.ENAMETOOLONG();
+            return -Linux.ENAMETOOLONG;
         }
         if (m.contains("cross-device link")) {
-            return -ErrorCodes.EXDEV();
+            return -Linux.EXDEV;
         }
         if (m.contains("operation not permitted")) {
-            return -ErrorCodes.EPERM();
+            return -Linux.EPERM;
         }
         if (m.contains("permission denied")) {
-            return -ErrorCodes.EACCES();
+            return -Linux.EACCES;
         }
         if (m.contains("is a directory")) {
-            return -ErrorCodes.EISDIR();
+            return -Linux.EISDIR;
         }
         if (m.contains("not a directory")) {
-            return -ErrorCodes.ENOTDIR();
+            return -Linux.ENOTDIR;
         }
         if (m.contains("directory not empty")) {
-            return -ErrorCodes.ENOTEMPTY();
+            return -Linux.ENOTEMPTY;
         }
         if (m.contains("file too large")) {
-            return -ErrorCodes.EFBIG();
+            return -Linux.EFBIG;
         }
         if (m.contains("resource busy")) {
-            return -ErrorCodes.EBUSY();
+            return -Linux.EBUSY;
         }
         if (m.contains("invalid argument")) {
-            return -ErrorCodes.EINVAL();
+            return -Linux.EINVAL;
         }
         if (m.contains("no such file")) {
-            return -ErrorCodes.ENOENT();
+            return -Linux.ENOENT;
         }
         if (m.contains("multibyte")) {
-            return -ErrorCodes.EILSEQ();
+            return -Linux.EILSEQ;
         }
         if (m.contains("no such device")) {
-            return -ErrorCodes.ENXIO();
+            return -Linux.ENXIO;
         }
         if (m.contains("stale file handle")) {
-            return -ErrorCodes.ESTALE();
+            return -Linux.ESTALE;
         }
         if (m.contains("bad file descriptor")) {
-            return -ErrorCodes.EBADF();
+            return -Linux.EBADF;
         }
         if (m.contains("operation not supported")) {
-            return -ErrorCodes.EOPNOTSUPP();
+            return -Linux.EOPNOTSUPP;
         }
         if (m.contains("input/output error")) {
-            return -ErrorCodes.EIO();
+            return -Linux.EIO;
         }
         return 0;
     }

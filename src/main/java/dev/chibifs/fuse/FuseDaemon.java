@@ -12,67 +12,39 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
- * One mounted filesystem: starts libfuse's loop on threads of its own ({@link FuseLoop}), returns
- * once the kernel answers a request on the mountpoint (not after a sleep), and unmounts on request.
+ * One mounted file system: mounts {@code /dev/fuse} at the mountpoint, serves it with a
+ * {@link FuseSession}, returns once the kernel answers a request there (not after a sleep), and
+ * unmounts on request.
  */
 public final class FuseDaemon {
 
     private static final Logger LOG = LoggerFactory.getLogger(FuseDaemon.class);
+    private static final Pattern RELEASE = Pattern.compile("(\\d+)\\.(\\d+).*");
 
     /** Options every chibifs mount gets; the user's {@code -o} options come after and may override. */
-    public static final List<String> DEFAULT_OPTIONS = List.of(
-            "fsname=chibifs", "subtype=chibifs",
-            // libfuse2 sends 4 KiB writes without these; over 128 KiB only with the wider request buffers
-            // FuseLoop gives it (libfuse caps max_write at its buffer, less a page, otherwise)
-            "big_writes", "max_write=" + FuseLoop.MAX_WRITE,
-            // st_ino is the store's inode, so cp -a, tar and rsync -H see hard links as one file
-            "use_ino");
-    // no auto_cache: the open itself tells the kernel to keep a file's pages while its size, mtime
-    // and ctime are unchanged (PageCache), so a file chibi rewrote in the store is read fresh by the
-    // next open, without auto_cache's fgetattr after every open (kernel_cache would serve stale pages)
-    // no hard_remove: with it, fstat of an unlinked open file is ENOENT in libfuse2; ChibiFuse
-    // answers libfuse's rename to .fuse_hidden* by unlinking in the store and keeping a handle
+    public static final List<String> DEFAULT_OPTIONS = List.of("fsname=chibifs", "subtype=chibifs");
 
     private final Path mountpoint;
-    private final ChibiFuse fs;
+    private final FuseFileSystem fs;
+    private final MountSpec spec;
     private final List<String> options;
-    /** Null: plain listings. */
-    private final DirectoryPlus directoryPlus;
-    private final CompletableFuture<Integer> loop = new CompletableFuture<>();
+    private final RequestStats stats = new RequestStats();
+    private final boolean followStore;
+    private volatile FuseSession session;
+    private volatile FuseDevice device;
+    private volatile StoreFollower follower = StoreFollower.NONE;
 
-    private FuseDaemon(Path mountpoint, ChibiFuse fs, List<String> options, boolean readdirplus) {
+    private FuseDaemon(Path mountpoint, FuseFileSystem fs, MountSpec spec, List<String> options, boolean followStore) {
         this.mountpoint = mountpoint;
         this.fs = fs;
+        this.spec = spec;
         this.options = options;
-        if (readdirplus) {
-            // entries go out with the timeouts libfuse gives its lookups: the last of each in the options, else 1 s
-            this.directoryPlus = new DirectoryPlus(timeout(options, "entry_timeout"), timeout(options, "attr_timeout"));
-            directoryPlus.attributesFrom(fs::plusAttributes);
-        } else {
-            this.directoryPlus = null;
-        }
-    }
-
-    /** libfuse's value of option {@code name} in {@code options} (comma-separated lists, the last wins); 1 s when unset. */
-    static double timeout(List<String> options, String name) {
-        double seconds = 1.0;
-        for (String list : options) {
-            for (String o : list.split(",")) {
-                if (o.startsWith(name + "=")) {
-                    try {
-                        seconds = Double.parseDouble(o.substring(name.length() + 1));
-                    } catch (NumberFormatException e) {
-                        // libfuse refuses to mount with it; no entry outlives what it would have said
-                        seconds = 0;
-                    }
-                }
-            }
-        }
-        return Math.max(0, seconds);
+        this.followStore = followStore;
     }
 
     /** A daemon for {@code router} at {@code mountpoint}, not mounted yet: {@link #start} mounts it. */
@@ -83,44 +55,76 @@ public final class FuseDaemon {
 
     /**
      * How long the kernel keeps names and attributes unless told otherwise: 30 s where a changed
-     * directory's name can be made stale without unhashing it (Linux 6.2, {@link EntryExpiry}),
-     * else 0, libfuse's defaults: unhashing fails getcwd of every process working in the directory.
+     * directory's name can be made stale without unhashing it (Linux 6.2, FUSE_EXPIRE_ONLY), else 0,
+     * 1 s timeouts: unhashing fails getcwd of every process working in the directory.
      */
     public static int defaultKernelCacheSeconds() {
-        return EntryExpiry.kernelExpiresOnly() ? 30 : 0;
+        return kernelExpiresOnly() ? 30 : 0;
+    }
+
+    /** Whether this kernel honours FUSE_EXPIRE_ONLY (Linux 6.2). */
+    static boolean kernelExpiresOnly() {
+        return expiresOnly(System.getProperty("os.version", ""));
+    }
+
+    /** Whether a kernel of release {@code release} ({@code uname -r}) honours FUSE_EXPIRE_ONLY. */
+    static boolean expiresOnly(String release) {
+        Matcher m = RELEASE.matcher(release);
+        if (!m.matches()) {
+            return false;
+        }
+        int major = Integer.parseInt(m.group(1));
+        int minor = Integer.parseInt(m.group(2));
+        return major > 6 || major == 6 && minor >= 2;
+    }
+
+    /** The timeouts {@code --kernel-cache SECONDS} gives, as mount options (the user's own, later, win). */
+    static String timeoutOptions(int seconds) {
+        return "entry_timeout=" + seconds + ",attr_timeout=" + seconds + ",negative_timeout=" + seconds;
     }
 
     /**
      * {@link #create}, with the kernel keeping names, attributes, missing names and listings for
-     * {@code kernelCacheSeconds} (0: libfuse's defaults), kept true to the store by {@link KernelEntries}.
+     * {@code kernelCacheSeconds} (0: 1 s, nothing missing) kept true to the store by following its
+     * changes, and listings that carry attributes when {@code readdirplus}.
      */
     public static FuseDaemon create(Path mountpoint, Router router, CallerResolver callers, List<String> options,
-                                    long mountUid, long mountGid, int kernelCacheSeconds) {
-        return create(mountpoint, router, callers, options, mountUid, mountGid, kernelCacheSeconds, true);
-    }
-
-    /** {@link #create}, with listings that carry attributes ({@link DirectoryPlus}) when {@code readdirplus}. */
-    public static FuseDaemon create(Path mountpoint, Router router, CallerResolver callers, List<String> options,
                                     long mountUid, long mountGid, int kernelCacheSeconds, boolean readdirplus) {
-        ChibiFuse fs = new ChibiFuse(router, callers, mountUid, mountGid);
         List<String> all = new ArrayList<>();
-        if (kernelCacheSeconds > 0) {
-            if (fs.followStore()) {
-                // changes to the store reach the kernel as invalidations, so it may cache names for long;
-                // first, so that the user's own timeouts (later in the list) win
-                all.add(KernelEntries.timeoutOptions(kernelCacheSeconds));
-            } else {
-                LOG.warn("--kernel-cache: the store's changes cannot be followed here; keeping libfuse's 1 s timeouts");
-            }
+        boolean follow = kernelCacheSeconds > 0;
+        if (follow) {
+            // first, so that the user's own timeouts (later in the list) win
+            all.add(timeoutOptions(kernelCacheSeconds));
         }
         all.addAll(options);
-        return new FuseDaemon(mountpoint, fs, List.copyOf(all), readdirplus);
+        MountSpec spec = MountSpec.parse(all);
+        FuseFileSystem fs = new FuseFileSystem(router, callers, mountUid, mountGid,
+                FuseFileSystem.Timeouts.of(spec.entryTimeout(), spec.attrTimeout(), spec.negativeTimeout()),
+                readdirplus);
+        return new FuseDaemon(mountpoint, fs, spec, List.copyOf(all), follow);
     }
 
-
-    /** The options the mount gets: the timeouts of {@link KernelEntries} where the store is followed, then those asked for. */
+    /** The options the mount gets: the timeouts of the kernel cache where the store is followed, then those asked for. */
     public List<String> options() {
         return options;
+    }
+
+    /** What the daemon served so far. */
+    public RequestStats stats() {
+        return stats;
+    }
+
+    /** How the kernel and the daemon settled INIT, for {@code status}: null before the kernel's INIT. */
+    public String negotiated() {
+        FuseSession s = session;
+        FuseSession.Negotiated n = s == null ? null : s.negotiated();
+        if (n == null) {
+            return null;
+        }
+        return "FUSE 7." + n.kernelMinor() + " (kernel offers 0x" + Long.toHexString(n.offered()) + ")"
+                + ", max_write " + n.maxWrite()
+                + (n.has(FuseProtocol.DO_READDIRPLUS) ? ", readdirplus" : "")
+                + (n.has(FuseProtocol.PASSTHROUGH) ? ", passthrough" : ", served reads and writes");
     }
 
     /**
@@ -129,32 +133,38 @@ public final class FuseDaemon {
      * @throws MountException with one clear line when the mount does not come up within {@code timeout}
      */
     public void start(Duration timeout) throws MountException {
-        String[] args = {"-o", String.join(",", options)};
-        // no jnr-fuse mount(): it runs libfuse's own loop, and registers an exit hook we do not want
-        Thread t = new Thread(() -> {
-            try {
-                loop.complete(new FuseLoop(mountpoint, fs.operations(), fs.kernelInodes(), fs.kernelEntries(), directoryPlus)
-                        .run(fs.getFSName(), args));
-            } catch (Throwable e) {
-                loop.complete(1);
-                LOG.error("FUSE loop ended with an error", e);
-            } finally {
-                fs.kernelEntries().close();
+        if (followStore) {
+            StoreFollower f = ChangeFollower.start(fs, spec);
+            if (f == StoreFollower.NONE) {
+                LOG.warn("--kernel-cache: the store's changes cannot be followed here; keeping 1 s timeouts");
+                fs.follow(StoreFollower.NONE);
             }
-        }, "chibifs-fuse-loop");
-        t.setDaemon(true);
-        t.start();
+            follower = f;
+        }
+        try {
+            device = FuseMount.mount(mountpoint, spec);
+        } catch (IOException e) {
+            follower.close();
+            throw new MountException(e.getMessage());
+        }
+        FuseSession s = new FuseSession(device, fs, new FuseSession.Settings(spec.maxWrite(),
+                FuseSession.Settings.DEFAULT_WORKERS, fs.readdirplus(), false, spec.debug()), stats);
+        session = s;
+        if (follower instanceof ChangeFollower cf) {
+            cf.notifyThrough(device, s);
+        }
+        s.start();
         Instant deadline = Instant.now().plus(timeout);
         while (Instant.now().isBefore(deadline)) {
-            if (loop.isDone()) {
-                throw new MountException("libfuse could not mount " + mountpoint + " (its reason is on the line above)");
+            if (s.ended().isDone()) {
+                throw new MountException("the kernel refused the FUSE session at " + mountpoint + " (the reason is logged above)");
             }
             if (answers(mountpoint)) {
                 return;
             }
-            sleep(20);
+            sleep(5);
         }
-        Fusermount.unmount(mountpoint, true);
+        FuseMount.unmount(mountpoint, true);
         throw new MountException("the mount at " + mountpoint + " did not answer within " + timeout.toSeconds() + " s");
     }
 
@@ -197,36 +207,46 @@ public final class FuseDaemon {
         }
     }
 
-    /** Blocks until the FUSE loop ends (unmounted by anyone). */
+    /** Blocks until the session ends (unmounted by anyone). */
     public void awaitUnmounted() {
-        loop.join();
+        FuseSession s = session;
+        if (s != null) {
+            s.ended().join();
+        }
     }
 
     /**
-     * Unmounts lazily (so a busy mount still detaches) and waits up to {@code wait} for the loop to
-     * end; then closes every handle still open. Returns true when the loop ended in time.
+     * Unmounts lazily (so a busy mount still detaches) and waits up to {@code wait} for the session
+     * to end; then closes every handle still open. Returns true when the session ended in time.
      */
     public boolean unmount(Duration wait) {
-        if (!loop.isDone()) {
-            Fusermount.Result r = Fusermount.unmount(mountpoint, true);
-            if (!r.ok() && !r.message().isEmpty() && !loop.isDone()) {
-                LOG.warn("fusermount: {}", r.message());
+        FuseSession s = session;
+        if (s != null && !s.ended().isDone()) {
+            Fusermount.Result r = FuseMount.unmount(mountpoint, true);
+            if (!r.ok() && !r.message().isEmpty() && !s.ended().isDone()) {
+                LOG.warn("unmount: {}", r.message());
             }
         }
         boolean ended;
         try {
-            loop.get(wait.toMillis(), TimeUnit.MILLISECONDS);
+            if (s != null) {
+                s.ended().get(wait.toMillis(), TimeUnit.MILLISECONDS);
+            }
             ended = true;
         } catch (Exception e) {
             ended = false;
         }
-        int open = fs.openFiles().closeAll();
+        follower.close();
+        int open = fs.closeAll();
         if (open > 0) {
             LOG.info("closed {} file(s) still open at unmount", open);
         }
+        FuseDevice d = device;
+        if (d != null) {
+            d.close();
+        }
         return ended;
     }
-
 
     private static void sleep(long ms) {
         try {
@@ -242,7 +262,7 @@ public final class FuseDaemon {
                 || daemonAnswers(mountpoint)) {
             return false;
         }
-        Fusermount.Result r = Fusermount.unmount(mountpoint, true);
+        Fusermount.Result r = FuseMount.unmount(mountpoint, true);
         if (!r.ok()) {
             throw new IOException("cannot clear the stale mount at " + mountpoint + ": " + r.message());
         }

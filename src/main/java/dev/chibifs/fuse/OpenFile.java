@@ -6,7 +6,7 @@ import dev.chibifs.store.FileHandle;
 /**
  * One entry of the open-file table. The caller is resolved at open/create and kept here,
  * because FUSE does not fill in the requester for release, and the kernel may send writes
- * from another context (writeback).
+ * from another context (writeback). The node is the kernel inode the file was opened through.
  */
-record OpenFile(FileHandle handle, Caller caller, boolean writable) {
+record OpenFile(FileHandle handle, Caller caller, boolean writable, NodeTable.Node node) {
 }

@@ -15,8 +15,6 @@ final class OpenFileTable {
     // never 0: some kernels and tools treat fh == 0 as "no handle"
     private final AtomicLong next = new AtomicLong(1);
     private final ConcurrentMap<Long, OpenFile> files = new ConcurrentHashMap<>();
-    // unlinked files that are still open, by the .fuse_hidden name libfuse gave them (see ChibiFuse#hide)
-    private final ConcurrentMap<String, FileHandle> hidden = new ConcurrentHashMap<>();
 
     long add(OpenFile file) {
         long id = next.getAndIncrement();
@@ -32,38 +30,18 @@ final class OpenFileTable {
         return files.remove(id);
     }
 
-
-    void hide(String name, FileHandle handle) {
-        hidden.put(name, handle);
-    }
-
-    FileHandle hidden(String name) {
-        return hidden.get(name);
-    }
-
-    FileHandle unhide(String name) {
-        return hidden.remove(name);
-    }
-
-    /**
-     * Whether store inode {@code inode} is open under a hidden name: its name was unlinked while
-     * open, so the kernel keeps one inode for the handles and gets another for any name the file
-     * still or again has, though the store counts one link.
-     */
-    boolean hiddenOpen(long inode) {
-        if (hidden.isEmpty()) {
-            return false;
-        }
-        for (FileHandle h : hidden.values()) {
-            try {
-                if (h.inode() == inode) {
-                    return true;
-                }
-            } catch (IOException closed) {
-                // closed meanwhile: not open
+    /** Any open file of {@code node}: fstat of a file whose every name is gone answers from it. */
+    OpenFile anyOf(NodeTable.Node node) {
+        for (OpenFile f : files.values()) {
+            if (f.node() == node) {
+                return f;
             }
         }
-        return false;
+        return null;
+    }
+
+    int size() {
+        return files.size();
     }
 
     /** Closes every handle still open (unmount with files open); returns how many there were. */
@@ -71,8 +49,6 @@ final class OpenFileTable {
         List<FileHandle> left = new ArrayList<>();
         files.values().forEach(f -> left.add(f.handle()));
         files.clear();
-        left.addAll(hidden.values());
-        hidden.clear();
         for (FileHandle h : left) {
             try {
                 h.close();

@@ -2,32 +2,51 @@ package dev.chibifs.router;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
+import dev.chibifs.policy.Membership;
+import dev.chibifs.policy.Zone;
+import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.store.ChangeFeed;
 import dev.chibifs.store.ChangeListener;
 import dev.chibifs.store.Entry;
+import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.Precondition;
+import dev.chibifs.store.ReadOnlyStore;
+import dev.chibifs.store.ReadOnlyStoreException;
+import dev.chibifs.store.OperationNotPermittedException;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
 
 import java.io.IOException;
-import java.nio.file.FileSystemException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.attribute.FileTime;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Deque;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The one way into storage: checks the zone policy for the caller before every operation, then
  * hands the operation to the storage mounted at the longest matching prefix (with that prefix
  * stripped). Every front end (the FUSE adapter, the command line, the tool cache) goes through
  * here, so they all enforce the same policy with the same messages.
+ *
+ * <p>A store mounted at a prefix shows in its parent's listings (whether or not the parent
+ * store has a directory of that name), cannot be removed or renamed (EBUSY), and nothing is
+ * renamed or linked across two stores ({@link CrossStoreException}, EXDEV).
  */
 public final class Router {
 
@@ -38,11 +57,28 @@ public final class Router {
     public record Target(Storage storage, VfsPath path) {
     }
 
+    private static final Logger LOG = LoggerFactory.getLogger(Router.class);
+
     // sorted longest prefix first; immutable after construction, so lookups need no lock
     private final List<Mount> mounts;
+    /** Which symbolic link targets may be made or moved (mount --symlinks). */
+    private final SymlinkRule symlinks;
+    // the names of the mount points directly in each directory that has some
+    private final Map<VfsPath, List<String>> mountPointsIn;
+    private final Membership membership;
 
-    private Router(List<Mount> mounts) {
+    private Router(List<Mount> mounts, Membership membership, SymlinkRule symlinks) {
         this.mounts = mounts;
+        Map<VfsPath, List<String>> in = new HashMap<>();
+        for (Mount m : mounts) {
+            if (!m.prefix().isRoot()) {
+                in.computeIfAbsent(m.prefix().parent(), k -> new ArrayList<>()).add(m.prefix().fileName());
+            }
+        }
+        in.replaceAll((k, v) -> List.copyOf(v));
+        this.mountPointsIn = Map.copyOf(in);
+        this.membership = membership;
+        this.symlinks = symlinks;
     }
 
     /** A router with one storage at {@code /}. */
@@ -58,6 +94,8 @@ public final class Router {
     /** Collects prefix mounts before the router is built. */
     public static final class Builder {
         private final List<Mount> mounts = new ArrayList<>();
+        private Supplier<Optional<String>> siteId;
+        private SymlinkRule symlinks = SymlinkRule.ZONE;
 
         private Builder(Storage root) {
             mounts.add(new Mount(VfsPath.root(), root));
@@ -70,15 +108,41 @@ public final class Router {
             return this;
         }
 
+        /**
+         * Grants flock writes by chibi's registry ({@code /flocks/registry.json}, read fresh from
+         * the store serving it) for contexts of the site {@code siteId} names when asked. Without
+         * this, nobody is a member of any flock.
+         */
+        public Builder flocks(Supplier<Optional<String>> siteId) {
+            this.siteId = siteId;
+            return this;
+        }
+
+        /** Which symbolic link targets may be made or moved; {@link SymlinkRule#ZONE} unless set. */
+        public Builder symlinks(SymlinkRule rule) {
+            this.symlinks = java.util.Objects.requireNonNull(rule);
+            return this;
+        }
+
         public Router build() {
             List<Mount> sorted = new ArrayList<>(mounts);
             sorted.sort(Comparator.comparingInt((Mount m) -> m.prefix().depth()).reversed());
-            return new Router(List.copyOf(sorted));
+            List<Mount> frozen = List.copyOf(sorted);
+            Membership members = Membership.NONE;
+            if (siteId != null) {
+                Target t = resolve(frozen, VfsPath.of(Zone.FLOCK_REGISTRY_PATH));
+                members = new RegistryMembership(t.storage(), t.path(), siteId);
+            }
+            return new Router(frozen, members, symlinks);
         }
     }
 
     /** The storage and inner path that serve {@code path}. */
     public Target resolve(VfsPath path) {
+        return resolve(mounts, path);
+    }
+
+    private static Target resolve(List<Mount> mounts, VfsPath path) {
         // by index: an iterator per request was garbage the JIT did not always remove
         for (int i = 0; i < mounts.size(); i++) {
             Mount m = mounts.get(i);
@@ -96,24 +160,68 @@ public final class Router {
     private Target sameStorage(VfsPath a, VfsPath b, Target ta) throws IOException {
         Target tb = resolve(b);
         if (ta.storage() != tb.storage()) {
-            throw new FileSystemException(a.toString(), b.toString(), "Invalid cross-device link");
+            throw new CrossStoreException(a.toString(), b.toString());
         }
         return tb;
     }
 
+    /** True when a store other than the root's is mounted at {@code path}. */
+    public boolean isMountPoint(VfsPath path) {
+        if (path.isRoot()) {
+            return false;
+        }
+        List<String> names = mountPointsIn.get(path.parent());
+        return names != null && names.contains(path.fileName());
+    }
+
+    /** Every prefix a store is mounted at, longest first, {@code /} last. */
+    public List<VfsPath> prefixes() {
+        List<VfsPath> out = new ArrayList<>();
+        mounts.forEach(m -> out.add(m.prefix()));
+        return out;
+    }
+
+    /**
+     * Where a change of {@code path} lands; a store that cannot write is refused here, with the
+     * namespace path, before it is asked.
+     */
+    private Target writable(VfsPath path) throws ReadOnlyStoreException {
+        Target t = resolve(path);
+        if (t.storage() instanceof ReadOnlyStore) {
+            throw new ReadOnlyStoreException(path.toString(), ((ReadOnlyStore) t.storage()).storeName());
+        }
+        return t;
+    }
+
     // ---- policy checks ----
+
+    /** Flock membership as this router reads it (fresh from chibi's registry when configured). */
+    public Membership membership() {
+        return membership;
+    }
+
+    /** Whether {@code caller} may write {@code path}: {@code access(W_OK)} and the modes a mount shows. */
+    public boolean mayWrite(Caller caller, VfsPath path) {
+        return ZonePolicy.mayWrite(caller, path, membership);
+    }
 
     /** Throws {@link PolicyDeniedException} unless {@code caller} may write {@code path}. */
     public void checkWrite(Caller caller, VfsPath path) throws PolicyDeniedException {
-        if (!ZonePolicy.mayWrite(caller, path)) {
-            throw new PolicyDeniedException(path.toString(), ZonePolicy.denial(caller, path));
+        if (!ZonePolicy.mayWrite(caller, path, membership)) {
+            throw new PolicyDeniedException(path.toString(), ZonePolicy.denial(caller, path, membership));
         }
     }
 
-    /** Throws {@link PolicyDeniedException} unless {@code caller} may remove or rename away {@code path}. */
-    public void checkRemove(Caller caller, VfsPath path) throws PolicyDeniedException {
-        if (!ZonePolicy.mayRemove(caller, path)) {
-            throw new PolicyDeniedException(path.toString(), ZonePolicy.denial(caller, path));
+    /**
+     * Throws {@link PolicyDeniedException} unless {@code caller} may remove or rename away
+     * {@code path}, and {@link MountPointBusyException} for a store's mount point.
+     */
+    public void checkRemove(Caller caller, VfsPath path) throws IOException {
+        if (!ZonePolicy.mayRemove(caller, path, membership)) {
+            throw new PolicyDeniedException(path.toString(), ZonePolicy.denial(caller, path, membership));
+        }
+        if (isMountPoint(path)) {
+            throw new MountPointBusyException(path.toString());
         }
     }
 
@@ -126,13 +234,44 @@ public final class Router {
 
     public List<Entry> list(Caller caller, VfsPath path) throws IOException {
         Target t = resolve(path);
-        return t.storage().list(t.path());
+        List<String> points = mountPointsIn.get(path);
+        if (points == null) {
+            return t.storage().list(t.path());
+        }
+        List<Entry> out = new ArrayList<>();
+        for (Entry e : t.storage().list(t.path())) {
+            if (!points.contains(e.name())) {
+                out.add(e);
+            }
+        }
+        points.forEach(n -> out.add(new Entry(n, EntryKind.DIRECTORY)));
+        out.sort(Comparator.comparing(Entry::name));
+        return out;
     }
 
     /** {@link #list} one at a time, in the directory's own order, without a list (readdir). */
     public void forEachEntry(Caller caller, VfsPath path, EntrySink sink) throws IOException {
         Target t = resolve(path);
-        t.storage().forEachEntry(t.path(), sink);
+        List<String> points = mountPointsIn.get(path);
+        if (points == null) {
+            t.storage().forEachEntry(t.path(), sink);
+            return;
+        }
+        // the parent store's own entry of a mount point's name is hidden by the mount, as in a kernel
+        List<byte[]> hidden = new ArrayList<>();
+        points.forEach(n -> hidden.add(n.getBytes(StandardCharsets.UTF_8)));
+        boolean[] more = {true};
+        t.storage().forEachEntry(t.path(), (name, offset, length, kind) -> {
+            for (byte[] h : hidden) {
+                if (h.length == length && java.util.Arrays.equals(h, 0, length, name, offset, offset + length)) {
+                    return true;
+                }
+            }
+            return more[0] = sink.accept(name, offset, length, kind);
+        });
+        for (int i = 0; i < hidden.size() && more[0]; i++) {
+            more[0] = sink.accept(hidden.get(i), 0, hidden.get(i).length, EntryKind.DIRECTORY);
+        }
     }
 
     public boolean exists(Caller caller, VfsPath path) throws IOException {
@@ -142,7 +281,103 @@ public final class Router {
 
     public Metadata metadata(Caller caller, VfsPath path) throws IOException {
         Target t = resolve(path);
-        return t.storage().metadata(t.path());
+        Metadata m = t.storage().metadata(t.path());
+        long tag = tagOf(t.storage());
+        return tag == 0 ? m : tagged(m, tag);
+    }
+
+    // ---- inode numbers: each store counts its own, so those of every store but the root's carry its tag ----
+
+    /** Bits of a store's own inode numbers kept; the store's tag goes above them. */
+    private static final long INODE_BITS = 0x00ff_ffff_ffff_ffffL;
+
+    /**
+     * 0 for the root store, whose inode numbers pass unchanged; otherwise the store's index in
+     * the top byte, so no two stores' files share an inode number (tar, cp -a and find take
+     * equal numbers on one file system for one file).
+     */
+    private long tagOf(Storage storage) {
+        int last = mounts.size() - 1;
+        if (mounts.get(last).storage() == storage) {
+            return 0;
+        }
+        for (int i = 0; i < last; i++) {
+            if (mounts.get(i).storage() == storage) {
+                return (long) (i + 1) << 56;
+            }
+        }
+        return 0;
+    }
+
+    private static Metadata tagged(Metadata m, long tag) {
+        if (m == null) {
+            return null;
+        }
+        return new Metadata(m.kind(), m.size(), m.created(), m.modified(), m.accessed(), m.changed(), m.links(),
+                m.mode(), (m.inode() & INODE_BITS) | tag);
+    }
+
+    /** A handle of a store whose inode numbers carry a tag. */
+    private record TaggedHandle(FileHandle h, long tag) implements FileHandle {
+        @Override
+        public int read(java.nio.ByteBuffer dst, long position) throws IOException {
+            return h.read(dst, position);
+        }
+
+        @Override
+        public int write(java.nio.ByteBuffer src, long position) throws IOException {
+            return h.write(src, position);
+        }
+
+        @Override
+        public void truncate(long size) throws IOException {
+            h.truncate(size);
+        }
+
+        @Override
+        public void allocate(int mode, long offset, long length) throws IOException {
+            h.allocate(mode, offset, length);
+        }
+
+        @Override
+        public void sync(boolean metadata) throws IOException {
+            h.sync(metadata);
+        }
+
+        @Override
+        public long inode() throws IOException {
+            return (h.inode() & INODE_BITS) | tag;
+        }
+
+        @Override
+        public Metadata opened() {
+            return tagged(h.opened(), tag);
+        }
+
+        @Override
+        public Metadata metadata() throws IOException {
+            return tagged(h.metadata(), tag);
+        }
+
+        @Override
+        public long size() throws IOException {
+            return h.size();
+        }
+
+        @Override
+        public void setTimes(FileTime accessed, FileTime modified) throws IOException {
+            h.setTimes(accessed, modified);
+        }
+
+        @Override
+        public void setExecutable(int mode) throws IOException {
+            h.setExecutable(mode);
+        }
+
+        @Override
+        public void close() throws IOException {
+            h.close();
+        }
     }
 
     public String readLink(Caller caller, VfsPath path) throws IOException {
@@ -158,13 +393,13 @@ public final class Router {
 
     public void write(Caller caller, VfsPath path, byte[] data) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().write(t.path(), data);
     }
 
     public void append(Caller caller, VfsPath path, byte[] data) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().append(t.path(), data);
     }
 
@@ -189,13 +424,16 @@ public final class Router {
 
     public void delete(Caller caller, VfsPath path) throws IOException {
         checkRemove(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().delete(t.path());
     }
 
     public void mkdir(Caller caller, VfsPath path) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        if (isMountPoint(path)) {
+            return; // the mounted store's root is a directory already
+        }
+        Target t = writable(path);
         t.storage().mkdir(t.path());
     }
 
@@ -203,7 +441,7 @@ public final class Router {
     public void copy(Caller caller, VfsPath src, VfsPath dst) throws IOException {
         checkWrite(caller, dst);
         Target ts = resolve(src);
-        Target td = resolve(dst);
+        Target td = writable(dst);
         if (ts.storage() == td.storage()) {
             ts.storage().copy(ts.path(), td.path());
         } else {
@@ -211,13 +449,79 @@ public final class Router {
         }
     }
 
-    /** Renames: write on both names, and neither may be a zone root. */
+    /**
+     * Renames: write on both names, and neither may be a zone root. A symbolic link moved, or one
+     * inside a moved directory, must keep its target inside its (new) zone, else EXDEV: mv then
+     * copies, recreating link by link through {@link #symlink}, where the rule refuses only the
+     * links that would leave (EPERM, naming each), and the source stays for what did not copy.
+     */
     public void rename(Caller caller, VfsPath src, VfsPath dst) throws IOException {
         checkRemove(caller, src);
         checkRemove(caller, dst);
-        Target ts = resolve(src);
+        Target ts = writable(src);
         Target td = sameStorage(src, dst, ts);
+        writable(dst);
+        checkLinksCarried(ts, src, dst);
         ts.storage().rename(ts.path(), td.path());
+    }
+
+    /**
+     * Refuses (EXDEV) a move of {@code src} to {@code dst} that would put a symbolic link where its
+     * target leaves the zone: the link itself, or any link in a moved directory, walked whole.
+     *
+     * <p>A link's target is judged from the link's directory, so only the depth of that directory
+     * below its zone root matters: a move that stays in the same (non-root) zone and goes no
+     * shallower cannot make any target leave, and is not walked (zones do not nest below a zone
+     * root other than {@code /}, as in chibi). Any other move of a directory is walked: cross-zone
+     * moves are rare and correctness beats speed there. A link planted between this walk and the
+     * rename is not seen: closing that would need every writer of the store to take one lock.
+     */
+    private void checkLinksCarried(Target ts, VfsPath src, VfsPath dst) throws IOException {
+        if (symlinks == SymlinkRule.ANY || src.equals(dst)) {
+            return;
+        }
+        Metadata m = ts.storage().metadata(ts.path());
+        if (m.kind() == EntryKind.SYMLINK) {
+            checkCarried(src, dst, ts.storage().readLink(ts.path()));
+            return;
+        }
+        VfsPath zone = ZonePolicy.zoneRoot(src);
+        if (!m.isDirectory() || (!zone.isRoot() && zone.equals(ZonePolicy.zoneRoot(dst)) && dst.depth() >= src.depth())) {
+            return;
+        }
+        // depth first with a stack of our own: a deep tree must not overflow the thread's
+        Deque<VfsPath> todo = new ArrayDeque<>();
+        todo.push(VfsPath.root());
+        while (!todo.isEmpty()) {
+            VfsPath rel = todo.pop();
+            VfsPath inner = join(ts.path(), rel);
+            for (Entry e : ts.storage().list(inner)) {
+                if (e.kind() == EntryKind.DIRECTORY) {
+                    todo.push(rel.child(e.name()));
+                } else if (e.kind() == EntryKind.SYMLINK) {
+                    checkCarried(join(src, rel).child(e.name()), join(dst, rel).child(e.name()),
+                            ts.storage().readLink(inner.child(e.name())));
+                }
+            }
+        }
+    }
+
+    /** {@code base} with the relative path {@code rel} (given as a path from the root) below it. */
+    private static VfsPath join(VfsPath base, VfsPath rel) {
+        VfsPath p = base;
+        for (String s : rel.segments()) {
+            p = p.child(s);
+        }
+        return p;
+    }
+
+    private void checkCarried(VfsPath from, VfsPath to, String target) throws IOException {
+        String why = symlinks.carryRefusal(to, target);
+        if (why != null) {
+            LOG.debug("rename would move symbolic link {} -> {} to {}: refused (EXDEV): {}", from, target, to, why);
+            throw new CrossDeviceException(from.toString(), to.toString(), "moving the symbolic link '" + from
+                    + "' -> '" + target + "' to '" + to + "' is refused (--symlinks " + symlinks.option() + "): " + why);
+        }
     }
 
     /**
@@ -228,67 +532,125 @@ public final class Router {
         if (flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND) || flags.contains(OpenFlag.CREATE)
                 || flags.contains(OpenFlag.CREATE_NEW) || flags.contains(OpenFlag.TRUNCATE)) {
             checkWrite(caller, path);
+            writable(path);
         }
         Target t = resolve(path);
-        return t.storage().open(t.path(), flags, createMode);
+        FileHandle h = t.storage().open(t.path(), flags, createMode);
+        long tag = tagOf(t.storage());
+        return tag == 0 ? h : new TaggedHandle(h, tag);
     }
 
     public void truncate(Caller caller, VfsPath path, long size) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().truncate(t.path(), size);
     }
 
     public void createDirectory(Caller caller, VfsPath path) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().createDirectory(t.path());
     }
 
     public void removeFile(Caller caller, VfsPath path) throws IOException {
         checkRemove(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().removeFile(t.path());
     }
 
     public void removeDirectory(Caller caller, VfsPath path) throws IOException {
         checkRemove(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().removeDirectory(t.path());
     }
 
     public void setTimes(Caller caller, VfsPath path, FileTime accessed, FileTime modified) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().setTimes(t.path(), accessed, modified);
     }
 
     /** chmod: allowed where the caller may write; only the execute bits reach the store, and they grant nothing. */
     public void chmod(Caller caller, VfsPath path, int mode) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().setExecutable(t.path(), mode);
     }
 
     /** chown: allowed where the caller may write, and changes nothing (path is policy, owners grant nothing). */
     public void chown(Caller caller, VfsPath path) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().metadata(t.path());
     }
 
-    /** Hard link, only inside one zone, so no file gets a writable name in a zone that protects it. */
+    /**
+     * Hard link, only inside one zone, so no file gets a writable name in a zone that protects it.
+     * A hard link of a symbolic link is a link in another directory, judged there as a rename is
+     * (EPERM, as symlink: nothing would copy it instead).
+     */
     public void link(Caller caller, VfsPath existing, VfsPath newName) throws IOException {
-        if (!ZonePolicy.mayLink(caller, existing, newName)) {
-            VfsPath denied = ZonePolicy.mayWrite(caller, newName) ? existing : newName;
-            String reason = ZonePolicy.mayWrite(caller, existing) && ZonePolicy.mayWrite(caller, newName)
+        if (!ZonePolicy.mayLink(caller, existing, newName, membership)) {
+            VfsPath denied = mayWrite(caller, newName) ? existing : newName;
+            String reason = mayWrite(caller, existing) && mayWrite(caller, newName)
                     ? "hard links cannot cross zones ('" + existing + "' -> '" + newName + "')"
-                    : ZonePolicy.denial(caller, denied);
+                    : ZonePolicy.denial(caller, denied, membership);
             throw new PolicyDeniedException(newName.toString(), reason);
         }
-        Target te = resolve(existing);
+        Target te = writable(existing);
         Target tn = sameStorage(existing, newName, te);
+        if (symlinks != SymlinkRule.ANY && te.storage().metadata(te.path()).kind() == EntryKind.SYMLINK) {
+            String target = te.storage().readLink(te.path());
+            String why = symlinks.carryRefusal(newName, target);
+            if (why != null) {
+                throw denied(newName, target, why);
+            }
+        }
         te.storage().link(te.path(), tn.path());
+    }
+
+    /** The rule that judges symbolic link targets here. */
+    public SymlinkRule symlinkRule() {
+        return symlinks;
+    }
+
+    /**
+     * symlink(2): a write of {@code link} in its zone (EACCES where the caller may not write), then
+     * the link rule on {@code target} (EPERM, {@link SymlinkDeniedException}, with one debug line).
+     * The target is stored as text; nothing here or in the store follows it.
+     */
+    public void symlink(Caller caller, VfsPath link, String target) throws IOException {
+        checkWrite(caller, link);
+        String why = symlinks.refusal(link, target);
+        if (why != null) {
+            throw denied(link, target, why);
+        }
+        Target t = resolve(link);
+        t.storage().createSymlink(t.path(), target);
+    }
+
+    private SymlinkDeniedException denied(VfsPath link, String target, String why) {
+        LOG.debug("symbolic link {} -> {}: refused (--symlinks {}): {}", link, target, symlinks.option(), why);
+        return new SymlinkDeniedException(link.toString(), "symbolic link '" + link + "' -> '" + target
+                + "' refused (--symlinks " + symlinks.option() + "): " + why);
+    }
+
+    /**
+     * mknod(2): a write of {@code path} (EACCES where the caller may not write). Fifos and sockets
+     * are names the store keeps (the kernel serves a fifo's data itself; the daemon never opens one);
+     * a FILE is an empty regular file; device nodes, and anything else, are refused (EPERM): a device
+     * node in a shared tree is a way out of every sandbox.
+     */
+    public void mknod(Caller caller, VfsPath path, EntryKind kind, int mode) throws IOException {
+        checkWrite(caller, path);
+        Target t = resolve(path);
+        switch (kind) {
+            case FIFO, SOCKET -> t.storage().createNode(t.path(), kind, mode);
+            case FILE -> t.storage().open(t.path(), Set.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), mode).close();
+            default -> throw new OperationNotPermittedException(path.toString(),
+                    "only files, fifos and sockets can be made with mknod: device nodes are refused,"
+                            + " a device node in a shared tree is a way out of every sandbox");
+        }
     }
 
     /**
@@ -305,9 +667,11 @@ public final class Router {
             feeds.add(mounts.get(i).storage().changes(new KeyedListener(listener, (long) i << 32)));
         }
         return new ChangeFeed() {
+            // the root store decides: a directory of a store that cannot be followed (memory, a
+            // view) fails its follow and keeps brief kernel timeouts, the rest keeps the long ones
             @Override
             public boolean active() {
-                return feeds.stream().allMatch(ChangeFeed::active);
+                return feeds.get(feeds.size() - 1).active();
             }
 
             @Override
@@ -358,16 +722,28 @@ public final class Router {
     }
 
     /**
-     * Creates the zone roots ({@code /shared}, {@code /home}, {@code /sys}, {@code /sys/tool_cache})
-     * and the home of every named context, as SYSTEM.
+     * Creates the zone roots ({@code /shared}, {@code /home}, {@code /sys}, {@code /sys/tool_cache},
+     * and chibi 0.10's {@code /site}, {@code /flocks}, {@code /tools}, {@code /tools/shared}), the
+     * home of every named context, and the parents of every store's mount point, as SYSTEM; what
+     * exists already is left alone, so a read-only store at one of them is no failure.
      */
     public void createNamespace(Collection<String> contexts) throws IOException {
-        List<String> dirs = new ArrayList<>(List.of("/shared", "/home", "/sys", "/sys/tool_cache"));
+        List<String> dirs = new ArrayList<>(List.of("/shared", "/home", "/sys", "/sys/tool_cache",
+                "/site", "/flocks", "/tools", "/tools/shared"));
         for (String c : contexts) {
             dirs.add("/home/" + Caller.context(c).name());
         }
+        for (Mount m : mounts) {
+            for (VfsPath p = m.prefix().parent(); p != null && !p.isRoot(); p = p.parent()) {
+                dirs.add(p.toString());
+            }
+        }
+        dirs.sort(Comparator.comparingInt(String::length));
         for (String d : dirs) {
-            mkdir(Caller.SYSTEM, VfsPath.of(d));
+            VfsPath p = VfsPath.of(d);
+            if (!exists(Caller.SYSTEM, p) && ZonePolicy.mayWrite(Caller.SYSTEM, p, membership)) {
+                mkdir(Caller.SYSTEM, p);
+            }
         }
     }
 }

@@ -60,4 +60,14 @@ public interface FileHandle extends Closeable {
 
     /** fchmod of the execute bits only, as {@link Storage#setExecutable} (a mode that changes none is no change). */
     void setExecutable(int mode) throws IOException;
+
+    /**
+     * The locks on this handle's file, taken through this handle ({@link FileLocks}): every handle of
+     * the same file sees the same locks. Closing the handle removes every lock taken through it (the
+     * record locks of each owner that locked through it, and its flock locks). A store that keeps no
+     * locks throws {@link LocksUnavailableException} (ENOLCK).
+     */
+    default FileLocks locks() throws IOException {
+        throw new LocksUnavailableException("this store keeps no locks");
+    }
 }

@@ -78,6 +78,15 @@ final class Libc {
         int poll(Pointer fds, long nfds, int timeout);
 
         String strerror(int errnum);
+
+        int symlinkat(@In byte[] target, int dirfd, @In byte[] linkpath);
+
+        int mknodat(int dirfd, @In byte[] path, int mode, long dev);
+
+        /** fcntl(2) with a struct flock argument (the lock commands); variadic in C, a pointer in its one register here. */
+        int fcntl(int fd, int cmd, Pointer lock);
+
+        int flock(int fd, int operation);
     }
 
     static final int AT_FDCWD = -100;
@@ -99,6 +108,8 @@ final class Libc {
     static final int S_IFREG = 0100000;
     static final int S_IFDIR = 0040000;
     static final int S_IFLNK = 0120000;
+    static final int S_IFIFO = 0010000;
+    static final int S_IFSOCK = 0140000;
 
     private static final int AT_SYMLINK_NOFOLLOW = 0x100;
     private static final int AT_REMOVEDIR = 0x200;
@@ -110,11 +121,13 @@ final class Libc {
     private static final long RESOLVE_BENEATH = 0x08;
     private static final long UTIME_OMIT = (1L << 30) - 2;
 
+    static final int EPERM = 1;
     static final int ENOENT = 2;
     static final int EINTR = 4;
     static final int ENXIO = 6;
     static final int EEXIST = 17;
     static final int EAGAIN = 11;
+    static final int EACCES = 13;
     static final int ENOSYS = 38;
     static final int ELOOP = 40;
 
@@ -401,6 +414,8 @@ final class Libc {
             case S_IFREG -> EntryKind.FILE;
             case S_IFDIR -> EntryKind.DIRECTORY;
             case S_IFLNK -> EntryKind.SYMLINK;
+            case S_IFIFO -> EntryKind.FIFO;
+            case S_IFSOCK -> EntryKind.SOCKET;
             default -> EntryKind.OTHER;
         };
         return new Metadata(kind, buf.getLong(40), time(buf, 80), time(buf, 112), time(buf, 64), time(buf, 96),
@@ -606,12 +621,132 @@ final class Libc {
         return false;
     }
 
+    /** symlink(2) of {@code name} in {@code dirfd} with the text {@code target}, which is stored as it is and never resolved here. */
+    static void symlinkat(String target, int dirfd, String name, VfsPath path) throws IOException {
+        if (LIBC.symlinkat(bytes(target), dirfd, bytes(name)) != 0) {
+            throw failure(errno(), path);
+        }
+    }
+
+    /** mknod(2) of {@code name} in {@code dirfd}: {@code mode} holds the type (S_IFIFO, S_IFSOCK) and the permission bits; no device number. */
+    static void mknodat(int dirfd, String name, int mode, VfsPath path) throws IOException {
+        if (LIBC.mknodat(dirfd, bytes(name), mode, 0) != 0) {
+            throw failure(errno(), path);
+        }
+    }
+
+    // ---- locks: open file description (OFD) record locks and flock(2) ----
+    // Linux's numbers, the same on x86-64 and arm64; they move to dev.chibifs.sys.Linux when it lands.
+
+    static final int F_OFD_GETLK = 36;
+    static final int F_OFD_SETLK = 37;
+    static final short F_RDLCK = 0;
+    static final short F_WRLCK = 1;
+    static final short F_UNLCK = 2;
+    static final int LOCK_SH = 1;
+    static final int LOCK_EX = 2;
+    static final int LOCK_NB = 4;
+    static final int LOCK_UN = 8;
+    static final int O_ACCMODE = 03;
+    /** FUSE's and the kernel's "to the end of the file, however far it grows" (OFFSET_MAX). */
+    private static final long OFFSET_MAX = Long.MAX_VALUE;
+    private static final ThreadLocal<Pointer> FLOCK_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 32));
+
+    /**
+     * Opens the file behind {@code fd} again, as a new open file description with {@code access}
+     * (O_RDONLY, O_WRONLY or O_RDWR): through /proc/self/fd, so it is the very inode {@code fd} has
+     * open, even renamed or unlinked since, never whatever a name now stands for.
+     */
+    static int reopen(int fd, int access) throws IOException {
+        int nfd = LIBC.openat(AT_FDCWD, bytes(PROC_SELF_FD + fd), access | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
+        if (nfd < 0) {
+            throw failure(errno(), null);
+        }
+        return nfd;
+    }
+
+    /**
+     * fcntl(F_OFD_SETLK) on {@code fd}: sets (or with {@link LockType#UNLOCK} removes) the lock on
+     * [start, end] (end inclusive, Long.MAX_VALUE: to the end, however far the file grows). True when
+     * done, false when another open file description holds a conflicting lock (EAGAIN/EACCES).
+     */
+    static boolean ofdSetLock(int fd, LockType type, long start, long end) throws IOException {
+        Pointer lock = flock(type, start, end);
+        while (LIBC.fcntl(fd, F_OFD_SETLK, lock) != 0) {
+            int err = errno();
+            if (err == EAGAIN || err == EACCES) {
+                return false;
+            }
+            if (err != EINTR) {
+                throw failure(err, null);
+            }
+        }
+        return true;
+    }
+
+    /**
+     * fcntl(F_OFD_GETLK) on {@code fd}: the first lock that would conflict with {@code type} on
+     * [start, end], held through another open file description (pid -1 for an OFD lock, such as
+     * another mount's, the holder's pid for a process's classic POSIX lock), or an UNLOCK state.
+     */
+    static LockState ofdTestLock(int fd, LockType type, long start, long end) throws IOException {
+        Pointer lock = flock(type, start, end);
+        if (LIBC.fcntl(fd, F_OFD_GETLK, lock) != 0) {
+            throw failure(errno(), null);
+        }
+        short got = lock.getShort(0);
+        if (got == F_UNLCK) {
+            return LockState.unlocked(start, end);
+        }
+        long from = lock.getLong(8);
+        long length = lock.getLong(16);
+        return new LockState(got == F_WRLCK ? LockType.WRITE : LockType.READ, from,
+                length == 0 ? OFFSET_MAX : from + length - 1, lock.getInt(24));
+    }
+
+    /** struct flock { short l_type; short l_whence; off_t l_start; off_t l_len; pid_t l_pid; } (x86-64 and arm64). */
+    private static Pointer flock(LockType type, long start, long end) {
+        Pointer lock = FLOCK_BUF.get();
+        lock.putShort(0, switch (type) {
+            case READ -> F_RDLCK;
+            case WRITE -> F_WRLCK;
+            case UNLOCK -> F_UNLCK;
+        });
+        lock.putShort(2, (short) 0); // SEEK_SET
+        lock.putLong(8, start);
+        // l_len 0 is "to the end, however far": FUSE's end is inclusive, OFFSET_MAX for that
+        lock.putLong(16, end == OFFSET_MAX ? 0 : end - start + 1);
+        lock.putInt(24, 0); // OFD locks require l_pid 0
+        lock.putInt(28, 0);
+        return lock;
+    }
+
+    /** flock(2) without waiting: true when done, false when another open file description holds a conflicting lock. */
+    static boolean flock(int fd, LockType type) throws IOException {
+        int op = switch (type) {
+            case READ -> LOCK_SH | LOCK_NB;
+            case WRITE -> LOCK_EX | LOCK_NB;
+            case UNLOCK -> LOCK_UN;
+        };
+        while (LIBC.flock(fd, op) != 0) {
+            int err = errno();
+            if (err == EAGAIN) {
+                return false;
+            }
+            if (err != EINTR) {
+                throw failure(err, null);
+            }
+        }
+        return true;
+    }
+
     /** The java.nio.file exception for {@code errno}, naming the VFS path (never a host path). */
     static IOException failure(int errno, VfsPath path) {
         String p = path == null ? null : path.toString();
         return switch (errno) {
             case ENOENT -> new MissingName(p);
             case EEXIST -> new FileAlreadyExistsException(p);
+            case EPERM -> new OperationNotPermittedException(p, "the store's file system refused it");
             case 13 -> new AccessDeniedException(p);
             case 20 -> new NotDirectoryException(p);
             case 21 -> new IsDirectoryException(p);

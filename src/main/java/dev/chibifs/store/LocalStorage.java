@@ -71,6 +71,8 @@ public final class LocalStorage implements Storage {
     private final StoreRoot storeRoot;
     private static final Cleaner CLEANER = Cleaner.create();
     private final HeldDirectories directories = new HeldDirectories(HELD_DIRECTORIES);
+    /** The record and flock locks taken through this storage, on the store files themselves. */
+    private final OfdLocks locks = new OfdLocks();
 
     /** A store rooted at {@code root}, which is created if absent. */
     public LocalStorage(Path root) throws IOException {
@@ -406,6 +408,8 @@ public final class LocalStorage implements Storage {
             case 4 -> EntryKind.DIRECTORY;
             case 8 -> EntryKind.FILE;
             case 10 -> EntryKind.SYMLINK;
+            case 1 -> EntryKind.FIFO;
+            case 12 -> EntryKind.SOCKET;
             default -> EntryKind.OTHER;
         };
     }
@@ -547,7 +551,7 @@ public final class LocalStorage implements Storage {
                     int fd = Libc.tryOpenat(a.dir, a.name, access | Libc.O_CREAT | Libc.O_EXCL | DATA_OPEN,
                             fileMode(createMode));
                     if (fd >= 0) {
-                        return new LocalFileHandle(fd, null);
+                        return new LocalFileHandle(fd, null, access, locks);
                     }
                     if (-fd != Libc.EEXIST || exclusive) {
                         throw Libc.failure(-fd, path);
@@ -555,7 +559,7 @@ public final class LocalStorage implements Storage {
                 }
                 int fd = Libc.tryOpenat(a.dir, a.name, existing | DATA_OPEN, 0);
                 if (fd >= 0) {
-                    return new LocalFileHandle(fd, regular(fd, path));
+                    return new LocalFileHandle(fd, regular(fd, path), access, locks);
                 }
                 if (-fd == Libc.ENXIO) {
                     // O_NONBLOCK|O_WRONLY on a fifo without a reader, or a socket
@@ -730,6 +734,48 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    /**
+     * symlinkat(2) relative to the held parent: the target text is stored as given and never
+     * resolved or followed here (rules about targets are the router's).
+     */
+    @Override
+    public void createSymlink(VfsPath link, String target) throws IOException {
+        checkCreatable(link);
+        checkTarget(link, target);
+        try (At a = at(link)) {
+            Libc.symlinkat(target, a.dir, a.name, link);
+        }
+    }
+
+    /** A target symlink(2) can store: not empty (ENOENT), no NUL, at most PATH_MAX - 1 bytes (ENAMETOOLONG). */
+    static void checkTarget(VfsPath link, String target) throws IOException {
+        if (target.isEmpty()) {
+            throw new NoSuchFileException(link.toString(), null, "a symbolic link needs a target");
+        }
+        if (target.indexOf('\0') >= 0 || target.indexOf('\uFFFD') >= 0) {
+            throw new FileSystemException(link.toString(), null, "Invalid argument: the link target is not valid UTF-8 text");
+        }
+        if (target.getBytes(StandardCharsets.UTF_8).length >= 4096) {
+            throw new FileSystemException(link.toString(), null, "File name too long: a link target has at most 4095 bytes");
+        }
+    }
+
+    /** mknodat(2) of a fifo or a socket relative to the held parent; nothing else (devices: EPERM). */
+    @Override
+    public void createNode(VfsPath path, EntryKind kind, int mode) throws IOException {
+        int type = switch (kind) {
+            case FIFO -> Libc.S_IFIFO;
+            case SOCKET -> Libc.S_IFSOCK;
+            default -> throw new OperationNotPermittedException(path.toString(),
+                    "the store makes only fifos and sockets this way, not " + kind.name().toLowerCase(java.util.Locale.ROOT));
+        };
+        checkCreatable(path);
+        try (At a = at(path)) {
+            // read and write bits as any new file gets them: only the execute bits mean anything to chibifs
+            Libc.mknodat(a.dir, a.name, type | fileMode(mode), path);
+        }
+    }
+
     /** Lets go of the directories held open; the storage still works, walking every path. */
     /**
      * Follows directories with an inotify instance of its own, on a file system whose every change
@@ -816,6 +862,11 @@ public final class LocalStorage implements Storage {
         return etag;
     }
 
+    /** Lock owners' open file descriptions open now (tests: they go when their owner holds nothing). */
+    int lockDescriptionsOpen() {
+        return locks.descriptionsOpen();
+    }
+
     @Override
     public SpaceInfo space() throws IOException {
         // fstatfs of the held root: one system call, where Files.getFileStore reads the mount table
@@ -868,11 +919,33 @@ public final class LocalStorage implements Storage {
         private final Metadata opened;
         /** Known from the type check at open; a file this open created learns it at its first fstat. */
         private volatile long inode;
+        /** O_RDONLY, O_WRONLY or O_RDWR (and O_APPEND): a lock owner's description is opened with the same access. */
+        private final int access;
+        private final OfdLocks registry;
+        /** Made at the first lock request through this handle: most handles never lock. */
+        private volatile OfdLocks.HandleLocks locks;
 
-        LocalFileHandle(int fd, Metadata opened) {
+        LocalFileHandle(int fd, Metadata opened, int access, OfdLocks registry) {
             this.fd = fd;
             this.opened = opened;
             this.inode = opened == null ? UNKNOWN_INODE : opened.inode();
+            this.access = access;
+            this.registry = registry;
+        }
+
+        @Override
+        public FileLocks locks() throws IOException {
+            OfdLocks.HandleLocks l = locks;
+            if (l == null) {
+                synchronized (this) {
+                    l = locks;
+                    if (l == null) {
+                        l = registry.forHandle(fd(), access);
+                        locks = l;
+                    }
+                }
+            }
+            return l;
         }
 
         @Override
@@ -960,6 +1033,14 @@ public final class LocalStorage implements Storage {
         @Override
         public void close() {
             if (closed.compareAndSet(false, true)) {
+                OfdLocks.HandleLocks l;
+                synchronized (this) {
+                    l = locks;
+                }
+                if (l != null) {
+                    // every lock taken through this handle goes with it (flock's at RELEASE, POSIX's as a safety net after FLUSH)
+                    l.close();
+                }
                 Libc.close(fd);
             }
         }

@@ -1,5 +1,6 @@
 package dev.chibifs.store;
 
+import com.kenai.jffi.MemoryIO;
 import dev.chibifs.path.VfsPath;
 
 import java.io.IOException;
@@ -14,6 +15,7 @@ import java.nio.file.attribute.FileTime;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -21,8 +23,15 @@ import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A store held in memory, for scratch space and for testing filesystem semantics without a disk.
- * It passes the same behaviour suite as {@link LocalStorage}.
+ * A store held in memory: the {@code memory[:SIZE]} scratch store, and filesystem semantics
+ * without a disk for tests. It passes the same behaviour suite as {@link LocalStorage}.
+ *
+ * <p>File content lives outside the Java heap, in native chunks of {@link #CHUNK} bytes
+ * (a file smaller than one chunk has one chunk of its own size, grown by doubling), so a
+ * 256 MiB store needs no 256 MiB heap, and a file removed gives its memory back at once (once
+ * its last name and open handle are gone). A region never written is a hole and costs nothing.
+ * The size limit counts every file's length, holes included, from its creation until its memory
+ * is freed; past it a write fails with ENOSPC ("No space left on device") and changes nothing.
  *
  * <p>Locking: one lock (this object) guards the tree and every file's bytes. Simple, and the
  * only way to make rename and unlink atomic against concurrent opens without lock ordering.
@@ -30,19 +39,53 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class MemoryStorage implements Storage {
 
     private static final long BLOCK = 4096;
+    /** Bytes per native chunk: small enough that a sparse or growing file wastes little, large enough to copy in one go. */
+    static final int CHUNK = 64 * 1024;
+    private static final int CHUNK_SHIFT = 16;
+    /** The smallest chunk a small file gets. */
+    private static final int MIN_CHUNK = 64;
+    private static final long[] NO_CHUNKS = {};
+    private static final MemoryIO NATIVE = MemoryIO.getInstance();
 
     private final Clock clock;
     private final AtomicLong inodes = new AtomicLong(1);
     private final Dir root;
+    private final long limit;
+    // bytes charged against the limit: every file's length until its memory is freed; guarded by this
+    private long used;
 
+    /** A store without a size limit. */
     public MemoryStorage() {
         this(Clock.systemUTC());
     }
 
     /** A store whose timestamps come from {@code clock}. */
     public MemoryStorage(Clock clock) {
+        this(clock, Long.MAX_VALUE);
+    }
+
+    /** A store that holds at most {@code limit} bytes of file content. */
+    public MemoryStorage(long limit) {
+        this(Clock.systemUTC(), limit);
+    }
+
+    private MemoryStorage(Clock clock, long limit) {
+        if (CHUNK != 1 << CHUNK_SHIFT) {
+            throw new AssertionError("CHUNK and CHUNK_SHIFT disagree");
+        }
         this.clock = clock;
+        this.limit = limit;
         this.root = new Dir(this);
+    }
+
+    /** The size limit in bytes ({@link Long#MAX_VALUE}: none). */
+    public long limit() {
+        return limit;
+    }
+
+    /** Bytes of file content held now, as the limit counts them. */
+    public synchronized long used() {
+        return used;
     }
 
     private FileTime now() {
@@ -93,30 +136,253 @@ public final class MemoryStorage implements Storage {
         }
     }
 
+    /**
+     * A file's content in native chunks; callers hold the store's lock. Chunk {@code i} holds
+     * bytes from {@code i * CHUNK}; address 0 is a hole (zeros). Only a file's only chunk may be
+     * smaller than {@link #CHUNK} ({@code firstCapacity}).
+     */
     private static final class File extends Node {
-        byte[] data = new byte[0];
-        int length;
+        private final MemoryStorage store;
+        long[] chunks = NO_CHUNKS;
+        int firstCapacity;
+        long length;
+        /** Open handles: the memory is freed when the last name and the last handle are gone. */
+        int handles;
+        boolean freed;
+        /** Its locks; made at the first lock request. */
+        InProcessLocks locks;
 
         File(MemoryStorage s, int mode) {
             super(s, mode);
+            this.store = s;
         }
 
-        void ensureCapacity(long size) throws IOException {
-            if (size > Integer.MAX_VALUE - 16) {
+        /** Sets the length, charging the difference to the store (ENOSPC past its limit, nothing changed). */
+        void setLength(long size) throws IOException {
+            if (size < 0) {
+                throw new FileSystemException(null, null, "Invalid argument");
+            }
+            if (size > length) {
+                store.charge(size - length);
+            } else {
+                store.used -= length - size;
+                cut(size);
+            }
+            length = size;
+        }
+
+        /** Frees the chunks wholly past {@code size} and zeros the rest of the one it ends in, so growing again reads zeros. */
+        private void cut(long size) {
+            int keep = (int) ((size + CHUNK - 1) >>> CHUNK_SHIFT);
+            for (int i = keep; i < chunks.length; i++) {
+                if (chunks[i] != 0) {
+                    NATIVE.freeMemory(chunks[i]);
+                }
+            }
+            if (keep < chunks.length) {
+                chunks = Arrays.copyOf(chunks, keep);
+            }
+            int tail = (int) (size & (CHUNK - 1));
+            if (keep > 0 && tail != 0 && chunks[keep - 1] != 0) {
+                long cap = capacity(keep - 1);
+                if (tail < cap) {
+                    NATIVE.setMemory(chunks[keep - 1] + tail, cap - tail, (byte) 0);
+                }
+            }
+        }
+
+        private long capacity(int i) {
+            return chunks.length == 1 && firstCapacity > 0 ? firstCapacity : CHUNK;
+        }
+
+        /** The address of chunk {@code i}, allocated (zeroed) so that it holds at least {@code upTo} bytes. */
+        private long writable(int i, int upTo) {
+            if (i >= chunks.length) {
+                if (chunks.length == 1 && firstCapacity > 0) {
+                    grow(0, CHUNK); // a second chunk: the first becomes a whole one
+                }
+                chunks = Arrays.copyOf(chunks, i + 1);
+            }
+            if (chunks.length == 1) {
+                if (chunks[0] == 0) {
+                    firstCapacity = Math.max(MIN_CHUNK, Integer.highestOneBit(Math.max(upTo, 1) - 1) << 1);
+                    firstCapacity = Math.min(CHUNK, Math.max(firstCapacity, upTo));
+                    chunks[0] = NATIVE.allocateMemory(firstCapacity, true);
+                } else if (firstCapacity > 0 && upTo > firstCapacity) {
+                    grow(0, Math.min(CHUNK, Math.max(upTo, firstCapacity * 2)));
+                }
+                return chunks[0];
+            }
+            if (chunks[i] == 0) {
+                chunks[i] = NATIVE.allocateMemory(CHUNK, true);
+            }
+            return chunks[i];
+        }
+
+        private void grow(int i, int capacity) {
+            long old = chunks[i];
+            long bigger = NATIVE.allocateMemory(capacity, true);
+            if (old != 0) {
+                NATIVE.copyMemory(old, bigger, firstCapacity);
+                NATIVE.freeMemory(old);
+            }
+            chunks[i] = bigger;
+            firstCapacity = capacity == CHUNK ? 0 : capacity;
+        }
+
+        /** Copies {@code n} bytes of {@code src} (from its position, which moves) to {@code at}; the length must cover them. */
+        void put(ByteBuffer src, long at, int n) {
+            while (n > 0) {
+                int i = (int) (at >>> CHUNK_SHIFT);
+                int off = (int) (at & (CHUNK - 1));
+                int len = Math.min(n, CHUNK - off);
+                long address = writable(i, off + len) + off;
+                if (src.isDirect()) {
+                    NATIVE.copyMemory(NATIVE.getDirectBufferAddress(src) + src.position(), address, len);
+                    src.position(src.position() + len);
+                } else if (src.hasArray()) {
+                    NATIVE.putByteArray(address, src.array(), src.arrayOffset() + src.position(), len);
+                    src.position(src.position() + len);
+                } else {
+                    byte[] b = new byte[len];
+                    src.get(b);
+                    NATIVE.putByteArray(address, b, 0, len);
+                }
+                at += len;
+                n -= len;
+            }
+        }
+
+        /** Copies {@code n} bytes from {@code at} into {@code dst} (at its position, which moves); holes read as zeros. */
+        void get(ByteBuffer dst, long at, int n) {
+            while (n > 0) {
+                int i = (int) (at >>> CHUNK_SHIFT);
+                int off = (int) (at & (CHUNK - 1));
+                int len = Math.min(n, CHUNK - off);
+                long address = i < chunks.length ? chunks[i] : 0;
+                // what a small chunk does not reach, like a hole, was never written: zeros
+                int stored = address == 0 ? 0 : (int) Math.max(0, Math.min(len, capacity(i) - off));
+                if (dst.isDirect()) {
+                    long to = NATIVE.getDirectBufferAddress(dst) + dst.position();
+                    if (stored > 0) {
+                        NATIVE.copyMemory(address + off, to, stored);
+                    }
+                    if (stored < len) {
+                        NATIVE.setMemory(to + stored, len - stored, (byte) 0);
+                    }
+                    dst.position(dst.position() + len);
+                } else {
+                    byte[] b = new byte[len];
+                    if (stored > 0) {
+                        NATIVE.getByteArray(address + off, b, 0, stored);
+                    }
+                    dst.put(b);
+                }
+                at += len;
+                n -= len;
+            }
+        }
+
+        /** The whole content. */
+        byte[] bytes() throws IOException {
+            if (length > Integer.MAX_VALUE - 16) {
                 throw new FileSystemException(null, null, "File too large");
             }
-            if (size > data.length) {
-                data = Arrays.copyOf(data, (int) Math.max(size, Math.min((long) data.length * 2, Integer.MAX_VALUE - 16)));
-            }
+            byte[] out = new byte[(int) length];
+            get(ByteBuffer.wrap(out), 0, out.length);
+            return out;
         }
 
-        void setLength(long size) throws IOException {
-            ensureCapacity(size);
-            if (size < length) {
-                Arrays.fill(data, (int) size, length, (byte) 0);
-            }
-            length = (int) size;
+        /** Replaces the content with {@code data}, charging the difference first. */
+        void replace(byte[] data) throws IOException {
+            setLength(0);
+            setLength(data.length);
+            put(ByteBuffer.wrap(data), 0, data.length);
         }
+
+        /** Gives the memory back, once: after its last name and handle are gone. */
+        void free() {
+            if (!freed) {
+                freed = true;
+                store.used -= length;
+                cut(0);
+                length = 0;
+            }
+        }
+    }
+
+    /** Charges {@code bytes} more against the limit; caller holds the lock. */
+    private void charge(long bytes) throws IOException {
+        if (bytes > limit - used) {
+            throw new FileSystemException(null, null, "No space left on device");
+        }
+        used += bytes;
+    }
+
+    /** One name of {@code n} is gone: a file without names and handles, or a tree taken away, gives its memory back. */
+    private void released(Node n) {
+        n.links--;
+        if (n instanceof File) {
+            File f = (File) n;
+            if (f.links <= 0 && f.handles == 0) {
+                f.free();
+            }
+        } else if (n instanceof Dir) {
+            // a directory removed with what is in it (delete): everything below goes too
+            for (Node c : ((Dir) n).children.values()) {
+                released(c);
+            }
+        }
+    }
+
+    /** A symbolic link: its target text, never followed. */
+    private static final class Link extends Node {
+        final String target;
+
+        Link(MemoryStorage s, String target) {
+            super(s, 0777);
+            this.target = target;
+        }
+    }
+
+    /** A fifo or a socket: a name with a kind, never opened for data. */
+    private static final class Special extends Node {
+        final EntryKind kind;
+
+        Special(MemoryStorage s, EntryKind kind, int mode) {
+            super(s, mode);
+            this.kind = kind;
+        }
+    }
+
+    private static EntryKind kindOf(Node n) {
+        if (n instanceof Dir) {
+            return EntryKind.DIRECTORY;
+        }
+        if (n instanceof Link) {
+            return EntryKind.SYMLINK;
+        }
+        if (n instanceof Special) {
+            return ((Special) n).kind;
+        }
+        return EntryKind.FILE;
+    }
+
+    /** Why {@code n} is not a file to read or write, in LocalStorage's terms (EISDIR, ELOOP, EPERM). */
+    private static IOException notRegular(Node n, VfsPath path) {
+        if (n instanceof Dir) {
+            return new IsDirectoryException(path.toString());
+        }
+        if (n instanceof Link) {
+            return tooManyLinks(path);
+        }
+        return new FileSystemException(path.toString(), null,
+                "Operation not permitted: not a regular file (fifos, sockets and devices are not served)");
+    }
+
+    /** ELOOP: the store follows no link, on the way or at the end (LocalStorage says the same). */
+    private static IOException tooManyLinks(VfsPath path) {
+        return new FileSystemException(path.toString(), null, "Too many levels of symbolic links");
     }
 
     // ---- lookup helpers; callers hold the lock ----
@@ -124,6 +390,9 @@ public final class MemoryStorage implements Storage {
     private Node find(VfsPath path) throws IOException {
         Node n = root;
         for (String s : path.segments()) {
+            if (n instanceof Link) {
+                throw tooManyLinks(path);
+            }
             if (!(n instanceof Dir)) {
                 throw new NotDirectoryException(path.toString());
             }
@@ -137,6 +406,9 @@ public final class MemoryStorage implements Storage {
 
     private Dir findDir(VfsPath path) throws IOException {
         Node n = find(path);
+        if (n instanceof Link) {
+            throw tooManyLinks(path);
+        }
         if (!(n instanceof Dir)) {
             throw new NotDirectoryException(path.toString());
         }
@@ -146,7 +418,7 @@ public final class MemoryStorage implements Storage {
     private File findFile(VfsPath path) throws IOException {
         Node n = find(path);
         if (!(n instanceof File)) {
-            throw new IsDirectoryException(path.toString());
+            throw notRegular(n, path);
         }
         return (File) n;
     }
@@ -173,8 +445,7 @@ public final class MemoryStorage implements Storage {
 
     @Override
     public synchronized byte[] read(VfsPath path) throws IOException {
-        File f = findFile(path);
-        return Arrays.copyOf(f.data, f.length);
+        return findFile(path).bytes();
     }
 
     @Override
@@ -185,11 +456,15 @@ public final class MemoryStorage implements Storage {
             throw new IsDirectoryException(path.toString());
         }
         File f = new File(this, existing == null ? 0644 : existing.mode);
-        f.data = data.clone();
-        f.length = data.length;
+        try {
+            f.replace(data);
+        } catch (IOException e) {
+            f.free(); // past the limit: the old file stays as it was
+            throw withPath(e, path);
+        }
         parent.children.put(path.fileName(), f);
         if (existing != null) {
-            existing.links--;
+            released(existing);
         }
         touchDir(parent);
     }
@@ -203,13 +478,25 @@ public final class MemoryStorage implements Storage {
             parent.children.put(path.fileName(), n);
             touchDir(parent);
         } else if (!(n instanceof File)) {
-            throw new IsDirectoryException(path.toString());
+            throw notRegular(n, path);
         }
         File f = (File) n;
         long end = f.length;
-        f.setLength(end + data.length);
-        System.arraycopy(data, 0, f.data, (int) end, data.length);
+        try {
+            f.setLength(end + data.length);
+        } catch (IOException e) {
+            throw withPath(e, path);
+        }
+        f.put(ByteBuffer.wrap(data), end, data.length);
         f.modified = f.changed = now();
+    }
+
+    /** A failure of a file's content (ENOSPC) with the path it happened at, for messages. */
+    private static IOException withPath(IOException e, VfsPath path) {
+        if (e instanceof FileSystemException && ((FileSystemException) e).getFile() == null) {
+            return new FileSystemException(path.toString(), null, ((FileSystemException) e).getReason());
+        }
+        return e;
     }
 
     @Override
@@ -219,7 +506,7 @@ public final class MemoryStorage implements Storage {
         if (n == null) {
             throw new NoSuchFileException(path.toString());
         }
-        n.links--;
+        released(n);
         touchDir(parent);
     }
 
@@ -227,7 +514,7 @@ public final class MemoryStorage implements Storage {
     public synchronized List<Entry> list(VfsPath path) throws IOException {
         List<Entry> out = new ArrayList<>();
         for (Map.Entry<String, Node> e : findDir(path).children.entrySet()) {
-            out.add(new Entry(e.getKey(), e.getValue() instanceof Dir ? EntryKind.DIRECTORY : EntryKind.FILE));
+            out.add(new Entry(e.getKey(), kindOf(e.getValue())));
         }
         return out;
     }
@@ -273,6 +560,8 @@ public final class MemoryStorage implements Storage {
                 d.links++;
                 touchDir(d);
                 n = created;
+            } else if (n instanceof Link) {
+                throw tooManyLinks(path);
             } else if (!(n instanceof Dir)) {
                 throw new NotDirectoryException(path.toString());
             }
@@ -283,7 +572,7 @@ public final class MemoryStorage implements Storage {
     @Override
     public synchronized void copy(VfsPath src, VfsPath dst) throws IOException {
         File from = findFile(src);
-        write(dst, Arrays.copyOf(from.data, from.length));
+        write(dst, from.bytes());
         // like std::fs::copy in the seeds and LocalStorage: the copy takes the source's mode
         find(dst).mode = from.mode;
     }
@@ -313,10 +602,12 @@ public final class MemoryStorage implements Storage {
             if (target instanceof Dir && !((Dir) target).children.isEmpty()) {
                 throw new DirectoryNotEmptyException(dst.toString());
             }
-            target.links--;
         }
         from.children.remove(src.fileName());
         to.children.put(dst.fileName(), n);
+        if (target != null && target != n) {
+            released(target);
+        }
         n.changed = now();
         touchDir(from);
         touchDir(to);
@@ -326,10 +617,11 @@ public final class MemoryStorage implements Storage {
     public synchronized Metadata metadata(VfsPath path) throws IOException {
         Node n = find(path);
         boolean dir = n instanceof Dir;
-        long size = dir ? BLOCK : ((File) n).length;
+        // a link's size is its target's length in bytes, as lstat says
+        long size = dir ? BLOCK : n instanceof File ? ((File) n).length
+                : n instanceof Link ? ((Link) n).target.getBytes(StandardCharsets.UTF_8).length : 0;
         long links = dir ? 2 + ((Dir) n).children.values().stream().filter(c -> c instanceof Dir).count() : n.links;
-        return new Metadata(dir ? EntryKind.DIRECTORY : EntryKind.FILE, size, n.created, n.modified,
-                n.accessed, n.changed, links, n.mode, n.inode);
+        return new Metadata(kindOf(n), size, n.created, n.modified, n.accessed, n.changed, links, n.mode, n.inode);
     }
 
     // ---- a mount's operations ----
@@ -349,20 +641,24 @@ public final class MemoryStorage implements Storage {
             parent.children.put(path.fileName(), n);
             touchDir(parent);
         }
-        if (n instanceof Dir) {
-            throw new IsDirectoryException(path.toString());
+        if (!(n instanceof File)) {
+            throw notRegular(n, path);
         }
         File f = (File) n;
         if (flags.contains(OpenFlag.TRUNCATE) && f.length > 0) {
             f.setLength(0);
             f.modified = f.changed = now();
         }
+        f.handles++;
         return new MemoryHandle(f, flags.contains(OpenFlag.APPEND));
     }
 
     private final class MemoryHandle implements FileHandle {
         private final File file;
         private final boolean append;
+        private boolean closed;
+        /** Made at the first lock request through this handle. Guarded by the storage's monitor. */
+        private InProcessLocks.View locks;
 
         MemoryHandle(File file, boolean append) {
             this.file = file;
@@ -376,7 +672,7 @@ public final class MemoryStorage implements Storage {
                     return 0;
                 }
                 int n = (int) Math.min(dst.remaining(), file.length - position);
-                dst.put(file.data, (int) position, n);
+                file.get(dst, position, n);
                 return n;
             }
         }
@@ -389,7 +685,7 @@ public final class MemoryStorage implements Storage {
                 if (at + n > file.length) {
                     file.setLength(at + n);
                 }
-                src.get(file.data, (int) at, n);
+                file.put(src, at, n);
                 file.modified = file.changed = now();
                 return n;
             }
@@ -420,8 +716,10 @@ public final class MemoryStorage implements Storage {
                 if (zero) {
                     // memory has no blocks to reserve or free: a hole and zeros read the same
                     long to = Math.min(end, file.length);
-                    if (offset < to) {
-                        Arrays.fill(file.data, (int) offset, (int) to, (byte) 0);
+                    for (long at = offset; at < to; ) {
+                        int n = (int) Math.min(to - at, CHUNK);
+                        file.put(ByteBuffer.allocate(n), at, n);
+                        at += n;
                     }
                     file.modified = file.changed = now();
                 }
@@ -472,7 +770,36 @@ public final class MemoryStorage implements Storage {
         }
 
         @Override
+        public FileLocks locks() {
+            synchronized (MemoryStorage.this) {
+                if (locks == null) {
+                    if (file.locks == null) {
+                        file.locks = new InProcessLocks(MemoryStorage.this);
+                    }
+                    locks = file.locks.view();
+                }
+                return locks;
+            }
+        }
+
+        @Override
         public void close() {
+            synchronized (MemoryStorage.this) {
+                if (!closed) {
+                    closed = true;
+                    file.handles--;
+                    if (file.links <= 0 && file.handles == 0) {
+                        file.free();
+                    }
+                }
+            }
+            InProcessLocks.View l;
+            synchronized (MemoryStorage.this) {
+                l = locks;
+            }
+            if (l != null) {
+                l.close();
+            }
         }
     }
 
@@ -504,7 +831,7 @@ public final class MemoryStorage implements Storage {
             throw new IsDirectoryException(path.toString());
         }
         parent.children.remove(path.fileName());
-        n.links--;
+        released(n);
         n.changed = now();
         touchDir(parent);
     }
@@ -533,7 +860,11 @@ public final class MemoryStorage implements Storage {
 
     @Override
     public synchronized void setExecutable(VfsPath path, int mode) throws IOException {
-        find(path).setExecutable(mode, now());
+        Node n = find(path);
+        if (n instanceof Link || n instanceof Special) {
+            throw notRegular(n, path);
+        }
+        n.setExecutable(mode, now());
     }
 
     @Override
@@ -553,12 +884,45 @@ public final class MemoryStorage implements Storage {
     }
 
     @Override
-    public String readLink(VfsPath path) throws IOException {
-        throw new FileSystemException(path.toString(), null, "Invalid argument");
+    public synchronized String readLink(VfsPath path) throws IOException {
+        Node n = find(path);
+        if (!(n instanceof Link)) {
+            throw new java.nio.file.NotLinkException(path.toString());
+        }
+        return ((Link) n).target;
     }
 
     @Override
-    public SpaceInfo space() {
+    public synchronized void createSymlink(VfsPath link, String target) throws IOException {
+        LocalStorage.checkTarget(link, target);
+        create(link, new Link(this, target));
+    }
+
+    @Override
+    public synchronized void createNode(VfsPath path, EntryKind kind, int mode) throws IOException {
+        if (kind != EntryKind.FIFO && kind != EntryKind.SOCKET) {
+            throw new OperationNotPermittedException(path.toString(),
+                    "the store makes only fifos and sockets this way, not " + kind.name().toLowerCase(java.util.Locale.ROOT));
+        }
+        create(path, new Special(this, kind, 0644 | (mode & 0111)));
+    }
+
+    /** Puts a new node at {@code path}, whose parent must exist and whose name must be free. */
+    private void create(VfsPath path, Node n) throws IOException {
+        Dir parent = parentOf(path, false);
+        if (parent.children.containsKey(path.fileName())) {
+            throw new FileAlreadyExistsException(path.toString());
+        }
+        parent.children.put(path.fileName(), n);
+        touchDir(parent);
+    }
+
+    @Override
+    public synchronized SpaceInfo space() {
+        if (limit != Long.MAX_VALUE) {
+            long free = Math.max(0, limit - used);
+            return new SpaceInfo(BLOCK, limit, free, free, 255, 0, 0);
+        }
         Runtime rt = Runtime.getRuntime();
         return new SpaceInfo(BLOCK, rt.maxMemory(), rt.maxMemory() - rt.totalMemory() + rt.freeMemory(),
                 rt.maxMemory() - rt.totalMemory() + rt.freeMemory(), 255, 0, 0);

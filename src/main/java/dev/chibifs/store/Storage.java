@@ -96,6 +96,26 @@ public interface Storage extends Closeable {
     /** The target text of a symbolic link found in the store (never followed). */
     String readLink(VfsPath path) throws IOException;
 
+    /**
+     * symlink(2): creates {@code link} as a symbolic link whose target is the text {@code target},
+     * stored as given; the store never resolves or follows it (which targets are allowed is the
+     * router's rule). Fails if anything is at {@code link}; an empty target is ENOENT, as symlink(2).
+     * A store without symbolic links refuses with {@link OperationNotPermittedException}.
+     */
+    default void createSymlink(VfsPath link, String target) throws IOException {
+        throw new OperationNotPermittedException(link.toString(), "this store holds no symbolic links");
+    }
+
+    /**
+     * mknod(2) of a {@link EntryKind#FIFO} or {@link EntryKind#SOCKET}: a name only, never opened
+     * for data by the store (the kernel serves a fifo's data itself). Other kinds, and a store that
+     * holds no such names, are refused with {@link OperationNotPermittedException}; only the execute
+     * bits of {@code mode} are kept, as for files.
+     */
+    default void createNode(VfsPath path, EntryKind kind, int mode) throws IOException {
+        throw new OperationNotPermittedException(path.toString(), "this store holds no fifos or sockets");
+    }
+
     /** Space figures for statfs. */
     SpaceInfo space() throws IOException;
 

@@ -63,8 +63,9 @@ class CacheSweeperTest {
 
     @Test
     void sweepsAtStartInOneNamedDaemonThread() throws Exception {
-        Path old = entry("old_1_00000000", Duration.ofDays(8));
-        Path fresh = entry("fresh_1_00000000", Duration.ofDays(1));
+        // chibi's rule: older than tool_cache_max_age_days + 1 (7 + 1 here), so 7.5 days stays
+        Path old = entry("old_1_00000000", Duration.ofDays(8).plusHours(1));
+        Path fresh = entry("fresh_1_00000000", Duration.ofDays(7).plusHours(12));
         try (CacheSweeper s = CacheSweeper.create(router, CONFIG, Duration.ofHours(1), clock)) {
             s.start();
             Thread t = sweeperThread();
@@ -81,7 +82,7 @@ class CacheSweeperTest {
             s.start();
             Thread.sleep(150);
             assertTrue(Files.exists(entry), "not yet expired");
-            clock.advance(Duration.ofDays(6).plusSeconds(1));
+            clock.advance(Duration.ofDays(7).plusSeconds(1)); // 8 days and a second: past 7 + 1
             awaitGone(entry);
         }
     }
@@ -100,7 +101,7 @@ class CacheSweeperTest {
 
     @Test
     void survivesAFailedSweep() throws Exception {
-        Path old = entry("old_1_00000000", Duration.ofDays(8));
+        Path old = entry("old_1_00000000", Duration.ofDays(8).plusHours(1));
         Storage local = new LocalStorage(dir);
         AtomicInteger failures = new AtomicInteger(3);
         // the first sweeps cannot even list the cache; a later one must still run and succeed

@@ -46,7 +46,8 @@ class CopyMoveEditTest {
         assertEquals("cached\n", cli.read("/shared/c"));
         Cli.Result denied = cli.run("cp", "--as", "bob", "vfs:///shared/src.md", "vfs:///home/alice/b.md");
         assertExit(3, denied);
-        assertEquals("chibifs cp: context 'bob' cannot write to '/home/alice/b.md' (writable zones: /shared/, /home/bob/)\n",
+        assertEquals("chibifs cp: context 'bob' cannot write to '/home/alice/b.md' (writable zones: /shared/, /home/bob/, /site/, "
+                + "/flocks/<joined-flock>/, /tools/shared/, /tools/home/bob/, /tools/flocks/<joined-flock>/)\n",
                 denied.err());
         assertFalse(cli.exists("/home/alice/b.md"));
         assertExit(3, cli.run("cp", "--as", "bob", "vfs:///shared/src.md", "vfs:///sys/new/c"));
@@ -135,7 +136,8 @@ class CopyMoveEditTest {
     void editDenialsAndBadInput() throws Exception {
         Cli.Result denied = cli.run("edit", "--as", "bob", "--old", "alice", "--new", "bob", "vfs:///home/alice/a.md");
         assertExit(3, denied);
-        assertEquals("chibifs edit: context 'bob' cannot write to '/home/alice/a.md' (writable zones: /shared/, /home/bob/)\n",
+        assertEquals("chibifs edit: context 'bob' cannot write to '/home/alice/a.md' (writable zones: /shared/, /home/bob/, /site/, "
+                + "/flocks/<joined-flock>/, /tools/shared/, /tools/home/bob/, /tools/flocks/<joined-flock>/)\n",
                 denied.err());
         assertEquals("alice\n", cli.read("/home/alice/a.md"));
         assertExit(3, cli.run("edit", "--as", "bob", "--old", "c", "--new", "d", "vfs:///sys/tool_cache/bob/out_1_00000000"));

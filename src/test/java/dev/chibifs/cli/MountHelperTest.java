@@ -87,12 +87,33 @@ class MountHelperTest {
     }
 
     @Test
+    void symlinksChoosesTheLinkRule() throws Exception {
+        assertEquals(List.of("mount", "--context", "planner", "--symlinks", "any", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "ctx=planner,symlinks=any").launcherArgs());
+        assertEquals(List.of("mount", "--symlinks", "none", "--context", "planner", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "symlinks=none,ctx=planner").launcherArgs());
+        assertRefused("ctx=a,symlinks=all", "symlinks='all' is not zone, any or none");
+        assertRefused("ctx=a,symlinks=", "symlinks='' is not zone, any or none");
+    }
+
+    @Test
     void noreaddirplusTurnsListingAttributesOff() throws Exception {
         assertEquals(List.of("mount", "--context", "planner", "--no-readdirplus", "/mnt/planner"),
                 run("chibifs", "/mnt/planner", "-o", "ctx=planner,noreaddirplus").launcherArgs());
         assertEquals(List.of("mount", "--readdirplus", "--context", "planner", "/mnt/planner"),
                 run("chibifs", "/mnt/planner", "-o", "readdirplus,ctx=planner").launcherArgs());
         assertRefused("ctx=a,noreaddirplus=1", "noreaddirplus takes no value");
+    }
+
+    @Test
+    void storeAndToolsSysPassThroughAsMountOptions() throws Exception {
+        assertEquals(List.of("mount", "--context", "planner", "--store", "/shared/scratch=memory:64M", "--store",
+                        "/shared/docs=readonly:/srv/docs", "--tools-sys", "/srv/tools", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "ctx=planner,store=/shared/scratch=memory:64M,"
+                        + "store=/shared/docs=readonly:/srv/docs,tools_sys=/srv/tools").launcherArgs());
+        assertRefused("ctx=a,store=memory", "store='memory' is not PREFIX=SPEC");
+        assertRefused("ctx=a,store=/x=", "store='/x=' is not PREFIX=SPEC");
+        assertRefused("ctx=a,tools_sys=srv", "tools_sys='srv' must be an absolute directory");
     }
 
     @Test

@@ -85,6 +85,26 @@ class ReadCommandsTest {
     }
 
     @Test
+    void lsLongAndInfoShowALinkAndItsTargetAndFifosByKind() throws Exception {
+        java.nio.file.Files.createSymbolicLink(cli.file("/shared/sub/link"), Path.of("../notes.md"));
+        assertEquals(0, new ProcessBuilder("mkfifo", cli.file("/shared/sub/pipe").toString()).start().waitFor());
+        Cli.Result l = cli.run("ls", "-l", "vfs:///shared/sub");
+        assertExit(0, l);
+        assertTrue(l.out().matches("(?s)file .*  deep.txt\nsymlink +11  .*  link -> \\.\\./notes.md\nfifo +0  .*  pipe\n"), l.out());
+        JsonNode j = JSON.readTree(cli.run("ls", "--json", "vfs:///shared/sub").outBytes());
+        assertEquals("../notes.md", j.get("entries").get(1).get("target").asText());
+        assertTrue(!j.get("entries").get(0).has("target"));
+        assertEquals("fifo", j.get("entries").get(2).get("kind").asText());
+        Cli.Result r = cli.run("info", "vfs:///shared/sub/link");
+        assertExit(0, r);
+        assertTrue(r.out().startsWith("uri: vfs:///shared/sub/link\nkind: symlink\nsize: 11\n"), r.out());
+        assertTrue(r.out().endsWith("\ntarget: ../notes.md\n"), r.out());
+        assertEquals("../notes.md", JSON.readTree(cli.run("info", "--json", "vfs:///shared/sub/link").outBytes())
+                .get("target").asText());
+        assertTrue(cli.run("ls", "-l", "vfs:///shared/sub/link").out().contains("link -> ../notes.md"));
+    }
+
+    @Test
     void catIsByteExact() throws Exception {
         byte[] bytes = {(byte) 0xff, 0, '\r', '\n', 'x', (byte) 0xc3};
         cli.put("/shared/bin", bytes);

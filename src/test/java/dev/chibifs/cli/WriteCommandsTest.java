@@ -54,7 +54,8 @@ class WriteCommandsTest {
     void writeDenialsLeaveNothing() {
         Cli.Result sys = cli.run("write", "--as", "bob", "--content", "x", "vfs:///sys/x");
         assertExit(3, sys);
-        assertEquals("chibifs write: context 'bob' cannot write to '/sys/x' (writable zones: /shared/, /home/bob/)\n",
+        assertEquals("chibifs write: context 'bob' cannot write to '/sys/x' (writable zones: /shared/, /home/bob/, /site/, "
+                + "/flocks/<joined-flock>/, /tools/shared/, /tools/home/bob/, /tools/flocks/<joined-flock>/)\n",
                 sys.err());
         assertExit(3, cli.run("write", "--as", "bob", "--content", "x", "vfs:///home/alice/x"));
         assertExit(3, cli.run("write", "--as", "bob", "--content", "x", "vfs:///top.txt"));
@@ -105,18 +106,18 @@ class WriteCommandsTest {
     }
 
     @Test
-    void rmRemovesFilesAndNeedsRForDirectories() throws Exception {
-        cli.put("/shared/d/f", "f");
+    void rmRemovesFilesAndDirectoriesWithWhatIsInThem() throws Exception {
+        // chibi's vfs_delete removes a directory and everything below it, without asking for more
+        cli.put("/shared/d/sub/f", "f");
+        cli.put("/shared/e/f", "f");
         cli.put("/shared/g", "g");
         assertExit(0, cli.run("rm", "--as", "bob", "vfs:///shared/g"));
         assertFalse(cli.exists("/shared/g"));
-        Cli.Result dir = cli.run("rm", "--as", "bob", "vfs:///shared/d");
-        assertExit(4, dir);
-        assertTrue(dir.err().contains("use rm -r"), dir.err());
-        assertTrue(cli.exists("/shared/d/f"));
-        assertExit(0, cli.run("rm", "--as", "bob", "-r", "vfs:///shared/d"));
+        assertExit(0, cli.run("rm", "--as", "bob", "vfs:///shared/d"));
         assertFalse(cli.exists("/shared/d"));
         assertExit(1, cli.run("rm", "--as", "bob", "vfs:///shared/d"));
+        assertExit(0, cli.run("rm", "--as", "bob", "-r", "vfs:///shared/e")); // -r is still accepted
+        assertFalse(cli.exists("/shared/e"));
     }
 
     @Test
@@ -125,7 +126,8 @@ class WriteCommandsTest {
         cli.put("/sys/tool_cache/bob/x", "x");
         Cli.Result other = cli.run("rm", "--as", "bob", "vfs:///home/alice/f");
         assertExit(3, other);
-        assertEquals("chibifs rm: context 'bob' cannot write to '/home/alice/f' (writable zones: /shared/, /home/bob/)\n",
+        assertEquals("chibifs rm: context 'bob' cannot write to '/home/alice/f' (writable zones: /shared/, /home/bob/, /site/, "
+                + "/flocks/<joined-flock>/, /tools/shared/, /tools/home/bob/, /tools/flocks/<joined-flock>/)\n",
                 other.err());
         assertExit(3, cli.run("rm", "--as", "bob", "vfs:///sys/tool_cache/bob/x"));
         Cli.Result root = cli.run("rm", "--as", "alice", "-r", "vfs:///home/alice");

@@ -91,7 +91,8 @@ class HostileInputTest {
                         raise SystemExit('created %r' % bad)
                     except OSError as e:
                         assert e.errno in (errno.EILSEQ, errno.EINVAL), e
-                for reserved in ['.chibifs-tmp-0123456789abcdef', '.fuse_hidden0000000100000002']:
+                # the store's own temporaries are reserved (libfuse's .fuse_hidden names went with libfuse)
+                for reserved in ['.chibifs-tmp-0123456789abcdef']:
                     try:
                         open(reserved, 'w')
                         raise SystemExit('created ' + reserved)

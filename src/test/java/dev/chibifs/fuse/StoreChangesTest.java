@@ -67,7 +67,7 @@ class StoreChangesTest {
                 sleep(20);
             }
             // before Linux 6.2 a changed directory's name can only be dropped, which fails getcwd inside it
-            String expected = EntryExpiry.kernelExpiresOnly()
+            String expected = FuseDaemon.kernelExpiresOnly()
                     ? "; options entry_timeout=30,attr_timeout=30,negative_timeout=30,fsname=chibifs,"
                     : "; options fsname=chibifs,";
             assertTrue(byDefault.log().contains(expected), byDefault.log());
@@ -233,7 +233,7 @@ class StoreChangesTest {
                 + " && mv '" + inner + "' '" + away + "' && mv '" + away + "' '" + inner + "'"
                 + " && sleep 0.3 && /bin/pwd -P";
         Sh.Result r = fs.sh(script);
-        if (EntryExpiry.kernelExpiresOnly()) {
+        if (FuseDaemon.kernelExpiresOnly()) {
             assertEquals(fs.at("/shared/roundtrip/inner").toRealPath() + "\n", r.ok().out());
         } else {
             assertTrue(r.exitCode() == 0 || r.err().contains("pwd"), r.err()); // unhashed: no stronger promise

@@ -131,7 +131,7 @@ class StressTest {
                 appended += Long.parseLong(line.replaceAll(".*\"appended\": (\\d+).*", "$1"));
                 ops += Long.parseLong(line.replaceAll(".*\"ops\": (\\d+).*", "$1"));
             } else {
-                assertTrue(line.contains("\"status\": [0, 0, 0, 0, 0, 0]"), line);
+                assertTrue(line.contains("\"status\": [0, 0, 0, 0, 0, 0]"), line + "\n" + r.err());
                 assertEquals(appended, Long.parseLong(line.replaceAll(".*\"log\": (\\d+).*", "$1")), r.out());
             }
         }

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.InvalidContextNameException;
+import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
@@ -18,6 +19,7 @@ import dev.chibifs.store.LocalStorage;
 import dev.chibifs.store.MemoryStorage;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.OperationNotPermittedException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.FileSystemException;
@@ -340,6 +342,128 @@ class RouterTest {
         assertFalse(vfs.exists(GUEST, p("/shared/b")));
         vfs.link(PLANNER, p("/shared/a"), p("/shared/a2"));
         assertEquals(2, vfs.metadata(GUEST, p("/shared/a2")).links());
+    }
+
+    // ---- symbolic links, fifos and sockets ----
+
+    @Test
+    void aSymbolicLinkIsAWriteInItsZoneAndItsTargetStaysThere() throws IOException {
+        vfs.createNamespace(List.of("planner", "coder"));
+        vfs.symlink(PLANNER, p("/home/planner/lib64"), "lib");
+        vfs.symlink(PLANNER, p("/shared/x"), "y");
+        assertEquals("lib", vfs.readLink(GUEST, p("/home/planner/lib64")));
+        assertEquals(EntryKind.SYMLINK, vfs.metadata(GUEST, p("/shared/x")).kind());
+        // where the caller may not write: EACCES, whatever the target
+        assertDenied(() -> vfs.symlink(PLANNER, p("/home/coder/l"), "x"));
+        assertDenied(() -> vfs.symlink(GUEST, p("/shared/l"), "x"));
+        assertDenied(() -> vfs.symlink(PLANNER, p("/sys/l"), "/etc/passwd"));
+        // out of the zone: EPERM, naming the link, the target and the rule
+        SymlinkDeniedException e = assertThrows(SymlinkDeniedException.class,
+                () -> vfs.symlink(PLANNER, p("/home/planner/evil"), "../coder/notes"));
+        assertTrue(e.getMessage().contains("'/home/planner/evil' -> '../coder/notes'")
+                && e.getMessage().contains("--symlinks zone"), e.getMessage());
+        assertTrue(e.getReason().startsWith("Operation not permitted"), e.getReason());
+        assertThrows(SymlinkDeniedException.class, () -> vfs.symlink(PLANNER, p("/shared/ssh"), "/root/.ssh/id_rsa"));
+        assertThrows(SymlinkDeniedException.class, () -> vfs.symlink(SYSTEM, p("/shared/up"), "../../.."));
+        assertFalse(vfs.exists(GUEST, p("/home/planner/evil")));
+        assertFalse(vfs.exists(GUEST, p("/shared/ssh")));
+        assertFalse(vfs.exists(GUEST, p("/home/coder/l")));
+        assertEquals(SymlinkRule.ZONE, vfs.symlinkRule());
+    }
+
+    @Test
+    void theRuleIsChosenAtConstruction() throws IOException {
+        Router none = Router.builder(store).symlinks(SymlinkRule.NONE).build();
+        Router any = Router.builder(store).symlinks(SymlinkRule.ANY).build();
+        vfs.createNamespace(List.of("planner"));
+        assertThrows(SymlinkDeniedException.class, () -> none.symlink(PLANNER, p("/shared/l"), "x"));
+        assertDenied(() -> none.symlink(PLANNER, p("/sys/l"), "x"));
+        assertFalse(vfs.exists(GUEST, p("/shared/l")));
+        // dangling, so that the temporary directory's cleanup finds nothing outside to warn of
+        any.symlink(PLANNER, p("/shared/abs"), "/no/such/file");
+        any.symlink(PLANNER, p("/home/planner/out"), "../../../../no-such-file");
+        assertEquals("/no/such/file", vfs.readLink(GUEST, p("/shared/abs")));
+        assertDenied(() -> any.symlink(PLANNER, p("/home/coder/l"), "x"));
+    }
+
+    @Test
+    void fifosAndSocketsAreWritesAndDeviceNodesAreRefused() throws IOException {
+        vfs.createNamespace(List.of("planner", "coder"));
+        vfs.mknod(PLANNER, p("/shared/pipe"), EntryKind.FIFO, 0644);
+        vfs.mknod(PLANNER, p("/home/planner/sock"), EntryKind.SOCKET, 0755);
+        vfs.mknod(PLANNER, p("/home/planner/empty"), EntryKind.FILE, 0644);
+        assertEquals(EntryKind.FIFO, vfs.metadata(GUEST, p("/shared/pipe")).kind());
+        assertEquals(EntryKind.SOCKET, vfs.metadata(GUEST, p("/home/planner/sock")).kind());
+        assertEquals(0, vfs.read(GUEST, p("/home/planner/empty")).length);
+        assertDenied(() -> vfs.mknod(PLANNER, p("/home/coder/pipe"), EntryKind.FIFO, 0644));
+        assertDenied(() -> vfs.mknod(PLANNER, p("/home/coder/dev"), EntryKind.OTHER, 0644));
+        assertThrows(OperationNotPermittedException.class, () -> vfs.mknod(PLANNER, p("/shared/dev"), EntryKind.OTHER, 0644));
+        assertThrows(OperationNotPermittedException.class, () -> vfs.mknod(SYSTEM, p("/sys/dev"), EntryKind.OTHER, 0644));
+        assertFalse(vfs.exists(GUEST, p("/shared/dev")));
+        assertFalse(vfs.exists(GUEST, p("/home/coder/pipe")));
+    }
+
+    @Test
+    void aRenameMayNotCarryALinkToWhereItsTargetLeavesTheZone() throws IOException {
+        vfs.createNamespace(List.of("planner"));
+        vfs.mkdir(PLANNER, p("/shared/a/b"));
+        vfs.symlink(PLANNER, p("/shared/a/b/l"), "../../x"); // /shared/x
+        // same zone, same depth or deeper: the target stays in
+        vfs.rename(PLANNER, p("/shared/a/b/l"), p("/shared/a/b/m"));
+        vfs.mkdir(PLANNER, p("/shared/a/b/c"));
+        vfs.rename(PLANNER, p("/shared/a/b/m"), p("/shared/a/b/c/m"));
+        // shallower, or into another zone where the climb leaves it: EXDEV, so mv copies link by link
+        CrossDeviceException e = assertThrows(CrossDeviceException.class,
+                () -> vfs.rename(PLANNER, p("/shared/a/b/c/m"), p("/shared/m")));
+        assertTrue(e.getReason().startsWith("Invalid cross-device link") && e.getReason().contains("'../../x'"),
+                e.getReason());
+        assertThrows(CrossDeviceException.class, () -> vfs.rename(PLANNER, p("/shared/a/b/c/m"), p("/home/planner/m")));
+        vfs.rename(PLANNER, p("/shared/a/b/c/m"), p("/shared/a/b/m"));
+        assertEquals("../../x", vfs.readLink(GUEST, p("/shared/a/b/m")));
+        assertFalse(vfs.exists(GUEST, p("/shared/m")));
+        assertFalse(vfs.exists(GUEST, p("/home/planner/m")));
+        // a link the rule would allow where it lands moves across zones
+        vfs.symlink(PLANNER, p("/shared/a/sib"), "b");
+        vfs.rename(PLANNER, p("/shared/a/sib"), p("/home/planner/sib"));
+        assertEquals("b", vfs.readLink(GUEST, p("/home/planner/sib")));
+    }
+
+    @Test
+    void aDirectoryMovedAcrossZonesIsWalkedForTheLinksItCarries() throws IOException {
+        vfs.createNamespace(List.of("planner"));
+        vfs.mkdir(PLANNER, p("/shared/a/b/proj/src/deep"));
+        vfs.write(PLANNER, p("/shared/a/b/proj/src/f"), bytes("f"));
+        vfs.symlink(PLANNER, p("/shared/a/b/proj/src/deep/ok"), "../f");
+        vfs.symlink(PLANNER, p("/shared/a/b/proj/src/deep/far"), "../../../../../x"); // /shared/x
+        // at /home/planner/proj the far link would climb to /: the whole move is refused, nothing moved
+        CrossDeviceException e = assertThrows(CrossDeviceException.class,
+                () -> vfs.rename(PLANNER, p("/shared/a/b/proj"), p("/home/planner/proj")));
+        assertTrue(e.getReason().contains("/shared/a/b/proj/src/deep/far"), e.getReason());
+        assertTrue(vfs.exists(GUEST, p("/shared/a/b/proj/src/deep/ok")));
+        assertFalse(vfs.exists(GUEST, p("/home/planner/proj")));
+        // and within the zone, shallower: walked too
+        assertThrows(CrossDeviceException.class, () -> vfs.rename(PLANNER, p("/shared/a/b/proj"), p("/shared/proj")));
+        // without the far link it moves, links and all
+        vfs.removeFile(PLANNER, p("/shared/a/b/proj/src/deep/far"));
+        vfs.rename(PLANNER, p("/shared/a/b/proj"), p("/home/planner/proj"));
+        assertEquals("../f", vfs.readLink(GUEST, p("/home/planner/proj/src/deep/ok")));
+        // --symlinks any carries anything
+        vfs.symlink(PLANNER, p("/shared/a/b/far"), "../../x");
+        Router.builder(store).symlinks(SymlinkRule.ANY).build().rename(PLANNER, p("/shared/a/b/far"), p("/home/planner/far"));
+        assertEquals("../../x", vfs.readLink(GUEST, p("/home/planner/far")));
+    }
+
+    @Test
+    void aHardLinkOfASymbolicLinkIsJudgedWhereItLands() throws IOException {
+        vfs.createNamespace(List.of("planner"));
+        vfs.mkdir(PLANNER, p("/shared/a"));
+        vfs.symlink(PLANNER, p("/shared/a/l"), "../x");
+        vfs.link(PLANNER, p("/shared/a/l"), p("/shared/a/l2"));
+        assertEquals("../x", vfs.readLink(GUEST, p("/shared/a/l2")));
+        SymlinkDeniedException e = assertThrows(SymlinkDeniedException.class,
+                () -> vfs.link(PLANNER, p("/shared/a/l"), p("/shared/l3")));
+        assertTrue(e.getMessage().contains("'/shared/l3' -> '../x'"), e.getMessage());
+        assertFalse(vfs.exists(GUEST, p("/shared/l3")));
     }
 
     // ---- longest-prefix routing ----

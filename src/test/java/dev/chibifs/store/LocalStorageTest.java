@@ -270,6 +270,148 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertThrows(IsDirectoryException.class, () -> storage.open(p("/shared"), EnumSet.of(OpenFlag.READ), 0));
     }
 
+    // ---- locks on the store file itself: across mounts, and against programs on the store ----
+
+    private static final long END = Long.MAX_VALUE;
+
+    private FileHandle openRw(Storage s, String path) throws IOException {
+        return s.open(p(path), EnumSet.of(OpenFlag.READ, OpenFlag.WRITE), 0);
+    }
+
+    @Test
+    void locksThroughOneStorageExcludeHoldersThroughASecondOverTheSameDirectory() throws IOException {
+        storage.write(p("/shared/db"), bytes("data"));
+        // a second LocalStorage over the same store: what a second mount is
+        try (LocalStorage second = new LocalStorage(root);
+             FileHandle mine = openRw(storage, "/shared/db");
+             FileHandle theirs = openRw(second, "/shared/db")) {
+            // the same owner number through two mounts is two owners: the kernel's ids are per mount
+            assertTrue(mine.locks().tryLock(1, LockType.WRITE, 0, 99));
+            assertFalse(theirs.locks().tryLock(1, LockType.READ, 50, 50));
+            assertEquals(new LockState(LockType.WRITE, 0, 99, -1), theirs.locks().testLock(1, LockType.READ, 0, END));
+            assertTrue(theirs.locks().tryLock(1, LockType.READ, 100, END));
+            assertFalse(mine.locks().tryLock(2, LockType.WRITE, 200, 200));
+
+            assertTrue(mine.locks().tryFlock(7, LockType.READ));
+            assertTrue(theirs.locks().tryFlock(7, LockType.READ));
+            assertFalse(theirs.locks().tryFlock(8, LockType.WRITE));
+            assertTrue(mine.locks().tryFlock(7, LockType.UNLOCK));
+            assertFalse(theirs.locks().tryFlock(8, LockType.WRITE)); // 7 of the second mount still shares it
+            assertTrue(theirs.locks().tryFlock(7, LockType.UNLOCK));
+            assertTrue(theirs.locks().tryFlock(8, LockType.WRITE));
+            assertFalse(mine.locks().tryFlock(8, LockType.READ));
+
+            mine.locks().releaseOwner(1);
+            assertTrue(theirs.locks().tryLock(1, LockType.WRITE, 0, 99));
+            assertEquals(0, local().lockDescriptionsOpen());
+        }
+    }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aFlockProgramOnTheStoreFileFailsWhileAnOwnerHoldsTheLock() throws IOException {
+        storage.write(p("/shared/lock"), bytes(""));
+        String file = root.resolve("shared/lock").toString();
+        try (FileHandle h = storage.open(p("/shared/lock"), EnumSet.of(OpenFlag.READ), 0)) {
+            assertEquals(0, Sh.run("flock -n '" + file + "' true").exitCode());
+            assertTrue(h.locks().tryFlock(1, LockType.WRITE));
+            assertEquals(1, Sh.run("flock -n '" + file + "' true").exitCode());
+            assertEquals(1, Sh.run("flock -n -s '" + file + "' true").exitCode());
+            assertTrue(h.locks().tryFlock(1, LockType.READ));
+            assertEquals(0, Sh.run("flock -n -s '" + file + "' true").exitCode());
+            assertEquals(1, Sh.run("flock -n '" + file + "' true").exitCode());
+            assertTrue(h.locks().tryFlock(1, LockType.UNLOCK));
+            assertEquals(0, Sh.run("flock -n '" + file + "' true").exitCode());
+            assertTrue(h.locks().tryFlock(1, LockType.WRITE));
+        }
+        // closing the handle let it go
+        assertEquals(0, Sh.run("flock -n '" + file + "' true").exitCode());
+        assertEquals(0, local().lockDescriptionsOpen());
+    }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void recordLocksExcludeAndSeeAProgramsLockfOnTheStoreFile() throws Exception {
+        storage.write(p("/shared/db"), bytes("0123456789"));
+        String file = root.resolve("shared/db").toString();
+        String lockf = "import fcntl, sys; f = open(sys.argv[1], 'r+'); "
+                + "fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, int(sys.argv[3]), int(sys.argv[2]))";
+        try (FileHandle h = openRw(storage, "/shared/db")) {
+            assertTrue(h.locks().tryLock(1, LockType.WRITE, 0, 9));
+            // python's lockf is a classic POSIX lock (F_SETLK): the kernel weighs it against ours
+            assertEquals(1, Sh.run("python3 -c \"" + lockf + "\" '" + file + "' 0 10 2>/dev/null").exitCode());
+            assertEquals(0, Sh.run("python3 -c \"" + lockf + "\" '" + file + "' 10 5").exitCode());
+            assertTrue(h.locks().tryLock(1, LockType.UNLOCK, 0, 9));
+            assertEquals(0, Sh.run("python3 -c \"" + lockf + "\" '" + file + "' 0 10").exitCode());
+        }
+        // a process that holds a lock: the test names it, its range and pid
+        Process holder = new ProcessBuilder("python3", "-c", "import fcntl, sys; f = open(sys.argv[1], 'r+'); "
+                + "fcntl.lockf(f, fcntl.LOCK_EX, 4, 3); print('locked', flush=True); sys.stdin.read()", file)
+                .redirectErrorStream(true).start();
+        try (FileHandle h = openRw(storage, "/shared/db")) {
+            assertEquals("locked", new java.io.BufferedReader(new java.io.InputStreamReader(holder.getInputStream())).readLine());
+            assertFalse(h.locks().tryLock(1, LockType.READ, 0, END));
+            assertEquals(new LockState(LockType.WRITE, 3, 6, (int) holder.pid()), h.locks().testLock(1, LockType.READ, 0, END));
+            assertTrue(h.locks().tryLock(1, LockType.WRITE, 7, END));
+        } finally {
+            holder.getOutputStream().close();
+            assertEquals(0, holder.waitFor());
+        }
+        assertEquals(0, local().lockDescriptionsOpen());
+    }
+
+    @Test
+    void anOwnersDescriptionGoesWhenItHoldsNothingAndOnlyThen() throws IOException {
+        storage.write(p("/shared/db"), bytes("x"));
+        try (FileHandle h = openRw(storage, "/shared/db"); FileHandle other = openRw(storage, "/shared/db")) {
+            assertTrue(h.locks().tryLock(1, LockType.READ, 0, 9));
+            assertTrue(h.locks().tryLock(1, LockType.WRITE, 20, 29));
+            assertTrue(h.locks().tryFlock(1, LockType.READ));
+            assertEquals(2, local().lockDescriptionsOpen());
+            assertTrue(h.locks().tryLock(1, LockType.UNLOCK, 0, 9));
+            assertEquals(2, local().lockDescriptionsOpen());
+            assertFalse(other.locks().tryLock(2, LockType.READ, 25, 25));
+            assertTrue(h.locks().tryLock(1, LockType.UNLOCK, 15, 35));
+            assertEquals(1, local().lockDescriptionsOpen());
+            assertTrue(other.locks().tryLock(2, LockType.WRITE, 0, END));
+            // a refused lock leaves no description behind
+            assertFalse(h.locks().tryLock(3, LockType.READ, 0, 0));
+            assertEquals(2, local().lockDescriptionsOpen());
+            assertTrue(h.locks().tryFlock(1, LockType.UNLOCK));
+            assertEquals(1, local().lockDescriptionsOpen());
+        }
+        assertEquals(0, local().lockDescriptionsOpen());
+    }
+
+    @Test
+    void oneOwnerLockingFromManyThreadsLosesNoLockAndLeaksNoDescriptor() throws Exception {
+        storage.write(p("/shared/db"), bytes("x"));
+        int threads = 4;
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        try (FileHandle h = openRw(storage, "/shared/db"); FileHandle other = openRw(storage, "/shared/db")) {
+            List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                long at = t * 10L;
+                done.add(pool.submit(() -> {
+                    for (int i = 0; i < 500; i++) {
+                        // the owner's last lock going (and its description closing) races the other threads' locks
+                        assertTrue(h.locks().tryLock(1, LockType.WRITE, at, at + 4));
+                        assertFalse(other.locks().tryLock(2, LockType.READ, at, at));
+                        assertTrue(h.locks().tryLock(1, LockType.UNLOCK, at, at + 4));
+                    }
+                    return null;
+                }));
+            }
+            for (java.util.concurrent.Future<?> f : done) {
+                f.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            assertEquals(0, local().lockDescriptionsOpen());
+            assertTrue(other.locks().tryLock(2, LockType.WRITE, 0, END));
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     @Test
     void heapBuffersLargerThanTheBounceBufferAreReadAndWrittenWhole() throws IOException {
         byte[] data = new byte[200_000];

@@ -678,6 +678,310 @@ public abstract class StorageBehaviourSuite {
         assertEquals("b", text("/shared/b"));
     }
 
+    // ---- symbolic links, fifos and sockets: names the store holds and never follows or opens ----
+
+    /**
+     * Whether the store holds symbolic links, fifos and sockets. One that cannot (an object store has
+     * only objects) must refuse symlink(2) and mknod(2) with EPERM's {@link OperationNotPermittedException}.
+     */
+    protected boolean specialNames() {
+        return true;
+    }
+
+    /** For a store without special names: asserts the refusal, that nothing was made, and says so. */
+    private boolean refusedAsUnsupported() throws IOException {
+        if (specialNames()) {
+            return false;
+        }
+        storage.mkdir(p("/shared"));
+        assertThrows(OperationNotPermittedException.class, () -> storage.createSymlink(p("/shared/l"), "f"));
+        assertThrows(OperationNotPermittedException.class,
+                () -> storage.createNode(p("/shared/fifo"), EntryKind.FIFO, 0644));
+        assertThrows(OperationNotPermittedException.class,
+                () -> storage.createNode(p("/shared/sock"), EntryKind.SOCKET, 0644));
+        assertEquals(List.of(), storage.list(p("/shared")));
+        return true;
+    }
+
+
+    @Test
+    void aSymbolicLinkIsStoredAsItsTextAndReportedNotFollowed() throws IOException {
+        if (refusedAsUnsupported()) {
+            return;
+        }
+        storage.write(p("/shared/f"), bytes("content"));
+        storage.createSymlink(p("/shared/l"), "f");
+        storage.createSymlink(p("/shared/dangling"), "../nowhere/at/all");
+        Metadata m = storage.metadata(p("/shared/l"));
+        assertEquals(EntryKind.SYMLINK, m.kind());
+        assertEquals(1, m.size()); // lstat: the target's length
+        assertEquals("f", storage.readLink(p("/shared/l")));
+        assertEquals("../nowhere/at/all", storage.readLink(p("/shared/dangling")));
+        assertEquals(17, storage.metadata(p("/shared/dangling")).size());
+        assertTrue(storage.exists(p("/shared/l")));
+        assertEquals(List.of(new Entry("dangling", EntryKind.SYMLINK), new Entry("f", EntryKind.FILE),
+                new Entry("l", EntryKind.SYMLINK)), storage.list(p("/shared")));
+        Map<String, EntryKind> kinds = new HashMap<>();
+        storage.entries(p("/shared")).forEach(e -> kinds.put(e.name(), e.kind()));
+        assertEquals(Map.of("dangling", EntryKind.SYMLINK, "f", EntryKind.FILE, "l", EntryKind.SYMLINK), kinds);
+        // never followed for data
+        assertThrows(IOException.class, () -> storage.read(p("/shared/l")));
+        assertThrows(IOException.class, () -> open("/shared/l", OpenFlag.READ).close());
+        assertThrows(IOException.class, () -> open("/shared/l", OpenFlag.WRITE, OpenFlag.CREATE).close());
+        assertThrows(IOException.class, () -> storage.append(p("/shared/l"), bytes("x")));
+        assertThrows(IOException.class, () -> storage.truncate(p("/shared/l"), 0));
+        assertThrows(IOException.class, () -> storage.copy(p("/shared/l"), p("/shared/copy")));
+        assertEquals("content", text("/shared/f"));
+        assertThrows(java.nio.file.NotLinkException.class, () -> storage.readLink(p("/shared/f")));
+    }
+
+    @Test
+    void aSymbolicLinkIsNeverADirectoryOnTheWay() throws IOException {
+        if (refusedAsUnsupported()) {
+            return;
+        }
+        storage.write(p("/shared/d/x"), bytes("x"));
+        storage.createSymlink(p("/shared/via"), "d");
+        assertThrows(IOException.class, () -> storage.read(p("/shared/via/x")));
+        assertThrows(IOException.class, () -> storage.metadata(p("/shared/via/x")));
+        assertThrows(IOException.class, () -> storage.list(p("/shared/via")));
+        assertThrows(IOException.class, () -> storage.write(p("/shared/via/y"), bytes("y")));
+        assertThrows(IOException.class, () -> storage.mkdir(p("/shared/via/sub")));
+        assertThrows(IOException.class, () -> storage.createSymlink(p("/shared/via/l"), "x"));
+        assertFalse(storage.exists(p("/shared/d/y")));
+        assertEquals(List.of(new Entry("x", EntryKind.FILE)), storage.list(p("/shared/d")));
+    }
+
+    @Test
+    void creatingASymbolicLinkFailsAsSymlinkDoes() throws IOException {
+        if (refusedAsUnsupported()) {
+            return;
+        }
+        storage.write(p("/shared/f"), bytes("f"));
+        assertThrows(FileAlreadyExistsException.class, () -> storage.createSymlink(p("/shared/f"), "x"));
+        assertThrows(NoSuchFileException.class, () -> storage.createSymlink(p("/shared/missing/l"), "x"));
+        assertThrows(NoSuchFileException.class, () -> storage.createSymlink(p("/shared/empty"), ""));
+        assertFalse(storage.exists(p("/shared/empty")));
+        assertEquals("f", text("/shared/f"));
+    }
+
+    @Test
+    void renameHardLinkAndRemoveWorkOnLinksThemselves() throws IOException {
+        if (refusedAsUnsupported()) {
+            return;
+        }
+        storage.write(p("/shared/target"), bytes("t"));
+        storage.createSymlink(p("/shared/l"), "target");
+        storage.mkdir(p("/shared/sub"));
+        storage.rename(p("/shared/l"), p("/shared/sub/moved"));
+        assertEquals("target", storage.readLink(p("/shared/sub/moved")));
+        assertFalse(storage.exists(p("/shared/l")));
+        // link(2) never follows: a second name of the link itself
+        storage.link(p("/shared/sub/moved"), p("/shared/sub/again"));
+        Metadata a = storage.metadata(p("/shared/sub/again"));
+        assertEquals(EntryKind.SYMLINK, a.kind());
+        assertEquals(2, a.links());
+        assertEquals(storage.metadata(p("/shared/sub/moved")).inode(), a.inode());
+        assertEquals("target", storage.readLink(p("/shared/sub/again")));
+        storage.removeFile(p("/shared/sub/moved"));
+        assertEquals("target", storage.readLink(p("/shared/sub/again")));
+        // a write over a link replaces the link, not what it names
+        storage.write(p("/shared/sub/again"), bytes("new"));
+        assertEquals(EntryKind.FILE, storage.metadata(p("/shared/sub/again")).kind());
+        assertEquals("t", text("/shared/target"));
+        storage.createSymlink(p("/shared/sub/l2"), "../target");
+        storage.delete(p("/shared/sub"));
+        assertEquals("t", text("/shared/target"));
+        assertFalse(storage.exists(p("/shared/sub")));
+    }
+
+    @Test
+    @Timeout(10)
+    void fifosAndSocketsAreNamesWithTheirKindNeverOpenedForData() throws IOException {
+        if (refusedAsUnsupported()) {
+            return;
+        }
+        storage.mkdir(p("/shared"));
+        storage.createNode(p("/shared/fifo"), EntryKind.FIFO, 0644);
+        storage.createNode(p("/shared/sock"), EntryKind.SOCKET, 0755);
+        assertEquals(EntryKind.FIFO, storage.metadata(p("/shared/fifo")).kind());
+        assertEquals(EntryKind.SOCKET, storage.metadata(p("/shared/sock")).kind());
+        assertEquals(0, storage.metadata(p("/shared/fifo")).size());
+        assertEquals(List.of(new Entry("fifo", EntryKind.FIFO), new Entry("sock", EntryKind.SOCKET)),
+                storage.list(p("/shared")));
+        Map<String, EntryKind> kinds = new HashMap<>();
+        storage.entries(p("/shared")).forEach(e -> kinds.put(e.name(), e.kind()));
+        assertEquals(Map.of("fifo", EntryKind.FIFO, "sock", EntryKind.SOCKET), kinds);
+        for (String name : List.of("/shared/fifo", "/shared/sock")) {
+            // refused at once: no open waits for a peer
+            assertThrows(IOException.class, () -> open(name, OpenFlag.READ).close(), name);
+            assertThrows(IOException.class, () -> open(name, OpenFlag.WRITE).close(), name);
+            assertThrows(IOException.class, () -> storage.read(p(name)), name);
+            assertThrows(IOException.class, () -> storage.append(p(name), bytes("x")), name);
+        }
+        assertThrows(FileAlreadyExistsException.class, () -> storage.createNode(p("/shared/fifo"), EntryKind.FIFO, 0644));
+        assertThrows(NoSuchFileException.class, () -> storage.createNode(p("/shared/no/fifo"), EntryKind.FIFO, 0644));
+        storage.rename(p("/shared/fifo"), p("/shared/fifo2"));
+        storage.link(p("/shared/fifo2"), p("/shared/fifo3"));
+        assertEquals(EntryKind.FIFO, storage.metadata(p("/shared/fifo3")).kind());
+        storage.removeFile(p("/shared/fifo2"));
+        storage.removeFile(p("/shared/sock"));
+        assertEquals(List.of(new Entry("fifo3", EntryKind.FIFO)), storage.list(p("/shared")));
+    }
+
+    @Test
+    void onlyFifosAndSocketsAreMadeByCreateNode() throws IOException {
+        storage.mkdir(p("/shared"));
+        for (EntryKind kind : List.of(EntryKind.OTHER, EntryKind.FILE, EntryKind.DIRECTORY, EntryKind.SYMLINK)) {
+            assertThrows(OperationNotPermittedException.class, () -> storage.createNode(p("/shared/n"), kind, 0644), kind.name());
+        }
+        assertFalse(storage.exists(p("/shared/n")));
+    }
+
+    // ---- locks: record locks and flock per owner, shared by every handle of a file ----
+
+    private static final long END = Long.MAX_VALUE;
+
+    @Test
+    void recordLocksOfDifferentOwnersConflictAndAnOwnersOwnNever() throws IOException {
+        storage.write(p("/shared/db"), bytes("0123456789"));
+        try (FileHandle h1 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE);
+             FileHandle h2 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+            FileLocks a = h1.locks();
+            FileLocks b = h2.locks();
+            assertTrue(a.tryLock(1, LockType.WRITE, 0, 9));
+            assertFalse(b.tryLock(2, LockType.READ, 5, 5));
+            assertFalse(b.tryLock(2, LockType.WRITE, 9, END));
+            assertTrue(b.tryLock(2, LockType.READ, 10, 20));
+            LockState seen = b.testLock(2, LockType.WRITE, 0, END);
+            assertEquals(LockType.WRITE, seen.type());
+            assertEquals(0, seen.start());
+            assertEquals(9, seen.end());
+            assertEquals(-1, seen.pid());
+            // an owner's own locks never conflict, through whichever handle it asks
+            assertFalse(a.testLock(1, LockType.WRITE, 0, 9).conflicts());
+            assertFalse(b.testLock(1, LockType.WRITE, 0, 9).conflicts());
+            assertTrue(b.tryLock(1, LockType.WRITE, 0, 9));
+            assertEquals(new LockState(LockType.READ, 10, 20, -1), a.testLock(1, LockType.WRITE, 0, END));
+            assertEquals(LockState.unlocked(21, 30), a.testLock(1, LockType.WRITE, 21, 30));
+            assertTrue(a.tryLock(1, LockType.UNLOCK, 0, END));
+            assertTrue(b.tryLock(2, LockType.WRITE, 0, END));
+            assertFalse(a.tryLock(1, LockType.READ, 100, 100));
+        }
+    }
+
+    @Test
+    void readLocksShareAndAnOwnerUpgradesSplitsAndUnlocksPartOfARange() throws IOException {
+        storage.write(p("/shared/db"), bytes("x"));
+        try (FileHandle h1 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE);
+             FileHandle h2 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+            FileLocks a = h1.locks();
+            FileLocks b = h2.locks();
+            assertTrue(a.tryLock(1, LockType.READ, 0, END));
+            assertTrue(b.tryLock(2, LockType.READ, 0, 99));
+            assertFalse(a.tryLock(1, LockType.WRITE, 10, 19)); // 2 reads there: owner 1 keeps its read lock
+            assertTrue(b.tryLock(2, LockType.UNLOCK, 0, 99));
+            assertTrue(a.tryLock(1, LockType.WRITE, 10, 19)); // upgrade in the middle: read 0-9, write 10-19, read 20-
+            assertTrue(b.tryLock(2, LockType.READ, 0, 9));
+            assertFalse(b.tryLock(2, LockType.READ, 10, 10));
+            assertTrue(b.tryLock(2, LockType.READ, 20, 30));
+            assertFalse(b.tryLock(2, LockType.WRITE, 5, 5));
+            assertTrue(a.tryLock(1, LockType.UNLOCK, 10, 19));
+            assertTrue(b.tryLock(2, LockType.WRITE, 10, 19));
+            assertFalse(b.tryLock(2, LockType.WRITE, 25, 25));
+            assertFalse(a.tryLock(1, LockType.READ, 10, 10));
+            // an owner that holds nothing may unlock anything
+            assertTrue(b.tryLock(77, LockType.UNLOCK, 0, END));
+        }
+    }
+
+    @Test
+    void releaseOwnerDropsThatOwnersRecordLocksAndNoFlock() throws IOException {
+        storage.write(p("/shared/db"), bytes("x"));
+        try (FileHandle h1 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE);
+             FileHandle h2 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+            assertTrue(h1.locks().tryLock(1, LockType.WRITE, 0, 0));
+            assertTrue(h1.locks().tryLock(1, LockType.WRITE, 50, END));
+            assertTrue(h1.locks().tryLock(3, LockType.READ, 10, 10));
+            assertTrue(h1.locks().tryFlock(1, LockType.WRITE));
+            // FLUSH at close(2) of any descriptor, through any handle of the file
+            h2.locks().releaseOwner(1);
+            assertTrue(h2.locks().tryLock(2, LockType.WRITE, 0, 0));
+            assertTrue(h2.locks().tryLock(2, LockType.WRITE, 60, 70));
+            assertFalse(h2.locks().tryLock(2, LockType.WRITE, 10, 10)); // owner 3's stays
+            assertFalse(h2.locks().tryFlock(2, LockType.READ)); // flock is not a record lock
+            h2.locks().releaseOwner(99); // nobody: nothing happens
+        }
+    }
+
+    @Test
+    void closingAHandleDropsTheLocksTakenThroughIt() throws IOException {
+        storage.write(p("/shared/db"), bytes("x"));
+        try (FileHandle h2 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+            try (FileHandle h1 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+                assertTrue(h1.locks().tryLock(1, LockType.WRITE, 0, END));
+                assertTrue(h1.locks().tryFlock(5, LockType.WRITE));
+                assertFalse(h2.locks().tryLock(2, LockType.READ, 0, 0));
+                assertFalse(h2.locks().tryFlock(6, LockType.READ));
+            }
+            assertTrue(h2.locks().tryLock(2, LockType.WRITE, 0, END));
+            assertTrue(h2.locks().tryFlock(6, LockType.WRITE));
+        }
+        // and with the last handle gone, a new one finds nothing held
+        try (FileHandle h3 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+            assertTrue(h3.locks().tryLock(3, LockType.WRITE, 0, END));
+            assertTrue(h3.locks().tryFlock(7, LockType.WRITE));
+        }
+    }
+
+    @Test
+    void flockSharesOrExcludesTheWholeFileApartFromRecordLocks() throws IOException {
+        storage.write(p("/shared/lock"), bytes(""));
+        try (FileHandle h1 = open("/shared/lock", OpenFlag.READ);
+             FileHandle h2 = open("/shared/lock", OpenFlag.READ);
+             FileHandle h3 = open("/shared/lock", OpenFlag.READ, OpenFlag.WRITE)) {
+            assertTrue(h1.locks().tryFlock(1, LockType.READ));
+            assertTrue(h2.locks().tryFlock(2, LockType.READ));
+            assertFalse(h3.locks().tryFlock(3, LockType.WRITE));
+            assertTrue(h3.locks().tryLock(3, LockType.WRITE, 0, END)); // another kind of lock altogether
+            assertTrue(h1.locks().tryFlock(1, LockType.UNLOCK));
+            assertFalse(h3.locks().tryFlock(3, LockType.WRITE));
+            assertTrue(h2.locks().tryFlock(2, LockType.UNLOCK));
+            assertTrue(h3.locks().tryFlock(3, LockType.WRITE));
+            assertFalse(h1.locks().tryFlock(1, LockType.READ));
+            assertTrue(h3.locks().tryFlock(3, LockType.READ)); // a downgrade
+            assertTrue(h1.locks().tryFlock(1, LockType.READ));
+            assertTrue(h2.locks().tryFlock(2, LockType.UNLOCK)); // holding nothing: fine
+        }
+    }
+
+    @Test
+    void aLockRangeIsCheckedAsFSetlkChecksIt() throws IOException {
+        storage.write(p("/shared/db"), bytes("x"));
+        try (FileHandle h = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+            assertThrows(FileSystemException.class, () -> h.locks().tryLock(1, LockType.WRITE, -1, 5));
+            assertThrows(FileSystemException.class, () -> h.locks().tryLock(1, LockType.WRITE, 5, 4));
+            assertThrows(FileSystemException.class, () -> h.locks().testLock(1, LockType.WRITE, 5, 4));
+            assertTrue(h.locks().tryLock(1, LockType.WRITE, 5, 5));
+        }
+    }
+
+    @Test
+    void locksFollowTheFileThroughRenameAndUnlink() throws IOException {
+        storage.write(p("/shared/db"), bytes("x"));
+        try (FileHandle h1 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE);
+             FileHandle h2 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+            storage.rename(p("/shared/db"), p("/shared/db2"));
+            storage.write(p("/shared/db"), bytes("another file by the old name"));
+            assertTrue(h1.locks().tryLock(1, LockType.WRITE, 0, END));
+            storage.removeFile(p("/shared/db2"));
+            assertFalse(h2.locks().tryLock(2, LockType.WRITE, 0, END));
+            try (FileHandle other = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+                assertTrue(other.locks().tryLock(2, LockType.WRITE, 0, END));
+            }
+        }
+    }
+
     @Test
     void setTimesWithOneNullLeavesTheOther() throws IOException {
         storage.write(p("/shared/f"), bytes("x"));

@@ -11,6 +11,8 @@ import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.EtagMismatchException;
 import dev.chibifs.store.Precondition;
 import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.FileLocks;
+import dev.chibifs.store.InProcessLocks;
 import dev.chibifs.store.IsDirectoryException;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
@@ -172,6 +174,8 @@ public final class S3Storage implements Storage {
         /** The {@link #seq} at which this node last agreed with S3. */
         long syncedSeq;
         int writers;
+        /** Its locks, made at the first lock request; they stay with the file through renames. */
+        InProcessLocks locks;
 
         Node(long ino, boolean dir, FileTime now, int mode) {
             this.ino = ino;
@@ -1382,6 +1386,8 @@ public final class S3Storage implements Storage {
         private final boolean append;
         private final Metadata opened;
         private boolean closed;
+        /** Made at the first lock request through this handle; guarded by the store's monitor. */
+        private InProcessLocks.View locks;
 
         Handle(Node node, FileChannel ch, boolean writer, boolean append) {
             this.node = node;
@@ -1519,6 +1525,20 @@ public final class S3Storage implements Storage {
             }
         }
 
+        /** Locks exclude within this daemon: another host's processes are not seen (as on any mount of S3). */
+        @Override
+        public FileLocks locks() {
+            synchronized (S3Storage.this) {
+                if (locks == null) {
+                    if (node.locks == null) {
+                        node.locks = new InProcessLocks(S3Storage.this);
+                    }
+                    locks = node.locks.view();
+                }
+                return locks;
+            }
+        }
+
         @Override
         public void close() throws IOException {
             synchronized (S3Storage.this) {
@@ -1526,6 +1546,9 @@ public final class S3Storage implements Storage {
                     return;
                 }
                 closed = true;
+                if (locks != null) {
+                    locks.close();
+                }
                 if (writer) {
                     node.writers--;
                     if (node.dirty && node.writers == 0 && node.path != null) {
@@ -1666,7 +1689,8 @@ public final class S3Storage implements Storage {
 
     @Override
     public String readLink(VfsPath path) throws IOException {
-        throw new FileSystemException(path.toString(), null, "Invalid argument");
+        find(path);
+        throw new java.nio.file.NotLinkException(path.toString());
     }
 
     @Override

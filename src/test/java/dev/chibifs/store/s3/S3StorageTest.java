@@ -45,4 +45,10 @@ class S3StorageTest extends StorageBehaviourSuite {
     protected boolean hardLinks() {
         return false;
     }
+
+    /** An object is all S3 holds: no symbolic links, fifos or sockets. */
+    @Override
+    protected boolean specialNames() {
+        return false;
+    }
 }

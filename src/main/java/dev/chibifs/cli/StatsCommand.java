@@ -1,0 +1,105 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/** {@code chibifs stats MOUNTPOINT}: what a mount's daemon served, by opcode, and whom the policy refused. */
+@Command(name = "stats", mixinStandardHelpOptions = true,
+        description = {
+            "Show the requests a mount's daemon served: count, errors and mean latency per FUSE opcode, and "
+                + "policy denials per context. With --watch, the rates over each interval, refreshed, as juicefs stats does."
+        })
+final class StatsCommand implements Callable<Integer> {
+
+    @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "A chibifs mountpoint on this host.")
+    Path mountpoint;
+
+    @Option(names = "--json", description = "Print the daemon's JSON snapshot.")
+    boolean json;
+
+    @Option(names = "--watch", arity = "0..1", fallbackValue = "1s", paramLabel = "INTERVAL",
+            converter = DurationConverter.class,
+            description = "Refresh every INTERVAL (default 1s) with the requests of that interval, until interrupted.")
+    Duration watch;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws Exception {
+        Path socket = socketOf(mountpoint.toAbsolutePath().normalize());
+        PrintWriter out = spec.commandLine().getOut();
+        JsonNode previous = StatsSocket.read(socket);
+        if (json) {
+            out.println(previous.toPrettyString());
+            out.flush();
+            return ExitCodes.OK;
+        }
+        if (watch == null) {
+            print(out, previous, null, 0);
+            return ExitCodes.OK;
+        }
+        while (true) {
+            Thread.sleep(Math.max(100, watch.toMillis()));
+            JsonNode now = StatsSocket.read(socket);
+            out.print("\033[H\033[2J");
+            print(out, now, previous, watch.toMillis() / 1000.0);
+            previous = now;
+        }
+    }
+
+    private Path socketOf(Path mp) throws IOException, CommandFailure {
+        for (MountRegistry registry : StatusCommand.hostRegistries()) {
+            for (MountRegistry.Entry e : registry.list()) {
+                if (e.record() != null && e.record().mountpoint().equals(mp)
+                        && e.health() == MountRegistry.Health.ACTIVE) {
+                    return StatsSocket.pathFor(registry, e.record().pid());
+                }
+            }
+        }
+        throw new CommandFailure(ExitCodes.NOT_FOUND, "no running chibifs daemon is registered for " + mp
+                + " (chibifs status lists this host's mounts)");
+    }
+
+    /** The table; with {@code before}, the requests since it, per second over {@code seconds}. */
+    private static void print(PrintWriter out, JsonNode now, JsonNode before, double seconds) {
+        Map<String, long[]> old = new HashMap<>();
+        if (before != null) {
+            for (JsonNode r : before.get("requests")) {
+                old.put(r.get("opcode").asText(), new long[]{r.get("count").asLong(), r.get("totalMicros").asLong(),
+                        r.get("errors").asLong()});
+            }
+        }
+        out.println(now.get("session").asText());
+        out.printf("%-16s %12s %10s %12s%n", "opcode", before == null ? "requests" : "per second", "errors", "mean us");
+        for (JsonNode r : now.get("requests")) {
+            String op = r.get("opcode").asText();
+            long[] o = old.getOrDefault(op, new long[3]);
+            long count = r.get("count").asLong() - o[0];
+            long micros = r.get("totalMicros").asLong() - o[1];
+            long errors = r.get("errors").asLong() - o[2];
+            if (before != null && count == 0) {
+                continue;
+            }
+            String rate = before == null ? Long.toString(count) : String.format("%.1f", count / Math.max(seconds, 0.001));
+            out.printf("%-16s %12s %10d %12.1f%n", op, rate, errors, count == 0 ? 0.0 : (double) micros / count);
+        }
+        JsonNode denials = now.get("denials");
+        if (denials.size() > 0) {
+            out.println("denials: " + denials);
+        }
+        out.flush();
+    }
+}

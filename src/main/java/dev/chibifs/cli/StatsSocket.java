@@ -1,0 +1,90 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.fuse.RequestStats;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.function.Supplier;
+
+/**
+ * How {@code chibifs stats} reads a running daemon's request counts: a Unix socket beside the
+ * mount's registry record ({@code stats-<pid>.sock}), on which the daemon writes one JSON
+ * snapshot per connection. The registry directory is the user's own (0700), so only the user
+ * (and root) can ask.
+ */
+final class StatsSocket implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(StatsSocket.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final Path path;
+    private final ServerSocketChannel server;
+
+    private StatsSocket(Path path, ServerSocketChannel server) {
+        this.path = path;
+        this.server = server;
+    }
+
+    static Path pathFor(MountRegistry registry, long pid) {
+        return registry.dir().resolve("stats-" + pid + ".sock");
+    }
+
+    /** Serves snapshots from {@code stats} at {@code path} on a daemon thread until closed. */
+    static StatsSocket serve(Path path, Supplier<Object> stats) throws IOException {
+        Files.deleteIfExists(path);
+        ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        server.bind(UnixDomainSocketAddress.of(path));
+        StatsSocket socket = new StatsSocket(path, server);
+        Thread t = new Thread(() -> socket.loop(stats), "chibifs-stats");
+        t.setDaemon(true);
+        t.start();
+        return socket;
+    }
+
+    private void loop(Supplier<Object> stats) {
+        while (server.isOpen()) {
+            try (SocketChannel client = server.accept()) {
+                client.write(ByteBuffer.wrap(JSON.writeValueAsBytes(stats.get())));
+            } catch (IOException e) {
+                if (server.isOpen()) {
+                    LOG.debug("stats client: {}", e.toString());
+                }
+            } catch (RuntimeException e) {
+                LOG.warn("stats snapshot failed", e);
+            }
+        }
+    }
+
+    /** One snapshot from the daemon listening at {@code path}, as the JSON tree it wrote. */
+    static com.fasterxml.jackson.databind.JsonNode read(Path path) throws IOException {
+        try (SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
+            return JSON.readTree(java.nio.channels.Channels.newInputStream(c));
+        }
+    }
+
+    /** What the daemon reports: its requests by opcode and denials by context. */
+    static Object snapshot(RequestStats stats, String negotiated) {
+        RequestStats.Snapshot s = stats.snapshot();
+        return java.util.Map.of("requests", s.requests().values(), "denials", s.denials(),
+                "session", negotiated == null ? "" : negotiated);
+    }
+
+    @Override
+    public void close() {
+        try {
+            server.close();
+            Files.deleteIfExists(path);
+        } catch (IOException ignored) {
+            // the runtime directory is cleaned at reboot
+        }
+    }
+}

@@ -1,0 +1,234 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.ChangeFeed;
+import dev.chibifs.store.ChangeListener;
+import dev.chibifs.store.Metadata;
+import dev.chibifs.sys.Linux;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.NoSuchFileException;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Follows the store's changes (the router's {@link ChangeFeed}) for the directories the kernel
+ * looks into, so the kernel may keep names, attributes, missing names and listings for the
+ * mount's long timeouts, and tells the kernel what changed behind its back.
+ *
+ * <p>Notifications are written from the feed's own thread, never from a request thread: an
+ * INVAL_ENTRY takes the directory's lock in the kernel, which a request in that directory may
+ * hold while it waits for its reply. Changes made through this mount need no notification (the
+ * kernel saw them): a changed name is told only when the store's file there is not the node the
+ * kernel was given for it, or the kernel may hold it as missing; a changed file only when the
+ * store's size or times differ from what the kernel was last told.
+ */
+final class ChangeFollower implements StoreFollower, ChangeListener {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ChangeFollower.class);
+    /** Names the kernel may hold as missing that we keep track of; past it, missing names are not cached. */
+    private static final int MISSING_LIMIT = 100_000;
+    /** How long a directory that could not be followed is left before trying again (it may have been missing for a moment). */
+    private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+    private record Name(long parent, String name) {
+    }
+
+    private final FuseFileSystem fs;
+    private final ChangeFeed feed;
+    private final ConcurrentMap<Long, NodeTable.Node> directories = new ConcurrentHashMap<>();
+    private final Set<Name> missing = ConcurrentHashMap.newKeySet();
+    private final ConcurrentMap<Long, Long> notFollowedUntil = new ConcurrentHashMap<>();
+    /** Each thread's own notification buffer (the feed's, and request threads' in {@link #opened}). */
+    private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(8192));
+    private volatile FuseChannel channel;
+    private volatile FuseSession session;
+
+    private ChangeFollower(FuseFileSystem fs) {
+        this.fs = fs;
+        this.feed = fs.router().changes(this);
+    }
+
+    /** A follower of {@code fs}'s store, installed in it; {@link StoreFollower#NONE} where the store cannot be followed. */
+    static StoreFollower start(FuseFileSystem fs, MountSpec spec) {
+        ChangeFollower f = new ChangeFollower(fs);
+        if (!f.feed.active()) {
+            f.feed.close();
+            return StoreFollower.NONE;
+        }
+        fs.follow(f);
+        return f;
+    }
+
+    /** Where notifications go, once the session has a device. */
+    void notifyThrough(FuseChannel channel, FuseSession session) {
+        this.channel = channel;
+        this.session = session;
+    }
+
+    @Override
+    public boolean follows(NodeTable.Node dir) {
+        return dir.followKey >= 0;
+    }
+
+    @Override
+    public boolean lookingIn(NodeTable.Node dir) {
+        if (dir.followKey >= 0) {
+            return true;
+        }
+        Long until = notFollowedUntil.get(dir.id);
+        if (until != null && System.nanoTime() - until < 0) {
+            return false;
+        }
+        long key = feed.follow(fs.nodes.path(dir));
+        if (key < 0) {
+            notFollowedUntil.put(dir.id, System.nanoTime() + RETRY_NANOS);
+            return false;
+        }
+        notFollowedUntil.remove(dir.id);
+        directories.put(key, dir);
+        dir.followKey = key;
+        return true;
+    }
+
+    @Override
+    public void replied(NodeTable.Node n, Metadata m) {
+        n.toldSize = m.size();
+        n.toldModified = nanos(m.modified());
+        n.toldChanged = nanos(m.changed());
+        if (n.link != null) {
+            missing.remove(new Name(n.link.parent().id, n.link.name()));
+        }
+    }
+
+    private static long nanos(java.nio.file.attribute.FileTime t) {
+        return t.to(TimeUnit.NANOSECONDS);
+    }
+
+    private static boolean told(NodeTable.Node n, Metadata m) {
+        return n.toldSize == m.size() && n.toldModified == nanos(m.modified()) && n.toldChanged == nanos(m.changed());
+    }
+
+    @Override
+    public boolean missing(NodeTable.Node parent, String name) {
+        if (missing.size() >= MISSING_LIMIT) {
+            return false;
+        }
+        missing.add(new Name(parent.id, name));
+        return true;
+    }
+
+    @Override
+    public void opened(NodeTable.Node n, Metadata m) {
+        if (n.toldSize >= 0 && !told(n, m)) {
+            // attributes only (no pages): safe from within a request on that very inode
+            invalidateInode(n, -1);
+            replied(n, m);
+        }
+    }
+
+    // ---- the feed's events, on its thread ----
+
+    @Override
+    public void changed(long dir, String name, boolean renamed, boolean modified) {
+        NodeTable.Node parent = directories.get(dir);
+        if (parent == null || channel == null) {
+            return;
+        }
+        NodeTable.Node child = fs.nodes.child(parent, name);
+        Metadata now = null;
+        VfsPath at = null;
+        boolean known = true;
+        try {
+            at = fs.nodes.path(parent).child(name);
+            now = fs.router().metadata(null, at);
+        } catch (NoSuchFileException gone) {
+            now = null;
+        } catch (IOException | RuntimeException unreadable) {
+            // a name that is no path (bytes that are not UTF-8), or a store that failed: tell the kernel
+            known = false;
+        }
+        if (renamed || !known) {
+            boolean kernelRight = known && (now == null
+                    ? child == null && !missing.contains(new Name(parent.id, name))
+                    : child != null && !child.removed
+                            && NodeTable.Identity.of(fs.router().resolve(at).storage(), now).equals(child.identity));
+            if (!kernelRight) {
+                missing.remove(new Name(parent.id, name));
+                invalidateEntry(parent, name);
+                invalidateInode(parent, 0);
+                return;
+            }
+        }
+        if (child != null && now != null && child.toldSize >= 0 && !told(child, now)) {
+            invalidateInode(child, -1);
+            replied(child, now);
+        }
+    }
+
+    @Override
+    public void directoryChanged(long dir) {
+        NodeTable.Node d = directories.get(dir);
+        if (d != null) {
+            invalidateInode(d, -1);
+        }
+    }
+
+    @Override
+    public void directoryGone(long dir) {
+        NodeTable.Node d = directories.remove(dir);
+        if (d != null) {
+            d.followKey = -1;
+        }
+    }
+
+    @Override
+    public void eventsLost() {
+        LOG.warn("the store's change feed lost events: every attribute and listing the kernel holds is invalidated");
+        missing.clear();
+        for (NodeTable.Node n : fs.nodes.all()) {
+            invalidateInode(n, n.directory ? 0 : -1);
+        }
+    }
+
+    @Override
+    public void batchTold() {
+    }
+
+    private void invalidateEntry(NodeTable.Node parent, String name) {
+        FuseSession s = session;
+        boolean expireOnly = s != null && s.negotiated() != null && s.negotiated().kernelMinor() >= 38
+                && s.negotiated().kernelOffers(FuseProtocol.HAS_EXPIRE_ONLY);
+        send(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
+                .invalEntry(parent.id, name, expireOnly ? FuseProtocol.EXPIRE_ONLY : 0));
+    }
+
+    /** Attributes of node {@code n}, and its pages (a directory's: its cached listing) from {@code offset}; -1 for none. */
+    private void invalidateInode(NodeTable.Node n, long offset) {
+        send(notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, offset, 0));
+    }
+
+    private void send(FuseReply r) {
+        FuseChannel c = channel;
+        if (c == null) {
+            return;
+        }
+        try {
+            r.send(c);
+        } catch (IOException e) {
+            // ENOENT: the kernel no longer holds that node or name; nothing to invalidate
+            if (!(e instanceof dev.chibifs.sys.ErrnoException ee && ee.errno() == Linux.ENOENT)) {
+                LOG.debug("notification not delivered: {}", e.toString());
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        feed.close();
+    }
+}

@@ -1,0 +1,635 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.Caller;
+import dev.chibifs.policy.ZonePolicy;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.EntryKind;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.Metadata;
+import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.SpaceInfo;
+import dev.chibifs.sys.Linux;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The file system's operations, by node: each takes a decoded request, resolves its node to a
+ * namespace path (and, for writes, the caller), goes through the {@link Router} (so the policy
+ * judges every write before the store is touched) and writes its reply. Failures are thrown;
+ * {@link FuseSession} answers them with an errno. Callable without a mount: tests drive it
+ * through a session over a fake channel.
+ */
+final class FuseFileSystem {
+
+    /** How long the kernel may keep what a reply says; {@link StoreFollower} shortens it where changes are not followed. */
+    record Timeouts(FuseReply.Validity entry, FuseReply.Validity attr, FuseReply.Validity negative,
+                    FuseReply.Validity brief) {
+        static Timeouts of(double entry, double attr, double negative) {
+            return new Timeouts(FuseReply.Validity.of(entry), FuseReply.Validity.of(attr),
+                    FuseReply.Validity.of(negative), FuseReply.Validity.of(Math.min(1.0, Math.min(entry, attr))));
+        }
+    }
+
+    /** The unknown inode number readdir gives a name whose attributes it did not read (libfuse's FUSE_UNKNOWN_INO). */
+    private static final long UNKNOWN_INO = 0xffffffffL;
+    private static final int BLOCK_SIZE = 4096;
+
+    private final Router router;
+    private final CallerResolver callers;
+    private final AttributeView attributes;
+    private final Timeouts timeouts;
+    private final boolean readdirplus;
+    final NodeTable nodes = new NodeTable();
+    final OpenFileTable openFiles = new OpenFileTable();
+    private final PageCache pageCache = new PageCache();
+    private final ConcurrentMap<Long, Listing> listings = new ConcurrentHashMap<>();
+    private final AtomicLong nextListing = new AtomicLong(1);
+    private volatile StoreFollower follower = StoreFollower.NONE;
+
+    FuseFileSystem(Router router, CallerResolver callers, long mountUid, long mountGid, Timeouts timeouts,
+                   boolean readdirplus) {
+        this.router = router;
+        this.callers = callers;
+        this.attributes = new AttributeView(callers, mountUid, mountGid);
+        this.timeouts = timeouts;
+        this.readdirplus = readdirplus;
+    }
+
+    void follow(StoreFollower follower) {
+        this.follower = follower;
+    }
+
+    Router router() {
+        return router;
+    }
+
+    boolean readdirplus() {
+        return readdirplus;
+    }
+
+    Caller caller(FuseRequest req) {
+        return callers.isFixed() ? callers.resolve(0) : callers.resolve(req.uid & 0xffffffffL);
+    }
+
+    NodeTable.Node node(FuseRequest req) throws NoSuchFileException {
+        return node(req.nodeid);
+    }
+
+    NodeTable.Node node(long id) throws NoSuchFileException {
+        NodeTable.Node n = nodes.get(id);
+        if (n == null) {
+            // the kernel names only nodes it holds; a forgotten one here is a bug, answered as a vanished file
+            throw new NoSuchFileException("node " + id);
+        }
+        return n;
+    }
+
+    private VfsPath path(NodeTable.Node n) {
+        return nodes.path(n);
+    }
+
+    /** The path of {@code name} in directory node {@code parent}; a name that cannot be in a path is EINVAL. */
+    private VfsPath childPath(NodeTable.Node parent, String name) {
+        return path(parent).child(name);
+    }
+
+    // ---- attributes ----
+
+    FuseReply.Attributes attributes(VfsPath p, Metadata m) {
+        long size = m.size();
+        return new FuseReply.Attributes(m.inode(), size, (size + 511) / 512,
+                seconds(m.accessed()), nanos(m.accessed()), seconds(m.modified()), nanos(m.modified()),
+                seconds(m.changed()), nanos(m.changed()),
+                attributes.mode(p, m), (int) Math.min(m.links(), Integer.MAX_VALUE),
+                (int) attributes.uid(p), (int) attributes.gid(p), 0, BLOCK_SIZE);
+    }
+
+    private static long seconds(FileTime t) {
+        long ns = t.to(TimeUnit.NANOSECONDS);
+        return ns != Long.MIN_VALUE && ns != Long.MAX_VALUE ? Math.floorDiv(ns, 1_000_000_000L) : t.toInstant().getEpochSecond();
+    }
+
+    private static int nanos(FileTime t) {
+        long ns = t.to(TimeUnit.NANOSECONDS);
+        return ns != Long.MIN_VALUE && ns != Long.MAX_VALUE ? (int) Math.floorMod(ns, 1_000_000_000L) : t.toInstant().getNano();
+    }
+
+    private FuseReply.Validity entryValidity(NodeTable.Node parent) {
+        return follower.follows(parent) ? timeouts.entry() : timeouts.brief();
+    }
+
+    private FuseReply.Validity attrValidity(NodeTable.Node parent, Metadata m, NodeTable.Node self) {
+        if (!follower.follows(parent)) {
+            return timeouts.brief();
+        }
+        // a directory's mtime and link count change with what is in it, which only its own watch tells
+        return m.isDirectory() && (self == null || !follower.follows(self)) ? timeouts.brief() : timeouts.attr();
+    }
+
+    /**
+     * Remembers the node of an entry reply about to be sent and writes the entry: one kernel
+     * lookup, which {@link FuseSession} takes back if the reply is not delivered.
+     */
+    private NodeTable.Node entry(NodeTable.Node parent, String name, VfsPath p, Metadata m, FuseReply out) {
+        return entry(parent, name, p, m, out, false);
+    }
+
+    private NodeTable.Node entry(NodeTable.Node parent, String name, VfsPath p, Metadata m, FuseReply out,
+                                 boolean created) {
+        NodeTable.Node n = nodes.remember(parent, name, NodeTable.Identity.of(router.resolve(p).storage(), m),
+                m.isDirectory(), m.isDirectory() || m.links() <= 1, created);
+        follower.replied(n, m);
+        out.entry(n.id, entryValidity(parent), attrValidity(parent, m, n), attributes(p, m));
+        return n;
+    }
+
+    void lookup(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node parent = node(req);
+        String name = req.name(0);
+        VfsPath p = childPath(parent, name);
+        follower.lookingIn(parent);
+        Metadata m;
+        try {
+            m = router.metadata(null, p);
+        } catch (NoSuchFileException missing) {
+            FuseReply.Validity negative = follower.follows(parent) ? timeouts.negative() : FuseReply.Validity.NONE;
+            if (negative == FuseReply.Validity.NONE || !follower.missing(parent, name)) {
+                throw missing;
+            }
+            out.negativeEntry(negative);
+            return;
+        }
+        out.rememberedNode = entry(parent, name, p, m, out);
+    }
+
+    void getattr(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node n = node(req);
+        long fh = req.getattrHandle();
+        OpenFile f = fh != 0 ? openFiles.get(fh) : null;
+        VfsPath p = path(n);
+        Metadata m;
+        if (f != null) {
+            m = f.handle().metadata();
+        } else {
+            m = metadataOrOpen(n, p);
+        }
+        follower.replied(n, m);
+        NodeTable.Link link = n.link;
+        // the root has no parent: its own following decides
+        out.attrOut(link == null ? (follower.follows(n) ? timeouts.attr() : timeouts.brief())
+                : attrValidity(link.parent(), m, n), attributes(p, m));
+    }
+
+    /**
+     * The store's metadata of node {@code n}: at its path while that still names the node's file;
+     * else (every name gone, or the name now another file's) its open file's, or NoSuchFile.
+     */
+    private Metadata metadataOrOpen(NodeTable.Node n, VfsPath p) throws IOException {
+        if (!n.removed) {
+            try {
+                Metadata m = router.metadata(null, p);
+                if (n.identity == null || m.inode() == n.identity.inode()) {
+                    return m;
+                }
+            } catch (NoSuchFileException e) {
+                // gone by this name: an open file may still reach it
+            }
+        }
+        OpenFile open = openFiles.anyOf(n);
+        if (open == null) {
+            throw new NoSuchFileException(p.toString());
+        }
+        return open.handle().metadata();
+    }
+
+    void setattr(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node n = node(req);
+        VfsPath p = path(n);
+        int valid = req.setattrValid();
+        OpenFile f = (valid & FuseProtocol.FATTR_FH) != 0 ? openFiles.get(req.setattrHandle()) : null;
+        Caller caller = caller(req);
+        // a file whose every name is gone is reached through its open file; the policy judges its last path
+        FileHandle handle = f != null ? f.handle() : n.removed ? openHandle(n) : null;
+        if (handle != null) {
+            router.checkWrite(caller, p);
+        }
+        if ((valid & FuseProtocol.FATTR_SIZE) != 0) {
+            if (handle != null) {
+                handle.truncate(req.setattrSize());
+            } else {
+                router.truncate(caller, p, req.setattrSize());
+            }
+        }
+        if ((valid & FuseProtocol.FATTR_MODE) != 0) {
+            if (handle != null) {
+                handle.setExecutable(req.setattrMode());
+            } else {
+                router.chmod(caller, p, req.setattrMode());
+            }
+        }
+        if ((valid & (FuseProtocol.FATTR_UID | FuseProtocol.FATTR_GID)) != 0 && handle == null) {
+            router.chown(caller, p);
+        }
+        FileTime atime = time(valid, FuseProtocol.FATTR_ATIME, FuseProtocol.FATTR_ATIME_NOW, req.setattrAtime(), req.setattrAtimeNanos());
+        FileTime mtime = time(valid, FuseProtocol.FATTR_MTIME, FuseProtocol.FATTR_MTIME_NOW, req.setattrMtime(), req.setattrMtimeNanos());
+        if (atime != null || mtime != null) {
+            if (handle != null) {
+                handle.setTimes(atime, mtime);
+            } else {
+                router.setTimes(caller, p, atime, mtime);
+            }
+        }
+        Metadata m = handle != null ? handle.metadata() : metadataOrOpen(n, p);
+        follower.replied(n, m);
+        out.attrOut(timeouts.brief(), attributes(p, m));
+    }
+
+    private FileHandle openHandle(NodeTable.Node n) throws NoSuchFileException {
+        OpenFile open = openFiles.anyOf(n);
+        if (open == null) {
+            throw new NoSuchFileException(path(n).toString());
+        }
+        return open.handle();
+    }
+
+    private static FileTime time(int valid, int set, int now, long seconds, int nanos) {
+        if ((valid & now) != 0) {
+            return FileTime.from(Instant.now());
+        }
+        if ((valid & set) != 0) {
+            return FileTime.from(Instant.ofEpochSecond(seconds, nanos));
+        }
+        return null;
+    }
+
+    void access(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node n = node(req);
+        VfsPath p = path(n);
+        Metadata m = metadataOrOpen(n, p);
+        int mask = req.accessMask();
+        if ((mask & Linux.W_OK) != 0 && !ZonePolicy.mayWrite(caller(req), p)) {
+            throw new java.nio.file.AccessDeniedException(p.toString());
+        }
+        if ((mask & Linux.X_OK) != 0 && !m.isDirectory() && (m.mode() & 0111) == 0) {
+            throw new java.nio.file.AccessDeniedException(p.toString());
+        }
+    }
+
+    void readlink(FuseRequest req, FuseReply out) throws IOException {
+        out.bytes(router.readLink(null, path(node(req))).getBytes(StandardCharsets.UTF_8));
+    }
+
+    void statfs(FuseRequest req, FuseReply out) throws IOException {
+        SpaceInfo s = router.space(path(node(req)));
+        long bs = s.blockSize() > 0 ? s.blockSize() : BLOCK_SIZE;
+        // df -i, and programs that check for free inodes before writing many files, read files and ffree
+        out.statfs(s.totalBytes() / bs, s.freeBytes() / bs, s.availableBytes() / bs, s.totalFiles(), s.freeFiles(),
+                (int) bs, (int) s.maxNameLength(), (int) bs);
+    }
+
+    // ---- names ----
+
+    void mkdir(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node parent = node(req);
+        String name = req.name(8);
+        VfsPath p = childPath(parent, name);
+        router.createDirectory(caller(req), p);
+        out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
+    }
+
+    /** mknod(2): a regular file is an empty file; fifos, sockets and devices are refused (the store holds files and directories). */
+    void mknod(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node parent = node(req);
+        String name = req.name(16);
+        VfsPath p = childPath(parent, name);
+        Caller caller = caller(req);
+        int mode = req.createMode();
+        if ((mode & Linux.S_IFMT) != Linux.S_IFREG) {
+            router.checkWrite(caller, p);
+            throw new java.nio.file.FileSystemException(p.toString(), null, "Operation not permitted");
+        }
+        router.open(caller, p, EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), mode & 07777).close();
+        out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
+    }
+
+    /** Symbolic links are not part of the namespace yet: refused where the caller may write, never half supported. */
+    void symlink(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node parent = node(req);
+        VfsPath p = childPath(parent, req.name(0));
+        router.checkWrite(caller(req), p);
+        throw new java.nio.file.FileSystemException(p.toString(), null, "Operation not permitted");
+    }
+
+    void unlink(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node parent = node(req);
+        String name = req.name(0);
+        router.removeFile(caller(req), childPath(parent, name));
+        nodes.unlinked(parent, name);
+    }
+
+    void rmdir(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node parent = node(req);
+        String name = req.name(0);
+        router.removeDirectory(caller(req), childPath(parent, name));
+        nodes.unlinked(parent, name);
+    }
+
+    void rename(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node from = node(req);
+        NodeTable.Node to = node(req.renameTarget());
+        int names = req.renameNames();
+        String fromName = req.name(names);
+        String toName = req.secondName(names);
+        int flags = req.opcode == FuseProtocol.RENAME2 ? req.rename2Flags() : 0;
+        VfsPath src = childPath(from, fromName);
+        VfsPath dst = childPath(to, toName);
+        if ((flags & FuseProtocol.RENAME_EXCHANGE) != 0) {
+            throw new java.nio.file.FileSystemException(src.toString(), dst.toString(), "Invalid argument");
+        }
+        if ((flags & FuseProtocol.RENAME_NOREPLACE) != 0 && router.exists(null, dst)) {
+            throw new FileAlreadyExistsException(dst.toString());
+        }
+        router.rename(caller(req), src, dst);
+        nodes.renamed(from, fromName, to, toName);
+    }
+
+    void link(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node existing = node(req.linkSource());
+        NodeTable.Node parent = node(req);
+        String name = req.name(8);
+        VfsPath p = childPath(parent, name);
+        router.link(caller(req), path(existing), p);
+        out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out);
+    }
+
+    // ---- open files ----
+
+    static Set<OpenFlag> openFlags(int flags) {
+        Set<OpenFlag> open = EnumSet.noneOf(OpenFlag.class);
+        int acc = flags & Linux.O_ACCMODE;
+        if (acc == Linux.O_RDWR) {
+            open.add(OpenFlag.READ);
+            open.add(OpenFlag.WRITE);
+        } else if (acc == Linux.O_WRONLY) {
+            open.add(OpenFlag.WRITE);
+        } else {
+            open.add(OpenFlag.READ);
+        }
+        if ((flags & Linux.O_APPEND) != 0) {
+            open.add(OpenFlag.APPEND);
+        }
+        if ((flags & Linux.O_TRUNC) != 0 && acc != Linux.O_RDONLY) {
+            open.add(OpenFlag.TRUNCATE);
+        }
+        if ((flags & Linux.O_CREAT) != 0) {
+            open.add((flags & Linux.O_EXCL) != 0 ? OpenFlag.CREATE_NEW : OpenFlag.CREATE);
+        }
+        return open;
+    }
+
+    void open(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node n = node(req);
+        VfsPath p = path(n);
+        Caller caller = caller(req);
+        int requested = req.openFlags();
+        Set<OpenFlag> flags = openFlags(requested);
+        if ((requested & Linux.O_TRUNC) != 0 && (requested & Linux.O_ACCMODE) == Linux.O_RDONLY) {
+            // Linux truncates even for a read-only open (ATOMIC_O_TRUNC brings O_TRUNC here): a write
+            router.truncate(caller, p, 0);
+        }
+        FileHandle handle = router.open(caller, p, flags, 0);
+        long fh = register(handle, caller, flags, n);
+        Metadata opened = handle.opened();
+        int openFlags = 0;
+        if (opened != null) {
+            if (pageCache.keep(opened)) {
+                openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
+            }
+            follower.opened(n, opened);
+        }
+        out.open(fh, openFlags, 0);
+    }
+
+    private long register(FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n) {
+        boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
+        return openFiles.add(new OpenFile(handle, caller, writable, n));
+    }
+
+    void create(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node parent = node(req);
+        String name = req.name(16);
+        VfsPath p = childPath(parent, name);
+        Caller caller = caller(req);
+        Set<OpenFlag> flags = openFlags(req.openFlags() | Linux.O_CREAT);
+        FileHandle handle = router.open(caller, p, flags, req.createMode() & 07777);
+        Metadata m;
+        try {
+            m = handle.metadata();
+        } catch (IOException | RuntimeException e) {
+            handle.close();
+            throw e;
+        }
+        // O_CREAT without O_EXCL may have opened an existing file: the store says whether this open made it
+        NodeTable.Node n = entry(parent, name, p, m, out, handle.opened() == null);
+        out.rememberedNode = n;
+        out.open(register(handle, caller, flags, n), 0, 0);
+    }
+
+    private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
+        OpenFile f = openFiles.get(req.handle());
+        if (f == null || forWriting && !f.writable()) {
+            throw new java.nio.file.FileSystemException("fh " + req.handle(), null, "Bad file descriptor");
+        }
+        return f;
+    }
+
+    /** Reads into the worker's data buffer, which the reply sends after its header without a copy. */
+    void read(FuseRequest req, FuseReply out, ByteBuffer data) throws IOException {
+        OpenFile f = openFile(req, false);
+        data.clear().limit(Math.min(req.readSize(), data.capacity()));
+        int n = f.handle().read(data, req.readOffset());
+        data.flip().limit(Math.max(n, 0));
+        out.data(data);
+    }
+
+    void write(FuseRequest req, FuseReply out) throws IOException {
+        OpenFile f = openFile(req, true);
+        int written = f.handle().write(req.writeData(), req.readOffset());
+        out.written(written);
+    }
+
+    void release(FuseRequest req, FuseReply out) throws IOException {
+        OpenFile f = openFiles.remove(req.handle());
+        if (f != null) {
+            f.handle().close();
+        }
+    }
+
+    void fsync(FuseRequest req, FuseReply out) throws IOException {
+        openFile(req, false).handle().sync((req.fsyncFlags() & FuseProtocol.FSYNC_FDATASYNC) == 0);
+    }
+
+    /**
+     * fallocate(2) on the store file, for a handle opened for writing (the policy judged the open).
+     * A mode the store's file system cannot do is EOPNOTSUPP, per call; never ENOSYS, after which the
+     * kernel would send no FALLOCATE for the rest of the mount.
+     */
+    void fallocate(FuseRequest req, FuseReply out) throws IOException {
+        openFile(req, true).handle().allocate(req.fallocateMode(), req.fallocateOffset(), req.fallocateLength());
+    }
+
+    // ---- extended attributes: none are stored; changes are judged by policy first ----
+
+    void setxattr(FuseRequest req, FuseReply out) throws IOException {
+        VfsPath p = path(node(req));
+        router.checkWrite(caller(req), p);
+        throw new java.nio.file.FileSystemException(p.toString(), null, "Operation not supported");
+    }
+
+    void removexattr(FuseRequest req, FuseReply out) throws IOException {
+        VfsPath p = path(node(req));
+        router.checkWrite(caller(req), p);
+        throw new java.nio.file.FileSystemException(p.toString(), null, "No data available");
+    }
+
+    // ---- directories ----
+
+    /** A directory's entries, read at its first READDIR and served by offset until it is released or rewound. */
+    private static final class Listing {
+        final NodeTable.Node dir;
+        final List<byte[]> names = new ArrayList<>();
+        final List<EntryKind> kinds = new ArrayList<>();
+        boolean loaded;
+
+        Listing(NodeTable.Node dir) {
+            this.dir = dir;
+        }
+    }
+
+    /**
+     * Anyone may list any directory (path is policy). Where the directory's changes are followed,
+     * the kernel keeps its listing until a change there (made through this mount, which the kernel
+     * sees, or told by {@link StoreFollower}).
+     */
+    void opendir(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node dir = node(req);
+        long fh = nextListing.getAndIncrement();
+        listings.put(fh, new Listing(dir));
+        int flags = follower.lookingIn(dir) ? FuseProtocol.FOPEN_CACHE_DIR | FuseProtocol.FOPEN_KEEP_CACHE : 0;
+        out.open(fh, flags, 0);
+    }
+
+    void releasedir(FuseRequest req, FuseReply out) {
+        listings.remove(req.handle());
+    }
+
+    void readdir(FuseRequest req, FuseReply out, boolean plus) throws IOException {
+        Listing l = listings.get(req.handle());
+        if (l == null) {
+            throw new java.nio.file.FileSystemException("fh " + req.handle(), null, "Bad file descriptor");
+        }
+        long offset = req.readOffset();
+        int room = req.readSize();
+        if (offset == 0 || !l.loaded) {
+            load(l);
+        }
+        VfsPath dirPath = path(l.dir);
+        // offsets: 1 is ".", 2 is "..", 3 + i is entry i
+        for (long i = offset; i < l.names.size() + 2; i++) {
+            byte[] name;
+            int type;
+            if (i == 0) {
+                name = DOT;
+                type = Linux.DT_DIR;
+            } else if (i == 1) {
+                name = DOTDOT;
+                type = Linux.DT_DIR;
+            } else {
+                name = l.names.get((int) i - 2);
+                type = direntType(l.kinds.get((int) i - 2));
+            }
+            long next = i + 1;
+            if (!plus) {
+                if (!out.dirent(UNKNOWN_INO, next, type, name, 0, name.length, room)) {
+                    return;
+                }
+                continue;
+            }
+            if (!out.fitsPlus(name.length, room)) {
+                return;
+            }
+            if (i < 2) {
+                // the kernel counts no lookup for "." and ".." (fuse_direntplus skips them): no node
+                out.direntPlusBare(UNKNOWN_INO, next, type, name, 0, name.length);
+                continue;
+            }
+            plusEntry(l.dir, dirPath, name, type, next, out);
+        }
+    }
+
+    private static final byte[] DOT = {'.'};
+    private static final byte[] DOTDOT = {'.', '.'};
+
+    /** One READDIRPLUS entry with its node and attributes; a name gone meanwhile goes out bare. */
+    private void plusEntry(NodeTable.Node dir, VfsPath dirPath, byte[] nameBytes, int type, long next, FuseReply out) {
+        String name = new String(nameBytes, StandardCharsets.UTF_8);
+        VfsPath p;
+        Metadata m;
+        try {
+            p = dirPath.child(name);
+            m = router.metadata(null, p);
+        } catch (IOException | RuntimeException gone) {
+            out.direntPlusBare(UNKNOWN_INO, next, type, nameBytes, 0, nameBytes.length);
+            return;
+        }
+        NodeTable.Node n = nodes.remember(dir, name, NodeTable.Identity.of(router.resolve(p).storage(), m),
+                m.isDirectory(), m.isDirectory() || m.links() <= 1, false);
+        follower.replied(n, m);
+        out.plusNodes.add(n);
+        out.direntPlus(n.id, entryValidity(dir), attrValidity(dir, m, n), attributes(p, m), next, type,
+                nameBytes, 0, nameBytes.length);
+    }
+
+    private void load(Listing l) throws IOException {
+        l.names.clear();
+        l.kinds.clear();
+        router.forEachEntry(null, path(l.dir), (name, offset, length, kind) -> {
+            byte[] b = new byte[length];
+            System.arraycopy(name, offset, b, 0, length);
+            l.names.add(b);
+            l.kinds.add(kind);
+            return true;
+        });
+        l.loaded = true;
+    }
+
+    private static int direntType(EntryKind kind) {
+        return switch (kind) {
+            case FILE -> Linux.DT_REG;
+            case DIRECTORY -> Linux.DT_DIR;
+            case SYMLINK -> Linux.DT_LNK;
+            default -> Linux.DT_UNKNOWN;
+        };
+    }
+
+    /** Closes what is still open at unmount; returns how many files were. */
+    int closeAll() {
+        listings.clear();
+        return openFiles.closeAll();
+    }
+}

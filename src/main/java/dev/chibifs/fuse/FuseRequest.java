@@ -1,0 +1,276 @@
+package dev.chibifs.fuse;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * One request as the kernel wrote it: {@code struct fuse_in_header}, then the opcode's own
+ * struct and names, read in place from the worker's buffer (no copy). Each worker reuses one
+ * instance; nothing here survives the request. Offsets are those of {@code linux/fuse.h}.
+ */
+final class FuseRequest {
+
+    final ByteBuffer buffer;
+    int length;
+    int opcode;
+    long unique;
+    long nodeid;
+    int uid;
+    int gid;
+    int pid;
+
+    FuseRequest(ByteBuffer buffer) {
+        this.buffer = buffer.order(ByteOrder.nativeOrder());
+    }
+
+    /** Reads the header of the request now in the buffer; false when it is shorter than one. */
+    boolean decode(int length) {
+        this.length = length;
+        if (length < FuseProtocol.IN_HEADER) {
+            return false;
+        }
+        opcode = buffer.getInt(4);
+        unique = buffer.getLong(8);
+        nodeid = buffer.getLong(16);
+        uid = buffer.getInt(24);
+        gid = buffer.getInt(28);
+        pid = buffer.getInt(32);
+        return true;
+    }
+
+    // ---- the body: offsets from the end of the header ----
+
+    int int32(int offset) {
+        return buffer.getInt(FuseProtocol.IN_HEADER + offset);
+    }
+
+    long int64(int offset) {
+        return buffer.getLong(FuseProtocol.IN_HEADER + offset);
+    }
+
+    /** The body's bytes from {@code offset} to the end of the request, as a view (for WRITE data). */
+    ByteBuffer bytes(int offset, int size) {
+        int from = FuseProtocol.IN_HEADER + offset;
+        return buffer.duplicate().order(buffer.order()).limit(from + size).position(from).slice();
+    }
+
+    /** Where the NUL-terminated name at body offset {@code offset} ends (the NUL's body offset). */
+    int nameEnd(int offset) {
+        int i = FuseProtocol.IN_HEADER + offset;
+        while (i < length && buffer.get(i) != 0) {
+            i++;
+        }
+        return i - FuseProtocol.IN_HEADER;
+    }
+
+    /** The NUL-terminated name at body offset {@code offset}, as UTF-8. */
+    String name(int offset) {
+        int end = nameEnd(offset);
+        byte[] b = new byte[end - offset];
+        buffer.get(FuseProtocol.IN_HEADER + offset, b);
+        return new String(b, StandardCharsets.UTF_8);
+    }
+
+    /** The name following the one at {@code offset} (RENAME's new name, SYMLINK's target). */
+    String secondName(int offset) {
+        return name(nameEnd(offset) + 1);
+    }
+
+    // ---- the structs, by field ----
+
+    /** fuse_init_in: major, minor, max_readahead, flags, flags2 (when the kernel sets INIT_EXT). */
+    long initFlags() {
+        long flags = int32(12) & 0xffffffffL;
+        if ((flags & FuseProtocol.INIT_EXT) != 0 && length >= FuseProtocol.IN_HEADER + 20) {
+            flags |= (int32(16) & 0xffffffffL) << 32;
+        }
+        return flags;
+    }
+
+    /** fuse_getattr_in.fh when getattr_flags has GETATTR_FH, else 0. */
+    long getattrHandle() {
+        return (int32(0) & FuseProtocol.GETATTR_FH) != 0 ? int64(8) : 0;
+    }
+
+    /** fuse_forget_in.nlookup. */
+    long forgetCount() {
+        return int64(0);
+    }
+
+    /** The read and write structs, and open/release/fsync/lk/fallocate/lseek, start with fh. */
+    long handle() {
+        return int64(0);
+    }
+
+    long readOffset() {
+        return int64(8);
+    }
+
+    int readSize() {
+        return int32(16);
+    }
+
+    /** fuse_read_in.lock_owner / fuse_write_in.lock_owner. */
+    long ioLockOwner() {
+        return int64(24);
+    }
+
+    /** The data of a WRITE, after its 40-byte fuse_write_in. */
+    ByteBuffer writeData() {
+        return bytes(40, int32(16));
+    }
+
+    /** fuse_open_in.flags (OPEN, OPENDIR); fuse_create_in.flags. */
+    int openFlags() {
+        return int32(0);
+    }
+
+    /** fuse_create_in.mode, fuse_mknod_in.mode. */
+    int createMode() {
+        return int32(4);
+    }
+
+    /** fuse_mkdir_in.mode. */
+    int mkdirMode() {
+        return int32(0);
+    }
+
+    /** fuse_release_in.release_flags. */
+    int releaseFlags() {
+        return int32(12);
+    }
+
+    /** fuse_release_in.lock_owner, fuse_flush_in.lock_owner. */
+    long releaseLockOwner() {
+        return int64(16);
+    }
+
+    /** fuse_fsync_in.fsync_flags. */
+    int fsyncFlags() {
+        return int32(8);
+    }
+
+    /** fuse_access_in.mask. */
+    int accessMask() {
+        return int32(0);
+    }
+
+    /** fuse_link_in.oldnodeid. */
+    long linkSource() {
+        return int64(0);
+    }
+
+    /** fuse_rename_in.newdir (RENAME) and fuse_rename2_in.newdir (RENAME2). */
+    long renameTarget() {
+        return int64(0);
+    }
+
+    /** fuse_rename2_in.flags. */
+    int rename2Flags() {
+        return int32(8);
+    }
+
+    /** Where the old name of a RENAME (8-byte struct) or RENAME2 (16-byte struct) starts. */
+    int renameNames() {
+        return opcode == FuseProtocol.RENAME2 ? 16 : 8;
+    }
+
+    /** fuse_getxattr_in.size; the name follows at body offset 8. */
+    int xattrSize() {
+        return int32(0);
+    }
+
+    /** fuse_lk_in.owner. */
+    long lockOwner() {
+        return int64(8);
+    }
+
+    long lockStart() {
+        return int64(16);
+    }
+
+    long lockEnd() {
+        return int64(24);
+    }
+
+    int lockType() {
+        return int32(32);
+    }
+
+    int lockPid() {
+        return int32(36);
+    }
+
+    int lockFlags() {
+        return int32(40);
+    }
+
+    /** fuse_interrupt_in.unique: the request to interrupt. */
+    long interrupted() {
+        return int64(0);
+    }
+
+    /** fuse_batch_forget_in.count; then count fuse_forget_one {nodeid, nlookup} from body offset 8. */
+    int batchCount() {
+        return int32(0);
+    }
+
+    // fuse_setattr_in
+
+    int setattrValid() {
+        return int32(0);
+    }
+
+    long setattrHandle() {
+        return int64(8);
+    }
+
+    long setattrSize() {
+        return int64(16);
+    }
+
+    long setattrAtime() {
+        return int64(32);
+    }
+
+    long setattrMtime() {
+        return int64(40);
+    }
+
+    int setattrAtimeNanos() {
+        return int32(56);
+    }
+
+    int setattrMtimeNanos() {
+        return int32(60);
+    }
+
+    int setattrMode() {
+        return int32(68);
+    }
+
+    // fuse_fallocate_in: fh, offset, length, mode
+
+    long fallocateOffset() {
+        return int64(8);
+    }
+
+    long fallocateLength() {
+        return int64(16);
+    }
+
+    int fallocateMode() {
+        return int32(24);
+    }
+
+    // fuse_lseek_in: fh, offset, whence
+
+    long lseekOffset() {
+        return int64(8);
+    }
+
+    int lseekWhence() {
+        return int32(16);
+    }
+}

@@ -1,0 +1,281 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.router.PolicyDeniedException;
+import dev.chibifs.sys.Linux;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One FUSE connection: answers INIT with what was negotiated, then serves requests on worker
+ * threads of its own, each reading /dev/fuse into its own buffers and dispatching by opcode to
+ * {@link FuseFileSystem}. No exception escapes a request: the last catch answers EIO and logs.
+ */
+final class FuseSession {
+
+    private static final Logger LOG = LoggerFactory.getLogger(FuseSession.class);
+
+    /** What the daemon asks of the kernel at INIT (the kernel grants what it offers). */
+    record Settings(int maxWrite, int workers, boolean readdirplus, boolean passthrough, boolean debug) {
+        static final int DEFAULT_MAX_WRITE = 1 << 20;
+        static final int DEFAULT_WORKERS = 8;
+
+        Settings {
+            if (maxWrite < 4096 || maxWrite > 16 << 20) {
+                throw new IllegalArgumentException("max_write=" + maxWrite + ": it must be from 4096 to 16 MiB");
+            }
+        }
+    }
+
+    /** What INIT settled: the kernel's protocol version and the flags both sides agreed on. */
+    record Negotiated(int kernelMinor, long offered, long granted, int maxWrite, int maxPages) {
+        boolean has(long flag) {
+            return (granted & flag) != 0;
+        }
+
+        boolean kernelOffers(long flag) {
+            return (offered & flag) != 0;
+        }
+    }
+
+    private final FuseChannel channel;
+    private final FuseFileSystem fs;
+    private final Settings settings;
+    private final RequestStats stats;
+    private final CompletableFuture<Integer> ended = new CompletableFuture<>();
+    private final AtomicInteger running = new AtomicInteger();
+    private volatile Negotiated negotiated;
+
+    FuseSession(FuseChannel channel, FuseFileSystem fs, Settings settings, RequestStats stats) {
+        this.channel = channel;
+        this.fs = fs;
+        this.settings = settings;
+        this.stats = stats;
+    }
+
+    Negotiated negotiated() {
+        return negotiated;
+    }
+
+    /** Completes with 0 once the mount is gone and every worker has stopped; 1 when INIT failed. */
+    CompletableFuture<Integer> ended() {
+        return ended;
+    }
+
+    /** Starts serving: one thread answers INIT, then the workers start. */
+    void start() {
+        Thread t = new Thread(this::run, "chibifs-fuse-init");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private void run() {
+        Worker first = new Worker();
+        try {
+            if (!first.init()) {
+                ended.complete(1);
+                return;
+            }
+        } catch (IOException e) {
+            LOG.error("FUSE INIT failed: {}", e.toString());
+            ended.complete(1);
+            return;
+        }
+        List<Thread> threads = new ArrayList<>();
+        running.set(settings.workers());
+        for (int i = 0; i < settings.workers(); i++) {
+            Worker w = i == 0 ? first : new Worker();
+            Thread t = new Thread(w::loop, "chibifs-fuse-" + i);
+            t.setDaemon(true);
+            threads.add(t);
+        }
+        threads.forEach(Thread::start);
+    }
+
+    private void workerEnded() {
+        if (running.decrementAndGet() == 0) {
+            ended.complete(0);
+        }
+    }
+
+    /** One worker: its own request buffer, reply buffer and data buffer; serves requests until the mount goes. */
+    final class Worker {
+        final FuseRequest req;
+        final FuseReply reply;
+        final ByteBuffer data;
+
+        Worker() {
+            int size = settings.maxWrite() + FuseProtocol.REQUEST_OVERHEAD;
+            req = new FuseRequest(ByteBuffer.allocateDirect(size));
+            reply = new FuseReply(size);
+            data = ByteBuffer.allocateDirect(settings.maxWrite());
+        }
+
+        /** Reads and answers INIT; false when the kernel's protocol is one we cannot speak. */
+        boolean init() throws IOException {
+            while (true) {
+                int n = channel.read(req.buffer.clear());
+                if (!req.decode(n)) {
+                    continue;
+                }
+                if (req.opcode != FuseProtocol.INIT) {
+                    // nothing but INIT comes first; answer anything else as not ready
+                    reply.begin(req.unique).error(Linux.EIO).send(channel);
+                    continue;
+                }
+                int major = req.int32(0);
+                int minor = req.int32(4);
+                int readahead = req.int32(8);
+                if (major != FuseProtocol.MAJOR || minor < FuseProtocol.MIN_MINOR) {
+                    LOG.error("the kernel speaks FUSE {}.{}; chibifs needs 7.{} or later", major, minor, FuseProtocol.MIN_MINOR);
+                    reply.begin(req.unique).error(71 /* EPROTO */).send(channel);
+                    return false;
+                }
+                long offered = req.initFlags();
+                long wanted = FuseProtocol.ASYNC_READ | FuseProtocol.BIG_WRITES | FuseProtocol.MAX_PAGES
+                        | FuseProtocol.PARALLEL_DIROPS | FuseProtocol.HANDLE_KILLPRIV | FuseProtocol.ATOMIC_O_TRUNC
+                        | FuseProtocol.INIT_EXT
+                        | (settings.readdirplus() ? FuseProtocol.DO_READDIRPLUS : 0)
+                        | (settings.passthrough() ? FuseProtocol.PASSTHROUGH : 0);
+                long granted = wanted & offered;
+                int maxPages = settings.maxWrite() / 4096;
+                negotiated = new Negotiated(minor, offered, granted, settings.maxWrite(), maxPages);
+                reply.begin(req.unique).init(Math.min(minor, FuseProtocol.MINOR), readahead, granted,
+                        64, 48, settings.maxWrite(), maxPages, (granted & FuseProtocol.PASSTHROUGH) != 0 ? 1 : 0);
+                reply.send(channel);
+                LOG.debug("INIT: kernel 7.{}, offered {}, granted {}", minor, Long.toHexString(offered), Long.toHexString(granted));
+                return true;
+            }
+        }
+
+        void loop() {
+            try {
+                while (true) {
+                    int n;
+                    try {
+                        n = channel.read(req.buffer.clear());
+                    } catch (ChannelClosedException gone) {
+                        return;
+                    } catch (IOException e) {
+                        LOG.error("reading /dev/fuse failed; this worker stops", e);
+                        return;
+                    }
+                    if (req.decode(n)) {
+                        serve();
+                    }
+                }
+            } finally {
+                workerEnded();
+            }
+        }
+
+        /** Serves the request in the buffer. The last catch: nothing escapes, anything unexpected is EIO. */
+        void serve() {
+            long start = System.nanoTime();
+            int opcode = req.opcode;
+            stats.started(opcode);
+            try {
+                reply.begin(req.unique);
+                if (!dispatch()) {
+                    return; // no reply: FORGET, BATCH_FORGET, INTERRUPT
+                }
+            } catch (Throwable t) {
+                reply.error(errnoOf(t));
+            } finally {
+                stats.served(opcode, System.nanoTime() - start, reply.isError());
+            }
+            if (settings.debug()) {
+                LOG.info("{} node {} unique {}: {}", FuseProtocol.opcodeName(opcode), req.nodeid, req.unique,
+                        reply.isError() ? "error " + reply.errno() : "ok");
+            }
+            try {
+                reply.send(channel);
+            } catch (IOException notDelivered) {
+                // an interrupted request's reply goes nowhere (ENOENT): the kernel counts none of its lookups
+                if (reply.rememberedNode != null) {
+                    fs.nodes.forget(reply.rememberedNode.id, 1);
+                }
+                for (NodeTable.Node n : reply.plusNodes) {
+                    fs.nodes.forget(n.id, 1);
+                }
+                LOG.debug("reply to {} not delivered: {}", FuseProtocol.opcodeName(opcode), notDelivered.toString());
+            }
+        }
+
+        private int errnoOf(Throwable t) {
+            int errno = -Errno.of(t);
+            if (errno > 0) {
+                if (t instanceof PolicyDeniedException) {
+                    stats.denied(String.valueOf(fs.caller(req)));
+                    LOG.debug("{} denied: {}", FuseProtocol.opcodeName(req.opcode), t.getMessage());
+                }
+                return errno;
+            }
+            LOG.error("{} of node {} failed unexpectedly", FuseProtocol.opcodeName(req.opcode), req.nodeid, t);
+            return Linux.EIO;
+        }
+
+        /** Runs the request's operation into the reply; false when the opcode takes no reply. */
+        private boolean dispatch() throws IOException {
+            switch (req.opcode) {
+                case FuseProtocol.LOOKUP -> fs.lookup(req, reply);
+                case FuseProtocol.FORGET -> {
+                    fs.nodes.forget(req.nodeid, req.forgetCount());
+                    return false;
+                }
+                case FuseProtocol.BATCH_FORGET -> {
+                    int count = req.batchCount();
+                    for (int i = 0; i < count; i++) {
+                        fs.nodes.forget(req.int64(8 + 16 * i), req.int64(16 + 16 * i));
+                    }
+                    return false;
+                }
+                case FuseProtocol.INTERRUPT -> {
+                    return false; // every request is short; nothing to interrupt (lock waits handle it themselves)
+                }
+                case FuseProtocol.GETATTR -> fs.getattr(req, reply);
+                case FuseProtocol.SETATTR -> fs.setattr(req, reply);
+                case FuseProtocol.READLINK -> fs.readlink(req, reply);
+                case FuseProtocol.SYMLINK -> fs.symlink(req, reply);
+                case FuseProtocol.MKNOD -> fs.mknod(req, reply);
+                case FuseProtocol.MKDIR -> fs.mkdir(req, reply);
+                case FuseProtocol.UNLINK -> fs.unlink(req, reply);
+                case FuseProtocol.RMDIR -> fs.rmdir(req, reply);
+                case FuseProtocol.RENAME, FuseProtocol.RENAME2 -> fs.rename(req, reply);
+                case FuseProtocol.LINK -> fs.link(req, reply);
+                case FuseProtocol.OPEN -> fs.open(req, reply);
+                case FuseProtocol.READ -> fs.read(req, reply, data);
+                case FuseProtocol.WRITE -> fs.write(req, reply);
+                case FuseProtocol.STATFS -> fs.statfs(req, reply);
+                case FuseProtocol.RELEASE -> fs.release(req, reply);
+                case FuseProtocol.FSYNC -> fs.fsync(req, reply);
+                case FuseProtocol.SETXATTR -> fs.setxattr(req, reply);
+                case FuseProtocol.REMOVEXATTR -> fs.removexattr(req, reply);
+                case FuseProtocol.OPENDIR -> fs.opendir(req, reply);
+                case FuseProtocol.READDIR -> fs.readdir(req, reply, false);
+                case FuseProtocol.READDIRPLUS -> fs.readdir(req, reply, true);
+                case FuseProtocol.RELEASEDIR -> fs.releasedir(req, reply);
+                case FuseProtocol.FSYNCDIR -> {
+                    // directory changes are made with the store's own calls, durable as the store makes them
+                }
+                case FuseProtocol.ACCESS -> fs.access(req, reply);
+                case FuseProtocol.CREATE -> fs.create(req, reply);
+                case FuseProtocol.FALLOCATE -> fs.fallocate(req, reply);
+                case FuseProtocol.DESTROY -> {
+                    // the kernel is done with this connection; the reads end with ENODEV
+                }
+                // ENOSYS makes the kernel stop asking for the rest of the mount:
+                // FLUSH (writes are already in the store file: no round trip per close),
+                // GETXATTR/LISTXATTR (no security.capability lookup per write), locks (kept local for now)
+                default -> reply.error(Linux.ENOSYS);
+            }
+            return true;
+        }
+    }
+}

@@ -1,0 +1,307 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.Storage;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The kernel's view of the namespace: every node id the kernel holds, with the store identity
+ * behind it, the names it is known by and how many lookups the kernel counts for it.
+ *
+ * <p>A node is keyed by its store and the store's inode, so the names of a hard-linked file are
+ * one node (as the kernel expects: one inode, one page cache). Every entry reply adds one lookup
+ * ({@link #remember}); FORGET takes them back ({@link #forget}), and a node with none left leaves
+ * the table. The root is node 1 and is never forgotten.
+ *
+ * <p>Locking: structure changes (remember, forget, names coming and going) take the table's
+ * monitor; reads of a node's path take none. A path computed while a rename runs may be the old
+ * one or the new one, the same race a path-based caller has with a concurrent rename.
+ */
+final class NodeTable {
+
+    /**
+     * Who a node is in the store: the store serving it, that store's inode number and the file's
+     * birth time. A file system reuses a freed inode number at once (ext4 does), and a new file
+     * given the old file's node id would be taken by the kernel for the old one: a directory made
+     * where one was just removed fails with ESTALE. The birth time tells them apart (where the
+     * file system has none, it is 0 and the number alone decides).
+     */
+    record Identity(Storage store, long inode, long born) {
+        static Identity of(Storage store, dev.chibifs.store.Metadata m) {
+            return new Identity(store, m.inode(), m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS));
+        }
+    }
+
+    /** One name of a node: the directory node it is in, and the name. */
+    record Link(Node parent, String name) {
+    }
+
+    private record NameKey(long parent, String name) {
+    }
+
+    static final class Node {
+        final long id;
+        final Identity identity;
+        volatile boolean directory;
+        /** The name its path is made of; null for the root. Guarded by the table for writes. */
+        volatile Link link;
+        /** Further names of a hard-linked file; guarded by the table. */
+        private List<Link> otherLinks;
+        /** Kernel lookups not yet forgotten; guarded by the table. */
+        private long lookups;
+        /** Set once its last name is gone from the store (unlinked, renamed over): only open handles reach it. */
+        volatile boolean removed;
+        /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
+        volatile long followKey = -1;
+        /** Size, mtime and ctime (ns) of the attributes the kernel was last told; see {@link ChangeFollower}. */
+        volatile long toldSize = -1;
+        volatile long toldModified;
+        volatile long toldChanged;
+        /** The path computed at {@link #pathEpoch}; recomputed after any directory moved. */
+        private volatile VfsPath path;
+        private volatile long pathEpoch = -1;
+
+        Node(long id, Identity identity, boolean directory, Link link) {
+            this.id = id;
+            this.identity = identity;
+            this.directory = directory;
+            this.link = link;
+        }
+
+        @Override
+        public String toString() {
+            return "node " + id;
+        }
+    }
+
+    private final ConcurrentMap<Long, Node> byId = new ConcurrentHashMap<>();
+    private final ConcurrentMap<Identity, Node> byIdentity = new ConcurrentHashMap<>();
+    private final ConcurrentMap<NameKey, Node> byName = new ConcurrentHashMap<>();
+    private final AtomicLong nextId = new AtomicLong(FuseProtocol.ROOT_ID + 1);
+    /** Bumped when a directory moves: every cached path below it may be stale. */
+    private final AtomicLong renames = new AtomicLong();
+    private final Node root = new Node(FuseProtocol.ROOT_ID, null, true, null);
+
+    NodeTable() {
+        root.path = VfsPath.root();
+        root.pathEpoch = Long.MAX_VALUE;
+        byId.put(root.id, root);
+    }
+
+    Node root() {
+        return root;
+    }
+
+    /** The node with kernel id {@code id}, or null when the kernel should not hold it. */
+    Node get(long id) {
+        return byId.get(id);
+    }
+
+    /** Every node the kernel holds (a snapshot), the root included. */
+    List<Node> all() {
+        return new ArrayList<>(byId.values());
+    }
+
+    /** How many nodes the kernel holds, the root included. */
+    int size() {
+        return byId.size();
+    }
+
+    /** The node known by {@code name} in directory {@code parent}, or null. */
+    Node child(Node parent, String name) {
+        return byName.get(new NameKey(parent.id, name));
+    }
+
+    /** The node of store identity {@code identity} if the kernel holds one, else null. */
+    Node find(Identity identity) {
+        return byIdentity.get(identity);
+    }
+
+    /**
+     * The node for {@code name} in {@code parent}, which the store says is {@code identity}, with
+     * one more kernel lookup: call just before sending an entry reply for it (a FORGET can only
+     * follow the reply), and {@link #forget} it again if the reply is not delivered.
+     * {@code soleName}: the store counts one link (or it is a directory), so this is its only name.
+     * {@code created}: the request made the file (mkdir, create, mknod), so it is a new node.
+     */
+    synchronized Node remember(Node parent, String name, Identity identity, boolean directory, boolean soleName,
+                               boolean created) {
+        Node node = byIdentity.get(identity);
+        Link link = new Link(parent, name);
+        if (node != null && created) {
+            // a file this request made cannot be one the kernel holds already: the store reused a
+            // freed inode (with a birth time in the same clock tick) before the removal reached us
+            byIdentity.remove(identity, node);
+            node = null;
+        }
+        if (node == null) {
+            node = new Node(nextId.getAndIncrement(), identity, directory, link);
+            byId.put(node.id, node);
+            byIdentity.put(identity, node);
+        } else if (soleName && !(link.equals(node.link) && node.otherLinks == null)) {
+            // one name in the store: any other name we knew was moved or removed behind our back
+            for (Link l : links(node)) {
+                byName.remove(new NameKey(l.parent().id, l.name()), node);
+            }
+            node.link = link;
+            node.otherLinks = null;
+            node.pathEpoch = -1;
+            if (directory) {
+                renames.incrementAndGet();
+            }
+        } else if (node.removed || !hasLink(node, link)) {
+            addLink(node, link);
+        }
+        node.directory = directory;
+        node.removed = false;
+        Node previous = byName.put(new NameKey(parent.id, name), node);
+        if (previous != null && previous != node) {
+            // the name now names another file (replaced in the store behind our back)
+            dropLink(previous, parent, name);
+            if (previous.removed) {
+                byIdentity.remove(previous.identity, previous);
+            }
+        }
+        node.lookups++;
+        return node;
+    }
+
+    /** The kernel forgot {@code count} lookups of node {@code id}; with none left, the node goes. */
+    synchronized void forget(long id, long count) {
+        Node node = byId.get(id);
+        if (node == null || node == root) {
+            return;
+        }
+        node.lookups -= count;
+        if (node.lookups > 0) {
+            return;
+        }
+        byId.remove(id);
+        byIdentity.remove(node.identity, node);
+        for (Link l : links(node)) {
+            byName.remove(new NameKey(l.parent().id, l.name()), node);
+        }
+    }
+
+    /** Name {@code name} in {@code parent} is gone from the store (unlink, rmdir). */
+    synchronized void unlinked(Node parent, String name) {
+        Node node = byName.remove(new NameKey(parent.id, name));
+        if (node != null) {
+            dropLink(node, parent, name);
+            if (node.removed) {
+                // the kernel holds it until its FORGET, but a new file that reuses its inode is another node
+                byIdentity.remove(node.identity, node);
+            }
+        }
+    }
+
+    /** {@code from/fromName} now is {@code to/toName}; whatever that name held before is gone. */
+    synchronized void renamed(Node from, String fromName, Node to, String toName) {
+        unlinked(to, toName);
+        Node node = byName.remove(new NameKey(from.id, fromName));
+        if (node == null) {
+            return;
+        }
+        Link old = new Link(from, fromName);
+        Link moved = new Link(to, toName);
+        if (old.equals(node.link)) {
+            node.link = moved;
+        } else if (node.otherLinks != null) {
+            node.otherLinks.replaceAll(l -> l.equals(old) ? moved : l);
+        }
+        byName.put(new NameKey(to.id, toName), node);
+        node.pathEpoch = -1;
+        if (node.directory) {
+            renames.incrementAndGet();
+        }
+    }
+
+    /** Both names stay, their files trade places (RENAME_EXCHANGE). */
+    synchronized void exchanged(Node a, String aName, Node b, String bName) {
+        Node first = byName.remove(new NameKey(a.id, aName));
+        Node second = byName.remove(new NameKey(b.id, bName));
+        if (first != null) {
+            dropLink(first, a, aName);
+        }
+        if (second != null) {
+            dropLink(second, b, bName);
+        }
+        if (first != null) {
+            addLink(first, new Link(b, bName));
+            first.removed = false;
+            byName.put(new NameKey(b.id, bName), first);
+        }
+        if (second != null) {
+            addLink(second, new Link(a, aName));
+            second.removed = false;
+            byName.put(new NameKey(a.id, aName), second);
+        }
+        renames.incrementAndGet();
+    }
+
+    /**
+     * The namespace path of {@code node}, by its first name; for a removed node, the path it had
+     * (operations on it then fail as the store finds nothing there, or go through open handles).
+     */
+    VfsPath path(Node node) {
+        long epoch = renames.get();
+        VfsPath cached = node.path;
+        if (cached != null && (node.pathEpoch == epoch || node == root)) {
+            return cached;
+        }
+        Link l = node.link;
+        VfsPath p = path(l.parent()).child(l.name());
+        node.path = p;
+        node.pathEpoch = epoch;
+        return p;
+    }
+
+    /** Every name the node is known by (first the one its path uses). */
+    synchronized List<Link> links(Node node) {
+        List<Link> all = new ArrayList<>();
+        if (node.link != null) {
+            all.add(node.link);
+        }
+        if (node.otherLinks != null) {
+            all.addAll(node.otherLinks);
+        }
+        return all;
+    }
+
+    private static boolean hasLink(Node node, Link link) {
+        return link.equals(node.link) || node.otherLinks != null && node.otherLinks.contains(link);
+    }
+
+    /** Adds a name; a removed node's stale name gives way to it. */
+    private static void addLink(Node node, Link link) {
+        if (node.removed || node.link == null) {
+            node.link = link;
+            node.pathEpoch = -1;
+            return;
+        }
+        if (node.otherLinks == null) {
+            node.otherLinks = new ArrayList<>(1);
+        }
+        node.otherLinks.add(link);
+    }
+
+    /** Drops one name; with none left the node is removed but keeps its last path for messages. */
+    private static void dropLink(Node node, Node parent, String name) {
+        Link gone = new Link(parent, name);
+        if (gone.equals(node.link)) {
+            if (node.otherLinks != null && !node.otherLinks.isEmpty()) {
+                node.link = node.otherLinks.remove(0);
+                node.pathEpoch = -1;
+            } else {
+                node.removed = true;
+            }
+        } else if (node.otherLinks != null) {
+            node.otherLinks.remove(gone);
+        }
+    }
+}

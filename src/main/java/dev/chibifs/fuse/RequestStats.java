@@ -1,0 +1,90 @@
+package dev.chibifs.fuse;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * What the daemon served: requests and their time per opcode, errors, and policy denials per
+ * context. LongAdders, so the workers counting at once do not contend on one cache line.
+ */
+public final class RequestStats {
+
+    private final LongAdder[] counts = adders();
+    private final LongAdder[] nanos = adders();
+    private final LongAdder[] errors = adders();
+    private final ConcurrentMap<String, LongAdder> denials = new ConcurrentHashMap<>();
+    /** Requests of each opcode being served now, and the most there ever were at once. */
+    private final java.util.concurrent.atomic.AtomicIntegerArray inFlight =
+            new java.util.concurrent.atomic.AtomicIntegerArray(FuseProtocol.OPCODE_LIMIT);
+    private final java.util.concurrent.atomic.AtomicIntegerArray mostInFlight =
+            new java.util.concurrent.atomic.AtomicIntegerArray(FuseProtocol.OPCODE_LIMIT);
+
+    void started(int opcode) {
+        int i = index(opcode);
+        int now = inFlight.incrementAndGet(i);
+        if (now > mostInFlight.get(i)) {
+            mostInFlight.accumulateAndGet(i, now, Math::max);
+        }
+    }
+
+    private static int index(int opcode) {
+        return opcode >= 0 && opcode < FuseProtocol.OPCODE_LIMIT ? opcode : 0;
+    }
+
+    private static LongAdder[] adders() {
+        LongAdder[] a = new LongAdder[FuseProtocol.OPCODE_LIMIT];
+        for (int i = 0; i < a.length; i++) {
+            a[i] = new LongAdder();
+        }
+        return a;
+    }
+
+    void served(int opcode, long elapsedNanos, boolean failed) {
+        int i = index(opcode);
+        inFlight.decrementAndGet(i);
+        counts[i].increment();
+        nanos[i].add(elapsedNanos);
+        if (failed) {
+            errors[i].increment();
+        }
+    }
+
+    void denied(String caller) {
+        denials.computeIfAbsent(caller, c -> new LongAdder()).increment();
+    }
+
+    /** One opcode's totals since the mount. */
+    public record OpStats(String opcode, long count, long errors, long totalMicros, int mostAtOnce) {
+    }
+
+    /** A snapshot: opcodes that were served, in opcode order, and denials by caller. */
+    public record Snapshot(Map<String, OpStats> requests, Map<String, Long> denials) {
+    }
+
+    public Snapshot snapshot() {
+        Map<String, OpStats> requests = new LinkedHashMap<>();
+        for (int i = 0; i < FuseProtocol.OPCODE_LIMIT; i++) {
+            long c = counts[i].sum();
+            if (c > 0) {
+                String name = FuseProtocol.opcodeName(i);
+                requests.put(name, new OpStats(name, c, errors[i].sum(), nanos[i].sum() / 1000, mostInFlight.get(i)));
+            }
+        }
+        Map<String, Long> d = new LinkedHashMap<>();
+        denials.forEach((k, v) -> d.put(k, v.sum()));
+        return new Snapshot(requests, d);
+    }
+
+    /** The count of one opcode, by its fuse.h name without FUSE_ (tests count requests with it). */
+    public long count(String opcode) {
+        for (int i = 0; i < FuseProtocol.OPCODE_LIMIT; i++) {
+            if (FuseProtocol.opcodeName(i).equals(opcode)) {
+                return counts[i].sum();
+            }
+        }
+        return 0;
+    }
+}

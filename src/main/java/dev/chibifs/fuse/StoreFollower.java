@@ -1,0 +1,48 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.store.Metadata;
+
+/**
+ * Keeps what the kernel caches true to a store that changes behind the mount (chibi writes it
+ * directly): the directories the kernel looks into are followed, and each change there becomes
+ * an invalidation. {@link #NONE} follows nothing, and the kernel keeps things for the mount's
+ * configured timeouts.
+ */
+interface StoreFollower extends AutoCloseable {
+
+    /** Whether changes in directory node {@code dir} reach the kernel, so what it caches there may last. */
+    boolean follows(NodeTable.Node dir);
+
+    /** A request looks into directory {@code dir}: follow it from now on; true when it is followed. */
+    boolean lookingIn(NodeTable.Node dir);
+
+    /** The kernel was told {@code m} about node {@code n} (an entry or attribute reply). */
+    default void replied(NodeTable.Node n, Metadata m) {
+    }
+
+    /** Whether the kernel may cache {@code name} in {@code parent} as missing (its appearance will be told). */
+    default boolean missing(NodeTable.Node parent, String name) {
+        return true;
+    }
+
+    /** {@code n} was opened and found as {@code m}: stale attributes the kernel has are invalidated. */
+    default void opened(NodeTable.Node n, Metadata m) {
+    }
+
+    @Override
+    default void close() {
+    }
+
+    /** Follows nothing: the mount's own timeouts hold everywhere. */
+    StoreFollower NONE = new StoreFollower() {
+        @Override
+        public boolean follows(NodeTable.Node dir) {
+            return true;
+        }
+
+        @Override
+        public boolean lookingIn(NodeTable.Node dir) {
+            return false;
+        }
+    };
+}

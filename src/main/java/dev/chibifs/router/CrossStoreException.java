@@ -1,0 +1,20 @@
+package dev.chibifs.router;
+
+import java.nio.file.FileSystemException;
+
+/**
+ * A rename or hard link whose two names are served by different stores: EXDEV, as between two
+ * file systems, so {@code mv} copies and removes instead, and {@code ln} says why.
+ */
+public final class CrossStoreException extends FileSystemException {
+    private static final long serialVersionUID = 1L;
+
+    public CrossStoreException(String from, String to) {
+        super(from, to, "Invalid cross-device link");
+    }
+
+    @Override
+    public String getMessage() {
+        return "'" + getFile() + "' and '" + getOtherFile() + "' are in different stores (Invalid cross-device link)";
+    }
+}

@@ -1,0 +1,17 @@
+package dev.chibifs.router;
+
+import java.nio.file.FileSystemException;
+
+/** A remove or rename of the path a store is mounted at: EBUSY, as for a mount point. */
+public final class MountPointBusyException extends FileSystemException {
+    private static final long serialVersionUID = 1L;
+
+    public MountPointBusyException(String path) {
+        super(path, null, "Device or resource busy");
+    }
+
+    @Override
+    public String getMessage() {
+        return "'" + getFile() + "' is where a store is mounted (Device or resource busy)";
+    }
+}

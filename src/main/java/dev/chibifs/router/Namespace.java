@@ -1,0 +1,102 @@
+package dev.chibifs.router;
+
+import dev.chibifs.config.ChibiHome;
+import dev.chibifs.config.SiteIdentity;
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.ZonePolicy;
+import dev.chibifs.store.ContextsView;
+import dev.chibifs.store.LocalStorage;
+import dev.chibifs.store.MemoryStorage;
+import dev.chibifs.store.ReadOnlyStorage;
+import dev.chibifs.store.Storage;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The namespace a mount, a vfs command or a cache command serves, built in this one place: the
+ * local store {@code <home>/vfs} at {@code /}, each {@code --store} at its prefix, chibi's
+ * read-only views {@code /sys/contexts} and {@code /tools/sys}, and flock membership read from
+ * chibi's registry and {@code site.json}.
+ */
+public final class Namespace {
+
+    /** chibi's view of its contexts. */
+    public static final VfsPath CONTEXTS = VfsPath.of("/sys/contexts");
+    /** chibi's virtual tool registry: read-only, empty or the directory {@code --tools-sys} names. */
+    public static final VfsPath TOOLS_SYS = VfsPath.of("/tools/sys");
+    /** chibi's name for {@code /tools/sys}, in refusals. */
+    static final String TOOLS_SYS_NAME = "virtual tool registry";
+
+    private final Router router;
+    private final LocalStorage root;
+    private final List<String> stores;
+
+    private Namespace(Router router, LocalStorage root, List<String> stores) {
+        this.router = router;
+        this.root = root;
+        this.stores = stores;
+    }
+
+    /**
+     * Opens the namespace of {@code home} with {@code mounts} at their prefixes and
+     * {@code toolsSys} (null: empty) at {@code /tools/sys}; a prefix named twice is an
+     * {@link IllegalArgumentException} naming it.
+     */
+    public static Namespace open(ChibiHome home, List<StoreMount> mounts, Path toolsSys) throws IOException {
+        return open(home, mounts, toolsSys, dev.chibifs.policy.SymlinkRule.ZONE);
+    }
+
+    /** {@link #open}, with {@code symlinks} deciding which symbolic links may be made or moved. */
+    public static Namespace open(ChibiHome home, List<StoreMount> mounts, Path toolsSys,
+                                 dev.chibifs.policy.SymlinkRule symlinks) throws IOException {
+        Set<VfsPath> seen = new HashSet<>();
+        for (StoreMount m : mounts) {
+            if (!seen.add(m.prefix())) {
+                throw new IllegalArgumentException("invalid --store '" + m.text() + "': " + m.prefix()
+                        + " is named twice; one store per prefix");
+            }
+        }
+        if (toolsSys != null && !Files.isDirectory(toolsSys)) {
+            throw new IllegalArgumentException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
+        }
+        LocalStorage local = new LocalStorage(home.store());
+        SiteIdentity site = new SiteIdentity(home);
+        Router.Builder b = Router.builder(local).flocks(site::siteId).symlinks(symlinks);
+        List<String> described = new ArrayList<>();
+        described.add("/=" + local.root());
+        for (StoreMount m : mounts) {
+            b.mount(m.prefix(), m.spec().open());
+            described.add(m.text());
+        }
+        b.mount(CONTEXTS, new ContextsView(home.dir(), site::siteId));
+        described.add(CONTEXTS + "=view:" + home.dir().resolve("contexts"));
+        Storage tools = toolsSys == null ? new MemoryStorage(0)
+                : new LocalStorage(toolsSys.toAbsolutePath().normalize());
+        b.mount(TOOLS_SYS, new ReadOnlyStorage(tools, TOOLS_SYS_NAME));
+        described.add(TOOLS_SYS + "=" + (toolsSys == null ? "empty" : "readonly:" + toolsSys.toAbsolutePath().normalize()));
+        Router router = b.build();
+        // the jnr-fuse adapter asks the two-argument policy; one namespace per process
+        ZonePolicy.install(router.membership());
+        return new Namespace(router, local, List.copyOf(described));
+    }
+
+    public Router router() {
+        return router;
+    }
+
+    /** The local store at {@code /}. */
+    public LocalStorage rootStore() {
+        return root;
+    }
+
+    /** Each store as {@code PREFIX=SPEC}, {@code /} first, for logs and {@code status}. */
+    public List<String> stores() {
+        return stores;
+    }
+}

@@ -1,0 +1,43 @@
+package dev.chibifs.router;
+
+import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.StoreSpec;
+
+/**
+ * One {@code --store PREFIX=SPEC}: the store SPEC serves every path at or below PREFIX (the
+ * prefix stripped), behind the same policy as everywhere.
+ */
+public record StoreMount(VfsPath prefix, StoreSpec spec) {
+
+    /** The form, for messages. */
+    public static final String RULE = "the form is PREFIX=SPEC, PREFIX an absolute path other than /, "
+            + "/sys/contexts and /tools/sys (chibi's views), e.g. /shared/scratch=memory:64M; " + StoreSpec.RULE;
+
+    /** Parses {@code PREFIX=SPEC}; an {@link IllegalArgumentException} names the value and the rule. */
+    public static StoreMount parse(String arg) {
+        int eq = arg.indexOf('=');
+        if (eq <= 0 || eq == arg.length() - 1) {
+            throw new IllegalArgumentException("invalid --store '" + arg + "': " + RULE);
+        }
+        VfsPath prefix;
+        try {
+            prefix = VfsPath.of(arg.substring(0, eq));
+        } catch (InvalidVfsPathException e) {
+            throw new IllegalArgumentException("invalid --store '" + arg + "': " + e.getMessage() + "; " + RULE);
+        }
+        if (prefix.isRoot() || prefix.startsWith(Namespace.CONTEXTS) || prefix.startsWith(Namespace.TOOLS_SYS)) {
+            throw new IllegalArgumentException("invalid --store '" + arg + "': " + RULE);
+        }
+        try {
+            return new StoreMount(prefix, StoreSpec.parse(arg.substring(eq + 1)));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("invalid --store '" + arg + "': " + e.getMessage());
+        }
+    }
+
+    /** {@code PREFIX=SPEC} again, the directory of a readonly store made absolute. */
+    public String text() {
+        return prefix + "=" + spec.text();
+    }
+}

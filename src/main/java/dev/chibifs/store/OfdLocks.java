@@ -1,0 +1,265 @@
+package dev.chibifs.store;
+
+import java.io.IOException;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The locks of one {@link LocalStorage}, taken on the store files themselves, so that they hold
+ * across every mount of the same store on this host (each mount is a daemon, or at least a
+ * LocalStorage, of its own) and against programs locking the store files directly.
+ *
+ * <p>Each lock owner the kernel names gets an open file description of its own on the file: a
+ * reopening of a handle's descriptor through /proc/self/fd (the very inode the handle has open,
+ * even renamed or unlinked since; openat of the name on the held parent could find another file
+ * there by now). Record locks are open file description locks (F_OFD_SETLK) on it, so the kernel
+ * itself decides every conflict, with the owners of this mount, of other mounts, and with classic
+ * POSIX locks and flock holders outside: no table of ours that another mount could not see. flock
+ * locks go on a second description per owner (closing one must not drop the other kind).
+ *
+ * <p>Never a classic POSIX lock (fcntl F_SETLK, FileChannel.lock): those belong to the whole
+ * process, so every owner of this daemon would share them, and any close of any descriptor of the
+ * file by the daemon would drop them. OFD locks belong to the description and go only when it is
+ * closed, which is how an owner's locks are let go all at once.
+ *
+ * <p>An owner's description is opened at its first lock and closed when it holds none any more
+ * (after an UNLOCK that leaves nothing, at releaseOwner, or when the last handle of the file that
+ * owner locked through closes). Closing a description opened for writing raises IN_CLOSE_WRITE in
+ * the file's directory, which every following mount takes for a possible change (an attribute
+ * invalidation, no more); descriptions are opened with the handle's own access for that reason
+ * too: a reader's lock comes and goes unnoticed.
+ *
+ * <p>Races. The kernel may send two requests of one owner at once (two threads of one process
+ * locking the same file): an owner's open, lock, bookkeeping and close happen under that owner's
+ * monitor, so one thread never locks on a description another is closing, nor on a recycled
+ * descriptor number. An owner object that was closed is marked dead under its monitor and removed
+ * from the map; a thread that fetched it just before finds it dead and fetches again. Conflicts
+ * between different owners need no lock of ours: the kernel decides them on the descriptions.
+ * A handle's close and its lock requests never overlap (FUSE sends RELEASE after the last request
+ * on the handle); handles of one file come and go concurrently, counted per inode.
+ */
+final class OfdLocks {
+
+    private record Key(long device, long inode) {
+    }
+
+    private final ConcurrentHashMap<Key, Inode> inodes = new ConcurrentHashMap<>();
+
+    /** The lock view of a handle whose descriptor is {@code fd}, opened with {@code access} (O_RDONLY, O_WRONLY, O_RDWR). */
+    HandleLocks forHandle(int fd, int access) throws IOException {
+        Key key = new Key(Libc.device(fd), Libc.stat(fd, null, null).inode());
+        Inode inode = inodes.compute(key, (k, i) -> {
+            Inode held = i == null ? new Inode(k) : i;
+            held.handles++;
+            return held;
+        });
+        return new HandleLocks(inode, fd, access);
+    }
+
+    /** Locks held in all, for tests: descriptions open per kind. */
+    int descriptionsOpen() {
+        return inodes.values().stream().mapToInt(i -> i.posix.size() + i.flocks.size()).sum();
+    }
+
+    /** An owner's description on one file, and what it holds there. */
+    private static final class Owner {
+        int fd = -1;
+        /** Record locks: the ranges held, to know when none are left. */
+        final RangeLocks ranges = new RangeLocks();
+        /** Closed and out of the map: fetch again. Guarded by this. */
+        boolean dead;
+    }
+
+    /** One file's owners; counted by the handles using it. */
+    private final class Inode {
+        final Key key;
+        int handles; // changed only inside inodes.compute
+        final ConcurrentHashMap<Long, Owner> posix = new ConcurrentHashMap<>();
+        final ConcurrentHashMap<Long, Owner> flocks = new ConcurrentHashMap<>();
+
+        Inode(Key key) {
+            this.key = key;
+        }
+
+        /** Closes {@code o}'s description (dropping all it holds) and forgets it; the caller holds o's monitor. */
+        void retire(Map<Long, Owner> owners, long owner, Owner o) {
+            o.dead = true;
+            if (o.fd >= 0) {
+                Libc.close(o.fd);
+                o.fd = -1;
+            }
+            owners.remove(owner, o);
+        }
+
+        /** Retires {@code owner} in {@code owners}, whatever it holds. */
+        void release(Map<Long, Owner> owners, long owner) {
+            Owner o = owners.get(owner);
+            if (o != null) {
+                synchronized (o) {
+                    if (!o.dead) {
+                        retire(owners, owner, o);
+                    }
+                }
+            }
+        }
+
+        void handleClosed() {
+            boolean[] last = {false};
+            inodes.computeIfPresent(key, (k, i) -> {
+                if (i != this) {
+                    return i;
+                }
+                i.handles--;
+                last[0] = i.handles == 0;
+                return last[0] ? null : i;
+            });
+            if (last[0]) {
+                // nobody has the file open through this storage: nothing can hold a lock any more
+                for (Long owner : Set.copyOf(posix.keySet())) {
+                    release(posix, owner);
+                }
+                for (Long owner : Set.copyOf(flocks.keySet())) {
+                    release(flocks, owner);
+                }
+            }
+        }
+    }
+
+    /** The locks as one handle sees them; remembers the owners that locked through it, for its close. */
+    final class HandleLocks implements FileLocks {
+        private final Inode inode;
+        private final int fd;
+        private final int access;
+        private final Set<Long> posixTaken = ConcurrentHashMap.newKeySet();
+        private final Set<Long> flocksTaken = ConcurrentHashMap.newKeySet();
+
+        HandleLocks(Inode inode, int fd, int access) {
+            this.inode = inode;
+            this.fd = fd;
+            this.access = access;
+        }
+
+        /** The owner's live entry in {@code owners}, created when absent. */
+        private Owner owner(Map<Long, Owner> owners, long owner) {
+            return owners.computeIfAbsent(owner, k -> new Owner());
+        }
+
+        @Override
+        public LockState testLock(long owner, LockType type, long start, long end) throws IOException {
+            RangeLocks.checkRange(start, end);
+            if (type == LockType.UNLOCK) {
+                return LockState.unlocked(start, end);
+            }
+            while (true) {
+                Owner o = inode.posix.get(owner);
+                if (o == null) {
+                    // an owner without a description holds nothing here: any other lock is a conflict,
+                    // and the handle's own description holds none (no lock is ever taken on it)
+                    return Libc.ofdTestLock(fd, type, start, end);
+                }
+                synchronized (o) {
+                    if (!o.dead) {
+                        // on the owner's description, the owner's own locks do not count, as F_GETLK wants
+                        return Libc.ofdTestLock(o.fd, type, start, end);
+                    }
+                }
+            }
+        }
+
+        @Override
+        public boolean tryLock(long owner, LockType type, long start, long end) throws IOException {
+            RangeLocks.checkRange(start, end);
+            while (true) {
+                Owner o = type == LockType.UNLOCK ? inode.posix.get(owner) : owner(inode.posix, owner);
+                if (o == null) {
+                    return true; // nothing held, nothing to remove
+                }
+                synchronized (o) {
+                    if (o.dead) {
+                        continue;
+                    }
+                    boolean done = true;
+                    try {
+                        if (type == LockType.UNLOCK) {
+                            if (o.fd >= 0) {
+                                Libc.ofdSetLock(o.fd, LockType.UNLOCK, start, end);
+                            }
+                            o.ranges.set(LockType.UNLOCK, start, end);
+                        } else {
+                            if (o.fd < 0) {
+                                o.fd = openFor(access);
+                            }
+                            // a conflict changes nothing, as with F_SETLK: the owner keeps what it held
+                            done = Libc.ofdSetLock(o.fd, type, start, end);
+                            if (done) {
+                                o.ranges.set(type, start, end);
+                                posixTaken.add(owner);
+                            }
+                        }
+                    } finally {
+                        // an owner left holding nothing (also after a failure) lets its description go
+                        if (o.ranges.isEmpty()) {
+                            inode.retire(inode.posix, owner, o);
+                        }
+                    }
+                    return done;
+                }
+            }
+        }
+
+        @Override
+        public boolean tryFlock(long owner, LockType type) throws IOException {
+            if (type == LockType.UNLOCK) {
+                // closing the owner's own description is LOCK_UN, and lets the descriptor go too
+                inode.release(inode.flocks, owner);
+                return true;
+            }
+            while (true) {
+                Owner o = owner(inode.flocks, owner);
+                synchronized (o) {
+                    if (o.dead) {
+                        continue;
+                    }
+                    boolean done = false;
+                    try {
+                        if (o.fd < 0) {
+                            // flock needs no write access: a read-only description raises no IN_CLOSE_WRITE
+                            o.fd = openFor((access & Libc.O_ACCMODE) == Libc.O_WRONLY ? Libc.O_WRONLY : Libc.O_RDONLY);
+                        }
+                        done = Libc.flock(o.fd, type);
+                    } finally {
+                        // Linux lets a held lock go before it tries the new type: a failed conversion holds nothing
+                        if (done) {
+                            flocksTaken.add(owner);
+                        } else {
+                            inode.retire(inode.flocks, owner, o);
+                        }
+                    }
+                    return done;
+                }
+            }
+        }
+
+        @Override
+        public void releaseOwner(long owner) {
+            inode.release(inode.posix, owner);
+        }
+
+        /** A new open file description of the handle's file, for one owner. */
+        private int openFor(int mode) throws IOException {
+            return Libc.reopen(fd, mode & Libc.O_ACCMODE);
+        }
+
+        /** The handle's close: what was taken through it goes, and the file's count of handles drops. */
+        void close() {
+            for (Long owner : posixTaken) {
+                inode.release(inode.posix, owner);
+            }
+            for (Long owner : flocksTaken) {
+                inode.release(inode.flocks, owner);
+            }
+            inode.handleClosed();
+        }
+    }
+}

@@ -1,0 +1,242 @@
+package dev.chibifs.store;
+
+import dev.chibifs.path.VfsPath;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.attribute.FileTime;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Any store, shown read-only: reads pass through, every change fails with
+ * {@link ReadOnlyStoreException} before the store underneath is asked. {@code readonly:DIR} is a
+ * {@link LocalStorage} of DIR behind this (which never follows a link found in DIR, so nothing
+ * outside DIR is reachable), and an empty {@code /tools/sys} a {@link MemoryStorage}.
+ */
+public final class ReadOnlyStorage implements Storage, ReadOnlyStore {
+
+    private static final Set<OpenFlag> CHANGING = EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE,
+            OpenFlag.CREATE_NEW, OpenFlag.TRUNCATE);
+
+    private final Storage inner;
+    private final String name;
+
+    /** {@code inner} read-only; {@code name} goes into every refusal ("readonly:/srv/docs"). */
+    public ReadOnlyStorage(Storage inner, String name) {
+        this.inner = inner;
+        this.name = name;
+    }
+
+    @Override
+    public String storeName() {
+        return name;
+    }
+
+    private ReadOnlyStoreException refused(VfsPath path) {
+        return new ReadOnlyStoreException(path.toString(), name);
+    }
+
+    @Override
+    public byte[] read(VfsPath path) throws IOException {
+        return inner.read(path);
+    }
+
+    /** The inner store's, which may remember it. */
+    @Override
+    public String etag(VfsPath path) throws IOException {
+        return inner.etag(path);
+    }
+
+    @Override
+    public void write(VfsPath path, byte[] data) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    public void append(VfsPath path, byte[] data) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    public void delete(VfsPath path) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    public List<Entry> list(VfsPath path) throws IOException {
+        return inner.list(path);
+    }
+
+    @Override
+    public boolean exists(VfsPath path) throws IOException {
+        return inner.exists(path);
+    }
+
+    @Override
+    public void mkdir(VfsPath path) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    public void copy(VfsPath src, VfsPath dst) throws IOException {
+        throw refused(dst);
+    }
+
+    @Override
+    public void rename(VfsPath src, VfsPath dst) throws IOException {
+        throw refused(src);
+    }
+
+    @Override
+    public Metadata metadata(VfsPath path) throws IOException {
+        return inner.metadata(path);
+    }
+
+    @Override
+    public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
+        for (OpenFlag f : flags) {
+            if (CHANGING.contains(f)) {
+                throw refused(path);
+            }
+        }
+        return new ReadOnlyHandle(inner.open(path, flags, createMode), path);
+    }
+
+    @Override
+    public void forEachEntry(VfsPath path, EntrySink sink) throws IOException {
+        inner.forEachEntry(path, sink);
+    }
+
+    @Override
+    public List<Entry> entries(VfsPath path) throws IOException {
+        return inner.entries(path);
+    }
+
+    @Override
+    public void truncate(VfsPath path, long size) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    public void createDirectory(VfsPath path) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    public void removeFile(VfsPath path) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    public void removeDirectory(VfsPath path) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    public void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    public void setExecutable(VfsPath path, int mode) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    public void link(VfsPath existing, VfsPath newName) throws IOException {
+        throw refused(newName);
+    }
+
+    @Override
+    public String readLink(VfsPath path) throws IOException {
+        return inner.readLink(path);
+    }
+
+    @Override
+    public SpaceInfo space() throws IOException {
+        return inner.space();
+    }
+
+    @Override
+    public ChangeFeed changes(ChangeListener listener) {
+        return inner.changes(listener);
+    }
+
+    @Override
+    public void close() throws IOException {
+        inner.close();
+    }
+
+    /** A handle opened for reading: reads and stats pass, every change is refused. */
+    private final class ReadOnlyHandle implements FileHandle {
+        private final FileHandle h;
+        private final VfsPath path;
+
+        ReadOnlyHandle(FileHandle h, VfsPath path) {
+            this.h = h;
+            this.path = path;
+        }
+
+        @Override
+        public int read(ByteBuffer dst, long position) throws IOException {
+            return h.read(dst, position);
+        }
+
+        @Override
+        public int write(ByteBuffer src, long position) throws IOException {
+            throw refused(path);
+        }
+
+        @Override
+        public void truncate(long size) throws IOException {
+            throw refused(path);
+        }
+
+        @Override
+        public void allocate(int mode, long offset, long length) throws IOException {
+            throw refused(path);
+        }
+
+        @Override
+        public void sync(boolean metadata) {
+            // nothing was written
+        }
+
+        @Override
+        public long inode() throws IOException {
+            return h.inode();
+        }
+
+        @Override
+        public Metadata opened() {
+            return h.opened();
+        }
+
+        @Override
+        public Metadata metadata() throws IOException {
+            return h.metadata();
+        }
+
+        @Override
+        public long size() throws IOException {
+            return h.size();
+        }
+
+        @Override
+        public void setTimes(FileTime accessed, FileTime modified) throws IOException {
+            throw refused(path);
+        }
+
+        @Override
+        public void setExecutable(int mode) throws IOException {
+            throw refused(path);
+        }
+
+        @Override
+        public void close() throws IOException {
+            h.close();
+        }
+    }
+}

@@ -1,0 +1,118 @@
+package dev.chibifs.store;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * What {@code --store PREFIX=SPEC} names as SPEC: the one place a store kind is parsed and
+ * opened. {@code memory[:SIZE]} (a scratch store in the daemon's memory, empty at mount, gone
+ * at unmount; SIZE bytes with an optional K, M or G, default 256M) and {@code readonly:DIR} (a
+ * host directory shown read-only). A new kind is one more case in {@link #parse}.
+ */
+public interface StoreSpec {
+
+    /** The form of every kind, for messages naming the rule. */
+    String RULE = "SPEC is memory[:SIZE] (SIZE in bytes with an optional K, M or G, default 256M) or readonly:DIR"
+            + " (an existing directory)";
+
+    /** The default size of a memory store. */
+    long DEFAULT_MEMORY_SIZE = 256L << 20;
+
+    /** The spec as it should be written again (a directory made absolute), for status and for the daemon's command line. */
+    String text();
+
+    /** Opens the store: a new, empty one for memory. */
+    Storage open() throws IOException;
+
+    /** Parses {@code spec}; an {@link IllegalArgumentException} says what is wrong and the rule. */
+    static StoreSpec parse(String spec) {
+        if (spec.equals("memory") || spec.startsWith("memory:")) {
+            return Memory.parse(spec);
+        }
+        if (spec.startsWith("readonly:")) {
+            return ReadOnlyDirectory.parse(spec);
+        }
+        throw new IllegalArgumentException("unknown store '" + spec + "': " + RULE);
+    }
+
+    /** {@code memory[:SIZE]}. */
+    record Memory(long size) implements StoreSpec {
+        private static final Pattern SIZE = Pattern.compile("([0-9]{1,19})([KMG]?)(I?B)?");
+
+        static Memory parse(String spec) {
+            if (spec.equals("memory")) {
+                return new Memory(DEFAULT_MEMORY_SIZE);
+            }
+            String size = spec.substring("memory:".length());
+            Matcher m = SIZE.matcher(size.toUpperCase(Locale.ROOT));
+            if (!m.matches()) {
+                throw new IllegalArgumentException("invalid size '" + size + "' in '" + spec + "': " + RULE);
+            }
+            int shift = switch (m.group(2)) {
+                case "K" -> 10;
+                case "M" -> 20;
+                case "G" -> 30;
+                default -> 0;
+            };
+            long n;
+            try {
+                n = Long.parseLong(m.group(1));
+            } catch (NumberFormatException e) {
+                n = -1;
+            }
+            if (n <= 0 || n > (Long.MAX_VALUE >> 1) >> shift) {
+                throw new IllegalArgumentException("invalid size '" + size + "' in '" + spec + "': more than 0 bytes, "
+                        + RULE);
+            }
+            return new Memory(n << shift);
+        }
+
+        @Override
+        public String text() {
+            long s = size;
+            String unit = "";
+            for (String u : new String[] {"K", "M", "G"}) {
+                if (s % 1024 == 0 && s >= 1024) {
+                    s /= 1024;
+                    unit = u;
+                }
+            }
+            return "memory:" + s + unit;
+        }
+
+        @Override
+        public Storage open() {
+            return new MemoryStorage(size);
+        }
+    }
+
+    /** {@code readonly:DIR}. */
+    record ReadOnlyDirectory(Path dir) implements StoreSpec {
+        static ReadOnlyDirectory parse(String spec) {
+            String d = spec.substring("readonly:".length());
+            if (d.isEmpty()) {
+                throw new IllegalArgumentException("'" + spec + "' names no directory: " + RULE);
+            }
+            Path dir = Path.of(d).toAbsolutePath().normalize();
+            if (!Files.isDirectory(dir)) {
+                throw new IllegalArgumentException("'" + spec + "': " + dir + " is not an existing directory; " + RULE);
+            }
+            return new ReadOnlyDirectory(dir);
+        }
+
+        @Override
+        public String text() {
+            return "readonly:" + dir;
+        }
+
+        @Override
+        public Storage open() throws IOException {
+            // LocalStorage opens every name beneath DIR refusing links, so nothing outside DIR is reached
+            return new ReadOnlyStorage(new LocalStorage(dir), text());
+        }
+    }
+}

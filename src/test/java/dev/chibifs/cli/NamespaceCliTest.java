@@ -1,0 +1,81 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.testing.Chibi010Home;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The vfs commands over chibi 0.10's namespace: the mount's rules, exit 3 for each refusal, stores and views. */
+class NamespaceCliTest {
+
+    @TempDir
+    Path home;
+    private Cli cli;
+
+    @BeforeEach
+    void layOut() {
+        Chibi010Home.create(home);
+        cli = new Cli(home);
+    }
+
+    private void assertExit(int code, Cli.Result r) {
+        assertEquals(code, r.code(), r.toString());
+    }
+
+    @Test
+    void theWritesChibiAllowsLandAndTheOthersAreExit3AndLeaveNothing() throws IOException {
+        for (String uri : new String[] {"vfs:///site/a", "vfs:///flocks/team/a", "vfs:///tools/shared/a.scm",
+                                        "vfs:///tools/home/planner/a.scm", "vfs:///tools/flocks/team/a.scm"}) {
+            assertExit(0, cli.run("write", "--as", "planner", uri, "--content", "x"));
+        }
+        assertTrue(Files.exists(cli.file("/tools/flocks/team/a.scm")));
+        for (String uri : new String[] {"vfs:///flocks/ops/a", "vfs:///flocks/registry.json", "vfs:///tools/home/coder/a",
+                                        "vfs:///tools/flocks/ops/a", "vfs:///tools/sys/a", "vfs:///flocks/x/a"}) {
+            assertExit(3, cli.run("write", "--as", "planner", uri, "--content", "x"));
+        }
+        assertFalse(Files.exists(cli.file("/flocks/ops/a")) || Files.exists(cli.file("/tools/home/coder/a")));
+        Cli.Result r = cli.run("write", "--as", "planner", "vfs:///flocks/ops/a", "--content", "x");
+        assertEquals("chibifs write: context 'planner' is not a member of flock 'ops'\n", r.err());
+        r = cli.run("write", "--as-system", "vfs:///tools/sys/a", "--content", "x");
+        assertExit(3, r);
+        assertEquals("chibifs write: '/tools/sys/a' is read-only (virtual tool registry)\n", r.err());
+        Chibi010Home.writeRegistry(home, "planner:ops");
+        assertExit(0, cli.run("write", "--as", "planner", "vfs:///flocks/ops/a", "--content", "x"));
+        assertExit(3, cli.run("write", "--as", "planner", "vfs:///flocks/team/b", "--content", "x"));
+    }
+
+    @Test
+    void storesAndViewsAreTheMountsToo(@TempDir Path docs) throws IOException {
+        Files.writeString(docs.resolve("d.md"), "doc\n");
+        Cli.Result r = cli.run("cat", "--store", "/shared/docs=readonly:" + docs, "vfs:///shared/docs/d.md");
+        assertEquals("doc\n", r.out());
+        r = cli.run("write", "--as", "planner", "--store", "/shared/docs=readonly:" + docs, "vfs:///shared/docs/n",
+                "--content", "x");
+        assertExit(3, r);
+        assertEquals("chibifs write: '/shared/docs/n' is read-only (readonly:" + docs + ")\n", r.err());
+        r = cli.run("ls", "--store", "/shared/scratch=memory", "vfs:///shared");
+        assertTrue(r.out().contains("scratch/"), r.out());
+        assertEquals("(\"/home/planner/tasks\" \"/flocks/site:" + Chibi010Home.SITE_ID + "/tasks\" \"/flocks/team/tasks\")\n",
+                cli.run("cat", "vfs:///sys/contexts/planner/task-dirs").out() + "\n");
+        assertExit(3, cli.run("write", "--as-system", "vfs:///sys/contexts/planner/state.json", "--content", "x"));
+    }
+
+    @Test
+    void aBadStoreOptionNamesTheValueAndTheRule() {
+        for (String bad : new String[] {"shared=memory", "/=memory", "/x=disk", "/x=memory:lots", "/x=readonly:/no/such/dir",
+                                        "/sys/contexts=memory", "/x"}) {
+            Cli.Result r = cli.run("ls", "--store", bad, "vfs:///");
+            assertExit(2, r);
+            assertTrue(r.err().contains("'" + bad + "'") && r.err().contains("PREFIX=SPEC")
+                    || r.err().contains("SPEC is memory"), r.err());
+        }
+    }
+}

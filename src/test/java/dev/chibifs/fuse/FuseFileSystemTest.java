@@ -1,0 +1,202 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.Caller;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.MemoryStorage;
+import dev.chibifs.sys.Linux;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+import static dev.chibifs.fuse.FakeKernel.body;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The file system's operations by node, driven through a real {@link FuseSession} by a fake
+ * kernel that speaks the protocol's byte layouts, against {@link MemoryStorage}: no mount.
+ */
+@Timeout(20)
+class FuseFileSystemTest {
+
+    private final MemoryStorage store = new MemoryStorage();
+    private final FakeKernel kernel = new FakeKernel();
+    private final RequestStats stats = new RequestStats();
+    private FuseFileSystem fs;
+    private FuseSession session;
+
+    @BeforeEach
+    void start() throws Exception {
+        Router router = Router.of(store);
+        router.createNamespace(List.of("alice", "bob"));
+        fs = new FuseFileSystem(router, CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
+                FuseFileSystem.Timeouts.of(1, 1, 0), true);
+        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 2, true, false, false), stats);
+        session.start();
+        FakeKernel.Reply init = kernel.init(FuseProtocol.DO_READDIRPLUS | FuseProtocol.PARALLEL_DIROPS
+                | FuseProtocol.ASYNC_READ | FuseProtocol.MAX_PAGES | FuseProtocol.INIT_EXT | FuseProtocol.WRITEBACK_CACHE);
+        assertEquals(0, init.error());
+        assertEquals(7, init.int32(0));
+        assertEquals(38, init.int32(4), "the kernel's minor, not ours, when it is older");
+        long granted = init.int32(12) & 0xffffffffL;
+        assertTrue((granted & FuseProtocol.DO_READDIRPLUS) != 0);
+        assertTrue((granted & FuseProtocol.PARALLEL_DIROPS) != 0);
+        assertEquals(0, granted & FuseProtocol.WRITEBACK_CACHE, "chibi writes the store behind us: no writeback cache");
+        assertEquals(1 << 20, init.int32(20), "max_write");
+        assertEquals(256, init.body().getShort(28), "max_pages");
+    }
+
+    @AfterEach
+    void stop() {
+        kernel.close();
+        session.ended().join();
+    }
+
+    private long lookup(long parent, String name) throws Exception {
+        FakeKernel.Reply r = kernel.call(FuseProtocol.LOOKUP, parent, body().name(name));
+        assertEquals(0, r.error(), "lookup " + name);
+        return r.int64(0);
+    }
+
+    /** CREATE: returns {node id, fh}. */
+    private long[] create(long parent, String name) throws Exception {
+        FakeKernel.Reply r = kernel.call(FuseProtocol.CREATE, parent,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name(name));
+        assertEquals(0, r.error(), "create " + name);
+        return new long[]{r.int64(0), r.int64(FuseProtocol.ENTRY_OUT)};
+    }
+
+    private FakeKernel.Reply write(long node, long fh, long offset, String text) throws Exception {
+        byte[] data = text.getBytes(StandardCharsets.UTF_8);
+        return kernel.call(FuseProtocol.WRITE, node,
+                body().int64(fh).int64(offset).int32(data.length).int32(0).int64(0).int32(0).int32(0).bytes(data));
+    }
+
+    private void release(long node, long fh) throws Exception {
+        assertEquals(0, kernel.call(FuseProtocol.RELEASE, node, body().int64(fh).int32(0).int32(0).int64(0)).error());
+    }
+
+    @Test
+    void aFileCreatedWrittenAndReadBackThroughTheProtocol() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] created = create(shared, "tasks.md");
+        FakeKernel.Reply w = write(created[0], created[1], 0, "- ship it\n");
+        assertEquals(0, w.error());
+        assertEquals(10, w.int32(0));
+        release(created[0], created[1]);
+        assertArrayEquals("- ship it\n".getBytes(StandardCharsets.UTF_8), store.read(VfsPath.of("/shared/tasks.md")));
+
+        FakeKernel.Reply open = kernel.call(FuseProtocol.OPEN, created[0], body().int32(Linux.O_RDONLY).int32(0));
+        long fh = open.int64(0);
+        FakeKernel.Reply read = kernel.call(FuseProtocol.READ, created[0],
+                body().int64(fh).int64(2).int32(4096).int32(0).int64(0).int32(0).int32(0));
+        assertEquals("ship it\n", StandardCharsets.UTF_8.decode(read.body()).toString());
+        assertEquals(1, stats.count("READ"));
+        assertEquals(1, stats.count("WRITE"));
+    }
+
+    @Test
+    void aDeniedCreateIsEaccesAndLeavesNothing() throws Exception {
+        long home = lookup(FuseProtocol.ROOT_ID, "home");
+        long bob = lookup(home, "bob");
+        FakeKernel.Reply r = kernel.call(FuseProtocol.CREATE, bob,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name("x"));
+        assertEquals(-Linux.EACCES, r.error());
+        assertFalse(store.exists(VfsPath.of("/home/bob/x")));
+        assertEquals(1L, stats.snapshot().denials().get("alice"));
+    }
+
+    @Test
+    void theNamesOfAHardLinkedFileAreOneNode() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] a = create(shared, "a");
+        release(a[0], a[1]);
+        FakeKernel.Reply link = kernel.call(FuseProtocol.LINK, shared, body().int64(a[0]).name("b"));
+        assertEquals(0, link.error());
+        assertEquals(a[0], link.int64(0), "one file, one node");
+        assertEquals(2, link.int32(40 + 64), "nlink");
+        assertEquals(a[0], lookup(shared, "b"));
+        // the first name goes; the node lives on by its other name
+        assertEquals(0, kernel.call(FuseProtocol.UNLINK, shared, body().name("a")).error());
+        FakeKernel.Reply attr = kernel.call(FuseProtocol.GETATTR, a[0], body().int32(0).int32(0).int64(0));
+        assertEquals(0, attr.error());
+        assertEquals(1, attr.int32(16 + 64), "nlink after the unlink");
+    }
+
+    @Test
+    void forgetTakesBackLookupsAndANodeWithNoneLeftGoes() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long again = lookup(FuseProtocol.ROOT_ID, "shared");
+        assertEquals(shared, again);
+        int before = fs.nodes.size();
+        kernel.send(FuseProtocol.FORGET, shared, body().int64(1));
+        kernel.send(FuseProtocol.BATCH_FORGET, 0, body().int32(1).int32(0).int64(shared).int64(1));
+        // a request behind the forgets is served after them by the same single reader
+        lookup(FuseProtocol.ROOT_ID, "sys");
+        assertEquals(before, fs.nodes.size(), "shared went, sys came");
+        assertEquals(null, fs.nodes.get(shared));
+    }
+
+    @Test
+    void aLookupWhoseReplyIsNotDeliveredCountsNoLookup() throws Exception {
+        int before = fs.nodes.size();
+        kernel.refuse.add(kernel.nextUnique()); // its reply fails as an interrupted request's does
+        kernel.send(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared"));
+        lookup(FuseProtocol.ROOT_ID, "sys");
+        assertEquals(before + 1, fs.nodes.size(), "only sys is held");
+    }
+
+    @Test
+    void listingsCarryNodesForEveryNameButDotAndDotDot() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        for (String n : List.of("a", "b", "c")) {
+            long[] f = create(shared, n);
+            release(f[0], f[1]);
+        }
+        FakeKernel.Reply open = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0));
+        long fh = open.int64(0);
+        FakeKernel.Reply list = kernel.call(FuseProtocol.READDIRPLUS, shared,
+                body().int64(fh).int64(0).int32(65536).int32(0).int64(0).int32(0).int32(0));
+        assertEquals(0, list.error());
+        int at = 0;
+        int named = 0;
+        while (at < list.body().limit()) {
+            long node = list.int64(at);
+            int nameLength = list.int32(at + FuseProtocol.ENTRY_OUT + 16);
+            byte[] name = new byte[nameLength];
+            list.body().get(at + FuseProtocol.DIRENTPLUS, name);
+            String s = new String(name, StandardCharsets.UTF_8);
+            if (s.equals(".") || s.equals("..")) {
+                assertEquals(0, node, s + " goes out without a node: the kernel counts no lookup for it");
+            } else {
+                assertNotEquals(0, node, s);
+                named++;
+            }
+            at += FuseReply.align8(FuseProtocol.DIRENTPLUS + nameLength);
+        }
+        assertEquals(3, named);
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
+    }
+
+    @Test
+    void anOpcodeWeDoNotServeIsEnosys() throws Exception {
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.GETXATTR, FuseProtocol.ROOT_ID,
+                body().int32(0).int32(0).name("security.capability")).error());
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.FLUSH, FuseProtocol.ROOT_ID,
+                body().int64(1).int32(0).int32(0).int64(0)).error());
+    }
+
+    @Test
+    void aMissingNameIsEnoentAndAnUnknownNodeToo() throws Exception {
+        assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("nope")).error());
+        assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.GETATTR, 999, body().int32(0).int32(0).int64(0)).error());
+    }
+}

@@ -1,0 +1,46 @@
+package dev.chibifs.router;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.MemoryStorage;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Membership as the registry says it at each question; a malformed registry grants nothing. */
+class RegistryMembershipTest {
+
+    private final MemoryStorage store = new MemoryStorage();
+    private final VfsPath path = VfsPath.of("/flocks/registry.json");
+    private final RegistryMembership members = new RegistryMembership(store, path, () -> Optional.of("h-1"));
+
+    private void registry(String json) throws Exception {
+        store.write(path, json.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void readsEachChangeAndNeverGrantsOnAMalformedRegistry() throws Exception {
+        assertFalse(members.isMember("team", "planner"), "no registry: no flocks");
+        registry("{\"flocks\":[{\"name\":\"team\",\"created_at\":1,\"members\":[{\"context\":\"planner\",\"site\":\"site:h-1\"},"
+                + "{\"context\":\"coder\",\"site\":\"site:other\"}]}]}");
+        assertTrue(members.isMember("team", "planner"));
+        assertFalse(members.isMember("team", "coder"), "a member of another site");
+        registry("{\"flocks\":[{\"name\":\"team\",\"members\":[{\"context\":\"planner\",\"site\":\"site:h-1\"}]}]}");
+        assertFalse(members.isMember("team", "planner"), "created_at missing: chibi cannot read it either");
+        assertTrue(members.problem().contains("created_at"), members.problem());
+        registry("{\"flocks\":[]}");
+        assertFalse(members.isMember("team", "planner"));
+        assertNull(members.problem());
+    }
+
+    @Test
+    void withoutASiteIdNobodyIsAMember() throws Exception {
+        registry("{\"flocks\":[{\"name\":\"team\",\"created_at\":1,\"members\":[{\"context\":\"planner\",\"site\":\"site:h-1\"}]}]}");
+        assertEquals(false, new RegistryMembership(store, path, Optional::empty).isMember("team", "planner"));
+    }
+}
