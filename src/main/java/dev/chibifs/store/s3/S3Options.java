@@ -54,6 +54,17 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
         return home.chibifsDir().resolve("cache").resolve(spec.cacheName());
     }
 
+    /**
+     * The options of a store a mount names with {@code --store PREFIX=s3://...}: its cache in
+     * {@code cacheDir}, else {@code <home>/chibifs/cache/<store>}; the debounce {@code flushAfter}, else 2 s.
+     */
+    public static S3Options forMount(ChibiHome home, String spec, Path cacheDir, Duration flushAfter,
+                                     Map<String, String> env) {
+        Path dir = cacheDir != null ? cacheDir : defaultCacheDir(home, S3Spec.parse(spec));
+        S3Options o = defaults(dir, env);
+        return flushAfter == null ? o : o.withFlushAfter(flushAfter);
+    }
+
     public S3Options withFlushAfter(Duration d) {
         return new S3Options(cacheDir, d, validity, clock, host, env, background);
     }
