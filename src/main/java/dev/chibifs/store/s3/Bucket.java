@@ -198,6 +198,16 @@ final class Bucket implements Closeable {
         return new Level(objects, prefixes);
     }
 
+    /** Whether any object has a key starting with {@code prefix} (a directory, marker or not). */
+    boolean anyUnder(String prefix) throws IOException {
+        count("list");
+        try {
+            return !client.listObjectsV2(b -> b.bucket(bucket).prefix(prefix).maxKeys(1)).contents().isEmpty();
+        } catch (SdkException e) {
+            throw failure("list", prefix, e);
+        }
+    }
+
     /** HEAD of one object; null when there is none. */
     Head head(String key) throws IOException {
         count("head");

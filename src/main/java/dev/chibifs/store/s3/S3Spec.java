@@ -18,7 +18,7 @@ public record S3Spec(String bucket, String keyPrefix, URI endpoint, String regio
     public static final String SCHEME = "s3://";
 
     /** S3's bucket naming rule (the lenient legacy form, which MinIO and Ceph still allow). */
-    private static final Pattern BUCKET = Pattern.compile("[a-z0-9][a-z0-9._-]{1,254}");
+    private static final Pattern BUCKET = Pattern.compile("[a-z0-9][a-z0-9._-]{2,254}");
 
     /** Parses {@code spec}; an {@link IllegalArgumentException} names the value and the rule it breaks. */
     public static S3Spec parse(String spec) {
@@ -37,7 +37,7 @@ public record S3Spec(String bucket, String keyPrefix, URI endpoint, String regio
         String prefix = slash < 0 ? "" : rest.substring(slash + 1);
         if (!BUCKET.matcher(bucket).matches()) {
             throw new IllegalArgumentException("'" + spec + "': bucket '" + bucket
-                    + "' is not a bucket name (lower-case letters, digits, '.', '-', '_'; 2 to 255 characters)");
+                    + "' is not a bucket name (lower-case letters, digits, '.', '-', '_'; 3 to 255 characters)");
         }
         while (prefix.endsWith("/")) {
             prefix = prefix.substring(0, prefix.length() - 1);

@@ -106,6 +106,8 @@ public final class S3Storage implements Storage {
     /** A tombstone whose delete S3 has done is kept this long for listings that started before it. */
     private static final long DONE_TOMB_MILLIS = 60_000;
     private static final int SNAPSHOT_TRIES = 3;
+    /** Up to this many names missing from a listing are asked after one by one; more, by a second listing. */
+    private static final int CONFIRM_ONE_BY_ONE = 16;
     private static final long COMPACT_AFTER = 10_000;
     private static final java.util.concurrent.atomic.AtomicLong FETCHES = new java.util.concurrent.atomic.AtomicLong();
     private static final DateTimeFormatter CONFLICT_TIME =
@@ -120,6 +122,14 @@ public final class S3Storage implements Storage {
     private final FileChannel lockFile;
     private final FileLock cacheLock;
     private final ReentrantLock flushLock = new ReentrantLock();
+    /** How many uploads run at once in a write-back pass. */
+    private static final int UPLOADERS = 4;
+    private final java.util.concurrent.ExecutorService uploaders = java.util.concurrent.Executors.newFixedThreadPool(
+            UPLOADERS, r -> {
+                Thread t = new Thread(r, "s3-upload");
+                t.setDaemon(true);
+                return t;
+            });
     private final Thread flusher;
 
     // ---- the overlay; guarded by this ----
@@ -637,16 +647,78 @@ public final class S3Storage implements Storage {
             }
             throw e;
         }
+        Set<String> stillThere = confirmMissing(dir, level, startSeq);
         synchronized (this) {
-            apply(dir, level, startSeq);
+            apply(dir, level, startSeq, stillThere);
             listedAt.put(dir, now);
             commit();
         }
         recovered();
     }
 
+    /**
+     * The names known here that {@code level} does not show but S3 still has. A name is dropped only
+     * on S3's word, and a listing is not always the whole word: a server may end one short while
+     * deletes run in the same prefix (s3proxy's file system store does). Each missing name is asked
+     * once more -- a HEAD for a file, one key below it for a directory -- or, when many are missing
+     * (another host removed a tree), the directory is listed again: when both listings show the same
+     * names, the missing ones go; when they differ, none does until a later listing.
+     */
+    private Set<String> confirmMissing(VfsPath dir, Bucket.Level level, long startSeq) throws IOException {
+        List<VfsPath> missing = new ArrayList<>();
+        synchronized (this) {
+            Set<String> listed = names(dir, level);
+            for (String name : children(dir)) {
+                Node n = nodes.get(dir.child(name));
+                if (!listed.contains(name) && n != null && removedElsewhere(n, startSeq)) {
+                    missing.add(n.path);
+                }
+            }
+        }
+        Set<String> stillThere = new TreeSet<>();
+        if (missing.isEmpty()) {
+            return stillThere;
+        }
+        if (missing.size() > CONFIRM_ONE_BY_ONE) {
+            Set<String> first = names(dir, level);
+            Set<String> again = names(dir, bucket.list(dirKey(dir), true));
+            // two listings that disagree were cut short or raced a change: drop nothing on their word now
+            boolean agree = again.equals(first);
+            for (VfsPath p : missing) {
+                if (!agree || again.contains(p.fileName())) {
+                    stillThere.add(p.fileName());
+                }
+            }
+            return stillThere;
+        }
+        for (VfsPath p : missing) {
+            Node n;
+            synchronized (this) {
+                n = nodes.get(p);
+            }
+            boolean there = n != null && (n.dir ? bucket.anyUnder(dirKey(p)) : bucket.head(key(p)) != null);
+            if (there) {
+                stillThere.add(p.fileName());
+            }
+        }
+        return stillThere;
+    }
+
+    /** The names a listing of {@code dir} shows, files and directories. */
+    private Set<String> names(VfsPath dir, Bucket.Level level) {
+        String prefix = dirKey(dir);
+        Set<String> out = new java.util.HashSet<>();
+        for (Bucket.Listed o : level.objects()) {
+            out.add(o.key().substring(prefix.length()));
+        }
+        for (String pre : level.prefixes()) {
+            out.add(pre.substring(prefix.length(), pre.length() - 1));
+        }
+        return out;
+    }
+
     /** Merges a listing of {@code dir} into the overlay: the local layer wins over what S3 says. */
-    private void apply(VfsPath dir, Bucket.Level level, long startSeq) throws IOException {
+    private void apply(VfsPath dir, Bucket.Level level, long startSeq, Set<String> stillThere) throws IOException {
         Node d = nodes.get(dir);
         if (d == null || !d.dir) {
             return;
@@ -701,7 +773,7 @@ public final class S3Storage implements Storage {
             }
         }
         for (String name : List.copyOf(children(dir))) {
-            if (seen.contains(name)) {
+            if (seen.contains(name) || stillThere.contains(name)) {
                 continue;
             }
             Node n = nodes.get(dir.child(name));
@@ -1837,11 +1909,17 @@ public final class S3Storage implements Storage {
                     }
                 }
             }
-            // directories (their markers) before what is in them
+            // directories (their markers) before what is in them, one at a time; then the files, several at once
             due.sort(Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth()));
+            List<Node> files = new ArrayList<>();
             for (Node n : due) {
-                upload(n);
+                if (n.dir) {
+                    upload(n);
+                } else {
+                    files.add(n);
+                }
             }
+            uploadAll(files);
             List<String> deletes;
             synchronized (this) {
                 deletes = new ArrayList<>();
@@ -1851,34 +1929,92 @@ public final class S3Storage implements Storage {
                     }
                 }
             }
-            // deepest first: the contents of a directory before its marker
-            deletes.sort(Comparator.comparingInt((String k) -> k.length()).reversed());
+            // files several at once, then markers deepest first: a directory's contents before it
+            List<String> markers = new ArrayList<>();
+            List<String> objects = new ArrayList<>();
             for (String k : deletes) {
-                try {
-                    bucket.delete(k);
-                } catch (IOException e) {
-                    noteOutage(e);
-                    throw e;
-                }
-                synchronized (this) {
-                    Tomb t = tombs.get(k);
-                    if (t != null && t.pending) {
-                        t.pending = false;
-                        t.doneSeq = ++seq;
-                        t.doneAt = millis();
-                        VfsPath p = pathOfKey(k.endsWith("/") ? k.substring(0, k.length() - 1) : k);
-                        if (p != null) {
-                            record("untomb", p).put("dir", k.endsWith("/"));
-                        }
-                        commit();
-                    }
-                }
+                (k.endsWith("/") ? markers : objects).add(k);
+            }
+            inParallel(objects, this::deleteOne);
+            markers.sort(Comparator.comparingInt(String::length).reversed());
+            for (String k : markers) {
+                deleteOne(k);
             }
             if (!due.isEmpty() || !deletes.isEmpty()) {
                 recovered();
             }
         } finally {
             flushLock.unlock();
+        }
+    }
+
+    private void deleteOne(String k) throws IOException {
+        try {
+            bucket.delete(k);
+        } catch (IOException e) {
+            noteOutage(e);
+            throw e;
+        }
+        synchronized (this) {
+            Tomb t = tombs.get(k);
+            if (t != null && t.pending) {
+                t.pending = false;
+                t.doneSeq = ++seq;
+                t.doneAt = millis();
+                VfsPath p = pathOfKey(k.endsWith("/") ? k.substring(0, k.length() - 1) : k);
+                if (p != null) {
+                    record("untomb", p).put("dir", k.endsWith("/"));
+                }
+                commit();
+            }
+        }
+    }
+
+    private interface Step<T> {
+        void run(T item) throws IOException;
+    }
+
+    private void uploadAll(List<Node> files) throws IOException {
+        inParallel(files, this::upload);
+    }
+
+    /**
+     * Runs {@code step} for each item, {@link #UPLOADERS} at a time: a request is a round trip of its
+     * own (about 10 ms to a server on loopback, more to a real one), so one at a time a tar of thousands
+     * of files would take minutes to reach S3. The items are independent; the first failure is thrown
+     * once all have ended.
+     */
+    private <T> void inParallel(List<T> items, Step<T> step) throws IOException {
+        if (items.size() <= 1) {
+            for (T item : items) {
+                step.run(item);
+            }
+            return;
+        }
+        List<java.util.concurrent.Future<?>> running = new ArrayList<>();
+        for (T item : items) {
+            running.add(uploaders.submit(() -> {
+                step.run(item);
+                return null;
+            }));
+        }
+        IOException first = null;
+        for (java.util.concurrent.Future<?> f : running) {
+            try {
+                f.get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                Throwable c = e.getCause();
+                IOException io = c instanceof IOException x ? x : new IOException("upload failed: " + c, c);
+                if (first == null) {
+                    first = io;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("interrupted while uploading");
+            }
+        }
+        if (first != null) {
+            throw first;
         }
     }
 
@@ -2210,6 +2346,7 @@ public final class S3Storage implements Storage {
                 compact();
                 journal.close();
             } finally {
+                uploaders.shutdownNow();
                 bucket.close();
                 cacheLock.release();
                 lockFile.close();
@@ -2233,6 +2370,7 @@ public final class S3Storage implements Storage {
             Thread.currentThread().interrupt();
         }
         synchronized (this) {
+            uploaders.shutdownNow();
             journal.close();
             bucket.close();
             cacheLock.release();

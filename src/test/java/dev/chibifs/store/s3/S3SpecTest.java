@@ -23,18 +23,18 @@ class S3SpecTest {
         assertEquals(URI.create("http://127.0.0.1:9000"), s.endpoint());
         assertEquals("eu-west-1", s.region());
         assertEquals("chibi/ns/shared/tasks.md", s.key("shared/tasks.md"));
-        S3Spec top = S3Spec.parse("s3://b1");
+        S3Spec top = S3Spec.parse("s3://b12");
         assertEquals("", top.keyPrefix());
         assertEquals("shared/x", top.key("shared/x"));
         assertNull(top.endpoint());
         assertEquals("s3-team-bucket_chibi_ns", s.cacheName());
-        assertEquals(URI.create("http://minio:9000/"), S3Spec.parse("s3://b1/p?endpoint=http://minio:9000/").endpoint());
+        assertEquals(URI.create("http://minio:9000/"), S3Spec.parse("s3://b12/p?endpoint=http://minio:9000/").endpoint());
     }
 
     @Test
     void aBadSpecNamesTheValueAndTheRule() {
-        for (String bad : new String[] {"s3:/b/p", "s3://", "s3://B/p", "s3://b//p", "s3://b/p?endpoint=ftp://x",
-            "s3://b/p?endpoint=", "s3://b/p?colour=red", "s3://b/p?region="}) {
+        for (String bad : new String[] {"s3:/bbb/p", "s3://ab/p", "s3://", "s3://B12/p", "s3://bb//p", "s3://bbb/p?endpoint=ftp://x",
+            "s3://bbb/p?endpoint=", "s3://bbb/p?colour=red", "s3://bbb/p?region="}) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> S3Spec.parse(bad), bad);
             assertTrue(e.getMessage().contains("'" + bad + "'"), e.getMessage());
         }
@@ -43,11 +43,11 @@ class S3SpecTest {
     @Test
     void aMountsStoreCachesUnderTheHomeUnlessToldOtherwise() {
         ChibiHome home = new ChibiHome(Path.of("/srv/chibi"));
-        S3Options o = S3Options.forMount(home, "s3://b1/team", null, null, Map.of("HOSTNAME", "planner-1"));
-        assertEquals(Path.of("/srv/chibi/chibifs/cache/s3-b1_team"), o.cacheDir());
+        S3Options o = S3Options.forMount(home, "s3://b12/team", null, null, Map.of("HOSTNAME", "planner-1"));
+        assertEquals(Path.of("/srv/chibi/chibifs/cache/s3-b12_team"), o.cacheDir());
         assertEquals(S3Options.DEFAULT_FLUSH_AFTER, o.flushAfter());
         assertEquals("planner-1", o.host());
-        S3Options told = S3Options.forMount(home, "s3://b1/team", Path.of("/var/cache/x"), Duration.ofMillis(500), Map.of());
+        S3Options told = S3Options.forMount(home, "s3://b12/team", Path.of("/var/cache/x"), Duration.ofMillis(500), Map.of());
         assertEquals(Path.of("/var/cache/x"), told.cacheDir());
         assertEquals(Duration.ofMillis(500), told.flushAfter());
     }
