@@ -406,13 +406,13 @@ public final class Router {
     /** A conditional write (--if-match, --if-none-match): the store checks and writes as one step. */
     public void write(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().write(t.path(), data, condition);
     }
 
     public void append(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         t.storage().append(t.path(), data, condition);
     }
 
