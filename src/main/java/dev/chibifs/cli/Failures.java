@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import dev.chibifs.router.CrossStoreException;
 import dev.chibifs.router.MountPointBusyException;
 import dev.chibifs.router.PolicyDeniedException;
+import dev.chibifs.store.EtagMismatchException;
 import dev.chibifs.store.ReadOnlyStoreException;
 import dev.chibifs.store.IsDirectoryException;
 
@@ -65,6 +66,12 @@ final class Failures {
         }
         if (e instanceof DirectoryNotEmptyException x) {
             return new Report(ExitCodes.CONFLICT, "directory not empty: " + uri(x.getFile()));
+        }
+        if (e instanceof EtagMismatchException m) {
+            String asked = m.asked().ifNoneMatch() ? "--if-none-match '*'" : "--if-match " + m.asked().ifMatch();
+            return new Report(ExitCodes.CONFLICT, m.current() == null
+                    ? "no such file: " + uri(m.getFile()) + " (" + asked + "); nothing changed"
+                    : uri(m.getFile()) + " has ETag " + m.current() + " (" + asked + "); nothing changed");
         }
         if (e instanceof FileSystemException f) {
             String reason = f.getReason() == null ? f.getClass().getSimpleName() : f.getReason();

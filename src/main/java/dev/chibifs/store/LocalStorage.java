@@ -803,6 +803,65 @@ public final class LocalStorage implements Storage {
         directories.close();
     }
 
+    // ---- ETags ----
+
+    /** A file's ETag as last hashed, with the attributes that say whether it still holds. */
+    private record Hashed(long size, FileTime modified, FileTime changed, String etag) {
+    }
+
+    private static final int ETAGS_KEPT = 4096;
+    /**
+     * A file changed this recently is hashed again next time: a write within the same tick of the
+     * kernel's coarse clock leaves size, mtime and ctime as they were (git's "racily clean").
+     */
+    private static final Duration RACY = Duration.ofMillis(100);
+
+    private final java.util.concurrent.atomic.AtomicLong hashed = new java.util.concurrent.atomic.AtomicLong();
+
+    /** How many times a file's content was hashed (tests: an unchanged file is hashed once). */
+    long contentHashes() {
+        return hashed.get();
+    }
+
+    /** By inode, least recently used first; guarded by itself. */
+    private final java.util.Map<Long, Hashed> etags = new java.util.LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(java.util.Map.Entry<Long, Hashed> eldest) {
+            return size() > ETAGS_KEPT;
+        }
+    };
+
+    /**
+     * The SHA-256 of the file's content, hashed once per change: remembered by inode with the size,
+     * mtime and ctime it had, which any change to the file alters (chibi and other writers included).
+     */
+    @Override
+    public String etag(VfsPath path) throws IOException {
+        Metadata before = metadata(path);
+        if (before.isDirectory()) {
+            throw new IsDirectoryException(path.toString());
+        }
+        synchronized (etags) {
+            Hashed h = etags.get(before.inode());
+            if (h != null && h.size() == before.size() && h.modified().equals(before.modified())
+                    && h.changed().equals(before.changed())) {
+                return h.etag();
+            }
+        }
+        String etag = ContentHash.of(read(path));
+        hashed.incrementAndGet();
+        Metadata after = metadata(path);
+        // remembered only when nothing changed while it was read, and not within the racy window
+        if (after.inode() == before.inode() && after.size() == before.size()
+                && after.modified().equals(before.modified()) && after.changed().equals(before.changed())
+                && after.changed().toInstant().isBefore(Instant.now().minus(RACY))) {
+            synchronized (etags) {
+                etags.put(after.inode(), new Hashed(after.size(), after.modified(), after.changed(), etag));
+            }
+        }
+        return etag;
+    }
+
     /** Lock owners' open file descriptions open now (tests: they go when their owner holds nothing). */
     int lockDescriptionsOpen() {
         return locks.descriptionsOpen();

@@ -16,7 +16,6 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -151,7 +150,7 @@ public final class MemoryStorage implements Storage {
         int handles;
         boolean freed;
         /** Its locks; made at the first lock request. */
-        LockTable locks;
+        InProcessLocks locks;
 
         File(MemoryStorage s, int mode) {
             super(s, mode);
@@ -654,110 +653,12 @@ public final class MemoryStorage implements Storage {
         return new MemoryHandle(f, flags.contains(OpenFlag.APPEND));
     }
 
-    /**
-     * One file's locks, kept as the kernel keeps them: record locks per owner, one flock type per
-     * owner. In-process only (a MemoryStorage is one process's). Guarded by the storage's monitor.
-     */
-    private static final class LockTable {
-        final Map<Long, RangeLocks> posix = new HashMap<>();
-        final Map<Long, LockType> flocks = new HashMap<>();
-    }
-
-    /** The locks as one handle sees them; remembers who locked through it, for its close. */
-    private final class MemoryLocks implements FileLocks {
-        private final LockTable table;
-        private final Set<Long> posixTaken = new HashSet<>();
-        private final Set<Long> flocksTaken = new HashSet<>();
-
-        MemoryLocks(LockTable table) {
-            this.table = table;
-        }
-
-        @Override
-        public LockState testLock(long owner, LockType type, long start, long end) throws IOException {
-            RangeLocks.checkRange(start, end);
-            synchronized (MemoryStorage.this) {
-                RangeLocks.Range r = type == LockType.UNLOCK ? null : conflict(owner, type, start, end);
-                // pid -1, as the kernel reports an open file description lock: no one process holds it
-                return r == null ? LockState.unlocked(start, end) : new LockState(r.type(), r.start(), r.end(), -1);
-            }
-        }
-
-        private RangeLocks.Range conflict(long owner, LockType type, long start, long end) {
-            for (Map.Entry<Long, RangeLocks> e : table.posix.entrySet()) {
-                if (e.getKey() != owner) {
-                    RangeLocks.Range r = e.getValue().conflict(type, start, end);
-                    if (r != null) {
-                        return r;
-                    }
-                }
-            }
-            return null;
-        }
-
-        @Override
-        public boolean tryLock(long owner, LockType type, long start, long end) throws IOException {
-            RangeLocks.checkRange(start, end);
-            synchronized (MemoryStorage.this) {
-                if (type != LockType.UNLOCK && conflict(owner, type, start, end) != null) {
-                    return false;
-                }
-                RangeLocks mine = table.posix.computeIfAbsent(owner, k -> new RangeLocks());
-                mine.set(type, start, end);
-                if (mine.isEmpty()) {
-                    table.posix.remove(owner);
-                } else {
-                    posixTaken.add(owner);
-                }
-                return true;
-            }
-        }
-
-        @Override
-        public boolean tryFlock(long owner, LockType type) {
-            synchronized (MemoryStorage.this) {
-                LockType held = table.flocks.get(owner);
-                if (type == held) {
-                    return true;
-                }
-                // as Linux: the held lock goes first, so a conversion that meets a conflict holds nothing
-                table.flocks.remove(owner);
-                if (type == LockType.UNLOCK) {
-                    return true;
-                }
-                for (Map.Entry<Long, LockType> e : table.flocks.entrySet()) {
-                    if (type == LockType.WRITE || e.getValue() == LockType.WRITE) {
-                        return false;
-                    }
-                }
-                table.flocks.put(owner, type);
-                flocksTaken.add(owner);
-                return true;
-            }
-        }
-
-        @Override
-        public void releaseOwner(long owner) {
-            synchronized (MemoryStorage.this) {
-                table.posix.remove(owner);
-            }
-        }
-
-        /** What was taken through the handle goes with it. */
-        void close() {
-            synchronized (MemoryStorage.this) {
-                posixTaken.forEach(table.posix::remove);
-                flocksTaken.forEach(table.flocks::remove);
-            }
-        }
-    }
-
     private final class MemoryHandle implements FileHandle {
         private final File file;
         private final boolean append;
         private boolean closed;
         /** Made at the first lock request through this handle. Guarded by the storage's monitor. */
-        private MemoryLocks locks;
+        private InProcessLocks.View locks;
 
         MemoryHandle(File file, boolean append) {
             this.file = file;
@@ -873,9 +774,9 @@ public final class MemoryStorage implements Storage {
             synchronized (MemoryStorage.this) {
                 if (locks == null) {
                     if (file.locks == null) {
-                        file.locks = new LockTable();
+                        file.locks = new InProcessLocks(MemoryStorage.this);
                     }
-                    locks = new MemoryLocks(file.locks);
+                    locks = file.locks.view();
                 }
                 return locks;
             }
@@ -892,7 +793,7 @@ public final class MemoryStorage implements Storage {
                     }
                 }
             }
-            MemoryLocks l;
+            InProcessLocks.View l;
             synchronized (MemoryStorage.this) {
                 l = locks;
             }
