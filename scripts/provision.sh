@@ -39,7 +39,7 @@ fi
 # tools call: git, sqlite3, python3, util-linux (findmnt, mountpoint), procps (ps, pgrep), psmisc
 # (fuser), systemd for systemd-analyze (the package alone does not make systemd the init of a
 # container), stress-ng for the stress test, and bindfs, the C passthrough scripts/bench.sh compares
-packages=(fuse3 openjdk-17-jdk-headless git sqlite3 python3 util-linux procps psmisc systemd ca-certificates stress-ng bindfs)
+packages=(fuse3 attr openjdk-17-jdk-headless git sqlite3 python3 util-linux procps psmisc systemd ca-certificates stress-ng bindfs)
 missing=()
 for p in "${packages[@]}"; do
     if [[ $(dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null) != ii* ]]; then
