@@ -4,7 +4,7 @@ import dev.chibifs.router.CrossStoreException;
 import dev.chibifs.router.MountPointBusyException;
 import dev.chibifs.router.PolicyDeniedException;
 import dev.chibifs.store.ReadOnlyStoreException;
-import dev.chibifs.store.IsDirectoryException;
+import dev.chibifs.sys.IsDirectoryException;
 
 import java.io.IOException;
 import java.nio.file.AccessDeniedException;

@@ -1,7 +1,7 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.path.VfsPath;
-import dev.chibifs.store.IsDirectoryException;
+import dev.chibifs.sys.IsDirectoryException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;

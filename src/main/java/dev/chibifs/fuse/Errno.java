@@ -3,7 +3,7 @@ package dev.chibifs.fuse;
 import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.router.CrossStoreException;
 import dev.chibifs.router.MountPointBusyException;
-import dev.chibifs.store.IsDirectoryException;
+import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.store.ReadOnlyStoreException;
 import dev.chibifs.sys.Linux;
 

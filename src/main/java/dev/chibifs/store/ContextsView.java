@@ -1,5 +1,6 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.IsDirectoryException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.config.FileStamp;

@@ -1,6 +1,7 @@
 package dev.chibifs.store;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.sys.Syscalls;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -10,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+
+import static dev.chibifs.sys.Linux.*;
 
 /**
  * {@link LocalStorage}'s change feed: one inotify instance of its own (not {@link HeldDirectories}'s,
@@ -29,27 +32,12 @@ final class DirectoryChanges implements ChangeFeed {
         int watch(int inotify, VfsPath directory, int mask) throws IOException;
     }
 
-    private static final int IN_MODIFY = 0x2;
-    private static final int IN_ATTRIB = 0x4;
-    private static final int IN_CLOSE_WRITE = 0x8;
-    private static final int IN_MOVED_FROM = 0x40;
-    private static final int IN_MOVED_TO = 0x80;
-    private static final int IN_CREATE = 0x100;
-    private static final int IN_DELETE = 0x200;
-    private static final int IN_Q_OVERFLOW = 0x4000;
-    private static final int IN_IGNORED = 0x8000;
-    private static final int IN_ONLYDIR = 0x1000000;
-    /** Writes to a file that has no name left (still open) are nobody's concern: no name shows them. */
-    private static final int IN_EXCL_UNLINK = 0x4000000;
     private static final int NAMES = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
     private static final int FILES = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE;
     /** What happened to a name in a batch: bits of the value {@link #readOnce} keeps per name. */
     private static final int RENAMED = 1;
     private static final int MODIFIED = 2;
     private static final int MASK = NAMES | FILES | IN_ONLYDIR | IN_EXCL_UNLINK;
-    private static final int ENOSPC = 28;
-    private static final int ENOENT = 2;
-    static final int EXDEV = 18;
     /**
      * How long the reader lets events gather after it told a batch, while changes keep coming. A
      * file written through the mount raises several (create, writes, close, times) within
@@ -83,7 +71,7 @@ final class DirectoryChanges implements ChangeFeed {
 
     /** A running feed, or {@link ChangeFeed#NONE} when no inotify instance is to be had (max_user_instances). */
     static ChangeFeed start(ChangeListener listener, Watcher watcher) {
-        int fd = Libc.inotifyInit();
+        int fd = Syscalls.inotifyInit();
         if (fd < 0) {
             LOG.warn("no inotify instance (errno {}; fs.inotify.max_user_instances): changes made to the store"
                     + " outside this mount show up within the kernel's 1 s timeouts", -fd);
@@ -132,21 +120,21 @@ final class DirectoryChanges implements ChangeFeed {
                 batch.clear();
             }
         }
-        Libc.close(inotify);
+        Syscalls.close(inotify);
     }
 
     /** {@code batch}: each event once, in the order the first of it came, with what happened to a name (RENAMED, MODIFIED). */
     private void readOnce(Map<Event, Integer> batch) {
-        if (!Libc.awaitReadable(inotify, POLL_MILLIS)) {
+        if (!Syscalls.awaitReadable(inotify, POLL_MILLIS)) {
             return;
         }
         long wait = lastTold + GATHER_NANOS - System.nanoTime();
         if (wait > 0) {
             sleepNanos(wait); // changes are coming in a run: read them together, one batch per GATHER_NANOS
         }
-        List<Libc.InotifyEvent> events;
-        while ((events = Libc.inotifyRead(inotify)) != null) {
-            for (Libc.InotifyEvent e : events) {
+        List<Syscalls.InotifyEvent> events;
+        while ((events = Syscalls.inotifyRead(inotify)) != null) {
+            for (Syscalls.InotifyEvent e : events) {
                 if ((e.mask() & IN_Q_OVERFLOW) != 0) {
                     batch.clear();
                     batch.put(Event.LOST, 0);

@@ -1,5 +1,6 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.IsDirectoryException;
 import com.kenai.jffi.MemoryIO;
 import dev.chibifs.path.VfsPath;
 

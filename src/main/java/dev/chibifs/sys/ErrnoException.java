@@ -2,8 +2,14 @@ package dev.chibifs.sys;
 
 import java.nio.file.FileSystemException;
 
-/** A failed system call, keeping its errno, so callers read the number instead of matching strerror text. */
-public class ErrnoException extends FileSystemException {
+/**
+ * A system call's refusal, carrying its errno so callers compare numbers, not strerror text. The
+ * message is libc's text for it, after the file when one is named ("/mnt/x: Device or resource busy").
+ * Where the JDK has a type of its own for the number (NoSuchFileException, ...), {@link Errors#of}
+ * gives that type carrying the number instead; this one is for the rest.
+ */
+public class ErrnoException extends FileSystemException implements HasErrno {
+    private static final long serialVersionUID = 1L;
 
     private final int errno;
 
@@ -12,6 +18,13 @@ public class ErrnoException extends FileSystemException {
         this.errno = errno;
     }
 
+    /** The exception for {@code errno} about {@code file} (null when no file is concerned), with libc's strerror text. */
+    public static ErrnoException forErrno(int errno, String file) {
+        return new ErrnoException(errno, file, LibC.strerror(errno));
+    }
+
+    /** The errno value, as the kernel returned it (positive). */
+    @Override
     public int errno() {
         return errno;
     }

@@ -1,21 +1,34 @@
 package dev.chibifs.sys;
 
-/** Linux's numbers, defined once: errno values, open flags, file kinds. x86_64 and aarch64 agree on all of these. */
+import jnr.ffi.Platform;
+
+/**
+ * Linux's numbers, defined once. The values are those of x86-64 and arm64 (asm-generic); where
+ * the two differ (four open flags) the running CPU decides.
+ */
 public final class Linux {
 
     private Linux() {
     }
 
-    // ---- errno ----
+    private static final boolean ARM64 = Platform.getNativePlatform().getCPU() == Platform.CPU.AARCH64;
+
+    // errno (asm-generic/errno-base.h, asm-generic/errno.h)
     public static final int EPERM = 1;
     public static final int ENOENT = 2;
+    public static final int ESRCH = 3;
     public static final int EINTR = 4;
     public static final int EIO = 5;
     public static final int ENXIO = 6;
+    public static final int E2BIG = 7;
     public static final int EBADF = 9;
+    public static final int ECHILD = 10;
     public static final int EAGAIN = 11;
+    public static final int EWOULDBLOCK = EAGAIN;
     public static final int ENOMEM = 12;
     public static final int EACCES = 13;
+    public static final int EFAULT = 14;
+    public static final int ENOTBLK = 15;
     public static final int EBUSY = 16;
     public static final int EEXIST = 17;
     public static final int EXDEV = 18;
@@ -26,35 +39,59 @@ public final class Linux {
     public static final int ENFILE = 23;
     public static final int EMFILE = 24;
     public static final int ENOTTY = 25;
+    public static final int ETXTBSY = 26;
     public static final int EFBIG = 27;
     public static final int ENOSPC = 28;
+    public static final int ESPIPE = 29;
     public static final int EROFS = 30;
     public static final int EMLINK = 31;
+    public static final int EPIPE = 32;
     public static final int ERANGE = 34;
     public static final int EDEADLK = 35;
     public static final int ENAMETOOLONG = 36;
+    public static final int ENOLCK = 37;
     public static final int ENOSYS = 38;
     public static final int ENOTEMPTY = 39;
     public static final int ELOOP = 40;
     public static final int ENODATA = 61;
+    /** What getxattr says of a missing attribute: Linux has no ENOATTR of its own. */
+    public static final int ENOATTR = ENODATA;
+    public static final int EOVERFLOW = 75;
     public static final int EILSEQ = 84;
+    public static final int ENOTSOCK = 88;
     public static final int EOPNOTSUPP = 95;
+    /** The same number as EOPNOTSUPP on Linux. */
+    public static final int ENOTSUP = EOPNOTSUPP;
     public static final int ENOTCONN = 107;
     public static final int ETIMEDOUT = 110;
     public static final int ESTALE = 116;
     public static final int EDQUOT = 122;
+    public static final int ECANCELED = 125;
 
-    // ---- open(2) flags ----
-    public static final int O_ACCMODE = 03;
+    // open(2) flags (asm-generic/fcntl.h; arm64 moves four of them)
     public static final int O_RDONLY = 0;
     public static final int O_WRONLY = 01;
     public static final int O_RDWR = 02;
+    public static final int O_ACCMODE = 03;
     public static final int O_CREAT = 0100;
     public static final int O_EXCL = 0200;
+    public static final int O_NOCTTY = 0400;
     public static final int O_TRUNC = 01000;
     public static final int O_APPEND = 02000;
+    public static final int O_NONBLOCK = 04000;
+    public static final int O_DSYNC = 010000;
+    public static final int O_ASYNC = 020000;
+    public static final int O_DIRECT = ARM64 ? 0200000 : 040000;
+    public static final int O_LARGEFILE = ARM64 ? 0400000 : 0100000;
+    public static final int O_DIRECTORY = ARM64 ? 040000 : 0200000;
+    public static final int O_NOFOLLOW = ARM64 ? 0100000 : 0400000;
+    public static final int O_NOATIME = 01000000;
+    public static final int O_CLOEXEC = 02000000;
+    public static final int O_SYNC = 04000000 | O_DSYNC;
+    public static final int O_PATH = 010000000;
+    public static final int O_TMPFILE = 020000000 | O_DIRECTORY;
 
-    // ---- file kinds (st_mode & S_IFMT) ----
+    // file kinds and mode bits (st_mode)
     public static final int S_IFMT = 0170000;
     public static final int S_IFSOCK = 0140000;
     public static final int S_IFLNK = 0120000;
@@ -63,25 +100,162 @@ public final class Linux {
     public static final int S_IFDIR = 0040000;
     public static final int S_IFCHR = 0020000;
     public static final int S_IFIFO = 0010000;
+    public static final int S_ISUID = 04000;
+    public static final int S_ISGID = 02000;
+    public static final int S_ISVTX = 01000;
 
-    /** d_type values of a directory entry. */
-    public static final int DT_UNKNOWN = 0;
-    public static final int DT_FIFO = 1;
-    public static final int DT_DIR = 4;
-    public static final int DT_REG = 8;
-    public static final int DT_LNK = 10;
-    public static final int DT_SOCK = 12;
+    // *at(2) flags
+    public static final int AT_FDCWD = -100;
+    public static final int AT_SYMLINK_NOFOLLOW = 0x100;
+    public static final int AT_REMOVEDIR = 0x200;
+    public static final int AT_EMPTY_PATH = 0x1000;
 
-    // ---- access(2) ----
-    public static final int X_OK = 1;
-    public static final int W_OK = 2;
+    // renameat2(2)
+    public static final int RENAME_NOREPLACE = 1;
+    public static final int RENAME_EXCHANGE = 2;
+    public static final int RENAME_WHITEOUT = 4;
 
-    // ---- fcntl locks ----
+    // mount(2) flags (linux/mount.h)
+    public static final long MS_RDONLY = 1;
+    public static final long MS_NOSUID = 2;
+    public static final long MS_NODEV = 4;
+    public static final long MS_NOEXEC = 8;
+    public static final long MS_SYNCHRONOUS = 16;
+    public static final long MS_REMOUNT = 32;
+    public static final long MS_MANDLOCK = 64;
+    public static final long MS_DIRSYNC = 128;
+    public static final long MS_NOSYMFOLLOW = 256;
+    public static final long MS_NOATIME = 1024;
+    public static final long MS_NODIRATIME = 2048;
+    public static final long MS_BIND = 4096;
+    public static final long MS_RELATIME = 1 << 21;
+    public static final long MS_STRICTATIME = 1 << 24;
+    public static final long MS_LAZYTIME = 1 << 25;
+
+    // umount2(2) flags
+    public static final int MNT_FORCE = 1;
+    public static final int MNT_DETACH = 2;
+    public static final int MNT_EXPIRE = 4;
+    public static final int UMOUNT_NOFOLLOW = 8;
+
+    // utimensat(2): tv_nsec values that mean "now" and "leave alone"
+    public static final long UTIME_NOW = (1L << 30) - 1;
+    public static final long UTIME_OMIT = (1L << 30) - 2;
+
+    // fcntl(2) commands (64-bit: F_GETLK is already the 64-bit lock)
+    public static final int F_DUPFD = 0;
+    public static final int F_GETFD = 1;
+    public static final int F_SETFD = 2;
+    public static final int F_GETFL = 3;
+    public static final int F_SETFL = 4;
+    public static final int F_GETLK = 5;
+    public static final int F_SETLK = 6;
+    public static final int F_SETLKW = 7;
+    public static final int F_OFD_GETLK = 36;
+    public static final int F_OFD_SETLK = 37;
+    public static final int F_OFD_SETLKW = 38;
+    public static final int F_DUPFD_CLOEXEC = 1030;
+    public static final int FD_CLOEXEC = 1;
     public static final int F_RDLCK = 0;
     public static final int F_WRLCK = 1;
     public static final int F_UNLCK = 2;
 
-    /** utimensat's special nanosecond values. */
-    public static final long UTIME_NOW = (1L << 30) - 1;
-    public static final long UTIME_OMIT = (1L << 30) - 2;
+    // flock(2)
+    public static final int LOCK_SH = 1;
+    public static final int LOCK_EX = 2;
+    public static final int LOCK_NB = 4;
+    public static final int LOCK_UN = 8;
+
+    // lseek(2)
+    public static final int SEEK_SET = 0;
+    public static final int SEEK_CUR = 1;
+    public static final int SEEK_END = 2;
+    public static final int SEEK_DATA = 3;
+    public static final int SEEK_HOLE = 4;
+
+    // fallocate(2)
+    public static final int FALLOC_FL_KEEP_SIZE = 0x01;
+    public static final int FALLOC_FL_PUNCH_HOLE = 0x02;
+    public static final int FALLOC_FL_ZERO_RANGE = 0x10;
+
+    // setxattr(2)
+    public static final int XATTR_CREATE = 1;
+    public static final int XATTR_REPLACE = 2;
+
+    // access(2)
+    public static final int F_OK = 0;
+    public static final int X_OK = 1;
+    public static final int W_OK = 2;
+    public static final int R_OK = 4;
+
+    // sockets, for descriptors passed with SCM_RIGHTS
+    public static final int AF_UNIX = 1;
+    public static final int SOCK_STREAM = 1;
+    public static final int SOCK_CLOEXEC = O_CLOEXEC;
+    public static final int SOL_SOCKET = 1;
+    public static final int SCM_RIGHTS = 1;
+    public static final int MSG_CMSG_CLOEXEC = 0x40000000;
+
+    // poll(2)
+    public static final short POLLIN = 0x1;
+    public static final short POLLPRI = 0x2;
+    public static final short POLLERR = 0x8;
+    public static final short POLLHUP = 0x10;
+
+    // signals
+    public static final int SIGKILL = 9;
+    public static final int SIGTERM = 15;
+
+    // ---- below: what the store's system calls add (dev.chibifs.sys.Syscalls) ----
+
+    // d_type of a directory entry (getdents64)
+    public static final int DT_UNKNOWN = 0;
+    public static final int DT_FIFO = 1;
+    public static final int DT_CHR = 2;
+    public static final int DT_DIR = 4;
+    public static final int DT_BLK = 6;
+    public static final int DT_REG = 8;
+    public static final int DT_LNK = 10;
+    public static final int DT_SOCK = 12;
+
+    // openat2(2): its system call number (the same on x86-64 and arm64) and struct open_how.resolve
+    public static final long SYS_OPENAT2 = 437;
+    public static final long RESOLVE_NO_XDEV = 0x01;
+    public static final long RESOLVE_NO_MAGICLINKS = 0x02;
+    public static final long RESOLVE_NO_SYMLINKS = 0x04;
+    public static final long RESOLVE_BENEATH = 0x08;
+    public static final long RESOLVE_IN_ROOT = 0x10;
+
+    // statx(2) mask
+    public static final int STATX_TYPE = 0x1;
+    public static final int STATX_MODE = 0x2;
+    public static final int STATX_INO = 0x100;
+    public static final int STATX_BASIC_STATS = 0x7ff;
+
+    // inotify(7): event bits, watch flags and inotify_init1 flags
+    public static final int IN_ACCESS = 0x1;
+    public static final int IN_MODIFY = 0x2;
+    public static final int IN_ATTRIB = 0x4;
+    public static final int IN_CLOSE_WRITE = 0x8;
+    public static final int IN_CLOSE_NOWRITE = 0x10;
+    public static final int IN_OPEN = 0x20;
+    public static final int IN_MOVED_FROM = 0x40;
+    public static final int IN_MOVED_TO = 0x80;
+    public static final int IN_CREATE = 0x100;
+    public static final int IN_DELETE = 0x200;
+    public static final int IN_DELETE_SELF = 0x400;
+    public static final int IN_MOVE_SELF = 0x800;
+    public static final int IN_UNMOUNT = 0x2000;
+    public static final int IN_Q_OVERFLOW = 0x4000;
+    public static final int IN_IGNORED = 0x8000;
+    public static final int IN_ONLYDIR = 0x1000000;
+    public static final int IN_DONT_FOLLOW = 0x2000000;
+    public static final int IN_EXCL_UNLINK = 0x4000000;
+    public static final int IN_MASK_ADD = 0x20000000;
+    public static final int IN_ISDIR = 0x40000000;
+    public static final int IN_NONBLOCK = O_NONBLOCK;
+    public static final int IN_CLOEXEC = O_CLOEXEC;
+
+    /** FUSE's and the kernel's "to the end of the file, however far it grows" (OFFSET_MAX) in a lock range. */
+    public static final long OFFSET_MAX = Long.MAX_VALUE;
 }

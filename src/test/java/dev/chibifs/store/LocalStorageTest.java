@@ -1,5 +1,6 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.IsDirectoryException;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -233,6 +234,60 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertFalse(Files.exists(root.resolve("shared"), LinkOption.NOFOLLOW_LINKS));
         assertEquals("untouched", Files.readString(outside.resolve("victim")));
         assertTrue(Files.isDirectory(outside.resolve("sub")));
+    }
+
+    /**
+     * Recursive delete goes through descriptors only: a link swapped in for a directory while the
+     * removal runs (the race a walk by path loses) is removed as a name, never followed.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void recursiveDeleteNeverFollowsALinkPlantedDuringTheWalk() throws Exception {
+        Path outside = Files.createDirectories(temp.resolve("outside"));
+        for (int i = 0; i < 20; i++) {
+            Files.writeString(outside.resolve("keep" + i), "untouched");
+        }
+        for (int round = 0; round < 30; round++) {
+            Path tree = root.resolve("shared/tree");
+            for (int d = 0; d < 8; d++) {
+                Path dir = Files.createDirectories(tree.resolve("d" + d + "/inner"));
+                for (int f = 0; f < 20; f++) {
+                    Files.writeString(dir.resolve("f" + f), "x");
+                }
+            }
+            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            Thread swapper = new Thread(() -> {
+                // keeps putting a link to the outside where the tree's directories are (or were)
+                while (!stop.get()) {
+                    for (int d = 0; d < 8 && !stop.get(); d++) {
+                        Path victim = tree.resolve("d" + d);
+                        try {
+                            Path aside = tree.resolve("aside" + d);
+                            Files.move(victim, aside);
+                            Files.createSymbolicLink(victim, outside);
+                        } catch (IOException raced) {
+                            // the removal got there first: try the next one
+                        }
+                    }
+                }
+            });
+            swapper.start();
+            try {
+                storage.delete(p("/shared/tree"));
+            } catch (IOException raced) {
+                // ENOTEMPTY after names kept coming: fine, as long as nothing outside went
+            } finally {
+                stop.set(true);
+                swapper.join();
+            }
+            for (int i = 0; i < 20; i++) {
+                assertEquals("untouched", Files.readString(outside.resolve("keep" + i)), "round " + round);
+            }
+            if (Files.exists(tree, LinkOption.NOFOLLOW_LINKS)) {
+                storage.delete(p("/shared/tree"));
+            }
+            assertFalse(Files.exists(tree, LinkOption.NOFOLLOW_LINKS));
+        }
     }
 
     @Test
