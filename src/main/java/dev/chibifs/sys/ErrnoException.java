@@ -14,7 +14,12 @@ public class ErrnoException extends FileSystemException implements HasErrno {
     private final int errno;
 
     public ErrnoException(int errno, String file, String reason) {
-        super(file, null, reason);
+        this(errno, file, null, reason);
+    }
+
+    /** A failure about two files (a rename, a link). */
+    public ErrnoException(int errno, String file, String other, String reason) {
+        super(file, other, reason);
         this.errno = errno;
     }
 

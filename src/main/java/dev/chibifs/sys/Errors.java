@@ -34,6 +34,36 @@ public final class Errors {
     }
 
     /**
+     * The errno {@code t} stands for: the number it carries ({@link HasErrno}), else the one the
+     * JDK's type means whoever threw it (java.nio's own failures: NoSuchFileException is ENOENT),
+     * else 0. Never read from message text.
+     */
+    public static int errno(Throwable t) {
+        if (t instanceof HasErrno h) {
+            return h.errno();
+        }
+        if (t instanceof AccessDeniedException) {
+            return Linux.EACCES;
+        }
+        if (t instanceof NoSuchFileException) {
+            return Linux.ENOENT;
+        }
+        if (t instanceof FileAlreadyExistsException) {
+            return Linux.EEXIST;
+        }
+        if (t instanceof DirectoryNotEmptyException) {
+            return Linux.ENOTEMPTY;
+        }
+        if (t instanceof NotDirectoryException) {
+            return Linux.ENOTDIR;
+        }
+        if (t instanceof NotLinkException) {
+            return Linux.EINVAL;
+        }
+        return 0;
+    }
+
+    /**
      * ENOENT, without a stack trace. A missing name is an answer, not a fault, and a busy mount asks
      * for many (git looks for a .gitignore in every directory, shells walk PATH, python probes its
      * import path): filling in the stack of each cost about a microsecond per lookup.
