@@ -57,7 +57,7 @@ for tool in fio bindfs fusermount git tar grep awk java pgrep; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bench.sh: missing: ${missing[*]}" >&2
-    echo "  install with: apt-get install fio bindfs fuse libfuse2 git tar grep gawk procps openjdk-17-jre-headless" >&2
+    echo "  install with: apt-get install fio bindfs fuse3 git tar grep gawk procps openjdk-17-jre-headless" >&2
     exit 1
 fi
 if [ ! -e /dev/fuse ]; then

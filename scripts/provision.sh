@@ -33,11 +33,13 @@ if [[ $(id -u) -ne 0 ]]; then
     exit 2
 fi
 
-# fuse (fusermount) and libfuse2 for the daemon; the JDK to build and run it; the rest is what the
-# tests and the operator tools call: git, sqlite3, python3, util-linux (findmnt, mountpoint),
-# procps (ps, pgrep), psmisc (fuser), and systemd for systemd-analyze (the package alone does not
-# make systemd the init of a container), and stress-ng for the stress test
-packages=(fuse libfuse2 openjdk-17-jdk-headless git sqlite3 python3 util-linux procps psmisc systemd ca-certificates stress-ng)
+# fuse3 for its setuid fusermount3, through which a user's daemon mounts (the daemon speaks the
+# kernel's protocol itself: no libfuse; it replaces the fuse 2 package and keeps a fusermount
+# link); the JDK to build and run it; the rest is what the tests, the benchmark and the operator
+# tools call: git, sqlite3, python3, util-linux (findmnt, mountpoint), procps (ps, pgrep), psmisc
+# (fuser), systemd for systemd-analyze (the package alone does not make systemd the init of a
+# container), stress-ng for the stress test, and bindfs, the C passthrough scripts/bench.sh compares
+packages=(fuse3 openjdk-17-jdk-headless git sqlite3 python3 util-linux procps psmisc systemd ca-certificates stress-ng bindfs)
 missing=()
 for p in "${packages[@]}"; do
     if [[ $(dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null) != ii* ]]; then
@@ -52,6 +54,13 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     apt-get install -y -q --no-install-recommends --no-upgrade "${missing[@]}"
 else
     echo "provision.sh: packages present"
+fi
+
+# fusermount3 opens /dev/fuse as the user: udev's default rules make it 0666, a machine without
+# udev (a container, a bare VM) keeps the kernel's 0600 and only root could mount
+if [[ -c /dev/fuse && $(stat -c %a /dev/fuse) != 666 ]]; then
+    chmod 0666 /dev/fuse
+    echo "provision.sh: made /dev/fuse 0666, as udev would"
 fi
 
 if $allow_other; then

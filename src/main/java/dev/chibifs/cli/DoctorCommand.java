@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.dataformat.toml.TomlMapper;
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.store.LocalStorage;
+import dev.chibifs.sys.Linux;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -36,14 +37,15 @@ import java.util.concurrent.TimeoutException;
 /** {@code chibifs doctor}: checks what a mount needs, prints each check with a fix, exits 0 only when all pass. */
 @Command(name = "doctor", mixinStandardHelpOptions = true,
         description = {
-            "Check what a mount needs: /dev/fuse, fusermount, libfuse2, user_allow_other (when a uid map or "
-                + "allow_other needs it), the store, chibi's config.toml, stale mounts; and MOUNTPOINT when given.",
+            "Check what a mount needs: /dev/fuse, a setuid fusermount3 (as a user) or the right to mount(2) "
+                + "(as root), user_allow_other (when a uid map or allow_other needs it), the store, chibi's "
+                + "config.toml, stale mounts; and MOUNTPOINT when given.",
             "Each check prints OK or FAIL; each FAIL has a one-line fix. Exit code 0 only when every check passes."
         })
 final class DoctorCommand implements Callable<Integer> {
 
     /** Where the checks look; the system's by default, a test's own to make each check fail. */
-    record Host(Path fuseDevice, List<Path> searchPath, Path fuseConf, List<Path> libraryDirs,
+    record Host(Path fuseDevice, List<Path> searchPath, Path fuseConf, Path procStatus,
                 Path mountTable, MountRegistry registry, int uid, Map<String, String> env) {
 
         static Host system() {
@@ -54,11 +56,7 @@ final class DoctorCommand implements Callable<Integer> {
                     searchPath.add(Path.of(dir));
                 }
             }
-            return new Host(Path.of("/dev/fuse"), searchPath, Path.of("/etc/fuse.conf"),
-                    List.of(Path.of("/lib/x86_64-linux-gnu"), Path.of("/usr/lib/x86_64-linux-gnu"),
-                            Path.of("/lib/aarch64-linux-gnu"), Path.of("/usr/lib/aarch64-linux-gnu"),
-                            Path.of("/lib64"), Path.of("/usr/lib64"), Path.of("/lib"), Path.of("/usr/lib"),
-                            Path.of("/usr/local/lib")),
+            return new Host(Path.of("/dev/fuse"), searchPath, Path.of("/etc/fuse.conf"), Path.of("/proc/self/status"),
                     MountTable.SYSTEM_TABLE, MountRegistry.forCurrentUser(), MountRegistry.currentUid(),
                     System.getenv());
         }
@@ -75,9 +73,8 @@ final class DoctorCommand implements Callable<Integer> {
         }
     }
 
-    private static final int S_IFMT = 0170000;
-    private static final int S_IFCHR = 0020000;
-    private static final int S_ISUID = 04000;
+    /** CAP_SYS_ADMIN's bit in /proc/self/status's CapEff (linux/capability.h): mount(2) needs it. */
+    private static final int CAP_SYS_ADMIN = 21;
     private static final long STAT_TIMEOUT_SECONDS = 2;
 
     @Option(names = "--home", paramLabel = "DIR",
@@ -132,7 +129,7 @@ final class DoctorCommand implements Callable<Integer> {
         List<Check> checks = new ArrayList<>();
         checks.add(fuseDevice(h));
         checks.add(fusermount(h));
-        checks.add(libfuse(h));
+        checks.add(mountPermission(h));
         checks.add(userAllowOther(h));
         ChibiHome chibiHome = ChibiHome.resolve(home, h.env());
         Check storeExists = storeExists(chibiHome.store());
@@ -157,41 +154,67 @@ final class DoctorCommand implements Callable<Integer> {
                     "load the module (modprobe fuse); in a container, run it with --device /dev/fuse --cap-add SYS_ADMIN");
         }
         int mode = unixMode(h.fuseDevice());
-        if ((mode & S_IFMT) != S_IFCHR) {
+        if ((mode & Linux.S_IFMT) != Linux.S_IFCHR) {
             return Check.fail(name, "not a character device",
                     "remove it and recreate the device: mknod -m 666 " + h.fuseDevice() + " c 10 229");
         }
+        // fusermount opens the device as the user, not as root
         if (!Files.isReadable(h.fuseDevice()) || !Files.isWritable(h.fuseDevice())) {
             return Check.fail(name, "not readable and writable by uid " + h.uid(),
-                    "chmod 666 " + h.fuseDevice() + " (Debian's default), or mount as root");
+                    "chmod 666 " + h.fuseDevice() + " (udev's default; scripts/provision.sh does it), or mount as root");
         }
         return Check.ok(name, "character device, read-write");
     }
 
-    private static Check fusermount(Host h) {
+    // a user's mount goes through the setuid helper; root mounts with mount(2) and needs it only for auto_unmount
+    private Check fusermount(Host h) {
         String name = "fusermount";
-        Path found = h.searchPath().stream().map(dir -> dir.resolve("fusermount"))
-                .filter(Files::isExecutable).findFirst().orElse(null);
-        if (found == null) {
-            return Check.fail(name, "not found on " + h.searchPath(),
-                    "apt-get install fuse (libfuse2 unmounts through it)");
+        Path found = null;
+        for (String helper : List.of("fusermount3", "fusermount")) {
+            found = h.searchPath().stream().map(dir -> dir.resolve(helper)).filter(Files::isExecutable).findFirst()
+                    .orElse(null);
+            if (found != null) {
+                break;
+            }
         }
-        if (h.uid() != 0 && (unixMode(found) & S_ISUID) == 0) {
+        boolean needed = h.uid() != 0 || fuseOptions.contains("auto_unmount");
+        if (found == null) {
+            if (!needed) {
+                return Check.ok(name, "none, and root mounts without it (mount(2))");
+            }
+            return Check.fail(name, "neither fusermount3 nor fusermount on " + h.searchPath() + ", and "
+                            + (h.uid() != 0 ? "uid " + h.uid() + " mounts through it" : "auto_unmount needs it"),
+                    "apt-get install fuse3 (its setuid fusermount3 mounts for users)");
+        }
+        if (h.uid() != 0 && (unixMode(found) & Linux.S_ISUID) == 0) {
             return Check.fail(name, found + " is not setuid root, so uid " + h.uid() + " cannot mount",
-                    "chmod u+s " + found + " (as root), or reinstall it: apt-get install --reinstall fuse");
+                    "chmod u+s " + found + " (as root), or reinstall it: apt-get install --reinstall fuse3");
         }
         return Check.ok(name, found.toString());
     }
 
-    private static Check libfuse(Host h) {
-        String name = "libfuse2";
-        for (Path dir : h.libraryDirs()) {
-            if (Files.exists(dir.resolve("libfuse.so.2"))) {
-                return Check.ok(name, dir.resolve("libfuse.so.2").toString());
-            }
+    // root mounts with mount(2), which a container without CAP_SYS_ADMIN refuses even to uid 0
+    private static Check mountPermission(Host h) {
+        String name = "mount permission";
+        if (h.uid() != 0) {
+            return Check.ok(name, "uid " + h.uid() + " mounts through the setuid fusermount");
         }
-        return Check.fail(name, "libfuse.so.2 not found in " + h.libraryDirs(),
-                "apt-get install libfuse2 (chibifs uses libfuse 2, not fuse3)");
+        try {
+            String capEff = Files.readAllLines(h.procStatus(), StandardCharsets.UTF_8).stream()
+                    .filter(l -> l.startsWith("CapEff:")).map(l -> l.substring("CapEff:".length()).strip())
+                    .findFirst().orElse(null);
+            if (capEff == null) {
+                return Check.fail(name, h.procStatus() + " has no CapEff line", "mount -t proc proc /proc");
+            }
+            if ((Long.parseUnsignedLong(capEff, 16) & (1L << CAP_SYS_ADMIN)) == 0) {
+                return Check.fail(name, "uid 0 lacks CAP_SYS_ADMIN (CapEff " + capEff + "), so mount(2) is refused",
+                        "give the container the capability: --cap-add SYS_ADMIN --device /dev/fuse");
+            }
+            return Check.ok(name, "uid 0 has CAP_SYS_ADMIN: mount(2)");
+        } catch (IOException | NumberFormatException e) {
+            return Check.fail(name, "cannot read the capabilities in " + h.procStatus() + ": " + e.getMessage(),
+                    "mount -t proc proc /proc");
+        }
     }
 
     private Check userAllowOther(Host h) {
@@ -214,7 +237,7 @@ final class DoctorCommand implements Callable<Integer> {
                     "echo user_allow_other >> " + h.fuseConf() + " (as root), or scripts/provision.sh --allow-other");
         } catch (IOException e) {
             return Check.fail(name, "cannot read " + h.fuseConf() + ": " + e.getMessage(),
-                    "apt-get install fuse, then echo user_allow_other >> " + h.fuseConf());
+                    "apt-get install fuse3, then echo user_allow_other >> " + h.fuseConf());
         }
     }
 
@@ -395,7 +418,7 @@ final class DoctorCommand implements Callable<Integer> {
             }
             try (DirectoryStream<Path> entries = Files.newDirectoryStream(mp)) {
                 if (entries.iterator().hasNext()) {
-                    return Check.fail(name, "not empty, and libfuse 2 refuses to mount over files",
+                    return Check.fail(name, "not empty, and chibifs refuses to mount over files",
                             "choose an empty directory, or pass -o nonempty");
                 }
             }

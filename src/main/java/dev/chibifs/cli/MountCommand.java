@@ -5,7 +5,7 @@ import dev.chibifs.config.ChibiConfig;
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.fuse.CallerResolver;
 import dev.chibifs.fuse.FuseDaemon;
-import dev.chibifs.fuse.FuseOptions;
+import dev.chibifs.fuse.MountSpec;
 import dev.chibifs.fuse.MountException;
 import dev.chibifs.fuse.MountTable;
 import dev.chibifs.policy.Caller;
@@ -75,7 +75,7 @@ public final class MountCommand implements Callable<Integer> {
     boolean foreground;
 
     @Option(names = "-o", paramLabel = "FUSEOPT[,FUSEOPT...]", split = ",",
-            description = "Extra FUSE mount options for libfuse 2 (e.g. allow_other, ro).")
+            description = "Extra FUSE mount options (e.g. allow_other, ro, entry_timeout=5).")
     List<String> fuseOptions = new ArrayList<>();
 
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
@@ -94,6 +94,12 @@ public final class MountCommand implements Callable<Integer> {
                 + " off: libfuse's 1 s, nothing followed. Default: 30s on Linux 6.2 and later, off before (an older kernel"
                 + " can only drop a changed directory's name, which fails getcwd of processes working in it).")
     Duration kernelCache;
+
+    @Option(names = "--passthrough", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "Let the kernel read and write store files directly (FUSE passthrough) where it offers"
+                + " to (Linux 6.9+) and the daemon has CAP_SYS_ADMIN (root): reads and writes then cost no"
+                + " round trip to the daemon. --no-passthrough: the daemon serves them. 'chibifs stats' says which.")
+    boolean passthrough;
 
     @Option(names = "--readdirplus", negatable = true, defaultValue = "true", fallbackValue = "true",
             description = "Listings carry each name's attributes (READDIRPLUS), so ls -l, find -printf or stat of every"
@@ -156,7 +162,7 @@ public final class MountCommand implements Callable<Integer> {
             kernelCache = Duration.ofSeconds(FuseDaemon.defaultKernelCacheSeconds());
         }
         if (!Files.exists(Path.of("/dev/fuse"))) {
-            throw new MountFailure("/dev/fuse is missing: install fuse (apt-get install fuse libfuse2) or load the module");
+            throw new MountFailure("/dev/fuse is missing: install fuse3 (apt-get install fuse3) or load the fuse module");
         }
         if (!List.of("error", "warn", "info", "debug", "trace").contains(logLevel)) {
             throw new UsageException("invalid --log-level '" + logLevel + "': one of error, warn, info, debug, trace");
@@ -169,7 +175,7 @@ public final class MountCommand implements Callable<Integer> {
         }
         stores.mounts(); // a bad --store or --tools-sys stops here, before anything is mounted
         try {
-            FuseOptions.validate(fuseOptions);
+            MountSpec.parse(fuseOptions);
         } catch (IllegalArgumentException e) {
             throw new UsageException(e.getMessage());
         }
@@ -251,7 +257,7 @@ public final class MountCommand implements Callable<Integer> {
         long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
         // the hook goes in before the mount answers: a SIGTERM right after mounting must still unmount cleanly
         FuseDaemon daemon = FuseDaemon.create(mp, router, plan.callers(), options, uid, gid,
-                (int) kernelCache.toSeconds(), readdirplus);
+                (int) kernelCache.toSeconds(), readdirplus).passthrough(passthrough);
         AtomicBoolean stopping = new AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopping.compareAndSet(false, true)) {
@@ -341,6 +347,7 @@ public final class MountCommand implements Callable<Integer> {
                 "--cache-sweep-interval", cacheSweepInterval.toString()));
         cmd.addAll(List.of("--kernel-cache", kernelCache.isZero() ? KernelCacheConverter.OFF : kernelCache.toSeconds() + "s"));
         cmd.add(readdirplus ? "--readdirplus" : "--no-readdirplus");
+        cmd.add(passthrough ? "--passthrough" : "--no-passthrough");
         cmd.addAll(stores.arguments());
         cmd.addAll(List.of("--symlinks", symlinks.option()));
         if (context != null) {
@@ -383,7 +390,7 @@ public final class MountCommand implements Callable<Integer> {
             }
         }
         child.destroyForcibly();
-        dev.chibifs.fuse.Fusermount.unmount(mp, true);
+        dev.chibifs.fuse.FuseMount.unmount(mp, true);
         throw new MountFailure("the daemon did not answer at " + mp + " within " + MOUNT_TIMEOUT.toSeconds()
                 + " s (log: " + logFile + ")");
     }

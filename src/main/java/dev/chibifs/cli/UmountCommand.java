@@ -1,6 +1,6 @@
 package dev.chibifs.cli;
 
-import dev.chibifs.fuse.Fusermount;
+import dev.chibifs.fuse.FuseMount;
 import dev.chibifs.fuse.MountTable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -44,14 +44,14 @@ public final class UmountCommand implements Callable<Integer> {
             throw new MountFailure(mp + " is a " + entry.get().fsType() + " mount, not chibifs");
         }
         Optional<ProcessHandle> daemon = findDaemon(mp);
-        Fusermount.Result r = Fusermount.unmount(mp, lazy);
+        FuseMount.Result r = FuseMount.unmount(mp, lazy);
         if (!r.ok()) {
             if (r.busy()) {
                 throw new MountFailure(mp + " is busy (files or directories on it are in use): close them,"
                         + " or use chibifs umount --lazy");
             }
             // a daemon that died leaves an unanswering mount that only a lazy unmount clears
-            Fusermount.Result lazyResult = Fusermount.unmount(mp, true);
+            FuseMount.Result lazyResult = FuseMount.unmount(mp, true);
             if (!lazyResult.ok()) {
                 throw new MountFailure("cannot unmount " + mp + ": " + r.message());
             }

@@ -3,7 +3,8 @@ package dev.chibifs.fuse;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.Zone;
-import dev.chibifs.policy.ZonePolicy;
+import dev.chibifs.router.Router;
+import dev.chibifs.sys.Linux;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.Metadata;
 
@@ -27,7 +28,10 @@ final class AttributeView {
     private final long mountUid;
     private final long mountGid;
 
-    AttributeView(CallerResolver callers, long mountUid, long mountGid) {
+    private final Router router;
+
+    AttributeView(Router router, CallerResolver callers, long mountUid, long mountGid) {
+        this.router = router;
         this.callers = callers;
         this.fixedCaller = callers.isFixed() ? callers.resolve(mountUid) : null;
         this.mountUid = mountUid;
@@ -38,6 +42,11 @@ final class AttributeView {
     int mode(VfsPath path, Metadata m) {
         if (m.kind() == EntryKind.SYMLINK) {
             return S_IFLNK | 0777;
+        }
+        if (m.kind() == EntryKind.FIFO || m.kind() == EntryKind.SOCKET) {
+            // the kernel serves a fifo's or socket's data itself, once told the kind (init_special_inode)
+            int kind = m.kind() == EntryKind.FIFO ? Linux.S_IFIFO : Linux.S_IFSOCK;
+            return kind | (fixedCaller != null ? perContextBits(path) : uidMappedBits(path));
         }
         boolean dir = m.isDirectory();
         int rw = fixedCaller != null ? perContextBits(path) : uidMappedBits(path);
@@ -50,7 +59,7 @@ final class AttributeView {
     }
 
     private int perContextBits(VfsPath path) {
-        return ZonePolicy.mayWrite(fixedCaller, path) ? 0644 : 0444;
+        return router.mayWrite(fixedCaller, path) ? 0644 : 0444;
     }
 
     private static int uidMappedBits(VfsPath path) {

@@ -2,9 +2,11 @@ package dev.chibifs.fuse;
 
 import java.io.IOException;
 
-/** The mount is gone: reads of /dev/fuse fail with ENODEV once it is unmounted. */
-final class ChannelClosedException extends IOException {
-    ChannelClosedException(String message) {
+/** The FUSE session is over: the mount is gone (the kernel said ENODEV), or the channel was closed here. */
+public class ChannelClosedException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    public ChannelClosedException(String message) {
         super(message);
     }
 }

@@ -38,6 +38,7 @@ public final class FuseDaemon {
     private volatile FuseSession session;
     private volatile FuseDevice device;
     private volatile StoreFollower follower = StoreFollower.NONE;
+    private volatile boolean passthrough = true;
 
     private FuseDaemon(Path mountpoint, FuseFileSystem fs, MountSpec spec, List<String> options, boolean followStore) {
         this.mountpoint = mountpoint;
@@ -109,6 +110,15 @@ public final class FuseDaemon {
         return options;
     }
 
+    /**
+     * Whether the kernel may read and write store files directly (FUSE passthrough, Linux 6.9 and a
+     * daemon with CAP_SYS_ADMIN) where it offers to; on unless turned off before {@link #start}.
+     */
+    public FuseDaemon passthrough(boolean on) {
+        this.passthrough = on;
+        return this;
+    }
+
     /** What the daemon served so far. */
     public RequestStats stats() {
         return stats;
@@ -143,12 +153,12 @@ public final class FuseDaemon {
         }
         try {
             device = FuseMount.mount(mountpoint, spec);
-        } catch (IOException e) {
+        } catch (MountException e) {
             follower.close();
-            throw new MountException(e.getMessage());
+            throw e;
         }
         FuseSession s = new FuseSession(device, fs, new FuseSession.Settings(spec.maxWrite(),
-                FuseSession.Settings.DEFAULT_WORKERS, fs.readdirplus(), false, spec.debug()), stats);
+                FuseSession.Settings.DEFAULT_WORKERS, fs.readdirplus(), passthrough && mayPassThrough(), spec.debug()), stats);
         session = s;
         if (follower instanceof ChangeFollower cf) {
             cf.notifyThrough(device, s);
@@ -166,6 +176,21 @@ public final class FuseDaemon {
         }
         FuseMount.unmount(mountpoint, true);
         throw new MountException("the mount at " + mountpoint + " did not answer within " + timeout.toSeconds() + " s");
+    }
+
+    /** Registering a backing file takes CAP_SYS_ADMIN: asking for passthrough without it fails every open. */
+    private static boolean mayPassThrough() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("CapEff:")) {
+                    long caps = Long.parseLong(line.substring(7).trim(), 16);
+                    return (caps & (1L << 21)) != 0; // CAP_SYS_ADMIN
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            LOG.debug("cannot read this process's capabilities: no passthrough ({})", e.toString());
+        }
+        return false;
     }
 
     /** True once the kernel lists a chibifs mount there and its daemon answers a request. */
@@ -222,7 +247,7 @@ public final class FuseDaemon {
     public boolean unmount(Duration wait) {
         FuseSession s = session;
         if (s != null && !s.ended().isDone()) {
-            Fusermount.Result r = FuseMount.unmount(mountpoint, true);
+            FuseMount.Result r = FuseMount.unmount(mountpoint, true);
             if (!r.ok() && !r.message().isEmpty() && !s.ended().isDone()) {
                 LOG.warn("unmount: {}", r.message());
             }
@@ -262,7 +287,7 @@ public final class FuseDaemon {
                 || daemonAnswers(mountpoint)) {
             return false;
         }
-        Fusermount.Result r = FuseMount.unmount(mountpoint, true);
+        FuseMount.Result r = FuseMount.unmount(mountpoint, true);
         if (!r.ok()) {
             throw new IOException("cannot clear the stale mount at " + mountpoint + ": " + r.message());
         }

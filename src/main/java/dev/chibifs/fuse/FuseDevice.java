@@ -1,159 +1,262 @@
 package dev.chibifs.fuse;
 
+import com.kenai.jffi.MemoryIO;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.LibC;
 import dev.chibifs.sys.Linux;
-import jnr.ffi.LibraryLoader;
-import jnr.ffi.Platform;
-import jnr.ffi.Pointer;
-import jnr.ffi.Runtime;
-import jnr.ffi.annotations.In;
-import jnr.ffi.annotations.SaveError;
 
+import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * An open {@code /dev/fuse} connection: reads requests and writes replies with read(2) and
- * writev(2) on direct buffers' addresses, so no byte is copied in Java. Not a FileChannel: it
- * serialises reads and writes on one lock (a reply would wait for the next request) and closes
- * itself when a thread is interrupted.
+ * An open /dev/fuse descriptor, read and written by several threads at once. Plain read(2) and
+ * writev(2) on direct buffers' memory: java.nio's FileChannel would serialise the two on one lock
+ * and close the descriptor when a reader is interrupted.
+ *
+ * <p>{@link #close} never closes the descriptor under a call in flight: the number could be reused
+ * by the next open(2) anywhere in the process, and a late reply would go to that file. It closes
+ * once the last call returns; a reader blocked in read(2) returns when the kernel ends the session
+ * (an unmount), so close after unmounting.
  */
-final class FuseDevice implements FuseChannel {
+public final class FuseDevice implements FuseChannel {
 
-    /** The libc calls the device needs. */
-    public interface C {
-        @SaveError
-        int open(@In byte[] path, int flags);
+    private static final String DEVICE = "/dev/fuse";
+    // include/uapi/linux/fuse.h (7.40): _IOW(FUSE_DEV_IOC_MAGIC 229, 1, struct fuse_backing_map),
+    // _IOW(229, 2, uint32_t); struct fuse_backing_map { int32_t fd; uint32_t flags; uint64_t padding; }
+    static final long FUSE_DEV_IOC_BACKING_OPEN = ioctlWrite(229, 1, 16);
+    static final long FUSE_DEV_IOC_BACKING_CLOSE = ioctlWrite(229, 2, 4);
+    /** The kernel refuses a read into less (FUSE_MIN_READ_BUFFER). */
+    static final int MIN_READ_BUFFER = 8192;
+    /** UIO_MAXIOV: writev refuses more. */
+    private static final int MAX_PARTS = 1024;
+    private static final int IOVEC_SIZE = 16;
 
-        @SaveError
-        long read(int fd, long buf, long count);
-
-        @SaveError
-        long writev(int fd, long iov, int iovcnt);
-
-        @SaveError
-        int ioctl(int fd, long request, long arg);
-
-        int close(int fd);
-
-        @SaveError
-        int mount(@In byte[] source, @In byte[] target, @In byte[] type, long flags, @In byte[] data);
-
-        @SaveError
-        int umount2(@In byte[] target, int flags);
-
-        String strerror(int errnum);
-    }
-
-    static final C LIBC = LibraryLoader.create(C.class).load("c");
-    private static final Runtime RUNTIME = Runtime.getRuntime(LIBC);
-    private static final int O_RDWR_CLOEXEC = Linux.O_RDWR | 02000000;
-    /** _IOW(229, 1, struct fuse_backing_map) and _IOW(229, 2, uint32_t) (linux/fuse.h 7.40). */
-    private static final long BACKING_OPEN = 0x4010e501L;
-    private static final long BACKING_CLOSE = 0x4004e502L;
-    private static final int MAX_PARTS = 4;
-    private static final com.kenai.jffi.MemoryIO MEMORY = com.kenai.jffi.MemoryIO.getInstance();
+    /** Set in {@link #state} once closed; the bits below count the calls in flight. */
+    private static final int CLOSED = 1 << 30;
+    private static final MemoryIO MEMORY = MemoryIO.getInstance();
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
 
     private final int fd;
-    /** Per thread: an iovec array and a fuse_backing_map, in native memory. */
-    private final ThreadLocal<Pointer> scratch = ThreadLocal.withInitial(
-            () -> jnr.ffi.Memory.allocateDirect(RUNTIME, 16 * MAX_PARTS + 16, true));
-    private volatile boolean closed;
+    private final String mountpoint;
+    /** What must outlive the session and go with it (fusermount's auto_unmount socket); null if nothing. */
+    private final Closeable companion;
+    private final AtomicInteger state = new AtomicInteger();
 
-    FuseDevice(int fd) {
+    FuseDevice(int fd, String mountpoint, Closeable companion) {
         this.fd = fd;
+        this.mountpoint = mountpoint;
+        this.companion = companion;
     }
 
-    /** Opens a new connection (a new fd of /dev/fuse, not yet mounted). */
-    static FuseDevice open() throws IOException {
-        int fd = LIBC.open(bytes("/dev/fuse"), O_RDWR_CLOEXEC);
-        if (fd < 0) {
-            throw failure("/dev/fuse", errno());
-        }
-        return new FuseDevice(fd);
+    /** _IOC(_IOC_WRITE, type, nr, size) of asm-generic/ioctl.h, which x86-64 and arm64 both use. */
+    static long ioctlWrite(int type, int nr, int size) {
+        return (1L << 30) | ((long) size << 16) | ((long) type << 8) | nr;
     }
 
-    int fd() {
+    /** The descriptor, for what this class does not wrap (poll, FUSE_DEV_IOC_CLONE); valid until closed. */
+    int descriptor() {
         return fd;
-    }
-
-    static int errno() {
-        return Platform.getNativePlatform().getOS() == Platform.OS.LINUX ? RUNTIME.getLastError() : Linux.EIO;
-    }
-
-    static byte[] bytes(String s) {
-        byte[] b = s.getBytes(StandardCharsets.UTF_8);
-        byte[] z = new byte[b.length + 1];
-        System.arraycopy(b, 0, z, 0, b.length);
-        return z;
-    }
-
-    static IOException failure(String what, int errno) {
-        return new dev.chibifs.sys.ErrnoException(errno, what, LIBC.strerror(errno));
     }
 
     @Override
     public int read(ByteBuffer dst) throws IOException {
+        if (!dst.isDirect() || dst.capacity() < MIN_READ_BUFFER) {
+            throw new IllegalArgumentException("a FUSE read needs a direct buffer of at least " + MIN_READ_BUFFER
+                    + " bytes, not a " + (dst.isDirect() ? "direct" : "heap") + " one of " + dst.capacity());
+        }
         long address = MEMORY.getDirectBufferAddress(dst);
-        while (true) {
-            long n = LIBC.read(fd, address, dst.capacity());
-            if (n >= 0) {
-                dst.position(0).limit((int) n);
-                return (int) n;
+        enter();
+        try {
+            while (true) {
+                long n = LibC.c().read(fd, address, dst.capacity());
+                if (n > 0) {
+                    dst.limit((int) n).position(0);
+                    return (int) n;
+                }
+                int err = n == 0 ? Linux.EIO : LibC.errno();
+                switch (err) {
+                    // ENOENT: the request was interrupted and withdrawn between poll and copy; take the next
+                    case Linux.EINTR, Linux.EAGAIN, Linux.ENOENT -> {
+                    }
+                    case Linux.ENODEV -> throw new ChannelClosedException("the FUSE session of " + mountpoint + " has ended (unmounted)");
+                    case Linux.EINVAL -> throw new ErrnoException(err, DEVICE, LibC.strerror(err) + " (a read buffer of "
+                            + dst.capacity() + " bytes is smaller than the kernel's largest request: max_write plus a page)");
+                    default -> throw ErrnoException.forErrno(err, DEVICE);
+                }
             }
-            int errno = errno();
-            if (errno == Linux.EINTR || errno == Linux.EAGAIN || errno == Linux.ENOENT) {
-                continue; // ENOENT: the kernel withdrew the request (interrupted) before we read it
-            }
-            if (errno == Linux.ENODEV || closed) {
-                throw new ChannelClosedException("the mount is gone");
-            }
-            throw failure("/dev/fuse read", errno);
+        } finally {
+            leave();
         }
     }
 
     @Override
     public void write(ByteBuffer... parts) throws IOException {
-        Pointer iov = scratch.get();
-        for (int i = 0; i < parts.length; i++) {
-            ByteBuffer b = parts[i];
-            iov.putLong(16L * i, MEMORY.getDirectBufferAddress(b) + b.position());
-            iov.putLong(16L * i + 8, b.remaining());
+        if (parts.length == 0 || parts.length > MAX_PARTS) {
+            throw new IllegalArgumentException("a FUSE write takes 1 to " + MAX_PARTS + " buffers, not " + parts.length);
         }
-        long n = LIBC.writev(fd, iov.address(), parts.length);
-        if (n < 0) {
-            int errno = errno();
-            throw failure("/dev/fuse write", errno);
+        Scratch s = SCRATCH.get();
+        long iov = s.iovecs(parts.length);
+        long total = 0;
+        int heapBytes = 0;
+        for (ByteBuffer p : parts) {
+            heapBytes += p.isDirect() ? 0 : p.remaining();
+        }
+        ByteBuffer bounce = heapBytes == 0 ? null : s.bounce(heapBytes);
+        for (int i = 0; i < parts.length; i++) {
+            ByteBuffer p = parts[i];
+            long address;
+            if (p.isDirect()) {
+                address = MEMORY.getDirectBufferAddress(p) + p.position();
+            } else {
+                // tests and rare replies come in heap buffers: one copy, into this thread's direct memory
+                address = MEMORY.getDirectBufferAddress(bounce) + bounce.position();
+                bounce.put(p.duplicate());
+            }
+            MEMORY.putLong(iov + (long) i * IOVEC_SIZE, address);
+            MEMORY.putLong(iov + (long) i * IOVEC_SIZE + 8, p.remaining());
+            total += p.remaining();
+        }
+        enter();
+        try {
+            while (true) {
+                long n = LibC.c().writev(fd, iov, parts.length);
+                if (n >= 0) {
+                    // the device takes a message whole or not at all
+                    if (n != total) {
+                        throw new IOException("/dev/fuse took " + n + " of " + total + " bytes of a reply");
+                    }
+                    for (ByteBuffer p : parts) {
+                        p.position(p.limit());
+                    }
+                    return;
+                }
+                int err = LibC.errno();
+                if (err == Linux.EINTR) {
+                    continue;
+                }
+                if (err == Linux.ENODEV) {
+                    throw new ChannelClosedException("the FUSE session of " + mountpoint + " has ended (unmounted)");
+                }
+                throw ErrnoException.forErrno(err, DEVICE);
+            }
+        } finally {
+            leave();
         }
     }
 
     @Override
     public int openBacking(int backingFd) throws IOException {
-        Pointer map = scratch.get();
-        long at = 16L * MAX_PARTS;
-        map.putInt(at, backingFd);
-        map.putInt(at + 4, 0);
-        map.putLong(at + 8, 0);
-        int id = LIBC.ioctl(fd, BACKING_OPEN, map.address() + at);
-        if (id < 0) {
-            throw failure("FUSE_DEV_IOC_BACKING_OPEN", errno());
+        long map = SCRATCH.get().small();
+        MEMORY.putInt(map, backingFd);
+        MEMORY.putInt(map + 4, 0);
+        MEMORY.putLong(map + 8, 0);
+        enter();
+        try {
+            int id = LibC.c().ioctl(fd, FUSE_DEV_IOC_BACKING_OPEN, map);
+            if (id < 0) {
+                throw ErrnoException.forErrno(LibC.errno(), DEVICE);
+            }
+            return id;
+        } finally {
+            leave();
         }
-        return id;
     }
 
     @Override
     public void closeBacking(int backingId) throws IOException {
-        Pointer p = scratch.get();
-        long at = 16L * MAX_PARTS;
-        p.putInt(at, backingId);
-        if (LIBC.ioctl(fd, BACKING_CLOSE, p.address() + at) < 0) {
-            throw failure("FUSE_DEV_IOC_BACKING_CLOSE", errno());
+        long id = SCRATCH.get().small();
+        MEMORY.putInt(id, backingId);
+        enter();
+        try {
+            if (LibC.c().ioctl(fd, FUSE_DEV_IOC_BACKING_CLOSE, id) < 0) {
+                throw ErrnoException.forErrno(LibC.errno(), DEVICE);
+            }
+        } finally {
+            leave();
         }
     }
 
+    /** Closes the descriptor now, or when the last call in flight returns; idempotent. */
     @Override
     public void close() {
-        closed = true;
-        LIBC.close(fd);
+        while (true) {
+            int s = state.get();
+            if ((s & CLOSED) != 0) {
+                return;
+            }
+            if (state.compareAndSet(s, s | CLOSED)) {
+                if (s == 0) {
+                    release();
+                }
+                return;
+            }
+        }
+    }
+
+    /** Calls in flight now (for tests). */
+    int callsInFlight() {
+        return state.get() & ~CLOSED;
+    }
+
+    /** True once {@link #close} was called (the descriptor may still be open under a call in flight). */
+    public boolean isClosed() {
+        return (state.get() & CLOSED) != 0;
+    }
+
+    private void enter() throws ChannelClosedException {
+        while (true) {
+            int s = state.get();
+            if ((s & CLOSED) != 0) {
+                throw new ChannelClosedException("the FUSE device of " + mountpoint + " is closed");
+            }
+            if (state.compareAndSet(s, s + 1)) {
+                return;
+            }
+        }
+    }
+
+    private void leave() {
+        // no call enters once CLOSED is set, so the count reaches zero under it exactly once
+        if (state.decrementAndGet() == CLOSED) {
+            release();
+        }
+    }
+
+    private void release() {
+        LibC.c().close(fd);
+        if (companion != null) {
+            try {
+                companion.close();
+            } catch (IOException | RuntimeException e) {
+                // the session is over either way; the companion's own close reports what matters
+            }
+        }
+    }
+
+    /** Native memory of one thread: its iovec array, a bounce buffer for heap parts, and 16 bytes for ioctl arguments. */
+    private static final class Scratch {
+        private ByteBuffer iovecs = ByteBuffer.allocateDirect(16 * IOVEC_SIZE);
+        private ByteBuffer bounce;
+        private final ByteBuffer small = ByteBuffer.allocateDirect(16);
+
+        long iovecs(int count) {
+            if (iovecs.capacity() < count * IOVEC_SIZE) {
+                iovecs = ByteBuffer.allocateDirect(Integer.highestOneBit(count * IOVEC_SIZE - 1) << 1);
+            }
+            return MEMORY.getDirectBufferAddress(iovecs);
+        }
+
+        ByteBuffer bounce(int size) {
+            if (bounce == null || bounce.capacity() < size) {
+                bounce = ByteBuffer.allocateDirect(Math.max(8192, Integer.highestOneBit(size - 1) << 1));
+            }
+            return bounce.clear();
+        }
+
+        long small() {
+            return MEMORY.getDirectBufferAddress(small);
+        }
     }
 }

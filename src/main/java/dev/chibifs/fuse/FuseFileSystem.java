@@ -2,10 +2,12 @@ package dev.chibifs.fuse;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
-import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.FileLocks;
+import dev.chibifs.store.LockState;
+import dev.chibifs.store.LockType;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.SpaceInfo;
@@ -45,6 +47,14 @@ final class FuseFileSystem {
         }
     }
 
+    /**
+     * Every open asks the kernel for no FLUSH at close: writes are already in the store file, so a
+     * close has nothing to push, and a round trip per close is saved. POSIX record locks are then
+     * released when the open file itself is released (its last descriptor closed, or its process
+     * gone), as OFD locks are, not at the close of any one descriptor of the process.
+     */
+    private static final int NO_FLUSH = FuseProtocol.FOPEN_NOFLUSH;
+
     /** The unknown inode number readdir gives a name whose attributes it did not read (libfuse's FUSE_UNKNOWN_INO). */
     private static final long UNKNOWN_INO = 0xffffffffL;
     private static final int BLOCK_SIZE = 4096;
@@ -60,14 +70,21 @@ final class FuseFileSystem {
     private final ConcurrentMap<Long, Listing> listings = new ConcurrentHashMap<>();
     private final AtomicLong nextListing = new AtomicLong(1);
     private volatile StoreFollower follower = StoreFollower.NONE;
+    /** Where backing files are registered once INIT granted FUSE_PASSTHROUGH; null: reads and writes are served. */
+    private volatile FuseChannel passthrough;
 
     FuseFileSystem(Router router, CallerResolver callers, long mountUid, long mountGid, Timeouts timeouts,
                    boolean readdirplus) {
         this.router = router;
         this.callers = callers;
-        this.attributes = new AttributeView(callers, mountUid, mountGid);
+        this.attributes = new AttributeView(router, callers, mountUid, mountGid);
         this.timeouts = timeouts;
         this.readdirplus = readdirplus;
+    }
+
+    /** INIT granted FUSE_PASSTHROUGH: opens of store files register them with {@code channel}. */
+    void passthrough(FuseChannel channel) {
+        this.passthrough = channel;
     }
 
     void follow(StoreFollower follower) {
@@ -282,7 +299,7 @@ final class FuseFileSystem {
         VfsPath p = path(n);
         Metadata m = metadataOrOpen(n, p);
         int mask = req.accessMask();
-        if ((mask & Linux.W_OK) != 0 && !ZonePolicy.mayWrite(caller(req), p)) {
+        if ((mask & Linux.W_OK) != 0 && !router.mayWrite(caller(req), p)) {
             throw new java.nio.file.AccessDeniedException(p.toString());
         }
         if ((mask & Linux.X_OK) != 0 && !m.isDirectory() && (m.mode() & 0111) == 0) {
@@ -312,27 +329,30 @@ final class FuseFileSystem {
         out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
     }
 
-    /** mknod(2): a regular file is an empty file; fifos, sockets and devices are refused (the store holds files and directories). */
+    /** mknod(2): a regular file, a fifo or a socket (names only: the kernel serves their data); devices are refused. */
     void mknod(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
         String name = req.name(16);
         VfsPath p = childPath(parent, name);
-        Caller caller = caller(req);
-        int mode = req.createMode();
-        if ((mode & Linux.S_IFMT) != Linux.S_IFREG) {
-            router.checkWrite(caller, p);
-            throw new java.nio.file.FileSystemException(p.toString(), null, "Operation not permitted");
-        }
-        router.open(caller, p, EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), mode & 07777).close();
+        int mode = req.mknodMode();
+        EntryKind kind = switch (mode & Linux.S_IFMT) {
+            case Linux.S_IFREG -> EntryKind.FILE;
+            case Linux.S_IFIFO -> EntryKind.FIFO;
+            case Linux.S_IFSOCK -> EntryKind.SOCKET;
+            default -> EntryKind.OTHER; // block and character devices: a way out of every sandbox
+        };
+        router.mknod(caller(req), p, kind, mode & 07777);
         out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
     }
 
-    /** Symbolic links are not part of the namespace yet: refused where the caller may write, never half supported. */
+    /** symlink(2): stored as a real link; the router judges the link's zone and where its target leads. */
     void symlink(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        VfsPath p = childPath(parent, req.name(0));
-        router.checkWrite(caller(req), p);
-        throw new java.nio.file.FileSystemException(p.toString(), null, "Operation not permitted");
+        String name = req.name(0);
+        String target = req.secondName(0);
+        VfsPath p = childPath(parent, name);
+        router.symlink(caller(req), p, target);
+        out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
     }
 
     void unlink(FuseRequest req, FuseReply out) throws IOException {
@@ -413,21 +433,69 @@ final class FuseFileSystem {
             router.truncate(caller, p, 0);
         }
         FileHandle handle = router.open(caller, p, flags, 0);
-        long fh = register(handle, caller, flags, n);
+        int backing = backing(n, handle);
+        long fh = register(handle, caller, flags, n, backing != 0);
         Metadata opened = handle.opened();
-        int openFlags = 0;
+        int openFlags = NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH : 0);
         if (opened != null) {
             if (pageCache.keep(opened)) {
                 openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
             }
             follower.opened(n, opened);
         }
-        out.open(fh, openFlags, 0);
+        out.open(fh, openFlags, backing);
     }
 
-    private long register(FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n) {
+    private long register(FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n, boolean passthrough) {
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
-        return openFiles.add(new OpenFile(handle, caller, writable, n));
+        return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough));
+    }
+
+    /**
+     * The backing id the kernel reads and writes node {@code n}'s store file through (FUSE
+     * passthrough), registered at its first open and shared by every open of it until the last is
+     * released; 0 when reads and writes are served (no passthrough, or a store without descriptors).
+     */
+    private int backing(NodeTable.Node n, FileHandle handle) throws IOException {
+        FuseChannel channel = passthrough;
+        if (channel == null) {
+            return 0;
+        }
+        synchronized (n) {
+            if (n.backingOpens > 0) {
+                n.backingOpens++;
+                return n.backingId;
+            }
+            int fd = handle.passthroughDescriptor();
+            if (fd < 0) {
+                return 0;
+            }
+            try {
+                n.backingId = channel.openBacking(fd);
+            } finally {
+                closeDescriptor(fd); // the kernel holds the file now
+            }
+            n.backingOpens = 1;
+            return n.backingId;
+        }
+    }
+
+    /** An open of {@code n} through its backing file is released: the last one lets the kernel's backing file go. */
+    private void releaseBacking(NodeTable.Node n) {
+        synchronized (n) {
+            if (--n.backingOpens == 0) {
+                try {
+                    passthrough.closeBacking(n.backingId);
+                } catch (IOException e) {
+                    // ENOENT: gone with the connection; the kernel drops the file with its last open anyway
+                }
+                n.backingId = 0;
+            }
+        }
+    }
+
+    private static void closeDescriptor(int fd) {
+        dev.chibifs.sys.LibC.c().close(fd);
     }
 
     void create(FuseRequest req, FuseReply out) throws IOException {
@@ -447,7 +515,16 @@ final class FuseFileSystem {
         // O_CREAT without O_EXCL may have opened an existing file: the store says whether this open made it
         NodeTable.Node n = entry(parent, name, p, m, out, handle.opened() == null);
         out.rememberedNode = n;
-        out.open(register(handle, caller, flags, n), 0, 0);
+        int backing;
+        try {
+            backing = backing(n, handle);
+        } catch (IOException | RuntimeException e) {
+            handle.close();
+            nodes.forget(n.id, 1); // the entry is not sent: the error is
+            throw e;
+        }
+        out.open(register(handle, caller, flags, n, backing != 0),
+                NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH : 0), backing);
     }
 
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
@@ -473,11 +550,64 @@ final class FuseFileSystem {
         out.written(written);
     }
 
+    /** Closing the store file releases every lock taken through it (record locks and flock). */
     void release(FuseRequest req, FuseReply out) throws IOException {
         OpenFile f = openFiles.remove(req.handle());
         if (f != null) {
+            if (f.passthrough()) {
+                releaseBacking(f.node());
+            }
             f.handle().close();
         }
+    }
+
+    /** A close(2), where the kernel still sends one: the record locks of its lock owner go. */
+    void flush(FuseRequest req, FuseReply out) throws IOException {
+        OpenFile f = openFiles.get(req.handle());
+        if (f != null) {
+            f.handle().locks().releaseOwner(req.releaseLockOwner());
+        }
+    }
+
+    // ---- locks, taken on the store file so every mount of the store and chibi's own programs see them ----
+
+    private static LockType lockType(int type) throws java.nio.file.FileSystemException {
+        return switch (type) {
+            case Linux.F_RDLCK -> LockType.READ;
+            case Linux.F_WRLCK -> LockType.WRITE;
+            case Linux.F_UNLCK -> LockType.UNLOCK;
+            default -> throw new java.nio.file.FileSystemException("lock type " + type, null, "Invalid argument");
+        };
+    }
+
+    private static int lockNumber(LockType type) {
+        return switch (type) {
+            case READ -> Linux.F_RDLCK;
+            case WRITE -> Linux.F_WRLCK;
+            case UNLOCK -> Linux.F_UNLCK;
+        };
+    }
+
+    void getlk(FuseRequest req, FuseReply out) throws IOException {
+        FileLocks locks = openFile(req, false).handle().locks();
+        LockState s = locks.testLock(req.lockOwner(), lockType(req.lockType()), req.lockStart(), req.lockEnd());
+        out.lock(s.start(), s.end(), lockNumber(s.type()), Math.max(s.pid(), 0));
+    }
+
+    /**
+     * One try at a SETLK or SETLKW: true when granted (or an unlock). flock(2)'s locks come here
+     * too (LK_FLOCK); the kernel sends a blocking one as SETLKW.
+     */
+    LockWaits.Attempt setlk(FuseRequest req) throws IOException {
+        FileLocks locks = openFile(req, false).handle().locks();
+        long owner = req.lockOwner();
+        LockType type = lockType(req.lockType());
+        if ((req.lockFlags() & FuseProtocol.LK_FLOCK) != 0) {
+            return () -> locks.tryFlock(owner, type);
+        }
+        long start = req.lockStart();
+        long end = req.lockEnd();
+        return () -> locks.tryLock(owner, type, start, end);
     }
 
     void fsync(FuseRequest req, FuseReply out) throws IOException {
@@ -623,6 +753,8 @@ final class FuseFileSystem {
             case FILE -> Linux.DT_REG;
             case DIRECTORY -> Linux.DT_DIR;
             case SYMLINK -> Linux.DT_LNK;
+            case FIFO -> Linux.DT_FIFO;
+            case SOCKET -> Linux.DT_SOCK;
             default -> Linux.DT_UNKNOWN;
         };
     }

@@ -126,9 +126,14 @@ final class FuseRequest {
         return int32(0);
     }
 
-    /** fuse_create_in.mode, fuse_mknod_in.mode. */
+    /** fuse_create_in.mode (after flags). */
     int createMode() {
         return int32(4);
+    }
+
+    /** fuse_mknod_in.mode (first; rdev follows). */
+    int mknodMode() {
+        return int32(0);
     }
 
     /** fuse_mkdir_in.mode. */

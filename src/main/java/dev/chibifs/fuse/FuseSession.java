@@ -50,6 +50,7 @@ final class FuseSession {
     private final RequestStats stats;
     private final CompletableFuture<Integer> ended = new CompletableFuture<>();
     private final AtomicInteger running = new AtomicInteger();
+    private final LockWaits lockWaits;
     private volatile Negotiated negotiated;
 
     FuseSession(FuseChannel channel, FuseFileSystem fs, Settings settings, RequestStats stats) {
@@ -57,6 +58,7 @@ final class FuseSession {
         this.fs = fs;
         this.settings = settings;
         this.stats = stats;
+        this.lockWaits = new LockWaits(channel);
     }
 
     Negotiated negotiated() {
@@ -98,8 +100,27 @@ final class FuseSession {
         threads.forEach(Thread::start);
     }
 
+    /**
+     * A lock was granted on node {@code nodeid}: the kernel drops the file's cached pages and
+     * attributes, so what the lock holder reads next is what other mounts wrote under the lock
+     * before (as NFS revalidates at a lock). Without it, two SQLite processes on two mounts of one
+     * store read stale pages and overwrite each other's rows. No lock of the kernel's is held while
+     * a lock request is served, so the notification cannot deadlock it.
+     */
+    private void lockGranted(long nodeid, int type, FuseReply buffer) {
+        if (type == Linux.F_UNLCK) {
+            return;
+        }
+        try {
+            buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0).send(channel);
+        } catch (IOException e) {
+            LOG.debug("page invalidation after a lock not delivered: {}", e.toString());
+        }
+    }
+
     private void workerEnded() {
         if (running.decrementAndGet() == 0) {
+            lockWaits.close();
             ended.complete(0);
         }
     }
@@ -109,6 +130,8 @@ final class FuseSession {
         final FuseRequest req;
         final FuseReply reply;
         final ByteBuffer data;
+        /** For notifications sent while the request's reply is being written (lock grants). */
+        final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
 
         Worker() {
             int size = settings.maxWrite() + FuseProtocol.REQUEST_OVERHEAD;
@@ -140,7 +163,7 @@ final class FuseSession {
                 long offered = req.initFlags();
                 long wanted = FuseProtocol.ASYNC_READ | FuseProtocol.BIG_WRITES | FuseProtocol.MAX_PAGES
                         | FuseProtocol.PARALLEL_DIROPS | FuseProtocol.HANDLE_KILLPRIV | FuseProtocol.ATOMIC_O_TRUNC
-                        | FuseProtocol.INIT_EXT
+                        | FuseProtocol.INIT_EXT | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS
                         | (settings.readdirplus() ? FuseProtocol.DO_READDIRPLUS : 0)
                         | (settings.passthrough() ? FuseProtocol.PASSTHROUGH : 0);
                 long granted = wanted & offered;
@@ -149,6 +172,9 @@ final class FuseSession {
                 reply.begin(req.unique).init(Math.min(minor, FuseProtocol.MINOR), readahead, granted,
                         64, 48, settings.maxWrite(), maxPages, (granted & FuseProtocol.PASSTHROUGH) != 0 ? 1 : 0);
                 reply.send(channel);
+                if ((granted & FuseProtocol.PASSTHROUGH) != 0) {
+                    fs.passthrough(channel);
+                }
                 LOG.debug("INIT: kernel 7.{}, offered {}, granted {}", minor, Long.toHexString(offered), Long.toHexString(granted));
                 return true;
             }
@@ -237,8 +263,29 @@ final class FuseSession {
                     return false;
                 }
                 case FuseProtocol.INTERRUPT -> {
-                    return false; // every request is short; nothing to interrupt (lock waits handle it themselves)
+                    // every other request is short; only a lock wait is worth interrupting
+                    lockWaits.interrupt(req.interrupted());
+                    return false;
                 }
+                case FuseProtocol.GETLK -> fs.getlk(req, reply);
+                case FuseProtocol.SETLK -> {
+                    if (!fs.setlk(req).tryNow()) {
+                        reply.error(Linux.EAGAIN);
+                    } else {
+                        lockGranted(req.nodeid, req.lockType(), notice);
+                    }
+                }
+                case FuseProtocol.SETLKW -> {
+                    LockWaits.Attempt attempt = fs.setlk(req);
+                    if (!attempt.tryNow()) {
+                        long node = req.nodeid;
+                        int type = req.lockType();
+                        lockWaits.await(req.unique, attempt, waitNotice -> lockGranted(node, type, waitNotice));
+                        return false; // answered by the wait, on its own thread
+                    }
+                    lockGranted(req.nodeid, req.lockType(), notice);
+                }
+                case FuseProtocol.FLUSH -> fs.flush(req, reply);
                 case FuseProtocol.GETATTR -> fs.getattr(req, reply);
                 case FuseProtocol.SETATTR -> fs.setattr(req, reply);
                 case FuseProtocol.READLINK -> fs.readlink(req, reply);
@@ -271,8 +318,7 @@ final class FuseSession {
                     // the kernel is done with this connection; the reads end with ENODEV
                 }
                 // ENOSYS makes the kernel stop asking for the rest of the mount:
-                // FLUSH (writes are already in the store file: no round trip per close),
-                // GETXATTR/LISTXATTR (no security.capability lookup per write), locks (kept local for now)
+                // GETXATTR/LISTXATTR (no security.capability lookup per write), STATX (GETATTR serves)
                 default -> reply.error(Linux.ENOSYS);
             }
             return true;

@@ -56,6 +56,12 @@ final class NodeTable {
         private long lookups;
         /** Set once its last name is gone from the store (unlinked, renamed over): only open handles reach it. */
         volatile boolean removed;
+        /**
+         * The kernel's backing id of this file's store file while it is open with FUSE passthrough,
+         * and how many opens use it: the kernel refuses two backing files for one inode. Guarded by the node.
+         */
+        int backingId;
+        int backingOpens;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
         volatile long followKey = -1;
         /** Size, mtime and ctime (ns) of the attributes the kernel was last told; see {@link ChangeFollower}. */

@@ -8,5 +8,5 @@ import dev.chibifs.store.FileHandle;
  * because FUSE does not fill in the requester for release, and the kernel may send writes
  * from another context (writeback). The node is the kernel inode the file was opened through.
  */
-record OpenFile(FileHandle handle, Caller caller, boolean writable, NodeTable.Node node) {
+record OpenFile(FileHandle handle, Caller caller, boolean writable, NodeTable.Node node, boolean passthrough) {
 }

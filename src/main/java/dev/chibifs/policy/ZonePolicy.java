@@ -14,30 +14,16 @@ import dev.chibifs.path.VfsPath;
  */
 public final class ZonePolicy {
 
-    /**
-     * The membership the two-argument methods consult: the jnr-fuse adapter asks them directly.
-     * One daemon or command serves one namespace, which installs its own here; the new adapter
-     * asks {@code Router.mayWrite}, after which this goes.
-     */
-    private static volatile Membership installed = Membership.NONE;
 
     private ZonePolicy() {
     }
 
-    /** Makes {@code membership} the one the two-argument methods consult (see {@link #installed}). */
-    public static void install(Membership membership) {
-        installed = membership;
-    }
 
     /** Every caller reads every path. */
     public static boolean mayRead(Caller caller, VfsPath path) {
         return true;
     }
 
-    /** {@link #mayWrite(Caller, VfsPath, Membership)} with the installed membership. */
-    public static boolean mayWrite(Caller caller, VfsPath path) {
-        return mayWrite(caller, path, installed);
-    }
 
     /** Whether {@code caller} may create, modify, remove or set attributes of {@code path}. */
     public static boolean mayWrite(Caller caller, VfsPath path, Membership members) {
@@ -70,10 +56,6 @@ public final class ZonePolicy {
         }
     }
 
-    /** {@link #mayRemove(Caller, VfsPath, Membership)} with the installed membership. */
-    public static boolean mayRemove(Caller caller, VfsPath path) {
-        return mayRemove(caller, path, installed);
-    }
 
     /**
      * Whether {@code caller} may remove {@code path} or rename it away: write permission, and the
@@ -108,10 +90,6 @@ public final class ZonePolicy {
         }
     }
 
-    /** {@link #mayLink(Caller, VfsPath, VfsPath, Membership)} with the installed membership. */
-    public static boolean mayLink(Caller caller, VfsPath existing, VfsPath newName) {
-        return mayLink(caller, existing, newName, installed);
-    }
 
     /**
      * The root of the zone {@code path} is in: the directory below which one write rule holds for
@@ -154,10 +132,6 @@ public final class ZonePolicy {
                 && Zone.of(existing).equals(Zone.of(newName));
     }
 
-    /** {@link #denial(Caller, VfsPath, Membership)} with the installed membership. */
-    public static String denial(Caller caller, VfsPath path) {
-        return denial(caller, path, installed);
-    }
 
     /** The message shown for a denied write, in chibi's words where chibi has them. */
     public static String denial(Caller caller, VfsPath path, Membership members) {

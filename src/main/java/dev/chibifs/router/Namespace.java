@@ -81,8 +81,6 @@ public final class Namespace {
         b.mount(TOOLS_SYS, new ReadOnlyStorage(tools, TOOLS_SYS_NAME));
         described.add(TOOLS_SYS + "=" + (toolsSys == null ? "empty" : "readonly:" + toolsSys.toAbsolutePath().normalize()));
         Router router = b.build();
-        // the jnr-fuse adapter asks the two-argument policy; one namespace per process
-        ZonePolicy.install(router.membership());
         return new Namespace(router, local, List.copyOf(described));
     }
 

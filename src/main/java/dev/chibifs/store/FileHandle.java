@@ -49,6 +49,15 @@ public interface FileHandle extends Closeable {
         return null;
     }
 
+    /**
+     * A new descriptor of this very file open for reading and writing, which the caller owns: for
+     * the kernel to read and write the store file directly (FUSE passthrough). -1 where the store
+     * has no file descriptor to give (memory, S3, read-only views).
+     */
+    default int passthroughDescriptor() throws IOException {
+        return -1;
+    }
+
     /** fstat: the file's current metadata, even after it was renamed or unlinked. */
     Metadata metadata() throws IOException;
 

@@ -895,6 +895,13 @@ public final class LocalStorage implements Storage {
         /** Made at the first lock request through this handle: most handles never lock. */
         private volatile OfdLocks.HandleLocks locks;
 
+        @Override
+        public int passthroughDescriptor() throws IOException {
+            // read and write, whatever this open allows: the kernel lets one backing file serve every
+            // open of the inode, and checks each open's own mode before passing anything through
+            return Syscalls.reopen(fd, O_RDWR, null);
+        }
+
         LocalFileHandle(int fd, Metadata opened, int access, OfdLocks registry) {
             this.fd = fd;
             this.opened = opened;

@@ -104,6 +104,16 @@ public final class Linux {
     public static final int S_ISGID = 02000;
     public static final int S_ISVTX = 01000;
 
+    // d_type of a directory entry (getdents64, FUSE dirents)
+    public static final int DT_UNKNOWN = 0;
+    public static final int DT_FIFO = 1;
+    public static final int DT_CHR = 2;
+    public static final int DT_DIR = 4;
+    public static final int DT_BLK = 6;
+    public static final int DT_REG = 8;
+    public static final int DT_LNK = 10;
+    public static final int DT_SOCK = 12;
+
     // *at(2) flags
     public static final int AT_FDCWD = -100;
     public static final int AT_SYMLINK_NOFOLLOW = 0x100;
@@ -207,16 +217,6 @@ public final class Linux {
     public static final int SIGTERM = 15;
 
     // ---- below: what the store's system calls add (dev.chibifs.sys.Syscalls) ----
-
-    // d_type of a directory entry (getdents64)
-    public static final int DT_UNKNOWN = 0;
-    public static final int DT_FIFO = 1;
-    public static final int DT_CHR = 2;
-    public static final int DT_DIR = 4;
-    public static final int DT_BLK = 6;
-    public static final int DT_REG = 8;
-    public static final int DT_LNK = 10;
-    public static final int DT_SOCK = 12;
 
     // openat2(2): its system call number (the same on x86-64 and arm64) and struct open_how.resolve
     public static final long SYS_OPENAT2 = 437;

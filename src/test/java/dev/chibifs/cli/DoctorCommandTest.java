@@ -30,7 +30,7 @@ class DoctorCommandTest {
     private Path mountTable;
     private Path fuseConf;
     private Path binDir;
-    private Path libDir;
+    private Path procStatus;
 
     /** A host on which every check passes: /dev/null stands in for the fuse device (both are character devices). */
     private DoctorCommand.Host healthyHost(int uid) throws Exception {
@@ -39,12 +39,13 @@ class DoctorCommandTest {
         mountTable = Files.writeString(tmp.resolve("mounts"), "/dev/vda / ext4 rw 0 0\n");
         fuseConf = Files.writeString(tmp.resolve("fuse.conf"), "# mount_max = 1000\nuser_allow_other\n");
         binDir = Files.createDirectories(tmp.resolve("bin"));
-        Path fusermount = Files.writeString(binDir.resolve("fusermount"), "#!/bin/sh\n");
+        Path fusermount = Files.writeString(binDir.resolve("fusermount3"), "#!/bin/sh\n");
         // the JDK cannot set the setuid bit
         assertEquals(0, new ProcessBuilder("chmod", "4755", fusermount.toString()).start().waitFor());
-        libDir = Files.createDirectories(tmp.resolve("lib"));
-        Files.writeString(libDir.resolve("libfuse.so.2"), "");
-        return new DoctorCommand.Host(Path.of("/dev/null"), List.of(binDir), fuseConf, List.of(libDir), mountTable,
+        // root's full capability set, as /proc/self/status shows it
+        procStatus = Files.writeString(tmp.resolve("status"), "Name:\tjava\nCapInh:\t0000000000000000\n"
+                + "CapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\n");
+        return new DoctorCommand.Host(Path.of("/dev/null"), List.of(binDir), fuseConf, procStatus, mountTable,
                 new MountRegistry(tmp.resolve("registry"), mountTable, pid -> true), uid, Map.of());
     }
 
@@ -57,7 +58,7 @@ class DoctorCommandTest {
     }
 
     private DoctorCommand.Host withDevice(DoctorCommand.Host h, Path device) {
-        return new DoctorCommand.Host(device, h.searchPath(), h.fuseConf(), h.libraryDirs(), h.mountTable(),
+        return new DoctorCommand.Host(device, h.searchPath(), h.fuseConf(), h.procStatus(), h.mountTable(),
                 h.registry(), h.uid(), h.env());
     }
 
@@ -98,22 +99,57 @@ class DoctorCommandTest {
     }
 
     @Test
-    void missingFusermountAndLibfuseFail() throws Exception {
-        DoctorCommand.Host h = healthyHost(0);
+    void aUserWithoutFusermountFailsRootOnlyWhenAutoUnmountNeedsIt() throws Exception {
         Path empty = Files.createDirectory(tmp.resolve("empty"));
-        DoctorCommand.Host host = new DoctorCommand.Host(h.fuseDevice(), List.of(empty), h.fuseConf(), List.of(empty),
-                h.mountTable(), h.registry(), h.uid(), h.env());
-        assertEquals(1, doctor(host));
-        assertFailed("fusermount", "apt-get install fuse");
-        assertFailed("libfuse2", "apt-get install libfuse2");
+        DoctorCommand.Host user = healthyHost(1000);
+        user = new DoctorCommand.Host(user.fuseDevice(), List.of(empty), user.fuseConf(), user.procStatus(),
+                user.mountTable(), user.registry(), user.uid(), user.env());
+        assertEquals(1, doctor(user));
+        assertFailed("fusermount: neither fusermount3 nor fusermount on [" + empty + "], and uid 1000 mounts through it",
+                "apt-get install fuse3");
+
+        out.getBuffer().setLength(0);
+        DoctorCommand.Host root = new DoctorCommand.Host(user.fuseDevice(), List.of(empty), user.fuseConf(),
+                user.procStatus(), user.mountTable(), user.registry(), 0, user.env());
+        assertEquals(0, doctor(root), out.toString());
+        assertTrue(out.toString().contains("OK   fusermount: none, and root mounts without it (mount(2))"), out.toString());
+        assertTrue(out.toString().contains("OK   mount permission: uid 0 has CAP_SYS_ADMIN: mount(2)"), out.toString());
+
+        out.getBuffer().setLength(0);
+        assertEquals(1, doctor(root, "-o", "auto_unmount"));
+        assertFailed("fusermount: neither fusermount3 nor fusermount on [" + empty + "], and auto_unmount needs it",
+                "apt-get install fuse3");
+    }
+
+    @Test
+    void fusermountOfFuse2IsFoundWhenThereIsNoFusermount3() throws Exception {
+        DoctorCommand.Host host = healthyHost(1000);
+        Files.move(binDir.resolve("fusermount3"), binDir.resolve("fusermount"));
+        assertEquals(0, doctor(host), out.toString());
+        assertTrue(out.toString().contains("OK   fusermount: " + binDir.resolve("fusermount") + "\n"), out.toString());
     }
 
     @Test
     void fusermountWithoutSetuidFailsForAUser() throws Exception {
         DoctorCommand.Host host = healthyHost(1000);
-        Files.setPosixFilePermissions(binDir.resolve("fusermount"), PosixFilePermissions.fromString("rwxr-xr-x"));
+        Files.setPosixFilePermissions(binDir.resolve("fusermount3"), PosixFilePermissions.fromString("rwxr-xr-x"));
         assertEquals(1, doctor(host));
         assertFailed("fusermount", "chmod u+s");
+    }
+
+    @Test
+    void rootWithoutCapSysAdminCannotMount() throws Exception {
+        DoctorCommand.Host root = healthyHost(0);
+        // Docker's default set: CAP_SYS_ADMIN (bit 21) is not in it
+        Files.writeString(procStatus, "Name:\tjava\nCapEff:\t00000000a80425fb\n");
+        assertEquals(1, doctor(root));
+        assertFailed("mount permission: uid 0 lacks CAP_SYS_ADMIN (CapEff 00000000a80425fb), so mount(2) is refused",
+                "--cap-add SYS_ADMIN");
+
+        out.getBuffer().setLength(0);
+        DoctorCommand.Host user = new DoctorCommand.Host(root.fuseDevice(), root.searchPath(), root.fuseConf(),
+                root.procStatus(), root.mountTable(), root.registry(), 1000, root.env());
+        assertEquals(0, doctor(user), "a user mounts through fusermount, whatever its own capabilities: " + out);
     }
 
     @Test
@@ -126,7 +162,7 @@ class DoctorCommandTest {
 
         out.getBuffer().setLength(0);
         DoctorCommand.Host root = new DoctorCommand.Host(user.fuseDevice(), user.searchPath(), user.fuseConf(),
-                user.libraryDirs(), user.mountTable(), user.registry(), 0, user.env());
+                user.procStatus(), user.mountTable(), user.registry(), 0, user.env());
         assertEquals(0, doctor(root, "-o", "allow_other"), out.toString());
         assertTrue(out.toString().contains("OK   user_allow_other: not needed as root"), out.toString());
     }
@@ -188,7 +224,7 @@ class DoctorCommandTest {
         MountRegistry deadPids = new MountRegistry(tmp.resolve("registry"), mountTable, pid -> false);
         deadPids.write(new MountRecord(Path.of("/mnt/gone"), 77, MountRecord.MODE_CONTEXT, "planner", "", null,
                 home, home.resolve("vfs"), Instant.now(), "", "stderr"));
-        DoctorCommand.Host host = new DoctorCommand.Host(h.fuseDevice(), h.searchPath(), h.fuseConf(), h.libraryDirs(),
+        DoctorCommand.Host host = new DoctorCommand.Host(h.fuseDevice(), h.searchPath(), h.fuseConf(), h.procStatus(),
                 h.mountTable(), deadPids, h.uid(), h.env());
         assertEquals(1, doctor(host));
         assertFailed("registry " + tmp.resolve("registry") + ": stale", "rm " + deadPids.fileFor(Path.of("/mnt/gone")));

@@ -190,8 +190,8 @@ class FuseFileSystemTest {
     void anOpcodeWeDoNotServeIsEnosys() throws Exception {
         assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.GETXATTR, FuseProtocol.ROOT_ID,
                 body().int32(0).int32(0).name("security.capability")).error());
-        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.FLUSH, FuseProtocol.ROOT_ID,
-                body().int64(1).int32(0).int32(0).int64(0)).error());
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.LISTXATTR, FuseProtocol.ROOT_ID,
+                body().int32(0).int32(0)).error());
     }
 
     @Test

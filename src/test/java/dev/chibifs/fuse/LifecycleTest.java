@@ -120,11 +120,12 @@ class LifecycleTest {
         String home = root.resolve("home").toString();
         Sh.Result bg = MountedFs.cli("mount", "--context", "planner", "--home", home, mnt.toString());
         assertEquals(1, bg.exitCode(), bg.err());
-        assertTrue(bg.err().startsWith("chibifs: fuse: mountpoint is not empty"), bg.err());
+        assertTrue(bg.err().startsWith("chibifs: mountpoint " + mnt + " is not empty: choose an empty directory,"
+                + " or pass -o nonempty"), bg.err());
         assertEquals(1, bg.err().strip().lines().count(), bg.err());
         Sh.Result fg = MountedFs.cli("mount", "--foreground", "--context", "planner", "--home", home, mnt.toString());
         assertEquals(1, fg.exitCode(), fg.err());
-        assertTrue(fg.err().contains("mountpoint is not empty"), fg.err());
+        assertTrue(fg.err().contains("mountpoint " + mnt + " is not empty"), fg.err());
         assertFalse(fg.err().contains("signal received"), fg.err());
         assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0);
     }

@@ -433,8 +433,9 @@ class PosixBehaviourTest {
                 """);
     }
 
+    /** Fifos, sockets and links that stay in their zone are names like any other; device nodes are refused. */
     @Test
-    void specialFilesAndSymlinksAreRefusedWithEperm() {
+    void devicesAndEscapingLinksAreRefusedWithEpermAndFifosSocketsAndLinksAreMade() {
         python(fs, """
                 import socket
                 os.chdir('shared')
@@ -446,12 +447,19 @@ class PosixBehaviourTest {
                         assert not os.path.lexists(what), what
                         return
                     raise SystemExit(what + ' was created')
-                refused('fifo', lambda: os.mkfifo('fifo'))
-                refused('sym', lambda: os.symlink('target', 'sym'))
                 refused('dev', lambda: os.mknod('dev', 0o600 | stat.S_IFCHR, os.makedev(1, 3)))
                 refused('blk', lambda: os.mknod('blk', 0o600 | stat.S_IFBLK, os.makedev(7, 0)))
+                refused('abs', lambda: os.symlink('/etc/passwd', 'abs'))
+                refused('out', lambda: os.symlink('../home', 'out'))
+                os.mkfifo('fifo')
+                assert stat.S_ISFIFO(os.lstat('fifo').st_mode)
+                os.symlink('target', 'sym')
+                assert os.readlink('sym') == 'target' and stat.S_ISLNK(os.lstat('sym').st_mode)
                 s = socket.socket(socket.AF_UNIX)
-                refused('sock', lambda: s.bind('sock'))
+                s.bind('sock')
+                assert stat.S_ISSOCK(os.lstat('sock').st_mode)
+                for n in ('fifo', 'sym', 'sock'):
+                    os.unlink(n)
                 """);
     }
 
@@ -480,9 +488,9 @@ class PosixBehaviourTest {
                         break
                     types[e.contents.d_name.decode()] = e.contents.d_type
                 libc.closedir(d)
-                DT_DIR, DT_REG, DT_LNK, DT_UNKNOWN = 4, 8, 10, 0
+                DT_FIFO, DT_DIR, DT_REG, DT_LNK, DT_UNKNOWN = 1, 4, 8, 10, 0
                 assert types == {'.': DT_DIR, '..': DT_DIR, 'sub': DT_DIR, 'file': DT_REG,
-                                 'link': DT_LNK, 'fifo': DT_UNKNOWN}, types
+                                 'link': DT_LNK, 'fifo': DT_FIFO}, types
                 assert sorted(os.listdir('shared/types')) == ['fifo', 'file', 'link', 'sub']
                 """);
     }

@@ -53,8 +53,8 @@ class ZonePolicyTest {
         for (int i = 0; i < CALLERS.length; i++) {
             Caller c = CALLERS[i];
             assertTrue(ZonePolicy.mayRead(c, p), c + " reads " + path);
-            assertEquals(write.charAt(i) == '1', ZonePolicy.mayWrite(c, p), c + " writes " + path);
-            assertEquals(remove.charAt(i) == '1', ZonePolicy.mayRemove(c, p), c + " removes " + path);
+            assertEquals(write.charAt(i) == '1', ZonePolicy.mayWrite(c, p, Membership.NONE), c + " writes " + path);
+            assertEquals(remove.charAt(i) == '1', ZonePolicy.mayRemove(c, p, Membership.NONE), c + " removes " + path);
         }
     }
 
@@ -87,19 +87,19 @@ class ZonePolicyTest {
     @ParameterizedTest(name = "{0}: link {1} -> {2}: {3}")
     @MethodSource("links")
     void linksStayInsideOneZone(Caller caller, String existing, String newName, boolean allowed) {
-        assertEquals(allowed, ZonePolicy.mayLink(caller, VfsPath.of(existing), VfsPath.of(newName)));
+        assertEquals(allowed, ZonePolicy.mayLink(caller, VfsPath.of(existing), VfsPath.of(newName), Membership.NONE));
     }
 
     @Test
     void denialsNameCallerAndPath() {
-        String other = ZonePolicy.denial(PLANNER, VfsPath.of("/home/coder/x"));
+        String other = ZonePolicy.denial(PLANNER, VfsPath.of("/home/coder/x"), Membership.NONE);
         assertTrue(other.contains("'planner'") && other.contains("'/home/coder/x'"), other);
         assertTrue(other.contains("/home/planner/"), other);
-        String root = ZonePolicy.denial(PLANNER, VfsPath.of("/home/planner"));
+        String root = ZonePolicy.denial(PLANNER, VfsPath.of("/home/planner"), Membership.NONE);
         assertTrue(root.contains("'planner'") && root.contains("'/home/planner'") && root.contains("zone root"), root);
-        String guest = ZonePolicy.denial(Caller.GUEST, VfsPath.of("/shared/x"));
+        String guest = ZonePolicy.denial(Caller.GUEST, VfsPath.of("/shared/x"), Membership.NONE);
         assertTrue(guest.contains("'/shared/x'") && guest.contains("read-only"), guest);
-        String sys = ZonePolicy.denial(CODER, VfsPath.of("/sys/x"));
+        String sys = ZonePolicy.denial(CODER, VfsPath.of("/sys/x"), Membership.NONE);
         assertTrue(sys.contains("'coder'") && sys.contains("'/sys/x'"), sys);
     }
 
