@@ -378,10 +378,10 @@ final class FuseFileSystem {
         int flags = req.opcode == FuseProtocol.RENAME2 ? req.rename2Flags() : 0;
         VfsPath src = childPath(from, fromName);
         VfsPath dst = childPath(to, toName);
-        if ((flags & FuseProtocol.RENAME_EXCHANGE) != 0) {
+        if ((flags & Linux.RENAME_EXCHANGE) != 0) {
             throw new java.nio.file.FileSystemException(src.toString(), dst.toString(), "Invalid argument");
         }
-        if ((flags & FuseProtocol.RENAME_NOREPLACE) != 0 && router.exists(null, dst)) {
+        if ((flags & Linux.RENAME_NOREPLACE) != 0 && router.exists(null, dst)) {
             throw new FileAlreadyExistsException(dst.toString());
         }
         router.rename(caller(req), src, dst);
