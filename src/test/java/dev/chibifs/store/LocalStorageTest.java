@@ -243,11 +243,13 @@ class LocalStorageTest extends StorageBehaviourSuite {
     @Test
     @org.junit.jupiter.api.Timeout(60)
     void recursiveDeleteNeverFollowsALinkPlantedDuringTheWalk() throws Exception {
-        Path outside = Files.createDirectories(temp.resolve("outside"));
+        // the outside mirrors the tree: a removal by path through a swapped-in link finds every name
+        Path outside = temp.resolve("outside");
+        Files.createDirectories(outside.resolve("inner"));
         for (int i = 0; i < 20; i++) {
-            Files.writeString(outside.resolve("keep" + i), "untouched");
+            Files.writeString(outside.resolve("inner/f" + i), "untouched");
         }
-        for (int round = 0; round < 30; round++) {
+        for (int round = 0; round < 20; round++) {
             Path tree = root.resolve("shared/tree");
             for (int d = 0; d < 8; d++) {
                 Path dir = Files.createDirectories(tree.resolve("d" + d + "/inner"));
@@ -257,16 +259,27 @@ class LocalStorageTest extends StorageBehaviourSuite {
             }
             java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
             Thread swapper = new Thread(() -> {
-                // keeps putting a link to the outside where the tree's directories are (or were)
+                // toggles each directory with a link to the outside, so a walk that looks at a name
+                // (a directory) and then opens it by path finds the link there
                 while (!stop.get()) {
                     for (int d = 0; d < 8 && !stop.get(); d++) {
                         Path victim = tree.resolve("d" + d);
+                        Path aside = tree.resolve("aside" + d);
                         try {
-                            Path aside = tree.resolve("aside" + d);
                             Files.move(victim, aside);
                             Files.createSymbolicLink(victim, outside);
+                            Thread.onSpinWait();
+                            Files.delete(victim);
+                            Files.move(aside, victim);
                         } catch (IOException raced) {
-                            // the removal got there first: try the next one
+                            // the removal got there first: try the next one, and put back a name left aside
+                            try {
+                                if (Files.exists(aside, LinkOption.NOFOLLOW_LINKS) && !Files.exists(victim, LinkOption.NOFOLLOW_LINKS)) {
+                                    Files.move(aside, victim);
+                                }
+                            } catch (IOException ignored) {
+                                // the removal is there too
+                            }
                         }
                     }
                 }
@@ -281,7 +294,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
                 swapper.join();
             }
             for (int i = 0; i < 20; i++) {
-                assertEquals("untouched", Files.readString(outside.resolve("keep" + i)), "round " + round);
+                assertEquals("untouched", Files.readString(outside.resolve("inner/f" + i)), "round " + round);
             }
             if (Files.exists(tree, LinkOption.NOFOLLOW_LINKS)) {
                 storage.delete(p("/shared/tree"));
