@@ -433,12 +433,22 @@ final class FuseFileSystem {
             router.truncate(caller, p, 0);
         }
         FileHandle handle = router.open(caller, p, flags, 0);
+        Metadata found = handle.opened();
+        if (found != null && n.identity != null
+                && !NodeTable.Identity.of(router.resolve(p).storage(), found).equals(n.identity)) {
+            // the name now stands for another file (replaced in the store behind the kernel's cached
+            // name): ESTALE makes the kernel look the name up again and retry the open (LOOKUP_REVAL)
+            handle.close();
+            throw new dev.chibifs.sys.ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+        }
         int backing = backing(n, handle);
         long fh = register(handle, caller, flags, n, backing != 0);
         Metadata opened = handle.opened();
         int openFlags = NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH : 0);
         if (opened != null) {
-            if (pageCache.keep(opened)) {
+            // with passthrough the pages are the store file's own; the kernel fails (EIO) an open
+            // that asks to keep a FUSE page cache of an inode it passes through
+            if (pageCache.keep(opened) && backing == 0) {
                 openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
             }
             follower.opened(n, opened);
@@ -453,8 +463,10 @@ final class FuseFileSystem {
 
     /**
      * The backing id the kernel reads and writes node {@code n}'s store file through (FUSE
-     * passthrough), registered at its first open and shared by every open of it until the last is
-     * released; 0 when reads and writes are served (no passthrough, or a store without descriptors).
+     * passthrough), registered at its first open and kept for as long as the kernel holds the node:
+     * the kernel keeps an inode's backing file attached after its opens are closed, and refuses
+     * (EIO at open) a second, different one for it. 0 when reads and writes are served (no
+     * passthrough, or a store without descriptors).
      */
     private int backing(NodeTable.Node n, FileHandle handle) throws IOException {
         FuseChannel channel = passthrough;
@@ -462,8 +474,7 @@ final class FuseFileSystem {
             return 0;
         }
         synchronized (n) {
-            if (n.backingOpens > 0) {
-                n.backingOpens++;
+            if (n.backingId != 0) {
                 return n.backingId;
             }
             int fd = handle.passthroughDescriptor();
@@ -475,21 +486,31 @@ final class FuseFileSystem {
             } finally {
                 closeDescriptor(fd); // the kernel holds the file now
             }
-            n.backingOpens = 1;
             return n.backingId;
         }
     }
 
-    /** An open of {@code n} through its backing file is released: the last one lets the kernel's backing file go. */
-    private void releaseBacking(NodeTable.Node n) {
+    /** The kernel forgot {@code count} lookups of node {@code id}. */
+    void forget(long id, long count) {
+        NodeTable.Node gone = nodes.forget(id, count);
+        if (gone != null) {
+            forgotten(gone);
+        }
+    }
+
+    /** Node {@code n} left the kernel (its last FORGET): its backing file, if any, can go. */
+    private void forgotten(NodeTable.Node n) {
+        FuseChannel channel = passthrough;
+        int id;
         synchronized (n) {
-            if (--n.backingOpens == 0) {
-                try {
-                    passthrough.closeBacking(n.backingId);
-                } catch (IOException e) {
-                    // ENOENT: gone with the connection; the kernel drops the file with its last open anyway
-                }
-                n.backingId = 0;
+            id = n.backingId;
+            n.backingId = 0;
+        }
+        if (id != 0 && channel != null) {
+            try {
+                channel.closeBacking(id);
+            } catch (IOException e) {
+                // ENOENT: gone with the connection already
             }
         }
     }
@@ -554,9 +575,6 @@ final class FuseFileSystem {
     void release(FuseRequest req, FuseReply out) throws IOException {
         OpenFile f = openFiles.remove(req.handle());
         if (f != null) {
-            if (f.passthrough()) {
-                releaseBacking(f.node());
-            }
             f.handle().close();
         }
     }

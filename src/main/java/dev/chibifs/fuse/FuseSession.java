@@ -252,13 +252,13 @@ final class FuseSession {
             switch (req.opcode) {
                 case FuseProtocol.LOOKUP -> fs.lookup(req, reply);
                 case FuseProtocol.FORGET -> {
-                    fs.nodes.forget(req.nodeid, req.forgetCount());
+                    fs.forget(req.nodeid, req.forgetCount());
                     return false;
                 }
                 case FuseProtocol.BATCH_FORGET -> {
                     int count = req.batchCount();
                     for (int i = 0; i < count; i++) {
-                        fs.nodes.forget(req.int64(8 + 16 * i), req.int64(16 + 16 * i));
+                        fs.forget(req.int64(8 + 16 * i), req.int64(16 + 16 * i));
                     }
                     return false;
                 }

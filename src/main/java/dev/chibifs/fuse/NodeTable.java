@@ -57,11 +57,10 @@ final class NodeTable {
         /** Set once its last name is gone from the store (unlinked, renamed over): only open handles reach it. */
         volatile boolean removed;
         /**
-         * The kernel's backing id of this file's store file while it is open with FUSE passthrough,
-         * and how many opens use it: the kernel refuses two backing files for one inode. Guarded by the node.
+         * The kernel's backing id of this file's store file (FUSE passthrough), 0 for none: the
+         * kernel refuses two backing files for one inode. Guarded by the node.
          */
         int backingId;
-        int backingOpens;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
         volatile long followKey = -1;
         /** Size, mtime and ctime (ns) of the attributes the kernel was last told; see {@link ChangeFollower}. */
@@ -177,21 +176,22 @@ final class NodeTable {
         return node;
     }
 
-    /** The kernel forgot {@code count} lookups of node {@code id}; with none left, the node goes. */
-    synchronized void forget(long id, long count) {
+    /** The kernel forgot {@code count} lookups of node {@code id}; with none left the node goes, and is returned. */
+    synchronized Node forget(long id, long count) {
         Node node = byId.get(id);
         if (node == null || node == root) {
-            return;
+            return null;
         }
         node.lookups -= count;
         if (node.lookups > 0) {
-            return;
+            return null;
         }
         byId.remove(id);
         byIdentity.remove(node.identity, node);
         for (Link l : links(node)) {
             byName.remove(new NameKey(l.parent().id, l.name()), node);
         }
+        return node;
     }
 
     /** Name {@code name} in {@code parent} is gone from the store (unlink, rmdir). */

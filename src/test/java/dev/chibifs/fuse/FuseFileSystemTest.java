@@ -39,7 +39,7 @@ class FuseFileSystemTest {
         router.createNamespace(List.of("alice", "bob"));
         fs = new FuseFileSystem(router, CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
                 FuseFileSystem.Timeouts.of(1, 1, 0), true);
-        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 2, true, false, false), stats);
+        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 1, true, false, false), stats);
         session.start();
         FakeKernel.Reply init = kernel.init(FuseProtocol.DO_READDIRPLUS | FuseProtocol.PARALLEL_DIROPS
                 | FuseProtocol.ASYNC_READ | FuseProtocol.MAX_PAGES | FuseProtocol.INIT_EXT | FuseProtocol.WRITEBACK_CACHE);
@@ -139,7 +139,7 @@ class FuseFileSystemTest {
         int before = fs.nodes.size();
         kernel.send(FuseProtocol.FORGET, shared, body().int64(1));
         kernel.send(FuseProtocol.BATCH_FORGET, 0, body().int32(1).int32(0).int64(shared).int64(1));
-        // a request behind the forgets is served after them by the same single reader
+        // one worker: a request behind the forgets is served after them
         lookup(FuseProtocol.ROOT_ID, "sys");
         assertEquals(before, fs.nodes.size(), "shared went, sys came");
         assertEquals(null, fs.nodes.get(shared));
