@@ -379,7 +379,7 @@ final class FuseFileSystem {
         VfsPath src = childPath(from, fromName);
         VfsPath dst = childPath(to, toName);
         if ((flags & Linux.RENAME_EXCHANGE) != 0) {
-            throw new java.nio.file.FileSystemException(src.toString(), dst.toString(), "Invalid argument");
+            throw new dev.chibifs.sys.ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
         }
         if ((flags & Linux.RENAME_NOREPLACE) != 0 && router.exists(null, dst)) {
             throw new FileAlreadyExistsException(dst.toString());
@@ -551,7 +551,7 @@ final class FuseFileSystem {
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
         OpenFile f = openFiles.get(req.handle());
         if (f == null || forWriting && !f.writable()) {
-            throw new java.nio.file.FileSystemException("fh " + req.handle(), null, "Bad file descriptor");
+            throw new dev.chibifs.sys.ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
         return f;
     }
@@ -594,7 +594,7 @@ final class FuseFileSystem {
             case Linux.F_RDLCK -> LockType.READ;
             case Linux.F_WRLCK -> LockType.WRITE;
             case Linux.F_UNLCK -> LockType.UNLOCK;
-            default -> throw new java.nio.file.FileSystemException("lock type " + type, null, "Invalid argument");
+            default -> throw new dev.chibifs.sys.ErrnoException(Linux.EINVAL, "lock type " + type, "Invalid argument");
         };
     }
 
@@ -646,13 +646,13 @@ final class FuseFileSystem {
     void setxattr(FuseRequest req, FuseReply out) throws IOException {
         VfsPath p = path(node(req));
         router.checkWrite(caller(req), p);
-        throw new java.nio.file.FileSystemException(p.toString(), null, "Operation not supported");
+        throw new dev.chibifs.sys.ErrnoException(Linux.EOPNOTSUPP, p.toString(), "Operation not supported");
     }
 
     void removexattr(FuseRequest req, FuseReply out) throws IOException {
         VfsPath p = path(node(req));
         router.checkWrite(caller(req), p);
-        throw new java.nio.file.FileSystemException(p.toString(), null, "No data available");
+        throw new dev.chibifs.sys.ErrnoException(Linux.ENODATA, p.toString(), "No data available");
     }
 
     // ---- directories ----
@@ -689,7 +689,7 @@ final class FuseFileSystem {
     void readdir(FuseRequest req, FuseReply out, boolean plus) throws IOException {
         Listing l = listings.get(req.handle());
         if (l == null) {
-            throw new java.nio.file.FileSystemException("fh " + req.handle(), null, "Bad file descriptor");
+            throw new dev.chibifs.sys.ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
         long offset = req.readOffset();
         int room = req.readSize();
