@@ -19,6 +19,24 @@ import static dev.chibifs.sys.Linux.*;
  * whose queue is read at the start of operations), a watch per followed directory, and a thread
  * that reads the queue and tells the listener. The watch is the directory's inode, so it follows
  * the directory through renames; a removed directory's watch ends (IN_IGNORED).
+ *
+ * <p>Why two instances and not one, read by one thread: the two read the same records through the
+ * one reader ({@link Syscalls#inotifyRead}), but sharing the instance would break what each needs.
+ * <ul>
+ *   <li>Watches are per inode per instance: {@code inotify_add_watch} on an inode already watched
+ *       returns the same watch and replaces its mask (IN_MASK_ADD can only add), and
+ *       {@code inotify_rm_watch} ends it for both. A directory held and followed at once would need
+ *       a reference count per watch and a mask recomputed from both users at every change, under one
+ *       lock shared by every operation and the feed.</li>
+ *   <li>{@link HeldDirectories} must see a move or removal before the next operation starts (the
+ *       kernel queues the event inside the rename, and the operation's own non-blocking poll reads
+ *       it). With one queue, a feed thread that read the event first would have to hand it over
+ *       before any operation ran, which is the same lock again; and the feed's file events
+ *       (IN_MODIFY, IN_CLOSE_WRITE, IN_ATTRIB of every write) would make that poll find the queue
+ *       ready on nearly every operation of a writing workload, where today it finds it empty and
+ *       costs one poll(2).</li>
+ * </ul>
+ * The cost of two is one more descriptor and instance per store (of 128 per user by default).
  */
 final class DirectoryChanges implements ChangeFeed {
 
