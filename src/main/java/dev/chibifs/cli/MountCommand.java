@@ -285,7 +285,7 @@ public final class MountCommand implements Callable<Integer> {
                     plan.uidMapped() ? null : plan.homes().get(0), plan.uidMap(),
                     systemUid == null ? null : systemUid.intValue(), chibiHome.dir(), storage.root(), Instant.now(),
                     String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString(),
-                    String.join(" ", namespace.stores())));
+                    String.join(" ", namespace.stores()), daemon.negotiated()));
         } catch (IOException | RuntimeException e) {
             log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
         }

@@ -15,10 +15,11 @@ import java.util.Properties;
  * @param options   the FUSE {@code -o} options in force, comma-separated
  * @param log       the log file, or {@code stderr}
  * @param stores    every store of the namespace as {@code PREFIX=SPEC}, space-separated, {@code /} first
+ * @param session   what the kernel and the daemon settled at INIT (protocol, passthrough or served I/O)
  */
 public record MountRecord(Path mountpoint, long pid, String mode, String context, String uidMap,
                           Integer systemUid, Path home, Path store, Instant started, String options, String log,
-                          String stores) {
+                          String stores, String session) {
 
     public static final String MODE_CONTEXT = "context";
     public static final String MODE_UIDMAP = "uidmap";
@@ -33,12 +34,19 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
         uidMap = uidMap == null ? "" : uidMap;
         options = options == null ? "" : options;
         stores = stores == null || stores.isEmpty() ? "/=" + store : stores;
+        session = session == null ? "" : session;
+    }
+
+    /** A record without the session (as a daemon older than the protocol rewrite wrote). */
+    public MountRecord(Path mountpoint, long pid, String mode, String context, String uidMap, Integer systemUid,
+                       Path home, Path store, Instant started, String options, String log, String stores) {
+        this(mountpoint, pid, mode, context, uidMap, systemUid, home, store, started, options, log, stores, null);
     }
 
     /** A record without a list of stores: the local store alone (as a daemon older than stores by prefix wrote). */
     public MountRecord(Path mountpoint, long pid, String mode, String context, String uidMap, Integer systemUid,
                        Path home, Path store, Instant started, String options, String log) {
-        this(mountpoint, pid, mode, context, uidMap, systemUid, home, store, started, options, log, null);
+        this(mountpoint, pid, mode, context, uidMap, systemUid, home, store, started, options, log, null, null);
     }
 
     /** Who the mount acts for, as an operator reads it: {@code context=planner} or {@code uidmap=1001=planner,...}. */
@@ -64,6 +72,7 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
         p.setProperty("options", options);
         p.setProperty("log", log);
         p.setProperty("stores", stores);
+        p.setProperty("session", session);
         return p;
     }
 
@@ -82,7 +91,8 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
                 instant(p, "started"),
                 p.getProperty("options", ""),
                 p.getProperty("log", "stderr"),
-                p.getProperty("stores"));
+                p.getProperty("stores"),
+                p.getProperty("session"));
     }
 
     private static long number(Properties p, String key) {

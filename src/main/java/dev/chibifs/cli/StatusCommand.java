@@ -112,6 +112,8 @@ final class StatusCommand implements Callable<Integer> {
             row.put("stores", List.of(r.stores().split(" ")));
             row.put("started", r.started().toString());
             row.put("options", r.options());
+            row.put("session", r.session());
+            row.put("io", r.session().contains("passthrough") ? "passthrough" : "served");
             row.put("log", r.log());
         }
         row.put("registryFile", entry.file().toString());
@@ -125,7 +127,7 @@ final class StatusCommand implements Callable<Integer> {
             return;
         }
         List<String[]> lines = new ArrayList<>();
-        lines.add(new String[] {"MOUNTPOINT", "STATE", "PID", "UPTIME", "WHO", "STORE"});
+        lines.add(new String[] {"MOUNTPOINT", "STATE", "PID", "UPTIME", "WHO", "IO", "STORE"});
         for (Map<String, Object> row : rows) {
             Object mode = row.get("mode");
             String who = mode == null ? "-"
@@ -137,6 +139,7 @@ final class StatusCommand implements Callable<Integer> {
                 text(row.get("pid"), "-"),
                 uptime == null ? "-" : uptime(((Number) uptime).longValue()),
                 who,
+                text(row.get("io"), "-"),
                 text(row.get("store"), "-"),
             });
         }

@@ -54,6 +54,9 @@ final class FuseFileSystem {
      * gone), as OFD locks are, not at the close of any one descriptor of the process.
      */
     private static final int NO_FLUSH = FuseProtocol.FOPEN_NOFLUSH;
+    /** A node's backing id once the kernel refused its store file for passthrough: never asked again. */
+    private static final int NO_BACKING = -1;
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(FuseFileSystem.class);
 
     /** The unknown inode number readdir gives a name whose attributes it did not read (libfuse's FUSE_UNKNOWN_INO). */
     private static final long UNKNOWN_INO = 0xffffffffL;
@@ -475,7 +478,7 @@ final class FuseFileSystem {
         }
         synchronized (n) {
             if (n.backingId != 0) {
-                return n.backingId;
+                return Math.max(n.backingId, 0);
             }
             int fd = handle.passthroughDescriptor();
             if (fd < 0) {
@@ -483,10 +486,15 @@ final class FuseFileSystem {
             }
             try {
                 n.backingId = channel.openBacking(fd);
+            } catch (IOException refused) {
+                // ELOOP: the store file is itself on a stacked file system (a FUSE mount inside the
+                // store) deeper than the kernel stacks; this node's reads and writes are served, always
+                LOG.debug("{}: served reads and writes, no passthrough: {}", nodes.path(n), refused.getMessage());
+                n.backingId = NO_BACKING;
             } finally {
                 closeDescriptor(fd); // the kernel holds the file now
             }
-            return n.backingId;
+            return Math.max(n.backingId, 0);
         }
     }
 
@@ -506,7 +514,7 @@ final class FuseFileSystem {
             id = n.backingId;
             n.backingId = 0;
         }
-        if (id != 0 && channel != null) {
+        if (id > 0 && channel != null) {
             try {
                 channel.closeBacking(id);
             } catch (IOException e) {

@@ -57,8 +57,8 @@ final class NodeTable {
         /** Set once its last name is gone from the store (unlinked, renamed over): only open handles reach it. */
         volatile boolean removed;
         /**
-         * The kernel's backing id of this file's store file (FUSE passthrough), 0 for none: the
-         * kernel refuses two backing files for one inode. Guarded by the node.
+         * The kernel's backing id of this file's store file (FUSE passthrough), 0 for none yet, -1
+         * when the kernel refused it: the kernel refuses two backing files for one inode. Guarded by the node.
          */
         int backingId;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */

@@ -50,11 +50,11 @@ class StatusCommandTest {
     void tableShowsActiveStaleAndUnregisteredMounts() throws Exception {
         assertEquals(0, run(command()));
         String text = out.toString();
-        assertTrue(text.matches("(?s)MOUNTPOINT\\s+STATE\\s+PID\\s+UPTIME\\s+WHO\\s+STORE\n.*"), text);
+        assertTrue(text.matches("(?s)MOUNTPOINT\\s+STATE\\s+PID\\s+UPTIME\\s+WHO\\s+IO\\s+STORE\n.*"), text);
         assertTrue(text.matches("(?s).*\n/mnt/chibi\\s+active\\s+4242\\s+2h03m\\s+uidmap=1001=planner,1002=coder"
-                + "\\s+/srv/chibi/vfs\n.*"), text);
-        assertTrue(text.matches("(?s).*\n/mnt/planner\\s+stale\\s+99\\s+1h03m\\s+context=planner\\s+/h/vfs\n.*"), text);
-        assertTrue(text.matches("(?s).*\n/mnt/orphan\\s+unregistered\\s+-\\s+-\\s+-\\s+-\n.*"), text);
+                + "\\s+served\\s+/srv/chibi/vfs\n.*"), text);
+        assertTrue(text.matches("(?s).*\n/mnt/planner\\s+stale\\s+99\\s+1h03m\\s+context=planner\\s+served\\s+/h/vfs\n.*"), text);
+        assertTrue(text.matches("(?s).*\n/mnt/orphan\\s+unregistered\\s+-\\s+-\\s+-\\s+-\\s+-\n.*"), text);
         assertTrue(text.contains("/mnt/planner: pid 99 is not running"), text);
     }
 

@@ -1,0 +1,71 @@
+package dev.chibifs.fuse;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.testing.MountedFs;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * FUSE passthrough (Linux 6.9, a daemon with CAP_SYS_ADMIN): the kernel reads and writes store
+ * files itself, so data moves without a request to the daemon, and what a program reads is what
+ * is in the store, through every name and after every kind of change.
+ */
+@Timeout(120)
+class PassthroughMountTest {
+
+    private static MountedFs fs;
+
+    @BeforeAll
+    static void mount() {
+        fs = MountedFs.start("--context", "planner");
+    }
+
+    @AfterAll
+    static void unmount() {
+        fs.close();
+    }
+
+    private static JsonNode stats() throws IOException {
+        return new ObjectMapper().readTree(MountedFs.cli("stats", "--json", fs.mountpoint().toString()).ok().out());
+    }
+
+    private static long count(JsonNode stats, String opcode) {
+        for (JsonNode op : stats.get("requests")) {
+            if (op.get("opcode").asText().equals(opcode)) {
+                return op.get("count").asLong();
+            }
+        }
+        return 0;
+    }
+
+    @Test
+    void dataMovesWithoutARequestToTheDaemon() throws IOException {
+        JsonNode before = stats();
+        assumeTrue(before.get("session").asText().contains("passthrough"),
+                "this kernel or daemon serves reads and writes: " + before.get("session").asText());
+        fs.sh("dd if=/dev/urandom of=shared/data bs=1M count=8 status=none && cat shared/data > /dev/null"
+                + " && echo tail >> shared/data && tail -c 5 shared/data > shared/tail").ok();
+        JsonNode after = stats();
+        assertEquals(0, count(after, "WRITE") - count(before, "WRITE"), after.toString());
+        assertEquals(0, count(after, "READ") - count(before, "READ"), after.toString());
+        assertEquals(fs.sh("md5sum < shared/data").ok().out(), fs.sh("md5sum < '" + fs.stored("/shared/data") + "'").ok().out());
+        assertEquals("tail\n", fs.sh("cat shared/tail").ok().out());
+    }
+
+    @Test
+    void aFileReplacedInTheStoreIsReadFreshAndEveryOpenAfterTheFirstWorks() throws IOException {
+        fs.sh("echo one > shared/p && cat shared/p shared/p shared/p > /dev/null").ok();
+        java.nio.file.Path tmp = fs.stored("/shared/p.tmp");
+        java.nio.file.Files.writeString(tmp, "two\n");
+        java.nio.file.Files.move(tmp, fs.stored("/shared/p"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        assertEquals("two\ntwo\n", fs.sh("cat shared/p && cat shared/p").ok().out());
+    }
+}
