@@ -1,8 +1,8 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.path.VfsPath;
-import dev.chibifs.store.IsDirectoryException;
 import dev.chibifs.store.Precondition;
+import dev.chibifs.sys.IsDirectoryException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;

@@ -381,10 +381,10 @@ final class FuseFileSystem {
         int flags = req.opcode == FuseProtocol.RENAME2 ? req.rename2Flags() : 0;
         VfsPath src = childPath(from, fromName);
         VfsPath dst = childPath(to, toName);
-        if ((flags & FuseProtocol.RENAME_EXCHANGE) != 0) {
-            throw new java.nio.file.FileSystemException(src.toString(), dst.toString(), "Invalid argument");
+        if ((flags & Linux.RENAME_EXCHANGE) != 0) {
+            throw new dev.chibifs.sys.ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
         }
-        if ((flags & FuseProtocol.RENAME_NOREPLACE) != 0 && router.exists(null, dst)) {
+        if ((flags & Linux.RENAME_NOREPLACE) != 0 && router.exists(null, dst)) {
             throw new FileAlreadyExistsException(dst.toString());
         }
         router.rename(caller(req), src, dst);
@@ -571,7 +571,7 @@ final class FuseFileSystem {
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
         OpenFile f = openFiles.get(req.handle());
         if (f == null || forWriting && !f.writable()) {
-            throw new java.nio.file.FileSystemException("fh " + req.handle(), null, "Bad file descriptor");
+            throw new dev.chibifs.sys.ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
         return f;
     }
@@ -617,7 +617,7 @@ final class FuseFileSystem {
             case Linux.F_RDLCK -> LockType.READ;
             case Linux.F_WRLCK -> LockType.WRITE;
             case Linux.F_UNLCK -> LockType.UNLOCK;
-            default -> throw new java.nio.file.FileSystemException("lock type " + type, null, "Invalid argument");
+            default -> throw new dev.chibifs.sys.ErrnoException(Linux.EINVAL, "lock type " + type, "Invalid argument");
         };
     }
 
@@ -745,7 +745,7 @@ final class FuseFileSystem {
     void readdir(FuseRequest req, FuseReply out, boolean plus) throws IOException {
         Listing l = listings.get(req.handle());
         if (l == null) {
-            throw new java.nio.file.FileSystemException("fh " + req.handle(), null, "Bad file descriptor");
+            throw new dev.chibifs.sys.ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
         long offset = req.readOffset();
         int room = req.readSize();

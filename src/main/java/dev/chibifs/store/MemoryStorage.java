@@ -1,5 +1,8 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.IsDirectoryException;
+import dev.chibifs.sys.Linux;
 import com.kenai.jffi.MemoryIO;
 import dev.chibifs.path.VfsPath;
 
@@ -160,7 +163,7 @@ public final class MemoryStorage implements Storage {
         /** Sets the length, charging the difference to the store (ENOSPC past its limit, nothing changed). */
         void setLength(long size) throws IOException {
             if (size < 0) {
-                throw new FileSystemException(null, null, "Invalid argument");
+                throw new ErrnoException(Linux.EINVAL, null, "Invalid argument");
             }
             if (size > length) {
                 store.charge(size - length);
@@ -286,7 +289,7 @@ public final class MemoryStorage implements Storage {
         /** The whole content. */
         byte[] bytes() throws IOException {
             if (length > Integer.MAX_VALUE - 16) {
-                throw new FileSystemException(null, null, "File too large");
+                throw new ErrnoException(Linux.EFBIG, null, "File too large");
             }
             byte[] out = new byte[(int) length];
             get(ByteBuffer.wrap(out), 0, out.length);
@@ -314,7 +317,7 @@ public final class MemoryStorage implements Storage {
     /** Charges {@code bytes} more against the limit; caller holds the lock. */
     private void charge(long bytes) throws IOException {
         if (bytes > limit - used) {
-            throw new FileSystemException(null, null, "No space left on device");
+            throw new ErrnoException(Linux.ENOSPC, null, "No space left on device");
         }
         used += bytes;
     }
@@ -376,13 +379,13 @@ public final class MemoryStorage implements Storage {
         if (n instanceof Link) {
             return tooManyLinks(path);
         }
-        return new FileSystemException(path.toString(), null,
-                "Operation not permitted: not a regular file (fifos, sockets and devices are not served)");
+        return new OperationNotPermittedException(path.toString(),
+                "not a regular file (fifos, sockets and devices are not served)");
     }
 
     /** ELOOP: the store follows no link, on the way or at the end (LocalStorage says the same). */
     private static IOException tooManyLinks(VfsPath path) {
-        return new FileSystemException(path.toString(), null, "Too many levels of symbolic links");
+        return new ErrnoException(Linux.ELOOP, path.toString(), "Too many levels of symbolic links");
     }
 
     // ---- lookup helpers; callers hold the lock ----
@@ -425,7 +428,7 @@ public final class MemoryStorage implements Storage {
 
     private Dir parentOf(VfsPath path, boolean create) throws IOException {
         if (path.isRoot()) {
-            throw new FileSystemException(path.toString(), null, "Device or resource busy");
+            throw new ErrnoException(Linux.EBUSY, path.toString(), "Device or resource busy");
         }
         if (create) {
             mkdirLocked(path.parent());
@@ -493,8 +496,8 @@ public final class MemoryStorage implements Storage {
 
     /** A failure of a file's content (ENOSPC) with the path it happened at, for messages. */
     private static IOException withPath(IOException e, VfsPath path) {
-        if (e instanceof FileSystemException && ((FileSystemException) e).getFile() == null) {
-            return new FileSystemException(path.toString(), null, ((FileSystemException) e).getReason());
+        if (e instanceof ErrnoException x && x.getFile() == null) {
+            return new ErrnoException(x.errno(), path.toString(), x.getReason());
         }
         return e;
     }
@@ -589,7 +592,7 @@ public final class MemoryStorage implements Storage {
             return;
         }
         if (n instanceof Dir && dst.startsWith(src)) {
-            throw new FileSystemException(src.toString(), dst.toString(), "Invalid argument");
+            throw new ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
         }
         Node target = to.children.get(dst.fileName());
         if (target != null) {
@@ -705,11 +708,11 @@ public final class MemoryStorage implements Storage {
             boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
             // the checks of vfs_fallocate, in its order
             if (offset < 0 || length <= 0) {
-                throw new FileSystemException(null, null, "Invalid argument");
+                throw new ErrnoException(Linux.EINVAL, null, "Invalid argument");
             }
             if ((mode & ~(KEEP_SIZE | PUNCH_HOLE | ZERO_RANGE)) != 0
                     || (mode & PUNCH_HOLE) != 0 && (!keepSize || (mode & ZERO_RANGE) != 0)) {
-                throw new FileSystemException(null, null, "Operation not supported");
+                throw new ErrnoException(Linux.EOPNOTSUPP, null, "Operation not supported");
             }
             synchronized (MemoryStorage.this) {
                 long end = offset + length;
@@ -871,7 +874,7 @@ public final class MemoryStorage implements Storage {
     public synchronized void link(VfsPath existing, VfsPath newName) throws IOException {
         Node n = find(existing);
         if (n instanceof Dir) {
-            throw new FileSystemException(existing.toString(), null, "Operation not permitted");
+            throw ErrnoException.forErrno(Linux.EPERM, existing.toString());
         }
         Dir parent = parentOf(newName, false);
         if (parent.children.containsKey(newName.fileName())) {

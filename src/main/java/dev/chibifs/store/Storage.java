@@ -1,5 +1,6 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.path.VfsPath;
 
 import java.io.Closeable;

@@ -1,6 +1,8 @@
 package dev.chibifs.store.s3;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.ErrnoException;
 
 import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.path.VfsPath;
@@ -13,7 +15,7 @@ import dev.chibifs.store.Precondition;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.FileLocks;
 import dev.chibifs.store.InProcessLocks;
-import dev.chibifs.store.IsDirectoryException;
+import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.SpaceInfo;
@@ -229,8 +231,7 @@ public final class S3Storage implements Storage {
         }
         if (l == null) {
             lockFile.close();
-            throw new FileSystemException(dir.toString(), null,
-                    "Device or resource busy: the cache directory is in use by another chibifs (one store per cache directory)");
+            throw new ErrnoException(Linux.EBUSY, dir.toString(), "Device or resource busy: the cache directory is in use by another chibifs (one store per cache directory)");
         }
         this.cacheLock = l;
         this.journal = new Journal(dir.resolve("journal"));
@@ -894,7 +895,7 @@ public final class S3Storage implements Storage {
     /** The parent directory of {@code p}, which must exist (as mknod(2): ENOENT, ENOTDIR). */
     private Node parentOf(VfsPath p) throws IOException {
         if (p.isRoot()) {
-            throw new FileSystemException(p.toString(), null, "Device or resource busy");
+            throw new ErrnoException(Linux.EBUSY, p.toString(), "Device or resource busy");
         }
         Node parent;
         try {
@@ -959,7 +960,7 @@ public final class S3Storage implements Storage {
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
-                throw new FileSystemException(p.toString(), null, "Resource busy: changed while it was fetched");
+                throw new ErrnoException(Linux.EBUSY, p.toString(), "Resource busy: changed while it was fetched");
             }
         }
     }
@@ -1049,7 +1050,7 @@ public final class S3Storage implements Storage {
         try (FileChannel ch = openContent(path)) {
             long size = ch.size();
             if (size > Integer.MAX_VALUE - 16) {
-                throw new FileSystemException(path.toString(), null, "File too large");
+                throw new ErrnoException(Linux.EFBIG, path.toString(), "File too large");
             }
             ByteBuffer buf = ByteBuffer.allocate((int) size);
             while (buf.hasRemaining() && ch.read(buf, buf.position()) > 0) {
@@ -1072,7 +1073,7 @@ public final class S3Storage implements Storage {
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
-                throw new FileSystemException(path.toString(), null, "Resource busy: changed while it was opened");
+                throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was opened");
             }
         }
     }
@@ -1142,7 +1143,7 @@ public final class S3Storage implements Storage {
     public void delete(VfsPath path) throws IOException {
         Node n = find(path);
         if (n == root) {
-            throw new FileSystemException(path.toString(), null, "Device or resource busy");
+            throw new ErrnoException(Linux.EBUSY, path.toString(), "Device or resource busy");
         }
         if (n.dir) {
             listTree(path);
@@ -1261,14 +1262,14 @@ public final class S3Storage implements Storage {
     public void rename(VfsPath src, VfsPath dst) throws IOException {
         Node n = find(src);
         if (n == root) {
-            throw new FileSystemException(src.toString(), null, "Device or resource busy");
+            throw new ErrnoException(Linux.EBUSY, src.toString(), "Device or resource busy");
         }
         parentOf(dst);
         if (src.equals(dst)) {
             return;
         }
         if (n.dir && dst.startsWith(src)) {
-            throw new FileSystemException(src.toString(), dst.toString(), "Invalid argument");
+            throw new ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
         }
         Node target = lookup(dst);
         if (target != null && target.dir) {
@@ -1305,7 +1306,7 @@ public final class S3Storage implements Storage {
             }
             List<Node> moving = subtree(src);
             if (moving.stream().anyMatch(m -> !m.dir && !m.cached)) {
-                throw new FileSystemException(src.toString(), dst.toString(), "Resource busy: changed while it was renamed");
+                throw new ErrnoException(Linux.EBUSY, src.toString(), dst.toString(), "Resource busy: changed while it was renamed");
             }
             String targetEtag = target == null || target.dir ? null : target.remoteEtag;
             boolean targetDirOnRemote = target != null && target.dir && target.dirOnRemote;
@@ -1437,7 +1438,7 @@ public final class S3Storage implements Storage {
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
-                throw new FileSystemException(path.toString(), null, "Resource busy: changed while it was opened");
+                throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was opened");
             }
         }
     }
@@ -1529,11 +1530,11 @@ public final class S3Storage implements Storage {
             boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
             // the checks of vfs_fallocate, in its order
             if (offset < 0 || length <= 0) {
-                throw new FileSystemException(null, null, "Invalid argument");
+                throw new ErrnoException(Linux.EINVAL, null, "Invalid argument");
             }
             if ((mode & ~(KEEP_SIZE | PUNCH_HOLE | ZERO_RANGE)) != 0
                     || (mode & PUNCH_HOLE) != 0 && (!keepSize || (mode & ZERO_RANGE) != 0)) {
-                throw new FileSystemException(null, null, "Operation not supported");
+                throw new ErrnoException(Linux.EOPNOTSUPP, null, "Operation not supported");
             }
             synchronized (S3Storage.this) {
                 long end = offset + length;
@@ -1755,8 +1756,7 @@ public final class S3Storage implements Storage {
     @Override
     public void link(VfsPath existing, VfsPath newName) throws IOException {
         find(existing);
-        throw new FileSystemException(existing.toString(), newName.toString(),
-                "Operation not permitted: an S3 store cannot keep hard links (one object per name)");
+        throw new ErrnoException(Linux.EPERM, existing.toString(), newName.toString(), "Operation not permitted: an S3 store cannot keep hard links (one object per name)");
     }
 
     @Override
