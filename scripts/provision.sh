@@ -40,7 +40,7 @@ fi
 # (fuser), systemd for systemd-analyze (the package alone does not make systemd the init of a
 # container), stress-ng for the stress test, bindfs, the C passthrough scripts/bench.sh compares,
 # and for the link tests (LinksMountTest) rsync, python3-venv (venv and its pip) and npm
-packages=(fuse3 openjdk-17-jdk-headless git sqlite3 python3 python3-venv rsync util-linux procps psmisc systemd
+packages=(fuse3 attr openjdk-17-jdk-headless git sqlite3 python3 python3-venv rsync util-linux procps psmisc systemd
           ca-certificates stress-ng bindfs)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,9 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.Precondition;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -16,11 +18,15 @@ import java.nio.charset.StandardCharsets;
                 + " lose each other's data. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.USAGE, HelpText.DENIED,
-            "  4  conflict: URI is a directory, or a file is in the way of its parent", HelpText.IO})
+            "  4  conflict: URI is a directory, or a file is in the way of its parent",
+            ConditionOptions.FOOTER, HelpText.IO})
 final class AppendCommand extends VfsCommand {
 
     @Option(names = "--content", paramLabel = "TEXT", description = "What to append (UTF-8); without it, standard input.")
     String content;
+
+    @Mixin
+    ConditionOptions condition;
 
     @Parameters(index = "0", paramLabel = "URI")
     String target;
@@ -33,11 +39,12 @@ final class AppendCommand extends VfsCommand {
     @Override
     int execute() throws IOException {
         VfsPath path = uri(target);
+        Precondition asked = condition.condition();
         router().checkWrite(caller(), path);
         WriteCommand.rejectDirectory(this, path);
         byte[] data = content != null ? content.getBytes(StandardCharsets.UTF_8) : terminal.in().readAllBytes();
         createParent(path);
-        router().append(caller(), path, data);
+        router().append(caller(), path, data, asked);
         return ExitCodes.OK;
     }
 }

@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.ContentHash;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -24,10 +25,16 @@ final class CatCommand extends VfsCommand {
             + " when the file is valid UTF-8 (encoding \"utf-8\"), else base64 (encoding \"base64\").")
     boolean json;
 
+    @Option(names = "--etag", description = "Also give the ETag of exactly the content printed (the SHA-256, for"
+            + " --if-match): on standard error as [etag: ETAG], so standard output stays the file; in --json"
+            + " as \"etag\".")
+    boolean etag;
+
     @Parameters(index = "0", paramLabel = "URI")
     String target;
 
-    record Content(String uri, long size, String encoding, String content) {
+    @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
+    record Content(String uri, long size, String encoding, String content, String etag) {
     }
 
     @Override
@@ -39,14 +46,20 @@ final class CatCommand extends VfsCommand {
     int execute() throws IOException {
         VfsPath path = uri(target);
         byte[] data = router().read(caller(), path);
+        // hashed from the bytes shown, so the ETag is that of this content even if the file changes now
+        String tag = etag ? ContentHash.of(data) : null;
         if (!json) {
             out().write(data);
+            if (tag != null) {
+                out().flush();
+                terminal.err().write(("[etag: " + tag + "]\n").getBytes(StandardCharsets.UTF_8));
+            }
             return ExitCodes.OK;
         }
         String text = utf8(data);
         printJson(text != null
-                ? new Content(path.toUri(), data.length, "utf-8", text)
-                : new Content(path.toUri(), data.length, "base64", Base64.getEncoder().encodeToString(data)));
+                ? new Content(path.toUri(), data.length, "utf-8", text, tag)
+                : new Content(path.toUri(), data.length, "base64", Base64.getEncoder().encodeToString(data), tag));
         return ExitCodes.OK;
     }
 

@@ -368,14 +368,8 @@ final class DoctorCommand implements Callable<Integer> {
             return t;
         });
         try {
-            Future<Boolean> answer = executor.submit(() -> {
-                try {
-                    Files.readAttributes(mountpoint, BasicFileAttributes.class);
-                    return false;
-                } catch (FileSystemException e) {
-                    return String.valueOf(e.getReason()).contains("Transport endpoint is not connected");
-                }
-            });
+            Future<Boolean> answer = executor.submit(
+                    () -> dev.chibifs.sys.Syscalls.statErrno(mountpoint.toString()) == dev.chibifs.sys.Linux.ENOTCONN);
             return answer.get(STAT_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         } catch (TimeoutException e) {
             return true;

@@ -1,7 +1,10 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.ContentHash;
+import dev.chibifs.store.Precondition;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -16,11 +19,12 @@ import java.nio.charset.StandardCharsets;
                 + " back atomically. Zero occurrences or several (overlapping ones count) change nothing and"
                 + " exit 4, saying how many. The file is compared as bytes, --old and --new as UTF-8. The"
                 + " read and the write are two steps: a write by someone else in between is lost, as with"
-                + " chibi's file_edit. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
+                + " chibi's file_edit, unless --if-match is given: then the write is made only if the file"
+                + " is still what was read. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, "  2  usage: a bad URI or option, or an empty --old",
             HelpText.DENIED, "  4  conflict: --old occurs zero or several times, or URI is a directory",
-            HelpText.IO})
+            ConditionOptions.FOOTER, HelpText.IO})
 final class EditCommand extends VfsCommand {
 
     @Option(names = "--old", paramLabel = "TEXT", required = true, description = "The text to replace; must occur exactly once.")
@@ -28,6 +32,9 @@ final class EditCommand extends VfsCommand {
 
     @Option(names = "--new", paramLabel = "TEXT", required = true, description = "The replacement (may be empty).")
     String newText;
+
+    @Mixin
+    ConditionOptions condition;
 
     @Parameters(index = "0", paramLabel = "URI")
     String target;
@@ -43,8 +50,18 @@ final class EditCommand extends VfsCommand {
             throw new UsageException("--old cannot be empty: give the text to replace");
         }
         VfsPath path = uri(target);
+        Precondition asked = condition.condition();
+        if (asked.ifNoneMatch()) {
+            throw new UsageException("edit changes an existing file: --if-none-match does not apply");
+        }
         router().checkWrite(caller(), path);
         byte[] content = router().read(caller(), path);
+        String read = ContentHash.of(content);
+        if (asked.ifMatch() != null) {
+            asked.check(path, read);
+            // the write is conditional on what was read: nothing written in between is lost
+            asked = Precondition.matching(read);
+        }
         byte[] old = oldText.getBytes(StandardCharsets.UTF_8);
         int first = indexOf(content, old, 0);
         if (first < 0) {
@@ -62,7 +79,7 @@ final class EditCommand extends VfsCommand {
         edited.write(content, 0, first);
         edited.write(newText.getBytes(StandardCharsets.UTF_8));
         edited.write(content, first + old.length, content.length - first - old.length);
-        router().write(caller(), path, edited.toByteArray());
+        router().write(caller(), path, edited.toByteArray(), asked);
         return ExitCodes.OK;
     }
 

@@ -3,16 +3,13 @@ package dev.chibifs.cli;
 import dev.chibifs.router.CrossStoreException;
 import dev.chibifs.router.MountPointBusyException;
 import dev.chibifs.router.PolicyDeniedException;
+import dev.chibifs.store.EtagMismatchException;
 import dev.chibifs.store.ReadOnlyStoreException;
-import dev.chibifs.store.IsDirectoryException;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 
 import java.io.IOException;
-import java.nio.file.AccessDeniedException;
-import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
 
 /**
@@ -48,23 +45,29 @@ final class Failures {
         if (e instanceof CrossStoreException || e instanceof MountPointBusyException) {
             return new Report(ExitCodes.IO_ERROR, e.getMessage());
         }
-        if (e instanceof AccessDeniedException a) {
-            return new Report(ExitCodes.PERMISSION_DENIED, "permission denied: " + uri(a.getFile()));
+        // the number the failure carries (or the JDK's type means), never its text
+        String file = e instanceof FileSystemException f ? f.getFile() : null;
+        switch (Errors.errno(e)) {
+            case Linux.EACCES:
+                return new Report(ExitCodes.PERMISSION_DENIED, "permission denied: " + uri(file));
+            case Linux.ENOENT:
+                return new Report(ExitCodes.NOT_FOUND, "no such file or directory: " + uri(file));
+            case Linux.EISDIR:
+                return new Report(ExitCodes.CONFLICT, "is a directory: " + uri(file));
+            case Linux.ENOTDIR:
+                return new Report(ExitCodes.CONFLICT, "not a directory (a file is in the way): " + uri(file));
+            case Linux.EEXIST:
+                return new Report(ExitCodes.CONFLICT, "already exists: " + uri(file));
+            case Linux.ENOTEMPTY:
+                return new Report(ExitCodes.CONFLICT, "directory not empty: " + uri(file));
+            default:
+                break;
         }
-        if (e instanceof NoSuchFileException n) {
-            return new Report(ExitCodes.NOT_FOUND, "no such file or directory: " + uri(n.getFile()));
-        }
-        if (e instanceof IsDirectoryException d) {
-            return new Report(ExitCodes.CONFLICT, "is a directory: " + uri(d.getFile()));
-        }
-        if (e instanceof NotDirectoryException d) {
-            return new Report(ExitCodes.CONFLICT, "not a directory (a file is in the way): " + uri(d.getFile()));
-        }
-        if (e instanceof FileAlreadyExistsException x) {
-            return new Report(ExitCodes.CONFLICT, "already exists: " + uri(x.getFile()));
-        }
-        if (e instanceof DirectoryNotEmptyException x) {
-            return new Report(ExitCodes.CONFLICT, "directory not empty: " + uri(x.getFile()));
+        if (e instanceof EtagMismatchException m) {
+            String asked = m.asked().ifNoneMatch() ? "--if-none-match '*'" : "--if-match " + m.asked().ifMatch();
+            return new Report(ExitCodes.CONFLICT, m.current() == null
+                    ? "no such file: " + uri(m.getFile()) + " (" + asked + "); nothing changed"
+                    : uri(m.getFile()) + " has ETag " + m.current() + " (" + asked + "); nothing changed");
         }
         if (e instanceof FileSystemException f) {
             String reason = f.getReason() == null ? f.getClass().getSimpleName() : f.getReason();

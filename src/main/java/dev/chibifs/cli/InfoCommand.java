@@ -14,20 +14,21 @@ import java.nio.file.attribute.FileTime;
 @Command(name = "info", mixinStandardHelpOptions = true,
         description = {"Show kind, size and times of a path (vfs_info).",
             "Show the kind (file, directory, symlink, fifo, socket, other), size in bytes, creation and"
-                + " modification times (ISO-8601, UTC) of URI, and a symbolic link's target (never followed).",
+                + " modification times (ISO-8601, UTC) of URI, a symbolic link's target (never followed) and a"
+                + " file's ETag (the SHA-256 of its content, for --if-match).",
             HelpText.URI, HelpText.READER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, HelpText.IO})
 final class InfoCommand extends VfsCommand {
 
-    @Option(names = "--json", description = "Print {uri, kind, size, created, modified, target} as JSON.")
+    @Option(names = "--json", description = "Print {uri, kind, size, created, modified, target, etag} as JSON.")
     boolean json;
 
     @Parameters(index = "0", paramLabel = "URI")
     String target;
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    record Info(String uri, String kind, long size, String created, String modified, String target) {
+    record Info(String uri, String kind, long size, String created, String modified, String target, String etag) {
     }
 
     @Override
@@ -39,8 +40,9 @@ final class InfoCommand extends VfsCommand {
     int execute() throws IOException {
         VfsPath path = uri(target);
         Metadata m = router().metadata(caller(), path);
+        String etag = m.isFile() ? router().etag(caller(), path) : null;
         Info info = new Info(path.toUri(), LsCommand.kind(m.kind()), m.size(), time(m.created()), time(m.modified()),
-                LsCommand.target(router(), path, m));
+                LsCommand.target(router(), path, m), etag);
         if (json) {
             printJson(info);
             return ExitCodes.OK;
@@ -54,6 +56,9 @@ final class InfoCommand extends VfsCommand {
         println("modified: " + info.modified());
         if (info.target() != null) {
             println("target: " + info.target());
+        }
+        if (etag != null) {
+            println("etag: " + etag);
         }
         return ExitCodes.OK;
     }

@@ -101,6 +101,13 @@ public final class MountCommand implements Callable<Integer> {
                 + " round trip to the daemon. --no-passthrough: the daemon serves them. 'chibifs stats' says which.")
     boolean passthrough;
 
+    @Option(names = "--xattr", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "Files show their ETag (SHA-256 of the content) as the read-only extended attribute"
+                + " user.chibi.etag (getfattr -n user.chibi.etag FILE). --no-xattr: no extended attributes, and"
+                + " one round trip less per write(2) the daemon serves (the kernel asks security.capability"
+                + " before each). Default: on.")
+    boolean xattr;
+
     @Option(names = "--readdirplus", negatable = true, defaultValue = "true", fallbackValue = "true",
             description = "Listings carry each name's attributes (READDIRPLUS), so ls -l, find -printf or stat of every"
                 + " file in a directory asks nothing more per file. --no-readdirplus: plain listings, then one request"
@@ -257,7 +264,7 @@ public final class MountCommand implements Callable<Integer> {
         long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
         // the hook goes in before the mount answers: a SIGTERM right after mounting must still unmount cleanly
         FuseDaemon daemon = FuseDaemon.create(mp, router, plan.callers(), options, uid, gid,
-                (int) kernelCache.toSeconds(), readdirplus).passthrough(passthrough);
+                (int) kernelCache.toSeconds(), readdirplus).passthrough(passthrough).xattr(xattr);
         AtomicBoolean stopping = new AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopping.compareAndSet(false, true)) {
@@ -348,6 +355,7 @@ public final class MountCommand implements Callable<Integer> {
         cmd.addAll(List.of("--kernel-cache", kernelCache.isZero() ? KernelCacheConverter.OFF : kernelCache.toSeconds() + "s"));
         cmd.add(readdirplus ? "--readdirplus" : "--no-readdirplus");
         cmd.add(passthrough ? "--passthrough" : "--no-passthrough");
+        cmd.add(xattr ? "--xattr" : "--no-xattr");
         cmd.addAll(stores.arguments());
         cmd.addAll(List.of("--symlinks", symlinks.option()));
         if (context != null) {

@@ -1,8 +1,10 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.path.VfsPath;
-import dev.chibifs.store.IsDirectoryException;
+import dev.chibifs.store.Precondition;
+import dev.chibifs.sys.IsDirectoryException;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -17,11 +19,15 @@ import java.nio.charset.StandardCharsets;
                 + " created. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.USAGE, HelpText.DENIED,
-            "  4  conflict: URI is a directory, or a file is in the way of its parent", HelpText.IO})
+            "  4  conflict: URI is a directory, or a file is in the way of its parent",
+            ConditionOptions.FOOTER, HelpText.IO})
 final class WriteCommand extends VfsCommand {
 
     @Option(names = "--content", paramLabel = "TEXT", description = "The new content (UTF-8); without it, standard input.")
     String content;
+
+    @Mixin
+    ConditionOptions condition;
 
     @Parameters(index = "0", paramLabel = "URI")
     String target;
@@ -34,12 +40,13 @@ final class WriteCommand extends VfsCommand {
     @Override
     int execute() throws IOException {
         VfsPath path = uri(target);
+        Precondition asked = condition.condition();
         // policy before anything else, so a denied write neither waits for stdin nor names a conflict
         router().checkWrite(caller(), path);
         rejectDirectory(this, path);
         byte[] data = content != null ? content.getBytes(StandardCharsets.UTF_8) : terminal.in().readAllBytes();
         createParent(path);
-        router().write(caller(), path, data);
+        router().write(caller(), path, data, asked);
         return ExitCodes.OK;
     }
 

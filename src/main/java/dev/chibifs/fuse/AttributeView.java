@@ -19,10 +19,6 @@ import dev.chibifs.store.Metadata;
  */
 final class AttributeView {
 
-    private static final int S_IFDIR = 0040000;
-    private static final int S_IFREG = 0100000;
-    private static final int S_IFLNK = 0120000;
-
     private final CallerResolver callers;
     private final Caller fixedCaller;
     private final long mountUid;
@@ -41,7 +37,7 @@ final class AttributeView {
     /** The full st_mode (type and permission bits). */
     int mode(VfsPath path, Metadata m) {
         if (m.kind() == EntryKind.SYMLINK) {
-            return S_IFLNK | 0777;
+            return Linux.S_IFLNK | 0777;
         }
         if (m.kind() == EntryKind.FIFO || m.kind() == EntryKind.SOCKET) {
             // the kernel serves a fifo's or socket's data itself, once told the kind (init_special_inode)
@@ -50,7 +46,7 @@ final class AttributeView {
         }
         boolean dir = m.isDirectory();
         int rw = fixedCaller != null ? perContextBits(path) : uidMappedBits(path);
-        int type = dir ? S_IFDIR : S_IFREG;
+        int type = dir ? Linux.S_IFDIR : Linux.S_IFREG;
         if (dir) {
             return type | rw | ((rw & 0444) >> 2);
         }

@@ -39,6 +39,7 @@ public final class FuseDaemon {
     private volatile FuseDevice device;
     private volatile StoreFollower follower = StoreFollower.NONE;
     private volatile boolean passthrough = true;
+    private volatile boolean xattr = true;
 
     private FuseDaemon(Path mountpoint, FuseFileSystem fs, MountSpec spec, List<String> options, boolean followStore) {
         this.mountpoint = mountpoint;
@@ -119,6 +120,16 @@ public final class FuseDaemon {
         return this;
     }
 
+    /**
+     * Whether files show their ETag as the extended attribute user.chibi.etag; on unless turned off
+     * before {@link #start}. Off, the kernel asks no extended attribute at all, not even
+     * security.capability before each write the daemon serves.
+     */
+    public FuseDaemon xattr(boolean on) {
+        this.xattr = on;
+        return this;
+    }
+
     /** What the daemon served so far. */
     public RequestStats stats() {
         return stats;
@@ -158,7 +169,7 @@ public final class FuseDaemon {
             throw e;
         }
         FuseSession s = new FuseSession(device, fs, new FuseSession.Settings(spec.maxWrite(),
-                FuseSession.Settings.DEFAULT_WORKERS, fs.readdirplus(), passthrough && mayPassThrough(), spec.debug()), stats);
+                FuseSession.Settings.DEFAULT_WORKERS, fs.readdirplus(), passthrough && mayPassThrough(), spec.debug(), xattr), stats);
         session = s;
         if (follower instanceof ChangeFollower cf) {
             cf.notifyThrough(device, s);

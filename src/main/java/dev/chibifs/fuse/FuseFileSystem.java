@@ -381,10 +381,10 @@ final class FuseFileSystem {
         int flags = req.opcode == FuseProtocol.RENAME2 ? req.rename2Flags() : 0;
         VfsPath src = childPath(from, fromName);
         VfsPath dst = childPath(to, toName);
-        if ((flags & FuseProtocol.RENAME_EXCHANGE) != 0) {
-            throw new java.nio.file.FileSystemException(src.toString(), dst.toString(), "Invalid argument");
+        if ((flags & Linux.RENAME_EXCHANGE) != 0) {
+            throw new dev.chibifs.sys.ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
         }
-        if ((flags & FuseProtocol.RENAME_NOREPLACE) != 0 && router.exists(null, dst)) {
+        if ((flags & Linux.RENAME_NOREPLACE) != 0 && router.exists(null, dst)) {
             throw new FileAlreadyExistsException(dst.toString());
         }
         router.rename(caller(req), src, dst);
@@ -479,10 +479,10 @@ final class FuseFileSystem {
 
     /**
      * The backing id the kernel reads and writes node {@code n}'s store file through (FUSE
-     * passthrough), registered at its first open and kept for as long as the kernel holds the node:
-     * the kernel keeps an inode's backing file attached after its opens are closed, and refuses
-     * (EIO at open) a second, different one for it. 0 when reads and writes are served (no
-     * passthrough, or a store without descriptors).
+     * passthrough), registered at its first open and shared by every open of it until the last is
+     * released: the kernel refuses (EIO at open) a second, different backing file for an inode while
+     * one is in use. 0 when reads and writes are served: no passthrough, a store without descriptors,
+     * or a store file the kernel would not take (below).
      */
     private int backing(NodeTable.Node n, FileHandle handle) throws IOException {
         FuseChannel channel = passthrough;
@@ -490,42 +490,49 @@ final class FuseFileSystem {
             return 0;
         }
         synchronized (n) {
-            if (n.backingId != 0) {
-                return Math.max(n.backingId, 0);
-            }
-            int fd = handle.passthroughDescriptor();
-            if (fd < 0) {
+            if (n.backingId == NO_BACKING) {
                 return 0;
             }
+            if (n.backingOpens > 0) {
+                n.backingOpens++;
+                return n.backingId;
+            }
+            int fd = -1;
             try {
+                fd = handle.passthroughDescriptor();
+                if (fd < 0) {
+                    return 0;
+                }
                 n.backingId = channel.openBacking(fd);
+                n.backingOpens = 1;
+                return n.backingId;
             } catch (IOException refused) {
-                // ELOOP: the store file is itself on a stacked file system (a FUSE mount inside the
-                // store) deeper than the kernel stacks; this node's reads and writes are served, always
+                // ELOOP: the store file is on a stacked file system (a FUSE mount inside the store)
+                // deeper than the kernel stacks; EROFS: a read-only store's file, which cannot be
+                // opened for writing. This node's reads and writes are served from now on.
                 LOG.debug("{}: served reads and writes, no passthrough: {}", nodes.path(n), refused.getMessage());
                 n.backingId = NO_BACKING;
+                return 0;
             } finally {
-                closeDescriptor(fd); // the kernel holds the file now
+                if (fd >= 0) {
+                    closeDescriptor(fd); // the kernel holds the file now
+                }
             }
-            return Math.max(n.backingId, 0);
         }
     }
 
-    /** The kernel forgot {@code count} lookups of node {@code id}. */
-    void forget(long id, long count) {
-        NodeTable.Node gone = nodes.forget(id, count);
-        if (gone != null) {
-            forgotten(gone);
-        }
-    }
-
-    /** Node {@code n} left the kernel (its last FORGET): its backing file, if any, can go. */
-    private void forgotten(NodeTable.Node n) {
+    /**
+     * An open passed through is released: with the last one the kernel's backing file goes, so no
+     * store file stays open (for writing) once nothing on the mount has it open.
+     */
+    private void releaseBacking(NodeTable.Node n) {
         FuseChannel channel = passthrough;
-        int id;
+        int id = 0;
         synchronized (n) {
-            id = n.backingId;
-            n.backingId = 0;
+            if (n.backingOpens > 0 && --n.backingOpens == 0) {
+                id = n.backingId;
+                n.backingId = 0;
+            }
         }
         if (id > 0 && channel != null) {
             try {
@@ -534,6 +541,11 @@ final class FuseFileSystem {
                 // ENOENT: gone with the connection already
             }
         }
+    }
+
+    /** The kernel forgot {@code count} lookups of node {@code id}. */
+    void forget(long id, long count) {
+        nodes.forget(id, count);
     }
 
     private static void closeDescriptor(int fd) {
@@ -572,7 +584,7 @@ final class FuseFileSystem {
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
         OpenFile f = openFiles.get(req.handle());
         if (f == null || forWriting && !f.writable()) {
-            throw new java.nio.file.FileSystemException("fh " + req.handle(), null, "Bad file descriptor");
+            throw new dev.chibifs.sys.ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
         return f;
     }
@@ -596,6 +608,9 @@ final class FuseFileSystem {
     void release(FuseRequest req, FuseReply out) throws IOException {
         OpenFile f = openFiles.remove(req.handle());
         if (f != null) {
+            if (f.passthrough()) {
+                releaseBacking(f.node());
+            }
             f.handle().close();
         }
     }
@@ -615,7 +630,7 @@ final class FuseFileSystem {
             case Linux.F_RDLCK -> LockType.READ;
             case Linux.F_WRLCK -> LockType.WRITE;
             case Linux.F_UNLCK -> LockType.UNLOCK;
-            default -> throw new java.nio.file.FileSystemException("lock type " + type, null, "Invalid argument");
+            default -> throw new dev.chibifs.sys.ErrnoException(Linux.EINVAL, "lock type " + type, "Invalid argument");
         };
     }
 
@@ -662,18 +677,51 @@ final class FuseFileSystem {
         openFile(req, true).handle().allocate(req.fallocateMode(), req.fallocateOffset(), req.fallocateLength());
     }
 
-    // ---- extended attributes: none are stored; changes are judged by policy first ----
+    // ---- extended attributes: none are stored but the file's ETag, read-only; changes are judged by policy first ----
+
+    /** The one extended attribute: a file's ETag (the SHA-256 of its content), as {@code chibifs info} shows it. */
+    static final String ETAG_XATTR = "user.chibi.etag";
+    private static final byte[] XATTR_LIST = (ETAG_XATTR + "\0").getBytes(StandardCharsets.UTF_8);
+
+    /**
+     * getxattr(2): {@value #ETAG_XATTR} of a file; no other name has a value (ENODATA), which is
+     * also the answer to the security.capability the kernel asks before each write it serves.
+     */
+    void getxattr(FuseRequest req, FuseReply out) throws IOException {
+        String name = req.name(8);
+        NodeTable.Node n = node(req);
+        if (!ETAG_XATTR.equals(name) || n.directory) {
+            throw new dev.chibifs.sys.ErrnoException(Linux.ENODATA, name, "No data available");
+        }
+        xattrValue(req.xattrSize(), router.etag(null, path(n)).getBytes(StandardCharsets.US_ASCII), out);
+    }
+
+    /** listxattr(2): a file lists its ETag; a directory nothing. */
+    void listxattr(FuseRequest req, FuseReply out) throws IOException {
+        xattrValue(req.xattrSize(), node(req).directory ? new byte[0] : XATTR_LIST, out);
+    }
+
+    /** A size probe (size 0) gets the length; a buffer too small ERANGE; else the bytes. */
+    private static void xattrValue(int size, byte[] value, FuseReply out) throws IOException {
+        if (size == 0) {
+            out.int32(value.length).int32(0);
+        } else if (size < value.length) {
+            throw new dev.chibifs.sys.ErrnoException(Linux.ERANGE, "xattr", "Numerical result out of range");
+        } else {
+            out.bytes(value);
+        }
+    }
 
     void setxattr(FuseRequest req, FuseReply out) throws IOException {
         VfsPath p = path(node(req));
         router.checkWrite(caller(req), p);
-        throw new java.nio.file.FileSystemException(p.toString(), null, "Operation not supported");
+        throw new dev.chibifs.sys.ErrnoException(Linux.EOPNOTSUPP, p.toString(), "Operation not supported");
     }
 
     void removexattr(FuseRequest req, FuseReply out) throws IOException {
         VfsPath p = path(node(req));
         router.checkWrite(caller(req), p);
-        throw new java.nio.file.FileSystemException(p.toString(), null, "No data available");
+        throw new dev.chibifs.sys.ErrnoException(Linux.ENODATA, p.toString(), "No data available");
     }
 
     // ---- directories ----
@@ -710,7 +758,7 @@ final class FuseFileSystem {
     void readdir(FuseRequest req, FuseReply out, boolean plus) throws IOException {
         Listing l = listings.get(req.handle());
         if (l == null) {
-            throw new java.nio.file.FileSystemException("fh " + req.handle(), null, "Bad file descriptor");
+            throw new dev.chibifs.sys.ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
         long offset = req.readOffset();
         int room = req.readSize();

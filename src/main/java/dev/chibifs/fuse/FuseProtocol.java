@@ -137,9 +137,7 @@ final class FuseProtocol {
     static final int FSYNC_FDATASYNC = 1;
     /** fuse_notify_inval_entry_out.flags: mark the name stale without unhashing it (Linux 6.2). */
     static final int EXPIRE_ONLY = 1;
-    /** renameat2 flags the kernel passes in RENAME2. */
-    static final int RENAME_NOREPLACE = 1;
-    static final int RENAME_EXCHANGE = 2;
+    // RENAME2's flags are renameat2's own: Linux.RENAME_NOREPLACE, Linux.RENAME_EXCHANGE
 
     // ---- notifications: fuse_out_header.error of an unsolicited message ----
     static final int NOTIFY_INVAL_INODE = 2;

@@ -22,9 +22,13 @@ final class FuseSession {
     private static final Logger LOG = LoggerFactory.getLogger(FuseSession.class);
 
     /** What the daemon asks of the kernel at INIT (the kernel grants what it offers). */
-    record Settings(int maxWrite, int workers, boolean readdirplus, boolean passthrough, boolean debug) {
+    record Settings(int maxWrite, int workers, boolean readdirplus, boolean passthrough, boolean debug, boolean xattr) {
         static final int DEFAULT_MAX_WRITE = 1 << 20;
         static final int DEFAULT_WORKERS = 8;
+
+        Settings(int maxWrite, int workers, boolean readdirplus, boolean passthrough, boolean debug) {
+            this(maxWrite, workers, readdirplus, passthrough, debug, true);
+        }
 
         Settings {
             if (maxWrite < 4096 || maxWrite > 16 << 20) {
@@ -304,6 +308,22 @@ final class FuseSession {
                 case FuseProtocol.FSYNC -> fs.fsync(req, reply);
                 case FuseProtocol.SETXATTR -> fs.setxattr(req, reply);
                 case FuseProtocol.REMOVEXATTR -> fs.removexattr(req, reply);
+                // without xattrs, ENOSYS once: the kernel stops asking, even for security.capability
+                // before each write it serves, one round trip less per write(2)
+                case FuseProtocol.GETXATTR -> {
+                    if (settings.xattr()) {
+                        fs.getxattr(req, reply);
+                    } else {
+                        reply.error(Linux.ENOSYS);
+                    }
+                }
+                case FuseProtocol.LISTXATTR -> {
+                    if (settings.xattr()) {
+                        fs.listxattr(req, reply);
+                    } else {
+                        reply.error(Linux.ENOSYS);
+                    }
+                }
                 case FuseProtocol.OPENDIR -> fs.opendir(req, reply);
                 case FuseProtocol.READDIR -> fs.readdir(req, reply, false);
                 case FuseProtocol.READDIRPLUS -> fs.readdir(req, reply, true);
@@ -320,7 +340,7 @@ final class FuseSession {
                     // the kernel is done with this connection; the reads end with ENODEV
                 }
                 // ENOSYS makes the kernel stop asking for the rest of the mount:
-                // GETXATTR/LISTXATTR (no security.capability lookup per write), STATX (GETATTR serves)
+                // STATX (GETATTR serves)
                 default -> reply.error(Linux.ENOSYS);
             }
             return true;

@@ -57,10 +57,11 @@ final class NodeTable {
         /** Set once its last name is gone from the store (unlinked, renamed over): only open handles reach it. */
         volatile boolean removed;
         /**
-         * The kernel's backing id of this file's store file (FUSE passthrough), 0 for none yet, -1
-         * when the kernel refused it: the kernel refuses two backing files for one inode. Guarded by the node.
+         * The kernel's backing id of this file's store file (FUSE passthrough) while opens use it,
+         * 0 for none, -1 once the kernel refused it; and how many opens use it. Guarded by the node.
          */
         int backingId;
+        int backingOpens;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
         volatile long followKey = -1;
         /** Size, mtime and ctime (ns) of the attributes the kernel was last told; see {@link ChangeFollower}. */

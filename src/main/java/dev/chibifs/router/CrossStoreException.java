@@ -1,16 +1,17 @@
 package dev.chibifs.router;
 
-import java.nio.file.FileSystemException;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
 
 /**
  * A rename or hard link whose two names are served by different stores: EXDEV, as between two
  * file systems, so {@code mv} copies and removes instead, and {@code ln} says why.
  */
-public final class CrossStoreException extends FileSystemException {
+public final class CrossStoreException extends ErrnoException {
     private static final long serialVersionUID = 1L;
 
     public CrossStoreException(String from, String to) {
-        super(from, to, "Invalid cross-device link");
+        super(Linux.EXDEV, from, to, "Invalid cross-device link");
     }
 
     @Override

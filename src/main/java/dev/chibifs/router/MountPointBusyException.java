@@ -1,13 +1,14 @@
 package dev.chibifs.router;
 
-import java.nio.file.FileSystemException;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
 
 /** A remove or rename of the path a store is mounted at: EBUSY, as for a mount point. */
-public final class MountPointBusyException extends FileSystemException {
+public final class MountPointBusyException extends ErrnoException {
     private static final long serialVersionUID = 1L;
 
     public MountPointBusyException(String path) {
-        super(path, null, "Device or resource busy");
+        super(Linux.EBUSY, path, "Device or resource busy");
     }
 
     @Override

@@ -14,6 +14,7 @@ import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.Precondition;
 import dev.chibifs.store.ReadOnlyStore;
 import dev.chibifs.store.ReadOnlyStoreException;
 import dev.chibifs.store.OperationNotPermittedException;
@@ -400,6 +401,25 @@ public final class Router {
         checkWrite(caller, path);
         Target t = writable(path);
         t.storage().append(t.path(), data);
+    }
+
+    /** A conditional write (--if-match, --if-none-match): the store checks and writes as one step. */
+    public void write(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
+        checkWrite(caller, path);
+        Target t = writable(path);
+        t.storage().write(t.path(), data, condition);
+    }
+
+    public void append(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
+        checkWrite(caller, path);
+        Target t = writable(path);
+        t.storage().append(t.path(), data, condition);
+    }
+
+    /** The ETag of a file (everyone may read it). */
+    public String etag(Caller caller, VfsPath path) throws IOException {
+        Target t = resolve(path);
+        return t.storage().etag(t.path());
     }
 
     public void delete(Caller caller, VfsPath path) throws IOException {

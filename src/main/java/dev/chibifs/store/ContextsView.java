@@ -1,5 +1,6 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.IsDirectoryException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.config.FileStamp;
@@ -710,7 +711,7 @@ public final class ContextsView implements Storage, ReadOnlyStore {
 
     @Override
     public String readLink(VfsPath path) throws IOException {
-        throw new java.nio.file.FileSystemException(path.toString(), null, "Invalid argument");
+        throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EINVAL, path.toString(), "Invalid argument");
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.chibifs.store;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.sys.Syscalls;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -11,11 +12,31 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import static dev.chibifs.sys.Linux.*;
+
 /**
  * {@link LocalStorage}'s change feed: one inotify instance of its own (not {@link HeldDirectories}'s,
  * whose queue is read at the start of operations), a watch per followed directory, and a thread
  * that reads the queue and tells the listener. The watch is the directory's inode, so it follows
  * the directory through renames; a removed directory's watch ends (IN_IGNORED).
+ *
+ * <p>Why two instances and not one, read by one thread: the two read the same records through the
+ * one reader ({@link Syscalls#inotifyRead}), but sharing the instance would break what each needs.
+ * <ul>
+ *   <li>Watches are per inode per instance: {@code inotify_add_watch} on an inode already watched
+ *       returns the same watch and replaces its mask (IN_MASK_ADD can only add), and
+ *       {@code inotify_rm_watch} ends it for both. A directory held and followed at once would need
+ *       a reference count per watch and a mask recomputed from both users at every change, under one
+ *       lock shared by every operation and the feed.</li>
+ *   <li>{@link HeldDirectories} must see a move or removal before the next operation starts (the
+ *       kernel queues the event inside the rename, and the operation's own non-blocking poll reads
+ *       it). With one queue, a feed thread that read the event first would have to hand it over
+ *       before any operation ran, which is the same lock again; and the feed's file events
+ *       (IN_MODIFY, IN_CLOSE_WRITE, IN_ATTRIB of every write) would make that poll find the queue
+ *       ready on nearly every operation of a writing workload, where today it finds it empty and
+ *       costs one poll(2).</li>
+ * </ul>
+ * The cost of two is one more descriptor and instance per store (of 128 per user by default).
  */
 final class DirectoryChanges implements ChangeFeed {
 
@@ -29,27 +50,12 @@ final class DirectoryChanges implements ChangeFeed {
         int watch(int inotify, VfsPath directory, int mask) throws IOException;
     }
 
-    private static final int IN_MODIFY = 0x2;
-    private static final int IN_ATTRIB = 0x4;
-    private static final int IN_CLOSE_WRITE = 0x8;
-    private static final int IN_MOVED_FROM = 0x40;
-    private static final int IN_MOVED_TO = 0x80;
-    private static final int IN_CREATE = 0x100;
-    private static final int IN_DELETE = 0x200;
-    private static final int IN_Q_OVERFLOW = 0x4000;
-    private static final int IN_IGNORED = 0x8000;
-    private static final int IN_ONLYDIR = 0x1000000;
-    /** Writes to a file that has no name left (still open) are nobody's concern: no name shows them. */
-    private static final int IN_EXCL_UNLINK = 0x4000000;
     private static final int NAMES = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
     private static final int FILES = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE;
     /** What happened to a name in a batch: bits of the value {@link #readOnce} keeps per name. */
     private static final int RENAMED = 1;
     private static final int MODIFIED = 2;
     private static final int MASK = NAMES | FILES | IN_ONLYDIR | IN_EXCL_UNLINK;
-    private static final int ENOSPC = 28;
-    private static final int ENOENT = 2;
-    static final int EXDEV = 18;
     /**
      * How long the reader lets events gather after it told a batch, while changes keep coming. A
      * file written through the mount raises several (create, writes, close, times) within
@@ -83,7 +89,7 @@ final class DirectoryChanges implements ChangeFeed {
 
     /** A running feed, or {@link ChangeFeed#NONE} when no inotify instance is to be had (max_user_instances). */
     static ChangeFeed start(ChangeListener listener, Watcher watcher) {
-        int fd = Libc.inotifyInit();
+        int fd = Syscalls.inotifyInit();
         if (fd < 0) {
             LOG.warn("no inotify instance (errno {}; fs.inotify.max_user_instances): changes made to the store"
                     + " outside this mount show up within the kernel's 1 s timeouts", -fd);
@@ -132,21 +138,21 @@ final class DirectoryChanges implements ChangeFeed {
                 batch.clear();
             }
         }
-        Libc.close(inotify);
+        Syscalls.close(inotify);
     }
 
     /** {@code batch}: each event once, in the order the first of it came, with what happened to a name (RENAMED, MODIFIED). */
     private void readOnce(Map<Event, Integer> batch) {
-        if (!Libc.awaitReadable(inotify, POLL_MILLIS)) {
+        if (!Syscalls.awaitReadable(inotify, POLL_MILLIS)) {
             return;
         }
         long wait = lastTold + GATHER_NANOS - System.nanoTime();
         if (wait > 0) {
             sleepNanos(wait); // changes are coming in a run: read them together, one batch per GATHER_NANOS
         }
-        List<Libc.InotifyEvent> events;
-        while ((events = Libc.inotifyRead(inotify)) != null) {
-            for (Libc.InotifyEvent e : events) {
+        List<Syscalls.InotifyEvent> events;
+        while ((events = Syscalls.inotifyRead(inotify)) != null) {
+            for (Syscalls.InotifyEvent e : events) {
                 if ((e.mask() & IN_Q_OVERFLOW) != 0) {
                     batch.clear();
                     batch.put(Event.LOST, 0);

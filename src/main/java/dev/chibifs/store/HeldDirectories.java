@@ -1,6 +1,7 @@
 package dev.chibifs.store;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.sys.Syscalls;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -12,6 +13,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+
+import static dev.chibifs.sys.Linux.*;
 
 /**
  * Directories of the store held open by their path below the root, so that an operation on a name
@@ -44,17 +47,6 @@ final class HeldDirectories {
         void close();
     }
 
-    private static final int IN_MOVED_FROM = 0x40;
-    private static final int IN_MOVED_TO = 0x80;
-    private static final int IN_CREATE = 0x100;
-    private static final int IN_DELETE = 0x200;
-    private static final int IN_DELETE_SELF = 0x400;
-    private static final int IN_MOVE_SELF = 0x800;
-    private static final int IN_UNMOUNT = 0x2000;
-    private static final int IN_Q_OVERFLOW = 0x4000;
-    private static final int IN_IGNORED = 0x8000;
-    private static final int IN_ONLYDIR = 0x1000000;
-    private static final int IN_ISDIR = 0x40000000;
     /**
      * The held directory itself moved or deleted, or a directory in it removed, renamed or replaced.
      * A removed directory's own IN_DELETE_SELF waits until our descriptor closes, so the parent's
@@ -111,7 +103,7 @@ final class HeldDirectories {
         @Override
         public void close() {
             if (refs.decrementAndGet() == 0) {
-                Libc.close(fd);
+                Syscalls.close(fd);
             }
         }
     }
@@ -120,7 +112,7 @@ final class HeldDirectories {
     private record Owned(int fd) implements Lease {
         @Override
         public void close() {
-            Libc.close(fd);
+            Syscalls.close(fd);
         }
     }
 
@@ -171,15 +163,15 @@ final class HeldDirectories {
         if (disabled || fd < 0) {
             return rootEpoch.incrementAndGet();
         }
-        int ready = Libc.pollReady(fd, mountinfo);
+        int ready = Syscalls.pollReady(fd, mountinfo);
         // draining: another thread has read events off the queue (so our poll saw none) and may not
         // have dropped what they name yet; waiting for it keeps "read the queue first" true
         if (ready != 0 || draining) {
-            if ((ready & Libc.POLL_SECOND) != 0) {
+            if ((ready & Syscalls.POLL_SECOND) != 0) {
                 rootEpoch.incrementAndGet(); // before anyone can see the held directories still there
             }
             synchronized (this) {
-                if ((ready & Libc.POLL_SECOND) != 0) {
+                if ((ready & Syscalls.POLL_SECOND) != 0) {
                     dropAll();
                 }
                 drain();
@@ -201,7 +193,7 @@ final class HeldDirectories {
             return new Root(rootFd);
         }
         if (disabled) {
-            return new Owned(Libc.openDirectoryBeneath(rootFd, relative, path));
+            return new Owned(Syscalls.openDirectoryBeneath(rootFd, relative, path.toString()));
         }
         Entry e = held.get(relative);
         if (e != null && e.retain()) {
@@ -215,10 +207,10 @@ final class HeldDirectories {
         int slash = relative.lastIndexOf('/');
         String name = relative.substring(slash + 1);
         try (Lease parent = slash < 0 ? new Root(rootFd) : open(rootFd, relative.substring(0, slash), path)) {
-            int fd = Libc.openDirectoryBeneath(parent.fd(), name, path);
+            int fd = Syscalls.openDirectoryBeneath(parent.fd(), name, path.toString());
             Lease lease = watchAndHold(rootFd, relative, name, parent, fd);
             // null: the directory left its name while we opened it; walk from the root, as without holding
-            return lease != null ? lease : new Owned(Libc.openDirectoryBeneath(rootFd, relative, path));
+            return lease != null ? lease : new Owned(Syscalls.openDirectoryBeneath(rootFd, relative, path.toString()));
         }
     }
 
@@ -240,28 +232,28 @@ final class HeldDirectories {
         }
         Entry existing = held.get(relative);
         if (existing != null && existing.retain()) {
-            Libc.close(fd); // another thread held it meanwhile
+            Syscalls.close(fd); // another thread held it meanwhile
             return existing;
         }
         if (held.size() >= limit) {
             dropAll(); // the next open holds it afresh, under a watched parent
             return new Owned(fd);
         }
-        int wd = Libc.inotifyWatch(inotify, fd, ".", WATCHED);
+        int wd = Syscalls.inotifyWatch(inotify, fd, ".", WATCHED);
         if (wd < 0) {
             return new Owned(fd);
         }
         String other = keysByWatch.putIfAbsent(wd, relative);
         if (other != null && !other.equals(relative)) {
             // the same directory is held under another path, which its queued events will drop: leave both alone
-            Libc.close(fd);
+            Syscalls.close(fd);
             return null;
         }
-        if (!Libc.isDirectory(parent.fd(), name, fd)) {
+        if (!Syscalls.isDirectory(parent.fd(), name, fd)) {
             if (other == null && keysByWatch.remove(wd, relative)) {
-                Libc.inotifyUnwatch(inotify, wd);
+                Syscalls.inotifyUnwatch(inotify, wd);
             }
-            Libc.close(fd);
+            Syscalls.close(fd);
             return null;
         }
         Entry e = new Entry(relative, fd, wd);
@@ -273,7 +265,7 @@ final class HeldDirectories {
             unindex(old);
             old.dropped = true;
             if (old.wd != wd && keysByWatch.remove(old.wd, old.key)) {
-                Libc.inotifyUnwatch(inotify, old.wd);
+                Syscalls.inotifyUnwatch(inotify, old.wd);
             }
             old.close();
         }
@@ -290,7 +282,7 @@ final class HeldDirectories {
         }
         dropAll();
         for (Integer wd : keysByWatch.keySet()) {
-            Libc.inotifyUnwatch(inotify, wd);
+            Syscalls.inotifyUnwatch(inotify, wd);
         }
         keysByWatch.clear();
         rootEpoch.incrementAndGet();
@@ -298,8 +290,8 @@ final class HeldDirectories {
             disabled = true;
             return;
         }
-        int rootWd = Libc.inotifyWatch(inotify, rootFd, ".", WATCHED);
-        int parentWd = Libc.inotifyWatch(inotify, rootFd, "..", ROOT_PARENT_WATCHED);
+        int rootWd = Syscalls.inotifyWatch(inotify, rootFd, ".", WATCHED);
+        int parentWd = Syscalls.inotifyWatch(inotify, rootFd, "..", ROOT_PARENT_WATCHED);
         if (rootWd < 0 || parentWd < 0) {
             disabled = true;
             return;
@@ -315,14 +307,14 @@ final class HeldDirectories {
         if (inotify >= 0) {
             return true;
         }
-        int fd = Libc.inotifyInit();
+        int fd = Syscalls.inotifyInit();
         if (fd < 0) {
             return false; // out of instances (fs.inotify.max_user_instances): walk every time
         }
         // poll(2) on the mount table reports each mount or unmount once (POLLPRI)
-        int mounts = Libc.tryOpenat(Libc.AT_FDCWD, "/proc/self/mountinfo", Libc.O_RDONLY, 0);
+        int mounts = Syscalls.tryOpenat(AT_FDCWD, "/proc/self/mountinfo", O_RDONLY, 0);
         if (mounts < 0) {
-            Libc.close(fd);
+            Syscalls.close(fd);
             return false;
         }
         mountinfo = mounts;
@@ -340,9 +332,9 @@ final class HeldDirectories {
     }
 
     private void drainQueue() {
-        List<Libc.InotifyEvent> events;
-        while ((events = Libc.inotifyRead(inotify)) != null) {
-            for (Libc.InotifyEvent event : events) {
+        List<Syscalls.InotifyEvent> events;
+        while ((events = Syscalls.inotifyRead(inotify)) != null) {
+            for (Syscalls.InotifyEvent event : events) {
                 if ((event.mask() & IN_Q_OVERFLOW) != 0) {
                     rootEpoch.incrementAndGet();
                     dropAll(); // events were lost: nothing held can be trusted
@@ -430,7 +422,7 @@ final class HeldDirectories {
     private void drop(Entry e) {
         e.dropped = true;
         if (keysByWatch.remove(e.wd, e.key)) {
-            Libc.inotifyUnwatch(inotify, e.wd);
+            Syscalls.inotifyUnwatch(inotify, e.wd);
         }
         e.close(); // the map's reference; leases still out keep the descriptor open
     }
@@ -441,8 +433,8 @@ final class HeldDirectories {
         dropAll();
         keysByWatch.clear();
         if (inotify >= 0) {
-            Libc.close(inotify);
-            Libc.close(mountinfo);
+            Syscalls.close(inotify);
+            Syscalls.close(mountinfo);
             inotify = -1;
             mountinfo = -1;
         }
@@ -450,7 +442,7 @@ final class HeldDirectories {
 
     /** Whether inotify follows every change to the file system of {@code fd}, made on this machine. */
     static boolean followable(int fd) {
-        return Libc.localFileSystem(fd, LOCAL_TYPES);
+        return Syscalls.fileSystemIs(fd, LOCAL_TYPES);
     }
 
     /** How many directories are held (tests). */

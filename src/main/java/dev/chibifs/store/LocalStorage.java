@@ -1,42 +1,35 @@
 package dev.chibifs.store;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.IsDirectoryException;
+import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
 
 import java.io.IOException;
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.channels.ClosedChannelException;
-import java.nio.channels.FileChannel;
-import java.nio.file.AccessDeniedException;
-import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.DirectoryStream;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
-import java.nio.file.NotDirectoryException;
-import java.nio.file.NotLinkException;
-import java.nio.file.OpenOption;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
-import java.nio.file.attribute.PosixFilePermission;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.regex.Pattern;
+
+import static dev.chibifs.sys.Linux.*;
 
 /**
  * The store as a plain directory tree ({@code $CHIBI_HOME/vfs}), byte-compatible with chibi:
@@ -56,8 +49,6 @@ public final class LocalStorage implements Storage {
     public static final String TEMP_PREFIX = ".chibifs-tmp-";
 
     private static final Pattern TEMP_NAME = Pattern.compile(Pattern.quote(TEMP_PREFIX) + "[0-9a-f]{16}");
-    private static final LinkOption NOFOLLOW = LinkOption.NOFOLLOW_LINKS;
-    private static final String PROC_FD = "/proc/self/fd/";
     /**
      * Directories held open at most (each one descriptor and one inotify watch); past it, they are
      * all let go and held afresh. A quarter of the descriptors the process may open, so a low
@@ -99,10 +90,7 @@ public final class LocalStorage implements Storage {
         return name.startsWith(TEMP_PREFIX) && TEMP_NAME.matcher(name).matches();
     }
 
-    /**
-     * An open directory of the store and one name in it ("." for the directory itself). The
-     * {@code /proc/self/fd} path lets java.nio act on the name relative to the descriptor.
-     */
+    /** An open directory of the store and one name in it ("." for the directory itself). */
     private static final class At implements AutoCloseable {
         final int dir;
         final String name;
@@ -112,14 +100,6 @@ public final class LocalStorage implements Storage {
             this.lease = lease;
             this.dir = lease.fd();
             this.name = name;
-        }
-
-        Path path() {
-            return Path.of(PROC_FD + dir, name);
-        }
-
-        Path sibling(String other) {
-            return Path.of(PROC_FD + dir, other);
         }
 
         @Override
@@ -149,11 +129,11 @@ public final class LocalStorage implements Storage {
      */
     private static void checkEncodable(VfsPath path, String name) throws FileSystemException {
         if (name.indexOf('\uFFFD') >= 0) {
-            throw new FileSystemException(path.toString(), null,
+            throw new ErrnoException(EILSEQ, path.toString(),
                     "Invalid or incomplete multibyte or wide character: the name is not valid UTF-8");
         }
         if (!JNU_UTF8 && !name.chars().allMatch(c -> c < 0x80)) {
-            throw new FileSystemException(path.toString(), null,
+            throw new ErrnoException(EILSEQ, path.toString(),
                     "Invalid or incomplete multibyte or wide character (run the JVM under a UTF-8 locale, LC_ALL=C.UTF-8)");
         }
     }
@@ -161,36 +141,57 @@ public final class LocalStorage implements Storage {
     /** Names of the store's temporary-file pattern are the store's own: a caller may not create one. */
     private static void checkCreatable(VfsPath path) throws FileSystemException {
         if (!path.isRoot() && isTemporaryName(path.fileName())) {
-            throw new FileSystemException(path.toString(), null,
+            throw new ErrnoException(EINVAL, path.toString(),
                     "Invalid argument: names like " + TEMP_PREFIX + "<16 hex digits> are reserved for the store's temporary files");
         }
     }
 
-    /** A java.nio failure on a {@code /proc/self/fd} path, retold for the VFS path. */
-    private static IOException vfsError(IOException e, VfsPath path) {
-        String p = path.toString();
-        if (e instanceof IsDirectoryException || !(e instanceof FileSystemException)) {
-            return e;
+    /**
+     * The metadata of {@code name} in {@code dirfd} (never followed), or of {@code dirfd} itself
+     * when name is null; a failure names {@code path}.
+     */
+    static Metadata stat(int dirfd, String name, VfsPath path) throws IOException {
+        return metadata(Syscalls.stat(dirfd, name, path == null ? null : path.toString()));
+    }
+
+    private static Metadata metadata(Syscalls.Statx s) {
+        int mode = s.mode();
+        EntryKind kind = switch (mode & S_IFMT) {
+            case S_IFREG -> EntryKind.FILE;
+            case S_IFDIR -> EntryKind.DIRECTORY;
+            case S_IFLNK -> EntryKind.SYMLINK;
+            case S_IFIFO -> EntryKind.FIFO;
+            case S_IFSOCK -> EntryKind.SOCKET;
+            default -> EntryKind.OTHER;
+        };
+        return new Metadata(kind, s.size(), time(s.createdSeconds(), s.createdNanos()),
+                time(s.modifiedSeconds(), s.modifiedNanos()), time(s.accessedSeconds(), s.accessedNanos()),
+                time(s.changedSeconds(), s.changedNanos()), s.links(), mode & 07777, s.inode());
+    }
+
+    /** Times whose nanoseconds since 1970 fit a long (the years 1678 to 2262) are one object, not a FileTime and its Instant. */
+    private static final long NANO_SECONDS_LIMIT = Long.MAX_VALUE / 1_000_000_000L - 1;
+
+    private static FileTime time(long seconds, int nanos) {
+        long n = nanos & 0xffffffffL;
+        if (Math.abs(seconds) < NANO_SECONDS_LIMIT) {
+            return FileTime.from(seconds * 1_000_000_000L + n, TimeUnit.NANOSECONDS);
         }
-        if (e instanceof NoSuchFileException) {
-            return new NoSuchFileException(p);
+        return FileTime.from(Instant.ofEpochSecond(seconds, n));
+    }
+
+    /** {seconds, nanoseconds} of {@code t} for utimensat, or null (leave alone) for null. */
+    private static long[] timespec(FileTime t) {
+        if (t == null) {
+            return null;
         }
-        if (e instanceof FileAlreadyExistsException) {
-            return new FileAlreadyExistsException(p);
-        }
-        if (e instanceof DirectoryNotEmptyException) {
-            return new DirectoryNotEmptyException(p);
-        }
-        if (e instanceof NotDirectoryException) {
-            return new NotDirectoryException(p);
-        }
-        if (e instanceof AccessDeniedException) {
-            return new AccessDeniedException(p);
-        }
-        if (e instanceof NotLinkException) {
-            return new NotLinkException(p);
-        }
-        return new FileSystemException(p, null, ((FileSystemException) e).getReason());
+        Instant i = t.toInstant();
+        return new long[] {i.getEpochSecond(), i.getNano()};
+    }
+
+    /** The exception for {@code errno} (positive), naming {@code path}. */
+    private static IOException failure(int errno, VfsPath path) {
+        return Errors.of(errno, path.toString());
     }
 
     /**
@@ -201,46 +202,42 @@ public final class LocalStorage implements Storage {
             throws IOException {
         for (int attempt = 0; ; attempt++) {
             if (!exclusive) {
-                int fd = Libc.tryOpenat(a.dir, a.name, Libc.O_PATH | Libc.O_NOFOLLOW, 0);
+                int fd = Syscalls.tryOpenat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0);
                 if (fd >= 0) {
                     regular(fd, path);
                     return fd;
                 }
-                if (-fd != Libc.ENOENT || !create) {
-                    throw Libc.failure(-fd, path);
+                if (-fd != ENOENT || !create) {
+                    throw failure(-fd, path);
                 }
             }
             checkCreatable(path);
-            int fd = Libc.tryOpenat(a.dir, a.name, Libc.O_CREAT | Libc.O_EXCL | Libc.O_RDONLY | Libc.O_NOFOLLOW,
+            int fd = Syscalls.tryOpenat(a.dir, a.name, O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW,
                     fileMode(createMode));
             if (fd >= 0) {
                 return fd;
             }
             // EEXIST: someone created it since we looked; look again (it may be a fifo now)
-            if (-fd != Libc.EEXIST || exclusive || attempt >= 3) {
-                throw Libc.failure(-fd, path);
+            if (-fd != EEXIST || exclusive || attempt >= 3) {
+                throw failure(-fd, path);
             }
         }
     }
 
     private static IOException notRegular(int type, VfsPath path) {
-        if (type == Libc.S_IFDIR) {
+        if (type == S_IFDIR) {
             return new IsDirectoryException(path.toString());
         }
-        if (type == Libc.S_IFLNK) {
-            return Libc.failure(Libc.ELOOP, path);
+        if (type == S_IFLNK) {
+            return failure(ELOOP, path);
         }
-        return new FileSystemException(path.toString(), null,
-                "Operation not permitted: not a regular file (fifos, sockets and devices are not served)");
+        return new OperationNotPermittedException(path.toString(),
+                "not a regular file (fifos, sockets and devices are not served)");
     }
 
-    /** A channel on the file behind an O_PATH descriptor (re-opened through /proc, so the same inode). */
-    private static FileChannel reopen(int fd, VfsPath path, OpenOption... options) throws IOException {
-        try {
-            return FileChannel.open(Path.of(PROC_FD + fd), options);
-        } catch (IOException e) {
-            throw vfsError(e, path);
-        }
+    /** The file behind an O_PATH descriptor, opened for data with {@code access} (through /proc, so the same inode). */
+    private static int reopen(int fd, int access, VfsPath path) throws IOException {
+        return Syscalls.reopen(fd, access, path.toString());
     }
 
     private static int fileMode(int createMode) {
@@ -255,18 +252,23 @@ public final class LocalStorage implements Storage {
     public byte[] read(VfsPath path) throws IOException {
         try (At a = at(path)) {
             int fd = openRegular(a, path, false, false, 0);
-            try (FileChannel ch = reopen(fd, path, StandardOpenOption.READ)) {
-                long size = ch.size();
+            int in = -1;
+            try {
+                in = reopen(fd, O_RDONLY, path);
+                long size = Syscalls.stat(in, null, path.toString()).size();
                 if (size > Integer.MAX_VALUE - 16) {
-                    throw new FileSystemException(path.toString(), null, "File too large");
+                    throw new ErrnoException(EFBIG, path.toString(), "File too large");
                 }
                 ByteBuffer buf = ByteBuffer.allocate((int) size);
-                while (buf.hasRemaining() && ch.read(buf) > 0) {
+                while (buf.hasRemaining() && Syscalls.pread(in, buf, buf.position()) > 0) {
                     // a file that grows while read is read up to its size at open
                 }
                 return buf.position() == buf.capacity() ? buf.array() : Arrays.copyOf(buf.array(), buf.position());
             } finally {
-                Libc.close(fd);
+                if (in >= 0) {
+                    Syscalls.close(in);
+                }
+                Syscalls.close(fd);
             }
         }
     }
@@ -276,33 +278,34 @@ public final class LocalStorage implements Storage {
         createParents(path);
         checkCreatable(path);
         try (At a = at(path)) {
-            replaceAtomically(a, path, keptMode(a, path, 0644), ch -> {
-                ByteBuffer buf = ByteBuffer.wrap(data);
-                while (buf.hasRemaining()) {
-                    ch.write(buf);
-                }
-            });
+            replaceAtomically(a, path, keptMode(a, path, 0644), out -> Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0));
         }
     }
 
     private interface Filler {
-        void fill(FileChannel ch) throws IOException;
+        /** Writes the content into the new file open (for writing) as {@code fd}. */
+        void fill(int fd) throws IOException;
     }
 
     /** Writes a temporary sibling, syncs it, and renames it over the name: readers see old or new, never a mix. */
     private static void replaceAtomically(At a, VfsPath path, int mode, Filler filler) throws IOException {
-        Path tmp = a.sibling(tempName());
+        String tmp = tempName();
+        int fd = Syscalls.openat(a.dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, path.toString());
+        boolean renamed = false;
         try {
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.CREATE_NEW, NOFOLLOW)) {
-                filler.fill(ch);
-                ch.force(true);
+            filler.fill(fd);
+            Syscalls.fchmod(fd, mode & 07777);
+            Syscalls.fsync(fd, true);
+            int err = Syscalls.tryRenameat(a.dir, tmp, a.dir, a.name, 0);
+            if (err != 0) {
+                throw failure(-err, path);
             }
-            Files.setPosixFilePermissions(tmp, toPermissions(mode));
-            Files.move(tmp, a.path(), StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            throw vfsError(e, path);
+            renamed = true;
         } finally {
-            Files.deleteIfExists(tmp);
+            Syscalls.close(fd);
+            if (!renamed) {
+                Syscalls.tryUnlinkat(a.dir, tmp, false);
+            }
         }
     }
 
@@ -312,7 +315,7 @@ public final class LocalStorage implements Storage {
      */
     private static int keptMode(At a, VfsPath path, int otherwise) throws IOException {
         try {
-            Metadata m = Libc.stat(a.dir, a.name, path);
+            Metadata m = stat(a.dir, a.name, path);
             return m.isFile() ? m.mode() & 0777 : otherwise;
         } catch (NoSuchFileException absent) {
             return otherwise;
@@ -332,13 +335,16 @@ public final class LocalStorage implements Storage {
         createParents(path);
         try (At a = at(path)) {
             int fd = openRegular(a, path, true, false, 0);
-            try (FileChannel ch = reopen(fd, path, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
-                ByteBuffer buf = ByteBuffer.wrap(data);
-                while (buf.hasRemaining()) {
-                    ch.write(buf);
-                }
+            int out = -1;
+            try {
+                out = reopen(fd, O_WRONLY | O_APPEND, path);
+                // Linux's pwrite on an O_APPEND descriptor appends whatever the offset says
+                Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0);
             } finally {
-                Libc.close(fd);
+                if (out >= 0) {
+                    Syscalls.close(out);
+                }
+                Syscalls.close(fd);
             }
         }
     }
@@ -346,29 +352,74 @@ public final class LocalStorage implements Storage {
     @Override
     public void delete(VfsPath path) throws IOException {
         try (At a = at(path)) {
-            if (!Libc.stat(a.dir, a.name, path).isDirectory()) {
-                Libc.unlinkat(a.dir, a.name, false, path);
+            if (!stat(a.dir, a.name, path).isDirectory()) {
+                Syscalls.unlinkat(a.dir, a.name, false, path.toString());
                 return;
             }
-            // walkFileTree never follows links: a link inside the tree is removed, not its target
-            Files.walkFileTree(a.path(), new SimpleFileVisitor<>() {
-                @Override
-                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                    Files.deleteIfExists(file);
-                    return FileVisitResult.CONTINUE;
-                }
+            removeTree(a.dir, a.name, path);
+        }
+    }
 
-                @Override
-                public FileVisitResult postVisitDirectory(Path dir, IOException exc) throws IOException {
-                    if (exc != null && !(exc instanceof NoSuchFileException)) {
-                        throw exc;
-                    }
-                    Files.deleteIfExists(dir);
-                    return FileVisitResult.CONTINUE;
+    /**
+     * Removes the directory {@code name} in {@code parent} and everything in it, through
+     * descriptors only: each directory is opened relative to its parent's descriptor with
+     * O_NOFOLLOW|O_DIRECTORY, its entries read with getdents64 and removed with unlinkat on that
+     * descriptor. No path is ever walked, so a symbolic link planted anywhere in the tree, even in
+     * place of a directory while the removal runs, is removed as a name and never followed: the
+     * open of it fails (ELOOP or ENOTDIR) and it is unlinked instead. A name someone else removes
+     * meanwhile is not a failure; one someone adds is removed too (a few passes, then ENOTEMPTY).
+     * Deep trees hold one descriptor per level, never a host path.
+     */
+    private static void removeTree(int parent, String name, VfsPath path) throws IOException {
+        int fd = Syscalls.tryOpenat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+        if (fd < 0) {
+            int err = -fd;
+            if (err == ENOENT) {
+                return; // removed meanwhile
+            }
+            if (err == ELOOP || err == ENOTDIR) {
+                // no longer a directory (a link or a file put in its place): remove the name itself
+                int gone = Syscalls.tryUnlinkat(parent, name, false);
+                if (gone != 0 && gone != -ENOENT) {
+                    throw failure(-gone, path);
                 }
-            });
-        } catch (IOException e) {
-            throw vfsError(e, path);
+                return;
+            }
+            throw failure(err, path);
+        }
+        try {
+            for (int pass = 0; ; pass++) {
+                List<String> directories = new ArrayList<>();
+                Syscalls.readDirectoryFd(fd, path.toString(), (bytes, offset, length, type) -> {
+                    String child = new String(bytes, offset, length, StandardCharsets.UTF_8);
+                    if (type == DT_DIR) {
+                        directories.add(child);
+                        return true;
+                    }
+                    // a file, a link, a fifo (or an unknown type): unlinkat says EISDIR for a directory
+                    int err = Syscalls.tryUnlinkat(fd, child, false);
+                    if (err == -EISDIR) {
+                        directories.add(child);
+                    } else if (err != 0 && err != -ENOENT) {
+                        throw failure(-err, path);
+                    }
+                    return true;
+                });
+                for (String child : directories) {
+                    removeTree(fd, child, path);
+                }
+                int err = Syscalls.tryUnlinkat(parent, name, true);
+                if (err == 0 || err == -ENOENT) {
+                    return;
+                }
+                if (err != -ENOTEMPTY || pass >= 3) {
+                    throw failure(-err, path);
+                }
+                // names came while we removed: another pass, from the start of the listing
+                Syscalls.lseekStart(fd);
+            }
+        } finally {
+            Syscalls.close(fd);
         }
     }
 
@@ -382,7 +433,7 @@ public final class LocalStorage implements Storage {
     @Override
     public void forEachEntry(VfsPath path, EntrySink sink) throws IOException {
         try (At d = directoryAt(path)) {
-            Libc.readDirectory(d.dir, d.name, path, (name, offset, length, type) -> {
+            Syscalls.readDirectory(d.dir, d.name, path.toString(), (name, offset, length, type) -> {
                 // the names are bytes until one needs a closer look: temporaries start with '.'
                 if (name[offset] == '.' && isTemporaryName(new String(name, offset, length, StandardCharsets.UTF_8))) {
                     return true;
@@ -391,7 +442,7 @@ public final class LocalStorage implements Storage {
                 if (kind == null) {
                     // the file system does not say (d_type DT_UNKNOWN): ask
                     try {
-                        kind = Libc.stat(d.dir, new String(name, offset, length, StandardCharsets.UTF_8), path).kind();
+                        kind = stat(d.dir, new String(name, offset, length, StandardCharsets.UTF_8), path).kind();
                     } catch (NoSuchFileException vanished) {
                         return true; // removed between readdir and stat: not listed
                     }
@@ -404,12 +455,12 @@ public final class LocalStorage implements Storage {
     /** The kind for a d_type; null for DT_UNKNOWN. */
     private static EntryKind kindOf(int dtype) {
         return switch (dtype) {
-            case 0 -> null;
-            case 4 -> EntryKind.DIRECTORY;
-            case 8 -> EntryKind.FILE;
-            case 10 -> EntryKind.SYMLINK;
-            case 1 -> EntryKind.FIFO;
-            case 12 -> EntryKind.SOCKET;
+            case DT_UNKNOWN -> null;
+            case DT_DIR -> EntryKind.DIRECTORY;
+            case DT_REG -> EntryKind.FILE;
+            case DT_LNK -> EntryKind.SYMLINK;
+            case DT_FIFO -> EntryKind.FIFO;
+            case DT_SOCK -> EntryKind.SOCKET;
             default -> EntryKind.OTHER;
         };
     }
@@ -417,7 +468,7 @@ public final class LocalStorage implements Storage {
     @Override
     public boolean exists(VfsPath path) throws IOException {
         try (At a = at(path)) {
-            Libc.stat(a.dir, a.name, path);
+            Syscalls.stat(a.dir, a.name, null);
             return true;
         } catch (FileSystemException unreachable) {
             // missing, below a file, or below a link that is not followed: nothing there for us
@@ -432,16 +483,14 @@ public final class LocalStorage implements Storage {
         for (String s : segments) {
             p = p.child(s);
             try (At a = at(p)) {
-                try {
-                    Files.createDirectory(a.path());
-                } catch (FileAlreadyExistsException e) {
-                    Metadata m = Libc.stat(a.dir, a.name, path);
+                int err = Syscalls.tryMkdirat(a.dir, a.name, 0777);
+                if (err == -EEXIST) {
+                    Metadata m = stat(a.dir, a.name, path);
                     if (!m.isDirectory()) {
-                        throw m.kind() == EntryKind.SYMLINK ? Libc.failure(Libc.ELOOP, path)
-                                : new NotDirectoryException(path.toString());
+                        throw failure(m.kind() == EntryKind.SYMLINK ? ELOOP : ENOTDIR, path);
                     }
-                } catch (IOException e) {
-                    throw vfsError(e, path);
+                } else if (err != 0) {
+                    throw failure(-err, path);
                 }
             }
         }
@@ -451,25 +500,23 @@ public final class LocalStorage implements Storage {
     public void copy(VfsPath src, VfsPath dst) throws IOException {
         try (At from = at(src)) {
             int fd = openRegular(from, src, false, false, 0);
-            try (FileChannel in = reopen(fd, src, StandardOpenOption.READ)) {
-                int mode = Libc.stat(fd, null, src).mode() & 0777;
+            int in = -1;
+            try {
+                in = reopen(fd, O_RDONLY, src);
+                Syscalls.Statx opened = Syscalls.stat(in, null, src.toString());
+                int mode = opened.mode() & 0777;
+                long size = opened.size();
                 createParents(dst);
                 checkCreatable(dst);
+                int source = in;
                 try (At to = at(dst)) {
-                    replaceAtomically(to, dst, mode, out -> {
-                        long size = in.size();
-                        long done = 0;
-                        while (done < size) {
-                            long n = in.transferTo(done, size - done, out);
-                            if (n <= 0) {
-                                break;
-                            }
-                            done += n;
-                        }
-                    });
+                    replaceAtomically(to, dst, mode, out -> Syscalls.copy(source, out, size));
                 }
             } finally {
-                Libc.close(fd);
+                if (in >= 0) {
+                    Syscalls.close(in);
+                }
+                Syscalls.close(fd);
             }
         }
     }
@@ -478,49 +525,21 @@ public final class LocalStorage implements Storage {
     public void rename(VfsPath src, VfsPath dst) throws IOException {
         checkCreatable(dst);
         try (At from = at(src); At to = at(dst)) {
-            try {
-                Files.move(from.path(), to.path(), StandardCopyOption.ATOMIC_MOVE);
-            } catch (FileSystemException e) {
-                throw describeRenameFailure(src, dst, from, to, e);
+            int err = -Syscalls.tryRenameat(from.dir, from.name, to.dir, to.name, 0);
+            if (err != 0) {
+                // renameat2 says which: a missing source, or what stands in the way at the target
+                throw failure(err, switch (err) {
+                    case EISDIR, ENOTDIR, ENOTEMPTY, EEXIST, EACCES -> dst;
+                    default -> src;
+                });
             }
         }
-    }
-
-    /**
-     * The JDK reports rename(2)'s EISDIR, ENOTDIR and ENOTEMPTY as a plain FileSystemException
-     * whose text is strerror's (locale dependent); give them the types MemoryStorage throws, read
-     * from the state of the two names once the rename has failed.
-     */
-    private static IOException describeRenameFailure(VfsPath src, VfsPath dst, At from, At to, FileSystemException e) {
-        if (e.getClass() != FileSystemException.class) {
-            return vfsError(e, e instanceof NoSuchFileException ? src : dst);
-        }
-        try {
-            boolean fromDir = Libc.stat(from.dir, from.name, src).isDirectory();
-            Metadata target = Libc.stat(to.dir, to.name, dst);
-            if (target.isDirectory() && !fromDir) {
-                return new IsDirectoryException(dst.toString());
-            }
-            if (!target.isDirectory() && fromDir) {
-                return new NotDirectoryException(dst.toString());
-            }
-            if (target.isDirectory()) {
-                try (DirectoryStream<Path> ds = Files.newDirectoryStream(to.path())) {
-                    if (ds.iterator().hasNext()) {
-                        return new DirectoryNotEmptyException(dst.toString());
-                    }
-                }
-            }
-        } catch (IOException unknown) {
-            // the state changed under us: report the original failure
-        }
-        return vfsError(e, src);
     }
 
     @Override
     public Metadata metadata(VfsPath path) throws IOException {
         try (At a = at(path)) {
-            return Libc.stat(a.dir, a.name, path);
+            return stat(a.dir, a.name, path);
         }
     }
 
@@ -528,17 +547,17 @@ public final class LocalStorage implements Storage {
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
         boolean read = flags.contains(OpenFlag.READ);
         boolean write = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
-        int access = read && write ? Libc.O_RDWR : write ? Libc.O_WRONLY : Libc.O_RDONLY;
+        int access = read && write ? O_RDWR : write ? O_WRONLY : O_RDONLY;
         if (flags.contains(OpenFlag.APPEND)) {
             // Linux pwrite on an O_APPEND descriptor appends whatever the position says
-            access |= Libc.O_APPEND;
+            access |= O_APPEND;
         }
         boolean exclusive = flags.contains(OpenFlag.CREATE_NEW);
         boolean create = exclusive || flags.contains(OpenFlag.CREATE);
         // only a file that was there already is truncated, as the kernel does for O_CREAT|O_TRUNC: ext4
         // takes a truncate to 0 for a rewrite and writes the data out at close (auto_da_alloc), which
         // made every new file cost a writeback, and its removal a discard
-        int existing = access | (write && flags.contains(OpenFlag.TRUNCATE) ? Libc.O_TRUNC : 0);
+        int existing = access | (write && flags.contains(OpenFlag.TRUNCATE) ? O_TRUNC : 0);
         if (create) {
             checkCreatable(path);
         }
@@ -548,26 +567,26 @@ public final class LocalStorage implements Storage {
                 // is nearly always free, so the exclusive create goes first, one openat for a new
                 // file, and the name is opened as it is only when that says EEXIST.
                 if (create) {
-                    int fd = Libc.tryOpenat(a.dir, a.name, access | Libc.O_CREAT | Libc.O_EXCL | DATA_OPEN,
+                    int fd = Syscalls.tryOpenat(a.dir, a.name, access | O_CREAT | O_EXCL | DATA_OPEN,
                             fileMode(createMode));
                     if (fd >= 0) {
                         return new LocalFileHandle(fd, null, access, locks);
                     }
-                    if (-fd != Libc.EEXIST || exclusive) {
-                        throw Libc.failure(-fd, path);
+                    if (-fd != EEXIST || exclusive) {
+                        throw failure(-fd, path);
                     }
                 }
-                int fd = Libc.tryOpenat(a.dir, a.name, existing | DATA_OPEN, 0);
+                int fd = Syscalls.tryOpenat(a.dir, a.name, existing | DATA_OPEN, 0);
                 if (fd >= 0) {
                     return new LocalFileHandle(fd, regular(fd, path), access, locks);
                 }
-                if (-fd == Libc.ENXIO) {
+                if (-fd == ENXIO) {
                     // O_NONBLOCK|O_WRONLY on a fifo without a reader, or a socket
                     throw notRegular(0, path);
                 }
                 // ENOENT after EEXIST: removed in between; create it after all
-                if (-fd != Libc.ENOENT || !create || attempt >= 3) {
-                    throw Libc.failure(-fd, path);
+                if (-fd != ENOENT || !create || attempt >= 3) {
+                    throw failure(-fd, path);
                 }
             }
         }
@@ -581,62 +600,42 @@ public final class LocalStorage implements Storage {
      * not wait for a writer (regular files ignore the flag); O_NOCTTY: nor may a terminal become ours.
      * The type is checked right after, on the descriptor itself, so nothing but a regular file is served.
      */
-    private static final int DATA_OPEN = Libc.O_NOFOLLOW | Libc.O_NONBLOCK | Libc.O_NOCTTY;
+    private static final int DATA_OPEN = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
 
     /** The metadata of {@code fd} when it is a regular file; {@code fd} closed, and refused, otherwise. */
     private static Metadata regular(int fd, VfsPath path) throws IOException {
         Metadata m;
         try {
-            m = Libc.stat(fd, null, path);
+            m = stat(fd, null, path);
         } catch (IOException e) {
-            Libc.close(fd);
-            throw vfsError(e, path);
+            Syscalls.close(fd);
+            throw e;
         }
         if (!m.isFile()) {
-            Libc.close(fd);
+            Syscalls.close(fd);
             throw notRegular(switch (m.kind()) {
-                case DIRECTORY -> Libc.S_IFDIR;
-                case SYMLINK -> Libc.S_IFLNK;
+                case DIRECTORY -> S_IFDIR;
+                case SYMLINK -> S_IFLNK;
                 default -> 0;
             }, path);
         }
         return m;
     }
 
-    private static Set<PosixFilePermission> toPermissions(int mode) {
-        Set<PosixFilePermission> set = EnumSet.noneOf(PosixFilePermission.class);
-        PosixFilePermission[] order = {
-            PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_READ,
-            PosixFilePermission.GROUP_EXECUTE, PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
-            PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE, PosixFilePermission.OWNER_READ,
-        };
-        for (int i = 0; i < order.length; i++) {
-            if ((mode & (1 << i)) != 0) {
-                set.add(order[i]);
-            }
-        }
-        return set;
-    }
-
     @Override
     public void truncate(VfsPath path, long size) throws IOException {
         try (At a = at(path)) {
             int fd = openRegular(a, path, false, false, 0);
-            try (FileChannel ch = reopen(fd, path, StandardOpenOption.WRITE)) {
-                truncateChannel(ch, size);
+            int out = -1;
+            try {
+                out = reopen(fd, O_WRONLY, path);
+                Syscalls.ftruncate(out, size); // shrinks, or grows with a hole
             } finally {
-                Libc.close(fd);
+                if (out >= 0) {
+                    Syscalls.close(out);
+                }
+                Syscalls.close(fd);
             }
-        }
-    }
-
-    static void truncateChannel(FileChannel ch, long size) throws IOException {
-        long current = ch.size();
-        if (size < current) {
-            ch.truncate(size);
-        } else if (size > current) {
-            // FileChannel.truncate never grows a file; a one-byte write at the end does, leaving a hole
-            ch.write(ByteBuffer.wrap(new byte[1]), size - 1);
         }
     }
 
@@ -644,30 +643,28 @@ public final class LocalStorage implements Storage {
     public void createDirectory(VfsPath path) throws IOException {
         checkCreatable(path);
         try (At a = at(path)) {
-            Files.createDirectory(a.path());
-        } catch (IOException e) {
-            throw vfsError(e, path);
+            Syscalls.mkdirat(a.dir, a.name, 0777, path.toString());
         }
     }
 
     @Override
     public void removeFile(VfsPath path) throws IOException {
         try (At a = at(path)) {
-            Libc.unlinkat(a.dir, a.name, false, path);
+            Syscalls.unlinkat(a.dir, a.name, false, path.toString());
         }
     }
 
     @Override
     public void removeDirectory(VfsPath path) throws IOException {
         try (At a = at(path)) {
-            Libc.unlinkat(a.dir, a.name, true, path);
+            Syscalls.unlinkat(a.dir, a.name, true, path.toString());
         }
     }
 
     @Override
     public void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException {
         try (At a = at(path)) {
-            Libc.utimensat(a.dir, a.name, accessed, modified, path);
+            Syscalls.utimensat(a.dir, a.name, timespec(accessed), timespec(modified), path.toString());
         }
     }
 
@@ -676,25 +673,23 @@ public final class LocalStorage implements Storage {
         try (At a = at(path)) {
             // most chmods change no execute bit (tar and cp -p chmod every file they write): one statx
             // by name tells, where a descriptor to change the mode through costs an open and a close more
-            Metadata named = Libc.stat(a.dir, a.name, path);
+            Metadata named = stat(a.dir, a.name, path);
             if ((named.isFile() || named.isDirectory()) && withExecuteBits(named.mode(), mode) < 0) {
                 return;
             }
             // chmod through the O_PATH descriptor's /proc link: the inode checked is the inode changed
-            int fd = Libc.openat(a.dir, a.name, Libc.O_PATH | Libc.O_NOFOLLOW, 0, path);
+            int fd = Syscalls.openat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0, path.toString());
             try {
-                Metadata m = Libc.stat(fd, null, path);
+                Metadata m = stat(fd, null, path);
                 if (!m.isFile() && !m.isDirectory()) {
-                    throw notRegular(m.kind() == EntryKind.SYMLINK ? Libc.S_IFLNK : 0, path);
+                    throw notRegular(m.kind() == EntryKind.SYMLINK ? S_IFLNK : 0, path);
                 }
                 int wanted = withExecuteBits(m.mode(), mode);
                 if (wanted >= 0) {
-                    Files.setPosixFilePermissions(Path.of(PROC_FD + fd), toPermissions(wanted));
+                    Syscalls.chmodPath(fd, wanted, path.toString());
                 }
-            } catch (IOException e) {
-                throw vfsError(e, path);
             } finally {
-                Libc.close(fd);
+                Syscalls.close(fd);
             }
         }
     }
@@ -713,14 +708,13 @@ public final class LocalStorage implements Storage {
     public void link(VfsPath existing, VfsPath newName) throws IOException {
         checkCreatable(newName);
         try (At from = at(existing); At to = at(newName)) {
-            if (Libc.stat(from.dir, from.name, existing).isDirectory()) {
-                throw new FileSystemException(existing.toString(), null, "Operation not permitted");
+            if (stat(from.dir, from.name, existing).isDirectory()) {
+                throw ErrnoException.forErrno(EPERM, existing.toString());
             }
-            try {
-                // link(2) never follows the last name of the existing file
-                Files.createLink(to.path(), from.path());
-            } catch (IOException e) {
-                throw vfsError(e, e instanceof FileAlreadyExistsException ? newName : existing);
+            // linkat(2) without AT_SYMLINK_FOLLOW never follows the last name of the existing file
+            int err = -Syscalls.tryLinkat(from.dir, from.name, to.dir, to.name);
+            if (err != 0) {
+                throw failure(err, err == EEXIST ? newName : existing);
             }
         }
     }
@@ -728,9 +722,10 @@ public final class LocalStorage implements Storage {
     @Override
     public String readLink(VfsPath path) throws IOException {
         try (At a = at(path)) {
-            return Files.readSymbolicLink(a.path()).toString();
-        } catch (IOException e) {
-            throw vfsError(e, path);
+            return Syscalls.readlinkat(a.dir, a.name, path.toString());
+        } catch (ErrnoException e) {
+            // readlink's EINVAL: there, but no symbolic link
+            throw e.errno() == EINVAL ? new Errors.NotLink(path.toString()) : e;
         }
     }
 
@@ -743,20 +738,20 @@ public final class LocalStorage implements Storage {
         checkCreatable(link);
         checkTarget(link, target);
         try (At a = at(link)) {
-            Libc.symlinkat(target, a.dir, a.name, link);
+            Syscalls.symlinkat(target, a.dir, a.name, link.toString());
         }
     }
 
     /** A target symlink(2) can store: not empty (ENOENT), no NUL, at most PATH_MAX - 1 bytes (ENAMETOOLONG). */
     static void checkTarget(VfsPath link, String target) throws IOException {
         if (target.isEmpty()) {
-            throw new NoSuchFileException(link.toString(), null, "a symbolic link needs a target");
+            throw new Errors.NoSuchFile(link.toString(), "a symbolic link needs a target");
         }
         if (target.indexOf('\0') >= 0 || target.indexOf('\uFFFD') >= 0) {
-            throw new FileSystemException(link.toString(), null, "Invalid argument: the link target is not valid UTF-8 text");
+            throw new ErrnoException(EINVAL, link.toString(), "Invalid argument: the link target is not valid UTF-8 text");
         }
         if (target.getBytes(StandardCharsets.UTF_8).length >= 4096) {
-            throw new FileSystemException(link.toString(), null, "File name too long: a link target has at most 4095 bytes");
+            throw new ErrnoException(ENAMETOOLONG, link.toString(), "File name too long: a link target has at most 4095 bytes");
         }
     }
 
@@ -764,19 +759,18 @@ public final class LocalStorage implements Storage {
     @Override
     public void createNode(VfsPath path, EntryKind kind, int mode) throws IOException {
         int type = switch (kind) {
-            case FIFO -> Libc.S_IFIFO;
-            case SOCKET -> Libc.S_IFSOCK;
+            case FIFO -> S_IFIFO;
+            case SOCKET -> S_IFSOCK;
             default -> throw new OperationNotPermittedException(path.toString(),
                     "the store makes only fifos and sockets this way, not " + kind.name().toLowerCase(java.util.Locale.ROOT));
         };
         checkCreatable(path);
         try (At a = at(path)) {
             // read and write bits as any new file gets them: only the execute bits mean anything to chibifs
-            Libc.mknodat(a.dir, a.name, type | fileMode(mode), path);
+            Syscalls.mknodat(a.dir, a.name, type | fileMode(mode), path.toString());
         }
     }
 
-    /** Lets go of the directories held open; the storage still works, walking every path. */
     /**
      * Follows directories with an inotify instance of its own, on a file system whose every change
      * raises events (as {@link HeldDirectories} requires); {@link ChangeFeed#NONE} elsewhere.
@@ -793,7 +787,7 @@ public final class LocalStorage implements Storage {
         return DirectoryChanges.start(listener, (inotify, directory, mask) -> {
             try (At d = directoryAt(directory)) {
                 // the root's file system was checked above; another may be mounted anywhere below it
-                return HeldDirectories.followable(d.dir) ? Libc.inotifyWatch(inotify, d.dir, ".", mask) : -DirectoryChanges.EXDEV;
+                return HeldDirectories.followable(d.dir) ? Syscalls.inotifyWatch(inotify, d.dir, ".", mask) : -EXDEV;
             }
         });
     }
@@ -801,6 +795,65 @@ public final class LocalStorage implements Storage {
     @Override
     public void close() {
         directories.close();
+    }
+
+    // ---- ETags ----
+
+    /** A file's ETag as last hashed, with the attributes that say whether it still holds. */
+    private record Hashed(long size, FileTime modified, FileTime changed, String etag) {
+    }
+
+    private static final int ETAGS_KEPT = 4096;
+    /**
+     * A file changed this recently is hashed again next time: a write within the same tick of the
+     * kernel's coarse clock leaves size, mtime and ctime as they were (git's "racily clean").
+     */
+    private static final Duration RACY = Duration.ofMillis(100);
+
+    private final java.util.concurrent.atomic.AtomicLong hashed = new java.util.concurrent.atomic.AtomicLong();
+
+    /** How many times a file's content was hashed (tests: an unchanged file is hashed once). */
+    long contentHashes() {
+        return hashed.get();
+    }
+
+    /** By inode, least recently used first; guarded by itself. */
+    private final java.util.Map<Long, Hashed> etags = new java.util.LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(java.util.Map.Entry<Long, Hashed> eldest) {
+            return size() > ETAGS_KEPT;
+        }
+    };
+
+    /**
+     * The SHA-256 of the file's content, hashed once per change: remembered by inode with the size,
+     * mtime and ctime it had, which any change to the file alters (chibi and other writers included).
+     */
+    @Override
+    public String etag(VfsPath path) throws IOException {
+        Metadata before = metadata(path);
+        if (before.isDirectory()) {
+            throw new IsDirectoryException(path.toString());
+        }
+        synchronized (etags) {
+            Hashed h = etags.get(before.inode());
+            if (h != null && h.size() == before.size() && h.modified().equals(before.modified())
+                    && h.changed().equals(before.changed())) {
+                return h.etag();
+            }
+        }
+        String etag = ContentHash.of(read(path));
+        hashed.incrementAndGet();
+        Metadata after = metadata(path);
+        // remembered only when nothing changed while it was read, and not within the racy window
+        if (after.inode() == before.inode() && after.size() == before.size()
+                && after.modified().equals(before.modified()) && after.changed().equals(before.changed())
+                && after.changed().toInstant().isBefore(Instant.now().minus(RACY))) {
+            synchronized (etags) {
+                etags.put(after.inode(), new Hashed(after.size(), after.modified(), after.changed(), etag));
+            }
+        }
+        return etag;
     }
 
     /** Lock owners' open file descriptions open now (tests: they go when their owner holds nothing). */
@@ -812,7 +865,9 @@ public final class LocalStorage implements Storage {
     public SpaceInfo space() throws IOException {
         // fstatfs of the held root: one system call, where Files.getFileStore reads the mount table
         try (At d = directoryAt(VfsPath.root())) {
-            return Libc.space(d.dir);
+            Syscalls.Statfs s = Syscalls.fstatfs(d.dir);
+            return new SpaceInfo(s.unit(), s.blocks() * s.unit(), s.free() * s.unit(), s.available() * s.unit(),
+                    s.nameLength(), s.files(), s.freeFiles());
         }
     }
 
@@ -822,29 +877,62 @@ public final class LocalStorage implements Storage {
      */
     public int removeStaleTemporaries(Duration minAge) throws IOException {
         Instant cutoff = Instant.now().minus(minAge);
-        int[] removed = {0};
-        Files.walkFileTree(root, new SimpleFileVisitor<>() {
-            @Override
-            public FileVisitResult visitFile(Path p, BasicFileAttributes a) {
-                if (isTemporaryName(p.getFileName().toString()) && a.isRegularFile()
-                        && a.lastModifiedTime().toInstant().isBefore(cutoff)) {
-                    try {
-                        Files.deleteIfExists(p);
-                        removed[0]++;
-                    } catch (IOException ignored) {
-                        // vanished or not ours to remove: nothing to clean
+        try (At r = directoryAt(VfsPath.root())) {
+            int fd = Syscalls.openat(r.dir, ".", O_RDONLY | O_DIRECTORY, 0, "/");
+            try {
+                return removeStaleTemporaries(fd, cutoff);
+            } finally {
+                Syscalls.close(fd);
+            }
+        }
+    }
+
+    /**
+     * The temporaries of the directory open as {@code dir} and below, through descriptors as
+     * {@link #removeTree} goes (no link is followed); a directory that cannot be read is skipped,
+     * cleaning is best effort.
+     */
+    private static int removeStaleTemporaries(int dir, Instant cutoff) {
+        List<String> directories = new ArrayList<>();
+        List<String> temporaries = new ArrayList<>();
+        try {
+            Syscalls.readDirectoryFd(dir, null, (bytes, offset, length, type) -> {
+                if (type == DT_DIR || type == DT_UNKNOWN || bytes[offset] == '.') {
+                    String name = new String(bytes, offset, length, StandardCharsets.UTF_8);
+                    if (isTemporaryName(name)) {
+                        temporaries.add(name);
+                    } else if (type == DT_DIR || type == DT_UNKNOWN) {
+                        directories.add(name);
                     }
                 }
-                return FileVisitResult.CONTINUE;
+                return true;
+            });
+        } catch (IOException unreadable) {
+            return 0;
+        }
+        int removed = 0;
+        for (String name : temporaries) {
+            try {
+                Syscalls.Statx s = Syscalls.stat(dir, name, null);
+                if (s.type() == S_IFREG && Instant.ofEpochSecond(s.modifiedSeconds(), s.modifiedNanos()).isBefore(cutoff)
+                        && Syscalls.tryUnlinkat(dir, name, false) == 0) {
+                    removed++;
+                }
+            } catch (IOException vanished) {
+                // gone meanwhile: nothing to clean
             }
-
-            @Override
-            public FileVisitResult visitFileFailed(Path p, IOException e) {
-                // unreadable or too deep for a host path: skip it, cleaning is best effort
-                return FileVisitResult.CONTINUE;
+        }
+        for (String name : directories) {
+            int fd = Syscalls.tryOpenat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+            if (fd >= 0) {
+                try {
+                    removed += removeStaleTemporaries(fd, cutoff);
+                } finally {
+                    Syscalls.close(fd);
+                }
             }
-        });
-        return removed[0];
+        }
+        return removed;
     }
 
     /**
@@ -870,7 +958,7 @@ public final class LocalStorage implements Storage {
         public int passthroughDescriptor() throws IOException {
             // read and write, whatever this open allows: the kernel lets one backing file serve every
             // open of the inode, and checks each open's own mode before passing anything through
-            return Libc.reopen(fd, Libc.O_RDWR);
+            return Syscalls.reopen(fd, O_RDWR, null);
         }
 
         LocalFileHandle(int fd, Metadata opened, int access, OfdLocks registry) {
@@ -920,7 +1008,7 @@ public final class LocalStorage implements Storage {
 
         @Override
         public Metadata metadata() throws IOException {
-            Metadata m = Libc.stat(fd(), null, null);
+            Metadata m = stat(fd(), null, null);
             if (inode == UNKNOWN_INODE) {
                 // a descriptor's file never changes: a create's reply (which asks this) spares its first write an fstat
                 inode = m.inode();
@@ -933,31 +1021,31 @@ public final class LocalStorage implements Storage {
             // one pread: on a regular file it comes back short only at the end, so a second call
             // would only find 0 (a system call per read of every small file, and of every file's
             // last block); libfuse's own passthrough and bindfs read once too
-            return Libc.pread(fd(), dst, position);
+            return Syscalls.pread(fd(), dst, position);
         }
 
         @Override
         public int write(ByteBuffer src, long position) throws IOException {
             int total = 0;
             while (src.hasRemaining()) {
-                total += Libc.pwrite(fd(), src, position + total);
+                total += Syscalls.pwrite(fd(), src, position + total);
             }
             return total;
         }
 
         @Override
         public void truncate(long size) throws IOException {
-            Libc.ftruncate(fd(), size);
+            Syscalls.ftruncate(fd(), size);
         }
 
         @Override
         public void allocate(int mode, long offset, long length) throws IOException {
-            Libc.fallocate(fd(), mode, offset, length);
+            Syscalls.fallocate(fd(), mode, offset, length);
         }
 
         @Override
         public void sync(boolean metadata) throws IOException {
-            Libc.fsync(fd(), metadata);
+            Syscalls.fsync(fd(), metadata);
         }
 
         @Override
@@ -967,14 +1055,14 @@ public final class LocalStorage implements Storage {
 
         @Override
         public void setTimes(FileTime accessed, FileTime modified) throws IOException {
-            Libc.futimens(fd(), accessed, modified);
+            Syscalls.futimens(fd(), timespec(accessed), timespec(modified));
         }
 
         @Override
         public void setExecutable(int mode) throws IOException {
             int wanted = withExecuteBits(metadata().mode(), mode);
             if (wanted >= 0) {
-                Libc.fchmod(fd(), wanted);
+                Syscalls.fchmod(fd(), wanted);
             }
         }
 
@@ -989,7 +1077,7 @@ public final class LocalStorage implements Storage {
                     // every lock taken through this handle goes with it (flock's at RELEASE, POSIX's as a safety net after FLUSH)
                     l.close();
                 }
-                Libc.close(fd);
+                Syscalls.close(fd);
             }
         }
     }

@@ -1,13 +1,14 @@
 package dev.chibifs.store;
 
-import java.nio.file.FileSystemException;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
 
 /** ENOLCK: a store that keeps no locks was asked for one. */
-public final class LocksUnavailableException extends FileSystemException {
+public final class LocksUnavailableException extends ErrnoException {
     private static final long serialVersionUID = 1L;
 
     public LocksUnavailableException(String why) {
-        super(null, null, "No locks available: " + why);
+        super(Linux.ENOLCK, null, "No locks available: " + why);
     }
 
     @Override

@@ -1,5 +1,8 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.IsDirectoryException;
+import dev.chibifs.sys.Linux;
 import com.kenai.jffi.MemoryIO;
 import dev.chibifs.path.VfsPath;
 
@@ -16,7 +19,6 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -151,7 +153,7 @@ public final class MemoryStorage implements Storage {
         int handles;
         boolean freed;
         /** Its locks; made at the first lock request. */
-        LockTable locks;
+        InProcessLocks locks;
 
         File(MemoryStorage s, int mode) {
             super(s, mode);
@@ -161,7 +163,7 @@ public final class MemoryStorage implements Storage {
         /** Sets the length, charging the difference to the store (ENOSPC past its limit, nothing changed). */
         void setLength(long size) throws IOException {
             if (size < 0) {
-                throw new FileSystemException(null, null, "Invalid argument");
+                throw new ErrnoException(Linux.EINVAL, null, "Invalid argument");
             }
             if (size > length) {
                 store.charge(size - length);
@@ -287,7 +289,7 @@ public final class MemoryStorage implements Storage {
         /** The whole content. */
         byte[] bytes() throws IOException {
             if (length > Integer.MAX_VALUE - 16) {
-                throw new FileSystemException(null, null, "File too large");
+                throw new ErrnoException(Linux.EFBIG, null, "File too large");
             }
             byte[] out = new byte[(int) length];
             get(ByteBuffer.wrap(out), 0, out.length);
@@ -315,7 +317,7 @@ public final class MemoryStorage implements Storage {
     /** Charges {@code bytes} more against the limit; caller holds the lock. */
     private void charge(long bytes) throws IOException {
         if (bytes > limit - used) {
-            throw new FileSystemException(null, null, "No space left on device");
+            throw new ErrnoException(Linux.ENOSPC, null, "No space left on device");
         }
         used += bytes;
     }
@@ -377,13 +379,13 @@ public final class MemoryStorage implements Storage {
         if (n instanceof Link) {
             return tooManyLinks(path);
         }
-        return new FileSystemException(path.toString(), null,
-                "Operation not permitted: not a regular file (fifos, sockets and devices are not served)");
+        return new OperationNotPermittedException(path.toString(),
+                "not a regular file (fifos, sockets and devices are not served)");
     }
 
     /** ELOOP: the store follows no link, on the way or at the end (LocalStorage says the same). */
     private static IOException tooManyLinks(VfsPath path) {
-        return new FileSystemException(path.toString(), null, "Too many levels of symbolic links");
+        return new ErrnoException(Linux.ELOOP, path.toString(), "Too many levels of symbolic links");
     }
 
     // ---- lookup helpers; callers hold the lock ----
@@ -426,7 +428,7 @@ public final class MemoryStorage implements Storage {
 
     private Dir parentOf(VfsPath path, boolean create) throws IOException {
         if (path.isRoot()) {
-            throw new FileSystemException(path.toString(), null, "Device or resource busy");
+            throw new ErrnoException(Linux.EBUSY, path.toString(), "Device or resource busy");
         }
         if (create) {
             mkdirLocked(path.parent());
@@ -494,8 +496,8 @@ public final class MemoryStorage implements Storage {
 
     /** A failure of a file's content (ENOSPC) with the path it happened at, for messages. */
     private static IOException withPath(IOException e, VfsPath path) {
-        if (e instanceof FileSystemException && ((FileSystemException) e).getFile() == null) {
-            return new FileSystemException(path.toString(), null, ((FileSystemException) e).getReason());
+        if (e instanceof ErrnoException x && x.getFile() == null) {
+            return new ErrnoException(x.errno(), path.toString(), x.getReason());
         }
         return e;
     }
@@ -590,7 +592,7 @@ public final class MemoryStorage implements Storage {
             return;
         }
         if (n instanceof Dir && dst.startsWith(src)) {
-            throw new FileSystemException(src.toString(), dst.toString(), "Invalid argument");
+            throw new ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
         }
         Node target = to.children.get(dst.fileName());
         if (target != null) {
@@ -654,110 +656,12 @@ public final class MemoryStorage implements Storage {
         return new MemoryHandle(f, flags.contains(OpenFlag.APPEND));
     }
 
-    /**
-     * One file's locks, kept as the kernel keeps them: record locks per owner, one flock type per
-     * owner. In-process only (a MemoryStorage is one process's). Guarded by the storage's monitor.
-     */
-    private static final class LockTable {
-        final Map<Long, RangeLocks> posix = new HashMap<>();
-        final Map<Long, LockType> flocks = new HashMap<>();
-    }
-
-    /** The locks as one handle sees them; remembers who locked through it, for its close. */
-    private final class MemoryLocks implements FileLocks {
-        private final LockTable table;
-        private final Set<Long> posixTaken = new HashSet<>();
-        private final Set<Long> flocksTaken = new HashSet<>();
-
-        MemoryLocks(LockTable table) {
-            this.table = table;
-        }
-
-        @Override
-        public LockState testLock(long owner, LockType type, long start, long end) throws IOException {
-            RangeLocks.checkRange(start, end);
-            synchronized (MemoryStorage.this) {
-                RangeLocks.Range r = type == LockType.UNLOCK ? null : conflict(owner, type, start, end);
-                // pid -1, as the kernel reports an open file description lock: no one process holds it
-                return r == null ? LockState.unlocked(start, end) : new LockState(r.type(), r.start(), r.end(), -1);
-            }
-        }
-
-        private RangeLocks.Range conflict(long owner, LockType type, long start, long end) {
-            for (Map.Entry<Long, RangeLocks> e : table.posix.entrySet()) {
-                if (e.getKey() != owner) {
-                    RangeLocks.Range r = e.getValue().conflict(type, start, end);
-                    if (r != null) {
-                        return r;
-                    }
-                }
-            }
-            return null;
-        }
-
-        @Override
-        public boolean tryLock(long owner, LockType type, long start, long end) throws IOException {
-            RangeLocks.checkRange(start, end);
-            synchronized (MemoryStorage.this) {
-                if (type != LockType.UNLOCK && conflict(owner, type, start, end) != null) {
-                    return false;
-                }
-                RangeLocks mine = table.posix.computeIfAbsent(owner, k -> new RangeLocks());
-                mine.set(type, start, end);
-                if (mine.isEmpty()) {
-                    table.posix.remove(owner);
-                } else {
-                    posixTaken.add(owner);
-                }
-                return true;
-            }
-        }
-
-        @Override
-        public boolean tryFlock(long owner, LockType type) {
-            synchronized (MemoryStorage.this) {
-                LockType held = table.flocks.get(owner);
-                if (type == held) {
-                    return true;
-                }
-                // as Linux: the held lock goes first, so a conversion that meets a conflict holds nothing
-                table.flocks.remove(owner);
-                if (type == LockType.UNLOCK) {
-                    return true;
-                }
-                for (Map.Entry<Long, LockType> e : table.flocks.entrySet()) {
-                    if (type == LockType.WRITE || e.getValue() == LockType.WRITE) {
-                        return false;
-                    }
-                }
-                table.flocks.put(owner, type);
-                flocksTaken.add(owner);
-                return true;
-            }
-        }
-
-        @Override
-        public void releaseOwner(long owner) {
-            synchronized (MemoryStorage.this) {
-                table.posix.remove(owner);
-            }
-        }
-
-        /** What was taken through the handle goes with it. */
-        void close() {
-            synchronized (MemoryStorage.this) {
-                posixTaken.forEach(table.posix::remove);
-                flocksTaken.forEach(table.flocks::remove);
-            }
-        }
-    }
-
     private final class MemoryHandle implements FileHandle {
         private final File file;
         private final boolean append;
         private boolean closed;
         /** Made at the first lock request through this handle. Guarded by the storage's monitor. */
-        private MemoryLocks locks;
+        private InProcessLocks.View locks;
 
         MemoryHandle(File file, boolean append) {
             this.file = file;
@@ -804,11 +708,11 @@ public final class MemoryStorage implements Storage {
             boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
             // the checks of vfs_fallocate, in its order
             if (offset < 0 || length <= 0) {
-                throw new FileSystemException(null, null, "Invalid argument");
+                throw new ErrnoException(Linux.EINVAL, null, "Invalid argument");
             }
             if ((mode & ~(KEEP_SIZE | PUNCH_HOLE | ZERO_RANGE)) != 0
                     || (mode & PUNCH_HOLE) != 0 && (!keepSize || (mode & ZERO_RANGE) != 0)) {
-                throw new FileSystemException(null, null, "Operation not supported");
+                throw new ErrnoException(Linux.EOPNOTSUPP, null, "Operation not supported");
             }
             synchronized (MemoryStorage.this) {
                 long end = offset + length;
@@ -873,9 +777,9 @@ public final class MemoryStorage implements Storage {
             synchronized (MemoryStorage.this) {
                 if (locks == null) {
                     if (file.locks == null) {
-                        file.locks = new LockTable();
+                        file.locks = new InProcessLocks(MemoryStorage.this);
                     }
-                    locks = new MemoryLocks(file.locks);
+                    locks = file.locks.view();
                 }
                 return locks;
             }
@@ -892,7 +796,7 @@ public final class MemoryStorage implements Storage {
                     }
                 }
             }
-            MemoryLocks l;
+            InProcessLocks.View l;
             synchronized (MemoryStorage.this) {
                 l = locks;
             }
@@ -970,7 +874,7 @@ public final class MemoryStorage implements Storage {
     public synchronized void link(VfsPath existing, VfsPath newName) throws IOException {
         Node n = find(existing);
         if (n instanceof Dir) {
-            throw new FileSystemException(existing.toString(), null, "Operation not permitted");
+            throw ErrnoException.forErrno(Linux.EPERM, existing.toString());
         }
         Dir parent = parentOf(newName, false);
         if (parent.children.containsKey(newName.fileName())) {

@@ -1,5 +1,8 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
+
 import java.io.IOException;
 import java.util.Map;
 import java.util.Set;
@@ -48,7 +51,8 @@ final class OfdLocks {
 
     /** The lock view of a handle whose descriptor is {@code fd}, opened with {@code access} (O_RDONLY, O_WRONLY, O_RDWR). */
     HandleLocks forHandle(int fd, int access) throws IOException {
-        Key key = new Key(Libc.device(fd), Libc.stat(fd, null, null).inode());
+        Syscalls.Statx s = Syscalls.stat(fd, null, null);
+        Key key = new Key(s.device(), s.inode());
         Inode inode = inodes.compute(key, (k, i) -> {
             Inode held = i == null ? new Inode(k) : i;
             held.handles++;
@@ -86,7 +90,7 @@ final class OfdLocks {
         void retire(Map<Long, Owner> owners, long owner, Owner o) {
             o.dead = true;
             if (o.fd >= 0) {
-                Libc.close(o.fd);
+                Syscalls.close(o.fd);
                 o.fd = -1;
             }
             owners.remove(owner, o);
@@ -156,12 +160,12 @@ final class OfdLocks {
                 if (o == null) {
                     // an owner without a description holds nothing here: any other lock is a conflict,
                     // and the handle's own description holds none (no lock is ever taken on it)
-                    return Libc.ofdTestLock(fd, type, start, end);
+                    return state(Syscalls.ofdTestLock(fd, lockType(type), start, end));
                 }
                 synchronized (o) {
                     if (!o.dead) {
                         // on the owner's description, the owner's own locks do not count, as F_GETLK wants
-                        return Libc.ofdTestLock(o.fd, type, start, end);
+                        return state(Syscalls.ofdTestLock(o.fd, lockType(type), start, end));
                     }
                 }
             }
@@ -183,7 +187,7 @@ final class OfdLocks {
                     try {
                         if (type == LockType.UNLOCK) {
                             if (o.fd >= 0) {
-                                Libc.ofdSetLock(o.fd, LockType.UNLOCK, start, end);
+                                Syscalls.ofdSetLock(o.fd, Linux.F_UNLCK, start, end);
                             }
                             o.ranges.set(LockType.UNLOCK, start, end);
                         } else {
@@ -191,7 +195,7 @@ final class OfdLocks {
                                 o.fd = openFor(access);
                             }
                             // a conflict changes nothing, as with F_SETLK: the owner keeps what it held
-                            done = Libc.ofdSetLock(o.fd, type, start, end);
+                            done = Syscalls.ofdSetLock(o.fd, lockType(type), start, end);
                             if (done) {
                                 o.ranges.set(type, start, end);
                                 posixTaken.add(owner);
@@ -225,9 +229,9 @@ final class OfdLocks {
                     try {
                         if (o.fd < 0) {
                             // flock needs no write access: a read-only description raises no IN_CLOSE_WRITE
-                            o.fd = openFor((access & Libc.O_ACCMODE) == Libc.O_WRONLY ? Libc.O_WRONLY : Libc.O_RDONLY);
+                            o.fd = openFor((access & Linux.O_ACCMODE) == Linux.O_WRONLY ? Linux.O_WRONLY : Linux.O_RDONLY);
                         }
-                        done = Libc.flock(o.fd, type);
+                        done = Syscalls.flock(o.fd, type == LockType.READ ? Linux.LOCK_SH | Linux.LOCK_NB : Linux.LOCK_EX | Linux.LOCK_NB);
                     } finally {
                         // Linux lets a held lock go before it tries the new type: a failed conversion holds nothing
                         if (done) {
@@ -248,7 +252,7 @@ final class OfdLocks {
 
         /** A new open file description of the handle's file, for one owner. */
         private int openFor(int mode) throws IOException {
-            return Libc.reopen(fd, mode & Libc.O_ACCMODE);
+            return Syscalls.reopen(fd, mode & Linux.O_ACCMODE, null);
         }
 
         /** The handle's close: what was taken through it goes, and the file's count of handles drops. */
@@ -261,5 +265,23 @@ final class OfdLocks {
             }
             inode.handleClosed();
         }
+    }
+
+    /** fcntl's lock type for {@code type}. */
+    private static int lockType(LockType type) {
+        return switch (type) {
+            case READ -> Linux.F_RDLCK;
+            case WRITE -> Linux.F_WRLCK;
+            case UNLOCK -> Linux.F_UNLCK;
+        };
+    }
+
+    /** What F_OFD_GETLK found, as a {@link LockState}. */
+    private static LockState state(Syscalls.RecordLock lock) {
+        return switch (lock.type()) {
+            case Linux.F_UNLCK -> LockState.unlocked(lock.start(), lock.end());
+            case Linux.F_WRLCK -> new LockState(LockType.WRITE, lock.start(), lock.end(), lock.pid());
+            default -> new LockState(LockType.READ, lock.start(), lock.end(), lock.pid());
+        };
     }
 }

@@ -80,7 +80,7 @@ final class RangeLocks {
     /** Refuses what F_SETLK refuses: a negative start, or an end before it (EINVAL). */
     static void checkRange(long start, long end) throws java.nio.file.FileSystemException {
         if (start < 0 || end < start) {
-            throw new java.nio.file.FileSystemException(null, null,
+            throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EINVAL, null,
                     "Invalid argument: lock range " + start + ".." + end + " (start >= 0, end >= start)");
         }
     }

@@ -43,6 +43,12 @@ public final class ReadOnlyStorage implements Storage, ReadOnlyStore {
         return inner.read(path);
     }
 
+    /** The inner store's, which may remember it. */
+    @Override
+    public String etag(VfsPath path) throws IOException {
+        return inner.etag(path);
+    }
+
     @Override
     public void write(VfsPath path, byte[] data) throws IOException {
         throw refused(path);

@@ -1,18 +1,19 @@
 package dev.chibifs.store;
 
-import java.nio.file.FileSystemException;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
 
 /**
  * A change asked of a store that cannot write (a {@code readonly:} store, chibi's views): EROFS,
  * with chibi's words, "'PATH' is read-only (STORE)".
  */
-public final class ReadOnlyStoreException extends FileSystemException {
+public final class ReadOnlyStoreException extends ErrnoException {
     private static final long serialVersionUID = 1L;
 
     private final String store;
 
     public ReadOnlyStoreException(String path, String store) {
-        super(path, null, "Read-only file system");
+        super(Linux.EROFS, path, "Read-only file system");
         this.store = store;
     }
 

@@ -1,5 +1,6 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.path.VfsPath;
 
 import java.io.Closeable;
@@ -118,6 +119,46 @@ public interface Storage extends Closeable {
 
     /** Space figures for statfs. */
     SpaceInfo space() throws IOException;
+
+    // ---- ETags (seed 004) ----
+
+    /**
+     * The ETag of a file: the SHA-256 of its content as 64 hex digits ({@link ContentHash}). This
+     * default hashes the content at every call; a store that can remembers it per change.
+     */
+    default String etag(VfsPath path) throws IOException {
+        return ContentHash.of(read(path));
+    }
+
+    /**
+     * {@link #write(VfsPath, byte[])} only if the file meets {@code condition}; else
+     * {@link EtagMismatchException} and nothing changed. The check and the write are one step for
+     * the writers of this store object (this default locks it); a store shared with other writers
+     * says in its own override what more it promises.
+     */
+    default void write(VfsPath path, byte[] data, Precondition condition) throws IOException {
+        synchronized (this) {
+            condition.check(path, currentEtag(path));
+            write(path, data);
+        }
+    }
+
+    /** {@link #append(VfsPath, byte[])} only if the file meets {@code condition}, as {@link #write(VfsPath, byte[], Precondition)}. */
+    default void append(VfsPath path, byte[] data, Precondition condition) throws IOException {
+        synchronized (this) {
+            condition.check(path, currentEtag(path));
+            append(path, data);
+        }
+    }
+
+    /** The ETag of the file at {@code path}, null when nothing is there. */
+    default String currentEtag(VfsPath path) throws IOException {
+        try {
+            return etag(path);
+        } catch (java.nio.file.NoSuchFileException | java.nio.file.NotDirectoryException e) {
+            return null;
+        }
+    }
 
     /**
      * A feed of the changes to names in directories of this store, told to {@code listener}; until

@@ -1,10 +1,12 @@
 package dev.chibifs.store;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
 
 import java.io.IOException;
 import java.lang.ref.Cleaner;
-import java.nio.file.FileSystemException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -46,7 +48,7 @@ final class StoreRoot {
 
         @Override
         public synchronized void run() {
-            fds.forEach(Libc::close);
+            fds.forEach(Syscalls::close);
             fds.clear();
         }
     }
@@ -74,7 +76,7 @@ final class StoreRoot {
         if (h != null && h.epoch() == epoch) {
             return h.dir();
         }
-        if (h != null && Libc.isDirectory(h.parent(), name, h.device(), h.inode())) {
+        if (h != null && Syscalls.isDirectory(h.parent(), name, h.device(), h.inode())) {
             held = h.checkedIn(epoch);
             return h.dir();
         }
@@ -83,31 +85,31 @@ final class StoreRoot {
 
     private synchronized int reopen(VfsPath path, long epoch) throws IOException {
         Held h = held;
-        if (h != null && Libc.isDirectory(h.parent(), name, h.device(), h.inode())) {
+        if (h != null && Syscalls.isDirectory(h.parent(), name, h.device(), h.inode())) {
             return h.dir(); // another thread reopened it meanwhile
         }
         held = null;
         // a store at / has no parent to check it in, and cannot be moved: "/" itself, opened once
         String parentName = parentPath == null ? "/" : parentPath.toString();
         String dirName = parentPath == null ? "." : name;
-        int parent = Libc.tryOpenat(Libc.AT_FDCWD, parentName, Libc.O_PATH | Libc.O_DIRECTORY, 0);
+        int parent = Syscalls.tryOpenat(Linux.AT_FDCWD, parentName, Linux.O_PATH | Linux.O_DIRECTORY, 0);
         if (parent < 0) {
             throw gone(path);
         }
-        int dir = Libc.tryOpenat(parent, dirName, Libc.O_PATH | Libc.O_DIRECTORY | Libc.O_NOFOLLOW, 0);
+        int dir = Syscalls.tryOpenat(parent, dirName, Linux.O_PATH | Linux.O_DIRECTORY | Linux.O_NOFOLLOW, 0);
         if (dir < 0) {
-            Libc.close(parent);
+            Syscalls.close(parent);
             throw gone(path);
         }
         descriptors.add(parent);
         descriptors.add(dir);
-        Metadata m = Libc.stat(dir, null, path);
-        held = new Held(parent, dir, Libc.device(dir), m.inode(), epoch);
+        Syscalls.Statx m = Syscalls.stat(dir, null, path.toString());
+        held = new Held(parent, dir, m.device(), m.inode(), epoch);
         return dir;
     }
 
-    private FileSystemException gone(VfsPath path) {
-        return new FileSystemException(path.toString(), null,
+    private ErrnoException gone(VfsPath path) {
+        return new ErrnoException(Linux.EIO, path.toString(),
                 "Input/output error: the store directory " + root + " has gone (moved, removed or replaced)");
     }
 }

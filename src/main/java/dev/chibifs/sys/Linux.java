@@ -215,4 +215,47 @@ public final class Linux {
     // signals
     public static final int SIGKILL = 9;
     public static final int SIGTERM = 15;
+
+    // ---- below: what the store's system calls add (dev.chibifs.sys.Syscalls) ----
+
+    // openat2(2): its system call number (the same on x86-64 and arm64) and struct open_how.resolve
+    public static final long SYS_OPENAT2 = 437;
+    public static final long RESOLVE_NO_XDEV = 0x01;
+    public static final long RESOLVE_NO_MAGICLINKS = 0x02;
+    public static final long RESOLVE_NO_SYMLINKS = 0x04;
+    public static final long RESOLVE_BENEATH = 0x08;
+    public static final long RESOLVE_IN_ROOT = 0x10;
+
+    // statx(2) mask
+    public static final int STATX_TYPE = 0x1;
+    public static final int STATX_MODE = 0x2;
+    public static final int STATX_INO = 0x100;
+    public static final int STATX_BASIC_STATS = 0x7ff;
+
+    // inotify(7): event bits, watch flags and inotify_init1 flags
+    public static final int IN_ACCESS = 0x1;
+    public static final int IN_MODIFY = 0x2;
+    public static final int IN_ATTRIB = 0x4;
+    public static final int IN_CLOSE_WRITE = 0x8;
+    public static final int IN_CLOSE_NOWRITE = 0x10;
+    public static final int IN_OPEN = 0x20;
+    public static final int IN_MOVED_FROM = 0x40;
+    public static final int IN_MOVED_TO = 0x80;
+    public static final int IN_CREATE = 0x100;
+    public static final int IN_DELETE = 0x200;
+    public static final int IN_DELETE_SELF = 0x400;
+    public static final int IN_MOVE_SELF = 0x800;
+    public static final int IN_UNMOUNT = 0x2000;
+    public static final int IN_Q_OVERFLOW = 0x4000;
+    public static final int IN_IGNORED = 0x8000;
+    public static final int IN_ONLYDIR = 0x1000000;
+    public static final int IN_DONT_FOLLOW = 0x2000000;
+    public static final int IN_EXCL_UNLINK = 0x4000000;
+    public static final int IN_MASK_ADD = 0x20000000;
+    public static final int IN_ISDIR = 0x40000000;
+    public static final int IN_NONBLOCK = O_NONBLOCK;
+    public static final int IN_CLOEXEC = O_CLOEXEC;
+
+    /** FUSE's and the kernel's "to the end of the file, however far it grows" (OFFSET_MAX) in a lock range. */
+    public static final long OFFSET_MAX = Long.MAX_VALUE;
 }

@@ -188,10 +188,28 @@ class FuseFileSystemTest {
 
     @Test
     void anOpcodeWeDoNotServeIsEnosys() throws Exception {
-        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.GETXATTR, FuseProtocol.ROOT_ID,
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.STATX, FuseProtocol.ROOT_ID,
+                body().int64(0).int32(0).int32(0).int32(0).int32(0)).error());
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.COPY_FILE_RANGE, FuseProtocol.ROOT_ID, body().int64(0)).error());
+    }
+
+    @Test
+    void aFileShowsItsEtagAsAnExtendedAttributeAndNothingElse() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] f = create(shared, "e");
+        write(f[0], f[1], 0, "hello\n");
+        release(f[0], f[1]);
+        String sha = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"; // sha256("hello\n")
+        FakeKernel.Reply probe = kernel.call(FuseProtocol.GETXATTR, f[0], body().int32(0).int32(0).name("user.chibi.etag"));
+        assertEquals(64, probe.int32(0), "a size probe answers the length");
+        FakeKernel.Reply value = kernel.call(FuseProtocol.GETXATTR, f[0], body().int32(64).int32(0).name("user.chibi.etag"));
+        assertEquals(sha, StandardCharsets.US_ASCII.decode(value.body()).toString());
+        assertEquals(-Linux.ERANGE, kernel.call(FuseProtocol.GETXATTR, f[0],
+                body().int32(10).int32(0).name("user.chibi.etag")).error());
+        assertEquals(-Linux.ENODATA, kernel.call(FuseProtocol.GETXATTR, f[0],
                 body().int32(0).int32(0).name("security.capability")).error());
-        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.LISTXATTR, FuseProtocol.ROOT_ID,
-                body().int32(0).int32(0)).error());
+        FakeKernel.Reply list = kernel.call(FuseProtocol.LISTXATTR, f[0], body().int32(100).int32(0));
+        assertEquals("user.chibi.etag\0", StandardCharsets.UTF_8.decode(list.body()).toString());
     }
 
     @Test

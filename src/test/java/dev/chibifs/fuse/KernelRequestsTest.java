@@ -33,8 +33,9 @@ class KernelRequestsTest {
     @BeforeAll
     static void mount() {
         // kernel cache on: a cached lookup sends nothing, so what a program needs shows alone;
-        // no passthrough: these count the requests of reads and writes the daemon serves
-        fs = MountedFs.start("--context", "planner", "--kernel-cache", "30s", "--no-passthrough");
+        // no passthrough: these count the requests of reads and writes the daemon serves; no xattr: the
+        // kernel then asks none, not even security.capability before each write it serves
+        fs = MountedFs.start("--context", "planner", "--kernel-cache", "30s", "--no-passthrough", "--no-xattr");
     }
 
     @AfterAll

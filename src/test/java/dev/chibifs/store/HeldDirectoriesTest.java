@@ -1,5 +1,7 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -32,14 +34,14 @@ class HeldDirectoriesTest {
     @BeforeEach
     void open() throws IOException {
         root = Files.createDirectories(temp.resolve("vfs"));
-        rootFd = Libc.openat(Libc.AT_FDCWD, root.toString(), Libc.O_PATH | Libc.O_DIRECTORY, 0, null);
+        rootFd = Syscalls.openat(Linux.AT_FDCWD, root.toString(), Linux.O_PATH | Linux.O_DIRECTORY, 0, null);
         held = new HeldDirectories(64);
     }
 
     @AfterEach
     void close() {
         held.close();
-        Libc.close(rootFd);
+        Syscalls.close(rootFd);
     }
 
     private static final VfsPath P = VfsPath.of("/x");
@@ -53,7 +55,7 @@ class HeldDirectoriesTest {
     /** The inode of {@code name} inside the held directory {@code relative}, or an exception. */
     private long inodeIn(String relative, String name) throws IOException {
         try (HeldDirectories.Lease d = lease(relative, P)) {
-            return Libc.stat(d.fd(), name, P).inode();
+            return Syscalls.stat(d.fd(), name, P.toString()).inode();
         }
     }
 
@@ -192,9 +194,9 @@ class HeldDirectoriesTest {
                 String next = dirs[(t + 1) % 3];
                 try (HeldDirectories.Lease d = lease("a/b", P)) {
                     for (String name : dirs) {
-                        int fd = Libc.tryOpenat(d.fd(), name, Libc.O_PATH | Libc.O_NOFOLLOW, 0);
+                        int fd = Syscalls.tryOpenat(d.fd(), name, Linux.O_PATH | Linux.O_NOFOLLOW, 0);
                         if (fd >= 0) {
-                            Libc.close(fd);
+                            Syscalls.close(fd);
                             checked.incrementAndGet();
                             // with three taking turns, the one that left before turn t comes back two
                             // turns later: judge only opens that ended before that move began
@@ -243,7 +245,7 @@ class HeldDirectoriesTest {
             Files.move(root.resolve("a/b"), root.resolve("a/c"));
             fdOf("a/c"); // reads the events: a/b is let go while the lease is out
             assertEquals(2, held.size(), "a and a/c held, a/b let go");
-            Libc.stat(lease.fd(), "f", P); // still the directory it was, now at a/c
+            Syscalls.stat(lease.fd(), "f", P.toString()); // still the directory it was, now at a/c
         }
     }
 
@@ -293,14 +295,14 @@ class HeldDirectoriesTest {
         assumeHeld();
         fdOf("a/b");
         Path other = Files.createDirectories(temp.resolve("other/a/b"));
-        int otherRoot = Libc.openat(Libc.AT_FDCWD, temp.resolve("other").toString(), Libc.O_PATH | Libc.O_DIRECTORY, 0, null);
+        int otherRoot = Syscalls.openat(Linux.AT_FDCWD, temp.resolve("other").toString(), Linux.O_PATH | Linux.O_DIRECTORY, 0, null);
         try {
             Files.writeString(other.resolve("f"), "x");
             try (HeldDirectories.Lease d = held.open(otherRoot, "a/b", P)) {
-                assertEquals(Files.getAttribute(other.resolve("f"), "unix:ino"), Libc.stat(d.fd(), "f", P).inode());
+                assertEquals(Files.getAttribute(other.resolve("f"), "unix:ino"), Syscalls.stat(d.fd(), "f", P.toString()).inode());
             }
         } finally {
-            Libc.close(otherRoot);
+            Syscalls.close(otherRoot);
         }
     }
 }

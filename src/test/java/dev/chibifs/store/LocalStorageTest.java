@@ -1,5 +1,6 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.IsDirectoryException;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -72,6 +73,26 @@ class LocalStorageTest extends StorageBehaviourSuite {
         // btrfs counts no inodes (0, 0); stat -f says the same as statfs(2) whatever the file system
         assertEquals(Sh.run("stat -f -c %c '" + root + "'").ok().out().strip(), Long.toString(s.totalFiles()));
         assertTrue(s.freeFiles() <= s.totalFiles(), s.toString());
+    }
+
+    @Test
+    void anUnchangedFileIsHashedOnceAndAChangeByAnyoneIsSeen() throws Exception {
+        storage.write(p("/shared/e"), bytes("one"));
+        String one = storage.etag(p("/shared/e"));
+        // a file changed within the kernel clock's tick is hashed again (racy); wait until it is remembered
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        long before;
+        do {
+            assertEquals(one, storage.etag(p("/shared/e")));
+            before = local().contentHashes();
+            assertEquals(one, storage.etag(p("/shared/e")));
+        } while (local().contentHashes() != before && System.nanoTime() < deadline);
+        for (int i = 0; i < 10; i++) {
+            assertEquals(one, storage.etag(p("/shared/e")));
+        }
+        assertEquals(before, local().contentHashes(), "an unchanged file was hashed again");
+        Files.writeString(root.resolve("shared/e"), "two"); // chibi, or anyone, writing the tree
+        assertEquals(dev.chibifs.store.ContentHash.of(bytes("two")), storage.etag(p("/shared/e")));
     }
 
     @Test
@@ -233,6 +254,73 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertFalse(Files.exists(root.resolve("shared"), LinkOption.NOFOLLOW_LINKS));
         assertEquals("untouched", Files.readString(outside.resolve("victim")));
         assertTrue(Files.isDirectory(outside.resolve("sub")));
+    }
+
+    /**
+     * Recursive delete goes through descriptors only: a link swapped in for a directory while the
+     * removal runs (the race a walk by path loses) is removed as a name, never followed.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void recursiveDeleteNeverFollowsALinkPlantedDuringTheWalk() throws Exception {
+        // the outside mirrors the tree: a removal by path through a swapped-in link finds every name
+        Path outside = temp.resolve("outside");
+        Files.createDirectories(outside.resolve("inner"));
+        for (int i = 0; i < 20; i++) {
+            Files.writeString(outside.resolve("inner/f" + i), "untouched");
+        }
+        for (int round = 0; round < 20; round++) {
+            Path tree = root.resolve("shared/tree");
+            for (int d = 0; d < 8; d++) {
+                Path dir = Files.createDirectories(tree.resolve("d" + d + "/inner"));
+                for (int f = 0; f < 20; f++) {
+                    Files.writeString(dir.resolve("f" + f), "x");
+                }
+            }
+            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            Thread swapper = new Thread(() -> {
+                // toggles each directory with a link to the outside, so a walk that looks at a name
+                // (a directory) and then opens it by path finds the link there
+                while (!stop.get()) {
+                    for (int d = 0; d < 8 && !stop.get(); d++) {
+                        Path victim = tree.resolve("d" + d);
+                        Path aside = tree.resolve("aside" + d);
+                        try {
+                            Files.move(victim, aside);
+                            Files.createSymbolicLink(victim, outside);
+                            Thread.onSpinWait();
+                            Files.delete(victim);
+                            Files.move(aside, victim);
+                        } catch (IOException raced) {
+                            // the removal got there first: try the next one, and put back a name left aside
+                            try {
+                                if (Files.exists(aside, LinkOption.NOFOLLOW_LINKS) && !Files.exists(victim, LinkOption.NOFOLLOW_LINKS)) {
+                                    Files.move(aside, victim);
+                                }
+                            } catch (IOException ignored) {
+                                // the removal is there too
+                            }
+                        }
+                    }
+                }
+            });
+            swapper.start();
+            try {
+                storage.delete(p("/shared/tree"));
+            } catch (IOException raced) {
+                // ENOTEMPTY after names kept coming: fine, as long as nothing outside went
+            } finally {
+                stop.set(true);
+                swapper.join();
+            }
+            for (int i = 0; i < 20; i++) {
+                assertEquals("untouched", Files.readString(outside.resolve("inner/f" + i)), "round " + round);
+            }
+            if (Files.exists(tree, LinkOption.NOFOLLOW_LINKS)) {
+                storage.delete(p("/shared/tree"));
+            }
+            assertFalse(Files.exists(tree, LinkOption.NOFOLLOW_LINKS));
+        }
     }
 
     @Test

@@ -1,0 +1,39 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.store.ContentHash;
+import dev.chibifs.store.Precondition;
+import picocli.CommandLine.Option;
+
+/** --if-match and --if-none-match of the commands that change a file (seed 004's expected_etag). */
+final class ConditionOptions {
+
+    static final String FOOTER = "  4  conflict: the file's ETag is not --if-match's (the message names the"
+            + " current one), or --if-none-match '*' found a file; nothing changed";
+
+    @Option(names = "--if-match", paramLabel = "ETAG",
+            description = "Change the file only if its ETag (the SHA-256 that info and cat --etag show) is still ETAG.")
+    String ifMatch;
+
+    @Option(names = "--if-none-match", paramLabel = "'*'", description = "Only create: fail if the file exists.")
+    String ifNoneMatch;
+
+    /** The condition asked for; a malformed one is a usage error, naming the value and the rule. */
+    Precondition condition() {
+        if (ifMatch != null && ifNoneMatch != null) {
+            throw new UsageException("--if-match and --if-none-match cannot be used together");
+        }
+        if (ifNoneMatch != null) {
+            if (!ifNoneMatch.equals("*")) {
+                throw new UsageException("--if-none-match takes only '*' (create only), not '" + ifNoneMatch + "'");
+            }
+            return Precondition.absent();
+        }
+        if (ifMatch != null) {
+            if (!ContentHash.isEtag(ifMatch)) {
+                throw new UsageException("--if-match '" + ifMatch + "' is not an ETag: 64 hex digits, as info shows");
+            }
+            return Precondition.matching(ifMatch.toLowerCase(java.util.Locale.ROOT));
+        }
+        return Precondition.NONE;
+    }
+}

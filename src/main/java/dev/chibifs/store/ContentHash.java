@@ -1,0 +1,57 @@
+package dev.chibifs.store;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/** The ETag of a file: the SHA-256 of its content, as 64 lower-case hex digits (seed 004). */
+public final class ContentHash {
+
+    private static final int BUFFER = 64 * 1024;
+
+    private ContentHash() {
+    }
+
+    /** A fresh SHA-256 digest (every JDK has one). */
+    public static MessageDigest digest() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("this JDK has no SHA-256", e);
+        }
+    }
+
+    public static String hex(MessageDigest digest) {
+        return HexFormat.of().formatHex(digest.digest());
+    }
+
+    public static String of(byte[] data) {
+        MessageDigest d = digest();
+        d.update(data);
+        return hex(d);
+    }
+
+    public static String of(InputStream in) throws IOException {
+        MessageDigest d = digest();
+        byte[] buf = new byte[BUFFER];
+        for (int n; (n = in.read(buf)) > 0; ) {
+            d.update(buf, 0, n);
+        }
+        return hex(d);
+    }
+
+    public static String of(Path file) throws IOException {
+        try (InputStream in = Files.newInputStream(file)) {
+            return of(in);
+        }
+    }
+
+    /** Whether {@code etag} is one: 64 hex digits (what a caller passes to --if-match). */
+    public static boolean isEtag(String etag) {
+        return etag != null && etag.matches("[0-9a-fA-F]{64}");
+    }
+}

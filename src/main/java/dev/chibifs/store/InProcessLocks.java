@@ -1,0 +1,119 @@
+package dev.chibifs.store;
+
+import java.io.IOException;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * One file's locks kept in this process, as the kernel keeps them: record locks per owner, one
+ * flock type per owner ({@link FileLocks} says the rules). For the stores whose files no other
+ * process can lock (in memory, in an object store): they exclude within this daemon only, which is
+ * what a lock on a local file system does for the processes of one mount.
+ *
+ * <p>Guarded by the monitor given, the store's own, so that a lock and the file it locks change
+ * under one lock.
+ */
+public final class InProcessLocks {
+
+    private final Object monitor;
+    private final Map<Long, RangeLocks> posix = new HashMap<>();
+    private final Map<Long, LockType> flocks = new HashMap<>();
+
+    public InProcessLocks(Object monitor) {
+        this.monitor = monitor;
+    }
+
+    /** The locks as one handle sees them; {@link View#close()} them with the handle. */
+    public View view() {
+        return new View();
+    }
+
+    /** One handle's view: remembers who locked through it, for its close. */
+    public final class View implements FileLocks {
+        private final Set<Long> posixTaken = new HashSet<>();
+        private final Set<Long> flocksTaken = new HashSet<>();
+
+        private View() {
+        }
+
+        @Override
+        public LockState testLock(long owner, LockType type, long start, long end) throws IOException {
+            RangeLocks.checkRange(start, end);
+            synchronized (monitor) {
+                RangeLocks.Range r = type == LockType.UNLOCK ? null : conflict(owner, type, start, end);
+                // pid -1, as the kernel reports an open file description lock: no one process holds it
+                return r == null ? LockState.unlocked(start, end) : new LockState(r.type(), r.start(), r.end(), -1);
+            }
+        }
+
+        private RangeLocks.Range conflict(long owner, LockType type, long start, long end) {
+            for (Map.Entry<Long, RangeLocks> e : posix.entrySet()) {
+                if (e.getKey() != owner) {
+                    RangeLocks.Range r = e.getValue().conflict(type, start, end);
+                    if (r != null) {
+                        return r;
+                    }
+                }
+            }
+            return null;
+        }
+
+        @Override
+        public boolean tryLock(long owner, LockType type, long start, long end) throws IOException {
+            RangeLocks.checkRange(start, end);
+            synchronized (monitor) {
+                if (type != LockType.UNLOCK && conflict(owner, type, start, end) != null) {
+                    return false;
+                }
+                RangeLocks mine = posix.computeIfAbsent(owner, k -> new RangeLocks());
+                mine.set(type, start, end);
+                if (mine.isEmpty()) {
+                    posix.remove(owner);
+                } else {
+                    posixTaken.add(owner);
+                }
+                return true;
+            }
+        }
+
+        @Override
+        public boolean tryFlock(long owner, LockType type) {
+            synchronized (monitor) {
+                LockType held = flocks.get(owner);
+                if (type == held) {
+                    return true;
+                }
+                // as Linux: the held lock goes first, so a conversion that meets a conflict holds nothing
+                flocks.remove(owner);
+                if (type == LockType.UNLOCK) {
+                    return true;
+                }
+                for (Map.Entry<Long, LockType> e : flocks.entrySet()) {
+                    if (type == LockType.WRITE || e.getValue() == LockType.WRITE) {
+                        return false;
+                    }
+                }
+                flocks.put(owner, type);
+                flocksTaken.add(owner);
+                return true;
+            }
+        }
+
+        @Override
+        public void releaseOwner(long owner) {
+            synchronized (monitor) {
+                posix.remove(owner);
+            }
+        }
+
+        /** What was taken through the handle goes with it. */
+        public void close() {
+            synchronized (monitor) {
+                posixTaken.forEach(posix::remove);
+                flocksTaken.forEach(flocks::remove);
+            }
+        }
+    }
+}

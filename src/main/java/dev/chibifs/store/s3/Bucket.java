@@ -1,0 +1,326 @@
+package dev.chibifs.store.s3;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.ResponseInputStream;
+import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
+import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
+import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.S3ClientBuilder;
+import software.amazon.awssdk.services.s3.S3Configuration;
+import software.amazon.awssdk.services.s3.model.CommonPrefix;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.PutObjectRequest;
+import software.amazon.awssdk.services.s3.model.PutObjectResponse;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/**
+ * The one class that speaks S3 (through the AWS SDK): objects by key, with every failure turned
+ * into a one-line {@link IOException} that names the operation, the object and the reason.
+ */
+final class Bucket implements Closeable {
+
+    /** What a listing says of one object. */
+    record Listed(String key, long size, Instant modified, String etag) {
+    }
+
+    /** One level of a listing: the objects and the common prefixes ("directories") below a prefix. */
+    record Level(List<Listed> objects, List<String> prefixes) {
+    }
+
+    /** What HEAD or GET says of one object; {@code meta} is its user metadata (x-amz-meta-*). */
+    record Head(long size, Instant modified, String etag, Map<String, String> meta) {
+    }
+
+    /** The object is not what the condition of a conditional PUT said (HTTP 412). */
+    static final class PreconditionFailed extends IOException {
+        PreconditionFailed(String message) {
+            super(message);
+        }
+    }
+
+    /** The object a conditional PUT named with If-Match does not exist (HTTP 404). */
+    static final class Missing extends IOException {
+        Missing(String message) {
+            super(message);
+        }
+    }
+
+    private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+    private static final Duration SOCKET_TIMEOUT = Duration.ofSeconds(60);
+
+    /** Requests made, by kind (list, head, get, put, delete): what a mount costs. */
+    private final Map<String, java.util.concurrent.atomic.LongAdder> requests = new java.util.concurrent.ConcurrentHashMap<>();
+    private final S3Client client;
+    private final String bucket;
+    private final String where;
+
+    Bucket(S3Client client, String bucket, String where) {
+        this.client = client;
+        this.bucket = bucket;
+        this.where = where;
+    }
+
+    /**
+     * A client for {@code spec}, configured as the AWS tools would be: endpoint from the spec, else
+     * AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else AWS's own; region likewise from the spec,
+     * AWS_REGION, the profile, else us-east-1; credentials from the access key variables, else the
+     * SDK's default chain (profiles, web identity, container and instance roles).
+     */
+    static Bucket connect(S3Spec spec, Map<String, String> env) {
+        URI endpoint = spec.endpoint();
+        if (endpoint == null) {
+            String fromEnv = firstNonBlank(env.get("AWS_ENDPOINT_URL_S3"), env.get("AWS_ENDPOINT_URL"));
+            endpoint = fromEnv == null ? null : URI.create(fromEnv);
+        }
+        String region = firstNonBlank(spec.region(), env.get("AWS_REGION"), env.get("AWS_DEFAULT_REGION"));
+        if (region == null) {
+            try {
+                region = new DefaultAwsRegionProviderChain().getRegion().id();
+            } catch (SdkClientException e) {
+                // MinIO, Ceph and s3proxy ignore the region but the signature needs one
+                region = "us-east-1";
+            }
+        }
+        S3ClientBuilder b = S3Client.builder()
+                .httpClient(UrlConnectionHttpClient.builder()
+                        .connectionTimeout(CONNECT_TIMEOUT).socketTimeout(SOCKET_TIMEOUT).build())
+                .region(Region.of(region))
+                .credentialsProvider(credentials(env))
+                // the SDK's newer default checksums (CRC32 trailers) are refused by many S3 servers
+                // other than AWS's; these are the settings that work with all of them
+                .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
+                .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
+                .serviceConfiguration(S3Configuration.builder().expectContinueEnabled(false).build());
+        if (endpoint != null) {
+            b.endpointOverride(endpoint);
+            String host = endpoint.getHost() == null ? "" : endpoint.getHost().toLowerCase(Locale.ROOT);
+            // virtual-host addressing needs DNS for BUCKET.host: only AWS's own endpoints have it
+            b.forcePathStyle(!host.endsWith(".amazonaws.com"));
+        }
+        String where = endpoint == null ? "AWS S3 (" + region + ")" : endpoint.toString();
+        return new Bucket(b.build(), spec.bucket(), where);
+    }
+
+    private static AwsCredentialsProvider credentials(Map<String, String> env) {
+        String id = env.get("AWS_ACCESS_KEY_ID");
+        String secret = env.get("AWS_SECRET_ACCESS_KEY");
+        if (id != null && !id.isBlank() && secret != null && !secret.isBlank()) {
+            String token = env.get("AWS_SESSION_TOKEN");
+            return StaticCredentialsProvider.create(token == null || token.isBlank()
+                    ? AwsBasicCredentials.create(id, secret)
+                    : AwsSessionCredentials.create(id, secret, token));
+        }
+        String profile = env.get("AWS_PROFILE");
+        if (profile != null && !profile.isBlank()) {
+            return ProfileCredentialsProvider.create(profile);
+        }
+        return DefaultCredentialsProvider.builder().build();
+    }
+
+    private static String firstNonBlank(String... values) {
+        for (String v : values) {
+            if (v != null && !v.isBlank()) {
+                return v;
+            }
+        }
+        return null;
+    }
+
+    private void count(String op) {
+        requests.computeIfAbsent(op, k -> new java.util.concurrent.atomic.LongAdder()).increment();
+    }
+
+    /** Requests made so far, by kind. */
+    Map<String, Long> requests() {
+        Map<String, Long> out = new java.util.TreeMap<>();
+        requests.forEach((k, v) -> out.put(k, v.sum()));
+        return out;
+    }
+
+    String where() {
+        return where;
+    }
+
+    /** One level below {@code prefix} (which ends with '/', or is empty for the bucket's top). */
+    Level list(String prefix, boolean oneLevel) throws IOException {
+        List<Listed> objects = new ArrayList<>();
+        List<String> prefixes = new ArrayList<>();
+        String token = null;
+        try {
+            do {
+                ListObjectsV2Request.Builder req = ListObjectsV2Request.builder().bucket(bucket).prefix(prefix)
+                        .continuationToken(token);
+                if (oneLevel) {
+                    req.delimiter("/");
+                }
+                count("list");
+                ListObjectsV2Response r = client.listObjectsV2(req.build());
+                for (S3Object o : r.contents()) {
+                    objects.add(new Listed(o.key(), o.size() == null ? 0 : o.size(), o.lastModified(), o.eTag()));
+                }
+                for (CommonPrefix p : r.commonPrefixes()) {
+                    prefixes.add(p.prefix());
+                }
+                token = Boolean.TRUE.equals(r.isTruncated()) ? r.nextContinuationToken() : null;
+            } while (token != null);
+        } catch (SdkException e) {
+            throw failure("list", prefix, e);
+        }
+        return new Level(objects, prefixes);
+    }
+
+    /** Whether any object has a key starting with {@code prefix} (a directory, marker or not). */
+    boolean anyUnder(String prefix) throws IOException {
+        count("list");
+        try {
+            return !client.listObjectsV2(b -> b.bucket(bucket).prefix(prefix).maxKeys(1)).contents().isEmpty();
+        } catch (SdkException e) {
+            throw failure("list", prefix, e);
+        }
+    }
+
+    /** HEAD of one object; null when there is none. */
+    Head head(String key) throws IOException {
+        count("head");
+        try {
+            HeadObjectResponse r = client.headObject(b -> b.bucket(bucket).key(key));
+            return new Head(r.contentLength() == null ? 0 : r.contentLength(), r.lastModified(), r.eTag(), r.metadata());
+        } catch (S3Exception e) {
+            if (e.statusCode() == 404) {
+                return null;
+            }
+            throw failure("head", key, e);
+        } catch (SdkException e) {
+            throw failure("head", key, e);
+        }
+    }
+
+    /** Downloads one object into {@code to} (replaced); null when there is no such object. */
+    Head get(String key, Path to) throws IOException {
+        Path tmp = to.resolveSibling(to.getFileName() + ".part");
+        count("get");
+        try (ResponseInputStream<GetObjectResponse> in = client.getObject(b -> b.bucket(bucket).key(key))) {
+            Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+            Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            GetObjectResponse r = in.response();
+            return new Head(r.contentLength() == null ? 0 : r.contentLength(), r.lastModified(), r.eTag(), r.metadata());
+        } catch (S3Exception e) {
+            if (e.statusCode() == 404) {
+                return null;
+            }
+            throw failure("get", key, e);
+        } catch (SdkException e) {
+            throw failure("get", key, e);
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+
+    /**
+     * Uploads {@code from} as {@code key}, only if the object's ETag is still {@code ifMatch}, or, with
+     * {@code ifMatch} null, only if there is no object yet (If-None-Match: *). Returns the new ETag.
+     *
+     * @throws PreconditionFailed the object changed (or appeared) since
+     * @throws Missing the object {@code ifMatch} named is gone
+     */
+    String put(String key, Path from, Map<String, String> meta, String ifMatch) throws IOException {
+        // from the file, not a stream: the SDK retries a failed attempt by reading the body again
+        return put(key, RequestBody.fromFile(from), meta, ifMatch);
+    }
+
+    /** As {@link #put(String, Path, Map, String)} for a small body held in memory. */
+    String put(String key, byte[] body, Map<String, String> meta, String ifMatch) throws IOException {
+        return put(key, RequestBody.fromBytes(body), meta, ifMatch);
+    }
+
+    private String put(String key, RequestBody body, Map<String, String> meta, String ifMatch) throws IOException {
+        PutObjectRequest.Builder req = PutObjectRequest.builder().bucket(bucket).key(key).metadata(meta);
+        if (ifMatch == null) {
+            req.ifNoneMatch("*");
+        } else {
+            req.ifMatch(ifMatch);
+        }
+        count("put");
+        try {
+            PutObjectResponse r = client.putObject(req.build(), body);
+            return r.eTag();
+        } catch (S3Exception e) {
+            if (e.statusCode() == 412) {
+                throw new PreconditionFailed("s3://" + bucket + "/" + key + " changed on S3 since this host last saw it");
+            }
+            if (e.statusCode() == 404 && ifMatch != null) {
+                throw new Missing("s3://" + bucket + "/" + key + " was removed from S3 since this host last saw it");
+            }
+            throw failure("put", key, e);
+        } catch (SdkException e) {
+            throw failure("put", key, e);
+        } catch (UncheckedIOException e) {
+            throw new IOException("S3 put s3://" + bucket + "/" + key + ": " + e.getCause().getMessage(), e);
+        }
+    }
+
+    /** Removes one object; one that is already gone is fine. */
+    void delete(String key) throws IOException {
+        count("delete");
+        try {
+            client.deleteObject(b -> b.bucket(bucket).key(key));
+        } catch (S3Exception e) {
+            if (e.statusCode() != 404) {
+                throw failure("delete", key, e);
+            }
+        } catch (SdkException e) {
+            throw failure("delete", key, e);
+        }
+    }
+
+    /** One line: what was asked, of what, and why it failed (the SDK's messages run to paragraphs). */
+    private IOException failure(String op, String key, SdkException e) {
+        String reason;
+        if (e instanceof S3Exception s3) {
+            String code = s3.awsErrorDetails() == null ? null : s3.awsErrorDetails().errorCode();
+            reason = "HTTP " + s3.statusCode() + (code == null ? "" : " " + code);
+        } else {
+            Throwable root = e;
+            while (root.getCause() != null && root.getCause() != root) {
+                root = root.getCause();
+            }
+            reason = "cannot reach " + where + ": " + (root.getMessage() == null ? root.getClass().getSimpleName()
+                    : root.getMessage().lines().findFirst().orElse(""));
+        }
+        return new IOException("S3 " + op + " s3://" + bucket + "/" + key + ": " + reason + " (Input/output error)", e);
+    }
+
+    @Override
+    public void close() {
+        client.close();
+    }
+}

@@ -1,0 +1,99 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.config.ChibiHome;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * How an {@link S3Storage} runs: its local layer and its timing.
+ *
+ * @param cacheDir the local layer (content cache, journal); one store per directory, locked while open
+ * @param flushAfter the write-back debounce: a file closed dirty is uploaded this long after its last close
+ * @param validity how long a listing or HEAD of S3 is believed before it is asked again: the delay
+ *        after which a change another host made is seen here
+ * @param clock the clock of the debounce and of timestamps
+ * @param host this host's name, in conflict copies ({@code <name>.conflict-<host>-<time>})
+ * @param env the process environment, read for AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION,
+ *        AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and AWS_PROFILE
+ * @param background whether a thread of the store uploads what is due; false leaves it to
+ *        {@link S3Storage#flushDue()} (tests that move the clock themselves)
+ */
+public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, Clock clock, String host,
+                        Map<String, String> env, boolean background) {
+
+    public static final Duration DEFAULT_FLUSH_AFTER = Duration.ofSeconds(2);
+    /** One second: a change on another host shows within it plus the round trip, inside the promised 2 s. */
+    public static final Duration DEFAULT_VALIDITY = Duration.ofSeconds(1);
+
+    public S3Options {
+        Objects.requireNonNull(cacheDir, "cacheDir");
+        Objects.requireNonNull(clock, "clock");
+        Objects.requireNonNull(env, "env");
+        if (flushAfter.isNegative() || validity.isNegative()) {
+            throw new IllegalArgumentException("flush delay and validity cannot be negative");
+        }
+        if (host == null || host.isBlank()) {
+            host = "host";
+        }
+        host = host.replaceAll("[^A-Za-z0-9._-]", "_");
+    }
+
+    /** The defaults for a store kept in {@code cacheDir}, with the given environment. */
+    public static S3Options defaults(Path cacheDir, Map<String, String> env) {
+        return new S3Options(cacheDir, DEFAULT_FLUSH_AFTER, DEFAULT_VALIDITY, Clock.systemUTC(), hostName(env), env, true);
+    }
+
+    /** The default cache directory of a store: {@code <home>/chibifs/cache/<store>}. */
+    public static Path defaultCacheDir(ChibiHome home, S3Spec spec) {
+        return home.chibifsDir().resolve("cache").resolve(spec.cacheName());
+    }
+
+    /**
+     * The options of a store a mount names with {@code --store PREFIX=s3://...}: its cache in
+     * {@code cacheDir}, else {@code <home>/chibifs/cache/<store>}; the debounce {@code flushAfter}, else 2 s.
+     */
+    public static S3Options forMount(ChibiHome home, String spec, Path cacheDir, Duration flushAfter,
+                                     Map<String, String> env) {
+        Path dir = cacheDir != null ? cacheDir : defaultCacheDir(home, S3Spec.parse(spec));
+        S3Options o = defaults(dir, env);
+        return flushAfter == null ? o : o.withFlushAfter(flushAfter);
+    }
+
+    public S3Options withFlushAfter(Duration d) {
+        return new S3Options(cacheDir, d, validity, clock, host, env, background);
+    }
+
+    public S3Options withValidity(Duration d) {
+        return new S3Options(cacheDir, flushAfter, d, clock, host, env, background);
+    }
+
+    public S3Options withClock(Clock c, boolean runInBackground) {
+        return new S3Options(cacheDir, flushAfter, validity, c, host, env, runInBackground);
+    }
+
+    public S3Options withHost(String h) {
+        return new S3Options(cacheDir, flushAfter, validity, clock, h, env, background);
+    }
+
+    public S3Options withCacheDir(Path dir) {
+        return new S3Options(dir, flushAfter, validity, clock, host, env, background);
+    }
+
+    private static String hostName(Map<String, String> env) {
+        String h = env.get("HOSTNAME");
+        if (h != null && !h.isBlank()) {
+            return h;
+        }
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (UnknownHostException e) {
+            return "host";
+        }
+    }
+}

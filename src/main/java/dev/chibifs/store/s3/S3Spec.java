@@ -1,0 +1,103 @@
+package dev.chibifs.store.s3;
+
+import java.net.URI;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+import java.util.regex.Pattern;
+
+/**
+ * A parsed store spec {@code s3://BUCKET/KEYPREFIX[?endpoint=URL&region=R]}: where the namespace
+ * lives in S3. The key prefix may be empty; it never starts or ends with '/'.
+ *
+ * @param endpoint the endpoint from the spec, null to take it the way the AWS tools do
+ * @param region the region from the spec, null likewise
+ */
+public record S3Spec(String bucket, String keyPrefix, URI endpoint, String region) {
+
+    public static final String SCHEME = "s3://";
+
+    /** S3's bucket naming rule (the lenient legacy form, which MinIO and Ceph still allow). */
+    private static final Pattern BUCKET = Pattern.compile("[a-z0-9][a-z0-9._-]{2,254}");
+
+    /** Parses {@code spec}; an {@link IllegalArgumentException} names the value and the rule it breaks. */
+    public static S3Spec parse(String spec) {
+        if (spec == null || !spec.startsWith(SCHEME)) {
+            throw new IllegalArgumentException("'" + spec + "' is not an S3 store: write s3://BUCKET/KEYPREFIX");
+        }
+        String rest = spec.substring(SCHEME.length());
+        String query = null;
+        int q = rest.indexOf('?');
+        if (q >= 0) {
+            query = rest.substring(q + 1);
+            rest = rest.substring(0, q);
+        }
+        int slash = rest.indexOf('/');
+        String bucket = slash < 0 ? rest : rest.substring(0, slash);
+        String prefix = slash < 0 ? "" : rest.substring(slash + 1);
+        if (!BUCKET.matcher(bucket).matches()) {
+            throw new IllegalArgumentException("'" + spec + "': bucket '" + bucket
+                    + "' is not a bucket name (lower-case letters, digits, '.', '-', '_'; 3 to 255 characters)");
+        }
+        while (prefix.endsWith("/")) {
+            prefix = prefix.substring(0, prefix.length() - 1);
+        }
+        if (prefix.startsWith("/") || prefix.contains("//")) {
+            throw new IllegalArgumentException("'" + spec + "': key prefix '" + prefix + "' has an empty segment");
+        }
+        URI endpoint = null;
+        String region = null;
+        if (query != null && !query.isEmpty()) {
+            for (String pair : query.split("&")) {
+                int eq = pair.indexOf('=');
+                String key = eq < 0 ? pair : pair.substring(0, eq);
+                String value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+                switch (key) {
+                    case "endpoint" -> endpoint = endpoint(spec, value);
+                    case "region" -> {
+                        if (value.isEmpty()) {
+                            throw new IllegalArgumentException("'" + spec + "': region is empty");
+                        }
+                        region = value;
+                    }
+                    default -> throw new IllegalArgumentException("'" + spec + "': unknown option '" + key
+                            + "' (known: endpoint, region)");
+                }
+            }
+        }
+        return new S3Spec(bucket, prefix, endpoint, region);
+    }
+
+    private static URI endpoint(String spec, String value) {
+        try {
+            URI uri = URI.create(value);
+            String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+            if ((scheme.equals("http") || scheme.equals("https")) && uri.getHost() != null) {
+                return uri;
+            }
+        } catch (IllegalArgumentException e) {
+            // reported below, with the rule
+        }
+        throw new IllegalArgumentException("'" + spec + "': endpoint '" + value
+                + "' is not an http:// or https:// URL with a host");
+    }
+
+    /** The S3 key of a namespace path given relative to the root ("" for the root itself). */
+    String key(String relative) {
+        if (keyPrefix.isEmpty()) {
+            return relative;
+        }
+        return relative.isEmpty() ? keyPrefix : keyPrefix + "/" + relative;
+    }
+
+    /** A file-system-safe name for this store, for its default cache directory. */
+    public String cacheName() {
+        String raw = bucket + (keyPrefix.isEmpty() ? "" : "_" + keyPrefix);
+        return "s3-" + raw.replaceAll("[^A-Za-z0-9._-]", "_");
+    }
+
+    @Override
+    public String toString() {
+        return SCHEME + bucket + "/" + keyPrefix;
+    }
+}

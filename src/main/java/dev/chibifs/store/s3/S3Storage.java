@@ -1,0 +1,2380 @@
+package dev.chibifs.store.s3;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.ErrnoException;
+
+import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.ContentHash;
+import dev.chibifs.store.Entry;
+import dev.chibifs.store.EntryKind;
+import dev.chibifs.store.EntrySink;
+import dev.chibifs.store.EtagMismatchException;
+import dev.chibifs.store.Precondition;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.FileLocks;
+import dev.chibifs.store.InProcessLocks;
+import dev.chibifs.sys.IsDirectoryException;
+import dev.chibifs.store.Metadata;
+import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.SpaceInfo;
+import dev.chibifs.store.Storage;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.security.DigestOutputStream;
+import java.security.MessageDigest;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A store in an S3 bucket, shared by every host that mounts it, with seed 004's local layer in a
+ * cache directory in front of it.
+ *
+ * <p>The bucket: the file {@code /shared/tasks.md} is the object {@code <keyprefix>/shared/tasks.md},
+ * byte for byte, so any S3 tool reads the namespace; a directory is a key prefix, with a zero-byte
+ * marker object {@code <keyprefix>/shared/} for every directory made here (an empty one needs it).
+ *
+ * <p>The local layer: every name this host knows is a {@link Node} in the overlay (size, times,
+ * mode, content hash, and the ETag of the S3 object it came from), with a directory index of the
+ * names below each directory; the content of every file opened here is a file in
+ * {@code <cache>/data}. A change is made there and shows at once in stat, listings and reads; the
+ * file is uploaded {@link S3Options#flushAfter()} after its last close (fsync: at once, returning
+ * when S3 has it); deletes leave a tombstone until S3 has done them, so no stale listing brings the
+ * name back. Every change to the overlay is journaled in {@code <cache>/journal} before it is told
+ * done, and re-read at open: what was closed and not yet uploaded is uploaded then.
+ *
+ * <p>Several hosts: a listing or a HEAD is believed for {@link S3Options#validity()}, then asked
+ * again, so a change another host uploaded shows here within it (its content from the next open;
+ * close-to-open consistency). Every upload is conditional on the object being what this host last
+ * saw (If-Match its ETag, If-None-Match: * for a new one): when another host got there first, its
+ * version stays and this host's is uploaded beside it as {@code <name>.conflict-<host>-<time>},
+ * and logged. Hard links cannot be kept in S3: {@link #link} refuses them.
+ *
+ * <p>Locking: one lock (this object) guards the overlay, never held over a request to S3; the
+ * {@link #flushLock} makes uploads and deletes one at a time, taken before this lock, never after.
+ */
+public final class S3Storage implements Storage {
+
+    private static final Logger LOG = LoggerFactory.getLogger(S3Storage.class);
+
+    /** User metadata on every object uploaded here: its SHA-256, execute bits and mtime. */
+    static final String META_SHA = "chibi-sha256";
+    static final String META_MODE = "chibi-mode";
+    static final String META_MTIME = "chibi-mtime";
+
+    private static final long BLOCK = 4096;
+    private static final int FILE_MODE = 0644;
+    private static final int DIR_MODE = 0755;
+    /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
+    private static final int MAX_DEFERRALS = 5;
+    /** How often the background flusher looks for due uploads; no request to S3 when nothing is due. */
+    private static final long TICK_MILLIS = 100;
+    private static final long BACKOFF_FIRST_MILLIS = 500;
+    /** At most this long between a return of S3 and the first upload after it. */
+    private static final long BACKOFF_MAX_MILLIS = 5_000;
+    /** A tombstone whose delete S3 has done is kept this long for listings that started before it. */
+    private static final long DONE_TOMB_MILLIS = 60_000;
+    private static final int SNAPSHOT_TRIES = 3;
+    /** Up to this many names missing from a listing are asked after one by one; more, by a second listing. */
+    private static final int CONFIRM_ONE_BY_ONE = 16;
+    private static final long COMPACT_AFTER = 10_000;
+    private static final java.util.concurrent.atomic.AtomicLong FETCHES = new java.util.concurrent.atomic.AtomicLong();
+    private static final DateTimeFormatter CONFLICT_TIME =
+            DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'").withZone(ZoneOffset.UTC);
+
+    private final S3Spec spec;
+    private final Bucket bucket;
+    private final S3Options options;
+    private final Path dataDir;
+    private final Path uploadDir;
+    private final Journal journal;
+    private final FileChannel lockFile;
+    private final FileLock cacheLock;
+    private final ReentrantLock flushLock = new ReentrantLock();
+    /** How many uploads run at once in a write-back pass. */
+    private static final int UPLOADERS = 4;
+    private final java.util.concurrent.ExecutorService uploaders = java.util.concurrent.Executors.newFixedThreadPool(
+            UPLOADERS, r -> {
+                Thread t = new Thread(r, "s3-upload");
+                t.setDaemon(true);
+                return t;
+            });
+    private final Thread flusher;
+
+    // ---- the overlay; guarded by this ----
+    private final Map<VfsPath, Node> nodes = new HashMap<>();
+    private final Map<VfsPath, TreeSet<String>> index = new HashMap<>();
+    /** Keyed by S3 key (a directory's is its marker key, ending with '/'). */
+    private final Map<String, Tomb> tombs = new HashMap<>();
+    /** The dirty nodes, so the flusher's look every tick costs nothing with none (not a walk of the overlay). */
+    private final Set<Node> dirtyNodes = new java.util.LinkedHashSet<>();
+    /**
+     * Keys being uploaded. A listing may show such an object before the upload is told done; when its
+     * node was renamed or removed meanwhile, that listing must not bring the old name back.
+     */
+    private final Set<String> inflight = new java.util.HashSet<>();
+    /** When each directory was last listed (clock millis at the request). */
+    private final Map<VfsPath, Long> listedAt = new HashMap<>();
+    private final Node root;
+    private long nextIno = 2;
+    /** Counts mutations S3 has done: a listing that started at seq L shows those up to L. */
+    private long seq;
+    private boolean closed;
+    private long backoffUntil;
+    private long backoff;
+    private String outage;
+
+    private static final class Node {
+        final long ino;
+        final boolean dir;
+        VfsPath path;
+        long size;
+        FileTime birth;
+        FileTime mtime;
+        FileTime atime;
+        FileTime ctime;
+        int mode;
+        /** Bumped by every local change of content or attributes. */
+        long gen;
+        /** SHA-256 of the content at generation {@link #shaGen}. */
+        String sha;
+        long shaGen = -1;
+        /** ETag of the S3 object this node is based on; the If-Match of its next upload (null: none). */
+        String remoteEtag;
+        /** Directories: known to exist in S3 (a marker or keys below it). */
+        boolean dirOnRemote;
+        /** Directories: its marker object is known to exist. */
+        boolean marker;
+        /** The data file holds the content (else it is fetched at the next open). */
+        boolean cached;
+        boolean dirty;
+        long firstDirty;
+        long due = Long.MAX_VALUE;
+        /** The {@link #seq} at which this node last agreed with S3. */
+        long syncedSeq;
+        int writers;
+        /** Its locks, made at the first lock request; they stay with the file through renames. */
+        InProcessLocks locks;
+
+        Node(long ino, boolean dir, FileTime now, int mode) {
+            this.ino = ino;
+            this.dir = dir;
+            this.birth = this.mtime = this.atime = this.ctime = now;
+            this.mode = mode;
+            this.size = dir ? BLOCK : 0;
+        }
+
+        boolean onRemote() {
+            return dir ? dirOnRemote : remoteEtag != null;
+        }
+    }
+
+    /** A name removed here whose object S3 may still show. */
+    private static final class Tomb {
+        /** The object's last seen ETag, the If-Match of a new file made at the same name. */
+        final String etag;
+        boolean pending = true;
+        long doneSeq = Long.MAX_VALUE;
+        long doneAt;
+
+        Tomb(String etag) {
+            this.etag = etag;
+        }
+    }
+
+    private S3Storage(S3Spec spec, Bucket bucket, S3Options options) throws IOException {
+        this.spec = spec;
+        this.bucket = bucket;
+        this.options = options;
+        Path dir = options.cacheDir();
+        this.dataDir = Files.createDirectories(dir.resolve("data"));
+        this.uploadDir = Files.createDirectories(dir.resolve("upload"));
+        this.lockFile = FileChannel.open(dir.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        FileLock l;
+        try {
+            l = lockFile.tryLock();
+        } catch (IOException e) {
+            l = null;
+        }
+        if (l == null) {
+            lockFile.close();
+            throw new ErrnoException(Linux.EBUSY, dir.toString(), "Device or resource busy: the cache directory is in use by another chibifs (one store per cache directory)");
+        }
+        this.cacheLock = l;
+        this.journal = new Journal(dir.resolve("journal"));
+        this.root = new Node(1, true, now(), DIR_MODE);
+        root.path = VfsPath.root();
+        root.dirOnRemote = root.marker = true;
+        nodes.put(VfsPath.root(), root);
+        restore();
+        this.flusher = new Thread(this::flushLoop, "s3-writeback " + spec);
+        flusher.setDaemon(true);
+        if (options.background()) {
+            flusher.start();
+        }
+    }
+
+    /**
+     * Opens the store {@code spec} ({@code s3://BUCKET/KEYPREFIX[?endpoint=URL&region=R]}) with its local
+     * layer in {@code options.cacheDir()}; what the journal there holds unflushed is uploaded first.
+     * Nothing is asked of S3 until the store is used.
+     */
+    public static S3Storage open(String spec, S3Options options) throws IOException {
+        S3Spec parsed = S3Spec.parse(spec);
+        return open(parsed, Bucket.connect(parsed, options.env()), options);
+    }
+
+    static S3Storage open(S3Spec spec, Bucket bucket, S3Options options) throws IOException {
+        try {
+            return new S3Storage(spec, bucket, options);
+        } catch (IOException | RuntimeException e) {
+            bucket.close();
+            throw e;
+        }
+    }
+
+    // ---- keys ----
+
+    private String key(VfsPath p) {
+        return spec.key(p.isRoot() ? "" : p.relative());
+    }
+
+    /** The prefix of everything below directory {@code p}, ending with '/' (empty for the bucket's top). */
+    private String dirKey(VfsPath p) {
+        String k = key(p);
+        return k.isEmpty() ? "" : k + "/";
+    }
+
+    private Path dataFile(long ino) {
+        return dataDir.resolve(Long.toString(ino));
+    }
+
+    private FileTime now() {
+        return FileTime.from(options.clock().instant());
+    }
+
+    private long millis() {
+        return options.clock().millis();
+    }
+
+    // ---- the overlay (callers hold the lock) ----
+
+    private TreeSet<String> children(VfsPath dir) {
+        return index.computeIfAbsent(dir, k -> new TreeSet<>());
+    }
+
+    private void attach(VfsPath p, Node n) {
+        n.path = p;
+        nodes.put(p, n);
+        children(p.parent()).add(p.fileName());
+    }
+
+    /** Takes {@code n} out of the namespace; its data file goes too (open handles keep their copy). */
+    private void detach(Node n) {
+        VfsPath p = n.path;
+        if (p == null) {
+            return;
+        }
+        nodes.remove(p);
+        TreeSet<String> siblings = index.get(p.parent());
+        if (siblings != null) {
+            siblings.remove(p.fileName());
+        }
+        index.remove(p);
+        n.path = null;
+        dirtyNodes.remove(n); // a change to a name that is gone goes nowhere
+        if (!n.dir) {
+            try {
+                Files.deleteIfExists(dataFile(n.ino));
+            } catch (IOException e) {
+                LOG.warn("cannot remove cached content of {}: {}", p, e.getMessage());
+            }
+        }
+    }
+
+    /** Every node at or below {@code p}, deepest first. */
+    private List<Node> subtree(VfsPath p) {
+        List<Node> out = new ArrayList<>();
+        collect(p, out);
+        return out;
+    }
+
+    private void collect(VfsPath p, List<Node> out) {
+        Node n = nodes.get(p);
+        if (n == null) {
+            return;
+        }
+        if (n.dir) {
+            TreeSet<String> names = index.get(p);
+            if (names != null) {
+                for (String name : List.copyOf(names)) {
+                    collect(p.child(name), out);
+                }
+            }
+        }
+        out.add(n);
+    }
+
+    private Node newNode(boolean dir, int mode) {
+        return new Node(nextIno++, dir, now(), mode);
+    }
+
+    private void touch(Node n) {
+        n.mtime = n.ctime = now();
+    }
+
+    /** A tombstone for the object of {@code n} at {@code p}, when S3 has one. */
+    private void bury(VfsPath p, Node n) {
+        if (!n.onRemote()) {
+            return;
+        }
+        String k = n.dir ? dirKey(p) : key(p);
+        if (k.isEmpty()) {
+            return;
+        }
+        tombs.put(k, new Tomb(n.dir ? null : n.remoteEtag));
+        record("tomb", p).put("dir", n.dir).put("etag", n.remoteEtag);
+    }
+
+    /** A new node at {@code p} takes over a pending tombstone there: its upload replaces that object. */
+    private void resurrect(VfsPath p, Node n) {
+        Tomb t = tombs.get(n.dir ? dirKey(p) : key(p));
+        if (t != null && t.pending) {
+            tombs.remove(n.dir ? dirKey(p) : key(p));
+            record("untomb", p).put("dir", n.dir);
+            if (n.dir) {
+                n.dirOnRemote = true;
+            } else {
+                n.remoteEtag = t.etag;
+            }
+        }
+    }
+
+    /** Marks {@code n} changed by a finished operation; it is uploaded once the debounce has passed. */
+    private void dirty(Node n) {
+        n.gen++;
+        if (!n.dirty) {
+            n.dirty = true;
+            dirtyNodes.add(n);
+            n.firstDirty = millis();
+        }
+        schedule(n);
+        if (n.path != null) {
+            journalPut(n);
+        }
+    }
+
+    /**
+     * Marks {@code n} as being written through a handle; journaled (before the data changes) only when
+     * it turns dirty, so that a crash never leaves changed content behind a record saying it is clean.
+     */
+    private void writing(Node n) {
+        n.gen++;
+        if (!n.dirty) {
+            n.dirty = true;
+            dirtyNodes.add(n);
+            n.firstDirty = millis();
+            n.due = Long.MAX_VALUE;
+            if (n.path != null) {
+                journalPut(n);
+            }
+        }
+    }
+
+    /** The debounce: due {@code flushAfter} after the last close, but not later than a few periods after the first change. */
+    private void schedule(Node n) {
+        long now = millis();
+        long every = options.flushAfter().toMillis();
+        n.due = n.writers > 0 ? Long.MAX_VALUE : Math.min(now + every, n.firstDirty + MAX_DEFERRALS * every);
+    }
+
+    /** Marks the directory {@code dir} as needing its marker (an emptied implicit directory would vanish). */
+    private void needMarker(VfsPath dir) {
+        Node d = nodes.get(dir);
+        if (d != null && d.dir && !d.marker && !d.dirty && !dir.isRoot()) {
+            dirty(d);
+        }
+    }
+
+    // ---- the journal (callers hold the lock) ----
+
+    private ObjectNode record(String type, VfsPath p) {
+        ObjectNode o = Journal.JSON.createObjectNode();
+        o.put("t", type).put("p", p.toString());
+        pending.add(o);
+        return o;
+    }
+
+    /** Records made during one operation, appended when it ends (so a record is complete when written). */
+    private final List<ObjectNode> pending = new ArrayList<>();
+
+    private void journalPut(Node n) {
+        if (!n.dir && !n.dirty && !n.cached) {
+            // nothing here that S3 does not have: a restart asks S3 again
+            record("gone", n.path);
+            return;
+        }
+        ObjectNode o = record(n.dirty ? "put" : "clean", n.path);
+        o.put("ino", n.ino).put("dir", n.dir).put("size", n.size).put("mode", n.mode)
+                .put("mtime", n.mtime.toMillis()).put("atime", n.atime.toMillis()).put("ctime", n.ctime.toMillis())
+                .put("birth", n.birth.toMillis()).put("etag", n.remoteEtag);
+        if (n.shaGen == n.gen) {
+            o.put("sha", n.sha);
+        }
+    }
+
+    /** Appends the records of the operation that just ended; the journal failing fails the operation. */
+    private void commit() throws IOException {
+        if (pending.isEmpty()) {
+            return;
+        }
+        try {
+            for (ObjectNode o : pending) {
+                journal.append(o);
+            }
+        } finally {
+            pending.clear();
+        }
+        if (journal.appended() > COMPACT_AFTER) {
+            compact();
+        }
+    }
+
+    private void compact() throws IOException {
+        List<ObjectNode> state = new ArrayList<>();
+        for (Node n : nodes.values()) {
+            if (n == root || (!n.dirty && (n.dir || !n.cached))) {
+                continue;
+            }
+            journalPut(n);
+        }
+        for (Map.Entry<String, Tomb> e : tombs.entrySet()) {
+            if (e.getValue().pending) {
+                String k = e.getKey();
+                boolean dir = k.endsWith("/");
+                VfsPath p = pathOfKey(dir ? k.substring(0, k.length() - 1) : k);
+                if (p != null) {
+                    record("tomb", p).put("dir", dir).put("etag", e.getValue().etag);
+                }
+            }
+        }
+        state.addAll(pending);
+        pending.clear();
+        journal.rewrite(state);
+    }
+
+    private VfsPath pathOfKey(String key) {
+        String rel;
+        if (spec.keyPrefix().isEmpty()) {
+            rel = key;
+        } else if (key.startsWith(spec.keyPrefix() + "/")) {
+            rel = key.substring(spec.keyPrefix().length() + 1);
+        } else {
+            return null;
+        }
+        try {
+            return rel.isEmpty() ? VfsPath.root() : VfsPath.of("/" + rel);
+        } catch (InvalidVfsPathException e) {
+            return null;
+        }
+    }
+
+    /** Re-reads the journal: dirty nodes and pending deletes come back due at once, clean ones as cache. */
+    private synchronized void restore() throws IOException {
+        // names (put, clean, gone) and tombstones (tomb, untomb) are two histories: last record wins in each
+        Map<VfsPath, ObjectNode> last = new TreeMap<>();
+        Map<String, ObjectNode> lastTomb = new TreeMap<>();
+        for (ObjectNode o : journal.read(msg -> LOG.warn("S3 store {}: journal {}", spec, msg))) {
+            try {
+                VfsPath p = VfsPath.of(o.get("p").asText());
+                String t = o.get("t").asText();
+                if (t.equals("tomb") || t.equals("untomb")) {
+                    lastTomb.put(o.path("dir").asBoolean() ? dirKey(p) : key(p), o);
+                } else {
+                    last.put(p, o);
+                }
+            } catch (InvalidVfsPathException e) {
+                LOG.warn("S3 store {}: journal record for a bad path skipped: {}", spec, e.getMessage());
+            }
+        }
+        int dirty = 0;
+        for (Map.Entry<String, ObjectNode> e : lastTomb.entrySet()) {
+            ObjectNode o = e.getValue();
+            if (o.get("t").asText().equals("tomb") && !e.getKey().isEmpty()) {
+                tombs.put(e.getKey(), new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null));
+                dirty++;
+            }
+        }
+        long maxIno = 1;
+        for (ObjectNode o : last.values()) {
+            maxIno = Math.max(maxIno, o.path("ino").asLong(0));
+        }
+        nextIno = maxIno + 1;
+        for (Map.Entry<VfsPath, ObjectNode> e : last.entrySet()) {
+            VfsPath p = e.getKey();
+            ObjectNode o = e.getValue();
+            String t = o.get("t").asText();
+            if (p.isRoot()) {
+                continue;
+            }
+            if (!t.equals("put") && !t.equals("clean")) {
+                continue;
+            }
+            long ino = o.path("ino").asLong(0);
+            boolean dir = o.path("dir").asBoolean();
+            if (ino < 2) {
+                LOG.warn("S3 store {}: journal record for {} has no inode, skipped", spec, p);
+                continue;
+            }
+            if (!dir && !Files.exists(dataFile(ino))) {
+                LOG.warn("S3 store {}: cached content of {} is missing, {}", spec, p,
+                        t.equals("put") ? "its last change is lost" : "fetched again");
+                continue;
+            }
+            Node n = new Node(ino, dir, FileTime.fromMillis(o.path("mtime").asLong()), o.path("mode").asInt(FILE_MODE));
+            n.atime = FileTime.fromMillis(o.path("atime").asLong());
+            n.ctime = FileTime.fromMillis(o.path("ctime").asLong());
+            n.birth = FileTime.fromMillis(o.path("birth").asLong());
+            n.remoteEtag = o.path("etag").isTextual() ? o.get("etag").asText() : null;
+            if (dir) {
+                n.dirOnRemote = n.marker = t.equals("clean");
+            } else {
+                n.size = Files.size(dataFile(ino));
+                n.cached = true;
+                if (o.path("sha").isTextual()) {
+                    n.sha = o.get("sha").asText();
+                    n.shaGen = n.gen;
+                }
+            }
+            ensureParents(p);
+            attach(p, n);
+            if (t.equals("put")) {
+                n.dirty = true;
+                dirtyNodes.add(n);
+                n.firstDirty = n.due = millis();
+                dirty++;
+            }
+        }
+        // content files the journal does not name are left from before a crash or a compaction
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dataDir)) {
+            for (Path f : ds) {
+                String name = f.getFileName().toString();
+                boolean used = false;
+                try {
+                    long ino = Long.parseLong(name);
+                    used = nodes.values().stream().anyMatch(n -> n.ino == ino);
+                } catch (NumberFormatException ignored) {
+                    // a .part of a download cut short
+                }
+                if (!used) {
+                    Files.deleteIfExists(f);
+                }
+            }
+        }
+        compact();
+        if (dirty > 0) {
+            LOG.info("S3 store {}: {} changes from before the last stop are uploaded now", spec, dirty);
+        }
+    }
+
+    /** Directory nodes for the parents of a restored node, as journaled nodes come in any order. */
+    private void ensureParents(VfsPath p) {
+        VfsPath parent = p.parent();
+        if (nodes.containsKey(parent)) {
+            return;
+        }
+        ensureParents(parent);
+        Node d = newNode(true, DIR_MODE);
+        d.dirOnRemote = true;
+        attach(parent, d);
+    }
+
+    // ---- what S3 says (requests made without the lock) ----
+
+    /** Lists directory {@code dir} from S3 unless its last listing is younger than the validity. */
+    private void refresh(VfsPath dir) throws IOException {
+        long now = millis();
+        long startSeq;
+        synchronized (this) {
+            Long at = listedAt.get(dir);
+            if (at != null && now - at < options.validity().toMillis()) {
+                return;
+            }
+            startSeq = seq;
+        }
+        Bucket.Level level;
+        try {
+            level = bucket.list(dirKey(dir), true);
+        } catch (IOException e) {
+            synchronized (this) {
+                if (listedAt.containsKey(dir)) {
+                    // S3 unreachable: what was last seen stands (logged once per outage by the flusher)
+                    noteOutage(e);
+                    return;
+                }
+            }
+            throw e;
+        }
+        Set<String> stillThere = confirmMissing(dir, level, startSeq);
+        synchronized (this) {
+            apply(dir, level, startSeq, stillThere);
+            listedAt.put(dir, now);
+            commit();
+        }
+        recovered();
+    }
+
+    /**
+     * The names known here that {@code level} does not show but S3 still has. A name is dropped only
+     * on S3's word, and a listing is not always the whole word: a server may end one short while
+     * deletes run in the same prefix (s3proxy's file system store does). Each missing name is asked
+     * once more -- a HEAD for a file, one key below it for a directory -- or, when many are missing
+     * (another host removed a tree), the directory is listed again: when both listings show the same
+     * names, the missing ones go; when they differ, none does until a later listing.
+     */
+    private Set<String> confirmMissing(VfsPath dir, Bucket.Level level, long startSeq) throws IOException {
+        List<VfsPath> missing = new ArrayList<>();
+        synchronized (this) {
+            Set<String> listed = names(dir, level);
+            for (String name : children(dir)) {
+                Node n = nodes.get(dir.child(name));
+                if (!listed.contains(name) && n != null && removedElsewhere(n, startSeq)) {
+                    missing.add(n.path);
+                }
+            }
+        }
+        Set<String> stillThere = new TreeSet<>();
+        if (missing.isEmpty()) {
+            return stillThere;
+        }
+        if (missing.size() > CONFIRM_ONE_BY_ONE) {
+            Set<String> first = names(dir, level);
+            Set<String> again = names(dir, bucket.list(dirKey(dir), true));
+            // two listings that disagree were cut short or raced a change: drop nothing on their word now
+            boolean agree = again.equals(first);
+            for (VfsPath p : missing) {
+                if (!agree || again.contains(p.fileName())) {
+                    stillThere.add(p.fileName());
+                }
+            }
+            return stillThere;
+        }
+        for (VfsPath p : missing) {
+            Node n;
+            synchronized (this) {
+                n = nodes.get(p);
+            }
+            boolean there = n != null && (n.dir ? bucket.anyUnder(dirKey(p)) : bucket.head(key(p)) != null);
+            if (there) {
+                stillThere.add(p.fileName());
+            }
+        }
+        return stillThere;
+    }
+
+    /** The names a listing of {@code dir} shows, files and directories. */
+    private Set<String> names(VfsPath dir, Bucket.Level level) {
+        String prefix = dirKey(dir);
+        Set<String> out = new java.util.HashSet<>();
+        for (Bucket.Listed o : level.objects()) {
+            out.add(o.key().substring(prefix.length()));
+        }
+        for (String pre : level.prefixes()) {
+            out.add(pre.substring(prefix.length(), pre.length() - 1));
+        }
+        return out;
+    }
+
+    /** Merges a listing of {@code dir} into the overlay: the local layer wins over what S3 says. */
+    private void apply(VfsPath dir, Bucket.Level level, long startSeq, Set<String> stillThere) throws IOException {
+        Node d = nodes.get(dir);
+        if (d == null || !d.dir) {
+            return;
+        }
+        String prefix = dirKey(dir);
+        Set<String> seen = new TreeSet<>();
+        for (Bucket.Listed o : level.objects()) {
+            String name = o.key().substring(prefix.length());
+            if (name.isEmpty()) {
+                d.marker = d.dirOnRemote = true;
+                continue;
+            }
+            VfsPath p = childOrNull(dir, name);
+            if (p == null || buried(o.key(), startSeq)) {
+                continue;
+            }
+            Node n = nodes.get(p);
+            if (n == null && inflight.contains(o.key())) {
+                continue;
+            }
+            seen.add(name);
+            if (n == null) {
+                n = newNode(false, FILE_MODE);
+                fromListing(n, o, startSeq);
+                attach(p, n);
+            } else if (!n.dir && !n.dirty && n.writers == 0 && n.syncedSeq <= startSeq
+                    && !Objects.equals(n.remoteEtag, o.etag())) {
+                // changed by another host: new attributes now, the new content from the next open
+                fromListing(n, o, startSeq);
+                n.gen++;
+                journalPut(n);
+            }
+        }
+        for (String pre : level.prefixes()) {
+            String name = pre.substring(prefix.length(), pre.length() - 1);
+            VfsPath p = childOrNull(dir, name);
+            if (p == null || buried(pre, startSeq)) {
+                continue;
+            }
+            Node n = nodes.get(p);
+            if (n == null && inflight.contains(pre)) {
+                continue;
+            }
+            seen.add(name);
+            if (n == null) {
+                n = newNode(true, DIR_MODE);
+                n.dirOnRemote = true;
+                n.syncedSeq = startSeq;
+                attach(p, n);
+            } else if (n.dir) {
+                n.dirOnRemote = true;
+            }
+        }
+        for (String name : List.copyOf(children(dir))) {
+            if (seen.contains(name) || stillThere.contains(name)) {
+                continue;
+            }
+            Node n = nodes.get(dir.child(name));
+            if (n != null && removedElsewhere(n, startSeq)) {
+                for (Node gone : subtree(n.path)) {
+                    record("gone", gone.path);
+                    detach(gone);
+                }
+            }
+        }
+        long now = millis();
+        tombs.values().removeIf(t -> !t.pending && (t.doneSeq < startSeq || now - t.doneAt > DONE_TOMB_MILLIS));
+    }
+
+    /** Whether a node S3 no longer lists was removed by another host (and not just made here). */
+    private boolean removedElsewhere(Node n, long startSeq) {
+        if (n == root || n.syncedSeq > startSeq) {
+            return false;
+        }
+        for (Node m : subtree(n.path)) {
+            if (m.dirty || m.writers > 0 || m.syncedSeq > startSeq) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void fromListing(Node n, Bucket.Listed o, long startSeq) {
+        if (n.cached) {
+            try {
+                Files.deleteIfExists(dataFile(n.ino)); // stale; open handles keep their copy
+            } catch (IOException e) {
+                LOG.warn("cannot remove stale cached content of {}: {}", n.path, e.getMessage());
+            }
+        }
+        n.remoteEtag = o.etag();
+        n.size = o.size();
+        FileTime t = o.modified() == null ? now() : FileTime.from(o.modified());
+        n.mtime = n.ctime = n.atime = t;
+        n.cached = false;
+        n.sha = null;
+        n.shaGen = -1;
+        n.syncedSeq = startSeq;
+    }
+
+    private boolean buried(String key, long startSeq) {
+        Tomb t = tombs.get(key);
+        return t != null && (t.pending || t.doneSeq > startSeq);
+    }
+
+    private static VfsPath childOrNull(VfsPath dir, String name) {
+        if (name.isEmpty() || name.contains("/")) {
+            return null;
+        }
+        try {
+            return dir.child(name);
+        } catch (InvalidVfsPathException e) {
+            return null; // a key no path can name (".", "..", "a//b"): not part of the namespace
+        }
+    }
+
+    /**
+     * The node at {@code p}, or null; its directory is listed again when that listing is stale. The
+     * directories above it are not: known here is enough, as the listing of the last one says when
+     * they are gone (it comes back empty), and a stat costs one request per validity, not one per level.
+     */
+    private Node lookup(VfsPath p) throws IOException {
+        if (p.isRoot()) {
+            return root;
+        }
+        Node parent = ancestor(p.parent());
+        if (parent == null) {
+            return null;
+        }
+        if (!parent.dir) {
+            throw new NotDirectoryException(p.toString());
+        }
+        refresh(p.parent());
+        synchronized (this) {
+            return nodes.get(p);
+        }
+    }
+
+    private Node ancestor(VfsPath dir) throws IOException {
+        synchronized (this) {
+            Node n = nodes.get(dir);
+            if (n != null) {
+                return n;
+            }
+        }
+        return lookup(dir);
+    }
+
+    private Node find(VfsPath p) throws IOException {
+        Node n = lookup(p);
+        if (n == null) {
+            throw new NoSuchFileException(p.toString());
+        }
+        return n;
+    }
+
+    private Node findFile(VfsPath p) throws IOException {
+        Node n = find(p);
+        if (n.dir) {
+            throw new IsDirectoryException(p.toString());
+        }
+        return n;
+    }
+
+    private Node findDir(VfsPath p) throws IOException {
+        Node n = find(p);
+        if (!n.dir) {
+            throw new NotDirectoryException(p.toString());
+        }
+        return n;
+    }
+
+    /** The parent directory of {@code p}, which must exist (as mknod(2): ENOENT, ENOTDIR). */
+    private Node parentOf(VfsPath p) throws IOException {
+        if (p.isRoot()) {
+            throw new ErrnoException(Linux.EBUSY, p.toString(), "Device or resource busy");
+        }
+        Node parent;
+        try {
+            parent = lookup(p.parent());
+        } catch (NotDirectoryException e) {
+            throw new NotDirectoryException(p.toString());
+        }
+        if (parent == null) {
+            throw new NoSuchFileException(p.toString());
+        }
+        if (!parent.dir) {
+            throw new NotDirectoryException(p.toString());
+        }
+        refresh(p.parent());
+        return parent;
+    }
+
+    /** Makes sure the data file of {@code n} holds its content, fetching it from S3 when not. */
+    private void fetch(Node n) throws IOException {
+        for (int attempt = 0; ; attempt++) {
+            VfsPath p;
+            long gen;
+            synchronized (this) {
+                if (n.dir) {
+                    throw new IsDirectoryException(String.valueOf(n.path));
+                }
+                if (n.cached) {
+                    return;
+                }
+                p = n.path;
+                gen = n.gen;
+                if (p == null) {
+                    throw new NoSuchFileException("(removed)");
+                }
+            }
+            Path part = dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
+            Bucket.Head h = bucket.get(key(p), part);
+            synchronized (this) {
+                try {
+                    if (h == null) {
+                        // gone from S3; what this host had of it was only attributes
+                        if (n.path != null && n.gen == gen) {
+                            record("gone", n.path);
+                            detach(n);
+                            commit();
+                        }
+                        throw new NoSuchFileException(p.toString());
+                    }
+                    if (n.path != null && n.gen == gen && !n.cached) {
+                        Files.move(part, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                        n.cached = true;
+                        n.remoteEtag = h.etag();
+                        n.size = h.size();
+                        fromMeta(n, h);
+                        n.syncedSeq = seq;
+                        journalPut(n);
+                        commit();
+                        return;
+                    }
+                } finally {
+                    Files.deleteIfExists(part);
+                }
+            }
+            if (attempt >= SNAPSHOT_TRIES) {
+                throw new ErrnoException(Linux.EBUSY, p.toString(), "Resource busy: changed while it was fetched");
+            }
+        }
+    }
+
+    private void fromMeta(Node n, Bucket.Head h) {
+        Map<String, String> meta = h.meta();
+        String sha = meta.get(META_SHA);
+        if (sha != null && ContentHash.isEtag(sha)) {
+            n.sha = sha;
+            n.shaGen = n.gen;
+        }
+        try {
+            if (meta.containsKey(META_MODE)) {
+                n.mode = (n.mode & ~0111) | (Integer.parseInt(meta.get(META_MODE), 8) & 0111);
+            }
+            if (meta.containsKey(META_MTIME)) {
+                n.mtime = FileTime.fromMillis(Long.parseLong(meta.get(META_MTIME)));
+            }
+        } catch (NumberFormatException e) {
+            // another tool's metadata: S3's own times stand
+        }
+    }
+
+    /** Every name below directory {@code dir} in S3 (a rename or delete of a whole tree needs them all). */
+    private void listTree(VfsPath dir) throws IOException {
+        long startSeq;
+        synchronized (this) {
+            startSeq = seq;
+        }
+        Bucket.Level all = bucket.list(dirKey(dir), false);
+        synchronized (this) {
+            String prefix = dirKey(dir);
+            for (Bucket.Listed o : all.objects()) {
+                String rel = o.key().substring(prefix.length());
+                boolean marker = rel.endsWith("/");
+                if (marker) {
+                    rel = rel.substring(0, rel.length() - 1);
+                }
+                if (rel.isEmpty() || buried(o.key(), startSeq)) {
+                    continue;
+                }
+                VfsPath p;
+                try {
+                    p = VfsPath.of(dir.isRoot() ? "/" + rel : dir + "/" + rel);
+                } catch (InvalidVfsPathException e) {
+                    continue;
+                }
+                if (!placeDirs(p.parent(), startSeq)) {
+                    continue;
+                }
+                Node n = nodes.get(p);
+                if (n == null) {
+                    n = newNode(marker, marker ? DIR_MODE : FILE_MODE);
+                    if (marker) {
+                        n.dirOnRemote = n.marker = true;
+                        n.syncedSeq = startSeq;
+                    } else {
+                        fromListing(n, o, startSeq);
+                    }
+                    attach(p, n);
+                }
+            }
+            commit();
+        }
+    }
+
+    /** Directory nodes down to {@code dir} for a key found below it; false where a file is in the way. */
+    private boolean placeDirs(VfsPath dir, long startSeq) {
+        Node n = nodes.get(dir);
+        if (n != null) {
+            return n.dir;
+        }
+        if (!placeDirs(dir.parent(), startSeq) || buried(dirKey(dir), startSeq)) {
+            return false;
+        }
+        n = newNode(true, DIR_MODE);
+        n.dirOnRemote = true;
+        n.syncedSeq = startSeq;
+        attach(dir, n);
+        return true;
+    }
+
+    // ---- the seeds' operations ----
+
+    @Override
+    public byte[] read(VfsPath path) throws IOException {
+        try (FileChannel ch = openContent(path)) {
+            long size = ch.size();
+            if (size > Integer.MAX_VALUE - 16) {
+                throw new ErrnoException(Linux.EFBIG, path.toString(), "File too large");
+            }
+            ByteBuffer buf = ByteBuffer.allocate((int) size);
+            while (buf.hasRemaining() && ch.read(buf, buf.position()) > 0) {
+                // a read of a regular file stops short only at its end
+            }
+            return buf.position() == buf.capacity() ? buf.array() : java.util.Arrays.copyOf(buf.array(), buf.position());
+        }
+    }
+
+    /** A channel on the current content of the file at {@code path}, which a later replace does not change. */
+    private FileChannel openContent(VfsPath path) throws IOException {
+        for (int attempt = 0; ; attempt++) {
+            Node n = findFile(path);
+            fetch(n);
+            synchronized (this) {
+                // the node now at the path: a write may have replaced n since, and that is as good
+                Node cur = nodes.get(path);
+                if (cur != null && !cur.dir && cur.cached) {
+                    return FileChannel.open(dataFile(cur.ino), StandardOpenOption.READ);
+                }
+            }
+            if (attempt >= SNAPSHOT_TRIES) {
+                throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was opened");
+            }
+        }
+    }
+
+    @Override
+    public void write(VfsPath path, byte[] data) throws IOException {
+        replace(path, tmp -> Files.write(tmp, data), -1);
+    }
+
+    private interface Filler {
+        void fill(Path tmp) throws IOException;
+    }
+
+    /** Creates or replaces a file with new content (a new inode), atomically; creates parents. */
+    private void replace(VfsPath path, Filler content, int mode) throws IOException {
+        if (path.isRoot()) {
+            throw new IsDirectoryException(path.toString());
+        }
+        mkdir(path.parent());
+        Node existing = lookup(path);
+        if (existing != null && existing.dir) {
+            throw new IsDirectoryException(path.toString());
+        }
+        long ino;
+        synchronized (this) {
+            ino = nextIno++;
+        }
+        Path tmp = dataDir.resolve(ino + ".new");
+        try {
+            content.fill(tmp);
+            synchronized (this) {
+                Node old = nodes.get(path);
+                if (old != null && old.dir) {
+                    throw new IsDirectoryException(path.toString());
+                }
+                if (nodes.get(path.parent()) == null) {
+                    throw new NoSuchFileException(path.toString());
+                }
+                Files.move(tmp, dataFile(ino), StandardCopyOption.ATOMIC_MOVE);
+                Node n = new Node(ino, false, now(), mode >= 0 ? mode : old == null ? FILE_MODE : old.mode);
+                n.size = Files.size(dataFile(ino));
+                n.cached = true;
+                if (old != null) {
+                    n.remoteEtag = old.remoteEtag;
+                    detach(old);
+                }
+                attach(path, n);
+                resurrect(path, n);
+                touch(nodes.get(path.parent()));
+                dirty(n);
+                commit();
+            }
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+
+    @Override
+    public void append(VfsPath path, byte[] data) throws IOException {
+        mkdir(path.parent());
+        try (FileHandle h = open(path, Set.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE), FILE_MODE)) {
+            h.write(ByteBuffer.wrap(data), 0);
+        }
+    }
+
+    @Override
+    public void delete(VfsPath path) throws IOException {
+        Node n = find(path);
+        if (n == root) {
+            throw new ErrnoException(Linux.EBUSY, path.toString(), "Device or resource busy");
+        }
+        if (n.dir) {
+            listTree(path);
+        }
+        synchronized (this) {
+            if (n.path == null) {
+                throw new NoSuchFileException(path.toString());
+            }
+            for (Node m : subtree(path)) {
+                bury(m.path, m);
+                record("gone", m.path);
+                detach(m);
+            }
+            touch(nodes.get(path.parent()));
+            needMarker(path.parent());
+            commit();
+        }
+    }
+
+    @Override
+    public List<Entry> list(VfsPath path) throws IOException {
+        List<Entry> out = entries(path);
+        out.sort(Comparator.comparing(Entry::name));
+        return out;
+    }
+
+    @Override
+    public List<Entry> entries(VfsPath path) throws IOException {
+        findDir(path);
+        refresh(path);
+        synchronized (this) {
+            List<Entry> out = new ArrayList<>();
+            for (String name : children(path)) {
+                Node n = nodes.get(path.child(name));
+                if (n != null) {
+                    out.add(new Entry(name, n.dir ? EntryKind.DIRECTORY : EntryKind.FILE));
+                }
+            }
+            return out;
+        }
+    }
+
+    @Override
+    public void forEachEntry(VfsPath path, EntrySink sink) throws IOException {
+        // a snapshot, handed on outside the lock: the sink is the caller's code
+        for (Entry e : entries(path)) {
+            byte[] name = e.name().getBytes(StandardCharsets.UTF_8);
+            if (!sink.accept(name, 0, name.length, e.kind())) {
+                return;
+            }
+        }
+    }
+
+    @Override
+    public boolean exists(VfsPath path) throws IOException {
+        try {
+            return lookup(path) != null;
+        } catch (NotDirectoryException e) {
+            return false;
+        }
+    }
+
+    @Override
+    public void mkdir(VfsPath path) throws IOException {
+        if (path.isRoot()) {
+            return;
+        }
+        mkdir(path.parent());
+        Node n = lookup(path);
+        if (n != null) {
+            if (!n.dir) {
+                throw new NotDirectoryException(path.toString());
+            }
+            return;
+        }
+        synchronized (this) {
+            n = nodes.get(path);
+            if (n == null) {
+                makeDir(path);
+                commit();
+            } else if (!n.dir) {
+                throw new NotDirectoryException(path.toString());
+            }
+        }
+    }
+
+    private void makeDir(VfsPath path) {
+        Node d = newNode(true, DIR_MODE);
+        attach(path, d);
+        resurrect(path, d);
+        touch(nodes.get(path.parent()));
+        dirty(d);
+        d.due = millis(); // no debounce for a marker: other hosts see the directory sooner
+    }
+
+    @Override
+    public void copy(VfsPath src, VfsPath dst) throws IOException {
+        int mode;
+        try (FileChannel from = openContent(src)) {
+            synchronized (this) {
+                mode = nodes.get(src) == null ? FILE_MODE : nodes.get(src).mode;
+            }
+            // like std::fs::copy in the seeds and LocalStorage: the copy takes the source's mode
+            replace(dst, tmp -> {
+                try (FileChannel to = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                    long size = from.size();
+                    for (long done = 0; done < size; ) {
+                        done += from.transferTo(done, size - done, to);
+                    }
+                }
+            }, mode);
+        }
+    }
+
+    @Override
+    public void rename(VfsPath src, VfsPath dst) throws IOException {
+        Node n = find(src);
+        if (n == root) {
+            throw new ErrnoException(Linux.EBUSY, src.toString(), "Device or resource busy");
+        }
+        parentOf(dst);
+        if (src.equals(dst)) {
+            return;
+        }
+        if (n.dir && dst.startsWith(src)) {
+            throw new ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
+        }
+        Node target = lookup(dst);
+        if (target != null && target.dir) {
+            refresh(dst);
+        }
+        // S3 cannot rename: everything moved is uploaded anew, so its content must be here first
+        if (n.dir) {
+            listTree(src);
+            List<Node> files;
+            synchronized (this) {
+                files = subtree(src).stream().filter(m -> !m.dir).toList();
+            }
+            for (Node f : files) {
+                fetch(f);
+            }
+        } else {
+            fetch(n);
+        }
+        synchronized (this) {
+            if (n.path == null || !n.path.equals(src)) {
+                throw new NoSuchFileException(src.toString());
+            }
+            target = nodes.get(dst);
+            if (target != null) {
+                if (target.dir && !n.dir) {
+                    throw new IsDirectoryException(dst.toString());
+                }
+                if (!target.dir && n.dir) {
+                    throw new NotDirectoryException(dst.toString());
+                }
+                if (target.dir && !children(dst).isEmpty()) {
+                    throw new DirectoryNotEmptyException(dst.toString());
+                }
+            }
+            List<Node> moving = subtree(src);
+            if (moving.stream().anyMatch(m -> !m.dir && !m.cached)) {
+                throw new ErrnoException(Linux.EBUSY, src.toString(), dst.toString(), "Resource busy: changed while it was renamed");
+            }
+            String targetEtag = target == null || target.dir ? null : target.remoteEtag;
+            boolean targetDirOnRemote = target != null && target.dir && target.dirOnRemote;
+            if (target != null) {
+                record("gone", dst);
+                detach(target);
+            }
+            // parents before children, so each lands under its moved parent
+            moving.sort(Comparator.comparingInt(m -> m.path.depth()));
+            for (Node m : moving) {
+                VfsPath from = m.path;
+                VfsPath to = VfsPath.of(dst + from.toString().substring(src.toString().length()));
+                bury(from, m);
+                record("gone", from);
+                nodes.remove(from);
+                TreeSet<String> siblings = index.get(from.parent());
+                if (siblings != null) {
+                    siblings.remove(from.fileName());
+                }
+                TreeSet<String> kids = index.remove(from);
+                attach(to, m);
+                if (kids != null) {
+                    index.put(to, kids);
+                }
+                m.remoteEtag = null;
+                m.dirOnRemote = m.marker = false;
+                resurrect(to, m);
+                m.ctime = now();
+                boolean wasDirty = m.dirty;
+                dirty(m);
+                if (!wasDirty) {
+                    m.due = millis(); // the old name is going from S3: the new one goes up at once
+                }
+            }
+            if (n.dir) {
+                n.dirOnRemote = n.dirOnRemote || targetDirOnRemote;
+            } else if (targetEtag != null) {
+                n.remoteEtag = targetEtag;
+            }
+            journalPut(n);
+            touch(nodes.get(src.parent()));
+            touch(nodes.get(dst.parent()));
+            needMarker(src.parent());
+            commit();
+        }
+    }
+
+    @Override
+    public Metadata metadata(VfsPath path) throws IOException {
+        Node n = find(path);
+        synchronized (this) {
+            return metadataOf(n);
+        }
+    }
+
+    private Metadata metadataOf(Node n) {
+        long links;
+        if (n.dir) {
+            links = 2;
+            if (n.path != null) {
+                for (String name : children(n.path)) {
+                    Node c = nodes.get(n.path.child(name));
+                    if (c != null && c.dir) {
+                        links++;
+                    }
+                }
+            }
+        } else {
+            links = n.path == null ? 0 : 1;
+        }
+        return new Metadata(n.dir ? EntryKind.DIRECTORY : EntryKind.FILE, n.size, n.birth, n.mtime, n.atime,
+                n.ctime, links, n.mode, n.ino);
+    }
+
+    // ---- a mount's operations ----
+
+    @Override
+    public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
+        boolean write = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
+        boolean create = flags.contains(OpenFlag.CREATE) || flags.contains(OpenFlag.CREATE_NEW);
+        for (int attempt = 0; ; attempt++) {
+            parentOf(path);
+            Node n = lookup(path);
+            if (n != null && flags.contains(OpenFlag.CREATE_NEW)) {
+                throw new FileAlreadyExistsException(path.toString());
+            }
+            if (n != null && n.dir) {
+                throw new IsDirectoryException(path.toString());
+            }
+            if (n != null && !flags.contains(OpenFlag.TRUNCATE)) {
+                fetch(n);
+            }
+            synchronized (this) {
+                Node now = nodes.get(path);
+                if (now == null) {
+                    if (!create || nodes.get(path.parent()) == null) {
+                        throw new NoSuchFileException(path.toString());
+                    }
+                    Node c = newNode(false, FILE_MODE | ((createMode & 0100) != 0 ? 0111 : 0));
+                    Files.write(dataFile(c.ino), new byte[0]);
+                    c.cached = true;
+                    attach(path, c);
+                    resurrect(path, c);
+                    touch(nodes.get(path.parent()));
+                    dirty(c);
+                    commit();
+                    return handle(c, write, flags.contains(OpenFlag.APPEND));
+                }
+                if (now.dir) {
+                    throw new IsDirectoryException(path.toString());
+                }
+                if (now != n && flags.contains(OpenFlag.CREATE_NEW)) {
+                    throw new FileAlreadyExistsException(path.toString());
+                }
+                boolean emptied = false;
+                if (flags.contains(OpenFlag.TRUNCATE) && !now.cached) {
+                    // its content is about to go: no need to fetch it
+                    Files.write(dataFile(now.ino), new byte[0]);
+                    now.cached = true;
+                    emptied = now.size > 0;
+                    now.size = 0;
+                }
+                if (now.cached) {
+                    FileHandle h = handle(now, write, flags.contains(OpenFlag.APPEND));
+                    if (flags.contains(OpenFlag.TRUNCATE) && (now.size > 0 || emptied)) {
+                        h.truncate(0);
+                    }
+                    return h;
+                }
+            }
+            if (attempt >= SNAPSHOT_TRIES) {
+                throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was opened");
+            }
+        }
+    }
+
+    /** Caller holds the lock. */
+    private FileHandle handle(Node n, boolean write, boolean append) throws IOException {
+        FileChannel ch = FileChannel.open(dataFile(n.ino), StandardOpenOption.READ, StandardOpenOption.WRITE);
+        if (write) {
+            n.writers++;
+        }
+        return new Handle(n, ch, write, append);
+    }
+
+    private final class Handle implements FileHandle {
+        private final Node node;
+        private final FileChannel ch;
+        private final boolean writer;
+        private final boolean append;
+        private final Metadata opened;
+        private boolean closed;
+        /** Made at the first lock request through this handle; guarded by the store's monitor. */
+        private InProcessLocks.View locks;
+
+        Handle(Node node, FileChannel ch, boolean writer, boolean append) {
+            this.node = node;
+            this.ch = ch;
+            this.writer = writer;
+            this.append = append;
+            this.opened = metadataOf(node);
+        }
+
+        @Override
+        public Metadata opened() {
+            return opened;
+        }
+
+        @Override
+        public int read(ByteBuffer dst, long position) throws IOException {
+            int total = 0;
+            while (dst.hasRemaining()) {
+                int n = ch.read(dst, position + total);
+                if (n <= 0) {
+                    break;
+                }
+                total += n;
+            }
+            return total;
+        }
+
+        @Override
+        public int write(ByteBuffer src, long position) throws IOException {
+            synchronized (S3Storage.this) {
+                writing(node);
+                commit();
+                long at = append ? ch.size() : position;
+                int n = 0;
+                while (src.hasRemaining()) {
+                    n += ch.write(src, at + n);
+                }
+                node.size = ch.size();
+                touch(node);
+                return n;
+            }
+        }
+
+        @Override
+        public void truncate(long size) throws IOException {
+            synchronized (S3Storage.this) {
+                writing(node);
+                commit();
+                setLength(size);
+                node.size = ch.size();
+                touch(node);
+            }
+        }
+
+        private void setLength(long size) throws IOException {
+            long cur = ch.size();
+            if (size < cur) {
+                ch.truncate(size);
+            } else if (size > cur) {
+                ch.write(ByteBuffer.allocate(1), size - 1);
+            }
+        }
+
+        @Override
+        public void allocate(int mode, long offset, long length) throws IOException {
+            boolean keepSize = (mode & KEEP_SIZE) != 0;
+            boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
+            // the checks of vfs_fallocate, in its order
+            if (offset < 0 || length <= 0) {
+                throw new ErrnoException(Linux.EINVAL, null, "Invalid argument");
+            }
+            if ((mode & ~(KEEP_SIZE | PUNCH_HOLE | ZERO_RANGE)) != 0
+                    || (mode & PUNCH_HOLE) != 0 && (!keepSize || (mode & ZERO_RANGE) != 0)) {
+                throw new ErrnoException(Linux.EOPNOTSUPP, null, "Operation not supported");
+            }
+            synchronized (S3Storage.this) {
+                long end = offset + length;
+                long cur = ch.size();
+                if (zero) {
+                    // an object has no blocks to reserve or free: a hole and zeros read the same
+                    long to = Math.min(end, cur);
+                    ByteBuffer zeros = ByteBuffer.allocate((int) Math.min(1 << 16, Math.max(0, to - offset)));
+                    for (long at = offset; at < to; ) {
+                        zeros.clear().limit((int) Math.min(zeros.capacity(), to - at));
+                        at += ch.write(zeros, at);
+                    }
+                }
+                if (!keepSize && end > cur) {
+                    setLength(end);
+                }
+                if (zero || (!keepSize && end > cur)) {
+                    writing(node);
+                    commit();
+                    node.size = ch.size();
+                    touch(node);
+                }
+            }
+        }
+
+        @Override
+        public void sync(boolean metadata) throws IOException {
+            flushNode(node);
+        }
+
+        @Override
+        public long inode() {
+            return node.ino;
+        }
+
+        @Override
+        public Metadata metadata() {
+            synchronized (S3Storage.this) {
+                return metadataOf(node);
+            }
+        }
+
+        @Override
+        public long size() throws IOException {
+            return ch.size();
+        }
+
+        @Override
+        public void setTimes(FileTime accessed, FileTime modified) throws IOException {
+            synchronized (S3Storage.this) {
+                setTimesOf(node, accessed, modified);
+                commit();
+            }
+        }
+
+        @Override
+        public void setExecutable(int mode) throws IOException {
+            synchronized (S3Storage.this) {
+                setExecutableOf(node, mode);
+                commit();
+            }
+        }
+
+        /** Locks exclude within this daemon: another host's processes are not seen (as on any mount of S3). */
+        @Override
+        public FileLocks locks() {
+            synchronized (S3Storage.this) {
+                if (locks == null) {
+                    if (node.locks == null) {
+                        node.locks = new InProcessLocks(S3Storage.this);
+                    }
+                    locks = node.locks.view();
+                }
+                return locks;
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            synchronized (S3Storage.this) {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+                if (locks != null) {
+                    locks.close();
+                }
+                if (writer) {
+                    node.writers--;
+                    if (node.dirty && node.writers == 0 && node.path != null) {
+                        // closed dirty: the debounce starts now, and the journal has the final attributes
+                        schedule(node);
+                        journalPut(node);
+                        commit();
+                    }
+                }
+            }
+            ch.close();
+        }
+    }
+
+    private void setTimesOf(Node n, FileTime accessed, FileTime modified) throws IOException {
+        if (accessed != null) {
+            n.atime = accessed;
+        }
+        if (modified != null) {
+            n.mtime = modified;
+        }
+        n.ctime = now();
+        if (!n.dir && modified != null) {
+            // S3 keeps the mtime in the object's metadata, which only an upload changes
+            dirty(n);
+        } else if (n.path != null) {
+            journalPut(n);
+        }
+    }
+
+    private void setExecutableOf(Node n, int mode) throws IOException {
+        int wanted = (n.mode & ~0111) | (mode & 0111);
+        if (wanted != n.mode) {
+            n.mode = wanted;
+            n.ctime = now();
+            if (!n.dir) {
+                dirty(n);
+            } else if (n.path != null) {
+                journalPut(n);
+            }
+        }
+    }
+
+    @Override
+    public void truncate(VfsPath path, long size) throws IOException {
+        try (FileHandle h = open(path, Set.of(OpenFlag.WRITE), 0)) {
+            h.truncate(size);
+        }
+    }
+
+    @Override
+    public void createDirectory(VfsPath path) throws IOException {
+        parentOf(path);
+        if (lookup(path) != null) {
+            throw new FileAlreadyExistsException(path.toString());
+        }
+        synchronized (this) {
+            if (nodes.containsKey(path)) {
+                throw new FileAlreadyExistsException(path.toString());
+            }
+            if (nodes.get(path.parent()) == null) {
+                throw new NoSuchFileException(path.toString());
+            }
+            makeDir(path);
+            commit();
+        }
+    }
+
+    @Override
+    public void removeFile(VfsPath path) throws IOException {
+        parentOf(path);
+        Node n = find(path);
+        if (n.dir) {
+            throw new IsDirectoryException(path.toString());
+        }
+        synchronized (this) {
+            if (nodes.get(path) != n) {
+                throw new NoSuchFileException(path.toString());
+            }
+            bury(path, n);
+            record("gone", path);
+            detach(n);
+            n.ctime = now();
+            touch(nodes.get(path.parent()));
+            needMarker(path.parent());
+            commit();
+        }
+    }
+
+    @Override
+    public void removeDirectory(VfsPath path) throws IOException {
+        parentOf(path);
+        Node n = find(path);
+        if (!n.dir) {
+            throw new NotDirectoryException(path.toString());
+        }
+        refresh(path);
+        synchronized (this) {
+            if (nodes.get(path) != n) {
+                throw new NoSuchFileException(path.toString());
+            }
+            if (!children(path).isEmpty()) {
+                throw new DirectoryNotEmptyException(path.toString());
+            }
+            bury(path, n);
+            record("gone", path);
+            detach(n);
+            touch(nodes.get(path.parent()));
+            needMarker(path.parent());
+            commit();
+        }
+    }
+
+    @Override
+    public void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException {
+        Node n = find(path);
+        synchronized (this) {
+            setTimesOf(n, accessed, modified);
+            commit();
+        }
+    }
+
+    @Override
+    public void setExecutable(VfsPath path, int mode) throws IOException {
+        Node n = find(path);
+        synchronized (this) {
+            setExecutableOf(n, mode);
+            commit();
+        }
+    }
+
+    @Override
+    public void link(VfsPath existing, VfsPath newName) throws IOException {
+        find(existing);
+        throw new ErrnoException(Linux.EPERM, existing.toString(), newName.toString(), "Operation not permitted: an S3 store cannot keep hard links (one object per name)");
+    }
+
+    @Override
+    public String readLink(VfsPath path) throws IOException {
+        find(path);
+        throw new java.nio.file.NotLinkException(path.toString());
+    }
+
+    @Override
+    public SpaceInfo space() {
+        // a bucket has no size; say a large one, as s3fs and goofys do
+        long big = 1L << 50;
+        return new SpaceInfo(BLOCK, big, big, big, 1024, 0, 0);
+    }
+
+    // ---- ETags ----
+
+    /** The SHA-256 of the file's content: remembered per change, from S3's metadata, or computed once. */
+    @Override
+    public String etag(VfsPath path) throws IOException {
+        Node n = findFile(path);
+        String remote;
+        long seen;
+        synchronized (this) {
+            if (n.shaGen == n.gen && n.sha != null) {
+                return n.sha;
+            }
+            remote = n.cached || n.dirty ? null : n.remoteEtag;
+            seen = n.gen;
+        }
+        if (remote != null) {
+            // uploaded by a chibifs: the object's metadata has it, no need for the content
+            Bucket.Head h = bucket.head(key(path));
+            String sha = h == null ? null : h.meta().get(META_SHA);
+            if (sha != null && ContentHash.isEtag(sha) && remote.equals(h.etag())) {
+                synchronized (this) {
+                    if (n.gen == seen) {
+                        n.sha = sha;
+                        n.shaGen = seen;
+                    }
+                }
+                return sha;
+            }
+        }
+        fetch(n);
+        long gen;
+        synchronized (this) {
+            gen = n.gen;
+        }
+        String sha;
+        try (FileChannel ch = FileChannel.open(dataFile(n.ino), StandardOpenOption.READ);
+             InputStream in = java.nio.channels.Channels.newInputStream(ch)) {
+            sha = ContentHash.of(in);
+        }
+        synchronized (this) {
+            if (n.gen == gen) {
+                n.sha = sha;
+                n.shaGen = gen;
+            }
+        }
+        return sha;
+    }
+
+    /** Conditional writes, one at a time: the check and the change they guard are one step here. */
+    private final ReentrantLock conditional = new ReentrantLock();
+
+    /**
+     * A conditional write: checked against what S3 has now (the listing asked again, not believed for
+     * the validity), made here, and uploaded at once, conditional on the object being what was
+     * checked. When another host changed it in between, theirs stays, this content is kept beside it
+     * as a conflict copy, and the write fails with the ETag the file has now.
+     */
+    @Override
+    public void write(VfsPath path, byte[] data, Precondition condition) throws IOException {
+        conditionally(path, condition, () -> write(path, data));
+    }
+
+    @Override
+    public void append(VfsPath path, byte[] data, Precondition condition) throws IOException {
+        conditionally(path, condition, () -> append(path, data));
+    }
+
+    private interface Change {
+        void run() throws IOException;
+    }
+
+    private void conditionally(VfsPath path, Precondition condition, Change change) throws IOException {
+        if (condition.none()) {
+            change.run();
+            return;
+        }
+        conditional.lock();
+        try {
+            if (!path.isRoot()) {
+                synchronized (this) {
+                    listedAt.remove(path.parent());
+                }
+            }
+            condition.check(path, currentEtag(path));
+            change.run();
+            Node n = findFile(path);
+            String mine = etag(path);
+            flushNode(n);
+            String now = currentEtag(path);
+            if (!mine.equals(now)) {
+                throw new EtagMismatchException(path.toString(), condition, now);
+            }
+        } finally {
+            conditional.unlock();
+        }
+    }
+
+    // ---- write-back ----
+
+    /** Uploads and deletes whatever is due now (by the store's clock). */
+    public void flushDue() throws IOException {
+        flush(false);
+    }
+
+    /** Uploads and deletes everything pending, returning once S3 has it all (umount, SIGTERM, tests). */
+    public void flushAll() throws IOException {
+        flush(true);
+    }
+
+    /** The requests this store made to S3 so far, by kind (list, head, get, put, delete). */
+    public Map<String, Long> requests() {
+        return bucket.requests();
+    }
+
+    /** How many changes wait for S3. */
+    public synchronized int pendingChanges() {
+        int n = dirtyNodes.size();
+        for (Tomb t : tombs.values()) {
+            if (t.pending) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private void flush(boolean all) throws IOException {
+        flushLock.lock();
+        try {
+            List<Node> due = new ArrayList<>();
+            long now = millis();
+            synchronized (this) {
+                for (Node n : dirtyNodes) {
+                    if (all || n.due <= now) {
+                        due.add(n);
+                    }
+                }
+            }
+            // directories (their markers) before what is in them, one at a time; then the files, several at once
+            due.sort(Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth()));
+            List<Node> files = new ArrayList<>();
+            for (Node n : due) {
+                if (n.dir) {
+                    upload(n);
+                } else {
+                    files.add(n);
+                }
+            }
+            uploadAll(files);
+            List<String> deletes;
+            synchronized (this) {
+                deletes = new ArrayList<>();
+                for (Map.Entry<String, Tomb> e : tombs.entrySet()) {
+                    if (e.getValue().pending) {
+                        deletes.add(e.getKey());
+                    }
+                }
+            }
+            // files several at once, then markers deepest first: a directory's contents before it
+            List<String> markers = new ArrayList<>();
+            List<String> objects = new ArrayList<>();
+            for (String k : deletes) {
+                (k.endsWith("/") ? markers : objects).add(k);
+            }
+            inParallel(objects, this::deleteOne);
+            markers.sort(Comparator.comparingInt(String::length).reversed());
+            for (String k : markers) {
+                deleteOne(k);
+            }
+            if (!due.isEmpty() || !deletes.isEmpty()) {
+                recovered();
+            }
+        } finally {
+            flushLock.unlock();
+        }
+    }
+
+    private void deleteOne(String k) throws IOException {
+        try {
+            bucket.delete(k);
+        } catch (IOException e) {
+            noteOutage(e);
+            throw e;
+        }
+        synchronized (this) {
+            Tomb t = tombs.get(k);
+            if (t != null && t.pending) {
+                t.pending = false;
+                t.doneSeq = ++seq;
+                t.doneAt = millis();
+                VfsPath p = pathOfKey(k.endsWith("/") ? k.substring(0, k.length() - 1) : k);
+                if (p != null) {
+                    record("untomb", p).put("dir", k.endsWith("/"));
+                }
+                commit();
+            }
+        }
+    }
+
+    private interface Step<T> {
+        void run(T item) throws IOException;
+    }
+
+    private void uploadAll(List<Node> files) throws IOException {
+        inParallel(files, this::upload);
+    }
+
+    /**
+     * Runs {@code step} for each item, {@link #UPLOADERS} at a time: a request is a round trip of its
+     * own (about 10 ms to a server on loopback, more to a real one), so one at a time a tar of thousands
+     * of files would take minutes to reach S3. The items are independent; the first failure is thrown
+     * once all have ended.
+     */
+    private <T> void inParallel(List<T> items, Step<T> step) throws IOException {
+        if (items.size() <= 1) {
+            for (T item : items) {
+                step.run(item);
+            }
+            return;
+        }
+        List<java.util.concurrent.Future<?>> running = new ArrayList<>();
+        for (T item : items) {
+            running.add(uploaders.submit(() -> {
+                step.run(item);
+                return null;
+            }));
+        }
+        IOException first = null;
+        for (java.util.concurrent.Future<?> f : running) {
+            try {
+                f.get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                Throwable c = e.getCause();
+                IOException io = c instanceof IOException x ? x : new IOException("upload failed: " + c, c);
+                if (first == null) {
+                    first = io;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("interrupted while uploading");
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    /** fsync: uploads this file now, returning once S3 has it. */
+    private void flushNode(Node n) throws IOException {
+        flushLock.lock();
+        try {
+            synchronized (this) {
+                if (!n.dirty || n.path == null) {
+                    return;
+                }
+            }
+            if (n.path != null) {
+                mkdirsFirst(n.path.parent());
+            }
+            upload(n);
+            synchronized (this) {
+                journal.force();
+            }
+        } finally {
+            flushLock.unlock();
+        }
+    }
+
+    /** The markers of new parent directories go up before a file fsynced inside them. */
+    private void mkdirsFirst(VfsPath dir) throws IOException {
+        List<Node> dirs = new ArrayList<>();
+        synchronized (this) {
+            for (VfsPath p = dir; !p.isRoot(); p = p.parent()) {
+                Node d = nodes.get(p);
+                if (d != null && d.dirty) {
+                    dirs.add(0, d);
+                }
+            }
+        }
+        for (Node d : dirs) {
+            upload(d);
+        }
+    }
+
+    /** Uploads one dirty node, conditional on S3 having what this host last saw. Holds the flush lock. */
+    private void upload(Node n) throws IOException {
+        if (n.dir) {
+            uploadMarker(n);
+            return;
+        }
+        fetch(n);
+        for (int attempt = 0; ; attempt++) {
+            VfsPath p;
+            long gen;
+            String base;
+            Map<String, String> meta = new LinkedHashMap<>();
+            synchronized (this) {
+                if (!n.dirty || n.path == null) {
+                    return;
+                }
+                p = n.path;
+                gen = n.gen;
+                base = n.remoteEtag;
+                meta.put(META_MODE, Integer.toOctalString(n.mode & 0777));
+                meta.put(META_MTIME, Long.toString(n.mtime.toMillis()));
+            }
+            // a snapshot, so that what goes up is one version even while a handle writes on
+            Path snap = uploadDir.resolve(n.ino + "." + gen);
+            String sha;
+            try (FileChannel in = FileChannel.open(dataFile(n.ino), StandardOpenOption.READ);
+                 OutputStream out = Files.newOutputStream(snap)) {
+                MessageDigest md = ContentHash.digest();
+                try (DigestOutputStream dout = new DigestOutputStream(out, md)) {
+                    java.nio.channels.Channels.newInputStream(in).transferTo(dout);
+                }
+                sha = ContentHash.hex(md);
+            } catch (NoSuchFileException e) {
+                Files.deleteIfExists(snap);
+                return; // removed meanwhile: nothing to upload
+            }
+            synchronized (this) {
+                if (n.gen != gen && attempt < SNAPSHOT_TRIES) {
+                    Files.deleteIfExists(snap);
+                    continue;
+                }
+                gen = n.gen;
+            }
+            meta.put(META_SHA, sha);
+            synchronized (this) {
+                inflight.add(key(p));
+            }
+            try {
+                String etag;
+                try {
+                    etag = putOnce(key(p), snap, meta, base, sha);
+                } catch (Bucket.Missing e) {
+                    // removed on S3 since this host saw it: a change made here outlives a delete made there
+                    etag = putOnce(key(p), snap, meta, null, sha);
+                }
+                synchronized (this) {
+                    seq++;
+                    inflight.remove(key(p));
+                    if (n.path == null || !n.path.equals(p)) {
+                        // renamed or removed while it went up: the name it went up under must go again
+                        Node there = nodes.get(p);
+                        if (there != null && !there.dir) {
+                            there.remoteEtag = etag;
+                        } else {
+                            tombs.put(key(p), new Tomb(etag));
+                            record("tomb", p).put("dir", false).put("etag", etag);
+                        }
+                    } else {
+                        n.remoteEtag = etag;
+                        n.syncedSeq = seq;
+                        if (n.gen == gen) {
+                            n.dirty = false;
+                            dirtyNodes.remove(n);
+                            n.due = Long.MAX_VALUE;
+                            n.sha = sha;
+                            n.shaGen = gen;
+                        }
+                        journalPut(n);
+                    }
+                    commit();
+                }
+            } catch (Bucket.PreconditionFailed e) {
+                conflict(n, p, gen, snap, sha, meta);
+            } catch (IOException e) {
+                noteOutage(e);
+                throw e;
+            } finally {
+                synchronized (this) {
+                    inflight.remove(key(p));
+                }
+                Files.deleteIfExists(snap);
+            }
+            return;
+        }
+    }
+
+    /**
+     * A conditional PUT that tells its own success from a conflict: when an attempt lands but its answer
+     * is lost, the client's retry finds the object changed (412) -- by itself. An object that already
+     * holds exactly this content is no conflict either, whoever put it there.
+     */
+    private String putOnce(String key, Path snap, Map<String, String> meta, String base, String sha) throws IOException {
+        try {
+            return bucket.put(key, snap, meta, base);
+        } catch (Bucket.PreconditionFailed e) {
+            Bucket.Head now = bucket.head(key);
+            if (now != null && sha.equals(now.meta().get(META_SHA)) && now.size() == Files.size(snap)) {
+                LOG.debug("S3 store {}: {} already holds this content", spec, key);
+                return now.etag();
+            }
+            throw e;
+        }
+    }
+
+    private void uploadMarker(Node d) throws IOException {
+        VfsPath p;
+        synchronized (this) {
+            if (!d.dirty || d.path == null) {
+                return;
+            }
+            p = d.path;
+            inflight.add(dirKey(p));
+        }
+        try {
+            bucket.put(dirKey(p), new byte[0], Map.of(), null);
+        } catch (Bucket.PreconditionFailed e) {
+            // already there, made by another host or before a crash: as good
+        } catch (IOException e) {
+            noteOutage(e);
+            synchronized (this) {
+                inflight.remove(dirKey(p));
+            }
+            throw e;
+        }
+        synchronized (this) {
+            seq++;
+            inflight.remove(dirKey(p));
+            if (d.path != null && d.path.equals(p)) {
+                d.dirty = false;
+                dirtyNodes.remove(d);
+                d.due = Long.MAX_VALUE;
+                d.dirOnRemote = d.marker = true;
+                d.syncedSeq = seq;
+                journalPut(d);
+            } else {
+                tombs.put(dirKey(p), new Tomb(null));
+                record("tomb", p).put("dir", true);
+            }
+            commit();
+        }
+    }
+
+    /**
+     * Another host changed the object since this host last saw it: its version stays, this host's goes
+     * up beside it as {@code <name>.conflict-<host>-<time>}, and the name shows theirs from the next open.
+     */
+    private void conflict(Node n, VfsPath p, long gen, Path snap, String sha, Map<String, String> meta) throws IOException {
+        String stamp = CONFLICT_TIME.format(options.clock().instant());
+        VfsPath copy = null;
+        String copyEtag = null;
+        for (int i = 0; copyEtag == null; i++) {
+            copy = p.parent().child(p.fileName() + ".conflict-" + options.host() + "-" + stamp + (i == 0 ? "" : "-" + i));
+            try {
+                copyEtag = bucket.put(key(copy), snap, meta, null);
+            } catch (Bucket.PreconditionFailed taken) {
+                // a copy of that name exists: the next number
+            }
+        }
+        Bucket.Head theirs = bucket.head(key(p));
+        LOG.warn("conflict: {} changed on S3 since this host last saw it; this host's version is kept as {}", p, copy);
+        synchronized (this) {
+            seq++;
+            long ino = nextIno++;
+            Files.copy(snap, dataFile(ino), StandardCopyOption.REPLACE_EXISTING);
+            Node c = new Node(ino, false, now(), n.mode);
+            c.size = Files.size(dataFile(ino));
+            c.cached = true;
+            c.remoteEtag = copyEtag;
+            c.sha = sha;
+            c.shaGen = c.gen;
+            c.syncedSeq = seq;
+            if (nodes.get(copy) == null && nodes.get(copy.parent()) != null) {
+                attach(copy, c);
+                journalPut(c);
+            } else {
+                Files.deleteIfExists(dataFile(ino));
+            }
+            if (n.path != null && n.path.equals(p) && n.gen == gen) {
+                n.dirty = false;
+                dirtyNodes.remove(n);
+                n.due = Long.MAX_VALUE;
+                n.cached = false;
+                n.sha = null;
+                n.shaGen = -1;
+                n.syncedSeq = seq;
+                if (theirs == null) {
+                    n.remoteEtag = null;
+                    record("gone", p);
+                    detach(n);
+                } else {
+                    n.remoteEtag = theirs.etag();
+                    n.size = theirs.size();
+                    n.mtime = n.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());
+                    n.gen++;
+                    journalPut(n);
+                }
+            }
+            // else: changed again here meanwhile; its base stays the old ETag, so that upload conflicts too
+            commit();
+        }
+    }
+
+    private synchronized void noteOutage(IOException e) {
+        if (outage == null) {
+            LOG.warn("S3 store {}: {}; changes wait here and are retried", spec, e.getMessage());
+        }
+        outage = e.getMessage();
+    }
+
+    private void recovered() {
+        synchronized (this) {
+            if (outage != null) {
+                LOG.info("S3 store {}: reachable again, {} changes to upload", spec, pendingChanges());
+                outage = null;
+            }
+            backoff = 0;
+            long now = millis();
+            tombs.values().removeIf(t -> !t.pending && now - t.doneAt > DONE_TOMB_MILLIS);
+        }
+    }
+
+    private void flushLoop() {
+        while (true) {
+            synchronized (this) {
+                if (closed) {
+                    return;
+                }
+                try {
+                    wait(TICK_MILLIS);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                if (closed) {
+                    return;
+                }
+                if (System.currentTimeMillis() < backoffUntil) {
+                    continue;
+                }
+            }
+            try {
+                flushDue();
+            } catch (IOException | RuntimeException e) {
+                synchronized (this) {
+                    backoff = backoff == 0 ? BACKOFF_FIRST_MILLIS : Math.min(backoff * 2, BACKOFF_MAX_MILLIS);
+                    backoffUntil = System.currentTimeMillis() + backoff;
+                }
+                if (e instanceof RuntimeException) {
+                    LOG.warn("S3 store {}: write-back failed: {}", spec, e.toString());
+                }
+            }
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            notifyAll();
+        }
+        try {
+            flusher.interrupt();
+            flusher.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        IOException failed = null;
+        try {
+            flushAll();
+        } catch (IOException e) {
+            failed = e;
+            LOG.warn("S3 store {}: {} changes not uploaded at close stay in {} for the next start: {}",
+                    spec, pendingChanges(), options.cacheDir(), e.getMessage());
+        }
+        synchronized (this) {
+            try {
+                compact();
+                journal.close();
+            } finally {
+                uploaders.shutdownNow();
+                bucket.close();
+                cacheLock.release();
+                lockFile.close();
+            }
+        }
+        if (failed != null) {
+            throw failed;
+        }
+    }
+
+    /** Stops without flushing, as a daemon killed with -9 would (tests of the journal). */
+    void crash() throws IOException {
+        synchronized (this) {
+            closed = true;
+            notifyAll();
+        }
+        flusher.interrupt();
+        try {
+            flusher.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        synchronized (this) {
+            uploaders.shutdownNow();
+            journal.close();
+            bucket.close();
+            cacheLock.release();
+            lockFile.close();
+        }
+    }
+}

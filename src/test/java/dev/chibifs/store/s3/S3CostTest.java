@@ -1,0 +1,66 @@
+package dev.chibifs.store.s3;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.path.VfsPath;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** What a store costs in requests to S3: nothing while idle, one listing per validity while watched. */
+@Timeout(60)
+class S3CostTest {
+
+    @TempDir
+    Path temp;
+
+    private static long total(Map<String, Long> requests) {
+        return requests.values().stream().mapToLong(Long::longValue).sum();
+    }
+
+    @Test
+    void anIdleStoreAsksNothingAndAWatchedFileOneListingPerValidity() throws Exception {
+        try (S3Server server = new S3Server(temp.resolve("s3"))) {
+            server.createBucket("cost");
+            try (S3Storage s = S3Storage.open("s3://cost/ns", S3Options.defaults(temp.resolve("cache"), server.env()))) {
+                VfsPath file = VfsPath.of("/shared/deep/er/tasks.md");
+                s.write(file, "- one\n".getBytes(UTF_8));
+                s.flushAll();
+
+                // idle for 3 s with the write-back thread running: not one request
+                long before = total(s.requests());
+                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+                while (System.nanoTime() < until) {
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100));
+                }
+                assertEquals(before, total(s.requests()), s.requests().toString());
+
+                // a process polling the file (tail -f, an editor) every 50 ms for 3 s
+                Map<String, Long> start = s.requests();
+                long t0 = System.nanoTime();
+                int stats = 0;
+                while (System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(3)) {
+                    s.metadata(file);
+                    stats++;
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+                }
+                double seconds = (System.nanoTime() - t0) / 1e9;
+                long lists = s.requests().getOrDefault("list", 0L) - start.getOrDefault("list", 0L);
+                long all = total(s.requests()) - total(start);
+                System.out.printf("S3 cost: %d stats in %.1f s took %d requests (%d lists): %.0f requests/minute%n",
+                        stats, seconds, all, lists, all * 60 / seconds);
+                Duration validity = S3Options.DEFAULT_VALIDITY;
+                long bound = (long) Math.ceil(seconds * 1000 / validity.toMillis()) + 1;
+                assertEquals(all, lists, "only listings: " + s.requests());
+                assertTrue(lists <= bound, lists + " listings, bound " + bound);
+            }
+        }
+    }
+}

@@ -1,0 +1,396 @@
+package dev.chibifs.store.s3;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.ContentHash;
+import dev.chibifs.store.Entry;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.OpenFlag;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Two S3 stores with cache directories of their own over one bucket stand in for two hosts: the
+ * write-back, what one host sees of the other, conflicts, a kill and restart, an unreachable S3.
+ */
+@Timeout(120)
+class S3HostsTest {
+
+    private static final String BUCKET = "hosts";
+    private static final AtomicInteger PREFIXES = new AtomicInteger();
+
+    @TempDir
+    static Path temp;
+    static S3Server server;
+
+    private String spec;
+    private String prefix;
+    private Bucket raw;
+    private final List<S3Storage> open = new ArrayList<>();
+
+    /** A clock the test moves by hand, safe to read from the store's threads. */
+    static final class ManualClock extends Clock {
+        private volatile Instant now = Instant.parse("2026-01-02T03:04:05Z");
+
+        void advance(Duration d) {
+            now = now.plus(d);
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+    }
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        server = new S3Server(temp.resolve("s3"));
+        server.createBucket(BUCKET);
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        server.close();
+    }
+
+    @BeforeEach
+    void newPrefix() {
+        prefix = "ns" + PREFIXES.incrementAndGet();
+        spec = "s3://" + BUCKET + "/" + prefix;
+        raw = Bucket.connect(S3Spec.parse(spec), server.env());
+    }
+
+    @AfterEach
+    void closeStores() throws IOException {
+        for (S3Storage s : open) {
+            try {
+                s.close();
+            } catch (IOException | IllegalStateException e) {
+                // closed by the test already, or S3 stopped by it: nothing more to flush
+            }
+        }
+        raw.close();
+    }
+
+    private S3Options options(String host) {
+        return S3Options.defaults(temp.resolve(prefix + "-" + host), server.env()).withHost(host);
+    }
+
+    private S3Storage host(S3Options o) throws IOException {
+        S3Storage s = S3Storage.open(spec, o);
+        open.add(s);
+        return s;
+    }
+
+    private static VfsPath p(String s) {
+        return VfsPath.of(s);
+    }
+
+    private static void put(S3Storage s, String path, String content) throws IOException {
+        s.mkdir(p(path).parent());
+        try (FileHandle h = s.open(p(path), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE, OpenFlag.TRUNCATE), 0644)) {
+            h.write(ByteBuffer.wrap(content.getBytes(UTF_8)), 0);
+        }
+    }
+
+    private static String text(S3Storage s, String path) throws IOException {
+        return new String(s.read(p(path)), UTF_8);
+    }
+
+    /** What S3 itself holds under {@code key} (below the test's prefix), or null. */
+    private String inS3(String key) throws IOException {
+        Path to = temp.resolve("get-" + System.nanoTime());
+        Bucket.Head h = raw.get(prefix + "/" + key, to);
+        return h == null ? null : Files.readString(to);
+    }
+
+    /** Waits for {@code condition} until {@code limit}, looking every few milliseconds; false if it never held. */
+    private static boolean await(Duration limit, Callable<Boolean> condition) throws Exception {
+        long end = System.nanoTime() + limit.toNanos();
+        while (System.nanoTime() < end) {
+            if (condition.call()) {
+                return true;
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
+        }
+        return condition.call();
+    }
+
+    @Test
+    void aFileClosedDirtyGoesUpTwoSecondsAfterItsLastCloseAndShowsHereAtOnce() throws Exception {
+        ManualClock clock = new ManualClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        a.mkdir(p("/shared"));
+        put(a, "/shared/tasks.md", "- one\n");
+        assertEquals(6, a.metadata(p("/shared/tasks.md")).size());
+        assertEquals(List.of(new Entry("tasks.md", dev.chibifs.store.EntryKind.FILE)), a.list(p("/shared")));
+        a.flushDue();
+        assertNull(inS3("shared/tasks.md"), "uploaded before the debounce");
+        assertEquals("", inS3("shared/"), "a new directory's marker goes up at once");
+
+        clock.advance(Duration.ofMillis(1500));
+        a.append(p("/shared/tasks.md"), "- two\n".getBytes(UTF_8)); // closed again: the debounce starts over
+        clock.advance(Duration.ofMillis(1500));
+        a.flushDue();
+        assertNull(inS3("shared/tasks.md"), "uploaded before 2 s after the last close");
+        clock.advance(Duration.ofMillis(500));
+        a.flushDue();
+        assertEquals("- one\n- two\n", inS3("shared/tasks.md"));
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void anEtagIsComputedOncePerChangeAndTravelsWithTheObject() throws Exception {
+        ManualClock clock = new ManualClock();
+        S3Options o = options("a").withClock(clock, false);
+        S3Storage a = host(o);
+        S3Options ob = options("b").withClock(clock, false);
+        S3Storage b = host(ob);
+        a.write(p("/shared/e"), "content".getBytes(UTF_8));
+        String etag = a.etag(p("/shared/e"));
+        assertEquals(ContentHash.of("content".getBytes(UTF_8)), etag);
+        // the hash is remembered, not read again: content changed behind the store's back goes unseen
+        try (java.util.stream.Stream<Path> files = Files.list(o.cacheDir().resolve("data"))) {
+            for (Path f : files.toList()) {
+                Files.writeString(f, "tampered");
+            }
+        }
+        assertEquals(etag, a.etag(p("/shared/e")));
+        a.write(p("/shared/f"), "other".getBytes(UTF_8));
+        a.flushAll();
+        // another host learns it from the object's metadata, without the content
+        assertEquals(ContentHash.of("other".getBytes(UTF_8)), b.etag(p("/shared/f")));
+        try (java.util.stream.Stream<Path> files = Files.list(ob.cacheDir().resolve("data"))) {
+            assertEquals(List.of(), files.toList());
+        }
+    }
+
+    @Test
+    void fsyncUploadsAtOnce() throws Exception {
+        ManualClock clock = new ManualClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        a.mkdir(p("/shared/deep"));
+        try (FileHandle h = a.open(p("/shared/deep/f"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+            h.write(ByteBuffer.wrap("synced".getBytes(UTF_8)), 0);
+            h.sync(false);
+            assertEquals("synced", inS3("shared/deep/f"));
+        }
+    }
+
+    @Test
+    void anotherHostsChangeShowsOnceTheValidityHasPassed() throws Exception {
+        ManualClock clockB = new ManualClock();
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withClock(clockB, false));
+        a.write(p("/shared/plan.md"), "v1".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("v1", text(b, "/shared/plan.md"));
+
+        a.write(p("/shared/plan.md"), "version 2".getBytes(UTF_8));
+        a.write(p("/shared/new.md"), "new".getBytes(UTF_8));
+        a.removeFile(p("/shared/plan.md"));
+        a.write(p("/shared/plan.md"), "version 3".getBytes(UTF_8));
+        a.flushAll();
+        // within the validity, B believes what it saw
+        assertEquals(2, b.metadata(p("/shared/plan.md")).size());
+        assertFalse(b.exists(p("/shared/new.md")));
+        clockB.advance(S3Options.DEFAULT_VALIDITY);
+        assertEquals(9, b.metadata(p("/shared/plan.md")).size());
+        assertEquals("version 3", text(b, "/shared/plan.md"));
+        assertEquals("new", text(b, "/shared/new.md"));
+        assertEquals(ContentHash.of("version 3".getBytes(UTF_8)), b.etag(p("/shared/plan.md")));
+
+        a.removeFile(p("/shared/new.md"));
+        a.flushAll();
+        clockB.advance(S3Options.DEFAULT_VALIDITY);
+        assertFalse(b.exists(p("/shared/new.md")));
+        assertThrows(NoSuchFileException.class, () -> b.read(p("/shared/new.md")));
+    }
+
+    @Test
+    void aWriteOnOneHostIsReadOnTheOtherWithinTwoSeconds() throws Exception {
+        S3Storage a = host(options("a"));
+        S3Storage b = host(options("b"));
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        assertEquals(List.of(), b.list(p("/shared")));
+        try (FileHandle h = a.open(p("/shared/hello"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+            h.write(ByteBuffer.wrap("from a".getBytes(UTF_8)), 0);
+            h.sync(false); // S3 has it from here on
+        }
+        long reached = System.nanoTime();
+        assertTrue(await(Duration.ofSeconds(2), () -> b.exists(p("/shared/hello"))
+                && "from a".equals(text(b, "/shared/hello"))), "not seen on b within 2 s");
+        long seenAfter = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - reached);
+        assertTrue(seenAfter < 2000, seenAfter + " ms");
+    }
+
+    @Test
+    void theSameFileWrittenOnBothHostsLeavesOneWinnerAndOneConflictCopy() throws Exception {
+        ManualClock clock = new ManualClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b").withClock(clock, false));
+        a.write(p("/shared/doc"), "base".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("base", text(b, "/shared/doc"));
+
+        put(a, "/shared/doc", "a's edit");
+        put(b, "/shared/doc", "b's edit");
+        put(a, "/shared/fresh", "a made it");
+        put(b, "/shared/fresh", "b made it too");
+        a.flushAll();
+        b.flushAll(); // both uploads find S3 changed since b last looked
+
+        assertEquals("a's edit", inS3("shared/doc"));
+        assertEquals("a made it", inS3("shared/fresh"));
+        String stamp = "20260102T030405Z";
+        assertEquals("b's edit", inS3("shared/doc.conflict-b-" + stamp));
+        assertEquals("b made it too", inS3("shared/fresh.conflict-b-" + stamp));
+        // b shows the winner from the next open on, and its own version beside it
+        assertEquals("a's edit", text(b, "/shared/doc"));
+        assertEquals("b's edit", text(b, "/shared/doc.conflict-b-" + stamp));
+        assertEquals("a made it", text(b, "/shared/fresh"));
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+        assertTrue(a.exists(p("/shared/doc.conflict-b-" + stamp)));
+        assertEquals(0, a.pendingChanges());
+        assertEquals(0, b.pendingChanges());
+    }
+
+    @Test
+    void aStoreKilledRightAfterCloseUploadsEverythingAtItsNextStart() throws Exception {
+        ManualClock clock = new ManualClock();
+        S3Options o = options("a").withClock(clock, false);
+        S3Storage a = host(o);
+        a.write(p("/shared/gone"), "remove me".getBytes(UTF_8));
+        a.flushAll();
+        for (int i = 0; i < 100; i++) {
+            put(a, "/shared/batch/f" + i, "content " + i);
+        }
+        a.removeFile(p("/shared/gone"));
+        a.crash(); // no flush, no compaction: what a kill -9 leaves
+        assertNull(inS3("shared/batch/f0"));
+        assertEquals("remove me", inS3("shared/gone"));
+
+        S3Storage again = host(o);
+        assertEquals("content 7", text(again, "/shared/batch/f7"));
+        assertEquals(100, again.list(p("/shared/batch")).size());
+        again.flushDue(); // what was closed but not uploaded is due at once
+        for (int i = 0; i < 100; i++) {
+            assertEquals("content " + i, inS3("shared/batch/f" + i), "f" + i);
+        }
+        assertNull(inS3("shared/gone"));
+        assertEquals(0, again.pendingChanges());
+    }
+
+    @Test
+    void aCorruptJournalRecordIsSkippedNeverApplied() throws Exception {
+        ManualClock clock = new ManualClock();
+        S3Options o = options("a").withClock(clock, false);
+        S3Storage a = host(o);
+        put(a, "/shared/good", "good");
+        put(a, "/shared/bad", "bad");
+        a.crash();
+        Path journal = o.cacheDir().resolve("journal");
+        List<String> lines = new ArrayList<>(Files.readAllLines(journal));
+        int bad = -1;
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).contains("\"/shared/bad\"")) {
+                bad = i;
+            }
+        }
+        assertTrue(bad >= 0, lines.toString());
+        lines.set(bad, lines.get(bad).replace("\"/shared/bad\"", "\"/shared/bae\""));
+        lines.add("not a record at all");
+        Files.write(journal, lines);
+
+        S3Storage again = host(o);
+        again.flushAll();
+        assertEquals("good", inS3("shared/good"));
+        assertNull(inS3("shared/bae"));
+        assertFalse(again.exists(p("/shared/bae")));
+    }
+
+    @Test
+    void aRemovedFileNeverComesBackFromAStaleListing() throws Exception {
+        ManualClock clock = new ManualClock();
+        S3Storage a = host(options("a").withClock(clock, false).withValidity(Duration.ZERO));
+        a.write(p("/shared/x"), "x".getBytes(UTF_8));
+        a.flushAll();
+        a.removeFile(p("/shared/x"));
+        assertEquals("x", inS3("shared/x"), "the delete waits for the write-back");
+        assertFalse(a.exists(p("/shared/x")));
+        assertEquals(List.of(), a.list(p("/shared")));
+        a.flushDue();
+        assertNull(inS3("shared/x"));
+        assertEquals(List.of(), a.list(p("/shared")));
+    }
+
+    @Test
+    void whileS3IsUnreachableWritesGoOnFsyncFailsClearlyAndNothingClosedIsLost() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ofMillis(100)));
+        S3Storage b = host(options("b"));
+        a.write(p("/shared/before"), "before".getBytes(UTF_8));
+        a.flushAll();
+        server.stop();
+        try {
+            for (int i = 0; i < 10; i++) {
+                put(a, "/shared/during" + i, "written while S3 was away " + i);
+            }
+            assertEquals("before", text(a, "/shared/before"));
+            assertEquals("written while S3 was away 3", text(a, "/shared/during3"));
+            try (FileHandle h = a.open(p("/shared/synced"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+                h.write(ByteBuffer.wrap("must reach S3".getBytes(UTF_8)), 0);
+                IOException e = assertThrows(IOException.class, () -> h.sync(false));
+                assertTrue(e.getMessage().contains("cannot reach"), e.getMessage());
+                assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+            }
+            assertTrue(a.pendingChanges() >= 11, "pending: " + a.pendingChanges());
+        } finally {
+            server.start();
+        }
+        assertTrue(await(Duration.ofSeconds(30), () -> a.pendingChanges() == 0), "still pending: " + a.pendingChanges());
+        for (int i = 0; i < 10; i++) {
+            assertEquals("written while S3 was away " + i, text(b, "/shared/during" + i));
+        }
+        assertEquals("must reach S3", text(b, "/shared/synced"));
+    }
+}

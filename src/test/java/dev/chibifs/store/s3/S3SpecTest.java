@@ -1,0 +1,54 @@
+package dev.chibifs.store.s3;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.config.ChibiHome;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The store spec s3://BUCKET/KEYPREFIX[?endpoint=URL&region=R] and the options a mount gives. */
+class S3SpecTest {
+
+    @Test
+    void parsesBucketPrefixAndOptions() {
+        S3Spec s = S3Spec.parse("s3://team-bucket/chibi/ns/?endpoint=http%3A%2F%2F127.0.0.1%3A9000&region=eu-west-1");
+        assertEquals("team-bucket", s.bucket());
+        assertEquals("chibi/ns", s.keyPrefix());
+        assertEquals(URI.create("http://127.0.0.1:9000"), s.endpoint());
+        assertEquals("eu-west-1", s.region());
+        assertEquals("chibi/ns/shared/tasks.md", s.key("shared/tasks.md"));
+        S3Spec top = S3Spec.parse("s3://b12");
+        assertEquals("", top.keyPrefix());
+        assertEquals("shared/x", top.key("shared/x"));
+        assertNull(top.endpoint());
+        assertEquals("s3-team-bucket_chibi_ns", s.cacheName());
+        assertEquals(URI.create("http://minio:9000/"), S3Spec.parse("s3://b12/p?endpoint=http://minio:9000/").endpoint());
+    }
+
+    @Test
+    void aBadSpecNamesTheValueAndTheRule() {
+        for (String bad : new String[] {"s3:/bbb/p", "s3://ab/p", "s3://", "s3://B12/p", "s3://bb//p", "s3://bbb/p?endpoint=ftp://x",
+            "s3://bbb/p?endpoint=", "s3://bbb/p?colour=red", "s3://bbb/p?region="}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> S3Spec.parse(bad), bad);
+            assertTrue(e.getMessage().contains("'" + bad + "'"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aMountsStoreCachesUnderTheHomeUnlessToldOtherwise() {
+        ChibiHome home = new ChibiHome(Path.of("/srv/chibi"));
+        S3Options o = S3Options.forMount(home, "s3://b12/team", null, null, Map.of("HOSTNAME", "planner-1"));
+        assertEquals(Path.of("/srv/chibi/chibifs/cache/s3-b12_team"), o.cacheDir());
+        assertEquals(S3Options.DEFAULT_FLUSH_AFTER, o.flushAfter());
+        assertEquals("planner-1", o.host());
+        S3Options told = S3Options.forMount(home, "s3://b12/team", Path.of("/var/cache/x"), Duration.ofMillis(500), Map.of());
+        assertEquals(Path.of("/var/cache/x"), told.cacheDir());
+        assertEquals(Duration.ofMillis(500), told.flushAfter());
+    }
+}
