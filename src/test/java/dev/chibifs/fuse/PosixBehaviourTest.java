@@ -414,22 +414,28 @@ class PosixBehaviourTest {
     }
 
     @Test
-    void extendedAttributesAreNotSupportedAndSayWhatAFileSystemWithoutThemSays() {
+    void theOneExtendedAttributeIsAFilesEtagAndNoneCanBeSet() {
         python(fs, """
+                import hashlib
                 os.chdir('shared')
                 open('x', 'w').write('keep')
-                for attempt in range(2):  # the second answer comes from the kernel, which stopped asking
-                    for f in (lambda: os.getxattr('x', 'user.a'), lambda: os.listxattr('x'),
-                              lambda: os.setxattr('x', 'user.a', b'1')):
-                        try:
-                            f()
-                            raise SystemExit('an xattr call succeeded')
-                        except OSError as e:
-                            assert e.errno == errno.EOPNOTSUPP, e
-                # writes and closes go on as before once the kernel stopped asking for security.capability
+                assert os.getxattr('x', 'user.chibi.etag').decode() == hashlib.sha256(b'keep').hexdigest()
+                assert os.listxattr('x') == ['user.chibi.etag'], os.listxattr('x')
+                try:
+                    os.getxattr('x', 'user.a')
+                    raise SystemExit('an unknown attribute had a value')
+                except OSError as e:
+                    assert e.errno == errno.ENODATA, e
+                try:
+                    os.setxattr('x', 'user.a', b'1')
+                    raise SystemExit('an xattr was set')
+                except OSError as e:
+                    assert e.errno == errno.EOPNOTSUPP, e
+                # a change makes a new ETag, read fresh
                 with open('x', 'a') as w:
                     w.write('!')
                 assert open('x').read() == 'keep!'
+                assert os.getxattr('x', 'user.chibi.etag').decode() == hashlib.sha256(b'keep!').hexdigest()
                 """);
     }
 
