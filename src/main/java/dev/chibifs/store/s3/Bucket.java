@@ -15,6 +15,7 @@ import java.util.Locale;
 import java.util.Map;
 
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
@@ -76,6 +77,7 @@ final class Bucket implements Closeable {
 
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
     private static final Duration SOCKET_TIMEOUT = Duration.ofSeconds(60);
+    private static final int MAX_ATTEMPTS = 6;
 
     /** Requests made, by kind (list, head, get, put, delete): what a mount costs. */
     private final Map<String, java.util.concurrent.atomic.LongAdder> requests = new java.util.concurrent.ConcurrentHashMap<>();
@@ -119,7 +121,11 @@ final class Bucket implements Closeable {
                 // other than AWS's; these are the settings that work with all of them
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
                 .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
-                .serviceConfiguration(S3Configuration.builder().expectContinueEnabled(false).build());
+                .serviceConfiguration(S3Configuration.builder().expectContinueEnabled(false).build())
+                // the JDK keeps idle connections for reuse; when the server has closed several, each
+                // attempt may take another dead one, so a few more attempts than the SDK's 3
+                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.standardRetryStrategy().toBuilder()
+                        .maxAttempts(MAX_ATTEMPTS).build()));
         if (endpoint != null) {
             b.endpointOverride(endpoint);
             String host = endpoint.getHost() == null ? "" : endpoint.getHost().toLowerCase(Locale.ROOT);

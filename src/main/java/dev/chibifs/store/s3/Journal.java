@@ -79,7 +79,8 @@ final class Journal implements Closeable {
 
     /** Appends one record. */
     void append(ObjectNode record) throws IOException {
-        if (out == null) {
+        if (out == null || !out.isOpen()) {
+            // (re)opened: a thread interrupted while it wrote closes a channel for every thread
             out = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
         }
         ByteBuffer b = ByteBuffer.wrap(line(record));

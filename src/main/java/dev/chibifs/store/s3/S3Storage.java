@@ -1998,20 +1998,28 @@ public final class S3Storage implements Storage {
                 return null;
             }));
         }
+        // every one is waited for, even when interrupted: none may run on past the flush lock
         IOException first = null;
+        boolean interrupted = false;
         for (java.util.concurrent.Future<?> f : running) {
-            try {
-                f.get();
-            } catch (java.util.concurrent.ExecutionException e) {
-                Throwable c = e.getCause();
-                IOException io = c instanceof IOException x ? x : new IOException("upload failed: " + c, c);
-                if (first == null) {
-                    first = io;
+            while (true) {
+                try {
+                    f.get();
+                    break;
+                } catch (java.util.concurrent.ExecutionException e) {
+                    Throwable c = e.getCause();
+                    IOException io = c instanceof IOException x ? x : new IOException("upload failed: " + c, c);
+                    if (first == null) {
+                        first = io;
+                    }
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
                 }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new java.io.InterruptedIOException("interrupted while uploading");
             }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
         if (first != null) {
             throw first;
@@ -2327,12 +2335,9 @@ public final class S3Storage implements Storage {
             closed = true;
             notifyAll();
         }
-        try {
-            flusher.interrupt();
-            flusher.join();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        // not interrupted: an interrupt during FileChannel I/O closes the channel for every thread
+        // (the journal's among them); the flusher ends its pass and sees closed
+        joinFlusher();
         IOException failed = null;
         try {
             flushAll();
@@ -2357,18 +2362,27 @@ public final class S3Storage implements Storage {
         }
     }
 
+    private void joinFlusher() {
+        boolean interrupted = false;
+        while (flusher.isAlive()) {
+            try {
+                flusher.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     /** Stops without flushing, as a daemon killed with -9 would (tests of the journal). */
     void crash() throws IOException {
         synchronized (this) {
             closed = true;
             notifyAll();
         }
-        flusher.interrupt();
-        try {
-            flusher.join();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        joinFlusher();
         synchronized (this) {
             uploaders.shutdownNow();
             journal.close();
