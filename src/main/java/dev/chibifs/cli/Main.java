@@ -6,6 +6,7 @@ import picocli.CommandLine.Command;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 /** The {@code chibifs} command: one subcommand class per verb, each returning an exit code. */
 @Command(name = "chibifs",
@@ -15,7 +16,21 @@ import java.nio.charset.StandardCharsets;
             "Or work on it without a mount, through the same router and policy: ls, info, cat, head, tail,"
                 + " lines and grep read; write, append, mkdir, rm, cp, mv and edit change it as a caller"
                 + " (--as NAME, $CHIBI_CONTEXT, or --as-system). A URI has three slashes: vfs:///shared/tasks.md."},
-        subcommands = {
+        footerHeading = "%nExit codes:%n",
+        footer = {
+            "  0  success",
+            "  1  failure: not found (grep: nothing matched), mount failed",
+            "  2  usage: a bad option, value, URI, context name, uid map or config;",
+            "     a vfs command that writes without a caller",
+            "  3  permission denied by the zone policy",
+            "  4  conflict: edit matched zero or several times, a directory where a",
+            "     file is needed, a file in the way, ...",
+            "  5  other I/O error (vfs commands)",
+        })
+public final class Main implements Runnable {
+
+    /** Every subcommand, in the order the root's help lists them. */
+    static final List<Class<?>> SUBCOMMANDS = List.of(
             MountCommand.class,
             UmountCommand.class,
             StatsCommand.class,
@@ -35,20 +50,7 @@ import java.nio.charset.StandardCharsets;
             EditCommand.class,
             CacheCommand.class,
             StatusCommand.class,
-            DoctorCommand.class,
-        },
-        footerHeading = "%nExit codes:%n",
-        footer = {
-            "  0  success",
-            "  1  failure: not found (grep: nothing matched), mount failed",
-            "  2  usage: a bad option, value, URI, context name, uid map or config;",
-            "     a vfs command that writes without a caller",
-            "  3  permission denied by the zone policy",
-            "  4  conflict: edit matched zero or several times, a directory where a",
-            "     file is needed, a file in the way, ...",
-            "  5  other I/O error (vfs commands)",
-        })
-public final class Main implements Runnable {
+            DoctorCommand.class);
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -65,7 +67,21 @@ public final class Main implements Runnable {
 
     /** The command line for {@code terminal}'s environment and streams; tests run commands in-process this way. */
     public static CommandLine commandLine(Terminal terminal) {
-        CommandLine cl = new CommandLine(new Main(), new TerminalFactory(terminal));
+        return commandLine(terminal, SUBCOMMANDS);
+    }
+
+    /**
+     * The command line with only {@code subcommands} under the root. Picocli builds the model of
+     * every command it is given, by reflection, before it parses anything: for a command that runs
+     * a second, and for the daemon {@code mount} starts, the other nineteen were most of the
+     * start-up. {@link #main} gives it the one named first, when one is; help lists them all.
+     */
+    static CommandLine commandLine(Terminal terminal, List<Class<?>> subcommands) {
+        TerminalFactory factory = new TerminalFactory(terminal);
+        CommandLine cl = new CommandLine(new Main(), factory);
+        for (Class<?> c : subcommands) {
+            cl.addSubcommand(new CommandLine(c, factory));
+        }
         cl.setOut(new PrintWriter(new OutputStreamWriter(terminal.out(), StandardCharsets.UTF_8), true));
         cl.setErr(new PrintWriter(new OutputStreamWriter(terminal.err(), StandardCharsets.UTF_8), true));
         cl.setExecutionExceptionHandler(new ErrorHandler());
@@ -92,8 +108,20 @@ public final class Main implements Runnable {
         }
     }
 
+    /** The subcommand {@code args} name first, alone; every one when the first is none (an option, a typo, nothing). */
+    static List<Class<?>> subcommandsFor(String[] args) {
+        if (args.length > 0) {
+            for (Class<?> c : SUBCOMMANDS) {
+                if (c.getAnnotation(Command.class).name().equals(args[0])) {
+                    return List.of(c);
+                }
+            }
+        }
+        return SUBCOMMANDS;
+    }
+
     public static void main(String[] args) {
-        int code = commandLine().execute(args);
+        int code = commandLine(Terminal.system(), subcommandsFor(args)).execute(args);
         // the mount command returns only when the daemon is done; exit explicitly so no stray thread keeps the JVM
         System.exit(code);
     }

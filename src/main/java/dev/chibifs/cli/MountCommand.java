@@ -348,7 +348,8 @@ public final class MountCommand implements Callable<Integer> {
             cmd.add("/usr/bin/setsid");
         }
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
-        cmd.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments());
+        cmd.addAll(daemonJvmArguments(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments(),
+                System.getProperty(CLI_JVM_ARGS)));
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "mount", "--foreground",
                 "--home", chibiHome.dir().toString(), "--log-level", logLevel, "--logged-to", logFile.toString(),
                 "--cache-sweep-interval", cacheSweepInterval.toString()));
@@ -391,7 +392,8 @@ public final class MountCommand implements Callable<Integer> {
                 throw new MountFailure(lastError(logFile, logStart) + " (log: " + logFile + ")");
             }
             try {
-                Thread.sleep(25);
+                // a look costs a read of the mount table until the kernel lists the mount: look often
+                Thread.sleep(2);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 break;
@@ -401,6 +403,31 @@ public final class MountCommand implements Callable<Integer> {
         dev.chibifs.fuse.FuseMount.unmount(mp, true);
         throw new MountFailure("the daemon did not answer at " + mp + " within " + MOUNT_TIMEOUT.toSeconds()
                 + " s (log: " + logFile + ")");
+    }
+
+    /**
+     * The system property by which the launcher names the JVM flags it gave only this short-lived
+     * command (C1 only, {@code -XX:TieredStopAtLevel=1}), space-separated: a daemon runs for days and
+     * gets the JIT's full compiler.
+     */
+    static final String CLI_JVM_ARGS = "chibifs.cli-jvm-args";
+
+    /**
+     * The JVM flags the daemon starts with: this JVM's, less those {@code cliOnly} names (each
+     * once, the last given, as the launcher appends them) and the property naming them.
+     */
+    static List<String> daemonJvmArguments(List<String> jvmArguments, String cliOnly) {
+        List<String> args = new ArrayList<>(jvmArguments);
+        args.removeIf(a -> a.startsWith("-D" + CLI_JVM_ARGS + "="));
+        if (cliOnly != null) {
+            for (String flag : cliOnly.trim().split("\\s+")) {
+                int at = args.lastIndexOf(flag);
+                if (at >= 0) {
+                    args.remove(at);
+                }
+            }
+        }
+        return args;
     }
 
     /** The daemon's own one-line reason, from what it wrote to the log since it started. */
