@@ -608,10 +608,15 @@ final class FuseFileSystem {
     void release(FuseRequest req, FuseReply out) throws IOException {
         OpenFile f = openFiles.remove(req.handle());
         if (f != null) {
-            if (f.passthrough()) {
-                releaseBacking(f.node());
+            try {
+                if (f.passthrough()) {
+                    releaseBacking(f.node());
+                } else if (f.writable()) {
+                    pageCache.written(f.handle().metadata());
+                }
+            } finally {
+                f.handle().close();
             }
-            f.handle().close();
         }
     }
 

@@ -33,4 +33,14 @@ final class PageCache {
         }
         return now.equals(lastOpen.put(m.inode(), now));
     }
+
+    /**
+     * A file written through this mount is closed, as {@code m} says it is now: the kernel's pages
+     * hold what was written (writes go through them to the store), so the next open may keep them.
+     * Without this, the first read after a write (cat after echo, grep after tar) read every file
+     * again from the daemon.
+     */
+    void written(Metadata m) {
+        lastOpen.put(m.inode(), new Stamp(m.size(), m.modified(), m.changed()));
+    }
 }
