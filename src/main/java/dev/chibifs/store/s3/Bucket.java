@@ -269,6 +269,30 @@ final class Bucket implements Closeable {
     }
 
     private String put(String key, RequestBody body, Map<String, String> meta, String ifMatch) throws IOException {
+        try {
+            return putOnce(key, body, meta, ifMatch);
+        } catch (RetriedPrecondition e) {
+            // The SDK retried a conditional PUT whose first attempt landed but whose answer was lost
+            // (a connection cut after the server took the body): the retry then fails its own
+            // condition against our own object. It is ours when size and metadata are what we sent
+            // (the store's metadata carries the content's SHA-256).
+            Head now = head(key);
+            long size = body.optionalContentLength().orElse(-1L);
+            if (now != null && now.size() == size && now.meta().equals(meta) && !now.etag().equals(ifMatch)) {
+                return now.etag();
+            }
+            throw new PreconditionFailed(e.getMessage());
+        }
+    }
+
+    /** A 412 after the SDK had made more than one attempt: maybe our own first attempt's doing. */
+    private static final class RetriedPrecondition extends IOException {
+        RetriedPrecondition(String message) {
+            super(message);
+        }
+    }
+
+    private String putOnce(String key, RequestBody body, Map<String, String> meta, String ifMatch) throws IOException {
         PutObjectRequest.Builder req = PutObjectRequest.builder().bucket(bucket).key(key).metadata(meta);
         if (ifMatch == null) {
             req.ifNoneMatch("*");
@@ -281,7 +305,9 @@ final class Bucket implements Closeable {
             return r.eTag();
         } catch (S3Exception e) {
             if (e.statusCode() == 412) {
-                throw new PreconditionFailed("s3://" + bucket + "/" + key + " changed on S3 since this host last saw it");
+                String message = "s3://" + bucket + "/" + key + " changed on S3 since this host last saw it";
+                Integer attempts = e.numAttempts();
+                throw attempts != null && attempts > 1 ? new RetriedPrecondition(message) : new PreconditionFailed(message);
             }
             if (e.statusCode() == 404 && ifMatch != null) {
                 throw new Missing("s3://" + bucket + "/" + key + " was removed from S3 since this host last saw it");
