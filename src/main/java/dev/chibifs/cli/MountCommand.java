@@ -253,7 +253,7 @@ public final class MountCommand implements Callable<Integer> {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
         ChibiConfig config = ChibiConfig.load(chibiHome);
-        Namespace namespace = stores.open(chibiHome, symlinks);
+        Namespace namespace = stores.open(chibiHome, System.getenv(), symlinks);
         LocalStorage storage = namespace.rootStore();
         Router router = namespace.router();
         router.createNamespace(plan.homes());
@@ -271,6 +271,7 @@ public final class MountCommand implements Callable<Integer> {
                 log.info("signal received: unmounting {}", mp);
                 sweeper.close();
                 boolean clean = daemon.unmount(Duration.ofSeconds(10));
+                closeStores(namespace, mp, log);
                 forget(registry, mp, log);
                 log.info("stopped {}{}", mp, clean ? "" : " (files were still open; the mount was detached lazily)");
                 // exit 0 for SIGTERM/SIGINT, as a clean stop; the JVM would otherwise report 143/130
@@ -282,6 +283,7 @@ public final class MountCommand implements Callable<Integer> {
         } catch (MountException e) {
             // nothing is mounted: the exit hook must not unmount, nor turn this failure into a clean exit 0
             stopping.set(true);
+            closeStores(namespace, mp, log);
             throw new MountFailure(e.getMessage());
         }
         log.info("mounted {} ({}; stores {}; options {}; {}; pid {})", mp, plan.describe(), String.join(" ", namespace.stores()),
@@ -303,10 +305,24 @@ public final class MountCommand implements Callable<Integer> {
         if (stopping.compareAndSet(false, true)) {
             sweeper.close();
             daemon.unmount(Duration.ZERO);
+            closeStores(namespace, mp, log);
             forget(registry, mp, log);
             log.info("unmounted {}", mp);
         }
         return ExitCodes.OK;
+    }
+
+    /**
+     * Closes the namespace's stores once the FUSE session has ended and every handle is closed, so
+     * that umount and SIGTERM return only after an S3 store has uploaded everything pending (what
+     * it cannot upload stays journaled in its cache directory, and the log says so).
+     */
+    private static void closeStores(Namespace namespace, Path mp, org.slf4j.Logger log) {
+        try {
+            namespace.close();
+        } catch (IOException | RuntimeException e) {
+            log.warn("closing the stores of {}: {}", mp, e.getMessage());
+        }
     }
 
     private static void forget(MountRegistry registry, Path mp, org.slf4j.Logger log) {

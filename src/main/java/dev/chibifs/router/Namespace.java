@@ -24,7 +24,9 @@ import java.util.Set;
  * read-only views {@code /sys/contexts} and {@code /tools/sys}, and flock membership read from
  * chibi's registry and {@code site.json}.
  */
-public final class Namespace {
+public final class Namespace implements java.io.Closeable {
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Namespace.class);
 
     /** chibi's view of its contexts. */
     public static final VfsPath CONTEXTS = VfsPath.of("/sys/contexts");
@@ -36,11 +38,14 @@ public final class Namespace {
     private final Router router;
     private final LocalStorage root;
     private final List<String> stores;
+    /** The stores opened from {@code --store} specs, which this namespace owns and closes. */
+    private final List<Storage> opened;
 
-    private Namespace(Router router, LocalStorage root, List<String> stores) {
+    private Namespace(Router router, LocalStorage root, List<String> stores, List<Storage> opened) {
         this.router = router;
         this.root = root;
         this.stores = stores;
+        this.opened = opened;
     }
 
     /**
@@ -70,8 +75,18 @@ public final class Namespace {
         Router.Builder b = Router.builder(local).flocks(site::siteId).symlinks(symlinks);
         List<String> described = new ArrayList<>();
         described.add("/=" + local.root());
+        List<Storage> opened = new ArrayList<>();
         for (StoreMount m : mounts) {
-            b.mount(m.prefix(), m.spec().open());
+            Storage store;
+            try {
+                store = m.spec().open();
+            } catch (IOException | RuntimeException e) {
+                // the stores already open hold locks (an S3 store's cache directory): let them go
+                closeAll(opened);
+                throw e;
+            }
+            opened.add(store);
+            b.mount(m.prefix(), store);
             described.add(m.text());
         }
         b.mount(CONTEXTS, new ContextsView(home.dir(), site::siteId));
@@ -81,7 +96,34 @@ public final class Namespace {
         b.mount(TOOLS_SYS, new ReadOnlyStorage(tools, TOOLS_SYS_NAME));
         described.add(TOOLS_SYS + "=" + (toolsSys == null ? "empty" : "readonly:" + toolsSys.toAbsolutePath().normalize()));
         Router router = b.build();
-        return new Namespace(router, local, List.copyOf(described));
+        return new Namespace(router, local, List.copyOf(described), List.copyOf(opened));
+    }
+
+    /**
+     * Closes the stores the {@code --store} options opened, each even when another fails: an S3
+     * store uploads everything pending first. Call it once nothing serves the namespace any
+     * more (after the FUSE session ended, at the end of a vfs command); the first failure is thrown.
+     */
+    @Override
+    public void close() throws IOException {
+        closeAll(opened);
+    }
+
+    private static void closeAll(List<Storage> stores) throws IOException {
+        IOException first = null;
+        for (Storage s : stores) {
+            try {
+                s.close();
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("closing a store failed: {}", e.getMessage());
+                if (first == null) {
+                    first = e instanceof IOException io ? io : new IOException(e.getMessage(), e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
     }
 
     public Router router() {

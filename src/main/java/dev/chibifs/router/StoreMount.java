@@ -12,10 +12,15 @@ public record StoreMount(VfsPath prefix, StoreSpec spec) {
 
     /** The form, for messages. */
     public static final String RULE = "the form is PREFIX=SPEC, PREFIX an absolute path other than /, "
-            + "/sys/contexts and /tools/sys (chibi's views), e.g. /shared/scratch=memory:64M; " + StoreSpec.RULE;
+            + "/sys/contexts and /tools/sys (chibi's views), e.g. /shared/scratch=memory:64M (the root store stays <home>/vfs); " + StoreSpec.RULE;
 
     /** Parses {@code PREFIX=SPEC}; an {@link IllegalArgumentException} names the value and the rule. */
     public static StoreMount parse(String arg) {
+        return parse(arg, StoreSpec.Kind.NONE);
+    }
+
+    /** {@link #parse(String)}, with the kinds of store {@code more} knows besides memory and readonly. */
+    public static StoreMount parse(String arg, StoreSpec.Kind more) {
         int eq = arg.indexOf('=');
         if (eq <= 0 || eq == arg.length() - 1) {
             throw new IllegalArgumentException("invalid --store '" + arg + "': " + RULE);
@@ -30,7 +35,7 @@ public record StoreMount(VfsPath prefix, StoreSpec spec) {
             throw new IllegalArgumentException("invalid --store '" + arg + "': " + RULE);
         }
         try {
-            return new StoreMount(prefix, StoreSpec.parse(arg.substring(eq + 1)));
+            return new StoreMount(prefix, StoreSpec.parse(arg.substring(eq + 1), more));
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("invalid --store '" + arg + "': " + e.getMessage());
         }
