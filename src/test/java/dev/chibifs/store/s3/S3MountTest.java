@@ -289,4 +289,29 @@ class S3MountTest {
                         && "before\n".equals(readOrNull(b.at(PREFIX + "/before.md"))));
         assertFalse(a.log().contains("Exception in thread"), a.log());
     }
+
+    @Test
+    @Timeout(120)
+    void sigtermUploadsEverythingPendingBeforeTheDaemonExits() throws Exception {
+        // a debounce far longer than the test: only the store's close at shutdown can upload it
+        MountedFs a = host(MountedFs.tempRoot(), "hostA", "1h");
+        Files.writeString(a.at(PREFIX + "/pending.md"), "closed, not yet uploaded\n");
+        a.process().destroy(); // SIGTERM
+        assertEquals(0, a.process().waitFor(), a.log());
+        MountedFs b = host("hostB");
+        await(VISIBLE_WITHIN, "host B reading what A had pending at SIGTERM",
+                () -> "closed, not yet uploaded\n".equals(readOrNull(b.at(PREFIX + "/pending.md"))));
+    }
+
+    @Test
+    @Timeout(120)
+    void chibifsUmountReturnsOnlyAfterEverythingPendingIsUploaded() throws Exception {
+        MountedFs a = host(MountedFs.tempRoot(), "hostA", "1h");
+        Files.writeString(a.at(PREFIX + "/pending.md"), "closed, not yet uploaded\n");
+        MountedFs.cli("umount", a.mountpoint().toString()).ok();
+        assertFalse(a.process().isAlive(), "umount waits for the daemon's exit");
+        MountedFs b = host("hostB");
+        await(VISIBLE_WITHIN, "host B reading what A had pending at umount",
+                () -> "closed, not yet uploaded\n".equals(readOrNull(b.at(PREFIX + "/pending.md"))));
+    }
 }
