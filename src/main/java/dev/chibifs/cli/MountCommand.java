@@ -254,7 +254,7 @@ public final class MountCommand implements Callable<Integer> {
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
         ChibiConfig config = ChibiConfig.load(chibiHome);
         Namespace namespace = stores.open(chibiHome, System.getenv(), symlinks);
-        LocalStorage storage = namespace.rootStore();
+        java.util.Optional<LocalStorage> storage = namespace.rootStore();
         Router router = namespace.router();
         router.createNamespace(plan.homes());
         CacheSweeper sweeper = CacheSweeper.create(router, config, cacheSweepInterval, Clock.systemUTC());
@@ -292,7 +292,8 @@ public final class MountCommand implements Callable<Integer> {
             registry.write(new MountRecord(mp, ProcessHandle.current().pid(),
                     plan.uidMapped() ? MountRecord.MODE_UIDMAP : MountRecord.MODE_CONTEXT,
                     plan.uidMapped() ? null : plan.homes().get(0), plan.uidMap(),
-                    systemUid == null ? null : systemUid.intValue(), chibiHome.dir(), storage.root(), Instant.now(),
+                    systemUid == null ? null : systemUid.intValue(), chibiHome.dir(),
+                    storage.map(LocalStorage::root).orElse(chibiHome.store()), Instant.now(),
                     String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString(),
                     String.join(" ", namespace.stores()), daemon.negotiated()));
         } catch (IOException | RuntimeException e) {
@@ -300,7 +301,8 @@ public final class MountCommand implements Callable<Integer> {
         }
         sweeper.start();
         startStatsSocket(registry, daemon, log);
-        startTemporaryCleanup(storage, log);
+        // only a local root store has the temporary files of interrupted atomic writes
+        storage.ifPresent(local -> startTemporaryCleanup(local, log));
         daemon.awaitUnmounted();
         if (stopping.compareAndSet(false, true)) {
             sweeper.close();

@@ -100,7 +100,7 @@ abstract class VfsCommand implements Callable<Integer> {
     Router router() throws IOException {
         if (router == null) {
             namespace = storeOptions.open(ChibiHome.resolve(callerOptions.home, terminal.env()), terminal.env());
-            storage = namespace.rootStore();
+            storage = namespace.rootStore().orElse(null);
             router = namespace.router();
         }
         return router;

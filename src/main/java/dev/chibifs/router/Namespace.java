@@ -70,12 +70,20 @@ public final class Namespace implements java.io.Closeable {
         if (toolsSys != null && !Files.isDirectory(toolsSys)) {
             throw new IllegalArgumentException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
         }
-        LocalStorage local = new LocalStorage(home.store());
+        // --store /=SPEC serves the whole namespace in place of <home>/vfs (and replaces it in the router)
+        boolean localRoot = mounts.stream().noneMatch(m -> m.prefix().isRoot());
+        LocalStorage local = localRoot ? new LocalStorage(home.store()) : null;
         SiteIdentity site = new SiteIdentity(home);
-        Router.Builder b = Router.builder(local).flocks(site::siteId).symlinks(symlinks);
+        // without a local root the builder's first store is a placeholder: the / mount below replaces it
+        Router.Builder b = Router.builder(localRoot ? local : new MemoryStorage(0)).flocks(site::siteId).symlinks(symlinks);
         List<String> described = new ArrayList<>();
-        described.add("/=" + local.root());
+        if (localRoot) {
+            described.add("/=" + local.root());
+        }
         List<Storage> opened = new ArrayList<>();
+        // the root first, so that stores() lists / first
+        mounts = new ArrayList<>(mounts);
+        mounts.sort(java.util.Comparator.comparing((StoreMount m) -> !m.prefix().isRoot()));
         for (StoreMount m : mounts) {
             Storage store;
             try {
@@ -130,9 +138,9 @@ public final class Namespace implements java.io.Closeable {
         return router;
     }
 
-    /** The local store at {@code /}. */
-    public LocalStorage rootStore() {
-        return root;
+    /** The local store {@code <home>/vfs} at {@code /}; empty when {@code --store /=SPEC} serves the whole namespace. */
+    public java.util.Optional<LocalStorage> rootStore() {
+        return java.util.Optional.ofNullable(root);
     }
 
     /** Each store as {@code PREFIX=SPEC}, {@code /} first, for logs and {@code status}. */

@@ -29,6 +29,15 @@ public interface StoreSpec {
     Storage open() throws IOException;
 
     /**
+     * Whether this store may serve the whole namespace ({@code --store /=SPEC}) in place of
+     * {@code <home>/vfs}: a store that keeps what is written and that several hosts share. Not a
+     * memory store (everything gone at unmount) nor a read-only one (nothing could be written).
+     */
+    default boolean servesRoot() {
+        return false;
+    }
+
+    /**
      * A kind of store parsed outside this package (the S3 store lives in {@code store.s3}, which
      * depends on this one, so it is handed in by the front end rather than named here).
      */

@@ -43,6 +43,12 @@ public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, 
         return spec.startsWith(S3Spec.SCHEME);
     }
 
+    /** A bucket keeps what is written and is shared: it may be the whole namespace. */
+    @Override
+    public boolean servesRoot() {
+        return true;
+    }
+
     @Override
     public String text() {
         return spec;

@@ -314,4 +314,27 @@ class S3MountTest {
         await(VISIBLE_WITHIN, "host B reading what A had pending at umount",
                 () -> "closed, not yet uploaded\n".equals(readOrNull(b.at(PREFIX + "/pending.md"))));
     }
+
+    @Test
+    @Timeout(120)
+    void theWholeNamespaceCanBeServedFromTheBucket() throws IOException {
+        List<MountedFs> hosts = new ArrayList<>();
+        for (String name : List.of("hostA", "hostB")) {
+            Path root = MountedFs.tempRoot();
+            MountedFs fs = MountedFs.start(root, env(name), "--context", "planner", "--store", "/=" + spec(),
+                    "--cache-dir", root.resolve("cache").toString(), "--flush-after", FLUSH_AFTER);
+            mounts.add(fs);
+            hosts.add(fs);
+        }
+        MountedFs a = hosts.get(0);
+        MountedFs b = hosts.get(1);
+        Files.writeString(a.at("/shared/tasks.md"), "one namespace\n");
+        await(VISIBLE_WITHIN, "host B reading /shared/tasks.md",
+                () -> "one namespace\n".equals(readOrNull(b.at("/shared/tasks.md"))));
+        // (this also holds the kernel to 1 s: the root has no change feed, so nothing may be cached for
+        // --kernel-cache's 30 s.) Nothing of it is in <home>/vfs, and the policy still stands in front of the bucket
+        assertFalse(Files.exists(a.stored("/shared/tasks.md")));
+        assertNotEquals(0, a.sh("echo x > sys/x").exitCode(), "planner may not write /sys");
+        assertTrue(Files.isDirectory(b.at("/sys/contexts")), "chibi's views are still mounted");
+    }
 }
