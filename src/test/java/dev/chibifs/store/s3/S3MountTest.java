@@ -337,4 +337,31 @@ class S3MountTest {
         assertNotEquals(0, a.sh("echo x > sys/x").exitCode(), "planner may not write /sys");
         assertTrue(Files.isDirectory(b.at("/sys/contexts")), "chibi's views are still mounted");
     }
+
+    @Test
+    @Timeout(180)
+    void sigtermWhileTheBucketIsAwayKeepsWhatIsPendingForTheNextStart() throws Exception {
+        Path rootA = MountedFs.tempRoot();
+        MountedFs a = host(rootA, "hostA", "1h");
+        Files.writeString(a.at(PREFIX + "/seen.md"), "seen\n");
+        a.sh("sync shared/s3/seen.md").ok(); // S3 has the directory's listing and this file now
+        server.stop();
+        long stopped;
+        try {
+            Files.writeString(a.at(PREFIX + "/kept.md"), "kept\n");
+            long t0 = System.nanoTime();
+            a.process().destroy(); // SIGTERM: the close cannot upload, so the journal must keep it
+            assertEquals(0, a.process().waitFor(), a.log());
+            stopped = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(a.log().contains("stay in " + rootA.resolve("cache")), a.log());
+        } finally {
+            server.start();
+        }
+        // not held up by the outage: well inside chibifs umount's wait and systemd's stop timeout
+        assertTrue(stopped < Duration.ofSeconds(20).toMillis(), "exited after " + stopped + " ms");
+        host(rootA, "hostA", FLUSH_AFTER); // restarted over the same cache directory
+        MountedFs b = host("hostB");
+        await(SETTLES_WITHIN, "host B reading what A kept through SIGTERM and the outage",
+                () -> "kept\n".equals(readOrNull(b.at(PREFIX + "/kept.md"))));
+    }
 }
