@@ -364,4 +364,35 @@ class S3MountTest {
         await(SETTLES_WITHIN, "host B reading what A kept through SIGTERM and the outage",
                 () -> "kept\n".equals(readOrNull(b.at(PREFIX + "/kept.md"))));
     }
+
+    @Test
+    @Timeout(120)
+    void aBackgroundMountPassesTheS3OptionsToItsDaemonButNoCredential() throws Exception {
+        Path root = MountedFs.tempRoot();
+        Path mnt = root.resolve("mnt");
+        Path cache = root.resolve("cache");
+        Files.createDirectories(mnt);
+        StringBuilder envs = new StringBuilder("env");
+        env("hostA").forEach((k, v) -> envs.append(' ').append(k).append("='").append(v).append('\''));
+        Sh.Result r = Sh.run(envs + " " + MountedFs.cliScript("mount", "--context", "planner", "--home",
+                root.resolve("home").toString(), "--store", PREFIX + "=" + spec(), "--cache-dir", cache.toString(),
+                "--flush-after", "1h", mnt.toString()));
+        try {
+            assertEquals(0, r.exitCode(), r.err() + r.out());
+            java.util.regex.Matcher pid = java.util.regex.Pattern.compile("daemon pid (\\d+)").matcher(r.out());
+            assertTrue(pid.find(), r.out());
+            String cmdline = Files.readString(Path.of("/proc", pid.group(1), "cmdline")).replace('\0', ' ');
+            assertTrue(cmdline.contains("--cache-dir " + cache) && cmdline.contains("--flush-after PT1H")
+                    && cmdline.contains("--store " + PREFIX + "=" + spec()), cmdline);
+            assertFalse(cmdline.contains(S3Server.SECRET_KEY) || cmdline.contains(S3Server.ACCESS_KEY), cmdline);
+            // the daemon has the credentials all the same (inherited), and the debounce it was given
+            Files.writeString(mnt.resolve("shared/s3/bg.md"), "background\n");
+            MountedFs.cli("umount", mnt.toString()).ok(); // uploads what the 1 h debounce holds
+            MountedFs b = host("hostB");
+            await(VISIBLE_WITHIN, "host B reading what the background daemon had",
+                    () -> "background\n".equals(readOrNull(b.at(PREFIX + "/bg.md"))));
+        } finally {
+            Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null");
+        }
+    }
 }
