@@ -401,8 +401,11 @@ public final class MountCommand implements Callable<Integer> {
         long deadline = System.nanoTime() + MOUNT_TIMEOUT.toNanos();
         while (System.nanoTime() < deadline) {
             if (FuseDaemon.answers(mp)) {
+                // --store /=SPEC serves the whole namespace: name it rather than <home>/vfs
+                String root = stores.mounts().stream().filter(m -> m.prefix().isRoot())
+                        .map(m -> m.spec().text()).findFirst().orElse(chibiHome.store().toString());
                 spec.commandLine().getOut().println("chibifs: mounted " + mp + " (" + plan.describe() + ", store "
-                        + chibiHome.store() + "); daemon pid " + child.pid() + ", log " + logFile);
+                        + root + "); daemon pid " + child.pid() + ", log " + logFile);
                 return ExitCodes.OK;
             }
             if (!child.isAlive()) {
