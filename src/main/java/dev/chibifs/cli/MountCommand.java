@@ -253,7 +253,13 @@ public final class MountCommand implements Callable<Integer> {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
         ChibiConfig config = ChibiConfig.load(chibiHome);
-        Namespace namespace = stores.open(chibiHome, System.getenv(), symlinks);
+        Namespace namespace;
+        try {
+            namespace = stores.open(chibiHome, System.getenv(), symlinks);
+        } catch (IOException e) {
+            // nothing is mounted yet: one line and exit 1, as every other reason a mount cannot start
+            throw new MountFailure(e.getMessage());
+        }
         java.util.Optional<LocalStorage> storage = namespace.rootStore();
         Router router = namespace.router();
         router.createNamespace(plan.homes());

@@ -91,7 +91,11 @@ public final class Namespace implements java.io.Closeable {
             } catch (IOException | RuntimeException e) {
                 // the stores already open hold locks (an S3 store's cache directory): let them go
                 closeAll(opened);
-                throw e;
+                if (e instanceof IllegalArgumentException) {
+                    throw e;
+                }
+                // one line naming the store: the failure's own text may name only a host path
+                throw new IOException("cannot open --store '" + m.text() + "': " + e.getMessage(), e);
             }
             opened.add(store);
             b.mount(m.prefix(), store);
