@@ -253,8 +253,14 @@ public final class MountCommand implements Callable<Integer> {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
         ChibiConfig config = ChibiConfig.load(chibiHome);
-        Namespace namespace = stores.open(chibiHome, symlinks);
-        LocalStorage storage = namespace.rootStore();
+        Namespace namespace;
+        try {
+            namespace = stores.open(chibiHome, System.getenv(), symlinks);
+        } catch (IOException e) {
+            // nothing is mounted yet: one line and exit 1, as every other reason a mount cannot start
+            throw new MountFailure(e.getMessage());
+        }
+        java.util.Optional<LocalStorage> storage = namespace.rootStore();
         Router router = namespace.router();
         router.createNamespace(plan.homes());
         CacheSweeper sweeper = CacheSweeper.create(router, config, cacheSweepInterval, Clock.systemUTC());
@@ -271,6 +277,7 @@ public final class MountCommand implements Callable<Integer> {
                 log.info("signal received: unmounting {}", mp);
                 sweeper.close();
                 boolean clean = daemon.unmount(Duration.ofSeconds(10));
+                closeStores(namespace, mp, log);
                 forget(registry, mp, log);
                 log.info("stopped {}{}", mp, clean ? "" : " (files were still open; the mount was detached lazily)");
                 // exit 0 for SIGTERM/SIGINT, as a clean stop; the JVM would otherwise report 143/130
@@ -282,6 +289,7 @@ public final class MountCommand implements Callable<Integer> {
         } catch (MountException e) {
             // nothing is mounted: the exit hook must not unmount, nor turn this failure into a clean exit 0
             stopping.set(true);
+            closeStores(namespace, mp, log);
             throw new MountFailure(e.getMessage());
         }
         log.info("mounted {} ({}; stores {}; options {}; {}; pid {})", mp, plan.describe(), String.join(" ", namespace.stores()),
@@ -290,7 +298,8 @@ public final class MountCommand implements Callable<Integer> {
             registry.write(new MountRecord(mp, ProcessHandle.current().pid(),
                     plan.uidMapped() ? MountRecord.MODE_UIDMAP : MountRecord.MODE_CONTEXT,
                     plan.uidMapped() ? null : plan.homes().get(0), plan.uidMap(),
-                    systemUid == null ? null : systemUid.intValue(), chibiHome.dir(), storage.root(), Instant.now(),
+                    systemUid == null ? null : systemUid.intValue(), chibiHome.dir(),
+                    storage.map(LocalStorage::root).orElse(chibiHome.store()), Instant.now(),
                     String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString(),
                     String.join(" ", namespace.stores()), daemon.negotiated()));
         } catch (IOException | RuntimeException e) {
@@ -298,15 +307,30 @@ public final class MountCommand implements Callable<Integer> {
         }
         sweeper.start();
         startStatsSocket(registry, daemon, log);
-        startTemporaryCleanup(storage, log);
+        // only a local root store has the temporary files of interrupted atomic writes
+        storage.ifPresent(local -> startTemporaryCleanup(local, log));
         daemon.awaitUnmounted();
         if (stopping.compareAndSet(false, true)) {
             sweeper.close();
             daemon.unmount(Duration.ZERO);
+            closeStores(namespace, mp, log);
             forget(registry, mp, log);
             log.info("unmounted {}", mp);
         }
         return ExitCodes.OK;
+    }
+
+    /**
+     * Closes the namespace's stores once the FUSE session has ended and every handle is closed, so
+     * that umount and SIGTERM return only after an S3 store has uploaded everything pending (what
+     * it cannot upload stays journaled in its cache directory, and the log says so).
+     */
+    private static void closeStores(Namespace namespace, Path mp, org.slf4j.Logger log) {
+        try {
+            namespace.close();
+        } catch (IOException | RuntimeException e) {
+            log.warn("closing the stores of {}: {}", mp, e.getMessage());
+        }
     }
 
     private static void forget(MountRegistry registry, Path mp, org.slf4j.Logger log) {
@@ -384,8 +408,11 @@ public final class MountCommand implements Callable<Integer> {
         long deadline = System.nanoTime() + MOUNT_TIMEOUT.toNanos();
         while (System.nanoTime() < deadline) {
             if (FuseDaemon.answers(mp)) {
+                // --store /=SPEC serves the whole namespace: name it rather than <home>/vfs
+                String root = stores.mounts().stream().filter(m -> m.prefix().isRoot())
+                        .map(m -> m.spec().text()).findFirst().orElse(chibiHome.store().toString());
                 spec.commandLine().getOut().println("chibifs: mounted " + mp + " (" + plan.describe() + ", store "
-                        + chibiHome.store() + "); daemon pid " + child.pid() + ", log " + logFile);
+                        + root + "); daemon pid " + child.pid() + ", log " + logFile);
                 return ExitCodes.OK;
             }
             if (!child.isAlive()) {

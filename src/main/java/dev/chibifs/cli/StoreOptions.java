@@ -3,13 +3,18 @@ package dev.chibifs.cli;
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.router.Namespace;
 import dev.chibifs.router.StoreMount;
+import dev.chibifs.store.StoreSpec;
+import dev.chibifs.store.s3.S3StoreSpec;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
 
 /** The stores a namespace mounts beside {@code <home>/vfs}: the same options on mount, the vfs and the cache commands. */
 final class StoreOptions {
@@ -17,20 +22,40 @@ final class StoreOptions {
     @Option(names = "--store", paramLabel = "PREFIX=SPEC",
             description = "Serve PREFIX and below from another store (repeatable; the policy is the path's, as"
                     + " everywhere): memory[:SIZE] (in the daemon's memory, empty at mount, ENOSPC past SIZE, default"
-                    + " 256M) or readonly:DIR (DIR read-only, no link followed out of it). A rename or hard link"
-                    + " across stores is EXDEV (mv copies).")
+                    + " 256M), readonly:DIR (DIR read-only, no link followed out of it) or"
+                    + " s3://BUCKET/KEYPREFIX[?endpoint=URL&region=R] (an S3 bucket shared by several hosts; credentials"
+                    + " from the AWS_* environment, never the command line; /=s3://... serves the whole namespace)."
+                    + " A rename or hard link across stores is"
+                    + " EXDEV (mv copies).")
     List<String> stores = new ArrayList<>();
 
     @Option(names = "--tools-sys", paramLabel = "DIR",
             description = "Show DIR read-only at /tools/sys (chibi's tool registry; default: empty).")
     Path toolsSys;
 
+    @Option(names = "--cache-dir", paramLabel = "DIR",
+            description = "The S3 store's local layer (content cache, journal of changes not yet uploaded); one"
+                    + " process per directory. Default: <home>/chibifs/cache/<store>. A vfs command run while a"
+                    + " mount holds that directory needs its own.")
+    Path cacheDir;
+
+    @Option(names = "--flush-after", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long after its last close a changed file goes up to S3 (e.g. 500ms, 2s). Default: 2s.")
+    Duration flushAfter;
+
     /** The parsed {@code --store} options; a bad one is a usage error naming the value and the rule. */
     List<StoreMount> mounts() {
+        return mounts(() -> {
+            throw new IllegalStateException("stores parsed for checking are not opened");
+        }, Map.of());
+    }
+
+    private List<StoreMount> mounts(Supplier<ChibiHome> home, Map<String, String> env) {
+        StoreSpec.Kind s3 = S3StoreSpec.kind(home, cacheDir, flushAfter, env);
         List<StoreMount> out = new ArrayList<>();
         for (String s : stores) {
             try {
-                out.add(StoreMount.parse(s));
+                out.add(StoreMount.parse(s, s3));
             } catch (IllegalArgumentException e) {
                 throw new UsageException(e.getMessage());
             }
@@ -38,24 +63,36 @@ final class StoreOptions {
         if (toolsSys != null && !Files.isDirectory(toolsSys)) {
             throw new UsageException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
         }
+        long s3Stores = out.stream().filter(m -> m.spec() instanceof S3StoreSpec).count();
+        if ((cacheDir != null || flushAfter != null) && s3Stores == 0) {
+            throw new UsageException("--cache-dir and --flush-after are for an S3 store: add --store PREFIX=s3://BUCKET/KEYPREFIX");
+        }
+        if (cacheDir != null && s3Stores > 1) {
+            // one store per cache directory (the second would be refused with EBUSY): say so before mounting
+            throw new UsageException("invalid --cache-dir '" + cacheDir + "': it holds one S3 store's cache and "
+                    + s3Stores + " are named; leave it out (each gets <home>/chibifs/cache/<store>)");
+        }
         return out;
     }
 
     /** The namespace of {@code home} with these stores. */
-    Namespace open(ChibiHome home) throws IOException {
-        return open(home, dev.chibifs.policy.SymlinkRule.ZONE);
+    Namespace open(ChibiHome home, Map<String, String> env) throws IOException {
+        return open(home, env, dev.chibifs.policy.SymlinkRule.ZONE);
     }
 
-    /** {@link #open(ChibiHome)} with the mount's rule for symbolic links. */
-    Namespace open(ChibiHome home, dev.chibifs.policy.SymlinkRule symlinks) throws IOException {
+    /**
+     * {@link #open(ChibiHome, Map)} with the mount's rule for symbolic links; {@code env} gives an
+     * S3 store its endpoint, region and credentials. The caller closes the namespace when done.
+     */
+    Namespace open(ChibiHome home, Map<String, String> env, dev.chibifs.policy.SymlinkRule symlinks) throws IOException {
         try {
-            return Namespace.open(home, mounts(), toolsSys, symlinks);
+            return Namespace.open(home, mounts(() -> home, env), toolsSys, symlinks);
         } catch (IllegalArgumentException e) {
             throw new UsageException(e.getMessage());
         }
     }
 
-    /** These options again, for the daemon's own command line. */
+    /** These options again, for the daemon's own command line (no credential: the daemon inherits the environment). */
     List<String> arguments() {
         List<String> out = new ArrayList<>();
         for (StoreMount m : mounts()) {
@@ -65,6 +102,14 @@ final class StoreOptions {
         if (toolsSys != null) {
             out.add("--tools-sys");
             out.add(toolsSys.toAbsolutePath().normalize().toString());
+        }
+        if (cacheDir != null) {
+            out.add("--cache-dir");
+            out.add(cacheDir.toAbsolutePath().normalize().toString());
+        }
+        if (flushAfter != null) {
+            out.add("--flush-after");
+            out.add(flushAfter.toString());
         }
         return out;
     }

@@ -44,6 +44,7 @@ abstract class VfsCommand implements Callable<Integer> {
     StoreOptions storeOptions;
 
     private LocalStorage storage;
+    private Namespace namespace;
     private Router router;
     private Caller caller;
 
@@ -56,17 +57,39 @@ abstract class VfsCommand implements Callable<Integer> {
     @Override
     public final Integer call() {
         caller = callerOptions.resolve(terminal.env(), spec.name(), writes());
+        int code = ExitCodes.OK;
         try {
-            return execute();
+            code = execute();
         } catch (IOException | CommandFailure e) {
-            Failures.Report r = new Failures(storage == null ? null : storage.root()).report(e);
-            PrintWriter err = spec.commandLine().getErr();
-            err.println("chibifs " + spec.name() + ": " + r.message());
-            err.flush();
-            return r.exitCode();
+            code = fail(e);
         } finally {
+            // also when a usage error propagates: an S3 store uploads what this command changed, and
+            // lets its cache directory go, before the command says it is done
+            code = closeNamespace(code);
             flushOut();
         }
+        return code;
+    }
+
+    private int closeNamespace(int code) {
+        if (namespace == null) {
+            return code;
+        }
+        try {
+            namespace.close();
+            return code;
+        } catch (IOException e) {
+            int failed = fail(e);
+            return code == ExitCodes.OK ? failed : code;
+        }
+    }
+
+    private int fail(Exception e) {
+        Failures.Report r = new Failures(storage == null ? null : storage.root()).report(e);
+        PrintWriter err = spec.commandLine().getErr();
+        err.println("chibifs " + spec.name() + ": " + r.message());
+        err.flush();
+        return r.exitCode();
     }
 
     Caller caller() {
@@ -76,8 +99,8 @@ abstract class VfsCommand implements Callable<Integer> {
     /** The router over {@code <home>/vfs}, opened on first use so usage errors never touch the disk. */
     Router router() throws IOException {
         if (router == null) {
-            Namespace namespace = storeOptions.open(ChibiHome.resolve(callerOptions.home, terminal.env()));
-            storage = namespace.rootStore();
+            namespace = storeOptions.open(ChibiHome.resolve(callerOptions.home, terminal.env()), terminal.env());
+            storage = namespace.rootStore().orElse(null);
             router = namespace.router();
         }
         return router;

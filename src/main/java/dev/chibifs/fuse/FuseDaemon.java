@@ -158,7 +158,8 @@ public final class FuseDaemon {
             StoreFollower f = ChangeFollower.start(fs, spec);
             if (f == StoreFollower.NONE) {
                 LOG.warn("--kernel-cache: the store's changes cannot be followed here; keeping 1 s timeouts");
-                fs.follow(StoreFollower.NONE);
+                // NONE would let the kernel keep everything for the long timeouts asked for, unfollowed
+                fs.follow(StoreFollower.UNFOLLOWED);
             }
             follower = f;
         }

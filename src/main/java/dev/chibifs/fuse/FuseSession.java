@@ -241,6 +241,10 @@ final class FuseSession {
         private int errnoOf(Throwable t) {
             int errno = -Errno.of(t);
             if (errno > 0) {
+                if (errno == Linux.EIO) {
+                    // an expected I/O failure (a store's disk or S3 away): the one line that says why
+                    LOG.warn("{} of node {}: {}", FuseProtocol.opcodeName(req.opcode), req.nodeid, t.getMessage());
+                }
                 if (t instanceof PolicyDeniedException) {
                     stats.denied(String.valueOf(fs.caller(req)));
                     LOG.debug("{} denied: {}", FuseProtocol.opcodeName(req.opcode), t.getMessage());

@@ -34,6 +34,28 @@ interface StoreFollower extends AutoCloseable {
     }
 
     /** Follows nothing: the mount's own timeouts hold everywhere. */
+    /**
+     * Nothing is followed although the mount asked for a long kernel cache (its root store, an S3
+     * bucket for one, has no change feed): every directory gets the brief timeouts and no missing
+     * name is cached, so a change made elsewhere shows within a second, not after the long timeout.
+     */
+    StoreFollower UNFOLLOWED = new StoreFollower() {
+        @Override
+        public boolean follows(NodeTable.Node dir) {
+            return false;
+        }
+
+        @Override
+        public boolean lookingIn(NodeTable.Node dir) {
+            return false;
+        }
+
+        @Override
+        public boolean missing(NodeTable.Node parent, String name) {
+            return false;
+        }
+    };
+
     StoreFollower NONE = new StoreFollower() {
         @Override
         public boolean follows(NodeTable.Node dir) {

@@ -24,7 +24,9 @@ import java.util.Set;
  * read-only views {@code /sys/contexts} and {@code /tools/sys}, and flock membership read from
  * chibi's registry and {@code site.json}.
  */
-public final class Namespace {
+public final class Namespace implements java.io.Closeable {
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(Namespace.class);
 
     /** chibi's view of its contexts. */
     public static final VfsPath CONTEXTS = VfsPath.of("/sys/contexts");
@@ -36,11 +38,14 @@ public final class Namespace {
     private final Router router;
     private final LocalStorage root;
     private final List<String> stores;
+    /** The stores opened from {@code --store} specs, which this namespace owns and closes. */
+    private final List<Storage> opened;
 
-    private Namespace(Router router, LocalStorage root, List<String> stores) {
+    private Namespace(Router router, LocalStorage root, List<String> stores, List<Storage> opened) {
         this.router = router;
         this.root = root;
         this.stores = stores;
+        this.opened = opened;
     }
 
     /**
@@ -65,13 +70,35 @@ public final class Namespace {
         if (toolsSys != null && !Files.isDirectory(toolsSys)) {
             throw new IllegalArgumentException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
         }
-        LocalStorage local = new LocalStorage(home.store());
+        // --store /=SPEC serves the whole namespace in place of <home>/vfs (and replaces it in the router)
+        boolean localRoot = mounts.stream().noneMatch(m -> m.prefix().isRoot());
+        LocalStorage local = localRoot ? new LocalStorage(home.store()) : null;
         SiteIdentity site = new SiteIdentity(home);
-        Router.Builder b = Router.builder(local).flocks(site::siteId).symlinks(symlinks);
+        // without a local root the builder's first store is a placeholder: the / mount below replaces it
+        Router.Builder b = Router.builder(localRoot ? local : new MemoryStorage(0)).flocks(site::siteId).symlinks(symlinks);
         List<String> described = new ArrayList<>();
-        described.add("/=" + local.root());
+        if (localRoot) {
+            described.add("/=" + local.root());
+        }
+        List<Storage> opened = new ArrayList<>();
+        // the root first, so that stores() lists / first
+        mounts = new ArrayList<>(mounts);
+        mounts.sort(java.util.Comparator.comparing((StoreMount m) -> !m.prefix().isRoot()));
         for (StoreMount m : mounts) {
-            b.mount(m.prefix(), m.spec().open());
+            Storage store;
+            try {
+                store = m.spec().open();
+            } catch (IOException | RuntimeException e) {
+                // the stores already open hold locks (an S3 store's cache directory): let them go
+                closeAll(opened);
+                if (e instanceof IllegalArgumentException) {
+                    throw e;
+                }
+                // one line naming the store: the failure's own text may name only a host path
+                throw new IOException("cannot open --store '" + m.text() + "': " + e.getMessage(), e);
+            }
+            opened.add(store);
+            b.mount(m.prefix(), store);
             described.add(m.text());
         }
         b.mount(CONTEXTS, new ContextsView(home.dir(), site::siteId));
@@ -81,16 +108,43 @@ public final class Namespace {
         b.mount(TOOLS_SYS, new ReadOnlyStorage(tools, TOOLS_SYS_NAME));
         described.add(TOOLS_SYS + "=" + (toolsSys == null ? "empty" : "readonly:" + toolsSys.toAbsolutePath().normalize()));
         Router router = b.build();
-        return new Namespace(router, local, List.copyOf(described));
+        return new Namespace(router, local, List.copyOf(described), List.copyOf(opened));
+    }
+
+    /**
+     * Closes the stores the {@code --store} options opened, each even when another fails: an S3
+     * store uploads everything pending first. Call it once nothing serves the namespace any
+     * more (after the FUSE session ended, at the end of a vfs command); the first failure is thrown.
+     */
+    @Override
+    public void close() throws IOException {
+        closeAll(opened);
+    }
+
+    private static void closeAll(List<Storage> stores) throws IOException {
+        IOException first = null;
+        for (Storage s : stores) {
+            try {
+                s.close();
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("closing a store failed: {}", e.getMessage());
+                if (first == null) {
+                    first = e instanceof IOException io ? io : new IOException(e.getMessage(), e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
     }
 
     public Router router() {
         return router;
     }
 
-    /** The local store at {@code /}. */
-    public LocalStorage rootStore() {
-        return root;
+    /** The local store {@code <home>/vfs} at {@code /}; empty when {@code --store /=SPEC} serves the whole namespace. */
+    public java.util.Optional<LocalStorage> rootStore() {
+        return java.util.Optional.ofNullable(root);
     }
 
     /** Each store as {@code PREFIX=SPEC}, {@code /} first, for logs and {@code status}. */

@@ -11,11 +11,17 @@ import dev.chibifs.store.StoreSpec;
 public record StoreMount(VfsPath prefix, StoreSpec spec) {
 
     /** The form, for messages. */
-    public static final String RULE = "the form is PREFIX=SPEC, PREFIX an absolute path other than /, "
-            + "/sys/contexts and /tools/sys (chibi's views), e.g. /shared/scratch=memory:64M; " + StoreSpec.RULE;
+    public static final String RULE = "the form is PREFIX=SPEC, PREFIX an absolute path other than "
+            + "/sys/contexts and /tools/sys (chibi's views), e.g. /shared/scratch=memory:64M, and / only for an s3:// store"
+            + " (the whole namespace in place of <home>/vfs); " + StoreSpec.RULE;
 
     /** Parses {@code PREFIX=SPEC}; an {@link IllegalArgumentException} names the value and the rule. */
     public static StoreMount parse(String arg) {
+        return parse(arg, StoreSpec.Kind.NONE);
+    }
+
+    /** {@link #parse(String)}, with the kinds of store {@code more} knows besides memory and readonly. */
+    public static StoreMount parse(String arg, StoreSpec.Kind more) {
         int eq = arg.indexOf('=');
         if (eq <= 0 || eq == arg.length() - 1) {
             throw new IllegalArgumentException("invalid --store '" + arg + "': " + RULE);
@@ -26,14 +32,19 @@ public record StoreMount(VfsPath prefix, StoreSpec spec) {
         } catch (InvalidVfsPathException e) {
             throw new IllegalArgumentException("invalid --store '" + arg + "': " + e.getMessage() + "; " + RULE);
         }
-        if (prefix.isRoot() || prefix.startsWith(Namespace.CONTEXTS) || prefix.startsWith(Namespace.TOOLS_SYS)) {
+        if (prefix.startsWith(Namespace.CONTEXTS) || prefix.startsWith(Namespace.TOOLS_SYS)) {
             throw new IllegalArgumentException("invalid --store '" + arg + "': " + RULE);
         }
+        StoreSpec spec;
         try {
-            return new StoreMount(prefix, StoreSpec.parse(arg.substring(eq + 1)));
+            spec = StoreSpec.parse(arg.substring(eq + 1), more);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("invalid --store '" + arg + "': " + e.getMessage());
         }
+        if (prefix.isRoot() && !spec.servesRoot()) {
+            throw new IllegalArgumentException("invalid --store '" + arg + "': " + RULE);
+        }
+        return new StoreMount(prefix, spec);
     }
 
     /** {@code PREFIX=SPEC} again, the directory of a readonly store made absolute. */

@@ -16,8 +16,8 @@ import java.util.regex.Pattern;
 public interface StoreSpec {
 
     /** The form of every kind, for messages naming the rule. */
-    String RULE = "SPEC is memory[:SIZE] (SIZE in bytes with an optional K, M or G, default 256M) or readonly:DIR"
-            + " (an existing directory)";
+    String RULE = "SPEC is memory[:SIZE] (SIZE in bytes with an optional K, M or G, default 256M), readonly:DIR"
+            + " (an existing directory) or s3://BUCKET/KEYPREFIX[?endpoint=URL&region=R]";
 
     /** The default size of a memory store. */
     long DEFAULT_MEMORY_SIZE = 256L << 20;
@@ -28,8 +28,39 @@ public interface StoreSpec {
     /** Opens the store: a new, empty one for memory. */
     Storage open() throws IOException;
 
+    /**
+     * Whether this store may serve the whole namespace ({@code --store /=SPEC}) in place of
+     * {@code <home>/vfs}: a store that keeps what is written and that several hosts share. Not a
+     * memory store (everything gone at unmount) nor a read-only one (nothing could be written).
+     */
+    default boolean servesRoot() {
+        return false;
+    }
+
+    /**
+     * A kind of store parsed outside this package (the S3 store lives in {@code store.s3}, which
+     * depends on this one, so it is handed in by the front end rather than named here).
+     */
+    @FunctionalInterface
+    interface Kind {
+        /** No kinds beyond memory and readonly. */
+        Kind NONE = spec -> null;
+
+        /** The spec when it is of this kind, else null; an {@link IllegalArgumentException} when it is but is malformed. */
+        StoreSpec parse(String spec);
+    }
+
     /** Parses {@code spec}; an {@link IllegalArgumentException} says what is wrong and the rule. */
     static StoreSpec parse(String spec) {
+        return parse(spec, Kind.NONE);
+    }
+
+    /** {@link #parse(String)}, trying {@code more} before refusing a spec as unknown. */
+    static StoreSpec parse(String spec, Kind more) {
+        StoreSpec other = more.parse(spec);
+        if (other != null) {
+            return other;
+        }
         if (spec.equals("memory") || spec.startsWith("memory:")) {
             return Memory.parse(spec);
         }

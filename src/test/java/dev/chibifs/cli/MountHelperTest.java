@@ -117,6 +117,18 @@ class MountHelperTest {
     }
 
     @Test
+    void anS3StoreItsCacheDirAndFlushAfterPassThrough() throws Exception {
+        assertEquals(List.of("mount", "--context", "planner", "--store",
+                        "/shared/team=s3://team-bucket/chibi?endpoint=http://minio:9000", "--cache-dir", "/var/cache/chibi",
+                        "--flush-after", "500ms", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "ctx=planner,store=/shared/team=s3://team-bucket/chibi"
+                        + "?endpoint=http://minio:9000,cache_dir=/var/cache/chibi,flush_after=500ms").launcherArgs());
+        assertRefused("ctx=a,cache_dir=cache", "cache_dir='cache' must be an absolute directory");
+        assertRefused("ctx=a,flush_after=", "flush_after= needs a duration");
+        assertRefused("ctx=a,cache-dir=/c", "unknown option 'cache-dir=/c'");
+    }
+
+    @Test
     void fakeMountPrintsTheCommandAndRunsNothing() throws Exception {
         Result r = run("chibifs", "/mnt/planner", "-f", "-v", "-o", "ctx=planner");
         assertEquals(0, r.code(), r.stderr());

@@ -78,4 +78,27 @@ class NamespaceCliTest {
                     || r.err().contains("SPEC is memory"), r.err());
         }
     }
+
+    @Test
+    void s3OptionsAreCheckedBeforeAnythingIsOpened() {
+        String s3 = "/shared/team=s3://team-bucket/chibi";
+        // only an S3 store may serve the whole namespace; a malformed bucket is named with its rule
+        Cli.Result r = cli.run("ls", "--store", "/=readonly:/tmp", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("'/=readonly:/tmp'") && r.err().contains("/ only for an s3:// store"), r.err());
+        r = cli.run("ls", "--store", "/shared/team=s3://Bad_Bucket/x", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("'Bad_Bucket'") && r.err().contains("bucket name"), r.err());
+        // --cache-dir and --flush-after mean something only with an S3 store, and a cache holds one store
+        r = cli.run("ls", "--cache-dir", "/tmp/c", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("--cache-dir and --flush-after are for an S3 store"), r.err());
+        r = cli.run("ls", "--store", s3, "--store", "/shared/other=s3://team-bucket/other", "--cache-dir", "/tmp/c",
+                "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("invalid --cache-dir '/tmp/c'") && r.err().contains("2 are named"), r.err());
+        r = cli.run("ls", "--store", s3, "--flush-after", "0s", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("invalid duration '0s'"), r.err());
+    }
 }

@@ -76,7 +76,21 @@ public final class MountedFs implements AutoCloseable {
         return start(root, mnt, List.of(), args);
     }
 
+    /**
+     * Mounts with {@code args} over {@code root}/home at {@code root}/mnt, the daemon's environment
+     * the test's plus {@code env} (an S3 store's credentials, which never go on a command line).
+     * Started again over the same root it finds the same home and cache directories.
+     */
+    public static MountedFs start(Path root, java.util.Map<String, String> env, String... args) {
+        return start(root, root.resolve("mnt"), List.of(), env, args);
+    }
+
     private static MountedFs start(Path root, Path mnt, List<String> prefix, String... args) {
+        return start(root, mnt, prefix, java.util.Map.of(), args);
+    }
+
+    private static MountedFs start(Path root, Path mnt, List<String> prefix, java.util.Map<String, String> env,
+                                   String... args) {
         FuseSupport.requireFuse();
         try {
             Path home = root.resolve("home");
@@ -87,9 +101,11 @@ public final class MountedFs implements AutoCloseable {
             cmd.addAll(daemonCommand("mount", "--foreground", "--home", home.toString()));
             cmd.addAll(List.of(args));
             cmd.add(mnt.toString());
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                     .redirectOutput(log.toFile())
-                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+            pb.environment().putAll(env);
+            Process p = pb.start();
             MountedFs fs = new MountedFs(root, home, mnt, p, log);
             fs.awaitMounted();
             return fs;

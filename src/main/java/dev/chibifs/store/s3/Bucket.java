@@ -68,6 +68,21 @@ final class Bucket implements Closeable {
         }
     }
 
+    /**
+     * S3 failed or could not be reached: an I/O error (EIO), expected while the endpoint is away,
+     * so a request answers EIO with this one line and no stack trace.
+     */
+    static final class Unavailable extends IOException implements dev.chibifs.sys.HasErrno {
+        Unavailable(String message, Throwable cause) {
+            super(message, cause);
+        }
+
+        @Override
+        public int errno() {
+            return dev.chibifs.sys.Linux.EIO;
+        }
+    }
+
     /** The object a conditional PUT named with If-Match does not exist (HTTP 404). */
     static final class Missing extends IOException {
         Missing(String message) {
@@ -348,7 +363,7 @@ final class Bucket implements Closeable {
             reason = "cannot reach " + where + ": " + (root.getMessage() == null ? root.getClass().getSimpleName()
                     : root.getMessage().lines().findFirst().orElse(""));
         }
-        return new IOException("S3 " + op + " s3://" + bucket + "/" + key + ": " + reason + " (Input/output error)", e);
+        return new Unavailable("S3 " + op + " s3://" + bucket + "/" + key + ": " + reason + " (Input/output error)", e);
     }
 
     @Override

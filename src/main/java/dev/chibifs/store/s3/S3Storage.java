@@ -2226,9 +2226,11 @@ public final class S3Storage implements Storage {
         for (int i = 0; copyEtag == null; i++) {
             copy = p.parent().child(p.fileName() + ".conflict-" + options.host() + "-" + stamp + (i == 0 ? "" : "-" + i));
             try {
-                copyEtag = bucket.put(key(copy), snap, meta, null);
+                // putOnce: a first attempt that landed with its answer lost is this copy, not a reason
+                // for a second one under the next number (seen under load: two identical copies)
+                copyEtag = putOnce(key(copy), snap, meta, null, sha);
             } catch (Bucket.PreconditionFailed taken) {
-                // a copy of that name exists: the next number
+                // another copy of that name exists: the next number
             }
         }
         Bucket.Head theirs = bucket.head(key(p));

@@ -1,0 +1,61 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.config.ChibiHome;
+import dev.chibifs.store.Storage;
+import dev.chibifs.store.StoreSpec;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * {@code --store PREFIX=s3://BUCKET/KEYPREFIX[?endpoint=URL&region=R]}: an {@link S3Storage}
+ * opened with {@link S3Options#forMount}. The spec is checked when parsed (a bad one stops the
+ * command before anything is mounted); the home, needed only for the default cache directory,
+ * is asked for when the store is opened.
+ *
+ * @param spec the spec as written: it names no credential (those come from the environment), so
+ *        it may go on the daemon's command line and into {@code status}
+ */
+public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, Duration flushAfter,
+                          Map<String, String> env) implements StoreSpec {
+
+    /**
+     * The S3 kind for {@link StoreSpec#parse(String, Kind)}: every store it parses keeps its
+     * cache in {@code cacheDir} (null: {@code <home>/chibifs/cache/<store>}) and waits
+     * {@code flushAfter} (null: 2 s) before uploading a closed file.
+     */
+    public static Kind kind(Supplier<ChibiHome> home, Path cacheDir, Duration flushAfter, Map<String, String> env) {
+        return s -> {
+            if (!s.startsWith(S3Spec.SCHEME)) {
+                return null;
+            }
+            S3Spec.parse(s); // refuses a malformed spec now, naming it and the rule
+            return new S3StoreSpec(s, home, cacheDir == null ? null : cacheDir.toAbsolutePath().normalize(),
+                    flushAfter, env);
+        };
+    }
+
+    /** Whether {@code spec} names an S3 store. */
+    public static boolean isS3(String spec) {
+        return spec.startsWith(S3Spec.SCHEME);
+    }
+
+    /** A bucket keeps what is written and is shared: it may be the whole namespace. */
+    @Override
+    public boolean servesRoot() {
+        return true;
+    }
+
+    @Override
+    public String text() {
+        return spec;
+    }
+
+    @Override
+    public Storage open() throws IOException {
+        return S3Storage.open(spec, S3Options.forMount(home.get(), spec, cacheDir, flushAfter, env));
+    }
+}
