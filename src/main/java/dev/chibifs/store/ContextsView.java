@@ -39,7 +39,7 @@ import java.util.function.Supplier;
  * kernel cuts reads at the size it was told). Every change fails with
  * {@link ReadOnlyStoreException} ("virtual context metadata", chibi's name for it).
  */
-public final class ContextsView implements Storage, ReadOnlyStore {
+public final class ContextsView implements ReadOnlyStore {
 
     /** chibi's name for this view, in refusals. */
     public static final String NAME = "virtual context metadata";
@@ -638,75 +638,6 @@ public final class ContextsView implements Storage, ReadOnlyStore {
     @Override
     public String storeName() {
         return NAME;
-    }
-
-    private static ReadOnlyStoreException refused(VfsPath path) {
-        return new ReadOnlyStoreException(path.toString(), NAME);
-    }
-
-    @Override
-    public void write(VfsPath path, byte[] data) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void append(VfsPath path, byte[] data) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void delete(VfsPath path) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void mkdir(VfsPath path) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void copy(VfsPath src, VfsPath dst) throws IOException {
-        throw refused(dst);
-    }
-
-    @Override
-    public void rename(VfsPath src, VfsPath dst) throws IOException {
-        throw refused(src);
-    }
-
-    @Override
-    public void truncate(VfsPath path, long size) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void createDirectory(VfsPath path) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void removeFile(VfsPath path) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void removeDirectory(VfsPath path) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void setExecutable(VfsPath path, int mode) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void link(VfsPath existing, VfsPath newName) throws IOException {
-        throw refused(newName);
     }
 
     @Override

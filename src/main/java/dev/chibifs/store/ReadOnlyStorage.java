@@ -15,7 +15,7 @@ import java.util.Set;
  * {@link LocalStorage} of DIR behind this (which never follows a link found in DIR, so nothing
  * outside DIR is reachable), and an empty {@code /tools/sys} a {@link MemoryStorage}.
  */
-public final class ReadOnlyStorage implements Storage, ReadOnlyStore {
+public final class ReadOnlyStorage implements ReadOnlyStore {
 
     private static final Set<OpenFlag> CHANGING = EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE,
             OpenFlag.CREATE_NEW, OpenFlag.TRUNCATE);
@@ -34,10 +34,6 @@ public final class ReadOnlyStorage implements Storage, ReadOnlyStore {
         return name;
     }
 
-    private ReadOnlyStoreException refused(VfsPath path) {
-        return new ReadOnlyStoreException(path.toString(), name);
-    }
-
     @Override
     public byte[] read(VfsPath path) throws IOException {
         return inner.read(path);
@@ -50,21 +46,6 @@ public final class ReadOnlyStorage implements Storage, ReadOnlyStore {
     }
 
     @Override
-    public void write(VfsPath path, byte[] data) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void append(VfsPath path, byte[] data) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void delete(VfsPath path) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
     public List<Entry> list(VfsPath path) throws IOException {
         return inner.list(path);
     }
@@ -72,21 +53,6 @@ public final class ReadOnlyStorage implements Storage, ReadOnlyStore {
     @Override
     public boolean exists(VfsPath path) throws IOException {
         return inner.exists(path);
-    }
-
-    @Override
-    public void mkdir(VfsPath path) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void copy(VfsPath src, VfsPath dst) throws IOException {
-        throw refused(dst);
-    }
-
-    @Override
-    public void rename(VfsPath src, VfsPath dst) throws IOException {
-        throw refused(src);
     }
 
     @Override
@@ -112,41 +78,6 @@ public final class ReadOnlyStorage implements Storage, ReadOnlyStore {
     @Override
     public List<Entry> entries(VfsPath path) throws IOException {
         return inner.entries(path);
-    }
-
-    @Override
-    public void truncate(VfsPath path, long size) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void createDirectory(VfsPath path) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void removeFile(VfsPath path) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void removeDirectory(VfsPath path) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void setExecutable(VfsPath path, int mode) throws IOException {
-        throw refused(path);
-    }
-
-    @Override
-    public void link(VfsPath existing, VfsPath newName) throws IOException {
-        throw refused(newName);
     }
 
     @Override
