@@ -54,7 +54,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     }
 
     /** A follower of {@code fs}'s store, installed in it; {@link StoreFollower#NONE} where the store cannot be followed. */
-    static StoreFollower start(FuseFileSystem fs, MountSpec spec) {
+    static StoreFollower start(FuseFileSystem fs) {
         ChangeFollower f = new ChangeFollower(fs);
         if (!f.feed.active()) {
             f.feed.close();

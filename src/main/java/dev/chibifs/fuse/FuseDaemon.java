@@ -155,7 +155,7 @@ public final class FuseDaemon {
      */
     public void start(Duration timeout) throws MountException {
         if (followStore) {
-            StoreFollower f = ChangeFollower.start(fs, spec);
+            StoreFollower f = ChangeFollower.start(fs);
             if (f == StoreFollower.NONE) {
                 LOG.warn("--kernel-cache: the store's changes cannot be followed here; keeping 1 s timeouts");
                 // NONE would let the kernel keep everything for the long timeouts asked for, unfollowed

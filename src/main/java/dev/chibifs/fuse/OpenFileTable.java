@@ -40,10 +40,6 @@ final class OpenFileTable {
         return null;
     }
 
-    int size() {
-        return files.size();
-    }
-
     /** Closes every handle still open (unmount with files open); returns how many there were. */
     int closeAll() {
         List<FileHandle> left = new ArrayList<>();
