@@ -3,6 +3,8 @@
 #   native  - the store directory itself
 #   bindfs  - a C FUSE passthrough of it: bindfs --multithreaded -o big_writes,max_write=131072
 #   chibifs - a per-context chibifs mount of the same store, working in /shared
+#             (with --store s3://..., in /shared/s3, an S3 store mounted there: native and bindfs stay
+#             the local reference, so the ratios say what S3 costs on top of the disk)
 # Every workload runs --runs times per target, the targets in alternation; the table shows
 # medians, the ratios of chibifs to the other two, and two verdicts (issue 23): against native,
 # the physical limit (each row's own target), and against bindfs (chibifs at or below its time,
@@ -10,7 +12,7 @@
 # per MiB, per read) and their mean latency for each row, from `chibifs stats`.
 #
 # Usage: scripts/bench.sh [--quick] [--runs N] [--dir DIR] [--chibifs-o OPTS] [--kernel-cache DURATION|off]
-#                         [--no-settle] [--big] [--no-stats]
+#                         [--no-settle] [--big] [--no-stats] [--store s3://BUCKET/PREFIX[?endpoint=URL]]
 #   --quick        small sizes (finishes in about two minutes)
 #   --runs N       runs per workload and target (default 3, at least 3 for a fair median)
 #   --dir DIR      where the store and the mountpoints go (default /var/tmp); one disk for all
@@ -21,6 +23,10 @@
 #                  page cache (how runs before 2026-11-24 were made; see settle below)
 #   --big          also a directory of 100,000 files (20,000 with --quick): create, ls -l, rm -r
 #   --no-stats     do not ask the daemon for its request counts around each chibifs workload
+#   --store SPEC   chibifs works in /shared/s3, mounted with --store /shared/s3=SPEC (an S3 store, see
+#                  docs/s3-store.md). Without ?endpoint= (and no AWS_ENDPOINT_URL_S3/AWS_ENDPOINT_URL),
+#                  scripts/s3-loopback.sh serves BUCKET from the work dir on 127.0.0.1 for the run,
+#                  with the tests' credentials unless AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are set
 # Environment: CHIBIFS_JAVA_OPTS reaches the daemon's JVM through scripts/chibifs.
 set -euo pipefail
 
@@ -33,6 +39,7 @@ kernel_cache=""
 settle_creates=1
 big=0
 want_stats=1
+store_spec=""
 
 usage() { sed -n '2,/^# Environment/p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -46,6 +53,7 @@ while [ $# -gt 0 ]; do
         --no-settle) settle_creates=0 ;;
         --big) big=1 ;;
         --no-stats) want_stats=0 ;;
+        --store) store_spec=${2:?--store needs s3://BUCKET/PREFIX}; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
@@ -54,6 +62,10 @@ done
 case "$runs" in
     ''|*[!0-9]*) echo "bench.sh: --runs '$runs' is not a number" >&2; exit 2 ;;
 esac
+case "$store_spec" in
+    ''|s3://?*/?*) ;;
+    *) echo "bench.sh: --store '$store_spec': expected s3://BUCKET/PREFIX[?endpoint=URL&region=R]" >&2; exit 2 ;;
+esac
 if [ "$runs" -lt 3 ]; then
     echo "bench.sh: --runs $runs: at least 3 runs are needed for a median worth reading" >&2
     exit 2
@@ -61,7 +73,7 @@ fi
 
 # ---- prerequisites ----
 missing=()
-for tool in fio bindfs git tar grep awk java pgrep; do
+for tool in fio bindfs git tar grep awk java pgrep $([ -n "$store_spec" ] && echo curl); do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 # chibifs mounts without libfuse; bindfs (which brings its own libfuse 2) unmounts with either helper
@@ -101,6 +113,7 @@ mnt_chibi="$base/mnt-chibifs"
 mnt_bind="$base/mnt-bindfs"
 mkdir -p "$mnt_chibi" "$mnt_bind"
 daemon_pid=""
+s3_pid=""
 
 cleanup() {
     set +e
@@ -117,12 +130,56 @@ cleanup() {
         done
         kill "$daemon_pid" 2>/dev/null
     fi
+    if [ -n "$s3_pid" ]; then
+        # after the daemon: it uploads what is pending before it exits; s3-loopback.sh stops s3proxy
+        for _ in $(seq 1 50); do
+            [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null || break
+            sleep 0.2
+        done
+        kill "$s3_pid" 2>/dev/null
+        wait "$s3_pid" 2>/dev/null
+    fi
     rm -rf "$base"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-mount_out=$("$here/scripts/chibifs" mount --context bench --home "$home" \
+# ---- the S3 store (--store): on loopback unless an endpoint is named ----
+store_args=()
+store_desc="local ($store)"
+chibifs_sub=shared
+if [ -n "$store_spec" ]; then
+    s3_where="the endpoint it names"
+    if [[ "$store_spec" != *endpoint=* ]] && [ -z "${AWS_ENDPOINT_URL_S3:-}${AWS_ENDPOINT_URL:-}" ]; then
+        bucket=${store_spec#s3://}
+        bucket=${bucket%%/*}
+        export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-chibi-test}
+        export AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-chibi-test-secret}
+        export AWS_REGION=${AWS_REGION:-us-east-1}
+        s3_ready="$base/s3-endpoint"
+        "$here/scripts/s3-loopback.sh" --bucket "$bucket" --ready-file "$s3_ready" "$base/s3" \
+            > "$base/s3-loopback.out" 2>&1 &
+        s3_pid=$!
+        deadline=$((SECONDS + 120)) # a first run resolves s3proxy's class path with Maven
+        until [ -s "$s3_ready" ]; do
+            if ! kill -0 "$s3_pid" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+                echo "bench.sh: the loopback S3 server did not start:" >&2
+                cat "$base/s3-loopback.out" >&2
+                exit 1
+            fi
+            sleep 0.1
+        done
+        s3_endpoint=$(cat "$s3_ready")
+        store_spec="$store_spec$([[ "$store_spec" == *\?* ]] && echo '&' || echo '?')endpoint=$s3_endpoint"
+        s3_where="s3proxy $(tr ':' '\n' < "$here/target/s3proxy.classpath" \
+            | sed -n 's|.*/s3proxy-\([^/]*\)\.jar$|\1|p') on loopback, file-system backend in $base/s3 (same disk)"
+    fi
+    store_args=(--store "/shared/s3=$store_spec")
+    store_desc="S3, /shared/s3=$store_spec ($s3_where); cache dir $home/chibifs/cache"
+    chibifs_sub=shared/s3
+fi
+
+mount_out=$("$here/scripts/chibifs" mount --context bench --home "$home" "${store_args[@]}" \
     ${chibifs_o:+-o "$chibifs_o"} ${kernel_cache:+--kernel-cache "$kernel_cache"} "$mnt_chibi")
 daemon_pid=$(printf '%s\n' "$mount_out" | sed -n 's/.*daemon pid \([0-9][0-9]*\).*/\1/p')
 if [ -z "$daemon_pid" ]; then
@@ -138,7 +195,7 @@ targets=(native bindfs chibifs)
 declare -A dir=(
     [native]="$store/shared/native"
     [bindfs]="$mnt_bind/shared/bindfs"
-    [chibifs]="$mnt_chibi/shared/chibifs"
+    [chibifs]="$mnt_chibi/$chibifs_sub/chibifs"
 )
 for t in "${targets[@]}"; do
     mkdir "${dir[$t]}"
@@ -181,6 +238,7 @@ echo "chibifs benchmark ($([ "$quick" = 1 ] && echo quick || echo full), $runs r
 echo "  work dir $base on $(df --output=source "$base" | tail -1)"
 daemon_log=$(printf '%s\n' "$mount_out" | sed -n 's/.*, log \(.*\)$/\1/p')
 echo "  chibifs daemon pid $daemon_pid; JVM: ${CHIBIFS_JAVA_OPTS:-launcher defaults}"
+echo "  chibifs store: $store_desc"
 echo "  chibifs options: $(sed -n 's/.*; options \([^;]*\);.*/\1/p' "$daemon_log" 2>/dev/null | tail -1)"
 echo "  cold reads: $([ "$can_drop" = 1 ] && echo 'page cache dropped before each' \
     || echo 'NOT cold: dropping caches is not permitted here (needs root and a writable /proc/sys/vm/drop_caches)')"
