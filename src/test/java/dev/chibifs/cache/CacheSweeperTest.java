@@ -1,5 +1,7 @@
 package dev.chibifs.cache;
 
+import dev.chibifs.testing.MutableClock;
+
 import dev.chibifs.config.ChibiConfig;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.LocalStorage;

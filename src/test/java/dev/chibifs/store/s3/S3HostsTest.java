@@ -1,5 +1,7 @@
 package dev.chibifs.store.s3;
 
+import dev.chibifs.testing.MutableClock;
+
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -18,11 +20,8 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -57,29 +56,6 @@ class S3HostsTest {
     private Bucket raw;
     private final List<S3Storage> open = new ArrayList<>();
 
-    /** A clock the test moves by hand, safe to read from the store's threads. */
-    static final class ManualClock extends Clock {
-        private volatile Instant now = Instant.parse("2026-01-02T03:04:05Z");
-
-        void advance(Duration d) {
-            now = now.plus(d);
-        }
-
-        @Override
-        public ZoneId getZone() {
-            return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-            return this;
-        }
-
-        @Override
-        public Instant instant() {
-            return now;
-        }
-    }
 
     @BeforeAll
     static void startServer() throws Exception {
@@ -157,7 +133,7 @@ class S3HostsTest {
 
     @Test
     void aFileClosedDirtyGoesUpTwoSecondsAfterItsLastCloseAndShowsHereAtOnce() throws Exception {
-        ManualClock clock = new ManualClock();
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Storage a = host(options("a").withClock(clock, false));
         a.mkdir(p("/shared"));
         put(a, "/shared/tasks.md", "- one\n");
@@ -180,7 +156,7 @@ class S3HostsTest {
 
     @Test
     void anEtagIsComputedOncePerChangeAndTravelsWithTheObject() throws Exception {
-        ManualClock clock = new ManualClock();
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Options o = options("a").withClock(clock, false);
         S3Storage a = host(o);
         S3Options ob = options("b").withClock(clock, false);
@@ -206,7 +182,7 @@ class S3HostsTest {
 
     @Test
     void fsyncUploadsAtOnce() throws Exception {
-        ManualClock clock = new ManualClock();
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Storage a = host(options("a").withClock(clock, false));
         a.mkdir(p("/shared/deep"));
         try (FileHandle h = a.open(p("/shared/deep/f"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
@@ -218,7 +194,7 @@ class S3HostsTest {
 
     @Test
     void anotherHostsChangeShowsOnceTheValidityHasPassed() throws Exception {
-        ManualClock clockB = new ManualClock();
+        MutableClock clockB = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b").withClock(clockB, false));
         a.write(p("/shared/plan.md"), "v1".getBytes(UTF_8));
@@ -266,7 +242,7 @@ class S3HostsTest {
 
     @Test
     void theSameFileWrittenOnBothHostsLeavesOneWinnerAndOneConflictCopy() throws Exception {
-        ManualClock clock = new ManualClock();
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Storage a = host(options("a").withClock(clock, false));
         S3Storage b = host(options("b").withClock(clock, false));
         a.write(p("/shared/doc"), "base".getBytes(UTF_8));
@@ -297,7 +273,7 @@ class S3HostsTest {
 
     @Test
     void aStoreKilledRightAfterCloseUploadsEverythingAtItsNextStart() throws Exception {
-        ManualClock clock = new ManualClock();
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Options o = options("a").withClock(clock, false);
         S3Storage a = host(o);
         a.write(p("/shared/gone"), "remove me".getBytes(UTF_8));
@@ -323,7 +299,7 @@ class S3HostsTest {
 
     @Test
     void aCorruptJournalRecordIsSkippedNeverApplied() throws Exception {
-        ManualClock clock = new ManualClock();
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Options o = options("a").withClock(clock, false);
         S3Storage a = host(o);
         put(a, "/shared/good", "good");
@@ -351,7 +327,7 @@ class S3HostsTest {
 
     @Test
     void aRemovedFileNeverComesBackFromAStaleListing() throws Exception {
-        ManualClock clock = new ManualClock();
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Storage a = host(options("a").withClock(clock, false).withValidity(Duration.ZERO));
         a.write(p("/shared/x"), "x".getBytes(UTF_8));
         a.flushAll();

@@ -1,4 +1,4 @@
-package dev.chibifs.cache;
+package dev.chibifs.testing;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -7,14 +7,14 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 
 /** A clock the test moves by hand, safe to read from another thread. */
-final class MutableClock extends Clock {
+public final class MutableClock extends Clock {
     private volatile Instant now;
 
-    MutableClock(Instant start) {
+    public MutableClock(Instant start) {
         this.now = start;
     }
 
-    void advance(Duration d) {
+    public void advance(Duration d) {
         now = now.plus(d);
     }
 
