@@ -494,12 +494,7 @@ public final class ContextsView implements ReadOnlyStore {
 
     @Override
     public void forEachEntry(VfsPath path, EntrySink sink) throws IOException {
-        for (Entry e : entries(path)) {
-            byte[] name = e.name().getBytes(StandardCharsets.UTF_8);
-            if (!sink.accept(name, 0, name.length, e.kind())) {
-                return;
-            }
-        }
+        EntrySink.feed(entries(path), sink);
     }
 
     @Override

@@ -12,4 +12,14 @@ public interface EntrySink {
      * call; the sink may not list another directory meanwhile. False ends the listing.
      */
     boolean accept(byte[] name, int offset, int length, EntryKind kind) throws IOException;
+
+    /** Hands {@code entries} (a listing a store already holds) to {@code sink}, names as UTF-8, until it says stop. */
+    static void feed(java.util.List<Entry> entries, EntrySink sink) throws IOException {
+        for (Entry e : entries) {
+            byte[] name = e.name().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            if (!sink.accept(name, 0, name.length, e.kind())) {
+                return;
+            }
+        }
+    }
 }

@@ -35,6 +35,20 @@ public interface FileHandle extends Closeable {
      */
     void allocate(int mode, long offset, long length) throws IOException;
 
+    /**
+     * The checks of vfs_fallocate, in its order, for stores that do fallocate themselves: EINVAL for
+     * a negative offset or no length, EOPNOTSUPP for an unknown mode or a hole punched without KEEP_SIZE.
+     */
+    static void checkAllocate(int mode, long offset, long length) throws IOException {
+        if (offset < 0 || length <= 0) {
+            throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EINVAL, null, "Invalid argument");
+        }
+        if ((mode & ~(KEEP_SIZE | PUNCH_HOLE | ZERO_RANGE)) != 0
+                || (mode & PUNCH_HOLE) != 0 && ((mode & KEEP_SIZE) == 0 || (mode & ZERO_RANGE) != 0)) {
+            throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EOPNOTSUPP, null, "Operation not supported");
+        }
+    }
+
     /** Flushes to stable storage; {@code metadata} also flushes attributes. */
     void sync(boolean metadata) throws IOException;
 

@@ -30,7 +30,6 @@ import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
@@ -1189,12 +1188,7 @@ public final class S3Storage implements Storage {
     @Override
     public void forEachEntry(VfsPath path, EntrySink sink) throws IOException {
         // a snapshot, handed on outside the lock: the sink is the caller's code
-        for (Entry e : entries(path)) {
-            byte[] name = e.name().getBytes(StandardCharsets.UTF_8);
-            if (!sink.accept(name, 0, name.length, e.kind())) {
-                return;
-            }
-        }
+        EntrySink.feed(entries(path), sink);
     }
 
     @Override
@@ -1528,14 +1522,7 @@ public final class S3Storage implements Storage {
         public void allocate(int mode, long offset, long length) throws IOException {
             boolean keepSize = (mode & KEEP_SIZE) != 0;
             boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
-            // the checks of vfs_fallocate, in its order
-            if (offset < 0 || length <= 0) {
-                throw new ErrnoException(Linux.EINVAL, null, "Invalid argument");
-            }
-            if ((mode & ~(KEEP_SIZE | PUNCH_HOLE | ZERO_RANGE)) != 0
-                    || (mode & PUNCH_HOLE) != 0 && (!keepSize || (mode & ZERO_RANGE) != 0)) {
-                throw new ErrnoException(Linux.EOPNOTSUPP, null, "Operation not supported");
-            }
+            FileHandle.checkAllocate(mode, offset, length);
             synchronized (S3Storage.this) {
                 long end = offset + length;
                 long cur = ch.size();
