@@ -100,8 +100,10 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         n.toldSize = m.size();
         n.toldModified = nanos(m.modified());
         n.toldChanged = nanos(m.changed());
-        if (n.link != null) {
-            missing.remove(new Name(n.link.parent().id, n.link.name()));
+        NodeTable.Link link = n.link;
+        // on every entry and attribute reply: look the name up only while any name is held missing
+        if (link != null && !missing.isEmpty()) {
+            missing.remove(new Name(link.parent().id, link.name()));
         }
     }
 

@@ -123,11 +123,6 @@ final class NodeTable {
         return byName.get(new NameKey(parent.id, name));
     }
 
-    /** The node of store identity {@code identity} if the kernel holds one, else null. */
-    Node find(Identity identity) {
-        return byIdentity.get(identity);
-    }
-
     /**
      * The node for {@code name} in {@code parent}, which the store says is {@code identity}, with
      * one more kernel lookup: call just before sending an entry reply for it (a FORGET can only
@@ -226,29 +221,6 @@ final class NodeTable {
         if (node.directory) {
             renames.incrementAndGet();
         }
-    }
-
-    /** Both names stay, their files trade places (RENAME_EXCHANGE). */
-    synchronized void exchanged(Node a, String aName, Node b, String bName) {
-        Node first = byName.remove(new NameKey(a.id, aName));
-        Node second = byName.remove(new NameKey(b.id, bName));
-        if (first != null) {
-            dropLink(first, a, aName);
-        }
-        if (second != null) {
-            dropLink(second, b, bName);
-        }
-        if (first != null) {
-            addLink(first, new Link(b, bName));
-            first.removed = false;
-            byName.put(new NameKey(b.id, bName), first);
-        }
-        if (second != null) {
-            addLink(second, new Link(a, aName));
-            second.removed = false;
-            byName.put(new NameKey(a.id, aName), second);
-        }
-        renames.incrementAndGet();
     }
 
     /**
