@@ -11,8 +11,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -67,22 +65,6 @@ class KernelRequestsTest {
         Map<String, Long> sent = requestsOf("true", "dd if=/dev/zero of=shared/big bs=1M count=2 status=none");
         assertEquals(2L, sent.get("WRITE"), sent.toString());
         assertEquals("2097152\n", fs.sh("stat -c %s shared/big").ok().out());
-    }
-
-    @Test
-    void lookupsInOneDirectoryReachTheDaemonTogether() throws IOException {
-        // without FUSE_PARALLEL_DIROPS in the INIT reply the kernel holds each LOOKUP in a directory until
-        // the one before it is answered: the daemon never serves two at once
-        int most = 0;
-        for (int attempt = 0; attempt < 5 && most < 2; attempt++) {
-            Path dir = Files.createDirectories(fs.stored("/shared/many" + attempt));
-            for (int i = 0; i < 400; i++) {
-                Files.writeString(dir.resolve("f" + i), "x");
-            }
-            fs.sh("cd shared/many" + attempt + " && ls | xargs -P8 -n20 stat -c %s >/dev/null").ok();
-            most = (int) stats().path("LOOKUP").path("mostAtOnce").asLong();
-        }
-        assertTrue(most >= 2, "the lookups of 8 processes in one directory never overlapped: at most " + most);
     }
 
     @Test
