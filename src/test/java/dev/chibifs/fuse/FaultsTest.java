@@ -6,7 +6,10 @@ import dev.chibifs.testing.Sh;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
@@ -169,10 +172,14 @@ class FaultsTest {
 
             // umount while a file is open: the holder keeps working, then the daemon exits cleanly
             Process holder = new ProcessBuilder("python3", "-c", "import os, time\nfd = os.open('"
-                    + fs.at("/shared/held") + "', os.O_CREAT | os.O_WRONLY, 0o644)\ntime.sleep(2)\n"
-                    + "os.write(fd, b'after umount')\nos.close(fd)").start();
-            Thread.sleep(800);
+                    + fs.at("/shared/held") + "', os.O_CREAT | os.O_WRONLY, 0o644)\nprint('open', flush=True)\n"
+                    + "input()\nos.write(fd, b'after umount')\nos.close(fd)").start();
+            // unmount only once the file is open (python's start takes seconds on a loaded machine)
+            BufferedReader said = new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8));
+            assertEquals("open", said.readLine());
             Sh.run("fusermount -u -z '" + fs.mountpoint() + "'").ok();
+            holder.getOutputStream().write('\n');
+            holder.getOutputStream().close();
             assertEquals(0, holder.waitFor() == 0 ? 0 : new String(holder.getErrorStream().readAllBytes()).length());
             assertTrue(fs.process().waitFor(20, TimeUnit.SECONDS), "daemon still running after umount");
             assertEquals("after umount", Files.readString(fs.stored("/shared/held")));
