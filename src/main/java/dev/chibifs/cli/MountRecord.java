@@ -49,6 +49,15 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
         this(mountpoint, pid, mode, context, uidMap, systemUid, home, store, started, options, log, null, null);
     }
 
+    /**
+     * The store at {@code /} as {@code status} shows it: the local directory, or the spec of
+     * another kind ({@code s3://...}), for which {@link #store} is only chibi's home store.
+     */
+    public String rootStore() {
+        String first = stores.split(" ", 2)[0];
+        return first.startsWith("/=") ? first.substring(2) : store.toString();
+    }
+
     /** Who the mount acts for, as an operator reads it: {@code context=planner} or {@code uidmap=1001=planner,...}. */
     public String who() {
         return MODE_CONTEXT.equals(mode) ? "context=" + context : "uidmap=" + uidMap;

@@ -108,7 +108,7 @@ final class StatusCommand implements Callable<Integer> {
             row.put("uidmap", r.uidMap());
             row.put("systemUid", r.systemUid());
             row.put("home", r.home().toString());
-            row.put("store", r.store().toString());
+            row.put("store", r.rootStore());
             row.put("stores", List.of(r.stores().split(" ")));
             row.put("started", r.started().toString());
             row.put("options", r.options());
@@ -159,7 +159,7 @@ final class StatusCommand implements Callable<Integer> {
         for (Map<String, Object> row : rows) {
             Object stores = row.get("stores");
             if (stores instanceof List && ((List<?>) stores).size() > 1) {
-                // the local store is in the table; the others, one a line below it
+                // the root's store is in the table; the others, one a line below it
                 List<?> more = ((List<?>) stores).subList(1, ((List<?>) stores).size());
                 out.println(text(row.get("mountpoint"), "-") + ": also " + more.stream().map(String::valueOf)
                         .collect(java.util.stream.Collectors.joining(", ")));

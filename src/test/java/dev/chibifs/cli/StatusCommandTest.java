@@ -72,6 +72,19 @@ class StatusCommandTest {
     }
 
     @Test
+    void aNamespaceOnS3ShowsItsBucketAsTheStore() throws Exception {
+        Path table = Files.writeString(tmp.resolve("s3mounts"), "chibifs /mnt/s3 fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("s3reg"), table, pid -> true);
+        registry.write(new MountRecord(Path.of("/mnt/s3"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
+                Path.of("/h"), Path.of("/h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr",
+                "/=s3://team/chibi /scratch=memory:64M"));
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC())));
+        String text = out.toString();
+        assertTrue(text.matches("(?s).*\n/mnt/s3\\s+active\\s+7\\s+\\S+\\s+context=planner\\s+served\\s+s3://team/chibi\n"
+                + "/mnt/s3: also /scratch=memory:64M\n.*"), text);
+    }
+
+    @Test
     void nothingMountedSaysSo() throws Exception {
         Path table = Files.writeString(tmp.resolve("empty"), "");
         MountRegistry none = new MountRegistry(tmp.resolve("none"), table, pid -> true);
