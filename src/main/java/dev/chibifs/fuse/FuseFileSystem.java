@@ -766,7 +766,7 @@ final class FuseFileSystem {
             throw new dev.chibifs.sys.ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
         long offset = req.readOffset();
-        int room = req.readSize();
+        int room = Math.min(req.readSize(), out.bodyCapacity());
         if (offset == 0 || !l.loaded) {
             load(l);
         }

@@ -43,6 +43,11 @@ final class FuseReply {
         this.buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.nativeOrder());
     }
 
+    /** The most body this reply can hold. */
+    int bodyCapacity() {
+        return buffer.capacity() - FuseProtocol.OUT_HEADER;
+    }
+
     /** Starts the reply to request {@code unique}: the body follows the header. */
     FuseReply begin(long unique) {
         this.unique = unique;

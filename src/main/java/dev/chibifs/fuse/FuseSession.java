@@ -1,5 +1,6 @@
 package dev.chibifs.fuse;
 
+import com.kenai.jffi.MemoryIO;
 import dev.chibifs.router.PolicyDeniedException;
 import dev.chibifs.sys.Linux;
 import org.slf4j.Logger;
@@ -20,6 +21,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class FuseSession {
 
     private static final Logger LOG = LoggerFactory.getLogger(FuseSession.class);
+    private static final MemoryIO MEMORY = MemoryIO.getInstance();
+    /**
+     * A worker's reply buffer. READ data goes from a buffer of its own; the largest other reply is a
+     * listing, which may be shorter than the kernel asked (it asks again), so 64 KiB, not max_write.
+     */
+    static final int REPLY_CAPACITY = 64 * 1024;
 
     /** What the daemon asks of the kernel at INIT (the kernel grants what it offers). */
     record Settings(int maxWrite, int workers, boolean readdirplus, boolean passthrough, boolean debug, boolean xattr) {
@@ -85,11 +92,13 @@ final class FuseSession {
         Worker first = new Worker();
         try {
             if (!first.init()) {
+                first.free();
                 ended.complete(1);
                 return;
             }
         } catch (IOException e) {
             LOG.error("FUSE INIT failed: {}", e.toString());
+            first.free();
             ended.complete(1);
             return;
         }
@@ -133,15 +142,32 @@ final class FuseSession {
     final class Worker {
         final FuseRequest req;
         final FuseReply reply;
-        final ByteBuffer data;
+        /** READ's data, made at the first READ this worker serves: with passthrough none comes. */
+        private ByteBuffer data;
         /** For notifications sent while the request's reply is being written (lock grants). */
         final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
+        private final long requestMemory;
 
         Worker() {
+            // the kernel refuses a read of /dev/fuse into less than max_write and the headers, but only a
+            // WRITE fills that much: memory left unzeroed stays untouched, so not resident, until one does
+            // (allocateDirect would zero, and so touch, 1 MiB per worker)
             int size = settings.maxWrite() + FuseProtocol.REQUEST_OVERHEAD;
-            req = new FuseRequest(ByteBuffer.allocateDirect(size));
-            reply = new FuseReply(size);
-            data = ByteBuffer.allocateDirect(settings.maxWrite());
+            requestMemory = MEMORY.allocateMemory(size, false);
+            req = new FuseRequest(MEMORY.newDirectByteBuffer(requestMemory, size));
+            reply = new FuseReply(REPLY_CAPACITY);
+        }
+
+        private ByteBuffer data() {
+            if (data == null) {
+                data = ByteBuffer.allocateDirect(settings.maxWrite());
+            }
+            return data;
+        }
+
+        /** Gives back the request memory, once this worker reads no more. */
+        void free() {
+            MEMORY.freeMemory(requestMemory);
         }
 
         /** Reads and answers INIT; false when the kernel's protocol is one we cannot speak. */
@@ -201,6 +227,7 @@ final class FuseSession {
                     }
                 }
             } finally {
+                free();
                 workerEnded();
             }
         }
@@ -305,7 +332,7 @@ final class FuseSession {
                 case FuseProtocol.RENAME, FuseProtocol.RENAME2 -> fs.rename(req, reply);
                 case FuseProtocol.LINK -> fs.link(req, reply);
                 case FuseProtocol.OPEN -> fs.open(req, reply);
-                case FuseProtocol.READ -> fs.read(req, reply, data);
+                case FuseProtocol.READ -> fs.read(req, reply, data());
                 case FuseProtocol.WRITE -> fs.write(req, reply);
                 case FuseProtocol.STATFS -> fs.statfs(req, reply);
                 case FuseProtocol.RELEASE -> fs.release(req, reply);

@@ -187,6 +187,42 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void aListingLongerThanOneReplyComesWholeInSeveral() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        String stem = "n".repeat(200);
+        int files = 600; // about 210 KiB of entries: more than one reply holds
+        for (int i = 0; i < files; i++) {
+            store.write(VfsPath.of("/shared/" + stem + i), new byte[0]);
+        }
+        long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        long offset = 0;
+        int replies = 0;
+        while (true) {
+            // the kernel may ask for up to max_pages; a reply may hold less, and the kernel asks on from its end
+            FakeKernel.Reply list = kernel.call(FuseProtocol.READDIRPLUS, shared,
+                    body().int64(fh).int64(offset).int32(1 << 20).int32(0).int64(0).int32(0).int32(0));
+            assertEquals(0, list.error());
+            assertTrue(list.body().limit() <= FuseSession.REPLY_CAPACITY, "reply of " + list.body().limit());
+            if (list.body().limit() == 0) {
+                break;
+            }
+            replies++;
+            for (int at = 0; at < list.body().limit(); ) {
+                offset = list.int64(at + FuseProtocol.ENTRY_OUT + 8);
+                int nameLength = list.int32(at + FuseProtocol.ENTRY_OUT + 16);
+                byte[] name = new byte[nameLength];
+                list.body().get(at + FuseProtocol.DIRENTPLUS, name);
+                assertTrue(seen.add(new String(name, StandardCharsets.UTF_8)), "a name twice");
+                at += FuseReply.align8(FuseProtocol.DIRENTPLUS + nameLength);
+            }
+        }
+        assertEquals(files + 2, seen.size());
+        assertTrue(replies > 1, replies + " replies");
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
+    }
+
+    @Test
     void anOpcodeWeDoNotServeIsEnosys() throws Exception {
         assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.STATX, FuseProtocol.ROOT_ID,
                 body().int64(0).int32(0).int32(0).int32(0).int32(0)).error());
