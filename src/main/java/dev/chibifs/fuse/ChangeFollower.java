@@ -201,6 +201,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     public void batchTold() {
     }
 
+    @Override
+    public void catchUp() {
+        feed.catchUp();
+    }
+
     private void invalidateEntry(NodeTable.Node parent, String name) {
         FuseSession s = session;
         boolean expireOnly = s != null && s.negotiated() != null && s.negotiated().kernelMinor() >= 38

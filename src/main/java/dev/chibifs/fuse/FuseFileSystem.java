@@ -94,6 +94,11 @@ final class FuseFileSystem {
         this.follower = follower;
     }
 
+    /** The kernel is told what the store's changes queued so far make stale, before this returns. */
+    void catchUpWithStore() {
+        follower.catchUp();
+    }
+
     Router router() {
         return router;
     }

@@ -117,13 +117,16 @@ final class FuseSession {
      * A lock was granted on node {@code nodeid}: the kernel drops the file's cached pages and
      * attributes, so what the lock holder reads next is what other mounts wrote under the lock
      * before (as NFS revalidates at a lock). Without it, two SQLite processes on two mounts of one
-     * store read stale pages and overwrite each other's rows. No lock of the kernel's is held while
-     * a lock request is served, so the notification cannot deadlock it.
+     * store read stale pages and overwrite each other's rows. First the store's queued changes are
+     * told, so names another mount made or removed before it unlocked are stale here too (SQLite
+     * looks for a hot journal under the lock; the change feed alone lags by up to 10 ms). No lock of
+     * the kernel's is held while a lock request is served, so the notifications cannot deadlock it.
      */
     private void lockGranted(long nodeid, int type, FuseReply buffer) {
         if (type == Linux.F_UNLCK) {
             return;
         }
+        fs.catchUpWithStore();
         try {
             buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0).send(channel);
         } catch (IOException e) {

@@ -29,11 +29,14 @@ interface StoreFollower extends AutoCloseable {
     default void opened(NodeTable.Node n, Metadata m) {
     }
 
+    /** Tells the kernel, before returning, what the store's changes queued so far make stale. */
+    default void catchUp() {
+    }
+
     @Override
     default void close() {
     }
 
-    /** Follows nothing: the mount's own timeouts hold everywhere. */
     /**
      * Nothing is followed although the mount asked for a long kernel cache (its root store, an S3
      * bucket for one, has no change feed): every directory gets the brief timeouts and no missing
@@ -56,6 +59,7 @@ interface StoreFollower extends AutoCloseable {
         }
     };
 
+    /** Follows nothing: the mount's own timeouts hold everywhere. */
     StoreFollower NONE = new StoreFollower() {
         @Override
         public boolean follows(NodeTable.Node dir) {

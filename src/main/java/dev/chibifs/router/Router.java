@@ -687,6 +687,11 @@ public final class Router {
             }
 
             @Override
+            public void catchUp() {
+                feeds.forEach(ChangeFeed::catchUp);
+            }
+
+            @Override
             public void close() {
                 feeds.forEach(ChangeFeed::close);
             }

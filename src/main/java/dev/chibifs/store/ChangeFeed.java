@@ -38,6 +38,14 @@ public interface ChangeFeed extends Closeable {
      */
     long follow(VfsPath directory);
 
+    /**
+     * Tells the listener, before returning, every change queued before this call that it has not
+     * been told yet. A lock grant needs it: what another mount changed before it unlocked must be
+     * stale in this mount's kernel before the lock holder looks (SQLite's hot journal).
+     */
+    default void catchUp() {
+    }
+
     /** Stops following everything; the listener hears nothing more once this returns. */
     @Override
     void close();

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
 
 import static dev.chibifs.sys.Linux.*;
 
@@ -77,6 +78,11 @@ final class DirectoryChanges implements ChangeFeed {
     private volatile boolean closed;
     /** When the reader last told a batch (System.nanoTime); the reader's own. */
     private long lastTold = System.nanoTime() - GATHER_NANOS;
+    /**
+     * Held while events are read off the queue and told: {@link #catchUp} waits for a batch the
+     * reader has read but not yet told, so none is left behind when it returns.
+     */
+    private final ReentrantLock telling = new ReentrantLock();
 
     private DirectoryChanges(ChangeListener listener, Watcher watcher, int inotify) {
         this.listener = listener;
@@ -150,6 +156,30 @@ final class DirectoryChanges implements ChangeFeed {
         if (wait > 0) {
             sleepNanos(wait); // changes are coming in a run: read them together, one batch per GATHER_NANOS
         }
+        telling.lock();
+        try {
+            readAndTell(batch);
+        } finally {
+            telling.unlock();
+        }
+        lastTold = System.nanoTime();
+    }
+
+    @Override
+    public void catchUp() {
+        if (closed) {
+            return;
+        }
+        telling.lock();
+        try {
+            readAndTell(new LinkedHashMap<>());
+        } finally {
+            telling.unlock();
+        }
+    }
+
+    /** Reads what the queue holds now and tells it as one batch; the caller holds {@link #telling}. */
+    private void readAndTell(Map<Event, Integer> batch) {
         List<Syscalls.InotifyEvent> events;
         while ((events = Syscalls.inotifyRead(inotify)) != null) {
             for (Syscalls.InotifyEvent e : events) {
@@ -172,9 +202,10 @@ final class DirectoryChanges implements ChangeFeed {
                 }
             }
         }
-        tell(batch);
-        batch.clear();
-        lastTold = System.nanoTime();
+        if (!batch.isEmpty()) {
+            tell(batch);
+            batch.clear();
+        }
     }
 
     private void tell(Map<Event, Integer> batch) {

@@ -90,6 +90,19 @@ class DirectoryChangesTest {
     }
 
     @Test
+    void aCatchUpTellsWhatWasQueuedBeforeItReturns() throws Exception {
+        long key = feed.follow(VfsPath.of("/shared"));
+        Files.writeString(root.resolve("shared/db"), "x");
+        assertEquals("name " + key + " db", next());
+        assertEquals("file " + key + " db", next());
+        // the reader has just told a batch, so it lets the next events gather (10 ms) before it reads
+        // them: only the catch-up can have told this one by the time it returns
+        Files.createFile(root.resolve("shared/db-journal"));
+        feed.catchUp();
+        assertEquals("name " + key + " db-journal", heard.poll());
+    }
+
+    @Test
     void aChangeToAFollowedDirectoryItselfIsTold() throws Exception {
         storage.mkdir(VfsPath.of("/shared/d"));
         long shared = feed.follow(VfsPath.of("/shared"));
