@@ -25,6 +25,7 @@ import java.util.concurrent.TimeoutException;
 import static dev.chibifs.fuse.LinksMountTest.ok;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Fifos and locks (issue 25) on two per-context mounts of one store, the setup recommended for
@@ -116,6 +117,34 @@ class FifosAndLocksMountTest {
         // and chibi's own view of the store agrees
         assertEquals("ok\n400\n", Sh.run("sqlite3 " + q(planner.stored("/shared/rows.db"))
                 + " 'pragma integrity_check; select count(*) from t;'").ok().out());
+    }
+
+    @Test
+    void sqliteInWalModeOnTwoMountsWithPassthroughStaysWhole() {
+        // WAL keeps its index in a shared mapping of the -shm file: two mounts see one mapping only when
+        // each maps the store file itself (passthrough); served, each mount's mapping is its own
+        for (MountedFs m : List.of(planner, coder)) {
+            String session = MountedFs.cli("stats", "--json", m.mountpoint().toString()).ok().out();
+            assumeTrue(session.contains("passthrough"), "no passthrough on this kernel or daemon: WAL is not shared");
+        }
+        String a = q(planner.at("/shared/wal.db"));
+        String b = q(coder.at("/shared/wal.db"));
+        assertEquals("wal\n", ok(planner, Sh.run("sqlite3 " + a + " 'pragma journal_mode=wal; create table t(who text, n integer)'")).out());
+        String script = "rows() { echo '.timeout 60000'; i=1; while [ $i -le 200 ]; do"
+                + " echo \"insert into t values ('$1', $i);\"; [ $((i % 50)) = 0 ] && echo 'select count(*) from t;';"
+                + " i=$((i + 1)); done; };"
+                + " rows planner | sqlite3 -bail " + a + " >/dev/null & pa=$!;"
+                + " rows coder | sqlite3 -bail " + b + " >/dev/null & pb=$!;"
+                + " wait $pa; ra=$?; wait $pb; rb=$?; echo \"exits $ra $rb\"; [ $ra = 0 ] && [ $rb = 0 ]";
+        Sh.Result r = Sh.run(script);
+        if (r.exitCode() != 0) {
+            throw new AssertionError(r.out() + r.err() + "\n" + LinksMountTest.diagnostics(planner)
+                    + LinksMountTest.diagnostics(coder));
+        }
+        for (String db : List.of(a, b)) {
+            assertEquals("ok\n400\n200|200\n", ok(planner, Sh.run("sqlite3 " + db + " 'pragma integrity_check;"
+                    + " select count(*) from t; select sum(who = \"planner\"), sum(who = \"coder\") from t;'")).out(), db);
+        }
     }
 
     @Test
