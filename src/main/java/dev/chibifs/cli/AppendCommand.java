@@ -40,6 +40,7 @@ final class AppendCommand extends VfsCommand {
     int execute() throws IOException {
         VfsPath path = uri(target);
         Precondition asked = condition.condition();
+        lockWait(condition.lockWait);
         router().checkWrite(caller(), path);
         WriteCommand.rejectDirectory(this, path);
         byte[] data = content != null ? content.getBytes(StandardCharsets.UTF_8) : terminal.in().readAllBytes();

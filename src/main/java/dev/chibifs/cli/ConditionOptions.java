@@ -1,10 +1,16 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.store.ContentHash;
+import dev.chibifs.store.LocalStorage;
 import dev.chibifs.store.Precondition;
 import picocli.CommandLine.Option;
 
-/** --if-match and --if-none-match of the commands that change a file (seed 004's expected_etag). */
+import java.time.Duration;
+
+/**
+ * --if-match and --if-none-match of the commands that change a file (seed 004's expected_etag),
+ * and how long they wait for a lock another process holds on it.
+ */
 final class ConditionOptions {
 
     static final String FOOTER = "  4  conflict: the file's ETag is not --if-match's (the message names the"
@@ -16,6 +22,12 @@ final class ConditionOptions {
 
     @Option(names = "--if-none-match", paramLabel = "'*'", description = "Only create: fail if the file exists.")
     String ifNoneMatch;
+
+    @Option(names = "--lock-wait", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long to wait while another process holds a lock on the file (flock, lockf,"
+                    + " SQLite; through any mount of the store, or on it directly), e.g. 500ms, 1m; then exit 5"
+                    + " and change nothing. Default: 10s.")
+    Duration lockWait = LocalStorage.DEFAULT_LOCK_WAIT;
 
     /** The condition asked for; a malformed one is a usage error, naming the value and the rule. */
     Precondition condition() {

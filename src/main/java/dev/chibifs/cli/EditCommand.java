@@ -51,6 +51,7 @@ final class EditCommand extends VfsCommand {
         }
         VfsPath path = uri(target);
         Precondition asked = condition.condition();
+        lockWait(condition.lockWait);
         if (asked.ifNoneMatch()) {
             throw new UsageException("edit changes an existing file: --if-none-match does not apply");
         }

@@ -106,6 +106,14 @@ abstract class VfsCommand implements Callable<Integer> {
         return router;
     }
 
+    /** How long this command's changes wait for a lock another process holds on a file of the local store. */
+    void lockWait(java.time.Duration wait) throws IOException {
+        router();
+        if (storage != null) {
+            storage.lockWait(wait);
+        }
+    }
+
     /**
      * Creates the missing parent directories of {@code path} through the router, as chibi does
      * before a move; LocalStorage creates only the last missing level itself.

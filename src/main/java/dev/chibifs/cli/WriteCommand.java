@@ -41,6 +41,7 @@ final class WriteCommand extends VfsCommand {
     int execute() throws IOException {
         VfsPath path = uri(target);
         Precondition asked = condition.condition();
+        lockWait(condition.lockWait);
         // policy before anything else, so a denied write neither waits for stdin nor names a conflict
         router().checkWrite(caller(), path);
         rejectDirectory(this, path);

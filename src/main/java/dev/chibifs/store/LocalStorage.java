@@ -64,6 +64,13 @@ public final class LocalStorage implements Storage {
     private final HeldDirectories directories = new HeldDirectories(HELD_DIRECTORIES);
     /** The record and flock locks taken through this storage, on the store files themselves. */
     private final OfdLocks locks = new OfdLocks();
+    /** How long {@link #write} and {@link #append} wait for another process's lock on the file. */
+    private volatile Duration lockWait = DEFAULT_LOCK_WAIT;
+
+    /** How long a change waits for a lock another process holds on the file, unless told otherwise. */
+    public static final Duration DEFAULT_LOCK_WAIT = Duration.ofSeconds(10);
+    /** The longest pause between two tries for a held lock: another mount's unlock wakes nobody here. */
+    private static final long LOCK_RETRY_MAX_MILLIS = 50;
 
     /** A store rooted at {@code root}, which is created if absent. */
     public LocalStorage(Path root) throws IOException {
@@ -273,12 +280,111 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    /**
+     * How long {@link #write} and {@link #append} wait for a lock another process holds on the file
+     * before they fail with EAGAIN (zero: they do not wait).
+     */
+    public void lockWait(Duration wait) {
+        if (wait.isNegative()) {
+            throw new IllegalArgumentException("a lock wait cannot be negative: " + wait);
+        }
+        this.lockWait = wait;
+    }
+
     @Override
     public void write(VfsPath path, byte[] data) throws IOException {
+        write(path, data, Precondition.NONE);
+    }
+
+    /**
+     * Replaces the file atomically, while holding its locks (see {@link #lockForChange}), with the
+     * condition checked under them: a process that locks the file through a mount, reads it and
+     * writes it back loses nothing to this write, and this write to it nothing.
+     */
+    @Override
+    public void write(VfsPath path, byte[] data, Precondition condition) throws IOException {
+        if (condition.none()) {
+            writeLocked(path, data, condition);
+            return;
+        }
+        synchronized (this) {
+            // a file not there yet has no lock to hold: two conditional writes of this storage go one at a time
+            writeLocked(path, data, condition);
+        }
+    }
+
+    private void writeLocked(VfsPath path, byte[] data, Precondition condition) throws IOException {
         createParents(path);
         checkCreatable(path);
         try (At a = at(path)) {
-            replaceAtomically(a, path, keptMode(a, path, 0644), out -> Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0));
+            int held = lockExisting(a, path);
+            try {
+                if (!condition.none()) {
+                    condition.check(path, currentEtag(path));
+                }
+                replaceAtomically(a, path, keptMode(a, path, 0644), out -> Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0));
+            } finally {
+                if (held >= 0) {
+                    Syscalls.close(held);
+                }
+            }
+        }
+    }
+
+    /**
+     * The regular file at {@code a}, opened for writing and locked for a change; -1 when there is
+     * none, or it cannot be opened for writing (a read-only file replaced by its directory's owner):
+     * then nothing holds the change back, as before locks existed.
+     */
+    private int lockExisting(At a, VfsPath path) throws IOException {
+        int fd = Syscalls.tryOpenat(a.dir, a.name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+        if (fd < 0) {
+            return -1;
+        }
+        try {
+            if (!stat(fd, null, path).isFile()) {
+                Syscalls.close(fd);
+                return -1;
+            }
+            lockForChange(fd, path);
+            return fd;
+        } catch (IOException | RuntimeException e) {
+            Syscalls.close(fd);
+            throw e;
+        }
+    }
+
+    /**
+     * Takes an exclusive flock and a whole-file record (OFD) write lock on the file open for
+     * writing as {@code fd}, as a program locking it through a mount would, so that a change made
+     * through this storage (the vfs commands) waits for a lock taken through any mount of the
+     * store, or by a program on the store directly, and excludes them while it lasts. Both kinds,
+     * because programs use either (flock(1) and shell scripts flock; lockf, Python and SQLite take
+     * record locks) and Linux keeps the two apart. They go when {@code fd} is closed. Waits up to
+     * {@link #lockWait}, then EAGAIN naming the file.
+     */
+    private void lockForChange(int fd, VfsPath path) throws IOException {
+        long deadline = System.nanoTime() + lockWait.toNanos();
+        long pause = 1;
+        while (true) {
+            if (Syscalls.flock(fd, LOCK_EX | LOCK_NB)) {
+                if (Syscalls.ofdSetLock(fd, F_WRLCK, 0, OFFSET_MAX)) {
+                    return;
+                }
+                // holding the flock while waiting for the record lock could keep its holder waiting for us
+                Syscalls.flock(fd, LOCK_UN);
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                throw new ErrnoException(EAGAIN, path.toString(), "Resource temporarily unavailable: another"
+                        + " process holds a lock on the file (waited " + lockWait.toMillis() + " ms)");
+            }
+            try {
+                TimeUnit.MILLISECONDS.sleep(pause);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new ErrnoException(EINTR, path.toString(), "Interrupted system call: waiting for a lock");
+            }
+            pause = Math.min(pause * 2, LOCK_RETRY_MAX_MILLIS);
         }
     }
 
@@ -332,12 +438,26 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void append(VfsPath path, byte[] data) throws IOException {
+        append(path, data, Precondition.NONE);
+    }
+
+    /** Appends while holding the file's locks (see {@link #lockForChange}), with the condition checked under them. */
+    @Override
+    public void append(VfsPath path, byte[] data, Precondition condition) throws IOException {
         createParents(path);
         try (At a = at(path)) {
-            int fd = openRegular(a, path, true, false, 0);
+            if (condition.ifNoneMatch()) {
+                // create only: no file, so no lock to wait for; the exclusive create below decides a race
+                condition.check(path, currentEtag(path));
+            }
+            int fd = openRegular(a, path, true, condition.ifNoneMatch(), 0);
             int out = -1;
             try {
                 out = reopen(fd, O_WRONLY | O_APPEND, path);
+                lockForChange(out, path);
+                if (condition.ifMatch() != null) {
+                    condition.check(path, currentEtag(path));
+                }
                 // Linux's pwrite on an O_APPEND descriptor appends whatever the offset says
                 Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0);
             } finally {

@@ -141,6 +141,31 @@ class FifosAndLocksMountTest {
     }
 
     @Test
+    void theCliWaitsForALockTakenThroughAMountBeforeItWrites() throws Exception {
+        String file = q(planner.at("/shared/notes.md"));
+        ok(planner, Sh.run("echo one > " + file));
+        String home = planner.home().toString();
+        // flock through the mount locks the store file itself: chibifs's own append waits for it
+        Process holder = start("exec flock " + file + " sh -c 'echo held; cat >/dev/null'");
+        CompletableFuture<Sh.Result> waiting;
+        try {
+            assertEquals("held", line(holder, 30));
+            Sh.Result refused = MountedFs.cli("append", "--as", "planner", "--home", home, "--lock-wait", "300ms",
+                    "--content", "never\n", "vfs:///shared/notes.md");
+            assertEquals(5, refused.exitCode(), refused.out() + refused.err());
+            assertTrue(refused.err().contains("holds a lock"), refused.err());
+            waiting = CompletableFuture.supplyAsync(() -> MountedFs.cli("append", "--as", "planner", "--home", home,
+                    "--lock-wait", "60s", "--content", "two\n", "vfs:///shared/notes.md"));
+            assertEquals("one\n", ok(planner, Sh.run("cat " + file)).out());
+        } finally {
+            holder.getOutputStream().close();
+        }
+        assertEquals(0, exit(holder, 30));
+        assertEquals(0, waiting.get(60, TimeUnit.SECONDS).exitCode());
+        assertEquals("one\ntwo\n", ok(planner, Sh.run("cat " + file)).out());
+    }
+
+    @Test
     void flockDashNFromASecondMountFailsWhileTheFirstHoldsTheLockAndSucceedsAfter() throws Exception {
         ok(planner, planner.sh("touch shared/flocked"));
         String b = q(coder.at("/shared/flocked"));

@@ -429,6 +429,63 @@ class LocalStorageTest extends StorageBehaviourSuite {
     }
 
     @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void anAppendWaitsWhileAProgramHoldsTheFilesFlockAndLandsWhenItLetsGo() throws Exception {
+        storage.write(p("/shared/tasks.md"), bytes("one\n"));
+        String file = root.resolve("shared/tasks.md").toString();
+        Process holder = new ProcessBuilder("flock", file, "sh", "-c", "echo held; cat >/dev/null").redirectErrorStream(true).start();
+        java.util.concurrent.CompletableFuture<Void> append;
+        try {
+            assertEquals("held", new java.io.BufferedReader(new java.io.InputStreamReader(holder.getInputStream())).readLine());
+            append = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    storage.append(p("/shared/tasks.md"), bytes("two\n"));
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            // held, so the append waits: it cannot have landed however long this look takes
+            Thread.sleep(300);
+            assertFalse(append.isDone());
+            assertEquals("one\n", Files.readString(root.resolve("shared/tasks.md")));
+        } finally {
+            holder.getOutputStream().close();
+            assertEquals(0, holder.waitFor());
+        }
+        append.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals("one\ntwo\n", Files.readString(root.resolve("shared/tasks.md")));
+    }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aWriteGivesUpAfterItsLockWaitWithEagainAndChangesNothing() throws Exception {
+        storage.write(p("/shared/db"), bytes("before"));
+        local().lockWait(Duration.ofMillis(200));
+        // a classic POSIX record lock of another process (python's lockf), which an OFD lock is weighed against
+        Process holder = new ProcessBuilder("python3", "-c", "import fcntl, sys; f = open(sys.argv[1], 'r+'); "
+                + "fcntl.lockf(f, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
+                root.resolve("shared/db").toString()).redirectErrorStream(true).start();
+        try {
+            assertEquals("locked", new java.io.BufferedReader(new java.io.InputStreamReader(holder.getInputStream())).readLine());
+            java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
+                    () -> storage.write(p("/shared/db"), bytes("after")));
+            assertEquals(dev.chibifs.sys.Linux.EAGAIN, dev.chibifs.sys.Errors.errno(e), e.toString());
+            assertTrue(e.getMessage().contains("holds a lock"), e.getMessage());
+            assertThrows(java.nio.file.FileSystemException.class, () -> storage.append(p("/shared/db"), bytes("more")));
+            assertEquals("before", Files.readString(root.resolve("shared/db")));
+        } finally {
+            holder.getOutputStream().close();
+            assertEquals(0, holder.waitFor());
+        }
+        storage.write(p("/shared/db"), bytes("after"));
+        assertEquals("after", Files.readString(root.resolve("shared/db")));
+        try (Stream<Path> left = Files.list(root.resolve("shared"))) {
+            assertEquals(List.of("db"), left.map(f -> f.getFileName().toString()).collect(Collectors.toList()),
+                    "no temporary left behind");
+        }
+    }
+
+    @Test
     void anOwnersDescriptionGoesWhenItHoldsNothingAndOnlyThen() throws IOException {
         storage.write(p("/shared/db"), bytes("x"));
         try (FileHandle h = openRw(storage, "/shared/db"); FileHandle other = openRw(storage, "/shared/db")) {
