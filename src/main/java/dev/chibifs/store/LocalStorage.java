@@ -630,7 +630,15 @@ public final class LocalStorage implements Storage {
                 checkCreatable(dst);
                 int source = in;
                 try (At to = at(dst)) {
-                    replaceAtomically(to, dst, mode, out -> Syscalls.copy(source, out, size));
+                    // a copy replaces its destination as write does: under the destination's locks
+                    int held = lockExisting(to, dst);
+                    try {
+                        replaceAtomically(to, dst, mode, out -> Syscalls.copy(source, out, size));
+                    } finally {
+                        if (held >= 0) {
+                            Syscalls.close(held);
+                        }
+                    }
                 }
             } finally {
                 if (in >= 0) {

@@ -458,7 +458,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
 
     @Test
     @org.junit.jupiter.api.Timeout(60)
-    void aWriteGivesUpAfterItsLockWaitWithEagainAndChangesNothing() throws Exception {
+    void aWriteAppendOrCopyGivesUpAfterItsLockWaitWithEagainAndChangesNothing() throws Exception {
         storage.write(p("/shared/db"), bytes("before"));
         local().lockWait(Duration.ofMillis(200));
         // a classic POSIX record lock of another process (python's lockf), which an OFD lock is weighed against
@@ -472,6 +472,9 @@ class LocalStorageTest extends StorageBehaviourSuite {
             assertEquals(dev.chibifs.sys.Linux.EAGAIN, dev.chibifs.sys.Errors.errno(e), e.toString());
             assertTrue(e.getMessage().contains("holds a lock"), e.getMessage());
             assertThrows(java.nio.file.FileSystemException.class, () -> storage.append(p("/shared/db"), bytes("more")));
+            storage.write(p("/shared/other"), bytes("copied"));
+            assertThrows(java.nio.file.FileSystemException.class, () -> storage.copy(p("/shared/other"), p("/shared/db")));
+            storage.delete(p("/shared/other"));
             assertEquals("before", Files.readString(root.resolve("shared/db")));
         } finally {
             holder.getOutputStream().close();
