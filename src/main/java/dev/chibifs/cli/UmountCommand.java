@@ -2,6 +2,7 @@ package dev.chibifs.cli;
 
 import dev.chibifs.fuse.FuseMount;
 import dev.chibifs.fuse.MountTable;
+import dev.chibifs.sys.Syscalls;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -44,6 +45,18 @@ public final class UmountCommand implements Callable<Integer> {
             throw new MountFailure(mp + " is a " + entry.get().fsType() + " mount, not chibifs");
         }
         Optional<ProcessHandle> daemon = findDaemon(mp);
+        // opened before the unmount, while the pid is surely the daemon's (it cannot be reused yet)
+        int exited = daemon.isPresent() && !lazy ? Syscalls.pidfdOpen(daemon.get().pid()) : -1;
+        try {
+            return unmount(mp, daemon, exited);
+        } finally {
+            if (exited >= 0) {
+                Syscalls.close(exited);
+            }
+        }
+    }
+
+    private Integer unmount(Path mp, Optional<ProcessHandle> daemon, int exited) throws IOException {
         FuseMount.Result r = FuseMount.unmount(mp, lazy);
         if (!r.ok()) {
             if (r.busy()) {
@@ -56,15 +69,29 @@ public final class UmountCommand implements Callable<Integer> {
                 throw new MountFailure("cannot unmount " + mp + ": " + r.message());
             }
         }
-        if (daemon.isPresent() && !lazy) {
-            try {
-                daemon.get().onExit().get(WAIT_SECONDS, TimeUnit.SECONDS);
-            } catch (Exception e) {
-                throw new MountFailure("unmounted " + mp + ", but its daemon (pid " + daemon.get().pid()
-                        + ") has not exited after " + WAIT_SECONDS + " s");
-            }
+        if (daemon.isPresent() && !lazy && !awaitExit(daemon.get(), exited)) {
+            throw new MountFailure("unmounted " + mp + ", but its daemon (pid " + daemon.get().pid()
+                    + ") has not exited after " + WAIT_SECONDS + " s");
         }
         return ExitCodes.OK;
+    }
+
+    /**
+     * Whether the daemon exited within {@link #WAIT_SECONDS}. Exited is enough: its parent (init,
+     * once the launcher is gone) reaps it when it gets to it, and this VM's init took 2 s, under
+     * load much longer, while {@code onExit} waits for the reaping. A pidfd tells the exit itself;
+     * without one (Linux before 5.3), onExit.
+     */
+    private static boolean awaitExit(ProcessHandle daemon, int exited) {
+        if (exited >= 0) {
+            return Syscalls.awaitReadable(exited, (int) TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+        }
+        try {
+            daemon.onExit().get(WAIT_SECONDS, TimeUnit.SECONDS);
+            return true;
+        } catch (Exception e) {
+            return false;
+        }
     }
 
     /**

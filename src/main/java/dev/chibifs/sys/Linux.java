@@ -220,6 +220,8 @@ public final class Linux {
 
     // openat2(2): its system call number (the same on x86-64 and arm64) and struct open_how.resolve
     public static final long SYS_OPENAT2 = 437;
+    /** pidfd_open(2), Linux 5.3: a descriptor that polls readable once the process has exited. */
+    public static final long SYS_PIDFD_OPEN = 434;
     public static final long RESOLVE_NO_XDEV = 0x01;
     public static final long RESOLVE_NO_MAGICLINKS = 0x02;
     public static final long RESOLVE_NO_SYMLINKS = 0x04;

@@ -33,6 +33,8 @@ public final class Syscalls {
 
         long syscall(long number, int dirfd, @In byte[] path, Pointer how, long size);
 
+        long syscall(long number, long pid, int flags);
+
         int close(int fd);
 
         long pread(int fd, long buf, long count, long offset);
@@ -665,6 +667,15 @@ public final class Syscalls {
         }
         return ((fds.getShort(6) & (POLLIN | POLLERR)) != 0 ? POLL_FIRST : 0)
                 | ((fds.getShort(14) & (POLLPRI | POLLERR)) != 0 ? POLL_SECOND : 0);
+    }
+
+    /**
+     * A descriptor for process {@code pid} that polls readable once it has exited, zombie or reaped
+     * ({@link #awaitReadable}), or -errno (ESRCH: gone already; ENOSYS: before Linux 5.3).
+     */
+    public static int pidfdOpen(long pid) {
+        long fd = LIBC.syscall(SYS_PIDFD_OPEN, pid, 0);
+        return fd < 0 ? -errno() : (int) fd;
     }
 
     /** poll(2) of one descriptor for reading, waiting up to {@code timeoutMillis}: whether it is readable (or failed). */
