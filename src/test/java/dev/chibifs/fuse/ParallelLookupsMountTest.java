@@ -62,8 +62,11 @@ class ParallelLookupsMountTest {
                         throw e.getCause();
                     }
                 });
+        // the mount is this JVM's own: root's mount(2), or a user's fusermount3
+        long uid = ((Number) java.nio.file.Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
+        long gid = ((Number) java.nio.file.Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
         FuseDaemon daemon = FuseDaemon.create(mnt, Router.of(gated), CallerResolver.fixed(Caller.context("planner")),
-                FuseDaemon.DEFAULT_OPTIONS, 0, 0);
+                FuseDaemon.DEFAULT_OPTIONS, uid, gid);
         daemon.start(WAIT);
         try {
             Sh.Result r = Sh.run("cd '" + mnt + "/shared' && (stat -c %s gate1 & stat -c %s gate2 & wait)");
