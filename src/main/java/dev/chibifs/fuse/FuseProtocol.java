@@ -103,6 +103,7 @@ final class FuseProtocol {
     static final long MAX_PAGES = 1L << 22;
     static final long CACHE_SYMLINKS = 1L << 23;
     static final long EXPLICIT_INVAL_DATA = 1L << 25;
+    static final long HANDLE_KILLPRIV_V2 = 1L << 28;
     static final long INIT_EXT = 1L << 30;
     static final long HAS_EXPIRE_ONLY = 1L << 35;
     static final long PASSTHROUGH = 1L << 37;

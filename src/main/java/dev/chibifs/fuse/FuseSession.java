@@ -194,8 +194,14 @@ final class FuseSession {
                     return false;
                 }
                 long offered = req.initFlags();
+                // HANDLE_KILLPRIV(_V2): the store never holds set-user-ID or set-group-ID bits nor
+                // security.capability (only execute bits reach it), so the killing they ask of us is done.
+                // V1 spares a GETATTR before each chown; V2 makes the kernel mark the superblock SB_NOSEC,
+                // so it asks for security.capability once per inode instead of before every write (with
+                // passthrough too), which costs a round trip per write while extended attributes are served
                 long wanted = FuseProtocol.ASYNC_READ | FuseProtocol.BIG_WRITES | FuseProtocol.MAX_PAGES
-                        | FuseProtocol.PARALLEL_DIROPS | FuseProtocol.HANDLE_KILLPRIV | FuseProtocol.ATOMIC_O_TRUNC
+                        | FuseProtocol.PARALLEL_DIROPS | FuseProtocol.HANDLE_KILLPRIV | FuseProtocol.HANDLE_KILLPRIV_V2
+                        | FuseProtocol.ATOMIC_O_TRUNC
                         | FuseProtocol.INIT_EXT | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS
                         | (settings.readdirplus() ? FuseProtocol.DO_READDIRPLUS : 0)
                         | (settings.passthrough() ? FuseProtocol.PASSTHROUGH : 0);
