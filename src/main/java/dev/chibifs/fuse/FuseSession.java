@@ -198,10 +198,12 @@ final class FuseSession {
                 // security.capability (only execute bits reach it), so the killing they ask of us is done.
                 // V1 spares a GETATTR before each chown; V2 makes the kernel mark the superblock SB_NOSEC,
                 // so it asks for security.capability once per inode instead of before every write (with
-                // passthrough too), which costs a round trip per write while extended attributes are served
+                // passthrough too), which costs a round trip per write while extended attributes are served.
+                // CACHE_SYMLINKS: a link's target never changes (a new target is a new inode, so a new node),
+                // so the kernel may keep it instead of asking at every walk through the link (lib64 -> lib)
                 long wanted = FuseProtocol.ASYNC_READ | FuseProtocol.BIG_WRITES | FuseProtocol.MAX_PAGES
                         | FuseProtocol.PARALLEL_DIROPS | FuseProtocol.HANDLE_KILLPRIV | FuseProtocol.HANDLE_KILLPRIV_V2
-                        | FuseProtocol.ATOMIC_O_TRUNC
+                        | FuseProtocol.ATOMIC_O_TRUNC | FuseProtocol.CACHE_SYMLINKS
                         | FuseProtocol.INIT_EXT | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS
                         | (settings.readdirplus() ? FuseProtocol.DO_READDIRPLUS : 0)
                         | (settings.passthrough() ? FuseProtocol.PASSTHROUGH : 0);

@@ -60,6 +60,14 @@ class KernelRequestsTest {
     }
 
     @Test
+    void aLinkIsReadOnceThenKeptByTheKernel() {
+        // FUSE_CACHE_SYMLINKS: a walk through a link (a venv's lib64 -> lib, node_modules/.bin) asks nothing
+        Map<String, Long> sent = requestsOf("echo x > shared/target && ln -s target shared/link && readlink shared/link",
+                "readlink shared/link && cat shared/link && readlink shared/link && cat shared/link");
+        assertTrue(!sent.containsKey("READLINK"), sent.toString());
+    }
+
+    @Test
     void aWriteOfOneMebibyteIsOneRequest() {
         // the kernel would cut it at 32 pages without FUSE_MAX_PAGES and max_write of 1 MiB
         Map<String, Long> sent = requestsOf("true", "dd if=/dev/zero of=shared/big bs=1M count=2 status=none");
