@@ -55,6 +55,10 @@ public final class LocalStorage implements Storage {
      * limit (ulimit -n 1024) leaves most of them for open files.
      */
     private static final int HELD_DIRECTORIES = heldDirectories();
+    /** How long a change waits for a lock another process holds on the file, unless told otherwise. */
+    public static final Duration DEFAULT_LOCK_WAIT = Duration.ofSeconds(10);
+    /** The longest pause between two tries for a held lock: another mount's unlock wakes nobody here. */
+    private static final long LOCK_RETRY_MAX_MILLIS = 50;
     // java.nio encodes names with sun.jnu.encoding (the locale's); only UTF-8 keeps every name intact
     private static final boolean JNU_UTF8 = "UTF-8".equalsIgnoreCase(System.getProperty("sun.jnu.encoding"));
 
@@ -66,11 +70,6 @@ public final class LocalStorage implements Storage {
     private final OfdLocks locks = new OfdLocks();
     /** How long {@link #write} and {@link #append} wait for another process's lock on the file. */
     private volatile Duration lockWait = DEFAULT_LOCK_WAIT;
-
-    /** How long a change waits for a lock another process holds on the file, unless told otherwise. */
-    public static final Duration DEFAULT_LOCK_WAIT = Duration.ofSeconds(10);
-    /** The longest pause between two tries for a held lock: another mount's unlock wakes nobody here. */
-    private static final long LOCK_RETRY_MAX_MILLIS = 50;
 
     /** A store rooted at {@code root}, which is created if absent. */
     public LocalStorage(Path root) throws IOException {
