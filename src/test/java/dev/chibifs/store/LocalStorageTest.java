@@ -434,26 +434,45 @@ class LocalStorageTest extends StorageBehaviourSuite {
         storage.write(p("/shared/tasks.md"), bytes("one\n"));
         String file = root.resolve("shared/tasks.md").toString();
         Process holder = new ProcessBuilder("flock", file, "sh", "-c", "echo held; cat >/dev/null").redirectErrorStream(true).start();
-        java.util.concurrent.CompletableFuture<Void> append;
+        java.util.concurrent.atomic.AtomicReference<IOException> failed = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread append = new Thread(() -> {
+            try {
+                storage.append(p("/shared/tasks.md"), bytes("two\n"));
+            } catch (IOException e) {
+                failed.set(e);
+            }
+        }, "appender");
         try {
             assertEquals("held", new java.io.BufferedReader(new java.io.InputStreamReader(holder.getInputStream())).readLine());
-            append = java.util.concurrent.CompletableFuture.runAsync(() -> {
-                try {
-                    storage.append(p("/shared/tasks.md"), bytes("two\n"));
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
-            // held, so the append waits: it cannot have landed however long this look takes
-            Thread.sleep(300);
-            assertFalse(append.isDone());
+            append.start();
+            // the event: the appender seen pausing between tries for the lock, with nothing written
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (!waitingForLock(append)) {
+                assertTrue(append.isAlive() && System.nanoTime() < deadline, "the append never waited: " + failed.get());
+                Thread.onSpinWait();
+            }
             assertEquals("one\n", Files.readString(root.resolve("shared/tasks.md")));
         } finally {
             holder.getOutputStream().close();
             assertEquals(0, holder.waitFor());
         }
-        append.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        append.join(10_000);
+        assertFalse(append.isAlive());
+        assertEquals(null, failed.get());
         assertEquals("one\ntwo\n", Files.readString(root.resolve("shared/tasks.md")));
+    }
+
+    /** Whether {@code t} is pausing in LocalStorage's wait for a lock another process holds. */
+    private static boolean waitingForLock(Thread t) {
+        if (t.getState() != Thread.State.TIMED_WAITING) {
+            return false;
+        }
+        for (StackTraceElement e : t.getStackTrace()) {
+            if (e.getMethodName().equals("lockForChange")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Test
