@@ -449,13 +449,6 @@ public final class ContextsView implements ReadOnlyStore {
     }
 
     @Override
-    public List<Entry> list(VfsPath path) throws IOException {
-        List<Entry> out = entries(path);
-        out.sort(java.util.Comparator.comparing(Entry::name));
-        return out;
-    }
-
-    @Override
     public List<Entry> entries(VfsPath path) throws IOException {
         Node n = node(path);
         if (n.kind() != EntryKind.DIRECTORY) {

@@ -21,7 +21,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
@@ -540,13 +539,6 @@ public final class LocalStorage implements Storage {
         } finally {
             Syscalls.close(fd);
         }
-    }
-
-    @Override
-    public List<Entry> list(VfsPath path) throws IOException {
-        List<Entry> out = entries(path);
-        out.sort(Comparator.comparing(Entry::name));
-        return out;
     }
 
     @Override

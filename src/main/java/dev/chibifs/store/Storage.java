@@ -34,7 +34,11 @@ public interface Storage extends Closeable {
     void delete(VfsPath path) throws IOException;
 
     /** The entries of a directory with their kinds, sorted by name. */
-    List<Entry> list(VfsPath path) throws IOException;
+    default List<Entry> list(VfsPath path) throws IOException {
+        List<Entry> out = entries(path);
+        out.sort(java.util.Comparator.comparing(Entry::name));
+        return out;
+    }
 
     /** Whether anything exists at the path (a symbolic link counts, and is not followed). */
     boolean exists(VfsPath path) throws IOException;

@@ -1163,13 +1163,6 @@ public final class S3Storage implements Storage {
     }
 
     @Override
-    public List<Entry> list(VfsPath path) throws IOException {
-        List<Entry> out = entries(path);
-        out.sort(Comparator.comparing(Entry::name));
-        return out;
-    }
-
-    @Override
     public List<Entry> entries(VfsPath path) throws IOException {
         findDir(path);
         refresh(path);
