@@ -547,7 +547,7 @@ public final class ContextsView implements ReadOnlyStore {
     }
 
     /** A generated file as it was at its open: reads see one version, whatever changes meanwhile. */
-    private static final class SnapshotHandle implements FileHandle {
+    private static final class SnapshotHandle implements ReadOnlyFileHandle {
         private final byte[] bytes;
         private final Metadata metadata;
 
@@ -568,22 +568,8 @@ public final class ContextsView implements ReadOnlyStore {
         }
 
         @Override
-        public int write(ByteBuffer src, long position) throws IOException {
-            throw new ReadOnlyStoreException("", NAME);
-        }
-
-        @Override
-        public void truncate(long size) throws IOException {
-            throw new ReadOnlyStoreException("", NAME);
-        }
-
-        @Override
-        public void allocate(int mode, long offset, long length) throws IOException {
-            throw new ReadOnlyStoreException("", NAME);
-        }
-
-        @Override
-        public void sync(boolean metadata) {
+        public ReadOnlyStoreException refusal() {
+            return new ReadOnlyStoreException("", NAME);
         }
 
         @Override
@@ -604,16 +590,6 @@ public final class ContextsView implements ReadOnlyStore {
         @Override
         public long size() {
             return bytes.length;
-        }
-
-        @Override
-        public void setTimes(FileTime accessed, FileTime modified) throws IOException {
-            throw new ReadOnlyStoreException("", NAME);
-        }
-
-        @Override
-        public void setExecutable(int mode) throws IOException {
-            throw new ReadOnlyStoreException("", NAME);
         }
 
         @Override

@@ -4,7 +4,6 @@ import dev.chibifs.path.VfsPath;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.file.attribute.FileTime;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
@@ -101,7 +100,7 @@ public final class ReadOnlyStorage implements ReadOnlyStore {
     }
 
     /** A handle opened for reading: reads and stats pass, every change is refused. */
-    private final class ReadOnlyHandle implements FileHandle {
+    private final class ReadOnlyHandle implements ReadOnlyFileHandle {
         private final FileHandle h;
         private final VfsPath path;
 
@@ -111,28 +110,13 @@ public final class ReadOnlyStorage implements ReadOnlyStore {
         }
 
         @Override
+        public ReadOnlyStoreException refusal() {
+            return refused(path);
+        }
+
+        @Override
         public int read(ByteBuffer dst, long position) throws IOException {
             return h.read(dst, position);
-        }
-
-        @Override
-        public int write(ByteBuffer src, long position) throws IOException {
-            throw refused(path);
-        }
-
-        @Override
-        public void truncate(long size) throws IOException {
-            throw refused(path);
-        }
-
-        @Override
-        public void allocate(int mode, long offset, long length) throws IOException {
-            throw refused(path);
-        }
-
-        @Override
-        public void sync(boolean metadata) {
-            // nothing was written
         }
 
         @Override
@@ -153,16 +137,6 @@ public final class ReadOnlyStorage implements ReadOnlyStore {
         @Override
         public long size() throws IOException {
             return h.size();
-        }
-
-        @Override
-        public void setTimes(FileTime accessed, FileTime modified) throws IOException {
-            throw refused(path);
-        }
-
-        @Override
-        public void setExecutable(int mode) throws IOException {
-            throw refused(path);
         }
 
         @Override
