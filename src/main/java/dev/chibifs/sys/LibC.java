@@ -45,6 +45,15 @@ public final class LibC {
 
         int getegid();
 
+        /** syscall(2) for the calls libc does not wrap (io_uring); unused arguments are ignored. */
+        long syscall(long number, long a, long b, long c, long d, long e, long f);
+
+        /** The calling thread's CPUs (pid 0), from a cpu_set_t at {@code mask}. */
+        int sched_setaffinity(int pid, long size, long mask);
+
+        /** The calling thread's scheduling policy (pid 0), with a struct sched_param at {@code param}. */
+        int sched_setscheduler(int pid, int policy, long param);
+
         String strerror(int errnum);
     }
 
@@ -68,6 +77,19 @@ public final class LibC {
     public static String strerror(int errno) {
         String s = C.strerror(errno);
         return s == null ? "errno " + errno : s;
+    }
+
+    /**
+     * mmap(2), as the system call: libc's mmap through jnr-ffi fails with EINVAL without making
+     * the call (whatever the argument types declared). Returns the address or -1 with errno set.
+     */
+    public static long mmap(long address, long length, int prot, int flags, int fd, long offset) {
+        return C.syscall(Linux.SYS_MMAP, address, length, prot, flags, fd, offset);
+    }
+
+    /** munmap(2), as the system call, beside {@link #mmap}. */
+    public static void munmap(long address, long length) {
+        C.syscall(Linux.SYS_MUNMAP, address, length, 0, 0, 0, 0);
     }
 
     /** {@code s} in UTF-8 with a NUL after it, as libc takes strings. */

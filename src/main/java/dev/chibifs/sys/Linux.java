@@ -62,6 +62,7 @@ public final class Linux {
     public static final int EOPNOTSUPP = 95;
     /** The same number as EOPNOTSUPP on Linux. */
     public static final int ENOTSUP = EOPNOTSUPP;
+    public static final int ECONNABORTED = 103;
     public static final int ENOTCONN = 107;
     public static final int ETIMEDOUT = 110;
     public static final int ESTALE = 116;
@@ -257,6 +258,33 @@ public final class Linux {
     public static final int IN_ISDIR = 0x40000000;
     public static final int IN_NONBLOCK = O_NONBLOCK;
     public static final int IN_CLOEXEC = O_CLOEXEC;
+
+    // ---- io_uring(7), for FUSE over io_uring (dev.chibifs.sys.IoUring) ----
+
+    /** io_uring_setup(2) and io_uring_enter(2): the same numbers on every architecture since Linux 5.1. */
+    public static final long SYS_IO_URING_SETUP = 425;
+    public static final long SYS_IO_URING_ENTER = 426;
+    /** io_uring_params.flags: 128-byte SQEs (a URING_CMD's 80 bytes of command), and a CQ size of our own. */
+    public static final int IORING_SETUP_CQSIZE = 1 << 3;
+    public static final int IORING_SETUP_SQE128 = 1 << 10;
+    public static final int IORING_ENTER_GETEVENTS = 1;
+    public static final int IORING_FEAT_SINGLE_MMAP = 1;
+    public static final int IORING_OP_URING_CMD = 46;
+    public static final long IORING_OFF_SQ_RING = 0L;
+    public static final long IORING_OFF_CQ_RING = 0x8000000L;
+    public static final long IORING_OFF_SQES = 0x10000000L;
+    /** sched(7): run only when the CPU has nothing else to run (and count as idle where the scheduler places a woken task). */
+    public static final int SCHED_IDLE = 5;
+    // mmap(2): the system calls' numbers differ between x86-64 and arm64
+    public static final long SYS_MMAP = ARM64 ? 222 : 9;
+    public static final long SYS_MUNMAP = ARM64 ? 215 : 11;
+    public static final int PROT_READ = 1;
+    public static final int PROT_WRITE = 2;
+    public static final int MAP_SHARED = 1;
+    public static final int MAP_PRIVATE = 2;
+    public static final int MAP_ANONYMOUS = 0x20;
+    public static final int MAP_POPULATE = 0x8000;
+    public static final long MAP_FAILED = -1L;
 
     /** FUSE's and the kernel's "to the end of the file, however far it grows" (OFFSET_MAX) in a lock range. */
     public static final long OFFSET_MAX = Long.MAX_VALUE;
