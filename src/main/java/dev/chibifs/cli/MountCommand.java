@@ -101,6 +101,13 @@ public final class MountCommand implements Callable<Integer> {
                 + " round trip to the daemon. --no-passthrough: the daemon serves them. 'chibifs stats' says which.")
     boolean passthrough;
 
+    @Option(names = "--io-uring", negatable = true, defaultValue = "false", fallbackValue = "true",
+            description = "Take requests through io_uring, one queue per CPU, served on the CPU that made them (FUSE"
+                + " over io_uring: Linux 6.14+, and the fuse module's enable_uring on: echo 1 >"
+                + " /sys/module/fuse/parameters/enable_uring). Where the kernel does not offer it, requests come"
+                + " through /dev/fuse as without it; 'chibifs status' says which. Default: off.")
+    boolean ioUring;
+
     @Option(names = "--xattr", negatable = true, defaultValue = "true", fallbackValue = "true",
             description = "Files show their ETag (SHA-256 of the content) as the read-only extended attribute"
                 + " user.chibi.etag (getfattr -n user.chibi.etag FILE). --no-xattr: no extended attributes, and"
@@ -270,7 +277,7 @@ public final class MountCommand implements Callable<Integer> {
         long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
         // the hook goes in before the mount answers: a SIGTERM right after mounting must still unmount cleanly
         FuseDaemon daemon = FuseDaemon.create(mp, router, plan.callers(), options, uid, gid,
-                (int) kernelCache.toSeconds(), readdirplus).passthrough(passthrough).xattr(xattr);
+                (int) kernelCache.toSeconds(), readdirplus).passthrough(passthrough).xattr(xattr).ioUring(ioUring);
         AtomicBoolean stopping = new AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopping.compareAndSet(false, true)) {
@@ -381,6 +388,7 @@ public final class MountCommand implements Callable<Integer> {
         cmd.add(readdirplus ? "--readdirplus" : "--no-readdirplus");
         cmd.add(passthrough ? "--passthrough" : "--no-passthrough");
         cmd.add(xattr ? "--xattr" : "--no-xattr");
+        cmd.add(ioUring ? "--io-uring" : "--no-io-uring");
         cmd.addAll(stores.arguments());
         cmd.addAll(List.of("--symlinks", symlinks.option()));
         if (context != null) {

@@ -113,7 +113,8 @@ final class StatusCommand implements Callable<Integer> {
             row.put("started", r.started().toString());
             row.put("options", r.options());
             row.put("session", r.session());
-            row.put("io", r.session().contains("passthrough") ? "passthrough" : "served");
+            row.put("io", (r.session().contains("passthrough") ? "passthrough" : "served")
+                    + (r.session().endsWith(", io_uring") ? "+io_uring" : ""));
             row.put("log", r.log());
         }
         row.put("registryFile", entry.file().toString());

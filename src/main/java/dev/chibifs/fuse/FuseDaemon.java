@@ -39,6 +39,7 @@ public final class FuseDaemon {
     private volatile FuseDevice device;
     private volatile StoreFollower follower = StoreFollower.NONE;
     private volatile boolean passthrough = true;
+    private volatile boolean ioUring;
     private volatile boolean xattr = true;
 
     private FuseDaemon(Path mountpoint, FuseFileSystem fs, MountSpec spec, List<String> options, boolean followStore) {
@@ -130,6 +131,16 @@ public final class FuseDaemon {
         return this;
     }
 
+    /**
+     * Whether requests come through io_uring queues, one per CPU (FUSE over io_uring), where the
+     * kernel offers it (Linux 6.14+ with the fuse module's enable_uring on); off unless turned on
+     * before {@link #start}.
+     */
+    public FuseDaemon ioUring(boolean on) {
+        this.ioUring = on;
+        return this;
+    }
+
     /** What the daemon served so far. */
     public RequestStats stats() {
         return stats;
@@ -145,7 +156,8 @@ public final class FuseDaemon {
         return "FUSE 7." + n.kernelMinor() + " (kernel offers 0x" + Long.toHexString(n.offered()) + ")"
                 + ", max_write " + n.maxWrite()
                 + (n.has(FuseProtocol.DO_READDIRPLUS) ? ", readdirplus" : "")
-                + (n.has(FuseProtocol.PASSTHROUGH) ? ", passthrough" : ", served reads and writes");
+                + (n.has(FuseProtocol.PASSTHROUGH) ? ", passthrough" : ", served reads and writes")
+                + (s.overIoUring() ? ", io_uring" : n.has(FuseProtocol.OVER_IO_URING) ? ", io_uring not ready" : "");
     }
 
     /**
@@ -170,7 +182,7 @@ public final class FuseDaemon {
             throw e;
         }
         FuseSession s = new FuseSession(device, fs, new FuseSession.Settings(spec.maxWrite(),
-                FuseSession.Settings.DEFAULT_WORKERS, fs.readdirplus(), passthrough && mayPassThrough(), spec.debug(), xattr), stats);
+                FuseSession.Settings.DEFAULT_WORKERS, fs.readdirplus(), passthrough && mayPassThrough(), spec.debug(), xattr, ioUring), stats);
         session = s;
         if (follower instanceof ChangeFollower cf) {
             cf.notifyThrough(device, s);

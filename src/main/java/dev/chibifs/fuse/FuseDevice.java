@@ -55,6 +55,11 @@ public final class FuseDevice implements FuseChannel {
         return (1L << 30) | ((long) size << 16) | ((long) type << 8) | nr;
     }
 
+    /** The mount point this session serves, as given at mount. */
+    String mountpoint() {
+        return mountpoint;
+    }
+
     /** The descriptor, for what this class does not wrap (poll, FUSE_DEV_IOC_CLONE); valid until closed. */
     int descriptor() {
         return fd;

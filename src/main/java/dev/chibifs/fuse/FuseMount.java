@@ -98,6 +98,30 @@ public final class FuseMount {
         return unmountWithHelper(mp, lazy);
     }
 
+    /**
+     * Aborts the FUSE connection of {@code mountpoint} (fusectl's abort, as {@code umount -f} of a
+     * hung mount asks of it): every request waiting on the daemon ends with ENOTCONN at once. For a
+     * session that can no longer answer, whose callers would otherwise wait forever. The connection
+     * is found by the mount's device number in /proc/self/mountinfo, without touching the mount
+     * itself (a stat of it would wait too). Returns whether the abort was written.
+     */
+    static boolean abort(String mountpoint) {
+        try {
+            for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
+                // 36 35 0:51 / /mnt/chibi rw,... - fuse.chibifs chibifs rw,...: the device, then the mount point
+                String[] f = line.split(" ");
+                if (f.length > 4 && f[4].equals(mountpoint) && line.contains(" - fuse")) {
+                    String minor = f[2].substring(f[2].indexOf(':') + 1);
+                    java.nio.file.Files.writeString(Path.of("/sys/fs/fuse/connections", minor, "abort"), "1");
+                    return true;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.error("cannot abort the FUSE connection of {} ({}): umount -f it", mountpoint, e.toString());
+        }
+        return false;
+    }
+
     /** fusermount3, else fusermount, on PATH or in the usual directories; null when neither is there. */
     static Path helper() {
         List<Path> dirs = new ArrayList<>();

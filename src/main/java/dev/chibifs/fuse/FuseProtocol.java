@@ -107,6 +107,8 @@ final class FuseProtocol {
     static final long INIT_EXT = 1L << 30;
     static final long HAS_EXPIRE_ONLY = 1L << 35;
     static final long PASSTHROUGH = 1L << 37;
+    /** Requests and replies through io_uring (7.42, Linux 6.14; offered only while the fuse module's enable_uring is on). */
+    static final long OVER_IO_URING = 1L << 41;
 
     // ---- open reply flags (fuse_open_out.open_flags) ----
     static final int FOPEN_DIRECT_IO = 1;
@@ -165,4 +167,22 @@ final class FuseProtocol {
     static final long ROOT_ID = 1;
     /** What the kernel's read of /dev/fuse needs beyond max_write: the headers of a WRITE. */
     static final int REQUEST_OVERHEAD = 4096;
+
+    // ---- FUSE over io_uring (7.42): struct fuse_uring_req_header, struct fuse_uring_cmd_req ----
+    /** The fuse_in_header (request) or fuse_out_header (reply) of a ring entry. */
+    static final int URING_IN_OUT = 0;
+    /** The opcode's own struct (the request's first argument), up to 128 bytes. */
+    static final int URING_OP_IN = 128;
+    static final int URING_OP_IN_SIZE = 128;
+    /** struct fuse_uring_ent_in_out: flags, commit_id, payload_sz. */
+    static final int URING_COMMIT_ID = 264;
+    static final int URING_PAYLOAD_SIZE = 272;
+    /** sizeof(struct fuse_uring_req_header): the least header buffer the kernel takes. */
+    static final int URING_HEADER = 288;
+    /** enum fuse_uring_cmd. */
+    static final int URING_CMD_REGISTER = 1;
+    static final int URING_CMD_COMMIT_AND_FETCH = 2;
+    /** struct fuse_uring_cmd_req in the entry's command bytes: flags, commit_id, qid. */
+    static final int URING_CMD_COMMIT_ID = 8;
+    static final int URING_CMD_QID = 16;
 }

@@ -29,12 +29,13 @@ final class FuseSession {
     static final int REPLY_CAPACITY = 64 * 1024;
 
     /** What the daemon asks of the kernel at INIT (the kernel grants what it offers). */
-    record Settings(int maxWrite, int workers, boolean readdirplus, boolean passthrough, boolean debug, boolean xattr) {
+    record Settings(int maxWrite, int workers, boolean readdirplus, boolean passthrough, boolean debug, boolean xattr,
+                    boolean ioUring) {
         static final int DEFAULT_MAX_WRITE = 1 << 20;
         static final int DEFAULT_WORKERS = 8;
 
         Settings(int maxWrite, int workers, boolean readdirplus, boolean passthrough, boolean debug) {
-            this(maxWrite, workers, readdirplus, passthrough, debug, true);
+            this(maxWrite, workers, readdirplus, passthrough, debug, true, false);
         }
 
         Settings {
@@ -63,17 +64,25 @@ final class FuseSession {
     private final AtomicInteger running = new AtomicInteger();
     private final LockWaits lockWaits;
     private volatile Negotiated negotiated;
+    /** The io_uring queues while requests come through them (null: all through /dev/fuse). */
+    private volatile FuseRing ring;
 
     FuseSession(FuseChannel channel, FuseFileSystem fs, Settings settings, RequestStats stats) {
         this.channel = channel;
         this.fs = fs;
         this.settings = settings;
         this.stats = stats;
-        this.lockWaits = new LockWaits(channel);
+        this.lockWaits = new LockWaits();
     }
 
     Negotiated negotiated() {
         return negotiated;
+    }
+
+    /** Whether requests come through io_uring queues (every CPU's queue registered), not /dev/fuse reads. */
+    boolean overIoUring() {
+        FuseRing r = ring;
+        return r != null && r.registered();
     }
 
     /** Completes with 0 once the mount is gone and every worker has stopped; 1 when INIT failed. */
@@ -104,6 +113,19 @@ final class FuseSession {
         }
         List<Thread> threads = new ArrayList<>();
         running.set(settings.workers());
+        FuseRing r = ring;
+        if (r != null) {
+            if (negotiated.has(FuseProtocol.OVER_IO_URING)) {
+                // FORGET and INTERRUPT still come through /dev/fuse, so its workers stay
+                running.addAndGet(r.queues());
+                r.start(this::workerEnded);
+            } else {
+                LOG.info("FUSE over io_uring: the kernel does not offer it (Linux 6.14+, and the fuse module's"
+                        + " enable_uring on); requests come through /dev/fuse");
+                r.close();
+                ring = null;
+            }
+        }
         for (int i = 0; i < settings.workers(); i++) {
             Worker w = i == 0 ? first : new Worker();
             Thread t = new Thread(w::loop, "chibifs-fuse-" + i);
@@ -145,11 +167,15 @@ final class FuseSession {
     final class Worker {
         final FuseRequest req;
         final FuseReply reply;
+        /** Where replies go: /dev/fuse, or the io_uring entry the request came in (set per request). */
+        FuseChannel replyTo = channel;
         /** READ's data, made at the first READ this worker serves: with passthrough none comes. */
         private ByteBuffer data;
         /** For notifications sent while the request's reply is being written (lock grants). */
         final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
         private final long requestMemory;
+        /** The request buffer's address, for io_uring entries to copy a request into. */
+        final long requestAddress;
 
         Worker() {
             // the kernel refuses a read of /dev/fuse into less than max_write and the headers, but only a
@@ -157,6 +183,7 @@ final class FuseSession {
             // (allocateDirect would zero, and so touch, 1 MiB per worker)
             int size = settings.maxWrite() + FuseProtocol.REQUEST_OVERHEAD;
             requestMemory = MEMORY.allocateMemory(size, false);
+            requestAddress = requestMemory;
             req = new FuseRequest(MEMORY.newDirectByteBuffer(requestMemory, size));
             reply = new FuseReply(REPLY_CAPACITY);
         }
@@ -194,6 +221,9 @@ final class FuseSession {
                     return false;
                 }
                 long offered = req.initFlags();
+                if (settings.ioUring() && (offered & FuseProtocol.OVER_IO_URING) != 0 && channel instanceof FuseDevice device) {
+                    ring = FuseRing.open(device, Worker::new, settings.maxWrite());
+                }
                 // HANDLE_KILLPRIV(_V2): the store never holds set-user-ID or set-group-ID bits nor
                 // security.capability (only execute bits reach it), so the killing they ask of us is done.
                 // V1 spares a GETATTR before each chown; V2 makes the kernel mark the superblock SB_NOSEC,
@@ -206,7 +236,8 @@ final class FuseSession {
                         | FuseProtocol.ATOMIC_O_TRUNC | FuseProtocol.CACHE_SYMLINKS
                         | FuseProtocol.INIT_EXT | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS
                         | (settings.readdirplus() ? FuseProtocol.DO_READDIRPLUS : 0)
-                        | (settings.passthrough() ? FuseProtocol.PASSTHROUGH : 0);
+                        | (settings.passthrough() ? FuseProtocol.PASSTHROUGH : 0)
+                        | (ring != null ? FuseProtocol.OVER_IO_URING : 0);
                 long granted = wanted & offered;
                 int maxPages = settings.maxWrite() / 4096;
                 negotiated = new Negotiated(minor, offered, granted, settings.maxWrite(), maxPages);
@@ -263,7 +294,7 @@ final class FuseSession {
                         reply.isError() ? "error " + reply.errno() : "ok");
             }
             try {
-                reply.send(channel);
+                reply.send(replyTo);
             } catch (IOException notDelivered) {
                 // an interrupted request's reply goes nowhere (ENOENT): the kernel counts none of its lookups
                 if (reply.rememberedNode != null) {
@@ -326,7 +357,7 @@ final class FuseSession {
                     if (!attempt.tryNow()) {
                         long node = req.nodeid;
                         int type = req.lockType();
-                        lockWaits.await(req.unique, attempt, waitNotice -> lockGranted(node, type, waitNotice));
+                        lockWaits.await(req.unique, attempt, waitNotice -> lockGranted(node, type, waitNotice), replyTo);
                         return false; // answered by the wait, on its own thread
                     }
                     lockGranted(req.nodeid, req.lockType(), notice);

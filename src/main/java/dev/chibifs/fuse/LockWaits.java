@@ -36,13 +36,13 @@ final class LockWaits implements AutoCloseable {
         boolean tryNow() throws IOException;
     }
 
-    private final FuseChannel channel;
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "chibifs-lock-waits");
         t.setDaemon(true);
         return t;
     });
-    private record Waiter(Attempt attempt, java.util.function.Consumer<FuseReply> granted) {
+    /** {@code replyTo}: where the answer goes (/dev/fuse, or the io_uring entry the request came in). */
+    private record Waiter(Attempt attempt, java.util.function.Consumer<FuseReply> granted, FuseChannel replyTo) {
     }
 
     private final ConcurrentMap<Long, Waiter> waiting = new ConcurrentHashMap<>();
@@ -57,16 +57,15 @@ final class LockWaits implements AutoCloseable {
     private final FuseReply reply = new FuseReply(FuseProtocol.OUT_HEADER + 64);
     private final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
 
-    LockWaits(FuseChannel channel) {
-        this.channel = channel;
+    LockWaits() {
     }
 
     /**
      * Waits for request {@code unique}'s lock, answering it when granted, failed or interrupted;
      * {@code granted} runs on the timer thread, with a notification buffer, before the reply of a grant.
      */
-    void await(long unique, Attempt attempt, java.util.function.Consumer<FuseReply> granted) {
-        waiting.put(unique, new Waiter(attempt, granted));
+    void await(long unique, Attempt attempt, java.util.function.Consumer<FuseReply> granted, FuseChannel replyTo) {
+        waiting.put(unique, new Waiter(attempt, granted, replyTo));
         if (interruptedEarly.remove(unique)) {
             interrupt(unique);
             return;
@@ -105,7 +104,7 @@ final class LockWaits implements AutoCloseable {
             if (errno == 0) {
                 waiter.granted().accept(notice);
             }
-            answer(unique, errno);
+            answer(unique, errno, waiter.replyTo());
         } else if (errno == 0) {
             // interrupted after the lock was taken: the caller gets EINTR, so the lock must not stay
             LOG.debug("a lock granted as its wait was interrupted stays until its owner unlocks or closes");
@@ -114,15 +113,16 @@ final class LockWaits implements AutoCloseable {
 
     /** The kernel interrupted request {@code unique}: a waiting lock request ends with EINTR. */
     void interrupt(long unique) {
-        if (waiting.remove(unique) != null) {
-            timer.execute(() -> answer(unique, Linux.EINTR));
+        Waiter waiter = waiting.remove(unique);
+        if (waiter != null) {
+            timer.execute(() -> answer(unique, Linux.EINTR, waiter.replyTo()));
         } else {
             interruptedEarly.add(unique);
         }
     }
 
     /** On the timer thread only: it owns {@link #reply}. */
-    private void answer(long unique, int errno) {
+    private void answer(long unique, int errno, FuseChannel channel) {
         try {
             FuseReply r = reply.begin(unique);
             if (errno != 0) {

@@ -1,0 +1,405 @@
+package dev.chibifs.fuse;
+
+import com.kenai.jffi.MemoryIO;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.IoUring;
+import dev.chibifs.sys.LibC;
+import dev.chibifs.sys.Linux;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+/**
+ * FUSE over io_uring (Linux 6.14+, offered while the fuse module's {@code enable_uring} is on):
+ * one queue per possible CPU, each a thread pinned to its CPU with an io_uring of its own, whose
+ * entries the kernel fills with requests made on that CPU. The request is served where it was
+ * made: the kernel wakes the queue's thread on the caller's own CPU, and the reply wakes the
+ * caller there too, where a /dev/fuse read wakes whichever worker waited longest, often on the
+ * other, idle CPU (on a VM, a wake-up of a halted vCPU costs tens of microseconds).
+ *
+ * <p>Each entry is a request buffer pair the kernel writes into (struct fuse_uring_req_header and
+ * a payload of max_write) and a reply slot: {@link Entry#write} puts the reply there and commits it
+ * with COMMIT_AND_FETCH, which also hands the entry back for the next request. A request whose
+ * answer waits (a blocking lock) keeps its entry until answered, from another thread: submissions
+ * take the ring's monitor. FORGET and INTERRUPT still come through /dev/fuse, as do notifications.
+ *
+ * <p>A queue's thread serves its requests one after another, so a slow one (an fsync) holds back
+ * the others made on that CPU; the /dev/fuse path serves on several threads at once.
+ */
+final class FuseRing {
+
+    private static final Logger LOG = LoggerFactory.getLogger(FuseRing.class);
+    private static final MemoryIO MEMORY = MemoryIO.getInstance();
+    /** Entries per queue: requests one CPU's processes may have with the daemon at once (waiting locks included). */
+    static final int DEPTH = 32;
+    private static final int PAGE = 4096;
+    private static final int IOVEC = 16;
+
+    private final FuseDevice device;
+    private final Supplier<FuseSession.Worker> workers;
+    private final int payloadSize;
+    private final Queue[] queues;
+    private final AtomicInteger registeredQueues = new AtomicInteger();
+
+    private FuseRing(FuseDevice device, Supplier<FuseSession.Worker> workers, int maxWrite) {
+        this.device = device;
+        this.workers = workers;
+        // the kernel's max_payload_sz: max_write, and max_pages pages, which INIT made the same
+        this.payloadSize = Math.max(maxWrite, FuseDevice.MIN_READ_BUFFER);
+        this.queues = new Queue[possibleCpus()];
+    }
+
+    /**
+     * Every queue's ring and entries, made before INIT is answered: once the kernel grants FUSE
+     * over io_uring, every request waits until each CPU's queue has registered, so a queue that
+     * could not be made then would hang the mount. Null (logged) when one cannot be made.
+     */
+    static FuseRing open(FuseDevice device, Supplier<FuseSession.Worker> workers, int maxWrite) {
+        FuseRing r = new FuseRing(device, workers, maxWrite);
+        try {
+            for (int q = 0; q < r.queues.length; q++) {
+                r.queues[q] = r.new Queue(q);
+            }
+            return r;
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("FUSE over io_uring not used: {}; requests come through /dev/fuse", e.getMessage());
+            for (Queue q : r.queues) {
+                if (q != null) {
+                    q.close();
+                }
+            }
+            return null;
+        }
+    }
+
+    /** How many queues (threads) serve: one per possible CPU, as the kernel has. */
+    int queues() {
+        return queues.length;
+    }
+
+    /** Whether every queue has its entries with the kernel (so the kernel sends requests through them). */
+    boolean registered() {
+        return registeredQueues.get() == queues.length;
+    }
+
+    /** Gives back every queue's ring and buffers, when INIT did not grant io_uring after all. */
+    void close() {
+        for (Queue q : queues) {
+            q.close();
+        }
+    }
+
+    /** Starts the queues' threads; {@code ended} runs once for each when it stops. */
+    void start(Runnable ended) {
+        for (Queue queue : queues) {
+            Thread t = new Thread(() -> {
+                try {
+                    queue.run();
+                } finally {
+                    ended.run();
+                }
+            }, "chibifs-ring-" + queue.qid);
+            t.setDaemon(true);
+            t.start();
+        }
+    }
+
+    /** The kernel's possible CPUs ("0-1", "0,2-3"): queue ids run from 0 to the highest. */
+    static int possibleCpus() {
+        try {
+            return highestCpu(Files.readString(Path.of("/sys/devices/system/cpu/possible")).trim()) + 1;
+        } catch (IOException | RuntimeException e) {
+            return Runtime.getRuntime().availableProcessors();
+        }
+    }
+
+    static int highestCpu(String list) {
+        int highest = 0;
+        for (String part : list.split(",")) {
+            String last = part.contains("-") ? part.substring(part.indexOf('-') + 1) : part;
+            highest = Math.max(highest, Integer.parseInt(last.trim()));
+        }
+        return highest;
+    }
+
+    /** One CPU's queue: its thread, its io_uring and its entries. */
+    private final class Queue {
+        final int qid;
+        final IoUring ring;
+        final Entry[] entries = new Entry[DEPTH];
+        int ended;
+
+        Queue(int qid) throws IOException {
+            this.qid = qid;
+            this.ring = IoUring.open(DEPTH, 2 * DEPTH);
+            try {
+                for (int i = 0; i < DEPTH; i++) {
+                    entries[i] = new Entry(this, i);
+                }
+            } catch (IOException | RuntimeException e) {
+                close();
+                throw e;
+            }
+        }
+
+        void close() {
+            ring.close();
+            for (Entry e : entries) {
+                if (e != null) {
+                    e.free();
+                }
+            }
+        }
+
+        /** Registers the entries from this queue's own pinned thread (the kernel wakes the thread that submitted), then serves. */
+        void run() {
+            pin();
+            FuseSession.Worker worker = workers.get();
+            try {
+                synchronized (ring) {
+                    for (Entry e : entries) {
+                        e.register();
+                    }
+                    ring.submit();
+                }
+                registeredQueues.incrementAndGet();
+                serve(worker);
+            } catch (IOException | RuntimeException e) {
+                // requests made on this CPU would wait for this queue forever: fail them all instead
+                LOG.error("FUSE over io_uring: queue {} stopped; aborting the session of {}", qid, device.mountpoint(), e);
+                FuseMount.abort(device.mountpoint());
+            } finally {
+                worker.free();
+                close();
+            }
+        }
+
+        /**
+         * On its own CPU, so the kernel's wake-up of this thread stays there (best effort: a cpuset
+         * may forbid it), and at SCHED_IDLE. The reply wakes the caller from inside this thread's
+         * commit, while it still runs: at normal priority the scheduler then counts this CPU busy
+         * and moves the caller to the other one, and each request after pays a cross-CPU wake-up
+         * (about half the gain lost, measured). A CPU running only SCHED_IDLE work counts as idle,
+         * so the caller stays and runs at once. Measured with two busy loops on the caller's CPU,
+         * requests were still served faster than through /dev/fuse (see docs/benchmarks.md).
+         */
+        private void pin() {
+            long memory = MEMORY.allocateMemory(128, true);
+            try {
+                MEMORY.putByte(memory + qid / 8, (byte) (1 << (qid % 8)));
+                if (LibC.c().sched_setaffinity(0, 128, memory) != 0) {
+                    LOG.debug("queue {} not pinned to its CPU: {}", qid, LibC.strerror(LibC.errno()));
+                }
+                MEMORY.putLong(memory, 0); // struct sched_param: priority 0, as SCHED_IDLE takes
+                if (LibC.c().sched_setscheduler(0, Linux.SCHED_IDLE, memory) != 0) {
+                    LOG.debug("queue {} keeps its scheduling policy: {}", qid, LibC.strerror(LibC.errno()));
+                }
+            } finally {
+                MEMORY.freeMemory(memory);
+            }
+        }
+
+        private void serve(FuseSession.Worker worker) throws IOException {
+            while (ended < DEPTH) {
+                int r = ring.awaitCompletion();
+                if (r == -Linux.EINTR) {
+                    continue;
+                }
+                if (r < 0) {
+                    throw new ErrnoException(-r, "io_uring_enter", LibC.strerror(-r));
+                }
+                ring.drain((userData, result) -> completed(entries[(int) userData], result, worker));
+            }
+        }
+
+        private void completed(Entry e, int result, FuseSession.Worker worker) throws IOException {
+            if (result == 0) {
+                e.serve(worker);
+                return;
+            }
+            switch (-result) {
+                case Linux.EINTR, Linux.EAGAIN -> e.resubmit();
+                // the session ended (unmounted, aborted): the kernel gives every entry back
+                case Linux.ENOTCONN, Linux.ECONNABORTED, Linux.ENODEV -> ended++;
+                default -> {
+                    if (e.lastCommand == FuseProtocol.URING_CMD_REGISTER) {
+                        // the kernel sends nothing anywhere until every queue is registered: a refused one hangs the mount
+                        throw new ErrnoException(-result, "FUSE_IO_URING_CMD_REGISTER", LibC.strerror(-result));
+                    }
+                    LOG.warn("FUSE over io_uring: queue {} entry {}: {}", qid, e.index, LibC.strerror(-result));
+                    ended++;
+                }
+            }
+        }
+    }
+
+    /** One entry: the kernel's header and payload buffers, and the reply slot of the request in it. */
+    private final class Entry implements FuseChannel {
+        final Queue queue;
+        final int index;
+        final long header;
+        final long payload;
+        final ByteBuffer payloadView;
+        final long iovecs;
+        long commitId;
+        /** The last command sent, to send again when the kernel asks (EINTR, EAGAIN). */
+        int lastCommand;
+
+        Entry(Queue queue, int index) throws IOException {
+            this.queue = queue;
+            this.index = index;
+            // page-aligned, and only resident where written: a WRITE of max_write fills the payload
+            this.header = map(PAGE);
+            this.payload = map(payloadSize);
+            this.payloadView = MEMORY.newDirectByteBuffer(payload, payloadSize);
+            this.iovecs = MEMORY.allocateMemory(2 * IOVEC, true);
+            MEMORY.putLong(iovecs, header);
+            MEMORY.putLong(iovecs + 8, FuseProtocol.URING_HEADER);
+            MEMORY.putLong(iovecs + IOVEC, payload);
+            MEMORY.putLong(iovecs + IOVEC + 8, payloadSize);
+        }
+
+        private long map(long size) throws ErrnoException {
+            long a = LibC.mmap(0, size, Linux.PROT_READ | Linux.PROT_WRITE, Linux.MAP_PRIVATE | Linux.MAP_ANONYMOUS, -1, 0);
+            if (a == Linux.MAP_FAILED) {
+                int errno = LibC.errno();
+                throw new ErrnoException(errno, "ring entry", LibC.strerror(errno));
+            }
+            return a;
+        }
+
+        void free() {
+            LibC.munmap(header, PAGE);
+            LibC.munmap(payload, payloadSize);
+            MEMORY.freeMemory(iovecs);
+        }
+
+        /** Queues this entry's REGISTER (under the ring's monitor): its buffers, waiting for a request. */
+        void register() throws IOException {
+            lastCommand = FuseProtocol.URING_CMD_REGISTER;
+            long sqe = queue.ring.prepare();
+            IoUring.uringCommand(sqe, device.descriptor(), FuseProtocol.URING_CMD_REGISTER, iovecs, 2, index);
+            MEMORY.putShort(sqe + IoUring.SQE_CMD + FuseProtocol.URING_CMD_QID, (short) queue.qid);
+        }
+
+        /** Queues COMMIT_AND_FETCH (under the ring's monitor): the reply in the header and payload, and the next request. */
+        private void commit() throws IOException {
+            lastCommand = FuseProtocol.URING_CMD_COMMIT_AND_FETCH;
+            long sqe = queue.ring.prepare();
+            IoUring.uringCommand(sqe, device.descriptor(), FuseProtocol.URING_CMD_COMMIT_AND_FETCH, 0, 0, index);
+            MEMORY.putLong(sqe + IoUring.SQE_CMD + FuseProtocol.URING_CMD_COMMIT_ID, commitId);
+            MEMORY.putShort(sqe + IoUring.SQE_CMD + FuseProtocol.URING_CMD_QID, (short) queue.qid);
+        }
+
+        void resubmit() throws IOException {
+            synchronized (queue.ring) {
+                if (lastCommand == FuseProtocol.URING_CMD_REGISTER) {
+                    register();
+                } else {
+                    commit();
+                }
+                queue.ring.submit();
+            }
+        }
+
+        /**
+         * The request the kernel put here, laid out as a /dev/fuse read gives it (header, the
+         * opcode's struct, then names and data), served by {@code worker}, whose reply comes back
+         * through {@link #write}.
+         */
+        void serve(FuseSession.Worker worker) throws IOException {
+            long in = header + FuseProtocol.URING_IN_OUT;
+            int length = MEMORY.getInt(in);
+            int payloadBytes = MEMORY.getInt(header + FuseProtocol.URING_PAYLOAD_SIZE);
+            commitId = MEMORY.getLong(header + FuseProtocol.URING_COMMIT_ID);
+            int opBytes = length - FuseProtocol.IN_HEADER - payloadBytes;
+            if (opBytes < 0 || opBytes > FuseProtocol.URING_OP_IN_SIZE
+                    || length > worker.req.buffer.capacity() || payloadBytes > payloadSize) {
+                LOG.error("FUSE over io_uring: a request of {} bytes with {} of payload does not add up; answered EIO",
+                        length, payloadBytes);
+                MEMORY.putInt(in + 4, -Linux.EIO);
+                MEMORY.putInt(header + FuseProtocol.URING_PAYLOAD_SIZE, 0);
+                synchronized (queue.ring) {
+                    commit();
+                    queue.ring.submit();
+                }
+                return;
+            }
+            long dst = worker.requestAddress;
+            MEMORY.copyMemory(in, dst, FuseProtocol.IN_HEADER);
+            MEMORY.copyMemory(header + FuseProtocol.URING_OP_IN, dst + FuseProtocol.IN_HEADER, opBytes);
+            MEMORY.copyMemory(payload, dst + FuseProtocol.IN_HEADER + opBytes, payloadBytes);
+            if (!worker.req.decode(length)) {
+                return;
+            }
+            worker.req.buffer.limit(length).position(0);
+            worker.replyTo = this;
+            worker.serve();
+        }
+
+        /** A reply (header and body, as /dev/fuse takes it): the header's error and unique to the entry's header, the body to its payload, then committed. */
+        @Override
+        public void write(ByteBuffer... parts) throws IOException {
+            ByteBuffer first = parts[0];
+            int at = first.position();
+            int error = first.getInt(at + 4);
+            long unique = first.getLong(at + 8);
+            synchronized (queue.ring) {
+                payloadView.clear();
+                ByteBuffer body = first.duplicate();
+                body.position(at + FuseProtocol.OUT_HEADER);
+                if (fits(parts, body.remaining())) {
+                    payloadView.put(body);
+                    for (int i = 1; i < parts.length; i++) {
+                        payloadView.put(parts[i].duplicate());
+                    }
+                } else {
+                    // cannot happen (replies are at most max_write); never leave the caller waiting
+                    LOG.error("FUSE over io_uring: a reply larger than the ring's payload; answered EIO");
+                    error = -Linux.EIO;
+                }
+                int bodyBytes = payloadView.position();
+                long out = header + FuseProtocol.URING_IN_OUT;
+                MEMORY.putInt(out, FuseProtocol.OUT_HEADER + bodyBytes);
+                MEMORY.putInt(out + 4, error);
+                MEMORY.putLong(out + 8, unique);
+                MEMORY.putInt(header + FuseProtocol.URING_PAYLOAD_SIZE, bodyBytes);
+                commit();
+                queue.ring.submit();
+            }
+        }
+
+        private boolean fits(ByteBuffer[] parts, int firstBody) {
+            long total = firstBody;
+            for (int i = 1; i < parts.length; i++) {
+                total += parts[i].remaining();
+            }
+            return total <= payloadSize;
+        }
+
+        @Override
+        public int read(ByteBuffer dst) {
+            throw new UnsupportedOperationException("a ring entry is filled by the kernel, not read");
+        }
+
+        @Override
+        public int openBacking(int fd) throws IOException {
+            return device.openBacking(fd);
+        }
+
+        @Override
+        public void closeBacking(int backingId) throws IOException {
+            device.closeBacking(backingId);
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+}

@@ -1,0 +1,124 @@
+package dev.chibifs.fuse;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.testing.MountedFs;
+import dev.chibifs.testing.Sh;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * FUSE over io_uring (Linux 6.14+): with {@code --io-uring}, requests come through one io_uring
+ * queue per CPU instead of /dev/fuse reads. Ordinary programs work the same, a blocking lock is
+ * answered through the entry its request came in (from the lock-wait thread), an interrupt
+ * (still sent through /dev/fuse) ends such a wait, and an unmount ends the queues and the daemon.
+ * The kernel offers it only while the fuse module's enable_uring is on: this class turns it on
+ * for its mounts (root) and puts it back after.
+ */
+@Timeout(120)
+class IoUringMountTest {
+
+    private static final Path ENABLE_URING = Path.of("/sys/module/fuse/parameters/enable_uring");
+    private static String enabledBefore;
+    private static MountedFs fs;
+
+    @BeforeAll
+    static void mount() throws IOException {
+        assumeTrue(Files.exists(ENABLE_URING), "this kernel has no FUSE over io_uring (Linux 6.14+)");
+        assumeTrue(Files.isWritable(ENABLE_URING), "turning FUSE over io_uring on takes root");
+        enabledBefore = Files.readString(ENABLE_URING).trim();
+        Files.writeString(ENABLE_URING, "1");
+        fs = MountedFs.start("--context", "planner", "--io-uring");
+    }
+
+    @AfterAll
+    static void unmount() throws IOException {
+        if (fs != null) {
+            fs.close();
+        }
+        if (enabledBefore != null) {
+            Files.writeString(ENABLE_URING, enabledBefore.equals("Y") ? "1" : "0");
+        }
+    }
+
+    /** How the mount's session was settled, as {@code chibifs stats} says it. */
+    private static String session(MountedFs mount) throws IOException {
+        JsonNode stats = new ObjectMapper().readTree(MountedFs.cli("stats", "--json", mount.mountpoint().toString()).ok().out());
+        return stats.get("session").asText();
+    }
+
+    private static Sh.Result ok(Sh.Result r) {
+        assertEquals(0, r.exitCode(), r.out() + r.err() + "\n" + fs.log());
+        return r;
+    }
+
+    @Test
+    void ordinaryProgramsWorkThroughTheRing() throws IOException {
+        assertTrue(session(fs).endsWith(", io_uring"), session(fs));
+        ok(fs.sh("mkdir -p shared/ring && cd shared/ring && echo one > notes.md && echo two >> notes.md"
+                + " && sed -i 's/one/ONE/' notes.md && mv notes.md tasks.md && ln tasks.md again.md"
+                + " && git init -q && git add -A && git -c user.name=t -c user.email=t@localhost commit -qm first"
+                + " && tar czf /tmp/chibifs-ring-test.tgz . && mkdir back && tar xzf /tmp/chibifs-ring-test.tgz -C back"
+                + " && rm /tmp/chibifs-ring-test.tgz"));
+        assertEquals("ONE\ntwo\n", ok(fs.sh("cat shared/ring/back/tasks.md")).out());
+        assertEquals("ONE\ntwo\n", Files.readString(fs.stored("/shared/ring/again.md")));
+        assertEquals("", ok(fs.sh("cd shared/ring && git status --porcelain --untracked-files=no")).out());
+    }
+
+    @Test
+    void manyProcessesAtOnceEachGetTheirOwnAnswers() {
+        // more processes than a queue has entries, on both CPUs: every reply reaches its own caller
+        ok(fs.sh("mkdir -p shared/many && for p in $(seq 40); do"
+                + " (for i in $(seq 25); do echo \"$p $i\" > shared/many/$p-$i; done;"
+                + "  for i in $(seq 25); do [ \"$(cat shared/many/$p-$i)\" = \"$p $i\" ] || exit 1; done) & done;"
+                + " fail=0; for j in $(jobs -p); do wait $j || fail=1; done; exit $fail"));
+        assertEquals("1000\n", ok(fs.sh("ls shared/many | wc -l")).out());
+    }
+
+    @Test
+    void aWaitingLockIsAnsweredWhenFreedAndAnInterruptEndsAnother() throws Exception {
+        ok(fs.sh("touch shared/locked"));
+        Process holder = new ProcessBuilder("timeout", "-k", "5", "60", "flock", fs.at("/shared/locked").toString(),
+                "sh", "-c", "echo held; cat > /dev/null").redirectErrorStream(true).start();
+        BufferedReader said = new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8));
+        assertEquals("held", said.readLine());
+        // SIGINT to a waiting flock: the kernel sends INTERRUPT through /dev/fuse, the wait ends with EINTR
+        Sh.Result interrupted = fs.sh("timeout -s INT 1 flock shared/locked true; echo \"exit $?\"");
+        assertEquals("exit 124\n", interrupted.out(), interrupted.err());
+        Process waiter = new ProcessBuilder("timeout", "-k", "5", "60", "flock", fs.at("/shared/locked").toString(),
+                "echo", "got it").redirectErrorStream(true).start();
+        holder.getOutputStream().close();
+        assertTrue(holder.waitFor(30, TimeUnit.SECONDS));
+        assertTrue(waiter.waitFor(30, TimeUnit.SECONDS));
+        assertEquals("got it\n", new String(waiter.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        assertEquals(0, waiter.exitValue());
+    }
+
+    @Test
+    void anUnmountEndsTheQueuesAndTheDaemon() throws Exception {
+        MountedFs other = MountedFs.start("--context", "coder", "--io-uring");
+        try {
+            assertEquals(0, other.sh("echo x > shared/x && cat shared/x > /dev/null").exitCode(), other.log());
+            assertTrue(session(other).endsWith(", io_uring"), session(other));
+        } finally {
+            other.close();
+        }
+        assertTrue(other.process().waitFor(20, TimeUnit.SECONDS), "the daemon still runs after its unmount");
+        assertFalse(other.isMounted());
+    }
+}
