@@ -13,6 +13,7 @@
 #
 # Usage: scripts/bench.sh [--quick] [--runs N] [--dir DIR] [--chibifs-o OPTS] [--kernel-cache DURATION|off]
 #                         [--no-settle] [--big] [--no-stats] [--store s3://BUCKET/PREFIX[?endpoint=URL]]
+#                         [--io-uring]
 #   --quick        small sizes (finishes in about two minutes)
 #   --runs N       runs per workload and target (default 3, at least 3 for a fair median)
 #   --dir DIR      where the store and the mountpoints go (default /var/tmp); one disk for all
@@ -23,6 +24,8 @@
 #                  page cache (how runs before 2026-11-24 were made; see settle below)
 #   --big          also a directory of 100,000 files (20,000 with --quick): create, ls -l, rm -r
 #   --no-stats     do not ask the daemon for its request counts around each chibifs workload
+#   --io-uring     mount chibifs with --io-uring (FUSE over io_uring; needs Linux 6.14+ and
+#                  /sys/module/fuse/parameters/enable_uring on, which this script does not turn on)
 #   --store SPEC   chibifs works in /shared/s3, mounted with --store /shared/s3=SPEC (an S3 store, see
 #                  docs/s3-store.md). Without ?endpoint= (and no AWS_ENDPOINT_URL_S3/AWS_ENDPOINT_URL),
 #                  scripts/s3-loopback.sh serves BUCKET from the work dir on 127.0.0.1 for the run,
@@ -40,6 +43,7 @@ settle_creates=1
 big=0
 want_stats=1
 store_spec=""
+io_uring=0
 
 usage() { sed -n '2,/^# Environment/p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -54,6 +58,7 @@ while [ $# -gt 0 ]; do
         --big) big=1 ;;
         --no-stats) want_stats=0 ;;
         --store) store_spec=${2:?--store needs s3://BUCKET/PREFIX}; shift ;;
+        --io-uring) io_uring=1 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
@@ -66,6 +71,11 @@ case "$store_spec" in
     ''|s3://?*/?*) ;;
     *) echo "bench.sh: --store '$store_spec': expected s3://BUCKET/PREFIX[?endpoint=URL&region=R]" >&2; exit 2 ;;
 esac
+if [ "$io_uring" = 1 ] && [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" != Y ]; then
+    echo "bench.sh: --io-uring: the kernel does not offer FUSE over io_uring (Linux 6.14+, and as root:" \
+        "echo 1 > /sys/module/fuse/parameters/enable_uring)" >&2
+    exit 2
+fi
 if [ "$runs" -lt 3 ]; then
     echo "bench.sh: --runs $runs: at least 3 runs are needed for a median worth reading" >&2
     exit 2
@@ -180,7 +190,8 @@ if [ -n "$store_spec" ]; then
 fi
 
 mount_out=$("$here/scripts/chibifs" mount --context bench --home "$home" "${store_args[@]}" \
-    ${chibifs_o:+-o "$chibifs_o"} ${kernel_cache:+--kernel-cache "$kernel_cache"} "$mnt_chibi")
+    ${chibifs_o:+-o "$chibifs_o"} ${kernel_cache:+--kernel-cache "$kernel_cache"} \
+    $([ "$io_uring" = 1 ] && echo --io-uring) "$mnt_chibi")
 daemon_pid=$(printf '%s\n' "$mount_out" | sed -n 's/.*daemon pid \([0-9][0-9]*\).*/\1/p')
 if [ -z "$daemon_pid" ]; then
     daemon_pid=$(pgrep -f -- "mount --foreground .* $mnt_chibi\$" | head -1 || true)
@@ -240,6 +251,7 @@ daemon_log=$(printf '%s\n' "$mount_out" | sed -n 's/.*, log \(.*\)$/\1/p')
 echo "  chibifs daemon pid $daemon_pid; JVM: ${CHIBIFS_JAVA_OPTS:-launcher defaults}"
 echo "  chibifs store: $store_desc"
 echo "  chibifs options: $(sed -n 's/.*; options \([^;]*\);.*/\1/p' "$daemon_log" 2>/dev/null | tail -1)"
+echo "  chibifs session: $(sed -n 's/.*; \(FUSE 7[^;]*\);.*/\1/p' "$daemon_log" 2>/dev/null | tail -1)"
 echo "  cold reads: $([ "$can_drop" = 1 ] && echo 'page cache dropped before each' \
     || echo 'NOT cold: dropping caches is not permitted here (needs root and a writable /proc/sys/vm/drop_caches)')"
 if [ -r /sys/module/haltpoll/parameters/guest_halt_poll_ns ]; then

@@ -131,6 +131,7 @@ final class DoctorCommand implements Callable<Integer> {
         checks.add(fusermount(h));
         checks.add(mountPermission(h));
         checks.add(userAllowOther(h));
+        checks.add(ioUring(ENABLE_URING));
         ChibiHome chibiHome = ChibiHome.resolve(home, h.env());
         Check storeExists = storeExists(chibiHome.store());
         checks.add(storeExists);
@@ -145,6 +146,26 @@ final class DoctorCommand implements Callable<Integer> {
             checks.add(mountpoint(h, mountpoint.toAbsolutePath().normalize()));
         }
         return checks;
+    }
+
+    /** The fuse module's switch for FUSE over io_uring (Linux 6.14+); absent before. */
+    static final Path ENABLE_URING = Path.of("/sys/module/fuse/parameters/enable_uring");
+
+    /** Whether the kernel would take requests through io_uring (mount --io-uring): never a failure, mounts work either way. */
+    static Check ioUring(Path enableUring) {
+        String name = "FUSE over io_uring";
+        if (!Files.exists(enableUring)) {
+            return Check.ok(name, "not in this kernel (Linux 6.14+): requests come through /dev/fuse");
+        }
+        String value;
+        try {
+            value = Files.readString(enableUring).trim();
+        } catch (IOException e) {
+            return Check.ok(name, "cannot read " + enableUring + ": requests come through /dev/fuse");
+        }
+        return value.equals("Y") || value.equals("1")
+                ? Check.ok(name, "offered: mount --io-uring takes it")
+                : Check.ok(name, "off: as root, echo 1 > " + enableUring + ", then mount --io-uring takes it");
     }
 
     private static Check fuseDevice(Host h) {

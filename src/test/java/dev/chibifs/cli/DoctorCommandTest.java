@@ -77,7 +77,7 @@ class DoctorCommandTest {
         String text = out.toString();
         assertFalse(text.contains("FAIL"), text);
         assertTrue(text.contains("OK   user_allow_other: set in " + fuseConf), text);
-        assertTrue(text.endsWith("11 checks, 0 failed\n"), text);
+        assertTrue(text.endsWith("12 checks, 0 failed\n"), text);
         try (var left = Files.list(home.resolve("vfs"))) {
             assertEquals(0, left.count(), "the store probes leave nothing behind");
         }
@@ -243,5 +243,18 @@ class DoctorCommandTest {
         Files.writeString(mountTable, "chibifs " + mounted + " fuse.chibifs rw 0 0\n");
         assertEquals(1, doctor(host, mounted.toString()));
         assertFailed("mountpoint " + mounted + ": already a chibifs mount", "chibifs umount " + mounted);
+    }
+
+    @Test
+    void ioUringIsReportedAsOfferedOffOrAbsentAndNeverFails() throws Exception {
+        Path param = tmp.resolve("enable_uring");
+        DoctorCommand.Check absent = DoctorCommand.ioUring(param);
+        assertTrue(absent.ok() && absent.detail().contains("Linux 6.14+"), absent.toString());
+        Files.writeString(param, "N\n");
+        DoctorCommand.Check off = DoctorCommand.ioUring(param);
+        assertTrue(off.ok() && off.detail().contains("echo 1 > " + param), off.toString());
+        Files.writeString(param, "Y\n");
+        DoctorCommand.Check offered = DoctorCommand.ioUring(param);
+        assertTrue(offered.ok() && offered.detail().startsWith("offered"), offered.toString());
     }
 }

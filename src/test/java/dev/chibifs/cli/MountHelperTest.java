@@ -106,6 +106,16 @@ class MountHelperTest {
     }
 
     @Test
+    void ioUringTurnsRequestsThroughIoUringOn() throws Exception {
+        assertEquals(List.of("mount", "--context", "planner", "--io-uring", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "ctx=planner,io_uring").launcherArgs());
+        assertEquals(List.of("mount", "--no-io-uring", "--context", "planner", "/mnt/planner"),
+                run("chibifs", "/mnt/planner", "-o", "noio_uring,ctx=planner").launcherArgs());
+        assertRefused("ctx=a,io_uring=1", "io_uring takes no value");
+        assertRefused("ctx=a,iouring", "unknown option 'iouring'");
+    }
+
+    @Test
     void storeAndToolsSysPassThroughAsMountOptions() throws Exception {
         assertEquals(List.of("mount", "--context", "planner", "--store", "/shared/scratch=memory:64M", "--store",
                         "/shared/docs=readonly:/srv/docs", "--tools-sys", "/srv/tools", "/mnt/planner"),
