@@ -513,8 +513,7 @@ final class FuseFileSystem {
                 return n.backingId;
             } catch (IOException refused) {
                 // ELOOP: the store file is on a stacked file system (a FUSE mount inside the store)
-                // deeper than the kernel stacks; EROFS: a read-only store's file, which cannot be
-                // opened for writing. This node's reads and writes are served from now on.
+                // deeper than the kernel stacks. This node's reads and writes are served from now on.
                 LOG.debug("{}: served reads and writes, no passthrough: {}", nodes.path(n), refused.getMessage());
                 n.backingId = NO_BACKING;
                 return 0;

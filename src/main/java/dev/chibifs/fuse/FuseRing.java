@@ -206,6 +206,7 @@ final class FuseRing {
         }
 
         private void serve(FuseSession.Worker worker) throws IOException {
+            IoUring.Completions completions = (userData, result) -> completed(entries[(int) userData], result, worker);
             while (ended < DEPTH) {
                 int r = ring.awaitCompletion();
                 if (r == -Linux.EINTR) {
@@ -214,7 +215,7 @@ final class FuseRing {
                 if (r < 0) {
                     throw new ErrnoException(-r, "io_uring_enter", LibC.strerror(-r));
                 }
-                ring.drain((userData, result) -> completed(entries[(int) userData], result, worker));
+                ring.drain(completions);
             }
         }
 

@@ -64,8 +64,9 @@ public interface FileHandle extends Closeable {
     }
 
     /**
-     * A new descriptor of this very file open for reading and writing, which the caller owns: for
-     * the kernel to read and write the store file directly (FUSE passthrough). -1 where the store
+     * A new descriptor of this very file, which the caller owns: for the kernel to read and write
+     * the store file directly (FUSE passthrough), which opens the file again from its path, with
+     * each open's own flags. -1 where the store
      * has no file descriptor to give (memory, S3, read-only views).
      */
     default int passthroughDescriptor() throws IOException {

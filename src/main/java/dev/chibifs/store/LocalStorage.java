@@ -1075,9 +1075,10 @@ public final class LocalStorage implements Storage {
 
         @Override
         public int passthroughDescriptor() throws IOException {
-            // read and write, whatever this open allows: the kernel lets one backing file serve every
-            // open of the inode, and checks each open's own mode before passing anything through
-            return Syscalls.reopen(fd, O_RDWR, null);
+            // the kernel registers the file only for its path: each open it passes through gets a file
+            // of its own, opened from that path with that open's flags (backing_file_open), so a dup
+            // does (0.5 us), where a read-write reopen through /proc/self/fd cost 5 us of every open
+            return Syscalls.dup(fd);
         }
 
         LocalFileHandle(int fd, Metadata opened, int access, OfdLocks registry) {

@@ -787,6 +787,15 @@ public final class Syscalls {
 
     private static final ThreadLocal<Pointer> FLOCK_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 32));
 
+    /** A second descriptor of {@code fd}'s own open file description (F_DUPFD_CLOEXEC), which the caller closes. */
+    public static int dup(int fd) throws IOException {
+        int nfd = LIBC.fcntl(fd, F_DUPFD_CLOEXEC, null);
+        if (nfd < 0) {
+            throw failure(null);
+        }
+        return nfd;
+    }
+
     /**
      * Opens the file behind {@code fd} again, as a new open file description with {@code access}
      * (O_RDONLY, O_WRONLY or O_RDWR, maybe O_APPEND, O_TRUNC): through /proc/self/fd, so it is the
