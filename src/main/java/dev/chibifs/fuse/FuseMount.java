@@ -99,11 +99,12 @@ public final class FuseMount {
     }
 
     /**
-     * Aborts the FUSE connection of {@code mountpoint} (fusectl's abort, as {@code umount -f} of a
-     * hung mount asks of it): every request waiting on the daemon ends with ENOTCONN at once. For a
-     * session that can no longer answer, whose callers would otherwise wait forever. The connection
-     * is found by the mount's device number in /proc/self/mountinfo, without touching the mount
-     * itself (a stat of it would wait too). Returns whether the abort was written.
+     * Aborts the FUSE connection of {@code mountpoint}: every request waiting on the daemon ends
+     * with ENOTCONN at once. For a session that can no longer answer, whose callers would otherwise
+     * wait forever. Through fusectl where it is mounted (the connection is found by the mount's
+     * device number in /proc/self/mountinfo, without touching the mount itself: a stat of it would
+     * wait too); else, as root, umount2(MNT_FORCE), whose first step for FUSE is that same abort
+     * (and which then unmounts, unless the mount is busy). Returns whether it was done.
      */
     static boolean abort(String mountpoint) {
         try {
@@ -111,14 +112,22 @@ public final class FuseMount {
                 // 36 35 0:51 / /mnt/chibi rw,... - fuse.chibifs chibifs rw,...: the device, then the mount point
                 String[] f = line.split(" ");
                 if (f.length > 4 && f[4].equals(mountpoint) && line.contains(" - fuse")) {
-                    String minor = f[2].substring(f[2].indexOf(':') + 1);
-                    java.nio.file.Files.writeString(Path.of("/sys/fs/fuse/connections", minor, "abort"), "1");
-                    return true;
+                    Path abort = Path.of("/sys/fs/fuse/connections", f[2].substring(f[2].indexOf(':') + 1), "abort");
+                    if (java.nio.file.Files.exists(abort)) {
+                        java.nio.file.Files.writeString(abort, "1");
+                        return true;
+                    }
                 }
             }
         } catch (IOException | RuntimeException e) {
-            LOG.error("cannot abort the FUSE connection of {} ({}): umount -f it", mountpoint, e.toString());
+            LOG.debug("no fusectl abort for {}: {}", mountpoint, e.toString());
         }
+        // EBUSY: open files keep the mount, but the abort (umount_begin) came first
+        if (LibC.c().geteuid() == 0 && (LibC.c().umount2(LibC.path(mountpoint), Linux.MNT_FORCE | Linux.UMOUNT_NOFOLLOW) == 0
+                || LibC.errno() == Linux.EBUSY)) {
+            return true;
+        }
+        LOG.error("cannot abort the FUSE connection of {}: umount -f it (as root)", mountpoint);
         return false;
     }
 

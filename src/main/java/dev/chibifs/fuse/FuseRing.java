@@ -40,6 +40,8 @@ final class FuseRing {
     static final int DEPTH = 32;
     private static final int PAGE = 4096;
     private static final int IOVEC = 16;
+    /** The user data of the NOP that tells a queue's thread to end (entries are numbered from 0). */
+    private static final long STOP = -1;
 
     private final FuseDevice device;
     private final Supplier<FuseSession.Worker> workers;
@@ -92,6 +94,13 @@ final class FuseRing {
     void close() {
         for (Queue q : queues) {
             q.close();
+        }
+    }
+
+    /** Ends every queue's thread (the session is gone), whether or not its entries came back. */
+    void stop() {
+        for (Queue q : queues) {
+            q.wake();
         }
     }
 
@@ -148,11 +157,32 @@ final class FuseRing {
             }
         }
 
+        /** Under the ring's monitor: a reply from another thread (a lock wait) checks it before touching the buffers. */
         void close() {
-            ring.close();
-            for (Entry e : entries) {
-                if (e != null) {
-                    e.free();
+            synchronized (ring) {
+                if (ring.isClosed()) {
+                    return;
+                }
+                ring.close();
+                for (Entry e : entries) {
+                    if (e != null) {
+                        e.free();
+                    }
+                }
+            }
+        }
+
+        /** A NOP that completes at once, so the thread finds {@link #STOP}; nothing when it has ended. */
+        void wake() {
+            synchronized (ring) {
+                if (ring.isClosed()) {
+                    return;
+                }
+                try {
+                    IoUring.nop(ring.prepare(), STOP);
+                    ring.submit();
+                } catch (IOException e) {
+                    LOG.debug("queue {} not woken to end: {}", qid, e.toString());
                 }
             }
         }
@@ -206,7 +236,13 @@ final class FuseRing {
         }
 
         private void serve(FuseSession.Worker worker) throws IOException {
-            IoUring.Completions completions = (userData, result) -> completed(entries[(int) userData], result, worker);
+            IoUring.Completions completions = (userData, result) -> {
+                if (userData == STOP) {
+                    ended = DEPTH;
+                } else {
+                    completed(entries[(int) userData], result, worker);
+                }
+            };
             while (ended < DEPTH) {
                 int r = ring.awaitCompletion();
                 if (r == -Linux.EINTR) {
@@ -352,6 +388,9 @@ final class FuseRing {
             int error = first.getInt(at + 4);
             long unique = first.getLong(at + 8);
             synchronized (queue.ring) {
+                if (queue.ring.isClosed()) {
+                    throw new ErrnoException(Linux.ENOTCONN, "reply", "Transport endpoint is not connected: the session has ended");
+                }
                 payloadView.clear();
                 ByteBuffer body = first.duplicate();
                 body.position(at + FuseProtocol.OUT_HEADER);

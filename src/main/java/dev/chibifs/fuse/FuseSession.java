@@ -62,6 +62,8 @@ final class FuseSession {
     private final RequestStats stats;
     private final CompletableFuture<Integer> ended = new CompletableFuture<>();
     private final AtomicInteger running = new AtomicInteger();
+    /** The /dev/fuse readers still reading; once none is, the session is gone. */
+    private final AtomicInteger reading = new AtomicInteger();
     private final LockWaits lockWaits;
     private volatile Negotiated negotiated;
     /** The io_uring queues while requests come through them (null: all through /dev/fuse). */
@@ -113,6 +115,7 @@ final class FuseSession {
         }
         List<Thread> threads = new ArrayList<>();
         running.set(settings.workers());
+        reading.set(settings.workers());
         FuseRing r = ring;
         if (r != null) {
             if (negotiated.has(FuseProtocol.OVER_IO_URING)) {
@@ -270,6 +273,14 @@ final class FuseSession {
                 }
             } finally {
                 free();
+                if (reading.decrementAndGet() == 0) {
+                    // the kernel ended the session (ENODEV): a ring entry still holding a request (a
+                    // lock wait) would never come back, so the queues are told to end too
+                    FuseRing r = ring;
+                    if (r != null) {
+                        r.stop();
+                    }
+                }
                 workerEnded();
             }
         }

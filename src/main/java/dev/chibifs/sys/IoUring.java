@@ -152,6 +152,9 @@ public final class IoUring implements AutoCloseable {
      */
     public long prepare() throws IOException {
         assert Thread.holdsLock(this);
+        if (closed) {
+            throw new ErrnoException(EBADF, "io_uring", "Bad file descriptor: the ring is closed");
+        }
         int head = MEMORY.getInt(sqHead);
         VarHandle.acquireFence();
         if (sqLocalTail - head >= sqEntries) {
@@ -161,6 +164,12 @@ public final class IoUring implements AutoCloseable {
         MEMORY.setMemory(sqe, SQE_SIZE, (byte) 0);
         sqLocalTail++;
         return sqe;
+    }
+
+    /** Fills a NOP entry: it completes at once with {@code userData} (to wake the thread waiting for completions). */
+    public static void nop(long sqe, long userData) {
+        MEMORY.putByte(sqe, (byte) IORING_OP_NOP);
+        MEMORY.putLong(sqe + 32, userData);
     }
 
     /** Fills a URING_CMD entry: {@code cmdOp} on descriptor {@code target}; the command bytes are the caller's. */
@@ -239,6 +248,11 @@ public final class IoUring implements AutoCloseable {
             to.completed(userData, result);
         }
         return n;
+    }
+
+    /** Whether {@link #close} ran: the rings are gone (check under the monitor before touching memory shared with them). */
+    public synchronized boolean isClosed() {
+        return closed;
     }
 
     /** Unmaps the rings and closes the descriptor; the kernel cancels what is still in flight. */

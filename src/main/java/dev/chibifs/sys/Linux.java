@@ -269,6 +269,7 @@ public final class Linux {
     public static final int IORING_SETUP_SQE128 = 1 << 10;
     public static final int IORING_ENTER_GETEVENTS = 1;
     public static final int IORING_FEAT_SINGLE_MMAP = 1;
+    public static final int IORING_OP_NOP = 0;
     public static final int IORING_OP_URING_CMD = 46;
     public static final long IORING_OFF_SQ_RING = 0L;
     public static final long IORING_OFF_CQ_RING = 0x8000000L;

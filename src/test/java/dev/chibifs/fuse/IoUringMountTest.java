@@ -121,4 +121,46 @@ class IoUringMountTest {
         assertTrue(other.process().waitFor(20, TimeUnit.SECONDS), "the daemon still runs after its unmount");
         assertFalse(other.isMounted());
     }
+
+    @Test
+    void aSessionAbortedWhileALockWaitHoldsAnEntryStillEndsTheDaemon() throws Exception {
+        // a waiting lock keeps its ring entry, which the kernel does not give back when the session
+        // ends: the queues must end anyway, or the daemon would outlive its mount
+        MountedFs other = MountedFs.start("--context", "coder", "--io-uring");
+        Process holder = null;
+        Process waiter = null;
+        try {
+            assertEquals(0, other.sh("touch shared/held").exitCode(), other.log());
+            holder = new ProcessBuilder("timeout", "-k", "5", "60", "flock", other.at("/shared/held").toString(),
+                    "sh", "-c", "echo held; cat > /dev/null").redirectErrorStream(true).start();
+            assertEquals("held", new BufferedReader(new InputStreamReader(holder.getInputStream(),
+                    StandardCharsets.UTF_8)).readLine());
+            waiter = new ProcessBuilder("timeout", "-k", "5", "60", "flock", other.at("/shared/held").toString(), "true")
+                    .redirectErrorStream(true).start();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (setlkw(other) < 2) { // the holder's lock and the waiter's, now waiting
+                assertTrue(System.nanoTime() < deadline, "the waiting flock never reached the daemon");
+            }
+            assertTrue(FuseMount.abort(other.mountpoint().toString()));
+            assertTrue(other.process().waitFor(20, TimeUnit.SECONDS), "the daemon still runs after its session was aborted");
+        } finally {
+            for (Process p : new Process[] {holder, waiter}) {
+                if (p != null) {
+                    p.destroyForcibly();
+                }
+            }
+            other.close();
+        }
+    }
+
+    /** How many SETLKW requests (flock waits) the mount's daemon has served or is serving. */
+    private static long setlkw(MountedFs mount) throws IOException {
+        JsonNode stats = new ObjectMapper().readTree(MountedFs.cli("stats", "--json", mount.mountpoint().toString()).ok().out());
+        for (JsonNode op : stats.get("requests")) {
+            if (op.get("opcode").asText().equals("SETLKW")) {
+                return op.get("count").asLong();
+            }
+        }
+        return 0;
+    }
 }

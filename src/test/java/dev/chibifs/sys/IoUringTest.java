@@ -1,6 +1,5 @@
 package dev.chibifs.sys;
 
-import com.kenai.jffi.MemoryIO;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -13,8 +12,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /** The ring's own mechanics, without FUSE: entries go in and come back in order, round and round the rings. */
 class IoUringTest {
 
-    private static final int IORING_OP_NOP = 0;
-
     private static IoUring ring(int entries) {
         try {
             return IoUring.open(entries, 2 * entries);
@@ -25,9 +22,7 @@ class IoUringTest {
     }
 
     private static void nop(IoUring ring, long userData) throws java.io.IOException {
-        long sqe = ring.prepare();
-        MemoryIO.getInstance().putByte(sqe, (byte) IORING_OP_NOP);
-        MemoryIO.getInstance().putLong(sqe + 32, userData);
+        IoUring.nop(ring.prepare(), userData);
     }
 
     @Test
@@ -54,6 +49,15 @@ class IoUringTest {
             for (int i = 0; i < seen.size(); i++) {
                 assertEquals(i, seen.get(i));
             }
+        }
+    }
+
+    @Test
+    void aClosedRingRefusesToPrepareRatherThanWriteIntoUnmappedMemory() throws Exception {
+        IoUring ring = ring(4);
+        ring.close();
+        synchronized (ring) {
+            assertEquals(Linux.EBADF, assertThrows(ErrnoException.class, ring::prepare).errno());
         }
     }
 
