@@ -90,13 +90,6 @@ final class FuseRing {
         return registeredQueues.get() == queues.length;
     }
 
-    /** Gives back every queue's ring and buffers, when INIT did not grant io_uring after all. */
-    void close() {
-        for (Queue q : queues) {
-            q.close();
-        }
-    }
-
     /** Ends every queue's thread (the session is gone), whether or not its entries came back. */
     void stop() {
         for (Queue q : queues) {

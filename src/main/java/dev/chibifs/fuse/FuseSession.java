@@ -118,16 +118,9 @@ final class FuseSession {
         reading.set(settings.workers());
         FuseRing r = ring;
         if (r != null) {
-            if (negotiated.has(FuseProtocol.OVER_IO_URING)) {
-                // FORGET and INTERRUPT still come through /dev/fuse, so its workers stay
-                running.addAndGet(r.queues());
-                r.start(this::workerEnded);
-            } else {
-                LOG.info("FUSE over io_uring: the kernel does not offer it (Linux 6.14+, and the fuse module's"
-                        + " enable_uring on); requests come through /dev/fuse");
-                r.close();
-                ring = null;
-            }
+            // FORGET and INTERRUPT still come through /dev/fuse, so its workers stay
+            running.addAndGet(r.queues());
+            r.start(this::workerEnded);
         }
         for (int i = 0; i < settings.workers(); i++) {
             Worker w = i == 0 ? first : new Worker();
@@ -176,8 +169,7 @@ final class FuseSession {
         private ByteBuffer data;
         /** For notifications sent while the request's reply is being written (lock grants). */
         final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
-        private final long requestMemory;
-        /** The request buffer's address, for io_uring entries to copy a request into. */
+        /** The request buffer's address (io_uring entries copy their request there). */
         final long requestAddress;
 
         Worker() {
@@ -185,9 +177,8 @@ final class FuseSession {
             // WRITE fills that much: memory left unzeroed stays untouched, so not resident, until one does
             // (allocateDirect would zero, and so touch, 1 MiB per worker)
             int size = settings.maxWrite() + FuseProtocol.REQUEST_OVERHEAD;
-            requestMemory = MEMORY.allocateMemory(size, false);
-            requestAddress = requestMemory;
-            req = new FuseRequest(MEMORY.newDirectByteBuffer(requestMemory, size));
+            requestAddress = MEMORY.allocateMemory(size, false);
+            req = new FuseRequest(MEMORY.newDirectByteBuffer(requestAddress, size));
             reply = new FuseReply(REPLY_CAPACITY);
         }
 
@@ -200,7 +191,7 @@ final class FuseSession {
 
         /** Gives back the request memory, once this worker reads no more. */
         void free() {
-            MEMORY.freeMemory(requestMemory);
+            MEMORY.freeMemory(requestAddress);
         }
 
         /** Reads and answers INIT; false when the kernel's protocol is one we cannot speak. */
@@ -224,7 +215,10 @@ final class FuseSession {
                     return false;
                 }
                 long offered = req.initFlags();
-                if (settings.ioUring() && (offered & FuseProtocol.OVER_IO_URING) != 0 && channel instanceof FuseDevice device) {
+                if (settings.ioUring() && (offered & FuseProtocol.OVER_IO_URING) == 0) {
+                    LOG.warn("--io-uring: the kernel does not offer FUSE over io_uring (Linux 6.14+, with the fuse"
+                            + " module's enable_uring on); requests come through /dev/fuse");
+                } else if (settings.ioUring() && channel instanceof FuseDevice device) {
                     ring = FuseRing.open(device, Worker::new, settings.maxWrite());
                 }
                 // HANDLE_KILLPRIV(_V2): the store never holds set-user-ID or set-group-ID bits nor

@@ -81,6 +81,24 @@ class IoUringMountTest {
     }
 
     @Test
+    void whereTheKernelDoesNotOfferItTheMountWorksThroughDevFuseAndSaysSo() throws IOException {
+        Files.writeString(ENABLE_URING, "0");
+        MountedFs other;
+        try {
+            other = MountedFs.start("--context", "coder", "--io-uring");
+        } finally {
+            Files.writeString(ENABLE_URING, "1");
+        }
+        try {
+            assertEquals("x\n", other.sh("echo x > shared/x && cat shared/x").out(), other.log());
+            assertFalse(session(other).contains("io_uring"), session(other));
+            assertTrue(other.log().contains("--io-uring: the kernel does not offer FUSE over io_uring"), other.log());
+        } finally {
+            other.close();
+        }
+    }
+
+    @Test
     void manyProcessesAtOnceEachGetTheirOwnAnswers() {
         // more processes than a queue has entries, on both CPUs: every reply reaches its own caller
         ok(fs.sh("mkdir -p shared/many && for p in $(seq 40); do"
