@@ -22,9 +22,8 @@ public final class IoUring implements AutoCloseable {
 
     /** A submission entry with IORING_SETUP_SQE128. */
     public static final int SQE_SIZE = 128;
-    /** Where a URING_CMD's command bytes start in its entry (sqe->cmd), and how many it has. */
+    /** Where a URING_CMD's command bytes (80 of them) start in its entry (sqe->cmd). */
     public static final int SQE_CMD = 48;
-    public static final int SQE_CMD_SIZE = 80;
     private static final int CQE_SIZE = 16;
     private static final int PARAMS_SIZE = 120;
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
