@@ -38,6 +38,11 @@ final class FuseRing {
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
     /** Entries per queue: requests one CPU's processes may have with the daemon at once (waiting locks included). */
     static final int DEPTH = 32;
+    /**
+     * How many of a queue's entries may wait for a lock at once; the rest stay for other requests,
+     * the unlock that ends the waits among them (it comes on the CPU its process runs on).
+     */
+    static final int LOCK_WAITS = DEPTH - 8;
     private static final int PAGE = 4096;
     private static final int IOVEC = 16;
     /** The user data of the NOP that tells a queue's thread to end (entries are numbered from 0). */
@@ -136,6 +141,8 @@ final class FuseRing {
         final IoUring ring;
         final Entry[] entries = new Entry[DEPTH];
         int ended;
+        /** Entries held by a lock wait; guarded by the ring's monitor. */
+        int lockWaits;
 
         Queue(int qid) throws IOException {
             this.qid = qid;
@@ -270,7 +277,7 @@ final class FuseRing {
     }
 
     /** One entry: the kernel's header and payload buffers, and the reply slot of the request in it. */
-    private final class Entry implements FuseChannel {
+    final class Entry implements FuseChannel {
         final Queue queue;
         final int index;
         final long header;
@@ -278,6 +285,8 @@ final class FuseRing {
         final ByteBuffer payloadView;
         final long iovecs;
         long commitId;
+        /** Held by a lock wait until its answer; guarded by the ring's monitor. */
+        boolean waitingForLock;
         /** The last command sent, to send again when the kernel asks (EINTR, EAGAIN). */
         int lastCommand;
 
@@ -373,6 +382,18 @@ final class FuseRing {
             worker.serve();
         }
 
+        /** Keeps this entry for a lock wait's later answer; false when the queue has {@link #LOCK_WAITS} already. */
+        boolean holdForLockWait() {
+            synchronized (queue.ring) {
+                if (queue.lockWaits >= LOCK_WAITS) {
+                    return false;
+                }
+                queue.lockWaits++;
+                waitingForLock = true;
+                return true;
+            }
+        }
+
         /** A reply (header and body, as /dev/fuse takes it): the header's error and unique to the entry's header, the body to its payload, then committed. */
         @Override
         public void write(ByteBuffer... parts) throws IOException {
@@ -383,6 +404,10 @@ final class FuseRing {
             synchronized (queue.ring) {
                 if (queue.ring.isClosed()) {
                     throw new ErrnoException(Linux.ENOTCONN, "reply", "Transport endpoint is not connected: the session has ended");
+                }
+                if (waitingForLock) {
+                    waitingForLock = false;
+                    queue.lockWaits--;
                 }
                 payloadView.clear();
                 ByteBuffer body = first.duplicate();

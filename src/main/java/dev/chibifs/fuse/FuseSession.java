@@ -360,6 +360,12 @@ final class FuseSession {
                 case FuseProtocol.SETLKW -> {
                     LockWaits.Attempt attempt = fs.setlk(req);
                     if (!attempt.tryNow()) {
+                        if (replyTo instanceof FuseRing.Entry entry && !entry.holdForLockWait()) {
+                            // nearly every entry of this CPU's io_uring queue waits for a lock already: with
+                            // all of them waiting, the unlock that would end the waits could find no entry
+                            reply.error(Linux.EDEADLK);
+                            return true;
+                        }
                         long node = req.nodeid;
                         int type = req.lockType();
                         lockWaits.await(req.unique, attempt, waitNotice -> lockGranted(node, type, waitNotice), replyTo);

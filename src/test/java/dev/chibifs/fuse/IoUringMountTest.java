@@ -128,6 +128,44 @@ class IoUringMountTest {
     }
 
     @Test
+    void moreLockWaitsThanAQueueCanHoldAreRefusedInsteadOfHangingTheirCpu() throws Exception {
+        // everything on CPU 0, so on one queue: a holder, then more waiters than the queue has entries.
+        // Were every entry waiting, the holder's unlock (on CPU 0 too) would find none: a hang
+        ok(fs.sh("touch shared/crowded"));
+        String file = fs.at("/shared/crowded").toString();
+        Process holder = new ProcessBuilder("timeout", "-k", "5", "60", "taskset", "-c", "0", "flock", file,
+                "sh", "-c", "echo held; cat > /dev/null").redirectErrorStream(true).start();
+        assertEquals("held", new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8)).readLine());
+        int waiters = FuseRing.DEPTH + 4;
+        int refusedAtOnce = waiters - FuseRing.LOCK_WAITS;
+        java.util.List<Process> all = new java.util.ArrayList<>();
+        java.util.concurrent.CountDownLatch refused = new java.util.concurrent.CountDownLatch(refusedAtOnce);
+        for (int i = 0; i < waiters; i++) {
+            Process w = new ProcessBuilder("timeout", "-k", "5", "60", "taskset", "-c", "0", "flock", file, "true")
+                    .redirectErrorStream(true).start();
+            w.onExit().thenRun(refused::countDown);
+            all.add(w);
+        }
+        assertTrue(refused.await(30, TimeUnit.SECONDS), "the waiters beyond what the queue keeps for locks were not refused");
+        holder.getOutputStream().close();
+        assertTrue(holder.waitFor(30, TimeUnit.SECONDS), "the holder could not unlock and end");
+        int got = 0;
+        int deadlock = 0;
+        for (Process w : all) {
+            assertTrue(w.waitFor(30, TimeUnit.SECONDS), "a waiter never got the lock");
+            String said = new String(w.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (w.exitValue() == 0) {
+                got++;
+            } else {
+                assertTrue(said.contains("Resource deadlock avoided"), said);
+                deadlock++;
+            }
+        }
+        assertEquals(FuseRing.LOCK_WAITS, got);
+        assertEquals(refusedAtOnce, deadlock);
+    }
+
+    @Test
     void anUnmountEndsTheQueuesAndTheDaemon() throws Exception {
         MountedFs other = MountedFs.start("--context", "coder", "--io-uring");
         try {
