@@ -212,26 +212,20 @@ final class FuseRing {
 
         /**
          * On its own CPU, so the kernel's wake-up of this thread stays there (best effort: a cpuset
-         * may forbid it), and at SCHED_IDLE. The reply wakes the caller from inside this thread's
-         * commit, while it still runs: at normal priority the scheduler then counts this CPU busy
-         * and moves the caller to the other one, and each request after pays a cross-CPU wake-up
-         * (about half the gain lost, measured). A CPU running only SCHED_IDLE work counts as idle,
-         * so the caller stays and runs at once. Measured with two busy loops on the caller's CPU,
-         * requests were still served faster than through /dev/fuse (see docs/benchmarks.md).
+         * may forbid it). Not at SCHED_IDLE, though that doubled the gain on an idle machine (the
+         * reply wakes the caller while this thread still runs, so the scheduler counts the CPU busy
+         * and moves the caller to the other one; a CPU running only SCHED_IDLE work counts as idle):
+         * with both CPUs busy with other work, requests then waited minutes for their turn.
          */
         private void pin() {
-            long memory = MEMORY.allocateMemory(128, true);
+            long mask = MEMORY.allocateMemory(128, true);
             try {
-                MEMORY.putByte(memory + qid / 8, (byte) (1 << (qid % 8)));
-                if (LibC.c().sched_setaffinity(0, 128, memory) != 0) {
+                MEMORY.putByte(mask + qid / 8, (byte) (1 << (qid % 8)));
+                if (LibC.c().sched_setaffinity(0, 128, mask) != 0) {
                     LOG.debug("queue {} not pinned to its CPU: {}", qid, LibC.strerror(LibC.errno()));
                 }
-                MEMORY.putLong(memory, 0); // struct sched_param: priority 0, as SCHED_IDLE takes
-                if (LibC.c().sched_setscheduler(0, Linux.SCHED_IDLE, memory) != 0) {
-                    LOG.debug("queue {} keeps its scheduling policy: {}", qid, LibC.strerror(LibC.errno()));
-                }
             } finally {
-                MEMORY.freeMemory(memory);
+                MEMORY.freeMemory(mask);
             }
         }
 

@@ -51,9 +51,6 @@ public final class LibC {
         /** The calling thread's CPUs (pid 0), from a cpu_set_t at {@code mask}. */
         int sched_setaffinity(int pid, long size, long mask);
 
-        /** The calling thread's scheduling policy (pid 0), with a struct sched_param at {@code param}. */
-        int sched_setscheduler(int pid, int policy, long param);
-
         String strerror(int errnum);
     }
 

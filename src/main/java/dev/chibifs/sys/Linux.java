@@ -274,8 +274,6 @@ public final class Linux {
     public static final long IORING_OFF_SQ_RING = 0L;
     public static final long IORING_OFF_CQ_RING = 0x8000000L;
     public static final long IORING_OFF_SQES = 0x10000000L;
-    /** sched(7): run only when the CPU has nothing else to run (and count as idle where the scheduler places a woken task). */
-    public static final int SCHED_IDLE = 5;
     // mmap(2): the system calls' numbers differ between x86-64 and arm64
     public static final long SYS_MMAP = ARM64 ? 222 : 9;
     public static final long SYS_MUNMAP = ARM64 ? 215 : 11;
