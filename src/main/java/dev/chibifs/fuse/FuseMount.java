@@ -111,7 +111,7 @@ public final class FuseMount {
             for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
                 // 36 35 0:51 / /mnt/chibi rw,... - fuse.chibifs chibifs rw,...: the device, then the mount point
                 String[] f = line.split(" ");
-                if (f.length > 4 && f[4].equals(mountpoint) && line.contains(" - fuse")) {
+                if (f.length > 4 && MountTable.unescape(f[4]).equals(mountpoint) && line.contains(" - fuse")) {
                     Path abort = Path.of("/sys/fs/fuse/connections", f[2].substring(f[2].indexOf(':') + 1), "abort");
                     if (java.nio.file.Files.exists(abort)) {
                         java.nio.file.Files.writeString(abort, "1");

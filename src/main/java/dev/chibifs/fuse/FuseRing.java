@@ -43,7 +43,6 @@ final class FuseRing {
      * the unlock that ends the waits among them (it comes on the CPU its process runs on).
      */
     static final int LOCK_WAITS = DEPTH - 8;
-    private static final int PAGE = 4096;
     private static final int IOVEC = 16;
     /** The user data of the NOP that tells a queue's thread to end (entries are numbered from 0). */
     private static final long STOP = -1;
@@ -287,9 +286,13 @@ final class FuseRing {
         Entry(Queue queue, int index) throws IOException {
             this.queue = queue;
             this.index = index;
-            // page-aligned, and only resident where written: a WRITE of max_write fills the payload
-            this.header = map(PAGE);
-            this.payload = map(payloadSize);
+            // unzeroed, as a worker's request buffer: only resident where the kernel or a reply writes
+            this.header = MEMORY.allocateMemory(FuseProtocol.URING_HEADER, false);
+            this.payload = MEMORY.allocateMemory(payloadSize, false);
+            if (header == 0 || payload == 0) {
+                free();
+                throw new ErrnoException(Linux.ENOMEM, "ring entry", "Cannot allocate memory");
+            }
             this.payloadView = MEMORY.newDirectByteBuffer(payload, payloadSize);
             this.iovecs = MEMORY.allocateMemory(2 * IOVEC, true);
             MEMORY.putLong(iovecs, header);
@@ -298,19 +301,10 @@ final class FuseRing {
             MEMORY.putLong(iovecs + IOVEC + 8, payloadSize);
         }
 
-        private long map(long size) throws ErrnoException {
-            long a = LibC.mmap(0, size, Linux.PROT_READ | Linux.PROT_WRITE, Linux.MAP_PRIVATE | Linux.MAP_ANONYMOUS, -1, 0);
-            if (a == Linux.MAP_FAILED) {
-                int errno = LibC.errno();
-                throw new ErrnoException(errno, "ring entry", LibC.strerror(errno));
-            }
-            return a;
-        }
-
         void free() {
-            LibC.munmap(header, PAGE);
-            LibC.munmap(payload, payloadSize);
-            MEMORY.freeMemory(iovecs);
+            MEMORY.freeMemory(header);
+            MEMORY.freeMemory(payload);
+            MEMORY.freeMemory(iovecs); // 0 when the allocation above failed: free(NULL) does nothing
         }
 
         /** Queues this entry's REGISTER (under the ring's monitor): its buffers, waiting for a request. */
@@ -356,12 +350,7 @@ final class FuseRing {
                     || length > worker.req.buffer.capacity() || payloadBytes > payloadSize) {
                 LOG.error("FUSE over io_uring: a request of {} bytes with {} of payload does not add up; answered EIO",
                         length, payloadBytes);
-                MEMORY.putInt(in + 4, -Linux.EIO);
-                MEMORY.putInt(header + FuseProtocol.URING_PAYLOAD_SIZE, 0);
-                synchronized (queue.ring) {
-                    commit();
-                    queue.ring.submit();
-                }
+                worker.reply.begin(MEMORY.getLong(in + 8)).error(Linux.EIO).send(this);
                 return;
             }
             long dst = worker.requestAddress;

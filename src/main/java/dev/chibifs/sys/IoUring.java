@@ -200,9 +200,8 @@ public final class IoUring implements AutoCloseable {
     private int publish() {
         int pending = sqLocalTail - sqPublished;
         if (pending > 0) {
-            VarHandle.releaseFence();
+            VarHandle.releaseFence(); // the entries before the tail that publishes them (io_uring_enter reads it)
             MEMORY.putInt(sqTail, sqLocalTail);
-            VarHandle.fullFence();
             sqPublished = sqLocalTail;
         }
         return pending;

@@ -280,8 +280,6 @@ public final class Linux {
     public static final int PROT_READ = 1;
     public static final int PROT_WRITE = 2;
     public static final int MAP_SHARED = 1;
-    public static final int MAP_PRIVATE = 2;
-    public static final int MAP_ANONYMOUS = 0x20;
     public static final int MAP_POPULATE = 0x8000;
     public static final long MAP_FAILED = -1L;
 
