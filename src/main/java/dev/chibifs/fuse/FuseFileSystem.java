@@ -690,15 +690,25 @@ final class FuseFileSystem {
 
     /** The one extended attribute: a file's ETag (the SHA-256 of its content), as {@code chibifs info} shows it. */
     static final String ETAG_XATTR = "user.chibi.etag";
+    /** The one namespace of extended attributes the mount has (read-only, and only ETAG_XATTR). */
+    private static final String USER_XATTR_PREFIX = "user.";
     private static final byte[] XATTR_LIST = (ETAG_XATTR + "\0").getBytes(StandardCharsets.UTF_8);
 
     /**
-     * getxattr(2): {@value #ETAG_XATTR} of a file; no other name has a value (ENODATA), which is
-     * also the answer to the security.capability the kernel asks before each write it serves.
+     * getxattr(2): {@value #ETAG_XATTR} of a file; no other user.* name has a value (ENODATA).
+     * Other namespaces (security.*, system.*, trusted.*) are not supported at all: EOPNOTSUPP,
+     * as on a file system without them. That answer is what lets programs stop asking: `ls -l`
+     * asks security.selinux and system.posix_acl_access of every file until one says ENOTSUP,
+     * then no more on that device (coreutils' getfilecon_cache and file_has_acl_cache), so a
+     * listing of 100,000 files sends two GETXATTR, not 200,000. The kernel's own
+     * security.capability check before a write takes any error as "no capabilities".
      */
     void getxattr(FuseRequest req, FuseReply out) throws IOException {
         String name = req.name(8);
         NodeTable.Node n = node(req);
+        if (!name.startsWith(USER_XATTR_PREFIX)) {
+            throw new dev.chibifs.sys.ErrnoException(Linux.EOPNOTSUPP, name, "Operation not supported");
+        }
         if (!ETAG_XATTR.equals(name) || n.directory) {
             throw new dev.chibifs.sys.ErrnoException(Linux.ENODATA, name, "No data available");
         }
