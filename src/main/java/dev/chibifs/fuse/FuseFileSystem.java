@@ -23,6 +23,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -785,55 +786,70 @@ final class FuseFileSystem {
             load(l);
         }
         VfsPath dirPath = path(l.dir);
-        // offsets: 1 is ".", 2 is "..", 3 + i is entry i
-        for (long i = offset; i < l.names.size() + 2; i++) {
-            byte[] name;
-            int type;
-            if (i == 0) {
-                name = DOT;
-                type = Linux.DT_DIR;
-            } else if (i == 1) {
-                name = DOTDOT;
-                type = Linux.DT_DIR;
-            } else {
-                name = l.names.get((int) i - 2);
-                type = direntType(l.kinds.get((int) i - 2));
-            }
-            long next = i + 1;
-            if (!plus) {
-                if (!out.dirent(UNKNOWN_INO, next, type, name, 0, name.length, room)) {
+        Optional<Router.Siblings> siblings = plus ? siblings(dirPath) : Optional.empty();
+        try {
+            // offsets: 1 is ".", 2 is "..", 3 + i is entry i
+            for (long i = offset; i < l.names.size() + 2; i++) {
+                byte[] name;
+                int type;
+                if (i == 0) {
+                    name = DOT;
+                    type = Linux.DT_DIR;
+                } else if (i == 1) {
+                    name = DOTDOT;
+                    type = Linux.DT_DIR;
+                } else {
+                    name = l.names.get((int) i - 2);
+                    type = direntType(l.kinds.get((int) i - 2));
+                }
+                long next = i + 1;
+                if (!plus) {
+                    if (!out.dirent(UNKNOWN_INO, next, type, name, 0, name.length, room)) {
+                        return;
+                    }
+                    continue;
+                }
+                if (!out.fitsPlus(name.length, room)) {
                     return;
                 }
-                continue;
+                if (i < 2) {
+                    // the kernel counts no lookup for "." and ".." (fuse_direntplus skips them): no node
+                    out.direntPlusBare(UNKNOWN_INO, next, type, name, 0, name.length);
+                    continue;
+                }
+                plusEntry(l.dir, dirPath, siblings, name, type, next, out);
             }
-            if (!out.fitsPlus(name.length, room)) {
-                return;
-            }
-            if (i < 2) {
-                // the kernel counts no lookup for "." and ".." (fuse_direntplus skips them): no node
-                out.direntPlusBare(UNKNOWN_INO, next, type, name, 0, name.length);
-                continue;
-            }
-            plusEntry(l.dir, dirPath, name, type, next, out);
+        } finally {
+            siblings.ifPresent(Router.Siblings::close);
         }
     }
 
     private static final byte[] DOT = {'.'};
     private static final byte[] DOTDOT = {'.', '.'};
 
+    /** The entries' metadata for one READDIRPLUS reply; a directory gone meanwhile has none (all bare). */
+    private Optional<Router.Siblings> siblings(VfsPath dirPath) {
+        try {
+            return Optional.of(router.siblings(dirPath));
+        } catch (IOException | RuntimeException gone) {
+            return Optional.empty();
+        }
+    }
+
     /** One READDIRPLUS entry with its node and attributes; a name gone meanwhile goes out bare. */
-    private void plusEntry(NodeTable.Node dir, VfsPath dirPath, byte[] nameBytes, int type, long next, FuseReply out) {
+    private void plusEntry(NodeTable.Node dir, VfsPath dirPath, Optional<Router.Siblings> siblings, byte[] nameBytes,
+                           int type, long next, FuseReply out) {
         String name = new String(nameBytes, StandardCharsets.UTF_8);
         VfsPath p;
         Metadata m;
         try {
             p = dirPath.child(name);
-            m = router.metadata(null, p);
+            m = siblings.orElseThrow(() -> new NoSuchFileException(p.toString())).metadata(name);
         } catch (IOException | RuntimeException gone) {
             out.direntPlusBare(UNKNOWN_INO, next, type, nameBytes, 0, nameBytes.length);
             return;
         }
-        NodeTable.Node n = nodes.remember(dir, name, NodeTable.Identity.of(router.resolve(p).storage(), m),
+        NodeTable.Node n = nodes.remember(dir, name, NodeTable.Identity.of(siblings.get().storage(name), m),
                 m.isDirectory(), m.isDirectory() || m.links() <= 1, false);
         follower.replied(n, m);
         out.plusNodes.add(n);

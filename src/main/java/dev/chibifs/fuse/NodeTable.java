@@ -133,6 +133,13 @@ final class NodeTable {
     synchronized Node remember(Node parent, String name, Identity identity, boolean directory, boolean soleName,
                                boolean created) {
         Node node = byIdentity.get(identity);
+        if (node != null && !created && !node.removed && node.otherLinks == null && node.directory == directory
+                && node.link != null && node.link.parent() == parent && node.link.name().equals(name)) {
+            // known under this one name already (a listing seen again): the name table has it, as
+            // a name given to another node or removed would have dropped this link
+            node.lookups++;
+            return node;
+        }
         Link link = new Link(parent, name);
         if (node != null && created) {
             // a file this request made cannot be one the kernel holds already: the store reused a

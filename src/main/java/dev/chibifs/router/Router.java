@@ -286,6 +286,53 @@ public final class Router {
         return tag == 0 ? m : tagged(m, tag);
     }
 
+    /**
+     * {@link #metadata} of names in directory {@code dir}, for a listing that carries attributes:
+     * the directory's store may hold it open across the names (see {@link Storage#siblings}). A
+     * name where another store is mounted is that store's root.
+     */
+    public Siblings siblings(VfsPath dir) throws IOException {
+        Target t = resolve(dir);
+        return new Siblings(this, dir, t.storage(), t.storage().siblings(t.path()), mountPointsIn.get(dir));
+    }
+
+    /** The metadata of names in one directory, and the store each is in; closed when done. */
+    public static final class Siblings implements AutoCloseable {
+        private final Router router;
+        private final VfsPath dir;
+        private final Storage storage;
+        private final Storage.Siblings inStore;
+        private final List<String> mountPoints;
+        private final long tag;
+
+        private Siblings(Router router, VfsPath dir, Storage storage, Storage.Siblings inStore, List<String> mountPoints) {
+            this.router = router;
+            this.dir = dir;
+            this.storage = storage;
+            this.inStore = inStore;
+            this.mountPoints = mountPoints;
+            this.tag = router.tagOf(storage);
+        }
+
+        public Metadata metadata(String name) throws IOException {
+            if (mountPoints != null && mountPoints.contains(name)) {
+                return router.metadata(null, dir.child(name));
+            }
+            Metadata m = inStore.metadata(name);
+            return tag == 0 ? m : tagged(m, tag);
+        }
+
+        /** The store {@code name} is in. */
+        public Storage storage(String name) {
+            return mountPoints != null && mountPoints.contains(name) ? router.resolve(dir.child(name)).storage() : storage;
+        }
+
+        @Override
+        public void close() {
+            inStore.close();
+        }
+    }
+
     // ---- inode numbers: each store counts its own, so those of every store but the root's carry its tag ----
 
     /** Bits of a store's own inode numbers kept; the store's tag goes above them. */

@@ -662,6 +662,29 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    /**
+     * One check of the held directories and one lease for all the names: per name, a statx
+     * relative to the directory's descriptor. A directory moved meanwhile is read where it now
+     * is, as one {@link #metadata} that had taken its lease before the move would.
+     */
+    @Override
+    public Siblings siblings(VfsPath directory) throws IOException {
+        At a = directoryAt(directory);
+        return new Siblings() {
+            @Override
+            public Metadata metadata(String name) throws IOException {
+                VfsPath path = directory.child(name);
+                checkEncodable(path, name);
+                return stat(a.dir, name, path);
+            }
+
+            @Override
+            public void close() {
+                a.close();
+            }
+        };
+    }
+
     @Override
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
         boolean read = flags.contains(OpenFlag.READ);

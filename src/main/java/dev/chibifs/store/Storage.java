@@ -55,6 +55,24 @@ public interface Storage extends Closeable {
     /** Size, kind, times, link count and mode bits; never follows a symbolic link. */
     Metadata metadata(VfsPath path) throws IOException;
 
+    /**
+     * {@link #metadata} of names in one directory, one after another: a listing that carries
+     * attributes (READDIRPLUS) asks a few hundred at a time. A store may hold the directory open
+     * across them; this default asks {@link #metadata} of each path.
+     */
+    default Siblings siblings(VfsPath directory) throws IOException {
+        return name -> metadata(directory.child(name));
+    }
+
+    /** The metadata of names in one directory (see {@link #siblings}); closed when done. */
+    interface Siblings extends AutoCloseable {
+        Metadata metadata(String name) throws IOException;
+
+        @Override
+        default void close() {
+        }
+    }
+
     // ---- what a mount needs ----
 
     /** Opens a file for positional reads and writes. */
