@@ -318,6 +318,23 @@ public abstract class StorageBehaviourSuite {
         assertThrows(NoSuchFileException.class, () -> storage.metadata(p("/shared/missing")));
     }
 
+    @Test
+    void siblingsGiveEachNameTheMetadataItsPathHas() throws IOException {
+        storage.write(p("/shared/s/a"), bytes("123"));
+        storage.mkdir(p("/shared/s/d"));
+        try (Storage.Siblings in = storage.siblings(p("/shared/s"))) {
+            for (String name : List.of("a", "d")) {
+                Metadata one = storage.metadata(p("/shared/s/" + name));
+                Metadata sibling = in.metadata(name);
+                assertEquals(one.kind(), sibling.kind(), name);
+                assertEquals(one.size(), sibling.size(), name);
+                assertEquals(one.inode(), sibling.inode(), name);
+                assertEquals(one.modified(), sibling.modified(), name);
+            }
+            assertThrows(NoSuchFileException.class, () -> in.metadata("missing"));
+        }
+    }
+
     // ---- ETags (seed 004) ----
 
     @Test
