@@ -732,9 +732,24 @@ final class FuseFileSystem {
         }
     }
 
+    /**
+     * setxattr(2): the ETag follows the content, so the one attribute cannot be set; setting it to
+     * the value it has succeeds and changes nothing. That is what a copy made with its extended
+     * attributes does (`rsync -X`, `cp -a`): it sets the source's ETag on a copy whose content now
+     * has that ETag. Anything else is not supported.
+     */
     void setxattr(FuseRequest req, FuseReply out) throws IOException {
-        VfsPath p = path(node(req));
+        NodeTable.Node n = node(req);
+        VfsPath p = path(n);
         router.checkWrite(caller(req), p);
+        if (ETAG_XATTR.equals(req.name(8)) && !n.directory) {
+            if ((req.setxattrFlags() & Linux.XATTR_CREATE) != 0) {
+                throw new FileAlreadyExistsException(p.toString(), null, ETAG_XATTR + " exists");
+            }
+            if (java.util.Arrays.equals(req.setxattrValue(), router.etag(null, p).getBytes(StandardCharsets.US_ASCII))) {
+                return;
+            }
+        }
         throw new dev.chibifs.sys.ErrnoException(Linux.EOPNOTSUPP, p.toString(), "Operation not supported");
     }
 

@@ -181,9 +181,21 @@ final class FuseRequest {
         return opcode == FuseProtocol.RENAME2 ? 16 : 8;
     }
 
-    /** fuse_getxattr_in.size; the name follows at body offset 8. */
+    /** fuse_getxattr_in.size (and fuse_setxattr_in.size, the value's); the name follows at body offset 8. */
     int xattrSize() {
         return int32(0);
+    }
+
+    /** fuse_setxattr_in.flags (XATTR_CREATE, XATTR_REPLACE); without FUSE_SETXATTR_EXT the struct is 8 bytes. */
+    int setxattrFlags() {
+        return int32(4);
+    }
+
+    /** SETXATTR's value: {@link #xattrSize} bytes after the NUL of the name at body offset 8. */
+    byte[] setxattrValue() {
+        byte[] value = new byte[xattrSize()];
+        bytes(nameEnd(8) + 1, value.length).get(value);
+        return value;
     }
 
     /** fuse_lk_in.owner. */

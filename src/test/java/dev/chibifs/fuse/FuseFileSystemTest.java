@@ -254,6 +254,28 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void theEtagCanBeSetOnlyToTheValueItHas() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] f = create(shared, "copy");
+        write(f[0], f[1], 0, "hello\n");
+        release(f[0], f[1]);
+        byte[] sha = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03".getBytes(StandardCharsets.US_ASCII);
+        byte[] other = "0000000000000000000000000000000000000000000000000000000000000000".getBytes(StandardCharsets.US_ASCII);
+        // what rsync -X and cp -a do to a copy: set the ETag the source had, which the copy's content has
+        assertEquals(0, kernel.call(FuseProtocol.SETXATTR, f[0],
+                body().int32(sha.length).int32(0).name("user.chibi.etag").bytes(sha)).error());
+        assertEquals(0, kernel.call(FuseProtocol.SETXATTR, f[0],
+                body().int32(sha.length).int32(Linux.XATTR_REPLACE).name("user.chibi.etag").bytes(sha)).error());
+        assertEquals(-Linux.EEXIST, kernel.call(FuseProtocol.SETXATTR, f[0],
+                body().int32(sha.length).int32(Linux.XATTR_CREATE).name("user.chibi.etag").bytes(sha)).error());
+        assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.SETXATTR, f[0],
+                body().int32(other.length).int32(0).name("user.chibi.etag").bytes(other)).error());
+        assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.SETXATTR, f[0],
+                body().int32(1).int32(0).name("user.x").bytes(new byte[] {'1'})).error());
+        assertEquals("hello\n", new String(store.read(VfsPath.of("/shared/copy")), StandardCharsets.UTF_8), "nothing changed");
+    }
+
+    @Test
     void aMissingNameIsEnoentAndAnUnknownNodeToo() throws Exception {
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("nope")).error());
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.GETATTR, 999, body().int32(0).int32(0).int64(0)).error());

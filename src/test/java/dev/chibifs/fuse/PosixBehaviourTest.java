@@ -439,6 +439,16 @@ class PosixBehaviourTest {
                 """);
     }
 
+    @Test
+    void aCopyWithItsExtendedAttributesKeepsTheEtagItHas() {
+        // rsync -X and cp -a set the source's ETag on the copy, whose content has that ETag
+        fs.sh("mkdir -p shared/xa/src && printf one > shared/xa/src/a && printf two > shared/xa/src/b").ok();
+        fs.sh("rsync -aX shared/xa/src/ shared/xa/rsynced/ && cp -a shared/xa/src shared/xa/copied").ok();
+        assertEquals(fs.sh("getfattr --only-values -n user.chibi.etag shared/xa/src/b").ok().out(),
+                fs.sh("getfattr --only-values -n user.chibi.etag shared/xa/rsynced/b").ok().out());
+        assertEquals("two", fs.sh("cat shared/xa/copied/b").ok().out());
+    }
+
     /** Fifos, sockets and links that stay in their zone are names like any other; device nodes are refused. */
     @Test
     void devicesAndEscapingLinksAreRefusedWithEpermAndFifosSocketsAndLinksAreMade() {
