@@ -25,6 +25,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.FileSystemException;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
+import java.nio.file.NoSuchFileException;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -500,6 +501,30 @@ class RouterTest {
         assertThrows(FileSystemException.class, () -> vfs.link(PLANNER, p("/shared/tmp/x"), p("/shared/linked")));
         assertArrayEquals(bytes("tmp"), sharedTmp.read(p("/x")));
         assertFalse(vfs.exists(GUEST, p("/shared/moved")));
+    }
+
+    @Test
+    void siblingsAskAMountPointsOwnStoreAndGiveWhatMetadataGives() throws IOException {
+        MemoryStorage sharedTmp = new MemoryStorage();
+        vfs = Router.builder(store).mount(p("/shared/tmp"), sharedTmp).build();
+        vfs.write(SYSTEM, p("/shared/f"), bytes("file"));
+        vfs.write(SYSTEM, p("/shared/tmp/inside"), bytes("in memory"));
+        try (Router.Siblings in = vfs.siblings(p("/shared"))) {
+            for (String name : List.of("f", "tmp")) {
+                Metadata one = vfs.metadata(GUEST, p("/shared/" + name));
+                Metadata sibling = in.metadata(name);
+                assertEquals(one.kind(), sibling.kind(), name);
+                assertEquals(one.size(), sibling.size(), name);
+                assertEquals(one.inode(), sibling.inode(), name + ": the mounted store's numbers carry its tag");
+            }
+            assertSame(store, in.storage("f"));
+            assertSame(sharedTmp, in.storage("tmp"));
+            assertThrows(NoSuchFileException.class, () -> in.metadata("missing"));
+        }
+        try (Router.Siblings in = vfs.siblings(p("/shared/tmp"))) {
+            assertEquals(9, in.metadata("inside").size());
+            assertSame(sharedTmp, in.storage("inside"));
+        }
     }
 
     // ---- the namespace ----
