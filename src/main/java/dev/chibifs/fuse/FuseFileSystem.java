@@ -21,9 +21,9 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -746,7 +746,7 @@ final class FuseFileSystem {
             if ((req.setxattrFlags() & Linux.XATTR_CREATE) != 0) {
                 throw new FileAlreadyExistsException(p.toString(), null, ETAG_XATTR + " exists");
             }
-            if (java.util.Arrays.equals(req.setxattrValue(), router.etag(null, p).getBytes(StandardCharsets.US_ASCII))) {
+            if (Arrays.equals(req.setxattrValue(), router.etag(null, p).getBytes(StandardCharsets.US_ASCII))) {
                 return;
             }
         }
@@ -801,8 +801,7 @@ final class FuseFileSystem {
             load(l);
         }
         VfsPath dirPath = path(l.dir);
-        Optional<Router.Siblings> siblings = plus ? siblings(dirPath) : Optional.empty();
-        try {
+        try (Router.Siblings siblings = plus ? router.siblings(dirPath) : null) {
             // offsets: 1 is ".", 2 is "..", 3 + i is entry i
             for (long i = offset; i < l.names.size() + 2; i++) {
                 byte[] name;
@@ -834,37 +833,26 @@ final class FuseFileSystem {
                 }
                 plusEntry(l.dir, dirPath, siblings, name, type, next, out);
             }
-        } finally {
-            siblings.ifPresent(Router.Siblings::close);
         }
     }
 
     private static final byte[] DOT = {'.'};
     private static final byte[] DOTDOT = {'.', '.'};
 
-    /** The entries' metadata for one READDIRPLUS reply; a directory gone meanwhile has none (all bare). */
-    private Optional<Router.Siblings> siblings(VfsPath dirPath) {
-        try {
-            return Optional.of(router.siblings(dirPath));
-        } catch (IOException | RuntimeException gone) {
-            return Optional.empty();
-        }
-    }
-
     /** One READDIRPLUS entry with its node and attributes; a name gone meanwhile goes out bare. */
-    private void plusEntry(NodeTable.Node dir, VfsPath dirPath, Optional<Router.Siblings> siblings, byte[] nameBytes,
-                           int type, long next, FuseReply out) {
+    private void plusEntry(NodeTable.Node dir, VfsPath dirPath, Router.Siblings siblings, byte[] nameBytes, int type,
+                           long next, FuseReply out) {
         String name = new String(nameBytes, StandardCharsets.UTF_8);
         VfsPath p;
         Metadata m;
         try {
             p = dirPath.child(name);
-            m = siblings.orElseThrow(() -> new NoSuchFileException(p.toString())).metadata(name);
+            m = siblings.metadata(name);
         } catch (IOException | RuntimeException gone) {
             out.direntPlusBare(UNKNOWN_INO, next, type, nameBytes, 0, nameBytes.length);
             return;
         }
-        NodeTable.Node n = nodes.remember(dir, name, NodeTable.Identity.of(siblings.get().storage(name), m),
+        NodeTable.Node n = nodes.remember(dir, name, NodeTable.Identity.of(siblings.storage(name), m),
                 m.isDirectory(), m.isDirectory() || m.links() <= 1, false);
         follower.replied(n, m);
         out.plusNodes.add(n);

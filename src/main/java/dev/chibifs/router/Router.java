@@ -289,11 +289,20 @@ public final class Router {
     /**
      * {@link #metadata} of names in directory {@code dir}, for a listing that carries attributes:
      * the directory's store may hold it open across the names (see {@link Storage#siblings}). A
-     * name where another store is mounted is that store's root.
+     * name where another store is mounted is that store's root. A directory that cannot be opened
+     * (gone meanwhile) fails each name as {@link #metadata} would.
      */
-    public Siblings siblings(VfsPath dir) throws IOException {
+    public Siblings siblings(VfsPath dir) {
         Target t = resolve(dir);
-        return new Siblings(this, dir, t.storage(), t.storage().siblings(t.path()), mountPointsIn.get(dir));
+        Storage.Siblings inStore;
+        try {
+            inStore = t.storage().siblings(t.path());
+        } catch (IOException gone) {
+            inStore = name -> {
+                throw gone;
+            };
+        }
+        return new Siblings(this, dir, t.storage(), inStore, mountPointsIn.getOrDefault(dir, List.of()));
     }
 
     /** The metadata of names in one directory, and the store each is in; closed when done. */
@@ -315,7 +324,7 @@ public final class Router {
         }
 
         public Metadata metadata(String name) throws IOException {
-            if (mountPoints != null && mountPoints.contains(name)) {
+            if (mountPoints.contains(name)) {
                 return router.metadata(null, dir.child(name));
             }
             Metadata m = inStore.metadata(name);
@@ -324,7 +333,7 @@ public final class Router {
 
         /** The store {@code name} is in. */
         public Storage storage(String name) {
-            return mountPoints != null && mountPoints.contains(name) ? router.resolve(dir.child(name)).storage() : storage;
+            return mountPoints.contains(name) ? router.resolve(dir.child(name)).storage() : storage;
         }
 
         @Override

@@ -133,6 +133,9 @@ public final class LocalStorage implements Storage {
      * different name (EILSEQ instead). Without a UTF-8 JVM locale, java.nio mangles non-ASCII.
      */
     private static void checkEncodable(VfsPath path, String name) throws FileSystemException {
+        if (encodable(name)) {
+            return;
+        }
         if (name.indexOf('\uFFFD') >= 0) {
             throw new ErrnoException(EILSEQ, path.toString(),
                     "Invalid or incomplete multibyte or wide character: the name is not valid UTF-8");
@@ -141,6 +144,11 @@ public final class LocalStorage implements Storage {
             throw new ErrnoException(EILSEQ, path.toString(),
                     "Invalid or incomplete multibyte or wide character (run the JVM under a UTF-8 locale, LC_ALL=C.UTF-8)");
         }
+    }
+
+    /** Whether {@link #checkEncodable} lets {@code name} pass. */
+    private static boolean encodable(String name) {
+        return name.indexOf('\uFFFD') < 0 && (JNU_UTF8 || name.chars().allMatch(c -> c < 0x80));
     }
 
     /** Names of the store's temporary-file pattern are the store's own: a caller may not create one. */
@@ -673,9 +681,15 @@ public final class LocalStorage implements Storage {
         return new Siblings() {
             @Override
             public Metadata metadata(String name) throws IOException {
-                VfsPath path = directory.child(name);
-                checkEncodable(path, name);
-                return stat(a.dir, name, path);
+                // the path only names a failure: a listing asks hundreds of names, nearly all there
+                if (!encodable(name)) {
+                    checkEncodable(directory.child(name), name);
+                }
+                try {
+                    return stat(a.dir, name, null);
+                } catch (IOException e) {
+                    throw Errors.of(Errors.errno(e), directory.child(name).toString());
+                }
             }
 
             @Override

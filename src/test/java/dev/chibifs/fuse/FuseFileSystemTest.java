@@ -80,6 +80,14 @@ class FuseFileSystemTest {
                 body().int64(fh).int64(offset).int32(data.length).int32(0).int64(0).int32(0).int32(0).bytes(data));
     }
 
+    /** A new file in /shared with {@code text} written and closed; returns its node id. */
+    private long written(String name, String text) throws Exception {
+        long[] f = create(lookup(FuseProtocol.ROOT_ID, "shared"), name);
+        write(f[0], f[1], 0, text);
+        release(f[0], f[1]);
+        return f[0];
+    }
+
     private void release(long node, long fh) throws Exception {
         assertEquals(0, kernel.call(FuseProtocol.RELEASE, node, body().int64(fh).int32(0).int32(0).int64(0)).error());
     }
@@ -231,46 +239,40 @@ class FuseFileSystemTest {
 
     @Test
     void aFileShowsItsEtagAsAnExtendedAttributeAndNothingElse() throws Exception {
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] f = create(shared, "e");
-        write(f[0], f[1], 0, "hello\n");
-        release(f[0], f[1]);
+        long f = written("e", "hello\n");
         String sha = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"; // sha256("hello\n")
-        FakeKernel.Reply probe = kernel.call(FuseProtocol.GETXATTR, f[0], body().int32(0).int32(0).name("user.chibi.etag"));
+        FakeKernel.Reply probe = kernel.call(FuseProtocol.GETXATTR, f, body().int32(0).int32(0).name("user.chibi.etag"));
         assertEquals(64, probe.int32(0), "a size probe answers the length");
-        FakeKernel.Reply value = kernel.call(FuseProtocol.GETXATTR, f[0], body().int32(64).int32(0).name("user.chibi.etag"));
+        FakeKernel.Reply value = kernel.call(FuseProtocol.GETXATTR, f, body().int32(64).int32(0).name("user.chibi.etag"));
         assertEquals(sha, StandardCharsets.US_ASCII.decode(value.body()).toString());
-        assertEquals(-Linux.ERANGE, kernel.call(FuseProtocol.GETXATTR, f[0],
+        assertEquals(-Linux.ERANGE, kernel.call(FuseProtocol.GETXATTR, f,
                 body().int32(10).int32(0).name("user.chibi.etag")).error());
-        assertEquals(-Linux.ENODATA, kernel.call(FuseProtocol.GETXATTR, f[0],
+        assertEquals(-Linux.ENODATA, kernel.call(FuseProtocol.GETXATTR, f,
                 body().int32(0).int32(0).name("user.other")).error());
         // other namespaces are unsupported, not empty: that is what makes `ls -l` stop asking
         for (String name : List.of("security.capability", "security.selinux", "system.posix_acl_access", "trusted.x")) {
-            assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.GETXATTR, f[0],
+            assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.GETXATTR, f,
                     body().int32(0).int32(0).name(name)).error(), name);
         }
-        FakeKernel.Reply list = kernel.call(FuseProtocol.LISTXATTR, f[0], body().int32(100).int32(0));
+        FakeKernel.Reply list = kernel.call(FuseProtocol.LISTXATTR, f, body().int32(100).int32(0));
         assertEquals("user.chibi.etag\0", StandardCharsets.UTF_8.decode(list.body()).toString());
     }
 
     @Test
     void theEtagCanBeSetOnlyToTheValueItHas() throws Exception {
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] f = create(shared, "copy");
-        write(f[0], f[1], 0, "hello\n");
-        release(f[0], f[1]);
+        long f = written("copy", "hello\n");
         byte[] sha = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03".getBytes(StandardCharsets.US_ASCII);
         byte[] other = "0000000000000000000000000000000000000000000000000000000000000000".getBytes(StandardCharsets.US_ASCII);
         // what rsync -X and cp -a do to a copy: set the ETag the source had, which the copy's content has
-        assertEquals(0, kernel.call(FuseProtocol.SETXATTR, f[0],
+        assertEquals(0, kernel.call(FuseProtocol.SETXATTR, f,
                 body().int32(sha.length).int32(0).name("user.chibi.etag").bytes(sha)).error());
-        assertEquals(0, kernel.call(FuseProtocol.SETXATTR, f[0],
+        assertEquals(0, kernel.call(FuseProtocol.SETXATTR, f,
                 body().int32(sha.length).int32(Linux.XATTR_REPLACE).name("user.chibi.etag").bytes(sha)).error());
-        assertEquals(-Linux.EEXIST, kernel.call(FuseProtocol.SETXATTR, f[0],
+        assertEquals(-Linux.EEXIST, kernel.call(FuseProtocol.SETXATTR, f,
                 body().int32(sha.length).int32(Linux.XATTR_CREATE).name("user.chibi.etag").bytes(sha)).error());
-        assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.SETXATTR, f[0],
+        assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.SETXATTR, f,
                 body().int32(other.length).int32(0).name("user.chibi.etag").bytes(other)).error());
-        assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.SETXATTR, f[0],
+        assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.SETXATTR, f,
                 body().int32(1).int32(0).name("user.x").bytes(new byte[] {'1'})).error());
         assertEquals("hello\n", new String(store.read(VfsPath.of("/shared/copy")), StandardCharsets.UTF_8), "nothing changed");
     }
