@@ -157,6 +157,7 @@ public final class FuseDaemon {
                 + ", max_write " + n.maxWrite()
                 + (n.has(FuseProtocol.DO_READDIRPLUS) ? ", readdirplus" : "")
                 + (n.has(FuseProtocol.PASSTHROUGH) ? ", passthrough" : ", served reads and writes")
+                + (n.opensWithoutAsking() ? ", zero-message opendir" : "")
                 + (s.overIoUring() ? ", io_uring" : n.has(FuseProtocol.OVER_IO_URING) ? ", io_uring not ready" : "");
     }
 

@@ -20,15 +20,11 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The file system's operations, by node: each takes a decoded request, resolves its node to a
@@ -71,8 +67,11 @@ final class FuseFileSystem {
     final NodeTable nodes = new NodeTable();
     final OpenFileTable openFiles = new OpenFileTable();
     private final PageCache pageCache = new PageCache();
-    private final ConcurrentMap<Long, Listing> listings = new ConcurrentHashMap<>();
-    private final AtomicLong nextListing = new AtomicLong(1);
+    private final DirectoryListings listings = new DirectoryListings();
+    /** Where notifications go once the kernel lists directories without opening them; null while it opens them. */
+    private volatile FuseChannel unopenedListings;
+    /** Each request thread's buffer for a notification sent in the middle of a request. */
+    private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(FuseProtocol.OUT_HEADER + 64));
     private volatile StoreFollower follower = StoreFollower.NONE;
     /** Where backing files are registered once INIT granted FUSE_PASSTHROUGH; null: reads and writes are served. */
     private volatile FuseChannel passthrough;
@@ -89,6 +88,15 @@ final class FuseFileSystem {
     /** INIT granted FUSE_PASSTHROUGH: opens of store files register them with {@code channel}. */
     void passthrough(FuseChannel channel) {
         this.passthrough = channel;
+    }
+
+    /**
+     * The kernel offered zero-message opendir: OPENDIR is answered ENOSYS, after which the kernel
+     * sends no OPENDIR or RELEASEDIR (two round trips per directory walked), and READDIR comes
+     * without a handle. Notifications go through {@code channel}.
+     */
+    void listWithoutOpening(FuseChannel channel) {
+        this.unopenedListings = channel;
     }
 
     void follow(StoreFollower follower) {
@@ -761,18 +769,6 @@ final class FuseFileSystem {
 
     // ---- directories ----
 
-    /** A directory's entries, read at its first READDIR and served by offset until it is released or rewound. */
-    private static final class Listing {
-        final NodeTable.Node dir;
-        final List<byte[]> names = new ArrayList<>();
-        final List<EntryKind> kinds = new ArrayList<>();
-        boolean loaded;
-
-        Listing(NodeTable.Node dir) {
-            this.dir = dir;
-        }
-    }
-
     /**
      * Anyone may list any directory (path is policy). Where the directory's changes are followed,
      * the kernel keeps its listing until a change there (made through this mount, which the kernel
@@ -780,25 +776,44 @@ final class FuseFileSystem {
      */
     void opendir(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node dir = node(req);
-        long fh = nextListing.getAndIncrement();
-        listings.put(fh, new Listing(dir));
-        int flags = follower.lookingIn(dir) ? FuseProtocol.FOPEN_CACHE_DIR | FuseProtocol.FOPEN_KEEP_CACHE : 0;
-        out.open(fh, flags, 0);
+        if (unopenedListings != null) {
+            // the kernel takes ENOSYS as "open every directory without asking", for good, and with
+            // FOPEN_KEEP_CACHE|FOPEN_CACHE_DIR: readdir decides what the kernel may keep instead
+            throw new dev.chibifs.sys.ErrnoException(Linux.ENOSYS, "opendir", "zero-message opendir");
+        }
+        boolean kept = follower.lookingIn(dir);
+        long fh = listings.open(dir, kept);
+        out.open(fh, kept ? FuseProtocol.FOPEN_CACHE_DIR | FuseProtocol.FOPEN_KEEP_CACHE : 0, 0);
     }
 
     void releasedir(FuseRequest req, FuseReply out) {
-        listings.remove(req.handle());
+        listings.release(req.handle());
     }
 
     void readdir(FuseRequest req, FuseReply out, boolean plus) throws IOException {
-        Listing l = listings.get(req.handle());
+        long offset = req.readOffset();
+        FuseChannel noticeChannel = unopenedListings;
+        boolean unopened = req.handle() == 0 && noticeChannel != null;
+        DirectoryListings.Listing l = unopened ? listings.unopened(node(req), req.pid, offset) : listings.opened(req.handle());
         if (l == null) {
             throw new dev.chibifs.sys.ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
-        long offset = req.readOffset();
         int room = Math.min(req.readSize(), out.bodyCapacity());
         if (offset == 0 || !l.loaded) {
+            if (unopened) {
+                l.kept = follower.lookingIn(l.dir);
+            }
             load(l);
+        }
+        if (unopened && l.endsAt(offset)) {
+            listings.ended(l, req.pid);
+            if (!l.kept) {
+                // sent before the empty reply that ends the listing, while its reader waits: when the
+                // reply comes, the kernel marks its cache complete, finds its pages gone at the next
+                // listing, and asks us again, as a directory opened without FOPEN_CACHE_DIR would
+                dropCachedListing(l.dir, noticeChannel);
+            }
+            return;
         }
         VfsPath dirPath = path(l.dir);
         try (Router.Siblings siblings = plus ? router.siblings(dirPath) : null) {
@@ -860,7 +875,16 @@ final class FuseFileSystem {
                 nameBytes, 0, nameBytes.length);
     }
 
-    private void load(Listing l) throws IOException {
+    private void dropCachedListing(NodeTable.Node dir, FuseChannel channel) {
+        try {
+            notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(dir.id, 0, 0).send(channel);
+        } catch (IOException e) {
+            // ENOENT: the kernel holds the directory no more, and with it no listing
+            LOG.debug("dropping the kernel's listing of node {}: {}", dir.id, e.toString());
+        }
+    }
+
+    private void load(DirectoryListings.Listing l) throws IOException {
         l.names.clear();
         l.kinds.clear();
         router.forEachEntry(null, path(l.dir), (name, offset, length, kind) -> {

@@ -102,6 +102,8 @@ final class FuseProtocol {
     static final long HANDLE_KILLPRIV = 1L << 19;
     static final long MAX_PAGES = 1L << 22;
     static final long CACHE_SYMLINKS = 1L << 23;
+    /** Offered by the kernel (7.29, Linux 5.1): an OPENDIR answered ENOSYS means no OPENDIR or RELEASEDIR again. */
+    static final long NO_OPENDIR_SUPPORT = 1L << 24;
     static final long EXPLICIT_INVAL_DATA = 1L << 25;
     static final long HANDLE_KILLPRIV_V2 = 1L << 28;
     static final long INIT_EXT = 1L << 30;

@@ -54,6 +54,15 @@ final class FuseSession {
         boolean kernelOffers(long flag) {
             return (offered & flag) != 0;
         }
+
+        /**
+         * Whether directories are opened without a round trip: the kernel offers zero-message
+         * opendir, and then is told to use it. An offer, not a grant: the kernel does not read the
+         * flag back from our INIT reply, it waits for an OPENDIR answered ENOSYS.
+         */
+        boolean opensWithoutAsking() {
+            return kernelOffers(FuseProtocol.NO_OPENDIR_SUPPORT);
+        }
     }
 
     private final FuseChannel channel;
@@ -243,6 +252,9 @@ final class FuseSession {
                 reply.send(channel);
                 if ((granted & FuseProtocol.PASSTHROUGH) != 0) {
                     fs.passthrough(channel);
+                }
+                if (negotiated.opensWithoutAsking()) {
+                    fs.listWithoutOpening(channel);
                 }
                 LOG.debug("INIT: kernel 7.{}, offered {}, granted {}", minor, Long.toHexString(offered), Long.toHexString(granted));
                 return true;

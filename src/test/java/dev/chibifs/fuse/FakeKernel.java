@@ -34,6 +34,8 @@ final class FakeKernel implements FuseChannel {
     private final BlockingQueue<Reply> replies = new LinkedBlockingQueue<>();
     final List<Reply> notifications = new ArrayList<>();
     private final AtomicLong unique = new AtomicLong(100);
+    /** The process the next requests come from. */
+    volatile int pid = 1234;
     /** Replies to these unique ids fail as the kernel fails them for an interrupted request. */
     final java.util.Set<Long> refuse = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -143,7 +145,7 @@ final class FakeKernel implements FuseChannel {
         int len = FuseProtocol.IN_HEADER + b.remaining();
         ByteBuffer r = ByteBuffer.allocate(len).order(ByteOrder.LITTLE_ENDIAN);
         long u = unique.incrementAndGet();
-        r.putInt(len).putInt(opcode).putLong(u).putLong(nodeid).putInt(uid).putInt(0).putInt(1234).putShort((short) 0)
+        r.putInt(len).putInt(opcode).putLong(u).putLong(nodeid).putInt(uid).putInt(0).putInt(pid).putShort((short) 0)
                 .putShort((short) 0).put(b);
         requests.add(r.array());
         return u;

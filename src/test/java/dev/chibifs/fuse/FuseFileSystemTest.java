@@ -28,21 +28,29 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class FuseFileSystemTest {
 
     private final MemoryStorage store = new MemoryStorage();
-    private final FakeKernel kernel = new FakeKernel();
+    /** What the fake kernel offers at INIT, unless a test connects again offering more. */
+    private static final long OFFERED = FuseProtocol.DO_READDIRPLUS | FuseProtocol.PARALLEL_DIROPS
+            | FuseProtocol.ASYNC_READ | FuseProtocol.MAX_PAGES | FuseProtocol.INIT_EXT | FuseProtocol.WRITEBACK_CACHE;
+
+    private FakeKernel kernel;
     private final RequestStats stats = new RequestStats();
     private FuseFileSystem fs;
     private FuseSession session;
 
     @BeforeEach
     void start() throws Exception {
-        Router router = Router.of(store);
-        router.createNamespace(List.of("alice", "bob"));
-        fs = new FuseFileSystem(router, CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
+        Router.of(store).createNamespace(List.of("alice", "bob"));
+        connect(OFFERED);
+    }
+
+    /** A new session over the same store, the kernel offering {@code offered} at INIT. */
+    private void connect(long offered) throws Exception {
+        kernel = new FakeKernel();
+        fs = new FuseFileSystem(Router.of(store), CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
                 FuseFileSystem.Timeouts.of(1, 1, 0), true);
         session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 1, true, false, false), stats);
         session.start();
-        FakeKernel.Reply init = kernel.init(FuseProtocol.DO_READDIRPLUS | FuseProtocol.PARALLEL_DIROPS
-                | FuseProtocol.ASYNC_READ | FuseProtocol.MAX_PAGES | FuseProtocol.INIT_EXT | FuseProtocol.WRITEBACK_CACHE);
+        FakeKernel.Reply init = kernel.init(offered);
         assertEquals(0, init.error());
         assertEquals(7, init.int32(0));
         assertEquals(38, init.int32(4), "the kernel's minor, not ours, when it is older");
@@ -194,40 +202,137 @@ class FuseFileSystemTest {
         assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
     }
 
+    /** One READDIRPLUS reply: its names, and the offset the kernel asks on from (its last entry's). */
+    private record Page(List<String> names, long next) {
+    }
+
+    private Page readdirplus(long dir, long fh, long offset) throws Exception {
+        // the kernel may ask for up to max_pages; a reply may hold less, and the kernel asks on from its end
+        FakeKernel.Reply list = kernel.call(FuseProtocol.READDIRPLUS, dir,
+                body().int64(fh).int64(offset).int32(1 << 20).int32(0).int64(0).int32(0).int32(0));
+        assertEquals(0, list.error());
+        assertTrue(list.body().limit() <= FuseSession.REPLY_CAPACITY, "reply of " + list.body().limit());
+        List<String> names = new java.util.ArrayList<>();
+        long next = offset;
+        for (int at = 0; at < list.body().limit(); ) {
+            next = list.int64(at + FuseProtocol.ENTRY_OUT + 8);
+            int nameLength = list.int32(at + FuseProtocol.ENTRY_OUT + 16);
+            byte[] name = new byte[nameLength];
+            list.body().get(at + FuseProtocol.DIRENTPLUS, name);
+            names.add(new String(name, StandardCharsets.UTF_8));
+            at += FuseReply.align8(FuseProtocol.DIRENTPLUS + nameLength);
+        }
+        return new Page(names, next);
+    }
+
+    /** Reads a listing on from {@code offset} to its empty end; asserts no name comes twice. */
+    private java.util.Set<String> readOn(long dir, long fh, long offset, java.util.Set<String> seen) throws Exception {
+        while (true) {
+            Page page = readdirplus(dir, fh, offset);
+            if (page.names().isEmpty()) {
+                return seen;
+            }
+            for (String n : page.names()) {
+                assertTrue(seen.add(n), "a name twice: " + n);
+            }
+            offset = page.next();
+        }
+    }
+
+    /** Files with names long enough that the listing of 600 takes more than one reply (about 210 KiB). */
+    private void manyFiles(String dir, int files) throws Exception {
+        String stem = "n".repeat(200);
+        for (int i = 0; i < files; i++) {
+            store.write(VfsPath.of(dir + "/" + stem + i), new byte[0]);
+        }
+    }
+
     @Test
     void aListingLongerThanOneReplyComesWholeInSeveral() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        String stem = "n".repeat(200);
-        int files = 600; // about 210 KiB of entries: more than one reply holds
-        for (int i = 0; i < files; i++) {
-            store.write(VfsPath.of("/shared/" + stem + i), new byte[0]);
-        }
+        int files = 600;
+        manyFiles("/shared", files);
         long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
-        java.util.Set<String> seen = new java.util.HashSet<>();
-        long offset = 0;
-        int replies = 0;
-        while (true) {
-            // the kernel may ask for up to max_pages; a reply may hold less, and the kernel asks on from its end
-            FakeKernel.Reply list = kernel.call(FuseProtocol.READDIRPLUS, shared,
-                    body().int64(fh).int64(offset).int32(1 << 20).int32(0).int64(0).int32(0).int32(0));
-            assertEquals(0, list.error());
-            assertTrue(list.body().limit() <= FuseSession.REPLY_CAPACITY, "reply of " + list.body().limit());
-            if (list.body().limit() == 0) {
-                break;
-            }
-            replies++;
-            for (int at = 0; at < list.body().limit(); ) {
-                offset = list.int64(at + FuseProtocol.ENTRY_OUT + 8);
-                int nameLength = list.int32(at + FuseProtocol.ENTRY_OUT + 16);
-                byte[] name = new byte[nameLength];
-                list.body().get(at + FuseProtocol.DIRENTPLUS, name);
-                assertTrue(seen.add(new String(name, StandardCharsets.UTF_8)), "a name twice");
-                at += FuseReply.align8(FuseProtocol.DIRENTPLUS + nameLength);
-            }
-        }
+        Page first = readdirplus(shared, fh, 0);
+        java.util.Set<String> seen = readOn(shared, fh, first.next(), new java.util.HashSet<>(first.names()));
         assertEquals(files + 2, seen.size());
-        assertTrue(replies > 1, replies + " replies");
+        assertTrue(first.names().size() < files, "more than one reply");
         assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
+    }
+
+    @Test
+    void whereTheKernelOffersZeroMessageOpendirOpendirIsEnosysAndListingsComeWithoutAHandle() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        for (String n : List.of("a", "b", "c")) {
+            store.write(VfsPath.of("/shared/" + n), new byte[0]);
+        }
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).error(),
+                "ENOSYS tells the kernel to open directories without asking");
+        assertEquals(java.util.Set.of(".", "..", "a", "b", "c"), readOn(shared, 0, 0, new java.util.HashSet<>()));
+    }
+
+    @Test
+    void eachProcessReadsItsOwnSnapshotOfADirectoryWithoutAHandle() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        int files = 600;
+        manyFiles("/shared", files);
+        kernel.pid = 1;
+        Page first = readdirplus(shared, 0, 0);
+        assertTrue(first.names().size() < files, "more than one reply");
+        store.write(VfsPath.of("/shared/late"), new byte[0]);
+        kernel.pid = 2;
+        assertEquals(files + 3, readOn(shared, 0, 0, new java.util.HashSet<>()).size(), "a later reader sees the new name");
+        kernel.pid = 1;
+        java.util.Set<String> seen = readOn(shared, 0, first.next(), new java.util.HashSet<>(first.names()));
+        assertEquals(files + 2, seen.size(), "the first reader ends the snapshot it began, each name once");
+        assertFalse(seen.contains("late"));
+    }
+
+    @Test
+    void aListingWithoutAHandleThatMayNotBeKeptLeavesTheKernelsCacheAtItsEnd() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        manyFiles("/shared", 600);
+        // the tests' follower follows nothing: no listing may be kept past its reading
+        Page first = readdirplus(shared, 0, 0);
+        Page second = readdirplus(shared, 0, first.next());
+        assertFalse(second.names().isEmpty());
+        assertTrue(invalidatedListings(shared).isEmpty(), "nothing dropped while the listing is read");
+        readOn(shared, 0, second.next(), new java.util.HashSet<>());
+        assertEquals(List.of(0L), invalidatedListings(shared), "its pages dropped from offset 0, once");
+    }
+
+    @Test
+    void aListingWithoutAHandleOfAFollowedDirectoryStaysInTheKernelsCache() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
+        fs.follow(new StoreFollower() {
+            @Override
+            public boolean follows(NodeTable.Node dir) {
+                return true;
+            }
+
+            @Override
+            public boolean lookingIn(NodeTable.Node dir) {
+                return true;
+            }
+        });
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        manyFiles("/shared", 10);
+        assertEquals(12, readOn(shared, 0, 0, new java.util.HashSet<>()).size());
+        assertTrue(invalidatedListings(shared).isEmpty(), "a followed directory's changes will be told");
+    }
+
+    /** The offsets from which INVAL_INODE notifications dropped node {@code node}'s pages. */
+    private List<Long> invalidatedListings(long node) {
+        return kernel.notifications.stream()
+                .filter(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == node && n.int64(8) >= 0)
+                .map(n -> n.int64(8)).toList();
     }
 
     @Test

@@ -1,0 +1,116 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.store.EntryKind;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The listings being read: each a snapshot of a directory's names, taken when a reader starts
+ * at offset 0 and served by offset, so a reader that asks on from an offset sees every name of
+ * one snapshot exactly once, whatever changes meanwhile.
+ *
+ * <p>Where the kernel opens directories, a listing belongs to its handle, from OPENDIR to
+ * RELEASEDIR. With zero-message opendir (the kernel offered FUSE_NO_OPENDIR_SUPPORT and we
+ * answered OPENDIR with ENOSYS) the kernel sends neither, and every READDIR comes with handle
+ * 0. A listing then belongs to the directory and the process reading it (the request's pid is
+ * its thread group), and goes when that process reads its end. A process that stops early
+ * leaves its listing behind: past {@link #UNOPENED_LIMIT} the longest unread goes, and a reader
+ * that comes back for it is served from a new snapshot (as after a rewind).
+ */
+final class DirectoryListings {
+
+    /** Listings without a handle kept at once: every reader still part-way through a directory. */
+    static final int UNOPENED_LIMIT = 64;
+
+    /** A directory's entries, read at its first READDIR and served by offset until released or rewound. */
+    static final class Listing {
+        final NodeTable.Node dir;
+        final List<byte[]> names = new ArrayList<>();
+        final List<EntryKind> kinds = new ArrayList<>();
+        boolean loaded;
+        /**
+         * Whether the kernel may keep this listing in its cache until a change there: the directory
+         * is followed. Without an OPENDIR to answer FOPEN_CACHE_DIR or not, the kernel caches every
+         * listing, so one that may not be kept is dropped from its cache once it has been read.
+         */
+        boolean kept;
+
+        Listing(NodeTable.Node dir) {
+            this.dir = dir;
+        }
+
+        /** Whether a reply from {@code offset} is past the last name: the empty reply that ends a listing. */
+        boolean endsAt(long offset) {
+            return offset >= names.size() + 2L;
+        }
+    }
+
+    private record Reader(long dir, int pid) {
+    }
+
+    private final ConcurrentMap<Long, Listing> byHandle = new ConcurrentHashMap<>();
+    private final AtomicLong nextHandle = new AtomicLong(1);
+    /** Guarded by itself; in access order, so the eldest is the longest unread. */
+    private final Map<Reader, Listing> unopened = new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Reader, Listing> eldest) {
+            return size() > UNOPENED_LIMIT;
+        }
+    };
+
+    /** OPENDIR: a new listing of {@code dir}; returns its handle (never 0, the handle of no OPENDIR). */
+    long open(NodeTable.Node dir, boolean kept) {
+        long fh = nextHandle.getAndIncrement();
+        Listing l = new Listing(dir);
+        l.kept = kept;
+        byHandle.put(fh, l);
+        return fh;
+    }
+
+    /** RELEASEDIR. */
+    void release(long fh) {
+        byHandle.remove(fh);
+    }
+
+    /** The listing of handle {@code fh}; null when there is none. */
+    Listing opened(long fh) {
+        return byHandle.get(fh);
+    }
+
+    /**
+     * The listing that process {@code pid} reads of {@code dir} without a handle: a new one when it
+     * starts at offset 0 (or its old one was let go), to be loaded by the caller.
+     */
+    Listing unopened(NodeTable.Node dir, int pid, long offset) {
+        Reader r = new Reader(dir.id, pid);
+        synchronized (unopened) {
+            Listing l = offset == 0 ? null : unopened.get(r);
+            if (l == null) {
+                l = new Listing(dir);
+                unopened.put(r, l);
+            }
+            return l;
+        }
+    }
+
+    /** Process {@code pid} read the end of listing {@code l} (had without a handle): it asks no more of it. */
+    void ended(Listing l, int pid) {
+        synchronized (unopened) {
+            unopened.remove(new Reader(l.dir.id, pid), l);
+        }
+    }
+
+    /** At unmount. */
+    void clear() {
+        byHandle.clear();
+        synchronized (unopened) {
+            unopened.clear();
+        }
+    }
+}
