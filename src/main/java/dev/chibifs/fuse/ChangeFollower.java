@@ -96,6 +96,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     }
 
     @Override
+    public void listed(NodeTable.Node dir) {
+        dir.listingKept = true;
+    }
+
+    @Override
     public void replied(NodeTable.Node n, Metadata m) {
         n.toldSize = m.size();
         n.toldModified = nanos(m.modified());
@@ -155,14 +160,18 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             known = false;
         }
         if (renamed || !known) {
+            // a name gone that the kernel holds no node for may still be in a listing it keeps (its
+            // nodes forgotten since, or never made: plain READDIR). That listing went already if the
+            // name went through this mount, but that cannot be told from here: dropping it once per
+            // listing costs one notification, not one per name removed
             boolean kernelRight = known && (now == null
-                    ? child == null && !missing.contains(new Name(parent.id, name))
+                    ? child == null && !missing.contains(new Name(parent.id, name)) && !parent.listingKept
                     : child != null && !child.removed
                             && NodeTable.Identity.of(fs.router().resolve(at).storage(), now).equals(child.identity));
             if (!kernelRight) {
                 missing.remove(new Name(parent.id, name));
                 invalidateEntry(parent, name);
-                invalidateInode(parent, 0);
+                dropListing(parent);
                 return;
             }
         }
@@ -193,7 +202,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         LOG.warn("the store's change feed lost events: every attribute and listing the kernel holds is invalidated");
         missing.clear();
         for (NodeTable.Node n : fs.nodes.all()) {
-            invalidateInode(n, n.directory ? 0 : -1);
+            if (n.directory) {
+                dropListing(n);
+            } else {
+                invalidateInode(n, -1);
+            }
         }
     }
 
@@ -212,6 +225,13 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 && s.negotiated().kernelOffers(FuseProtocol.HAS_EXPIRE_ONLY);
         send(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
                 .invalEntry(parent.id, name, expireOnly ? FuseProtocol.EXPIRE_ONLY : 0));
+    }
+
+    /** A directory's attributes and the listing the kernel keeps of it. */
+    private void dropListing(NodeTable.Node dir) {
+        // cleared first: a listing served while the notification is on its way is marked again
+        dir.listingKept = false;
+        invalidateInode(dir, 0);
     }
 
     /** Attributes of node {@code n}, and its pages (a directory's: its cached listing) from {@code offset}; -1 for none. */

@@ -804,6 +804,9 @@ final class FuseFileSystem {
                 l.kept = follower.lookingIn(l.dir);
             }
             load(l);
+            if (l.kept) {
+                follower.listed(l.dir);
+            }
         }
         if (unopened && l.endsAt(offset)) {
             listings.ended(l, req.pid);

@@ -64,6 +64,8 @@ final class NodeTable {
         int backingOpens;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
         volatile long followKey = -1;
+        /** Set when the kernel was given a listing of this directory to keep; see {@link ChangeFollower}. */
+        volatile boolean listingKept;
         /** Size, mtime and ctime (ns) of the attributes the kernel was last told; see {@link ChangeFollower}. */
         volatile long toldSize = -1;
         volatile long toldModified;

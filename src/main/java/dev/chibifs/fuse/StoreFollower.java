@@ -16,6 +16,10 @@ interface StoreFollower extends AutoCloseable {
     /** A request looks into directory {@code dir}: follow it from now on; true when it is followed. */
     boolean lookingIn(NodeTable.Node dir);
 
+    /** The kernel was given a listing of directory {@code dir} that it may keep (it is followed). */
+    default void listed(NodeTable.Node dir) {
+    }
+
     /** The kernel was told {@code m} about node {@code n} (an entry or attribute reply). */
     default void replied(NodeTable.Node n, Metadata m) {
     }

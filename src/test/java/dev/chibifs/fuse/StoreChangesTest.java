@@ -17,6 +17,7 @@ import java.nio.file.StandardOpenOption;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * With {@code --kernel-cache 30s} the kernel caches names, attributes and missing names for 30 s; what changes in the store behind the mount (chibi writes it directly, another agent's
@@ -163,6 +164,19 @@ class StoreChangesTest {
         Files.delete(fs.stored("/shared/kept/b"));
         eventually("ls shared/kept", "c\nd\n");
         assertEquals("c\n", fs.sh("rm shared/kept/d && ls shared/kept").ok().out());
+    }
+
+    @Test
+    void aNameRemovedInTheStoreLeavesAListingTheKernelKeepsAfterItForgotTheNames() throws IOException {
+        assumeTrue(Files.isWritable(Path.of("/proc/sys/vm/drop_caches")), "needs root, to make the kernel forget");
+        // the shell in the directory pins it, and its kept listing, while the kernel evicts the
+        // names' inodes (FORGET): the daemon then holds no node for b when the store loses it
+        Path b = fs.stored("/shared/forgot/b");
+        String script = "mkdir shared/forgot && touch shared/forgot/a shared/forgot/b && cd shared/forgot"
+                + " && ls > /dev/null && ls > /dev/null && sync && echo 2 > /proc/sys/vm/drop_caches"
+                + " && rm '" + b + "'"
+                + " && i=0; while ls | grep -qx b && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; ls";
+        assertEquals("a\n", fs.sh(script).ok().out());
     }
 
     @Test
