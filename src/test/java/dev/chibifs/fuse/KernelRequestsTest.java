@@ -88,6 +88,18 @@ class KernelRequestsTest {
     }
 
     @Test
+    void aWalkThroughATreeOpensNoDirectory() {
+        // FUSE_NO_OPENDIR_SUPPORT (Linux 5.1): the first OPENDIR is answered ENOSYS, and from then on
+        // the kernel opens directories itself; git status, find and rm -r walk with no OPENDIR or
+        // RELEASEDIR, two round trips per directory
+        Map<String, Long> sent = requestsOf("mkdir -p shared/walk/a/b/c shared/walk/d/e && touch shared/walk/a/b/c/f"
+                        + " && ls -R shared > /dev/null",
+                "find shared/walk > /dev/null && ls -R shared/walk > /dev/null && rm -r shared/walk/d");
+        assertTrue(!sent.containsKey("OPENDIR") && !sent.containsKey("RELEASEDIR"), sent.toString());
+        assertEquals("shared/walk/a/b/c/f\n", fs.sh("find shared/walk -type f").ok().out());
+    }
+
+    @Test
     void aLongListingAsksTheFirstFileForItsLabelAndAclAndNoOtherFile() {
         // with extended attributes on (the default): security.* and system.* are unsupported
         // (EOPNOTSUPP), which `ls` takes as "none on this device", where ENODATA had it ask each file
