@@ -126,7 +126,12 @@ public final class VfsPath implements Comparable<VfsPath> {
         if (name.indexOf('/') >= 0) {
             throw new InvalidVfsPathException(name, "a file name cannot contain '/'");
         }
-        return join(name);
+        if (name.isEmpty() || name.equals(".") || name.equals("..") || name.indexOf('\0') >= 0) {
+            return join(name); // refused there, naming the rule
+        }
+        // this path is valid and so is one more plain name: no split and no re-validation of the
+        // whole path, which every name of every READDIRPLUS reply and every lookup paid
+        return new VfsPath(isRoot() ? "/" + name : path + "/" + name);
     }
 
     /** The names from the root down; empty for the root. */

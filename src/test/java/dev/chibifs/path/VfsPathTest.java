@@ -94,6 +94,11 @@ class VfsPathTest {
         assertEquals(VfsPath.of("/shared/a.txt"), VfsPath.of("/shared").child("a.txt"));
         assertRule("a/b", "'/'", () -> VfsPath.of("/shared").child("a/b"));
         assertThrows(InvalidVfsPathException.class, () -> VfsPath.of("/shared").child(".."));
+        assertEquals(VfsPath.of("/shared"), VfsPath.root().child("shared"));
+        assertEquals(VfsPath.of("/shared/.hidden..x"), VfsPath.of("/shared").child(".hidden..x"));
+        assertRule("/shared/.", "'.' segments", () -> VfsPath.of("/shared").child("."));
+        assertRule("", "empty", () -> VfsPath.of("/shared").child(""));
+        assertRule("/shared/a\0b", "NUL", () -> VfsPath.of("/shared").child("a\0b"));
     }
 
     @Test
