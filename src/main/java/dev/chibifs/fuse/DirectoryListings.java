@@ -18,10 +18,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Where the kernel opens directories, a listing belongs to its handle, from OPENDIR to
  * RELEASEDIR. With zero-message opendir (the kernel offered FUSE_NO_OPENDIR_SUPPORT and we
  * answered OPENDIR with ENOSYS) the kernel sends neither, and every READDIR comes with handle
- * 0. A listing then belongs to the directory and the process reading it (the request's pid is
- * its thread group), and goes when that process reads its end. A process that stops early
- * leaves its listing behind: past {@link #UNOPENED_LIMIT} the longest unread goes, and a reader
- * that comes back for it is served from a new snapshot (as after a rewind).
+ * 0. A listing then belongs to the directory and the thread reading it (the request's pid is
+ * the calling thread's id, {@code task_pid}, not its process's), and goes when that thread reads
+ * its end. A reader that stops early leaves its listing behind: past {@link #UNOPENED_LIMIT} the
+ * longest unread goes, and a reader that comes back for it is served from a new snapshot (as
+ * after a rewind). Two readers of one directory on one thread share a listing: the one starting
+ * over takes a new snapshot, which the other reads on from its offset, the same names in the same
+ * order unless the directory changed in between.
  */
 final class DirectoryListings {
 
@@ -84,7 +87,7 @@ final class DirectoryListings {
     }
 
     /**
-     * The listing that process {@code pid} reads of {@code dir} without a handle: a new one when it
+     * The listing that thread {@code pid} reads of {@code dir} without a handle: a new one when it
      * starts at offset 0 (or its old one was let go), to be loaded by the caller.
      */
     Listing unopened(NodeTable.Node dir, int pid, long offset) {
@@ -99,7 +102,7 @@ final class DirectoryListings {
         }
     }
 
-    /** Process {@code pid} read the end of listing {@code l} (had without a handle): it asks no more of it. */
+    /** Thread {@code pid} read the end of listing {@code l} (had without a handle): it asks no more of it. */
     void ended(Listing l, int pid) {
         synchronized (unopened) {
             unopened.remove(new Reader(l.dir.id, pid), l);

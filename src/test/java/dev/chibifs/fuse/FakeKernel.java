@@ -34,7 +34,7 @@ final class FakeKernel implements FuseChannel {
     private final BlockingQueue<Reply> replies = new LinkedBlockingQueue<>();
     final List<Reply> notifications = new ArrayList<>();
     private final AtomicLong unique = new AtomicLong(100);
-    /** The process the next requests come from. */
+    /** The thread the next requests come from (the header's pid). */
     volatile int pid = 1234;
     /** Replies to these unique ids fail as the kernel fails them for an interrupted request. */
     final java.util.Set<Long> refuse = java.util.concurrent.ConcurrentHashMap.newKeySet();

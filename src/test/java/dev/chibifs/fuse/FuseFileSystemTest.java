@@ -274,7 +274,7 @@ class FuseFileSystemTest {
     }
 
     @Test
-    void eachProcessReadsItsOwnSnapshotOfADirectoryWithoutAHandle() throws Exception {
+    void eachThreadReadsItsOwnSnapshotOfADirectoryWithoutAHandle() throws Exception {
         stop();
         connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
