@@ -293,6 +293,28 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void aReaderWhoseHalfReadListingWasLetGoReadsOnFromANewSnapshot() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        int files = 600;
+        manyFiles("/shared", files);
+        kernel.pid = 1;
+        Page first = readdirplus(shared, 0, 0);
+        // more threads than listings are kept stop part-way: the first one's listing goes
+        for (int pid = 2; pid <= DirectoryListings.UNOPENED_LIMIT + 1; pid++) {
+            kernel.pid = pid;
+            readdirplus(shared, 0, 0);
+        }
+        // a name that sorts last: only a new snapshot has it
+        store.write(VfsPath.of("/shared/zzz"), new byte[0]);
+        kernel.pid = 1;
+        java.util.Set<String> seen = readOn(shared, 0, first.next(), new java.util.HashSet<>(first.names()));
+        assertTrue(seen.contains("zzz"), "read on from a new snapshot");
+        assertEquals(files + 3, seen.size(), "each name once: the new snapshot goes on where the old one stopped");
+    }
+
+    @Test
     void aListingWithoutAHandleThatMayNotBeKeptLeavesTheKernelsCacheAtItsEnd() throws Exception {
         stop();
         connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
