@@ -239,6 +239,22 @@ class FuseFileSystemTest {
         }
     }
 
+    /** A new session whose kernel offers zero-message opendir; returns the node of /shared. */
+    private long sharedWithoutOpendir() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
+        return lookup(FuseProtocol.ROOT_ID, "shared");
+    }
+
+    /** {@code files} files in /shared, and the first of the several replies their listing takes, read by thread 1. */
+    private Page firstReplyToThreadOne(long shared, int files) throws Exception {
+        manyFiles("/shared", files);
+        kernel.pid = 1;
+        Page first = readdirplus(shared, 0, 0);
+        assertTrue(first.names().size() < files, "more than one reply");
+        return first;
+    }
+
     /** Files with names long enough that the listing of 600 takes more than one reply (about 210 KiB). */
     private void manyFiles(String dir, int files) throws Exception {
         String stem = "n".repeat(200);
@@ -262,9 +278,7 @@ class FuseFileSystemTest {
 
     @Test
     void whereTheKernelOffersZeroMessageOpendirOpendirIsEnosysAndListingsComeWithoutAHandle() throws Exception {
-        stop();
-        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long shared = sharedWithoutOpendir();
         for (String n : List.of("a", "b", "c")) {
             store.write(VfsPath.of("/shared/" + n), new byte[0]);
         }
@@ -275,14 +289,9 @@ class FuseFileSystemTest {
 
     @Test
     void eachThreadReadsItsOwnSnapshotOfADirectoryWithoutAHandle() throws Exception {
-        stop();
-        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long shared = sharedWithoutOpendir();
         int files = 600;
-        manyFiles("/shared", files);
-        kernel.pid = 1;
-        Page first = readdirplus(shared, 0, 0);
-        assertTrue(first.names().size() < files, "more than one reply");
+        Page first = firstReplyToThreadOne(shared, files);
         store.write(VfsPath.of("/shared/late"), new byte[0]);
         kernel.pid = 2;
         assertEquals(files + 3, readOn(shared, 0, 0, new java.util.HashSet<>()).size(), "a later reader sees the new name");
@@ -294,13 +303,9 @@ class FuseFileSystemTest {
 
     @Test
     void aReaderWhoseHalfReadListingWasLetGoReadsOnFromANewSnapshot() throws Exception {
-        stop();
-        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long shared = sharedWithoutOpendir();
         int files = 600;
-        manyFiles("/shared", files);
-        kernel.pid = 1;
-        Page first = readdirplus(shared, 0, 0);
+        Page first = firstReplyToThreadOne(shared, files);
         // more threads than listings are kept stop part-way: the first one's listing goes
         for (int pid = 2; pid <= DirectoryListings.UNOPENED_LIMIT + 1; pid++) {
             kernel.pid = pid;
@@ -316,9 +321,7 @@ class FuseFileSystemTest {
 
     @Test
     void aListingWithoutAHandleThatMayNotBeKeptLeavesTheKernelsCacheAtItsEnd() throws Exception {
-        stop();
-        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long shared = sharedWithoutOpendir();
         manyFiles("/shared", 600);
         // the tests' follower follows nothing: no listing may be kept past its reading
         Page first = readdirplus(shared, 0, 0);
@@ -331,8 +334,7 @@ class FuseFileSystemTest {
 
     @Test
     void aListingWithoutAHandleOfAFollowedDirectoryStaysInTheKernelsCache() throws Exception {
-        stop();
-        connect(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
+        long shared = sharedWithoutOpendir();
         fs.follow(new StoreFollower() {
             @Override
             public boolean follows(NodeTable.Node dir) {
@@ -344,7 +346,6 @@ class FuseFileSystemTest {
                 return true;
             }
         });
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         manyFiles("/shared", 10);
         assertEquals(12, readOn(shared, 0, 0, new java.util.HashSet<>()).size());
         assertTrue(invalidatedListings(shared).isEmpty(), "a followed directory's changes will be told");
