@@ -88,7 +88,8 @@ class DirectoryChangesTest {
         Files.writeString(root.resolve("shared/a.md"), "b\n", StandardOpenOption.APPEND);
         assertEquals("file " + key + " a.md", next());
         Files.delete(root.resolve("shared/a.md"));
-        assertEquals("name " + key + " a.md", next());
+        // a write's events read in two batches are told twice: a content event may still come first
+        assertEquals("name " + key + " a.md", nextBut("file " + key + " a.md"));
     }
 
     @Test
@@ -158,6 +159,15 @@ class DirectoryChangesTest {
     @Test
     void memoryStorageChangesOnlyThroughItself() {
         assertEquals(ChangeFeed.NONE, new MemoryStorage().changes(null));
+    }
+
+    /** The next event heard that is not {@code repeated}. */
+    private String nextBut(String repeated) throws InterruptedException {
+        String s = next();
+        while (s.equals(repeated)) {
+            s = next();
+        }
+        return s;
     }
 
     private String next() throws InterruptedException {
