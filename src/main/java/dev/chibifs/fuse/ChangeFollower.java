@@ -4,7 +4,6 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.ChangeFeed;
 import dev.chibifs.store.ChangeListener;
 import dev.chibifs.store.Metadata;
-import dev.chibifs.sys.Linux;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -241,16 +240,8 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     private void send(FuseReply r) {
         FuseChannel c = channel;
-        if (c == null) {
-            return;
-        }
-        try {
-            r.send(c);
-        } catch (IOException e) {
-            // ENOENT: the kernel no longer holds that node or name; nothing to invalidate
-            if (!(e instanceof dev.chibifs.sys.ErrnoException ee && ee.errno() == Linux.ENOENT)) {
-                LOG.debug("notification not delivered: {}", e.toString());
-            }
+        if (c != null) {
+            r.sendNotice(c);
         }
     }
 

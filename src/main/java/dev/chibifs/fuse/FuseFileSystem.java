@@ -814,7 +814,7 @@ final class FuseFileSystem {
                 // sent before the empty reply that ends the listing, while its reader waits: when the
                 // reply comes, the kernel marks its cache complete, finds its pages gone at the next
                 // listing, and asks us again, as a directory opened without FOPEN_CACHE_DIR would
-                dropCachedListing(l.dir, noticeChannel);
+                notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(l.dir.id, 0, 0).sendNotice(noticeChannel);
             }
             return;
         }
@@ -876,15 +876,6 @@ final class FuseFileSystem {
         out.plusNodes.add(n);
         out.direntPlus(n.id, entryValidity(dir), attrValidity(dir, m, n), attributes(p, m), next, type,
                 nameBytes, 0, nameBytes.length);
-    }
-
-    private void dropCachedListing(NodeTable.Node dir, FuseChannel channel) {
-        try {
-            notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(dir.id, 0, 0).send(channel);
-        } catch (IOException e) {
-            // ENOENT: the kernel holds the directory no more, and with it no listing
-            LOG.debug("dropping the kernel's listing of node {}: {}", dir.id, e.toString());
-        }
     }
 
     private void load(DirectoryListings.Listing l) throws IOException {

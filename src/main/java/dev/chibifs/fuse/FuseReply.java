@@ -11,6 +11,8 @@ import java.nio.charset.StandardCharsets;
  */
 final class FuseReply {
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(FuseReply.class);
+
     /** Seconds and nanoseconds of a validity, as entry and attribute replies carry them. */
     record Validity(long seconds, int nanos) {
         static final Validity NONE = new Validity(0, 0);
@@ -98,6 +100,21 @@ final class FuseReply {
             channel.write(buffer, data);
         } else {
             channel.write(buffer);
+        }
+    }
+
+    /**
+     * Sends a notification, which nobody waits for: one the kernel refuses is logged, not thrown,
+     * and ENOENT (the kernel holds that node or name no more, so nothing is left to invalidate)
+     * not even logged.
+     */
+    void sendNotice(FuseChannel channel) {
+        try {
+            send(channel);
+        } catch (java.io.IOException e) {
+            if (!(e instanceof dev.chibifs.sys.ErrnoException ee && ee.errno() == dev.chibifs.sys.Linux.ENOENT)) {
+                LOG.debug("notification not delivered: {}", e.toString());
+            }
         }
     }
 

@@ -154,11 +154,7 @@ final class FuseSession {
             return;
         }
         fs.catchUpWithStore();
-        try {
-            buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0).send(channel);
-        } catch (IOException e) {
-            LOG.debug("page invalidation after a lock not delivered: {}", e.toString());
-        }
+        buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0).sendNotice(channel);
     }
 
     private void workerEnded() {
