@@ -164,7 +164,11 @@ public final class MountCommand implements Callable<Integer> {
         if (!Files.isDirectory(mp)) {
             throw new MountFailure("mountpoint " + mp + " is not an existing directory (mkdir -p " + mp + ")");
         }
-        return foreground ? runDaemon(plan, chibiHome, mp) : spawnDaemon(plan, chibiHome, mp);
+        if (foreground) {
+            return runDaemon(plan, chibiHome, mp, pid -> { });
+        }
+        java.util.Optional<DetachedMount> detached = DetachedMount.fromEnvironment(System.getenv());
+        return detached.isPresent() ? runDetached(detached.get(), plan, chibiHome, mp) : spawnDaemon(plan, chibiHome, mp);
     }
 
     private PrintWriter err() {
@@ -256,7 +260,9 @@ public final class MountCommand implements Callable<Integer> {
 
     // ---- foreground: this process is the daemon ----
 
-    private int runDaemon(Plan plan, ChibiHome chibiHome, Path mp) throws IOException {
+    /** Serves the mount until it is unmounted; {@code answering} learns this process's pid once the mount answers. */
+    private int runDaemon(Plan plan, ChibiHome chibiHome, Path mp, java.util.function.LongConsumer answering)
+            throws IOException {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
         ChibiConfig config = ChibiConfig.load(chibiHome);
@@ -314,6 +320,8 @@ public final class MountCommand implements Callable<Integer> {
         }
         sweeper.start();
         startStatsSocket(registry, daemon, log);
+        // after the registry and the stats socket: `chibifs status` and `stats` find the mount once `mount` returns
+        answering.accept(ProcessHandle.current().pid());
         // only a local root store has the temporary files of interrupted atomic writes
         storage.ifPresent(local -> startTemporaryCleanup(local, log));
         daemon.awaitUnmounted();
@@ -364,13 +372,40 @@ public final class MountCommand implements Callable<Integer> {
         t.start();
     }
 
-    // ---- background: start the daemon as a child process and wait until it answers ----
+    // ---- background, started by the launcher: this process becomes the daemon ----
+
+    private int runDetached(DetachedMount detached, Plan plan, ChibiHome chibiHome, Path mp) throws IOException {
+        Path logFile = logFile(chibiHome, mp);
+        spec.commandLine().setErr(detached.detach(logFile));
+        loggedTo = logFile;
+        try {
+            return runDaemon(plan, chibiHome, mp, pid -> detached.mounted(mountedLine(plan, chibiHome, mp, pid, logFile)));
+        } catch (MountFailure e) {
+            System.err.println("chibifs: " + e.getMessage()); // the log says how its mount ended too
+            throw new MountFailure(e.getMessage() + " (log: " + logFile + ")");
+        }
+    }
+
+    /** The daemon's log file, in the logs directory of chibifs's home, named after the mountpoint. */
+    private static Path logFile(ChibiHome chibiHome, Path mp) throws IOException {
+        Path logDir = Files.createDirectories(chibiHome.chibifsDir().resolve("logs"));
+        String logName = mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_');
+        return logDir.resolve("mount-" + logName + ".log");
+    }
+
+    /** What a background mount prints once the mount answers. */
+    private String mountedLine(Plan plan, ChibiHome chibiHome, Path mp, long daemonPid, Path logFile) {
+        // --store /=SPEC serves the whole namespace: name it rather than <home>/vfs
+        String root = stores.mounts().stream().filter(m -> m.prefix().isRoot())
+                .map(m -> m.spec().text()).findFirst().orElse(chibiHome.store().toString());
+        return "chibifs: mounted " + mp + " (" + plan.describe() + ", store " + root + "); daemon pid " + daemonPid
+                + ", log " + logFile;
+    }
+
+    // ---- background, started without the launcher: the daemon is a child process, awaited until it answers ----
 
     private int spawnDaemon(Plan plan, ChibiHome chibiHome, Path mp) throws IOException {
-        Path logDir = chibiHome.chibifsDir().resolve("logs");
-        Files.createDirectories(logDir);
-        String logName = mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_');
-        Path logFile = logDir.resolve("mount-" + logName + ".log");
+        Path logFile = logFile(chibiHome, mp);
         long logStart = Files.exists(logFile) ? Files.size(logFile) : 0;
 
         List<String> cmd = new ArrayList<>();
@@ -416,11 +451,7 @@ public final class MountCommand implements Callable<Integer> {
         long deadline = System.nanoTime() + MOUNT_TIMEOUT.toNanos();
         while (System.nanoTime() < deadline) {
             if (FuseDaemon.answers(mp)) {
-                // --store /=SPEC serves the whole namespace: name it rather than <home>/vfs
-                String root = stores.mounts().stream().filter(m -> m.prefix().isRoot())
-                        .map(m -> m.spec().text()).findFirst().orElse(chibiHome.store().toString());
-                spec.commandLine().getOut().println("chibifs: mounted " + mp + " (" + plan.describe() + ", store "
-                        + root + "); daemon pid " + child.pid() + ", log " + logFile);
+                spec.commandLine().getOut().println(mountedLine(plan, chibiHome, mp, child.pid(), logFile));
                 return ExitCodes.OK;
             }
             if (!child.isAlive()) {

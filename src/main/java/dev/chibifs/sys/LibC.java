@@ -27,6 +27,13 @@ public final class LibC {
 
         long writev(int fd, long iov, int iovcnt);
 
+        long write(int fd, @In byte[] buf, long count);
+
+        int dup2(int oldfd, int newfd);
+
+        /** A new session with this process its leader, without a controlling terminal (EPERM for a group leader). */
+        int setsid();
+
         int ioctl(int fd, long request, long arg);
 
         int fcntl(int fd, int cmd, int arg);

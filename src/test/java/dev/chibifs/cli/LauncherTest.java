@@ -59,6 +59,69 @@ class LauncherTest {
         }
     }
 
+    @Test
+    void aBackgroundMountsJvmBecomesItsDaemonAndLeavesTheTerminal() throws Exception {
+        FuseSupport.requireFuse();
+        Path root = MountedFs.tempRoot();
+        Path mnt = Files.createDirectories(root.resolve("mnt"));
+        Path home = root.resolve("home");
+        try {
+            Sh.Result r = Sh.run(FROM_CLASSES + "scripts/chibifs mount --context planner --home '" + home + "' '" + mnt + "'").ok();
+            assertTrue(r.out().startsWith("chibifs: mounted " + mnt + " (context planner, store "), r.out());
+            assertEquals("", r.err());
+            // the registry and the stats socket are there once mount returns, and name the pid it printed
+            long pid = daemonPid(mnt);
+            assertTrue(r.out().contains("daemon pid " + pid + ", log "), r.out());
+            Sh.run(FROM_CLASSES + "scripts/chibifs stats '" + mnt + "'").ok();
+
+            // the command's own JVM, not a second one it started with --foreground
+            String cmdline = Files.readString(Path.of("/proc/" + pid + "/cmdline")).replace('\0', ' ');
+            assertTrue(cmdline.contains(" mount ") && !cmdline.contains("--foreground"), cmdline);
+            // a session of its own, stdin from /dev/null, stdout and stderr to its log, the launcher's pipe closed
+            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            assertEquals(String.valueOf(pid), fields[3], "session id: " + stat);
+            assertEquals(Path.of("/dev/null"), Files.readSymbolicLink(Path.of("/proc/" + pid + "/fd/0")));
+            Path log = home.resolve("chibifs/logs/mount-" + mnt.toString().substring(1).replace('/', '_') + ".log");
+            assertEquals(log, Files.readSymbolicLink(Path.of("/proc/" + pid + "/fd/1")));
+            assertEquals(log, Files.readSymbolicLink(Path.of("/proc/" + pid + "/fd/2")));
+            String fds = Sh.run("ls -l /proc/" + pid + "/fd").ok().out();
+            assertFalse(fds.contains("pipe:") || fds.contains("/dev/pts") || fds.contains("/dev/tty"), fds);
+            Sh.run(mnt, "echo x > shared/f && cat shared/f").ok();
+
+            // SIGINT still unmounts cleanly, though a background job of a script starts with it ignored
+            Sh.run("kill -INT " + pid).ok();
+            ProcessHandle.of(pid).ifPresent(p -> p.onExit().orTimeout(20, TimeUnit.SECONDS).join());
+            assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0, "still mounted");
+            assertTrue(Files.readString(log).contains("signal received: unmounting " + mnt), Files.readString(log));
+        } finally {
+            Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null; true");
+        }
+    }
+
+    @Test
+    void aBackgroundMountThatFailsSaysWhyOnStderrAndExitsOne() throws Exception {
+        FuseSupport.requireFuse();
+        Path root = MountedFs.tempRoot();
+        Path mnt = Files.createDirectories(root.resolve("mnt"));
+        Files.writeString(mnt.resolve("occupied"), "not empty");
+        Sh.Result r = Sh.run(FROM_CLASSES + "scripts/chibifs mount --context planner --home '" + root.resolve("home")
+                + "' '" + mnt + "'");
+        assertEquals(1, r.exitCode(), r.err());
+        assertEquals("", r.out());
+        assertTrue(r.err().startsWith("chibifs: mountpoint " + mnt + " is not empty: choose an empty directory,"
+                + " or pass -o nonempty (log: "), r.err());
+        assertEquals(1, r.err().strip().lines().count(), r.err());
+        assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0);
+        // a bad option is refused before anything detaches, with the usage exit code
+        Sh.Result bad = Sh.run(FROM_CLASSES + "scripts/chibifs mount --context planner --kernel-cache 5ms '" + mnt + "'");
+        assertEquals(2, bad.exitCode(), bad.err());
+        assertTrue(bad.err().startsWith("chibifs: invalid --kernel-cache '5ms'"), bad.err());
+    }
+
+    /** The launcher run from the test class path, as the suite runs before the jar is packaged. */
+    private static final String FROM_CLASSES = "CHIBIFS_CLASSPATH='" + System.getProperty("java.class.path") + "' ";
+
     /** The daemon's pid, from the registry a mount writes. */
     private static long daemonPid(Path mnt) throws IOException {
         return Long.parseLong(Files.readAllLines(MountRegistry.forCurrentUser().fileFor(mnt)).stream()
