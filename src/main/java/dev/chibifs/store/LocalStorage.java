@@ -80,8 +80,7 @@ public final class LocalStorage implements Storage {
     }
 
     private static int heldDirectories() {
-        long fds = java.lang.management.ManagementFactory.getOperatingSystemMXBean()
-                instanceof com.sun.management.UnixOperatingSystemMXBean unix ? unix.getMaxFileDescriptorCount() : 1024;
+        long fds = Syscalls.openFileLimit();
         return (int) Math.max(16, Math.min(4096, fds / 4));
     }
 

@@ -153,6 +153,9 @@ public final class Linux {
     public static final long UTIME_NOW = (1L << 30) - 1;
     public static final long UTIME_OMIT = (1L << 30) - 2;
 
+    // getrlimit(2): the most descriptors a process may hold open
+    public static final int RLIMIT_NOFILE = 7;
+
     // fcntl(2) commands (64-bit: F_GETLK is already the 64-bit lock)
     public static final int F_DUPFD = 0;
     public static final int F_GETFD = 1;
