@@ -119,6 +119,22 @@ class LauncherTest {
         assertTrue(bad.err().startsWith("chibifs: invalid --kernel-cache '5ms'"), bad.err());
     }
 
+    @Test
+    void aBackgroundMountWithItsStandardDescriptorsClosedStillMounts() throws Exception {
+        FuseSupport.requireFuse();
+        Path root = MountedFs.tempRoot();
+        Path mnt = Files.createDirectories(root.resolve("mnt"));
+        try {
+            // closed, stdout would be the first file the JVM opens, which the daemon's log then replaced
+            Sh.run(FROM_CLASSES + "scripts/chibifs mount --context planner --home '" + root.resolve("home") + "' '" + mnt
+                    + "' <&- >&- 2>&-").ok();
+            Sh.run(mnt, "echo x > shared/f && cat shared/f").ok();
+            Sh.run(FROM_CLASSES + "scripts/chibifs umount '" + mnt + "'").ok();
+        } finally {
+            Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null; true");
+        }
+    }
+
     /** The launcher run from the test class path, as the suite runs before the jar is packaged. */
     private static final String FROM_CLASSES = "CHIBIFS_CLASSPATH='" + System.getProperty("java.class.path") + "' ";
 
