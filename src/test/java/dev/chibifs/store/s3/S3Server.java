@@ -11,6 +11,15 @@ import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.BlobStores;
 import org.gaul.s3proxy.S3Proxy;
 import org.gaul.s3proxy.blobstore.BlobStore;
+import org.gaul.s3proxy.blobstore.ForwardingBlobStore;
+import org.gaul.s3proxy.blobstore.domain.Blob;
+import org.gaul.s3proxy.blobstore.domain.BlobMetadata;
+import org.gaul.s3proxy.blobstore.domain.PageSet;
+import org.gaul.s3proxy.blobstore.domain.StorageMetadata;
+import org.gaul.s3proxy.blobstore.options.CopyOptions;
+import org.gaul.s3proxy.blobstore.options.GetOptions;
+import org.gaul.s3proxy.blobstore.options.ListContainerOptions;
+import org.gaul.s3proxy.blobstore.options.PutOptions;
 
 /**
  * A real S3 server in the test JVM: s3proxy over its file system backend in {@code dir}, on
@@ -36,7 +45,7 @@ final class S3Server implements AutoCloseable {
         java.nio.file.Files.createDirectories(dir);
         Properties props = new Properties();
         props.setProperty("jclouds.filesystem.basedir", dir.toString());
-        BlobStore store = BlobStores.create("filesystem-nio2", props);
+        BlobStore store = new OneAtATime(BlobStores.create("filesystem-nio2", props));
         proxy = S3Proxy.builder()
                 .blobStore(store)
                 .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
@@ -52,6 +61,60 @@ final class S3Server implements AutoCloseable {
             Thread.onSpinWait();
         }
         port = proxy.getPort();
+    }
+
+    /**
+     * s3proxy's file system backend with its namespace operations one at a time. It is not atomic
+     * as S3 is: a PUT writes a temporary file beside its key and renames it, so a listing meanwhile
+     * names the temporary file ("a-<uuid>"), and a DELETE removes the directories it leaves empty,
+     * under a PUT about to write there. Under load, tests met both (a listing with a name nobody
+     * made; a PUT failing six attempts running). s3proxy looks through a ForwardingBlobStore to its
+     * backend for what it supports (conditional writes), so the lock is one.
+     */
+    private static final class OneAtATime extends ForwardingBlobStore {
+        OneAtATime(BlobStore store) {
+            super(store);
+        }
+
+        @Override
+        public synchronized PageSet<? extends StorageMetadata> list(String container, ListContainerOptions options) {
+            return super.list(container, options);
+        }
+
+        @Override
+        public synchronized boolean blobExists(String container, String name) {
+            return super.blobExists(container, name);
+        }
+
+        @Override
+        public synchronized String putBlob(String container, Blob blob, PutOptions options) {
+            return super.putBlob(container, blob, options);
+        }
+
+        @Override
+        public synchronized String copyBlob(String from, String fromName, String to, String toName, CopyOptions options) {
+            return super.copyBlob(from, fromName, to, toName, options);
+        }
+
+        @Override
+        public synchronized BlobMetadata blobMetadata(String container, String name) {
+            return super.blobMetadata(container, name);
+        }
+
+        @Override
+        public synchronized Blob getBlob(String container, String name, GetOptions options) {
+            return super.getBlob(container, name, options);
+        }
+
+        @Override
+        public synchronized void removeBlob(String container, String name) {
+            super.removeBlob(container, name);
+        }
+
+        @Override
+        public synchronized void removeBlobs(String container, Iterable<String> names) {
+            super.removeBlobs(container, names);
+        }
     }
 
     void stop() throws Exception {
