@@ -1,8 +1,8 @@
 package dev.chibifs.cli;
 
-import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.LibC;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
 
 import java.io.IOException;
 import java.io.OutputStream;
@@ -66,14 +66,15 @@ final class DetachedMount {
      * reaches the terminal until the mount answers.
      */
     PrintWriter detach(Path logFile) throws IOException {
-        int log = open(logFile.toString(), Linux.O_WRONLY | Linux.O_CREAT | Linux.O_APPEND | Linux.O_CLOEXEC, 0644);
-        int devNull = open("/dev/null", Linux.O_RDONLY | Linux.O_CLOEXEC, 0);
+        String log = logFile.toString();
+        int logFd = Syscalls.openat(Linux.AT_FDCWD, log, Linux.O_WRONLY | Linux.O_CREAT | Linux.O_APPEND, 0644, log);
+        int devNull = Syscalls.openat(Linux.AT_FDCWD, "/dev/null", Linux.O_RDONLY, 0, "/dev/null");
         terminal = LibC.c().fcntl(STDERR, Linux.F_DUPFD_CLOEXEC, STDERR + 1);
         LibC.c().dup2(devNull, STDIN);
-        LibC.c().dup2(log, STDOUT);
-        LibC.c().dup2(log, STDERR);
-        LibC.c().close(devNull);
-        LibC.c().close(log);
+        LibC.c().dup2(logFd, STDOUT);
+        LibC.c().dup2(logFd, STDERR);
+        Syscalls.close(devNull);
+        Syscalls.close(logFd);
         // EPERM only for a process group leader, and the launcher starts this JVM as a background job of
         // its own group: never one. Were it one, the daemon would keep the terminal's session, no more.
         LibC.c().setsid();
@@ -93,14 +94,6 @@ final class DetachedMount {
         if (terminal >= 0) {
             LibC.c().dup2(STDERR, terminal);
         }
-    }
-
-    private static int open(String path, int flags, int mode) throws IOException {
-        int fd = LibC.c().open(LibC.path(path), flags, mode);
-        if (fd < 0) {
-            throw Errors.of(LibC.errno(), path);
-        }
-        return fd;
     }
 
     /** Writes to a raw descriptor: the JDK makes streams only of the three standard ones and of files it opens. */

@@ -32,8 +32,10 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.LongConsumer;
 
 /** {@code chibifs mount}: serve the namespace at a mountpoint, per context or by uid map. */
 @Command(name = "mount", mixinStandardHelpOptions = true,
@@ -167,7 +169,7 @@ public final class MountCommand implements Callable<Integer> {
         if (foreground) {
             return runDaemon(plan, chibiHome, mp, pid -> { });
         }
-        java.util.Optional<DetachedMount> detached = DetachedMount.fromEnvironment(System.getenv());
+        Optional<DetachedMount> detached = DetachedMount.fromEnvironment(System.getenv());
         return detached.isPresent() ? runDetached(detached.get(), plan, chibiHome, mp) : spawnDaemon(plan, chibiHome, mp);
     }
 
@@ -261,7 +263,7 @@ public final class MountCommand implements Callable<Integer> {
     // ---- foreground: this process is the daemon ----
 
     /** Serves the mount until it is unmounted; {@code answering} learns this process's pid once the mount answers. */
-    private int runDaemon(Plan plan, ChibiHome chibiHome, Path mp, java.util.function.LongConsumer answering)
+    private int runDaemon(Plan plan, ChibiHome chibiHome, Path mp, LongConsumer answering)
             throws IOException {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
@@ -273,7 +275,7 @@ public final class MountCommand implements Callable<Integer> {
             // nothing is mounted yet: one line and exit 1, as every other reason a mount cannot start
             throw new MountFailure(e.getMessage());
         }
-        java.util.Optional<LocalStorage> storage = namespace.rootStore();
+        Optional<LocalStorage> storage = namespace.rootStore();
         Router router = namespace.router();
         router.createNamespace(plan.homes());
         CacheSweeper sweeper = CacheSweeper.create(router, config, cacheSweepInterval, Clock.systemUTC());
