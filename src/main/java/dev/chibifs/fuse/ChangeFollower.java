@@ -146,6 +146,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             return;
         }
         NodeTable.Node child = fs.nodes.child(parent, name);
+        long from = 0;
+        if (child != null) {
+            child.changing();
+            from = child.keepingFrom();
+        }
         Metadata now = null;
         VfsPath at = null;
         boolean known = true;
@@ -178,6 +183,10 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             invalidateInode(child, -1);
             replied(child, now);
         }
+        if (child != null && now != null && child.identity != null && now.inode() == child.identity.inode()) {
+            // what a listing sends for it next: read after the change, so kept unless another came since
+            child.keep(KeptMetadata.of(now, parent.followKey, System.nanoTime()), from);
+        }
     }
 
     @Override
@@ -201,6 +210,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         LOG.warn("the store's change feed lost events: every attribute and listing the kernel holds is invalidated");
         missing.clear();
         for (NodeTable.Node n : fs.nodes.all()) {
+            n.changing();
             if (n.directory) {
                 dropListing(n);
             } else {

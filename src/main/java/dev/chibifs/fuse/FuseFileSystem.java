@@ -288,6 +288,7 @@ final class FuseFileSystem {
                 router.setTimes(caller, p, atime, mtime);
             }
         }
+        n.changing();
         Metadata m = handle != null ? handle.metadata() : metadataOrOpen(n, p);
         follower.replied(n, m);
         out.attrOut(timeouts.brief(), attributes(p, m));
@@ -375,7 +376,11 @@ final class FuseFileSystem {
     void unlink(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
         String name = req.name(0);
+        NodeTable.Node n = nodes.child(parent, name);
         router.removeFile(caller(req), childPath(parent, name));
+        if (n != null) {
+            n.changing(); // its link count, where it has other names
+        }
         nodes.unlinked(parent, name);
     }
 
@@ -401,7 +406,15 @@ final class FuseFileSystem {
         if ((flags & Linux.RENAME_NOREPLACE) != 0 && router.exists(null, dst)) {
             throw new FileAlreadyExistsException(dst.toString());
         }
+        NodeTable.Node moved = nodes.child(from, fromName);
+        NodeTable.Node replaced = nodes.child(to, toName);
         router.rename(caller(req), src, dst);
+        // a rename changes the moved file's ctime, and the link count of the one it replaced
+        for (NodeTable.Node n : new NodeTable.Node[] {moved, replaced}) {
+            if (n != null) {
+                n.changing();
+            }
+        }
         nodes.renamed(from, fromName, to, toName);
     }
 
@@ -411,6 +424,7 @@ final class FuseFileSystem {
         String name = req.name(8);
         VfsPath p = childPath(parent, name);
         router.link(caller(req), path(existing), p);
+        existing.changing();
         out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out);
     }
 
@@ -448,6 +462,7 @@ final class FuseFileSystem {
         if ((requested & Linux.O_TRUNC) != 0 && (requested & Linux.O_ACCMODE) == Linux.O_RDONLY) {
             // Linux truncates even for a read-only open (ATOMIC_O_TRUNC brings O_TRUNC here): a write
             router.truncate(caller, p, 0);
+            n.changing();
         }
         FileHandle handle;
         try {
@@ -488,6 +503,9 @@ final class FuseFileSystem {
 
     private long register(FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n, boolean passthrough) {
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
+        if (writable) {
+            n.writerOpened();
+        }
         return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough));
     }
 
@@ -624,8 +642,20 @@ final class FuseFileSystem {
             try {
                 if (f.passthrough()) {
                     releaseBacking(f.node());
-                } else if (f.writable()) {
-                    pageCache.written(f.handle().metadata());
+                }
+                if (f.writable()) {
+                    NodeTable.Node n = f.node();
+                    long from = n.writerReleased();
+                    Metadata m = f.handle().metadata();
+                    if (!f.passthrough()) {
+                        pageCache.written(m);
+                    }
+                    // what the last writer left is what a listing sends until the next change: RELEASE
+                    // comes after the close(2), its caller waiting for nothing
+                    NodeTable.Link link = n.link;
+                    if (link != null) {
+                        n.keep(KeptMetadata.of(m, link.parent().followKey, System.nanoTime()), from);
+                    }
                 }
             } finally {
                 f.handle().close();
@@ -857,25 +887,54 @@ final class FuseFileSystem {
     private static final byte[] DOT = {'.'};
     private static final byte[] DOTDOT = {'.', '.'};
 
-    /** One READDIRPLUS entry with its node and attributes; a name gone meanwhile goes out bare. */
+    /**
+     * One READDIRPLUS entry with its node and attributes; a name gone meanwhile goes out bare. A
+     * file's metadata is the one kept with its node ({@link KeptMetadata}) while that is still
+     * true, else read from the store (and kept for the next listing).
+     */
     private void plusEntry(NodeTable.Node dir, VfsPath dirPath, Router.Siblings siblings, byte[] nameBytes, int type,
                            long next, FuseReply out) {
         String name = new String(nameBytes, StandardCharsets.UTF_8);
+        NodeTable.Node known = nodes.soleChild(dir, name);
+        Metadata kept = known == null ? null : keptMetadata(known, dir);
         VfsPath p;
         Metadata m;
+        long from = known == null || kept != null ? 0 : known.keepingFrom();
         try {
             p = dirPath.child(name);
-            m = siblings.metadata(name);
+            m = kept != null ? kept : siblings.metadata(name);
         } catch (IOException | RuntimeException gone) {
             out.direntPlusBare(UNKNOWN_INO, next, type, nameBytes, 0, nameBytes.length);
             return;
         }
-        NodeTable.Node n = nodes.remember(dir, name, NodeTable.Identity.of(siblings.storage(name), m),
-                m.isDirectory(), m.isDirectory() || m.links() <= 1, false);
+        NodeTable.Identity identity = NodeTable.Identity.of(siblings.storage(name), m);
+        NodeTable.Node n = known != null && identity.equals(known.identity) && !m.isDirectory()
+                ? nodes.rememberAgain(known, dir, name) : null;
+        if (n == null) {
+            n = nodes.remember(dir, name, identity, m.isDirectory(), m.isDirectory() || m.links() <= 1, false);
+        }
+        if (kept == null && n == known) {
+            n.keep(KeptMetadata.of(m, dir.followKey, System.nanoTime()), from);
+        }
         follower.replied(n, m);
         out.plusNodes.add(n);
         out.direntPlus(n.id, entryValidity(dir), attrValidity(dir, m, n), attributes(p, m), next, type,
                 nameBytes, 0, nameBytes.length);
+    }
+
+    /**
+     * The metadata kept with file node {@code n} in directory {@code dir}, while it may stand for a
+     * fresh read: the directory still followed under the same key, and no older than the kernel
+     * may keep attributes; null otherwise.
+     */
+    private Metadata keptMetadata(NodeTable.Node n, NodeTable.Node dir) {
+        KeptMetadata k = n.kept;
+        if (k == null || dir.followKey < 0 || k.followKey() != dir.followKey || n.identity == null) {
+            return null;
+        }
+        FuseReply.Validity attr = timeouts.attr();
+        long age = System.nanoTime() - k.readAt();
+        return age < attr.seconds() * 1_000_000_000L + attr.nanos() ? k.metadata(n.identity) : null;
     }
 
     private void load(DirectoryListings.Listing l) throws IOException {

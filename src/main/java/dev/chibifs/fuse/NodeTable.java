@@ -70,6 +70,15 @@ final class NodeTable {
         volatile long toldSize = -1;
         volatile long toldModified;
         volatile long toldChanged;
+        /**
+         * This file's store metadata as last read, for a listing to send again; null when it may be
+         * stale. Written under the node's monitor ({@link #keep}, {@link #changing}), read without.
+         */
+        volatile KeptMetadata kept;
+        /** Bumped at each change made or told ({@link #changing}): a read begun before it is not kept. Guarded by the node. */
+        private long changes;
+        /** Opens of this file for writing through the mount not yet released. Guarded by the node. */
+        private int writers;
         /** The path computed at {@link #pathEpoch}; recomputed after any directory moved. */
         private volatile VfsPath path;
         private volatile long pathEpoch = -1;
@@ -79,6 +88,41 @@ final class NodeTable {
             this.identity = identity;
             this.directory = directory;
             this.link = link;
+        }
+
+        /** Call before reading the store's metadata of this node to keep it: pass the result to {@link #keep}. */
+        synchronized long keepingFrom() {
+            return changes;
+        }
+
+        /**
+         * Keeps {@code k} (null keeps nothing) unless the node changed since {@code from} was taken,
+         * or is open for writing: a passthrough write reaches the store without the daemon, and its
+         * change is told later. A read that raced a change is never kept over it.
+         */
+        synchronized void keep(KeptMetadata k, long from) {
+            if (changes == from && writers == 0) {
+                kept = k;
+            }
+        }
+
+        /** The store's metadata of this node may have changed (through the mount, or told by the feed). */
+        synchronized void changing() {
+            changes++;
+            kept = null;
+        }
+
+        /** An open for writing: nothing is kept until its release. */
+        synchronized void writerOpened() {
+            writers++;
+            changing();
+        }
+
+        /** An open for writing released; returns {@link #keepingFrom} for the metadata read after it. */
+        synchronized long writerReleased() {
+            writers--;
+            changing();
+            return changes;
         }
 
         @Override
@@ -123,6 +167,16 @@ final class NodeTable {
     /** The node known by {@code name} in directory {@code parent}, or null. */
     Node child(Node parent, String name) {
         return byName.get(new NameKey(parent.id, name));
+    }
+
+    /** The node known by {@code name} in {@code parent} and by no other name, not removed; or null. */
+    Node soleChild(Node parent, String name) {
+        Node n = byName.get(new NameKey(parent.id, name));
+        if (n == null || n.removed || n.otherLinks != null) {
+            return null;
+        }
+        Link l = n.link;
+        return l != null && l.parent() == parent && l.name().equals(name) ? n : null;
     }
 
     /**
@@ -179,6 +233,21 @@ final class NodeTable {
         }
         node.lookups++;
         return node;
+    }
+
+    /**
+     * {@link #remember} for a node {@link #soleChild} found under {@code name} in {@code parent}
+     * and the store still says is there: one more kernel lookup, without a look in the maps, if it
+     * is still known so (and held: a forgotten node has no lookups left); null otherwise.
+     */
+    synchronized Node rememberAgain(Node node, Node parent, String name) {
+        Link l = node.link;
+        if (node.lookups > 0 && !node.removed && node.otherLinks == null && l != null && l.parent() == parent
+                && l.name().equals(name)) {
+            node.lookups++;
+            return node;
+        }
+        return null;
     }
 
     /** The kernel forgot {@code count} lookups of node {@code id}; with none left the node goes, and is returned. */

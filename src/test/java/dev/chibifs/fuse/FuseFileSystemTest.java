@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Timeout;
 
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
 
 import static dev.chibifs.fuse.FakeKernel.body;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -168,6 +169,69 @@ class FuseFileSystemTest {
         kernel.send(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared"));
         lookup(FuseProtocol.ROOT_ID, "sys");
         assertEquals(before + 1, fs.nodes.size(), "only sys is held");
+    }
+
+    /**
+     * Follows every directory the kernel looks into and tells nothing: what a listing sends is then
+     * what the daemon read or kept, with no feed to correct it.
+     */
+    private static final class SilentFollower implements StoreFollower {
+        @Override
+        public boolean follows(NodeTable.Node dir) {
+            return dir.followKey >= 0;
+        }
+
+        @Override
+        public boolean lookingIn(NodeTable.Node dir) {
+            dir.followKey = dir.id;
+            return true;
+        }
+    }
+
+    /** The size each name of a whole READDIRPLUS listing of {@code dir} carries (attr.size of its entry). */
+    private Map<String, Long> listedSizes(long dir) throws Exception {
+        long fh = kernel.call(FuseProtocol.OPENDIR, dir, body().int32(0).int32(0)).int64(0);
+        FakeKernel.Reply list = kernel.call(FuseProtocol.READDIRPLUS, dir,
+                body().int64(fh).int64(0).int32(65536).int32(0).int64(0).int32(0).int32(0));
+        kernel.call(FuseProtocol.RELEASEDIR, dir, body().int64(fh).int32(0).int32(0).int64(0));
+        Map<String, Long> sizes = new java.util.TreeMap<>();
+        for (int at = 0; at < list.body().limit(); ) {
+            int nameLength = list.int32(at + FuseProtocol.ENTRY_OUT + 16);
+            byte[] name = new byte[nameLength];
+            list.body().get(at + FuseProtocol.DIRENTPLUS, name);
+            sizes.put(new String(name, StandardCharsets.UTF_8), list.int64(at + 48));
+            at += FuseReply.align8(FuseProtocol.DIRENTPLUS + nameLength);
+        }
+        sizes.keySet().removeAll(List.of(".", ".."));
+        return sizes;
+    }
+
+    @Test
+    void aListingSendsWhatWasKeptOfAFileUntilAChangeThroughTheMount() throws Exception {
+        fs.follow(new SilentFollower());
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] f = create(shared, "f");
+        write(f[0], f[1], 0, "12345");
+        release(f[0], f[1]);
+        assertEquals(Map.of("f", 5L), listedSizes(shared), "read at the release of its last writer");
+        store.append(VfsPath.of("/shared/f"), "6789".getBytes(StandardCharsets.UTF_8));
+        assertEquals(Map.of("f", 5L), listedSizes(shared), "kept: a change behind the mount is the feed's to tell");
+
+        FakeKernel.Reply open = kernel.call(FuseProtocol.OPEN, f[0], body().int32(Linux.O_WRONLY).int32(0));
+        assertEquals(0, open.error());
+        long fh = open.int64(0);
+        assertEquals(Map.of("f", 9L), listedSizes(shared), "open for writing: read afresh");
+        write(f[0], fh, 9, "0");
+        assertEquals(Map.of("f", 10L), listedSizes(shared), "still open: its writes may bypass the daemon");
+        release(f[0], fh);
+        store.append(VfsPath.of("/shared/f"), "1".getBytes(StandardCharsets.UTF_8));
+        assertEquals(Map.of("f", 10L), listedSizes(shared), "kept again at the release");
+
+        // struct fuse_setattr_in: valid, padding, fh, size, lock_owner, atime, mtime, ctime, then eight 32-bit fields
+        FakeKernel.Reply truncate = kernel.call(FuseProtocol.SETATTR, f[0], body().int32(FuseProtocol.FATTR_SIZE).int32(0)
+                .int64(0).int64(3).int64(0).int64(0).int64(0).int64(0).int64(0).int64(0).int64(0).int64(0));
+        assertEquals(0, truncate.error());
+        assertEquals(Map.of("f", 3L), listedSizes(shared), "a change made through the mount");
     }
 
     @Test

@@ -192,6 +192,50 @@ class StoreChangesTest {
     }
 
     @Test
+    void aListingRightAfterChangesThroughTheMountShowsThem() {
+        // a listing sends each file's metadata as last read (kept with its node) instead of reading
+        // the store again: what the mount's own writes, truncates, renames and links change must
+        // show in the very next listing, without waiting for the store's change feed
+        fs.sh("mkdir shared/ownchanges && for i in $(seq 1 300); do printf %0${i}d 0 > shared/ownchanges/f$i; done").ok();
+        java.util.Set<String> sizes = lines(fs.sh("find shared/ownchanges -type f -printf '%f %s\\n'").ok().out());
+        assertEquals(300, sizes.size());
+        for (int i = 1; i <= 300; i++) {
+            assertTrue(sizes.contains("f" + i + " " + i), "f" + i + " in " + sizes);
+        }
+        // a file open for writing: its passthrough writes reach the store without the daemon, and the
+        // new name makes the kernel ask for the listing again while the file is still open
+        // (writes in a run: the feed gathers their echo for 10 ms, so the listings come before it)
+        String growing = fs.sh("exec 3>> shared/ownchanges/f5 && for i in $(seq 1 30); do echo x >&3"
+                + " && : > shared/ownchanges/new$i && find shared/ownchanges -name f5 -printf '%s '; done; exec 3>&-").ok().out();
+        assertEquals(java.util.stream.IntStream.rangeClosed(1, 30).mapToObj(i -> (5 + 2 * i) + " ")
+                .collect(java.util.stream.Collectors.joining()), growing);
+        fs.sh("rm shared/ownchanges/new* && truncate -s 5 shared/ownchanges/f5").ok();
+        java.util.Set<String> after = lines(fs.sh("for i in $(seq 1 300); do echo >> shared/ownchanges/f$i; done"
+                + " && truncate -s 7 shared/ownchanges/f1 && mv shared/ownchanges/f2 shared/ownchanges/g2 && ln shared/ownchanges/f3 shared/ownchanges/h3"
+                + " && find shared/ownchanges -type f -printf '%f %s %n\\n'").ok().out());
+        assertEquals(301, after.size());
+        for (int i = 4; i <= 300; i++) {
+            assertTrue(after.contains("f" + i + " " + (i + 1) + " 1"), "f" + i + " in " + after);
+        }
+        assertTrue(after.containsAll(java.util.List.of("f1 7 1", "g2 3 1", "f3 4 2", "h3 4 2")), after.toString());
+    }
+
+    private static java.util.Set<String> lines(String out) {
+        return java.util.Set.copyOf(out.lines().toList());
+    }
+
+    @Test
+    void aFileListedBeforeShowsInTheNextListingAsChangedInTheStore() throws IOException {
+        fs.sh("mkdir shared/listed && echo a > shared/listed/one && echo b > shared/listed/two").ok();
+        assertEquals("one 2\ntwo 2\n", fs.sh("find shared/listed -type f -printf '%f %s\\n' | sort").ok().out());
+        Files.writeString(fs.stored("/shared/listed/one"), "longer\n", StandardOpenOption.APPEND);
+        Files.move(fs.stored("/shared/listed/two"), fs.stored("/shared/listed/three"));
+        // a new name makes the kernel ask for the listing again; the change is the feed's to tell
+        eventually(": > shared/listed/new && find shared/listed -type f -printf '%f %s\\n' | sort",
+                "new 0\none 9\nthree 2\n");
+    }
+
+    @Test
     void aDirectoryNothingLookedIntoShowsItsNewLinkCount() throws IOException {
         // its name is followed (its parent's watch), but a subdirectory made inside it changes only its
         // own link count and mtime, which no watch tells until something looks into it
