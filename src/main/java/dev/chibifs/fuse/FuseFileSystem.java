@@ -644,17 +644,11 @@ final class FuseFileSystem {
                     releaseBacking(f.node());
                 }
                 if (f.writable()) {
-                    NodeTable.Node n = f.node();
-                    long from = n.writerReleased();
-                    Metadata m = f.handle().metadata();
+                    // what the last writer left is kept when the feed tells the close (IN_CLOSE_WRITE
+                    // of the handle closed below), with the stat the feed makes of it anyway
+                    f.node().writerReleased();
                     if (!f.passthrough()) {
-                        pageCache.written(m);
-                    }
-                    // what the last writer left is what a listing sends until the next change: RELEASE
-                    // comes after the close(2), its caller waiting for nothing
-                    NodeTable.Link link = n.link;
-                    if (link != null) {
-                        n.keep(KeptMetadata.of(m, link.parent().followKey, System.nanoTime()), from);
+                        pageCache.written(f.handle().metadata());
                     }
                 }
             } finally {

@@ -118,11 +118,10 @@ final class NodeTable {
             changing();
         }
 
-        /** An open for writing released; returns {@link #keepingFrom} for the metadata read after it. */
-        synchronized long writerReleased() {
+        /** An open for writing released. */
+        synchronized void writerReleased() {
             writers--;
             changing();
-            return changes;
         }
 
         @Override

@@ -77,9 +77,9 @@ class KeptMetadataTest {
         n.writerReleased();
         n.keep(k, n.keepingFrom());
         assertNull(n.kept, "another writer still has it open");
-        long from = n.writerReleased();
-        n.keep(k, from);
-        assertSame(k, n.kept, "what the last writer left");
+        n.writerReleased();
+        n.keep(k, n.keepingFrom());
+        assertSame(k, n.kept, "what the last writer left, read after its release");
     }
 
     @Test
