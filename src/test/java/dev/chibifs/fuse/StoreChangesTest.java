@@ -220,6 +220,44 @@ class StoreChangesTest {
         assertTrue(after.containsAll(java.util.List.of("f1 7 1", "g2 3 1", "f3 4 2", "h3 4 2")), after.toString());
     }
 
+    @Test
+    void listingsThroughChangesOnBothSidesEndTrueToTheStore() throws Exception {
+        // what a listing keeps of each file must never outlast a change: appends, truncates, renames
+        // and links through the mount and appends in the store, while find lists throughout
+        fs.sh("mkdir shared/churn && for i in $(seq 1 100); do echo $i > shared/churn/f$i; done").ok();
+        java.util.concurrent.atomic.AtomicBoolean going = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Thread behind = new Thread(() -> {
+            java.util.Random random = new java.util.Random(1);
+            while (going.get()) {
+                try {
+                    Files.writeString(fs.stored("/shared/churn/f" + (1 + random.nextInt(100))), "store\n",
+                            StandardOpenOption.APPEND);
+                } catch (IOException renamedMeanwhile) {
+                    // moved away by the mount's side for a moment
+                }
+            }
+        });
+        behind.start();
+        try {
+            fs.sh("d=shared/churn"
+                    + "; i=0; while [ $i -lt 600 ]; do echo more >> $d/f$((i * 37 % 100 + 1)); i=$((i + 1)); done & w=$!"
+                    + "; i=0; while [ $i -lt 200 ]; do n=$((i * 53 % 100 + 1)); truncate -s $((i % 20)) $d/f$n;"
+                    + " mv $d/f$n $d/g$n && mv $d/g$n $d/f$n; ln $d/f$n $d/h$n && rm $d/h$n; i=$((i + 1)); done 2>/dev/null & m=$!"
+                    + "; while kill -0 $w 2>/dev/null || kill -0 $m 2>/dev/null; do"
+                    + " find $d -type f -printf '%f %s\\n' > /dev/null 2>&1; done; wait").ok();
+        } finally {
+            going.set(false);
+            behind.join();
+        }
+        StringBuilder expected = new StringBuilder();
+        try (java.util.stream.Stream<Path> files = Files.list(fs.stored("/shared/churn"))) {
+            for (Path f : files.sorted().toList()) {
+                expected.append(f.getFileName()).append(' ').append(Files.size(f)).append('\n');
+            }
+        }
+        eventually("find shared/churn -type f -printf '%f %s\\n' | LC_ALL=C sort", expected.toString());
+    }
+
     private static java.util.Set<String> lines(String out) {
         return java.util.Set.copyOf(out.lines().toList());
     }
