@@ -171,11 +171,17 @@ final class NodeTable {
     /** The node known by {@code name} in {@code parent} and by no other name, not removed; or null. */
     Node soleChild(Node parent, String name) {
         Node n = byName.get(new NameKey(parent.id, name));
-        if (n == null || n.removed || n.otherLinks != null) {
-            return null;
-        }
-        Link l = n.link;
-        return l != null && l.parent() == parent && l.name().equals(name) ? n : null;
+        return n != null && solelyNamed(n, parent, name) ? n : null;
+    }
+
+    /**
+     * Whether {@code node} is known by {@code name} in {@code parent} and by no other name, and
+     * not removed. Exact under the table's monitor; without it, the answer of a moment (a caller
+     * that acts on it checks again under the monitor, as {@link #rememberAgain} does).
+     */
+    private static boolean solelyNamed(Node node, Node parent, String name) {
+        Link l = node.link;
+        return !node.removed && node.otherLinks == null && l != null && l.parent() == parent && l.name().equals(name);
     }
 
     /**
@@ -188,8 +194,7 @@ final class NodeTable {
     synchronized Node remember(Node parent, String name, Identity identity, boolean directory, boolean soleName,
                                boolean created) {
         Node node = byIdentity.get(identity);
-        if (node != null && !created && !node.removed && node.otherLinks == null && node.directory == directory
-                && node.link != null && node.link.parent() == parent && node.link.name().equals(name)) {
+        if (node != null && !created && node.directory == directory && solelyNamed(node, parent, name)) {
             // known under this one name already (a listing seen again): the name table has it, as
             // a name given to another node or removed would have dropped this link
             node.lookups++;
@@ -240,9 +245,7 @@ final class NodeTable {
      * is still known so (and held: a forgotten node has no lookups left); null otherwise.
      */
     synchronized Node rememberAgain(Node node, Node parent, String name) {
-        Link l = node.link;
-        if (node.lookups > 0 && !node.removed && node.otherLinks == null && l != null && l.parent() == parent
-                && l.name().equals(name)) {
+        if (node.lookups > 0 && solelyNamed(node, parent, name)) {
             node.lookups++;
             return node;
         }
