@@ -785,10 +785,24 @@ final class FuseFileSystem {
         throw new dev.chibifs.sys.ErrnoException(Linux.EOPNOTSUPP, p.toString(), "Operation not supported");
     }
 
+    /**
+     * removexattr(2): removing the ETag succeeds and changes nothing (it is the content's, and shows
+     * again at once), as setting it to its value does. A copy with extended attributes from a file
+     * system without it needs that: `rsync -aX` removes from each copy the names its source lacks,
+     * and fails the whole transfer (exit 23) on an error. No other user.* name has a value (ENODATA);
+     * other namespaces are not supported, as for getxattr.
+     */
     void removexattr(FuseRequest req, FuseReply out) throws IOException {
-        VfsPath p = path(node(req));
+        NodeTable.Node n = node(req);
+        VfsPath p = path(n);
         router.checkWrite(caller(req), p);
-        throw new dev.chibifs.sys.ErrnoException(Linux.ENODATA, p.toString(), "No data available");
+        String name = req.name(0);
+        if (!name.startsWith(USER_XATTR_PREFIX)) {
+            throw new dev.chibifs.sys.ErrnoException(Linux.EOPNOTSUPP, name, "Operation not supported");
+        }
+        if (!ETAG_XATTR.equals(name) || n.directory) {
+            throw new dev.chibifs.sys.ErrnoException(Linux.ENODATA, p.toString(), "No data available");
+        }
     }
 
     // ---- directories ----

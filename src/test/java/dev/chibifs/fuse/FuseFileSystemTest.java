@@ -471,6 +471,20 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void removingTheEtagSucceedsAndChangesNothing() throws Exception {
+        long f = written("copied", "hello\n");
+        // what rsync -aX does to a copy whose source has no ETag: remove the names the source lacks
+        assertEquals(0, kernel.call(FuseProtocol.REMOVEXATTR, f, body().name("user.chibi.etag")).error());
+        assertEquals(64, kernel.call(FuseProtocol.GETXATTR, f,
+                body().int32(0).int32(0).name("user.chibi.etag")).int32(0), "the ETag shows again at once");
+        assertEquals(-Linux.ENODATA, kernel.call(FuseProtocol.REMOVEXATTR, f, body().name("user.x")).error());
+        assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.REMOVEXATTR, f, body().name("security.selinux")).error());
+        assertEquals(-Linux.EACCES, kernel.call(FuseProtocol.REMOVEXATTR, lookup(FuseProtocol.ROOT_ID, "sys"),
+                body().name("user.chibi.etag")).error(), "the policy judges it first, as any change");
+        assertEquals("hello\n", new String(store.read(VfsPath.of("/shared/copied")), StandardCharsets.UTF_8));
+    }
+
+    @Test
     void aMissingNameIsEnoentAndAnUnknownNodeToo() throws Exception {
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("nope")).error());
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.GETATTR, 999, body().int32(0).int32(0).int64(0)).error());

@@ -447,6 +447,10 @@ class PosixBehaviourTest {
         assertEquals(fs.sh("getfattr --only-values -n user.chibi.etag shared/xa/src/b").ok().out(),
                 fs.sh("getfattr --only-values -n user.chibi.etag shared/xa/rsynced/b").ok().out());
         assertEquals("two", fs.sh("cat shared/xa/copied/b").ok().out());
+        // from a file system whose files have no ETag, rsync -X removes the copy's: that succeeds
+        fs.sh("out=$(mktemp -d) && printf three > $out/c && rsync -aX $out/ shared/xa/fromoutside/; e=$?;"
+                + " rm -rf $out; exit $e").ok();
+        assertEquals("three", fs.sh("cat shared/xa/fromoutside/c").ok().out());
     }
 
     /** Fifos, sockets and links that stay in their zone are names like any other; device nodes are refused. */
