@@ -146,7 +146,7 @@ final class FuseFileSystem {
 
     FuseReply.Attributes attributes(VfsPath p, Metadata m) {
         long size = m.size();
-        return new FuseReply.Attributes(m.inode(), size, (size + 511) / 512,
+        return new FuseReply.Attributes(m.inode(), size, m.blocks(),
                 seconds(m.accessed()), nanos(m.accessed()), seconds(m.modified()), nanos(m.modified()),
                 seconds(m.changed()), nanos(m.changed()),
                 attributes.mode(p, m), (int) Math.min(m.links(), Integer.MAX_VALUE),

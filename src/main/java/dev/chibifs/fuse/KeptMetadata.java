@@ -14,7 +14,8 @@ import java.util.concurrent.TimeUnit;
  * makes or is told; see {@link NodeTable.Node#keep}. Its times are nanoseconds, as the kernel
  * takes them; {@code readAt} is when it was read ({@link System#nanoTime}), for its age.
  */
-record KeptMetadata(long size, long accessed, long modified, long changed, int mode, long followKey, long readAt) {
+record KeptMetadata(long size, long blocks, long accessed, long modified, long changed, int mode, long followKey,
+                    long readAt) {
 
     /** What is kept of {@code m}, read at {@code readAt} in a directory followed under {@code followKey}; null where nothing may be. */
     static KeptMetadata of(Metadata m, long followKey, long readAt) {
@@ -27,13 +28,13 @@ record KeptMetadata(long size, long accessed, long modified, long changed, int m
         if (!fits(accessed) || !fits(modified) || !fits(changed)) {
             return null;
         }
-        return new KeptMetadata(m.size(), accessed, modified, changed, m.mode(), followKey, readAt);
+        return new KeptMetadata(m.size(), m.blocks(), accessed, modified, changed, m.mode(), followKey, readAt);
     }
 
     /** The metadata again, for the node of {@code identity} (its inode and birth time); a kept file has one name. */
     Metadata metadata(NodeTable.Identity identity) {
         return new Metadata(EntryKind.FILE, size, time(identity.born()), time(modified), time(accessed), time(changed),
-                1, mode, identity.inode());
+                1, mode, identity.inode(), blocks);
     }
 
     /** Whether a time fits nanoseconds since 1970 (the years 1678 to 2262): FileTime gives the limits for those outside. */

@@ -370,7 +370,7 @@ public final class Router {
             return null;
         }
         return new Metadata(m.kind(), m.size(), m.created(), m.modified(), m.accessed(), m.changed(), m.links(),
-                m.mode(), (m.inode() & INODE_BITS) | tag);
+                m.mode(), (m.inode() & INODE_BITS) | tag, m.blocks());
     }
 
     /** A handle of a store whose inode numbers carry a tag. */

@@ -508,7 +508,8 @@ public final class ContextsView implements ReadOnlyStore {
             if (!m.isFile()) {
                 throw new NoSuchFileException(path.toString()); // a link or directory there is not chibi's file
             }
-            return new Metadata(m.kind(), m.size(), m.created(), m.modified(), m.accessed(), m.changed(), 1, 0444, m.inode());
+            return new Metadata(m.kind(), m.size(), m.created(), m.modified(), m.accessed(), m.changed(), 1, 0444, m.inode(),
+                    m.blocks());
         }
         FileTime t = stateStamp == null || stateStamp == FileStamp.MISSING ? FileTime.fromMillis(0)
                 : FileTime.from(java.time.Instant.ofEpochSecond(0, stateStamp.modifiedNanos()));

@@ -178,7 +178,7 @@ public final class LocalStorage implements Storage {
         };
         return new Metadata(kind, s.size(), time(s.createdSeconds(), s.createdNanos()),
                 time(s.modifiedSeconds(), s.modifiedNanos()), time(s.accessedSeconds(), s.accessedNanos()),
-                time(s.changedSeconds(), s.changedNanos()), s.links(), mode & 07777, s.inode());
+                time(s.changedSeconds(), s.changedNanos()), s.links(), mode & 07777, s.inode(), s.blocks());
     }
 
     /** Times whose nanoseconds since 1970 fit a long (the years 1678 to 2262) are one object, not a FileTime and its Instant. */

@@ -6,9 +6,21 @@ import java.nio.file.attribute.FileTime;
  * What the store knows of one entry.
  *
  * @param mode the permission bits as stored (only the execute bits mean anything to chibifs)
+ * @param blocks what it takes in the store, in 512-byte units, as {@code st_blocks} (what {@code du}
+ *               adds up): a file system's allocation, holes left out; the size rounded up where a
+ *               store allocates nothing of its own
  */
 public record Metadata(EntryKind kind, long size, FileTime created, FileTime modified,
-                       FileTime accessed, FileTime changed, long links, int mode, long inode) {
+                       FileTime accessed, FileTime changed, long links, int mode, long inode, long blocks) {
+
+    /** The unit of {@link #blocks}, fixed by stat(2) whatever the file system's block size. */
+    public static final int BLOCK_UNIT = 512;
+
+    /** Metadata of a store that allocates nothing of its own (memory, objects): its size in blocks, rounded up. */
+    public Metadata(EntryKind kind, long size, FileTime created, FileTime modified,
+                    FileTime accessed, FileTime changed, long links, int mode, long inode) {
+        this(kind, size, created, modified, accessed, changed, links, mode, inode, (size + BLOCK_UNIT - 1) / BLOCK_UNIT);
+    }
 
     public boolean isDirectory() {
         return kind == EntryKind.DIRECTORY;

@@ -441,6 +441,11 @@ public final class Syscalls {
             return buf.getLong(40);
         }
 
+        /** stx_blocks: what the file takes on disk, in 512-byte units (a sparse file takes less than its size). */
+        public long blocks() {
+            return buf.getLong(48);
+        }
+
         /** The device the file lives on (stx_dev_major, stx_dev_minor). */
         public long device() {
             return ((long) buf.getInt(136) << 32) | (buf.getInt(140) & 0xffffffffL);

@@ -19,8 +19,9 @@ class KeptMetadataTest {
 
     private final MemoryStorage store = new MemoryStorage();
 
+    /** A file of {@code size} bytes that takes a 4 KiB block, as on a disk. */
     private static Metadata file(long size, long links) {
-        return new Metadata(EntryKind.FILE, size, ns(1_000), ns(2_000_000_123L), ns(3_000), ns(4_000), links, 0644, 42);
+        return new Metadata(EntryKind.FILE, size, ns(1_000), ns(2_000_000_123L), ns(3_000), ns(4_000), links, 0644, 42, 8);
     }
 
     private static FileTime ns(long n) {

@@ -223,6 +223,15 @@ class PosixBehaviourTest {
     }
 
     @Test
+    void duAddsUpWhatTheStoreFilesTakeHolesLeftOut() {
+        fs.sh("mkdir shared/du && printf 12345 > shared/du/small && truncate -s 1M shared/du/sparse"
+                + " && printf x >> shared/du/sparse && head -c 100000 /dev/zero > shared/du/dense").ok();
+        String blocks = "stat -c '%n %b %B' small sparse dense && du -k -s .";
+        assertEquals(Sh.run("cd '" + fs.stored("/shared/du") + "' && " + blocks).ok().out(),
+                fs.sh("cd shared/du && " + blocks).ok().out());
+    }
+
+    @Test
     void fallocateReservesGrowsAndPunchesHolesAndEveryNameSeesTheNewSize() {
         Sh.Result r = fs.sh("cd shared && printf abcdef > pre && fallocate -l 1MiB pre && stat -c %s pre"
                 + " && fallocate --punch-hole -o 1 -l 2 pre && head -c 6 pre | od -An -c").ok();

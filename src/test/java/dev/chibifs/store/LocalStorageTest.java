@@ -96,6 +96,20 @@ class LocalStorageTest extends StorageBehaviourSuite {
     }
 
     @Test
+    void aFileTakesTheBlocksItsFileSystemGivesItHolesLeftOut() throws IOException {
+        storage.write(p("/shared/sparse"), bytes("x"));
+        try (java.nio.channels.FileChannel f = java.nio.channels.FileChannel.open(root.resolve("shared/sparse"),
+                java.nio.file.StandardOpenOption.WRITE)) {
+            f.write(java.nio.ByteBuffer.wrap(bytes("y")), 1 << 20);
+        }
+        Metadata m = storage.metadata(p("/shared/sparse"));
+        assertEquals((1 << 20) + 1, m.size());
+        // as du sees it: stat(2)'s st_blocks, not the size rounded up
+        assertEquals(Sh.run("stat -c %b '" + root.resolve("shared/sparse") + "'").ok().out().strip(), Long.toString(m.blocks()));
+        assertTrue(m.blocks() < (1 << 20) / Metadata.BLOCK_UNIT, m.toString());
+    }
+
+    @Test
     void storeIsThePlainTreeWithNoSidecars() throws IOException {
         storage.write(p("/shared/x"), bytes("exact bytes\n"));
         assertArrayEquals(bytes("exact bytes\n"), Files.readAllBytes(root.resolve("shared/x")));
