@@ -10,6 +10,7 @@ import dev.chibifs.store.LockState;
 import dev.chibifs.store.LockType;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.RenameMode;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.sys.Linux;
 
@@ -400,22 +401,27 @@ final class FuseFileSystem {
         int flags = req.opcode == FuseProtocol.RENAME2 ? req.rename2Flags() : 0;
         VfsPath src = childPath(from, fromName);
         VfsPath dst = childPath(to, toName);
-        if ((flags & Linux.RENAME_EXCHANGE) != 0) {
-            throw new dev.chibifs.sys.ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
-        }
-        if ((flags & Linux.RENAME_NOREPLACE) != 0 && router.exists(null, dst)) {
-            throw new FileAlreadyExistsException(dst.toString());
-        }
+        RenameMode mode = switch (flags) {
+            case 0 -> RenameMode.REPLACE;
+            case Linux.RENAME_NOREPLACE -> RenameMode.NO_REPLACE;
+            case Linux.RENAME_EXCHANGE -> RenameMode.EXCHANGE;
+            // RENAME_WHITEOUT is for overlay file systems; both at once is EINVAL in every file system
+            default -> throw new dev.chibifs.sys.ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
+        };
         NodeTable.Node moved = nodes.child(from, fromName);
         NodeTable.Node replaced = nodes.child(to, toName);
-        router.rename(caller(req), src, dst);
-        // a rename changes the moved file's ctime, and the link count of the one it replaced
+        router.rename(caller(req), src, dst, mode);
+        // a rename changes the moved file's ctime, and the link count of the one it replaced (or its ctime, exchanged)
         for (NodeTable.Node n : new NodeTable.Node[] {moved, replaced}) {
             if (n != null) {
                 n.changing();
             }
         }
-        nodes.renamed(from, fromName, to, toName);
+        if (mode == RenameMode.EXCHANGE) {
+            nodes.exchanged(from, fromName, to, toName);
+        } else {
+            nodes.renamed(from, fromName, to, toName);
+        }
     }
 
     void link(FuseRequest req, FuseReply out) throws IOException {

@@ -286,17 +286,31 @@ final class NodeTable {
     synchronized void renamed(Node from, String fromName, Node to, String toName) {
         unlinked(to, toName);
         Node node = byName.remove(new NameKey(from.id, fromName));
-        if (node == null) {
-            return;
+        if (node != null) {
+            relink(node, new Link(from, fromName), new Link(to, toName));
         }
-        Link old = new Link(from, fromName);
-        Link moved = new Link(to, toName);
+    }
+
+    /** RENAME_EXCHANGE: the nodes known by the two names swap them. */
+    synchronized void exchanged(Node from, String fromName, Node to, String toName) {
+        Node first = byName.remove(new NameKey(from.id, fromName));
+        Node second = byName.remove(new NameKey(to.id, toName));
+        if (first != null) {
+            relink(first, new Link(from, fromName), new Link(to, toName));
+        }
+        if (second != null) {
+            relink(second, new Link(to, toName), new Link(from, fromName));
+        }
+    }
+
+    /** Node {@code node}, just taken out of {@link #byName} under {@code old}, is known as {@code moved} now. */
+    private void relink(Node node, Link old, Link moved) {
         if (old.equals(node.link)) {
             node.link = moved;
         } else if (node.otherLinks != null) {
             node.otherLinks.replaceAll(l -> l.equals(old) ? moved : l);
         }
-        byName.put(new NameKey(to.id, toName), node);
+        byName.put(new NameKey(moved.parent().id, moved.name()), node);
         node.pathEpoch = -1;
         if (node.directory) {
             renames.incrementAndGet();

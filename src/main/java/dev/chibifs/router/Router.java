@@ -17,6 +17,7 @@ import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.Precondition;
 import dev.chibifs.store.ReadOnlyStore;
 import dev.chibifs.store.ReadOnlyStoreException;
+import dev.chibifs.store.RenameMode;
 import dev.chibifs.store.OperationNotPermittedException;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
@@ -512,13 +513,21 @@ public final class Router {
      * links that would leave (EPERM, naming each), and the source stays for what did not copy.
      */
     public void rename(Caller caller, VfsPath src, VfsPath dst) throws IOException {
+        rename(caller, src, dst, RenameMode.REPLACE);
+    }
+
+    /** renameat2(2): {@link #rename(Caller, VfsPath, VfsPath)} as {@code mode} says; an exchange moves both names, so both carry their links. */
+    public void rename(Caller caller, VfsPath src, VfsPath dst, RenameMode mode) throws IOException {
         checkRemove(caller, src);
         checkRemove(caller, dst);
         Target ts = writable(src);
         Target td = sameStorage(src, dst, ts);
         writable(dst);
         checkLinksCarried(ts, src, dst);
-        ts.storage().rename(ts.path(), td.path());
+        if (mode == RenameMode.EXCHANGE) {
+            checkLinksCarried(td, dst, src);
+        }
+        ts.storage().rename(ts.path(), td.path(), mode);
     }
 
     /**

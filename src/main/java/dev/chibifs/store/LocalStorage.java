@@ -649,9 +649,23 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void rename(VfsPath src, VfsPath dst) throws IOException {
+        rename(src, dst, RenameMode.REPLACE);
+    }
+
+    /** renameat2(2) with the mode's flag: the store's file system decides atomically, as it would for a program. */
+    @Override
+    public void rename(VfsPath src, VfsPath dst, RenameMode mode) throws IOException {
         checkCreatable(dst);
+        if (mode == RenameMode.EXCHANGE) {
+            checkCreatable(src);
+        }
+        int flags = switch (mode) {
+            case REPLACE -> 0;
+            case NO_REPLACE -> Linux.RENAME_NOREPLACE;
+            case EXCHANGE -> Linux.RENAME_EXCHANGE;
+        };
         try (At from = at(src); At to = at(dst)) {
-            int err = -Syscalls.tryRenameat(from.dir, from.name, to.dir, to.name, 0);
+            int err = -Syscalls.tryRenameat(from.dir, from.name, to.dir, to.name, flags);
             if (err != 0) {
                 // renameat2 says which: a missing source, or what stands in the way at the target
                 throw failure(err, switch (err) {

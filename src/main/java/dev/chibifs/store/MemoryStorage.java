@@ -576,20 +576,42 @@ public final class MemoryStorage implements Storage {
     }
 
     @Override
-    public synchronized void rename(VfsPath src, VfsPath dst) throws IOException {
+    public void rename(VfsPath src, VfsPath dst) throws IOException {
+        rename(src, dst, RenameMode.REPLACE);
+    }
+
+    @Override
+    public synchronized void rename(VfsPath src, VfsPath dst, RenameMode mode) throws IOException {
         Dir from = parentOf(src, false);
         Node n = from.children.get(src.fileName());
         if (n == null) {
             throw new NoSuchFileException(src.toString());
         }
         Dir to = parentOf(dst, false);
+        Node target = to.children.get(dst.fileName());
+        if (mode == RenameMode.NO_REPLACE && target != null) {
+            throw new java.nio.file.FileAlreadyExistsException(dst.toString());
+        }
+        if (mode == RenameMode.EXCHANGE && target == null) {
+            throw new NoSuchFileException(dst.toString());
+        }
         if (src.equals(dst)) {
             return;
         }
-        if (n instanceof Dir && dst.startsWith(src)) {
+        // neither name may go below itself; an exchange moves the target too
+        if ((n instanceof Dir && dst.startsWith(src))
+                || (mode == RenameMode.EXCHANGE && target instanceof Dir && src.startsWith(dst))) {
             throw new ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
         }
-        Node target = to.children.get(dst.fileName());
+        if (mode == RenameMode.EXCHANGE) {
+            from.children.put(src.fileName(), target);
+            to.children.put(dst.fileName(), n);
+            n.changed = now();
+            target.changed = now();
+            touchDir(from);
+            touchDir(to);
+            return;
+        }
         if (target != null) {
             if (target instanceof Dir && !(n instanceof Dir)) {
                 throw new IsDirectoryException(dst.toString());

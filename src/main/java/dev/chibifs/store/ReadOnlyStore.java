@@ -67,6 +67,11 @@ public interface ReadOnlyStore extends Storage {
     }
 
     @Override
+    default void rename(VfsPath src, VfsPath dst, RenameMode mode) throws IOException {
+        throw refused(src);
+    }
+
+    @Override
     default void setExecutable(VfsPath path, int mode) throws IOException {
         throw refused(path);
     }

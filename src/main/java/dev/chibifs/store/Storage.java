@@ -52,6 +52,25 @@ public interface Storage extends Closeable {
     /** rename(2): moves {@code src} to {@code dst} atomically, replacing a file or an empty directory there. */
     void rename(VfsPath src, VfsPath dst) throws IOException;
 
+    /**
+     * renameat2(2): {@link #rename} as {@code mode} says. This default suits a store that cannot
+     * do better: it checks for a target before the move (another writer may come between), and
+     * cannot exchange (EINVAL, which is what renameat2 says on a file system without it).
+     */
+    default void rename(VfsPath src, VfsPath dst, RenameMode mode) throws IOException {
+        switch (mode) {
+            case REPLACE -> rename(src, dst);
+            case NO_REPLACE -> {
+                if (exists(dst)) {
+                    throw new java.nio.file.FileAlreadyExistsException(dst.toString());
+                }
+                rename(src, dst);
+            }
+            case EXCHANGE -> throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EINVAL, src.toString(),
+                    dst.toString(), "Invalid argument: this store cannot exchange two names");
+        }
+    }
+
     /** Size, kind, times, link count and mode bits; never follows a symbolic link. */
     Metadata metadata(VfsPath path) throws IOException;
 

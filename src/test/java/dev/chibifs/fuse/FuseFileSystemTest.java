@@ -484,6 +484,27 @@ class FuseFileSystemTest {
         assertEquals("hello\n", new String(store.read(VfsPath.of("/shared/copied")), StandardCharsets.UTF_8));
     }
 
+    private FakeKernel.Reply rename2(long dir, String from, String to, int flags) throws Exception {
+        return kernel.call(FuseProtocol.RENAME2, dir, body().int64(dir).int32(flags).int32(0).name(from).name(to));
+    }
+
+    @Test
+    void renameat2CanRefuseToReplaceAndCanExchangeTwoNamesWithTheirNodes() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long a = written("a", "A");
+        long b = written("b", "B");
+        assertEquals(-Linux.EEXIST, rename2(shared, "a", "b", Linux.RENAME_NOREPLACE).error());
+        assertEquals(-Linux.EINVAL, rename2(shared, "a", "b", Linux.RENAME_NOREPLACE | Linux.RENAME_EXCHANGE).error());
+        assertEquals(0, rename2(shared, "a", "b", Linux.RENAME_EXCHANGE).error());
+        assertEquals("B", new String(store.read(VfsPath.of("/shared/a")), StandardCharsets.UTF_8));
+        // each node goes with its file: the kernel swapped its dentries, and names it by them
+        assertEquals(b, lookup(shared, "a"));
+        assertEquals(a, lookup(shared, "b"));
+        assertEquals(-Linux.ENOENT, rename2(shared, "a", "none", Linux.RENAME_EXCHANGE).error());
+        assertEquals(0, rename2(shared, "a", "c", Linux.RENAME_NOREPLACE).error());
+        assertEquals(b, lookup(shared, "c"));
+    }
+
     @Test
     void aMissingNameIsEnoentAndAnUnknownNodeToo() throws Exception {
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("nope")).error());

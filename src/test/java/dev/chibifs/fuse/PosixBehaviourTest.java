@@ -1,5 +1,6 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.sys.Linux;
 import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
 import org.junit.jupiter.api.AfterAll;
@@ -362,6 +363,40 @@ class PosixBehaviourTest {
                 wins = os.read(r, 100000).decode().split()
                 assert sorted(map(int, wins)) == list(range(30)), wins
                 """);
+    }
+
+    /** renameat2(2)'s flags, as `mv --exchange` (coreutils 9.5) and `mv -n` use them. */
+    @Test
+    void renameat2ExchangesTwoNamesAndRefusesToReplaceWhenAsked() {
+        python(fs, """
+                import ctypes
+                libc = ctypes.CDLL(None, use_errno=True)
+                NOREPLACE, EXCHANGE = 1, 2
+                def renameat2(a, b, flags):
+                    if libc.renameat2(-100, a.encode(), -100, b.encode(), flags) != 0:
+                        return ctypes.get_errno()
+                    return 0
+                os.chdir('shared')
+                os.mkdir('x2')
+                os.chdir('x2')
+                open('f', 'w').write('file')
+                os.mkdir('d')
+                open('d/inner', 'w').write('inner')
+                fd = os.open('f', os.O_RDONLY)
+                assert renameat2('f', 'd', EXCHANGE) == 0
+                assert open('d').read() == 'file' and open('f/inner').read() == 'inner'
+                assert os.read(fd, 10) == b'file', 'an open file goes with its name'
+                assert os.path.isdir('f') and os.stat('d').st_size == 4
+                assert renameat2('d', 'f', NOREPLACE) == errno.EEXIST
+                assert renameat2('d', 'none', EXCHANGE) == errno.ENOENT
+                assert renameat2('d', 'e', NOREPLACE) == 0 and open('e').read() == 'file'
+                assert sorted(os.listdir('.')) == ['e', 'f']
+                """);
+        assertEquals("inner", fs.sh("cat shared/x2/f/inner").ok().out());
+        assertTrue(fs.sh("cd shared/x2 && python3 -c \"import ctypes, os; l = ctypes.CDLL(None, use_errno=True);"
+                + " r = l.renameat2(-100, b'e', -100, b'../../sys/tool_cache', 2); print(r, ctypes.get_errno())\"").ok().out()
+                .equals("-1 " + Linux.EACCES + "\n"), "an exchange with a name in /sys is refused as any write there");
+        assertTrue(Files.isDirectory(fs.stored("/sys/tool_cache")) && Files.exists(fs.stored("/shared/x2/e")));
     }
 
     @Test

@@ -11,6 +11,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.DirectoryNotEmptyException;
@@ -641,6 +643,45 @@ public abstract class StorageBehaviourSuite {
         assertThrows(NotDirectoryException.class, () -> storage.rename(p("/shared/d"), p("/shared/f")));
         assertEquals("f", text("/shared/f"));
         assertTrue(storage.metadata(p("/shared/d")).isDirectory());
+    }
+
+    @Test
+    void renameWithoutReplacingRefusesAnyTargetAndMovesOtherwise() throws IOException {
+        storage.write(p("/shared/a"), bytes("a"));
+        storage.write(p("/shared/b"), bytes("b"));
+        storage.mkdir(p("/shared/d"));
+        for (String taken : List.of("/shared/b", "/shared/d")) {
+            assertThrows(FileAlreadyExistsException.class, () -> storage.rename(p("/shared/a"), p(taken), RenameMode.NO_REPLACE));
+        }
+        assertEquals("a", text("/shared/a"));
+        assertEquals("b", text("/shared/b"));
+        storage.rename(p("/shared/a"), p("/shared/c"), RenameMode.NO_REPLACE);
+        assertEquals("a", text("/shared/c"));
+        assertFalse(storage.exists(p("/shared/a")));
+    }
+
+    /** Whether the store can swap two names in one step (RENAME_EXCHANGE); one that cannot says EINVAL. */
+    protected boolean exchanges() {
+        return true;
+    }
+
+    @Test
+    void anExchangeSwapsAFileAndADirectoryOrChangesNothing() throws IOException {
+        storage.write(p("/shared/f"), bytes("f"));
+        storage.write(p("/shared/d/inner"), bytes("inner"));
+        if (!exchanges()) {
+            FileSystemException e = assertThrows(FileSystemException.class,
+                    () -> storage.rename(p("/shared/f"), p("/shared/d"), RenameMode.EXCHANGE));
+            assertEquals(Linux.EINVAL, Errors.errno(e));
+            assertEquals("f", text("/shared/f"));
+            assertEquals("inner", text("/shared/d/inner"));
+            return;
+        }
+        storage.rename(p("/shared/f"), p("/shared/d"), RenameMode.EXCHANGE);
+        assertEquals("f", text("/shared/d"));
+        assertEquals("inner", text("/shared/f/inner"));
+        assertThrows(NoSuchFileException.class, () -> storage.rename(p("/shared/d"), p("/shared/none"), RenameMode.EXCHANGE));
+        assertEquals("f", text("/shared/d"));
     }
 
     @Test

@@ -46,6 +46,11 @@ class S3StorageTest extends StorageBehaviourSuite {
         return false;
     }
 
+    @Override
+    protected boolean exchanges() {
+        return false;
+    }
+
     /** An object is all S3 holds: no symbolic links, fifos or sockets. */
     @Override
     protected boolean specialNames() {
