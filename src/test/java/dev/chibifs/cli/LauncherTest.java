@@ -135,6 +135,37 @@ class LauncherTest {
         }
     }
 
+    /**
+     * A daemon whose heap runs out (here a small one, walked over 100,000 files it must keep a node
+     * for) exits, whatever JVM flags it was given: the walk ends with ENOTCONN instead of waiting
+     * for ever on request threads the OutOfMemoryError killed, and the log says why.
+     */
+    @Test
+    void aDaemonOutOfMemoryEndsItsMountInsteadOfHangingIt() throws Exception {
+        FuseSupport.requireFuse();
+        Path root = MountedFs.tempRoot();
+        Path mnt = Files.createDirectories(root.resolve("mnt"));
+        Path home = root.resolve("home");
+        try {
+            Sh.run("CHIBIFS_JAVA_OPTS='-Xmx20m -XX:+UseSerialGC' " + FROM_CLASSES + "scripts/chibifs mount --context planner"
+                    + " --home '" + home + "' '" + mnt + "'").ok();
+            long pid = daemonPid(mnt);
+            // made in the store itself: only the walk through the mount costs the daemon memory
+            Sh.run("cd '" + home.resolve("vfs/shared") + "' && mkdir many && cd many && python3 -c \"import os\n"
+                    + "for d in range(100):\n    os.mkdir(f'd{d}')\n"
+                    + "    for f in range(1000):\n        open(f'd{d}/f{f}', 'w').close()\"").ok();
+            Sh.Result walk = Sh.run("timeout 120 find '" + mnt + "/shared/many' -printf x | wc -c");
+            assertTrue(walk.err().contains("Transport endpoint is not connected")
+                    || walk.err().contains("Software caused connection abort"), walk.err());
+            ProcessHandle.of(pid).ifPresent(p -> p.onExit().orTimeout(30, TimeUnit.SECONDS).join());
+            Path log = home.resolve("chibifs/logs/mount-" + mnt.toString().substring(1).replace('/', '_') + ".log");
+            assertTrue(Files.readString(log).contains("Terminating due to java.lang.OutOfMemoryError"), Files.readString(log));
+            assertTrue(Sh.run("ls '" + mnt + "'").err().contains("Transport endpoint is not connected"));
+        } finally {
+            Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null; true");
+        }
+    }
+
     /** The launcher run from the test class path, as the suite runs before the jar is packaged. */
     private static final String FROM_CLASSES = "CHIBIFS_CLASSPATH='" + System.getProperty("java.class.path") + "' ";
 
