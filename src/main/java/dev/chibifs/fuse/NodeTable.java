@@ -126,7 +126,7 @@ final class NodeTable {
         }
 
         /**
-         * Its id's: one node per id, compared by identity. Not the identity hash, which the JVM
+         * Hashed by its id (one node per id, compared by identity), not by the identity hash, which the JVM
          * would have to put in the header of a node locked at that moment (inflating its monitor).
          */
         @Override

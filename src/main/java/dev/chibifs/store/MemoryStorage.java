@@ -590,7 +590,7 @@ public final class MemoryStorage implements Storage {
         Dir to = parentOf(dst, false);
         Node target = to.children.get(dst.fileName());
         if (mode == RenameMode.NO_REPLACE && target != null) {
-            throw new java.nio.file.FileAlreadyExistsException(dst.toString());
+            throw new FileAlreadyExistsException(dst.toString());
         }
         if (mode == RenameMode.EXCHANGE && target == null) {
             throw new NoSuchFileException(dst.toString());

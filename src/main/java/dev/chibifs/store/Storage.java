@@ -1,11 +1,14 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.IsDirectoryException;
+import dev.chibifs.sys.Linux;
 import dev.chibifs.path.VfsPath;
 
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
@@ -62,11 +65,11 @@ public interface Storage extends Closeable {
             case REPLACE -> rename(src, dst);
             case NO_REPLACE -> {
                 if (exists(dst)) {
-                    throw new java.nio.file.FileAlreadyExistsException(dst.toString());
+                    throw new FileAlreadyExistsException(dst.toString());
                 }
                 rename(src, dst);
             }
-            case EXCHANGE -> throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EINVAL, src.toString(),
+            case EXCHANGE -> throw new ErrnoException(Linux.EINVAL, src.toString(),
                     dst.toString(), "Invalid argument: this store cannot exchange two names");
         }
     }

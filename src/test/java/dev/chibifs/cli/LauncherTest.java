@@ -82,7 +82,7 @@ class LauncherTest {
             String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
             assertEquals(String.valueOf(pid), fields[3], "session id: " + stat);
             assertEquals(Path.of("/dev/null"), Files.readSymbolicLink(Path.of("/proc/" + pid + "/fd/0")));
-            Path log = home.resolve("chibifs/logs/mount-" + mnt.toString().substring(1).replace('/', '_') + ".log");
+            Path log = mountLog(home, mnt);
             assertEquals(log, Files.readSymbolicLink(Path.of("/proc/" + pid + "/fd/1")));
             assertEquals(log, Files.readSymbolicLink(Path.of("/proc/" + pid + "/fd/2")));
             String fds = Sh.run("ls -l /proc/" + pid + "/fd").ok().out();
@@ -158,12 +158,17 @@ class LauncherTest {
             assertTrue(walk.err().contains("Transport endpoint is not connected")
                     || walk.err().contains("Software caused connection abort"), walk.err());
             ProcessHandle.of(pid).ifPresent(p -> p.onExit().orTimeout(30, TimeUnit.SECONDS).join());
-            Path log = home.resolve("chibifs/logs/mount-" + mnt.toString().substring(1).replace('/', '_') + ".log");
+            Path log = mountLog(home, mnt);
             assertTrue(Files.readString(log).contains("Terminating due to java.lang.OutOfMemoryError"), Files.readString(log));
             assertTrue(Sh.run("ls '" + mnt + "'").err().contains("Transport endpoint is not connected"));
         } finally {
             Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null; true");
         }
+    }
+
+    /** Where a background mount of {@code mnt} with chibi home {@code home} logs. */
+    private static Path mountLog(Path home, Path mnt) {
+        return home.resolve("chibifs/logs/mount-" + mnt.toString().substring(1).replace('/', '_') + ".log");
     }
 
     /** The launcher run from the test class path, as the suite runs before the jar is packaged. */
