@@ -213,6 +213,20 @@ final class FuseFileSystem {
     }
 
     void getattr(FuseRequest req, FuseReply out) throws IOException {
+        attributes(req, out, false);
+    }
+
+    /**
+     * STATX (7.39): GETATTR with the birth time. The kernel asks it only of a caller that wants the
+     * birth time (`stat`, `ls --time=birth`), once a file's attributes expire; ENOSYS would stop it
+     * for the rest of the mount, and `stat` would show no birth.
+     */
+    void statx(FuseRequest req, FuseReply out) throws IOException {
+        attributes(req, out, true);
+    }
+
+    /** GETATTR's and STATX's reply: fuse_statx_in begins as fuse_getattr_in does (flags, then the handle). */
+    private void attributes(FuseRequest req, FuseReply out, boolean statx) throws IOException {
         NodeTable.Node n = node(req);
         long fh = req.getattrHandle();
         OpenFile f = fh != 0 ? openFiles.get(fh) : null;
@@ -226,8 +240,13 @@ final class FuseFileSystem {
         follower.replied(n, m);
         NodeTable.Link link = n.link;
         // the root has no parent: its own following decides
-        out.attrOut(link == null ? (follower.follows(n) ? timeouts.attr() : timeouts.brief())
-                : attrValidity(link.parent(), m, n), attributes(p, m));
+        FuseReply.Validity validity = link == null ? (follower.follows(n) ? timeouts.attr() : timeouts.brief())
+                : attrValidity(link.parent(), m, n);
+        if (statx) {
+            out.statxOut(validity, attributes(p, m), m.created());
+        } else {
+            out.attrOut(validity, attributes(p, m));
+        }
     }
 
     /**

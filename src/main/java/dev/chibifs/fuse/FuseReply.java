@@ -1,8 +1,12 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.sys.Linux;
+
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
 
 /**
  * One reply (or notification) being written: {@code struct fuse_out_header}, then the opcode's
@@ -166,6 +170,37 @@ final class FuseReply {
     FuseReply attrOut(Validity attr, Attributes a) {
         buffer.putLong(attr.seconds()).putInt(attr.nanos()).putInt(0);
         return attr(a);
+    }
+
+    /**
+     * struct fuse_statx_out (7.39): the attributes in struct fuse_statx's layout, and the birth
+     * time where the store tells it ({@code born} null: not in the mask). No device files here:
+     * rdev and the attributes words are 0; dev is the kernel's to fill.
+     */
+    FuseReply statxOut(Validity attr, Attributes a, FileTime born) {
+        buffer.putLong(attr.seconds()).putInt(attr.nanos()).putInt(0).putLong(0).putLong(0);
+        buffer.putInt(Linux.STATX_BASIC_STATS | (born != null ? Linux.STATX_BTIME : 0)).putInt(a.blksize()).putLong(0)
+                .putInt(a.nlink()).putInt(a.uid()).putInt(a.gid()).putShort((short) a.mode()).putShort((short) 0)
+                .putLong(a.ino()).putLong(a.size()).putLong(a.blocks()).putLong(0);
+        statxTime(a.atime(), a.atimeNanos());
+        if (born != null) {
+            Instant b = born.toInstant();
+            statxTime(b.getEpochSecond(), b.getNano());
+        } else {
+            statxTime(0, 0);
+        }
+        statxTime(a.ctime(), a.ctimeNanos());
+        statxTime(a.mtime(), a.mtimeNanos());
+        buffer.putInt(0).putInt(0).putInt(0).putInt(0);
+        for (int i = 0; i < 14; i++) {
+            buffer.putLong(0);
+        }
+        return this;
+    }
+
+    /** struct fuse_sx_time. */
+    private void statxTime(long seconds, int nanos) {
+        buffer.putLong(seconds).putInt(nanos).putInt(0);
     }
 
     /** struct fuse_open_out. */

@@ -383,6 +383,7 @@ final class FuseSession {
                 }
                 case FuseProtocol.FLUSH -> fs.flush(req, reply);
                 case FuseProtocol.GETATTR -> fs.getattr(req, reply);
+                case FuseProtocol.STATX -> fs.statx(req, reply);
                 case FuseProtocol.SETATTR -> fs.setattr(req, reply);
                 case FuseProtocol.READLINK -> fs.readlink(req, reply);
                 case FuseProtocol.SYMLINK -> fs.symlink(req, reply);
@@ -431,8 +432,7 @@ final class FuseSession {
                 case FuseProtocol.DESTROY -> {
                     // the kernel is done with this connection; the reads end with ENODEV
                 }
-                // ENOSYS makes the kernel stop asking for the rest of the mount:
-                // STATX (GETATTR serves)
+                // ENOSYS makes the kernel stop asking for the rest of the mount
                 default -> reply.error(Linux.ENOSYS);
             }
             return true;

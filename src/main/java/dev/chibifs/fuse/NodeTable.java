@@ -33,7 +33,9 @@ final class NodeTable {
      */
     record Identity(Storage store, long inode, long born) {
         static Identity of(Storage store, dev.chibifs.store.Metadata m) {
-            return new Identity(store, m.inode(), m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS));
+            // a file system that keeps no birth time leaves the inode alone to tell files apart
+            long born = m.created() == null ? 0 : m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS);
+            return new Identity(store, m.inode(), born);
         }
     }
 

@@ -176,7 +176,7 @@ public final class LocalStorage implements Storage {
             case S_IFSOCK -> EntryKind.SOCKET;
             default -> EntryKind.OTHER;
         };
-        return new Metadata(kind, s.size(), time(s.createdSeconds(), s.createdNanos()),
+        return new Metadata(kind, s.size(), s.knowsBirth() ? time(s.createdSeconds(), s.createdNanos()) : null,
                 time(s.modifiedSeconds(), s.modifiedNanos()), time(s.accessedSeconds(), s.accessedNanos()),
                 time(s.changedSeconds(), s.changedNanos()), s.links(), mode & 07777, s.inode(), s.blocks());
     }

@@ -5,6 +5,7 @@ import java.nio.file.attribute.FileTime;
 /**
  * What the store knows of one entry.
  *
+ * @param created the birth time; null where the store's file system does not keep or tell it
  * @param mode the permission bits as stored (only the execute bits mean anything to chibifs)
  * @param blocks what it takes in the store, in 512-byte units, as {@code st_blocks} (what {@code du}
  *               adds up): a file system's allocation, holes left out; the size rounded up where a

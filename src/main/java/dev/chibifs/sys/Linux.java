@@ -237,6 +237,7 @@ public final class Linux {
     public static final int STATX_MODE = 0x2;
     public static final int STATX_INO = 0x100;
     public static final int STATX_BASIC_STATS = 0x7ff;
+    public static final int STATX_BTIME = 0x800;
 
     // inotify(7): event bits, watch flags and inotify_init1 flags
     public static final int IN_ACCESS = 0x1;

@@ -420,6 +420,11 @@ public final class Syscalls {
             this.buf = buf;
         }
 
+        /** Whether the file system told the birth time (stx_mask has STATX_BTIME): many do, not all. */
+        public boolean knowsBirth() {
+            return (buf.getInt(0) & STATX_BTIME) != 0;
+        }
+
         /** st_mode: the type (S_IFMT bits) and the permission bits. */
         public int mode() {
             return buf.getShort(28) & 0xffff;
@@ -487,7 +492,9 @@ public final class Syscalls {
     /** statx(2) of {@code name} in {@code dirfd}, never followed, or of {@code dirfd} itself when name is null; -errno or 0. */
     private static int statxRaw(int dirfd, String name, Statx into) {
         int flags = AT_SYMLINK_NOFOLLOW | (name == null ? AT_EMPTY_PATH : 0);
-        return LIBC.statx(dirfd, name == null ? EMPTY : bytes(name), flags, STATX_BASIC_STATS, into.buf) != 0 ? -errno() : 0;
+        // the birth time only when asked: ext4, xfs and btrfs leave it out of a basic statx
+        return LIBC.statx(dirfd, name == null ? EMPTY : bytes(name), flags, STATX_BASIC_STATS | STATX_BTIME, into.buf) != 0
+                ? -errno() : 0;
     }
 
     /** statx(2) of {@code name} in {@code dirfd} (never followed), or of {@code dirfd} itself when name is null. */

@@ -4,6 +4,7 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.MemoryStorage;
+import dev.chibifs.store.Metadata;
 import dev.chibifs.sys.Linux;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -425,8 +426,8 @@ class FuseFileSystemTest {
 
     @Test
     void anOpcodeWeDoNotServeIsEnosys() throws Exception {
-        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.STATX, FuseProtocol.ROOT_ID,
-                body().int64(0).int32(0).int32(0).int32(0).int32(0)).error());
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.TMPFILE, FuseProtocol.ROOT_ID,
+                body().int32(Linux.O_RDWR).int32(0100600).int32(022).int32(0)).error());
         assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.COPY_FILE_RANGE, FuseProtocol.ROOT_ID, body().int64(0)).error());
     }
 
@@ -503,6 +504,31 @@ class FuseFileSystemTest {
         assertEquals(-Linux.ENOENT, rename2(shared, "a", "none", Linux.RENAME_EXCHANGE).error());
         assertEquals(0, rename2(shared, "a", "c", Linux.RENAME_NOREPLACE).error());
         assertEquals(b, lookup(shared, "c"));
+    }
+
+    @Test
+    void statxGivesTheAttributesInItsOwnLayoutWithTheBirthTime() throws Exception {
+        long f = written("born", "hello\n");
+        Metadata m = store.metadata(VfsPath.of("/shared/born"));
+        FakeKernel.Reply getattr = kernel.call(FuseProtocol.GETATTR, f, body().int32(0).int32(0).int64(0));
+        FakeKernel.Reply statx = kernel.call(FuseProtocol.STATX, f,
+                body().int32(0).int32(0).int64(0).int32(0).int32(Linux.STATX_BASIC_STATS | Linux.STATX_BTIME));
+        assertEquals(0, statx.error());
+        assertEquals(288, statx.body().remaining(), "sizeof(struct fuse_statx_out)");
+        assertEquals(getattr.int64(0), statx.int64(0), "the same validity");
+        int sx = 32; // struct fuse_statx after attr_valid, attr_valid_nsec, flags, spare[2]
+        int attr = 16; // struct fuse_attr in fuse_attr_out
+        assertEquals(Linux.STATX_BASIC_STATS | Linux.STATX_BTIME, statx.int32(sx));
+        assertEquals(getattr.int32(attr + 80), statx.int32(sx + 4), "blksize");
+        assertEquals(getattr.int32(attr + 64), statx.int32(sx + 16), "nlink");
+        assertEquals(getattr.int32(attr + 60), statx.body().getShort(sx + 28) & 0xffff, "mode");
+        assertEquals(getattr.int64(attr), statx.int64(sx + 32), "ino");
+        assertEquals(6, statx.int64(sx + 40), "size");
+        assertEquals(getattr.int64(attr + 16), statx.int64(sx + 48), "blocks");
+        assertEquals(getattr.int64(attr + 32), statx.int64(sx + 112), "mtime");
+        java.time.Instant born = m.created().toInstant();
+        assertEquals(born.getEpochSecond(), statx.int64(sx + 80), "btime");
+        assertEquals(born.getNano(), statx.int32(sx + 88));
     }
 
     @Test

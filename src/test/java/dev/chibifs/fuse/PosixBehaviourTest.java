@@ -224,6 +224,14 @@ class PosixBehaviourTest {
     }
 
     @Test
+    void statShowsTheBirthTimeTheStoreKeeps() {
+        fs.sh("echo x > shared/born && mkdir shared/born-dir").ok();
+        String birth = "stat -c '%n %W %w' born born-dir";
+        assertEquals(Sh.run("cd '" + fs.stored("/shared") + "' && " + birth).ok().out(),
+                fs.sh("cd shared && " + birth).ok().out());
+    }
+
+    @Test
     void duAddsUpWhatTheStoreFilesTakeHolesLeftOut() {
         fs.sh("mkdir shared/du && printf 12345 > shared/du/small && truncate -s 1M shared/du/sparse"
                 + " && printf x >> shared/du/sparse && head -c 100000 /dev/zero > shared/du/dense").ok();
