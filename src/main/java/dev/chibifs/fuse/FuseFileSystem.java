@@ -764,12 +764,7 @@ final class FuseFileSystem {
     void getxattr(FuseRequest req, FuseReply out) throws IOException {
         String name = req.name(8);
         NodeTable.Node n = node(req);
-        if (!name.startsWith(USER_XATTR_PREFIX)) {
-            throw new dev.chibifs.sys.ErrnoException(Linux.EOPNOTSUPP, name, "Operation not supported");
-        }
-        if (!ETAG_XATTR.equals(name) || n.directory) {
-            throw new dev.chibifs.sys.ErrnoException(Linux.ENODATA, name, "No data available");
-        }
+        requireEtag(name, n);
         xattrValue(req.xattrSize(), router.etag(null, path(n)).getBytes(StandardCharsets.US_ASCII), out);
     }
 
@@ -821,12 +816,16 @@ final class FuseFileSystem {
         NodeTable.Node n = node(req);
         VfsPath p = path(n);
         router.checkWrite(caller(req), p);
-        String name = req.name(0);
+        requireEtag(req.name(0), n);
+    }
+
+    /** Passes the one attribute there is, a file's ETag: another user.* name is ENODATA, another namespace EOPNOTSUPP. */
+    private static void requireEtag(String name, NodeTable.Node n) throws IOException {
         if (!name.startsWith(USER_XATTR_PREFIX)) {
             throw new dev.chibifs.sys.ErrnoException(Linux.EOPNOTSUPP, name, "Operation not supported");
         }
         if (!ETAG_XATTR.equals(name) || n.directory) {
-            throw new dev.chibifs.sys.ErrnoException(Linux.ENODATA, p.toString(), "No data available");
+            throw new dev.chibifs.sys.ErrnoException(Linux.ENODATA, name, "No data available");
         }
     }
 

@@ -33,7 +33,7 @@ record KeptMetadata(long size, long blocks, long accessed, long modified, long c
 
     /** The metadata again, for the node of {@code identity} (its inode and birth time); a kept file has one name. */
     Metadata metadata(NodeTable.Identity identity) {
-        return new Metadata(EntryKind.FILE, size, time(identity.born()), time(modified), time(accessed), time(changed),
+        return new Metadata(EntryKind.FILE, size, identity.created(), time(modified), time(accessed), time(changed),
                 1, mode, identity.inode(), blocks);
     }
 

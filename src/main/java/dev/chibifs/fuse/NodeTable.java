@@ -33,9 +33,13 @@ final class NodeTable {
      */
     record Identity(Storage store, long inode, long born) {
         static Identity of(Storage store, dev.chibifs.store.Metadata m) {
-            // a file system that keeps no birth time leaves the inode alone to tell files apart
             long born = m.created() == null ? 0 : m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS);
             return new Identity(store, m.inode(), born);
+        }
+
+        /** The birth time as {@link dev.chibifs.store.Metadata#created} has it: null where the file system has none. */
+        java.nio.file.attribute.FileTime created() {
+            return born == 0 ? null : java.nio.file.attribute.FileTime.from(born, java.util.concurrent.TimeUnit.NANOSECONDS);
         }
     }
 
