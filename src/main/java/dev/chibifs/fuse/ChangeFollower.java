@@ -19,7 +19,7 @@ import java.util.concurrent.TimeUnit;
  * looks into, so the kernel may keep names, attributes, missing names and listings for the
  * mount's long timeouts, and tells the kernel what changed behind its back.
  *
- * <p>Notifications are written from the feed's own thread, never from a request thread: an
+ * <p>Notifications are written from the feed's own thread (and {@link ListingExpiry}'s), never from a request thread: an
  * INVAL_ENTRY takes the directory's lock in the kernel, which a request in that directory may
  * hold while it waits for its reply. Changes made through this mount need no notification (the
  * kernel saw them): a changed name is told only when the store's file there is not the node the
@@ -39,6 +39,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     private final FuseFileSystem fs;
     private final ChangeFeed feed;
+    private final ListingExpiry listingExpiry;
     private final ConcurrentMap<Long, NodeTable.Node> directories = new ConcurrentHashMap<>();
     private final Set<Name> missing = ConcurrentHashMap.newKeySet();
     private final ConcurrentMap<Long, Long> notFollowedUntil = new ConcurrentHashMap<>();
@@ -50,13 +51,14 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private ChangeFollower(FuseFileSystem fs) {
         this.fs = fs;
         this.feed = fs.router().changes(this);
+        this.listingExpiry = ListingExpiry.start(fs.timeouts().listingNanos(), this::listingExpired);
     }
 
     /** A follower of {@code fs}'s store, installed in it; {@link StoreFollower#NONE} where the store cannot be followed. */
     static StoreFollower start(FuseFileSystem fs) {
         ChangeFollower f = new ChangeFollower(fs);
         if (!f.feed.active()) {
-            f.feed.close();
+            f.close();
             return StoreFollower.NONE;
         }
         fs.follow(f);
@@ -95,8 +97,16 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     }
 
     @Override
-    public void listed(NodeTable.Node dir) {
+    public void listed(NodeTable.Node dir, int namesGiven) {
         dir.listingKept = true;
+        listingExpiry.listed(dir, namesGiven);
+    }
+
+    /** The names a kept listing of {@code dir} gave have expired: see {@link ListingExpiry}. */
+    private void listingExpired(NodeTable.Node dir) {
+        if (dir.listingKept && follows(dir)) {
+            dropListing(dir);
+        }
     }
 
     @Override
@@ -257,6 +267,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     @Override
     public void close() {
+        listingExpiry.close();
         feed.close();
     }
 }

@@ -43,6 +43,11 @@ final class FuseFileSystem {
             return new Timeouts(FuseReply.Validity.of(entry), FuseReply.Validity.of(attr),
                     FuseReply.Validity.of(negative), FuseReply.Validity.of(Math.min(1.0, Math.min(entry, attr))));
         }
+
+        /** How long the names and attributes a listing of a followed directory gives the kernel last together. */
+        long listingNanos() {
+            return Math.min(entry.nanosTotal(), attr.nanosTotal());
+        }
     }
 
     /**
@@ -111,6 +116,10 @@ final class FuseFileSystem {
 
     Router router() {
         return router;
+    }
+
+    Timeouts timeouts() {
+        return timeouts;
     }
 
     boolean readdirplus() {
@@ -867,7 +876,7 @@ final class FuseFileSystem {
             }
             load(l);
             if (l.kept) {
-                follower.listed(l.dir);
+                follower.listed(l.dir, plus ? l.names.size() : 0);
             }
         }
         if (unopened && l.endsAt(offset)) {

@@ -28,6 +28,10 @@ final class FuseReply {
             long whole = (long) seconds;
             return new Validity(whole, (int) Math.round((seconds - whole) * 1e9));
         }
+
+        long nanosTotal() {
+            return seconds * 1_000_000_000L + nanos;
+        }
     }
 
     /** The attributes of one node, as a {@code struct fuse_attr} carries them. */

@@ -16,8 +16,11 @@ interface StoreFollower extends AutoCloseable {
     /** A request looks into directory {@code dir}: follow it from now on; true when it is followed. */
     boolean lookingIn(NodeTable.Node dir);
 
-    /** The kernel was given a listing of directory {@code dir} that it may keep (it is followed). */
-    default void listed(NodeTable.Node dir) {
+    /**
+     * The kernel was given a listing of directory {@code dir} that it may keep (it is followed),
+     * with the nodes and attributes of {@code namesGiven} names (READDIRPLUS; 0 for plain READDIR).
+     */
+    default void listed(NodeTable.Node dir, int namesGiven) {
     }
 
     /** The kernel was told {@code m} about node {@code n} (an entry or attribute reply). */

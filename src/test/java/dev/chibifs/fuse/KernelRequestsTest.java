@@ -113,6 +113,27 @@ class KernelRequestsTest {
         }
     }
 
+    @Test
+    void aWalkAfterTheNamesExpiredReadsTheListingAgainInsteadOfLookingUpEachName() throws InterruptedException {
+        // the kernel keeps a followed directory's listing until the directory changes, but the names
+        // it came with expire with --kernel-cache: left kept, find would read it without asking and
+        // then look each of the 100 names up again (an agent's find or grep -r after a pause)
+        try (MountedFs brief = MountedFs.start("--context", "planner", "--kernel-cache", "1s")) {
+            brief.sh("mkdir -p shared/many && for i in $(seq 100); do : > shared/many/f$i; done"
+                    + " && find shared/many > /dev/null").ok();
+            long deadline = System.currentTimeMillis() + 20_000;
+            Map<String, Long> sent;
+            do {
+                // walks before the listing goes may look names up; the one after it reads the listing
+                Thread.sleep(100);
+                sent = requestsOf(brief, "true", "find shared/many -printf '%s\\n' > /dev/null");
+            } while (!sent.containsKey("READDIRPLUS") && System.currentTimeMillis() < deadline);
+            assertTrue(sent.containsKey("READDIRPLUS"), "the listing was never asked for again: " + sent);
+            // shared/many itself may be looked up: its name in shared expired too
+            assertTrue(sent.getOrDefault("LOOKUP", 0L) <= 2, sent.toString());
+        }
+    }
+
     /** The daemon's counts now, by opcode. */
     private static JsonNode stats(MountedFs fs) {
         Sh.Result r = MountedFs.cli("stats", "--json", fs.mountpoint().toString()).ok();
