@@ -19,9 +19,10 @@ import java.util.concurrent.TimeUnit;
  * looks into, so the kernel may keep names, attributes, missing names and listings for the
  * mount's long timeouts, and tells the kernel what changed behind its back.
  *
- * <p>Notifications are written from the feed's own thread (and {@link ListingExpiry}'s), never from a request thread: an
- * INVAL_ENTRY takes the directory's lock in the kernel, which a request in that directory may
- * hold while it waits for its reply. Changes made through this mount need no notification (the
+ * <p>Notifications are written by the session's {@link NoticeWriter}, never by a request thread
+ * or the feed's: an INVAL_ENTRY takes the directory's lock in the kernel, which a process may hold
+ * while it waits for a reply (only an attribute-only INVAL_INODE, which waits for nothing, is
+ * written at once). Changes made through this mount need no notification (the
  * kernel saw them): a changed name is told only when the store's file there is not the node the
  * kernel was given for it, or the kernel may hold it as missing; a changed file only when the
  * store's size or times differ from what the kernel was last told.
@@ -141,8 +142,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     @Override
     public void opened(NodeTable.Node n, Metadata m) {
         if (n.toldSize >= 0 && !told(n, m)) {
-            // attributes only (no pages): safe from within a request on that very inode
-            invalidateInode(n, -1);
+            // attributes only (no pages, no lock to wait for): written at once, from within the request
+            // on that very inode, so the process that opened sees them
+            FuseChannel c = channel;
+            if (c != null) {
+                notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, -1, 0).sendNotice(c);
+            }
             replied(n, m);
         }
     }
@@ -259,9 +264,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     }
 
     private void send(FuseReply r) {
-        FuseChannel c = channel;
-        if (c != null) {
-            r.sendNotice(c);
+        FuseSession s = session;
+        if (s != null) {
+            s.notices().post(r);
         }
     }
 

@@ -100,15 +100,27 @@ final class FuseReply {
 
     /** Finishes the header and sends the reply in one write. */
     void send(FuseChannel channel) throws java.io.IOException {
-        int body = buffer.position();
-        int total = body + (data != null ? data.remaining() : 0);
-        buffer.putInt(0, total).putInt(4, error).putLong(8, unique);
-        buffer.flip();
+        finishHeader();
         if (data != null) {
             channel.write(buffer, data);
         } else {
             channel.write(buffer);
         }
+    }
+
+    /** Finishes the header and returns a copy of the message, to be written later (a notification: no data part). */
+    byte[] finish() {
+        finishHeader();
+        byte[] bytes = new byte[buffer.remaining()];
+        buffer.get(bytes);
+        return bytes;
+    }
+
+    private void finishHeader() {
+        int body = buffer.position();
+        int total = body + (data != null ? data.remaining() : 0);
+        buffer.putInt(0, total).putInt(4, error).putLong(8, unique);
+        buffer.flip();
     }
 
     /**

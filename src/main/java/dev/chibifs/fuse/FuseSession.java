@@ -11,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -22,6 +23,13 @@ final class FuseSession {
 
     private static final Logger LOG = LoggerFactory.getLogger(FuseSession.class);
     private static final MemoryIO MEMORY = MemoryIO.getInstance();
+    /**
+     * How long a grant answered off the workers (a lock wait's timer) waits for the kernel to take
+     * its invalidations. They are written in microseconds unless one waits for a process's lock (a
+     * directory's, a page's) that it holds while it waits for a reply; then the grant is answered
+     * anyway, so that the timer goes on with the other waits.
+     */
+    private static final long LOCK_GRANT_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
     /**
      * A worker's reply buffer. READ data goes from a buffer of its own; the largest other reply is a
      * listing, which may be shorter than the kernel asked (it asks again), so 64 KiB, not max_write.
@@ -74,6 +82,8 @@ final class FuseSession {
     /** The /dev/fuse readers still reading; once none is, the session is gone. */
     private final AtomicInteger reading = new AtomicInteger();
     private final LockWaits lockWaits;
+    /** Notifications that may wait in the kernel; see {@link NoticeWriter}. */
+    private final NoticeWriter notices;
     private volatile Negotiated negotiated;
     /** The io_uring queues while requests come through them (null: all through /dev/fuse). */
     private volatile FuseRing ring;
@@ -84,6 +94,12 @@ final class FuseSession {
         this.settings = settings;
         this.stats = stats;
         this.lockWaits = new LockWaits();
+        this.notices = new NoticeWriter(channel);
+    }
+
+    /** Where notifications that may wait in the kernel go. */
+    NoticeWriter notices() {
+        return notices;
     }
 
     Negotiated negotiated() {
@@ -146,20 +162,58 @@ final class FuseSession {
      * before (as NFS revalidates at a lock). Without it, two SQLite processes on two mounts of one
      * store read stale pages and overwrite each other's rows. First the store's queued changes are
      * told, so names another mount made or removed before it unlocked are stale here too (SQLite
-     * looks for a hot journal under the lock; the change feed alone lags by up to 10 ms). No lock of
-     * the kernel's is held while a lock request is served, so the notifications cannot deadlock it.
+     * looks for a hot journal under the lock; the change feed alone lags by up to 10 ms). The grant
+     * is answered once the kernel has taken them all: queued after them, the reply goes out from
+     * {@link NoticeWriter}'s thread, and no worker waits (one of them may wait in the kernel for a
+     * reply a worker has to give). Returns false when the grant was not queued so (an unlock, or
+     * an io_uring queue whose entries are held already), for the caller to answer at once.
      */
-    private void lockGranted(long nodeid, int type, FuseReply buffer) {
+    private boolean grantAfterInvalidating(long unique, long nodeid, int type, FuseReply buffer, FuseChannel replyTo) {
+        if (type == Linux.F_UNLCK) {
+            return false;
+        }
+        if (replyTo instanceof FuseRing.Entry entry && !entry.holdForLockWait()) {
+            grantedOffWorker(nodeid, type, buffer);
+            return false;
+        }
+        fs.catchUpWithStore();
+        FuseReply invalidation = buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0);
+        if (replyTo == channel && settings.workers() > 1) {
+            if (notices.writeNow(invalidation)) {
+                return false; // written by this worker, which answers now
+            }
+        } else {
+            // an io_uring queue's one thread, or a session's one worker, must never wait in the kernel
+            notices.post(invalidation);
+        }
+        notices.postReply(unique, replyTo);
+        return true;
+    }
+
+    /**
+     * As {@link #grantAfterInvalidating}, for a grant answered by its caller right after (a lock
+     * wait's timer): waits for the invalidations {@link #LOCK_GRANT_WAIT_NANOS} at most, so that a
+     * notification waiting for a reply cannot hold the caller for good.
+     */
+    private void grantedOffWorker(long nodeid, int type, FuseReply buffer) {
         if (type == Linux.F_UNLCK) {
             return;
         }
         fs.catchUpWithStore();
-        buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0).sendNotice(channel);
+        long last = notices.post(buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0));
+        try {
+            if (!notices.awaitWritten(last, LOCK_GRANT_WAIT_NANOS)) {
+                LOG.debug("lock on node {} granted before its invalidations were taken: a notification waits for a reply", nodeid);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private void workerEnded() {
         if (running.decrementAndGet() == 0) {
             lockWaits.close();
+            notices.close();
             ended.complete(0);
         }
     }
@@ -361,8 +415,8 @@ final class FuseSession {
                 case FuseProtocol.SETLK -> {
                     if (!fs.setlk(req).tryNow()) {
                         reply.error(Linux.EAGAIN);
-                    } else {
-                        lockGranted(req.nodeid, req.lockType(), notice);
+                    } else if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {
+                        return false; // answered by the notice writer
                     }
                 }
                 case FuseProtocol.SETLKW -> {
@@ -376,10 +430,12 @@ final class FuseSession {
                         }
                         long node = req.nodeid;
                         int type = req.lockType();
-                        lockWaits.await(req.unique, attempt, waitNotice -> lockGranted(node, type, waitNotice), replyTo);
+                        lockWaits.await(req.unique, attempt, waitNotice -> grantedOffWorker(node, type, waitNotice), replyTo);
                         return false; // answered by the wait, on its own thread
                     }
-                    lockGranted(req.nodeid, req.lockType(), notice);
+                    if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {
+                        return false; // answered by the notice writer
+                    }
                 }
                 case FuseProtocol.FLUSH -> fs.flush(req, reply);
                 case FuseProtocol.GETATTR -> fs.getattr(req, reply);

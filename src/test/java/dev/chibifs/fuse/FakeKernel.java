@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -57,8 +58,28 @@ final class FakeKernel implements FuseChannel {
         return r.length;
     }
 
+    /**
+     * While set, a notification's write waits for it, as the kernel waits for a lock a process
+     * holds (a directory's for INVAL_ENTRY, a page's for INVAL_INODE of pages) while that process
+     * waits for a reply. Replies go through meanwhile.
+     */
+    volatile CountDownLatch holdNotifications;
+
     @Override
-    public synchronized void write(ByteBuffer... parts) throws IOException {
+    public void write(ByteBuffer... parts) throws IOException {
+        CountDownLatch hold = holdNotifications;
+        if (hold != null && parts[0].getLong(parts[0].position() + 8) == 0) {
+            try {
+                hold.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while the notification waited");
+            }
+        }
+        take(parts);
+    }
+
+    private synchronized void take(ByteBuffer... parts) throws IOException {
         int total = 0;
         for (ByteBuffer p : parts) {
             total += p.remaining();
@@ -78,6 +99,7 @@ final class FakeKernel implements FuseChannel {
         Reply reply = new Reply(error, u, body);
         if (u == 0) {
             notifications.add(reply);
+            notifyAll();
             return;
         }
         if (refuse.remove(u)) {
@@ -166,6 +188,32 @@ final class FakeKernel implements FuseChannel {
             throw new AssertionError("reply to " + r.unique() + " while waiting for " + u);
         }
         return r;
+    }
+
+    /** The next reply, to whichever request (5 s at most). */
+    Reply reply() throws InterruptedException {
+        Reply r = replies.poll(5, TimeUnit.SECONDS);
+        if (r == null) {
+            throw new AssertionError("no reply within 5 s");
+        }
+        return r;
+    }
+
+    /** Waits (5 s at most) for a notification that {@code wanted} accepts. */
+    synchronized Reply awaitNotification(java.util.function.Predicate<Reply> wanted) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (true) {
+            for (Reply n : notifications) {
+                if (wanted.test(n)) {
+                    return n;
+                }
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new AssertionError("no such notification within 5 s: " + notifications);
+            }
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
     }
 
     /** INIT as a 7.38 kernel sends it, offering {@code flags}. */

@@ -47,10 +47,15 @@ class FuseFileSystemTest {
 
     /** A new session over the same store, the kernel offering {@code offered} at INIT. */
     private void connect(long offered) throws Exception {
+        connect(offered, 1);
+    }
+
+    /** As {@link #connect(long)}, with {@code workers} workers. */
+    private void connect(long offered, int workers) throws Exception {
         kernel = new FakeKernel();
         fs = new FuseFileSystem(Router.of(store), CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
                 FuseFileSystem.Timeouts.of(1, 1, 0), true);
-        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 1, true, false, false), stats);
+        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, workers, true, false, false), stats);
         session.start();
         FakeKernel.Reply init = kernel.init(offered);
         assertEquals(0, init.error());
@@ -422,6 +427,50 @@ class FuseFileSystemTest {
         return kernel.notifications.stream()
                 .filter(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == node && n.int64(8) >= 0)
                 .map(n -> n.int64(8)).toList();
+    }
+
+    @Test
+    void aLockGrantWaitsForItsInvalidationWithoutHoldingTheWorkerAReplyItWaitsForNeeds() throws Exception {
+        // the grant drops the file's pages (INVAL_INODE from offset 0), which the kernel does once it
+        // holds each page's lock; a process reading that file holds one while it waits for its READ.
+        // This session has one worker, as an io_uring queue has one thread: had the grant written the
+        // notification itself, or waited for it, no reply below would ever come (stress-ng hung a mount so)
+        grantWhileItsInvalidationWaits();
+    }
+
+    @Test
+    void aWorkerThatWritesAGrantsInvalidationItselfLeavesTheOthersFreeToServe() throws Exception {
+        // with several workers the one granting writes the notification itself when nobody else is
+        // writing (no hand-off to another thread); it may wait in the kernel, the others serve on
+        kernel.close();
+        session.ended().join();
+        connect(OFFERED, 2);
+        grantWhileItsInvalidationWaits();
+    }
+
+    /** A SETLK granted while the kernel holds its INVAL_INODE: a LOOKUP is answered meanwhile, the grant after the notification. */
+    private void grantWhileItsInvalidationWaits() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] db = create(shared, "db");
+        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+        kernel.holdNotifications = held;
+        long grant;
+        try {
+            grant = kernel.send(FuseProtocol.SETLK, db[0],
+                    body().int64(db[1]).int64(7).int64(0).int64(Long.MAX_VALUE).int32(Linux.F_WRLCK).int32(1234).int32(0).int32(0));
+            long read = kernel.send(FuseProtocol.LOOKUP, shared, body().name("db"));
+            FakeKernel.Reply served = kernel.reply();
+            assertEquals(read, served.unique(), "served while the grant waits");
+            assertEquals(0, served.error());
+            assertTrue(kernel.notifications.isEmpty(), "the notification still waits for its page");
+        } finally {
+            held.countDown();
+        }
+        FakeKernel.Reply granted = kernel.reply();
+        assertEquals(grant, granted.unique());
+        assertEquals(0, granted.error(), "the lock is granted");
+        FakeKernel.Reply dropped = kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == db[0]);
+        assertEquals(0, dropped.int64(8), "the pages went before the grant was answered");
     }
 
     @Test
