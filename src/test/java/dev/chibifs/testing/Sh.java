@@ -14,6 +14,8 @@ public final class Sh {
 
     /** Seconds any one command may take before it is killed. */
     public static final int TIMEOUT_SECONDS = 120;
+    /** How long the output may stay open after the command ended (a background child finishing). */
+    private static final int OUTPUT_GRACE_SECONDS = 30;
 
     /** What a command did. */
     public record Result(int exitCode, String out, String err) {
@@ -58,12 +60,28 @@ public final class Sh {
                 p.destroyForcibly();
                 throw new AssertionError("command hung: " + cmd);
             }
-            return new Result(p.exitValue(), out.join(), err.join());
+            return new Result(p.exitValue(), output(out, cmd), output(err, cmd));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new AssertionError("interrupted", e);
+        }
+    }
+
+    /**
+     * What the command wrote, once its last writer closed the pipe. A process it left behind in a
+     * hung mount (uninterruptible, so timeout's kill does not end it) keeps the pipe open: waiting
+     * for it would outlast JUnit's timeout, which cannot interrupt a join, and hang the suite.
+     */
+    private static String output(CompletableFuture<String> stream, List<String> cmd) throws InterruptedException {
+        try {
+            return stream.get(OUTPUT_GRACE_SECONDS, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new AssertionError("command ended, but a process it started still holds its output"
+                    + " (waiting in a hung mount?): " + cmd);
+        } catch (java.util.concurrent.ExecutionException e) {
+            return "";
         }
     }
 
