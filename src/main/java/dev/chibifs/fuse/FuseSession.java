@@ -129,12 +129,14 @@ final class FuseSession {
         try {
             if (!first.init()) {
                 first.free();
+                notices.close();
                 ended.complete(1);
                 return;
             }
         } catch (IOException e) {
             LOG.error("FUSE INIT failed: {}", e.toString());
             first.free();
+            notices.close();
             ended.complete(1);
             return;
         }
