@@ -214,13 +214,20 @@ public final class MountedFs implements AutoCloseable {
 
     @Override
     public void close() {
+        String connection = connection();
         if (process.isAlive() && isMounted()) {
             Sh.run("fusermount -u -z '" + mountpoint + "'");
         }
         try {
             if (!process.waitFor(15, TimeUnit.SECONDS)) {
                 process.destroyForcibly();
-                process.waitFor(5, TimeUnit.SECONDS);
+                if (!process.waitFor(5, TimeUnit.SECONDS) && connection != null) {
+                    // even SIGKILL leaves a daemon whose thread waits in the kernel (a notification
+                    // waiting for a lock that a process holds while it waits for a reply): aborting
+                    // the connection ends that process's request, and then both
+                    abortConnection(connection);
+                    process.waitFor(10, TimeUnit.SECONDS);
+                }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -228,6 +235,29 @@ public final class MountedFs implements AutoCloseable {
         if (isMounted()) {
             Sh.run("fusermount -u -z '" + mountpoint + "'");
         }
+    }
+
+    /** The mount's FUSE connection (its device's minor number, fusectl's name for it); null when not mounted. */
+    private String connection() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
+                String[] f = line.split(" ");
+                if (f.length > 4 && MountTable.unescape(f[4]).equals(mountpoint.toString())) {
+                    return f[2].substring(f[2].indexOf(':') + 1);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // none: nothing to abort later
+        }
+        return null;
+    }
+
+    private static void abortConnection(String connection) {
+        Path abort = Path.of("/sys/fs/fuse/connections", connection, "abort");
+        if (!Files.exists(abort)) {
+            Sh.run("mount -t fusectl none /sys/fs/fuse/connections");
+        }
+        Sh.run("echo 1 > " + abort);
     }
 
     private static void sleep(long ms) {
