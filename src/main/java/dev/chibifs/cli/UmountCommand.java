@@ -23,6 +23,8 @@ import java.util.concurrent.TimeUnit;
 public final class UmountCommand implements Callable<Integer> {
 
     private static final long WAIT_SECONDS = 30;
+    /** With --force, how long the daemon has to exit once its connection is aborted, before SIGKILL. */
+    private static final long FORCE_WAIT_SECONDS = 5;
 
     @Spec
     CommandSpec spec;
@@ -30,6 +32,12 @@ public final class UmountCommand implements Callable<Integer> {
     @Option(names = {"-z", "--lazy"},
             description = "Detach now even if files are open; the daemon exits when they are closed.")
     boolean lazy;
+
+    @Option(names = {"-f", "--force"},
+            description = "For a mount whose daemon no longer answers: abort its FUSE connection first, so every"
+                    + " process waiting on it fails at once (ENOTCONN), unmount (lazily if still busy) and end the"
+                    + " daemon. As root, or with fusectl mounted.")
+    boolean force;
 
     @Parameters(index = "0", paramLabel = "MOUNTPOINT")
     Path mountpoint;
@@ -45,6 +53,9 @@ public final class UmountCommand implements Callable<Integer> {
             throw new MountFailure(mp + " is a " + entry.get().fsType() + " mount, not chibifs");
         }
         Optional<ProcessHandle> daemon = findDaemon(mp);
+        if (force) {
+            return forceUnmount(mp, daemon);
+        }
         // opened before the unmount, while the pid is surely the daemon's (it cannot be reused yet)
         int exited = daemon.isPresent() && !lazy ? Syscalls.pidfdOpen(daemon.get().pid()) : -1;
         try {
@@ -77,17 +88,56 @@ public final class UmountCommand implements Callable<Integer> {
     }
 
     /**
+     * Aborts the connection, then unmounts and ends the daemon. A hung daemon may not even die of
+     * SIGKILL while one of its threads waits in the kernel for a process that waits for its reply
+     * (a notification and a directory lock): the abort ends that process's request, and then both.
+     */
+    private Integer forceUnmount(Path mp, Optional<ProcessHandle> daemon) throws IOException {
+        int exited = daemon.isPresent() ? Syscalls.pidfdOpen(daemon.get().pid()) : -1;
+        try {
+            if (!FuseMount.abort(mp.toString())) {
+                throw new MountFailure("cannot abort the FUSE connection of " + mp + ": run as root, or mount fusectl"
+                        + " (mount -t fusectl none /sys/fs/fuse/connections)");
+            }
+            // as root the abort (umount2 MNT_FORCE) may have unmounted it already; files still open keep it busy
+            if (MountTable.find(mp).isPresent()) {
+                FuseMount.Result r = FuseMount.unmount(mp, true);
+                if (!r.ok() && MountTable.find(mp).isPresent()) {
+                    throw new MountFailure("aborted, but cannot unmount " + mp + ": " + r.message());
+                }
+            }
+            if (daemon.isPresent() && !awaitExit(daemon.get(), exited, FORCE_WAIT_SECONDS)) {
+                // its connection is gone: it has nothing left to serve
+                daemon.get().destroyForcibly();
+                if (!awaitExit(daemon.get(), exited, FORCE_WAIT_SECONDS)) {
+                    throw new MountFailure("aborted and unmounted " + mp + ", but its daemon (pid " + daemon.get().pid()
+                            + ") has not exited even after SIGKILL");
+                }
+            }
+            return ExitCodes.OK;
+        } finally {
+            if (exited >= 0) {
+                Syscalls.close(exited);
+            }
+        }
+    }
+
+    /**
      * Whether the daemon exited within {@link #WAIT_SECONDS}. Exited is enough: its parent (init,
      * once the launcher is gone) reaps it when it gets to it, and this VM's init took 2 s, under
      * load much longer, while {@code onExit} waits for the reaping. A pidfd tells the exit itself;
      * without one (Linux before 5.3), onExit.
      */
     private static boolean awaitExit(ProcessHandle daemon, int exited) {
+        return awaitExit(daemon, exited, WAIT_SECONDS);
+    }
+
+    private static boolean awaitExit(ProcessHandle daemon, int exited, long seconds) {
         if (exited >= 0) {
-            return Syscalls.awaitReadable(exited, (int) TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+            return Syscalls.awaitReadable(exited, (int) TimeUnit.SECONDS.toMillis(seconds));
         }
         try {
-            daemon.onExit().get(WAIT_SECONDS, TimeUnit.SECONDS);
+            daemon.onExit().get(seconds, TimeUnit.SECONDS);
             return true;
         } catch (Exception e) {
             return false;

@@ -106,7 +106,7 @@ public final class FuseMount {
      * wait too); else, as root, umount2(MNT_FORCE), whose first step for FUSE is that same abort
      * (and which then unmounts, unless the mount is busy). Returns whether it was done.
      */
-    static boolean abort(String mountpoint) {
+    public static boolean abort(String mountpoint) {
         try {
             for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
                 // 36 35 0:51 / /mnt/chibi rw,... - fuse.chibifs chibifs rw,...: the device, then the mount point

@@ -167,6 +167,44 @@ class LauncherTest {
     }
 
     /** Where a background mount of {@code mnt} with chibi home {@code home} logs. */
+    @Test
+    void umountForceEndsTheWaitsOnADaemonThatNoLongerAnswers() throws Exception {
+        FuseSupport.requireFuse();
+        Path root = MountedFs.tempRoot();
+        Path mnt = Files.createDirectories(root.resolve("mnt"));
+        Path home = root.resolve("home");
+        Process waiting = null;
+        long pid = -1;
+        try {
+            Sh.run(FROM_CLASSES + "scripts/chibifs mount --context planner --home '" + home + "' '" + mnt + "'").ok();
+            pid = daemonPid(mnt);
+            Sh.run(mnt, "echo x > shared/w.txt").ok();
+            Sh.run("kill -STOP " + pid).ok();
+            waiting = new ProcessBuilder("cat", mnt.resolve("shared/never-looked-up.txt").toString()).start();
+            long deadline = System.currentTimeMillis() + 20_000;
+            while (!Sh.run("cat /proc/" + waiting.pid() + "/wchan").out().contains("request_wait_answer")
+                    && System.currentTimeMillis() < deadline) {
+                assertTrue(waiting.isAlive(), "cat ended although the daemon is stopped");
+            }
+            Sh.Result r = Sh.run(FROM_CLASSES + "scripts/chibifs umount --force '" + mnt + "'");
+            assertEquals(0, r.exitCode(), r.err() + r.out());
+            assertTrue(waiting.waitFor(10, TimeUnit.SECONDS), "cat still waits after the abort");
+            assertTrue(waiting.exitValue() != 0);
+            assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0, "still mounted");
+            // exited: gone, or a zombie its parent (init) has yet to reap
+            String state = Sh.run("cat /proc/" + pid + "/stat 2>/dev/null").out();
+            assertTrue(state.isEmpty() || state.substring(state.lastIndexOf(')') + 2).startsWith("Z"), "the daemon still runs: " + state);
+        } finally {
+            if (waiting != null) {
+                waiting.destroyForcibly();
+            }
+            if (pid > 0) {
+                Sh.run("kill -9 " + pid);
+            }
+            Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null; true");
+        }
+    }
+
     private static Path mountLog(Path home, Path mnt) {
         return home.resolve("chibifs/logs/mount-" + mnt.toString().substring(1).replace('/', '_') + ".log");
     }
