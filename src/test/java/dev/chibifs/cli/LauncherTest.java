@@ -194,6 +194,8 @@ class LauncherTest {
             // exited: gone, or a zombie its parent (init) has yet to reap
             String state = Sh.run("cat /proc/" + pid + "/stat 2>/dev/null").out();
             assertTrue(state.isEmpty() || state.substring(state.lastIndexOf(')') + 2).startsWith("Z"), "the daemon still runs: " + state);
+            assertFalse(Files.exists(MountRegistry.forCurrentUser().fileFor(mnt)), "the killed daemon's record stays");
+            assertFalse(Files.exists(StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid)), "its stats socket stays");
         } finally {
             if (waiting != null) {
                 waiting.destroyForcibly();
