@@ -146,7 +146,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             // on that very inode, so the process that opened sees them
             FuseChannel c = channel;
             if (c != null) {
-                notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, -1, 0).sendNotice(c);
+                inodeNotice(n, -1).sendNotice(c);
             }
             replied(n, m);
         }
@@ -260,7 +260,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     /** Attributes of node {@code n}, and its pages (a directory's: its cached listing) from {@code offset}; -1 for none. */
     private void invalidateInode(NodeTable.Node n, long offset) {
-        send(notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, offset, 0));
+        send(inodeNotice(n, offset));
+    }
+
+    /** An INVAL_INODE of {@code n}'s attributes and its pages from {@code offset} (-1: none), in this thread's buffer. */
+    private FuseReply inodeNotice(NodeTable.Node n, long offset) {
+        return notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, offset, 0);
     }
 
     private void send(FuseReply r) {

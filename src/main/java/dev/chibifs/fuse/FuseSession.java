@@ -167,8 +167,9 @@ final class FuseSession {
      * looks for a hot journal under the lock; the change feed alone lags by up to 10 ms). The grant
      * is answered once the kernel has taken them all: queued after them, the reply goes out from
      * {@link NoticeWriter}'s thread, and no worker waits (one of them may wait in the kernel for a
-     * reply a worker has to give). Returns false when the grant was not queued so (an unlock, or
-     * an io_uring queue whose entries are held already), for the caller to answer at once.
+     * reply a worker has to give). Returns false when the caller answers now: an unlock; a worker
+     * that wrote the invalidations itself; an io_uring queue with no entry to spare, after a
+     * bounded wait.
      */
     private boolean grantAfterInvalidating(long unique, long nodeid, int type, FuseReply buffer, FuseChannel replyTo) {
         if (type == Linux.F_UNLCK) {
@@ -179,7 +180,7 @@ final class FuseSession {
             return false;
         }
         fs.catchUpWithStore();
-        FuseReply invalidation = buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0);
+        FuseReply invalidation = pagesDropped(buffer, nodeid);
         if (replyTo == channel && settings.workers() > 1) {
             if (notices.writeNow(invalidation)) {
                 return false; // written by this worker, which answers now
@@ -192,17 +193,23 @@ final class FuseSession {
         return true;
     }
 
+    /** The notification that drops the cached pages and attributes of node {@code nodeid}, built in {@code buffer}. */
+    private static FuseReply pagesDropped(FuseReply buffer, long nodeid) {
+        return buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0);
+    }
+
     /**
      * As {@link #grantAfterInvalidating}, for a grant answered by its caller right after (a lock
-     * wait's timer): waits for the invalidations {@link #LOCK_GRANT_WAIT_NANOS} at most, so that a
-     * notification waiting for a reply cannot hold the caller for good.
+     * wait's timer, an io_uring queue with no entry to spare): waits for the invalidations
+     * {@link #LOCK_GRANT_WAIT_NANOS} at most, so that a notification waiting for a reply cannot
+     * hold the caller for good.
      */
     private void grantedOffWorker(long nodeid, int type, FuseReply buffer) {
         if (type == Linux.F_UNLCK) {
             return;
         }
         fs.catchUpWithStore();
-        long last = notices.post(buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0));
+        long last = notices.post(pagesDropped(buffer, nodeid));
         try {
             if (!notices.awaitWritten(last, LOCK_GRANT_WAIT_NANOS)) {
                 LOG.debug("lock on node {} granted before its invalidations were taken: a notification waits for a reply", nodeid);

@@ -114,7 +114,7 @@ class KernelRequestsTest {
     }
 
     @Test
-    void aWalkAfterTheNamesExpiredReadsTheListingAgainInsteadOfLookingUpEachName() throws InterruptedException {
+    void aWalkAfterTheNamesExpiredReadsTheListingAgainInsteadOfLookingUpEachName() {
         // the kernel keeps a followed directory's listing until the directory changes, but the names
         // it came with expire with --kernel-cache: left kept, find would read it without asking and
         // then look each of the 100 names up again (an agent's find or grep -r after a pause)
@@ -125,7 +125,7 @@ class KernelRequestsTest {
             Map<String, Long> sent;
             do {
                 // walks before the listing goes may look names up; the one after it reads the listing
-                Thread.sleep(100);
+                // (each round takes a second or so: two `chibifs stats` JVMs)
                 sent = requestsOf(brief, "true", "find shared/many -printf '%s\\n' > /dev/null");
             } while (!sent.containsKey("READDIRPLUS") && System.currentTimeMillis() < deadline);
             assertTrue(sent.containsKey("READDIRPLUS"), "the listing was never asked for again: " + sent);
