@@ -23,6 +23,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -108,16 +109,10 @@ public final class FuseMount {
      */
     public static boolean abort(String mountpoint) {
         try {
-            for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
-                // 36 35 0:51 / /mnt/chibi rw,... - fuse.chibifs chibifs rw,...: the device, then the mount point
-                String[] f = line.split(" ");
-                if (f.length > 4 && MountTable.unescape(f[4]).equals(mountpoint) && line.contains(" - fuse")) {
-                    Path abort = Path.of("/sys/fs/fuse/connections", f[2].substring(f[2].indexOf(':') + 1), "abort");
-                    if (java.nio.file.Files.exists(abort)) {
-                        java.nio.file.Files.writeString(abort, "1");
-                        return true;
-                    }
-                }
+            Optional<Path> abort = connection(mountpoint).map(FuseMount::fusectlAbort);
+            if (abort.isPresent() && java.nio.file.Files.exists(abort.get())) {
+                java.nio.file.Files.writeString(abort.get(), "1");
+                return true;
             }
         } catch (IOException | RuntimeException e) {
             LOG.debug("no fusectl abort for {}: {}", mountpoint, e.toString());
@@ -129,6 +124,27 @@ public final class FuseMount {
         }
         LOG.error("cannot abort the FUSE connection of {}: umount -f it (as root)", mountpoint);
         return false;
+    }
+
+    /**
+     * The FUSE connection of the mount at {@code mountpoint}: its device's minor number, fusectl's
+     * name for it, read from /proc/self/mountinfo without touching the mount (a stat of a hung one
+     * would wait); empty when no FUSE mount is there.
+     */
+    public static Optional<String> connection(String mountpoint) throws IOException {
+        for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
+            // 36 35 0:51 / /mnt/chibi rw,... - fuse.chibifs chibifs rw,...: the device, then the mount point
+            String[] f = line.split(" ");
+            if (f.length > 4 && MountTable.unescape(f[4]).equals(mountpoint) && line.contains(" - fuse")) {
+                return Optional.of(f[2].substring(f[2].indexOf(':') + 1));
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** fusectl's file that aborts connection {@code connection} (where fusectl is mounted). */
+    public static Path fusectlAbort(String connection) {
+        return Path.of("/sys/fs/fuse/connections", connection, "abort");
     }
 
     /** fusermount3, else fusermount, on PATH or in the usual directories; null when neither is there. */

@@ -66,7 +66,7 @@ class LauncherTest {
         Path mnt = Files.createDirectories(root.resolve("mnt"));
         Path home = root.resolve("home");
         try {
-            Sh.Result r = Sh.run(FROM_CLASSES + "scripts/chibifs mount --context planner --home '" + home + "' '" + mnt + "'").ok();
+            Sh.Result r = Sh.run(launcherMount(home, mnt)).ok();
             assertTrue(r.out().startsWith("chibifs: mounted " + mnt + " (context planner, store "), r.out());
             assertEquals("", r.err());
             // the registry and the stats socket are there once mount returns, and name the pid it printed
@@ -147,8 +147,7 @@ class LauncherTest {
         Path mnt = Files.createDirectories(root.resolve("mnt"));
         Path home = root.resolve("home");
         try {
-            Sh.run("CHIBIFS_JAVA_OPTS='-Xmx20m -XX:+UseSerialGC' " + FROM_CLASSES + "scripts/chibifs mount --context planner"
-                    + " --home '" + home + "' '" + mnt + "'").ok();
+            Sh.run("CHIBIFS_JAVA_OPTS='-Xmx20m -XX:+UseSerialGC' " + launcherMount(home, mnt)).ok();
             long pid = daemonPid(mnt);
             // made in the store itself: only the walk through the mount costs the daemon memory
             Sh.run("cd '" + home.resolve("vfs/shared") + "' && mkdir many && cd many && python3 -c \"import os\n"
@@ -166,7 +165,6 @@ class LauncherTest {
         }
     }
 
-    /** Where a background mount of {@code mnt} with chibi home {@code home} logs. */
     @Test
     void umountForceEndsTheWaitsOnADaemonThatNoLongerAnswers() throws Exception {
         FuseSupport.requireFuse();
@@ -176,14 +174,14 @@ class LauncherTest {
         Process waiting = null;
         long pid = -1;
         try {
-            Sh.run(FROM_CLASSES + "scripts/chibifs mount --context planner --home '" + home + "' '" + mnt + "'").ok();
+            Sh.run(launcherMount(home, mnt)).ok();
             pid = daemonPid(mnt);
             Sh.run(mnt, "echo x > shared/w.txt").ok();
             Sh.run("kill -STOP " + pid).ok();
             waiting = new ProcessBuilder("cat", mnt.resolve("shared/never-looked-up.txt").toString()).start();
             long deadline = System.currentTimeMillis() + 20_000;
-            while (!Sh.run("cat /proc/" + waiting.pid() + "/wchan").out().contains("request_wait_answer")
-                    && System.currentTimeMillis() < deadline) {
+            Path wchan = Path.of("/proc/" + waiting.pid() + "/wchan");
+            while (!Files.readString(wchan).contains("request_wait_answer") && System.currentTimeMillis() < deadline) {
                 assertTrue(waiting.isAlive(), "cat ended although the daemon is stopped");
             }
             Sh.Result r = Sh.run(FROM_CLASSES + "scripts/chibifs umount --force '" + mnt + "'");
@@ -192,7 +190,8 @@ class LauncherTest {
             assertTrue(waiting.exitValue() != 0);
             assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0, "still mounted");
             // exited: gone, or a zombie its parent (init) has yet to reap
-            String state = Sh.run("cat /proc/" + pid + "/stat 2>/dev/null").out();
+            Path stat = Path.of("/proc/" + pid + "/stat");
+            String state = Files.exists(stat) ? Files.readString(stat) : "";
             assertTrue(state.isEmpty() || state.substring(state.lastIndexOf(')') + 2).startsWith("Z"), "the daemon still runs: " + state);
             assertFalse(Files.exists(MountRegistry.forCurrentUser().fileFor(mnt)), "the killed daemon's record stays");
             assertFalse(Files.exists(StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid)), "its stats socket stays");
@@ -207,12 +206,18 @@ class LauncherTest {
         }
     }
 
+    /** Where a background mount of {@code mnt} with chibi home {@code home} logs. */
     private static Path mountLog(Path home, Path mnt) {
         return home.resolve("chibifs/logs/mount-" + mnt.toString().substring(1).replace('/', '_') + ".log");
     }
 
     /** The launcher run from the test class path, as the suite runs before the jar is packaged. */
     private static final String FROM_CLASSES = "CHIBIFS_CLASSPATH='" + System.getProperty("java.class.path") + "' ";
+
+    /** The README's background mount of {@code mnt} as context planner, chibi home {@code home}, through the launcher. */
+    private static String launcherMount(Path home, Path mnt) {
+        return FROM_CLASSES + "scripts/chibifs mount --context planner --home '" + home + "' '" + mnt + "'";
+    }
 
     /** The daemon's pid, from the registry a mount writes. */
     private static long daemonPid(Path mnt) throws IOException {

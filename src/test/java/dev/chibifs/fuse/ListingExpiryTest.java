@@ -20,8 +20,12 @@ class ListingExpiryTest {
     private long now = 1_000;
     private final List<Task> timer = new ArrayList<>();
     private final List<NodeTable.Node> dropped = new ArrayList<>();
-    private final ListingExpiry expiry = new ListingExpiry(VALID, dropped::add,
-            (nanos, task) -> timer.add(new Task(now + nanos, task)), () -> now);
+    private final ListingExpiry expiry = expiry(dropped::add);
+
+    /** A ListingExpiry on this test's timer and clock, dropping with {@code drop}. */
+    private ListingExpiry expiry(java.util.function.Consumer<NodeTable.Node> drop) {
+        return new ListingExpiry(VALID, drop, (nanos, task) -> timer.add(new Task(now + nanos, task)), () -> now);
+    }
 
     private static NodeTable.Node directory(long id) {
         return new NodeTable.Node(id, null, true, null);
@@ -100,10 +104,10 @@ class ListingExpiryTest {
     @Test
     void aFailedDropIsLoggedAndTheNextListingStillGoes() {
         List<NodeTable.Node> tried = new ArrayList<>();
-        ListingExpiry failing = new ListingExpiry(VALID, d -> {
+        ListingExpiry failing = expiry(d -> {
             tried.add(d);
             throw new IllegalStateException("no channel");
-        }, (nanos, task) -> timer.add(new Task(now + nanos, task)), () -> now);
+        });
         NodeTable.Node dir = directory(2);
         failing.listed(dir, MANY);
         advanceTo(1_000 + VALID);

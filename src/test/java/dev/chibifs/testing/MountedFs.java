@@ -2,6 +2,7 @@ package dev.chibifs.testing;
 
 import dev.chibifs.cli.Main;
 import dev.chibifs.fuse.FuseDaemon;
+import dev.chibifs.fuse.FuseMount;
 import dev.chibifs.fuse.MountTable;
 
 import java.io.IOException;
@@ -237,23 +238,17 @@ public final class MountedFs implements AutoCloseable {
         }
     }
 
-    /** The mount's FUSE connection (its device's minor number, fusectl's name for it); null when not mounted. */
+    /** The mount's FUSE connection; null when not mounted. */
     private String connection() {
         try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
-                String[] f = line.split(" ");
-                if (f.length > 4 && MountTable.unescape(f[4]).equals(mountpoint.toString())) {
-                    return f[2].substring(f[2].indexOf(':') + 1);
-                }
-            }
+            return FuseMount.connection(mountpoint.toString()).orElse(null);
         } catch (IOException | RuntimeException e) {
-            // none: nothing to abort later
+            return null; // nothing to abort later
         }
-        return null;
     }
 
     private static void abortConnection(String connection) {
-        Path abort = Path.of("/sys/fs/fuse/connections", connection, "abort");
+        Path abort = FuseMount.fusectlAbort(connection);
         if (!Files.exists(abort)) {
             Sh.run("mount -t fusectl none /sys/fs/fuse/connections");
         }
