@@ -186,7 +186,8 @@ public final class MemoryStorage implements Storage {
                 chunks = Arrays.copyOf(chunks, keep);
             }
             int tail = (int) (size & (CHUNK - 1));
-            if (keep > 0 && tail != 0 && chunks[keep - 1] != 0) {
+            // a file grown by truncate has no chunks for its tail: then there is nothing to zero
+            if (keep > 0 && keep <= chunks.length && tail != 0 && chunks[keep - 1] != 0) {
                 long cap = capacity(keep - 1);
                 if (tail < cap) {
                     NATIVE.setMemory(chunks[keep - 1] + tail, cap - tail, (byte) 0);

@@ -522,6 +522,21 @@ public abstract class StorageBehaviourSuite {
     }
 
     @Test
+    void aSparseFileCutInsideItsUnwrittenTailKeepsItsBytesAndReadsZerosPastThem() throws IOException {
+        // fsx found it: a memory file grown by truncate, then cut to a length its chunks never reached
+        storage.write(p("/shared/f"), bytes("abc"));
+        try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
+            h.truncate(300_000);
+            h.truncate(200_000);
+            assertEquals(200_000, h.size());
+            write(h, "xyz", 250_000);
+            assertEquals(250_003, h.size());
+            assertEquals("abc\0\0", read(h, 0, 5));
+            assertEquals("\0\0xyz", read(h, 249_998, 10));
+        }
+    }
+
+    @Test
     void truncateThroughHandle() throws IOException {
         storage.write(p("/shared/f"), bytes("abcdef"));
         try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
