@@ -12,6 +12,7 @@ import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.RenameMode;
 import dev.chibifs.store.SpaceInfo;
+import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
 
 import java.io.IOException;
@@ -147,8 +148,17 @@ final class FuseFileSystem {
         return nodes.path(n);
     }
 
-    /** The path of {@code name} in directory node {@code parent}; a name that cannot be in a path is EINVAL. */
-    private VfsPath childPath(NodeTable.Node parent, String name) {
+    /**
+     * The path of {@code name} in directory node {@code parent}; a name that cannot be in a path is
+     * EINVAL, one longer than NAME_MAX bytes ENAMETOOLONG (the kernel lets FUSE names reach 1024, and
+     * a memory or S3 store would keep one the disk under chibi's own store could not).
+     */
+    private VfsPath childPath(NodeTable.Node parent, String name) throws IOException {
+        // a UTF-16 unit is at most 3 UTF-8 bytes: only a long name needs counting
+        if (name.length() > Linux.NAME_MAX / 3 && name.getBytes(StandardCharsets.UTF_8).length > Linux.NAME_MAX) {
+            throw new ErrnoException(Linux.ENAMETOOLONG, name, "File name too long: a name has at most "
+                    + Linux.NAME_MAX + " bytes");
+        }
         return path(parent).child(name);
     }
 
@@ -434,7 +444,7 @@ final class FuseFileSystem {
             case Linux.RENAME_NOREPLACE -> RenameMode.NO_REPLACE;
             case Linux.RENAME_EXCHANGE -> RenameMode.EXCHANGE;
             // RENAME_WHITEOUT is for overlay file systems; both at once is EINVAL in every file system
-            default -> throw new dev.chibifs.sys.ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
+            default -> throw new ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
         };
         NodeTable.Node moved = nodes.child(from, fromName);
         NodeTable.Node replaced = nodes.child(to, toName);
@@ -510,7 +520,7 @@ final class FuseFileSystem {
             // retry, so an open(O_CREAT) creates the file and a plain open says ENOENT from a fresh
             // lookup, as on a disk. SQLite on two mounts failed "unable to open database file" on
             // the journal the other mount had just deleted.
-            throw new dev.chibifs.sys.ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+            throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
         Metadata found = handle.opened();
         if (found != null && n.identity != null
@@ -518,7 +528,7 @@ final class FuseFileSystem {
             // the name now stands for another file (replaced in the store behind the kernel's cached
             // name): ESTALE makes the kernel look the name up again and retry the open (LOOKUP_REVAL)
             handle.close();
-            throw new dev.chibifs.sys.ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+            throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
         int backing = backing(n, handle);
         long fh = register(handle, caller, flags, n, backing != 0);
@@ -649,7 +659,7 @@ final class FuseFileSystem {
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
         OpenFile f = openFiles.get(req.handle());
         if (f == null || forWriting && !f.writable()) {
-            throw new dev.chibifs.sys.ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
+            throw new ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
         return f;
     }
@@ -706,7 +716,7 @@ final class FuseFileSystem {
             case Linux.F_RDLCK -> LockType.READ;
             case Linux.F_WRLCK -> LockType.WRITE;
             case Linux.F_UNLCK -> LockType.UNLOCK;
-            default -> throw new dev.chibifs.sys.ErrnoException(Linux.EINVAL, "lock type " + type, "Invalid argument");
+            default -> throw new ErrnoException(Linux.EINVAL, "lock type " + type, "Invalid argument");
         };
     }
 
@@ -787,7 +797,7 @@ final class FuseFileSystem {
         if (size == 0) {
             out.int32(value.length).int32(0);
         } else if (size < value.length) {
-            throw new dev.chibifs.sys.ErrnoException(Linux.ERANGE, "xattr", "Numerical result out of range");
+            throw new ErrnoException(Linux.ERANGE, "xattr", "Numerical result out of range");
         } else {
             out.bytes(value);
         }
@@ -811,7 +821,7 @@ final class FuseFileSystem {
                 return;
             }
         }
-        throw new dev.chibifs.sys.ErrnoException(Linux.EOPNOTSUPP, p.toString(), "Operation not supported");
+        throw new ErrnoException(Linux.EOPNOTSUPP, p.toString(), "Operation not supported");
     }
 
     /**
@@ -831,10 +841,10 @@ final class FuseFileSystem {
     /** Passes the one attribute there is, a file's ETag: another user.* name is ENODATA, another namespace EOPNOTSUPP. */
     private static void requireEtag(String name, NodeTable.Node n) throws IOException {
         if (!name.startsWith(USER_XATTR_PREFIX)) {
-            throw new dev.chibifs.sys.ErrnoException(Linux.EOPNOTSUPP, name, "Operation not supported");
+            throw new ErrnoException(Linux.EOPNOTSUPP, name, "Operation not supported");
         }
         if (!ETAG_XATTR.equals(name) || n.directory) {
-            throw new dev.chibifs.sys.ErrnoException(Linux.ENODATA, name, "No data available");
+            throw new ErrnoException(Linux.ENODATA, name, "No data available");
         }
     }
 
@@ -850,7 +860,7 @@ final class FuseFileSystem {
         if (unopenedListings != null) {
             // the kernel takes ENOSYS as "open every directory without asking", for good, and with
             // FOPEN_KEEP_CACHE|FOPEN_CACHE_DIR: readdir decides what the kernel may keep instead
-            throw new dev.chibifs.sys.ErrnoException(Linux.ENOSYS, "opendir", "zero-message opendir");
+            throw new ErrnoException(Linux.ENOSYS, "opendir", "zero-message opendir");
         }
         boolean kept = follower.lookingIn(dir);
         long fh = listings.open(dir, kept);
@@ -867,7 +877,7 @@ final class FuseFileSystem {
         boolean unopened = req.handle() == 0 && noticeChannel != null;
         DirectoryListings.Listing l = unopened ? listings.unopened(node(req), req.pid, offset) : listings.opened(req.handle());
         if (l == null) {
-            throw new dev.chibifs.sys.ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
+            throw new ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
         int room = Math.min(req.readSize(), out.bodyCapacity());
         if (offset == 0 || !l.loaded) {

@@ -1,12 +1,13 @@
 package dev.chibifs.store;
 
-import dev.chibifs.sys.IsDirectoryException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.config.FileStamp;
 import dev.chibifs.config.FlockRegistry;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.ContextNames;
+import dev.chibifs.sys.IsDirectoryException;
+import dev.chibifs.sys.Linux;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -612,7 +613,7 @@ public final class ContextsView implements ReadOnlyStore {
 
     @Override
     public SpaceInfo space() {
-        return new SpaceInfo(4096, 0, 0, 0, 255, 0, 0);
+        return new SpaceInfo(4096, 0, 0, 0, Linux.NAME_MAX, 0, 0);
     }
 
     @Override

@@ -935,10 +935,10 @@ public final class MemoryStorage implements Storage {
     public synchronized SpaceInfo space() {
         if (limit != Long.MAX_VALUE) {
             long free = Math.max(0, limit - used);
-            return new SpaceInfo(BLOCK, limit, free, free, 255, 0, 0);
+            return new SpaceInfo(BLOCK, limit, free, free, Linux.NAME_MAX, 0, 0);
         }
         Runtime rt = Runtime.getRuntime();
         return new SpaceInfo(BLOCK, rt.maxMemory(), rt.maxMemory() - rt.totalMemory() + rt.freeMemory(),
-                rt.maxMemory() - rt.totalMemory() + rt.freeMemory(), 255, 0, 0);
+                rt.maxMemory() - rt.totalMemory() + rt.freeMemory(), Linux.NAME_MAX, 0, 0);
     }
 }

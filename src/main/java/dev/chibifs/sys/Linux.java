@@ -69,6 +69,9 @@ public final class Linux {
     public static final int EDQUOT = 122;
     public static final int ECANCELED = 125;
 
+    /** The longest name, in bytes, a directory entry may have (what statfs reports as namelen). */
+    public static final int NAME_MAX = 255;
+
     // open(2) flags (asm-generic/fcntl.h; arm64 moves four of them)
     public static final int O_RDONLY = 0;
     public static final int O_WRONLY = 01;

@@ -581,6 +581,21 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void aNameLongerThanNameMaxBytesIsEnametoolongAndLeavesNothing() throws Exception {
+        // the kernel passes FUSE names up to 1024 bytes; the memory store would have kept this one
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        String longest = "a".repeat(Linux.NAME_MAX);
+        String tooLong = "é".repeat(Linux.NAME_MAX / 2 + 1); // 128 characters, 256 bytes
+        create(shared, longest);
+        FakeKernel.Reply created = kernel.call(FuseProtocol.CREATE, shared,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name(tooLong));
+        assertEquals(-Linux.ENAMETOOLONG, created.error());
+        assertEquals(-Linux.ENAMETOOLONG, kernel.call(FuseProtocol.LOOKUP, shared, body().name(tooLong)).error());
+        assertEquals(-Linux.ENAMETOOLONG, rename2(shared, longest, longest + "b", 0).error());
+        assertEquals(List.of(longest), store.list(VfsPath.of("/shared")).stream().map(e -> e.name()).toList());
+    }
+
+    @Test
     void aMissingNameIsEnoentAndAnUnknownNodeToo() throws Exception {
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("nope")).error());
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.GETATTR, 999, body().int32(0).int32(0).int64(0)).error());

@@ -1747,9 +1747,10 @@ public final class S3Storage implements Storage {
 
     @Override
     public SpaceInfo space() {
-        // a bucket has no size; say a large one, as s3fs and goofys do
+        // a bucket has no size; say a large one, as s3fs and goofys do. Names are chibi's (at most
+        // NAME_MAX bytes, as on its own disk), though a key could hold longer ones
         long big = 1L << 50;
-        return new SpaceInfo(BLOCK, big, big, big, 1024, 0, 0);
+        return new SpaceInfo(BLOCK, big, big, big, Linux.NAME_MAX, 0, 0);
     }
 
     // ---- ETags ----
