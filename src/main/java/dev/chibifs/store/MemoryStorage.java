@@ -323,9 +323,13 @@ public final class MemoryStorage implements Storage {
         used += bytes;
     }
 
-    /** One name of {@code n} is gone: a file without names and handles, or a tree taken away, gives its memory back. */
+    /**
+     * One name of {@code n} is gone (its link count, so its ctime, changes: what its other names
+     * show): a file without names and handles, or a tree taken away, gives its memory back.
+     */
     private void released(Node n) {
         n.links--;
+        n.changed = now();
         if (n instanceof File) {
             File f = (File) n;
             if (f.links <= 0 && f.handles == 0) {
@@ -846,7 +850,6 @@ public final class MemoryStorage implements Storage {
         }
         parent.children.remove(path.fileName());
         released(n);
-        n.changed = now();
         touchDir(parent);
     }
 
