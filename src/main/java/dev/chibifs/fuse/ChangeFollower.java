@@ -189,7 +189,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                             && NodeTable.Identity.of(fs.router().resolve(at).storage(), now).equals(child.identity));
             if (!kernelRight) {
                 missing.remove(new Name(parent.id, name));
-                invalidateEntry(parent, name);
+                invalidateEntry(parent.id, name);
                 dropListing(parent);
                 return;
             }
@@ -222,10 +222,20 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     @Override
     public void eventsLost() {
-        LOG.warn("the store's change feed lost events: every attribute and listing the kernel holds is invalidated");
-        missing.clear();
+        LOG.warn("the store's change feed lost events: every name, missing name, attribute and listing the kernel holds is invalidated");
+        // anything followed may have changed meanwhile: a name made in the store would stay missing
+        // in the kernel, and one replaced would name the old node, until --kernel-cache expires them
+        for (var it = missing.iterator(); it.hasNext(); ) {
+            Name m = it.next();
+            it.remove();
+            invalidateEntry(m.parent(), m.name());
+        }
         for (NodeTable.Node n : fs.nodes.all()) {
             n.changing();
+            NodeTable.Link link = n.link;
+            if (link != null) {
+                invalidateEntry(link.parent().id, link.name());
+            }
             if (n.directory) {
                 dropListing(n);
             } else {
@@ -243,12 +253,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         feed.catchUp();
     }
 
-    private void invalidateEntry(NodeTable.Node parent, String name) {
+    private void invalidateEntry(long parent, String name) {
         FuseSession s = session;
         boolean expireOnly = s != null && s.negotiated() != null && s.negotiated().kernelMinor() >= 38
                 && s.negotiated().kernelOffers(FuseProtocol.HAS_EXPIRE_ONLY);
         send(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
-                .invalEntry(parent.id, name, expireOnly ? FuseProtocol.EXPIRE_ONLY : 0));
+                .invalEntry(parent, name, expireOnly ? FuseProtocol.EXPIRE_ONLY : 0));
     }
 
     /** A directory's attributes and the listing the kernel keeps of it. */

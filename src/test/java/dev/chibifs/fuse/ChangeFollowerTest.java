@@ -1,0 +1,72 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.policy.Caller;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.LocalStorage;
+import dev.chibifs.sys.Linux;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static dev.chibifs.fuse.FakeKernel.body;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+
+/** The store's change feed as the kernel hears of it: a real local store's feed, a fake kernel, no mount. */
+@Timeout(30)
+class ChangeFollowerTest {
+
+    @TempDir
+    Path home;
+    private FakeKernel kernel;
+    private FuseSession session;
+    private ChangeFollower follower;
+
+    @BeforeEach
+    void start() throws Exception {
+        Router router = Router.of(new LocalStorage(home));
+        router.createNamespace(List.of("alice"));
+        FuseFileSystem fs = new FuseFileSystem(router, CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
+                FuseFileSystem.Timeouts.of(30, 30, 30), true);
+        follower = assertInstanceOf(ChangeFollower.class, ChangeFollower.start(fs), "a local store has a feed");
+        kernel = new FakeKernel();
+        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 1, true, false, false), new RequestStats());
+        follower.notifyThrough(kernel, session);
+        session.start();
+        assertEquals(0, kernel.init(FuseProtocol.DO_READDIRPLUS).error());
+    }
+
+    @AfterEach
+    void stop() {
+        kernel.close();
+        session.ended().join();
+        follower.close();
+    }
+
+    @Test
+    void lostEventsMakeTheKernelAskAgainForEveryNameItHoldsMissingOrPresent() throws Exception {
+        Files.writeString(home.resolve("shared/here"), "x");
+        FakeKernel.Reply shared = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared"));
+        long dir = shared.int64(0);
+        assertEquals(0, kernel.call(FuseProtocol.LOOKUP, dir, body().name("here")).error());
+        FakeKernel.Reply missing = kernel.call(FuseProtocol.LOOKUP, dir, body().name("late"));
+        assertEquals(0, missing.error(), "a missing name the kernel may keep: an entry with node id 0");
+        assertEquals(0, missing.int64(0));
+
+        // what the feed says when the kernel's inotify queue overflowed (the file made meanwhile unheard of)
+        follower.eventsLost();
+
+        for (String name : List.of("late", "here", "shared")) {
+            long parent = name.equals("shared") ? FuseProtocol.ROOT_ID : dir;
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_ENTRY && n.int64(0) == parent
+                    && name.equals(StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8))).toString()));
+        }
+    }
+}
