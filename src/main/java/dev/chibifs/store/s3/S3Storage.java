@@ -95,6 +95,8 @@ public final class S3Storage implements Storage {
     static final String META_MTIME = "chibi-mtime";
 
     private static final long BLOCK = 4096;
+    /** The largest object one PUT uploads: a file may not grow past it (EFBIG), or it could never be uploaded. */
+    static final long MAX_OBJECT_BYTES = 5L << 30;
     private static final int FILE_MODE = 0644;
     private static final int DIR_MODE = 0755;
     /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
@@ -1478,9 +1480,10 @@ public final class S3Storage implements Storage {
         @Override
         public int write(ByteBuffer src, long position) throws IOException {
             synchronized (S3Storage.this) {
+                long at = append ? ch.size() : position;
+                requireObjectSize(at + src.remaining());
                 writing(node);
                 commit();
-                long at = append ? ch.size() : position;
                 int n = 0;
                 while (src.hasRemaining()) {
                     n += ch.write(src, at + n);
@@ -1503,6 +1506,7 @@ public final class S3Storage implements Storage {
         }
 
         private void setLength(long size) throws IOException {
+            requireObjectSize(size);
             long cur = ch.size();
             if (size < cur) {
                 ch.truncate(size);
@@ -1519,6 +1523,9 @@ public final class S3Storage implements Storage {
             synchronized (S3Storage.this) {
                 long end = offset + length;
                 long cur = ch.size();
+                if (!keepSize) {
+                    requireObjectSize(end);
+                }
                 if (zero) {
                     // an object has no blocks to reserve or free: a hole and zeros read the same
                     long to = Math.min(end, cur);
@@ -1543,6 +1550,13 @@ public final class S3Storage implements Storage {
         @Override
         public void sync(boolean metadata) throws IOException {
             flushNode(node);
+        }
+
+        private void requireObjectSize(long size) throws ErrnoException {
+            if (size > MAX_OBJECT_BYTES) {
+                throw new ErrnoException(Linux.EFBIG, String.valueOf(node.path),
+                        "File too large: an S3 object holds at most 5 GiB (one PUT)");
+            }
         }
 
         @Override

@@ -1,14 +1,27 @@
 package dev.chibifs.store.s3;
 
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.Storage;
 import dev.chibifs.store.StorageBehaviourSuite;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.EnumSet;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * The S3 store against the shared behaviour suite, over a real S3 server. Uploads go at once and
@@ -55,5 +68,23 @@ class S3StorageTest extends StorageBehaviourSuite {
     @Override
     protected boolean specialNames() {
         return false;
+    }
+
+    @Test
+    void aFileCannotGrowPastWhatOnePutUploads() throws IOException {
+        // else the cache file grows (or its disk says EFBIG, which reached the caller as EIO) and
+        // the upload fails for good
+        VfsPath f = VfsPath.of("/shared/big");
+        storage.write(f, "abc".getBytes(StandardCharsets.UTF_8));
+        long past = S3Storage.MAX_OBJECT_BYTES + 1;
+        try (FileHandle h = storage.open(f, EnumSet.of(OpenFlag.READ, OpenFlag.WRITE), 0644)) {
+            assertEquals(Linux.EFBIG, Errors.errno(assertThrows(IOException.class, () -> h.truncate(past))));
+            assertEquals(Linux.EFBIG, Errors.errno(assertThrows(IOException.class,
+                    () -> h.write(ByteBuffer.wrap(new byte[2]), S3Storage.MAX_OBJECT_BYTES - 1))));
+            assertEquals(Linux.EFBIG, Errors.errno(assertThrows(IOException.class,
+                    () -> h.allocate(0, S3Storage.MAX_OBJECT_BYTES, 1))));
+            assertEquals(3, h.size());
+        }
+        assertArrayEquals("abc".getBytes(StandardCharsets.UTF_8), storage.read(f));
     }
 }
