@@ -250,7 +250,9 @@ final class Bucket implements Closeable {
         Path tmp = to.resolveSibling(to.getFileName() + ".part");
         count("get");
         try (ResponseInputStream<GetObjectResponse> in = client.getObject(b -> b.bucket(bucket).key(key))) {
-            Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+            try (CacheFile out = CacheFile.replace(tmp)) {
+                out.writeAll(in); // a full cache disk says ENOSPC, not a bare IOException
+            }
             Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             GetObjectResponse r = in.response();
             return new Head(r.contentLength() == null ? 0 : r.contentLength(), r.lastModified(), r.eTag(), r.metadata());

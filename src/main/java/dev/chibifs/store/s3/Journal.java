@@ -7,12 +7,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
@@ -31,7 +29,9 @@ final class Journal implements Closeable {
     static final ObjectMapper JSON = new ObjectMapper();
 
     private final Path file;
-    private FileChannel out;
+    private CacheFile out;
+    /** Where the next record goes: a record torn by a failed write (ENOSPC) is written over. */
+    private long end;
     private long appended;
 
     Journal(Path file) {
@@ -79,14 +79,11 @@ final class Journal implements Closeable {
 
     /** Appends one record. */
     void append(ObjectNode record) throws IOException {
-        if (out == null || !out.isOpen()) {
-            // (re)opened: a thread interrupted while it wrote closes a channel for every thread
-            out = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+        if (out == null) {
+            out = CacheFile.openOrCreate(file);
+            end = out.size();
         }
-        ByteBuffer b = ByteBuffer.wrap(line(record));
-        while (b.hasRemaining()) {
-            out.write(b);
-        }
+        end += out.write(ByteBuffer.wrap(line(record)), end);
         appended++;
     }
 
@@ -106,13 +103,10 @@ final class Journal implements Closeable {
     void rewrite(List<ObjectNode> records) throws IOException {
         closeOut();
         Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
+        try (CacheFile ch = CacheFile.replace(tmp)) {
+            long at = 0;
             for (ObjectNode r : records) {
-                ByteBuffer b = ByteBuffer.wrap(line(r));
-                while (b.hasRemaining()) {
-                    ch.write(b);
-                }
+                at += ch.write(ByteBuffer.wrap(line(r)), at);
             }
             ch.force(true);
         }
@@ -131,7 +125,7 @@ final class Journal implements Closeable {
         return String.format("%08x", c.getValue());
     }
 
-    private void closeOut() throws IOException {
+    private void closeOut() {
         if (out != null) {
             out.close();
             out = null;

@@ -1048,21 +1048,19 @@ public final class S3Storage implements Storage {
 
     @Override
     public byte[] read(VfsPath path) throws IOException {
-        try (FileChannel ch = openContent(path)) {
+        try (CacheFile ch = openContent(path)) {
             long size = ch.size();
             if (size > Integer.MAX_VALUE - 16) {
                 throw new ErrnoException(Linux.EFBIG, path.toString(), "File too large");
             }
             ByteBuffer buf = ByteBuffer.allocate((int) size);
-            while (buf.hasRemaining() && ch.read(buf, buf.position()) > 0) {
-                // a read of a regular file stops short only at its end
-            }
+            ch.read(buf, 0); // short only if the file ends sooner
             return buf.position() == buf.capacity() ? buf.array() : java.util.Arrays.copyOf(buf.array(), buf.position());
         }
     }
 
-    /** A channel on the current content of the file at {@code path}, which a later replace does not change. */
-    private FileChannel openContent(VfsPath path) throws IOException {
+    /** The current content of the file at {@code path}, open: a later replace does not change it. */
+    private CacheFile openContent(VfsPath path) throws IOException {
         for (int attempt = 0; ; attempt++) {
             Node n = findFile(path);
             fetch(n);
@@ -1070,7 +1068,7 @@ public final class S3Storage implements Storage {
                 // the node now at the path: a write may have replaced n since, and that is as good
                 Node cur = nodes.get(path);
                 if (cur != null && !cur.dir && cur.cached) {
-                    return FileChannel.open(dataFile(cur.ino), StandardOpenOption.READ);
+                    return CacheFile.openForReading(dataFile(cur.ino));
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
@@ -1081,7 +1079,11 @@ public final class S3Storage implements Storage {
 
     @Override
     public void write(VfsPath path, byte[] data) throws IOException {
-        replace(path, tmp -> Files.write(tmp, data), -1);
+        replace(path, tmp -> {
+            try (CacheFile f = CacheFile.create(tmp)) {
+                f.write(ByteBuffer.wrap(data), 0);
+            }
+        }, -1);
     }
 
     private interface Filler {
@@ -1231,17 +1233,14 @@ public final class S3Storage implements Storage {
     @Override
     public void copy(VfsPath src, VfsPath dst) throws IOException {
         int mode;
-        try (FileChannel from = openContent(src)) {
+        try (CacheFile from = openContent(src)) {
             synchronized (this) {
                 mode = nodes.get(src) == null ? FILE_MODE : nodes.get(src).mode;
             }
             // like std::fs::copy in the seeds and LocalStorage: the copy takes the source's mode
             replace(dst, tmp -> {
-                try (FileChannel to = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                    long size = from.size();
-                    for (long done = 0; done < size; ) {
-                        done += from.transferTo(done, size - done, to);
-                    }
+                try (CacheFile to = CacheFile.create(tmp)) {
+                    to.copyFrom(from);
                 }
             }, mode);
         }
@@ -1395,7 +1394,7 @@ public final class S3Storage implements Storage {
                         throw new NoSuchFileException(path.toString());
                     }
                     Node c = newNode(false, FILE_MODE | ((createMode & 0100) != 0 ? 0111 : 0));
-                    Files.write(dataFile(c.ino), new byte[0]);
+                    CacheFile.replace(dataFile(c.ino)).close();
                     c.cached = true;
                     attach(path, c);
                     resurrect(path, c);
@@ -1413,7 +1412,7 @@ public final class S3Storage implements Storage {
                 boolean emptied = false;
                 if (flags.contains(OpenFlag.TRUNCATE) && !now.cached) {
                     // its content is about to go: no need to fetch it
-                    Files.write(dataFile(now.ino), new byte[0]);
+                    CacheFile.replace(dataFile(now.ino)).close();
                     now.cached = true;
                     emptied = now.size > 0;
                     now.size = 0;
@@ -1434,7 +1433,7 @@ public final class S3Storage implements Storage {
 
     /** Caller holds the lock. */
     private FileHandle handle(Node n, boolean write, boolean append) throws IOException {
-        FileChannel ch = FileChannel.open(dataFile(n.ino), StandardOpenOption.READ, StandardOpenOption.WRITE);
+        CacheFile ch = CacheFile.openForWriting(dataFile(n.ino));
         if (write) {
             n.writers++;
         }
@@ -1443,7 +1442,7 @@ public final class S3Storage implements Storage {
 
     private final class Handle implements FileHandle {
         private final Node node;
-        private final FileChannel ch;
+        private final CacheFile ch;
         private final boolean writer;
         private final boolean append;
         private final Metadata opened;
@@ -1451,7 +1450,7 @@ public final class S3Storage implements Storage {
         /** Made at the first lock request through this handle; guarded by the store's monitor. */
         private InProcessLocks.View locks;
 
-        Handle(Node node, FileChannel ch, boolean writer, boolean append) {
+        Handle(Node node, CacheFile ch, boolean writer, boolean append) {
             this.node = node;
             this.ch = ch;
             this.writer = writer;
@@ -1466,15 +1465,7 @@ public final class S3Storage implements Storage {
 
         @Override
         public int read(ByteBuffer dst, long position) throws IOException {
-            int total = 0;
-            while (dst.hasRemaining()) {
-                int n = ch.read(dst, position + total);
-                if (n <= 0) {
-                    break;
-                }
-                total += n;
-            }
-            return total;
+            return ch.read(dst, position);
         }
 
         @Override
@@ -1484,10 +1475,7 @@ public final class S3Storage implements Storage {
                 requireObjectSize(at + src.remaining());
                 writing(node);
                 commit();
-                int n = 0;
-                while (src.hasRemaining()) {
-                    n += ch.write(src, at + n);
-                }
+                int n = ch.write(src, at);
                 node.size = ch.size();
                 touch(node);
                 return n;
@@ -1507,11 +1495,8 @@ public final class S3Storage implements Storage {
 
         private void setLength(long size) throws IOException {
             requireObjectSize(size);
-            long cur = ch.size();
-            if (size < cur) {
+            if (size != ch.size()) {
                 ch.truncate(size);
-            } else if (size > cur) {
-                ch.write(ByteBuffer.allocate(1), size - 1);
             }
         }
 

@@ -1,0 +1,111 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+
+/**
+ * A file of the cache directory, through a descriptor of our own: a failure keeps its errno. The
+ * JDK's FileChannel reports a full cache disk as a plain IOException, which reached the caller as
+ * EIO; this says ENOSPC, as the disk did. The caller closes it once, after its last use (a
+ * descriptor number is reused at once by the next open).
+ */
+final class CacheFile implements Closeable {
+
+    private static final int FILE_MODE = 0644;
+    private static final int COPY_CHUNK = 1 << 16;
+
+    private final int fd;
+    private final String name;
+
+    private CacheFile(int fd, String name) {
+        this.fd = fd;
+        this.name = name;
+    }
+
+    static CacheFile openForReading(Path file) throws IOException {
+        return open(file, Linux.O_RDONLY);
+    }
+
+    static CacheFile openForWriting(Path file) throws IOException {
+        return open(file, Linux.O_RDWR);
+    }
+
+    /** A new file, which must not exist yet. */
+    static CacheFile create(Path file) throws IOException {
+        return open(file, Linux.O_RDWR | Linux.O_CREAT | Linux.O_EXCL);
+    }
+
+    /** A file as it is, or made empty if missing. */
+    static CacheFile openOrCreate(Path file) throws IOException {
+        return open(file, Linux.O_RDWR | Linux.O_CREAT);
+    }
+
+    /** A file made empty, or made. */
+    static CacheFile replace(Path file) throws IOException {
+        return open(file, Linux.O_RDWR | Linux.O_CREAT | Linux.O_TRUNC);
+    }
+
+    private static CacheFile open(Path file, int flags) throws IOException {
+        String name = file.toString();
+        return new CacheFile(Syscalls.openat(Linux.AT_FDCWD, name, flags, FILE_MODE, name), name);
+    }
+
+    /** Reads into {@code dst} from {@code position} until it is full or the file ends; returns the bytes read. */
+    int read(ByteBuffer dst, long position) throws IOException {
+        int total = 0;
+        while (dst.hasRemaining()) {
+            int n = Syscalls.pread(fd, dst, position + total);
+            if (n <= 0) {
+                break;
+            }
+            total += n;
+        }
+        return total;
+    }
+
+    /** Writes all of {@code src} at {@code position}; returns how many bytes that was. */
+    int write(ByteBuffer src, long position) throws IOException {
+        int n = src.remaining();
+        Syscalls.pwriteFully(fd, src, position);
+        return n;
+    }
+
+    /** Appends everything {@code in} gives to this (new, empty) file. */
+    void writeAll(InputStream in) throws IOException {
+        byte[] chunk = new byte[COPY_CHUNK];
+        ByteBuffer buf = ByteBuffer.wrap(chunk);
+        long at = 0;
+        for (int n; (n = in.read(chunk)) != -1; ) {
+            at += write(buf.clear().limit(n), at);
+        }
+    }
+
+    long size() throws IOException {
+        return Syscalls.stat(fd, null, name).size();
+    }
+
+    /** Shrinks, or grows with a hole. */
+    void truncate(long size) throws IOException {
+        Syscalls.ftruncate(fd, size);
+    }
+
+    void force(boolean metadata) throws IOException {
+        Syscalls.fsync(fd, metadata);
+    }
+
+    /** Copies all of {@code from} into this (new, empty) file. */
+    void copyFrom(CacheFile from) throws IOException {
+        Syscalls.copy(from.fd, fd, from.size());
+    }
+
+    @Override
+    public void close() {
+        Syscalls.close(fd);
+    }
+}
