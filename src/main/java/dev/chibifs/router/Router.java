@@ -12,6 +12,7 @@ import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.FileLocks;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.Precondition;
@@ -429,6 +430,17 @@ public final class Router {
         @Override
         public void setExecutable(int mode) throws IOException {
             h.setExecutable(mode);
+        }
+
+        // FileHandle's defaults (no locks, no passthrough) must not hide what the store's handle does
+        @Override
+        public FileLocks locks() throws IOException {
+            return h.locks();
+        }
+
+        @Override
+        public int passthroughDescriptor() throws IOException {
+            return h.passthroughDescriptor();
         }
 
         @Override

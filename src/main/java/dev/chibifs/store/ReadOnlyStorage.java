@@ -139,6 +139,12 @@ public final class ReadOnlyStorage implements ReadOnlyStore {
             return h.size();
         }
 
+        /** A lock changes no file: SQLite reading a database takes a read lock. A write lock needs a writable open (EBADF). */
+        @Override
+        public FileLocks locks() throws IOException {
+            return h.locks();
+        }
+
         @Override
         public void close() throws IOException {
             h.close();

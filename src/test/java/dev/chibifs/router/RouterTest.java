@@ -16,10 +16,12 @@ import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.LocalStorage;
+import dev.chibifs.store.LockType;
 import dev.chibifs.store.MemoryStorage;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.OperationNotPermittedException;
+import dev.chibifs.store.ReadOnlyStorage;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.FileSystemException;
@@ -501,6 +503,29 @@ class RouterTest {
         assertThrows(FileSystemException.class, () -> vfs.link(PLANNER, p("/shared/tmp/x"), p("/shared/linked")));
         assertArrayEquals(bytes("tmp"), sharedTmp.read(p("/x")));
         assertFalse(vfs.exists(GUEST, p("/shared/moved")));
+    }
+
+    @Test
+    void filesOfAStoreAtAPrefixOrOfAReadOnlyStoreTakeLocks() throws IOException {
+        // stress-ng and SQLite on a memory store: every lock was ENOLCK, the handle's defaults
+        MemoryStorage sharedTmp = new MemoryStorage();
+        LocalStorage docs = new LocalStorage(temp.resolve("docs"));
+        docs.write(p("/db"), bytes("sqlite"));
+        vfs = Router.builder(store).mount(p("/shared/tmp"), sharedTmp)
+                .mount(p("/shared/docs"), new ReadOnlyStorage(docs, "readonly:docs")).build();
+        vfs.write(SYSTEM, p("/shared/tmp/f"), bytes("x"));
+        Set<OpenFlag> rw = EnumSet.of(OpenFlag.READ, OpenFlag.WRITE);
+        try (FileHandle a = vfs.open(PLANNER, p("/shared/tmp/f"), rw, 0644);
+             FileHandle b = vfs.open(PLANNER, p("/shared/tmp/f"), rw, 0644)) {
+            assertTrue(a.locks().tryLock(1, LockType.WRITE, 0, 10));
+            assertFalse(b.locks().tryLock(2, LockType.WRITE, 5, 5));
+        }
+        Set<OpenFlag> ro = EnumSet.of(OpenFlag.READ);
+        try (FileHandle a = vfs.open(PLANNER, p("/shared/docs/db"), ro, 0);
+             FileHandle b = vfs.open(PLANNER, p("/shared/docs/db"), ro, 0)) {
+            assertTrue(a.locks().tryLock(1, LockType.READ, 0, 10));
+            assertTrue(b.locks().tryLock(2, LockType.READ, 0, 10), "read locks share");
+        }
     }
 
     @Test
