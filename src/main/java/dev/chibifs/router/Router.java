@@ -698,11 +698,11 @@ public final class Router {
      */
     public void symlink(Caller caller, VfsPath link, String target) throws IOException {
         checkWrite(caller, link);
+        Target t = writable(link);
         String why = symlinks.refusal(link, target);
         if (why != null) {
             throw denied(link, target, why);
         }
-        Target t = resolve(link);
         t.storage().createSymlink(t.path(), target);
     }
 
@@ -720,7 +720,7 @@ public final class Router {
      */
     public void mknod(Caller caller, VfsPath path, EntryKind kind, int mode) throws IOException {
         checkWrite(caller, path);
-        Target t = resolve(path);
+        Target t = writable(path);
         switch (kind) {
             case FIFO, SOCKET -> t.storage().createNode(t.path(), kind, mode);
             case FILE -> t.storage().open(t.path(), Set.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), mode).close();

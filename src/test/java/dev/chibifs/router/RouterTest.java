@@ -22,6 +22,7 @@ import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.OperationNotPermittedException;
 import dev.chibifs.store.ReadOnlyStorage;
+import dev.chibifs.store.ReadOnlyStoreException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.FileSystemException;
@@ -526,6 +527,16 @@ class RouterTest {
             assertTrue(a.locks().tryLock(1, LockType.READ, 0, 10));
             assertTrue(b.locks().tryLock(2, LockType.READ, 0, 10), "read locks share");
         }
+    }
+
+    @Test
+    void aReadOnlyStoreRefusesLinksAndFifosAsEveryOtherChange() throws IOException {
+        // they were EPERM ("this store holds no symbolic links"), where every other change is EROFS
+        vfs = Router.builder(store).mount(p("/shared/docs"),
+                new ReadOnlyStorage(new LocalStorage(temp.resolve("docs")), "readonly:docs")).build();
+        assertThrows(ReadOnlyStoreException.class, () -> vfs.symlink(PLANNER, p("/shared/docs/l"), "x"));
+        assertThrows(ReadOnlyStoreException.class, () -> vfs.mknod(PLANNER, p("/shared/docs/p"), EntryKind.FIFO, 0644));
+        assertThrows(ReadOnlyStoreException.class, () -> vfs.mknod(PLANNER, p("/shared/docs/f"), EntryKind.FILE, 0644));
     }
 
     @Test
