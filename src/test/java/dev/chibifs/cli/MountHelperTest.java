@@ -63,6 +63,17 @@ class MountHelperTest {
     }
 
     @Test
+    void theSourceBecomesTheMountsNameUnlessAnFsnameIsGiven() throws Exception {
+        // as mount.fuse does: df, findmnt and xfstests find a mount by the source it was mounted from
+        assertEquals(List.of("mount", "--context", "planner", "-o", "fsname=team-share", "/mnt/planner"),
+                run("team-share", "/mnt/planner", "-o", "ctx=planner").launcherArgs());
+        assertEquals(List.of("mount", "--context", "planner", "-o", "fsname=mine", "/mnt/planner"),
+                run("team-share", "/mnt/planner", "-o", "ctx=planner,fsname=mine").launcherArgs());
+        assertEquals(List.of("mount", "--context", "planner", "/mnt/planner"),
+                run("a,b", "/mnt/planner", "-o", "ctx=planner").launcherArgs(), "a comma cannot ride in -o");
+    }
+
+    @Test
     void acceptsASemicolonListOfUidMaps() throws Exception {
         Result r = run("chibifs", "/mnt/chibi", "-o", "uidmap=1001:planner;1002:coder");
         assertEquals(List.of("mount", "--uid-map", "1001=planner", "--uid-map", "1002=coder", "/mnt/chibi"),
