@@ -1540,7 +1540,7 @@ public final class S3Storage implements Storage {
         private void requireObjectSize(long size) throws ErrnoException {
             if (size > MAX_OBJECT_BYTES) {
                 throw new ErrnoException(Linux.EFBIG, String.valueOf(node.path),
-                        "File too large: an S3 object holds at most 5 GiB (one PUT)");
+                        "File too large: an S3 object holds at most " + (MAX_OBJECT_BYTES >> 30) + " GiB (one PUT)");
             }
         }
 
