@@ -30,13 +30,16 @@ class MountHelperTest {
 
     private Path helper;
 
-    record Result(int code, List<String> launcherArgs, String stderr) {
+    /** What the helper did: its exit code, the arguments the stand-in launcher got, its stdout and stderr. */
+    record Result(int code, List<String> launcherArgs, String stdout, String stderr) {
     }
 
     @BeforeEach
     void installBesideAStandInLauncher() throws IOException {
         helper = Files.copy(HELPER, tmp.resolve("mount.fuse.chibifs"), StandardCopyOption.COPY_ATTRIBUTES);
-        Path launcher = Files.writeString(tmp.resolve("chibifs"), "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n");
+        // it notes its arguments and says what the real launcher says on success
+        Path launcher = Files.writeString(tmp.resolve("chibifs"), "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done"
+                + " > \"$(dirname \"$0\")/launcher-args\"\necho 'chibifs: mounted'\n");
         Files.setPosixFilePermissions(launcher, PosixFilePermissions.fromString("rwxr-xr-x"));
     }
 
@@ -48,7 +51,10 @@ class MountHelperTest {
         assertTrue(p.waitFor(20, TimeUnit.SECONDS), "helper did not finish");
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-        return new Result(p.exitValue(), out.isEmpty() ? List.of() : out.lines().toList(), err);
+        Path noted = tmp.resolve("launcher-args");
+        List<String> launched = Files.exists(noted) ? Files.readAllLines(noted) : List.of();
+        Files.deleteIfExists(noted);
+        return new Result(p.exitValue(), launched, out, err);
     }
 
     @Test
@@ -71,6 +77,15 @@ class MountHelperTest {
                 run("team-share", "/mnt/planner", "-o", "ctx=planner,fsname=mine").launcherArgs());
         assertEquals(List.of("mount", "--context", "planner", "/mnt/planner"),
                 run("a,b", "/mnt/planner", "-o", "ctx=planner").launcherArgs(), "a comma cannot ride in -o");
+    }
+
+    @Test
+    void aMountIsQuietOnSuccessUnlessVerbose() throws Exception {
+        // mount(8) and its helpers print nothing when all went well (xfstests compares their output)
+        Result quiet = run("chibifs", "/mnt/planner", "-o", "ctx=planner");
+        assertEquals(0, quiet.code(), quiet.stderr());
+        assertEquals("", quiet.stdout());
+        assertEquals("chibifs: mounted\n", run("chibifs", "/mnt/planner", "-v", "-o", "ctx=planner").stdout());
     }
 
     @Test
