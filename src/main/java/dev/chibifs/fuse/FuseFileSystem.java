@@ -65,6 +65,8 @@ final class FuseFileSystem {
     /** The unknown inode number readdir gives a name whose attributes it did not read (libfuse's FUSE_UNKNOWN_INO). */
     private static final long UNKNOWN_INO = 0xffffffffL;
     private static final int BLOCK_SIZE = 4096;
+    /** The mode fstat shows of a directory removed while open: what every store makes one with. */
+    private static final int REMOVED_DIRECTORY_MODE = 0755;
 
     private final Router router;
     private final CallerResolver callers;
@@ -285,9 +287,24 @@ final class FuseFileSystem {
         }
         OpenFile open = openFiles.anyOf(n);
         if (open == null) {
+            if (n.removed && n.directory && n.identity != null) {
+                return removedDirectory(n);
+            }
             throw new NoSuchFileException(p.toString());
         }
         return open.handle().metadata();
+    }
+
+    /**
+     * What fstat shows of a directory removed (or renamed over) through this mount while a process
+     * still has it open: no links, as on a disk (xfstests generic/035). With zero-message opendir
+     * the daemon holds no handle of it to ask, so the times are the last it told the kernel.
+     */
+    private static Metadata removedDirectory(NodeTable.Node n) {
+        FileTime modified = n.toldSize >= 0 ? FileTime.from(n.toldModified, TimeUnit.NANOSECONDS) : FileTime.from(Instant.now());
+        FileTime changed = n.toldSize >= 0 ? FileTime.from(n.toldChanged, TimeUnit.NANOSECONDS) : modified;
+        return new Metadata(EntryKind.DIRECTORY, 0, null, modified, modified, changed, 0, REMOVED_DIRECTORY_MODE,
+                n.identity.inode());
     }
 
     void setattr(FuseRequest req, FuseReply out) throws IOException {

@@ -596,6 +596,23 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void aDirectoryRemovedWhileOpenStillHasAttributesWithNoLinks() throws Exception {
+        // xfstests generic/035: fstat of a directory open in a process after rmdir or a rename over
+        // it; with zero-message opendir the daemon holds no handle, and said ENOENT
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        FakeKernel.Reply made = kernel.call(FuseProtocol.MKDIR, shared, body().int32(040755).int32(022).name("gone"));
+        assertEquals(0, made.error());
+        long dir = made.int64(0);
+        assertEquals(0, kernel.call(FuseProtocol.RMDIR, shared, body().name("gone")).error());
+        FakeKernel.Reply attr = kernel.call(FuseProtocol.GETATTR, dir, body().int32(0).int32(0).int64(0));
+        assertEquals(0, attr.error());
+        int a = 16; // struct fuse_attr in fuse_attr_out
+        assertEquals(0, attr.int32(a + 64), "nlink");
+        assertEquals(Linux.S_IFDIR, attr.int32(a + 60) & Linux.S_IFMT, "still a directory");
+        assertEquals(made.int64(40), attr.int64(a), "the inode MKDIR gave (fuse_entry_out's attr at 40)");
+    }
+
+    @Test
     void aMissingNameIsEnoentAndAnUnknownNodeToo() throws Exception {
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("nope")).error());
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.GETATTR, 999, body().int32(0).int32(0).int64(0)).error());
