@@ -89,6 +89,15 @@ class MountHelperTest {
     }
 
     @Test
+    void aRemountChangesOnlyTheMountsFlagsWithoutTheDaemon() throws Exception {
+        // mount -o remount,ro /mnt/planner hands the helper the fstab options again, remount among them
+        Result r = run("chibifs", "/mnt/planner", "-f", "-o", "ctx=planner,home=/srv/chibi,remount,ro,noatime,allow_other");
+        assertEquals(0, r.code(), r.stderr());
+        assertEquals(List.of(), r.launcherArgs(), "no second daemon");
+        assertEquals("mount.fuse.chibifs: mount -i -o remount,ro,noatime /mnt/planner\n", r.stderr());
+    }
+
+    @Test
     void acceptsASemicolonListOfUidMaps() throws Exception {
         Result r = run("chibifs", "/mnt/chibi", "-o", "uidmap=1001:planner;1002:coder");
         assertEquals(List.of("mount", "--uid-map", "1001=planner", "--uid-map", "1002=coder", "/mnt/chibi"),
