@@ -972,7 +972,11 @@ final class FuseFileSystem {
             p = dirPath.child(name);
             m = kept != null ? kept : siblings.metadata(name);
         } catch (IOException | RuntimeException gone) {
-            out.direntPlusBare(UNKNOWN_INO, next, type, nameBytes, 0, nameBytes.length);
+            // gone since the listing was read: a directory open before a removal may still give the
+            // name (POSIX allows it), with the inode the kernel knows it by where there is one
+            // (xfstests generic/637 compares it with what stat said)
+            long ino = known != null && known.identity != null ? known.identity.inode() : UNKNOWN_INO;
+            out.direntPlusBare(ino, next, type, nameBytes, 0, nameBytes.length);
             return;
         }
         NodeTable.Identity identity = NodeTable.Identity.of(siblings.storage(name), m);

@@ -273,6 +273,31 @@ class FuseFileSystemTest {
         assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
     }
 
+    @Test
+    void aNameRemovedWhileItsDirectoryIsReadKeepsItsInodeNumberInTheListing() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] inodes = new long[3];
+        int i = 0;
+        for (String n : List.of("a", "b", "c")) {
+            FakeKernel.Reply r = kernel.call(FuseProtocol.CREATE, shared,
+                    body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name(n));
+            inodes[i++] = r.int64(40); // fuse_entry_out's attr.ino
+            release(r.int64(0), r.int64(FuseProtocol.ENTRY_OUT));
+        }
+        long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
+        int threeEntries = 3 * (FuseProtocol.DIRENTPLUS + 8); // ".", ".." and "a"
+        FakeKernel.Reply first = kernel.call(FuseProtocol.READDIRPLUS, shared,
+                body().int64(fh).int64(0).int32(threeEntries).int32(0).int64(0).int32(0).int32(0));
+        assertEquals(threeEntries, first.body().limit());
+        store.delete(VfsPath.of("/shared/b")); // removed while the directory is being read
+        FakeKernel.Reply rest = kernel.call(FuseProtocol.READDIRPLUS, shared,
+                body().int64(fh).int64(3).int32(65536).int32(0).int64(0).int32(0).int32(0));
+        assertEquals('b', rest.body().get(FuseProtocol.DIRENTPLUS), "the listing read at its start still names b");
+        assertEquals(0, rest.int64(0), "without a node: nothing to look up");
+        assertEquals(inodes[1], rest.int64(FuseProtocol.ENTRY_OUT), "the dirent's d_ino is still b's");
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
+    }
+
     /** One READDIRPLUS reply: its names, and the offset the kernel asks on from (its last entry's). */
     private record Page(List<String> names, long next) {
     }
