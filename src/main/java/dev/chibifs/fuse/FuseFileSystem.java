@@ -363,7 +363,10 @@ final class FuseFileSystem {
             return FileTime.from(Instant.now());
         }
         if ((valid & set) != 0) {
-            return FileTime.from(Instant.ofEpochSecond(seconds, nanos));
+            // a time past what Java's Instant holds (touch -d 'Dec 31 2147483647') is clamped, as a
+            // file system clamps it to its own range (ext4: 2446), rather than failed
+            long clamped = Math.max(Instant.MIN.getEpochSecond(), Math.min(Instant.MAX.getEpochSecond(), seconds));
+            return FileTime.from(Instant.ofEpochSecond(clamped, clamped == seconds ? nanos : 0));
         }
         return null;
     }

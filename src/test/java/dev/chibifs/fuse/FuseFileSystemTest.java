@@ -638,6 +638,19 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void aTimeBeyondWhatJavaHoldsIsClampedNotAnIoError() throws Exception {
+        // xfstests generic/634: touch -d 'Dec 31 23:59:59 UTC 2147483647', and the year 0
+        long f = written("t", "x");
+        for (long seconds : new long[] {67767976233532799L, -62167219200L, Long.MIN_VALUE}) {
+            FakeKernel.Reply set = kernel.call(FuseProtocol.SETATTR, f, body().int32(FuseProtocol.FATTR_MTIME).int32(0)
+                    .int64(0).int64(0).int64(0).int64(0).int64(seconds).int64(0).int32(0).int32(0).int32(0)
+                    .int32(0).int32(0).int32(0).int32(0).int32(0));
+            assertEquals(0, set.error(), "mtime " + seconds);
+        }
+        assertEquals(java.time.Instant.MIN, store.metadata(VfsPath.of("/shared/t")).modified().toInstant());
+    }
+
+    @Test
     void aMissingNameIsEnoentAndAnUnknownNodeToo() throws Exception {
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("nope")).error());
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.GETATTR, 999, body().int32(0).int32(0).int64(0)).error());
