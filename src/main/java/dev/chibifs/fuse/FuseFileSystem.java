@@ -978,7 +978,9 @@ final class FuseFileSystem {
             // gone since the listing was read: a directory open before a removal may still give the
             // name (POSIX allows it), with the inode the kernel knows it by where there is one
             // (xfstests generic/637 compares it with what stat said)
-            long ino = known != null && known.identity != null ? known.identity.inode() : UNKNOWN_INO;
+            Long removed = known != null ? null : nodes.removedInode(dir, name);
+            long ino = known != null && known.identity != null ? known.identity.inode()
+                    : removed != null ? removed : UNKNOWN_INO;
             out.direntPlusBare(ino, next, type, nameBytes, 0, nameBytes.length);
             return;
         }

@@ -4,7 +4,9 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.Storage;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -154,6 +156,19 @@ final class NodeTable {
     private final NodeSlots byId = new NodeSlots((int) FuseProtocol.ROOT_ID + 1);
     private final ConcurrentMap<Identity, Node> byIdentity = new ConcurrentHashMap<>();
     private final ConcurrentMap<Link, Node> byName = new ConcurrentHashMap<>();
+    /** How many removed names keep their inode number for stale listing entries. */
+    static final int REMOVED_NAMES_KEPT = 1024;
+    /**
+     * The inode numbers of the last names removed through the mount: a listing read from before a
+     * removal may still give the name, with its number. Kept past the node's FORGET, which comes as
+     * soon as the kernel drops the name, usually before the reader reads on. Guarded by this.
+     */
+    private final Map<Link, Long> removedInodes = new LinkedHashMap<>(16, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Link, Long> eldest) {
+            return size() > REMOVED_NAMES_KEPT;
+        }
+    };
     /** Bumped when a directory moves: every cached path below it may be stale. */
     private final AtomicLong renames = new AtomicLong();
     private final Node root = new Node(FuseProtocol.ROOT_ID, null, true, null);
@@ -186,6 +201,11 @@ final class NodeTable {
     /** The node known by {@code name} in directory {@code parent}, or null. */
     Node child(Node parent, String name) {
         return byName.get(new Link(parent, name));
+    }
+
+    /** The inode number of the file {@code name} in {@code parent} named when it was removed through the mount lately; or null. */
+    synchronized Long removedInode(Node parent, String name) {
+        return removedInodes.get(new Link(parent, name));
     }
 
     /** The node known by {@code name} in {@code parent} and by no other name, not removed; or null. */
@@ -296,6 +316,9 @@ final class NodeTable {
         if (node != null) {
             dropLink(node, parent, name);
             if (node.removed) {
+                if (node.identity != null) {
+                    removedInodes.put(new Link(parent, name), node.identity.inode());
+                }
                 // the kernel holds it until its FORGET, but a new file that reuses its inode is another node
                 byIdentity.remove(node.identity, node);
             }

@@ -289,12 +289,17 @@ class FuseFileSystemTest {
         FakeKernel.Reply first = kernel.call(FuseProtocol.READDIRPLUS, shared,
                 body().int64(fh).int64(0).int32(threeEntries).int32(0).int64(0).int32(0).int32(0));
         assertEquals(threeEntries, first.body().limit());
-        store.delete(VfsPath.of("/shared/b")); // removed while the directory is being read
+        // removed while the directory is being read: b behind the daemon, c through the mount
+        store.delete(VfsPath.of("/shared/b"));
+        assertEquals(0, kernel.call(FuseProtocol.UNLINK, shared, body().name("c")).error());
         FakeKernel.Reply rest = kernel.call(FuseProtocol.READDIRPLUS, shared,
                 body().int64(fh).int64(3).int32(65536).int32(0).int64(0).int32(0).int32(0));
         assertEquals('b', rest.body().get(FuseProtocol.DIRENTPLUS), "the listing read at its start still names b");
         assertEquals(0, rest.int64(0), "without a node: nothing to look up");
         assertEquals(inodes[1], rest.int64(FuseProtocol.ENTRY_OUT), "the dirent's d_ino is still b's");
+        int second = FuseReply.align8(FuseProtocol.DIRENTPLUS + 1);
+        assertEquals('c', rest.body().get(second + FuseProtocol.DIRENTPLUS));
+        assertEquals(inodes[2], rest.int64(second + FuseProtocol.ENTRY_OUT), "and c's, removed through the mount");
         assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
     }
 
