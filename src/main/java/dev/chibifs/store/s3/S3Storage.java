@@ -101,6 +101,8 @@ public final class S3Storage implements Storage {
     private static final int DIR_MODE = 0755;
     /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
     private static final int MAX_DEFERRALS = 5;
+    /** Lost uploads a file remembers (the newest are dropped past it): each a SHA-256, 64 bytes. */
+    private static final int MAX_LOST_UPLOADS = 16;
     /** How often the background flusher looks for due uploads; no request to S3 when nothing is due. */
     private static final long TICK_MILLIS = 100;
     private static final long BACKOFF_FIRST_MILLIS = 500;
@@ -189,6 +191,11 @@ public final class S3Storage implements Storage {
         int writers;
         /** Its locks, made at the first lock request; they stay with the file through renames. */
         InProcessLocks locks;
+        /**
+         * The SHA-256 of each upload since the last that succeeded whose every attempt failed as far
+         * as the client knows: one may have landed all the same. Null when none.
+         */
+        List<String> lostUploads;
 
         Node(long ino, boolean dir, FileTime now, int mode) {
             this.ino = ino;
@@ -2112,6 +2119,7 @@ public final class S3Storage implements Storage {
                         }
                     } else {
                         n.remoteEtag = etag;
+                        n.lostUploads = null;
                         n.syncedSeq = seq;
                         if (n.gen == gen) {
                             n.dirty = false;
@@ -2125,8 +2133,25 @@ public final class S3Storage implements Storage {
                     commit();
                 }
             } catch (Bucket.PreconditionFailed e) {
+                String ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, key(p)) : null;
+                if (ours != null) {
+                    // not another host's change: this host's own upload that landed unbeknownst to it
+                    synchronized (this) {
+                        n.remoteEtag = ours;
+                        n.lostUploads = null;
+                    }
+                    continue; // the finally block drops this snapshot; the next attempt takes another
+                }
                 conflict(n, p, gen, snap, sha, meta);
             } catch (IOException e) {
+                synchronized (this) {
+                    if (n.lostUploads == null) {
+                        n.lostUploads = new ArrayList<>(1);
+                    }
+                    if (n.lostUploads.size() < MAX_LOST_UPLOADS) {
+                        n.lostUploads.add(sha);
+                    }
+                }
                 noteOutage(e);
                 throw e;
             } finally {
@@ -2137,6 +2162,22 @@ public final class S3Storage implements Storage {
             }
             return;
         }
+    }
+
+    /**
+     * The ETag of the object at {@code key} when it is one of {@code n}'s lost uploads (the same
+     * content: its SHA-256 in the object's metadata), else null.
+     */
+    private String lostUploadThere(Node n, String key) throws IOException {
+        List<String> lost;
+        synchronized (this) {
+            lost = n.lostUploads == null ? null : List.copyOf(n.lostUploads);
+        }
+        if (lost == null) {
+            return null;
+        }
+        Bucket.Head now = bucket.head(key);
+        return now != null && lost.contains(now.meta().get(META_SHA)) ? now.etag() : null;
     }
 
     /**

@@ -193,6 +193,29 @@ class S3HostsTest {
     }
 
     @Test
+    void anUploadThatLandedThoughItsEveryAttemptFailedIsNoConflictWithItself() throws Exception {
+        // xfstests on an S3 store under load: an fsync's PUT landed though the client saw every
+        // attempt fail; the next upload, of newer content, met this host's own object (412) and
+        // kept its content as a conflict copy of itself
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        S3Storage a = host(options("a").withClock(clock, false));
+        a.write(p("/shared/log"), "one".getBytes(UTF_8));
+        a.flushAll();
+        server.failPuts(Integer.MAX_VALUE, true);
+        try (FileHandle h = a.open(p("/shared/log"), EnumSet.of(OpenFlag.WRITE), 0644)) {
+            h.write(ByteBuffer.wrap("two".getBytes(UTF_8)), 0);
+            assertThrows(IOException.class, () -> h.sync(false), "every attempt failed, as far as the client knows");
+        }
+        server.failPuts(0, false);
+        assertEquals("two", inS3("shared/log"), "though the first one landed");
+        put(a, "/shared/log", "three");
+        a.flushAll();
+        assertEquals("three", inS3("shared/log"));
+        assertEquals(List.of("log"), a.list(p("/shared")).stream().map(e -> e.name()).toList(), "no conflict copy");
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
     void anotherHostsChangeShowsOnceTheValidityHasPassed() throws Exception {
         MutableClock clockB = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));

@@ -45,7 +45,8 @@ final class S3Server implements AutoCloseable {
         java.nio.file.Files.createDirectories(dir);
         Properties props = new Properties();
         props.setProperty("jclouds.filesystem.basedir", dir.toString());
-        BlobStore store = new OneAtATime(BlobStores.create("filesystem-nio2", props));
+        backend = new OneAtATime(BlobStores.create("filesystem-nio2", props), this);
+        BlobStore store = backend;
         proxy = S3Proxy.builder()
                 .blobStore(store)
                 .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
@@ -72,8 +73,11 @@ final class S3Server implements AutoCloseable {
      * backend for what it supports (conditional writes), so the lock is one.
      */
     private static final class OneAtATime extends ForwardingBlobStore {
-        OneAtATime(BlobStore store) {
+        private final S3Server server;
+
+        OneAtATime(BlobStore store, S3Server server) {
             super(store);
+            this.server = server;
         }
 
         @Override
@@ -88,6 +92,14 @@ final class S3Server implements AutoCloseable {
 
         @Override
         public synchronized String putBlob(String container, Blob blob, PutOptions options) {
+            if (server.putsToFail > 0) {
+                server.putsToFail--;
+                if (server.firstFailingPutLands) {
+                    server.firstFailingPutLands = false;
+                    super.putBlob(container, blob, options);
+                }
+                throw new IllegalStateException("a PUT failed on purpose (S3Server.failPuts)");
+            }
             return super.putBlob(container, blob, options);
         }
 
@@ -114,6 +126,23 @@ final class S3Server implements AutoCloseable {
         @Override
         public synchronized void removeBlobs(String container, Iterable<String> names) {
             super.removeBlobs(container, names);
+        }
+    }
+
+    private OneAtATime backend;
+    /** Guarded by the backend's lock (OneAtATime). */
+    private int putsToFail;
+    private boolean firstFailingPutLands;
+
+    /**
+     * The next {@code count} PUTs fail (500, which the client retries); with {@code firstLands} the
+     * first of them is stored before it fails: an upload whose every attempt the client saw fail,
+     * though one of them landed.
+     */
+    void failPuts(int count, boolean firstLands) {
+        synchronized (backend) {
+            putsToFail = count;
+            firstFailingPutLands = firstLands;
         }
     }
 
