@@ -432,7 +432,6 @@ public final class Router {
             h.setExecutable(mode);
         }
 
-        // FileHandle's defaults (no locks, no passthrough) must not hide what the store's handle does
         @Override
         public FileLocks locks() throws IOException {
             return h.locks();

@@ -66,12 +66,11 @@ public interface FileHandle extends Closeable {
     /**
      * A new descriptor of this very file, which the caller owns: for the kernel to read and write
      * the store file directly (FUSE passthrough), which opens the file again from its path, with
-     * each open's own flags. -1 where the store
-     * has no file descriptor to give (memory, S3, read-only views).
+     * each open's own flags. -1 where the store has no file descriptor to give (memory, S3,
+     * read-only views). No default, as for {@link #locks}: a handle that wraps another must say
+     * what it does (the router's wrapper once fell back to a default and hid the store's).
      */
-    default int passthroughDescriptor() throws IOException {
-        return -1;
-    }
+    int passthroughDescriptor() throws IOException;
 
     /** fstat: the file's current metadata, even after it was renamed or unlinked. */
     Metadata metadata() throws IOException;
@@ -91,7 +90,5 @@ public interface FileHandle extends Closeable {
      * record locks of each owner that locked through it, and its flock locks). A store that keeps no
      * locks throws {@link LocksUnavailableException} (ENOLCK).
      */
-    default FileLocks locks() throws IOException {
-        throw new LocksUnavailableException("this store keeps no locks");
-    }
+    FileLocks locks() throws IOException;
 }

@@ -787,6 +787,12 @@ public final class MemoryStorage implements Storage {
             }
         }
 
+        /** The content lives in native memory: no file for the kernel to pass reads and writes to. */
+        @Override
+        public int passthroughDescriptor() {
+            return -1;
+        }
+
         @Override
         public FileLocks locks() {
             synchronized (MemoryStorage.this) {

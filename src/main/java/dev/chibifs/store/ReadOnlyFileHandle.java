@@ -13,6 +13,12 @@ interface ReadOnlyFileHandle extends FileHandle {
     /** The refusal of a change through this handle. */
     ReadOnlyStoreException refusal();
 
+    /** A view is never passed through: the kernel would read the store file past it. */
+    @Override
+    default int passthroughDescriptor() {
+        return -1;
+    }
+
     @Override
     default int write(ByteBuffer src, long position) throws IOException {
         throw refusal();

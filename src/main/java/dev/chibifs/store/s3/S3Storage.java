@@ -1584,6 +1584,12 @@ public final class S3Storage implements Storage {
             }
         }
 
+        /** Never: every write must pass through here to mark the file dirty for its upload. */
+        @Override
+        public int passthroughDescriptor() {
+            return -1;
+        }
+
         /** Locks exclude within this daemon: another host's processes are not seen (as on any mount of S3). */
         @Override
         public FileLocks locks() {
