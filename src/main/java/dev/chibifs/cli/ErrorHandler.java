@@ -25,6 +25,10 @@ final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, Comm
             cl.getErr().println("chibifs: " + ex.getMessage());
             return ExitCodes.USAGE;
         }
+        if (ex instanceof CommandFailure f) {
+            cl.getErr().println("chibifs: " + f.getMessage());
+            return f.exitCode();
+        }
         if (ex instanceof MountFailure) {
             cl.getErr().println("chibifs: " + ex.getMessage());
             return ExitCodes.FAILURE;

@@ -99,4 +99,12 @@ class StatusCommandTest {
         assertEquals("2h03m", StatusCommand.uptime(7380));
         assertEquals("3d04h", StatusCommand.uptime(3 * 86400 + 4 * 3600 + 59));
     }
+
+    @Test
+    void statsOfAPathNoDaemonServesIsOneLineAndExitCodeNotFound() {
+        Cli.Result r = new Cli(tmp.resolve("home")).run("stats", tmp.resolve("not-a-mount").toString());
+        assertEquals(ExitCodes.NOT_FOUND, r.code(), r.toString());
+        assertEquals("chibifs: no running chibifs daemon is registered for " + tmp.resolve("not-a-mount")
+                + " (chibifs status lists this host's mounts)\n", r.err());
+    }
 }
