@@ -152,15 +152,11 @@ final class FuseFileSystem {
 
     /**
      * The path of {@code name} in directory node {@code parent}; a name that cannot be in a path is
-     * EINVAL, one longer than NAME_MAX bytes ENAMETOOLONG (the kernel lets FUSE names reach 1024, and
-     * a memory or S3 store would keep one the disk under chibi's own store could not).
+     * EINVAL, one longer than NAME_MAX bytes ENAMETOOLONG (the kernel lets FUSE names reach 1024: a
+     * lookup of one says so rather than ENOENT; the router refuses to create one on any store).
      */
     private VfsPath childPath(NodeTable.Node parent, String name) throws IOException {
-        // a UTF-16 unit is at most 3 UTF-8 bytes: only a long name needs counting
-        if (name.length() > Linux.NAME_MAX / 3 && name.getBytes(StandardCharsets.UTF_8).length > Linux.NAME_MAX) {
-            throw new ErrnoException(Linux.ENAMETOOLONG, name, "File name too long: a name has at most "
-                    + Linux.NAME_MAX + " bytes");
-        }
+        Router.checkNameLength(name);
         return path(parent).child(name);
     }
 

@@ -22,6 +22,8 @@ import dev.chibifs.store.RenameMode;
 import dev.chibifs.store.OperationNotPermittedException;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -193,6 +195,27 @@ public final class Router {
             throw new ReadOnlyStoreException(path.toString(), ((ReadOnlyStore) t.storage()).storeName());
         }
         return t;
+    }
+
+    /**
+     * {@link #writable} for a change that may create {@code path} or its parents: every name at most
+     * NAME_MAX bytes (ENAMETOOLONG), as a local store's own file system requires, so a memory or S3
+     * store, which could keep longer names, never holds one that a mount could not give the kernel.
+     */
+    private Target creatable(VfsPath path) throws IOException {
+        for (String name : path.segments()) {
+            checkNameLength(name);
+        }
+        return writable(path);
+    }
+
+    /** ENAMETOOLONG for a name longer than NAME_MAX bytes of UTF-8. */
+    public static void checkNameLength(String name) throws ErrnoException {
+        // a UTF-16 unit is at most 3 UTF-8 bytes: only a long name needs counting
+        if (name.length() > Linux.NAME_MAX / 3 && name.getBytes(StandardCharsets.UTF_8).length > Linux.NAME_MAX) {
+            throw new ErrnoException(Linux.ENAMETOOLONG, name, "File name too long: a name has at most "
+                    + Linux.NAME_MAX + " bytes");
+        }
     }
 
     // ---- policy checks ----
@@ -461,26 +484,26 @@ public final class Router {
 
     public void write(Caller caller, VfsPath path, byte[] data) throws IOException {
         checkWrite(caller, path);
-        Target t = writable(path);
+        Target t = creatable(path);
         t.storage().write(t.path(), data);
     }
 
     public void append(Caller caller, VfsPath path, byte[] data) throws IOException {
         checkWrite(caller, path);
-        Target t = writable(path);
+        Target t = creatable(path);
         t.storage().append(t.path(), data);
     }
 
     /** A conditional write (--if-match, --if-none-match): the store checks and writes as one step. */
     public void write(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
         checkWrite(caller, path);
-        Target t = writable(path);
+        Target t = creatable(path);
         t.storage().write(t.path(), data, condition);
     }
 
     public void append(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
         checkWrite(caller, path);
-        Target t = writable(path);
+        Target t = creatable(path);
         t.storage().append(t.path(), data, condition);
     }
 
@@ -501,7 +524,7 @@ public final class Router {
         if (isMountPoint(path)) {
             return; // the mounted store's root is a directory already
         }
-        Target t = writable(path);
+        Target t = creatable(path);
         t.storage().mkdir(t.path());
     }
 
@@ -509,7 +532,7 @@ public final class Router {
     public void copy(Caller caller, VfsPath src, VfsPath dst) throws IOException {
         checkWrite(caller, dst);
         Target ts = resolve(src);
-        Target td = writable(dst);
+        Target td = creatable(dst);
         if (ts.storage() == td.storage()) {
             ts.storage().copy(ts.path(), td.path());
         } else {
@@ -533,7 +556,7 @@ public final class Router {
         checkRemove(caller, dst);
         Target ts = writable(src);
         Target td = sameStorage(src, dst, ts);
-        writable(dst);
+        creatable(dst);
         checkLinksCarried(ts, src, dst);
         if (mode == RenameMode.EXCHANGE) {
             checkLinksCarried(td, dst, src);
@@ -608,7 +631,11 @@ public final class Router {
         if (flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND) || flags.contains(OpenFlag.CREATE)
                 || flags.contains(OpenFlag.CREATE_NEW) || flags.contains(OpenFlag.TRUNCATE)) {
             checkWrite(caller, path);
-            writable(path);
+            if (flags.contains(OpenFlag.CREATE) || flags.contains(OpenFlag.CREATE_NEW)) {
+                creatable(path);
+            } else {
+                writable(path);
+            }
         }
         Target t = resolve(path);
         FileHandle h = t.storage().open(t.path(), flags, createMode);
@@ -624,7 +651,7 @@ public final class Router {
 
     public void createDirectory(Caller caller, VfsPath path) throws IOException {
         checkWrite(caller, path);
-        Target t = writable(path);
+        Target t = creatable(path);
         t.storage().createDirectory(t.path());
     }
 
@@ -675,6 +702,7 @@ public final class Router {
         }
         Target te = writable(existing);
         Target tn = sameStorage(existing, newName, te);
+        creatable(newName);
         if (symlinks != SymlinkRule.ANY && te.storage().metadata(te.path()).kind() == EntryKind.SYMLINK) {
             String target = te.storage().readLink(te.path());
             String why = symlinks.carryRefusal(newName, target);
@@ -697,7 +725,7 @@ public final class Router {
      */
     public void symlink(Caller caller, VfsPath link, String target) throws IOException {
         checkWrite(caller, link);
-        Target t = writable(link);
+        Target t = creatable(link);
         String why = symlinks.refusal(link, target);
         if (why != null) {
             throw denied(link, target, why);
@@ -719,7 +747,7 @@ public final class Router {
      */
     public void mknod(Caller caller, VfsPath path, EntryKind kind, int mode) throws IOException {
         checkWrite(caller, path);
-        Target t = writable(path);
+        Target t = creatable(path);
         switch (kind) {
             case FIFO, SOCKET -> t.storage().createNode(t.path(), kind, mode);
             case FILE -> t.storage().open(t.path(), Set.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), mode).close();

@@ -23,6 +23,8 @@ import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.OperationNotPermittedException;
 import dev.chibifs.store.ReadOnlyStorage;
 import dev.chibifs.store.ReadOnlyStoreException;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.FileSystemException;
@@ -504,6 +506,34 @@ class RouterTest {
         assertThrows(FileSystemException.class, () -> vfs.link(PLANNER, p("/shared/tmp/x"), p("/shared/linked")));
         assertArrayEquals(bytes("tmp"), sharedTmp.read(p("/x")));
         assertFalse(vfs.exists(GUEST, p("/shared/moved")));
+    }
+
+    @Test
+    void noStoreIsGivenANameLongerThanNameMaxBytes() throws IOException {
+        MemoryStorage memory = new MemoryStorage();
+        vfs = Router.builder(store).mount(p("/shared/mem"), memory).build();
+        vfs.createNamespace(List.of("planner"));
+        String longest = "a".repeat(Linux.NAME_MAX);
+        String tooLong = "\u00e9".repeat(Linux.NAME_MAX / 2 + 1); // 128 characters, 256 bytes
+        vfs.write(PLANNER, p("/shared/mem/" + longest), bytes("x"));
+        vfs.write(PLANNER, p("/shared/mem/f"), bytes("x"));
+
+        List<Executable> creates = List.of(
+                () -> vfs.write(PLANNER, p("/shared/mem/" + tooLong), bytes("x")),
+                () -> vfs.append(PLANNER, p("/shared/mem/" + tooLong), bytes("x")),
+                () -> vfs.mkdir(PLANNER, p("/shared/mem/" + tooLong + "/sub")),
+                () -> vfs.createDirectory(PLANNER, p("/shared/mem/" + tooLong)),
+                () -> vfs.copy(PLANNER, p("/shared/mem/f"), p("/shared/mem/" + tooLong)),
+                () -> vfs.rename(PLANNER, p("/shared/mem/f"), p("/shared/mem/" + tooLong)),
+                () -> vfs.link(PLANNER, p("/shared/mem/f"), p("/shared/mem/" + tooLong)),
+                () -> vfs.open(PLANNER, p("/shared/mem/" + tooLong), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644),
+                () -> vfs.mknod(PLANNER, p("/shared/mem/" + tooLong), EntryKind.FIFO, 0644));
+        for (Executable create : creates) {
+            FileSystemException e = assertThrows(FileSystemException.class, create);
+            assertEquals(Linux.ENAMETOOLONG, Errors.errno(e), e.toString());
+        }
+        assertEquals(List.of(longest, "f"), vfs.list(GUEST, p("/shared/mem")).stream().map(Entry::name).sorted().toList());
+        assertEquals("x", text("/shared/mem/f"));
     }
 
     @Test
