@@ -658,6 +658,7 @@ public final class MemoryStorage implements Storage {
         if (n != null && flags.contains(OpenFlag.CREATE_NEW)) {
             throw new FileAlreadyExistsException(path.toString());
         }
+        boolean existed = n != null;
         if (n == null) {
             if (!flags.contains(OpenFlag.CREATE) && !flags.contains(OpenFlag.CREATE_NEW)) {
                 throw new NoSuchFileException(path.toString());
@@ -675,7 +676,9 @@ public final class MemoryStorage implements Storage {
             f.modified = f.changed = now();
         }
         f.handles++;
-        return new MemoryHandle(f, flags.contains(OpenFlag.APPEND));
+        MemoryHandle h = new MemoryHandle(f, flags.contains(OpenFlag.APPEND));
+        h.opened = existed ? h.metadata() : null;
+        return h;
     }
 
     private final class MemoryHandle implements FileHandle {
@@ -684,10 +687,17 @@ public final class MemoryStorage implements Storage {
         private boolean closed;
         /** Made at the first lock request through this handle. Guarded by the storage's monitor. */
         private InProcessLocks.View locks;
+        /** The file as this open found it; null when the open made it. */
+        private Metadata opened;
 
         MemoryHandle(File file, boolean append) {
             this.file = file;
             this.append = append;
+        }
+
+        @Override
+        public Metadata opened() {
+            return opened;
         }
 
         @Override

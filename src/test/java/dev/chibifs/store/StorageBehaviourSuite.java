@@ -1115,6 +1115,24 @@ public abstract class StorageBehaviourSuite {
     }
 
     @Test
+    void anOpenSaysWhatItFoundNothingWhenItMadeTheFile() throws IOException {
+        storage.mkdir(p("/shared"));
+        try (FileHandle made = open("/shared/f", OpenFlag.WRITE, OpenFlag.CREATE)) {
+            assertNull(made.opened(), "the open made it");
+            write(made, "abc", 0);
+        }
+        try (FileHandle found = open("/shared/f", OpenFlag.READ)) {
+            Metadata m = found.opened();
+            assertEquals(3, m.size());
+            assertEquals(storage.metadata(p("/shared/f")).modified(), m.modified());
+            assertEquals(storage.metadata(p("/shared/f")).inode(), m.inode());
+        }
+        try (FileHandle cut = open("/shared/f", OpenFlag.WRITE, OpenFlag.CREATE, OpenFlag.TRUNCATE)) {
+            assertEquals(0, cut.opened().size(), "as the truncating open left it");
+        }
+    }
+
+    @Test
     void handleSurvivesRename() throws IOException {
         storage.write(p("/shared/f"), bytes("abc"));
         try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {

@@ -1408,7 +1408,7 @@ public final class S3Storage implements Storage {
                     touch(nodes.get(path.parent()));
                     dirty(c);
                     commit();
-                    return handle(c, write, flags.contains(OpenFlag.APPEND));
+                    return handle(c, write, flags.contains(OpenFlag.APPEND), true);
                 }
                 if (now.dir) {
                     throw new IsDirectoryException(path.toString());
@@ -1425,9 +1425,10 @@ public final class S3Storage implements Storage {
                     now.size = 0;
                 }
                 if (now.cached) {
-                    FileHandle h = handle(now, write, flags.contains(OpenFlag.APPEND));
+                    Handle h = handle(now, write, flags.contains(OpenFlag.APPEND), false);
                     if (flags.contains(OpenFlag.TRUNCATE) && (now.size > 0 || emptied)) {
                         h.truncate(0);
+                        h.opened = metadataOf(now);
                     }
                     return h;
                 }
@@ -1438,13 +1439,13 @@ public final class S3Storage implements Storage {
         }
     }
 
-    /** Caller holds the lock. */
-    private FileHandle handle(Node n, boolean write, boolean append) throws IOException {
+    /** Caller holds the lock; {@code made}: this open made the file. */
+    private Handle handle(Node n, boolean write, boolean append, boolean made) throws IOException {
         CacheFile ch = CacheFile.openForWriting(dataFile(n.ino));
         if (write) {
             n.writers++;
         }
-        return new Handle(n, ch, write, append);
+        return new Handle(n, ch, write, append, made);
     }
 
     private final class Handle implements FileHandle {
@@ -1452,17 +1453,18 @@ public final class S3Storage implements Storage {
         private final CacheFile ch;
         private final boolean writer;
         private final boolean append;
-        private final Metadata opened;
+        /** As the open left the file (truncated); null when it made it. */
+        private Metadata opened;
         private boolean closed;
         /** Made at the first lock request through this handle; guarded by the store's monitor. */
         private InProcessLocks.View locks;
 
-        Handle(Node node, CacheFile ch, boolean writer, boolean append) {
+        Handle(Node node, CacheFile ch, boolean writer, boolean append, boolean made) {
             this.node = node;
             this.ch = ch;
             this.writer = writer;
             this.append = append;
-            this.opened = metadataOf(node);
+            this.opened = made ? null : metadataOf(node);
         }
 
         @Override
