@@ -58,6 +58,12 @@ final class FuseFileSystem {
      * gone), as OFD locks are, not at the close of any one descriptor of the process.
      */
     private static final int NO_FLUSH = FuseProtocol.FOPEN_NOFLUSH;
+    /**
+     * Files up to this size, opened to be read, get their whole content into the kernel's page cache
+     * at open instead of a READ round trip, and are not passed through (see {@link #keepPages}).
+     */
+    static final int STORED_AT_OPEN = 64 * 1024;
+    private static final Set<OpenFlag> READ_ONLY = Set.of(OpenFlag.READ);
     /** A node's backing id once the kernel refused its store file for passthrough: never asked again. */
     private static final int NO_BACKING = -1;
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(FuseFileSystem.class);
@@ -75,7 +81,6 @@ final class FuseFileSystem {
     private final boolean readdirplus;
     final NodeTable nodes = new NodeTable();
     final OpenFileTable openFiles = new OpenFileTable();
-    private final PageCache pageCache = new PageCache();
     private final DirectoryListings listings = new DirectoryListings();
     /** Where notifications go once the kernel lists directories without opening them; null while it opens them. */
     private volatile FuseChannel unopenedListings;
@@ -84,6 +89,8 @@ final class FuseFileSystem {
     private volatile StoreFollower follower = StoreFollower.NONE;
     /** Where backing files are registered once INIT granted FUSE_PASSTHROUGH; null: reads and writes are served. */
     private volatile FuseChannel passthrough;
+    /** Where a small file's content goes into the kernel's page cache at open (NOTIFY_STORE); null before INIT. */
+    private volatile FuseChannel storeChannel;
 
     FuseFileSystem(Router router, CallerResolver callers, long mountUid, long mountGid, Timeouts timeouts,
                    boolean readdirplus) {
@@ -92,6 +99,11 @@ final class FuseFileSystem {
         this.attributes = new AttributeView(router, callers, mountUid, mountGid);
         this.timeouts = timeouts;
         this.readdirplus = readdirplus;
+    }
+
+    /** After INIT: a small file's content is stored in the kernel's page cache through {@code channel} at its open. */
+    void storeAtOpen(FuseChannel channel) {
+        this.storeChannel = channel;
     }
 
     /** INIT granted FUSE_PASSTHROUGH: opens of store files register them with {@code channel}. */
@@ -513,7 +525,7 @@ final class FuseFileSystem {
         return open;
     }
 
-    void open(FuseRequest req, FuseReply out) throws IOException {
+    void open(FuseRequest req, FuseReply out, ByteBuffer data) throws IOException {
         NodeTable.Node n = node(req);
         VfsPath p = path(n);
         Caller caller = caller(req);
@@ -538,27 +550,97 @@ final class FuseFileSystem {
             // the journal the other mount had just deleted.
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
-        Metadata found = handle.opened();
-        if (found != null && n.identity != null
-                && !NodeTable.Identity.of(router.resolve(p).storage(), found).equals(n.identity)) {
+        Metadata opened = handle.opened();
+        if (opened != null && n.identity != null
+                && !NodeTable.Identity.of(router.resolve(p).storage(), opened).equals(n.identity)) {
             // the name now stands for another file (replaced in the store behind the kernel's cached
             // name): ESTALE makes the kernel look the name up again and retry the open (LOOKUP_REVAL)
             handle.close();
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
-        int backing = backing(n, handle);
-        long fh = register(handle, caller, flags, n, backing != 0);
-        Metadata opened = handle.opened();
-        int openFlags = NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH : 0);
-        if (opened != null) {
-            // with passthrough the pages are the store file's own; the kernel fails (EIO) an open
-            // that asks to keep a FUSE page cache of an inode it passes through
-            if (pageCache.keep(opened) && backing == 0) {
-                openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
+        boolean small = opened != null && opened.isFile() && opened.size() <= Math.min(STORED_AT_OPEN, data.capacity())
+                && flags.equals(READ_ONLY) && storeChannel != null;
+        int backing;
+        int openFlags = NO_FLUSH;
+        synchronized (n) {
+            // a small file read, with nothing else open: its pages (stored below) serve every read and
+            // every read after while it stays the same, with no round trip; a read passed through
+            // makes the kernel ask for attributes again at the next stat (it takes the atime as changed)
+            backing = n.cachedOpens > 0 || (small && n.backingOpens == 0) ? 0 : backing(n, handle);
+            if (backing != 0) {
+                openFlags |= FuseProtocol.FOPEN_PASSTHROUGH;
+            } else {
+                n.cachedOpens++;
+                if (opened == null) {
+                    n.pages = PageStamp.UNKNOWN; // dropped at the reply, then filled by reads of a file we did not stat
+                } else if (keepPages(n, handle, opened, small && n.cachedOpens == 1, data)) {
+                    openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
+                }
             }
+        }
+        long fh = register(handle, caller, flags, n, backing != 0);
+        if (opened != null) {
             follower.opened(n, opened);
         }
         out.open(fh, openFlags, backing);
+    }
+
+    /**
+     * Whether an open of node {@code n} through the kernel's page cache may keep the pages the kernel
+     * has: yes while they are true to the file as {@code opened} says it is, or once its whole content
+     * is stored in them here ({@code store}: a small file with nothing else open, so no process can
+     * hold one of its pages while waiting for this daemon). Otherwise the kernel drops them all when
+     * the open is answered, and reads fill them again. Called under the node's monitor.
+     */
+    private boolean keepPages(NodeTable.Node n, FileHandle handle, Metadata opened, boolean store, ByteBuffer data) {
+        PageStamp now = PageStamp.of(opened);
+        PageStamp before = n.pages;
+        n.pages = now; // kept, stored, or dropped when the kernel gets the reply: true to now either way
+        if (now.equals(before)) {
+            return true;
+        }
+        // Before a store, what the kernel had goes (INVAL_INODE from offset 0): a page past the new end
+        // would survive it, and a write through the cache later could show its old bytes. And where no
+        // follower tells the kernel of changes as they come (--kernel-cache off, a directory out of
+        // watches), its size may be stale for the attribute timeout: a read through the page cache
+        // stops there, so the attributes go too (offset -1), and the next stat or read asks.
+        boolean dropPages = store && before != null;
+        NodeTable.Link name = n.link;
+        boolean told = name != null && name.parent().followKey >= 0;
+        if (dropPages || !told) {
+            try {
+                notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, dropPages ? 0 : -1, 0)
+                        .send(storeChannel);
+            } catch (IOException e) {
+                LOG.debug("{}: pages and attributes not dropped at open: {}", nodes.path(n), e.toString());
+                return false;
+            }
+        }
+        return store && storeContent(n, handle, (int) opened.size(), data);
+    }
+
+    /**
+     * Puts the whole content of node {@code n} ({@code size} bytes) into the kernel's page cache
+     * (NOTIFY_STORE). False when it could not, and then the open must not keep the pages.
+     */
+    private boolean storeContent(NodeTable.Node n, FileHandle handle, int size, ByteBuffer data) {
+        if (size == 0) {
+            return true;
+        }
+        try {
+            data.clear().limit(size);
+            while (data.hasRemaining()) {
+                if (handle.read(data, data.position()) <= 0) {
+                    return false; // shorter than it was a moment ago: changed, let the reads fill it
+                }
+            }
+            data.flip();
+            notices.get().notification(FuseProtocol.NOTIFY_STORE).store(n.id, 0, size).data(data).send(storeChannel);
+            return true;
+        } catch (IOException e) {
+            LOG.debug("{}: content not stored at open: {}", nodes.path(n), e.toString());
+            return false;
+        }
     }
 
     private long register(FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n, boolean passthrough) {
@@ -662,7 +744,15 @@ final class FuseFileSystem {
         out.rememberedNode = n;
         int backing;
         try {
-            backing = backing(n, handle);
+            synchronized (n) {
+                backing = n.cachedOpens > 0 ? 0 : backing(n, handle);
+                if (backing == 0) {
+                    n.cachedOpens++;
+                    if (handle.opened() != null) {
+                        n.pages = PageStamp.UNKNOWN; // an existing file, opened without keeping its pages
+                    }
+                }
+            }
         } catch (IOException | RuntimeException e) {
             handle.close();
             nodes.forget(n.id, 1); // the entry is not sent: the error is
@@ -700,16 +790,23 @@ final class FuseFileSystem {
         OpenFile f = openFiles.remove(req.handle());
         if (f != null) {
             try {
+                NodeTable.Node n = f.node();
                 if (f.passthrough()) {
-                    releaseBacking(f.node());
+                    releaseBacking(n);
+                } else {
+                    // a write through the cache went through its pages to the store: they are the file now
+                    PageStamp written = f.writable() ? PageStamp.of(f.handle().metadata()) : null;
+                    synchronized (n) {
+                        n.cachedOpens--;
+                        if (written != null) {
+                            n.pages = written;
+                        }
+                    }
                 }
                 if (f.writable()) {
                     // what the last writer left is kept when the feed tells the close (IN_CLOSE_WRITE
                     // of the handle closed below), with the stat the feed makes of it anyway
-                    f.node().writerReleased();
-                    if (!f.passthrough()) {
-                        pageCache.written(f.handle().metadata());
-                    }
+                    n.writerReleased();
                 }
             } finally {
                 f.handle().close();

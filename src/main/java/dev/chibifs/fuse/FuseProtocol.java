@@ -147,6 +147,7 @@ final class FuseProtocol {
     // ---- notifications: fuse_out_header.error of an unsolicited message ----
     static final int NOTIFY_INVAL_INODE = 2;
     static final int NOTIFY_INVAL_ENTRY = 3;
+    static final int NOTIFY_STORE = 4;
     static final int NOTIFY_DELETE = 6;
 
     // ---- struct sizes ----

@@ -311,6 +311,12 @@ final class FuseReply {
         return this;
     }
 
+    /** struct fuse_notify_store_out: {@code size} bytes of a node's content from {@code offset}, given as {@link #data}, for its page cache. */
+    FuseReply store(long nodeid, long offset, int size) {
+        buffer.putLong(nodeid).putLong(offset).putInt(size).putInt(0);
+        return this;
+    }
+
     /** struct fuse_notify_delete_out and the name: the name is gone, and the node behind it if it was {@code child}. */
     FuseReply delete(long parent, long child, String name) {
         byte[] n = name.getBytes(StandardCharsets.UTF_8);

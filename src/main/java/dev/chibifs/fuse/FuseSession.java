@@ -309,6 +309,7 @@ final class FuseSession {
                 reply.begin(req.unique).init(Math.min(minor, FuseProtocol.MINOR), readahead, granted,
                         64, 48, settings.maxWrite(), maxPages, (granted & FuseProtocol.PASSTHROUGH) != 0 ? 1 : 0);
                 reply.send(channel);
+                fs.storeAtOpen(channel);
                 if ((granted & FuseProtocol.PASSTHROUGH) != 0) {
                     fs.passthrough(channel);
                 }
@@ -458,7 +459,7 @@ final class FuseSession {
                 case FuseProtocol.RMDIR -> fs.rmdir(req, reply);
                 case FuseProtocol.RENAME, FuseProtocol.RENAME2 -> fs.rename(req, reply);
                 case FuseProtocol.LINK -> fs.link(req, reply);
-                case FuseProtocol.OPEN -> fs.open(req, reply);
+                case FuseProtocol.OPEN -> fs.open(req, reply, data());
                 case FuseProtocol.READ -> fs.read(req, reply, data());
                 case FuseProtocol.WRITE -> fs.write(req, reply);
                 case FuseProtocol.STATFS -> fs.statfs(req, reply);

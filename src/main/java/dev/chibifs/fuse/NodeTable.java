@@ -71,6 +71,17 @@ final class NodeTable {
          */
         int backingId;
         int backingOpens;
+        /**
+         * Opens through the kernel's page cache (not passed through) not yet released: while there is
+         * one, no open is passed through, for the kernel fails (EIO) an open that would mix the two.
+         * Guarded by the node.
+         */
+        int cachedOpens;
+        /**
+         * What the kernel's pages of this file are true to; null while it has had none (no open through
+         * its cache since it made this inode, whose pages go with it). Guarded by the node.
+         */
+        PageStamp pages;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
         volatile long followKey = -1;
         /** Set when the kernel was given a listing of this directory to keep; see {@link ChangeFollower}. */

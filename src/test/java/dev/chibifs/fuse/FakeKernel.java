@@ -199,6 +199,11 @@ final class FakeKernel implements FuseChannel {
         return r;
     }
 
+    /** The notifications of kind {@code code} (NOTIFY_*) so far, in order. */
+    synchronized List<Reply> notifications(int code) {
+        return notifications.stream().filter(n -> n.error() == code).toList();
+    }
+
     /** Waits (5 s at most) for a notification that {@code wanted} accepts. */
     synchronized Reply awaitNotification(java.util.function.Predicate<Reply> wanted) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);

@@ -11,6 +11,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -124,6 +125,92 @@ class FuseFileSystemTest {
         assertEquals("ship it\n", StandardCharsets.UTF_8.decode(read.body()).toString());
         assertEquals(1, stats.count("READ"));
         assertEquals(1, stats.count("WRITE"));
+    }
+
+    private FakeKernel.Reply openToRead(long node) throws Exception {
+        FakeKernel.Reply r = kernel.call(FuseProtocol.OPEN, node, body().int32(Linux.O_RDONLY).int32(0));
+        assertEquals(0, r.error());
+        return r;
+    }
+
+    /** Rewrites a store file in place, as chibi's own write would change it behind the mount. */
+    private void rewrite(String path, String text) throws Exception {
+        try (var h = store.open(VfsPath.of(path), java.util.EnumSet.of(dev.chibifs.store.OpenFlag.WRITE,
+                dev.chibifs.store.OpenFlag.TRUNCATE), 0)) {
+            h.write(ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)), 0);
+        }
+    }
+
+    /** The offsets of the INVAL_INODE notifications of {@code node} so far (-1: attributes only). */
+    private List<Long> invalidated(long node) {
+        return kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
+                .filter(r -> r.int64(0) == node).map(r -> r.int64(8)).toList();
+    }
+
+    private static boolean keepsPages(FakeKernel.Reply open) {
+        return (open.int32(8) & FuseProtocol.FOPEN_KEEP_CACHE) != 0;
+    }
+
+    /** The content of NOTIFY_STORE {@code n} for node {@code node}, from offset 0. */
+    private static String stored(FakeKernel.Reply n, long node) {
+        assertEquals(node, n.int64(0));
+        assertEquals(0, n.int64(8));
+        ByteBuffer data = n.body().position(24);
+        assertEquals(n.int32(16), data.remaining());
+        return StandardCharsets.UTF_8.decode(data).toString();
+    }
+
+    @Test
+    void aSmallFileGoesIntoTheKernelsPagesAtOpenAndStaysThereWhileItIsTheSame() throws Exception {
+        store.write(VfsPath.of("/shared/notes"), "hello\n".getBytes(StandardCharsets.UTF_8));
+        long notes = lookup(lookup(FuseProtocol.ROOT_ID, "shared"), "notes");
+
+        FakeKernel.Reply first = openToRead(notes);
+        assertTrue(keepsPages(first), "its pages are its whole content, just stored");
+        List<FakeKernel.Reply> stores = kernel.notifications(FuseProtocol.NOTIFY_STORE);
+        assertEquals(1, stores.size());
+        assertEquals("hello\n", stored(stores.get(0), notes));
+        assertEquals(List.of(-1L), invalidated(notes), "no page to drop; attributes only, as nothing follows the store here");
+        FakeKernel.Reply second = openToRead(notes); // while the first is open: nothing stored under a reader
+        assertTrue(keepsPages(second));
+        release(notes, first.int64(0));
+        release(notes, second.int64(0));
+        FakeKernel.Reply third = openToRead(notes);
+        assertTrue(keepsPages(third));
+        assertEquals(1, kernel.notifications(FuseProtocol.NOTIFY_STORE).size(), "unchanged: stored once");
+
+        // changed behind the mount while the third is open: dropped at the open, reads fill them again
+        rewrite("/shared/notes", "bye\n");
+        FakeKernel.Reply changed = openToRead(notes);
+        assertFalse(keepsPages(changed), "another open is still reading: nothing is stored under it");
+        release(notes, changed.int64(0));
+        release(notes, third.int64(0));
+        // changed again, shorter, nothing open: what the kernel had goes first, then the new content
+        rewrite("/shared/notes", "ok\n");
+        assertTrue(keepsPages(openToRead(notes)));
+        assertEquals(List.of(-1L, -1L, 0L), invalidated(notes), "at last every page, from offset 0, before the store");
+        stores = kernel.notifications(FuseProtocol.NOTIFY_STORE);
+        assertEquals(2, stores.size());
+        assertEquals("ok\n", stored(stores.get(1), notes));
+        assertEquals(0, stats.count("READ"));
+    }
+
+    @Test
+    void aLargeFileOrAWriteIsNotStoredAtOpen() throws Exception {
+        store.write(VfsPath.of("/shared/big"), new byte[FuseFileSystem.STORED_AT_OPEN + 1]);
+        store.write(VfsPath.of("/shared/small"), "x".getBytes(StandardCharsets.UTF_8));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        assertFalse(keepsPages(openToRead(lookup(shared, "big"))), "read as ever: nothing known of its pages");
+        long small = lookup(shared, "small");
+        FakeKernel.Reply w = kernel.call(FuseProtocol.OPEN, small, body().int32(Linux.O_RDWR).int32(0));
+        assertEquals(0, w.error());
+        assertFalse(keepsPages(w));
+        assertTrue(kernel.notifications(FuseProtocol.NOTIFY_STORE).isEmpty());
+        // a write through the kernel's pages leaves them true to the file: the next read keeps them
+        write(small, w.int64(0), 1, "y");
+        release(small, w.int64(0));
+        assertTrue(keepsPages(openToRead(small)));
+        assertTrue(kernel.notifications(FuseProtocol.NOTIFY_STORE).isEmpty());
     }
 
     @Test
@@ -454,9 +541,7 @@ class FuseFileSystemTest {
 
     /** The offsets from which INVAL_INODE notifications dropped node {@code node}'s pages. */
     private List<Long> invalidatedListings(long node) {
-        return kernel.notifications.stream()
-                .filter(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == node && n.int64(8) >= 0)
-                .map(n -> n.int64(8)).toList();
+        return invalidated(node).stream().filter(offset -> offset >= 0).toList();
     }
 
     @Test

@@ -83,4 +83,44 @@ class PassthroughMountTest {
         java.nio.file.Files.move(tmp, fs.stored("/shared/p"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
         assertEquals("two\ntwo\n", fs.sh("cat shared/p && cat shared/p").ok().out());
     }
+
+    @Test
+    void aSmallFileReadAgainAsksNothingButItsOpen() throws IOException {
+        // a read passed through makes the kernel take the atime as changed and ask GETATTR at the next
+        // stat; a small file's pages, stored at its first open, serve every read after without either
+        fs.sh("printf 'import os\\n' > shared/mod.py && cat shared/mod.py > /dev/null").ok();
+        JsonNode before = stats();
+        assertEquals("import os\n".repeat(20), fs.sh("for i in $(seq 20); do cat shared/mod.py; stat -c %s shared/mod.py > /dev/null; done").ok().out());
+        JsonNode after = stats();
+        assertEquals(20, count(after, "OPEN") - count(before, "OPEN"), after.toString());
+        assertEquals(0, count(after, "GETATTR") - count(before, "GETATTR"), after.toString());
+        assertEquals(0, count(after, "READ") - count(before, "READ"), after.toString());
+    }
+
+    @Test
+    void aWriterWhileASmallFileIsOpenForReadingIsServedAndBothSeeEachOther() throws IOException {
+        // the kernel fails (EIO) an open passed through while another open of the inode uses its page
+        // cache, and the other way round: the daemon keeps every open of a file on one side
+        fs.sh("echo one > shared/both").ok();
+        String out = fs.sh("exec 3< shared/both && read first <&3 && echo two >> shared/both"
+                + " && exec 4>> shared/both && echo three >&4 && cat <&3 && exec 4>&- && cat shared/both"
+                + " && exec 3<&- && echo \"$first\"").ok().out();
+        assertEquals("two\nthree\none\ntwo\nthree\none\n", out);
+        assertEquals("one\ntwo\nthree\n", fs.sh("cat '" + fs.stored("/shared/both") + "'").ok().out());
+        // a writer first (passed through), then readers: they share its backing file
+        String big = fs.sh("exec 5>> shared/both && echo four >&5 && cat shared/both && exec 5>&-").ok().out();
+        assertEquals("one\ntwo\nthree\nfour\n", big);
+    }
+
+    @Test
+    void aSmallFileChangedInTheStoreIsReadWhole() throws IOException {
+        fs.sh("printf 'long first version\\n' > shared/grow && cat shared/grow > /dev/null").ok();
+        java.nio.file.Files.writeString(fs.stored("/shared/grow"), "v2\n");
+        assertEquals("v2\n", fs.sh("cat shared/grow").ok().out());
+        java.nio.file.Files.writeString(fs.stored("/shared/grow"), "version three, longer than both\n");
+        assertEquals("version three, longer than both\n", fs.sh("cat shared/grow").ok().out());
+        // written through the mount after a shorter store version: no byte of an older one shows
+        fs.sh("printf 'x' > shared/grow && printf 'y' | dd of=shared/grow bs=1 seek=20 conv=notrunc status=none").ok();
+        assertEquals("x" + "\0".repeat(19) + "y", fs.sh("cat shared/grow").ok().out());
+    }
 }

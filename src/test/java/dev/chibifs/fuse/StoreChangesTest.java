@@ -78,6 +78,23 @@ class StoreChangesTest {
     }
 
     @Test
+    void withNothingFollowedAFileGrownInTheStoreIsReadWholeByTheNextOpen() throws IOException {
+        // off follows nothing: the kernel keeps a size it was told for its 1 s attribute timeout, and a
+        // read through its page cache stops there, so the open that finds the file changed drops it
+        try (MountedFs off = MountedFs.start("--context", "planner", "--kernel-cache", "off", "--no-passthrough")) {
+            Path small = off.stored("/shared/grown.txt");
+            Path big = off.stored("/shared/grown.bin");
+            Files.writeString(small, "one\n");
+            Files.write(big, new byte[100_000]);
+            assertEquals("4\n100000\n", off.sh("wc -c < shared/grown.txt && wc -c < shared/grown.bin").ok().out());
+            Files.writeString(small, "two\n", java.nio.file.StandardOpenOption.APPEND);
+            Files.write(big, new byte[50_000], java.nio.file.StandardOpenOption.APPEND);
+            assertEquals("one\ntwo\n", off.sh("cat shared/grown.txt").ok().out());
+            assertEquals("150000\n", off.sh("cat shared/grown.bin | wc -c").ok().out());
+        }
+    }
+
+    @Test
     void aKernelCacheOutOfRangeIsRefusedNamingTheRule() throws IOException {
         Path mnt = Files.createTempDirectory("chibifs-kc");
         Sh.Result r = MountedFs.cli("mount", "--context", "planner", "--kernel-cache", "2h", mnt.toString());
