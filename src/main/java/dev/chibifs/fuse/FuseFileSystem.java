@@ -607,10 +607,11 @@ final class FuseFileSystem {
         boolean dropPages = store && before != null;
         NodeTable.Link name = n.link;
         boolean told = name != null && name.parent().followKey >= 0;
-        if (dropPages || !told) {
+        FuseChannel channel = storeChannel;
+        if (channel != null && (dropPages || !told)) {
             try {
                 notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, dropPages ? 0 : -1, 0)
-                        .send(storeChannel);
+                        .send(channel);
             } catch (IOException e) {
                 LOG.debug("{}: pages and attributes not dropped at open: {}", nodes.path(n), e.toString());
                 return false;
@@ -795,11 +796,15 @@ final class FuseFileSystem {
                     releaseBacking(n);
                 } else {
                     // a write through the cache went through its pages to the store: they are the file now
-                    PageStamp written = f.writable() ? PageStamp.of(f.handle().metadata()) : null;
-                    synchronized (n) {
-                        n.cachedOpens--;
-                        if (written != null) {
-                            n.pages = written;
+                    PageStamp written = PageStamp.UNKNOWN;
+                    try {
+                        written = f.writable() ? PageStamp.of(f.handle().metadata()) : null;
+                    } finally {
+                        synchronized (n) {
+                            n.cachedOpens--;
+                            if (written != null) {
+                                n.pages = written;
+                            }
                         }
                     }
                 }
