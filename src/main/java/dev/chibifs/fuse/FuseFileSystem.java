@@ -59,8 +59,8 @@ final class FuseFileSystem {
      */
     private static final int NO_FLUSH = FuseProtocol.FOPEN_NOFLUSH;
     /**
-     * Files up to this size, opened to be read, get their whole content into the kernel's page cache
-     * at open instead of a READ round trip, and are not passed through (see {@link #keepPages}).
+     * Files up to this size, opened to be read where reads are served, get their whole content into
+     * the kernel's page cache at open instead of a READ round trip (see {@link #keepPages}).
      */
     static final int STORED_AT_OPEN = 64 * 1024;
     private static final Set<OpenFlag> READ_ONLY = Set.of(OpenFlag.READ);
@@ -558,14 +558,16 @@ final class FuseFileSystem {
             handle.close();
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
+        // not where reads pass through: a read through the page cache that a truncating writer races
+        // (the READ comes back short while the kernel's size moved) leaves pages of NULs in the file, and
+        // readers of a file rewritten with `echo >` then saw NULs (session 26, docs/benchmarks.md)
         boolean small = opened != null && opened.isFile() && opened.size() <= Math.min(STORED_AT_OPEN, data.capacity())
-                && flags.equals(READ_ONLY) && storeChannel != null;
+                && flags.equals(READ_ONLY) && storeChannel != null && passthrough == null;
         int backing;
         int openFlags = NO_FLUSH;
         synchronized (n) {
             // a small file read, with nothing else open: its pages (stored below) serve every read and
-            // every read after while it stays the same, with no round trip; a read passed through
-            // makes the kernel ask for attributes again at the next stat (it takes the atime as changed)
+            // every read after while it stays the same, with no READ round trip
             backing = n.cachedOpens > 0 || (small && n.backingOpens == 0) ? 0 : backing(n, handle);
             if (backing != 0) {
                 openFlags |= FuseProtocol.FOPEN_PASSTHROUGH;
@@ -573,6 +575,7 @@ final class FuseFileSystem {
                 n.cachedOpens++;
                 if (opened == null) {
                     n.pages = PageStamp.UNKNOWN; // dropped at the reply, then filled by reads of a file we did not stat
+                    n.pagesWhole = false;
                 } else if (keepPages(n, handle, opened, small && n.cachedOpens == 1, data)) {
                     openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
                 }
@@ -595,8 +598,13 @@ final class FuseFileSystem {
     private boolean keepPages(NodeTable.Node n, FileHandle handle, Metadata opened, boolean store, ByteBuffer data) {
         PageStamp now = PageStamp.of(opened);
         PageStamp before = n.pages;
+        boolean whole = n.pagesWhole;
         n.pages = now; // kept, stored, or dropped when the kernel gets the reply: true to now either way
+        n.pagesWhole = false;
         if (now.equals(before)) {
+            // true to the file, but a write through them leaves its last page part-filled, for a READ to
+            // complete (the first read after `echo > f`): stored whole once, no READ
+            n.pagesWhole = whole || store && storeContent(n, handle, (int) opened.size(), data);
             return true;
         }
         // Before a store, what the kernel had goes (INVAL_INODE from offset 0): a page past the new end
@@ -617,7 +625,8 @@ final class FuseFileSystem {
                 return false;
             }
         }
-        return store && storeContent(n, handle, (int) opened.size(), data);
+        n.pagesWhole = store && storeContent(n, handle, (int) opened.size(), data);
+        return n.pagesWhole;
     }
 
     /**
@@ -751,6 +760,7 @@ final class FuseFileSystem {
                     n.cachedOpens++;
                     if (handle.opened() != null) {
                         n.pages = PageStamp.UNKNOWN; // an existing file, opened without keeping its pages
+                        n.pagesWhole = false;
                     }
                 }
             }
@@ -804,6 +814,7 @@ final class FuseFileSystem {
                             n.cachedOpens--;
                             if (written != null) {
                                 n.pages = written;
+                                n.pagesWhole = false;
                             }
                         }
                     }

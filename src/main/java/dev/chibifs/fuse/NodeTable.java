@@ -82,6 +82,8 @@ final class NodeTable {
          * its cache since it made this inode, whose pages go with it). Guarded by the node.
          */
         PageStamp pages;
+        /** Whether those pages are the whole file (stored at an open), not what reads and writes left. Guarded by the node. */
+        boolean pagesWhole;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
         volatile long followKey = -1;
         /** Set when the kernel was given a listing of this directory to keep; see {@link ChangeFollower}. */

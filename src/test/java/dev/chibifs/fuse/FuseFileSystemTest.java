@@ -196,7 +196,7 @@ class FuseFileSystemTest {
     }
 
     @Test
-    void aLargeFileOrAWriteIsNotStoredAtOpen() throws Exception {
+    void aLargeFileOrAWriteIsNotStoredAtOpenAReadAfterAWriteIsOnce() throws Exception {
         store.write(VfsPath.of("/shared/big"), new byte[FuseFileSystem.STORED_AT_OPEN + 1]);
         store.write(VfsPath.of("/shared/small"), "x".getBytes(StandardCharsets.UTF_8));
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
@@ -206,11 +206,18 @@ class FuseFileSystemTest {
         assertEquals(0, w.error());
         assertFalse(keepsPages(w));
         assertTrue(kernel.notifications(FuseProtocol.NOTIFY_STORE).isEmpty());
-        // a write through the kernel's pages leaves them true to the file: the next read keeps them
+        // a write through the kernel's pages leaves them true to the file, but its last page part-filled:
+        // the next read keeps them and has the whole stored once, over them, with nothing dropped
         write(small, w.int64(0), 1, "y");
         release(small, w.int64(0));
+        FakeKernel.Reply read = openToRead(small);
+        assertTrue(keepsPages(read));
+        release(small, read.int64(0));
         assertTrue(keepsPages(openToRead(small)));
-        assertTrue(kernel.notifications(FuseProtocol.NOTIFY_STORE).isEmpty());
+        List<FakeKernel.Reply> stores = kernel.notifications(FuseProtocol.NOTIFY_STORE);
+        assertEquals(1, stores.size());
+        assertEquals("xy", stored(stores.get(0), small));
+        assertFalse(invalidated(small).contains(0L));
     }
 
     @Test
