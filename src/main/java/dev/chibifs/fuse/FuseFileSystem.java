@@ -566,9 +566,7 @@ final class FuseFileSystem {
         int backing;
         int openFlags = NO_FLUSH;
         synchronized (n) {
-            // a small file read, with nothing else open: its pages (stored below) serve every read and
-            // every read after while it stays the same, with no READ round trip
-            backing = n.cachedOpens > 0 || (small && n.backingOpens == 0) ? 0 : backing(n, handle);
+            backing = n.cachedOpens > 0 ? 0 : backing(n, handle);
             if (backing != 0) {
                 openFlags |= FuseProtocol.FOPEN_PASSTHROUGH;
             } else {
@@ -577,6 +575,8 @@ final class FuseFileSystem {
                     n.pages = PageStamp.UNKNOWN; // dropped at the reply, then filled by reads of a file we did not stat
                     n.pagesWhole = false;
                 } else if (keepPages(n, handle, opened, small && n.cachedOpens == 1, data)) {
+                    // a small file read with nothing else open: its pages, stored whole, serve every
+                    // read while it stays the same, with no READ round trip
                     openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
                 }
             }
