@@ -572,8 +572,7 @@ final class FuseFileSystem {
             } else {
                 n.cachedOpens++;
                 if (opened == null) {
-                    n.pages = PageStamp.UNKNOWN; // dropped at the reply, then filled by reads of a file we did not stat
-                    n.pagesWhole = false;
+                    n.pagesLeftAt(PageStamp.UNKNOWN); // dropped at the reply, then filled by reads of a file we did not stat
                 } else if (keepPages(n, handle, opened, small && n.cachedOpens == 1, data)) {
                     // a small file read with nothing else open: its pages, stored whole, serve every
                     // read while it stays the same, with no READ round trip
@@ -599,8 +598,7 @@ final class FuseFileSystem {
         PageStamp now = PageStamp.of(opened);
         PageStamp before = n.pages;
         boolean whole = n.pagesWhole;
-        n.pages = now; // kept, stored, or dropped when the kernel gets the reply: true to now either way
-        n.pagesWhole = false;
+        n.pagesLeftAt(now); // kept, stored, or dropped when the kernel gets the reply: true to now either way
         if (now.equals(before)) {
             // true to the file, but a write through them leaves its last page part-filled, for a READ to
             // complete (the first read after `echo > f`): stored whole once, no READ
@@ -759,8 +757,7 @@ final class FuseFileSystem {
                 if (backing == 0) {
                     n.cachedOpens++;
                     if (handle.opened() != null) {
-                        n.pages = PageStamp.UNKNOWN; // an existing file, opened without keeping its pages
-                        n.pagesWhole = false;
+                        n.pagesLeftAt(PageStamp.UNKNOWN); // an existing file, opened without keeping its pages
                     }
                 }
             }
@@ -813,8 +810,7 @@ final class FuseFileSystem {
                         synchronized (n) {
                             n.cachedOpens--;
                             if (written != null) {
-                                n.pages = written;
-                                n.pagesWhole = false;
+                                n.pagesLeftAt(written);
                             }
                         }
                     }

@@ -112,6 +112,12 @@ final class NodeTable {
             this.link = link;
         }
 
+        /** The kernel's pages of this file are true to {@code stamp} as reads and writes left them, not stored whole. Under the node's monitor. */
+        void pagesLeftAt(PageStamp stamp) {
+            pages = stamp;
+            pagesWhole = false;
+        }
+
         /** Call before reading the store's metadata of this node to keep it: pass the result to {@link #keep}. */
         synchronized long keepingFrom() {
             return changes;

@@ -63,7 +63,7 @@ class PerContextMountTest {
         assertEquals("# tasks\n- review\n", fs.sh("cat shared/from-chibi.md").ok().out());
     }
 
-    /** The kernel keeps pages across opens (PageCache); a rewrite in the store must still reach the next open. */
+    /** The kernel keeps pages across opens (Node.pages); a rewrite in the store must still reach the next open. */
     @Test
     void aFileRewrittenInTheStoreIsReadFreshByTheNextOpen() throws IOException, InterruptedException {
         Path stored = fs.stored("/shared/cached.txt");
