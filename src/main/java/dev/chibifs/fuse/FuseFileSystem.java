@@ -63,6 +63,8 @@ final class FuseFileSystem {
      * the kernel's page cache at open instead of a READ round trip (see {@link #keepPages}).
      */
     static final int STORED_AT_OPEN = 64 * 1024;
+    /** A file modified less than this long ago is taken to be changing still: see {@link #readsDirectly}. */
+    static final java.time.Duration CHANGING_FOR = java.time.Duration.ofSeconds(1);
     private static final Set<OpenFlag> READ_ONLY = Set.of(OpenFlag.READ);
     /** A node's backing id once the kernel refused its store file for passthrough: never asked again. */
     private static final int NO_BACKING = -1;
@@ -91,6 +93,10 @@ final class FuseFileSystem {
     private volatile FuseChannel passthrough;
     /** Where a small file's content goes into the kernel's page cache at open (NOTIFY_STORE); null before INIT. */
     private volatile FuseChannel storeChannel;
+    /** Set once INIT granted DIRECT_IO_ALLOW_MMAP: see {@link #readsDirectly}. */
+    private volatile boolean directReads;
+    /** The wall clock file modification times are compared with; a test's own clock. */
+    private java.time.Clock clock = java.time.Clock.systemUTC();
 
     FuseFileSystem(Router router, CallerResolver callers, long mountUid, long mountGid, Timeouts timeouts,
                    boolean readdirplus) {
@@ -104,6 +110,16 @@ final class FuseFileSystem {
     /** After INIT: a small file's content is stored in the kernel's page cache through {@code channel} at its open. */
     void storeAtOpen(FuseChannel channel) {
         this.storeChannel = channel;
+    }
+
+    /** INIT granted DIRECT_IO_ALLOW_MMAP: served reads of changing files bypass the page cache ({@link #readsDirectly}). */
+    void readChangingFilesDirectly() {
+        this.directReads = true;
+    }
+
+    /** For tests: modification times are compared with {@code c}. Before the session starts. */
+    void clock(java.time.Clock c) {
+        this.clock = c;
     }
 
     /** INIT granted FUSE_PASSTHROUGH: opens of store files register them with {@code channel}. */
@@ -571,7 +587,10 @@ final class FuseFileSystem {
                 openFlags |= FuseProtocol.FOPEN_PASSTHROUGH;
             } else {
                 n.cachedOpens++;
-                if (opened == null) {
+                if (flags.equals(READ_ONLY) && readsDirectly(n, opened)) {
+                    // the pages stay as they are, true to what n.pages says, for reads go past them
+                    openFlags |= FuseProtocol.FOPEN_DIRECT_IO | FuseProtocol.FOPEN_KEEP_CACHE;
+                } else if (opened == null) {
                     n.pagesLeftAt(PageStamp.UNKNOWN); // dropped at the reply, then filled by reads of a file we did not stat
                 } else if (keepPages(n, handle, opened, small && n.cachedOpens == 1, data)) {
                     // a small file read with nothing else open: its pages, stored whole, serve every
@@ -585,6 +604,29 @@ final class FuseFileSystem {
             follower.opened(n, opened);
         }
         out.open(fh, openFlags, backing);
+    }
+
+    /**
+     * Whether a served open for reading of node {@code n} goes past the kernel's page cache
+     * (FOPEN_DIRECT_IO): while the file is open for writing on this mount, or was modified (here,
+     * through another mount, by chibi) in the last {@link #CHANGING_FOR}. A read through the page cache
+     * that a rewrite races (`echo > f`: truncate, then write) gets a READ answered short from the
+     * moment between the two; the kernel fills the rest of the page with zeros and, the size having
+     * moved meanwhile, keeps the new size over them: the reader gets NULs where the new content is.
+     * A direct read answered short is just short. Files at rest keep their pages. Under the node's monitor.
+     */
+    private boolean readsDirectly(NodeTable.Node n, Metadata opened) {
+        if (!directReads) {
+            return false;
+        }
+        if (n.hasWriters()) {
+            return true;
+        }
+        if (opened == null || !opened.isFile()) {
+            return false;
+        }
+        // a modification time ahead of this clock (another host's) counts as just now
+        return opened.modified().toInstant().isAfter(clock.instant().minus(CHANGING_FOR));
     }
 
     /**

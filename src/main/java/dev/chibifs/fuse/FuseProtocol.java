@@ -108,6 +108,8 @@ final class FuseProtocol {
     static final long HANDLE_KILLPRIV_V2 = 1L << 28;
     static final long INIT_EXT = 1L << 30;
     static final long HAS_EXPIRE_ONLY = 1L << 35;
+    /** A MAP_SHARED mmap of a file opened with FOPEN_DIRECT_IO works (7.39, Linux 6.6) instead of failing ENODEV. */
+    static final long DIRECT_IO_ALLOW_MMAP = 1L << 36;
     static final long PASSTHROUGH = 1L << 37;
     /** Requests and replies through io_uring (7.42, Linux 6.14; offered only while the fuse module's enable_uring is on). */
     static final long OVER_IO_URING = 1L << 41;

@@ -296,10 +296,13 @@ final class FuseSession {
                 // passthrough too), which costs a round trip per write while extended attributes are served.
                 // CACHE_SYMLINKS: a link's target never changes (a new target is a new inode, so a new node),
                 // so the kernel may keep it instead of asking at every walk through the link (lib64 -> lib)
+                // DIRECT_IO_ALLOW_MMAP: a file read with FOPEN_DIRECT_IO (see FuseFileSystem.open) can still be
+                // mapped shared, as Python's mmap(ACCESS_READ) does; without it such opens stay in the page cache
                 long wanted = FuseProtocol.ASYNC_READ | FuseProtocol.BIG_WRITES | FuseProtocol.MAX_PAGES
                         | FuseProtocol.PARALLEL_DIROPS | FuseProtocol.HANDLE_KILLPRIV | FuseProtocol.HANDLE_KILLPRIV_V2
                         | FuseProtocol.ATOMIC_O_TRUNC | FuseProtocol.CACHE_SYMLINKS
                         | FuseProtocol.INIT_EXT | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS
+                        | FuseProtocol.DIRECT_IO_ALLOW_MMAP
                         | (settings.readdirplus() ? FuseProtocol.DO_READDIRPLUS : 0)
                         | (settings.passthrough() ? FuseProtocol.PASSTHROUGH : 0)
                         | (ring != null ? FuseProtocol.OVER_IO_URING : 0);
@@ -310,6 +313,9 @@ final class FuseSession {
                         64, 48, settings.maxWrite(), maxPages, (granted & FuseProtocol.PASSTHROUGH) != 0 ? 1 : 0);
                 reply.send(channel);
                 fs.storeAtOpen(channel);
+                if ((granted & FuseProtocol.DIRECT_IO_ALLOW_MMAP) != 0) {
+                    fs.readChangingFilesDirectly();
+                }
                 if ((granted & FuseProtocol.PASSTHROUGH) != 0) {
                     fs.passthrough(channel);
                 }

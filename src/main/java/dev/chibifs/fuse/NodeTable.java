@@ -140,6 +140,11 @@ final class NodeTable {
             kept = null;
         }
 
+        /** Whether an open for writing through the mount is not yet released. */
+        synchronized boolean hasWriters() {
+            return writers > 0;
+        }
+
         /** An open for writing: nothing is kept until its release. */
         synchronized void writerOpened() {
             writers++;

@@ -30,7 +30,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(20)
 class FuseFileSystemTest {
 
-    private final MemoryStorage store = new MemoryStorage();
+    private final dev.chibifs.testing.MutableClock clock = new dev.chibifs.testing.MutableClock(java.time.Instant.parse("2026-11-28T00:00:00Z"));
+    private final MemoryStorage store = new MemoryStorage(clock);
     /** What the fake kernel offers at INIT, unless a test connects again offering more. */
     private static final long OFFERED = FuseProtocol.DO_READDIRPLUS | FuseProtocol.PARALLEL_DIROPS
             | FuseProtocol.ASYNC_READ | FuseProtocol.MAX_PAGES | FuseProtocol.INIT_EXT | FuseProtocol.WRITEBACK_CACHE;
@@ -56,6 +57,7 @@ class FuseFileSystemTest {
         kernel = new FakeKernel();
         fs = new FuseFileSystem(Router.of(store), CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
                 FuseFileSystem.Timeouts.of(1, 1, 0), true);
+        fs.clock(clock);
         session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, workers, true, false, false), stats);
         session.start();
         FakeKernel.Reply init = kernel.init(offered);
@@ -218,6 +220,48 @@ class FuseFileSystemTest {
         assertEquals(1, stores.size());
         assertEquals("xy", stored(stores.get(0), small));
         assertFalse(invalidated(small).contains(0L));
+    }
+
+    private static boolean readsDirectly(FakeKernel.Reply open) {
+        return (open.int32(8) & FuseProtocol.FOPEN_DIRECT_IO) != 0;
+    }
+
+    @Test
+    void whereReadsAreServedAFileJustModifiedOrOpenForWritingIsReadPastThePageCache() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.DIRECT_IO_ALLOW_MMAP);
+        store.write(VfsPath.of("/shared/status"), "v1\n".getBytes(StandardCharsets.UTF_8));
+        long status = lookup(lookup(FuseProtocol.ROOT_ID, "shared"), "status");
+
+        FakeKernel.Reply justWritten = openToRead(status);
+        assertTrue(readsDirectly(justWritten), "modified a moment ago: maybe being rewritten, read directly");
+        assertTrue(keepsPages(justWritten), "whatever pages the kernel has are left as they are");
+        assertTrue(kernel.notifications(FuseProtocol.NOTIFY_STORE).isEmpty());
+        release(status, justWritten.int64(0));
+
+        clock.advance(FuseFileSystem.CHANGING_FOR);
+        FakeKernel.Reply atRest = openToRead(status);
+        assertFalse(readsDirectly(atRest), "at rest: through the page cache, its content stored");
+        assertEquals(1, kernel.notifications(FuseProtocol.NOTIFY_STORE).size());
+        release(status, atRest.int64(0));
+
+        FakeKernel.Reply writer = kernel.call(FuseProtocol.OPEN, status, body().int32(Linux.O_WRONLY).int32(0));
+        assertEquals(0, writer.error());
+        assertFalse(readsDirectly(writer), "writes go through the page cache as ever");
+        assertTrue(readsDirectly(openToRead(status)), "open for writing on the mount: read directly");
+        release(status, writer.int64(0));
+
+        FakeKernel.Reply read = openToRead(status);
+        assertFalse(readsDirectly(read));
+        assertEquals("v1\n", StandardCharsets.UTF_8.decode(kernel.call(FuseProtocol.READ, status,
+                body().int64(read.int64(0)).int64(0).int32(4096).int32(0).int64(0).int32(0).int32(0)).body()).toString());
+    }
+
+    @Test
+    void withoutSharedMappingsOfDirectFilesEveryReadGoesThroughThePageCache() throws Exception {
+        store.write(VfsPath.of("/shared/status"), "v1\n".getBytes(StandardCharsets.UTF_8));
+        long status = lookup(lookup(FuseProtocol.ROOT_ID, "shared"), "status");
+        assertFalse(readsDirectly(openToRead(status)), "a MAP_SHARED mmap of it would fail ENODEV");
     }
 
     @Test
