@@ -63,7 +63,7 @@ final class FuseFileSystem {
      * the kernel's page cache at open instead of a READ round trip (see {@link #keepPages}).
      */
     static final int STORED_AT_OPEN = 64 * 1024;
-    /** A file modified less than this long ago is taken to be changing still: see {@link #readsDirectly}. */
+    /** A file modified less than this long ago is taken to be changing still: see {@link #changing}. */
     static final java.time.Duration CHANGING_FOR = java.time.Duration.ofSeconds(1);
     private static final Set<OpenFlag> READ_ONLY = Set.of(OpenFlag.READ);
     /** A node's backing id once the kernel refused its store file for passthrough: never asked again. */
@@ -93,7 +93,7 @@ final class FuseFileSystem {
     private volatile FuseChannel passthrough;
     /** Where a small file's content goes into the kernel's page cache at open (NOTIFY_STORE); null before INIT. */
     private volatile FuseChannel storeChannel;
-    /** Set once INIT granted DIRECT_IO_ALLOW_MMAP: see {@link #readsDirectly}. */
+    /** Set once INIT granted DIRECT_IO_ALLOW_MMAP: reads of a {@link #changing} file may go past the page cache. */
     private volatile boolean directReads;
     /** The wall clock file modification times are compared with; a test's own clock. */
     private java.time.Clock clock = java.time.Clock.systemUTC();
@@ -112,7 +112,7 @@ final class FuseFileSystem {
         this.storeChannel = channel;
     }
 
-    /** INIT granted DIRECT_IO_ALLOW_MMAP: served reads of changing files bypass the page cache ({@link #readsDirectly}). */
+    /** INIT granted DIRECT_IO_ALLOW_MMAP: reads of a {@link #changing} file may go past the page cache. */
     void readChangingFilesDirectly() {
         this.directReads = true;
     }
@@ -574,25 +574,28 @@ final class FuseFileSystem {
             handle.close();
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
-        // not where reads pass through: a read through the page cache that a truncating writer races
-        // (the READ comes back short while the kernel's size moved) leaves pages of NULs in the file, and
-        // readers of a file rewritten with `echo >` then saw NULs (session 26, docs/benchmarks.md)
         boolean small = opened != null && opened.isFile() && opened.size() <= Math.min(STORED_AT_OPEN, data.capacity())
-                && flags.equals(READ_ONLY) && storeChannel != null && passthrough == null;
+                && flags.equals(READ_ONLY) && storeChannel != null;
         int backing;
         int openFlags = NO_FLUSH;
         synchronized (n) {
-            backing = n.cachedOpens > 0 ? 0 : backing(n, handle);
+            boolean changing = directReads && flags.equals(READ_ONLY) && changing(n, opened);
+            // where reads pass through, a small file at rest is read from pages stored whole here instead:
+            // a read passed through makes the kernel take the atime as changed and ask for attributes at
+            // the next stat. Not one that is changing, nor without direct reads for those: a read through
+            // the page cache that a rewrite races can read NULs, which passthrough never does
+            boolean stored = small && !changing && n.backingOpens == 0 && (passthrough == null || directReads);
+            backing = n.cachedOpens > 0 || stored ? 0 : backing(n, handle);
             if (backing != 0) {
                 openFlags |= FuseProtocol.FOPEN_PASSTHROUGH;
             } else {
                 n.cachedOpens++;
-                if (flags.equals(READ_ONLY) && readsDirectly(n, opened)) {
+                if (changing) {
                     // the pages stay as they are, true to what n.pages says, for reads go past them
                     openFlags |= FuseProtocol.FOPEN_DIRECT_IO | FuseProtocol.FOPEN_KEEP_CACHE;
                 } else if (opened == null) {
                     n.pagesLeftAt(PageStamp.UNKNOWN); // dropped at the reply, then filled by reads of a file we did not stat
-                } else if (keepPages(n, handle, opened, small && n.cachedOpens == 1, data)) {
+                } else if (keepPages(n, handle, opened, stored && n.cachedOpens == 1, data)) {
                     // a small file read with nothing else open: its pages, stored whole, serve every
                     // read while it stays the same, with no READ round trip
                     openFlags |= FuseProtocol.FOPEN_KEEP_CACHE;
@@ -607,18 +610,15 @@ final class FuseFileSystem {
     }
 
     /**
-     * Whether a served open for reading of node {@code n} goes past the kernel's page cache
-     * (FOPEN_DIRECT_IO): while the file is open for writing on this mount, or was modified (here,
-     * through another mount, by chibi) in the last {@link #CHANGING_FOR}. A read through the page cache
-     * that a rewrite races (`echo > f`: truncate, then write) gets a READ answered short from the
-     * moment between the two; the kernel fills the rest of the page with zeros and, the size having
-     * moved meanwhile, keeps the new size over them: the reader gets NULs where the new content is.
-     * A direct read answered short is just short. Files at rest keep their pages. Under the node's monitor.
+     * Whether node {@code n} is changing: open for writing on this mount, or modified (here, through
+     * another mount, by chibi) in the last {@link #CHANGING_FOR}. Its reads then pass through, or go
+     * past the page cache (FOPEN_DIRECT_IO): a read through the page cache that a rewrite races
+     * (`echo > f`: truncate, then write) gets a READ answered short from the moment between the two;
+     * the kernel fills the rest of the page with zeros and, the size having moved meanwhile, keeps the
+     * new size over them: the reader gets NULs where the new content is. A direct read answered short
+     * is just short. Under the node's monitor.
      */
-    private boolean readsDirectly(NodeTable.Node n, Metadata opened) {
-        if (!directReads) {
-            return false;
-        }
+    private boolean changing(NodeTable.Node n, Metadata opened) {
         if (n.hasWriters()) {
             return true;
         }
