@@ -36,6 +36,8 @@ final class DirectoryListings {
         final NodeTable.Node dir;
         final List<byte[]> names = new ArrayList<>();
         final List<EntryKind> kinds = new ArrayList<>();
+        /** The inode number of each name as the store's listing gave it, 0 where it gave none. */
+        private long[] inodes = new long[16];
         boolean loaded;
         /**
          * Whether the kernel may keep this listing in its cache until a change there: the directory
@@ -46,6 +48,25 @@ final class DirectoryListings {
 
         Listing(NodeTable.Node dir) {
             this.dir = dir;
+        }
+
+        void clear() {
+            names.clear();
+            kinds.clear();
+        }
+
+        void add(byte[] name, EntryKind kind, long inode) {
+            if (names.size() == inodes.length) {
+                inodes = java.util.Arrays.copyOf(inodes, inodes.length * 2);
+            }
+            inodes[names.size()] = inode;
+            names.add(name);
+            kinds.add(kind);
+        }
+
+        /** The inode number the store's listing gave name {@code i}; 0 where it gave none. */
+        long inode(int i) {
+            return inodes[i];
         }
 
         /** Whether a reply from {@code offset} is past the last name: the empty reply that ends a listing. */

@@ -1084,7 +1084,9 @@ final class FuseFileSystem {
                 }
                 long next = i + 1;
                 if (!plus) {
-                    if (!out.dirent(UNKNOWN_INO, next, type, name, 0, name.length, room)) {
+                    // what stat says of it: `find -inum` and Python's scandir take d_ino for st_ino
+                    long ino = i >= 2 ? l.inode((int) i - 2) : 0;
+                    if (!out.dirent(ino != 0 ? ino : knownInode(l.dir, i, name), next, type, name, 0, name.length, room)) {
                         return;
                     }
                     continue;
@@ -1094,12 +1096,29 @@ final class FuseFileSystem {
                 }
                 if (i < 2) {
                     // the kernel counts no lookup for "." and ".." (fuse_direntplus skips them): no node
-                    out.direntPlusBare(UNKNOWN_INO, next, type, name, 0, name.length);
+                    out.direntPlusBare(knownInode(l.dir, i, name), next, type, name, 0, name.length);
                     continue;
                 }
                 plusEntry(l.dir, dirPath, siblings, name, type, next, out);
             }
         }
+    }
+
+    /**
+     * The inode number of entry {@code i} of directory {@code dir} (0 ".", 1 "..", else {@code name})
+     * where its node says it, else {@link #UNKNOWN_INO}.
+     */
+    private long knownInode(NodeTable.Node dir, long i, byte[] name) {
+        NodeTable.Node n;
+        if (i == 0) {
+            n = dir;
+        } else if (i == 1) {
+            NodeTable.Link link = dir.link;
+            n = link != null ? link.parent() : dir; // the root's ".." is itself, as on a disk's root
+        } else {
+            n = nodes.soleChild(dir, new String(name, StandardCharsets.UTF_8));
+        }
+        return n != null && n.identity != null ? n.identity.inode() : UNKNOWN_INO;
     }
 
     private static final byte[] DOT = {'.'};
@@ -1162,13 +1181,11 @@ final class FuseFileSystem {
     }
 
     private void load(DirectoryListings.Listing l) throws IOException {
-        l.names.clear();
-        l.kinds.clear();
-        router.forEachEntry(null, path(l.dir), (name, offset, length, kind) -> {
+        l.clear();
+        router.forEachEntry(null, path(l.dir), (name, offset, length, kind, inode) -> {
             byte[] b = new byte[length];
             System.arraycopy(name, offset, b, 0, length);
-            l.names.add(b);
-            l.kinds.add(kind);
+            l.add(b, kind, inode);
             return true;
         });
         l.loaded = true;

@@ -277,25 +277,28 @@ public final class Router {
     /** {@link #list} one at a time, in the directory's own order, without a list (readdir). */
     public void forEachEntry(Caller caller, VfsPath path, EntrySink sink) throws IOException {
         Target t = resolve(path);
+        long tag = tagOf(t.storage());
+        EntrySink tagged = tag == 0 ? sink : (name, offset, length, kind, inode) ->
+                sink.accept(name, offset, length, kind, inode == 0 ? 0 : (inode & INODE_BITS) | tag);
         List<String> points = mountPointsIn.get(path);
         if (points == null) {
-            t.storage().forEachEntry(t.path(), sink);
+            t.storage().forEachEntry(t.path(), tagged);
             return;
         }
         // the parent store's own entry of a mount point's name is hidden by the mount, as in a kernel
         List<byte[]> hidden = new ArrayList<>();
         points.forEach(n -> hidden.add(n.getBytes(StandardCharsets.UTF_8)));
         boolean[] more = {true};
-        t.storage().forEachEntry(t.path(), (name, offset, length, kind) -> {
+        t.storage().forEachEntry(t.path(), (name, offset, length, kind, inode) -> {
             for (byte[] h : hidden) {
                 if (h.length == length && java.util.Arrays.equals(h, 0, length, name, offset, offset + length)) {
                     return true;
                 }
             }
-            return more[0] = sink.accept(name, offset, length, kind);
+            return more[0] = tagged.accept(name, offset, length, kind, inode);
         });
         for (int i = 0; i < hidden.size() && more[0]; i++) {
-            more[0] = sink.accept(hidden.get(i), 0, hidden.get(i).length, EntryKind.DIRECTORY);
+            more[0] = sink.accept(hidden.get(i), 0, hidden.get(i).length, EntryKind.DIRECTORY, 0);
         }
     }
 

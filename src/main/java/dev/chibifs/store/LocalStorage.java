@@ -515,7 +515,7 @@ public final class LocalStorage implements Storage {
         try {
             for (int pass = 0; ; pass++) {
                 List<String> directories = new ArrayList<>();
-                Syscalls.readDirectoryFd(fd, path.toString(), (bytes, offset, length, type) -> {
+                Syscalls.readDirectoryFd(fd, path.toString(), (bytes, offset, length, type, inode) -> {
                     String child = new String(bytes, offset, length, StandardCharsets.UTF_8);
                     if (type == DT_DIR) {
                         directories.add(child);
@@ -551,7 +551,7 @@ public final class LocalStorage implements Storage {
     @Override
     public void forEachEntry(VfsPath path, EntrySink sink) throws IOException {
         try (At d = directoryAt(path)) {
-            Syscalls.readDirectory(d.dir, d.name, path.toString(), (name, offset, length, type) -> {
+            Syscalls.readDirectory(d.dir, d.name, path.toString(), (name, offset, length, type, inode) -> {
                 // the names are bytes until one needs a closer look: temporaries start with '.'
                 if (name[offset] == '.' && isTemporaryName(new String(name, offset, length, StandardCharsets.UTF_8))) {
                     return true;
@@ -565,7 +565,7 @@ public final class LocalStorage implements Storage {
                         return true; // removed between readdir and stat: not listed
                     }
                 }
-                return sink.accept(name, offset, length, kind);
+                return sink.accept(name, offset, length, kind, inode);
             });
         }
     }
@@ -1065,7 +1065,7 @@ public final class LocalStorage implements Storage {
         List<String> directories = new ArrayList<>();
         List<String> temporaries = new ArrayList<>();
         try {
-            Syscalls.readDirectoryFd(dir, null, (bytes, offset, length, type) -> {
+            Syscalls.readDirectoryFd(dir, null, (bytes, offset, length, type, inode) -> {
                 if (type == DT_DIR || type == DT_UNKNOWN || bytes[offset] == '.') {
                     String name = new String(bytes, offset, length, StandardCharsets.UTF_8);
                     if (isTemporaryName(name)) {

@@ -535,7 +535,17 @@ public final class MemoryStorage implements Storage {
     @Override
     public void forEachEntry(VfsPath path, EntrySink sink) throws IOException {
         // a snapshot, handed on outside the lock: the sink is the caller's code
-        EntrySink.feed(entries(path), sink);
+        List<Entry> entries = new ArrayList<>();
+        long[] inodes;
+        synchronized (this) {
+            Map<String, Node> children = findDir(path).children;
+            inodes = new long[children.size()];
+            for (Map.Entry<String, Node> e : children.entrySet()) {
+                inodes[entries.size()] = e.getValue().inode;
+                entries.add(new Entry(e.getKey(), kindOf(e.getValue())));
+            }
+        }
+        EntrySink.feed(entries, inodes, sink);
     }
 
     @Override

@@ -109,7 +109,7 @@ public interface Storage extends Closeable {
     /** {@link #forEachEntry} into a list, names decoded as UTF-8. */
     default List<Entry> entries(VfsPath path) throws IOException {
         List<Entry> out = new ArrayList<>();
-        forEachEntry(path, (name, offset, length, kind) ->
+        forEachEntry(path, (name, offset, length, kind, inode) ->
                 out.add(new Entry(new String(name, offset, length, StandardCharsets.UTF_8), kind)));
         return out;
     }

@@ -313,8 +313,11 @@ public final class Syscalls {
     /** Takes directory entries as getdents64 gives them: the name's bytes and d_type (0 when the file system does not say). */
     @FunctionalInterface
     public interface DirentSink {
-        /** The name is {@code length} bytes at {@code offset} in {@code name}, valid during the call; false stops. */
-        boolean accept(byte[] name, int offset, int length, int type) throws IOException;
+        /**
+         * The name is {@code length} bytes at {@code offset} in {@code name}, valid during the call,
+         * with its d_type and d_ino; false stops.
+         */
+        boolean accept(byte[] name, int offset, int length, int type, long inode) throws IOException;
     }
 
     private static final int DIRENT_BUFFER = 32 * 1024;
@@ -374,12 +377,20 @@ public final class Syscalls {
                     end++;
                 }
                 boolean dots = bytes[start] == '.' && (end == start + 1 || (end == start + 2 && bytes[start + 1] == '.'));
-                if (!dots && !sink.accept(bytes, start, end - start, type)) {
+                if (!dots && !sink.accept(bytes, start, end - start, type, littleEndianLong(bytes, at))) {
                     return;
                 }
                 at += reclen;
             }
         }
+    }
+
+    private static long littleEndianLong(byte[] b, int at) {
+        long v = 0;
+        for (int i = 7; i >= 0; i--) {
+            v = v << 8 | (b[at + i] & 0xff);
+        }
+        return v;
     }
 
     private static ByteBuffer bounce(int size) {

@@ -478,6 +478,31 @@ class FuseFileSystemTest {
         }
     }
 
+    @Test
+    void aPlainListingGivesEachNameTheInodeNumberStatGives() throws Exception {
+        // READDIR's d_ino reaches getdents: `find -inum` and Python's os.scandir take it for st_ino
+        store.write(VfsPath.of("/shared/a"), new byte[0]);
+        store.mkdir(VfsPath.of("/shared/sub"));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        FakeKernel.Reply open = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0));
+        assertEquals(0, open.error());
+        FakeKernel.Reply list = kernel.call(FuseProtocol.READDIR, shared,
+                body().int64(open.int64(0)).int64(0).int32(1 << 16).int32(0).int64(0).int32(0).int32(0));
+        assertEquals(0, list.error());
+        Map<String, Long> inodes = new java.util.HashMap<>();
+        for (int at = 0; at < list.body().limit(); ) {
+            int nameLength = list.int32(at + 16);
+            byte[] name = new byte[nameLength];
+            list.body().get(at + FuseProtocol.DIRENT, name);
+            inodes.put(new String(name, StandardCharsets.UTF_8), list.int64(at));
+            at += (FuseProtocol.DIRENT + nameLength + 7) & ~7;
+        }
+        assertEquals(java.util.Set.of(".", "..", "a", "sub"), inodes.keySet());
+        assertEquals(store.metadata(VfsPath.of("/shared/a")).inode(), inodes.get("a"));
+        assertEquals(store.metadata(VfsPath.of("/shared/sub")).inode(), inodes.get("sub"));
+        assertEquals(store.metadata(VfsPath.of("/shared")).inode(), inodes.get("."), "the directory's own, from its node");
+    }
+
     /** A new session whose kernel offers zero-message opendir; returns the node of /shared. */
     private long sharedWithoutOpendir() throws Exception {
         stop();

@@ -2,6 +2,7 @@ package dev.chibifs.router;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -567,6 +568,26 @@ class RouterTest {
         assertThrows(ReadOnlyStoreException.class, () -> vfs.symlink(PLANNER, p("/shared/docs/l"), "x"));
         assertThrows(ReadOnlyStoreException.class, () -> vfs.mknod(PLANNER, p("/shared/docs/p"), EntryKind.FIFO, 0644));
         assertThrows(ReadOnlyStoreException.class, () -> vfs.mknod(PLANNER, p("/shared/docs/f"), EntryKind.FILE, 0644));
+    }
+
+    @Test
+    void aListingGivesTheInodeNumbersMetadataGivesTaggedInAStoreAtAPrefix() throws IOException {
+        vfs = Router.builder(store).mount(p("/shared/tmp"), new MemoryStorage()).build();
+        vfs.write(SYSTEM, p("/shared/f"), bytes("file"));
+        vfs.write(SYSTEM, p("/shared/tmp/inside"), bytes("in memory"));
+        for (String dir : List.of("/shared", "/shared/tmp")) {
+            Map<String, Long> listed = new java.util.HashMap<>();
+            vfs.forEachEntry(GUEST, p(dir), (name, offset, length, kind, inode) -> {
+                listed.put(new String(name, offset, length, java.nio.charset.StandardCharsets.UTF_8), inode);
+                return true;
+            });
+            listed.forEach((name, inode) -> {
+                if (inode != 0) { // a mount point's name: the listing of the store below does not give it
+                    assertEquals(assertDoesNotThrow(() -> vfs.metadata(GUEST, p(dir + "/" + name))).inode(), inode, name);
+                }
+            });
+            assertTrue(listed.values().stream().anyMatch(i -> i != 0), dir + ": " + listed);
+        }
     }
 
     @Test

@@ -498,15 +498,31 @@ public abstract class StorageBehaviourSuite {
         storage.write(p("/shared/d/a"), bytes("1"));
         storage.write(p("/shared/d/üß"), bytes("2"));
         Map<String, EntryKind> seen = new HashMap<>();
-        storage.forEachEntry(p("/shared/d"), (name, offset, length, kind) -> {
+        storage.forEachEntry(p("/shared/d"), (name, offset, length, kind, inode) -> {
             assertNull(seen.put(new String(name, offset, length, UTF_8), kind));
             return true;
         });
         assertEquals(Map.of("a", EntryKind.FILE, "üß", EntryKind.FILE, "sub", EntryKind.DIRECTORY), seen);
         int[] calls = {0};
-        storage.forEachEntry(p("/shared/d"), (name, offset, length, kind) -> ++calls[0] < 2);
+        storage.forEachEntry(p("/shared/d"), (name, offset, length, kind, inode) -> ++calls[0] < 2);
         assertEquals(2, calls[0]);
-        assertThrows(NoSuchFileException.class, () -> storage.forEachEntry(p("/shared/none"), (n, o, l, k) -> true));
+        assertThrows(NoSuchFileException.class, () -> storage.forEachEntry(p("/shared/none"), (n, o, l, k, i) -> true));
+    }
+
+    @Test
+    void aListingGivesEachNameTheInodeNumberItsMetadataGives() throws IOException {
+        // readdir's d_ino: `find -inum` and Python's os.scandir take it for st_ino
+        storage.mkdir(p("/shared/d/sub"));
+        storage.write(p("/shared/d/a"), bytes("1"));
+        Map<String, Long> listed = new HashMap<>();
+        storage.forEachEntry(p("/shared/d"), (name, offset, length, kind, inode) -> {
+            listed.put(new String(name, offset, length, UTF_8), inode);
+            return true;
+        });
+        assertEquals(java.util.Set.of("a", "sub"), listed.keySet());
+        for (String name : listed.keySet()) {
+            assertEquals(storage.metadata(p("/shared/d/" + name)).inode(), listed.get(name), name);
+        }
     }
 
     @Test

@@ -1175,24 +1175,36 @@ public final class S3Storage implements Storage {
 
     @Override
     public List<Entry> entries(VfsPath path) throws IOException {
-        findDir(path);
-        refresh(path);
-        synchronized (this) {
-            List<Entry> out = new ArrayList<>();
-            for (String name : children(path)) {
-                Node n = nodes.get(path.child(name));
-                if (n != null) {
-                    out.add(new Entry(name, n.dir ? EntryKind.DIRECTORY : EntryKind.FILE));
-                }
-            }
-            return out;
-        }
+        return listing(path).entries();
     }
 
     @Override
     public void forEachEntry(VfsPath path, EntrySink sink) throws IOException {
         // a snapshot, handed on outside the lock: the sink is the caller's code
-        EntrySink.feed(entries(path), sink);
+        Listing l = listing(path);
+        EntrySink.feed(l.entries(), l.inodes(), sink);
+    }
+
+    /** A directory's entries and, in the same order, their inode numbers. */
+    private record Listing(List<Entry> entries, long[] inodes) {
+    }
+
+    private Listing listing(VfsPath path) throws IOException {
+        findDir(path);
+        refresh(path);
+        synchronized (this) {
+            java.util.Set<String> names = children(path);
+            List<Entry> out = new ArrayList<>(names.size());
+            long[] inodes = new long[names.size()];
+            for (String name : names) {
+                Node n = nodes.get(path.child(name));
+                if (n != null) {
+                    inodes[out.size()] = n.ino;
+                    out.add(new Entry(name, n.dir ? EntryKind.DIRECTORY : EntryKind.FILE));
+                }
+            }
+            return new Listing(out, inodes);
+        }
     }
 
     @Override
