@@ -70,10 +70,13 @@ class DirectoryPlusMountTest {
     }
 
     @Test
-    void aMountWithoutListingAttributesListsAlike() {
+    void aMountWithoutListingAttributesListsAlike() throws IOException {
         try (MountedFs plain = MountedFs.start("--context", "planner", "--no-readdirplus")) {
             plain.sh("mkdir shared/p && echo abc > shared/p/a && echo de >> shared/p/a").ok();
             assertEquals("a 7\n", plain.sh("find shared/p -type f -printf '%f %s\\n'").ok().out());
+            // with the inode numbers stat gives: find -inum takes readdir's d_ino for st_ino
+            Files.writeString(plain.stored("/shared/p/b"), "made behind the mount\n");
+            assertEquals("shared/p/b\n", plain.sh("find shared/p -inum $(stat -c %i shared/p/b)").ok().out());
         }
     }
 }
