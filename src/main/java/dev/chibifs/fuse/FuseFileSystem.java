@@ -1106,19 +1106,29 @@ final class FuseFileSystem {
 
     /**
      * The inode number of entry {@code i} of directory {@code dir} (0 ".", 1 "..", else {@code name})
-     * where its node says it, else {@link #UNKNOWN_INO}.
+     * that its listing did not give: its node's, else what its metadata says (the root, a mount
+     * point, a name in a view), else {@link #UNKNOWN_INO} (gone meanwhile).
      */
     private long knownInode(NodeTable.Node dir, long i, byte[] name) {
         NodeTable.Node n;
+        String child = null;
         if (i == 0) {
             n = dir;
         } else if (i == 1) {
             NodeTable.Link link = dir.link;
             n = link != null ? link.parent() : dir; // the root's ".." is itself, as on a disk's root
         } else {
-            n = nodes.soleChild(dir, new String(name, StandardCharsets.UTF_8));
+            child = new String(name, StandardCharsets.UTF_8);
+            n = nodes.soleChild(dir, child);
         }
-        return n != null && n.identity != null ? n.identity.inode() : UNKNOWN_INO;
+        if (n != null && n.identity != null) {
+            return n.identity.inode();
+        }
+        try {
+            return router.metadata(null, child == null ? path(n) : path(dir).child(child)).inode();
+        } catch (IOException | RuntimeException gone) {
+            return UNKNOWN_INO;
+        }
     }
 
     private static final byte[] DOT = {'.'};

@@ -501,6 +501,7 @@ class FuseFileSystemTest {
         assertEquals(store.metadata(VfsPath.of("/shared/a")).inode(), inodes.get("a"));
         assertEquals(store.metadata(VfsPath.of("/shared/sub")).inode(), inodes.get("sub"));
         assertEquals(store.metadata(VfsPath.of("/shared")).inode(), inodes.get("."), "the directory's own, from its node");
+        assertEquals(store.metadata(VfsPath.root()).inode(), inodes.get(".."), "the root's, which has no identity in the table");
     }
 
     /** A new session whose kernel offers zero-message opendir; returns the node of /shared. */
