@@ -69,6 +69,8 @@ final class OfdLocks {
     /** An owner's description on one file, and what it holds there. */
     private static final class Owner {
         int fd = -1;
+        /** The access fd was opened with (O_RDONLY, O_WRONLY, O_RDWR). */
+        int access;
         /** Record locks: the ranges held, to know when none are left. */
         final RangeLocks ranges = new RangeLocks();
         /** Closed and out of the map: fetch again. Guarded by this. */
@@ -193,6 +195,9 @@ final class OfdLocks {
                         } else {
                             if (o.fd < 0) {
                                 o.fd = openFor(access);
+                                o.access = access & Linux.O_ACCMODE;
+                            } else if (!allows(o.access, type) && allows(access, type)) {
+                                widen(o);
                             }
                             // a conflict changes nothing, as with F_SETLK: the owner keeps what it held
                             done = Syscalls.ofdSetLock(o.fd, lockType(type), start, end);
@@ -250,6 +255,37 @@ final class OfdLocks {
             inode.release(inode.posix, owner);
         }
 
+        /**
+         * The owner first locked through a handle whose access does not allow this lock (a read lock
+         * through a read-only handle, then a write lock through a read-write one: SQLite, whose readers
+         * and writer share one process's locks): the kernel would answer EBADF on its description, where
+         * fcntl judges each lock by the descriptor it is given. Moves what the owner holds to a new
+         * read-write description, holding it on both for a moment, so no other owner can take a range
+         * in between. A description of one access can only hold locks of its kind, and read locks
+         * there do not conflict with themselves; write locks (a write-only description) would, and then
+         * the owner keeps its description and the lock is EBADF, as before. Under the owner's monitor.
+         */
+        private void widen(Owner o) throws IOException {
+            int wide = openFor(Linux.O_RDWR);
+            boolean moved = false;
+            try {
+                for (RangeLocks.Range r : o.ranges.ranges()) {
+                    if (!Syscalls.ofdSetLock(wide, lockType(r.type()), r.start(), r.end())) {
+                        return;
+                    }
+                }
+                moved = true;
+            } finally {
+                if (moved) {
+                    Syscalls.close(o.fd);
+                    o.fd = wide;
+                    o.access = Linux.O_RDWR;
+                } else {
+                    Syscalls.close(wide); // and what it took with it
+                }
+            }
+        }
+
         /** A new open file description of the handle's file, for one owner. */
         private int openFor(int mode) throws IOException {
             return Syscalls.reopen(fd, mode & Linux.O_ACCMODE, null);
@@ -265,6 +301,12 @@ final class OfdLocks {
             }
             inode.handleClosed();
         }
+    }
+
+    /** Whether a description opened with {@code access} may hold a lock of {@code type} (F_RDLCK needs reading, F_WRLCK writing). */
+    private static boolean allows(int access, LockType type) {
+        int mode = access & Linux.O_ACCMODE;
+        return type == LockType.READ ? mode != Linux.O_WRONLY : type != LockType.WRITE || mode != Linux.O_RDONLY;
     }
 
     /** fcntl's lock type for {@code type}. */

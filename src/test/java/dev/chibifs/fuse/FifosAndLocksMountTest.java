@@ -13,6 +13,7 @@ import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -100,6 +101,39 @@ class FifosAndLocksMountTest {
         insertFromBothMountsAtOnce(a, q(coder.at("/shared/rows.db")));
         // and chibi's own view of the store agrees
         assertEquals("ok\n400\n", Sh.run("sqlite3 " + q(planner.stored("/shared/rows.db"))
+                + " 'pragma integrity_check; select count(*) from t;'").ok().out());
+    }
+
+    @Test
+    void sqliteReadOnlyConnectionsBesideAWriterInOneProcessNeverFailItsLocks() throws IOException {
+        // one process's read-only connections (mode=ro: O_RDONLY handles) lock first, then its writer
+        // takes RESERVED through its read-write handle: that was EBADF, SQLITE_IOERR_LOCK
+        String check = "import sqlite3, sys, threading\n"
+                + "p = sys.argv[1]; c = sqlite3.connect(p); c.execute('create table t(x)'); c.commit(); c.close()\n"
+                + "errors = []; done = []\n"
+                + "def write():\n"
+                + "    c = sqlite3.connect(p, timeout=30)\n"
+                + "    for i in range(300):\n"
+                + "        try: c.execute('insert into t values(?)', (i,)); c.commit()\n"
+                + "        except Exception as e: errors.append(str(e))\n"
+                + "    done.append(1)\n"
+                + "def read():\n"
+                + "    while not done:\n"
+                + "        try:\n"
+                + "            c = sqlite3.connect('file:' + p + '?mode=ro', uri=True, timeout=30)\n"
+                + "            c.execute('select count(*) from t').fetchone(); c.close()\n"
+                + "        except Exception as e: errors.append(str(e))\n"
+                + "ts = [threading.Thread(target=write), threading.Thread(target=read), threading.Thread(target=read)]\n"
+                + "[t.start() for t in ts]; [t.join() for t in ts]\n"
+                + "print(len(errors), sorted(set(errors))[:3])\n";
+        Path script = Files.createTempFile("sqlite-ro", ".py");
+        try {
+            Files.writeString(script, check);
+            assertEquals("0 []\n", ok(planner, Sh.run("python3 " + q(script) + " " + q(planner.at("/shared/ro.db")))).out());
+        } finally {
+            Files.delete(script);
+        }
+        assertEquals("ok\n300\n", Sh.run("sqlite3 " + q(planner.stored("/shared/ro.db"))
                 + " 'pragma integrity_check; select count(*) from t;'").ok().out());
     }
 

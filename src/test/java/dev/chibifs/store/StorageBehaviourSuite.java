@@ -961,6 +961,24 @@ public abstract class StorageBehaviourSuite {
     }
 
     @Test
+    void anOwnerThatReadLockedThroughAReadOnlyHandleWriteLocksThroughAWritableOne() throws IOException {
+        // SQLite: readers and the writer of one process share its locks, the readers' handles read-only
+        // (a writer's RESERVED lock was EBADF, SQLITE_IOERR_LOCK, on a store file's description)
+        storage.write(p("/shared/db"), bytes("0123456789"));
+        try (FileHandle reader = open("/shared/db", OpenFlag.READ);
+             FileHandle writer = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE);
+             FileHandle other = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+            assertTrue(reader.locks().tryLock(1, LockType.READ, 0, 4));
+            assertTrue(writer.locks().tryLock(1, LockType.WRITE, 5, 5));
+            // what it held before it holds still, and the write lock excludes
+            assertFalse(other.locks().tryLock(2, LockType.WRITE, 0, 0));
+            assertFalse(other.locks().tryLock(2, LockType.READ, 5, 5));
+            assertTrue(other.locks().tryLock(2, LockType.READ, 0, 4));
+            assertEquals(new LockState(LockType.WRITE, 5, 5, -1), other.locks().testLock(2, LockType.READ, 0, END));
+        }
+    }
+
+    @Test
     void readLocksShareAndAnOwnerUpgradesSplitsAndUnlocksPartOfARange() throws IOException {
         storage.write(p("/shared/db"), bytes("x"));
         try (FileHandle h1 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE);
