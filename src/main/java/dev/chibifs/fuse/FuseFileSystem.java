@@ -309,14 +309,23 @@ final class FuseFileSystem {
                 // gone by this name: an open file may still reach it
             }
         }
-        OpenFile open = openFiles.anyOf(n);
-        if (open == null) {
-            if (n.removed && n.directory && n.identity != null) {
-                return removedDirectory(n);
+        for (OpenFile open; (open = openFiles.anyOf(n)) != null; ) {
+            // another open's handle, whose RELEASE may come meanwhile: release closes it under the same
+            // monitor, after taking it out of the table (so a closed one is not found again). Without
+            // the monitor, an fstat right after an open of a file replaced meanwhile was EBADF, and
+            // could have read a descriptor number reused by another file
+            synchronized (open) {
+                try {
+                    return open.handle().metadata();
+                } catch (java.nio.channels.ClosedChannelException released) {
+                    // released before this took it: another, if any
+                }
             }
-            throw new NoSuchFileException(p.toString());
         }
-        return open.handle().metadata();
+        if (n.removed && n.directory && n.identity != null) {
+            return removedDirectory(n);
+        }
+        throw new NoSuchFileException(p.toString());
     }
 
     /**
@@ -336,9 +345,28 @@ final class FuseFileSystem {
         VfsPath p = path(n);
         int valid = req.setattrValid();
         OpenFile f = (valid & FuseProtocol.FATTR_FH) != 0 ? openFiles.get(req.setattrHandle()) : null;
+        if (f == null && n.removed) {
+            // a file whose every name is gone is reached through an open file of it; the policy judges
+            // its last path. Another open's handle: held against its RELEASE while in use (see metadataOrOpen)
+            for (OpenFile open; (open = openFiles.anyOf(n)) != null; ) {
+                synchronized (open) {
+                    try {
+                        setattr(req, out, n, p, open.handle());
+                        return;
+                    } catch (java.nio.channels.ClosedChannelException released) {
+                        // released before this took it: nothing was changed through it; another, if any
+                    }
+                }
+            }
+            throw new NoSuchFileException(p.toString());
+        }
+        setattr(req, out, n, p, f != null ? f.handle() : null);
+    }
+
+    /** SETATTR of node {@code n}, through {@code handle} where there is one, else by path {@code p}. */
+    private void setattr(FuseRequest req, FuseReply out, NodeTable.Node n, VfsPath p, FileHandle handle) throws IOException {
+        int valid = req.setattrValid();
         Caller caller = caller(req);
-        // a file whose every name is gone is reached through its open file; the policy judges its last path
-        FileHandle handle = f != null ? f.handle() : n.removed ? openHandle(n) : null;
         if (handle != null) {
             router.checkWrite(caller, p);
         }
@@ -372,14 +400,6 @@ final class FuseFileSystem {
         Metadata m = handle != null ? handle.metadata() : metadataOrOpen(n, p);
         follower.replied(n, m);
         out.attrOut(timeouts.brief(), attributes(p, m));
-    }
-
-    private FileHandle openHandle(NodeTable.Node n) throws NoSuchFileException {
-        OpenFile open = openFiles.anyOf(n);
-        if (open == null) {
-            throw new NoSuchFileException(path(n).toString());
-        }
-        return open.handle();
     }
 
     private static FileTime time(int valid, int set, int now, long seconds, int nanos) {
@@ -863,7 +883,9 @@ final class FuseFileSystem {
                     n.writerReleased();
                 }
             } finally {
-                f.handle().close();
+                synchronized (f) { // not while a request of another open of the node uses it (metadataOrOpen)
+                    f.handle().close();
+                }
             }
         }
     }
