@@ -309,23 +309,40 @@ final class FuseFileSystem {
                 // gone by this name: an open file may still reach it
             }
         }
-        for (OpenFile open; (open = openFiles.anyOf(n)) != null; ) {
-            // another open's handle, whose RELEASE may come meanwhile: release closes it under the same
-            // monitor, after taking it out of the table (so a closed one is not found again). Without
-            // the monitor, an fstat right after an open of a file replaced meanwhile was EBADF, and
-            // could have read a descriptor number reused by another file
-            synchronized (open) {
-                try {
-                    return open.handle().metadata();
-                } catch (java.nio.channels.ClosedChannelException released) {
-                    // released before this took it: another, if any
-                }
-            }
+        Metadata m = throughAnOpenFile(n, FileHandle::metadata);
+        if (m != null) {
+            return m;
         }
         if (n.removed && n.directory && n.identity != null) {
             return removedDirectory(n);
         }
         throw new NoSuchFileException(p.toString());
+    }
+
+    /** What is done with a handle of another open; see {@link #throughAnOpenFile}. */
+    private interface HandleCall<T> {
+        T apply(FileHandle handle) throws IOException;
+    }
+
+    /**
+     * {@code call} on the handle of some open file of node {@code n}, for a node its name no longer
+     * reaches; null when none is open. That handle is another open's, whose RELEASE may come
+     * meanwhile: release closes it under the same monitor, after taking it out of the table, so one
+     * closed before is skipped (its first use fails, having changed nothing) and not found again.
+     * Without the monitor, an fstat right after an open of a file replaced meanwhile was EBADF, and
+     * could have read a descriptor number reused by another file.
+     */
+    private <T> T throughAnOpenFile(NodeTable.Node n, HandleCall<T> call) throws IOException {
+        for (OpenFile open; (open = openFiles.anyOf(n)) != null; ) {
+            synchronized (open) {
+                try {
+                    return call.apply(open.handle());
+                } catch (java.nio.channels.ClosedChannelException released) {
+                    // released before this took it: another, if any
+                }
+            }
+        }
+        return null;
     }
 
     /**
@@ -346,25 +363,17 @@ final class FuseFileSystem {
         int valid = req.setattrValid();
         OpenFile f = (valid & FuseProtocol.FATTR_FH) != 0 ? openFiles.get(req.setattrHandle()) : null;
         if (f == null && n.removed) {
-            // a file whose every name is gone is reached through an open file of it; the policy judges
-            // its last path. Another open's handle: held against its RELEASE while in use (see metadataOrOpen)
-            for (OpenFile open; (open = openFiles.anyOf(n)) != null; ) {
-                synchronized (open) {
-                    try {
-                        setattr(req, out, n, p, open.handle());
-                        return;
-                    } catch (java.nio.channels.ClosedChannelException released) {
-                        // released before this took it: nothing was changed through it; another, if any
-                    }
-                }
+            // a file whose every name is gone is reached through an open file of it; the policy judges its last path
+            if (throughAnOpenFile(n, handle -> setattr(req, out, n, p, handle)) == null) {
+                throw new NoSuchFileException(p.toString());
             }
-            throw new NoSuchFileException(p.toString());
+            return;
         }
         setattr(req, out, n, p, f != null ? f.handle() : null);
     }
 
-    /** SETATTR of node {@code n}, through {@code handle} where there is one, else by path {@code p}. */
-    private void setattr(FuseRequest req, FuseReply out, NodeTable.Node n, VfsPath p, FileHandle handle) throws IOException {
+    /** SETATTR of node {@code n}, through {@code handle} where there is one, else by path {@code p}; its attributes. */
+    private Metadata setattr(FuseRequest req, FuseReply out, NodeTable.Node n, VfsPath p, FileHandle handle) throws IOException {
         int valid = req.setattrValid();
         Caller caller = caller(req);
         if (handle != null) {
@@ -400,6 +409,7 @@ final class FuseFileSystem {
         Metadata m = handle != null ? handle.metadata() : metadataOrOpen(n, p);
         follower.replied(n, m);
         out.attrOut(timeouts.brief(), attributes(p, m));
+        return m;
     }
 
     private static FileTime time(int valid, int set, int now, long seconds, int nanos) {
@@ -594,12 +604,13 @@ final class FuseFileSystem {
             handle.close();
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
+        boolean readOnly = flags.equals(READ_ONLY);
         boolean small = opened != null && opened.isFile() && opened.size() <= Math.min(STORED_AT_OPEN, data.capacity())
-                && flags.equals(READ_ONLY) && storeChannel != null;
+                && readOnly && storeChannel != null;
         int backing;
         int openFlags = NO_FLUSH;
         synchronized (n) {
-            boolean changing = directReads && flags.equals(READ_ONLY) && changing(n, opened);
+            boolean changing = directReads && readOnly && changing(n, opened);
             // where reads pass through, a small file at rest is read from pages stored whole here instead:
             // a read passed through makes the kernel take the atime as changed and ask for attributes at
             // the next stat. Not one that is changing, nor without direct reads for those: a read through
