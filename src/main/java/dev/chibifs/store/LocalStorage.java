@@ -761,6 +761,70 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    @Override
+    public HeldFile hold(VfsPath path) throws IOException {
+        try (At a = at(path)) {
+            int fd = Syscalls.tryOpenat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0);
+            if (fd < 0) {
+                throw failure(-fd, path);
+            }
+            Metadata m;
+            try {
+                m = stat(fd, null, path);
+            } catch (IOException e) {
+                Syscalls.close(fd);
+                throw e;
+            }
+            if (!m.isFile()) {
+                Syscalls.close(fd);
+                return null;
+            }
+            return new LocalHeldFile(fd, m, path);
+        }
+    }
+
+    /** An O_PATH descriptor of a regular file: opened again through /proc/self/fd, whatever names it has now. */
+    private final class LocalHeldFile implements HeldFile {
+        private final int fd;
+        private final Metadata metadata;
+        private final VfsPath path;
+        private final AtomicBoolean closed = new AtomicBoolean();
+
+        LocalHeldFile(int fd, Metadata metadata, VfsPath path) {
+            this.fd = fd;
+            this.metadata = metadata;
+            this.path = path;
+        }
+
+        @Override
+        public Metadata metadata() {
+            return metadata;
+        }
+
+        @Override
+        public FileHandle open(Set<OpenFlag> flags) throws IOException {
+            if (closed.get()) {
+                // its descriptor number may be another file's by now
+                throw new NoSuchFileException(path.toString());
+            }
+            boolean read = flags.contains(OpenFlag.READ);
+            boolean write = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
+            int access = (read && write ? O_RDWR : write ? O_WRONLY : O_RDONLY)
+                    | (flags.contains(OpenFlag.APPEND) ? O_APPEND : 0);
+            // no O_NOFOLLOW: /proc/self/fd/N is a link to follow, and it leads to the regular file held
+            int opened = Syscalls.reopen(fd, access | (write && flags.contains(OpenFlag.TRUNCATE) ? O_TRUNC : 0),
+                    path.toString());
+            return new LocalFileHandle(opened, regular(opened, path), access, locks);
+        }
+
+        @Override
+        public void close() {
+            if (closed.compareAndSet(false, true)) {
+                Syscalls.close(fd);
+            }
+        }
+    }
+
     /** A handle's inode before anybody asked (a file the open itself created). */
     private static final long UNKNOWN_INODE = -1;
 

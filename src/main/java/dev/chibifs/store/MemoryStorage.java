@@ -680,7 +680,11 @@ public final class MemoryStorage implements Storage {
         if (!(n instanceof File)) {
             throw notRegular(n, path);
         }
-        File f = (File) n;
+        return openFile((File) n, flags, existed);
+    }
+
+    /** A handle of {@code f}, truncated first where {@code flags} say; under the store's monitor. */
+    private MemoryHandle openFile(File f, Set<OpenFlag> flags, boolean existed) throws IOException {
         if (flags.contains(OpenFlag.TRUNCATE) && f.length > 0) {
             f.setLength(0);
             f.modified = f.changed = now();
@@ -689,6 +693,49 @@ public final class MemoryStorage implements Storage {
         MemoryHandle h = new MemoryHandle(f, flags.contains(OpenFlag.APPEND));
         h.opened = existed ? h.metadata() : null;
         return h;
+    }
+
+    @Override
+    public synchronized HeldFile hold(VfsPath path) throws IOException {
+        Node n = find(path);
+        if (!(n instanceof File)) {
+            return null;
+        }
+        File f = (File) n;
+        Metadata m = metadata(path);
+        // held as a handle is: its memory stays while it is held, whatever becomes of its names
+        f.handles++;
+        return new HeldFile() {
+            private boolean closed;
+
+            @Override
+            public Metadata metadata() {
+                return m;
+            }
+
+            @Override
+            public FileHandle open(Set<OpenFlag> flags) throws IOException {
+                synchronized (MemoryStorage.this) {
+                    if (closed || f.freed) {
+                        throw new NoSuchFileException(path.toString());
+                    }
+                    return openFile(f, flags, true);
+                }
+            }
+
+            @Override
+            public void close() {
+                synchronized (MemoryStorage.this) {
+                    if (!closed) {
+                        closed = true;
+                        f.handles--;
+                        if (f.links <= 0 && f.handles == 0) {
+                            f.free();
+                        }
+                    }
+                }
+            }
+        };
     }
 
     private final class MemoryHandle implements FileHandle {

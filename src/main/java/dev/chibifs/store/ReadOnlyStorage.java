@@ -61,12 +61,41 @@ public final class ReadOnlyStorage implements ReadOnlyStore {
 
     @Override
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
+        refuseChanges(path, flags);
+        return new ReadOnlyHandle(inner.open(path, flags, createMode), path);
+    }
+
+    private void refuseChanges(VfsPath path, Set<OpenFlag> flags) throws ReadOnlyStoreException {
         for (OpenFlag f : flags) {
             if (CHANGING.contains(f)) {
                 throw refused(path);
             }
         }
-        return new ReadOnlyHandle(inner.open(path, flags, createMode), path);
+    }
+
+    @Override
+    public HeldFile hold(VfsPath path) throws IOException {
+        HeldFile held = inner.hold(path);
+        if (held == null) {
+            return null;
+        }
+        return new HeldFile() {
+            @Override
+            public Metadata metadata() {
+                return held.metadata();
+            }
+
+            @Override
+            public FileHandle open(Set<OpenFlag> flags) throws IOException {
+                refuseChanges(path, flags);
+                return new ReadOnlyHandle(held.open(flags), path);
+            }
+
+            @Override
+            public void close() {
+                held.close();
+            }
+        };
     }
 
     @Override

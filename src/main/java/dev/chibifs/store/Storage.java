@@ -101,6 +101,15 @@ public interface Storage extends Closeable {
     FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException;
 
     /**
+     * The regular file at {@code path}, held so that it can be opened after its name is gone or
+     * names another file; null where it is no regular file, or the store cannot hold one (each
+     * open then goes by name).
+     */
+    default HeldFile hold(VfsPath path) throws IOException {
+        return null;
+    }
+
+    /**
      * The entries of a directory with their kinds, in no particular order, handed to {@code sink}
      * as they are read: the listing readdir needs, in the same memory for any number of entries.
      */

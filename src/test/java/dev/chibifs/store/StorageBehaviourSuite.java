@@ -1190,6 +1190,47 @@ public abstract class StorageBehaviourSuite {
         assertFalse(storage.exists(p("/shared/f")));
     }
 
+    /**
+     * Whether the store holds a file by what it is ({@link Storage#hold}). One that cannot (an object
+     * store, whose objects are replaced whole under their names) answers null for every file.
+     */
+    protected boolean holdsFiles() {
+        return true;
+    }
+
+    @Test
+    void aHeldFileOpensAfterItsNameIsReplacedOrGone() throws IOException {
+        storage.write(p("/shared/status"), bytes("v1"));
+        storage.mkdir(p("/shared/dir"));
+        HeldFile held = storage.hold(p("/shared/status"));
+        if (!holdsFiles()) {
+            assertNull(held);
+            return;
+        }
+        assertNull(storage.hold(p("/shared/dir")), "only a regular file is held");
+        assertThrows(NoSuchFileException.class, () -> storage.hold(p("/shared/none")));
+        try (held) {
+            assertEquals(storage.metadata(p("/shared/status")).inode(), held.metadata().inode());
+            assertEquals(2, held.metadata().size());
+            // replaced as a status file is: a new file renamed over the name
+            storage.write(p("/shared/status.tmp"), bytes("v2"));
+            storage.rename(p("/shared/status.tmp"), p("/shared/status"));
+            try (FileHandle h = held.open(flags(OpenFlag.READ))) {
+                assertEquals("v1", read(h, 0, 10));
+                assertEquals(held.metadata().inode(), h.opened().inode());
+            }
+            storage.removeFile(p("/shared/status"));
+            try (FileHandle h = held.open(flags(OpenFlag.READ, OpenFlag.WRITE, OpenFlag.TRUNCATE))) {
+                assertEquals("", read(h, 0, 10), "truncated by the open");
+                write(h, "v3", 0);
+            }
+            try (FileHandle h = held.open(flags(OpenFlag.READ))) {
+                assertEquals("v3", read(h, 0, 10));
+            }
+        }
+        assertFalse(storage.exists(p("/shared/status")));
+    }
+
     @Test
     void concurrentAppendersLoseNoLine() throws Exception {
         storage.mkdir(p("/shared"));

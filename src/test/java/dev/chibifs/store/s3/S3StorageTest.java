@@ -60,6 +60,11 @@ class S3StorageTest extends StorageBehaviourSuite {
     }
 
     @Override
+    protected boolean holdsFiles() {
+        return false;
+    }
+
+    @Override
     protected boolean exchanges() {
         return false;
     }
