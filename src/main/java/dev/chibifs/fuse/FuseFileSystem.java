@@ -84,6 +84,7 @@ final class FuseFileSystem {
     final NodeTable nodes = new NodeTable();
     final OpenFileTable openFiles = new OpenFileTable();
     private final DirectoryListings listings = new DirectoryListings();
+    final StaleOpens staleOpens = new StaleOpens();
     /** Where notifications go once the kernel lists directories without opening them; null while it opens them. */
     private volatile FuseChannel unopenedListings;
     /** Each request thread's buffer for a notification sent in the middle of a request. */
@@ -244,8 +245,11 @@ final class FuseFileSystem {
         VfsPath p = childPath(parent, name);
         follower.lookingIn(parent);
         Metadata m;
+        dev.chibifs.store.HeldFile held = null;
         try {
-            m = router.metadata(null, p);
+            // the kernel's retry of an open answered stale: the file found is held for that open
+            held = staleOpens.retrying(parent, name, clock) ? router.hold(p) : null;
+            m = held != null ? held.metadata() : router.metadata(null, p);
         } catch (NoSuchFileException missing) {
             FuseReply.Validity negative = follower.follows(parent) ? timeouts.negative() : FuseReply.Validity.NONE;
             if (negative == FuseReply.Validity.NONE || !follower.missing(parent, name)) {
@@ -254,7 +258,13 @@ final class FuseFileSystem {
             out.negativeEntry(negative);
             return;
         }
-        out.rememberedNode = entry(parent, name, p, m, out);
+        try {
+            out.rememberedNode = entry(parent, name, p, m, out);
+        } finally {
+            if (held != null && (out.rememberedNode == null || !staleOpens.keep(out.rememberedNode, held))) {
+                held.close();
+            }
+        }
     }
 
     void getattr(FuseRequest req, FuseReply out) throws IOException {
@@ -586,23 +596,22 @@ final class FuseFileSystem {
         try {
             handle = router.open(caller, p, flags, 0);
         } catch (NoSuchFileException gone) {
-            if (n.removed) {
-                throw gone;
-            }
             // the kernel's cached name outlived the file (removed elsewhere, another mount or chibi,
             // before the change feed told the kernel): ESTALE makes it look the name up again and
             // retry, so an open(O_CREAT) creates the file and a plain open says ENOENT from a fresh
             // lookup, as on a disk. SQLite on two mounts failed "unable to open database file" on
             // the journal the other mount had just deleted.
-            throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+            handle = openHeldOrStale(n, caller, p, flags, n.removed ? gone : null);
         }
         Metadata opened = handle.opened();
         if (opened != null && n.identity != null
                 && !NodeTable.Identity.of(router.resolve(p).storage(), opened).equals(n.identity)) {
             // the name now stands for another file (replaced in the store behind the kernel's cached
-            // name): ESTALE makes the kernel look the name up again and retry the open (LOOKUP_REVAL)
+            // name, or renamed over after the caller's path walk): ESTALE makes the kernel look the
+            // name up again and retry the open (LOOKUP_REVAL)
             handle.close();
-            throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+            handle = openHeldOrStale(n, caller, p, flags, null);
+            opened = handle.opened();
         }
         boolean readOnly = flags.equals(READ_ONLY);
         boolean small = opened != null && opened.isFile() && opened.size() <= Math.min(STORED_AT_OPEN, data.capacity())
@@ -638,6 +647,31 @@ final class FuseFileSystem {
             follower.opened(n, opened);
         }
         out.open(fh, openFlags, backing);
+    }
+
+    /**
+     * An open of node {@code n}, whose name {@code p} no longer reaches it, through the file held for
+     * an open retried after ESTALE (see {@link StaleOpens}); without one, {@code gone} where given,
+     * else ESTALE, remembered so that the retry's lookup holds what it finds.
+     */
+    private FileHandle openHeldOrStale(NodeTable.Node n, Caller caller, VfsPath p, Set<OpenFlag> flags,
+                                       NoSuchFileException gone) throws IOException {
+        dev.chibifs.store.HeldFile held;
+        synchronized (n) {
+            // no FORGET of n can close it meanwhile: the kernel holds the inode it is opening
+            held = n.held;
+        }
+        if (held != null) {
+            return router.open(caller, p, held, flags);
+        }
+        if (gone != null) {
+            throw gone;
+        }
+        NodeTable.Link name = n.link;
+        if (name != null) {
+            staleOpens.answered(name, clock.instant());
+        }
+        throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
     }
 
     /**
@@ -799,7 +833,10 @@ final class FuseFileSystem {
 
     /** The kernel forgot {@code count} lookups of node {@code id}. */
     void forget(long id, long count) {
-        nodes.forget(id, count);
+        NodeTable.Node gone = nodes.forget(id, count);
+        if (gone != null) {
+            staleOpens.forgotten(gone);
+        }
     }
 
     private static void closeDescriptor(int fd) {
@@ -836,7 +873,7 @@ final class FuseFileSystem {
             }
         } catch (IOException | RuntimeException e) {
             handle.close();
-            nodes.forget(n.id, 1); // the entry is not sent: the error is
+            forget(n.id, 1); // the entry is not sent: the error is
             throw e;
         }
         out.open(register(handle, caller, flags, n, backing != 0),

@@ -381,10 +381,10 @@ final class FuseSession {
             } catch (IOException notDelivered) {
                 // an interrupted request's reply goes nowhere (ENOENT): the kernel counts none of its lookups
                 if (reply.rememberedNode != null) {
-                    fs.nodes.forget(reply.rememberedNode.id, 1);
+                    fs.forget(reply.rememberedNode.id, 1);
                 }
                 for (NodeTable.Node n : reply.plusNodes) {
-                    fs.nodes.forget(n.id, 1);
+                    fs.forget(n.id, 1);
                 }
                 LOG.debug("reply to {} not delivered: {}", FuseProtocol.opcodeName(opcode), notDelivered.toString());
             }

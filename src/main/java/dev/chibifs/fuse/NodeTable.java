@@ -99,6 +99,8 @@ final class NodeTable {
         volatile KeptMetadata kept;
         /** Bumped at each change made or told ({@link #changing}): a read begun before it is not kept. Guarded by the node. */
         private long changes;
+        /** The file held for an open retried after ESTALE (see {@link StaleOpens}); null for none. Guarded by the node. */
+        dev.chibifs.store.HeldFile held;
         /** Opens of this file for writing through the mount not yet released. Guarded by the node. */
         private int writers;
         /** The path computed at {@link #pathEpoch}; recomputed after any directory moved. */

@@ -13,6 +13,7 @@ import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.FileLocks;
+import dev.chibifs.store.HeldFile;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.Precondition;
@@ -631,6 +632,48 @@ public final class Router {
      * permission, so a denied create leaves no file behind.
      */
     public FileHandle open(Caller caller, VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
+        mayOpen(caller, path, flags);
+        Target t = resolve(path);
+        return tagged(t.storage().open(t.path(), flags, createMode), t.storage());
+    }
+
+    /**
+     * The file at {@code path} held by what it is (see {@link Storage#hold}), its metadata and opens
+     * tagged as {@link #metadata} and {@link #open} tag them; null where the store holds no such file.
+     */
+    public HeldFile hold(VfsPath path) throws IOException {
+        Target t = resolve(path);
+        HeldFile held = t.storage().hold(t.path());
+        long tag = tagOf(t.storage());
+        if (held == null || tag == 0) {
+            return held;
+        }
+        Metadata m = tagged(held.metadata(), tag);
+        return new HeldFile() {
+            @Override
+            public Metadata metadata() {
+                return m;
+            }
+
+            @Override
+            public FileHandle open(Set<OpenFlag> flags) throws IOException {
+                return new TaggedHandle(held.open(flags), tag);
+            }
+
+            @Override
+            public void close() {
+                held.close();
+            }
+        };
+    }
+
+    /** {@link #open} of the file {@code held} at {@code path} (which may name another file by now): the policy of {@code path}. */
+    public FileHandle open(Caller caller, VfsPath path, HeldFile held, Set<OpenFlag> flags) throws IOException {
+        mayOpen(caller, path, flags);
+        return held.open(flags);
+    }
+
+    private void mayOpen(Caller caller, VfsPath path, Set<OpenFlag> flags) throws IOException {
         if (flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND) || flags.contains(OpenFlag.CREATE)
                 || flags.contains(OpenFlag.CREATE_NEW) || flags.contains(OpenFlag.TRUNCATE)) {
             checkWrite(caller, path);
@@ -640,9 +683,10 @@ public final class Router {
                 writable(path);
             }
         }
-        Target t = resolve(path);
-        FileHandle h = t.storage().open(t.path(), flags, createMode);
-        long tag = tagOf(t.storage());
+    }
+
+    private FileHandle tagged(FileHandle h, Storage storage) {
+        long tag = tagOf(storage);
         return tag == 0 ? h : new TaggedHandle(h, tag);
     }
 

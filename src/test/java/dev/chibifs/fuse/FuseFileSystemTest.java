@@ -143,6 +143,45 @@ class FuseFileSystemTest {
         }
     }
 
+    /** Replaces a store file as a status file is replaced: a new file renamed over the name (chibi, another host). */
+    private void replace(String path, String text) throws Exception {
+        store.write(VfsPath.of(path + ".tmp"), text.getBytes(StandardCharsets.UTF_8));
+        store.rename(VfsPath.of(path + ".tmp"), VfsPath.of(path));
+    }
+
+    private FakeKernel.Reply read(long node, long fh) throws Exception {
+        return kernel.call(FuseProtocol.READ, node, body().int64(fh).int64(0).int32(4096).int32(0).int64(0).int32(0).int32(0));
+    }
+
+    @Test
+    void anOpenRetriedAfterEstaleOpensWhatItsLookupFoundThoughReplacedAgain() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        replace("/shared/status", "v1");
+        long walked = lookup(shared, "status");
+        replace("/shared/status", "v2");
+        // the caller's path walk found a file replaced since: the kernel is told to look the name up again
+        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.OPEN, walked, body().int32(Linux.O_RDONLY).int32(0)).error());
+        long retried = lookup(shared, "status"); // LOOKUP_REVAL, then the open once more
+        assertNotEquals(walked, retried);
+        replace("/shared/status", "v3"); // and replaced again before the retried OPEN
+        FakeKernel.Reply open = openToRead(retried);
+        assertEquals("v2", StandardCharsets.UTF_8.decode(read(retried, open.int64(0)).body()).toString(),
+                "the file the name stood for during the open, as a disk gives it");
+        release(retried, open.int64(0));
+
+        // a name not answered stale lately holds nothing: an open of it replaced is answered ESTALE
+        clock.advance(StaleOpens.RETRY_WITHIN.plusSeconds(1));
+        long later = lookup(shared, "status");
+        replace("/shared/status", "v4");
+        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.OPEN, later, body().int32(Linux.O_RDONLY).int32(0)).error());
+
+        // the file held for the retry goes with its node
+        assertEquals(1, fs.staleOpens.held(), "v2, held for the retry");
+        kernel.send(FuseProtocol.FORGET, retried, body().int64(1));
+        lookup(FuseProtocol.ROOT_ID, "shared"); // a request after the FORGET, which has no reply to wait for
+        assertEquals(0, fs.staleOpens.held(), "let go at its node's FORGET");
+    }
+
     /** The offsets of the INVAL_INODE notifications of {@code node} so far (-1: attributes only). */
     private List<Long> invalidated(long node) {
         return kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()

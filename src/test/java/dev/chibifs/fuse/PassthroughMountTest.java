@@ -139,6 +139,46 @@ class PassthroughMountTest {
     }
 
     @Test
+    void aFileReplacedManyTimesASecondIsAlwaysOpenedWhole() throws IOException {
+        // a status file replaced by write-and-rename while agents read it, through the mount and behind it:
+        // an open retried after ESTALE found it replaced again, and said "Stale file handle", which no disk does
+        assertEquals("0 0", readsFailingWhileReplaced(fs, "shared/status.json"));
+        assertEquals("0 0", readsFailingWhileReplaced(fs, fs.stored("/shared/behind.json").toString()));
+    }
+
+    /**
+     * "F B": of the reads of a small file through {@code m}'s shared/ made while 1,500 replaces of it
+     * (a new file renamed over it) go to {@code writtenAt} (relative to the mount, or a store path), how
+     * many failed to open and how many read something other than one whole version.
+     */
+    private static String readsFailingWhileReplaced(MountedFs m, String writtenAt) throws IOException {
+        String check = "import os, sys, threading\n"
+                + "w = sys.argv[1]; p = 'shared/' + os.path.basename(w)\n"
+                + "ver = lambda i: b'{\"v\": %d, \"pad\": \"%s\"}\\n' % (i, b'y' * (i * 37 % 3000))\n"
+                + "open(w, 'wb').write(ver(0))\n"
+                + "done = []; failed = []; bad = []\n"
+                + "def write():\n"
+                + "    for i in range(1, 1500):\n"
+                + "        open(w + '.tmp', 'wb').write(ver(i)); os.replace(w + '.tmp', w)\n"
+                + "    done.append(1)\n"
+                + "def read():\n"
+                + "    while not done:\n"
+                + "        try: b = open(p, 'rb').read()\n"
+                + "        except OSError as e: failed.append(e.errno); continue\n"
+                + "        if b != ver(int(b[6:b.index(b',')])): bad.append(1)\n"
+                + "ts = [threading.Thread(target=write)] + [threading.Thread(target=read) for _ in range(3)]\n"
+                + "[t.start() for t in ts]; [t.join() for t in ts]\n"
+                + "print(len(failed), len(bad))\n";
+        java.nio.file.Path script = java.nio.file.Files.createTempFile("replace-while-read", ".py");
+        try {
+            java.nio.file.Files.writeString(script, check);
+            return m.sh("python3 " + script + " '" + writtenAt + "'").ok().out().trim();
+        } finally {
+            java.nio.file.Files.delete(script);
+        }
+    }
+
+    @Test
     void aSmallFileAtRestReadAgainAsksNothingButItsOpen() throws IOException {
         // its content goes into the kernel's pages with the open's answer instead of the read passing
         // through, which would make the kernel take the atime as changed and ask GETATTR at each stat
