@@ -84,7 +84,7 @@ final class FuseFileSystem {
     final NodeTable nodes = new NodeTable();
     final OpenFileTable openFiles = new OpenFileTable();
     private final DirectoryListings listings = new DirectoryListings();
-    final StaleOpens staleOpens = new StaleOpens();
+    final StaleNames staleNames = new StaleNames();
     /** Where notifications go once the kernel lists directories without opening them; null while it opens them. */
     private volatile FuseChannel unopenedListings;
     /** Each request thread's buffer for a notification sent in the middle of a request. */
@@ -248,7 +248,7 @@ final class FuseFileSystem {
         dev.chibifs.store.HeldFile held = null;
         try {
             // the kernel's retry of an open answered stale: the file found is held for that open
-            held = staleOpens.retrying(parent, name, clock) ? router.hold(p) : null;
+            held = staleNames.retrying(parent, name, clock) ? router.hold(p) : null;
             m = held != null ? held.metadata() : router.metadata(null, p);
         } catch (NoSuchFileException missing) {
             FuseReply.Validity negative = follower.follows(parent) ? timeouts.negative() : FuseReply.Validity.NONE;
@@ -261,7 +261,7 @@ final class FuseFileSystem {
         try {
             out.rememberedNode = entry(parent, name, p, m, out);
         } finally {
-            if (held != null && (out.rememberedNode == null || !staleOpens.keep(out.rememberedNode, held))) {
+            if (held != null && (out.rememberedNode == null || !staleNames.keep(out.rememberedNode, held))) {
                 held.close();
             }
         }
@@ -306,7 +306,10 @@ final class FuseFileSystem {
 
     /**
      * The store's metadata of node {@code n}: at its path while that still names the node's file;
-     * else (every name gone, or the name now another file's) its open file's, or NoSuchFile.
+     * else (every name gone, or the name now another file's) its open file's or the file held for
+     * it; else ESTALE: stat and access(2) then look the name up again (LOOKUP_REVAL), as an open
+     * does, and say what the name stands for now, where ENOENT said a file replaced a moment ago
+     * was not there.
      */
     private Metadata metadataOrOpen(NodeTable.Node n, VfsPath p) throws IOException {
         if (!n.removed) {
@@ -323,10 +326,14 @@ final class FuseFileSystem {
         if (m != null) {
             return m;
         }
+        dev.chibifs.store.HeldFile held = held(n);
+        if (held != null) {
+            return held.metadata();
+        }
         if (n.removed && n.directory && n.identity != null) {
             return removedDirectory(n);
         }
-        throw new NoSuchFileException(p.toString());
+        throw stale(n, p);
     }
 
     /** What is done with a handle of another open; see {@link #throughAnOpenFile}. */
@@ -651,27 +658,36 @@ final class FuseFileSystem {
 
     /**
      * An open of node {@code n}, whose name {@code p} no longer reaches it, through the file held for
-     * an open retried after ESTALE (see {@link StaleOpens}); without one, {@code gone} where given,
+     * an open retried after ESTALE (see {@link StaleNames}); without one, {@code gone} where given,
      * else ESTALE, remembered so that the retry's lookup holds what it finds.
      */
     private FileHandle openHeldOrStale(NodeTable.Node n, Caller caller, VfsPath p, Set<OpenFlag> flags,
                                        NoSuchFileException gone) throws IOException {
-        dev.chibifs.store.HeldFile held;
-        synchronized (n) {
-            // no FORGET of n can close it meanwhile: the kernel holds the inode it is opening
-            held = n.held;
-        }
+        dev.chibifs.store.HeldFile held = held(n);
         if (held != null) {
             return router.open(caller, p, held, flags);
         }
         if (gone != null) {
             throw gone;
         }
+        throw stale(n, p);
+    }
+
+    /** The file held for node {@code n} (see {@link StaleNames}), or null. */
+    private static dev.chibifs.store.HeldFile held(NodeTable.Node n) {
+        synchronized (n) {
+            // no FORGET of n can close it while it is used: the kernel holds the inode it asks about
+            return n.held;
+        }
+    }
+
+    /** ESTALE for node {@code n} at {@code p}, remembered so that the kernel's retry holds what its lookup finds. */
+    private ErrnoException stale(NodeTable.Node n, VfsPath p) {
         NodeTable.Link name = n.link;
         if (name != null) {
-            staleOpens.answered(name, clock.instant());
+            staleNames.answered(name, clock.instant());
         }
-        throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+        return new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
     }
 
     /**
@@ -835,7 +851,7 @@ final class FuseFileSystem {
     void forget(long id, long count) {
         NodeTable.Node gone = nodes.forget(id, count);
         if (gone != null) {
-            staleOpens.forgotten(gone);
+            staleNames.forgotten(gone);
         }
     }
 

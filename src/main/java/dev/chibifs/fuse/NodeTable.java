@@ -99,7 +99,7 @@ final class NodeTable {
         volatile KeptMetadata kept;
         /** Bumped at each change made or told ({@link #changing}): a read begun before it is not kept. Guarded by the node. */
         private long changes;
-        /** The file held for an open retried after ESTALE (see {@link StaleOpens}); null for none. Guarded by the node. */
+        /** The file held for an open retried after ESTALE (see {@link StaleNames}); null for none. Guarded by the node. */
         dev.chibifs.store.HeldFile held;
         /** Opens of this file for writing through the mount not yet released. Guarded by the node. */
         private int writers;

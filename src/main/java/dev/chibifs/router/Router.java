@@ -648,11 +648,10 @@ public final class Router {
         if (held == null || tag == 0) {
             return held;
         }
-        Metadata m = tagged(held.metadata(), tag);
         return new HeldFile() {
             @Override
-            public Metadata metadata() {
-                return m;
+            public Metadata metadata() throws IOException {
+                return tagged(held.metadata(), tag);
             }
 
             @Override

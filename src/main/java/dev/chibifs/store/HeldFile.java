@@ -11,8 +11,8 @@ import java.util.Set;
  */
 public interface HeldFile extends Closeable {
 
-    /** The file's metadata when it was held. */
-    Metadata metadata();
+    /** The held file's metadata now (its link count 0 once every name is gone). */
+    Metadata metadata() throws IOException;
 
     /** Opens the held file as {@link Storage#open} opens a name that exists: TRUNCATE applies, CREATE does nothing. */
     FileHandle open(Set<OpenFlag> flags) throws IOException;

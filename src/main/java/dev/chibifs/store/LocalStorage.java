@@ -779,34 +779,37 @@ public final class LocalStorage implements Storage {
                 Syscalls.close(fd);
                 return null;
             }
-            return new LocalHeldFile(fd, m, path);
+            return new LocalHeldFile(fd, path);
         }
     }
 
     /** An O_PATH descriptor of a regular file: opened again through /proc/self/fd, whatever names it has now. */
     private final class LocalHeldFile implements HeldFile {
         private final int fd;
-        private final Metadata metadata;
         private final VfsPath path;
         private final AtomicBoolean closed = new AtomicBoolean();
 
-        LocalHeldFile(int fd, Metadata metadata, VfsPath path) {
+        LocalHeldFile(int fd, VfsPath path) {
             this.fd = fd;
-            this.metadata = metadata;
             this.path = path;
         }
 
         @Override
-        public Metadata metadata() {
-            return metadata;
+        public Metadata metadata() throws IOException {
+            checkOpen();
+            return stat(fd, null, path);
         }
 
-        @Override
-        public FileHandle open(Set<OpenFlag> flags) throws IOException {
+        private void checkOpen() throws NoSuchFileException {
             if (closed.get()) {
                 // its descriptor number may be another file's by now
                 throw new NoSuchFileException(path.toString());
             }
+        }
+
+        @Override
+        public FileHandle open(Set<OpenFlag> flags) throws IOException {
+            checkOpen();
             boolean read = flags.contains(OpenFlag.READ);
             boolean write = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
             int access = (read && write ? O_RDWR : write ? O_WRONLY : O_RDONLY)

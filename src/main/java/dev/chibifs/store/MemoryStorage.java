@@ -650,7 +650,10 @@ public final class MemoryStorage implements Storage {
 
     @Override
     public synchronized Metadata metadata(VfsPath path) throws IOException {
-        Node n = find(path);
+        return metadataOf(find(path));
+    }
+
+    private Metadata metadataOf(Node n) {
         boolean dir = n instanceof Dir;
         // a link's size is its target's length in bytes, as lstat says
         long size = dir ? BLOCK : n instanceof File ? ((File) n).length
@@ -702,7 +705,6 @@ public final class MemoryStorage implements Storage {
             return null;
         }
         File f = (File) n;
-        Metadata m = metadata(path);
         // held as a handle is: its memory stays while it is held, whatever becomes of its names
         f.handles++;
         return new HeldFile() {
@@ -710,7 +712,9 @@ public final class MemoryStorage implements Storage {
 
             @Override
             public Metadata metadata() {
-                return m;
+                synchronized (MemoryStorage.this) {
+                    return metadataOf(f);
+                }
             }
 
             @Override

@@ -81,7 +81,7 @@ public final class ReadOnlyStorage implements ReadOnlyStore {
         }
         return new HeldFile() {
             @Override
-            public Metadata metadata() {
+            public Metadata metadata() throws IOException {
                 return held.metadata();
             }
 

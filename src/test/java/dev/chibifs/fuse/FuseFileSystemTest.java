@@ -154,7 +154,7 @@ class FuseFileSystemTest {
     }
 
     @Test
-    void anOpenRetriedAfterEstaleOpensWhatItsLookupFoundThoughReplacedAgain() throws Exception {
+    void anOpenRetriedAfterEstaleNamesWhatItsLookupFoundThoughReplacedAgain() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         replace("/shared/status", "v1");
         long walked = lookup(shared, "status");
@@ -170,16 +170,43 @@ class FuseFileSystemTest {
         release(retried, open.int64(0));
 
         // a name not answered stale lately holds nothing: an open of it replaced is answered ESTALE
-        clock.advance(StaleOpens.RETRY_WITHIN.plusSeconds(1));
+        clock.advance(StaleNames.RETRY_WITHIN.plusSeconds(1));
         long later = lookup(shared, "status");
         replace("/shared/status", "v4");
         assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.OPEN, later, body().int32(Linux.O_RDONLY).int32(0)).error());
 
         // the file held for the retry goes with its node
-        assertEquals(1, fs.staleOpens.held(), "v2, held for the retry");
+        assertEquals(1, fs.staleNames.held(), "v2, held for the retry");
         kernel.send(FuseProtocol.FORGET, retried, body().int64(1));
         lookup(FuseProtocol.ROOT_ID, "shared"); // a request after the FORGET, which has no reply to wait for
-        assertEquals(0, fs.staleOpens.held(), "let go at its node's FORGET");
+        assertEquals(0, fs.staleNames.held(), "let go at its node's FORGET");
+    }
+
+    private FakeKernel.Reply getattr(long node) throws Exception {
+        return kernel.call(FuseProtocol.GETATTR, node, body().int32(0).int32(0).int64(0));
+    }
+
+    @Test
+    void aStatOfAFileReplacedSinceItsLookupIsRetriedAndReachesWhatTheRetryFound() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        replace("/shared/status", "v1");
+        long walked = lookup(shared, "status");
+        replace("/shared/status", "v22");
+        // not ENOENT, which stat(1) showed as a file replaced a moment ago missing: the kernel looks again
+        assertEquals(-Linux.ESTALE, getattr(walked).error());
+        long retried = lookup(shared, "status");
+        replace("/shared/status", "v333"); // and again before the retried GETATTR
+        FakeKernel.Reply attr = getattr(retried);
+        assertEquals(0, attr.error());
+        assertEquals(3, attr.int64(16 + 8), "the size of v22, the file the retry's lookup found");
+        assertEquals(0, attr.int32(16 + 64), "nlink: replaced");
+
+        // gone behind the mount: ESTALE, and the kernel's lookup then says ENOENT
+        clock.advance(StaleNames.RETRY_WITHIN.plusSeconds(1));
+        long current = lookup(shared, "status");
+        store.removeFile(VfsPath.of("/shared/status"));
+        assertEquals(-Linux.ESTALE, getattr(current).error());
+        assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, shared, body().name("status")).error());
     }
 
     /** The offsets of the INVAL_INODE notifications of {@code node} so far (-1: attributes only). */

@@ -139,17 +139,18 @@ class PassthroughMountTest {
     }
 
     @Test
-    void aFileReplacedManyTimesASecondIsAlwaysOpenedWhole() throws IOException {
-        // a status file replaced by write-and-rename while agents read it, through the mount and behind it:
-        // an open retried after ESTALE found it replaced again, and said "Stale file handle", which no disk does
+    void aFileReplacedManyTimesASecondIsAlwaysFoundAndOpenedWhole() throws IOException {
+        // a status file replaced by write-and-rename while agents stat and read it, through the mount and
+        // behind it: a stat said ENOENT, and an open retried after ESTALE found it replaced again and said
+        // "Stale file handle", neither of which a disk does
         assertEquals("0 0", readsFailingWhileReplaced(fs, "shared/status.json"));
         assertEquals("0 0", readsFailingWhileReplaced(fs, fs.stored("/shared/behind.json").toString()));
     }
 
     /**
-     * "F B": of the reads of a small file through {@code m}'s shared/ made while 1,500 replaces of it
-     * (a new file renamed over it) go to {@code writtenAt} (relative to the mount, or a store path), how
-     * many failed to open and how many read something other than one whole version.
+     * "F B": of the stats and reads of a small file through {@code m}'s shared/ made while 1,500
+     * replaces of it (a new file renamed over it) go to {@code writtenAt} (relative to the mount, or a
+     * store path), how many failed and how many read something other than one whole version.
      */
     private static String readsFailingWhileReplaced(MountedFs m, String writtenAt) throws IOException {
         String check = "import os, sys, threading\n"
@@ -163,7 +164,7 @@ class PassthroughMountTest {
                 + "    done.append(1)\n"
                 + "def read():\n"
                 + "    while not done:\n"
-                + "        try: b = open(p, 'rb').read()\n"
+                + "        try: os.stat(p); b = open(p, 'rb').read()\n"
                 + "        except OSError as e: failed.append(e.errno); continue\n"
                 + "        if b != ver(int(b[6:b.index(b',')])): bad.append(1)\n"
                 + "ts = [threading.Thread(target=write)] + [threading.Thread(target=read) for _ in range(3)]\n"

@@ -10,22 +10,22 @@ import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Opens answered ESTALE, and the files held for their retries.
+ * Names answered ESTALE, and the files held for the kernel's retries.
  *
- * <p>An OPEN of a node whose name now stands for another file (replaced behind the kernel's cached
- * name, or renamed over through the mount after the caller's path walk) is answered ESTALE: the
- * kernel then looks the name up again (LOOKUP_REVAL) and retries the open, once, so the caller gets
- * the file the name stands for now, never one replaced before its open began. A file replaced again
- * between that lookup and the retried OPEN (a status file rewritten with write-and-rename many times
- * a second) failed the retry too, and the caller saw "Stale file handle", which no disk gives. So
- * the lookup of a name answered stale a moment ago holds the file it finds ({@link HeldFile}), and
- * the retried open opens that file if its name has moved on: the file the name stood for during the
- * caller's open, as a disk would have given it.
+ * <p>An OPEN, GETATTR or ACCESS of a node whose name now stands for another file or for none
+ * (replaced behind the kernel's cached name, or renamed over through the mount after the caller's
+ * path walk) is answered ESTALE: the kernel then looks the name up again (LOOKUP_REVAL) and retries
+ * the call, once, so the caller gets the file the name stands for now, never one replaced before its
+ * call began. A file replaced again between that lookup and the retried request (a status file
+ * rewritten with write-and-rename many times a second) failed the retry too, and the caller saw
+ * "Stale file handle", which no disk gives. So the lookup of a name answered stale a moment ago
+ * holds the file it finds ({@link HeldFile}), and the retried request reaches that file if its name
+ * has moved on: the file the name stood for during the caller's call, as a disk would have given it.
  *
  * <p>Only names answered stale hold files, so the usual lookup costs one look at an empty map. Both
- * the names and the files held are bounded; past the bound an open is answered ESTALE as before.
+ * the names and the files held are bounded; past the bound a request is answered ESTALE as before.
  */
-final class StaleOpens {
+final class StaleNames {
 
     /** How long after an ESTALE a lookup of its name holds the file: the kernel's retry comes at once. */
     static final Duration RETRY_WITHIN = Duration.ofSeconds(1);
@@ -37,7 +37,7 @@ final class StaleOpens {
     private final ConcurrentMap<NodeTable.Link, Instant> answered = new ConcurrentHashMap<>();
     private final AtomicInteger held = new AtomicInteger();
 
-    /** An open of the node named {@code name} was answered ESTALE at {@code now}. */
+    /** A request about the node named {@code name} was answered ESTALE at {@code now}. */
     void answered(NodeTable.Link name, Instant now) {
         if (answered.size() >= NAMES) {
             Instant expired = now.minus(RETRY_WITHIN);
@@ -49,7 +49,7 @@ final class StaleOpens {
         answered.put(name, now);
     }
 
-    /** Whether a lookup of {@code name} in {@code parent} should hold the file it finds: an open of it was answered stale just before. */
+    /** Whether a lookup of {@code name} in {@code parent} should hold the file it finds: a request about it was answered stale just before. */
     boolean retrying(NodeTable.Node parent, String name, Clock clock) {
         if (answered.isEmpty()) {
             return false;
