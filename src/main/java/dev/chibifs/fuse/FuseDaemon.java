@@ -158,7 +158,7 @@ public final class FuseDaemon {
                 + (n.has(FuseProtocol.DO_READDIRPLUS) ? ", readdirplus" : "")
                 + (n.has(FuseProtocol.PASSTHROUGH) ? ", passthrough" : ", served reads and writes")
                 + (n.opensWithoutAsking() ? ", zero-message opendir" : "")
-                + (n.has(FuseProtocol.DIRECT_IO_ALLOW_MMAP) ? ", changing files read directly" : "")
+                + (n.has(FuseProtocol.DIRECT_IO_ALLOW_MMAP) ? ", changing files and appends go direct" : "")
                 + (s.overIoUring() ? ", io_uring" : n.has(FuseProtocol.OVER_IO_URING) ? ", io_uring not ready" : "");
     }
 

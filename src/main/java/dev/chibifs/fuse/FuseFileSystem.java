@@ -94,8 +94,11 @@ final class FuseFileSystem {
     private volatile FuseChannel passthrough;
     /** Where a small file's content goes into the kernel's page cache at open (NOTIFY_STORE); null before INIT. */
     private volatile FuseChannel storeChannel;
-    /** Set once INIT granted DIRECT_IO_ALLOW_MMAP: reads of a {@link #changing} file may go past the page cache. */
-    private volatile boolean directReads;
+    /**
+     * Set once INIT granted DIRECT_IO_ALLOW_MMAP: an open may go past the page cache (FOPEN_DIRECT_IO)
+     * and still be mapped shared. Reads of a {@link #changing} file and appends do, where served.
+     */
+    private volatile boolean directIo;
     /** The wall clock file modification times are compared with; a test's own clock. */
     private java.time.Clock clock = java.time.Clock.systemUTC();
 
@@ -113,9 +116,9 @@ final class FuseFileSystem {
         this.storeChannel = channel;
     }
 
-    /** INIT granted DIRECT_IO_ALLOW_MMAP: reads of a {@link #changing} file may go past the page cache. */
-    void readChangingFilesDirectly() {
-        this.directReads = true;
+    /** INIT granted DIRECT_IO_ALLOW_MMAP: see {@link #directIo}. */
+    void allowDirectIo() {
+        this.directIo = true;
     }
 
     /** For tests: modification times are compared with {@code c}. Before the session starts. */
@@ -626,19 +629,19 @@ final class FuseFileSystem {
         int backing;
         int openFlags = NO_FLUSH;
         synchronized (n) {
-            boolean changing = directReads && readOnly && changing(n, opened);
+            boolean changing = directIo && readOnly && changing(n, opened);
             // where reads pass through, a small file at rest is read from pages stored whole here instead:
             // a read passed through makes the kernel take the atime as changed and ask for attributes at
             // the next stat. Not one that is changing, nor without direct reads for those: a read through
             // the page cache that a rewrite races can read NULs, which passthrough never does
-            boolean stored = small && !changing && n.backingOpens == 0 && (passthrough == null || directReads);
+            boolean stored = small && !changing && n.backingOpens == 0 && (passthrough == null || directIo);
             backing = n.cachedOpens > 0 || stored ? 0 : backing(n, handle);
             if (backing != 0) {
                 openFlags |= FuseProtocol.FOPEN_PASSTHROUGH;
             } else {
                 n.cachedOpens++;
-                if (changing) {
-                    // the pages stay as they are, true to what n.pages says, for reads go past them
+                if (changing || appending(flags)) {
+                    // the pages stay as they are, true to what n.pages says, for reads and writes go past them
                     openFlags |= FuseProtocol.FOPEN_DIRECT_IO | FuseProtocol.FOPEN_KEEP_CACHE;
                 } else if (opened == null) {
                     n.pagesLeftAt(PageStamp.UNKNOWN); // dropped at the reply, then filled by reads of a file we did not stat
@@ -688,6 +691,18 @@ final class FuseFileSystem {
             staleNames.answered(name, clock.instant());
         }
         return new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+    }
+
+    /**
+     * Whether an open with {@code flags} that is served (not passed through) goes past the page cache
+     * because it appends. Through the page cache, a write that ends in a page it did not fill from its
+     * start goes to the daemon as two WRITEs, split at that page, and each is appended where the file
+     * ends then: another mount's append (another agent's line in a shared log) landed between the two
+     * halves of a line. A direct write is one WRITE up to max_write, appended whole, as on a disk.
+     * Passthrough appends to the store file itself, whole.
+     */
+    private boolean appending(Set<OpenFlag> flags) {
+        return directIo && flags.contains(OpenFlag.APPEND);
     }
 
     /**
@@ -892,8 +907,9 @@ final class FuseFileSystem {
             forget(n.id, 1); // the entry is not sent: the error is
             throw e;
         }
-        out.open(register(handle, caller, flags, n, backing != 0),
-                NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH : 0), backing);
+        int openFlags = NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH
+                : appending(flags) ? FuseProtocol.FOPEN_DIRECT_IO | FuseProtocol.FOPEN_KEEP_CACHE : 0);
+        out.open(register(handle, caller, flags, n, backing != 0), openFlags, backing);
     }
 
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {

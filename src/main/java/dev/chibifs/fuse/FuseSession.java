@@ -314,7 +314,7 @@ final class FuseSession {
                 reply.send(channel);
                 fs.storeAtOpen(channel);
                 if ((granted & FuseProtocol.DIRECT_IO_ALLOW_MMAP) != 0) {
-                    fs.readChangingFilesDirectly();
+                    fs.allowDirectIo();
                 }
                 if ((granted & FuseProtocol.PASSTHROUGH) != 0) {
                     fs.passthrough(channel);

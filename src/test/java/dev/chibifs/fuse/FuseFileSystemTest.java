@@ -328,6 +328,31 @@ class FuseFileSystemTest {
         store.write(VfsPath.of("/shared/status"), "v1\n".getBytes(StandardCharsets.UTF_8));
         long status = lookup(lookup(FuseProtocol.ROOT_ID, "shared"), "status");
         assertFalse(readsDirectly(openToRead(status)), "a MAP_SHARED mmap of it would fail ENODEV");
+        FakeKernel.Reply append = kernel.call(FuseProtocol.OPEN, lookup(lookup(FuseProtocol.ROOT_ID, "shared"), "status"),
+                body().int32(Linux.O_WRONLY | Linux.O_APPEND).int32(0));
+        assertFalse(readsDirectly(append), "nor an append");
+    }
+
+    @Test
+    void whereWritesAreServedAnAppendGoesPastThePageCacheInOneWrite() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.DIRECT_IO_ALLOW_MMAP);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        // through the page cache a line ending in a page it did not fill from its start came as two
+        // WRITEs, and another mount's append could land between them
+        FakeKernel.Reply created = kernel.call(FuseProtocol.CREATE, shared,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT | Linux.O_APPEND).int32(0100644).int32(022).int32(0).name("log"));
+        assertEquals(0, created.error());
+        long log = created.int64(0);
+        int createdOpen = created.int32(FuseProtocol.ENTRY_OUT + 8);
+        assertEquals(FuseProtocol.FOPEN_DIRECT_IO | FuseProtocol.FOPEN_KEEP_CACHE,
+                createdOpen & (FuseProtocol.FOPEN_DIRECT_IO | FuseProtocol.FOPEN_KEEP_CACHE), "`echo >> log` that makes it");
+        FakeKernel.Reply append = kernel.call(FuseProtocol.OPEN, log, body().int32(Linux.O_WRONLY | Linux.O_APPEND).int32(0));
+        assertTrue(readsDirectly(append), "`echo >> log`");
+        assertEquals(0, write(log, append.int64(0), 0, "one\n").error());
+        release(log, append.int64(0));
+        FakeKernel.Reply rewrite = kernel.call(FuseProtocol.OPEN, log, body().int32(Linux.O_WRONLY).int32(0));
+        assertFalse(readsDirectly(rewrite), "a write in place goes through the page cache as ever");
     }
 
     @Test

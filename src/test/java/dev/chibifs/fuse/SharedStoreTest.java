@@ -1,6 +1,7 @@
 package dev.chibifs.fuse;
 
 import dev.chibifs.testing.MountedFs;
+import dev.chibifs.testing.Sh;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -46,6 +47,44 @@ class SharedStoreTest {
         }
         if (alice != null) {
             alice.close();
+        }
+    }
+
+    @Test
+    void linesAppendedThroughTwoMountsAndTheStoreAtOnceStayWhole() throws IOException {
+        assertEquals("6000 0", appendFromEverywhereAtOnce(alice, bob, "log"));
+        // where writes are served, through the page cache a line ending in a page it did not fill from
+        // its start went to the daemon as two writes, and the other mount's append could land between
+        Path root = MountedFs.tempRoot();
+        try (MountedFs a = MountedFs.start(root, "--context", "alice", "--no-passthrough");
+             MountedFs b = MountedFs.start(LinksMountTest.secondMountOver(root), "--context", "bob", "--no-passthrough")) {
+            assertEquals("6000 0", appendFromEverywhereAtOnce(a, b, "served.log"));
+        }
+    }
+
+    /**
+     * "L B": 2,000 lines of 4-63 bytes appended to shared/{@code name} by each of a process on
+     * {@code a}, one on {@code b} and one in the store at once: how many lines there are, and how
+     * many are not one whole line of one writer.
+     */
+    private static String appendFromEverywhereAtOnce(MountedFs a, MountedFs b, String name) throws IOException {
+        String script = "import sys, multiprocessing\n"
+                + "def work(path, tag):\n"
+                + "    for i in range(2000):\n"
+                + "        with open(path, 'a') as f: f.write('%s:%d:%s\\n' % (tag, i, 'x' * (i % 50)))\n"
+                + "paths = sys.argv[1:]; open(paths[0], 'w').close()\n"
+                + "ps = [multiprocessing.Process(target=work, args=(p, 'ABC'[k])) for k, p in enumerate(paths)]\n"
+                + "[p.start() for p in ps]; [p.join() for p in ps]\n"
+                + "lines = open(paths[0]).read().split('\\n')[:-1]\n"
+                + "whole = lambda l: l.count(':') == 2 and l.split(':')[1].isdigit() and l.split(':')[2] == 'x' * (int(l.split(':')[1]) % 50)\n"
+                + "print(len(lines), sum(1 for l in lines if not whole(l)))\n";
+        Path py = Files.createTempFile("append-everywhere", ".py");
+        try {
+            Files.writeString(py, script);
+            return Sh.run("python3 " + py + " " + a.at("/shared/" + name) + " " + b.at("/shared/" + name) + " "
+                    + a.stored("/shared/" + name)).ok().out().trim();
+        } finally {
+            Files.delete(py);
         }
     }
 
