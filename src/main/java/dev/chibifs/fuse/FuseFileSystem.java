@@ -250,8 +250,8 @@ final class FuseFileSystem {
         Metadata m;
         dev.chibifs.store.HeldFile held = null;
         try {
-            // the kernel's retry of an open answered stale: the file found is held for that open
-            held = staleNames.retrying(parent, name, clock) ? router.hold(p) : null;
+            // the kernel's retry of a call answered stale: the file found is held for the retried request
+            held = staleNames.retrying(req.pid, parent, name, clock) ? router.hold(p) : null;
             m = held != null ? held.metadata() : router.metadata(null, p);
         } catch (NoSuchFileException missing) {
             FuseReply.Validity negative = follower.follows(parent) ? timeouts.negative() : FuseReply.Validity.NONE;
@@ -264,8 +264,10 @@ final class FuseFileSystem {
         try {
             out.rememberedNode = entry(parent, name, p, m, out);
         } finally {
-            if (held != null && (out.rememberedNode == null || !staleNames.keep(out.rememberedNode, held))) {
+            if (held != null && out.rememberedNode == null) {
                 held.close();
+            } else if (held != null) {
+                staleNames.lookedUp(req.pid, out.rememberedNode, held, clock.instant());
             }
         }
     }
@@ -293,7 +295,7 @@ final class FuseFileSystem {
         if (f != null) {
             m = f.handle().metadata();
         } else {
-            m = metadataOrOpen(n, p);
+            m = metadataOrOpen(req, n, p, staleNames.retried(req.pid, n, false, clock));
         }
         follower.replied(n, m);
         NodeTable.Link link = n.link;
@@ -309,12 +311,13 @@ final class FuseFileSystem {
 
     /**
      * The store's metadata of node {@code n}: at its path while that still names the node's file;
-     * else (every name gone, or the name now another file's) its open file's or the file held for
-     * it; else ESTALE: stat and access(2) then look the name up again (LOOKUP_REVAL), as an open
+     * else (every name gone, or the name now another file's) its open file's, or {@code retried}'s
+     * where this request is the kernel's retry of one answered stale (see {@link StaleNames}); else ESTALE: stat and access(2) then look the name up again (LOOKUP_REVAL), as an open
      * does, and say what the name stands for now, where ENOENT said a file replaced a moment ago
      * was not there.
      */
-    private Metadata metadataOrOpen(NodeTable.Node n, VfsPath p) throws IOException {
+    private Metadata metadataOrOpen(FuseRequest req, NodeTable.Node n, VfsPath p, dev.chibifs.store.HeldFile retried)
+            throws IOException {
         if (!n.removed) {
             try {
                 Metadata m = router.metadata(null, p);
@@ -329,14 +332,13 @@ final class FuseFileSystem {
         if (m != null) {
             return m;
         }
-        dev.chibifs.store.HeldFile held = held(n);
-        if (held != null) {
-            return held.metadata();
+        if (retried != null) {
+            return retried.metadata();
         }
         if (n.removed && n.directory && n.identity != null) {
             return removedDirectory(n);
         }
-        throw stale(n, p);
+        throw stale(req, n, p, false);
     }
 
     /** What is done with a handle of another open; see {@link #throughAnOpenFile}. */
@@ -426,7 +428,7 @@ final class FuseFileSystem {
             }
         }
         n.changing();
-        Metadata m = handle != null ? handle.metadata() : metadataOrOpen(n, p);
+        Metadata m = handle != null ? handle.metadata() : metadataOrOpen(req, n, p, null);
         follower.replied(n, m);
         out.attrOut(timeouts.brief(), attributes(p, m));
         return m;
@@ -448,7 +450,7 @@ final class FuseFileSystem {
     void access(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node n = node(req);
         VfsPath p = path(n);
-        Metadata m = metadataOrOpen(n, p);
+        Metadata m = metadataOrOpen(req, n, p, staleNames.retried(req.pid, n, false, clock));
         int mask = req.accessMask();
         if ((mask & Linux.W_OK) != 0 && !router.mayWrite(caller(req), p)) {
             throw new java.nio.file.AccessDeniedException(p.toString());
@@ -594,6 +596,7 @@ final class FuseFileSystem {
     void open(FuseRequest req, FuseReply out, ByteBuffer data) throws IOException {
         NodeTable.Node n = node(req);
         VfsPath p = path(n);
+        dev.chibifs.store.HeldFile retried = staleNames.retried(req.pid, n, true, clock);
         Caller caller = caller(req);
         int requested = req.openFlags();
         Set<OpenFlag> flags = openFlags(requested);
@@ -611,7 +614,7 @@ final class FuseFileSystem {
             // retry, so an open(O_CREAT) creates the file and a plain open says ENOENT from a fresh
             // lookup, as on a disk. SQLite on two mounts failed "unable to open database file" on
             // the journal the other mount had just deleted.
-            handle = openHeldOrStale(n, caller, p, flags, n.removed ? gone : null);
+            handle = openHeldOrStale(req, n, caller, p, flags, n.removed ? gone : null, retried);
         }
         Metadata opened = handle.opened();
         if (opened != null && n.identity != null
@@ -620,7 +623,7 @@ final class FuseFileSystem {
             // name, or renamed over after the caller's path walk): ESTALE makes the kernel look the
             // name up again and retry the open (LOOKUP_REVAL)
             handle.close();
-            handle = openHeldOrStale(n, caller, p, flags, null);
+            handle = openHeldOrStale(req, n, caller, p, flags, null, retried);
             opened = handle.opened();
         }
         boolean readOnly = flags.equals(READ_ONLY);
@@ -660,35 +663,30 @@ final class FuseFileSystem {
     }
 
     /**
-     * An open of node {@code n}, whose name {@code p} no longer reaches it, through the file held for
-     * an open retried after ESTALE (see {@link StaleNames}); without one, {@code gone} where given,
-     * else ESTALE, remembered so that the retry's lookup holds what it finds.
+     * An open of node {@code n}, whose name {@code p} no longer reaches it, through {@code retried},
+     * the file held for this request where it is the kernel's retry of one answered stale (see
+     * {@link StaleNames}); without it, {@code gone} where given, else ESTALE, remembered so that the
+     * retry's lookup holds what it finds.
      */
-    private FileHandle openHeldOrStale(NodeTable.Node n, Caller caller, VfsPath p, Set<OpenFlag> flags,
-                                       NoSuchFileException gone) throws IOException {
-        dev.chibifs.store.HeldFile held = held(n);
-        if (held != null) {
-            return router.open(caller, p, held, flags);
+    private FileHandle openHeldOrStale(FuseRequest req, NodeTable.Node n, Caller caller, VfsPath p, Set<OpenFlag> flags,
+                                       NoSuchFileException gone, dev.chibifs.store.HeldFile retried) throws IOException {
+        if (retried != null) {
+            return router.open(caller, p, retried, flags);
         }
         if (gone != null) {
             throw gone;
         }
-        throw stale(n, p);
+        throw stale(req, n, p, true);
     }
 
-    /** The file held for node {@code n} (see {@link StaleNames}), or null. */
-    private static dev.chibifs.store.HeldFile held(NodeTable.Node n) {
-        synchronized (n) {
-            // no FORGET of n can close it while it is used: the kernel holds the inode it asks about
-            return n.held;
-        }
-    }
-
-    /** ESTALE for node {@code n} at {@code p}, remembered so that the kernel's retry holds what its lookup finds. */
-    private ErrnoException stale(NodeTable.Node n, VfsPath p) {
+    /**
+     * ESTALE for node {@code n} at {@code p}, remembered so that the kernel's retry holds what its
+     * lookup finds for the retried request ({@code open}: an OPEN).
+     */
+    private ErrnoException stale(FuseRequest req, NodeTable.Node n, VfsPath p, boolean open) {
         NodeTable.Link name = n.link;
         if (name != null) {
-            staleNames.answered(name, clock.instant());
+            staleNames.answered(req.pid, name, open, clock.instant());
         }
         return new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
     }

@@ -153,15 +153,23 @@ class FuseFileSystemTest {
         return kernel.call(FuseProtocol.READ, node, body().int64(fh).int64(0).int32(4096).int32(0).int64(0).int32(0).int32(0));
     }
 
+    private int openError(long node) throws Exception {
+        return kernel.call(FuseProtocol.OPEN, node, body().int32(Linux.O_RDONLY).int32(0)).error();
+    }
+
     @Test
-    void anOpenRetriedAfterEstaleNamesWhatItsLookupFoundThoughReplacedAgain() throws Exception {
+    void anOpenRetriedAfterEstaleOpensWhatItsLookupFoundThoughReplacedAgain() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         replace("/shared/status", "v1");
         long walked = lookup(shared, "status");
         replace("/shared/status", "v2");
         // the caller's path walk found a file replaced since: the kernel is told to look the name up again
-        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.OPEN, walked, body().int32(Linux.O_RDONLY).int32(0)).error());
-        long retried = lookup(shared, "status"); // LOOKUP_REVAL, then the open once more
+        assertEquals(-Linux.ESTALE, openError(walked));
+        // the retry, from the same thread: the revalidation's LOOKUP, whose node the kernel forgets at
+        // once as it is not the one it had, a fresh LOOKUP, then the OPEN once more
+        long revalidated = lookup(shared, "status");
+        kernel.send(FuseProtocol.FORGET, revalidated, body().int64(1));
+        long retried = lookup(shared, "status");
         assertNotEquals(walked, retried);
         replace("/shared/status", "v3"); // and replaced again before the retried OPEN
         FakeKernel.Reply open = openToRead(retried);
@@ -169,17 +177,37 @@ class FuseFileSystemTest {
                 "the file the name stood for during the open, as a disk gives it");
         release(retried, open.int64(0));
 
-        // a name not answered stale lately holds nothing: an open of it replaced is answered ESTALE
-        clock.advance(StaleNames.RETRY_WITHIN.plusSeconds(1));
-        long later = lookup(shared, "status");
+        // only the retried request: the thread's next open, begun after v4 replaced the file its
+        // kernel still names, reads what the name stands for then, never the v2 held for the retry
         replace("/shared/status", "v4");
-        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.OPEN, later, body().int32(Linux.O_RDONLY).int32(0)).error());
+        assertEquals(-Linux.ESTALE, openError(retried));
+        long fresh = lookup(shared, "status");
+        FakeKernel.Reply again = openToRead(fresh);
+        assertEquals("v4", StandardCharsets.UTF_8.decode(read(fresh, again.int64(0)).body()).toString());
+        release(fresh, again.int64(0));
 
-        // the file held for the retry goes with its node
-        assertEquals(1, fs.staleNames.held(), "v2, held for the retry");
-        kernel.send(FuseProtocol.FORGET, retried, body().int64(1));
-        lookup(FuseProtocol.ROOT_ID, "shared"); // a request after the FORGET, which has no reply to wait for
-        assertEquals(0, fs.staleNames.held(), "let go at its node's FORGET");
+        // nor another thread's lookup of a name answered stale to this one
+        replace("/shared/status", "v5");
+        assertEquals(-Linux.ESTALE, openError(fresh));
+        kernel.pid = 4321;
+        long others = lookup(shared, "status");
+        replace("/shared/status", "v6");
+        assertEquals(-Linux.ESTALE, openError(others));
+        kernel.pid = 1234;
+
+        // nor a retry that comes too late
+        long late = lookup(shared, "status");
+        clock.advance(StaleNames.RETRY_WITHIN.plusSeconds(1));
+        replace("/shared/status", "v7");
+        assertEquals(-Linux.ESTALE, openError(late));
+
+        // the files held for the retries go with their nodes
+        assertEquals(3, fs.staleNames.held(), "v2, v4 and v6, looked up by this thread after an ESTALE");
+        for (long node : new long[] {retried, fresh, late}) {
+            kernel.send(FuseProtocol.FORGET, node, body().int64(1));
+        }
+        lookup(FuseProtocol.ROOT_ID, "shared"); // a request after the FORGETs, which have no reply to wait for
+        assertEquals(0, fs.staleNames.held(), "let go at their nodes' FORGET");
     }
 
     private FakeKernel.Reply getattr(long node) throws Exception {
@@ -200,9 +228,10 @@ class FuseFileSystemTest {
         assertEquals(0, attr.error());
         assertEquals(3, attr.int64(16 + 8), "the size of v22, the file the retry's lookup found");
         assertEquals(0, attr.int32(16 + 64), "nlink: replaced");
+        // what a stat's retry held is never opened: an open is answered ESTALE, and finds v333
+        assertEquals(-Linux.ESTALE, openError(retried));
 
         // gone behind the mount: ESTALE, and the kernel's lookup then says ENOENT
-        clock.advance(StaleNames.RETRY_WITHIN.plusSeconds(1));
         long current = lookup(shared, "status");
         store.removeFile(VfsPath.of("/shared/status"));
         assertEquals(-Linux.ESTALE, getattr(current).error());
