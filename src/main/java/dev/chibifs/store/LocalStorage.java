@@ -768,14 +768,7 @@ public final class LocalStorage implements Storage {
             if (fd < 0) {
                 throw failure(-fd, path);
             }
-            Metadata m;
-            try {
-                m = stat(fd, null, path);
-            } catch (IOException e) {
-                Syscalls.close(fd);
-                throw e;
-            }
-            if (!m.isFile()) {
+            if (!statOrClose(fd, path).isFile()) {
                 Syscalls.close(fd);
                 return null;
             }
@@ -838,15 +831,19 @@ public final class LocalStorage implements Storage {
      */
     private static final int DATA_OPEN = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
 
-    /** The metadata of {@code fd} when it is a regular file; {@code fd} closed, and refused, otherwise. */
-    private static Metadata regular(int fd, VfsPath path) throws IOException {
-        Metadata m;
+    /** The metadata of {@code fd}; {@code fd} closed when that fails. */
+    private static Metadata statOrClose(int fd, VfsPath path) throws IOException {
         try {
-            m = stat(fd, null, path);
+            return stat(fd, null, path);
         } catch (IOException e) {
             Syscalls.close(fd);
             throw e;
         }
+    }
+
+    /** The metadata of {@code fd} when it is a regular file; {@code fd} closed, and refused, otherwise. */
+    private static Metadata regular(int fd, VfsPath path) throws IOException {
+        Metadata m = statOrClose(fd, path);
         if (!m.isFile()) {
             Syscalls.close(fd);
             throw notRegular(switch (m.kind()) {

@@ -13,7 +13,6 @@ import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -126,13 +125,7 @@ class FifosAndLocksMountTest {
                 + "ts = [threading.Thread(target=write), threading.Thread(target=read), threading.Thread(target=read)]\n"
                 + "[t.start() for t in ts]; [t.join() for t in ts]\n"
                 + "print(len(errors), sorted(set(errors))[:3])\n";
-        Path script = Files.createTempFile("sqlite-ro", ".py");
-        try {
-            Files.writeString(script, check);
-            assertEquals("0 []\n", ok(planner, Sh.run("python3 " + q(script) + " " + q(planner.at("/shared/ro.db")))).out());
-        } finally {
-            Files.delete(script);
-        }
+        assertEquals("0 []\n", ok(planner, Sh.python(null, check, planner.at("/shared/ro.db").toString())).out());
         assertEquals("ok\n300\n", Sh.run("sqlite3 " + q(planner.stored("/shared/ro.db"))
                 + " 'pragma integrity_check; select count(*) from t;'").ok().out());
     }

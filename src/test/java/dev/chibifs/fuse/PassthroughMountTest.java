@@ -129,13 +129,7 @@ class PassthroughMountTest {
                 + "ts = [threading.Thread(target=write)] + [threading.Thread(target=read) for _ in range(3)]\n"
                 + "[t.start() for t in ts]; [t.join() for t in ts]\n"
                 + "print(len(bad))\n";
-        java.nio.file.Path script = java.nio.file.Files.createTempFile("rewrite-while-read", ".py");
-        try {
-            java.nio.file.Files.writeString(script, check);
-            return Integer.parseInt(m.sh("python3 " + script + " '" + writtenAt + "'").ok().out().trim());
-        } finally {
-            java.nio.file.Files.delete(script);
-        }
+        return Integer.parseInt(m.python(check, writtenAt).ok().out().trim());
     }
 
     @Test
@@ -170,13 +164,7 @@ class PassthroughMountTest {
                 + "ts = [threading.Thread(target=write)] + [threading.Thread(target=read) for _ in range(3)]\n"
                 + "[t.start() for t in ts]; [t.join() for t in ts]\n"
                 + "print(len(failed), len(bad))\n";
-        java.nio.file.Path script = java.nio.file.Files.createTempFile("replace-while-read", ".py");
-        try {
-            java.nio.file.Files.writeString(script, check);
-            return m.sh("python3 " + script + " '" + writtenAt + "'").ok().out().trim();
-        } finally {
-            java.nio.file.Files.delete(script);
-        }
+        return m.python(check, writtenAt).ok().out().trim();
     }
 
     @Test

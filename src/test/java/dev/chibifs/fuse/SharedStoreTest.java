@@ -78,14 +78,8 @@ class SharedStoreTest {
                 + "lines = open(paths[0]).read().split('\\n')[:-1]\n"
                 + "whole = lambda l: l.count(':') == 2 and l.split(':')[1].isdigit() and l.split(':')[2] == 'x' * (int(l.split(':')[1]) % 50)\n"
                 + "print(len(lines), sum(1 for l in lines if not whole(l)))\n";
-        Path py = Files.createTempFile("append-everywhere", ".py");
-        try {
-            Files.writeString(py, script);
-            return Sh.run("python3 " + py + " " + a.at("/shared/" + name) + " " + b.at("/shared/" + name) + " "
-                    + a.stored("/shared/" + name)).ok().out().trim();
-        } finally {
-            Files.delete(py);
-        }
+        return Sh.python(null, script, a.at("/shared/" + name).toString(), b.at("/shared/" + name).toString(),
+                a.stored("/shared/" + name).toString()).ok().out().trim();
     }
 
     @Test

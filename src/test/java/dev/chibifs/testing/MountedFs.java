@@ -199,6 +199,11 @@ public final class MountedFs implements AutoCloseable {
         return Sh.run(mountpoint, script);
     }
 
+    /** Runs the Python program {@code program} with {@code args} in the mountpoint as the test's own user. */
+    public Sh.Result python(String program, String... args) {
+        return Sh.python(mountpoint, program, args);
+    }
+
     /** Runs {@code script} in the mountpoint as another user. */
     public Sh.Result shAs(TestUsers.User user, String script) {
         return Sh.as(user.uid(), user.gid(), mountpoint, script);

@@ -39,6 +39,35 @@ public final class Sh {
         return run(null, script);
     }
 
+    /** Runs the Python program {@code program} with {@code args} in {@code dir} (or the working directory when null). */
+    public static Result python(Path dir, String program, String... args) {
+        Path file;
+        try {
+            file = java.nio.file.Files.createTempFile("chibifs-test", ".py");
+            java.nio.file.Files.writeString(file, program);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        try {
+            StringBuilder cmd = new StringBuilder("python3 ").append(quote(file.toString()));
+            for (String a : args) {
+                cmd.append(' ').append(quote(a));
+            }
+            return run(dir, cmd.toString());
+        } finally {
+            try {
+                java.nio.file.Files.delete(file);
+            } catch (IOException e) {
+                // a temporary file left behind harms no test
+            }
+        }
+    }
+
+    /** {@code s} as one word of a {@code sh} command line. */
+    public static String quote(String s) {
+        return "'" + s.replace("'", "'\\''") + "'";
+    }
+
     /** Runs {@code script} as {@code uid}/{@code gid} with no supplementary groups (needs root). */
     public static Result as(long uid, long gid, Path dir, String script) {
         return exec(dir, List.of("timeout", "-k", "5", String.valueOf(TIMEOUT_SECONDS), "setpriv",
