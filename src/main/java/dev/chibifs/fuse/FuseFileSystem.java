@@ -312,9 +312,9 @@ final class FuseFileSystem {
     /**
      * The store's metadata of node {@code n}: at its path while that still names the node's file;
      * else (every name gone, or the name now another file's) its open file's, or {@code retried}'s
-     * where this request is the kernel's retry of one answered stale (see {@link StaleNames}); else ESTALE: stat and access(2) then look the name up again (LOOKUP_REVAL), as an open
-     * does, and say what the name stands for now, where ENOENT said a file replaced a moment ago
-     * was not there.
+     * where this request is the kernel's retry of one answered stale (see {@link StaleNames}); else
+     * ESTALE: stat and access(2) then look the name up again (LOOKUP_REVAL), as an open does, and
+     * say what the name stands for now, where ENOENT said a file replaced a moment ago was not there.
      */
     private Metadata metadataOrOpen(FuseRequest req, NodeTable.Node n, VfsPath p, dev.chibifs.store.HeldFile retried)
             throws IOException {

@@ -714,13 +714,8 @@ public final class LocalStorage implements Storage {
 
     @Override
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
-        boolean read = flags.contains(OpenFlag.READ);
-        boolean write = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
-        int access = read && write ? O_RDWR : write ? O_WRONLY : O_RDONLY;
-        if (flags.contains(OpenFlag.APPEND)) {
-            // Linux pwrite on an O_APPEND descriptor appends whatever the position says
-            access |= O_APPEND;
-        }
+        int access = access(flags);
+        boolean write = (access & O_ACCMODE) != O_RDONLY;
         boolean exclusive = flags.contains(OpenFlag.CREATE_NEW);
         boolean create = exclusive || flags.contains(OpenFlag.CREATE);
         // only a file that was there already is truncated, as the kernel does for O_CREAT|O_TRUNC: ext4
@@ -803,10 +798,8 @@ public final class LocalStorage implements Storage {
         @Override
         public FileHandle open(Set<OpenFlag> flags) throws IOException {
             checkOpen();
-            boolean read = flags.contains(OpenFlag.READ);
-            boolean write = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
-            int access = (read && write ? O_RDWR : write ? O_WRONLY : O_RDONLY)
-                    | (flags.contains(OpenFlag.APPEND) ? O_APPEND : 0);
+            int access = access(flags);
+            boolean write = (access & O_ACCMODE) != O_RDONLY;
             // no O_NOFOLLOW: /proc/self/fd/N is a link to follow, and it leads to the regular file held
             int opened = Syscalls.reopen(fd, access | (write && flags.contains(OpenFlag.TRUNCATE) ? O_TRUNC : 0),
                     path.toString());
@@ -819,6 +812,14 @@ public final class LocalStorage implements Storage {
                 Syscalls.close(fd);
             }
         }
+    }
+
+    /** The access mode of an open with {@code flags}: O_RDONLY, O_WRONLY or O_RDWR, and O_APPEND. */
+    private static int access(Set<OpenFlag> flags) {
+        boolean read = flags.contains(OpenFlag.READ);
+        boolean write = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
+        // Linux pwrite on an O_APPEND descriptor appends whatever the position says
+        return (read && write ? O_RDWR : write ? O_WRONLY : O_RDONLY) | (flags.contains(OpenFlag.APPEND) ? O_APPEND : 0);
     }
 
     /** A handle's inode before anybody asked (a file the open itself created). */
