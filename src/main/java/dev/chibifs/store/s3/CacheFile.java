@@ -56,6 +56,11 @@ final class CacheFile implements Closeable {
         return new CacheFile(Syscalls.openat(Linux.AT_FDCWD, name, flags, FILE_MODE, name), name);
     }
 
+    /** This same file opened again to read, whatever names it has now (none, once removed from the cache). */
+    CacheFile reopenForReading() throws IOException {
+        return new CacheFile(Syscalls.reopen(fd, Linux.O_RDONLY, name), name);
+    }
+
     /** Reads into {@code dst} from {@code position} until it is full or the file ends; returns the bytes read. */
     int read(ByteBuffer dst, long position) throws IOException {
         int total = 0;

@@ -14,6 +14,7 @@ import dev.chibifs.store.EtagMismatchException;
 import dev.chibifs.store.Precondition;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.FileLocks;
+import dev.chibifs.store.HeldFile;
 import dev.chibifs.store.InProcessLocks;
 import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.store.Metadata;
@@ -1448,6 +1449,78 @@ public final class S3Storage implements Storage {
             if (attempt >= SNAPSHOT_TRIES) {
                 throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was opened");
             }
+        }
+    }
+
+    /**
+     * The content of the object at {@code path} as it is now, its cache file kept open (the cache
+     * drops the file as the object changes or goes; the descriptor keeps it). Read only: a write
+     * through it would upload over whatever the name stands for by then.
+     */
+    @Override
+    public HeldFile hold(VfsPath path) throws IOException {
+        Node n = lookup(path);
+        if (n == null) {
+            throw new NoSuchFileException(path.toString());
+        }
+        if (n.dir) {
+            return null;
+        }
+        fetch(n);
+        synchronized (this) {
+            if (nodes.get(path) != n || !n.cached) {
+                return null; // changed while it was fetched: nothing held, the request goes by name
+            }
+            return new HeldObject(n, metadataOf(n), CacheFile.openForReading(dataFile(n.ino)), path);
+        }
+    }
+
+    /** See {@link #hold}; its metadata is the content's, as held, which a change elsewhere gives the node anew. */
+    private final class HeldObject implements HeldFile {
+        private final Node node;
+        private final Metadata metadata;
+        private final CacheFile content;
+        private final VfsPath path;
+        private boolean closed;
+
+        HeldObject(Node node, Metadata metadata, CacheFile content, VfsPath path) {
+            this.node = node;
+            this.metadata = metadata;
+            this.content = content;
+            this.path = path;
+        }
+
+        @Override
+        public Metadata metadata() {
+            return metadata;
+        }
+
+        @Override
+        public FileHandle open(Set<OpenFlag> flags) throws IOException {
+            for (OpenFlag f : flags) {
+                if (f != OpenFlag.READ) {
+                    throw new ErrnoException(Linux.ESTALE, path.toString(), "Stale file handle");
+                }
+            }
+            synchronized (S3Storage.this) {
+                if (closed) {
+                    throw new NoSuchFileException(path.toString());
+                }
+                Handle h = new Handle(node, content.reopenForReading(), false, false, false);
+                h.opened = metadata;
+                return h;
+            }
+        }
+
+        @Override
+        public void close() {
+            synchronized (S3Storage.this) {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+            }
+            content.close();
         }
     }
 

@@ -60,7 +60,7 @@ class S3StorageTest extends StorageBehaviourSuite {
     }
 
     @Override
-    protected boolean holdsFiles() {
+    protected boolean writesThroughHeldFiles() {
         return false;
     }
 
