@@ -280,7 +280,7 @@ public final class Router {
         Target t = resolve(path);
         long tag = tagOf(t.storage());
         EntrySink tagged = tag == 0 ? sink : (name, offset, length, kind, inode) ->
-                sink.accept(name, offset, length, kind, inode == 0 ? 0 : (inode & INODE_BITS) | tag);
+                sink.accept(name, offset, length, kind, inode == 0 ? 0 : taggedInode(inode, tag));
         List<String> points = mountPointsIn.get(path);
         if (points == null) {
             t.storage().forEachEntry(t.path(), tagged);
@@ -376,6 +376,11 @@ public final class Router {
     /** Bits of a store's own inode numbers kept; the store's tag goes above them. */
     private static final long INODE_BITS = 0x00ff_ffff_ffff_ffffL;
 
+    /** A prefix store's inode number {@code inode} with its store's {@code tag} above it. */
+    private static long taggedInode(long inode, long tag) {
+        return (inode & INODE_BITS) | tag;
+    }
+
     /**
      * 0 for the root store, whose inode numbers pass unchanged; otherwise the store's index in
      * the top byte, so no two stores' files share an inode number (tar, cp -a and find take
@@ -399,7 +404,7 @@ public final class Router {
             return null;
         }
         return new Metadata(m.kind(), m.size(), m.created(), m.modified(), m.accessed(), m.changed(), m.links(),
-                m.mode(), (m.inode() & INODE_BITS) | tag, m.blocks());
+                m.mode(), taggedInode(m.inode(), tag), m.blocks());
     }
 
     /** A handle of a store whose inode numbers carry a tag. */
@@ -431,7 +436,7 @@ public final class Router {
 
         @Override
         public long inode() throws IOException {
-            return (h.inode() & INODE_BITS) | tag;
+            return taggedInode(h.inode(), tag);
         }
 
         @Override

@@ -698,6 +698,14 @@ public final class MemoryStorage implements Storage {
         return h;
     }
 
+    /** A handle (or a hold) of {@code f} let go: with no name left either, its memory goes. Under the store's monitor. */
+    private static void handleClosed(File f) {
+        f.handles--;
+        if (f.links <= 0 && f.handles == 0) {
+            f.free();
+        }
+    }
+
     @Override
     public synchronized HeldFile hold(VfsPath path) throws IOException {
         Node n = find(path);
@@ -732,10 +740,7 @@ public final class MemoryStorage implements Storage {
                 synchronized (MemoryStorage.this) {
                     if (!closed) {
                         closed = true;
-                        f.handles--;
-                        if (f.links <= 0 && f.handles == 0) {
-                            f.free();
-                        }
+                        handleClosed(f);
                     }
                 }
             }
@@ -882,10 +887,7 @@ public final class MemoryStorage implements Storage {
             synchronized (MemoryStorage.this) {
                 if (!closed) {
                     closed = true;
-                    file.handles--;
-                    if (file.links <= 0 && file.handles == 0) {
-                        file.free();
-                    }
+                    handleClosed(file);
                 }
             }
             InProcessLocks.View l;

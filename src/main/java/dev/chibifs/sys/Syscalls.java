@@ -369,7 +369,7 @@ public final class Syscalls {
             buf.get(0, bytes, 0, (int) n);
             // struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
             for (int at = 0; at < n; ) {
-                int reclen = (bytes[at + 16] & 0xff) | (bytes[at + 17] & 0xff) << 8;
+                int reclen = (short) LE_SHORT.get(bytes, at + 16) & 0xffff;
                 int type = bytes[at + 18] & 0xff;
                 int start = at + 19;
                 int end = start;
@@ -377,7 +377,7 @@ public final class Syscalls {
                     end++;
                 }
                 boolean dots = bytes[start] == '.' && (end == start + 1 || (end == start + 2 && bytes[start + 1] == '.'));
-                if (!dots && !sink.accept(bytes, start, end - start, type, littleEndianLong(bytes, at))) {
+                if (!dots && !sink.accept(bytes, start, end - start, type, (long) LE_LONG.get(bytes, at))) {
                     return;
                 }
                 at += reclen;
@@ -385,13 +385,11 @@ public final class Syscalls {
         }
     }
 
-    private static long littleEndianLong(byte[] b, int at) {
-        long v = 0;
-        for (int i = 7; i >= 0; i--) {
-            v = v << 8 | (b[at + i] & 0xff);
-        }
-        return v;
-    }
+    /** struct linux_dirent64's fields read from the heap copy, as the kernel lays them out on x86-64 and arm64. */
+    private static final java.lang.invoke.VarHandle LE_LONG =
+            java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+    private static final java.lang.invoke.VarHandle LE_SHORT =
+            java.lang.invoke.MethodHandles.byteArrayViewVarHandle(short[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
 
     private static ByteBuffer bounce(int size) {
         ByteBuffer b = BOUNCE.get();
