@@ -99,6 +99,8 @@ final class FuseFileSystem {
      * and still be mapped shared. Reads of a {@link #changing} file and appends do, where served.
      */
     private volatile boolean directIo;
+    /** Refuses a served open of a WAL index that another mount or program maps already. */
+    private final WalIndexGuard walIndex = new WalIndexGuard();
     /** The wall clock file modification times are compared with; a test's own clock. */
     private java.time.Clock clock = java.time.Clock.systemUTC();
 
@@ -1006,7 +1008,8 @@ final class FuseFileSystem {
      * too (LK_FLOCK); the kernel sends a blocking one as SETLKW.
      */
     LockWaits.Attempt setlk(FuseRequest req) throws IOException {
-        FileLocks locks = openFile(req, false).handle().locks();
+        OpenFile f = openFile(req, false);
+        FileLocks locks = f.handle().locks();
         long owner = req.lockOwner();
         LockType type = lockType(req.lockType());
         if ((req.lockFlags() & FuseProtocol.LK_FLOCK) != 0) {
@@ -1014,6 +1017,12 @@ final class FuseFileSystem {
         }
         long start = req.lockStart();
         long end = req.lockEnd();
+        if (!f.passthrough()) {
+            VfsPath file = path(f.node());
+            if (WalIndexGuard.guards(file, type, start, end)) {
+                return () -> walIndex.mayTry(locks, file) && locks.tryLock(owner, type, start, end);
+            }
+        }
         return () -> locks.tryLock(owner, type, start, end);
     }
 
