@@ -66,6 +66,7 @@ final class FuseFileSystem {
     /** A file modified less than this long ago is taken to be changing still: see {@link #changing}. */
     static final java.time.Duration CHANGING_FOR = java.time.Duration.ofSeconds(1);
     private static final Set<OpenFlag> READ_ONLY = Set.of(OpenFlag.READ);
+    private static final Set<OpenFlag> READ_WRITE = Set.of(OpenFlag.READ, OpenFlag.WRITE);
     /** A node's backing id once the kernel refused its store file for passthrough: never asked again. */
     private static final int NO_BACKING = -1;
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(FuseFileSystem.class);
@@ -99,7 +100,7 @@ final class FuseFileSystem {
      * and still be mapped shared. Reads of a {@link #changing} file and appends do, where served.
      */
     private volatile boolean directIo;
-    /** Refuses a served open of a WAL index that another mount or program maps already. */
+    /** SQLite's connections to a WAL index through served opens: one holder to other mounts and programs. */
     private final WalIndexGuard walIndex = new WalIndexGuard();
     /** The wall clock file modification times are compared with; a test's own clock. */
     private java.time.Clock clock = java.time.Clock.systemUTC();
@@ -941,6 +942,7 @@ final class FuseFileSystem {
         if (f != null) {
             try {
                 NodeTable.Node n = f.node();
+                walIndex.released(n, req.handle());
                 if (f.passthrough()) {
                     releaseBacking(n);
                 } else {
@@ -975,6 +977,7 @@ final class FuseFileSystem {
         OpenFile f = openFiles.get(req.handle());
         if (f != null) {
             f.handle().locks().releaseOwner(req.releaseLockOwner());
+            walIndex.unlock(f.node(), req.releaseLockOwner());
         }
     }
 
@@ -998,8 +1001,16 @@ final class FuseFileSystem {
     }
 
     void getlk(FuseRequest req, FuseReply out) throws IOException {
-        FileLocks locks = openFile(req, false).handle().locks();
-        LockState s = locks.testLock(req.lockOwner(), lockType(req.lockType()), req.lockStart(), req.lockEnd());
+        OpenFile f = openFile(req, false);
+        LockType type = lockType(req.lockType());
+        LockState s = null;
+        if (type != LockType.UNLOCK && WalIndexGuard.keeps(type, req.lockStart(), req.lockEnd())
+                && walIndex(f, req.lockStart(), req.lockEnd()) != null) {
+            s = walIndex.test(f.node(), req.lockOwner(), type);
+        }
+        if (s == null) {
+            s = f.handle().locks().testLock(req.lockOwner(), type, req.lockStart(), req.lockEnd());
+        }
         out.lock(s.start(), s.end(), lockNumber(s.type()), Math.max(s.pid(), 0));
     }
 
@@ -1017,13 +1028,28 @@ final class FuseFileSystem {
         }
         long start = req.lockStart();
         long end = req.lockEnd();
-        if (!f.passthrough()) {
-            VfsPath file = path(f.node());
-            if (WalIndexGuard.guards(file, type, start, end)) {
-                return () -> walIndex.mayTry(locks, file) && locks.tryLock(owner, type, start, end);
+        VfsPath index = walIndex(f, start, end);
+        if (index != null) {
+            NodeTable.Node n = f.node();
+            if (WalIndexGuard.keeps(type, start, end)) {
+                long fh = req.handle();
+                Caller caller = f.caller();
+                return () -> walIndex.tryLock(n, index, owner, fh, type, writable -> router.open(caller, index, writable ? READ_WRITE : READ_ONLY, 0));
+            }
+            if (type == LockType.UNLOCK) {
+                walIndex.unlock(n, owner);
             }
         }
         return () -> locks.tryLock(owner, type, start, end);
+    }
+
+    /** The path of a served open's WAL index when [start, end] reaches its DMS byte ({@link WalIndexGuard}), else null. */
+    private VfsPath walIndex(OpenFile f, long start, long end) {
+        if (f.passthrough()) {
+            return null;
+        }
+        VfsPath file = path(f.node());
+        return WalIndexGuard.guards(file, start, end) ? file : null;
     }
 
     void fsync(FuseRequest req, FuseReply out) throws IOException {

@@ -54,13 +54,4 @@ public interface FileLocks {
      * flock locks stay: they go with UNLOCK or when the handle that took them closes.
      */
     void releaseOwner(long owner) throws IOException;
-
-    /**
-     * Whether a record lock on [start, end] is held by someone, none of them an owner of this store:
-     * another mount of the same store, or a program on the store file. False when an owner of this
-     * store holds one there (whether others do as well cannot be told then), and always where the
-     * locks live in the daemon, which nobody else sees. The served mount's guard of SQLite's WAL
-     * index asks it.
-     */
-    boolean heldOnlyElsewhere(long start, long end) throws IOException;
 }

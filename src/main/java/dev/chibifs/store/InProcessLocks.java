@@ -108,12 +108,6 @@ public final class InProcessLocks {
             }
         }
 
-        @Override
-        public boolean heldOnlyElsewhere(long start, long end) throws IOException {
-            RangeLocks.checkRange(start, end);
-            return false; // no other mount sees these locks, nor takes any beside them
-        }
-
         /** What was taken through the handle goes with it. */
         public void close() {
             synchronized (monitor) {

@@ -255,22 +255,6 @@ final class OfdLocks {
             inode.release(inode.posix, owner);
         }
 
-        @Override
-        public boolean heldOnlyElsewhere(long start, long end) throws IOException {
-            RangeLocks.checkRange(start, end);
-            for (Owner o : inode.posix.values()) {
-                synchronized (o) {
-                    if (!o.dead && o.ranges.overlaps(start, end)) {
-                        return false;
-                    }
-                }
-            }
-            // The handle's own description never holds a lock, so F_OFD_GETLK on it finds any holder
-            // but itself. One of our owners locking the range after the loop above is found too, and
-            // taken for another's: the asker is refused once (a busy answer, retried), never let in wrongly.
-            return Syscalls.ofdTestLock(fd, Linux.F_WRLCK, start, end).type() != Linux.F_UNLCK;
-        }
-
         /**
          * The owner first locked through a handle whose access does not allow this lock (a read lock
          * through a read-only handle, then a write lock through a read-write one: SQLite, whose readers

@@ -25,11 +25,6 @@ final class RangeLocks {
         return ranges.isEmpty();
     }
 
-    /** Whether any lock held reaches into [start, end]. */
-    boolean overlaps(long start, long end) {
-        return ranges.stream().anyMatch(r -> r.overlaps(start, end));
-    }
-
     /** Sets {@code type} on [start, end]; UNLOCK removes the owner's locks there. */
     void set(LockType type, long start, long end) {
         List<Range> out = new ArrayList<>(ranges.size() + 2);

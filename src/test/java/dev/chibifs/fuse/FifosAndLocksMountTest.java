@@ -152,7 +152,7 @@ class FifosAndLocksMountTest {
      * anyway is retried, as an application would: every row is there, the database whole.
      */
     @Test
-    void sqliteInWalModeOnTwoServedMountsLosesNoRow() throws IOException {
+    void sqliteInWalModeOnTwoServedMountsLosesNoRow() throws Exception {
         Path root = MountedFs.tempRoot();
         try (MountedFs a = MountedFs.start(root, "--context", "planner", "--no-passthrough");
              MountedFs b = MountedFs.start(LinksMountTest.secondMountOver(root), "--context", "coder", "--no-passthrough")) {
@@ -179,6 +179,28 @@ class FifosAndLocksMountTest {
                     + "print(c.execute('pragma integrity_check').fetchone()[0], c.execute('select count(*), count(distinct who || n) from t').fetchone())\n";
             String db = "/shared/served-wal.db";
             assertEquals("ok (400, 400)", Sh.python(null, script, a.at(db).toString(), b.at(db).toString()).ok().out().trim());
+
+            // while a connection through a served mount is open, a program on the store file finds the
+            // index's DMS byte locked exclusively, so SQLite there waits rather than map a second index
+            Process connected = start("python3 -c 'import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n"
+                    + "c.execute(\"select count(*) from t\").fetchone()\nprint(\"connected\", flush=True)\nsys.stdin.readline()' "
+                    + q(a.at(db)));
+            String index = a.stored(db + "-shm").toString();
+            try {
+                assertEquals("connected", line(connected, 30));
+                assertEquals("write", Sh.python(null, "import fcntl, os, struct, sys\n"
+                        + "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+                        + "got = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack('hhqqi4x', fcntl.F_RDLCK, 0, 128, 1, 0))\n"
+                        + "print({fcntl.F_UNLCK: 'free', fcntl.F_RDLCK: 'read', fcntl.F_WRLCK: 'write'}[struct.unpack('hhqqi4x', got)[0]])\n",
+                        index).ok().out().trim());
+            } finally {
+                connected.getOutputStream().close();
+            }
+            assertEquals(0, exit(connected, 30));
+            // (the last connection to close removes the index: a new one is free at once)
+            assertEquals("free", Sh.python(null, "import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+                    + "fcntl.lockf(fd, fcntl.LOCK_EX, 1, 128)\nprint('free')\n", index).ok().out().trim(),
+                    "the byte is free once the connection has gone");
         }
     }
 

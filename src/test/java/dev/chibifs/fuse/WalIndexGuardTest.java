@@ -3,8 +3,8 @@ package dev.chibifs.fuse;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.LocalStorage;
+import dev.chibifs.store.LockState;
 import dev.chibifs.store.LockType;
-import dev.chibifs.store.MemoryStorage;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.Storage;
 import org.junit.jupiter.api.Test;
@@ -15,10 +15,16 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.EnumSet;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Which lock requests the WAL index guard judges, and how, against two stores over one directory. */
+/**
+ * The WAL index guard of a served mount, against two stores over one directory (what two mounts of
+ * one store are): which requests it keeps, how the mount's connections share the DMS byte, and
+ * what every other holder sees of them.
+ */
 @Timeout(20)
 class WalIndexGuardTest {
 
@@ -29,50 +35,81 @@ class WalIndexGuardTest {
     Path root;
 
     @Test
-    void onlySqlitesDeadManLockOfAnIndexIsJudged() {
-        assertTrue(WalIndexGuard.guards(INDEX, LockType.READ, DMS, DMS));
-        assertTrue(WalIndexGuard.guards(INDEX, LockType.WRITE, DMS, DMS), "the first connection's, which rebuilds the index");
-        assertFalse(WalIndexGuard.guards(INDEX, LockType.UNLOCK, DMS, DMS));
-        assertFalse(WalIndexGuard.guards(INDEX, LockType.WRITE, 120, 120), "the WAL's own locks, taken while connected");
-        assertFalse(WalIndexGuard.guards(INDEX, LockType.WRITE, 0, Long.MAX_VALUE), "another program's lock of the whole file");
-        assertFalse(WalIndexGuard.guards(VfsPath.of("/shared/tasks.db"), LockType.READ, DMS, DMS));
+    void onlySqlitesDeadManLockOfAnIndexIsKept() {
+        assertTrue(WalIndexGuard.guards(INDEX, DMS, DMS));
+        assertTrue(WalIndexGuard.keeps(LockType.READ, DMS, DMS));
+        assertTrue(WalIndexGuard.keeps(LockType.WRITE, DMS, DMS), "the first connection's, which rebuilds the index");
+        assertFalse(WalIndexGuard.keeps(LockType.UNLOCK, DMS, DMS));
+        assertFalse(WalIndexGuard.guards(INDEX, 120, 127), "the WAL's own locks, taken while connected");
+        assertTrue(WalIndexGuard.guards(INDEX, 0, Long.MAX_VALUE), "an unlock of the whole file ends a connection too");
+        assertFalse(WalIndexGuard.keeps(LockType.WRITE, 0, Long.MAX_VALUE), "another program's lock of the whole file goes to the store");
+        assertFalse(WalIndexGuard.guards(VfsPath.of("/shared/tasks.db"), DMS, DMS));
     }
 
     @Test
-    void aConnectionJoinsThoseOfItsOwnMountButNotAnotherMountsAlone() throws IOException {
-        // two LocalStorages over one directory: what two mounts of one store are
+    void theMountsConnectionsShareTheIndexAndAreOneExclusiveHolderToEveryoneElse() throws IOException {
         try (LocalStorage mine = new LocalStorage(root); LocalStorage theirs = new LocalStorage(root)) {
             mine.mkdir(INDEX.parent());
             mine.write(INDEX, new byte[0]);
-            try (FileHandle here = open(mine); FileHandle there = open(theirs)) {
-                WalIndexGuard guard = new WalIndexGuard();
-                assertTrue(guard.mayTry(here.locks(), INDEX), "nobody connected: this one may build the index");
-                assertTrue(here.locks().tryLock(1, LockType.READ, DMS, DMS));
-                assertTrue(guard.mayTry(here.locks(), INDEX), "a connection beside one of its own mount shares its pages");
-                // the other mount's connection joined ours (it never asks this guard)
-                assertTrue(there.locks().tryLock(1, LockType.READ, DMS, DMS));
-                assertTrue(guard.mayTry(here.locks(), INDEX), "ours are connected still: refusing now saves nothing");
-                here.locks().releaseOwner(1);
-                assertFalse(guard.mayTry(here.locks(), INDEX), "only the other mount's connection: its index is not ours");
-                assertFalse(guard.mayTry(here.locks(), INDEX), "and not while it stays");
-                there.locks().releaseOwner(1);
-                assertTrue(guard.mayTry(here.locks(), INDEX), "once it has gone");
+            NodeTable.Node node = new NodeTable.Node(2, null, false, null);
+            WalIndexGuard guard = new WalIndexGuard();
+            WalIndexGuard.Opener opener = writable -> open(mine, writable);
+            try (FileHandle there = open(theirs, true)) {
+                assertNull(guard.test(node, 1, LockType.WRITE), "nobody connected here: the store answers");
+                // the first connection builds the index: a write lock, then read
+                assertTrue(guard.tryLock(node, INDEX, 1, 10, LockType.WRITE, opener));
+                assertEquals(LockType.WRITE, guard.test(node, 2, LockType.WRITE).type(), "another connection here waits for it");
+                assertFalse(guard.tryLock(node, INDEX, 2, 11, LockType.READ, opener));
+                assertTrue(guard.tryLock(node, INDEX, 1, 10, LockType.READ, opener));
+                assertEquals(LockType.READ, guard.test(node, 2, LockType.WRITE).type(), "so a second connection here joins it");
+                assertTrue(guard.tryLock(node, INDEX, 2, 11, LockType.READ, opener));
+                assertEquals(LockType.UNLOCK, guard.test(node, 1, LockType.READ).type(), "readers beside readers");
+                assertFalse(guard.tryLock(node, INDEX, 1, 10, LockType.WRITE, opener), "nor rebuilds it while another is connected");
+
+                // outside, a connection finds the byte locked exclusively, and cannot join
+                assertEquals(LockType.WRITE, there.locks().testLock(7, LockType.READ, DMS, DMS).type());
+                assertFalse(there.locks().tryLock(7, LockType.READ, DMS, DMS));
+
+                guard.unlock(node, 1);
+                assertFalse(there.locks().tryLock(7, LockType.READ, DMS, DMS), "one connection here is left");
+                guard.released(node, 11); // its open file closed
+                assertNull(guard.test(node, 1, LockType.WRITE));
+                assertTrue(there.locks().tryLock(7, LockType.READ, DMS, DMS), "with none left the byte is free");
+
+                // and while the other mount is connected, this one's first connection waits
+                assertFalse(guard.tryLock(node, INDEX, 3, 12, LockType.WRITE, opener));
+                assertFalse(guard.tryLock(node, INDEX, 3, 12, LockType.READ, opener));
+                assertTrue(there.locks().tryLock(7, LockType.UNLOCK, DMS, DMS));
+                assertTrue(guard.tryLock(node, INDEX, 3, 12, LockType.READ, opener));
+                guard.released(node, 12);
+                assertTrue(there.locks().tryLock(7, LockType.WRITE, DMS, DMS));
             }
         }
     }
 
     @Test
-    void locksOnlyTheDaemonSeesAreNeverAnotherMounts() throws IOException {
-        Storage memory = new MemoryStorage();
-        memory.mkdir(INDEX.parent());
-        memory.write(INDEX, new byte[0]);
-        try (FileHandle a = open(memory); FileHandle b = open(memory)) {
-            assertTrue(b.locks().tryLock(2, LockType.READ, DMS, DMS));
-            assertTrue(new WalIndexGuard().mayTry(a.locks(), INDEX));
+    void aCallerWhoMayOnlyReadHoldsTheIndexSharedAgainstAFirstConnectionElsewhere() throws IOException {
+        try (LocalStorage mine = new LocalStorage(root); LocalStorage theirs = new LocalStorage(root)) {
+            mine.mkdir(INDEX.parent());
+            mine.write(INDEX, new byte[0]);
+            NodeTable.Node node = new NodeTable.Node(2, null, false, null);
+            WalIndexGuard guard = new WalIndexGuard();
+            WalIndexGuard.Opener readOnly = writable -> {
+                if (writable) {
+                    throw new java.nio.file.AccessDeniedException(INDEX.toString());
+                }
+                return open(mine, false);
+            };
+            try (FileHandle there = open(theirs, true)) {
+                assertTrue(guard.tryLock(node, INDEX, 1, 10, LockType.READ, readOnly));
+                assertFalse(there.locks().tryLock(7, LockType.WRITE, DMS, DMS), "no first connection elsewhere rebuilds it");
+                guard.released(node, 10);
+                assertTrue(there.locks().tryLock(7, LockType.WRITE, DMS, DMS));
+            }
         }
     }
 
-    private static FileHandle open(Storage store) throws IOException {
-        return store.open(INDEX, EnumSet.of(OpenFlag.READ, OpenFlag.WRITE), 0);
+    private static FileHandle open(Storage store, boolean writable) throws IOException {
+        return store.open(INDEX, writable ? EnumSet.of(OpenFlag.READ, OpenFlag.WRITE) : EnumSet.of(OpenFlag.READ), 0);
     }
 }
