@@ -19,6 +19,8 @@ public final class InProcessLocks {
 
     private final Object monitor;
     private final Map<Long, RangeLocks> posix = new HashMap<>();
+    /** The view each owner last took a record lock through: its locks go with that handle's close. */
+    private final Map<Long, View> lockedThrough = new HashMap<>();
     private final Map<Long, LockType> flocks = new HashMap<>();
 
     public InProcessLocks(Object monitor) {
@@ -71,8 +73,10 @@ public final class InProcessLocks {
                 mine.set(type, start, end);
                 if (mine.isEmpty()) {
                     posix.remove(owner);
-                } else {
+                    lockedThrough.remove(owner);
+                } else if (type != LockType.UNLOCK) {
                     posixTaken.add(owner);
+                    lockedThrough.put(owner, this);
                 }
                 return true;
             }
@@ -105,13 +109,23 @@ public final class InProcessLocks {
         public void releaseOwner(long owner) {
             synchronized (monitor) {
                 posix.remove(owner);
+                lockedThrough.remove(owner);
             }
         }
 
-        /** What was taken through the handle goes with it. */
+        /**
+         * What was taken through the handle goes with it: an owner's record locks, unless it has
+         * locked through another handle since (the kernel's release of an open comes after its
+         * close(2) returned, when the process may have locked the file again through a new open).
+         */
         public void close() {
             synchronized (monitor) {
-                posixTaken.forEach(posix::remove);
+                for (Long owner : posixTaken) {
+                    if (lockedThrough.get(owner) == this) {
+                        lockedThrough.remove(owner);
+                        posix.remove(owner);
+                    }
+                }
                 flocksTaken.forEach(flocks::remove);
             }
         }

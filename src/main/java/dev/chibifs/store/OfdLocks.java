@@ -27,8 +27,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * closed, which is how an owner's locks are let go all at once.
  *
  * <p>An owner's description is opened at its first lock and closed when it holds none any more
- * (after an UNLOCK that leaves nothing, at releaseOwner, or when the last handle of the file that
- * owner locked through closes). Closing a description opened for writing raises IN_CLOSE_WRITE in
+ * (after an UNLOCK that leaves nothing, at releaseOwner, or when the handle of the file that owner
+ * last locked through closes). Closing a description opened for writing raises IN_CLOSE_WRITE in
  * the file's directory, which every following mount takes for a possible change (an attribute
  * invalidation, no more); descriptions are opened with the handle's own access for that reason
  * too: a reader's lock comes and goes unnoticed.
@@ -73,6 +73,8 @@ final class OfdLocks {
         int access;
         /** Record locks: the ranges held, to know when none are left. */
         final RangeLocks ranges = new RangeLocks();
+        /** The handle it last took a record lock through: its locks go with that handle's close. */
+        HandleLocks lockedThrough;
         /** Closed and out of the map: fetch again. Guarded by this. */
         boolean dead;
     }
@@ -204,6 +206,7 @@ final class OfdLocks {
                             if (done) {
                                 o.ranges.set(type, start, end);
                                 posixTaken.add(owner);
+                                o.lockedThrough = this;
                             }
                         }
                     } finally {
@@ -291,10 +294,23 @@ final class OfdLocks {
             return Syscalls.reopen(fd, mode & Linux.O_ACCMODE, null);
         }
 
-        /** The handle's close: what was taken through it goes, and the file's count of handles drops. */
+        /**
+         * The handle's close: what was taken through it goes, and the file's count of handles drops.
+         * An owner that has locked through another handle since keeps its locks: the kernel releases
+         * an open after its close(2) has returned, and the process may have opened and locked the
+         * file again meanwhile (SQLite does, connection after connection). Dropping them here took a
+         * new connection's WAL write lock from under it, and committed rows were lost.
+         */
         void close() {
             for (Long owner : posixTaken) {
-                inode.release(inode.posix, owner);
+                Owner o = inode.posix.get(owner);
+                if (o != null) {
+                    synchronized (o) {
+                        if (!o.dead && o.lockedThrough == this) {
+                            inode.retire(inode.posix, owner, o);
+                        }
+                    }
+                }
             }
             for (Long owner : flocksTaken) {
                 inode.release(inode.flocks, owner);

@@ -960,6 +960,30 @@ public abstract class StorageBehaviourSuite {
         }
     }
 
+    /**
+     * The kernel releases an open file after its close(2) has returned, and the process may lock
+     * the file again through a new open meanwhile (SQLite: each connection opens and locks the
+     * database and its -shm again). That late release must not take the new locks: it dropped a
+     * connection's WAL write lock under it, two writers appended at once, and committed rows were
+     * lost. An owner's locks go with the open it last locked through.
+     */
+    @Test
+    void anOwnersLocksTakenThroughALaterOpenOutliveTheReleaseOfAnEarlierOne() throws IOException {
+        storage.write(p("/shared/db"), bytes("0123456789"));
+        try (FileHandle other = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+            FileHandle earlier = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE);
+            assertTrue(earlier.locks().tryLock(1, LockType.WRITE, 0, 0));
+            assertTrue(earlier.locks().tryLock(1, LockType.UNLOCK, 0, END));
+            try (FileHandle later = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
+                assertTrue(later.locks().tryLock(1, LockType.WRITE, 5, 5));
+                earlier.close(); // its release comes after the owner locked again
+                assertFalse(other.locks().tryLock(2, LockType.WRITE, 5, 5), "the later open's lock holds");
+                assertEquals(LockType.WRITE, other.locks().testLock(2, LockType.READ, 0, END).type());
+            }
+            assertTrue(other.locks().tryLock(2, LockType.WRITE, 0, END), "and goes with that open");
+        }
+    }
+
     @Test
     void anOwnerThatReadLockedThroughAReadOnlyHandleWriteLocksThroughAWritableOne() throws IOException {
         // SQLite: readers and the writer of one process share its locks, the readers' handles read-only
