@@ -1004,8 +1004,7 @@ final class FuseFileSystem {
         OpenFile f = openFile(req, false);
         LockType type = lockType(req.lockType());
         LockState s = null;
-        if (type != LockType.UNLOCK && WalIndexGuard.keeps(type, req.lockStart(), req.lockEnd())
-                && walIndex(f, req.lockStart(), req.lockEnd()) != null) {
+        if (WalIndexGuard.keeps(type, req.lockStart(), req.lockEnd()) && walIndex(f, req.lockStart(), req.lockEnd()) != null) {
             s = walIndex.test(f.node(), req.lockOwner(), type);
         }
         if (s == null) {
@@ -1034,7 +1033,9 @@ final class FuseFileSystem {
             if (WalIndexGuard.keeps(type, start, end)) {
                 long fh = req.handle();
                 Caller caller = f.caller();
-                return () -> walIndex.tryLock(n, index, owner, fh, type, writable -> router.open(caller, index, writable ? READ_WRITE : READ_ONLY, 0));
+                // the hold opens the index by name: the file a new connection would open and lock
+                WalIndexGuard.Opener opener = writable -> router.open(caller, index, writable ? READ_WRITE : READ_ONLY, 0);
+                return () -> walIndex.tryLock(n, index, owner, fh, type, opener);
             }
             if (type == LockType.UNLOCK) {
                 walIndex.unlock(n, owner);
@@ -1045,11 +1046,11 @@ final class FuseFileSystem {
 
     /** The path of a served open's WAL index when [start, end] reaches its DMS byte ({@link WalIndexGuard}), else null. */
     private VfsPath walIndex(OpenFile f, long start, long end) {
-        if (f.passthrough()) {
+        if (f.passthrough() || !WalIndexGuard.reaches(start, end)) {
             return null;
         }
         VfsPath file = path(f.node());
-        return WalIndexGuard.guards(file, start, end) ? file : null;
+        return WalIndexGuard.isIndex(file) ? file : null;
     }
 
     void fsync(FuseRequest req, FuseReply out) throws IOException {

@@ -74,9 +74,14 @@ final class WalIndexGuard {
     /** How many files {@link #warned} remembers; past it, refusals go unlogged. */
     private static final int WARNED_MAX = 1024;
 
-    /** Whether a record lock request on [start, end] of {@code file} is about SQLite's DMS lock of a WAL index. */
-    static boolean guards(VfsPath file, long start, long end) {
-        return start <= DMS_BYTE && DMS_BYTE <= end && file.fileName() != null && file.fileName().endsWith(INDEX_SUFFIX);
+    /** Whether a record lock request on [start, end] reaches the DMS byte. */
+    static boolean reaches(long start, long end) {
+        return start <= DMS_BYTE && DMS_BYTE <= end;
+    }
+
+    /** Whether {@code file} is named as SQLite names a WAL index. */
+    static boolean isIndex(VfsPath file) {
+        return file.fileName() != null && file.fileName().endsWith(INDEX_SUFFIX);
     }
 
     /** Whether a lock of {@code type} on exactly [start, end] is the DMS lock itself (the guard keeps those). */
