@@ -165,6 +165,24 @@ class LauncherTest {
         }
     }
 
+    /** Whether every thread of process {@code pid} is stopped (state T in its /proc stat). */
+    private static boolean allStopped(long pid) throws IOException {
+        try (Stream<Path> tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
+            for (Path task : tasks.toList()) {
+                String stat;
+                try {
+                    stat = Files.readString(task.resolve("stat"));
+                } catch (java.nio.file.NoSuchFileException exited) {
+                    continue;
+                }
+                if (stat.charAt(stat.lastIndexOf(')') + 2) != 'T') {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
     @Test
     void umountForceEndsTheWaitsOnADaemonThatNoLongerAnswers() throws Exception {
         FuseSupport.requireFuse();
@@ -178,11 +196,21 @@ class LauncherTest {
             pid = daemonPid(mnt);
             Sh.run(mnt, "echo x > shared/w.txt").ok();
             Sh.run("kill -STOP " + pid).ok();
-            waiting = new ProcessBuilder("cat", mnt.resolve("shared/never-looked-up.txt").toString()).start();
             long deadline = System.currentTimeMillis() + 20_000;
+            // SIGSTOP is delivered to each thread as it is next scheduled: under load a worker could
+            // still answer the lookup below. Start it once every thread of the daemon has stopped.
+            while (!allStopped(pid)) {
+                assertTrue(System.currentTimeMillis() < deadline, "the daemon's threads did not stop");
+                Thread.onSpinWait();
+            }
+            waiting = new ProcessBuilder("cat", mnt.resolve("shared/never-looked-up.txt").toString())
+                    .redirectErrorStream(true).start();
             Path wchan = Path.of("/proc/" + waiting.pid() + "/wchan");
             while (!Files.readString(wchan).contains("request_wait_answer") && System.currentTimeMillis() < deadline) {
-                assertTrue(waiting.isAlive(), "cat ended although the daemon is stopped");
+                if (!waiting.isAlive()) {
+                    throw new AssertionError("cat ended although the daemon is stopped: exit " + waiting.exitValue()
+                            + ", " + new String(waiting.getInputStream().readAllBytes()));
+                }
             }
             Sh.Result r = Sh.run(FROM_CLASSES + "scripts/chibifs umount --force '" + mnt + "'");
             assertEquals(0, r.exitCode(), r.err() + r.out());
