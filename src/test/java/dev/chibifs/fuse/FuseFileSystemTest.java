@@ -785,6 +785,42 @@ class FuseFileSystemTest {
         assertEquals(0, dropped.int64(8), "the pages went before the grant was answered");
     }
 
+    /**
+     * SQLite's DMS lock on a WAL index through a served open ({@link WalIndexGuard}): the mount's
+     * connections share and exclude among themselves as the kernel would (GETLK, SETLK), and a
+     * connection's lock goes with the open it came through (RELEASE).
+     */
+    @Test
+    void theDeadManLocksOfAWalIndexAreDecidedAmongTheMountsConnections() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] first = create(shared, "tasks.db-shm");
+        long index = first[0];
+        long second = kernel.call(FuseProtocol.OPEN, index, body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        long dms = WalIndexGuard.DMS_BYTE;
+        assertEquals(Linux.F_UNLCK, lock(FuseProtocol.GETLK, index, first[1], 1, Linux.F_WRLCK, dms).int32(16), "nobody connected");
+        assertEquals(0, lock(FuseProtocol.SETLK, index, first[1], 1, Linux.F_WRLCK, dms).error(), "the first rebuilds the index");
+        FakeKernel.Reply seen = lock(FuseProtocol.GETLK, index, second, 2, Linux.F_WRLCK, dms);
+        assertEquals(Linux.F_WRLCK, seen.int32(16));
+        assertEquals(dms, seen.int64(0));
+        assertEquals(-Linux.EAGAIN, lock(FuseProtocol.SETLK, index, second, 2, Linux.F_RDLCK, dms).error());
+        assertEquals(0, lock(FuseProtocol.SETLK, index, first[1], 1, Linux.F_RDLCK, dms).error());
+        assertEquals(Linux.F_RDLCK, lock(FuseProtocol.GETLK, index, second, 2, Linux.F_WRLCK, dms).int32(16));
+        assertEquals(0, lock(FuseProtocol.SETLK, index, second, 2, Linux.F_RDLCK, dms).error(), "the second joins it");
+        try (dev.chibifs.store.FileHandle outside = store.open(VfsPath.of("/shared/tasks.db-shm"),
+                java.util.EnumSet.of(dev.chibifs.store.OpenFlag.READ, dev.chibifs.store.OpenFlag.WRITE), 0)) {
+            assertEquals(dev.chibifs.store.LockType.WRITE, outside.locks().testLock(99, dev.chibifs.store.LockType.READ, dms, dms).type(),
+                    "to anyone else the mount's readers are one exclusive holder");
+        }
+        assertEquals(-Linux.EAGAIN, lock(FuseProtocol.SETLK, index, first[1], 1, Linux.F_WRLCK, dms).error());
+        release(index, second);
+        assertEquals(0, lock(FuseProtocol.SETLK, index, first[1], 1, Linux.F_WRLCK, dms).error(), "alone once the other's open is released");
+    }
+
+    /** A GETLK or SETLK of one byte at {@code at} by {@code owner} through open file {@code fh}. */
+    private FakeKernel.Reply lock(int opcode, long node, long fh, long owner, int type, long at) throws Exception {
+        return kernel.call(opcode, node, body().int64(fh).int64(owner).int64(at).int64(at).int32(type).int32(0).int32(0).int32(0));
+    }
+
     @Test
     void anOpcodeWeDoNotServeIsEnosys() throws Exception {
         assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.TMPFILE, FuseProtocol.ROOT_ID,
