@@ -103,12 +103,8 @@ final class WalIndexGuard {
             if (index.dead || index.holders.isEmpty()) {
                 return null;
             }
-            for (Map.Entry<Long, Holder> h : index.holders.entrySet()) {
-                if (h.getKey() != owner && (type == LockType.WRITE || h.getValue().type() == LockType.WRITE)) {
-                    return new LockState(h.getValue().type(), DMS_BYTE, DMS_BYTE, 0);
-                }
-            }
-            return LockState.unlocked(DMS_BYTE, DMS_BYTE);
+            Holder other = conflict(index, owner, type);
+            return other == null ? LockState.unlocked(DMS_BYTE, DMS_BYTE) : new LockState(other.type(), DMS_BYTE, DMS_BYTE, 0);
         }
     }
 
@@ -123,10 +119,8 @@ final class WalIndexGuard {
                 if (index.dead) {
                     continue;
                 }
-                for (Map.Entry<Long, Holder> h : index.holders.entrySet()) {
-                    if (h.getKey() != owner && (type == LockType.WRITE || h.getValue().type() == LockType.WRITE)) {
-                        return false;
-                    }
+                if (conflict(index, owner, type) != null) {
+                    return false;
                 }
                 if (index.hold == null && !takeHold(index, file, opener)) {
                     retireIfEmpty(node, index);
@@ -136,6 +130,16 @@ final class WalIndexGuard {
                 return true;
             }
         }
+    }
+
+    /** Another connection's lock that conflicts with {@code owner}'s of {@code type}, as the kernel decides; under the index's monitor. */
+    private static Holder conflict(Index index, long owner, LockType type) {
+        for (Map.Entry<Long, Holder> h : index.holders.entrySet()) {
+            if (h.getKey() != owner && (type == LockType.WRITE || h.getValue().type() == LockType.WRITE)) {
+                return h.getValue();
+            }
+        }
+        return null;
     }
 
     /** The mount's write lock on the DMS byte, for the first connection; under the index's monitor. */

@@ -34,7 +34,6 @@ public final class InProcessLocks {
 
     /** One handle's view: remembers who locked through it, for its close. */
     public final class View implements FileLocks {
-        private final Set<Long> posixTaken = new HashSet<>();
         private final Set<Long> flocksTaken = new HashSet<>();
 
         private View() {
@@ -75,7 +74,6 @@ public final class InProcessLocks {
                     posix.remove(owner);
                     lockedThrough.remove(owner);
                 } else if (type != LockType.UNLOCK) {
-                    posixTaken.add(owner);
                     lockedThrough.put(owner, this);
                 }
                 return true;
@@ -120,12 +118,13 @@ public final class InProcessLocks {
          */
         public void close() {
             synchronized (monitor) {
-                for (Long owner : posixTaken) {
-                    if (lockedThrough.get(owner) == this) {
-                        lockedThrough.remove(owner);
-                        posix.remove(owner);
+                lockedThrough.entrySet().removeIf(e -> {
+                    if (e.getValue() != this) {
+                        return false;
                     }
-                }
+                    posix.remove(e.getKey());
+                    return true;
+                });
                 flocksTaken.forEach(flocks::remove);
             }
         }

@@ -139,7 +139,6 @@ final class OfdLocks {
         private final Inode inode;
         private final int fd;
         private final int access;
-        private final Set<Long> posixTaken = ConcurrentHashMap.newKeySet();
         private final Set<Long> flocksTaken = ConcurrentHashMap.newKeySet();
 
         HandleLocks(Inode inode, int fd, int access) {
@@ -205,7 +204,6 @@ final class OfdLocks {
                             done = Syscalls.ofdSetLock(o.fd, lockType(type), start, end);
                             if (done) {
                                 o.ranges.set(type, start, end);
-                                posixTaken.add(owner);
                                 o.lockedThrough = this;
                             }
                         }
@@ -302,13 +300,11 @@ final class OfdLocks {
          * new connection's WAL write lock from under it, and committed rows were lost.
          */
         void close() {
-            for (Long owner : posixTaken) {
-                Owner o = inode.posix.get(owner);
-                if (o != null) {
-                    synchronized (o) {
-                        if (!o.dead && o.lockedThrough == this) {
-                            inode.retire(inode.posix, owner, o);
-                        }
+            for (Map.Entry<Long, Owner> e : inode.posix.entrySet()) {
+                Owner o = e.getValue();
+                synchronized (o) {
+                    if (!o.dead && o.lockedThrough == this) {
+                        inode.retire(inode.posix, e.getKey(), o);
                     }
                 }
             }
