@@ -153,6 +153,14 @@ class FuseFileSystemTest {
         return kernel.call(FuseProtocol.READ, node, body().int64(fh).int64(0).int32(4096).int32(0).int64(0).int32(0).int32(0));
     }
 
+    /** The node a path walk found for /shared/status (v1), which {@code replacement} has replaced since. */
+    private long lookedUpThenReplaced(long shared, String replacement) throws Exception {
+        replace("/shared/status", "v1");
+        long walked = lookup(shared, "status");
+        replace("/shared/status", replacement);
+        return walked;
+    }
+
     private int openError(long node) throws Exception {
         return kernel.call(FuseProtocol.OPEN, node, body().int32(Linux.O_RDONLY).int32(0)).error();
     }
@@ -160,9 +168,7 @@ class FuseFileSystemTest {
     @Test
     void anOpenRetriedAfterEstaleOpensWhatItsLookupFoundThoughReplacedAgain() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        replace("/shared/status", "v1");
-        long walked = lookup(shared, "status");
-        replace("/shared/status", "v2");
+        long walked = lookedUpThenReplaced(shared, "v2");
         // the caller's path walk found a file replaced since: the kernel is told to look the name up again
         assertEquals(-Linux.ESTALE, openError(walked));
         // the retry, from the same thread: the revalidation's LOOKUP, whose node the kernel forgets at
@@ -217,9 +223,7 @@ class FuseFileSystemTest {
     @Test
     void aStatOfAFileReplacedSinceItsLookupIsRetriedAndReachesWhatTheRetryFound() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        replace("/shared/status", "v1");
-        long walked = lookup(shared, "status");
-        replace("/shared/status", "v22");
+        long walked = lookedUpThenReplaced(shared, "v22");
         // not ENOENT, which stat(1) showed as a file replaced a moment ago missing: the kernel looks again
         assertEquals(-Linux.ESTALE, getattr(walked).error());
         long retried = lookup(shared, "status");

@@ -114,9 +114,7 @@ class PassthroughMountTest {
      * (truncate, then write) go to {@code writtenAt} (relative to the mount, or a store path) held a NUL.
      */
     private static int readsWithNulsWhileRewritten(MountedFs m, String writtenAt) throws IOException {
-        String check = "import os, sys, threading\n"
-                + "w = sys.argv[1]; p = 'shared/' + os.path.basename(w)\n"
-                + "open(w, 'w').write('{}\\n')\n"
+        String check = "open(w, 'w').write('{}\\n')\n"
                 + "done = []\n"
                 + "def write():\n"
                 + "    for i in range(1500):\n"
@@ -125,11 +123,23 @@ class PassthroughMountTest {
                 + "bad = []\n"
                 + "def read():\n"
                 + "    while not done:\n"
-                + "        if '\\0' in open(p).read(): bad.append(1)\n"
+                + "        if '\\0' in open(p).read(): bad.append(1)\n";
+        return Integer.parseInt(writerAndReaders(m, writtenAt, check, "len(bad)"));
+    }
+
+    /**
+     * Runs {@code program} in Python with {@code w} the path {@code writtenAt} and {@code p} the same
+     * name in the mount's shared/: its {@code write()} in one thread, its {@code read()} in three,
+     * then prints {@code result}.
+     */
+    private static String writerAndReaders(MountedFs m, String writtenAt, String program, String result) throws IOException {
+        String run = "import os, sys, threading\n"
+                + "w = sys.argv[1]; p = 'shared/' + os.path.basename(w)\n"
+                + program
                 + "ts = [threading.Thread(target=write)] + [threading.Thread(target=read) for _ in range(3)]\n"
                 + "[t.start() for t in ts]; [t.join() for t in ts]\n"
-                + "print(len(bad))\n";
-        return Integer.parseInt(m.python(check, writtenAt).ok().out().trim());
+                + "print(" + result + ")\n";
+        return m.python(run, writtenAt).ok().out().trim();
     }
 
     @Test
@@ -147,9 +157,7 @@ class PassthroughMountTest {
      * store path), how many failed and how many read something other than one whole version.
      */
     private static String readsFailingWhileReplaced(MountedFs m, String writtenAt) throws IOException {
-        String check = "import os, sys, threading\n"
-                + "w = sys.argv[1]; p = 'shared/' + os.path.basename(w)\n"
-                + "ver = lambda i: b'{\"v\": %d, \"pad\": \"%s\"}\\n' % (i, b'y' * (i * 37 % 3000))\n"
+        String check = "ver = lambda i: b'{\"v\": %d, \"pad\": \"%s\"}\\n' % (i, b'y' * (i * 37 % 3000))\n"
                 + "open(w, 'wb').write(ver(0))\n"
                 + "done = []; failed = []; bad = []\n"
                 + "def write():\n"
@@ -160,11 +168,8 @@ class PassthroughMountTest {
                 + "    while not done:\n"
                 + "        try: os.stat(p); b = open(p, 'rb').read()\n"
                 + "        except OSError as e: failed.append(e.errno); continue\n"
-                + "        if b != ver(int(b[6:b.index(b',')])): bad.append(1)\n"
-                + "ts = [threading.Thread(target=write)] + [threading.Thread(target=read) for _ in range(3)]\n"
-                + "[t.start() for t in ts]; [t.join() for t in ts]\n"
-                + "print(len(failed), len(bad))\n";
-        return m.python(check, writtenAt).ok().out().trim();
+                + "        if b != ver(int(b[6:b.index(b',')])): bad.append(1)\n";
+        return writerAndReaders(m, writtenAt, check, "len(failed), len(bad)");
     }
 
     @Test
