@@ -2,6 +2,7 @@ package dev.chibifs.fuse;
 
 import com.kenai.jffi.MemoryIO;
 import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.LibC;
 import dev.chibifs.sys.Linux;
 
@@ -144,7 +145,10 @@ public final class FuseDevice implements FuseChannel {
                 if (err == Linux.ENODEV) {
                     throw new ChannelClosedException("the FUSE session of " + mountpoint + " has ended (unmounted)");
                 }
-                throw ErrnoException.forErrno(err, DEVICE);
+                // ENOENT, the common refusal (a notification about a node or name the kernel no longer
+                // holds, a reply to a withdrawn request), comes without a stack trace: one per
+                // invalidation of an uncached name, hundreds a second while another mount writes
+                throw Errors.of(err, DEVICE);
             }
         } finally {
             leave();

@@ -132,7 +132,7 @@ final class FuseReply {
         try {
             send(channel);
         } catch (java.io.IOException e) {
-            if (!(e instanceof dev.chibifs.sys.ErrnoException ee && ee.errno() == dev.chibifs.sys.Linux.ENOENT)) {
+            if (dev.chibifs.sys.Errors.errno(e) != dev.chibifs.sys.Linux.ENOENT) {
                 LOG.debug("notification not delivered: {}", e.toString());
             }
         }

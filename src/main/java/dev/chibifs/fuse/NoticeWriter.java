@@ -173,13 +173,11 @@ final class NoticeWriter implements AutoCloseable {
             channel.write(ByteBuffer.wrap(bytes));
         } catch (ChannelClosedException gone) {
             throw gone;
-        } catch (dev.chibifs.sys.ErrnoException e) {
-            if (e.errno() != dev.chibifs.sys.Linux.ENOENT) {
+        } catch (IOException | RuntimeException e) {
+            if (dev.chibifs.sys.Errors.errno(e) != dev.chibifs.sys.Linux.ENOENT) {
                 // ENOENT: the kernel holds that node or name no more, nothing is left to invalidate
                 LOG.debug("notification not delivered: {}", e.toString());
             }
-        } catch (IOException | RuntimeException e) {
-            LOG.debug("notification not delivered: {}", e.toString());
         }
     }
 
