@@ -187,12 +187,6 @@ public final class MountCommand implements Callable<Integer> {
         if (!List.of("error", "warn", "info", "debug", "trace").contains(logLevel)) {
             throw new UsageException("invalid --log-level '" + logLevel + "': one of error, warn, info, debug, trace");
         }
-        if (!kernelCache.isZero() && (kernelCache.compareTo(Duration.ofSeconds(1)) < 0
-                || kernelCache.compareTo(Duration.ofHours(1)) > 0 || kernelCache.toMillis() % 1000 != 0)) {
-            long ms = kernelCache.toMillis();
-            throw new UsageException("invalid --kernel-cache '" + (ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms")
-                    + "': whole seconds from 1s to 1h, or off");
-        }
         stores.mounts(); // a bad --store or --tools-sys stops here, before anything is mounted
         try {
             MountSpec.parse(fuseOptions);
