@@ -70,36 +70,48 @@ public interface StoreSpec {
         throw new IllegalArgumentException("unknown store '" + spec + "': " + RULE);
     }
 
+    /**
+     * The bytes a size in a store's options stands for: a number with an optional K, M or G (and B or
+     * iB): {@code 512M}, {@code 20G}, {@code 4096}. -1 when {@code size} is not one, -2 past what a
+     * long holds.
+     */
+    static long bytes(String size) {
+        Matcher m = Pattern.compile("([0-9]{1,19})([KMG]?)(I?B)?").matcher(size.toUpperCase(Locale.ROOT));
+        if (!m.matches()) {
+            return -1;
+        }
+        int shift = switch (m.group(2)) {
+            case "K" -> 10;
+            case "M" -> 20;
+            case "G" -> 30;
+            default -> 0;
+        };
+        long n;
+        try {
+            n = Long.parseLong(m.group(1));
+        } catch (NumberFormatException e) {
+            return -2;
+        }
+        return n > (Long.MAX_VALUE >> 1) >> shift ? -2 : n << shift;
+    }
+
     /** {@code memory[:SIZE]}. */
     record Memory(long size) implements StoreSpec {
-        private static final Pattern SIZE = Pattern.compile("([0-9]{1,19})([KMG]?)(I?B)?");
 
         static Memory parse(String spec) {
             if (spec.equals("memory")) {
                 return new Memory(DEFAULT_MEMORY_SIZE);
             }
             String size = spec.substring("memory:".length());
-            Matcher m = SIZE.matcher(size.toUpperCase(Locale.ROOT));
-            if (!m.matches()) {
+            long n = bytes(size);
+            if (n == -1) {
                 throw new IllegalArgumentException("invalid size '" + size + "' in '" + spec + "': " + RULE);
             }
-            int shift = switch (m.group(2)) {
-                case "K" -> 10;
-                case "M" -> 20;
-                case "G" -> 30;
-                default -> 0;
-            };
-            long n;
-            try {
-                n = Long.parseLong(m.group(1));
-            } catch (NumberFormatException e) {
-                n = -1;
-            }
-            if (n <= 0 || n > (Long.MAX_VALUE >> 1) >> shift) {
+            if (n <= 0) {
                 throw new IllegalArgumentException("invalid size '" + size + "' in '" + spec + "': more than 0 bytes, "
                         + RULE);
             }
-            return new Memory(n << shift);
+            return new Memory(n);
         }
 
         @Override

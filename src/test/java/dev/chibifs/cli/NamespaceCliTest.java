@@ -89,10 +89,16 @@ class NamespaceCliTest {
         r = cli.run("ls", "--store", "/shared/team=s3://Bad_Bucket/x", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("'Bad_Bucket'") && r.err().contains("bucket name"), r.err());
-        // --cache-dir and --flush-after mean something only with an S3 store, and a cache holds one store
+        // --cache-dir, --cache-size and --flush-after mean something only with an S3 store, and a cache holds one store
         r = cli.run("ls", "--cache-dir", "/tmp/c", "vfs:///");
         assertExit(2, r);
-        assertTrue(r.err().contains("--cache-dir and --flush-after are for an S3 store"), r.err());
+        assertTrue(r.err().contains("--cache-dir, --cache-size and --flush-after are for an S3 store"), r.err());
+        r = cli.run("ls", "--cache-size", "1G", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("are for an S3 store"), r.err());
+        r = cli.run("ls", "--store", s3, "--cache-size", "12Q", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("invalid size '12Q': more than 0 bytes, with an optional K, M or G"), r.err());
         r = cli.run("ls", "--store", s3, "--store", "/shared/other=s3://team-bucket/other", "--cache-dir", "/tmp/c",
                 "vfs:///");
         assertExit(2, r);

@@ -21,11 +21,14 @@ import java.util.Objects;
  * @param host this host's name, in conflict copies ({@code <name>.conflict-<host>-<time>})
  * @param env the process environment, read for AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION,
  *        AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and AWS_PROFILE
- * @param background whether a thread of the store uploads what is due; false leaves it to
- *        {@link S3Storage#flushDue()} (tests that move the clock themselves)
+ * @param background whether a thread of the store uploads what is due and keeps the content cache
+ *        within {@code cacheSize}; false leaves it to {@link S3Storage#flushDue()} and
+ *        {@link S3Storage#evictBeyondCacheSize()} (tests that move the clock themselves)
+ * @param cacheSize the content cache's size in bytes, past which the content of files least recently
+ *        used goes (fetched again at their next open); 0: no limit
  */
 public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, Clock clock, String host,
-                        Map<String, String> env, boolean background) {
+                        Map<String, String> env, boolean background, long cacheSize) {
 
     public static final Duration DEFAULT_FLUSH_AFTER = Duration.ofSeconds(2);
     /** One second: a change on another host shows within it plus the round trip, inside the promised 2 s. */
@@ -35,8 +38,8 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
         Objects.requireNonNull(cacheDir, "cacheDir");
         Objects.requireNonNull(clock, "clock");
         Objects.requireNonNull(env, "env");
-        if (flushAfter.isNegative() || validity.isNegative()) {
-            throw new IllegalArgumentException("flush delay and validity cannot be negative");
+        if (flushAfter.isNegative() || validity.isNegative() || cacheSize < 0) {
+            throw new IllegalArgumentException("flush delay, validity and cache size cannot be negative");
         }
         if (host == null || host.isBlank()) {
             host = "host";
@@ -46,7 +49,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
 
     /** The defaults for a store kept in {@code cacheDir}, with the given environment. */
     public static S3Options defaults(Path cacheDir, Map<String, String> env) {
-        return new S3Options(cacheDir, DEFAULT_FLUSH_AFTER, DEFAULT_VALIDITY, Clock.systemUTC(), hostName(env), env, true);
+        return new S3Options(cacheDir, DEFAULT_FLUSH_AFTER, DEFAULT_VALIDITY, Clock.systemUTC(), hostName(env), env, true, 0);
     }
 
     /** The default cache directory of a store: {@code <home>/chibifs/cache/<store>}. */
@@ -56,33 +59,38 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
 
     /**
      * The options of a store a mount names with {@code --store PREFIX=s3://...}: its cache in
-     * {@code cacheDir}, else {@code <home>/chibifs/cache/<store>}; the debounce {@code flushAfter}, else 2 s.
+     * {@code cacheDir}, else {@code <home>/chibifs/cache/<store>}; the debounce {@code flushAfter}, else 2 s;
+     * the content cache kept within {@code cacheSize} bytes (0: no limit).
      */
-    public static S3Options forMount(ChibiHome home, String spec, Path cacheDir, Duration flushAfter,
+    public static S3Options forMount(ChibiHome home, String spec, Path cacheDir, Duration flushAfter, long cacheSize,
                                      Map<String, String> env) {
         Path dir = cacheDir != null ? cacheDir : defaultCacheDir(home, S3Spec.parse(spec));
-        S3Options o = defaults(dir, env);
+        S3Options o = defaults(dir, env).withCacheSize(cacheSize);
         return flushAfter == null ? o : o.withFlushAfter(flushAfter);
     }
 
     public S3Options withFlushAfter(Duration d) {
-        return new S3Options(cacheDir, d, validity, clock, host, env, background);
+        return new S3Options(cacheDir, d, validity, clock, host, env, background, cacheSize);
     }
 
     public S3Options withValidity(Duration d) {
-        return new S3Options(cacheDir, flushAfter, d, clock, host, env, background);
+        return new S3Options(cacheDir, flushAfter, d, clock, host, env, background, cacheSize);
     }
 
     public S3Options withClock(Clock c, boolean runInBackground) {
-        return new S3Options(cacheDir, flushAfter, validity, c, host, env, runInBackground);
+        return new S3Options(cacheDir, flushAfter, validity, c, host, env, runInBackground, cacheSize);
     }
 
     public S3Options withHost(String h) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, h, env, background);
+        return new S3Options(cacheDir, flushAfter, validity, clock, h, env, background, cacheSize);
     }
 
     public S3Options withCacheDir(Path dir) {
-        return new S3Options(dir, flushAfter, validity, clock, host, env, background);
+        return new S3Options(dir, flushAfter, validity, clock, host, env, background, cacheSize);
+    }
+
+    public S3Options withCacheSize(long bytes) {
+        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, bytes);
     }
 
     private static String hostName(Map<String, String> env) {

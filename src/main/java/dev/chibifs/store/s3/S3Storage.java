@@ -112,6 +112,10 @@ public final class S3Storage implements Storage {
     /** A tombstone whose delete S3 has done is kept this long for listings that started before it. */
     private static final long DONE_TOMB_MILLIS = 60_000;
     private static final int SNAPSHOT_TRIES = 3;
+    /** A content file used this recently stays in the cache whatever its size (see {@link #evictBeyondCacheSize}). */
+    static final long EVICT_AFTER_MILLIS = 60_000;
+    /** How often the write-back thread keeps the content cache within its size. */
+    private static final long EVICT_EVERY_MILLIS = 5_000;
     /** Up to this many names missing from a listing are asked after one by one; more, by a second listing. */
     private static final int CONFIRM_ONE_BY_ONE = 16;
     private static final long COMPACT_AFTER = 10_000;
@@ -185,11 +189,15 @@ public final class S3Storage implements Storage {
         /** The data file holds the content (else it is fetched at the next open). */
         boolean cached;
         boolean dirty;
+        /** When its content was last fetched or opened here (clock millis): the content cache's LRU order. */
+        long lastUsed;
         long firstDirty;
         long due = Long.MAX_VALUE;
         /** The {@link #seq} at which this node last agreed with S3. */
         long syncedSeq;
         int writers;
+        /** Handles open on it, writers among them: a file open is never evicted from the content cache. */
+        int opens;
         /** Its locks, made at the first lock request; they stay with the file through renames. */
         InProcessLocks locks;
         /**
@@ -358,7 +366,9 @@ public final class S3Storage implements Storage {
     }
 
     private Node newNode(boolean dir, int mode) {
-        return new Node(nextIno++, dir, now(), mode);
+        Node n = new Node(nextIno++, dir, now(), mode);
+        n.lastUsed = millis();
+        return n;
     }
 
     private void touch(Node n) {
@@ -931,6 +941,9 @@ public final class S3Storage implements Storage {
                 if (n.dir) {
                     throw new IsDirectoryException(String.valueOf(n.path));
                 }
+                if (!n.dirty) {
+                    n.lastUsed = millis(); // an upload's fetch of its own content is no use of it
+                }
                 if (n.cached) {
                     return;
                 }
@@ -956,6 +969,7 @@ public final class S3Storage implements Storage {
                     if (n.path != null && n.gen == gen && !n.cached) {
                         Files.move(part, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
                         n.cached = true;
+                        n.lastUsed = millis();
                         n.remoteEtag = h.etag();
                         n.size = h.size();
                         fromMeta(n, h);
@@ -1544,7 +1558,9 @@ public final class S3Storage implements Storage {
         /** Made at the first lock request through this handle; guarded by the store's monitor. */
         private InProcessLocks.View locks;
 
+        /** Made under the store's monitor. */
         Handle(Node node, CacheFile ch, boolean writer, boolean append, boolean made) {
+            node.opens++;
             this.node = node;
             this.ch = ch;
             this.writer = writer;
@@ -1698,6 +1714,7 @@ public final class S3Storage implements Storage {
                     return;
                 }
                 closed = true;
+                node.opens--;
                 if (locks != null) {
                     locks.close();
                 }
@@ -1959,6 +1976,55 @@ public final class S3Storage implements Storage {
     /** Uploads and deletes everything pending, returning once S3 has it all (umount, SIGTERM, tests). */
     public void flushAll() throws IOException {
         flush(true);
+    }
+
+    /**
+     * Keeps the content cache within {@link S3Options#cacheSize}: past it, the content files of the
+     * files least recently used go, down to nine tenths of it, and each is fetched again at its next
+     * open. Only a file S3 has as it is here goes: never one with changes not yet uploaded, nor one
+     * open (a reader would keep the evicted copy while a later writer changed a fetched one), nor one
+     * used in the last {@link #EVICT_AFTER_MILLIS} (a rename or an ETag that fetched it reads its
+     * content file right after, outside the monitor). So the cache can pass the size by what is open
+     * or was used in the last minute. Nothing goes while S3 is known to be unreachable. Returns the
+     * bytes that went.
+     */
+    public synchronized long evictBeyondCacheSize() throws IOException {
+        long limit = options.cacheSize();
+        if (limit <= 0 || closed || outage != null) {
+            return 0; // while S3 is away, what went could not be read again
+        }
+        long total = 0;
+        List<Node> clean = new ArrayList<>();
+        long usedBefore = millis() - EVICT_AFTER_MILLIS;
+        for (Node n : nodes.values()) {
+            if (n.dir || !n.cached) {
+                continue;
+            }
+            total += n.size;
+            if (!n.dirty && n.opens == 0 && n.remoteEtag != null && n.lastUsed < usedBefore) {
+                clean.add(n);
+            }
+        }
+        if (total <= limit) {
+            return 0;
+        }
+        clean.sort(Comparator.comparingLong(n -> n.lastUsed));
+        long target = limit - limit / 10;
+        long freed = 0;
+        for (Node n : clean) {
+            if (total - freed <= target) {
+                break;
+            }
+            Files.deleteIfExists(dataFile(n.ino));
+            n.cached = false;
+            freed += n.size;
+            journalPut(n); // a restart asks S3 for it again
+        }
+        commit();
+        if (total - freed > limit) {
+            LOG.debug("S3 store {}: content cache at {} bytes, over {}: the rest is in use", spec, total - freed, limit);
+        }
+        return freed;
     }
 
     /** The requests this store made to S3 so far, by kind (list, head, get, put, delete). */
@@ -2411,6 +2477,7 @@ public final class S3Storage implements Storage {
     }
 
     private void flushLoop() {
+        long nextEviction = 0;
         while (true) {
             synchronized (this) {
                 if (closed) {
@@ -2426,6 +2493,15 @@ public final class S3Storage implements Storage {
                 }
                 if (System.currentTimeMillis() < backoffUntil) {
                     continue;
+                }
+            }
+            if (System.currentTimeMillis() >= nextEviction) {
+                nextEviction = System.currentTimeMillis() + EVICT_EVERY_MILLIS;
+                try {
+                    evictBeyondCacheSize();
+                } catch (IOException | RuntimeException e) {
+                    LOG.warn("S3 store {}: keeping the content cache within {} bytes failed: {}", spec,
+                            options.cacheSize(), e.toString());
                 }
             }
             try {

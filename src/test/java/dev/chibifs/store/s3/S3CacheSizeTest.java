@@ -1,0 +1,196 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.OpenFlag;
+import dev.chibifs.testing.MutableClock;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The content cache kept within {@code --cache-size}: what goes, in which order, what never goes,
+ * and that what went is read whole again, over a real S3 server, with a hand-moved clock.
+ */
+@Timeout(60)
+class S3CacheSizeTest {
+
+    private static final String BUCKET = "sized";
+    private static final AtomicInteger PREFIXES = new AtomicInteger();
+    private static final int KIB = 1024;
+    /** Long enough that what was used before is no longer in its grace minute. */
+    private static final Duration PAST_GRACE = Duration.ofMillis(S3Storage.EVICT_AFTER_MILLIS).plusSeconds(1);
+
+    @TempDir
+    static Path temp;
+    static S3Server server;
+
+    private final MutableClock clock = new MutableClock(Instant.parse("2026-11-28T08:00:00Z"));
+    private final List<S3Storage> open = new ArrayList<>();
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        server = new S3Server(temp.resolve("s3"));
+        server.createBucket(BUCKET);
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        server.close();
+    }
+
+    @AfterEach
+    void closeStores() throws IOException {
+        for (S3Storage s : open) {
+            s.close();
+        }
+    }
+
+    /** A store of {@code cacheSize} bytes in {@code cacheDir}, on a prefix of its own unless {@code prefix} is given. */
+    private S3Storage store(Path cacheDir, String prefix, long cacheSize) throws IOException {
+        S3Options o = S3Options.defaults(cacheDir, server.env()).withClock(clock, false).withCacheSize(cacheSize);
+        S3Storage s = S3Storage.open("s3://" + BUCKET + "/" + prefix, o);
+        open.add(s);
+        return s;
+    }
+
+    private static VfsPath p(String s) {
+        return VfsPath.of(s);
+    }
+
+    /** {@code size} bytes that say which file they are. */
+    private static byte[] content(int file, int size) {
+        byte[] b = new byte[size];
+        Arrays.fill(b, (byte) ('a' + file));
+        return b;
+    }
+
+    private static void put(S3Storage s, String path, byte[] content) throws IOException {
+        try (FileHandle h = s.open(p(path), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE, OpenFlag.TRUNCATE), 0644)) {
+            h.write(ByteBuffer.wrap(content), 0);
+        }
+    }
+
+    private static long contentFiles(Path cacheDir) throws IOException {
+        try (Stream<Path> files = Files.list(cacheDir.resolve("data"))) {
+            return files.count();
+        }
+    }
+
+    private static long gets(S3Storage s) {
+        return s.requests().getOrDefault("get", 0L);
+    }
+
+    @Test
+    void theFilesLeastRecentlyUsedLeaveTheCacheAndAreFetchedAgainWhole() throws Exception {
+        Path cache = temp.resolve("lru");
+        S3Storage s = store(cache, "lru" + PREFIXES.incrementAndGet(), 10 * KIB);
+        s.mkdir(p("/d"));
+        for (int i = 0; i < 8; i++) {
+            put(s, "/d/f" + i, content(i, 2 * KIB));
+            clock.advance(Duration.ofSeconds(1));
+        }
+        s.flushAll();
+        assertEquals(8, contentFiles(cache));
+        assertEquals(0, s.evictBeyondCacheSize(), "what was used in the last minute stays");
+
+        clock.advance(PAST_GRACE);
+        s.read(p("/d/f0")); // used again: the most recent now
+        s.read(p("/d/f1"));
+        // 16 KiB over 10: down to 9 at most, the least recently used first
+        assertEquals(8 * KIB, s.evictBeyondCacheSize());
+        assertEquals(4, contentFiles(cache));
+        assertEquals(0, s.evictBeyondCacheSize(), "within the size now");
+
+        long before = gets(s);
+        for (int i = 0; i < 8; i++) {
+            assertArrayEquals(content(i, 2 * KIB), s.read(p("/d/f" + i)), "f" + i);
+        }
+        assertEquals(before + 4, gets(s), "f2 to f5 fetched again, the rest read here");
+        assertEquals(2 * KIB, s.metadata(p("/d/f3")).size());
+    }
+
+    @Test
+    void changesNotYetUploadedAndOpenFilesStay() throws Exception {
+        Path cache = temp.resolve("pinned");
+        S3Storage s = store(cache, "pinned" + PREFIXES.incrementAndGet(), 1);
+        s.mkdir(p("/d"));
+        put(s, "/d/open", content(0, KIB));
+        put(s, "/d/closed", content(1, KIB));
+        s.flushAll();
+        put(s, "/d/dirty", content(2, KIB)); // not uploaded: the debounce has not passed
+        FileHandle reader = s.open(p("/d/open"), EnumSet.of(OpenFlag.READ), 0);
+        clock.advance(PAST_GRACE);
+
+        assertEquals(KIB, s.evictBeyondCacheSize(), "only the closed, uploaded file goes");
+        ByteBuffer got = ByteBuffer.allocate(KIB);
+        reader.read(got, 0);
+        assertArrayEquals(content(0, KIB), got.array());
+
+        s.flushAll();
+        reader.close();
+        clock.advance(PAST_GRACE);
+        assertEquals(2 * KIB, s.evictBeyondCacheSize(), "uploaded and closed now: both go");
+        assertEquals(0, contentFiles(cache));
+        assertArrayEquals(content(2, KIB), s.read(p("/d/dirty")));
+        assertArrayEquals(content(1, KIB), s.read(p("/d/closed")));
+    }
+
+    @Test
+    void nothingGoesWhileS3IsAway() throws Exception {
+        Path cache = temp.resolve("away");
+        S3Storage s = store(cache, "away" + PREFIXES.incrementAndGet(), 1);
+        s.mkdir(p("/d"));
+        put(s, "/d/f", content(0, KIB));
+        s.flushAll();
+        s.list(p("/d"));
+        clock.advance(PAST_GRACE);
+        server.stop();
+        try {
+            s.list(p("/d")); // the listing is due again, and S3 does not answer: what was seen stands
+            assertEquals(0, s.evictBeyondCacheSize(), "it could not be fetched again");
+            assertArrayEquals(content(0, KIB), s.read(p("/d/f")));
+        } finally {
+            server.start();
+        }
+    }
+
+    @Test
+    void aRestartAsksS3ForWhatWasEvicted() throws Exception {
+        Path cache = temp.resolve("restart");
+        String prefix = "restart" + PREFIXES.incrementAndGet();
+        S3Storage s = store(cache, prefix, 1);
+        s.mkdir(p("/d"));
+        put(s, "/d/kept", content(0, KIB));
+        put(s, "/d/evicted", content(1, KIB));
+        s.flushAll();
+        clock.advance(PAST_GRACE);
+        s.read(p("/d/kept"));
+        assertEquals(KIB, s.evictBeyondCacheSize());
+        s.close();
+        open.remove(s);
+
+        S3Storage again = store(cache, prefix, 0);
+        assertArrayEquals(content(1, KIB), again.read(p("/d/evicted")));
+        assertArrayEquals(content(0, KIB), again.read(p("/d/kept")));
+    }
+}
