@@ -114,6 +114,8 @@ public final class S3Storage implements Storage {
     private static final int SNAPSHOT_TRIES = 3;
     /** A content file used this recently stays in the cache whatever its size (see {@link #evictBeyondCacheSize}). */
     static final long EVICT_AFTER_MILLIS = 60_000;
+    /** How many content files go under one hold of the monitor. */
+    private static final int EVICT_BATCH = 64;
     /** How often the write-back thread keeps the content cache within its size. */
     private static final long EVICT_EVERY_MILLIS = 5_000;
     /** Up to this many names missing from a listing are asked after one by one; more, by a second listing. */
@@ -1988,43 +1990,57 @@ public final class S3Storage implements Storage {
      * or was used in the last minute. Nothing goes while S3 is known to be unreachable. Returns the
      * bytes that went.
      */
-    public synchronized long evictBeyondCacheSize() throws IOException {
+    public long evictBeyondCacheSize() throws IOException {
         long limit = options.cacheSize();
-        if (limit <= 0 || closed || outage != null) {
-            return 0; // while S3 is away, what went could not be read again
-        }
-        long total = 0;
-        List<Node> clean = new ArrayList<>();
         long usedBefore = millis() - EVICT_AFTER_MILLIS;
-        for (Node n : nodes.values()) {
-            if (n.dir || !n.cached) {
-                continue;
+        long total = 0;
+        // each with its lastUsed as read under the monitor: a sort by a value that moves may fail
+        List<Map.Entry<Node, Long>> clean = new ArrayList<>();
+        synchronized (this) {
+            if (limit <= 0 || closed || outage != null) {
+                return 0; // while S3 is away, what went could not be read again
             }
-            total += n.size;
-            if (!n.dirty && n.opens == 0 && n.remoteEtag != null && n.lastUsed < usedBefore) {
-                clean.add(n);
+            for (Node n : nodes.values()) {
+                if (!n.dir && n.cached) {
+                    total += n.size;
+                    if (evictable(n, usedBefore)) {
+                        clean.add(Map.entry(n, n.lastUsed));
+                    }
+                }
             }
         }
         if (total <= limit) {
             return 0;
         }
-        clean.sort(Comparator.comparingLong(n -> n.lastUsed));
-        long target = limit - limit / 10;
+        clean.sort(Map.Entry.comparingByValue());
+        long over = total - (limit - limit / 10);
         long freed = 0;
-        for (Node n : clean) {
-            if (total - freed <= target) {
-                break;
+        // in batches, each under the monitor and each node judged again: the store is not held up by a
+        // large eviction, and what was opened or changed since the list was made stays
+        for (int i = 0; i < clean.size() && freed < over; ) {
+            synchronized (this) {
+                for (int end = Math.min(i + EVICT_BATCH, clean.size()); i < end && freed < over; i++) {
+                    Node n = clean.get(i).getKey();
+                    if (n.path == null || !n.cached || !evictable(n, usedBefore)) {
+                        continue;
+                    }
+                    Files.deleteIfExists(dataFile(n.ino));
+                    n.cached = false;
+                    freed += n.size;
+                    journalPut(n); // a restart asks S3 for it again
+                }
+                commit();
             }
-            Files.deleteIfExists(dataFile(n.ino));
-            n.cached = false;
-            freed += n.size;
-            journalPut(n); // a restart asks S3 for it again
         }
-        commit();
         if (total - freed > limit) {
             LOG.debug("S3 store {}: content cache at {} bytes, over {}: the rest is in use", spec, total - freed, limit);
         }
         return freed;
+    }
+
+    /** Whether the content of {@code n} may leave the cache (see {@link #evictBeyondCacheSize}); under the monitor. */
+    private static boolean evictable(Node n, long usedBefore) {
+        return !n.dirty && n.opens == 0 && n.remoteEtag != null && n.lastUsed < usedBefore;
     }
 
     /** The requests this store made to S3 so far, by kind (list, head, get, put, delete). */
