@@ -198,7 +198,10 @@ public final class S3Storage implements Storage {
         /** The {@link #seq} at which this node last agreed with S3. */
         long syncedSeq;
         int writers;
-        /** Handles open on it, writers among them: a file open is never evicted from the content cache. */
+        /**
+         * Handles open on it, writers among them, and renames fetching it to upload it anew: while
+         * above 0 its content stays in the content cache.
+         */
         int opens;
         /** Its locks, made at the first lock request; they stay with the file through renames. */
         InProcessLocks locks;
@@ -1299,19 +1302,43 @@ public final class S3Storage implements Storage {
         if (target != null && target.dir) {
             refresh(dst);
         }
-        // S3 cannot rename: everything moved is uploaded anew, so its content must be here first
+        // S3 cannot rename: everything moved is uploaded anew, so its content must be here first, and
+        // stay (pinned: the content cache keeps it) until the move is made
+        List<Node> files;
         if (n.dir) {
             listTree(src);
-            List<Node> files;
             synchronized (this) {
                 files = subtree(src).stream().filter(m -> !m.dir).toList();
+                pin(files, 1);
             }
+        } else {
+            files = List.of(n);
+            synchronized (this) {
+                pin(files, 1);
+            }
+        }
+        try {
             for (Node f : files) {
                 fetch(f);
             }
-        } else {
-            fetch(n);
+            moveFetched(n, src, dst);
+        } finally {
+            synchronized (this) {
+                pin(files, -1);
+            }
         }
+    }
+
+    /** Adds {@code by} to the count of what holds each of {@code files} in the content cache; under the monitor. */
+    private static void pin(List<Node> files, int by) {
+        for (Node f : files) {
+            f.opens += by;
+        }
+    }
+
+    /** The rest of {@link #rename}, once the content of everything moved is here. */
+    private void moveFetched(Node n, VfsPath src, VfsPath dst) throws IOException {
+        Node target;
         synchronized (this) {
             if (n.path == null || !n.path.equals(src)) {
                 throw new NoSuchFileException(src.toString());
@@ -1900,14 +1927,24 @@ public final class S3Storage implements Storage {
                 return sha;
             }
         }
-        fetch(n);
         long gen;
-        synchronized (this) {
-            gen = n.gen;
+        FileChannel content;
+        for (int attempt = 0; ; attempt++) {
+            fetch(n);
+            synchronized (this) {
+                // opened here: the content cache may let it go (or a change elsewhere drop it) once fetched
+                if (n.cached) {
+                    gen = n.gen;
+                    content = FileChannel.open(dataFile(n.ino), StandardOpenOption.READ);
+                    break;
+                }
+            }
+            if (attempt >= SNAPSHOT_TRIES) {
+                throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was read");
+            }
         }
         String sha;
-        try (FileChannel ch = FileChannel.open(dataFile(n.ino), StandardOpenOption.READ);
-             InputStream in = java.nio.channels.Channels.newInputStream(ch)) {
+        try (FileChannel ch = content; InputStream in = java.nio.channels.Channels.newInputStream(ch)) {
             sha = ContentHash.of(in);
         }
         synchronized (this) {
@@ -1984,11 +2021,11 @@ public final class S3Storage implements Storage {
      * Keeps the content cache within {@link S3Options#cacheSize}: past it, the content files of the
      * files least recently used go, down to nine tenths of it, and each is fetched again at its next
      * open. Only a file S3 has as it is here goes: never one with changes not yet uploaded, nor one
-     * open (a reader would keep the evicted copy while a later writer changed a fetched one), nor one
-     * used in the last {@link #EVICT_AFTER_MILLIS} (a rename or an ETag that fetched it reads its
-     * content file right after, outside the monitor). So the cache can pass the size by what is open
-     * or was used in the last minute. Nothing goes while S3 is known to be unreachable. Returns the
-     * bytes that went.
+     * open or being renamed (a reader would keep the evicted copy while a later writer changed a
+     * fetched one; a rename uploads what it fetched), nor one used in the last
+     * {@link #EVICT_AFTER_MILLIS} (what was just read is the likeliest to be read again). So the cache
+     * can pass the size by what is open or was used in the last minute. Nothing goes while S3 is
+     * known to be unreachable. Returns the bytes that went.
      */
     public long evictBeyondCacheSize() throws IOException {
         long limit = options.cacheSize();

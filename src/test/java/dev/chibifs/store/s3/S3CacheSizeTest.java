@@ -13,6 +13,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -20,6 +21,11 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
@@ -192,5 +198,90 @@ class S3CacheSizeTest {
         S3Storage again = store(cache, prefix, 0);
         assertArrayEquals(content(1, KIB), again.read(p("/d/evicted")));
         assertArrayEquals(content(0, KIB), again.read(p("/d/kept")));
+    }
+
+    /** Eviction racing reads, writes, appends and renames of three threads: nothing fails, nothing is lost. */
+    @Test
+    void evictionRacingEveryOperationLosesNothing() throws Exception {
+        S3Storage s = store(temp.resolve("raced"), "raced" + PREFIXES.incrementAndGet(), 1);
+        s.mkdir(VfsPath.of("/d"));
+        int files = 12;
+        // each file's content is owned by one writer thread, so the model is that thread's
+        ConcurrentHashMap<String, String> model = new ConcurrentHashMap<>();
+        List<Throwable> failures = new CopyOnWriteArrayList<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicLong evicted = new AtomicLong();
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < 3; t++) {
+            int me = t;
+            threads.add(new Thread(() -> {
+                Random r = new Random(me);
+                try {
+                    // until the evictor has taken something while they ran, so the race is run
+                    for (int op = 0; op < 300 || evicted.get() == 0 && failures.isEmpty(); op++) {
+                        String name = "/d/t" + me + "-" + r.nextInt(files / 3);
+                        VfsPath p = VfsPath.of(name);
+                        switch (r.nextInt(4)) {
+                            case 0 -> {
+                                String v = "v" + r.nextInt(1_000_000) + "x".repeat(r.nextInt(3000));
+                                s.write(p, v.getBytes(StandardCharsets.UTF_8));
+                                model.put(name, v);
+                            }
+                            case 1 -> {
+                                if (model.containsKey(name)) {
+                                    s.append(p, "+a".getBytes(StandardCharsets.UTF_8));
+                                    model.put(name, model.get(name) + "+a");
+                                }
+                            }
+                            case 2 -> {
+                                if (model.containsKey(name)) {
+                                    VfsPath tmp = VfsPath.of(name + ".tmp");
+                                    s.rename(p, tmp);
+                                    s.rename(tmp, p);
+                                }
+                            }
+                            default -> {
+                                String want = model.get(name);
+                                if (want != null) {
+                                    try (FileHandle h = s.open(p, EnumSet.of(OpenFlag.READ), 0)) {
+                                        ByteBuffer b = ByteBuffer.allocate(8192);
+                                        int n = 0;
+                                        for (int got; (got = h.read(b, n)) > 0; ) {
+                                            n += got;
+                                        }
+                                        assertEquals(want, new String(b.array(), 0, n, StandardCharsets.UTF_8), name);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                } catch (Throwable e) {
+                    failures.add(e);
+                }
+            }));
+        }
+        Thread evictor = new Thread(() -> {
+            try {
+                while (!stop.get()) {
+                    s.flushAll();
+                    clock.advance(Duration.ofMillis(S3Storage.EVICT_AFTER_MILLIS + 1000));
+                    evicted.addAndGet(s.evictBeyondCacheSize());
+                }
+            } catch (Throwable e) {
+                failures.add(e);
+            }
+        });
+        threads.forEach(Thread::start);
+        evictor.start();
+        for (Thread t : threads) {
+            t.join();
+        }
+        stop.set(true);
+        evictor.join();
+        assertEquals(List.of(), failures);
+        s.flushAll();
+        for (var e : model.entrySet()) {
+            assertEquals(e.getValue(), new String(s.read(VfsPath.of(e.getKey())), StandardCharsets.UTF_8), e.getKey());
+        }
     }
 }
