@@ -46,7 +46,7 @@ final class StoreOptions {
     @Option(names = "--cache-size", paramLabel = "SIZE", converter = SizeConverter.class,
             description = "Keep the S3 store's content cache within SIZE (e.g. 512M, 20G): past it, the content of"
                     + " the files least recently used goes, and is fetched again at their next open. Changes not yet"
-                    + " uploaded, files open for writing and files used in the last minute stay. Default: no limit.")
+                    + " uploaded, open files and files used in the last minute stay. Default: no limit.")
     Long cacheSize;
 
     /** The parsed {@code --store} options; a bad one is a usage error naming the value and the rule. */

@@ -146,8 +146,8 @@ public final class FuseDevice implements FuseChannel {
                     throw new ChannelClosedException("the FUSE session of " + mountpoint + " has ended (unmounted)");
                 }
                 // ENOENT, the common refusal (a notification about a node or name the kernel no longer
-                // holds, a reply to a withdrawn request), comes without a stack trace: one per
-                // invalidation of an uncached name, hundreds a second while another mount writes
+                // holds, a reply to a withdrawn request), comes without a stack trace: about two per
+                // directory `rm -r` empties, whose kept listing is dropped after the kernel forgot its names
                 throw Errors.of(err, DEVICE);
             }
         } finally {

@@ -1088,7 +1088,7 @@ final class FuseFileSystem {
         int refused = etagOnly(req.name(8), n);
         if (refused != 0) {
             // answered, not thrown: the kernel asks security.capability before the first write to
-            // each file, and filling in an exception's stack took half of that request's time
+            // each file, and filling in an exception's stack was most of that request's time
             out.error(refused);
             return;
         }
