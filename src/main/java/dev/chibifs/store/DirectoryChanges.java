@@ -180,9 +180,10 @@ final class DirectoryChanges implements ChangeFeed {
 
     /** Reads what the queue holds now and tells it as one batch; the caller holds {@link #telling}. */
     private void readAndTell(Map<Event, Integer> batch) {
-        List<Syscalls.InotifyEvent> events;
-        while ((events = Syscalls.inotifyRead(inotify)) != null) {
-            for (Syscalls.InotifyEvent e : events) {
+        Syscalls.InotifyBatch read;
+        do {
+            read = Syscalls.inotifyRead(inotify);
+            for (Syscalls.InotifyEvent e : read.events()) {
                 if ((e.mask() & IN_Q_OVERFLOW) != 0) {
                     batch.clear();
                     batch.put(Event.LOST, 0);
@@ -201,7 +202,7 @@ final class DirectoryChanges implements ChangeFeed {
                     batch.merge(new Event(Kind.NAME, e.watch(), e.name()), what, (a, b) -> a | b);
                 }
             }
-        }
+        } while (!read.drained());
         if (!batch.isEmpty()) {
             tell(batch);
             batch.clear();

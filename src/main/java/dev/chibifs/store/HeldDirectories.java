@@ -332,9 +332,10 @@ final class HeldDirectories {
     }
 
     private void drainQueue() {
-        List<Syscalls.InotifyEvent> events;
-        while ((events = Syscalls.inotifyRead(inotify)) != null) {
-            for (Syscalls.InotifyEvent event : events) {
+        Syscalls.InotifyBatch read;
+        do {
+            read = Syscalls.inotifyRead(inotify);
+            for (Syscalls.InotifyEvent event : read.events()) {
                 if ((event.mask() & IN_Q_OVERFLOW) != 0) {
                     rootEpoch.incrementAndGet();
                     dropAll(); // events were lost: nothing held can be trusted
@@ -360,7 +361,7 @@ final class HeldDirectories {
                     dropTree(key.isEmpty() ? event.name() : key + "/" + event.name());
                 }
             }
-        }
+        } while (!read.drained());
     }
 
     /** Lets go of every held directory; the root's watches stay. */

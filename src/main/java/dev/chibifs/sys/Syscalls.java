@@ -731,23 +731,36 @@ public final class Syscalls {
     }
 
     private static final int INOTIFY_BUFFER = 16 * 1024;
+    /** struct inotify_event (16 bytes) with a name of NAME_MAX bytes and its NUL. */
+    private static final int LONGEST_INOTIFY_EVENT = 16 + 255 + 1;
     private static final ThreadLocal<Pointer> INOTIFY_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, INOTIFY_BUFFER));
 
     /**
-     * The events queued on a non-blocking inotify instance, or null when there are none. A read
-     * that fails otherwise reports a queue overflow: events may be lost, and the reader starts over.
-     * The one reader of inotify's records, whichever instance they come from.
+     * What one read of an inotify instance gave: its events, and whether the queue was empty after
+     * them ({@code drained}), so a reader that must have everything queued before now stops without
+     * a last read that only says EAGAIN.
      */
-    public static List<InotifyEvent> inotifyRead(int inotify) {
+    public record InotifyBatch(List<InotifyEvent> events, boolean drained) {
+        static final InotifyBatch EMPTY = new InotifyBatch(List.of(), true);
+    }
+
+    /**
+     * The events queued on a non-blocking inotify instance, as much as one read takes; drained when a
+     * read came back with room for another event of the longest name (inotify fills a read with every
+     * whole event that fits), or found none. A read that fails otherwise reports a queue overflow:
+     * events may be lost, and the reader starts over. The one reader of inotify's records, whichever
+     * instance they come from.
+     */
+    public static InotifyBatch inotifyRead(int inotify) {
         Pointer buf = INOTIFY_BUF.get();
         long n;
         while ((n = LIBC.read(inotify, buf, INOTIFY_BUFFER)) < 0) {
             int err = errno();
             if (err == EAGAIN) {
-                return null;
+                return InotifyBatch.EMPTY;
             }
             if (err != EINTR) {
-                return List.of(new InotifyEvent(-1, IN_Q_OVERFLOW, ""));
+                return new InotifyBatch(List.of(new InotifyEvent(-1, IN_Q_OVERFLOW, "")), true);
             }
         }
         byte[] bytes = new byte[(int) n];
@@ -766,7 +779,7 @@ public final class Syscalls {
             events.add(new InotifyEvent(wd, mask, new String(bytes, at + 16, end - at - 16, StandardCharsets.UTF_8)));
             at += 16 + len;
         }
-        return events;
+        return new InotifyBatch(events, n <= INOTIFY_BUFFER - LONGEST_INOTIFY_EVENT);
     }
 
     /** What fstatfs(2) says of a file system; sizes in {@code unit} bytes (f_frsize, else f_bsize). */
