@@ -132,9 +132,17 @@ final class FuseReply {
         try {
             send(channel);
         } catch (java.io.IOException e) {
-            if (dev.chibifs.sys.Errors.errno(e) != dev.chibifs.sys.Linux.ENOENT) {
-                LOG.debug("notification not delivered: {}", e.toString());
-            }
+            notDelivered(e);
+        }
+    }
+
+    /**
+     * A notification the kernel refused: logged, but not ENOENT (the kernel holds that node or name
+     * no more, so nothing was left to invalidate).
+     */
+    static void notDelivered(Exception e) {
+        if (dev.chibifs.sys.Errors.errno(e) != dev.chibifs.sys.Linux.ENOENT) {
+            LOG.debug("notification not delivered: {}", e.toString());
         }
     }
 

@@ -174,10 +174,7 @@ final class NoticeWriter implements AutoCloseable {
         } catch (ChannelClosedException gone) {
             throw gone;
         } catch (IOException | RuntimeException e) {
-            if (dev.chibifs.sys.Errors.errno(e) != dev.chibifs.sys.Linux.ENOENT) {
-                // ENOENT: the kernel holds that node or name no more, nothing is left to invalidate
-                LOG.debug("notification not delivered: {}", e.toString());
-            }
+            FuseReply.notDelivered(e);
         }
     }
 

@@ -71,7 +71,7 @@ class S3CacheSizeTest {
         }
     }
 
-    /** A store of {@code cacheSize} bytes in {@code cacheDir}, on a prefix of its own unless {@code prefix} is given. */
+    /** A store on {@code prefix} of the bucket, its content cache in {@code cacheDir} and within {@code cacheSize} bytes. */
     private S3Storage store(Path cacheDir, String prefix, long cacheSize) throws IOException {
         S3Options o = S3Options.defaults(cacheDir, server.env()).withClock(clock, false).withCacheSize(cacheSize);
         S3Storage s = S3Storage.open("s3://" + BUCKET + "/" + prefix, o);
