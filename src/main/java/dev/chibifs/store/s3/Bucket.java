@@ -99,6 +99,13 @@ final class Bucket implements Closeable {
     private final S3Client client;
     private final String bucket;
     private final String where;
+    /**
+     * Why the last request got no answer at all (the endpoint unreachable), or null since one was
+     * answered. While it is set, every request but {@link #probe} fails at once with it: the SDK's
+     * retries take seconds per request (minutes where connecting times out), and a FUSE request
+     * waiting through them holds up the program that made it. The store's write-back probes.
+     */
+    private volatile String unreachable;
 
     Bucket(S3Client client, String bucket, String where) {
         this.client = client;
@@ -196,6 +203,7 @@ final class Bucket implements Closeable {
         List<Listed> objects = new ArrayList<>();
         List<String> prefixes = new ArrayList<>();
         String token = null;
+        refuseWhileUnreachable("list", prefix);
         try {
             do {
                 ListObjectsV2Request.Builder req = ListObjectsV2Request.builder().bucket(bucket).prefix(prefix)
@@ -216,27 +224,53 @@ final class Bucket implements Closeable {
         } catch (SdkException e) {
             throw failure("list", prefix, e);
         }
+        answered();
         return new Level(objects, prefixes);
     }
 
     /** Whether any object has a key starting with {@code prefix} (a directory, marker or not). */
     boolean anyUnder(String prefix) throws IOException {
+        refuseWhileUnreachable("list", prefix);
+        return firstUnder(prefix);
+    }
+
+    /**
+     * Asks S3 whatever was last heard of it (one listing of at most one key below {@code prefix}):
+     * returns once it answers, which lets every other request through again, or throws while it is
+     * still unreachable.
+     */
+    void probe(String prefix) throws IOException {
+        firstUnder(prefix);
+    }
+
+    private boolean firstUnder(String prefix) throws IOException {
         count("list");
+        boolean any;
         try {
-            return !client.listObjectsV2(b -> b.bucket(bucket).prefix(prefix).maxKeys(1)).contents().isEmpty();
+            any = !client.listObjectsV2(b -> b.bucket(bucket).prefix(prefix).maxKeys(1)).contents().isEmpty();
         } catch (SdkException e) {
             throw failure("list", prefix, e);
         }
+        answered();
+        return any;
+    }
+
+    /** Whether S3 is known to be unreachable: the last request got no answer, and none has been answered since. */
+    boolean unreachable() {
+        return unreachable != null;
     }
 
     /** HEAD of one object; null when there is none. */
     Head head(String key) throws IOException {
+        refuseWhileUnreachable("head", key);
         count("head");
         try {
             HeadObjectResponse r = client.headObject(b -> b.bucket(bucket).key(key));
+            answered();
             return new Head(r.contentLength() == null ? 0 : r.contentLength(), r.lastModified(), r.eTag(), r.metadata());
         } catch (S3Exception e) {
             if (e.statusCode() == 404) {
+                answered();
                 return null;
             }
             throw failure("head", key, e);
@@ -248,16 +282,19 @@ final class Bucket implements Closeable {
     /** Downloads one object into {@code to} (replaced); null when there is no such object. */
     Head get(String key, Path to) throws IOException {
         Path tmp = to.resolveSibling(to.getFileName() + ".part");
+        refuseWhileUnreachable("get", key);
         count("get");
         try (ResponseInputStream<GetObjectResponse> in = client.getObject(b -> b.bucket(bucket).key(key))) {
             try (CacheFile out = CacheFile.replace(tmp)) {
                 out.writeAll(in); // a full cache disk says ENOSPC, not a bare IOException
             }
             Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            answered();
             GetObjectResponse r = in.response();
             return new Head(r.contentLength() == null ? 0 : r.contentLength(), r.lastModified(), r.eTag(), r.metadata());
         } catch (S3Exception e) {
             if (e.statusCode() == 404) {
+                answered();
                 return null;
             }
             throw failure("get", key, e);
@@ -310,6 +347,7 @@ final class Bucket implements Closeable {
     }
 
     private String putOnce(String key, RequestBody body, Map<String, String> meta, String ifMatch) throws IOException {
+        refuseWhileUnreachable("put", key);
         PutObjectRequest.Builder req = PutObjectRequest.builder().bucket(bucket).key(key).metadata(meta);
         if (ifMatch == null) {
             req.ifNoneMatch("*");
@@ -319,6 +357,7 @@ final class Bucket implements Closeable {
         count("put");
         try {
             PutObjectResponse r = client.putObject(req.build(), body);
+            answered();
             return r.eTag();
         } catch (S3Exception e) {
             if (e.statusCode() == 412) {
@@ -339,6 +378,7 @@ final class Bucket implements Closeable {
 
     /** Removes one object; one that is already gone is fine. */
     void delete(String key) throws IOException {
+        refuseWhileUnreachable("delete", key);
         count("delete");
         try {
             client.deleteObject(b -> b.bucket(bucket).key(key));
@@ -349,12 +389,25 @@ final class Bucket implements Closeable {
         } catch (SdkException e) {
             throw failure("delete", key, e);
         }
+        answered();
+    }
+
+    private void answered() {
+        unreachable = null;
+    }
+
+    private void refuseWhileUnreachable(String op, String key) throws Unavailable {
+        String reason = unreachable;
+        if (reason != null) {
+            throw new Unavailable(line(op, key, reason + ", asked again in the background"), null);
+        }
     }
 
     /** One line: what was asked, of what, and why it failed (the SDK's messages run to paragraphs). */
     private IOException failure(String op, String key, SdkException e) {
         String reason;
         if (e instanceof S3Exception s3) {
+            answered(); // an error, but S3 is there to say it
             String code = s3.awsErrorDetails() == null ? null : s3.awsErrorDetails().errorCode();
             reason = "HTTP " + s3.statusCode() + (code == null ? "" : " " + code);
         } else {
@@ -364,8 +417,13 @@ final class Bucket implements Closeable {
             }
             reason = "cannot reach " + where + ": " + (root.getMessage() == null ? root.getClass().getSimpleName()
                     : root.getMessage().lines().findFirst().orElse(""));
+            unreachable = reason;
         }
-        return new Unavailable("S3 " + op + " s3://" + bucket + "/" + key + ": " + reason + " (Input/output error)", e);
+        return new Unavailable(line(op, key, reason), e);
+    }
+
+    private String line(String op, String key, String reason) {
+        return "S3 " + op + " s3://" + bucket + "/" + key + ": " + reason + " (Input/output error)";
     }
 
     @Override

@@ -2009,12 +2009,26 @@ public final class S3Storage implements Storage {
 
     /** Uploads and deletes whatever is due now (by the store's clock). */
     public void flushDue() throws IOException {
+        askAgainIfUnreachable();
         flush(false);
     }
 
     /** Uploads and deletes everything pending, returning once S3 has it all (umount, SIGTERM, tests). */
     public void flushAll() throws IOException {
+        askAgainIfUnreachable();
         flush(true);
+    }
+
+    /**
+     * While S3 is known to be away no request asks it ({@link Bucket}): the write-back asks for them
+     * all, at its backoff's pace, and lets them through once S3 answers. Not under the
+     * {@link #flushLock}, which an fsync waits for: the question may take the client's retries.
+     */
+    private void askAgainIfUnreachable() throws IOException {
+        if (bucket.unreachable()) {
+            bucket.probe(dirKey(VfsPath.root()));
+            recovered();
+        }
     }
 
     /**

@@ -363,6 +363,53 @@ class S3HostsTest {
         assertEquals(List.of(), a.list(p("/shared")));
     }
 
+    /**
+     * Once a request found S3 unreachable, the next ones do not wait through the SDK's retries (a
+     * FUSE request waiting on them holds up its program for seconds): they make no request at all
+     * until the write-back's probe hears S3 again, and nothing is pending to make it probe.
+     */
+    @Test
+    void whileS3IsKnownUnreachableNoRequestAsksItUntilTheWriteBackHearsItAgain() throws Exception {
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b"));
+        b.write(p("/shared/theirs"), "uploaded by b, never fetched by a".getBytes(UTF_8));
+        b.flushAll();
+        assertEquals(List.of(new Entry("theirs", dev.chibifs.store.EntryKind.FILE)), a.list(p("/shared")));
+        server.stop();
+        try {
+            clock.advance(Duration.ofSeconds(2)); // past the listing's validity: the next list asks S3
+            assertEquals(1, a.list(p("/shared")).size(), "what was last seen stands");
+            long asked = total(a.requests());
+
+            clock.advance(Duration.ofSeconds(2));
+            assertEquals(1, a.list(p("/shared")).size(), "what was last seen stands");
+            IOException read = assertThrows(IOException.class, () -> a.read(p("/shared/theirs")));
+            assertTrue(read.getMessage().contains("cannot reach"), read.getMessage());
+            assertEquals(1, read.getMessage().lines().count(), read.getMessage());
+            try (FileHandle h = a.open(p("/shared/synced"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+                h.write(ByteBuffer.wrap("must reach S3".getBytes(UTF_8)), 0);
+                IOException sync = assertThrows(IOException.class, () -> h.sync(false));
+                assertTrue(sync.getMessage().contains("cannot reach"), sync.getMessage());
+            }
+            assertEquals(asked, total(a.requests()), "requests made while S3 was known to be away: " + a.requests());
+        } finally {
+            server.start();
+        }
+        long asked = total(a.requests());
+        clock.advance(Duration.ofSeconds(2));
+        assertEquals(2, a.list(p("/shared")).size(), "theirs, and synced made here");
+        assertEquals(asked, total(a.requests()), "nothing has heard S3 since: " + a.requests());
+        a.flushDue(); // the probe, then the upload of /shared/synced
+        assertEquals(0, a.pendingChanges());
+        assertEquals("uploaded by b, never fetched by a", text(a, "/shared/theirs"));
+        assertEquals("must reach S3", inS3("shared/synced"));
+    }
+
+    private static long total(java.util.Map<String, Long> requests) {
+        return requests.values().stream().mapToLong(Long::longValue).sum();
+    }
+
     @Test
     void whileS3IsUnreachableWritesGoOnFsyncFailsClearlyAndNothingClosedIsLost() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ofMillis(100)));
