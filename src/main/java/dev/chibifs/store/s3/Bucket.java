@@ -72,7 +72,7 @@ final class Bucket implements Closeable {
      * S3 failed or could not be reached: an I/O error (EIO), expected while the endpoint is away,
      * so a request answers EIO with this one line and no stack trace.
      */
-    static final class Unavailable extends IOException implements dev.chibifs.sys.HasErrno {
+    static class Unavailable extends IOException implements dev.chibifs.sys.HasErrno {
         Unavailable(String message, Throwable cause) {
             super(message, cause);
         }
@@ -80,6 +80,31 @@ final class Bucket implements Closeable {
         @Override
         public int errno() {
             return dev.chibifs.sys.Linux.EIO;
+        }
+    }
+
+    /**
+     * S3 answered with an error of its own: it is there, but refused this request (no such bucket,
+     * credentials it does not accept, another region, an error of its own with a 5xx).
+     */
+    static final class Refused extends Unavailable {
+        private final int status;
+        private final String reason;
+
+        Refused(String message, int status, String reason, Throwable cause) {
+            super(message, cause);
+            this.status = status;
+            this.reason = reason;
+        }
+
+        /** Whether the request itself was at fault (4xx): asked again, it would be refused again. */
+        boolean isClientError() {
+            return status >= 400 && status < 500;
+        }
+
+        /** S3's answer in a few words, such as {@code HTTP 404 NoSuchBucket}. */
+        String reason() {
+            return reason;
         }
     }
 
@@ -97,6 +122,9 @@ final class Bucket implements Closeable {
     /** Requests made, by kind (list, head, get, put, delete): what a mount costs. */
     private final Map<String, java.util.concurrent.atomic.LongAdder> requests = new java.util.concurrent.ConcurrentHashMap<>();
     private final S3Client client;
+    private final AwsCredentialsProvider credentials;
+    /** Where {@link #credentials} looks, in a few words. */
+    private final String credentialsFrom;
     private final String bucket;
     private final String where;
     /**
@@ -107,8 +135,10 @@ final class Bucket implements Closeable {
      */
     private volatile String unreachable;
 
-    Bucket(S3Client client, String bucket, String where) {
+    Bucket(S3Client client, AwsCredentialsProvider credentials, String credentialsFrom, String bucket, String where) {
         this.client = client;
+        this.credentials = credentials;
+        this.credentialsFrom = credentialsFrom;
         this.bucket = bucket;
         this.where = where;
     }
@@ -134,11 +164,12 @@ final class Bucket implements Closeable {
                 region = "us-east-1";
             }
         }
+        AwsCredentialsProvider credentials = credentials(env);
         S3ClientBuilder b = S3Client.builder()
                 .httpClient(UrlConnectionHttpClient.builder()
                         .connectionTimeout(CONNECT_TIMEOUT).socketTimeout(SOCKET_TIMEOUT).build())
                 .region(Region.of(region))
-                .credentialsProvider(credentials(env))
+                .credentialsProvider(credentials)
                 // the SDK's newer default checksums (CRC32 trailers) are refused by many S3 servers
                 // other than AWS's; these are the settings that work with all of them
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
@@ -155,7 +186,10 @@ final class Bucket implements Closeable {
             b.forcePathStyle(!host.endsWith(".amazonaws.com"));
         }
         String where = endpoint == null ? "AWS S3 (" + region + ")" : endpoint.toString();
-        return new Bucket(b.build(), spec.bucket(), where);
+        String profile = env.get("AWS_PROFILE");
+        String credentialsFrom = profile != null && !profile.isBlank() ? "none in profile '" + profile + "'"
+                : "none in the variables, ~/.aws, a web identity, a container or an instance role";
+        return new Bucket(b.build(), credentials, credentialsFrom, spec.bucket(), where);
     }
 
     private static AwsCredentialsProvider credentials(Map<String, String> env) {
@@ -196,6 +230,21 @@ final class Bucket implements Closeable {
 
     String where() {
         return where;
+    }
+
+    /**
+     * Throws, in one line, when no credentials can be found for S3. The SDK says so only as a
+     * client error of each request, which reads as S3 being unreachable; a daemon started by sudo,
+     * which drops the AWS variables, would mount a tree every operation of which fails.
+     */
+    void requireCredentials() throws IOException {
+        try {
+            credentials.resolveCredentials();
+        } catch (SdkException e) {
+            // the SDK's own message lists every provider of its chain, a paragraph on one line
+            throw new IOException("no AWS credentials for " + where + " (" + credentialsFrom + "): set AWS_ACCESS_KEY_ID"
+                    + " and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, in the mount's environment", e);
+        }
     }
 
     /** One level below {@code prefix} (which ends with '/', or is empty for the bucket's top). */
@@ -405,20 +454,19 @@ final class Bucket implements Closeable {
 
     /** One line: what was asked, of what, and why it failed (the SDK's messages run to paragraphs). */
     private IOException failure(String op, String key, SdkException e) {
-        String reason;
         if (e instanceof S3Exception s3) {
             answered(); // an error, but S3 is there to say it
             String code = s3.awsErrorDetails() == null ? null : s3.awsErrorDetails().errorCode();
-            reason = "HTTP " + s3.statusCode() + (code == null ? "" : " " + code);
-        } else {
-            Throwable root = e;
-            while (root.getCause() != null && root.getCause() != root) {
-                root = root.getCause();
-            }
-            reason = "cannot reach " + where + ": " + (root.getMessage() == null ? root.getClass().getSimpleName()
-                    : root.getMessage().lines().findFirst().orElse(""));
-            unreachable = reason;
+            String reason = "HTTP " + s3.statusCode() + (code == null ? "" : " " + code);
+            return new Refused(line(op, key, reason), s3.statusCode(), reason, e);
         }
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String reason = "cannot reach " + where + ": " + (root.getMessage() == null ? root.getClass().getSimpleName()
+                : root.getMessage().lines().findFirst().orElse(""));
+        unreachable = reason;
         return new Unavailable(line(op, key, reason), e);
     }
 

@@ -276,7 +276,36 @@ public final class S3Storage implements Storage {
      */
     public static S3Storage open(String spec, S3Options options) throws IOException {
         S3Spec parsed = S3Spec.parse(spec);
-        return open(parsed, Bucket.connect(parsed, options.env()), options);
+        S3Storage s = open(parsed, Bucket.connect(parsed, options.env()), options);
+        try {
+            s.askS3();
+        } catch (IOException | RuntimeException e) {
+            s.close();
+            throw e;
+        }
+        return s;
+    }
+
+    /**
+     * One question to S3 at open (the first key below the prefix), once there are credentials to ask
+     * with. A bucket that does not exist, credentials S3 refuses or another region are S3's own
+     * answer: the store does not open, with that answer, rather than mounting a tree every operation
+     * of which fails EIO. An endpoint that does not answer (or answers 5xx) is no reason: what the
+     * cache holds is served meanwhile, what changes there goes up once it answers.
+     */
+    private void askS3() throws IOException {
+        bucket.requireCredentials();
+        try {
+            bucket.probe(dirKey(VfsPath.root()));
+        } catch (Bucket.Refused e) {
+            if (e.isClientError()) {
+                throw new IOException("S3 store " + spec + " at " + bucket.where() + ": " + e.reason()
+                        + " to a listing of its prefix; check the bucket's name, its region and the credentials", e);
+            }
+            noteOutage(e);
+        } catch (Bucket.Unavailable e) {
+            noteOutage(e);
+        }
     }
 
     static S3Storage open(S3Spec spec, Bucket bucket, S3Options options) throws IOException {
@@ -2015,7 +2044,9 @@ public final class S3Storage implements Storage {
 
     /** Uploads and deletes everything pending, returning once S3 has it all (umount, SIGTERM, tests). */
     public void flushAll() throws IOException {
-        askAgainIfUnreachable();
+        if (pendingChanges() > 0) {
+            askAgainIfUnreachable(); // else a umount would wait through the client's retries for nothing
+        }
         flush(true);
     }
 

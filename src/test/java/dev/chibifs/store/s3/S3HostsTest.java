@@ -364,6 +364,42 @@ class S3HostsTest {
     }
 
     /**
+     * No credentials, a bucket S3 says is not there, or credentials it refuses, stop the store's open with S3's
+     * answer (a mount would otherwise serve a tree whose every operation fails EIO); an endpoint
+     * that does not answer does not (the write-back's changes wait for it), and is known away at once.
+     */
+    @Test
+    void aStoreOpensOverABucketS3AcceptsOrOneThatDoesNotAnswerButNotOverARefusal() throws Exception {
+        IOException noBucket = assertThrows(IOException.class,
+                () -> S3Storage.open("s3://no-such-bucket/" + prefix, options("a")));
+        assertTrue(noBucket.getMessage().contains("HTTP 404 NoSuchBucket"), noBucket.getMessage());
+        assertTrue(noBucket.getMessage().contains(server.endpoint().toString()), noBucket.getMessage());
+        assertEquals(1, noBucket.getMessage().lines().count(), noBucket.getMessage());
+
+        java.util.Map<String, String> wrongSecret = new java.util.HashMap<>(server.env());
+        wrongSecret.put("AWS_SECRET_ACCESS_KEY", "not-the-secret");
+        IOException refused = assertThrows(IOException.class,
+                () -> S3Storage.open(spec, S3Options.defaults(temp.resolve(prefix + "-b"), wrongSecret)));
+        assertTrue(refused.getMessage().contains("HTTP 403"), refused.getMessage());
+
+        java.util.Map<String, String> noCredentials = new java.util.HashMap<>(server.env());
+        noCredentials.keySet().removeIf(k -> k.startsWith("AWS_ACCESS") || k.startsWith("AWS_SECRET"));
+        noCredentials.put("AWS_PROFILE", "no-such-profile");
+        IOException none = assertThrows(IOException.class,
+                () -> S3Storage.open(spec, S3Options.defaults(temp.resolve(prefix + "-d"), noCredentials)));
+        assertTrue(none.getMessage().startsWith("no AWS credentials for " + server.endpoint()), none.getMessage());
+        assertEquals(1, none.getMessage().lines().count(), none.getMessage());
+
+        java.util.Map<String, String> nobodyThere = new java.util.HashMap<>(server.env());
+        nobodyThere.put("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1");
+        S3Storage away = host(S3Options.defaults(temp.resolve(prefix + "-c"), nobodyThere));
+        long asked = total(away.requests());
+        IOException listing = assertThrows(IOException.class, () -> away.list(p("/shared")));
+        assertTrue(listing.getMessage().contains("cannot reach http://127.0.0.1:1"), listing.getMessage());
+        assertEquals(asked, total(away.requests()), "known away since the open: " + away.requests());
+    }
+
+    /**
      * Once a request found S3 unreachable, the next ones do not wait through the SDK's retries (a
      * FUSE request waiting on them holds up its program for seconds): they make no request at all
      * until the write-back's probe hears S3 again, and nothing is pending to make it probe.
