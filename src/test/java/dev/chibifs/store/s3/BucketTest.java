@@ -14,6 +14,7 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -23,20 +24,18 @@ class BucketTest {
 
     @TempDir
     static Path temp;
-    static S3Server server;
+    @RegisterExtension
+    static final S3Server server = S3Server.perClass("bucket-test");
     static Bucket bucket;
 
     @BeforeAll
     static void start() throws Exception {
-        server = new S3Server(temp.resolve("s3"));
-        server.createBucket("bucket-test");
         bucket = Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env());
     }
 
     @AfterAll
     static void stop() throws Exception {
         bucket.close();
-        server.close();
     }
 
     @Test

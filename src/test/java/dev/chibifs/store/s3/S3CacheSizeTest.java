@@ -4,10 +4,9 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.testing.MutableClock;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -48,21 +47,11 @@ class S3CacheSizeTest {
 
     @TempDir
     static Path temp;
-    static S3Server server;
+    @RegisterExtension
+    static final S3Server server = S3Server.perClass(BUCKET);
 
     private final MutableClock clock = new MutableClock(Instant.parse("2026-11-28T08:00:00Z"));
     private final List<S3Storage> open = new ArrayList<>();
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        server = new S3Server(temp.resolve("s3"));
-        server.createBucket(BUCKET);
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        server.close();
-    }
 
     @AfterEach
     void closeStores() throws IOException {

@@ -29,11 +29,10 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -49,24 +48,14 @@ class S3HostsTest {
 
     @TempDir
     static Path temp;
-    static S3Server server;
+    @RegisterExtension
+    static final S3Server server = S3Server.perClass(BUCKET);
 
     private String spec;
     private String prefix;
     private Bucket raw;
     private final List<S3Storage> open = new ArrayList<>();
 
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        server = new S3Server(temp.resolve("s3"));
-        server.createBucket(BUCKET);
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        server.close();
-    }
 
     @BeforeEach
     void newPrefix() {

@@ -2,11 +2,10 @@ package dev.chibifs.store.s3;
 
 import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
@@ -49,25 +48,11 @@ class S3MountTest {
 
     private static final Duration POLL = Duration.ofMillis(20);
 
-    private static S3Server server;
-    private static Path serverDir;
+    @RegisterExtension
+    static final S3Server server = S3Server.perClass(BUCKET);
 
     private final List<MountedFs> mounts = new ArrayList<>();
     private String keyPrefix;
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        serverDir = Files.createTempDirectory("chibifs-s3mount-");
-        server = new S3Server(serverDir.resolve("s3"));
-        server.createBucket(BUCKET);
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        if (server != null) {
-            server.close();
-        }
-    }
 
     @BeforeEach
     void freshPrefix() {

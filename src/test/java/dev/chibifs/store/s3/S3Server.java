@@ -20,25 +20,63 @@ import org.gaul.s3proxy.blobstore.options.CopyOptions;
 import org.gaul.s3proxy.blobstore.options.GetOptions;
 import org.gaul.s3proxy.blobstore.options.ListContainerOptions;
 import org.gaul.s3proxy.blobstore.options.PutOptions;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * A real S3 server in the test JVM: s3proxy over its file system backend in {@code dir}, on
  * 127.0.0.1 only, with signed requests. Stopping and starting it again keeps the objects and the
  * port, as an S3 endpoint that was unreachable for a while.
+ *
+ * <p>A test class shares one: {@code @RegisterExtension static final S3Server server =
+ * S3Server.perClass("bucket")} starts it, with those buckets, in a directory of its own before the
+ * class's first test (and its {@code @BeforeAll} methods), and stops it and removes the directory
+ * after the last.
  */
-final class S3Server implements AutoCloseable {
+final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallback {
 
     static final String ACCESS_KEY = "chibi-test";
     static final String SECRET_KEY = "chibi-test-secret";
     private static final Duration START_LIMIT = Duration.ofSeconds(20);
 
-    private final Path dir;
+    private Path dir;
+    private final String[] buckets;
     private S3Proxy proxy;
     private int port;
 
     S3Server(Path dir) throws Exception {
         this.dir = dir;
+        this.buckets = new String[0];
         start();
+    }
+
+    private S3Server(String... buckets) {
+        this.buckets = buckets;
+    }
+
+    /** A server for one test class, registered as its extension (see the class comment). */
+    static S3Server perClass(String... buckets) {
+        return new S3Server(buckets);
+    }
+
+    @Override
+    public void beforeAll(ExtensionContext context) throws Exception {
+        dir = java.nio.file.Files.createTempDirectory("chibifs-s3-");
+        start();
+        for (String b : buckets) {
+            createBucket(b);
+        }
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws Exception {
+        close();
+        try (var paths = java.nio.file.Files.walk(dir)) {
+            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                java.nio.file.Files.delete(p);
+            }
+        }
     }
 
     void start() throws Exception {

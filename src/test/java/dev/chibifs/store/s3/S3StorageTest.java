@@ -14,9 +14,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -32,19 +31,9 @@ class S3StorageTest extends StorageBehaviourSuite {
 
     @TempDir
     static Path temp;
-    static S3Server server;
+    @RegisterExtension
+    static final S3Server server = S3Server.perClass("suite");
     private static final AtomicInteger STORES = new AtomicInteger();
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        server = new S3Server(temp.resolve("s3"));
-        server.createBucket("suite");
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        server.close();
-    }
 
     @Override
     protected Storage newStorage() throws IOException {
