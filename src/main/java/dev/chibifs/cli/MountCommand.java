@@ -138,10 +138,12 @@ public final class MountCommand implements Callable<Integer> {
     Path mountpoint;
 
     /** Serves {@code chibifs stats} until the daemon exits; a mount without it still works. */
-    private static void startStatsSocket(MountRegistry registry, FuseDaemon daemon, org.slf4j.Logger log) {
+    private static void startStatsSocket(MountRegistry registry, FuseDaemon daemon, Namespace namespace,
+                                         org.slf4j.Logger log) {
         java.nio.file.Path socket = StatsSocket.pathFor(registry, ProcessHandle.current().pid());
         try {
-            StatsSocket served = StatsSocket.serve(socket, () -> StatsSocket.snapshot(daemon.stats(), daemon.negotiated()));
+            StatsSocket served = StatsSocket.serve(socket,
+                    () -> StatsSocket.snapshot(daemon.stats(), daemon.negotiated(), namespace.storeStates()));
             Runtime.getRuntime().addShutdownHook(new Thread(served::close, "chibifs-stats-close"));
         } catch (IOException | RuntimeException e) {
             log.warn("chibifs stats will not reach this mount: cannot listen at {}: {}", socket, e.getMessage());
@@ -315,7 +317,7 @@ public final class MountCommand implements Callable<Integer> {
             log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
         }
         sweeper.start();
-        startStatsSocket(registry, daemon, log);
+        startStatsSocket(registry, daemon, namespace, log);
         // after the registry and the stats socket: `chibifs status` and `stats` find the mount once `mount` returns
         answering.accept(ProcessHandle.current().pid());
         // only a local root store has the temporary files of interrupted atomic writes

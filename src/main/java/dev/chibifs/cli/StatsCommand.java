@@ -18,8 +18,9 @@ import java.util.concurrent.Callable;
 /** {@code chibifs stats MOUNTPOINT}: what a mount's daemon served, by opcode, and whom the policy refused. */
 @Command(name = "stats", mixinStandardHelpOptions = true,
         description = {
-            "Show the requests a mount's daemon served: count, errors and mean latency per FUSE opcode, and "
-                + "policy denials per context. With --watch, the rates over each interval, refreshed, as juicefs stats does."
+            "Show the requests a mount's daemon served: count, errors and mean latency per FUSE opcode, "
+                + "policy denials per context, and each S3 store's state (whether S3 answers, the changes waiting "
+                + "to upload, the requests made). With --watch, the rates over each interval, refreshed, as juicefs stats does."
         })
 final class StatsCommand implements Callable<Integer> {
 
@@ -99,6 +100,10 @@ final class StatsCommand implements Callable<Integer> {
         JsonNode denials = now.get("denials");
         if (denials.size() > 0) {
             out.println("denials: " + denials);
+        }
+        JsonNode stores = now.get("stores");
+        if (stores != null) {
+            stores.fields().forEachRemaining(s -> out.println("store " + s.getKey() + ": " + s.getValue().asText()));
         }
         out.flush();
     }

@@ -72,10 +72,10 @@ final class StatsSocket implements AutoCloseable {
     }
 
     /** What the daemon reports: its requests by opcode and denials by context. */
-    static Object snapshot(RequestStats stats, String negotiated) {
+    static Object snapshot(RequestStats stats, String negotiated, java.util.Map<String, String> stores) {
         RequestStats.Snapshot s = stats.snapshot();
         return java.util.Map.of("requests", s.requests().values(), "denials", s.denials(),
-                "session", negotiated == null ? "" : negotiated);
+                "session", negotiated == null ? "" : negotiated, "stores", stores);
     }
 
     @Override

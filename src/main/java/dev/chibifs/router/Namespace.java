@@ -40,12 +40,16 @@ public final class Namespace implements java.io.Closeable {
     private final List<String> stores;
     /** The stores opened from {@code --store} specs, which this namespace owns and closes. */
     private final List<Storage> opened;
+    /** Where each of {@link #opened} is mounted, in the same order. */
+    private final List<VfsPath> openedAt;
 
-    private Namespace(Router router, LocalStorage root, List<String> stores, List<Storage> opened) {
+    private Namespace(Router router, LocalStorage root, List<String> stores, List<Storage> opened,
+                      List<VfsPath> openedAt) {
         this.router = router;
         this.root = root;
         this.stores = stores;
         this.opened = opened;
+        this.openedAt = openedAt;
     }
 
     /**
@@ -81,6 +85,7 @@ public final class Namespace implements java.io.Closeable {
             described.add("/=" + local.root());
         }
         List<Storage> opened = new ArrayList<>();
+        List<VfsPath> openedAt = new ArrayList<>();
         // the root first, so that stores() lists / first
         mounts = new ArrayList<>(mounts);
         mounts.sort(java.util.Comparator.comparing((StoreMount m) -> !m.prefix().isRoot()));
@@ -98,6 +103,7 @@ public final class Namespace implements java.io.Closeable {
                 throw new IOException("cannot open --store '" + m.text() + "': " + e.getMessage(), e);
             }
             opened.add(store);
+            openedAt.add(m.prefix());
             b.mount(m.prefix(), store);
             described.add(m.text());
         }
@@ -108,7 +114,7 @@ public final class Namespace implements java.io.Closeable {
         b.mount(TOOLS_SYS, new ReadOnlyStorage(tools, TOOLS_SYS_NAME));
         described.add(TOOLS_SYS + "=" + (toolsSys == null ? "empty" : "readonly:" + toolsSys.toAbsolutePath().normalize()));
         Router router = b.build();
-        return new Namespace(router, local, List.copyOf(described), List.copyOf(opened));
+        return new Namespace(router, local, List.copyOf(described), List.copyOf(opened), List.copyOf(openedAt));
     }
 
     /**
@@ -145,6 +151,18 @@ public final class Namespace implements java.io.Closeable {
     /** The local store {@code <home>/vfs} at {@code /}; empty when {@code --store /=SPEC} serves the whole namespace. */
     public java.util.Optional<LocalStorage> rootStore() {
         return java.util.Optional.ofNullable(root);
+    }
+
+    /** By prefix, what each store opened from a {@code --store} spec has to tell ({@link Storage#state}), for {@code stats}. */
+    public java.util.Map<String, String> storeStates() {
+        java.util.Map<String, String> states = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < opened.size(); i++) {
+            String state = opened.get(i).state();
+            if (state != null) {
+                states.put(openedAt.get(i).toString(), state);
+            }
+        }
+        return states;
     }
 
     /** Each store as {@code PREFIX=SPEC}, {@code /} first, for logs and {@code status}. */

@@ -214,6 +214,14 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * What the store is doing, in one line for {@code chibifs stats} (the S3 store: whether S3
+     * answers, what waits for it, what was asked of it), or null when there is nothing to tell.
+     */
+    default String state() {
+        return null;
+    }
+
+    /**
      * A feed of the changes to names in directories of this store, told to {@code listener}; until
      * it is closed. {@link ChangeFeed#NONE} where changes cannot be seen.
      */

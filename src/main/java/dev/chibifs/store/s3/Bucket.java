@@ -134,6 +134,8 @@ final class Bucket implements Closeable {
      * waiting through them holds up the program that made it. The store's write-back probes.
      */
     private volatile String unreachable;
+    /** When {@link #unreachable} was last set from null. */
+    private volatile Instant unreachableSince;
 
     Bucket(S3Client client, AwsCredentialsProvider credentials, String credentialsFrom, String bucket, String where) {
         this.client = client;
@@ -284,9 +286,9 @@ final class Bucket implements Closeable {
     }
 
     /**
-     * Asks S3 whatever was last heard of it (one listing of at most one key below {@code prefix}):
-     * returns once it answers, which lets every other request through again, or throws while it is
-     * still unreachable.
+     * Asks S3 even while it is known to be unreachable (one listing of at most one key below
+     * {@code prefix}): returns once it answers, which lets every other request through again, or
+     * throws while it is still away.
      */
     void probe(String prefix) throws IOException {
         firstUnder(prefix);
@@ -409,6 +411,7 @@ final class Bucket implements Closeable {
             answered();
             return r.eTag();
         } catch (S3Exception e) {
+            answered();
             if (e.statusCode() == 412) {
                 String message = "s3://" + bucket + "/" + key + " changed on S3 since this host last saw it";
                 Integer attempts = e.numAttempts();
@@ -445,6 +448,13 @@ final class Bucket implements Closeable {
         unreachable = null;
     }
 
+    /** Why S3 is known to be unreachable, and since when (for {@code chibifs stats}); null while it answers. */
+    String unreachableReason() {
+        String reason = unreachable;
+        Instant since = unreachableSince;
+        return reason == null ? null : reason + " (since " + since + ")";
+    }
+
     private void refuseWhileUnreachable(String op, String key) throws Unavailable {
         String reason = unreachable;
         if (reason != null) {
@@ -466,6 +476,9 @@ final class Bucket implements Closeable {
         }
         String reason = "cannot reach " + where + ": " + (root.getMessage() == null ? root.getClass().getSimpleName()
                 : root.getMessage().lines().findFirst().orElse(""));
+        if (unreachable == null) {
+            unreachableSince = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+        }
         unreachable = reason;
         return new Unavailable(line(op, key, reason), e);
     }

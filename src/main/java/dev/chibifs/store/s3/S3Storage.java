@@ -280,7 +280,11 @@ public final class S3Storage implements Storage {
         try {
             s.askS3();
         } catch (IOException | RuntimeException e) {
-            s.close();
+            try {
+                s.close(); // changes of an earlier run stay in the cache for the next open
+            } catch (IOException | RuntimeException notClosed) {
+                e.addSuppressed(notClosed);
+            }
             throw e;
         }
         return s;
@@ -2128,6 +2132,21 @@ public final class S3Storage implements Storage {
     /** The requests this store made to S3 so far, by kind (list, head, get, put, delete). */
     public Map<String, Long> requests() {
         return bucket.requests();
+    }
+
+    @Override
+    public String state() {
+        String away = bucket.unreachableReason();
+        String failing;
+        int waiting;
+        synchronized (this) {
+            failing = outage;
+            waiting = pendingChanges();
+        }
+        String health = away != null ? "unreachable: " + away
+                : failing != null ? "answers, but the last write-back failed: " + failing : "answers";
+        return spec + " at " + bucket.where() + ": " + health + "; to upload: " + waiting + "; requests: "
+                + bucket.requests();
     }
 
     /** How many changes wait for S3. */

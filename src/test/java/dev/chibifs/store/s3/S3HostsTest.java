@@ -418,6 +418,8 @@ class S3HostsTest {
                 assertTrue(sync.getMessage().contains("cannot reach"), sync.getMessage());
             }
             assertEquals(asked, total(a.requests()), "requests made while S3 was known to be away: " + a.requests());
+            assertTrue(a.state().contains(": unreachable: cannot reach " + server.endpoint()), a.state());
+            assertTrue(a.state().contains("; to upload: 1;"), a.state());
         } finally {
             server.start();
         }
@@ -429,6 +431,7 @@ class S3HostsTest {
         assertEquals(0, a.pendingChanges());
         assertEquals("uploaded by b, never fetched by a", text(a, "/shared/theirs"));
         assertEquals("must reach S3", inS3("shared/synced"));
+        assertTrue(a.state().contains(": answers; to upload: 0;"), a.state());
     }
 
     private static long total(java.util.Map<String, Long> requests) {

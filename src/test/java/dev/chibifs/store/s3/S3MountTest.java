@@ -263,6 +263,9 @@ class S3MountTest {
             assertNotEquals(0, sync.exitCode(), "fsync must fail while S3 is away: " + sync.out());
             assertTrue(sync.err().contains("Input/output error"), sync.err());
             assertTrue(a.log().contains("127.0.0.1"), "the log names the endpoint:\n" + a.log());
+            String stats = MountedFs.cli("stats", a.mountpoint().toString()).ok().out();
+            assertTrue(stats.contains("store " + PREFIX + ": s3://") && stats.contains(": unreachable: cannot reach "
+                    + server.endpoint()), "stats says S3 is away, since when and why:\n" + stats);
             await(Duration.ofSeconds(10), "the outage's end", () -> System.nanoTime() > outageEnds
                     && a.at(PREFIX + "/during.md").toFile().exists());
         } finally {
