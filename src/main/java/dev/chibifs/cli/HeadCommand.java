@@ -1,11 +1,6 @@
 package dev.chibifs.cli;
 
-import dev.chibifs.path.VfsPath;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
-
-import java.io.IOException;
 
 /** {@code chibifs head}: the first lines of a file, as chibi's file_head. */
 @Command(name = "head", mixinStandardHelpOptions = true,
@@ -14,28 +9,10 @@ import java.io.IOException;
             HelpText.URI, HelpText.READER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, "  4  conflict: URI is a directory", HelpText.IO})
-final class HeadCommand extends VfsCommand {
-
-    @Option(names = "-n", paramLabel = "N", defaultValue = "10", description = "How many lines (default: ${DEFAULT-VALUE}).")
-    int count;
-
-    @Option(names = "--json", description = "Print {uri, total, lines: [{number, text}]} as JSON (text decoded as UTF-8).")
-    boolean json;
-
-    @Parameters(index = "0", paramLabel = "URI")
-    String target;
+final class HeadCommand extends EndLinesCommand {
 
     @Override
-    boolean writes() {
-        return false;
-    }
-
-    @Override
-    int execute() throws IOException {
-        int n = LineSlice.count("-n", count);
-        VfsPath path = uri(target);
-        TextLines lines = TextLines.of(router().read(caller(), path));
-        LineSlice.print(this, path, lines, 1, Math.min(n, lines.count()), json);
-        return ExitCodes.OK;
+    int first(int total, int n) {
+        return 1;
     }
 }

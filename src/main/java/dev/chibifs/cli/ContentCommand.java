@@ -1,0 +1,54 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.Precondition;
+import dev.chibifs.sys.IsDirectoryException;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * What {@code write} and {@code append} share: the content (--content, else standard input), the
+ * conditions, and the checks in their order; each says only where the content goes.
+ */
+abstract class ContentCommand extends VfsCommand {
+
+    static final String CONFLICT = "  4  conflict: URI is a directory, or a file is in the way of its parent";
+
+    @Option(names = "--content", paramLabel = "TEXT", description = "The text (UTF-8); without it, standard input.")
+    String content;
+
+    @Mixin
+    ConditionOptions condition;
+
+    @Parameters(index = "0", paramLabel = "URI")
+    String target;
+
+    /** Writes {@code data} to {@code path} as this command does, under {@code asked}. */
+    abstract void store(VfsPath path, byte[] data, Precondition asked) throws IOException;
+
+    @Override
+    boolean writes() {
+        return true;
+    }
+
+    @Override
+    int execute() throws IOException {
+        VfsPath path = uri(target);
+        Precondition asked = condition.condition();
+        lockWait(condition.lockWait);
+        // policy before anything else, so a denied write neither waits for stdin nor names a conflict
+        router().checkWrite(caller(), path);
+        // a file write aimed at a directory is a conflict (the store would otherwise fail obscurely)
+        if (router().exists(caller(), path) && router().metadata(caller(), path).isDirectory()) {
+            throw new IsDirectoryException(path.toString());
+        }
+        byte[] data = content != null ? content.getBytes(StandardCharsets.UTF_8) : terminal.in().readAllBytes();
+        createParent(path);
+        store(path, data, asked);
+        return ExitCodes.OK;
+    }
+}

@@ -1,0 +1,38 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.path.VfsPath;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.IOException;
+
+/** What {@code head} and {@code tail} share: -n, --json, the file; each says which N lines. */
+abstract class EndLinesCommand extends VfsCommand {
+
+    @Option(names = "-n", paramLabel = "N", defaultValue = "10", description = "How many lines (default: ${DEFAULT-VALUE}).")
+    int count;
+
+    @Option(names = "--json", description = "Print {uri, total, lines: [{number, text}]} as JSON (text decoded as UTF-8).")
+    boolean json;
+
+    @Parameters(index = "0", paramLabel = "URI")
+    String target;
+
+    /** The number of the first line to print, of {@code total}, to print {@code n} of them. */
+    abstract int first(int total, int n);
+
+    @Override
+    boolean writes() {
+        return false;
+    }
+
+    @Override
+    int execute() throws IOException {
+        int n = LineSlice.count("-n", count);
+        VfsPath path = uri(target);
+        TextLines lines = TextLines.of(router().read(caller(), path));
+        int first = first(lines.count(), n);
+        LineSlice.print(this, path, lines, first, Math.min(first + n - 1, lines.count()), json);
+        return ExitCodes.OK;
+    }
+}
