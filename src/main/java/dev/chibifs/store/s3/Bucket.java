@@ -29,14 +29,6 @@ import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
-import software.amazon.awssdk.retries.api.AcquireInitialTokenRequest;
-import software.amazon.awssdk.retries.api.AcquireInitialTokenResponse;
-import software.amazon.awssdk.retries.api.RecordSuccessRequest;
-import software.amazon.awssdk.retries.api.RecordSuccessResponse;
-import software.amazon.awssdk.retries.api.RefreshRetryTokenRequest;
-import software.amazon.awssdk.retries.api.RefreshRetryTokenResponse;
-import software.amazon.awssdk.retries.api.RetryStrategy;
-import software.amazon.awssdk.retries.api.TokenAcquisitionFailedException;
 import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3ClientBuilder;
@@ -187,8 +179,8 @@ final class Bucket implements Closeable {
                 .serviceConfiguration(S3Configuration.builder().expectContinueEnabled(false).build())
                 // the JDK keeps idle connections for reuse; when the server has closed several, each
                 // attempt may take another dead one, so a few more attempts than the SDK's 3
-                .overrideConfiguration(o -> o.retryStrategy(new NotWhenUnreachable(
-                        AwsRetryStrategy.standardRetryStrategy().toBuilder().maxAttempts(MAX_ATTEMPTS).build())));
+                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.standardRetryStrategy().toBuilder()
+                        .maxAttempts(MAX_ATTEMPTS).build()));
         if (endpoint != null) {
             b.endpointOverride(endpoint);
             String host = endpoint.getHost() == null ? "" : endpoint.getHost().toLowerCase(Locale.ROOT);
@@ -200,51 +192,6 @@ final class Bucket implements Closeable {
         String credentialsFrom = profile != null && !profile.isBlank() ? "none in profile '" + profile + "'"
                 : "none in the variables, ~/.aws, a web identity, a container or an instance role";
         return new Bucket(b.build(), credentials, credentialsFrom, spec.bucket(), where);
-    }
-
-    /**
-     * The SDK's retries, but none for a connection that could not be made at all (refused, no route,
-     * no such host): the extra attempts are for a pooled connection the server had closed, which
-     * fails on its first use, never at connect. Without this the first request to find S3 away
-     * waited through five backoffs (2-6 s here) before the store knew it.
-     */
-    record NotWhenUnreachable(RetryStrategy standard) implements RetryStrategy {
-
-        @Override
-        public AcquireInitialTokenResponse acquireInitialToken(AcquireInitialTokenRequest request) {
-            return standard.acquireInitialToken(request);
-        }
-
-        @Override
-        public RefreshRetryTokenResponse refreshRetryToken(RefreshRetryTokenRequest request) {
-            for (Throwable t = request.failure(); t != null; t = t.getCause() == t ? null : t.getCause()) {
-                if (t instanceof java.net.ConnectException || t instanceof java.net.NoRouteToHostException
-                        || t instanceof java.net.UnknownHostException) {
-                    throw new TokenAcquisitionFailedException("no connection to retry", request.token(), request.failure());
-                }
-            }
-            return standard.refreshRetryToken(request);
-        }
-
-        @Override
-        public RecordSuccessResponse recordSuccess(RecordSuccessRequest request) {
-            return standard.recordSuccess(request);
-        }
-
-        @Override
-        public int maxAttempts() {
-            return standard.maxAttempts();
-        }
-
-        @Override
-        public boolean useClientDefaults() {
-            return false; // the SDK would rebuild the standard strategy from its builder, without this filter
-        }
-
-        @Override
-        public Builder<?, ?> toBuilder() {
-            return standard.toBuilder();
-        }
     }
 
     private static AwsCredentialsProvider credentials(Map<String, String> env) {

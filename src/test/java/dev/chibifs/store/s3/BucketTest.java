@@ -17,12 +17,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
-import software.amazon.awssdk.core.exception.SdkClientException;
-import software.amazon.awssdk.retries.api.AcquireInitialTokenRequest;
-import software.amazon.awssdk.retries.api.RefreshRetryTokenRequest;
-import software.amazon.awssdk.retries.api.RetryStrategy;
-import software.amazon.awssdk.retries.api.TokenAcquisitionFailedException;
 
 /** The S3 client against a real S3 server: the conditional writes the write-back relies on. */
 @Timeout(60)
@@ -69,26 +63,5 @@ class BucketTest {
         assertEquals(List.of("p/l/f"), l.objects().stream().map(Bucket.Listed::key).toList());
         assertEquals(List.of("p/l/d/", "p/l/e/"), l.prefixes());
         assertTrue(bucket.head("p/l/e/") != null);
-    }
-
-    /**
-     * The client retries a request whose pooled connection the server had closed, but not one that
-     * could not connect at all: those retries only delayed the store's knowing that S3 is away.
-     */
-    @Test
-    void aConnectionThatBrokeIsRetriedOneThatCouldNotBeMadeIsNot() {
-        RetryStrategy retries = new Bucket.NotWhenUnreachable(AwsRetryStrategy.standardRetryStrategy());
-        Throwable reset = SdkClientException.create("reset", new java.net.SocketException("Connection reset"));
-        assertTrue(retries.refreshRetryToken(RefreshRetryTokenRequest.builder().failure(reset)
-                .token(retries.acquireInitialToken(AcquireInitialTokenRequest.create("s3")).token()).build())
-                .delay() != null);
-        for (Throwable cause : List.of(new java.net.ConnectException("Connection refused"),
-                new java.net.UnknownHostException("nowhere.invalid"), new java.net.NoRouteToHostException("No route"))) {
-            Throwable failure = SdkClientException.create("connect", cause);
-            assertThrows(TokenAcquisitionFailedException.class, () -> retries.refreshRetryToken(
-                    RefreshRetryTokenRequest.builder().failure(failure)
-                            .token(retries.acquireInitialToken(AcquireInitialTokenRequest.create("s3")).token()).build()),
-                    cause.toString());
-        }
     }
 }
