@@ -30,20 +30,21 @@ class FaultsTest {
         Path home = Files.createDirectories(root.resolve("home"));
         Sh.run("mount -t tmpfs -o size=8m chibifs-test-store '" + home + "'").ok();
         try (MountedFs fs = MountedFs.start(root, "--context", "planner")) {
-            fs.sh("head -c 1048576 /dev/urandom > shared/keep && sha256sum shared/keep > /tmp/chibifs-keep.sum").ok();
+            String sum = root.resolve("keep.sum").toString(); // beside the mount, outside the store that fills up
+            fs.sh("head -c 1048576 /dev/urandom > shared/keep && sha256sum shared/keep > " + sum).ok();
             Sh.Result full = fs.sh("dd if=/dev/zero of=shared/big bs=1M count=20 2>&1");
             assertTrue(full.exitCode() != 0 && full.out().contains("No space left on device"), full.out());
             Sh.Result append = fs.sh("/bin/echo more >> shared/keep");
             assertTrue(append.exitCode() != 0 && append.err().contains("No space left on device"), append.err());
-            fs.sh("sha256sum -c /tmp/chibifs-keep.sum").ok();
-            fs.sh("rm shared/big && head -c 1048576 /dev/zero > shared/after && sha256sum -c /tmp/chibifs-keep.sum").ok();
+            fs.sh("sha256sum -c " + sum).ok();
+            fs.sh("rm shared/big && head -c 1048576 /dev/zero > shared/after && sha256sum -c " + sum).ok();
 
             Sh.run("mount -o remount,ro '" + home + "'").ok();
             Sh.Result ro = fs.sh("echo x > shared/ro");
             assertTrue(ro.exitCode() != 0 && ro.err().contains("Read-only file system"), ro.err());
             Sh.Result rm = fs.sh("rm shared/keep");
             assertTrue(rm.exitCode() != 0 && rm.err().contains("Read-only file system"), rm.err());
-            fs.sh("sha256sum -c /tmp/chibifs-keep.sum").ok();
+            fs.sh("sha256sum -c " + sum).ok();
             Sh.run("mount -o remount,rw '" + home + "'").ok();
             fs.sh("echo x > shared/rw").ok();
 
@@ -53,7 +54,7 @@ class FaultsTest {
                     + "'; timeout 10 sh -c \"echo x > '" + fs.at("/shared/y") + "'\"");
             assertTrue(gone.err().contains("Input/output error") && !gone.err().contains("Terminated"), gone.err());
             Files.move(home.resolve("vfs.away"), home.resolve("vfs"));
-            fs.sh("sha256sum -c /tmp/chibifs-keep.sum && echo y > shared/y").ok();
+            fs.sh("sha256sum -c " + sum + " && echo y > shared/y").ok();
 
             // replaced by a link to another tree: never followed, an I/O error, nothing written there
             Path decoy = Files.createDirectories(home.resolve("decoy/shared"));
@@ -72,7 +73,7 @@ class FaultsTest {
             assertEquals("other\n", fs.sh("cat shared/y").ok().out());
             Sh.run("rm -rf '" + home.resolve("vfs") + "'").ok();
             Files.move(home.resolve("vfs.real"), home.resolve("vfs"));
-            fs.sh("sha256sum -c /tmp/chibifs-keep.sum && grep -qx y shared/y").ok();
+            fs.sh("sha256sum -c " + sum + " && grep -qx y shared/y").ok();
             assertTrue(fs.process().isAlive());
         } finally {
             Sh.run("umount -l '" + home + "'");

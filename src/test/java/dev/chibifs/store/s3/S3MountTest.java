@@ -90,10 +90,18 @@ class S3MountTest {
     }
 
     private static void await(Duration within, String what, BooleanSupplier done) {
-        long deadline = System.nanoTime() + within.toNanos();
+        long start = System.nanoTime();
+        long deadline = start + within.toNanos();
         while (!done.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError(what + " not within " + within.toMillis() + " ms");
+                // how late, or never: a busy machine's lateness and a lost change read alike otherwise
+                long giveUp = start + Math.max(within.toNanos(), SETTLES_WITHIN.toNanos());
+                while (!done.getAsBoolean() && System.nanoTime() < giveUp) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(POLL.toNanos());
+                }
+                long took = (System.nanoTime() - start) / 1_000_000;
+                throw new AssertionError(what + " not within " + within.toMillis() + " ms ("
+                        + (done.getAsBoolean() ? "done after " + took + " ms" : "not done after " + took + " ms") + ")");
             }
             // the poll's interval, not a wait for something to happen: the deadline decides
             java.util.concurrent.locks.LockSupport.parkNanos(POLL.toNanos());
