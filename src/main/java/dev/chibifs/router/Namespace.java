@@ -38,18 +38,14 @@ public final class Namespace implements java.io.Closeable {
     private final Router router;
     private final LocalStorage root;
     private final List<String> stores;
-    /** The stores opened from {@code --store} specs, which this namespace owns and closes. */
-    private final List<Storage> opened;
-    /** Where each of {@link #opened} is mounted, in the same order. */
-    private final List<VfsPath> openedAt;
+    /** The stores opened from {@code --store} specs by prefix, in the order opened; this namespace closes them. */
+    private final java.util.Map<VfsPath, Storage> opened;
 
-    private Namespace(Router router, LocalStorage root, List<String> stores, List<Storage> opened,
-                      List<VfsPath> openedAt) {
+    private Namespace(Router router, LocalStorage root, List<String> stores, java.util.Map<VfsPath, Storage> opened) {
         this.router = router;
         this.root = root;
         this.stores = stores;
         this.opened = opened;
-        this.openedAt = openedAt;
     }
 
     /**
@@ -84,8 +80,7 @@ public final class Namespace implements java.io.Closeable {
         if (localRoot) {
             described.add("/=" + local.root());
         }
-        List<Storage> opened = new ArrayList<>();
-        List<VfsPath> openedAt = new ArrayList<>();
+        java.util.Map<VfsPath, Storage> opened = new java.util.LinkedHashMap<>();
         // the root first, so that stores() lists / first
         mounts = new ArrayList<>(mounts);
         mounts.sort(java.util.Comparator.comparing((StoreMount m) -> !m.prefix().isRoot()));
@@ -95,15 +90,14 @@ public final class Namespace implements java.io.Closeable {
                 store = m.spec().open();
             } catch (IOException | RuntimeException e) {
                 // the stores already open hold locks (an S3 store's cache directory): let them go
-                closeAll(opened);
+                closeAll(opened.values());
                 if (e instanceof IllegalArgumentException) {
                     throw e;
                 }
                 // one line naming the store: the failure's own text may name only a host path
                 throw new IOException("cannot open --store '" + m.text() + "': " + e.getMessage(), e);
             }
-            opened.add(store);
-            openedAt.add(m.prefix());
+            opened.put(m.prefix(), store);
             b.mount(m.prefix(), store);
             described.add(m.text());
         }
@@ -114,7 +108,7 @@ public final class Namespace implements java.io.Closeable {
         b.mount(TOOLS_SYS, new ReadOnlyStorage(tools, TOOLS_SYS_NAME));
         described.add(TOOLS_SYS + "=" + (toolsSys == null ? "empty" : "readonly:" + toolsSys.toAbsolutePath().normalize()));
         Router router = b.build();
-        return new Namespace(router, local, List.copyOf(described), List.copyOf(opened), List.copyOf(openedAt));
+        return new Namespace(router, local, List.copyOf(described), java.util.Collections.unmodifiableMap(opened));
     }
 
     /**
@@ -124,10 +118,10 @@ public final class Namespace implements java.io.Closeable {
      */
     @Override
     public void close() throws IOException {
-        closeAll(opened);
+        closeAll(opened.values());
     }
 
-    private static void closeAll(List<Storage> stores) throws IOException {
+    private static void closeAll(java.util.Collection<Storage> stores) throws IOException {
         IOException first = null;
         for (Storage s : stores) {
             try {
@@ -156,12 +150,12 @@ public final class Namespace implements java.io.Closeable {
     /** By prefix, what each store opened from a {@code --store} spec has to tell ({@link Storage#state}), for {@code stats}. */
     public java.util.Map<String, String> storeStates() {
         java.util.Map<String, String> states = new java.util.LinkedHashMap<>();
-        for (int i = 0; i < opened.size(); i++) {
-            String state = opened.get(i).state();
+        opened.forEach((prefix, store) -> {
+            String state = store.state();
             if (state != null) {
-                states.put(openedAt.get(i).toString(), state);
+                states.put(prefix.toString(), state);
             }
-        }
+        });
         return states;
     }
 
