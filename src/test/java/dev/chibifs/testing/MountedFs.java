@@ -72,37 +72,22 @@ public final class MountedFs implements AutoCloseable {
         } catch (IOException e) {
             return; // what is mounted cannot be told: leave everything
         }
+        List<String> rm = new ArrayList<>(List.of("rm", "-rf", "--one-file-system"));
         for (Path root : roots) {
             if (mounted.stream().noneMatch(m -> m.startsWith(root))) {
-                removeTree(root);
+                rm.add(root.toString());
             }
         }
-    }
-
-    /** Best effort, never following a link: what cannot be removed (a test's read-only tree) stays. */
-    private static void removeTree(Path root) {
+        if (rm.size() == 3) {
+            return;
+        }
+        // rm, not a walk in Java: a test leaves names that are not UTF-8, which a Path cannot name
         try {
-            Files.walkFileTree(root, new java.nio.file.SimpleFileVisitor<>() {
-                @Override
-                public java.nio.file.FileVisitResult visitFile(Path f, java.nio.file.attribute.BasicFileAttributes a) {
-                    f.toFile().delete();
-                    return java.nio.file.FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public java.nio.file.FileVisitResult visitFileFailed(Path f, IOException e) {
-                    f.toFile().delete();
-                    return java.nio.file.FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public java.nio.file.FileVisitResult postVisitDirectory(Path d, IOException e) {
-                    d.toFile().delete();
-                    return java.nio.file.FileVisitResult.CONTINUE;
-                }
-            });
-        } catch (IOException | RuntimeException e) {
-            // the rest stays in /tmp
+            new ProcessBuilder(rm).inheritIO().start().waitFor(60, TimeUnit.SECONDS);
+        } catch (IOException e) {
+            // the roots stay in /tmp
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
