@@ -133,9 +133,11 @@ final class Bucket implements Closeable {
      * retries take seconds per request (minutes where connecting times out), and a FUSE request
      * waiting through them holds up the program that made it. The store's write-back probes.
      */
-    private volatile String unreachable;
-    /** When {@link #unreachable} was last set from null. */
-    private volatile Instant unreachableSince;
+    private volatile Away unreachable;
+
+    /** Why no request gets an answer from S3, and since when: one value, so the two are always read together. */
+    private record Away(String reason, Instant since) {
+    }
 
     Bucket(S3Client client, AwsCredentialsProvider credentials, String credentialsFrom, String bucket, String where) {
         this.client = client;
@@ -450,15 +452,14 @@ final class Bucket implements Closeable {
 
     /** Why S3 is known to be unreachable, and since when (for {@code chibifs stats}); null while it answers. */
     String unreachableReason() {
-        String reason = unreachable;
-        Instant since = unreachableSince;
-        return reason == null ? null : reason + " (since " + since + ")";
+        Away away = unreachable;
+        return away == null ? null : away.reason() + " (since " + away.since() + ")";
     }
 
     private void refuseWhileUnreachable(String op, String key) throws Unavailable {
-        String reason = unreachable;
-        if (reason != null) {
-            throw new Unavailable(line(op, key, reason + ", asked again in the background"), null);
+        Away away = unreachable;
+        if (away != null) {
+            throw new Unavailable(line(op, key, away.reason() + ", asked again in the background"), null);
         }
     }
 
@@ -476,10 +477,9 @@ final class Bucket implements Closeable {
         }
         String reason = "cannot reach " + where + ": " + (root.getMessage() == null ? root.getClass().getSimpleName()
                 : root.getMessage().lines().findFirst().orElse(""));
-        if (unreachable == null) {
-            unreachableSince = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
-        }
-        unreachable = reason;
+        Away before = unreachable;
+        unreachable = new Away(reason, before != null ? before.since()
+                : Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS));
         return new Unavailable(line(op, key, reason), e);
     }
 
