@@ -31,6 +31,7 @@ import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
@@ -83,6 +84,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * version stays and this host's is uploaded beside it as {@code <name>.conflict-<host>-<time>},
  * and logged. Hard links cannot be kept in S3: {@link #link} refuses them.
  *
+ * <p>Symbolic links: the link {@code x} is the object {@code x.rclonelink} holding its target's text,
+ * as {@code rclone --links} keeps them, so a listing tells a link from a file with no request per
+ * name and {@code rclone copy --links} makes them links again on a disk. A file's name may not end in
+ * {@code .rclonelink} (EINVAL): the bucket could not tell it from a link.
+ *
  * <p>Locking: one lock (this object) guards the overlay, never held over a request to S3; the
  * {@link #flushLock} makes uploads and deletes one at a time, taken before this lock, never after.
  */
@@ -95,11 +101,16 @@ public final class S3Storage implements Storage {
     static final String META_MODE = "chibi-mode";
     static final String META_MTIME = "chibi-mtime";
 
+    /** What ends the key of a symbolic link's object (rclone's convention, with {@code --links}). */
+    static final String LINK_SUFFIX = ".rclonelink";
+
     private static final long BLOCK = 4096;
     /** The largest object one PUT uploads: a file may not grow past it (EFBIG), or it could never be uploaded. */
     static final long MAX_OBJECT_BYTES = 5L << 30;
     private static final int FILE_MODE = 0644;
     private static final int DIR_MODE = 0755;
+    /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
+    private static final int LINK_MODE = 0777;
     /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
     private static final int MAX_DEFERRALS = 5;
     /** Lost uploads a file remembers (the newest are dropped past it): each a SHA-256, 64 bytes. */
@@ -170,6 +181,8 @@ public final class S3Storage implements Storage {
     private static final class Node {
         final long ino;
         final boolean dir;
+        /** A symbolic link: its content (data file, object) is the target's text, and never changes. */
+        final boolean link;
         VfsPath path;
         long size;
         FileTime birth;
@@ -211,9 +224,10 @@ public final class S3Storage implements Storage {
          */
         List<String> lostUploads;
 
-        Node(long ino, boolean dir, FileTime now, int mode) {
+        Node(long ino, boolean dir, boolean link, FileTime now, int mode) {
             this.ino = ino;
             this.dir = dir;
+            this.link = link;
             this.birth = this.mtime = this.atime = this.ctime = now;
             this.mode = mode;
             this.size = dir ? BLOCK : 0;
@@ -221,6 +235,10 @@ public final class S3Storage implements Storage {
 
         boolean onRemote() {
             return dir ? dirOnRemote : remoteEtag != null;
+        }
+
+        EntryKind kind() {
+            return dir ? EntryKind.DIRECTORY : link ? EntryKind.SYMLINK : EntryKind.FILE;
         }
     }
 
@@ -257,7 +275,7 @@ public final class S3Storage implements Storage {
         }
         this.cacheLock = l;
         this.journal = new Journal(dir.resolve("journal"));
-        this.root = new Node(1, true, now(), DIR_MODE);
+        this.root = new Node(1, true, false, now(), DIR_MODE);
         root.path = VfsPath.root();
         root.dirOnRemote = root.marker = true;
         nodes.put(VfsPath.root(), root);
@@ -333,6 +351,29 @@ public final class S3Storage implements Storage {
         return k.isEmpty() ? "" : k + "/";
     }
 
+    /** The object that holds {@code n} at {@code p}: a directory's marker, a link's {@code .rclonelink}, a file's own key. */
+    private String objectKey(VfsPath p, Node n) {
+        return objectKey(p, n.dir, n.link);
+    }
+
+    private String objectKey(VfsPath p, boolean dir, boolean link) {
+        return dir ? dirKey(p) : link ? key(p) + LINK_SUFFIX : key(p);
+    }
+
+    /** The name of the link an object named {@code objectName} holds, or null when it holds a file. */
+    private static String linkName(String objectName) {
+        return objectName.length() > LINK_SUFFIX.length() && objectName.endsWith(LINK_SUFFIX)
+                ? objectName.substring(0, objectName.length() - LINK_SUFFIX.length()) : null;
+    }
+
+    /** A file or link may not be named as a link's object is: the bucket could not tell one from the other. */
+    private static void requireStorableName(VfsPath p) throws IOException {
+        if (linkName(p.fileName()) != null) {
+            throw new ErrnoException(Linux.EINVAL, p.toString(), "Invalid argument: a name ending in " + LINK_SUFFIX
+                    + " is how an S3 store keeps a symbolic link, so no file or link of its own may have one");
+        }
+    }
+
     private Path dataFile(long ino) {
         return dataDir.resolve(Long.toString(ino));
     }
@@ -404,7 +445,13 @@ public final class S3Storage implements Storage {
     }
 
     private Node newNode(boolean dir, int mode) {
-        Node n = new Node(nextIno++, dir, now(), mode);
+        Node n = new Node(nextIno++, dir, false, now(), mode);
+        n.lastUsed = millis();
+        return n;
+    }
+
+    private Node newLink() {
+        Node n = new Node(nextIno++, false, true, now(), LINK_MODE);
         n.lastUsed = millis();
         return n;
     }
@@ -418,20 +465,29 @@ public final class S3Storage implements Storage {
         if (!n.onRemote()) {
             return;
         }
-        String k = n.dir ? dirKey(p) : key(p);
+        String k = objectKey(p, n);
         if (k.isEmpty()) {
             return;
         }
-        tombs.put(k, new Tomb(n.dir ? null : n.remoteEtag));
-        record("tomb", p).put("dir", n.dir).put("etag", n.remoteEtag);
+        tombstone(k, n.dir ? null : n.remoteEtag);
+    }
+
+    /** A tombstone for the object {@code k}, journaled. */
+    private void tombstone(String k, String etag) {
+        tombs.put(k, new Tomb(etag));
+        ObjectNode o = keyRecord("tomb", k);
+        if (o != null) {
+            o.put("etag", etag);
+        }
     }
 
     /** A new node at {@code p} takes over a pending tombstone there: its upload replaces that object. */
     private void resurrect(VfsPath p, Node n) {
-        Tomb t = tombs.get(n.dir ? dirKey(p) : key(p));
+        String k = objectKey(p, n);
+        Tomb t = tombs.get(k);
         if (t != null && t.pending) {
-            tombs.remove(n.dir ? dirKey(p) : key(p));
-            record("untomb", p).put("dir", n.dir);
+            tombs.remove(k);
+            keyRecord("untomb", k);
             if (n.dir) {
                 n.dirOnRemote = true;
             } else {
@@ -508,6 +564,9 @@ public final class S3Storage implements Storage {
         o.put("ino", n.ino).put("dir", n.dir).put("size", n.size).put("mode", n.mode)
                 .put("mtime", n.mtime.toMillis()).put("atime", n.atime.toMillis()).put("ctime", n.ctime.toMillis())
                 .put("birth", n.birth.toMillis()).put("etag", n.remoteEtag);
+        if (n.link) {
+            o.put("link", true);
+        }
         if (n.shaGen == n.gen) {
             o.put("sha", n.sha);
         }
@@ -540,17 +599,34 @@ public final class S3Storage implements Storage {
         }
         for (Map.Entry<String, Tomb> e : tombs.entrySet()) {
             if (e.getValue().pending) {
-                String k = e.getKey();
-                boolean dir = k.endsWith("/");
-                VfsPath p = pathOfKey(dir ? k.substring(0, k.length() - 1) : k);
-                if (p != null) {
-                    record("tomb", p).put("dir", dir).put("etag", e.getValue().etag);
+                ObjectNode o = keyRecord("tomb", e.getKey());
+                if (o != null) {
+                    o.put("etag", e.getValue().etag);
                 }
             }
         }
         state.addAll(pending);
         pending.clear();
         journal.rewrite(state);
+    }
+
+    /**
+     * A journal record naming the object {@code k} by the path and kind ({@code dir}, {@code link})
+     * restore() makes its key of again; null (and nothing recorded) for a key outside the store.
+     */
+    private ObjectNode keyRecord(String type, String k) {
+        boolean dir = k.endsWith("/");
+        String name = dir ? k.substring(0, k.length() - 1) : k;
+        String linked = dir ? null : linkName(name);
+        VfsPath p = pathOfKey(linked == null ? name : linked);
+        if (p == null) {
+            return null;
+        }
+        ObjectNode o = record(type, p).put("dir", dir);
+        if (linked != null) {
+            o.put("link", true);
+        }
+        return o;
     }
 
     private VfsPath pathOfKey(String key) {
@@ -579,7 +655,7 @@ public final class S3Storage implements Storage {
                 VfsPath p = VfsPath.of(o.get("p").asText());
                 String t = o.get("t").asText();
                 if (t.equals("tomb") || t.equals("untomb")) {
-                    lastTomb.put(o.path("dir").asBoolean() ? dirKey(p) : key(p), o);
+                    lastTomb.put(objectKey(p, o.path("dir").asBoolean(), o.path("link").asBoolean()), o);
                 } else {
                     last.put(p, o);
                 }
@@ -612,6 +688,7 @@ public final class S3Storage implements Storage {
             }
             long ino = o.path("ino").asLong(0);
             boolean dir = o.path("dir").asBoolean();
+            boolean link = o.path("link").asBoolean();
             if (ino < 2) {
                 LOG.warn("S3 store {}: journal record for {} has no inode, skipped", spec, p);
                 continue;
@@ -621,7 +698,7 @@ public final class S3Storage implements Storage {
                         t.equals("put") ? "its last change is lost" : "fetched again");
                 continue;
             }
-            Node n = new Node(ino, dir, FileTime.fromMillis(o.path("mtime").asLong()), o.path("mode").asInt(FILE_MODE));
+            Node n = new Node(ino, dir, link, FileTime.fromMillis(o.path("mtime").asLong()), o.path("mode").asInt(FILE_MODE));
             n.atime = FileTime.fromMillis(o.path("atime").asLong());
             n.ctime = FileTime.fromMillis(o.path("ctime").asLong());
             n.birth = FileTime.fromMillis(o.path("birth").asLong());
@@ -754,7 +831,7 @@ public final class S3Storage implements Storage {
             synchronized (this) {
                 n = nodes.get(p);
             }
-            boolean there = n != null && (n.dir ? bucket.anyUnder(dirKey(p)) : bucket.head(key(p)) != null);
+            boolean there = n != null && (n.dir ? bucket.anyUnder(dirKey(p)) : bucket.head(objectKey(p, n)) != null);
             if (there) {
                 stillThere.add(p.fileName());
             }
@@ -762,12 +839,14 @@ public final class S3Storage implements Storage {
         return stillThere;
     }
 
-    /** The names a listing of {@code dir} shows, files and directories. */
+    /** The names a listing of {@code dir} shows, files, links and directories. */
     private Set<String> names(VfsPath dir, Bucket.Level level) {
         String prefix = dirKey(dir);
         Set<String> out = new java.util.HashSet<>();
         for (Bucket.Listed o : level.objects()) {
-            out.add(o.key().substring(prefix.length()));
+            String name = o.key().substring(prefix.length());
+            String linked = linkName(name);
+            out.add(linked == null ? name : linked);
         }
         for (String pre : level.prefixes()) {
             out.add(pre.substring(prefix.length(), pre.length() - 1));
@@ -783,31 +862,15 @@ public final class S3Storage implements Storage {
         }
         String prefix = dirKey(dir);
         Set<String> seen = new TreeSet<>();
+        List<Bucket.Listed> links = new ArrayList<>();
         for (Bucket.Listed o : level.objects()) {
             String name = o.key().substring(prefix.length());
             if (name.isEmpty()) {
                 d.marker = d.dirOnRemote = true;
-                continue;
-            }
-            VfsPath p = childOrNull(dir, name);
-            if (p == null || buried(o.key(), startSeq)) {
-                continue;
-            }
-            Node n = nodes.get(p);
-            if (n == null && inflight.contains(o.key())) {
-                continue;
-            }
-            seen.add(name);
-            if (n == null) {
-                n = newNode(false, FILE_MODE);
-                fromListing(n, o, startSeq);
-                attach(p, n);
-            } else if (!n.dir && !n.dirty && n.writers == 0 && n.syncedSeq <= startSeq
-                    && !Objects.equals(n.remoteEtag, o.etag())) {
-                // changed by another host: new attributes now, the new content from the next open
-                fromListing(n, o, startSeq);
-                n.gen++;
-                journalPut(n);
+            } else if (linkName(name) != null) {
+                links.add(o);
+            } else {
+                placeListed(dir, name, o, false, startSeq, seen);
             }
         }
         for (String pre : level.prefixes()) {
@@ -830,6 +893,12 @@ public final class S3Storage implements Storage {
                 n.dirOnRemote = true;
             }
         }
+        for (Bucket.Listed o : links) {
+            String name = linkName(o.key().substring(prefix.length()));
+            if (!seen.contains(name)) { // a file or directory of the same name (put there by another tool) wins
+                placeListed(dir, name, o, true, startSeq, seen);
+            }
+        }
         for (String name : List.copyOf(children(dir))) {
             if (seen.contains(name) || stillThere.contains(name)) {
                 continue;
@@ -844,6 +913,37 @@ public final class S3Storage implements Storage {
         }
         long now = millis();
         tombs.values().removeIf(t -> !t.pending && (t.doneSeq < startSeq || now - t.doneAt > DONE_TOMB_MILLIS));
+    }
+
+    /** Merges one listed object, a file's or a link's, into the overlay as the child {@code name} of {@code dir}. */
+    private void placeListed(VfsPath dir, String name, Bucket.Listed o, boolean link, long startSeq, Set<String> seen) {
+        VfsPath p = childOrNull(dir, name);
+        if (p == null || buried(o.key(), startSeq)) {
+            return;
+        }
+        Node n = nodes.get(p);
+        if (n == null && inflight.contains(o.key())) {
+            return;
+        }
+        seen.add(name);
+        boolean settled = n != null && !n.dir && !n.dirty && n.writers == 0 && n.syncedSeq <= startSeq;
+        if (settled && (n.link != link || (link && !Objects.equals(n.remoteEtag, o.etag())))) {
+            // another host made the name a link, a file, or another link: a new node, as the kernel
+            // keeps a link's target by node (CACHE_SYMLINKS)
+            record("gone", p);
+            detach(n);
+            n = null;
+        }
+        if (n == null) {
+            n = link ? newLink() : newNode(false, FILE_MODE);
+            fromListing(n, o, startSeq);
+            attach(p, n);
+        } else if (settled && n.link == link && !Objects.equals(n.remoteEtag, o.etag())) {
+            // changed by another host: new attributes now, the new content from the next open
+            fromListing(n, o, startSeq);
+            n.gen++;
+            journalPut(n);
+        }
     }
 
     /** Whether a node S3 no longer lists was removed by another host (and not just made here). */
@@ -933,12 +1033,21 @@ public final class S3Storage implements Storage {
         return n;
     }
 
+    /** The file at {@code p}: a directory is EISDIR and a link ELOOP, as an open with O_NOFOLLOW says. */
     private Node findFile(VfsPath p) throws IOException {
         Node n = find(p);
         if (n.dir) {
             throw new IsDirectoryException(p.toString());
         }
+        if (n.link) {
+            throw notFollowed(p);
+        }
         return n;
+    }
+
+    /** ELOOP: the store follows no link (LocalStorage and MemoryStorage say the same). */
+    private static IOException notFollowed(VfsPath p) {
+        return new ErrnoException(Linux.ELOOP, p.toString(), "Too many levels of symbolic links");
     }
 
     private Node findDir(VfsPath p) throws IOException {
@@ -992,7 +1101,7 @@ public final class S3Storage implements Storage {
                 }
             }
             Path part = dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
-            Bucket.Head h = bucket.get(key(p), part);
+            Bucket.Head h = bucket.get(objectKey(p, n), part);
             synchronized (this) {
                 try {
                     if (h == null) {
@@ -1060,6 +1169,10 @@ public final class S3Storage implements Storage {
                 if (marker) {
                     rel = rel.substring(0, rel.length() - 1);
                 }
+                String linked = marker ? null : linkName(rel.substring(rel.lastIndexOf('/') + 1));
+                if (linked != null) {
+                    rel = rel.substring(0, rel.length() - LINK_SUFFIX.length());
+                }
                 if (rel.isEmpty() || buried(o.key(), startSeq)) {
                     continue;
                 }
@@ -1074,7 +1187,7 @@ public final class S3Storage implements Storage {
                 }
                 Node n = nodes.get(p);
                 if (n == null) {
-                    n = newNode(marker, marker ? DIR_MODE : FILE_MODE);
+                    n = linked != null ? newLink() : newNode(marker, marker ? DIR_MODE : FILE_MODE);
                     if (marker) {
                         n.dirOnRemote = n.marker = true;
                         n.syncedSeq = startSeq;
@@ -1155,6 +1268,7 @@ public final class S3Storage implements Storage {
         if (path.isRoot()) {
             throw new IsDirectoryException(path.toString());
         }
+        requireStorableName(path);
         mkdir(path.parent());
         Node existing = lookup(path);
         if (existing != null && existing.dir) {
@@ -1176,11 +1290,15 @@ public final class S3Storage implements Storage {
                     throw new NoSuchFileException(path.toString());
                 }
                 Files.move(tmp, dataFile(ino), StandardCopyOption.ATOMIC_MOVE);
-                Node n = new Node(ino, false, now(), mode >= 0 ? mode : old == null ? FILE_MODE : old.mode);
+                Node n = new Node(ino, false, false, now(), mode >= 0 ? mode : old == null || old.link ? FILE_MODE : old.mode);
                 n.size = Files.size(dataFile(ino));
                 n.cached = true;
                 if (old != null) {
-                    n.remoteEtag = old.remoteEtag;
+                    if (old.link) {
+                        bury(path, old); // its object is another key than the file's
+                    } else {
+                        n.remoteEtag = old.remoteEtag;
+                    }
                     detach(old);
                 }
                 attach(path, n);
@@ -1253,7 +1371,7 @@ public final class S3Storage implements Storage {
                 Node n = nodes.get(path.child(name));
                 if (n != null) {
                     inodes[out.size()] = n.ino;
-                    out.add(new Entry(name, n.dir ? EntryKind.DIRECTORY : EntryKind.FILE));
+                    out.add(new Entry(name, n.kind()));
                 }
             }
             return new Listing(out, inodes);
@@ -1331,6 +1449,9 @@ public final class S3Storage implements Storage {
         if (n.dir && dst.startsWith(src)) {
             throw new ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
         }
+        if (!n.dir) {
+            requireStorableName(dst);
+        }
         Node target = lookup(dst);
         if (target != null && target.dir) {
             refresh(dst);
@@ -1392,9 +1513,15 @@ public final class S3Storage implements Storage {
             if (moving.stream().anyMatch(m -> !m.dir && !m.cached)) {
                 throw new ErrnoException(Linux.EBUSY, src.toString(), dst.toString(), "Resource busy: changed while it was renamed");
             }
-            String targetEtag = target == null || target.dir ? null : target.remoteEtag;
+            // the object replaced in place is the If-Match of the upload under the new name; a link
+            // replacing a file, or a file a link, leaves the other's object to delete (another key)
+            boolean sameKey = target != null && !target.dir && target.link == n.link;
+            String targetEtag = sameKey ? target.remoteEtag : null;
             boolean targetDirOnRemote = target != null && target.dir && target.dirOnRemote;
             if (target != null) {
+                if (!target.dir && !sameKey) {
+                    bury(dst, target);
+                }
                 record("gone", dst);
                 detach(target);
             }
@@ -1461,8 +1588,8 @@ public final class S3Storage implements Storage {
         } else {
             links = n.path == null ? 0 : 1;
         }
-        return new Metadata(n.dir ? EntryKind.DIRECTORY : EntryKind.FILE, n.size, n.birth, n.mtime, n.atime,
-                n.ctime, links, n.mode, n.ino);
+        return new Metadata(n.kind(), n.size, n.birth, n.mtime, n.atime, n.ctime, links,
+                n.link ? LINK_MODE : n.mode, n.ino);
     }
 
     // ---- a mount's operations ----
@@ -1480,6 +1607,9 @@ public final class S3Storage implements Storage {
             if (n != null && n.dir) {
                 throw new IsDirectoryException(path.toString());
             }
+            if (n != null && n.link) {
+                throw notFollowed(path);
+            }
             if (n != null && !flags.contains(OpenFlag.TRUNCATE)) {
                 fetch(n);
             }
@@ -1489,6 +1619,7 @@ public final class S3Storage implements Storage {
                     if (!create || nodes.get(path.parent()) == null) {
                         throw new NoSuchFileException(path.toString());
                     }
+                    requireStorableName(path);
                     Node c = newNode(false, FILE_MODE | ((createMode & 0100) != 0 ? 0111 : 0));
                     CacheFile.replace(dataFile(c.ino)).close();
                     c.cached = true;
@@ -1501,6 +1632,9 @@ public final class S3Storage implements Storage {
                 }
                 if (now.dir) {
                     throw new IsDirectoryException(path.toString());
+                }
+                if (now.link) {
+                    throw notFollowed(path);
                 }
                 if (now != n && flags.contains(OpenFlag.CREATE_NEW)) {
                     throw new FileAlreadyExistsException(path.toString());
@@ -1539,7 +1673,7 @@ public final class S3Storage implements Storage {
         if (n == null) {
             throw new NoSuchFileException(path.toString());
         }
-        if (n.dir) {
+        if (n.dir || n.link) {
             return null;
         }
         fetch(n);
@@ -1812,7 +1946,7 @@ public final class S3Storage implements Storage {
 
     private void setExecutableOf(Node n, int mode) throws IOException {
         int wanted = (n.mode & ~0111) | (mode & 0111);
-        if (wanted != n.mode) {
+        if (wanted != n.mode && !n.link) { // a link's bits are always 0777, as on Linux
             n.mode = wanted;
             n.ctime = now();
             if (!n.dir) {
@@ -1917,10 +2051,58 @@ public final class S3Storage implements Storage {
         throw new ErrnoException(Linux.EPERM, existing.toString(), newName.toString(), "Operation not permitted: an S3 store cannot keep hard links (one object per name)");
     }
 
+    /** The link's target: its object's content, fetched once (a GET) like a file's. */
     @Override
     public String readLink(VfsPath path) throws IOException {
-        find(path);
-        throw new java.nio.file.NotLinkException(path.toString());
+        for (int attempt = 0; ; attempt++) {
+            Node n = find(path);
+            if (!n.link) {
+                throw new java.nio.file.NotLinkException(path.toString());
+            }
+            fetch(n);
+            synchronized (this) {
+                if (nodes.get(path) == n && n.cached) {
+                    return new String(Files.readAllBytes(dataFile(n.ino)), StandardCharsets.UTF_8);
+                }
+            }
+            if (attempt >= SNAPSHOT_TRIES) {
+                throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was read");
+            }
+        }
+    }
+
+    /**
+     * Makes the link here at once; its object {@code <name>.rclonelink}, holding the target's text,
+     * goes up as a closed file's does, {@link S3Options#flushAfter()} later.
+     */
+    @Override
+    public void createSymlink(VfsPath link, String target) throws IOException {
+        if (target.isEmpty()) {
+            throw new NoSuchFileException(link.toString());
+        }
+        requireStorableName(link);
+        parentOf(link);
+        if (lookup(link) != null) {
+            throw new FileAlreadyExistsException(link.toString());
+        }
+        synchronized (this) {
+            if (nodes.containsKey(link)) {
+                throw new FileAlreadyExistsException(link.toString());
+            }
+            if (nodes.get(link.parent()) == null) {
+                throw new NoSuchFileException(link.toString());
+            }
+            Node n = newLink();
+            byte[] text = target.getBytes(StandardCharsets.UTF_8);
+            Files.write(dataFile(n.ino), text);
+            n.size = text.length;
+            n.cached = true;
+            attach(link, n);
+            resurrect(link, n);
+            touch(nodes.get(link.parent()));
+            dirty(n);
+            commit();
+        }
     }
 
     @Override
@@ -2224,10 +2406,7 @@ public final class S3Storage implements Storage {
                 t.pending = false;
                 t.doneSeq = ++seq;
                 t.doneAt = millis();
-                VfsPath p = pathOfKey(k.endsWith("/") ? k.substring(0, k.length() - 1) : k);
-                if (p != null) {
-                    record("untomb", p).put("dir", k.endsWith("/"));
-                }
+                keyRecord("untomb", k);
                 commit();
             }
         }
@@ -2370,28 +2549,28 @@ public final class S3Storage implements Storage {
                 gen = n.gen;
             }
             meta.put(META_SHA, sha);
+            String k = objectKey(p, n);
             synchronized (this) {
-                inflight.add(key(p));
+                inflight.add(k);
             }
             try {
                 String etag;
                 try {
-                    etag = putOnce(key(p), snap, meta, base, sha);
+                    etag = putOnce(k, snap, meta, base, sha);
                 } catch (Bucket.Missing e) {
                     // removed on S3 since this host saw it: a change made here outlives a delete made there
-                    etag = putOnce(key(p), snap, meta, null, sha);
+                    etag = putOnce(k, snap, meta, null, sha);
                 }
                 synchronized (this) {
                     seq++;
-                    inflight.remove(key(p));
+                    inflight.remove(k);
                     if (n.path == null || !n.path.equals(p)) {
                         // renamed or removed while it went up: the name it went up under must go again
                         Node there = nodes.get(p);
-                        if (there != null && !there.dir) {
+                        if (there != null && !there.dir && there.link == n.link) {
                             there.remoteEtag = etag;
                         } else {
-                            tombs.put(key(p), new Tomb(etag));
-                            record("tomb", p).put("dir", false).put("etag", etag);
+                            tombstone(k, etag);
                         }
                     } else {
                         n.remoteEtag = etag;
@@ -2409,7 +2588,7 @@ public final class S3Storage implements Storage {
                     commit();
                 }
             } catch (Bucket.PreconditionFailed e) {
-                String ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, key(p)) : null;
+                String ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, k) : null;
                 if (ours != null) {
                     // not another host's change: this host's own upload that landed unbeknownst to it
                     synchronized (this) {
@@ -2432,7 +2611,7 @@ public final class S3Storage implements Storage {
                 throw e;
             } finally {
                 synchronized (this) {
-                    inflight.remove(key(p));
+                    inflight.remove(k);
                 }
                 Files.deleteIfExists(snap);
             }
@@ -2505,8 +2684,7 @@ public final class S3Storage implements Storage {
                 d.syncedSeq = seq;
                 journalPut(d);
             } else {
-                tombs.put(dirKey(p), new Tomb(null));
-                record("tomb", p).put("dir", true);
+                tombstone(dirKey(p), null);
             }
             commit();
         }
@@ -2525,18 +2703,18 @@ public final class S3Storage implements Storage {
             try {
                 // putOnce: a first attempt that landed with its answer lost is this copy, not a reason
                 // for a second one under the next number (seen under load: two identical copies)
-                copyEtag = putOnce(key(copy), snap, meta, null, sha);
+                copyEtag = putOnce(objectKey(copy, n), snap, meta, null, sha);
             } catch (Bucket.PreconditionFailed taken) {
                 // another copy of that name exists: the next number
             }
         }
-        Bucket.Head theirs = bucket.head(key(p));
+        Bucket.Head theirs = bucket.head(objectKey(p, n));
         LOG.warn("conflict: {} changed on S3 since this host last saw it; this host's version is kept as {}", p, copy);
         synchronized (this) {
             seq++;
             long ino = nextIno++;
             Files.copy(snap, dataFile(ino), StandardCopyOption.REPLACE_EXISTING);
-            Node c = new Node(ino, false, now(), n.mode);
+            Node c = new Node(ino, false, n.link, now(), n.mode);
             c.size = Files.size(dataFile(ino));
             c.cached = true;
             c.remoteEtag = copyEtag;

@@ -5,6 +5,7 @@ import dev.chibifs.testing.MutableClock;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -13,8 +14,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.ContentHash;
 import dev.chibifs.store.Entry;
+import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -25,6 +29,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -306,6 +311,86 @@ class S3HostsTest {
             assertEquals("content " + i, inS3("shared/batch/f" + i), "f" + i);
         }
         assertNull(inS3("shared/gone"));
+        assertEquals(0, again.pendingChanges());
+    }
+
+    @Test
+    void aSymbolicLinkIsTheObjectRcloneKeepsItAsAndEveryHostSeesALink() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withValidity(Duration.ZERO));
+        a.mkdir(p("/shared/bin"));
+        a.createSymlink(p("/shared/bin/tool"), "../lib/tool.js");
+        a.flushAll();
+        assertEquals("../lib/tool.js", inS3("shared/bin/tool.rclonelink"));
+        assertNull(inS3("shared/bin/tool"));
+        assertEquals(List.of(new Entry("tool", EntryKind.SYMLINK)), b.list(p("/shared/bin")));
+        assertEquals("../lib/tool.js", b.readLink(p("/shared/bin/tool")));
+        assertEquals(14, b.metadata(p("/shared/bin/tool")).size());
+
+        // one put there by rclone --links, or any tool, is a link too
+        raw.put(prefix + "/shared/bin/other.rclonelink", "tool".getBytes(UTF_8), Map.of(), null);
+        assertEquals("tool", b.readLink(p("/shared/bin/other")));
+        assertEquals(EntryKind.SYMLINK, b.metadata(p("/shared/bin/other")).kind());
+
+        // another host pointing the name elsewhere is a new node: the kernel keeps a link's target by node
+        long before = b.metadata(p("/shared/bin/tool")).inode();
+        a.removeFile(p("/shared/bin/tool"));
+        a.createSymlink(p("/shared/bin/tool"), "../lib/tool2.js");
+        a.flushAll();
+        assertEquals("../lib/tool2.js", b.readLink(p("/shared/bin/tool")));
+        assertNotEquals(before, b.metadata(p("/shared/bin/tool")).inode());
+
+        // renamed, and replaced by a file: the old object goes, as the link's name is not the file's key
+        a.rename(p("/shared/bin/tool"), p("/shared/bin/moved"));
+        a.flushAll();
+        assertNull(inS3("shared/bin/tool.rclonelink"));
+        assertEquals("../lib/tool2.js", inS3("shared/bin/moved.rclonelink"));
+        a.write(p("/shared/bin/moved"), "a file now".getBytes(UTF_8));
+        a.flushAll();
+        assertNull(inS3("shared/bin/moved.rclonelink"));
+        assertEquals("a file now", inS3("shared/bin/moved"));
+        assertEquals(EntryKind.FILE, b.metadata(p("/shared/bin/moved")).kind());
+        assertEquals("a file now", text(b, "/shared/bin/moved"));
+        a.createSymlink(p("/shared/bin/over"), "moved");
+        a.rename(p("/shared/bin/over"), p("/shared/bin/moved"));
+        a.flushAll();
+        assertNull(inS3("shared/bin/moved"));
+        assertEquals("moved", b.readLink(p("/shared/bin/moved")));
+        a.write(p("/shared/bin/moved"), "a file again".getBytes(UTF_8));
+
+        // a file named as a link's object would read back as a link: refused, nothing made
+        assertEquals(Linux.EINVAL, Errors.errno(assertThrows(IOException.class,
+                () -> a.write(p("/shared/bin/x.rclonelink"), "x".getBytes(UTF_8)))));
+        assertEquals(Linux.EINVAL, Errors.errno(assertThrows(IOException.class,
+                () -> a.rename(p("/shared/bin/moved"), p("/shared/bin/moved.rclonelink")))));
+        assertEquals(Linux.EINVAL, Errors.errno(assertThrows(IOException.class,
+                () -> a.createSymlink(p("/shared/bin/l.rclonelink"), "x"))));
+        a.mkdir(p("/shared/bin/dir.rclonelink")); // a directory's key ends in '/': no confusion
+        a.flushAll();
+        assertEquals(List.of(new Entry("dir.rclonelink", EntryKind.DIRECTORY), new Entry("moved", EntryKind.FILE),
+                new Entry("other", EntryKind.SYMLINK)), b.list(p("/shared/bin")));
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void linksMadeAndRemovedJustBeforeAKillReachS3AtTheNextStart() throws Exception {
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        S3Options o = options("a").withClock(clock, false);
+        S3Storage a = host(o);
+        a.mkdir(p("/shared"));
+        a.createSymlink(p("/shared/old"), "gone/soon");
+        a.flushAll();
+        a.createSymlink(p("/shared/new"), "made/now");
+        a.removeFile(p("/shared/old"));
+        a.crash();
+        assertEquals("gone/soon", inS3("shared/old.rclonelink"));
+
+        S3Storage again = host(o);
+        assertEquals("made/now", again.readLink(p("/shared/new")));
+        again.flushDue();
+        assertEquals("made/now", inS3("shared/new.rclonelink"));
+        assertNull(inS3("shared/old.rclonelink"));
+        assertEquals(List.of(new Entry("new", EntryKind.SYMLINK)), again.list(p("/shared")));
         assertEquals(0, again.pendingChanges());
     }
 

@@ -161,6 +161,7 @@ class S3MountTest {
             Files.writeString(src.resolve("lib/deep/f" + i + ".txt"), "file " + i + "\n".repeat(i));
         }
         Files.writeString(src.resolve("README"), "readme\n");
+        Files.createSymbolicLink(src.resolve("lib/latest.txt"), Path.of("deep/f3.txt"));
         Sh.run(a.root(), "tar cf src.tar -C src . && chmod +x src/README").ok();
         Path tarball = a.root().resolve("src.tar");
 
@@ -180,6 +181,8 @@ class S3MountTest {
             return r.exitCode() == 0 && r.out().trim().equals("2");
         });
         Sh.run("diff -r '" + src + "' '" + b.at(PREFIX + "/unpacked") + "'").ok();
+        // the link went up as rclone keeps one, and is a link on the other host
+        assertEquals("deep/f3.txt", Files.readSymbolicLink(b.at(PREFIX + "/unpacked/lib/latest.txt")).toString());
     }
 
     @Test

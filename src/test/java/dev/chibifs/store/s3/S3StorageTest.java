@@ -58,9 +58,9 @@ class S3StorageTest extends StorageBehaviourSuite {
         return false;
     }
 
-    /** An object is all S3 holds: no symbolic links, fifos or sockets. */
+    /** An object is all S3 holds: a link is an object of its own (.rclonelink), but no fifos or sockets. */
     @Override
-    protected boolean specialNames() {
+    protected boolean fifosAndSockets() {
         return false;
     }
 
