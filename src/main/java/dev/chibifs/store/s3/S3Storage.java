@@ -153,6 +153,14 @@ public final class S3Storage implements Storage {
                 t.setDaemon(true);
                 return t;
             });
+    /** How many HEADs ask at once for the attributes of files a listing showed (see {@link #learnAttributes}). */
+    private static final int ATTRIBUTE_ASKERS = 8;
+    private final java.util.concurrent.ExecutorService attributeAskers = java.util.concurrent.Executors.newFixedThreadPool(
+            ATTRIBUTE_ASKERS, r -> {
+                Thread t = new Thread(r, "s3-attributes");
+                t.setDaemon(true);
+                return t;
+            });
     private final Thread flusher;
 
     // ---- the overlay; guarded by this ----
@@ -167,6 +175,8 @@ public final class S3Storage implements Storage {
      * node was renamed or removed meanwhile, that listing must not bring the old name back.
      */
     private final Set<String> inflight = new java.util.HashSet<>();
+    /** Files listings showed whose attributes are still to be asked for; {@link #askWantedAttributes} drains it. */
+    private final List<Node> attributesWanted = new ArrayList<>();
     /** When each directory was last listed (clock millis at the request). */
     private final Map<VfsPath, Long> listedAt = new HashMap<>();
     private final Node root;
@@ -203,6 +213,13 @@ public final class S3Storage implements Storage {
         boolean marker;
         /** The data file holds the content (else it is fetched at the next open). */
         boolean cached;
+        /**
+         * Its mode and mtime are its own: made or fetched here, or asked of its object's metadata. A
+         * file a listing showed has S3's LastModified and no execute bits until then.
+         */
+        boolean attributesKnown = true;
+        /** The HEAD asking for its attributes, while one is under way; waiters join it. */
+        java.util.concurrent.CompletableFuture<Void> askingAttributes;
         boolean dirty;
         /** When its content was last fetched or opened here (clock millis): the content cache's LRU order. */
         long lastUsed;
@@ -787,8 +804,70 @@ public final class S3Storage implements Storage {
             apply(dir, level, startSeq, stillThere);
             listedAt.put(dir, now);
             commit();
+            askWantedAttributes();
         }
         recovered();
+    }
+
+    /**
+     * Asks, {@link #ATTRIBUTE_ASKERS} at a time, for the attributes of the files listings showed
+     * since the last call, so that a stat or a READDIRPLUS of a directory another host filled waits
+     * for about one HEAD, not one per file in turn. Under the monitor.
+     */
+    private void askWantedAttributes() {
+        if (closed) {
+            attributesWanted.clear();
+            return;
+        }
+        for (Node n : attributesWanted) {
+            attributeAskers.execute(() -> learnAttributes(n));
+        }
+        attributesWanted.clear();
+    }
+
+    /**
+     * Makes the attributes of {@code n} its object's own: its execute bits and mtime are in the object's
+     * metadata, which a listing does not give, and a file shown without them would not run ({@code
+     * EACCES}) and would look changed to {@code git}, {@code make} or {@code rsync}. One HEAD, or the
+     * answer of the one already under way. Where S3 does not answer, or the object changed since the
+     * listing, what the listing said stands (the next stat asks again).
+     */
+    private void learnAttributes(Node n) {
+        java.util.concurrent.CompletableFuture<Void> theirs;
+        java.util.concurrent.CompletableFuture<Void> mine = new java.util.concurrent.CompletableFuture<>();
+        VfsPath p;
+        String etag;
+        synchronized (this) {
+            if (n.attributesKnown || n.path == null || closed) {
+                return;
+            }
+            theirs = n.askingAttributes;
+            if (theirs == null) {
+                n.askingAttributes = mine;
+            }
+            p = n.path;
+            etag = n.remoteEtag;
+        }
+        if (theirs != null) {
+            theirs.join(); // completed normally, whatever the HEAD said
+            return;
+        }
+        try {
+            Bucket.Head h = bucket.head(objectKey(p, n));
+            synchronized (this) {
+                if (h != null && p.equals(n.path) && !n.attributesKnown && etag != null
+                        && etag.equals(n.remoteEtag) && etag.equals(h.etag())) {
+                    fromMeta(n, h);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("S3 store {}: attributes of {} not asked: {}", spec, p, e.getMessage());
+        } finally {
+            synchronized (this) {
+                n.askingAttributes = null;
+            }
+            mine.complete(null);
+        }
     }
 
     /**
@@ -975,6 +1054,10 @@ public final class S3Storage implements Storage {
         n.sha = null;
         n.shaGen = -1;
         n.syncedSeq = startSeq;
+        n.attributesKnown = n.link; // a link's mode is always 0777
+        if (!n.link) {
+            attributesWanted.add(n);
+        }
     }
 
     private boolean buried(String key, long startSeq) {
@@ -1136,6 +1219,7 @@ public final class S3Storage implements Storage {
     }
 
     private void fromMeta(Node n, Bucket.Head h) {
+        n.attributesKnown = true;
         Map<String, String> meta = h.meta();
         String sha = meta.get(META_SHA);
         if (sha != null && ContentHash.isEtag(sha)) {
@@ -1198,6 +1282,7 @@ public final class S3Storage implements Storage {
                 }
             }
             commit();
+            askWantedAttributes();
         }
     }
 
@@ -1568,6 +1653,7 @@ public final class S3Storage implements Storage {
     @Override
     public Metadata metadata(VfsPath path) throws IOException {
         Node n = find(path);
+        learnAttributes(n);
         synchronized (this) {
             return metadataOf(n);
         }
@@ -2744,6 +2830,7 @@ public final class S3Storage implements Storage {
                     n.size = theirs.size();
                     n.mtime = n.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());
                     n.gen++;
+                    fromMeta(n, theirs);
                     journalPut(n);
                 }
             }
@@ -2839,6 +2926,7 @@ public final class S3Storage implements Storage {
                 journal.close();
             } finally {
                 uploaders.shutdownNow();
+                attributeAskers.shutdownNow();
                 bucket.close();
                 cacheLock.release();
                 lockFile.close();
@@ -2872,6 +2960,7 @@ public final class S3Storage implements Storage {
         joinFlusher();
         synchronized (this) {
             uploaders.shutdownNow();
+            attributeAskers.shutdownNow();
             journal.close();
             bucket.close();
             cacheLock.release();

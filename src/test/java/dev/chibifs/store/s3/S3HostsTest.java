@@ -16,6 +16,7 @@ import dev.chibifs.store.ContentHash;
 import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
@@ -24,6 +25,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -370,6 +372,34 @@ class S3HostsTest {
         assertEquals(List.of(new Entry("dir.rclonelink", EntryKind.DIRECTORY), new Entry("moved", EntryKind.FILE),
                 new Entry("other", EntryKind.SYMLINK)), b.list(p("/shared/bin")));
         assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void theExecuteBitsAndMtimeAnotherHostGaveFilesShowBeforeTheyAreOpened() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b"));
+        FileTime extracted = FileTime.from(Instant.parse("2024-05-06T07:08:09Z")); // as tar xf sets it
+        int files = 40;
+        for (int i = 0; i < files; i++) {
+            put(a, "/shared/bin/tool" + i, "#!/bin/sh\necho " + i + "\n");
+            if (i % 2 == 0) {
+                a.setExecutable(p("/shared/bin/tool" + i), 0755);
+            }
+            a.setTimes(p("/shared/bin/tool" + i), null, extracted);
+        }
+        a.flushAll();
+
+        long headsBefore = b.requests().getOrDefault("head", 0L);
+        assertEquals(files, b.list(p("/shared/bin")).size());
+        for (int i = 0; i < files; i++) {
+            Metadata m = b.metadata(p("/shared/bin/tool" + i));
+            assertEquals(i % 2 == 0 ? 0755 : 0644, m.mode() & 0777, "tool" + i); // else exec says EACCES
+            assertEquals(extracted, m.modified(), "tool" + i); // else git and make see a change
+        }
+        // one HEAD per file, once: asked in parallel when the listing showed them, not again at each stat
+        b.metadata(p("/shared/bin/tool1"));
+        assertEquals(files, b.requests().getOrDefault("head", 0L) - headsBefore, b.requests().toString());
+        assertEquals(0, b.requests().getOrDefault("get", 0L), "no content fetched: " + b.requests());
     }
 
     @Test

@@ -170,6 +170,7 @@ class S3MountTest {
 
         a.sh("cd shared/s3 && mkdir repo && cd repo && git init -q && echo hello > hello.txt"
                 + " && git add hello.txt && git -c user.name=t -c user.email=t@example.com commit -qm first"
+                + " && printf 'echo ran\\n' > run.sh && chmod +x run.sh && git add run.sh"
                 + " && echo more >> hello.txt && git -c user.name=t -c user.email=t@example.com commit -qam second"
                 + " && git fsck --no-progress").ok();
         assertEquals("2", a.sh("cd shared/s3/repo && git rev-list --count HEAD").ok().out().trim());
@@ -181,6 +182,9 @@ class S3MountTest {
             return r.exitCode() == 0 && r.out().trim().equals("2");
         });
         Sh.run("diff -r '" + src + "' '" + b.at(PREFIX + "/unpacked") + "'").ok();
+        // its execute bits too, before the file is opened there (by the exec: EACCES without them)
+        assertEquals("ran\n", b.sh("cd shared/s3/repo && ./run.sh").ok().out());
+        assertEquals("", b.sh("cd shared/s3/repo && git status --porcelain").ok().out());
         // the link went up as rclone keeps one, and is a link on the other host
         assertEquals("deep/f3.txt", Files.readSymbolicLink(b.at(PREFIX + "/unpacked/lib/latest.txt")).toString());
     }
