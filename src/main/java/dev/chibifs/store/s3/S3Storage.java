@@ -147,20 +147,10 @@ public final class S3Storage implements Storage {
     private final ReentrantLock flushLock = new ReentrantLock();
     /** How many uploads run at once in a write-back pass. */
     private static final int UPLOADERS = 4;
-    private final java.util.concurrent.ExecutorService uploaders = java.util.concurrent.Executors.newFixedThreadPool(
-            UPLOADERS, r -> {
-                Thread t = new Thread(r, "s3-upload");
-                t.setDaemon(true);
-                return t;
-            });
+    private final java.util.concurrent.ExecutorService uploaders = daemonThreads(UPLOADERS, "s3-upload");
     /** How many HEADs ask at once for the attributes of files a listing showed (see {@link #learnAttributes}). */
     private static final int ATTRIBUTE_ASKERS = 8;
-    private final java.util.concurrent.ExecutorService attributeAskers = java.util.concurrent.Executors.newFixedThreadPool(
-            ATTRIBUTE_ASKERS, r -> {
-                Thread t = new Thread(r, "s3-attributes");
-                t.setDaemon(true);
-                return t;
-            });
+    private final java.util.concurrent.ExecutorService attributeAskers = daemonThreads(ATTRIBUTE_ASKERS, "s3-attributes");
     private final Thread flusher;
 
     // ---- the overlay; guarded by this ----
@@ -270,6 +260,15 @@ public final class S3Storage implements Storage {
         Tomb(String etag) {
             this.etag = etag;
         }
+    }
+
+    /** A pool of {@code count} threads that never keep the JVM alive (close() stops them, a crash need not). */
+    private static java.util.concurrent.ExecutorService daemonThreads(int count, String name) {
+        return java.util.concurrent.Executors.newFixedThreadPool(count, r -> {
+            Thread t = new Thread(r, name);
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     private S3Storage(S3Spec spec, Bucket bucket, S3Options options) throws IOException {
@@ -475,6 +474,14 @@ public final class S3Storage implements Storage {
 
     private void touch(Node n) {
         n.mtime = n.ctime = now();
+    }
+
+    /** Puts {@code n}, just made here, at {@code p}: it takes over a delete pending there, and goes up after the debounce. */
+    private void placeMade(VfsPath p, Node n) {
+        attach(p, n);
+        resurrect(p, n);
+        touch(nodes.get(p.parent()));
+        dirty(n);
     }
 
     /** A tombstone for the object of {@code n} at {@code p}, when S3 has one. */
@@ -1386,10 +1393,7 @@ public final class S3Storage implements Storage {
                     }
                     detach(old);
                 }
-                attach(path, n);
-                resurrect(path, n);
-                touch(nodes.get(path.parent()));
-                dirty(n);
+                placeMade(path, n);
                 commit();
             }
         } finally {
@@ -1498,10 +1502,7 @@ public final class S3Storage implements Storage {
 
     private void makeDir(VfsPath path) {
         Node d = newNode(true, DIR_MODE);
-        attach(path, d);
-        resurrect(path, d);
-        touch(nodes.get(path.parent()));
-        dirty(d);
+        placeMade(path, d);
         d.due = millis(); // no debounce for a marker: other hosts see the directory sooner
     }
 
@@ -1709,10 +1710,7 @@ public final class S3Storage implements Storage {
                     Node c = newNode(false, FILE_MODE | ((createMode & 0100) != 0 ? 0111 : 0));
                     CacheFile.replace(dataFile(c.ino)).close();
                     c.cached = true;
-                    attach(path, c);
-                    resurrect(path, c);
-                    touch(nodes.get(path.parent()));
-                    dirty(c);
+                    placeMade(path, c);
                     commit();
                     return handle(c, write, flags.contains(OpenFlag.APPEND), true);
                 }
@@ -2052,19 +2050,29 @@ public final class S3Storage implements Storage {
 
     @Override
     public void createDirectory(VfsPath path) throws IOException {
-        parentOf(path);
-        if (lookup(path) != null) {
-            throw new FileAlreadyExistsException(path.toString());
-        }
+        requireNewName(path);
         synchronized (this) {
-            if (nodes.containsKey(path)) {
-                throw new FileAlreadyExistsException(path.toString());
-            }
-            if (nodes.get(path.parent()) == null) {
-                throw new NoSuchFileException(path.toString());
-            }
+            requireStillNew(path);
             makeDir(path);
             commit();
+        }
+    }
+
+    /** As mkdir(2) and symlink(2) check: a parent directory, and nothing at {@code p} (S3 asked, so outside the lock). */
+    private void requireNewName(VfsPath p) throws IOException {
+        parentOf(p);
+        if (lookup(p) != null) {
+            throw new FileAlreadyExistsException(p.toString());
+        }
+    }
+
+    /** {@link #requireNewName} again under the monitor, where the name is then made: a race may have made or removed one since. */
+    private void requireStillNew(VfsPath p) throws IOException {
+        if (nodes.containsKey(p)) {
+            throw new FileAlreadyExistsException(p.toString());
+        }
+        if (nodes.get(p.parent()) == null) {
+            throw new NoSuchFileException(p.toString());
         }
     }
 
@@ -2167,26 +2175,15 @@ public final class S3Storage implements Storage {
             throw new NoSuchFileException(link.toString());
         }
         requireStorableName(link);
-        parentOf(link);
-        if (lookup(link) != null) {
-            throw new FileAlreadyExistsException(link.toString());
-        }
+        requireNewName(link);
         synchronized (this) {
-            if (nodes.containsKey(link)) {
-                throw new FileAlreadyExistsException(link.toString());
-            }
-            if (nodes.get(link.parent()) == null) {
-                throw new NoSuchFileException(link.toString());
-            }
+            requireStillNew(link);
             Node n = newLink();
             byte[] text = target.getBytes(StandardCharsets.UTF_8);
             Files.write(dataFile(n.ino), text);
             n.size = text.length;
             n.cached = true;
-            attach(link, n);
-            resurrect(link, n);
-            touch(nodes.get(link.parent()));
-            dirty(n);
+            placeMade(link, n);
             commit();
         }
     }
