@@ -1504,6 +1504,13 @@ public final class S3Storage implements Storage {
         Node d = newNode(true, DIR_MODE);
         placeMade(path, d);
         d.due = millis(); // no debounce for a marker: other hosts see the directory sooner
+        // the parent's listing showed no such prefix, so S3 had nothing below it then: that listing
+        // stands for this directory's own until it expires (a tar or a venv asks one LIST less per
+        // directory, and one made while S3 is away can be filled)
+        Long parentListed = listedAt.get(path.parent());
+        if (parentListed != null) {
+            listedAt.put(path, parentListed);
+        }
     }
 
     @Override

@@ -403,6 +403,25 @@ class S3HostsTest {
     }
 
     @Test
+    void aDirectoryMadeHereIsNotListedUntilItsParentsListingExpires() throws Exception {
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        S3Storage a = host(options("a").withClock(clock, false));
+        a.mkdir(p("/shared"));
+        long lists = a.requests().getOrDefault("list", 0L);
+        // S3 had nothing below a name its parent's listing did not show: that listing stands for it
+        a.write(p("/shared/new/deeper/f"), "f".getBytes(UTF_8));
+        a.createDirectory(p("/shared/new/other"));
+        a.write(p("/shared/new/other/g"), "g".getBytes(UTF_8));
+        assertEquals(List.of(new Entry("f", EntryKind.FILE)), a.list(p("/shared/new/deeper")));
+        assertEquals(lists, a.requests().getOrDefault("list", 0L), a.requests().toString());
+        // and no longer: then S3 is asked what another host may have put there since
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+        raw.put(prefix + "/shared/new/deeper/theirs", "t".getBytes(UTF_8), Map.of(), null);
+        assertEquals(List.of(new Entry("f", EntryKind.FILE), new Entry("theirs", EntryKind.FILE)),
+                a.list(p("/shared/new/deeper")));
+    }
+
+    @Test
     void linksMadeAndRemovedJustBeforeAKillReachS3AtTheNextStart() throws Exception {
         MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Options o = options("a").withClock(clock, false);
