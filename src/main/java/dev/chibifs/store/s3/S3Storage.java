@@ -2825,11 +2825,20 @@ public final class S3Storage implements Storage {
                 n.sha = null;
                 n.shaGen = -1;
                 n.syncedSeq = seq;
-                if (theirs == null) {
+                if (theirs == null || n.link) {
                     n.remoteEtag = null;
                     record("gone", p);
                     detach(n);
-                } else {
+                }
+                if (theirs != null && n.link) {
+                    // their link is a new node: the kernel keeps a link's target by node (CACHE_SYMLINKS)
+                    Node l = newLink();
+                    l.remoteEtag = theirs.etag();
+                    l.size = theirs.size();
+                    l.mtime = l.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());
+                    l.syncedSeq = seq;
+                    attach(p, l);
+                } else if (theirs != null) {
                     n.remoteEtag = theirs.etag();
                     n.size = theirs.size();
                     n.mtime = n.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());

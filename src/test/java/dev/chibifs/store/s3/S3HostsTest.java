@@ -422,6 +422,28 @@ class S3HostsTest {
     }
 
     @Test
+    void theSameLinkMadeOnBothHostsLeavesTheirsAndAConflictCopyAsNewNodes() throws Exception {
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b").withClock(clock, false));
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        assertEquals(List.of(), b.list(p("/shared")));
+        a.createSymlink(p("/shared/current"), "v1");
+        b.createSymlink(p("/shared/current"), "v2");
+        long mine = b.metadata(p("/shared/current")).inode();
+        a.flushAll();
+        b.flushAll(); // If-None-Match: * finds a's link there
+
+        assertEquals("v1", inS3("shared/current.rclonelink"));
+        assertEquals("v2", inS3("shared/current.conflict-b-20260102T030405Z.rclonelink"));
+        assertEquals("v1", b.readLink(p("/shared/current")));
+        assertNotEquals(mine, b.metadata(p("/shared/current")).inode());
+        assertEquals("v2", b.readLink(p("/shared/current.conflict-b-20260102T030405Z")));
+        assertEquals(0, b.pendingChanges());
+    }
+
+    @Test
     void linksMadeAndRemovedJustBeforeAKillReachS3AtTheNextStart() throws Exception {
         MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Options o = options("a").withClock(clock, false);
