@@ -167,6 +167,11 @@ public final class S3Storage implements Storage {
     private final Set<String> inflight = new java.util.HashSet<>();
     /** Files listings showed whose attributes are still to be asked for; {@link #askWantedAttributes} drains it. */
     private final List<Node> attributesWanted = new ArrayList<>();
+    /**
+     * The directories the journal named at start (and those above them): while S3 is away they are
+     * served from what this host knows, unlisted, as directories listed before the outage are.
+     */
+    private final Set<VfsPath> journaledDirs = new java.util.HashSet<>();
     /** When each directory was last listed (clock millis at the request). */
     private final Map<VfsPath, Long> listedAt = new HashMap<>();
     private final Node root;
@@ -739,6 +744,12 @@ public final class S3Storage implements Storage {
             }
             ensureParents(p);
             attach(p, n);
+            for (VfsPath d = n.dir ? p : p.parent(); !journaledDirs.contains(d); d = d.parent()) {
+                journaledDirs.add(d);
+                if (d.isRoot()) {
+                    break;
+                }
+            }
             if (t.equals("put")) {
                 n.dirty = true;
                 dirtyNodes.add(n);
@@ -798,8 +809,10 @@ public final class S3Storage implements Storage {
             level = bucket.list(dirKey(dir), true);
         } catch (IOException e) {
             synchronized (this) {
-                if (listedAt.containsKey(dir)) {
-                    // S3 unreachable: what was last seen stands (logged once per outage by the flusher)
+                if (listedAt.containsKey(dir) || journaledDirs.contains(dir)) {
+                    // S3 unreachable: what was last seen stands (logged once per outage by the
+                    // flusher); after a restart, what the journal kept of the directory: its files
+                    // cached or not yet uploaded are read and written on, others show once S3 answers
                     noteOutage(e);
                     return;
                 }

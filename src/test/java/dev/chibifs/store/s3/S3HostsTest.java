@@ -595,6 +595,32 @@ class S3HostsTest {
     }
 
     @Test
+    void aStoreRestartedWhileS3IsAwayServesWhatItsJournalKept() throws Exception {
+        S3Options o = options("a");
+        S3Storage a = host(o);
+        a.write(p("/shared/notes/read.md"), "cached here".getBytes(UTF_8));
+        a.flushAll();
+        put(a, "/shared/notes/draft.md", "not uploaded yet");
+        a.crash();
+        server.stop();
+        try {
+            S3Storage again = host(o); // S3 does not answer: it opens all the same
+            assertEquals("cached here", text(again, "/shared/notes/read.md"));
+            assertEquals("not uploaded yet", text(again, "/shared/notes/draft.md"));
+            put(again, "/shared/notes/draft.md", "changed while away");
+            assertEquals(List.of(new Entry("draft.md", EntryKind.FILE), new Entry("read.md", EntryKind.FILE)),
+                    again.list(p("/shared/notes")));
+            // what the journal did not keep is not there until S3 answers, as in a directory listed before
+            assertThrows(NoSuchFileException.class, () -> again.metadata(p("/shared/other")));
+        } finally {
+            server.start();
+        }
+        S3Storage again = open.get(open.size() - 1);
+        assertTrue(await(Duration.ofSeconds(30), () -> again.pendingChanges() == 0), "still pending: " + again.pendingChanges());
+        assertEquals("changed while away", inS3("shared/notes/draft.md"));
+    }
+
+    @Test
     void whileS3IsUnreachableWritesGoOnFsyncFailsClearlyAndNothingClosedIsLost() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ofMillis(100)));
         S3Storage b = host(options("b"));
