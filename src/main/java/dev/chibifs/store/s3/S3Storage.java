@@ -210,7 +210,7 @@ public final class S3Storage implements Storage {
         boolean cached;
         /**
          * Its mode and mtime are its own: made or fetched here, or asked of its object's metadata. A
-         * file a listing showed has S3's LastModified and no execute bits until then.
+         * file or link a listing showed has S3's LastModified (and a file no execute bits) until then.
          */
         boolean attributesKnown = true;
         /** The HEAD asking for its attributes, while one is under way; waiters join it. */
@@ -1074,10 +1074,8 @@ public final class S3Storage implements Storage {
         n.sha = null;
         n.shaGen = -1;
         n.syncedSeq = startSeq;
-        n.attributesKnown = n.link; // a link's mode is always 0777
-        if (!n.link) {
-            attributesWanted.add(n);
-        }
+        n.attributesKnown = false;
+        attributesWanted.add(n);
     }
 
     private boolean buried(String key, long startSeq) {
