@@ -528,6 +528,7 @@ public final class S3Storage implements Storage {
     /** Marks {@code n} changed by a finished operation; it is uploaded once the debounce has passed. */
     private void dirty(Node n) {
         n.gen++;
+        n.attributesKnown = true; // changed here: what S3 has is no longer its attributes
         if (!n.dirty) {
             n.dirty = true;
             dirtyNodes.add(n);
@@ -545,6 +546,7 @@ public final class S3Storage implements Storage {
      */
     private void writing(Node n) {
         n.gen++;
+        n.attributesKnown = true;
         if (!n.dirty) {
             n.dirty = true;
             dirtyNodes.add(n);

@@ -403,6 +403,29 @@ class S3HostsTest {
     }
 
     @Test
+    void attributesChangedHereAreNeverUndoneByAnAnswerAboutTheObject() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b"));
+        int files = 40;
+        for (int i = 0; i < files; i++) {
+            put(a, "/shared/f" + i, "f" + i);
+        }
+        a.flushAll();
+        FileTime mine = FileTime.from(Instant.parse("2024-05-06T07:08:09Z"));
+        // the listing sends a HEAD after each of these files; the changes race their answers
+        assertEquals(files, b.list(p("/shared")).size());
+        for (int i = 0; i < files; i++) {
+            b.setExecutable(p("/shared/f" + i), 0755);
+            b.setTimes(p("/shared/f" + i), null, mine);
+        }
+        for (int i = 0; i < files; i++) {
+            Metadata m = b.metadata(p("/shared/f" + i));
+            assertEquals(0755, m.mode() & 0777, "f" + i);
+            assertEquals(mine, m.modified(), "f" + i);
+        }
+    }
+
+    @Test
     void aDirectoryMadeHereIsNotListedUntilItsParentsListingExpires() throws Exception {
         MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Storage a = host(options("a").withClock(clock, false));
