@@ -1379,6 +1379,9 @@ public final class S3Storage implements Storage {
         if (existing != null && existing.dir) {
             throw new IsDirectoryException(path.toString());
         }
+        if (existing != null && mode < 0) {
+            learnAttributes(existing); // the new content keeps the old file's mode
+        }
         long ino;
         synchronized (this) {
             ino = nextIno++;
@@ -1719,6 +1722,8 @@ public final class S3Storage implements Storage {
             }
             if (n != null && !flags.contains(OpenFlag.TRUNCATE)) {
                 fetch(n);
+            } else if (n != null) {
+                learnAttributes(n); // its content goes, its mode stays: asked now, or 0644 would go up
             }
             synchronized (this) {
                 Node now = nodes.get(path);

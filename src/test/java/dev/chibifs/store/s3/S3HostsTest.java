@@ -426,6 +426,25 @@ class S3HostsTest {
     }
 
     @Test
+    void aFileRewrittenWholeOnAnotherHostKeepsItsExecuteBits() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
+        S3Storage c = host(options("c"));
+        put(a, "/shared/truncated.sh", "echo a");
+        a.setExecutable(p("/shared/truncated.sh"), 0755);
+        a.write(p("/shared/replaced.sh"), "echo a".getBytes(UTF_8));
+        a.setExecutable(p("/shared/replaced.sh"), 0755);
+        a.flushAll();
+        // neither is fetched on b: an O_TRUNC open and a whole write (chibifs write) need no content
+        put(b, "/shared/truncated.sh", "echo b");
+        b.write(p("/shared/replaced.sh"), "echo b".getBytes(UTF_8));
+        b.flushAll();
+        assertEquals(0755, c.metadata(p("/shared/truncated.sh")).mode() & 0777);
+        assertEquals(0755, c.metadata(p("/shared/replaced.sh")).mode() & 0777);
+        assertEquals("echo b", text(c, "/shared/replaced.sh"));
+    }
+
+    @Test
     void aDirectoryMadeHereIsNotListedUntilItsParentsListingExpires() throws Exception {
         MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
         S3Storage a = host(options("a").withClock(clock, false));
