@@ -43,6 +43,12 @@ final class StoreOptions {
             description = "How long after its last close a changed file goes up to S3 (e.g. 500ms, 2s). Default: 2s.")
     Duration flushAfter;
 
+    @Option(names = "--metadata-ttl", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long the S3 store believes what S3 last listed (names, sizes, times) before it asks"
+                    + " again: the longest another host's upload can take to show here. Longer saves a LIST per"
+                    + " directory looked at per period. Default: 1s.")
+    Duration metadataTtl;
+
     @Option(names = "--cache-size", paramLabel = "SIZE", converter = SizeConverter.class,
             description = "Keep the S3 store's content cache within SIZE (e.g. 512M, 20G): past it, the content of"
                     + " the files least recently used goes, and is fetched again at their next open. Changes not yet"
@@ -57,7 +63,7 @@ final class StoreOptions {
     }
 
     private List<StoreMount> mounts(Supplier<ChibiHome> home, Map<String, String> env) {
-        StoreSpec.Kind s3 = S3StoreSpec.kind(home, cacheDir, flushAfter, cacheSize == null ? 0 : cacheSize, env);
+        StoreSpec.Kind s3 = S3StoreSpec.kind(home, cacheDir, flushAfter, metadataTtl, cacheSize == null ? 0 : cacheSize, env);
         List<StoreMount> out = new ArrayList<>();
         for (String s : stores) {
             try {
@@ -70,9 +76,9 @@ final class StoreOptions {
             throw new UsageException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
         }
         long s3Stores = out.stream().filter(m -> m.spec() instanceof S3StoreSpec).count();
-        if ((cacheDir != null || flushAfter != null || cacheSize != null) && s3Stores == 0) {
-            throw new UsageException("--cache-dir, --cache-size and --flush-after are for an S3 store: add --store"
-                    + " PREFIX=s3://BUCKET/KEYPREFIX");
+        if ((cacheDir != null || flushAfter != null || metadataTtl != null || cacheSize != null) && s3Stores == 0) {
+            throw new UsageException("--cache-dir, --cache-size, --flush-after and --metadata-ttl are for an S3 store:"
+                    + " add --store PREFIX=s3://BUCKET/KEYPREFIX");
         }
         if (cacheDir != null && s3Stores > 1) {
             // one store per cache directory (the second would be refused with EBUSY): say so before mounting
@@ -117,6 +123,10 @@ final class StoreOptions {
         if (flushAfter != null) {
             out.add("--flush-after");
             out.add(flushAfter.toString());
+        }
+        if (metadataTtl != null) {
+            out.add("--metadata-ttl");
+            out.add(metadataTtl.toString());
         }
         if (cacheSize != null) {
             out.add("--cache-size");

@@ -162,13 +162,14 @@ class MountHelperTest {
     }
 
     @Test
-    void anS3StoreItsCacheDirFlushAfterAndCacheSizePassThrough() throws Exception {
+    void anS3StoreItsCacheDirFlushAfterMetadataTtlAndCacheSizePassThrough() throws Exception {
         assertEquals(List.of("mount", "--context", "planner", "--store",
                         "/shared/team=s3://team-bucket/chibi?endpoint=http://minio:9000", "--cache-dir", "/var/cache/chibi",
-                        "--flush-after", "500ms", "--cache-size", "20G", "/mnt/planner"),
+                        "--flush-after", "500ms", "--metadata-ttl", "10s", "--cache-size", "20G", "/mnt/planner"),
                 run("chibifs", "/mnt/planner", "-o", "ctx=planner,store=/shared/team=s3://team-bucket/chibi"
-                        + "?endpoint=http://minio:9000,cache_dir=/var/cache/chibi,flush_after=500ms,cache_size=20G")
-                        .launcherArgs());
+                        + "?endpoint=http://minio:9000,cache_dir=/var/cache/chibi,flush_after=500ms,metadata_ttl=10s,"
+                        + "cache_size=20G").launcherArgs());
+        assertRefused("ctx=a,metadata_ttl=", "metadata_ttl= needs a duration");
         assertRefused("ctx=a,cache_dir=cache", "cache_dir='cache' must be an absolute directory");
         assertRefused("ctx=a,flush_after=", "flush_after= needs a duration");
         assertRefused("ctx=a,cache_size=", "cache_size= needs a size");

@@ -89,13 +89,21 @@ class NamespaceCliTest {
         r = cli.run("ls", "--store", "/shared/team=s3://Bad_Bucket/x", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("'Bad_Bucket'") && r.err().contains("bucket name"), r.err());
-        // --cache-dir, --cache-size and --flush-after mean something only with an S3 store, and a cache holds one store
+        // --cache-dir, --cache-size, --flush-after and --metadata-ttl mean something only with an S3
+        // store, and a cache holds one store
         r = cli.run("ls", "--cache-dir", "/tmp/c", "vfs:///");
         assertExit(2, r);
-        assertTrue(r.err().contains("--cache-dir, --cache-size and --flush-after are for an S3 store"), r.err());
+        assertTrue(r.err().contains("--cache-dir, --cache-size, --flush-after and --metadata-ttl are for an S3 store"),
+                r.err());
         r = cli.run("ls", "--cache-size", "1G", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("are for an S3 store"), r.err());
+        r = cli.run("ls", "--metadata-ttl", "10s", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("are for an S3 store"), r.err());
+        r = cli.run("ls", "--store", s3, "--metadata-ttl", "0s", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("invalid duration '0s'"), r.err());
         r = cli.run("ls", "--store", s3, "--cache-size", "12Q", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("invalid size '12Q': more than 0 bytes, with an optional K, M or G"), r.err());

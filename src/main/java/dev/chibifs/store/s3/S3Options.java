@@ -62,11 +62,12 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
      * {@code cacheDir}, else {@code <home>/chibifs/cache/<store>}; the debounce {@code flushAfter}, else 2 s;
      * the content cache kept within {@code cacheSize} bytes (0: no limit).
      */
-    public static S3Options forMount(ChibiHome home, String spec, Path cacheDir, Duration flushAfter, long cacheSize,
-                                     Map<String, String> env) {
+    public static S3Options forMount(ChibiHome home, String spec, Path cacheDir, Duration flushAfter,
+                                     Duration metadataTtl, long cacheSize, Map<String, String> env) {
         Path dir = cacheDir != null ? cacheDir : defaultCacheDir(home, S3Spec.parse(spec));
         S3Options o = defaults(dir, env).withCacheSize(cacheSize);
-        return flushAfter == null ? o : o.withFlushAfter(flushAfter);
+        o = flushAfter == null ? o : o.withFlushAfter(flushAfter);
+        return metadataTtl == null ? o : o.withValidity(metadataTtl);
     }
 
     public S3Options withFlushAfter(Duration d) {

@@ -380,13 +380,14 @@ class S3MountTest {
         env("hostA").forEach((k, v) -> envs.append(' ').append(k).append("='").append(v).append('\''));
         Sh.Result r = Sh.run(envs + " " + MountedFs.cliScript("mount", "--context", "planner", "--home",
                 root.resolve("home").toString(), "--store", PREFIX + "=" + spec(), "--cache-dir", cache.toString(),
-                "--flush-after", "1h", mnt.toString()));
+                "--flush-after", "1h", "--metadata-ttl", "2s", mnt.toString()));
         try {
             assertEquals(0, r.exitCode(), r.err() + r.out());
             java.util.regex.Matcher pid = java.util.regex.Pattern.compile("daemon pid (\\d+)").matcher(r.out());
             assertTrue(pid.find(), r.out());
             String cmdline = Files.readString(Path.of("/proc", pid.group(1), "cmdline")).replace('\0', ' ');
             assertTrue(cmdline.contains("--cache-dir " + cache) && cmdline.contains("--flush-after PT1H")
+                    && cmdline.contains("--metadata-ttl PT2S")
                     && cmdline.contains("--store " + PREFIX + "=" + spec()), cmdline);
             assertFalse(cmdline.contains(S3Server.SECRET_KEY) || cmdline.contains(S3Server.ACCESS_KEY), cmdline);
             // the daemon has the credentials all the same (inherited), and the debounce it was given
