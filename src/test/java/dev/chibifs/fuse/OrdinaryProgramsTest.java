@@ -52,12 +52,12 @@ class OrdinaryProgramsTest {
 
     @Test
     void cpDashAOfATree() {
-        Sh.run("rm -rf /tmp/chibit-tree && mkdir -p /tmp/chibit-tree/a/b && echo 1 > /tmp/chibit-tree/a/one"
-                + " && echo 2 > /tmp/chibit-tree/a/b/two && chmod +x /tmp/chibit-tree/a/one"
-                + " && touch -d 2020-01-02T03:04:05 /tmp/chibit-tree/a/b/two").ok();
-        sh("cp -a /tmp/chibit-tree tree").ok();
-        sh("diff -r /tmp/chibit-tree tree && test -x tree/a/one"
-                + " && [ \"$(stat -c %Y tree/a/b/two)\" = \"$(stat -c %Y /tmp/chibit-tree/a/b/two)\" ]").ok();
+        String src = MountedFs.tempRoot().resolve("tree").toString(); // removed when the test JVM exits
+        Sh.run("mkdir -p " + src + "/a/b && echo 1 > " + src + "/a/one && echo 2 > " + src + "/a/b/two"
+                + " && chmod +x " + src + "/a/one && touch -d 2020-01-02T03:04:05 " + src + "/a/b/two").ok();
+        sh("cp -a " + src + " tree").ok();
+        sh("diff -r " + src + " tree && test -x tree/a/one"
+                + " && [ \"$(stat -c %Y tree/a/b/two)\" = \"$(stat -c %Y " + src + "/a/b/two)\" ]").ok();
     }
 
     @Test
