@@ -168,7 +168,8 @@ final class Bucket implements Closeable {
                 region = "us-east-1";
             }
         }
-        AwsCredentialsProvider credentials = credentials(env);
+        String profile = firstNonBlank(env.get("AWS_PROFILE"));
+        AwsCredentialsProvider credentials = credentials(env, profile);
         S3ClientBuilder b = S3Client.builder()
                 .httpClient(UrlConnectionHttpClient.builder()
                         .connectionTimeout(CONNECT_TIMEOUT).socketTimeout(SOCKET_TIMEOUT).build())
@@ -190,13 +191,13 @@ final class Bucket implements Closeable {
             b.forcePathStyle(!host.endsWith(".amazonaws.com"));
         }
         String where = endpoint == null ? "AWS S3 (" + region + ")" : endpoint.toString();
-        String profile = env.get("AWS_PROFILE");
-        String credentialsFrom = profile != null && !profile.isBlank() ? "none in profile '" + profile + "'"
+        String credentialsFrom = profile != null ? "none in profile '" + profile + "'"
                 : "none in the variables, ~/.aws, a web identity, a container or an instance role";
         return new Bucket(b.build(), credentials, credentialsFrom, spec.bucket(), where);
     }
 
-    private static AwsCredentialsProvider credentials(Map<String, String> env) {
+    /** The variables' keys, else the profile named (null: none), else the SDK's default chain. */
+    private static AwsCredentialsProvider credentials(Map<String, String> env, String profile) {
         String id = env.get("AWS_ACCESS_KEY_ID");
         String secret = env.get("AWS_SECRET_ACCESS_KEY");
         if (id != null && !id.isBlank() && secret != null && !secret.isBlank()) {
@@ -205,8 +206,7 @@ final class Bucket implements Closeable {
                     ? AwsBasicCredentials.create(id, secret)
                     : AwsSessionCredentials.create(id, secret, token));
         }
-        String profile = env.get("AWS_PROFILE");
-        if (profile != null && !profile.isBlank()) {
+        if (profile != null) {
             return ProfileCredentialsProvider.create(profile);
         }
         return DefaultCredentialsProvider.builder().build();
