@@ -1302,7 +1302,9 @@ public final class S3Storage implements Storage {
                 }
             }
             commit();
-            askWantedAttributes();
+            // the tree is about to be fetched (a rename) or removed (a delete): no HEAD each, its
+            // files' attributes come with their content, or are asked at a stat
+            attributesWanted.clear();
         }
     }
 

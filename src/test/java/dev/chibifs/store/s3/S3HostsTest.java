@@ -426,6 +426,26 @@ class S3HostsTest {
     }
 
     @Test
+    void aTreeAnotherHostMadeIsRenamedHereWithAGetPerFileAndNoHead() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
+        int files = 20;
+        for (int i = 0; i < files; i++) {
+            put(a, "/shared/tree/sub/f" + i, "f" + i);
+        }
+        a.setExecutable(p("/shared/tree/sub/f0"), 0755);
+        a.flushAll();
+        b.mkdir(p("/shared"));
+        long heads = b.requests().getOrDefault("head", 0L);
+        b.rename(p("/shared/tree"), p("/shared/moved"));
+        b.flushAll();
+        assertEquals(heads, b.requests().getOrDefault("head", 0L), b.requests().toString());
+        assertEquals(files, (long) b.requests().getOrDefault("get", 0L), b.requests().toString());
+        assertEquals("f7", inS3("shared/moved/sub/f7"));
+        assertEquals(0755, b.metadata(p("/shared/moved/sub/f0")).mode() & 0777); // its attributes came with it
+    }
+
+    @Test
     void aFileRewrittenWholeOnAnotherHostKeepsItsExecuteBits() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
