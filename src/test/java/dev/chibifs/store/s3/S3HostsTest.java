@@ -93,6 +93,11 @@ class S3HostsTest {
         return s;
     }
 
+    /** A clock that stands at 2026-01-02T03:04:05Z until a test moves it (conflict copies carry that time). */
+    private static MutableClock startClock() {
+        return new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+    }
+
     private static VfsPath p(String s) {
         return VfsPath.of(s);
     }
@@ -129,7 +134,7 @@ class S3HostsTest {
 
     @Test
     void aFileClosedDirtyGoesUpTwoSecondsAfterItsLastCloseAndShowsHereAtOnce() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
         a.mkdir(p("/shared"));
         put(a, "/shared/tasks.md", "- one\n");
@@ -152,7 +157,7 @@ class S3HostsTest {
 
     @Test
     void anEtagIsComputedOncePerChangeAndTravelsWithTheObject() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Options o = options("a").withClock(clock, false);
         S3Storage a = host(o);
         S3Options ob = options("b").withClock(clock, false);
@@ -178,7 +183,7 @@ class S3HostsTest {
 
     @Test
     void fsyncUploadsAtOnce() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
         a.mkdir(p("/shared/deep"));
         try (FileHandle h = a.open(p("/shared/deep/f"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
@@ -193,7 +198,7 @@ class S3HostsTest {
         // xfstests on an S3 store under load: an fsync's PUT landed though the client saw every
         // attempt fail; the next upload, of newer content, met this host's own object (412) and
         // kept its content as a conflict copy of itself
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
         a.write(p("/shared/log"), "one".getBytes(UTF_8));
         a.flushAll();
@@ -213,7 +218,7 @@ class S3HostsTest {
 
     @Test
     void anotherHostsChangeShowsOnceTheValidityHasPassed() throws Exception {
-        MutableClock clockB = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clockB = startClock();
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b").withClock(clockB, false));
         a.write(p("/shared/plan.md"), "v1".getBytes(UTF_8));
@@ -261,7 +266,7 @@ class S3HostsTest {
 
     @Test
     void theSameFileWrittenOnBothHostsLeavesOneWinnerAndOneConflictCopy() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
         S3Storage b = host(options("b").withClock(clock, false));
         a.write(p("/shared/doc"), "base".getBytes(UTF_8));
@@ -292,7 +297,7 @@ class S3HostsTest {
 
     @Test
     void aStoreKilledRightAfterCloseUploadsEverythingAtItsNextStart() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Options o = options("a").withClock(clock, false);
         S3Storage a = host(o);
         a.write(p("/shared/gone"), "remove me".getBytes(UTF_8));
@@ -466,7 +471,7 @@ class S3HostsTest {
 
     @Test
     void aDirectoryMadeHereIsNotListedUntilItsParentsListingExpires() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
         a.mkdir(p("/shared"));
         long lists = a.requests().getOrDefault("list", 0L);
@@ -485,7 +490,7 @@ class S3HostsTest {
 
     @Test
     void theSameLinkMadeOnBothHostsLeavesTheirsAndAConflictCopyAsNewNodes() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
         S3Storage b = host(options("b").withClock(clock, false));
         a.mkdir(p("/shared"));
@@ -507,7 +512,7 @@ class S3HostsTest {
 
     @Test
     void linksMadeAndRemovedJustBeforeAKillReachS3AtTheNextStart() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Options o = options("a").withClock(clock, false);
         S3Storage a = host(o);
         a.mkdir(p("/shared"));
@@ -529,7 +534,7 @@ class S3HostsTest {
 
     @Test
     void aCorruptJournalRecordIsSkippedNeverApplied() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Options o = options("a").withClock(clock, false);
         S3Storage a = host(o);
         put(a, "/shared/good", "good");
@@ -557,7 +562,7 @@ class S3HostsTest {
 
     @Test
     void aRemovedFileNeverComesBackFromAStaleListing() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false).withValidity(Duration.ZERO));
         a.write(p("/shared/x"), "x".getBytes(UTF_8));
         a.flushAll();
@@ -613,7 +618,7 @@ class S3HostsTest {
      */
     @Test
     void whileS3IsKnownUnreachableNoRequestAsksItUntilTheWriteBackHearsItAgain() throws Exception {
-        MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
         S3Storage b = host(options("b"));
         b.write(p("/shared/theirs"), "uploaded by b, never fetched by a".getBytes(UTF_8));
