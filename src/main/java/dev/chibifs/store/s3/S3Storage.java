@@ -165,7 +165,7 @@ public final class S3Storage implements Storage {
      * node was renamed or removed meanwhile, that listing must not bring the old name back.
      */
     private final Set<String> inflight = new java.util.HashSet<>();
-    /** Files listings showed whose attributes are still to be asked for; {@link #askWantedAttributes} drains it. */
+    /** Files a directory's listing placed, whose attributes its refresh asks ahead of a stat ({@link #askWantedAttributes}). */
     private final List<Node> attributesWanted = new ArrayList<>();
     /**
      * The directories the journal named at start (and those above them): while S3 is away they are
@@ -466,13 +466,15 @@ public final class S3Storage implements Storage {
     }
 
     private Node newNode(boolean dir, int mode) {
-        Node n = new Node(nextIno++, dir, false, now(), mode);
-        n.lastUsed = millis();
-        return n;
+        return newNode(dir, false, mode);
     }
 
     private Node newLink() {
-        Node n = new Node(nextIno++, false, true, now(), LINK_MODE);
+        return newNode(false, true, LINK_MODE);
+    }
+
+    private Node newNode(boolean dir, boolean link, int mode) {
+        Node n = new Node(nextIno++, dir, link, now(), mode);
         n.lastUsed = millis();
         return n;
     }
@@ -1039,11 +1041,13 @@ public final class S3Storage implements Storage {
             n = link ? newLink() : newNode(false, FILE_MODE);
             fromListing(n, o, startSeq);
             attach(p, n);
+            attributesWanted.add(n);
         } else if (settled && n.link == link && !Objects.equals(n.remoteEtag, o.etag())) {
             // changed by another host: new attributes now, the new content from the next open
             fromListing(n, o, startSeq);
             n.gen++;
             journalPut(n);
+            attributesWanted.add(n);
         }
     }
 
@@ -1076,8 +1080,7 @@ public final class S3Storage implements Storage {
         n.sha = null;
         n.shaGen = -1;
         n.syncedSeq = startSeq;
-        n.attributesKnown = false;
-        attributesWanted.add(n);
+        n.attributesKnown = false; // a stat asks (learnAttributes); a listing also asks ahead of it
     }
 
     private boolean buried(String key, long startSeq) {
@@ -1247,7 +1250,7 @@ public final class S3Storage implements Storage {
             n.shaGen = n.gen;
         }
         try {
-            if (meta.containsKey(META_MODE)) {
+            if (meta.containsKey(META_MODE) && !n.link) { // a link's bits are always 0777
                 n.mode = (n.mode & ~0111) | (Integer.parseInt(meta.get(META_MODE), 8) & 0111);
             }
             if (meta.containsKey(META_MTIME)) {
@@ -1301,10 +1304,8 @@ public final class S3Storage implements Storage {
                     attach(p, n);
                 }
             }
+            // no HEAD ahead for these: the tree is about to be fetched (a rename) or removed (a delete)
             commit();
-            // the tree is about to be fetched (a rename) or removed (a delete): no HEAD each, its
-            // files' attributes come with their content, or are asked at a stat
-            attributesWanted.clear();
         }
     }
 
@@ -1679,6 +1680,11 @@ public final class S3Storage implements Storage {
     @Override
     public Metadata metadata(VfsPath path) throws IOException {
         Node n = find(path);
+        synchronized (this) {
+            if (n.attributesKnown) {
+                return metadataOf(n);
+            }
+        }
         learnAttributes(n);
         synchronized (this) {
             return metadataOf(n);
@@ -1700,8 +1706,7 @@ public final class S3Storage implements Storage {
         } else {
             links = n.path == null ? 0 : 1;
         }
-        return new Metadata(n.kind(), n.size, n.birth, n.mtime, n.atime, n.ctime, links,
-                n.link ? LINK_MODE : n.mode, n.ino);
+        return new Metadata(n.kind(), n.size, n.birth, n.mtime, n.atime, n.ctime, links, n.mode, n.ino);
     }
 
     // ---- a mount's operations ----
