@@ -37,12 +37,25 @@ import java.util.concurrent.TimeUnit;
  */
 final class FuseFileSystem {
 
-    /** How long the kernel may keep what a reply says; {@link StoreFollower} shortens it where changes are not followed. */
+    /**
+     * How long the kernel may keep what a reply says: the mount's timeouts where {@link StoreFollower}
+     * follows the changes, else what the store says its answers hold for, else {@link #brief}.
+     */
     record Timeouts(FuseReply.Validity entry, FuseReply.Validity attr, FuseReply.Validity negative,
                     FuseReply.Validity brief) {
         static Timeouts of(double entry, double attr, double negative) {
             return new Timeouts(FuseReply.Validity.of(entry), FuseReply.Validity.of(attr),
                     FuseReply.Validity.of(negative), FuseReply.Validity.of(Math.min(1.0, Math.min(entry, attr))));
+        }
+
+        /** Where changes are not followed and the store cannot say: names and attributes briefly, no missing name. */
+        Timeouts unfollowed() {
+            return new Timeouts(brief, brief, FuseReply.Validity.NONE, brief);
+        }
+
+        /** Where the store's answers hold {@code nanos} more: as long, within the mount's own timeouts. */
+        Timeouts atMost(long nanos) {
+            return new Timeouts(entry.atMost(nanos), attr.atMost(nanos), negative.atMost(nanos), brief);
         }
 
         /** How long the names and attributes a listing of a followed directory gives the kernel last together. */
@@ -81,6 +94,7 @@ final class FuseFileSystem {
     private final CallerResolver callers;
     private final AttributeView attributes;
     private final Timeouts timeouts;
+    private final Timeouts unfollowed;
     private final boolean readdirplus;
     final NodeTable nodes = new NodeTable();
     final OpenFileTable openFiles = new OpenFileTable();
@@ -111,6 +125,7 @@ final class FuseFileSystem {
         this.callers = callers;
         this.attributes = new AttributeView(router, callers, mountUid, mountGid);
         this.timeouts = timeouts;
+        this.unfollowed = timeouts.unfollowed();
         this.readdirplus = readdirplus;
     }
 
@@ -216,16 +231,23 @@ final class FuseFileSystem {
         return ns != Long.MIN_VALUE && ns != Long.MAX_VALUE ? (int) Math.floorMod(ns, 1_000_000_000L) : t.toInstant().getNano();
     }
 
-    private FuseReply.Validity entryValidity(NodeTable.Node parent) {
-        return follower.follows(parent) ? timeouts.entry() : timeouts.brief();
+    /**
+     * What the kernel may keep of the names in directory {@code dir} and their attributes: the
+     * mount's timeouts where its changes are followed; else as long as its store says its answers
+     * hold (what is left of an S3 listing's validity: the validity travels with each reply, as in
+     * mountpoint-s3), within those timeouts; else briefly.
+     */
+    private Timeouts keptIn(NodeTable.Node dir) {
+        if (follower.follows(dir)) {
+            return timeouts;
+        }
+        long held = router.answersHeld(path(dir)).toNanos();
+        return held > 0 ? timeouts.atMost(held) : unfollowed;
     }
 
-    private FuseReply.Validity attrValidity(NodeTable.Node parent, Metadata m, NodeTable.Node self) {
-        if (!follower.follows(parent)) {
-            return timeouts.brief();
-        }
+    private FuseReply.Validity attrValidity(Timeouts keptInParent, Metadata m, NodeTable.Node self) {
         // a directory's mtime and link count change with what is in it, which only its own watch tells
-        return m.isDirectory() && (self == null || !follower.follows(self)) ? timeouts.brief() : timeouts.attr();
+        return m.isDirectory() && (self == null || !follower.follows(self)) ? timeouts.brief() : keptInParent.attr();
     }
 
     /**
@@ -241,7 +263,8 @@ final class FuseFileSystem {
         NodeTable.Node n = nodes.remember(parent, name, NodeTable.Identity.of(router.resolve(p).storage(), m),
                 m.isDirectory(), m.isDirectory() || m.links() <= 1, created);
         follower.replied(n, m);
-        out.entry(n.id, entryValidity(parent), attrValidity(parent, m, n), attributes(p, m));
+        Timeouts kept = keptIn(parent);
+        out.entry(n.id, kept.entry(), attrValidity(kept, m, n), attributes(p, m));
         return n;
     }
 
@@ -257,8 +280,9 @@ final class FuseFileSystem {
             held = staleNames.retrying(req.pid, parent, name, clock) ? router.hold(p) : null;
             m = held != null ? held.metadata() : router.metadata(null, p);
         } catch (NoSuchFileException missing) {
-            FuseReply.Validity negative = follower.follows(parent) ? timeouts.negative() : FuseReply.Validity.NONE;
-            if (negative == FuseReply.Validity.NONE || !follower.missing(parent, name)) {
+            // a followed directory tells the kernel when the name appears; another holds its answer as long as it says
+            FuseReply.Validity negative = keptIn(parent).negative();
+            if (negative == FuseReply.Validity.NONE || follower.follows(parent) && !follower.missing(parent, name)) {
                 throw missing;
             }
             out.negativeEntry(negative);
@@ -304,7 +328,7 @@ final class FuseFileSystem {
         NodeTable.Link link = n.link;
         // the root has no parent: its own following decides
         FuseReply.Validity validity = link == null ? (follower.follows(n) ? timeouts.attr() : timeouts.brief())
-                : attrValidity(link.parent(), m, n);
+                : attrValidity(keptIn(link.parent()), m, n);
         if (statx) {
             out.statxOut(validity, attributes(p, m), m.created());
         } else {
@@ -1212,6 +1236,7 @@ final class FuseFileSystem {
             return;
         }
         VfsPath dirPath = path(l.dir);
+        Timeouts kept = plus ? keptIn(l.dir) : null;
         try (Router.Siblings siblings = plus ? router.siblings(dirPath) : null) {
             // offsets: 1 is ".", 2 is "..", 3 + i is entry i
             for (long i = offset; i < l.names.size() + 2; i++) {
@@ -1244,7 +1269,7 @@ final class FuseFileSystem {
                     out.direntPlusBare(knownInode(l.dir, i, name), next, type, name, 0, name.length);
                     continue;
                 }
-                plusEntry(l.dir, dirPath, siblings, name, type, next, out);
+                plusEntry(l.dir, kept, dirPath, siblings, name, type, next, out);
             }
         }
     }
@@ -1284,8 +1309,8 @@ final class FuseFileSystem {
      * file's metadata is the one kept with its node ({@link KeptMetadata}) while that is still
      * true, else read from the store (and kept for the next listing).
      */
-    private void plusEntry(NodeTable.Node dir, VfsPath dirPath, Router.Siblings siblings, byte[] nameBytes, int type,
-                           long next, FuseReply out) {
+    private void plusEntry(NodeTable.Node dir, Timeouts keptInDir, VfsPath dirPath, Router.Siblings siblings, byte[] nameBytes,
+                           int type, long next, FuseReply out) {
         String name = new String(nameBytes, StandardCharsets.UTF_8);
         NodeTable.Node known = nodes.soleChild(dir, name);
         Metadata kept = known == null ? null : keptMetadata(known, dir);
@@ -1316,7 +1341,7 @@ final class FuseFileSystem {
         }
         follower.replied(n, m);
         out.plusNodes.add(n);
-        out.direntPlus(n.id, entryValidity(dir), attrValidity(dir, m, n), attributes(p, m), next, type,
+        out.direntPlus(n.id, keptInDir.entry(), attrValidity(keptInDir, m, n), attributes(p, m), next, type,
                 nameBytes, 0, nameBytes.length);
     }
 

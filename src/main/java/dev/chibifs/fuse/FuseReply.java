@@ -32,6 +32,14 @@ final class FuseReply {
         long nanosTotal() {
             return seconds * 1_000_000_000L + nanos;
         }
+
+        /** This validity, or {@code most} nanoseconds where that is shorter. */
+        Validity atMost(long most) {
+            if (most >= nanosTotal()) {
+                return this;
+            }
+            return most <= 0 ? NONE : new Validity(most / 1_000_000_000L, (int) (most % 1_000_000_000L));
+        }
     }
 
     /** The attributes of one node, as a {@code struct fuse_attr} carries them. */

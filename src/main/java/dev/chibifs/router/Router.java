@@ -29,6 +29,7 @@ import dev.chibifs.sys.Linux;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.attribute.FileTime;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -313,6 +314,15 @@ public final class Router {
         Metadata m = t.storage().metadata(t.path());
         long tag = tagOf(t.storage());
         return tag == 0 ? m : tagged(m, tag);
+    }
+
+    /**
+     * How long from now what the store of directory {@code dir} says of the names in it holds
+     * ({@link Storage#answersHeld}); a store mounted at one of those names answers for itself.
+     */
+    public Duration answersHeld(VfsPath dir) {
+        Target t = resolve(dir);
+        return t.storage().answersHeld(t.path());
     }
 
     /**

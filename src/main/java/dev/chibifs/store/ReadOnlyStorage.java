@@ -4,6 +4,7 @@ import dev.chibifs.path.VfsPath;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
@@ -121,6 +122,11 @@ public final class ReadOnlyStorage implements ReadOnlyStore {
     @Override
     public ChangeFeed changes(ChangeListener listener) {
         return inner.changes(listener);
+    }
+
+    @Override
+    public Duration answersHeld(VfsPath directory) {
+        return inner.answersHeld(directory);
     }
 
     @Override

@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.attribute.FileTime;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -93,6 +94,17 @@ public interface Storage extends Closeable {
         @Override
         default void close() {
         }
+    }
+
+    /**
+     * How long from now this store's answers about the names in directory {@code directory} (which
+     * names it holds, their files' attributes) stay as they are unless changed through this store
+     * object: a store that believes a listing for a while says how much of that is left, and the
+     * kernel may keep those answers as long. {@link Duration#ZERO} where the store cannot say
+     * (its changes are followed through {@link #changes}, or not at all).
+     */
+    default Duration answersHeld(VfsPath directory) {
+        return Duration.ZERO;
     }
 
     // ---- what a mount needs ----

@@ -37,6 +37,9 @@ class FuseFileSystemTest {
             | FuseProtocol.ASYNC_READ | FuseProtocol.MAX_PAGES | FuseProtocol.INIT_EXT | FuseProtocol.WRITEBACK_CACHE;
 
     private FakeKernel kernel;
+    /** What the next {@link #connect} mounts, and the kernel timeouts it asks for. */
+    private Router router = Router.of(store);
+    private FuseFileSystem.Timeouts timeouts = FuseFileSystem.Timeouts.of(1, 1, 0);
     private final RequestStats stats = new RequestStats();
     private FuseFileSystem fs;
     private FuseSession session;
@@ -55,8 +58,7 @@ class FuseFileSystemTest {
     /** As {@link #connect(long)}, with {@code workers} workers. */
     private void connect(long offered, int workers) throws Exception {
         kernel = new FakeKernel();
-        fs = new FuseFileSystem(Router.of(store), CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
-                FuseFileSystem.Timeouts.of(1, 1, 0), true);
+        fs = new FuseFileSystem(router, CallerResolver.fixed(Caller.context("alice")), 1000, 1000, timeouts, true);
         fs.clock(clock);
         session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, workers, true, false, false), stats);
         session.start();
@@ -454,6 +456,50 @@ class FuseFileSystemTest {
             dir.followKey = dir.id;
             return true;
         }
+    }
+
+    @Test
+    void whereChangesAreNotFollowedTheKernelKeepsAnswersAsLongAsTheStoreSaysTheyHold() throws Exception {
+        // as an S3 store says what is left of a listing's validity; the mount asked for an hour
+        java.util.concurrent.atomic.AtomicReference<java.time.Duration> held = new java.util.concurrent.atomic.AtomicReference<>();
+        router = Router.of((dev.chibifs.store.Storage) java.lang.reflect.Proxy.newProxyInstance(
+                getClass().getClassLoader(), new Class<?>[]{dev.chibifs.store.Storage.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("answersHeld")) {
+                        return held.get();
+                    }
+                    try {
+                        return method.invoke(store, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                }));
+        timeouts = FuseFileSystem.Timeouts.of(3600, 3600, 3600);
+        connect(OFFERED);
+        fs.follow(StoreFollower.UNFOLLOWED);
+        held.set(java.time.Duration.ofSeconds(30));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        written("f", "x");
+        assertEquals(0, kernel.call(FuseProtocol.MKDIR, shared, body().int32(040755).int32(022).name("d")).error());
+
+        // struct fuse_entry_out: nodeid, generation, entry_valid, attr_valid, entry_valid_nsec, attr_valid_nsec
+        FakeKernel.Reply file = kernel.call(FuseProtocol.LOOKUP, shared, body().name("f"));
+        assertEquals(List.of(30L, 30L), List.of(file.int64(16), file.int64(24)), "the store's word, within the mount's hour");
+        FakeKernel.Reply dir = kernel.call(FuseProtocol.LOOKUP, shared, body().name("d"));
+        assertEquals(List.of(30L, 1L), List.of(dir.int64(16), dir.int64(24)),
+                "a directory's attributes change with what is in it: briefly");
+        FakeKernel.Reply missing = kernel.call(FuseProtocol.LOOKUP, shared, body().name("nothing"));
+        assertEquals(List.of(0, 0L, 30L), List.of(missing.error(), missing.int64(0), missing.int64(16)), "kept missing as long");
+        // struct fuse_attr_out: attr_valid, attr_valid_nsec
+        assertEquals(30L, kernel.call(FuseProtocol.GETATTR, file.int64(0), body().int32(0).int32(0).int64(0)).int64(0));
+
+        held.set(java.time.Duration.ofMillis(250));
+        file = kernel.call(FuseProtocol.LOOKUP, shared, body().name("f"));
+        assertEquals(List.of(0L, 250_000_000), List.of(file.int64(16), file.int32(32)));
+        held.set(java.time.Duration.ZERO);
+        file = kernel.call(FuseProtocol.LOOKUP, shared, body().name("f"));
+        assertEquals(List.of(1L, 1L), List.of(file.int64(16), file.int64(24)), "the store cannot say: briefly");
+        assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, shared, body().name("nothing")).error(),
+                "and a missing name not at all: its appearance would not be told");
     }
 
     /** The size each name of a whole READDIRPLUS listing of {@code dir} carries (attr.size of its entry). */

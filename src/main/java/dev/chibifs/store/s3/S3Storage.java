@@ -45,6 +45,7 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
 import java.security.DigestOutputStream;
 import java.security.MessageDigest;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -831,6 +832,27 @@ public final class S3Storage implements Storage {
             askWantedAttributes();
         }
         recovered();
+    }
+
+    /**
+     * What is left of the validity of {@code directory}'s last listing: until then a lookup, stat or
+     * listing there is answered from what this host has, with no request, so the kernel may keep
+     * those answers as long. Zero for a directory not listed, or listed too long ago (the next
+     * question lists it again; while S3 does not answer, what stands may change whenever it does).
+     */
+    @Override
+    public synchronized Duration answersHeld(VfsPath directory) {
+        Long at = listedAt.get(directory);
+        long left = at == null ? 0 : at + options.validity().toMillis() - millis();
+        return left > 0 ? Duration.ofMillis(left) : Duration.ZERO;
+    }
+
+    /**
+     * The directory changed here other than through a request: its answers are held no longer and
+     * the next question lists it again; what was listed still serves while S3 is away.
+     */
+    private void expireListing(VfsPath dir) {
+        listedAt.computeIfPresent(dir, (d, at) -> at - options.validity().toMillis());
     }
 
     /**
@@ -2826,6 +2848,8 @@ public final class S3Storage implements Storage {
         Bucket.Head theirs = bucket.head(objectKey(p, n));
         LOG.warn("conflict: {} changed on S3 since this host last saw it; this host's version is kept as {}", p, copy);
         synchronized (this) {
+            // the name and its copy change here, not through a request: what was held of the directory is not
+            expireListing(p.parent());
             seq++;
             long ino = nextIno++;
             Files.copy(snap, dataFile(ino), StandardCopyOption.REPLACE_EXISTING);

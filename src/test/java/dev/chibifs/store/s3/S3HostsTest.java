@@ -470,6 +470,33 @@ class S3HostsTest {
     }
 
     @Test
+    void aDirectorysAnswersAreHeldForWhatIsLeftOfItsListingUntilAConflictChangesThem() throws Exception {
+        MutableClock clock = startClock();
+        Duration ttl = Duration.ofSeconds(60);
+        S3Storage a = host(options("a").withClock(clock, false).withValidity(ttl));
+        S3Storage b = host(options("b").withClock(clock, false));
+        b.write(p("/shared/doc"), "base".getBytes(UTF_8));
+        b.flushAll();
+        assertEquals(Duration.ZERO, a.answersHeld(p("/shared")), "never listed: nothing to hold");
+        assertEquals(4, a.metadata(p("/shared/doc")).size());
+        assertEquals(ttl, a.answersHeld(p("/shared")));
+        clock.advance(Duration.ofSeconds(45));
+        put(a, "/shared/doc", "a's edit");
+        assertEquals(Duration.ofSeconds(15), a.answersHeld(p("/shared")), "a change asked here is seen where it was asked");
+        clock.advance(Duration.ofSeconds(15));
+        assertEquals(Duration.ZERO, a.answersHeld(p("/shared")), "expired: the next question lists again");
+
+        assertEquals(8, a.metadata(p("/shared/doc")).size());
+        assertEquals(ttl, a.answersHeld(p("/shared")));
+        put(b, "/shared/doc", "b's edit, longer");
+        b.flushAll();
+        a.flushAll(); // loses: the name now shows b's, and a copy appears, both without a request here
+        assertEquals(Duration.ZERO, a.answersHeld(p("/shared")));
+        assertEquals(16, a.metadata(p("/shared/doc")).size());
+        assertEquals(ttl, a.answersHeld(p("/shared")));
+    }
+
+    @Test
     void aDirectoryMadeHereIsNotListedUntilItsParentsListingExpires() throws Exception {
         MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
