@@ -45,6 +45,11 @@ final class DirectoryListings {
          * listing, so one that may not be kept is dropped from its cache once it has been read.
          */
         boolean kept;
+        /**
+         * Whether the kernel may keep this listing, not followed, for as long as its store says its
+         * answers hold (what is left of an S3 listing's validity), after which it is dropped.
+         */
+        boolean held;
 
         Listing(NodeTable.Node dir) {
             this.dir = dir;
@@ -88,11 +93,12 @@ final class DirectoryListings {
         }
     };
 
-    /** OPENDIR: a new listing of {@code dir}; returns its handle (never 0, the handle of no OPENDIR). */
-    long open(NodeTable.Node dir, boolean kept) {
+    /** OPENDIR: a new listing of {@code dir}, {@link Listing#kept} or {@link Listing#held}; returns its handle (never 0, the handle of no OPENDIR). */
+    long open(NodeTable.Node dir, boolean kept, boolean held) {
         long fh = nextHandle.getAndIncrement();
         Listing l = new Listing(dir);
         l.kept = kept;
+        l.held = held;
         byHandle.put(fh, l);
         return fh;
     }

@@ -102,6 +102,10 @@ final class FuseFileSystem {
     final StaleNames staleNames = new StaleNames();
     /** Where notifications go once the kernel lists directories without opening them; null while it opens them. */
     private volatile FuseChannel unopenedListings;
+    /** Where a dropped held listing is told (the session's notices); null before INIT. */
+    private volatile NoticeWriter noticeWriter;
+    /** Drops the listings the kernel keeps while their store holds its answers; made at the first. */
+    private ListingExpiry heldListings;
     /** Each request thread's buffer for a notification sent in the middle of a request. */
     private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(FuseProtocol.OUT_HEADER + 64));
     private volatile StoreFollower follower = StoreFollower.NONE;
@@ -156,6 +160,38 @@ final class FuseFileSystem {
      */
     void listWithoutOpening(FuseChannel channel) {
         this.unopenedListings = channel;
+    }
+
+    /** Notifications that may wait in the kernel go through {@code writer}: the session's. */
+    void noticesThrough(NoticeWriter writer) {
+        this.noticeWriter = writer;
+    }
+
+    /** The session ended: no listing is dropped any more. */
+    synchronized void stopDroppingListings() {
+        if (heldListings != null) {
+            heldListings.close();
+        }
+    }
+
+    /** For tests: held listings are dropped by {@code timer}'s tasks at {@code clock}'s times. Before the session starts. */
+    synchronized void dropHeldListingsWith(ListingExpiry.Timer timer, java.util.function.LongSupplier clock) {
+        heldListings = new ListingExpiry(0, this::dropHeldListing, timer, clock);
+    }
+
+    private synchronized ListingExpiry heldListings() {
+        if (heldListings == null) {
+            heldListings = ListingExpiry.start(0, this::dropHeldListing);
+        }
+        return heldListings;
+    }
+
+    /** The store's answers about {@code dir} no longer hold: the kernel lists it again at its next listing. */
+    private void dropHeldListing(NodeTable.Node dir) {
+        NoticeWriter w = noticeWriter;
+        if (w != null) {
+            w.post(notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(dir.id, 0, 0));
+        }
     }
 
     void follow(StoreFollower follower) {
@@ -241,8 +277,13 @@ final class FuseFileSystem {
         if (follower.follows(dir)) {
             return timeouts;
         }
-        long held = router.answersHeld(path(dir)).toNanos();
+        long held = heldNanos(dir);
         return held > 0 ? timeouts.atMost(held) : unfollowed;
+    }
+
+    /** How long the store's answers about directory {@code dir}, not followed, hold (nanos); 0 where it is followed or the store cannot say. */
+    private long heldNanos(NodeTable.Node dir) {
+        return follower.follows(dir) ? 0 : router.answersHeld(path(dir)).toNanos();
     }
 
     private FuseReply.Validity attrValidity(Timeouts keptInParent, Metadata m, NodeTable.Node self) {
@@ -1199,8 +1240,10 @@ final class FuseFileSystem {
             throw new ErrnoException(Linux.ENOSYS, "opendir", "zero-message opendir");
         }
         boolean kept = follower.lookingIn(dir);
-        long fh = listings.open(dir, kept);
-        out.open(fh, kept ? FuseProtocol.FOPEN_CACHE_DIR | FuseProtocol.FOPEN_KEEP_CACHE : 0, 0);
+        // a listing the kernel keeps now is dropped when the store's answers stop holding (see readdir)
+        boolean held = !kept && heldNanos(dir) > 0;
+        long fh = listings.open(dir, kept, held);
+        out.open(fh, kept || held ? FuseProtocol.FOPEN_CACHE_DIR | FuseProtocol.FOPEN_KEEP_CACHE : 0, 0);
     }
 
     void releasedir(FuseRequest req, FuseReply out) {
@@ -1223,11 +1266,17 @@ final class FuseFileSystem {
             load(l);
             if (l.kept) {
                 follower.listed(l.dir, plus ? l.names.size() : 0);
+            } else if (unopened || l.held) {
+                long held = heldNanos(l.dir);
+                l.held = held > 0;
+                if (l.held || !unopened) {
+                    heldListings().dropIn(l.dir, Math.max(held, 0));
+                }
             }
         }
         if (unopened && l.endsAt(offset)) {
             listings.ended(l, req.pid);
-            if (!l.kept) {
+            if (!l.kept && !l.held) {
                 // sent before the empty reply that ends the listing, while its reader waits: when the
                 // reply comes, the kernel marks its cache complete, finds its pages gone at the next
                 // listing, and asks us again, as a directory opened without FOPEN_CACHE_DIR would

@@ -221,6 +221,7 @@ final class FuseSession {
 
     private void workerEnded() {
         if (running.decrementAndGet() == 0) {
+            fs.stopDroppingListings();
             lockWaits.close();
             notices.close();
             ended.complete(0);
@@ -322,6 +323,7 @@ final class FuseSession {
                 if (negotiated.opensWithoutAsking()) {
                     fs.listWithoutOpening(channel);
                 }
+                fs.noticesThrough(notices);
                 LOG.debug("INIT: kernel 7.{}, offered {}, granted {}", minor, Long.toHexString(offered), Long.toHexString(granted));
                 return true;
             }

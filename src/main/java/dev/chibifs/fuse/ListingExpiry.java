@@ -13,8 +13,9 @@ import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
 /**
- * Drops the listing the kernel keeps of a followed directory once the names and attributes its
- * READDIRPLUS gave have expired.
+ * Drops the listing the kernel keeps of a directory once the names and attributes its READDIRPLUS
+ * gave have expired: a followed directory's after the mount's timeouts ({@link #listed}), one whose
+ * store holds its answers for a while (S3) when they stop holding ({@link #dropIn}).
  *
  * <p>The kernel keeps such a listing (FOPEN_CACHE_DIR) until the directory changes, but every name
  * in it expires with the mount's timeouts. A walk after that (find, grep -r, ls -R after an agent's
@@ -51,9 +52,9 @@ final class ListingExpiry implements AutoCloseable {
     private final ScheduledExecutorService executor;
     /**
      * When the names of each directory's newest kept listing expire ({@link #clock} nanos). A
-     * directory is in the map exactly while one timer task is on its way for it: {@link #listed}
-     * schedules only when it adds the directory, and a task due early for a newer listing
-     * reschedules itself instead of dropping.
+     * directory is in the map while a timer task is on its way for it: {@link #dropIn} schedules
+     * when it adds the directory or brings its time forward, and a task due early for a newer
+     * listing reschedules itself instead of dropping.
      */
     private final ConcurrentMap<NodeTable.Node, Long> expiring = new ConcurrentHashMap<>();
 
@@ -89,8 +90,19 @@ final class ListingExpiry implements AutoCloseable {
 
     /** The kernel was given a listing of {@code dir} with {@code names} names, which expire {@code validNanos} from now. */
     void listed(NodeTable.Node dir, int names) {
-        if (names >= MIN_NAMES && validNanos > 0 && expiring.put(dir, clock.getAsLong() + validNanos) == null) {
-            timer.after(validNanos, () -> due(dir));
+        if (names >= MIN_NAMES && validNanos > 0) {
+            dropIn(dir, validNanos);
+        }
+    }
+
+    /** The kernel was given a listing of {@code dir} to keep for {@code nanos}: dropped then, unless listed again. */
+    void dropIn(NodeTable.Node dir, long nanos) {
+        long at = clock.getAsLong() + nanos;
+        Long before = expiring.put(dir, at);
+        if (before == null || at - before < 0) {
+            // the task on its way is due later (a store whose answers now hold less): one more for
+            // this time; the later one then finds nothing, or a newer listing's time to wait for
+            timer.after(nanos, () -> due(dir));
         }
     }
 

@@ -458,10 +458,15 @@ class FuseFileSystemTest {
         }
     }
 
-    @Test
-    void whereChangesAreNotFollowedTheKernelKeepsAnswersAsLongAsTheStoreSaysTheyHold() throws Exception {
-        // as an S3 store says what is left of a listing's validity; the mount asked for an hour
-        java.util.concurrent.atomic.AtomicReference<java.time.Duration> held = new java.util.concurrent.atomic.AtomicReference<>();
+    /** How long the store behind {@link #holding} says its answers about any directory hold. */
+    private final java.util.concurrent.atomic.AtomicReference<java.time.Duration> held = new java.util.concurrent.atomic.AtomicReference<>();
+
+    /**
+     * Connects over {@link #store} as a store whose answers hold for {@link #held} (as an S3 store's
+     * hold for what is left of a listing's validity), unfollowed, the mount asking for an hour.
+     */
+    private void connectHolding(long offered) throws Exception {
+        held.set(java.time.Duration.ofSeconds(30));
         router = Router.of((dev.chibifs.store.Storage) java.lang.reflect.Proxy.newProxyInstance(
                 getClass().getClassLoader(), new Class<?>[]{dev.chibifs.store.Storage.class}, (proxy, method, args) -> {
                     if (method.getName().equals("answersHeld")) {
@@ -474,9 +479,14 @@ class FuseFileSystemTest {
                     }
                 }));
         timeouts = FuseFileSystem.Timeouts.of(3600, 3600, 3600);
-        connect(OFFERED);
+        stop();
+        connect(offered);
         fs.follow(StoreFollower.UNFOLLOWED);
-        held.set(java.time.Duration.ofSeconds(30));
+    }
+
+    @Test
+    void whereChangesAreNotFollowedTheKernelKeepsAnswersAsLongAsTheStoreSaysTheyHold() throws Exception {
+        connectHolding(OFFERED);
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         written("f", "x");
         assertEquals(0, kernel.call(FuseProtocol.MKDIR, shared, body().int32(040755).int32(022).name("d")).error());
@@ -500,6 +510,45 @@ class FuseFileSystemTest {
         assertEquals(List.of(1L, 1L), List.of(file.int64(16), file.int64(24)), "the store cannot say: briefly");
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, shared, body().name("nothing")).error(),
                 "and a missing name not at all: its appearance would not be told");
+    }
+
+    @Test
+    void aListingWhoseStoreHoldsItsAnswersIsKeptUntilTheyStopHolding() throws Exception {
+        connectHolding(OFFERED | FuseProtocol.NO_OPENDIR_SUPPORT);
+        List<Long> delays = new java.util.ArrayList<>();
+        List<Runnable> tasks = new java.util.ArrayList<>();
+        long[] now = {0};
+        fs.dropHeldListingsWith((nanos, task) -> {
+            delays.add(nanos);
+            tasks.add(task);
+        }, () -> now[0]);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        store.write(VfsPath.of("/shared/a"), new byte[0]);
+        assertEquals(java.util.Set.of(".", "..", "a"), readOn(shared, 0, 0, new java.util.HashSet<>()));
+        assertEquals(List.of(), invalidatedListings(shared), "kept while the store's answers hold");
+        assertEquals(List.of(30_000_000_000L), delays);
+
+        now[0] = 30_000_000_000L;
+        tasks.remove(0).run();
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == shared && n.int64(8) == 0);
+        held.set(java.time.Duration.ZERO);
+        readOn(shared, 0, 0, new java.util.HashSet<>());
+        assertEquals(List.of(0L, 0L), invalidatedListings(shared), "the store cannot say: dropped once read, as before");
+        assertEquals(List.of(), tasks);
+    }
+
+    @Test
+    void anOpenedDirectoryWhoseStoreHoldsItsAnswersIsCachedByTheKernelUntilTheyStopHolding() throws Exception {
+        connectHolding(OFFERED);
+        List<Long> delays = new java.util.ArrayList<>();
+        fs.dropHeldListingsWith((nanos, task) -> delays.add(nanos), () -> 0);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        FakeKernel.Reply open = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0));
+        assertEquals(FuseProtocol.FOPEN_CACHE_DIR | FuseProtocol.FOPEN_KEEP_CACHE, open.int32(8));
+        readOn(shared, open.int64(0), 0, new java.util.HashSet<>());
+        assertEquals(List.of(30_000_000_000L), delays);
+        held.set(java.time.Duration.ZERO);
+        assertEquals(0, kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int32(8));
     }
 
     /** The size each name of a whole READDIRPLUS listing of {@code dir} carries (attr.size of its entry). */
