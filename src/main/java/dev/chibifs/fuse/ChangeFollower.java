@@ -44,7 +44,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private final ConcurrentMap<Long, NodeTable.Node> directories = new ConcurrentHashMap<>();
     private final Set<Name> missing = ConcurrentHashMap.newKeySet();
     private final ConcurrentMap<Long, Long> notFollowedUntil = new ConcurrentHashMap<>();
-    /** Each thread's own notification buffer (the feed's, and request threads' in {@link #opened}). */
+    /** Each thread's own notification buffer. */
     private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(8192));
     private volatile FuseChannel channel;
     private volatile FuseSession session;
@@ -112,22 +112,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     @Override
     public void replied(NodeTable.Node n, Metadata m) {
-        n.toldSize = m.size();
-        n.toldModified = nanos(m.modified());
-        n.toldChanged = nanos(m.changed());
         NodeTable.Link link = n.link;
         // on every entry and attribute reply: look the name up only while any name is held missing
         if (link != null && !missing.isEmpty()) {
             missing.remove(new Name(link.parent().id, link.name()));
         }
-    }
-
-    private static long nanos(java.nio.file.attribute.FileTime t) {
-        return t.to(TimeUnit.NANOSECONDS);
-    }
-
-    private static boolean told(NodeTable.Node n, Metadata m) {
-        return n.toldSize == m.size() && n.toldModified == nanos(m.modified()) && n.toldChanged == nanos(m.changed());
     }
 
     @Override
@@ -137,19 +126,6 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         }
         missing.add(new Name(parent.id, name));
         return true;
-    }
-
-    @Override
-    public void opened(NodeTable.Node n, Metadata m) {
-        if (n.toldSize >= 0 && !told(n, m)) {
-            // attributes only (no pages, no lock to wait for): written at once, from within the request
-            // on that very inode, so the process that opened sees them
-            FuseChannel c = channel;
-            if (c != null) {
-                inodeNotice(n, -1).sendNotice(c);
-            }
-            replied(n, m);
-        }
     }
 
     // ---- the feed's events, on its thread ----
@@ -194,8 +170,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 return;
             }
         }
-        if (child != null && now != null && child.toldSize >= 0 && !told(child, now)) {
+        if (child != null && now != null && child.toldOtherThan(now)) {
             invalidateInode(child, -1);
+            child.untold();
             replied(child, now);
         }
         if (child != null && now != null && child.identity != null && now.inode() == child.identity.inode()) {

@@ -111,7 +111,11 @@ final class FuseFileSystem {
     private volatile StoreFollower follower = StoreFollower.NONE;
     /** Where backing files are registered once INIT granted FUSE_PASSTHROUGH; null: reads and writes are served. */
     private volatile FuseChannel passthrough;
-    /** Where a small file's content goes into the kernel's page cache at open (NOTIFY_STORE); null before INIT. */
+    /**
+     * Where notifications written from within a request go: a small file's content into the kernel's
+     * page cache at open (NOTIFY_STORE), attributes changed since the kernel was told them (INVAL_INODE
+     * at open). Null before INIT.
+     */
     private volatile FuseChannel storeChannel;
     /**
      * Set once INIT granted DIRECT_IO_ALLOW_MMAP: an open may go past the page cache (FOPEN_DIRECT_IO)
@@ -303,7 +307,7 @@ final class FuseFileSystem {
                                  boolean created) {
         NodeTable.Node n = nodes.remember(parent, name, NodeTable.Identity.of(router.resolve(p).storage(), m),
                 m.isDirectory(), m.isDirectory() || m.links() <= 1, created);
-        follower.replied(n, m);
+        replied(n, m);
         Timeouts kept = keptIn(parent);
         out.entry(n.id, kept.entry(), attrValidity(kept, m, n), attributes(p, m));
         return n;
@@ -365,7 +369,7 @@ final class FuseFileSystem {
         } else {
             m = metadataOrOpen(req, n, p, staleNames.retried(req.pid, n, false, clock));
         }
-        follower.replied(n, m);
+        replied(n, m);
         NodeTable.Link link = n.link;
         // the root has no parent: its own following decides
         FuseReply.Validity validity = link == null ? (follower.follows(n) ? timeouts.attr() : timeouts.brief())
@@ -497,7 +501,7 @@ final class FuseFileSystem {
         }
         n.changing();
         Metadata m = handle != null ? handle.metadata() : metadataOrOpen(req, n, p, null);
-        follower.replied(n, m);
+        replied(n, m);
         out.attrOut(timeouts.brief(), attributes(p, m));
         return m;
     }
@@ -724,10 +728,22 @@ final class FuseFileSystem {
             }
         }
         long fh = register(handle, caller, flags, n, backing != 0);
-        if (opened != null) {
-            follower.opened(n, opened);
+        FuseChannel notify = storeChannel;
+        if (opened != null && notify != null && n.toldOtherThan(opened)) {
+            // the file changed since the kernel was told its attributes: behind the mount (before the
+            // feed told), or on S3 by another host, its content fetched by this open while the kernel
+            // keeps what the listing said. Attributes only (no pages, no lock to wait for): written at
+            // once, from within the request on that very inode, so the process that opened sees them
+            notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, -1, 0).sendNotice(notify);
+            n.untold();
         }
         out.open(fh, openFlags, backing);
+    }
+
+    /** The kernel is told {@code m} of node {@code n} in the reply being written. */
+    private void replied(NodeTable.Node n, Metadata m) {
+        n.told(m);
+        follower.replied(n, m);
     }
 
     /**
@@ -809,19 +825,14 @@ final class FuseFileSystem {
             n.pagesWhole = whole || store && storeContent(n, handle, (int) opened.size(), data);
             return true;
         }
-        // Before a store, what the kernel had goes (INVAL_INODE from offset 0): a page past the new end
-        // would survive it, and a write through the cache later could show its old bytes. And where no
-        // follower tells the kernel of changes as they come (--kernel-cache off, a directory out of
-        // watches), its size may be stale for the attribute timeout: a read through the page cache
-        // stops there, so the attributes go too (offset -1), and the next stat or read asks.
-        boolean dropPages = store && before != null;
-        NodeTable.Link name = n.link;
-        boolean told = name != null && name.parent().followKey >= 0;
+        // Before a store, what the kernel had goes (INVAL_INODE from offset 0, attributes too): a page
+        // past the new end would survive it, and a write through the cache later could show its old
+        // bytes. Stale attributes alone are the open's to drop (see open)
         FuseChannel channel = storeChannel;
-        if (channel != null && (dropPages || !told)) {
+        if (channel != null && store && before != null) {
             try {
-                notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, dropPages ? 0 : -1, 0)
-                        .send(channel);
+                notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, 0, 0).send(channel);
+                n.untold();
             } catch (IOException e) {
                 LOG.debug("{}: pages and attributes not dropped at open: {}", nodes.path(n), e.toString());
                 return false;
@@ -1388,7 +1399,7 @@ final class FuseFileSystem {
         if (kept == null && n == known) {
             n.keep(KeptMetadata.of(m, dir.followKey, System.nanoTime()), from);
         }
-        follower.replied(n, m);
+        replied(n, m);
         out.plusNodes.add(n);
         out.direntPlus(n.id, keptInDir.entry(), attrValidity(keptInDir, m, n), attributes(p, m), next, type,
                 nameBytes, 0, nameBytes.length);

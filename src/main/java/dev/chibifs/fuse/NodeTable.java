@@ -1,6 +1,7 @@
 package dev.chibifs.fuse;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.Metadata;
 import dev.chibifs.store.Storage;
 
 import java.util.ArrayList;
@@ -88,7 +89,7 @@ final class NodeTable {
         volatile long followKey = -1;
         /** Set when the kernel was given a listing of this directory to keep; see {@link ChangeFollower}. */
         volatile boolean listingKept;
-        /** Size, mtime and ctime (ns) of the attributes the kernel was last told; see {@link ChangeFollower}. */
+        /** Size, mtime and ctime (ns) of the attributes the kernel was last told ({@link #told}); size -1 before any. */
         volatile long toldSize = -1;
         volatile long toldModified;
         volatile long toldChanged;
@@ -112,6 +113,25 @@ final class NodeTable {
             this.identity = identity;
             this.directory = directory;
             this.link = link;
+        }
+
+        /** The kernel was told {@code m} of this node, in an entry or attribute reply or a notification. */
+        void told(Metadata m) {
+            toldSize = m.size();
+            toldModified = m.modified().to(java.util.concurrent.TimeUnit.NANOSECONDS);
+            toldChanged = m.changed().to(java.util.concurrent.TimeUnit.NANOSECONDS);
+        }
+
+        /** The kernel's attributes of this node were dropped: it holds none until the next reply. */
+        void untold() {
+            toldSize = -1;
+        }
+
+        /** Whether the kernel holds attributes of this node whose size or times are not {@code m}'s. */
+        boolean toldOtherThan(Metadata m) {
+            return toldSize >= 0 && (toldSize != m.size()
+                    || toldModified != m.modified().to(java.util.concurrent.TimeUnit.NANOSECONDS)
+                    || toldChanged != m.changed().to(java.util.concurrent.TimeUnit.NANOSECONDS));
         }
 
         /** The kernel's pages of this file are true to {@code stamp} as reads and writes left them, not stored whole. Under the node's monitor. */

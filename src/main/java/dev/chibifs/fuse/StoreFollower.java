@@ -32,10 +32,6 @@ interface StoreFollower extends AutoCloseable {
         return true;
     }
 
-    /** {@code n} was opened and found as {@code m}: stale attributes the kernel has are invalidated. */
-    default void opened(NodeTable.Node n, Metadata m) {
-    }
-
     /** Tells the kernel, before returning, what the store's changes queued so far make stale. */
     default void catchUp() {
     }
