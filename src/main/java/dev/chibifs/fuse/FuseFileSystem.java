@@ -1009,7 +1009,18 @@ final class FuseFileSystem {
     void write(FuseRequest req, FuseReply out) throws IOException {
         OpenFile f = openFile(req, true);
         int written = f.handle().write(req.writeData(), req.readOffset());
+        changedBy(f);
         out.written(written);
+    }
+
+    /**
+     * A write or allocation through the mount changed {@code f}'s file: the kernel takes its size and
+     * times as stale at the reply (fuse_write_update_attr), so it holds none told, and the feed's
+     * event for that change is no reason to drop them again (a drop that lands after the stat
+     * that follows the write costs a GETATTR more at the next).
+     */
+    private static void changedBy(OpenFile f) {
+        f.node().untold();
     }
 
     /** Closing the store file releases every lock taken through it (record locks and flock). */
@@ -1139,7 +1150,9 @@ final class FuseFileSystem {
      * kernel would send no FALLOCATE for the rest of the mount.
      */
     void fallocate(FuseRequest req, FuseReply out) throws IOException {
-        openFile(req, true).handle().allocate(req.fallocateMode(), req.fallocateOffset(), req.fallocateLength());
+        OpenFile f = openFile(req, true);
+        f.handle().allocate(req.fallocateMode(), req.fallocateOffset(), req.fallocateLength());
+        changedBy(f);
     }
 
     // ---- extended attributes: none are stored but the file's ETag, read-only; changes are judged by policy first ----

@@ -28,12 +28,13 @@ class ChangeFollowerTest {
     private FakeKernel kernel;
     private FuseSession session;
     private ChangeFollower follower;
+    private FuseFileSystem fs;
 
     @BeforeEach
     void start() throws Exception {
         Router router = Router.of(new LocalStorage(home));
         router.createNamespace(List.of("alice"));
-        FuseFileSystem fs = new FuseFileSystem(router, CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
+        fs = new FuseFileSystem(router, CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
                 FuseFileSystem.Timeouts.of(30, 30, 30), true);
         follower = assertInstanceOf(ChangeFollower.class, ChangeFollower.start(fs), "a local store has a feed");
         kernel = new FakeKernel();
@@ -48,6 +49,30 @@ class ChangeFollowerTest {
         kernel.close();
         session.ended().join();
         follower.close();
+    }
+
+    @Test
+    void theFeedsEventForAWriteThroughTheMountDropsNoAttributesTheKernelTookAsStaleAtTheWrite() throws Exception {
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        FakeKernel.Reply created = kernel.call(FuseProtocol.CREATE, dir,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name("f"));
+        long f = created.int64(0);
+        long fh = created.int64(FuseProtocol.ENTRY_OUT);
+        byte[] x = "x\n".getBytes(StandardCharsets.UTF_8);
+        assertEquals(0, kernel.call(FuseProtocol.WRITE, f,
+                body().int64(fh).int64(0).int32(x.length).int32(0).int64(0).int32(0).int32(0).bytes(x)).error());
+        assertEquals(0, kernel.call(FuseProtocol.RELEASE, f, body().int64(fh).int32(0).int32(0).int64(0)).error());
+
+        // the write's event, however late the feed tells it: the kernel's attributes since the write
+        // are whatever its next GETATTR (a stat, say) brought, which a drop now would only undo
+        assertEquals(0, kernel.call(FuseProtocol.LOOKUP, dir, body().name("late")).int64(0), "held missing");
+        long key = fs.nodes.get(dir).followKey;
+        follower.changed(key, "f", false, true);
+        Files.writeString(home.resolve("shared/late"), "made behind the mount");
+        follower.changed(key, "late", false, false); // a notification to wait for, written after what the first made
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_ENTRY && n.int64(0) == dir);
+        assertEquals(List.of(), kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
+                .filter(n -> n.int64(0) == f).toList());
     }
 
     @Test
