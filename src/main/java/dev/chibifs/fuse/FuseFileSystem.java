@@ -291,8 +291,13 @@ final class FuseFileSystem {
     }
 
     private FuseReply.Validity attrValidity(Timeouts keptInParent, Metadata m, NodeTable.Node self) {
-        // a directory's mtime and link count change with what is in it, which only its own watch tells
-        return m.isDirectory() && (self == null || !follower.follows(self)) ? timeouts.brief() : keptInParent.attr();
+        if (!m.isDirectory() || self != null && follower.follows(self)) {
+            return keptInParent.attr();
+        }
+        // a directory's mtime and link count change with what is in it, which only its own watch
+        // tells, or the store's word on its own names
+        FuseReply.Validity own = self == null ? timeouts.brief() : keptIn(self).attr();
+        return own.atMost(keptInParent.attr().nanosTotal());
     }
 
     /**
@@ -371,9 +376,8 @@ final class FuseFileSystem {
         }
         replied(n, m);
         NodeTable.Link link = n.link;
-        // the root has no parent: its own following decides
-        FuseReply.Validity validity = link == null ? (follower.follows(n) ? timeouts.attr() : timeouts.brief())
-                : attrValidity(keptIn(link.parent()), m, n);
+        // the root has no parent: its own following, or its store's word, decides
+        FuseReply.Validity validity = link == null ? keptIn(n).attr() : attrValidity(keptIn(link.parent()), m, n);
         if (statx) {
             out.statxOut(validity, attributes(p, m), m.created());
         } else {

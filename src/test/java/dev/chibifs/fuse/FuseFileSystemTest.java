@@ -461,6 +461,8 @@ class FuseFileSystemTest {
 
     /** How long the store behind {@link #holding} says its answers about any directory hold. */
     private final java.util.concurrent.atomic.AtomicReference<java.time.Duration> held = new java.util.concurrent.atomic.AtomicReference<>();
+    /** What it says instead about the directories named here. */
+    private final Map<VfsPath, java.time.Duration> heldIn = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**
      * Connects over {@link #store} as a store whose answers hold for {@link #held} (as an S3 store's
@@ -471,7 +473,7 @@ class FuseFileSystemTest {
         router = Router.of((dev.chibifs.store.Storage) java.lang.reflect.Proxy.newProxyInstance(
                 getClass().getClassLoader(), new Class<?>[]{dev.chibifs.store.Storage.class}, (proxy, method, args) -> {
                     if (method.getName().equals("answersHeld")) {
-                        return held.get();
+                        return heldIn.getOrDefault((VfsPath) args[0], held.get());
                     }
                     try {
                         return method.invoke(store, args);
@@ -495,9 +497,13 @@ class FuseFileSystemTest {
         // struct fuse_entry_out: nodeid, generation, entry_valid, attr_valid, entry_valid_nsec, attr_valid_nsec
         FakeKernel.Reply file = kernel.call(FuseProtocol.LOOKUP, shared, body().name("f"));
         assertEquals(List.of(30L, 30L), List.of(file.int64(16), file.int64(24)), "the store's word, within the mount's hour");
+        heldIn.put(VfsPath.of("/shared/d"), java.time.Duration.ofSeconds(10));
         FakeKernel.Reply dir = kernel.call(FuseProtocol.LOOKUP, shared, body().name("d"));
-        assertEquals(List.of(30L, 1L), List.of(dir.int64(16), dir.int64(24)),
-                "a directory's attributes change with what is in it: briefly");
+        assertEquals(List.of(30L, 10L), List.of(dir.int64(16), dir.int64(24)),
+                "a directory's attributes change with what is in it: while its own names are held too");
+        heldIn.put(VfsPath.of("/shared/d"), java.time.Duration.ZERO);
+        dir = kernel.call(FuseProtocol.LOOKUP, shared, body().name("d"));
+        assertEquals(List.of(30L, 1L), List.of(dir.int64(16), dir.int64(24)), "else briefly");
         FakeKernel.Reply missing = kernel.call(FuseProtocol.LOOKUP, shared, body().name("nothing"));
         assertEquals(List.of(0, 0L, 30L), List.of(missing.error(), missing.int64(0), missing.int64(16)), "kept missing as long");
         // struct fuse_attr_out: attr_valid, attr_valid_nsec
