@@ -225,7 +225,10 @@ final class Bucket implements Closeable {
         requests.computeIfAbsent(op, k -> new java.util.concurrent.atomic.LongAdder()).increment();
     }
 
-    /** Requests made so far, by kind. */
+    /**
+     * Requests made so far, by kind; and {@value #PUT_ANSWER_LOST}: conditional PUTs whose first attempt
+     * landed with its answer lost, each of which cost a HEAD to tell from a conflict.
+     */
     Map<String, Long> requests() {
         Map<String, Long> out = new java.util.TreeMap<>();
         requests.forEach((k, v) -> out.put(k, v.sum()));
@@ -383,6 +386,7 @@ final class Bucket implements Closeable {
             // (a connection cut after the server took the body): the retry then fails its own
             // condition against our own object. It is ours when size and metadata are what we sent
             // (the store's metadata carries the content's SHA-256).
+            count(PUT_ANSWER_LOST);
             Head now = head(key);
             long size = body.optionalContentLength().orElse(-1L);
             if (now != null && now.size() == size && now.meta().equals(meta) && !now.etag().equals(ifMatch)) {
@@ -391,6 +395,9 @@ final class Bucket implements Closeable {
             throw new PreconditionFailed(e.getMessage());
         }
     }
+
+    /** The count, among {@link #requests}, of retried PUTs that met their own first attempt (or a conflict). */
+    static final String PUT_ANSWER_LOST = "put-answer-lost";
 
     /** A 412 after the SDK had made more than one attempt: maybe our own first attempt's doing. */
     private static final class RetriedPrecondition extends IOException {

@@ -444,7 +444,10 @@ class S3HostsTest {
         long heads = b.requests().getOrDefault("head", 0L);
         b.rename(p("/shared/tree"), p("/shared/moved"));
         b.flushAll();
-        assertEquals(heads, b.requests().getOrDefault("head", 0L), b.requests().toString());
+        // none but those that tell a retried upload's own first attempt from a conflict (its answer
+        // lost on a connection the server had closed: seen on a loaded CI host)
+        assertEquals(heads + b.requests().getOrDefault(Bucket.PUT_ANSWER_LOST, 0L), b.requests().getOrDefault("head", 0L),
+                b.requests().toString());
         assertEquals(files, (long) b.requests().getOrDefault("get", 0L), b.requests().toString());
         assertEquals("f7", inS3("shared/moved/sub/f7"));
         assertEquals(0755, b.metadata(p("/shared/moved/sub/f0")).mode() & 0777); // its attributes came with it
