@@ -1,18 +1,12 @@
 package dev.chibifs.fuse;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.chibifs.testing.Sh;
-
 import dev.chibifs.testing.MountedFs;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.IOException;
 import java.util.Map;
-import java.util.TreeMap;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -25,7 +19,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 class KernelRequestsTest {
 
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static MountedFs fs;
 
     @BeforeAll
@@ -134,20 +127,6 @@ class KernelRequestsTest {
         }
     }
 
-    /** The daemon's counts now, by opcode. */
-    private static JsonNode stats(MountedFs fs) {
-        Sh.Result r = MountedFs.cli("stats", "--json", fs.mountpoint().toString()).ok();
-        try {
-            JsonNode byOpcode = JSON.createObjectNode();
-            for (JsonNode op : JSON.readTree(r.out()).get("requests")) {
-                ((com.fasterxml.jackson.databind.node.ObjectNode) byOpcode).set(op.get("opcode").asText(), op);
-            }
-            return byOpcode;
-        } catch (IOException e) {
-            throw new AssertionError("chibifs stats --json printed no JSON: " + r.out(), e);
-        }
-    }
-
     /** The requests the kernel sent while {@code script} ran, once {@code setup}'s have been served. */
     private static Map<String, Long> requestsOf(String setup, String script) {
         return requestsOf(fs, setup, script);
@@ -159,16 +138,6 @@ class KernelRequestsTest {
         // machine), and what it tells can make the kernel ask again while the script runs: a granted
         // lock has the daemon tell them all first
         fs.sh(": > shared/.settled && flock shared/.settled true").ok();
-        JsonNode before = stats(fs);
-        fs.sh(script).ok();
-        JsonNode after = stats(fs);
-        Map<String, Long> sent = new TreeMap<>();
-        after.fields().forEachRemaining(e -> {
-            long n = e.getValue().get("count").asLong() - before.path(e.getKey()).path("count").asLong();
-            if (n > 0) {
-                sent.put(e.getKey(), n);
-            }
-        });
-        return sent;
+        return fs.requestsSentBy(script);
     }
 }

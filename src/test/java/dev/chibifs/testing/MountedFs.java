@@ -241,6 +241,35 @@ public final class MountedFs implements AutoCloseable {
         return Sh.run(mountpoint, script);
     }
 
+    /** The requests the kernel sent this mount's daemon while {@code script} ran (in the mountpoint), by opcode. */
+    public java.util.Map<String, Long> requestsSentBy(String script) {
+        java.util.Map<String, Long> before = requestCounts();
+        sh(script).ok();
+        java.util.Map<String, Long> sent = new java.util.TreeMap<>();
+        requestCounts().forEach((opcode, n) -> {
+            long more = n - before.getOrDefault(opcode, 0L);
+            if (more > 0) {
+                sent.put(opcode, more);
+            }
+        });
+        return sent;
+    }
+
+    /** The requests the daemon has served so far, by opcode ({@code chibifs stats --json}). */
+    private java.util.Map<String, Long> requestCounts() {
+        Sh.Result r = cli("stats", "--json", mountpoint.toString()).ok();
+        java.util.Map<String, Long> counts = new java.util.HashMap<>();
+        try {
+            for (com.fasterxml.jackson.databind.JsonNode op : new com.fasterxml.jackson.databind.ObjectMapper()
+                    .readTree(r.out()).get("requests")) {
+                counts.put(op.get("opcode").asText(), op.get("count").asLong());
+            }
+        } catch (IOException e) {
+            throw new AssertionError("chibifs stats --json printed no JSON: " + r.out(), e);
+        }
+        return counts;
+    }
+
     /** Runs the Python program {@code program} with {@code args} in the mountpoint as the test's own user. */
     public Sh.Result python(String program, String... args) {
         return Sh.python(mountpoint, program, args);
