@@ -77,10 +77,12 @@ class S3MountTest {
         return env;
     }
 
-    /** A host: a daemon over {@code root} (home, mountpoint, cache directory), as context planner. */
-    private MountedFs host(Path root, String name, String flushAfter) {
-        MountedFs fs = MountedFs.start(root, env(name), "--context", "planner", "--store", PREFIX + "=" + spec(),
-                "--cache-dir", root.resolve("cache").toString(), "--flush-after", flushAfter);
+    /** A host: a daemon over {@code root} (home, mountpoint, cache directory), as context planner, with {@code more} options. */
+    private MountedFs host(Path root, String name, String flushAfter, String... more) {
+        List<String> args = new ArrayList<>(List.of("--context", "planner", "--store", PREFIX + "=" + spec(),
+                "--cache-dir", root.resolve("cache").toString(), "--flush-after", flushAfter));
+        args.addAll(List.of(more));
+        MountedFs fs = MountedFs.start(root, env(name), args.toArray(String[]::new));
         mounts.add(fs);
         return fs;
     }
@@ -149,6 +151,24 @@ class S3MountTest {
         writeAndSync(a.at(PREFIX + "/note.md"), "from A, again\n");
         await(VISIBLE_WITHIN, "host B reading the change",
                 () -> "from A, again\n".equals(readOrNull(b.at(PREFIX + "/note.md"))));
+    }
+
+    @Test
+    @Timeout(120)
+    void theKernelKeepsWhatAListingSaidForTheMetadataTtlWithoutAskingTheDaemon() {
+        MountedFs a = host(MountedFs.tempRoot(), "hostA", FLUSH_AFTER, "--metadata-ttl", "10m");
+        String d = PREFIX.substring(1) + "/d";
+        String look = "ls -l " + d + " >/dev/null && stat " + d + "/f1 >/dev/null && ! stat " + d + "/missing 2>/dev/null";
+        // twice: the kernel drops a directory's atime after each listing it reads from the daemon, and
+        // asks for it (GETATTR) at the next stat
+        a.sh("mkdir " + d + " && for i in $(seq 20); do echo $i > " + d + "/f$i; done && " + look + " && " + look).ok();
+        // names, the missing name and the listing, all from the kernel's cache: S3 has not been asked
+        // since, so what the daemon would answer stands (the shell's own start in the mount may ask
+        // the mountpoint's attributes: GETATTR is not counted)
+        Map<String, Long> sent = a.requestsSentBy(look);
+        for (String opcode : List.of("LOOKUP", "READDIR", "READDIRPLUS", "OPENDIR")) {
+            assertFalse(sent.containsKey(opcode), sent.toString());
+        }
     }
 
     @Test
