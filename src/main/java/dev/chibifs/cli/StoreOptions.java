@@ -45,8 +45,8 @@ final class StoreOptions {
 
     @Option(names = "--metadata-ttl", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "How long the S3 store believes what S3 last listed (names, sizes, times) before it asks"
-                    + " again: the longest another host's upload can take to show here. Longer saves a LIST per"
-                    + " directory looked at per period. Default: 1s.")
+                    + " again (on a mount, the kernel keeps it as long): the longest another host's upload can"
+                    + " take to show here. Longer saves a LIST per directory looked at per period. Default: 1s.")
     Duration metadataTtl;
 
     @Option(names = "--cache-size", paramLabel = "SIZE", converter = SizeConverter.class,
