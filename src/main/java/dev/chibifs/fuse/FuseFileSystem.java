@@ -104,7 +104,7 @@ final class FuseFileSystem {
     private volatile FuseChannel unopenedListings;
     /** Where a dropped held listing is told (the session's notices); null before INIT. */
     private volatile NoticeWriter noticeWriter;
-    /** Drops the listings the kernel keeps while their store holds its answers; made at the first. */
+    /** Drops the listings the kernel keeps while their store holds its answers; made at the first. Guarded by this. */
     private ListingExpiry heldListings;
     /** Each request thread's buffer for a notification sent in the middle of a request. */
     private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(FuseProtocol.OUT_HEADER + 64));
@@ -281,7 +281,7 @@ final class FuseFileSystem {
         if (follower.follows(dir)) {
             return timeouts;
         }
-        long held = heldNanos(dir);
+        long held = router.answersHeld(path(dir)).toNanos();
         return held > 0 ? timeouts.atMost(held) : unfollowed;
     }
 
@@ -1295,9 +1295,13 @@ final class FuseFileSystem {
             if (l.kept) {
                 follower.listed(l.dir, plus ? l.names.size() : 0);
             } else if (unopened || l.held) {
+                // the kernel keeps this listing (it keeps every one without OPENDIR; OPENDIR said it
+                // may): dropped when the store's answers stop holding, or, where they no longer hold,
+                // at once with OPENDIR and at the listing's end without
                 long held = heldNanos(l.dir);
+                boolean cachedAtOpen = !unopened;
                 l.held = held > 0;
-                if (l.held || !unopened) {
+                if (l.held || cachedAtOpen) {
                     heldListings().dropIn(l.dir, Math.max(held, 0));
                 }
             }

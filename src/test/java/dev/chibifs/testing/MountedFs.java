@@ -1,5 +1,7 @@
 package dev.chibifs.testing;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.cli.Main;
 import dev.chibifs.fuse.FuseDaemon;
 import dev.chibifs.fuse.FuseMount;
@@ -12,7 +14,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -242,10 +247,10 @@ public final class MountedFs implements AutoCloseable {
     }
 
     /** The requests the kernel sent this mount's daemon while {@code script} ran (in the mountpoint), by opcode. */
-    public java.util.Map<String, Long> requestsSentBy(String script) {
-        java.util.Map<String, Long> before = requestCounts();
+    public Map<String, Long> requestsSentBy(String script) {
+        Map<String, Long> before = requestCounts();
         sh(script).ok();
-        java.util.Map<String, Long> sent = new java.util.TreeMap<>();
+        Map<String, Long> sent = new TreeMap<>();
         requestCounts().forEach((opcode, n) -> {
             long more = n - before.getOrDefault(opcode, 0L);
             if (more > 0) {
@@ -256,12 +261,11 @@ public final class MountedFs implements AutoCloseable {
     }
 
     /** The requests the daemon has served so far, by opcode ({@code chibifs stats --json}). */
-    private java.util.Map<String, Long> requestCounts() {
+    private Map<String, Long> requestCounts() {
         Sh.Result r = cli("stats", "--json", mountpoint.toString()).ok();
-        java.util.Map<String, Long> counts = new java.util.HashMap<>();
+        Map<String, Long> counts = new HashMap<>();
         try {
-            for (com.fasterxml.jackson.databind.JsonNode op : new com.fasterxml.jackson.databind.ObjectMapper()
-                    .readTree(r.out()).get("requests")) {
+            for (JsonNode op : new ObjectMapper().readTree(r.out()).get("requests")) {
                 counts.put(op.get("opcode").asText(), op.get("count").asLong());
             }
         } catch (IOException e) {
