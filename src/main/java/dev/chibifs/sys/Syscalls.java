@@ -275,24 +275,14 @@ public final class Syscalls {
      * Returns the bytes copied (fewer when {@code in} is shorter than {@code length}).
      */
     public static long copy(int in, int out, long length) throws IOException {
-        Pointer offsets = SMALL_BUF.get();
-        offsets.putLong(0, 0);
-        offsets.putLong(8, 0);
         long done = 0;
         while (done < length) {
-            long n = LIBC.copy_file_range(in, offsets, out, offsets.slice(8), length - done, 0);
+            long n = copyRange(in, done, out, done, length - done);
             if (n == 0) {
                 return done;
             }
             if (n < 0) {
-                int err = errno();
-                if (err == EINTR) {
-                    continue;
-                }
-                if (err == EXDEV || err == EINVAL || err == ENOSYS || err == EOPNOTSUPP) {
-                    break; // across file systems, or not for these files: copy by hand from here
-                }
-                throw Errors.of(err, null);
+                break; // across file systems, or not for these files: copy by hand from here
             }
             done += n;
         }
@@ -308,6 +298,32 @@ public final class Syscalls {
             done += n;
         }
         return done;
+    }
+
+    /**
+     * One copy_file_range(2) of up to {@code length} bytes of {@code in} at {@code inOffset} to
+     * {@code out} at {@code outOffset}, inside the kernel (extents shared where the file system can).
+     * Returns the bytes copied, 0 at the end of {@code in}, or -1 where the kernel copies nothing
+     * between these two files (across file systems, or not for files of theirs): the caller copies
+     * by hand.
+     */
+    public static long copyRange(int in, long inOffset, int out, long outOffset, long length) throws IOException {
+        Pointer offsets = SMALL_BUF.get();
+        while (true) {
+            offsets.putLong(0, inOffset);
+            offsets.putLong(8, outOffset);
+            long n = LIBC.copy_file_range(in, offsets, out, offsets.slice(8), length, 0);
+            if (n >= 0) {
+                return n;
+            }
+            int err = errno();
+            if (err == EXDEV || err == EINVAL || err == ENOSYS || err == EOPNOTSUPP) {
+                return -1;
+            }
+            if (err != EINTR) {
+                throw Errors.of(err, null);
+            }
+        }
     }
 
     /** Takes directory entries as getdents64 gives them: the name's bytes and d_type (0 when the file system does not say). */
