@@ -14,6 +14,7 @@ import dev.chibifs.store.RenameMode;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -994,9 +995,13 @@ final class FuseFileSystem {
     }
 
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
-        OpenFile f = openFiles.get(req.handle());
+        return openFile(req.handle(), forWriting);
+    }
+
+    private OpenFile openFile(long fh, boolean forWriting) throws java.nio.file.FileSystemException {
+        OpenFile f = openFiles.get(fh);
         if (f == null || forWriting && !f.writable()) {
-            throw new ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
+            throw new ErrnoException(Linux.EBADF, "fh " + fh, "Bad file descriptor");
         }
         return f;
     }
@@ -1015,6 +1020,73 @@ final class FuseFileSystem {
         int written = f.handle().write(req.writeData(), req.readOffset());
         changedBy(f);
         out.written(written);
+    }
+
+    /**
+     * copy_file_range(2) from one file open through the mount to another (COPY_FILE_RANGE, or
+     * COPY_FILE_RANGE_64 with its 64-bit count): one request for what reads and writes served one
+     * by one would take hundreds, inside the store's kernel where both are store files (extents
+     * shared on a file system that can), else through the two handles, so between stores too. The
+     * output was opened for writing (the policy judged that open); the kernel checked the rest
+     * (modes, O_APPEND, overlapping ranges of one file) before asking. A copy may come back short,
+     * as the system call's may: its caller asks again from there.
+     */
+    void copyFileRange(FuseRequest req, FuseReply out, ByteBuffer buffer, boolean wide) throws IOException {
+        OpenFile from = openFile(req, false);
+        OpenFile to = openFile(req.copyHandleOut(), true);
+        if (req.copyFlags() != 0) {
+            throw new ErrnoException(Linux.EINVAL, "copy_file_range", "Invalid argument");
+        }
+        long length = Math.min(req.copyLength(), COPY_LIMIT);
+        long copied = copy(from.handle(), req.copyOffsetIn(), to.handle(), req.copyOffsetOut(), length, buffer);
+        changedBy(to);
+        if (wide) {
+            out.copied(copied);
+        } else {
+            out.written((int) copied);
+        }
+    }
+
+    /**
+     * The most one COPY_FILE_RANGE copies: a request holds a worker and cannot be interrupted, so a
+     * copy of gigabytes goes in several (the program's copy_file_range loop asks on), each a fraction
+     * of a second on a disk.
+     */
+    static final long COPY_LIMIT = 64L << 20;
+
+    private static long copy(FileHandle from, long fromOffset, FileHandle to, long toOffset, long length, ByteBuffer buffer)
+            throws IOException {
+        int in = -1;
+        int out = -1;
+        try {
+            in = from.passthroughDescriptor();
+            out = in < 0 ? -1 : to.passthroughDescriptor();
+            if (out >= 0) {
+                long n = Syscalls.copyRange(in, fromOffset, out, toOffset, length);
+                if (n >= 0) {
+                    return n;
+                }
+            }
+        } finally {
+            if (in >= 0) {
+                closeDescriptor(in);
+            }
+            if (out >= 0) {
+                closeDescriptor(out);
+            }
+        }
+        // no store files to copy between (memory, S3, views; across file systems): through the handles
+        long done = 0;
+        while (done < length) {
+            buffer.clear().limit((int) Math.min(buffer.capacity(), length - done));
+            int n = from.read(buffer, fromOffset + done);
+            if (n <= 0) {
+                break;
+            }
+            to.write(buffer.flip(), toOffset + done);
+            done += n;
+        }
+        return done;
     }
 
     /**

@@ -64,6 +64,8 @@ final class FuseProtocol {
     static final int SYNCFS = 50;
     static final int TMPFILE = 51;
     static final int STATX = 52;
+    /** COPY_FILE_RANGE with a 64-bit count in its reply (7.45); the kernel falls back to COPY_FILE_RANGE on ENOSYS. */
+    static final int COPY_FILE_RANGE_64 = 53;
     /** One past the highest opcode we count in {@link RequestStats}. */
     static final int OPCODE_LIMIT = 64;
 
@@ -76,7 +78,8 @@ final class FuseProtocol {
             "FSYNC", "SETXATTR", "GETXATTR", "LISTXATTR", "REMOVEXATTR", "FLUSH", "INIT", "OPENDIR", "READDIR",
             "RELEASEDIR", "FSYNCDIR", "GETLK", "SETLK", "SETLKW", "ACCESS", "CREATE", "INTERRUPT", "BMAP",
             "DESTROY", "IOCTL", "POLL", "NOTIFY_REPLY", "BATCH_FORGET", "FALLOCATE", "READDIRPLUS", "RENAME2",
-            "LSEEK", "COPY_FILE_RANGE", "SETUPMAPPING", "REMOVEMAPPING", "SYNCFS", "TMPFILE", "STATX"};
+            "LSEEK", "COPY_FILE_RANGE", "SETUPMAPPING", "REMOVEMAPPING", "SYNCFS", "TMPFILE", "STATX",
+            "COPY_FILE_RANGE_64"};
         System.arraycopy(names, 0, NAMES, 0, names.length);
     }
 

@@ -281,6 +281,28 @@ final class FuseRequest {
         return int32(24);
     }
 
+    // fuse_copy_file_range_in: fh_in, off_in, nodeid_out, fh_out, off_out, len, flags (the node is the input's)
+
+    long copyOffsetIn() {
+        return int64(8);
+    }
+
+    long copyHandleOut() {
+        return int64(24);
+    }
+
+    long copyOffsetOut() {
+        return int64(32);
+    }
+
+    long copyLength() {
+        return int64(40);
+    }
+
+    long copyFlags() {
+        return int64(48);
+    }
+
     // fuse_lseek_in: fh, offset, whence
 
     long lseekOffset() {

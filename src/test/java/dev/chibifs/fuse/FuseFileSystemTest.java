@@ -948,7 +948,7 @@ class FuseFileSystemTest {
     void anOpcodeWeDoNotServeIsEnosys() throws Exception {
         assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.TMPFILE, FuseProtocol.ROOT_ID,
                 body().int32(Linux.O_RDWR).int32(0100600).int32(022).int32(0)).error());
-        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.COPY_FILE_RANGE, FuseProtocol.ROOT_ID, body().int64(0)).error());
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.LSEEK, FuseProtocol.ROOT_ID, body().int64(0)).error());
     }
 
     @Test
@@ -1094,6 +1094,65 @@ class FuseFileSystemTest {
             assertEquals(0, set.error(), "mtime " + seconds);
         }
         assertEquals(java.time.Instant.MIN, store.metadata(VfsPath.of("/shared/t")).modified().toInstant());
+    }
+
+    /** COPY_FILE_RANGE(_64): struct fuse_copy_file_range_in, the request's node the input's. */
+    private FakeKernel.Reply copyRange(int opcode, long nodeIn, long fhIn, long offIn, long nodeOut, long fhOut,
+                                       long offOut, long length, long flags) throws Exception {
+        return kernel.call(opcode, nodeIn,
+                body().int64(fhIn).int64(offIn).int64(nodeOut).int64(fhOut).int64(offOut).int64(length).int64(flags));
+    }
+
+    @Test
+    void aCopyBetweenTwoOpenFilesIsOneRequestWithNoReadOrWrite() throws Exception {
+        long src = written("src", "hello, world");
+        long[] dst = create(lookup(FuseProtocol.ROOT_ID, "shared"), "dst");
+        long in = openToRead(src).int64(0);
+        long readsBefore = stats.count("READ");
+        long writesBefore = stats.count("WRITE");
+
+        FakeKernel.Reply wide = copyRange(FuseProtocol.COPY_FILE_RANGE_64, src, in, 7, dst[0], dst[1], 0, 100, 0);
+        assertEquals(0, wide.error());
+        assertEquals(5, wide.int64(0), "struct fuse_copy_file_range_out: what was there to copy, not what was asked");
+        // the 7.44 request (a kernel that had no COPY_FILE_RANGE_64, or was told ENOSYS for it) has fuse_write_out
+        FakeKernel.Reply narrow = copyRange(FuseProtocol.COPY_FILE_RANGE, src, in, 0, dst[0], dst[1], 5, 5, 0);
+        assertEquals(0, narrow.error());
+        assertEquals(5, narrow.int32(0));
+        assertEquals(0, copyRange(FuseProtocol.COPY_FILE_RANGE_64, src, in, 12, dst[0], dst[1], 10, 4096, 0).int64(0),
+                "nothing past the input's end");
+        release(dst[0], dst[1]);
+        assertEquals("worldhello", new String(store.read(VfsPath.of("/shared/dst")), StandardCharsets.UTF_8));
+        assertEquals(List.of(readsBefore, writesBefore), List.of(stats.count("READ"), stats.count("WRITE")));
+    }
+
+    @Test
+    void aCopyLargerThanAWorkersBufferIsCopiedWhole() throws Exception {
+        byte[] big = new byte[(3 << 20) + 123];
+        new java.util.Random(7).nextBytes(big);
+        store.write(VfsPath.of("/shared/big"), big);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long src = lookup(shared, "big");
+        long[] dst = create(shared, "copy");
+        FakeKernel.Reply r = copyRange(FuseProtocol.COPY_FILE_RANGE_64, src, openToRead(src).int64(0), 0, dst[0], dst[1],
+                0, Long.MAX_VALUE, 0);
+        assertEquals(0, r.error());
+        assertEquals(big.length, r.int64(0));
+        release(dst[0], dst[1]);
+        assertArrayEquals(big, store.read(VfsPath.of("/shared/copy")));
+    }
+
+    @Test
+    void aCopyIntoAFileOpenedToReadIsRefusedAndChangesNothing() throws Exception {
+        long src = written("from", "data");
+        long to = written("to", "keep");
+        long in = openToRead(src).int64(0);
+        long readOnly = openToRead(to).int64(0);
+        assertEquals(-Linux.EBADF, copyRange(FuseProtocol.COPY_FILE_RANGE_64, src, in, 0, to, readOnly, 0, 4, 0).error());
+        long[] out = create(lookup(FuseProtocol.ROOT_ID, "shared"), "flagged");
+        assertEquals(-Linux.EINVAL, copyRange(FuseProtocol.COPY_FILE_RANGE_64, src, in, 0, out[0], out[1], 0, 4, 1).error(),
+                "copy_file_range(2) takes no flags");
+        assertEquals("keep", new String(store.read(VfsPath.of("/shared/to")), StandardCharsets.UTF_8));
+        assertEquals(0, store.read(VfsPath.of("/shared/flagged")).length);
     }
 
     @Test
