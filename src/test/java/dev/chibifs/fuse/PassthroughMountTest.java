@@ -80,6 +80,22 @@ class PassthroughMountTest {
     }
 
     @Test
+    void aCopyBetweenFilesPassedThroughIsTheStoreFilesCopyAndReadsBackWhole() throws IOException {
+        // the daemon copies between the store files (copy_file_range of its own descriptors), while the
+        // kernel reads and writes those same files directly: an append after the copy and a copy into
+        // the middle of a file must show through both
+        fs.sh("head -c 5000000 /dev/urandom > shared/cf && cp shared/cf shared/cf2 && echo tail >> shared/cf2"
+                + " && python3 -c \"import os; a = os.open('shared/cf', os.O_RDONLY); b = os.open('shared/cf3', os.O_WRONLY | os.O_CREAT);"
+                + " os.write(b, b'x' * 100); assert os.copy_file_range(a, b, 10, 0, 50) == 10\"").ok();
+        JsonNode after = stats();
+        assertTrue(count(after, "COPY_FILE_RANGE_64") + count(after, "COPY_FILE_RANGE") > 0, after.toString());
+        assertEquals(fs.sh("cat shared/cf && echo tail").ok().out(), fs.sh("cat shared/cf2").ok().out());
+        assertEquals(fs.sh("md5sum < shared/cf2").ok().out(), fs.sh("md5sum < '" + fs.stored("/shared/cf2") + "'").ok().out());
+        assertEquals(fs.sh("od -An -tx1 -N 10 shared/cf").ok().out(), fs.sh("od -An -tx1 -N 10 -j 50 shared/cf3").ok().out());
+        assertEquals("100\n", fs.sh("stat -c %s shared/cf3").ok().out(), "a copy inside a file leaves its size");
+    }
+
+    @Test
     void aFileReplacedInTheStoreIsReadFreshAndEveryOpenAfterTheFirstWorks() throws IOException {
         fs.sh("echo one > shared/p && cat shared/p shared/p shared/p > /dev/null").ok();
         java.nio.file.Path tmp = fs.stored("/shared/p.tmp");

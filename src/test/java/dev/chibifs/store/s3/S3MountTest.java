@@ -155,6 +155,28 @@ class S3MountTest {
 
     @Test
     @Timeout(120)
+    void aCopyIntoThePrefixAndWithinItGoesUpAsWhatWasCopied() throws IOException {
+        // cp's copy_file_range(2): from the local store into S3's cache and within it, through the
+        // two stores' handles (neither has a store file the kernel could copy between)
+        MountedFs a = host("hostA");
+        a.sh("head -c 2500000 /dev/urandom > shared/local.bin && cp shared/local.bin " + PREFIX.substring(1)
+                + "/copied.bin && cp " + PREFIX.substring(1) + "/copied.bin " + PREFIX.substring(1) + "/again.bin").ok();
+        byte[] original = Files.readAllBytes(a.at("/shared/local.bin"));
+        MountedFs b = host("hostB");
+        await(SETTLES_WITHIN, "host B reading both copies", () -> java.util.Arrays.equals(original, bytesOrNull(b.at(PREFIX + "/copied.bin")))
+                && java.util.Arrays.equals(original, bytesOrNull(b.at(PREFIX + "/again.bin"))));
+    }
+
+    private static byte[] bytesOrNull(Path p) {
+        try {
+            return Files.readAllBytes(p);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    @Test
+    @Timeout(120)
     void theKernelKeepsWhatAListingSaidForTheMetadataTtlWithoutAskingTheDaemon() {
         MountedFs a = host(MountedFs.tempRoot(), "hostA", FLUSH_AFTER, "--metadata-ttl", "10m");
         String d = PREFIX.substring(1) + "/d";
