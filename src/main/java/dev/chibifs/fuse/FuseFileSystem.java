@@ -1079,12 +1079,19 @@ final class FuseFileSystem {
         long done = 0;
         while (done < length) {
             buffer.clear().limit((int) Math.min(buffer.capacity(), length - done));
-            int n = from.read(buffer, fromOffset + done);
-            if (n <= 0) {
-                break;
+            try {
+                int n = from.read(buffer, fromOffset + done);
+                if (n <= 0) {
+                    break;
+                }
+                to.write(buffer.flip(), toOffset + done);
+                done += n;
+            } catch (IOException e) {
+                if (done == 0) {
+                    throw e;
+                }
+                break; // what was copied is told, as a short write is; the caller's next call meets the error
             }
-            to.write(buffer.flip(), toOffset + done);
-            done += n;
         }
         return done;
     }

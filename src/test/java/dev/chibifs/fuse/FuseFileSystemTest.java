@@ -1142,6 +1142,27 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void aCopyThatFillsTheStoreTellsWhatItCopiedAndTheNextCallTheError() throws Exception {
+        MemoryStorage small = new MemoryStorage(5L << 20);
+        Router.of(small).createNamespace(List.of("alice"));
+        small.write(VfsPath.of("/shared/big"), new byte[3 << 20]);
+        router = Router.of(small);
+        stop();
+        connect(OFFERED);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long src = lookup(shared, "big");
+        long[] dst = create(shared, "copy");
+        long in = openToRead(src).int64(0);
+        FakeKernel.Reply first = copyRange(FuseProtocol.COPY_FILE_RANGE_64, src, in, 0, dst[0], dst[1], 0, 3 << 20, 0);
+        assertEquals(0, first.error(), "a short copy, as a short write");
+        long copied = first.int64(0);
+        assertTrue(copied > 0 && copied < 3 << 20, copied + " bytes");
+        assertEquals(-Linux.ENOSPC, copyRange(FuseProtocol.COPY_FILE_RANGE_64, src, in, copied, dst[0], dst[1], copied,
+                (3 << 20) - copied, 0).error());
+        assertEquals(copied, small.metadata(VfsPath.of("/shared/copy")).size());
+    }
+
+    @Test
     void aCopyIntoAFileOpenedToReadIsRefusedAndChangesNothing() throws Exception {
         long src = written("from", "data");
         long to = written("to", "keep");
