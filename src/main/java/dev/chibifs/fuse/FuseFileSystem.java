@@ -1023,6 +1023,35 @@ final class FuseFileSystem {
     }
 
     /**
+     * SEEK_DATA and SEEK_HOLE (the kernel seeks to the rest itself): where the store's file system
+     * says the next data or hole begins, so cp, tar --sparse and grep skip a sparse file's holes
+     * instead of reading gigabytes of zeros. A store with no file to ask (memory, S3, views) has
+     * data up to the end and a hole there, as Linux says of a file system that keeps none.
+     */
+    void lseek(FuseRequest req, FuseReply out) throws IOException {
+        OpenFile f = openFile(req, false);
+        long offset = req.lseekOffset();
+        int whence = req.lseekWhence();
+        if (whence != Linux.SEEK_DATA && whence != Linux.SEEK_HOLE || offset < 0) {
+            throw new ErrnoException(Linux.EINVAL, "lseek", "Invalid argument");
+        }
+        int fd = f.handle().passthroughDescriptor();
+        if (fd >= 0) {
+            try {
+                out.seekedTo(Syscalls.lseek(fd, offset, whence));
+                return;
+            } finally {
+                closeDescriptor(fd);
+            }
+        }
+        long size = f.handle().size();
+        if (offset >= size) {
+            throw new ErrnoException(Linux.ENXIO, "lseek", "No such device or address");
+        }
+        out.seekedTo(whence == Linux.SEEK_DATA ? offset : size);
+    }
+
+    /**
      * copy_file_range(2) from one file open through the mount to another (COPY_FILE_RANGE, or
      * COPY_FILE_RANGE_64 with its 64-bit count): one request for what reads and writes served one
      * by one would take hundreds, inside the store's kernel where both are store files (extents

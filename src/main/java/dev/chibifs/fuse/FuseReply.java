@@ -253,6 +253,12 @@ final class FuseReply {
         return this;
     }
 
+    /** struct fuse_lseek_out. */
+    FuseReply seekedTo(long offset) {
+        buffer.putLong(offset);
+        return this;
+    }
+
     /** struct fuse_statfs_out (struct fuse_kstatfs). */
     FuseReply statfs(long blocks, long bfree, long bavail, long files, long ffree, int bsize, int namelen, int frsize) {
         buffer.putLong(blocks).putLong(bfree).putLong(bavail).putLong(files).putLong(ffree)

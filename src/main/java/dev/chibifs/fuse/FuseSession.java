@@ -501,6 +501,7 @@ final class FuseSession {
                 case FuseProtocol.ACCESS -> fs.access(req, reply);
                 case FuseProtocol.CREATE -> fs.create(req, reply);
                 case FuseProtocol.FALLOCATE -> fs.fallocate(req, reply);
+                case FuseProtocol.LSEEK -> fs.lseek(req, reply);
                 case FuseProtocol.COPY_FILE_RANGE -> fs.copyFileRange(req, reply, data(), false);
                 case FuseProtocol.COPY_FILE_RANGE_64 -> fs.copyFileRange(req, reply, data(), true);
                 // isatty() and the like ask every open file: nothing here is a terminal or a device

@@ -66,7 +66,8 @@ public interface FileHandle extends Closeable {
     /**
      * A new descriptor of this very file, which the caller owns: for the kernel to read and write
      * the store file directly (FUSE passthrough), which opens the file again from its path, with
-     * each open's own flags. -1 where the store has no file descriptor to give (memory, S3,
+     * each open's own flags, and for what the daemon asks the store's kernel of the file itself
+     * (copy_file_range, SEEK_DATA). -1 where the store has no file descriptor to give (memory, S3,
      * read-only views). No default, as for {@link #locks}: a handle that wraps another must say
      * what it does (the router's wrapper once fell back to a default and hid the store's).
      */

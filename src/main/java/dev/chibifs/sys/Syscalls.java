@@ -366,6 +366,19 @@ public final class Syscalls {
     }
 
     /** lseek(2) of a directory descriptor back to its first entry, so getdents64 reads it afresh. */
+    /**
+     * lseek(2) of a file descriptor: with SEEK_DATA or SEEK_HOLE, where the next data or hole from
+     * {@code offset} begins, as the store's file system knows it ("No such device or address",
+     * ENXIO, at or past the end).
+     */
+    public static long lseek(int fd, long offset, int whence) throws IOException {
+        long at = LIBC.lseek(fd, offset, whence);
+        if (at < 0) {
+            throw failure(null);
+        }
+        return at;
+    }
+
     public static void lseekStart(int fd) throws IOException {
         if (LIBC.lseek(fd, 0, SEEK_SET) < 0) {
             throw failure(null);

@@ -948,7 +948,7 @@ class FuseFileSystemTest {
     void anOpcodeWeDoNotServeIsEnosys() throws Exception {
         assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.TMPFILE, FuseProtocol.ROOT_ID,
                 body().int32(Linux.O_RDWR).int32(0100600).int32(022).int32(0)).error());
-        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.LSEEK, FuseProtocol.ROOT_ID, body().int64(0)).error());
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.BMAP, FuseProtocol.ROOT_ID, body().int64(0).int32(4096).int32(0)).error());
     }
 
     @Test
@@ -1160,6 +1160,21 @@ class FuseFileSystemTest {
         assertEquals(-Linux.ENOSPC, copyRange(FuseProtocol.COPY_FILE_RANGE_64, src, in, copied, dst[0], dst[1], copied,
                 (3 << 20) - copied, 0).error());
         assertEquals(copied, small.metadata(VfsPath.of("/shared/copy")).size());
+    }
+
+    /** LSEEK: struct fuse_lseek_in {fh, offset, whence}. */
+    private FakeKernel.Reply seek(long node, long fh, long offset, int whence) throws Exception {
+        return kernel.call(FuseProtocol.LSEEK, node, body().int64(fh).int64(offset).int32(whence).int32(0));
+    }
+
+    @Test
+    void aStoreThatKeepsNoHolesHasDataToTheEndAndAHoleThere() throws Exception {
+        long f = written("dense", "0123456789");
+        long fh = openToRead(f).int64(0);
+        assertEquals(4, seek(f, fh, 4, Linux.SEEK_DATA).int64(0));
+        assertEquals(10, seek(f, fh, 4, Linux.SEEK_HOLE).int64(0), "the end of a file is a hole");
+        assertEquals(-Linux.ENXIO, seek(f, fh, 10, Linux.SEEK_DATA).error(), "nothing at or past the end");
+        assertEquals(-Linux.EINVAL, seek(f, fh, 0, 7).error());
     }
 
     @Test

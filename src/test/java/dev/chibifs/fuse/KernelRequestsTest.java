@@ -138,6 +138,25 @@ class KernelRequestsTest {
         fs.sh("cmp shared/orig shared/dup").ok();
     }
 
+    @Test
+    void aSparseFileIsCopiedByItsDataNotReadThroughItsHoles() {
+        // cp asks where the data is (SEEK_DATA, SEEK_HOLE): answered ENOSYS, the kernel says all of
+        // the file is data and cp reads every zero (1 GiB with 8 KiB in it: 4.7 s, 278,000 READs)
+        Map<String, Long> sent = requestsOf("truncate -s 64M shared/sparse"
+                + " && printf data | dd of=shared/sparse bs=4096 seek=5000 conv=notrunc status=none",
+                "cp shared/sparse shared/sparse2");
+        assertTrue(sent.getOrDefault("READ", 0L) < 16 && sent.containsKey("LSEEK"), sent.toString());
+        String where = "import os, sys\n"
+                + "f = os.open(sys.argv[1], os.O_RDONLY)\n"
+                + "data = os.lseek(f, 0, os.SEEK_DATA)\n"
+                + "print(data, os.lseek(f, data, os.SEEK_HOLE))\n";
+        String inStore = dev.chibifs.testing.Sh.python(fs.stored("/shared").getParent(), where, "shared/sparse").ok().out();
+        assertEquals(inStore, fs.python(where, "shared/sparse").ok().out(), "where the data is, as the store's file system says");
+        assertEquals(inStore, fs.python(where, "shared/sparse2").ok().out(), "the copy has its data where the file has");
+        assertEquals(fs.sh("md5sum < '" + fs.stored("/shared/sparse") + "'").ok().out(),
+                fs.sh("md5sum < '" + fs.stored("/shared/sparse2") + "'").ok().out());
+    }
+
     private static Map<String, Long> requestsOf(String setup, String script) {
         return requestsOf(fs, setup, script);
     }
