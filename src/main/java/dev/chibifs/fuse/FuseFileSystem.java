@@ -83,6 +83,12 @@ final class FuseFileSystem {
     private static final Set<OpenFlag> READ_WRITE = Set.of(OpenFlag.READ, OpenFlag.WRITE);
     /** A node's backing id once the kernel refused its store file for passthrough: never asked again. */
     private static final int NO_BACKING = -1;
+    /**
+     * The most one COPY_FILE_RANGE copies: a request holds a worker and cannot be interrupted, so a
+     * copy of gigabytes goes in several (the program's copy_file_range loop asks on), each a fraction
+     * of a second on a disk.
+     */
+    private static final long COPY_LIMIT = 64L << 20;
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(FuseFileSystem.class);
 
     /** The unknown inode number readdir gives a name whose attributes it did not read (libfuse's FUSE_UNKNOWN_INO). */
@@ -1075,13 +1081,6 @@ final class FuseFileSystem {
             out.written((int) copied);
         }
     }
-
-    /**
-     * The most one COPY_FILE_RANGE copies: a request holds a worker and cannot be interrupted, so a
-     * copy of gigabytes goes in several (the program's copy_file_range loop asks on), each a fraction
-     * of a second on a disk.
-     */
-    static final long COPY_LIMIT = 64L << 20;
 
     private static long copy(FileHandle from, long fromOffset, FileHandle to, long toOffset, long length, ByteBuffer buffer)
             throws IOException {
