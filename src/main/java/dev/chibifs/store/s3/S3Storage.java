@@ -151,6 +151,12 @@ public final class S3Storage implements Storage {
     private final java.util.concurrent.ExecutorService uploaders = daemonThreads(UPLOADERS, "s3-upload");
     /** How many HEADs ask at once for the attributes of files a listing showed (see {@link #learnAttributes}). */
     private static final int ATTRIBUTE_ASKERS = 8;
+    /**
+     * A file a listing showed that is no larger than this is asked for with a GET, not a HEAD: its
+     * content comes with its attributes for about the same round trip, and its first open then asks
+     * S3 nothing (an agent reading the notes another host left waits for no request per file).
+     */
+    static final long FETCHED_WITH_ATTRIBUTES = 32 * 1024;
     private final java.util.concurrent.ExecutorService attributeAskers = daemonThreads(ATTRIBUTE_ASKERS, "s3-attributes");
     private final Thread flusher;
 
@@ -866,7 +872,7 @@ public final class S3Storage implements Storage {
             return;
         }
         for (Node n : attributesWanted) {
-            attributeAskers.execute(() -> learnAttributes(n));
+            attributeAskers.execute(() -> learnAttributes(n, true));
         }
         attributesWanted.clear();
     }
@@ -875,14 +881,18 @@ public final class S3Storage implements Storage {
      * Makes the attributes of {@code n} its object's own: its execute bits and mtime are in the object's
      * metadata, which a listing does not give, and a file shown without them would not run ({@code
      * EACCES}) and would look changed to {@code git}, {@code make} or {@code rsync}. One HEAD, or the
-     * answer of the one already under way. Where S3 does not answer, or the object changed since the
-     * listing, what the listing said stands (the next stat asks again).
+     * answer of the one already under way; with {@code withContent}, a file of at most
+     * {@link #FETCHED_WITH_ATTRIBUTES} not yet here is fetched instead (a GET), its content kept as an
+     * open's fetch keeps it. Where S3 does not answer, or the object changed since the listing, what
+     * the listing said stands (the next stat asks again).
      */
-    private void learnAttributes(Node n) {
+    private void learnAttributes(Node n, boolean withContent) {
         java.util.concurrent.CompletableFuture<Void> theirs;
         java.util.concurrent.CompletableFuture<Void> mine = new java.util.concurrent.CompletableFuture<>();
         VfsPath p;
         String etag;
+        long gen;
+        boolean fetching;
         synchronized (this) {
             if (n.attributesKnown || n.path == null || closed) {
                 return;
@@ -893,27 +903,53 @@ public final class S3Storage implements Storage {
             }
             p = n.path;
             etag = n.remoteEtag;
+            gen = n.gen;
+            fetching = withContent && fetchedWithAttributes(n);
         }
         if (theirs != null) {
             theirs.join(); // completed normally, whatever the HEAD said
             return;
         }
+        Path part = fetching ? dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet()) : null;
         try {
-            Bucket.Head h = bucket.head(objectKey(p, n));
+            Bucket.Head h = fetching ? bucket.get(objectKey(p, n), part) : bucket.head(objectKey(p, n));
             synchronized (this) {
                 if (h != null && p.equals(n.path) && !n.attributesKnown && etag != null
                         && etag.equals(n.remoteEtag) && etag.equals(h.etag())) {
-                    fromMeta(n, h);
+                    if (fetching && n.gen == gen && fetchedWithAttributes(n)) {
+                        Files.move(part, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                        n.cached = true;
+                        n.lastUsed = millis();
+                        n.size = h.size();
+                        n.syncedSeq = seq;
+                        fromMeta(n, h);
+                        journalPut(n);
+                        commit();
+                    } else {
+                        fromMeta(n, h);
+                    }
                 }
             }
         } catch (IOException | RuntimeException e) {
             LOG.debug("S3 store {}: attributes of {} not asked: {}", spec, p, e.getMessage());
         } finally {
+            try {
+                if (part != null) {
+                    Files.deleteIfExists(part);
+                }
+            } catch (IOException e) {
+                LOG.debug("S3 store {}: {} left in the cache: {}", spec, part, e.getMessage());
+            }
             synchronized (this) {
                 n.askingAttributes = null;
             }
             mine.complete(null);
         }
+    }
+
+    /** Whether a HEAD for {@code n}'s attributes had better be a GET of it all (see {@link #learnAttributes}); under the monitor. */
+    private static boolean fetchedWithAttributes(Node n) {
+        return !n.dir && !n.link && !n.cached && !n.dirty && n.size <= FETCHED_WITH_ATTRIBUTES;
     }
 
     /**
@@ -1212,6 +1248,8 @@ public final class S3Storage implements Storage {
         for (int attempt = 0; ; attempt++) {
             VfsPath p;
             long gen;
+            java.util.concurrent.CompletableFuture<Void> listingsFetch;
+            java.util.concurrent.CompletableFuture<Void> mine = null;
             synchronized (this) {
                 if (n.dir) {
                     throw new IsDirectoryException(String.valueOf(n.path));
@@ -1227,38 +1265,68 @@ public final class S3Storage implements Storage {
                 if (p == null) {
                     throw new NoSuchFileException("(removed)");
                 }
+                listingsFetch = fetchedWithAttributes(n) ? n.askingAttributes : null;
+                if (listingsFetch == null && fetchedWithAttributes(n) && !n.attributesKnown) {
+                    // a listing's ask for its attributes (learnAttributes) waits for this GET, which brings them
+                    mine = new java.util.concurrent.CompletableFuture<>();
+                    n.askingAttributes = mine;
+                }
             }
-            Path part = dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
-            Bucket.Head h = bucket.get(objectKey(p, n), part);
-            synchronized (this) {
-                try {
-                    if (h == null) {
-                        // gone from S3; what this host had of it was only attributes
-                        if (n.path != null && n.gen == gen) {
-                            record("gone", n.path);
-                            detach(n);
-                            commit();
+            if (listingsFetch != null) {
+                // a listing's GET of this small file is under way: its content is ours
+                listingsFetch.join();
+                continue;
+            }
+            try {
+                if (fetched(n, p, gen)) {
+                    return;
+                }
+            } finally {
+                if (mine != null) {
+                    synchronized (this) {
+                        if (n.askingAttributes == mine) {
+                            n.askingAttributes = null;
                         }
-                        throw new NoSuchFileException(p.toString());
                     }
-                    if (n.path != null && n.gen == gen && !n.cached) {
-                        Files.move(part, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-                        n.cached = true;
-                        n.lastUsed = millis();
-                        n.remoteEtag = h.etag();
-                        n.size = h.size();
-                        fromMeta(n, h);
-                        n.syncedSeq = seq;
-                        journalPut(n);
-                        commit();
-                        return;
-                    }
-                } finally {
-                    Files.deleteIfExists(part);
+                    mine.complete(null);
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
                 throw new ErrnoException(Linux.EBUSY, p.toString(), "Resource busy: changed while it was fetched");
+            }
+        }
+    }
+
+    /** One GET of {@code n} at {@code p}, its content kept unless the node changed meanwhile from generation {@code gen} (false). */
+    private boolean fetched(Node n, VfsPath p, long gen) throws IOException {
+        Path part = dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
+        Bucket.Head h = bucket.get(objectKey(p, n), part);
+        synchronized (this) {
+            try {
+                if (h == null) {
+                    // gone from S3; what this host had of it was only attributes
+                    if (n.path != null && n.gen == gen) {
+                        record("gone", n.path);
+                        detach(n);
+                        commit();
+                    }
+                    throw new NoSuchFileException(p.toString());
+                }
+                if (n.path != null && n.gen == gen && !n.cached) {
+                    Files.move(part, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                    n.cached = true;
+                    n.lastUsed = millis();
+                    n.remoteEtag = h.etag();
+                    n.size = h.size();
+                    fromMeta(n, h);
+                    n.syncedSeq = seq;
+                    journalPut(n);
+                    commit();
+                    return true;
+                }
+                return n.cached;
+            } finally {
+                Files.deleteIfExists(part);
             }
         }
     }
@@ -1405,7 +1473,7 @@ public final class S3Storage implements Storage {
             throw new IsDirectoryException(path.toString());
         }
         if (existing != null && mode < 0) {
-            learnAttributes(existing); // the new content keeps the old file's mode
+            learnAttributes(existing, false); // the new content keeps the old file's mode
         }
         long ino;
         synchronized (this) {
@@ -1707,7 +1775,7 @@ public final class S3Storage implements Storage {
                 return metadataOf(n);
             }
         }
-        learnAttributes(n);
+        learnAttributes(n, true);
         synchronized (this) {
             return metadataOf(n);
         }
@@ -1752,7 +1820,7 @@ public final class S3Storage implements Storage {
             if (n != null && !flags.contains(OpenFlag.TRUNCATE)) {
                 fetch(n);
             } else if (n != null) {
-                learnAttributes(n); // its content goes, its mode stays: asked now, or 0644 would go up
+                learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
             }
             synchronized (this) {
                 Node now = nodes.get(path);

@@ -3,6 +3,7 @@ package dev.chibifs.store.s3;
 import dev.chibifs.testing.MutableClock;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -172,12 +173,15 @@ class S3HostsTest {
             }
         }
         assertEquals(etag, a.etag(p("/shared/e")));
-        a.write(p("/shared/f"), "other".getBytes(UTF_8));
+        // larger than what a listing fetches whole with its attributes (FETCHED_WITH_ATTRIBUTES)
+        byte[] other = ("other" + "x".repeat((int) S3Storage.FETCHED_WITH_ATTRIBUTES)).getBytes(UTF_8);
+        a.write(p("/shared/f"), other);
         a.flushAll();
         // another host learns it from the object's metadata, without the content
-        assertEquals(ContentHash.of("other".getBytes(UTF_8)), b.etag(p("/shared/f")));
+        assertEquals(ContentHash.of(other), b.etag(p("/shared/f")));
         try (java.util.stream.Stream<Path> files = Files.list(ob.cacheDir().resolve("data"))) {
-            assertEquals(List.of(), files.toList());
+            // (e, small, may have come with its attributes from b's listing)
+            assertEquals(List.of(), files.filter(f -> f.toFile().length() == other.length).toList());
         }
     }
 
@@ -401,10 +405,54 @@ class S3HostsTest {
             assertEquals(i % 2 == 0 ? 0755 : 0644, m.mode() & 0777, "tool" + i); // else exec says EACCES
             assertEquals(extracted, m.modified(), "tool" + i); // else git and make see a change
         }
-        // one HEAD per file, once: asked in parallel when the listing showed them, not again at each stat
+        // one request per file, once: asked in parallel when the listing showed them, not again at each
+        // stat; small files are fetched whole (a GET), so reading them asks S3 nothing more
         b.metadata(p("/shared/bin/tool1"));
-        assertEquals(files, b.requests().getOrDefault("head", 0L) - headsBefore, b.requests().toString());
-        assertEquals(0, b.requests().getOrDefault("get", 0L), "no content fetched: " + b.requests());
+        assertEquals(headsBefore, b.requests().getOrDefault("head", 0L), b.requests().toString());
+        assertEquals(files, b.requests().getOrDefault("get", 0L), b.requests().toString());
+        for (int i = 0; i < files; i++) {
+            assertEquals("#!/bin/sh\necho " + i + "\n", new String(b.read(p("/shared/bin/tool" + i)), UTF_8));
+        }
+        assertEquals(files, b.requests().getOrDefault("get", 0L), "no GET at the opens: " + b.requests());
+    }
+
+    @Test
+    void filesReadWhileTheirListingsGetsAreUnderWayAreFetchedOnce() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b"));
+        int files = 40;
+        for (int i = 0; i < files; i++) {
+            put(a, "/shared/notes/n" + i, "note " + i);
+        }
+        a.flushAll();
+        assertEquals(files, b.list(p("/shared/notes")).size());
+        // read at once, racing the listing's GETs: each file's open waits for its GET, or its GET is
+        // the one the listing's ask waits for
+        for (int i = 0; i < files; i++) {
+            assertEquals("note " + i, new String(b.read(p("/shared/notes/n" + i)), UTF_8));
+        }
+        for (int i = 0; i < files; i++) {
+            b.metadata(p("/shared/notes/n" + i)); // every ask has ended
+        }
+        assertEquals(files, b.requests().getOrDefault("get", 0L), b.requests().toString());
+        assertEquals(0L, b.requests().getOrDefault("head", 0L), b.requests().toString());
+    }
+
+    @Test
+    void aLargerFileTheListingShowedHasItsAttributesAskedAndItsContentFetchedAtItsOpen() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b"));
+        byte[] big = new byte[(int) S3Storage.FETCHED_WITH_ATTRIBUTES + 1];
+        java.util.Arrays.fill(big, (byte) 'x');
+        a.write(p("/shared/big"), big);
+        a.setExecutable(p("/shared/big"), 0755);
+        a.flushAll();
+        assertEquals(1, b.list(p("/shared")).size());
+        assertEquals(0755, b.metadata(p("/shared/big")).mode() & 0777);
+        assertEquals(Map.of("head", 1L, "get", 0L), Map.of("head", b.requests().getOrDefault("head", 0L),
+                "get", b.requests().getOrDefault("get", 0L)), "a HEAD, no content yet: " + b.requests());
+        assertArrayEquals(big, b.read(p("/shared/big")));
+        assertEquals(1L, b.requests().getOrDefault("get", 0L), b.requests().toString());
     }
 
     @Test
@@ -651,7 +699,9 @@ class S3HostsTest {
         MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
         S3Storage b = host(options("b"));
-        b.write(p("/shared/theirs"), "uploaded by b, never fetched by a".getBytes(UTF_8));
+        // larger than what a listing fetches whole with its attributes (FETCHED_WITH_ATTRIBUTES)
+        String theirs = "uploaded by b, never fetched by a" + " ".repeat((int) S3Storage.FETCHED_WITH_ATTRIBUTES);
+        b.write(p("/shared/theirs"), theirs.getBytes(UTF_8));
         b.flushAll();
         assertEquals(List.of(new Entry("theirs", dev.chibifs.store.EntryKind.FILE)), a.list(p("/shared")));
         server.stop();
@@ -682,7 +732,7 @@ class S3HostsTest {
         assertEquals(asked, total(a.requests()), "nothing has heard S3 since: " + a.requests());
         a.flushDue(); // the probe, then the upload of /shared/synced
         assertEquals(0, a.pendingChanges());
-        assertEquals("uploaded by b, never fetched by a", text(a, "/shared/theirs"));
+        assertEquals(theirs, text(a, "/shared/theirs"));
         assertEquals("must reach S3", inS3("shared/synced"));
         assertTrue(a.state().contains(": answers; to upload: 0;"), a.state());
     }
