@@ -1044,7 +1044,7 @@ final class FuseFileSystem {
         int fd = f.handle().passthroughDescriptor();
         if (fd >= 0) {
             try {
-                out.seekedTo(Syscalls.lseek(fd, offset, whence));
+                out.int64(Syscalls.lseek(fd, offset, whence)); // struct fuse_lseek_out
                 return;
             } finally {
                 closeDescriptor(fd);
@@ -1054,7 +1054,7 @@ final class FuseFileSystem {
         if (offset >= size) {
             throw new ErrnoException(Linux.ENXIO, "lseek", "No such device or address");
         }
-        out.seekedTo(whence == Linux.SEEK_DATA ? offset : size);
+        out.int64(whence == Linux.SEEK_DATA ? offset : size);
     }
 
     /**
@@ -1076,7 +1076,7 @@ final class FuseFileSystem {
         long copied = copy(from.handle(), req.copyOffsetIn(), to.handle(), req.copyOffsetOut(), length, buffer);
         changedBy(to);
         if (wide) {
-            out.copied(copied);
+            out.int64(copied); // struct fuse_copy_file_range_out
         } else {
             out.written((int) copied);
         }

@@ -247,18 +247,6 @@ final class FuseReply {
         return this;
     }
 
-    /** struct fuse_copy_file_range_out, COPY_FILE_RANGE_64's reply (COPY_FILE_RANGE's is {@link #written}). */
-    FuseReply copied(long size) {
-        buffer.putLong(size);
-        return this;
-    }
-
-    /** struct fuse_lseek_out. */
-    FuseReply seekedTo(long offset) {
-        buffer.putLong(offset);
-        return this;
-    }
-
     /** struct fuse_statfs_out (struct fuse_kstatfs). */
     FuseReply statfs(long blocks, long bfree, long bavail, long files, long ffree, int bsize, int namelen, int frsize) {
         buffer.putLong(blocks).putLong(bfree).putLong(bavail).putLong(files).putLong(ffree)
