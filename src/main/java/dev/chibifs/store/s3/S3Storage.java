@@ -917,14 +917,7 @@ public final class S3Storage implements Storage {
                 if (h != null && p.equals(n.path) && !n.attributesKnown && etag != null
                         && etag.equals(n.remoteEtag) && etag.equals(h.etag())) {
                     if (fetching && n.gen == gen && fetchedWithAttributes(n)) {
-                        Files.move(part, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-                        n.cached = true;
-                        n.lastUsed = millis();
-                        n.size = h.size();
-                        n.syncedSeq = seq;
-                        fromMeta(n, h);
-                        journalPut(n);
-                        commit();
+                        keepFetched(n, part, h);
                     } else {
                         fromMeta(n, h);
                     }
@@ -1313,15 +1306,7 @@ public final class S3Storage implements Storage {
                     throw new NoSuchFileException(p.toString());
                 }
                 if (n.path != null && n.gen == gen && !n.cached) {
-                    Files.move(part, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-                    n.cached = true;
-                    n.lastUsed = millis();
-                    n.remoteEtag = h.etag();
-                    n.size = h.size();
-                    fromMeta(n, h);
-                    n.syncedSeq = seq;
-                    journalPut(n);
-                    commit();
+                    keepFetched(n, part, h);
                     return true;
                 }
                 return n.cached;
@@ -1329,6 +1314,19 @@ public final class S3Storage implements Storage {
                 Files.deleteIfExists(part);
             }
         }
+    }
+
+    /** The content GET {@code h} brought to {@code part} is now {@code n}'s, with its attributes; under the monitor. */
+    private void keepFetched(Node n, Path part, Bucket.Head h) throws IOException {
+        Files.move(part, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        n.cached = true;
+        n.lastUsed = millis();
+        n.remoteEtag = h.etag();
+        n.size = h.size();
+        fromMeta(n, h);
+        n.syncedSeq = seq;
+        journalPut(n);
+        commit();
     }
 
     private void fromMeta(Node n, Bucket.Head h) {
