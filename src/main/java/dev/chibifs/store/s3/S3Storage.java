@@ -942,7 +942,8 @@ public final class S3Storage implements Storage {
 
     /** Whether a HEAD for {@code n}'s attributes had better be a GET of it all (see {@link #learnAttributes}); under the monitor. */
     private static boolean fetchedWithAttributes(Node n) {
-        return !n.dir && !n.link && !n.cached && !n.dirty && n.size <= FETCHED_WITH_ATTRIBUTES;
+        // a link's content is its target: a listing of node_modules/.bin or a venv's bin reads them all
+        return !n.dir && !n.cached && !n.dirty && n.size <= FETCHED_WITH_ATTRIBUTES;
     }
 
     /**

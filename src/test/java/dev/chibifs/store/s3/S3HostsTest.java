@@ -439,6 +439,26 @@ class S3HostsTest {
     }
 
     @Test
+    void aLinkAListingShowedComesWithItsTarget() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b"));
+        a.mkdir(p("/shared/venv/bin"));
+        a.createSymlink(p("/shared/venv/bin/python"), "python3");
+        a.createSymlink(p("/shared/venv/bin/python3"), "/usr/bin/python3");
+        a.flushAll();
+        assertEquals(2, b.list(p("/shared/venv/bin")).size());
+        for (String name : List.of("python", "python3")) {
+            b.metadata(p("/shared/venv/bin/" + name)); // its ask has ended
+        }
+        Map<String, Long> asked = b.requests();
+        assertEquals("python3", b.readLink(p("/shared/venv/bin/python")));
+        assertEquals("/usr/bin/python3", b.readLink(p("/shared/venv/bin/python3")));
+        assertEquals(asked, b.requests(), "readlink asked S3 again");
+        assertEquals(2L, asked.getOrDefault("get", 0L), asked.toString());
+        assertEquals(0L, asked.getOrDefault("head", 0L), asked.toString());
+    }
+
+    @Test
     void aLargerFileTheListingShowedHasItsAttributesAskedAndItsContentFetchedAtItsOpen() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b"));
