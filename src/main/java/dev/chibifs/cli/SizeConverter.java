@@ -8,10 +8,22 @@ final class SizeConverter implements CommandLine.ITypeConverter<Long> {
 
     @Override
     public Long convert(String value) {
+        return parse(value, 1);
+    }
+
+    /** The same, where 0 is a size too: none ({@code --prefetch-below 0}). */
+    static final class OrZero implements CommandLine.ITypeConverter<Long> {
+        @Override
+        public Long convert(String value) {
+            return parse(value, 0);
+        }
+    }
+
+    private static long parse(String value, long least) {
         long bytes = StoreSpec.bytes(value);
-        if (bytes <= 0) {
-            throw new CommandLine.TypeConversionException("invalid size '" + value
-                    + "': more than 0 bytes, with an optional K, M or G (e.g. 512M, 20G)");
+        if (bytes < least) {
+            throw new CommandLine.TypeConversionException("invalid size '" + value + "': "
+                    + (least > 0 ? "more than 0 bytes" : "0 bytes or more") + ", with an optional K, M or G (e.g. 512M, 20G)");
         }
         return bytes;
     }

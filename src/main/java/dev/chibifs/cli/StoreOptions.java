@@ -55,6 +55,12 @@ final class StoreOptions {
                     + " uploaded, open files and files used in the last minute stay. Default: no limit.")
     Long cacheSize;
 
+    @Option(names = "--prefetch-below", paramLabel = "SIZE", converter = SizeConverter.OrZero.class,
+            description = "A file or link of at most SIZE that an S3 listing shows (one another host made) comes"
+                    + " whole with its attributes: a GET in place of a HEAD, and its first open asks S3 nothing."
+                    + " 0: attributes only, each file's content at its first open. Default: 32K.")
+    Long prefetchBelow;
+
     /** The parsed {@code --store} options; a bad one is a usage error naming the value and the rule. */
     List<StoreMount> mounts() {
         return mounts(() -> {
@@ -63,7 +69,8 @@ final class StoreOptions {
     }
 
     private List<StoreMount> mounts(Supplier<ChibiHome> home, Map<String, String> env) {
-        StoreSpec.Kind s3 = S3StoreSpec.kind(home, cacheDir, flushAfter, metadataTtl, cacheSize == null ? 0 : cacheSize, env);
+        StoreSpec.Kind s3 = S3StoreSpec.kind(home, cacheDir, flushAfter, metadataTtl, cacheSize == null ? 0 : cacheSize,
+                prefetchBelow, env);
         List<StoreMount> out = new ArrayList<>();
         for (String s : stores) {
             try {
@@ -76,9 +83,10 @@ final class StoreOptions {
             throw new UsageException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
         }
         long s3Stores = out.stream().filter(m -> m.spec() instanceof S3StoreSpec).count();
-        if ((cacheDir != null || flushAfter != null || metadataTtl != null || cacheSize != null) && s3Stores == 0) {
-            throw new UsageException("--cache-dir, --cache-size, --flush-after and --metadata-ttl are for an S3 store:"
-                    + " add --store PREFIX=s3://BUCKET/KEYPREFIX");
+        if ((cacheDir != null || flushAfter != null || metadataTtl != null || cacheSize != null || prefetchBelow != null)
+                && s3Stores == 0) {
+            throw new UsageException("--cache-dir, --cache-size, --flush-after, --metadata-ttl and --prefetch-below are"
+                    + " for an S3 store: add --store PREFIX=s3://BUCKET/KEYPREFIX");
         }
         if (cacheDir != null && s3Stores > 1) {
             // one store per cache directory (the second would be refused with EBUSY): say so before mounting
@@ -131,6 +139,10 @@ final class StoreOptions {
         if (cacheSize != null) {
             out.add("--cache-size");
             out.add(Long.toString(cacheSize));
+        }
+        if (prefetchBelow != null) {
+            out.add("--prefetch-below");
+            out.add(Long.toString(prefetchBelow));
         }
         return out;
     }

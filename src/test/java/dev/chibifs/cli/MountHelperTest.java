@@ -165,14 +165,16 @@ class MountHelperTest {
     void anS3StoreItsCacheDirFlushAfterMetadataTtlAndCacheSizePassThrough() throws Exception {
         assertEquals(List.of("mount", "--context", "planner", "--store",
                         "/shared/team=s3://team-bucket/chibi?endpoint=http://minio:9000", "--cache-dir", "/var/cache/chibi",
-                        "--flush-after", "500ms", "--metadata-ttl", "10s", "--cache-size", "20G", "/mnt/planner"),
+                        "--flush-after", "500ms", "--metadata-ttl", "10s", "--cache-size", "20G", "--prefetch-below", "0",
+                        "/mnt/planner"),
                 run("chibifs", "/mnt/planner", "-o", "ctx=planner,store=/shared/team=s3://team-bucket/chibi"
                         + "?endpoint=http://minio:9000,cache_dir=/var/cache/chibi,flush_after=500ms,metadata_ttl=10s,"
-                        + "cache_size=20G").launcherArgs());
+                        + "cache_size=20G,prefetch_below=0").launcherArgs());
         assertRefused("ctx=a,metadata_ttl=", "metadata_ttl= needs a duration");
         assertRefused("ctx=a,cache_dir=cache", "cache_dir='cache' must be an absolute directory");
         assertRefused("ctx=a,flush_after=", "flush_after= needs a duration");
         assertRefused("ctx=a,cache_size=", "cache_size= needs a size");
+        assertRefused("ctx=a,prefetch_below=", "prefetch_below= needs a size");
         assertRefused("ctx=a,cache-dir=/c", "unknown option 'cache-dir=/c'");
     }
 

@@ -89,12 +89,18 @@ class NamespaceCliTest {
         r = cli.run("ls", "--store", "/shared/team=s3://Bad_Bucket/x", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("'Bad_Bucket'") && r.err().contains("bucket name"), r.err());
-        // --cache-dir, --cache-size, --flush-after and --metadata-ttl mean something only with an S3
-        // store, and a cache holds one store
+        // --cache-dir, --cache-size, --flush-after, --metadata-ttl and --prefetch-below mean something only
+        // with an S3 store, and a cache holds one store
         r = cli.run("ls", "--cache-dir", "/tmp/c", "vfs:///");
         assertExit(2, r);
-        assertTrue(r.err().contains("--cache-dir, --cache-size, --flush-after and --metadata-ttl are for an S3 store"),
-                r.err());
+        assertTrue(r.err().contains("--cache-dir, --cache-size, --flush-after, --metadata-ttl and --prefetch-below are"
+                + " for an S3 store"), r.err());
+        r = cli.run("ls", "--prefetch-below", "0", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("are for an S3 store"), r.err());
+        r = cli.run("ls", "--store", s3, "--prefetch-below", "-1", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("invalid size '-1': 0 bytes or more"), r.err());
         r = cli.run("ls", "--cache-size", "1G", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("are for an S3 store"), r.err());

@@ -151,12 +151,6 @@ public final class S3Storage implements Storage {
     private final java.util.concurrent.ExecutorService uploaders = daemonThreads(UPLOADERS, "s3-upload");
     /** How many HEADs ask at once for the attributes of files a listing showed (see {@link #learnAttributes}). */
     private static final int ATTRIBUTE_ASKERS = 8;
-    /**
-     * A file a listing showed that is no larger than this is asked for with a GET, not a HEAD: its
-     * content comes with its attributes for about the same round trip, and its first open then asks
-     * S3 nothing (an agent reading the notes another host left waits for no request per file).
-     */
-    static final long FETCHED_WITH_ATTRIBUTES = 32 * 1024;
     private final java.util.concurrent.ExecutorService attributeAskers = daemonThreads(ATTRIBUTE_ASKERS, "s3-attributes");
     private final Thread flusher;
 
@@ -882,7 +876,7 @@ public final class S3Storage implements Storage {
      * metadata, which a listing does not give, and a file shown without them would not run ({@code
      * EACCES}) and would look changed to {@code git}, {@code make} or {@code rsync}. One HEAD, or the
      * answer of the one already under way; with {@code withContent}, a file of at most
-     * {@link #FETCHED_WITH_ATTRIBUTES} not yet here is fetched instead (a GET), its content kept as an
+     * {@link S3Options#fetchBelow} bytes not yet here is fetched instead (a GET), its content kept as an
      * open's fetch keeps it. Where S3 does not answer, or the object changed since the listing, what
      * the listing said stands (the next stat asks again).
      */
@@ -940,10 +934,15 @@ public final class S3Storage implements Storage {
         }
     }
 
-    /** Whether a HEAD for {@code n}'s attributes had better be a GET of it all (see {@link #learnAttributes}); under the monitor. */
-    private static boolean fetchedWithAttributes(Node n) {
+    /**
+     * Whether a HEAD for {@code n}'s attributes had better be a GET of it all (see {@link #learnAttributes}):
+     * its content comes with its attributes for about the same round trip, and its first open then asks
+     * S3 nothing (an agent reading the notes another host left waits for no request per file). Under
+     * the monitor.
+     */
+    private boolean fetchedWithAttributes(Node n) {
         // a link's content is its target: a listing of node_modules/.bin or a venv's bin reads them all
-        return !n.dir && !n.cached && !n.dirty && n.size <= FETCHED_WITH_ATTRIBUTES;
+        return !n.dir && !n.cached && !n.dirty && n.size <= options.fetchBelow();
     }
 
     /**

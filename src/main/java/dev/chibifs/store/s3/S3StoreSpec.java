@@ -20,24 +20,26 @@ import java.util.function.Supplier;
  *        it may go on the daemon's command line and into {@code status}
  */
 public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, Duration flushAfter,
-                          Duration metadataTtl, long cacheSize, Map<String, String> env) implements StoreSpec {
+                          Duration metadataTtl, long cacheSize, Long fetchBelow, Map<String, String> env)
+        implements StoreSpec {
 
     /**
      * The S3 kind for {@link StoreSpec#parse(String, Kind)}: every store it parses keeps its
      * cache in {@code cacheDir} (null: {@code <home>/chibifs/cache/<store>}) and waits
      * {@code flushAfter} (null: 2 s) before uploading a closed file, believes a listing for
-     * {@code metadataTtl} (null: 1 s), and keeps its content cache within {@code cacheSize} bytes
-     * (0: no limit).
+     * {@code metadataTtl} (null: 1 s), keeps its content cache within {@code cacheSize} bytes
+     * (0: no limit), and fetches the files of at most {@code fetchBelow} bytes a listing shows
+     * (null: 32 KiB).
      */
     public static Kind kind(Supplier<ChibiHome> home, Path cacheDir, Duration flushAfter, Duration metadataTtl,
-                            long cacheSize, Map<String, String> env) {
+                            long cacheSize, Long fetchBelow, Map<String, String> env) {
         return s -> {
             if (!s.startsWith(S3Spec.SCHEME)) {
                 return null;
             }
             S3Spec.parse(s); // refuses a malformed spec now, naming it and the rule
             return new S3StoreSpec(s, home, cacheDir == null ? null : cacheDir.toAbsolutePath().normalize(),
-                    flushAfter, metadataTtl, cacheSize, env);
+                    flushAfter, metadataTtl, cacheSize, fetchBelow, env);
         };
     }
 
@@ -59,6 +61,7 @@ public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, 
 
     @Override
     public Storage open() throws IOException {
-        return S3Storage.open(spec, S3Options.forMount(home.get(), spec, cacheDir, flushAfter, metadataTtl, cacheSize, env));
+        return S3Storage.open(spec, S3Options.forMount(home.get(), spec, cacheDir, flushAfter, metadataTtl, cacheSize,
+                fetchBelow, env));
     }
 }

@@ -43,17 +43,19 @@ class S3SpecTest {
     @Test
     void aMountsStoreCachesUnderTheHomeUnlessToldOtherwise() {
         ChibiHome home = new ChibiHome(Path.of("/srv/chibi"));
-        S3Options o = S3Options.forMount(home, "s3://b12/team", null, null, null, 0, Map.of("HOSTNAME", "planner-1"));
+        S3Options o = S3Options.forMount(home, "s3://b12/team", null, null, null, 0, null, Map.of("HOSTNAME", "planner-1"));
         assertEquals(Path.of("/srv/chibi/chibifs/cache/s3-b12_team"), o.cacheDir());
         assertEquals(S3Options.DEFAULT_FLUSH_AFTER, o.flushAfter());
         assertEquals(S3Options.DEFAULT_VALIDITY, o.validity());
         assertEquals("planner-1", o.host());
         assertEquals(0, o.cacheSize(), "no limit unless told");
+        assertEquals(S3Options.DEFAULT_FETCH_BELOW, o.fetchBelow());
         S3Options told = S3Options.forMount(home, "s3://b12/team", Path.of("/var/cache/x"), Duration.ofMillis(500),
-                Duration.ofSeconds(10), 20L << 30, Map.of());
+                Duration.ofSeconds(10), 20L << 30, 0L, Map.of());
         assertEquals(Path.of("/var/cache/x"), told.cacheDir());
         assertEquals(Duration.ofMillis(500), told.flushAfter());
         assertEquals(Duration.ofSeconds(10), told.validity());
         assertEquals(20L << 30, told.cacheSize());
+        assertEquals(0, told.fetchBelow(), "0: attributes only");
     }
 }
