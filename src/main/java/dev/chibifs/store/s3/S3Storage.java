@@ -927,11 +927,18 @@ public final class S3Storage implements Storage {
             } catch (IOException e) {
                 LOG.debug("S3 store {}: {} left in the cache: {}", spec, part, e.getMessage());
             }
-            synchronized (this) {
+            askEnded(n, mine);
+        }
+    }
+
+    /** The ask {@code mine} for {@code n}'s attributes has ended: those who joined it look again. */
+    private void askEnded(Node n, java.util.concurrent.CompletableFuture<Void> mine) {
+        synchronized (this) {
+            if (n.askingAttributes == mine) {
                 n.askingAttributes = null;
             }
-            mine.complete(null);
         }
+        mine.complete(null);
     }
 
     /**
@@ -1258,8 +1265,9 @@ public final class S3Storage implements Storage {
                 if (p == null) {
                     throw new NoSuchFileException("(removed)");
                 }
-                listingsFetch = fetchedWithAttributes(n) ? n.askingAttributes : null;
-                if (listingsFetch == null && fetchedWithAttributes(n) && !n.attributesKnown) {
+                boolean small = fetchedWithAttributes(n);
+                listingsFetch = small ? n.askingAttributes : null;
+                if (small && listingsFetch == null && !n.attributesKnown) {
                     // a listing's ask for its attributes (learnAttributes) waits for this GET, which brings them
                     mine = new java.util.concurrent.CompletableFuture<>();
                     n.askingAttributes = mine;
@@ -1276,12 +1284,7 @@ public final class S3Storage implements Storage {
                 }
             } finally {
                 if (mine != null) {
-                    synchronized (this) {
-                        if (n.askingAttributes == mine) {
-                            n.askingAttributes = null;
-                        }
-                    }
-                    mine.complete(null);
+                    askEnded(n, mine);
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
