@@ -26,23 +26,23 @@ import java.util.Objects;
  *        {@link S3Storage#evictBeyondCacheSize()} (tests that move the clock themselves)
  * @param cacheSize the content cache's size in bytes, past which the content of files least recently
  *        used goes (fetched again at their next open); 0: no limit
- * @param fetchBelow a file or link a listing shows of at most this many bytes is fetched whole with its
+ * @param prefetchBelow a file or link a listing shows of at most this many bytes is fetched whole with its
  *        attributes (a GET in place of a HEAD), so its first open asks S3 nothing; 0: attributes only
  */
 public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, Clock clock, String host,
-                        Map<String, String> env, boolean background, long cacheSize, long fetchBelow) {
+                        Map<String, String> env, boolean background, long cacheSize, long prefetchBelow) {
 
     public static final Duration DEFAULT_FLUSH_AFTER = Duration.ofSeconds(2);
     /** One second: a change on another host shows within it plus the round trip, inside the promised 2 s. */
     public static final Duration DEFAULT_VALIDITY = Duration.ofSeconds(1);
     /** 32 KiB: notes, task lists, JSON and most source files come with the listing that shows them. */
-    public static final long DEFAULT_FETCH_BELOW = 32 * 1024;
+    public static final long DEFAULT_PREFETCH_BELOW = 32 * 1024;
 
     public S3Options {
         Objects.requireNonNull(cacheDir, "cacheDir");
         Objects.requireNonNull(clock, "clock");
         Objects.requireNonNull(env, "env");
-        if (flushAfter.isNegative() || validity.isNegative() || cacheSize < 0 || fetchBelow < 0) {
+        if (flushAfter.isNegative() || validity.isNegative() || cacheSize < 0 || prefetchBelow < 0) {
             throw new IllegalArgumentException("flush delay, validity, cache size and prefetch size cannot be negative");
         }
         if (host == null || host.isBlank()) {
@@ -54,7 +54,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
     /** The defaults for a store kept in {@code cacheDir}, with the given environment. */
     public static S3Options defaults(Path cacheDir, Map<String, String> env) {
         return new S3Options(cacheDir, DEFAULT_FLUSH_AFTER, DEFAULT_VALIDITY, Clock.systemUTC(), hostName(env), env, true, 0,
-                DEFAULT_FETCH_BELOW);
+                DEFAULT_PREFETCH_BELOW);
     }
 
     /** The default cache directory of a store: {@code <home>/chibifs/cache/<store>}. */
@@ -66,42 +66,42 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
      * The options of a store a mount names with {@code --store PREFIX=s3://...}: its cache in
      * {@code cacheDir}, else {@code <home>/chibifs/cache/<store>}; the debounce {@code flushAfter}, else 2 s;
      * the content cache kept within {@code cacheSize} bytes (0: no limit); files and links up to
-     * {@code fetchBelow} bytes fetched with the listing that shows them (null: 32 KiB).
+     * {@code prefetchBelow} bytes fetched with the listing that shows them (null: 32 KiB).
      */
     public static S3Options forMount(ChibiHome home, String spec, Path cacheDir, Duration flushAfter,
-                                     Duration metadataTtl, long cacheSize, Long fetchBelow, Map<String, String> env) {
+                                     Duration metadataTtl, long cacheSize, Long prefetchBelow, Map<String, String> env) {
         Path dir = cacheDir != null ? cacheDir : defaultCacheDir(home, S3Spec.parse(spec));
         S3Options o = defaults(dir, env).withCacheSize(cacheSize);
-        o = fetchBelow == null ? o : o.withFetchBelow(fetchBelow);
+        o = prefetchBelow == null ? o : o.withPrefetchBelow(prefetchBelow);
         o = flushAfter == null ? o : o.withFlushAfter(flushAfter);
         return metadataTtl == null ? o : o.withValidity(metadataTtl);
     }
 
     public S3Options withFlushAfter(Duration d) {
-        return new S3Options(cacheDir, d, validity, clock, host, env, background, cacheSize, fetchBelow);
+        return new S3Options(cacheDir, d, validity, clock, host, env, background, cacheSize, prefetchBelow);
     }
 
     public S3Options withValidity(Duration d) {
-        return new S3Options(cacheDir, flushAfter, d, clock, host, env, background, cacheSize, fetchBelow);
+        return new S3Options(cacheDir, flushAfter, d, clock, host, env, background, cacheSize, prefetchBelow);
     }
 
     public S3Options withClock(Clock c, boolean runInBackground) {
-        return new S3Options(cacheDir, flushAfter, validity, c, host, env, runInBackground, cacheSize, fetchBelow);
+        return new S3Options(cacheDir, flushAfter, validity, c, host, env, runInBackground, cacheSize, prefetchBelow);
     }
 
     public S3Options withHost(String h) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, h, env, background, cacheSize, fetchBelow);
+        return new S3Options(cacheDir, flushAfter, validity, clock, h, env, background, cacheSize, prefetchBelow);
     }
 
     public S3Options withCacheDir(Path dir) {
-        return new S3Options(dir, flushAfter, validity, clock, host, env, background, cacheSize, fetchBelow);
+        return new S3Options(dir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow);
     }
 
     public S3Options withCacheSize(long bytes) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, bytes, fetchBelow);
+        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, bytes, prefetchBelow);
     }
 
-    public S3Options withFetchBelow(long bytes) {
+    public S3Options withPrefetchBelow(long bytes) {
         return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, bytes);
     }
 

@@ -876,7 +876,7 @@ public final class S3Storage implements Storage {
      * metadata, which a listing does not give, and a file shown without them would not run ({@code
      * EACCES}) and would look changed to {@code git}, {@code make} or {@code rsync}. One HEAD, or the
      * answer of the one already under way; with {@code withContent}, a file of at most
-     * {@link S3Options#fetchBelow} bytes not yet here is fetched instead (a GET), its content kept as an
+     * {@link S3Options#prefetchBelow} bytes not yet here is fetched instead (a GET), its content kept as an
      * open's fetch keeps it. Where S3 does not answer, or the object changed since the listing, what
      * the listing said stands (the next stat asks again).
      */
@@ -949,7 +949,7 @@ public final class S3Storage implements Storage {
      */
     private boolean fetchedWithAttributes(Node n) {
         // a link's content is its target: a listing of node_modules/.bin or a venv's bin reads them all
-        return !n.dir && !n.cached && !n.dirty && n.size <= options.fetchBelow();
+        return !n.dir && !n.cached && !n.dirty && n.size <= options.prefetchBelow();
     }
 
     /**

@@ -173,8 +173,8 @@ class S3HostsTest {
             }
         }
         assertEquals(etag, a.etag(p("/shared/e")));
-        // larger than what a listing fetches whole with its attributes (S3Options.DEFAULT_FETCH_BELOW)
-        byte[] other = ("other" + "x".repeat((int) S3Options.DEFAULT_FETCH_BELOW)).getBytes(UTF_8);
+        // larger than what a listing fetches whole with its attributes (S3Options.DEFAULT_PREFETCH_BELOW)
+        byte[] other = ("other" + "x".repeat((int) S3Options.DEFAULT_PREFETCH_BELOW)).getBytes(UTF_8);
         a.write(p("/shared/f"), other);
         a.flushAll();
         // another host learns it from the object's metadata, without the content
@@ -441,7 +441,7 @@ class S3HostsTest {
     @Test
     void aStoreToldToPrefetchNothingAsksAttributesOnlyAndFetchesAtTheOpen() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
-        S3Storage b = host(options("b").withFetchBelow(0));
+        S3Storage b = host(options("b").withPrefetchBelow(0));
         put(a, "/shared/small", "small");
         a.flushAll();
         assertEquals(1, b.list(p("/shared")).size());
@@ -476,7 +476,7 @@ class S3HostsTest {
     void aLargerFileTheListingShowedHasItsAttributesAskedAndItsContentFetchedAtItsOpen() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b"));
-        byte[] big = new byte[(int) S3Options.DEFAULT_FETCH_BELOW + 1];
+        byte[] big = new byte[(int) S3Options.DEFAULT_PREFETCH_BELOW + 1];
         java.util.Arrays.fill(big, (byte) 'x');
         a.write(p("/shared/big"), big);
         a.setExecutable(p("/shared/big"), 0755);
@@ -733,8 +733,8 @@ class S3HostsTest {
         MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
         S3Storage b = host(options("b"));
-        // larger than what a listing fetches whole with its attributes (S3Options.DEFAULT_FETCH_BELOW)
-        String theirs = "uploaded by b, never fetched by a" + " ".repeat((int) S3Options.DEFAULT_FETCH_BELOW);
+        // larger than what a listing fetches whole with its attributes (S3Options.DEFAULT_PREFETCH_BELOW)
+        String theirs = "uploaded by b, never fetched by a" + " ".repeat((int) S3Options.DEFAULT_PREFETCH_BELOW);
         b.write(p("/shared/theirs"), theirs.getBytes(UTF_8));
         b.flushAll();
         assertEquals(List.of(new Entry("theirs", dev.chibifs.store.EntryKind.FILE)), a.list(p("/shared")));

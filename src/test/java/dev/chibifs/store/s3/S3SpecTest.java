@@ -49,13 +49,13 @@ class S3SpecTest {
         assertEquals(S3Options.DEFAULT_VALIDITY, o.validity());
         assertEquals("planner-1", o.host());
         assertEquals(0, o.cacheSize(), "no limit unless told");
-        assertEquals(S3Options.DEFAULT_FETCH_BELOW, o.fetchBelow());
+        assertEquals(S3Options.DEFAULT_PREFETCH_BELOW, o.prefetchBelow());
         S3Options told = S3Options.forMount(home, "s3://b12/team", Path.of("/var/cache/x"), Duration.ofMillis(500),
                 Duration.ofSeconds(10), 20L << 30, 0L, Map.of());
         assertEquals(Path.of("/var/cache/x"), told.cacheDir());
         assertEquals(Duration.ofMillis(500), told.flushAfter());
         assertEquals(Duration.ofSeconds(10), told.validity());
         assertEquals(20L << 30, told.cacheSize());
-        assertEquals(0, told.fetchBelow(), "0: attributes only");
+        assertEquals(0, told.prefetchBelow(), "0: attributes only");
     }
 }
