@@ -13,6 +13,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
@@ -34,6 +41,8 @@ import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3ClientBuilder;
 import software.amazon.awssdk.services.s3.S3Configuration;
 import software.amazon.awssdk.services.s3.model.CommonPrefix;
+import software.amazon.awssdk.services.s3.model.CompleteMultipartUploadResponse;
+import software.amazon.awssdk.services.s3.model.CompletedPart;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
@@ -42,12 +51,15 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 import software.amazon.awssdk.services.s3.model.PutObjectResponse;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 import software.amazon.awssdk.services.s3.model.S3Object;
+import software.amazon.awssdk.services.s3.model.UploadPartResponse;
 
 /**
  * The one class that speaks S3 (through the AWS SDK): objects by key, with every failure turned
  * into a one-line {@link IOException} that names the operation, the object and the reason.
  */
 final class Bucket implements Closeable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Bucket.class);
 
     /** What a listing says of one object. */
     record Listed(String key, long size, Instant modified, String etag) {
@@ -119,9 +131,31 @@ final class Bucket implements Closeable {
     private static final Duration SOCKET_TIMEOUT = Duration.ofSeconds(60);
     private static final int MAX_ATTEMPTS = 6;
 
+    /** S3's largest object, 10,000 parts of at most 5 GiB: {@link S3Storage} lets no file grow past it (EFBIG). */
+    static final long MAX_OBJECT_BYTES = 5L << 40;
+    /** S3's limits on one upload in parts: how many, and how small each but the last may be. */
+    private static final int MAX_PARTS = 10_000;
+    static final long MIN_PART_BYTES = 5L << 20;
+    /** The largest object one PUT may upload (S3's limit). */
+    private static final long MAX_PUT_BYTES = 5L << 30;
+    /**
+     * A file larger than this goes up in parts of {@link #DEFAULT_PART_BYTES} (more where 10,000 would
+     * not hold it), several at a time, each retried alone: one PUT streams at one connection's speed
+     * and starts over after any failure. Below it, one PUT costs fewer requests. As the AWS CLI and
+     * mountpoint-s3 do, in larger parts, since every part is a request.
+     */
+    static final long DEFAULT_MULTIPART_ABOVE = 64L << 20;
+    static final long DEFAULT_PART_BYTES = 16L << 20;
+    /** How many parts of one upload go up at once (per bucket; the write-back uploads a few files at once too). */
+    private static final int PART_UPLOADERS = 4;
+
     /** Requests made, by kind (list, head, get, put, delete): what a mount costs. */
     private final Map<String, java.util.concurrent.atomic.LongAdder> requests = new java.util.concurrent.ConcurrentHashMap<>();
     private final S3Client client;
+    /** Threads made as parts are uploaded, none before. */
+    private final ExecutorService partUploaders = daemonThreads(PART_UPLOADERS, "s3-part");
+    private volatile long multipartAbove = DEFAULT_MULTIPART_ABOVE;
+    private volatile long partBytes = DEFAULT_PART_BYTES;
     private final AwsCredentialsProvider credentials;
     /** Where {@link #credentials} looks, in a few words. */
     private final String credentialsFrom;
@@ -210,6 +244,15 @@ final class Bucket implements Closeable {
             return ProfileCredentialsProvider.create(profile);
         }
         return DefaultCredentialsProvider.builder().build();
+    }
+
+    /** A pool of daemon threads named {@code name}, made as tasks come, none before. */
+    static ExecutorService daemonThreads(int count, String name) {
+        return Executors.newFixedThreadPool(count, r -> {
+            Thread t = new Thread(r, name);
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     private static String firstNonBlank(String... values) {
@@ -369,30 +412,186 @@ final class Bucket implements Closeable {
      * @throws Missing the object {@code ifMatch} named is gone
      */
     String put(String key, Path from, Map<String, String> meta, String ifMatch) throws IOException {
+        long size = Files.size(from);
+        if (size > multipartAbove) {
+            return landed(key, size, meta, ifMatch, () -> putInParts(key, from, size, meta, ifMatch));
+        }
         // from the file, not a stream: the SDK retries a failed attempt by reading the body again
-        return put(key, RequestBody.fromFile(from), meta, ifMatch);
+        return landed(key, size, meta, ifMatch, () -> putOnce(key, RequestBody.fromFile(from), meta, ifMatch));
     }
 
     /** As {@link #put(String, Path, Map, String)} for a small body held in memory. */
     String put(String key, byte[] body, Map<String, String> meta, String ifMatch) throws IOException {
-        return put(key, RequestBody.fromBytes(body), meta, ifMatch);
+        return landed(key, body.length, meta, ifMatch, () -> putOnce(key, RequestBody.fromBytes(body), meta, ifMatch));
     }
 
-    private String put(String key, RequestBody body, Map<String, String> meta, String ifMatch) throws IOException {
+    /** An upload of {@code size} bytes: a PUT, or the completion of one in parts. */
+    @FunctionalInterface
+    private interface Upload {
+        String run() throws IOException;
+    }
+
+    private String landed(String key, long size, Map<String, String> meta, String ifMatch, Upload upload) throws IOException {
         try {
-            return putOnce(key, body, meta, ifMatch);
+            return upload.run();
         } catch (RetriedPrecondition e) {
-            // The SDK retried a conditional PUT whose first attempt landed but whose answer was lost
-            // (a connection cut after the server took the body): the retry then fails its own
-            // condition against our own object. It is ours when size and metadata are what we sent
-            // (the store's metadata carries the content's SHA-256).
+            // The SDK retried a conditional PUT (or completion) whose first attempt landed but whose
+            // answer was lost (a connection cut after the server took it): the retry then fails its
+            // own condition against our own object, or finds its upload gone. It is ours when size
+            // and metadata are what we sent (the store's metadata carries the content's SHA-256).
             count(PUT_ANSWER_LOST);
             Head now = head(key);
-            long size = body.optionalContentLength().orElse(-1L);
             if (now != null && now.size() == size && now.meta().equals(meta) && !now.etag().equals(ifMatch)) {
                 return now.etag();
             }
             throw new PreconditionFailed(e.getMessage());
+        }
+    }
+
+    /** Files larger than {@code above} go up in parts of {@code partBytes}, at least S3's 5 MiB (tests: small files in parts). */
+    void uploadInParts(long above, long partBytes) {
+        if (above > MAX_PUT_BYTES || partBytes < MIN_PART_BYTES || partBytes > MAX_PUT_BYTES) {
+            throw new IllegalArgumentException("parts of " + partBytes + " bytes above " + above
+                    + ": a part holds 5 MiB to 5 GiB, and one PUT at most 5 GiB");
+        }
+        this.multipartAbove = above;
+        this.partBytes = partBytes;
+    }
+
+    /** The size of each part (the last holds the rest) of an upload of {@code size} bytes. */
+    private long partSize(long size) {
+        long fit = (size + MAX_PARTS - 1) / MAX_PARTS;
+        long mib = 1L << 20;
+        return Math.max(partBytes, (fit + mib - 1) / mib * mib);
+    }
+
+    /**
+     * Uploads {@code from} in parts, side by side, under the condition of a PUT, which S3 checks as
+     * the upload is completed: until then nobody sees the object. An upload that fails is aborted, so
+     * its parts are not kept (and billed); one cut short by a crash is left to the bucket's
+     * lifecycle rule (AbortIncompleteMultipartUpload), as with every S3 tool.
+     */
+    private String putInParts(String key, Path from, long size, Map<String, String> meta, String ifMatch) throws IOException {
+        refuseWhileUnreachable("put", key);
+        String uploadId;
+        count("create-upload");
+        try {
+            uploadId = client.createMultipartUpload(b -> b.bucket(bucket).key(key).metadata(meta)).uploadId();
+            answered();
+        } catch (SdkException e) {
+            throw failure("create-upload", key, e);
+        }
+        boolean done = false;
+        try {
+            long part = partSize(size);
+            List<Future<CompletedPart>> parts = new ArrayList<>();
+            for (long at = 0; at < size; at += part) {
+                int number = parts.size() + 1;
+                long offset = at;
+                long length = Math.min(part, size - at);
+                parts.add(partUploaders.submit(() -> uploadPart(key, uploadId, number, from, offset, length)));
+            }
+            List<CompletedPart> completed = new ArrayList<>(parts.size());
+            try {
+                for (Future<CompletedPart> f : parts) {
+                    completed.add(f.get());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("S3 put s3://" + bucket + "/" + key + ": interrupted");
+            } catch (ExecutionException e) {
+                throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+            } finally {
+                // after a failure, none of the rest is wanted: those not begun never begin, and those
+                // under way end before the upload is aborted, which would not remove a part made after
+                for (Future<CompletedPart> f : parts) {
+                    f.cancel(false);
+                    try {
+                        f.get();
+                    } catch (Exception alreadyReported) {
+                        // the first failure is what is thrown
+                    }
+                }
+            }
+            String etag = complete(key, uploadId, completed, ifMatch);
+            done = true;
+            return etag;
+        } finally {
+            if (!done) {
+                abort(key, uploadId);
+            }
+        }
+    }
+
+    private CompletedPart uploadPart(String key, String uploadId, int number, Path from, long offset, long length)
+            throws IOException {
+        refuseWhileUnreachable("put-part", key);
+        count("put-part");
+        try (CacheFile file = CacheFile.openForReading(from)) {
+            // a stream of the part at each attempt: the SDK retries a failed part by reading it again
+            UploadPartResponse r = client.uploadPart(b -> b.bucket(bucket).key(key).uploadId(uploadId)
+                            .partNumber(number).contentLength(length),
+                    RequestBody.fromContentProvider(() -> file.range(offset, length), length, "application/octet-stream"));
+            answered();
+            return CompletedPart.builder().partNumber(number).eTag(r.eTag()).build();
+        } catch (SdkException e) {
+            throw failure("put-part", key, e);
+        } catch (UncheckedIOException e) {
+            throw new IOException("S3 put-part s3://" + bucket + "/" + key + ": " + e.getCause().getMessage(), e);
+        }
+    }
+
+    private String complete(String key, String uploadId, List<CompletedPart> parts, String ifMatch) throws IOException {
+        count("complete-upload");
+        try {
+            CompleteMultipartUploadResponse r = client.completeMultipartUpload(b -> {
+                b.bucket(bucket).key(key).uploadId(uploadId).multipartUpload(u -> u.parts(parts));
+                if (ifMatch == null) {
+                    b.ifNoneMatch("*");
+                } else {
+                    b.ifMatch(ifMatch);
+                }
+            });
+            answered();
+            return r.eTag();
+        } catch (S3Exception e) {
+            answered();
+            String code = e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
+            Integer attempts = e.numAttempts();
+            if (e.statusCode() == 404 && "NoSuchUpload".equals(code) && attempts != null && attempts > 1) {
+                // an attempt before completed it, its answer lost: S3 forgets a completed upload's id
+                throw new RetriedPrecondition("s3://" + bucket + "/" + key + ": upload completed by an attempt whose answer was lost");
+            }
+            throw refusedPut(key, ifMatch, e);
+        } catch (SdkException e) {
+            throw failure("complete-upload", key, e);
+        }
+    }
+
+    /** How many uploads in parts of keys under {@code prefix} S3 holds begun and neither completed nor aborted. */
+    int uploadsUnderway(String prefix) throws IOException {
+        count("list-uploads");
+        try {
+            return client.listMultipartUploads(b -> b.bucket(bucket).prefix(prefix)).uploads().size();
+        } catch (SdkException e) {
+            throw failure("list-uploads", prefix, e);
+        }
+    }
+
+    /** Gives up an upload in parts, so S3 keeps none of them; a failure to is logged, not thrown. */
+    private void abort(String key, String uploadId) {
+        if (unreachable != null) {
+            // the client's retries would hold the write-back for seconds, to no avail
+            LOG.warn("S3 abort-upload s3://{}/{}: S3 is unreachable; its parts stay until the bucket's lifecycle rule"
+                    + " removes them", bucket, key);
+            return;
+        }
+        count("abort-upload");
+        try {
+            client.abortMultipartUpload(b -> b.bucket(bucket).key(key).uploadId(uploadId));
+        } catch (SdkException e) {
+            LOG.warn("S3 abort-upload s3://{}/{}: {}; its parts stay until the bucket's lifecycle rule removes them",
+                    bucket, key, e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst().orElse(""));
         }
     }
 
@@ -421,20 +620,25 @@ final class Bucket implements Closeable {
             return r.eTag();
         } catch (S3Exception e) {
             answered();
-            if (e.statusCode() == 412) {
-                String message = "s3://" + bucket + "/" + key + " changed on S3 since this host last saw it";
-                Integer attempts = e.numAttempts();
-                throw attempts != null && attempts > 1 ? new RetriedPrecondition(message) : new PreconditionFailed(message);
-            }
-            if (e.statusCode() == 404 && ifMatch != null) {
-                throw new Missing("s3://" + bucket + "/" + key + " was removed from S3 since this host last saw it");
-            }
-            throw failure("put", key, e);
+            throw refusedPut(key, ifMatch, e);
         } catch (SdkException e) {
             throw failure("put", key, e);
         } catch (UncheckedIOException e) {
             throw new IOException("S3 put s3://" + bucket + "/" + key + ": " + e.getCause().getMessage(), e);
         }
+    }
+
+    /** Why S3 refused a conditional PUT or completion: the condition, the object gone, or its own error. */
+    private IOException refusedPut(String key, String ifMatch, S3Exception e) {
+        if (e.statusCode() == 412) {
+            String message = "s3://" + bucket + "/" + key + " changed on S3 since this host last saw it";
+            Integer attempts = e.numAttempts();
+            return attempts != null && attempts > 1 ? new RetriedPrecondition(message) : new PreconditionFailed(message);
+        }
+        if (e.statusCode() == 404 && ifMatch != null) {
+            return new Missing("s3://" + bucket + "/" + key + " was removed from S3 since this host last saw it");
+        }
+        return failure("put", key, e);
     }
 
     /** Removes one object; one that is already gone is fine. */
@@ -496,6 +700,7 @@ final class Bucket implements Closeable {
 
     @Override
     public void close() {
+        partUploaders.shutdownNow();
         client.close();
     }
 }

@@ -74,6 +74,41 @@ final class CacheFile implements Closeable {
         return total;
     }
 
+    /**
+     * The {@code length} bytes from {@code offset}, as a stream of their own (positional reads: several
+     * streams of one file read side by side); closing it leaves this file open. A file shorter than
+     * that ends the stream early, and the upload reading it fails on the length it promised.
+     */
+    InputStream range(long offset, long length) {
+        return new InputStream() {
+            private long at = offset;
+            private final long end = offset + length;
+
+            @Override
+            public int read() throws IOException {
+                byte[] one = new byte[1];
+                return read(one, 0, 1) == 1 ? one[0] & 0xff : -1;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                if (len == 0) {
+                    return 0;
+                }
+                int want = (int) Math.min(len, end - at);
+                if (want <= 0) {
+                    return -1;
+                }
+                int n = CacheFile.this.read(ByteBuffer.wrap(b, off, want), at);
+                if (n <= 0) {
+                    return -1;
+                }
+                at += n;
+                return n;
+            }
+        };
+    }
+
     /** Writes all of {@code src} at {@code position}; returns how many bytes that was. */
     int write(ByteBuffer src, long position) throws IOException {
         int n = src.remaining();

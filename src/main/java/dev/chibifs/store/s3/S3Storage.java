@@ -106,8 +106,6 @@ public final class S3Storage implements Storage {
     static final String LINK_SUFFIX = ".rclonelink";
 
     private static final long BLOCK = 4096;
-    /** The largest object one PUT uploads: a file may not grow past it (EFBIG), or it could never be uploaded. */
-    static final long MAX_OBJECT_BYTES = 5L << 30;
     private static final int FILE_MODE = 0644;
     private static final int DIR_MODE = 0755;
     /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
@@ -148,10 +146,10 @@ public final class S3Storage implements Storage {
     private final ReentrantLock flushLock = new ReentrantLock();
     /** How many uploads run at once in a write-back pass. */
     private static final int UPLOADERS = 4;
-    private final java.util.concurrent.ExecutorService uploaders = daemonThreads(UPLOADERS, "s3-upload");
+    private final java.util.concurrent.ExecutorService uploaders = Bucket.daemonThreads(UPLOADERS, "s3-upload");
     /** How many HEADs ask at once for the attributes of files a listing showed (see {@link #learnAttributes}). */
     private static final int ATTRIBUTE_ASKERS = 8;
-    private final java.util.concurrent.ExecutorService attributeAskers = daemonThreads(ATTRIBUTE_ASKERS, "s3-attributes");
+    private final java.util.concurrent.ExecutorService attributeAskers = Bucket.daemonThreads(ATTRIBUTE_ASKERS, "s3-attributes");
     private final Thread flusher;
 
     // ---- the overlay; guarded by this ----
@@ -269,14 +267,6 @@ public final class S3Storage implements Storage {
     }
 
     /** A pool of {@code count} threads that never keep the JVM alive (close() stops them, a crash need not). */
-    private static java.util.concurrent.ExecutorService daemonThreads(int count, String name) {
-        return java.util.concurrent.Executors.newFixedThreadPool(count, r -> {
-            Thread t = new Thread(r, name);
-            t.setDaemon(true);
-            return t;
-        });
-    }
-
     private S3Storage(S3Spec spec, Bucket bucket, S3Options options) throws IOException {
         this.spec = spec;
         this.bucket = bucket;
@@ -2051,9 +2041,10 @@ public final class S3Storage implements Storage {
         }
 
         private void requireObjectSize(long size) throws ErrnoException {
-            if (size > MAX_OBJECT_BYTES) {
+            if (size > Bucket.MAX_OBJECT_BYTES) {
+                // past it the file could never be uploaded
                 throw new ErrnoException(Linux.EFBIG, String.valueOf(node.path),
-                        "File too large: an S3 object holds at most " + (MAX_OBJECT_BYTES >> 30) + " GiB (one PUT)");
+                        "File too large: an S3 object holds at most " + (Bucket.MAX_OBJECT_BYTES >> 40) + " TiB");
             }
         }
 

@@ -1,12 +1,14 @@
 package dev.chibifs.store.s3;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -52,6 +54,73 @@ class BucketTest {
         assertThrows(Bucket.Missing.class, () -> bucket.put("p/none", "x".getBytes(UTF_8), Map.of(), first));
         assertNull(bucket.head("p/none"));
         assertEquals("x", bucket.head("p/a") == null ? null : "x");
+    }
+
+    @Test
+    void aFileAboveTheLimitGoesUpInPartsUnderThePutsConditions() throws Exception {
+        try (Bucket parts = inParts()) {
+            Path f = randomFile("parts", 2 * Bucket.MIN_PART_BYTES + 12345);
+            Map<String, Long> before = parts.requests();
+            String first = parts.put("p/parts/a", f, Map.of("chibi-sha256", "x"), null);
+            assertEquals(Map.of("create-upload", 1L, "put-part", 3L, "complete-upload", 1L), since(before, parts.requests()));
+            Path back = temp.resolve("parts-back");
+            Bucket.Head h = parts.get("p/parts/a", back);
+            assertArrayEquals(Files.readAllBytes(f), Files.readAllBytes(back));
+            assertEquals(Map.of("chibi-sha256", "x"), h.meta());
+            assertEquals(first, h.etag());
+
+            assertThrows(Bucket.PreconditionFailed.class, () -> parts.put("p/parts/a", f, Map.of(), null));
+            // another content (S3's ETag of an object in parts is the digest of its parts' digests)
+            Path g = randomFile("parts2", 2 * Bucket.MIN_PART_BYTES + 1);
+            String second = parts.put("p/parts/a", g, Map.of(), first);
+            assertNotEquals(first, second);
+            assertThrows(Bucket.PreconditionFailed.class, () -> parts.put("p/parts/a", f, Map.of(), first));
+            assertThrows(Bucket.Missing.class, () -> parts.put("p/parts/none", f, Map.of(), first));
+            // each refused upload was given up: S3 keeps (and bills) none of their parts
+            assertEquals(0, parts.uploadsUnderway("p/parts/"));
+            assertEquals(3L, parts.requests().get("abort-upload"));
+            assertEquals(second, parts.head("p/parts/a").etag());
+        }
+    }
+
+    @Test
+    void aCompletionThatLandedWithItsAnswerLostIsTheUploadNotAConflict() throws Exception {
+        try (Bucket parts = inParts()) {
+            Path f = randomFile("lost", Bucket.MIN_PART_BYTES + 1);
+            server.failPuts(1, true);
+            // the client's retry finds the upload completed: S3 (and s3proxy) answer it as done, some
+            // servers with NoSuchUpload, which the bucket tells from a conflict as it does a PUT's
+            String etag = parts.put("p/lost/a", f, Map.of("chibi-sha256", "y"), null);
+            assertEquals(etag, parts.head("p/lost/a").etag());
+            assertEquals(Map.of("chibi-sha256", "y"), parts.head("p/lost/a").meta());
+            assertEquals(0, parts.uploadsUnderway("p/lost/"));
+            assertNull(parts.requests().get("abort-upload"));
+        }
+    }
+
+    /** A client that uploads every file above S3's smallest part in parts of that size. */
+    private static Bucket inParts() {
+        Bucket b = Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env());
+        b.uploadInParts(Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES);
+        return b;
+    }
+
+    private static Path randomFile(String name, long size) throws IOException {
+        byte[] data = new byte[(int) size];
+        new java.util.Random(size).nextBytes(data);
+        return Files.write(temp.resolve(name), data);
+    }
+
+    /** The requests made between two counts of them, by kind. */
+    private static Map<String, Long> since(Map<String, Long> before, Map<String, Long> after) {
+        Map<String, Long> made = new java.util.TreeMap<>();
+        after.forEach((k, v) -> {
+            long n = v - before.getOrDefault(k, 0L);
+            if (n != 0) {
+                made.put(k, n);
+            }
+        });
+        return made;
     }
 
     @Test

@@ -221,6 +221,54 @@ class S3HostsTest {
     }
 
     @Test
+    void filesUploadedInPartsAreReadWholeOnTheOtherHostAndConflictAsOnePutWould() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = hostUploadingInParts(options("a").withClock(clock, false));
+        S3Storage b = hostUploadingInParts(options("b").withClock(clock, false));
+        byte[] base = randomBytes(2 * Bucket.MIN_PART_BYTES + 777, 1);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/model.bin"), base);
+        a.flushAll();
+        assertArrayEquals(base, b.read(p("/shared/model.bin")));
+
+        byte[] ours = randomBytes(Bucket.MIN_PART_BYTES + 1, 2);
+        byte[] theirs = randomBytes(Bucket.MIN_PART_BYTES + 2, 3);
+        a.write(p("/shared/model.bin"), theirs);
+        b.write(p("/shared/model.bin"), ours);
+        a.flushAll();
+        b.flushAll(); // its completion finds S3 changed since b last looked
+
+        String stamp = "20260102T030405Z";
+        assertArrayEquals(theirs, inS3Bytes("shared/model.bin"));
+        assertArrayEquals(ours, inS3Bytes("shared/model.bin.conflict-b-" + stamp));
+        assertArrayEquals(theirs, b.read(p("/shared/model.bin")));
+        assertEquals(0, a.pendingChanges());
+        assertEquals(0, b.pendingChanges());
+        assertEquals(0, raw.uploadsUnderway(prefix + "/"), "the refused upload's parts were given up");
+    }
+
+    /** A host whose uploads of more than S3's smallest part go up in parts of that size. */
+    private S3Storage hostUploadingInParts(S3Options o) throws IOException {
+        Bucket bucket = Bucket.connect(S3Spec.parse(spec), server.env());
+        bucket.uploadInParts(Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES);
+        S3Storage s = S3Storage.open(S3Spec.parse(spec), bucket, o);
+        open.add(s);
+        return s;
+    }
+
+    private static byte[] randomBytes(long size, long seed) {
+        byte[] b = new byte[(int) size];
+        new java.util.Random(seed).nextBytes(b);
+        return b;
+    }
+
+    private byte[] inS3Bytes(String key) throws IOException {
+        Path to = temp.resolve("get-" + System.nanoTime());
+        assertNotNull(raw.get(prefix + "/" + key, to), key);
+        return Files.readAllBytes(to);
+    }
+
+    @Test
     void anotherHostsChangeShowsOnceTheValidityHasPassed() throws Exception {
         MutableClock clockB = startClock();
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));

@@ -167,6 +167,21 @@ class S3MountTest {
                 && java.util.Arrays.equals(original, bytesOrNull(b.at(PREFIX + "/again.bin"))));
     }
 
+    @Test
+    @Timeout(120)
+    void aFileLargerThanOnePutShouldTakeGoesUpInPartsAndIsReadWholeOnAnotherHost() throws IOException {
+        // 70 MiB: above Bucket.DEFAULT_MULTIPART_ABOVE, so five parts of 16 MiB
+        MountedFs a = host("hostA");
+        a.sh("head -c 73400320 /dev/urandom > " + PREFIX.substring(1) + "/model.bin && sync "
+                + PREFIX.substring(1) + "/model.bin").ok();
+        String stats = MountedFs.cli("stats", a.mountpoint().toString()).ok().out();
+        assertTrue(stats.contains("create-upload=1") && stats.contains("put-part=5") && stats.contains("complete-upload=1")
+                && !stats.contains("abort-upload"), stats);
+        byte[] written = Files.readAllBytes(a.at(PREFIX + "/model.bin"));
+        MountedFs b = host("hostB");
+        await(SETTLES_WITHIN, "host B reading it whole", () -> java.util.Arrays.equals(written, bytesOrNull(b.at(PREFIX + "/model.bin"))));
+    }
+
     private static byte[] bytesOrNull(Path p) {
         try {
             return Files.readAllBytes(p);

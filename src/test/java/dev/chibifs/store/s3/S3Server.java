@@ -5,6 +5,7 @@ import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import org.gaul.s3proxy.AuthenticationType;
@@ -14,6 +15,8 @@ import org.gaul.s3proxy.blobstore.BlobStore;
 import org.gaul.s3proxy.blobstore.ForwardingBlobStore;
 import org.gaul.s3proxy.blobstore.domain.Blob;
 import org.gaul.s3proxy.blobstore.domain.BlobMetadata;
+import org.gaul.s3proxy.blobstore.domain.MultipartPart;
+import org.gaul.s3proxy.blobstore.domain.MultipartUpload;
 import org.gaul.s3proxy.blobstore.domain.PageSet;
 import org.gaul.s3proxy.blobstore.domain.StorageMetadata;
 import org.gaul.s3proxy.blobstore.options.CopyOptions;
@@ -111,6 +114,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
      * backend for what it supports (conditional writes), so the lock is one.
      */
     private static final class OneAtATime extends ForwardingBlobStore {
+        /** The blob s3proxy keeps for each upload in parts underway over this backend: no PUT of an object. */
+        private static final String UPLOAD_STUB = ".s3proxy-mpu-stub-";
+
         private final S3Server server;
 
         OneAtATime(BlobStore store, S3Server server) {
@@ -130,15 +136,34 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
         @Override
         public synchronized String putBlob(String container, Blob blob, PutOptions options) {
+            if (blob.getMetadata().name().startsWith(UPLOAD_STUB)) {
+                return super.putBlob(container, blob, options);
+            }
+            return failingAsAsked(() -> super.putBlob(container, blob, options),
+                    () -> new IllegalStateException("a PUT failed on purpose (S3Server.failPuts)"));
+        }
+
+        /**
+         * An upload in parts lands at its completion: a PUT as {@link #failPuts} counts them. It fails
+         * as S3 does when it fails (500), which the client retries.
+         */
+        @Override
+        public synchronized String completeMultipartUpload(MultipartUpload mpu, List<MultipartPart> parts) {
+            return failingAsAsked(() -> super.completeMultipartUpload(mpu, parts),
+                    () -> new RuntimeException("a completion failed on purpose (S3Server.failPuts)"));
+        }
+
+        private String failingAsAsked(java.util.function.Supplier<String> put,
+                                      java.util.function.Supplier<RuntimeException> failure) {
             if (server.putsToFail > 0) {
                 server.putsToFail--;
                 if (server.firstFailingPutLands) {
                     server.firstFailingPutLands = false;
-                    super.putBlob(container, blob, options);
+                    put.get();
                 }
-                throw new IllegalStateException("a PUT failed on purpose (S3Server.failPuts)");
+                throw failure.get();
             }
-            return super.putBlob(container, blob, options);
+            return put.get();
         }
 
         @Override
@@ -173,7 +198,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     private boolean firstFailingPutLands;
 
     /**
-     * The next {@code count} PUTs fail (500, which the client retries); with {@code firstLands} the
+     * The next {@code count} PUTs (and completions of uploads in parts) fail (500, which the client retries); with {@code firstLands} the
      * first of them is stored before it fails: an upload whose every attempt the client saw fail,
      * though one of them landed.
      */

@@ -65,18 +65,18 @@ class S3StorageTest extends StorageBehaviourSuite {
     }
 
     @Test
-    void aFileCannotGrowPastWhatOnePutUploads() throws IOException {
+    void aFileCannotGrowPastWhatAnS3ObjectHolds() throws IOException {
         // else the cache file grows (or its disk says EFBIG, which reached the caller as EIO) and
         // the upload fails for good
         VfsPath f = VfsPath.of("/shared/big");
         storage.write(f, "abc".getBytes(StandardCharsets.UTF_8));
-        long past = S3Storage.MAX_OBJECT_BYTES + 1;
+        long past = Bucket.MAX_OBJECT_BYTES + 1;
         try (FileHandle h = storage.open(f, EnumSet.of(OpenFlag.READ, OpenFlag.WRITE), 0644)) {
             assertEquals(Linux.EFBIG, Errors.errno(assertThrows(IOException.class, () -> h.truncate(past))));
             assertEquals(Linux.EFBIG, Errors.errno(assertThrows(IOException.class,
-                    () -> h.write(ByteBuffer.wrap(new byte[2]), S3Storage.MAX_OBJECT_BYTES - 1))));
+                    () -> h.write(ByteBuffer.wrap(new byte[2]), Bucket.MAX_OBJECT_BYTES - 1))));
             assertEquals(Linux.EFBIG, Errors.errno(assertThrows(IOException.class,
-                    () -> h.allocate(0, S3Storage.MAX_OBJECT_BYTES, 1))));
+                    () -> h.allocate(0, Bucket.MAX_OBJECT_BYTES, 1))));
             assertEquals(3, h.size());
         }
         assertArrayEquals("abc".getBytes(StandardCharsets.UTF_8), storage.read(f));
