@@ -214,6 +214,8 @@ public final class S3Storage implements Storage {
         boolean attributesKnown = true;
         /** The HEAD asking for its attributes, while one is under way; waiters join it. */
         java.util.concurrent.CompletableFuture<Void> askingAttributes;
+        /** The GET of its content an open made, while one is under way; other opens join it. */
+        java.util.concurrent.CompletableFuture<Void> fetching;
         boolean dirty;
         /** When its content was last fetched or opened here (clock millis): the content cache's LRU order. */
         long lastUsed;
@@ -1238,7 +1240,7 @@ public final class S3Storage implements Storage {
         for (int attempt = 0; ; attempt++) {
             VfsPath p;
             long gen;
-            java.util.concurrent.CompletableFuture<Void> listingsFetch;
+            java.util.concurrent.CompletableFuture<Void> underway;
             java.util.concurrent.CompletableFuture<Void> mine = null;
             synchronized (this) {
                 if (n.dir) {
@@ -1256,16 +1258,20 @@ public final class S3Storage implements Storage {
                     throw new NoSuchFileException("(removed)");
                 }
                 boolean small = fetchedWithAttributes(n);
-                listingsFetch = small ? n.askingAttributes : null;
-                if (small && listingsFetch == null && !n.attributesKnown) {
-                    // a listing's ask for its attributes (learnAttributes) waits for this GET, which brings them
+                underway = n.fetching != null ? n.fetching : small ? n.askingAttributes : null;
+                if (underway == null) {
                     mine = new java.util.concurrent.CompletableFuture<>();
-                    n.askingAttributes = mine;
+                    n.fetching = mine;
+                    if (small && !n.attributesKnown) {
+                        // a listing's ask for its attributes (learnAttributes) waits for this GET, which brings them
+                        n.askingAttributes = mine;
+                    }
                 }
             }
-            if (listingsFetch != null) {
-                // a listing's GET of this small file is under way: its content is ours
-                listingsFetch.join();
+            if (underway != null) {
+                // another open's GET of this file, or a listing's of this small file, is under way: its
+                // content is ours (the opens of a large file another host made download it once)
+                underway.join();
                 continue;
             }
             try {
@@ -1273,9 +1279,12 @@ public final class S3Storage implements Storage {
                     return;
                 }
             } finally {
-                if (mine != null) {
-                    askEnded(n, mine);
+                synchronized (this) {
+                    if (n.fetching == mine) {
+                        n.fetching = null;
+                    }
                 }
+                askEnded(n, mine);
             }
             if (attempt >= SNAPSHOT_TRIES) {
                 throw new ErrnoException(Linux.EBUSY, p.toString(), "Resource busy: changed while it was fetched");

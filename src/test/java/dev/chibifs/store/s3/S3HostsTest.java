@@ -247,6 +247,50 @@ class S3HostsTest {
         assertEquals(0, raw.uploadsUnderway(prefix + "/"), "the refused upload's parts were given up");
     }
 
+    @Test
+    void opensOfAFileNotCachedYetWaitForOneDownload() throws Exception {
+        S3Storage a = host(options("a"));
+        byte[] content = randomBytes(S3Options.DEFAULT_PREFETCH_BELOW * 8, 4);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/data.bin"), content);
+        a.flushAll();
+        S3Storage b = host(options("b"));
+        assertEquals(content.length, b.metadata(p("/shared/data.bin")).size()); // known here, not yet fetched
+        long getsBefore = b.requests().getOrDefault("get", 0L);
+
+        S3Server.HeldGet held = server.holdNextGet();
+        int readers = 6;
+        var pool = java.util.concurrent.Executors.newFixedThreadPool(readers);
+        try {
+            List<java.util.concurrent.Future<byte[]>> reads = new ArrayList<>();
+            reads.add(pool.submit(() -> b.read(p("/shared/data.bin"))));
+            held.reached().await();
+            List<Thread> waiting = new ArrayList<>();
+            for (int i = 1; i < readers; i++) {
+                reads.add(pool.submit(() -> {
+                    synchronized (waiting) {
+                        waiting.add(Thread.currentThread());
+                    }
+                    return b.read(p("/shared/data.bin"));
+                }));
+            }
+            // every other reader parks on the download under way, or sends a GET of its own
+            await(Duration.ofSeconds(10), () -> {
+                synchronized (waiting) {
+                    return waiting.size() == readers - 1 && waiting.stream().allMatch(t -> t.getState() == Thread.State.WAITING);
+                }
+            });
+            held.release().countDown();
+            for (var r : reads) {
+                assertArrayEquals(content, r.get());
+            }
+        } finally {
+            held.release().countDown();
+            pool.shutdownNow();
+        }
+        assertEquals(1, b.requests().getOrDefault("get", 0L) - getsBefore, b.requests().toString());
+    }
+
     /** A host whose uploads of more than S3's smallest part go up in parts of that size. */
     private S3Storage hostUploadingInParts(S3Options o) throws IOException {
         Bucket bucket = Bucket.connect(S3Spec.parse(spec), server.env());

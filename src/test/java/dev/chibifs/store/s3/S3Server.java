@@ -177,8 +177,19 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         }
 
         @Override
-        public synchronized Blob getBlob(String container, String name, GetOptions options) {
-            return super.getBlob(container, name, options);
+        public Blob getBlob(String container, String name, GetOptions options) {
+            HeldGet held = server.heldGet.getAndSet(null);
+            if (held != null) {
+                held.reached().countDown();
+                try {
+                    held.release().await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            synchronized (this) {
+                return super.getBlob(container, name, options);
+            }
         }
 
         @Override
@@ -207,6 +218,19 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             putsToFail = count;
             firstFailingPutLands = firstLands;
         }
+    }
+
+    /** A GET held by the server: {@code reached} once it arrived, answered once {@code release} is. */
+    record HeldGet(java.util.concurrent.CountDownLatch reached, java.util.concurrent.CountDownLatch release) {
+    }
+
+    private final java.util.concurrent.atomic.AtomicReference<HeldGet> heldGet = new java.util.concurrent.atomic.AtomicReference<>();
+
+    /** The next GET to arrive waits until the test lets it go: a download that takes as long as the test needs. */
+    HeldGet holdNextGet() {
+        HeldGet h = new HeldGet(new java.util.concurrent.CountDownLatch(1), new java.util.concurrent.CountDownLatch(1));
+        heldGet.set(h);
+        return h;
     }
 
     void stop() throws Exception {
