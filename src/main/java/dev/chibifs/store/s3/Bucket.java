@@ -140,21 +140,22 @@ final class Bucket implements Closeable {
     private static final long MAX_PUT_BYTES = 5L << 30;
     /**
      * A file larger than this goes up in parts of {@link #DEFAULT_PART_BYTES} (more where 10,000 would
-     * not hold it), several at a time, each retried alone: one PUT streams at one connection's speed
-     * and starts over after any failure. Below it, one PUT costs fewer requests. As the AWS CLI and
-     * mountpoint-s3 do, in larger parts, since every part is a request.
+     * not hold it), and an object larger than it comes down in ranges of that size, several at a
+     * time, each retried alone: one request streams at one connection's speed and starts over after
+     * any failure. Below it, one request costs less. As the AWS CLI and mountpoint-s3 do, in larger
+     * parts, since every part is a request.
      */
-    static final long DEFAULT_MULTIPART_ABOVE = 64L << 20;
+    static final long DEFAULT_PARTS_ABOVE = 64L << 20;
     static final long DEFAULT_PART_BYTES = 16L << 20;
-    /** How many parts of one upload go up at once (per bucket; the write-back uploads a few files at once too). */
-    private static final int PART_UPLOADERS = 4;
+    /** How many parts go up or come down at once (per bucket; the write-back uploads a few files at once too). */
+    private static final int PART_MOVERS = 4;
 
     /** Requests made, by kind (list, head, get, put, delete): what a mount costs. */
     private final Map<String, java.util.concurrent.atomic.LongAdder> requests = new java.util.concurrent.ConcurrentHashMap<>();
     private final S3Client client;
-    /** Threads made as parts are uploaded, none before. */
-    private final ExecutorService partUploaders = daemonThreads(PART_UPLOADERS, "s3-part");
-    private volatile long multipartAbove = DEFAULT_MULTIPART_ABOVE;
+    /** Threads made as parts move, none before. */
+    private final ExecutorService partMovers = daemonThreads(PART_MOVERS, "s3-part");
+    private volatile long partsAbove = DEFAULT_PARTS_ABOVE;
     private volatile long partBytes = DEFAULT_PART_BYTES;
     private final AwsCredentialsProvider credentials;
     /** Where {@link #credentials} looks, in a few words. */
@@ -405,6 +406,91 @@ final class Bucket implements Closeable {
     }
 
     /**
+     * As {@link #get(String, Path)}, for an object thought to be {@code expectedSize} bytes: one larger
+     * than {@link #DEFAULT_PARTS_ABOVE} comes down in ranges, several at a time, each asked of the
+     * version the first range came from (If-Match its ETag). One replaced meanwhile comes whole with
+     * one GET after all.
+     */
+    Head get(String key, Path to, long expectedSize) throws IOException {
+        if (expectedSize <= partsAbove) {
+            return get(key, to);
+        }
+        Path tmp = to.resolveSibling(to.getFileName() + ".ranges");
+        try {
+            Head whole;
+            try (CacheFile out = CacheFile.replace(tmp)) {
+                long part = partSize(expectedSize);
+                Range first = getRange(key, null, 0, part, out);
+                if (first == null) {
+                    return null;
+                }
+                List<Future<Range>> rest = new ArrayList<>();
+                for (long at = first.whole() ? first.total() : part; at < first.total(); at += part) {
+                    long from = at;
+                    long length = Math.min(part, first.total() - at);
+                    rest.add(partMovers.submit(() -> getRange(key, first.head().etag(), from, length, out)));
+                }
+                allOf(rest, "get", key);
+                whole = new Head(first.total(), first.head().modified(), first.head().etag(), first.head().meta());
+            }
+            Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            return whole;
+        } catch (ChangedWhileRead e) {
+            return get(key, to);
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+
+    /** A range of an object written into its place; {@code total} is the object's size; {@code whole}: the server sent it all. */
+    private record Range(Head head, long total, boolean whole) {
+    }
+
+    /** The object changed, or shrank, between the ranges of one download. */
+    private static final class ChangedWhileRead extends IOException {
+        ChangedWhileRead(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Bytes {@code from} to {@code from + length} of the object (of version {@code ifMatch}, or any: the
+     * first range), written at the same place in {@code out}; null when there is no such object.
+     */
+    private Range getRange(String key, String ifMatch, long from, long length, CacheFile out) throws IOException {
+        refuseWhileUnreachable("get", key);
+        count("get");
+        String range = "bytes=" + from + "-" + (from + length - 1);
+        try (ResponseInputStream<GetObjectResponse> in = client.getObject(b -> b.bucket(bucket).key(key).range(range)
+                .ifMatch(ifMatch))) {
+            GetObjectResponse r = in.response();
+            // "bytes 0-99/1234"; none where the server sent the whole object
+            String contentRange = r.contentRange();
+            long total = contentRange == null ? r.contentLength()
+                    : Long.parseLong(contentRange.substring(contentRange.lastIndexOf('/') + 1).trim());
+            long at = contentRange == null ? 0 : from;
+            long wrote = out.writeAll(in, at);
+            answered();
+            if (contentRange != null && wrote != Math.min(length, total - from)) {
+                throw new ChangedWhileRead("s3://" + bucket + "/" + key + ": " + range + " came " + wrote + " bytes");
+            }
+            return new Range(new Head(total, r.lastModified(), r.eTag(), r.metadata()), total, contentRange == null);
+        } catch (S3Exception e) {
+            answered();
+            if (e.statusCode() == 404 && ifMatch == null) {
+                return null;
+            }
+            if (e.statusCode() == 412 || e.statusCode() == 416 || e.statusCode() == 404) {
+                // replaced (or removed, or now shorter than the range) since the first range
+                throw new ChangedWhileRead("s3://" + bucket + "/" + key + ": changed while downloaded");
+            }
+            throw failure("get", key, e);
+        } catch (SdkException e) {
+            throw failure("get", key, e);
+        }
+    }
+
+    /**
      * Uploads {@code from} as {@code key}, only if the object's ETag is still {@code ifMatch}, or, with
      * {@code ifMatch} null, only if there is no object yet (If-None-Match: *). Returns the new ETag.
      *
@@ -413,7 +499,7 @@ final class Bucket implements Closeable {
      */
     String put(String key, Path from, Map<String, String> meta, String ifMatch) throws IOException {
         long size = Files.size(from);
-        if (size > multipartAbove) {
+        if (size > partsAbove) {
             return landed(key, size, meta, ifMatch, () -> putInParts(key, from, size, meta, ifMatch));
         }
         // from the file, not a stream: the SDK retries a failed attempt by reading the body again
@@ -448,13 +534,16 @@ final class Bucket implements Closeable {
         }
     }
 
-    /** Files larger than {@code above} go up in parts of {@code partBytes}, at least S3's 5 MiB (tests: small files in parts). */
-    void uploadInParts(long above, long partBytes) {
+    /**
+     * Files larger than {@code above} go up in parts, and objects larger than it come down in ranges,
+     * of {@code partBytes}, at least S3's 5 MiB (tests: small files in parts).
+     */
+    void movedInParts(long above, long partBytes) {
         if (above > MAX_PUT_BYTES || partBytes < MIN_PART_BYTES || partBytes > MAX_PUT_BYTES) {
             throw new IllegalArgumentException("parts of " + partBytes + " bytes above " + above
                     + ": a part holds 5 MiB to 5 GiB, and one PUT at most 5 GiB");
         }
-        this.multipartAbove = above;
+        this.partsAbove = above;
         this.partBytes = partBytes;
     }
 
@@ -489,36 +578,44 @@ final class Bucket implements Closeable {
                 int number = parts.size() + 1;
                 long offset = at;
                 long length = Math.min(part, size - at);
-                parts.add(partUploaders.submit(() -> uploadPart(key, uploadId, number, from, offset, length)));
+                parts.add(partMovers.submit(() -> uploadPart(key, uploadId, number, from, offset, length)));
             }
-            List<CompletedPart> completed = new ArrayList<>(parts.size());
-            try {
-                for (Future<CompletedPart> f : parts) {
-                    completed.add(f.get());
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new java.io.InterruptedIOException("S3 put s3://" + bucket + "/" + key + ": interrupted");
-            } catch (ExecutionException e) {
-                throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
-            } finally {
-                // after a failure, none of the rest is wanted: those not begun never begin, and those
-                // under way end before the upload is aborted, which would not remove a part made after
-                for (Future<CompletedPart> f : parts) {
-                    f.cancel(false);
-                    try {
-                        f.get();
-                    } catch (Exception alreadyReported) {
-                        // the first failure is what is thrown
-                    }
-                }
-            }
-            String etag = complete(key, uploadId, completed, ifMatch);
+            // a part made after the abort would stay: allOf ends them all first
+            String etag = complete(key, uploadId, allOf(parts, "put", key), ifMatch);
             done = true;
             return etag;
         } finally {
             if (!done) {
                 abort(key, uploadId);
+            }
+        }
+    }
+
+    /**
+     * What every task of {@code tasks} returned, in order; the first failure is thrown. After a
+     * failure none of the rest is wanted: those not begun never begin, and those under way are
+     * waited out, so nothing of them happens after this returns.
+     */
+    private <T> List<T> allOf(List<Future<T>> tasks, String op, String key) throws IOException {
+        List<T> results = new ArrayList<>(tasks.size());
+        try {
+            for (Future<T> f : tasks) {
+                results.add(f.get());
+            }
+            return results;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("S3 " + op + " s3://" + bucket + "/" + key + ": interrupted");
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+        } finally {
+            for (Future<T> f : tasks) {
+                f.cancel(false);
+                try {
+                    f.get();
+                } catch (Exception alreadyThrown) {
+                    // the first failure is what is thrown
+                }
             }
         }
     }
@@ -700,7 +797,7 @@ final class Bucket implements Closeable {
 
     @Override
     public void close() {
-        partUploaders.shutdownNow();
+        partMovers.shutdownNow();
         client.close();
     }
 }

@@ -118,12 +118,18 @@ final class CacheFile implements Closeable {
 
     /** Appends everything {@code in} gives to this (new, empty) file. */
     void writeAll(InputStream in) throws IOException {
+        writeAll(in, 0);
+    }
+
+    /** Writes everything {@code in} gives from {@code position} on; returns how many bytes that was. */
+    long writeAll(InputStream in, long position) throws IOException {
         byte[] chunk = new byte[COPY_CHUNK];
         ByteBuffer buf = ByteBuffer.wrap(chunk);
-        long at = 0;
+        long at = position;
         for (int n; (n = in.read(chunk)) != -1; ) {
             at += write(buf.clear().limit(n), at);
         }
+        return at - position;
     }
 
     long size() throws IOException {

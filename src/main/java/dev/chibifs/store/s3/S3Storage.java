@@ -1295,7 +1295,11 @@ public final class S3Storage implements Storage {
     /** One GET of {@code n} at {@code p}, its content kept unless the node changed meanwhile from generation {@code gen} (false). */
     private boolean fetched(Node n, VfsPath p, long gen) throws IOException {
         Path part = dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
-        Bucket.Head h = bucket.get(objectKey(p, n), part);
+        long expected;
+        synchronized (this) {
+            expected = n.size;
+        }
+        Bucket.Head h = bucket.get(objectKey(p, n), part, expected);
         synchronized (this) {
             try {
                 if (h == null) {

@@ -98,10 +98,56 @@ class BucketTest {
         }
     }
 
-    /** A client that uploads every file above S3's smallest part in parts of that size. */
+    @Test
+    void anObjectAboveTheLimitComesDownInRangesOfOneVersion() throws Exception {
+        try (Bucket parts = inParts()) {
+            Path f = randomFile("ranges", 2 * Bucket.MIN_PART_BYTES + 4321);
+            String etag = parts.put("p/ranges/a", f, Map.of("chibi-sha256", "z"), null);
+            Map<String, Long> before = parts.requests();
+            Path back = temp.resolve("ranges-back");
+            Bucket.Head h = parts.get("p/ranges/a", back, Files.size(f));
+            assertEquals(Map.of("get", 3L), since(before, parts.requests()));
+            assertArrayEquals(Files.readAllBytes(f), Files.readAllBytes(back));
+            assertEquals(new Bucket.Head(Files.size(f), h.modified(), etag, Map.of("chibi-sha256", "z")), h);
+
+            // thought larger than it is now: the first range is all of it
+            parts.put("p/ranges/small", "small".getBytes(UTF_8), Map.of(), null);
+            assertEquals(5, parts.get("p/ranges/small", back, 3 * Bucket.MIN_PART_BYTES).size());
+            assertEquals("small", Files.readString(back));
+            parts.put("p/ranges/empty", new byte[0], Map.of(), null);
+            assertEquals(0, parts.get("p/ranges/empty", back, 3 * Bucket.MIN_PART_BYTES).size());
+            assertEquals(0, Files.size(back));
+            assertNull(parts.get("p/ranges/none", back, 3 * Bucket.MIN_PART_BYTES));
+        }
+    }
+
+    @Test
+    void anObjectReplacedBetweenItsRangesComesWholeWithOneGet() throws Exception {
+        try (Bucket parts = inParts()) {
+            Path f = randomFile("replaced", 2 * Bucket.MIN_PART_BYTES + 1);
+            Path g = randomFile("replacement", Bucket.MIN_PART_BYTES + 2);
+            String etag = parts.put("p/replaced/a", f, Map.of(), null);
+            S3Server.HeldGet second = server.holdGetAfter(1);
+            Path back = temp.resolve("replaced-back");
+            var download = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return parts.get("p/replaced/a", back, Files.size(f));
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            second.reached().await();
+            String now = parts.put("p/replaced/a", g, Map.of(), etag);
+            second.release().countDown();
+            assertEquals(now, download.get().etag());
+            assertArrayEquals(Files.readAllBytes(g), Files.readAllBytes(back));
+        }
+    }
+
+    /** A client that moves every file above S3's smallest part in parts of that size. */
     private static Bucket inParts() {
         Bucket b = Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env());
-        b.uploadInParts(Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES);
+        b.movedInParts(Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES);
         return b;
     }
 

@@ -294,7 +294,7 @@ class S3HostsTest {
     /** A host whose uploads of more than S3's smallest part go up in parts of that size. */
     private S3Storage hostUploadingInParts(S3Options o) throws IOException {
         Bucket bucket = Bucket.connect(S3Spec.parse(spec), server.env());
-        bucket.uploadInParts(Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES);
+        bucket.movedInParts(Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES);
         S3Storage s = S3Storage.open(S3Spec.parse(spec), bucket, o);
         open.add(s);
         return s;

@@ -169,8 +169,8 @@ class S3MountTest {
 
     @Test
     @Timeout(120)
-    void aFileLargerThanOnePutShouldTakeGoesUpInPartsAndIsReadWholeOnAnotherHost() throws IOException {
-        // 70 MiB: above Bucket.DEFAULT_MULTIPART_ABOVE, so five parts of 16 MiB
+    void aFileLargerThanOneRequestShouldCarryMovesInPartsBothWays() throws IOException {
+        // 70 MiB: above Bucket.DEFAULT_PARTS_ABOVE, so five parts of 16 MiB up, and five ranges down
         MountedFs a = host("hostA");
         a.sh("head -c 73400320 /dev/urandom > " + PREFIX.substring(1) + "/model.bin && sync "
                 + PREFIX.substring(1) + "/model.bin").ok();
@@ -180,6 +180,8 @@ class S3MountTest {
         byte[] written = Files.readAllBytes(a.at(PREFIX + "/model.bin"));
         MountedFs b = host("hostB");
         await(SETTLES_WITHIN, "host B reading it whole", () -> java.util.Arrays.equals(written, bytesOrNull(b.at(PREFIX + "/model.bin"))));
+        String statsB = MountedFs.cli("stats", b.mountpoint().toString()).ok().out();
+        assertTrue(statsB.contains("get=5"), "host B downloads it in five ranges:\n" + statsB);
     }
 
     private static byte[] bytesOrNull(Path p) {

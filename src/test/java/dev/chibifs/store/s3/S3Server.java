@@ -178,8 +178,8 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
         @Override
         public Blob getBlob(String container, String name, GetOptions options) {
-            HeldGet held = server.heldGet.getAndSet(null);
-            if (held != null) {
+            HeldGet held = server.heldGet.get();
+            if (held != null && held.passing().getAndDecrement() == 0 && server.heldGet.compareAndSet(held, null)) {
                 held.reached().countDown();
                 try {
                     held.release().await();
@@ -220,15 +220,25 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         }
     }
 
-    /** A GET held by the server: {@code reached} once it arrived, answered once {@code release} is. */
-    record HeldGet(java.util.concurrent.CountDownLatch reached, java.util.concurrent.CountDownLatch release) {
+    /**
+     * A GET held by the server: {@code reached} once it arrived, answered once {@code release} is;
+     * {@code passing} GETs go by before it.
+     */
+    record HeldGet(java.util.concurrent.atomic.AtomicInteger passing, java.util.concurrent.CountDownLatch reached,
+                   java.util.concurrent.CountDownLatch release) {
     }
 
     private final java.util.concurrent.atomic.AtomicReference<HeldGet> heldGet = new java.util.concurrent.atomic.AtomicReference<>();
 
     /** The next GET to arrive waits until the test lets it go: a download that takes as long as the test needs. */
     HeldGet holdNextGet() {
-        HeldGet h = new HeldGet(new java.util.concurrent.CountDownLatch(1), new java.util.concurrent.CountDownLatch(1));
+        return holdGetAfter(0);
+    }
+
+    /** As {@link #holdNextGet}, for the GET after the next {@code others}. */
+    HeldGet holdGetAfter(int others) {
+        HeldGet h = new HeldGet(new java.util.concurrent.atomic.AtomicInteger(others), new java.util.concurrent.CountDownLatch(1),
+                new java.util.concurrent.CountDownLatch(1));
         heldGet.set(h);
         return h;
     }
