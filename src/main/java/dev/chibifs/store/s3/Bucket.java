@@ -13,6 +13,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -407,9 +411,8 @@ final class Bucket implements Closeable {
 
     /**
      * As {@link #get(String, Path)}, for an object thought to be {@code expectedSize} bytes: one larger
-     * than {@link #DEFAULT_PARTS_ABOVE} comes down in ranges, several at a time, each asked of the
-     * version the first range came from (If-Match its ETag). One replaced meanwhile comes whole with
-     * one GET after all.
+     * than {@link #DEFAULT_PARTS_ABOVE} comes down in ranges (see {@link #download}). One replaced
+     * meanwhile comes whole with one GET after all.
      */
     Head get(String key, Path to, long expectedSize) throws IOException {
         if (expectedSize <= partsAbove) {
@@ -417,28 +420,179 @@ final class Bucket implements Closeable {
         }
         Path tmp = to.resolveSibling(to.getFileName() + ".ranges");
         try {
-            Head whole;
-            try (CacheFile out = CacheFile.replace(tmp)) {
-                long part = partSize(expectedSize);
-                Range first = getRange(key, null, 0, part, out);
-                if (first == null) {
-                    return null;
-                }
-                List<Future<Range>> rest = new ArrayList<>();
-                for (long at = first.whole() ? first.total() : part; at < first.total(); at += part) {
-                    long from = at;
-                    long length = Math.min(part, first.total() - at);
-                    rest.add(partMovers.submit(() -> getRange(key, first.head().etag(), from, length, out)));
-                }
-                allOf(rest, "get", key);
-                whole = new Head(first.total(), first.head().modified(), first.head().etag(), first.head().meta());
+            Download d = download(key, tmp, expectedSize);
+            if (d == null) {
+                return null;
             }
+            Head whole = d.finish();
             Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             return whole;
         } catch (ChangedWhileRead e) {
             return get(key, to);
         } finally {
             Files.deleteIfExists(tmp);
+        }
+    }
+
+    /** Whether an object of {@code size} bytes comes down in ranges (and a file of that size goes up in parts). */
+    boolean inParts(long size) {
+        return size > partsAbove;
+    }
+
+    /**
+     * Starts the download of the object at {@code key} into {@code file} (replaced) in ranges of the
+     * part size, several at a time, each asked of the version the first range came from (If-Match its
+     * ETag), and returns once that first range is in, which tells the object's size, ETag and
+     * metadata; null when there is no such object. The rest can be read as it arrives
+     * ({@link Download#await}).
+     */
+    Download download(String key, Path file, long expectedSize) throws IOException {
+        CacheFile out = CacheFile.replace(file);
+        try {
+            long part = partSize(expectedSize);
+            Range first = getRange(key, null, 0, part, out);
+            if (first == null) {
+                out.close();
+                return null;
+            }
+            return new Download(key, file, out, first, part);
+        } catch (IOException | RuntimeException e) {
+            out.close();
+            throw e;
+        }
+    }
+
+    /**
+     * An object coming down in ranges into a file of the cache, readable as they arrive. Its file is
+     * the caller's to keep or remove once the download ended ({@link #whenEnded}).
+     */
+    final class Download {
+        private final String key;
+        private final Path file;
+        private final Head head;
+        private final long part;
+        private final CompletableFuture<Void> ended;
+        /** The ranges in the file, by index; guarded by this. */
+        private final java.util.BitSet arrived = new java.util.BitSet();
+        /** Why the download failed; guarded by this. */
+        private IOException failure;
+
+        private Download(String key, Path file, CacheFile out, Range first, long part) {
+            this.key = key;
+            this.file = file;
+            this.head = new Head(first.total(), first.head().modified(), first.head().etag(), first.head().meta());
+            this.part = part;
+            long from = first.whole() ? first.total() : part;
+            arrived.set(0, (int) ((from + part - 1) / part));
+            List<CompletableFuture<Void>> rest = new ArrayList<>();
+            for (long at = from; at < first.total(); at += part) {
+                long start = at;
+                long length = Math.min(part, first.total() - at);
+                int index = (int) (at / part);
+                // in order: a reader from the start finds its bytes first
+                Runnable range = () -> {
+                    synchronized (this) {
+                        if (failure != null) {
+                            return; // after a failure none of the rest is wanted
+                        }
+                    }
+                    try {
+                        getRange(key, head.etag(), start, length, out);
+                        arrived(index);
+                    } catch (IOException | RuntimeException e) {
+                        failed(e);
+                    }
+                };
+                try {
+                    rest.add(CompletableFuture.runAsync(range, partMovers));
+                } catch (java.util.concurrent.RejectedExecutionException closing) {
+                    failed(new IOException("S3 get s3://" + bucket + "/" + key + ": the store is closing"));
+                    break;
+                }
+            }
+            // every task ends normally, so this waits them all out before the file is closed: a
+            // range still writing into a descriptor closed (and its number reused) would write elsewhere
+            this.ended = CompletableFuture.allOf(rest.toArray(CompletableFuture[]::new)).whenComplete((v, e) -> out.close());
+        }
+
+        private synchronized void arrived(int index) {
+            arrived.set(index);
+            notifyAll();
+        }
+
+        private synchronized void failed(Throwable e) {
+            if (failure == null) {
+                failure = cause(e);
+            }
+            notifyAll();
+        }
+
+        private IOException cause(Throwable e) {
+            Throwable c = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+            return c instanceof IOException io ? io
+                    : new IOException("S3 get s3://" + bucket + "/" + key + ": " + c, c);
+        }
+
+        /** The object's size, ETag and metadata, as its first range said. */
+        Head head() {
+            return head;
+        }
+
+        Path file() {
+            return file;
+        }
+
+        /** Whether every range is in, or the download failed. */
+        boolean ended() {
+            return ended.isDone();
+        }
+
+        /** Waits until the file holds the object's bytes from {@code position} for {@code length} (or to its end). */
+        synchronized void await(long position, long length) throws IOException {
+            long end = Math.min(head.size(), position + length);
+            if (end <= position) {
+                return;
+            }
+            int last = (int) ((end - 1) / part);
+            while (arrived.nextClearBit((int) (position / part)) <= last) {
+                if (failure != null) {
+                    throw failure instanceof ChangedWhileRead
+                            ? new ErrnoException(Linux.ESTALE, key, "Stale file handle: replaced on S3 while it was downloaded")
+                            : failure;
+                }
+                try {
+                    wait();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException("S3 get s3://" + bucket + "/" + key + ": interrupted");
+                }
+            }
+        }
+
+        /** Waits for every range; the first failure is thrown. */
+        Head finish() throws IOException {
+            try {
+                ended.join();
+            } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+                failed(e);
+            }
+            synchronized (this) {
+                if (failure != null) {
+                    throw failure;
+                }
+            }
+            return head;
+        }
+
+        /** Runs {@code then} once every range is in, or the download failed (with why; else null). */
+        void whenEnded(java.util.function.Consumer<IOException> then) {
+            ended.whenComplete((v, e) -> {
+                IOException why;
+                synchronized (this) {
+                    why = failure;
+                }
+                then.accept(why);
+            });
         }
     }
 

@@ -216,6 +216,8 @@ public final class S3Storage implements Storage {
         java.util.concurrent.CompletableFuture<Void> askingAttributes;
         /** The GET of its content an open made, while one is under way; other opens join it. */
         java.util.concurrent.CompletableFuture<Void> fetching;
+        /** Its download in ranges, while read-only opens read it as it arrives ({@link #streamingHandle}). */
+        Bucket.Download download;
         boolean dirty;
         /** When its content was last fetched or opened here (clock millis): the content cache's LRU order. */
         long lastUsed;
@@ -1279,16 +1281,100 @@ public final class S3Storage implements Storage {
                     return;
                 }
             } finally {
-                synchronized (this) {
-                    if (n.fetching == mine) {
-                        n.fetching = null;
-                    }
-                }
-                askEnded(n, mine);
+                fetchEnded(n, mine);
             }
             if (attempt >= SNAPSHOT_TRIES) {
                 throw new ErrnoException(Linux.EBUSY, p.toString(), "Resource busy: changed while it was fetched");
             }
+        }
+    }
+
+    /** The fetch {@code mine} of {@code n} has ended: the opens and asks that joined it look again. */
+    private void fetchEnded(Node n, java.util.concurrent.CompletableFuture<Void> mine) {
+        synchronized (this) {
+            if (n.fetching == mine) {
+                n.fetching = null;
+            }
+        }
+        askEnded(n, mine);
+    }
+
+    /**
+     * A read-only handle of a file too large for one GET that is not cached yet, reading its download
+     * as the ranges arrive (the first such open starts it; writers and plain fetches wait for it
+     * whole); null where the file is cached, small, changed here or already being fetched whole, or
+     * its first range failed: the open then fetches it as any.
+     */
+    private Handle streamingHandle(Node n, VfsPath path) throws IOException {
+        java.util.concurrent.CompletableFuture<Void> mine = new java.util.concurrent.CompletableFuture<>();
+        long gen;
+        long expected;
+        Path file;
+        synchronized (this) {
+            if (nodes.get(path) != n || n.dir || n.link || n.cached || n.dirty || !bucket.inParts(n.size)) {
+                return null;
+            }
+            if (n.download != null) {
+                return downloadHandle(n, n.download);
+            }
+            if (n.fetching != null) {
+                return null;
+            }
+            n.fetching = mine;
+            gen = n.gen;
+            expected = n.size;
+            file = dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
+        }
+        Bucket.Download d;
+        try {
+            d = bucket.download(objectKey(path, n), file, expected);
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("S3 store {}: {} not downloaded in ranges: {}", spec, path, e.getMessage());
+            d = null;
+        }
+        if (d == null) {
+            Files.deleteIfExists(file);
+            fetchEnded(n, mine);
+            return null;
+        }
+        Handle h;
+        synchronized (this) {
+            // before anything can keep (move) or remove the file: it is opened here first
+            n.download = d;
+            h = downloadHandle(n, d);
+        }
+        Bucket.Download download = d;
+        d.whenEnded(failure -> downloadEnded(n, download, gen, mine, failure));
+        return h;
+    }
+
+    /** A read-only handle of the file download {@code d} fills; under the monitor. */
+    private Handle downloadHandle(Node n, Bucket.Download d) throws IOException {
+        return new Handle(n, CacheFile.openForReading(d.file()), d);
+    }
+
+    /** The download of {@code n} has ended: its content is kept unless it failed or the node changed since generation {@code gen}. */
+    private void downloadEnded(Node n, Bucket.Download d, long gen, java.util.concurrent.CompletableFuture<Void> mine,
+                               IOException failure) {
+        try {
+            synchronized (this) {
+                n.download = null;
+                if (failure == null && n.path != null && n.gen == gen && !n.cached) {
+                    keepFetched(n, d.file(), d.head());
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            failure = e instanceof IOException io ? io : new IOException(e);
+        } finally {
+            try {
+                Files.deleteIfExists(d.file());
+            } catch (IOException e) {
+                LOG.debug("S3 store {}: {} left in the cache: {}", spec, d.file(), e.getMessage());
+            }
+            fetchEnded(n, mine);
+        }
+        if (failure != null) {
+            LOG.warn("S3 store {}: download of {} failed: {}", spec, n.path, failure.getMessage());
         }
     }
 
@@ -1822,6 +1908,10 @@ public final class S3Storage implements Storage {
                 throw notFollowed(path);
             }
             if (n != null && !flags.contains(OpenFlag.TRUNCATE)) {
+                Handle streaming = write ? null : streamingHandle(n, path);
+                if (streaming != null) {
+                    return streaming;
+                }
                 fetch(n);
             } else if (n != null) {
                 learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
@@ -1964,14 +2054,27 @@ public final class S3Storage implements Storage {
         /** Made at the first lock request through this handle; guarded by the store's monitor. */
         private InProcessLocks.View locks;
 
+        /** The download it reads as it arrives, or null. */
+        private final Bucket.Download download;
+
         /** Made under the store's monitor. */
         Handle(Node node, CacheFile ch, boolean writer, boolean append, boolean made) {
+            this(node, ch, writer, append, made, null);
+        }
+
+        /** A read-only handle of {@code download}'s file; made under the store's monitor. */
+        Handle(Node node, CacheFile ch, Bucket.Download download) {
+            this(node, ch, false, false, false, download);
+        }
+
+        private Handle(Node node, CacheFile ch, boolean writer, boolean append, boolean made, Bucket.Download download) {
             node.opens++;
             this.node = node;
             this.ch = ch;
             this.writer = writer;
             this.append = append;
             this.opened = made ? null : metadataOf(node);
+            this.download = download;
         }
 
         @Override
@@ -1981,6 +2084,9 @@ public final class S3Storage implements Storage {
 
         @Override
         public int read(ByteBuffer dst, long position) throws IOException {
+            if (download != null) {
+                download.await(position, dst.remaining());
+            }
             return ch.read(dst, position);
         }
 
@@ -2075,7 +2181,8 @@ public final class S3Storage implements Storage {
 
         @Override
         public long size() throws IOException {
-            return ch.size();
+            // a file still downloading is as long as the object; its file, only as far as ranges came
+            return download != null && !download.ended() ? download.head().size() : ch.size();
         }
 
         @Override

@@ -291,6 +291,81 @@ class S3HostsTest {
         assertEquals(1, b.requests().getOrDefault("get", 0L) - getsBefore, b.requests().toString());
     }
 
+    @Test
+    void aLargeFileAnotherHostMadeIsReadFromItsStartWhileItsLaterRangesAreComing() throws Exception {
+        S3Storage a = hostUploadingInParts(options("a"));
+        byte[] content = randomBytes(3 * Bucket.MIN_PART_BYTES + 99, 5);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/weights.bin"), content);
+        a.flushAll();
+        S3Storage b = hostUploadingInParts(options("b"));
+        assertEquals(content.length, b.metadata(p("/shared/weights.bin")).size());
+        long getsBefore = b.requests().getOrDefault("get", 0L);
+
+        S3Server.HeldGet second = server.holdGetAfter(1); // the open's own first range goes by
+        try {
+            FileHandle h = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return b.open(p("/shared/weights.bin"), EnumSet.of(OpenFlag.READ), 0);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }).get(20, java.util.concurrent.TimeUnit.SECONDS);
+            try (h) {
+                ByteBuffer start = ByteBuffer.allocate(4096);
+                assertEquals(4096, h.read(start, 0), "the first range is in while the second is held");
+                assertArrayEquals(java.util.Arrays.copyOf(content, 4096), start.array());
+                assertEquals(content.length, h.size());
+                second.release().countDown();
+                ByteBuffer all = ByteBuffer.allocate(content.length);
+                while (all.hasRemaining() && h.read(all, all.position()) > 0) {
+                    // reads wait for the ranges they need
+                }
+                assertArrayEquals(content, all.array());
+            }
+        } finally {
+            second.release().countDown();
+        }
+        // the download is kept (a read meanwhile waits for it): the next open asks S3 nothing
+        assertArrayEquals(content, b.read(p("/shared/weights.bin")));
+        assertEquals(4, b.requests().getOrDefault("get", 0L) - getsBefore, b.requests().toString());
+    }
+
+    @Test
+    void aLargeFileReplacedOnS3WhileItIsReadSaysStaleAndTheNextOpenReadsTheNewVersion() throws Exception {
+        S3Storage a = hostUploadingInParts(options("a"));
+        // two ranges: the open's own, and the one held, which holds the end
+        byte[] before = randomBytes(Bucket.MIN_PART_BYTES + 5000, 6);
+        byte[] after = randomBytes(Bucket.MIN_PART_BYTES + 7000, 7);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/weights.bin"), before);
+        a.flushAll();
+        S3Storage b = hostUploadingInParts(options("b").withValidity(Duration.ZERO));
+        assertEquals(before.length, b.metadata(p("/shared/weights.bin")).size());
+
+        S3Server.HeldGet second = server.holdGetAfter(1);
+        try (FileHandle h = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return b.open(p("/shared/weights.bin"), EnumSet.of(OpenFlag.READ), 0);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }).get(20, java.util.concurrent.TimeUnit.SECONDS)) {
+            second.reached().await();
+            a.write(p("/shared/weights.bin"), after);
+            a.flushAll();
+            second.release().countDown();
+            ByteBuffer start = ByteBuffer.allocate(100);
+            h.read(start, 0);
+            assertArrayEquals(java.util.Arrays.copyOf(before, 100), start.array(), "what came before the change");
+            IOException stale = assertThrows(IOException.class, () -> h.read(ByteBuffer.allocate(100), before.length - 100));
+            assertEquals(Linux.ESTALE, Errors.errno(stale), stale.toString());
+        } finally {
+            second.release().countDown();
+        }
+        assertTrue(await(Duration.ofSeconds(10), () -> java.util.Arrays.equals(after, b.read(p("/shared/weights.bin")))));
+    }
+
     /** A host whose uploads of more than S3's smallest part go up in parts of that size. */
     private S3Storage hostUploadingInParts(S3Options o) throws IOException {
         Bucket bucket = Bucket.connect(S3Spec.parse(spec), server.env());
