@@ -620,8 +620,8 @@ final class Bucket implements Closeable {
             GetObjectResponse r = in.response();
             // "bytes 0-99/1234"; none where the server sent the whole object
             String contentRange = r.contentRange();
-            long total = contentRange == null ? r.contentLength()
-                    : Long.parseLong(contentRange.substring(contentRange.lastIndexOf('/') + 1).trim());
+            long total = contentRange != null ? Long.parseLong(contentRange.substring(contentRange.lastIndexOf('/') + 1).trim())
+                    : r.contentLength() == null ? 0 : r.contentLength();
             long at = contentRange == null ? 0 : from;
             long wrote = out.writeAll(in, at);
             answered();

@@ -1337,15 +1337,19 @@ public final class S3Storage implements Storage {
             fetchEnded(n, mine);
             return null;
         }
-        Handle h;
-        synchronized (this) {
-            // before anything can keep (move) or remove the file: it is opened here first
-            n.download = d;
-            h = downloadHandle(n, d);
-        }
         Bucket.Download download = d;
-        d.whenEnded(failure -> downloadEnded(n, download, gen, mine, failure));
-        return h;
+        try {
+            synchronized (this) {
+                if (!n.cached && n.gen == gen) {
+                    n.size = d.head().size(); // the object's now, should it have changed since it was listed
+                }
+                // before anything can keep (move) or remove the file: it is opened here first
+                n.download = d;
+                return downloadHandle(n, d);
+            }
+        } finally {
+            d.whenEnded(failure -> downloadEnded(n, download, gen, mine, failure));
+        }
     }
 
     /** A read-only handle of the file download {@code d} fills; under the monitor. */
