@@ -169,7 +169,7 @@ class S3MountTest {
 
     @Test
     @Timeout(120)
-    void aFileLargerThanOneRequestShouldCarryMovesInPartsBothWays() throws IOException {
+    void aFileLargerThanOneRequestShouldCarryMovesInPartsBothWaysAndIsReadAsItComes() throws IOException {
         // 70 MiB: above Bucket.DEFAULT_PARTS_ABOVE, so five parts of 16 MiB up, and five ranges down
         MountedFs a = host("hostA");
         a.sh("head -c 73400320 /dev/urandom > " + PREFIX.substring(1) + "/model.bin && sync "
@@ -179,6 +179,15 @@ class S3MountTest {
                 && !stats.contains("abort-upload"), stats);
         byte[] written = Files.readAllBytes(a.at(PREFIX + "/model.bin"));
         MountedFs b = host("hostB");
+        b.sh("stat " + PREFIX.substring(1) + "/model.bin").ok();
+        // the open's own first range goes by, the next is held: head reads what came, as it came
+        S3Server.HeldGet second = server.holdGetAfter(1);
+        try {
+            String head = b.sh("timeout 30 head -c 64 " + PREFIX.substring(1) + "/model.bin | od -An -tx1 | tr -d ' \\n'").ok().out();
+            assertEquals(java.util.HexFormat.of().formatHex(java.util.Arrays.copyOf(written, 64)), head.strip());
+        } finally {
+            second.release().countDown();
+        }
         await(SETTLES_WITHIN, "host B reading it whole", () -> java.util.Arrays.equals(written, bytesOrNull(b.at(PREFIX + "/model.bin"))));
         String statsB = MountedFs.cli("stats", b.mountpoint().toString()).ok().out();
         assertTrue(statsB.contains("get=5"), "host B downloads it in five ranges:\n" + statsB);
