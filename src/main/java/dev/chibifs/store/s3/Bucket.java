@@ -471,7 +471,12 @@ final class Bucket implements Closeable {
         private final Path file;
         private final Head head;
         private final long part;
+        private final CacheFile out;
+        /** Each range's end, by index: in the file, failed, or given up after another failed. */
+        private final CompletableFuture<Void>[] done;
         private final CompletableFuture<Void> ended;
+        /** The ranges a task or a read has begun to fetch, by index; guarded by this. */
+        private final java.util.BitSet taken = new java.util.BitSet();
         /** The ranges in the file, by index; guarded by this. */
         private final java.util.BitSet arrived = new java.util.BitSet();
         /** Why the download failed; guarded by this. */
@@ -480,39 +485,67 @@ final class Bucket implements Closeable {
         private Download(String key, Path file, CacheFile out, Range first, long part) {
             this.key = key;
             this.file = file;
+            this.out = out;
             this.head = new Head(first.total(), first.head().modified(), first.head().etag(), first.head().meta());
             this.part = part;
-            long from = first.whole() ? first.total() : part;
-            arrived.set(0, (int) ((from + part - 1) / part));
-            List<CompletableFuture<Void>> rest = new ArrayList<>();
-            for (long at = from; at < first.total(); at += part) {
-                long start = at;
-                long length = Math.min(part, first.total() - at);
-                int index = (int) (at / part);
-                // in order: a reader from the start finds its bytes first
-                Runnable range = () -> {
-                    synchronized (this) {
-                        if (failure != null) {
-                            return; // after a failure none of the rest is wanted
-                        }
-                    }
-                    try {
-                        getRange(key, head.etag(), start, length, out);
-                        arrived(index);
-                    } catch (IOException | RuntimeException e) {
-                        failed(e);
-                    }
-                };
+            int ranges = first.whole() ? 1 : (int) Math.max(1, (first.total() + part - 1) / part);
+            this.done = new CompletableFuture[ranges];
+            for (int i = 0; i < ranges; i++) {
+                done[i] = new CompletableFuture<>();
+            }
+            taken.set(0);
+            arrived.set(0);
+            done[0].complete(null);
+            // in order: a reader from the start finds its bytes first; a read further on takes the
+            // ranges it needs that no task has begun (see await)
+            for (int i = 1; i < ranges; i++) {
+                int index = i;
                 try {
-                    rest.add(CompletableFuture.runAsync(range, partMovers));
+                    partMovers.execute(() -> {
+                        if (take(index)) {
+                            fetch(index);
+                        }
+                    });
                 } catch (java.util.concurrent.RejectedExecutionException closing) {
                     failed(new IOException("S3 get s3://" + bucket + "/" + key + ": the store is closing"));
+                    for (int j = index; j < ranges; j++) {
+                        if (take(j)) {
+                            done[j].complete(null);
+                        }
+                    }
                     break;
                 }
             }
-            // every task ends normally, so this waits them all out before the file is closed: a
-            // range still writing into a descriptor closed (and its number reused) would write elsewhere
-            this.ended = CompletableFuture.allOf(rest.toArray(CompletableFuture[]::new)).whenComplete((v, e) -> out.close());
+            // each range is done once whoever took it stopped writing: only then is the file closed (a
+            // range still writing into a descriptor closed, and its number reused, would write elsewhere)
+            this.ended = CompletableFuture.allOf(done).whenComplete((v, e) -> out.close());
+        }
+
+        /** Whether range {@code index} was free: the caller fetches it. */
+        private synchronized boolean take(int index) {
+            if (taken.get(index)) {
+                return false;
+            }
+            taken.set(index);
+            return true;
+        }
+
+        /** Fetches range {@code index} (taken by the caller) into the file, unless the download failed already. */
+        private void fetch(int index) {
+            try {
+                synchronized (this) {
+                    if (failure != null) {
+                        return; // after a failure none of the rest is wanted
+                    }
+                }
+                long start = index * part;
+                getRange(key, head.etag(), start, Math.min(part, head.size() - start), out);
+                arrived(index);
+            } catch (IOException | RuntimeException e) {
+                failed(e);
+            } finally {
+                done[index].complete(null);
+            }
         }
 
         private synchronized void arrived(int index) {
@@ -547,14 +580,28 @@ final class Bucket implements Closeable {
             return ended.isDone();
         }
 
-        /** Waits until the file holds the object's bytes from {@code position} for {@code length} (or to its end). */
-        synchronized void await(long position, long length) throws IOException {
+        /**
+         * Waits until the file holds the object's bytes from {@code position} for {@code length} (or to
+         * its end), fetching here the ranges of them no task has begun: a read near the end (a zip's
+         * directory, a Parquet footer) waits for its own range, not for all those before it.
+         */
+        void await(long position, long length) throws IOException {
             long end = Math.min(head.size(), position + length);
             if (end <= position) {
                 return;
             }
+            int first = (int) (position / part);
             int last = (int) ((end - 1) / part);
-            while (arrived.nextClearBit((int) (position / part)) <= last) {
+            for (int i = first; i <= last; i++) {
+                if (take(i)) {
+                    fetch(i);
+                }
+            }
+            awaitArrived(first, last);
+        }
+
+        private synchronized void awaitArrived(int first, int last) throws IOException {
+            while (arrived.nextClearBit(first) <= last) {
                 if (failure != null) {
                     throw failure instanceof ChangedWhileRead
                             ? new ErrnoException(Linux.ESTALE, key, "Stale file handle: replaced on S3 while it was downloaded")

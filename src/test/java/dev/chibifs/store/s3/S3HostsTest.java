@@ -332,6 +332,43 @@ class S3HostsTest {
     }
 
     @Test
+    void aReadNearTheEndOfALargeFileTakesItsRangeBeforeThoseNoneHasAskedYet() throws Exception {
+        // seven ranges: the open's own, five held in the server (four hold every task of the pool, the
+        // fifth waits behind them), and the last, which the read near the end asks itself
+        long part = Bucket.MIN_PART_BYTES;
+        S3Storage a = hostUploadingInParts(options("a"));
+        byte[] content = randomBytes(6 * part + 1000, 8);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/archive.zip"), content);
+        a.flushAll();
+        S3Storage b = hostUploadingInParts(options("b"));
+        assertEquals(content.length, b.metadata(p("/shared/archive.zip")).size());
+
+        S3Server.HeldRanges middle = server.holdRanges(from -> from > 0 && from < 6 * part, 4);
+        try (FileHandle h = b.open(p("/shared/archive.zip"), EnumSet.of(OpenFlag.READ), 0)) {
+            middle.reached().await();
+            ByteBuffer tail = ByteBuffer.allocate(100);
+            int read = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return h.read(tail, content.length - 100);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }).get(20, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(100, read);
+            assertArrayEquals(java.util.Arrays.copyOfRange(content, content.length - 100, content.length), tail.array());
+            middle.release().countDown();
+            ByteBuffer all = ByteBuffer.allocate(content.length);
+            while (all.hasRemaining() && h.read(all, all.position()) > 0) {
+                // the rest, as it comes
+            }
+            assertArrayEquals(content, all.array());
+        } finally {
+            middle.release().countDown();
+        }
+    }
+
+    @Test
     void aLargeFileReplacedOnS3WhileItIsReadSaysStaleAndTheNextOpenReadsTheNewVersion() throws Exception {
         S3Storage a = hostUploadingInParts(options("a"));
         // two ranges: the open's own, and the one held, which holds the end

@@ -178,6 +178,16 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
         @Override
         public Blob getBlob(String container, String name, GetOptions options) {
+            HeldRanges ranges = server.heldRanges;
+            if (ranges != null && options != null && !options.ranges().isEmpty()
+                    && ranges.from().test(rangeStart(options.ranges().get(0)))) {
+                ranges.reached().countDown();
+                try {
+                    ranges.release().await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
             HeldGet held = server.heldGet.get();
             if (held != null && held.passing().getAndDecrement() == 0 && server.heldGet.compareAndSet(held, null)) {
                 held.reached().countDown();
@@ -233,6 +243,27 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     /** The next GET to arrive waits until the test lets it go: a download that takes as long as the test needs. */
     HeldGet holdNextGet() {
         return holdGetAfter(0);
+    }
+
+    /** GETs of ranges held by the server: {@code reached} counts them down as they come, all answered once {@code release} is. */
+    record HeldRanges(java.util.function.LongPredicate from, java.util.concurrent.CountDownLatch reached,
+                      java.util.concurrent.CountDownLatch release) {
+    }
+
+    private volatile HeldRanges heldRanges;
+
+    /** Every GET of a range starting where {@code from} says waits until the test lets them go; {@code expected} of them are awaited. */
+    HeldRanges holdRanges(java.util.function.LongPredicate from, int expected) {
+        HeldRanges h = new HeldRanges(from, new java.util.concurrent.CountDownLatch(expected), new java.util.concurrent.CountDownLatch(1));
+        heldRanges = h;
+        return h;
+    }
+
+    /** The first byte of a range as s3proxy passes it on ("0-99", or with "bytes=" before it). */
+    private static long rangeStart(String range) {
+        String r = range.startsWith("bytes=") ? range.substring(6) : range;
+        int dash = r.indexOf('-');
+        return dash <= 0 ? -1 : Long.parseLong(r.substring(0, dash).trim());
     }
 
     /** As {@link #holdNextGet}, for the GET after the next {@code others}. */
