@@ -488,17 +488,18 @@ final class Bucket implements Closeable {
             this.out = out;
             this.head = new Head(first.total(), first.head().modified(), first.head().etag(), first.head().meta());
             this.part = part;
-            int ranges = first.whole() ? 1 : (int) Math.max(1, (first.total() + part - 1) / part);
+            int ranges = (int) Math.max(1, (first.total() + part - 1) / part);
             this.done = new CompletableFuture[ranges];
+            // the first range is in; a server that ignored the Range sent them all
+            int in = first.whole() ? ranges : 1;
             for (int i = 0; i < ranges; i++) {
-                done[i] = new CompletableFuture<>();
+                done[i] = i < in ? CompletableFuture.completedFuture(null) : new CompletableFuture<>();
             }
-            taken.set(0);
-            arrived.set(0);
-            done[0].complete(null);
+            taken.set(0, in);
+            arrived.set(0, in);
             // in order: a reader from the start finds its bytes first; a read further on takes the
             // ranges it needs that no task has begun (see await)
-            for (int i = 1; i < ranges; i++) {
+            for (int i = in; i < ranges; i++) {
                 int index = i;
                 try {
                     partMovers.execute(() -> {
