@@ -497,29 +497,47 @@ final class Bucket implements Closeable {
             }
             taken.set(0, in);
             arrived.set(0, in);
-            // in order: a reader from the start finds its bytes first; a read further on takes the
-            // ranges it needs that no task has begun (see await)
-            for (int i = in; i < ranges; i++) {
-                int index = i;
-                try {
-                    partMovers.execute(() -> {
-                        if (take(index)) {
-                            fetch(index);
-                        }
-                    });
-                } catch (java.util.concurrent.RejectedExecutionException closing) {
-                    failed(new IOException("S3 get s3://" + bucket + "/" + key + ": the store is closing"));
-                    for (int j = index; j < ranges; j++) {
-                        if (take(j)) {
-                            done[j].complete(null);
-                        }
-                    }
-                    break;
-                }
+            // a few tasks, each the next range no one has taken (in order: a reader from the start
+            // finds its bytes first) and then back at the end of the pool's queue, so the downloads
+            // of several files take turns; a read further on takes the ranges it needs (see await)
+            for (int t = Math.min(PART_MOVERS, ranges - in); t > 0 && submitNext(); t--) {
+                // each task hands on to the next
             }
             // each range is done once whoever took it stopped writing: only then is the file closed (a
             // range still writing into a descriptor closed, and its number reused, would write elsewhere)
             this.ended = CompletableFuture.allOf(done).whenComplete((v, e) -> out.close());
+        }
+
+        /** Hands the pool a task that fetches the next free range, then hands on; false when the pool refused (closing). */
+        private boolean submitNext() {
+            try {
+                partMovers.execute(() -> {
+                    int index = takeNext();
+                    if (index >= 0) {
+                        fetch(index);
+                        submitNext();
+                    }
+                });
+                return true;
+            } catch (java.util.concurrent.RejectedExecutionException closing) {
+                failed(new IOException("S3 get s3://" + bucket + "/" + key + ": the store is closing"));
+                for (int j = 0; j < done.length; j++) {
+                    if (take(j)) {
+                        done[j].complete(null);
+                    }
+                }
+                return false;
+            }
+        }
+
+        /** The first range no one has taken, now the caller's; -1 when none is left. */
+        private synchronized int takeNext() {
+            int index = taken.nextClearBit(0);
+            if (index >= done.length) {
+                return -1;
+            }
+            taken.set(index);
+            return index;
         }
 
         /** Whether range {@code index} was free: the caller fetches it. */
@@ -865,6 +883,11 @@ final class Bucket implements Closeable {
         } catch (SdkException e) {
             throw failure("complete-upload", key, e);
         }
+    }
+
+    /** How many tasks of parts and ranges wait for a thread of the pool (tests: whose turn comes when). */
+    int partsWaiting() {
+        return ((java.util.concurrent.ThreadPoolExecutor) partMovers).getQueue().size();
     }
 
     /** How many uploads in parts of keys under {@code prefix} S3 holds begun and neither completed nor aborted. */

@@ -344,7 +344,7 @@ class S3HostsTest {
         S3Storage b = hostUploadingInParts(options("b"));
         assertEquals(content.length, b.metadata(p("/shared/archive.zip")).size());
 
-        S3Server.HeldRanges middle = server.holdRanges(from -> from > 0 && from < 6 * part, 4);
+        S3Server.HeldRanges middle = server.holdRanges((name, from) -> from > 0 && from < 6 * part, 4);
         try (FileHandle h = b.open(p("/shared/archive.zip"), EnumSet.of(OpenFlag.READ), 0)) {
             middle.reached().await();
             ByteBuffer tail = ByteBuffer.allocate(100);
@@ -365,6 +365,50 @@ class S3HostsTest {
             assertArrayEquals(content, all.array());
         } finally {
             middle.release().countDown();
+        }
+    }
+
+    @Test
+    void theDownloadsOfTwoLargeFilesTakeTurnsInThePool() throws Exception {
+        long part = Bucket.MIN_PART_BYTES;
+        S3Storage a = hostUploadingInParts(options("a"));
+        byte[] large = randomBytes(10 * part + 1, 9);
+        byte[] second = randomBytes(2 * part + 1, 10);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/large.bin"), large);
+        a.write(p("/shared/second.bin"), second);
+        a.flushAll();
+        Bucket bucketB = Bucket.connect(S3Spec.parse(spec), server.env());
+        bucketB.movedInParts(part, part);
+        S3Storage b = S3Storage.open(S3Spec.parse(spec), bucketB, options("b"));
+        open.add(b);
+        assertEquals(large.length, b.metadata(p("/shared/large.bin")).size());
+        assertEquals(second.length, b.metadata(p("/shared/second.bin")).size());
+
+        // ranges 1-4 of the large file hold every thread of b's pool
+        S3Server.HeldRanges held = server.holdRanges((name, from) -> name.endsWith("large.bin") && from > 0 && from < 5 * part, 4);
+        try (FileHandle h = b.open(p("/shared/large.bin"), EnumSet.of(OpenFlag.READ), 0)) {
+            held.reached().await();
+            int waitingBefore = bucketB.partsWaiting();
+            var read = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return b.read(p("/shared/second.bin"));
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            // the second file's first range came in its reader's thread; its two others wait for the pool
+            assertTrue(await(Duration.ofSeconds(10), () -> bucketB.partsWaiting() == waitingBefore + 2));
+            held.release().countDown();
+            assertArrayEquals(second, read.get(20, java.util.concurrent.TimeUnit.SECONDS));
+            List<String> asked = server.rangesAsked();
+            String lastOfSecond = prefix + "/shared/second.bin@" + 2 * part;
+            String lastOfLarge = prefix + "/shared/large.bin@" + 10 * part;
+            assertTrue(asked.contains(lastOfSecond) && (!asked.contains(lastOfLarge)
+                    || asked.indexOf(lastOfSecond) < asked.indexOf(lastOfLarge)),
+                    "the second file's ranges waited for all of the large one's: " + asked);
+        } finally {
+            held.release().countDown();
         }
     }
 

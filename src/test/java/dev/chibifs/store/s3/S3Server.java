@@ -178,9 +178,12 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
         @Override
         public Blob getBlob(String container, String name, GetOptions options) {
+            long start = options == null || options.ranges().isEmpty() ? -1 : rangeStart(options.ranges().get(0));
+            synchronized (server.rangesAsked) {
+                server.rangesAsked.add(name + "@" + start);
+            }
             HeldRanges ranges = server.heldRanges;
-            if (ranges != null && options != null && !options.ranges().isEmpty()
-                    && ranges.from().test(rangeStart(options.ranges().get(0)))) {
+            if (ranges != null && start >= 0 && ranges.which().test(name, start)) {
                 ranges.reached().countDown();
                 try {
                     ranges.release().await();
@@ -246,17 +249,29 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     }
 
     /** GETs of ranges held by the server: {@code reached} counts them down as they come, all answered once {@code release} is. */
-    record HeldRanges(java.util.function.LongPredicate from, java.util.concurrent.CountDownLatch reached,
+    record HeldRanges(java.util.function.BiPredicate<String, Long> which, java.util.concurrent.CountDownLatch reached,
                       java.util.concurrent.CountDownLatch release) {
     }
 
     private volatile HeldRanges heldRanges;
+    /** Every GET that came, as {@code <object name>@<first byte of its range>} (-1: the whole object), in order. */
+    private final List<String> rangesAsked = new java.util.ArrayList<>();
 
-    /** Every GET of a range starting where {@code from} says waits until the test lets them go; {@code expected} of them are awaited. */
-    HeldRanges holdRanges(java.util.function.LongPredicate from, int expected) {
-        HeldRanges h = new HeldRanges(from, new java.util.concurrent.CountDownLatch(expected), new java.util.concurrent.CountDownLatch(1));
+    /**
+     * Every GET of a range of the object {@code which} says (by name and first byte) waits until the
+     * test lets them go; {@code expected} of them are awaited.
+     */
+    HeldRanges holdRanges(java.util.function.BiPredicate<String, Long> which, int expected) {
+        HeldRanges h = new HeldRanges(which, new java.util.concurrent.CountDownLatch(expected), new java.util.concurrent.CountDownLatch(1));
         heldRanges = h;
         return h;
+    }
+
+    /** The GETs that came so far, in order (see {@link #rangesAsked}). */
+    List<String> rangesAsked() {
+        synchronized (rangesAsked) {
+            return List.copyOf(rangesAsked);
+        }
     }
 
     /** The first byte of a range as s3proxy passes it on ("0-99", or with "bytes=" before it). */
