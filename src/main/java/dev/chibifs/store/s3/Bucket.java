@@ -51,6 +51,7 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.MultipartUpload;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 import software.amazon.awssdk.services.s3.model.PutObjectResponse;
 import software.amazon.awssdk.services.s3.model.S3Exception;
@@ -897,6 +898,40 @@ final class Bucket implements Closeable {
             return client.listMultipartUploads(b -> b.bucket(bucket).prefix(prefix)).uploads().size();
         } catch (SdkException e) {
             throw failure("list-uploads", prefix, e);
+        }
+    }
+
+    /**
+     * Aborts the uploads in parts of keys under {@code prefix} begun before {@code cutoff}: what a host
+     * that stopped mid-upload left, which S3 would keep (and bill) until a lifecycle rule removes it.
+     * Returns how many.
+     */
+    int abortUploadsBegunBefore(String prefix, Instant cutoff) throws IOException {
+        refuseWhileUnreachable("list-uploads", prefix);
+        count("list-uploads");
+        List<MultipartUpload> old = new ArrayList<>();
+        try {
+            for (MultipartUpload u : client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix)).uploads()) {
+                if (u.initiated() != null && u.initiated().isBefore(cutoff)) {
+                    old.add(u);
+                }
+            }
+            answered();
+        } catch (SdkException e) {
+            throw failure("list-uploads", prefix, e);
+        }
+        for (MultipartUpload u : old) {
+            abort(u.key(), u.uploadId());
+        }
+        return old.size();
+    }
+
+    /** Begins an upload in parts and leaves it (tests: what a host that stopped mid-upload left). */
+    String beginUpload(String key) throws IOException {
+        try {
+            return client.createMultipartUpload(b -> b.bucket(bucket).key(key)).uploadId();
+        } catch (SdkException e) {
+            throw failure("create-upload", key, e);
         }
     }
 

@@ -131,6 +131,8 @@ public final class S3Storage implements Storage {
     /** Up to this many names missing from a listing are asked after one by one; more, by a second listing. */
     private static final int CONFIRM_ONE_BY_ONE = 16;
     private static final long COMPACT_AFTER = 10_000;
+    /** An upload in parts begun this long ago and not completed was left by a host that stopped. */
+    private static final Duration UPLOADS_LEFT_AFTER = Duration.ofDays(1);
     private static final java.util.concurrent.atomic.AtomicLong FETCHES = new java.util.concurrent.atomic.AtomicLong();
     private static final DateTimeFormatter CONFLICT_TIME =
             DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'").withZone(ZoneOffset.UTC);
@@ -179,6 +181,8 @@ public final class S3Storage implements Storage {
     private long seq;
     private boolean closed;
     private long backoffUntil;
+    /** When uploads in parts left behind are looked for again (see {@link #abortUploadsLeft}). */
+    private Instant nextUploadsLeftCheck = Instant.MIN;
     private long backoff;
     private String outage;
 
@@ -2962,6 +2966,9 @@ public final class S3Storage implements Storage {
      * holds exactly this content is no conflict either, whoever put it there.
      */
     private String putOnce(String key, Path snap, Map<String, String> meta, String base, String sha) throws IOException {
+        if (bucket.inParts(Files.size(snap))) {
+            abortUploadsLeft();
+        }
         try {
             return bucket.put(key, snap, meta, base);
         } catch (Bucket.PreconditionFailed e) {
@@ -2971,6 +2978,32 @@ public final class S3Storage implements Storage {
                 return now.etag();
             }
             throw e;
+        }
+    }
+
+    /**
+     * Before an upload in parts, at most once a day: aborts the uploads in parts under this store's
+     * prefix begun over a day ago, which a host that stopped mid-upload left (S3 keeps and bills their
+     * parts until a lifecycle rule removes them). A day, as `rclone cleanup` does: no upload here runs
+     * that long.
+     */
+    private void abortUploadsLeft() {
+        Instant now = options.clock().instant();
+        synchronized (this) {
+            if (now.isBefore(nextUploadsLeftCheck)) {
+                return;
+            }
+            nextUploadsLeftCheck = now.plus(UPLOADS_LEFT_AFTER);
+        }
+        String prefix = spec.keyPrefix().isEmpty() ? "" : spec.keyPrefix() + "/";
+        try {
+            int aborted = bucket.abortUploadsBegunBefore(prefix, now.minus(UPLOADS_LEFT_AFTER));
+            if (aborted > 0) {
+                LOG.info("S3 store {}: aborted {} upload(s) in parts begun over a day ago and never completed"
+                        + " (a host stopped mid-upload)", spec, aborted);
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("S3 store {}: uploads in parts left behind not looked for: {}", spec, e.getMessage());
         }
     }
 

@@ -447,6 +447,27 @@ class S3HostsTest {
         assertTrue(await(Duration.ofSeconds(10), () -> java.util.Arrays.equals(after, b.read(p("/shared/weights.bin")))));
     }
 
+    @Test
+    void anUploadInPartsAHostLeftADayAgoIsAbortedBeforeTheNextGoesUp() throws Exception {
+        // s3proxy says every upload began now: the store's clock starts now and moves
+        MutableClock clock = new MutableClock(Instant.now());
+        raw.beginUpload(prefix + "/shared/orphan.bin"); // a host that stopped mid-upload
+        S3Storage a = hostUploadingInParts(options("a").withClock(clock, false));
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/first.bin"), randomBytes(Bucket.MIN_PART_BYTES + 1, 11));
+        a.flushAll();
+        assertEquals(1, raw.uploadsUnderway(prefix + "/"), "begun less than a day ago: maybe another host's, under way");
+        clock.advance(Duration.ofHours(12));
+        a.write(p("/shared/second.bin"), randomBytes(Bucket.MIN_PART_BYTES + 1, 12));
+        a.flushAll();
+        assertEquals(1L, a.requests().get("list-uploads"), "looked for once a day: " + a.requests());
+        clock.advance(Duration.ofHours(13));
+        a.write(p("/shared/third.bin"), randomBytes(Bucket.MIN_PART_BYTES + 1, 13));
+        a.flushAll();
+        assertEquals(0, raw.uploadsUnderway(prefix + "/"));
+        assertEquals(2L, a.requests().get("list-uploads"), a.requests().toString());
+    }
+
     /** A host whose uploads of more than S3's smallest part go up in parts of that size. */
     private S3Storage hostUploadingInParts(S3Options o) throws IOException {
         Bucket bucket = Bucket.connect(S3Spec.parse(spec), server.env());
