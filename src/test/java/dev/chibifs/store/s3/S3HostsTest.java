@@ -304,24 +304,14 @@ class S3HostsTest {
 
         S3Server.HeldGet second = server.holdGetAfter(1); // the open's own first range goes by
         try {
-            FileHandle h = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                try {
-                    return b.open(p("/shared/weights.bin"), EnumSet.of(OpenFlag.READ), 0);
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }).get(20, java.util.concurrent.TimeUnit.SECONDS);
+            FileHandle h = within20s(() -> b.open(p("/shared/weights.bin"), EnumSet.of(OpenFlag.READ), 0));
             try (h) {
                 ByteBuffer start = ByteBuffer.allocate(4096);
                 assertEquals(4096, h.read(start, 0), "the first range is in while the second is held");
                 assertArrayEquals(java.util.Arrays.copyOf(content, 4096), start.array());
                 assertEquals(content.length, h.size());
                 second.release().countDown();
-                ByteBuffer all = ByteBuffer.allocate(content.length);
-                while (all.hasRemaining() && h.read(all, all.position()) > 0) {
-                    // reads wait for the ranges they need
-                }
-                assertArrayEquals(content, all.array());
+                assertArrayEquals(content, readWhole(h, content.length));
             }
         } finally {
             second.release().countDown();
@@ -348,21 +338,11 @@ class S3HostsTest {
         try (FileHandle h = b.open(p("/shared/archive.zip"), EnumSet.of(OpenFlag.READ), 0)) {
             middle.reached().await();
             ByteBuffer tail = ByteBuffer.allocate(100);
-            int read = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                try {
-                    return h.read(tail, content.length - 100);
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }).get(20, java.util.concurrent.TimeUnit.SECONDS);
+            int read = within20s(() -> h.read(tail, content.length - 100));
             assertEquals(100, read);
             assertArrayEquals(java.util.Arrays.copyOfRange(content, content.length - 100, content.length), tail.array());
             middle.release().countDown();
-            ByteBuffer all = ByteBuffer.allocate(content.length);
-            while (all.hasRemaining() && h.read(all, all.position()) > 0) {
-                // the rest, as it comes
-            }
-            assertArrayEquals(content, all.array());
+            assertArrayEquals(content, readWhole(h, content.length));
         } finally {
             middle.release().countDown();
         }
@@ -425,13 +405,7 @@ class S3HostsTest {
         assertEquals(before.length, b.metadata(p("/shared/weights.bin")).size());
 
         S3Server.HeldGet second = server.holdGetAfter(1);
-        try (FileHandle h = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-            try {
-                return b.open(p("/shared/weights.bin"), EnumSet.of(OpenFlag.READ), 0);
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        }).get(20, java.util.concurrent.TimeUnit.SECONDS)) {
+        try (FileHandle h = within20s(() -> b.open(p("/shared/weights.bin"), EnumSet.of(OpenFlag.READ), 0))) {
             second.reached().await();
             a.write(p("/shared/weights.bin"), after);
             a.flushAll();
@@ -466,6 +440,26 @@ class S3HostsTest {
         a.flushAll();
         assertEquals(0, raw.uploadsUnderway(prefix + "/"));
         assertEquals(2L, a.requests().get("list-uploads"), a.requests().toString());
+    }
+
+    /** What {@code task} returns, which must come within 20 s: a read that waits for what is held fails the test, not hangs it. */
+    private static <T> T within20s(Callable<T> task) throws Exception {
+        return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return task.call();
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        }).get(20, java.util.concurrent.TimeUnit.SECONDS);
+    }
+
+    /** All {@code size} bytes of {@code h}: each read waits for the ranges it needs. */
+    private static byte[] readWhole(FileHandle h, int size) throws IOException {
+        ByteBuffer all = ByteBuffer.allocate(size);
+        while (all.hasRemaining() && h.read(all, all.position()) > 0) {
+            // the rest, as it comes
+        }
+        return all.array();
     }
 
     /** A host whose uploads of more than S3's smallest part go up in parts of that size. */
