@@ -487,9 +487,9 @@ final class Bucket implements Closeable {
             this.key = key;
             this.file = file;
             this.out = out;
-            this.head = new Head(first.total(), first.head().modified(), first.head().etag(), first.head().meta());
+            this.head = first.head();
             this.part = part;
-            int ranges = (int) Math.max(1, (first.total() + part - 1) / part);
+            int ranges = (int) Math.max(1, (head.size() + part - 1) / part);
             this.done = new CompletableFuture[ranges];
             // the first range is in; a server that ignored the Range sent them all
             int in = first.whole() ? ranges : 1;
@@ -663,8 +663,8 @@ final class Bucket implements Closeable {
         }
     }
 
-    /** A range of an object written into its place; {@code total} is the object's size; {@code whole}: the server sent it all. */
-    private record Range(Head head, long total, boolean whole) {
+    /** A range of an object written into its place: {@code head} says the whole object's size; {@code whole}: the server sent it all. */
+    private record Range(Head head, boolean whole) {
     }
 
     /** The object changed, or shrank, between the ranges of one download. */
@@ -695,7 +695,7 @@ final class Bucket implements Closeable {
             if (contentRange != null && wrote != Math.min(length, total - from)) {
                 throw new ChangedWhileRead("s3://" + bucket + "/" + key + ": " + range + " came " + wrote + " bytes");
             }
-            return new Range(new Head(total, r.lastModified(), r.eTag(), r.metadata()), total, contentRange == null);
+            return new Range(new Head(total, r.lastModified(), r.eTag(), r.metadata()), contentRange == null);
         } catch (S3Exception e) {
             answered();
             if (e.statusCode() == 404 && ifMatch == null) {

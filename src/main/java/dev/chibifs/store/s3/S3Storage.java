@@ -1246,6 +1246,7 @@ public final class S3Storage implements Storage {
         for (int attempt = 0; ; attempt++) {
             VfsPath p;
             long gen;
+            long expected;
             java.util.concurrent.CompletableFuture<Void> underway;
             java.util.concurrent.CompletableFuture<Void> mine = null;
             synchronized (this) {
@@ -1260,6 +1261,7 @@ public final class S3Storage implements Storage {
                 }
                 p = n.path;
                 gen = n.gen;
+                expected = n.size;
                 if (p == null) {
                     throw new NoSuchFileException("(removed)");
                 }
@@ -1281,7 +1283,7 @@ public final class S3Storage implements Storage {
                 continue;
             }
             try {
-                if (fetched(n, p, gen)) {
+                if (fetched(n, p, gen, expected)) {
                     return;
                 }
             } finally {
@@ -1386,13 +1388,12 @@ public final class S3Storage implements Storage {
         }
     }
 
-    /** One GET of {@code n} at {@code p}, its content kept unless the node changed meanwhile from generation {@code gen} (false). */
-    private boolean fetched(Node n, VfsPath p, long gen) throws IOException {
+    /**
+     * One download of {@code n} at {@code p}, thought {@code expected} bytes, its content kept unless the
+     * node changed meanwhile from generation {@code gen} (false).
+     */
+    private boolean fetched(Node n, VfsPath p, long gen, long expected) throws IOException {
         Path part = dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
-        long expected;
-        synchronized (this) {
-            expected = n.size;
-        }
         Bucket.Head h = bucket.get(objectKey(p, n), part, expected);
         synchronized (this) {
             try {
