@@ -84,6 +84,12 @@ final class StatsCommand implements Callable<Integer> {
             }
         }
         out.println(now.get("session").asText());
+        JsonNode workers = now.get("workers");
+        if (workers != null) {
+            // more than it keeps: requests waited (in S3, on a stalled disk) and others came meanwhile
+            out.println("workers: " + workers.get("now").asInt() + " now, " + workers.get("most").asInt()
+                    + " at most, " + workers.get("kept").asInt() + " kept");
+        }
         out.printf("%-16s %12s %10s %12s%n", "opcode", before == null ? "requests" : "per second", "errors", "mean us");
         for (JsonNode r : now.get("requests")) {
             String op = r.get("opcode").asText();

@@ -71,10 +71,10 @@ final class StatsSocket implements AutoCloseable {
         }
     }
 
-    /** What the daemon reports: its requests by opcode, denials by context, and each store's state by prefix. */
+    /** What the daemon reports: its requests by opcode, denials by context, its workers, and each store's state by prefix. */
     static Object snapshot(RequestStats stats, String negotiated, java.util.Map<String, String> stores) {
         RequestStats.Snapshot s = stats.snapshot();
-        return java.util.Map.of("requests", s.requests().values(), "denials", s.denials(),
+        return java.util.Map.of("requests", s.requests().values(), "denials", s.denials(), "workers", s.workers(),
                 "session", negotiated == null ? "" : negotiated, "stores", stores);
     }
 

@@ -184,7 +184,7 @@ public final class FuseDaemon {
             throw e;
         }
         FuseSession s = new FuseSession(device, fs, new FuseSession.Settings(spec.maxWrite(),
-                FuseSession.Settings.DEFAULT_WORKERS, fs.readdirplus(), passthrough && mayPassThrough(), spec.debug(), xattr, ioUring), stats);
+                FuseSession.Settings.DEFAULT_WORKERS, FuseSession.Settings.DEFAULT_MAX_WORKERS, fs.readdirplus(), passthrough && mayPassThrough(), spec.debug(), xattr, ioUring), stats);
         session = s;
         if (follower instanceof ChangeFollower cf) {
             cf.notifyThrough(device, s);

@@ -18,6 +18,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * One FUSE connection: answers INIT with what was negotiated, then serves requests on worker
  * threads of its own, each reading /dev/fuse into its own buffers and dispatching by opcode to
  * {@link FuseFileSystem}. No exception escapes a request: the last catch answers EIO and logs.
+ *
+ * <p>The workers are a pool that grows while requests wait in the store (an S3 GET over a slow
+ * link, a disk that stalls), as libfuse's multi-threaded loop does: a worker that takes a request
+ * when no other is left reading starts one more, up to {@link Settings#maxWorkers}, so the rest of
+ * the mount keeps answering; one that finishes a request while many others read again retires, down
+ * to {@link Settings#workers}.
  */
 final class FuseSession {
 
@@ -37,18 +43,29 @@ final class FuseSession {
     static final int REPLY_CAPACITY = 64 * 1024;
 
     /** What the daemon asks of the kernel at INIT (the kernel grants what it offers). */
-    record Settings(int maxWrite, int workers, boolean readdirplus, boolean passthrough, boolean debug, boolean xattr,
-                    boolean ioUring) {
+    record Settings(int maxWrite, int workers, int maxWorkers, boolean readdirplus, boolean passthrough, boolean debug,
+                    boolean xattr, boolean ioUring) {
         static final int DEFAULT_MAX_WRITE = 1 << 20;
+        /** Workers kept reading /dev/fuse: more than the requests a few busy processes have in flight. */
         static final int DEFAULT_WORKERS = 8;
+        /**
+         * Workers at most, while requests wait in the store: each holds a request buffer of max_write
+         * (resident once a WRITE fills it) and, once it serves a READ, a data buffer as large.
+         */
+        static final int DEFAULT_MAX_WORKERS = 64;
 
+        /** A fixed pool of {@code workers}, with extended attributes, through /dev/fuse. */
         Settings(int maxWrite, int workers, boolean readdirplus, boolean passthrough, boolean debug) {
-            this(maxWrite, workers, readdirplus, passthrough, debug, true, false);
+            this(maxWrite, workers, workers, readdirplus, passthrough, debug, true, false);
         }
 
         Settings {
             if (maxWrite < 4096 || maxWrite > 16 << 20) {
                 throw new IllegalArgumentException("max_write=" + maxWrite + ": it must be from 4096 to 16 MiB");
+            }
+            if (workers < 1 || maxWorkers < workers) {
+                throw new IllegalArgumentException("workers=" + workers + ", maxWorkers=" + maxWorkers
+                        + ": at least one worker, and no fewer at most than at least");
             }
         }
     }
@@ -81,6 +98,16 @@ final class FuseSession {
     private final AtomicInteger running = new AtomicInteger();
     /** The /dev/fuse readers still reading; once none is, the session is gone. */
     private final AtomicInteger reading = new AtomicInteger();
+    /** The /dev/fuse workers now: from {@link Settings#workers} to {@link Settings#maxWorkers}. */
+    private final AtomicInteger workers = new AtomicInteger();
+    /**
+     * Workers serving a request. All of them busy means the next request would wait in the kernel.
+     * Busy ones are counted, not idle ones: a worker just started is not reading yet, and counting
+     * it as neither would start another at the first request.
+     */
+    private final AtomicInteger busy = new AtomicInteger();
+    /** Names the workers started after the first ones. */
+    private final AtomicInteger workerNames = new AtomicInteger();
     private final LockWaits lockWaits;
     /** Notifications that may wait in the kernel; see {@link NoticeWriter}. */
     private final NoticeWriter notices;
@@ -143,6 +170,9 @@ final class FuseSession {
         List<Thread> threads = new ArrayList<>();
         running.set(settings.workers());
         reading.set(settings.workers());
+        workers.set(settings.workers());
+        workerNames.set(settings.workers());
+        stats.workersKept(settings.workers());
         FuseRing r = ring;
         if (r != null) {
             // FORGET and INTERRUPT still come through /dev/fuse, so its workers stay
@@ -219,6 +249,50 @@ final class FuseSession {
         }
     }
 
+    /**
+     * Starts one more worker, unless there are {@link Settings#maxWorkers} already. Called by a
+     * worker that is itself counted as reading and running, so neither count can have reached zero
+     * (the session's end) meanwhile.
+     */
+    private void addWorker() {
+        int now;
+        do {
+            now = workers.get();
+            if (now >= settings.maxWorkers()) {
+                return;
+            }
+        } while (!workers.compareAndSet(now, now + 1));
+        running.incrementAndGet();
+        reading.incrementAndGet();
+        stats.workers(now + 1);
+        Thread t = new Thread(new Worker()::loop, "chibifs-fuse-" + workerNames.getAndIncrement());
+        t.setDaemon(true);
+        t.start();
+        LOG.debug("every worker was busy: {} now", now + 1);
+    }
+
+    /**
+     * Whether a worker that finished a request ends, the pool being larger than it needs to be: more
+     * than {@link Settings#workers}, and half as many as those free already. Half, not one: a pool that
+     * shrank as soon as one worker was free would start a thread again at the next burst of requests.
+     */
+    private boolean retire() {
+        int now;
+        do {
+            now = workers.get();
+            if (now <= settings.workers() || now - 1 - busy.get() < Math.max(1, settings.workers() / 2)) {
+                return false;
+            }
+        } while (!workers.compareAndSet(now, now - 1));
+        stats.workers(now - 1);
+        return true;
+    }
+
+    /** The /dev/fuse workers now (tests watch the pool grow and shrink). */
+    int workers() {
+        return workers.get();
+    }
+
     private void workerEnded() {
         if (running.decrementAndGet() == 0) {
             fs.stopDroppingListings();
@@ -236,6 +310,10 @@ final class FuseSession {
         FuseChannel replyTo = channel;
         /** READ's data, made at the first READ this worker serves: with passthrough none comes. */
         private ByteBuffer data;
+        /** {@link #data}'s address, freed with the worker (a worker that retires gives it back at once, not at a GC). */
+        private long dataAddress;
+        /** Whether this worker is counted in {@link #busy} (an io_uring queue's worker never is). */
+        private boolean countedBusy;
         /** For notifications sent while the request's reply is being written (lock grants). */
         final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
         /** The request buffer's address (io_uring entries copy their request there). */
@@ -253,14 +331,31 @@ final class FuseSession {
 
         private ByteBuffer data() {
             if (data == null) {
-                data = ByteBuffer.allocateDirect(settings.maxWrite());
+                dataAddress = MEMORY.allocateMemory(settings.maxWrite(), false);
+                data = MEMORY.newDirectByteBuffer(dataAddress, settings.maxWrite());
             }
             return data;
         }
 
-        /** Gives back the request memory, once this worker reads no more. */
+        /**
+         * Counts this worker as free from now, before its reply goes out: the caller's next request
+         * may come at once, and finding this worker still busy it would start another for nothing.
+         */
+        private void notBusy() {
+            if (countedBusy) {
+                countedBusy = false;
+                busy.decrementAndGet();
+            }
+        }
+
+        /** Gives back the request and data memory, once this worker reads no more. */
         void free() {
             MEMORY.freeMemory(requestAddress);
+            if (dataAddress != 0) {
+                data = null;
+                MEMORY.freeMemory(dataAddress);
+                dataAddress = 0;
+            }
         }
 
         /** Reads and answers INIT; false when the kernel's protocol is one we cannot speak. */
@@ -330,6 +425,7 @@ final class FuseSession {
         }
 
         void loop() {
+            boolean retired = false;
             try {
                 while (true) {
                     int n;
@@ -341,11 +437,25 @@ final class FuseSession {
                         LOG.error("reading /dev/fuse failed; this worker stops", e);
                         return;
                     }
+                    countedBusy = true;
+                    if (busy.incrementAndGet() >= workers.get()) {
+                        // this request may wait (in the store, for S3): a request that comes meanwhile
+                        // must find a reader, or it waits in the kernel with its caller behind it
+                        addWorker();
+                    }
                     if (req.decode(n)) {
                         serve();
                     }
+                    notBusy();
+                    if (retire()) {
+                        retired = true;
+                        return;
+                    }
                 }
             } finally {
+                if (!retired) {
+                    stats.workers(workers.decrementAndGet());
+                }
                 free();
                 if (reading.decrementAndGet() == 0) {
                     // the kernel ended the session (ENODEV): a ring entry still holding a request (a
@@ -373,6 +483,7 @@ final class FuseSession {
                 reply.error(errnoOf(t));
             } finally {
                 stats.served(opcode, System.nanoTime() - start, reply.isError());
+                notBusy();
             }
             if (settings.debug()) {
                 LOG.info("{} node {} unique {}: {}", FuseProtocol.opcodeName(opcode), req.nodeid, req.unique,

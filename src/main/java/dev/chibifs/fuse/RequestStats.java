@@ -21,6 +21,10 @@ public final class RequestStats {
             new java.util.concurrent.atomic.AtomicIntegerArray(FuseProtocol.OPCODE_LIMIT);
     private final java.util.concurrent.atomic.AtomicIntegerArray mostInFlight =
             new java.util.concurrent.atomic.AtomicIntegerArray(FuseProtocol.OPCODE_LIMIT);
+    /** The session's workers now, and the most there were: more than it keeps means requests waited in the store. */
+    private volatile int workersNow;
+    private volatile int workersKept;
+    private final java.util.concurrent.atomic.AtomicInteger mostWorkers = new java.util.concurrent.atomic.AtomicInteger();
 
     void started(int opcode) {
         int i = index(opcode);
@@ -52,6 +56,18 @@ public final class RequestStats {
         }
     }
 
+    /** The workers a session keeps, however few requests come. */
+    void workersKept(int kept) {
+        workersKept = kept;
+        workers(kept);
+    }
+
+    /** The workers reading /dev/fuse now; the most there were is kept too. */
+    void workers(int now) {
+        workersNow = now;
+        mostWorkers.accumulateAndGet(now, Math::max);
+    }
+
     void denied(String caller) {
         denials.computeIfAbsent(caller, c -> new LongAdder()).increment();
     }
@@ -60,8 +76,12 @@ public final class RequestStats {
     public record OpStats(String opcode, long count, long errors, long totalMicros, int mostAtOnce) {
     }
 
-    /** A snapshot: opcodes that were served, in opcode order, and denials by caller. */
-    public record Snapshot(Map<String, OpStats> requests, Map<String, Long> denials) {
+    /** The session's workers: those it keeps, those now, and the most there were at once. */
+    public record Workers(int kept, int now, int most) {
+    }
+
+    /** A snapshot: opcodes that were served, in opcode order, denials by caller, and the workers. */
+    public record Snapshot(Map<String, OpStats> requests, Map<String, Long> denials, Workers workers) {
     }
 
     public Snapshot snapshot() {
@@ -75,7 +95,7 @@ public final class RequestStats {
         }
         Map<String, Long> d = new LinkedHashMap<>();
         denials.forEach((k, v) -> d.put(k, v.sum()));
-        return new Snapshot(requests, d);
+        return new Snapshot(requests, d, new Workers(workersKept, workersNow, mostWorkers.get()));
     }
 
     /** The count of one opcode, by its fuse.h name without FUSE_ (tests count requests with it). */

@@ -57,10 +57,14 @@ class FuseFileSystemTest {
 
     /** As {@link #connect(long)}, with {@code workers} workers. */
     private void connect(long offered, int workers) throws Exception {
+        connect(offered, new FuseSession.Settings(1 << 20, workers, true, false, false));
+    }
+
+    private void connect(long offered, FuseSession.Settings settings) throws Exception {
         kernel = new FakeKernel();
         fs = new FuseFileSystem(router, CallerResolver.fixed(Caller.context("alice")), 1000, 1000, timeouts, true);
         fs.clock(clock);
-        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, workers, true, false, false), stats);
+        session = new FuseSession(kernel, fs, settings, stats);
         session.start();
         FakeKernel.Reply init = kernel.init(offered);
         assertEquals(0, init.error());
@@ -871,6 +875,51 @@ class FuseFileSystemTest {
         // This session has one worker, as an io_uring queue has one thread: had the grant written the
         // notification itself, or waited for it, no reply below would ever come (stress-ng hung a mount so)
         grantWhileItsInvalidationWaits();
+    }
+
+    @Test
+    void requestsWaitingInTheStoreLeaveAWorkerReadingUpToTheMostAndThePoolShrinksAfter() throws Exception {
+        kernel.close();
+        session.ended().join();
+        connect(OFFERED, new FuseSession.Settings(1 << 20, 2, 6, true, false, false, true, false));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        java.util.Set<Long> sent = new java.util.HashSet<>();
+        // the store's lock held, as a slow store holds a request: every LOOKUP below waits in it
+        synchronized (store) {
+            for (int i = 1; i <= 5; i++) {
+                sent.add(kernel.send(FuseProtocol.LOOKUP, shared, body().name("waits" + i)));
+                int waiting = i;
+                // each waiting request leaves one more worker reading, up to the most
+                awaitWorkers(Math.min(waiting + 1, 6), () -> "workers with " + waiting + " requests waiting");
+            }
+            sent.add(kernel.send(FuseProtocol.LOOKUP, shared, body().name("waits6")));
+            awaitWorkers(6, () -> "no more than the most");
+        }
+        for (int i = 0; i < 6; i++) {
+            FakeKernel.Reply r = kernel.reply();
+            assertTrue(sent.remove(r.unique()), "a reply to each request once");
+            assertEquals(-Linux.ENOENT, r.error());
+        }
+        assertEquals(6, stats.snapshot().workers().most());
+        assertEquals(2, stats.snapshot().workers().kept());
+        // the requests that follow, one at a time, find more workers reading than needed: each retires
+        // the one that served it, down to the two kept
+        for (int i = 0; i < 10 && session.workers() > 2; i++) {
+            lookup(FuseProtocol.ROOT_ID, "shared");
+        }
+        assertEquals(2, session.workers());
+        assertEquals(2, stats.snapshot().workers().now());
+    }
+
+    /** Waits (5 s at most) until the session has {@code expected} workers; no event tells it, so it is polled. */
+    private void awaitWorkers(int expected, java.util.function.Supplier<String> what) {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+        while (session.workers() != expected) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(what.get() + ": " + session.workers() + ", expected " + expected);
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(1));
+        }
     }
 
     @Test

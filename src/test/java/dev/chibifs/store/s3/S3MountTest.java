@@ -193,6 +193,38 @@ class S3MountTest {
         assertTrue(statsB.contains("get=5"), "host B downloads it in five ranges:\n" + statsB);
     }
 
+    @Test
+    @Timeout(120)
+    void readsWaitingForTheBucketLeaveTheRestOfTheMountAnswering() throws Exception {
+        // more readers than the daemon keeps workers: a slow bucket must not stop /shared or /home
+        int readers = 12;
+        MountedFs a = host("hostA");
+        a.sh("for i in $(seq " + readers + "); do echo \"slow $i\" > " + PREFIX.substring(1) + "/slow$i; done && sync").ok();
+        // prefetch off: a listing brings names and sizes, each open a GET of its own
+        MountedFs b = host(MountedFs.tempRoot(), "hostB", FLUSH_AFTER, "--prefetch-below", "0");
+        Files.writeString(b.at("/shared/local.md"), "local\n");
+        await(SETTLES_WITHIN, "host B listing every file", () -> names(b.at(PREFIX)).size() == readers);
+        S3Server.HeldRanges held = server.holdRanges((name, from) -> name.contains("/slow"), readers);
+        List<Process> cats = new ArrayList<>();
+        try {
+            for (int i = 1; i <= readers; i++) {
+                cats.add(new ProcessBuilder("timeout", "60", "cat", b.at(PREFIX + "/slow" + i).toString())
+                        .redirectError(ProcessBuilder.Redirect.DISCARD).start());
+            }
+            assertTrue(held.reached().await(30, java.util.concurrent.TimeUnit.SECONDS),
+                    (readers - held.reached().getCount()) + " of " + readers + " GETs reached the bucket in 30 s");
+            assertEquals("local\n", b.sh("timeout 10 cat shared/local.md").ok().out());
+            b.sh("timeout 10 ls -l shared home >/dev/null").ok();
+        } finally {
+            held.release().countDown();
+        }
+        for (int i = 0; i < readers; i++) {
+            Process cat = cats.get(i);
+            assertEquals("slow " + (i + 1) + "\n", new String(cat.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+            assertEquals(0, cat.waitFor());
+        }
+    }
+
     private static byte[] bytesOrNull(Path p) {
         try {
             return Files.readAllBytes(p);

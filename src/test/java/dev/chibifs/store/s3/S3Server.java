@@ -183,7 +183,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
                 server.rangesAsked.add(name + "@" + start);
             }
             HeldRanges ranges = server.heldRanges;
-            if (ranges != null && start >= 0 && ranges.which().test(name, start)) {
+            if (ranges != null && ranges.which().test(name, start)) {
                 ranges.reached().countDown();
                 try {
                     ranges.release().await();
@@ -248,7 +248,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         return holdGetAfter(0);
     }
 
-    /** GETs of ranges held by the server: {@code reached} counts them down as they come, all answered once {@code release} is. */
+    /** GETs held by the server: {@code reached} counts them down as they come, all answered once {@code release} is. */
     record HeldRanges(java.util.function.BiPredicate<String, Long> which, java.util.concurrent.CountDownLatch reached,
                       java.util.concurrent.CountDownLatch release) {
     }
@@ -258,8 +258,8 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     private final List<String> rangesAsked = new java.util.ArrayList<>();
 
     /**
-     * Every GET of a range of the object {@code which} says (by name and first byte) waits until the
-     * test lets them go; {@code expected} of them are awaited.
+     * Every GET {@code which} says (by object name and first byte of its range, -1 for a whole
+     * object) waits until the test lets them go; {@code expected} of them are awaited.
      */
     HeldRanges holdRanges(java.util.function.BiPredicate<String, Long> which, int expected) {
         HeldRanges h = new HeldRanges(which, new java.util.concurrent.CountDownLatch(expected), new java.util.concurrent.CountDownLatch(1));
