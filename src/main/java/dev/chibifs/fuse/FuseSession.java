@@ -21,8 +21,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>The workers are a pool that grows while requests wait in the store (an S3 GET over a slow
  * link, a disk that stalls), as libfuse's multi-threaded loop does: a worker that takes a request
- * when no other is left reading starts one more, up to {@link Settings#maxWorkers}, so the rest of
- * the mount keeps answering; one that finishes a request while many others read again retires, down
+ * with every other worker busy starts one more, up to {@link Settings#maxWorkers}, so the rest of
+ * the mount keeps answering; one that finishes a request while many others are free retires, down
  * to {@link Settings#workers}.
  */
 final class FuseSession {
