@@ -26,6 +26,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
 import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
@@ -135,6 +136,15 @@ final class Bucket implements Closeable {
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
     private static final Duration SOCKET_TIMEOUT = Duration.ofSeconds(60);
     private static final int MAX_ATTEMPTS = 6;
+    /**
+     * How long S3 has to answer a request that sends no body of ours (a listing, a HEAD, a GET's
+     * headers: the content a GET streams after them is not counted), each attempt and all of them.
+     * Without it an S3 that accepts connections and answers nothing (a hung server, a proxy) made
+     * the SDK wait the socket timeout on every attempt: an open of a file not cached yet waited
+     * six minutes for its EIO. PUTs and parts have none: their time is their size over the link.
+     */
+    private static final Duration DEFAULT_ATTEMPT_TIMEOUT = Duration.ofSeconds(10);
+    private static final Duration DEFAULT_ANSWER_TIMEOUT = Duration.ofSeconds(30);
 
     /** S3's largest object, 10,000 parts of at most 5 GiB: {@link S3Storage} lets no file grow past it (EFBIG). */
     static final long MAX_OBJECT_BYTES = 5L << 40;
@@ -161,6 +171,8 @@ final class Bucket implements Closeable {
     /** Threads made as parts move, none before. */
     private final ExecutorService partMovers = daemonThreads(PART_MOVERS, "s3-part");
     private volatile long partsAbove = DEFAULT_PARTS_ABOVE;
+    /** {@link #DEFAULT_ATTEMPT_TIMEOUT} and {@link #DEFAULT_ANSWER_TIMEOUT}, given to each request that sends no body. */
+    private volatile AwsRequestOverrideConfiguration answerLimits = answeredWithin(DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_ANSWER_TIMEOUT);
     private volatile long partBytes = DEFAULT_PART_BYTES;
     private final AwsCredentialsProvider credentials;
     /** Where {@link #credentials} looks, in a few words. */
@@ -317,7 +329,7 @@ final class Bucket implements Closeable {
                     req.delimiter("/");
                 }
                 count("list");
-                ListObjectsV2Response r = client.listObjectsV2(req.build());
+                ListObjectsV2Response r = client.listObjectsV2(req.overrideConfiguration(answerLimits).build());
                 for (S3Object o : r.contents()) {
                     objects.add(new Listed(o.key(), o.size() == null ? 0 : o.size(), o.lastModified(), o.eTag()));
                 }
@@ -352,7 +364,7 @@ final class Bucket implements Closeable {
         count("list");
         boolean any;
         try {
-            any = !client.listObjectsV2(b -> b.bucket(bucket).prefix(prefix).maxKeys(1)).contents().isEmpty();
+            any = !client.listObjectsV2(b -> b.bucket(bucket).prefix(prefix).maxKeys(1).overrideConfiguration(answerLimits)).contents().isEmpty();
         } catch (SdkException e) {
             throw failure("list", prefix, e);
         }
@@ -370,7 +382,7 @@ final class Bucket implements Closeable {
         refuseWhileUnreachable("head", key);
         count("head");
         try {
-            HeadObjectResponse r = client.headObject(b -> b.bucket(bucket).key(key));
+            HeadObjectResponse r = client.headObject(b -> b.bucket(bucket).key(key).overrideConfiguration(answerLimits));
             answered();
             return new Head(r.contentLength() == null ? 0 : r.contentLength(), r.lastModified(), r.eTag(), r.metadata());
         } catch (S3Exception e) {
@@ -389,7 +401,7 @@ final class Bucket implements Closeable {
         Path tmp = to.resolveSibling(to.getFileName() + ".part");
         refuseWhileUnreachable("get", key);
         count("get");
-        try (ResponseInputStream<GetObjectResponse> in = client.getObject(b -> b.bucket(bucket).key(key))) {
+        try (ResponseInputStream<GetObjectResponse> in = client.getObject(b -> b.bucket(bucket).key(key).overrideConfiguration(answerLimits))) {
             try (CacheFile out = CacheFile.replace(tmp)) {
                 out.writeAll(in); // a full cache disk says ENOSPC, not a bare IOException
             }
@@ -683,7 +695,7 @@ final class Bucket implements Closeable {
         count("get");
         String range = "bytes=" + from + "-" + (from + length - 1);
         try (ResponseInputStream<GetObjectResponse> in = client.getObject(b -> b.bucket(bucket).key(key).range(range)
-                .ifMatch(ifMatch))) {
+                .ifMatch(ifMatch).overrideConfiguration(answerLimits))) {
             GetObjectResponse r = in.response();
             // "bytes 0-99/1234"; none where the server sent the whole object
             String contentRange = r.contentRange();
@@ -755,6 +767,15 @@ final class Bucket implements Closeable {
         }
     }
 
+    private static AwsRequestOverrideConfiguration answeredWithin(Duration attempt, Duration all) {
+        return AwsRequestOverrideConfiguration.builder().apiCallAttemptTimeout(attempt).apiCallTimeout(all).build();
+    }
+
+    /** Requests that send no body wait {@code attempt} for each answer, {@code all} in all (tests: a second or two). */
+    void answerTimeouts(Duration attempt, Duration all) {
+        answerLimits = answeredWithin(attempt, all);
+    }
+
     /**
      * Files larger than {@code above} go up in parts, and objects larger than it come down in ranges,
      * of {@code partBytes}, at least S3's 5 MiB (tests: small files in parts).
@@ -786,7 +807,7 @@ final class Bucket implements Closeable {
         String uploadId;
         count("create-upload");
         try {
-            uploadId = client.createMultipartUpload(b -> b.bucket(bucket).key(key).metadata(meta)).uploadId();
+            uploadId = client.createMultipartUpload(b -> b.bucket(bucket).key(key).metadata(meta).overrideConfiguration(answerLimits)).uploadId();
             answered();
         } catch (SdkException e) {
             throw failure("create-upload", key, e);
@@ -895,7 +916,7 @@ final class Bucket implements Closeable {
     int uploadsUnderway(String prefix) throws IOException {
         count("list-uploads");
         try {
-            return client.listMultipartUploads(b -> b.bucket(bucket).prefix(prefix)).uploads().size();
+            return client.listMultipartUploads(b -> b.bucket(bucket).prefix(prefix).overrideConfiguration(answerLimits)).uploads().size();
         } catch (SdkException e) {
             throw failure("list-uploads", prefix, e);
         }
@@ -911,7 +932,7 @@ final class Bucket implements Closeable {
         count("list-uploads");
         List<MultipartUpload> old = new ArrayList<>();
         try {
-            for (MultipartUpload u : client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix)).uploads()) {
+            for (MultipartUpload u : client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix).overrideConfiguration(answerLimits)).uploads()) {
                 if (u.initiated() != null && u.initiated().isBefore(cutoff)) {
                     old.add(u);
                 }
@@ -929,7 +950,7 @@ final class Bucket implements Closeable {
     /** Begins an upload in parts and leaves it (tests: what a host that stopped mid-upload left). */
     String beginUpload(String key) throws IOException {
         try {
-            return client.createMultipartUpload(b -> b.bucket(bucket).key(key)).uploadId();
+            return client.createMultipartUpload(b -> b.bucket(bucket).key(key).overrideConfiguration(answerLimits)).uploadId();
         } catch (SdkException e) {
             throw failure("create-upload", key, e);
         }
@@ -945,7 +966,7 @@ final class Bucket implements Closeable {
         }
         count("abort-upload");
         try {
-            client.abortMultipartUpload(b -> b.bucket(bucket).key(key).uploadId(uploadId));
+            client.abortMultipartUpload(b -> b.bucket(bucket).key(key).uploadId(uploadId).overrideConfiguration(answerLimits));
         } catch (SdkException e) {
             LOG.warn("S3 abort-upload s3://{}/{}: {}; its parts stay until the bucket's lifecycle rule removes them",
                     bucket, key, e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst().orElse(""));
@@ -1003,7 +1024,7 @@ final class Bucket implements Closeable {
         refuseWhileUnreachable("delete", key);
         count("delete");
         try {
-            client.deleteObject(b -> b.bucket(bucket).key(key));
+            client.deleteObject(b -> b.bucket(bucket).key(key).overrideConfiguration(answerLimits));
         } catch (S3Exception e) {
             if (e.statusCode() != 404) {
                 throw failure("delete", key, e);

@@ -3,6 +3,7 @@ package dev.chibifs.store.s3;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -167,6 +168,34 @@ class BucketTest {
             }
         });
         return made;
+    }
+
+    @Test
+    void anS3ThatTakesRequestsAndAnswersNoneFailsThemWithinTheLimitAndIsThenAskedNoMore() throws Exception {
+        bucket.put("p/hung", "content".getBytes(UTF_8), Map.of(), null);
+        try (Bucket b = Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env())) {
+            b.answerTimeouts(java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(2));
+            // every GET of it held by the server, as a hung S3 (or a proxy in front of it) holds them
+            S3Server.HeldRanges hung = server.holdRanges((name, from) -> name.equals("p/hung"), 1);
+            try {
+                long start = System.nanoTime();
+                Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> b.get("p/hung", temp.resolve("hung")));
+                long tookMs = (System.nanoTime() - start) / 1_000_000;
+                assertTrue(tookMs < 10_000, "failed after " + tookMs + " ms, not within the 2 s limit");
+                assertTrue(e.getMessage().contains("cannot reach"), e.getMessage());
+                assertTrue(b.unreachable());
+                // what comes next fails at once, without a request
+                Map<String, Long> before = b.requests();
+                assertThrows(Bucket.Unavailable.class, () -> b.head("p/hung"));
+                assertEquals(before, b.requests());
+            } finally {
+                hung.release().countDown();
+            }
+            b.probe("p/");
+            assertFalse(b.unreachable());
+            b.get("p/hung", temp.resolve("hung"));
+            assertEquals("content", Files.readString(temp.resolve("hung")));
+        }
     }
 
     @Test
