@@ -141,10 +141,16 @@ final class Bucket implements Closeable {
      * headers: the content a GET streams after them is not counted), each attempt and all of them.
      * Without it an S3 that accepts connections and answers nothing (a hung server, a proxy) made
      * the SDK wait the socket timeout on every attempt: an open of a file not cached yet waited
-     * six minutes for its EIO. PUTs and parts have none: their time is their size over the link.
+     * six minutes for its EIO. PUTs and parts get more: see {@link #uploadLimits}.
      */
     private static final Duration DEFAULT_ATTEMPT_TIMEOUT = Duration.ofSeconds(10);
     private static final Duration DEFAULT_ANSWER_TIMEOUT = Duration.ofSeconds(30);
+    /**
+     * The slowest link an upload is given time for: an attempt to send N bytes has the answer
+     * timeout plus N at this rate (a part of 16 MiB 9 min 2 s, a PUT of 64 MiB 34 min 38 s). Four
+     * parts go up at once, so a link of 1 Mbit/s still carries an upload in parts.
+     */
+    private static final long SLOWEST_UPLOAD_BYTES_PER_SECOND = 32 << 10;
 
     /** S3's largest object, 10,000 parts of at most 5 GiB: {@link S3Storage} lets no file grow past it (EFBIG). */
     static final long MAX_OBJECT_BYTES = 5L << 40;
@@ -173,6 +179,9 @@ final class Bucket implements Closeable {
     private volatile long partsAbove = DEFAULT_PARTS_ABOVE;
     /** {@link #DEFAULT_ATTEMPT_TIMEOUT} and {@link #DEFAULT_ANSWER_TIMEOUT}, given to each request that sends no body. */
     private volatile AwsRequestOverrideConfiguration answerLimits = answeredWithin(DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_ANSWER_TIMEOUT);
+    /** What an upload's limits start from: {@link #DEFAULT_ANSWER_TIMEOUT}. */
+    private volatile Duration uploadAnswer = DEFAULT_ANSWER_TIMEOUT;
+    private volatile long slowestUpload = SLOWEST_UPLOAD_BYTES_PER_SECOND;
     private volatile long partBytes = DEFAULT_PART_BYTES;
     private final AwsCredentialsProvider credentials;
     /** Where {@link #credentials} looks, in a few words. */
@@ -771,9 +780,27 @@ final class Bucket implements Closeable {
         return AwsRequestOverrideConfiguration.builder().apiCallAttemptTimeout(attempt).apiCallTimeout(all).build();
     }
 
-    /** Requests that send no body wait {@code attempt} for each answer, {@code all} in all (tests: a second or two). */
-    void answerTimeouts(Duration attempt, Duration all) {
+    /**
+     * Requests that send no body wait {@code attempt} for each answer, {@code all} in all; uploads
+     * {@code all} and their bytes at {@code slowestUpload} per second (tests: a second or two).
+     */
+    void answerTimeouts(Duration attempt, Duration all, long slowestUpload) {
         answerLimits = answeredWithin(attempt, all);
+        uploadAnswer = all;
+        this.slowestUpload = slowestUpload;
+    }
+
+    /**
+     * The limits of a request that sends {@code bytes}: its answer time plus the bytes at
+     * {@link #SLOWEST_UPLOAD_BYTES_PER_SECOND} an attempt, and one more answer time for retries
+     * that fail fast (a dead pooled connection). Without them an upload to an S3 that takes
+     * connections and reads nothing never ended: the socket timeout covers reads, not a write
+     * blocked on a full send buffer, so the write-back, and an fsync or umount waiting on it, hung.
+     */
+    private AwsRequestOverrideConfiguration uploadLimits(long bytes) {
+        Duration answer = uploadAnswer;
+        Duration attempt = answer.plusMillis(bytes * 1000 / slowestUpload);
+        return answeredWithin(attempt, attempt.plus(answer));
     }
 
     /**
@@ -869,7 +896,7 @@ final class Bucket implements Closeable {
         try (CacheFile file = CacheFile.openForReading(from)) {
             // a stream of the part at each attempt: the SDK retries a failed part by reading it again
             UploadPartResponse r = client.uploadPart(b -> b.bucket(bucket).key(key).uploadId(uploadId)
-                            .partNumber(number).contentLength(length),
+                            .partNumber(number).contentLength(length).overrideConfiguration(uploadLimits(length)),
                     RequestBody.fromContentProvider(() -> file.range(offset, length), length, "application/octet-stream"));
             answered();
             return CompletedPart.builder().partNumber(number).eTag(r.eTag()).build();
@@ -993,7 +1020,8 @@ final class Bucket implements Closeable {
         }
         count("put");
         try {
-            PutObjectResponse r = client.putObject(req.build(), body);
+            PutObjectResponse r = client.putObject(req.overrideConfiguration(uploadLimits(body.optionalContentLength().orElse(0L)))
+                    .build(), body);
             answered();
             return r.eTag();
         } catch (S3Exception e) {

@@ -171,10 +171,13 @@ class BucketTest {
     }
 
     @Test
+    // on a thread of its own: without the limits the request never returns, and a thread blocked in a
+    // socket's write ignores the interrupt a same-thread timeout sends
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void anS3ThatTakesRequestsAndAnswersNoneFailsThemWithinTheLimitAndIsThenAskedNoMore() throws Exception {
         bucket.put("p/hung", "content".getBytes(UTF_8), Map.of(), null);
         try (Bucket b = Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env())) {
-            b.answerTimeouts(java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(2));
+            b.answerTimeouts(java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(2), 1 << 20);
             // every GET of it held by the server, as a hung S3 (or a proxy in front of it) holds them
             S3Server.HeldRanges hung = server.holdRanges((name, from) -> name.equals("p/hung"), 1);
             try {
@@ -195,6 +198,29 @@ class BucketTest {
             assertFalse(b.unreachable());
             b.get("p/hung", temp.resolve("hung"));
             assertEquals("content", Files.readString(temp.resolve("hung")));
+        }
+    }
+
+    @Test
+    // on a thread of its own: without the limits the request never returns, and a thread blocked in a
+    // socket's write ignores the interrupt a same-thread timeout sends
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void anUploadToAnS3ThatReadsNothingFailsWithinItsLimitWhateverItsSize() throws Exception {
+        try (Bucket b = Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env())) {
+            b.answerTimeouts(java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(2), 4 << 20);
+            // 8 MiB, more than the sockets' buffers hold: the write itself blocks, which no socket timeout ends
+            Path f = randomFile("stuck", 8 << 20);
+            S3Server.HeldRanges stuck = server.holdPuts(name -> name.equals("p/stuck"), 1);
+            try {
+                long start = System.nanoTime();
+                assertThrows(Bucket.Unavailable.class, () -> b.put("p/stuck", f, Map.of(), null));
+                long tookMs = (System.nanoTime() - start) / 1_000_000;
+                // 2 s and 8 MiB at 4 MiB/s an attempt, 2 s more for retries: 6 s
+                assertTrue(tookMs < 20_000, "failed after " + tookMs + " ms");
+                assertTrue(b.unreachable());
+            } finally {
+                stuck.release().countDown();
+            }
         }
     }
 

@@ -135,12 +135,16 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         }
 
         @Override
-        public synchronized String putBlob(String container, Blob blob, PutOptions options) {
-            if (blob.getMetadata().name().startsWith(UPLOAD_STUB)) {
-                return super.putBlob(container, blob, options);
+        public String putBlob(String container, Blob blob, PutOptions options) {
+            // before the body is read: a held PUT's sender fills the socket's buffers and waits
+            server.heldPuts.waitIfHeld(blob.getMetadata().name(), -1);
+            synchronized (this) {
+                if (blob.getMetadata().name().startsWith(UPLOAD_STUB)) {
+                    return super.putBlob(container, blob, options);
+                }
+                return failingAsAsked(() -> super.putBlob(container, blob, options),
+                        () -> new IllegalStateException("a PUT failed on purpose (S3Server.failPuts)"));
             }
-            return failingAsAsked(() -> super.putBlob(container, blob, options),
-                    () -> new IllegalStateException("a PUT failed on purpose (S3Server.failPuts)"));
         }
 
         /**
@@ -182,15 +186,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             synchronized (server.rangesAsked) {
                 server.rangesAsked.add(name + "@" + start);
             }
-            HeldRanges ranges = server.heldRanges;
-            if (ranges != null && ranges.which().test(name, start)) {
-                ranges.reached().countDown();
-                try {
-                    ranges.release().await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
+            server.heldRanges.waitIfHeld(name, start);
             HeldGet held = server.heldGet.get();
             if (held != null && held.passing().getAndDecrement() == 0 && server.heldGet.compareAndSet(held, null)) {
                 held.reached().countDown();
@@ -248,12 +244,34 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         return holdGetAfter(0);
     }
 
-    /** GETs held by the server: {@code reached} counts them down as they come, all answered once {@code release} is. */
+    /** Requests held by the server: {@code reached} counts them down as they come, all answered once {@code release} is. */
     record HeldRanges(java.util.function.BiPredicate<String, Long> which, java.util.concurrent.CountDownLatch reached,
                       java.util.concurrent.CountDownLatch release) {
+        static final HeldRanges NONE = new HeldRanges((name, from) -> false, new java.util.concurrent.CountDownLatch(0),
+                new java.util.concurrent.CountDownLatch(0));
+
+        void waitIfHeld(String name, long from) {
+            if (which.test(name, from)) {
+                reached.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
     }
 
-    private volatile HeldRanges heldRanges;
+    private volatile HeldRanges heldRanges = HeldRanges.NONE;
+    private volatile HeldRanges heldPuts = HeldRanges.NONE;
+
+    /** Every PUT of an object {@code which} names waits, its body unread, until the test lets them go. */
+    HeldRanges holdPuts(java.util.function.Predicate<String> which, int expected) {
+        HeldRanges h = new HeldRanges((name, from) -> which.test(name), new java.util.concurrent.CountDownLatch(expected),
+                new java.util.concurrent.CountDownLatch(1));
+        heldPuts = h;
+        return h;
+    }
     /** Every GET that came, as {@code <object name>@<first byte of its range>} (-1: the whole object), in order. */
     private final List<String> rangesAsked = new java.util.ArrayList<>();
 
