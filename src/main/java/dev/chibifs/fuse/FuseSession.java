@@ -184,6 +184,7 @@ final class FuseSession {
             Thread t = new Thread(w::loop, "chibifs-fuse-" + i);
             t.setDaemon(true);
             threads.add(t);
+            stats.workerStarted();
         }
         threads.forEach(Thread::start);
     }
@@ -264,7 +265,7 @@ final class FuseSession {
         } while (!workers.compareAndSet(now, now + 1));
         running.incrementAndGet();
         reading.incrementAndGet();
-        stats.workers(now + 1);
+        stats.workerStarted();
         Thread t = new Thread(new Worker()::loop, "chibifs-fuse-" + workerNames.getAndIncrement());
         t.setDaemon(true);
         t.start();
@@ -284,7 +285,6 @@ final class FuseSession {
                 return false;
             }
         } while (!workers.compareAndSet(now, now - 1));
-        stats.workers(now - 1);
         return true;
     }
 
@@ -454,8 +454,9 @@ final class FuseSession {
                 }
             } finally {
                 if (!retired) {
-                    stats.workers(workers.decrementAndGet());
+                    workers.decrementAndGet();
                 }
+                stats.workerEnded();
                 free();
                 if (reading.decrementAndGet() == 0) {
                     // the kernel ended the session (ENODEV): a ring entry still holding a request (a

@@ -22,8 +22,8 @@ public final class RequestStats {
     private final java.util.concurrent.atomic.AtomicIntegerArray mostInFlight =
             new java.util.concurrent.atomic.AtomicIntegerArray(FuseProtocol.OPCODE_LIMIT);
     /** The session's workers now, and the most there were: more than it keeps means requests waited in the store. */
-    private volatile int workersNow;
     private volatile int workersKept;
+    private final java.util.concurrent.atomic.AtomicInteger workersNow = new java.util.concurrent.atomic.AtomicInteger();
     private final java.util.concurrent.atomic.AtomicInteger mostWorkers = new java.util.concurrent.atomic.AtomicInteger();
 
     void started(int opcode) {
@@ -59,13 +59,15 @@ public final class RequestStats {
     /** The workers a session keeps, however few requests come. */
     void workersKept(int kept) {
         workersKept = kept;
-        workers(kept);
     }
 
-    /** The workers reading /dev/fuse now; the most there were is kept too. */
-    void workers(int now) {
-        workersNow = now;
-        mostWorkers.accumulateAndGet(now, Math::max);
+    /** One more worker reads /dev/fuse; the most there were is kept too. */
+    void workerStarted() {
+        mostWorkers.accumulateAndGet(workersNow.incrementAndGet(), Math::max);
+    }
+
+    void workerEnded() {
+        workersNow.decrementAndGet();
     }
 
     void denied(String caller) {
@@ -95,7 +97,7 @@ public final class RequestStats {
         }
         Map<String, Long> d = new LinkedHashMap<>();
         denials.forEach((k, v) -> d.put(k, v.sum()));
-        return new Snapshot(requests, d, new Workers(workersKept, workersNow, mostWorkers.get()));
+        return new Snapshot(requests, d, new Workers(workersKept, workersNow.get(), mostWorkers.get()));
     }
 
     /** The count of one opcode, by its fuse.h name without FUSE_ (tests count requests with it). */
