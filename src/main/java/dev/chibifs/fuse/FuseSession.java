@@ -96,9 +96,10 @@ final class FuseSession {
     private final RequestStats stats;
     private final CompletableFuture<Integer> ended = new CompletableFuture<>();
     private final AtomicInteger running = new AtomicInteger();
-    /** The /dev/fuse readers still reading; once none is, the session is gone. */
-    private final AtomicInteger reading = new AtomicInteger();
-    /** The /dev/fuse workers now: from {@link Settings#workers} to {@link Settings#maxWorkers}. */
+    /**
+     * The /dev/fuse workers now: from {@link Settings#workers} to {@link Settings#maxWorkers}, and
+     * none once the kernel ended the session (a retiring worker never takes the count below the kept).
+     */
     private final AtomicInteger workers = new AtomicInteger();
     /**
      * Workers serving a request. All of them busy means the next request would wait in the kernel.
@@ -169,7 +170,6 @@ final class FuseSession {
         }
         List<Thread> threads = new ArrayList<>();
         running.set(settings.workers());
-        reading.set(settings.workers());
         workers.set(settings.workers());
         workerNames.set(settings.workers());
         stats.workersKept(settings.workers());
@@ -252,8 +252,8 @@ final class FuseSession {
 
     /**
      * Starts one more worker, unless there are {@link Settings#maxWorkers} already. Called by a
-     * worker that is itself counted as reading and running, so neither count can have reached zero
-     * (the session's end) meanwhile.
+     * worker that is itself counted in {@link #workers} and {@link #running}, so neither count can
+     * have reached zero (the session's end) meanwhile.
      */
     private void addWorker() {
         int now;
@@ -264,7 +264,6 @@ final class FuseSession {
             }
         } while (!workers.compareAndSet(now, now + 1));
         running.incrementAndGet();
-        reading.incrementAndGet();
         stats.workerStarted();
         Thread t = new Thread(new Worker()::loop, "chibifs-fuse-" + workerNames.getAndIncrement());
         t.setDaemon(true);
@@ -453,12 +452,9 @@ final class FuseSession {
                     }
                 }
             } finally {
-                if (!retired) {
-                    workers.decrementAndGet();
-                }
                 stats.workerEnded();
                 free();
-                if (reading.decrementAndGet() == 0) {
+                if (!retired && workers.decrementAndGet() == 0) {
                     // the kernel ended the session (ENODEV): a ring entry still holding a request (a
                     // lock wait) would never come back, so the queues are told to end too
                     FuseRing r = ring;

@@ -179,8 +179,6 @@ final class Bucket implements Closeable {
     private volatile long partsAbove = DEFAULT_PARTS_ABOVE;
     /** {@link #DEFAULT_ATTEMPT_TIMEOUT} and {@link #DEFAULT_ANSWER_TIMEOUT}, given to each request that sends no body. */
     private volatile AwsRequestOverrideConfiguration answerLimits = answeredWithin(DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_ANSWER_TIMEOUT);
-    /** What an upload's limits start from: {@link #DEFAULT_ANSWER_TIMEOUT}. */
-    private volatile Duration uploadAnswer = DEFAULT_ANSWER_TIMEOUT;
     private volatile long slowestUpload = SLOWEST_UPLOAD_BYTES_PER_SECOND;
     private volatile long partBytes = DEFAULT_PART_BYTES;
     private final AwsCredentialsProvider credentials;
@@ -786,7 +784,6 @@ final class Bucket implements Closeable {
      */
     void answerTimeouts(Duration attempt, Duration all, long slowestUpload) {
         answerLimits = answeredWithin(attempt, all);
-        uploadAnswer = all;
         this.slowestUpload = slowestUpload;
     }
 
@@ -798,7 +795,7 @@ final class Bucket implements Closeable {
      * blocked on a full send buffer, so the write-back, and an fsync or umount waiting on it, hung.
      */
     private AwsRequestOverrideConfiguration uploadLimits(long bytes) {
-        Duration answer = uploadAnswer;
+        Duration answer = answerLimits.apiCallTimeout().orElseThrow();
         Duration attempt = answer.plusMillis(bytes * 1000 / slowestUpload);
         return answeredWithin(attempt, attempt.plus(answer));
     }

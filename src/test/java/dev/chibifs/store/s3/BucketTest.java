@@ -179,7 +179,7 @@ class BucketTest {
         try (Bucket b = Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env())) {
             b.answerTimeouts(java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(2), 1 << 20);
             // every GET of it held by the server, as a hung S3 (or a proxy in front of it) holds them
-            S3Server.HeldRanges hung = server.holdRanges((name, from) -> name.equals("p/hung"), 1);
+            S3Server.HeldRequests hung = server.holdRanges((name, from) -> name.equals("p/hung"), 1);
             try {
                 long start = System.nanoTime();
                 Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> b.get("p/hung", temp.resolve("hung")));
@@ -210,7 +210,7 @@ class BucketTest {
             b.answerTimeouts(java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(2), 4 << 20);
             // 8 MiB, more than the sockets' buffers hold: the write itself blocks, which no socket timeout ends
             Path f = randomFile("stuck", 8 << 20);
-            S3Server.HeldRanges stuck = server.holdPuts(name -> name.equals("p/stuck"), 1);
+            S3Server.HeldRequests stuck = server.holdPuts(name -> name.equals("p/stuck"), 1);
             try {
                 long start = System.nanoTime();
                 assertThrows(Bucket.Unavailable.class, () -> b.put("p/stuck", f, Map.of(), null));

@@ -334,7 +334,7 @@ class S3HostsTest {
         S3Storage b = hostUploadingInParts(options("b"));
         assertEquals(content.length, b.metadata(p("/shared/archive.zip")).size());
 
-        S3Server.HeldRanges middle = server.holdRanges((name, from) -> from > 0 && from < 6 * part, 4);
+        S3Server.HeldRequests middle = server.holdRanges((name, from) -> from > 0 && from < 6 * part, 4);
         try (FileHandle h = b.open(p("/shared/archive.zip"), EnumSet.of(OpenFlag.READ), 0)) {
             middle.reached().await();
             ByteBuffer tail = ByteBuffer.allocate(100);
@@ -366,7 +366,7 @@ class S3HostsTest {
         assertEquals(second.length, b.metadata(p("/shared/second.bin")).size());
 
         // ranges 1-4 of the large file hold every thread of b's pool
-        S3Server.HeldRanges held = server.holdRanges((name, from) -> name.endsWith("large.bin") && from > 0 && from < 5 * part, 4);
+        S3Server.HeldRequests held = server.holdRanges((name, from) -> name.endsWith("large.bin") && from > 0 && from < 5 * part, 4);
         try (FileHandle h = b.open(p("/shared/large.bin"), EnumSet.of(OpenFlag.READ), 0)) {
             held.reached().await();
             int waitingBefore = bucketB.partsWaiting();

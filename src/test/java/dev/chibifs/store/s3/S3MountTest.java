@@ -204,7 +204,7 @@ class S3MountTest {
         MountedFs b = host(MountedFs.tempRoot(), "hostB", FLUSH_AFTER, "--prefetch-below", "0");
         Files.writeString(b.at("/shared/local.md"), "local\n");
         await(SETTLES_WITHIN, "host B listing every file", () -> names(b.at(PREFIX)).size() == readers);
-        S3Server.HeldRanges held = server.holdRanges((name, from) -> name.contains("/slow"), readers);
+        S3Server.HeldRequests held = server.holdRanges((name, from) -> name.contains("/slow"), readers);
         List<Process> cats = new ArrayList<>();
         try {
             for (int i = 1; i <= readers; i++) {

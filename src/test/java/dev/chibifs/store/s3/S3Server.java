@@ -245,9 +245,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     }
 
     /** Requests held by the server: {@code reached} counts them down as they come, all answered once {@code release} is. */
-    record HeldRanges(java.util.function.BiPredicate<String, Long> which, java.util.concurrent.CountDownLatch reached,
+    record HeldRequests(java.util.function.BiPredicate<String, Long> which, java.util.concurrent.CountDownLatch reached,
                       java.util.concurrent.CountDownLatch release) {
-        static final HeldRanges NONE = new HeldRanges((name, from) -> false, new java.util.concurrent.CountDownLatch(0),
+        static final HeldRequests NONE = new HeldRequests((name, from) -> false, new java.util.concurrent.CountDownLatch(0),
                 new java.util.concurrent.CountDownLatch(0));
 
         void waitIfHeld(String name, long from) {
@@ -262,12 +262,12 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         }
     }
 
-    private volatile HeldRanges heldRanges = HeldRanges.NONE;
-    private volatile HeldRanges heldPuts = HeldRanges.NONE;
+    private volatile HeldRequests heldRanges = HeldRequests.NONE;
+    private volatile HeldRequests heldPuts = HeldRequests.NONE;
 
     /** Every PUT of an object {@code which} names waits, its body unread, until the test lets them go. */
-    HeldRanges holdPuts(java.util.function.Predicate<String> which, int expected) {
-        HeldRanges h = new HeldRanges((name, from) -> which.test(name), new java.util.concurrent.CountDownLatch(expected),
+    HeldRequests holdPuts(java.util.function.Predicate<String> which, int expected) {
+        HeldRequests h = new HeldRequests((name, from) -> which.test(name), new java.util.concurrent.CountDownLatch(expected),
                 new java.util.concurrent.CountDownLatch(1));
         heldPuts = h;
         return h;
@@ -279,8 +279,8 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
      * Every GET {@code which} says (by object name and first byte of its range, -1 for a whole
      * object) waits until the test lets them go; {@code expected} of them are awaited.
      */
-    HeldRanges holdRanges(java.util.function.BiPredicate<String, Long> which, int expected) {
-        HeldRanges h = new HeldRanges(which, new java.util.concurrent.CountDownLatch(expected), new java.util.concurrent.CountDownLatch(1));
+    HeldRequests holdRanges(java.util.function.BiPredicate<String, Long> which, int expected) {
+        HeldRequests h = new HeldRequests(which, new java.util.concurrent.CountDownLatch(expected), new java.util.concurrent.CountDownLatch(1));
         heldRanges = h;
         return h;
     }
