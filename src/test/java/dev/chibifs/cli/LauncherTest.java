@@ -28,6 +28,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(180)
 class LauncherTest {
 
+    /**
+     * What a running process has open, one "fd -> target" a line. Not `ls -l`: the daemon opens and
+     * closes descriptors as it starts, and ls fails on one that closed between its listing and its stat.
+     */
+    private static String openFiles(long pid) throws IOException {
+        StringBuilder out = new StringBuilder();
+        try (Stream<Path> fds = Files.list(Path.of("/proc/" + pid + "/fd"))) {
+            for (Path fd : fds.toList()) {
+                try {
+                    out.append(fd.getFileName()).append(" -> ").append(Files.readSymbolicLink(fd)).append('\n');
+                } catch (java.nio.file.NoSuchFileException closedMeanwhile) {
+                    // closed since the listing: not open
+                }
+            }
+        }
+        return out.toString();
+    }
+
     @Test
     void aMountKeepsWorkingWhenTheJarIsRebuiltUnderIt() throws Exception {
         FuseSupport.requireFuse();
@@ -41,7 +59,7 @@ class LauncherTest {
         try {
             Sh.run("'" + launcher + "' mount --context planner --home '" + root.resolve("home") + "' '" + mnt + "'").ok();
             long pid = daemonPid(mnt);
-            String open = Sh.run("ls -l /proc/" + pid + "/fd").ok().out();
+            String open = openFiles(pid);
             assertFalse(open.contains(jar.toString()), "the daemon holds the jar a rebuild rewrites:\n" + open);
             assertTrue(open.contains(checkout.resolve("target/daemon-jars") + "/chibifs-"), open);
 
@@ -85,7 +103,7 @@ class LauncherTest {
             Path log = mountLog(home, mnt);
             assertEquals(log, Files.readSymbolicLink(Path.of("/proc/" + pid + "/fd/1")));
             assertEquals(log, Files.readSymbolicLink(Path.of("/proc/" + pid + "/fd/2")));
-            String fds = Sh.run("ls -l /proc/" + pid + "/fd").ok().out();
+            String fds = openFiles(pid);
             assertFalse(fds.contains("pipe:") || fds.contains("/dev/pts") || fds.contains("/dev/tty"), fds);
             Sh.run(mnt, "echo x > shared/f && cat shared/f").ok();
 
