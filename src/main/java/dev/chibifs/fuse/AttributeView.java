@@ -11,11 +11,22 @@ import dev.chibifs.store.Metadata;
 /**
  * The owner and mode bits {@code ls -l} shows, derived from the policy so they agree with it.
  *
- * <p>The kernel caches attributes per inode, not per caller, so on a uid-mapped mount they must
- * not depend on who asks: homes belong to their mapped uid, {@code /shared} is world-writable,
- * the rest belongs to root and is read-only to others. A per-context mount has one caller, so
- * it shows that caller's view. The execute bits come from the store (chmod +x works); read and
- * write bits come from the policy alone.
+ * <p>The kernel caches attributes per inode, not per caller, so on a uid-mapped mount the mode
+ * bits must not depend on who asks: homes belong to their mapped uid, {@code /shared} is
+ * world-writable, the rest belongs to root and is read-only to others. A per-context mount has one
+ * caller, so it shows that caller's view. The execute bits come from the store (chmod +x works);
+ * read and write bits come from the policy alone.
+ *
+ * <p>The owner is the exception, on a mount other users reach (allow_other, which a uid map
+ * implies): in a zone several contexts write, and on a per-context mount wherever its context
+ * writes, a file or directory shows the asking user as its owner when that user may write it.
+ * Programs check ownership where the policy does not: git refuses a repository whose directory
+ * another user owns ("dubious ownership"), and the kernel lets only a file's owner set its POSIX
+ * ACL, which {@code install}, {@code cp -p} and {@code mv} from another file system do right after
+ * making the file (they fail on EPERM, where the daemon's EOPNOTSUPP lets them fall back to chmod).
+ * Such directories' attributes are kept for no time ({@link #ownerDependsOnAsker}), so every stat
+ * asks and gets its own answer; a file's are kept as usual, so it shows whoever's request last
+ * brought them in: the maker, right after it made the file.
  */
 final class AttributeView {
 
@@ -25,6 +36,8 @@ final class AttributeView {
     private final long mountGid;
 
     private final Router router;
+    /** Users other than the mounter reach the mount (allow_other): the owner may follow the asker. Set before INIT. */
+    private volatile boolean othersReach;
 
     AttributeView(Router router, CallerResolver callers, long mountUid, long mountGid) {
         this.router = router;
@@ -32,6 +45,11 @@ final class AttributeView {
         this.fixedCaller = callers.isFixed() ? callers.resolve(mountUid) : null;
         this.mountUid = mountUid;
         this.mountGid = mountGid;
+    }
+
+    /** Users other than the mounter reach the mount: see the class comment. */
+    void othersReach() {
+        this.othersReach = true;
     }
 
     /** The full st_mode (type and permission bits). */
@@ -66,20 +84,55 @@ final class AttributeView {
         return 0644;
     }
 
-    /** The owner uid shown for {@code path}. */
-    long uid(VfsPath path) {
+    /**
+     * Whether the owner shown for {@code path} depends on who asks: on a mount others reach, a zone
+     * several contexts write (or, per context, a path its context writes). A directory's
+     * attributes there are kept for no time.
+     */
+    boolean ownerDependsOnAsker(VfsPath path) {
+        if (!othersReach) {
+            return false;
+        }
+        if (fixedCaller != null) {
+            return router.mayWrite(fixedCaller, path);
+        }
+        return switch (Zone.of(path).kind()) {
+            case SHARED, SITE, FLOCK, TOOLS_SHARED, TOOLS_FLOCK -> true;
+            default -> false;
+        };
+    }
+
+    /** The owner uid shown to the user {@code askerUid} for {@code path}. */
+    long uid(VfsPath path, long askerUid) {
+        if (ownedByAsker(path, askerUid)) {
+            return askerUid;
+        }
         if (fixedCaller != null) {
             return mountUid;
         }
         Zone zone = Zone.of(path);
-        if (zone.kind() == Zone.Kind.HOME) {
+        if (zone.kind() == Zone.Kind.HOME || zone.kind() == Zone.Kind.TOOLS_HOME) {
             return callers.uidOf(zone.owner()).orElse(0L);
         }
         return 0;
     }
 
-    /** The group shown: the mount's own for a per-context mount, otherwise root's. */
-    long gid(VfsPath path) {
+    /** The group shown: the asker's where it shows as owner, else the mount's own for a per-context mount, else root's. */
+    long gid(VfsPath path, long askerUid, long askerGid) {
+        if (ownedByAsker(path, askerUid)) {
+            return askerGid;
+        }
         return fixedCaller != null ? mountGid : 0;
+    }
+
+    private boolean ownedByAsker(VfsPath path, long askerUid) {
+        if (!ownerDependsOnAsker(path)) {
+            return false;
+        }
+        if (fixedCaller != null) {
+            return true;
+        }
+        Caller asker = callers.resolve(askerUid);
+        return asker.isContext() && router.mayWrite(asker, path);
     }
 }

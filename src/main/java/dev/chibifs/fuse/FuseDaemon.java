@@ -104,6 +104,9 @@ public final class FuseDaemon {
         FuseFileSystem fs = new FuseFileSystem(router, callers, mountUid, mountGid,
                 FuseFileSystem.Timeouts.of(spec.entryTimeout(), spec.attrTimeout(), spec.negativeTimeout()),
                 readdirplus);
+        if (spec.allowOther() || spec.allowRoot()) {
+            fs.othersReach();
+        }
         return new FuseDaemon(mountpoint, fs, spec, List.copyOf(all), follow);
     }
 

@@ -144,6 +144,11 @@ final class FuseFileSystem {
         this.readdirplus = readdirplus;
     }
 
+    /** Users other than the mounter reach the mount (allow_other): where they may write, each is shown as owner. */
+    void othersReach() {
+        attributes.othersReach();
+    }
+
     /** After INIT: a small file's content is stored in the kernel's page cache through {@code channel} at its open. */
     void storeAtOpen(FuseChannel channel) {
         this.storeChannel = channel;
@@ -259,13 +264,15 @@ final class FuseFileSystem {
 
     // ---- attributes ----
 
-    FuseReply.Attributes attributes(VfsPath p, Metadata m) {
+    /** The attributes of {@code p} as the user making {@code req} is shown them (its owner may be that user: {@link AttributeView}). */
+    FuseReply.Attributes attributes(FuseRequest req, VfsPath p, Metadata m) {
+        long askerUid = req.uid & 0xffffffffL;
         long size = m.size();
         return new FuseReply.Attributes(m.inode(), size, m.blocks(),
                 seconds(m.accessed()), nanos(m.accessed()), seconds(m.modified()), nanos(m.modified()),
                 seconds(m.changed()), nanos(m.changed()),
                 attributes.mode(p, m), (int) Math.min(m.links(), Integer.MAX_VALUE),
-                (int) attributes.uid(p), (int) attributes.gid(p), 0, BLOCK_SIZE);
+                (int) attributes.uid(p, askerUid), (int) attributes.gid(p, askerUid, req.gid & 0xffffffffL), 0, BLOCK_SIZE);
     }
 
     private static long seconds(FileTime t) {
@@ -297,7 +304,18 @@ final class FuseFileSystem {
         return follower.follows(dir) ? 0 : router.answersHeld(path(dir)).toNanos();
     }
 
-    private FuseReply.Validity attrValidity(Timeouts keptInParent, Metadata m, NodeTable.Node self) {
+    /**
+     * A directory each asker is shown as its own (git checks a repository's directories for
+     * their owner): the kernel keeps its attributes for no time, so every stat gets its asker's.
+     */
+    private boolean askedEveryTime(VfsPath p, Metadata m) {
+        return m.isDirectory() && attributes.ownerDependsOnAsker(p);
+    }
+
+    private FuseReply.Validity attrValidity(Timeouts keptInParent, VfsPath p, Metadata m, NodeTable.Node self) {
+        if (askedEveryTime(p, m)) {
+            return FuseReply.Validity.NONE;
+        }
         if (!m.isDirectory() || self != null && follower.follows(self)) {
             return keptInParent.attr();
         }
@@ -311,17 +329,17 @@ final class FuseFileSystem {
      * Remembers the node of an entry reply about to be sent and writes the entry: one kernel
      * lookup, which {@link FuseSession} takes back if the reply is not delivered.
      */
-    private NodeTable.Node entry(NodeTable.Node parent, String name, VfsPath p, Metadata m, FuseReply out) {
-        return entry(parent, name, p, m, out, false);
+    private NodeTable.Node entry(FuseRequest req, NodeTable.Node parent, String name, VfsPath p, Metadata m, FuseReply out) {
+        return entry(req, parent, name, p, m, out, false);
     }
 
-    private NodeTable.Node entry(NodeTable.Node parent, String name, VfsPath p, Metadata m, FuseReply out,
+    private NodeTable.Node entry(FuseRequest req, NodeTable.Node parent, String name, VfsPath p, Metadata m, FuseReply out,
                                  boolean created) {
         NodeTable.Node n = nodes.remember(parent, name, NodeTable.Identity.of(router.resolve(p).storage(), m),
                 m.isDirectory(), m.isDirectory() || m.links() <= 1, created);
         replied(n, m);
         Timeouts kept = keptIn(parent);
-        out.entry(n.id, kept.entry(), attrValidity(kept, m, n), attributes(p, m));
+        out.entry(n.id, kept.entry(), attrValidity(kept, p, m, n), attributes(req, p, m));
         return n;
     }
 
@@ -346,7 +364,7 @@ final class FuseFileSystem {
             return;
         }
         try {
-            out.rememberedNode = entry(parent, name, p, m, out);
+            out.rememberedNode = entry(req, parent, name, p, m, out);
         } finally {
             if (held != null && out.rememberedNode == null) {
                 held.close();
@@ -384,11 +402,11 @@ final class FuseFileSystem {
         replied(n, m);
         NodeTable.Link link = n.link;
         // the root has no parent: its own following, or its store's word, decides
-        FuseReply.Validity validity = link == null ? keptIn(n).attr() : attrValidity(keptIn(link.parent()), m, n);
+        FuseReply.Validity validity = link == null ? keptIn(n).attr() : attrValidity(keptIn(link.parent()), p, m, n);
         if (statx) {
-            out.statxOut(validity, attributes(p, m), m.created());
+            out.statxOut(validity, attributes(req, p, m), m.created());
         } else {
-            out.attrOut(validity, attributes(p, m));
+            out.attrOut(validity, attributes(req, p, m));
         }
     }
 
@@ -513,7 +531,7 @@ final class FuseFileSystem {
         n.changing();
         Metadata m = handle != null ? handle.metadata() : metadataOrOpen(req, n, p, null);
         replied(n, m);
-        out.attrOut(timeouts.brief(), attributes(p, m));
+        out.attrOut(askedEveryTime(p, m) ? FuseReply.Validity.NONE : timeouts.brief(), attributes(req, p, m));
         return m;
     }
 
@@ -562,7 +580,7 @@ final class FuseFileSystem {
         String name = req.name(8);
         VfsPath p = childPath(parent, name);
         router.createDirectory(caller(req), p);
-        out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
+        out.rememberedNode = entry(req, parent, name, p, router.metadata(null, p), out, true);
     }
 
     /** mknod(2): a regular file, a fifo or a socket (names only: the kernel serves their data); devices are refused. */
@@ -578,7 +596,7 @@ final class FuseFileSystem {
             default -> EntryKind.OTHER; // block and character devices: a way out of every sandbox
         };
         router.mknod(caller(req), p, kind, mode & 07777);
-        out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
+        out.rememberedNode = entry(req, parent, name, p, router.metadata(null, p), out, true);
     }
 
     /** symlink(2): stored as a real link; the router judges the link's zone and where its target leads. */
@@ -588,7 +606,7 @@ final class FuseFileSystem {
         String target = req.secondName(0);
         VfsPath p = childPath(parent, name);
         router.symlink(caller(req), p, target);
-        out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out, true);
+        out.rememberedNode = entry(req, parent, name, p, router.metadata(null, p), out, true);
     }
 
     void unlink(FuseRequest req, FuseReply out) throws IOException {
@@ -648,7 +666,7 @@ final class FuseFileSystem {
         VfsPath p = childPath(parent, name);
         router.link(caller(req), path(existing), p);
         existing.changing();
-        out.rememberedNode = entry(parent, name, p, router.metadata(null, p), out);
+        out.rememberedNode = entry(req, parent, name, p, router.metadata(null, p), out);
     }
 
     // ---- open files ----
@@ -977,7 +995,7 @@ final class FuseFileSystem {
             throw e;
         }
         // O_CREAT without O_EXCL may have opened an existing file: the store says whether this open made it
-        NodeTable.Node n = entry(parent, name, p, m, out, handle.opened() == null);
+        NodeTable.Node n = entry(req, parent, name, p, m, out, handle.opened() == null);
         out.rememberedNode = n;
         int backing;
         try {
@@ -1457,7 +1475,7 @@ final class FuseFileSystem {
                     out.direntPlusBare(knownInode(l.dir, i, name), next, type, name, 0, name.length);
                     continue;
                 }
-                plusEntry(l.dir, kept, dirPath, siblings, name, type, next, out);
+                plusEntry(req, l.dir, kept, dirPath, siblings, name, type, next, out);
             }
         }
     }
@@ -1497,7 +1515,7 @@ final class FuseFileSystem {
      * file's metadata is the one kept with its node ({@link KeptMetadata}) while that is still
      * true, else read from the store (and kept for the next listing).
      */
-    private void plusEntry(NodeTable.Node dir, Timeouts keptInDir, VfsPath dirPath, Router.Siblings siblings, byte[] nameBytes,
+    private void plusEntry(FuseRequest req, NodeTable.Node dir, Timeouts keptInDir, VfsPath dirPath, Router.Siblings siblings, byte[] nameBytes,
                            int type, long next, FuseReply out) {
         String name = new String(nameBytes, StandardCharsets.UTF_8);
         NodeTable.Node known = nodes.soleChild(dir, name);
@@ -1529,7 +1547,7 @@ final class FuseFileSystem {
         }
         replied(n, m);
         out.plusNodes.add(n);
-        out.direntPlus(n.id, keptInDir.entry(), attrValidity(keptInDir, m, n), attributes(p, m), next, type,
+        out.direntPlus(n.id, keptInDir.entry(), attrValidity(keptInDir, p, m, n), attributes(req, p, m), next, type,
                 nameBytes, 0, nameBytes.length);
     }
 

@@ -167,7 +167,8 @@ final class FakeKernel implements FuseChannel {
         int len = FuseProtocol.IN_HEADER + b.remaining();
         ByteBuffer r = ByteBuffer.allocate(len).order(ByteOrder.LITTLE_ENDIAN);
         long u = unique.incrementAndGet();
-        r.putInt(len).putInt(opcode).putLong(u).putLong(nodeid).putInt(uid).putInt(0).putInt(pid).putShort((short) 0)
+        // the gid is the uid's number, as a user's own group
+        r.putInt(len).putInt(opcode).putLong(u).putLong(nodeid).putInt(uid).putInt(uid).putInt(pid).putShort((short) 0)
                 .putShort((short) 0).put(b);
         requests.add(r.array());
         return u;

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -96,8 +97,34 @@ class UidMapMountTest {
     @Test
     void ownersAndModesAgreeWithThePolicy() {
         String out = fs.shAs(planner, "stat -c '%U %A' home/planner home/coder shared sys").ok().out();
-        assertEquals("chibit-planner drwxr-xr-x\nchibit-coder drwxr-xr-x\nroot drwxrwxrwx\nroot drwxr-xr-x\n", out);
+        assertEquals("chibit-planner drwxr-xr-x\nchibit-coder drwxr-xr-x\nchibit-planner drwxrwxrwx\nroot drwxr-xr-x\n", out,
+                "a shared directory shows each user who writes it as its owner");
+        assertEquals("chibit-coder\n", fs.shAs(coder, "stat -c %U shared").ok().out());
+        assertEquals("root\n", fs.shAs(stranger, "stat -c %U shared").ok().out());
         fs.shAs(planner, "test -w shared && test -w home/planner && ! test -w home/coder && ! test -w sys").ok();
         fs.shAs(stranger, "! test -w shared").ok();
+    }
+
+    /**
+     * git refuses a repository whose directory another user owns, and the kernel lets only a
+     * file's owner set its ACL, which install, cp -p and mv from another file system do: in
+     * /shared each user who writes it is shown as owner, so both work for every context.
+     */
+    @Test
+    void programsThatCheckOwnershipWorkInSharedForEveryContext() throws IOException {
+        fs.shAs(planner, "export HOME=/tmp; cd shared && git init -q repo && cd repo && echo a > a && git add a"
+                + " && git -c user.email=p@x -c user.name=p commit -qm a").ok();
+        assertEquals("1\n", fs.shAs(coder, "export HOME=/tmp; cd shared/repo && git status --short && git log --oneline | wc -l").ok().out());
+        Path outside = Files.createTempDirectory("chibit-own");
+        try {
+            Files.writeString(outside.resolve("f"), "moved\n");
+            Sh.run("chown -R " + coder.uid() + " " + outside + " && chmod 755 " + outside).ok();
+            fs.shAs(coder, "install -m 644 /etc/hostname shared/installed && cp -p /etc/hostname shared/copied"
+                    + " && mv " + outside.resolve("f") + " shared/moved").ok();
+        } finally {
+            Sh.run("rm -rf " + outside);
+        }
+        assertEquals("moved\n", Files.readString(fs.stored("/shared/moved")));
+        assertTrue(Files.exists(fs.stored("/shared/installed")) && Files.exists(fs.stored("/shared/copied")));
     }
 }

@@ -1,0 +1,143 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.policy.Caller;
+import dev.chibifs.router.Router;
+import dev.chibifs.store.MemoryStorage;
+import dev.chibifs.sys.Linux;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.List;
+import java.util.Map;
+
+import static dev.chibifs.fuse.FakeKernel.body;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The owner a mount shows, through a fake kernel against {@link MemoryStorage}: on a mount other
+ * users reach, a user who may write a shared zone's file or directory is shown as its owner
+ * (git's ownership check, the kernel's owner-only ACL), and such a directory's attributes are
+ * kept for no time, so each user's stat gets its own answer.
+ */
+@Timeout(20)
+class OwnerShownTest {
+
+    private static final int ALICE = 1001;
+    private static final int BOB = 1002;
+    private static final int STRANGER = 1003;
+    private static final int MOUNTER = 1000;
+    /** Where fuse_attr's uid and gid are: after ino, size, blocks, three times, their nanos, mode and nlink. */
+    private static final int ATTR_UID = 8 * 6 + 4 * 5;
+    /** fuse_entry_out's attr_valid (seconds) and fuse_attr_out's. */
+    private static final int ENTRY_ATTR_VALID = 24;
+    private static final int ATTR_OUT_VALID = 0;
+
+    private final MemoryStorage store = new MemoryStorage();
+    private FakeKernel kernel;
+    private FuseSession session;
+
+    private void mount(CallerResolver callers, boolean othersReach) throws Exception {
+        Router router = Router.of(store);
+        router.createNamespace(List.of("alice", "bob"));
+        FuseFileSystem fs = new FuseFileSystem(router, callers, MOUNTER, MOUNTER, FuseFileSystem.Timeouts.of(30, 30, 30), true);
+        if (othersReach) {
+            fs.othersReach();
+        }
+        kernel = new FakeKernel();
+        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 1, true, false, false), new RequestStats());
+        session.start();
+        assertEquals(0, kernel.init(FuseProtocol.DO_READDIRPLUS).error());
+    }
+
+    private void uidMapped() throws Exception {
+        mount(CallerResolver.uidMap(Map.of((long) ALICE, "alice", (long) BOB, "bob"), null), true);
+    }
+
+    @AfterEach
+    void stop() {
+        if (kernel != null) {
+            kernel.close();
+            session.ended().join();
+        }
+    }
+
+    /** {uid, gid, attr_valid seconds} of {@code name} in {@code parent} as {@code uid} looks it up. */
+    private long[] lookedUpBy(int uid, long parent, String name) throws Exception {
+        FakeKernel.Reply r = kernel.call(FuseProtocol.LOOKUP, parent, uid, body().name(name));
+        assertEquals(0, r.error(), name);
+        int attr = FuseProtocol.ENTRY_OUT - FuseProtocol.ATTR;
+        return new long[]{r.int32(attr + ATTR_UID), r.int32(attr + ATTR_UID + 4), r.int64(ENTRY_ATTR_VALID)};
+    }
+
+    private long node(long parent, String name) throws Exception {
+        return kernel.call(FuseProtocol.LOOKUP, parent, body().name(name)).int64(0);
+    }
+
+    /** {uid, gid, attr_valid seconds} of node {@code node} as {@code uid} stats it. */
+    private long[] statBy(int uid, long node) throws Exception {
+        FakeKernel.Reply r = kernel.call(FuseProtocol.GETATTR, node, uid, body().int32(0).int32(0).int64(0));
+        assertEquals(0, r.error());
+        int attr = FuseProtocol.ATTR_OUT - FuseProtocol.ATTR;
+        return new long[]{r.int32(attr + ATTR_UID), r.int32(attr + ATTR_UID + 4), r.int64(ATTR_OUT_VALID)};
+    }
+
+    private static void assertShown(long uid, long gid, long attrValid, long[] shown, String what) {
+        assertEquals(List.of(uid, gid, attrValid), List.of(shown[0], shown[1], shown[2]), what + ": uid, gid, attr_valid");
+    }
+
+    @Test
+    void onAUidMappedMountEachWriterOwnsTheSharedDirectoriesItStatsAndTheyAreAskedEveryTime() throws Exception {
+        uidMapped();
+        long shared = node(FuseProtocol.ROOT_ID, "shared");
+        assertEquals(0, kernel.call(FuseProtocol.MKDIR, shared, ALICE, body().int32(0755).int32(022).name("repo")).error());
+        long repo = node(shared, "repo");
+        assertShown(ALICE, ALICE, 0, statBy(ALICE, repo), "the maker");
+        assertShown(BOB, BOB, 0, statBy(BOB, repo), "another context, who writes there too");
+        assertShown(0, 0, 0, statBy(STRANGER, repo), "an unmapped uid, who may not write: root's");
+        assertShown(ALICE, ALICE, 0, lookedUpBy(ALICE, shared, "repo"), "a lookup's attributes");
+        assertShown(BOB, BOB, 0, statBy(BOB, shared), "/shared itself");
+    }
+
+    @Test
+    void aSharedFileShowsItsMakerAndKeepsItsAttributesAsUsual() throws Exception {
+        uidMapped();
+        long shared = node(FuseProtocol.ROOT_ID, "shared");
+        FakeKernel.Reply created = kernel.call(FuseProtocol.CREATE, shared, ALICE,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name("f"));
+        assertEquals(0, created.error());
+        int attr = FuseProtocol.ENTRY_OUT - FuseProtocol.ATTR;
+        assertEquals(ALICE, created.int32(attr + ATTR_UID), "install, cp -p and mv set a mode right after making the file");
+        assertEquals(30, created.int64(ENTRY_ATTR_VALID));
+        assertShown(BOB, BOB, 30, statBy(BOB, created.int64(0)), "whoever's request brings the attributes in");
+    }
+
+    @Test
+    void homesAndSysShowTheirOwnOwnerToEveryoneAsBefore() throws Exception {
+        uidMapped();
+        long home = node(FuseProtocol.ROOT_ID, "home");
+        assertShown(ALICE, 0, 30, lookedUpBy(BOB, home, "alice"), "alice's home, to bob");
+        assertShown(ALICE, 0, 30, lookedUpBy(ALICE, home, "alice"), "alice's home, to alice");
+        assertShown(0, 0, 30, lookedUpBy(ALICE, FuseProtocol.ROOT_ID, "sys"), "/sys");
+        Router.of(store).mkdir(Caller.SYSTEM, dev.chibifs.path.VfsPath.of("/tools/home"));
+        Router.of(store).mkdir(Caller.SYSTEM, dev.chibifs.path.VfsPath.of("/tools/home/alice"));
+        long toolsHome = node(node(FuseProtocol.ROOT_ID, "tools"), "home");
+        assertShown(ALICE, 0, 30, lookedUpBy(BOB, toolsHome, "alice"), "alice's tools, to bob");
+    }
+
+    @Test
+    void aPerContextMountOthersReachShowsEachUserAsOwnerWhereTheContextWrites() throws Exception {
+        mount(CallerResolver.fixed(Caller.context("alice")), true);
+        long home = node(FuseProtocol.ROOT_ID, "home");
+        assertShown(BOB, BOB, 0, lookedUpBy(BOB, home, "alice"), "the context's home, to any user");
+        assertShown(MOUNTER, MOUNTER, 30, lookedUpBy(BOB, home, "bob"), "another context's home: the mounter's");
+    }
+
+    @Test
+    void aMountOnlyItsMounterReachesShowsTheMounterAndKeepsEverything() throws Exception {
+        mount(CallerResolver.fixed(Caller.context("alice")), false);
+        long home = node(FuseProtocol.ROOT_ID, "home");
+        assertShown(MOUNTER, MOUNTER, 30, lookedUpBy(MOUNTER, home, "alice"), "the context's home");
+        assertShown(MOUNTER, MOUNTER, 30, lookedUpBy(MOUNTER, FuseProtocol.ROOT_ID, "shared"), "/shared");
+    }
+}
