@@ -103,6 +103,8 @@ final class FuseFileSystem {
     private final Timeouts timeouts;
     private final Timeouts unfollowed;
     private final boolean readdirplus;
+    /** Some store is across a network (S3): see {@link #mayWaitLong}. */
+    private final boolean anyStoreMayWaitLong;
     final NodeTable nodes = new NodeTable();
     final OpenFileTable openFiles = new OpenFileTable();
     private final DirectoryListings listings = new DirectoryListings();
@@ -142,6 +144,7 @@ final class FuseFileSystem {
         this.timeouts = timeouts;
         this.unfollowed = timeouts.unfollowed();
         this.readdirplus = readdirplus;
+        this.anyStoreMayWaitLong = router.anyMayWaitLong();
     }
 
     /** Users other than the mounter reach the mount (allow_other): where they may write, each is shown as owner. */
@@ -229,6 +232,21 @@ final class FuseFileSystem {
 
     boolean readdirplus() {
         return readdirplus;
+    }
+
+    /**
+     * Whether a request may wait long: a sync, or anything about a node of a store across a network
+     * (S3). An io_uring queue hands such a request to a thread of its own ({@link FuseRing}).
+     */
+    boolean mayWaitLong(int opcode, long nodeid) {
+        if (opcode == FuseProtocol.FSYNC || opcode == FuseProtocol.FSYNCDIR) {
+            return true;
+        }
+        if (!anyStoreMayWaitLong) {
+            return false;
+        }
+        NodeTable.Node n = nodes.get(nodeid);
+        return n != null && router.mayWaitLong(path(n));
     }
 
     Caller caller(FuseRequest req) {

@@ -12,6 +12,10 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
@@ -29,8 +33,10 @@ import java.util.function.Supplier;
  * answer waits (a blocking lock) keeps its entry until answered, from another thread: submissions
  * take the ring's monitor. FORGET and INTERRUPT still come through /dev/fuse, as do notifications.
  *
- * <p>A queue's thread serves its requests one after another, so a slow one (an fsync) holds back
- * the others made on that CPU; the /dev/fuse path serves on several threads at once.
+ * <p>A queue's thread serves its requests one after another, so a request that may wait long (on a
+ * store across a network, S3; an fsync) is handed to a thread of its own, which replies through
+ * the same entry: the others made on that CPU go on meanwhile. Handed-off requests and lock waits
+ * together keep {@link #LOCK_WAITS} entries at most, so the rest stay for requests served at once.
  */
 final class FuseRing {
 
@@ -39,23 +45,36 @@ final class FuseRing {
     /** Entries per queue: requests one CPU's processes may have with the daemon at once (waiting locks included). */
     static final int DEPTH = 32;
     /**
-     * How many of a queue's entries may wait for a lock at once; the rest stay for other requests,
-     * the unlock that ends the waits among them (it comes on the CPU its process runs on).
+     * How many of a queue's entries requests answered off its thread (lock waits, handed-off
+     * requests) may hold at once; the rest stay for requests served at once, the unlock that ends
+     * the waits among them (it comes on the CPU its process runs on).
      */
     static final int LOCK_WAITS = DEPTH - 8;
+    /** How long a thread that served a handed-off request waits for another before it ends. */
+    private static final long WAITER_IDLE_SECONDS = 30;
     private static final int IOVEC = 16;
     /** The user data of the NOP that tells a queue's thread to end (entries are numbered from 0). */
     private static final long STOP = -1;
 
     private final FuseDevice device;
     private final Supplier<FuseSession.Worker> workers;
+    private final SlowRequests slow;
+    /** The threads handed-off requests are served on, each with a worker of its own; made at the first. */
+    private ThreadPoolExecutor waiters;
+    private final AtomicInteger waiterNames = new AtomicInteger();
     private final int payloadSize;
     private final Queue[] queues;
     private final AtomicInteger registeredQueues = new AtomicInteger();
 
-    private FuseRing(FuseDevice device, Supplier<FuseSession.Worker> workers, int maxWrite) {
+    /** Which requests may wait long, so are served off their queue's thread. */
+    interface SlowRequests {
+        boolean mayWaitLong(int opcode, long nodeid);
+    }
+
+    private FuseRing(FuseDevice device, Supplier<FuseSession.Worker> workers, SlowRequests slow, int maxWrite) {
         this.device = device;
         this.workers = workers;
+        this.slow = slow;
         // the kernel's max_payload_sz: max_write, and max_pages pages, which INIT made the same
         this.payloadSize = Math.max(maxWrite, FuseDevice.MIN_READ_BUFFER);
         this.queues = new Queue[possibleCpus()];
@@ -66,8 +85,8 @@ final class FuseRing {
      * over io_uring, every request waits until each CPU's queue has registered, so a queue that
      * could not be made then would hang the mount. Null (logged) when one cannot be made.
      */
-    static FuseRing open(FuseDevice device, Supplier<FuseSession.Worker> workers, int maxWrite) {
-        FuseRing r = new FuseRing(device, workers, maxWrite);
+    static FuseRing open(FuseDevice device, Supplier<FuseSession.Worker> workers, SlowRequests slow, int maxWrite) {
+        FuseRing r = new FuseRing(device, workers, slow, maxWrite);
         try {
             for (int q = 0; q < r.queues.length; q++) {
                 r.queues[q] = r.new Queue(q);
@@ -99,7 +118,40 @@ final class FuseRing {
         for (Queue q : queues) {
             q.wake();
         }
+        synchronized (this) {
+            if (waiters != null) {
+                waiters.shutdown();
+            }
+        }
     }
+
+    /**
+     * The pool handed-off requests run in: no thread kept idle past {@link #WAITER_IDLE_SECONDS}, and
+     * as many as the queues may hold entries for, so a hand-off is refused only when the queue is full.
+     */
+    private synchronized ThreadPoolExecutor waiters() {
+        if (waiters == null) {
+            waiters = new ThreadPoolExecutor(0, queues.length * LOCK_WAITS, WAITER_IDLE_SECONDS, TimeUnit.SECONDS,
+                    new SynchronousQueue<>(), task -> {
+                        Thread t = new Thread(() -> {
+                            FuseSession.Worker w = workers.get();
+                            WAITER.set(w);
+                            try {
+                                task.run();
+                            } finally {
+                                WAITER.remove();
+                                w.free();
+                            }
+                        }, "chibifs-ring-wait-" + waiterNames.incrementAndGet());
+                        t.setDaemon(true);
+                        return t;
+                    });
+        }
+        return waiters;
+    }
+
+    /** The worker of a thread in {@link #waiters}: its request and reply buffers, freed when the thread ends. */
+    private static final ThreadLocal<FuseSession.Worker> WAITER = new ThreadLocal<>();
 
     /** Starts the queues' threads; {@code ended} runs once for each when it stops. */
     void start(Runnable ended) {
@@ -142,6 +194,8 @@ final class FuseRing {
         int ended;
         /** Entries held by a lock wait; guarded by the ring's monitor. */
         int lockWaits;
+        /** Entries whose request a waiter thread serves; guarded by the ring's monitor. */
+        int handedOff;
 
         Queue(int qid) throws IOException {
             this.qid = qid;
@@ -250,7 +304,9 @@ final class FuseRing {
 
         private void completed(Entry e, int result, FuseSession.Worker worker) throws IOException {
             if (result == 0) {
-                e.serve(worker);
+                if (!e.handOff()) {
+                    e.serve(worker);
+                }
                 return;
             }
             switch (-result) {
@@ -365,10 +421,48 @@ final class FuseRing {
             worker.serve();
         }
 
-        /** Keeps this entry for a lock wait's later answer; false when the queue has {@link #LOCK_WAITS} already. */
+        /**
+         * Hands the request here to a waiter thread when it may wait long and the queue may hold one
+         * more entry; false when this queue's thread is to serve it. The entry stays the kernel's
+         * request's until the waiter's reply commits it, so the waiter reads the request from here.
+         */
+        boolean handOff() {
+            long in = header + FuseProtocol.URING_IN_OUT;
+            if (!slow.mayWaitLong(MEMORY.getInt(in + 4), MEMORY.getLong(in + 16))) {
+                return false;
+            }
+            synchronized (queue.ring) {
+                if (queue.lockWaits + queue.handedOff >= LOCK_WAITS) {
+                    return false;
+                }
+                queue.handedOff++;
+            }
+            try {
+                waiters().execute(() -> {
+                    try {
+                        serve(WAITER.get());
+                    } catch (IOException | RuntimeException e) {
+                        // the reply could not be committed: the session is ending, and its entries with it
+                        LOG.debug("queue {} entry {}: a handed-off reply not committed: {}", queue.qid, index, e.toString());
+                    } finally {
+                        synchronized (queue.ring) {
+                            queue.handedOff--;
+                        }
+                    }
+                });
+                return true;
+            } catch (RejectedExecutionException stopped) {
+                synchronized (queue.ring) {
+                    queue.handedOff--;
+                }
+                return false;
+            }
+        }
+
+        /** Keeps this entry for a lock wait's later answer; false when the queue holds {@link #LOCK_WAITS} entries already. */
         boolean holdForLockWait() {
             synchronized (queue.ring) {
-                if (queue.lockWaits >= LOCK_WAITS) {
+                if (queue.lockWaits + queue.handedOff >= LOCK_WAITS) {
                     return false;
                 }
                 queue.lockWaits++;

@@ -382,7 +382,7 @@ final class FuseSession {
                     LOG.warn("--io-uring: the kernel does not offer FUSE over io_uring (Linux 6.14+, with the fuse"
                             + " module's enable_uring on); requests come through /dev/fuse");
                 } else if (settings.ioUring() && channel instanceof FuseDevice device) {
-                    ring = FuseRing.open(device, Worker::new, settings.maxWrite());
+                    ring = FuseRing.open(device, Worker::new, fs::mayWaitLong, settings.maxWrite());
                 }
                 // HANDLE_KILLPRIV(_V2): the store never holds set-user-ID or set-group-ID bits nor
                 // security.capability (only execute bits reach it), so the killing they ask of us is done.

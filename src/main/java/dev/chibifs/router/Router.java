@@ -316,6 +316,16 @@ public final class Router {
         return tag == 0 ? m : tagged(m, tag);
     }
 
+    /** Whether the store of {@code path} may keep a request waiting long ({@link Storage#answersMayWaitLong}). */
+    public boolean mayWaitLong(VfsPath path) {
+        return resolve(path).storage().answersMayWaitLong();
+    }
+
+    /** Whether any store here may keep a request waiting long: where none may, no path need be asked. */
+    public boolean anyMayWaitLong() {
+        return mounts.stream().anyMatch(m -> m.storage().answersMayWaitLong());
+    }
+
     /**
      * How long from now what the store of directory {@code dir} says of the names in it holds
      * ({@link Storage#answersHeld}); a store mounted at one of those names answers for itself.

@@ -226,6 +226,14 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * Whether an answer may wait long on something beyond this host (S3 across a network), so a
+     * caller that serves other requests on the same thread hands it to another. False: local disk or memory.
+     */
+    default boolean answersMayWaitLong() {
+        return false;
+    }
+
+    /**
      * What the store is doing, in one line for {@code chibifs stats} (the S3 store: whether S3
      * answers, what waits for it, what was asked of it), or null when there is nothing to tell.
      */

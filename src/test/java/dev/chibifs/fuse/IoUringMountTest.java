@@ -2,6 +2,7 @@ package dev.chibifs.fuse;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.testing.FuseSupport;
 import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
 import org.junit.jupiter.api.AfterAll;
@@ -20,7 +21,6 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * FUSE over io_uring (Linux 6.14+): with {@code --io-uring}, requests come through one io_uring
@@ -33,26 +33,22 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 @Timeout(120)
 class IoUringMountTest {
 
-    private static final Path ENABLE_URING = Path.of("/sys/module/fuse/parameters/enable_uring");
-    private static String enabledBefore;
+    private static AutoCloseable ioUring;
     private static MountedFs fs;
 
     @BeforeAll
     static void mount() throws IOException {
-        assumeTrue(Files.exists(ENABLE_URING), "this kernel has no FUSE over io_uring (Linux 6.14+)");
-        assumeTrue(Files.isWritable(ENABLE_URING), "turning FUSE over io_uring on takes root");
-        enabledBefore = Files.readString(ENABLE_URING).trim();
-        Files.writeString(ENABLE_URING, "1");
+        ioUring = FuseSupport.ioUringOn();
         fs = MountedFs.start("--context", "planner", "--io-uring");
     }
 
     @AfterAll
-    static void unmount() throws IOException {
+    static void unmount() throws Exception {
         if (fs != null) {
             fs.close();
         }
-        if (enabledBefore != null) {
-            Files.writeString(ENABLE_URING, enabledBefore.equals("Y") ? "1" : "0");
+        if (ioUring != null) {
+            ioUring.close();
         }
     }
 
@@ -82,12 +78,12 @@ class IoUringMountTest {
 
     @Test
     void whereTheKernelDoesNotOfferItTheMountWorksThroughDevFuseAndSaysSo() throws IOException {
-        Files.writeString(ENABLE_URING, "0");
+        Files.writeString(FuseSupport.ENABLE_URING, "0");
         MountedFs other;
         try {
             other = MountedFs.start("--context", "coder", "--io-uring");
         } finally {
-            Files.writeString(ENABLE_URING, "1");
+            Files.writeString(FuseSupport.ENABLE_URING, "1");
         }
         try {
             assertEquals("x\n", other.sh("echo x > shared/x && cat shared/x").out(), other.log());

@@ -43,4 +43,20 @@ public final class FuseSupport {
             Assumptions.abort("not root: uid-mapped mount tests skipped (they run in CI as root)");
         }
     }
+
+    /** The fuse module's switch for FUSE over io_uring. */
+    public static final Path ENABLE_URING = Path.of("/sys/module/fuse/parameters/enable_uring");
+
+    /**
+     * Turns the fuse module's enable_uring on (the kernel offers FUSE over io_uring only then) until
+     * the returned switch is closed, which puts back what it was; skips the test where this kernel
+     * has no FUSE over io_uring (Linux 6.14+) or it takes root.
+     */
+    public static AutoCloseable ioUringOn() throws java.io.IOException {
+        Assumptions.assumeTrue(Files.exists(ENABLE_URING), "this kernel has no FUSE over io_uring (Linux 6.14+)");
+        Assumptions.assumeTrue(Files.isWritable(ENABLE_URING), "turning FUSE over io_uring on takes root");
+        String before = Files.readString(ENABLE_URING).trim();
+        Files.writeString(ENABLE_URING, "1");
+        return () -> Files.writeString(ENABLE_URING, before.equals("Y") ? "1" : "0");
+    }
 }

@@ -2642,6 +2642,12 @@ public final class S3Storage implements Storage {
         return bucket.requests();
     }
 
+    /** Every answer not in the local layer waits for S3, across a network. */
+    @Override
+    public boolean answersMayWaitLong() {
+        return true;
+    }
+
     @Override
     public String state() {
         String away = bucket.unreachableReason();

@@ -225,6 +225,38 @@ class S3MountTest {
         }
     }
 
+    /**
+     * With --io-uring a request is served on a queue of the CPU that made it: a read waiting for the
+     * bucket is handed to a thread of its own, so the requests made on that CPU meanwhile answer.
+     */
+    @Test
+    @Timeout(120)
+    void withIoUringAReadWaitingForTheBucketLeavesItsCpusOtherRequestsAnswering() throws Exception {
+        try (AutoCloseable ioUring = dev.chibifs.testing.FuseSupport.ioUringOn()) {
+            MountedFs a = host("hostA");
+            a.sh("echo slow > " + PREFIX.substring(1) + "/slow && sync").ok();
+            MountedFs b = host(MountedFs.tempRoot(), "hostB", FLUSH_AFTER, "--prefetch-below", "0", "--io-uring");
+            String stats = MountedFs.cli("stats", "--json", b.mountpoint().toString()).ok().out();
+            assertTrue(stats.contains(", io_uring\""), "requests come through io_uring: " + stats);
+            Files.writeString(b.at("/shared/local.md"), "local\n");
+            await(SETTLES_WITHIN, "host B listing the file", () -> names(b.at(PREFIX)).contains("slow"));
+            S3Server.HeldRequests held = server.holdRanges((name, from) -> name.contains("/slow"), 1);
+            Process cat;
+            try {
+                // every process on CPU 0, so every request comes through that CPU's queue
+                cat = new ProcessBuilder("taskset", "-c", "0", "timeout", "60", "cat", b.at(PREFIX + "/slow").toString())
+                        .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+                assertTrue(held.reached().await(30, java.util.concurrent.TimeUnit.SECONDS), "the GET reached the bucket");
+                assertEquals("local\n", b.sh("timeout 10 taskset -c 0 cat shared/local.md").ok().out());
+                b.sh("timeout 10 taskset -c 0 ls -l shared home >/dev/null").ok();
+            } finally {
+                held.release().countDown();
+            }
+            assertEquals("slow\n", new String(cat.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+            assertEquals(0, cat.waitFor());
+        }
+    }
+
     private static byte[] bytesOrNull(Path p) {
         try {
             return Files.readAllBytes(p);
