@@ -21,6 +21,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.function.BooleanSupplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -129,6 +130,13 @@ final class Bucket implements Closeable {
     /** The object a conditional PUT named with If-Match does not exist (HTTP 404). */
     static final class Missing extends IOException {
         Missing(String message) {
+            super(message);
+        }
+    }
+
+    /** An upload read from a file that changed while it went up: aborted, so nobody saw it. */
+    static final class SourceChanged extends IOException {
+        SourceChanged(String message) {
             super(message);
         }
     }
@@ -738,9 +746,20 @@ final class Bucket implements Closeable {
      * @throws Missing the object {@code ifMatch} named is gone
      */
     String put(String key, Path from, Map<String, String> meta, String ifMatch) throws IOException {
+        return put(key, from, meta, ifMatch, null);
+    }
+
+    /**
+     * As {@link #put(String, Path, Map, String)} from a file that may change meanwhile: in parts
+     * whatever its size (nobody sees an upload in parts before its completion), each part followed
+     * by {@code unchanged}, and the upload aborted with {@link SourceChanged} once it says false. Null:
+     * {@code from} does not change (a snapshot).
+     */
+    String put(String key, Path from, Map<String, String> meta, String ifMatch, BooleanSupplier unchanged)
+            throws IOException {
         long size = Files.size(from);
-        if (size > partsAbove) {
-            return landed(key, size, meta, ifMatch, () -> putInParts(key, from, size, meta, ifMatch));
+        if (size > partsAbove || unchanged != null) {
+            return landed(key, size, meta, ifMatch, () -> putInParts(key, from, size, meta, ifMatch, unchanged));
         }
         // from the file, not a stream: the SDK retries a failed attempt by reading the body again
         return landed(key, size, meta, ifMatch, () -> putOnce(key, RequestBody.fromFile(from), meta, ifMatch));
@@ -826,7 +845,8 @@ final class Bucket implements Closeable {
      * its parts are not kept (and billed); one cut short by a crash is left to the bucket's
      * lifecycle rule (AbortIncompleteMultipartUpload), as with every S3 tool.
      */
-    private String putInParts(String key, Path from, long size, Map<String, String> meta, String ifMatch) throws IOException {
+    private String putInParts(String key, Path from, long size, Map<String, String> meta, String ifMatch,
+                              BooleanSupplier unchanged) throws IOException {
         refuseWhileUnreachable("put", key);
         String uploadId;
         count("create-upload");
@@ -844,16 +864,29 @@ final class Bucket implements Closeable {
                 int number = parts.size() + 1;
                 long offset = at;
                 long length = Math.min(part, size - at);
-                parts.add(partMovers.submit(() -> uploadPart(key, uploadId, number, from, offset, length)));
+                parts.add(partMovers.submit(() -> {
+                    CompletedPart sent = uploadPart(key, uploadId, number, from, offset, length);
+                    // what the part read may be torn by a change since: no later part is worth sending
+                    requireUnchanged(unchanged, key);
+                    return sent;
+                }));
             }
             // a part made after the abort would stay: allOf ends them all first
-            String etag = complete(key, uploadId, allOf(parts, "put", key), ifMatch);
+            List<CompletedPart> uploaded = allOf(parts, "put", key);
+            requireUnchanged(unchanged, key);
+            String etag = complete(key, uploadId, uploaded, ifMatch);
             done = true;
             return etag;
         } finally {
             if (!done) {
                 abort(key, uploadId);
             }
+        }
+    }
+
+    private static void requireUnchanged(BooleanSupplier unchanged, String key) throws SourceChanged {
+        if (unchanged != null && !unchanged.getAsBoolean()) {
+            throw new SourceChanged(key + ": the file changed while it went up");
         }
     }
 

@@ -2837,6 +2837,46 @@ public final class S3Storage implements Storage {
         }
     }
 
+    /**
+     * {@link #conflict} for an upload read where the file is: the copy kept beside theirs is made
+     * from a snapshot, which must still be the content that went up ({@code sha}). False when the
+     * file changed since: nothing done.
+     */
+    private boolean conflictFromSnapshot(Node n, VfsPath p, long gen, String sha, Map<String, String> meta)
+            throws IOException {
+        Path snap = uploadDir.resolve(n.ino + "." + gen);
+        try {
+            if (!snapshot(dataFile(n.ino), snap).equals(sha)) {
+                return false;
+            }
+            conflict(n, p, gen, snap, sha, meta);
+            return true;
+        } finally {
+            Files.deleteIfExists(snap);
+        }
+    }
+
+    /** The SHA-256 of {@code file}'s content, read where it is. */
+    private static String contentHash(Path file) throws IOException {
+        MessageDigest md = ContentHash.digest();
+        try (InputStream in = Files.newInputStream(file);
+             DigestOutputStream out = new DigestOutputStream(OutputStream.nullOutputStream(), md)) {
+            in.transferTo(out);
+        }
+        return ContentHash.hex(md);
+    }
+
+    /** Copies {@code file} to {@code snap}; the SHA-256 of what was copied. */
+    private static String snapshot(Path file, Path snap) throws IOException {
+        MessageDigest md = ContentHash.digest();
+        try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ);
+             OutputStream out = Files.newOutputStream(snap);
+             DigestOutputStream dout = new DigestOutputStream(out, md)) {
+            java.nio.channels.Channels.newInputStream(in).transferTo(dout);
+        }
+        return ContentHash.hex(md);
+    }
+
     /** Uploads one dirty node, conditional on S3 having what this host last saw. Holds the flush lock. */
     private void upload(Node n) throws IOException {
         if (n.dir) {
@@ -2859,27 +2899,41 @@ public final class S3Storage implements Storage {
                 meta.put(META_MODE, Integer.toOctalString(n.mode & 0777));
                 meta.put(META_MTIME, Long.toString(n.mtime.toMillis()));
             }
-            // a snapshot, so that what goes up is one version even while a handle writes on
-            Path snap = uploadDir.resolve(n.ino + "." + gen);
-            String sha;
-            try (FileChannel in = FileChannel.open(dataFile(n.ino), StandardOpenOption.READ);
-                 OutputStream out = Files.newOutputStream(snap)) {
-                MessageDigest md = ContentHash.digest();
-                try (DigestOutputStream dout = new DigestOutputStream(out, md)) {
-                    java.nio.channels.Channels.newInputStream(in).transferTo(dout);
-                }
-                sha = ContentHash.hex(md);
+            // a file that goes up in parts is read where it is, each part checked against the writes
+            // since (nobody sees the object before the last part); others, and a file that kept changing
+            // through every try, from a snapshot: what goes up is one version even while a handle writes on
+            Path data = dataFile(n.ino);
+            boolean direct;
+            try {
+                direct = attempt < SNAPSHOT_TRIES && bucket.inParts(Files.size(data));
             } catch (NoSuchFileException e) {
-                Files.deleteIfExists(snap);
+                return; // removed meanwhile: nothing to upload
+            }
+            Path snap = direct ? data : uploadDir.resolve(n.ino + "." + gen);
+            String sha;
+            try {
+                sha = direct ? contentHash(data) : snapshot(data, snap);
+            } catch (NoSuchFileException e) {
+                if (!direct) {
+                    Files.deleteIfExists(snap);
+                }
                 return; // removed meanwhile: nothing to upload
             }
             synchronized (this) {
                 if (n.gen != gen && attempt < SNAPSHOT_TRIES) {
-                    Files.deleteIfExists(snap);
+                    if (!direct) {
+                        Files.deleteIfExists(snap);
+                    }
                     continue;
                 }
                 gen = n.gen;
             }
+            long read = gen;
+            java.util.function.BooleanSupplier unchanged = direct ? () -> {
+                synchronized (this) {
+                    return n.gen == read;
+                }
+            } : null;
             meta.put(META_SHA, sha);
             String k = objectKey(p, n);
             synchronized (this) {
@@ -2888,10 +2942,10 @@ public final class S3Storage implements Storage {
             try {
                 String etag;
                 try {
-                    etag = putOnce(k, snap, meta, base, sha);
+                    etag = putOnce(k, snap, meta, base, sha, unchanged);
                 } catch (Bucket.Missing e) {
                     // removed on S3 since this host saw it: a change made here outlives a delete made there
-                    etag = putOnce(k, snap, meta, null, sha);
+                    etag = putOnce(k, snap, meta, null, sha, unchanged);
                 }
                 synchronized (this) {
                     seq++;
@@ -2929,7 +2983,13 @@ public final class S3Storage implements Storage {
                     }
                     continue; // the finally block drops this snapshot; the next attempt takes another
                 }
-                conflict(n, p, gen, snap, sha, meta);
+                if (!direct) {
+                    conflict(n, p, gen, snap, sha, meta);
+                } else if (!conflictFromSnapshot(n, p, gen, sha, meta)) {
+                    continue; // written to meanwhile: the next attempt reads it again
+                }
+            } catch (Bucket.SourceChanged e) {
+                continue; // written to while it went up: the upload was aborted, the next attempt reads again
             } catch (IOException e) {
                 synchronized (this) {
                     if (n.lostUploads == null) {
@@ -2945,7 +3005,9 @@ public final class S3Storage implements Storage {
                 synchronized (this) {
                     inflight.remove(k);
                 }
-                Files.deleteIfExists(snap);
+                if (!direct) {
+                    Files.deleteIfExists(snap);
+                }
             }
             return;
         }
@@ -2973,11 +3035,17 @@ public final class S3Storage implements Storage {
      * holds exactly this content is no conflict either, whoever put it there.
      */
     private String putOnce(String key, Path snap, Map<String, String> meta, String base, String sha) throws IOException {
+        return putOnce(key, snap, meta, base, sha, null);
+    }
+
+    /** As above, from a file that may change meanwhile when {@code unchanged} is not null ({@link Bucket#put}). */
+    private String putOnce(String key, Path snap, Map<String, String> meta, String base, String sha,
+                           java.util.function.BooleanSupplier unchanged) throws IOException {
         if (bucket.inParts(Files.size(snap))) {
             abortUploadsLeft();
         }
         try {
-            return bucket.put(key, snap, meta, base);
+            return bucket.put(key, snap, meta, base, unchanged);
         } catch (Bucket.PreconditionFailed e) {
             Bucket.Head now = bucket.head(key);
             if (now != null && sha.equals(now.meta().get(META_SHA)) && now.size() == Files.size(snap)) {

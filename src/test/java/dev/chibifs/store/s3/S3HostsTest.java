@@ -453,6 +453,46 @@ class S3HostsTest {
         }).get(20, java.util.concurrent.TimeUnit.SECONDS);
     }
 
+    /**
+     * A file that goes up in parts is read where it is, not copied first (a 6 GiB file would need
+     * 6 GiB more of cache): a write while it goes up aborts that upload, which nobody saw, and the
+     * next attempt sends the file as it is now.
+     */
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aLargeFileWrittenToWhileItGoesUpIsSentAgainAsItIsNowWithoutACopy() throws Exception {
+        long part = Bucket.MIN_PART_BYTES;
+        S3Options o = options("a");
+        S3Storage a = hostUploadingInParts(o);
+        byte[] content = randomBytes(3 * part + 1, 11);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/big.bin"), content);
+        S3Server.HeldRequests held = server.holdParts((name, number) -> name.endsWith("/shared/big.bin") && number == 2, 1);
+        java.util.concurrent.CompletableFuture<Void> flush = java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                a.flushAll();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        try {
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the second part reached the bucket");
+            try (java.util.stream.Stream<Path> copies = Files.list(o.cacheDir().resolve("upload"))) {
+                assertEquals(List.of(), copies.toList(), "no copy of the file in the cache while it goes up");
+            }
+            try (FileHandle h = a.open(p("/shared/big.bin"), EnumSet.of(OpenFlag.WRITE), 0)) {
+                h.write(ByteBuffer.wrap("changed".getBytes(UTF_8)), 0);
+            }
+        } finally {
+            held.release().countDown();
+        }
+        flush.get(60, TimeUnit.SECONDS);
+        System.arraycopy("changed".getBytes(UTF_8), 0, content, 0, 7);
+        assertArrayEquals(content, inS3Bytes("shared/big.bin"), "the file as it is now, whole");
+        assertEquals(1L, a.requests().get("abort-upload"), "the upload read before the write was given up");
+        assertEquals(1L, a.requests().get("complete-upload"));
+    }
+
     /** All {@code size} bytes of {@code h}: each read waits for the ranges it needs. */
     private static byte[] readWhole(FileHandle h, int size) throws IOException {
         ByteBuffer all = ByteBuffer.allocate(size);

@@ -147,6 +147,14 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             }
         }
 
+        /** A part of an upload: held as a PUT is, by its object's name and its number ({@link #holdParts}). */
+        @Override
+        public MultipartPart uploadMultipartPart(MultipartUpload mpu, int partNumber, java.io.InputStream content, long length,
+                                                 com.google.common.hash.HashCode md5) {
+            server.heldParts.waitIfHeld(mpu.blobName(), partNumber);
+            return super.uploadMultipartPart(mpu, partNumber, content, length, md5);
+        }
+
         /**
          * An upload in parts lands at its completion: a PUT as {@link #failPuts} counts them. It fails
          * as S3 does when it fails (500), which the client retries.
@@ -272,6 +280,15 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         heldPuts = h;
         return h;
     }
+    private volatile HeldRequests heldParts = HeldRequests.NONE;
+
+    /** Every part of an upload {@code which} names (by object name and part number) waits, its body unread, until the test lets them go. */
+    HeldRequests holdParts(java.util.function.BiPredicate<String, Long> which, int expected) {
+        HeldRequests h = new HeldRequests(which, new java.util.concurrent.CountDownLatch(expected), new java.util.concurrent.CountDownLatch(1));
+        heldParts = h;
+        return h;
+    }
+
     /** Every GET that came, as {@code <object name>@<first byte of its range>} (-1: the whole object), in order. */
     private final List<String> rangesAsked = new java.util.ArrayList<>();
 
