@@ -2931,7 +2931,7 @@ public final class S3Storage implements Storage {
             long read = gen;
             java.util.function.BooleanSupplier unchanged = direct ? () -> {
                 synchronized (this) {
-                    return n.gen == read;
+                    return n.gen == read && n.path != null;
                 }
             } : null;
             meta.put(META_SHA, sha);
@@ -2989,8 +2989,11 @@ public final class S3Storage implements Storage {
                     continue; // written to meanwhile: the next attempt reads it again
                 }
             } catch (Bucket.SourceChanged e) {
-                continue; // written to while it went up: the upload was aborted, the next attempt reads again
+                continue; // written to or removed while it went up: aborted; the next attempt reads again, or ends
             } catch (IOException e) {
+                if (direct && e instanceof NoSuchFileException && !Files.exists(data)) {
+                    continue; // removed while it went up (its cached content with it): the next attempt ends
+                }
                 synchronized (this) {
                     if (n.lostUploads == null) {
                         n.lostUploads = new ArrayList<>(1);

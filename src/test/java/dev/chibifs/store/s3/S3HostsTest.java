@@ -493,6 +493,32 @@ class S3HostsTest {
         assertEquals(1L, a.requests().get("complete-upload"));
     }
 
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aLargeFileRemovedWhileItGoesUpIsNeitherOnS3NorAFailure() throws Exception {
+        S3Storage a = hostUploadingInParts(options("a"));
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/gone.bin"), randomBytes(3 * Bucket.MIN_PART_BYTES + 1, 12));
+        S3Server.HeldRequests held = server.holdParts((name, number) -> name.endsWith("/shared/gone.bin") && number == 2, 1);
+        java.util.concurrent.CompletableFuture<Void> flush = java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                a.flushAll();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        try {
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the second part reached the bucket");
+            a.removeFile(p("/shared/gone.bin"));
+        } finally {
+            held.release().countDown();
+        }
+        flush.get(60, TimeUnit.SECONDS);
+        assertNull(raw.head(prefix + "/shared/gone.bin"), "the upload was given up before its completion");
+        assertTrue(a.state().contains(": answers;"), a.state());
+        assertEquals(1L, a.requests().get("abort-upload"));
+    }
+
     /** All {@code size} bytes of {@code h}: each read waits for the ranges it needs. */
     private static byte[] readWhole(FileHandle h, int size) throws IOException {
         ByteBuffer all = ByteBuffer.allocate(size);
