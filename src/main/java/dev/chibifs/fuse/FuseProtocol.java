@@ -155,6 +155,14 @@ final class FuseProtocol {
     static final int NOTIFY_STORE = 4;
     static final int NOTIFY_DELETE = 6;
 
+    // ---- fuse_in_header: len, opcode, unique, nodeid, uid, gid, pid, total_extlen, padding ----
+    static final int IN_OPCODE = 4;
+    static final int IN_UNIQUE = 8;
+    static final int IN_NODEID = 16;
+    static final int IN_UID = 24;
+    static final int IN_GID = 28;
+    static final int IN_PID = 32;
+
     // ---- struct sizes ----
     static final int IN_HEADER = 40;
     static final int OUT_HEADER = 16;

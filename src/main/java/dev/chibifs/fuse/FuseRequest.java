@@ -30,12 +30,12 @@ final class FuseRequest {
         if (length < FuseProtocol.IN_HEADER) {
             return false;
         }
-        opcode = buffer.getInt(4);
-        unique = buffer.getLong(8);
-        nodeid = buffer.getLong(16);
-        uid = buffer.getInt(24);
-        gid = buffer.getInt(28);
-        pid = buffer.getInt(32);
+        opcode = buffer.getInt(FuseProtocol.IN_OPCODE);
+        unique = buffer.getLong(FuseProtocol.IN_UNIQUE);
+        nodeid = buffer.getLong(FuseProtocol.IN_NODEID);
+        uid = buffer.getInt(FuseProtocol.IN_UID);
+        gid = buffer.getInt(FuseProtocol.IN_GID);
+        pid = buffer.getInt(FuseProtocol.IN_PID);
         return true;
     }
 

@@ -406,7 +406,7 @@ final class FuseRing {
                     || length > worker.req.buffer.capacity() || payloadBytes > payloadSize) {
                 LOG.error("FUSE over io_uring: a request of {} bytes with {} of payload does not add up; answered EIO",
                         length, payloadBytes);
-                worker.reply.begin(MEMORY.getLong(in + 8)).error(Linux.EIO).send(this);
+                worker.reply.begin(MEMORY.getLong(in + FuseProtocol.IN_UNIQUE)).error(Linux.EIO).send(this);
                 return;
             }
             long dst = worker.requestAddress;
@@ -428,7 +428,7 @@ final class FuseRing {
          */
         boolean handOff() {
             long in = header + FuseProtocol.URING_IN_OUT;
-            if (!slow.mayWaitLong(MEMORY.getInt(in + 4), MEMORY.getLong(in + 16))) {
+            if (!slow.mayWaitLong(MEMORY.getInt(in + FuseProtocol.IN_OPCODE), MEMORY.getLong(in + FuseProtocol.IN_NODEID))) {
                 return false;
             }
             synchronized (queue.ring) {
