@@ -468,13 +468,7 @@ class S3HostsTest {
         a.mkdir(p("/shared"));
         a.write(p("/shared/big.bin"), content);
         S3Server.HeldRequests held = server.holdParts((name, number) -> name.endsWith("/shared/big.bin") && number == 2, 1);
-        java.util.concurrent.CompletableFuture<Void> flush = java.util.concurrent.CompletableFuture.runAsync(() -> {
-            try {
-                a.flushAll();
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        });
+        java.util.concurrent.CompletableFuture<Void> flush = flushingAll(a);
         try {
             assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the second part reached the bucket");
             try (java.util.stream.Stream<Path> copies = Files.list(o.cacheDir().resolve("upload"))) {
@@ -500,13 +494,7 @@ class S3HostsTest {
         a.mkdir(p("/shared"));
         a.write(p("/shared/gone.bin"), randomBytes(3 * Bucket.MIN_PART_BYTES + 1, 12));
         S3Server.HeldRequests held = server.holdParts((name, number) -> name.endsWith("/shared/gone.bin") && number == 2, 1);
-        java.util.concurrent.CompletableFuture<Void> flush = java.util.concurrent.CompletableFuture.runAsync(() -> {
-            try {
-                a.flushAll();
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        });
+        java.util.concurrent.CompletableFuture<Void> flush = flushingAll(a);
         try {
             assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the second part reached the bucket");
             a.removeFile(p("/shared/gone.bin"));
@@ -517,6 +505,17 @@ class S3HostsTest {
         assertNull(raw.head(prefix + "/shared/gone.bin"), "the upload was given up before its completion");
         assertTrue(a.state().contains(": answers;"), a.state());
         assertEquals(1L, a.requests().get("abort-upload"));
+    }
+
+    /** {@code s.flushAll()} on another thread: the test holds its requests in the server meanwhile. */
+    private static java.util.concurrent.CompletableFuture<Void> flushingAll(S3Storage s) {
+        return java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                s.flushAll();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
     }
 
     /** All {@code size} bytes of {@code h}: each read waits for the ranges it needs. */
