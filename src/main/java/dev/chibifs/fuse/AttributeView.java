@@ -102,11 +102,8 @@ final class AttributeView {
         };
     }
 
-    /** The owner uid shown to the user {@code askerUid} for {@code path}. */
-    long uid(VfsPath path, long askerUid) {
-        if (ownedByAsker(path, askerUid)) {
-            return askerUid;
-        }
+    /** The owner uid shown for {@code path} where it is not {@link #ownedByAsker}. */
+    long uid(VfsPath path) {
         if (fixedCaller != null) {
             return mountUid;
         }
@@ -117,15 +114,13 @@ final class AttributeView {
         return 0;
     }
 
-    /** The group shown: the asker's where it shows as owner, else the mount's own for a per-context mount, else root's. */
-    long gid(VfsPath path, long askerUid, long askerGid) {
-        if (ownedByAsker(path, askerUid)) {
-            return askerGid;
-        }
+    /** The group shown where the owner is not the asker: the mount's own for a per-context mount, otherwise root's. */
+    long gid(VfsPath path) {
         return fixedCaller != null ? mountGid : 0;
     }
 
-    private boolean ownedByAsker(VfsPath path, long askerUid) {
+    /** Whether {@code path} shows the user {@code askerUid} (and its group) as owner: see the class comment. */
+    boolean ownedByAsker(VfsPath path, long askerUid) {
         if (!ownerDependsOnAsker(path)) {
             return false;
         }

@@ -284,13 +284,13 @@ final class FuseFileSystem {
 
     /** The attributes of {@code p} as the user making {@code req} is shown them (its owner may be that user: {@link AttributeView}). */
     FuseReply.Attributes attributes(FuseRequest req, VfsPath p, Metadata m) {
-        long askerUid = req.uid & 0xffffffffL;
+        boolean asker = attributes.ownedByAsker(p, req.uid & 0xffffffffL);
         long size = m.size();
         return new FuseReply.Attributes(m.inode(), size, m.blocks(),
                 seconds(m.accessed()), nanos(m.accessed()), seconds(m.modified()), nanos(m.modified()),
                 seconds(m.changed()), nanos(m.changed()),
                 attributes.mode(p, m), (int) Math.min(m.links(), Integer.MAX_VALUE),
-                (int) attributes.uid(p, askerUid), (int) attributes.gid(p, askerUid, req.gid & 0xffffffffL), 0, BLOCK_SIZE);
+                asker ? req.uid : (int) attributes.uid(p), asker ? req.gid : (int) attributes.gid(p), 0, BLOCK_SIZE);
     }
 
     private static long seconds(FileTime t) {
