@@ -397,6 +397,13 @@ final class FuseRing {
          * through {@link #write}.
          */
         void serve(FuseSession.Worker worker) throws IOException {
+            if (take(worker)) {
+                worker.serve();
+            }
+        }
+
+        /** Copies the request here into {@code worker}; false when there is none to serve (one that does not add up is answered EIO). */
+        private boolean take(FuseSession.Worker worker) throws IOException {
             long in = header + FuseProtocol.URING_IN_OUT;
             int length = MEMORY.getInt(in);
             int payloadBytes = MEMORY.getInt(header + FuseProtocol.URING_PAYLOAD_SIZE);
@@ -407,18 +414,18 @@ final class FuseRing {
                 LOG.error("FUSE over io_uring: a request of {} bytes with {} of payload does not add up; answered EIO",
                         length, payloadBytes);
                 worker.reply.begin(MEMORY.getLong(in + FuseProtocol.IN_UNIQUE)).error(Linux.EIO).send(this);
-                return;
+                return false;
             }
             long dst = worker.requestAddress;
             MEMORY.copyMemory(in, dst, FuseProtocol.IN_HEADER);
             MEMORY.copyMemory(header + FuseProtocol.URING_OP_IN, dst + FuseProtocol.IN_HEADER, opBytes);
             MEMORY.copyMemory(payload, dst + FuseProtocol.IN_HEADER + opBytes, payloadBytes);
             if (!worker.req.decode(length)) {
-                return;
+                return false;
             }
             worker.req.buffer.limit(length).position(0);
             worker.replyTo = this;
-            worker.serve();
+            return true;
         }
 
         /**
@@ -440,7 +447,16 @@ final class FuseRing {
             try {
                 waiters().execute(() -> {
                     try {
-                        serve(WAITER.get());
+                        FuseSession.Worker w = WAITER.get();
+                        boolean taken;
+                        synchronized (queue.ring) {
+                            // a queue frees its entries' memory when it closes (the session ended
+                            // meanwhile): the request is read only while it is open
+                            taken = !queue.ring.isClosed() && take(w);
+                        }
+                        if (taken) {
+                            w.serve();
+                        }
                     } catch (IOException | RuntimeException e) {
                         // the reply could not be committed: the session is ending, and its entries with it
                         LOG.debug("queue {} entry {}: a handed-off reply not committed: {}", queue.qid, index, e.toString());
