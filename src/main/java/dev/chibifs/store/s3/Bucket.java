@@ -865,7 +865,7 @@ final class Bucket implements Closeable {
                 long offset = at;
                 long length = Math.min(part, size - at);
                 parts.add(partMovers.submit(() -> {
-                    CompletedPart sent = uploadPart(key, uploadId, number, from, offset, length);
+                    CompletedPart sent = uploadPart(key, uploadId, number, from, offset, length, unchanged);
                     // what the part read may be torn by a change since: no later part is worth sending
                     requireUnchanged(unchanged, key);
                     return sent;
@@ -919,8 +919,8 @@ final class Bucket implements Closeable {
         }
     }
 
-    private CompletedPart uploadPart(String key, String uploadId, int number, Path from, long offset, long length)
-            throws IOException {
+    private CompletedPart uploadPart(String key, String uploadId, int number, Path from, long offset, long length,
+                                     BooleanSupplier unchanged) throws IOException {
         refuseWhileUnreachable("put-part", key);
         count("put-part");
         try (CacheFile file = CacheFile.openForReading(from)) {
@@ -931,6 +931,8 @@ final class Bucket implements Closeable {
             answered();
             return CompletedPart.builder().partNumber(number).eTag(r.eTag()).build();
         } catch (SdkException e) {
+            // a file cut short under the part (a truncate) ends its body early: that is no sign of S3 away
+            requireUnchanged(unchanged, key);
             throw failure("put-part", key, e);
         } catch (UncheckedIOException e) {
             throw new IOException("S3 put-part s3://" + bucket + "/" + key + ": " + e.getCause().getMessage(), e);

@@ -507,6 +507,37 @@ class S3HostsTest {
         assertEquals(1L, a.requests().get("abort-upload"));
     }
 
+    /**
+     * A truncate cuts a part's body short as it goes up (parts larger than the loopback's socket
+     * buffers, so the held part's body is mostly unread): the upload starts over, and S3 is not
+     * taken for away.
+     */
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aLargeFileCutShortWhileItGoesUpIsSentAgainAndS3StillAnswers() throws Exception {
+        long part = 16L << 20;
+        Bucket bucket = Bucket.connect(S3Spec.parse(spec), server.env());
+        bucket.movedInParts(Bucket.MIN_PART_BYTES, part);
+        S3Storage a = S3Storage.open(S3Spec.parse(spec), bucket, options("a"));
+        open.add(a);
+        byte[] content = randomBytes(2 * part + 1, 13);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/cut.bin"), content);
+        S3Server.HeldRequests held = server.holdParts((name, number) -> name.endsWith("/shared/cut.bin") && number == 2, 1);
+        java.util.concurrent.CompletableFuture<Void> flush = flushingAll(a);
+        try {
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the second part reached the bucket");
+            try (FileHandle h = a.open(p("/shared/cut.bin"), EnumSet.of(OpenFlag.WRITE), 0)) {
+                h.truncate(part + 100);
+            }
+        } finally {
+            held.release().countDown();
+        }
+        flush.get(60, TimeUnit.SECONDS);
+        assertTrue(a.state().contains(": answers;"), a.state());
+        assertArrayEquals(java.util.Arrays.copyOf(content, (int) (part + 100)), inS3Bytes("shared/cut.bin"));
+    }
+
     /** {@code s.flushAll()} on another thread: the test holds its requests in the server meanwhile. */
     private static java.util.concurrent.CompletableFuture<Void> flushingAll(S3Storage s) {
         return java.util.concurrent.CompletableFuture.runAsync(() -> {
