@@ -465,22 +465,14 @@ class S3HostsTest {
         S3Options o = options("a");
         S3Storage a = hostUploadingInParts(o);
         byte[] content = randomBytes(3 * part + 1, 11);
-        a.mkdir(p("/shared"));
-        a.write(p("/shared/big.bin"), content);
-        S3Server.HeldRequests held = server.holdParts((name, number) -> name.endsWith("/shared/big.bin") && number == 2, 1);
-        java.util.concurrent.CompletableFuture<Void> flush = flushingAll(a);
-        try {
-            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the second part reached the bucket");
+        whileItsSecondPartIsHeld(a, "/shared/big.bin", content, () -> {
             try (java.util.stream.Stream<Path> copies = Files.list(o.cacheDir().resolve("upload"))) {
                 assertEquals(List.of(), copies.toList(), "no copy of the file in the cache while it goes up");
             }
             try (FileHandle h = a.open(p("/shared/big.bin"), EnumSet.of(OpenFlag.WRITE), 0)) {
                 h.write(ByteBuffer.wrap("changed".getBytes(UTF_8)), 0);
             }
-        } finally {
-            held.release().countDown();
-        }
-        flush.get(60, TimeUnit.SECONDS);
+        });
         System.arraycopy("changed".getBytes(UTF_8), 0, content, 0, 7);
         assertArrayEquals(content, inS3Bytes("shared/big.bin"), "the file as it is now, whole");
         assertEquals(1L, a.requests().get("abort-upload"), "the upload read before the write was given up");
@@ -491,17 +483,8 @@ class S3HostsTest {
     @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void aLargeFileRemovedWhileItGoesUpIsNeitherOnS3NorAFailure() throws Exception {
         S3Storage a = hostUploadingInParts(options("a"));
-        a.mkdir(p("/shared"));
-        a.write(p("/shared/gone.bin"), randomBytes(3 * Bucket.MIN_PART_BYTES + 1, 12));
-        S3Server.HeldRequests held = server.holdParts((name, number) -> name.endsWith("/shared/gone.bin") && number == 2, 1);
-        java.util.concurrent.CompletableFuture<Void> flush = flushingAll(a);
-        try {
-            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the second part reached the bucket");
-            a.removeFile(p("/shared/gone.bin"));
-        } finally {
-            held.release().countDown();
-        }
-        flush.get(60, TimeUnit.SECONDS);
+        whileItsSecondPartIsHeld(a, "/shared/gone.bin", randomBytes(3 * Bucket.MIN_PART_BYTES + 1, 12),
+                () -> a.removeFile(p("/shared/gone.bin")));
         assertNull(raw.head(prefix + "/shared/gone.bin"), "the upload was given up before its completion");
         assertTrue(a.state().contains(": answers;"), a.state());
         assertEquals(1L, a.requests().get("abort-upload"));
@@ -516,37 +499,45 @@ class S3HostsTest {
     @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void aLargeFileCutShortWhileItGoesUpIsSentAgainAndS3StillAnswers() throws Exception {
         long part = 16L << 20;
-        Bucket bucket = Bucket.connect(S3Spec.parse(spec), server.env());
-        bucket.movedInParts(Bucket.MIN_PART_BYTES, part);
-        S3Storage a = S3Storage.open(S3Spec.parse(spec), bucket, options("a"));
-        open.add(a);
+        S3Storage a = hostUploadingInParts(options("a"), part);
         byte[] content = randomBytes(2 * part + 1, 13);
-        a.mkdir(p("/shared"));
-        a.write(p("/shared/cut.bin"), content);
-        S3Server.HeldRequests held = server.holdParts((name, number) -> name.endsWith("/shared/cut.bin") && number == 2, 1);
-        java.util.concurrent.CompletableFuture<Void> flush = flushingAll(a);
-        try {
-            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the second part reached the bucket");
+        whileItsSecondPartIsHeld(a, "/shared/cut.bin", content, () -> {
             try (FileHandle h = a.open(p("/shared/cut.bin"), EnumSet.of(OpenFlag.WRITE), 0)) {
                 h.truncate(part + 100);
             }
-        } finally {
-            held.release().countDown();
-        }
-        flush.get(60, TimeUnit.SECONDS);
+        });
         assertTrue(a.state().contains(": answers;"), a.state());
         assertArrayEquals(java.util.Arrays.copyOf(content, (int) (part + 100)), inS3Bytes("shared/cut.bin"));
     }
 
-    /** {@code s.flushAll()} on another thread: the test holds its requests in the server meanwhile. */
-    private static java.util.concurrent.CompletableFuture<Void> flushingAll(S3Storage s) {
-        return java.util.concurrent.CompletableFuture.runAsync(() -> {
+    /** What a test does while an upload waits in the server. */
+    @FunctionalInterface
+    private interface Meanwhile {
+        void run() throws Exception;
+    }
+
+    /**
+     * Writes {@code content} to {@code path} on {@code s} and flushes it on another thread, the second
+     * part of its upload held in the server while {@code meanwhile} runs; returns once the flush has.
+     */
+    private void whileItsSecondPartIsHeld(S3Storage s, String path, byte[] content, Meanwhile meanwhile) throws Exception {
+        s.mkdir(p("/shared"));
+        s.write(p(path), content);
+        S3Server.HeldRequests held = server.holdParts((name, number) -> name.endsWith(path) && number == 2, 1);
+        java.util.concurrent.CompletableFuture<Void> flush = java.util.concurrent.CompletableFuture.runAsync(() -> {
             try {
                 s.flushAll();
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
         });
+        try {
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the second part reached the bucket");
+            meanwhile.run();
+        } finally {
+            held.release().countDown();
+        }
+        flush.get(60, TimeUnit.SECONDS);
     }
 
     /** All {@code size} bytes of {@code h}: each read waits for the ranges it needs. */
@@ -560,8 +551,13 @@ class S3HostsTest {
 
     /** A host whose uploads of more than S3's smallest part go up in parts of that size. */
     private S3Storage hostUploadingInParts(S3Options o) throws IOException {
+        return hostUploadingInParts(o, Bucket.MIN_PART_BYTES);
+    }
+
+    /** A host whose uploads of more than S3's smallest part go up in parts of {@code partBytes}. */
+    private S3Storage hostUploadingInParts(S3Options o, long partBytes) throws IOException {
         Bucket bucket = Bucket.connect(S3Spec.parse(spec), server.env());
-        bucket.movedInParts(Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES);
+        bucket.movedInParts(Bucket.MIN_PART_BYTES, partBytes);
         S3Storage s = S3Storage.open(S3Spec.parse(spec), bucket, o);
         open.add(s);
         return s;
