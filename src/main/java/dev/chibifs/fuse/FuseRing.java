@@ -197,6 +197,18 @@ final class FuseRing {
         /** Entries whose request a waiter thread serves; guarded by the ring's monitor. */
         int handedOff;
 
+        /** Under the ring's monitor: whether requests answered off this queue's thread hold {@link #LOCK_WAITS} entries. */
+        boolean holdsAll() {
+            return lockWaits + handedOff >= LOCK_WAITS;
+        }
+
+        /** A handed-off request's entry is no longer held by its waiter (answered, or never handed). */
+        void handedBack() {
+            synchronized (ring) {
+                handedOff--;
+            }
+        }
+
         Queue(int qid) throws IOException {
             this.qid = qid;
             this.ring = IoUring.open(DEPTH, 2 * DEPTH);
@@ -439,7 +451,7 @@ final class FuseRing {
                 return false;
             }
             synchronized (queue.ring) {
-                if (queue.lockWaits + queue.handedOff >= LOCK_WAITS) {
+                if (queue.holdsAll()) {
                     return false;
                 }
                 queue.handedOff++;
@@ -461,16 +473,12 @@ final class FuseRing {
                         // the reply could not be committed: the session is ending, and its entries with it
                         LOG.debug("queue {} entry {}: a handed-off reply not committed: {}", queue.qid, index, e.toString());
                     } finally {
-                        synchronized (queue.ring) {
-                            queue.handedOff--;
-                        }
+                        queue.handedBack();
                     }
                 });
                 return true;
             } catch (RejectedExecutionException stopped) {
-                synchronized (queue.ring) {
-                    queue.handedOff--;
-                }
+                queue.handedBack();
                 return false;
             }
         }
@@ -478,7 +486,7 @@ final class FuseRing {
         /** Keeps this entry for a lock wait's later answer; false when the queue holds {@link #LOCK_WAITS} entries already. */
         boolean holdForLockWait() {
             synchronized (queue.ring) {
-                if (queue.lockWaits + queue.handedOff >= LOCK_WAITS) {
+                if (queue.holdsAll()) {
                     return false;
                 }
                 queue.lockWaits++;

@@ -2856,14 +2856,10 @@ public final class S3Storage implements Storage {
         }
     }
 
-    /** The SHA-256 of {@code file}'s content, read where it is. */
-    private static String contentHash(Path file) throws IOException {
-        MessageDigest md = ContentHash.digest();
-        try (InputStream in = Files.newInputStream(file);
-             DigestOutputStream out = new DigestOutputStream(OutputStream.nullOutputStream(), md)) {
-            in.transferTo(out);
+    private static void deleteSnapshot(Path snap) throws IOException {
+        if (snap != null) {
+            Files.deleteIfExists(snap);
         }
-        return ContentHash.hex(md);
     }
 
     /** Copies {@code file} to {@code snap}; the SHA-256 of what was copied. */
@@ -2909,29 +2905,27 @@ public final class S3Storage implements Storage {
             } catch (NoSuchFileException e) {
                 return; // removed meanwhile: nothing to upload
             }
-            Path snap = direct ? data : uploadDir.resolve(n.ino + "." + gen);
+            // the copy that goes up; null where the file itself does
+            Path snap = direct ? null : uploadDir.resolve(n.ino + "." + gen);
+            Path source = direct ? data : snap;
             String sha;
             try {
-                sha = direct ? contentHash(data) : snapshot(data, snap);
+                sha = direct ? ContentHash.of(data) : snapshot(data, snap);
             } catch (NoSuchFileException e) {
-                if (!direct) {
-                    Files.deleteIfExists(snap);
-                }
+                deleteSnapshot(snap);
                 return; // removed meanwhile: nothing to upload
             }
             synchronized (this) {
                 if (n.gen != gen && attempt < SNAPSHOT_TRIES) {
-                    if (!direct) {
-                        Files.deleteIfExists(snap);
-                    }
+                    deleteSnapshot(snap);
                     continue;
                 }
                 gen = n.gen;
             }
-            long read = gen;
+            long readGen = gen;
             java.util.function.BooleanSupplier unchanged = direct ? () -> {
                 synchronized (this) {
-                    return n.gen == read && n.path != null;
+                    return n.gen == readGen && n.path != null;
                 }
             } : null;
             meta.put(META_SHA, sha);
@@ -2942,10 +2936,10 @@ public final class S3Storage implements Storage {
             try {
                 String etag;
                 try {
-                    etag = putOnce(k, snap, meta, base, sha, unchanged);
+                    etag = putOnce(k, source, meta, base, sha, unchanged);
                 } catch (Bucket.Missing e) {
                     // removed on S3 since this host saw it: a change made here outlives a delete made there
-                    etag = putOnce(k, snap, meta, null, sha, unchanged);
+                    etag = putOnce(k, source, meta, null, sha, unchanged);
                 }
                 synchronized (this) {
                     seq++;
@@ -3008,9 +3002,7 @@ public final class S3Storage implements Storage {
                 synchronized (this) {
                     inflight.remove(k);
                 }
-                if (!direct) {
-                    Files.deleteIfExists(snap);
-                }
+                deleteSnapshot(snap);
             }
             return;
         }
@@ -3042,16 +3034,16 @@ public final class S3Storage implements Storage {
     }
 
     /** As above, from a file that may change meanwhile when {@code unchanged} is not null ({@link Bucket#put}). */
-    private String putOnce(String key, Path snap, Map<String, String> meta, String base, String sha,
+    private String putOnce(String key, Path from, Map<String, String> meta, String base, String sha,
                            java.util.function.BooleanSupplier unchanged) throws IOException {
-        if (bucket.inParts(Files.size(snap))) {
+        if (bucket.inParts(Files.size(from))) {
             abortUploadsLeft();
         }
         try {
-            return bucket.put(key, snap, meta, base, unchanged);
+            return bucket.put(key, from, meta, base, unchanged);
         } catch (Bucket.PreconditionFailed e) {
             Bucket.Head now = bucket.head(key);
-            if (now != null && sha.equals(now.meta().get(META_SHA)) && now.size() == Files.size(snap)) {
+            if (now != null && sha.equals(now.meta().get(META_SHA)) && now.size() == Files.size(from)) {
                 LOG.debug("S3 store {}: {} already holds this content", spec, key);
                 return now.etag();
             }
