@@ -12,10 +12,12 @@ import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.RenameMode;
 import dev.chibifs.store.SpaceInfo;
+import dev.chibifs.store.XattrMode;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.Syscalls;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -1302,38 +1304,54 @@ final class FuseFileSystem {
         changedBy(f);
     }
 
-    // ---- extended attributes: none are stored but the file's ETag, read-only; changes are judged by policy first ----
+    // ---- extended attributes: user.* names, kept by the store; a file's ETag besides, read-only ----
 
-    /** The one extended attribute: a file's ETag (the SHA-256 of its content), as {@code chibifs info} shows it. */
+    /** The attribute every file shows: its ETag (the SHA-256 of its content), as {@code chibifs info} shows it. */
     static final String ETAG_XATTR = "user.chibi.etag";
-    /** The one namespace of extended attributes the mount has (read-only, and only ETAG_XATTR). */
+    /** The one namespace of extended attributes the mount has. */
     private static final String USER_XATTR_PREFIX = "user.";
-    private static final byte[] XATTR_LIST = (ETAG_XATTR + "\0").getBytes(StandardCharsets.UTF_8);
+    private static final byte[] ETAG_LISTED = (ETAG_XATTR + "\0").getBytes(StandardCharsets.UTF_8);
 
     /**
-     * getxattr(2): {@value #ETAG_XATTR} of a file; no other user.* name has a value (ENODATA).
-     * Other namespaces (security.*, system.*, trusted.*) are not supported at all: EOPNOTSUPP,
-     * as on a file system without them. That answer is what lets programs stop asking: `ls -l`
-     * asks security.selinux and system.posix_acl_access of every file until one says ENOTSUP,
-     * then no more on that device (coreutils' getfilecon_cache and file_has_acl_cache), so a
-     * listing of 100,000 files sends two GETXATTR, not 200,000. The kernel's own
-     * security.capability check before a write takes any error as "no capabilities".
+     * getxattr(2): a user.* attribute the store keeps, or {@value #ETAG_XATTR} of a file. Other
+     * namespaces (security.*, system.*, trusted.*) are not supported at all: EOPNOTSUPP, as on a
+     * file system without them. That answer is what lets programs stop asking: `ls -l` asks
+     * security.selinux and system.posix_acl_access of every file until one says ENOTSUP, then no
+     * more on that device (coreutils' getfilecon_cache and file_has_acl_cache), so a listing of
+     * 100,000 files sends two GETXATTR, not 200,000. The kernel's own security.capability check
+     * before a write takes any error as "no capabilities".
      */
     void getxattr(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node n = node(req);
-        int refused = etagOnly(req.name(8), n);
-        if (refused != 0) {
+        String name = req.name(8);
+        if (!name.startsWith(USER_XATTR_PREFIX)) {
             // answered, not thrown: the kernel asks security.capability before the first write to
             // each file, and filling in an exception's stack was most of that request's time
-            out.error(refused);
-            return;
+            out.error(Linux.EOPNOTSUPP);
+        } else if (!ETAG_XATTR.equals(name)) {
+            xattrValue(req.xattrSize(), router.xattr(caller(req), path(n), name), out);
+        } else if (n.directory) {
+            out.error(Linux.ENODATA);
+        } else {
+            xattrValue(req.xattrSize(), router.etag(null, path(n)).getBytes(StandardCharsets.US_ASCII), out);
         }
-        xattrValue(req.xattrSize(), router.etag(null, path(n)).getBytes(StandardCharsets.US_ASCII), out);
     }
 
-    /** listxattr(2): a file lists its ETag; a directory nothing. */
+    /** listxattr(2): the user.* attributes the store keeps, and a file's ETag first. */
     void listxattr(FuseRequest req, FuseReply out) throws IOException {
-        xattrValue(req.xattrSize(), node(req).directory ? new byte[0] : XATTR_LIST, out);
+        NodeTable.Node n = node(req);
+        ByteArrayOutputStream names = new ByteArrayOutputStream();
+        if (!n.directory) {
+            names.writeBytes(ETAG_LISTED);
+        }
+        for (String name : router.xattrNames(caller(req), path(n))) {
+            // the store file's own labels (security.selinux, ...) are not the mount's to show
+            if (name.startsWith(USER_XATTR_PREFIX) && !ETAG_XATTR.equals(name)) {
+                names.writeBytes(name.getBytes(StandardCharsets.UTF_8));
+                names.write(0);
+            }
+        }
+        xattrValue(req.xattrSize(), names.toByteArray(), out);
     }
 
     /** A size probe (size 0) gets the length; a buffer too small ERANGE; else the bytes. */
@@ -1348,52 +1366,61 @@ final class FuseFileSystem {
     }
 
     /**
-     * setxattr(2): the ETag follows the content, so the one attribute cannot be set; setting it to
-     * the value it has succeeds and changes nothing. That is what a copy made with its extended
-     * attributes does (`rsync -X`, `cp -a`): it sets the source's ETag on a copy whose content now
-     * has that ETag. Anything else is not supported.
+     * setxattr(2) of a user.* name, kept by the store where the caller may write. The ETag follows
+     * the content, so it cannot be set; setting it to the value it has succeeds and changes
+     * nothing. That is what a copy made with its extended attributes does (`rsync -X`, `cp -a`):
+     * it sets the source's ETag on a copy whose content now has that ETag. Other namespaces are
+     * not supported.
      */
     void setxattr(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node n = node(req);
         VfsPath p = path(n);
-        router.checkWrite(caller(req), p);
-        if (ETAG_XATTR.equals(req.name(8)) && !n.directory) {
-            if ((req.setxattrFlags() & Linux.XATTR_CREATE) != 0) {
+        Caller caller = caller(req);
+        router.checkWrite(caller, p);
+        String name = req.name(8);
+        int flags = req.setxattrFlags();
+        if (ETAG_XATTR.equals(name) && !n.directory) {
+            if ((flags & Linux.XATTR_CREATE) != 0) {
                 throw new FileAlreadyExistsException(p.toString(), null, ETAG_XATTR + " exists");
             }
             if (Arrays.equals(req.setxattrValue(), router.etag(null, p).getBytes(StandardCharsets.US_ASCII))) {
                 return;
             }
         }
-        throw new ErrnoException(Linux.EOPNOTSUPP, p.toString(), "Operation not supported");
+        if (!name.startsWith(USER_XATTR_PREFIX) || ETAG_XATTR.equals(name)) {
+            throw new ErrnoException(Linux.EOPNOTSUPP, p.toString(), "Operation not supported");
+        }
+        XattrMode mode = switch (flags & (Linux.XATTR_CREATE | Linux.XATTR_REPLACE)) {
+            case 0 -> XattrMode.SET;
+            case Linux.XATTR_CREATE -> XattrMode.CREATE;
+            case Linux.XATTR_REPLACE -> XattrMode.REPLACE;
+            default -> throw new ErrnoException(Linux.EINVAL, p.toString(), "Invalid argument: XATTR_CREATE and XATTR_REPLACE at once");
+        };
+        router.setXattr(caller, p, name, req.setxattrValue(), mode);
     }
 
     /**
-     * removexattr(2): removing the ETag succeeds and changes nothing (it is the content's, and shows
-     * again at once), as setting it to its value does. A copy with extended attributes from a file
-     * system without it needs that: `rsync -aX` removes from each copy the names its source lacks,
-     * and fails the whole transfer (exit 23) on an error. No other user.* name has a value (ENODATA);
-     * other namespaces are not supported, as for getxattr.
+     * removexattr(2) of a user.* name the store keeps, where the caller may write. Removing the
+     * ETag succeeds and changes nothing (it is the content's, and shows again at once), as
+     * setting it to its value does. A copy with extended attributes from a file system without it
+     * needs that: `rsync -aX` removes from each copy the names its source lacks, and fails the
+     * whole transfer (exit 23) on an error. Other namespaces are not supported, as for getxattr.
      */
     void removexattr(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node n = node(req);
         VfsPath p = path(n);
-        router.checkWrite(caller(req), p);
-        int refused = etagOnly(req.name(0), n);
-        if (refused != 0) {
-            out.error(refused);
-        }
-    }
-
-    /**
-     * 0 for the one attribute there is, a file's ETag; else the errno that refuses {@code name}:
-     * ENODATA for another user.* name, EOPNOTSUPP for another namespace.
-     */
-    private static int etagOnly(String name, NodeTable.Node n) {
+        Caller caller = caller(req);
+        router.checkWrite(caller, p);
+        String name = req.name(0);
         if (!name.startsWith(USER_XATTR_PREFIX)) {
-            return Linux.EOPNOTSUPP;
+            out.error(Linux.EOPNOTSUPP);
+        } else if (ETAG_XATTR.equals(name)) {
+            if (n.directory) {
+                out.error(Linux.ENODATA);
+            }
+        } else {
+            router.removeXattr(caller, p, name);
         }
-        return ETAG_XATTR.equals(name) && !n.directory ? 0 : Linux.ENODATA;
     }
 
     // ---- directories ----

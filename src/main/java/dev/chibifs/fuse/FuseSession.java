@@ -581,22 +581,20 @@ final class FuseSession {
                 case FuseProtocol.STATFS -> fs.statfs(req, reply);
                 case FuseProtocol.RELEASE -> fs.release(req, reply);
                 case FuseProtocol.FSYNC -> fs.fsync(req, reply);
-                case FuseProtocol.SETXATTR -> fs.setxattr(req, reply);
-                case FuseProtocol.REMOVEXATTR -> fs.removexattr(req, reply);
-                // without xattrs, ENOSYS once: the kernel stops asking, even for security.capability
-                // before each write it serves, one round trip less per write(2)
-                case FuseProtocol.GETXATTR -> {
-                    if (settings.xattr()) {
+                // without xattrs, ENOSYS once each: the kernel stops asking, even for security.capability
+                // before each write it serves (one round trip less per write(2)), and answers
+                // EOPNOTSUPP itself to setfattr
+                case FuseProtocol.SETXATTR, FuseProtocol.REMOVEXATTR, FuseProtocol.GETXATTR, FuseProtocol.LISTXATTR -> {
+                    if (!settings.xattr()) {
+                        reply.error(Linux.ENOSYS);
+                    } else if (req.opcode == FuseProtocol.SETXATTR) {
+                        fs.setxattr(req, reply);
+                    } else if (req.opcode == FuseProtocol.REMOVEXATTR) {
+                        fs.removexattr(req, reply);
+                    } else if (req.opcode == FuseProtocol.GETXATTR) {
                         fs.getxattr(req, reply);
                     } else {
-                        reply.error(Linux.ENOSYS);
-                    }
-                }
-                case FuseProtocol.LISTXATTR -> {
-                    if (settings.xattr()) {
                         fs.listxattr(req, reply);
-                    } else {
-                        reply.error(Linux.ENOSYS);
                     }
                 }
                 case FuseProtocol.OPENDIR -> fs.opendir(req, reply);

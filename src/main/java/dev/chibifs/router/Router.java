@@ -23,6 +23,7 @@ import dev.chibifs.store.RenameMode;
 import dev.chibifs.store.OperationNotPermittedException;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
+import dev.chibifs.store.XattrMode;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
 
@@ -742,6 +743,32 @@ public final class Router {
         checkWrite(caller, path);
         Target t = writable(path);
         t.storage().setTimes(t.path(), accessed, modified);
+    }
+
+    /** An extended attribute's value (everyone may read it). */
+    public byte[] xattr(Caller caller, VfsPath path, String name) throws IOException {
+        Target t = resolve(path);
+        return t.storage().xattr(t.path(), name);
+    }
+
+    /** The names of a path's extended attributes (everyone may read them). */
+    public List<String> xattrNames(Caller caller, VfsPath path) throws IOException {
+        Target t = resolve(path);
+        return t.storage().xattrNames(t.path());
+    }
+
+    /** setxattr: allowed where the caller may write, as setting any attribute is. */
+    public void setXattr(Caller caller, VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
+        checkWrite(caller, path);
+        Target t = writable(path);
+        t.storage().setXattr(t.path(), name, value, mode);
+    }
+
+    /** removexattr: allowed where the caller may write. */
+    public void removeXattr(Caller caller, VfsPath path, String name) throws IOException {
+        checkWrite(caller, path);
+        Target t = writable(path);
+        t.storage().removeXattr(t.path(), name);
     }
 
     /** chmod: allowed where the caller may write; only the execute bits reach the store, and they grant nothing. */

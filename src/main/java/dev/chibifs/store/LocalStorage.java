@@ -928,6 +928,72 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    // ---- extended attributes: the store file's own, in its file system ----
+
+    @Override
+    public byte[] xattr(VfsPath path, String name) throws IOException {
+        byte[] value = withXattrs(path, false, fd -> Syscalls.getxattrPath(fd, name, path.toString()));
+        if (value == null) {
+            throw Storage.noXattr(path, name);
+        }
+        return value;
+    }
+
+    @Override
+    public List<String> xattrNames(VfsPath path) throws IOException {
+        List<String> names = withXattrs(path, false, fd -> Syscalls.listxattrPath(fd, path.toString()));
+        return names == null ? List.of() : names;
+    }
+
+    @Override
+    public void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
+        int flags = switch (mode) {
+            case SET -> 0;
+            case CREATE -> XATTR_CREATE;
+            case REPLACE -> XATTR_REPLACE;
+        };
+        withXattrs(path, true, fd -> {
+            Syscalls.setxattrPath(fd, name, value, flags, path.toString());
+            return path;
+        });
+    }
+
+    @Override
+    public void removeXattr(VfsPath path, String name) throws IOException {
+        withXattrs(path, true, fd -> {
+            Syscalls.removexattrPath(fd, name, path.toString());
+            return path;
+        });
+    }
+
+    private interface XattrCall<T> {
+        T on(int fd) throws IOException;
+    }
+
+    /**
+     * {@code call} on an O_PATH descriptor of the file or directory at {@code path}, never a link
+     * followed. A symbolic link, fifo or socket has no user attributes: null to a read, EPERM to
+     * a change, as Linux answers for user.* names there.
+     */
+    private <T> T withXattrs(VfsPath path, boolean change, XattrCall<T> call) throws IOException {
+        try (At a = at(path)) {
+            int fd = Syscalls.openat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0, path.toString());
+            try {
+                int type = Syscalls.type(fd);
+                if (type == S_IFREG || type == S_IFDIR) {
+                    return call.on(fd);
+                }
+                if (change) {
+                    throw new OperationNotPermittedException(path.toString(),
+                            "only regular files and directories have user extended attributes");
+                }
+                return null;
+            } finally {
+                Syscalls.close(fd);
+            }
+        }
+    }
+
     /**
      * The mode to set for {@code mode}'s execute bits on a file whose mode is {@code current}, or -1
      * when that changes nothing: tar and cp -p chmod every file they write, and most change nothing

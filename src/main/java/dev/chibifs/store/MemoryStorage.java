@@ -103,6 +103,8 @@ public final class MemoryStorage implements Storage {
         FileTime changed;
         int mode;
         long links = 1;
+        /** Extended attributes by name; null until the first is set. */
+        Map<String, byte[]> xattrs;
 
         Node(MemoryStorage s, int mode) {
             this.inode = s.inodes.getAndIncrement();
@@ -961,6 +963,58 @@ public final class MemoryStorage implements Storage {
             throw notRegular(n, path);
         }
         n.setExecutable(mode, now());
+    }
+
+    @Override
+    public synchronized byte[] xattr(VfsPath path, String name) throws IOException {
+        Node n = find(path);
+        byte[] value = n.xattrs == null ? null : n.xattrs.get(name);
+        if (value == null) {
+            throw Storage.noXattr(path, name);
+        }
+        return value.clone();
+    }
+
+    @Override
+    public synchronized List<String> xattrNames(VfsPath path) throws IOException {
+        Node n = find(path);
+        return n.xattrs == null ? List.of() : List.copyOf(n.xattrs.keySet());
+    }
+
+    @Override
+    public synchronized void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
+        Node n = xattrHolder(path);
+        boolean exists = n.xattrs != null && n.xattrs.containsKey(name);
+        if (mode == XattrMode.CREATE && exists) {
+            throw new FileAlreadyExistsException(path.toString(), null, "attribute " + name + " exists");
+        }
+        if (mode == XattrMode.REPLACE && !exists) {
+            throw Storage.noXattr(path, name);
+        }
+        if (n.xattrs == null) {
+            n.xattrs = new TreeMap<>();
+        }
+        n.xattrs.put(name, value.clone());
+        n.changed = now();
+    }
+
+    @Override
+    public synchronized void removeXattr(VfsPath path, String name) throws IOException {
+        Node n = xattrHolder(path);
+        if (n.xattrs == null || n.xattrs.remove(name) == null) {
+            throw Storage.noXattr(path, name);
+        }
+        n.changed = now();
+    }
+
+    /** The file or directory whose attributes change; a link or a special file is EPERM, as Linux says of user.* names. */
+    private Node xattrHolder(VfsPath path) throws IOException {
+        Node n = find(path);
+        if (n instanceof Link || n instanceof Special) {
+            throw new OperationNotPermittedException(path.toString(),
+                    "only regular files and directories have user extended attributes");
+        }
+        return n;
     }
 
     @Override

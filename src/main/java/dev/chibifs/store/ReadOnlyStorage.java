@@ -61,6 +61,16 @@ public final class ReadOnlyStorage implements ReadOnlyStore {
     }
 
     @Override
+    public byte[] xattr(VfsPath path, String name) throws IOException {
+        return inner.xattr(path, name);
+    }
+
+    @Override
+    public List<String> xattrNames(VfsPath path) throws IOException {
+        return inner.xattrNames(path);
+    }
+
+    @Override
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
         refuseChanges(path, flags);
         return new ReadOnlyHandle(inner.open(path, flags, createMode), path);

@@ -82,6 +82,16 @@ public interface ReadOnlyStore extends Storage {
     }
 
     @Override
+    default void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
+    default void removeXattr(VfsPath path, String name) throws IOException {
+        throw refused(path);
+    }
+
+    @Override
     default void truncate(VfsPath path, long size) throws IOException {
         throw refused(path);
     }

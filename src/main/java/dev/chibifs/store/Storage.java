@@ -185,6 +185,45 @@ public interface Storage extends Closeable {
     /** Space figures for statfs. */
     SpaceInfo space() throws IOException;
 
+    // ---- extended attributes (user.* names only: the mount refuses other namespaces before a store is asked) ----
+
+    /**
+     * The value of extended attribute {@code name} of the file or directory at {@code path};
+     * ENODATA ({@link ErrnoException}) when it has none by that name. A store that keeps none
+     * (this default) says ENODATA for every name of a path that exists.
+     */
+    default byte[] xattr(VfsPath path, String name) throws IOException {
+        metadata(path);
+        throw noXattr(path, name);
+    }
+
+    /** The names of the extended attributes of {@code path}, in no particular order; none in a store that keeps none. */
+    default List<String> xattrNames(VfsPath path) throws IOException {
+        metadata(path);
+        return List.of();
+    }
+
+    /**
+     * setxattr(2): sets extended attribute {@code name} of the file or directory at {@code path}
+     * to {@code value}, as {@code mode} says. A store that keeps none (this default) refuses with
+     * EOPNOTSUPP, as a file system without them does.
+     */
+    default void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
+        metadata(path);
+        throw new ErrnoException(Linux.EOPNOTSUPP, path.toString(), "Operation not supported: this store keeps no extended attributes");
+    }
+
+    /** removexattr(2): removes extended attribute {@code name}; ENODATA when there is none by that name (always, in a store that keeps none). */
+    default void removeXattr(VfsPath path, String name) throws IOException {
+        metadata(path);
+        throw noXattr(path, name);
+    }
+
+    /** What getxattr and removexattr say of a name a path has no attribute by. */
+    static ErrnoException noXattr(VfsPath path, String name) {
+        return new ErrnoException(Linux.ENODATA, path.toString(), "No data available: no attribute " + name);
+    }
+
     // ---- ETags (seed 004) ----
 
     /**

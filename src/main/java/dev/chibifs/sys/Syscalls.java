@@ -99,6 +99,14 @@ public final class Syscalls {
         int flock(int fd, int operation);
 
         long lseek(int fd, long offset, int whence);
+
+        long getxattr(@In byte[] path, @In byte[] name, @Out byte[] value, long size);
+
+        long listxattr(@In byte[] path, @Out byte[] list, long size);
+
+        int setxattr(@In byte[] path, @In byte[] name, @In byte[] value, long size, int flags);
+
+        int removexattr(@In byte[] path, @In byte[] name);
     }
 
     private static final byte[] EMPTY = {0};
@@ -683,6 +691,74 @@ public final class Syscalls {
      */
     public static void chmodPath(int fd, int mode, String file) throws IOException {
         if (LIBC.fchmodat(AT_FDCWD, bytes(PROC_SELF_FD + fd), mode, 0) != 0) {
+            throw failure(file);
+        }
+    }
+
+    // Extended attributes of the file behind an O_PATH descriptor, through its /proc/self/fd link
+    // (the f*xattr calls refuse O_PATH descriptors; getxattrat(2) is Linux 6.13+): the inode read
+    // or changed is the very one the descriptor has open, whatever names it has now.
+
+    /** Most values are a few bytes: one call reads them; a larger one is asked its size first. */
+    private static final int XATTR_FIRST_TRY = 256;
+
+    /** getxattr(2) of the file behind O_PATH descriptor {@code fd}. */
+    public static byte[] getxattrPath(int fd, String name, String file) throws IOException {
+        byte[] path = bytes(PROC_SELF_FD + fd);
+        byte[] attr = bytes(name);
+        byte[] buf = new byte[XATTR_FIRST_TRY];
+        while (true) {
+            long n = LIBC.getxattr(path, attr, buf, buf.length);
+            if (n >= 0) {
+                return Arrays.copyOf(buf, (int) n);
+            }
+            if (errno() != Linux.ERANGE) {
+                throw failure(file);
+            }
+            // another writer may grow it between the two calls: ERANGE again, ask again
+            long size = LIBC.getxattr(path, attr, null, 0);
+            if (size < 0) {
+                throw failure(file);
+            }
+            buf = new byte[(int) size];
+        }
+    }
+
+    /** listxattr(2) of the file behind O_PATH descriptor {@code fd}: its attributes' names, in the store's order. */
+    public static List<String> listxattrPath(int fd, String file) throws IOException {
+        byte[] path = bytes(PROC_SELF_FD + fd);
+        byte[] buf = new byte[XATTR_FIRST_TRY];
+        long n;
+        while ((n = LIBC.listxattr(path, buf, buf.length)) < 0) {
+            if (errno() != Linux.ERANGE) {
+                throw failure(file);
+            }
+            long size = LIBC.listxattr(path, null, 0);
+            if (size < 0) {
+                throw failure(file);
+            }
+            buf = new byte[(int) size];
+        }
+        List<String> names = new ArrayList<>();
+        for (int start = 0, i = 0; i < n; i++) {
+            if (buf[i] == 0) {
+                names.add(new String(buf, start, i - start, StandardCharsets.UTF_8));
+                start = i + 1;
+            }
+        }
+        return names;
+    }
+
+    /** setxattr(2) of the file behind O_PATH descriptor {@code fd}; {@code flags} XATTR_CREATE or XATTR_REPLACE. */
+    public static void setxattrPath(int fd, String name, byte[] value, int flags, String file) throws IOException {
+        if (LIBC.setxattr(bytes(PROC_SELF_FD + fd), bytes(name), value, value.length, flags) != 0) {
+            throw failure(file);
+        }
+    }
+
+    /** removexattr(2) of the file behind O_PATH descriptor {@code fd}. */
+    public static void removexattrPath(int fd, String name, String file) throws IOException {
+        if (LIBC.removexattr(bytes(PROC_SELF_FD + fd), bytes(name)) != 0) {
             throw failure(file);
         }
     }

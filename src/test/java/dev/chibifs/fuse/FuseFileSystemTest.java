@@ -4,6 +4,7 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.MemoryStorage;
+import dev.chibifs.store.XattrMode;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.sys.Linux;
 import org.junit.jupiter.api.AfterEach;
@@ -1036,8 +1037,80 @@ class FuseFileSystemTest {
         assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.SETXATTR, f,
                 body().int32(other.length).int32(0).name("user.chibi.etag").bytes(other)).error());
         assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.SETXATTR, f,
-                body().int32(1).int32(0).name("user.x").bytes(new byte[] {'1'})).error());
+                body().int32(1).int32(0).name("trusted.x").bytes(new byte[] {'1'})).error());
         assertEquals("hello\n", new String(store.read(VfsPath.of("/shared/copy")), StandardCharsets.UTF_8), "nothing changed");
+        assertEquals(List.of(), store.xattrNames(VfsPath.of("/shared/copy")));
+    }
+
+    private FakeKernel.Reply setxattr(long node, String name, String value, int flags) throws Exception {
+        byte[] v = value.getBytes(StandardCharsets.UTF_8);
+        return kernel.call(FuseProtocol.SETXATTR, node, body().int32(v.length).int32(flags).name(name).bytes(v));
+    }
+
+    private String listxattr(long node) throws Exception {
+        return StandardCharsets.UTF_8.decode(kernel.call(FuseProtocol.LISTXATTR, node, body().int32(1000).int32(0)).body()).toString();
+    }
+
+    @Test
+    void userAttributesAreKeptByTheStoreWhereTheCallerMayWrite() throws Exception {
+        long f = written("tagged", "hello\n");
+        VfsPath p = VfsPath.of("/shared/tagged");
+        // what a browser, curl --xattr or rsync -X leave on a file
+        assertEquals(0, setxattr(f, "user.xdg.origin.url", "https://example.org/tagged", 0).error());
+        assertEquals("https://example.org/tagged", new String(store.xattr(p, "user.xdg.origin.url"), StandardCharsets.UTF_8));
+        FakeKernel.Reply probe = kernel.call(FuseProtocol.GETXATTR, f, body().int32(0).int32(0).name("user.xdg.origin.url"));
+        assertEquals(26, probe.int32(0));
+        FakeKernel.Reply value = kernel.call(FuseProtocol.GETXATTR, f, body().int32(26).int32(0).name("user.xdg.origin.url"));
+        assertEquals("https://example.org/tagged", StandardCharsets.UTF_8.decode(value.body()).toString());
+        assertEquals("user.chibi.etag\0user.xdg.origin.url\0", listxattr(f));
+        // a store file's own labels are its file system's, not the mount's to show
+        store.setXattr(p, "security.selinux", "unconfined_u".getBytes(StandardCharsets.UTF_8), XattrMode.SET);
+        assertEquals("user.chibi.etag\0user.xdg.origin.url\0", listxattr(f));
+        assertEquals(-Linux.EOPNOTSUPP, kernel.call(FuseProtocol.GETXATTR, f,
+                body().int32(0).int32(0).name("security.selinux")).error());
+
+        assertEquals(-Linux.EEXIST, setxattr(f, "user.xdg.origin.url", "x", Linux.XATTR_CREATE).error());
+        assertEquals(-Linux.ENODATA, setxattr(f, "user.none", "x", Linux.XATTR_REPLACE).error());
+        assertEquals(-Linux.EINVAL, setxattr(f, "user.none", "x", Linux.XATTR_CREATE | Linux.XATTR_REPLACE).error());
+        assertEquals(0, setxattr(f, "user.xdg.origin.url", "y", Linux.XATTR_REPLACE).error());
+        assertEquals("y", new String(store.xattr(p, "user.xdg.origin.url"), StandardCharsets.UTF_8));
+
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        assertEquals(0, setxattr(shared, "user.project", "chibi", 0).error());
+        assertEquals("user.project\0", listxattr(shared), "a directory has no ETag to list");
+
+        assertEquals(0, kernel.call(FuseProtocol.REMOVEXATTR, f, body().name("user.xdg.origin.url")).error());
+        assertEquals(-Linux.ENODATA, kernel.call(FuseProtocol.GETXATTR, f,
+                body().int32(0).int32(0).name("user.xdg.origin.url")).error());
+        assertEquals(-Linux.ENODATA, kernel.call(FuseProtocol.REMOVEXATTR, f, body().name("user.xdg.origin.url")).error());
+        assertEquals("user.chibi.etag\0", listxattr(f));
+    }
+
+    @Test
+    void withoutExtendedAttributesEveryXattrRequestIsEnosysAndNothingIsKept() throws Exception {
+        long f = written("plain", "hello\n");
+        kernel.close();
+        session.ended().join();
+        connect(OFFERED, new FuseSession.Settings(1 << 20, 1, 1, true, false, false, false, false));
+        f = lookup(lookup(FuseProtocol.ROOT_ID, "shared"), "plain");
+        // ENOSYS once, and the kernel answers EOPNOTSUPP itself from then on (--no-xattr)
+        assertEquals(-Linux.ENOSYS, setxattr(f, "user.a", "1", 0).error());
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.REMOVEXATTR, f, body().name("user.a")).error());
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.GETXATTR, f, body().int32(0).int32(0).name("user.chibi.etag")).error());
+        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.LISTXATTR, f, body().int32(0).int32(0)).error());
+        assertEquals(List.of(), store.xattrNames(VfsPath.of("/shared/plain")));
+    }
+
+    @Test
+    void aDeniedAttributeChangeIsEaccesAndLeavesNoTrace() throws Exception {
+        VfsPath p = VfsPath.of("/home/bob/notes");
+        store.write(p, "bob's\n".getBytes(StandardCharsets.UTF_8));
+        store.setXattr(p, "user.kept", "yes".getBytes(StandardCharsets.UTF_8), XattrMode.SET);
+        long notes = lookup(lookup(lookup(FuseProtocol.ROOT_ID, "home"), "bob"), "notes");
+        assertEquals(-Linux.EACCES, setxattr(notes, "user.tag", "alice's", 0).error());
+        assertEquals(-Linux.EACCES, kernel.call(FuseProtocol.REMOVEXATTR, notes, body().name("user.kept")).error());
+        assertEquals(List.of("user.kept"), store.xattrNames(p));
+        assertEquals("user.chibi.etag\0user.kept\0", listxattr(notes), "everyone reads them");
     }
 
     @Test

@@ -9,8 +9,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.UserDefinedFileAttributeView;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -466,7 +469,7 @@ class PosixBehaviourTest {
     }
 
     @Test
-    void theOneExtendedAttributeIsAFilesEtagAndNoneCanBeSet() {
+    void aFileShowsItsEtagAndKeepsTheUserAttributesSetOnIt() throws Exception {
         python(fs, """
                 import hashlib
                 os.chdir('shared')
@@ -478,31 +481,64 @@ class PosixBehaviourTest {
                     raise SystemExit('an unknown attribute had a value')
                 except OSError as e:
                     assert e.errno == errno.ENODATA, e
+                os.setxattr('x', 'user.a', b'1')
+                assert os.getxattr('x', 'user.a') == b'1'
+                assert sorted(os.listxattr('x')) == ['user.a', 'user.chibi.etag'], os.listxattr('x')
+                os.mkdir('tagged')
+                os.setxattr('tagged', 'user.b', b'2')
+                assert os.listxattr('tagged') == ['user.b'], os.listxattr('tagged')
+                # other namespaces are not the mount's, and the ETag is the content's
+                for name in ('trusted.a', 'security.a'):
+                    try:
+                        os.setxattr('x', name, b'1')
+                        raise SystemExit(name + ' was set')
+                    except OSError as e:
+                        assert e.errno in (errno.EOPNOTSUPP, errno.EPERM), (name, e)
                 try:
-                    os.setxattr('x', 'user.a', b'1')
-                    raise SystemExit('an xattr was set')
+                    os.setxattr('x', 'user.chibi.etag', b'0' * 64)
+                    raise SystemExit('the ETag was set')
                 except OSError as e:
                     assert e.errno == errno.EOPNOTSUPP, e
-                # a change makes a new ETag, read fresh
+                # a change makes a new ETag, read fresh; the attributes stay
                 with open('x', 'a') as w:
                     w.write('!')
                 assert open('x').read() == 'keep!'
                 assert os.getxattr('x', 'user.chibi.etag').decode() == hashlib.sha256(b'keep!').hexdigest()
+                assert os.getxattr('x', 'user.a') == b'1'
+                # where the caller may not write, a change is refused and leaves nothing
+                try:
+                    os.setxattr('../sys', 'user.a', b'1')
+                    raise SystemExit('an attribute was set in /sys')
+                except OSError as e:
+                    assert e.errno == errno.EACCES, e
                 """);
+        // kept on the store file itself, where chibi's tree has them
+        assertEquals("1", new String((byte[]) Files.getAttribute(fs.stored("/shared/x"), "user:a"), StandardCharsets.UTF_8));
+        assertEquals(List.of(), Files.getFileAttributeView(fs.stored("/sys"), UserDefinedFileAttributeView.class).list());
     }
 
     @Test
-    void aCopyWithItsExtendedAttributesKeepsTheEtagItHas() {
+    void aCopyWithItsExtendedAttributesKeepsThemAndTheEtagItHas() {
         // rsync -X and cp -a set the source's ETag on the copy, whose content has that ETag
         fs.sh("mkdir -p shared/xa/src && printf one > shared/xa/src/a && printf two > shared/xa/src/b").ok();
+        fs.sh("setfattr -n user.note -v kept shared/xa/src/b").ok();
         fs.sh("rsync -aX shared/xa/src/ shared/xa/rsynced/ && cp -a shared/xa/src shared/xa/copied").ok();
         assertEquals(fs.sh("getfattr --only-values -n user.chibi.etag shared/xa/src/b").ok().out(),
                 fs.sh("getfattr --only-values -n user.chibi.etag shared/xa/rsynced/b").ok().out());
+        assertEquals("kept", fs.sh("getfattr --only-values -n user.note shared/xa/rsynced/b").ok().out());
+        assertEquals("kept", fs.sh("getfattr --only-values -n user.note shared/xa/copied/b").ok().out());
         assertEquals("two", fs.sh("cat shared/xa/copied/b").ok().out());
-        // from a file system whose files have no ETag, rsync -X removes the copy's: that succeeds
-        fs.sh("out=$(mktemp -d) && printf three > $out/c && rsync -aX $out/ shared/xa/fromoutside/; e=$?;"
-                + " rm -rf $out; exit $e").ok();
+        // from a file system whose files have no ETag, rsync -X removes the copy's: that succeeds;
+        // the attributes a download carries come along (rsync -X, cp --preserve=xattr, tar --xattrs)
+        fs.sh("out=$(mktemp -d) && printf three > $out/c && setfattr -n user.xdg.origin.url -v https://example.org/c $out/c"
+                + " && rsync -aX $out/ shared/xa/fromoutside/ && cp --preserve=xattr $out/c shared/xa/cp-c"
+                + " && tar --xattrs --xattrs-include='user.*' -C $out -cf $out/c.tar c && mkdir shared/xa/untar"
+                + " && tar --xattrs --xattrs-include='user.*' -C shared/xa/untar -xf $out/c.tar; e=$?; rm -rf $out; exit $e").ok();
         assertEquals("three", fs.sh("cat shared/xa/fromoutside/c").ok().out());
+        for (String copy : List.of("fromoutside/c", "cp-c", "untar/c")) {
+            assertEquals("https://example.org/c",
+                    fs.sh("getfattr --only-values -n user.xdg.origin.url shared/xa/" + copy).ok().out(), copy);
+        }
     }
 
     /** Fifos, sockets and links that stay in their zone are names like any other; device nodes are refused. */

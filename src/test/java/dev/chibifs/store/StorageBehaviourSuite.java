@@ -768,6 +768,82 @@ public abstract class StorageBehaviourSuite {
         assertEquals("b", text("/shared/b"));
     }
 
+    // ---- extended attributes (user.* names: the mount refuses other namespaces first) ----
+
+    /**
+     * Whether the store keeps extended attributes. One that cannot must refuse setxattr(2) with
+     * EOPNOTSUPP, keep nothing, and answer as for a file that has none (ENODATA, no names).
+     */
+    protected boolean xattrs() {
+        return true;
+    }
+
+    /** The user.* names of {@code path}'s attributes, sorted (a store file may carry labels of its own file system). */
+    private List<String> userXattrs(String path) throws IOException {
+        return storage.xattrNames(p(path)).stream().filter(n -> n.startsWith("user.")).sorted().toList();
+    }
+
+    private int errnoOf(org.junit.jupiter.api.function.Executable call) {
+        return Errors.errno(assertThrows(IOException.class, call));
+    }
+
+    @Test
+    void extendedAttributesAreSetReadListedAndRemoved() throws IOException {
+        storage.write(p("/shared/f"), bytes("content"));
+        storage.mkdir(p("/shared/d"));
+        if (!xattrs()) {
+            assertEquals(Linux.EOPNOTSUPP, errnoOf(() -> storage.setXattr(p("/shared/f"), "user.a", bytes("1"), XattrMode.SET)));
+            assertEquals(List.of(), userXattrs("/shared/f"));
+            assertEquals(Linux.ENODATA, errnoOf(() -> storage.xattr(p("/shared/f"), "user.a")));
+            assertEquals(Linux.ENODATA, errnoOf(() -> storage.removeXattr(p("/shared/f"), "user.a")));
+            return;
+        }
+        storage.setXattr(p("/shared/f"), "user.a", bytes("1"), XattrMode.SET);
+        storage.setXattr(p("/shared/f"), "user.empty", new byte[0], XattrMode.CREATE);
+        byte[] large = new byte[1000]; // more than one first guess at a value's size
+        Arrays.fill(large, (byte) 'x');
+        storage.setXattr(p("/shared/f"), "user.large", large, XattrMode.SET);
+        storage.setXattr(p("/shared/d"), "user.dir", bytes("d"), XattrMode.SET);
+        assertEquals("1", new String(storage.xattr(p("/shared/f"), "user.a"), UTF_8));
+        assertEquals(0, storage.xattr(p("/shared/f"), "user.empty").length);
+        assertArrayEquals(large, storage.xattr(p("/shared/f"), "user.large"));
+        assertEquals(List.of("user.a", "user.empty", "user.large"), userXattrs("/shared/f"));
+        assertEquals(List.of("user.dir"), userXattrs("/shared/d"));
+        assertEquals("content", text("/shared/f"), "the content is untouched");
+
+        assertEquals(Linux.EEXIST, errnoOf(() -> storage.setXattr(p("/shared/f"), "user.a", bytes("2"), XattrMode.CREATE)));
+        assertEquals(Linux.ENODATA, errnoOf(() -> storage.setXattr(p("/shared/f"), "user.b", bytes("2"), XattrMode.REPLACE)));
+        assertEquals(List.of("user.a", "user.empty", "user.large"), userXattrs("/shared/f"));
+        storage.setXattr(p("/shared/f"), "user.a", bytes("2"), XattrMode.REPLACE);
+        assertEquals("2", new String(storage.xattr(p("/shared/f"), "user.a"), UTF_8));
+
+        storage.removeXattr(p("/shared/f"), "user.a");
+        assertEquals(Linux.ENODATA, errnoOf(() -> storage.xattr(p("/shared/f"), "user.a")));
+        assertEquals(Linux.ENODATA, errnoOf(() -> storage.removeXattr(p("/shared/f"), "user.a")));
+        assertEquals(List.of("user.empty", "user.large"), userXattrs("/shared/f"));
+        assertThrows(NoSuchFileException.class, () -> storage.xattr(p("/shared/none"), "user.a"));
+        assertThrows(NoSuchFileException.class, () -> storage.setXattr(p("/shared/none"), "user.a", bytes("1"), XattrMode.SET));
+        assertFalse(storage.exists(p("/shared/none")));
+    }
+
+    @Test
+    void extendedAttributesGoWithTheFileNotItsName() throws IOException {
+        storage.write(p("/shared/f"), bytes("content"));
+        if (!xattrs()) {
+            return; // the refusal is extendedAttributesAreSetReadListedAndRemoved's
+        }
+        storage.setXattr(p("/shared/f"), "user.origin", bytes("here"), XattrMode.SET);
+        storage.rename(p("/shared/f"), p("/shared/g"));
+        assertEquals("here", new String(storage.xattr(p("/shared/g"), "user.origin"), UTF_8));
+        if (hardLinks()) {
+            storage.link(p("/shared/g"), p("/shared/h"));
+            storage.setXattr(p("/shared/h"), "user.second", bytes("2"), XattrMode.SET);
+            assertEquals(List.of("user.origin", "user.second"), userXattrs("/shared/g"));
+        }
+        storage.write(p("/shared/f"), bytes("new"));
+        assertEquals(List.of(), userXattrs("/shared/f"), "a new file at the old name has none");
+    }
+
     // ---- symbolic links, fifos and sockets: names the store holds and never follows or opens ----
 
     /**

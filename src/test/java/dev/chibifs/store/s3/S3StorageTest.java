@@ -64,6 +64,11 @@ class S3StorageTest extends StorageBehaviourSuite {
         return false;
     }
 
+    @Override
+    protected boolean xattrs() {
+        return false;
+    }
+
     @Test
     void aFileCannotGrowPastWhatAnS3ObjectHolds() throws IOException {
         // else the cache file grows (or its disk says EFBIG, which reached the caller as EIO) and
