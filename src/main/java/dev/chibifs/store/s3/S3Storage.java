@@ -1424,7 +1424,11 @@ public final class S3Storage implements Storage {
         n.lastUsed = millis();
         n.remoteEtag = h.etag();
         n.size = h.size();
-        fromMeta(n, h);
+        if (!n.dirty) {
+            fromMeta(n, h);
+        }
+        // else only its attributes changed here (chmod, touch, setfattr of a file not fetched yet,
+        // and this is the fetch of its upload): the object's are older, and would undo the change
         n.syncedSeq = seq;
         journalPut(n);
         commit();

@@ -891,6 +891,25 @@ class S3HostsTest {
     }
 
     @Test
+    void attributesChangedOnAFileNotFetchedHereGoUpWithItsContent() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
+        byte[] big = new byte[(int) S3Options.DEFAULT_PREFETCH_BELOW + 1]; // listed and asked, not fetched
+        a.write(p("/shared/tool"), big);
+        a.flushAll();
+        FileTime mine = FileTime.from(Instant.parse("2024-05-06T07:08:09Z"));
+        assertEquals(0644, b.metadata(p("/shared/tool")).mode() & 0777);
+        b.setExecutable(p("/shared/tool"), 0755);
+        b.setTimes(p("/shared/tool"), null, mine);
+        // the upload fetches the content first, and that GET's answer about the object is older
+        b.flushAll();
+        assertEquals(1L, b.requests().getOrDefault("get", 0L), b.requests().toString());
+        Metadata m = host(options("c")).metadata(p("/shared/tool"));
+        assertEquals(0755, m.mode() & 0777);
+        assertEquals(mine, m.modified());
+    }
+
+    @Test
     void aFileRewrittenWholeOnAnotherHostKeepsItsExecuteBits() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
