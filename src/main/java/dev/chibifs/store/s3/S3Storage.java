@@ -21,6 +21,8 @@ import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
+import dev.chibifs.store.OperationNotPermittedException;
+import dev.chibifs.store.XattrMode;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -237,6 +239,8 @@ public final class S3Storage implements Storage {
         int opens;
         /** Its locks, made at the first lock request; they stay with the file through renames. */
         InProcessLocks locks;
+        /** Its extended attributes (files only), as its object's metadata carries them; null for none. */
+        Map<String, byte[]> xattrs;
         /**
          * The SHA-256 of each upload since the last that succeeded whose every attempt failed as far
          * as the client knows: one may have landed all the same. Null when none.
@@ -602,6 +606,9 @@ public final class S3Storage implements Storage {
         if (n.shaGen == n.gen) {
             o.put("sha", n.sha);
         }
+        if (n.xattrs != null) {
+            o.put("xattrs", ObjectXattrs.encode(n.xattrs));
+        }
     }
 
     /** Appends the records of the operation that just ended; the journal failing fails the operation. */
@@ -744,6 +751,7 @@ public final class S3Storage implements Storage {
                     n.sha = o.get("sha").asText();
                     n.shaGen = n.gen;
                 }
+                n.xattrs = ObjectXattrs.decode(o.path("xattrs").asText());
             }
             ensureParents(p);
             attach(p, n);
@@ -1441,6 +1449,9 @@ public final class S3Storage implements Storage {
         if (sha != null && ContentHash.isEtag(sha)) {
             n.sha = sha;
             n.shaGen = n.gen;
+        }
+        if (!n.link) {
+            n.xattrs = ObjectXattrs.decode(meta.get(ObjectXattrs.META_KEY));
         }
         try {
             if (meta.containsKey(META_MODE) && !n.link) { // a link's bits are always 0777
@@ -2386,6 +2397,98 @@ public final class S3Storage implements Storage {
         }
     }
 
+    // ---- extended attributes: a file's go up with it, in its object's metadata ----
+
+    @Override
+    public byte[] xattr(VfsPath path, String name) throws IOException {
+        Node n = withXattrsKnown(path);
+        synchronized (this) {
+            byte[] value = n.xattrs == null ? null : n.xattrs.get(name);
+            if (value == null) {
+                throw Storage.noXattr(path, name);
+            }
+            return value.clone();
+        }
+    }
+
+    @Override
+    public List<String> xattrNames(VfsPath path) throws IOException {
+        Node n = withXattrsKnown(path);
+        synchronized (this) {
+            return n.xattrs == null ? List.of() : List.copyOf(n.xattrs.keySet());
+        }
+    }
+
+    @Override
+    public void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
+        Node n = xattrsToChange(path);
+        synchronized (this) {
+            boolean exists = n.xattrs != null && n.xattrs.containsKey(name);
+            if (mode == XattrMode.CREATE && exists) {
+                throw new FileAlreadyExistsException(path.toString(), null, "attribute " + name + " exists");
+            }
+            if (mode == XattrMode.REPLACE && !exists) {
+                throw Storage.noXattr(path, name);
+            }
+            Map<String, byte[]> changed = n.xattrs == null ? new TreeMap<>() : new TreeMap<>(n.xattrs);
+            changed.put(name, value.clone());
+            if (!ObjectXattrs.fit(changed)) {
+                throw new ErrnoException(Linux.ENOSPC, path.toString(), "No space left on device: an S3 object's "
+                        + "metadata (2 KiB in all) holds no more extended attributes");
+            }
+            n.xattrs = changed;
+            n.ctime = now();
+            dirty(n); // S3 keeps them in the object's metadata, which only an upload changes
+            commit();
+        }
+    }
+
+    @Override
+    public void removeXattr(VfsPath path, String name) throws IOException {
+        Node n = xattrsToChange(path);
+        synchronized (this) {
+            if (n.xattrs == null || !n.xattrs.containsKey(name)) {
+                throw Storage.noXattr(path, name);
+            }
+            Map<String, byte[]> changed = new TreeMap<>(n.xattrs);
+            changed.remove(name);
+            n.xattrs = changed.isEmpty() ? null : changed;
+            n.ctime = now();
+            dirty(n);
+            commit();
+        }
+    }
+
+    /**
+     * The node at {@code path}, its object's attributes asked (a HEAD) where a listing showed it:
+     * an attribute changed before would else upload with the others missing. EIO where S3 does not
+     * answer, rather than say a file has none.
+     */
+    private Node withXattrsKnown(VfsPath path) throws IOException {
+        Node n = find(path);
+        learnAttributes(n, false);
+        synchronized (this) {
+            if (!n.attributesKnown && n.path != null) {
+                throw new ErrnoException(Linux.EIO, path.toString(),
+                        "Input/output error: S3 did not answer for the file's extended attributes");
+            }
+        }
+        return n;
+    }
+
+    /** {@link #withXattrsKnown}, for a change: only a file has an object whose metadata can keep them. */
+    private Node xattrsToChange(VfsPath path) throws IOException {
+        Node n = withXattrsKnown(path);
+        if (n.link) {
+            throw new OperationNotPermittedException(path.toString(), "only regular files and directories have user extended attributes");
+        }
+        if (n.dir) {
+            throw new ErrnoException(Linux.EOPNOTSUPP, path.toString(),
+                    "Operation not supported: an S3 store keeps extended attributes of files only (a directory may have no object)");
+        }
+        return n;
+    }
+
     @Override
     public void link(VfsPath existing, VfsPath newName) throws IOException {
         find(existing);
@@ -2898,6 +3001,9 @@ public final class S3Storage implements Storage {
                 base = n.remoteEtag;
                 meta.put(META_MODE, Integer.toOctalString(n.mode & 0777));
                 meta.put(META_MTIME, Long.toString(n.mtime.toMillis()));
+                if (n.xattrs != null) {
+                    meta.put(ObjectXattrs.META_KEY, ObjectXattrs.encode(n.xattrs));
+                }
             }
             // a file that goes up in parts is read where it is, each part checked against the writes
             // since (nobody sees the object before the last part); others, and a file that kept changing

@@ -19,6 +19,7 @@ import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.XattrMode;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
 import java.io.IOException;
@@ -678,6 +679,46 @@ class S3HostsTest {
         }
         assertNull(inS3("shared/gone"));
         assertEquals(0, again.pendingChanges());
+    }
+
+    @Test
+    void extendedAttributesTravelWithTheObjectToOtherHostsAndThroughACrash() throws Exception {
+        S3Options oa = options("a").withFlushAfter(Duration.ZERO);
+        S3Storage a = host(oa);
+        S3Storage b = host(options("b").withValidity(Duration.ZERO));
+        byte[] big = new byte[(int) S3Options.DEFAULT_PREFETCH_BELOW + 1]; // listed, not fetched: a HEAD says its attributes
+        a.write(p("/shared/page"), big);
+        a.setXattr(p("/shared/page"), "user.xdg.origin.url", "https://example.org/page".getBytes(UTF_8), XattrMode.SET);
+        a.flushAll();
+        assertEquals(1, b.list(p("/shared")).size());
+        assertEquals("https://example.org/page", new String(b.xattr(p("/shared/page"), "user.xdg.origin.url"), UTF_8));
+        assertEquals(0L, b.requests().getOrDefault("get", 0L), "the attributes need no content: " + b.requests());
+
+        // another host's change keeps the names it did not touch; the upload fetches the content it
+        // had not, and what that GET says of the object's attributes is older than this change
+        b.setXattr(p("/shared/page"), "user.tag", "read".getBytes(UTF_8), XattrMode.CREATE);
+        b.setExecutable(p("/shared/page"), 0755);
+        b.flushAll();
+        S3Storage c = host(options("c"));
+        assertEquals(List.of("user.tag", "user.xdg.origin.url"), c.xattrNames(p("/shared/page")));
+        assertEquals(0755, c.metadata(p("/shared/page")).mode() & 0777);
+
+        // an object's metadata holds 2 KiB: more is ENOSPC, and changes nothing
+        IOException full = assertThrows(IOException.class,
+                () -> c.setXattr(p("/shared/page"), "user.big", new byte[2048], XattrMode.SET));
+        assertEquals(Linux.ENOSPC, dev.chibifs.sys.Errors.errno(full), full.getMessage());
+        assertEquals(List.of("user.tag", "user.xdg.origin.url"), c.xattrNames(p("/shared/page")));
+
+        // set, then killed before the upload: the journal keeps them for the next start to upload
+        S3Options od = options("d").withFlushAfter(Duration.ofHours(1));
+        S3Storage d = host(od);
+        d.write(p("/shared/later"), "x".getBytes(UTF_8));
+        d.setXattr(p("/shared/later"), "user.kept", "yes".getBytes(UTF_8), XattrMode.SET);
+        d.crash();
+        S3Storage again = host(od);
+        assertEquals("yes", new String(again.xattr(p("/shared/later"), "user.kept"), UTF_8));
+        again.flushAll();
+        assertEquals("yes", new String(host(options("e")).xattr(p("/shared/later"), "user.kept"), UTF_8));
     }
 
     @Test

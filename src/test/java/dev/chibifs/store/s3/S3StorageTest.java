@@ -65,7 +65,7 @@ class S3StorageTest extends StorageBehaviourSuite {
     }
 
     @Override
-    protected boolean xattrs() {
+    protected boolean directoryXattrs() {
         return false;
     }
 
