@@ -207,6 +207,12 @@ public final class S3Storage implements Storage {
         long shaGen = -1;
         /** ETag of the S3 object this node is based on; the If-Match of its next upload (null: none). */
         String remoteEtag;
+        /**
+         * The LastModified a listing last showed for that object; null where unknown (this host put it
+         * since, and a PUT answers no time). The same ETag listed with another time is the same content
+         * put again: a chmod, touch or setfattr on another host, whose attributes this node lacks.
+         */
+        Instant listedModified;
         /** Directories: known to exist in S3 (a marker or keys below it). */
         boolean dirOnRemote;
         /** Directories: its marker object is known to exist. */
@@ -1112,6 +1118,14 @@ public final class S3Storage implements Storage {
             n.gen++;
             journalPut(n);
             attributesWanted.add(n);
+        } else if (settled && !link) {
+            if (n.listedModified != null && o.modified() != null && !o.modified().equals(n.listedModified)) {
+                // put again by another host with the same content: its attributes changed there (a
+                // chmod +x, a touch, a setfattr); the content here is still the object's
+                n.attributesKnown = false;
+                attributesWanted.add(n);
+            }
+            n.listedModified = o.modified();
         }
     }
 
@@ -1137,6 +1151,7 @@ public final class S3Storage implements Storage {
             }
         }
         n.remoteEtag = o.etag();
+        n.listedModified = o.modified();
         n.size = o.size();
         FileTime t = o.modified() == null ? now() : FileTime.from(o.modified());
         n.mtime = n.ctime = n.atime = t;
@@ -3059,11 +3074,13 @@ public final class S3Storage implements Storage {
                         Node there = nodes.get(p);
                         if (there != null && !there.dir && there.link == n.link) {
                             there.remoteEtag = etag;
+                            there.listedModified = null;
                         } else {
                             tombstone(k, etag);
                         }
                     } else {
                         n.remoteEtag = etag;
+                        n.listedModified = null;
                         n.lostUploads = null;
                         n.syncedSeq = seq;
                         if (n.gen == gen) {
@@ -3083,6 +3100,7 @@ public final class S3Storage implements Storage {
                     // not another host's change: this host's own upload that landed unbeknownst to it
                     synchronized (this) {
                         n.remoteEtag = ours;
+                        n.listedModified = null;
                         n.lostUploads = null;
                     }
                     continue; // the finally block drops this snapshot; the next attempt takes another

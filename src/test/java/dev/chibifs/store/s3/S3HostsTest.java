@@ -951,6 +951,28 @@ class S3HostsTest {
     }
 
     @Test
+    void attributesChangedOnAnotherHostShowHereThoughTheContentIsTheSame() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withValidity(Duration.ZERO));
+        put(a, "/shared/deploy.sh", "echo deployed\n");
+        a.flushAll();
+        assertEquals(0644, b.metadata(p("/shared/deploy.sh")).mode() & 0777);
+        assertEquals("echo deployed\n", text(b, "/shared/deploy.sh"));
+        // the same content put again: the same ETag, a new LastModified
+        // S3 lists LastModified to the second: a put again within the same second looks the same
+        Instant first = raw.head(prefix + "/shared/deploy.sh").modified();
+        assertTrue(await(Duration.ofSeconds(5), () -> Instant.now().getEpochSecond() > first.getEpochSecond()));
+        a.setExecutable(p("/shared/deploy.sh"), 0755);
+        a.setXattr(p("/shared/deploy.sh"), "user.reviewed", "yes".getBytes(UTF_8), XattrMode.SET);
+        a.flushAll();
+        assertEquals(0755, b.metadata(p("/shared/deploy.sh")).mode() & 0777, "else exec says EACCES on this host");
+        assertEquals("yes", new String(b.xattr(p("/shared/deploy.sh"), "user.reviewed"), UTF_8));
+        long gets = b.requests().getOrDefault("get", 0L);
+        assertEquals("echo deployed\n", text(b, "/shared/deploy.sh"));
+        assertEquals(gets, b.requests().getOrDefault("get", 0L), "the content here is still the object's: " + b.requests());
+    }
+
+    @Test
     void aFileRewrittenWholeOnAnotherHostKeepsItsExecuteBits() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
