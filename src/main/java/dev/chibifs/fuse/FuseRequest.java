@@ -193,8 +193,15 @@ final class FuseRequest {
 
     /** SETXATTR's value: {@link #xattrSize} bytes after the NUL of the name at body offset 8. */
     byte[] setxattrValue() {
-        byte[] value = new byte[xattrSize()];
-        bytes(nameEnd(8) + 1, value.length).get(value);
+        int at = nameEnd(8) + 1;
+        int size = xattrSize();
+        // checked before the array is made: a size past the request would read the buffer's stale
+        // bytes into the attribute, or allocate up to 2 GiB (the kernel never sends one; EIO)
+        if (size < 0 || FuseProtocol.IN_HEADER + at + size > length) {
+            throw new IllegalArgumentException("setxattr size " + size + " runs past the request's " + length + " bytes");
+        }
+        byte[] value = new byte[size];
+        bytes(at, size).get(value);
         return value;
     }
 

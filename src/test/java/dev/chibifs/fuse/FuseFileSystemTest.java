@@ -1102,6 +1102,18 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void aSetxattrWhoseSizeRunsPastTheRequestSetsNothing() throws Exception {
+        long f = written("sized", "x");
+        byte[] value = "1".getBytes(StandardCharsets.UTF_8);
+        for (int size : new int[] {100, Integer.MAX_VALUE, -1}) {
+            assertEquals(-Linux.EIO, kernel.call(FuseProtocol.SETXATTR, f,
+                    body().int32(size).int32(0).name("user.a").bytes(value)).error(), "size " + size);
+        }
+        assertEquals(List.of(), store.xattrNames(VfsPath.of("/shared/sized")));
+        assertEquals(0, setxattr(f, "user.a", "1", 0).error(), "the session goes on");
+    }
+
+    @Test
     void aDeniedAttributeChangeIsEaccesAndLeavesNoTrace() throws Exception {
         VfsPath p = VfsPath.of("/home/bob/notes");
         store.write(p, "bob's\n".getBytes(StandardCharsets.UTF_8));
