@@ -197,7 +197,7 @@ final class FuseRequest {
         int size = xattrSize();
         // checked before the array is made: a size past the request would read the buffer's stale
         // bytes into the attribute, or allocate up to 2 GiB (the kernel never sends one; EIO)
-        if (size < 0 || FuseProtocol.IN_HEADER + at + size > length) {
+        if (size < 0 || size > length - FuseProtocol.IN_HEADER - at) {
             throw new IllegalArgumentException("setxattr size " + size + " runs past the request's " + length + " bytes");
         }
         byte[] value = new byte[size];
