@@ -25,7 +25,6 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
-import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
@@ -1306,11 +1305,15 @@ final class FuseFileSystem {
 
     // ---- extended attributes: user.* names, kept by the store; a file's ETag besides, read-only ----
 
-    /** The attribute every file shows: its ETag (the SHA-256 of its content), as {@code chibifs info} shows it. */
+    /**
+     * The attribute every file has: its ETag (the SHA-256 of its content), as {@code chibifs info}
+     * shows it. Read by name, never listed, as CephFS's virtual attributes are: a copy made with its
+     * attributes (`cp -a`, `rsync -X`, `tar --xattrs`) would else carry a hash that no longer says
+     * anything once the copy is edited, and fail on a file system without user attributes.
+     */
     static final String ETAG_XATTR = "user.chibi.etag";
     /** The one namespace of extended attributes the mount has. */
     private static final String USER_XATTR_PREFIX = "user.";
-    private static final byte[] ETAG_LISTED = (ETAG_XATTR + "\0").getBytes(StandardCharsets.UTF_8);
 
     /**
      * getxattr(2): a user.* attribute the store keeps, or {@value #ETAG_XATTR} of a file. Other
@@ -1337,13 +1340,10 @@ final class FuseFileSystem {
         }
     }
 
-    /** listxattr(2): the user.* attributes the store keeps, and a file's ETag first. */
+    /** listxattr(2): the user.* attributes the store keeps ({@value #ETAG_XATTR} is not listed). */
     void listxattr(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node n = node(req);
         ByteArrayOutputStream names = new ByteArrayOutputStream();
-        if (!n.directory) {
-            names.writeBytes(ETAG_LISTED);
-        }
         for (String name : router.xattrNames(caller(req), path(n))) {
             // the store file's own labels (security.selinux, ...) are not the mount's to show
             if (name.startsWith(USER_XATTR_PREFIX) && !ETAG_XATTR.equals(name)) {
@@ -1367,10 +1367,10 @@ final class FuseFileSystem {
 
     /**
      * setxattr(2) of a user.* name, kept by the store where the caller may write. The ETag follows
-     * the content, so it cannot be set; setting it to the value it has succeeds and changes
-     * nothing. That is what a copy made with its extended attributes does (`rsync -X`, `cp -a`):
-     * it sets the source's ETag on a copy whose content now has that ETag. Other namespaces are
-     * not supported.
+     * the content, so setting it succeeds and changes nothing, whatever the value: a file copied out
+     * with its attributes before the ETag went unlisted carries the one it had then, and `rsync -aX`
+     * of it back after an edit sets that stale value on a copy whose content has another (it failed
+     * the whole transfer, exit 23, when refused). Other namespaces are not supported.
      */
     void setxattr(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node n = node(req);
@@ -1383,9 +1383,7 @@ final class FuseFileSystem {
             if ((flags & Linux.XATTR_CREATE) != 0) {
                 throw new FileAlreadyExistsException(p.toString(), null, ETAG_XATTR + " exists");
             }
-            if (Arrays.equals(req.setxattrValue(), router.etag(null, p).getBytes(StandardCharsets.US_ASCII))) {
-                return;
-            }
+            return;
         }
         if (!name.startsWith(USER_XATTR_PREFIX) || ETAG_XATTR.equals(name)) {
             throw new ErrnoException(Linux.EOPNOTSUPP, p.toString(), "Operation not supported");
@@ -1402,9 +1400,7 @@ final class FuseFileSystem {
     /**
      * removexattr(2) of a user.* name the store keeps, where the caller may write. Removing the
      * ETag succeeds and changes nothing (it is the content's, and shows again at once), as
-     * setting it to its value does. A copy with extended attributes from a file system without it
-     * needs that: `rsync -aX` removes from each copy the names its source lacks, and fails the
-     * whole transfer (exit 23) on an error. Other namespaces are not supported, as for getxattr.
+     * setting it does. Other namespaces are not supported, as for getxattr.
      */
     void removexattr(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node n = node(req);
