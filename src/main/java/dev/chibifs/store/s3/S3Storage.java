@@ -615,6 +615,9 @@ public final class S3Storage implements Storage {
         if (n.xattrs != null) {
             o.put("xattrs", ObjectXattrs.encode(n.xattrs));
         }
+        if (n.listedModified != null) {
+            o.put("listed", n.listedModified.toEpochMilli());
+        }
     }
 
     /** Appends the records of the operation that just ended; the journal failing fails the operation. */
@@ -758,6 +761,9 @@ public final class S3Storage implements Storage {
                     n.shaGen = n.gen;
                 }
                 n.xattrs = ObjectXattrs.decode(o.path("xattrs").asText());
+                if (o.path("listed").isIntegralNumber()) {
+                    n.listedModified = Instant.ofEpochMilli(o.get("listed").asLong());
+                }
             }
             ensureParents(p);
             attach(p, n);

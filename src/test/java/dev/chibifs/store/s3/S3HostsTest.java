@@ -953,7 +953,8 @@ class S3HostsTest {
     @Test
     void attributesChangedOnAnotherHostShowHereThoughTheContentIsTheSame() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
-        S3Storage b = host(options("b").withValidity(Duration.ZERO));
+        S3Options ob = options("b").withValidity(Duration.ZERO);
+        S3Storage b = host(ob);
         put(a, "/shared/deploy.sh", "echo deployed\n");
         a.flushAll();
         assertEquals(0644, b.metadata(p("/shared/deploy.sh")).mode() & 0777);
@@ -970,6 +971,14 @@ class S3HostsTest {
         long gets = b.requests().getOrDefault("get", 0L);
         assertEquals("echo deployed\n", text(b, "/shared/deploy.sh"));
         assertEquals(gets, b.requests().getOrDefault("get", 0L), "the content here is still the object's: " + b.requests());
+
+        // and one made while this host was down: its journal kept the time it had listed
+        b.close();
+        Instant second = raw.head(prefix + "/shared/deploy.sh").modified();
+        assertTrue(await(Duration.ofSeconds(5), () -> Instant.now().getEpochSecond() > second.getEpochSecond()));
+        a.setExecutable(p("/shared/deploy.sh"), 0644);
+        a.flushAll();
+        assertEquals(0644, host(ob).metadata(p("/shared/deploy.sh")).mode() & 0777);
     }
 
     @Test
