@@ -984,13 +984,7 @@ public final class MemoryStorage implements Storage {
     @Override
     public synchronized void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
         Node n = xattrHolder(path);
-        boolean exists = n.xattrs != null && n.xattrs.containsKey(name);
-        if (mode == XattrMode.CREATE && exists) {
-            throw new FileAlreadyExistsException(path.toString(), null, "attribute " + name + " exists");
-        }
-        if (mode == XattrMode.REPLACE && !exists) {
-            throw Storage.noXattr(path, name);
-        }
+        mode.check(path, name, n.xattrs != null && n.xattrs.containsKey(name));
         if (n.xattrs == null) {
             n.xattrs = new TreeMap<>();
         }

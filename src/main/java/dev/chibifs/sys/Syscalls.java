@@ -702,21 +702,24 @@ public final class Syscalls {
     /** Most values are a few bytes: one call reads them; a larger one is asked its size first. */
     private static final int XATTR_FIRST_TRY = 256;
 
-    /** getxattr(2) of the file behind O_PATH descriptor {@code fd}. */
-    public static byte[] getxattrPath(int fd, String name, String file) throws IOException {
-        byte[] path = bytes(PROC_SELF_FD + fd);
-        byte[] attr = bytes(name);
+    /** getxattr(2) or listxattr(2) into a buffer of {@code size} bytes (null and 0: only the size). */
+    private interface SizedCall {
+        long into(byte[] buf, long size);
+    }
+
+    /** What {@code call} fills in, in a buffer of the first try's size, else of the size it says it needs. */
+    private static byte[] sized(SizedCall call, String file) throws IOException {
         byte[] buf = new byte[XATTR_FIRST_TRY];
         while (true) {
-            long n = LIBC.getxattr(path, attr, buf, buf.length);
+            long n = call.into(buf, buf.length);
             if (n >= 0) {
                 return Arrays.copyOf(buf, (int) n);
             }
-            if (errno() != Linux.ERANGE) {
+            if (errno() != ERANGE) {
                 throw failure(file);
             }
             // another writer may grow it between the two calls: ERANGE again, ask again
-            long size = LIBC.getxattr(path, attr, null, 0);
+            long size = call.into(null, 0);
             if (size < 0) {
                 throw failure(file);
             }
@@ -724,25 +727,21 @@ public final class Syscalls {
         }
     }
 
+    /** getxattr(2) of the file behind O_PATH descriptor {@code fd}. */
+    public static byte[] getxattrPath(int fd, String name, String file) throws IOException {
+        byte[] path = bytes(PROC_SELF_FD + fd);
+        byte[] attr = bytes(name);
+        return sized((buf, size) -> LIBC.getxattr(path, attr, buf, size), file);
+    }
+
     /** listxattr(2) of the file behind O_PATH descriptor {@code fd}: its attributes' names, in the store's order. */
     public static List<String> listxattrPath(int fd, String file) throws IOException {
         byte[] path = bytes(PROC_SELF_FD + fd);
-        byte[] buf = new byte[XATTR_FIRST_TRY];
-        long n;
-        while ((n = LIBC.listxattr(path, buf, buf.length)) < 0) {
-            if (errno() != Linux.ERANGE) {
-                throw failure(file);
-            }
-            long size = LIBC.listxattr(path, null, 0);
-            if (size < 0) {
-                throw failure(file);
-            }
-            buf = new byte[(int) size];
-        }
+        byte[] list = sized((buf, size) -> LIBC.listxattr(path, buf, size), file);
         List<String> names = new ArrayList<>();
-        for (int start = 0, i = 0; i < n; i++) {
-            if (buf[i] == 0) {
-                names.add(new String(buf, start, i - start, StandardCharsets.UTF_8));
+        for (int start = 0, i = 0; i < list.length; i++) {
+            if (list[i] == 0) {
+                names.add(new String(list, start, i - start, StandardCharsets.UTF_8));
                 start = i + 1;
             }
         }

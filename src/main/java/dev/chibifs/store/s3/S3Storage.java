@@ -2444,13 +2444,7 @@ public final class S3Storage implements Storage {
     public void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
         Node n = xattrsToChange(path);
         synchronized (this) {
-            boolean exists = n.xattrs != null && n.xattrs.containsKey(name);
-            if (mode == XattrMode.CREATE && exists) {
-                throw new FileAlreadyExistsException(path.toString(), null, "attribute " + name + " exists");
-            }
-            if (mode == XattrMode.REPLACE && !exists) {
-                throw Storage.noXattr(path, name);
-            }
+            mode.check(path, name, n.xattrs != null && n.xattrs.containsKey(name));
             Map<String, byte[]> changed = n.xattrs == null ? new TreeMap<>() : new TreeMap<>(n.xattrs);
             changed.put(name, value.clone());
             if (!ObjectXattrs.fit(changed)) {
