@@ -284,6 +284,32 @@ class S3MountTest {
     }
 
     @Test
+    @Timeout(120)
+    void extendedAttributesAndExecuteBitsSetOnOneHostShowOnTheOther() throws IOException {
+        MountedFs a = host("hostA");
+        MountedFs b = host("hostB");
+        Path dl = a.root().resolve("downloads");
+        Files.createDirectories(dl);
+        Files.writeString(dl.resolve("page.html"), "<p>page</p>\n");
+        Files.writeString(dl.resolve("run.sh"), "echo ran\n");
+        Sh.run("setfattr -n user.xdg.origin.url -v https://example.org/page '" + dl.resolve("page.html") + "'").ok();
+        a.sh("rsync -aX '" + dl + "/' shared/s3/dl/").ok();
+        await(VISIBLE_WITHIN.multipliedBy(2), "host B reading the attribute rsync -X set on host A", () ->
+                b.sh("getfattr --only-values -n user.xdg.origin.url shared/s3/dl/page.html").out().equals("https://example.org/page"));
+        // the same content put again shows by its LastModified, which S3 lists to the second: a
+        // change within the second of A's upload would look like no change
+        long seen = System.currentTimeMillis() / 1000;
+        await(Duration.ofSeconds(3), "the second after the one host B saw the upload in",
+                () -> (System.currentTimeMillis() - 200) / 1000 > seen);
+        b.sh("setfattr -n user.reviewed -v yes shared/s3/dl/page.html && chmod +x shared/s3/dl/run.sh").ok();
+        await(VISIBLE_WITHIN.multipliedBy(2), "host A seeing host B's setfattr and chmod +x", () ->
+                a.sh("getfattr --only-values -n user.reviewed shared/s3/dl/page.html").out().equals("yes")
+                        && a.sh("test -x shared/s3/dl/run.sh").exitCode() == 0);
+        assertEquals("ran\n", a.sh("sh -c shared/s3/dl/run.sh").ok().out());
+        assertEquals("https://example.org/page", a.sh("getfattr --only-values -n user.xdg.origin.url shared/s3/dl/page.html").ok().out());
+    }
+
+    @Test
     @Timeout(240)
     void tarAndGitWorkOnAnS3BackedPrefix() throws IOException {
         MountedFs a = host("hostA");
