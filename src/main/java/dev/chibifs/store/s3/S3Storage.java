@@ -108,6 +108,12 @@ public final class S3Storage implements Storage {
     static final String LINK_SUFFIX = ".rclonelink";
 
     private static final long BLOCK = 4096;
+    /**
+     * How far S3's clock may be ahead of this host's when a listing's LastModified is compared with
+     * the end of this host's own upload (NTP keeps hosts within milliseconds). More would only cost
+     * a HEAD after an upload of this host's; less may miss another host's put right after it.
+     */
+    private static final Duration CLOCK_SKEW = Duration.ofMillis(500);
     private static final int FILE_MODE = 0644;
     private static final int DIR_MODE = 0755;
     /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
@@ -213,6 +219,12 @@ public final class S3Storage implements Storage {
          * put again: a chmod, touch or setfattr on another host, whose attributes this node lacks.
          */
         Instant listedModified;
+        /**
+         * When this host's last upload of it ended, by this host's wall clock; null when it made none
+         * since a listing. Until a listing shows a time, one later than this (and the clocks' skew) is
+         * another host's put, not this host's own.
+         */
+        Instant uploadedAt;
         /** Directories: known to exist in S3 (a marker or keys below it). */
         boolean dirOnRemote;
         /** Directories: its marker object is known to exist. */
@@ -618,6 +630,9 @@ public final class S3Storage implements Storage {
         if (n.listedModified != null) {
             o.put("listed", n.listedModified.toEpochMilli());
         }
+        if (n.uploadedAt != null) {
+            o.put("uploaded", n.uploadedAt.toEpochMilli());
+        }
     }
 
     /** Appends the records of the operation that just ended; the journal failing fails the operation. */
@@ -763,6 +778,9 @@ public final class S3Storage implements Storage {
                 n.xattrs = ObjectXattrs.decode(o.path("xattrs").asText());
                 if (o.path("listed").isIntegralNumber()) {
                     n.listedModified = Instant.ofEpochMilli(o.get("listed").asLong());
+                }
+                if (o.path("uploaded").isIntegralNumber()) {
+                    n.uploadedAt = Instant.ofEpochMilli(o.get("uploaded").asLong());
                 }
             }
             ensureParents(p);
@@ -1125,14 +1143,42 @@ public final class S3Storage implements Storage {
             journalPut(n);
             attributesWanted.add(n);
         } else if (settled && !link) {
-            if (n.listedModified != null && o.modified() != null && !o.modified().equals(n.listedModified)) {
+            if (putAgainElsewhere(n, o.modified())) {
                 // put again by another host with the same content: its attributes changed there (a
                 // chmod +x, a touch, a setfattr); the content here is still the object's
                 n.attributesKnown = false;
                 attributesWanted.add(n);
             }
             n.listedModified = o.modified();
+            n.uploadedAt = null;
         }
+    }
+
+    /**
+     * Whether the object of settled node {@code n}, listed with its ETag unchanged and time
+     * {@code listed}, was put again by another host: a time other than the one listed before, or,
+     * where this host uploaded it since, one later than that upload's end (S3 lists the time by its
+     * own clock, often to the second, floored: so this host's own never looks later, and another
+     * host's put shows from the second after that end; {@link #CLOCK_SKEW} covers S3's clock ahead).
+     */
+    private static boolean putAgainElsewhere(Node n, Instant listed) {
+        if (listed == null) {
+            return false;
+        }
+        if (n.listedModified != null) {
+            return !listed.equals(n.listedModified);
+        }
+        return n.uploadedAt != null && listed.isAfter(n.uploadedAt.plus(CLOCK_SKEW));
+    }
+
+    /**
+     * {@code n} went up from this host: the time S3 gave the object is not known (a PUT answers
+     * none) but is no later than now by S3's clock. The wall clock, not the store's clock: that one
+     * drives the write-back and stands still in tests, where S3's does not.
+     */
+    private static void uploaded(Node n) {
+        n.listedModified = null;
+        n.uploadedAt = Instant.now();
     }
 
     /** Whether a node S3 no longer lists was removed by another host (and not just made here). */
@@ -1158,6 +1204,7 @@ public final class S3Storage implements Storage {
         }
         n.remoteEtag = o.etag();
         n.listedModified = o.modified();
+        n.uploadedAt = null;
         n.size = o.size();
         FileTime t = o.modified() == null ? now() : FileTime.from(o.modified());
         n.mtime = n.ctime = n.atime = t;
@@ -3074,13 +3121,13 @@ public final class S3Storage implements Storage {
                         Node there = nodes.get(p);
                         if (there != null && !there.dir && there.link == n.link) {
                             there.remoteEtag = etag;
-                            there.listedModified = null;
+                            uploaded(there);
                         } else {
                             tombstone(k, etag);
                         }
                     } else {
                         n.remoteEtag = etag;
-                        n.listedModified = null;
+                        uploaded(n);
                         n.lostUploads = null;
                         n.syncedSeq = seq;
                         if (n.gen == gen) {
@@ -3100,7 +3147,7 @@ public final class S3Storage implements Storage {
                     // not another host's change: this host's own upload that landed unbeknownst to it
                     synchronized (this) {
                         n.remoteEtag = ours;
-                        n.listedModified = null;
+                        uploaded(n);
                         n.lostUploads = null;
                     }
                     continue; // the finally block drops this snapshot; the next attempt takes another

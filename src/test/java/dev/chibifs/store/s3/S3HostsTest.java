@@ -122,6 +122,28 @@ class S3HostsTest {
         return h == null ? null : Files.readString(to);
     }
 
+    @Test
+    void anAttributeChangedElsewhereBeforeTheUploaderListedAgainShowsThere() throws Exception {
+        // host a uploads and looks no more; b changes the attributes alone: a's first listing after
+        // shows a time it never listed, later than its own upload
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO).withValidity(Duration.ZERO));
+        put(a, "/shared/p/m.c", "int main(){return 0;}\n");
+        a.flushAll();
+        Instant uploaded = Instant.now();
+        FileTime touched = FileTime.from(Instant.parse("2030-01-02T03:04:05Z"));
+        assertEquals(0644, b.metadata(p("/shared/p/m.c")).mode() & 0777);
+        // S3 lists the time to the second: b's put shows as later than a's upload from the second
+        // after the one the upload ended in (plus the skew allowed S3's clock ahead of a's)
+        assertTrue(await(Duration.ofSeconds(5), () -> pastTheSecondAfter(uploaded.plusMillis(500))));
+        b.setTimes(p("/shared/p/m.c"), null, touched);
+        b.setExecutable(p("/shared/p/m.c"), 0755);
+        b.flushAll();
+        assertTrue(await(Duration.ofSeconds(5), () -> a.metadata(p("/shared/p/m.c")).modified().equals(touched)),
+                "a sees b's touch: " + a.metadata(p("/shared/p/m.c")).modified());
+        assertEquals(0755, a.metadata(p("/shared/p/m.c")).mode() & 0777);
+    }
+
     /**
      * Whether an object put now gets a LastModified second later than {@code modified}'s. Not as soon
      * as the second turns: s3proxy takes the time from its file's mtime, which Linux stamps from a
