@@ -3319,6 +3319,8 @@ public final class S3Storage implements Storage {
             c.size = Files.size(dataFile(ino));
             c.cached = true;
             c.remoteEtag = copyEtag;
+            uploaded(c);
+            c.xattrs = n.xattrs; // what went up with it: maps are replaced, never changed, so one may be shared
             c.sha = sha;
             c.shaGen = c.gen;
             c.syncedSeq = seq;

@@ -667,6 +667,7 @@ class S3HostsTest {
 
         put(a, "/shared/doc", "a's edit");
         put(b, "/shared/doc", "b's edit");
+        b.setXattr(p("/shared/doc"), "user.by", "b".getBytes(UTF_8), XattrMode.SET);
         put(a, "/shared/fresh", "a made it");
         put(b, "/shared/fresh", "b made it too");
         a.flushAll();
@@ -680,6 +681,9 @@ class S3HostsTest {
         // b shows the winner from the next open on, and its own version beside it
         assertEquals("a's edit", text(b, "/shared/doc"));
         assertEquals("b's edit", text(b, "/shared/doc.conflict-b-" + stamp));
+        // the attributes go with the version they were set on
+        assertEquals("b", new String(b.xattr(p("/shared/doc.conflict-b-" + stamp), "user.by"), UTF_8));
+        assertEquals(List.of(), b.xattrNames(p("/shared/doc")));
         assertEquals("a made it", text(b, "/shared/fresh"));
         clock.advance(S3Options.DEFAULT_VALIDITY);
         assertTrue(a.exists(p("/shared/doc.conflict-b-" + stamp)));
