@@ -2131,6 +2131,9 @@ public final class S3Storage implements Storage {
         CacheFile ch = CacheFile.openForWriting(dataFile(n.ino));
         if (write) {
             n.writers++;
+            // an open writer puts the upload off to its last close (schedule): a file this open made,
+            // or one changed before it, was due a debounce after that, and went up half written
+            n.due = Long.MAX_VALUE;
         }
         return new Handle(n, ch, write, append, made);
     }

@@ -167,6 +167,30 @@ class S3HostsTest {
     }
 
     @Test
+    void aFileStillOpenForWritingDoesNotGoUpHalfWritten() throws Exception {
+        // a file made by its open (and one changed before it), written longer than the debounce:
+        // its upload waits for the last close (S3MountTest's 70 MiB file went up twice on a loaded host)
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/chmodded"), "old".getBytes(UTF_8));
+        a.flushAll();
+        a.setExecutable(p("/shared/chmodded"), 0755);
+        for (String name : List.of("made", "chmodded")) {
+            try (FileHandle h = a.open(p("/shared/" + name), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+                h.write(ByteBuffer.wrap("first half ".getBytes(UTF_8)), 0);
+                clock.advance(Duration.ofSeconds(30));
+                a.flushDue();
+                assertEquals(name.equals("made") ? null : "old", inS3("shared/" + name), name + " went up while open");
+                h.write(ByteBuffer.wrap("second half".getBytes(UTF_8)), 11);
+            }
+            clock.advance(Duration.ofSeconds(2));
+            a.flushDue();
+            assertEquals("first half second half", inS3("shared/" + name), name);
+        }
+    }
+
+    @Test
     void aFileClosedDirtyGoesUpTwoSecondsAfterItsLastCloseAndShowsHereAtOnce() throws Exception {
         MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
