@@ -984,8 +984,7 @@ public final class LocalStorage implements Storage {
                     return call.on(fd);
                 }
                 if (change) {
-                    throw new OperationNotPermittedException(path.toString(),
-                            "only regular files and directories have user extended attributes");
+                    throw Storage.noXattrsHere(path);
                 }
                 return null;
             } finally {

@@ -1005,8 +1005,7 @@ public final class MemoryStorage implements Storage {
     private Node xattrHolder(VfsPath path) throws IOException {
         Node n = find(path);
         if (n instanceof Link || n instanceof Special) {
-            throw new OperationNotPermittedException(path.toString(),
-                    "only regular files and directories have user extended attributes");
+            throw Storage.noXattrsHere(path);
         }
         return n;
     }

@@ -219,6 +219,11 @@ public interface Storage extends Closeable {
         throw noXattr(path, name);
     }
 
+    /** What changing an attribute of a symbolic link, fifo or socket says: EPERM, as Linux says of user.* names there. */
+    static OperationNotPermittedException noXattrsHere(VfsPath path) {
+        return new OperationNotPermittedException(path.toString(), "only regular files and directories have user extended attributes");
+    }
+
     /** What getxattr and removexattr say of a name a path has no attribute by. */
     static ErrnoException noXattr(VfsPath path, String name) {
         return new ErrnoException(Linux.ENODATA, path.toString(), "No data available: no attribute " + name);

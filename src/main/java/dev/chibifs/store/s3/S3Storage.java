@@ -21,7 +21,6 @@ import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
-import dev.chibifs.store.OperationNotPermittedException;
 import dev.chibifs.store.XattrMode;
 
 import org.slf4j.Logger;
@@ -2545,7 +2544,7 @@ public final class S3Storage implements Storage {
     private Node xattrsToChange(VfsPath path) throws IOException {
         Node n = withXattrsKnown(path);
         if (n.link) {
-            throw new OperationNotPermittedException(path.toString(), "only regular files and directories have user extended attributes");
+            throw Storage.noXattrsHere(path);
         }
         if (n.dir) {
             throw new ErrnoException(Linux.EOPNOTSUPP, path.toString(),
