@@ -49,10 +49,13 @@ import software.amazon.awssdk.services.s3.S3Configuration;
 import software.amazon.awssdk.services.s3.model.CommonPrefix;
 import software.amazon.awssdk.services.s3.model.CompleteMultipartUploadResponse;
 import software.amazon.awssdk.services.s3.model.CompletedPart;
+import software.amazon.awssdk.services.s3.model.CopyObjectRequest;
+import software.amazon.awssdk.services.s3.model.CopyObjectResponse;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.MetadataDirective;
 import software.amazon.awssdk.services.s3.model.MultipartUpload;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 import software.amazon.awssdk.services.s3.model.PutObjectResponse;
@@ -167,6 +170,8 @@ final class Bucket implements Closeable {
     static final long MIN_PART_BYTES = 5L << 20;
     /** The largest object one PUT may upload (S3's limit). */
     private static final long MAX_PUT_BYTES = 5L << 30;
+    /** The largest object one CopyObject copies (larger ones take UploadPartCopy, which is not used). */
+    static final long MAX_COPY_BYTES = MAX_PUT_BYTES;
     /**
      * A file larger than this goes up in parts of {@link #DEFAULT_PART_BYTES} (more where 10,000 would
      * not hold it), and an object larger than it comes down in ranges of that size, several at a
@@ -1063,6 +1068,51 @@ final class Bucket implements Closeable {
             throw failure("put", key, e);
         } catch (UncheckedIOException e) {
             throw new IOException("S3 put s3://" + bucket + "/" + key + ": " + e.getCause().getMessage(), e);
+        }
+    }
+
+    /**
+     * Copies the object {@code from}, while its ETag is still {@code fromEtag}, to {@code to} under a
+     * PUT's conditions there (If-Match {@code ifMatch}, or If-None-Match * when null), its metadata with
+     * it; the copy's ETag. S3 copies the content itself: nothing comes down or goes up. At most
+     * {@link #MAX_COPY_BYTES}. A 412 is {@link PreconditionFailed} whichever condition failed (S3 does
+     * not say which), a 404 {@link Missing} (the source gone, or the object {@code ifMatch} named).
+     */
+    String copy(String from, String fromEtag, long size, String to, String ifMatch) throws IOException {
+        refuseWhileUnreachable("copy", to);
+        // S3 itself honours the destination's conditions; some servers that speak its API (s3proxy
+        // among them) ignore them on a copy, so the destination is asked first: another host's object
+        // put there between the two requests is what such a server would let this copy replace
+        Head there = head(to);
+        if (ifMatch != null && there == null) {
+            throw new Missing("s3://" + bucket + "/" + to + " was removed from S3 since this host last saw it");
+        }
+        if (ifMatch == null ? there != null : !ifMatch.equals(there.etag())) {
+            throw new PreconditionFailed("s3://" + bucket + "/" + to + " changed on S3 since this host last saw it");
+        }
+        CopyObjectRequest.Builder req = CopyObjectRequest.builder().sourceBucket(bucket).sourceKey(from)
+                .copySourceIfMatch(fromEtag).destinationBucket(bucket).destinationKey(to)
+                .metadataDirective(MetadataDirective.COPY);
+        if (ifMatch == null) {
+            req.ifNoneMatch("*");
+        } else {
+            req.ifMatch(ifMatch);
+        }
+        count("copy");
+        try {
+            // S3 answers once the copy is made: as long as an upload of the bytes would take, at most
+            CopyObjectResponse r = client.copyObject(req.overrideConfiguration(uploadLimits(size)).build());
+            answered();
+            return r.copyObjectResult().eTag();
+        } catch (S3Exception e) {
+            answered();
+            if (e.statusCode() == 404) {
+                throw new Missing("s3://" + bucket + "/" + from + " or " + to + " was removed from S3 since this host last saw it");
+            }
+            IOException refused = refusedPut(to, ifMatch, e);
+            throw refused instanceof RetriedPrecondition ? new PreconditionFailed(refused.getMessage()) : refused;
+        } catch (SdkException e) {
+            throw failure("copy", to, e);
         }
     }
 

@@ -1839,8 +1839,9 @@ public final class S3Storage implements Storage {
         if (target != null && target.dir) {
             refresh(dst);
         }
-        // S3 cannot rename: everything moved is uploaded anew, so its content must be here first, and
-        // stay (pinned: the content cache keeps it) until the move is made
+        // S3 cannot rename: everything moved goes up anew under its new name. What this host does not
+        // hold S3 copies there itself; the rest goes up from here, so its content must be here first,
+        // and stay (pinned: the content cache keeps it) until the move is made
         List<Node> files;
         if (n.dir) {
             listTree(src);
@@ -1854,16 +1855,103 @@ public final class S3Storage implements Storage {
                 pin(files, 1);
             }
         }
+        List<String> copying = new ArrayList<>();
+        Map<Node, Copied> copied = Map.of();
+        boolean moved = false;
         try {
+            copied = copyOnS3(n, src, dst, files, copying);
             for (Node f : files) {
-                fetch(f);
+                if (!copied.containsKey(f)) {
+                    fetch(f);
+                }
             }
-            moveFetched(n, src, dst);
+            moveFetched(n, src, dst, copied);
+            moved = true;
         } finally {
             synchronized (this) {
                 pin(files, -1);
+                inflight.removeAll(copying);
+                moved = moved || dst.equals(n.path); // failed once made: the copies are its files now
+            }
+            if (!moved) {
+                dropCopies(copied.values());
             }
         }
+    }
+
+    /** A file of a move that S3 copied to its new name, from the version this node had at generation {@code gen}. */
+    private record Copied(String key, String etag, long gen) {
+    }
+
+    /**
+     * Has S3 copy to their names under {@code dst} the files moved from {@code src} that this host
+     * does not hold and has not changed: a rename would otherwise download each only to upload it
+     * again (a HEAD and a copy each, S3 moving the bytes). Each copy is conditional on the object
+     * still being the version this host saw, and on its new name being free; one refused (changed
+     * or removed there since, its new name taken) or too large for one copy is left out, and moves
+     * as the others do. Their keys are added to {@code copying}, as uploads in flight: a listing
+     * under way does not take them for another host's files.
+     */
+    private Map<Node, Copied> copyOnS3(Node n, VfsPath src, VfsPath dst, List<Node> files, List<String> copying)
+            throws IOException {
+        record Job(Node node, long gen, String from, String etag, long size, String to) {
+        }
+        List<Job> jobs = new ArrayList<>();
+        synchronized (this) {
+            if (n.path == null || !n.path.equals(src)) {
+                throw new NoSuchFileException(src.toString());
+            }
+            refuseMove(n, src, dst, nodes.get(dst));
+            for (Node f : files) {
+                if (f.cached || f.dirty || f.link || f.remoteEtag == null || f.path == null
+                        || f.fetching != null || f.size > Bucket.MAX_COPY_BYTES) {
+                    continue;
+                }
+                VfsPath to = moved(f.path, src, dst);
+                String toKey = objectKey(to, f);
+                Tomb t = tombs.get(toKey);
+                if (nodes.containsKey(to) || (t != null && t.pending)) {
+                    continue; // an object there is replaced by an upload, under its If-Match
+                }
+                jobs.add(new Job(f, f.gen, objectKey(f.path, f), f.remoteEtag, f.size, toKey));
+                copying.add(toKey);
+            }
+            if (!jobs.isEmpty() && n.dir) {
+                copying.add(dirKey(dst));
+            }
+            inflight.addAll(copying);
+        }
+        Map<Node, Copied> copied = new java.util.concurrent.ConcurrentHashMap<>();
+        try {
+            inParallel(jobs, j -> {
+                try {
+                    copied.put(j.node(), new Copied(j.to(), bucket.copy(j.from(), j.etag(), j.size(), j.to(), null), j.gen()));
+                } catch (Bucket.PreconditionFailed | Bucket.Missing | Bucket.Refused e) {
+                    // refused is not away: a server without copies, or one that refused this one
+                    LOG.debug("S3 store {}: {} not copied by S3, moved from here: {}", spec, j.from(), e.getMessage());
+                }
+            });
+        } catch (IOException e) {
+            dropCopies(copied.values());
+            throw e;
+        }
+        return copied;
+    }
+
+    /** Removes the copies of a move that did not happen. */
+    private void dropCopies(java.util.Collection<Copied> copies) {
+        for (Copied c : copies) {
+            try {
+                bucket.delete(c.key());
+            } catch (IOException e) {
+                LOG.warn("S3 store {}: the copy {} of a rename that failed is left in S3: {}", spec, c.key(), e.getMessage());
+            }
+        }
+    }
+
+    /** Where {@code p}, at or below {@code src}, is once {@code src} has moved to {@code dst}. */
+    private static VfsPath moved(VfsPath p, VfsPath src, VfsPath dst) {
+        return VfsPath.of(dst + p.toString().substring(src.toString().length()));
     }
 
     /** Adds {@code by} to the count of what holds each of {@code files} in the content cache; under the monitor. */
@@ -1873,27 +1961,32 @@ public final class S3Storage implements Storage {
         }
     }
 
-    /** The rest of {@link #rename}, once the content of everything moved is here. */
-    private void moveFetched(Node n, VfsPath src, VfsPath dst) throws IOException {
+    /** Why {@code n} cannot move from {@code src} over {@code target} at {@code dst}, thrown; under the monitor. */
+    private void refuseMove(Node n, VfsPath src, VfsPath dst, Node target) throws IOException {
+        if (target != null) {
+            if (target.dir && !n.dir) {
+                throw new IsDirectoryException(dst.toString());
+            }
+            if (!target.dir && n.dir) {
+                throw new NotDirectoryException(dst.toString());
+            }
+            if (target.dir && !children(dst).isEmpty()) {
+                throw new DirectoryNotEmptyException(dst.toString());
+            }
+        }
+    }
+
+    /** The rest of {@link #rename}, once the content of everything moved is here or {@code copied} by S3. */
+    private void moveFetched(Node n, VfsPath src, VfsPath dst, Map<Node, Copied> copied) throws IOException {
         Node target;
         synchronized (this) {
             if (n.path == null || !n.path.equals(src)) {
                 throw new NoSuchFileException(src.toString());
             }
             target = nodes.get(dst);
-            if (target != null) {
-                if (target.dir && !n.dir) {
-                    throw new IsDirectoryException(dst.toString());
-                }
-                if (!target.dir && n.dir) {
-                    throw new NotDirectoryException(dst.toString());
-                }
-                if (target.dir && !children(dst).isEmpty()) {
-                    throw new DirectoryNotEmptyException(dst.toString());
-                }
-            }
+            refuseMove(n, src, dst, target);
             List<Node> moving = subtree(src);
-            if (moving.stream().anyMatch(m -> !m.dir && !m.cached)) {
+            if (moving.stream().anyMatch(m -> !m.dir && !m.cached && !copied.containsKey(m))) {
                 throw new ErrnoException(Linux.EBUSY, src.toString(), dst.toString(), "Resource busy: changed while it was renamed");
             }
             // the object replaced in place is the If-Match of the upload under the new name; a link
@@ -1910,9 +2003,12 @@ public final class S3Storage implements Storage {
             }
             // parents before children, so each lands under its moved parent
             moving.sort(Comparator.comparingInt(m -> m.path.depth()));
+            if (!copied.isEmpty()) {
+                seq++; // copies S3 made for this move: a listing begun before them does not remove their nodes
+            }
             for (Node m : moving) {
                 VfsPath from = m.path;
-                VfsPath to = VfsPath.of(dst + from.toString().substring(src.toString().length()));
+                VfsPath to = moved(from, src, dst);
                 bury(from, m);
                 record("gone", from);
                 nodes.remove(from);
@@ -1929,6 +2025,24 @@ public final class S3Storage implements Storage {
                 m.dirOnRemote = m.marker = false;
                 resurrect(to, m);
                 m.ctime = now();
+                Copied c = copied.get(m);
+                if (c != null) {
+                    m.remoteEtag = c.etag();
+                    uploaded(m);
+                    m.syncedSeq = seq;
+                    if (!m.dirty && m.gen == c.gen()) {
+                        // S3 holds it under its new name: nothing to upload. A fetch of the old object
+                        // still under way is not kept (another ETag, should S3 have copied in one part
+                        // what was put in several)
+                        boolean shaKnown = m.shaGen == m.gen;
+                        m.gen++;
+                        if (shaKnown) {
+                            m.shaGen = m.gen;
+                        }
+                        journalPut(m);
+                        continue;
+                    }
+                }
                 boolean wasDirty = m.dirty;
                 dirty(m);
                 if (!wasDirty) {

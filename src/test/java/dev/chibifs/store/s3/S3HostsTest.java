@@ -969,9 +969,10 @@ class S3HostsTest {
     }
 
     @Test
-    void aTreeAnotherHostMadeIsRenamedHereWithAGetPerFileAndNoHead() throws Exception {
+    void aTreeAnotherHostMadeIsRenamedHereByS3WithNothingComingDownOrGoingUp() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
-        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
+        // b fetches nothing a listing shows: every file moved is one it does not hold
+        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO).withPrefetchBelow(0));
         int files = 20;
         for (int i = 0; i < files; i++) {
             put(a, "/shared/tree/sub/f" + i, "f" + i);
@@ -979,16 +980,56 @@ class S3HostsTest {
         a.setExecutable(p("/shared/tree/sub/f0"), 0755);
         a.flushAll();
         b.mkdir(p("/shared"));
-        long heads = b.requests().getOrDefault("head", 0L);
+        Map<String, Long> before = b.requests();
         b.rename(p("/shared/tree"), p("/shared/moved"));
         b.flushAll();
-        // none but those that tell a retried upload's own first attempt from a conflict (its answer
-        // lost on a connection the server had closed: seen on a loaded CI host)
-        assertEquals(heads + b.requests().getOrDefault(Bucket.PUT_ANSWER_LOST, 0L), b.requests().getOrDefault("head", 0L),
-                b.requests().toString());
-        assertEquals(files, (long) b.requests().getOrDefault("get", 0L), b.requests().toString());
-        assertEquals("f7", inS3("shared/moved/sub/f7"));
-        assertEquals(0755, b.metadata(p("/shared/moved/sub/f0")).mode() & 0777); // its attributes came with it
+        Map<String, Long> after = b.requests();
+        String spent = "before " + before + ", after " + after;
+        assertEquals(files, after.getOrDefault("copy", 0L) - before.getOrDefault("copy", 0L), spent);
+        assertEquals(0, after.getOrDefault("get", 0L) - before.getOrDefault("get", 0L), spent);
+        // the two directories' markers, and no file
+        assertEquals(2, after.getOrDefault("put", 0L) - before.getOrDefault("put", 0L), spent);
+        for (int i = 0; i < files; i++) {
+            assertEquals("f" + i, inS3("shared/moved/sub/f" + i));
+            assertNull(inS3("shared/tree/sub/f" + i));
+        }
+        assertEquals("f7", text(b, "/shared/moved/sub/f7"));
+        S3Storage c = host(options("c"));
+        assertEquals(0755, c.metadata(p("/shared/moved/sub/f0")).mode() & 0777); // its attributes came with it
+        assertEquals(0755, b.metadata(p("/shared/moved/sub/f0")).mode() & 0777);
+        assertFalse(c.exists(p("/shared/tree")));
+    }
+
+    @Test
+    void aFileChangedElsewhereSinceItWasListedHereIsRenamedInItsNewVersion() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        // b holds its listing long enough not to see the new version before the rename
+        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO).withPrefetchBelow(0).withValidity(Duration.ofMinutes(5)));
+        put(a, "/shared/notes", "first");
+        a.flushAll();
+        assertEquals(5, b.metadata(p("/shared/notes")).size());
+        put(a, "/shared/notes", "second version");
+        a.flushAll();
+        // b's copy of the version it listed is refused: it moves the file as S3 has it now
+        b.rename(p("/shared/notes"), p("/shared/moved"));
+        b.flushAll();
+        assertEquals("second version", inS3("shared/moved"));
+        assertNull(inS3("shared/notes"));
+        assertEquals(14, b.metadata(p("/shared/moved")).size());
+        assertEquals("second version", text(b, "/shared/moved"));
+    }
+
+    @Test
+    void aRenameRefusedCopiesNothing() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO).withPrefetchBelow(0));
+        put(a, "/shared/tree/f", "f");
+        put(a, "/shared/full/g", "g");
+        a.flushAll();
+        assertThrows(java.nio.file.DirectoryNotEmptyException.class, () -> b.rename(p("/shared/tree"), p("/shared/full")));
+        assertEquals(0, b.requests().getOrDefault("copy", 0L), b.requests().toString());
+        assertEquals("f", text(b, "/shared/tree/f"));
+        assertNull(inS3("shared/full/f"));
     }
 
     @Test
