@@ -1098,6 +1098,24 @@ final class Bucket implements Closeable {
         } else {
             req.ifMatch(ifMatch);
         }
+        return copy(req, size, from, to, ifMatch);
+    }
+
+    /**
+     * Gives the object {@code key}, while its ETag is still {@code etag}, the metadata {@code meta}
+     * (all of it: S3 keeps none of the old), by copying it onto itself; its new ETag. A change of
+     * attributes alone, without the content coming down or going up. Fails as {@link #copy} does.
+     */
+    String replaceMetadata(String key, String etag, long size, Map<String, String> meta) throws IOException {
+        refuseWhileUnreachable("copy", key);
+        // the source's condition is the destination's: a server that ignores If-Match on a copy still
+        // checks this one (s3proxy does)
+        return copy(CopyObjectRequest.builder().sourceBucket(bucket).sourceKey(key).copySourceIfMatch(etag)
+                .destinationBucket(bucket).destinationKey(key).ifMatch(etag)
+                .metadataDirective(MetadataDirective.REPLACE).metadata(meta), size, key, key, etag);
+    }
+
+    private String copy(CopyObjectRequest.Builder req, long size, String from, String to, String ifMatch) throws IOException {
         count("copy");
         try {
             // S3 answers once the copy is made: as long as an upload of the bytes would take, at most
@@ -1107,7 +1125,8 @@ final class Bucket implements Closeable {
         } catch (S3Exception e) {
             answered();
             if (e.statusCode() == 404) {
-                throw new Missing("s3://" + bucket + "/" + from + " or " + to + " was removed from S3 since this host last saw it");
+                throw new Missing("s3://" + bucket + "/" + from + (from.equals(to) ? "" : " or " + to)
+                        + " was removed from S3 since this host last saw it");
             }
             IOException refused = refusedPut(to, ifMatch, e);
             throw refused instanceof RetriedPrecondition ? new PreconditionFailed(refused.getMessage()) : refused;

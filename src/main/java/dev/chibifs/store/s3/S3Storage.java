@@ -235,6 +235,13 @@ public final class S3Storage implements Storage {
          * file or link a listing showed has S3's LastModified (and a file no execute bits) until then.
          */
         boolean attributesKnown = true;
+        /**
+         * A listing showed this object at another ETag than the content cached here, with the same
+         * size: another host may have changed its attributes alone, copying it onto itself (a copy
+         * may give an object put in parts a new ETag). Until a HEAD compares the content's SHA-256,
+         * its attributes are unknown and an open waits; null when no such doubt.
+         */
+        Bucket.Listed doubted;
         /** The HEAD asking for its attributes, while one is under way; waiters join it. */
         java.util.concurrent.CompletableFuture<Void> askingAttributes;
         /** The GET of its content an open made, while one is under way; other opens join it. */
@@ -620,6 +627,9 @@ public final class S3Storage implements Storage {
         if (n.link) {
             o.put("link", true);
         }
+        if (!n.dir && !n.cached) {
+            o.put("attributesOnly", true); // dirty and not here: see restore
+        }
         if (n.shaGen == n.gen) {
             o.put("sha", n.sha);
         }
@@ -755,7 +765,10 @@ public final class S3Storage implements Storage {
                 LOG.warn("S3 store {}: journal record for {} has no inode, skipped", spec, p);
                 continue;
             }
-            if (!dir && !Files.exists(dataFile(ino))) {
+            // a change of attributes alone to a file not fetched here has no content here: S3 has it
+            boolean attributesOnly = !dir && !link && t.equals("put") && o.path("etag").isTextual()
+                    && o.path("attributesOnly").asBoolean();
+            if (!dir && !attributesOnly && !Files.exists(dataFile(ino))) {
                 LOG.warn("S3 store {}: cached content of {} is missing, {}", spec, p,
                         t.equals("put") ? "its last change is lost" : "fetched again");
                 continue;
@@ -768,8 +781,8 @@ public final class S3Storage implements Storage {
             if (dir) {
                 n.dirOnRemote = n.marker = t.equals("clean");
             } else {
-                n.size = Files.size(dataFile(ino));
-                n.cached = true;
+                n.cached = !attributesOnly;
+                n.size = attributesOnly ? o.path("size").asLong() : Files.size(dataFile(ino));
                 if (o.path("sha").isTextual()) {
                     n.sha = o.get("sha").asText();
                     n.shaGen = n.gen;
@@ -921,9 +934,10 @@ public final class S3Storage implements Storage {
         VfsPath p;
         String etag;
         long gen;
+        Bucket.Listed doubted;
         boolean fetching;
         synchronized (this) {
-            if (n.attributesKnown || n.path == null || closed) {
+            if ((n.attributesKnown && n.doubted == null) || n.path == null || closed) {
                 return;
             }
             theirs = n.askingAttributes;
@@ -933,6 +947,7 @@ public final class S3Storage implements Storage {
             p = n.path;
             etag = n.remoteEtag;
             gen = n.gen;
+            doubted = n.doubted;
             fetching = withContent && fetchedWithAttributes(n);
         }
         if (theirs != null) {
@@ -943,7 +958,11 @@ public final class S3Storage implements Storage {
         try {
             Bucket.Head h = fetching ? bucket.get(objectKey(p, n), part) : bucket.head(objectKey(p, n));
             synchronized (this) {
-                if (h != null && p.equals(n.path) && !n.attributesKnown && etag != null
+                if (doubted != null) {
+                    if (n.doubted == doubted && p.equals(n.path)) {
+                        settleDoubt(n, doubted, h);
+                    }
+                } else if (h != null && p.equals(n.path) && !n.attributesKnown && etag != null
                         && etag.equals(n.remoteEtag) && etag.equals(h.etag())) {
                     if (fetching && n.gen == gen && fetchedWithAttributes(n)) {
                         keepFetched(n, part, h);
@@ -964,6 +983,39 @@ public final class S3Storage implements Storage {
             }
             askEnded(n, mine);
         }
+    }
+
+    /**
+     * What the HEAD {@code h} says of {@code n}'s object, {@code doubted} in a listing: the content
+     * cached here, with the object's attributes, where its SHA-256 is this content's; else the object's
+     * new version, fetched at the next open. Under the monitor.
+     */
+    private void settleDoubt(Node n, Bucket.Listed doubted, Bucket.Head h) throws IOException {
+        n.doubted = null;
+        Bucket.Listed now = h == null ? doubted : new Bucket.Listed(doubted.key(), h.size(), h.modified(), h.etag());
+        if (h != null && n.cached && h.etag().equals(doubted.etag()) && h.size() == n.size
+                && Objects.equals(n.sha, h.meta().get(META_SHA))) {
+            n.remoteEtag = h.etag();
+            n.listedModified = doubted.modified();
+            n.uploadedAt = null;
+            if (!n.dirty) {
+                fromMeta(n, h);
+            }
+        } else if (n.dirty) {
+            // its attributes changed here meanwhile (a change of content fetches first, settling
+            // this): they stay, and its upload fetches the new content
+            dropContent(n);
+            n.remoteEtag = now.etag();
+            n.size = now.size();
+        } else {
+            fromListing(n, now, n.syncedSeq);
+            if (h != null) {
+                fromMeta(n, h);
+            }
+            n.gen++;
+        }
+        journalPut(n);
+        commit();
     }
 
     /** The ask {@code mine} for {@code n}'s attributes has ended: those who joined it look again. */
@@ -1136,10 +1188,16 @@ public final class S3Storage implements Storage {
             attach(p, n);
             attributesWanted.add(n);
         } else if (settled && n.link == link && !Objects.equals(n.remoteEtag, o.etag())) {
-            // changed by another host: new attributes now, the new content from the next open
-            fromListing(n, o, startSeq);
-            n.gen++;
-            journalPut(n);
+            if (!link && n.cached && n.sha != null && n.shaGen == n.gen && n.size == o.size()) {
+                // maybe the same content: the HEAD that asks its attributes tells (learnAttributes)
+                n.doubted = o;
+                n.attributesKnown = false;
+            } else {
+                // changed by another host: new attributes now, the new content from the next open
+                fromListing(n, o, startSeq);
+                n.gen++;
+                journalPut(n);
+            }
             attributesWanted.add(n);
         } else if (settled && !link) {
             if (putAgainElsewhere(n, o.modified())) {
@@ -1180,6 +1238,25 @@ public final class S3Storage implements Storage {
         n.uploadedAt = Instant.now();
     }
 
+    private synchronized boolean inDoubt(Node n) {
+        return n.doubted != null;
+    }
+
+    /** Forgets the content cached of {@code n}, which S3 no longer has; under the monitor. */
+    private void dropContent(Node n) {
+        if (n.cached) {
+            try {
+                Files.deleteIfExists(dataFile(n.ino)); // stale; open handles keep their copy
+            } catch (IOException e) {
+                LOG.warn("cannot remove stale cached content of {}: {}", n.path, e.getMessage());
+            }
+        }
+        n.cached = false;
+        n.sha = null;
+        n.shaGen = -1;
+        n.doubted = null;
+    }
+
     /** Whether a node S3 no longer lists was removed by another host (and not just made here). */
     private boolean removedElsewhere(Node n, long startSeq) {
         if (n == root || n.syncedSeq > startSeq) {
@@ -1194,22 +1271,13 @@ public final class S3Storage implements Storage {
     }
 
     private void fromListing(Node n, Bucket.Listed o, long startSeq) {
-        if (n.cached) {
-            try {
-                Files.deleteIfExists(dataFile(n.ino)); // stale; open handles keep their copy
-            } catch (IOException e) {
-                LOG.warn("cannot remove stale cached content of {}: {}", n.path, e.getMessage());
-            }
-        }
+        dropContent(n);
         n.remoteEtag = o.etag();
         n.listedModified = o.modified();
         n.uploadedAt = null;
         n.size = o.size();
         FileTime t = o.modified() == null ? now() : FileTime.from(o.modified());
         n.mtime = n.ctime = n.atime = t;
-        n.cached = false;
-        n.sha = null;
-        n.shaGen = -1;
         n.syncedSeq = startSeq;
         n.attributesKnown = false; // a stat asks (learnAttributes); a listing also asks ahead of it
     }
@@ -1318,6 +1386,11 @@ public final class S3Storage implements Storage {
 
     /** Makes sure the data file of {@code n} holds its content, fetching it from S3 when not. */
     private void fetch(Node n) throws IOException {
+        // whether the content here is still the object's: asked once more where the ask this one
+        // joined began before the doubt (a HEAD S3 does not answer leaves it, and the content here)
+        for (int ask = 0; ask < 2 && inDoubt(n); ask++) {
+            learnAttributes(n, false);
+        }
         for (int attempt = 0; ; attempt++) {
             VfsPath p;
             long gen;
@@ -3164,6 +3237,9 @@ public final class S3Storage implements Storage {
             uploadMarker(n);
             return;
         }
+        if (uploadedInPlace(n)) {
+            return;
+        }
         fetch(n);
         for (int attempt = 0; ; attempt++) {
             VfsPath p;
@@ -3177,11 +3253,7 @@ public final class S3Storage implements Storage {
                 p = n.path;
                 gen = n.gen;
                 base = n.remoteEtag;
-                meta.put(META_MODE, Integer.toOctalString(n.mode & 0777));
-                meta.put(META_MTIME, Long.toString(n.mtime.toMillis()));
-                if (n.xattrs != null) {
-                    meta.put(ObjectXattrs.META_KEY, ObjectXattrs.encode(n.xattrs));
-                }
+                putAttributes(n, meta);
             }
             // a file that goes up in parts is read where it is, each part checked against the writes
             // since (nobody sees the object before the last part); others, and a file that kept changing
@@ -3230,32 +3302,7 @@ public final class S3Storage implements Storage {
                     etag = putOnce(k, source, meta, null, sha, unchanged);
                 }
                 synchronized (this) {
-                    seq++;
-                    inflight.remove(k);
-                    if (n.path == null || !n.path.equals(p)) {
-                        // renamed or removed while it went up: the name it went up under must go again
-                        Node there = nodes.get(p);
-                        if (there != null && !there.dir && there.link == n.link) {
-                            there.remoteEtag = etag;
-                            uploaded(there);
-                        } else {
-                            tombstone(k, etag);
-                        }
-                    } else {
-                        n.remoteEtag = etag;
-                        uploaded(n);
-                        n.lostUploads = null;
-                        n.syncedSeq = seq;
-                        if (n.gen == gen) {
-                            n.dirty = false;
-                            dirtyNodes.remove(n);
-                            n.due = Long.MAX_VALUE;
-                            n.sha = sha;
-                            n.shaGen = gen;
-                        }
-                        journalPut(n);
-                    }
-                    commit();
+                    wentUp(n, p, k, gen, etag, sha);
                 }
             } catch (Bucket.PreconditionFailed e) {
                 String ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, k) : null;
@@ -3296,6 +3343,110 @@ public final class S3Storage implements Storage {
                 deleteSnapshot(snap);
             }
             return;
+        }
+    }
+
+    /**
+     * S3 has {@code n} as it was at generation {@code gen}, at {@code p} (key {@code k}) under
+     * {@code etag}; {@code sha} is the content's SHA-256 where this host read it. Under the monitor.
+     */
+    private void wentUp(Node n, VfsPath p, String k, long gen, String etag, String sha) throws IOException {
+        seq++;
+        inflight.remove(k);
+        if (n.path == null || !n.path.equals(p)) {
+            // renamed or removed while it went up: the name it went up under must go again
+            Node there = nodes.get(p);
+            if (there != null && !there.dir && there.link == n.link) {
+                there.remoteEtag = etag;
+                uploaded(there);
+            } else {
+                tombstone(k, etag);
+            }
+        } else {
+            n.remoteEtag = etag;
+            uploaded(n);
+            n.lostUploads = null;
+            n.syncedSeq = seq;
+            if (n.gen == gen) {
+                n.dirty = false;
+                dirtyNodes.remove(n);
+                n.due = Long.MAX_VALUE;
+                if (sha != null) {
+                    n.sha = sha;
+                    n.shaGen = gen;
+                }
+            }
+            journalPut(n);
+        }
+        commit();
+    }
+
+    /**
+     * Uploads a change of {@code n}'s attributes alone (chmod, touch, setfattr) where this host does
+     * not hold its content, and so has not changed it: S3 copies the object onto itself with the new
+     * metadata (a HEAD for the metadata it keeps, and the copy), so the content neither comes down
+     * nor goes up. False where that is not so, or S3 refused (the object changed or went since): the
+     * upload then fetches the object as it is now and puts it back, as for any change. Holds the flush lock.
+     */
+    private boolean uploadedInPlace(Node n) throws IOException {
+        VfsPath p;
+        String k;
+        String base;
+        long size;
+        synchronized (this) {
+            if (!n.dirty || n.path == null || n.cached || n.link || n.remoteEtag == null || n.fetching != null
+                    || n.size > Bucket.MAX_COPY_BYTES) {
+                return false;
+            }
+            p = n.path;
+            k = objectKey(p, n);
+            base = n.remoteEtag;
+            size = n.size;
+        }
+        Bucket.Head h = bucket.head(k);
+        if (h == null || !base.equals(h.etag())) {
+            return false;
+        }
+        long gen;
+        Map<String, String> meta = new LinkedHashMap<>(h.meta()); // its SHA-256, and what other tools put there
+        synchronized (this) {
+            if (n.cached || !p.equals(n.path) || !base.equals(n.remoteEtag)) {
+                return false; // fetched or moved meanwhile: goes up as any
+            }
+            gen = n.gen;
+            putAttributes(n, meta);
+            inflight.add(k);
+        }
+        String etag;
+        try {
+            etag = bucket.replaceMetadata(k, base, size, meta);
+        } catch (Bucket.PreconditionFailed | Bucket.Missing | Bucket.Refused e) {
+            LOG.debug("S3 store {}: attributes of {} not changed in place: {}", spec, p, e.getMessage());
+            synchronized (this) {
+                inflight.remove(k);
+            }
+            return false;
+        } catch (IOException e) {
+            synchronized (this) {
+                inflight.remove(k);
+            }
+            noteOutage(e);
+            throw e;
+        }
+        synchronized (this) {
+            wentUp(n, p, k, gen, etag, null);
+        }
+        return true;
+    }
+
+    /** The metadata that carries {@code n}'s attributes, in {@code meta}; under the monitor. */
+    private static void putAttributes(Node n, Map<String, String> meta) {
+        meta.put(META_MODE, Integer.toOctalString(n.mode & 0777));
+        meta.put(META_MTIME, Long.toString(n.mtime.toMillis()));
+        if (n.xattrs != null) {
+            meta.put(ObjectXattrs.META_KEY, ObjectXattrs.encode(n.xattrs));
+        } else {
+            meta.remove(ObjectXattrs.META_KEY);
         }
     }
 

@@ -80,6 +80,21 @@ class BucketTest {
     }
 
     @Test
+    void anObjectsMetadataIsReplacedInPlaceWhileItIsTheVersionSeen() throws Exception {
+        String first = bucket.put("p/m/a", "one".getBytes(UTF_8), Map.of("chibi-mode", "644", "chibi-sha256", "x"), null);
+        String second = bucket.replaceMetadata("p/m/a", first, 3, Map.of("chibi-mode", "755", "chibi-sha256", "x"));
+        Bucket.Head h = bucket.get("p/m/a", temp.resolve("meta"));
+        assertEquals("one", Files.readString(temp.resolve("meta")));
+        assertEquals(Map.of("chibi-mode", "755", "chibi-sha256", "x"), h.meta());
+        assertEquals(second, h.etag());
+        String changed = bucket.put("p/m/a", "two".getBytes(UTF_8), Map.of(), second);
+        assertThrows(Bucket.PreconditionFailed.class, () -> bucket.replaceMetadata("p/m/a", second, 3, Map.of()));
+        bucket.delete("p/m/a");
+        assertThrows(Bucket.Missing.class, () -> bucket.replaceMetadata("p/m/a", changed, 3, Map.of()));
+        assertNull(bucket.head("p/m/a"));
+    }
+
+    @Test
     void aFileAboveTheLimitGoesUpInPartsUnderThePutsConditions() throws Exception {
         try (Bucket parts = inParts()) {
             Path f = randomFile("parts", 2 * Bucket.MIN_PART_BYTES + 12345);

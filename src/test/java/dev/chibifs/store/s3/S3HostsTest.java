@@ -742,6 +742,31 @@ class S3HostsTest {
     }
 
     @Test
+    void anAttributeChangeToAFileNotFetchedHereOutlivesAKill() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        put(a, "/shared/tool", "#!/bin/sh");
+        a.flushAll();
+        MutableClock clock = startClock();
+        S3Options o = options("b").withClock(clock, false).withPrefetchBelow(0);
+        S3Storage b = host(o);
+        FileTime mine = FileTime.from(Instant.parse("2024-05-06T07:08:09Z"));
+        b.setExecutable(p("/shared/tool"), 0755);
+        b.setTimes(p("/shared/tool"), null, mine);
+        b.crash(); // before its upload: only the journal has the change
+        assertEquals(0644, host(options("c")).metadata(p("/shared/tool")).mode() & 0777);
+
+        S3Storage again = host(o);
+        assertEquals(0755, again.metadata(p("/shared/tool")).mode() & 0777);
+        again.flushDue();
+        assertEquals(0, again.pendingChanges());
+        assertEquals(0L, again.requests().getOrDefault("get", 0L), again.requests().toString());
+        Metadata m = host(options("d")).metadata(p("/shared/tool"));
+        assertEquals(0755, m.mode() & 0777);
+        assertEquals(mine, m.modified());
+        assertEquals("#!/bin/sh", text(again, "/shared/tool"));
+    }
+
+    @Test
     void extendedAttributesTravelWithTheObjectToOtherHostsAndThroughACrash() throws Exception {
         S3Options oa = options("a").withFlushAfter(Duration.ZERO);
         S3Storage a = host(oa);
@@ -1033,22 +1058,97 @@ class S3HostsTest {
     }
 
     @Test
-    void attributesChangedOnAFileNotFetchedHereGoUpWithItsContent() throws Exception {
+    void attributesChangedOnAFileNotFetchedHereGoUpWithoutItsContent() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
         byte[] big = new byte[(int) S3Options.DEFAULT_PREFETCH_BELOW + 1]; // listed and asked, not fetched
+        new java.util.Random(7).nextBytes(big);
         a.write(p("/shared/tool"), big);
+        a.setXattr(p("/shared/tool"), "user.origin", "a".getBytes(UTF_8), XattrMode.SET);
         a.flushAll();
+        String sha = a.etag(p("/shared/tool"));
         FileTime mine = FileTime.from(Instant.parse("2024-05-06T07:08:09Z"));
         assertEquals(0644, b.metadata(p("/shared/tool")).mode() & 0777);
         b.setExecutable(p("/shared/tool"), 0755);
         b.setTimes(p("/shared/tool"), null, mine);
-        // the upload fetches the content first, and that GET's answer about the object is older
         b.flushAll();
-        assertEquals(1L, b.requests().getOrDefault("get", 0L), b.requests().toString());
-        Metadata m = host(options("c")).metadata(p("/shared/tool"));
+        // S3 copied the object onto itself with the new metadata: nothing came down or went up
+        assertEquals(0L, b.requests().getOrDefault("get", 0L), b.requests().toString());
+        assertEquals(0L, b.requests().getOrDefault("put", 0L), b.requests().toString());
+        assertEquals(1L, b.requests().getOrDefault("copy", 0L), b.requests().toString());
+        assertEquals(0, b.pendingChanges());
+        S3Storage c = host(options("c"));
+        Metadata m = c.metadata(p("/shared/tool"));
         assertEquals(0755, m.mode() & 0777);
         assertEquals(mine, m.modified());
+        assertArrayEquals(big, c.read(p("/shared/tool")));
+        assertEquals(sha, c.etag(p("/shared/tool"))); // the metadata it kept
+        assertArrayEquals("a".getBytes(UTF_8), c.xattr(p("/shared/tool"), "user.origin"));
+        // and a later change of b's goes up over the copy the same way, not beside it as a conflict
+        b.setExecutable(p("/shared/tool"), 0644);
+        b.removeXattr(p("/shared/tool"), "user.origin");
+        b.flushAll();
+        assertEquals(0L, b.requests().getOrDefault("get", 0L), b.requests().toString());
+        assertEquals(2L, b.requests().getOrDefault("copy", 0L), b.requests().toString());
+        S3Storage d = host(options("d"));
+        assertEquals(0644, d.metadata(p("/shared/tool")).mode() & 0777);
+        assertEquals(List.of(), d.xattrNames(p("/shared/tool")));
+        assertEquals(List.of("tool"), d.entries(p("/shared")).stream().map(Entry::name).toList());
+    }
+
+    @Test
+    void aFileCopiedOntoItselfElsewhereKeepsItsContentCachedHere() throws Exception {
+        S3Storage a = hostUploadingInParts(options("a").withFlushAfter(Duration.ZERO));
+        byte[] content = randomBytes(2 * Bucket.MIN_PART_BYTES + 1, 9); // in parts: S3's copy has another ETag
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/model.bin"), content);
+        a.flushAll();
+        MutableClock clock = startClock();
+        S3Storage b = host(options("b").withClock(clock, false));
+        assertArrayEquals(content, b.read(p("/shared/model.bin")));
+        long gets = b.requests().getOrDefault("get", 0L);
+        S3Storage c = host(options("c").withFlushAfter(Duration.ZERO).withPrefetchBelow(0));
+        c.setExecutable(p("/shared/model.bin"), 0755);
+        c.flushAll();
+        assertEquals(1L, c.requests().getOrDefault("copy", 0L), c.requests().toString());
+
+        clock.advance(Duration.ofSeconds(2)); // past b's listing
+        assertEquals(0755, b.metadata(p("/shared/model.bin")).mode() & 0777);
+        assertArrayEquals(content, b.read(p("/shared/model.bin")));
+        assertEquals(gets, b.requests().getOrDefault("get", 0L), "the same content is not fetched again: " + b.requests());
+    }
+
+    @Test
+    void aFileReplacedElsewhereWithAsManyBytesIsFetchedAgain() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        put(a, "/shared/state", "aaaa");
+        a.flushAll();
+        MutableClock clock = startClock();
+        S3Storage b = host(options("b").withClock(clock, false));
+        assertEquals("aaaa", text(b, "/shared/state"));
+        put(a, "/shared/state", "bbbb");
+        a.flushAll();
+        clock.advance(Duration.ofSeconds(2));
+        assertEquals("bbbb", text(b, "/shared/state"));
+        assertEquals(4, b.metadata(p("/shared/state")).size());
+    }
+
+    @Test
+    void attributesChangedHereOnAFileChangedElsewhereGoUpWithItsNewContent() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO).withPrefetchBelow(0).withValidity(Duration.ofMinutes(5)));
+        put(a, "/shared/run.sh", "echo one");
+        a.flushAll();
+        assertEquals(0644, b.metadata(p("/shared/run.sh")).mode() & 0777);
+        put(a, "/shared/run.sh", "echo two");
+        a.flushAll();
+        // b's copy in place is refused (the object changed): its chmod goes up with what S3 has now
+        b.setExecutable(p("/shared/run.sh"), 0755);
+        b.flushAll();
+        S3Storage c = host(options("c"));
+        assertEquals("echo two", text(c, "/shared/run.sh"));
+        assertEquals(0755, c.metadata(p("/shared/run.sh")).mode() & 0777);
+        assertEquals(List.of("run.sh"), c.entries(p("/shared")).stream().map(Entry::name).toList());
     }
 
     @Test
