@@ -2190,7 +2190,9 @@ public final class S3Storage implements Storage {
                 if (streaming != null) {
                     return streaming;
                 }
-                fetch(n);
+                if (!write) {
+                    fetch(n); // a writer fetches at its first read or write (Handle.content)
+                }
             } else if (n != null) {
                 learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
             }
@@ -2225,7 +2227,7 @@ public final class S3Storage implements Storage {
                     emptied = now.size > 0;
                     now.size = 0;
                 }
-                if (now.cached) {
+                if (now.cached || (write && now == n)) {
                     Handle h = handle(now, write, flags.contains(OpenFlag.APPEND), false);
                     if (flags.contains(OpenFlag.TRUNCATE) && (now.size > 0 || emptied)) {
                         h.truncate(0);
@@ -2314,7 +2316,8 @@ public final class S3Storage implements Storage {
 
     /** Caller holds the lock; {@code made}: this open made the file. */
     private Handle handle(Node n, boolean write, boolean append, boolean made) throws IOException {
-        CacheFile ch = CacheFile.openForWriting(dataFile(n.ino));
+        // a file not fetched yet is fetched at the handle's first read or write
+        CacheFile ch = n.cached ? CacheFile.openForWriting(dataFile(n.ino)) : null;
         if (write) {
             n.writers++;
             // an open writer puts the upload off to its last close (schedule): a file this open made,
@@ -2326,7 +2329,12 @@ public final class S3Storage implements Storage {
 
     private final class Handle implements FileHandle {
         private final Node node;
-        private final CacheFile ch;
+        /**
+         * The content; null until the first read or write of a handle that opened a file not fetched
+         * yet for writing ({@link #content}), so that an open that only sets attributes ({@code
+         * touch}) does not fetch it. Guarded by the store's monitor.
+         */
+        private CacheFile ch;
         private final boolean writer;
         private final boolean append;
         /** As the open left the file (truncated); null when it made it. */
@@ -2363,16 +2371,36 @@ public final class S3Storage implements Storage {
             return opened;
         }
 
+        /** The content, fetched first where this handle has none yet. */
+        private CacheFile content() throws IOException {
+            for (int attempt = 0; ; attempt++) {
+                synchronized (S3Storage.this) {
+                    if (ch != null) {
+                        return ch;
+                    }
+                    if (node.cached) {
+                        ch = CacheFile.openForWriting(dataFile(node.ino));
+                        return ch;
+                    }
+                    if (attempt >= SNAPSHOT_TRIES) {
+                        throw new ErrnoException(Linux.EBUSY, String.valueOf(node.path), "Resource busy: changed while it was fetched");
+                    }
+                }
+                fetch(node);
+            }
+        }
+
         @Override
         public int read(ByteBuffer dst, long position) throws IOException {
             if (download != null) {
                 download.await(position, dst.remaining());
             }
-            return ch.read(dst, position);
+            return content().read(dst, position);
         }
 
         @Override
         public int write(ByteBuffer src, long position) throws IOException {
+            CacheFile ch = content();
             synchronized (S3Storage.this) {
                 long at = append ? ch.size() : position;
                 requireObjectSize(at + src.remaining());
@@ -2387,6 +2415,7 @@ public final class S3Storage implements Storage {
 
         @Override
         public void truncate(long size) throws IOException {
+            content();
             synchronized (S3Storage.this) {
                 writing(node);
                 commit();
@@ -2408,6 +2437,7 @@ public final class S3Storage implements Storage {
             boolean keepSize = (mode & KEEP_SIZE) != 0;
             boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
             FileHandle.checkAllocate(mode, offset, length);
+            content();
             synchronized (S3Storage.this) {
                 long end = offset + length;
                 long cur = ch.size();
@@ -2463,7 +2493,12 @@ public final class S3Storage implements Storage {
         @Override
         public long size() throws IOException {
             // a file still downloading is as long as the object; its file, only as far as ranges came
-            return download != null && !download.ended() ? download.head().size() : ch.size();
+            if (download != null && !download.ended()) {
+                return download.head().size();
+            }
+            synchronized (S3Storage.this) {
+                return ch == null ? node.size : ch.size();
+            }
         }
 
         @Override
@@ -2521,6 +2556,9 @@ public final class S3Storage implements Storage {
                         journalPut(node);
                         commit();
                     }
+                }
+                if (ch == null) {
+                    return;
                 }
             }
             ch.close();

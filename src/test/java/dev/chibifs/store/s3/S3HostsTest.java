@@ -1097,6 +1097,33 @@ class S3HostsTest {
     }
 
     @Test
+    void anOpenForWritingFetchesAtItsFirstReadOrWrite() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        byte[] big = randomBytes(S3Options.DEFAULT_PREFETCH_BELOW * 4, 5);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/data.bin"), big);
+        a.flushAll();
+        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
+        FileTime mine = FileTime.from(Instant.parse("2024-05-06T07:08:09Z"));
+        // what touch does: an open for writing, new times through it, a close
+        try (FileHandle h = b.open(p("/shared/data.bin"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+            assertEquals(big.length, h.size());
+            h.setTimes(null, mine);
+        }
+        b.flushAll();
+        assertEquals(0L, b.requests().getOrDefault("get", 0L), b.requests().toString());
+        assertEquals(mine, host(options("c")).metadata(p("/shared/data.bin")).modified());
+        // a write in the middle keeps the rest: the content came first
+        try (FileHandle h = b.open(p("/shared/data.bin"), EnumSet.of(OpenFlag.WRITE), 0644)) {
+            h.write(ByteBuffer.wrap("xyz".getBytes(UTF_8)), 10);
+        }
+        b.flushAll();
+        System.arraycopy("xyz".getBytes(UTF_8), 0, big, 10, 3);
+        assertArrayEquals(big, host(options("d")).read(p("/shared/data.bin")));
+        assertEquals(1L, b.requests().getOrDefault("get", 0L), b.requests().toString());
+    }
+
+    @Test
     void aFileCopiedOntoItselfElsewhereKeepsItsContentCachedHere() throws Exception {
         S3Storage a = hostUploadingInParts(options("a").withFlushAfter(Duration.ZERO));
         byte[] content = randomBytes(2 * Bucket.MIN_PART_BYTES + 1, 9); // in parts: S3's copy has another ETag
