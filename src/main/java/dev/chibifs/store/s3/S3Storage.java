@@ -114,6 +114,11 @@ public final class S3Storage implements Storage {
      */
     private static final Duration CLOCK_SKEW = Duration.ofMillis(500);
     private static final int FILE_MODE = 0644;
+    /**
+     * A file moved here and held unchanged is copied by S3 from its old name from this size on: a
+     * copy costs two requests (a HEAD of the new name, the copy), and a smaller PUT about one.
+     */
+    private static final long COPY_RATHER_THAN_PUT_FROM = 1L << 20;
     private static final int DIR_MODE = 0755;
     /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
     private static final int LINK_MODE = 0777;
@@ -242,6 +247,12 @@ public final class S3Storage implements Storage {
          * its attributes are unknown and an open waits; null when no such doubt.
          */
         Bucket.Listed doubted;
+        /**
+         * The object under its old name, which S3 copies to its new one at its upload (the bytes do
+         * not go up again) while it is unchanged since its move, generation {@code gen}; null when none.
+         * Not journaled: after a restart it goes up as any change.
+         */
+        Copied movedFrom;
         /** The HEAD asking for its attributes, while one is under way; waiters join it. */
         java.util.concurrent.CompletableFuture<Void> askingAttributes;
         /** The GET of its content an open made, while one is under way; other opens join it. */
@@ -2082,6 +2093,10 @@ public final class S3Storage implements Storage {
             for (Node m : moving) {
                 VfsPath from = m.path;
                 VfsPath to = moved(from, src, dst);
+                // a file held here and unchanged is copied by S3 from its old name when it goes up
+                Copied before = !m.dir && !m.link && m.cached && !m.dirty && m.remoteEtag != null
+                        && m.size >= COPY_RATHER_THAN_PUT_FROM && m.size <= Bucket.MAX_COPY_BYTES
+                        ? new Copied(objectKey(from, m), m.remoteEtag, 0) : null;
                 bury(from, m);
                 record("gone", from);
                 nodes.remove(from);
@@ -2121,6 +2136,7 @@ public final class S3Storage implements Storage {
                 if (!wasDirty) {
                     m.due = millis(); // the old name is going from S3: the new one goes up at once
                 }
+                m.movedFrom = before == null ? null : new Copied(before.key(), before.etag(), m.gen);
             }
             if (n.dir) {
                 n.dirOnRemote = n.dirOnRemote || targetDirOnRemote;
@@ -3275,7 +3291,7 @@ public final class S3Storage implements Storage {
             uploadMarker(n);
             return;
         }
-        if (uploadedInPlace(n)) {
+        if (uploadedInPlace(n) || uploadedAsCopy(n)) {
             return;
         }
         fetch(n);
@@ -3467,6 +3483,55 @@ public final class S3Storage implements Storage {
         } catch (IOException e) {
             synchronized (this) {
                 inflight.remove(k);
+            }
+            noteOutage(e);
+            throw e;
+        }
+        synchronized (this) {
+            wentUp(n, p, k, gen, etag, null);
+        }
+        return true;
+    }
+
+    /**
+     * Uploads {@code n}, moved here from the name it had unchanged in S3, as a copy of that object
+     * ({@link Node#movedFrom}): S3 moves the bytes. False where that is not so, or S3 refused (the old
+     * object changed or went, or the new name is taken): the upload then puts the content, which is
+     * here. Holds the flush lock, which the deletes of old names wait for.
+     */
+    private boolean uploadedAsCopy(Node n) throws IOException {
+        Copied from;
+        VfsPath p;
+        String k;
+        String base;
+        long size;
+        long gen;
+        synchronized (this) {
+            from = n.movedFrom;
+            n.movedFrom = null; // one try
+            if (from == null || !n.dirty || n.path == null || !n.cached || n.gen != from.gen()) {
+                return false;
+            }
+            p = n.path;
+            k = objectKey(p, n);
+            base = n.remoteEtag;
+            size = n.size;
+            gen = n.gen;
+            inflight.add(k);
+        }
+        String etag;
+        try {
+            etag = bucket.copy(from.key(), from.etag(), size, k, base);
+        } catch (Bucket.PreconditionFailed | Bucket.Missing | Bucket.Refused e) {
+            LOG.debug("S3 store {}: {} not copied from {}, put: {}", spec, p, from.key(), e.getMessage());
+            synchronized (this) {
+                inflight.remove(k);
+            }
+            return false;
+        } catch (IOException e) {
+            synchronized (this) {
+                inflight.remove(k);
+                n.movedFrom = from; // tried again with the upload
             }
             noteOutage(e);
             throw e;

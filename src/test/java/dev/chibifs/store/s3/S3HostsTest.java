@@ -1026,6 +1026,35 @@ class S3HostsTest {
     }
 
     @Test
+    void aFileHeldHereIsRenamedByS3CopyingItUnlessItChangedSince() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        byte[] model = randomBytes(2L << 20, 11);
+        byte[] other = randomBytes(2L << 20, 12);
+        a.mkdir(p("/shared/out"));
+        a.write(p("/shared/out/model.bin"), model);
+        a.write(p("/shared/out/other.bin"), other);
+        a.flushAll();
+        Map<String, Long> before = a.requests();
+        a.rename(p("/shared/out/model.bin"), p("/shared/model.bin"));
+        a.rename(p("/shared/out/other.bin"), p("/shared/other.bin"));
+        try (FileHandle h = a.open(p("/shared/other.bin"), EnumSet.of(OpenFlag.WRITE), 0644)) {
+            h.write(ByteBuffer.wrap("changed".getBytes(UTF_8)), 0);
+        }
+        a.flushAll();
+        Map<String, Long> after = a.requests();
+        String spent = "before " + before + ", after " + after;
+        assertEquals(1, after.getOrDefault("copy", 0L) - before.getOrDefault("copy", 0L), spent);
+        assertEquals(1, after.getOrDefault("put", 0L) - before.getOrDefault("put", 0L), spent); // the changed one
+        assertArrayEquals(model, inS3Bytes("shared/model.bin"));
+        System.arraycopy("changed".getBytes(UTF_8), 0, other, 0, 7);
+        assertArrayEquals(other, inS3Bytes("shared/other.bin"));
+        assertNull(inS3("shared/out/model.bin"));
+        assertNull(inS3("shared/out/other.bin"));
+        assertEquals(0, a.pendingChanges());
+        assertArrayEquals(model, host(options("b")).read(p("/shared/model.bin")));
+    }
+
+    @Test
     void aFileChangedElsewhereSinceItWasListedHereIsRenamedInItsNewVersion() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         // b holds its listing long enough not to see the new version before the rename
