@@ -567,7 +567,20 @@ public final class S3Storage implements Storage {
 
     /** Marks {@code n} changed by a finished operation; it is uploaded once the debounce has passed. */
     private void dirty(Node n) {
+        changed(n, false);
+    }
+
+    /** {@link #dirty} for a change of {@code n}'s attributes alone: the content's SHA-256 stays known. */
+    private void attributesChanged(Node n) {
+        changed(n, true);
+    }
+
+    private void changed(Node n, boolean contentKept) {
+        boolean shaKnown = contentKept && n.shaGen == n.gen;
         n.gen++;
+        if (shaKnown) {
+            n.shaGen = n.gen;
+        }
         n.attributesKnown = true; // changed here: what S3 has is no longer its attributes
         if (!n.dirty) {
             n.dirty = true;
@@ -2591,7 +2604,7 @@ public final class S3Storage implements Storage {
         n.ctime = now();
         if (!n.dir && modified != null) {
             // S3 keeps the mtime in the object's metadata, which only an upload changes
-            dirty(n);
+            attributesChanged(n);
         } else if (n.path != null) {
             journalPut(n);
         }
@@ -2603,7 +2616,7 @@ public final class S3Storage implements Storage {
             n.mode = wanted;
             n.ctime = now();
             if (!n.dir) {
-                dirty(n);
+                attributesChanged(n);
             } else if (n.path != null) {
                 journalPut(n);
             }
@@ -2743,7 +2756,7 @@ public final class S3Storage implements Storage {
             }
             n.xattrs = changed;
             n.ctime = now();
-            dirty(n); // S3 keeps them in the object's metadata, which only an upload changes
+            attributesChanged(n); // S3 keeps them in the object's metadata, which only an upload changes
             commit();
         }
     }
@@ -2759,7 +2772,7 @@ public final class S3Storage implements Storage {
             changed.remove(name);
             n.xattrs = changed.isEmpty() ? null : changed;
             n.ctime = now();
-            dirty(n);
+            attributesChanged(n);
             commit();
         }
     }
@@ -3437,35 +3450,40 @@ public final class S3Storage implements Storage {
 
     /**
      * Uploads a change of {@code n}'s attributes alone (chmod, touch, setfattr) where this host does
-     * not hold its content, and so has not changed it: S3 copies the object onto itself with the new
-     * metadata (a HEAD for the metadata it keeps, and the copy), so the content neither comes down
+     * not hold its content, and so has not changed it, or holds it unchanged (its SHA-256 the
+     * object's) from {@link #COPY_RATHER_THAN_PUT_FROM} on: S3 copies the object onto itself with the
+     * new metadata (a HEAD for the metadata it keeps, and the copy), so the content neither comes down
      * nor goes up. False where that is not so, or S3 refused (the object changed or went since): the
-     * upload then fetches the object as it is now and puts it back, as for any change. Holds the flush lock.
+     * upload then fetches the object as it is now, where it is not here, and puts it back, as for
+     * any change. Holds the flush lock.
      */
     private boolean uploadedInPlace(Node n) throws IOException {
         VfsPath p;
         String k;
         String base;
         long size;
+        String sha;
         synchronized (this) {
-            if (!n.dirty || n.path == null || n.cached || n.link || n.remoteEtag == null || n.fetching != null
-                    || n.size > Bucket.MAX_COPY_BYTES) {
+            if (!n.dirty || n.path == null || n.link || n.remoteEtag == null || n.fetching != null
+                    || n.size > Bucket.MAX_COPY_BYTES || (n.cached && !unchangedHere(n))) {
                 return false;
             }
             p = n.path;
             k = objectKey(p, n);
             base = n.remoteEtag;
             size = n.size;
+            sha = n.cached ? n.sha : null;
         }
         Bucket.Head h = bucket.head(k);
-        if (h == null || !base.equals(h.etag())) {
+        if (h == null || !base.equals(h.etag()) || (sha != null && !sha.equals(h.meta().get(META_SHA)))) {
             return false;
         }
         long gen;
         Map<String, String> meta = new LinkedHashMap<>(h.meta()); // its SHA-256, and what other tools put there
         synchronized (this) {
-            if (n.cached || !p.equals(n.path) || !base.equals(n.remoteEtag)) {
-                return false; // fetched or moved meanwhile: goes up as any
+            if (n.cached != (sha != null) || (sha != null && !unchangedHere(n)) || !p.equals(n.path)
+                    || !base.equals(n.remoteEtag)) {
+                return false; // fetched, written or moved meanwhile: goes up as any
             }
             gen = n.gen;
             putAttributes(n, meta);
@@ -3540,6 +3558,11 @@ public final class S3Storage implements Storage {
             wentUp(n, p, k, gen, etag, null);
         }
         return true;
+    }
+
+    /** Whether {@code n}, held here, is large enough to copy and its SHA-256 still known (its content unchanged since); under the monitor. */
+    private static boolean unchangedHere(Node n) {
+        return n.sha != null && n.shaGen == n.gen && n.size >= COPY_RATHER_THAN_PUT_FROM;
     }
 
     /** The metadata that carries {@code n}'s attributes, in {@code meta}; under the monitor. */

@@ -1190,6 +1190,52 @@ class S3HostsTest {
     }
 
     @Test
+    void attributesChangedOnALargeFileHeldHereGoUpWithoutItsContentUntilItChanges() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        byte[] model = randomBytes(2L << 20, 13);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/model.bin"), model);
+        a.flushAll();
+        a.setExecutable(p("/shared/model.bin"), 0755);
+        a.setXattr(p("/shared/model.bin"), "user.origin", "a".getBytes(UTF_8), XattrMode.SET);
+        Map<String, Long> before = a.requests();
+        a.flushAll();
+        Map<String, Long> after = a.requests();
+        assertEquals(1, after.getOrDefault("copy", 0L) - before.getOrDefault("copy", 0L), after.toString());
+        assertEquals(before.getOrDefault("put", 0L), after.getOrDefault("put", 0L), after.toString());
+        S3Storage b = host(options("b"));
+        assertEquals(0755, b.metadata(p("/shared/model.bin")).mode() & 0777);
+        assertArrayEquals("a".getBytes(UTF_8), b.xattr(p("/shared/model.bin"), "user.origin"));
+        assertEquals(a.etag(p("/shared/model.bin")), b.etag(p("/shared/model.bin")));
+
+        // once its content changed here, an attribute change goes up with it
+        try (FileHandle h = a.open(p("/shared/model.bin"), EnumSet.of(OpenFlag.WRITE), 0644)) {
+            h.write(ByteBuffer.wrap("new".getBytes(UTF_8)), 0);
+        }
+        a.flushAll();
+        a.setExecutable(p("/shared/model.bin"), 0644);
+        before = a.requests();
+        a.flushAll();
+        after = a.requests();
+        assertEquals(1, after.getOrDefault("copy", 0L) - before.getOrDefault("copy", 0L), "its new content is known: " + after);
+        System.arraycopy("new".getBytes(UTF_8), 0, model, 0, 3);
+        assertArrayEquals(model, inS3Bytes("shared/model.bin"));
+        assertEquals(0644, host(options("c")).metadata(p("/shared/model.bin")).mode() & 0777);
+        // a change of content and of attributes together goes up as content
+        try (FileHandle h = a.open(p("/shared/model.bin"), EnumSet.of(OpenFlag.WRITE), 0644)) {
+            h.write(ByteBuffer.wrap("two".getBytes(UTF_8)), 0);
+        }
+        a.setExecutable(p("/shared/model.bin"), 0755);
+        before = a.requests();
+        a.flushAll();
+        after = a.requests();
+        assertEquals(before.getOrDefault("copy", 0L), after.getOrDefault("copy", 0L), after.toString());
+        System.arraycopy("two".getBytes(UTF_8), 0, model, 0, 3);
+        assertArrayEquals(model, inS3Bytes("shared/model.bin"));
+        assertEquals(0755, host(options("d")).metadata(p("/shared/model.bin")).mode() & 0777);
+    }
+
+    @Test
     void attributesChangedHereOnAFileChangedElsewhereGoUpWithItsNewContent() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b").withFlushAfter(Duration.ZERO).withPrefetchBelow(0).withValidity(Duration.ofMinutes(5)));
