@@ -114,11 +114,6 @@ public final class S3Storage implements Storage {
      */
     private static final Duration CLOCK_SKEW = Duration.ofMillis(500);
     private static final int FILE_MODE = 0644;
-    /**
-     * A file moved here and held unchanged is copied by S3 from its old name from this size on: a
-     * copy costs two requests (a HEAD of the new name, the copy), and a smaller PUT about one.
-     */
-    private static final long COPY_RATHER_THAN_PUT_FROM = 1L << 20;
     private static final int DIR_MODE = 0755;
     /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
     private static final int LINK_MODE = 0777;
@@ -126,6 +121,12 @@ public final class S3Storage implements Storage {
     private static final int MAX_DEFERRALS = 5;
     /** Lost uploads a file remembers (the newest are dropped past it): each a SHA-256, 64 bytes. */
     private static final int MAX_LOST_UPLOADS = 16;
+    /**
+     * A file S3 has and this host holds unchanged goes up as a copy S3 makes (after a rename, or a
+     * change of attributes alone) from this size on: a copy costs two requests (a HEAD, the copy),
+     * and a smaller PUT about one.
+     */
+    private static final long COPY_RATHER_THAN_PUT_FROM = 1L << 20;
     /** How often the background flusher looks for due uploads; no request to S3 when nothing is due. */
     private static final long TICK_MILLIS = 100;
     private static final long BACKOFF_FIRST_MILLIS = 500;
@@ -1998,7 +1999,7 @@ public final class S3Storage implements Storage {
             if (n.path == null || !n.path.equals(src)) {
                 throw new NoSuchFileException(src.toString());
             }
-            refuseMove(n, src, dst, nodes.get(dst));
+            refuseMove(n, dst, nodes.get(dst));
             for (Node f : files) {
                 if (f.cached || f.dirty || f.link || f.remoteEtag == null || f.path == null
                         || f.fetching != null || f.size > Bucket.MAX_COPY_BYTES) {
@@ -2058,8 +2059,8 @@ public final class S3Storage implements Storage {
         }
     }
 
-    /** Why {@code n} cannot move from {@code src} over {@code target} at {@code dst}, thrown; under the monitor. */
-    private void refuseMove(Node n, VfsPath src, VfsPath dst, Node target) throws IOException {
+    /** Why {@code n} cannot move over {@code target} at {@code dst}, thrown; under the monitor. */
+    private void refuseMove(Node n, VfsPath dst, Node target) throws IOException {
         if (target != null) {
             if (target.dir && !n.dir) {
                 throw new IsDirectoryException(dst.toString());
@@ -2081,7 +2082,7 @@ public final class S3Storage implements Storage {
                 throw new NoSuchFileException(src.toString());
             }
             target = nodes.get(dst);
-            refuseMove(n, src, dst, target);
+            refuseMove(n, dst, target);
             List<Node> moving = subtree(src);
             if (moving.stream().anyMatch(m -> !m.dir && !m.cached && !copied.containsKey(m))) {
                 throw new ErrnoException(Linux.EBUSY, src.toString(), dst.toString(), "Resource busy: changed while it was renamed");
