@@ -306,6 +306,15 @@ final class Bucket implements Closeable {
         requests.computeIfAbsent(op, k -> new java.util.concurrent.atomic.LongAdder()).increment();
     }
 
+    /** Content bytes that came down from S3 and went up to it, what a host's S3 traffic is mostly made of. */
+    private final java.util.concurrent.atomic.LongAdder bytesDown = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder bytesUp = new java.util.concurrent.atomic.LongAdder();
+
+    /** Content bytes moved so far: {@code [down, up]} (a copy S3 makes moves none here). */
+    long[] bytesMoved() {
+        return new long[] {bytesDown.sum(), bytesUp.sum()};
+    }
+
     /**
      * Requests made so far, by kind; and {@value #PUT_ANSWER_LOST}: conditional PUTs whose first attempt
      * landed with its answer lost, each of which cost a HEAD to tell from a conflict.
@@ -423,7 +432,7 @@ final class Bucket implements Closeable {
         count("get");
         try (ResponseInputStream<GetObjectResponse> in = client.getObject(b -> b.bucket(bucket).key(key).overrideConfiguration(answerLimits))) {
             try (CacheFile out = CacheFile.replace(tmp)) {
-                out.writeAll(in); // a full cache disk says ENOSPC, not a bare IOException
+                bytesDown.add(out.writeAll(in)); // a full cache disk says ENOSPC, not a bare IOException
             }
             Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             answered();
@@ -723,6 +732,7 @@ final class Bucket implements Closeable {
                     : r.contentLength() == null ? 0 : r.contentLength();
             long at = contentRange == null ? 0 : from;
             long wrote = out.writeAll(in, at);
+            bytesDown.add(wrote);
             answered();
             if (contentRange != null && wrote != Math.min(length, total - from)) {
                 throw new ChangedWhileRead("s3://" + bucket + "/" + key + ": " + range + " came " + wrote + " bytes");
@@ -934,6 +944,7 @@ final class Bucket implements Closeable {
                             .partNumber(number).contentLength(length).overrideConfiguration(uploadLimits(length)),
                     RequestBody.fromContentProvider(() -> file.range(offset, length), length, "application/octet-stream"));
             answered();
+            bytesUp.add(length);
             return CompletedPart.builder().partNumber(number).eTag(r.eTag()).build();
         } catch (SdkException e) {
             // a file cut short under the part (a truncate) ends its body early: that is no sign of S3 away
@@ -1060,6 +1071,7 @@ final class Bucket implements Closeable {
             PutObjectResponse r = client.putObject(req.overrideConfiguration(uploadLimits(body.optionalContentLength().orElse(0L)))
                     .build(), body);
             answered();
+            bytesUp.add(body.optionalContentLength().orElse(0L));
             return r.eTag();
         } catch (S3Exception e) {
             answered();

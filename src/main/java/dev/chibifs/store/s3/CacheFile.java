@@ -116,9 +116,9 @@ final class CacheFile implements Closeable {
         return n;
     }
 
-    /** Appends everything {@code in} gives to this (new, empty) file. */
-    void writeAll(InputStream in) throws IOException {
-        writeAll(in, 0);
+    /** Appends everything {@code in} gives to this (new, empty) file; returns how many bytes that was. */
+    long writeAll(InputStream in) throws IOException {
+        return writeAll(in, 0);
     }
 
     /** Writes everything {@code in} gives from {@code position} on; returns how many bytes that was. */

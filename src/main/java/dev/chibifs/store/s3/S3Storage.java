@@ -55,6 +55,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -3085,8 +3086,10 @@ public final class S3Storage implements Storage {
         }
         String health = away != null ? "unreachable: " + away
                 : failing != null ? "answers, but the last write-back failed: " + failing : "answers";
+        long[] moved = bucket.bytesMoved();
         return spec + " at " + bucket.where() + ": " + health + "; to upload: " + waiting + "; requests: "
-                + bucket.requests();
+                + bucket.requests() + String.format(Locale.ROOT, "; content: %.1f MiB down, %.1f MiB up",
+                moved[0] / (double) (1 << 20), moved[1] / (double) (1 << 20));
     }
 
     /** How many changes wait for S3. */

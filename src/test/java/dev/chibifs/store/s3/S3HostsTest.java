@@ -1027,7 +1027,8 @@ class S3HostsTest {
 
     @Test
     void aFileHeldHereIsRenamedByS3CopyingItUnlessItChangedSince() throws Exception {
-        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        // uploads only at flushAll: a write-back between the rename and the write would copy that file too
+        S3Storage a = host(options("a").withClock(startClock(), false));
         byte[] model = randomBytes(2L << 20, 11);
         byte[] other = randomBytes(2L << 20, 12);
         a.mkdir(p("/shared/out"));
@@ -1051,7 +1052,11 @@ class S3HostsTest {
         assertNull(inS3("shared/out/model.bin"));
         assertNull(inS3("shared/out/other.bin"));
         assertEquals(0, a.pendingChanges());
-        assertArrayEquals(model, host(options("b")).read(p("/shared/model.bin")));
+        // each file up once, and the changed one again: the copy moved no byte from here
+        assertTrue(a.state().endsWith("; content: 0.0 MiB down, 6.0 MiB up"), a.state());
+        S3Storage b = host(options("b"));
+        assertArrayEquals(model, b.read(p("/shared/model.bin")));
+        assertTrue(b.state().endsWith("; content: 2.0 MiB down, 0.0 MiB up"), b.state());
     }
 
     @Test
@@ -1089,7 +1094,8 @@ class S3HostsTest {
     @Test
     void attributesChangedOnAFileNotFetchedHereGoUpWithoutItsContent() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
-        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
+        // b uploads only at flushAll, so that its requests are counted whole
+        S3Storage b = host(options("b").withClock(startClock(), false));
         byte[] big = new byte[(int) S3Options.DEFAULT_PREFETCH_BELOW + 1]; // listed and asked, not fetched
         new java.util.Random(7).nextBytes(big);
         a.write(p("/shared/tool"), big);
@@ -1191,7 +1197,8 @@ class S3HostsTest {
 
     @Test
     void attributesChangedOnALargeFileHeldHereGoUpWithoutItsContentUntilItChanges() throws Exception {
-        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        // uploads only at flushAll, so that each change goes up as the test makes it
+        S3Storage a = host(options("a").withClock(startClock(), false));
         byte[] model = randomBytes(2L << 20, 13);
         a.mkdir(p("/shared"));
         a.write(p("/shared/model.bin"), model);
