@@ -51,14 +51,17 @@ import software.amazon.awssdk.services.s3.model.CompleteMultipartUploadResponse;
 import software.amazon.awssdk.services.s3.model.CompletedPart;
 import software.amazon.awssdk.services.s3.model.CopyObjectRequest;
 import software.amazon.awssdk.services.s3.model.CopyObjectResponse;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.MetadataDirective;
 import software.amazon.awssdk.services.s3.model.MultipartUpload;
+import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 import software.amazon.awssdk.services.s3.model.PutObjectResponse;
+import software.amazon.awssdk.services.s3.model.S3Error;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 import software.amazon.awssdk.services.s3.model.S3Object;
 import software.amazon.awssdk.services.s3.model.UploadPartResponse;
@@ -1158,6 +1161,51 @@ final class Bucket implements Closeable {
             return new Missing("s3://" + bucket + "/" + key + " was removed from S3 since this host last saw it");
         }
         return failure("put", key, e);
+    }
+
+    /** The most keys one DeleteObjects request removes. */
+    static final int MAX_DELETE_BATCH = 1000;
+
+    /** False once the server refused a DeleteObjects as a request it does not know: deletes go one by one. */
+    private volatile boolean deletesInBatches = true;
+
+    /**
+     * Removes the objects {@code keys} (at most {@link #MAX_DELETE_BATCH}) with one request; those
+     * already gone are fine. The keys S3 did not remove, each named with its reason in S3's answer,
+     * are returned, to be deleted one by one: all of them where the server does not take batches.
+     */
+    List<String> deleteAll(List<String> keys) throws IOException {
+        if (keys.isEmpty() || !deletesInBatches) {
+            return keys;
+        }
+        refuseWhileUnreachable("delete-batch", keys.get(0));
+        count("delete-batch");
+        List<ObjectIdentifier> ids = keys.stream().map(k -> ObjectIdentifier.builder().key(k).build()).toList();
+        try {
+            DeleteObjectsResponse r = client.deleteObjects(b -> b.bucket(bucket).delete(d -> d.objects(ids).quiet(true))
+                    .overrideConfiguration(answerLimits));
+            answered();
+            List<String> left = new ArrayList<>();
+            for (S3Error e : r.errors()) {
+                if (!"NoSuchKey".equals(e.code())) {
+                    LOG.debug("S3 delete s3://{}/{} in a batch: {} {}", bucket, e.key(), e.code(), e.message());
+                    left.add(e.key());
+                }
+            }
+            return left;
+        } catch (S3Exception e) {
+            answered();
+            int status = e.statusCode();
+            if (status == 400 || status == 405 || status == 501) {
+                // a server without DeleteObjects (or that reads it as another request): one by one, from now on
+                LOG.info("S3 at {} refused a batch delete ({}): objects are deleted one by one", where, status);
+                deletesInBatches = false;
+                return keys;
+            }
+            throw failure("delete-batch", keys.get(0), e);
+        } catch (SdkException e) {
+            throw failure("delete-batch", keys.get(0), e);
+        }
     }
 
     /** Removes one object; one that is already gone is fine. */

@@ -3141,7 +3141,7 @@ public final class S3Storage implements Storage {
             for (String k : deletes) {
                 (k.endsWith("/") ? markers : objects).add(k);
             }
-            inParallel(objects, this::deleteOne);
+            deleteObjects(objects);
             markers.sort(Comparator.comparingInt(String::length).reversed());
             for (String k : markers) {
                 deleteOne(k);
@@ -3162,14 +3162,52 @@ public final class S3Storage implements Storage {
             throw e;
         }
         synchronized (this) {
-            Tomb t = tombs.get(k);
-            if (t != null && t.pending) {
-                t.pending = false;
-                t.doneSeq = ++seq;
-                t.doneAt = millis();
-                keyRecord("untomb", k);
+            deleted(k);
+            commit();
+        }
+    }
+
+    /**
+     * Deletes the objects {@code keys} of pending tombstones: a thousand with each request (an
+     * {@code rm -rf} of 10,000 files is ten requests, not 10,000 one at a time, which a umount would
+     * wait for), those a batch did not remove one by one.
+     */
+    private void deleteObjects(List<String> keys) throws IOException {
+        List<String> left = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i += Bucket.MAX_DELETE_BATCH) {
+            List<String> batch = keys.subList(i, Math.min(keys.size(), i + Bucket.MAX_DELETE_BATCH));
+            if (batch.size() == 1) {
+                left.addAll(batch); // one request either way
+                continue;
+            }
+            Set<String> notDeleted;
+            try {
+                notDeleted = new java.util.HashSet<>(bucket.deleteAll(batch));
+            } catch (IOException e) {
+                noteOutage(e);
+                throw e;
+            }
+            synchronized (this) {
+                for (String k : batch) {
+                    if (!notDeleted.contains(k)) {
+                        deleted(k);
+                    }
+                }
                 commit();
             }
+            left.addAll(notDeleted);
+        }
+        inParallel(left, this::deleteOne);
+    }
+
+    /** S3 no longer has the object {@code k}: its tombstone is done; under the monitor. */
+    private void deleted(String k) {
+        Tomb t = tombs.get(k);
+        if (t != null && t.pending) {
+            t.pending = false;
+            t.doneSeq = ++seq;
+            t.doneAt = millis();
+            keyRecord("untomb", k);
         }
     }
 

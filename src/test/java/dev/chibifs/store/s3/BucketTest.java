@@ -80,6 +80,19 @@ class BucketTest {
     }
 
     @Test
+    void aBatchDeleteRemovesEachObjectAndIsFineWithOnesAlreadyGone() throws Exception {
+        for (String k : List.of("p/d/a", "p/d/b", "p/d/sub/c")) {
+            bucket.put(k, "x".getBytes(UTF_8), Map.of(), null);
+        }
+        Map<String, Long> before = bucket.requests();
+        assertEquals(List.of(), bucket.deleteAll(List.of("p/d/a", "p/d/b", "p/d/sub/c", "p/d/never")));
+        assertEquals(Map.of("delete-batch", 1L), since(before, bucket.requests()));
+        for (String k : List.of("p/d/a", "p/d/b", "p/d/sub/c")) {
+            assertNull(bucket.head(k), k);
+        }
+    }
+
+    @Test
     void anObjectsMetadataIsReplacedInPlaceWhileItIsTheVersionSeen() throws Exception {
         String first = bucket.put("p/m/a", "one".getBytes(UTF_8), Map.of("chibi-mode", "644", "chibi-sha256", "x"), null);
         String second = bucket.replaceMetadata("p/m/a", first, 3, Map.of("chibi-mode", "755", "chibi-sha256", "x"));

@@ -1079,6 +1079,27 @@ class S3HostsTest {
     }
 
     @Test
+    void aTreeRemovedGoesFromS3InBatches() throws Exception {
+        S3Storage a = host(options("a").withClock(startClock(), false));
+        int files = 30;
+        for (int i = 0; i < files; i++) {
+            put(a, "/shared/tree/d" + (i % 3) + "/f" + i, "f" + i);
+        }
+        a.flushAll();
+        Map<String, Long> before = a.requests();
+        a.delete(p("/shared/tree")); // rm -r
+        a.flushAll();
+        Map<String, Long> after = a.requests();
+        String spent = "before " + before + ", after " + after;
+        assertEquals(1, after.getOrDefault("delete-batch", 0L) - before.getOrDefault("delete-batch", 0L), spent);
+        // the directories' markers, deepest first, one at a time
+        assertEquals(4, after.getOrDefault("delete", 0L) - before.getOrDefault("delete", 0L), spent);
+        assertEquals(0, a.pendingChanges());
+        assertEquals(List.of(), raw.list(prefix + "/shared/tree/", false).objects());
+        assertFalse(host(options("b")).exists(p("/shared/tree")));
+    }
+
+    @Test
     void aRenameRefusedCopiesNothing() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b").withFlushAfter(Duration.ZERO).withPrefetchBelow(0));
