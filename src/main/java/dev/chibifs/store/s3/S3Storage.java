@@ -3531,15 +3531,36 @@ public final class S3Storage implements Storage {
             putAttributes(n, meta);
             inflight.add(k);
         }
-        String etag;
+        String etag = copiedForUpload(p, k, () -> bucket.replaceMetadata(k, base, size, meta));
+        if (etag == null) {
+            return false;
+        }
+        synchronized (this) {
+            wentUp(n, p, k, gen, etag, null);
+        }
+        return true;
+    }
+
+    /** A copy S3 makes in place of an upload's PUT; its ETag. */
+    @FunctionalInterface
+    private interface CopyRequest {
+        String run() throws IOException;
+    }
+
+    /**
+     * Has S3 make {@code copy} for the upload of the file at {@code p}, key {@code k} (in flight, as
+     * an upload is): its ETag, or null where S3 refused it (changed or gone since, the name taken, or
+     * no copies there), and the upload then puts the content as any does.
+     */
+    private String copiedForUpload(VfsPath p, String k, CopyRequest copy) throws IOException {
         try {
-            etag = bucket.replaceMetadata(k, base, size, meta);
+            return copy.run();
         } catch (Bucket.PreconditionFailed | Bucket.Missing | Bucket.Refused e) {
-            LOG.debug("S3 store {}: attributes of {} not changed in place: {}", spec, p, e.getMessage());
+            LOG.debug("S3 store {}: {} not copied by S3, put instead: {}", spec, p, e.getMessage());
             synchronized (this) {
                 inflight.remove(k);
             }
-            return false;
+            return null;
         } catch (IOException e) {
             synchronized (this) {
                 inflight.remove(k);
@@ -3547,10 +3568,6 @@ public final class S3Storage implements Storage {
             noteOutage(e);
             throw e;
         }
-        synchronized (this) {
-            wentUp(n, p, k, gen, etag, null);
-        }
-        return true;
     }
 
     /**
@@ -3581,20 +3598,15 @@ public final class S3Storage implements Storage {
         }
         String etag;
         try {
-            etag = bucket.copy(from.key(), from.etag(), size, k, base);
-        } catch (Bucket.PreconditionFailed | Bucket.Missing | Bucket.Refused e) {
-            LOG.debug("S3 store {}: {} not copied from {}, put: {}", spec, p, from.key(), e.getMessage());
-            synchronized (this) {
-                inflight.remove(k);
-            }
-            return false;
+            etag = copiedForUpload(p, k, () -> bucket.copy(from.key(), from.etag(), size, k, base));
         } catch (IOException e) {
             synchronized (this) {
-                inflight.remove(k);
-                n.movedFrom = from; // tried again with the upload
+                n.movedFrom = from; // S3 away: tried again with the upload
             }
-            noteOutage(e);
             throw e;
+        }
+        if (etag == null) {
+            return false;
         }
         synchronized (this) {
             wentUp(n, p, k, gen, etag, null);
