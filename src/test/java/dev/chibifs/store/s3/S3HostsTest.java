@@ -95,6 +95,14 @@ class S3HostsTest {
         return s;
     }
 
+    /**
+     * A host that fetches nothing a listing shows and believes its listings for minutes: it does not
+     * see another host's new version of a file before it acts on the one it listed.
+     */
+    private S3Storage hostHoldingItsListings(String host) throws IOException {
+        return host(options(host).withFlushAfter(Duration.ZERO).withPrefetchBelow(0).withValidity(Duration.ofMinutes(5)));
+    }
+
     /** A clock that stands at 2026-01-02T03:04:05Z until a test moves it (conflict copies carry that time). */
     private static MutableClock startClock() {
         return new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
@@ -1062,8 +1070,7 @@ class S3HostsTest {
     @Test
     void aFileChangedElsewhereSinceItWasListedHereIsRenamedInItsNewVersion() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
-        // b holds its listing long enough not to see the new version before the rename
-        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO).withPrefetchBelow(0).withValidity(Duration.ofMinutes(5)));
+        S3Storage b = hostHoldingItsListings("b");
         put(a, "/shared/notes", "first");
         a.flushAll();
         assertEquals(5, b.metadata(p("/shared/notes")).size());
@@ -1266,7 +1273,7 @@ class S3HostsTest {
     @Test
     void attributesChangedHereOnAFileChangedElsewhereGoUpWithItsNewContent() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
-        S3Storage b = host(options("b").withFlushAfter(Duration.ZERO).withPrefetchBelow(0).withValidity(Duration.ofMinutes(5)));
+        S3Storage b = hostHoldingItsListings("b");
         put(a, "/shared/run.sh", "echo one");
         a.flushAll();
         assertEquals(0644, b.metadata(p("/shared/run.sh")).mode() & 0777);
