@@ -1113,7 +1113,7 @@ final class Bucket implements Closeable {
         } else {
             req.ifMatch(ifMatch);
         }
-        return copy(req, size, from, to, ifMatch);
+        return sendCopy(req, size, from, to, ifMatch);
     }
 
     /**
@@ -1125,12 +1125,12 @@ final class Bucket implements Closeable {
         refuseWhileUnreachable("copy", key);
         // the source's condition is the destination's: a server that ignores If-Match on a copy still
         // checks this one (s3proxy does)
-        return copy(CopyObjectRequest.builder().sourceBucket(bucket).sourceKey(key).copySourceIfMatch(etag)
+        return sendCopy(CopyObjectRequest.builder().sourceBucket(bucket).sourceKey(key).copySourceIfMatch(etag)
                 .destinationBucket(bucket).destinationKey(key).ifMatch(etag)
                 .metadataDirective(MetadataDirective.REPLACE).metadata(meta), size, key, key, etag);
     }
 
-    private String copy(CopyObjectRequest.Builder req, long size, String from, String to, String ifMatch) throws IOException {
+    private String sendCopy(CopyObjectRequest.Builder req, long size, String from, String to, String ifMatch) throws IOException {
         count("copy");
         try {
             // S3 answers once the copy is made: as long as an upload of the bytes would take, at most
