@@ -1088,12 +1088,13 @@ final class Bucket implements Closeable {
 
     /**
      * Copies the object {@code from}, while its ETag is still {@code fromEtag}, to {@code to} under a
-     * PUT's conditions there (If-Match {@code ifMatch}, or If-None-Match * when null), its metadata with
-     * it; the copy's ETag. S3 copies the content itself: nothing comes down or goes up. At most
+     * PUT's conditions there (If-Match {@code ifMatch}, or If-None-Match * when null), with the
+     * metadata {@code meta} (all of it), or the source's where null; the copy's ETag. S3 copies the content itself: nothing comes down or goes up. At most
      * {@link #MAX_COPY_BYTES}. A 412 is {@link PreconditionFailed} whichever condition failed (S3 does
      * not say which), a 404 {@link Missing} (the source gone, or the object {@code ifMatch} named).
      */
-    String copy(String from, String fromEtag, long size, String to, String ifMatch) throws IOException {
+    String copy(String from, String fromEtag, long size, String to, String ifMatch, Map<String, String> meta)
+            throws IOException {
         refuseWhileUnreachable("copy", to);
         // S3 itself honours the destination's conditions; some servers that speak its API (s3proxy
         // among them) ignore them on a copy, so the destination is asked first: another host's object
@@ -1106,8 +1107,12 @@ final class Bucket implements Closeable {
             throw new PreconditionFailed("s3://" + bucket + "/" + to + " changed on S3 since this host last saw it");
         }
         CopyObjectRequest.Builder req = CopyObjectRequest.builder().sourceBucket(bucket).sourceKey(from)
-                .copySourceIfMatch(fromEtag).destinationBucket(bucket).destinationKey(to)
-                .metadataDirective(MetadataDirective.COPY);
+                .copySourceIfMatch(fromEtag).destinationBucket(bucket).destinationKey(to);
+        if (meta == null) {
+            req.metadataDirective(MetadataDirective.COPY);
+        } else {
+            req.metadataDirective(MetadataDirective.REPLACE).metadata(meta);
+        }
         if (ifMatch == null) {
             req.ifNoneMatch("*");
         } else {

@@ -251,10 +251,10 @@ public final class S3Storage implements Storage {
         Bucket.Listed doubted;
         /**
          * The object under its old name, which S3 copies to its new one at its upload (the bytes do
-         * not go up again) while it is unchanged since its move, generation {@code gen}; null when none.
-         * Not journaled: after a restart it goes up as any change.
+         * not go up again) while its content is unchanged since its move; null when none. Not
+         * journaled: after a restart it goes up as any change.
          */
-        Copied movedFrom;
+        MovedFrom movedFrom;
         /** The HEAD asking for its attributes, while one is under way; waiters join it. */
         java.util.concurrent.CompletableFuture<Void> askingAttributes;
         /** The GET of its content an open made, while one is under way; other opens join it. */
@@ -1983,6 +1983,14 @@ public final class S3Storage implements Storage {
     }
 
     /**
+     * The object {@code key}, ETag {@code etag}, a file held here had before its move at generation
+     * {@code gen}, its content's SHA-256 {@code sha} where known: its content while the node's
+     * generation is still {@code gen}, or its SHA-256 still known and the same (attributes changed since).
+     */
+    private record MovedFrom(String key, String etag, String sha, long gen) {
+    }
+
+    /**
      * Has S3 copy to their names under {@code dst} the files moved from {@code src} that this host
      * does not hold and has not changed: a rename would otherwise download each only to upload it
      * again (a HEAD and a copy each, S3 moving the bytes). Each copy is conditional on the object
@@ -2024,7 +2032,7 @@ public final class S3Storage implements Storage {
         try {
             inParallel(jobs, j -> {
                 try {
-                    copied.put(j.node(), new Copied(j.to(), bucket.copy(j.from(), j.etag(), j.size(), j.to(), null), j.gen()));
+                    copied.put(j.node(), new Copied(j.to(), bucket.copy(j.from(), j.etag(), j.size(), j.to(), null, null), j.gen()));
                 } catch (Bucket.PreconditionFailed | Bucket.Missing | Bucket.Refused e) {
                     // refused is not away: a server without copies, or one that refused this one
                     LOG.debug("S3 store {}: {} not copied by S3, moved from here: {}", spec, j.from(), e.getMessage());
@@ -2109,9 +2117,9 @@ public final class S3Storage implements Storage {
                 VfsPath from = m.path;
                 VfsPath to = moved(from, src, dst);
                 // a file held here and unchanged is copied by S3 from its old name when it goes up
-                Copied before = !m.dir && !m.link && m.cached && !m.dirty && m.remoteEtag != null
+                MovedFrom before = !m.dir && !m.link && m.cached && !m.dirty && m.remoteEtag != null
                         && m.size >= COPY_RATHER_THAN_PUT_FROM && m.size <= Bucket.MAX_COPY_BYTES
-                        ? new Copied(objectKey(from, m), m.remoteEtag, 0) : null;
+                        ? new MovedFrom(objectKey(from, m), m.remoteEtag, m.shaGen == m.gen ? m.sha : null, 0) : null;
                 bury(from, m);
                 record("gone", from);
                 nodes.remove(from);
@@ -2147,11 +2155,11 @@ public final class S3Storage implements Storage {
                     }
                 }
                 boolean wasDirty = m.dirty;
-                dirty(m);
+                changed(m, true); // moved, not written: what is known of its content stays
                 if (!wasDirty) {
                     m.due = millis(); // the old name is going from S3: the new one goes up at once
                 }
-                m.movedFrom = before == null ? null : new Copied(before.key(), before.etag(), m.gen);
+                m.movedFrom = before == null ? null : new MovedFrom(before.key(), before.etag(), before.sha(), m.gen);
             }
             if (n.dir) {
                 n.dirOnRemote = n.dirOnRemote || targetDirOnRemote;
@@ -3577,16 +3585,27 @@ public final class S3Storage implements Storage {
      * here. Holds the flush lock, which the deletes of old names wait for.
      */
     private boolean uploadedAsCopy(Node n) throws IOException {
-        Copied from;
+        MovedFrom from;
         VfsPath p;
         String k;
         String base;
         long size;
         long gen;
+        Map<String, String> meta; // null: the old object's, unchanged
         synchronized (this) {
             from = n.movedFrom;
             n.movedFrom = null; // one try
-            if (from == null || !n.dirty || n.path == null || !n.cached || n.gen != from.gen()) {
+            if (from == null || !n.dirty || n.path == null || !n.cached) {
+                return false;
+            }
+            if (n.gen == from.gen()) {
+                meta = null;
+            } else if (from.sha() != null && n.shaGen == n.gen && from.sha().equals(n.sha)) {
+                // its attributes changed since the move (a chmod after a mv), its content did not
+                meta = new LinkedHashMap<>();
+                putAttributes(n, meta);
+                meta.put(META_SHA, n.sha);
+            } else {
                 return false;
             }
             p = n.path;
@@ -3598,7 +3617,7 @@ public final class S3Storage implements Storage {
         }
         String etag;
         try {
-            etag = copiedForUpload(p, k, () -> bucket.copy(from.key(), from.etag(), size, k, base));
+            etag = copiedForUpload(p, k, () -> bucket.copy(from.key(), from.etag(), size, k, base, meta));
         } catch (IOException e) {
             synchronized (this) {
                 n.movedFrom = from; // S3 away: tried again with the upload

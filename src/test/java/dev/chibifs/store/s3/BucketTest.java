@@ -60,20 +60,20 @@ class BucketTest {
     @Test
     void aCopyTakesTheSourcesVersionAndMetadataUnderThePutsConditions() throws Exception {
         String source = bucket.put("p/c/src", "one".getBytes(UTF_8), Map.of("chibi-mode", "755"), null);
-        String copied = bucket.copy("p/c/src", source, 3, "p/c/dst", null);
+        String copied = bucket.copy("p/c/src", source, 3, "p/c/dst", null, null);
         Bucket.Head h = bucket.get("p/c/dst", temp.resolve("copied"));
         assertEquals("one", Files.readString(temp.resolve("copied")));
         assertEquals(Map.of("chibi-mode", "755"), h.meta());
         assertEquals(copied, h.etag());
         // the destination's conditions, as a PUT's: no overwrite of a name that exists, or changed
-        assertThrows(Bucket.PreconditionFailed.class, () -> bucket.copy("p/c/src", source, 3, "p/c/dst", null));
-        assertThrows(Bucket.PreconditionFailed.class, () -> bucket.copy("p/c/src", source, 3, "p/c/dst", "\"0\""));
-        String again = bucket.copy("p/c/src", source, 3, "p/c/dst", copied);
+        assertThrows(Bucket.PreconditionFailed.class, () -> bucket.copy("p/c/src", source, 3, "p/c/dst", null, null));
+        assertThrows(Bucket.PreconditionFailed.class, () -> bucket.copy("p/c/src", source, 3, "p/c/dst", "\"0\"", null));
+        String again = bucket.copy("p/c/src", source, 3, "p/c/dst", copied, null);
         // the source's: a version since, or none
         String changed = bucket.put("p/c/src", "two".getBytes(UTF_8), Map.of(), source);
-        assertThrows(Bucket.PreconditionFailed.class, () -> bucket.copy("p/c/src", source, 3, "p/c/dst", again));
+        assertThrows(Bucket.PreconditionFailed.class, () -> bucket.copy("p/c/src", source, 3, "p/c/dst", again, null));
         bucket.delete("p/c/src");
-        assertThrows(Bucket.Missing.class, () -> bucket.copy("p/c/src", changed, 3, "p/c/other", null));
+        assertThrows(Bucket.Missing.class, () -> bucket.copy("p/c/src", changed, 3, "p/c/other", null, null));
         bucket.get("p/c/dst", temp.resolve("copied"));
         assertEquals("one", Files.readString(temp.resolve("copied")));
         assertNull(bucket.head("p/c/other"));

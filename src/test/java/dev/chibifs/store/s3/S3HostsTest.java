@@ -1039,30 +1039,37 @@ class S3HostsTest {
         S3Storage a = host(options("a").withClock(startClock(), false));
         byte[] model = randomBytes(2L << 20, 11);
         byte[] other = randomBytes(2L << 20, 12);
+        byte[] tool = randomBytes(2L << 20, 14);
         a.mkdir(p("/shared/out"));
         a.write(p("/shared/out/model.bin"), model);
         a.write(p("/shared/out/other.bin"), other);
+        a.write(p("/shared/out/tool"), tool);
         a.flushAll();
         Map<String, Long> before = a.requests();
         a.rename(p("/shared/out/model.bin"), p("/shared/model.bin"));
         a.rename(p("/shared/out/other.bin"), p("/shared/other.bin"));
+        a.rename(p("/shared/out/tool"), p("/shared/tool"));
+        a.setExecutable(p("/shared/tool"), 0755); // mv, then chmod +x: still a copy, with its new mode
         try (FileHandle h = a.open(p("/shared/other.bin"), EnumSet.of(OpenFlag.WRITE), 0644)) {
             h.write(ByteBuffer.wrap("changed".getBytes(UTF_8)), 0);
         }
         a.flushAll();
         Map<String, Long> after = a.requests();
         String spent = "before " + before + ", after " + after;
-        assertEquals(1, after.getOrDefault("copy", 0L) - before.getOrDefault("copy", 0L), spent);
+        assertEquals(2, after.getOrDefault("copy", 0L) - before.getOrDefault("copy", 0L), spent);
         assertEquals(1, after.getOrDefault("put", 0L) - before.getOrDefault("put", 0L), spent); // the changed one
         assertArrayEquals(model, inS3Bytes("shared/model.bin"));
+        assertArrayEquals(tool, inS3Bytes("shared/tool"));
         System.arraycopy("changed".getBytes(UTF_8), 0, other, 0, 7);
         assertArrayEquals(other, inS3Bytes("shared/other.bin"));
         assertNull(inS3("shared/out/model.bin"));
         assertNull(inS3("shared/out/other.bin"));
         assertEquals(0, a.pendingChanges());
-        // each file up once, and the changed one again: the copy moved no byte from here
-        assertTrue(a.state().endsWith("; content: 0.0 MiB down, 6.0 MiB up"), a.state());
+        // each file up once, and the changed one again: the copies moved no byte from here
+        assertTrue(a.state().endsWith("; content: 0.0 MiB down, 8.0 MiB up"), a.state());
         S3Storage b = host(options("b"));
+        assertEquals(0755, b.metadata(p("/shared/tool")).mode() & 0777);
+        assertEquals(a.etag(p("/shared/tool")), b.etag(p("/shared/tool"))); // the SHA-256 the copy carries
         assertArrayEquals(model, b.read(p("/shared/model.bin")));
         assertTrue(b.state().endsWith("; content: 2.0 MiB down, 0.0 MiB up"), b.state());
     }
