@@ -3136,9 +3136,17 @@ public final class S3Storage implements Storage {
             uploadAll(files);
             List<String> deletes;
             synchronized (this) {
+                // the old object of a file moved is what its upload copies: it goes after that upload,
+                // which a chmod or touch since the move puts off by the debounce
+                Set<String> toCopy = new java.util.HashSet<>();
+                for (Node n : dirtyNodes) {
+                    if (n.movedFrom != null) {
+                        toCopy.add(n.movedFrom.key());
+                    }
+                }
                 deletes = new ArrayList<>();
                 for (Map.Entry<String, Tomb> e : tombs.entrySet()) {
-                    if (e.getValue().pending) {
+                    if (e.getValue().pending && !toCopy.contains(e.getKey())) {
                         deletes.add(e.getKey());
                     }
                 }

@@ -80,6 +80,18 @@ class BucketTest {
     }
 
     @Test
+    void aCopyOfAnObjectPutInPartsAnswersTheETagTheCopyHas() throws Exception {
+        try (Bucket parts = inParts()) {
+            Path f = randomFile("copied-parts", 2 * Bucket.MIN_PART_BYTES + 1);
+            String first = parts.put("p/cp/a", f, Map.of("chibi-sha256", "x"), null);
+            String copied = parts.copy("p/cp/a", first, Files.size(f), "p/cp/b", null, null);
+            assertEquals(parts.head("p/cp/b").etag(), copied);
+            String replaced = parts.replaceMetadata("p/cp/b", copied, Files.size(f), Map.of("chibi-mode", "755"));
+            assertEquals(parts.head("p/cp/b").etag(), replaced);
+        }
+    }
+
+    @Test
     void aBatchDeleteRemovesEachObjectAndIsFineWithOnesAlreadyGone() throws Exception {
         for (String k : List.of("p/d/a", "p/d/b", "p/d/sub/c")) {
             bucket.put(k, "x".getBytes(UTF_8), Map.of(), null);

@@ -1075,6 +1075,34 @@ class S3HostsTest {
     }
 
     @Test
+    void aFileReadInRangesHereThenMovedAndChmoddedGoesUpAsACopy() throws Exception {
+        S3Storage a = hostUploadingInParts(options("a").withFlushAfter(Duration.ZERO));
+        byte[] big = randomBytes(3 * Bucket.MIN_PART_BYTES, 15);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/big.bin"), big);
+        a.flushAll();
+        MutableClock clock = startClock();
+        S3Storage b = hostUploadingInParts(options("b").withClock(clock, false));
+        try (FileHandle h = b.open(p("/shared/big.bin"), EnumSet.of(OpenFlag.READ), 0)) {
+            h.read(ByteBuffer.allocate(8), 0); // head -c 8: its download goes on in ranges
+        }
+        b.rename(p("/shared/big.bin"), p("/shared/moved.bin"));
+        b.setExecutable(p("/shared/moved.bin"), 0755); // puts its upload off by the debounce
+        Map<String, Long> before = b.requests();
+        b.flushDue(); // what is due now: the old name's delete waits for the copy of it
+        clock.advance(Duration.ofSeconds(3));
+        b.flushDue();
+        Map<String, Long> after = b.requests();
+        assertEquals(1, after.getOrDefault("copy", 0L) - before.getOrDefault("copy", 0L), after.toString());
+        assertEquals(null, after.get("put-part"), after.toString());
+        assertEquals(0, b.pendingChanges());
+        assertNull(inS3("shared/big.bin"));
+        S3Storage c = host(options("c"));
+        assertEquals(0755, c.metadata(p("/shared/moved.bin")).mode() & 0777);
+        assertArrayEquals(big, c.read(p("/shared/moved.bin")));
+    }
+
+    @Test
     void aFileChangedElsewhereSinceItWasListedHereIsRenamedInItsNewVersion() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = hostHoldingItsListings("b");
