@@ -1089,8 +1089,8 @@ final class Bucket implements Closeable {
     /**
      * Copies the object {@code from}, while its ETag is still {@code fromEtag}, to {@code to} under a
      * PUT's conditions there (If-Match {@code ifMatch}, or If-None-Match * when null), with the
-     * metadata {@code meta} (all of it), or the source's where null; the copy's ETag. S3 copies the content itself: nothing comes down or goes up. At most
-     * {@link #MAX_COPY_BYTES}. A 412 is {@link PreconditionFailed} whichever condition failed (S3 does
+     * metadata {@code meta} (all of it), or the source's where null; the copy's ETag. S3 copies the
+     * content itself: nothing comes down or goes up. At most {@link #MAX_COPY_BYTES}. A 412 is {@link PreconditionFailed} whichever condition failed (S3 does
      * not say which), a 404 {@link Missing} (the source gone, or the object {@code ifMatch} named).
      */
     String copy(String from, String fromEtag, long size, String to, String ifMatch, Map<String, String> meta)

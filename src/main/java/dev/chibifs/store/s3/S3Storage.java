@@ -1983,9 +1983,10 @@ public final class S3Storage implements Storage {
     }
 
     /**
-     * The object {@code key}, ETag {@code etag}, a file held here had before its move at generation
-     * {@code gen}, its content's SHA-256 {@code sha} where known: its content while the node's
-     * generation is still {@code gen}, or its SHA-256 still known and the same (attributes changed since).
+     * The object {@code key}, ETag {@code etag}, a file held here had under its old name, with its
+     * content's SHA-256 {@code sha} where known; {@code gen} the node's generation once moved. It holds
+     * the node's content while the generation is still {@code gen}, or while the node's SHA-256 is
+     * still known and the same (its attributes changed since).
      */
     private record MovedFrom(String key, String etag, String sha, long gen) {
     }
@@ -2117,9 +2118,10 @@ public final class S3Storage implements Storage {
                 VfsPath from = m.path;
                 VfsPath to = moved(from, src, dst);
                 // a file held here and unchanged is copied by S3 from its old name when it goes up
-                MovedFrom before = !m.dir && !m.link && m.cached && !m.dirty && m.remoteEtag != null
-                        && m.size >= COPY_RATHER_THAN_PUT_FROM && m.size <= Bucket.MAX_COPY_BYTES
-                        ? new MovedFrom(objectKey(from, m), m.remoteEtag, m.shaGen == m.gen ? m.sha : null, 0) : null;
+                boolean copyLater = !m.dir && !m.link && m.cached && !m.dirty && m.remoteEtag != null
+                        && m.size >= COPY_RATHER_THAN_PUT_FROM && m.size <= Bucket.MAX_COPY_BYTES;
+                String oldKey = objectKey(from, m);
+                String oldEtag = m.remoteEtag;
                 bury(from, m);
                 record("gone", from);
                 nodes.remove(from);
@@ -2159,7 +2161,7 @@ public final class S3Storage implements Storage {
                 if (!wasDirty) {
                     m.due = millis(); // the old name is going from S3: the new one goes up at once
                 }
-                m.movedFrom = before == null ? null : new MovedFrom(before.key(), before.etag(), before.sha(), m.gen);
+                m.movedFrom = copyLater ? new MovedFrom(oldKey, oldEtag, m.shaGen == m.gen ? m.sha : null, m.gen) : null;
             }
             if (n.dir) {
                 n.dirOnRemote = n.dirOnRemote || targetDirOnRemote;
@@ -2371,9 +2373,10 @@ public final class S3Storage implements Storage {
         /**
          * The content; null until the first read or write of a handle that opened a file not fetched
          * yet for writing ({@link #content}), so that an open that only sets attributes ({@code
-         * touch}) does not fetch it. Guarded by the store's monitor.
+         * touch}) does not fetch it. Set once, under the store's monitor; read without it once set
+         * (volatile), so that reads, the hot path, do not take the store's monitor.
          */
-        private CacheFile ch;
+        private volatile CacheFile ch;
         private final boolean writer;
         private final boolean append;
         /** As the open left the file (truncated); null when it made it. */
@@ -2412,6 +2415,10 @@ public final class S3Storage implements Storage {
 
         /** The content, fetched first where this handle has none yet. */
         private CacheFile content() throws IOException {
+            CacheFile set = ch;
+            if (set != null) {
+                return set;
+            }
             for (int attempt = 0; ; attempt++) {
                 synchronized (S3Storage.this) {
                     if (ch != null) {
@@ -2534,6 +2541,10 @@ public final class S3Storage implements Storage {
             // a file still downloading is as long as the object; its file, only as far as ranges came
             if (download != null && !download.ended()) {
                 return download.head().size();
+            }
+            CacheFile set = ch;
+            if (set != null) {
+                return set.size();
             }
             synchronized (S3Storage.this) {
                 return ch == null ? node.size : ch.size();
