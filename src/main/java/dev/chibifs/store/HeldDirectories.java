@@ -73,7 +73,7 @@ final class HeldDirectories {
     };
 
     /** A held directory. The map holds one reference; each lease another; the last one closes it. */
-    private static final class Entry implements Lease {
+    private final class Entry implements Lease {
         final String key;
         final int fd;
         final int wd;
@@ -103,7 +103,8 @@ final class HeldDirectories {
         @Override
         public void close() {
             if (refs.decrementAndGet() == 0) {
-                Syscalls.close(fd);
+                // dropped: moved or, mostly, removed, and then this is the inode's last reference
+                lateCloses.close(fd);
             }
         }
     }
@@ -124,6 +125,7 @@ final class HeldDirectories {
     }
 
     private final int limit;
+    private final LateCloses lateCloses;
     private final Map<String, Entry> held = new ConcurrentHashMap<>();
     /** Moves on whenever something may have happened to the root; see {@link #refresh}. */
     private final AtomicLong rootEpoch = new AtomicLong();
@@ -148,8 +150,9 @@ final class HeldDirectories {
     /** True while a thread, holding the lock, reads and applies events; see {@link #refresh}. */
     private volatile boolean draining;
 
-    HeldDirectories(int limit) {
+    HeldDirectories(int limit, LateCloses lateCloses) {
         this.limit = limit;
+        this.lateCloses = lateCloses;
     }
 
     /**

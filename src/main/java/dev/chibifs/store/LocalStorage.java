@@ -64,7 +64,9 @@ public final class LocalStorage implements Storage {
     private final Path root;
     private final StoreRoot storeRoot;
     private static final Cleaner CLEANER = Cleaner.create();
-    private final HeldDirectories directories = new HeldDirectories(HELD_DIRECTORIES);
+    /** The last descriptors of removed files and directories, closed off the request path. */
+    private final LateCloses lateCloses;
+    private final HeldDirectories directories;
     /** The record and flock locks taken through this storage, on the store files themselves. */
     private final OfdLocks locks = new OfdLocks();
     /** How long {@link #write} and {@link #append} wait for another process's lock on the file. */
@@ -72,11 +74,22 @@ public final class LocalStorage implements Storage {
 
     /** A store rooted at {@code root}, which is created if absent. */
     public LocalStorage(Path root) throws IOException {
+        this(root, new LateCloses(true));
+    }
+
+    /** A store whose removed files' last descriptors go to {@code lateCloses} (tests: one they flush). */
+    LocalStorage(Path root, LateCloses lateCloses) throws IOException {
         Files.createDirectories(root);
         this.root = root.toAbsolutePath().normalize().toRealPath();
         this.storeRoot = new StoreRoot(this.root);
+        this.lateCloses = lateCloses;
+        HeldDirectories held = new HeldDirectories(HELD_DIRECTORIES, lateCloses);
+        this.directories = held;
         // the inotify instance and held descriptors go with the storage, closed or not (instances are few: 128 per user)
-        CLEANER.register(this, directories::close);
+        CLEANER.register(this, () -> {
+            held.close();
+            lateCloses.close();
+        });
     }
 
     private static int heldDirectories() {
@@ -665,7 +678,16 @@ public final class LocalStorage implements Storage {
             case EXCHANGE -> Linux.RENAME_EXCHANGE;
         };
         try (At from = at(src); At to = at(dst)) {
+            // what the rename replaces is freed by LateCloses, as a removed file is
+            int replaced = mode == RenameMode.REPLACE ? Syscalls.tryOpenat(to.dir, to.name, O_PATH | O_NOFOLLOW, 0) : -1;
             int err = -Syscalls.tryRenameat(from.dir, from.name, to.dir, to.name, flags);
+            if (replaced >= 0) {
+                if (err == 0) {
+                    lateCloses.close(replaced);
+                } else {
+                    Syscalls.close(replaced);
+                }
+            }
             if (err != 0) {
                 // renameat2 says which: a missing source, or what stands in the way at the target
                 throw failure(err, switch (err) {
@@ -884,7 +906,19 @@ public final class LocalStorage implements Storage {
     @Override
     public void removeFile(VfsPath path) throws IOException {
         try (At a = at(path)) {
-            Syscalls.unlinkat(a.dir, a.name, false, path.toString());
+            // a reference across the unlink, so the inode is freed (its blocks discarded) by LateCloses
+            int last = Syscalls.tryOpenat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0);
+            try {
+                Syscalls.unlinkat(a.dir, a.name, false, path.toString());
+            } catch (IOException | RuntimeException e) {
+                if (last >= 0) {
+                    Syscalls.close(last);
+                }
+                throw e;
+            }
+            if (last >= 0) {
+                lateCloses.close(last);
+            }
         }
     }
 
@@ -1094,6 +1128,7 @@ public final class LocalStorage implements Storage {
     @Override
     public void close() {
         directories.close();
+        lateCloses.close();
     }
 
     // ---- ETags ----
@@ -1162,6 +1197,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public SpaceInfo space() throws IOException {
+        lateCloses.flush(); // the space of what was removed, back before it is counted
         // fstatfs of the held root: one system call, where Files.getFileStore reads the mount table
         try (At d = directoryAt(VfsPath.root())) {
             Syscalls.Statfs s = Syscalls.fstatfs(d.dir);

@@ -35,7 +35,7 @@ class HeldDirectoriesTest {
     void open() throws IOException {
         root = Files.createDirectories(temp.resolve("vfs"));
         rootFd = Syscalls.openat(Linux.AT_FDCWD, root.toString(), Linux.O_PATH | Linux.O_DIRECTORY, 0, null);
-        held = new HeldDirectories(64);
+        held = new HeldDirectories(64, new LateCloses(true));
     }
 
     @AfterEach
@@ -68,7 +68,7 @@ class HeldDirectoriesTest {
     /** Directories {@code made} in the store, of which at most three are held at once. */
     private void holdAtMostThreeOf(String... made) throws IOException {
         held.close();
-        held = new HeldDirectories(3);
+        held = new HeldDirectories(3, new LateCloses(true));
         for (String d : made) {
             Files.createDirectories(root.resolve(d));
         }

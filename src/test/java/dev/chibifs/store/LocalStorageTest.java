@@ -588,4 +588,67 @@ class LocalStorageTest extends StorageBehaviourSuite {
         }
         assertArrayEquals(data, java.util.Arrays.copyOf(Files.readAllBytes(root.resolve("shared/big")), data.length));
     }
+
+    /** The descriptors this process still has of {@code file}, removed: those LateCloses has yet to close. */
+    private static long stillOpen(Path file) throws IOException {
+        String removed = file + " (deleted)";
+        long open = 0;
+        try (java.nio.file.DirectoryStream<Path> fds = Files.newDirectoryStream(Path.of("/proc/self/fd"))) {
+            for (Path fd : fds) {
+                try {
+                    open += Files.readSymbolicLink(fd).toString().equals(removed) ? 1 : 0;
+                } catch (IOException closedMeanwhile) {
+                    // another thread's descriptor, closed while we looked
+                }
+            }
+        }
+        return open;
+    }
+
+    @Test
+    void removedAndReplacedFilesAreFreedByLateClosesAndCountedSpaceFlushesThem() throws IOException {
+        storage.close();
+        storage = new LocalStorage(root, new LateCloses(false));
+        Path store = local().root();
+        storage.createDirectory(p("/shared"));
+        storage.write(p("/shared/removed"), new byte[64 * 1024]);
+        storage.write(p("/shared/replaced"), bytes("old"));
+        storage.write(p("/shared/new"), bytes("new"));
+        storage.createDirectory(p("/shared/dir"));
+        storage.write(p("/shared/dir/f"), bytes("f")); // held from now on
+        storage.removeFile(p("/shared/removed"));
+        storage.rename(p("/shared/new"), p("/shared/replaced"));
+        storage.removeFile(p("/shared/dir/f"));
+        storage.removeDirectory(p("/shared/dir"));
+        storage.metadata(p("/shared")); // the next operation lets go of the directory removed
+        assertFalse(Files.exists(store.resolve("shared/removed")));
+        assertEquals("new", text("/shared/replaced"));
+        assertEquals(1, stillOpen(store.resolve("shared/removed")));
+        assertEquals(1, stillOpen(store.resolve("shared/replaced")));
+        assertEquals(1, stillOpen(store.resolve("shared/dir")));
+
+        storage.space(); // df right after rm sees the space back
+
+        assertEquals(0, stillOpen(store.resolve("shared/removed")));
+        assertEquals(0, stillOpen(store.resolve("shared/replaced")));
+        assertEquals(0, stillOpen(store.resolve("shared/dir")));
+    }
+
+    @Test
+    void lateClosesClosesWhatWaitsBeforeItEnds() throws IOException {
+        storage.createDirectory(p("/shared"));
+        storage.write(p("/shared/f"), bytes("f"));
+        Path f = local().root().resolve("shared/f");
+        LateCloses closes = new LateCloses(true);
+        int fd = dev.chibifs.sys.Syscalls.tryOpenat(dev.chibifs.sys.Linux.AT_FDCWD, f.toString(), dev.chibifs.sys.Linux.O_PATH, 0);
+        assertTrue(fd >= 0);
+        Files.delete(f);
+        closes.close(fd);
+        closes.close(); // the thread closes what it was given before it ends
+        assertEquals(0, stillOpen(f));
+        int after = dev.chibifs.sys.Syscalls.tryOpenat(dev.chibifs.sys.Linux.AT_FDCWD, local().root().toString(), dev.chibifs.sys.Linux.O_PATH, 0);
+        closes.close(after); // ended: closed at once, here
+        Path link = Path.of("/proc/self/fd/" + after);
+        assertFalse(Files.exists(link, LinkOption.NOFOLLOW_LINKS) && Files.readSymbolicLink(link).equals(local().root()));
+    }
 }
