@@ -64,6 +64,7 @@ import software.amazon.awssdk.services.s3.model.PutObjectResponse;
 import software.amazon.awssdk.services.s3.model.S3Error;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 import software.amazon.awssdk.services.s3.model.S3Object;
+import software.amazon.awssdk.services.s3.model.UploadPartCopyResponse;
 import software.amazon.awssdk.services.s3.model.UploadPartResponse;
 
 /**
@@ -173,8 +174,8 @@ final class Bucket implements Closeable {
     static final long MIN_PART_BYTES = 5L << 20;
     /** The largest object one PUT may upload (S3's limit). */
     private static final long MAX_PUT_BYTES = 5L << 30;
-    /** The largest object one CopyObject copies (larger ones take UploadPartCopy, which is not used). */
-    static final long MAX_COPY_BYTES = MAX_PUT_BYTES;
+    /** The largest object one CopyObject copies: larger ones are copied in parts (UploadPartCopy). */
+    private static final long MAX_COPY_BYTES = MAX_PUT_BYTES;
     /**
      * A file larger than this goes up in parts of {@link #DEFAULT_PART_BYTES} (more where 10,000 would
      * not hold it), and an object larger than it comes down in ranges of that size, several at a
@@ -197,6 +198,8 @@ final class Bucket implements Closeable {
     private volatile AwsRequestOverrideConfiguration answerLimits = answeredWithin(DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_ANSWER_TIMEOUT);
     private volatile long slowestUpload = SLOWEST_UPLOAD_BYTES_PER_SECOND;
     private volatile long partBytes = DEFAULT_PART_BYTES;
+    /** Objects larger than this are copied in parts: S3's limit on one CopyObject, lower in tests. */
+    private volatile long copiedInPartsAbove = MAX_COPY_BYTES;
     private final AwsCredentialsProvider credentials;
     /** Where {@link #credentials} looks, in a few words. */
     private final String credentialsFrom;
@@ -842,12 +845,18 @@ final class Bucket implements Closeable {
      * of {@code partBytes}, at least S3's 5 MiB (tests: small files in parts).
      */
     void movedInParts(long above, long partBytes) {
-        if (above > MAX_PUT_BYTES || partBytes < MIN_PART_BYTES || partBytes > MAX_PUT_BYTES) {
-            throw new IllegalArgumentException("parts of " + partBytes + " bytes above " + above
-                    + ": a part holds 5 MiB to 5 GiB, and one PUT at most 5 GiB");
+        movedInParts(above, partBytes, MAX_COPY_BYTES);
+    }
+
+    /** As {@link #movedInParts(long, long)}, and objects larger than {@code copiedAbove} are copied in parts (tests). */
+    void movedInParts(long above, long partBytes, long copiedAbove) {
+        if (above > MAX_PUT_BYTES || copiedAbove > MAX_COPY_BYTES || partBytes < MIN_PART_BYTES || partBytes > MAX_PUT_BYTES) {
+            throw new IllegalArgumentException("parts of " + partBytes + " bytes above " + above + " (copies above "
+                    + copiedAbove + "): a part holds 5 MiB to 5 GiB, and one PUT or copy at most 5 GiB");
         }
         this.partsAbove = above;
         this.partBytes = partBytes;
+        this.copiedInPartsAbove = copiedAbove;
     }
 
     /** The size of each part (the last holds the rest) of an upload of {@code size} bytes. */
@@ -866,14 +875,7 @@ final class Bucket implements Closeable {
     private String putInParts(String key, Path from, long size, Map<String, String> meta, String ifMatch,
                               BooleanSupplier unchanged) throws IOException {
         refuseWhileUnreachable("put", key);
-        String uploadId;
-        count("create-upload");
-        try {
-            uploadId = client.createMultipartUpload(b -> b.bucket(bucket).key(key).metadata(meta).overrideConfiguration(answerLimits)).uploadId();
-            answered();
-        } catch (SdkException e) {
-            throw failure("create-upload", key, e);
-        }
+        String uploadId = createUpload(key, meta);
         boolean done = false;
         try {
             long part = partSize(size);
@@ -899,6 +901,19 @@ final class Bucket implements Closeable {
             if (!done) {
                 abort(key, uploadId);
             }
+        }
+    }
+
+    /** Begins an upload in parts of {@code key}, whose object will have the metadata {@code meta}; its id. */
+    private String createUpload(String key, Map<String, String> meta) throws IOException {
+        count("create-upload");
+        try {
+            String uploadId = client.createMultipartUpload(b -> b.bucket(bucket).key(key).metadata(meta)
+                    .overrideConfiguration(answerLimits)).uploadId();
+            answered();
+            return uploadId;
+        } catch (SdkException e) {
+            throw failure("create-upload", key, e);
         }
     }
 
@@ -1090,8 +1105,9 @@ final class Bucket implements Closeable {
      * Copies the object {@code from}, while its ETag is still {@code fromEtag}, to {@code to} under a
      * PUT's conditions there (If-Match {@code ifMatch}, or If-None-Match * when null), with the
      * metadata {@code meta} (all of it), or the source's where null; the copy's ETag. S3 copies the
-     * content itself: nothing comes down or goes up. At most {@link #MAX_COPY_BYTES}. A 412 is {@link PreconditionFailed} whichever condition failed (S3 does
-     * not say which), a 404 {@link Missing} (the source gone, or the object {@code ifMatch} named).
+     * content itself: nothing comes down or goes up; past {@link #MAX_COPY_BYTES}, in parts. A 412 is
+     * {@link PreconditionFailed} whichever condition failed (S3 does not say which), a 404
+     * {@link Missing} (the source gone, or the object {@code ifMatch} named).
      */
     String copy(String from, String fromEtag, long size, String to, String ifMatch, Map<String, String> meta)
             throws IOException {
@@ -1105,6 +1121,9 @@ final class Bucket implements Closeable {
         }
         if (ifMatch == null ? there != null : !ifMatch.equals(there.etag())) {
             throw new PreconditionFailed("s3://" + bucket + "/" + to + " changed on S3 since this host last saw it");
+        }
+        if (size > copiedInPartsAbove) {
+            return copyInParts(from, fromEtag, size, to, ifMatch, meta);
         }
         CopyObjectRequest.Builder req = CopyObjectRequest.builder().sourceBucket(bucket).sourceKey(from)
                 .copySourceIfMatch(fromEtag).destinationBucket(bucket).destinationKey(to);
@@ -1128,6 +1147,9 @@ final class Bucket implements Closeable {
      */
     String replaceMetadata(String key, String etag, long size, Map<String, String> meta) throws IOException {
         refuseWhileUnreachable("copy", key);
+        if (size > copiedInPartsAbove) {
+            return copyInParts(key, etag, size, key, etag, meta);
+        }
         // the source's condition is the destination's: a server that ignores If-Match on a copy still
         // checks this one (s3proxy does)
         return sendCopy(CopyObjectRequest.builder().sourceBucket(bucket).sourceKey(key).copySourceIfMatch(etag)
@@ -1152,6 +1174,73 @@ final class Bucket implements Closeable {
             throw refused instanceof RetriedPrecondition ? new PreconditionFailed(refused.getMessage()) : refused;
         } catch (SdkException e) {
             throw failure("copy", to, e);
+        }
+    }
+
+    /**
+     * {@link #copy} of an object larger than one CopyObject takes: an upload in parts, each part
+     * copied by S3 from a range of the source (UploadPartCopy, conditional on its ETag), completed
+     * under the destination's conditions, as {@link #putInParts} is; aborted if anything fails. The
+     * new object keeps the source's metadata where {@code meta} is null (an upload in parts takes
+     * its metadata when it begins, so the source's is read first).
+     */
+    private String copyInParts(String from, String fromEtag, long size, String to, String ifMatch, Map<String, String> meta)
+            throws IOException {
+        Map<String, String> kept = meta;
+        if (kept == null) {
+            Head source = head(from);
+            if (source == null) {
+                throw new Missing("s3://" + bucket + "/" + from + " was removed from S3 since this host last saw it");
+            }
+            if (!fromEtag.equals(source.etag())) {
+                throw new PreconditionFailed("s3://" + bucket + "/" + from + " changed on S3 since this host last saw it");
+            }
+            kept = source.meta();
+        }
+        String uploadId = createUpload(to, kept);
+        boolean done = false;
+        try {
+            long part = partSize(size);
+            List<Future<CompletedPart>> parts = new ArrayList<>();
+            for (long at = 0; at < size; at += part) {
+                int number = parts.size() + 1;
+                long offset = at;
+                long length = Math.min(part, size - at);
+                parts.add(partMovers.submit(() -> copyPart(from, fromEtag, to, uploadId, number, offset, length)));
+            }
+            String etag = complete(to, uploadId, allOf(parts, "copy", to), ifMatch);
+            done = true;
+            return etag;
+        } finally {
+            if (!done) {
+                abort(to, uploadId);
+            }
+        }
+    }
+
+    private CompletedPart copyPart(String from, String fromEtag, String to, String uploadId, int number, long offset,
+                                   long length) throws IOException {
+        refuseWhileUnreachable("copy-part", to);
+        count("copy-part");
+        try {
+            // S3 answers once the part is copied: as long as an upload of its bytes would take, at most
+            UploadPartCopyResponse r = client.uploadPartCopy(b -> b.sourceBucket(bucket).sourceKey(from)
+                    .copySourceIfMatch(fromEtag).copySourceRange("bytes=" + offset + "-" + (offset + length - 1))
+                    .destinationBucket(bucket).destinationKey(to).uploadId(uploadId).partNumber(number)
+                    .overrideConfiguration(uploadLimits(length)));
+            answered();
+            return CompletedPart.builder().partNumber(number).eTag(r.copyPartResult().eTag()).build();
+        } catch (S3Exception e) {
+            answered();
+            if (e.statusCode() == 404 && !"NoSuchUpload".equals(e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode())) {
+                throw new Missing("s3://" + bucket + "/" + from + " was removed from S3 since this host last saw it");
+            }
+            if (e.statusCode() == 412) {
+                throw new PreconditionFailed("s3://" + bucket + "/" + from + " changed on S3 since this host last saw it");
+            }
+            throw failure("copy-part", to, e);
+        } catch (SdkException e) {
+            throw failure("copy-part", to, e);
         }
     }
 

@@ -2012,7 +2012,7 @@ public final class S3Storage implements Storage {
             refuseMove(n, dst, nodes.get(dst));
             for (Node f : files) {
                 if (f.cached || f.dirty || f.link || f.remoteEtag == null || f.path == null
-                        || f.fetching != null || f.size > Bucket.MAX_COPY_BYTES) {
+                        || f.fetching != null) {
                     continue;
                 }
                 VfsPath to = moved(f.path, src, dst);
@@ -2119,7 +2119,7 @@ public final class S3Storage implements Storage {
                 VfsPath to = moved(from, src, dst);
                 // a file held here and unchanged is copied by S3 from its old name when it goes up
                 boolean copyLater = !m.dir && !m.link && m.cached && !m.dirty && m.remoteEtag != null
-                        && m.size >= COPY_RATHER_THAN_PUT_FROM && m.size <= Bucket.MAX_COPY_BYTES;
+                        && m.size >= COPY_RATHER_THAN_PUT_FROM;
                 String oldKey = objectKey(from, m);
                 String oldEtag = m.remoteEtag;
                 bury(from, m);
@@ -3534,7 +3534,7 @@ public final class S3Storage implements Storage {
         String sha;
         synchronized (this) {
             if (!n.dirty || n.path == null || n.link || n.remoteEtag == null || n.fetching != null
-                    || n.size > Bucket.MAX_COPY_BYTES || (n.cached && !unchangedHere(n))) {
+                    || (n.cached && !unchangedHere(n))) {
                 return false;
             }
             p = n.path;

@@ -92,6 +92,42 @@ class BucketTest {
     }
 
     @Test
+    void anObjectLargerThanOneCopyIsCopiedInPartsUnderTheSameConditions() throws Exception {
+        try (Bucket parts = Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env())) {
+            // copies above S3's smallest part go in parts of that size, as above 5 GiB they must
+            parts.movedInParts(Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES);
+            Path f = randomFile("copy-in-parts", 2 * Bucket.MIN_PART_BYTES + 777);
+            long size = Files.size(f);
+            String source = parts.put("p/cip/src", f, Map.of("chibi-mode", "755", "chibi-sha256", "s"), null);
+            Map<String, Long> before = parts.requests();
+            String copied = parts.copy("p/cip/src", source, size, "p/cip/dst", null, null);
+            Map<String, Long> made = since(before, parts.requests());
+            assertEquals(3L, made.get("copy-part"), made.toString());
+            assertNull(made.get("put-part"), made.toString());
+            assertNull(made.get("get"), made.toString());
+            Bucket.Head h = parts.get("p/cip/dst", temp.resolve("copied-in-parts"));
+            assertArrayEquals(Files.readAllBytes(f), Files.readAllBytes(temp.resolve("copied-in-parts")));
+            assertEquals(Map.of("chibi-mode", "755", "chibi-sha256", "s"), h.meta()); // the source's, read first
+            assertEquals(copied, h.etag());
+            // the destination's conditions, as a PUT's
+            assertThrows(Bucket.PreconditionFailed.class, () -> parts.copy("p/cip/src", source, size, "p/cip/dst", null, null));
+            // metadata replaced in place, in parts too (the same parts: S3 gives the same ETag, and other
+            // hosts tell the change by its LastModified), while the object is the version seen
+            String replaced = parts.replaceMetadata("p/cip/dst", copied, size, Map.of("chibi-mode", "644", "chibi-sha256", "s"));
+            assertEquals(Map.of("chibi-mode", "644", "chibi-sha256", "s"), parts.head("p/cip/dst").meta());
+            assertEquals(parts.head("p/cip/dst").etag(), replaced);
+            // a version since, on either side, fails the copy, and leaves no parts behind
+            String since = parts.put("p/cip/src", randomFile("copy-in-parts-2", size + 3), Map.of(), source);
+            assertNotEquals(source, since);
+            assertThrows(Bucket.PreconditionFailed.class, () -> parts.copy("p/cip/src", source, size, "p/cip/other", null, null));
+            assertNull(parts.head("p/cip/other"));
+            parts.put("p/cip/dst", randomFile("copy-in-parts-3", size + 1), Map.of(), replaced);
+            assertThrows(Bucket.PreconditionFailed.class, () -> parts.replaceMetadata("p/cip/dst", replaced, size, Map.of()));
+            assertEquals(0, parts.uploadsUnderway("p/cip/"));
+        }
+    }
+
+    @Test
     void aBatchDeleteRemovesEachObjectAndIsFineWithOnesAlreadyGone() throws Exception {
         for (String k : List.of("p/d/a", "p/d/b", "p/d/sub/c")) {
             bucket.put(k, "x".getBytes(UTF_8), Map.of(), null);

@@ -1034,6 +1034,36 @@ class S3HostsTest {
     }
 
     @Test
+    void aFileLargerThanOneCopyIsRenamedAndChmoddedByS3InParts() throws Exception {
+        S3Storage a = hostUploadingInParts(options("a").withFlushAfter(Duration.ZERO));
+        byte[] big = randomBytes(2 * Bucket.MIN_PART_BYTES + 5, 16);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/big.bin"), big);
+        a.flushAll();
+        // b copies objects above S3's smallest part in parts, as every host does above 5 GiB
+        Bucket bucketB = Bucket.connect(S3Spec.parse(spec), server.env());
+        bucketB.movedInParts(Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES);
+        S3Storage b = S3Storage.open(S3Spec.parse(spec), bucketB, options("b").withFlushAfter(Duration.ZERO).withPrefetchBelow(0));
+        open.add(b);
+        assertEquals(big.length, b.metadata(p("/shared/big.bin")).size());
+        Map<String, Long> before = b.requests();
+        b.rename(p("/shared/big.bin"), p("/shared/moved.bin"));
+        b.setExecutable(p("/shared/moved.bin"), 0755);
+        b.flushAll();
+        Map<String, Long> after = b.requests();
+        String spent = "before " + before + ", after " + after;
+        // three parts for the rename, three for the chmod in place
+        assertEquals(6, after.getOrDefault("copy-part", 0L) - before.getOrDefault("copy-part", 0L), spent);
+        assertEquals(0, after.getOrDefault("get", 0L) - before.getOrDefault("get", 0L), spent);
+        assertEquals(0, after.getOrDefault("put-part", 0L) - before.getOrDefault("put-part", 0L), spent);
+        assertTrue(b.state().endsWith("; content: 0.0 MiB down, 0.0 MiB up"), b.state());
+        assertNull(inS3("shared/big.bin"));
+        S3Storage c = host(options("c"));
+        assertEquals(0755, c.metadata(p("/shared/moved.bin")).mode() & 0777);
+        assertArrayEquals(big, c.read(p("/shared/moved.bin")));
+    }
+
+    @Test
     void aFileHeldHereIsRenamedByS3CopyingItUnlessItChangedSince() throws Exception {
         // uploads only at flushAll: a write-back between the rename and the write would copy that file too
         S3Storage a = host(options("a").withClock(startClock(), false));
