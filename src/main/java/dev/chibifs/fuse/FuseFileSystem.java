@@ -1158,6 +1158,9 @@ final class FuseFileSystem {
                 break; // what was copied is told, as a short write is; the caller's next call meets the error
             }
         }
+        if (done > 0) {
+            to.copiedHere(from, fromOffset, toOffset, done);
+        }
         return done;
     }
 

@@ -496,6 +496,11 @@ public final class Router {
         }
 
         @Override
+        public void copiedHere(FileHandle from, long fromOffset, long toOffset, long length) throws IOException {
+            h.copiedHere(from instanceof TaggedHandle t ? t.h() : from, fromOffset, toOffset, length);
+        }
+
+        @Override
         public void close() throws IOException {
             h.close();
         }

@@ -73,6 +73,16 @@ public interface FileHandle extends Closeable {
      */
     int passthroughDescriptor() throws IOException;
 
+    /**
+     * Tells this handle that the {@code length} bytes just written through it at {@code toOffset}
+     * are those of {@code from} at {@code fromOffset}: a copy_file_range the daemon served by
+     * reading one handle and writing the other. A store whose server can copy a whole object (S3)
+     * may then upload the result as such a copy instead of its bytes. Nothing by default; a handle
+     * that wraps another passes it on.
+     */
+    default void copiedHere(FileHandle from, long fromOffset, long toOffset, long length) throws IOException {
+    }
+
     /** fstat: the file's current metadata, even after it was renamed or unlinked. */
     Metadata metadata() throws IOException;
 

@@ -1989,6 +1989,12 @@ public final class S3Storage implements Storage {
      * still known and the same (its attributes changed since).
      */
     private record MovedFrom(String key, String etag, String sha, long gen) {
+        /**
+         * The generation of a source that a copy wrote here whole ({@link Handle#copiedHere}) rather
+         * than one a move brought: the content holds the object's bytes if it still hashes to
+         * {@link #sha}, checked at the upload, and the new file's attributes go up with it.
+         */
+        static final long COPIED = -1;
     }
 
     /**
@@ -2368,6 +2374,10 @@ public final class S3Storage implements Storage {
         return new Handle(n, ch, write, append, made);
     }
 
+    /** A copy of {@code source}, version {@code etag}, written from its start up to {@code upTo} so far. */
+    private record CopyRun(Node source, String etag, long upTo) {
+    }
+
     private final class Handle implements FileHandle {
         private final Node node;
         /**
@@ -2384,6 +2394,8 @@ public final class S3Storage implements Storage {
         private boolean closed;
         /** Made at the first lock request through this handle; guarded by the store's monitor. */
         private InProcessLocks.View locks;
+        /** The copy from another file under way through this handle ({@link #copiedHere}); guarded by the store's monitor. */
+        private CopyRun copyRun;
 
         /** The download it reads as it arrives, or null. */
         private final Bucket.Download download;
@@ -2442,6 +2454,40 @@ public final class S3Storage implements Storage {
                 download.await(position, dst.remaining());
             }
             return content().read(dst, position);
+        }
+
+        /**
+         * Follows a copy_file_range served through this handle from another of this store: once the
+         * copies, each going on where the last ended, have written a file S3 holds whole from its
+         * start (cp asks 64 MiB at a time), its upload may be a copy of that object
+         * ({@link MovedFrom#COPIED}, checked by the content's hash when it goes up). Anything else
+         * ends the run.
+         */
+        @Override
+        public void copiedHere(FileHandle from, long fromOffset, long toOffset, long length) {
+            synchronized (S3Storage.this) {
+                CopyRun run = copyRun;
+                copyRun = null;
+                if (!(from instanceof Handle source) || source.store() != S3Storage.this || fromOffset != toOffset
+                        || fromOffset != (run == null ? 0 : run.upTo()) || (run != null && run.source() != source.node)) {
+                    return;
+                }
+                Node s = source.node;
+                if (s.dirty || s.link || s.remoteEtag == null || s.path == null || s.sha == null || s.shaGen != s.gen
+                        || s.size < COPY_RATHER_THAN_PUT_FROM || (run != null && !s.remoteEtag.equals(run.etag()))) {
+                    return;
+                }
+                long upTo = fromOffset + length;
+                if (upTo < s.size) {
+                    copyRun = new CopyRun(s, s.remoteEtag, upTo);
+                } else if (upTo == s.size && node.size == s.size && node.path != null && node != s) {
+                    node.movedFrom = new MovedFrom(objectKey(s.path, s), s.remoteEtag, s.sha, MovedFrom.COPIED);
+                }
+            }
+        }
+
+        private S3Storage store() {
+            return S3Storage.this;
         }
 
         @Override
@@ -3611,6 +3657,7 @@ public final class S3Storage implements Storage {
         long size;
         long gen;
         Map<String, String> meta; // null: the old object's, unchanged
+        hashCopied(n);
         synchronized (this) {
             from = n.movedFrom;
             n.movedFrom = null; // one try
@@ -3650,6 +3697,35 @@ public final class S3Storage implements Storage {
             wentUp(n, p, k, gen, etag, null);
         }
         return true;
+    }
+
+    /**
+     * Where a copy wrote {@code n} whole from an object ({@link MovedFrom#COPIED}): hashes its content,
+     * outside the monitor (the hash its upload would take anyway), and records it as the content's
+     * SHA-256 when it is the object's and nothing wrote since, so {@link #uploadedAsCopy} copies it.
+     */
+    private void hashCopied(Node n) throws IOException {
+        MovedFrom from;
+        long gen;
+        synchronized (this) {
+            from = n.movedFrom;
+            if (from == null || from.gen() != MovedFrom.COPIED || !n.cached) {
+                return;
+            }
+            gen = n.gen;
+        }
+        String sha;
+        try {
+            sha = ContentHash.of(dataFile(n.ino));
+        } catch (NoSuchFileException e) {
+            return; // removed meanwhile
+        }
+        synchronized (this) {
+            if (n.gen == gen && sha.equals(from.sha())) {
+                n.sha = sha;
+                n.shaGen = gen;
+            }
+        }
     }
 
     /** Whether {@code n}, held here, is large enough to copy and its SHA-256 still known (its content unchanged since); under the monitor. */

@@ -1064,6 +1064,57 @@ class S3HostsTest {
     }
 
     @Test
+    void aFileCopiedWholeFromOneS3HasGoesUpAsS3sCopyUnlessWrittenSince() throws Exception {
+        // uploads only at flushAll: the copies are judged as they stand then
+        S3Storage a = host(options("a").withClock(startClock(), false));
+        byte[] data = randomBytes(3L << 20, 21);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/src.bin"), data);
+        a.flushAll();
+        Map<String, Long> before = a.requests();
+        // as the daemon serves cp's copy_file_range: read one handle, write the other, say so
+        copyThroughHandles(a, "/shared/src.bin", "/shared/copy.bin", 1 << 20);
+        copyThroughHandles(a, "/shared/src.bin", "/shared/changed.bin", 1 << 20);
+        try (FileHandle h = a.open(p("/shared/changed.bin"), EnumSet.of(OpenFlag.WRITE), 0644)) {
+            h.write(ByteBuffer.wrap("changed".getBytes(UTF_8)), 5);
+        }
+        copyThroughHandles(a, "/shared/src.bin", "/shared/src.bin.partial", 2 << 20); // stopped short: not whole
+        a.flushAll();
+        Map<String, Long> after = a.requests();
+        String spent = "before " + before + ", after " + after;
+        assertEquals(1, after.getOrDefault("copy", 0L) - before.getOrDefault("copy", 0L), spent);
+        assertEquals(2, after.getOrDefault("put", 0L) - before.getOrDefault("put", 0L), spent);
+        assertArrayEquals(data, inS3Bytes("shared/copy.bin"));
+        System.arraycopy("changed".getBytes(UTF_8), 0, data, 5, 7);
+        assertArrayEquals(data, inS3Bytes("shared/changed.bin"));
+        // the source up once, then the changed copy and the partial one: the whole copy moved no byte
+        assertTrue(a.state().endsWith("; content: 0.0 MiB down, 8.0 MiB up"), a.state());
+        S3Storage b = host(options("b"));
+        assertEquals(a.etag(p("/shared/copy.bin")), b.etag(p("/shared/copy.bin"))); // the SHA-256 the copy carries
+    }
+
+    /** cp's copy_file_range as the daemon serves it between two handles of {@code s}, {@code chunk} bytes a call, the last short. */
+    private static void copyThroughHandles(S3Storage s, String from, String to, int chunk) throws IOException {
+        try (FileHandle in = s.open(p(from), EnumSet.of(OpenFlag.READ), 0);
+             FileHandle out = s.open(p(to), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE, OpenFlag.TRUNCATE), 0644)) {
+            ByteBuffer b = ByteBuffer.allocate(chunk);
+            for (long at = 0; ; ) {
+                b.clear();
+                int n = in.read(b, at);
+                if (n <= 0) {
+                    return;
+                }
+                out.write(b.flip(), at);
+                out.copiedHere(in, at, at, n);
+                at += n;
+                if (to.endsWith(".partial")) {
+                    return;
+                }
+            }
+        }
+    }
+
+    @Test
     void aFileHeldHereIsRenamedByS3CopyingItUnlessItChangedSince() throws Exception {
         // uploads only at flushAll: a write-back between the rename and the write would copy that file too
         S3Storage a = host(options("a").withClock(startClock(), false));

@@ -169,6 +169,21 @@ class S3MountTest {
 
     @Test
     @Timeout(120)
+    void cpWithinThePrefixOfAFileS3HasIsCopiedByS3() throws IOException {
+        MountedFs a = host("hostA");
+        String dir = PREFIX.substring(1);
+        a.sh("head -c 2500000 /dev/urandom > " + dir + "/orig.bin && python3 -c \"import os; os.fsync(os.open('" + dir
+                + "/orig.bin', os.O_RDONLY))\" && cp " + dir + "/orig.bin " + dir + "/dup.bin").ok();
+        byte[] original = Files.readAllBytes(a.at(PREFIX + "/orig.bin"));
+        MountedFs b = host("hostB");
+        await(SETTLES_WITHIN, "host B reading the copy", () -> java.util.Arrays.equals(original, bytesOrNull(b.at(PREFIX + "/dup.bin"))));
+        // the original went up once; the copy is S3's, its bytes neither down nor up again
+        String stats = MountedFs.cli("stats", a.mountpoint().toString()).ok().out();
+        assertTrue(stats.contains("copy=1") && stats.contains("content: 0.0 MiB down, 2.4 MiB up"), stats);
+    }
+
+    @Test
+    @Timeout(120)
     void aFileLargerThanOneRequestShouldCarryMovesInPartsBothWaysAndIsReadAsItComes() throws IOException {
         // 70 MiB: above Bucket.DEFAULT_PARTS_ABOVE, so five parts of 16 MiB up, and five ranges down
         MountedFs a = host("hostA");
