@@ -875,6 +875,37 @@ final class Bucket implements Closeable {
     private String putInParts(String key, Path from, long size, Map<String, String> meta, String ifMatch,
                               BooleanSupplier unchanged) throws IOException {
         refuseWhileUnreachable("put", key);
+        return inParts("put", key, size, meta, ifMatch, (uploadId, number, offset, length) -> {
+            CompletedPart sent = uploadPart(key, uploadId, number, from, offset, length, unchanged);
+            // what the part read may be torn by a change since: no later part is worth sending
+            requireUnchanged(unchanged, key);
+            return sent;
+        }, () -> requireUnchanged(unchanged, key));
+    }
+
+    /** Makes part {@code number} of upload {@code uploadId}: {@code length} bytes at {@code offset}. */
+    @FunctionalInterface
+    private interface PartMaker {
+        CompletedPart make(String uploadId, int number, long offset, long length) throws IOException;
+    }
+
+    /** A check that may refuse, with an IOException, to complete an upload whose parts are all made. */
+    @FunctionalInterface
+    private interface CompletionCheck {
+        CompletionCheck NONE = () -> {
+        };
+
+        void check() throws IOException;
+    }
+
+    /**
+     * An upload in parts of {@code key}, whose object gets the metadata {@code meta}: each part made by
+     * {@code maker}, side by side in the pool, then {@code check}, then completed under a PUT's
+     * condition ({@code ifMatch}, or If-None-Match * when null), which S3 checks then. An upload that
+     * fails is aborted, so S3 keeps (and bills) none of its parts.
+     */
+    private String inParts(String op, String key, long size, Map<String, String> meta, String ifMatch, PartMaker maker,
+                           CompletionCheck check) throws IOException {
         String uploadId = createUpload(key, meta);
         boolean done = false;
         try {
@@ -884,17 +915,12 @@ final class Bucket implements Closeable {
                 int number = parts.size() + 1;
                 long offset = at;
                 long length = Math.min(part, size - at);
-                parts.add(partMovers.submit(() -> {
-                    CompletedPart sent = uploadPart(key, uploadId, number, from, offset, length, unchanged);
-                    // what the part read may be torn by a change since: no later part is worth sending
-                    requireUnchanged(unchanged, key);
-                    return sent;
-                }));
+                parts.add(partMovers.submit(() -> maker.make(uploadId, number, offset, length)));
             }
             // a part made after the abort would stay: allOf ends them all first
-            List<CompletedPart> uploaded = allOf(parts, "put", key);
-            requireUnchanged(unchanged, key);
-            String etag = complete(key, uploadId, uploaded, ifMatch);
+            List<CompletedPart> made = allOf(parts, op, key);
+            check.check();
+            String etag = complete(key, uploadId, made, ifMatch);
             done = true;
             return etag;
         } finally {
@@ -1197,25 +1223,9 @@ final class Bucket implements Closeable {
             }
             kept = source.meta();
         }
-        String uploadId = createUpload(to, kept);
-        boolean done = false;
-        try {
-            long part = partSize(size);
-            List<Future<CompletedPart>> parts = new ArrayList<>();
-            for (long at = 0; at < size; at += part) {
-                int number = parts.size() + 1;
-                long offset = at;
-                long length = Math.min(part, size - at);
-                parts.add(partMovers.submit(() -> copyPart(from, fromEtag, to, uploadId, number, offset, length)));
-            }
-            String etag = complete(to, uploadId, allOf(parts, "copy", to), ifMatch);
-            done = true;
-            return etag;
-        } finally {
-            if (!done) {
-                abort(to, uploadId);
-            }
-        }
+        return inParts("copy", to, size, kept, ifMatch,
+                (uploadId, number, offset, length) -> copyPart(from, fromEtag, to, uploadId, number, offset, length),
+                CompletionCheck.NONE);
     }
 
     private CompletedPart copyPart(String from, String fromEtag, String to, String uploadId, int number, long offset,

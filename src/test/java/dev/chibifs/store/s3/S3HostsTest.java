@@ -1057,10 +1057,7 @@ class S3HostsTest {
         assertEquals(0, after.getOrDefault("get", 0L) - before.getOrDefault("get", 0L), spent);
         assertEquals(0, after.getOrDefault("put-part", 0L) - before.getOrDefault("put-part", 0L), spent);
         assertTrue(b.state().endsWith("; content: 0.0 MiB down, 0.0 MiB up"), b.state());
-        assertNull(inS3("shared/big.bin"));
-        S3Storage c = host(options("c"));
-        assertEquals(0755, c.metadata(p("/shared/moved.bin")).mode() & 0777);
-        assertArrayEquals(big, c.read(p("/shared/moved.bin")));
+        assertMovedAndExecutableOnAnotherHost(big);
     }
 
     @Test
@@ -1091,6 +1088,14 @@ class S3HostsTest {
         assertTrue(a.state().endsWith("; content: 0.0 MiB down, 8.0 MiB up"), a.state());
         S3Storage b = host(options("b"));
         assertEquals(a.etag(p("/shared/copy.bin")), b.etag(p("/shared/copy.bin"))); // the SHA-256 the copy carries
+    }
+
+    /** What a third host sees of {@code big}, moved from /shared/big.bin to /shared/moved.bin and made executable. */
+    private void assertMovedAndExecutableOnAnotherHost(byte[] big) throws IOException {
+        assertNull(inS3("shared/big.bin"));
+        S3Storage c = host(options("c"));
+        assertEquals(0755, c.metadata(p("/shared/moved.bin")).mode() & 0777);
+        assertArrayEquals(big, c.read(p("/shared/moved.bin")));
     }
 
     /** cp's copy_file_range as the daemon serves it between two handles of {@code s}, {@code chunk} bytes a call, the last short. */
@@ -1177,10 +1182,7 @@ class S3HostsTest {
         assertEquals(1, after.getOrDefault("copy", 0L) - before.getOrDefault("copy", 0L), after.toString());
         assertEquals(null, after.get("put-part"), after.toString());
         assertEquals(0, b.pendingChanges());
-        assertNull(inS3("shared/big.bin"));
-        S3Storage c = host(options("c"));
-        assertEquals(0755, c.metadata(p("/shared/moved.bin")).mode() & 0777);
-        assertArrayEquals(big, c.read(p("/shared/moved.bin")));
+        assertMovedAndExecutableOnAnotherHost(big);
     }
 
     @Test
