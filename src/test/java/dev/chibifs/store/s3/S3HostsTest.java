@@ -1063,11 +1063,8 @@ class S3HostsTest {
     @Test
     void aFileCopiedWholeFromOneS3HasGoesUpAsS3sCopyUnlessWrittenSince() throws Exception {
         // uploads only at flushAll: the copies are judged as they stand then
-        S3Storage a = host(options("a").withClock(startClock(), false));
         byte[] data = randomBytes(3L << 20, 21);
-        a.mkdir(p("/shared"));
-        a.write(p("/shared/src.bin"), data);
-        a.flushAll();
+        S3Storage a = hostThatUploaded("a", "/shared/src.bin", data);
         Map<String, Long> before = a.requests();
         // as the daemon serves cp's copy_file_range: read one handle, write the other, say so
         copyThroughHandles(a, "/shared/src.bin", "/shared/copy.bin", 1 << 20);
@@ -1088,6 +1085,15 @@ class S3HostsTest {
         assertTrue(a.state().endsWith("; content: 0.0 MiB down, 8.0 MiB up"), a.state());
         S3Storage b = host(options("b"));
         assertEquals(a.etag(p("/shared/copy.bin")), b.etag(p("/shared/copy.bin"))); // the SHA-256 the copy carries
+    }
+
+    /** A host on a stopped clock (it uploads only at flushAll) that wrote {@code data} at {@code path} and uploaded it. */
+    private S3Storage hostThatUploaded(String host, String path, byte[] data) throws IOException {
+        S3Storage s = host(options(host).withClock(startClock(), false));
+        s.mkdir(p(path).parent());
+        s.write(p(path), data);
+        s.flushAll();
+        return s;
     }
 
     /** What a third host sees of {@code big}, moved from /shared/big.bin to /shared/moved.bin and made executable. */
@@ -1344,11 +1350,8 @@ class S3HostsTest {
     @Test
     void attributesChangedOnALargeFileHeldHereGoUpWithoutItsContentUntilItChanges() throws Exception {
         // uploads only at flushAll, so that each change goes up as the test makes it
-        S3Storage a = host(options("a").withClock(startClock(), false));
         byte[] model = randomBytes(2L << 20, 13);
-        a.mkdir(p("/shared"));
-        a.write(p("/shared/model.bin"), model);
-        a.flushAll();
+        S3Storage a = hostThatUploaded("a", "/shared/model.bin", model);
         a.setExecutable(p("/shared/model.bin"), 0755);
         a.setXattr(p("/shared/model.bin"), "user.origin", "a".getBytes(UTF_8), XattrMode.SET);
         Map<String, Long> before = a.requests();
