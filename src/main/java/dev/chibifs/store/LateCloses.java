@@ -1,6 +1,11 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.Syscalls;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -15,8 +20,9 @@ import java.util.concurrent.locks.LockSupport;
  * (this project's VMs) that waits for a discard of its blocks: about 65 us per file, where the
  * unlink itself takes 5 ({@code rm -rf} of /usr/include/linux on the disk: 57 ms, 5 ms with every
  * inode still open elsewhere). {@link LocalStorage#removeFile} keeps such a reference across its
- * unlinkat, and {@link HeldDirectories} hands over the descriptor of a directory that was removed;
- * the reply goes out at once, and the blocks are freed here, beside the program's next requests.
+ * unlinkat, {@link HeldDirectories} hands over the descriptor of a directory that was removed, and
+ * the S3 store removes its cached content through {@link #delete}; the reply goes out at once, and
+ * the blocks are freed here, beside the program's next requests.
  *
  * <p>What comes later is free space, so {@link #flush} runs before the store reports it
  * ({@code df} right after {@code rm} sees the space back). The thread wakes once per run of
@@ -24,7 +30,7 @@ import java.util.concurrent.locks.LockSupport;
  * next, and past {@link #LIMIT} waiting descriptors the caller closes its own, which bounds both
  * the descriptors held and the space not yet given back.
  */
-final class LateCloses {
+public final class LateCloses {
 
     /** How long the closer lets descriptors gather after a batch while removals keep coming. */
     private static final long GATHER_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
@@ -40,8 +46,33 @@ final class LateCloses {
     private Thread closer;
     private volatile boolean ended;
 
+    /** Closes what it is given on a thread of its own. */
+    public LateCloses() {
+        this(true);
+    }
+
     LateCloses(boolean ownThread) {
         this.ownThread = ownThread;
+    }
+
+    /**
+     * Removes {@code file} (no failure when it is gone already), keeping a reference across the
+     * unlink so that the file system frees it here, later: for files a store keeps of its own (the
+     * S3 store's content cache), removed inside a request.
+     */
+    public void delete(Path file) throws IOException {
+        int last = Syscalls.tryOpenat(Linux.AT_FDCWD, file.toString(), Linux.O_PATH | Linux.O_NOFOLLOW, 0);
+        if (last < 0) {
+            Files.deleteIfExists(file); // nothing to hold (gone, or out of descriptors): as before
+            return;
+        }
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException | RuntimeException e) {
+            Syscalls.close(last);
+            throw e;
+        }
+        close(last);
     }
 
     /** Closes {@code fd} soon, on the closer's thread; at once, here, when the queue is full or ended. */
@@ -54,7 +85,7 @@ final class LateCloses {
     }
 
     /** Closes, here and now, every descriptor waiting. */
-    void flush() {
+    public void flush() {
         List<Integer> batch = new ArrayList<>();
         waiting.drainTo(batch);
         if (closeAll(batch)) {
@@ -106,7 +137,7 @@ final class LateCloses {
     }
 
     /** Closes what waits and ends the thread; later calls to {@link #close(int)} close at once. */
-    void close() {
+    public void close() {
         Thread t;
         synchronized (this) {
             ended = true;

@@ -635,6 +635,18 @@ class LocalStorageTest extends StorageBehaviourSuite {
     }
 
     @Test
+    void lateClosesDeletesAFileAndFreesItAtTheFlush() throws IOException {
+        Path f = Files.writeString(temp.resolve("cached"), "content"); // a store's own file, as S3's cache
+        LateCloses closes = new LateCloses(false);
+        closes.delete(f);
+        assertFalse(Files.exists(f));
+        assertEquals(1, stillOpen(f));
+        closes.delete(f); // gone already: fine
+        closes.flush();
+        assertEquals(0, stillOpen(f));
+    }
+
+    @Test
     void lateClosesClosesWhatWaitsBeforeItEnds() throws IOException {
         storage.createDirectory(p("/shared"));
         storage.write(p("/shared/f"), bytes("f"));
