@@ -119,11 +119,14 @@ final class Journal implements Closeable {
         return (crc(text) + " " + text + "\n").getBytes(StandardCharsets.UTF_8);
     }
 
+    /** The CRC-32 of {@code text} as eight lower-case hex digits (HexFormat: String.format's parse was most of an append). */
     private static String crc(String text) {
         CRC32 c = new CRC32();
         c.update(text.getBytes(StandardCharsets.UTF_8));
-        return String.format("%08x", c.getValue());
+        return HEX.toHexDigits((int) c.getValue());
     }
+
+    private static final java.util.HexFormat HEX = java.util.HexFormat.of();
 
     private void closeOut() {
         if (out != null) {
