@@ -751,9 +751,7 @@ class S3HostsTest {
 
     @Test
     void anAttributeChangeToAFileNotFetchedHereOutlivesAKill() throws Exception {
-        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
-        put(a, "/shared/tool", "#!/bin/sh");
-        a.flushAll();
+        S3Storage a = hostThatPut("a", "/shared/tool", "#!/bin/sh");
         MutableClock clock = startClock();
         S3Options o = options("b").withClock(clock, false).withPrefetchBelow(0);
         S3Storage b = host(o);
@@ -1087,6 +1085,14 @@ class S3HostsTest {
         assertEquals(a.etag(p("/shared/copy.bin")), b.etag(p("/shared/copy.bin"))); // the SHA-256 the copy carries
     }
 
+    /** A host that put {@code text} at {@code path} and uploaded it, as another host would have. */
+    private S3Storage hostThatPut(String host, String path, String text) throws IOException {
+        S3Storage s = host(options(host).withFlushAfter(Duration.ZERO));
+        put(s, path, text);
+        s.flushAll();
+        return s;
+    }
+
     /** A host on a stopped clock (it uploads only at flushAll) that wrote {@code data} at {@code path} and uploaded it. */
     private S3Storage hostThatUploaded(String host, String path, byte[] data) throws IOException {
         S3Storage s = host(options(host).withClock(startClock(), false));
@@ -1193,10 +1199,8 @@ class S3HostsTest {
 
     @Test
     void aFileChangedElsewhereSinceItWasListedHereIsRenamedInItsNewVersion() throws Exception {
-        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage a = hostThatPut("a", "/shared/notes", "first");
         S3Storage b = hostHoldingItsListings("b");
-        put(a, "/shared/notes", "first");
-        a.flushAll();
         assertEquals(5, b.metadata(p("/shared/notes")).size());
         put(a, "/shared/notes", "second version");
         a.flushAll();
@@ -1334,9 +1338,7 @@ class S3HostsTest {
 
     @Test
     void aFileReplacedElsewhereWithAsManyBytesIsFetchedAgain() throws Exception {
-        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
-        put(a, "/shared/state", "aaaa");
-        a.flushAll();
+        S3Storage a = hostThatPut("a", "/shared/state", "aaaa");
         MutableClock clock = startClock();
         S3Storage b = host(options("b").withClock(clock, false));
         assertEquals("aaaa", text(b, "/shared/state"));
@@ -1393,10 +1395,8 @@ class S3HostsTest {
 
     @Test
     void attributesChangedHereOnAFileChangedElsewhereGoUpWithItsNewContent() throws Exception {
-        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage a = hostThatPut("a", "/shared/run.sh", "echo one");
         S3Storage b = hostHoldingItsListings("b");
-        put(a, "/shared/run.sh", "echo one");
-        a.flushAll();
         assertEquals(0644, b.metadata(p("/shared/run.sh")).mode() & 0777);
         put(a, "/shared/run.sh", "echo two");
         a.flushAll();
