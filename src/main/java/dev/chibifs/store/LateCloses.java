@@ -60,18 +60,41 @@ public final class LateCloses {
      * S3 store's content cache), removed inside a request.
      */
     public void delete(Path file) throws IOException {
-        int last = Syscalls.tryOpenat(Linux.AT_FDCWD, file.toString(), Linux.O_PATH | Linux.O_NOFOLLOW, 0);
-        if (last < 0) {
-            Files.deleteIfExists(file); // nothing to hold (gone, or out of descriptors): as before
-            return;
-        }
+        removeHolding(Syscalls.tryOpenat(Linux.AT_FDCWD, file.toString(), Linux.O_PATH | Linux.O_NOFOLLOW, 0),
+                () -> Files.deleteIfExists(file));
+    }
+
+    /** An unlink, rmdir or rename that may remove the last name of a file. */
+    @FunctionalInterface
+    interface Removal {
+        void run() throws IOException;
+    }
+
+    /**
+     * Runs {@code removal} while holding {@code last}, a descriptor of what it removes (negative:
+     * none to hold, out of descriptors say), then lets go of it: here later when the removal
+     * happened, at once when it failed.
+     */
+    void removeHolding(int last, Removal removal) throws IOException {
         try {
-            Files.deleteIfExists(file);
+            removal.run();
         } catch (IOException | RuntimeException e) {
-            Syscalls.close(last);
+            release(last, false);
             throw e;
         }
-        close(last);
+        release(last, true);
+    }
+
+    /** Lets go of {@code last} (negative: nothing): later where {@code removed}, else at once. */
+    void release(int last, boolean removed) {
+        if (last < 0) {
+            return;
+        }
+        if (removed) {
+            close(last);
+        } else {
+            Syscalls.close(last);
+        }
     }
 
     /** Closes {@code fd} soon, on the closer's thread; at once, here, when the queue is full or ended. */

@@ -74,7 +74,7 @@ public final class LocalStorage implements Storage {
 
     /** A store rooted at {@code root}, which is created if absent. */
     public LocalStorage(Path root) throws IOException {
-        this(root, new LateCloses(true));
+        this(root, new LateCloses());
     }
 
     /** A store whose removed files' last descriptors go to {@code lateCloses} (tests: one they flush). */
@@ -681,13 +681,7 @@ public final class LocalStorage implements Storage {
             // what the rename replaces is freed by LateCloses, as a removed file is
             int replaced = mode == RenameMode.REPLACE ? Syscalls.tryOpenat(to.dir, to.name, O_PATH | O_NOFOLLOW, 0) : -1;
             int err = -Syscalls.tryRenameat(from.dir, from.name, to.dir, to.name, flags);
-            if (replaced >= 0) {
-                if (err == 0) {
-                    lateCloses.close(replaced);
-                } else {
-                    Syscalls.close(replaced);
-                }
-            }
+            lateCloses.release(replaced, err == 0);
             if (err != 0) {
                 // renameat2 says which: a missing source, or what stands in the way at the target
                 throw failure(err, switch (err) {
@@ -907,18 +901,8 @@ public final class LocalStorage implements Storage {
     public void removeFile(VfsPath path) throws IOException {
         try (At a = at(path)) {
             // a reference across the unlink, so the inode is freed (its blocks discarded) by LateCloses
-            int last = Syscalls.tryOpenat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0);
-            try {
-                Syscalls.unlinkat(a.dir, a.name, false, path.toString());
-            } catch (IOException | RuntimeException e) {
-                if (last >= 0) {
-                    Syscalls.close(last);
-                }
-                throw e;
-            }
-            if (last >= 0) {
-                lateCloses.close(last);
-            }
+            lateCloses.removeHolding(Syscalls.tryOpenat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0),
+                    () -> Syscalls.unlinkat(a.dir, a.name, false, path.toString()));
         }
     }
 
