@@ -6,10 +6,11 @@ import dev.chibifs.sys.Syscalls;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -23,11 +24,11 @@ import java.util.concurrent.locks.LockSupport;
  * the S3 store removes its cached content through {@link #delete}; the reply goes out at once, and
  * the blocks are freed here, beside the program's next requests.
  *
- * <p>What comes later is free space, so {@link #flush} runs before the store reports it
- * ({@code df} right after {@code rm} sees the space back). The thread wakes once per run of
- * removals, not once per file: after a batch it waits {@link #GATHER_NANOS} before taking the
- * next, and past {@link #LIMIT} waiting descriptors the caller closes its own, which bounds both
- * the descriptors held and the space not yet given back.
+ * <p>What comes later is free space, so {@link #flush} runs before the store reports it ({@code
+ * df} right after {@code rm} sees the space back) and before anything that may take space. The
+ * thread wakes once per run of removals, not once per file: after a batch it pauses
+ * {@link #GATHER_NANOS} before taking the next, and past {@link #LIMIT} waiting descriptors the
+ * caller closes its own, which bounds the descriptors held.
  */
 public final class LateCloses {
 
@@ -35,15 +36,20 @@ public final class LateCloses {
     private static final long GATHER_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
     /** The most descriptors waiting at once: a few against the held directories' share of the open-file limit. */
     private static final int LIMIT = (int) Math.max(16, Math.min(1024, Syscalls.openFileLimit() / 16));
-    /** Offered by {@link #close()}: the closer ends when it takes it. */
-    private static final int END = -1;
 
-    private final LinkedBlockingQueue<Integer> waiting = new LinkedBlockingQueue<>();
+    /** Descriptors given and not closed yet, queued or in the closer's hands: {@link #flush}'s fast path. */
+    private final AtomicInteger open = new AtomicInteger();
+    /** Guarded by {@code this}, as are the fields below it. */
+    private final ArrayDeque<Integer> waiting = new ArrayDeque<>();
     /** False: nothing closes what waits but {@link #flush} and {@link #close()} (tests). */
     private final boolean ownThread;
     /** Started at the first descriptor, so a store that removes nothing costs no thread. */
     private Thread closer;
-    private volatile boolean ended;
+    /** The closer waits for work (not in its pause between batches): a descriptor given wakes it. */
+    private boolean closerIdle;
+    /** The closer is closing a batch it took: {@link #flush} waits for it. */
+    private boolean closing;
+    private boolean ended;
 
     /** Closes what it is given on a thread of its own. */
     public LateCloses() {
@@ -99,63 +105,87 @@ public final class LateCloses {
 
     /** Closes {@code fd} soon, on the closer's thread; at once, here, when the queue is full or ended. */
     void close(int fd) {
-        if (ended || waiting.size() >= LIMIT || !started()) {
-            Syscalls.close(fd);
+        synchronized (this) {
+            if (!ended && waiting.size() < LIMIT) {
+                open.incrementAndGet();
+                waiting.add(fd);
+                if (closer == null && ownThread) {
+                    closer = new Thread(this::run, "chibifs-late-closes");
+                    closer.setDaemon(true);
+                    closer.start();
+                } else if (closerIdle) {
+                    notifyAll(); // the first of a run; the rest come while it pauses, waking nobody
+                }
+                return;
+            }
+        }
+        Syscalls.close(fd);
+    }
+
+    /**
+     * Closes, here and now, every descriptor given so far, and waits for those the closer is closing:
+     * the space of everything removed before this call is back when it returns. Called before what
+     * may take space (a file opened to write, a directory made, {@code statfs}): a program that
+     * deletes to make room and then writes (on a full disk) must find the room there. Costs one read
+     * of a counter when nothing waits.
+     */
+    public void flush() {
+        if (open.get() == 0) {
             return;
         }
-        waiting.offer(fd);
-    }
-
-    /** Closes, here and now, every descriptor waiting. */
-    public void flush() {
-        List<Integer> batch = new ArrayList<>();
-        waiting.drainTo(batch);
-        if (closeAll(batch)) {
-            waiting.offer(END); // taken from the closer, which close() is waiting for
+        List<Integer> batch;
+        synchronized (this) {
+            while (closing) {
+                waitUninterruptibly();
+            }
+            batch = new ArrayList<>(waiting);
+            waiting.clear();
         }
-    }
-
-    private synchronized boolean started() {
-        if (ended) {
-            return false;
-        }
-        if (closer == null && ownThread) {
-            closer = new Thread(this::run, "chibifs-late-closes");
-            closer.setDaemon(true);
-            closer.start();
-        }
-        return true;
+        closeAll(batch);
     }
 
     private void run() {
-        List<Integer> batch = new ArrayList<>();
         while (true) {
+            List<Integer> batch;
+            synchronized (this) {
+                while (waiting.isEmpty() && !ended) {
+                    closerIdle = true;
+                    waitUninterruptibly();
+                    closerIdle = false;
+                }
+                if (waiting.isEmpty()) {
+                    return; // ended, and everything given is closed
+                }
+                batch = new ArrayList<>(waiting);
+                waiting.clear();
+                closing = true;
+            }
             try {
-                batch.add(waiting.take());
-            } catch (InterruptedException e) {
-                continue; // only END stops the closer, so nothing queued is left open
+                closeAll(batch);
+            } finally {
+                synchronized (this) {
+                    closing = false;
+                    notifyAll();
+                }
             }
-            waiting.drainTo(batch);
-            if (closeAll(batch)) {
-                return;
-            }
-            // offers made meanwhile signal nobody (no thread waits in take()): no wake-up per removal
             LockSupport.parkNanos(GATHER_NANOS);
         }
     }
 
-    /** Closes {@code batch} and empties it; true when it held {@link #END}. */
-    private static boolean closeAll(List<Integer> batch) {
-        boolean end = false;
+    private void closeAll(List<Integer> batch) {
         for (int fd : batch) {
-            if (fd == END) {
-                end = true;
-            } else {
-                Syscalls.close(fd);
-            }
+            Syscalls.close(fd);
+            open.decrementAndGet();
         }
-        batch.clear();
-        return end;
+    }
+
+    /** Under the monitor: an interrupt does not end a wait that others count on. */
+    private void waitUninterruptibly() {
+        try {
+            wait();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** Closes what waits and ends the thread; later calls to {@link #close(int)} close at once. */
@@ -164,15 +194,15 @@ public final class LateCloses {
         synchronized (this) {
             ended = true;
             t = closer;
+            notifyAll();
         }
         if (t != null) {
-            waiting.offer(END);
             try {
                 t.join(TimeUnit.SECONDS.toMillis(10));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         }
-        flush(); // what a close(fd) that read ended just before it was set queued after END
+        flush(); // with no thread (tests), or one that did not end in time
     }
 }

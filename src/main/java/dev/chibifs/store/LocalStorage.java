@@ -54,6 +54,7 @@ public final class LocalStorage implements Storage {
      * limit (ulimit -n 1024) leaves most of them for open files.
      */
     private static final int HELD_DIRECTORIES = heldDirectories();
+    private static final Set<OpenFlag> READ_ONLY = Set.of(OpenFlag.READ);
     /** How long a change waits for a lock another process holds on the file, unless told otherwise. */
     public static final Duration DEFAULT_LOCK_WAIT = Duration.ofSeconds(10);
     /** The longest pause between two tries for a held lock: another mount's unlock wakes nobody here. */
@@ -321,6 +322,7 @@ public final class LocalStorage implements Storage {
      */
     @Override
     public void write(VfsPath path, byte[] data, Precondition condition) throws IOException {
+        spaceBackFirst();
         if (condition.none()) {
             writeLocked(path, data, condition);
             return;
@@ -462,6 +464,7 @@ public final class LocalStorage implements Storage {
     /** Appends while holding the file's locks (see {@link #lockForChange}), with the condition checked under them. */
     @Override
     public void append(VfsPath path, byte[] data, Precondition condition) throws IOException {
+        spaceBackFirst();
         createParents(path);
         try (At a = at(path)) {
             if (condition.ifNoneMatch()) {
@@ -609,6 +612,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void mkdir(VfsPath path) throws IOException {
+        spaceBackFirst();
         List<String> segments = path.segments();
         VfsPath p = VfsPath.root();
         for (String s : segments) {
@@ -629,6 +633,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void copy(VfsPath src, VfsPath dst) throws IOException {
+        spaceBackFirst();
         try (At from = at(src)) {
             int fd = openRegular(from, src, false, false, 0);
             int in = -1;
@@ -730,6 +735,9 @@ public final class LocalStorage implements Storage {
 
     @Override
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
+        if (!flags.equals(READ_ONLY)) {
+            spaceBackFirst();
+        }
         int access = access(flags);
         boolean write = (access & O_ACCMODE) != O_RDONLY;
         boolean exclusive = flags.contains(OpenFlag.CREATE_NEW);
@@ -813,6 +821,9 @@ public final class LocalStorage implements Storage {
 
         @Override
         public FileHandle open(Set<OpenFlag> flags) throws IOException {
+            if (!flags.equals(READ_ONLY)) {
+                spaceBackFirst();
+            }
             checkOpen();
             int access = access(flags);
             boolean write = (access & O_ACCMODE) != O_RDONLY;
@@ -874,6 +885,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void truncate(VfsPath path, long size) throws IOException {
+        spaceBackFirst();
         try (At a = at(path)) {
             int fd = openRegular(a, path, false, false, 0);
             int out = -1;
@@ -891,6 +903,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void createDirectory(VfsPath path) throws IOException {
+        spaceBackFirst();
         checkCreatable(path);
         try (At a = at(path)) {
             Syscalls.mkdirat(a.dir, a.name, 0777, path.toString());
@@ -965,6 +978,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
+        spaceBackFirst();
         int flags = switch (mode) {
             case SET -> 0;
             case CREATE -> XATTR_CREATE;
@@ -1023,6 +1037,7 @@ public final class LocalStorage implements Storage {
 
     @Override
     public void link(VfsPath existing, VfsPath newName) throws IOException {
+        spaceBackFirst();
         checkCreatable(newName);
         try (At from = at(existing); At to = at(newName)) {
             if (stat(from.dir, from.name, existing).isDirectory()) {
@@ -1052,6 +1067,7 @@ public final class LocalStorage implements Storage {
      */
     @Override
     public void createSymlink(VfsPath link, String target) throws IOException {
+        spaceBackFirst();
         checkCreatable(link);
         checkTarget(link, target);
         try (At a = at(link)) {
@@ -1075,6 +1091,7 @@ public final class LocalStorage implements Storage {
     /** mknodat(2) of a fifo or a socket relative to the held parent; nothing else (devices: EPERM). */
     @Override
     public void createNode(VfsPath path, EntryKind kind, int mode) throws IOException {
+        spaceBackFirst();
         int type = switch (kind) {
             case FIFO -> S_IFIFO;
             case SOCKET -> S_IFSOCK;
@@ -1179,9 +1196,18 @@ public final class LocalStorage implements Storage {
         return locks.descriptionsOpen();
     }
 
+    /**
+     * Before anything that may take space (a file opened to write, a name made): what was removed
+     * gives its space back first, so a program that deletes to make room on a full disk and then
+     * writes finds the room. One read of a counter when nothing waits.
+     */
+    private void spaceBackFirst() {
+        lateCloses.flush();
+    }
+
     @Override
     public SpaceInfo space() throws IOException {
-        lateCloses.flush(); // the space of what was removed, back before it is counted
+        spaceBackFirst(); // counted with what was removed given back
         // fstatfs of the held root: one system call, where Files.getFileStore reads the mount table
         try (At d = directoryAt(VfsPath.root())) {
             Syscalls.Statfs s = Syscalls.fstatfs(d.dir);

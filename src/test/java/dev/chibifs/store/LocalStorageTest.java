@@ -635,6 +635,25 @@ class LocalStorageTest extends StorageBehaviourSuite {
     }
 
     @Test
+    void whatWasRemovedGivesItsSpaceBackBeforeAFileIsOpenedToWrite() throws IOException {
+        storage.close();
+        storage = new LocalStorage(root, new LateCloses(false));
+        Path store = local().root();
+        storage.createDirectory(p("/shared"));
+        storage.write(p("/shared/big"), new byte[64 * 1024]);
+        storage.removeFile(p("/shared/big"));
+        try (FileHandle h = storage.open(p("/shared/big"), EnumSet.of(OpenFlag.READ), 0)) {
+            throw new AssertionError("removed, yet opened");
+        } catch (java.nio.file.NoSuchFileException expected) {
+            // a read-only open takes no space: the removed file may stay held
+        }
+        assertEquals(1, stillOpen(store.resolve("shared/big")));
+        // rm to make room on a full disk, then write: the room is there when the open returns
+        storage.open(p("/shared/after"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644).close();
+        assertEquals(0, stillOpen(store.resolve("shared/big")));
+    }
+
+    @Test
     void lateClosesDeletesAFileAndFreesItAtTheFlush() throws IOException {
         Path f = Files.writeString(temp.resolve("cached"), "content"); // a store's own file, as S3's cache
         LateCloses closes = new LateCloses(false);
