@@ -86,7 +86,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * close-to-open consistency). Every upload is conditional on the object being what this host last
  * saw (If-Match its ETag, If-None-Match: * for a new one): when another host got there first, its
  * version stays and this host's is uploaded beside it as {@code <name>.conflict-<host>-<time>},
- * and logged. Hard links cannot be kept in S3: {@link #link} refuses them.
+ * and logged; unless every change made here since was an append ({@code >>}): then this host's
+ * appended bytes go up at the end of theirs, as two appends through one host would have left the
+ * file ({@link #mergeAppends}). Hard links cannot be kept in S3: {@link #link} refuses them.
  *
  * <p>Symbolic links: the link {@code x} is the object {@code x.rclonelink} holding its target's text,
  * as {@code rclone --links} keeps them, so a listing tells a link from a file with no request per
@@ -166,6 +168,10 @@ public final class S3Storage implements Storage {
     private final FileChannel lockFile;
     private final FileLock cacheLock;
     private final ReentrantLock flushLock = new ReentrantLock();
+    /** {@link Node#appendsFrom} of a file changed here otherwise than by appends. */
+    private static final long NOT_APPENDS = -1;
+    /** How many times a merge of appends meets yet another version before this host's goes up as a conflict copy. */
+    private static final int MERGE_TRIES = 5;
     /** How many uploads run at once in a write-back pass. */
     private static final int UPLOADERS = 4;
     private final java.util.concurrent.ExecutorService uploaders = Bucket.daemonThreads(UPLOADERS, "s3-upload");
@@ -284,6 +290,16 @@ public final class S3Storage implements Storage {
         InProcessLocks locks;
         /** Its extended attributes (files only), as its object's metadata carries them; null for none. */
         Map<String, byte[]> xattrs;
+        /**
+         * Where this host's appends begin, while every change of its content made here since the version
+         * S3 has ({@link #remoteEtag}; none, for a file an append made here) was a write through a handle
+         * opened to append: the bytes before it are that version's, or went up already. Another host's
+         * change met at upload then gets the bytes from here on at its end ({@link #mergeAppends}),
+         * not a conflict copy. {@link #NOT_APPENDS} after any other change (a write elsewhere, a
+         * truncate, an attribute, a rename). Not journaled: after a restart such a change meets another
+         * host's as any change does.
+         */
+        long appendsFrom = NOT_APPENDS;
         /**
          * The SHA-256 of each upload since the last that succeeded whose every attempt failed as far
          * as the client knows: one may have landed all the same. Null when none.
@@ -586,6 +602,7 @@ public final class S3Storage implements Storage {
     private void changed(Node n, boolean contentKept) {
         boolean shaKnown = contentKept && n.shaGen == n.gen;
         n.gen++;
+        n.appendsFrom = NOT_APPENDS; // a merge would put theirs under this name with theirs attributes
         if (shaKnown) {
             n.shaGen = n.gen;
         }
@@ -604,8 +621,17 @@ public final class S3Storage implements Storage {
     /**
      * Marks {@code n} as being written through a handle; journaled (before the data changes) only when
      * it turns dirty, so that a crash never leaves changed content behind a record saying it is clean.
+     * {@code appendAt} is where an append through a handle opened to append writes, else
+     * {@link #NOT_APPENDS}; {@code asMade} whether the file is still as that handle's open made it.
      */
-    private void writing(Node n) {
+    private void writing(Node n, long appendAt, boolean asMade) {
+        if (appendAt == NOT_APPENDS) {
+            n.appendsFrom = NOT_APPENDS;
+        } else if (!n.dirty) {
+            n.appendsFrom = n.remoteEtag != null ? appendAt : NOT_APPENDS; // the content is S3's version
+        } else if (asMade && n.remoteEtag == null) {
+            n.appendsFrom = appendAt; // empty as this open made it, and no object: appends begin at 0
+        }
         n.gen++;
         n.attributesKnown = true;
         if (!n.dirty) {
@@ -2395,6 +2421,9 @@ public final class S3Storage implements Storage {
         private volatile CacheFile ch;
         private final boolean writer;
         private final boolean append;
+        /** Its open made the file, whose generation was then {@link #madeGen}. */
+        private final boolean made;
+        private final long madeGen;
         /** As the open left the file (truncated); null when it made it. */
         private Metadata opened;
         private boolean closed;
@@ -2422,6 +2451,8 @@ public final class S3Storage implements Storage {
             this.ch = ch;
             this.writer = writer;
             this.append = append;
+            this.made = made;
+            this.madeGen = node.gen;
             this.opened = made ? null : metadataOf(node);
             this.download = download;
         }
@@ -2502,7 +2533,7 @@ public final class S3Storage implements Storage {
             synchronized (S3Storage.this) {
                 long at = append ? ch.size() : position;
                 requireObjectSize(at + src.remaining());
-                writing(node);
+                writing(node, append ? at : NOT_APPENDS, made && node.gen == madeGen);
                 commit();
                 int n = ch.write(src, at);
                 node.size = ch.size();
@@ -2515,7 +2546,7 @@ public final class S3Storage implements Storage {
         public void truncate(long size) throws IOException {
             content();
             synchronized (S3Storage.this) {
-                writing(node);
+                writing(node, NOT_APPENDS, false);
                 commit();
                 setLength(size);
                 node.size = ch.size();
@@ -2555,7 +2586,7 @@ public final class S3Storage implements Storage {
                     setLength(end);
                 }
                 if (zero || (!keepSize && end > cur)) {
-                    writing(node);
+                    writing(node, NOT_APPENDS, false);
                     commit();
                     node.size = ch.size();
                     touch(node);
@@ -3033,6 +3064,9 @@ public final class S3Storage implements Storage {
             condition.check(path, currentEtag(path));
             change.run();
             Node n = findFile(path);
+            synchronized (this) {
+                n.appendsFrom = NOT_APPENDS; // checked against one version: another's is a conflict, not a merge
+            }
             String mine = etag(path);
             flushNode(n);
             String now = currentEtag(path);
@@ -3463,12 +3497,19 @@ public final class S3Storage implements Storage {
                 deleteSnapshot(snap);
                 return; // removed meanwhile: nothing to upload
             }
+            long appendsFrom;
+            long upTo;
             synchronized (this) {
                 if (n.gen != gen && attempt < SNAPSHOT_TRIES) {
                     deleteSnapshot(snap);
                     continue;
                 }
                 gen = n.gen;
+                appendsFrom = n.appendsFrom;
+                upTo = n.size;
+            }
+            if (!direct) {
+                upTo = Files.size(snap); // what went up, should the file have grown since
             }
             long readGen = gen;
             java.util.function.BooleanSupplier unchanged = direct ? () -> {
@@ -3491,6 +3532,9 @@ public final class S3Storage implements Storage {
                 }
                 synchronized (this) {
                     wentUp(n, p, k, gen, etag, sha);
+                    if (n.dirty && n.appendsFrom != NOT_APPENDS) {
+                        n.appendsFrom = upTo; // appended to while it went up: S3 has what was before
+                    }
                 }
             } catch (Bucket.PreconditionFailed e) {
                 String ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, k) : null;
@@ -3502,6 +3546,15 @@ public final class S3Storage implements Storage {
                         n.lostUploads = null;
                     }
                     continue; // the finally block drops this snapshot; the next attempt takes another
+                }
+                if (appendsFrom != NOT_APPENDS) {
+                    Merge merge = mergeAppends(n, p, k, gen, source, appendsFrom, upTo, meta, unchanged);
+                    if (merge == Merge.DONE) {
+                        return;
+                    }
+                    if (merge == Merge.AGAIN) {
+                        continue;
+                    }
                 }
                 if (!direct) {
                     conflict(n, p, gen, snap, sha, meta);
@@ -3532,6 +3585,110 @@ public final class S3Storage implements Storage {
             }
             return;
         }
+    }
+
+    /** How a {@link #mergeAppends} ended. */
+    private enum Merge {
+        /** Theirs with this host's appends is on S3. */
+        DONE,
+        /** The file changed here, or went from S3, meanwhile: the upload tries again. */
+        AGAIN,
+        /** Another host's version kept coming: this host's goes up as a conflict copy. */
+        CONFLICT
+    }
+
+    /**
+     * Another host changed the object {@code k} of {@code n} since this host's base, and every change
+     * made here since was an append: this host's appended bytes (those of {@code source} from
+     * {@code from} to {@code upTo}) go up at the end of theirs, conditional on theirs, as two
+     * {@code >>} through one host would have left the file (theirs first: it reached S3 first).
+     * The object keeps their attributes; its mtime is the later. Holds the flush lock.
+     */
+    private Merge mergeAppends(Node n, VfsPath p, String k, long gen, Path source, long from, long upTo,
+                               Map<String, String> ours, java.util.function.BooleanSupplier unchanged) throws IOException {
+        Path merged = uploadDir.resolve(n.ino + "." + gen + ".merged");
+        try {
+            for (int attempt = 0; attempt < MERGE_TRIES; attempt++) {
+                Bucket.Head theirs = bucket.get(k, merged);
+                if (theirs == null) {
+                    return Merge.AGAIN; // removed on S3 meanwhile: a change made here outlives a delete made there
+                }
+                try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
+                     FileChannel out = FileChannel.open(merged, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
+                    for (long at = from; at < upTo; ) {
+                        at += in.transferTo(at, upTo - at, out);
+                    }
+                }
+                if (unchanged != null && !unchanged.getAsBoolean()) {
+                    return Merge.AGAIN; // read where the file is, and written to meanwhile
+                }
+                String sha = ContentHash.of(merged);
+                Map<String, String> meta = new LinkedHashMap<>(theirs.meta());
+                meta.put(META_SHA, sha);
+                meta.put(META_MTIME, Long.toString(Math.max(millisOf(ours.get(META_MTIME)), mtimeOf(theirs))));
+                String etag;
+                if (from == upTo) {
+                    etag = theirs.etag(); // nothing of this host's left to add: theirs is the merge
+                } else {
+                    try {
+                        etag = putOnce(k, merged, meta, theirs.etag(), sha);
+                    } catch (Bucket.PreconditionFailed again) {
+                        continue; // changed there once more: this host's appends go at the end of that
+                    }
+                }
+                LOG.info("merged: {} changed on S3 since this host last saw it; this host's {} appended bytes "
+                        + "are now at the end of that version", p, upTo - from);
+                synchronized (this) {
+                    merged(n, p, k, gen, upTo, merged, new Bucket.Head(Files.size(merged), null, etag, meta));
+                }
+                return Merge.DONE;
+            }
+            return Merge.CONFLICT;
+        } finally {
+            Files.deleteIfExists(merged);
+        }
+    }
+
+    private static long millisOf(String meta) {
+        try {
+            return meta == null ? 0 : Long.parseLong(meta);
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    /** The mtime {@code h} says its object's content has: its own metadata's, else S3's time. */
+    private static long mtimeOf(Bucket.Head h) {
+        long meta = millisOf(h.meta().get(META_MTIME));
+        return meta != 0 || h.modified() == null ? meta : h.modified().toEpochMilli();
+    }
+
+    /**
+     * S3 has {@code merged} ({@code h}): another host's version with {@code n}'s appends, as it was at
+     * generation {@code gen}, up to {@code upTo}, at its end. Under the monitor.
+     */
+    private void merged(Node n, VfsPath p, String k, long gen, long upTo, Path merged, Bucket.Head h) throws IOException {
+        if (n.path == null || !n.path.equals(p)) {
+            wentUp(n, p, k, gen, h.etag(), null); // renamed or removed meanwhile: as any upload then
+            return;
+        }
+        if (n.gen == gen && n.size == upTo && n.writers == 0) {
+            // the merge is its content from now on; handles open keep what they read (close-to-open)
+            Files.move(merged, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            n.cached = true;
+            n.size = h.size();
+            n.gen++;
+            fromMeta(n, h);
+            wentUp(n, p, k, n.gen, h.etag(), n.sha);
+            return;
+        }
+        // changed here meanwhile, or open to write: this host's copy lacks theirs, so its base stays
+        // the version before the merge, and its next upload meets the merge and adds what came since
+        seq++;
+        if (n.appendsFrom != NOT_APPENDS) {
+            n.appendsFrom = upTo;
+        }
+        n.due = n.writers > 0 ? Long.MAX_VALUE : millis();
     }
 
     /**

@@ -15,10 +15,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.ContentHash;
 import dev.chibifs.store.Entry;
+import dev.chibifs.store.EtagMismatchException;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.Precondition;
 import dev.chibifs.store.XattrMode;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
@@ -720,6 +722,211 @@ class S3HostsTest {
         clock.advance(S3Options.DEFAULT_VALIDITY);
         assertTrue(a.exists(p("/shared/doc.conflict-b-" + stamp)));
         assertEquals(0, a.pendingChanges());
+        assertEquals(0, b.pendingChanges());
+    }
+
+    @Test
+    void linesAppendedOnBothHostsBothStayInTheFileTheLaterUploadAtTheEnd() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b").withClock(clock, false));
+        a.write(p("/shared/tasks.md"), "- plan\n".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("- plan\n", text(b, "/shared/tasks.md"));
+
+        a.append(p("/shared/tasks.md"), "- a's task\n".getBytes(UTF_8));
+        b.append(p("/shared/tasks.md"), "- b's task\n".getBytes(UTF_8));
+        b.append(p("/shared/tasks.md"), "- b's second\n".getBytes(UTF_8));
+        a.append(p("/shared/fresh.log"), "a made it\n".getBytes(UTF_8));
+        b.append(p("/shared/fresh.log"), "b made it too\n".getBytes(UTF_8));
+        a.setExecutable(p("/shared/tasks.md"), 0755);
+        a.flushAll();
+        b.flushAll(); // both find S3 changed since b last looked: b's lines go at the end of a's
+
+        assertEquals("- plan\n- a's task\n- b's task\n- b's second\n", inS3("shared/tasks.md"));
+        assertEquals("a made it\nb made it too\n", inS3("shared/fresh.log"));
+        assertEquals(List.of("fresh.log", "tasks.md"), b.list(p("/shared")).stream().map(Entry::name).sorted().toList(),
+                "no conflict copies");
+        assertEquals(0755, b.metadata(p("/shared/tasks.md")).mode() & 0777, "the merge keeps a's attributes");
+        assertEquals(inS3("shared/tasks.md"), text(b, "/shared/tasks.md"), "b holds the merge");
+        assertEquals(inS3("shared/fresh.log"), text(b, "/shared/fresh.log"));
+        assertEquals(0, b.pendingChanges());
+        assertEquals(ContentHash.of(inS3("shared/tasks.md").getBytes(UTF_8)), b.etag(p("/shared/tasks.md")));
+    }
+
+    @Test
+    void anAppenderThatFsyncsAndWritesOnMergesAgainFromWhereItsLastMergeEnded() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b").withClock(clock, false));
+        a.write(p("/shared/run.log"), "start\n".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("start\n", text(b, "/shared/run.log"));
+        a.append(p("/shared/run.log"), "a1\n".getBytes(UTF_8));
+        a.flushAll();
+
+        try (FileHandle h = b.open(p("/shared/run.log"), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND), 0644)) {
+            h.write(ByteBuffer.wrap("b1\n".getBytes(UTF_8)), 0);
+            h.sync(false); // S3 has it, at the end of a's, though b's copy, open to write, lacks a's line
+            assertEquals("start\na1\nb1\n", inS3("shared/run.log"));
+            a.append(p("/shared/run.log"), "a2\n".getBytes(UTF_8));
+            a.flushAll(); // a read its own upload as changed on S3 (a listing): b's line came with it
+            h.write(ByteBuffer.wrap("b2\n".getBytes(UTF_8)), 0);
+        }
+        b.flushAll();
+
+        assertEquals("start\na1\nb1\na2\nb2\n", inS3("shared/run.log"), "each line once, in the order it went up");
+        assertEquals(inS3("shared/run.log"), text(b, "/shared/run.log"));
+        assertEquals(List.of("run.log"), b.list(p("/shared")).stream().map(Entry::name).toList());
+        assertEquals(0, b.pendingChanges());
+    }
+
+    /**
+     * Holds the {@code nth} PUT (from 1) of the object at {@code path} from now on that reaches the
+     * server's store (s3proxy refuses a PUT whose condition fails before that) until released.
+     */
+    private S3Server.HeldRequests holdPut(String path, int nth) {
+        AtomicInteger puts = new AtomicInteger();
+        String name = prefix + "/" + path;
+        return server.holdPuts(n -> n.equals(name) && puts.incrementAndGet() == nth, 1);
+    }
+
+    @Test
+    @Timeout(60)
+    void aMergeThatMeetsYetAnotherVersionGoesAtTheEndOfThatOne() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b").withClock(clock, false));
+        a.write(p("/shared/log"), "base\n".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("base\n", text(b, "/shared/log"));
+        a.append(p("/shared/log"), "a1\n".getBytes(UTF_8));
+        a.flushAll();
+        b.append(p("/shared/log"), "b1\n".getBytes(UTF_8));
+        // b's upload finds a's (412); its merge's PUT waits while a appends once more
+        S3Server.HeldRequests merge = holdPut("shared/log", 1);
+        try {
+            var flush = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    b.flushAll();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            assertTrue(merge.reached().await(30, TimeUnit.SECONDS));
+            a.append(p("/shared/log"), "a2\n".getBytes(UTF_8));
+            a.flushAll();
+            merge.release().countDown();
+            flush.get(30, TimeUnit.SECONDS);
+        } finally {
+            merge.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        assertEquals("base\na1\na2\nb1\n", inS3("shared/log"));
+        assertEquals(List.of("log"), b.list(p("/shared")).stream().map(Entry::name).toList());
+        assertEquals(inS3("shared/log"), text(b, "/shared/log"));
+    }
+
+    @Test
+    @Timeout(60)
+    void linesAppendedWhileTheirUploadIsUnderWayGoAtTheEndOfTheNextMergeOnce() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b").withClock(clock, false));
+        a.write(p("/shared/log"), "base\n".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("base\n", text(b, "/shared/log"));
+        a.append(p("/shared/log"), "a1\n".getBytes(UTF_8));
+        S3Server.HeldRequests upload = holdPut("shared/log", 1);
+        try {
+            var flush = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    a.flushAll();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            assertTrue(upload.reached().await(30, TimeUnit.SECONDS));
+            a.append(p("/shared/log"), "a2\n".getBytes(UTF_8)); // after the upload read the file
+            upload.release().countDown();
+            flush.get(30, TimeUnit.SECONDS);
+        } finally {
+            upload.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        assertEquals("base\na1\n", inS3("shared/log"));
+        b.append(p("/shared/log"), "b1\n".getBytes(UTF_8));
+        b.flushAll();
+        a.flushAll();
+
+        assertEquals("base\na1\nb1\na2\n", inS3("shared/log"), "a1 went up once");
+        assertEquals(inS3("shared/log"), text(a, "/shared/log"));
+    }
+
+    @Test
+    @Timeout(60)
+    void aConditionalAppendThatLosesTheRaceToS3IsAConflictNotAMerge() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b").withClock(clock, false));
+        a.write(p("/shared/log"), "base\n".getBytes(UTF_8));
+        a.flushAll();
+        String seen = b.etag(p("/shared/log"));
+        // b's check passes; its upload waits while a's append goes up
+        S3Server.HeldRequests upload = holdPut("shared/log", 1);
+        try {
+            var append = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    b.append(p("/shared/log"), "b\n".getBytes(UTF_8), Precondition.matching(seen));
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            assertTrue(upload.reached().await(30, TimeUnit.SECONDS));
+            a.append(p("/shared/log"), "a\n".getBytes(UTF_8));
+            a.flushAll();
+            upload.release().countDown();
+            var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> append.get(30, TimeUnit.SECONDS));
+            assertTrue(failed.getCause().getCause() instanceof EtagMismatchException, String.valueOf(failed.getCause()));
+        } finally {
+            upload.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        assertEquals("base\na\n", inS3("shared/log"), "checked against one version, it changes no other");
+        assertEquals("base\nb\n", inS3("shared/log.conflict-b-20260102T030405Z"));
+    }
+
+    @Test
+    void anAppendAfterAnotherChangeHereIsAConflictAndAnAppendOverAnotherHostsRewriteGoesAtItsEnd() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b").withClock(clock, false));
+        a.write(p("/shared/notes"), "v1\n".getBytes(UTF_8));
+        a.write(p("/shared/plan"), "v1\n".getBytes(UTF_8));
+        a.write(p("/shared/ideas"), "v1\n".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("v1\n", text(b, "/shared/notes"));
+        assertEquals("v1\n", text(b, "/shared/plan"));
+        assertEquals("v1\n", text(b, "/shared/ideas"));
+
+        put(a, "/shared/notes", "a rewrote it\n");
+        a.append(p("/shared/plan"), "a's line\n".getBytes(UTF_8));
+        b.append(p("/shared/notes"), "b's line\n".getBytes(UTF_8));
+        try (FileHandle h = b.open(p("/shared/plan"), EnumSet.of(OpenFlag.WRITE), 0644)) {
+            h.write(ByteBuffer.wrap("V".getBytes(UTF_8)), 0); // not an append: b's version is a version of its own
+        }
+        b.append(p("/shared/plan"), "b's line\n".getBytes(UTF_8));
+        a.append(p("/shared/ideas"), "a's idea\n".getBytes(UTF_8));
+        b.append(p("/shared/ideas"), "b's idea\n".getBytes(UTF_8));
+        b.setExecutable(p("/shared/ideas"), 0755); // a merge would keep a's attributes: b's version is its own
+        a.flushAll();
+        b.flushAll();
+
+        assertEquals("a rewrote it\nb's line\n", inS3("shared/notes"), "appended to the file as it is");
+        assertEquals("v1\na's line\n", inS3("shared/plan"));
+        assertEquals("V1\nb's line\n", inS3("shared/plan.conflict-b-20260102T030405Z"));
+        assertEquals("v1\na's idea\n", inS3("shared/ideas"));
+        assertEquals("v1\nb's idea\n", inS3("shared/ideas.conflict-b-20260102T030405Z"));
         assertEquals(0, b.pendingChanges());
     }
 

@@ -13,6 +13,8 @@ import org.gaul.s3proxy.BlobStores;
 import org.gaul.s3proxy.S3Proxy;
 import org.gaul.s3proxy.blobstore.BlobStore;
 import org.gaul.s3proxy.blobstore.ForwardingBlobStore;
+import org.gaul.s3proxy.blobstore.HttpResponse;
+import org.gaul.s3proxy.blobstore.HttpResponseException;
 import org.gaul.s3proxy.blobstore.domain.Blob;
 import org.gaul.s3proxy.blobstore.domain.BlobMetadata;
 import org.gaul.s3proxy.blobstore.domain.MultipartPart;
@@ -139,12 +141,36 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             // before the body is read: a held PUT's sender fills the socket's buffers and waits
             server.heldPuts.waitIfHeld(blob.getMetadata().name(), -1);
             synchronized (this) {
+                refuseUnlessAsConditioned(container, blob.getMetadata().name(), options);
                 if (blob.getMetadata().name().startsWith(UPLOAD_STUB)) {
                     return super.putBlob(container, blob, options);
                 }
                 return failingAsAsked(() -> super.putBlob(container, blob, options),
                         () -> new IllegalStateException("a PUT failed on purpose (S3Server.failPuts)"));
             }
+        }
+
+        /**
+         * S3 checks a conditional PUT's If-Match or If-None-Match as it stores the object; s3proxy checks
+         * it before, apart from the store, so a PUT held here ({@link #holdPuts}) would land over
+         * another that came meanwhile. Checked again here, as S3 does: 412.
+         */
+        private void refuseUnlessAsConditioned(String container, String name, PutOptions options) {
+            if (options == null || (options.ifMatch() == null && options.ifNoneMatch() == null)) {
+                return;
+            }
+            BlobMetadata now = super.blobMetadata(container, name);
+            String etag = now == null ? null : unquoted(now.eTag());
+            boolean refused = options.ifMatch() != null
+                    ? etag == null || !(options.ifMatch().equals("*") || unquoted(options.ifMatch()).equals(etag))
+                    : etag != null;
+            if (refused) {
+                throw new HttpResponseException(new HttpResponse(412));
+            }
+        }
+
+        private static String unquoted(String etag) {
+            return etag == null ? null : etag.replace("\"", "");
         }
 
         /** A part of an upload: held as a PUT is, by its object's name and its number ({@link #holdParts}). */
