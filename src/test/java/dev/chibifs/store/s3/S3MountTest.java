@@ -414,6 +414,29 @@ class S3MountTest {
 
     @Test
     @Timeout(120)
+    void linesAppendedOnBothHostsWithinTheDebounceAllStayInTheFile() throws IOException {
+        MountedFs a = host(MountedFs.tempRoot(), "hostA", "2s");
+        MountedFs b = host(MountedFs.tempRoot(), "hostB", "2s");
+        writeAndSync(a.at(PREFIX + "/tasks.md"), "# tasks\n");
+        await(SETTLES_WITHIN, "host B reading host A's file", () -> "# tasks\n".equals(readOrNull(b.at(PREFIX + "/tasks.md"))));
+        // closed on both hosts before either goes up: the later upload finds the other's
+        Sh.run("for i in 1 2 3; do echo \"- A $i\" >> '" + a.at(PREFIX + "/tasks.md") + "'; done").ok();
+        Sh.run("for i in 1 2 3; do echo \"- B $i\" >> '" + b.at(PREFIX + "/tasks.md") + "'; done").ok();
+
+        String aFirst = "# tasks\n- A 1\n- A 2\n- A 3\n- B 1\n- B 2\n- B 3\n";
+        String bFirst = "# tasks\n- B 1\n- B 2\n- B 3\n- A 1\n- A 2\n- A 3\n";
+        MountedFs c = host("hostC");
+        Path dir = c.at(PREFIX);
+        await(SETTLES_WITHIN, "every line in tasks.md on host C",
+                () -> Set.of(aFirst, bFirst).contains(readOrNull(dir.resolve("tasks.md"))));
+        assertEquals(Set.of("tasks.md"), names(dir), "no conflict copy");
+        String merged = readOrNull(dir.resolve("tasks.md"));
+        await(SETTLES_WITHIN, "the same on hosts A and B", () -> merged.equals(readOrNull(a.at(PREFIX + "/tasks.md")))
+                && merged.equals(readOrNull(b.at(PREFIX + "/tasks.md"))));
+    }
+
+    @Test
+    @Timeout(120)
     void writeIfMatchAStaleEtagExitsFourAndChangesNothing() throws IOException {
         MountedFs a = host("hostA");
         Path f = a.at(PREFIX + "/plan.md");
