@@ -3639,7 +3639,7 @@ public final class S3Storage implements Storage {
                 LOG.info("merged: {} changed on S3 since this host last saw it; this host's {} appended bytes "
                         + "are now at the end of that version", p, upTo - from);
                 synchronized (this) {
-                    merged(n, p, k, gen, upTo, merged, new Bucket.Head(Files.size(merged), null, etag, meta));
+                    mergeWentUp(n, p, k, gen, upTo, merged, new Bucket.Head(Files.size(merged), null, etag, meta));
                 }
                 return Merge.DONE;
             }
@@ -3667,7 +3667,7 @@ public final class S3Storage implements Storage {
      * S3 has {@code merged} ({@code h}): another host's version with {@code n}'s appends, as it was at
      * generation {@code gen}, up to {@code upTo}, at its end. Under the monitor.
      */
-    private void merged(Node n, VfsPath p, String k, long gen, long upTo, Path merged, Bucket.Head h) throws IOException {
+    private void mergeWentUp(Node n, VfsPath p, String k, long gen, long upTo, Path merged, Bucket.Head h) throws IOException {
         if (n.path == null || !n.path.equals(p)) {
             wentUp(n, p, k, gen, h.etag(), null); // renamed or removed meanwhile: as any upload then
             return;
