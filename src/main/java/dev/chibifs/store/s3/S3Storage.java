@@ -296,8 +296,8 @@ public final class S3Storage implements Storage {
          * opened to append: the bytes before it are that version's, or went up already. Another host's
          * change met at upload then gets the bytes from here on at its end ({@link #mergeAppends}),
          * not a conflict copy. {@link #NOT_APPENDS} after any other change (a write elsewhere, a
-         * truncate, an attribute, a rename). Not journaled: after a restart such a change meets another
-         * host's as any change does.
+         * truncate, an attribute, a rename). Journaled with the node whenever it changes while the node
+         * is dirty, before the write that changes it.
          */
         long appendsFrom = NOT_APPENDS;
         /**
@@ -625,6 +625,7 @@ public final class S3Storage implements Storage {
      * {@link #NOT_APPENDS}; {@code asMade} whether the file is still as that handle's open made it.
      */
     private void writing(Node n, long appendAt, boolean asMade) {
+        long appendsFrom = n.appendsFrom;
         if (appendAt == NOT_APPENDS) {
             n.appendsFrom = NOT_APPENDS;
         } else if (!n.dirty) {
@@ -642,6 +643,8 @@ public final class S3Storage implements Storage {
             if (n.path != null) {
                 journalPut(n);
             }
+        } else if (n.appendsFrom != appendsFrom && n.path != null) {
+            journalPut(n); // else a restart would merge as appends what this write changes
         }
     }
 
@@ -699,6 +702,9 @@ public final class S3Storage implements Storage {
         }
         if (n.uploadedAt != null) {
             o.put("uploaded", n.uploadedAt.toEpochMilli());
+        }
+        if (n.dirty && n.appendsFrom != NOT_APPENDS) {
+            o.put("appendsFrom", n.appendsFrom);
         }
     }
 
@@ -851,6 +857,10 @@ public final class S3Storage implements Storage {
                 }
                 if (o.path("uploaded").isIntegralNumber()) {
                     n.uploadedAt = Instant.ofEpochMilli(o.get("uploaded").asLong());
+                }
+                long appendsFrom = o.path("appendsFrom").asLong(NOT_APPENDS);
+                if (t.equals("put") && appendsFrom >= 0 && appendsFrom <= n.size) {
+                    n.appendsFrom = appendsFrom;
                 }
             }
             ensureParents(p);
@@ -3066,6 +3076,10 @@ public final class S3Storage implements Storage {
             Node n = findFile(path);
             synchronized (this) {
                 n.appendsFrom = NOT_APPENDS; // checked against one version: another's is a conflict, not a merge
+                if (n.dirty && n.path != null) {
+                    journalPut(n);
+                    commit();
+                }
             }
             String mine = etag(path);
             flushNode(n);
@@ -3534,6 +3548,8 @@ public final class S3Storage implements Storage {
                     wentUp(n, p, k, gen, etag, sha);
                     if (n.dirty && n.appendsFrom != NOT_APPENDS) {
                         n.appendsFrom = upTo; // appended to while it went up: S3 has what was before
+                        journalPut(n);
+                        commit();
                     }
                 }
             } catch (Bucket.PreconditionFailed e) {
@@ -3687,6 +3703,8 @@ public final class S3Storage implements Storage {
         seq++;
         if (n.appendsFrom != NOT_APPENDS) {
             n.appendsFrom = upTo;
+            journalPut(n);
+            commit();
         }
         n.due = n.writers > 0 ? Long.MAX_VALUE : millis();
     }

@@ -931,6 +931,34 @@ class S3HostsTest {
     }
 
     @Test
+    void appendsMadeBeforeAKillStillMergeAtTheNextStartAndAWriteAfterThemStillConflicts() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Options bOptions = options("b").withClock(clock, false);
+        S3Storage b = host(bOptions);
+        a.write(p("/shared/log"), "base\n".getBytes(UTF_8));
+        a.write(p("/shared/plan"), "base\n".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("base\n", text(b, "/shared/log"));
+        assertEquals("base\n", text(b, "/shared/plan"));
+        b.append(p("/shared/log"), "b's line\n".getBytes(UTF_8));
+        b.append(p("/shared/plan"), "b's line\n".getBytes(UTF_8));
+        FileHandle h = b.open(p("/shared/plan"), EnumSet.of(OpenFlag.WRITE), 0644);
+        h.write(ByteBuffer.wrap("B".getBytes(UTF_8)), 0);
+        b.crash(); // no flush, no compaction, the file still open: what a kill -9 leaves
+        a.append(p("/shared/log"), "a's line\n".getBytes(UTF_8));
+        a.append(p("/shared/plan"), "a's line\n".getBytes(UTF_8));
+        a.flushAll();
+
+        S3Storage again = host(bOptions);
+        again.flushDue();
+        assertEquals("base\na's line\nb's line\n", inS3("shared/log"));
+        assertEquals("base\na's line\n", inS3("shared/plan"));
+        assertEquals("Base\nb's line\n", inS3("shared/plan.conflict-b-20260102T030405Z"));
+        assertEquals(0, again.pendingChanges());
+    }
+
+    @Test
     void aStoreKilledRightAfterCloseUploadsEverythingAtItsNextStart() throws Exception {
         MutableClock clock = startClock();
         S3Options o = options("a").withClock(clock, false);
