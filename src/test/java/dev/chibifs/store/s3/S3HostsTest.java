@@ -725,14 +725,31 @@ class S3HostsTest {
         assertEquals(0, b.pendingChanges());
     }
 
-    @Test
-    void linesAppendedOnBothHostsBothStayInTheFileTheLaterUploadAtTheEnd() throws Exception {
+    /** Hosts a and b on one standing clock; {@code bOptions} starts b again after a crash. */
+    private record TwoHosts(S3Storage a, S3Storage b, S3Options bOptions) {
+    }
+
+    /** Two hosts, both holding {@code paths} as a wrote them, each {@code content}. */
+    private TwoHosts bothHolding(String content, String... paths) throws IOException {
         MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
-        S3Storage b = host(options("b").withClock(clock, false));
-        a.write(p("/shared/tasks.md"), "- plan\n".getBytes(UTF_8));
+        S3Options bOptions = options("b").withClock(clock, false);
+        S3Storage b = host(bOptions);
+        for (String path : paths) {
+            a.write(p(path), content.getBytes(UTF_8));
+        }
         a.flushAll();
-        assertEquals("- plan\n", text(b, "/shared/tasks.md"));
+        for (String path : paths) {
+            assertEquals(content, text(b, path));
+        }
+        return new TwoHosts(a, b, bOptions);
+    }
+
+    @Test
+    void linesAppendedOnBothHostsBothStayInTheFileTheLaterUploadAtTheEnd() throws Exception {
+        TwoHosts hosts = bothHolding("- plan\n", "/shared/tasks.md");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
 
         a.append(p("/shared/tasks.md"), "- a's task\n".getBytes(UTF_8));
         b.append(p("/shared/tasks.md"), "- b's task\n".getBytes(UTF_8));
@@ -756,12 +773,9 @@ class S3HostsTest {
 
     @Test
     void anAppenderThatFsyncsAndWritesOnMergesAgainFromWhereItsLastMergeEnded() throws Exception {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Storage b = host(options("b").withClock(clock, false));
-        a.write(p("/shared/run.log"), "start\n".getBytes(UTF_8));
-        a.flushAll();
-        assertEquals("start\n", text(b, "/shared/run.log"));
+        TwoHosts hosts = bothHolding("start\n", "/shared/run.log");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         a.append(p("/shared/run.log"), "a1\n".getBytes(UTF_8));
         a.flushAll();
 
@@ -791,37 +805,49 @@ class S3HostsTest {
         return server.holdPuts(n -> n.equals(name) && puts.incrementAndGet() == nth, 1);
     }
 
+    /**
+     * Runs {@code change} on a thread of its own, its {@code nth} PUT of {@code path} held (see
+     * {@link #holdPut}) while {@code meanwhile} runs; then lets it go. What the change threw, or null.
+     */
+    private Throwable whilePutIsHeld(String path, int nth, Meanwhile change, Meanwhile meanwhile) throws Exception {
+        S3Server.HeldRequests held = holdPut(path, nth);
+        try {
+            var done = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try {
+                    change.run();
+                } catch (Exception e) {
+                    throw new java.util.concurrent.CompletionException(e);
+                }
+            });
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the PUT came");
+            meanwhile.run();
+            held.release().countDown();
+            try {
+                done.get(30, TimeUnit.SECONDS);
+                return null;
+            } catch (java.util.concurrent.ExecutionException e) {
+                return e.getCause() instanceof java.util.concurrent.CompletionException c ? c.getCause() : e.getCause();
+            }
+        } finally {
+            held.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+    }
+
     @Test
     @Timeout(60)
     void aMergeThatMeetsYetAnotherVersionGoesAtTheEndOfThatOne() throws Exception {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Storage b = host(options("b").withClock(clock, false));
-        a.write(p("/shared/log"), "base\n".getBytes(UTF_8));
-        a.flushAll();
-        assertEquals("base\n", text(b, "/shared/log"));
+        TwoHosts hosts = bothHolding("base\n", "/shared/log");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         a.append(p("/shared/log"), "a1\n".getBytes(UTF_8));
         a.flushAll();
         b.append(p("/shared/log"), "b1\n".getBytes(UTF_8));
         // b's upload finds a's (412); its merge's PUT waits while a appends once more
-        S3Server.HeldRequests merge = holdPut("shared/log", 1);
-        try {
-            var flush = java.util.concurrent.CompletableFuture.runAsync(() -> {
-                try {
-                    b.flushAll();
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
-            assertTrue(merge.reached().await(30, TimeUnit.SECONDS));
+        assertNull(whilePutIsHeld("shared/log", 1, b::flushAll, () -> {
             a.append(p("/shared/log"), "a2\n".getBytes(UTF_8));
             a.flushAll();
-            merge.release().countDown();
-            flush.get(30, TimeUnit.SECONDS);
-        } finally {
-            merge.release().countDown();
-            server.holdPuts(n -> false, 0);
-        }
+        }));
         assertEquals("base\na1\na2\nb1\n", inS3("shared/log"));
         assertEquals(List.of("log"), b.list(p("/shared")).stream().map(Entry::name).toList());
         assertEquals(inS3("shared/log"), text(b, "/shared/log"));
@@ -830,30 +856,12 @@ class S3HostsTest {
     @Test
     @Timeout(60)
     void linesAppendedWhileTheirUploadIsUnderWayGoAtTheEndOfTheNextMergeOnce() throws Exception {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Storage b = host(options("b").withClock(clock, false));
-        a.write(p("/shared/log"), "base\n".getBytes(UTF_8));
-        a.flushAll();
-        assertEquals("base\n", text(b, "/shared/log"));
+        TwoHosts hosts = bothHolding("base\n", "/shared/log");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         a.append(p("/shared/log"), "a1\n".getBytes(UTF_8));
-        S3Server.HeldRequests upload = holdPut("shared/log", 1);
-        try {
-            var flush = java.util.concurrent.CompletableFuture.runAsync(() -> {
-                try {
-                    a.flushAll();
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
-            assertTrue(upload.reached().await(30, TimeUnit.SECONDS));
-            a.append(p("/shared/log"), "a2\n".getBytes(UTF_8)); // after the upload read the file
-            upload.release().countDown();
-            flush.get(30, TimeUnit.SECONDS);
-        } finally {
-            upload.release().countDown();
-            server.holdPuts(n -> false, 0);
-        }
+        // appended to after the upload read the file
+        assertNull(whilePutIsHeld("shared/log", 1, a::flushAll, () -> a.append(p("/shared/log"), "a2\n".getBytes(UTF_8))));
         assertEquals("base\na1\n", inS3("shared/log"));
         b.append(p("/shared/log"), "b1\n".getBytes(UTF_8));
         b.flushAll();
@@ -866,48 +874,26 @@ class S3HostsTest {
     @Test
     @Timeout(60)
     void aConditionalAppendThatLosesTheRaceToS3IsAConflictNotAMerge() throws Exception {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Storage b = host(options("b").withClock(clock, false));
-        a.write(p("/shared/log"), "base\n".getBytes(UTF_8));
-        a.flushAll();
+        TwoHosts hosts = bothHolding("base\n", "/shared/log");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         String seen = b.etag(p("/shared/log"));
         // b's check passes; its upload waits while a's append goes up
-        S3Server.HeldRequests upload = holdPut("shared/log", 1);
-        try {
-            var append = java.util.concurrent.CompletableFuture.runAsync(() -> {
-                try {
-                    b.append(p("/shared/log"), "b\n".getBytes(UTF_8), Precondition.matching(seen));
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
-            assertTrue(upload.reached().await(30, TimeUnit.SECONDS));
-            a.append(p("/shared/log"), "a\n".getBytes(UTF_8));
-            a.flushAll();
-            upload.release().countDown();
-            var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> append.get(30, TimeUnit.SECONDS));
-            assertTrue(failed.getCause().getCause() instanceof EtagMismatchException, String.valueOf(failed.getCause()));
-        } finally {
-            upload.release().countDown();
-            server.holdPuts(n -> false, 0);
-        }
+        Throwable failed = whilePutIsHeld("shared/log", 1,
+                () -> b.append(p("/shared/log"), "b\n".getBytes(UTF_8), Precondition.matching(seen)), () -> {
+                    a.append(p("/shared/log"), "a\n".getBytes(UTF_8));
+                    a.flushAll();
+                });
+        assertTrue(failed instanceof EtagMismatchException, String.valueOf(failed));
         assertEquals("base\na\n", inS3("shared/log"), "checked against one version, it changes no other");
         assertEquals("base\nb\n", inS3("shared/log.conflict-b-20260102T030405Z"));
     }
 
     @Test
     void anAppendAfterAnotherChangeHereIsAConflictAndAnAppendOverAnotherHostsRewriteGoesAtItsEnd() throws Exception {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Storage b = host(options("b").withClock(clock, false));
-        a.write(p("/shared/notes"), "v1\n".getBytes(UTF_8));
-        a.write(p("/shared/plan"), "v1\n".getBytes(UTF_8));
-        a.write(p("/shared/ideas"), "v1\n".getBytes(UTF_8));
-        a.flushAll();
-        assertEquals("v1\n", text(b, "/shared/notes"));
-        assertEquals("v1\n", text(b, "/shared/plan"));
-        assertEquals("v1\n", text(b, "/shared/ideas"));
+        TwoHosts hosts = bothHolding("v1\n", "/shared/notes", "/shared/plan", "/shared/ideas");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
 
         put(a, "/shared/notes", "a rewrote it\n");
         a.append(p("/shared/plan"), "a's line\n".getBytes(UTF_8));
@@ -932,15 +918,9 @@ class S3HostsTest {
 
     @Test
     void appendsMadeBeforeAKillStillMergeAtTheNextStartAndAWriteAfterThemStillConflicts() throws Exception {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Options bOptions = options("b").withClock(clock, false);
-        S3Storage b = host(bOptions);
-        a.write(p("/shared/log"), "base\n".getBytes(UTF_8));
-        a.write(p("/shared/plan"), "base\n".getBytes(UTF_8));
-        a.flushAll();
-        assertEquals("base\n", text(b, "/shared/log"));
-        assertEquals("base\n", text(b, "/shared/plan"));
+        TwoHosts hosts = bothHolding("base\n", "/shared/log", "/shared/plan");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         b.append(p("/shared/log"), "b's line\n".getBytes(UTF_8));
         b.append(p("/shared/plan"), "b's line\n".getBytes(UTF_8));
         FileHandle h = b.open(p("/shared/plan"), EnumSet.of(OpenFlag.WRITE), 0644);
@@ -950,7 +930,7 @@ class S3HostsTest {
         a.append(p("/shared/plan"), "a's line\n".getBytes(UTF_8));
         a.flushAll();
 
-        S3Storage again = host(bOptions);
+        S3Storage again = host(hosts.bOptions());
         again.flushDue();
         assertEquals("base\na's line\nb's line\n", inS3("shared/log"));
         assertEquals("base\na's line\n", inS3("shared/plan"));
