@@ -3546,7 +3546,7 @@ public final class S3Storage implements Storage {
                 }
                 synchronized (this) {
                     wentUp(n, p, k, gen, etag, sha);
-                    if (n.dirty && n.appendsFrom != NOT_APPENDS) {
+                    if (n.dirty && n.appendsFrom != NOT_APPENDS && n.path != null) {
                         n.appendsFrom = upTo; // appended to while it went up: S3 has what was before
                         journalPut(n);
                         commit();

@@ -939,6 +939,20 @@ class S3HostsTest {
     }
 
     @Test
+    @Timeout(60)
+    void aFileAppendedToAndRemovedWhileItGoesUpIsGoneFromS3() throws Exception {
+        S3Storage a = bothHolding("base\n", "/shared/log").a();
+        a.append(p("/shared/log"), "one\n".getBytes(UTF_8));
+        assertNull(whilePutIsHeld("shared/log", 1, a::flushAll, () -> {
+            a.append(p("/shared/log"), "two\n".getBytes(UTF_8));
+            a.removeFile(p("/shared/log"));
+        }));
+        a.flushAll();
+        assertNull(inS3("shared/log"));
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
     void aStoreKilledRightAfterCloseUploadsEverythingAtItsNextStart() throws Exception {
         MutableClock clock = startClock();
         S3Options o = options("a").withClock(clock, false);
