@@ -122,7 +122,7 @@ public final class S3Storage implements Storage {
     /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
     private static final int LINK_MODE = 0777;
     /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
-    private static final int MAX_DEFERRALS = 5;
+    static final int MAX_DEFERRALS = 5;
     /** Lost uploads a file remembers (the newest are dropped past it): each a SHA-256, 64 bytes. */
     private static final int MAX_LOST_UPLOADS = 16;
     /**
@@ -639,12 +639,20 @@ public final class S3Storage implements Storage {
             n.dirty = true;
             dirtyNodes.add(n);
             n.firstDirty = millis();
-            n.due = Long.MAX_VALUE;
+            n.due = dueWhileOpen(n);
             if (n.path != null) {
                 journalPut(n);
             }
-        } else if (n.appendsFrom != appendsFrom && n.path != null) {
+            return;
+        }
+        if (n.appendsFrom != appendsFrom && n.path != null) {
             journalPut(n); // else a restart would merge as appends what this write changes
+        }
+        if (n.appendsFrom == NOT_APPENDS) {
+            n.due = Long.MAX_VALUE;
+        } else if (n.due == Long.MAX_VALUE) {
+            n.firstDirty = millis(); // appended to again since its last upload while open
+            n.due = dueWhileOpen(n);
         }
     }
 
@@ -652,7 +660,17 @@ public final class S3Storage implements Storage {
     private void schedule(Node n) {
         long now = millis();
         long every = options.flushAfter().toMillis();
-        n.due = n.writers > 0 ? Long.MAX_VALUE : Math.min(now + every, n.firstDirty + MAX_DEFERRALS * every);
+        n.due = n.writers > 0 ? dueWhileOpen(n) : Math.min(now + every, n.firstDirty + MAX_DEFERRALS * every);
+    }
+
+    /**
+     * When a file open for writing goes up: not before its last close, which a writer may leave it
+     * half written until, unless every change since S3's version was an append. Such a file (a log a
+     * process keeps open) goes up a few periods after its first change not yet up, as a file
+     * rewritten again and again does, so other hosts see its lines while it stays open.
+     */
+    private long dueWhileOpen(Node n) {
+        return n.appendsFrom == NOT_APPENDS ? Long.MAX_VALUE : n.firstDirty + MAX_DEFERRALS * options.flushAfter().toMillis();
     }
 
     /** Marks the directory {@code dir} as needing its marker (an emptied implicit directory would vanish). */
@@ -2411,7 +2429,7 @@ public final class S3Storage implements Storage {
             n.writers++;
             // an open writer puts the upload off to its last close (schedule): a file this open made,
             // or one changed before it, was due a debounce after that, and went up half written
-            n.due = Long.MAX_VALUE;
+            n.due = dueWhileOpen(n);
         }
         return new Handle(n, ch, write, append, made);
     }
@@ -3550,6 +3568,10 @@ public final class S3Storage implements Storage {
                         n.appendsFrom = upTo; // appended to while it went up: S3 has what was before
                         journalPut(n);
                         commit();
+                        if (n.writers > 0) {
+                            n.firstDirty = millis();
+                            n.due = dueWhileOpen(n);
+                        }
                     }
                 }
             } catch (Bucket.PreconditionFailed e) {
@@ -3706,7 +3728,9 @@ public final class S3Storage implements Storage {
             journalPut(n);
             commit();
         }
-        n.due = n.writers > 0 ? Long.MAX_VALUE : millis();
+        n.firstDirty = millis();
+        // an appender still open with nothing new waits for its next append (writing) or its close
+        n.due = n.writers == 0 ? millis() : n.gen == gen ? Long.MAX_VALUE : dueWhileOpen(n);
     }
 
     /**

@@ -939,6 +939,84 @@ class S3HostsTest {
     }
 
     @Test
+    void aFileOpenOnlyToAppendGoesUpEveryFewPeriodsWhileItStaysOpenAndOthersWaitForTheirClose() throws Exception {
+        MutableClock clock = startClock();
+        Duration every = Duration.ofSeconds(2);
+        S3Storage a = host(options("a").withClock(clock, false).withFlushAfter(every));
+        Duration fewPeriods = every.multipliedBy(S3Storage.MAX_DEFERRALS);
+        a.mkdir(p("/shared/logs"));
+        try (FileHandle log = a.open(p("/shared/logs/agent.log"), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE), 0644);
+             FileHandle out = a.open(p("/shared/logs/out.bin"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+            log.write(ByteBuffer.wrap("one\n".getBytes(UTF_8)), 0);
+            out.write(ByteBuffer.wrap("half".getBytes(UTF_8)), 0);
+            clock.advance(fewPeriods.minusMillis(1));
+            a.flushDue();
+            assertNull(inS3("shared/logs/agent.log"), "not due yet");
+            clock.advance(Duration.ofMillis(1));
+            a.flushDue();
+            assertEquals("one\n", inS3("shared/logs/agent.log"), "up though still open");
+
+            clock.advance(fewPeriods); // nothing new meanwhile: nothing to upload
+            log.write(ByteBuffer.wrap("two\n".getBytes(UTF_8)), 0);
+            clock.advance(fewPeriods.minusMillis(1));
+            a.flushDue();
+            assertEquals("one\n", inS3("shared/logs/agent.log"), "due a few periods after its first change since");
+            clock.advance(Duration.ofMillis(1));
+            a.flushDue();
+            assertEquals("one\ntwo\n", inS3("shared/logs/agent.log"));
+
+            // another host appends meanwhile: the open log's next lines merge after its, each once
+            S3Storage b = host(options("b").withClock(clock, false));
+            b.append(p("/shared/logs/agent.log"), "b's\n".getBytes(UTF_8));
+            b.flushAll();
+            log.write(ByteBuffer.wrap("three\n".getBytes(UTF_8)), 0);
+            clock.advance(fewPeriods);
+            a.flushDue();
+            assertEquals("one\ntwo\nb's\nthree\n", inS3("shared/logs/agent.log"));
+            long requests = a.requests().values().stream().mapToLong(Long::longValue).sum();
+            clock.advance(fewPeriods);
+            a.flushDue();
+            assertEquals(requests, a.requests().values().stream().mapToLong(Long::longValue).sum(),
+                    "nothing new while it stays open: nothing asked of S3 " + a.requests());
+            log.write(ByteBuffer.wrap("four\n".getBytes(UTF_8)), 0);
+            clock.advance(fewPeriods);
+            a.flushDue();
+            assertEquals("one\ntwo\nb's\nthree\nfour\n", inS3("shared/logs/agent.log"));
+
+            clock.advance(Duration.ofMinutes(5));
+            a.flushDue();
+            assertNull(inS3("shared/logs/out.bin"), "a file written otherwise goes up at its close");
+        }
+        clock.advance(every);
+        a.flushDue();
+        assertEquals("half", inS3("shared/logs/out.bin"));
+        assertEquals("one\ntwo\nb's\nthree\nfour\n", text(a, "/shared/logs/agent.log"), "a holds the merge once closed");
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    @Timeout(60)
+    void linesAppendedToAnOpenLogWhileItGoesUpWaitAFewPeriodsForTheNextUpload() throws Exception {
+        MutableClock clock = startClock();
+        Duration fewPeriods = S3Options.DEFAULT_FLUSH_AFTER.multipliedBy(S3Storage.MAX_DEFERRALS);
+        S3Storage a = host(options("a").withClock(clock, false));
+        a.mkdir(p("/shared/logs"));
+        a.flushAll();
+        try (FileHandle log = a.open(p("/shared/logs/agent.log"), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE), 0644)) {
+            log.write(ByteBuffer.wrap("one\n".getBytes(UTF_8)), 0);
+            clock.advance(fewPeriods);
+            assertNull(whilePutIsHeld("shared/logs/agent.log", 1, a::flushDue,
+                    () -> log.write(ByteBuffer.wrap("two\n".getBytes(UTF_8)), 0)));
+            assertEquals("one\n", inS3("shared/logs/agent.log"));
+            a.flushDue();
+            assertEquals("one\n", inS3("shared/logs/agent.log"), "not again at once: a few periods after that upload");
+            clock.advance(fewPeriods);
+            a.flushDue();
+            assertEquals("one\ntwo\n", inS3("shared/logs/agent.log"));
+        }
+    }
+
+    @Test
     @Timeout(60)
     void aFileAppendedToAndRemovedWhileItGoesUpIsGoneFromS3() throws Exception {
         S3Storage a = bothHolding("base\n", "/shared/log").a();

@@ -437,6 +437,29 @@ class S3MountTest {
 
     @Test
     @Timeout(120)
+    void aLogAProcessKeepsOpenToAppendToShowsOnAnotherHostWhileItStaysOpen() throws Exception {
+        MountedFs a = host(MountedFs.tempRoot(), "hostA", "200ms");
+        MountedFs b = host("hostB");
+        Path log = a.at(PREFIX + "/agent.log");
+        // a shell holds the log open to append (descriptor 3) until its input ends
+        Process writer = new ProcessBuilder("sh", "-c", "exec 3>>'" + log + "'; echo one >&3; read x; echo two >&3")
+                .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            await(SETTLES_WITHIN, "host B reading the line while the log is open on host A",
+                    () -> "one\n".equals(readOrNull(b.at(PREFIX + "/agent.log"))));
+            assertTrue(writer.isAlive(), "the log was still open");
+        } finally {
+            writer.getOutputStream().close();
+            if (!writer.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                writer.destroyForcibly();
+            }
+        }
+        await(SETTLES_WITHIN, "both lines on host B once it is closed",
+                () -> "one\ntwo\n".equals(readOrNull(b.at(PREFIX + "/agent.log"))));
+    }
+
+    @Test
+    @Timeout(120)
     void writeIfMatchAStaleEtagExitsFourAndChangesNothing() throws IOException {
         MountedFs a = host("hostA");
         Path f = a.at(PREFIX + "/plan.md");
