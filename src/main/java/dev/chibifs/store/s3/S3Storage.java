@@ -2427,8 +2427,9 @@ public final class S3Storage implements Storage {
         CacheFile ch = n.cached ? CacheFile.openForWriting(dataFile(n.ino)) : null;
         if (write) {
             n.writers++;
-            // an open writer puts the upload off to its last close (schedule): a file this open made,
-            // or one changed before it, was due a debounce after that, and went up half written
+            // an open writer puts the upload off to its last close (schedule), unless the file was only
+            // appended to (dueWhileOpen): a file this open made, or one changed before it, was due a
+            // debounce after that, and went up half written
             n.due = dueWhileOpen(n);
         }
         return new Handle(n, ch, write, append, made);
