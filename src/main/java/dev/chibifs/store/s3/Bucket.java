@@ -1143,10 +1143,10 @@ final class Bucket implements Closeable {
         // put there between the two requests is what such a server would let this copy replace
         Head there = head(to);
         if (ifMatch != null && there == null) {
-            throw new Missing("s3://" + bucket + "/" + to + " was removed from S3 since this host last saw it");
+            throw removedSince(to);
         }
         if (ifMatch == null ? there != null : !ifMatch.equals(there.etag())) {
-            throw new PreconditionFailed("s3://" + bucket + "/" + to + " changed on S3 since this host last saw it");
+            throw changedSince(to);
         }
         if (size > copiedInPartsAbove) {
             return copyInParts(from, fromEtag, size, to, ifMatch, meta);
@@ -1193,8 +1193,7 @@ final class Bucket implements Closeable {
         } catch (S3Exception e) {
             answered();
             if (e.statusCode() == 404) {
-                throw new Missing("s3://" + bucket + "/" + from + (from.equals(to) ? "" : " or " + to)
-                        + " was removed from S3 since this host last saw it");
+                throw removedSince(from + (from.equals(to) ? "" : " or " + to));
             }
             IOException refused = refusedPut(to, ifMatch, e);
             throw refused instanceof RetriedPrecondition ? new PreconditionFailed(refused.getMessage()) : refused;
@@ -1216,10 +1215,10 @@ final class Bucket implements Closeable {
         if (kept == null) {
             Head source = head(from);
             if (source == null) {
-                throw new Missing("s3://" + bucket + "/" + from + " was removed from S3 since this host last saw it");
+                throw removedSince(from);
             }
             if (!fromEtag.equals(source.etag())) {
-                throw new PreconditionFailed("s3://" + bucket + "/" + from + " changed on S3 since this host last saw it");
+                throw changedSince(from);
             }
             kept = source.meta();
         }
@@ -1243,10 +1242,10 @@ final class Bucket implements Closeable {
         } catch (S3Exception e) {
             answered();
             if (e.statusCode() == 404 && !"NoSuchUpload".equals(e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode())) {
-                throw new Missing("s3://" + bucket + "/" + from + " was removed from S3 since this host last saw it");
+                throw removedSince(from);
             }
             if (e.statusCode() == 412) {
-                throw new PreconditionFailed("s3://" + bucket + "/" + from + " changed on S3 since this host last saw it");
+                throw changedSince(from);
             }
             throw failure("copy-part", to, e);
         } catch (SdkException e) {
@@ -1254,15 +1253,28 @@ final class Bucket implements Closeable {
         }
     }
 
+    /** The object {@code key} (or what the text names) is not the version this host saw: 412's failure. */
+    private PreconditionFailed changedSince(String key) {
+        return new PreconditionFailed(changedText(key));
+    }
+
+    private String changedText(String key) {
+        return "s3://" + bucket + "/" + key + " changed on S3 since this host last saw it";
+    }
+
+    /** The object {@code key} (or what the text names) is gone though this host saw it: a conditional request's 404. */
+    private Missing removedSince(String key) {
+        return new Missing("s3://" + bucket + "/" + key + " was removed from S3 since this host last saw it");
+    }
+
     /** Why S3 refused a conditional PUT or completion: the condition, the object gone, or its own error. */
     private IOException refusedPut(String key, String ifMatch, S3Exception e) {
         if (e.statusCode() == 412) {
-            String message = "s3://" + bucket + "/" + key + " changed on S3 since this host last saw it";
             Integer attempts = e.numAttempts();
-            return attempts != null && attempts > 1 ? new RetriedPrecondition(message) : new PreconditionFailed(message);
+            return attempts != null && attempts > 1 ? new RetriedPrecondition(changedText(key)) : changedSince(key);
         }
         if (e.statusCode() == 404 && ifMatch != null) {
-            return new Missing("s3://" + bucket + "/" + key + " was removed from S3 since this host last saw it");
+            return removedSince(key);
         }
         return failure("put", key, e);
     }
