@@ -66,8 +66,16 @@ public final class LateCloses {
      * S3 store's content cache), removed inside a request.
      */
     public void delete(Path file) throws IOException {
-        removeHolding(Syscalls.tryOpenat(Linux.AT_FDCWD, file.toString(), Linux.O_PATH | Linux.O_NOFOLLOW, 0),
-                () -> Files.deleteIfExists(file));
+        removeHolding(Linux.AT_FDCWD, file.toString(), () -> Files.deleteIfExists(file));
+    }
+
+    /**
+     * A reference to {@code name} in directory {@code dir} (O_PATH: no access needed, the name
+     * itself, not a link's target) that keeps its inode after a removal of its last name; negative
+     * when there is none to take (gone already, out of descriptors). Given back by {@link #release}.
+     */
+    static int hold(int dir, String name) {
+        return Syscalls.tryOpenat(dir, name, Linux.O_PATH | Linux.O_NOFOLLOW, 0);
     }
 
     /** An unlink, rmdir or rename that may remove the last name of a file. */
@@ -77,11 +85,11 @@ public final class LateCloses {
     }
 
     /**
-     * Runs {@code removal} while holding {@code last}, a descriptor of what it removes (negative:
-     * none to hold, out of descriptors say), then lets go of it: here later when the removal
-     * happened, at once when it failed.
+     * Runs {@code removal} of {@code name} in directory {@code dir} while holding it ({@link #hold}),
+     * then lets go of it: here later when the removal happened, at once when it failed.
      */
-    void removeHolding(int last, Removal removal) throws IOException {
+    void removeHolding(int dir, String name, Removal removal) throws IOException {
+        int last = hold(dir, name);
         try {
             removal.run();
         } catch (IOException | RuntimeException e) {

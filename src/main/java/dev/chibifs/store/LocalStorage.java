@@ -684,7 +684,7 @@ public final class LocalStorage implements Storage {
         };
         try (At from = at(src); At to = at(dst)) {
             // what the rename replaces is freed by LateCloses, as a removed file is
-            int replaced = mode == RenameMode.REPLACE ? Syscalls.tryOpenat(to.dir, to.name, O_PATH | O_NOFOLLOW, 0) : -1;
+            int replaced = mode == RenameMode.REPLACE ? LateCloses.hold(to.dir, to.name) : -1;
             int err = -Syscalls.tryRenameat(from.dir, from.name, to.dir, to.name, flags);
             lateCloses.release(replaced, err == 0);
             if (err != 0) {
@@ -914,8 +914,7 @@ public final class LocalStorage implements Storage {
     public void removeFile(VfsPath path) throws IOException {
         try (At a = at(path)) {
             // a reference across the unlink, so the inode is freed (its blocks discarded) by LateCloses
-            lateCloses.removeHolding(Syscalls.tryOpenat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0),
-                    () -> Syscalls.unlinkat(a.dir, a.name, false, path.toString()));
+            lateCloses.removeHolding(a.dir, a.name, () -> Syscalls.unlinkat(a.dir, a.name, false, path.toString()));
         }
     }
 
