@@ -3677,8 +3677,10 @@ public final class S3Storage implements Storage {
                 }
                 LOG.info("merged: {} changed on S3 since this host last saw it; this host's {} appended bytes "
                         + "are now at the end of that version", p, upTo - from);
+                // with nothing added, the object is theirs as it came, attributes and all
+                Bucket.Head onS3 = from == upTo ? theirs : new Bucket.Head(Files.size(merged), null, etag, meta);
                 synchronized (this) {
-                    mergeWentUp(n, p, k, gen, upTo, merged, new Bucket.Head(Files.size(merged), null, etag, meta));
+                    mergeWentUp(n, p, k, gen, upTo, merged, onS3);
                 }
                 return Merge.DONE;
             }
