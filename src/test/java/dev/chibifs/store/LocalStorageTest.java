@@ -605,12 +605,20 @@ class LocalStorageTest extends StorageBehaviourSuite {
         return open;
     }
 
-    @Test
-    void removedAndReplacedFilesAreFreedByLateClosesAndCountedSpaceFlushesThem() throws IOException {
+    /**
+     * The storage again, its removed files' last descriptors closed only when it flushes them (no
+     * closer thread), with {@code /shared} made; the store's root.
+     */
+    private Path storageClosingLateOnlyWhenFlushed() throws IOException {
         storage.close();
         storage = new LocalStorage(root, new LateCloses(false));
-        Path store = local().root();
         storage.createDirectory(p("/shared"));
+        return local().root();
+    }
+
+    @Test
+    void removedAndReplacedFilesAreFreedByLateClosesAndCountedSpaceFlushesThem() throws IOException {
+        Path store = storageClosingLateOnlyWhenFlushed();
         storage.write(p("/shared/removed"), new byte[64 * 1024]);
         storage.write(p("/shared/replaced"), bytes("old"));
         storage.write(p("/shared/new"), bytes("new"));
@@ -636,10 +644,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
 
     @Test
     void whatWasRemovedGivesItsSpaceBackBeforeAFileIsOpenedToWrite() throws IOException {
-        storage.close();
-        storage = new LocalStorage(root, new LateCloses(false));
-        Path store = local().root();
-        storage.createDirectory(p("/shared"));
+        Path store = storageClosingLateOnlyWhenFlushed();
         storage.write(p("/shared/big"), new byte[64 * 1024]);
         storage.removeFile(p("/shared/big"));
         try (FileHandle h = storage.open(p("/shared/big"), EnumSet.of(OpenFlag.READ), 0)) {
