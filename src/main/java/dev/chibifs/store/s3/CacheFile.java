@@ -109,6 +109,21 @@ final class CacheFile implements Closeable {
         };
     }
 
+    /** Whether the first {@code length} bytes of this file and of {@code other} are the same. */
+    boolean samePrefix(CacheFile other, long length) throws IOException {
+        ByteBuffer mine = ByteBuffer.allocate(COPY_CHUNK);
+        ByteBuffer theirs = ByteBuffer.allocate(COPY_CHUNK);
+        for (long at = 0; at < length; at += mine.limit()) {
+            int want = (int) Math.min(COPY_CHUNK, length - at);
+            mine.clear().limit(want);
+            theirs.clear().limit(want);
+            if (read(mine, at) != want || other.read(theirs, at) != want || !mine.flip().equals(theirs.flip())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Writes all of {@code src} at {@code position}; returns how many bytes that was. */
     int write(ByteBuffer src, long position) throws IOException {
         int n = src.remaining();

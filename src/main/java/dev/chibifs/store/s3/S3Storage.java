@@ -2463,6 +2463,11 @@ public final class S3Storage implements Storage {
 
         /** The download it reads as it arrives, or null. */
         private final Bucket.Download download;
+        /**
+         * The node's generation when this handle's content was last compared with the node's
+         * ({@link #follow}); guarded by the store's monitor.
+         */
+        private long seenGen;
 
         /** Made under the store's monitor. */
         Handle(Node node, CacheFile ch, boolean writer, boolean append, boolean made) {
@@ -2484,6 +2489,7 @@ public final class S3Storage implements Storage {
             this.madeGen = node.gen;
             this.opened = made ? null : metadataOf(node);
             this.download = download;
+            this.seenGen = node.gen;
         }
 
         @Override
@@ -2519,7 +2525,58 @@ public final class S3Storage implements Storage {
             if (download != null) {
                 download.await(position, dst.remaining());
             }
-            return content().read(dst, position);
+            CacheFile c = content();
+            int n = c.read(dst, position);
+            if (dst.hasRemaining() && follow(c)) {
+                n += c.read(dst, position + n);
+            }
+            return n;
+        }
+
+        /**
+         * A read of this read-only handle ran past the end of its content {@code c} while the node
+         * moved on to another version (another host's upload): where that version is this content with
+         * more at its end (a log appended on another host, which goes up while open), the new bytes are
+         * added to this handle's copy and true is answered, so that a reader following the file
+         * ({@code tail -f}, which polls with fstat and reads on) reads them. Any other change leaves
+         * the handle with what it opened (close-to-open). The copy is the handle's own: the cache
+         * dropped its file when the listing showed the new version, and several handles that share
+         * it add the same bytes at the same offsets.
+         */
+        private synchronized boolean follow(CacheFile c) throws IOException {
+            synchronized (S3Storage.this) {
+                if (writer || download != null || closed || node.gen == seenGen || node.dirty || node.writers > 0) {
+                    return false;
+                }
+            }
+            try {
+                fetch(node);
+            } catch (IOException e) {
+                // S3 away, the file removed meanwhile: the reader has what it opened, and may ask again
+                LOG.debug("S3 store {}: {} not followed: {}", spec, node.path, e.getMessage());
+                return false;
+            }
+            long gen;
+            CacheFile now;
+            synchronized (S3Storage.this) {
+                if (!node.cached || node.dirty || node.writers > 0 || node.path == null) {
+                    return false;
+                }
+                gen = node.gen;
+                now = CacheFile.openForReading(dataFile(node.ino));
+            }
+            try (now) {
+                long mine = c.size();
+                long theirs = now.size();
+                boolean extended = theirs > mine && c.samePrefix(now, mine);
+                if (extended) {
+                    c.writeAll(now.range(mine, theirs - mine), mine);
+                }
+                synchronized (S3Storage.this) {
+                    seenGen = gen;
+                }
+                return extended;
+            }
         }
 
         /**

@@ -725,8 +725,8 @@ class S3HostsTest {
         assertEquals(0, b.pendingChanges());
     }
 
-    /** Hosts a and b on one standing clock; {@code bOptions} starts b again after a crash. */
-    private record TwoHosts(S3Storage a, S3Storage b, S3Options bOptions) {
+    /** Hosts a and b on one standing {@code clock}; {@code bOptions} starts b again after a crash. */
+    private record TwoHosts(S3Storage a, S3Storage b, S3Options bOptions, MutableClock clock) {
     }
 
     /** Two hosts, both holding {@code paths} as a wrote them, each {@code content}. */
@@ -742,7 +742,53 @@ class S3HostsTest {
         for (String path : paths) {
             assertEquals(content, text(b, path));
         }
-        return new TwoHosts(a, b, bOptions);
+        return new TwoHosts(a, b, bOptions, clock);
+    }
+
+    @Test
+    void aReaderHoldingALogOpenOnAnotherHostReadsTheLinesAppendedThereButKeepsWhatItOpenedOfARewrite() throws Exception {
+        String large = "x".repeat((int) S3Options.DEFAULT_PREFETCH_BELOW) + "\n"; // fetched at its open, not with its attributes
+        TwoHosts hosts = bothHolding(large, "/shared/agent.log", "/shared/big.log", "/shared/plan.md");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        a.write(p("/shared/agent.log"), "one\n".getBytes(UTF_8));
+        a.flushAll();
+        hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+        try (FileHandle log = b.open(p("/shared/agent.log"), EnumSet.of(OpenFlag.READ), 0);
+             FileHandle big = b.open(p("/shared/big.log"), EnumSet.of(OpenFlag.READ), 0);
+             FileHandle plan = b.open(p("/shared/plan.md"), EnumSet.of(OpenFlag.READ), 0)) {
+            assertEquals("one\n", readFrom(log, 0));
+            for (String line : List.of("two\n", "three\n")) {
+                a.append(p("/shared/agent.log"), line.getBytes(UTF_8));
+                a.append(p("/shared/big.log"), line.getBytes(UTF_8));
+                a.flushAll();
+                assertEquals("", readFrom(log, b.metadata(p("/shared/agent.log")).size()), "not before b lists it again");
+                hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+                b.metadata(p("/shared/agent.log"));
+            }
+            String rewritten = "# " + large + "more\n"; // longer, but what b read is not its start
+            a.write(p("/shared/plan.md"), rewritten.getBytes(UTF_8));
+            a.flushAll();
+            hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+
+            // tail -f: fstat shows it longer, and the read from where it was goes on with a's lines
+            assertEquals(4 + 4 + 6, b.metadata(p("/shared/agent.log")).size());
+            assertEquals("two\nthree\n", readFrom(log, 4));
+            assertEquals("one\ntwo\nthree\n", readFrom(log, 0));
+            assertEquals("two\nthree\n", readFrom(big, large.length()));
+            assertEquals(large, readFrom(plan, 0), "a rewrite is read from the next open on");
+            assertEquals(rewritten, text(b, "/shared/plan.md"));
+        }
+    }
+
+    /** What {@code h} reads from {@code position} to its end, as text. */
+    private static String readFrom(FileHandle h, long position) throws IOException {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        ByteBuffer buf = ByteBuffer.allocate(8192);
+        for (int n; (n = h.read(buf.clear(), position)) > 0; position += n) {
+            out.write(buf.array(), 0, n);
+        }
+        return out.toString(UTF_8);
     }
 
     @Test

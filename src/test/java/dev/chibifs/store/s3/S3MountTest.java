@@ -437,22 +437,35 @@ class S3MountTest {
 
     @Test
     @Timeout(120)
-    void aLogAProcessKeepsOpenToAppendToShowsOnAnotherHostWhileItStaysOpen() throws Exception {
+    void aLogAProcessKeepsOpenToAppendToShowsOnAnotherHostWhileItStaysOpenAndTailFFollowsIt() throws Exception {
         MountedFs a = host(MountedFs.tempRoot(), "hostA", "200ms");
         MountedFs b = host("hostB");
         Path log = a.at(PREFIX + "/agent.log");
-        // a shell holds the log open to append (descriptor 3) until its input ends
-        Process writer = new ProcessBuilder("sh", "-c", "exec 3>>'" + log + "'; echo one >&3; read x; echo two >&3")
+        // a shell holds the log open to append (descriptor 3), writing a line at each line of its input
+        Process writer = new ProcessBuilder("sh", "-c", "exec 3>>'" + log + "'; echo one >&3; read x; echo two >&3; read x")
                 .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        Path followed = Files.createTempFile("tail", ".out");
+        Process tail = null;
         try {
             await(SETTLES_WITHIN, "host B reading the line while the log is open on host A",
                     () -> "one\n".equals(readOrNull(b.at(PREFIX + "/agent.log"))));
+            tail = new ProcessBuilder("tail", "-n", "+1", "-f", b.at(PREFIX + "/agent.log").toString())
+                    .redirectOutput(followed.toFile()).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+            await(SETTLES_WITHIN, "tail -f on host B showing the first line", () -> "one\n".equals(readOrNull(followed)));
+            writer.getOutputStream().write('\n');
+            writer.getOutputStream().flush();
+            // tail -f keeps its descriptor and polls it with fstat: the line must reach that open file
+            await(SETTLES_WITHIN, "tail -f on host B showing the line written since", () -> "one\ntwo\n".equals(readOrNull(followed)));
             assertTrue(writer.isAlive(), "the log was still open");
         } finally {
             writer.getOutputStream().close();
             if (!writer.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
                 writer.destroyForcibly();
             }
+            if (tail != null) {
+                tail.destroyForcibly().waitFor(30, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            Files.delete(followed);
         }
         await(SETTLES_WITHIN, "both lines on host B once it is closed",
                 () -> "one\ntwo\n".equals(readOrNull(b.at(PREFIX + "/agent.log"))));
