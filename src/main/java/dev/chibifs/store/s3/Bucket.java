@@ -176,6 +176,8 @@ final class Bucket implements Closeable {
     private static final long MAX_PUT_BYTES = 5L << 30;
     /** The largest object one CopyObject copies: larger ones are copied in parts (UploadPartCopy). */
     private static final long MAX_COPY_BYTES = MAX_PUT_BYTES;
+    /** The most one part copied from another object (UploadPartCopy) may hold (S3's limit). */
+    private static final long MAX_COPY_PART_BYTES = MAX_PUT_BYTES;
     /**
      * A file larger than this goes up in parts of {@link #DEFAULT_PART_BYTES} (more where 10,000 would
      * not hold it), and an object larger than it comes down in ranges of that size, several at a
@@ -778,7 +780,21 @@ final class Bucket implements Closeable {
      */
     String put(String key, Path from, Map<String, String> meta, String ifMatch, BooleanSupplier unchanged)
             throws IOException {
+        return put(key, from, meta, ifMatch, unchanged, 0);
+    }
+
+    /**
+     * As {@link #put(String, Path, Map, String, BooleanSupplier)} for a file whose first {@code kept}
+     * bytes are those of the object's version {@code ifMatch} (a file only appended to since): where
+     * they are at least one part, S3 copies them into the new object (UploadPartCopy, conditional on
+     * that version) and only the rest goes up, so a log kept open costs its new lines, not its size.
+     */
+    String put(String key, Path from, Map<String, String> meta, String ifMatch, BooleanSupplier unchanged, long kept)
+            throws IOException {
         long size = Files.size(from);
+        if (ifMatch != null && kept >= MIN_PART_BYTES && kept < size) {
+            return landed(key, size, meta, ifMatch, () -> putAppended(key, from, size, kept, meta, ifMatch, unchanged));
+        }
         if (size > partsAbove || unchanged != null) {
             return landed(key, size, meta, ifMatch, () -> putInParts(key, from, size, meta, ifMatch, unchanged));
         }
@@ -883,6 +899,40 @@ final class Bucket implements Closeable {
         }, () -> requireUnchanged(unchanged, key));
     }
 
+    /**
+     * {@link #put(String, Path, Map, String, BooleanSupplier, long)}'s upload in parts: the object's
+     * first {@code kept} bytes copied by S3 (in as few parts as a copy allows), the rest of
+     * {@code from} sent.
+     */
+    private String putAppended(String key, Path from, long size, long kept, Map<String, String> meta, String ifMatch,
+                               BooleanSupplier unchanged) throws IOException {
+        refuseWhileUnreachable("put", key);
+        long copies = (kept + MAX_COPY_PART_BYTES - 1) / MAX_COPY_PART_BYTES;
+        List<Span> spans = evenSpans(0, kept, (kept + copies - 1) / copies);
+        spans.addAll(evenSpans(kept, size, partSize(size)));
+        return inParts("put", key, spans, meta, ifMatch, (uploadId, number, offset, length) -> {
+            if (offset < kept) {
+                return copyPart(key, ifMatch, key, uploadId, number, offset, length);
+            }
+            CompletedPart sent = uploadPart(key, uploadId, number, from, offset, length, unchanged);
+            requireUnchanged(unchanged, key);
+            return sent;
+        }, () -> requireUnchanged(unchanged, key));
+    }
+
+    /** A part of an upload in parts: {@code length} bytes of the object from {@code offset}. */
+    private record Span(long offset, long length) {
+    }
+
+    /** The bytes from {@code from} to {@code to} in parts of {@code partBytes} (the last holds the rest). */
+    private static List<Span> evenSpans(long from, long to, long partBytes) {
+        List<Span> spans = new ArrayList<>();
+        for (long at = from; at < to; at += partBytes) {
+            spans.add(new Span(at, Math.min(partBytes, to - at)));
+        }
+        return spans;
+    }
+
     /** Makes part {@code number} of upload {@code uploadId}: {@code length} bytes at {@code offset}. */
     @FunctionalInterface
     private interface PartMaker {
@@ -906,16 +956,19 @@ final class Bucket implements Closeable {
      */
     private String inParts(String op, String key, long size, Map<String, String> meta, String ifMatch, PartMaker maker,
                            CompletionCheck check) throws IOException {
+        return inParts(op, key, evenSpans(0, size, partSize(size)), meta, ifMatch, maker, check);
+    }
+
+    /** As above, in the parts {@code spans}, in order. */
+    private String inParts(String op, String key, List<Span> spans, Map<String, String> meta, String ifMatch,
+                           PartMaker maker, CompletionCheck check) throws IOException {
         String uploadId = createUpload(key, meta);
         boolean done = false;
         try {
-            long part = partSize(size);
             List<Future<CompletedPart>> parts = new ArrayList<>();
-            for (long at = 0; at < size; at += part) {
+            for (Span span : spans) {
                 int number = parts.size() + 1;
-                long offset = at;
-                long length = Math.min(part, size - at);
-                parts.add(partMovers.submit(() -> maker.make(uploadId, number, offset, length)));
+                parts.add(partMovers.submit(() -> maker.make(uploadId, number, span.offset(), span.length())));
             }
             // a part made after the abort would stay: allOf ends them all first
             List<CompletedPart> made = allOf(parts, op, key);
@@ -1244,7 +1297,8 @@ final class Bucket implements Closeable {
             if (e.statusCode() == 404 && !"NoSuchUpload".equals(e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode())) {
                 throw removedSince(from);
             }
-            if (e.statusCode() == 412) {
+            if (e.statusCode() == 412 || e.statusCode() == 416) {
+                // 416: the range is past the end of the version named, so it is not the one this host saw
                 throw changedSince(from);
             }
             throw failure("copy-part", to, e);

@@ -3615,10 +3615,11 @@ public final class S3Storage implements Storage {
             try {
                 String etag;
                 try {
-                    etag = putOnce(k, source, meta, base, sha, unchanged);
+                    // a file only appended to since S3's version: S3 copies that version's bytes
+                    etag = putOnce(k, source, meta, base, sha, unchanged, appendsFrom == NOT_APPENDS ? 0 : appendsFrom);
                 } catch (Bucket.Missing e) {
                     // removed on S3 since this host saw it: a change made here outlives a delete made there
-                    etag = putOnce(k, source, meta, null, sha, unchanged);
+                    etag = putOnce(k, source, meta, null, sha, unchanged, 0);
                 }
                 synchronized (this) {
                     wentUp(n, p, k, gen, etag, sha);
@@ -4031,17 +4032,21 @@ public final class S3Storage implements Storage {
      * holds exactly this content is no conflict either, whoever put it there.
      */
     private String putOnce(String key, Path snap, Map<String, String> meta, String base, String sha) throws IOException {
-        return putOnce(key, snap, meta, base, sha, null);
+        return putOnce(key, snap, meta, base, sha, null, 0);
     }
 
-    /** As above, from a file that may change meanwhile when {@code unchanged} is not null ({@link Bucket#put}). */
+    /**
+     * As above, from a file that may change meanwhile when {@code unchanged} is not null, and whose
+     * first {@code kept} bytes are those of version {@code base}, which S3 may copy rather than
+     * receive ({@link Bucket#put(String, Path, Map, String, java.util.function.BooleanSupplier, long)}).
+     */
     private String putOnce(String key, Path from, Map<String, String> meta, String base, String sha,
-                           java.util.function.BooleanSupplier unchanged) throws IOException {
-        if (bucket.inParts(Files.size(from))) {
+                           java.util.function.BooleanSupplier unchanged, long kept) throws IOException {
+        if (bucket.inParts(Files.size(from)) || kept >= Bucket.MIN_PART_BYTES) {
             abortUploadsLeft();
         }
         try {
-            return bucket.put(key, from, meta, base, unchanged);
+            return bucket.put(key, from, meta, base, unchanged, kept);
         } catch (Bucket.PreconditionFailed e) {
             Bucket.Head now = bucket.head(key);
             if (now != null && sha.equals(now.meta().get(META_SHA)) && now.size() == Files.size(from)) {

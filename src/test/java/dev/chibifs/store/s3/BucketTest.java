@@ -183,6 +183,32 @@ class BucketTest {
     }
 
     @Test
+    void aFileOnlyAppendedToSinceAVersionSendsItsNewBytesAndS3CopiesTheRest() throws Exception {
+        Path log = randomFile("appended", Bucket.MIN_PART_BYTES + 100);
+        String first = bucket.put("p/app/log", log, Map.of("chibi-sha256", "a"), null);
+        Files.write(log, "one more line\n".getBytes(UTF_8), java.nio.file.StandardOpenOption.APPEND);
+        long kept = Bucket.MIN_PART_BYTES + 100;
+        Map<String, Long> before = bucket.requests();
+        long up = bucket.bytesMoved()[1];
+        String second = bucket.put("p/app/log", log, Map.of("chibi-sha256", "b"), first, null, kept);
+        Map<String, Long> made = since(before, bucket.requests());
+        assertEquals(Map.of("create-upload", 1L, "copy-part", 1L, "put-part", 1L, "complete-upload", 1L), made);
+        assertEquals(14, bucket.bytesMoved()[1] - up, "only the appended line went up");
+        Bucket.Head h = bucket.get("p/app/log", temp.resolve("appended-back"));
+        assertArrayEquals(Files.readAllBytes(log), Files.readAllBytes(temp.resolve("appended-back")));
+        assertEquals(Map.of("chibi-sha256", "b"), h.meta());
+        assertEquals(second, h.etag());
+
+        // another version since: neither a copy of the one named nor an upload lands, and no parts stay
+        Files.write(log, "and another\n".getBytes(UTF_8), java.nio.file.StandardOpenOption.APPEND);
+        assertThrows(Bucket.PreconditionFailed.class, () -> bucket.put("p/app/log", log, Map.of(), first, null, kept));
+        bucket.delete("p/app/log");
+        assertThrows(Bucket.Missing.class, () -> bucket.put("p/app/log", log, Map.of(), second, null, kept));
+        assertNull(bucket.head("p/app/log"));
+        assertEquals(0, bucket.uploadsUnderway("p/app/"));
+    }
+
+    @Test
     void aCompletionThatLandedWithItsAnswerLostIsTheUploadNotAConflict() throws Exception {
         try (Bucket parts = inParts()) {
             Path f = randomFile("lost", Bucket.MIN_PART_BYTES + 1);

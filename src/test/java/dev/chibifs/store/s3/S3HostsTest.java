@@ -1042,6 +1042,48 @@ class S3HostsTest {
 
     @Test
     @Timeout(60)
+    void aLargeLogKeptOpenSendsOnlyItsNewLinesAndS3CopiesWhatItHasUnlessAnotherHostCameFirst() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        byte[] start = randomBytes(Bucket.MIN_PART_BYTES + 10, 3);
+        a.mkdir(p("/shared"));
+        try (FileHandle log = a.open(p("/shared/big.log"), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE), 0644)) {
+            log.write(ByteBuffer.wrap(start), 0);
+            log.sync(false);
+            Map<String, Long> before = a.requests();
+            log.write(ByteBuffer.wrap("one\n".getBytes(UTF_8)), 0);
+            log.sync(false);
+            Map<String, Long> made = since(before, a.requests());
+            assertEquals(1L, made.get("copy-part"), made.toString());
+            assertEquals(1L, made.get("put-part"), made.toString());
+            assertNull(made.get("put"), made.toString());
+
+            // another host's line reached S3 first: the copy's version is gone, so a's line merges
+            S3Storage b = host(options("b"));
+            b.append(p("/shared/big.log"), "b's\n".getBytes(UTF_8));
+            b.flushAll();
+            log.write(ByteBuffer.wrap("two\n".getBytes(UTF_8)), 0);
+            log.sync(false);
+        }
+        java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+        all.write(start);
+        all.write("one\nb's\ntwo\n".getBytes(UTF_8));
+        assertArrayEquals(all.toByteArray(), inS3Bytes("shared/big.log"));
+        assertEquals(List.of("big.log"), a.list(p("/shared")).stream().map(e -> e.name()).toList(), "no conflict copy");
+    }
+
+    private static Map<String, Long> since(Map<String, Long> before, Map<String, Long> after) {
+        Map<String, Long> made = new java.util.TreeMap<>();
+        after.forEach((k, v) -> {
+            long n = v - before.getOrDefault(k, 0L);
+            if (n != 0) {
+                made.put(k, n);
+            }
+        });
+        return made;
+    }
+
+    @Test
+    @Timeout(60)
     void linesAppendedToAnOpenLogWhileItGoesUpWaitAFewPeriodsForTheNextUpload() throws Exception {
         MutableClock clock = startClock();
         Duration fewPeriods = S3Options.DEFAULT_FLUSH_AFTER.multipliedBy(S3Storage.MAX_DEFERRALS);
