@@ -4,6 +4,7 @@ import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.Syscalls;
 
 import java.io.Closeable;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -107,6 +108,20 @@ final class CacheFile implements Closeable {
                 return n;
             }
         };
+    }
+
+    /** Feeds {@code digest} the {@code length} bytes from {@code offset}. */
+    void digest(java.security.MessageDigest digest, long offset, long length) throws IOException {
+        ByteBuffer buf = ByteBuffer.allocate(COPY_CHUNK);
+        for (long at = offset; at < offset + length; ) {
+            buf.clear().limit((int) Math.min(COPY_CHUNK, offset + length - at));
+            int n = read(buf, at);
+            if (n <= 0) {
+                throw new EOFException(name + ": ends at " + at + ", before " + (offset + length));
+            }
+            digest.update(buf.flip());
+            at += n;
+        }
     }
 
     /** Whether the first {@code length} bytes of this file and of {@code other} are the same. */

@@ -775,7 +775,12 @@ class S3HostsTest {
             assertEquals(4 + 4 + 6, b.metadata(p("/shared/agent.log")).size());
             assertEquals("two\nthree\n", readFrom(log, 4));
             assertEquals("one\ntwo\nthree\n", readFrom(log, 0));
+            // a file not cached here: only its new bytes come down, checked by the version's SHA-256
+            assertEquals(large.length() + 4 + 6, b.metadata(p("/shared/big.log")).size());
+            long down = b.bytesMoved()[0];
             assertEquals("two\nthree\n", readFrom(big, large.length()));
+            assertEquals(4 + 6, b.bytesMoved()[0] - down);
+            assertEquals(rewritten.length(), b.metadata(p("/shared/plan.md")).size());
             assertEquals(large, readFrom(plan, 0), "a rewrite is read from the next open on");
             assertEquals(rewritten, text(b, "/shared/plan.md"));
         }
