@@ -3791,7 +3791,8 @@ public final class S3Storage implements Storage {
                     etag = theirs.etag(); // nothing of this host's left to add: theirs is the merge
                 } else {
                     try {
-                        etag = putOnce(k, merged, meta, theirs.etag(), sha);
+                        // their version begins the merge: S3 copies it where it is a part or more
+                        etag = putOnce(k, merged, meta, theirs.etag(), sha, null, theirs.size());
                     } catch (Bucket.PreconditionFailed again) {
                         continue; // changed there once more: this host's appends go at the end of that
                     }

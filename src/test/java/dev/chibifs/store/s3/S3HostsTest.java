@@ -1067,7 +1067,14 @@ class S3HostsTest {
             b.append(p("/shared/big.log"), "b's\n".getBytes(UTF_8));
             b.flushAll();
             log.write(ByteBuffer.wrap("two\n".getBytes(UTF_8)), 0);
+            Map<String, Long> beforeMerge = a.requests();
+            long up = a.bytesMoved()[1];
             log.sync(false);
+            // the merge: their version comes down (its hash needs its bytes) but S3 copies it back
+            made = since(beforeMerge, a.requests());
+            assertEquals(1L, made.get("get"), made.toString());
+            assertNull(made.get("put"), made.toString());
+            assertTrue(a.bytesMoved()[1] - up < 1024, "only a's line went up: " + (a.bytesMoved()[1] - up));
         }
         java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
         all.write(start);
