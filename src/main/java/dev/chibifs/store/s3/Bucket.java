@@ -1183,10 +1183,35 @@ final class Bucket implements Closeable {
             answered();
             throw refusedPut(key, ifMatch, e);
         } catch (SdkException e) {
-            throw failure("put", key, e);
+            IOException refused = refusedUnread(key, ifMatch);
+            throw refused != null ? refused : failure("put", key, e);
         } catch (UncheckedIOException e) {
             throw new IOException("S3 put s3://" + bucket + "/" + key + ": " + e.getCause().getMessage(), e);
         }
+    }
+
+    /**
+     * A conditional PUT cut off while its body was still going: s3proxy (and servers like it) answers
+     * 412 as soon as it finds the condition failed and closes the connection without reading the
+     * body, so a client still sending one larger than the sockets' buffers (a few MiB) sees a write
+     * error, not the answer, at every attempt. Not S3 away, but a conflict: a HEAD tells. The
+     * refusal where the object now contradicts the condition; null where it does not, or the HEAD
+     * cannot say (then it is a failure to reach S3).
+     */
+    private IOException refusedUnread(String key, String ifMatch) {
+        Head now;
+        try {
+            now = head(key);
+        } catch (IOException e) {
+            return null;
+        }
+        if (ifMatch == null) {
+            return now != null ? changedSince(key) : null;
+        }
+        if (now == null) {
+            return removedSince(key);
+        }
+        return ifMatch.equals(now.etag()) ? null : changedSince(key);
     }
 
     /**

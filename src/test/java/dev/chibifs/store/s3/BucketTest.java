@@ -58,6 +58,20 @@ class BucketTest {
     }
 
     @Test
+    void aLargeConditionalPutTheServerRefusesBeforeReadingItsBodyIsAConflictNotS3Away() throws Exception {
+        // the server answers 412 and closes as soon as it sees the condition fail, as s3proxy does: a
+        // body larger than the sockets' buffers meets a closed connection, not the answer
+        Path big = randomFile("refused-unread", 8L << 20);
+        String first = bucket.put("p/unread/a", "one".getBytes(UTF_8), Map.of(), null);
+        bucket.put("p/unread/a", "two".getBytes(UTF_8), Map.of(), first);
+        assertThrows(Bucket.PreconditionFailed.class, () -> bucket.put("p/unread/a", big, Map.of(), first));
+        assertThrows(Bucket.PreconditionFailed.class, () -> bucket.put("p/unread/a", big, Map.of(), null));
+        bucket.delete("p/unread/a");
+        assertThrows(Bucket.Missing.class, () -> bucket.put("p/unread/a", big, Map.of(), first));
+        assertFalse(bucket.unreachable(), "S3 answered every time");
+    }
+
+    @Test
     void aCopyTakesTheSourcesVersionAndMetadataUnderThePutsConditions() throws Exception {
         String source = bucket.put("p/c/src", "one".getBytes(UTF_8), Map.of("chibi-mode", "755"), null);
         String copied = bucket.copy("p/c/src", source, 3, "p/c/dst", null, null);
