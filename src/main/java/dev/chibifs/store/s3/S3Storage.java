@@ -3678,7 +3678,9 @@ public final class S3Storage implements Storage {
             try {
                 String etag;
                 try {
-                    // a file only appended to since S3's version: S3 copies that version's bytes
+                    // a file only appended to since S3's version: S3 copies that version's bytes, which
+                    // are the file's up to appendsFrom (where a merge left base behind the object, the
+                    // copy's If-Match fails as the PUT's would, and the appends merge again)
                     etag = putOnce(k, source, meta, base, sha, unchanged, appendsFrom == NOT_APPENDS ? 0 : appendsFrom);
                 } catch (Bucket.Missing e) {
                     // removed on S3 since this host saw it: a change made here outlives a delete made there
@@ -3769,7 +3771,10 @@ public final class S3Storage implements Storage {
         Path merged = uploadDir.resolve(n.ino + "." + gen + ".merged");
         try {
             for (int attempt = 0; attempt < MERGE_TRIES; attempt++) {
-                Bucket.Head theirs = bucket.get(k, merged);
+                Bucket.Head theirs = from >= Bucket.MIN_PART_BYTES ? theirsFromTheirTail(k, source, from, merged) : null;
+                if (theirs == null) {
+                    theirs = bucket.get(k, merged);
+                }
                 if (theirs == null) {
                     return Merge.AGAIN; // removed on S3 meanwhile: a change made here outlives a delete made there
                 }
@@ -3809,6 +3814,39 @@ public final class S3Storage implements Storage {
             return Merge.CONFLICT;
         } finally {
             Files.deleteIfExists(merged);
+        }
+    }
+
+    /**
+     * The other host's version of {@code k} written to {@code merged} with only its bytes past
+     * {@code from} downloaded: where it begins with the first {@code from} bytes of {@code source},
+     * the version this host's appends went onto (most often, as the other host appended to it too),
+     * which the SHA-256 in its metadata confirms. Null where not, or not asked: the caller downloads
+     * it whole.
+     */
+    private Bucket.Head theirsFromTheirTail(String k, Path source, long from, Path merged) {
+        try {
+            Bucket.Head h = bucket.head(k);
+            String sha = h == null ? null : h.meta().get(META_SHA);
+            if (sha == null || h.size() < from) {
+                return null;
+            }
+            try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
+                 FileChannel out = FileChannel.open(merged, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                         StandardOpenOption.TRUNCATE_EXISTING)) {
+                for (long at = 0; at < from; ) {
+                    at += in.transferTo(at, from - at, out);
+                }
+            }
+            if (h.size() > from) {
+                try (CacheFile out = CacheFile.openForWriting(merged)) {
+                    bucket.getPart(k, h.etag(), from, h.size() - from, out);
+                }
+            }
+            return Files.size(merged) == h.size() && sha.equals(ContentHash.of(merged)) ? h : null;
+        } catch (IOException e) {
+            LOG.debug("S3 store {}: {} not merged from its new bytes alone: {}", spec, k, e.getMessage());
+            return null;
         }
     }
 

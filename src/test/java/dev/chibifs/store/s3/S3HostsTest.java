@@ -1068,18 +1068,36 @@ class S3HostsTest {
             b.flushAll();
             log.write(ByteBuffer.wrap("two\n".getBytes(UTF_8)), 0);
             Map<String, Long> beforeMerge = a.requests();
+            long down = a.bytesMoved()[0];
             long up = a.bytesMoved()[1];
             log.sync(false);
-            // the merge: their version comes down (its hash needs its bytes) but S3 copies it back
+            // the merge: b's version is a's with b's line: only that line comes down (their hash
+            // tells), and S3 copies their version into the merge
             made = since(beforeMerge, a.requests());
             assertEquals(1L, made.get("get"), made.toString());
             assertNull(made.get("put"), made.toString());
+            assertEquals(4, a.bytesMoved()[0] - down, "only b's line came down");
             assertTrue(a.bytesMoved()[1] - up < 1024, "only a's line went up: " + (a.bytesMoved()[1] - up));
+            java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+            all.write(start);
+            all.write("one\nb's\ntwo\n".getBytes(UTF_8));
+            assertArrayEquals(all.toByteArray(), inS3Bytes("shared/big.log"));
+
+            // another host rewrites it, as long: a's next line goes at the end of that version, which
+            // comes down whole
+            S3Storage c = host(options("c"));
+            byte[] rewritten = randomBytes(all.size(), 4);
+            c.write(p("/shared/big.log"), rewritten);
+            c.flushAll();
+            log.write(ByteBuffer.wrap("three\n".getBytes(UTF_8)), 0);
+            log.sync(false);
+            all.reset();
+            all.write(rewritten);
+            all.write("three\n".getBytes(UTF_8));
+            assertArrayEquals(all.toByteArray(), inS3Bytes("shared/big.log"));
+            assertEquals(ContentHash.of(all.toByteArray()), raw.head(prefix + "/shared/big.log").meta().get(S3Storage.META_SHA),
+                    "the hash every host trusts is the content's");
         }
-        java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
-        all.write(start);
-        all.write("one\nb's\ntwo\n".getBytes(UTF_8));
-        assertArrayEquals(all.toByteArray(), inS3Bytes("shared/big.log"));
         assertEquals(List.of("big.log"), a.list(p("/shared")).stream().map(e -> e.name()).toList(), "no conflict copy");
     }
 
