@@ -1592,9 +1592,13 @@ public final class S3Storage implements Storage {
         }
     }
 
-    /** A read-only handle of the file download {@code d} fills; under the monitor. */
+    /**
+     * A read-only handle of the file download {@code d} fills; under the monitor. Open to write all
+     * the same: once the download has ended, the handle adds to it what another host appends
+     * ({@link Handle#follow}), by then to its own copy, the cache having dropped the file.
+     */
     private Handle downloadHandle(Node n, Bucket.Download d) throws IOException {
-        return new Handle(n, CacheFile.openForReading(d.file()), d);
+        return new Handle(n, CacheFile.openForWriting(d.file()), d);
     }
 
     /** The download of {@code n} has ended: its content is kept unless it failed or the node changed since generation {@code gen}. */
@@ -2543,9 +2547,10 @@ public final class S3Storage implements Storage {
          * dropped its file when the listing showed the new version, and several handles that share
          * it add the same bytes at the same offsets.
          */
-        private synchronized boolean follow(CacheFile c) throws IOException {
+        private synchronized boolean follow(CacheFile c) {
             synchronized (S3Storage.this) {
-                if (writer || download != null || closed || node.gen == seenGen || node.dirty || node.writers > 0) {
+                if (writer || (download != null && !download.ended()) || closed || node.gen == seenGen || node.dirty
+                        || node.writers > 0) {
                     return false;
                 }
             }
@@ -2554,12 +2559,18 @@ public final class S3Storage implements Storage {
                 return followed;
             }
             try {
-                fetch(node);
+                return followFetched(c);
             } catch (IOException e) {
-                // S3 away, the file removed meanwhile: the reader has what it opened, and may ask again
+                // S3 away, the file removed meanwhile, the cache disk full: the reader has what it had,
+                // and may ask again
                 LOG.debug("S3 store {}: {} not followed: {}", spec, node.path, e.getMessage());
                 return false;
             }
+        }
+
+        /** {@link #follow} by the node's new version fetched whole and compared with this content {@code c}. */
+        private boolean followFetched(CacheFile c) throws IOException {
+            fetch(node);
             long gen;
             CacheFile now;
             synchronized (S3Storage.this) {

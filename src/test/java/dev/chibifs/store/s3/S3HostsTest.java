@@ -786,6 +786,23 @@ class S3HostsTest {
         }
     }
 
+    @Test
+    void aReaderOfALargeLogReadAsItCameDownFollowsWhatAnotherHostAppendsOnceItIsAllThere() throws Exception {
+        S3Storage a = hostUploadingInParts(options("a"));
+        byte[] start = randomBytes(Bucket.MIN_PART_BYTES + 99, 8);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/huge.log"), start);
+        a.flushAll();
+        S3Storage b = hostUploadingInParts(options("b").withValidity(Duration.ZERO));
+        try (FileHandle h = b.open(p("/shared/huge.log"), EnumSet.of(OpenFlag.READ), 0)) {
+            assertArrayEquals(start, readWhole(h, start.length)); // its ranges, as they came
+            a.append(p("/shared/huge.log"), "more\n".getBytes(UTF_8));
+            a.flushAll();
+            assertEquals(start.length + 5, b.metadata(p("/shared/huge.log")).size());
+            assertEquals("more\n", readFrom(h, start.length));
+        }
+    }
+
     /** What {@code h} reads from {@code position} to its end, as text. */
     private static String readFrom(FileHandle h, long position) throws IOException {
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
