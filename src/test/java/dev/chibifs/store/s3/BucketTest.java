@@ -115,7 +115,7 @@ class BucketTest {
             String source = parts.put("p/cip/src", f, Map.of("chibi-mode", "755", "chibi-sha256", "s"), null);
             Map<String, Long> before = parts.requests();
             String copied = parts.copy("p/cip/src", source, size, "p/cip/dst", null, null);
-            Map<String, Long> made = since(before, parts.requests());
+            Map<String, Long> made = Requests.since(before, parts.requests());
             assertEquals(3L, made.get("copy-part"), made.toString());
             assertNull(made.get("put-part"), made.toString());
             assertNull(made.get("get"), made.toString());
@@ -148,7 +148,7 @@ class BucketTest {
         }
         Map<String, Long> before = bucket.requests();
         assertEquals(List.of(), bucket.deleteAll(List.of("p/d/a", "p/d/b", "p/d/sub/c", "p/d/never")));
-        assertEquals(Map.of("delete-batch", 1L), since(before, bucket.requests()));
+        assertEquals(Map.of("delete-batch", 1L), Requests.since(before, bucket.requests()));
         for (String k : List.of("p/d/a", "p/d/b", "p/d/sub/c")) {
             assertNull(bucket.head(k), k);
         }
@@ -175,7 +175,7 @@ class BucketTest {
             Path f = randomFile("parts", 2 * Bucket.MIN_PART_BYTES + 12345);
             Map<String, Long> before = parts.requests();
             String first = parts.put("p/parts/a", f, Map.of("chibi-sha256", "x"), null);
-            assertEquals(Map.of("create-upload", 1L, "put-part", 3L, "complete-upload", 1L), since(before, parts.requests()));
+            assertEquals(Map.of("create-upload", 1L, "put-part", 3L, "complete-upload", 1L), Requests.since(before, parts.requests()));
             Path back = temp.resolve("parts-back");
             Bucket.Head h = parts.get("p/parts/a", back);
             assertArrayEquals(Files.readAllBytes(f), Files.readAllBytes(back));
@@ -205,7 +205,7 @@ class BucketTest {
         Map<String, Long> before = bucket.requests();
         long up = bucket.bytesMoved()[1];
         String second = bucket.put("p/app/log", log, Map.of("chibi-sha256", "b"), first, null, kept);
-        Map<String, Long> made = since(before, bucket.requests());
+        Map<String, Long> made = Requests.since(before, bucket.requests());
         assertEquals(Map.of("create-upload", 1L, "copy-part", 1L, "put-part", 1L, "complete-upload", 1L), made);
         assertEquals(14, bucket.bytesMoved()[1] - up, "only the appended line went up");
         Bucket.Head h = bucket.get("p/app/log", temp.resolve("appended-back"));
@@ -245,7 +245,7 @@ class BucketTest {
             Map<String, Long> before = parts.requests();
             Path back = temp.resolve("ranges-back");
             Bucket.Head h = parts.get("p/ranges/a", back, Files.size(f));
-            assertEquals(Map.of("get", 3L), since(before, parts.requests()));
+            assertEquals(Map.of("get", 3L), Requests.since(before, parts.requests()));
             assertArrayEquals(Files.readAllBytes(f), Files.readAllBytes(back));
             assertEquals(new Bucket.Head(Files.size(f), h.modified(), etag, Map.of("chibi-sha256", "z")), h);
 
@@ -296,17 +296,6 @@ class BucketTest {
         return Files.write(temp.resolve(name), data);
     }
 
-    /** The requests made between two counts of them, by kind. */
-    private static Map<String, Long> since(Map<String, Long> before, Map<String, Long> after) {
-        Map<String, Long> made = new java.util.TreeMap<>();
-        after.forEach((k, v) -> {
-            long n = v - before.getOrDefault(k, 0L);
-            if (n != 0) {
-                made.put(k, n);
-            }
-        });
-        return made;
-    }
 
     @Test
     // on a thread of its own: without the limits the request never returns, and a thread blocked in a

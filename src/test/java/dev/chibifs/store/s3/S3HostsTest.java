@@ -1074,7 +1074,7 @@ class S3HostsTest {
             Map<String, Long> before = a.requests();
             log.write(ByteBuffer.wrap("one\n".getBytes(UTF_8)), 0);
             log.sync(false);
-            Map<String, Long> made = since(before, a.requests());
+            Map<String, Long> made = Requests.since(before, a.requests());
             assertEquals(1L, made.get("copy-part"), made.toString());
             assertEquals(1L, made.get("put-part"), made.toString());
             assertNull(made.get("put"), made.toString());
@@ -1090,7 +1090,7 @@ class S3HostsTest {
             log.sync(false);
             // the merge: b's version is a's with b's line: only that line comes down (their hash
             // tells), and S3 copies their version into the merge
-            made = since(beforeMerge, a.requests());
+            made = Requests.since(beforeMerge, a.requests());
             assertEquals(1L, made.get("get"), made.toString());
             assertNull(made.get("put"), made.toString());
             assertEquals(4, a.bytesMoved()[0] - down, "only b's line came down");
@@ -1116,17 +1116,6 @@ class S3HostsTest {
                     "the hash every host trusts is the content's");
         }
         assertEquals(List.of("big.log"), a.list(p("/shared")).stream().map(e -> e.name()).toList(), "no conflict copy");
-    }
-
-    private static Map<String, Long> since(Map<String, Long> before, Map<String, Long> after) {
-        Map<String, Long> made = new java.util.TreeMap<>();
-        after.forEach((k, v) -> {
-            long n = v - before.getOrDefault(k, 0L);
-            if (n != 0) {
-                made.put(k, n);
-            }
-        });
-        return made;
     }
 
     @Test
