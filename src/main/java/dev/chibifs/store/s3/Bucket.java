@@ -724,10 +724,6 @@ final class Bucket implements Closeable {
     }
 
     /**
-     * Bytes {@code from} to {@code from + length} of the object (of version {@code ifMatch}, or any: the
-     * first range), written at the same place in {@code out}; null when there is no such object.
-     */
-    /**
      * Bytes {@code from} to {@code from + length} of version {@code ifMatch} of {@code key}, written at
      * the same place in {@code out} (or the whole object from its start, where the server sends it
      * all); an IOException where the object is no longer that version.
@@ -736,6 +732,10 @@ final class Bucket implements Closeable {
         getRange(key, ifMatch, from, length, out);
     }
 
+    /**
+     * Bytes {@code from} to {@code from + length} of the object (of version {@code ifMatch}, or any: the
+     * first range), written at the same place in {@code out}; null when there is no such object.
+     */
     private Range getRange(String key, String ifMatch, long from, long length, CacheFile out) throws IOException {
         refuseWhileUnreachable("get", key);
         count("get");

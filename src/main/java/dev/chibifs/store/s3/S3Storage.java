@@ -2568,6 +2568,60 @@ public final class S3Storage implements Storage {
             }
         }
 
+        /**
+         * {@link #follow} without fetching the new version whole: where it is not cached here but its
+         * SHA-256 is known (its object's metadata), only its bytes past this handle's content come
+         * down, and they are added where this content followed by them is that version, as its hash
+         * says. Null where that cannot be asked (cached, hash unknown, S3 away): the caller fetches it.
+         */
+        private Boolean followByRange(CacheFile c) {
+            String key;
+            String etag;
+            String sha;
+            long theirs;
+            long gen;
+            synchronized (S3Storage.this) {
+                if (node.cached || node.path == null || node.remoteEtag == null || node.sha == null || node.shaGen != node.gen) {
+                    return null;
+                }
+                key = objectKey(node.path, node);
+                etag = node.remoteEtag;
+                sha = node.sha;
+                theirs = node.size;
+                gen = node.gen;
+            }
+            Path part = dataDir.resolve(node.ino + ".fetch" + FETCHES.incrementAndGet());
+            try {
+                long mine = c.size();
+                boolean extended = false;
+                if (theirs > mine) {
+                    try (CacheFile added = CacheFile.replace(part)) {
+                        bucket.getPart(key, etag, mine, theirs - mine, added);
+                        java.security.MessageDigest d = ContentHash.digest();
+                        c.digest(d, 0, mine);
+                        added.digest(d, mine, theirs - mine);
+                        if (sha.equals(ContentHash.hex(d))) {
+                            c.writeAll(added.range(mine, theirs - mine), mine);
+                            extended = true;
+                        }
+                    }
+                }
+                synchronized (S3Storage.this) {
+                    seenGen = gen;
+                }
+                return extended;
+            } catch (IOException e) {
+                LOG.debug("S3 store {}: {} not followed by its new bytes: {}", spec, node.path, e.getMessage());
+                return null;
+            } finally {
+                try {
+                    Files.deleteIfExists(part);
+                } catch (IOException e) {
+                    LOG.debug("S3 store {}: {} left in the cache: {}", spec, part, e.getMessage());
+                }
+            }
+        }
+
         /** {@link #follow} by the node's new version fetched whole and compared with this content {@code c}. */
         private boolean followFetched(CacheFile c) throws IOException {
             fetch(node);
@@ -2626,60 +2680,6 @@ public final class S3Storage implements Storage {
 
         private S3Storage store() {
             return S3Storage.this;
-        }
-
-        /**
-         * {@link #follow} without fetching the new version whole: where it is not cached here but its
-         * SHA-256 is known (its object's metadata), only its bytes past this handle's content come
-         * down, and they are added where this content followed by them is that version, as its hash
-         * says. Null where that cannot be asked (cached, hash unknown, S3 away): the caller fetches it.
-         */
-        private Boolean followByRange(CacheFile c) {
-            String key;
-            String etag;
-            String sha;
-            long theirs;
-            long gen;
-            synchronized (S3Storage.this) {
-                if (node.cached || node.path == null || node.remoteEtag == null || node.sha == null || node.shaGen != node.gen) {
-                    return null;
-                }
-                key = objectKey(node.path, node);
-                etag = node.remoteEtag;
-                sha = node.sha;
-                theirs = node.size;
-                gen = node.gen;
-            }
-            Path part = dataDir.resolve(node.ino + ".fetch" + FETCHES.incrementAndGet());
-            try {
-                long mine = c.size();
-                boolean extended = false;
-                if (theirs > mine) {
-                    try (CacheFile added = CacheFile.replace(part)) {
-                        bucket.getPart(key, etag, mine, theirs - mine, added);
-                        java.security.MessageDigest d = ContentHash.digest();
-                        c.digest(d, 0, mine);
-                        added.digest(d, mine, theirs - mine);
-                        if (sha.equals(ContentHash.hex(d))) {
-                            c.writeAll(added.range(mine, theirs - mine), mine);
-                            extended = true;
-                        }
-                    }
-                }
-                synchronized (S3Storage.this) {
-                    seenGen = gen;
-                }
-                return extended;
-            } catch (IOException e) {
-                LOG.debug("S3 store {}: {} not followed by its new bytes: {}", spec, node.path, e.getMessage());
-                return null;
-            } finally {
-                try {
-                    Files.deleteIfExists(part);
-                } catch (IOException e) {
-                    LOG.debug("S3 store {}: {} left in the cache: {}", spec, part, e.getMessage());
-                }
-            }
         }
 
         @Override
@@ -3333,12 +3333,12 @@ public final class S3Storage implements Storage {
         return bucket.requests();
     }
 
-    /** Every answer not in the local layer waits for S3, across a network. */
     /** Content bytes moved so far, down and up (tests). */
     long[] bytesMoved() {
         return bucket.bytesMoved();
     }
 
+    /** Every answer not in the local layer waits for S3, across a network. */
     @Override
     public boolean answersMayWaitLong() {
         return true;
