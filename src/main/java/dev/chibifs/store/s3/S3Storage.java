@@ -1261,9 +1261,9 @@ public final class S3Storage implements Storage {
         }
         seen.add(name);
         boolean settled = n != null && !n.dir && !n.dirty && n.writers == 0 && n.syncedSeq <= startSeq;
-        if (settled && (n.link != link || (link && !Objects.equals(n.remoteEtag, o.etag())))) {
+        if (settled && (n.link != link || (link && !Objects.equals(n.remoteEtag, o.etag())) || replacedShorter(n, o))) {
             // another host made the name a link, a file, or another link: a new node, as the kernel
-            // keeps a link's target by node (CACHE_SYMLINKS)
+            // keeps a link's target by node (CACHE_SYMLINKS); or put a shorter file there
             record("gone", p);
             detach(n);
             n = null;
@@ -1295,6 +1295,18 @@ public final class S3Storage implements Storage {
             n.listedModified = o.modified();
             n.uploadedAt = null;
         }
+    }
+
+    /**
+     * Whether settled file node {@code n}'s name now holds a shorter object: another file, never
+     * {@code n} appended to, which gets a node of its own, as a local file system's rename over the
+     * name would (a log rotated by `mv log log.1` and a new `log`). So `tail -F` here sees the name
+     * stand for another file and opens it, and an open handle keeps the attributes of what it reads.
+     * Not while a lock was ever taken on it here: a process that locks the name must meet the holders
+     * of the node it had.
+     */
+    private static boolean replacedShorter(Node n, Bucket.Listed o) {
+        return !n.link && n.locks == null && !Objects.equals(n.remoteEtag, o.etag()) && o.size() < n.size;
     }
 
     /**

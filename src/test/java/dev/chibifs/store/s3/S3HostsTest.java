@@ -803,6 +803,39 @@ class S3HostsTest {
         }
     }
 
+    @Test
+    void aLogRotatedOnAnotherHostIsAnotherFileHereUnlessItIsLockedHere() throws Exception {
+        TwoHosts hosts = bothHolding("1\n2\n3\n", "/shared/agent.log", "/shared/jobs.db");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        long logInode = b.metadata(p("/shared/agent.log")).inode();
+        long dbInode = b.metadata(p("/shared/jobs.db")).inode();
+        try (FileHandle log = b.open(p("/shared/agent.log"), EnumSet.of(OpenFlag.READ), 0);
+             FileHandle db = b.open(p("/shared/jobs.db"), EnumSet.of(OpenFlag.READ), 0)) {
+            assertTrue(db.locks().tryFlock(1, dev.chibifs.store.LockType.READ));
+            a.append(p("/shared/agent.log"), "4\n".getBytes(UTF_8));
+            a.flushAll();
+            hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+            assertEquals(logInode, b.metadata(p("/shared/agent.log")).inode(), "appended to: the same file");
+            assertEquals("4\n", readFrom(log, 6));
+
+            // rotated: mv agent.log agent.log.1, and a new agent.log; the database rewritten shorter
+            a.rename(p("/shared/agent.log"), p("/shared/agent.log.1"));
+            a.write(p("/shared/agent.log"), "new\n".getBytes(UTF_8));
+            a.write(p("/shared/jobs.db"), "v2\n".getBytes(UTF_8));
+            a.flushAll();
+            hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+            assertNotEquals(logInode, b.metadata(p("/shared/agent.log")).inode(), "tail -F sees another file");
+            assertEquals("new\n", text(b, "/shared/agent.log"));
+            assertEquals("1\n2\n3\n4\n", text(b, "/shared/agent.log.1"));
+            // the open handle keeps what it read, and says so
+            assertEquals("1\n2\n3\n4\n", readFrom(log, 0));
+            assertEquals(8, log.metadata().size());
+            assertEquals(dbInode, b.metadata(p("/shared/jobs.db")).inode(), "locked here: the node the lock holders have");
+            assertEquals("v2\n", text(b, "/shared/jobs.db"));
+        }
+    }
+
     /** What {@code h} reads from {@code position} to its end, as text. */
     private static String readFrom(FileHandle h, long position) throws IOException {
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
