@@ -25,7 +25,7 @@ import java.util.List;
             "  3  permission denied by the zone policy",
             "  4  conflict: edit matched zero or several times, a directory where a",
             "     file is needed, a file in the way, ...",
-            "  5  other I/O error (vfs commands)",
+            "  5  other I/O error (vfs commands; sync: a store could not)",
         })
 public final class Main implements Runnable {
 
@@ -34,6 +34,7 @@ public final class Main implements Runnable {
             MountCommand.class,
             UmountCommand.class,
             StatsCommand.class,
+            SyncCommand.class,
             LsCommand.class,
             InfoCommand.class,
             CatCommand.class,

@@ -140,13 +140,21 @@ public final class MountCommand implements Callable<Integer> {
     /** Serves {@code chibifs stats} until the daemon exits; a mount without it still works. */
     private static void startStatsSocket(MountRegistry registry, FuseDaemon daemon, Namespace namespace,
                                          org.slf4j.Logger log) {
-        java.nio.file.Path socket = StatsSocket.pathFor(registry, ProcessHandle.current().pid());
+        long pid = ProcessHandle.current().pid();
+        java.nio.file.Path socket = StatsSocket.pathFor(registry, pid);
         try {
             StatsSocket served = StatsSocket.serve(socket,
                     () -> StatsSocket.snapshot(daemon.stats(), daemon.negotiated(), namespace.storeStates()));
             Runtime.getRuntime().addShutdownHook(new Thread(served::close, "chibifs-stats-close"));
         } catch (IOException | RuntimeException e) {
             log.warn("chibifs stats will not reach this mount: cannot listen at {}: {}", socket, e.getMessage());
+        }
+        java.nio.file.Path syncSocket = StatsSocket.syncPathFor(registry, pid);
+        try {
+            StatsSocket served = StatsSocket.serve(syncSocket, () -> StatsSocket.synced(namespace));
+            Runtime.getRuntime().addShutdownHook(new Thread(served::close, "chibifs-sync-close"));
+        } catch (IOException | RuntimeException e) {
+            log.warn("chibifs sync will not reach this mount: cannot listen at {}: {}", syncSocket, e.getMessage());
         }
     }
 

@@ -61,12 +61,18 @@ final class StatsCommand implements Callable<Integer> {
         }
     }
 
-    private Path socketOf(Path mp) throws IOException, CommandFailure {
+    private static Path socketOf(Path mp) throws IOException, CommandFailure {
+        return socketOf(mp, StatsSocket::pathFor);
+    }
+
+    /** The socket {@code which} names for the running daemon of mountpoint {@code mp}; one line where none runs. */
+    static Path socketOf(Path mp, java.util.function.BiFunction<MountRegistry, Long, Path> which)
+            throws IOException, CommandFailure {
         for (MountRegistry registry : StatusCommand.hostRegistries()) {
             for (MountRegistry.Entry e : registry.list()) {
                 if (e.record() != null && e.record().mountpoint().equals(mp)
                         && e.health() == MountRegistry.Health.ACTIVE) {
-                    return StatsSocket.pathFor(registry, e.record().pid());
+                    return which.apply(registry, e.record().pid());
                 }
             }
         }

@@ -18,8 +18,9 @@ import java.util.function.Supplier;
 /**
  * How {@code chibifs stats} reads a running daemon's request counts: a Unix socket beside the
  * mount's registry record ({@code stats-<pid>.sock}), on which the daemon writes one JSON
- * snapshot per connection. The registry directory is the user's own (0700), so only the user
- * (and root) can ask.
+ * snapshot per connection. {@code chibifs sync} asks on a second one ({@code sync-<pid>.sock}),
+ * whose answer is written once the stores have synced. The registry directory is the user's own
+ * (0700), so only the user (and root) can ask.
  */
 final class StatsSocket implements AutoCloseable {
 
@@ -38,13 +39,21 @@ final class StatsSocket implements AutoCloseable {
         return registry.dir().resolve("stats-" + pid + ".sock");
     }
 
-    /** Serves snapshots from {@code stats} at {@code path} on a daemon thread until closed. */
+    /** Where the daemon {@code pid} answers {@code chibifs sync}. */
+    static Path syncPathFor(MountRegistry registry, long pid) {
+        return registry.dir().resolve("sync-" + pid + ".sock");
+    }
+
+    /**
+     * Serves what {@code stats} gives at each connection, as JSON, at {@code path} on a daemon
+     * thread until closed (one connection at a time: a sync waits for the one before).
+     */
     static StatsSocket serve(Path path, Supplier<Object> stats) throws IOException {
         Files.deleteIfExists(path);
         ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         server.bind(UnixDomainSocketAddress.of(path));
         StatsSocket socket = new StatsSocket(path, server);
-        Thread t = new Thread(() -> socket.loop(stats), "chibifs-stats");
+        Thread t = new Thread(() -> socket.loop(stats), "chibifs-" + path.getFileName());
         t.setDaemon(true);
         t.start();
         return socket;
@@ -56,10 +65,10 @@ final class StatsSocket implements AutoCloseable {
                 client.write(ByteBuffer.wrap(JSON.writeValueAsBytes(stats.get())));
             } catch (IOException e) {
                 if (server.isOpen()) {
-                    LOG.debug("stats client: {}", e.toString());
+                    LOG.debug("client of {}: {}", path, e.toString());
                 }
             } catch (RuntimeException e) {
-                LOG.warn("stats snapshot failed", e);
+                LOG.warn("answer at {} failed", path, e);
             }
         }
     }
@@ -68,6 +77,16 @@ final class StatsSocket implements AutoCloseable {
     static com.fasterxml.jackson.databind.JsonNode read(Path path) throws IOException {
         try (SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
             return JSON.readTree(java.nio.channels.Channels.newInputStream(c));
+        }
+    }
+
+    /** The answer to {@code chibifs sync}: the stores synced, or why not. */
+    static Object synced(dev.chibifs.router.Namespace namespace) {
+        try {
+            namespace.syncStores();
+            return java.util.Map.of("synced", true);
+        } catch (IOException e) {
+            return java.util.Map.of("synced", false, "error", String.valueOf(e.getMessage()));
         }
     }
 

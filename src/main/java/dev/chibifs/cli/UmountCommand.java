@@ -113,10 +113,11 @@ public final class UmountCommand implements Callable<Integer> {
                     throw new MountFailure("aborted and unmounted " + mp + ", but its daemon (pid " + daemon.get().pid()
                             + ") has not exited even after SIGKILL");
                 }
-                // a daemon killed leaves its record ('stale' in chibifs status) and stats socket behind
+                // a daemon killed leaves its record ('stale' in chibifs status) and sockets behind
                 MountRegistry registry = MountRegistry.forCurrentUser();
                 registry.remove(mp);
                 java.nio.file.Files.deleteIfExists(StatsSocket.pathFor(registry, daemon.get().pid()));
+                java.nio.file.Files.deleteIfExists(StatsSocket.syncPathFor(registry, daemon.get().pid()));
             }
             return ExitCodes.OK;
         } finally {

@@ -159,6 +159,30 @@ public final class Namespace implements java.io.Closeable {
         return states;
     }
 
+    /**
+     * {@link Storage#sync} of every store, the local one at {@code /} first; each is asked even after
+     * one fails, and the first failure is thrown.
+     */
+    public void syncStores() throws IOException {
+        List<Storage> all = new java.util.ArrayList<>();
+        if (root != null) {
+            all.add(root);
+        }
+        all.addAll(opened.values());
+        IOException first = null;
+        for (Storage s : all) {
+            try {
+                s.sync();
+            } catch (IOException e) {
+                LOG.warn("sync of a store failed: {}", e.getMessage());
+                first = first == null ? e : first;
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
     /** Each store as {@code PREFIX=SPEC}, {@code /} first, for logs and {@code status}. */
     public List<String> stores() {
         return stores;

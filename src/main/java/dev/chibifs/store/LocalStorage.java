@@ -103,6 +103,18 @@ public final class LocalStorage implements Storage {
         return root;
     }
 
+    /** syncfs of the file system the store is on: what {@code sync} would do if it reached the daemon. */
+    @Override
+    public void sync() throws IOException {
+        String name = root.toString();
+        int fd = Syscalls.openat(Linux.AT_FDCWD, name, Linux.O_RDONLY | Linux.O_DIRECTORY, 0, name);
+        try {
+            Syscalls.syncfs(fd);
+        } finally {
+            Syscalls.close(fd);
+        }
+    }
+
     /** True for the names of the store's own temporary files: hidden from listings and never created by callers. */
     public static boolean isTemporaryName(String name) {
         return name.startsWith(TEMP_PREFIX) && TEMP_NAME.matcher(name).matches();

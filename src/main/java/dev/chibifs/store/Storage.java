@@ -278,6 +278,15 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * Makes everything written so far last where this store keeps it, returning once it does:
+     * changes waiting to go up sent (S3), or the file system under the store synced (what
+     * {@code sync} would do, which never reaches a FUSE daemon). {@code chibifs sync}. Nothing by
+     * default: a store in memory, or one nothing writes.
+     */
+    default void sync() throws IOException {
+    }
+
+    /**
      * What the store is doing, in one line for {@code chibifs stats} (the S3 store: whether S3
      * answers, what waits for it, what was asked of it), or null when there is nothing to tell.
      */

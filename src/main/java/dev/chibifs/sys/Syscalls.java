@@ -53,6 +53,8 @@ public final class Syscalls {
 
         int fdatasync(int fd);
 
+        int syncfs(int fd);
+
         long getdents64(int fd, Pointer buf, long count);
 
         int statx(int dirfd, @In byte[] path, int flags, int mask, Pointer buf);
@@ -451,6 +453,13 @@ public final class Syscalls {
     /** fsync(2), or fdatasync(2) when the metadata need not reach the disk. */
     public static void fsync(int fd, boolean metadata) throws IOException {
         if ((metadata ? LIBC.fsync(fd) : LIBC.fdatasync(fd)) != 0) {
+            throw failure(null);
+        }
+    }
+
+    /** syncfs(2): everything written to the file system {@code fd} is on, to its disk. */
+    public static void syncfs(int fd) throws IOException {
+        if (LIBC.syncfs(fd) != 0) {
             throw failure(null);
         }
     }

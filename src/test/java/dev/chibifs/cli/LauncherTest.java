@@ -91,6 +91,7 @@ class LauncherTest {
             long pid = daemonPid(mnt);
             assertTrue(r.out().contains("daemon pid " + pid + ", log "), r.out());
             Sh.run(FROM_CLASSES + "scripts/chibifs stats '" + mnt + "'").ok();
+            assertEquals("synced " + mnt + "\n", Sh.run(FROM_CLASSES + "scripts/chibifs sync '" + mnt + "'").ok().out());
 
             // the command's own JVM, not a second one it started with --foreground
             String cmdline = Files.readString(Path.of("/proc/" + pid + "/cmdline")).replace('\0', ' ');
@@ -241,6 +242,7 @@ class LauncherTest {
             assertTrue(state.isEmpty() || state.substring(state.lastIndexOf(')') + 2).startsWith("Z"), "the daemon still runs: " + state);
             assertFalse(Files.exists(MountRegistry.forCurrentUser().fileFor(mnt)), "the killed daemon's record stays");
             assertFalse(Files.exists(StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid)), "its stats socket stays");
+            assertFalse(Files.exists(StatsSocket.syncPathFor(MountRegistry.forCurrentUser(), pid)), "its sync socket stays");
         } finally {
             if (waiting != null) {
                 waiting.destroyForcibly();

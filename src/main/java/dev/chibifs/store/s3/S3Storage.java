@@ -3257,6 +3257,12 @@ public final class S3Storage implements Storage {
         flush(false);
     }
 
+    /** Everything pending goes up now ({@link #flushAll}): {@code chibifs sync}. */
+    @Override
+    public void sync() throws IOException {
+        flushAll();
+    }
+
     /** Uploads and deletes everything pending, returning once S3 has it all (umount, SIGTERM, tests). */
     public void flushAll() throws IOException {
         if (pendingChanges() > 0) {

@@ -1,5 +1,6 @@
 package dev.chibifs.store.s3;
 
+import dev.chibifs.cli.ExitCodes;
 import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
 import org.junit.jupiter.api.AfterEach;
@@ -28,6 +29,7 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -515,6 +517,10 @@ class S3MountTest {
             String stats = MountedFs.cli("stats", a.mountpoint().toString()).ok().out();
             assertTrue(stats.contains("store " + PREFIX + ": s3://") && stats.contains(": unreachable: cannot reach "
                     + server.endpoint()), "stats says S3 is away, since when and why:\n" + stats);
+            Sh.Result synced = MountedFs.cli("sync", a.mountpoint().toString());
+            assertEquals(ExitCodes.IO_ERROR, synced.exitCode(), synced.out() + synced.err());
+            assertTrue(synced.err().startsWith("chibifs: " + a.mountpoint() + ": not synced: ")
+                    && synced.err().contains(server.endpoint().toString()), synced.err());
             await(Duration.ofSeconds(10), "the outage's end", () -> System.nanoTime() > outageEnds
                     && a.at(PREFIX + "/during.md").toFile().exists());
         } finally {
@@ -538,6 +544,24 @@ class S3MountTest {
         MountedFs b = host("hostB");
         await(VISIBLE_WITHIN, "host B reading what A had pending at SIGTERM",
                 () -> "closed, not yet uploaded\n".equals(readOrNull(b.at(PREFIX + "/pending.md"))));
+    }
+
+    @Test
+    @Timeout(120)
+    void chibifsSyncReturnsOnceWhatWaitedForTheDebounceIsUploaded() throws Exception {
+        MountedFs a = host(MountedFs.tempRoot(), "hostA", "1h");
+        Files.writeString(a.at(PREFIX + "/report.md"), "closed, waiting an hour\n");
+        // sync(1) never reaches a FUSE daemon (the kernel sends FUSE_SYNCFS only to virtiofs)
+        Sh.run("sync").ok();
+        MountedFs b = host("hostB");
+        assertNull(readOrNull(b.at(PREFIX + "/report.md")), "still waiting for its debounce");
+        assertEquals("synced " + a.mountpoint() + "\n", MountedFs.cli("sync", a.mountpoint().toString()).ok().out());
+        assertTrue(a.process().isAlive(), "the mount goes on");
+        await(VISIBLE_WITHIN, "host B reading what A synced",
+                () -> "closed, waiting an hour\n".equals(readOrNull(b.at(PREFIX + "/report.md"))));
+        Sh.Result none = MountedFs.cli("sync", a.mountpoint().resolve("shared").toString());
+        assertEquals(ExitCodes.NOT_FOUND, none.exitCode());
+        assertTrue(none.err().contains("no running chibifs daemon is registered for"), none.err());
     }
 
     @Test

@@ -1,0 +1,60 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+import java.io.IOException;
+import java.net.SocketException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code chibifs sync MOUNTPOINT...}: what {@code sync} would do if it reached a FUSE daemon (the
+ * kernel sends it only to virtiofs): each mount's stores make what was written last, S3 stores by
+ * sending every change waiting to go up, the local store by syncing its file system.
+ */
+@Command(name = "sync", mixinStandardHelpOptions = true,
+        description = {
+            "Make everything written through each mount last where its stores keep it, returning once it does: "
+                + "an S3 store sends every change waiting for its debounce (another host sees it once its listing "
+                + "expires, --metadata-ttl), the local store's file system is synced (sync(1) never reaches a FUSE "
+                + "daemon). Exit 0 when every mount synced, 1 when one is not a running chibifs mount, 5 when a "
+                + "store could not (S3 away: its changes wait in the cache and go up when it answers)."
+        })
+final class SyncCommand implements Callable<Integer> {
+
+    @Parameters(arity = "1..*", paramLabel = "MOUNTPOINT", description = "chibifs mountpoints on this host.")
+    List<Path> mountpoints;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException, CommandFailure {
+        int worst = ExitCodes.OK;
+        for (Path given : mountpoints) {
+            Path mp = given.toAbsolutePath().normalize();
+            Path socket = StatsCommand.socketOf(mp, StatsSocket::syncPathFor);
+            JsonNode answer;
+            try {
+                answer = StatsSocket.read(socket);
+            } catch (SocketException | java.nio.file.NoSuchFileException e) {
+                // a daemon started before this command existed listens for stats only
+                throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + mp + " does not answer sync (started by an"
+                        + " older chibifs? umount and mount it again): " + e.getMessage());
+            }
+            if (answer.path("synced").asBoolean(false)) {
+                spec.commandLine().getOut().println("synced " + mp);
+            } else {
+                spec.commandLine().getErr().println("chibifs: " + mp + ": not synced: " + answer.path("error").asText("no answer"));
+                worst = ExitCodes.IO_ERROR;
+            }
+        }
+        spec.commandLine().getOut().flush();
+        return worst;
+    }
+}
