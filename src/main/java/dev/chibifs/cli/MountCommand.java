@@ -137,8 +137,8 @@ public final class MountCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "An existing, empty directory.")
     Path mountpoint;
 
-    /** Serves {@code chibifs stats} until the daemon exits; a mount without it still works. */
-    private static void startStatsSocket(MountRegistry registry, FuseDaemon daemon, Namespace namespace,
+    /** Serves {@code chibifs stats} and {@code chibifs sync} until the daemon exits; a mount without them still works. */
+    private static void startSockets(MountRegistry registry, FuseDaemon daemon, Namespace namespace,
                                          org.slf4j.Logger log) {
         long pid = ProcessHandle.current().pid();
         java.nio.file.Path socket = StatsSocket.pathFor(registry, pid);
@@ -325,8 +325,8 @@ public final class MountCommand implements Callable<Integer> {
             log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
         }
         sweeper.start();
-        startStatsSocket(registry, daemon, namespace, log);
-        // after the registry and the stats socket: `chibifs status` and `stats` find the mount once `mount` returns
+        startSockets(registry, daemon, namespace, log);
+        // after the registry and the sockets: `chibifs status`, `stats` and `sync` find the mount once `mount` returns
         answering.accept(ProcessHandle.current().pid());
         // only a local root store has the temporary files of interrupted atomic writes
         storage.ifPresent(local -> startTemporaryCleanup(local, log));
