@@ -2608,11 +2608,7 @@ public final class S3Storage implements Storage {
                 boolean extended = false;
                 if (theirs > mine) {
                     try (CacheFile added = CacheFile.replace(part)) {
-                        bucket.getPart(key, etag, mine, theirs - mine, added);
-                        java.security.MessageDigest d = ContentHash.digest();
-                        c.digest(d, 0, mine);
-                        added.digest(d, mine, theirs - mine);
-                        if (sha.equals(ContentHash.hex(d))) {
+                        if (continues(key, etag, theirs, sha, c, mine, added)) {
                             c.writeAll(added.range(mine, theirs - mine), mine);
                             extended = true;
                         }
@@ -3860,23 +3856,34 @@ public final class S3Storage implements Storage {
             if (sha == null || h.size() < from) {
                 return null;
             }
-            try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
-                 FileChannel out = FileChannel.open(merged, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                         StandardOpenOption.TRUNCATE_EXISTING)) {
-                for (long at = 0; at < from; ) {
-                    at += in.transferTo(at, from - at, out);
+            try (CacheFile mine = CacheFile.openForReading(source); CacheFile out = CacheFile.replace(merged)) {
+                if (!continues(k, h.etag(), h.size(), sha, mine, from, out)) {
+                    return null;
                 }
+                out.writeAll(mine.range(0, from), 0); // their first bytes are these
             }
-            if (h.size() > from) {
-                try (CacheFile out = CacheFile.openForWriting(merged)) {
-                    bucket.getPart(k, h.etag(), from, h.size() - from, out);
-                }
-            }
-            return Files.size(merged) == h.size() && sha.equals(ContentHash.of(merged)) ? h : null;
+            return h;
         } catch (IOException e) {
             LOG.debug("S3 store {}: {} not merged from its new bytes alone: {}", spec, k, e.getMessage());
             return null;
         }
+    }
+
+    /**
+     * Whether version {@code etag} of object {@code key} ({@code size} bytes, SHA-256 {@code sha}) is
+     * the first {@code from} bytes of {@code prefix} followed by more: those come down (one ranged
+     * GET) into {@code into} at their own offsets, and the hash of both says. How a follow and a merge
+     * move only what another host appended.
+     */
+    private boolean continues(String key, String etag, long size, String sha, CacheFile prefix, long from,
+                              CacheFile into) throws IOException {
+        if (size > from) {
+            bucket.getPart(key, etag, from, size - from, into);
+        }
+        MessageDigest d = ContentHash.digest();
+        prefix.digest(d, 0, from);
+        into.digest(d, from, size - from);
+        return sha.equals(ContentHash.hex(d));
     }
 
     private static long millisOf(String meta) {
