@@ -364,7 +364,7 @@ final class FuseFileSystem {
 
     void lookup(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        String name = req.name(0);
+        String name = req.entryName();
         VfsPath p = childPath(parent, name);
         follower.lookingIn(parent);
         Metadata m;
@@ -596,7 +596,7 @@ final class FuseFileSystem {
 
     void mkdir(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        String name = req.name(8);
+        String name = req.entryName();
         VfsPath p = childPath(parent, name);
         router.createDirectory(caller(req), p);
         out.rememberedNode = entry(req, parent, name, p, router.metadata(null, p), out, true);
@@ -605,7 +605,7 @@ final class FuseFileSystem {
     /** mknod(2): a regular file, a fifo or a socket (names only: the kernel serves their data); devices are refused. */
     void mknod(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        String name = req.name(16);
+        String name = req.entryName();
         VfsPath p = childPath(parent, name);
         int mode = req.mknodMode();
         EntryKind kind = switch (mode & Linux.S_IFMT) {
@@ -621,8 +621,8 @@ final class FuseFileSystem {
     /** symlink(2): stored as a real link; the router judges the link's zone and where its target leads. */
     void symlink(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        String name = req.name(0);
-        String target = req.secondName(0);
+        String name = req.entryName();
+        String target = req.secondName();
         VfsPath p = childPath(parent, name);
         router.symlink(caller(req), p, target);
         out.rememberedNode = entry(req, parent, name, p, router.metadata(null, p), out, true);
@@ -630,7 +630,7 @@ final class FuseFileSystem {
 
     void unlink(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        String name = req.name(0);
+        String name = req.entryName();
         NodeTable.Node n = nodes.child(parent, name);
         router.removeFile(caller(req), childPath(parent, name));
         if (n != null) {
@@ -641,7 +641,7 @@ final class FuseFileSystem {
 
     void rmdir(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        String name = req.name(0);
+        String name = req.entryName();
         router.removeDirectory(caller(req), childPath(parent, name));
         nodes.unlinked(parent, name);
     }
@@ -649,9 +649,8 @@ final class FuseFileSystem {
     void rename(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node from = node(req);
         NodeTable.Node to = node(req.renameTarget());
-        int names = req.renameNames();
-        String fromName = req.name(names);
-        String toName = req.secondName(names);
+        String fromName = req.entryName();
+        String toName = req.secondName();
         int flags = req.opcode == FuseProtocol.RENAME2 ? req.rename2Flags() : 0;
         VfsPath src = childPath(from, fromName);
         VfsPath dst = childPath(to, toName);
@@ -681,7 +680,7 @@ final class FuseFileSystem {
     void link(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node existing = node(req.linkSource());
         NodeTable.Node parent = node(req);
-        String name = req.name(8);
+        String name = req.entryName();
         VfsPath p = childPath(parent, name);
         router.link(caller(req), path(existing), p);
         existing.changing();
@@ -1001,7 +1000,7 @@ final class FuseFileSystem {
 
     void create(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        String name = req.name(16);
+        String name = req.entryName();
         VfsPath p = childPath(parent, name);
         Caller caller = caller(req);
         Set<OpenFlag> flags = openFlags(req.openFlags() | Linux.O_CREAT);
@@ -1329,7 +1328,7 @@ final class FuseFileSystem {
      */
     void getxattr(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node n = node(req);
-        String name = req.name(8);
+        String name = req.entryName();
         if (!name.startsWith(USER_XATTR_PREFIX)) {
             // answered, not thrown: the kernel asks security.capability before the first write to
             // each file, and filling in an exception's stack was most of that request's time
@@ -1380,7 +1379,7 @@ final class FuseFileSystem {
         VfsPath p = path(n);
         Caller caller = caller(req);
         router.checkWrite(caller, p);
-        String name = req.name(8);
+        String name = req.entryName();
         int flags = req.setxattrFlags();
         if (ETAG_XATTR.equals(name) && !n.directory) {
             if ((flags & Linux.XATTR_CREATE) != 0) {
@@ -1410,7 +1409,7 @@ final class FuseFileSystem {
         VfsPath p = path(n);
         Caller caller = caller(req);
         router.checkWrite(caller, p);
-        String name = req.name(0);
+        String name = req.entryName();
         if (!name.startsWith(USER_XATTR_PREFIX)) {
             out.error(Linux.EOPNOTSUPP);
         } else if (ETAG_XATTR.equals(name)) {

@@ -72,9 +72,33 @@ final class FuseRequest {
         return new String(b, StandardCharsets.UTF_8);
     }
 
-    /** The name following the one at {@code offset} (RENAME's new name, SYMLINK's target). */
-    String secondName(int offset) {
-        return name(nameEnd(offset) + 1);
+    /**
+     * Where the first name in this request's body starts: after its opcode's struct, whose size is
+     * the offset; -1 for an opcode that carries no name.
+     */
+    int nameOffset() {
+        return switch (opcode) {
+            case FuseProtocol.LOOKUP, FuseProtocol.UNLINK, FuseProtocol.RMDIR, FuseProtocol.SYMLINK,
+                    FuseProtocol.REMOVEXATTR -> 0;
+            // fuse_setxattr_in is 8 bytes without FUSE_SETXATTR_EXT, which INIT does not ask for
+            case FuseProtocol.MKDIR, FuseProtocol.LINK, FuseProtocol.RENAME, FuseProtocol.GETXATTR,
+                    FuseProtocol.SETXATTR -> 8;
+            case FuseProtocol.MKNOD, FuseProtocol.CREATE, FuseProtocol.RENAME2 -> 16;
+            default -> -1;
+        };
+    }
+
+    /**
+     * The name this request carries: the entry looked up, made or removed (RENAME's old name), or
+     * the extended attribute asked for.
+     */
+    String entryName() {
+        return name(nameOffset());
+    }
+
+    /** The name following {@link #entryName} (RENAME's new name, SYMLINK's target). */
+    String secondName() {
+        return name(nameEnd(nameOffset()) + 1);
     }
 
     // ---- the structs, by field ----
@@ -176,12 +200,7 @@ final class FuseRequest {
         return int32(8);
     }
 
-    /** Where the old name of a RENAME (8-byte struct) or RENAME2 (16-byte struct) starts. */
-    int renameNames() {
-        return opcode == FuseProtocol.RENAME2 ? 16 : 8;
-    }
-
-    /** fuse_getxattr_in.size (and fuse_setxattr_in.size, the value's); the name follows at body offset 8. */
+    /** fuse_getxattr_in.size (and fuse_setxattr_in.size, the value's); the name follows. */
     int xattrSize() {
         return int32(0);
     }
@@ -191,9 +210,9 @@ final class FuseRequest {
         return int32(4);
     }
 
-    /** SETXATTR's value: {@link #xattrSize} bytes after the NUL of the name at body offset 8. */
+    /** SETXATTR's value: {@link #xattrSize} bytes after the NUL of its name. */
     byte[] setxattrValue() {
-        int at = nameEnd(8) + 1;
+        int at = nameEnd(nameOffset()) + 1;
         int size = xattrSize();
         // checked before the array is made: a size past the request would read the buffer's stale
         // bytes into the attribute, or allocate up to 2 GiB (the kernel never sends one; EIO)
