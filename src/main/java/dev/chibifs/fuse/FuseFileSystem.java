@@ -272,6 +272,43 @@ final class FuseFileSystem {
     }
 
     /**
+     * What request {@code req} is about, for its trace: the path of its node, with the names it
+     * carries (a new entry's, RENAME's and LINK's two ends, an attribute's), or READ's and WRITE's
+     * bytes. Read from the request as the kernel sent it; never fails (the trace shows what it can).
+     */
+    RequestTrace.Target describe(FuseRequest req) {
+        try {
+            String at = nodePath(req.nodeid);
+            return switch (req.opcode) {
+                case FuseProtocol.LOOKUP, FuseProtocol.UNLINK, FuseProtocol.RMDIR, FuseProtocol.MKDIR,
+                        FuseProtocol.MKNOD, FuseProtocol.CREATE -> target(child(at, req.entryName()), "");
+                case FuseProtocol.SYMLINK -> target(child(at, req.entryName()), "-> " + req.secondName());
+                case FuseProtocol.LINK -> new RequestTrace.Target(List.of(nodePath(req.linkSource()), child(at, req.entryName())), "");
+                case FuseProtocol.RENAME, FuseProtocol.RENAME2 -> new RequestTrace.Target(
+                        List.of(child(at, req.entryName()), child(nodePath(req.renameTarget()), req.secondName())), "");
+                case FuseProtocol.GETXATTR, FuseProtocol.SETXATTR, FuseProtocol.REMOVEXATTR -> target(at, req.entryName());
+                case FuseProtocol.READ, FuseProtocol.WRITE -> target(at, req.readSize() + " bytes at " + req.readOffset());
+                default -> target(at, "");
+            };
+        } catch (RuntimeException e) {
+            return target("node " + req.nodeid, "");
+        }
+    }
+
+    private static RequestTrace.Target target(String path, String detail) {
+        return new RequestTrace.Target(List.of(path), detail);
+    }
+
+    private String nodePath(long id) {
+        NodeTable.Node n = nodes.get(id);
+        return n != null ? path(n).toString() : "node " + id;
+    }
+
+    private static String child(String dir, String name) {
+        return dir.endsWith("/") ? dir + name : dir + "/" + name;
+    }
+
+    /**
      * The path of {@code name} in directory node {@code parent}; a name that cannot be in a path is
      * EINVAL, one longer than NAME_MAX bytes ENAMETOOLONG (the kernel lets FUSE names reach 1024: a
      * lookup of one says so rather than ENOENT; the router refuses to create one on any store).

@@ -50,6 +50,8 @@ final class FuseReply {
     final ByteBuffer buffer;
     /** The node an entry reply counts a lookup of, taken back by the session if the reply is not delivered. */
     NodeTable.Node rememberedNode;
+    /** Set by {@link #negativeEntry}. */
+    private boolean negative;
     /** Likewise, the nodes of a READDIRPLUS reply's entries. */
     final java.util.List<NodeTable.Node> plusNodes = new java.util.ArrayList<>();
     /** A second part sent after the buffer (READ data), or null. */
@@ -72,9 +74,15 @@ final class FuseReply {
         this.error = 0;
         this.data = null;
         this.rememberedNode = null;
+        this.negative = false;
         plusNodes.clear();
         buffer.clear().position(FuseProtocol.OUT_HEADER);
         return this;
+    }
+
+    /** Whether the reply is a negative entry: a success on the wire, ENOENT to the process that looked. */
+    boolean isNegative() {
+        return negative;
     }
 
     /** Starts a notification: unique 0, the code in the error field. */
@@ -191,6 +199,7 @@ final class FuseReply {
 
     /** A negative entry (node id 0): the name is missing, and the kernel may remember that for {@code entry}. */
     FuseReply negativeEntry(Validity entry) {
+        negative = true;
         buffer.putLong(0).putLong(0).putLong(entry.seconds()).putLong(0).putInt(entry.nanos()).putInt(0);
         for (int i = 0; i < FuseProtocol.ATTR; i += 8) {
             buffer.putLong(0);

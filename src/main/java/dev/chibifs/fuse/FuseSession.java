@@ -313,6 +313,8 @@ final class FuseSession {
         private long dataAddress;
         /** Whether this worker is counted in {@link #busy} (an io_uring queue's worker never is). */
         private boolean countedBusy;
+        /** Whether the policy refused the request being served (for its trace). */
+        private boolean denied;
         /** For notifications sent while the request's reply is being written (lock grants). */
         final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
         /** The request buffer's address (io_uring entries copy their request there). */
@@ -471,15 +473,29 @@ final class FuseSession {
             long start = System.nanoTime();
             int opcode = req.opcode;
             stats.started(opcode);
+            RequestTrace trace = stats.trace();
+            // described before the operation runs: an UNLINK or a RENAME changes the names it would show
+            RequestTrace.Target traced = trace.listened() && RequestTrace.traces(opcode) ? fs.describe(req) : null;
+            denied = false;
+            boolean answered = false;
             try {
                 reply.begin(req.unique);
                 if (!dispatch()) {
-                    return; // no reply: FORGET, BATCH_FORGET, INTERRUPT
+                    return; // no reply (FORGET, BATCH_FORGET, INTERRUPT), or one sent by another thread
                 }
+                answered = true;
             } catch (Throwable t) {
                 reply.error(errnoOf(t));
+                answered = true;
             } finally {
-                stats.served(opcode, System.nanoTime() - start, reply.isError());
+                long elapsed = System.nanoTime() - start;
+                stats.served(opcode, elapsed, reply.isError());
+                if (traced != null) {
+                    trace.served(new RequestTrace.Event(java.time.Instant.now(), String.valueOf(fs.caller(req)), req.pid,
+                            FuseProtocol.opcodeName(opcode), traced,
+                            reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0, denied, answered,
+                            elapsed / 1000));
+                }
                 notBusy();
             }
             if (settings.debug()) {
@@ -508,6 +524,7 @@ final class FuseSession {
                     LOG.warn("{} of node {}: {}", FuseProtocol.opcodeName(req.opcode), req.nodeid, t.getMessage());
                 }
                 if (t instanceof PolicyDeniedException) {
+                    denied = true;
                     stats.denied(String.valueOf(fs.caller(req)));
                     LOG.debug("{} denied: {}", FuseProtocol.opcodeName(req.opcode), t.getMessage());
                 }

@@ -8,7 +8,8 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * What the daemon served: requests and their time per opcode, errors, and policy denials per
- * context. LongAdders, so the workers counting at once do not contend on one cache line.
+ * context, in LongAdders, so the workers counting at once do not contend on one cache line; and
+ * each request as it is served ({@link RequestTrace}).
  */
 public final class RequestStats {
 
@@ -16,6 +17,7 @@ public final class RequestStats {
     private final LongAdder[] nanos = adders();
     private final LongAdder[] errors = adders();
     private final ConcurrentMap<String, LongAdder> denials = new ConcurrentHashMap<>();
+    private final RequestTrace trace = new RequestTrace();
     /** Requests of each opcode being served now, and the most there ever were at once. */
     private final java.util.concurrent.atomic.AtomicIntegerArray inFlight =
             new java.util.concurrent.atomic.AtomicIntegerArray(FuseProtocol.OPCODE_LIMIT);
@@ -68,6 +70,11 @@ public final class RequestStats {
 
     void workerEnded() {
         workersNow.decrementAndGet();
+    }
+
+    /** Each request as it is served, to whoever listens. */
+    public RequestTrace trace() {
+        return trace;
     }
 
     void denied(String caller) {

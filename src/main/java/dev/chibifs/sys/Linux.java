@@ -292,4 +292,10 @@ public final class Linux {
 
     /** FUSE's and the kernel's "to the end of the file, however far it grows" (OFFSET_MAX) in a lock range. */
     public static final long OFFSET_MAX = Long.MAX_VALUE;
+
+    /** The symbol of errno {@code errno} ("EACCES"), as the C headers name it (jnr-constants); else "errno N". */
+    public static String errnoName(int errno) {
+        jnr.constants.platform.Errno e = jnr.constants.platform.Errno.valueOf(errno);
+        return e.defined() ? e.name() : "errno " + errno;
+    }
 }

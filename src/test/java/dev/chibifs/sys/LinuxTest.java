@@ -43,6 +43,14 @@ class LinuxTest {
     }
 
     @Test
+    void errnoNamesAreTheHeadersSymbols() {
+        assertEquals("EACCES", Linux.errnoName(Linux.EACCES));
+        assertEquals("ENOENT", Linux.errnoName(Linux.ENOENT));
+        assertEquals("EAGAIN", Linux.errnoName(Linux.EWOULDBLOCK));
+        assertEquals("errno 4000", Linux.errnoName(4000));
+    }
+
+    @Test
     void anErrnoExceptionCarriesTheNumberAndLibcsText() {
         ErrnoException e = ErrnoException.forErrno(Linux.EXDEV, "/mnt/a");
         assertTrue(e instanceof FileSystemException);

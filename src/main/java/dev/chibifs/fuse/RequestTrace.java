@@ -1,0 +1,104 @@
+package dev.chibifs.fuse;
+
+import java.time.Instant;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Each request as it is served, for whoever listens ({@code chibifs trace}): who asked (context
+ * and process), what (opcode, path and names), the answer and how long it took. With nobody
+ * listening a request pays one volatile read. A listener slower than the requests loses events,
+ * counted, rather than hold a worker: a worker held back holds the process behind its request.
+ */
+public final class RequestTrace {
+
+    /**
+     * What a request was about: {@code paths} the path of its node with the name it carries (two for
+     * a rename's or a link's ends); {@code detail} what else it names (an attribute, a link's target,
+     * a read's or write's bytes), or "".
+     */
+    public record Target(java.util.List<String> paths, String detail) {
+    }
+
+    /**
+     * A request served: {@code errno} 0 for success, else the errno it was answered with,
+     * {@code denied} when that was the policy's refusal; {@code answered} false for a request
+     * answered later by another thread (a lock wait).
+     */
+    public record Event(Instant at, String caller, int pid, String opcode, Target target, int errno, boolean denied,
+                        boolean answered, long micros) {
+    }
+
+    /** One listener's events, in the order they were served; closed, it gets no more. */
+    public final class Listener implements AutoCloseable {
+        private final ArrayBlockingQueue<Event> events;
+        private final AtomicLong lost = new AtomicLong();
+
+        private Listener(int capacity) {
+            events = new ArrayBlockingQueue<>(capacity);
+        }
+
+        /** The next event, waiting up to {@code timeout}; null when none came. */
+        public Event next(long timeout, TimeUnit unit) throws InterruptedException {
+            return events.poll(timeout, unit);
+        }
+
+        /** Events lost since the last call because this listener's queue was full. */
+        public long lost() {
+            return lost.getAndSet(0);
+        }
+
+        @Override
+        public void close() {
+            // with the trace's lock, as listen: a listen between the remove and the write of the flag
+            // would otherwise see its flag turned off, and never get an event
+            synchronized (RequestTrace.this) {
+                listeners.remove(this);
+                listened = !listeners.isEmpty();
+            }
+        }
+    }
+
+    private final CopyOnWriteArrayList<Listener> listeners = new CopyOnWriteArrayList<>();
+    private volatile boolean listened;
+
+    /** Starts a listener that keeps up to {@code capacity} events not yet taken. */
+    public synchronized Listener listen(int capacity) {
+        Listener l = new Listener(capacity);
+        listeners.add(l);
+        listened = true;
+        return l;
+    }
+
+    /** Whether anyone listens: a worker describes its request only then. */
+    boolean listened() {
+        return listened;
+    }
+
+    /** The names of the opcodes traced, as {@code linux/fuse.h} has them without FUSE_ (LOOKUP, OPEN). */
+    public static java.util.Set<String> opcodes() {
+        java.util.Set<String> names = new java.util.TreeSet<>();
+        for (int i = 1; i < FuseProtocol.OPCODE_LIMIT; i++) {
+            String name = FuseProtocol.opcodeName(i);
+            if (traces(i) && !name.equals("OP" + i)) {
+                names.add(name);
+            }
+        }
+        return names;
+    }
+
+    /** Whether requests of {@code opcode} are traced: not the kernel's forgets and interrupts, which ask nothing. */
+    static boolean traces(int opcode) {
+        return opcode != FuseProtocol.FORGET && opcode != FuseProtocol.BATCH_FORGET && opcode != FuseProtocol.INTERRUPT;
+    }
+
+    void served(Event e) {
+        for (Listener l : listeners) {
+            if (!l.events.offer(e)) {
+                l.lost.incrementAndGet();
+            }
+        }
+    }
+}
