@@ -35,6 +35,7 @@ public final class Main implements Runnable {
             UmountCommand.class,
             StatsCommand.class,
             SyncCommand.class,
+            TraceCommand.class,
             LsCommand.class,
             InfoCommand.class,
             CatCommand.class,

@@ -137,7 +137,7 @@ public final class MountCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "An existing, empty directory.")
     Path mountpoint;
 
-    /** Serves {@code chibifs stats} and {@code chibifs sync} until the daemon exits; a mount without them still works. */
+    /** Serves {@code chibifs stats}, {@code sync} and {@code trace} until the daemon exits; a mount without them still works. */
     private static void startSockets(MountRegistry registry, FuseDaemon daemon, Namespace namespace,
                                          org.slf4j.Logger log) {
         long pid = ProcessHandle.current().pid();
@@ -155,6 +155,13 @@ public final class MountCommand implements Callable<Integer> {
             Runtime.getRuntime().addShutdownHook(new Thread(served::close, "chibifs-sync-close"));
         } catch (IOException | RuntimeException e) {
             log.warn("chibifs sync will not reach this mount: cannot listen at {}: {}", syncSocket, e.getMessage());
+        }
+        java.nio.file.Path traceSocket = TraceSocket.pathFor(registry, pid);
+        try {
+            TraceSocket served = TraceSocket.serve(traceSocket, daemon.stats().trace());
+            Runtime.getRuntime().addShutdownHook(new Thread(served::close, "chibifs-trace-close"));
+        } catch (IOException | RuntimeException e) {
+            log.warn("chibifs trace will not reach this mount: cannot listen at {}: {}", traceSocket, e.getMessage());
         }
     }
 

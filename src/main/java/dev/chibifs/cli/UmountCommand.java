@@ -118,6 +118,7 @@ public final class UmountCommand implements Callable<Integer> {
                 registry.remove(mp);
                 java.nio.file.Files.deleteIfExists(StatsSocket.pathFor(registry, daemon.get().pid()));
                 java.nio.file.Files.deleteIfExists(StatsSocket.syncPathFor(registry, daemon.get().pid()));
+                java.nio.file.Files.deleteIfExists(TraceSocket.pathFor(registry, daemon.get().pid()));
             }
             return ExitCodes.OK;
         } finally {

@@ -243,6 +243,7 @@ class LauncherTest {
             assertFalse(Files.exists(MountRegistry.forCurrentUser().fileFor(mnt)), "the killed daemon's record stays");
             assertFalse(Files.exists(StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid)), "its stats socket stays");
             assertFalse(Files.exists(StatsSocket.syncPathFor(MountRegistry.forCurrentUser(), pid)), "its sync socket stays");
+            assertFalse(Files.exists(TraceSocket.pathFor(MountRegistry.forCurrentUser(), pid)), "its trace socket stays");
         } finally {
             if (waiting != null) {
                 waiting.destroyForcibly();

@@ -107,4 +107,20 @@ class StatusCommandTest {
         assertEquals("chibifs: no running chibifs daemon is registered for " + tmp.resolve("not-a-mount")
                 + " (chibifs status lists this host's mounts)\n", r.err());
     }
+
+    @Test
+    void traceOfAPathNoDaemonServesIsOneLineAndABadFilterNamesTheValueAndTheRule() {
+        Cli cli = new Cli(tmp.resolve("home"));
+        Cli.Result r = cli.run("trace", tmp.resolve("not-a-mount").toString());
+        assertEquals(ExitCodes.NOT_FOUND, r.code(), r.toString());
+        assertEquals("chibifs: no running chibifs daemon is registered for " + tmp.resolve("not-a-mount")
+                + " (chibifs status lists this host's mounts)\n", r.err());
+        r = cli.run("trace", "--opcode", "lookup,FROBNICATE", tmp.toString());
+        assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+        assertTrue(r.err().startsWith("chibifs: invalid --opcode 'FROBNICATE': one of ACCESS, "), r.err());
+        assertTrue(r.err().contains(" LOOKUP, ") && !r.err().contains("FORGET"), r.err());
+        r = cli.run("trace", "--path", "shared", tmp.toString());
+        assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+        assertEquals("chibifs: invalid --path 'shared': a namespace path starts with / (/shared/tasks.md)\n", r.err());
+    }
 }

@@ -10,9 +10,14 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -62,6 +67,31 @@ class UidMapMountTest {
         assertFalse(Files.exists(fs.stored("/home/coder/intrude.txt")));
         assertTrue(Files.exists(fs.stored("/home/coder/mine.txt")));
         assertEquals("c\n", fs.shAs(planner, "cat home/coder/mine.txt").ok().out());
+    }
+
+    /** {@code chibifs trace}: each request names the context its uid maps to, and the policy's refusals show as such. */
+    @Test
+    void aTraceNamesTheContextOfEachRequestAndThePolicysRefusals() throws Exception {
+        fs.shAs(coder, "mkdir -p home/coder/traced").ok();
+        Process trace = new ProcessBuilder("sh", "-c", MountedFs.cliScript("trace", "--path", "/home/coder/traced",
+                "--opcode", "create", "--count", "2", fs.mountpoint().toString())).start();
+        try {
+            // the first line comes once the daemon listens: every request from then on is traced
+            String first = new BufferedReader(new InputStreamReader(trace.getErrorStream(), StandardCharsets.UTF_8)).readLine();
+            assertEquals("chibifs: tracing " + fs.mountpoint() + " (interrupt to stop)", first);
+            fs.shAs(planner, "echo x > home/coder/traced/intrude.txt 2>/dev/null; echo p > shared/untraced.txt").ok();
+            fs.shAs(coder, "echo c > home/coder/traced/mine.txt").ok();
+            assertTrue(trace.waitFor(30, TimeUnit.SECONDS), "the trace did not stop at --count 2");
+            String out = new String(trace.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            List<String> lines = out.lines().toList();
+            assertEquals(2, lines.size(), out);
+            String time = "\\d\\d:\\d\\d:\\d\\d\\.\\d{6} ";
+            assertTrue(lines.get(0).matches(time + "planner pid \\d+ CREATE /home/coder/traced/intrude.txt: EACCES \\(policy\\) \\d+ us"), out);
+            assertTrue(lines.get(1).matches(time + "coder pid \\d+ CREATE /home/coder/traced/mine.txt: ok \\d+ us"), out);
+            assertEquals(0, trace.exitValue());
+        } finally {
+            trace.destroyForcibly();
+        }
     }
 
     @Test

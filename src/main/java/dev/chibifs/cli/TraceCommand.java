@@ -1,0 +1,178 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.fuse.RequestTrace;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.net.SocketException;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.Channels;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code chibifs trace MOUNTPOINT}: each request a mount's daemon serves, as it answers, as
+ * {@code strace} shows system calls: what an agent does on the mount, what the policy refuses it,
+ * and which requests a program costs.
+ */
+@Command(name = "trace", mixinStandardHelpOptions = true,
+        description = {
+            "Follow the requests a mount's daemon serves, a line each as it answers: the time, the context that asked"
+                + " and its process, the FUSE opcode, its path (with the names it carries: a rename's two ends, an"
+                + " attribute's name, a read's bytes), the answer (ok, or the errno, with '(policy)' where the policy"
+                + " refused) and the time it took in the daemon. Until interrupted, the mount ends, or --count lines."
+                + " The kernel's own forgets are not shown. A trace that falls far behind says how many lines it lost."
+        })
+final class TraceCommand implements Callable<Integer> {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSSSSS");
+
+    @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "A chibifs mountpoint on this host.")
+    Path mountpoint;
+
+    @Option(names = "--context", paramLabel = "NAME", split = ",",
+            description = "Only the requests of these contexts (SYSTEM for the system's, guest for an unmapped uid's).")
+    List<String> contexts;
+
+    @Option(names = "--opcode", paramLabel = "OPCODE", split = ",",
+            description = "Only requests of these opcodes, as linux/fuse.h names them without FUSE_ (LOOKUP, CREATE, OPEN).")
+    List<String> opcodes;
+
+    @Option(names = "--path", paramLabel = "PATH",
+            description = "Only requests about PATH or a path under it (either end of a rename or link), as the"
+                + " namespace names it: /shared/tasks.md, /home/alice.")
+    String path;
+
+    @Option(names = "--denied", description = "Only the requests the policy refused.")
+    boolean denied;
+
+    @Option(names = "--errors", description = "Only the requests answered with an error (the policy's refusals among them).")
+    boolean errors;
+
+    @Option(names = "--count", paramLabel = "N", description = "Stop after N lines.")
+    Long count;
+
+    @Option(names = "--json", description = "Print each request as the daemon sends it: one JSON object a line.")
+    boolean json;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException, CommandFailure {
+        Set<String> known = RequestTrace.opcodes();
+        if (opcodes != null) {
+            opcodes.replaceAll(o -> o.toUpperCase(Locale.ROOT));
+            for (String o : opcodes) {
+                if (!known.contains(o)) {
+                    throw new UsageException("invalid --opcode '" + o + "': one of " + String.join(", ", known));
+                }
+            }
+        }
+        if (count != null && count < 1) {
+            throw new UsageException("invalid --count '" + count + "': a number of lines, 1 or more");
+        }
+        if (path != null && !path.startsWith("/")) {
+            throw new UsageException("invalid --path '" + path + "': a namespace path starts with / (/shared/tasks.md)");
+        }
+        Path mp = mountpoint.toAbsolutePath().normalize();
+        Path socket = StatsCommand.socketOf(mp, TraceSocket::pathFor);
+        PrintWriter out = spec.commandLine().getOut();
+        long shown = 0;
+        try (SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(socket));
+             BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(c), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = in.readLine()) != null) {
+                JsonNode e = JSON.readTree(line);
+                if (e.has("following")) {
+                    spec.commandLine().getErr().println("chibifs: tracing " + mp + " (interrupt to stop)");
+                    spec.commandLine().getErr().flush();
+                    continue;
+                }
+                if (e.has("lost")) {
+                    spec.commandLine().getErr().println("chibifs: " + e.get("lost").asLong()
+                            + " requests not shown: this trace fell behind");
+                    spec.commandLine().getErr().flush();
+                    continue;
+                }
+                if (!wanted(e)) {
+                    continue;
+                }
+                out.println(json ? line : format(e));
+                out.flush();
+                if (count != null && ++shown >= count) {
+                    return ExitCodes.OK;
+                }
+            }
+        } catch (SocketException | java.nio.file.NoSuchFileException e) {
+            // a daemon started before this command existed serves stats and sync only
+            throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + mp + " does not answer trace (started by an"
+                    + " older chibifs? umount and mount it again): " + e.getMessage());
+        }
+        spec.commandLine().getErr().println("chibifs: " + mp + " is no longer served");
+        return ExitCodes.OK;
+    }
+
+    private boolean wanted(JsonNode e) {
+        if (contexts != null && !contexts.contains(e.path("context").asText())) {
+            return false;
+        }
+        if (opcodes != null && !opcodes.contains(e.path("opcode").asText())) {
+            return false;
+        }
+        String answer = e.path("answer").asText();
+        if (denied && !e.path("policy").asBoolean()) {
+            return false;
+        }
+        if (errors && (answer.equals("ok") || answer.equals("later"))) {
+            return false;
+        }
+        return path == null || about(e.path("paths"), path);
+    }
+
+    /** Whether one of {@code paths} is {@code prefix} or under it. */
+    static boolean about(JsonNode paths, String prefix) {
+        String dir = prefix.endsWith("/") ? prefix : prefix + "/";
+        for (JsonNode p : paths) {
+            if (p.asText().equals(prefix) || p.asText().startsWith(dir)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String format(JsonNode e) {
+        String time = TIME.format(Instant.parse(e.path("at").asText()).atZone(ZoneId.systemDefault()));
+        String answer = e.path("answer").asText();
+        if (e.path("policy").asBoolean()) {
+            answer += " (policy)";
+        } else if (answer.equals("later")) {
+            answer = "answered later";
+        }
+        StringBuilder target = new StringBuilder();
+        for (JsonNode p : e.path("paths")) {
+            target.append(target.length() == 0 ? "" : " -> ").append(p.asText());
+        }
+        String detail = e.path("detail").asText();
+        return time + " " + e.path("context").asText() + " pid " + e.path("pid").asInt() + " " + e.path("opcode").asText()
+                + " " + target + (detail.isEmpty() ? "" : " " + detail) + ": " + answer + " " + e.path("micros").asLong() + " us";
+    }
+}

@@ -1,0 +1,144 @@
+package dev.chibifs.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.fuse.RequestTrace;
+import dev.chibifs.sys.Linux;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Where {@code chibifs trace} follows a running daemon's requests: a Unix socket beside the
+ * mount's registry record ({@code trace-<pid>.sock}, in the user's own 0700 directory, as the
+ * stats socket). Each connection gets a first line {@code {"following":true}} once it listens,
+ * then every request served from then on, one JSON object a line, until it closes; several may
+ * follow at once.
+ */
+final class TraceSocket implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(TraceSocket.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Events a follower may fall behind by before it loses some (a line is about 150 bytes). */
+    private static final int BEHIND_AT_MOST = 16_384;
+    /** How often a follower with nothing to show checks that its client is still there. */
+    private static final long IDLE_CHECK_MILLIS = 250;
+
+    private final Path path;
+    private final ServerSocketChannel server;
+
+    private TraceSocket(Path path, ServerSocketChannel server) {
+        this.path = path;
+        this.server = server;
+    }
+
+    static Path pathFor(MountRegistry registry, long pid) {
+        return registry.dir().resolve("trace-" + pid + ".sock");
+    }
+
+    /** Serves {@code trace} at {@code path}, a thread per connection, until closed. */
+    static TraceSocket serve(Path path, RequestTrace trace) throws IOException {
+        Files.deleteIfExists(path);
+        ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        server.bind(UnixDomainSocketAddress.of(path));
+        TraceSocket socket = new TraceSocket(path, server);
+        Thread t = new Thread(() -> socket.accept(trace), "chibifs-" + path.getFileName());
+        t.setDaemon(true);
+        t.start();
+        return socket;
+    }
+
+    private void accept(RequestTrace trace) {
+        while (server.isOpen()) {
+            try {
+                SocketChannel client = server.accept();
+                Thread t = new Thread(() -> follow(client, trace), "chibifs-trace-follower");
+                t.setDaemon(true);
+                t.start();
+            } catch (IOException e) {
+                if (server.isOpen()) {
+                    LOG.debug("client of {}: {}", path, e.toString());
+                }
+            }
+        }
+    }
+
+    /** Writes each event to {@code client} until it goes away. */
+    private void follow(SocketChannel client, RequestTrace trace) {
+        try (client; RequestTrace.Listener events = trace.listen(BEHIND_AT_MOST)) {
+            // said once listening: every request served from now on is on its way to the client
+            write(client, Map.of("following", true));
+            ByteBuffer probe = ByteBuffer.allocate(1);
+            while (server.isOpen()) {
+                RequestTrace.Event e = events.next(IDLE_CHECK_MILLIS, TimeUnit.MILLISECONDS);
+                long lost = events.lost();
+                if (lost > 0) {
+                    write(client, Map.of("lost", lost));
+                }
+                if (e != null) {
+                    write(client, lineOf(e));
+                } else if (gone(client, probe)) {
+                    return;
+                }
+            }
+        } catch (IOException closedByClient) {
+            LOG.debug("trace follower at {} ends: {}", path, closedByClient.toString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            LOG.warn("trace follower at {} failed", path, e);
+        }
+    }
+
+    private static Map<String, Object> lineOf(RequestTrace.Event e) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("at", e.at().toString());
+        m.put("context", e.caller());
+        m.put("pid", e.pid());
+        m.put("opcode", e.opcode());
+        m.put("paths", e.target().paths());
+        m.put("detail", e.target().detail());
+        m.put("answer", !e.answered() ? "later" : e.errno() == 0 ? "ok" : Linux.errnoName(e.errno()));
+        m.put("policy", e.denied());
+        m.put("micros", e.micros());
+        return m;
+    }
+
+    private static void write(SocketChannel client, Object line) throws IOException {
+        byte[] json = JSON.writeValueAsBytes(line);
+        ByteBuffer b = ByteBuffer.allocate(json.length + 1).put(json).put((byte) '\n').flip();
+        while (b.hasRemaining()) {
+            client.write(b);
+        }
+    }
+
+    /** Whether the client closed its end: it never writes, so a read that ends is its close. */
+    private static boolean gone(SocketChannel client, ByteBuffer probe) throws IOException {
+        client.configureBlocking(false);
+        try {
+            return client.read(probe.clear()) < 0;
+        } finally {
+            client.configureBlocking(true);
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            server.close();
+            Files.deleteIfExists(path);
+        } catch (IOException ignored) {
+            // the runtime directory is cleaned at reboot
+        }
+    }
+}
