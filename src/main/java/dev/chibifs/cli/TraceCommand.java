@@ -37,8 +37,9 @@ import java.util.concurrent.Callable;
             "Follow the requests a mount's daemon serves, a line each as it answers: the time, the context that asked"
                 + " and its process, the FUSE opcode, its path (with the names it carries: a rename's two ends, an"
                 + " attribute's name, a read's bytes), the answer (ok, or the errno, with '(policy)' where the policy"
-                + " refused) and the time it took in the daemon. Until interrupted, the mount ends, or --count lines."
-                + " The kernel's own forgets are not shown. A trace that falls far behind says how many lines it lost."
+                + " refused, '(--symlinks)' where the link rule did) and the time it took in the daemon. Until"
+                + " interrupted, the mount ends, or --count lines. The kernel's own forgets are not shown. A trace"
+                + " that falls far behind says how many lines it lost."
         })
 final class TraceCommand implements Callable<Integer> {
 
@@ -61,7 +62,7 @@ final class TraceCommand implements Callable<Integer> {
                 + " namespace names it: /shared/tasks.md, /home/alice.")
     String path;
 
-    @Option(names = "--denied", description = "Only the requests the policy refused.")
+    @Option(names = "--denied", description = "Only the requests the policy refused (EACCES), or the link rule (--symlinks, EPERM).")
     boolean denied;
 
     @Option(names = "--errors", description = "Only the requests answered with an error (the policy's refusals among them).")
@@ -139,7 +140,7 @@ final class TraceCommand implements Callable<Integer> {
             return false;
         }
         String answer = e.path("answer").asText();
-        if (denied && !e.path("policy").asBoolean()) {
+        if (denied && e.path("refused").asText().isEmpty()) {
             return false;
         }
         if (errors && (answer.equals("ok") || answer.equals("later"))) {
@@ -162,8 +163,9 @@ final class TraceCommand implements Callable<Integer> {
     private static String format(JsonNode e) {
         String time = TIME.format(Instant.parse(e.path("at").asText()).atZone(ZoneId.systemDefault()));
         String answer = e.path("answer").asText();
-        if (e.path("policy").asBoolean()) {
-            answer += " (policy)";
+        String refused = e.path("refused").asText();
+        if (!refused.isEmpty()) {
+            answer += " (" + refused + ")";
         } else if (answer.equals("later")) {
             answer = "answered later";
         }

@@ -109,7 +109,7 @@ final class TraceSocket implements AutoCloseable {
         m.put("paths", e.target().paths());
         m.put("detail", e.target().detail());
         m.put("answer", !e.answered() ? "later" : e.errno() == 0 ? "ok" : Linux.errnoName(e.errno()));
-        m.put("policy", e.denied());
+        m.put("refused", e.refusedBy());
         m.put("micros", e.micros());
         return m;
     }

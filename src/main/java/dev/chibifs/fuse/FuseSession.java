@@ -313,8 +313,8 @@ final class FuseSession {
         private long dataAddress;
         /** Whether this worker is counted in {@link #busy} (an io_uring queue's worker never is). */
         private boolean countedBusy;
-        /** Whether the policy refused the request being served (for its trace). */
-        private boolean denied;
+        /** What refused the request being served, for its trace: "policy", "--symlinks", or "". */
+        private String refusedBy = "";
         /** For notifications sent while the request's reply is being written (lock grants). */
         final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
         /** The request buffer's address (io_uring entries copy their request there). */
@@ -476,7 +476,7 @@ final class FuseSession {
             RequestTrace trace = stats.trace();
             // described before the operation runs: an UNLINK or a RENAME changes the names it would show
             RequestTrace.Target traced = trace.listened() && RequestTrace.traces(opcode) ? fs.describe(req) : null;
-            denied = false;
+            refusedBy = "";
             boolean answered = false;
             try {
                 reply.begin(req.unique);
@@ -493,7 +493,7 @@ final class FuseSession {
                 if (traced != null) {
                     trace.served(new RequestTrace.Event(java.time.Instant.now(), String.valueOf(fs.caller(req)), req.pid,
                             FuseProtocol.opcodeName(opcode), traced,
-                            reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0, denied, answered,
+                            reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0, refusedBy, answered,
                             elapsed / 1000));
                 }
                 notBusy();
@@ -523,8 +523,11 @@ final class FuseSession {
                     // an expected I/O failure (a store's disk or S3 away): the one line that says why
                     LOG.warn("{} of node {}: {}", FuseProtocol.opcodeName(req.opcode), req.nodeid, t.getMessage());
                 }
+                if (t instanceof dev.chibifs.router.SymlinkDeniedException) {
+                    refusedBy = RequestTrace.SYMLINK_RULE;
+                }
                 if (t instanceof PolicyDeniedException) {
-                    denied = true;
+                    refusedBy = RequestTrace.POLICY;
                     stats.denied(String.valueOf(fs.caller(req)));
                     LOG.debug("{} denied: {}", FuseProtocol.opcodeName(req.opcode), t.getMessage());
                 }

@@ -23,13 +23,17 @@ public final class RequestTrace {
     }
 
     /**
-     * A request served: {@code errno} 0 for success, else the errno it was answered with,
-     * {@code denied} when that was the policy's refusal; {@code answered} false for a request
-     * answered later by another thread (a lock wait).
+     * A request served: {@code errno} 0 for success, else the errno it was answered with;
+     * {@code refusedBy} {@link #POLICY} or {@link #SYMLINK_RULE} where one of them refused it, else
+     * ""; {@code answered} false for a request answered later by another thread (a lock wait).
      */
-    public record Event(Instant at, String caller, int pid, String opcode, Target target, int errno, boolean denied,
+    public record Event(Instant at, String caller, int pid, String opcode, Target target, int errno, String refusedBy,
                         boolean answered, long micros) {
     }
+
+    /** What refused a request: the zone policy (EACCES), or the mount's link rule (EPERM). */
+    public static final String POLICY = "policy";
+    public static final String SYMLINK_RULE = "--symlinks";
 
     /** One listener's events, in the order they were served; closed, it gets no more. */
     public final class Listener implements AutoCloseable {

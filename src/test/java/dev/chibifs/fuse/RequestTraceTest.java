@@ -71,7 +71,7 @@ class RequestTraceTest {
         while ((e = events.next(0, TimeUnit.MILLISECONDS)) != null) {
             assertEquals(1234, e.pid(), "the process that asked, from the request's header");
             assertTrue(e.micros() >= 0);
-            String answer = !e.answered() ? "later" : e.errno() == 0 ? "ok" : Linux.errnoName(e.errno()) + (e.denied() ? " policy" : "");
+            String answer = !e.answered() ? "later" : e.errno() == 0 ? "ok" : Linux.errnoName(e.errno()) + (e.refusedBy().isEmpty() ? "" : " " + e.refusedBy());
             lines.add(e.caller() + " " + e.opcode() + " " + String.join(" -> ", e.target().paths())
                     + (e.target().detail().isEmpty() ? "" : " [" + e.target().detail() + "]") + ": " + answer);
         }
@@ -97,6 +97,7 @@ class RequestTraceTest {
             long home = lookup(BOB, FuseProtocol.ROOT_ID, "home");
             long alices = lookup(BOB, home, "alice");
             assertEquals(-Linux.EACCES, create(BOB, alices, "x").error());
+            assertEquals(-Linux.EPERM, kernel.call(FuseProtocol.SYMLINK, shared, ALICE, body().name("out").name("/etc/passwd")).error());
 
             assertEquals(List.of(
                     "alice LOOKUP /shared: ok",
@@ -107,7 +108,8 @@ class RequestTraceTest {
                     "bob SETXATTR /shared/tasks.md [user.seen]: ok",
                     "bob LOOKUP /home: ok",
                     "bob LOOKUP /home/alice: ok",
-                    "bob CREATE /home/alice/x: EACCES policy"), taken(events));
+                    "bob CREATE /home/alice/x: EACCES policy",
+                    "alice SYMLINK /shared/out [-> /etc/passwd]: EPERM --symlinks"), taken(events));
         }
     }
 
