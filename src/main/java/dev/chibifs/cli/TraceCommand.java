@@ -35,8 +35,8 @@ import java.util.concurrent.Callable;
 @Command(name = "trace", mixinStandardHelpOptions = true,
         description = {
             "Follow the requests a mount's daemon serves, a line each as it answers: the time, the context that asked"
-                + " and its process, the FUSE opcode, its path (with the names it carries: a rename's two ends, an"
-                + " attribute's name, a read's bytes), the answer (ok, or the errno, with '(policy)' where the policy"
+                + " and its process (pid and program), the FUSE opcode, its path (with the names it carries: a rename's"
+                + " two ends, an attribute's name, a read's bytes), the answer (ok, or the errno, with '(policy)' where the policy"
                 + " refused, '(--symlinks)' where the link rule did) and the time it took in the daemon. Until"
                 + " interrupted, the mount ends, or --count lines. The kernel's own forgets are not shown. A trace"
                 + " that falls far behind says how many lines it lost."
@@ -174,7 +174,9 @@ final class TraceCommand implements Callable<Integer> {
             target.append(target.length() == 0 ? "" : " -> ").append(p.asText());
         }
         String detail = e.path("detail").asText();
-        return time + " " + e.path("context").asText() + " pid " + e.path("pid").asInt() + " " + e.path("opcode").asText()
+        String program = e.path("program").asText();
+        return time + " " + e.path("context").asText() + " pid " + e.path("pid").asInt()
+                + (program.isEmpty() ? "" : " (" + program + ")") + " " + e.path("opcode").asText()
                 + " " + target + (detail.isEmpty() ? "" : " " + detail) + ": " + answer + " " + e.path("micros").asLong() + " us";
     }
 }

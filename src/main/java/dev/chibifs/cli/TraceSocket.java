@@ -105,6 +105,7 @@ final class TraceSocket implements AutoCloseable {
         m.put("at", e.at().toString());
         m.put("context", e.caller());
         m.put("pid", e.pid());
+        m.put("program", e.program());
         m.put("opcode", e.opcode());
         m.put("paths", e.target().paths());
         m.put("detail", e.target().detail());

@@ -476,6 +476,7 @@ final class FuseSession {
             RequestTrace trace = stats.trace();
             // described before the operation runs: an UNLINK or a RENAME changes the names it would show
             RequestTrace.Target traced = trace.listened() && RequestTrace.traces(opcode) ? fs.describe(req) : null;
+            String program = traced != null ? RequestTrace.programOf(req.pid) : null;
             refusedBy = "";
             boolean answered = false;
             try {
@@ -492,7 +493,7 @@ final class FuseSession {
                 stats.served(opcode, elapsed, reply.isError());
                 if (traced != null) {
                     trace.served(new RequestTrace.Event(java.time.Instant.now(), String.valueOf(fs.caller(req)), req.pid,
-                            FuseProtocol.opcodeName(opcode), traced,
+                            program, FuseProtocol.opcodeName(opcode), traced,
                             reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0, refusedBy, answered,
                             elapsed / 1000));
                 }

@@ -23,12 +23,12 @@ public final class RequestTrace {
     }
 
     /**
-     * A request served: {@code errno} 0 for success, else the errno it was answered with;
+     * A request served: {@code program} is the asking thread's name ({@link #programOf}); {@code errno} 0 for success, else the errno it was answered with;
      * {@code refusedBy} {@link #POLICY} or {@link #SYMLINK_RULE} where one of them refused it, else
      * ""; {@code answered} false for a request answered later by another thread (a lock wait).
      */
-    public record Event(Instant at, String caller, int pid, String opcode, Target target, int errno, String refusedBy,
-                        boolean answered, long micros) {
+    public record Event(Instant at, String caller, int pid, String program, String opcode, Target target, int errno,
+                        String refusedBy, boolean answered, long micros) {
     }
 
     /** What refused a request: the zone policy (EACCES), or the mount's link rule (EPERM). */
@@ -91,6 +91,22 @@ public final class RequestTrace {
             }
         }
         return names;
+    }
+
+    /**
+     * The name of thread {@code pid}'s program (its comm: "git", "python3"), read while the thread
+     * waits for its answer, so it is there to read; "" for the kernel's own requests (pid 0) and
+     * where it cannot be read.
+     */
+    static String programOf(int pid) {
+        if (pid <= 0) {
+            return "";
+        }
+        try {
+            return java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid + "/comm")).strip();
+        } catch (java.io.IOException | RuntimeException gone) {
+            return "";
+        }
     }
 
     /** Whether requests of {@code opcode} are traced: not the kernel's forgets and interrupts, which ask nothing. */

@@ -42,6 +42,8 @@ class RequestTraceTest {
         FuseFileSystem fs = new FuseFileSystem(router, CallerResolver.uidMap(Map.of((long) ALICE, "alice", (long) BOB, "bob"), null),
                 1000, 1000, FuseFileSystem.Timeouts.of(30, 30, 30), true);
         kernel = new FakeKernel();
+        // the requests come from this JVM's main thread, whose program is java
+        kernel.pid = (int) ProcessHandle.current().pid();
         session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 1, true, false, false), stats);
         session.start();
         assertEquals(0, kernel.init(FuseProtocol.DO_READDIRPLUS).error());
@@ -69,7 +71,8 @@ class RequestTraceTest {
         List<String> lines = new ArrayList<>();
         RequestTrace.Event e;
         while ((e = events.next(0, TimeUnit.MILLISECONDS)) != null) {
-            assertEquals(1234, e.pid(), "the process that asked, from the request's header");
+            assertEquals(ProcessHandle.current().pid(), e.pid(), "the process that asked, from the request's header");
+            assertEquals("java", e.program(), "its program, while it waits for the answer");
             assertTrue(e.micros() >= 0);
             String answer = !e.answered() ? "later" : e.errno() == 0 ? "ok" : Linux.errnoName(e.errno()) + (e.refusedBy().isEmpty() ? "" : " " + e.refusedBy());
             lines.add(e.caller() + " " + e.opcode() + " " + String.join(" -> ", e.target().paths())
