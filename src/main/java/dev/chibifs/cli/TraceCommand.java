@@ -3,6 +3,8 @@ package dev.chibifs.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.fuse.RequestTrace;
+import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.path.VfsPath;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -18,6 +20,7 @@ import java.net.UnixDomainSocketAddress;
 import java.nio.channels.Channels;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.ZoneId;
@@ -91,8 +94,13 @@ final class TraceCommand implements Callable<Integer> {
         if (count != null && count < 1) {
             throw new UsageException("invalid --count '" + count + "': a number of lines, 1 or more");
         }
-        if (path != null && !path.startsWith("/")) {
-            throw new UsageException("invalid --path '" + path + "': a namespace path starts with / (/shared/tasks.md)");
+        String under = null;
+        if (path != null) {
+            try {
+                under = VfsPath.of(path).toString();
+            } catch (InvalidVfsPathException e) {
+                throw new UsageException("--path: " + e.getMessage());
+            }
         }
         Path mp = mountpoint.toAbsolutePath().normalize();
         Path socket = StatsCommand.socketOf(mp, TraceSocket::pathFor);
@@ -114,7 +122,7 @@ final class TraceCommand implements Callable<Integer> {
                     spec.commandLine().getErr().flush();
                     continue;
                 }
-                if (!wanted(e)) {
+                if (!wanted(e, under)) {
                     continue;
                 }
                 out.println(json ? line : format(e));
@@ -123,7 +131,7 @@ final class TraceCommand implements Callable<Integer> {
                     return ExitCodes.OK;
                 }
             }
-        } catch (SocketException | java.nio.file.NoSuchFileException e) {
+        } catch (SocketException | NoSuchFileException e) {
             // a daemon started before this command existed serves stats and sync only
             throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + mp + " does not answer trace (started by an"
                     + " older chibifs? umount and mount it again): " + e.getMessage());
@@ -132,7 +140,7 @@ final class TraceCommand implements Callable<Integer> {
         return ExitCodes.OK;
     }
 
-    private boolean wanted(JsonNode e) {
+    private boolean wanted(JsonNode e, String under) {
         if (contexts != null && !contexts.contains(e.path("context").asText())) {
             return false;
         }
@@ -146,11 +154,11 @@ final class TraceCommand implements Callable<Integer> {
         if (errors && (answer.equals("ok") || answer.equals("later"))) {
             return false;
         }
-        return path == null || about(e.path("paths"), path);
+        return under == null || about(e.path("paths"), under);
     }
 
     /** Whether one of {@code paths} is {@code prefix} or under it. */
-    static boolean about(JsonNode paths, String prefix) {
+    private static boolean about(JsonNode paths, String prefix) {
         String dir = prefix.endsWith("/") ? prefix : prefix + "/";
         for (JsonNode p : paths) {
             if (p.asText().equals(prefix) || p.asText().startsWith(dir)) {

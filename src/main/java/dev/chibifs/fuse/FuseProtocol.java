@@ -83,6 +83,11 @@ final class FuseProtocol {
         System.arraycopy(names, 0, NAMES, 0, names.length);
     }
 
+    /** Whether fuse.h names {@code opcode} (some numbers between were never used). */
+    static boolean named(int opcode) {
+        return opcode >= 0 && opcode < OPCODE_LIMIT && NAMES[opcode] != null;
+    }
+
     /** The opcode's name in fuse.h without its FUSE_ prefix, or its number. */
     static String opcodeName(int opcode) {
         String name = opcode >= 0 && opcode < OPCODE_LIMIT ? NAMES[opcode] : null;

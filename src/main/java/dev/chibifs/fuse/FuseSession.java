@@ -2,12 +2,14 @@ package dev.chibifs.fuse;
 
 import com.kenai.jffi.MemoryIO;
 import dev.chibifs.router.PolicyDeniedException;
+import dev.chibifs.router.SymlinkDeniedException;
 import dev.chibifs.sys.Linux;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -492,7 +494,7 @@ final class FuseSession {
                 long elapsed = System.nanoTime() - start;
                 stats.served(opcode, elapsed, reply.isError());
                 if (traced != null) {
-                    trace.served(new RequestTrace.Event(java.time.Instant.now(), String.valueOf(fs.caller(req)), req.pid,
+                    trace.served(new RequestTrace.Event(Instant.now(), String.valueOf(fs.caller(req)), req.pid,
                             program, FuseProtocol.opcodeName(opcode), traced,
                             reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0, refusedBy, answered,
                             elapsed / 1000));
@@ -524,7 +526,7 @@ final class FuseSession {
                     // an expected I/O failure (a store's disk or S3 away): the one line that says why
                     LOG.warn("{} of node {}: {}", FuseProtocol.opcodeName(req.opcode), req.nodeid, t.getMessage());
                 }
-                if (t instanceof dev.chibifs.router.SymlinkDeniedException) {
+                if (t instanceof SymlinkDeniedException) {
                     refusedBy = RequestTrace.SYMLINK_RULE;
                 }
                 if (t instanceof PolicyDeniedException) {

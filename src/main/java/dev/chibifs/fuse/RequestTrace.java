@@ -1,6 +1,12 @@
 package dev.chibifs.fuse;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Instant;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -19,13 +25,14 @@ public final class RequestTrace {
      * a rename's or a link's ends); {@code detail} what else it names (an attribute, a link's target,
      * a read's or write's bytes), or "".
      */
-    public record Target(java.util.List<String> paths, String detail) {
+    public record Target(List<String> paths, String detail) {
     }
 
     /**
-     * A request served: {@code program} is the asking thread's name ({@link #programOf}); {@code errno} 0 for success, else the errno it was answered with;
-     * {@code refusedBy} {@link #POLICY} or {@link #SYMLINK_RULE} where one of them refused it, else
-     * ""; {@code answered} false for a request answered later by another thread (a lock wait).
+     * A request served: {@code program} is the asking thread's ({@link #programOf}); {@code errno}
+     * 0 for success, else the errno it was answered with; {@code refusedBy} {@link #POLICY} or
+     * {@link #SYMLINK_RULE} where one of them refused it, else ""; {@code answered} false for a
+     * request answered later by another thread (a lock wait).
      */
     public record Event(Instant at, String caller, int pid, String program, String opcode, Target target, int errno,
                         String refusedBy, boolean answered, long micros) {
@@ -82,12 +89,11 @@ public final class RequestTrace {
     }
 
     /** The names of the opcodes traced, as {@code linux/fuse.h} has them without FUSE_ (LOOKUP, OPEN). */
-    public static java.util.Set<String> opcodes() {
-        java.util.Set<String> names = new java.util.TreeSet<>();
-        for (int i = 1; i < FuseProtocol.OPCODE_LIMIT; i++) {
-            String name = FuseProtocol.opcodeName(i);
-            if (traces(i) && !name.equals("OP" + i)) {
-                names.add(name);
+    public static Set<String> opcodes() {
+        Set<String> names = new TreeSet<>();
+        for (int i = 0; i < FuseProtocol.OPCODE_LIMIT; i++) {
+            if (FuseProtocol.named(i) && traces(i)) {
+                names.add(FuseProtocol.opcodeName(i));
             }
         }
         return names;
@@ -103,8 +109,8 @@ public final class RequestTrace {
             return "";
         }
         try {
-            return java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + pid + "/comm")).strip();
-        } catch (java.io.IOException | RuntimeException gone) {
+            return Files.readString(Path.of("/proc/" + pid + "/comm")).strip();
+        } catch (IOException | RuntimeException gone) {
             return "";
         }
     }

@@ -121,6 +121,6 @@ class StatusCommandTest {
         assertTrue(r.err().contains(" LOOKUP, ") && !r.err().contains("FORGET"), r.err());
         r = cli.run("trace", "--path", "shared", tmp.toString());
         assertEquals(ExitCodes.USAGE, r.code(), r.toString());
-        assertEquals("chibifs: invalid --path 'shared': a namespace path starts with / (/shared/tasks.md)\n", r.err());
+        assertEquals("chibifs: --path: invalid VFS path 'shared': a VFS path must start with '/'\n", r.err());
     }
 }
