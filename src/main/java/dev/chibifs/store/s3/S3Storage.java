@@ -3827,8 +3827,13 @@ public final class S3Storage implements Storage {
                         continue; // changed there once more: this host's appends go at the end of that
                     }
                 }
-                LOG.info("merged: {} changed on S3 since this host last saw it; this host's {} appended bytes "
-                        + "are now at the end of that version", p, upTo - from);
+                if (from == upTo) {
+                    LOG.info("merged: {} changed on S3 since this host last saw it; this host had appended nothing"
+                            + " since, so that version is the file here now", p);
+                } else {
+                    LOG.info("merged: {} changed on S3 since this host last saw it; this host's {} appended bytes "
+                            + "are now at the end of that version", p, upTo - from);
+                }
                 // with nothing added, the object is theirs as it came, attributes and all
                 Bucket.Head onS3 = from == upTo ? theirs : new Bucket.Head(Files.size(merged), null, etag, meta);
                 synchronized (this) {
