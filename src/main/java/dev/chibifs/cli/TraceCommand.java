@@ -39,7 +39,7 @@ import java.util.concurrent.Callable;
         description = {
             "Follow the requests a mount's daemon serves, a line each as it answers: the time, the context that asked"
                 + " and its process (pid and program), the FUSE opcode, its path (with the names it carries: a rename's"
-                + " two ends, an attribute's name, a read's bytes), the answer (ok, or the errno, with '(policy)' where the policy"
+                + " two ends, an attribute's name, an open's mode, a read's bytes), the answer (ok, or the errno, with '(policy)' where the policy"
                 + " refused, '(--symlinks)' where the link rule did) and the time it took in the daemon. Until"
                 + " interrupted, the mount ends, or --count lines. The kernel's own forgets are not shown. A trace"
                 + " that falls far behind says how many lines it lost."

@@ -273,15 +273,17 @@ final class FuseFileSystem {
 
     /**
      * What request {@code req} is about, for its trace: the path of its node, with the names it
-     * carries (a new entry's, RENAME's and LINK's two ends, an attribute's), or READ's and WRITE's
-     * bytes. Read from the request as the kernel sent it; never fails (the trace shows what it can).
+     * carries (a new entry's, RENAME's and LINK's two ends, an attribute's), an open's mode, or
+     * READ's and WRITE's bytes. Read from the request as the kernel sent it; never fails (the trace shows what it can).
      */
     RequestTrace.Target describe(FuseRequest req) {
         try {
             String at = nodePath(req.nodeid);
             return switch (req.opcode) {
                 case FuseProtocol.LOOKUP, FuseProtocol.UNLINK, FuseProtocol.RMDIR, FuseProtocol.MKDIR,
-                        FuseProtocol.MKNOD, FuseProtocol.CREATE -> target(child(at, req.entryName()), "");
+                        FuseProtocol.MKNOD -> target(child(at, req.entryName()), "");
+                case FuseProtocol.CREATE -> target(child(at, req.entryName()), openMode(req.openFlags()));
+                case FuseProtocol.OPEN -> target(at, openMode(req.openFlags()));
                 case FuseProtocol.SYMLINK -> target(child(at, req.entryName()), "-> " + req.secondName());
                 case FuseProtocol.LINK -> new RequestTrace.Target(List.of(nodePath(req.linkSource()), child(at, req.entryName())), "");
                 case FuseProtocol.RENAME, FuseProtocol.RENAME2 -> new RequestTrace.Target(
@@ -293,6 +295,28 @@ final class FuseFileSystem {
         } catch (RuntimeException e) {
             return target("node " + req.nodeid, "");
         }
+    }
+
+    /** An open's access mode and the flags that say how it writes, as open(2) names them: "O_WRONLY|O_APPEND". */
+    private static String openMode(int flags) {
+        StringBuilder s = new StringBuilder(switch (flags & Linux.O_ACCMODE) {
+            case Linux.O_WRONLY -> "O_WRONLY";
+            case Linux.O_RDWR -> "O_RDWR";
+            default -> "O_RDONLY";
+        });
+        if ((flags & Linux.O_CREAT) != 0) {
+            s.append("|O_CREAT");
+        }
+        if ((flags & Linux.O_EXCL) != 0) {
+            s.append("|O_EXCL");
+        }
+        if ((flags & Linux.O_TRUNC) != 0) {
+            s.append("|O_TRUNC");
+        }
+        if ((flags & Linux.O_APPEND) != 0) {
+            s.append("|O_APPEND");
+        }
+        return s.toString();
     }
 
     private static RequestTrace.Target target(String path, String detail) {

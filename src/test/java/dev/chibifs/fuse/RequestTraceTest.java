@@ -95,6 +95,7 @@ class RequestTraceTest {
                     body().int64(fh).int64(0).int32(data.length).int32(0).int64(0).int32(0).int32(0).bytes(data)).error());
             assertEquals(0, kernel.call(FuseProtocol.RENAME2, shared, ALICE,
                     body().int64(shared).int32(0).int32(0).name("notes.md").name("tasks.md")).error());
+            assertEquals(0, kernel.call(FuseProtocol.OPEN, file, BOB, body().int32(Linux.O_RDWR | Linux.O_APPEND).int32(0)).error());
             assertEquals(0, kernel.call(FuseProtocol.SETXATTR, file, BOB,
                     body().int32(1).int32(0).name("user.seen").bytes(new byte[]{'y'})).error());
             long home = lookup(BOB, FuseProtocol.ROOT_ID, "home");
@@ -105,13 +106,14 @@ class RequestTraceTest {
             assertEquals(List.of(
                     "alice LOOKUP /shared: ok",
                     "alice LOOKUP /shared/notes.md: ENOENT",
-                    "alice CREATE /shared/notes.md: ok",
+                    "alice CREATE /shared/notes.md [O_WRONLY|O_CREAT]: ok",
                     "alice WRITE /shared/notes.md [4 bytes at 0]: ok",
                     "alice RENAME2 /shared/notes.md -> /shared/tasks.md: ok",
+                    "bob OPEN /shared/tasks.md [O_RDWR|O_APPEND]: ok",
                     "bob SETXATTR /shared/tasks.md [user.seen]: ok",
                     "bob LOOKUP /home: ok",
                     "bob LOOKUP /home/alice: ok",
-                    "bob CREATE /home/alice/x: EACCES policy",
+                    "bob CREATE /home/alice/x [O_WRONLY|O_CREAT]: EACCES policy",
                     "alice SYMLINK /shared/out [-> /etc/passwd]: EPERM --symlinks"), taken(events));
         }
     }

@@ -86,8 +86,8 @@ class UidMapMountTest {
             List<String> lines = out.lines().toList();
             assertEquals(2, lines.size(), out);
             String time = "\\d\\d:\\d\\d:\\d\\d\\.\\d{6} ";
-            assertTrue(lines.get(0).matches(time + "planner pid \\d+ \\(touch\\) CREATE /home/coder/traced/intrude.txt: EACCES \\(policy\\) \\d+ us"), out);
-            assertTrue(lines.get(1).matches(time + "coder pid \\d+ \\(\\S+\\) CREATE /home/coder/traced/mine.txt: ok \\d+ us"), out);
+            assertTrue(lines.get(0).matches(time + "planner pid \\d+ \\(touch\\) CREATE /home/coder/traced/intrude.txt O_WRONLY\\|O_CREAT: EACCES \\(policy\\) \\d+ us"), out);
+            assertTrue(lines.get(1).matches(time + "coder pid \\d+ \\(\\S+\\) CREATE /home/coder/traced/mine.txt O_WRONLY\\|O_CREAT\\|O_TRUNC: ok \\d+ us"), out);
             assertEquals(0, trace.exitValue());
         } finally {
             trace.destroyForcibly();
