@@ -158,7 +158,7 @@ public final class MountCommand implements Callable<Integer> {
         }
         java.nio.file.Path traceSocket = TraceSocket.pathFor(registry, pid);
         try {
-            TraceSocket served = TraceSocket.serve(traceSocket, daemon.stats().trace());
+            StatsSocket served = TraceSocket.serve(traceSocket, daemon.stats().trace());
             Runtime.getRuntime().addShutdownHook(new Thread(served::close, "chibifs-trace-close"));
         } catch (IOException | RuntimeException e) {
             log.warn("chibifs trace will not reach this mount: cannot listen at {}: {}", traceSocket, e.getMessage());

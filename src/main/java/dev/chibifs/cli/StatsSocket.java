@@ -19,7 +19,8 @@ import java.util.function.Supplier;
  * How {@code chibifs stats} reads a running daemon's request counts: a Unix socket beside the
  * mount's registry record ({@code stats-<pid>.sock}), on which the daemon writes one JSON
  * snapshot per connection. {@code chibifs sync} asks on a second one ({@code sync-<pid>.sock}),
- * whose answer is written once the stores have synced. The registry directory is the user's own
+ * whose answer is written once the stores have synced; {@code chibifs trace} follows on a third
+ * ({@link TraceSocket}). The registry directory is the user's own
  * (0700), so only the user (and root) can ask.
  */
 final class StatsSocket implements AutoCloseable {
@@ -44,32 +45,59 @@ final class StatsSocket implements AutoCloseable {
         return registry.dir().resolve("sync-" + pid + ".sock");
     }
 
+    /** What the daemon does with one connection; it closes the client when done with it. */
+    interface ClientHandler {
+        void handle(SocketChannel client) throws IOException;
+    }
+
     /**
      * Serves what {@code stats} gives at each connection, as JSON, at {@code path} on a daemon
      * thread until closed (one connection at a time: a sync waits for the one before).
      */
     static StatsSocket serve(Path path, Supplier<Object> stats) throws IOException {
+        return listen(path, client -> {
+            try (client) {
+                client.write(ByteBuffer.wrap(JSON.writeValueAsBytes(stats.get())));
+            }
+        });
+    }
+
+    /** Listens at {@code path}, handing each connection to {@code each} on a daemon thread, until closed. */
+    static StatsSocket listen(Path path, ClientHandler each) throws IOException {
         Files.deleteIfExists(path);
         ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         server.bind(UnixDomainSocketAddress.of(path));
         StatsSocket socket = new StatsSocket(path, server);
-        Thread t = new Thread(() -> socket.loop(stats), "chibifs-" + path.getFileName());
+        Thread t = new Thread(() -> socket.loop(each), "chibifs-" + path.getFileName());
         t.setDaemon(true);
         t.start();
         return socket;
     }
 
-    private void loop(Supplier<Object> stats) {
+    private void loop(ClientHandler each) {
         while (server.isOpen()) {
-            try (SocketChannel client = server.accept()) {
-                client.write(ByteBuffer.wrap(JSON.writeValueAsBytes(stats.get())));
+            SocketChannel client = null;
+            try {
+                client = server.accept();
+                each.handle(client);
             } catch (IOException e) {
                 if (server.isOpen()) {
                     LOG.debug("client of {}: {}", path, e.toString());
                 }
             } catch (RuntimeException e) {
                 LOG.warn("answer at {} failed", path, e);
+                closeQuietly(client);
             }
+        }
+    }
+
+    private static void closeQuietly(SocketChannel client) {
+        try {
+            if (client != null) {
+                client.close();
+            }
+        } catch (IOException ignored) {
+            // the client is gone either way
         }
     }
 

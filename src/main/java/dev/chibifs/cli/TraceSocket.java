@@ -7,12 +7,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -25,7 +21,7 @@ import java.util.concurrent.TimeUnit;
  * then every request served from then on, one JSON object a line, until it closes; several may
  * follow at once.
  */
-final class TraceSocket implements AutoCloseable {
+final class TraceSocket {
 
     private static final Logger LOG = LoggerFactory.getLogger(TraceSocket.class);
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -34,52 +30,29 @@ final class TraceSocket implements AutoCloseable {
     /** How often a follower with nothing to show checks that its client is still there. */
     private static final long IDLE_CHECK_MILLIS = 250;
 
-    private final Path path;
-    private final ServerSocketChannel server;
-
-    private TraceSocket(Path path, ServerSocketChannel server) {
-        this.path = path;
-        this.server = server;
+    private TraceSocket() {
     }
 
     static Path pathFor(MountRegistry registry, long pid) {
         return registry.dir().resolve("trace-" + pid + ".sock");
     }
 
-    /** Serves {@code trace} at {@code path}, a thread per connection, until closed. */
-    static TraceSocket serve(Path path, RequestTrace trace) throws IOException {
-        Files.deleteIfExists(path);
-        ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-        server.bind(UnixDomainSocketAddress.of(path));
-        TraceSocket socket = new TraceSocket(path, server);
-        Thread t = new Thread(() -> socket.accept(trace), "chibifs-" + path.getFileName());
-        t.setDaemon(true);
-        t.start();
-        return socket;
-    }
-
-    private void accept(RequestTrace trace) {
-        while (server.isOpen()) {
-            try {
-                SocketChannel client = server.accept();
-                Thread t = new Thread(() -> follow(client, trace), "chibifs-trace-follower");
-                t.setDaemon(true);
-                t.start();
-            } catch (IOException e) {
-                if (server.isOpen()) {
-                    LOG.debug("client of {}: {}", path, e.toString());
-                }
-            }
-        }
+    /** Serves {@code trace} at {@code path}, each connection followed on a thread of its own, until closed. */
+    static StatsSocket serve(Path path, RequestTrace trace) throws IOException {
+        return StatsSocket.listen(path, client -> {
+            Thread t = new Thread(() -> follow(client, trace), "chibifs-trace-follower");
+            t.setDaemon(true);
+            t.start();
+        });
     }
 
     /** Writes each event to {@code client} until it goes away. */
-    private void follow(SocketChannel client, RequestTrace trace) {
+    private static void follow(SocketChannel client, RequestTrace trace) {
         try (client; RequestTrace.Listener events = trace.listen(BEHIND_AT_MOST)) {
             // said once listening: every request served from now on is on its way to the client
             write(client, Map.of("following", true));
             ByteBuffer probe = ByteBuffer.allocate(1);
-            while (server.isOpen()) {
+            while (true) {
                 RequestTrace.Event e = events.next(IDLE_CHECK_MILLIS, TimeUnit.MILLISECONDS);
                 long lost = events.lost();
                 if (lost > 0) {
@@ -92,11 +65,11 @@ final class TraceSocket implements AutoCloseable {
                 }
             }
         } catch (IOException closedByClient) {
-            LOG.debug("trace follower at {} ends: {}", path, closedByClient.toString());
+            LOG.debug("trace follower ends: {}", closedByClient.toString());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (RuntimeException e) {
-            LOG.warn("trace follower at {} failed", path, e);
+            LOG.warn("trace follower failed", e);
         }
     }
 
@@ -130,16 +103,6 @@ final class TraceSocket implements AutoCloseable {
             return client.read(probe.clear()) < 0;
         } finally {
             client.configureBlocking(true);
-        }
-    }
-
-    @Override
-    public void close() {
-        try {
-            server.close();
-            Files.deleteIfExists(path);
-        } catch (IOException ignored) {
-            // the runtime directory is cleaned at reboot
         }
     }
 }
