@@ -39,8 +39,9 @@ import java.util.concurrent.Callable;
         description = {
             "Follow the requests a mount's daemon serves, a line each as it answers: the time, the context that asked"
                 + " and its process (pid and program), the FUSE opcode, its path (with the names it carries: a rename's"
-                + " two ends, an attribute's name, an open's mode, a read's bytes), the answer (ok, or the errno, with '(policy)' where the policy"
-                + " refused, '(--symlinks)' where the link rule did) and the time it took in the daemon. Until"
+                + " two ends, an attribute's name, an open's mode, a read's bytes), the answer (ok, or the errno, with"
+                + " '(policy)' where the policy refused, '(--symlinks)' where the link rule did) and the time it took"
+                + " in the daemon. Until"
                 + " interrupted, the mount ends, or --count lines. The kernel's own forgets are not shown. A trace"
                 + " that falls far behind says how many lines it lost."
         })
@@ -105,9 +106,16 @@ final class TraceCommand implements Callable<Integer> {
         Path mp = mountpoint.toAbsolutePath().normalize();
         Path socket = StatsCommand.socketOf(mp, TraceSocket::pathFor);
         PrintWriter out = spec.commandLine().getOut();
+        SocketChannel c;
+        try {
+            c = SocketChannel.open(UnixDomainSocketAddress.of(socket));
+        } catch (SocketException | NoSuchFileException e) {
+            // a daemon started before this command existed serves stats and sync only
+            throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + mp + " does not answer trace (started by an"
+                    + " older chibifs? umount and mount it again): " + e.getMessage());
+        }
         long shown = 0;
-        try (SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(socket));
-             BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(c), StandardCharsets.UTF_8))) {
+        try (c; BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(c), StandardCharsets.UTF_8))) {
             String line;
             while ((line = in.readLine()) != null) {
                 JsonNode e = JSON.readTree(line);
@@ -131,10 +139,8 @@ final class TraceCommand implements Callable<Integer> {
                     return ExitCodes.OK;
                 }
             }
-        } catch (SocketException | NoSuchFileException e) {
-            // a daemon started before this command existed serves stats and sync only
-            throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + mp + " does not answer trace (started by an"
-                    + " older chibifs? umount and mount it again): " + e.getMessage());
+        } catch (SocketException daemonGone) {
+            // the daemon exited (killed, or unmounted by force) while the trace ran: as an end
         }
         spec.commandLine().getErr().println("chibifs: " + mp + " is no longer served");
         return ExitCodes.OK;
