@@ -274,7 +274,8 @@ final class FuseFileSystem {
     /**
      * What request {@code req} is about, for its trace: the path of its node, with the names it
      * carries (a new entry's, RENAME's and LINK's two ends, an attribute's), an open's mode, or
-     * READ's and WRITE's bytes. Read from the request as the kernel sent it; never fails (the trace shows what it can).
+     * READ's and WRITE's bytes. Read from the request as the kernel sent it; never fails (the trace
+     * shows what it can).
      */
     RequestTrace.Target describe(FuseRequest req) {
         try {
