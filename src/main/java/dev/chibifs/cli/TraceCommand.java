@@ -57,6 +57,10 @@ final class TraceCommand implements Callable<Integer> {
             description = "Only the requests of these contexts (SYSTEM for the system's, guest for an unmapped uid's).")
     List<String> contexts;
 
+    @Option(names = "--program", paramLabel = "NAME", split = ",",
+            description = "Only the requests of these programs, by the name ps shows (git, python3, sqlite3).")
+    List<String> programs;
+
     @Option(names = "--opcode", paramLabel = "OPCODE", split = ",",
             description = "Only requests of these opcodes, as linux/fuse.h names them without FUSE_ (LOOKUP, CREATE, OPEN).")
     List<String> opcodes;
@@ -148,6 +152,9 @@ final class TraceCommand implements Callable<Integer> {
 
     private boolean wanted(JsonNode e, String under) {
         if (contexts != null && !contexts.contains(e.path("context").asText())) {
+            return false;
+        }
+        if (programs != null && !programs.contains(e.path("program").asText())) {
             return false;
         }
         if (opcodes != null && !opcodes.contains(e.path("opcode").asText())) {

@@ -74,20 +74,20 @@ class UidMapMountTest {
     void aTraceNamesTheContextOfEachRequestAndThePolicysRefusals() throws Exception {
         fs.shAs(coder, "mkdir -p home/coder/traced").ok();
         Process trace = new ProcessBuilder("sh", "-c", MountedFs.cliScript("trace", "--path", "/home/coder/traced",
-                "--opcode", "create", "--count", "2", fs.mountpoint().toString())).start();
+                "--opcode", "create", "--program", "touch,tee", "--count", "2", fs.mountpoint().toString())).start();
         try {
             // the first line comes once the daemon listens: every request from then on is traced
             String first = new BufferedReader(new InputStreamReader(trace.getErrorStream(), StandardCharsets.UTF_8)).readLine();
             assertEquals("chibifs: tracing " + fs.mountpoint() + " (interrupt to stop)", first);
             fs.shAs(planner, "touch home/coder/traced/intrude.txt 2>/dev/null; echo p > shared/untraced.txt").ok();
-            fs.shAs(coder, "echo c > home/coder/traced/mine.txt").ok();
+            fs.shAs(coder, "echo shell > home/coder/traced/by-the-shell.txt && echo c | tee home/coder/traced/mine.txt").ok();
             assertTrue(trace.waitFor(30, TimeUnit.SECONDS), "the trace did not stop at --count 2");
             String out = new String(trace.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             List<String> lines = out.lines().toList();
             assertEquals(2, lines.size(), out);
             String time = "\\d\\d:\\d\\d:\\d\\d\\.\\d{6} ";
             assertTrue(lines.get(0).matches(time + "planner pid \\d+ \\(touch\\) CREATE /home/coder/traced/intrude.txt O_WRONLY\\|O_CREAT: EACCES \\(policy\\) \\d+ us"), out);
-            assertTrue(lines.get(1).matches(time + "coder pid \\d+ \\(\\S+\\) CREATE /home/coder/traced/mine.txt O_WRONLY\\|O_CREAT\\|O_TRUNC: ok \\d+ us"), out);
+            assertTrue(lines.get(1).matches(time + "coder pid \\d+ \\(tee\\) CREATE /home/coder/traced/mine.txt O_WRONLY\\|O_CREAT\\|O_TRUNC: ok \\d+ us"), out);
             assertEquals(0, trace.exitValue());
         } finally {
             trace.destroyForcibly();
