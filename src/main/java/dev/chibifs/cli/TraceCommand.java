@@ -41,7 +41,8 @@ import java.util.concurrent.Callable;
                 + " and its process (pid and program), the FUSE opcode, its path (with the names it carries: a rename's"
                 + " two ends, an attribute's name, an open's mode, a read's bytes), the answer (ok, or the errno, with"
                 + " '(policy)' where the policy refused, '(--symlinks)' where the link rule did) and the time it took"
-                + " in the daemon. Until"
+                + " in the daemon; a lock request that waits shows 'waiting', then again 'after waiting' when it ends."
+                + " Until"
                 + " interrupted, the mount ends, or --count lines. The kernel's own forgets are not shown. A trace"
                 + " that falls far behind says how many lines it lost."
         })
@@ -164,7 +165,7 @@ final class TraceCommand implements Callable<Integer> {
         if (denied && e.path("refused").asText().isEmpty()) {
             return false;
         }
-        if (errors && (answer.equals("ok") || answer.equals("later"))) {
+        if (errors && (answer.equals("ok") || answer.equals("waiting"))) {
             return false;
         }
         return under == null || about(e.path("paths"), under);
@@ -187,8 +188,6 @@ final class TraceCommand implements Callable<Integer> {
         String refused = e.path("refused").asText();
         if (!refused.isEmpty()) {
             answer += " (" + refused + ")";
-        } else if (answer.equals("later")) {
-            answer = "answered later";
         }
         StringBuilder target = new StringBuilder();
         for (JsonNode p : e.path("paths")) {
@@ -198,6 +197,7 @@ final class TraceCommand implements Callable<Integer> {
         String program = e.path("program").asText();
         return time + " " + e.path("context").asText() + " pid " + e.path("pid").asInt()
                 + (program.isEmpty() ? "" : " (" + program + ")") + " " + e.path("opcode").asText()
-                + " " + target + (detail.isEmpty() ? "" : " " + detail) + ": " + answer + " " + e.path("micros").asLong() + " us";
+                + " " + target + (detail.isEmpty() ? "" : " " + detail) + ": " + answer
+                + (answer.equals("waiting") ? "" : " " + e.path("micros").asLong() + " us");
     }
 }

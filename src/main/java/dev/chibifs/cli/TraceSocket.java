@@ -82,7 +82,7 @@ final class TraceSocket {
         m.put("opcode", e.opcode());
         m.put("paths", e.target().paths());
         m.put("detail", e.target().detail());
-        m.put("answer", !e.answered() ? "later" : e.errno() == 0 ? "ok" : Linux.errnoName(e.errno()));
+        m.put("answer", e.waiting() ? "waiting" : e.errno() == 0 ? "ok" : Linux.errnoName(e.errno()));
         m.put("refused", e.refusedBy());
         m.put("micros", e.micros());
         return m;

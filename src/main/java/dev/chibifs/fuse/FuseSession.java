@@ -317,6 +317,11 @@ final class FuseSession {
         private boolean countedBusy;
         /** What refused the request being served, for its trace: "policy", "--symlinks", or "". */
         private String refusedBy = "";
+        /** The request being served as its trace shows it, and its program; null while nobody listens. */
+        private RequestTrace.Target traced;
+        private String program;
+        /** Whether the request being served went to wait for a lock (its end is traced when it comes). */
+        private boolean waits;
         /** For notifications sent while the request's reply is being written (lock grants). */
         final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
         /** The request buffer's address (io_uring entries copy their request there). */
@@ -477,26 +482,24 @@ final class FuseSession {
             stats.started(opcode);
             RequestTrace trace = stats.trace();
             // described before the operation runs: an UNLINK or a RENAME changes the names it would show
-            RequestTrace.Target traced = trace.listened() && RequestTrace.traces(opcode) ? fs.describe(req) : null;
-            String program = traced != null ? RequestTrace.programOf(req.pid) : null;
+            traced = trace.listened() && RequestTrace.traces(opcode) ? fs.describe(req) : null;
+            program = traced != null ? RequestTrace.programOf(req.pid) : null;
             refusedBy = "";
-            boolean answered = false;
+            waits = false;
             try {
                 reply.begin(req.unique);
                 if (!dispatch()) {
-                    return; // no reply (FORGET, BATCH_FORGET, INTERRUPT), or one sent by another thread
+                    return; // no reply (FORGET, BATCH_FORGET, INTERRUPT), or one another thread sends
                 }
-                answered = true;
             } catch (Throwable t) {
                 reply.error(errnoOf(t));
-                answered = true;
             } finally {
                 long elapsed = System.nanoTime() - start;
                 stats.served(opcode, elapsed, reply.isError());
-                if (traced != null) {
+                if (traced != null && !waits) {
                     trace.served(new RequestTrace.Event(Instant.now(), String.valueOf(fs.caller(req)), req.pid,
                             program, FuseProtocol.opcodeName(opcode), traced,
-                            reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0, refusedBy, answered,
+                            reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0, refusedBy, false,
                             elapsed / 1000));
                 }
                 notBusy();
@@ -540,6 +543,28 @@ final class FuseSession {
             return Linux.EIO;
         }
 
+        /**
+         * While someone listens, traces that the request being served goes to wait for a lock, and
+         * returns what traces the wait's end; null otherwise. Traced here, before the wait begins,
+         * so its end (on the wait's own thread) can never come first.
+         */
+        private java.util.function.IntConsumer tracedWait() {
+            RequestTrace.Target target = traced;
+            if (target == null) {
+                return null;
+            }
+            RequestTrace trace = stats.trace();
+            String caller = String.valueOf(fs.caller(req));
+            int pid = req.pid;
+            String name = program;
+            String opcode = FuseProtocol.opcodeName(req.opcode);
+            trace.served(new RequestTrace.Event(Instant.now(), caller, pid, name, opcode, target, 0, "", true, 0));
+            long began = System.nanoTime();
+            RequestTrace.Target waited = new RequestTrace.Target(target.paths(), "after waiting");
+            return errno -> trace.served(new RequestTrace.Event(Instant.now(), caller, pid, name, opcode, waited,
+                    errno, "", false, (System.nanoTime() - began) / 1000));
+        }
+
         /** Runs the request's operation into the reply; false when the opcode takes no reply. */
         private boolean dispatch() throws IOException {
             switch (req.opcode) {
@@ -579,7 +604,9 @@ final class FuseSession {
                         }
                         long node = req.nodeid;
                         int type = req.lockType();
-                        lockWaits.await(req.unique, attempt, waitNotice -> grantedOffWorker(node, type, waitNotice), replyTo);
+                        waits = true;
+                        lockWaits.await(req.unique, attempt, waitNotice -> grantedOffWorker(node, type, waitNotice), replyTo,
+                                tracedWait());
                         return false; // answered by the wait, on its own thread
                     }
                     if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {

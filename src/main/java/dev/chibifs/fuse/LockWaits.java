@@ -14,6 +14,7 @@ import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntConsumer;
 
 /**
  * Blocking lock requests (F_SETLKW, a blocking flock) that could not be granted at once: each is
@@ -42,7 +43,8 @@ final class LockWaits implements AutoCloseable {
         return t;
     });
     /** {@code replyTo}: where the answer goes (/dev/fuse, or the io_uring entry the request came in). */
-    private record Waiter(Attempt attempt, java.util.function.Consumer<FuseReply> granted, FuseChannel replyTo) {
+    private record Waiter(Attempt attempt, java.util.function.Consumer<FuseReply> granted, FuseChannel replyTo,
+                          IntConsumer ended) {
     }
 
     private final ConcurrentMap<Long, Waiter> waiting = new ConcurrentHashMap<>();
@@ -62,10 +64,12 @@ final class LockWaits implements AutoCloseable {
 
     /**
      * Waits for request {@code unique}'s lock, answering it when granted, failed or interrupted;
-     * {@code granted} runs on the timer thread, with a notification buffer, before the reply of a grant.
+     * {@code granted} runs on the timer thread, with a notification buffer, before the reply of a
+     * grant, and {@code ended} (may be null) after the answer, with its errno (0 for the grant).
      */
-    void await(long unique, Attempt attempt, java.util.function.Consumer<FuseReply> granted, FuseChannel replyTo) {
-        waiting.put(unique, new Waiter(attempt, granted, replyTo));
+    void await(long unique, Attempt attempt, java.util.function.Consumer<FuseReply> granted, FuseChannel replyTo,
+               IntConsumer ended) {
+        waiting.put(unique, new Waiter(attempt, granted, replyTo, ended));
         if (interruptedEarly.remove(unique)) {
             interrupt(unique);
             return;
@@ -104,7 +108,7 @@ final class LockWaits implements AutoCloseable {
             if (errno == 0) {
                 waiter.granted().accept(notice);
             }
-            answer(unique, errno, waiter.replyTo());
+            answer(unique, errno, waiter);
         } else if (errno == 0) {
             // interrupted after the lock was taken: the caller gets EINTR, so the lock must not stay
             LOG.debug("a lock granted as its wait was interrupted stays until its owner unlocks or closes");
@@ -115,22 +119,25 @@ final class LockWaits implements AutoCloseable {
     void interrupt(long unique) {
         Waiter waiter = waiting.remove(unique);
         if (waiter != null) {
-            timer.execute(() -> answer(unique, Linux.EINTR, waiter.replyTo()));
+            timer.execute(() -> answer(unique, Linux.EINTR, waiter));
         } else {
             interruptedEarly.add(unique);
         }
     }
 
     /** On the timer thread only: it owns {@link #reply}. */
-    private void answer(long unique, int errno, FuseChannel channel) {
+    private void answer(long unique, int errno, Waiter waiter) {
         try {
             FuseReply r = reply.begin(unique);
             if (errno != 0) {
                 r.error(errno);
             }
-            r.send(channel);
+            r.send(waiter.replyTo());
         } catch (IOException e) {
             LOG.debug("lock reply not delivered: {}", e.toString());
+        }
+        if (waiter.ended() != null) {
+            waiter.ended().accept(errno);
         }
     }
 

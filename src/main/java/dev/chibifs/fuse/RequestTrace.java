@@ -31,11 +31,12 @@ public final class RequestTrace {
     /**
      * A request served: {@code program} is the asking thread's ({@link #programOf}); {@code errno}
      * 0 for success, else the errno it was answered with; {@code refusedBy} {@link #POLICY} or
-     * {@link #SYMLINK_RULE} where one of them refused it, else ""; {@code answered} false for a
-     * request answered later by another thread (a lock wait).
+     * {@link #SYMLINK_RULE} where one of them refused it, else ""; {@code waiting} for a lock
+     * request that went to wait, whose answer comes as a second event when the wait ends (granted,
+     * interrupted, failed), {@code micros} then the time it waited.
      */
     public record Event(Instant at, String caller, int pid, String program, String opcode, Target target, int errno,
-                        String refusedBy, boolean answered, long micros) {
+                        String refusedBy, boolean waiting, long micros) {
     }
 
     /** What refused a request: the zone policy (EACCES), or the mount's link rule (EPERM). */

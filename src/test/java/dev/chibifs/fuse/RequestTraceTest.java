@@ -74,7 +74,8 @@ class RequestTraceTest {
             assertEquals(ProcessHandle.current().pid(), e.pid(), "the process that asked, from the request's header");
             assertEquals("java", e.program(), "its program, while it waits for the answer");
             assertTrue(e.micros() >= 0);
-            String answer = !e.answered() ? "later" : e.errno() == 0 ? "ok" : Linux.errnoName(e.errno()) + (e.refusedBy().isEmpty() ? "" : " " + e.refusedBy());
+            String answer = e.waiting() ? "waiting" : e.errno() == 0 ? "ok"
+                    : Linux.errnoName(e.errno()) + (e.refusedBy().isEmpty() ? "" : " " + e.refusedBy());
             lines.add(e.caller() + " " + e.opcode() + " " + String.join(" -> ", e.target().paths())
                     + (e.target().detail().isEmpty() ? "" : " [" + e.target().detail() + "]") + ": " + answer);
         }
@@ -115,6 +116,44 @@ class RequestTraceTest {
                     "bob LOOKUP /home/alice: ok",
                     "bob CREATE /home/alice/x [O_WRONLY|O_CREAT]: EACCES policy",
                     "alice SYMLINK /shared/out [-> /etc/passwd]: EPERM --symlinks"), taken(events));
+        }
+    }
+
+    /** A lock request of {@code owner} on {@code node}'s handle {@code fh}, the whole file (fuse_lk_in). */
+    private static FakeKernel.Body lockBody(long fh, long owner, int type) {
+        return body().int64(fh).int64(owner).int64(0).int64(Long.MAX_VALUE).int32(type).int32(0).int32(0).int32(0);
+    }
+
+    @Test
+    void aLockWaitShowsAsItBeginsAndAgainAsItEnds() throws Exception {
+        long shared = lookup(ALICE, FuseProtocol.ROOT_ID, "shared");
+        FakeKernel.Reply made = create(ALICE, shared, "db");
+        long file = made.int64(0);
+        long fh = made.int64(FuseProtocol.ENTRY_OUT);
+        try (RequestTrace.Listener events = stats.trace().listen(100)) {
+            assertEquals(0, kernel.call(FuseProtocol.SETLK, file, ALICE, lockBody(fh, 1, Linux.F_WRLCK)).error());
+            long granted = kernel.send(FuseProtocol.SETLKW, file, BOB, lockBody(fh, 2, Linux.F_WRLCK));
+            RequestTrace.Event first = events.next(0, TimeUnit.MILLISECONDS);
+            RequestTrace.Event waiting = events.next(5, TimeUnit.SECONDS);
+            assertTrue(waiting.waiting(), "bob's wait is traced as it begins");
+            assertEquals(0, kernel.call(FuseProtocol.SETLK, file, ALICE, lockBody(fh, 1, Linux.F_UNLCK)).error());
+            assertEquals(granted, kernel.reply().unique());
+            long interrupted = kernel.send(FuseProtocol.SETLKW, file, ALICE, lockBody(fh, 1, Linux.F_WRLCK));
+            kernel.send(FuseProtocol.INTERRUPT, 0, body().int64(interrupted));
+            FakeKernel.Reply eintr = kernel.reply();
+            assertEquals(interrupted, eintr.unique());
+            assertEquals(-Linux.EINTR, eintr.error());
+            List<String> rest = new ArrayList<>();
+            RequestTrace.Event e;
+            while (rest.size() < 4 && (e = events.next(5, TimeUnit.SECONDS)) != null) {
+                rest.add(e.caller() + " " + e.opcode() + " " + (e.waiting() ? "waiting" : e.errno() == 0 ? "ok" : Linux.errnoName(e.errno())));
+            }
+            assertEquals("alice SETLK /shared/db", first.caller() + " " + first.opcode() + " " + first.target().paths().get(0));
+            // a wait's end is traced by the wait's thread, the other requests by the worker: only each
+            // wait's own order is certain
+            assertEquals(java.util.Set.of("alice SETLK ok", "bob SETLKW ok", "alice SETLKW waiting", "alice SETLKW EINTR"),
+                    java.util.Set.copyOf(rest), rest.toString());
+            assertTrue(rest.indexOf("alice SETLKW waiting") < rest.indexOf("alice SETLKW EINTR"), rest.toString());
         }
     }
 
