@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.fuse.RequestTrace;
 import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.Caller;
+import dev.chibifs.policy.ContextNames;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -55,7 +57,7 @@ final class TraceCommand implements Callable<Integer> {
     Path mountpoint;
 
     @Option(names = "--context", paramLabel = "NAME", split = ",",
-            description = "Only the requests of these contexts (SYSTEM for the system's, guest for an unmapped uid's).")
+            description = "Only the requests of these contexts (SYSTEM for the system's, GUEST for an unmapped uid's).")
     List<String> contexts;
 
     @Option(names = "--program", paramLabel = "NAME", split = ",",
@@ -94,6 +96,13 @@ final class TraceCommand implements Callable<Integer> {
             for (String o : opcodes) {
                 if (!known.contains(o)) {
                     throw new UsageException("invalid --opcode '" + o + "': one of " + String.join(", ", known));
+                }
+            }
+        }
+        if (contexts != null) {
+            for (String c : contexts) {
+                if (!c.equals(Caller.SYSTEM.toString()) && !c.equals(Caller.GUEST.toString())) {
+                    ContextNames.validate(c); // a name no context can have would filter out everything, silently
                 }
             }
         }

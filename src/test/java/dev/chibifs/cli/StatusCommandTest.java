@@ -119,6 +119,9 @@ class StatusCommandTest {
         assertEquals(ExitCodes.USAGE, r.code(), r.toString());
         assertTrue(r.err().startsWith("chibifs: invalid --opcode 'FROBNICATE': one of ACCESS, "), r.err());
         assertTrue(r.err().contains(" LOOKUP, ") && !r.err().contains("FORGET"), r.err());
+        r = cli.run("trace", "--context", "planner,SYSTEM,GUEST,no one", tmp.toString());
+        assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+        assertTrue(r.err().startsWith("chibifs: ") && r.err().contains("'no one'"), r.err());
         r = cli.run("trace", "--path", "shared", tmp.toString());
         assertEquals(ExitCodes.USAGE, r.code(), r.toString());
         assertEquals("chibifs: --path: invalid VFS path 'shared': a VFS path must start with '/'\n", r.err());
