@@ -9,7 +9,6 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -317,9 +316,8 @@ final class FuseSession {
         private boolean countedBusy;
         /** What refused the request being served, for its trace: "policy", "--symlinks", or "". */
         private String refusedBy = "";
-        /** The request being served as its trace shows it, and its program; null while nobody listens. */
-        private RequestTrace.Target traced;
-        private String program;
+        /** The request being served as its trace shows it; null while nobody listens. */
+        private RequestTrace.Asked asked;
         /** Whether the request being served went to wait for a lock (its end is traced when it comes). */
         private boolean waits;
         /** For notifications sent while the request's reply is being written (lock grants). */
@@ -482,8 +480,10 @@ final class FuseSession {
             stats.started(opcode);
             RequestTrace trace = stats.trace();
             // described before the operation runs: an UNLINK or a RENAME changes the names it would show
-            traced = trace.listened() && RequestTrace.traces(opcode) ? fs.describe(req) : null;
-            program = traced != null ? RequestTrace.programOf(req.pid) : null;
+            asked = trace.listened() && RequestTrace.traces(opcode)
+                    ? new RequestTrace.Asked(String.valueOf(fs.caller(req)), req.pid, RequestTrace.programOf(req.pid),
+                            FuseProtocol.opcodeName(opcode), fs.describe(req))
+                    : null;
             refusedBy = "";
             waits = false;
             try {
@@ -496,11 +496,9 @@ final class FuseSession {
             } finally {
                 long elapsed = System.nanoTime() - start;
                 stats.served(opcode, elapsed, reply.isError());
-                if (traced != null && !waits) {
-                    trace.served(new RequestTrace.Event(Instant.now(), String.valueOf(fs.caller(req)), req.pid,
-                            program, FuseProtocol.opcodeName(opcode), traced,
-                            reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0, refusedBy, false,
-                            elapsed / 1000));
+                if (asked != null && !waits) {
+                    trace.served(asked.answered(reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0,
+                            refusedBy, elapsed / 1000));
                 }
                 notBusy();
             }
@@ -549,20 +547,14 @@ final class FuseSession {
          * so its end (on the wait's own thread) can never come first.
          */
         private java.util.function.IntConsumer tracedWait() {
-            RequestTrace.Target target = traced;
-            if (target == null) {
+            if (asked == null) {
                 return null;
             }
             RequestTrace trace = stats.trace();
-            String caller = String.valueOf(fs.caller(req));
-            int pid = req.pid;
-            String name = program;
-            String opcode = FuseProtocol.opcodeName(req.opcode);
-            trace.served(new RequestTrace.Event(Instant.now(), caller, pid, name, opcode, target, 0, "", true, 0));
+            trace.served(asked.waiting());
             long began = System.nanoTime();
-            RequestTrace.Target waited = new RequestTrace.Target(target.paths(), "after waiting");
-            return errno -> trace.served(new RequestTrace.Event(Instant.now(), caller, pid, name, opcode, waited,
-                    errno, "", false, (System.nanoTime() - began) / 1000));
+            RequestTrace.Asked waited = asked.detailed("after waiting");
+            return errno -> trace.served(waited.answered(errno, "", (System.nanoTime() - began) / 1000));
         }
 
         /** Runs the request's operation into the reply; false when the opcode takes no reply. */

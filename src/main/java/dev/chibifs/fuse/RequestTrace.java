@@ -39,6 +39,28 @@ public final class RequestTrace {
                         String refusedBy, boolean waiting, long micros) {
     }
 
+    /**
+     * Who asked what: a traced request as it came, taken before it is served, from which each of
+     * its events is made.
+     */
+    record Asked(String caller, int pid, String program, String opcode, Target target) {
+
+        /** Its answer: {@code errno} 0 for success; {@code refusedBy} as {@link Event}'s. */
+        Event answered(int errno, String refusedBy, long micros) {
+            return new Event(Instant.now(), caller, pid, program, opcode, target, errno, refusedBy, false, micros);
+        }
+
+        /** It went to wait for a lock; its answer comes when the wait ends. */
+        Event waiting() {
+            return new Event(Instant.now(), caller, pid, program, opcode, target, 0, "", true, 0);
+        }
+
+        /** The same request, its target's detail {@code detail} (how its later answer is told apart). */
+        Asked detailed(String detail) {
+            return new Asked(caller, pid, program, opcode, new Target(target.paths(), detail));
+        }
+    }
+
     /** What refused a request: the zone policy (EACCES), or the mount's link rule (EPERM). */
     public static final String POLICY = "policy";
     public static final String SYMLINK_RULE = "--symlinks";
