@@ -38,10 +38,7 @@ class ChangeFollowerTest {
                 FuseFileSystem.Timeouts.of(30, 30, 30), true);
         follower = assertInstanceOf(ChangeFollower.class, ChangeFollower.start(fs), "a local store has a feed");
         kernel = new FakeKernel();
-        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 1, true, false, false), new RequestStats());
-        follower.notifyThrough(kernel, session);
-        session.start();
-        assertEquals(0, kernel.init(FuseProtocol.DO_READDIRPLUS).error());
+        session = kernel.startSession(fs, new RequestStats(), s -> follower.notifyThrough(kernel, s));
     }
 
     @AfterEach

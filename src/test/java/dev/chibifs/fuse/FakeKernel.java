@@ -222,6 +222,27 @@ final class FakeKernel implements FuseChannel {
         }
     }
 
+    /**
+     * A session of one worker over {@code fs} reading from this kernel, started and past INIT
+     * (READDIRPLUS offered), as a mount is before its first request; {@code beforeStart} may hook
+     * it first (a change follower's notifications).
+     */
+    FuseSession startSession(FuseFileSystem fs, RequestStats stats, java.util.function.Consumer<FuseSession> beforeStart)
+            throws InterruptedException {
+        FuseSession session = new FuseSession(this, fs, new FuseSession.Settings(1 << 20, 1, true, false, false), stats);
+        beforeStart.accept(session);
+        session.start();
+        Reply init = init(FuseProtocol.DO_READDIRPLUS);
+        if (init.error() != 0) {
+            throw new AssertionError("INIT answered " + init.error());
+        }
+        return session;
+    }
+
+    FuseSession startSession(FuseFileSystem fs, RequestStats stats) throws InterruptedException {
+        return startSession(fs, stats, s -> { });
+    }
+
     /** INIT as a 7.38 kernel sends it, offering {@code flags}. */
     Reply init(long flags) throws InterruptedException {
         return call(FuseProtocol.INIT, 0, body().int32(7).int32(38).int32(128 * 1024).int32((int) flags)

@@ -45,9 +45,7 @@ class OwnerShownTest {
             fs.othersReach();
         }
         kernel = new FakeKernel();
-        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 1, true, false, false), new RequestStats());
-        session.start();
-        assertEquals(0, kernel.init(FuseProtocol.DO_READDIRPLUS).error());
+        session = kernel.startSession(fs, new RequestStats());
     }
 
     private void uidMapped() throws Exception {

@@ -44,9 +44,7 @@ class RequestTraceTest {
         kernel = new FakeKernel();
         // the requests come from this JVM's main thread, whose program is java
         kernel.pid = (int) ProcessHandle.current().pid();
-        session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 1, true, false, false), stats);
-        session.start();
-        assertEquals(0, kernel.init(FuseProtocol.DO_READDIRPLUS).error());
+        session = kernel.startSession(fs, stats);
     }
 
     @AfterEach
