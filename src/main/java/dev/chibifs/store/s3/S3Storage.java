@@ -29,7 +29,6 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -45,16 +44,12 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
-import java.security.DigestOutputStream;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneOffset;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -88,7 +83,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * version stays and this host's is uploaded beside it as {@code <name>.conflict-<host>-<time>},
  * and logged; unless every change made here since was an append ({@code >>}): then this host's
  * appended bytes go up at the end of theirs, as two appends through one host would have left the
- * file ({@link #mergeAppends}). Hard links cannot be kept in S3: {@link #link} refuses them.
+ * file. {@link WriteBack} does the uploads, merges and conflict copies. Hard links cannot be kept
+ * in S3: {@link #link} refuses them.
  *
  * <p>Symbolic links: the link {@code x} is the object {@code x.rclonelink} holding its target's text,
  * as {@code rclone --links} keeps them, so a listing tells a link from a file with no request per
@@ -96,7 +92,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code .rclonelink} (EINVAL): the bucket could not tell it from a link.
  *
  * <p>Locking: one lock (this object) guards the overlay, never held over a request to S3; the
- * {@link #flushLock} makes uploads and deletes one at a time, taken before this lock, never after.
+ * write-back's {@link WriteBack#flushLock} makes uploads and deletes one at a time, taken before
+ * this lock, never after. The write-back reads and changes the overlay under this same lock.
  */
 public final class S3Storage implements Storage {
 
@@ -123,36 +120,23 @@ public final class S3Storage implements Storage {
     private static final int LINK_MODE = 0777;
     /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
     static final int MAX_DEFERRALS = 5;
-    /** Lost uploads a file remembers (the newest are dropped past it): each a SHA-256, 64 bytes. */
-    private static final int MAX_LOST_UPLOADS = 16;
     /**
      * A file S3 has and this host holds unchanged goes up as a copy S3 makes (after a rename, or a
      * change of attributes alone) from this size on: a copy costs two requests (a HEAD, the copy),
      * and a smaller PUT about one.
      */
-    private static final long COPY_RATHER_THAN_PUT_FROM = 1L << 20;
-    /** How often the background flusher looks for due uploads; no request to S3 when nothing is due. */
-    private static final long TICK_MILLIS = 100;
-    private static final long BACKOFF_FIRST_MILLIS = 500;
-    /** At most this long between a return of S3 and the first upload after it. */
-    private static final long BACKOFF_MAX_MILLIS = 5_000;
+    static final long COPY_RATHER_THAN_PUT_FROM = 1L << 20;
     /** A tombstone whose delete S3 has done is kept this long for listings that started before it. */
-    private static final long DONE_TOMB_MILLIS = 60_000;
-    private static final int SNAPSHOT_TRIES = 3;
+    static final long DONE_TOMB_MILLIS = 60_000;
+    static final int SNAPSHOT_TRIES = 3;
     /** A content file used this recently stays in the cache whatever its size (see {@link #evictBeyondCacheSize}). */
     static final long EVICT_AFTER_MILLIS = 60_000;
     /** How many content files go under one hold of the monitor. */
     private static final int EVICT_BATCH = 64;
-    /** How often the write-back thread keeps the content cache within its size. */
-    private static final long EVICT_EVERY_MILLIS = 5_000;
     /** Up to this many names missing from a listing are asked after one by one; more, by a second listing. */
     private static final int CONFIRM_ONE_BY_ONE = 16;
     private static final long COMPACT_AFTER = 10_000;
-    /** An upload in parts begun this long ago and not completed was left by a host that stopped. */
-    private static final Duration UPLOADS_LEFT_AFTER = Duration.ofDays(1);
     private static final java.util.concurrent.atomic.AtomicLong FETCHES = new java.util.concurrent.atomic.AtomicLong();
-    private static final DateTimeFormatter CONFLICT_TIME =
-            DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'").withZone(ZoneOffset.UTC);
 
     private final S3Spec spec;
     private final Bucket bucket;
@@ -164,34 +148,29 @@ public final class S3Storage implements Storage {
      */
     private final LateCloses lateCloses = new LateCloses();
     private final Path uploadDir;
-    private final Journal journal;
+    final Journal journal;
     private final FileChannel lockFile;
     private final FileLock cacheLock;
-    private final ReentrantLock flushLock = new ReentrantLock();
     /** {@link Node#appendsFrom} of a file changed here otherwise than by appends. */
-    private static final long NOT_APPENDS = -1;
-    /** How many times a merge of appends meets yet another version before this host's goes up as a conflict copy. */
-    private static final int MERGE_TRIES = 5;
-    /** How many uploads run at once in a write-back pass. */
-    private static final int UPLOADERS = 4;
-    private final java.util.concurrent.ExecutorService uploaders = Bucket.daemonThreads(UPLOADERS, "s3-upload");
+    static final long NOT_APPENDS = -1;
     /** How many HEADs ask at once for the attributes of files a listing showed (see {@link #learnAttributes}). */
     private static final int ATTRIBUTE_ASKERS = 8;
     private final java.util.concurrent.ExecutorService attributeAskers = Bucket.daemonThreads(ATTRIBUTE_ASKERS, "s3-attributes");
+    private final WriteBack writeBack;
     private final Thread flusher;
 
     // ---- the overlay; guarded by this ----
-    private final Map<VfsPath, Node> nodes = new HashMap<>();
+    final Map<VfsPath, Node> nodes = new HashMap<>();
     private final Map<VfsPath, TreeSet<String>> index = new HashMap<>();
     /** Keyed by S3 key (a directory's is its marker key, ending with '/'). */
-    private final Map<String, Tomb> tombs = new HashMap<>();
+    final Map<String, Tomb> tombs = new HashMap<>();
     /** The dirty nodes, so the flusher's look every tick costs nothing with none (not a walk of the overlay). */
-    private final Set<Node> dirtyNodes = new java.util.LinkedHashSet<>();
+    final Set<Node> dirtyNodes = new java.util.LinkedHashSet<>();
     /**
      * Keys being uploaded. A listing may show such an object before the upload is told done; when its
      * node was renamed or removed meanwhile, that listing must not bring the old name back.
      */
-    private final Set<String> inflight = new java.util.HashSet<>();
+    final Set<String> inflight = new java.util.HashSet<>();
     /** Files a directory's listing placed, whose attributes its refresh asks ahead of a stat ({@link #askWantedAttributes}). */
     private final List<Node> attributesWanted = new ArrayList<>();
     /**
@@ -202,17 +181,12 @@ public final class S3Storage implements Storage {
     /** When each directory was last listed (clock millis at the request). */
     private final Map<VfsPath, Long> listedAt = new HashMap<>();
     private final Node root;
-    private long nextIno = 2;
+    long nextIno = 2;
     /** Counts mutations S3 has done: a listing that started at seq L shows those up to L. */
-    private long seq;
-    private boolean closed;
-    private long backoffUntil;
-    /** When uploads in parts left behind are looked for again (see {@link #abortUploadsLeft}). */
-    private Instant nextUploadsLeftCheck = Instant.MIN;
-    private long backoff;
-    private String outage;
+    long seq;
+    boolean closed;
 
-    private static final class Node {
+    static final class Node {
         final long ino;
         final boolean dir;
         /** A symbolic link: its content (data file, object) is the target's text, and never changes. */
@@ -294,7 +268,7 @@ public final class S3Storage implements Storage {
          * Where this host's appends begin, while every change of its content made here since the version
          * S3 has ({@link #remoteEtag}; none, for a file an append made here) was a write through a handle
          * opened to append: the bytes before it are that version's, or went up already. Another host's
-         * change met at upload then gets the bytes from here on at its end ({@link #mergeAppends}),
+         * change met at upload then gets the bytes from here on at its end ({@link WriteBack#mergeAppends}),
          * not a conflict copy. {@link #NOT_APPENDS} after any other change (a write elsewhere, a
          * truncate, an attribute, a rename). Journaled with the node whenever it changes while the node
          * is dirty, before the write that changes it.
@@ -325,7 +299,7 @@ public final class S3Storage implements Storage {
     }
 
     /** A name removed here whose object S3 may still show. */
-    private static final class Tomb {
+    static final class Tomb {
         /** The object's last seen ETag, the If-Match of a new file made at the same name. */
         final String etag;
         boolean pending = true;
@@ -358,12 +332,13 @@ public final class S3Storage implements Storage {
         }
         this.cacheLock = l;
         this.journal = new Journal(dir.resolve("journal"));
+        this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);
         this.root = new Node(1, true, false, now(), DIR_MODE);
         root.path = VfsPath.root();
         root.dirOnRemote = root.marker = true;
         nodes.put(VfsPath.root(), root);
         restore();
-        this.flusher = new Thread(this::flushLoop, "s3-writeback " + spec);
+        this.flusher = new Thread(writeBack::flushLoop, "s3-writeback " + spec);
         flusher.setDaemon(true);
         if (options.background()) {
             flusher.start();
@@ -407,9 +382,9 @@ public final class S3Storage implements Storage {
                 throw new IOException("S3 store " + spec + " at " + bucket.where() + ": " + e.reason()
                         + " to a listing of its prefix; check the bucket's name, its region and the credentials", e);
             }
-            noteOutage(e);
+            writeBack.noteOutage(e);
         } catch (Bucket.Unavailable e) {
-            noteOutage(e);
+            writeBack.noteOutage(e);
         }
     }
 
@@ -429,17 +404,17 @@ public final class S3Storage implements Storage {
     }
 
     /** The prefix of everything below directory {@code p}, ending with '/' (empty for the bucket's top). */
-    private String dirKey(VfsPath p) {
+    String dirKey(VfsPath p) {
         String k = key(p);
         return k.isEmpty() ? "" : k + "/";
     }
 
     /** The object that holds {@code n} at {@code p}: a directory's marker, a link's {@code .rclonelink}, a file's own key. */
-    private String objectKey(VfsPath p, Node n) {
+    String objectKey(VfsPath p, Node n) {
         return objectKey(p, n.dir, n.link);
     }
 
-    private String objectKey(VfsPath p, boolean dir, boolean link) {
+    String objectKey(VfsPath p, boolean dir, boolean link) {
         return dir ? dirKey(p) : link ? key(p) + LINK_SUFFIX : key(p);
     }
 
@@ -457,15 +432,15 @@ public final class S3Storage implements Storage {
         }
     }
 
-    private Path dataFile(long ino) {
+    Path dataFile(long ino) {
         return dataDir.resolve(Long.toString(ino));
     }
 
-    private FileTime now() {
+    FileTime now() {
         return FileTime.from(options.clock().instant());
     }
 
-    private long millis() {
+    long millis() {
         return options.clock().millis();
     }
 
@@ -475,14 +450,14 @@ public final class S3Storage implements Storage {
         return index.computeIfAbsent(dir, k -> new TreeSet<>());
     }
 
-    private void attach(VfsPath p, Node n) {
+    void attach(VfsPath p, Node n) {
         n.path = p;
         nodes.put(p, n);
         children(p.parent()).add(p.fileName());
     }
 
     /** Takes {@code n} out of the namespace; its data file goes too (open handles keep their copy). */
-    private void detach(Node n) {
+    void detach(Node n) {
         VfsPath p = n.path;
         if (p == null) {
             return;
@@ -531,7 +506,7 @@ public final class S3Storage implements Storage {
         return newNode(dir, false, mode);
     }
 
-    private Node newLink() {
+    Node newLink() {
         return newNode(false, true, LINK_MODE);
     }
 
@@ -566,7 +541,7 @@ public final class S3Storage implements Storage {
     }
 
     /** A tombstone for the object {@code k}, journaled. */
-    private void tombstone(String k, String etag) {
+    void tombstone(String k, String etag) {
         tombs.put(k, new Tomb(etag));
         ObjectNode o = keyRecord("tomb", k);
         if (o != null) {
@@ -669,7 +644,7 @@ public final class S3Storage implements Storage {
      * process keeps open) goes up a few periods after its first change not yet up, as a file
      * rewritten again and again does, so other hosts see its lines while it stays open.
      */
-    private long dueWhileOpen(Node n) {
+    long dueWhileOpen(Node n) {
         return n.appendsFrom == NOT_APPENDS ? Long.MAX_VALUE : n.firstDirty + MAX_DEFERRALS * options.flushAfter().toMillis();
     }
 
@@ -683,7 +658,7 @@ public final class S3Storage implements Storage {
 
     // ---- the journal (callers hold the lock) ----
 
-    private ObjectNode record(String type, VfsPath p) {
+    ObjectNode record(String type, VfsPath p) {
         ObjectNode o = Journal.JSON.createObjectNode();
         o.put("t", type).put("p", p.toString());
         pending.add(o);
@@ -693,7 +668,7 @@ public final class S3Storage implements Storage {
     /** Records made during one operation, appended when it ends (so a record is complete when written). */
     private final List<ObjectNode> pending = new ArrayList<>();
 
-    private void journalPut(Node n) {
+    void journalPut(Node n) {
         if (!n.dir && !n.dirty && !n.cached) {
             // nothing here that S3 does not have: a restart asks S3 again
             record("gone", n.path);
@@ -727,7 +702,7 @@ public final class S3Storage implements Storage {
     }
 
     /** Appends the records of the operation that just ended; the journal failing fails the operation. */
-    private void commit() throws IOException {
+    void commit() throws IOException {
         if (pending.isEmpty()) {
             return;
         }
@@ -768,7 +743,7 @@ public final class S3Storage implements Storage {
      * A journal record naming the object {@code k} by the path and kind ({@code dir}, {@code link})
      * restore() makes its key of again; null (and nothing recorded) for a key outside the store.
      */
-    private ObjectNode keyRecord(String type, String k) {
+    ObjectNode keyRecord(String type, String k) {
         boolean dir = k.endsWith("/");
         String name = dir ? k.substring(0, k.length() - 1) : k;
         String linked = dir ? null : linkName(name);
@@ -952,7 +927,7 @@ public final class S3Storage implements Storage {
                     // S3 unreachable: what was last seen stands (logged once per outage by the
                     // flusher); after a restart, what the journal kept of the directory: its files
                     // cached or not yet uploaded are read and written on, others show once S3 answers
-                    noteOutage(e);
+                    writeBack.noteOutage(e);
                     return;
                 }
             }
@@ -965,7 +940,7 @@ public final class S3Storage implements Storage {
             commit();
             askWantedAttributes();
         }
-        recovered();
+        writeBack.recovered();
     }
 
     /**
@@ -985,7 +960,7 @@ public final class S3Storage implements Storage {
      * The directory changed here other than through a request: its answers are held no longer and
      * the next question lists it again; what was listed still serves while S3 is away.
      */
-    private void expireListing(VfsPath dir) {
+    void expireListing(VfsPath dir) {
         listedAt.computeIfPresent(dir, (d, at) -> at - options.validity().toMillis());
     }
 
@@ -1331,7 +1306,7 @@ public final class S3Storage implements Storage {
      * none) but is no later than now by S3's clock. The wall clock, not the store's clock: that one
      * drives the write-back and stands still in tests, where S3's does not.
      */
-    private static void uploaded(Node n) {
+    static void uploaded(Node n) {
         n.listedModified = null;
         n.uploadedAt = Instant.now();
     }
@@ -1483,7 +1458,7 @@ public final class S3Storage implements Storage {
     }
 
     /** Makes sure the data file of {@code n} holds its content, fetching it from S3 when not. */
-    private void fetch(Node n) throws IOException {
+    void fetch(Node n) throws IOException {
         // whether the content here is still the object's: asked once more where the ask this one
         // joined began before the doubt (a HEAD S3 does not answer leaves it, and the content here)
         for (int ask = 0; ask < 2 && inDoubt(n); ask++) {
@@ -1684,7 +1659,7 @@ public final class S3Storage implements Storage {
         commit();
     }
 
-    private void fromMeta(Node n, Bucket.Head h) {
+    void fromMeta(Node n, Bucket.Head h) {
         n.attributesKnown = true;
         Map<String, String> meta = h.meta();
         String sha = meta.get(META_SHA);
@@ -2064,7 +2039,7 @@ public final class S3Storage implements Storage {
      * the node's content while the generation is still {@code gen}, or while the node's SHA-256 is
      * still known and the same (its attributes changed since).
      */
-    private record MovedFrom(String key, String etag, String sha, long gen) {
+    record MovedFrom(String key, String etag, String sha, long gen) {
         /**
          * The generation of a source that a copy wrote here whole ({@link Handle#copiedHere}) rather
          * than one a move brought: the content holds the object's bytes if it still hashes to
@@ -2113,7 +2088,7 @@ public final class S3Storage implements Storage {
         }
         Map<Node, Copied> copied = new java.util.concurrent.ConcurrentHashMap<>();
         try {
-            inParallel(jobs, j -> {
+            writeBack.inParallel(jobs, j -> {
                 try {
                     copied.put(j.node(), new Copied(j.to(), bucket.copy(j.from(), j.etag(), j.size(), j.to(), null, null), j.gen()));
                 } catch (Bucket.PreconditionFailed | Bucket.Missing | Bucket.Refused e) {
@@ -2759,7 +2734,7 @@ public final class S3Storage implements Storage {
 
         @Override
         public void sync(boolean metadata) throws IOException {
-            flushNode(node);
+            writeBack.flushNode(node);
         }
 
         private void requireObjectSize(long size) throws ErrnoException {
@@ -3235,7 +3210,7 @@ public final class S3Storage implements Storage {
                 }
             }
             String mine = etag(path);
-            flushNode(n);
+            writeBack.flushNode(n);
             String now = currentEtag(path);
             if (!mine.equals(now)) {
                 throw new EtagMismatchException(path.toString(), condition, now);
@@ -3250,7 +3225,7 @@ public final class S3Storage implements Storage {
     /** Uploads and deletes whatever is due now (by the store's clock). */
     public void flushDue() throws IOException {
         askAgainIfUnreachable();
-        flush(false);
+        writeBack.flush(false);
     }
 
     /** Everything pending goes up now ({@link #flushAll}): {@code chibifs sync}. */
@@ -3264,18 +3239,18 @@ public final class S3Storage implements Storage {
         if (pendingChanges() > 0) {
             askAgainIfUnreachable(); // else a umount would wait through the client's retries for nothing
         }
-        flush(true);
+        writeBack.flush(true);
     }
 
     /**
      * While S3 is known to be away no request asks it ({@link Bucket}): the write-back asks for them
      * all, at its backoff's pace, and lets them through once S3 answers. Not under the
-     * {@link #flushLock}, which an fsync waits for: the question may take the client's retries.
+     * {@link WriteBack#flushLock}, which an fsync waits for: the question may take the client's retries.
      */
     private void askAgainIfUnreachable() throws IOException {
         if (bucket.unreachable()) {
             bucket.probe(dirKey(VfsPath.root()));
-            recovered();
+            writeBack.recovered();
         }
     }
 
@@ -3296,7 +3271,7 @@ public final class S3Storage implements Storage {
         // each with its lastUsed as read under the monitor: a sort by a value that moves may fail
         List<Map.Entry<Node, Long>> clean = new ArrayList<>();
         synchronized (this) {
-            if (limit <= 0 || closed || outage != null) {
+            if (limit <= 0 || closed || writeBack.outage() != null) {
                 return 0; // while S3 is away, what went could not be read again
             }
             for (Node n : nodes.values()) {
@@ -3364,7 +3339,7 @@ public final class S3Storage implements Storage {
         String failing;
         int waiting;
         synchronized (this) {
-            failing = outage;
+            failing = writeBack.outage();
             waiting = pendingChanges();
         }
         String health = away != null ? "unreachable: " + away
@@ -3386,501 +3361,13 @@ public final class S3Storage implements Storage {
         return n;
     }
 
-    private void flush(boolean all) throws IOException {
-        flushLock.lock();
-        try {
-            List<Node> due = new ArrayList<>();
-            long now = millis();
-            synchronized (this) {
-                for (Node n : dirtyNodes) {
-                    if (all || n.due <= now) {
-                        due.add(n);
-                    }
-                }
-            }
-            // directories (their markers) before what is in them, one at a time; then the files, several at once
-            due.sort(Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth()));
-            List<Node> files = new ArrayList<>();
-            for (Node n : due) {
-                if (n.dir) {
-                    upload(n);
-                } else {
-                    files.add(n);
-                }
-            }
-            uploadAll(files);
-            List<String> deletes;
-            synchronized (this) {
-                // the old object of a file moved is what its upload copies: it goes after that upload,
-                // which a chmod or touch since the move puts off by the debounce
-                Set<String> toCopy = new java.util.HashSet<>();
-                for (Node n : dirtyNodes) {
-                    if (n.movedFrom != null) {
-                        toCopy.add(n.movedFrom.key());
-                    }
-                }
-                deletes = new ArrayList<>();
-                for (Map.Entry<String, Tomb> e : tombs.entrySet()) {
-                    if (e.getValue().pending && !toCopy.contains(e.getKey())) {
-                        deletes.add(e.getKey());
-                    }
-                }
-            }
-            // files several at once, then markers deepest first: a directory's contents before it
-            List<String> markers = new ArrayList<>();
-            List<String> objects = new ArrayList<>();
-            for (String k : deletes) {
-                (k.endsWith("/") ? markers : objects).add(k);
-            }
-            deleteObjects(objects);
-            markers.sort(Comparator.comparingInt(String::length).reversed());
-            for (String k : markers) {
-                deleteOne(k);
-            }
-            if (!due.isEmpty() || !deletes.isEmpty()) {
-                recovered();
-            }
-        } finally {
-            flushLock.unlock();
-        }
-    }
-
-    private void deleteOne(String k) throws IOException {
-        try {
-            bucket.delete(k);
-        } catch (IOException e) {
-            noteOutage(e);
-            throw e;
-        }
-        synchronized (this) {
-            deleted(k);
-            commit();
-        }
-    }
-
-    /**
-     * Deletes the objects {@code keys} of pending tombstones: a thousand with each request (an
-     * {@code rm -rf} of 10,000 files is ten requests, not 10,000 one at a time, which a umount would
-     * wait for), those a batch did not remove one by one.
-     */
-    private void deleteObjects(List<String> keys) throws IOException {
-        List<String> left = new ArrayList<>();
-        for (int i = 0; i < keys.size(); i += Bucket.MAX_DELETE_BATCH) {
-            List<String> batch = keys.subList(i, Math.min(keys.size(), i + Bucket.MAX_DELETE_BATCH));
-            if (batch.size() == 1) {
-                left.addAll(batch); // one request either way
-                continue;
-            }
-            Set<String> notDeleted;
-            try {
-                notDeleted = new java.util.HashSet<>(bucket.deleteAll(batch));
-            } catch (IOException e) {
-                noteOutage(e);
-                throw e;
-            }
-            synchronized (this) {
-                for (String k : batch) {
-                    if (!notDeleted.contains(k)) {
-                        deleted(k);
-                    }
-                }
-                commit();
-            }
-            left.addAll(notDeleted);
-        }
-        inParallel(left, this::deleteOne);
-    }
-
-    /** S3 no longer has the object {@code k}: its tombstone is done; under the monitor. */
-    private void deleted(String k) {
-        Tomb t = tombs.get(k);
-        if (t != null && t.pending) {
-            t.pending = false;
-            t.doneSeq = ++seq;
-            t.doneAt = millis();
-            keyRecord("untomb", k);
-        }
-    }
-
-    private interface Step<T> {
-        void run(T item) throws IOException;
-    }
-
-    private void uploadAll(List<Node> files) throws IOException {
-        inParallel(files, this::upload);
-    }
-
-    /**
-     * Runs {@code step} for each item, {@link #UPLOADERS} at a time: a request is a round trip of its
-     * own (about 10 ms to a server on loopback, more to a real one), so one at a time a tar of thousands
-     * of files would take minutes to reach S3. The items are independent; the first failure is thrown
-     * once all have ended.
-     */
-    private <T> void inParallel(List<T> items, Step<T> step) throws IOException {
-        if (items.size() <= 1) {
-            for (T item : items) {
-                step.run(item);
-            }
-            return;
-        }
-        List<java.util.concurrent.Future<?>> running = new ArrayList<>();
-        for (T item : items) {
-            running.add(uploaders.submit(() -> {
-                step.run(item);
-                return null;
-            }));
-        }
-        // every one is waited for, even when interrupted: none may run on past the flush lock
-        IOException first = null;
-        boolean interrupted = false;
-        for (java.util.concurrent.Future<?> f : running) {
-            while (true) {
-                try {
-                    f.get();
-                    break;
-                } catch (java.util.concurrent.ExecutionException e) {
-                    Throwable c = e.getCause();
-                    IOException io = c instanceof IOException x ? x : new IOException("upload failed: " + c, c);
-                    if (first == null) {
-                        first = io;
-                    }
-                    break;
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
-        if (first != null) {
-            throw first;
-        }
-    }
-
-    /** fsync: uploads this file now, returning once S3 has it. */
-    private void flushNode(Node n) throws IOException {
-        flushLock.lock();
-        try {
-            synchronized (this) {
-                if (!n.dirty || n.path == null) {
-                    return;
-                }
-            }
-            if (n.path != null) {
-                mkdirsFirst(n.path.parent());
-            }
-            upload(n);
-            synchronized (this) {
-                journal.force();
-            }
-        } finally {
-            flushLock.unlock();
-        }
-    }
-
-    /** The markers of new parent directories go up before a file fsynced inside them. */
-    private void mkdirsFirst(VfsPath dir) throws IOException {
-        List<Node> dirs = new ArrayList<>();
-        synchronized (this) {
-            for (VfsPath p = dir; !p.isRoot(); p = p.parent()) {
-                Node d = nodes.get(p);
-                if (d != null && d.dirty) {
-                    dirs.add(0, d);
-                }
-            }
-        }
-        for (Node d : dirs) {
-            upload(d);
-        }
-    }
-
-    /**
-     * {@link #conflict} for an upload read where the file is: the copy kept beside theirs is made
-     * from a snapshot, which must still be the content that went up ({@code sha}). False when the
-     * file changed since: nothing done.
-     */
-    private boolean conflictFromSnapshot(Node n, VfsPath p, long gen, String sha, Map<String, String> meta)
-            throws IOException {
-        Path snap = uploadDir.resolve(n.ino + "." + gen);
-        try {
-            if (!snapshot(dataFile(n.ino), snap).equals(sha)) {
-                return false;
-            }
-            conflict(n, p, gen, snap, sha, meta);
-            return true;
-        } finally {
-            Files.deleteIfExists(snap);
-        }
-    }
-
-    private static void deleteSnapshot(Path snap) throws IOException {
-        if (snap != null) {
-            Files.deleteIfExists(snap);
-        }
-    }
-
-    /** Copies {@code file} to {@code snap}; the SHA-256 of what was copied. */
-    private static String snapshot(Path file, Path snap) throws IOException {
-        MessageDigest md = ContentHash.digest();
-        try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ);
-             OutputStream out = Files.newOutputStream(snap);
-             DigestOutputStream dout = new DigestOutputStream(out, md)) {
-            java.nio.channels.Channels.newInputStream(in).transferTo(dout);
-        }
-        return ContentHash.hex(md);
-    }
-
-    /** Uploads one dirty node, conditional on S3 having what this host last saw. Holds the flush lock. */
-    private void upload(Node n) throws IOException {
-        if (n.dir) {
-            uploadMarker(n);
-            return;
-        }
-        if (uploadedInPlace(n) || uploadedAsCopy(n)) {
-            return;
-        }
-        fetch(n);
-        for (int attempt = 0; ; attempt++) {
-            VfsPath p;
-            long gen;
-            String base;
-            Map<String, String> meta = new LinkedHashMap<>();
-            synchronized (this) {
-                if (!n.dirty || n.path == null) {
-                    return;
-                }
-                p = n.path;
-                gen = n.gen;
-                base = n.remoteEtag;
-                putAttributes(n, meta);
-            }
-            // a file that goes up in parts is read where it is, each part checked against the writes
-            // since (nobody sees the object before the last part); others, and a file that kept changing
-            // through every try, from a snapshot: what goes up is one version even while a handle writes on
-            Path data = dataFile(n.ino);
-            boolean direct;
-            try {
-                direct = attempt < SNAPSHOT_TRIES && bucket.inParts(Files.size(data));
-            } catch (NoSuchFileException e) {
-                return; // removed meanwhile: nothing to upload
-            }
-            // the copy that goes up; null where the file itself does
-            Path snap = direct ? null : uploadDir.resolve(n.ino + "." + gen);
-            Path source = direct ? data : snap;
-            String sha;
-            try {
-                sha = direct ? ContentHash.of(data) : snapshot(data, snap);
-            } catch (NoSuchFileException e) {
-                deleteSnapshot(snap);
-                return; // removed meanwhile: nothing to upload
-            }
-            long appendsFrom;
-            long upTo;
-            synchronized (this) {
-                if (n.gen != gen && attempt < SNAPSHOT_TRIES) {
-                    deleteSnapshot(snap);
-                    continue;
-                }
-                gen = n.gen;
-                appendsFrom = n.appendsFrom;
-                upTo = n.size;
-            }
-            if (!direct) {
-                upTo = Files.size(snap); // what went up, should the file have grown since
-            }
-            long readGen = gen;
-            java.util.function.BooleanSupplier unchanged = direct ? () -> {
-                synchronized (this) {
-                    return n.gen == readGen && n.path != null;
-                }
-            } : null;
-            meta.put(META_SHA, sha);
-            String k = objectKey(p, n);
-            synchronized (this) {
-                inflight.add(k);
-            }
-            try {
-                String etag;
-                try {
-                    // a file only appended to since S3's version: S3 copies that version's bytes, which
-                    // are the file's up to appendsFrom (where a merge left base behind the object, the
-                    // copy's If-Match fails as the PUT's would, and the appends merge again)
-                    etag = putOnce(k, source, meta, base, sha, unchanged, appendsFrom == NOT_APPENDS ? 0 : appendsFrom);
-                } catch (Bucket.Missing e) {
-                    // removed on S3 since this host saw it: a change made here outlives a delete made there
-                    etag = putOnce(k, source, meta, null, sha, unchanged, 0);
-                }
-                synchronized (this) {
-                    wentUp(n, p, k, gen, etag, sha);
-                    if (n.dirty && n.appendsFrom != NOT_APPENDS && n.path != null) {
-                        n.appendsFrom = upTo; // appended to while it went up: S3 has what was before
-                        journalPut(n);
-                        commit();
-                        if (n.writers > 0) {
-                            n.firstDirty = millis();
-                            n.due = dueWhileOpen(n);
-                        }
-                    }
-                }
-            } catch (Bucket.PreconditionFailed e) {
-                String ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, k) : null;
-                if (ours != null) {
-                    // not another host's change: this host's own upload that landed unbeknownst to it
-                    synchronized (this) {
-                        n.remoteEtag = ours;
-                        uploaded(n);
-                        n.lostUploads = null;
-                    }
-                    continue; // the finally block drops this snapshot; the next attempt takes another
-                }
-                if (appendsFrom != NOT_APPENDS) {
-                    Merge merge = mergeAppends(n, p, k, gen, source, appendsFrom, upTo, meta, unchanged);
-                    if (merge == Merge.DONE) {
-                        return;
-                    }
-                    if (merge == Merge.AGAIN) {
-                        continue;
-                    }
-                }
-                if (!direct) {
-                    conflict(n, p, gen, snap, sha, meta);
-                } else if (!conflictFromSnapshot(n, p, gen, sha, meta)) {
-                    continue; // written to meanwhile: the next attempt reads it again
-                }
-            } catch (Bucket.SourceChanged e) {
-                continue; // written to or removed while it went up: aborted; the next attempt reads again, or ends
-            } catch (IOException e) {
-                if (direct && e instanceof NoSuchFileException && !Files.exists(data)) {
-                    continue; // removed while it went up (its cached content with it): the next attempt ends
-                }
-                synchronized (this) {
-                    if (n.lostUploads == null) {
-                        n.lostUploads = new ArrayList<>(1);
-                    }
-                    if (n.lostUploads.size() < MAX_LOST_UPLOADS) {
-                        n.lostUploads.add(sha);
-                    }
-                }
-                noteOutage(e);
-                throw e;
-            } finally {
-                synchronized (this) {
-                    inflight.remove(k);
-                }
-                deleteSnapshot(snap);
-            }
-            return;
-        }
-    }
-
-    /** How a {@link #mergeAppends} ended. */
-    private enum Merge {
-        /** Theirs with this host's appends is on S3. */
-        DONE,
-        /** The file changed here, or went from S3, meanwhile: the upload tries again. */
-        AGAIN,
-        /** Another host's version kept coming: this host's goes up as a conflict copy. */
-        CONFLICT
-    }
-
-    /**
-     * Another host changed the object {@code k} of {@code n} since this host's base, and every change
-     * made here since was an append: this host's appended bytes (those of {@code source} from
-     * {@code from} to {@code upTo}) go up at the end of theirs, conditional on theirs, as two
-     * {@code >>} through one host would have left the file (theirs first: it reached S3 first).
-     * The object keeps their attributes; its mtime is the later. Holds the flush lock.
-     */
-    private Merge mergeAppends(Node n, VfsPath p, String k, long gen, Path source, long from, long upTo,
-                               Map<String, String> ours, java.util.function.BooleanSupplier unchanged) throws IOException {
-        Path merged = uploadDir.resolve(n.ino + "." + gen + ".merged");
-        try {
-            for (int attempt = 0; attempt < MERGE_TRIES; attempt++) {
-                Bucket.Head theirs = from >= Bucket.MIN_PART_BYTES ? theirsFromTheirTail(k, source, from, merged) : null;
-                if (theirs == null) {
-                    theirs = bucket.get(k, merged);
-                }
-                if (theirs == null) {
-                    return Merge.AGAIN; // removed on S3 meanwhile: a change made here outlives a delete made there
-                }
-                try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
-                     FileChannel out = FileChannel.open(merged, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
-                    for (long at = from; at < upTo; ) {
-                        at += in.transferTo(at, upTo - at, out);
-                    }
-                }
-                if (unchanged != null && !unchanged.getAsBoolean()) {
-                    return Merge.AGAIN; // read where the file is, and written to meanwhile
-                }
-                String sha = ContentHash.of(merged);
-                Map<String, String> meta = new LinkedHashMap<>(theirs.meta());
-                meta.put(META_SHA, sha);
-                meta.put(META_MTIME, Long.toString(Math.max(millisOf(ours.get(META_MTIME)), mtimeOf(theirs))));
-                String etag;
-                if (from == upTo) {
-                    etag = theirs.etag(); // nothing of this host's left to add: theirs is the merge
-                } else {
-                    try {
-                        // their version begins the merge: S3 copies it where it is a part or more
-                        etag = putOnce(k, merged, meta, theirs.etag(), sha, null, theirs.size());
-                    } catch (Bucket.PreconditionFailed again) {
-                        continue; // changed there once more: this host's appends go at the end of that
-                    }
-                }
-                if (from == upTo) {
-                    LOG.info("merged: {} changed on S3 since this host last saw it; this host had appended nothing"
-                            + " since, so that version is the file here now", p);
-                } else {
-                    LOG.info("merged: {} changed on S3 since this host last saw it; this host's {} appended bytes "
-                            + "are now at the end of that version", p, upTo - from);
-                }
-                // with nothing added, the object is theirs as it came, attributes and all
-                Bucket.Head onS3 = from == upTo ? theirs : new Bucket.Head(Files.size(merged), null, etag, meta);
-                synchronized (this) {
-                    mergeWentUp(n, p, k, gen, upTo, merged, onS3);
-                }
-                return Merge.DONE;
-            }
-            return Merge.CONFLICT;
-        } finally {
-            Files.deleteIfExists(merged);
-        }
-    }
-
-    /**
-     * The other host's version of {@code k} written to {@code merged} with only its bytes past
-     * {@code from} downloaded: where it begins with the first {@code from} bytes of {@code source},
-     * the version this host's appends went onto (most often, as the other host appended to it too),
-     * which the SHA-256 in its metadata confirms. Null where not, or not asked: the caller downloads
-     * it whole.
-     */
-    private Bucket.Head theirsFromTheirTail(String k, Path source, long from, Path merged) {
-        try {
-            Bucket.Head h = bucket.head(k);
-            String sha = h == null ? null : h.meta().get(META_SHA);
-            if (sha == null || h.size() < from) {
-                return null;
-            }
-            try (CacheFile mine = CacheFile.openForReading(source); CacheFile out = CacheFile.replace(merged)) {
-                if (!continues(k, h.etag(), h.size(), sha, mine, from, out)) {
-                    return null;
-                }
-                out.writeAll(mine.range(0, from), 0); // their first bytes are these
-            }
-            return h;
-        } catch (IOException e) {
-            LOG.debug("S3 store {}: {} not merged from its new bytes alone: {}", spec, k, e.getMessage());
-            return null;
-        }
-    }
-
     /**
      * Whether version {@code etag} of object {@code key} ({@code size} bytes, SHA-256 {@code sha}) is
      * the first {@code from} bytes of {@code prefix} followed by more: those come down (one ranged
      * GET) into {@code into} at their own offsets, and the hash of both says. How a follow and a merge
      * move only what another host appended.
      */
-    private boolean continues(String key, String etag, long size, String sha, CacheFile prefix, long from,
+    boolean continues(String key, String etag, long size, String sha, CacheFile prefix, long from,
                               CacheFile into) throws IOException {
         if (size > from) {
             bucket.getPart(key, etag, from, size - from, into);
@@ -3889,515 +3376,6 @@ public final class S3Storage implements Storage {
         prefix.digest(d, 0, from);
         into.digest(d, from, size - from);
         return sha.equals(ContentHash.hex(d));
-    }
-
-    private static long millisOf(String meta) {
-        try {
-            return meta == null ? 0 : Long.parseLong(meta);
-        } catch (NumberFormatException e) {
-            return 0;
-        }
-    }
-
-    /** The mtime {@code h} says its object's content has: its own metadata's, else S3's time. */
-    private static long mtimeOf(Bucket.Head h) {
-        long meta = millisOf(h.meta().get(META_MTIME));
-        return meta != 0 || h.modified() == null ? meta : h.modified().toEpochMilli();
-    }
-
-    /**
-     * S3 has {@code merged} ({@code h}): another host's version with {@code n}'s appends, as it was at
-     * generation {@code gen}, up to {@code upTo}, at its end. Under the monitor.
-     */
-    private void mergeWentUp(Node n, VfsPath p, String k, long gen, long upTo, Path merged, Bucket.Head h) throws IOException {
-        if (n.path == null || !n.path.equals(p)) {
-            wentUp(n, p, k, gen, h.etag(), null); // renamed or removed meanwhile: as any upload then
-            return;
-        }
-        if (n.gen == gen && n.size == upTo && n.writers == 0) {
-            // the merge is its content from now on; handles open keep what they read (close-to-open)
-            Files.move(merged, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-            n.cached = true;
-            n.size = h.size();
-            n.gen++;
-            fromMeta(n, h);
-            wentUp(n, p, k, n.gen, h.etag(), n.sha);
-            return;
-        }
-        // changed here meanwhile, or open to write: this host's copy lacks theirs, so its base stays
-        // the version before the merge, and its next upload meets the merge and adds what came since
-        seq++;
-        if (n.appendsFrom != NOT_APPENDS) {
-            n.appendsFrom = upTo;
-            journalPut(n);
-            commit();
-        }
-        n.firstDirty = millis();
-        // an appender still open with nothing new waits for its next append (writing) or its close
-        n.due = n.writers == 0 ? millis() : n.gen == gen ? Long.MAX_VALUE : dueWhileOpen(n);
-    }
-
-    /**
-     * S3 has {@code n} as it was at generation {@code gen}, at {@code p} (key {@code k}) under
-     * {@code etag}; {@code sha} is the content's SHA-256 where this host read it. Under the monitor.
-     */
-    private void wentUp(Node n, VfsPath p, String k, long gen, String etag, String sha) throws IOException {
-        seq++;
-        inflight.remove(k);
-        if (n.path == null || !n.path.equals(p)) {
-            // renamed or removed while it went up: the name it went up under must go again
-            Node there = nodes.get(p);
-            if (there != null && !there.dir && there.link == n.link) {
-                there.remoteEtag = etag;
-                uploaded(there);
-            } else {
-                tombstone(k, etag);
-            }
-        } else {
-            n.remoteEtag = etag;
-            uploaded(n);
-            n.lostUploads = null;
-            n.syncedSeq = seq;
-            if (n.gen == gen) {
-                n.dirty = false;
-                dirtyNodes.remove(n);
-                n.due = Long.MAX_VALUE;
-                if (sha != null) {
-                    n.sha = sha;
-                    n.shaGen = gen;
-                }
-            }
-            journalPut(n);
-        }
-        commit();
-    }
-
-    /**
-     * Uploads a change of {@code n}'s attributes alone (chmod, touch, setfattr) where this host does
-     * not hold its content, and so has not changed it, or holds it unchanged (its SHA-256 the
-     * object's) from {@link #COPY_RATHER_THAN_PUT_FROM} on: S3 copies the object onto itself with the
-     * new metadata (a HEAD for the metadata it keeps, and the copy), so the content neither comes down
-     * nor goes up. False where that is not so, or S3 refused (the object changed or went since): the
-     * upload then fetches the object as it is now, where it is not here, and puts it back, as for
-     * any change. Holds the flush lock.
-     */
-    private boolean uploadedInPlace(Node n) throws IOException {
-        VfsPath p;
-        String k;
-        String base;
-        long size;
-        String sha;
-        synchronized (this) {
-            if (!n.dirty || n.path == null || n.link || n.remoteEtag == null || n.fetching != null
-                    || (n.cached && !unchangedHere(n))) {
-                return false;
-            }
-            p = n.path;
-            k = objectKey(p, n);
-            base = n.remoteEtag;
-            size = n.size;
-            sha = n.cached ? n.sha : null;
-        }
-        Bucket.Head h = bucket.head(k);
-        if (h == null || !base.equals(h.etag()) || (sha != null && !sha.equals(h.meta().get(META_SHA)))) {
-            return false;
-        }
-        long gen;
-        Map<String, String> meta = new LinkedHashMap<>(h.meta()); // its SHA-256, and what other tools put there
-        synchronized (this) {
-            if (n.cached != (sha != null) || (sha != null && !unchangedHere(n)) || !p.equals(n.path)
-                    || !base.equals(n.remoteEtag)) {
-                return false; // fetched, written or moved meanwhile: goes up as any
-            }
-            gen = n.gen;
-            putAttributes(n, meta);
-            inflight.add(k);
-        }
-        String etag = copiedForUpload(p, k, () -> bucket.replaceMetadata(k, base, size, meta));
-        if (etag == null) {
-            return false;
-        }
-        synchronized (this) {
-            wentUp(n, p, k, gen, etag, null);
-        }
-        return true;
-    }
-
-    /** A copy S3 makes in place of an upload's PUT; its ETag. */
-    @FunctionalInterface
-    private interface CopyRequest {
-        String run() throws IOException;
-    }
-
-    /**
-     * Has S3 make {@code copy} for the upload of the file at {@code p}, key {@code k} (in flight, as
-     * an upload is): its ETag, or null where S3 refused it (changed or gone since, the name taken, or
-     * no copies there), and the upload then puts the content as any does.
-     */
-    private String copiedForUpload(VfsPath p, String k, CopyRequest copy) throws IOException {
-        try {
-            return copy.run();
-        } catch (Bucket.PreconditionFailed | Bucket.Missing | Bucket.Refused e) {
-            LOG.debug("S3 store {}: {} not copied by S3, put instead: {}", spec, p, e.getMessage());
-            synchronized (this) {
-                inflight.remove(k);
-            }
-            return null;
-        } catch (IOException e) {
-            synchronized (this) {
-                inflight.remove(k);
-            }
-            noteOutage(e);
-            throw e;
-        }
-    }
-
-    /**
-     * Uploads {@code n}, moved here from the name it had unchanged in S3, as a copy of that object
-     * ({@link Node#movedFrom}): S3 moves the bytes. False where that is not so, or S3 refused (the old
-     * object changed or went, or the new name is taken): the upload then puts the content, which is
-     * here. Holds the flush lock, which the deletes of old names wait for.
-     */
-    private boolean uploadedAsCopy(Node n) throws IOException {
-        MovedFrom from;
-        VfsPath p;
-        String k;
-        String base;
-        long size;
-        long gen;
-        Map<String, String> meta; // null: the old object's, unchanged
-        hashCopied(n);
-        synchronized (this) {
-            from = n.movedFrom;
-            n.movedFrom = null; // one try
-            if (from == null || !n.dirty || n.path == null || !n.cached) {
-                return false;
-            }
-            if (n.gen == from.gen()) {
-                meta = null;
-            } else if (from.sha() != null && n.shaGen == n.gen && from.sha().equals(n.sha)) {
-                // its attributes changed since the move (a chmod after a mv), its content did not
-                meta = new LinkedHashMap<>();
-                putAttributes(n, meta);
-                meta.put(META_SHA, n.sha);
-            } else {
-                return false;
-            }
-            p = n.path;
-            k = objectKey(p, n);
-            base = n.remoteEtag;
-            size = n.size;
-            gen = n.gen;
-            inflight.add(k);
-        }
-        String etag;
-        try {
-            etag = copiedForUpload(p, k, () -> bucket.copy(from.key(), from.etag(), size, k, base, meta));
-        } catch (IOException e) {
-            synchronized (this) {
-                n.movedFrom = from; // S3 away: tried again with the upload
-            }
-            throw e;
-        }
-        if (etag == null) {
-            return false;
-        }
-        synchronized (this) {
-            wentUp(n, p, k, gen, etag, null);
-        }
-        return true;
-    }
-
-    /**
-     * Where a copy wrote {@code n} whole from an object ({@link MovedFrom#COPIED}): hashes its content,
-     * outside the monitor (the hash its upload would take anyway), and records it as the content's
-     * SHA-256 when it is the object's and nothing wrote since, so {@link #uploadedAsCopy} copies it.
-     */
-    private void hashCopied(Node n) throws IOException {
-        MovedFrom from;
-        long gen;
-        synchronized (this) {
-            from = n.movedFrom;
-            if (from == null || from.gen() != MovedFrom.COPIED || !n.cached) {
-                return;
-            }
-            gen = n.gen;
-        }
-        String sha;
-        try {
-            sha = ContentHash.of(dataFile(n.ino));
-        } catch (NoSuchFileException e) {
-            return; // removed meanwhile
-        }
-        synchronized (this) {
-            if (n.gen == gen && sha.equals(from.sha())) {
-                n.sha = sha;
-                n.shaGen = gen;
-            }
-        }
-    }
-
-    /** Whether {@code n}, held here, is large enough to copy and its SHA-256 still known (its content unchanged since); under the monitor. */
-    private static boolean unchangedHere(Node n) {
-        return n.sha != null && n.shaGen == n.gen && n.size >= COPY_RATHER_THAN_PUT_FROM;
-    }
-
-    /** The metadata that carries {@code n}'s attributes, in {@code meta}; under the monitor. */
-    private static void putAttributes(Node n, Map<String, String> meta) {
-        meta.put(META_MODE, Integer.toOctalString(n.mode & 0777));
-        meta.put(META_MTIME, Long.toString(n.mtime.toMillis()));
-        if (n.xattrs != null) {
-            meta.put(ObjectXattrs.META_KEY, ObjectXattrs.encode(n.xattrs));
-        } else {
-            meta.remove(ObjectXattrs.META_KEY);
-        }
-    }
-
-    /**
-     * The ETag of the object at {@code key} when it is one of {@code n}'s lost uploads (the same
-     * content: its SHA-256 in the object's metadata), else null.
-     */
-    private String lostUploadThere(Node n, String key) throws IOException {
-        List<String> lost;
-        synchronized (this) {
-            lost = n.lostUploads == null ? null : List.copyOf(n.lostUploads);
-        }
-        if (lost == null) {
-            return null;
-        }
-        Bucket.Head now = bucket.head(key);
-        return now != null && lost.contains(now.meta().get(META_SHA)) ? now.etag() : null;
-    }
-
-    /**
-     * A conditional PUT that tells its own success from a conflict: when an attempt lands but its answer
-     * is lost, the client's retry finds the object changed (412) -- by itself. An object that already
-     * holds exactly this content is no conflict either, whoever put it there.
-     */
-    private String putOnce(String key, Path snap, Map<String, String> meta, String base, String sha) throws IOException {
-        return putOnce(key, snap, meta, base, sha, null, 0);
-    }
-
-    /**
-     * As above, from a file that may change meanwhile when {@code unchanged} is not null, and whose
-     * first {@code kept} bytes are those of version {@code base}, which S3 may copy rather than
-     * receive ({@link Bucket#put(String, Path, Map, String, java.util.function.BooleanSupplier, long)}).
-     */
-    private String putOnce(String key, Path from, Map<String, String> meta, String base, String sha,
-                           java.util.function.BooleanSupplier unchanged, long kept) throws IOException {
-        if (bucket.inParts(Files.size(from)) || kept >= Bucket.MIN_PART_BYTES) {
-            abortUploadsLeft();
-        }
-        try {
-            return bucket.put(key, from, meta, base, unchanged, kept);
-        } catch (Bucket.PreconditionFailed e) {
-            Bucket.Head now = bucket.head(key);
-            if (now != null && sha.equals(now.meta().get(META_SHA)) && now.size() == Files.size(from)) {
-                LOG.debug("S3 store {}: {} already holds this content", spec, key);
-                return now.etag();
-            }
-            throw e;
-        }
-    }
-
-    /**
-     * Before an upload in parts, at most once a day: aborts the uploads in parts under this store's
-     * prefix begun over a day ago, which a host that stopped mid-upload left (S3 keeps and bills their
-     * parts until a lifecycle rule removes them). A day, as `rclone cleanup` does: no upload here runs
-     * that long.
-     */
-    private void abortUploadsLeft() {
-        Instant now = options.clock().instant();
-        synchronized (this) {
-            if (now.isBefore(nextUploadsLeftCheck)) {
-                return;
-            }
-            nextUploadsLeftCheck = now.plus(UPLOADS_LEFT_AFTER);
-        }
-        String prefix = spec.keyPrefix().isEmpty() ? "" : spec.keyPrefix() + "/";
-        try {
-            int aborted = bucket.abortUploadsBegunBefore(prefix, now.minus(UPLOADS_LEFT_AFTER));
-            if (aborted > 0) {
-                LOG.info("S3 store {}: aborted {} upload(s) in parts begun over a day ago and never completed"
-                        + " (a host stopped mid-upload)", spec, aborted);
-            }
-        } catch (IOException | RuntimeException e) {
-            LOG.debug("S3 store {}: uploads in parts left behind not looked for: {}", spec, e.getMessage());
-        }
-    }
-
-    private void uploadMarker(Node d) throws IOException {
-        VfsPath p;
-        synchronized (this) {
-            if (!d.dirty || d.path == null) {
-                return;
-            }
-            p = d.path;
-            inflight.add(dirKey(p));
-        }
-        try {
-            bucket.put(dirKey(p), new byte[0], Map.of(), null);
-        } catch (Bucket.PreconditionFailed e) {
-            // already there, made by another host or before a crash: as good
-        } catch (IOException e) {
-            noteOutage(e);
-            synchronized (this) {
-                inflight.remove(dirKey(p));
-            }
-            throw e;
-        }
-        synchronized (this) {
-            seq++;
-            inflight.remove(dirKey(p));
-            if (d.path != null && d.path.equals(p)) {
-                d.dirty = false;
-                dirtyNodes.remove(d);
-                d.due = Long.MAX_VALUE;
-                d.dirOnRemote = d.marker = true;
-                d.syncedSeq = seq;
-                journalPut(d);
-            } else {
-                tombstone(dirKey(p), null);
-            }
-            commit();
-        }
-    }
-
-    /**
-     * Another host changed the object since this host last saw it: its version stays, this host's goes
-     * up beside it as {@code <name>.conflict-<host>-<time>}, and the name shows theirs from the next open.
-     */
-    private void conflict(Node n, VfsPath p, long gen, Path snap, String sha, Map<String, String> meta) throws IOException {
-        String stamp = CONFLICT_TIME.format(options.clock().instant());
-        VfsPath copy = null;
-        String copyEtag = null;
-        for (int i = 0; copyEtag == null; i++) {
-            copy = p.parent().child(p.fileName() + ".conflict-" + options.host() + "-" + stamp + (i == 0 ? "" : "-" + i));
-            try {
-                // putOnce: a first attempt that landed with its answer lost is this copy, not a reason
-                // for a second one under the next number (seen under load: two identical copies)
-                copyEtag = putOnce(objectKey(copy, n), snap, meta, null, sha);
-            } catch (Bucket.PreconditionFailed taken) {
-                // another copy of that name exists: the next number
-            }
-        }
-        Bucket.Head theirs = bucket.head(objectKey(p, n));
-        LOG.warn("conflict: {} changed on S3 since this host last saw it; this host's version is kept as {}", p, copy);
-        synchronized (this) {
-            // the name and its copy change here, not through a request: what was held of the directory is not
-            expireListing(p.parent());
-            seq++;
-            long ino = nextIno++;
-            Files.copy(snap, dataFile(ino), StandardCopyOption.REPLACE_EXISTING);
-            Node c = new Node(ino, false, n.link, now(), n.mode);
-            c.size = Files.size(dataFile(ino));
-            c.cached = true;
-            c.remoteEtag = copyEtag;
-            uploaded(c);
-            c.xattrs = n.xattrs; // what went up with it: maps are replaced, never changed, so one may be shared
-            c.sha = sha;
-            c.shaGen = c.gen;
-            c.syncedSeq = seq;
-            if (nodes.get(copy) == null && nodes.get(copy.parent()) != null) {
-                attach(copy, c);
-                journalPut(c);
-            } else {
-                Files.deleteIfExists(dataFile(ino));
-            }
-            if (n.path != null && n.path.equals(p) && n.gen == gen) {
-                n.dirty = false;
-                dirtyNodes.remove(n);
-                n.due = Long.MAX_VALUE;
-                n.cached = false;
-                n.sha = null;
-                n.shaGen = -1;
-                n.syncedSeq = seq;
-                if (theirs == null || n.link) {
-                    n.remoteEtag = null;
-                    record("gone", p);
-                    detach(n);
-                }
-                if (theirs != null && n.link) {
-                    // their link is a new node: the kernel keeps a link's target by node (CACHE_SYMLINKS)
-                    Node l = newLink();
-                    l.remoteEtag = theirs.etag();
-                    l.size = theirs.size();
-                    l.mtime = l.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());
-                    l.syncedSeq = seq;
-                    attach(p, l);
-                } else if (theirs != null) {
-                    n.remoteEtag = theirs.etag();
-                    n.size = theirs.size();
-                    n.mtime = n.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());
-                    n.gen++;
-                    fromMeta(n, theirs);
-                    journalPut(n);
-                }
-            }
-            // else: changed again here meanwhile; its base stays the old ETag, so that upload conflicts too
-            commit();
-        }
-    }
-
-    private synchronized void noteOutage(IOException e) {
-        if (outage == null) {
-            LOG.warn("S3 store {}: {}; changes wait here and are retried", spec, e.getMessage());
-        }
-        outage = e.getMessage();
-    }
-
-    private void recovered() {
-        synchronized (this) {
-            if (outage != null) {
-                LOG.info("S3 store {}: reachable again, {} changes to upload", spec, pendingChanges());
-                outage = null;
-            }
-            backoff = 0;
-            long now = millis();
-            tombs.values().removeIf(t -> !t.pending && now - t.doneAt > DONE_TOMB_MILLIS);
-        }
-    }
-
-    private void flushLoop() {
-        long nextEviction = 0;
-        while (true) {
-            synchronized (this) {
-                if (closed) {
-                    return;
-                }
-                try {
-                    wait(TICK_MILLIS);
-                } catch (InterruptedException e) {
-                    return;
-                }
-                if (closed) {
-                    return;
-                }
-                if (System.currentTimeMillis() < backoffUntil) {
-                    continue;
-                }
-            }
-            if (System.currentTimeMillis() >= nextEviction) {
-                nextEviction = System.currentTimeMillis() + EVICT_EVERY_MILLIS;
-                try {
-                    evictBeyondCacheSize();
-                } catch (IOException | RuntimeException e) {
-                    LOG.warn("S3 store {}: keeping the content cache within {} bytes failed: {}", spec,
-                            options.cacheSize(), e.toString());
-                }
-            }
-            try {
-                flushDue();
-            } catch (IOException | RuntimeException e) {
-                synchronized (this) {
-                    backoff = backoff == 0 ? BACKOFF_FIRST_MILLIS : Math.min(backoff * 2, BACKOFF_MAX_MILLIS);
-                    backoffUntil = System.currentTimeMillis() + backoff;
-                }
-                if (e instanceof RuntimeException) {
-                    LOG.warn("S3 store {}: write-back failed: {}", spec, e.toString());
-                }
-            }
-        }
     }
 
     @Override
@@ -4425,7 +3403,7 @@ public final class S3Storage implements Storage {
                 compact();
                 journal.close();
             } finally {
-                uploaders.shutdownNow();
+                writeBack.stop();
                 attributeAskers.shutdownNow();
                 lateCloses.close();
                 bucket.close();
@@ -4460,7 +3438,7 @@ public final class S3Storage implements Storage {
         }
         joinFlusher();
         synchronized (this) {
-            uploaders.shutdownNow();
+            writeBack.stop();
             attributeAskers.shutdownNow();
             journal.close();
             bucket.close();

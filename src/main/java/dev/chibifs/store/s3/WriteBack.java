@@ -1,0 +1,1120 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.ContentHash;
+import dev.chibifs.store.s3.S3Storage.Node;
+import dev.chibifs.store.s3.S3Storage.Tomb;
+import dev.chibifs.store.s3.S3Storage.MovedFrom;
+
+import static dev.chibifs.store.s3.S3Storage.META_SHA;
+import static dev.chibifs.store.s3.S3Storage.META_MTIME;
+import static dev.chibifs.store.s3.S3Storage.META_MODE;
+import static dev.chibifs.store.s3.S3Storage.NOT_APPENDS;
+import static dev.chibifs.store.s3.S3Storage.SNAPSHOT_TRIES;
+import static dev.chibifs.store.s3.S3Storage.COPY_RATHER_THAN_PUT_FROM;
+import static dev.chibifs.store.s3.S3Storage.DONE_TOMB_MILLIS;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.security.DigestOutputStream;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * What goes up to S3 from an {@link S3Storage}'s local layer, when, and what happens when another
+ * host got there first.
+ *
+ * <p>A background thread ({@link #flushLoop}) looks every {@link #TICK_MILLIS} for dirty nodes whose
+ * debounce has passed and for pending tombstones; an fsync ({@link #flushNode}), {@code chibifs sync}
+ * and close go at once ({@link #flush}). Directories' markers go first, then files, several at a
+ * time, then the deletes. Each upload is conditional on the object being what this host last saw
+ * (If-Match its ETag, If-None-Match: * for a new name). When it is not: a file only appended to
+ * here gets its new bytes put at the end of the other host's version ({@link #mergeAppends});
+ * anything else stays here as {@code <name>.conflict-<host>-<time>} beside theirs ({@link #conflict}).
+ * Where S3 already has the bytes (a rename, a change of attributes alone), S3 copies them
+ * ({@link #uploadedInPlace}, {@link #uploadedAsCopy}). A failed request marks the store as in an
+ * outage ({@link #noteOutage}); the loop then backs off, and the first pass that gets through ends it.
+ *
+ * <p>Locking: the store's monitor guards its overlay (nodes, tombstones, the journal) and is never
+ * held over a request to S3: each step reads what it needs under it, asks S3 without it, and then
+ * checks under it again that the node is still what it read (its generation). The
+ * {@link #flushLock} makes passes one at a time, so no two uploads of a file cross; it is taken
+ * before the store's monitor, never while holding it.
+ */
+final class WriteBack {
+
+    /** Logged as the store: its lines (conflicts, merges, outages) are what an operator looks for there. */
+    private static final Logger LOG = LoggerFactory.getLogger(S3Storage.class);
+
+    /** How often the background flusher looks for due uploads; no request to S3 when nothing is due. */
+    private static final long TICK_MILLIS = 100;
+    private static final long BACKOFF_FIRST_MILLIS = 500;
+    /** At most this long between a return of S3 and the first upload after it. */
+    private static final long BACKOFF_MAX_MILLIS = 5_000;
+    /** How often the write-back thread keeps the content cache within its size. */
+    private static final long EVICT_EVERY_MILLIS = 5_000;
+    /** Lost uploads a file remembers (the newest are dropped past it): each a SHA-256, 64 bytes. */
+    private static final int MAX_LOST_UPLOADS = 16;
+    /** How many times a merge of appends meets yet another version before this host's goes up as a conflict copy. */
+    private static final int MERGE_TRIES = 5;
+    /** An upload in parts begun this long ago and not completed was left by a host that stopped. */
+    private static final Duration UPLOADS_LEFT_AFTER = Duration.ofDays(1);
+    private static final DateTimeFormatter CONFLICT_TIME =
+            DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'").withZone(ZoneOffset.UTC);
+
+    private final S3Storage store;
+    private final S3Spec spec;
+    private final Bucket bucket;
+    private final S3Options options;
+    private final Path uploadDir;
+    private final ReentrantLock flushLock = new ReentrantLock();
+    /** How many uploads run at once in a write-back pass. */
+    private static final int UPLOADERS = 4;
+    private final java.util.concurrent.ExecutorService uploaders = Bucket.daemonThreads(UPLOADERS, "s3-upload");
+
+    // ---- guarded by the store's monitor ----
+    private long backoffUntil;
+    private long backoff;
+    /** Why the last write-back failed, until one gets through; null while S3 takes them. */
+    private String outage;
+    /** When uploads in parts left behind are looked for again (see {@link #abortUploadsLeft}). */
+    private Instant nextUploadsLeftCheck = Instant.MIN;
+
+    WriteBack(S3Storage store, S3Spec spec, Bucket bucket, S3Options options, Path uploadDir) {
+        this.store = store;
+        this.spec = spec;
+        this.bucket = bucket;
+        this.options = options;
+        this.uploadDir = uploadDir;
+    }
+
+    /** Stops the upload threads (the store is closing; a pass under way has ended). */
+    void stop() {
+        uploaders.shutdownNow();
+    }
+
+    /** Why the last write-back failed, or null; under the store's monitor. */
+    String outage() {
+        return outage;
+    }
+
+    void flush(boolean all) throws IOException {
+        flushLock.lock();
+        try {
+            List<Node> due = new ArrayList<>();
+            long now = store.millis();
+            synchronized (store) {
+                for (Node n : store.dirtyNodes) {
+                    if (all || n.due <= now) {
+                        due.add(n);
+                    }
+                }
+            }
+            // directories (their markers) before what is in them, one at a time; then the files, several at once
+            due.sort(Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth()));
+            List<Node> files = new ArrayList<>();
+            for (Node n : due) {
+                if (n.dir) {
+                    upload(n);
+                } else {
+                    files.add(n);
+                }
+            }
+            uploadAll(files);
+            List<String> deletes;
+            synchronized (store) {
+                // the old object of a file moved is what its upload copies: it goes after that upload,
+                // which a chmod or touch since the move puts off by the debounce
+                Set<String> toCopy = new java.util.HashSet<>();
+                for (Node n : store.dirtyNodes) {
+                    if (n.movedFrom != null) {
+                        toCopy.add(n.movedFrom.key());
+                    }
+                }
+                deletes = new ArrayList<>();
+                for (Map.Entry<String, Tomb> e : store.tombs.entrySet()) {
+                    if (e.getValue().pending && !toCopy.contains(e.getKey())) {
+                        deletes.add(e.getKey());
+                    }
+                }
+            }
+            // files several at once, then markers deepest first: a directory's contents before it
+            List<String> markers = new ArrayList<>();
+            List<String> objects = new ArrayList<>();
+            for (String k : deletes) {
+                (k.endsWith("/") ? markers : objects).add(k);
+            }
+            deleteObjects(objects);
+            markers.sort(Comparator.comparingInt(String::length).reversed());
+            for (String k : markers) {
+                deleteOne(k);
+            }
+            if (!due.isEmpty() || !deletes.isEmpty()) {
+                recovered();
+            }
+        } finally {
+            flushLock.unlock();
+        }
+    }
+
+    private void deleteOne(String k) throws IOException {
+        try {
+            bucket.delete(k);
+        } catch (IOException e) {
+            noteOutage(e);
+            throw e;
+        }
+        synchronized (store) {
+            deleted(k);
+            store.commit();
+        }
+    }
+
+    /**
+     * Deletes the objects {@code keys} of pending tombstones: a thousand with each request (an
+     * {@code rm -rf} of 10,000 files is ten requests, not 10,000 one at a time, which a umount would
+     * wait for), those a batch did not remove one by one.
+     */
+    private void deleteObjects(List<String> keys) throws IOException {
+        List<String> left = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i += Bucket.MAX_DELETE_BATCH) {
+            List<String> batch = keys.subList(i, Math.min(keys.size(), i + Bucket.MAX_DELETE_BATCH));
+            if (batch.size() == 1) {
+                left.addAll(batch); // one request either way
+                continue;
+            }
+            Set<String> notDeleted;
+            try {
+                notDeleted = new java.util.HashSet<>(bucket.deleteAll(batch));
+            } catch (IOException e) {
+                noteOutage(e);
+                throw e;
+            }
+            synchronized (store) {
+                for (String k : batch) {
+                    if (!notDeleted.contains(k)) {
+                        deleted(k);
+                    }
+                }
+                store.commit();
+            }
+            left.addAll(notDeleted);
+        }
+        inParallel(left, this::deleteOne);
+    }
+
+    /** S3 no longer has the object {@code k}: its tombstone is done; under the monitor. */
+    private void deleted(String k) {
+        Tomb t = store.tombs.get(k);
+        if (t != null && t.pending) {
+            t.pending = false;
+            t.doneSeq = ++store.seq;
+            t.doneAt = store.millis();
+            store.keyRecord("untomb", k);
+        }
+    }
+
+    interface Step<T> {
+        void run(T item) throws IOException;
+    }
+
+    private void uploadAll(List<Node> files) throws IOException {
+        inParallel(files, this::upload);
+    }
+
+    /**
+     * Runs {@code step} for each item, {@link #UPLOADERS} at a time: a request is a round trip of its
+     * own (about 10 ms to a server on loopback, more to a real one), so one at a time a tar of thousands
+     * of files would take minutes to reach S3. The items are independent; the first failure is thrown
+     * once all have ended.
+     */
+    <T> void inParallel(List<T> items, Step<T> step) throws IOException {
+        if (items.size() <= 1) {
+            for (T item : items) {
+                step.run(item);
+            }
+            return;
+        }
+        List<java.util.concurrent.Future<?>> running = new ArrayList<>();
+        for (T item : items) {
+            running.add(uploaders.submit(() -> {
+                step.run(item);
+                return null;
+            }));
+        }
+        // every one is waited for, even when interrupted: none may run on past the flush lock
+        IOException first = null;
+        boolean interrupted = false;
+        for (java.util.concurrent.Future<?> f : running) {
+            while (true) {
+                try {
+                    f.get();
+                    break;
+                } catch (java.util.concurrent.ExecutionException e) {
+                    Throwable c = e.getCause();
+                    IOException io = c instanceof IOException x ? x : new IOException("upload failed: " + c, c);
+                    if (first == null) {
+                        first = io;
+                    }
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    /** fsync: uploads this file now, returning once S3 has it. */
+    void flushNode(Node n) throws IOException {
+        flushLock.lock();
+        try {
+            synchronized (store) {
+                if (!n.dirty || n.path == null) {
+                    return;
+                }
+            }
+            if (n.path != null) {
+                mkdirsFirst(n.path.parent());
+            }
+            upload(n);
+            synchronized (store) {
+                store.journal.force();
+            }
+        } finally {
+            flushLock.unlock();
+        }
+    }
+
+    /** The markers of new parent directories go up before a file fsynced inside them. */
+    private void mkdirsFirst(VfsPath dir) throws IOException {
+        List<Node> dirs = new ArrayList<>();
+        synchronized (store) {
+            for (VfsPath p = dir; !p.isRoot(); p = p.parent()) {
+                Node d = store.nodes.get(p);
+                if (d != null && d.dirty) {
+                    dirs.add(0, d);
+                }
+            }
+        }
+        for (Node d : dirs) {
+            upload(d);
+        }
+    }
+
+    /**
+     * {@link #conflict} for an upload read where the file is: the copy kept beside theirs is made
+     * from a snapshot, which must still be the content that went up ({@code sha}). False when the
+     * file changed since: nothing done.
+     */
+    private boolean conflictFromSnapshot(Node n, VfsPath p, long gen, String sha, Map<String, String> meta)
+            throws IOException {
+        Path snap = uploadDir.resolve(n.ino + "." + gen);
+        try {
+            if (!snapshot(store.dataFile(n.ino), snap).equals(sha)) {
+                return false;
+            }
+            conflict(n, p, gen, snap, sha, meta);
+            return true;
+        } finally {
+            Files.deleteIfExists(snap);
+        }
+    }
+
+    private static void deleteSnapshot(Path snap) throws IOException {
+        if (snap != null) {
+            Files.deleteIfExists(snap);
+        }
+    }
+
+    /** Copies {@code file} to {@code snap}; the SHA-256 of what was copied. */
+    private static String snapshot(Path file, Path snap) throws IOException {
+        MessageDigest md = ContentHash.digest();
+        try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ);
+             OutputStream out = Files.newOutputStream(snap);
+             DigestOutputStream dout = new DigestOutputStream(out, md)) {
+            java.nio.channels.Channels.newInputStream(in).transferTo(dout);
+        }
+        return ContentHash.hex(md);
+    }
+
+    /** Uploads one dirty node, conditional on S3 having what this host last saw. Holds the flush lock. */
+    private void upload(Node n) throws IOException {
+        if (n.dir) {
+            uploadMarker(n);
+            return;
+        }
+        if (uploadedInPlace(n) || uploadedAsCopy(n)) {
+            return;
+        }
+        store.fetch(n);
+        for (int attempt = 0; ; attempt++) {
+            VfsPath p;
+            long gen;
+            String base;
+            Map<String, String> meta = new LinkedHashMap<>();
+            synchronized (store) {
+                if (!n.dirty || n.path == null) {
+                    return;
+                }
+                p = n.path;
+                gen = n.gen;
+                base = n.remoteEtag;
+                putAttributes(n, meta);
+            }
+            // a file that goes up in parts is read where it is, each part checked against the writes
+            // since (nobody sees the object before the last part); others, and a file that kept changing
+            // through every try, from a snapshot: what goes up is one version even while a handle writes on
+            Path data = store.dataFile(n.ino);
+            boolean direct;
+            try {
+                direct = attempt < SNAPSHOT_TRIES && bucket.inParts(Files.size(data));
+            } catch (NoSuchFileException e) {
+                return; // removed meanwhile: nothing to upload
+            }
+            // the copy that goes up; null where the file itself does
+            Path snap = direct ? null : uploadDir.resolve(n.ino + "." + gen);
+            Path source = direct ? data : snap;
+            String sha;
+            try {
+                sha = direct ? ContentHash.of(data) : snapshot(data, snap);
+            } catch (NoSuchFileException e) {
+                deleteSnapshot(snap);
+                return; // removed meanwhile: nothing to upload
+            }
+            long appendsFrom;
+            long upTo;
+            synchronized (store) {
+                if (n.gen != gen && attempt < SNAPSHOT_TRIES) {
+                    deleteSnapshot(snap);
+                    continue;
+                }
+                gen = n.gen;
+                appendsFrom = n.appendsFrom;
+                upTo = n.size;
+            }
+            if (!direct) {
+                upTo = Files.size(snap); // what went up, should the file have grown since
+            }
+            long readGen = gen;
+            java.util.function.BooleanSupplier unchanged = direct ? () -> {
+                synchronized (store) {
+                    return n.gen == readGen && n.path != null;
+                }
+            } : null;
+            meta.put(META_SHA, sha);
+            String k = store.objectKey(p, n);
+            synchronized (store) {
+                store.inflight.add(k);
+            }
+            try {
+                String etag;
+                try {
+                    // a file only appended to since S3's version: S3 copies that version's bytes, which
+                    // are the file's up to appendsFrom (where a merge left base behind the object, the
+                    // copy's If-Match fails as the PUT's would, and the appends merge again)
+                    etag = putOnce(k, source, meta, base, sha, unchanged, appendsFrom == NOT_APPENDS ? 0 : appendsFrom);
+                } catch (Bucket.Missing e) {
+                    // removed on S3 since this host saw it: a change made here outlives a delete made there
+                    etag = putOnce(k, source, meta, null, sha, unchanged, 0);
+                }
+                synchronized (store) {
+                    wentUp(n, p, k, gen, etag, sha);
+                    if (n.dirty && n.appendsFrom != NOT_APPENDS && n.path != null) {
+                        n.appendsFrom = upTo; // appended to while it went up: S3 has what was before
+                        store.journalPut(n);
+                        store.commit();
+                        if (n.writers > 0) {
+                            n.firstDirty = store.millis();
+                            n.due = store.dueWhileOpen(n);
+                        }
+                    }
+                }
+            } catch (Bucket.PreconditionFailed e) {
+                String ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, k) : null;
+                if (ours != null) {
+                    // not another host's change: this host's own upload that landed unbeknownst to it
+                    synchronized (store) {
+                        n.remoteEtag = ours;
+                        S3Storage.uploaded(n);
+                        n.lostUploads = null;
+                    }
+                    continue; // the finally block drops this snapshot; the next attempt takes another
+                }
+                if (appendsFrom != NOT_APPENDS) {
+                    Merge merge = mergeAppends(n, p, k, gen, source, appendsFrom, upTo, meta, unchanged);
+                    if (merge == Merge.DONE) {
+                        return;
+                    }
+                    if (merge == Merge.AGAIN) {
+                        continue;
+                    }
+                }
+                if (!direct) {
+                    conflict(n, p, gen, snap, sha, meta);
+                } else if (!conflictFromSnapshot(n, p, gen, sha, meta)) {
+                    continue; // written to meanwhile: the next attempt reads it again
+                }
+            } catch (Bucket.SourceChanged e) {
+                continue; // written to or removed while it went up: aborted; the next attempt reads again, or ends
+            } catch (IOException e) {
+                if (direct && e instanceof NoSuchFileException && !Files.exists(data)) {
+                    continue; // removed while it went up (its cached content with it): the next attempt ends
+                }
+                synchronized (store) {
+                    if (n.lostUploads == null) {
+                        n.lostUploads = new ArrayList<>(1);
+                    }
+                    if (n.lostUploads.size() < MAX_LOST_UPLOADS) {
+                        n.lostUploads.add(sha);
+                    }
+                }
+                noteOutage(e);
+                throw e;
+            } finally {
+                synchronized (store) {
+                    store.inflight.remove(k);
+                }
+                deleteSnapshot(snap);
+            }
+            return;
+        }
+    }
+
+    /** How a {@link #mergeAppends} ended. */
+    private enum Merge {
+        /** Theirs with this host's appends is on S3. */
+        DONE,
+        /** The file changed here, or went from S3, meanwhile: the upload tries again. */
+        AGAIN,
+        /** Another host's version kept coming: this host's goes up as a conflict copy. */
+        CONFLICT
+    }
+
+    /**
+     * Another host changed the object {@code k} of {@code n} since this host's base, and every change
+     * made here since was an append: this host's appended bytes (those of {@code source} from
+     * {@code from} to {@code upTo}) go up at the end of theirs, conditional on theirs, as two
+     * {@code >>} through one host would have left the file (theirs first: it reached S3 first).
+     * The object keeps their attributes; its mtime is the later. Holds the flush lock.
+     */
+    private Merge mergeAppends(Node n, VfsPath p, String k, long gen, Path source, long from, long upTo,
+                               Map<String, String> ours, java.util.function.BooleanSupplier unchanged) throws IOException {
+        Path merged = uploadDir.resolve(n.ino + "." + gen + ".merged");
+        try {
+            for (int attempt = 0; attempt < MERGE_TRIES; attempt++) {
+                Bucket.Head theirs = from >= Bucket.MIN_PART_BYTES ? theirsFromTheirTail(k, source, from, merged) : null;
+                if (theirs == null) {
+                    theirs = bucket.get(k, merged);
+                }
+                if (theirs == null) {
+                    return Merge.AGAIN; // removed on S3 meanwhile: a change made here outlives a delete made there
+                }
+                try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
+                     FileChannel out = FileChannel.open(merged, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
+                    for (long at = from; at < upTo; ) {
+                        at += in.transferTo(at, upTo - at, out);
+                    }
+                }
+                if (unchanged != null && !unchanged.getAsBoolean()) {
+                    return Merge.AGAIN; // read where the file is, and written to meanwhile
+                }
+                String sha = ContentHash.of(merged);
+                Map<String, String> meta = new LinkedHashMap<>(theirs.meta());
+                meta.put(META_SHA, sha);
+                meta.put(META_MTIME, Long.toString(Math.max(millisOf(ours.get(META_MTIME)), mtimeOf(theirs))));
+                String etag;
+                if (from == upTo) {
+                    etag = theirs.etag(); // nothing of this host's left to add: theirs is the merge
+                } else {
+                    try {
+                        // their version begins the merge: S3 copies it where it is a part or more
+                        etag = putOnce(k, merged, meta, theirs.etag(), sha, null, theirs.size());
+                    } catch (Bucket.PreconditionFailed again) {
+                        continue; // changed there once more: this host's appends go at the end of that
+                    }
+                }
+                if (from == upTo) {
+                    LOG.info("merged: {} changed on S3 since this host last saw it; this host had appended nothing"
+                            + " since, so that version is the file here now", p);
+                } else {
+                    LOG.info("merged: {} changed on S3 since this host last saw it; this host's {} appended bytes "
+                            + "are now at the end of that version", p, upTo - from);
+                }
+                // with nothing added, the object is theirs as it came, attributes and all
+                Bucket.Head onS3 = from == upTo ? theirs : new Bucket.Head(Files.size(merged), null, etag, meta);
+                synchronized (store) {
+                    mergeWentUp(n, p, k, gen, upTo, merged, onS3);
+                }
+                return Merge.DONE;
+            }
+            return Merge.CONFLICT;
+        } finally {
+            Files.deleteIfExists(merged);
+        }
+    }
+
+    /**
+     * The other host's version of {@code k} written to {@code merged} with only its bytes past
+     * {@code from} downloaded: where it begins with the first {@code from} bytes of {@code source},
+     * the version this host's appends went onto (most often, as the other host appended to it too),
+     * which the SHA-256 in its metadata confirms. Null where not, or not asked: the caller downloads
+     * it whole.
+     */
+    private Bucket.Head theirsFromTheirTail(String k, Path source, long from, Path merged) {
+        try {
+            Bucket.Head h = bucket.head(k);
+            String sha = h == null ? null : h.meta().get(META_SHA);
+            if (sha == null || h.size() < from) {
+                return null;
+            }
+            try (CacheFile mine = CacheFile.openForReading(source); CacheFile out = CacheFile.replace(merged)) {
+                if (!store.continues(k, h.etag(), h.size(), sha, mine, from, out)) {
+                    return null;
+                }
+                out.writeAll(mine.range(0, from), 0); // their first bytes are these
+            }
+            return h;
+        } catch (IOException e) {
+            LOG.debug("S3 store {}: {} not merged from its new bytes alone: {}", spec, k, e.getMessage());
+            return null;
+        }
+    }
+
+
+    private static long millisOf(String meta) {
+        try {
+            return meta == null ? 0 : Long.parseLong(meta);
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    /** The mtime {@code h} says its object's content has: its own metadata's, else S3's time. */
+    private static long mtimeOf(Bucket.Head h) {
+        long meta = millisOf(h.meta().get(META_MTIME));
+        return meta != 0 || h.modified() == null ? meta : h.modified().toEpochMilli();
+    }
+
+    /**
+     * S3 has {@code merged} ({@code h}): another host's version with {@code n}'s appends, as it was at
+     * generation {@code gen}, up to {@code upTo}, at its end. Under the monitor.
+     */
+    private void mergeWentUp(Node n, VfsPath p, String k, long gen, long upTo, Path merged, Bucket.Head h) throws IOException {
+        if (n.path == null || !n.path.equals(p)) {
+            wentUp(n, p, k, gen, h.etag(), null); // renamed or removed meanwhile: as any upload then
+            return;
+        }
+        if (n.gen == gen && n.size == upTo && n.writers == 0) {
+            // the merge is its content from now on; handles open keep what they read (close-to-open)
+            Files.move(merged, store.dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            n.cached = true;
+            n.size = h.size();
+            n.gen++;
+            store.fromMeta(n, h);
+            wentUp(n, p, k, n.gen, h.etag(), n.sha);
+            return;
+        }
+        // changed here meanwhile, or open to write: this host's copy lacks theirs, so its base stays
+        // the version before the merge, and its next upload meets the merge and adds what came since
+        store.seq++;
+        if (n.appendsFrom != NOT_APPENDS) {
+            n.appendsFrom = upTo;
+            store.journalPut(n);
+            store.commit();
+        }
+        n.firstDirty = store.millis();
+        // an appender still open with nothing new waits for its next append (writing) or its close
+        n.due = n.writers == 0 ? store.millis() : n.gen == gen ? Long.MAX_VALUE : store.dueWhileOpen(n);
+    }
+
+    /**
+     * S3 has {@code n} as it was at generation {@code gen}, at {@code p} (key {@code k}) under
+     * {@code etag}; {@code sha} is the content's SHA-256 where this host read it. Under the monitor.
+     */
+    private void wentUp(Node n, VfsPath p, String k, long gen, String etag, String sha) throws IOException {
+        store.seq++;
+        store.inflight.remove(k);
+        if (n.path == null || !n.path.equals(p)) {
+            // renamed or removed while it went up: the name it went up under must go again
+            Node there = store.nodes.get(p);
+            if (there != null && !there.dir && there.link == n.link) {
+                there.remoteEtag = etag;
+                S3Storage.uploaded(there);
+            } else {
+                store.tombstone(k, etag);
+            }
+        } else {
+            n.remoteEtag = etag;
+            S3Storage.uploaded(n);
+            n.lostUploads = null;
+            n.syncedSeq = store.seq;
+            if (n.gen == gen) {
+                n.dirty = false;
+                store.dirtyNodes.remove(n);
+                n.due = Long.MAX_VALUE;
+                if (sha != null) {
+                    n.sha = sha;
+                    n.shaGen = gen;
+                }
+            }
+            store.journalPut(n);
+        }
+        store.commit();
+    }
+
+    /**
+     * Uploads a change of {@code n}'s attributes alone (chmod, touch, setfattr) where this host does
+     * not hold its content, and so has not changed it, or holds it unchanged (its SHA-256 the
+     * object's) from {@link #COPY_RATHER_THAN_PUT_FROM} on: S3 copies the object onto itself with the
+     * new metadata (a HEAD for the metadata it keeps, and the copy), so the content neither comes down
+     * nor goes up. False where that is not so, or S3 refused (the object changed or went since): the
+     * upload then fetches the object as it is now, where it is not here, and puts it back, as for
+     * any change. Holds the flush lock.
+     */
+    private boolean uploadedInPlace(Node n) throws IOException {
+        VfsPath p;
+        String k;
+        String base;
+        long size;
+        String sha;
+        synchronized (store) {
+            if (!n.dirty || n.path == null || n.link || n.remoteEtag == null || n.fetching != null
+                    || (n.cached && !unchangedHere(n))) {
+                return false;
+            }
+            p = n.path;
+            k = store.objectKey(p, n);
+            base = n.remoteEtag;
+            size = n.size;
+            sha = n.cached ? n.sha : null;
+        }
+        Bucket.Head h = bucket.head(k);
+        if (h == null || !base.equals(h.etag()) || (sha != null && !sha.equals(h.meta().get(META_SHA)))) {
+            return false;
+        }
+        long gen;
+        Map<String, String> meta = new LinkedHashMap<>(h.meta()); // its SHA-256, and what other tools put there
+        synchronized (store) {
+            if (n.cached != (sha != null) || (sha != null && !unchangedHere(n)) || !p.equals(n.path)
+                    || !base.equals(n.remoteEtag)) {
+                return false; // fetched, written or moved meanwhile: goes up as any
+            }
+            gen = n.gen;
+            putAttributes(n, meta);
+            store.inflight.add(k);
+        }
+        String etag = copiedForUpload(p, k, () -> bucket.replaceMetadata(k, base, size, meta));
+        if (etag == null) {
+            return false;
+        }
+        synchronized (store) {
+            wentUp(n, p, k, gen, etag, null);
+        }
+        return true;
+    }
+
+    /** A copy S3 makes in place of an upload's PUT; its ETag. */
+    @FunctionalInterface
+    private interface CopyRequest {
+        String run() throws IOException;
+    }
+
+    /**
+     * Has S3 make {@code copy} for the upload of the file at {@code p}, key {@code k} (in flight, as
+     * an upload is): its ETag, or null where S3 refused it (changed or gone since, the name taken, or
+     * no copies there), and the upload then puts the content as any does.
+     */
+    private String copiedForUpload(VfsPath p, String k, CopyRequest copy) throws IOException {
+        try {
+            return copy.run();
+        } catch (Bucket.PreconditionFailed | Bucket.Missing | Bucket.Refused e) {
+            LOG.debug("S3 store {}: {} not copied by S3, put instead: {}", spec, p, e.getMessage());
+            synchronized (store) {
+                store.inflight.remove(k);
+            }
+            return null;
+        } catch (IOException e) {
+            synchronized (store) {
+                store.inflight.remove(k);
+            }
+            noteOutage(e);
+            throw e;
+        }
+    }
+
+    /**
+     * Uploads {@code n}, moved here from the name it had unchanged in S3, as a copy of that object
+     * ({@link Node#movedFrom}): S3 moves the bytes. False where that is not so, or S3 refused (the old
+     * object changed or went, or the new name is taken): the upload then puts the content, which is
+     * here. Holds the flush lock, which the deletes of old names wait for.
+     */
+    private boolean uploadedAsCopy(Node n) throws IOException {
+        MovedFrom from;
+        VfsPath p;
+        String k;
+        String base;
+        long size;
+        long gen;
+        Map<String, String> meta; // null: the old object's, unchanged
+        hashCopied(n);
+        synchronized (store) {
+            from = n.movedFrom;
+            n.movedFrom = null; // one try
+            if (from == null || !n.dirty || n.path == null || !n.cached) {
+                return false;
+            }
+            if (n.gen == from.gen()) {
+                meta = null;
+            } else if (from.sha() != null && n.shaGen == n.gen && from.sha().equals(n.sha)) {
+                // its attributes changed since the move (a chmod after a mv), its content did not
+                meta = new LinkedHashMap<>();
+                putAttributes(n, meta);
+                meta.put(META_SHA, n.sha);
+            } else {
+                return false;
+            }
+            p = n.path;
+            k = store.objectKey(p, n);
+            base = n.remoteEtag;
+            size = n.size;
+            gen = n.gen;
+            store.inflight.add(k);
+        }
+        String etag;
+        try {
+            etag = copiedForUpload(p, k, () -> bucket.copy(from.key(), from.etag(), size, k, base, meta));
+        } catch (IOException e) {
+            synchronized (store) {
+                n.movedFrom = from; // S3 away: tried again with the upload
+            }
+            throw e;
+        }
+        if (etag == null) {
+            return false;
+        }
+        synchronized (store) {
+            wentUp(n, p, k, gen, etag, null);
+        }
+        return true;
+    }
+
+    /**
+     * Where a copy wrote {@code n} whole from an object ({@link MovedFrom#COPIED}): hashes its content,
+     * outside the monitor (the hash its upload would take anyway), and records it as the content's
+     * SHA-256 when it is the object's and nothing wrote since, so {@link #uploadedAsCopy} copies it.
+     */
+    private void hashCopied(Node n) throws IOException {
+        MovedFrom from;
+        long gen;
+        synchronized (store) {
+            from = n.movedFrom;
+            if (from == null || from.gen() != MovedFrom.COPIED || !n.cached) {
+                return;
+            }
+            gen = n.gen;
+        }
+        String sha;
+        try {
+            sha = ContentHash.of(store.dataFile(n.ino));
+        } catch (NoSuchFileException e) {
+            return; // removed meanwhile
+        }
+        synchronized (store) {
+            if (n.gen == gen && sha.equals(from.sha())) {
+                n.sha = sha;
+                n.shaGen = gen;
+            }
+        }
+    }
+
+    /** Whether {@code n}, held here, is large enough to copy and its SHA-256 still known (its content unchanged since); under the monitor. */
+    private static boolean unchangedHere(Node n) {
+        return n.sha != null && n.shaGen == n.gen && n.size >= COPY_RATHER_THAN_PUT_FROM;
+    }
+
+    /** The metadata that carries {@code n}'s attributes, in {@code meta}; under the monitor. */
+    private static void putAttributes(Node n, Map<String, String> meta) {
+        meta.put(META_MODE, Integer.toOctalString(n.mode & 0777));
+        meta.put(META_MTIME, Long.toString(n.mtime.toMillis()));
+        if (n.xattrs != null) {
+            meta.put(ObjectXattrs.META_KEY, ObjectXattrs.encode(n.xattrs));
+        } else {
+            meta.remove(ObjectXattrs.META_KEY);
+        }
+    }
+
+    /**
+     * The ETag of the object at {@code key} when it is one of {@code n}'s lost uploads (the same
+     * content: its SHA-256 in the object's metadata), else null.
+     */
+    private String lostUploadThere(Node n, String key) throws IOException {
+        List<String> lost;
+        synchronized (store) {
+            lost = n.lostUploads == null ? null : List.copyOf(n.lostUploads);
+        }
+        if (lost == null) {
+            return null;
+        }
+        Bucket.Head now = bucket.head(key);
+        return now != null && lost.contains(now.meta().get(META_SHA)) ? now.etag() : null;
+    }
+
+    /**
+     * A conditional PUT that tells its own success from a conflict: when an attempt lands but its answer
+     * is lost, the client's retry finds the object changed (412) -- by itself. An object that already
+     * holds exactly this content is no conflict either, whoever put it there.
+     */
+    private String putOnce(String key, Path snap, Map<String, String> meta, String base, String sha) throws IOException {
+        return putOnce(key, snap, meta, base, sha, null, 0);
+    }
+
+    /**
+     * As above, from a file that may change meanwhile when {@code unchanged} is not null, and whose
+     * first {@code kept} bytes are those of version {@code base}, which S3 may copy rather than
+     * receive ({@link Bucket#put(String, Path, Map, String, java.util.function.BooleanSupplier, long)}).
+     */
+    private String putOnce(String key, Path from, Map<String, String> meta, String base, String sha,
+                           java.util.function.BooleanSupplier unchanged, long kept) throws IOException {
+        if (bucket.inParts(Files.size(from)) || kept >= Bucket.MIN_PART_BYTES) {
+            abortUploadsLeft();
+        }
+        try {
+            return bucket.put(key, from, meta, base, unchanged, kept);
+        } catch (Bucket.PreconditionFailed e) {
+            Bucket.Head now = bucket.head(key);
+            if (now != null && sha.equals(now.meta().get(META_SHA)) && now.size() == Files.size(from)) {
+                LOG.debug("S3 store {}: {} already holds this content", spec, key);
+                return now.etag();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Before an upload in parts, at most once a day: aborts the uploads in parts under this store's
+     * prefix begun over a day ago, which a host that stopped mid-upload left (S3 keeps and bills their
+     * parts until a lifecycle rule removes them). A day, as `rclone cleanup` does: no upload here runs
+     * that long.
+     */
+    private void abortUploadsLeft() {
+        Instant now = options.clock().instant();
+        synchronized (store) {
+            if (now.isBefore(nextUploadsLeftCheck)) {
+                return;
+            }
+            nextUploadsLeftCheck = now.plus(UPLOADS_LEFT_AFTER);
+        }
+        String prefix = spec.keyPrefix().isEmpty() ? "" : spec.keyPrefix() + "/";
+        try {
+            int aborted = bucket.abortUploadsBegunBefore(prefix, now.minus(UPLOADS_LEFT_AFTER));
+            if (aborted > 0) {
+                LOG.info("S3 store {}: aborted {} upload(s) in parts begun over a day ago and never completed"
+                        + " (a host stopped mid-upload)", spec, aborted);
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("S3 store {}: uploads in parts left behind not looked for: {}", spec, e.getMessage());
+        }
+    }
+
+    private void uploadMarker(Node d) throws IOException {
+        VfsPath p;
+        synchronized (store) {
+            if (!d.dirty || d.path == null) {
+                return;
+            }
+            p = d.path;
+            store.inflight.add(store.dirKey(p));
+        }
+        try {
+            bucket.put(store.dirKey(p), new byte[0], Map.of(), null);
+        } catch (Bucket.PreconditionFailed e) {
+            // already there, made by another host or before a crash: as good
+        } catch (IOException e) {
+            noteOutage(e);
+            synchronized (store) {
+                store.inflight.remove(store.dirKey(p));
+            }
+            throw e;
+        }
+        synchronized (store) {
+            store.seq++;
+            store.inflight.remove(store.dirKey(p));
+            if (d.path != null && d.path.equals(p)) {
+                d.dirty = false;
+                store.dirtyNodes.remove(d);
+                d.due = Long.MAX_VALUE;
+                d.dirOnRemote = d.marker = true;
+                d.syncedSeq = store.seq;
+                store.journalPut(d);
+            } else {
+                store.tombstone(store.dirKey(p), null);
+            }
+            store.commit();
+        }
+    }
+
+    /**
+     * Another host changed the object since this host last saw it: its version stays, this host's goes
+     * up beside it as {@code <name>.conflict-<host>-<time>}, and the name shows theirs from the next open.
+     */
+    private void conflict(Node n, VfsPath p, long gen, Path snap, String sha, Map<String, String> meta) throws IOException {
+        String stamp = CONFLICT_TIME.format(options.clock().instant());
+        VfsPath copy = null;
+        String copyEtag = null;
+        for (int i = 0; copyEtag == null; i++) {
+            copy = p.parent().child(p.fileName() + ".conflict-" + options.host() + "-" + stamp + (i == 0 ? "" : "-" + i));
+            try {
+                // putOnce: a first attempt that landed with its answer lost is this copy, not a reason
+                // for a second one under the next number (seen under load: two identical copies)
+                copyEtag = putOnce(store.objectKey(copy, n), snap, meta, null, sha);
+            } catch (Bucket.PreconditionFailed taken) {
+                // another copy of that name exists: the next number
+            }
+        }
+        Bucket.Head theirs = bucket.head(store.objectKey(p, n));
+        LOG.warn("conflict: {} changed on S3 since this host last saw it; this host's version is kept as {}", p, copy);
+        synchronized (store) {
+            // the name and its copy change here, not through a request: what was held of the directory is not
+            store.expireListing(p.parent());
+            store.seq++;
+            long ino = store.nextIno++;
+            Files.copy(snap, store.dataFile(ino), StandardCopyOption.REPLACE_EXISTING);
+            Node c = new Node(ino, false, n.link, store.now(), n.mode);
+            c.size = Files.size(store.dataFile(ino));
+            c.cached = true;
+            c.remoteEtag = copyEtag;
+            S3Storage.uploaded(c);
+            c.xattrs = n.xattrs; // what went up with it: maps are replaced, never changed, so one may be shared
+            c.sha = sha;
+            c.shaGen = c.gen;
+            c.syncedSeq = store.seq;
+            if (store.nodes.get(copy) == null && store.nodes.get(copy.parent()) != null) {
+                store.attach(copy, c);
+                store.journalPut(c);
+            } else {
+                Files.deleteIfExists(store.dataFile(ino));
+            }
+            if (n.path != null && n.path.equals(p) && n.gen == gen) {
+                n.dirty = false;
+                store.dirtyNodes.remove(n);
+                n.due = Long.MAX_VALUE;
+                n.cached = false;
+                n.sha = null;
+                n.shaGen = -1;
+                n.syncedSeq = store.seq;
+                if (theirs == null || n.link) {
+                    n.remoteEtag = null;
+                    store.record("gone", p);
+                    store.detach(n);
+                }
+                if (theirs != null && n.link) {
+                    // their link is a new node: the kernel keeps a link's target by node (CACHE_SYMLINKS)
+                    Node l = store.newLink();
+                    l.remoteEtag = theirs.etag();
+                    l.size = theirs.size();
+                    l.mtime = l.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());
+                    l.syncedSeq = store.seq;
+                    store.attach(p, l);
+                } else if (theirs != null) {
+                    n.remoteEtag = theirs.etag();
+                    n.size = theirs.size();
+                    n.mtime = n.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());
+                    n.gen++;
+                    store.fromMeta(n, theirs);
+                    store.journalPut(n);
+                }
+            }
+            // else: changed again here meanwhile; its base stays the old ETag, so that upload conflicts too
+            store.commit();
+        }
+    }
+
+    void noteOutage(IOException e) {
+        synchronized (store) {
+            if (outage == null) {
+                LOG.warn("S3 store {}: {}; changes wait here and are retried", spec, e.getMessage());
+            }
+            outage = e.getMessage();
+        }
+    }
+
+    void recovered() {
+        synchronized (store) {
+            if (outage != null) {
+                LOG.info("S3 store {}: reachable again, {} changes to upload", spec, store.pendingChanges());
+                outage = null;
+            }
+            backoff = 0;
+            long now = store.millis();
+            store.tombs.values().removeIf(t -> !t.pending && now - t.doneAt > DONE_TOMB_MILLIS);
+        }
+    }
+
+    void flushLoop() {
+        long nextEviction = 0;
+        while (true) {
+            synchronized (store) {
+                if (store.closed) {
+                    return;
+                }
+                try {
+                    store.wait(TICK_MILLIS);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                if (store.closed) {
+                    return;
+                }
+                if (System.currentTimeMillis() < backoffUntil) {
+                    continue;
+                }
+            }
+            if (System.currentTimeMillis() >= nextEviction) {
+                nextEviction = System.currentTimeMillis() + EVICT_EVERY_MILLIS;
+                try {
+                    store.evictBeyondCacheSize();
+                } catch (IOException | RuntimeException e) {
+                    LOG.warn("S3 store {}: keeping the content cache within {} bytes failed: {}", spec,
+                            options.cacheSize(), e.toString());
+                }
+            }
+            try {
+                store.flushDue();
+            } catch (IOException | RuntimeException e) {
+                synchronized (store) {
+                    backoff = backoff == 0 ? BACKOFF_FIRST_MILLIS : Math.min(backoff * 2, BACKOFF_MAX_MILLIS);
+                    backoffUntil = System.currentTimeMillis() + backoff;
+                }
+                if (e instanceof RuntimeException) {
+                    LOG.warn("S3 store {}: write-back failed: {}", spec, e.toString());
+                }
+            }
+        }
+    }
+}
