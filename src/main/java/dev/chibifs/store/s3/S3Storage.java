@@ -53,7 +53,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -108,14 +107,8 @@ public final class S3Storage implements Storage {
     static final String LINK_SUFFIX = ".rclonelink";
 
     private static final long BLOCK = 4096;
-    /**
-     * How far S3's clock may be ahead of this host's when a listing's LastModified is compared with
-     * the end of this host's own upload (NTP keeps hosts within milliseconds). More would only cost
-     * a HEAD after an upload of this host's; less may miss another host's put right after it.
-     */
-    private static final Duration CLOCK_SKEW = Duration.ofMillis(500);
-    private static final int FILE_MODE = 0644;
-    private static final int DIR_MODE = 0755;
+    static final int FILE_MODE = 0644;
+    static final int DIR_MODE = 0755;
     /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
     private static final int LINK_MODE = 0777;
     /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
@@ -133,15 +126,13 @@ public final class S3Storage implements Storage {
     static final long EVICT_AFTER_MILLIS = 60_000;
     /** How many content files go under one hold of the monitor. */
     private static final int EVICT_BATCH = 64;
-    /** Up to this many names missing from a listing are asked after one by one; more, by a second listing. */
-    private static final int CONFIRM_ONE_BY_ONE = 16;
     private static final long COMPACT_AFTER = 10_000;
-    private static final java.util.concurrent.atomic.AtomicLong FETCHES = new java.util.concurrent.atomic.AtomicLong();
+    static final java.util.concurrent.atomic.AtomicLong FETCHES = new java.util.concurrent.atomic.AtomicLong();
 
     private final S3Spec spec;
     private final Bucket bucket;
     private final S3Options options;
-    private final Path dataDir;
+    final Path dataDir;
     /**
      * Removes cached content off the store's monitor and the request: on a disk that discards freed
      * blocks, freeing a file's was half of an UNLINK here (338 us of daemon time, `s40/s3rmperf.sh`).
@@ -153,10 +144,8 @@ public final class S3Storage implements Storage {
     private final FileLock cacheLock;
     /** {@link Node#appendsFrom} of a file changed here otherwise than by appends. */
     static final long NOT_APPENDS = -1;
-    /** How many HEADs ask at once for the attributes of files a listing showed (see {@link #learnAttributes}). */
-    private static final int ATTRIBUTE_ASKERS = 8;
-    private final java.util.concurrent.ExecutorService attributeAskers = Bucket.daemonThreads(ATTRIBUTE_ASKERS, "s3-attributes");
-    private final WriteBack writeBack;
+    final WriteBack writeBack;
+    final Listings listings;
     private final Thread flusher;
 
     // ---- the overlay; guarded by this ----
@@ -171,16 +160,12 @@ public final class S3Storage implements Storage {
      * node was renamed or removed meanwhile, that listing must not bring the old name back.
      */
     final Set<String> inflight = new java.util.HashSet<>();
-    /** Files a directory's listing placed, whose attributes its refresh asks ahead of a stat ({@link #askWantedAttributes}). */
-    private final List<Node> attributesWanted = new ArrayList<>();
     /**
      * The directories the journal named at start (and those above them): while S3 is away they are
      * served from what this host knows, unlisted, as directories listed before the outage are.
      */
-    private final Set<VfsPath> journaledDirs = new java.util.HashSet<>();
-    /** When each directory was last listed (clock millis at the request). */
-    private final Map<VfsPath, Long> listedAt = new HashMap<>();
-    private final Node root;
+    final Set<VfsPath> journaledDirs = new java.util.HashSet<>();
+    final Node root;
     long nextIno = 2;
     /** Counts mutations S3 has done: a listing that started at seq L shows those up to L. */
     long seq;
@@ -333,6 +318,7 @@ public final class S3Storage implements Storage {
         this.cacheLock = l;
         this.journal = new Journal(dir.resolve("journal"));
         this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);
+        this.listings = new Listings(this, spec, bucket, options);
         this.root = new Node(1, true, false, now(), DIR_MODE);
         root.path = VfsPath.root();
         root.dirOnRemote = root.marker = true;
@@ -419,7 +405,7 @@ public final class S3Storage implements Storage {
     }
 
     /** The name of the link an object named {@code objectName} holds, or null when it holds a file. */
-    private static String linkName(String objectName) {
+    static String linkName(String objectName) {
         return objectName.length() > LINK_SUFFIX.length() && objectName.endsWith(LINK_SUFFIX)
                 ? objectName.substring(0, objectName.length() - LINK_SUFFIX.length()) : null;
     }
@@ -446,7 +432,7 @@ public final class S3Storage implements Storage {
 
     // ---- the overlay (callers hold the lock) ----
 
-    private TreeSet<String> children(VfsPath dir) {
+    TreeSet<String> children(VfsPath dir) {
         return index.computeIfAbsent(dir, k -> new TreeSet<>());
     }
 
@@ -480,7 +466,7 @@ public final class S3Storage implements Storage {
     }
 
     /** Every node at or below {@code p}, deepest first. */
-    private List<Node> subtree(VfsPath p) {
+    List<Node> subtree(VfsPath p) {
         List<Node> out = new ArrayList<>();
         collect(p, out);
         return out;
@@ -502,7 +488,7 @@ public final class S3Storage implements Storage {
         out.add(n);
     }
 
-    private Node newNode(boolean dir, int mode) {
+    Node newNode(boolean dir, int mode) {
         return newNode(dir, false, mode);
     }
 
@@ -510,7 +496,7 @@ public final class S3Storage implements Storage {
         return newNode(false, true, LINK_MODE);
     }
 
-    private Node newNode(boolean dir, boolean link, int mode) {
+    Node newNode(boolean dir, boolean link, int mode) {
         Node n = new Node(nextIno++, dir, link, now(), mode);
         n.lastUsed = millis();
         return n;
@@ -905,44 +891,6 @@ public final class S3Storage implements Storage {
         attach(parent, d);
     }
 
-    // ---- what S3 says (requests made without the lock) ----
-
-    /** Lists directory {@code dir} from S3 unless its last listing is younger than the validity. */
-    private void refresh(VfsPath dir) throws IOException {
-        long now = millis();
-        long startSeq;
-        synchronized (this) {
-            Long at = listedAt.get(dir);
-            if (at != null && now - at < options.validity().toMillis()) {
-                return;
-            }
-            startSeq = seq;
-        }
-        Bucket.Level level;
-        try {
-            level = bucket.list(dirKey(dir), true);
-        } catch (IOException e) {
-            synchronized (this) {
-                if (listedAt.containsKey(dir) || journaledDirs.contains(dir)) {
-                    // S3 unreachable: what was last seen stands (logged once per outage by the
-                    // flusher); after a restart, what the journal kept of the directory: its files
-                    // cached or not yet uploaded are read and written on, others show once S3 answers
-                    writeBack.noteOutage(e);
-                    return;
-                }
-            }
-            throw e;
-        }
-        Set<String> stillThere = confirmMissing(dir, level, startSeq);
-        synchronized (this) {
-            apply(dir, level, startSeq, stillThere);
-            listedAt.put(dir, now);
-            commit();
-            askWantedAttributes();
-        }
-        writeBack.recovered();
-    }
-
     /**
      * What is left of the validity of {@code directory}'s last listing: until then a lookup, stat or
      * listing there is answered from what this host has, with no request, so the kernel may keep
@@ -951,354 +899,7 @@ public final class S3Storage implements Storage {
      */
     @Override
     public synchronized Duration answersHeld(VfsPath directory) {
-        Long at = listedAt.get(directory);
-        long left = at == null ? 0 : at + options.validity().toMillis() - millis();
-        return left > 0 ? Duration.ofMillis(left) : Duration.ZERO;
-    }
-
-    /**
-     * The directory changed here other than through a request: its answers are held no longer and
-     * the next question lists it again; what was listed still serves while S3 is away.
-     */
-    void expireListing(VfsPath dir) {
-        listedAt.computeIfPresent(dir, (d, at) -> at - options.validity().toMillis());
-    }
-
-    /**
-     * Asks, {@link #ATTRIBUTE_ASKERS} at a time, for the attributes of the files listings showed
-     * since the last call, so that a stat or a READDIRPLUS of a directory another host filled waits
-     * for about one HEAD, not one per file in turn. Under the monitor.
-     */
-    private void askWantedAttributes() {
-        if (closed) {
-            attributesWanted.clear();
-            return;
-        }
-        for (Node n : attributesWanted) {
-            attributeAskers.execute(() -> learnAttributes(n, true));
-        }
-        attributesWanted.clear();
-    }
-
-    /**
-     * Makes the attributes of {@code n} its object's own: its execute bits and mtime are in the object's
-     * metadata, which a listing does not give, and a file shown without them would not run ({@code
-     * EACCES}) and would look changed to {@code git}, {@code make} or {@code rsync}. One HEAD, or the
-     * answer of the one already under way; with {@code withContent}, a file of at most
-     * {@link S3Options#prefetchBelow} bytes not yet here is fetched instead (a GET), its content kept as an
-     * open's fetch keeps it. Where S3 does not answer, or the object changed since the listing, what
-     * the listing said stands (the next stat asks again).
-     */
-    private void learnAttributes(Node n, boolean withContent) {
-        java.util.concurrent.CompletableFuture<Void> theirs;
-        java.util.concurrent.CompletableFuture<Void> mine = new java.util.concurrent.CompletableFuture<>();
-        VfsPath p;
-        String etag;
-        long gen;
-        Bucket.Listed doubted;
-        boolean fetching;
-        synchronized (this) {
-            if ((n.attributesKnown && n.doubted == null) || n.path == null || closed) {
-                return;
-            }
-            theirs = n.askingAttributes;
-            if (theirs == null) {
-                n.askingAttributes = mine;
-            }
-            p = n.path;
-            etag = n.remoteEtag;
-            gen = n.gen;
-            doubted = n.doubted;
-            fetching = withContent && fetchedWithAttributes(n);
-        }
-        if (theirs != null) {
-            theirs.join(); // completed normally, whatever the HEAD said
-            return;
-        }
-        Path part = fetching ? dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet()) : null;
-        try {
-            Bucket.Head h = fetching ? bucket.get(objectKey(p, n), part) : bucket.head(objectKey(p, n));
-            synchronized (this) {
-                if (doubted != null) {
-                    if (n.doubted == doubted && p.equals(n.path)) {
-                        settleDoubt(n, doubted, h);
-                    }
-                } else if (h != null && p.equals(n.path) && !n.attributesKnown && etag != null
-                        && etag.equals(n.remoteEtag) && etag.equals(h.etag())) {
-                    if (fetching && n.gen == gen && fetchedWithAttributes(n)) {
-                        keepFetched(n, part, h);
-                    } else {
-                        fromMeta(n, h);
-                    }
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            LOG.debug("S3 store {}: attributes of {} not asked: {}", spec, p, e.getMessage());
-        } finally {
-            try {
-                if (part != null) {
-                    Files.deleteIfExists(part);
-                }
-            } catch (IOException e) {
-                LOG.debug("S3 store {}: {} left in the cache: {}", spec, part, e.getMessage());
-            }
-            askEnded(n, mine);
-        }
-    }
-
-    /**
-     * What the HEAD {@code h} says of {@code n}'s object, {@code doubted} in a listing: the content
-     * cached here, with the object's attributes, where its SHA-256 is this content's; else the object's
-     * new version, fetched at the next open. Under the monitor.
-     */
-    private void settleDoubt(Node n, Bucket.Listed doubted, Bucket.Head h) throws IOException {
-        n.doubted = null;
-        Bucket.Listed now = h == null ? doubted : new Bucket.Listed(doubted.key(), h.size(), h.modified(), h.etag());
-        if (h != null && n.cached && h.etag().equals(doubted.etag()) && h.size() == n.size
-                && Objects.equals(n.sha, h.meta().get(META_SHA))) {
-            n.remoteEtag = h.etag();
-            n.listedModified = doubted.modified();
-            n.uploadedAt = null;
-            if (!n.dirty) {
-                fromMeta(n, h);
-            }
-        } else if (n.dirty) {
-            // its attributes changed here meanwhile (a change of content fetches first, settling
-            // this): they stay, and its upload fetches the new content
-            dropContent(n);
-            n.remoteEtag = now.etag();
-            n.size = now.size();
-        } else {
-            fromListing(n, now, n.syncedSeq);
-            if (h != null) {
-                fromMeta(n, h);
-            }
-            n.gen++;
-        }
-        journalPut(n);
-        commit();
-    }
-
-    /** The ask {@code mine} for {@code n}'s attributes has ended: those who joined it look again. */
-    private void askEnded(Node n, java.util.concurrent.CompletableFuture<Void> mine) {
-        synchronized (this) {
-            if (n.askingAttributes == mine) {
-                n.askingAttributes = null;
-            }
-        }
-        mine.complete(null);
-    }
-
-    /**
-     * Whether a HEAD for {@code n}'s attributes had better be a GET of it all (see {@link #learnAttributes}):
-     * its content comes with its attributes for about the same round trip, and its first open then asks
-     * S3 nothing (an agent reading the notes another host left waits for no request per file). Under
-     * the monitor.
-     */
-    private boolean fetchedWithAttributes(Node n) {
-        // a link's content is its target: a listing of node_modules/.bin or a venv's bin reads them all
-        return !n.dir && !n.cached && !n.dirty && n.size <= options.prefetchBelow();
-    }
-
-    /**
-     * The names known here that {@code level} does not show but S3 still has. A name is dropped only
-     * on S3's word, and a listing is not always the whole word: a server may end one short while
-     * deletes run in the same prefix (s3proxy's file system store does). Each missing name is asked
-     * once more -- a HEAD for a file, one key below it for a directory -- or, when many are missing
-     * (another host removed a tree), the directory is listed again: when both listings show the same
-     * names, the missing ones go; when they differ, none does until a later listing.
-     */
-    private Set<String> confirmMissing(VfsPath dir, Bucket.Level level, long startSeq) throws IOException {
-        List<VfsPath> missing = new ArrayList<>();
-        synchronized (this) {
-            Set<String> listed = names(dir, level);
-            for (String name : children(dir)) {
-                Node n = nodes.get(dir.child(name));
-                if (!listed.contains(name) && n != null && removedElsewhere(n, startSeq)) {
-                    missing.add(n.path);
-                }
-            }
-        }
-        Set<String> stillThere = new TreeSet<>();
-        if (missing.isEmpty()) {
-            return stillThere;
-        }
-        if (missing.size() > CONFIRM_ONE_BY_ONE) {
-            Set<String> first = names(dir, level);
-            Set<String> again = names(dir, bucket.list(dirKey(dir), true));
-            // two listings that disagree were cut short or raced a change: drop nothing on their word now
-            boolean agree = again.equals(first);
-            for (VfsPath p : missing) {
-                if (!agree || again.contains(p.fileName())) {
-                    stillThere.add(p.fileName());
-                }
-            }
-            return stillThere;
-        }
-        for (VfsPath p : missing) {
-            Node n;
-            synchronized (this) {
-                n = nodes.get(p);
-            }
-            boolean there = n != null && (n.dir ? bucket.anyUnder(dirKey(p)) : bucket.head(objectKey(p, n)) != null);
-            if (there) {
-                stillThere.add(p.fileName());
-            }
-        }
-        return stillThere;
-    }
-
-    /** The names a listing of {@code dir} shows, files, links and directories. */
-    private Set<String> names(VfsPath dir, Bucket.Level level) {
-        String prefix = dirKey(dir);
-        Set<String> out = new java.util.HashSet<>();
-        for (Bucket.Listed o : level.objects()) {
-            String name = o.key().substring(prefix.length());
-            String linked = linkName(name);
-            out.add(linked == null ? name : linked);
-        }
-        for (String pre : level.prefixes()) {
-            out.add(pre.substring(prefix.length(), pre.length() - 1));
-        }
-        return out;
-    }
-
-    /** Merges a listing of {@code dir} into the overlay: the local layer wins over what S3 says. */
-    private void apply(VfsPath dir, Bucket.Level level, long startSeq, Set<String> stillThere) throws IOException {
-        Node d = nodes.get(dir);
-        if (d == null || !d.dir) {
-            return;
-        }
-        String prefix = dirKey(dir);
-        Set<String> seen = new TreeSet<>();
-        List<Bucket.Listed> links = new ArrayList<>();
-        for (Bucket.Listed o : level.objects()) {
-            String name = o.key().substring(prefix.length());
-            if (name.isEmpty()) {
-                d.marker = d.dirOnRemote = true;
-            } else if (linkName(name) != null) {
-                links.add(o);
-            } else {
-                placeListed(dir, name, o, false, startSeq, seen);
-            }
-        }
-        for (String pre : level.prefixes()) {
-            String name = pre.substring(prefix.length(), pre.length() - 1);
-            VfsPath p = childOrNull(dir, name);
-            if (p == null || buried(pre, startSeq)) {
-                continue;
-            }
-            Node n = nodes.get(p);
-            if (n == null && inflight.contains(pre)) {
-                continue;
-            }
-            seen.add(name);
-            if (n == null) {
-                n = newNode(true, DIR_MODE);
-                n.dirOnRemote = true;
-                n.syncedSeq = startSeq;
-                attach(p, n);
-            } else if (n.dir) {
-                n.dirOnRemote = true;
-            }
-        }
-        for (Bucket.Listed o : links) {
-            String name = linkName(o.key().substring(prefix.length()));
-            if (!seen.contains(name)) { // a file or directory of the same name (put there by another tool) wins
-                placeListed(dir, name, o, true, startSeq, seen);
-            }
-        }
-        for (String name : List.copyOf(children(dir))) {
-            if (seen.contains(name) || stillThere.contains(name)) {
-                continue;
-            }
-            Node n = nodes.get(dir.child(name));
-            if (n != null && removedElsewhere(n, startSeq)) {
-                for (Node gone : subtree(n.path)) {
-                    record("gone", gone.path);
-                    detach(gone);
-                }
-            }
-        }
-        long now = millis();
-        tombs.values().removeIf(t -> !t.pending && (t.doneSeq < startSeq || now - t.doneAt > DONE_TOMB_MILLIS));
-    }
-
-    /** Merges one listed object, a file's or a link's, into the overlay as the child {@code name} of {@code dir}. */
-    private void placeListed(VfsPath dir, String name, Bucket.Listed o, boolean link, long startSeq, Set<String> seen) {
-        VfsPath p = childOrNull(dir, name);
-        if (p == null || buried(o.key(), startSeq)) {
-            return;
-        }
-        Node n = nodes.get(p);
-        if (n == null && inflight.contains(o.key())) {
-            return;
-        }
-        seen.add(name);
-        boolean settled = n != null && !n.dir && !n.dirty && n.writers == 0 && n.syncedSeq <= startSeq;
-        if (settled && (n.link != link || (link && !Objects.equals(n.remoteEtag, o.etag())) || replacedShorter(n, o))) {
-            // another host made the name a link, a file, or another link: a new node, as the kernel
-            // keeps a link's target by node (CACHE_SYMLINKS); or put a shorter file there
-            record("gone", p);
-            detach(n);
-            n = null;
-        }
-        if (n == null) {
-            n = link ? newLink() : newNode(false, FILE_MODE);
-            fromListing(n, o, startSeq);
-            attach(p, n);
-            attributesWanted.add(n);
-        } else if (settled && n.link == link && !Objects.equals(n.remoteEtag, o.etag())) {
-            if (!link && n.cached && n.sha != null && n.shaGen == n.gen && n.size == o.size()) {
-                // maybe the same content: the HEAD that asks its attributes tells (learnAttributes)
-                n.doubted = o;
-                n.attributesKnown = false;
-            } else {
-                // changed by another host: new attributes now, the new content from the next open
-                fromListing(n, o, startSeq);
-                n.gen++;
-                journalPut(n);
-            }
-            attributesWanted.add(n);
-        } else if (settled && !link) {
-            if (putAgainElsewhere(n, o.modified())) {
-                // put again by another host with the same content: its attributes changed there (a
-                // chmod +x, a touch, a setfattr); the content here is still the object's
-                n.attributesKnown = false;
-                attributesWanted.add(n);
-            }
-            n.listedModified = o.modified();
-            n.uploadedAt = null;
-        }
-    }
-
-    /**
-     * Whether settled file node {@code n}'s name now holds a shorter object: another file, never
-     * {@code n} appended to, which gets a node of its own, as a local file system's rename over the
-     * name would (a log rotated by `mv log log.1` and a new `log`). So `tail -F` here sees the name
-     * stand for another file and opens it, and an open handle keeps the attributes of what it reads.
-     * Not while a lock was ever taken on it here: a process that locks the name must meet the holders
-     * of the node it had.
-     */
-    private static boolean replacedShorter(Node n, Bucket.Listed o) {
-        return !n.link && n.locks == null && !Objects.equals(n.remoteEtag, o.etag()) && o.size() < n.size;
-    }
-
-    /**
-     * Whether the object of settled node {@code n}, listed with its ETag unchanged and time
-     * {@code listed}, was put again by another host: a time other than the one listed before, or,
-     * where this host uploaded it since, one later than that upload's end (S3 lists the time by its
-     * own clock, often to the second, floored: so this host's own never looks later, and another
-     * host's put shows from the second after that end; {@link #CLOCK_SKEW} covers S3's clock ahead).
-     */
-    private static boolean putAgainElsewhere(Node n, Instant listed) {
-        if (listed == null) {
-            return false;
-        }
-        if (n.listedModified != null) {
-            return !listed.equals(n.listedModified);
-        }
-        return n.uploadedAt != null && listed.isAfter(n.uploadedAt.plus(CLOCK_SKEW));
+        return listings.answersHeld(directory);
     }
 
     /**
@@ -1316,7 +917,7 @@ public final class S3Storage implements Storage {
     }
 
     /** Forgets the content cached of {@code n}, which S3 no longer has; under the monitor. */
-    private void dropContent(Node n) {
+    void dropContent(Node n) {
         if (n.cached) {
             try {
                 lateCloses.delete(dataFile(n.ino)); // stale; open handles keep their copy
@@ -1328,47 +929,6 @@ public final class S3Storage implements Storage {
         n.sha = null;
         n.shaGen = -1;
         n.doubted = null;
-    }
-
-    /** Whether a node S3 no longer lists was removed by another host (and not just made here). */
-    private boolean removedElsewhere(Node n, long startSeq) {
-        if (n == root || n.syncedSeq > startSeq) {
-            return false;
-        }
-        for (Node m : subtree(n.path)) {
-            if (m.dirty || m.writers > 0 || m.syncedSeq > startSeq) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private void fromListing(Node n, Bucket.Listed o, long startSeq) {
-        dropContent(n);
-        n.remoteEtag = o.etag();
-        n.listedModified = o.modified();
-        n.uploadedAt = null;
-        n.size = o.size();
-        FileTime t = o.modified() == null ? now() : FileTime.from(o.modified());
-        n.mtime = n.ctime = n.atime = t;
-        n.syncedSeq = startSeq;
-        n.attributesKnown = false; // a stat asks (learnAttributes); a listing also asks ahead of it
-    }
-
-    private boolean buried(String key, long startSeq) {
-        Tomb t = tombs.get(key);
-        return t != null && (t.pending || t.doneSeq > startSeq);
-    }
-
-    private static VfsPath childOrNull(VfsPath dir, String name) {
-        if (name.isEmpty() || name.contains("/")) {
-            return null;
-        }
-        try {
-            return dir.child(name);
-        } catch (InvalidVfsPathException e) {
-            return null; // a key no path can name (".", "..", "a//b"): not part of the namespace
-        }
     }
 
     /**
@@ -1387,7 +947,7 @@ public final class S3Storage implements Storage {
         if (!parent.dir) {
             throw new NotDirectoryException(p.toString());
         }
-        refresh(p.parent());
+        listings.refresh(p.parent());
         synchronized (this) {
             return nodes.get(p);
         }
@@ -1453,7 +1013,7 @@ public final class S3Storage implements Storage {
         if (!parent.dir) {
             throw new NotDirectoryException(p.toString());
         }
-        refresh(p.parent());
+        listings.refresh(p.parent());
         return parent;
     }
 
@@ -1462,7 +1022,7 @@ public final class S3Storage implements Storage {
         // whether the content here is still the object's: asked once more where the ask this one
         // joined began before the doubt (a HEAD S3 does not answer leaves it, and the content here)
         for (int ask = 0; ask < 2 && inDoubt(n); ask++) {
-            learnAttributes(n, false);
+            listings.learnAttributes(n, false);
         }
         for (int attempt = 0; ; attempt++) {
             VfsPath p;
@@ -1486,7 +1046,7 @@ public final class S3Storage implements Storage {
                 if (p == null) {
                     throw new NoSuchFileException("(removed)");
                 }
-                boolean small = fetchedWithAttributes(n);
+                boolean small = listings.fetchedWithAttributes(n);
                 underway = n.fetching != null ? n.fetching : small ? n.askingAttributes : null;
                 if (underway == null) {
                     mine = new java.util.concurrent.CompletableFuture<>();
@@ -1523,7 +1083,7 @@ public final class S3Storage implements Storage {
                 n.fetching = null;
             }
         }
-        askEnded(n, mine);
+        listings.askEnded(n, mine);
     }
 
     /**
@@ -1643,7 +1203,7 @@ public final class S3Storage implements Storage {
     }
 
     /** The content GET {@code h} brought to {@code part} is now {@code n}'s, with its attributes; under the monitor. */
-    private void keepFetched(Node n, Path part, Bucket.Head h) throws IOException {
+    void keepFetched(Node n, Path part, Bucket.Head h) throws IOException {
         Files.move(part, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         n.cached = true;
         n.lastUsed = millis();
@@ -1680,70 +1240,6 @@ public final class S3Storage implements Storage {
         } catch (NumberFormatException e) {
             // another tool's metadata: S3's own times stand
         }
-    }
-
-    /** Every name below directory {@code dir} in S3 (a rename or delete of a whole tree needs them all). */
-    private void listTree(VfsPath dir) throws IOException {
-        long startSeq;
-        synchronized (this) {
-            startSeq = seq;
-        }
-        Bucket.Level all = bucket.list(dirKey(dir), false);
-        synchronized (this) {
-            String prefix = dirKey(dir);
-            for (Bucket.Listed o : all.objects()) {
-                String rel = o.key().substring(prefix.length());
-                boolean marker = rel.endsWith("/");
-                if (marker) {
-                    rel = rel.substring(0, rel.length() - 1);
-                }
-                String linked = marker ? null : linkName(rel.substring(rel.lastIndexOf('/') + 1));
-                if (linked != null) {
-                    rel = rel.substring(0, rel.length() - LINK_SUFFIX.length());
-                }
-                if (rel.isEmpty() || buried(o.key(), startSeq)) {
-                    continue;
-                }
-                VfsPath p;
-                try {
-                    p = VfsPath.of(dir.isRoot() ? "/" + rel : dir + "/" + rel);
-                } catch (InvalidVfsPathException e) {
-                    continue;
-                }
-                if (!placeDirs(p.parent(), startSeq)) {
-                    continue;
-                }
-                Node n = nodes.get(p);
-                if (n == null) {
-                    n = linked != null ? newLink() : newNode(marker, marker ? DIR_MODE : FILE_MODE);
-                    if (marker) {
-                        n.dirOnRemote = n.marker = true;
-                        n.syncedSeq = startSeq;
-                    } else {
-                        fromListing(n, o, startSeq);
-                    }
-                    attach(p, n);
-                }
-            }
-            // no HEAD ahead for these: the tree is about to be fetched (a rename) or removed (a delete)
-            commit();
-        }
-    }
-
-    /** Directory nodes down to {@code dir} for a key found below it; false where a file is in the way. */
-    private boolean placeDirs(VfsPath dir, long startSeq) {
-        Node n = nodes.get(dir);
-        if (n != null) {
-            return n.dir;
-        }
-        if (!placeDirs(dir.parent(), startSeq) || buried(dirKey(dir), startSeq)) {
-            return false;
-        }
-        n = newNode(true, DIR_MODE);
-        n.dirOnRemote = true;
-        n.syncedSeq = startSeq;
-        attach(dir, n);
-        return true;
     }
 
     // ---- the seeds' operations ----
@@ -1804,7 +1300,7 @@ public final class S3Storage implements Storage {
             throw new IsDirectoryException(path.toString());
         }
         if (existing != null && mode < 0) {
-            learnAttributes(existing, false); // the new content keeps the old file's mode
+            listings.learnAttributes(existing, false); // the new content keeps the old file's mode
         }
         long ino;
         synchronized (this) {
@@ -1856,7 +1352,7 @@ public final class S3Storage implements Storage {
             throw new ErrnoException(Linux.EBUSY, path.toString(), "Device or resource busy");
         }
         if (n.dir) {
-            listTree(path);
+            listings.listTree(path);
         }
         synchronized (this) {
             if (n.path == null) {
@@ -1891,7 +1387,7 @@ public final class S3Storage implements Storage {
 
     private Listing listing(VfsPath path) throws IOException {
         findDir(path);
-        refresh(path);
+        listings.refresh(path);
         synchronized (this) {
             java.util.Set<String> names = children(path);
             List<Entry> out = new ArrayList<>(names.size());
@@ -1947,10 +1443,7 @@ public final class S3Storage implements Storage {
         // the parent's listing showed no such prefix, so S3 had nothing below it then: that listing
         // stands for this directory's own until it expires (a tar or a venv asks one LIST less per
         // directory, and one made while S3 is away can be filled)
-        Long parentListed = listedAt.get(path.parent());
-        if (parentListed != null) {
-            listedAt.put(path, parentListed);
-        }
+        listings.listedAsItsParent(path);
     }
 
     @Override
@@ -1987,14 +1480,14 @@ public final class S3Storage implements Storage {
         }
         Node target = lookup(dst);
         if (target != null && target.dir) {
-            refresh(dst);
+            listings.refresh(dst);
         }
         // S3 cannot rename: everything moved goes up anew under its new name. What this host does not
         // hold S3 copies there itself; the rest goes up from here, so its content must be here first,
         // and stay (pinned: the content cache keeps it) until the move is made
         List<Node> files;
         if (n.dir) {
-            listTree(src);
+            listings.listTree(src);
             synchronized (this) {
                 files = subtree(src).stream().filter(m -> !m.dir).toList();
                 pin(files, 1);
@@ -2241,7 +1734,7 @@ public final class S3Storage implements Storage {
                 return metadataOf(n);
             }
         }
-        learnAttributes(n, true);
+        listings.learnAttributes(n, true);
         synchronized (this) {
             return metadataOf(n);
         }
@@ -2292,7 +1785,7 @@ public final class S3Storage implements Storage {
                     fetch(n); // a writer fetches at its first read or write (Handle.content)
                 }
             } else if (n != null) {
-                learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
+                listings.learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
             }
             synchronized (this) {
                 Node now = nodes.get(path);
@@ -2928,7 +2421,7 @@ public final class S3Storage implements Storage {
         if (!n.dir) {
             throw new NotDirectoryException(path.toString());
         }
-        refresh(path);
+        listings.refresh(path);
         synchronized (this) {
             if (nodes.get(path) != n) {
                 throw new NoSuchFileException(path.toString());
@@ -3026,7 +2519,7 @@ public final class S3Storage implements Storage {
      */
     private Node withXattrsKnown(VfsPath path) throws IOException {
         Node n = find(path);
-        learnAttributes(n, false);
+        listings.learnAttributes(n, false);
         synchronized (this) {
             if (!n.attributesKnown && n.path != null) {
                 throw new ErrnoException(Linux.EIO, path.toString(),
@@ -3196,7 +2689,7 @@ public final class S3Storage implements Storage {
         try {
             if (!path.isRoot()) {
                 synchronized (this) {
-                    listedAt.remove(path.parent());
+                    listings.forget(path.parent());
                 }
             }
             condition.check(path, currentEtag(path));
@@ -3404,7 +2897,7 @@ public final class S3Storage implements Storage {
                 journal.close();
             } finally {
                 writeBack.stop();
-                attributeAskers.shutdownNow();
+                listings.stop();
                 lateCloses.close();
                 bucket.close();
                 cacheLock.release();
@@ -3439,7 +2932,7 @@ public final class S3Storage implements Storage {
         joinFlusher();
         synchronized (this) {
             writeBack.stop();
-            attributeAskers.shutdownNow();
+            listings.stop();
             journal.close();
             bucket.close();
             cacheLock.release();

@@ -691,7 +691,7 @@ final class WriteBack {
     /**
      * Uploads a change of {@code n}'s attributes alone (chmod, touch, setfattr) where this host does
      * not hold its content, and so has not changed it, or holds it unchanged (its SHA-256 the
-     * object's) from {@link #COPY_RATHER_THAN_PUT_FROM} on: S3 copies the object onto itself with the
+     * object's) from {@link S3Storage#COPY_RATHER_THAN_PUT_FROM} on: S3 copies the object onto itself with the
      * new metadata (a HEAD for the metadata it keeps, and the copy), so the content neither comes down
      * nor goes up. False where that is not so, or S3 refused (the object changed or went since): the
      * upload then fetches the object as it is now, where it is not here, and puts it back, as for
@@ -1001,7 +1001,7 @@ final class WriteBack {
         LOG.warn("conflict: {} changed on S3 since this host last saw it; this host's version is kept as {}", p, copy);
         synchronized (store) {
             // the name and its copy change here, not through a request: what was held of the directory is not
-            store.expireListing(p.parent());
+            store.listings.expireListing(p.parent());
             store.seq++;
             long ino = store.nextIno++;
             Files.copy(snap, store.dataFile(ino), StandardCopyOption.REPLACE_EXISTING);

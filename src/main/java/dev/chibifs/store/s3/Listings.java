@@ -1,0 +1,599 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.s3.S3Storage.Node;
+import dev.chibifs.store.s3.S3Storage.Tomb;
+
+import static dev.chibifs.store.s3.S3Storage.DIR_MODE;
+import static dev.chibifs.store.s3.S3Storage.DONE_TOMB_MILLIS;
+import static dev.chibifs.store.s3.S3Storage.FETCHES;
+import static dev.chibifs.store.s3.S3Storage.FILE_MODE;
+import static dev.chibifs.store.s3.S3Storage.LINK_SUFFIX;
+import static dev.chibifs.store.s3.S3Storage.META_SHA;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * What S3 says of an {@link S3Storage}'s directories, merged into its overlay: what another host
+ * made, changed or removed shows here from the next listing.
+ *
+ * <p>A directory is listed again once its last listing is older than the validity
+ * ({@link #refresh}); until then its answers stand, and the kernel may keep them as long
+ * ({@link #answersHeld}). A listing is merged with the local layer winning ({@link #apply}): a name
+ * changed or made here and not yet up stays as it is here, a tombstone keeps a name deleted here from
+ * coming back, and a name is dropped only on S3's word, asked again when a listing may have been cut
+ * short ({@link #confirmMissing}). A listing carries no metadata, so the files it shows are asked
+ * their execute bits and mtime (or, small ones, fetched whole) in the background
+ * ({@link #learnAttributes}), which a stat waits for.
+ *
+ * <p>Locking: requests to S3 are made without the store's monitor; what they answer is merged under
+ * it, checked against the store's sequence of changes ({@code startSeq}: a listing that began before
+ * a change made here does not undo it).
+ */
+final class Listings {
+
+    /** Logged as the store, whose lines they are. */
+    private static final Logger LOG = LoggerFactory.getLogger(S3Storage.class);
+
+    /**
+     * How far S3's clock may be ahead of this host's when a listing's LastModified is compared with
+     * the end of this host's own upload (NTP keeps hosts within milliseconds). More would only cost
+     * a HEAD after an upload of this host's; less may miss another host's put right after it.
+     */
+    private static final Duration CLOCK_SKEW = Duration.ofMillis(500);
+    /** Up to this many names missing from a listing are asked after one by one; more, by a second listing. */
+    private static final int CONFIRM_ONE_BY_ONE = 16;
+    /** How many HEADs ask at once for the attributes of files a listing showed (see {@link #learnAttributes}). */
+    private static final int ATTRIBUTE_ASKERS = 8;
+    private final java.util.concurrent.ExecutorService attributeAskers = Bucket.daemonThreads(ATTRIBUTE_ASKERS, "s3-attributes");
+    /** Files a directory's listing placed, whose attributes its refresh asks ahead of a stat ({@link #askWantedAttributes}). */
+    private final List<Node> attributesWanted = new ArrayList<>();
+    /** When each directory was last listed (clock millis at the request). */
+    private final Map<VfsPath, Long> listedAt = new HashMap<>();
+
+    private final S3Storage store;
+    private final S3Spec spec;
+    private final Bucket bucket;
+    private final S3Options options;
+
+    Listings(S3Storage store, S3Spec spec, Bucket bucket, S3Options options) {
+        this.store = store;
+        this.spec = spec;
+        this.bucket = bucket;
+        this.options = options;
+    }
+
+    /** Stops the threads that ask attributes (the store is closing). */
+    void stop() {
+        attributeAskers.shutdownNow();
+    }
+
+    /**
+     * What is left of the validity of {@code directory}'s last listing; zero for one not listed, or
+     * listed too long ago. Under the store's monitor.
+     */
+    Duration answersHeld(VfsPath directory) {
+        Long at = listedAt.get(directory);
+        long left = at == null ? 0 : at + options.validity().toMillis() - store.millis();
+        return left > 0 ? Duration.ofMillis(left) : Duration.ZERO;
+    }
+
+    /**
+     * A directory just made here: its parent's listing showed no such prefix, so S3 had nothing below
+     * it then, and that listing stands for the new directory's own until it expires. Under the store's
+     * monitor.
+     */
+    void listedAsItsParent(VfsPath made) {
+        Long parentListed = listedAt.get(made.parent());
+        if (parentListed != null) {
+            listedAt.put(made, parentListed);
+        }
+    }
+
+    /** The next question about {@code dir} lists it again, whatever its validity; under the store's monitor. */
+    void forget(VfsPath dir) {
+        listedAt.remove(dir);
+    }
+
+    /** Lists directory {@code dir} from S3 unless its last listing is younger than the validity. */
+    void refresh(VfsPath dir) throws IOException {
+        long now = store.millis();
+        long startSeq;
+        synchronized (store) {
+            Long at = listedAt.get(dir);
+            if (at != null && now - at < options.validity().toMillis()) {
+                return;
+            }
+            startSeq = store.seq;
+        }
+        Bucket.Level level;
+        try {
+            level = bucket.list(store.dirKey(dir), true);
+        } catch (IOException e) {
+            synchronized (store) {
+                if (listedAt.containsKey(dir) || store.journaledDirs.contains(dir)) {
+                    // S3 unreachable: what was last seen stands (logged once per outage by the
+                    // flusher); after a restart, what the journal kept of the directory: its files
+                    // cached or not yet uploaded are read and written on, others show once S3 answers
+                    store.writeBack.noteOutage(e);
+                    return;
+                }
+            }
+            throw e;
+        }
+        Set<String> stillThere = confirmMissing(dir, level, startSeq);
+        synchronized (store) {
+            apply(dir, level, startSeq, stillThere);
+            listedAt.put(dir, now);
+            store.commit();
+            askWantedAttributes();
+        }
+        store.writeBack.recovered();
+    }
+
+    /**
+     * The directory changed here other than through a request: its answers are held no longer and
+     * the next question lists it again; what was listed still serves while S3 is away.
+     */
+    void expireListing(VfsPath dir) {
+        listedAt.computeIfPresent(dir, (d, at) -> at - options.validity().toMillis());
+    }
+
+    /**
+     * Asks, {@link #ATTRIBUTE_ASKERS} at a time, for the attributes of the files listings showed
+     * since the last call, so that a stat or a READDIRPLUS of a directory another host filled waits
+     * for about one HEAD, not one per file in turn. Under the monitor.
+     */
+    private void askWantedAttributes() {
+        if (store.closed) {
+            attributesWanted.clear();
+            return;
+        }
+        for (Node n : attributesWanted) {
+            attributeAskers.execute(() -> learnAttributes(n, true));
+        }
+        attributesWanted.clear();
+    }
+
+    /**
+     * Makes the attributes of {@code n} its object's own: its execute bits and mtime are in the object's
+     * metadata, which a listing does not give, and a file shown without them would not run ({@code
+     * EACCES}) and would look changed to {@code git}, {@code make} or {@code rsync}. One HEAD, or the
+     * answer of the one already under way; with {@code withContent}, a file of at most
+     * {@link S3Options#prefetchBelow} bytes not yet here is fetched instead (a GET), its content kept as an
+     * open's fetch keeps it. Where S3 does not answer, or the object changed since the listing, what
+     * the listing said stands (the next stat asks again).
+     */
+    void learnAttributes(Node n, boolean withContent) {
+        java.util.concurrent.CompletableFuture<Void> theirs;
+        java.util.concurrent.CompletableFuture<Void> mine = new java.util.concurrent.CompletableFuture<>();
+        VfsPath p;
+        String etag;
+        long gen;
+        Bucket.Listed doubted;
+        boolean fetching;
+        synchronized (store) {
+            if ((n.attributesKnown && n.doubted == null) || n.path == null || store.closed) {
+                return;
+            }
+            theirs = n.askingAttributes;
+            if (theirs == null) {
+                n.askingAttributes = mine;
+            }
+            p = n.path;
+            etag = n.remoteEtag;
+            gen = n.gen;
+            doubted = n.doubted;
+            fetching = withContent && fetchedWithAttributes(n);
+        }
+        if (theirs != null) {
+            theirs.join(); // completed normally, whatever the HEAD said
+            return;
+        }
+        Path part = fetching ? store.dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet()) : null;
+        try {
+            Bucket.Head h = fetching ? bucket.get(store.objectKey(p, n), part) : bucket.head(store.objectKey(p, n));
+            synchronized (store) {
+                if (doubted != null) {
+                    if (n.doubted == doubted && p.equals(n.path)) {
+                        settleDoubt(n, doubted, h);
+                    }
+                } else if (h != null && p.equals(n.path) && !n.attributesKnown && etag != null
+                        && etag.equals(n.remoteEtag) && etag.equals(h.etag())) {
+                    if (fetching && n.gen == gen && fetchedWithAttributes(n)) {
+                        store.keepFetched(n, part, h);
+                    } else {
+                        store.fromMeta(n, h);
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("S3 store {}: attributes of {} not asked: {}", spec, p, e.getMessage());
+        } finally {
+            try {
+                if (part != null) {
+                    Files.deleteIfExists(part);
+                }
+            } catch (IOException e) {
+                LOG.debug("S3 store {}: {} left in the cache: {}", spec, part, e.getMessage());
+            }
+            askEnded(n, mine);
+        }
+    }
+
+    /**
+     * What the HEAD {@code h} says of {@code n}'s object, {@code doubted} in a listing: the content
+     * cached here, with the object's attributes, where its SHA-256 is this content's; else the object's
+     * new version, fetched at the next open. Under the monitor.
+     */
+    private void settleDoubt(Node n, Bucket.Listed doubted, Bucket.Head h) throws IOException {
+        n.doubted = null;
+        Bucket.Listed now = h == null ? doubted : new Bucket.Listed(doubted.key(), h.size(), h.modified(), h.etag());
+        if (h != null && n.cached && h.etag().equals(doubted.etag()) && h.size() == n.size
+                && Objects.equals(n.sha, h.meta().get(META_SHA))) {
+            n.remoteEtag = h.etag();
+            n.listedModified = doubted.modified();
+            n.uploadedAt = null;
+            if (!n.dirty) {
+                store.fromMeta(n, h);
+            }
+        } else if (n.dirty) {
+            // its attributes changed here meanwhile (a change of content fetches first, settling
+            // this): they stay, and its upload fetches the new content
+            store.dropContent(n);
+            n.remoteEtag = now.etag();
+            n.size = now.size();
+        } else {
+            fromListing(n, now, n.syncedSeq);
+            if (h != null) {
+                store.fromMeta(n, h);
+            }
+            n.gen++;
+        }
+        store.journalPut(n);
+        store.commit();
+    }
+
+    /** The ask {@code mine} for {@code n}'s attributes has ended: those who joined it look again. */
+    void askEnded(Node n, java.util.concurrent.CompletableFuture<Void> mine) {
+        synchronized (store) {
+            if (n.askingAttributes == mine) {
+                n.askingAttributes = null;
+            }
+        }
+        mine.complete(null);
+    }
+
+    /**
+     * Whether a HEAD for {@code n}'s attributes had better be a GET of it all (see {@link #learnAttributes}):
+     * its content comes with its attributes for about the same round trip, and its first open then asks
+     * S3 nothing (an agent reading the notes another host left waits for no request per file). Under
+     * the monitor.
+     */
+    boolean fetchedWithAttributes(Node n) {
+        // a link's content is its target: a listing of node_modules/.bin or a venv's bin reads them all
+        return !n.dir && !n.cached && !n.dirty && n.size <= options.prefetchBelow();
+    }
+
+    /**
+     * The names known here that {@code level} does not show but S3 still has. A name is dropped only
+     * on S3's word, and a listing is not always the whole word: a server may end one short while
+     * deletes run in the same prefix (s3proxy's file system store does). Each missing name is asked
+     * once more -- a HEAD for a file, one key below it for a directory -- or, when many are missing
+     * (another host removed a tree), the directory is listed again: when both listings show the same
+     * names, the missing ones go; when they differ, none does until a later listing.
+     */
+    private Set<String> confirmMissing(VfsPath dir, Bucket.Level level, long startSeq) throws IOException {
+        List<VfsPath> missing = new ArrayList<>();
+        synchronized (store) {
+            Set<String> listed = names(dir, level);
+            for (String name : store.children(dir)) {
+                Node n = store.nodes.get(dir.child(name));
+                if (!listed.contains(name) && n != null && removedElsewhere(n, startSeq)) {
+                    missing.add(n.path);
+                }
+            }
+        }
+        Set<String> stillThere = new TreeSet<>();
+        if (missing.isEmpty()) {
+            return stillThere;
+        }
+        if (missing.size() > CONFIRM_ONE_BY_ONE) {
+            Set<String> first = names(dir, level);
+            Set<String> again = names(dir, bucket.list(store.dirKey(dir), true));
+            // two listings that disagree were cut short or raced a change: drop nothing on their word now
+            boolean agree = again.equals(first);
+            for (VfsPath p : missing) {
+                if (!agree || again.contains(p.fileName())) {
+                    stillThere.add(p.fileName());
+                }
+            }
+            return stillThere;
+        }
+        for (VfsPath p : missing) {
+            Node n;
+            synchronized (store) {
+                n = store.nodes.get(p);
+            }
+            boolean there = n != null && (n.dir ? bucket.anyUnder(store.dirKey(p)) : bucket.head(store.objectKey(p, n)) != null);
+            if (there) {
+                stillThere.add(p.fileName());
+            }
+        }
+        return stillThere;
+    }
+
+    /** The names a listing of {@code dir} shows, files, links and directories. */
+    private Set<String> names(VfsPath dir, Bucket.Level level) {
+        String prefix = store.dirKey(dir);
+        Set<String> out = new java.util.HashSet<>();
+        for (Bucket.Listed o : level.objects()) {
+            String name = o.key().substring(prefix.length());
+            String linked = store.linkName(name);
+            out.add(linked == null ? name : linked);
+        }
+        for (String pre : level.prefixes()) {
+            out.add(pre.substring(prefix.length(), pre.length() - 1));
+        }
+        return out;
+    }
+
+    /** Merges a listing of {@code dir} into the overlay: the local layer wins over what S3 says. */
+    private void apply(VfsPath dir, Bucket.Level level, long startSeq, Set<String> stillThere) throws IOException {
+        Node d = store.nodes.get(dir);
+        if (d == null || !d.dir) {
+            return;
+        }
+        String prefix = store.dirKey(dir);
+        Set<String> seen = new TreeSet<>();
+        List<Bucket.Listed> links = new ArrayList<>();
+        for (Bucket.Listed o : level.objects()) {
+            String name = o.key().substring(prefix.length());
+            if (name.isEmpty()) {
+                d.marker = d.dirOnRemote = true;
+            } else if (store.linkName(name) != null) {
+                links.add(o);
+            } else {
+                placeListed(dir, name, o, false, startSeq, seen);
+            }
+        }
+        for (String pre : level.prefixes()) {
+            String name = pre.substring(prefix.length(), pre.length() - 1);
+            VfsPath p = childOrNull(dir, name);
+            if (p == null || buried(pre, startSeq)) {
+                continue;
+            }
+            Node n = store.nodes.get(p);
+            if (n == null && store.inflight.contains(pre)) {
+                continue;
+            }
+            seen.add(name);
+            if (n == null) {
+                n = store.newNode(true, DIR_MODE);
+                n.dirOnRemote = true;
+                n.syncedSeq = startSeq;
+                store.attach(p, n);
+            } else if (n.dir) {
+                n.dirOnRemote = true;
+            }
+        }
+        for (Bucket.Listed o : links) {
+            String name = store.linkName(o.key().substring(prefix.length()));
+            if (!seen.contains(name)) { // a file or directory of the same name (put there by another tool) wins
+                placeListed(dir, name, o, true, startSeq, seen);
+            }
+        }
+        for (String name : List.copyOf(store.children(dir))) {
+            if (seen.contains(name) || stillThere.contains(name)) {
+                continue;
+            }
+            Node n = store.nodes.get(dir.child(name));
+            if (n != null && removedElsewhere(n, startSeq)) {
+                for (Node gone : store.subtree(n.path)) {
+                    store.record("gone", gone.path);
+                    store.detach(gone);
+                }
+            }
+        }
+        long now = store.millis();
+        store.tombs.values().removeIf(t -> !t.pending && (t.doneSeq < startSeq || now - t.doneAt > DONE_TOMB_MILLIS));
+    }
+
+    /** Merges one listed object, a file's or a link's, into the overlay as the child {@code name} of {@code dir}. */
+    private void placeListed(VfsPath dir, String name, Bucket.Listed o, boolean link, long startSeq, Set<String> seen) {
+        VfsPath p = childOrNull(dir, name);
+        if (p == null || buried(o.key(), startSeq)) {
+            return;
+        }
+        Node n = store.nodes.get(p);
+        if (n == null && store.inflight.contains(o.key())) {
+            return;
+        }
+        seen.add(name);
+        boolean settled = n != null && !n.dir && !n.dirty && n.writers == 0 && n.syncedSeq <= startSeq;
+        if (settled && (n.link != link || (link && !Objects.equals(n.remoteEtag, o.etag())) || replacedShorter(n, o))) {
+            // another host made the name a link, a file, or another link: a new node, as the kernel
+            // keeps a link's target by node (CACHE_SYMLINKS); or put a shorter file there
+            store.record("gone", p);
+            store.detach(n);
+            n = null;
+        }
+        if (n == null) {
+            n = link ? store.newLink() : store.newNode(false, FILE_MODE);
+            fromListing(n, o, startSeq);
+            store.attach(p, n);
+            attributesWanted.add(n);
+        } else if (settled && n.link == link && !Objects.equals(n.remoteEtag, o.etag())) {
+            if (!link && n.cached && n.sha != null && n.shaGen == n.gen && n.size == o.size()) {
+                // maybe the same content: the HEAD that asks its attributes tells (learnAttributes)
+                n.doubted = o;
+                n.attributesKnown = false;
+            } else {
+                // changed by another host: new attributes now, the new content from the next open
+                fromListing(n, o, startSeq);
+                n.gen++;
+                store.journalPut(n);
+            }
+            attributesWanted.add(n);
+        } else if (settled && !link) {
+            if (putAgainElsewhere(n, o.modified())) {
+                // put again by another host with the same content: its attributes changed there (a
+                // chmod +x, a touch, a setfattr); the content here is still the object's
+                n.attributesKnown = false;
+                attributesWanted.add(n);
+            }
+            n.listedModified = o.modified();
+            n.uploadedAt = null;
+        }
+    }
+
+    /**
+     * Whether settled file node {@code n}'s name now holds a shorter object: another file, never
+     * {@code n} appended to, which gets a node of its own, as a local file system's rename over the
+     * name would (a log rotated by `mv log log.1` and a new `log`). So `tail -F` here sees the name
+     * stand for another file and opens it, and an open handle keeps the attributes of what it reads.
+     * Not while a lock was ever taken on it here: a process that locks the name must meet the holders
+     * of the node it had.
+     */
+    private static boolean replacedShorter(Node n, Bucket.Listed o) {
+        return !n.link && n.locks == null && !Objects.equals(n.remoteEtag, o.etag()) && o.size() < n.size;
+    }
+
+    /**
+     * Whether the object of settled node {@code n}, listed with its ETag unchanged and time
+     * {@code listed}, was put again by another host: a time other than the one listed before, or,
+     * where this host uploaded it since, one later than that upload's end (S3 lists the time by its
+     * own clock, often to the second, floored: so this host's own never looks later, and another
+     * host's put shows from the second after that end; {@link #CLOCK_SKEW} covers S3's clock ahead).
+     */
+    private static boolean putAgainElsewhere(Node n, Instant listed) {
+        if (listed == null) {
+            return false;
+        }
+        if (n.listedModified != null) {
+            return !listed.equals(n.listedModified);
+        }
+        return n.uploadedAt != null && listed.isAfter(n.uploadedAt.plus(CLOCK_SKEW));
+    }
+
+    /** Whether a node S3 no longer lists was removed by another host (and not just made here). */
+    private boolean removedElsewhere(Node n, long startSeq) {
+        if (n == store.root || n.syncedSeq > startSeq) {
+            return false;
+        }
+        for (Node m : store.subtree(n.path)) {
+            if (m.dirty || m.writers > 0 || m.syncedSeq > startSeq) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void fromListing(Node n, Bucket.Listed o, long startSeq) {
+        store.dropContent(n);
+        n.remoteEtag = o.etag();
+        n.listedModified = o.modified();
+        n.uploadedAt = null;
+        n.size = o.size();
+        FileTime t = o.modified() == null ? store.now() : FileTime.from(o.modified());
+        n.mtime = n.ctime = n.atime = t;
+        n.syncedSeq = startSeq;
+        n.attributesKnown = false; // a stat asks (learnAttributes); a listing also asks ahead of it
+    }
+
+    private boolean buried(String key, long startSeq) {
+        Tomb t = store.tombs.get(key);
+        return t != null && (t.pending || t.doneSeq > startSeq);
+    }
+
+    private static VfsPath childOrNull(VfsPath dir, String name) {
+        if (name.isEmpty() || name.contains("/")) {
+            return null;
+        }
+        try {
+            return dir.child(name);
+        } catch (InvalidVfsPathException e) {
+            return null; // a key no path can name (".", "..", "a//b"): not part of the namespace
+        }
+    }
+
+    /** Every name below directory {@code dir} in S3 (a rename or delete of a whole tree needs them all). */
+    void listTree(VfsPath dir) throws IOException {
+        long startSeq;
+        synchronized (store) {
+            startSeq = store.seq;
+        }
+        Bucket.Level all = bucket.list(store.dirKey(dir), false);
+        synchronized (store) {
+            String prefix = store.dirKey(dir);
+            for (Bucket.Listed o : all.objects()) {
+                String rel = o.key().substring(prefix.length());
+                boolean marker = rel.endsWith("/");
+                if (marker) {
+                    rel = rel.substring(0, rel.length() - 1);
+                }
+                String linked = marker ? null : store.linkName(rel.substring(rel.lastIndexOf('/') + 1));
+                if (linked != null) {
+                    rel = rel.substring(0, rel.length() - LINK_SUFFIX.length());
+                }
+                if (rel.isEmpty() || buried(o.key(), startSeq)) {
+                    continue;
+                }
+                VfsPath p;
+                try {
+                    p = VfsPath.of(dir.isRoot() ? "/" + rel : dir + "/" + rel);
+                } catch (InvalidVfsPathException e) {
+                    continue;
+                }
+                if (!placeDirs(p.parent(), startSeq)) {
+                    continue;
+                }
+                Node n = store.nodes.get(p);
+                if (n == null) {
+                    n = linked != null ? store.newLink() : store.newNode(marker, marker ? DIR_MODE : FILE_MODE);
+                    if (marker) {
+                        n.dirOnRemote = n.marker = true;
+                        n.syncedSeq = startSeq;
+                    } else {
+                        fromListing(n, o, startSeq);
+                    }
+                    store.attach(p, n);
+                }
+            }
+            // no HEAD ahead for these: the tree is about to be fetched (a rename) or removed (a delete)
+            store.commit();
+        }
+    }
+
+    /** Directory nodes down to {@code dir} for a key found below it; false where a file is in the way. */
+    private boolean placeDirs(VfsPath dir, long startSeq) {
+        Node n = store.nodes.get(dir);
+        if (n != null) {
+            return n.dir;
+        }
+        if (!placeDirs(dir.parent(), startSeq) || buried(store.dirKey(dir), startSeq)) {
+            return false;
+        }
+        n = store.newNode(true, DIR_MODE);
+        n.dirOnRemote = true;
+        n.syncedSeq = startSeq;
+        store.attach(dir, n);
+        return true;
+    }
+}
