@@ -129,9 +129,12 @@ final class WriteBack {
                         due.add(n);
                     }
                 }
+                // directories (their markers) before what is in them, one at a time; then the files,
+                // several at once. Sorted here, under the monitor: a rename or unlink meanwhile changes
+                // paths, and a sort whose keys change under it fails ("Comparison method violates its
+                // general contract", seen with tar, mv and rm -rf racing the flusher)
+                due.sort(Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth()));
             }
-            // directories (their markers) before what is in them, one at a time; then the files, several at once
-            due.sort(Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth()));
             List<Node> files = new ArrayList<>();
             for (Node n : due) {
                 if (n.dir) {
@@ -294,14 +297,14 @@ final class WriteBack {
     void flushNode(Node n) throws IOException {
         flushLock.lock();
         try {
+            VfsPath p;
             synchronized (store) {
                 if (!n.dirty || n.path == null) {
                     return;
                 }
+                p = n.path; // read once: an unlink meanwhile sets it to null
             }
-            if (n.path != null) {
-                mkdirsFirst(n.path.parent());
-            }
+            mkdirsFirst(p.parent());
             upload(n);
             synchronized (store) {
                 store.journal.force();
