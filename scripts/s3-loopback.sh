@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# An S3 server on loopback for trying and benchmarking the S3 store outside the tests: s3proxy
-# (the tests' server, a Maven test dependency, never committed) over its file-system backend in DIR,
-# bound to 127.0.0.1 only, with signed requests (aws-v2-or-v4). It runs in the foreground until it is
-# stopped (SIGINT, SIGTERM) and stops s3proxy when it exits, whatever the reason.
+# An S3 server on loopback for trying and benchmarking the S3 store outside the tests: the tests'
+# own server (S3Server, run by S3Loopback: s3proxy, a Maven test dependency, never committed, over
+# its file-system backend in DIR, with each PUT, copy and delete whole before a listing sees it, as
+# on S3), bound to 127.0.0.1 only, with signed requests (aws-v2-or-v4). It runs in the foreground
+# until it is stopped (SIGINT, SIGTERM) and stops the server when it exits, whatever the reason.
+# The first run compiles the test classes (./mvnw test-compile).
 #
 # Usage: scripts/s3-loopback.sh [--port N] [--ready-file FILE] [--bucket NAME]... DIR
 #   DIR            where the buckets go (one directory per bucket, objects as files); made if missing
@@ -52,39 +54,26 @@ free_port() { # a port nothing on 127.0.0.1 listens on (a connect refused)
 case "$port" in ''|*[!0-9]*) echo "s3-loopback.sh: --port '$port' is not a number" >&2; exit 2 ;; esac
 endpoint="http://127.0.0.1:$port"
 
-# s3proxy's class path: Maven's test class path, cached in target/ until pom.xml changes
+# the server's class path: the test classes, and Maven's test class path (cached in target/ until
+# pom.xml changes)
 cp_file="$here/target/s3proxy.classpath"
 if [ ! -s "$cp_file" ] || [ "$here/pom.xml" -nt "$cp_file" ]; then
     mkdir -p "$here/target"
-    # pom.xml keeps args4j (s3proxy's command-line parser) off the tests' class path; Main needs it
     (cd "$here" && ./mvnw -q -B dependency:build-classpath -Dmdep.includeScope=test \
-        -Dmdep.outputFile="$cp_file.tmp" \
-        && ./mvnw -q -B dependency:copy -Dartifact=args4j:args4j:2.37 \
-            -DoutputDirectory=target/s3proxy-main) >&2
-    printf '%s:%s\n' "$(cat "$cp_file.tmp")" "$here/target/s3proxy-main/args4j-2.37.jar" > "$cp_file"
-    rm -f "$cp_file.tmp"
+        -Dmdep.outputFile="$cp_file.tmp") >&2
+    mv "$cp_file.tmp" "$cp_file"
 fi
 if ! tr ':' '\n' < "$cp_file" | grep -q '/s3proxy-[^/]*\.jar$'; then
     echo "s3-loopback.sh: s3proxy is not on Maven's test class path ($cp_file)" >&2
     exit 1
 fi
+server_class="$here/target/test-classes/dev/chibifs/store/s3/S3Loopback.class"
+server_src="$here/src/test/java/dev/chibifs/store/s3"
+if [ ! -f "$server_class" ] || [ -n "$(find "$server_src" -newer "$server_class" -name '*.java' | head -1)" ]; then
+    (cd "$here" && ./mvnw -q -B test-compile) >&2
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/s3-loopback.XXXXXX")
-props="$work/s3proxy.properties"
-# the secret stays in a file only this user reads, never on a command line
-umask 077
-cat > "$props" <<EOF
-s3proxy.endpoint=$endpoint
-s3proxy.authorization=aws-v2-or-v4
-s3proxy.identity=${AWS_ACCESS_KEY_ID:-chibi-test}
-s3proxy.credential=${AWS_SECRET_ACCESS_KEY:-chibi-test-secret}
-jclouds.provider=filesystem-nio2
-jclouds.filesystem.basedir=$base_dir
-jclouds.identity=unused
-jclouds.credential=unused
-EOF
-umask 022
-
 java_pid=""
 stop() {
     set +e
@@ -100,10 +89,12 @@ trap stop EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# Main sends System.out and System.err to its logger: slf4j-simple logging to System.err would recurse
+# the credentials reach it through the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), never a
+# command line; without them, the tests' fixed ones
 java -Xmx256m -Dorg.slf4j.simpleLogger.logFile="$work/s3proxy.log" \
     -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
-    -cp "$(cat "$cp_file")" org.gaul.s3proxy.Main --properties "$props" >> "$work/s3proxy.log" 2>&1 &
+    -cp "$here/target/test-classes:$here/target/classes:$(cat "$cp_file")" dev.chibifs.store.s3.S3Loopback \
+    --dir "$base_dir" --port "$port" >> "$work/s3proxy.log" 2>&1 &
 java_pid=$!
 
 # answered: any HTTP status (an unsigned request gets 403) means Jetty is serving

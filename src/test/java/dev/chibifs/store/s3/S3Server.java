@@ -49,10 +49,25 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     private final String[] buckets;
     private S3Proxy proxy;
     private int port;
+    private String accessKey = ACCESS_KEY;
+    private String secretKey = SECRET_KEY;
 
     S3Server(Path dir) throws Exception {
         this.dir = dir;
         this.buckets = new String[0];
+        start();
+    }
+
+    /**
+     * A server on {@code port} of 127.0.0.1 (0: a free one) that signs with these credentials, for
+     * {@link S3Loopback}: the same server the tests use, outside them.
+     */
+    S3Server(Path dir, int port, String accessKey, String secretKey) throws Exception {
+        this.dir = dir;
+        this.buckets = new String[0];
+        this.port = port;
+        this.accessKey = accessKey;
+        this.secretKey = secretKey;
         start();
     }
 
@@ -92,7 +107,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         BlobStore store = backend;
         proxy = S3Proxy.builder()
                 .blobStore(store)
-                .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
+                .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, accessKey, secretKey)
                 .endpoint(URI.create("http://127.0.0.1:" + port))
                 .build();
         proxy.start();
@@ -360,7 +375,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
     /** The environment an AWS tool would be run with against this server. */
     Map<String, String> env() {
-        return Map.of("AWS_ACCESS_KEY_ID", ACCESS_KEY, "AWS_SECRET_ACCESS_KEY", SECRET_KEY,
+        return Map.of("AWS_ACCESS_KEY_ID", accessKey, "AWS_SECRET_ACCESS_KEY", secretKey,
                 "AWS_REGION", "us-east-1", "AWS_ENDPOINT_URL_S3", endpoint().toString());
     }
 
