@@ -1505,7 +1505,7 @@ public final class S3Storage implements Storage {
             copied = copyOnS3(n, src, dst, files, copying);
             for (Node f : files) {
                 if (!copied.containsKey(f)) {
-                    fetch(f);
+                    fetchUnlessGone(f);
                 }
             }
             moveFetched(n, src, dst, copied);
@@ -1518,6 +1518,23 @@ public final class S3Storage implements Storage {
             }
             if (!moved) {
                 dropCopies(copied.values());
+            }
+        }
+    }
+
+    /**
+     * {@link #fetch}, for a file a move carries: one removed meanwhile, here or by another host
+     * since this host listed it (S3 answers its GET with 404, and the fetch takes it out of the
+     * overlay), is left behind, as if that delete had come before the move.
+     */
+    private void fetchUnlessGone(Node f) throws IOException {
+        try {
+            fetch(f);
+        } catch (NoSuchFileException e) {
+            synchronized (this) {
+                if (f.path != null) {
+                    throw e;
+                }
             }
         }
     }

@@ -1678,6 +1678,28 @@ class S3HostsTest {
     }
 
     @Test
+    void aTreeIsRenamedWithoutAFileAnotherHostRemovedSinceItWasListedHere() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        for (int i = 0; i < 4; i++) {
+            put(a, "/shared/tree/f" + i, "f" + i);
+        }
+        a.flushAll();
+        S3Storage b = hostHoldingItsListings("b");
+        assertEquals(4, b.entries(p("/shared/tree")).size());
+        a.removeFile(p("/shared/tree/f2"));
+        a.flushAll();
+        // b still lists f2, holds none of the four, and S3 no longer has f2: the move goes on
+        // without it, as if the delete had come first (it failed with ENOENT)
+        b.rename(p("/shared/tree"), p("/shared/moved"));
+        b.flushAll();
+        assertEquals(List.of("f0", "f1", "f3"), b.entries(p("/shared/moved")).stream().map(Entry::name).sorted().toList());
+        assertEquals("f3", text(b, "/shared/moved/f3"));
+        assertEquals("f1", inS3("shared/moved/f1"));
+        assertNull(inS3("shared/moved/f2"));
+        assertNull(inS3("shared/tree/f0"));
+    }
+
+    @Test
     void aTreeRemovedGoesFromS3InBatches() throws Exception {
         S3Storage a = host(options("a").withClock(startClock(), false));
         int files = 30;
