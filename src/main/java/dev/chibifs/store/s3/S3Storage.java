@@ -148,7 +148,7 @@ public final class S3Storage implements Storage {
     final Listings listings;
     private final Thread flusher;
 
-    // ---- the overlay; guarded by this ----
+    // ---- the overlay; guarded by this store's monitor, in WriteBack and Listings too ----
     final Map<VfsPath, Node> nodes = new HashMap<>();
     private final Map<VfsPath, TreeSet<String>> index = new HashMap<>();
     /** Keyed by S3 key (a directory's is its marker key, ending with '/'). */
@@ -400,7 +400,7 @@ public final class S3Storage implements Storage {
         return objectKey(p, n.dir, n.link);
     }
 
-    String objectKey(VfsPath p, boolean dir, boolean link) {
+    private String objectKey(VfsPath p, boolean dir, boolean link) {
         return dir ? dirKey(p) : link ? key(p) + LINK_SUFFIX : key(p);
     }
 
@@ -496,7 +496,7 @@ public final class S3Storage implements Storage {
         return newNode(false, true, LINK_MODE);
     }
 
-    Node newNode(boolean dir, boolean link, int mode) {
+    private Node newNode(boolean dir, boolean link, int mode) {
         Node n = new Node(nextIno++, dir, link, now(), mode);
         n.lastUsed = millis();
         return n;
