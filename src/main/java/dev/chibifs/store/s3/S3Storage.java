@@ -13,7 +13,6 @@ import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.EtagMismatchException;
 import dev.chibifs.store.Precondition;
 import dev.chibifs.store.FileHandle;
-import dev.chibifs.store.FileLocks;
 import dev.chibifs.store.HeldFile;
 import dev.chibifs.store.InProcessLocks;
 import dev.chibifs.store.LateCloses;
@@ -128,7 +127,7 @@ public final class S3Storage implements Storage {
     private static final long COMPACT_AFTER = 10_000;
     static final java.util.concurrent.atomic.AtomicLong FETCHES = new java.util.concurrent.atomic.AtomicLong();
 
-    private final S3Spec spec;
+    final S3Spec spec;
     private final Bucket bucket;
     private final S3Options options;
     final Path dataDir;
@@ -501,7 +500,7 @@ public final class S3Storage implements Storage {
         return n;
     }
 
-    private void touch(Node n) {
+    void touch(Node n) {
         n.mtime = n.ctime = now();
     }
 
@@ -584,7 +583,7 @@ public final class S3Storage implements Storage {
      * {@code appendAt} is where an append through a handle opened to append writes, else
      * {@link #NOT_APPENDS}; {@code asMade} whether the file is still as that handle's open made it.
      */
-    private void writing(Node n, long appendAt, boolean asMade) {
+    void writing(Node n, long appendAt, boolean asMade) {
         long appendsFrom = n.appendsFrom;
         if (appendAt == NOT_APPENDS) {
             n.appendsFrom = NOT_APPENDS;
@@ -617,7 +616,7 @@ public final class S3Storage implements Storage {
     }
 
     /** The debounce: due {@code flushAfter} after the last close, but not later than a few periods after the first change. */
-    private void schedule(Node n) {
+    void schedule(Node n) {
         long now = millis();
         long every = options.flushAfter().toMillis();
         n.due = n.writers > 0 ? dueWhileOpen(n) : Math.min(now + every, n.firstDirty + MAX_DEFERRALS * every);
@@ -1091,7 +1090,7 @@ public final class S3Storage implements Storage {
      * whole); null where the file is cached, small, changed here or already being fetched whole, or
      * its first range failed: the open then fetches it as any.
      */
-    private Handle streamingHandle(Node n, VfsPath path) throws IOException {
+    private ObjectHandle streamingHandle(Node n, VfsPath path) throws IOException {
         java.util.concurrent.CompletableFuture<Void> mine = new java.util.concurrent.CompletableFuture<>();
         long gen;
         long expected;
@@ -1141,10 +1140,10 @@ public final class S3Storage implements Storage {
     /**
      * A read-only handle of the file download {@code d} fills; under the monitor. Open to write all
      * the same: once the download has ended, the handle adds to it what another host appends
-     * ({@link Handle#follow}), by then to its own copy, the cache having dropped the file.
+     * ({@link ObjectHandle#follow}), by then to its own copy, the cache having dropped the file.
      */
-    private Handle downloadHandle(Node n, Bucket.Download d) throws IOException {
-        return new Handle(n, CacheFile.openForWriting(d.file()), d);
+    private ObjectHandle downloadHandle(Node n, Bucket.Download d) throws IOException {
+        return new ObjectHandle(this, n, CacheFile.openForWriting(d.file()), d);
     }
 
     /** The download of {@code n} has ended: its content is kept unless it failed or the node changed since generation {@code gen}. */
@@ -1550,7 +1549,7 @@ public final class S3Storage implements Storage {
      */
     record MovedFrom(String key, String etag, String sha, long gen) {
         /**
-         * The generation of a source that a copy wrote here whole ({@link Handle#copiedHere}) rather
+         * The generation of a source that a copy wrote here whole ({@link ObjectHandle#copiedHere}) rather
          * than one a move brought: the content holds the object's bytes if it still hashes to
          * {@link #sha}, checked at the upload, and the new file's attributes go up with it.
          */
@@ -1756,7 +1755,7 @@ public final class S3Storage implements Storage {
         }
     }
 
-    private Metadata metadataOf(Node n) {
+    Metadata metadataOf(Node n) {
         long links;
         if (n.dir) {
             links = 2;
@@ -1793,12 +1792,12 @@ public final class S3Storage implements Storage {
                 throw notFollowed(path);
             }
             if (n != null && !flags.contains(OpenFlag.TRUNCATE)) {
-                Handle streaming = write ? null : streamingHandle(n, path);
+                ObjectHandle streaming = write ? null : streamingHandle(n, path);
                 if (streaming != null) {
                     return streaming;
                 }
                 if (!write) {
-                    fetch(n); // a writer fetches at its first read or write (Handle.content)
+                    fetch(n); // a writer fetches at its first read or write (ObjectHandle.content)
                 }
             } else if (n != null) {
                 listings.learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
@@ -1835,7 +1834,7 @@ public final class S3Storage implements Storage {
                     now.size = 0;
                 }
                 if (now.cached || (write && now == n)) {
-                    Handle h = handle(now, write, flags.contains(OpenFlag.APPEND), false);
+                    ObjectHandle h = handle(now, write, flags.contains(OpenFlag.APPEND), false);
                     if (flags.contains(OpenFlag.TRUNCATE) && (now.size > 0 || emptied)) {
                         h.truncate(0);
                         h.opened = metadataOf(now);
@@ -1868,61 +1867,12 @@ public final class S3Storage implements Storage {
             if (nodes.get(path) != n || !n.cached) {
                 return null; // changed while it was fetched: nothing held, the request goes by name
             }
-            return new HeldObject(n, metadataOf(n), CacheFile.openForReading(dataFile(n.ino)), path);
-        }
-    }
-
-    /** See {@link #hold}; its metadata is the content's, as held, which a change elsewhere gives the node anew. */
-    private final class HeldObject implements HeldFile {
-        private final Node node;
-        private final Metadata metadata;
-        private final CacheFile content;
-        private final VfsPath path;
-        private boolean closed;
-
-        HeldObject(Node node, Metadata metadata, CacheFile content, VfsPath path) {
-            this.node = node;
-            this.metadata = metadata;
-            this.content = content;
-            this.path = path;
-        }
-
-        @Override
-        public Metadata metadata() {
-            return metadata;
-        }
-
-        @Override
-        public FileHandle open(Set<OpenFlag> flags) throws IOException {
-            for (OpenFlag f : flags) {
-                if (f != OpenFlag.READ) {
-                    throw new ErrnoException(Linux.ESTALE, path.toString(), "Stale file handle");
-                }
-            }
-            synchronized (S3Storage.this) {
-                if (closed) {
-                    throw new NoSuchFileException(path.toString());
-                }
-                Handle h = new Handle(node, content.reopenForReading(), false, false, false);
-                h.opened = metadata;
-                return h;
-            }
-        }
-
-        @Override
-        public void close() {
-            synchronized (S3Storage.this) {
-                if (closed) {
-                    return;
-                }
-                closed = true;
-            }
-            content.close();
+            return new HeldObject(this, n, metadataOf(n), CacheFile.openForReading(dataFile(n.ino)), path);
         }
     }
 
     /** Caller holds the lock; {@code made}: this open made the file. */
-    private Handle handle(Node n, boolean write, boolean append, boolean made) throws IOException {
+    private ObjectHandle handle(Node n, boolean write, boolean append, boolean made) throws IOException {
         // a file not fetched yet is fetched at the handle's first read or write
         CacheFile ch = n.cached ? CacheFile.openForWriting(dataFile(n.ino)) : null;
         if (write) {
@@ -1932,420 +1882,10 @@ public final class S3Storage implements Storage {
             // debounce after that, and went up half written
             n.due = dueWhileOpen(n);
         }
-        return new Handle(n, ch, write, append, made);
+        return new ObjectHandle(this, n, ch, write, append, made);
     }
 
-    /** A copy of {@code source}, version {@code etag}, written from its start up to {@code upTo} so far. */
-    private record CopyRun(Node source, String etag, long upTo) {
-    }
-
-    private final class Handle implements FileHandle {
-        private final Node node;
-        /**
-         * The content; null until the first read or write of a handle that opened a file not fetched
-         * yet for writing ({@link #content}), so that an open that only sets attributes ({@code
-         * touch}) does not fetch it. Set once, under the store's monitor; read without it once set
-         * (volatile), so that reads, the hot path, do not take the store's monitor.
-         */
-        private volatile CacheFile ch;
-        private final boolean writer;
-        private final boolean append;
-        /** Its open made the file, whose generation was then {@link #madeGen}. */
-        private final boolean made;
-        private final long madeGen;
-        /** As the open left the file (truncated); null when it made it. */
-        private Metadata opened;
-        private boolean closed;
-        /** Made at the first lock request through this handle; guarded by the store's monitor. */
-        private InProcessLocks.View locks;
-        /** The copy from another file under way through this handle ({@link #copiedHere}); guarded by the store's monitor. */
-        private CopyRun copyRun;
-
-        /** The download it reads as it arrives, or null. */
-        private final Bucket.Download download;
-        /**
-         * The node's generation when this handle's content was last compared with the node's
-         * ({@link #follow}); guarded by the store's monitor.
-         */
-        private long seenGen;
-
-        /** Made under the store's monitor. */
-        Handle(Node node, CacheFile ch, boolean writer, boolean append, boolean made) {
-            this(node, ch, writer, append, made, null);
-        }
-
-        /** A read-only handle of {@code download}'s file; made under the store's monitor. */
-        Handle(Node node, CacheFile ch, Bucket.Download download) {
-            this(node, ch, false, false, false, download);
-        }
-
-        private Handle(Node node, CacheFile ch, boolean writer, boolean append, boolean made, Bucket.Download download) {
-            node.opens++;
-            this.node = node;
-            this.ch = ch;
-            this.writer = writer;
-            this.append = append;
-            this.made = made;
-            this.madeGen = node.gen;
-            this.opened = made ? null : metadataOf(node);
-            this.download = download;
-            this.seenGen = node.gen;
-        }
-
-        @Override
-        public Metadata opened() {
-            return opened;
-        }
-
-        /** The content, fetched first where this handle has none yet. */
-        private CacheFile content() throws IOException {
-            CacheFile set = ch;
-            if (set != null) {
-                return set;
-            }
-            for (int attempt = 0; ; attempt++) {
-                synchronized (S3Storage.this) {
-                    if (ch != null) {
-                        return ch;
-                    }
-                    if (node.cached) {
-                        ch = CacheFile.openForWriting(dataFile(node.ino));
-                        return ch;
-                    }
-                    if (attempt >= SNAPSHOT_TRIES) {
-                        throw new ErrnoException(Linux.EBUSY, String.valueOf(node.path), "Resource busy: changed while it was fetched");
-                    }
-                }
-                fetch(node);
-            }
-        }
-
-        @Override
-        public int read(ByteBuffer dst, long position) throws IOException {
-            if (download != null) {
-                download.await(position, dst.remaining());
-            }
-            CacheFile c = content();
-            int n = c.read(dst, position);
-            if (dst.hasRemaining() && follow(c)) {
-                n += c.read(dst, position + n);
-            }
-            return n;
-        }
-
-        /**
-         * A read of this read-only handle ran past the end of its content {@code c} while the node
-         * moved on to another version (another host's upload): where that version is this content with
-         * more at its end (a log appended on another host, which goes up while open), the new bytes are
-         * added to this handle's copy and true is answered, so that a reader following the file
-         * ({@code tail -f}, which polls with fstat and reads on) reads them. Any other change leaves
-         * the handle with what it opened (close-to-open). The copy is the handle's own: the cache
-         * dropped its file when the listing showed the new version, and several handles that share
-         * it add the same bytes at the same offsets.
-         */
-        private synchronized boolean follow(CacheFile c) {
-            synchronized (S3Storage.this) {
-                if (writer || (download != null && !download.ended()) || closed || node.gen == seenGen || node.dirty
-                        || node.writers > 0) {
-                    return false;
-                }
-            }
-            Boolean followed = followByRange(c);
-            if (followed != null) {
-                return followed;
-            }
-            try {
-                return followFetched(c);
-            } catch (IOException e) {
-                // S3 away, the file removed meanwhile, the cache disk full: the reader has what it had,
-                // and may ask again
-                LOG.debug("S3 store {}: {} not followed: {}", spec, node.path, e.getMessage());
-                return false;
-            }
-        }
-
-        /**
-         * {@link #follow} without fetching the new version whole: where it is not cached here but its
-         * SHA-256 is known (its object's metadata), only its bytes past this handle's content come
-         * down, and they are added where this content followed by them is that version, as its hash
-         * says. Null where that cannot be asked (cached, hash unknown, S3 away): the caller fetches it.
-         */
-        private Boolean followByRange(CacheFile c) {
-            String key;
-            String etag;
-            String sha;
-            long theirs;
-            long gen;
-            synchronized (S3Storage.this) {
-                if (node.cached || node.path == null || node.remoteEtag == null || node.sha == null || node.shaGen != node.gen) {
-                    return null;
-                }
-                key = objectKey(node.path, node);
-                etag = node.remoteEtag;
-                sha = node.sha;
-                theirs = node.size;
-                gen = node.gen;
-            }
-            Path part = dataDir.resolve(node.ino + ".fetch" + FETCHES.incrementAndGet());
-            try {
-                long mine = c.size();
-                boolean extended = false;
-                if (theirs > mine) {
-                    try (CacheFile added = CacheFile.replace(part)) {
-                        if (continues(key, etag, theirs, sha, c, mine, added)) {
-                            c.writeAll(added.range(mine, theirs - mine), mine);
-                            extended = true;
-                        }
-                    }
-                }
-                synchronized (S3Storage.this) {
-                    seenGen = gen;
-                }
-                return extended;
-            } catch (IOException e) {
-                LOG.debug("S3 store {}: {} not followed by its new bytes: {}", spec, node.path, e.getMessage());
-                return null;
-            } finally {
-                try {
-                    Files.deleteIfExists(part);
-                } catch (IOException e) {
-                    LOG.debug("S3 store {}: {} left in the cache: {}", spec, part, e.getMessage());
-                }
-            }
-        }
-
-        /** {@link #follow} by the node's new version fetched whole and compared with this content {@code c}. */
-        private boolean followFetched(CacheFile c) throws IOException {
-            fetch(node);
-            long gen;
-            CacheFile now;
-            synchronized (S3Storage.this) {
-                if (!node.cached || node.dirty || node.writers > 0 || node.path == null) {
-                    return false;
-                }
-                gen = node.gen;
-                now = CacheFile.openForReading(dataFile(node.ino));
-            }
-            try (now) {
-                long mine = c.size();
-                long theirs = now.size();
-                boolean extended = theirs > mine && c.samePrefix(now, mine);
-                if (extended) {
-                    c.writeAll(now.range(mine, theirs - mine), mine);
-                }
-                synchronized (S3Storage.this) {
-                    seenGen = gen;
-                }
-                return extended;
-            }
-        }
-
-        /**
-         * Follows a copy_file_range served through this handle from another of this store: once the
-         * copies, each going on where the last ended, have written a file S3 holds whole from its
-         * start (cp asks 64 MiB at a time), its upload may be a copy of that object
-         * ({@link MovedFrom#COPIED}, checked by the content's hash when it goes up). Anything else
-         * ends the run.
-         */
-        @Override
-        public void copiedHere(FileHandle from, long fromOffset, long toOffset, long length) {
-            synchronized (S3Storage.this) {
-                CopyRun run = copyRun;
-                copyRun = null;
-                if (!(from instanceof Handle source) || source.store() != S3Storage.this || fromOffset != toOffset
-                        || fromOffset != (run == null ? 0 : run.upTo()) || (run != null && run.source() != source.node)) {
-                    return;
-                }
-                Node s = source.node;
-                if (s.dirty || s.link || s.remoteEtag == null || s.path == null || s.sha == null || s.shaGen != s.gen
-                        || s.size < COPY_RATHER_THAN_PUT_FROM || (run != null && !s.remoteEtag.equals(run.etag()))) {
-                    return;
-                }
-                long upTo = fromOffset + length;
-                if (upTo < s.size) {
-                    copyRun = new CopyRun(s, s.remoteEtag, upTo);
-                } else if (upTo == s.size && node.size == s.size && node.path != null && node != s) {
-                    node.movedFrom = new MovedFrom(objectKey(s.path, s), s.remoteEtag, s.sha, MovedFrom.COPIED);
-                }
-            }
-        }
-
-        private S3Storage store() {
-            return S3Storage.this;
-        }
-
-        @Override
-        public int write(ByteBuffer src, long position) throws IOException {
-            CacheFile ch = content();
-            synchronized (S3Storage.this) {
-                long at = append ? ch.size() : position;
-                requireObjectSize(at + src.remaining());
-                writing(node, append ? at : NOT_APPENDS, made && node.gen == madeGen);
-                commit();
-                int n = ch.write(src, at);
-                node.size = ch.size();
-                touch(node);
-                return n;
-            }
-        }
-
-        @Override
-        public void truncate(long size) throws IOException {
-            content();
-            synchronized (S3Storage.this) {
-                writing(node, NOT_APPENDS, false);
-                commit();
-                setLength(size);
-                node.size = ch.size();
-                touch(node);
-            }
-        }
-
-        private void setLength(long size) throws IOException {
-            requireObjectSize(size);
-            if (size != ch.size()) {
-                ch.truncate(size);
-            }
-        }
-
-        @Override
-        public void allocate(int mode, long offset, long length) throws IOException {
-            boolean keepSize = (mode & KEEP_SIZE) != 0;
-            boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
-            FileHandle.checkAllocate(mode, offset, length);
-            content();
-            synchronized (S3Storage.this) {
-                long end = offset + length;
-                long cur = ch.size();
-                if (!keepSize) {
-                    requireObjectSize(end);
-                }
-                if (zero) {
-                    // an object has no blocks to reserve or free: a hole and zeros read the same
-                    long to = Math.min(end, cur);
-                    ByteBuffer zeros = ByteBuffer.allocate((int) Math.min(1 << 16, Math.max(0, to - offset)));
-                    for (long at = offset; at < to; ) {
-                        zeros.clear().limit((int) Math.min(zeros.capacity(), to - at));
-                        at += ch.write(zeros, at);
-                    }
-                }
-                if (!keepSize && end > cur) {
-                    setLength(end);
-                }
-                if (zero || (!keepSize && end > cur)) {
-                    writing(node, NOT_APPENDS, false);
-                    commit();
-                    node.size = ch.size();
-                    touch(node);
-                }
-            }
-        }
-
-        @Override
-        public void sync(boolean metadata) throws IOException {
-            writeBack.flushNode(node);
-        }
-
-        private void requireObjectSize(long size) throws ErrnoException {
-            if (size > Bucket.MAX_OBJECT_BYTES) {
-                // past it the file could never be uploaded
-                throw new ErrnoException(Linux.EFBIG, String.valueOf(node.path),
-                        "File too large: an S3 object holds at most " + (Bucket.MAX_OBJECT_BYTES >> 40) + " TiB");
-            }
-        }
-
-        @Override
-        public long inode() {
-            return node.ino;
-        }
-
-        @Override
-        public Metadata metadata() {
-            synchronized (S3Storage.this) {
-                return metadataOf(node);
-            }
-        }
-
-        @Override
-        public long size() throws IOException {
-            // a file still downloading is as long as the object; its file, only as far as ranges came
-            if (download != null && !download.ended()) {
-                return download.head().size();
-            }
-            CacheFile set = ch;
-            if (set != null) {
-                return set.size();
-            }
-            synchronized (S3Storage.this) {
-                return ch == null ? node.size : ch.size();
-            }
-        }
-
-        @Override
-        public void setTimes(FileTime accessed, FileTime modified) throws IOException {
-            synchronized (S3Storage.this) {
-                setTimesOf(node, accessed, modified);
-                commit();
-            }
-        }
-
-        @Override
-        public void setExecutable(int mode) throws IOException {
-            synchronized (S3Storage.this) {
-                setExecutableOf(node, mode);
-                commit();
-            }
-        }
-
-        /** Never: every write must pass through here to mark the file dirty for its upload. */
-        @Override
-        public int passthroughDescriptor() {
-            return -1;
-        }
-
-        /** Locks exclude within this daemon: another host's processes are not seen (as on any mount of S3). */
-        @Override
-        public FileLocks locks() {
-            synchronized (S3Storage.this) {
-                if (locks == null) {
-                    if (node.locks == null) {
-                        node.locks = new InProcessLocks(S3Storage.this);
-                    }
-                    locks = node.locks.view();
-                }
-                return locks;
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            synchronized (S3Storage.this) {
-                if (closed) {
-                    return;
-                }
-                closed = true;
-                node.opens--;
-                if (locks != null) {
-                    locks.close();
-                }
-                if (writer) {
-                    node.writers--;
-                    if (node.dirty && node.writers == 0 && node.path != null) {
-                        // closed dirty: the debounce starts now, and the journal has the final attributes
-                        schedule(node);
-                        journalPut(node);
-                        commit();
-                    }
-                }
-                if (ch == null) {
-                    return;
-                }
-            }
-            ch.close();
-        }
-    }
-
-    private void setTimesOf(Node n, FileTime accessed, FileTime modified) throws IOException {
+    void setTimesOf(Node n, FileTime accessed, FileTime modified) throws IOException {
         if (accessed != null) {
             n.atime = accessed;
         }
@@ -2361,7 +1901,7 @@ public final class S3Storage implements Storage {
         }
     }
 
-    private void setExecutableOf(Node n, int mode) throws IOException {
+    void setExecutableOf(Node n, int mode) throws IOException {
         int wanted = (n.mode & ~0111) | (mode & 0111);
         if (wanted != n.mode && !n.link) { // a link's bits are always 0777, as on Linux
             n.mode = wanted;

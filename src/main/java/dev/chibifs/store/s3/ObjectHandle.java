@@ -1,0 +1,446 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.FileLocks;
+import dev.chibifs.store.InProcessLocks;
+import dev.chibifs.store.Metadata;
+import dev.chibifs.store.s3.S3Storage.MovedFrom;
+import dev.chibifs.store.s3.S3Storage.Node;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
+
+import static dev.chibifs.store.s3.S3Storage.COPY_RATHER_THAN_PUT_FROM;
+import static dev.chibifs.store.s3.S3Storage.FETCHES;
+import static dev.chibifs.store.s3.S3Storage.NOT_APPENDS;
+import static dev.chibifs.store.s3.S3Storage.SNAPSHOT_TRIES;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+
+/**
+ * A file of an {@link S3Storage} open through the mount: reads and writes go to the node's file in
+ * the content cache, which a handle opened for reading before the file was fetched fetches at its
+ * first read or write; a read-only handle of a download in ranges reads it as it arrives; a read
+ * past the end of a version another host extended takes the new bytes ({@link #follow}). Every
+ * write marks the node dirty for the write-back; the last writer's close starts its debounce.
+ *
+ * <p>Locking: the store's monitor guards the node and this handle's fields, as marked, and is never
+ * held over a request to S3 or a fetch. {@link #follow} holds this handle's own monitor, so that
+ * two reads of one handle do not add the same bytes at once, and takes the store's inside it.
+ */
+final class ObjectHandle implements FileHandle {
+    private static final Logger LOG = LoggerFactory.getLogger(ObjectHandle.class);
+
+    private final S3Storage store;
+    private final Node node;
+    /**
+     * The content; null until the first read or write of a handle that opened a file not fetched
+     * yet for writing ({@link #content}), so that an open that only sets attributes ({@code
+     * touch}) does not fetch it. Set once, under the store's monitor; read without it once set
+     * (volatile), so that reads, the hot path, do not take the store's monitor.
+     */
+    private volatile CacheFile ch;
+    private final boolean writer;
+    private final boolean append;
+    /** Its open made the file, whose generation was then {@link #madeGen}. */
+    private final boolean made;
+    private final long madeGen;
+    /** As the open left the file (truncated); null when it made it. Set by the store before the open returns. */
+    Metadata opened;
+    private boolean closed;
+    /** Made at the first lock request through this handle; guarded by the store's monitor. */
+    private InProcessLocks.View locks;
+    /** The copy from another file under way through this handle ({@link #copiedHere}); guarded by the store's monitor. */
+    private CopyRun copyRun;
+
+    /** The download it reads as it arrives, or null. */
+    private final Bucket.Download download;
+    /**
+     * The node's generation when this handle's content was last compared with the node's
+     * ({@link #follow}); guarded by the store's monitor.
+     */
+    private long seenGen;
+
+    /** Made under the store's monitor. */
+    ObjectHandle(S3Storage store, Node node, CacheFile ch, boolean writer, boolean append, boolean made) {
+        this(store, node, ch, writer, append, made, null);
+    }
+
+    /** A read-only handle of {@code download}'s file; made under the store's monitor. */
+    ObjectHandle(S3Storage store, Node node, CacheFile ch, Bucket.Download download) {
+        this(store, node, ch, false, false, false, download);
+    }
+
+    private ObjectHandle(S3Storage store, Node node, CacheFile ch, boolean writer, boolean append, boolean made,
+                         Bucket.Download download) {
+        this.store = store;
+        node.opens++;
+        this.node = node;
+        this.ch = ch;
+        this.writer = writer;
+        this.append = append;
+        this.made = made;
+        this.madeGen = node.gen;
+        this.opened = made ? null : store.metadataOf(node);
+        this.download = download;
+        this.seenGen = node.gen;
+    }
+
+    @Override
+    public Metadata opened() {
+        return opened;
+    }
+
+    /** The content, fetched first where this handle has none yet. */
+    private CacheFile content() throws IOException {
+        CacheFile set = ch;
+        if (set != null) {
+            return set;
+        }
+        for (int attempt = 0; ; attempt++) {
+            synchronized (store) {
+                if (ch != null) {
+                    return ch;
+                }
+                if (node.cached) {
+                    ch = CacheFile.openForWriting(store.dataFile(node.ino));
+                    return ch;
+                }
+                if (attempt >= SNAPSHOT_TRIES) {
+                    throw new ErrnoException(Linux.EBUSY, String.valueOf(node.path), "Resource busy: changed while it was fetched");
+                }
+            }
+            store.fetch(node);
+        }
+    }
+
+    @Override
+    public int read(ByteBuffer dst, long position) throws IOException {
+        if (download != null) {
+            download.await(position, dst.remaining());
+        }
+        CacheFile c = content();
+        int n = c.read(dst, position);
+        if (dst.hasRemaining() && follow(c)) {
+            n += c.read(dst, position + n);
+        }
+        return n;
+    }
+
+    /**
+     * A read of this read-only handle ran past the end of its content {@code c} while the node
+     * moved on to another version (another host's upload): where that version is this content with
+     * more at its end (a log appended on another host, which goes up while open), the new bytes are
+     * added to this handle's copy and true is answered, so that a reader following the file
+     * ({@code tail -f}, which polls with fstat and reads on) reads them. Any other change leaves
+     * the handle with what it opened (close-to-open). The copy is the handle's own: the cache
+     * dropped its file when the listing showed the new version, and several handles that share
+     * it add the same bytes at the same offsets.
+     */
+    private synchronized boolean follow(CacheFile c) {
+        synchronized (store) {
+            if (writer || (download != null && !download.ended()) || closed || node.gen == seenGen || node.dirty
+                    || node.writers > 0) {
+                return false;
+            }
+        }
+        Boolean followed = followByRange(c);
+        if (followed != null) {
+            return followed;
+        }
+        try {
+            return followFetched(c);
+        } catch (IOException e) {
+            // S3 away, the file removed meanwhile, the cache disk full: the reader has what it had,
+            // and may ask again
+            LOG.debug("S3 store {}: {} not followed: {}", store.spec, node.path, e.getMessage());
+            return false;
+        }
+    }
+
+    /**
+     * {@link #follow} without fetching the new version whole: where it is not cached here but its
+     * SHA-256 is known (its object's metadata), only its bytes past this handle's content come
+     * down, and they are added where this content followed by them is that version, as its hash
+     * says. Null where that cannot be asked (cached, hash unknown, S3 away): the caller fetches it.
+     */
+    private Boolean followByRange(CacheFile c) {
+        String key;
+        String etag;
+        String sha;
+        long theirs;
+        long gen;
+        synchronized (store) {
+            if (node.cached || node.path == null || node.remoteEtag == null || node.sha == null || node.shaGen != node.gen) {
+                return null;
+            }
+            key = store.objectKey(node.path, node);
+            etag = node.remoteEtag;
+            sha = node.sha;
+            theirs = node.size;
+            gen = node.gen;
+        }
+        Path part = store.dataDir.resolve(node.ino + ".fetch" + FETCHES.incrementAndGet());
+        try {
+            long mine = c.size();
+            boolean extended = false;
+            if (theirs > mine) {
+                try (CacheFile added = CacheFile.replace(part)) {
+                    if (store.continues(key, etag, theirs, sha, c, mine, added)) {
+                        c.writeAll(added.range(mine, theirs - mine), mine);
+                        extended = true;
+                    }
+                }
+            }
+            synchronized (store) {
+                seenGen = gen;
+            }
+            return extended;
+        } catch (IOException e) {
+            LOG.debug("S3 store {}: {} not followed by its new bytes: {}", store.spec, node.path, e.getMessage());
+            return null;
+        } finally {
+            try {
+                Files.deleteIfExists(part);
+            } catch (IOException e) {
+                LOG.debug("S3 store {}: {} left in the cache: {}", store.spec, part, e.getMessage());
+            }
+        }
+    }
+
+    /** {@link #follow} by the node's new version fetched whole and compared with this content {@code c}. */
+    private boolean followFetched(CacheFile c) throws IOException {
+        store.fetch(node);
+        long gen;
+        CacheFile now;
+        synchronized (store) {
+            if (!node.cached || node.dirty || node.writers > 0 || node.path == null) {
+                return false;
+            }
+            gen = node.gen;
+            now = CacheFile.openForReading(store.dataFile(node.ino));
+        }
+        try (now) {
+            long mine = c.size();
+            long theirs = now.size();
+            boolean extended = theirs > mine && c.samePrefix(now, mine);
+            if (extended) {
+                c.writeAll(now.range(mine, theirs - mine), mine);
+            }
+            synchronized (store) {
+                seenGen = gen;
+            }
+            return extended;
+        }
+    }
+
+    /**
+     * Follows a copy_file_range served through this handle from another of this store: once the
+     * copies, each going on where the last ended, have written a file S3 holds whole from its
+     * start (cp asks 64 MiB at a time), its upload may be a copy of that object
+     * ({@link MovedFrom#COPIED}, checked by the content's hash when it goes up). Anything else
+     * ends the run.
+     */
+    @Override
+    public void copiedHere(FileHandle from, long fromOffset, long toOffset, long length) {
+        synchronized (store) {
+            CopyRun run = copyRun;
+            copyRun = null;
+            if (!(from instanceof ObjectHandle source) || source.store != store || fromOffset != toOffset
+                    || fromOffset != (run == null ? 0 : run.upTo()) || (run != null && run.source() != source.node)) {
+                return;
+            }
+            Node s = source.node;
+            if (s.dirty || s.link || s.remoteEtag == null || s.path == null || s.sha == null || s.shaGen != s.gen
+                    || s.size < COPY_RATHER_THAN_PUT_FROM || (run != null && !s.remoteEtag.equals(run.etag()))) {
+                return;
+            }
+            long upTo = fromOffset + length;
+            if (upTo < s.size) {
+                copyRun = new CopyRun(s, s.remoteEtag, upTo);
+            } else if (upTo == s.size && node.size == s.size && node.path != null && node != s) {
+                node.movedFrom = new MovedFrom(store.objectKey(s.path, s), s.remoteEtag, s.sha, MovedFrom.COPIED);
+            }
+        }
+    }
+
+    @Override
+    public int write(ByteBuffer src, long position) throws IOException {
+        CacheFile ch = content();
+        synchronized (store) {
+            long at = append ? ch.size() : position;
+            requireObjectSize(at + src.remaining());
+            store.writing(node, append ? at : NOT_APPENDS, made && node.gen == madeGen);
+            store.commit();
+            int n = ch.write(src, at);
+            node.size = ch.size();
+            store.touch(node);
+            return n;
+        }
+    }
+
+    @Override
+    public void truncate(long size) throws IOException {
+        content();
+        synchronized (store) {
+            store.writing(node, NOT_APPENDS, false);
+            store.commit();
+            setLength(size);
+            node.size = ch.size();
+            store.touch(node);
+        }
+    }
+
+    private void setLength(long size) throws IOException {
+        requireObjectSize(size);
+        if (size != ch.size()) {
+            ch.truncate(size);
+        }
+    }
+
+    @Override
+    public void allocate(int mode, long offset, long length) throws IOException {
+        boolean keepSize = (mode & KEEP_SIZE) != 0;
+        boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
+        FileHandle.checkAllocate(mode, offset, length);
+        content();
+        synchronized (store) {
+            long end = offset + length;
+            long cur = ch.size();
+            if (!keepSize) {
+                requireObjectSize(end);
+            }
+            if (zero) {
+                // an object has no blocks to reserve or free: a hole and zeros read the same
+                long to = Math.min(end, cur);
+                ByteBuffer zeros = ByteBuffer.allocate((int) Math.min(1 << 16, Math.max(0, to - offset)));
+                for (long at = offset; at < to; ) {
+                    zeros.clear().limit((int) Math.min(zeros.capacity(), to - at));
+                    at += ch.write(zeros, at);
+                }
+            }
+            if (!keepSize && end > cur) {
+                setLength(end);
+            }
+            if (zero || (!keepSize && end > cur)) {
+                store.writing(node, NOT_APPENDS, false);
+                store.commit();
+                node.size = ch.size();
+                store.touch(node);
+            }
+        }
+    }
+
+    @Override
+    public void sync(boolean metadata) throws IOException {
+        store.writeBack.flushNode(node);
+    }
+
+    private void requireObjectSize(long size) throws ErrnoException {
+        if (size > Bucket.MAX_OBJECT_BYTES) {
+            // past it the file could never be uploaded
+            throw new ErrnoException(Linux.EFBIG, String.valueOf(node.path),
+                    "File too large: an S3 object holds at most " + (Bucket.MAX_OBJECT_BYTES >> 40) + " TiB");
+        }
+    }
+
+    @Override
+    public long inode() {
+        return node.ino;
+    }
+
+    @Override
+    public Metadata metadata() {
+        synchronized (store) {
+            return store.metadataOf(node);
+        }
+    }
+
+    @Override
+    public long size() throws IOException {
+        // a file still downloading is as long as the object; its file, only as far as ranges came
+        if (download != null && !download.ended()) {
+            return download.head().size();
+        }
+        CacheFile set = ch;
+        if (set != null) {
+            return set.size();
+        }
+        synchronized (store) {
+            return ch == null ? node.size : ch.size();
+        }
+    }
+
+    @Override
+    public void setTimes(FileTime accessed, FileTime modified) throws IOException {
+        synchronized (store) {
+            store.setTimesOf(node, accessed, modified);
+            store.commit();
+        }
+    }
+
+    @Override
+    public void setExecutable(int mode) throws IOException {
+        synchronized (store) {
+            store.setExecutableOf(node, mode);
+            store.commit();
+        }
+    }
+
+    /** Never: every write must pass through here to mark the file dirty for its upload. */
+    @Override
+    public int passthroughDescriptor() {
+        return -1;
+    }
+
+    /** Locks exclude within this daemon: another host's processes are not seen (as on any mount of S3). */
+    @Override
+    public FileLocks locks() {
+        synchronized (store) {
+            if (locks == null) {
+                if (node.locks == null) {
+                    node.locks = new InProcessLocks(store);
+                }
+                locks = node.locks.view();
+            }
+            return locks;
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        synchronized (store) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            node.opens--;
+            if (locks != null) {
+                locks.close();
+            }
+            if (writer) {
+                node.writers--;
+                if (node.dirty && node.writers == 0 && node.path != null) {
+                    // closed dirty: the debounce starts now, and the journal has the final attributes
+                    store.schedule(node);
+                    store.journalPut(node);
+                    store.commit();
+                }
+            }
+            if (ch == null) {
+                return;
+            }
+        }
+        ch.close();
+    }
+
+    /** A copy of {@code source}, version {@code etag}, written from its start up to {@code upTo} so far. */
+    private record CopyRun(Node source, String etag, long upTo) {
+    }
+}
