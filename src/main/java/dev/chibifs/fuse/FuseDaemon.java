@@ -174,7 +174,9 @@ public final class FuseDaemon {
         if (followStore) {
             StoreFollower f = ChangeFollower.start(fs);
             if (f == StoreFollower.NONE) {
-                LOG.warn("--kernel-cache: the store's changes cannot be followed here; keeping 1 s timeouts");
+                // expected where the root store is S3 or memory: nothing is wrong that the user could mend
+                LOG.info("--kernel-cache: the root store's changes cannot be followed; the kernel keeps an S3 "
+                        + "listing's answers while it holds, others 1 s");
                 // NONE would let the kernel keep everything for the long timeouts asked for, unfollowed
                 fs.follow(StoreFollower.UNFOLLOWED);
             }
