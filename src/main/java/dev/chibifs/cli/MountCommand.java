@@ -151,7 +151,7 @@ public final class MountCommand implements Callable<Integer> {
         }
         java.nio.file.Path syncSocket = StatsSocket.syncPathFor(registry, pid);
         try {
-            StatsSocket served = StatsSocket.serve(syncSocket, () -> StatsSocket.synced(namespace));
+            StatsSocket served = StatsSocket.serve(syncSocket, () -> StatsSocket.synced(namespace, daemon));
             Runtime.getRuntime().addShutdownHook(new Thread(served::close, "chibifs-sync-close"));
         } catch (IOException | RuntimeException e) {
             log.warn("chibifs sync will not reach this mount: cannot listen at {}: {}", syncSocket, e.getMessage());

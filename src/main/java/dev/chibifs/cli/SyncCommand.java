@@ -15,15 +15,17 @@ import java.util.concurrent.Callable;
 /**
  * {@code chibifs sync MOUNTPOINT...}: what {@code sync} would do if it reached a FUSE daemon (the
  * kernel sends it only to virtiofs): each mount's stores make what was written last, S3 stores by
- * sending every change waiting to go up, the local store by syncing its file system.
+ * sending every change waiting to go up, the local store by syncing its file system; then S3
+ * stores list again what they had listed, so the host sees what others synced.
  */
 @Command(name = "sync", mixinStandardHelpOptions = true,
         description = {
             "Make everything written through each mount last where its stores keep it, returning once it does: "
-                + "an S3 store sends every change waiting for its debounce (another host sees it once its listing "
-                + "expires, --metadata-ttl), the local store's file system is synced (sync(1) never reaches a FUSE "
-                + "daemon). Exit 0 when every mount synced, 1 when one is not a running chibifs mount, 5 when a "
-                + "store could not (S3 away: its changes wait in the cache and go up when it answers)."
+                + "an S3 store sends every change waiting for its debounce, the local store's file system is synced "
+                + "(sync(1) never reaches a FUSE daemon). Then each mount lets go of what it listed of S3 and returns "
+                + "once its kernel keeps nothing told from those listings (at most --metadata-ttl): what other hosts "
+                + "synced before shows at once. Exit 0 when every mount synced, 1 when one is not a running chibifs "
+                + "mount, 5 when a store could not (S3 away: its changes wait in the cache and go up when it answers)."
         })
 final class SyncCommand implements Callable<Integer> {
 

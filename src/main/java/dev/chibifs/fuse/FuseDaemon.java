@@ -29,6 +29,9 @@ public final class FuseDaemon {
     /** Options every chibifs mount gets; the user's {@code -o} options come after and may override. */
     public static final List<String> DEFAULT_OPTIONS = List.of("fsname=chibifs", "subtype=chibifs");
 
+    /** Two jiffies at HZ=100, the coarsest: an entry's deadline is rounded up to one, and compared strictly. */
+    private static final Duration KERNEL_TICKS = Duration.ofMillis(20);
+
     private final Path mountpoint;
     private final FuseFileSystem fs;
     private final MountSpec spec;
@@ -145,6 +148,21 @@ public final class FuseDaemon {
     }
 
     /** What the daemon served so far. */
+    /**
+     * How long the kernel may still keep what replies said while the store's answers held {@code
+     * held} more: as long, within the mount's own timeouts (a reply's validity is the lesser), and
+     * {@link #KERNEL_TICKS} more, for the kernel counts a validity in its own ticks, rounded up.
+     */
+    public Duration keptAtMost(Duration held) {
+        if (held.isZero() || held.isNegative()) {
+            return Duration.ZERO;
+        }
+        double longest = Math.max(spec.entryTimeout(), Math.max(spec.attrTimeout(), spec.negativeTimeout()));
+        Duration mount = Duration.ofNanos((long) (longest * 1e9));
+        return (held.compareTo(mount) < 0 ? held : mount).plus(KERNEL_TICKS);
+    }
+
+
     public RequestStats stats() {
         return stats;
     }

@@ -160,6 +160,22 @@ public final class Namespace implements java.io.Closeable {
     }
 
     /**
+     * {@link Storage#dropHeldAnswers} of every store: the longest time answers given before may
+     * still be kept.
+     */
+    public java.time.Duration dropHeldAnswers() {
+        java.time.Duration longest = java.time.Duration.ZERO;
+        if (root != null) {
+            longest = root.dropHeldAnswers();
+        }
+        for (Storage s : opened.values()) {
+            java.time.Duration d = s.dropHeldAnswers();
+            longest = d.compareTo(longest) > 0 ? d : longest;
+        }
+        return longest;
+    }
+
+    /**
      * {@link Storage#sync} of every store, the local one at {@code /} first; each is asked even after
      * one fails, and the first failure is thrown.
      */

@@ -107,6 +107,16 @@ public interface Storage extends Closeable {
         return Duration.ZERO;
     }
 
+    /**
+     * Lets go of every answer held ({@link #answersHeld}): the next question about any directory asks
+     * the backing again, so that what another host changed shows at once ({@code chibifs sync}).
+     * Returns what was left of the longest of them, how long answers given before may still be kept
+     * by whoever was told them (the kernel). Nothing by default: a store that holds none.
+     */
+    default Duration dropHeldAnswers() {
+        return Duration.ZERO;
+    }
+
     // ---- what a mount needs ----
 
     /** Opens a file for positional reads and writes. */

@@ -148,6 +148,21 @@ final class Listings {
     }
 
     /**
+     * Every listing expires now ({@link S3Storage#dropHeldAnswers}); what was listed still serves
+     * while S3 is away. Returns what was left of the longest validity. Under the store's monitor.
+     */
+    Duration expireAll() {
+        long now = store.millis();
+        long validity = options.validity().toMillis();
+        long longest = 0;
+        for (Map.Entry<VfsPath, Long> e : listedAt.entrySet()) {
+            longest = Math.max(longest, e.getValue() + validity - now);
+            e.setValue(Math.min(e.getValue(), now - validity));
+        }
+        return Duration.ofMillis(longest);
+    }
+
+    /**
      * The directory changed here other than through a request: its answers are held no longer and
      * the next question lists it again; what was listed still serves while S3 is away.
      */

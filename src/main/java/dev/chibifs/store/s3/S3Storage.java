@@ -900,6 +900,12 @@ public final class S3Storage implements Storage {
         return listings.answersHeld(directory);
     }
 
+    /** Every listing expires: the next question about a directory lists it again (while S3 answers). */
+    @Override
+    public synchronized Duration dropHeldAnswers() {
+        return listings.expireAll();
+    }
+
     /**
      * {@code n} went up from this host: the time S3 gave the object is not known (a PUT answers
      * none) but is no later than now by S3's clock. The wall clock, not the store's clock: that one

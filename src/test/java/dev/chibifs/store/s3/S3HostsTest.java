@@ -673,6 +673,39 @@ class S3HostsTest {
     }
 
     @Test
+    void anotherHostsChangeShowsAtOnceOnceHeldAnswersAreDropped() throws Exception {
+        // chibifs sync on the reading host: no waiting for the validity
+        MutableClock clockB = startClock();
+        Duration ttl = Duration.ofSeconds(60);
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withClock(clockB, false).withValidity(ttl));
+        a.write(p("/shared/plan.md"), "v1".getBytes(UTF_8));
+        a.write(p("/shared/notes/old.md"), "old".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("v1", text(b, "/shared/plan.md"));
+        assertTrue(b.exists(p("/shared/notes/old.md")));
+        assertEquals(Duration.ZERO, b.answersHeld(p("/shared/site")), "never listed");
+
+        a.write(p("/shared/plan.md"), "version 2".getBytes(UTF_8));
+        a.write(p("/shared/new.md"), "new".getBytes(UTF_8));
+        a.removeFile(p("/shared/notes/old.md"));
+        a.flushAll();
+        clockB.advance(Duration.ofSeconds(20));
+        assertEquals(2, b.metadata(p("/shared/plan.md")).size(), "within the validity, b believes what it listed");
+        assertFalse(b.exists(p("/shared/new.md")));
+
+        assertEquals(Duration.ofSeconds(40), b.dropHeldAnswers(), "what was left of the longest listing's validity");
+        assertEquals(Duration.ZERO, b.answersHeld(p("/shared")));
+        assertEquals(Duration.ZERO, b.answersHeld(p("/shared/notes")));
+        assertEquals("version 2", text(b, "/shared/plan.md"));
+        assertEquals("new", text(b, "/shared/new.md"));
+        assertFalse(b.exists(p("/shared/notes/old.md")));
+        assertEquals(ttl, b.answersHeld(p("/shared")), "listed again, held again");
+        assertEquals(ttl, b.dropHeldAnswers());
+        assertEquals(Duration.ZERO, b.dropHeldAnswers(), "a second drop finds nothing held");
+    }
+
+    @Test
     void aWriteOnOneHostIsReadOnTheOtherWithinTwoSeconds() throws Exception {
         S3Storage a = host(options("a"));
         S3Storage b = host(options("b"));

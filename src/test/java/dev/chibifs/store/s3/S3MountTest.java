@@ -566,6 +566,27 @@ class S3MountTest {
 
     @Test
     @Timeout(120)
+    void chibifsSyncOnTheReadingHostShowsWhatAnotherHostSyncedAtOnce() throws Exception {
+        MountedFs a = host(MountedFs.tempRoot(), "hostA", "1h");
+        // b believes its listings for a minute, and its kernel what b said for 5 s: only b's sync, and
+        // its wait for the kernel, can show a's change here
+        MountedFs b = host(MountedFs.tempRoot(), "hostB", FLUSH_AFTER, "--metadata-ttl", "1m", "--kernel-cache", "5s");
+        Files.writeString(a.at(PREFIX + "/plan.md"), "v1\n");
+        MountedFs.cli("sync", a.mountpoint().toString()).ok();
+        assertEquals("v1\n", readOrNull(b.at(PREFIX + "/plan.md")));
+        assertNull(readOrNull(b.at(PREFIX + "/new.md")));
+
+        Files.writeString(a.at(PREFIX + "/plan.md"), "version 2\n");
+        Files.writeString(a.at(PREFIX + "/new.md"), "new\n");
+        MountedFs.cli("sync", a.mountpoint().toString()).ok();
+        assertEquals("v1\n", readOrNull(b.at(PREFIX + "/plan.md")), "b holds what it listed");
+        assertEquals("synced " + b.mountpoint() + "\n", MountedFs.cli("sync", b.mountpoint().toString()).ok().out());
+        assertEquals("version 2\n", readOrNull(b.at(PREFIX + "/plan.md")));
+        assertEquals("new\n", readOrNull(b.at(PREFIX + "/new.md")), "the kernel's missing name has run out too");
+    }
+
+    @Test
+    @Timeout(120)
     void chibifsUmountReturnsOnlyAfterEverythingPendingIsUploaded() throws Exception {
         MountedFs a = host(MountedFs.tempRoot(), "hostA", "1h");
         Files.writeString(a.at(PREFIX + "/pending.md"), "closed, not yet uploaded\n");
