@@ -110,9 +110,9 @@ final class StatsSocket implements AutoCloseable {
 
     /**
      * The answer to {@code chibifs sync}: the stores synced, or why not. Then what this host's stores
-     * held of their backing (an S3 listing) is asked again, and the answer waits until the kernel
-     * keeps nothing it was told from before: a program started after {@code sync} returns sees what
-     * other hosts had synced by then.
+     * held of their backing (an S3 listing) is asked again, and the kernel told to ask again what it
+     * was told from it: a program started after {@code sync} returns sees what other hosts had synced
+     * by then.
      */
     static Object synced(dev.chibifs.router.Namespace namespace, dev.chibifs.fuse.FuseDaemon daemon) {
         try {
@@ -121,8 +121,8 @@ final class StatsSocket implements AutoCloseable {
             return java.util.Map.of("synced", false, "error", String.valueOf(e.getMessage()));
         }
         try {
-            // the kernel's deadlines are its own; nothing tells the daemon they ran out
-            Thread.sleep(daemon.keptAtMost(namespace.dropHeldAnswers()).toMillis());
+            namespace.dropHeldAnswers();
+            daemon.expireHeldAnswers();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return java.util.Map.of("synced", false, "error", "interrupted");

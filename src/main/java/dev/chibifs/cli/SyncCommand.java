@@ -22,9 +22,9 @@ import java.util.concurrent.Callable;
         description = {
             "Make everything written through each mount last where its stores keep it, returning once it does: "
                 + "an S3 store sends every change waiting for its debounce, the local store's file system is synced "
-                + "(sync(1) never reaches a FUSE daemon). Then each mount lets go of what it listed of S3 and returns "
-                + "once its kernel keeps nothing told from those listings (at most --metadata-ttl): what other hosts "
-                + "synced before shows at once. Exit 0 when every mount synced, 1 when one is not a running chibifs "
+                + "(sync(1) never reaches a FUSE daemon). Then each mount lets go of what it listed of S3 and tells "
+                + "its kernel to ask again what it was told from those listings: what other hosts synced before "
+                + "shows at once. Exit 0 when every mount synced, 1 when one is not a running chibifs "
                 + "mount, 5 when a store could not (S3 away: its changes wait in the cache and go up when it answers)."
         })
 final class SyncCommand implements Callable<Integer> {

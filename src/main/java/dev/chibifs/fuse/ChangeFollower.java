@@ -232,8 +232,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     private void invalidateEntry(long parent, String name) {
         FuseSession s = session;
-        boolean expireOnly = s != null && s.negotiated() != null && s.negotiated().kernelMinor() >= 38
-                && s.negotiated().kernelOffers(FuseProtocol.HAS_EXPIRE_ONLY);
+        boolean expireOnly = s != null && s.negotiated() != null && s.negotiated().namesExpireOnly();
         send(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
                 .invalEntry(parent, name, expireOnly ? FuseProtocol.EXPIRE_ONLY : 0));
     }

@@ -29,7 +29,7 @@ public final class FuseDaemon {
     /** Options every chibifs mount gets; the user's {@code -o} options come after and may override. */
     public static final List<String> DEFAULT_OPTIONS = List.of("fsname=chibifs", "subtype=chibifs");
 
-    /** Two jiffies at HZ=100, the coarsest: an entry's deadline is rounded up to one, and compared strictly. */
+    /** Two jiffies at HZ=100, the coarsest: the kernel rounds a validity up to one, and compares strictly. */
     private static final Duration KERNEL_TICKS = Duration.ofMillis(20);
 
     private final Path mountpoint;
@@ -149,19 +149,17 @@ public final class FuseDaemon {
 
     /** What the daemon served so far. */
     /**
-     * How long the kernel may still keep what replies said while the store's answers held {@code
-     * held} more: as long, within the mount's own timeouts (a reply's validity is the lesser), and
-     * {@link #KERNEL_TICKS} more, for the kernel counts a validity in its own ticks, rounded up.
+     * After the stores let go of their held answers ({@code chibifs sync}): the kernel is told to ask
+     * again about what it was told from them, and this returns once it keeps none of it (what it
+     * could not be told is waited out, {@link FuseFileSystem#expireHeldAnswers}).
      */
-    public Duration keptAtMost(Duration held) {
-        if (held.isZero() || held.isNegative()) {
-            return Duration.ZERO;
+    public void expireHeldAnswers() throws InterruptedException {
+        Duration left = fs.expireHeldAnswers();
+        if (!left.isZero() && !left.isNegative()) {
+            // the kernel's own deadlines, which nothing reports: waited out, and a tick or two more
+            Thread.sleep(left.plus(KERNEL_TICKS).toMillis());
         }
-        double longest = Math.max(spec.entryTimeout(), Math.max(spec.attrTimeout(), spec.negativeTimeout()));
-        Duration mount = Duration.ofNanos((long) (longest * 1e9));
-        return (held.compareTo(mount) < 0 ? held : mount).plus(KERNEL_TICKS);
     }
-
 
     public RequestStats stats() {
         return stats;

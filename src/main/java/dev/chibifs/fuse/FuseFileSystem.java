@@ -44,26 +44,38 @@ final class FuseFileSystem {
      * follows the changes, else what the store says its answers hold for, else {@link #brief}.
      */
     record Timeouts(FuseReply.Validity entry, FuseReply.Validity attr, FuseReply.Validity negative,
-                    FuseReply.Validity brief) {
+                    FuseReply.Validity brief, boolean held) {
         static Timeouts of(double entry, double attr, double negative) {
             return new Timeouts(FuseReply.Validity.of(entry), FuseReply.Validity.of(attr),
-                    FuseReply.Validity.of(negative), FuseReply.Validity.of(Math.min(1.0, Math.min(entry, attr))));
+                    FuseReply.Validity.of(negative), FuseReply.Validity.of(Math.min(1.0, Math.min(entry, attr))), false);
         }
 
         /** Where changes are not followed and the store cannot say: names and attributes briefly, no missing name. */
         Timeouts unfollowed() {
-            return new Timeouts(brief, brief, FuseReply.Validity.NONE, brief);
+            return new Timeouts(brief, brief, FuseReply.Validity.NONE, brief, false);
         }
 
-        /** Where the store's answers hold {@code nanos} more: as long, within the mount's own timeouts. */
+        /**
+         * Where the store's answers hold {@code nanos} more: as long, within the mount's own timeouts;
+         * {@link #held}, for {@link #expireHeldAnswers} to find what the kernel was told from them.
+         */
         Timeouts atMost(long nanos) {
-            return new Timeouts(entry.atMost(nanos), attr.atMost(nanos), negative.atMost(nanos), brief);
+            return new Timeouts(entry.atMost(nanos), attr.atMost(nanos), negative.atMost(nanos), brief, true);
         }
 
         /** How long the names and attributes a listing of a followed directory gives the kernel last together. */
         long listingNanos() {
             return Math.min(entry.nanosTotal(), attr.nanosTotal());
         }
+    }
+
+    /** How many names told missing from held answers are remembered for {@link #expireHeldAnswers}. */
+    static final int MISSING_NAMES_KEPT = 4096;
+    /** How long {@link #expireHeldAnswers} waits for the kernel to take its notices (each may wait for a directory's lock). */
+    private static final java.time.Duration NOTICES_WRITTEN_WITHIN = java.time.Duration.ofSeconds(10);
+
+    /** A name told missing in directory node {@code parent}. */
+    private record MissingName(long parent, String name) {
     }
 
     /**
@@ -114,6 +126,16 @@ final class FuseFileSystem {
     private volatile FuseChannel unopenedListings;
     /** Where a dropped held listing is told (the session's notices); null before INIT. */
     private volatile NoticeWriter noticeWriter;
+    /** Whether an INVAL_ENTRY may stale a name without unhashing it (set at INIT, before {@link #noticeWriter}). */
+    private volatile boolean namesExpireOnly;
+    /**
+     * Names the kernel was told are missing in a directory whose store held its answers, until when it
+     * may keep that ({@link System#nanoTime}); for {@link #expireHeldAnswers}. At most
+     * {@link #MISSING_NAMES_KEPT}: past that a name is not remembered, and {@link #missingNotKeptUntil}
+     * says until when such a name may be kept.
+     */
+    private final java.util.concurrent.ConcurrentHashMap<MissingName, Long> heldMissing = new java.util.concurrent.ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.AtomicLong missingNotKeptUntil = new java.util.concurrent.atomic.AtomicLong();
     /** Drops the listings the kernel keeps while their store holds its answers; made at the first. Guarded by this. */
     private ListingExpiry heldListings;
     /** Each request thread's buffer for a notification sent in the middle of a request. */
@@ -182,8 +204,12 @@ final class FuseFileSystem {
         this.unopenedListings = channel;
     }
 
-    /** Notifications that may wait in the kernel go through {@code writer}: the session's. */
-    void noticesThrough(NoticeWriter writer) {
+    /**
+     * Notifications that may wait in the kernel go through {@code writer}: the session's; {@code
+     * expireOnly}: the kernel can stale a name without unhashing it.
+     */
+    void noticesThrough(NoticeWriter writer, boolean expireOnly) {
+        this.namesExpireOnly = expireOnly;
         this.noticeWriter = writer;
     }
 
@@ -420,7 +446,9 @@ final class FuseFileSystem {
                 m.isDirectory(), m.isDirectory() || m.links() <= 1, created);
         replied(n, m);
         Timeouts kept = keptIn(parent);
-        out.entry(n.id, kept.entry(), attrValidity(kept, p, m, n), attributes(req, p, m));
+        FuseReply.Validity attr = attrValidity(kept, p, m, n);
+        toldHeld(n, kept, attr);
+        out.entry(n.id, kept.entry(), attr, attributes(req, p, m));
         return n;
     }
 
@@ -437,9 +465,13 @@ final class FuseFileSystem {
             m = held != null ? held.metadata() : router.metadata(null, p);
         } catch (NoSuchFileException missing) {
             // a followed directory tells the kernel when the name appears; another holds its answer as long as it says
-            FuseReply.Validity negative = keptIn(parent).negative();
+            Timeouts kept = keptIn(parent);
+            FuseReply.Validity negative = kept.negative();
             if (negative == FuseReply.Validity.NONE || follower.follows(parent) && !follower.missing(parent, name)) {
                 throw missing;
+            }
+            if (kept.held()) {
+                toldMissing(parent, name, negative);
             }
             out.negativeEntry(negative);
             return;
@@ -483,7 +515,9 @@ final class FuseFileSystem {
         replied(n, m);
         NodeTable.Link link = n.link;
         // the root has no parent: its own following, or its store's word, decides
-        FuseReply.Validity validity = link == null ? keptIn(n).attr() : attrValidity(keptIn(link.parent()), p, m, n);
+        Timeouts kept = keptIn(link == null ? n : link.parent());
+        FuseReply.Validity validity = link == null ? kept.attr() : attrValidity(kept, p, m, n);
+        toldHeld(n, kept, validity);
         if (statx) {
             out.statxOut(validity, attributes(req, p, m), m.created());
         } else {
@@ -847,6 +881,89 @@ final class FuseFileSystem {
             n.untold();
         }
         out.open(fh, openFlags, backing);
+    }
+
+    /**
+     * The kernel keeps node {@code n}'s name and attributes, told in the reply being written, as long
+     * as {@code kept} and {@code attr} say: where that came from its store's held answers, until when
+     * is remembered ({@link NodeTable.Node#heldUntil}) for {@link #expireHeldAnswers}.
+     */
+    private static void toldHeld(NodeTable.Node n, Timeouts kept, FuseReply.Validity attr) {
+        if (kept.held()) {
+            long until = System.nanoTime() + Math.max(kept.entry().nanosTotal(), attr.nanosTotal());
+            // two replies at once may leave the earlier deadline: the later one's own reply is at most
+            // as old, and its validity as long, so the kernel keeps neither past a few microseconds more
+            if (until - n.heldUntil > 0) {
+                n.heldUntil = until;
+            }
+        }
+    }
+
+    /** The kernel keeps {@code name} in {@code dir} as missing for {@code negative}, told from its store's held answers. */
+    private void toldMissing(NodeTable.Node dir, String name, FuseReply.Validity negative) {
+        long until = System.nanoTime() + negative.nanosTotal();
+        if (heldMissing.size() >= MISSING_NAMES_KEPT) {
+            long now = System.nanoTime();
+            heldMissing.values().removeIf(t -> t - now <= 0);
+        }
+        if (heldMissing.size() < MISSING_NAMES_KEPT) {
+            heldMissing.merge(new MissingName(dir.id, name), until, (a, b) -> b - a > 0 ? b : a);
+        } else {
+            missingNotKeptUntil.accumulateAndGet(until, (a, b) -> b - a > 0 ? b : a);
+        }
+    }
+
+    /**
+     * Makes the kernel ask again about every name and node it was told from its stores' held answers
+     * and may still keep (an S3 listing, which the stores have just let go of: {@code chibifs sync}),
+     * and returns once it has been told. Each name is staled (INVAL_ENTRY, EXPIRE_ONLY) and each
+     * node's attributes dropped (INVAL_INODE), so the next path walk, stat or open asks the daemon,
+     * which lists again. Answers it cannot reach that way are waited out instead, and how long that
+     * is, is returned: names told missing past {@link #MISSING_NAMES_KEPT}, and every answer where
+     * the kernel cannot stale a name without unhashing it (before Linux 6.2: unhashing a directory
+     * fails getcwd of every process working in it).
+     */
+    java.time.Duration expireHeldAnswers() throws InterruptedException {
+        NoticeWriter w = noticeWriter;
+        if (w == null) {
+            return java.time.Duration.ZERO; // before INIT: the kernel was told nothing
+        }
+        long now = System.nanoTime();
+        long last = 0;
+        long waitUntil = now;
+        for (NodeTable.Node n : nodes.all()) {
+            long until = n.heldUntil;
+            NodeTable.Link link = n.link;
+            if (until - now <= 0) {
+                continue;
+            }
+            if (!namesExpireOnly) {
+                waitUntil = until - waitUntil > 0 ? until : waitUntil;
+                continue;
+            }
+            if (link != null) {
+                w.post(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
+                        .invalEntry(link.parent().id, link.name(), FuseProtocol.EXPIRE_ONLY));
+            }
+            last = w.post(notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, -1, 0));
+        }
+        for (java.util.Map.Entry<MissingName, Long> e : heldMissing.entrySet()) {
+            long until = e.getValue();
+            if (until - now > 0 && !namesExpireOnly) {
+                waitUntil = until - waitUntil > 0 ? until : waitUntil;
+            } else if (until - now > 0) {
+                last = w.post(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
+                        .invalEntry(e.getKey().parent(), e.getKey().name(), FuseProtocol.EXPIRE_ONLY));
+            }
+            heldMissing.remove(e.getKey(), until);
+        }
+        long notKept = missingNotKeptUntil.get();
+        waitUntil = notKept - waitUntil > 0 ? notKept : waitUntil;
+        if (last != 0 && !w.awaitWritten(last, NOTICES_WRITTEN_WITHIN.toNanos())) {
+            LOG.warn("the kernel took over {} s to take what chibifs sync told it; it may keep some answers"
+                    + " until they expire", NOTICES_WRITTEN_WITHIN.toSeconds());
+        }
+        return java.time.Duration.ofNanos(Math.max(0, waitUntil - System.nanoTime()));
     }
 
     /** The kernel is told {@code m} of node {@code n} in the reply being written. */
@@ -1652,8 +1769,9 @@ final class FuseFileSystem {
         }
         replied(n, m);
         out.plusNodes.add(n);
-        out.direntPlus(n.id, keptInDir.entry(), attrValidity(keptInDir, p, m, n), attributes(req, p, m), next, type,
-                nameBytes, 0, nameBytes.length);
+        FuseReply.Validity attr = attrValidity(keptInDir, p, m, n);
+        toldHeld(n, keptInDir, attr);
+        out.direntPlus(n.id, keptInDir.entry(), attr, attributes(req, p, m), next, type, nameBytes, 0, nameBytes.length);
     }
 
     /**

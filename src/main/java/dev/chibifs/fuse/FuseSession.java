@@ -89,6 +89,11 @@ final class FuseSession {
         boolean opensWithoutAsking() {
             return kernelOffers(FuseProtocol.NO_OPENDIR_SUPPORT);
         }
+
+        /** Whether an INVAL_ENTRY may only stale a name (EXPIRE_ONLY, 7.38), not unhash it. */
+        boolean namesExpireOnly() {
+            return kernelMinor >= 38 && kernelOffers(FuseProtocol.HAS_EXPIRE_ONLY);
+        }
     }
 
     private final FuseChannel channel;
@@ -424,7 +429,7 @@ final class FuseSession {
                 if (negotiated.opensWithoutAsking()) {
                     fs.listWithoutOpening(channel);
                 }
-                fs.noticesThrough(notices);
+                fs.noticesThrough(notices, negotiated.namesExpireOnly());
                 LOG.debug("INIT: kernel 7.{}, offered {}, granted {}", minor, Long.toHexString(offered), Long.toHexString(granted));
                 return true;
             }

@@ -89,6 +89,11 @@ final class NodeTable {
         volatile long followKey = -1;
         /** Set when the kernel was given a listing of this directory to keep; see {@link ChangeFollower}. */
         volatile boolean listingKept;
+        /**
+         * Until when ({@link System#nanoTime}) the kernel may keep this node's name and attributes told
+         * from its store's held answers (an S3 listing); see {@link FuseFileSystem#expireHeldAnswers}.
+         */
+        volatile long heldUntil;
         /** Size, mtime and ctime (ns) of the attributes the kernel was last told ({@link #told}); size -1 before any. */
         volatile long toldSize = -1;
         volatile long toldModified;

@@ -159,20 +159,12 @@ public final class Namespace implements java.io.Closeable {
         return states;
     }
 
-    /**
-     * {@link Storage#dropHeldAnswers} of every store: the longest time answers given before may
-     * still be kept.
-     */
-    public java.time.Duration dropHeldAnswers() {
-        java.time.Duration longest = java.time.Duration.ZERO;
+    /** {@link Storage#dropHeldAnswers} of every store. */
+    public void dropHeldAnswers() {
         if (root != null) {
-            longest = root.dropHeldAnswers();
+            root.dropHeldAnswers();
         }
-        for (Storage s : opened.values()) {
-            java.time.Duration d = s.dropHeldAnswers();
-            longest = d.compareTo(longest) > 0 ? d : longest;
-        }
-        return longest;
+        opened.values().forEach(Storage::dropHeldAnswers);
     }
 
     /**

@@ -110,11 +110,9 @@ public interface Storage extends Closeable {
     /**
      * Lets go of every answer held ({@link #answersHeld}): the next question about any directory asks
      * the backing again, so that what another host changed shows at once ({@code chibifs sync}).
-     * Returns what was left of the longest of them, how long answers given before may still be kept
-     * by whoever was told them (the kernel). Nothing by default: a store that holds none.
+     * Nothing by default: a store that holds none.
      */
-    default Duration dropHeldAnswers() {
-        return Duration.ZERO;
+    default void dropHeldAnswers() {
     }
 
     // ---- what a mount needs ----

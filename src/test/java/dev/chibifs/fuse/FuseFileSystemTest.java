@@ -493,6 +493,42 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void chibifsSyncTellsTheKernelToAskAgainWhatItWasToldFromHeldAnswers() throws Exception {
+        connectHolding(OFFERED | FuseProtocol.HAS_EXPIRE_ONLY);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long f = written("f", "x");
+        FakeKernel.Reply missing = kernel.call(FuseProtocol.LOOKUP, shared, body().name("missing"));
+        assertEquals(List.of(0, 0L, 30L), List.of(missing.error(), missing.int64(0), missing.int64(16)),
+                "a missing name, kept as long as the store holds its answer");
+        int entriesBefore = kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).size();
+
+        assertEquals(java.time.Duration.ZERO, fs.expireHeldAnswers(), "nothing left to wait out");
+        // struct fuse_notify_inval_entry_out: parent, namelen, flags; then the name
+        List<String> staled = kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).stream().skip(entriesBefore)
+                .map(n -> n.int64(0) + "/" + StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8)))
+                        + (n.int32(12) == FuseProtocol.EXPIRE_ONLY ? "" : " unhashed"))
+                .sorted().toList();
+        assertEquals(java.util.stream.Stream.of(FuseProtocol.ROOT_ID + "/shared", shared + "/f", shared + "/missing")
+                .sorted().toList(), staled, "each name staled, none unhashed (getcwd)");
+        // struct fuse_notify_inval_inode_out: ino, off (-1: attributes only), len
+        assertTrue(kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
+                .anyMatch(n -> n.int64(0) == f && n.int64(8) == -1), "the file's attributes dropped");
+    }
+
+    @Test
+    void whereTheKernelCannotStaleANameASyncWaitsOutWhatItWasToldFromHeldAnswers() throws Exception {
+        connectHolding(OFFERED);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        assertEquals(0, kernel.call(FuseProtocol.LOOKUP, shared, body().name("missing")).error());
+        int entriesBefore = kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).size();
+        java.time.Duration left = fs.expireHeldAnswers();
+        assertTrue(left.compareTo(java.time.Duration.ofSeconds(29)) > 0 && left.compareTo(java.time.Duration.ofSeconds(30)) <= 0,
+                "what is left of the 30 s the kernel was given: " + left);
+        assertEquals(entriesBefore, kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).size(),
+                "an INVAL_ENTRY there would unhash the name");
+    }
+
+    @Test
     void whereChangesAreNotFollowedTheKernelKeepsAnswersAsLongAsTheStoreSaysTheyHold() throws Exception {
         connectHolding(OFFERED);
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");

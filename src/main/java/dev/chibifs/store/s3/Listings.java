@@ -149,17 +149,11 @@ final class Listings {
 
     /**
      * Every listing expires now ({@link S3Storage#dropHeldAnswers}); what was listed still serves
-     * while S3 is away. Returns what was left of the longest validity. Under the store's monitor.
+     * while S3 is away. Under the store's monitor.
      */
-    Duration expireAll() {
-        long now = store.millis();
-        long validity = options.validity().toMillis();
-        long longest = 0;
-        for (Map.Entry<VfsPath, Long> e : listedAt.entrySet()) {
-            longest = Math.max(longest, e.getValue() + validity - now);
-            e.setValue(Math.min(e.getValue(), now - validity));
-        }
-        return Duration.ofMillis(longest);
+    void expireAll() {
+        long expired = store.millis() - options.validity().toMillis();
+        listedAt.replaceAll((dir, at) -> Math.min(at, expired));
     }
 
     /**

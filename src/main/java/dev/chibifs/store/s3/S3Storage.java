@@ -902,8 +902,8 @@ public final class S3Storage implements Storage {
 
     /** Every listing expires: the next question about a directory lists it again (while S3 answers). */
     @Override
-    public synchronized Duration dropHeldAnswers() {
-        return listings.expireAll();
+    public synchronized void dropHeldAnswers() {
+        listings.expireAll();
     }
 
     /**
