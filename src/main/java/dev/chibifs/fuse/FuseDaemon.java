@@ -147,7 +147,6 @@ public final class FuseDaemon {
         return this;
     }
 
-    /** What the daemon served so far. */
     /**
      * After the stores let go of their held answers ({@code chibifs sync}): the kernel is told to ask
      * again about what it was told from them, and this returns once it keeps none of it (what it
@@ -161,6 +160,7 @@ public final class FuseDaemon {
         }
     }
 
+    /** What the daemon served so far. */
     public RequestStats stats() {
         return stats;
     }

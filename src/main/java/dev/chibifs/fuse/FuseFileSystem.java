@@ -893,7 +893,8 @@ final class FuseFileSystem {
             long until = System.nanoTime() + Math.max(kept.entry().nanosTotal(), attr.nanosTotal());
             // two replies at once may leave the earlier deadline: the later one's own reply is at most
             // as old, and its validity as long, so the kernel keeps neither past a few microseconds more
-            if (until - n.heldUntil > 0) {
+            long had = n.heldUntil;
+            if (had == 0 || until - had > 0) {
                 n.heldUntil = until;
             }
         }
@@ -921,7 +922,9 @@ final class FuseFileSystem {
      * which lists again. Answers it cannot reach that way are waited out instead, and how long that
      * is, is returned: names told missing past {@link #MISSING_NAMES_KEPT}, and every answer where
      * the kernel cannot stale a name without unhashing it (before Linux 6.2: unhashing a directory
-     * fails getcwd of every process working in it).
+     * fails getcwd of every process working in it). A reply written meanwhile from an answer read
+     * before the stores let go may still land after its notice (a window of microseconds, with
+     * requests under way during the sync): the kernel keeps it, at most as long as it said.
      */
     java.time.Duration expireHeldAnswers() throws InterruptedException {
         NoticeWriter w = noticeWriter;
@@ -934,7 +937,7 @@ final class FuseFileSystem {
         for (NodeTable.Node n : nodes.all()) {
             long until = n.heldUntil;
             NodeTable.Link link = n.link;
-            if (until - now <= 0) {
+            if (until == 0 || until - now <= 0) {
                 continue;
             }
             if (!namesExpireOnly) {
