@@ -1747,10 +1747,15 @@ final class FuseFileSystem {
         Metadata kept = known == null ? null : keptMetadata(known, dir);
         VfsPath p;
         Metadata m;
+        Metadata unconfirmed = null;
         long from = known == null || kept != null ? 0 : known.keepingFrom();
         try {
             p = dirPath.child(name);
-            m = kept != null ? kept : siblings.metadata(name);
+            // a name whose attributes the store would ask its backing for (S3: a HEAD) goes now, its
+            // attributes not to be kept: `ls` and `rm -rf` of a tree another host made wait for no
+            // request per file, and a stat asks again
+            unconfirmed = kept != null ? null : siblings.unconfirmed(name);
+            m = kept != null ? kept : unconfirmed != null ? unconfirmed : siblings.metadata(name);
         } catch (IOException | RuntimeException gone) {
             // gone since the listing was read: a directory open before a removal may still give the
             // name (POSIX allows it), with the inode the kernel knows it by where there is one
@@ -1767,12 +1772,12 @@ final class FuseFileSystem {
         if (n == null) {
             n = nodes.remember(dir, name, identity, m.isDirectory(), m.isDirectory() || m.links() <= 1, false);
         }
-        if (kept == null && n == known) {
+        if (kept == null && unconfirmed == null && n == known) {
             n.keep(KeptMetadata.of(m, dir.followKey, System.nanoTime()), from);
         }
         replied(n, m);
         out.plusNodes.add(n);
-        FuseReply.Validity attr = attrValidity(keptInDir, p, m, n);
+        FuseReply.Validity attr = unconfirmed != null ? FuseReply.Validity.NONE : attrValidity(keptInDir, p, m, n);
         toldHeld(n, keptInDir, attr);
         out.direntPlus(n.id, keptInDir.entry(), attr, attributes(req, p, m), next, type, nameBytes, 0, nameBytes.length);
     }

@@ -381,6 +381,15 @@ public final class Router {
             return tag == 0 ? m : tagged(m, tag);
         }
 
+        /** {@link Storage.Siblings#unconfirmed}; null for a mount point's name. */
+        public Metadata unconfirmed(String name) throws IOException {
+            if (mountPoints.contains(name)) {
+                return null;
+            }
+            Metadata m = inStore.unconfirmed(name);
+            return m == null || tag == 0 ? m : tagged(m, tag);
+        }
+
         /** The store {@code name} is in. */
         public Storage storage(String name) {
             return mountPoints.contains(name) ? router.resolve(dir.child(name)).storage() : storage;

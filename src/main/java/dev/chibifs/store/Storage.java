@@ -91,6 +91,16 @@ public interface Storage extends Closeable {
     interface Siblings extends AutoCloseable {
         Metadata metadata(String name) throws IOException;
 
+        /**
+         * Where {@link #metadata} of {@code name} would wait for the store's backing, what the store
+         * has without asking, for a listing to send now with attributes the kernel must not keep (an
+         * S3 listing gives a file's size, not its mtime and execute bits, which a HEAD asks: a stat
+         * then asks again, and waits for it). Null where {@link #metadata} waits for nothing.
+         */
+        default Metadata unconfirmed(String name) throws IOException {
+            return null;
+        }
+
         @Override
         default void close() {
         }

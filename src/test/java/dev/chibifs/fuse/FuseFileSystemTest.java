@@ -664,6 +664,58 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void aListingSendsANameWhoseAttributesTheStoreWouldAskForAtOnceForTheKernelNotToKeep() throws Exception {
+        // as an S3 store's listing shows a file's size, not its mtime and execute bits (a HEAD asks)
+        store.write(VfsPath.of("/shared/unasked"), "12345".getBytes(StandardCharsets.UTF_8));
+        store.write(VfsPath.of("/shared/known"), "1".getBytes(StandardCharsets.UTF_8));
+        List<String> waitedFor = new java.util.concurrent.CopyOnWriteArrayList<>();
+        router = Router.of((dev.chibifs.store.Storage) java.lang.reflect.Proxy.newProxyInstance(
+                getClass().getClassLoader(), new Class<?>[]{dev.chibifs.store.Storage.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("siblings")) {
+                        VfsPath dir = (VfsPath) args[0];
+                        return new dev.chibifs.store.Storage.Siblings() {
+                            @Override
+                            public Metadata metadata(String name) throws java.io.IOException {
+                                waitedFor.add(name);
+                                return store.metadata(dir.child(name));
+                            }
+
+                            @Override
+                            public Metadata unconfirmed(String name) throws java.io.IOException {
+                                return name.equals("unasked") ? store.metadata(dir.child(name)) : null;
+                            }
+                        };
+                    }
+                    try {
+                        return method.invoke(store, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                }));
+        stop();
+        connect(OFFERED);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        FakeKernel.Reply open = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0));
+        FakeKernel.Reply list = kernel.call(FuseProtocol.READDIRPLUS, shared,
+                body().int64(open.int64(0)).int64(0).int32(65536).int32(0).int64(0).int32(0).int32(0));
+        assertEquals(0, list.error());
+        // struct fuse_direntplus: fuse_entry_out (nodeid, generation, entry_valid, attr_valid, ..., attr), then the dirent
+        Map<String, List<Long>> entries = new java.util.HashMap<>();
+        for (int at = 0; at < list.body().limit(); ) {
+            int nameLength = list.int32(at + FuseProtocol.ENTRY_OUT + 16);
+            byte[] name = new byte[nameLength];
+            list.body().get(at + FuseProtocol.DIRENTPLUS, name);
+            // attr_valid and attr_valid_nsec; the attributes' size
+            entries.put(new String(name, StandardCharsets.UTF_8), List.of(list.int64(at + 24) * 1_000_000_000L
+                    + (list.int32(at + 36) & 0xffffffffL), list.int64(at + 40 + 8)));
+            at += FuseReply.align8(FuseProtocol.DIRENTPLUS + nameLength);
+        }
+        assertEquals(List.of(0L, 5L), entries.get("unasked"), "sent as the store has it, kept for no time");
+        assertTrue(entries.get("known").get(0) > 0, "asked, and kept: " + entries.get("known"));
+        assertEquals(List.of("known"), waitedFor, "no wait for the name the store would ask its backing for");
+    }
+
+    @Test
     void listingsCarryNodesForEveryNameButDotAndDotDot() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         for (String n : List.of("a", "b", "c")) {

@@ -1747,6 +1747,30 @@ public final class S3Storage implements Storage {
         }
     }
 
+    /**
+     * A file a listing showed whose attributes are not asked yet (a HEAD, under way in the
+     * background since the listing: {@link Listings#learnAttributes}) is {@link
+     * Storage.Siblings#unconfirmed}: its size and S3's time, as listed, and no execute bits.
+     */
+    @Override
+    public Siblings siblings(VfsPath directory) {
+        return new Siblings() {
+            @Override
+            public Metadata metadata(String name) throws IOException {
+                return S3Storage.this.metadata(directory.child(name));
+            }
+
+            @Override
+            public Metadata unconfirmed(String name) {
+                VfsPath p = directory.child(name);
+                synchronized (S3Storage.this) {
+                    Node n = nodes.get(p);
+                    return n != null && !n.dir && !n.link && !n.attributesKnown ? metadataOf(n) : null;
+                }
+            }
+        };
+    }
+
     @Override
     public Metadata metadata(VfsPath path) throws IOException {
         Node n = find(path);

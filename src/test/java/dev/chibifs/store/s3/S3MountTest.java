@@ -328,6 +328,23 @@ class S3MountTest {
     }
 
     @Test
+    @Timeout(120)
+    void aListingOnAnotherHostWaitsForNoFilesAttributesAndAStatAfterItShowsThem() throws IOException {
+        MountedFs a = host("hostA");
+        // 200 scripts with their times: a listing on b comes before b has asked S3 for most of them
+        a.sh("mkdir -p shared/s3/bin && cd shared/s3/bin && for i in $(seq 200); do echo 'echo ran' > s$i;"
+                + " done && chmod +x s* && touch -d '2020-01-02 03:04:05 UTC' s*").ok();
+        MountedFs.cli("sync", a.mountpoint().toString()).ok();
+        MountedFs b = host("hostB");
+        assertEquals("200", b.sh("ls shared/s3/bin | wc -l").ok().out().trim());
+        // what the listing sent without the files' own attributes was not kept: stat asks, and waits
+        assertEquals("755 1577934245", b.sh("stat -c '%a %Y' shared/s3/bin/s137").ok().out().trim());
+        assertEquals("ran\n", b.sh("shared/s3/bin/s200").ok().out());
+        assertEquals("200", b.sh("find shared/s3/bin -type f -perm -u+x -newermt '2020-01-02 03:04:04 UTC'"
+                + " ! -newermt '2020-01-02 03:04:06 UTC' | wc -l").ok().out().trim());
+    }
+
+    @Test
     @Timeout(240)
     void tarAndGitWorkOnAnS3BackedPrefix() throws IOException {
         MountedFs a = host("hostA");
