@@ -389,7 +389,7 @@ final class Listings {
                 continue;
             }
             Node n = store.nodes.get(p);
-            if (n == null && store.inflight.contains(pre)) {
+            if (n == null && (store.inflight.contains(pre) || onlyWhatThisHostRemoves(pre, startSeq))) {
                 continue;
             }
             seen.add(name);
@@ -524,6 +524,29 @@ final class Listings {
         n.mtime = n.ctime = n.atime = t;
         n.syncedSeq = startSeq;
         n.attributesKnown = false; // a stat asks (learnAttributes); a listing also asks ahead of it
+    }
+
+    /**
+     * Whether listed prefix {@code pre}, a directory with no node here, may be only keys below it
+     * that this host removed: a directory removed here before its marker went up has no tombstone of
+     * its own, and an upload under it that landed after the removal (rm -rf right after mv of a
+     * tree, the write-back mid-pass) leaves its object until its delete goes. S3 lists the prefix
+     * until then; without this a listing of the parent brought the directory back, and rmdir of the
+     * parent failed (ENOTEMPTY). A directory another host filled meanwhile shows once those deletes
+     * are done. Under the store's monitor.
+     */
+    private boolean onlyWhatThisHostRemoves(String pre, long startSeq) {
+        for (String k : store.tombs.keySet()) {
+            if (k.startsWith(pre) && buried(k, startSeq)) {
+                return true;
+            }
+        }
+        for (String k : store.inflight) {
+            if (k.startsWith(pre)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private boolean buried(String key, long startSeq) {
