@@ -705,6 +705,24 @@ class S3HostsTest {
     }
 
     @Test
+    void aDirectoryRemovedHereStaysRemovedWhileADeleteBelowItWaitsToGoUp() throws Exception {
+        // its marker never went up (so it has no tombstone of its own), and an upload of a file in it
+        // landed after the removal: S3 lists the directory until that file's delete is done
+        S3Storage a = host(options("a").withClock(startClock(), false).withValidity(Duration.ZERO));
+        a.mkdir(p("/shared/t/e"));
+        a.removeDirectory(p("/shared/t/e"));
+        raw.put(prefix + "/shared/t/e/f", "f".getBytes(UTF_8), Map.of(), null);
+        synchronized (a) {
+            a.tombstone(prefix + "/shared/t/e/f", null); // as the write-back does for an upload that lands removed
+            a.commit();
+        }
+        assertEquals(List.of(), a.list(p("/shared/t")), "removed here, whatever S3 still lists below it");
+        a.removeDirectory(p("/shared/t"));
+        a.flushAll();
+        assertNull(inS3("shared/t/e/f"));
+    }
+
+    @Test
     void aWriteOnOneHostIsReadOnTheOtherWithinTwoSeconds() throws Exception {
         S3Storage a = host(options("a"));
         S3Storage b = host(options("b"));
