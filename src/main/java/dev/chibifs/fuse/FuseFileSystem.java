@@ -894,9 +894,7 @@ final class FuseFileSystem {
             // two replies at once may leave the earlier deadline: the later one's own reply is at most
             // as old, and its validity as long, so the kernel keeps neither past a few microseconds more
             long had = n.heldUntil;
-            if (had == 0 || until - had > 0) {
-                n.heldUntil = until;
-            }
+            n.heldUntil = had == 0 ? until : later(had, until);
         }
     }
 
@@ -908,9 +906,9 @@ final class FuseFileSystem {
             heldMissing.values().removeIf(t -> t - now <= 0);
         }
         if (heldMissing.size() < MISSING_NAMES_KEPT) {
-            heldMissing.merge(new MissingName(dir.id, name), until, (a, b) -> b - a > 0 ? b : a);
+            heldMissing.merge(new MissingName(dir.id, name), until, FuseFileSystem::later);
         } else {
-            missingNotKeptUntil.accumulateAndGet(until, (a, b) -> b - a > 0 ? b : a);
+            missingNotKeptUntil.accumulateAndGet(until, FuseFileSystem::later);
         }
     }
 
@@ -936,14 +934,14 @@ final class FuseFileSystem {
         long waitUntil = now;
         for (NodeTable.Node n : nodes.all()) {
             long until = n.heldUntil;
-            NodeTable.Link link = n.link;
             if (until == 0 || until - now <= 0) {
                 continue;
             }
             if (!namesExpireOnly) {
-                waitUntil = until - waitUntil > 0 ? until : waitUntil;
+                waitUntil = later(waitUntil, until);
                 continue;
             }
+            NodeTable.Link link = n.link;
             if (link != null) {
                 w.post(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
                         .invalEntry(link.parent().id, link.name(), FuseProtocol.EXPIRE_ONLY));
@@ -953,20 +951,24 @@ final class FuseFileSystem {
         for (java.util.Map.Entry<MissingName, Long> e : heldMissing.entrySet()) {
             long until = e.getValue();
             if (until - now > 0 && !namesExpireOnly) {
-                waitUntil = until - waitUntil > 0 ? until : waitUntil;
+                waitUntil = later(waitUntil, until);
             } else if (until - now > 0) {
                 last = w.post(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
                         .invalEntry(e.getKey().parent(), e.getKey().name(), FuseProtocol.EXPIRE_ONLY));
             }
             heldMissing.remove(e.getKey(), until);
         }
-        long notKept = missingNotKeptUntil.get();
-        waitUntil = notKept - waitUntil > 0 ? notKept : waitUntil;
+        waitUntil = later(waitUntil, missingNotKeptUntil.get());
         if (last != 0 && !w.awaitWritten(last, NOTICES_WRITTEN_WITHIN.toNanos())) {
             LOG.warn("the kernel took over {} s to take what chibifs sync told it; it may keep some answers"
                     + " until they expire", NOTICES_WRITTEN_WITHIN.toSeconds());
         }
         return java.time.Duration.ofNanos(Math.max(0, waitUntil - System.nanoTime()));
+    }
+
+    /** The later of two {@link System#nanoTime} deadlines (compared by difference, as nanoTime may wrap). */
+    private static long later(long a, long b) {
+        return b - a > 0 ? b : a;
     }
 
     /** The kernel is told {@code m} of node {@code n} in the reply being written. */
