@@ -830,11 +830,12 @@ final class Bucket implements Closeable {
             // answer was lost (a connection cut after the server took it): the retry then fails its
             // own condition against our own object, or finds its upload gone. It is ours when size
             // and metadata are what we sent (the store's metadata carries the content's SHA-256).
-            count(PUT_ANSWER_LOST);
             Head now = head(key);
             if (now != null && now.size() == size && now.meta().equals(meta) && !now.etag().equals(ifMatch)) {
+                landedUnanswered(size);
                 return now.etag();
             }
+            count(PUT_ANSWER_LOST);
             throw new PreconditionFailed(e.getMessage());
         }
     }
@@ -1162,6 +1163,15 @@ final class Bucket implements Closeable {
         RetriedPrecondition(String message) {
             super(message);
         }
+    }
+
+    /**
+     * An upload of {@code size} bytes whose answer was lost landed all the same (its object is ours,
+     * as a HEAD showed): counted with {@value #PUT_ANSWER_LOST}, and its bytes as gone up.
+     */
+    void landedUnanswered(long size) {
+        count(PUT_ANSWER_LOST);
+        bytesUp.add(size);
     }
 
     private String putOnce(String key, RequestBody body, Map<String, String> meta, String ifMatch) throws IOException {

@@ -459,11 +459,12 @@ final class WriteBack {
                     }
                 }
             } catch (Bucket.PreconditionFailed e) {
-                String ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, k) : null;
+                Bucket.Head ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, k) : null;
                 if (ours != null) {
                     // not another host's change: this host's own upload that landed unbeknownst to it
+                    bucket.landedUnanswered(ours.size());
                     synchronized (store) {
-                        n.remoteEtag = ours;
+                        n.remoteEtag = ours.etag();
                         S3Storage.uploaded(n);
                         n.lostUploads = null;
                     }
@@ -873,10 +874,10 @@ final class WriteBack {
     }
 
     /**
-     * The ETag of the object at {@code key} when it is one of {@code n}'s lost uploads (the same
+     * The object at {@code key} (its HEAD) when it is one of {@code n}'s lost uploads (the same
      * content: its SHA-256 in the object's metadata), else null.
      */
-    private String lostUploadThere(Node n, String key) throws IOException {
+    private Bucket.Head lostUploadThere(Node n, String key) throws IOException {
         List<String> lost;
         synchronized (store) {
             lost = n.lostUploads == null ? null : List.copyOf(n.lostUploads);
@@ -885,7 +886,7 @@ final class WriteBack {
             return null;
         }
         Bucket.Head now = bucket.head(key);
-        return now != null && lost.contains(now.meta().get(META_SHA)) ? now.etag() : null;
+        return now != null && lost.contains(now.meta().get(META_SHA)) ? now : null;
     }
 
     /**
@@ -913,6 +914,9 @@ final class WriteBack {
             Bucket.Head now = bucket.head(key);
             if (now != null && sha.equals(now.meta().get(META_SHA)) && now.size() == Files.size(from)) {
                 LOG.debug("S3 store {}: {} already holds this content", spec, key);
+                // an earlier attempt's, whose answer was lost (another host putting these very bytes
+                // at the same moment is rarer): they went up
+                bucket.landedUnanswered(now.size());
                 return now.etag();
             }
             throw e;

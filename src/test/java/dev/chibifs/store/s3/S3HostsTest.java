@@ -288,6 +288,23 @@ class S3HostsTest {
     }
 
     @Test
+    void anUploadThatLandedWithItsAnswerLostCountsItsBytesAsGoneUp() throws Exception {
+        // chibifs stats said 0.0 MiB up for a 2.4 MiB file whose PUT's answer was lost under load
+        S3Storage a = host(options("a").withClock(startClock(), false));
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        a.write(p("/shared/model.bin"), randomBytes(1 << 20, 3));
+        server.failPuts(Integer.MAX_VALUE, true);
+        try {
+            assertThrows(IOException.class, a::flushAll, "the PUT landed; the client saw it fail");
+        } finally {
+            server.failPuts(0, false);
+        }
+        a.flushAll(); // meets its own object: no conflict, and no second upload
+        assertTrue(a.state().contains("put-answer-lost=1") && a.state().endsWith("content: 0.0 MiB down, 1.0 MiB up"), a.state());
+    }
+
+    @Test
     void filesUploadedInPartsAreReadWholeOnTheOtherHostAndConflictAsOnePutWould() throws Exception {
         MutableClock clock = startClock();
         S3Storage a = hostUploadingInParts(options("a").withClock(clock, false));
