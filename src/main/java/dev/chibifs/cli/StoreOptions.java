@@ -61,6 +61,18 @@ final class StoreOptions {
                     + " 0: attributes only, each file's content at its first open. Default: 32K.")
     Long prefetchBelow;
 
+    @Option(names = "--lock-lease", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "A lock on a file of an S3 store keeps every host's processes out (flock, fcntl, SQLite):"
+                    + " the daemon holds a lease object in the bucket while a process here holds a lock, renewed"
+                    + " every third of DURATION. A host that dies holding one keeps the others out this long."
+                    + " Default: 30s.")
+    Duration lockLease;
+
+    @Option(names = "--local-locks",
+            description = "Locks on an S3 store keep out this daemon's processes only, asking S3 nothing (as before"
+                    + " 0.10's leases): faster, for a bucket one host writes.")
+    boolean localLocks;
+
     /** The parsed {@code --store} options; a bad one is a usage error naming the value and the rule. */
     List<StoreMount> mounts() {
         return mounts(() -> {
@@ -70,7 +82,7 @@ final class StoreOptions {
 
     private List<StoreMount> mounts(Supplier<ChibiHome> home, Map<String, String> env) {
         StoreSpec.Kind s3 = S3StoreSpec.kind(home, cacheDir, flushAfter, metadataTtl, cacheSize == null ? 0 : cacheSize,
-                prefetchBelow, env);
+                prefetchBelow, localLocks ? Duration.ZERO : lockLease, env);
         List<StoreMount> out = new ArrayList<>();
         for (String s : stores) {
             try {
@@ -83,10 +95,13 @@ final class StoreOptions {
             throw new UsageException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
         }
         long s3Stores = out.stream().filter(m -> m.spec() instanceof S3StoreSpec).count();
-        if ((cacheDir != null || flushAfter != null || metadataTtl != null || cacheSize != null || prefetchBelow != null)
-                && s3Stores == 0) {
-            throw new UsageException("--cache-dir, --cache-size, --flush-after, --metadata-ttl and --prefetch-below are"
-                    + " for an S3 store: add --store PREFIX=s3://BUCKET/KEYPREFIX");
+        if ((cacheDir != null || flushAfter != null || metadataTtl != null || cacheSize != null || prefetchBelow != null
+                || lockLease != null || localLocks) && s3Stores == 0) {
+            throw new UsageException("--cache-dir, --cache-size, --flush-after, --metadata-ttl, --prefetch-below,"
+                    + " --lock-lease and --local-locks are for an S3 store: add --store PREFIX=s3://BUCKET/KEYPREFIX");
+        }
+        if (lockLease != null && localLocks) {
+            throw new UsageException("--lock-lease and --local-locks cannot go together: a local lock has no lease");
         }
         if (cacheDir != null && s3Stores > 1) {
             // one store per cache directory (the second would be refused with EBUSY): say so before mounting
@@ -143,6 +158,13 @@ final class StoreOptions {
         if (prefetchBelow != null) {
             out.add("--prefetch-below");
             out.add(Long.toString(prefetchBelow));
+        }
+        if (lockLease != null) {
+            out.add("--lock-lease");
+            out.add(lockLease.toString());
+        }
+        if (localLocks) {
+            out.add("--local-locks");
         }
         return out;
     }

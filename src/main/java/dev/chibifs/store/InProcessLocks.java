@@ -27,6 +27,31 @@ public final class InProcessLocks {
         this.monitor = monitor;
     }
 
+    /**
+     * The strongest lock anyone holds on the file now, of either kind and on any bytes: WRITE, READ,
+     * or UNLOCK when there is none. What a store whose locks reach other hosts must hold there.
+     */
+    public LockType strongest() {
+        synchronized (monitor) {
+            LockType held = LockType.UNLOCK;
+            for (LockType t : flocks.values()) {
+                if (t == LockType.WRITE) {
+                    return t;
+                }
+                held = t;
+            }
+            for (RangeLocks r : posix.values()) {
+                for (RangeLocks.Range range : r.ranges()) {
+                    if (range.type() == LockType.WRITE) {
+                        return LockType.WRITE;
+                    }
+                    held = LockType.READ;
+                }
+            }
+            return held;
+        }
+    }
+
     /** The locks as one handle sees them; {@link View#close()} them with the handle. */
     public View view() {
         return new View();

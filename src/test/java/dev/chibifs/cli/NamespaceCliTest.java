@@ -89,12 +89,21 @@ class NamespaceCliTest {
         r = cli.run("ls", "--store", "/shared/team=s3://Bad_Bucket/x", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("'Bad_Bucket'") && r.err().contains("bucket name"), r.err());
-        // --cache-dir, --cache-size, --flush-after, --metadata-ttl and --prefetch-below mean something only
+        // --cache-dir, --cache-size, --flush-after, --metadata-ttl, --prefetch-below and the locks' options mean something only
         // with an S3 store, and a cache holds one store
         r = cli.run("ls", "--cache-dir", "/tmp/c", "vfs:///");
         assertExit(2, r);
-        assertTrue(r.err().contains("--cache-dir, --cache-size, --flush-after, --metadata-ttl and --prefetch-below are"
-                + " for an S3 store"), r.err());
+        assertTrue(r.err().contains("--cache-dir, --cache-size, --flush-after, --metadata-ttl, --prefetch-below,"
+                + " --lock-lease and --local-locks are for an S3 store"), r.err());
+        r = cli.run("ls", "--local-locks", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("are for an S3 store"), r.err());
+        r = cli.run("ls", "--store", s3, "--local-locks", "--lock-lease", "5s", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("--lock-lease and --local-locks cannot go together"), r.err());
+        r = cli.run("ls", "--store", s3, "--lock-lease", "0s", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("invalid duration '0s'"), r.err());
         r = cli.run("ls", "--prefetch-below", "0", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("are for an S3 store"), r.err());

@@ -368,10 +368,14 @@ final class Bucket implements Closeable {
                 count("list");
                 ListObjectsV2Response r = client.listObjectsV2(req.overrideConfiguration(answerLimits).build());
                 for (S3Object o : r.contents()) {
-                    objects.add(new Listed(o.key(), o.size() == null ? 0 : o.size(), o.lastModified(), o.eTag()));
+                    if (shows(prefix, o.key())) {
+                        objects.add(new Listed(o.key(), o.size() == null ? 0 : o.size(), o.lastModified(), o.eTag()));
+                    }
                 }
                 for (CommonPrefix p : r.commonPrefixes()) {
-                    prefixes.add(p.prefix());
+                    if (shows(prefix, p.prefix())) {
+                        prefixes.add(p.prefix());
+                    }
                 }
                 token = Boolean.TRUE.equals(r.isTruncated()) ? r.nextContinuationToken() : null;
             } while (token != null);
@@ -380,6 +384,11 @@ final class Bucket implements Closeable {
         }
         answered();
         return new Level(objects, prefixes);
+    }
+
+    /** The locks' leases are no store's files: only a listing of them shows them. */
+    private static boolean shows(String prefix, String key) {
+        return !key.startsWith(HostLocks.KEYS) || prefix.startsWith(HostLocks.KEYS);
     }
 
     /** Whether any object has a key starting with {@code prefix} (a directory, marker or not). */

@@ -514,6 +514,37 @@ final class Listings {
         return true;
     }
 
+    /**
+     * Where S3 holds another version of file {@code n} than the one here, and {@code n} has not
+     * changed here since: that version's attributes now, its content at the next read. A listing
+     * leaves a file open for writing as it is (its writer may be about to change it); a lock's pull
+     * may not, as the lock says no host writes the file meanwhile (SQLite keeps its database open
+     * for writing between transactions). One HEAD.
+     */
+    void pullVersion(Node n) throws IOException {
+        VfsPath p;
+        long gen;
+        synchronized (store) {
+            if (n.path == null || n.dir || n.link || n.dirty) {
+                return;
+            }
+            p = n.path;
+            gen = n.gen;
+        }
+        String key = store.objectKey(p, n);
+        Bucket.Head h = bucket.head(key);
+        synchronized (store) {
+            if (h == null || n.dirty || n.gen != gen || !p.equals(n.path) || h.etag().equals(n.remoteEtag)) {
+                return;
+            }
+            fromListing(n, new Bucket.Listed(key, h.size(), h.modified(), h.etag()), store.seq);
+            n.gen++;
+            store.fromMeta(n, h);
+            store.journalPut(n);
+            store.commit();
+        }
+    }
+
     private void fromListing(Node n, Bucket.Listed o, long startSeq) {
         store.dropContent(n);
         n.remoteEtag = o.etag();

@@ -55,7 +55,13 @@ final class ObjectHandle implements FileHandle {
     Metadata opened;
     private boolean closed;
     /** Made at the first lock request through this handle; guarded by the store's monitor. */
-    private InProcessLocks.View locks;
+    private InProcessLocks.View localLocks;
+    /** {@link #localLocks}, and the leases that make them reach other hosts where the store has them. */
+    private FileLocks locks;
+    /** {@link Node#replaced} when {@link #ch} was set; guarded by the store's monitor (read without, on the hot path). */
+    private long contentSeen;
+    /** Contents this handle read before another host's version replaced them; closed with it (a read may be on one). */
+    private java.util.List<CacheFile> retired;
     /** The copy from another file under way through this handle ({@link #copiedHere}); guarded by the store's monitor. */
     private CopyRun copyRun;
 
@@ -90,6 +96,7 @@ final class ObjectHandle implements FileHandle {
         this.opened = made ? null : store.metadataOf(node);
         this.download = download;
         this.seenGen = node.gen;
+        this.contentSeen = node.replaced;
     }
 
     @Override
@@ -100,11 +107,22 @@ final class ObjectHandle implements FileHandle {
     /** The content, fetched first where this handle has none yet. */
     private CacheFile content() throws IOException {
         CacheFile set = ch;
-        if (set != null) {
+        if (set != null && node.replaced == contentSeen) {
             return set;
         }
         for (int attempt = 0; ; attempt++) {
             synchronized (store) {
+                if (ch != null && node.replaced != contentSeen && download == null) {
+                    // a file locked here, whose content another host replaced: processes that share a
+                    // file under locks (SQLite) read what the last holder wrote, as on one disk
+                    if (retired == null) {
+                        retired = new java.util.ArrayList<>(1);
+                    }
+                    retired.add(ch);
+                    ch = null;
+                    seenGen = node.gen;
+                }
+                contentSeen = node.replaced;
                 if (ch != null) {
                     return ch;
                 }
@@ -287,17 +305,17 @@ final class ObjectHandle implements FileHandle {
 
     @Override
     public void truncate(long size) throws IOException {
-        content();
+        CacheFile ch = content();
         synchronized (store) {
             store.writing(node, NOT_APPENDS, false);
             store.commit();
-            setLength(size);
+            setLength(ch, size);
             node.size = ch.size();
             store.touch(node);
         }
     }
 
-    private void setLength(long size) throws IOException {
+    private void setLength(CacheFile ch, long size) throws IOException {
         requireObjectSize(size);
         if (size != ch.size()) {
             ch.truncate(size);
@@ -309,7 +327,7 @@ final class ObjectHandle implements FileHandle {
         boolean keepSize = (mode & KEEP_SIZE) != 0;
         boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
         FileHandle.checkAllocate(mode, offset, length);
-        content();
+        CacheFile ch = content();
         synchronized (store) {
             long end = offset + length;
             long cur = ch.size();
@@ -326,7 +344,7 @@ final class ObjectHandle implements FileHandle {
                 }
             }
             if (!keepSize && end > cur) {
-                setLength(end);
+                setLength(ch, end);
             }
             if (zero || (!keepSize && end > cur)) {
                 store.writing(node, NOT_APPENDS, false);
@@ -369,11 +387,11 @@ final class ObjectHandle implements FileHandle {
             return download.head().size();
         }
         CacheFile set = ch;
-        if (set != null) {
+        if (set != null && node.replaced == contentSeen) {
             return set.size();
         }
         synchronized (store) {
-            return ch == null ? node.size : ch.size();
+            return ch == null || node.replaced != contentSeen ? node.size : ch.size();
         }
     }
 
@@ -399,15 +417,17 @@ final class ObjectHandle implements FileHandle {
         return -1;
     }
 
-    /** Locks exclude within this daemon: another host's processes are not seen (as on any mount of S3). */
+    /** Locks exclude within this daemon and, where the store has leases ({@link HostLocks}), on every host. */
     @Override
     public FileLocks locks() {
         synchronized (store) {
             if (locks == null) {
                 if (node.locks == null) {
                     node.locks = new InProcessLocks(store);
+                    node.lease = new HostLocks.Lease();
                 }
-                locks = node.locks.view();
+                localLocks = node.locks.view();
+                locks = store.hostLocks == null ? localLocks : store.hostLocks.view(node, node.locks, localLocks);
             }
             return locks;
         }
@@ -415,14 +435,15 @@ final class ObjectHandle implements FileHandle {
 
     @Override
     public void close() throws IOException {
+        CacheFile content;
         synchronized (store) {
             if (closed) {
                 return;
             }
             closed = true;
             node.opens--;
-            if (locks != null) {
-                locks.close();
+            if (localLocks != null) {
+                localLocks.close();
             }
             if (writer) {
                 node.writers--;
@@ -433,11 +454,23 @@ final class ObjectHandle implements FileHandle {
                     store.commit();
                 }
             }
-            if (ch == null) {
-                return;
+            content = ch;
+        }
+        try {
+            if (localLocks != null && store.hostLocks != null) {
+                // not under the store's monitor: letting a lease go pushes first
+                store.hostLocks.settle(node, node.locks);
+            }
+        } finally {
+            if (retired != null) {
+                for (CacheFile c : retired) {
+                    c.close();
+                }
+            }
+            if (content != null) {
+                content.close();
             }
         }
-        ch.close();
     }
 
     /** A copy of {@code source}, version {@code etag}, written from its start up to {@code upTo} so far. */

@@ -28,9 +28,13 @@ import java.util.Objects;
  *        used goes (fetched again at their next open); 0: no limit
  * @param prefetchBelow a file or link a listing shows of at most this many bytes is fetched whole with its
  *        attributes (a GET in place of a HEAD), so its first open asks S3 nothing; 0: attributes only
+ * @param lockLease how long a lock's lease on S3 outlives a holder that stops renewing it (a host
+ *        that died holding a lock): locks then exclude the processes of every host ({@link HostLocks});
+ *        0: locks exclude within this daemon only
  */
 public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, Clock clock, String host,
-                        Map<String, String> env, boolean background, long cacheSize, long prefetchBelow) {
+                        Map<String, String> env, boolean background, long cacheSize, long prefetchBelow,
+                        Duration lockLease) {
 
     public static final Duration DEFAULT_FLUSH_AFTER = Duration.ofSeconds(2);
     /** One second: a change on another host shows within it plus the round trip, inside the promised 2 s. */
@@ -42,8 +46,9 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
         Objects.requireNonNull(cacheDir, "cacheDir");
         Objects.requireNonNull(clock, "clock");
         Objects.requireNonNull(env, "env");
-        if (flushAfter.isNegative() || validity.isNegative() || cacheSize < 0 || prefetchBelow < 0) {
-            throw new IllegalArgumentException("flush delay, validity, cache size and prefetch size cannot be negative");
+        Objects.requireNonNull(lockLease, "lockLease");
+        if (flushAfter.isNegative() || validity.isNegative() || cacheSize < 0 || prefetchBelow < 0 || lockLease.isNegative()) {
+            throw new IllegalArgumentException("flush delay, validity, cache size, prefetch size and lock lease cannot be negative");
         }
         if (host == null || host.isBlank()) {
             host = "host";
@@ -54,7 +59,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
     /** The defaults for a store kept in {@code cacheDir}, with the given environment. */
     public static S3Options defaults(Path cacheDir, Map<String, String> env) {
         return new S3Options(cacheDir, DEFAULT_FLUSH_AFTER, DEFAULT_VALIDITY, Clock.systemUTC(), hostName(env), env, true, 0,
-                DEFAULT_PREFETCH_BELOW);
+                DEFAULT_PREFETCH_BELOW, HostLocks.DEFAULT_TTL);
     }
 
     /** The default cache directory of a store: {@code <home>/chibifs/cache/<store>}. */
@@ -66,43 +71,50 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
      * The options of a store a mount names with {@code --store PREFIX=s3://...}: its cache in
      * {@code cacheDir}, else {@code <home>/chibifs/cache/<store>}; the debounce {@code flushAfter}, else 2 s;
      * the content cache kept within {@code cacheSize} bytes (0: no limit); files and links up to
-     * {@code prefetchBelow} bytes fetched with the listing that shows them (null: 32 KiB).
+     * {@code prefetchBelow} bytes fetched with the listing that shows them (null: 32 KiB); locks'
+     * leases held for {@code lockLease} (null: 30 s; zero: locks reach this daemon only).
      */
     public static S3Options forMount(ChibiHome home, String spec, Path cacheDir, Duration flushAfter,
-                                     Duration metadataTtl, long cacheSize, Long prefetchBelow, Map<String, String> env) {
+                                     Duration metadataTtl, long cacheSize, Long prefetchBelow, Duration lockLease,
+                                     Map<String, String> env) {
         Path dir = cacheDir != null ? cacheDir : defaultCacheDir(home, S3Spec.parse(spec));
         S3Options o = defaults(dir, env).withCacheSize(cacheSize);
         o = prefetchBelow == null ? o : o.withPrefetchBelow(prefetchBelow);
         o = flushAfter == null ? o : o.withFlushAfter(flushAfter);
+        o = lockLease == null ? o : o.withLockLease(lockLease);
         return metadataTtl == null ? o : o.withValidity(metadataTtl);
     }
 
     public S3Options withFlushAfter(Duration d) {
-        return new S3Options(cacheDir, d, validity, clock, host, env, background, cacheSize, prefetchBelow);
+        return new S3Options(cacheDir, d, validity, clock, host, env, background, cacheSize, prefetchBelow, lockLease);
     }
 
     public S3Options withValidity(Duration d) {
-        return new S3Options(cacheDir, flushAfter, d, clock, host, env, background, cacheSize, prefetchBelow);
+        return new S3Options(cacheDir, flushAfter, d, clock, host, env, background, cacheSize, prefetchBelow, lockLease);
     }
 
     public S3Options withClock(Clock c, boolean runInBackground) {
-        return new S3Options(cacheDir, flushAfter, validity, c, host, env, runInBackground, cacheSize, prefetchBelow);
+        return new S3Options(cacheDir, flushAfter, validity, c, host, env, runInBackground, cacheSize, prefetchBelow, lockLease);
     }
 
     public S3Options withHost(String h) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, h, env, background, cacheSize, prefetchBelow);
+        return new S3Options(cacheDir, flushAfter, validity, clock, h, env, background, cacheSize, prefetchBelow, lockLease);
     }
 
     public S3Options withCacheDir(Path dir) {
-        return new S3Options(dir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow);
+        return new S3Options(dir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow, lockLease);
     }
 
     public S3Options withCacheSize(long bytes) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, bytes, prefetchBelow);
+        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, bytes, prefetchBelow, lockLease);
     }
 
     public S3Options withPrefetchBelow(long bytes) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, bytes);
+        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, bytes, lockLease);
+    }
+
+    public S3Options withLockLease(Duration d) {
+        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow, d);
     }
 
     private static String hostName(Map<String, String> env) {

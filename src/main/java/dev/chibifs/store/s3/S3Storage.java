@@ -144,6 +144,8 @@ public final class S3Storage implements Storage {
     static final long NOT_APPENDS = -1;
     final WriteBack writeBack;
     final Listings listings;
+    /** Locks that reach the bucket's other hosts; null where {@link S3Options#lockLease} is 0. */
+    final HostLocks hostLocks;
     private final Thread flusher;
 
     // ---- the overlay; guarded by this store's monitor, in WriteBack and Listings too ----
@@ -245,6 +247,14 @@ public final class S3Storage implements Storage {
         int opens;
         /** Its locks, made at the first lock request; they stay with the file through renames. */
         InProcessLocks locks;
+        /** Its lease on S3 while its locks reach other hosts ({@link HostLocks}); made with {@link #locks}. */
+        HostLocks.Lease lease;
+        /**
+         * Bumped when the content cached of a file locked here goes (another host's version came):
+         * its handles then read that version ({@link ObjectHandle}), as processes sharing a file
+         * under locks expect, not the copy they opened. Written under the monitor; read without.
+         */
+        volatile long replaced;
         /** Its extended attributes (files only), as its object's metadata carries them; null for none. */
         Map<String, byte[]> xattrs;
         /**
@@ -317,6 +327,7 @@ public final class S3Storage implements Storage {
         this.journal = new Journal(dir.resolve("journal"));
         this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);
         this.listings = new Listings(this, spec, bucket, options);
+        this.hostLocks = options.lockLease().isZero() ? null : new HostLocks(this, bucket, options.host(), options.lockLease());
         this.root = new Node(1, true, false, now(), DIR_MODE);
         root.path = VfsPath.root();
         root.dirOnRemote = root.marker = true;
@@ -933,6 +944,47 @@ public final class S3Storage implements Storage {
         n.sha = null;
         n.shaGen = -1;
         n.doubted = null;
+        if (n.locks != null) {
+            n.replaced++;
+        }
+    }
+
+    /** The key of {@code n}'s object, or null once it is removed. */
+    synchronized String objectKeyOf(Node n) {
+        return n.path == null ? null : objectKey(n.path, n);
+    }
+
+    /**
+     * A lock on {@code n} now excludes every other host ({@link HostLocks}): what they changed
+     * before letting go is seen here now, not after the listings' validity. Its directory is listed
+     * again (a name another host made or removed under the lock, as SQLite's journal), and its
+     * content, where S3 has another version, goes; the handles open on it read that version. Best
+     * effort: where S3 does not answer, what is known stands.
+     */
+    void pullForLock(Node n) {
+        VfsPath p;
+        synchronized (this) {
+            p = n.path;
+            if (p == null || p.isRoot()) {
+                return;
+            }
+            listings.expireListing(p.parent());
+        }
+        try {
+            lookup(p);
+            for (int ask = 0; ask < 2 && inDoubt(n); ask++) {
+                listings.learnAttributes(n, false);
+            }
+            boolean writersOpen;
+            synchronized (this) {
+                writersOpen = n.writers > 0;
+            }
+            if (writersOpen) {
+                listings.pullVersion(n); // the listing left it as it was
+            }
+        } catch (IOException e) {
+            LOG.debug("S3 store {}: {} not compared with S3 at its lock: {}", spec, p, e.getMessage());
+        }
     }
 
     /**
@@ -2476,6 +2528,10 @@ public final class S3Storage implements Storage {
             failed = e;
             LOG.warn("S3 store {}: {} changes not uploaded at close stay in {} for the next start: {}",
                     spec, pendingChanges(), options.cacheDir(), e.getMessage());
+        }
+        if (hostLocks != null) {
+            // with changes left here its leases stay until they expire: the next holder would read without them
+            hostLocks.close(failed == null);
         }
         synchronized (this) {
             try {

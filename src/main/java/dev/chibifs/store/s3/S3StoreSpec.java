@@ -20,7 +20,8 @@ import java.util.function.Supplier;
  *        it may go on the daemon's command line and into {@code status}
  */
 public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, Duration flushAfter,
-                          Duration metadataTtl, long cacheSize, Long prefetchBelow, Map<String, String> env)
+                          Duration metadataTtl, long cacheSize, Long prefetchBelow, Duration lockLease,
+                          Map<String, String> env)
         implements StoreSpec {
 
     /**
@@ -28,18 +29,19 @@ public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, 
      * cache in {@code cacheDir} (null: {@code <home>/chibifs/cache/<store>}) and waits
      * {@code flushAfter} (null: 2 s) before uploading a closed file, believes a listing for
      * {@code metadataTtl} (null: 1 s), keeps its content cache within {@code cacheSize} bytes
-     * (0: no limit), and fetches the files of at most {@code prefetchBelow} bytes a listing shows
-     * (null: 32 KiB).
+     * (0: no limit), fetches the files of at most {@code prefetchBelow} bytes a listing shows
+     * (null: 32 KiB), and holds the leases of its locks for {@code lockLease} (null: 30 s; zero:
+     * locks reach this daemon only).
      */
     public static Kind kind(Supplier<ChibiHome> home, Path cacheDir, Duration flushAfter, Duration metadataTtl,
-                            long cacheSize, Long prefetchBelow, Map<String, String> env) {
+                            long cacheSize, Long prefetchBelow, Duration lockLease, Map<String, String> env) {
         return s -> {
             if (!s.startsWith(S3Spec.SCHEME)) {
                 return null;
             }
             S3Spec.parse(s); // refuses a malformed spec now, naming it and the rule
             return new S3StoreSpec(s, home, cacheDir == null ? null : cacheDir.toAbsolutePath().normalize(),
-                    flushAfter, metadataTtl, cacheSize, prefetchBelow, env);
+                    flushAfter, metadataTtl, cacheSize, prefetchBelow, lockLease, env);
         };
     }
 
@@ -62,6 +64,6 @@ public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, 
     @Override
     public Storage open() throws IOException {
         return S3Storage.open(spec, S3Options.forMount(home.get(), spec, cacheDir, flushAfter, metadataTtl, cacheSize,
-                prefetchBelow, env));
+                prefetchBelow, lockLease, env));
     }
 }

@@ -43,19 +43,22 @@ class S3SpecTest {
     @Test
     void aMountsStoreCachesUnderTheHomeUnlessToldOtherwise() {
         ChibiHome home = new ChibiHome(Path.of("/srv/chibi"));
-        S3Options o = S3Options.forMount(home, "s3://b12/team", null, null, null, 0, null, Map.of("HOSTNAME", "planner-1"));
+        S3Options o = S3Options.forMount(home, "s3://b12/team", null, null, null, 0, null, null,
+                Map.of("HOSTNAME", "planner-1"));
         assertEquals(Path.of("/srv/chibi/chibifs/cache/s3-b12_team"), o.cacheDir());
         assertEquals(S3Options.DEFAULT_FLUSH_AFTER, o.flushAfter());
         assertEquals(S3Options.DEFAULT_VALIDITY, o.validity());
         assertEquals("planner-1", o.host());
         assertEquals(0, o.cacheSize(), "no limit unless told");
         assertEquals(S3Options.DEFAULT_PREFETCH_BELOW, o.prefetchBelow());
+        assertEquals(HostLocks.DEFAULT_TTL, o.lockLease(), "locks reach every host unless told");
         S3Options told = S3Options.forMount(home, "s3://b12/team", Path.of("/var/cache/x"), Duration.ofMillis(500),
-                Duration.ofSeconds(10), 20L << 30, 0L, Map.of());
+                Duration.ofSeconds(10), 20L << 30, 0L, Duration.ZERO, Map.of());
         assertEquals(Path.of("/var/cache/x"), told.cacheDir());
         assertEquals(Duration.ofMillis(500), told.flushAfter());
         assertEquals(Duration.ofSeconds(10), told.validity());
         assertEquals(20L << 30, told.cacheSize());
         assertEquals(0, told.prefetchBelow(), "0: attributes only");
+        assertEquals(Duration.ZERO, told.lockLease(), "--local-locks");
     }
 }

@@ -1,0 +1,432 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.store.FileLocks;
+import dev.chibifs.store.InProcessLocks;
+import dev.chibifs.store.LockState;
+import dev.chibifs.store.LockType;
+import dev.chibifs.store.s3.S3Storage.Node;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Locks on the files of an S3 store that exclude the processes of every host sharing the bucket,
+ * not only this daemon's. While a process here holds a lock on a file, this daemon holds a lease
+ * on the file's object in the bucket: SHARED while every lock held here is a read lock, EXCLUSIVE
+ * while one is a write lock. A lease covers the whole file, whatever bytes are locked (a read lock
+ * here and a write lock on other bytes elsewhere conflict, where one disk would let both be).
+ *
+ * <p>A lease is an object {@code .chibifs-locks/<object key>/<holder>.<n>.<S|X>} at the bucket's
+ * top (the same for every store over the bucket, whatever its prefix). To take one a host puts its
+ * own, then lists the file's leases: S3 lists every object put before the listing began, so of two
+ * hosts putting at once at least one sees the other; one that meets a conflicting lease takes its
+ * put back and answers "not now" (both may, and their lock waits try again). A holder puts its
+ * leases again every {@link #ttl} / 3; a lease whose LastModified is more than {@link #ttl} before
+ * the one just put (S3's clock against itself, never a host's) is a dead holder's and is ignored.
+ *
+ * <p>Taking a lease from none is a pull: the file's directory is listed again and the file's
+ * version compared ({@link S3Storage#pullForLock}), and the handles open here read the version S3
+ * has. Letting one go (or down to SHARED) is a push: everything this host changed goes up first
+ * ({@link S3Storage#flushAll}), so the next holder reads it. A push S3 does not take keeps the
+ * lease; the renewal tries it again.
+ *
+ * <p>Locking: each file's {@link Lease} monitor orders its takes, lets-go and renewals, and is held
+ * over the requests to S3 they make (a lock request on that file waits for them, which is the lock
+ * being handed over). It is taken before the store's monitor, never inside it: nothing holding the
+ * store's monitor calls in here ({@link ObjectHandle#close} settles after letting it go).
+ */
+final class HostLocks implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(HostLocks.class);
+
+    /** Where the leases are, at the bucket's top: no store lists it ({@link Bucket#list}). */
+    static final String KEYS = ".chibifs-locks/";
+    static final Duration DEFAULT_TTL = Duration.ofSeconds(30);
+    /**
+     * After a conflict with another host, how long this host answers "not now" without asking S3:
+     * a waiting lock is tried again every 50 ms at most ({@code LockWaits}), which would otherwise
+     * be three requests each time.
+     */
+    private static final long BUSY_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+
+    enum Level {
+        NONE, SHARED, EXCLUSIVE;
+
+        static Level of(LockType type) {
+            return switch (type) {
+                case READ -> SHARED;
+                case WRITE -> EXCLUSIVE;
+                case UNLOCK -> NONE;
+            };
+        }
+
+        String suffix() {
+            return this == EXCLUSIVE ? ".X" : ".S";
+        }
+    }
+
+    /** One file's lease here. Its fields are guarded by its own monitor. */
+    static final class Lease {
+        private Level level = Level.NONE;
+        /** The object key the lease is on, and the lease object's own key; null while none is held. */
+        private String objectKey;
+        private String leaseKey;
+        /** The lease object's ETag: the If-Match of its renewal, which fails if it went meanwhile. */
+        private String etag;
+        private long renewedAt;
+        private long busyUntil;
+    }
+
+    private final S3Storage store;
+    private final Bucket bucket;
+    /** This daemon among the bucket's holders: the host's name and a token of this run, so two mounts of one host differ. */
+    private final String holder;
+    /**
+     * What a lease object holds: its holder, for a person looking at the bucket. Not empty: the SDK
+     * sends a PUT's body after the server's "100 Continue", and s3proxy answered empty PUTs so that a
+     * tenth of them were sent twice (measured: 29 of 202 met their own first attempt).
+     */
+    private final byte[] body;
+    private final Duration ttl;
+    /** The nodes holding a lease (or owing a push before letting one go), for the renewal. */
+    private final Map<Node, Boolean> holding = new ConcurrentHashMap<>();
+    private final ScheduledExecutorService renewer;
+    /** Lease objects this holder has put, for their keys. */
+    private final java.util.concurrent.atomic.AtomicLong taken = new java.util.concurrent.atomic.AtomicLong();
+
+    HostLocks(S3Storage store, Bucket bucket, String host, Duration ttl) {
+        this.store = store;
+        this.bucket = bucket;
+        this.holder = host + "-" + UUID.randomUUID().toString().substring(0, 8);
+        this.ttl = ttl;
+        this.body = (holder + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        this.renewer = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "s3-lock-leases");
+            t.setDaemon(true);
+            return t;
+        });
+        long every = Math.max(1, ttl.toMillis() / 3);
+        renewer.scheduleWithFixedDelay(this::renewAll, every, every, TimeUnit.MILLISECONDS);
+    }
+
+    /** The locks of {@code node} as one handle sees them: {@code local}, which decides among this daemon's processes, and the leases. */
+    FileLocks view(Node node, InProcessLocks local, InProcessLocks.View handle) {
+        return new View(node, local, handle);
+    }
+
+    private final class View implements FileLocks {
+        private final Node node;
+        private final InProcessLocks all;
+        private final InProcessLocks.View local;
+
+        View(Node node, InProcessLocks all, InProcessLocks.View local) {
+            this.node = node;
+            this.all = all;
+            this.local = local;
+        }
+
+        @Override
+        public LockState testLock(long owner, LockType type, long start, long end) throws IOException {
+            LockState here = local.testLock(owner, type, start, end);
+            if (here.type() != LockType.UNLOCK || type == LockType.UNLOCK) {
+                return here;
+            }
+            Level theirs;
+            try {
+                theirs = strongestElsewhere(node, Level.of(type));
+            } catch (IOException e) {
+                throw unavailable(node, e);
+            }
+            if (theirs == Level.NONE) {
+                return here;
+            }
+            // another host's lock: no process here holds it (pid 0), and it covers the whole file
+            return new LockState(theirs == Level.EXCLUSIVE ? LockType.WRITE : LockType.READ, 0, Long.MAX_VALUE, 0);
+        }
+
+        @Override
+        public boolean tryLock(long owner, LockType type, long start, long end) throws IOException {
+            if (type == LockType.UNLOCK) {
+                local.tryLock(owner, type, start, end);
+                settle(node, all);
+                return true;
+            }
+            if (local.testLock(owner, type, start, end).type() != LockType.UNLOCK) {
+                return false; // a process here holds it: no need to ask S3
+            }
+            Lease lease = node.lease;
+            synchronized (lease) {
+                if (!raiseOrRefuse(node, lease, Level.of(type))) {
+                    return false;
+                }
+                boolean done = local.tryLock(owner, type, start, end);
+                lowerOrKeep(node, all, lease);
+                return done;
+            }
+        }
+
+        @Override
+        public boolean tryFlock(long owner, LockType type) throws IOException {
+            if (type == LockType.UNLOCK) {
+                local.tryFlock(owner, type);
+                settle(node, all);
+                return true;
+            }
+            Lease lease = node.lease;
+            synchronized (lease) {
+                boolean raised;
+                try {
+                    raised = raiseOrRefuse(node, lease, Level.of(type));
+                } finally {
+                    // as Linux: a conversion that meets a conflict has already let the old lock go
+                    local.tryFlock(owner, LockType.UNLOCK);
+                }
+                boolean done = raised && local.tryFlock(owner, type);
+                lowerOrKeep(node, all, lease);
+                return done;
+            }
+        }
+
+        @Override
+        public void releaseOwner(long owner) throws IOException {
+            local.releaseOwner(owner);
+            settle(node, all);
+        }
+    }
+
+    /** After locks here went ({@code ObjectHandle}'s close, an unlock): the lease follows them down. */
+    void settle(Node node, InProcessLocks all) {
+        Lease lease = node.lease;
+        synchronized (lease) {
+            lowerOrKeep(node, all, lease);
+        }
+    }
+
+    /** {@link #lower}, or the lease kept as it is for the renewal to let go: an unlock itself never fails. */
+    private void lowerOrKeep(Node node, InProcessLocks all, Lease lease) {
+        try {
+            lower(node, all, lease, false);
+        } catch (IOException e) {
+            LOG.warn("S3 store {}: the lock on {} stays held on S3 until what this host changed goes up: {}",
+                    store.spec, node.path, e.getMessage());
+        }
+    }
+
+    /** {@link #raise}, where S3 not answering is ENOLCK: a lock other hosts could not see is none. */
+    private boolean raiseOrRefuse(Node node, Lease lease, Level want) throws IOException {
+        try {
+            return raise(node, lease, want);
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw e;
+        } catch (IOException e) {
+            throw unavailable(node, e);
+        }
+    }
+
+    private ErrnoException unavailable(Node node, IOException cause) {
+        ErrnoException e = new ErrnoException(Linux.ENOLCK, String.valueOf(node.path),
+                "No locks available: the lock's lease on S3 could not be asked (" + cause.getMessage() + ")");
+        e.initCause(cause);
+        return e;
+    }
+
+    /**
+     * Holds at least {@code want} on {@code node}'s object; false when another host holds a lease
+     * that conflicts, or did a moment ago. A lease taken from none pulls. Under the lease's monitor.
+     */
+    private boolean raise(Node node, Lease lease, Level want) throws IOException {
+        if (lease.level.compareTo(want) >= 0) {
+            return true;
+        }
+        long now = System.nanoTime();
+        if (now - lease.busyUntil < 0) {
+            return false;
+        }
+        String objectKey = lease.objectKey != null ? lease.objectKey : store.objectKeyOf(node);
+        if (objectKey == null) {
+            return true; // removed while open: no other host can open it to lock it
+        }
+        String mine = leaseKey(objectKey, want);
+        String etag = bucket.put(mine, body, Map.of(), null);
+        Bucket.Level leases = bucket.list(leasesOf(objectKey), false);
+        Instant putAt = null;
+        for (Bucket.Listed o : leases.objects()) {
+            if (o.key().equals(mine)) {
+                putAt = o.modified();
+            }
+        }
+        if (conflicts(leases, objectKey, want, putAt)) {
+            bucket.delete(mine);
+            lease.busyUntil = now + BUSY_BACKOFF_NANOS;
+            return false;
+        }
+        Level had = lease.level;
+        if (lease.leaseKey != null && !lease.leaseKey.equals(mine)) {
+            bucket.delete(lease.leaseKey);
+        }
+        lease.level = want;
+        lease.objectKey = objectKey;
+        lease.leaseKey = mine;
+        lease.etag = etag;
+        lease.renewedAt = now;
+        holding.put(node, Boolean.TRUE);
+        if (had == Level.NONE) {
+            store.pullForLock(node);
+        }
+        return true;
+    }
+
+    /** Whether a lease of another holder in {@code leases} conflicts with {@code want}; dead holders' do not. */
+    private boolean conflicts(Bucket.Level leases, String objectKey, Level want, Instant putAt) {
+        String base = leasesOf(objectKey);
+        for (Bucket.Listed o : leases.objects()) {
+            String name = o.key().substring(base.length());
+            if (name.startsWith(holder + ".")) {
+                continue;
+            }
+            if (putAt != null && o.modified() != null && o.modified().plus(ttl).isBefore(putAt)) {
+                continue; // not renewed for longer than a lease lives: its holder is gone
+            }
+            if (want == Level.EXCLUSIVE || name.endsWith(Level.EXCLUSIVE.suffix())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The strongest lease another live holder has on {@code node}'s object, as far as it conflicts with {@code want}. */
+    private Level strongestElsewhere(Node node, Level want) throws IOException {
+        String objectKey = store.objectKeyOf(node);
+        if (objectKey == null) {
+            return Level.NONE;
+        }
+        String base = leasesOf(objectKey);
+        Bucket.Level leases = bucket.list(base, false);
+        Instant newest = null;
+        for (Bucket.Listed o : leases.objects()) {
+            if (o.modified() != null && (newest == null || o.modified().isAfter(newest))) {
+                newest = o.modified();
+            }
+        }
+        Level found = Level.NONE;
+        for (Bucket.Listed o : leases.objects()) {
+            String name = o.key().substring(base.length());
+            if (name.startsWith(holder + ".") || (newest != null && o.modified() != null && o.modified().plus(ttl).isBefore(newest))) {
+                continue;
+            }
+            Level theirs = name.endsWith(Level.EXCLUSIVE.suffix()) ? Level.EXCLUSIVE : Level.SHARED;
+            if (want == Level.EXCLUSIVE || theirs == Level.EXCLUSIVE) {
+                found = found == Level.EXCLUSIVE ? found : theirs;
+            }
+        }
+        return found;
+    }
+
+    /**
+     * Lets the lease go when no lock here needs it; what this host changed goes up first. From
+     * EXCLUSIVE down to SHARED only when {@code downgrade} (the renewal's): a SQLite commit steps down
+     * to its read lock and lets that go a moment later, and one step then costs a push and two
+     * requests fewer; another host's reader waits for the renewal meanwhile. Under the lease's
+     * monitor; throws, holding the lease as it was, when the push fails.
+     */
+    private void lower(Node node, InProcessLocks all, Lease lease, boolean downgrade) throws IOException {
+        Level need = Level.of(all.strongest());
+        if (lease.level.compareTo(need) <= 0 || (need != Level.NONE && !downgrade)) {
+            return;
+        }
+        store.flushAll();
+        if (need == Level.NONE) {
+            bucket.delete(lease.leaseKey);
+            lease.level = Level.NONE;
+            lease.leaseKey = null;
+            lease.etag = null;
+            lease.objectKey = null;
+            holding.remove(node);
+            return;
+        }
+        String shared = leaseKey(lease.objectKey, need);
+        String etag = bucket.put(shared, body, Map.of(), null);
+        bucket.delete(lease.leaseKey);
+        lease.level = need;
+        lease.leaseKey = shared;
+        lease.etag = etag;
+        lease.renewedAt = System.nanoTime();
+    }
+
+    /**
+     * Every lease held is put again before it could pass for a dead holder's; one held stronger than
+     * its locks need goes down, and a push owed is tried again.
+     */
+    private void renewAll() {
+        long due = TimeUnit.MILLISECONDS.toNanos(Math.max(1, ttl.toMillis() / 3));
+        for (Node node : holding.keySet()) {
+            Lease lease = node.lease;
+            synchronized (lease) {
+                try {
+                    InProcessLocks all = node.locks;
+                    if (all != null) {
+                        lower(node, all, lease, true);
+                    }
+                    if (lease.leaseKey != null && System.nanoTime() - lease.renewedAt >= due - due / 10) {
+                        lease.etag = bucket.put(lease.leaseKey, body, Map.of(), lease.etag);
+                        lease.renewedAt = System.nanoTime();
+                    }
+                } catch (IOException | RuntimeException e) {
+                    LOG.warn("S3 store {}: the lock on {} not renewed: {}", store.spec, node.path, e.getMessage());
+                }
+            }
+        }
+    }
+
+    private static String leasesOf(String objectKey) {
+        return KEYS + objectKey + "/";
+    }
+
+    /**
+     * A new lease object's key: never one this holder used before, as s3proxy answered a PUT of a key
+     * deleted a moment before so that the SDK sent it again (its If-None-Match then refused).
+     */
+    private String leaseKey(String objectKey, Level level) {
+        return leasesOf(objectKey) + holder + "." + taken.incrementAndGet() + level.suffix();
+    }
+
+    @Override
+    public void close() {
+        close(true);
+    }
+
+    /**
+     * Stops renewing; lets every lease go when {@code pushed} (the store's last push took), else
+     * leaves them to expire.
+     */
+    void close(boolean pushed) {
+        renewer.shutdownNow();
+        for (Node node : pushed ? holding.keySet() : java.util.Set.<Node>of()) {
+            Lease lease = node.lease;
+            synchronized (lease) {
+                try {
+                    if (lease.leaseKey != null) {
+                        bucket.delete(lease.leaseKey);
+                    }
+                } catch (IOException | RuntimeException e) {
+                    LOG.info("S3 store {}: the lock on {} is left to expire in {}: {}", store.spec, node.path, ttl,
+                            e.getMessage());
+                }
+                lease.level = Level.NONE;
+                lease.leaseKey = null;
+            }
+        }
+        holding.clear();
+    }
+}

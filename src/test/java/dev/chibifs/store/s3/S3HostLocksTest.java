@@ -1,0 +1,238 @@
+package dev.chibifs.store.s3;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.Entry;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.FileLocks;
+import dev.chibifs.store.LockType;
+import dev.chibifs.store.OpenFlag;
+import dev.chibifs.testing.MutableClock;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Locks on an S3 store reach the bucket's other hosts ({@link HostLocks}): two stores with cache
+ * directories of their own over one bucket stand in for two hosts. Their clocks stand still, so
+ * neither sees the other's changes by its listings expiring: only the locks' pull shows them.
+ */
+@Timeout(60)
+class S3HostLocksTest {
+
+    private static final String BUCKET = "locks";
+    private static final AtomicInteger PREFIXES = new AtomicInteger();
+    private static final long ALL = Long.MAX_VALUE;
+    private static final EnumSet<OpenFlag> READ_WRITE = EnumSet.of(OpenFlag.READ, OpenFlag.WRITE);
+
+    @TempDir
+    static Path temp;
+    @RegisterExtension
+    static final S3Server server = S3Server.perClass(BUCKET);
+
+    private String prefix;
+    private final MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @BeforeEach
+    void newPrefix() {
+        prefix = "ns" + PREFIXES.incrementAndGet();
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (int i = open.size() - 1; i >= 0; i--) {
+            try {
+                open.get(i).close();
+            } catch (IOException | IllegalStateException e) {
+                // closed by the test already
+            }
+        }
+    }
+
+    /** A host whose listings stand (its clock does not move) and whose leases live {@code lease}. */
+    private S3Storage host(String name, Duration lease) throws IOException {
+        S3Options o = S3Options.defaults(temp.resolve(prefix + "-" + name), server.env()).withHost(name)
+                .withClock(clock, false).withFlushAfter(Duration.ofHours(1)).withLockLease(lease);
+        S3Storage s = S3Storage.open("s3://" + BUCKET + "/" + prefix, o);
+        open.add(s);
+        return s;
+    }
+
+    private S3Storage host(String name) throws IOException {
+        return host(name, HostLocks.DEFAULT_TTL);
+    }
+
+    private FileHandle openDb(S3Storage s) throws IOException {
+        FileHandle h = s.open(p("/shared/jobs.db"), READ_WRITE, 0644);
+        open.add(h);
+        return h;
+    }
+
+    private static VfsPath p(String s) {
+        return VfsPath.of(s);
+    }
+
+    private static String read(FileHandle h) throws IOException {
+        ByteBuffer buf = ByteBuffer.allocate(4096);
+        int n = h.read(buf, 0);
+        return new String(buf.array(), 0, Math.max(n, 0), UTF_8);
+    }
+
+    private static void write(FileHandle h, String text) throws IOException {
+        h.write(ByteBuffer.wrap(text.getBytes(UTF_8)), 0);
+    }
+
+    /** Tries {@code lock} until it is granted, as a waiting F_SETLKW is: false when 20 s went by first. */
+    private static boolean grantedWithin(LockTry lock) throws IOException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() - deadline < 0) {
+            if (lock.tryNow()) {
+                return true;
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+        }
+        return false;
+    }
+
+    @FunctionalInterface
+    private interface LockTry {
+        boolean tryNow() throws IOException;
+    }
+
+    /** Both hosts hold /shared/jobs.db open, as a wrote it and b read it. */
+    private FileHandle[] bothOpen(S3Storage a, S3Storage b, String content) throws IOException {
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/jobs.db"), content.getBytes(UTF_8));
+        a.flushAll();
+        FileHandle onB = openDb(b);
+        assertEquals(content, read(onB));
+        return new FileHandle[] {openDb(a), onB};
+    }
+
+    @Test
+    void aWriteLockOnOneHostKeepsEveryLockOfAnotherOutUntilItGoes() throws Exception {
+        S3Storage a = host("a");
+        S3Storage b = host("b");
+        FileHandle[] h = bothOpen(a, b, "v1");
+        FileLocks onA = h[0].locks();
+        FileLocks onB = h[1].locks();
+
+        assertTrue(onA.tryLock(1, LockType.WRITE, 0, ALL));
+        assertFalse(onB.tryLock(2, LockType.READ, 100, 200), "another host's write lock covers the whole file");
+        assertFalse(onB.tryFlock(3, LockType.READ));
+        assertEquals(LockType.WRITE, onB.testLock(2, LockType.READ, 0, 0).type());
+        assertEquals(0, onB.testLock(2, LockType.READ, 0, 0).pid(), "no process here holds it");
+
+        assertTrue(onA.tryLock(1, LockType.UNLOCK, 0, ALL));
+        assertTrue(grantedWithin(() -> onB.tryLock(2, LockType.READ, 100, 200)));
+        assertFalse(onA.tryFlock(4, LockType.WRITE), "b's read lock keeps a's write lock out");
+        assertEquals(LockType.UNLOCK, onA.testLock(1, LockType.READ, 0, ALL).type(), "read locks share");
+    }
+
+    @Test
+    void readLocksOnTwoHostsShareTheFileAndAnUpgradeWaitsForTheOther() throws Exception {
+        S3Storage a = host("a");
+        S3Storage b = host("b");
+        FileHandle[] h = bothOpen(a, b, "v1");
+        assertTrue(h[0].locks().tryFlock(1, LockType.READ));
+        assertTrue(h[1].locks().tryFlock(2, LockType.READ));
+        assertFalse(h[0].locks().tryLock(1, LockType.WRITE, 0, 0), "b reads it");
+        h[1].close();
+        assertTrue(grantedWithin(() -> h[0].locks().tryLock(1, LockType.WRITE, 0, 0)), "b's close let its lock go");
+    }
+
+    @Test
+    void whatTheLastHolderWroteIsWhatTheNextOneReadsThroughTheHandleItHadOpen() throws Exception {
+        S3Storage a = host("a");
+        S3Storage b = host("b");
+        FileHandle[] h = bothOpen(a, b, "page 1 v1");
+
+        assertTrue(h[0].locks().tryLock(1, LockType.WRITE, 0, ALL));
+        write(h[0], "page 1 v2"); // the same size, as SQLite rewrites a page
+        a.mkdir(p("/shared/new-dir"));
+        a.write(p("/shared/jobs.db-journal"), "hot".getBytes(UTF_8));
+        a.removeFile(p("/shared/jobs.db-journal"));
+        a.write(p("/shared/result"), "done".getBytes(UTF_8));
+        assertTrue(h[0].locks().tryLock(1, LockType.UNLOCK, 0, ALL)); // pushes all of it, its debounce an hour
+
+        assertTrue(grantedWithin(() -> h[1].locks().tryLock(2, LockType.READ, 0, ALL)));
+        assertEquals("page 1 v2", read(h[1]), "not the copy b opened");
+        assertEquals("done", new String(b.read(p("/shared/result")), UTF_8), "b's listing of the directory is asked again");
+        assertFalse(b.exists(p("/shared/jobs.db-journal")));
+
+        // and back: b writes under its lock, a reads it under its own
+        assertTrue(grantedWithin(() -> h[1].locks().tryLock(2, LockType.WRITE, 0, ALL)));
+        write(h[1], "page 1 v3");
+        h[1].locks().releaseOwner(2); // close(2) of any descriptor lets a process's record locks go
+        assertTrue(grantedWithin(() -> h[0].locks().tryFlock(5, LockType.READ)));
+        assertEquals("page 1 v3", read(h[0]));
+    }
+
+    @Test
+    void aLeaseNotRenewedForLongerThanItLivesIsADeadHostsAndNoLongerExcludes() throws Exception {
+        S3Storage b = host("b", Duration.ofSeconds(1));
+        b.mkdir(p("/shared"));
+        b.write(p("/shared/jobs.db"), "v1".getBytes(UTF_8));
+        b.flushAll();
+        // a host that took a write lock, then died: its lease stays, never put again
+        try (Bucket raw = Bucket.connect(S3Spec.parse("s3://" + BUCKET + "/" + prefix), server.env())) {
+            raw.put(HostLocks.KEYS + prefix + "/shared/jobs.db/gone-0000.X", new byte[0], Map.of(), null);
+        }
+        FileHandle h = openDb(b);
+        assertFalse(h.locks().tryLock(1, LockType.READ, 0, 0), "a live holder, as far as b can tell");
+        assertTrue(grantedWithin(() -> h.locks().tryLock(1, LockType.READ, 0, 0)), "once it outlived its lease");
+    }
+
+    @Test
+    void aLeaseHeldLongerThanItLivesIsRenewedAndStillExcludes() throws Exception {
+        S3Storage a = host("a", Duration.ofSeconds(1));
+        S3Storage b = host("b", Duration.ofSeconds(1));
+        FileHandle[] h = bothOpen(a, b, "v1");
+        assertTrue(h[0].locks().tryLock(1, LockType.WRITE, 0, ALL));
+        try (Bucket raw = Bucket.connect(S3Spec.parse("s3://" + BUCKET + "/" + prefix), server.env())) {
+            String leases = HostLocks.KEYS + prefix + "/shared/jobs.db/";
+            Instant first = raw.list(leases, false).objects().get(0).modified();
+            // put again, by S3's clock, more than twice its life after it was first put
+            assertTrue(grantedWithin(() -> raw.list(leases, false).objects().get(0).modified()
+                    .isAfter(first.plusSeconds(2))), "renewed");
+        }
+        assertFalse(h[1].locks().tryLock(2, LockType.READ, 0, 0), "a still holds it");
+    }
+
+    @Test
+    void theLeasesAreNoStoresFilesAndGoWithTheirHolder() throws Exception {
+        S3Storage a = host("a");
+        FileHandle[] h = bothOpen(a, host("b"), "v1");
+        assertTrue(h[0].locks().tryLock(1, LockType.WRITE, 0, ALL));
+        S3Options o = S3Options.defaults(temp.resolve(prefix + "-top"), server.env()).withHost("top");
+        try (S3Storage top = S3Storage.open("s3://" + BUCKET, o)) {
+            List<String> names = top.list(VfsPath.root()).stream().map(Entry::name).toList();
+            assertTrue(names.contains(prefix), names.toString());
+            assertFalse(names.stream().anyMatch(n -> n.startsWith(".chibifs")), names.toString());
+        }
+        h[0].close(); // its lock goes with it
+        try (Bucket raw = Bucket.connect(S3Spec.parse("s3://" + BUCKET + "/" + prefix), server.env())) {
+            assertEquals(List.of(), raw.list(HostLocks.KEYS + prefix + "/", false).objects());
+        }
+    }
+}
