@@ -166,15 +166,19 @@ class MountHelperTest {
         assertEquals(List.of("mount", "--context", "planner", "--store",
                         "/shared/team=s3://team-bucket/chibi?endpoint=http://minio:9000", "--cache-dir", "/var/cache/chibi",
                         "--flush-after", "500ms", "--metadata-ttl", "10s", "--cache-size", "20G", "--prefetch-below", "0",
-                        "/mnt/planner"),
+                        "--lock-lease", "10s", "/mnt/planner"),
                 run("chibifs", "/mnt/planner", "-o", "ctx=planner,store=/shared/team=s3://team-bucket/chibi"
                         + "?endpoint=http://minio:9000,cache_dir=/var/cache/chibi,flush_after=500ms,metadata_ttl=10s,"
-                        + "cache_size=20G,prefetch_below=0").launcherArgs());
+                        + "cache_size=20G,prefetch_below=0,lock_lease=10s").launcherArgs());
+        assertEquals(List.of("mount", "--context", "a", "--store", "/=s3://b", "--local-locks", "/mnt/a"),
+                run("chibifs", "/mnt/a", "-o", "ctx=a,store=/=s3://b,local_locks").launcherArgs());
         assertRefused("ctx=a,metadata_ttl=", "metadata_ttl= needs a duration");
         assertRefused("ctx=a,cache_dir=cache", "cache_dir='cache' must be an absolute directory");
         assertRefused("ctx=a,flush_after=", "flush_after= needs a duration");
         assertRefused("ctx=a,cache_size=", "cache_size= needs a size");
         assertRefused("ctx=a,prefetch_below=", "prefetch_below= needs a size");
+        assertRefused("ctx=a,lock_lease=", "lock_lease= needs a duration");
+        assertRefused("ctx=a,local_locks=yes", "local_locks takes no value");
         assertRefused("ctx=a,cache-dir=/c", "unknown option 'cache-dir=/c'");
     }
 
