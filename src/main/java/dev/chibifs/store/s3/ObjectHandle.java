@@ -112,7 +112,7 @@ final class ObjectHandle implements FileHandle {
         }
         for (int attempt = 0; ; attempt++) {
             synchronized (store) {
-                if (ch != null && node.replaced != contentSeen && download == null) {
+                if (ch != null && node.replaced != contentSeen && download == null && !node.dirty) {
                     // a file locked here, whose content another host replaced: processes that share a
                     // file under locks (SQLite) read what the last holder wrote, as on one disk
                     if (retired == null) {
