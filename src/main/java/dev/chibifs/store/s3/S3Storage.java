@@ -250,9 +250,10 @@ public final class S3Storage implements Storage {
         /** Its lease on S3 while its locks reach other hosts ({@link HostLocks}); made with {@link #locks}. */
         HostLocks.Lease lease;
         /**
-         * Bumped when the content cached of a file locked here goes (another host's version came):
-         * its handles then read that version ({@link ObjectHandle}), as processes sharing a file
-         * under locks expect, not the copy they opened. Written under the monitor; read without.
+         * Bumped when the content cached of a file locked here, or open for writing, goes (another
+         * host's version came, {@link #pullForLock}): its handles then read that version
+         * ({@link ObjectHandle}), as processes sharing files under locks expect, not the copy they
+         * opened. Written under the monitor; read without.
          */
         volatile long replaced;
         /** Its extended attributes (files only), as its object's metadata carries them; null for none. */
@@ -944,7 +945,7 @@ public final class S3Storage implements Storage {
         n.sha = null;
         n.shaGen = -1;
         n.doubted = null;
-        if (n.locks != null) {
+        if (n.locks != null || n.writers > 0) {
             n.replaced++;
         }
     }
@@ -957,9 +958,11 @@ public final class S3Storage implements Storage {
     /**
      * A lock on {@code n} now excludes every other host ({@link HostLocks}): what they changed
      * before letting go is seen here now, not after the listings' validity. Its directory is listed
-     * again (a name another host made or removed under the lock, as SQLite's journal), and its
-     * content, where S3 has another version, goes; the handles open on it read that version. Best
-     * effort: where S3 does not answer, what is known stands.
+     * again (a name another host made or removed under the lock, as SQLite's journal), and the
+     * files there that S3 holds in another version lose their content here; those open for writing,
+     * which a listing leaves alone, are asked one by one (the file itself; SQLite in WAL mode locks
+     * the {@code -shm}, and its database and {@code -wal} beside it change under that lock). Their
+     * open handles read the new versions. Best effort: where S3 does not answer, what is known stands.
      */
     void pullForLock(Node n) {
         VfsPath p;
@@ -975,12 +978,17 @@ public final class S3Storage implements Storage {
             for (int ask = 0; ask < 2 && inDoubt(n); ask++) {
                 listings.learnAttributes(n, false);
             }
-            boolean writersOpen;
+            List<Node> openForWriting = new ArrayList<>();
             synchronized (this) {
-                writersOpen = n.writers > 0;
+                for (String name : children(p.parent())) {
+                    Node s = nodes.get(p.parent().child(name));
+                    if (s != null && !s.dir && s.writers > 0 && !s.dirty) {
+                        openForWriting.add(s);
+                    }
+                }
             }
-            if (writersOpen) {
-                listings.pullVersion(n); // the listing left it as it was
+            for (Node s : openForWriting) {
+                listings.pullVersion(s); // a listing leaves a file open for writing as it was
             }
         } catch (IOException e) {
             LOG.debug("S3 store {}: {} not compared with S3 at its lock: {}", spec, p, e.getMessage());

@@ -189,6 +189,28 @@ class S3HostLocksTest {
     }
 
     @Test
+    void aFileOpenForWritingBesideTheLockedOneIsReadAsTheLastHolderLeftIt() throws Exception {
+        S3Storage a = host("a");
+        S3Storage b = host("b");
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/data"), "data v1".getBytes(UTF_8));
+        a.write(p("/shared/jobs.db"), "lock".getBytes(UTF_8)); // the lock file here
+        a.flushAll();
+        FileHandle[] db = {openDb(a), openDb(b)};
+        FileHandle onA = a.open(p("/shared/data"), READ_WRITE, 0);
+        FileHandle onB = b.open(p("/shared/data"), READ_WRITE, 0);
+        open.add(onA);
+        open.add(onB);
+        assertEquals("data v1", read(onB));
+
+        assertTrue(db[0].locks().tryFlock(1, LockType.WRITE));
+        write(onA, "data v2"); // as SQLite in WAL mode writes its database under a lock on -shm
+        assertTrue(db[0].locks().tryFlock(1, LockType.UNLOCK));
+        assertTrue(grantedWithin(() -> db[1].locks().tryFlock(2, LockType.READ)));
+        assertEquals("data v2", read(onB), "compared with S3, though open for writing here");
+    }
+
+    @Test
     void aLeaseNotRenewedForLongerThanItLivesIsADeadHostsAndNoLongerExcludes() throws Exception {
         S3Storage b = host("b", Duration.ofSeconds(1));
         b.mkdir(p("/shared"));
