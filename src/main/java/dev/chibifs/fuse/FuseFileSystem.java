@@ -1393,6 +1393,22 @@ final class FuseFileSystem {
         }
     }
 
+    /**
+     * The files open here beside node {@code id}, in a directory whose changes are not followed (an
+     * S3 prefix): a lock's grant drops their pages with the locked file's. The store compared them
+     * with what other hosts left as it took the lock (SQLite in WAL mode locks the {@code -shm}, and
+     * the database and {@code -wal} beside it change under that lock); where changes are followed,
+     * the change feed tells the kernel instead.
+     */
+    List<Long> openBesideUnfollowed(long id) {
+        NodeTable.Node n = nodes.get(id);
+        NodeTable.Link link = n == null ? null : n.link;
+        if (link == null || follower.follows(link.parent())) {
+            return List.of();
+        }
+        return openFiles.openIn(link.parent(), n).stream().map(o -> o.id).toList();
+    }
+
     /** A close(2), where the kernel still sends one: the record locks of its lock owner go. */
     void flush(FuseRequest req, FuseReply out) throws IOException {
         OpenFile f = openFiles.get(req.handle());

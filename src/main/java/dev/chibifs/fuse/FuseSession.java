@@ -217,6 +217,7 @@ final class FuseSession {
             return false;
         }
         fs.catchUpWithStore();
+        dropPagesBeside(nodeid, buffer);
         FuseReply invalidation = pagesDropped(buffer, nodeid);
         if (replyTo == channel && settings.workers() > 1) {
             if (notices.writeNow(invalidation)) {
@@ -228,6 +229,13 @@ final class FuseSession {
         }
         notices.postReply(unique, replyTo);
         return true;
+    }
+
+    /** Queues the notifications that drop the pages of the files open beside {@code nodeid} where nothing follows them ({@link FuseFileSystem#openBesideUnfollowed}). */
+    private void dropPagesBeside(long nodeid, FuseReply buffer) {
+        for (long beside : fs.openBesideUnfollowed(nodeid)) {
+            notices.post(pagesDropped(buffer, beside));
+        }
     }
 
     /** The notification that drops the cached pages and attributes of node {@code nodeid}, built in {@code buffer}. */
@@ -246,6 +254,7 @@ final class FuseSession {
             return;
         }
         fs.catchUpWithStore();
+        dropPagesBeside(nodeid, buffer);
         long last = notices.post(pagesDropped(buffer, nodeid));
         try {
             if (!notices.awaitWritten(last, LOCK_GRANT_WAIT_NANOS)) {

@@ -40,6 +40,18 @@ final class OpenFileTable {
         return null;
     }
 
+    /** The nodes of the files open now that are named (by the name their path uses) in directory {@code parent}, but {@code except}. */
+    java.util.Set<NodeTable.Node> openIn(NodeTable.Node parent, NodeTable.Node except) {
+        java.util.Set<NodeTable.Node> out = new java.util.HashSet<>();
+        for (OpenFile f : files.values()) {
+            NodeTable.Link l = f.node().link;
+            if (f.node() != except && l != null && l.parent() == parent) {
+                out.add(f.node());
+            }
+        }
+        return out;
+    }
+
     /** Closes every handle still open (unmount with files open); returns how many there were. */
     int closeAll() {
         List<FileHandle> left = new ArrayList<>();

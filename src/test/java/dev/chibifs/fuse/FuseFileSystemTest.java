@@ -1021,6 +1021,29 @@ class FuseFileSystemTest {
         grantWhileItsInvalidationWaits();
     }
 
+    /**
+     * A lock granted in a directory whose changes are not followed (an S3 prefix)
+     * drops the pages of the files open beside the locked one too: the store compared them as it
+     * took the lock (SQLite in WAL mode locks the -shm, and its database and -wal change under it),
+     * and nothing else tells the kernel. A file closed beside it is no one's business.
+     */
+    @Test
+    void aLockGrantedWhereChangesAreNotFollowedDropsThePagesOfTheFilesOpenBesideIt() throws Exception {
+        fs.follow(StoreFollower.UNFOLLOWED); // as where the root store is an S3 bucket
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] index = create(shared, "db-shm");
+        long[] wal = create(shared, "db-wal");
+        long[] closed = create(shared, "notes");
+        kernel.call(FuseProtocol.RELEASE, closed[0], body().int64(closed[1]).int32(0).int32(0).int64(0));
+        long grant = kernel.send(FuseProtocol.SETLK, index[0],
+                body().int64(index[1]).int64(7).int64(0).int64(Long.MAX_VALUE).int32(Linux.F_WRLCK).int32(1234).int32(0).int32(0));
+        assertEquals(grant, kernel.reply().unique());
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == index[0]);
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == wal[0]);
+        assertTrue(kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream().noneMatch(n -> n.int64(0) == closed[0]),
+                "not a file closed beside it");
+    }
+
     /** A SETLK granted while the kernel holds its INVAL_INODE: a LOOKUP is answered meanwhile, the grant after the notification. */
     private void grantWhileItsInvalidationWaits() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
