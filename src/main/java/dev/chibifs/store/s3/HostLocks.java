@@ -12,14 +12,19 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.NoSuchFileException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Locks on the files of an S3 store that exclude the processes of every host sharing the bucket,
@@ -38,9 +43,10 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Taking a lease from none is a pull: the file's directory is listed again and the file's
  * version compared ({@link S3Storage#pullForLock}), and the handles open here read the version S3
- * has. Letting one go (or down to SHARED) is a push: everything this host changed goes up first
- * ({@link S3Storage#flushAll}), so the next holder reads it. A push S3 does not take keeps the
- * lease; the renewal tries it again.
+ * has. Letting one go is a push: everything this host changed goes up first
+ * ({@link S3Storage#flushAll}), so the next holder reads it; so is stepping down from EXCLUSIVE to
+ * SHARED, which waits for the renewal. A push S3 does not take keeps the lease; the renewal tries
+ * it again.
  *
  * <p>Locking: each file's {@link Lease} monitor orders its takes, lets-go and renewals, and is held
  * over the requests to S3 they make (a lock request on that file waits for them, which is the lock
@@ -92,25 +98,21 @@ final class HostLocks implements AutoCloseable {
     private final Bucket bucket;
     /** This daemon among the bucket's holders: the host's name and a token of this run, so two mounts of one host differ. */
     private final String holder;
-    /**
-     * What a lease object holds: its holder, for a person looking at the bucket. Not empty: the SDK
-     * sends a PUT's body after the server's "100 Continue", and s3proxy answered empty PUTs so that a
-     * tenth of them were sent twice (measured: 29 of 202 met their own first attempt).
-     */
+    /** What a lease object holds: its holder, for a person looking at the bucket. */
     private final byte[] body;
     private final Duration ttl;
     /** The nodes holding a lease (or owing a push before letting one go), for the renewal. */
     private final Map<Node, Boolean> holding = new ConcurrentHashMap<>();
     private final ScheduledExecutorService renewer;
     /** Lease objects this holder has put, for their keys. */
-    private final java.util.concurrent.atomic.AtomicLong taken = new java.util.concurrent.atomic.AtomicLong();
+    private final AtomicLong taken = new AtomicLong();
 
     HostLocks(S3Storage store, Bucket bucket, String host, Duration ttl) {
         this.store = store;
         this.bucket = bucket;
         this.holder = host + "-" + UUID.randomUUID().toString().substring(0, 8);
         this.ttl = ttl;
-        this.body = (holder + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        this.body = (holder + "\n").getBytes(StandardCharsets.UTF_8);
         this.renewer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "s3-lock-leases");
             t.setDaemon(true);
@@ -185,12 +187,14 @@ final class HostLocks implements AutoCloseable {
             }
             Lease lease = node.lease;
             synchronized (lease) {
-                boolean raised;
+                boolean raised = false;
                 try {
                     raised = raiseOrRefuse(node, lease, Level.of(type));
                 } finally {
-                    // as Linux: a conversion that meets a conflict has already let the old lock go
-                    local.tryFlock(owner, LockType.UNLOCK);
+                    if (!raised) {
+                        // as Linux: a conversion that meets a conflict has already let the old lock go
+                        local.tryFlock(owner, LockType.UNLOCK);
+                    }
                 }
                 boolean done = raised && local.tryFlock(owner, type);
                 lowerOrKeep(node, all, lease);
@@ -227,7 +231,7 @@ final class HostLocks implements AutoCloseable {
     private boolean raiseOrRefuse(Node node, Lease lease, Level want) throws IOException {
         try {
             return raise(node, lease, want);
-        } catch (java.nio.file.NoSuchFileException e) {
+        } catch (NoSuchFileException e) {
             throw e;
         } catch (IOException e) {
             throw unavailable(node, e);
@@ -259,14 +263,21 @@ final class HostLocks implements AutoCloseable {
         }
         String mine = leaseKey(objectKey, want);
         String etag = bucket.put(mine, body, Map.of(), null);
-        Bucket.Level leases = bucket.list(leasesOf(objectKey), false);
-        Instant putAt = null;
-        for (Bucket.Listed o : leases.objects()) {
-            if (o.key().equals(mine)) {
-                putAt = o.modified();
+        boolean conflict;
+        try {
+            Bucket.Level leases = bucket.list(leasesOf(objectKey), false);
+            Instant putAt = null;
+            for (Bucket.Listed o : leases.objects()) {
+                if (o.key().equals(mine)) {
+                    putAt = o.modified();
+                }
             }
+            conflict = conflicts(leases, objectKey, want, putAt);
+        } catch (IOException | RuntimeException e) {
+            deleteQuietly(mine); // else it would keep the others out until it expired
+            throw e;
         }
-        if (conflicts(leases, objectKey, want, putAt)) {
+        if (conflict) {
             bucket.delete(mine);
             lease.busyUntil = now + BUSY_BACKOFF_NANOS;
             return false;
@@ -287,18 +298,10 @@ final class HostLocks implements AutoCloseable {
         return true;
     }
 
-    /** Whether a lease of another holder in {@code leases} conflicts with {@code want}; dead holders' do not. */
+    /** Whether a lease of another live holder among {@code leases} conflicts with {@code want}. */
     private boolean conflicts(Bucket.Level leases, String objectKey, Level want, Instant putAt) {
-        String base = leasesOf(objectKey);
-        for (Bucket.Listed o : leases.objects()) {
-            String name = o.key().substring(base.length());
-            if (name.startsWith(holder + ".")) {
-                continue;
-            }
-            if (putAt != null && o.modified() != null && o.modified().plus(ttl).isBefore(putAt)) {
-                continue; // not renewed for longer than a lease lives: its holder is gone
-            }
-            if (want == Level.EXCLUSIVE || name.endsWith(Level.EXCLUSIVE.suffix())) {
+        for (Level theirs : othersLive(leases, objectKey, putAt)) {
+            if (want == Level.EXCLUSIVE || theirs == Level.EXCLUSIVE) {
                 return true;
             }
         }
@@ -311,8 +314,7 @@ final class HostLocks implements AutoCloseable {
         if (objectKey == null) {
             return Level.NONE;
         }
-        String base = leasesOf(objectKey);
-        Bucket.Level leases = bucket.list(base, false);
+        Bucket.Level leases = bucket.list(leasesOf(objectKey), false);
         Instant newest = null;
         for (Bucket.Listed o : leases.objects()) {
             if (o.modified() != null && (newest == null || o.modified().isAfter(newest))) {
@@ -320,17 +322,32 @@ final class HostLocks implements AutoCloseable {
             }
         }
         Level found = Level.NONE;
-        for (Bucket.Listed o : leases.objects()) {
-            String name = o.key().substring(base.length());
-            if (name.startsWith(holder + ".") || (newest != null && o.modified() != null && o.modified().plus(ttl).isBefore(newest))) {
-                continue;
-            }
-            Level theirs = name.endsWith(Level.EXCLUSIVE.suffix()) ? Level.EXCLUSIVE : Level.SHARED;
-            if (want == Level.EXCLUSIVE || theirs == Level.EXCLUSIVE) {
-                found = found == Level.EXCLUSIVE ? found : theirs;
+        for (Level theirs : othersLive(leases, objectKey, newest)) {
+            if ((want == Level.EXCLUSIVE || theirs == Level.EXCLUSIVE) && theirs.compareTo(found) > 0) {
+                found = theirs;
             }
         }
         return found;
+    }
+
+    /**
+     * The levels of the leases among {@code leases} of holders other than this one and alive: put
+     * again no longer than {@link #ttl} before {@code now}, a time S3 gave (null: all count).
+     */
+    private List<Level> othersLive(Bucket.Level leases, String objectKey, Instant now) {
+        String base = leasesOf(objectKey);
+        List<Level> out = new ArrayList<>();
+        for (Bucket.Listed o : leases.objects()) {
+            String name = o.key().substring(base.length());
+            if (name.startsWith(holder + ".")) {
+                continue;
+            }
+            if (now != null && o.modified() != null && o.modified().plus(ttl).isBefore(now)) {
+                continue; // not renewed for longer than a lease lives: its holder is gone
+            }
+            out.add(name.endsWith(Level.EXCLUSIVE.suffix()) ? Level.EXCLUSIVE : Level.SHARED);
+        }
+        return out;
     }
 
     /**
@@ -389,14 +406,19 @@ final class HostLocks implements AutoCloseable {
         }
     }
 
+    private void deleteQuietly(String key) {
+        try {
+            bucket.delete(key);
+        } catch (IOException | RuntimeException e) {
+            LOG.info("S3 store {}: lease {} is left to expire in {}: {}", store.spec, key, ttl, e.getMessage());
+        }
+    }
+
     private static String leasesOf(String objectKey) {
         return KEYS + objectKey + "/";
     }
 
-    /**
-     * A new lease object's key: never one this holder used before, as s3proxy answered a PUT of a key
-     * deleted a moment before so that the SDK sent it again (its If-None-Match then refused).
-     */
+    /** A new lease object's key: each take its own, so a look at the bucket tells one take from the next. */
     private String leaseKey(String objectKey, Level level) {
         return leasesOf(objectKey) + holder + "." + taken.incrementAndGet() + level.suffix();
     }
@@ -412,19 +434,16 @@ final class HostLocks implements AutoCloseable {
      */
     void close(boolean pushed) {
         renewer.shutdownNow();
-        for (Node node : pushed ? holding.keySet() : java.util.Set.<Node>of()) {
-            Lease lease = node.lease;
-            synchronized (lease) {
-                try {
+        if (pushed) {
+            for (Node node : holding.keySet()) {
+                Lease lease = node.lease;
+                synchronized (lease) {
                     if (lease.leaseKey != null) {
-                        bucket.delete(lease.leaseKey);
+                        deleteQuietly(lease.leaseKey);
                     }
-                } catch (IOException | RuntimeException e) {
-                    LOG.info("S3 store {}: the lock on {} is left to expire in {}: {}", store.spec, node.path, ttl,
-                            e.getMessage());
+                    lease.level = Level.NONE;
+                    lease.leaseKey = null;
                 }
-                lease.level = Level.NONE;
-                lease.leaseKey = null;
             }
         }
         holding.clear();

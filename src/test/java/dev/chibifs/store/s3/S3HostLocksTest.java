@@ -242,6 +242,23 @@ class S3HostLocksTest {
     }
 
     @Test
+    void aLockS3CannotBeAskedForIsNoLocksAvailableAndAnUnlockStillSucceeds() throws Exception {
+        S3Storage a = host("a");
+        FileHandle[] h = bothOpen(a, host("b"), "v1");
+        assertTrue(h[0].locks().tryFlock(1, LockType.READ));
+        server.stop();
+        try {
+            java.nio.file.FileSystemException refused = org.junit.jupiter.api.Assertions.assertThrows(
+                    java.nio.file.FileSystemException.class, () -> h[0].locks().tryLock(2, LockType.WRITE, 0, 0));
+            assertEquals(dev.chibifs.sys.Linux.ENOLCK, dev.chibifs.sys.Errors.errno(refused), refused.toString());
+            assertTrue(refused.getMessage().contains("No locks available"), refused.getMessage());
+            assertTrue(h[0].locks().tryFlock(1, LockType.UNLOCK), "an unlock never fails");
+        } finally {
+            server.start();
+        }
+    }
+
+    @Test
     void theLeasesAreNoStoresFilesAndGoWithTheirHolder() throws Exception {
         S3Storage a = host("a");
         FileHandle[] h = bothOpen(a, host("b"), "v1");
