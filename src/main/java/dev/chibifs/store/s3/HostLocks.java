@@ -122,6 +122,11 @@ final class HostLocks implements AutoCloseable {
         renewer.scheduleWithFixedDelay(this::renewAll, every, every, TimeUnit.MILLISECONDS);
     }
 
+    /** How many files this daemon holds a lease on now (for {@code chibifs stats}). */
+    int held() {
+        return holding.size();
+    }
+
     /** The locks of {@code node} as one handle sees them: {@code local}, which decides among this daemon's processes, and the leases. */
     FileLocks view(Node node, InProcessLocks local, InProcessLocks.View handle) {
         return new View(node, local, handle);

@@ -2486,7 +2486,8 @@ public final class S3Storage implements Storage {
         long[] moved = bucket.bytesMoved();
         return spec + " at " + bucket.where() + ": " + health + "; to upload: " + waiting + "; requests: "
                 + bucket.requests() + String.format(Locale.ROOT, "; content: %.1f MiB down, %.1f MiB up",
-                moved[0] / (double) (1 << 20), moved[1] / (double) (1 << 20));
+                moved[0] / (double) (1 << 20), moved[1] / (double) (1 << 20))
+                + (hostLocks == null ? "; locks: this daemon's only" : "; locks: " + hostLocks.held() + " held on S3");
     }
 
     /** How many changes wait for S3. */

@@ -138,6 +138,7 @@ class S3HostLocksTest {
         FileLocks onB = h[1].locks();
 
         assertTrue(onA.tryLock(1, LockType.WRITE, 0, ALL));
+        assertTrue(a.state().endsWith("; locks: 1 held on S3"), a.state());
         assertFalse(onB.tryLock(2, LockType.READ, 100, 200), "another host's write lock covers the whole file");
         assertFalse(onB.tryFlock(3, LockType.READ));
         assertEquals(LockType.WRITE, onB.testLock(2, LockType.READ, 0, 0).type());
