@@ -69,8 +69,8 @@ final class StoreOptions {
     Duration lockLease;
 
     @Option(names = "--local-locks",
-            description = "Locks on an S3 store keep out this daemon's processes only, asking S3 nothing (as before"
-                    + " 0.10's leases): faster, for a bucket one host writes.")
+            description = "Locks on an S3 store keep out this daemon's processes only and ask S3 nothing: fewer"
+                    + " requests, for a bucket one host writes.")
     boolean localLocks;
 
     /** The parsed {@code --store} options; a bad one is a usage error naming the value and the rule. */
