@@ -4,7 +4,9 @@ import dev.chibifs.store.FileHandle;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -41,8 +43,8 @@ final class OpenFileTable {
     }
 
     /** The nodes of the files open now that are named (by the name their path uses) in directory {@code parent}, but {@code except}. */
-    java.util.Set<NodeTable.Node> openIn(NodeTable.Node parent, NodeTable.Node except) {
-        java.util.Set<NodeTable.Node> out = new java.util.HashSet<>();
+    Set<NodeTable.Node> openIn(NodeTable.Node parent, NodeTable.Node except) {
+        Set<NodeTable.Node> out = new HashSet<>();
         for (OpenFile f : files.values()) {
             NodeTable.Link l = f.node().link;
             if (f.node() != except && l != null && l.parent() == parent) {

@@ -58,7 +58,6 @@ final class HostLocks implements AutoCloseable {
 
     /** Where the leases are, at the bucket's top: no store lists it ({@link Bucket#list}). */
     static final String KEYS = ".chibifs-locks/";
-    static final Duration DEFAULT_TTL = Duration.ofSeconds(30);
     /**
      * After a conflict with another host, how long this host answers "not now" without asking S3:
      * a waiting lock is tried again every 50 ms at most ({@code LockWaits}), which would otherwise

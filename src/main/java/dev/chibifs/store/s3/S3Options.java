@@ -41,6 +41,8 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
     public static final Duration DEFAULT_VALIDITY = Duration.ofSeconds(1);
     /** 32 KiB: notes, task lists, JSON and most source files come with the listing that shows them. */
     public static final long DEFAULT_PREFETCH_BELOW = 32 * 1024;
+    /** 30 s: a host that died holding a lock keeps the others out about as long as a stuck request would. */
+    public static final Duration DEFAULT_LOCK_LEASE = Duration.ofSeconds(30);
 
     public S3Options {
         Objects.requireNonNull(cacheDir, "cacheDir");
@@ -59,7 +61,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
     /** The defaults for a store kept in {@code cacheDir}, with the given environment. */
     public static S3Options defaults(Path cacheDir, Map<String, String> env) {
         return new S3Options(cacheDir, DEFAULT_FLUSH_AFTER, DEFAULT_VALIDITY, Clock.systemUTC(), hostName(env), env, true, 0,
-                DEFAULT_PREFETCH_BELOW, HostLocks.DEFAULT_TTL);
+                DEFAULT_PREFETCH_BELOW, DEFAULT_LOCK_LEASE);
     }
 
     /** The default cache directory of a store: {@code <home>/chibifs/cache/<store>}. */

@@ -79,7 +79,7 @@ class S3HostLocksTest {
     }
 
     private S3Storage host(String name) throws IOException {
-        return host(name, HostLocks.DEFAULT_TTL);
+        return host(name, S3Options.DEFAULT_LOCK_LEASE);
     }
 
     private FileHandle openDb(S3Storage s) throws IOException {

@@ -51,7 +51,7 @@ class S3SpecTest {
         assertEquals("planner-1", o.host());
         assertEquals(0, o.cacheSize(), "no limit unless told");
         assertEquals(S3Options.DEFAULT_PREFETCH_BELOW, o.prefetchBelow());
-        assertEquals(HostLocks.DEFAULT_TTL, o.lockLease(), "locks reach every host unless told");
+        assertEquals(S3Options.DEFAULT_LOCK_LEASE, o.lockLease(), "locks reach every host unless told");
         S3Options told = S3Options.forMount(home, "s3://b12/team", Path.of("/var/cache/x"), Duration.ofMillis(500),
                 Duration.ofSeconds(10), 20L << 30, 0L, Duration.ZERO, Map.of());
         assertEquals(Path.of("/var/cache/x"), told.cacheDir());
