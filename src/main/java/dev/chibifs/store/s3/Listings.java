@@ -435,6 +435,9 @@ final class Listings {
             return;
         }
         seen.add(name);
+        if (n != null) {
+            n.listedEtag = o.etag();
+        }
         boolean settled = n != null && !n.dir && !n.dirty && n.writers == 0 && n.syncedSeq <= startSeq;
         if (settled && (n.link != link || (link && !Objects.equals(n.remoteEtag, o.etag())) || replacedShorter(n, o))) {
             // another host made the name a link, a file, or another link: a new node, as the kernel
@@ -519,14 +522,15 @@ final class Listings {
      * changed here since: that version's attributes now, its content at the next read. A listing
      * leaves a file open for writing as it is (its writer may be about to change it); a lock's pull
      * may not, as the lock says no host writes the file meanwhile (SQLite keeps its database open
-     * for writing between transactions). One HEAD.
+     * for writing between transactions). One HEAD, where the listing the pull made just before shows
+     * another version than the one here ({@link Node#listedEtag}).
      */
     void pullVersion(Node n) throws IOException {
         VfsPath p;
         long gen;
         synchronized (store) {
-            if (n.path == null || n.dir || n.link || n.dirty) {
-                return;
+            if (n.path == null || n.dir || n.link || n.dirty || Objects.equals(n.listedEtag, n.remoteEtag)) {
+                return; // the listing just made shows the version here
             }
             p = n.path;
             gen = n.gen;

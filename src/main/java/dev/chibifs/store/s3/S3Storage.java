@@ -197,6 +197,12 @@ public final class S3Storage implements Storage {
          */
         Instant listedModified;
         /**
+         * The ETag the last listing of its directory showed for its object, also where that listing
+         * left the node as it was (a file open for writing); null before one did. A lock's pull, which
+         * lists the directory first, asks a HEAD only where this is not {@link #remoteEtag}.
+         */
+        String listedEtag;
+        /**
          * When this host's last upload of it ended, by this host's wall clock; null when it made none
          * since a listing. Until a listing shows a time, one later than this (and the clocks' skew) is
          * another host's put, not this host's own.
