@@ -542,6 +542,9 @@ final class Listings {
                 return;
             }
             fromListing(n, new Bucket.Listed(key, h.size(), h.modified(), h.etag()), store.seq);
+            if (n.locks == null) {
+                n.replaced++; // its handles read the new version too (dropContent moves it for a locked file)
+            }
             n.gen++;
             store.fromMeta(n, h);
             store.journalPut(n);

@@ -256,10 +256,11 @@ public final class S3Storage implements Storage {
         /** Its lease on S3 while its locks reach other hosts ({@link HostLocks}); made with {@link #locks}. */
         HostLocks.Lease lease;
         /**
-         * Bumped when the content cached of a file locked here, or open for writing, goes (another
-         * host's version came, {@link #pullForLock}): its handles then read that version
-         * ({@link ObjectHandle}), as processes sharing files under locks expect, not the copy they
-         * opened. Written under the monitor; read without.
+         * Bumped when the content cached of a file locked here goes (another host's version came),
+         * and when a lock's pull finds another version of a file open for writing beside it
+         * ({@link Listings#pullVersion}): its handles then read that version ({@link ObjectHandle}),
+         * as processes sharing files under locks expect, not the copy they opened. Elsewhere a handle
+         * keeps what it opened. Written under the monitor; read without.
          */
         volatile long replaced;
         /** Its extended attributes (files only), as its object's metadata carries them; null for none. */
@@ -951,7 +952,7 @@ public final class S3Storage implements Storage {
         n.sha = null;
         n.shaGen = -1;
         n.doubted = null;
-        if (n.locks != null || n.writers > 0) {
+        if (n.locks != null) {
             n.replaced++;
         }
     }
