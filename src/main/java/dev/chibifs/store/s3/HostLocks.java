@@ -126,19 +126,20 @@ final class HostLocks implements AutoCloseable {
         return holding.size();
     }
 
-    /** The locks of {@code node} as one handle sees them: {@code local}, which decides among this daemon's processes, and the leases. */
-    FileLocks view(Node node, InProcessLocks local, InProcessLocks.View handle) {
-        return new View(node, local, handle);
+    /**
+     * The locks of {@code node} as one handle sees them: {@code local}, the handle's view of
+     * {@link Node#locks}, which decides among this daemon's processes, and the leases.
+     */
+    FileLocks view(Node node, InProcessLocks.View local) {
+        return new View(node, local);
     }
 
     private final class View implements FileLocks {
         private final Node node;
-        private final InProcessLocks all;
         private final InProcessLocks.View local;
 
-        View(Node node, InProcessLocks all, InProcessLocks.View local) {
+        View(Node node, InProcessLocks.View local) {
             this.node = node;
-            this.all = all;
             this.local = local;
         }
 
@@ -165,7 +166,7 @@ final class HostLocks implements AutoCloseable {
         public boolean tryLock(long owner, LockType type, long start, long end) throws IOException {
             if (type == LockType.UNLOCK) {
                 local.tryLock(owner, type, start, end);
-                settle(node, all);
+                settle(node);
                 return true;
             }
             if (local.testLock(owner, type, start, end).type() != LockType.UNLOCK) {
@@ -177,7 +178,7 @@ final class HostLocks implements AutoCloseable {
                     return false;
                 }
                 boolean done = local.tryLock(owner, type, start, end);
-                lowerOrKeep(node, all, lease);
+                lowerOrKeep(node, lease);
                 return done;
             }
         }
@@ -186,7 +187,7 @@ final class HostLocks implements AutoCloseable {
         public boolean tryFlock(long owner, LockType type) throws IOException {
             if (type == LockType.UNLOCK) {
                 local.tryFlock(owner, type);
-                settle(node, all);
+                settle(node);
                 return true;
             }
             Lease lease = node.lease;
@@ -201,7 +202,7 @@ final class HostLocks implements AutoCloseable {
                     }
                 }
                 boolean done = raised && local.tryFlock(owner, type);
-                lowerOrKeep(node, all, lease);
+                lowerOrKeep(node, lease);
                 return done;
             }
         }
@@ -209,22 +210,22 @@ final class HostLocks implements AutoCloseable {
         @Override
         public void releaseOwner(long owner) throws IOException {
             local.releaseOwner(owner);
-            settle(node, all);
+            settle(node);
         }
     }
 
     /** After locks here went ({@code ObjectHandle}'s close, an unlock): the lease follows them down. */
-    void settle(Node node, InProcessLocks all) {
+    void settle(Node node) {
         Lease lease = node.lease;
         synchronized (lease) {
-            lowerOrKeep(node, all, lease);
+            lowerOrKeep(node, lease);
         }
     }
 
     /** {@link #lower}, or the lease kept as it is for the renewal to let go: an unlock itself never fails. */
-    private void lowerOrKeep(Node node, InProcessLocks all, Lease lease) {
+    private void lowerOrKeep(Node node, Lease lease) {
         try {
-            lower(node, all, lease, false);
+            lower(node, lease, false);
         } catch (IOException e) {
             LOG.warn("S3 store {}: the lock on {} stays held on S3 until what this host changed goes up: {}",
                     store.spec, node.path, e.getMessage());
@@ -361,8 +362,8 @@ final class HostLocks implements AutoCloseable {
      * requests fewer; another host's reader waits for the renewal meanwhile. Under the lease's
      * monitor; throws, holding the lease as it was, when the push fails.
      */
-    private void lower(Node node, InProcessLocks all, Lease lease, boolean downgrade) throws IOException {
-        Level need = Level.of(all.strongest());
+    private void lower(Node node, Lease lease, boolean downgrade) throws IOException {
+        Level need = Level.of(node.locks.strongest()); // set before the lease, never taken back
         if (lease.level.compareTo(need) <= 0 || (need != Level.NONE && !downgrade)) {
             return;
         }
@@ -395,10 +396,7 @@ final class HostLocks implements AutoCloseable {
             Lease lease = node.lease;
             synchronized (lease) {
                 try {
-                    InProcessLocks all = node.locks;
-                    if (all != null) {
-                        lower(node, all, lease, true);
-                    }
+                    lower(node, lease, true);
                     if (lease.leaseKey != null && System.nanoTime() - lease.renewedAt >= due - due / 10) {
                         lease.etag = bucket.put(lease.leaseKey, body, Map.of(), lease.etag);
                         lease.renewedAt = System.nanoTime();

@@ -427,7 +427,7 @@ final class ObjectHandle implements FileHandle {
                     node.lease = new HostLocks.Lease();
                 }
                 localLocks = node.locks.view();
-                locks = store.hostLocks == null ? localLocks : store.hostLocks.view(node, node.locks, localLocks);
+                locks = store.hostLocks == null ? localLocks : store.hostLocks.view(node, localLocks);
             }
             return locks;
         }
@@ -459,7 +459,7 @@ final class ObjectHandle implements FileHandle {
         try {
             if (localLocks != null && store.hostLocks != null) {
                 // not under the store's monitor: letting a lease go pushes first
-                store.hostLocks.settle(node, node.locks);
+                store.hostLocks.settle(node);
             }
         } finally {
             if (retired != null) {
