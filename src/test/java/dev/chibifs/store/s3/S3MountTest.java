@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -94,6 +95,11 @@ class S3MountTest {
     }
 
     private static void await(Duration within, String what, BooleanSupplier done) {
+        await(within, what, done, () -> "");
+    }
+
+    /** As above, and a failure ends with {@code seen}, read after the give-up: what each side showed. */
+    private static void await(Duration within, String what, BooleanSupplier done, Supplier<String> seen) {
         long start = System.nanoTime();
         long deadline = start + within.toNanos();
         while (!done.getAsBoolean()) {
@@ -105,7 +111,8 @@ class S3MountTest {
                 }
                 long took = (System.nanoTime() - start) / 1_000_000;
                 throw new AssertionError(what + " not within " + within.toMillis() + " ms ("
-                        + (done.getAsBoolean() ? "done after " + took + " ms" : "not done after " + took + " ms") + ")");
+                        + (done.getAsBoolean() ? "done after " + took + " ms" : "not done after " + took + " ms") + ")"
+                        + seen.get());
             }
             // the poll's interval, not a wait for something to happen: the deadline decides
             java.util.concurrent.locks.LockSupport.parkNanos(POLL.toNanos());
@@ -451,7 +458,9 @@ class S3MountTest {
         assertEquals(Set.of("tasks.md"), names(dir), "no conflict copy");
         String merged = readOrNull(dir.resolve("tasks.md"));
         await(SETTLES_WITHIN, "the same on hosts A and B", () -> merged.equals(readOrNull(a.at(PREFIX + "/tasks.md")))
-                && merged.equals(readOrNull(b.at(PREFIX + "/tasks.md"))));
+                && merged.equals(readOrNull(b.at(PREFIX + "/tasks.md"))),
+                () -> "\nA read: " + readOrNull(a.at(PREFIX + "/tasks.md")) + "\nB read: " + readOrNull(b.at(PREFIX + "/tasks.md"))
+                        + "\nA's log:\n" + a.log() + "\nB's log:\n" + b.log());
     }
 
     @Test
