@@ -524,13 +524,20 @@ final class Listings {
      * may not, as the lock says no host writes the file meanwhile (SQLite keeps its database open
      * for writing between transactions). One HEAD, where the listing the pull made just before shows
      * another version than the one here ({@link Node#listedEtag}).
+     *
+     * <p>A file this host made empty and has not written or put on S3 ({@link #madeEmptyHere}) takes
+     * S3's version too, where another host put one under that name first: on one disk the open that
+     * made it would have opened theirs. SQLite opens, and makes, a database's {@code -wal} before it
+     * locks; the other host's frames there, pushed as its lock went, are what this host's lock must
+     * show (else they are lost, and this host's empty file goes up beside theirs as a conflict copy).
      */
     void pullVersion(Node n) throws IOException {
         VfsPath p;
         long gen;
         synchronized (store) {
-            if (n.path == null || n.dir || n.link || n.dirty || Objects.equals(n.listedEtag, n.remoteEtag)) {
-                return; // the listing just made shows the version here
+            if (n.path == null || n.dir || n.link || (n.dirty && !madeEmptyHere(n))
+                    || Objects.equals(n.listedEtag, n.remoteEtag)) {
+                return; // the listing just made shows the version here (for a file made here: none)
             }
             p = n.path;
             gen = n.gen;
@@ -538,8 +545,17 @@ final class Listings {
         String key = store.objectKey(p, n);
         Bucket.Head h = bucket.head(key);
         synchronized (store) {
-            if (h == null || n.dirty || n.gen != gen || !p.equals(n.path) || h.etag().equals(n.remoteEtag)) {
+            if (h == null || n.gen != gen || !p.equals(n.path) || h.etag().equals(n.remoteEtag)) {
                 return;
+            }
+            if (n.dirty) {
+                if (!madeEmptyHere(n) || store.inflight.contains(key)) {
+                    return; // going up already: its upload meets theirs and says so
+                }
+                n.dirty = false;
+                store.dirtyNodes.remove(n);
+                n.due = Long.MAX_VALUE;
+                LOG.debug("S3 store {}: {} made empty here takes the version another host put first", spec, p);
             }
             fromListing(n, new Bucket.Listed(key, h.size(), h.modified(), h.etag()), store.seq);
             if (n.locks == null) {
@@ -550,6 +566,11 @@ final class Listings {
             store.journalPut(n);
             store.commit();
         }
+    }
+
+    /** A file made empty here, unwritten since, that S3 has never had from this host. Under the store's monitor. */
+    static boolean madeEmptyHere(Node n) {
+        return n.dirty && !n.dir && !n.link && n.size == 0 && n.remoteEtag == null && n.movedFrom == null;
     }
 
     private void fromListing(Node n, Bucket.Listed o, long startSeq) {

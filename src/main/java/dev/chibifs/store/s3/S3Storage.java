@@ -968,8 +968,10 @@ public final class S3Storage implements Storage {
      * again (a name another host made or removed under the lock, as SQLite's journal), and the
      * files there that S3 holds in another version lose their content here; those open for writing,
      * which a listing leaves alone, are asked one by one (the file itself; SQLite in WAL mode locks
-     * the {@code -shm}, and its database and {@code -wal} beside it change under that lock). Their
-     * open handles read the new versions. Best effort: where S3 does not answer, what is known stands.
+     * the {@code -shm}, and its database and {@code -wal} beside it change under that lock), and so
+     * are the files made here empty that S3 listed meanwhile (the {@code -wal} SQLite made before it
+     * locked). Their open handles read the new versions. Best effort: where S3 does not answer, what
+     * is known stands.
      */
     void pullForLock(Node n) {
         VfsPath p;
@@ -985,17 +987,17 @@ public final class S3Storage implements Storage {
             for (int ask = 0; ask < 2 && inDoubt(n); ask++) {
                 listings.learnAttributes(n, false);
             }
-            List<Node> openForWriting = new ArrayList<>();
+            List<Node> compared = new ArrayList<>();
             synchronized (this) {
                 for (String name : children(p.parent())) {
                     Node s = nodes.get(p.parent().child(name));
-                    if (s != null && !s.dir && s.writers > 0 && !s.dirty) {
-                        openForWriting.add(s);
+                    if (s != null && !s.dir && (s.writers > 0 && !s.dirty || Listings.madeEmptyHere(s))) {
+                        compared.add(s);
                     }
                 }
             }
-            for (Node s : openForWriting) {
-                listings.pullVersion(s); // a listing leaves a file open for writing as it was
+            for (Node s : compared) {
+                listings.pullVersion(s); // a listing leaves a file open for writing, or changed here, as it was
             }
         } catch (IOException e) {
             LOG.debug("S3 store {}: {} not compared with S3 at its lock: {}", spec, p, e.getMessage());

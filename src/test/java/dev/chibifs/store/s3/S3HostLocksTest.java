@@ -212,6 +212,36 @@ class S3HostLocksTest {
     }
 
     @Test
+    void aFileMadeEmptyHereBeforeTheLockReadsWhatTheLastHolderPutThereAndGoesUpAsNoCopy() throws Exception {
+        // SQLite in WAL mode with a connection per transaction: each opens, making it, the -wal before
+        // it locks, while the other host's frames there are not yet on S3
+        S3Storage a = host("a");
+        S3Storage b = host("b");
+        FileHandle[] db = bothOpen(a, b, "lock");
+        EnumSet<OpenFlag> create = EnumSet.of(OpenFlag.READ, OpenFlag.WRITE, OpenFlag.CREATE);
+        assertTrue(db[0].locks().tryFlock(1, LockType.WRITE));
+        FileHandle walA = a.open(p("/shared/jobs.db-wal"), create, 0644);
+        open.add(walA);
+        write(walA, "frames of a");
+        FileHandle walB = b.open(p("/shared/jobs.db-wal"), create, 0644);
+        open.add(walB);
+        assertEquals("", read(walB), "b's listing is older than a's file");
+        assertTrue(db[0].locks().tryFlock(1, LockType.UNLOCK));
+
+        assertTrue(grantedWithin(() -> db[1].locks().tryFlock(2, LockType.WRITE)));
+        assertEquals("frames of a", read(walB), "the file a put, not the empty one b made");
+        walB.write(ByteBuffer.wrap(", then b".getBytes(UTF_8)), "frames of a".length());
+        walB.close();
+        b.flushAll();
+        S3Options o = S3Options.defaults(temp.resolve(prefix + "-c"), server.env()).withHost("c");
+        try (S3Storage c = S3Storage.open("s3://" + BUCKET + "/" + prefix, o)) {
+            assertEquals(List.of("jobs.db", "jobs.db-wal"), c.list(p("/shared")).stream().map(Entry::name).sorted().toList(),
+                    "no conflict copy of the file b made");
+            assertEquals("frames of a, then b", new String(c.read(p("/shared/jobs.db-wal")), UTF_8));
+        }
+    }
+
+    @Test
     void aLeaseNotRenewedForLongerThanItLivesIsADeadHostsAndNoLongerExcludes() throws Exception {
         S3Storage b = host("b", Duration.ofSeconds(1));
         b.mkdir(p("/shared"));
