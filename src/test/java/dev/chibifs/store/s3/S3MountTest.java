@@ -619,6 +619,32 @@ class S3MountTest {
         assertEquals(Set.of("jobs.db"), names(b.at(PREFIX)), "no conflict copy, no journal left");
     }
 
+    /**
+     * The same in WAL mode, a connection per transaction (a {@code sqlite3} per row): each opens, and
+     * may make, the {@code -wal} before it locks, while the other host's frames are not on S3 yet.
+     * The lock's pull hands them over; before it did, about one row in six was lost, with no error.
+     */
+    @Test
+    @Timeout(240)
+    void sqliteInWalModeOnTwoHostsWithAConnectionPerTransactionLosesNoRow() {
+        MountedFs a = host(MountedFs.tempRoot(), "hostA", "1h", "--metadata-ttl", "1m");
+        MountedFs b = host(MountedFs.tempRoot(), "hostB", "1h", "--metadata-ttl", "1m");
+        String onA = "'" + a.at(PREFIX + "/wal.db") + "'";
+        String onB = "'" + b.at(PREFIX + "/wal.db") + "'";
+        Sh.run("sqlite3 " + onA + " 'pragma journal_mode=wal; create table t(host text, seen integer)' >/dev/null").ok();
+        String script = "rows() { i=1; while [ $i -le 15 ]; do sqlite3 -bail \"$2\" '.timeout 60000'"
+                + " \"begin immediate; insert into t select '$1', count(*) from t; commit;\" || return 1; i=$((i + 1)); done; };"
+                + " rows A " + onA + " & pa=$!; rows B " + onB + " & pb=$!;"
+                + " wait $pa; ra=$?; wait $pb; rb=$?; echo \"exits $ra $rb\"; [ $ra = 0 ] && [ $rb = 0 ]";
+        Sh.run(script).ok();
+        for (String db : List.of(onA, onB)) {
+            assertEquals("ok\n30|30|15|15\n", Sh.run("sqlite3 " + db + " 'pragma integrity_check;"
+                    + " select count(*), count(distinct seen), sum(host = \"A\"), sum(host = \"B\") from t;'").ok().out(), db);
+        }
+        assertEquals(Set.of(), names(b.at(PREFIX)).stream().filter(n -> n.contains(".conflict-")).collect(Collectors.toSet()),
+                "no conflict copy");
+    }
+
     @Test
     @Timeout(120)
     void chibifsSyncOnTheReadingHostShowsWhatAnotherHostSyncedAtOnce() throws Exception {
