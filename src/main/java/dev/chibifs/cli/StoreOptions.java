@@ -73,6 +73,13 @@ final class StoreOptions {
                     + " requests, for a bucket one host writes.")
     boolean localLocks;
 
+    @Option(names = "--exclusive-creates",
+            description = "A create that must make the file (O_EXCL: set -o noclobber, lock files such as git's)"
+                    + " makes its object on an S3 store at once, only if the bucket has none of that name, so of"
+                    + " two hosts making one name the second gets EEXIST. One PUT per such create, before it"
+                    + " returns. Default: made here, and up with the write-back.")
+    boolean exclusiveCreates;
+
     /** The parsed {@code --store} options; a bad one is a usage error naming the value and the rule. */
     List<StoreMount> mounts() {
         return mounts(() -> {
@@ -82,7 +89,7 @@ final class StoreOptions {
 
     private List<StoreMount> mounts(Supplier<ChibiHome> home, Map<String, String> env) {
         StoreSpec.Kind s3 = S3StoreSpec.kind(home, cacheDir, flushAfter, metadataTtl, cacheSize == null ? 0 : cacheSize,
-                prefetchBelow, localLocks ? Duration.ZERO : lockLease, env);
+                prefetchBelow, localLocks ? Duration.ZERO : lockLease, exclusiveCreates, env);
         List<StoreMount> out = new ArrayList<>();
         for (String s : stores) {
             try {
@@ -96,9 +103,10 @@ final class StoreOptions {
         }
         long s3Stores = out.stream().filter(m -> m.spec() instanceof S3StoreSpec).count();
         if ((cacheDir != null || flushAfter != null || metadataTtl != null || cacheSize != null || prefetchBelow != null
-                || lockLease != null || localLocks) && s3Stores == 0) {
+                || lockLease != null || localLocks || exclusiveCreates) && s3Stores == 0) {
             throw new UsageException("--cache-dir, --cache-size, --flush-after, --metadata-ttl, --prefetch-below,"
-                    + " --lock-lease and --local-locks are for an S3 store: add --store PREFIX=s3://BUCKET/KEYPREFIX");
+                    + " --lock-lease, --local-locks and --exclusive-creates are for an S3 store:"
+                    + " add --store PREFIX=s3://BUCKET/KEYPREFIX");
         }
         if (lockLease != null && localLocks) {
             throw new UsageException("--lock-lease and --local-locks cannot go together: a local lock has no lease");
@@ -165,6 +173,9 @@ final class StoreOptions {
         }
         if (localLocks) {
             out.add("--local-locks");
+        }
+        if (exclusiveCreates) {
+            out.add("--exclusive-creates");
         }
         return out;
     }

@@ -29,6 +29,9 @@ public final class ContentHash {
         return HexFormat.of().formatHex(digest.digest());
     }
 
+    /** The SHA-256 of no bytes: an empty file's. */
+    public static final String EMPTY_SHA256 = of(new byte[0]);
+
     public static String of(byte[] data) {
         MessageDigest d = digest();
         d.update(data);

@@ -172,6 +172,8 @@ class MountHelperTest {
                         + "cache_size=20G,prefetch_below=0,lock_lease=10s").launcherArgs());
         assertEquals(List.of("mount", "--context", "a", "--store", "/=s3://b", "--local-locks", "/mnt/a"),
                 run("chibifs", "/mnt/a", "-o", "ctx=a,store=/=s3://b,local_locks").launcherArgs());
+        assertEquals(List.of("mount", "--context", "a", "--store", "/=s3://b", "--exclusive-creates", "/mnt/a"),
+                run("chibifs", "/mnt/a", "-o", "ctx=a,store=/=s3://b,exclusive_creates").launcherArgs());
         assertRefused("ctx=a,metadata_ttl=", "metadata_ttl= needs a duration");
         assertRefused("ctx=a,cache_dir=cache", "cache_dir='cache' must be an absolute directory");
         assertRefused("ctx=a,flush_after=", "flush_after= needs a duration");
@@ -179,6 +181,7 @@ class MountHelperTest {
         assertRefused("ctx=a,prefetch_below=", "prefetch_below= needs a size");
         assertRefused("ctx=a,lock_lease=", "lock_lease= needs a duration");
         assertRefused("ctx=a,local_locks=yes", "local_locks takes no value");
+        assertRefused("ctx=a,exclusive_creates=1", "exclusive_creates takes no value");
         assertRefused("ctx=a,cache-dir=/c", "unknown option 'cache-dir=/c'");
     }
 

@@ -94,8 +94,11 @@ class NamespaceCliTest {
         r = cli.run("ls", "--cache-dir", "/tmp/c", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("--cache-dir, --cache-size, --flush-after, --metadata-ttl, --prefetch-below,"
-                + " --lock-lease and --local-locks are for an S3 store"), r.err());
+                + " --lock-lease, --local-locks and --exclusive-creates are for an S3 store"), r.err());
         r = cli.run("ls", "--local-locks", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("are for an S3 store"), r.err());
+        r = cli.run("ls", "--exclusive-creates", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("are for an S3 store"), r.err());
         r = cli.run("ls", "--store", s3, "--local-locks", "--lock-lease", "5s", "vfs:///");

@@ -31,10 +31,13 @@ import java.util.Objects;
  * @param lockLease how long a lock's lease on S3 outlives a holder that stops renewing it (a host
  *        that died holding a lock): locks then exclude the processes of every host ({@link HostLocks});
  *        0: locks exclude within this daemon only
+ * @param exclusiveCreates whether a create that must make the file (O_EXCL) makes its object on S3
+ *        at once, conditional on there being none, so that of two hosts making one name the second
+ *        fails with EEXIST; false: it is made here and goes up with the write-back, as any change
  */
 public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, Clock clock, String host,
                         Map<String, String> env, boolean background, long cacheSize, long prefetchBelow,
-                        Duration lockLease) {
+                        Duration lockLease, boolean exclusiveCreates) {
 
     public static final Duration DEFAULT_FLUSH_AFTER = Duration.ofSeconds(2);
     /** One second: a change on another host shows within it plus the round trip, inside the promised 2 s. */
@@ -61,7 +64,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
     /** The defaults for a store kept in {@code cacheDir}, with the given environment. */
     public static S3Options defaults(Path cacheDir, Map<String, String> env) {
         return new S3Options(cacheDir, DEFAULT_FLUSH_AFTER, DEFAULT_VALIDITY, Clock.systemUTC(), hostName(env), env, true, 0,
-                DEFAULT_PREFETCH_BELOW, DEFAULT_LOCK_LEASE);
+                DEFAULT_PREFETCH_BELOW, DEFAULT_LOCK_LEASE, false);
     }
 
     /** The default cache directory of a store: {@code <home>/chibifs/cache/<store>}. */
@@ -88,35 +91,39 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
     }
 
     public S3Options withFlushAfter(Duration d) {
-        return new S3Options(cacheDir, d, validity, clock, host, env, background, cacheSize, prefetchBelow, lockLease);
+        return new S3Options(cacheDir, d, validity, clock, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     public S3Options withValidity(Duration d) {
-        return new S3Options(cacheDir, flushAfter, d, clock, host, env, background, cacheSize, prefetchBelow, lockLease);
+        return new S3Options(cacheDir, flushAfter, d, clock, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     public S3Options withClock(Clock c, boolean runInBackground) {
-        return new S3Options(cacheDir, flushAfter, validity, c, host, env, runInBackground, cacheSize, prefetchBelow, lockLease);
+        return new S3Options(cacheDir, flushAfter, validity, c, host, env, runInBackground, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     public S3Options withHost(String h) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, h, env, background, cacheSize, prefetchBelow, lockLease);
+        return new S3Options(cacheDir, flushAfter, validity, clock, h, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     public S3Options withCacheDir(Path dir) {
-        return new S3Options(dir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow, lockLease);
+        return new S3Options(dir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     public S3Options withCacheSize(long bytes) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, bytes, prefetchBelow, lockLease);
+        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, bytes, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     public S3Options withPrefetchBelow(long bytes) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, bytes, lockLease);
+        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, bytes, lockLease, exclusiveCreates);
     }
 
     public S3Options withLockLease(Duration d) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow, d);
+        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow, d, exclusiveCreates);
+    }
+
+    public S3Options withExclusiveCreates(boolean on) {
+        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow, lockLease, on);
     }
 
     private static String hostName(Map<String, String> env) {

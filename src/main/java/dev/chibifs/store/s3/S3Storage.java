@@ -48,6 +48,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -1884,6 +1885,10 @@ public final class S3Storage implements Storage {
             if (n != null && flags.contains(OpenFlag.CREATE_NEW)) {
                 throw new FileAlreadyExistsException(path.toString());
             }
+            int madeMode = FILE_MODE | ((createMode & 0100) != 0 ? 0111 : 0);
+            FileTime madeAt = now();
+            String claimed = n == null && flags.contains(OpenFlag.CREATE_NEW) && options.exclusiveCreates()
+                    ? claimOnS3(path, madeMode, madeAt) : null;
             if (n != null && n.dir) {
                 throw new IsDirectoryException(path.toString());
             }
@@ -1908,12 +1913,20 @@ public final class S3Storage implements Storage {
                         throw new NoSuchFileException(path.toString());
                     }
                     requireStorableName(path);
-                    Node c = newNode(false, FILE_MODE | ((createMode & 0100) != 0 ? 0111 : 0));
+                    Node c = newNode(false, madeMode);
                     CacheFile.replace(dataFile(c.ino)).close();
                     c.cached = true;
                     placeMade(path, c);
+                    if (claimed != null) {
+                        c.mtime = c.ctime = c.atime = madeAt;
+                        madeOnS3(c, claimed);
+                    }
                     commit();
                     return handle(c, write, flags.contains(OpenFlag.APPEND), true);
+                }
+                if (claimed != null && Listings.madeEmptyHere(now)) {
+                    now.remoteEtag = claimed; // made here meanwhile by another open: the object this one made is its
+                    journalPut(now);
                 }
                 if (now.dir) {
                     throw new IsDirectoryException(path.toString());
@@ -1945,6 +1958,53 @@ public final class S3Storage implements Storage {
                 throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was opened");
             }
         }
+    }
+
+    /**
+     * {@code --exclusive-creates}: the empty object of a file an O_EXCL create makes, put now, only
+     * if S3 has none of that name (If-None-Match), so that where another host made it first (a lock
+     * file, a claim made with {@code set -o noclobber}) this create fails, as on one disk, instead of
+     * both going on and one ending as a conflict copy. Returns its ETag; null where this host removed
+     * the name a moment ago and its delete has not gone yet (the file is made here, as without the
+     * option: a claim put now could land before that delete, which would take it).
+     *
+     * @throws FileAlreadyExistsException S3 has it (the directory is listed again at the next look)
+     */
+    private String claimOnS3(VfsPath path, int mode, FileTime madeAt) throws IOException {
+        requireStorableName(path);
+        String key;
+        synchronized (this) {
+            key = objectKey(path, false, false);
+            Tomb t = tombs.get(key);
+            if (t != null && t.pending || inflight.contains(key)) {
+                return null;
+            }
+        }
+        Map<String, String> meta = new LinkedHashMap<>();
+        meta.put(META_MODE, Integer.toOctalString(mode & 0777));
+        meta.put(META_MTIME, Long.toString(madeAt.toMillis()));
+        meta.put(META_SHA, ContentHash.EMPTY_SHA256);
+        try {
+            return bucket.put(key, new byte[0], meta, null);
+        } catch (Bucket.PreconditionFailed taken) {
+            synchronized (this) {
+                listings.expireListing(path.parent());
+            }
+            throw new FileAlreadyExistsException(path.toString(), null, "File exists (made on another host first)");
+        }
+    }
+
+    /** {@code n}, made by this open, is on S3 as {@link #claimOnS3} put it: empty, under {@code etag}. Under the monitor. */
+    private void madeOnS3(Node n, String etag) {
+        n.remoteEtag = etag;
+        uploaded(n);
+        n.dirty = false;
+        dirtyNodes.remove(n);
+        n.due = Long.MAX_VALUE;
+        n.sha = ContentHash.EMPTY_SHA256;
+        n.shaGen = n.gen;
+        n.syncedSeq = seq;
+        journalPut(n);
     }
 
     /**
@@ -2496,7 +2556,8 @@ public final class S3Storage implements Storage {
         return spec + " at " + bucket.where() + ": " + health + "; to upload: " + waiting + "; requests: "
                 + bucket.requests() + String.format(Locale.ROOT, "; content: %.1f MiB down, %.1f MiB up",
                 moved[0] / (double) (1 << 20), moved[1] / (double) (1 << 20))
-                + (hostLocks == null ? "; locks: this daemon's only" : "; locks: " + hostLocks.held() + " held on S3");
+                + (hostLocks == null ? "; locks: this daemon's only" : "; locks: " + hostLocks.held() + " held on S3")
+                + (options.exclusiveCreates() ? "; O_EXCL creates made on S3 at once" : "");
     }
 
     /** How many changes wait for S3. */

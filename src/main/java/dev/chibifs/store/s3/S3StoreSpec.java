@@ -21,7 +21,7 @@ import java.util.function.Supplier;
  */
 public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, Duration flushAfter,
                           Duration metadataTtl, long cacheSize, Long prefetchBelow, Duration lockLease,
-                          Map<String, String> env)
+                          boolean exclusiveCreates, Map<String, String> env)
         implements StoreSpec {
 
     /**
@@ -30,18 +30,20 @@ public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, 
      * {@code flushAfter} (null: 2 s) before uploading a closed file, believes a listing for
      * {@code metadataTtl} (null: 1 s), keeps its content cache within {@code cacheSize} bytes
      * (0: no limit), fetches the files of at most {@code prefetchBelow} bytes a listing shows
-     * (null: 32 KiB), and holds the leases of its locks for {@code lockLease} (null: 30 s; zero:
-     * locks reach this daemon only).
+     * (null: 32 KiB), holds the leases of its locks for {@code lockLease} (null: 30 s; zero:
+     * locks reach this daemon only), and with {@code exclusiveCreates} makes each O_EXCL create's
+     * object on S3 at once ({@link S3Options#exclusiveCreates}).
      */
     public static Kind kind(Supplier<ChibiHome> home, Path cacheDir, Duration flushAfter, Duration metadataTtl,
-                            long cacheSize, Long prefetchBelow, Duration lockLease, Map<String, String> env) {
+                            long cacheSize, Long prefetchBelow, Duration lockLease, boolean exclusiveCreates,
+                            Map<String, String> env) {
         return s -> {
             if (!s.startsWith(S3Spec.SCHEME)) {
                 return null;
             }
             S3Spec.parse(s); // refuses a malformed spec now, naming it and the rule
             return new S3StoreSpec(s, home, cacheDir == null ? null : cacheDir.toAbsolutePath().normalize(),
-                    flushAfter, metadataTtl, cacheSize, prefetchBelow, lockLease, env);
+                    flushAfter, metadataTtl, cacheSize, prefetchBelow, lockLease, exclusiveCreates, env);
         };
     }
 
@@ -64,6 +66,6 @@ public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, 
     @Override
     public Storage open() throws IOException {
         return S3Storage.open(spec, S3Options.forMount(home.get(), spec, cacheDir, flushAfter, metadataTtl, cacheSize,
-                prefetchBelow, lockLease, env));
+                prefetchBelow, lockLease, env).withExclusiveCreates(exclusiveCreates));
     }
 }

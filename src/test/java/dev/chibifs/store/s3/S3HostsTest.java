@@ -758,6 +758,40 @@ class S3HostsTest {
     }
 
     @Test
+    void withExclusiveCreatesAnExclusiveCreateOfANameAnotherHostMadeFirstFailsAndLeavesNoCopy() throws Exception {
+        // two agents claim one task with `set -o noclobber; echo me > claim`: both hosts' listings
+        // are fresh from before either made it, so only S3 can tell the second it came second
+        S3Storage a = host(options("a").withClock(startClock(), false).withExclusiveCreates(true));
+        S3Storage b = host(options("b").withClock(startClock(), false).withExclusiveCreates(true));
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        assertFalse(b.exists(p("/shared/task-7.claim")));
+        EnumSet<OpenFlag> exclusive = EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW);
+        try (FileHandle h = a.open(p("/shared/task-7.claim"), exclusive, 0644)) {
+            h.write(ByteBuffer.wrap("a\n".getBytes(UTF_8)), 0);
+        }
+        assertNotNull(inS3("shared/task-7.claim"), "on S3 as the create returned, before any write-back");
+        Exception second = assertThrows(java.nio.file.FileAlreadyExistsException.class,
+                () -> b.open(p("/shared/task-7.claim"), exclusive, 0644));
+        assertEquals(Linux.EEXIST, Errors.errno(second));
+        assertFalse(b.exists(p("/shared/task-7.claim.conflict-b-20260102T030405Z")));
+
+        a.flushAll();
+        b.flushAll();
+        assertEquals("a\n", inS3("shared/task-7.claim"), "a's write goes up over the object its create made");
+        assertEquals(List.of(prefix + "/shared/task-7.claim"),
+                raw.list(prefix + "/shared/", false).objects().stream().map(Bucket.Listed::key).filter(k -> !k.endsWith("/")).toList(),
+                "no conflict copy");
+        // a name free on S3 is made by either host; without the option b's create would have made it too
+        try (FileHandle h = b.open(p("/shared/task-8.claim"), exclusive, 0644)) {
+            h.write(ByteBuffer.wrap("b\n".getBytes(UTF_8)), 0);
+        }
+        b.flushAll();
+        assertEquals("b\n", inS3("shared/task-8.claim"));
+        assertTrue(b.state().endsWith("; O_EXCL creates made on S3 at once"), b.state());
+    }
+
+    @Test
     void theSameFileWrittenOnBothHostsLeavesOneWinnerAndOneConflictCopy() throws Exception {
         MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
