@@ -101,6 +101,12 @@ public final class S3Storage implements Storage {
     static final String META_SHA = "chibi-sha256";
     static final String META_MODE = "chibi-mode";
     static final String META_MTIME = "chibi-mtime";
+    /**
+     * Who put an O_EXCL create's empty object ({@link #claimOnS3}): two hosts' claims are otherwise
+     * alike (no bytes, the same mode, maybe the same millisecond), and a PUT whose answer was lost
+     * takes an object with the metadata it sent for its own.
+     */
+    static final String META_MADE_BY = "chibi-made-by";
 
     /** What ends the key of a symbolic link's object (rclone's convention, with {@code --links}). */
     static final String LINK_SUFFIX = ".rclonelink";
@@ -1984,6 +1990,7 @@ public final class S3Storage implements Storage {
         meta.put(META_MODE, Integer.toOctalString(mode & 0777));
         meta.put(META_MTIME, Long.toString(madeAt.toMillis()));
         meta.put(META_SHA, ContentHash.EMPTY_SHA256);
+        meta.put(META_MADE_BY, options.host() + "-" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()));
         try {
             return bucket.put(key, new byte[0], meta, null);
         } catch (Bucket.PreconditionFailed taken) {
