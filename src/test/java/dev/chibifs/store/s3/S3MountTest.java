@@ -602,21 +602,30 @@ class S3MountTest {
     void sqliteOnTwoHostsAtOnceSeesEveryRowTheOtherCommittedUnderItsLocks() {
         MountedFs a = host(MountedFs.tempRoot(), "hostA", "1h", "--metadata-ttl", "1m");
         MountedFs b = host(MountedFs.tempRoot(), "hostB", "1h", "--metadata-ttl", "1m");
-        String onA = "'" + a.at(PREFIX + "/jobs.db") + "'";
-        String onB = "'" + b.at(PREFIX + "/jobs.db") + "'";
-        Sh.run("sqlite3 " + onA + " 'create table t(host text, seen integer)'").ok();
-        String script = "rows() { echo '.timeout 60000'; i=1; while [ $i -le 30 ]; do"
-                + " echo \"begin immediate; insert into t select '$1', count(*) from t; commit;\"; i=$((i + 1)); done; };"
-                + " rows A | sqlite3 -bail " + onA + " >/dev/null & pa=$!;"
-                + " rows B | sqlite3 -bail " + onB + " >/dev/null & pb=$!;"
-                + " wait $pa; ra=$?; wait $pb; rb=$?; echo \"exits $ra $rb\"; [ $ra = 0 ] && [ $rb = 0 ]";
-        Sh.run(script).ok();
-        for (String db : List.of(onA, onB)) {
-            // seen: how many rows the transaction found; each found every one committed before it
-            assertEquals("ok\n60|60|30|30\n", Sh.run("sqlite3 " + db + " 'pragma integrity_check;"
-                    + " select count(*), count(distinct seen), sum(host = \"A\"), sum(host = \"B\") from t;'").ok().out(), db);
-        }
+        Sh.run("sqlite3 '" + a.at(PREFIX + "/jobs.db") + "' 'create table t(host text, seen integer)'").ok();
+        // one connection per host
+        insertOnBothHostsAtOnce(a, b, "jobs.db", "rows() { { echo '.timeout 60000'; i=1; while [ $i -le 30 ]; do"
+                + " echo \"begin immediate; insert into t select '$1', count(*) from t; commit;\"; i=$((i + 1)); done; }"
+                + " | sqlite3 -bail \"$2\" >/dev/null; };", 30);
         assertEquals(Set.of("jobs.db"), names(b.at(PREFIX)), "no conflict copy, no journal left");
+    }
+
+    /**
+     * Runs shell function {@code rows} (arguments: the host's tag, its path of {@code db}) on both
+     * hosts at once, each inserting {@code each} rows that record how many rows their transaction
+     * found; then both hosts see every row, each of which found every row committed before it.
+     */
+    private static void insertOnBothHostsAtOnce(MountedFs a, MountedFs b, String db, String rows, int each) {
+        String onA = "'" + a.at(PREFIX + "/" + db) + "'";
+        String onB = "'" + b.at(PREFIX + "/" + db) + "'";
+        Sh.run(rows + " rows A " + onA + " & pa=$!; rows B " + onB + " & pb=$!;"
+                + " wait $pa; ra=$?; wait $pb; rb=$?; echo \"exits $ra $rb\"; [ $ra = 0 ] && [ $rb = 0 ]").ok();
+        String all = Integer.toString(2 * each);
+        for (String onHost : List.of(onA, onB)) {
+            assertEquals("ok\n" + all + "|" + all + "|" + each + "|" + each + "\n", Sh.run("sqlite3 " + onHost
+                    + " 'pragma integrity_check; select count(*), count(distinct seen), sum(host = \"A\"), sum(host = \"B\") from t;'")
+                    .ok().out(), onHost);
+        }
     }
 
     /**
@@ -629,18 +638,10 @@ class S3MountTest {
     void sqliteInWalModeOnTwoHostsWithAConnectionPerTransactionLosesNoRow() {
         MountedFs a = host(MountedFs.tempRoot(), "hostA", "1h", "--metadata-ttl", "1m");
         MountedFs b = host(MountedFs.tempRoot(), "hostB", "1h", "--metadata-ttl", "1m");
-        String onA = "'" + a.at(PREFIX + "/wal.db") + "'";
-        String onB = "'" + b.at(PREFIX + "/wal.db") + "'";
-        Sh.run("sqlite3 " + onA + " 'pragma journal_mode=wal; create table t(host text, seen integer)' >/dev/null").ok();
-        String script = "rows() { i=1; while [ $i -le 15 ]; do sqlite3 -bail \"$2\" '.timeout 60000'"
-                + " \"begin immediate; insert into t select '$1', count(*) from t; commit;\" || return 1; i=$((i + 1)); done; };"
-                + " rows A " + onA + " & pa=$!; rows B " + onB + " & pb=$!;"
-                + " wait $pa; ra=$?; wait $pb; rb=$?; echo \"exits $ra $rb\"; [ $ra = 0 ] && [ $rb = 0 ]";
-        Sh.run(script).ok();
-        for (String db : List.of(onA, onB)) {
-            assertEquals("ok\n30|30|15|15\n", Sh.run("sqlite3 " + db + " 'pragma integrity_check;"
-                    + " select count(*), count(distinct seen), sum(host = \"A\"), sum(host = \"B\") from t;'").ok().out(), db);
-        }
+        Sh.run("sqlite3 '" + a.at(PREFIX + "/wal.db") + "' 'pragma journal_mode=wal; create table t(host text, seen integer)'"
+                + " >/dev/null").ok();
+        insertOnBothHostsAtOnce(a, b, "wal.db", "rows() { i=1; while [ $i -le 15 ]; do sqlite3 -bail \"$2\" '.timeout 60000'"
+                + " \"begin immediate; insert into t select '$1', count(*) from t; commit;\" || return 1; i=$((i + 1)); done; };", 15);
         assertEquals(Set.of(), names(b.at(PREFIX)).stream().filter(n -> n.contains(".conflict-")).collect(Collectors.toSet()),
                 "no conflict copy");
     }
