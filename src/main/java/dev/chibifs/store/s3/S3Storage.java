@@ -1892,9 +1892,12 @@ public final class S3Storage implements Storage {
                 throw new FileAlreadyExistsException(path.toString());
             }
             int madeMode = FILE_MODE | ((createMode & 0100) != 0 ? 0111 : 0);
-            FileTime madeAt = now();
-            String claimed = n == null && flags.contains(OpenFlag.CREATE_NEW) && options.exclusiveCreates()
-                    ? claimOnS3(path, madeMode, madeAt) : null;
+            FileTime claimedAt = null;
+            String claimed = null;
+            if (n == null && flags.contains(OpenFlag.CREATE_NEW) && options.exclusiveCreates()) {
+                claimedAt = now();
+                claimed = claimOnS3(path, madeMode, claimedAt);
+            }
             if (n != null && n.dir) {
                 throw new IsDirectoryException(path.toString());
             }
@@ -1924,7 +1927,7 @@ public final class S3Storage implements Storage {
                     c.cached = true;
                     placeMade(path, c);
                     if (claimed != null) {
-                        c.mtime = c.ctime = c.atime = madeAt;
+                        c.mtime = c.ctime = c.atime = claimedAt;
                         madeOnS3(c, claimed);
                     }
                     commit();
