@@ -740,22 +740,29 @@ class S3MountTest {
         env("hostA").forEach((k, v) -> envs.append(' ').append(k).append("='").append(v).append('\''));
         Sh.Result r = Sh.run(envs + " " + MountedFs.cliScript("mount", "--context", "planner", "--home",
                 root.resolve("home").toString(), "--store", PREFIX + "=" + spec(), "--cache-dir", cache.toString(),
-                "--flush-after", "1h", "--metadata-ttl", "2s", mnt.toString()));
+                "--flush-after", "1h", "--metadata-ttl", "2s", "--exclusive-creates", mnt.toString()));
         try {
             assertEquals(0, r.exitCode(), r.err() + r.out());
             java.util.regex.Matcher pid = java.util.regex.Pattern.compile("daemon pid (\\d+)").matcher(r.out());
             assertTrue(pid.find(), r.out());
             String cmdline = Files.readString(Path.of("/proc", pid.group(1), "cmdline")).replace('\0', ' ');
             assertTrue(cmdline.contains("--cache-dir " + cache) && cmdline.contains("--flush-after PT1H")
-                    && cmdline.contains("--metadata-ttl PT2S")
+                    && cmdline.contains("--metadata-ttl PT2S") && cmdline.contains("--exclusive-creates")
                     && cmdline.contains("--store " + PREFIX + "=" + spec()), cmdline);
             assertFalse(cmdline.contains(S3Server.SECRET_KEY) || cmdline.contains(S3Server.ACCESS_KEY), cmdline);
             // the daemon has the credentials all the same (inherited), and the debounce it was given
             Files.writeString(mnt.resolve("shared/s3/bg.md"), "background\n");
+            // two agents claim one task with noclobber: with an hour's debounce, only --exclusive-creates
+            // puts this host's claim on S3 before the other's try
+            MountedFs b = host(MountedFs.tempRoot(), "hostB", FLUSH_AFTER, "--exclusive-creates");
+            Sh.run("set -C; echo A > '" + mnt.resolve("shared/s3/task.claim") + "'").ok();
+            Sh.Result second = Sh.run("set -C; echo B > '" + b.at(PREFIX + "/task.claim") + "'");
+            assertNotEquals(0, second.exitCode(), "the second host's claim must fail");
+            assertTrue(second.err().contains("exist"), second.err());
             MountedFs.cli("umount", mnt.toString()).ok(); // uploads what the 1 h debounce holds
-            MountedFs b = host("hostB");
             await(VISIBLE_WITHIN, "host B reading what the background daemon had",
-                    () -> "background\n".equals(readOrNull(b.at(PREFIX + "/bg.md"))));
+                    () -> "background\n".equals(readOrNull(b.at(PREFIX + "/bg.md")))
+                            && "A\n".equals(readOrNull(b.at(PREFIX + "/task.claim"))));
         } finally {
             Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null");
         }
