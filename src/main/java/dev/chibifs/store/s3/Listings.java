@@ -552,9 +552,7 @@ final class Listings {
                 if (!madeEmptyHere(n) || store.inflight.contains(key)) {
                     return; // going up already: its upload meets theirs and says so
                 }
-                n.dirty = false;
-                store.dirtyNodes.remove(n);
-                n.due = Long.MAX_VALUE;
+                store.settled(n);
                 LOG.debug("S3 store {}: {} made empty here takes the version another host put first", spec, p);
             }
             fromListing(n, new Bucket.Listed(key, h.size(), h.modified(), h.etag()), store.seq);

@@ -574,6 +574,13 @@ public final class S3Storage implements Storage {
         }
     }
 
+    /** {@code n} agrees with S3 again: nothing of it waits to go up. The undoing of {@link #changed}'s marking. Under the monitor. */
+    void settled(Node n) {
+        n.dirty = false;
+        dirtyNodes.remove(n);
+        n.due = Long.MAX_VALUE;
+    }
+
     /** Marks {@code n} changed by a finished operation; it is uploaded once the debounce has passed. */
     private void dirty(Node n) {
         changed(n, false);
@@ -2008,9 +2015,7 @@ public final class S3Storage implements Storage {
     private void madeOnS3(Node n, String etag) {
         n.remoteEtag = etag;
         uploaded(n);
-        n.dirty = false;
-        dirtyNodes.remove(n);
-        n.due = Long.MAX_VALUE;
+        settled(n);
         n.sha = ContentHash.EMPTY_SHA256;
         n.shaGen = n.gen;
         n.syncedSeq = seq;

@@ -679,9 +679,7 @@ final class WriteBack {
             n.lostUploads = null;
             n.syncedSeq = store.seq;
             if (n.gen == gen) {
-                n.dirty = false;
-                store.dirtyNodes.remove(n);
-                n.due = Long.MAX_VALUE;
+                store.settled(n);
                 if (sha != null) {
                     n.sha = sha;
                     n.shaGen = gen;
@@ -973,9 +971,7 @@ final class WriteBack {
             store.seq++;
             store.inflight.remove(store.dirKey(p));
             if (d.path != null && d.path.equals(p)) {
-                d.dirty = false;
-                store.dirtyNodes.remove(d);
-                d.due = Long.MAX_VALUE;
+                store.settled(d);
                 d.dirOnRemote = d.marker = true;
                 d.syncedSeq = store.seq;
                 store.journalPut(d);
@@ -1028,9 +1024,7 @@ final class WriteBack {
                 Files.deleteIfExists(store.dataFile(ino));
             }
             if (n.path != null && n.path.equals(p) && n.gen == gen) {
-                n.dirty = false;
-                store.dirtyNodes.remove(n);
-                n.due = Long.MAX_VALUE;
+                store.settled(n);
                 n.cached = false;
                 n.sha = null;
                 n.shaGen = -1;
