@@ -21,28 +21,44 @@ import java.util.jar.JarFile;
  * {@code -XX:ArchiveClassesAtExit}, to make the class archive (AppCDS) that later commands and
  * daemons map instead of reading and verifying classes from the jar: every class of chibifs
  * (a daemon's too), the model of every command, and one real command ({@code ls} of a fresh
- * store, which loads the configuration, the router, the store and its native calls), and an S3
- * store's first requests. Nothing is mounted, nothing outside the directory it is given is
- * written, and nothing leaves the host.
+ * store, which loads the configuration, the router, the store and its native calls), and, for
+ * the archive of a command that names an S3 store, that store's first requests. Nothing is
+ * mounted, nothing outside the directory it is given is written, and nothing leaves the host.
+ *
+ * <p>Two archives, because a JVM maps and relocates the whole of its archive at start, every page
+ * resident whether used or not: the S3 client's classes are about half of an archive that has
+ * them, and a daemon of local stores would carry them for nothing.
  */
 public final class ClassArchiveTraining {
 
     private ClassArchiveTraining() {
     }
 
-    /** {@code args[0]}: an empty directory to use as CHIBI_HOME. */
+    /**
+     * Where the S3 store's own classes are in the jar: a name, not {@code S3Storage.class}, which
+     * would load that class, and with it the client's, into every archive.
+     */
+    private static final String S3_CLASSES = "dev/chibifs/store/s3/";
+
+    /** What {@code args[1]} is when the archive is for commands that name an S3 store. */
+    static final String WITH_S3 = "s3";
+
+    /** {@code args[0]}: an empty directory to use as CHIBI_HOME; {@code args[1]}, if any: {@value WITH_S3}. */
     public static void main(String[] args) throws IOException, URISyntaxException {
-        if (args.length != 1) {
-            System.err.println("usage: ClassArchiveTraining EMPTY-DIR");
+        boolean withS3 = args.length == 2 && args[1].equals(WITH_S3);
+        if (args.length != 1 && !withS3) {
+            System.err.println("usage: ClassArchiveTraining EMPTY-DIR [" + WITH_S3 + "]");
             System.exit(2);
         }
-        loadEveryOwnClass();
+        loadEveryOwnClass(withS3);
         Terminal quiet = new Terminal(System.getenv(), System.in, OutputStream.nullOutputStream(),
                 OutputStream.nullOutputStream());
         Main.commandLine(quiet); // every command's model, as help builds it
         int code = Main.commandLine(quiet, Main.subcommandsFor(new String[]{"ls"}))
                 .execute("ls", "--home", args[0], "vfs:///");
-        openS3Store(Path.of(args[0]));
+        if (withS3) {
+            openS3Store(Path.of(args[0]));
+        }
         System.exit(code);
     }
 
@@ -90,8 +106,12 @@ public final class ClassArchiveTraining {
         }
     }
 
-    /** Loads, without initialising, every class in the jar (or directory) this class came from. */
-    private static void loadEveryOwnClass() throws IOException, URISyntaxException {
+    /**
+     * Loads, without initialising, every class in the jar this class came from; the S3 store's
+     * only with {@code withS3}, since the archive links what it holds and linking them loads the
+     * S3 client's classes they name.
+     */
+    private static void loadEveryOwnClass(boolean withS3) throws IOException, URISyntaxException {
         Path source = Path.of(ClassArchiveTraining.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         if (!source.toString().endsWith(".jar")) {
             return;
@@ -100,7 +120,8 @@ public final class ClassArchiveTraining {
         try (JarFile jar = new JarFile(source.toFile())) {
             for (JarEntry e : java.util.Collections.list(jar.entries())) {
                 String name = e.getName();
-                if (name.startsWith("dev/chibifs/") && name.endsWith(".class")) {
+                if (name.startsWith("dev/chibifs/") && name.endsWith(".class")
+                        && (withS3 || !name.startsWith(S3_CLASSES))) {
                     try {
                         Class.forName(name.substring(0, name.length() - 6).replace('/', '.'), false, loader);
                     } catch (ClassNotFoundException | LinkageError skipped) {

@@ -62,6 +62,8 @@ class LauncherTest {
             String open = openFiles(pid);
             assertFalse(open.contains(jar.toString()), "the daemon holds the jar a rebuild rewrites:\n" + open);
             assertTrue(open.contains(checkout.resolve("target/daemon-jars") + "/chibifs-"), open);
+            String maps = Files.readString(Path.of("/proc/" + pid + "/maps"));
+            assertTrue(maps.contains(".jsa") && !maps.contains("-s3.jsa"), "a local daemon maps the archive without S3:\n" + maps);
 
             // the jar plugin rewrites target/chibifs.jar in place before shading replaces it
             Files.writeString(jar, "half-written by a rebuild");
@@ -75,6 +77,41 @@ class LauncherTest {
         } finally {
             Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null; true");
         }
+    }
+
+    /**
+     * A JVM maps and relocates the whole of its class archive, every page resident: the S3 client's
+     * classes, about half of an archive, go only into the one of commands that name an S3 store.
+     */
+    @Test
+    void onlyACommandNamingAnS3StoreMapsAnArchiveWithTheS3Client() throws Exception {
+        Path checkout = MountedFs.tempRoot().resolve("checkout");
+        Path launcher = Files.createDirectories(checkout.resolve("scripts")).resolve("chibifs");
+        Files.copy(Path.of("scripts/chibifs"), launcher, StandardCopyOption.COPY_ATTRIBUTES);
+        packageJar(checkout.resolve("target/chibifs.jar"));
+
+        Sh.run("'" + launcher + "' --version").ok();
+        // refused at once (no such bucket name), but its JVM started with the S3 archive
+        Sh.Result s3 = Sh.run("'" + launcher + "' ls --store '/x=s3://B/p' vfs:///");
+        assertTrue(s3.err().contains("is not a bucket name"), s3.err());
+
+        Path copies = checkout.resolve("target/daemon-jars");
+        Path copy;
+        try (Stream<Path> files = Files.list(copies)) {
+            copy = files.filter(f -> f.toString().endsWith(".jar")).findFirst().orElseThrow();
+        }
+        String base = copy.toString().substring(0, copy.toString().length() - ".jar".length());
+        String s3Client = "software.amazon.awssdk.services.s3.";
+        assertFalse(archivedClasses(copy, base + ".jsa").contains(s3Client));
+        assertTrue(archivedClasses(copy, base + "-s3.jsa").contains(s3Client));
+    }
+
+    /** The classes archive {@code jsa} of jar {@code jar} holds, as the JVM lists them. */
+    private static String archivedClasses(Path jar, String jsa) throws IOException {
+        assertTrue(Files.size(Path.of(jsa)) > 0, jsa);
+        Sh.Result listed = Sh.run("'" + ProcessHandle.current().info().command().orElse("java") + "' -XX:SharedArchiveFile='" + jsa + "' -XX:+PrintSharedArchiveAndExit -cp '" + jar + "'");
+        assertTrue(listed.out().contains("dev.chibifs.cli.Main"), listed.out() + listed.err());
+        return listed.out();
     }
 
     @Test
