@@ -127,7 +127,7 @@ final class Listings {
             level = bucket.list(store.dirKey(dir), true);
         } catch (IOException e) {
             synchronized (store) {
-                if (listedAt.containsKey(dir) || store.journaledDirs.contains(dir)) {
+                if (listedAt.containsKey(dir) || store.journal.namedAtOpen(dir)) {
                     // S3 unreachable: what was last seen stands (logged once per outage by the
                     // flusher); after a restart, what the journal kept of the directory: its files
                     // cached or not yet uploaded are read and written on, others show once S3 answers
@@ -141,7 +141,7 @@ final class Listings {
         synchronized (store) {
             apply(dir, level, startSeq, stillThere);
             listedAt.put(dir, now);
-            store.commit();
+            store.journal.commit();
             askWantedAttributes();
         }
         store.writeBack.recovered();
@@ -275,8 +275,8 @@ final class Listings {
             }
             n.gen++;
         }
-        store.journalPut(n);
-        store.commit();
+        store.journal.put(n);
+        store.journal.commit();
     }
 
     /** The ask {@code mine} for {@code n}'s attributes has ended: those who joined it look again. */
@@ -415,7 +415,7 @@ final class Listings {
             Node n = store.nodes.get(dir.child(name));
             if (n != null && removedElsewhere(n, startSeq)) {
                 for (Node gone : store.subtree(n.path)) {
-                    store.record("gone", gone.path);
+                    store.journal.gone(gone.path);
                     store.detach(gone);
                 }
             }
@@ -442,7 +442,7 @@ final class Listings {
         if (settled && (n.link != link || (link && !Objects.equals(n.remoteEtag, o.etag())) || replacedShorter(n, o))) {
             // another host made the name a link, a file, or another link: a new node, as the kernel
             // keeps a link's target by node (CACHE_SYMLINKS); or put a shorter file there
-            store.record("gone", p);
+            store.journal.gone(p);
             store.detach(n);
             n = null;
         }
@@ -460,7 +460,7 @@ final class Listings {
                 // changed by another host: new attributes now, the new content from the next open
                 fromListing(n, o, startSeq);
                 n.gen++;
-                store.journalPut(n);
+                store.journal.put(n);
             }
             attributesWanted.add(n);
         } else if (settled && !link) {
@@ -561,8 +561,8 @@ final class Listings {
             }
             n.gen++;
             store.fromMeta(n, h);
-            store.journalPut(n);
-            store.commit();
+            store.journal.put(n);
+            store.journal.commit();
         }
     }
 
@@ -666,7 +666,7 @@ final class Listings {
                 }
             }
             // no HEAD ahead for these: the tree is about to be fetched (a rename) or removed (a delete)
-            store.commit();
+            store.journal.commit();
         }
     }
 

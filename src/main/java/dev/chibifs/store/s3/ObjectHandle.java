@@ -295,7 +295,7 @@ final class ObjectHandle implements FileHandle {
             long at = append ? ch.size() : position;
             requireObjectSize(at + src.remaining());
             store.writing(node, append ? at : NOT_APPENDS, made && node.gen == madeGen);
-            store.commit();
+            store.journal.commit();
             int n = ch.write(src, at);
             node.size = ch.size();
             store.touch(node);
@@ -308,7 +308,7 @@ final class ObjectHandle implements FileHandle {
         CacheFile ch = content();
         synchronized (store) {
             store.writing(node, NOT_APPENDS, false);
-            store.commit();
+            store.journal.commit();
             setLength(ch, size);
             node.size = ch.size();
             store.touch(node);
@@ -348,7 +348,7 @@ final class ObjectHandle implements FileHandle {
             }
             if (zero || (!keepSize && end > cur)) {
                 store.writing(node, NOT_APPENDS, false);
-                store.commit();
+                store.journal.commit();
                 node.size = ch.size();
                 store.touch(node);
             }
@@ -399,7 +399,7 @@ final class ObjectHandle implements FileHandle {
     public void setTimes(FileTime accessed, FileTime modified) throws IOException {
         synchronized (store) {
             store.setTimesOf(node, accessed, modified);
-            store.commit();
+            store.journal.commit();
         }
     }
 
@@ -407,7 +407,7 @@ final class ObjectHandle implements FileHandle {
     public void setExecutable(int mode) throws IOException {
         synchronized (store) {
             store.setExecutableOf(node, mode);
-            store.commit();
+            store.journal.commit();
         }
     }
 
@@ -450,8 +450,8 @@ final class ObjectHandle implements FileHandle {
                 if (node.dirty && node.writers == 0 && node.path != null) {
                     // closed dirty: the debounce starts now, and the journal has the final attributes
                     store.schedule(node);
-                    store.journalPut(node);
-                    store.commit();
+                    store.journal.put(node);
+                    store.journal.commit();
                 }
             }
             content = ch;

@@ -1,10 +1,8 @@
 package dev.chibifs.store.s3;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.ErrnoException;
 
-import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.ContentHash;
 import dev.chibifs.store.Entry;
@@ -33,7 +31,6 @@ import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -131,7 +128,6 @@ public final class S3Storage implements Storage {
     static final long EVICT_AFTER_MILLIS = 60_000;
     /** How many content files go under one hold of the monitor. */
     private static final int EVICT_BATCH = 64;
-    private static final long COMPACT_AFTER = 10_000;
     static final java.util.concurrent.atomic.AtomicLong FETCHES = new java.util.concurrent.atomic.AtomicLong();
 
     final S3Spec spec;
@@ -144,7 +140,8 @@ public final class S3Storage implements Storage {
      */
     private final LateCloses lateCloses = new LateCloses();
     private final Path uploadDir;
-    final Journal journal;
+    /** Every change to the overlay, journaled before it is told done. */
+    final JournalRecords journal;
     private final FileChannel lockFile;
     private final FileLock cacheLock;
     /** {@link Node#appendsFrom} of a file changed here otherwise than by appends. */
@@ -167,11 +164,6 @@ public final class S3Storage implements Storage {
      * node was renamed or removed meanwhile, that listing must not bring the old name back.
      */
     final Set<String> inflight = new java.util.HashSet<>();
-    /**
-     * The directories the journal named at start (and those above them): while S3 is away they are
-     * served from what this host knows, unlisted, as directories listed before the outage are.
-     */
-    final Set<VfsPath> journaledDirs = new java.util.HashSet<>();
     final Node root;
     long nextIno = 2;
     /** Counts mutations S3 has done: a listing that started at seq L shows those up to L. */
@@ -339,7 +331,7 @@ public final class S3Storage implements Storage {
             throw new ErrnoException(Linux.EBUSY, dir.toString(), "Device or resource busy: the cache directory is in use by another chibifs (one store per cache directory)");
         }
         this.cacheLock = l;
-        this.journal = new Journal(dir.resolve("journal"));
+        this.journal = new JournalRecords(this, dir.resolve("journal"));
         this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);
         this.listings = new Listings(this, spec, bucket, options);
         this.hostLocks = options.lockLease().isZero() ? null : new HostLocks(this, bucket, options.host(), options.lockLease());
@@ -347,7 +339,9 @@ public final class S3Storage implements Storage {
         root.path = VfsPath.root();
         root.dirOnRemote = root.marker = true;
         nodes.put(VfsPath.root(), root);
-        restore();
+        synchronized (this) {
+            journal.replay();
+        }
         this.flusher = new Thread(writeBack::flushLoop, "s3-writeback " + spec);
         flusher.setDaemon(true);
         if (options.background()) {
@@ -424,7 +418,7 @@ public final class S3Storage implements Storage {
         return objectKey(p, n.dir, n.link);
     }
 
-    private String objectKey(VfsPath p, boolean dir, boolean link) {
+    String objectKey(VfsPath p, boolean dir, boolean link) {
         return dir ? dirKey(p) : link ? key(p) + LINK_SUFFIX : key(p);
     }
 
@@ -553,10 +547,7 @@ public final class S3Storage implements Storage {
     /** A tombstone for the object {@code k}, journaled. */
     void tombstone(String k, String etag) {
         tombs.put(k, new Tomb(etag));
-        ObjectNode o = keyRecord("tomb", k);
-        if (o != null) {
-            o.put("etag", etag);
-        }
+        journal.tomb(k, etag);
     }
 
     /** A new node at {@code p} takes over a pending tombstone there: its upload replaces that object. */
@@ -565,7 +556,7 @@ public final class S3Storage implements Storage {
         Tomb t = tombs.get(k);
         if (t != null && t.pending) {
             tombs.remove(k);
-            keyRecord("untomb", k);
+            journal.untomb(k);
             if (n.dir) {
                 n.dirOnRemote = true;
             } else {
@@ -606,7 +597,7 @@ public final class S3Storage implements Storage {
         }
         schedule(n);
         if (n.path != null) {
-            journalPut(n);
+            journal.put(n);
         }
     }
 
@@ -633,12 +624,12 @@ public final class S3Storage implements Storage {
             n.firstDirty = millis();
             n.due = dueWhileOpen(n);
             if (n.path != null) {
-                journalPut(n);
+                journal.put(n);
             }
             return;
         }
         if (n.appendsFrom != appendsFrom && n.path != null) {
-            journalPut(n); // else a restart would merge as appends what this write changes
+            journal.put(n); // else a restart would merge as appends what this write changes
         }
         if (n.appendsFrom == NOT_APPENDS) {
             n.due = Long.MAX_VALUE;
@@ -671,255 +662,6 @@ public final class S3Storage implements Storage {
         if (d != null && d.dir && !d.marker && !d.dirty && !dir.isRoot()) {
             dirty(d);
         }
-    }
-
-    // ---- the journal (callers hold the lock) ----
-
-    ObjectNode record(String type, VfsPath p) {
-        ObjectNode o = Journal.JSON.createObjectNode();
-        o.put("t", type).put("p", p.toString());
-        pending.add(o);
-        return o;
-    }
-
-    /** Records made during one operation, appended when it ends (so a record is complete when written). */
-    private final List<ObjectNode> pending = new ArrayList<>();
-
-    void journalPut(Node n) {
-        if (!n.dir && !n.dirty && !n.cached) {
-            // nothing here that S3 does not have: a restart asks S3 again
-            record("gone", n.path);
-            return;
-        }
-        ObjectNode o = record(n.dirty ? "put" : "clean", n.path);
-        o.put("ino", n.ino).put("dir", n.dir).put("size", n.size).put("mode", n.mode)
-                .put("mtime", n.mtime.toMillis()).put("atime", n.atime.toMillis()).put("ctime", n.ctime.toMillis())
-                .put("birth", n.birth.toMillis()).put("etag", n.remoteEtag);
-        if (n.link) {
-            o.put("link", true);
-        }
-        if (!n.dir && !n.cached) {
-            o.put("attributesOnly", true); // dirty and not here: see restore
-        }
-        if (n.shaGen == n.gen) {
-            o.put("sha", n.sha);
-        }
-        if (n.xattrs != null) {
-            o.put("xattrs", ObjectXattrs.encode(n.xattrs));
-        }
-        if (n.listedModified != null) {
-            o.put("listed", n.listedModified.toEpochMilli());
-        }
-        if (n.uploadedAt != null) {
-            o.put("uploaded", n.uploadedAt.toEpochMilli());
-        }
-        if (n.dirty && n.appendsFrom != NOT_APPENDS) {
-            o.put("appendsFrom", n.appendsFrom);
-        }
-    }
-
-    /** Appends the records of the operation that just ended; the journal failing fails the operation. */
-    void commit() throws IOException {
-        if (pending.isEmpty()) {
-            return;
-        }
-        try {
-            for (ObjectNode o : pending) {
-                journal.append(o);
-            }
-        } finally {
-            pending.clear();
-        }
-        if (journal.appended() > COMPACT_AFTER) {
-            compact();
-        }
-    }
-
-    private void compact() throws IOException {
-        List<ObjectNode> state = new ArrayList<>();
-        for (Node n : nodes.values()) {
-            if (n == root || (!n.dirty && (n.dir || !n.cached))) {
-                continue;
-            }
-            journalPut(n);
-        }
-        for (Map.Entry<String, Tomb> e : tombs.entrySet()) {
-            if (e.getValue().pending) {
-                ObjectNode o = keyRecord("tomb", e.getKey());
-                if (o != null) {
-                    o.put("etag", e.getValue().etag);
-                }
-            }
-        }
-        state.addAll(pending);
-        pending.clear();
-        journal.rewrite(state);
-    }
-
-    /**
-     * A journal record naming the object {@code k} by the path and kind ({@code dir}, {@code link})
-     * restore() makes its key of again; null (and nothing recorded) for a key outside the store.
-     */
-    ObjectNode keyRecord(String type, String k) {
-        boolean dir = k.endsWith("/");
-        String name = dir ? k.substring(0, k.length() - 1) : k;
-        String linked = dir ? null : linkName(name);
-        VfsPath p = pathOfKey(linked == null ? name : linked);
-        if (p == null) {
-            return null;
-        }
-        ObjectNode o = record(type, p).put("dir", dir);
-        if (linked != null) {
-            o.put("link", true);
-        }
-        return o;
-    }
-
-    private VfsPath pathOfKey(String key) {
-        String rel;
-        if (spec.keyPrefix().isEmpty()) {
-            rel = key;
-        } else if (key.startsWith(spec.keyPrefix() + "/")) {
-            rel = key.substring(spec.keyPrefix().length() + 1);
-        } else {
-            return null;
-        }
-        try {
-            return rel.isEmpty() ? VfsPath.root() : VfsPath.of("/" + rel);
-        } catch (InvalidVfsPathException e) {
-            return null;
-        }
-    }
-
-    /** Re-reads the journal: dirty nodes and pending deletes come back due at once, clean ones as cache. */
-    private synchronized void restore() throws IOException {
-        // names (put, clean, gone) and tombstones (tomb, untomb) are two histories: last record wins in each
-        Map<VfsPath, ObjectNode> last = new TreeMap<>();
-        Map<String, ObjectNode> lastTomb = new TreeMap<>();
-        for (ObjectNode o : journal.read(msg -> LOG.warn("S3 store {}: journal {}", spec, msg))) {
-            try {
-                VfsPath p = VfsPath.of(o.get("p").asText());
-                String t = o.get("t").asText();
-                if (t.equals("tomb") || t.equals("untomb")) {
-                    lastTomb.put(objectKey(p, o.path("dir").asBoolean(), o.path("link").asBoolean()), o);
-                } else {
-                    last.put(p, o);
-                }
-            } catch (InvalidVfsPathException e) {
-                LOG.warn("S3 store {}: journal record for a bad path skipped: {}", spec, e.getMessage());
-            }
-        }
-        int dirty = 0;
-        for (Map.Entry<String, ObjectNode> e : lastTomb.entrySet()) {
-            ObjectNode o = e.getValue();
-            if (o.get("t").asText().equals("tomb") && !e.getKey().isEmpty()) {
-                tombs.put(e.getKey(), new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null));
-                dirty++;
-            }
-        }
-        long maxIno = 1;
-        for (ObjectNode o : last.values()) {
-            maxIno = Math.max(maxIno, o.path("ino").asLong(0));
-        }
-        nextIno = maxIno + 1;
-        for (Map.Entry<VfsPath, ObjectNode> e : last.entrySet()) {
-            VfsPath p = e.getKey();
-            ObjectNode o = e.getValue();
-            String t = o.get("t").asText();
-            if (p.isRoot()) {
-                continue;
-            }
-            if (!t.equals("put") && !t.equals("clean")) {
-                continue;
-            }
-            long ino = o.path("ino").asLong(0);
-            boolean dir = o.path("dir").asBoolean();
-            boolean link = o.path("link").asBoolean();
-            if (ino < 2) {
-                LOG.warn("S3 store {}: journal record for {} has no inode, skipped", spec, p);
-                continue;
-            }
-            // a change of attributes alone to a file not fetched here has no content here: S3 has it
-            boolean attributesOnly = !dir && !link && t.equals("put") && o.path("etag").isTextual()
-                    && o.path("attributesOnly").asBoolean();
-            if (!dir && !attributesOnly && !Files.exists(dataFile(ino))) {
-                LOG.warn("S3 store {}: cached content of {} is missing, {}", spec, p,
-                        t.equals("put") ? "its last change is lost" : "fetched again");
-                continue;
-            }
-            Node n = new Node(ino, dir, link, FileTime.fromMillis(o.path("mtime").asLong()), o.path("mode").asInt(FILE_MODE));
-            n.atime = FileTime.fromMillis(o.path("atime").asLong());
-            n.ctime = FileTime.fromMillis(o.path("ctime").asLong());
-            n.birth = FileTime.fromMillis(o.path("birth").asLong());
-            n.remoteEtag = o.path("etag").isTextual() ? o.get("etag").asText() : null;
-            if (dir) {
-                n.dirOnRemote = n.marker = t.equals("clean");
-            } else {
-                n.cached = !attributesOnly;
-                n.size = attributesOnly ? o.path("size").asLong() : Files.size(dataFile(ino));
-                if (o.path("sha").isTextual()) {
-                    n.sha = o.get("sha").asText();
-                    n.shaGen = n.gen;
-                }
-                n.xattrs = ObjectXattrs.decode(o.path("xattrs").asText());
-                if (o.path("listed").isIntegralNumber()) {
-                    n.listedModified = Instant.ofEpochMilli(o.get("listed").asLong());
-                }
-                if (o.path("uploaded").isIntegralNumber()) {
-                    n.uploadedAt = Instant.ofEpochMilli(o.get("uploaded").asLong());
-                }
-                long appendsFrom = o.path("appendsFrom").asLong(NOT_APPENDS);
-                if (t.equals("put") && appendsFrom >= 0 && appendsFrom <= n.size) {
-                    n.appendsFrom = appendsFrom;
-                }
-            }
-            ensureParents(p);
-            attach(p, n);
-            for (VfsPath d = n.dir ? p : p.parent(); !journaledDirs.contains(d); d = d.parent()) {
-                journaledDirs.add(d);
-                if (d.isRoot()) {
-                    break;
-                }
-            }
-            if (t.equals("put")) {
-                n.dirty = true;
-                dirtyNodes.add(n);
-                n.firstDirty = n.due = millis();
-                dirty++;
-            }
-        }
-        // content files the journal does not name are left from before a crash or a compaction
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dataDir)) {
-            for (Path f : ds) {
-                String name = f.getFileName().toString();
-                boolean used = false;
-                try {
-                    long ino = Long.parseLong(name);
-                    used = nodes.values().stream().anyMatch(n -> n.ino == ino);
-                } catch (NumberFormatException ignored) {
-                    // a .part of a download cut short
-                }
-                if (!used) {
-                    Files.deleteIfExists(f);
-                }
-            }
-        }
-        compact();
-        if (dirty > 0) {
-            LOG.info("S3 store {}: {} changes from before the last stop are uploaded now", spec, dirty);
-        }
-    }
-
-    /** Directory nodes for the parents of a restored node, as journaled nodes come in any order. */
-    private void ensureParents(VfsPath p) {
-        VfsPath parent = p.parent();
-        if (nodes.containsKey(parent)) {
-            return;
-        }
-        ensureParents(parent);
-        Node d = newNode(true, DIR_MODE);
-        d.dirOnRemote = true;
-        attach(parent, d);
     }
 
     /**
@@ -1272,9 +1014,9 @@ public final class S3Storage implements Storage {
                 if (h == null) {
                     // gone from S3; what this host had of it was only attributes
                     if (n.path != null && n.gen == gen) {
-                        record("gone", n.path);
+                        journal.gone(n.path);
                         detach(n);
-                        commit();
+                        journal.commit();
                     }
                     throw new NoSuchFileException(p.toString());
                 }
@@ -1302,8 +1044,8 @@ public final class S3Storage implements Storage {
         // else only its attributes changed here (chmod, touch, setfattr of a file not fetched yet,
         // and this is the fetch of its upload): the object's are older, and would undo the change
         n.syncedSeq = seq;
-        journalPut(n);
-        commit();
+        journal.put(n);
+        journal.commit();
     }
 
     void fromMeta(Node n, Bucket.Head h) {
@@ -1417,7 +1159,7 @@ public final class S3Storage implements Storage {
                     detach(old);
                 }
                 placeMade(path, n);
-                commit();
+                journal.commit();
             }
         } finally {
             Files.deleteIfExists(tmp);
@@ -1447,12 +1189,12 @@ public final class S3Storage implements Storage {
             }
             for (Node m : subtree(path)) {
                 bury(m.path, m);
-                record("gone", m.path);
+                journal.gone(m.path);
                 detach(m);
             }
             touch(nodes.get(path.parent()));
             needMarker(path.parent());
-            commit();
+            journal.commit();
         }
     }
 
@@ -1516,7 +1258,7 @@ public final class S3Storage implements Storage {
             n = nodes.get(path);
             if (n == null) {
                 makeDir(path);
-                commit();
+                journal.commit();
             } else if (!n.dir) {
                 throw new NotDirectoryException(path.toString());
             }
@@ -1760,7 +1502,7 @@ public final class S3Storage implements Storage {
                 if (!target.dir && !sameKey) {
                     bury(dst, target);
                 }
-                record("gone", dst);
+                journal.gone(dst);
                 detach(target);
             }
             // parents before children, so each lands under its moved parent
@@ -1777,7 +1519,7 @@ public final class S3Storage implements Storage {
                 String oldKey = objectKey(from, m);
                 String oldEtag = m.remoteEtag;
                 bury(from, m);
-                record("gone", from);
+                journal.gone(from);
                 nodes.remove(from);
                 TreeSet<String> siblings = index.get(from.parent());
                 if (siblings != null) {
@@ -1806,7 +1548,7 @@ public final class S3Storage implements Storage {
                         if (shaKnown) {
                             m.shaGen = m.gen;
                         }
-                        journalPut(m);
+                        journal.put(m);
                         continue;
                     }
                 }
@@ -1822,11 +1564,11 @@ public final class S3Storage implements Storage {
             } else if (targetEtag != null) {
                 n.remoteEtag = targetEtag;
             }
-            journalPut(n);
+            journal.put(n);
             touch(nodes.get(src.parent()));
             touch(nodes.get(dst.parent()));
             needMarker(src.parent());
-            commit();
+            journal.commit();
         }
     }
 
@@ -1937,12 +1679,12 @@ public final class S3Storage implements Storage {
                         c.mtime = c.ctime = c.atime = claimedAt;
                         madeOnS3(c, claimed);
                     }
-                    commit();
+                    journal.commit();
                     return handle(c, write, flags.contains(OpenFlag.APPEND), true);
                 }
                 if (claimed != null && Listings.madeEmptyHere(now)) {
                     now.remoteEtag = claimed; // made here meanwhile by another open: the object this one made is its
-                    journalPut(now);
+                    journal.put(now);
                 }
                 if (now.dir) {
                     throw new IsDirectoryException(path.toString());
@@ -2019,7 +1761,7 @@ public final class S3Storage implements Storage {
         n.sha = ContentHash.EMPTY_SHA256;
         n.shaGen = n.gen;
         n.syncedSeq = seq;
-        journalPut(n);
+        journal.put(n);
     }
 
     /**
@@ -2071,7 +1813,7 @@ public final class S3Storage implements Storage {
             // S3 keeps the mtime in the object's metadata, which only an upload changes
             attributesChanged(n);
         } else if (n.path != null) {
-            journalPut(n);
+            journal.put(n);
         }
     }
 
@@ -2083,7 +1825,7 @@ public final class S3Storage implements Storage {
             if (!n.dir) {
                 attributesChanged(n);
             } else if (n.path != null) {
-                journalPut(n);
+                journal.put(n);
             }
         }
     }
@@ -2101,7 +1843,7 @@ public final class S3Storage implements Storage {
         synchronized (this) {
             requireStillNew(path);
             makeDir(path);
-            commit();
+            journal.commit();
         }
     }
 
@@ -2135,12 +1877,12 @@ public final class S3Storage implements Storage {
                 throw new NoSuchFileException(path.toString());
             }
             bury(path, n);
-            record("gone", path);
+            journal.gone(path);
             detach(n);
             n.ctime = now();
             touch(nodes.get(path.parent()));
             needMarker(path.parent());
-            commit();
+            journal.commit();
         }
     }
 
@@ -2160,11 +1902,11 @@ public final class S3Storage implements Storage {
                 throw new DirectoryNotEmptyException(path.toString());
             }
             bury(path, n);
-            record("gone", path);
+            journal.gone(path);
             detach(n);
             touch(nodes.get(path.parent()));
             needMarker(path.parent());
-            commit();
+            journal.commit();
         }
     }
 
@@ -2173,7 +1915,7 @@ public final class S3Storage implements Storage {
         Node n = find(path);
         synchronized (this) {
             setTimesOf(n, accessed, modified);
-            commit();
+            journal.commit();
         }
     }
 
@@ -2182,7 +1924,7 @@ public final class S3Storage implements Storage {
         Node n = find(path);
         synchronized (this) {
             setExecutableOf(n, mode);
-            commit();
+            journal.commit();
         }
     }
 
@@ -2222,7 +1964,7 @@ public final class S3Storage implements Storage {
             n.xattrs = changed;
             n.ctime = now();
             attributesChanged(n); // S3 keeps them in the object's metadata, which only an upload changes
-            commit();
+            journal.commit();
         }
     }
 
@@ -2238,7 +1980,7 @@ public final class S3Storage implements Storage {
             n.xattrs = changed.isEmpty() ? null : changed;
             n.ctime = now();
             attributesChanged(n);
-            commit();
+            journal.commit();
         }
     }
 
@@ -2317,7 +2059,7 @@ public final class S3Storage implements Storage {
             n.size = text.length;
             n.cached = true;
             placeMade(link, n);
-            commit();
+            journal.commit();
         }
     }
 
@@ -2428,8 +2170,8 @@ public final class S3Storage implements Storage {
             synchronized (this) {
                 n.appendsFrom = NOT_APPENDS; // checked against one version: another's is a conflict, not a merge
                 if (n.dirty && n.path != null) {
-                    journalPut(n);
-                    commit();
+                    journal.put(n);
+                    journal.commit();
                 }
             }
             String mine = etag(path);
@@ -2524,9 +2266,9 @@ public final class S3Storage implements Storage {
                     lateCloses.delete(dataFile(n.ino));
                     n.cached = false;
                     freed += n.size;
-                    journalPut(n); // a restart asks S3 for it again
+                    journal.put(n); // a restart asks S3 for it again
                 }
-                commit();
+                journal.commit();
             }
         }
         if (total - freed > limit) {
@@ -2629,7 +2371,7 @@ public final class S3Storage implements Storage {
         }
         synchronized (this) {
             try {
-                compact();
+                journal.compact();
                 journal.close();
             } finally {
                 writeBack.stop();

@@ -189,7 +189,7 @@ final class WriteBack {
         }
         synchronized (store) {
             deleted(k);
-            store.commit();
+            store.journal.commit();
         }
     }
 
@@ -219,7 +219,7 @@ final class WriteBack {
                         deleted(k);
                     }
                 }
-                store.commit();
+                store.journal.commit();
             }
             left.addAll(notDeleted);
         }
@@ -233,7 +233,7 @@ final class WriteBack {
             t.pending = false;
             t.doneSeq = ++store.seq;
             t.doneAt = store.millis();
-            store.keyRecord("untomb", k);
+            store.journal.untomb(k);
         }
     }
 
@@ -450,8 +450,8 @@ final class WriteBack {
                     wentUp(n, p, k, gen, etag, sha);
                     if (n.dirty && n.appendsFrom != NOT_APPENDS && n.path != null) {
                         n.appendsFrom = upTo; // appended to while it went up: S3 has what was before
-                        store.journalPut(n);
-                        store.commit();
+                        store.journal.put(n);
+                        store.journal.commit();
                         if (n.writers > 0) {
                             n.firstDirty = store.millis();
                             n.due = store.dueWhileOpen(n);
@@ -649,8 +649,8 @@ final class WriteBack {
         store.seq++;
         if (n.appendsFrom != NOT_APPENDS) {
             n.appendsFrom = upTo;
-            store.journalPut(n);
-            store.commit();
+            store.journal.put(n);
+            store.journal.commit();
         }
         n.firstDirty = store.millis();
         // an appender still open with nothing new waits for its next append (writing) or its close
@@ -685,9 +685,9 @@ final class WriteBack {
                     n.shaGen = gen;
                 }
             }
-            store.journalPut(n);
+            store.journal.put(n);
         }
-        store.commit();
+        store.journal.commit();
     }
 
     /**
@@ -974,11 +974,11 @@ final class WriteBack {
                 store.settled(d);
                 d.dirOnRemote = d.marker = true;
                 d.syncedSeq = store.seq;
-                store.journalPut(d);
+                store.journal.put(d);
             } else {
                 store.tombstone(store.dirKey(p), null);
             }
-            store.commit();
+            store.journal.commit();
         }
     }
 
@@ -1019,7 +1019,7 @@ final class WriteBack {
             c.syncedSeq = store.seq;
             if (store.nodes.get(copy) == null && store.nodes.get(copy.parent()) != null) {
                 store.attach(copy, c);
-                store.journalPut(c);
+                store.journal.put(c);
             } else {
                 Files.deleteIfExists(store.dataFile(ino));
             }
@@ -1031,7 +1031,7 @@ final class WriteBack {
                 n.syncedSeq = store.seq;
                 if (theirs == null || n.link) {
                     n.remoteEtag = null;
-                    store.record("gone", p);
+                    store.journal.gone(p);
                     store.detach(n);
                 }
                 if (theirs != null && n.link) {
@@ -1048,11 +1048,11 @@ final class WriteBack {
                     n.mtime = n.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());
                     n.gen++;
                     store.fromMeta(n, theirs);
-                    store.journalPut(n);
+                    store.journal.put(n);
                 }
             }
             // else: changed again here meanwhile; its base stays the old ETag, so that upload conflicts too
-            store.commit();
+            store.journal.commit();
         }
     }
 

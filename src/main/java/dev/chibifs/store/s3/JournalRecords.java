@@ -1,0 +1,355 @@
+package dev.chibifs.store.s3;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.s3.S3Storage.Node;
+import dev.chibifs.store.s3.S3Storage.Tomb;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+import static dev.chibifs.store.s3.S3Storage.DIR_MODE;
+import static dev.chibifs.store.s3.S3Storage.FILE_MODE;
+import static dev.chibifs.store.s3.S3Storage.NOT_APPENDS;
+
+/**
+ * The S3 store's overlay as records of its {@link Journal}, and the overlay made again from them
+ * when the store opens: what a daemon killed with -9 had not uploaded goes up after the restart.
+ *
+ * <p>Two histories, the last record of each name winning: names ({@code put}: a node with changes
+ * S3 does not have; {@code clean}: one S3 has, its content cached here; {@code gone}: nothing here
+ * that S3 lacks), and tombstones ({@code tomb}: a delete S3 has still to do; {@code untomb}: done,
+ * or taken over by a new node's upload). A record names its object by path and kind, so the key
+ * is made again at open. Records made during one operation wait until it ends ({@link #commit}),
+ * so a record on disk is complete; the journal is rewritten from the overlay (compacted) at open,
+ * at close and every {@value #COMPACT_AFTER} records.
+ *
+ * <p>Guarded by the store's monitor, as the overlay it describes: every method but {@link #close}
+ * runs under it.
+ */
+final class JournalRecords implements Closeable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(JournalRecords.class);
+    /** Records appended since the last rewrite before the journal is rewritten from the overlay. */
+    private static final long COMPACT_AFTER = 10_000;
+
+    private final S3Storage store;
+    private final Journal journal;
+    /** Records made during the operation under way, appended when it ends. */
+    private final List<ObjectNode> pending = new ArrayList<>();
+    /**
+     * The directories the journal named at open (and those above them): while S3 is away they are
+     * served from what this host knows, unlisted, as directories listed before the outage are.
+     */
+    private final Set<VfsPath> namedAtOpen = new HashSet<>();
+
+    JournalRecords(S3Storage store, Path file) {
+        this.store = store;
+        this.journal = new Journal(file);
+    }
+
+    /** Whether the journal named {@code dir}, or a name below it, when the store opened. */
+    boolean namedAtOpen(VfsPath dir) {
+        return namedAtOpen.contains(dir);
+    }
+
+    /** {@code n} as it is now: its changes, its cached content, or nothing here S3 lacks. */
+    void put(Node n) {
+        if (!n.dir && !n.dirty && !n.cached) {
+            // nothing here that S3 does not have: a restart asks S3 again
+            gone(n.path);
+            return;
+        }
+        ObjectNode o = record(n.dirty ? "put" : "clean", n.path);
+        o.put("ino", n.ino).put("dir", n.dir).put("size", n.size).put("mode", n.mode)
+                .put("mtime", n.mtime.toMillis()).put("atime", n.atime.toMillis()).put("ctime", n.ctime.toMillis())
+                .put("birth", n.birth.toMillis()).put("etag", n.remoteEtag);
+        if (n.link) {
+            o.put("link", true);
+        }
+        if (!n.dir && !n.cached) {
+            o.put("attributesOnly", true); // dirty and not here: see replay
+        }
+        if (n.shaGen == n.gen) {
+            o.put("sha", n.sha);
+        }
+        if (n.xattrs != null) {
+            o.put("xattrs", ObjectXattrs.encode(n.xattrs));
+        }
+        if (n.listedModified != null) {
+            o.put("listed", n.listedModified.toEpochMilli());
+        }
+        if (n.uploadedAt != null) {
+            o.put("uploaded", n.uploadedAt.toEpochMilli());
+        }
+        if (n.dirty && n.appendsFrom != NOT_APPENDS) {
+            o.put("appendsFrom", n.appendsFrom);
+        }
+    }
+
+    /** Nothing at {@code p} that S3 does not have: a restart asks S3. */
+    void gone(VfsPath p) {
+        record("gone", p);
+    }
+
+    /** S3 has still to delete the object {@code k} (of ETag {@code etag}, null for a directory's marker). */
+    void tomb(String k, String etag) {
+        ObjectNode o = keyRecord("tomb", k);
+        if (o != null) {
+            o.put("etag", etag);
+        }
+    }
+
+    /** The delete of the object {@code k} is done, or no longer to be done. */
+    void untomb(String k) {
+        keyRecord("untomb", k);
+    }
+
+    private ObjectNode record(String type, VfsPath p) {
+        ObjectNode o = Journal.JSON.createObjectNode();
+        o.put("t", type).put("p", p.toString());
+        pending.add(o);
+        return o;
+    }
+
+    /**
+     * A record naming the object {@code k} by the path and kind ({@code dir}, {@code link}) replay
+     * makes its key of again; null (and nothing recorded) for a key outside the store.
+     */
+    private ObjectNode keyRecord(String type, String k) {
+        boolean dir = k.endsWith("/");
+        String name = dir ? k.substring(0, k.length() - 1) : k;
+        String linked = dir ? null : S3Storage.linkName(name);
+        VfsPath p = pathOfKey(linked == null ? name : linked);
+        if (p == null) {
+            return null;
+        }
+        ObjectNode o = record(type, p).put("dir", dir);
+        if (linked != null) {
+            o.put("link", true);
+        }
+        return o;
+    }
+
+    private VfsPath pathOfKey(String key) {
+        String prefix = store.spec.keyPrefix();
+        String rel;
+        if (prefix.isEmpty()) {
+            rel = key;
+        } else if (key.startsWith(prefix + "/")) {
+            rel = key.substring(prefix.length() + 1);
+        } else {
+            return null;
+        }
+        try {
+            return rel.isEmpty() ? VfsPath.root() : VfsPath.of("/" + rel);
+        } catch (InvalidVfsPathException e) {
+            return null;
+        }
+    }
+
+    /** Appends the records of the operation that just ended; the journal failing fails the operation. */
+    void commit() throws IOException {
+        if (pending.isEmpty()) {
+            return;
+        }
+        try {
+            for (ObjectNode o : pending) {
+                journal.append(o);
+            }
+        } finally {
+            pending.clear();
+        }
+        if (journal.appended() > COMPACT_AFTER) {
+            compact();
+        }
+    }
+
+    /** Rewrites the journal as the overlay's state: a record for each node and pending tombstone, no history. */
+    void compact() throws IOException {
+        for (Node n : store.nodes.values()) {
+            if (n == store.root || (!n.dirty && (n.dir || !n.cached))) {
+                continue;
+            }
+            put(n);
+        }
+        for (Map.Entry<String, Tomb> e : store.tombs.entrySet()) {
+            if (e.getValue().pending) {
+                tomb(e.getKey(), e.getValue().etag);
+            }
+        }
+        List<ObjectNode> state = new ArrayList<>(pending);
+        pending.clear();
+        journal.rewrite(state);
+    }
+
+    /** What was appended reaches the disk (fsync promises more than a write). */
+    void force() throws IOException {
+        journal.force();
+    }
+
+    @Override
+    public void close() throws IOException {
+        journal.close();
+    }
+
+    /**
+     * Makes the overlay again from the journal: dirty nodes and pending deletes come back due at
+     * once, clean ones as cache; content files no record names are removed.
+     */
+    void replay() throws IOException {
+        Map<VfsPath, ObjectNode> last = new TreeMap<>();
+        Map<String, ObjectNode> lastTomb = new TreeMap<>();
+        for (ObjectNode o : journal.read(msg -> LOG.warn("S3 store {}: journal {}", store.spec, msg))) {
+            try {
+                VfsPath p = VfsPath.of(o.get("p").asText());
+                String t = o.get("t").asText();
+                if (t.equals("tomb") || t.equals("untomb")) {
+                    lastTomb.put(store.objectKey(p, o.path("dir").asBoolean(), o.path("link").asBoolean()), o);
+                } else {
+                    last.put(p, o);
+                }
+            } catch (InvalidVfsPathException e) {
+                LOG.warn("S3 store {}: journal record for a bad path skipped: {}", store.spec, e.getMessage());
+            }
+        }
+        int dirty = 0;
+        for (Map.Entry<String, ObjectNode> e : lastTomb.entrySet()) {
+            ObjectNode o = e.getValue();
+            if (o.get("t").asText().equals("tomb") && !e.getKey().isEmpty()) {
+                store.tombs.put(e.getKey(), new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null));
+                dirty++;
+            }
+        }
+        long maxIno = 1;
+        for (ObjectNode o : last.values()) {
+            maxIno = Math.max(maxIno, o.path("ino").asLong(0));
+        }
+        store.nextIno = maxIno + 1;
+        for (Map.Entry<VfsPath, ObjectNode> e : last.entrySet()) {
+            VfsPath p = e.getKey();
+            ObjectNode o = e.getValue();
+            String t = o.get("t").asText();
+            if (p.isRoot() || !t.equals("put") && !t.equals("clean")) {
+                continue;
+            }
+            Node n = node(p, o, t.equals("put"));
+            if (n == null) {
+                continue;
+            }
+            ensureParents(p);
+            store.attach(p, n);
+            for (VfsPath d = n.dir ? p : p.parent(); !namedAtOpen.contains(d); d = d.parent()) {
+                namedAtOpen.add(d);
+                if (d.isRoot()) {
+                    break;
+                }
+            }
+            if (n.dirty) {
+                store.dirtyNodes.add(n);
+                n.firstDirty = n.due = store.millis();
+                dirty++;
+            }
+        }
+        removeContentNotNamed();
+        compact();
+        if (dirty > 0) {
+            LOG.info("S3 store {}: {} changes from before the last stop are uploaded now", store.spec, dirty);
+        }
+    }
+
+    /** The node record {@code o} of {@code p} describes; null, and a warning, where it cannot be made. */
+    private Node node(VfsPath p, ObjectNode o, boolean put) throws IOException {
+        long ino = o.path("ino").asLong(0);
+        boolean dir = o.path("dir").asBoolean();
+        boolean link = o.path("link").asBoolean();
+        if (ino < 2) {
+            LOG.warn("S3 store {}: journal record for {} has no inode, skipped", store.spec, p);
+            return null;
+        }
+        // a change of attributes alone to a file not fetched here has no content here: S3 has it
+        boolean attributesOnly = !dir && !link && put && o.path("etag").isTextual()
+                && o.path("attributesOnly").asBoolean();
+        Path content = store.dataFile(ino);
+        if (!dir && !attributesOnly && !Files.exists(content)) {
+            LOG.warn("S3 store {}: cached content of {} is missing, {}", store.spec, p,
+                    put ? "its last change is lost" : "fetched again");
+            return null;
+        }
+        Node n = new Node(ino, dir, link, FileTime.fromMillis(o.path("mtime").asLong()), o.path("mode").asInt(FILE_MODE));
+        n.atime = FileTime.fromMillis(o.path("atime").asLong());
+        n.ctime = FileTime.fromMillis(o.path("ctime").asLong());
+        n.birth = FileTime.fromMillis(o.path("birth").asLong());
+        n.remoteEtag = o.path("etag").isTextual() ? o.get("etag").asText() : null;
+        n.dirty = put;
+        if (dir) {
+            n.dirOnRemote = n.marker = !put;
+            return n;
+        }
+        n.cached = !attributesOnly;
+        n.size = attributesOnly ? o.path("size").asLong() : Files.size(content);
+        if (o.path("sha").isTextual()) {
+            n.sha = o.get("sha").asText();
+            n.shaGen = n.gen;
+        }
+        n.xattrs = ObjectXattrs.decode(o.path("xattrs").asText());
+        if (o.path("listed").isIntegralNumber()) {
+            n.listedModified = Instant.ofEpochMilli(o.get("listed").asLong());
+        }
+        if (o.path("uploaded").isIntegralNumber()) {
+            n.uploadedAt = Instant.ofEpochMilli(o.get("uploaded").asLong());
+        }
+        long appendsFrom = o.path("appendsFrom").asLong(NOT_APPENDS);
+        if (put && appendsFrom >= 0 && appendsFrom <= n.size) {
+            n.appendsFrom = appendsFrom;
+        }
+        return n;
+    }
+
+    /** Directory nodes for the parents of a restored node, as journaled nodes come in any order. */
+    private void ensureParents(VfsPath p) {
+        VfsPath parent = p.parent();
+        if (store.nodes.containsKey(parent)) {
+            return;
+        }
+        ensureParents(parent);
+        Node d = store.newNode(true, DIR_MODE);
+        d.dirOnRemote = true;
+        store.attach(parent, d);
+    }
+
+    /** Content files no record names are left from before a crash or a compaction. */
+    private void removeContentNotNamed() throws IOException {
+        Set<Long> named = new HashSet<>();
+        for (Node n : store.nodes.values()) {
+            named.add(n.ino);
+        }
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(store.dataDir)) {
+            for (Path f : ds) {
+                boolean used = false;
+                try {
+                    used = named.contains(Long.parseLong(f.getFileName().toString()));
+                } catch (NumberFormatException partOfADownload) {
+                    // a .part of a download cut short
+                }
+                if (!used) {
+                    Files.deleteIfExists(f);
+                }
+            }
+        }
+    }
+}
