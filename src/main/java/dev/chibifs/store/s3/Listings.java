@@ -226,7 +226,7 @@ final class Listings {
                 } else if (h != null && p.equals(n.path) && !n.attributesKnown && etag != null
                         && etag.equals(n.remoteEtag) && etag.equals(h.etag())) {
                     if (fetching && n.gen == gen && fetchedWithAttributes(n)) {
-                        store.keepFetched(n, part, h);
+                        store.fetches.keepFetched(n, part, h);
                     } else {
                         store.fromMeta(n, h);
                     }

@@ -134,7 +134,7 @@ final class ObjectHandle implements FileHandle {
                     throw new ErrnoException(Linux.EBUSY, String.valueOf(node.path), "Resource busy: changed while it was fetched");
                 }
             }
-            store.fetch(node);
+            store.fetches.fetch(node);
         }
     }
 
@@ -234,7 +234,7 @@ final class ObjectHandle implements FileHandle {
 
     /** {@link #follow} by the node's new version fetched whole and compared with this content {@code c}. */
     private boolean followFetched(CacheFile c) throws IOException {
-        store.fetch(node);
+        store.fetches.fetch(node);
         long gen;
         CacheFile now;
         synchronized (store) {

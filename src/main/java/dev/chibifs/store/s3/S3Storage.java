@@ -148,6 +148,8 @@ public final class S3Storage implements Storage {
     static final long NOT_APPENDS = -1;
     final WriteBack writeBack;
     final Listings listings;
+    /** Content coming down into the cache. */
+    final Fetches fetches;
     /** Locks that reach the bucket's other hosts; null where {@link S3Options#lockLease} is 0. */
     final HostLocks hostLocks;
     private final Thread flusher;
@@ -334,6 +336,7 @@ public final class S3Storage implements Storage {
         this.journal = new JournalRecords(this, dir.resolve("journal"));
         this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);
         this.listings = new Listings(this, spec, bucket, options);
+        this.fetches = new Fetches(this, bucket);
         this.hostLocks = options.lockLease().isZero() ? null : new HostLocks(this, bucket, options.host(), options.lockLease());
         this.root = new Node(1, true, false, now(), DIR_MODE);
         root.path = VfsPath.root();
@@ -691,7 +694,7 @@ public final class S3Storage implements Storage {
         n.uploadedAt = Instant.now();
     }
 
-    private synchronized boolean inDoubt(Node n) {
+    synchronized boolean inDoubt(Node n) {
         return n.doubted != null;
     }
 
@@ -846,208 +849,6 @@ public final class S3Storage implements Storage {
         return parent;
     }
 
-    /** Makes sure the data file of {@code n} holds its content, fetching it from S3 when not. */
-    void fetch(Node n) throws IOException {
-        // whether the content here is still the object's: asked once more where the ask this one
-        // joined began before the doubt (a HEAD S3 does not answer leaves it, and the content here)
-        for (int ask = 0; ask < 2 && inDoubt(n); ask++) {
-            listings.learnAttributes(n, false);
-        }
-        for (int attempt = 0; ; attempt++) {
-            VfsPath p;
-            long gen;
-            long expected;
-            java.util.concurrent.CompletableFuture<Void> underway;
-            java.util.concurrent.CompletableFuture<Void> mine = null;
-            synchronized (this) {
-                if (n.dir) {
-                    throw new IsDirectoryException(String.valueOf(n.path));
-                }
-                if (!n.dirty) {
-                    n.lastUsed = millis(); // an upload's fetch of its own content is no use of it
-                }
-                if (n.cached) {
-                    return;
-                }
-                p = n.path;
-                gen = n.gen;
-                expected = n.size;
-                if (p == null) {
-                    throw new NoSuchFileException("(removed)");
-                }
-                boolean small = listings.fetchedWithAttributes(n);
-                underway = n.fetching != null ? n.fetching : small ? n.askingAttributes : null;
-                if (underway == null) {
-                    mine = new java.util.concurrent.CompletableFuture<>();
-                    n.fetching = mine;
-                    if (small && !n.attributesKnown) {
-                        // a listing's ask for its attributes (learnAttributes) waits for this GET, which brings them
-                        n.askingAttributes = mine;
-                    }
-                }
-            }
-            if (underway != null) {
-                // another open's GET of this file, or a listing's of this small file, is under way: its
-                // content is ours (the opens of a large file another host made download it once)
-                underway.join();
-                continue;
-            }
-            try {
-                if (fetched(n, p, gen, expected)) {
-                    return;
-                }
-            } finally {
-                fetchEnded(n, mine);
-            }
-            if (attempt >= SNAPSHOT_TRIES) {
-                throw new ErrnoException(Linux.EBUSY, p.toString(), "Resource busy: changed while it was fetched");
-            }
-        }
-    }
-
-    /** The fetch {@code mine} of {@code n} has ended: the opens and asks that joined it look again. */
-    private void fetchEnded(Node n, java.util.concurrent.CompletableFuture<Void> mine) {
-        synchronized (this) {
-            if (n.fetching == mine) {
-                n.fetching = null;
-            }
-        }
-        listings.askEnded(n, mine);
-    }
-
-    /**
-     * A read-only handle of a file too large for one GET that is not cached yet, reading its download
-     * as the ranges arrive (the first such open starts it; writers and plain fetches wait for it
-     * whole); null where the file is cached, small, changed here or already being fetched whole, or
-     * its first range failed: the open then fetches it as any.
-     */
-    private ObjectHandle streamingHandle(Node n, VfsPath path) throws IOException {
-        java.util.concurrent.CompletableFuture<Void> mine = new java.util.concurrent.CompletableFuture<>();
-        long gen;
-        long expected;
-        Path file;
-        synchronized (this) {
-            if (nodes.get(path) != n || n.dir || n.link || n.cached || n.dirty || !bucket.inParts(n.size)) {
-                return null;
-            }
-            if (n.download != null) {
-                return downloadHandle(n, n.download);
-            }
-            if (n.fetching != null) {
-                return null;
-            }
-            n.fetching = mine;
-            gen = n.gen;
-            expected = n.size;
-            file = dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
-        }
-        Bucket.Download d;
-        try {
-            d = bucket.download(objectKey(path, n), file, expected);
-        } catch (IOException | RuntimeException e) {
-            LOG.debug("S3 store {}: {} not downloaded in ranges: {}", spec, path, e.getMessage());
-            d = null;
-        }
-        if (d == null) {
-            Files.deleteIfExists(file);
-            fetchEnded(n, mine);
-            return null;
-        }
-        Bucket.Download download = d;
-        try {
-            synchronized (this) {
-                if (!n.cached && n.gen == gen) {
-                    n.size = d.head().size(); // the object's now, should it have changed since it was listed
-                }
-                // before anything can keep (move) or remove the file: it is opened here first
-                n.download = d;
-                return downloadHandle(n, d);
-            }
-        } finally {
-            d.whenEnded(failure -> downloadEnded(n, download, gen, mine, failure));
-        }
-    }
-
-    /**
-     * A read-only handle of the file download {@code d} fills; under the monitor. Open to write all
-     * the same: once the download has ended, the handle adds to it what another host appends
-     * ({@link ObjectHandle#follow}), by then to its own copy, the cache having dropped the file.
-     */
-    private ObjectHandle downloadHandle(Node n, Bucket.Download d) throws IOException {
-        return new ObjectHandle(this, n, CacheFile.openForWriting(d.file()), d);
-    }
-
-    /** The download of {@code n} has ended: its content is kept unless it failed or the node changed since generation {@code gen}. */
-    private void downloadEnded(Node n, Bucket.Download d, long gen, java.util.concurrent.CompletableFuture<Void> mine,
-                               IOException failure) {
-        try {
-            synchronized (this) {
-                n.download = null;
-                if (failure == null && n.path != null && n.gen == gen && !n.cached) {
-                    keepFetched(n, d.file(), d.head());
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            failure = e instanceof IOException io ? io : new IOException(e);
-        } finally {
-            try {
-                Files.deleteIfExists(d.file());
-            } catch (IOException e) {
-                LOG.debug("S3 store {}: {} left in the cache: {}", spec, d.file(), e.getMessage());
-            }
-            fetchEnded(n, mine);
-        }
-        if (failure != null) {
-            LOG.warn("S3 store {}: download of {} failed: {}", spec, n.path, failure.getMessage());
-        }
-    }
-
-    /**
-     * One download of {@code n} at {@code p}, thought {@code expected} bytes, its content kept unless the
-     * node changed meanwhile from generation {@code gen} (false).
-     */
-    private boolean fetched(Node n, VfsPath p, long gen, long expected) throws IOException {
-        Path part = dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
-        Bucket.Head h = bucket.get(objectKey(p, n), part, expected);
-        synchronized (this) {
-            try {
-                if (h == null) {
-                    // gone from S3; what this host had of it was only attributes
-                    if (n.path != null && n.gen == gen) {
-                        journal.gone(n.path);
-                        detach(n);
-                        journal.commit();
-                    }
-                    throw new NoSuchFileException(p.toString());
-                }
-                if (n.path != null && n.gen == gen && !n.cached) {
-                    keepFetched(n, part, h);
-                    return true;
-                }
-                return n.cached;
-            } finally {
-                Files.deleteIfExists(part);
-            }
-        }
-    }
-
-    /** The content GET {@code h} brought to {@code part} is now {@code n}'s, with its attributes; under the monitor. */
-    void keepFetched(Node n, Path part, Bucket.Head h) throws IOException {
-        Files.move(part, dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        n.cached = true;
-        n.lastUsed = millis();
-        n.remoteEtag = h.etag();
-        n.size = h.size();
-        if (!n.dirty) {
-            fromMeta(n, h);
-        }
-        // else only its attributes changed here (chmod, touch, setfattr of a file not fetched yet,
-        // and this is the fetch of its upload): the object's are older, and would undo the change
-        n.syncedSeq = seq;
-        journal.put(n);
-        journal.commit();
-    }
-
     void fromMeta(Node n, Bucket.Head h) {
         n.attributesKnown = true;
         Map<String, String> meta = h.meta();
@@ -1090,7 +891,7 @@ public final class S3Storage implements Storage {
     private CacheFile openContent(VfsPath path) throws IOException {
         for (int attempt = 0; ; attempt++) {
             Node n = findFile(path);
-            fetch(n);
+            fetches.fetch(n);
             synchronized (this) {
                 // the node now at the path: a write may have replaced n since, and that is as good
                 Node cur = nodes.get(path);
@@ -1358,7 +1159,7 @@ public final class S3Storage implements Storage {
      */
     private void fetchUnlessGone(Node f) throws IOException {
         try {
-            fetch(f);
+            fetches.fetch(f);
         } catch (NoSuchFileException e) {
             synchronized (this) {
                 if (f.path != null) {
@@ -1654,12 +1455,12 @@ public final class S3Storage implements Storage {
                 throw notFollowed(path);
             }
             if (n != null && !flags.contains(OpenFlag.TRUNCATE)) {
-                ObjectHandle streaming = write ? null : streamingHandle(n, path);
+                ObjectHandle streaming = write ? null : fetches.streamingHandle(n, path);
                 if (streaming != null) {
                     return streaming;
                 }
                 if (!write) {
-                    fetch(n); // a writer fetches at its first read or write (ObjectHandle.content)
+                    fetches.fetch(n); // a writer fetches at its first read or write (ObjectHandle.content)
                 }
             } else if (n != null) {
                 listings.learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
@@ -1778,7 +1579,7 @@ public final class S3Storage implements Storage {
         if (n.dir || n.link) {
             return null;
         }
-        fetch(n);
+        fetches.fetch(n);
         synchronized (this) {
             if (nodes.get(path) != n || !n.cached) {
                 return null; // changed while it was fetched: nothing held, the request goes by name
@@ -2028,7 +1829,7 @@ public final class S3Storage implements Storage {
             if (!n.link) {
                 throw new java.nio.file.NotLinkException(path.toString());
             }
-            fetch(n);
+            fetches.fetch(n);
             synchronized (this) {
                 if (nodes.get(path) == n && n.cached) {
                     return new String(Files.readAllBytes(dataFile(n.ino)), StandardCharsets.UTF_8);
@@ -2103,7 +1904,7 @@ public final class S3Storage implements Storage {
         long gen;
         FileChannel content;
         for (int attempt = 0; ; attempt++) {
-            fetch(n);
+            fetches.fetch(n);
             synchronized (this) {
                 // opened here: the content cache may let it go (or a change elsewhere drop it) once fetched
                 if (n.cached) {

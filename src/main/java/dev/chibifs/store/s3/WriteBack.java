@@ -375,7 +375,7 @@ final class WriteBack {
         if (uploadedInPlace(n) || uploadedAsCopy(n)) {
             return;
         }
-        store.fetch(n);
+        store.fetches.fetch(n);
         for (int attempt = 0; ; attempt++) {
             VfsPath p;
             long gen;

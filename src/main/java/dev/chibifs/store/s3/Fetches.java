@@ -1,0 +1,241 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.s3.S3Storage.Node;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.IsDirectoryException;
+import dev.chibifs.sys.Linux;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.CompletableFuture;
+
+import static dev.chibifs.store.s3.S3Storage.FETCHES;
+import static dev.chibifs.store.s3.S3Storage.SNAPSHOT_TRIES;
+
+/**
+ * Files' content coming down from S3 into the cache: one GET per file however many opens want it
+ * at once ({@code Node.fetching}, which a listing's ask for a small file's attributes joins), a
+ * large file read in ranges as they arrive ({@link #streamingHandle}), and content kept only if
+ * the node did not change while it came ({@code Node.gen}). S3 is asked outside the store's
+ * monitor; the overlay is read and changed under it.
+ */
+final class Fetches {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Fetches.class);
+
+    private final S3Storage store;
+    private final Bucket bucket;
+
+    Fetches(S3Storage store, Bucket bucket) {
+        this.store = store;
+        this.bucket = bucket;
+    }
+
+    /** Makes sure the data file of {@code n} holds its content, fetching it from S3 when not. */
+    void fetch(Node n) throws IOException {
+        // whether the content here is still the object's: asked once more where the ask this one
+        // joined began before the doubt (a HEAD S3 does not answer leaves it, and the content here)
+        for (int ask = 0; ask < 2 && store.inDoubt(n); ask++) {
+            store.listings.learnAttributes(n, false);
+        }
+        for (int attempt = 0; ; attempt++) {
+            VfsPath p;
+            long gen;
+            long expected;
+            CompletableFuture<Void> underway;
+            CompletableFuture<Void> mine = null;
+            synchronized (store) {
+                if (n.dir) {
+                    throw new IsDirectoryException(String.valueOf(n.path));
+                }
+                if (!n.dirty) {
+                    n.lastUsed = store.millis(); // an upload's fetch of its own content is no use of it
+                }
+                if (n.cached) {
+                    return;
+                }
+                p = n.path;
+                gen = n.gen;
+                expected = n.size;
+                if (p == null) {
+                    throw new NoSuchFileException("(removed)");
+                }
+                boolean small = store.listings.fetchedWithAttributes(n);
+                underway = n.fetching != null ? n.fetching : small ? n.askingAttributes : null;
+                if (underway == null) {
+                    mine = new CompletableFuture<>();
+                    n.fetching = mine;
+                    if (small && !n.attributesKnown) {
+                        // a listing's ask for its attributes (learnAttributes) waits for this GET, which brings them
+                        n.askingAttributes = mine;
+                    }
+                }
+            }
+            if (underway != null) {
+                // another open's GET of this file, or a listing's of this small file, is under way: its
+                // content is ours (the opens of a large file another host made download it once)
+                underway.join();
+                continue;
+            }
+            try {
+                if (fetched(n, p, gen, expected)) {
+                    return;
+                }
+            } finally {
+                fetchEnded(n, mine);
+            }
+            if (attempt >= SNAPSHOT_TRIES) {
+                throw new ErrnoException(Linux.EBUSY, p.toString(), "Resource busy: changed while it was fetched");
+            }
+        }
+    }
+
+    /** The fetch {@code mine} of {@code n} has ended: the opens and asks that joined it look again. */
+    private void fetchEnded(Node n, CompletableFuture<Void> mine) {
+        synchronized (store) {
+            if (n.fetching == mine) {
+                n.fetching = null;
+            }
+        }
+        store.listings.askEnded(n, mine);
+    }
+
+    /**
+     * A read-only handle of a file too large for one GET that is not cached yet, reading its download
+     * as the ranges arrive (the first such open starts it; writers and plain fetches wait for it
+     * whole); null where the file is cached, small, changed here or already being fetched whole, or
+     * its first range failed: the open then fetches it as any.
+     */
+    ObjectHandle streamingHandle(Node n, VfsPath path) throws IOException {
+        CompletableFuture<Void> mine = new CompletableFuture<>();
+        long gen;
+        long expected;
+        Path file;
+        synchronized (store) {
+            if (store.nodes.get(path) != n || n.dir || n.link || n.cached || n.dirty || !bucket.inParts(n.size)) {
+                return null;
+            }
+            if (n.download != null) {
+                return downloadHandle(n, n.download);
+            }
+            if (n.fetching != null) {
+                return null;
+            }
+            n.fetching = mine;
+            gen = n.gen;
+            expected = n.size;
+            file = store.dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
+        }
+        Bucket.Download d;
+        try {
+            d = bucket.download(store.objectKey(path, n), file, expected);
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("S3 store {}: {} not downloaded in ranges: {}", store.spec, path, e.getMessage());
+            d = null;
+        }
+        if (d == null) {
+            Files.deleteIfExists(file);
+            fetchEnded(n, mine);
+            return null;
+        }
+        Bucket.Download download = d;
+        try {
+            synchronized (store) {
+                if (!n.cached && n.gen == gen) {
+                    n.size = d.head().size(); // the object's now, should it have changed since it was listed
+                }
+                // before anything can keep (move) or remove the file: it is opened here first
+                n.download = d;
+                return downloadHandle(n, d);
+            }
+        } finally {
+            d.whenEnded(failure -> downloadEnded(n, download, gen, mine, failure));
+        }
+    }
+
+    /**
+     * A read-only handle of the file download {@code d} fills; under the monitor. Open to write all
+     * the same: once the download has ended, the handle adds to it what another host appends
+     * ({@link ObjectHandle#follow}), by then to its own copy, the cache having dropped the file.
+     */
+    private ObjectHandle downloadHandle(Node n, Bucket.Download d) throws IOException {
+        return new ObjectHandle(store, n, CacheFile.openForWriting(d.file()), d);
+    }
+
+    /** The download of {@code n} has ended: its content is kept unless it failed or the node changed since generation {@code gen}. */
+    private void downloadEnded(Node n, Bucket.Download d, long gen, CompletableFuture<Void> mine,
+                               IOException failure) {
+        try {
+            synchronized (store) {
+                n.download = null;
+                if (failure == null && n.path != null && n.gen == gen && !n.cached) {
+                    keepFetched(n, d.file(), d.head());
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            failure = e instanceof IOException io ? io : new IOException(e);
+        } finally {
+            try {
+                Files.deleteIfExists(d.file());
+            } catch (IOException e) {
+                LOG.debug("S3 store {}: {} left in the cache: {}", store.spec, d.file(), e.getMessage());
+            }
+            fetchEnded(n, mine);
+        }
+        if (failure != null) {
+            LOG.warn("S3 store {}: download of {} failed: {}", store.spec, n.path, failure.getMessage());
+        }
+    }
+
+    /**
+     * One download of {@code n} at {@code p}, thought {@code expected} bytes, its content kept unless the
+     * node changed meanwhile from generation {@code gen} (false).
+     */
+    private boolean fetched(Node n, VfsPath p, long gen, long expected) throws IOException {
+        Path part = store.dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
+        Bucket.Head h = bucket.get(store.objectKey(p, n), part, expected);
+        synchronized (store) {
+            try {
+                if (h == null) {
+                    // gone from S3; what this host had of it was only attributes
+                    if (n.path != null && n.gen == gen) {
+                        store.journal.gone(n.path);
+                        store.detach(n);
+                        store.journal.commit();
+                    }
+                    throw new NoSuchFileException(p.toString());
+                }
+                if (n.path != null && n.gen == gen && !n.cached) {
+                    keepFetched(n, part, h);
+                    return true;
+                }
+                return n.cached;
+            } finally {
+                Files.deleteIfExists(part);
+            }
+        }
+    }
+
+    /** The content GET {@code h} brought to {@code part} is now {@code n}'s, with its attributes; under the monitor. */
+    void keepFetched(Node n, Path part, Bucket.Head h) throws IOException {
+        Files.move(part, store.dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        n.cached = true;
+        n.lastUsed = store.millis();
+        n.remoteEtag = h.etag();
+        n.size = h.size();
+        if (!n.dirty) {
+            store.fromMeta(n, h);
+        }
+        // else only its attributes changed here (chmod, touch, setfattr of a file not fetched yet,
+        // and this is the fetch of its upload): the object's are older, and would undo the change
+        n.syncedSeq = store.seq;
+        store.journal.put(n);
+        store.journal.commit();
+    }
+}
