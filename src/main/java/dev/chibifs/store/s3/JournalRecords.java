@@ -55,7 +55,7 @@ final class JournalRecords implements Closeable {
      * The directories the journal named at open (and those above them): while S3 is away they are
      * served from what this host knows, unlisted, as directories listed before the outage are.
      */
-    private final Set<VfsPath> namedAtOpen = new HashSet<>();
+    private final Set<VfsPath> dirsNamedAtOpen = new HashSet<>();
 
     JournalRecords(S3Storage store, Path file) {
         this.store = store;
@@ -64,7 +64,7 @@ final class JournalRecords implements Closeable {
 
     /** Whether the journal named {@code dir}, or a name below it, when the store opened. */
     boolean namedAtOpen(VfsPath dir) {
-        return namedAtOpen.contains(dir);
+        return dirsNamedAtOpen.contains(dir);
     }
 
     /** {@code n} as it is now: its changes, its cached content, or nothing here S3 lacks. */
@@ -253,8 +253,8 @@ final class JournalRecords implements Closeable {
             }
             ensureParents(p);
             store.attach(p, n);
-            for (VfsPath d = n.dir ? p : p.parent(); !namedAtOpen.contains(d); d = d.parent()) {
-                namedAtOpen.add(d);
+            for (VfsPath d = n.dir ? p : p.parent(); !dirsNamedAtOpen.contains(d); d = d.parent()) {
+                dirsNamedAtOpen.add(d);
                 if (d.isRoot()) {
                     break;
                 }
