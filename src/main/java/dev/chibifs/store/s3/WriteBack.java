@@ -968,11 +968,14 @@ final class WriteBack {
             throw e;
         }
         synchronized (store) {
+            store.seq++;
             store.inflight.remove(store.dirKey(p));
             if (d.path != null && d.path.equals(p)) {
-                store.markerOnS3(d);
+                store.settled(d);
+                d.dirOnRemote = d.marker = true;
+                d.syncedSeq = store.seq;
+                store.journal.put(d);
             } else {
-                store.seq++;
                 store.tombstone(store.dirKey(p), null);
             }
             store.journal.commit();
