@@ -47,6 +47,13 @@ final class JournalRecords implements Closeable {
     /** Records appended since the last rewrite before the journal is rewritten from the overlay. */
     private static final long COMPACT_AFTER = 10_000;
 
+    /** The record kinds, the journal's {@code t} field (the class comment says what each means). */
+    private static final String PUT = "put";
+    private static final String CLEAN = "clean";
+    private static final String GONE = "gone";
+    private static final String TOMB = "tomb";
+    private static final String UNTOMB = "untomb";
+
     private final S3Storage store;
     private final Journal journal;
     /** Records made during the operation under way, appended when it ends. */
@@ -74,7 +81,7 @@ final class JournalRecords implements Closeable {
             gone(n.path);
             return;
         }
-        ObjectNode o = record(n.dirty ? "put" : "clean", n.path);
+        ObjectNode o = record(n.dirty ? PUT : CLEAN, n.path);
         o.put("ino", n.ino).put("dir", n.dir).put("size", n.size).put("mode", n.mode)
                 .put("mtime", n.mtime.toMillis()).put("atime", n.atime.toMillis()).put("ctime", n.ctime.toMillis())
                 .put("birth", n.birth.toMillis()).put("etag", n.remoteEtag);
@@ -103,12 +110,12 @@ final class JournalRecords implements Closeable {
 
     /** Nothing at {@code p} that S3 does not have: a restart asks S3. */
     void gone(VfsPath p) {
-        record("gone", p);
+        record(GONE, p);
     }
 
     /** S3 has still to delete the object {@code k} (of ETag {@code etag}, null for a directory's marker). */
     void tomb(String k, String etag) {
-        ObjectNode o = keyRecord("tomb", k);
+        ObjectNode o = keyRecord(TOMB, k);
         if (o != null) {
             o.put("etag", etag);
         }
@@ -116,7 +123,7 @@ final class JournalRecords implements Closeable {
 
     /** The delete of the object {@code k} is done, or no longer to be done. */
     void untomb(String k) {
-        keyRecord("untomb", k);
+        keyRecord(UNTOMB, k);
     }
 
     private ObjectNode record(String type, VfsPath p) {
@@ -218,7 +225,7 @@ final class JournalRecords implements Closeable {
             try {
                 VfsPath p = VfsPath.of(o.get("p").asText());
                 String t = o.get("t").asText();
-                if (t.equals("tomb") || t.equals("untomb")) {
+                if (t.equals(TOMB) || t.equals(UNTOMB)) {
                     lastTomb.put(store.objectKey(p, o.path("dir").asBoolean(), o.path("link").asBoolean()), o);
                 } else {
                     last.put(p, o);
@@ -230,7 +237,7 @@ final class JournalRecords implements Closeable {
         int dirty = 0;
         for (Map.Entry<String, ObjectNode> e : lastTomb.entrySet()) {
             ObjectNode o = e.getValue();
-            if (o.get("t").asText().equals("tomb") && !e.getKey().isEmpty()) {
+            if (o.get("t").asText().equals(TOMB) && !e.getKey().isEmpty()) {
                 store.tombs.put(e.getKey(), new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null));
                 dirty++;
             }
@@ -244,10 +251,10 @@ final class JournalRecords implements Closeable {
             VfsPath p = e.getKey();
             ObjectNode o = e.getValue();
             String t = o.get("t").asText();
-            if (p.isRoot() || !t.equals("put") && !t.equals("clean")) {
+            if (p.isRoot() || !t.equals(PUT) && !t.equals(CLEAN)) {
                 continue;
             }
-            Node n = node(p, o, t.equals("put"));
+            Node n = node(p, o, t.equals(PUT));
             if (n == null) {
                 continue;
             }
