@@ -59,9 +59,11 @@ final class HostLocks implements AutoCloseable {
     /** Where the leases are, at the bucket's top: no store lists it ({@link Bucket#list}). */
     static final String KEYS = ".chibifs-locks/";
     /**
-     * After a conflict with another host, how long this host answers "not now" without asking S3:
-     * a waiting lock is tried again every 50 ms at most ({@code LockWaits}), which would otherwise
-     * be three requests each time.
+     * After a conflict with another host, how long this host answers the refused lock owner "not
+     * now" without asking S3: a waiting lock is tried again every 50 ms at most ({@code LockWaits}),
+     * as is SQLite's busy handler, which would otherwise be three requests each time. Another owner
+     * (a process that has not been refused) asks S3: the holder may have let go meanwhile, and
+     * SQLite opening a database asks once, with no busy handler (benchmarks.md, session 49).
      */
     private static final long BUSY_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
@@ -91,6 +93,8 @@ final class HostLocks implements AutoCloseable {
         private String etag;
         private long renewedAt;
         private long busyUntil;
+        /** The lock owner {@link #busyUntil} answers for. */
+        private long busyOwner;
     }
 
     private final S3Storage store;
@@ -174,7 +178,7 @@ final class HostLocks implements AutoCloseable {
             }
             Lease lease = node.lease;
             synchronized (lease) {
-                if (!raiseOrRefuse(node, lease, Level.of(type))) {
+                if (!raiseOrRefuse(node, lease, Level.of(type), owner)) {
                     return false;
                 }
                 boolean done = local.tryLock(owner, type, start, end);
@@ -194,7 +198,7 @@ final class HostLocks implements AutoCloseable {
             synchronized (lease) {
                 boolean raised = false;
                 try {
-                    raised = raiseOrRefuse(node, lease, Level.of(type));
+                    raised = raiseOrRefuse(node, lease, Level.of(type), owner);
                 } finally {
                     if (!raised) {
                         // as Linux: a conversion that meets a conflict has already let the old lock go
@@ -233,9 +237,9 @@ final class HostLocks implements AutoCloseable {
     }
 
     /** {@link #raise}, where S3 not answering is ENOLCK: a lock other hosts could not see is none. */
-    private boolean raiseOrRefuse(Node node, Lease lease, Level want) throws IOException {
+    private boolean raiseOrRefuse(Node node, Lease lease, Level want, long owner) throws IOException {
         try {
-            return raise(node, lease, want);
+            return raise(node, lease, want, owner);
         } catch (NoSuchFileException e) {
             throw e;
         } catch (IOException e) {
@@ -252,14 +256,15 @@ final class HostLocks implements AutoCloseable {
 
     /**
      * Holds at least {@code want} on {@code node}'s object; false when another host holds a lease
-     * that conflicts, or did a moment ago. A lease taken from none pulls. Under the lease's monitor.
+     * that conflicts, or did a moment ago when {@code owner} asked. A lease taken from none pulls.
+     * Under the lease's monitor.
      */
-    private boolean raise(Node node, Lease lease, Level want) throws IOException {
+    private boolean raise(Node node, Lease lease, Level want, long owner) throws IOException {
         if (lease.level.compareTo(want) >= 0) {
             return true;
         }
         long now = System.nanoTime();
-        if (now - lease.busyUntil < 0) {
+        if (owner == lease.busyOwner && now - lease.busyUntil < 0) {
             return false;
         }
         String objectKey = lease.objectKey != null ? lease.objectKey : store.objectKeyOf(node);
@@ -285,6 +290,7 @@ final class HostLocks implements AutoCloseable {
         if (conflict) {
             bucket.delete(mine);
             lease.busyUntil = now + BUSY_BACKOFF_NANOS;
+            lease.busyOwner = owner;
             return false;
         }
         Level had = lease.level;

@@ -151,6 +151,23 @@ class S3HostLocksTest {
     }
 
     @Test
+    void aProcessThatAsksAfterTheOtherHostLetGoGetsTheLockAtOnceWhileTheRefusedOneWaits() throws Exception {
+        S3Storage a = host("a");
+        S3Storage b = host("b");
+        FileHandle[] h = bothOpen(a, b, "v1");
+        assertTrue(h[0].locks().tryLock(1, LockType.WRITE, 0, ALL));
+        assertFalse(h[1].locks().tryLock(2, LockType.READ, 0, ALL), "a holds it");
+        Map<String, Long> before = b.requests();
+        assertFalse(h[1].locks().tryLock(2, LockType.READ, 0, ALL), "a holds it still");
+        assertEquals(Map.of(), Requests.since(before, b.requests()), "the refused owner's retry waits without asking S3");
+
+        assertTrue(h[0].locks().tryLock(1, LockType.UNLOCK, 0, ALL));
+        // SQLite opening a database asks once, with no busy handler: another process here must not
+        // be answered with what owner 2 was told a moment ago
+        assertTrue(h[1].locks().tryLock(3, LockType.READ, 0, ALL), "a has let go");
+    }
+
+    @Test
     void readLocksOnTwoHostsShareTheFileAndAnUpgradeWaitsForTheOther() throws Exception {
         S3Storage a = host("a");
         S3Storage b = host("b");
