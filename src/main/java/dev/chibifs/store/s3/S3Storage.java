@@ -99,9 +99,10 @@ public final class S3Storage implements Storage {
     static final String META_MODE = "chibi-mode";
     static final String META_MTIME = "chibi-mtime";
     /**
-     * Who put an O_EXCL create's empty object ({@link #claimOnS3}): two hosts' claims are otherwise
-     * alike (no bytes, the same mode, maybe the same millisecond), and a PUT whose answer was lost
-     * takes an object with the metadata it sent for its own.
+     * Who put an O_EXCL create's empty object or a mkdir's marker with {@code --exclusive-creates}
+     * ({@link #claimOnS3(VfsPath, boolean, Map)}): two hosts' claims are otherwise alike (no bytes,
+     * the same mode, maybe the same millisecond), and a PUT whose answer was lost takes an object
+     * with the metadata it sent for its own.
      */
     static final String META_MADE_BY = "chibi-made-by";
 
@@ -237,7 +238,7 @@ public final class S3Storage implements Storage {
         java.util.concurrent.CompletableFuture<Void> askingAttributes;
         /** The GET of its content an open made, while one is under way; other opens join it. */
         java.util.concurrent.CompletableFuture<Void> fetching;
-        /** Its download in ranges, while read-only opens read it as it arrives ({@link #streamingHandle}). */
+        /** Its download in ranges, while read-only opens read it as it arrives ({@link Fetches#streamingHandle}). */
         Bucket.Download download;
         boolean dirty;
         /** When its content was last fetched or opened here (clock millis): the content cache's LRU order. */
@@ -1066,7 +1067,7 @@ public final class S3Storage implements Storage {
         }
     }
 
-    private void makeDir(VfsPath path) {
+    private Node makeDir(VfsPath path) {
         Node d = newNode(true, DIR_MODE);
         placeMade(path, d);
         d.due = millis(); // no debounce for a marker: other hosts see the directory sooner
@@ -1074,6 +1075,7 @@ public final class S3Storage implements Storage {
         // stands for this directory's own until it expires (a tar or a venv asks one LIST less per
         // directory, and one made while S3 is away can be filled)
         listings.listedAsItsParent(path);
+        return d;
     }
 
     @Override
@@ -1530,19 +1532,28 @@ public final class S3Storage implements Storage {
      * @throws FileAlreadyExistsException S3 has it (the directory is listed again at the next look)
      */
     private String claimOnS3(VfsPath path, int mode, FileTime madeAt) throws IOException {
+        Map<String, String> meta = new LinkedHashMap<>();
+        meta.put(META_MODE, Integer.toOctalString(mode & 0777));
+        meta.put(META_MTIME, Long.toString(madeAt.toMillis()));
+        meta.put(META_SHA, ContentHash.EMPTY_SHA256);
+        return claimOnS3(path, false, meta);
+    }
+
+    /**
+     * {@link #claimOnS3(VfsPath, int, FileTime)} for a file, or for a directory its marker (empty,
+     * with no metadata but {@link #META_MADE_BY}). A directory another tool made by putting objects
+     * below it has no marker, and is judged by this host's listing alone, as without the option.
+     */
+    private String claimOnS3(VfsPath path, boolean dir, Map<String, String> meta) throws IOException {
         requireStorableName(path);
         String key;
         synchronized (this) {
-            key = objectKey(path, false, false);
+            key = objectKey(path, dir, false);
             Tomb t = tombs.get(key);
             if (t != null && t.pending || inflight.contains(key)) {
                 return null;
             }
         }
-        Map<String, String> meta = new LinkedHashMap<>();
-        meta.put(META_MODE, Integer.toOctalString(mode & 0777));
-        meta.put(META_MTIME, Long.toString(madeAt.toMillis()));
-        meta.put(META_SHA, ContentHash.EMPTY_SHA256);
         meta.put(META_MADE_BY, options.host() + "-" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()));
         try {
             return bucket.put(key, new byte[0], meta, null);
@@ -1554,14 +1565,32 @@ public final class S3Storage implements Storage {
         }
     }
 
-    /** {@code n}, made by this open, is on S3 as {@link #claimOnS3} put it: empty, under {@code etag}. Under the monitor. */
+    /**
+     * {@code n}, made by this open, is on S3 as {@link #claimOnS3(VfsPath, boolean, Map)} put it:
+     * empty, under {@code etag}. A mutation S3 has done ({@link #seq}): a listing that began before
+     * the claim and does not show it must not take the name away. Under the monitor.
+     */
     private void madeOnS3(Node n, String etag) {
         n.remoteEtag = etag;
         uploaded(n);
-        settled(n);
         n.sha = ContentHash.EMPTY_SHA256;
         n.shaGen = n.gen;
-        n.syncedSeq = seq;
+        agreesWithS3(n);
+    }
+
+    /**
+     * {@code d}'s marker is on S3, put by this host: by its mkdir's claim, or by the write-back
+     * ({@link WriteBack}'s uploadMarker). Under the monitor.
+     */
+    void markerOnS3(Node d) {
+        d.dirOnRemote = d.marker = true;
+        agreesWithS3(d);
+    }
+
+    /** {@code n} is as this host just put it on S3: a mutation S3 has done ({@link #seq}). Under the monitor. */
+    private void agreesWithS3(Node n) {
+        settled(n);
+        n.syncedSeq = ++seq;
         journal.put(n);
     }
 
@@ -1641,9 +1670,13 @@ public final class S3Storage implements Storage {
     @Override
     public void createDirectory(VfsPath path) throws IOException {
         requireNewName(path);
+        String claimed = options.exclusiveCreates() ? claimOnS3(path, true, new LinkedHashMap<>()) : null;
         synchronized (this) {
             requireStillNew(path);
-            makeDir(path);
+            Node d = makeDir(path);
+            if (claimed != null) {
+                markerOnS3(d);
+            }
             journal.commit();
         }
     }
@@ -2115,7 +2148,7 @@ public final class S3Storage implements Storage {
                 + bucket.requests() + String.format(Locale.ROOT, "; content: %.1f MiB down, %.1f MiB up",
                 moved[0] / (double) (1 << 20), moved[1] / (double) (1 << 20))
                 + (hostLocks == null ? "; locks: this daemon's only" : "; locks: " + hostLocks.held() + " held on S3")
-                + (options.exclusiveCreates() ? "; O_EXCL creates made on S3 at once" : "");
+                + (options.exclusiveCreates() ? "; O_EXCL creates and mkdirs made on S3 at once" : "");
     }
 
     /** How many changes wait for S3. */

@@ -968,14 +968,11 @@ final class WriteBack {
             throw e;
         }
         synchronized (store) {
-            store.seq++;
             store.inflight.remove(store.dirKey(p));
             if (d.path != null && d.path.equals(p)) {
-                store.settled(d);
-                d.dirOnRemote = d.marker = true;
-                d.syncedSeq = store.seq;
-                store.journal.put(d);
+                store.markerOnS3(d);
             } else {
+                store.seq++;
                 store.tombstone(store.dirKey(p), null);
             }
             store.journal.commit();

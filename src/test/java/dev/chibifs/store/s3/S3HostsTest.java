@@ -788,7 +788,29 @@ class S3HostsTest {
         }
         b.flushAll();
         assertEquals("b\n", inS3("shared/task-8.claim"));
-        assertTrue(b.state().endsWith("; O_EXCL creates made on S3 at once"), b.state());
+        assertTrue(b.state().endsWith("; O_EXCL creates and mkdirs made on S3 at once"), b.state());
+    }
+
+    @Test
+    void withExclusiveCreatesAMkdirOfADirectoryAnotherHostMadeFirstFails() throws Exception {
+        // `mkdir lock.d` as a lock, on two hosts whose listings are fresh from before either made it
+        S3Storage a = host(options("a").withClock(startClock(), false).withExclusiveCreates(true));
+        S3Storage b = host(options("b").withClock(startClock(), false).withExclusiveCreates(true));
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        assertFalse(b.exists(p("/shared/lock.d")));
+        a.createDirectory(p("/shared/lock.d"));
+        assertNotNull(inS3("shared/lock.d/"), "the marker on S3 as mkdir returned, before any write-back");
+        Exception second = assertThrows(java.nio.file.FileAlreadyExistsException.class,
+                () -> b.createDirectory(p("/shared/lock.d")));
+        assertEquals(Linux.EEXIST, Errors.errno(second));
+        assertTrue(b.exists(p("/shared/lock.d")), "b lists the directory again after the refusal");
+        // a directory free on S3 is made by either host
+        b.createDirectory(p("/shared/other.d"));
+        assertNotNull(inS3("shared/other.d/"));
+        a.flushAll();
+        b.flushAll();
+        assertEquals(0, a.pendingChanges() + b.pendingChanges(), "nothing left to upload: the markers went up with the mkdirs");
     }
 
     @Test

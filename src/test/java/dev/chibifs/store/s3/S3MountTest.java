@@ -759,6 +759,11 @@ class S3MountTest {
             Sh.Result second = Sh.run("set -C; echo B > '" + b.at(PREFIX + "/task.claim") + "'");
             assertNotEquals(0, second.exitCode(), "the second host's claim must fail");
             assertTrue(second.err().contains("exist"), second.err());
+            // and `mkdir` as a lock
+            Sh.run("mkdir '" + mnt.resolve("shared/s3/lock.d") + "'").ok();
+            Sh.Result secondMkdir = Sh.run("mkdir '" + b.at(PREFIX + "/lock.d") + "'");
+            assertNotEquals(0, secondMkdir.exitCode(), "the second host's mkdir must fail");
+            assertTrue(secondMkdir.err().contains("File exists"), secondMkdir.err());
             MountedFs.cli("umount", mnt.toString()).ok(); // uploads what the 1 h debounce holds
             await(VISIBLE_WITHIN, "host B reading what the background daemon had",
                     () -> "background\n".equals(readOrNull(b.at(PREFIX + "/bg.md")))
