@@ -757,15 +757,23 @@ class S3HostsTest {
         assertTrue(seenAfter < 2000, seenAfter + " ms");
     }
 
-    @Test
-    void withExclusiveCreatesAnExclusiveCreateOfANameAnotherHostMadeFirstFailsAndLeavesNoCopy() throws Exception {
-        // two agents claim one task with `set -o noclobber; echo me > claim`: both hosts' listings
-        // are fresh from before either made it, so only S3 can tell the second it came second
+    /** Hosts a and b with {@code --exclusive-creates}, b having listed /shared without {@code name}. */
+    private S3Storage[] twoHostsWithExclusiveCreatesThatListedShared(String name) throws IOException {
         S3Storage a = host(options("a").withClock(startClock(), false).withExclusiveCreates(true));
         S3Storage b = host(options("b").withClock(startClock(), false).withExclusiveCreates(true));
         a.mkdir(p("/shared"));
         a.flushAll();
-        assertFalse(b.exists(p("/shared/task-7.claim")));
+        assertFalse(b.exists(p("/shared/" + name)));
+        return new S3Storage[]{a, b};
+    }
+
+    @Test
+    void withExclusiveCreatesAnExclusiveCreateOfANameAnotherHostMadeFirstFailsAndLeavesNoCopy() throws Exception {
+        // two agents claim one task with `set -o noclobber; echo me > claim`: both hosts' listings
+        // are fresh from before either made it, so only S3 can tell the second it came second
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("task-7.claim");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
         EnumSet<OpenFlag> exclusive = EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW);
         try (FileHandle h = a.open(p("/shared/task-7.claim"), exclusive, 0644)) {
             h.write(ByteBuffer.wrap("a\n".getBytes(UTF_8)), 0);
@@ -794,11 +802,9 @@ class S3HostsTest {
     @Test
     void withExclusiveCreatesAMkdirOfADirectoryAnotherHostMadeFirstFails() throws Exception {
         // `mkdir lock.d` as a lock, on two hosts whose listings are fresh from before either made it
-        S3Storage a = host(options("a").withClock(startClock(), false).withExclusiveCreates(true));
-        S3Storage b = host(options("b").withClock(startClock(), false).withExclusiveCreates(true));
-        a.mkdir(p("/shared"));
-        a.flushAll();
-        assertFalse(b.exists(p("/shared/lock.d")));
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
         a.createDirectory(p("/shared/lock.d"));
         assertNotNull(inS3("shared/lock.d/"), "the marker on S3 as mkdir returned, before any write-back");
         Exception second = assertThrows(java.nio.file.FileAlreadyExistsException.class,
