@@ -1,7 +1,7 @@
 package dev.chibifs.store.s3;
 
 import dev.chibifs.path.VfsPath;
-import dev.chibifs.store.s3.S3Storage.Node;
+import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.sys.Linux;
@@ -118,7 +118,7 @@ final class Fetches {
         long expected;
         Path file;
         synchronized (store) {
-            if (store.nodes.get(path) != n || n.dir || n.link || n.cached || n.dirty || !bucket.inParts(n.size)) {
+            if (store.overlay.nodes.get(path) != n || n.dir || n.link || n.cached || n.dirty || !bucket.inParts(n.size)) {
                 return null;
             }
             if (n.download != null) {
@@ -206,7 +206,7 @@ final class Fetches {
                     // gone from S3; what this host had of it was only attributes
                     if (n.path != null && n.gen == gen) {
                         store.journal.gone(n.path);
-                        store.detach(n);
+                        store.overlay.detach(n);
                         store.journal.commit();
                     }
                     throw new NoSuchFileException(p.toString());
@@ -234,7 +234,7 @@ final class Fetches {
         }
         // else only its attributes changed here (chmod, touch, setfattr of a file not fetched yet,
         // and this is the fetch of its upload): the object's are older, and would undo the change
-        n.syncedSeq = store.seq;
+        n.syncedSeq = store.overlay.seq;
         store.journal.put(n);
         store.journal.commit();
     }

@@ -5,7 +5,7 @@ import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.HeldFile;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
-import dev.chibifs.store.s3.S3Storage.Node;
+import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
 

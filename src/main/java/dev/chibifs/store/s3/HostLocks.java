@@ -4,7 +4,7 @@ import dev.chibifs.store.FileLocks;
 import dev.chibifs.store.InProcessLocks;
 import dev.chibifs.store.LockState;
 import dev.chibifs.store.LockType;
-import dev.chibifs.store.s3.S3Storage.Node;
+import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
 

@@ -3,8 +3,8 @@ package dev.chibifs.store.s3;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.path.VfsPath;
-import dev.chibifs.store.s3.S3Storage.Node;
-import dev.chibifs.store.s3.S3Storage.Tomb;
+import dev.chibifs.store.s3.Overlay.Node;
+import dev.chibifs.store.s3.Overlay.Tomb;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -188,13 +188,13 @@ final class JournalRecords implements Closeable {
 
     /** Rewrites the journal as the overlay's state: a record for each node and pending tombstone, no history. */
     void compact() throws IOException {
-        for (Node n : store.nodes.values()) {
-            if (n == store.root || (!n.dirty && (n.dir || !n.cached))) {
+        for (Node n : store.overlay.nodes.values()) {
+            if (n == store.overlay.root || (!n.dirty && (n.dir || !n.cached))) {
                 continue;
             }
             put(n);
         }
-        for (Map.Entry<String, Tomb> e : store.tombs.entrySet()) {
+        for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
             if (e.getValue().pending) {
                 tomb(e.getKey(), e.getValue().etag);
             }
@@ -238,7 +238,7 @@ final class JournalRecords implements Closeable {
         for (Map.Entry<String, ObjectNode> e : lastTomb.entrySet()) {
             ObjectNode o = e.getValue();
             if (o.get("t").asText().equals(TOMB) && !e.getKey().isEmpty()) {
-                store.tombs.put(e.getKey(), new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null));
+                store.overlay.tombs.put(e.getKey(), new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null));
                 dirty++;
             }
         }
@@ -246,7 +246,7 @@ final class JournalRecords implements Closeable {
         for (ObjectNode o : last.values()) {
             maxIno = Math.max(maxIno, o.path("ino").asLong(0));
         }
-        store.nextIno = maxIno + 1;
+        store.overlay.nextIno = maxIno + 1;
         for (Map.Entry<VfsPath, ObjectNode> e : last.entrySet()) {
             VfsPath p = e.getKey();
             ObjectNode o = e.getValue();
@@ -259,7 +259,7 @@ final class JournalRecords implements Closeable {
                 continue;
             }
             ensureParents(p);
-            store.attach(p, n);
+            store.overlay.attach(p, n);
             for (VfsPath d = n.dir ? p : p.parent(); !dirsNamedAtOpen.contains(d); d = d.parent()) {
                 dirsNamedAtOpen.add(d);
                 if (d.isRoot()) {
@@ -267,7 +267,7 @@ final class JournalRecords implements Closeable {
                 }
             }
             if (n.dirty) {
-                store.dirtyNodes.add(n);
+                store.overlay.dirtyNodes.add(n);
                 n.firstDirty = n.due = store.millis();
                 dirty++;
             }
@@ -330,19 +330,19 @@ final class JournalRecords implements Closeable {
     /** Directory nodes for the parents of a restored node, as journaled nodes come in any order. */
     private void ensureParents(VfsPath p) {
         VfsPath parent = p.parent();
-        if (store.nodes.containsKey(parent)) {
+        if (store.overlay.nodes.containsKey(parent)) {
             return;
         }
         ensureParents(parent);
-        Node d = store.newNode(true, DIR_MODE);
+        Node d = store.overlay.newNode(true, DIR_MODE);
         d.dirOnRemote = true;
-        store.attach(parent, d);
+        store.overlay.attach(parent, d);
     }
 
     /** Content files no record names are left from before a crash or a compaction. */
     private void removeContentNotNamed() throws IOException {
         Set<Long> named = new HashSet<>();
-        for (Node n : store.nodes.values()) {
+        for (Node n : store.overlay.nodes.values()) {
             named.add(n.ino);
         }
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(store.dataDir)) {

@@ -2,8 +2,8 @@ package dev.chibifs.store.s3;
 
 import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.path.VfsPath;
-import dev.chibifs.store.s3.S3Storage.Node;
-import dev.chibifs.store.s3.S3Storage.Tomb;
+import dev.chibifs.store.s3.Overlay.Node;
+import dev.chibifs.store.s3.Overlay.Tomb;
 
 import static dev.chibifs.store.s3.S3Storage.DIR_MODE;
 import static dev.chibifs.store.s3.S3Storage.DONE_TOMB_MILLIS;
@@ -120,7 +120,7 @@ final class Listings {
             if (at != null && now - at < options.validity().toMillis()) {
                 return;
             }
-            startSeq = store.seq;
+            startSeq = store.overlay.seq;
         }
         Bucket.Level level;
         try {
@@ -312,8 +312,8 @@ final class Listings {
         List<VfsPath> missing = new ArrayList<>();
         synchronized (store) {
             Set<String> listed = names(dir, level);
-            for (String name : store.children(dir)) {
-                Node n = store.nodes.get(dir.child(name));
+            for (String name : store.overlay.children(dir)) {
+                Node n = store.overlay.nodes.get(dir.child(name));
                 if (!listed.contains(name) && n != null && removedElsewhere(n, startSeq)) {
                     missing.add(n.path);
                 }
@@ -338,7 +338,7 @@ final class Listings {
         for (VfsPath p : missing) {
             Node n;
             synchronized (store) {
-                n = store.nodes.get(p);
+                n = store.overlay.nodes.get(p);
             }
             boolean there = n != null && (n.dir ? bucket.anyUnder(store.dirKey(p)) : bucket.head(store.objectKey(p, n)) != null);
             if (there) {
@@ -365,7 +365,7 @@ final class Listings {
 
     /** Merges a listing of {@code dir} into the overlay: the local layer wins over what S3 says. */
     private void apply(VfsPath dir, Bucket.Level level, long startSeq, Set<String> stillThere) throws IOException {
-        Node d = store.nodes.get(dir);
+        Node d = store.overlay.nodes.get(dir);
         if (d == null || !d.dir) {
             return;
         }
@@ -388,16 +388,16 @@ final class Listings {
             if (p == null || buried(pre, startSeq)) {
                 continue;
             }
-            Node n = store.nodes.get(p);
-            if (n == null && (store.inflight.contains(pre) || onlyWhatThisHostRemoves(pre, startSeq))) {
+            Node n = store.overlay.nodes.get(p);
+            if (n == null && (store.overlay.inflight.contains(pre) || onlyWhatThisHostRemoves(pre, startSeq))) {
                 continue;
             }
             seen.add(name);
             if (n == null) {
-                n = store.newNode(true, DIR_MODE);
+                n = store.overlay.newNode(true, DIR_MODE);
                 n.dirOnRemote = true;
                 n.syncedSeq = startSeq;
-                store.attach(p, n);
+                store.overlay.attach(p, n);
             } else if (n.dir) {
                 n.dirOnRemote = true;
             }
@@ -408,20 +408,20 @@ final class Listings {
                 placeListed(dir, name, o, true, startSeq, seen);
             }
         }
-        for (String name : List.copyOf(store.children(dir))) {
+        for (String name : List.copyOf(store.overlay.children(dir))) {
             if (seen.contains(name) || stillThere.contains(name)) {
                 continue;
             }
-            Node n = store.nodes.get(dir.child(name));
+            Node n = store.overlay.nodes.get(dir.child(name));
             if (n != null && removedElsewhere(n, startSeq)) {
-                for (Node gone : store.subtree(n.path)) {
+                for (Node gone : store.overlay.subtree(n.path)) {
                     store.journal.gone(gone.path);
-                    store.detach(gone);
+                    store.overlay.detach(gone);
                 }
             }
         }
         long now = store.millis();
-        store.tombs.values().removeIf(t -> !t.pending && (t.doneSeq < startSeq || now - t.doneAt > DONE_TOMB_MILLIS));
+        store.overlay.tombs.values().removeIf(t -> !t.pending && (t.doneSeq < startSeq || now - t.doneAt > DONE_TOMB_MILLIS));
     }
 
     /** Merges one listed object, a file's or a link's, into the overlay as the child {@code name} of {@code dir}. */
@@ -430,8 +430,8 @@ final class Listings {
         if (p == null || buried(o.key(), startSeq)) {
             return;
         }
-        Node n = store.nodes.get(p);
-        if (n == null && store.inflight.contains(o.key())) {
+        Node n = store.overlay.nodes.get(p);
+        if (n == null && store.overlay.inflight.contains(o.key())) {
             return;
         }
         seen.add(name);
@@ -443,13 +443,13 @@ final class Listings {
             // another host made the name a link, a file, or another link: a new node, as the kernel
             // keeps a link's target by node (CACHE_SYMLINKS); or put a shorter file there
             store.journal.gone(p);
-            store.detach(n);
+            store.overlay.detach(n);
             n = null;
         }
         if (n == null) {
-            n = link ? store.newLink() : store.newNode(false, FILE_MODE);
+            n = link ? store.overlay.newLink() : store.overlay.newNode(false, FILE_MODE);
             fromListing(n, o, startSeq);
-            store.attach(p, n);
+            store.overlay.attach(p, n);
             attributesWanted.add(n);
         } else if (settled && n.link == link && !Objects.equals(n.remoteEtag, o.etag())) {
             if (!link && n.cached && n.sha != null && n.shaGen == n.gen && n.size == o.size()) {
@@ -506,10 +506,10 @@ final class Listings {
 
     /** Whether a node S3 no longer lists was removed by another host (and not just made here). */
     private boolean removedElsewhere(Node n, long startSeq) {
-        if (n == store.root || n.syncedSeq > startSeq) {
+        if (n == store.overlay.root || n.syncedSeq > startSeq) {
             return false;
         }
-        for (Node m : store.subtree(n.path)) {
+        for (Node m : store.overlay.subtree(n.path)) {
             if (m.dirty || m.writers > 0 || m.syncedSeq > startSeq) {
                 return false;
             }
@@ -549,13 +549,13 @@ final class Listings {
                 return;
             }
             if (n.dirty) {
-                if (!madeEmptyHere(n) || store.inflight.contains(key)) {
+                if (!madeEmptyHere(n) || store.overlay.inflight.contains(key)) {
                     return; // going up already: its upload meets theirs and says so
                 }
-                store.settled(n);
+                store.overlay.settled(n);
                 LOG.debug("S3 store {}: {} made empty here takes the version another host put first", spec, p);
             }
-            fromListing(n, new Bucket.Listed(key, h.size(), h.modified(), h.etag()), store.seq);
+            fromListing(n, new Bucket.Listed(key, h.size(), h.modified(), h.etag()), store.overlay.seq);
             if (n.locks == null) {
                 n.replaced++; // its handles read the new version too (dropContent moves it for a locked file)
             }
@@ -593,12 +593,12 @@ final class Listings {
      * are done. Under the store's monitor.
      */
     private boolean onlyWhatThisHostRemoves(String pre, long startSeq) {
-        for (String k : store.tombs.keySet()) {
+        for (String k : store.overlay.tombs.keySet()) {
             if (k.startsWith(pre) && buried(k, startSeq)) {
                 return true;
             }
         }
-        for (String k : store.inflight) {
+        for (String k : store.overlay.inflight) {
             if (k.startsWith(pre)) {
                 return true;
             }
@@ -607,7 +607,7 @@ final class Listings {
     }
 
     private boolean buried(String key, long startSeq) {
-        Tomb t = store.tombs.get(key);
+        Tomb t = store.overlay.tombs.get(key);
         return t != null && (t.pending || t.doneSeq > startSeq);
     }
 
@@ -626,7 +626,7 @@ final class Listings {
     void listTree(VfsPath dir) throws IOException {
         long startSeq;
         synchronized (store) {
-            startSeq = store.seq;
+            startSeq = store.overlay.seq;
         }
         Bucket.Level all = bucket.list(store.dirKey(dir), false);
         synchronized (store) {
@@ -653,16 +653,16 @@ final class Listings {
                 if (!placeDirs(p.parent(), startSeq)) {
                     continue;
                 }
-                Node n = store.nodes.get(p);
+                Node n = store.overlay.nodes.get(p);
                 if (n == null) {
-                    n = linked != null ? store.newLink() : store.newNode(marker, marker ? DIR_MODE : FILE_MODE);
+                    n = linked != null ? store.overlay.newLink() : store.overlay.newNode(marker, marker ? DIR_MODE : FILE_MODE);
                     if (marker) {
                         n.dirOnRemote = n.marker = true;
                         n.syncedSeq = startSeq;
                     } else {
                         fromListing(n, o, startSeq);
                     }
-                    store.attach(p, n);
+                    store.overlay.attach(p, n);
                 }
             }
             // no HEAD ahead for these: the tree is about to be fetched (a rename) or removed (a delete)
@@ -672,17 +672,17 @@ final class Listings {
 
     /** Directory nodes down to {@code dir} for a key found below it; false where a file is in the way. */
     private boolean placeDirs(VfsPath dir, long startSeq) {
-        Node n = store.nodes.get(dir);
+        Node n = store.overlay.nodes.get(dir);
         if (n != null) {
             return n.dir;
         }
         if (!placeDirs(dir.parent(), startSeq) || buried(store.dirKey(dir), startSeq)) {
             return false;
         }
-        n = store.newNode(true, DIR_MODE);
+        n = store.overlay.newNode(true, DIR_MODE);
         n.dirOnRemote = true;
         n.syncedSeq = startSeq;
-        store.attach(dir, n);
+        store.overlay.attach(dir, n);
         return true;
     }
 }

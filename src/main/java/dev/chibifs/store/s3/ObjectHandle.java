@@ -5,7 +5,7 @@ import dev.chibifs.store.FileLocks;
 import dev.chibifs.store.InProcessLocks;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.s3.S3Storage.MovedFrom;
-import dev.chibifs.store.s3.S3Storage.Node;
+import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
 
@@ -294,11 +294,11 @@ final class ObjectHandle implements FileHandle {
         synchronized (store) {
             long at = append ? ch.size() : position;
             requireObjectSize(at + src.remaining());
-            store.writing(node, append ? at : NOT_APPENDS, made && node.gen == madeGen);
+            store.overlay.writing(node, append ? at : NOT_APPENDS, made && node.gen == madeGen);
             store.journal.commit();
             int n = ch.write(src, at);
             node.size = ch.size();
-            store.touch(node);
+            store.overlay.touch(node);
             return n;
         }
     }
@@ -307,11 +307,11 @@ final class ObjectHandle implements FileHandle {
     public void truncate(long size) throws IOException {
         CacheFile ch = content();
         synchronized (store) {
-            store.writing(node, NOT_APPENDS, false);
+            store.overlay.writing(node, NOT_APPENDS, false);
             store.journal.commit();
             setLength(ch, size);
             node.size = ch.size();
-            store.touch(node);
+            store.overlay.touch(node);
         }
     }
 
@@ -347,10 +347,10 @@ final class ObjectHandle implements FileHandle {
                 setLength(ch, end);
             }
             if (zero || (!keepSize && end > cur)) {
-                store.writing(node, NOT_APPENDS, false);
+                store.overlay.writing(node, NOT_APPENDS, false);
                 store.journal.commit();
                 node.size = ch.size();
-                store.touch(node);
+                store.overlay.touch(node);
             }
         }
     }
@@ -449,7 +449,7 @@ final class ObjectHandle implements FileHandle {
                 node.writers--;
                 if (node.dirty && node.writers == 0 && node.path != null) {
                     // closed dirty: the debounce starts now, and the journal has the final attributes
-                    store.schedule(node);
+                    store.overlay.schedule(node);
                     store.journal.put(node);
                     store.journal.commit();
                 }

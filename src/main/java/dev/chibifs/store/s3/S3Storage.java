@@ -6,13 +6,11 @@ import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.ContentHash;
 import dev.chibifs.store.Entry;
-import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.EntrySink;
 import dev.chibifs.store.EtagMismatchException;
 import dev.chibifs.store.Precondition;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.HeldFile;
-import dev.chibifs.store.InProcessLocks;
 import dev.chibifs.store.LateCloses;
 import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.store.Metadata;
@@ -20,6 +18,8 @@ import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
 import dev.chibifs.store.XattrMode;
+import dev.chibifs.store.s3.Overlay.Node;
+import dev.chibifs.store.s3.Overlay.Tomb;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,7 +44,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -62,7 +61,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * byte for byte, so any S3 tool reads the namespace; a directory is a key prefix, with a zero-byte
  * marker object {@code <keyprefix>/shared/} for every directory made here (an empty one needs it).
  *
- * <p>The local layer: every name this host knows is a {@link Node} in the overlay (size, times,
+ * <p>The local layer: every name this host knows is a {@link Node} in the {@link Overlay} (size, times,
  * mode, content hash, and the ETag of the S3 object it came from), with a directory index of the
  * names below each directory; the content of every file opened here is a file in
  * {@code <cache>/data}. A change is made there and shows at once in stat, listings and reads; the
@@ -109,11 +108,11 @@ public final class S3Storage implements Storage {
     /** What ends the key of a symbolic link's object (rclone's convention, with {@code --links}). */
     static final String LINK_SUFFIX = ".rclonelink";
 
-    private static final long BLOCK = 4096;
+    static final long BLOCK = 4096;
     static final int FILE_MODE = 0644;
     static final int DIR_MODE = 0755;
     /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
-    private static final int LINK_MODE = 0777;
+    static final int LINK_MODE = 0777;
     /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
     static final int MAX_DEFERRALS = 5;
     /**
@@ -133,13 +132,13 @@ public final class S3Storage implements Storage {
 
     final S3Spec spec;
     private final Bucket bucket;
-    private final S3Options options;
+    final S3Options options;
     final Path dataDir;
     /**
      * Removes cached content off the store's monitor and the request: on a disk that discards freed
      * blocks, freeing a file's was half of an UNLINK here (338 us of daemon time, `s40/s3rmperf.sh`).
      */
-    private final LateCloses lateCloses = new LateCloses();
+    final LateCloses lateCloses = new LateCloses();
     private final Path uploadDir;
     /** Every change to the overlay, journaled before it is told done. */
     final JournalRecords journal;
@@ -154,165 +153,9 @@ public final class S3Storage implements Storage {
     /** Locks that reach the bucket's other hosts; null where {@link S3Options#lockLease} is 0. */
     final HostLocks hostLocks;
     private final Thread flusher;
-
-    // ---- the overlay; guarded by this store's monitor, in WriteBack and Listings too ----
-    final Map<VfsPath, Node> nodes = new HashMap<>();
-    private final Map<VfsPath, TreeSet<String>> index = new HashMap<>();
-    /** Keyed by S3 key (a directory's is its marker key, ending with '/'). */
-    final Map<String, Tomb> tombs = new HashMap<>();
-    /** The dirty nodes, so the flusher's look every tick costs nothing with none (not a walk of the overlay). */
-    final Set<Node> dirtyNodes = new java.util.LinkedHashSet<>();
-    /**
-     * Keys being uploaded. A listing may show such an object before the upload is told done; when its
-     * node was renamed or removed meanwhile, that listing must not bring the old name back.
-     */
-    final Set<String> inflight = new java.util.HashSet<>();
-    final Node root;
-    long nextIno = 2;
-    /** Counts mutations S3 has done: a listing that started at seq L shows those up to L. */
-    long seq;
+    /** What this host knows of the store; guarded by this store's monitor. */
+    final Overlay overlay;
     boolean closed;
-
-    static final class Node {
-        final long ino;
-        final boolean dir;
-        /** A symbolic link: its content (data file, object) is the target's text, and never changes. */
-        final boolean link;
-        VfsPath path;
-        long size;
-        FileTime birth;
-        FileTime mtime;
-        FileTime atime;
-        FileTime ctime;
-        int mode;
-        /** Bumped by every local change of content or attributes. */
-        long gen;
-        /** SHA-256 of the content at generation {@link #shaGen}. */
-        String sha;
-        long shaGen = -1;
-        /** ETag of the S3 object this node is based on; the If-Match of its next upload (null: none). */
-        String remoteEtag;
-        /**
-         * The LastModified a listing last showed for that object; null where unknown (this host put it
-         * since, and a PUT answers no time). The same ETag listed with another time is the same content
-         * put again: a chmod, touch or setfattr on another host, whose attributes this node lacks.
-         */
-        Instant listedModified;
-        /**
-         * The ETag the last listing of its directory showed for its object, also where that listing
-         * left the node as it was (a file open for writing); null before one did. A lock's pull, which
-         * lists the directory first, asks a HEAD only where this is not {@link #remoteEtag}.
-         */
-        String listedEtag;
-        /**
-         * When this host's last upload of it ended, by this host's wall clock; null when it made none
-         * since a listing. Until a listing shows a time, one later than this (and the clocks' skew) is
-         * another host's put, not this host's own.
-         */
-        Instant uploadedAt;
-        /** Directories: known to exist in S3 (a marker or keys below it). */
-        boolean dirOnRemote;
-        /** Directories: its marker object is known to exist. */
-        boolean marker;
-        /** The data file holds the content (else it is fetched at the next open). */
-        boolean cached;
-        /**
-         * Its mode and mtime are its own: made or fetched here, or asked of its object's metadata. A
-         * file or link a listing showed has S3's LastModified (and a file no execute bits) until then.
-         */
-        boolean attributesKnown = true;
-        /**
-         * A listing showed this object at another ETag than the content cached here, with the same
-         * size: another host may have changed its attributes alone, copying it onto itself (a copy
-         * may give an object put in parts a new ETag). Until a HEAD compares the content's SHA-256,
-         * its attributes are unknown and an open waits; null when no such doubt.
-         */
-        Bucket.Listed doubted;
-        /**
-         * The object under its old name, which S3 copies to its new one at its upload (the bytes do
-         * not go up again) while its content is unchanged since its move; null when none. Not
-         * journaled: after a restart it goes up as any change.
-         */
-        MovedFrom movedFrom;
-        /** The HEAD asking for its attributes, while one is under way; waiters join it. */
-        java.util.concurrent.CompletableFuture<Void> askingAttributes;
-        /** The GET of its content an open made, while one is under way; other opens join it. */
-        java.util.concurrent.CompletableFuture<Void> fetching;
-        /** Its download in ranges, while read-only opens read it as it arrives ({@link Fetches#streamingHandle}). */
-        Bucket.Download download;
-        boolean dirty;
-        /** When its content was last fetched or opened here (clock millis): the content cache's LRU order. */
-        long lastUsed;
-        long firstDirty;
-        long due = Long.MAX_VALUE;
-        /** The {@link #seq} at which this node last agreed with S3. */
-        long syncedSeq;
-        int writers;
-        /**
-         * Handles open on it, writers among them, and renames fetching it to upload it anew: while
-         * above 0 its content stays in the content cache.
-         */
-        int opens;
-        /** Its locks, made at the first lock request; they stay with the file through renames. */
-        InProcessLocks locks;
-        /** Its lease on S3 while its locks reach other hosts ({@link HostLocks}); made with {@link #locks}. */
-        HostLocks.Lease lease;
-        /**
-         * Bumped when the content cached of a file locked here goes (another host's version came),
-         * and when a lock's pull finds another version of a file open for writing beside it
-         * ({@link Listings#pullVersion}): its handles then read that version ({@link ObjectHandle}),
-         * as processes sharing files under locks expect, not the copy they opened. Elsewhere a handle
-         * keeps what it opened. Written under the monitor; read without.
-         */
-        volatile long replaced;
-        /** Its extended attributes (files only), as its object's metadata carries them; null for none. */
-        Map<String, byte[]> xattrs;
-        /**
-         * Where this host's appends begin, while every change of its content made here since the version
-         * S3 has ({@link #remoteEtag}; none, for a file an append made here) was a write through a handle
-         * opened to append: the bytes before it are that version's, or went up already. Another host's
-         * change met at upload then gets the bytes from here on at its end ({@link WriteBack#mergeAppends}),
-         * not a conflict copy. {@link #NOT_APPENDS} after any other change (a write elsewhere, a
-         * truncate, an attribute, a rename). Journaled with the node whenever it changes while the node
-         * is dirty, before the write that changes it.
-         */
-        long appendsFrom = NOT_APPENDS;
-        /**
-         * The SHA-256 of each upload since the last that succeeded whose every attempt failed as far
-         * as the client knows: one may have landed all the same. Null when none.
-         */
-        List<String> lostUploads;
-
-        Node(long ino, boolean dir, boolean link, FileTime now, int mode) {
-            this.ino = ino;
-            this.dir = dir;
-            this.link = link;
-            this.birth = this.mtime = this.atime = this.ctime = now;
-            this.mode = mode;
-            this.size = dir ? BLOCK : 0;
-        }
-
-        boolean onRemote() {
-            return dir ? dirOnRemote : remoteEtag != null;
-        }
-
-        EntryKind kind() {
-            return dir ? EntryKind.DIRECTORY : link ? EntryKind.SYMLINK : EntryKind.FILE;
-        }
-    }
-
-    /** A name removed here whose object S3 may still show. */
-    static final class Tomb {
-        /** The object's last seen ETag, the If-Match of a new file made at the same name. */
-        final String etag;
-        boolean pending = true;
-        long doneSeq = Long.MAX_VALUE;
-        long doneAt;
-
-        Tomb(String etag) {
-            this.etag = etag;
-        }
-    }
 
     /** A pool of {@code count} threads that never keep the JVM alive (close() stops them, a crash need not). */
     private S3Storage(S3Spec spec, Bucket bucket, S3Options options) throws IOException {
@@ -334,15 +177,12 @@ public final class S3Storage implements Storage {
             throw new ErrnoException(Linux.EBUSY, dir.toString(), "Device or resource busy: the cache directory is in use by another chibifs (one store per cache directory)");
         }
         this.cacheLock = l;
+        this.overlay = new Overlay(this);
         this.journal = new JournalRecords(this, dir.resolve("journal"));
         this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);
         this.listings = new Listings(this, spec, bucket, options);
         this.fetches = new Fetches(this, bucket);
         this.hostLocks = options.lockLease().isZero() ? null : new HostLocks(this, bucket, options.host(), options.lockLease());
-        this.root = new Node(1, true, false, now(), DIR_MODE);
-        root.path = VfsPath.root();
-        root.dirOnRemote = root.marker = true;
-        nodes.put(VfsPath.root(), root);
         synchronized (this) {
             journal.replay();
         }
@@ -452,221 +292,6 @@ public final class S3Storage implements Storage {
         return options.clock().millis();
     }
 
-    // ---- the overlay (callers hold the lock) ----
-
-    TreeSet<String> children(VfsPath dir) {
-        return index.computeIfAbsent(dir, k -> new TreeSet<>());
-    }
-
-    void attach(VfsPath p, Node n) {
-        n.path = p;
-        nodes.put(p, n);
-        children(p.parent()).add(p.fileName());
-    }
-
-    /** Takes {@code n} out of the namespace; its data file goes too (open handles keep their copy). */
-    void detach(Node n) {
-        VfsPath p = n.path;
-        if (p == null) {
-            return;
-        }
-        nodes.remove(p);
-        TreeSet<String> siblings = index.get(p.parent());
-        if (siblings != null) {
-            siblings.remove(p.fileName());
-        }
-        index.remove(p);
-        n.path = null;
-        dirtyNodes.remove(n); // a change to a name that is gone goes nowhere
-        if (!n.dir) {
-            try {
-                lateCloses.delete(dataFile(n.ino));
-            } catch (IOException e) {
-                LOG.warn("cannot remove cached content of {}: {}", p, e.getMessage());
-            }
-        }
-    }
-
-    /** Every node at or below {@code p}, deepest first. */
-    List<Node> subtree(VfsPath p) {
-        List<Node> out = new ArrayList<>();
-        collect(p, out);
-        return out;
-    }
-
-    private void collect(VfsPath p, List<Node> out) {
-        Node n = nodes.get(p);
-        if (n == null) {
-            return;
-        }
-        if (n.dir) {
-            TreeSet<String> names = index.get(p);
-            if (names != null) {
-                for (String name : List.copyOf(names)) {
-                    collect(p.child(name), out);
-                }
-            }
-        }
-        out.add(n);
-    }
-
-    Node newNode(boolean dir, int mode) {
-        return newNode(dir, false, mode);
-    }
-
-    Node newLink() {
-        return newNode(false, true, LINK_MODE);
-    }
-
-    private Node newNode(boolean dir, boolean link, int mode) {
-        Node n = new Node(nextIno++, dir, link, now(), mode);
-        n.lastUsed = millis();
-        return n;
-    }
-
-    void touch(Node n) {
-        n.mtime = n.ctime = now();
-    }
-
-    /** Puts {@code n}, just made here, at {@code p}: it takes over a delete pending there, and goes up after the debounce. */
-    private void placeMade(VfsPath p, Node n) {
-        attach(p, n);
-        resurrect(p, n);
-        touch(nodes.get(p.parent()));
-        dirty(n);
-    }
-
-    /** A tombstone for the object of {@code n} at {@code p}, when S3 has one. */
-    private void bury(VfsPath p, Node n) {
-        if (!n.onRemote()) {
-            return;
-        }
-        String k = objectKey(p, n);
-        if (k.isEmpty()) {
-            return;
-        }
-        tombstone(k, n.dir ? null : n.remoteEtag);
-    }
-
-    /** A tombstone for the object {@code k}, journaled. */
-    void tombstone(String k, String etag) {
-        tombs.put(k, new Tomb(etag));
-        journal.tomb(k, etag);
-    }
-
-    /** A new node at {@code p} takes over a pending tombstone there: its upload replaces that object. */
-    private void resurrect(VfsPath p, Node n) {
-        String k = objectKey(p, n);
-        Tomb t = tombs.get(k);
-        if (t != null && t.pending) {
-            tombs.remove(k);
-            journal.untomb(k);
-            if (n.dir) {
-                n.dirOnRemote = true;
-            } else {
-                n.remoteEtag = t.etag;
-            }
-        }
-    }
-
-    /** {@code n} agrees with S3 again: nothing of it waits to go up. The undoing of {@link #changed}'s marking. Under the monitor. */
-    void settled(Node n) {
-        n.dirty = false;
-        dirtyNodes.remove(n);
-        n.due = Long.MAX_VALUE;
-    }
-
-    /** Marks {@code n} changed by a finished operation; it is uploaded once the debounce has passed. */
-    private void dirty(Node n) {
-        changed(n, false);
-    }
-
-    /** {@link #dirty} for a change of {@code n}'s attributes alone: the content's SHA-256 stays known. */
-    private void attributesChanged(Node n) {
-        changed(n, true);
-    }
-
-    private void changed(Node n, boolean contentKept) {
-        boolean shaKnown = contentKept && n.shaGen == n.gen;
-        n.gen++;
-        n.appendsFrom = NOT_APPENDS; // a merge would put theirs under this name with theirs attributes
-        if (shaKnown) {
-            n.shaGen = n.gen;
-        }
-        n.attributesKnown = true; // changed here: what S3 has is no longer its attributes
-        if (!n.dirty) {
-            n.dirty = true;
-            dirtyNodes.add(n);
-            n.firstDirty = millis();
-        }
-        schedule(n);
-        if (n.path != null) {
-            journal.put(n);
-        }
-    }
-
-    /**
-     * Marks {@code n} as being written through a handle; journaled (before the data changes) only when
-     * it turns dirty, so that a crash never leaves changed content behind a record saying it is clean.
-     * {@code appendAt} is where an append through a handle opened to append writes, else
-     * {@link #NOT_APPENDS}; {@code asMade} whether the file is still as that handle's open made it.
-     */
-    void writing(Node n, long appendAt, boolean asMade) {
-        long appendsFrom = n.appendsFrom;
-        if (appendAt == NOT_APPENDS) {
-            n.appendsFrom = NOT_APPENDS;
-        } else if (!n.dirty) {
-            n.appendsFrom = n.remoteEtag != null ? appendAt : NOT_APPENDS; // the content is S3's version
-        } else if (asMade && n.remoteEtag == null) {
-            n.appendsFrom = appendAt; // empty as this open made it, and no object: appends begin at 0
-        }
-        n.gen++;
-        n.attributesKnown = true;
-        if (!n.dirty) {
-            n.dirty = true;
-            dirtyNodes.add(n);
-            n.firstDirty = millis();
-            n.due = dueWhileOpen(n);
-            if (n.path != null) {
-                journal.put(n);
-            }
-            return;
-        }
-        if (n.appendsFrom != appendsFrom && n.path != null) {
-            journal.put(n); // else a restart would merge as appends what this write changes
-        }
-        if (n.appendsFrom == NOT_APPENDS) {
-            n.due = Long.MAX_VALUE;
-        } else if (n.due == Long.MAX_VALUE) {
-            n.firstDirty = millis(); // appended to again since its last upload while open
-            n.due = dueWhileOpen(n);
-        }
-    }
-
-    /** The debounce: due {@code flushAfter} after the last close, but not later than a few periods after the first change. */
-    void schedule(Node n) {
-        long now = millis();
-        long every = options.flushAfter().toMillis();
-        n.due = n.writers > 0 ? dueWhileOpen(n) : Math.min(now + every, n.firstDirty + MAX_DEFERRALS * every);
-    }
-
-    /**
-     * When a file open for writing goes up: not before its last close, which a writer may leave it
-     * half written until, unless every change since S3's version was an append. Such a file (a log a
-     * process keeps open) goes up a few periods after its first change not yet up, as a file
-     * rewritten again and again does, so other hosts see its lines while it stays open.
-     */
-    long dueWhileOpen(Node n) {
-        return n.appendsFrom == NOT_APPENDS ? Long.MAX_VALUE : n.firstDirty + MAX_DEFERRALS * options.flushAfter().toMillis();
-    }
-
-    /** Marks the directory {@code dir} as needing its marker (an emptied implicit directory would vanish). */
-    private void needMarker(VfsPath dir) {
-        Node d = nodes.get(dir);
-        if (d != null && d.dir && !d.marker && !d.dirty && !dir.isRoot()) {
-            dirty(d);
-        }
-    }
 
     /**
      * What is left of the validity of {@code directory}'s last listing: until then a lookup, stat or
@@ -749,8 +374,8 @@ public final class S3Storage implements Storage {
             }
             List<Node> compared = new ArrayList<>();
             synchronized (this) {
-                for (String name : children(p.parent())) {
-                    Node s = nodes.get(p.parent().child(name));
+                for (String name : overlay.children(p.parent())) {
+                    Node s = overlay.nodes.get(p.parent().child(name));
                     if (s != null && !s.dir && (s.writers > 0 && !s.dirty || Listings.madeEmptyHere(s))) {
                         compared.add(s);
                     }
@@ -771,7 +396,7 @@ public final class S3Storage implements Storage {
      */
     private Node lookup(VfsPath p) throws IOException {
         if (p.isRoot()) {
-            return root;
+            return overlay.root;
         }
         Node parent = ancestor(p.parent());
         if (parent == null) {
@@ -782,13 +407,13 @@ public final class S3Storage implements Storage {
         }
         listings.refresh(p.parent());
         synchronized (this) {
-            return nodes.get(p);
+            return overlay.nodes.get(p);
         }
     }
 
     private Node ancestor(VfsPath dir) throws IOException {
         synchronized (this) {
-            Node n = nodes.get(dir);
+            Node n = overlay.nodes.get(dir);
             if (n != null) {
                 return n;
             }
@@ -895,7 +520,7 @@ public final class S3Storage implements Storage {
             fetches.fetch(n);
             synchronized (this) {
                 // the node now at the path: a write may have replaced n since, and that is as good
-                Node cur = nodes.get(path);
+                Node cur = overlay.nodes.get(path);
                 if (cur != null && !cur.dir && cur.cached) {
                     return CacheFile.openForReading(dataFile(cur.ino));
                 }
@@ -935,17 +560,17 @@ public final class S3Storage implements Storage {
         }
         long ino;
         synchronized (this) {
-            ino = nextIno++;
+            ino = overlay.nextIno++;
         }
         Path tmp = dataDir.resolve(ino + ".new");
         try {
             content.fill(tmp);
             synchronized (this) {
-                Node old = nodes.get(path);
+                Node old = overlay.nodes.get(path);
                 if (old != null && old.dir) {
                     throw new IsDirectoryException(path.toString());
                 }
-                if (nodes.get(path.parent()) == null) {
+                if (overlay.nodes.get(path.parent()) == null) {
                     throw new NoSuchFileException(path.toString());
                 }
                 Files.move(tmp, dataFile(ino), StandardCopyOption.ATOMIC_MOVE);
@@ -954,13 +579,13 @@ public final class S3Storage implements Storage {
                 n.cached = true;
                 if (old != null) {
                     if (old.link) {
-                        bury(path, old); // its object is another key than the file's
+                        overlay.bury(path, old); // its object is another key than the file's
                     } else {
                         n.remoteEtag = old.remoteEtag;
                     }
-                    detach(old);
+                    overlay.detach(old);
                 }
-                placeMade(path, n);
+                overlay.placeMade(path, n);
                 journal.commit();
             }
         } finally {
@@ -979,7 +604,7 @@ public final class S3Storage implements Storage {
     @Override
     public void delete(VfsPath path) throws IOException {
         Node n = find(path);
-        if (n == root) {
+        if (n == overlay.root) {
             throw new ErrnoException(Linux.EBUSY, path.toString(), "Device or resource busy");
         }
         if (n.dir) {
@@ -989,13 +614,13 @@ public final class S3Storage implements Storage {
             if (n.path == null) {
                 throw new NoSuchFileException(path.toString());
             }
-            for (Node m : subtree(path)) {
-                bury(m.path, m);
+            for (Node m : overlay.subtree(path)) {
+                overlay.bury(m.path, m);
                 journal.gone(m.path);
-                detach(m);
+                overlay.detach(m);
             }
-            touch(nodes.get(path.parent()));
-            needMarker(path.parent());
+            overlay.touch(overlay.nodes.get(path.parent()));
+            overlay.needMarker(path.parent());
             journal.commit();
         }
     }
@@ -1020,11 +645,11 @@ public final class S3Storage implements Storage {
         findDir(path);
         listings.refresh(path);
         synchronized (this) {
-            java.util.Set<String> names = children(path);
+            java.util.Set<String> names = overlay.children(path);
             List<Entry> out = new ArrayList<>(names.size());
             long[] inodes = new long[names.size()];
             for (String name : names) {
-                Node n = nodes.get(path.child(name));
+                Node n = overlay.nodes.get(path.child(name));
                 if (n != null) {
                     inodes[out.size()] = n.ino;
                     out.add(new Entry(name, n.kind()));
@@ -1057,7 +682,7 @@ public final class S3Storage implements Storage {
             return;
         }
         synchronized (this) {
-            n = nodes.get(path);
+            n = overlay.nodes.get(path);
             if (n == null) {
                 makeDir(path);
                 journal.commit();
@@ -1068,8 +693,8 @@ public final class S3Storage implements Storage {
     }
 
     private Node makeDir(VfsPath path) {
-        Node d = newNode(true, DIR_MODE);
-        placeMade(path, d);
+        Node d = overlay.newNode(true, DIR_MODE);
+        overlay.placeMade(path, d);
         d.due = millis(); // no debounce for a marker: other hosts see the directory sooner
         // the parent's listing showed no such prefix, so S3 had nothing below it then: that listing
         // stands for this directory's own until it expires (a tar or a venv asks one LIST less per
@@ -1083,7 +708,7 @@ public final class S3Storage implements Storage {
         int mode;
         try (CacheFile from = openContent(src)) {
             synchronized (this) {
-                mode = nodes.get(src) == null ? FILE_MODE : nodes.get(src).mode;
+                mode = overlay.nodes.get(src) == null ? FILE_MODE : overlay.nodes.get(src).mode;
             }
             // like std::fs::copy in the seeds and LocalStorage: the copy takes the source's mode
             replace(dst, tmp -> {
@@ -1097,7 +722,7 @@ public final class S3Storage implements Storage {
     @Override
     public void rename(VfsPath src, VfsPath dst) throws IOException {
         Node n = find(src);
-        if (n == root) {
+        if (n == overlay.root) {
             throw new ErrnoException(Linux.EBUSY, src.toString(), "Device or resource busy");
         }
         parentOf(dst);
@@ -1121,7 +746,7 @@ public final class S3Storage implements Storage {
         if (n.dir) {
             listings.listTree(src);
             synchronized (this) {
-                files = subtree(src).stream().filter(m -> !m.dir).toList();
+                files = overlay.subtree(src).stream().filter(m -> !m.dir).toList();
                 pin(files, 1);
             }
         } else {
@@ -1145,7 +770,7 @@ public final class S3Storage implements Storage {
         } finally {
             synchronized (this) {
                 pin(files, -1);
-                inflight.removeAll(copying);
+                overlay.inflight.removeAll(copying);
                 moved = moved || dst.equals(n.path); // failed once made: the copies are its files now
             }
             if (!moved) {
@@ -1208,7 +833,7 @@ public final class S3Storage implements Storage {
             if (n.path == null || !n.path.equals(src)) {
                 throw new NoSuchFileException(src.toString());
             }
-            refuseMove(n, dst, nodes.get(dst));
+            refuseMove(n, dst, overlay.nodes.get(dst));
             for (Node f : files) {
                 if (f.cached || f.dirty || f.link || f.remoteEtag == null || f.path == null
                         || f.fetching != null) {
@@ -1216,8 +841,8 @@ public final class S3Storage implements Storage {
                 }
                 VfsPath to = moved(f.path, src, dst);
                 String toKey = objectKey(to, f);
-                Tomb t = tombs.get(toKey);
-                if (nodes.containsKey(to) || (t != null && t.pending)) {
+                Tomb t = overlay.tombs.get(toKey);
+                if (overlay.nodes.containsKey(to) || (t != null && t.pending)) {
                     continue; // an object there is replaced by an upload, under its If-Match
                 }
                 jobs.add(new Job(f, f.gen, objectKey(f.path, f), f.remoteEtag, f.size, toKey));
@@ -1226,7 +851,7 @@ public final class S3Storage implements Storage {
             if (!jobs.isEmpty() && n.dir) {
                 copying.add(dirKey(dst));
             }
-            inflight.addAll(copying);
+            overlay.inflight.addAll(copying);
         }
         Map<Node, Copied> copied = new java.util.concurrent.ConcurrentHashMap<>();
         try {
@@ -1277,7 +902,7 @@ public final class S3Storage implements Storage {
             if (!target.dir && n.dir) {
                 throw new NotDirectoryException(dst.toString());
             }
-            if (target.dir && !children(dst).isEmpty()) {
+            if (target.dir && !overlay.children(dst).isEmpty()) {
                 throw new DirectoryNotEmptyException(dst.toString());
             }
         }
@@ -1290,9 +915,9 @@ public final class S3Storage implements Storage {
             if (n.path == null || !n.path.equals(src)) {
                 throw new NoSuchFileException(src.toString());
             }
-            target = nodes.get(dst);
+            target = overlay.nodes.get(dst);
             refuseMove(n, dst, target);
-            List<Node> moving = subtree(src);
+            List<Node> moving = overlay.subtree(src);
             if (moving.stream().anyMatch(m -> !m.dir && !m.cached && !copied.containsKey(m))) {
                 throw new ErrnoException(Linux.EBUSY, src.toString(), dst.toString(), "Resource busy: changed while it was renamed");
             }
@@ -1303,15 +928,15 @@ public final class S3Storage implements Storage {
             boolean targetDirOnRemote = target != null && target.dir && target.dirOnRemote;
             if (target != null) {
                 if (!target.dir && !sameKey) {
-                    bury(dst, target);
+                    overlay.bury(dst, target);
                 }
                 journal.gone(dst);
-                detach(target);
+                overlay.detach(target);
             }
             // parents before children, so each lands under its moved parent
             moving.sort(Comparator.comparingInt(m -> m.path.depth()));
             if (!copied.isEmpty()) {
-                seq++; // copies S3 made for this move: a listing begun before them does not remove their nodes
+                overlay.seq++; // copies S3 made for this move: a listing begun before them does not remove their nodes
             }
             for (Node m : moving) {
                 VfsPath from = m.path;
@@ -1321,27 +946,27 @@ public final class S3Storage implements Storage {
                         && m.size >= COPY_RATHER_THAN_PUT_FROM;
                 String oldKey = objectKey(from, m);
                 String oldEtag = m.remoteEtag;
-                bury(from, m);
+                overlay.bury(from, m);
                 journal.gone(from);
-                nodes.remove(from);
-                TreeSet<String> siblings = index.get(from.parent());
+                overlay.nodes.remove(from);
+                TreeSet<String> siblings = overlay.index.get(from.parent());
                 if (siblings != null) {
                     siblings.remove(from.fileName());
                 }
-                TreeSet<String> kids = index.remove(from);
-                attach(to, m);
+                TreeSet<String> kids = overlay.index.remove(from);
+                overlay.attach(to, m);
                 if (kids != null) {
-                    index.put(to, kids);
+                    overlay.index.put(to, kids);
                 }
                 m.remoteEtag = null;
                 m.dirOnRemote = m.marker = false;
-                resurrect(to, m);
+                overlay.resurrect(to, m);
                 m.ctime = now();
                 Copied c = copied.get(m);
                 if (c != null) {
                     m.remoteEtag = c.etag();
                     uploaded(m);
-                    m.syncedSeq = seq;
+                    m.syncedSeq = overlay.seq;
                     if (!m.dirty && m.gen == c.gen()) {
                         // S3 holds it under its new name: nothing to upload. A fetch of the old object
                         // still under way is not kept (another ETag, should S3 have copied in one part
@@ -1356,7 +981,7 @@ public final class S3Storage implements Storage {
                     }
                 }
                 boolean wasDirty = m.dirty;
-                changed(m, true); // moved, not written: what is known of its content stays
+                overlay.changed(m, true); // moved, not written: what is known of its content stays
                 if (!wasDirty) {
                     m.due = millis(); // the old name is going from S3: the new one goes up at once
                 }
@@ -1368,9 +993,9 @@ public final class S3Storage implements Storage {
                 n.remoteEtag = targetEtag;
             }
             journal.put(n);
-            touch(nodes.get(src.parent()));
-            touch(nodes.get(dst.parent()));
-            needMarker(src.parent());
+            overlay.touch(overlay.nodes.get(src.parent()));
+            overlay.touch(overlay.nodes.get(dst.parent()));
+            overlay.needMarker(src.parent());
             journal.commit();
         }
     }
@@ -1392,7 +1017,7 @@ public final class S3Storage implements Storage {
             public Metadata unconfirmed(String name) {
                 VfsPath p = directory.child(name);
                 synchronized (S3Storage.this) {
-                    Node n = nodes.get(p);
+                    Node n = overlay.nodes.get(p);
                     return n != null && !n.dir && !n.link && !n.attributesKnown ? metadataOf(n) : null;
                 }
             }
@@ -1418,8 +1043,8 @@ public final class S3Storage implements Storage {
         if (n.dir) {
             links = 2;
             if (n.path != null) {
-                for (String name : children(n.path)) {
-                    Node c = nodes.get(n.path.child(name));
+                for (String name : overlay.children(n.path)) {
+                    Node c = overlay.nodes.get(n.path.child(name));
                     if (c != null && c.dir) {
                         links++;
                     }
@@ -1468,16 +1093,16 @@ public final class S3Storage implements Storage {
                 listings.learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
             }
             synchronized (this) {
-                Node now = nodes.get(path);
+                Node now = overlay.nodes.get(path);
                 if (now == null) {
-                    if (!create || nodes.get(path.parent()) == null) {
+                    if (!create || overlay.nodes.get(path.parent()) == null) {
                         throw new NoSuchFileException(path.toString());
                     }
                     requireStorableName(path);
-                    Node c = newNode(false, madeMode);
+                    Node c = overlay.newNode(false, madeMode);
                     CacheFile.replace(dataFile(c.ino)).close();
                     c.cached = true;
-                    placeMade(path, c);
+                    overlay.placeMade(path, c);
                     if (claimed != null) {
                         c.mtime = c.ctime = c.atime = claimedAt;
                         madeOnS3(c, claimed);
@@ -1549,8 +1174,8 @@ public final class S3Storage implements Storage {
         String key;
         synchronized (this) {
             key = objectKey(path, dir, false);
-            Tomb t = tombs.get(key);
-            if (t != null && t.pending || inflight.contains(key)) {
+            Tomb t = overlay.tombs.get(key);
+            if (t != null && t.pending || overlay.inflight.contains(key)) {
                 return null;
             }
         }
@@ -1567,7 +1192,7 @@ public final class S3Storage implements Storage {
 
     /**
      * {@code n}, made by this open, is on S3 as {@link #claimOnS3(VfsPath, boolean, Map)} put it:
-     * empty, under {@code etag}. A mutation S3 has done ({@link #seq}): a listing that began before
+     * empty, under {@code etag}. A mutation S3 has done ({@link Overlay#seq}): a listing that began before
      * the claim and does not show it must not take the name away. Under the monitor.
      */
     private void madeOnS3(Node n, String etag) {
@@ -1587,10 +1212,10 @@ public final class S3Storage implements Storage {
         agreesWithS3(d);
     }
 
-    /** {@code n} is as this host just put it on S3: a mutation S3 has done ({@link #seq}). Under the monitor. */
+    /** {@code n} is as this host just put it on S3: a mutation S3 has done ({@link Overlay#seq}). Under the monitor. */
     private void agreesWithS3(Node n) {
-        settled(n);
-        n.syncedSeq = ++seq;
+        overlay.settled(n);
+        n.syncedSeq = ++overlay.seq;
         journal.put(n);
     }
 
@@ -1610,7 +1235,7 @@ public final class S3Storage implements Storage {
         }
         fetches.fetch(n);
         synchronized (this) {
-            if (nodes.get(path) != n || !n.cached) {
+            if (overlay.nodes.get(path) != n || !n.cached) {
                 return null; // changed while it was fetched: nothing held, the request goes by name
             }
             return new HeldObject(this, n, metadataOf(n), CacheFile.openForReading(dataFile(n.ino)), path);
@@ -1626,7 +1251,7 @@ public final class S3Storage implements Storage {
             // an open writer puts the upload off to its last close (schedule), unless the file was only
             // appended to (dueWhileOpen): a file this open made, or one changed before it, was due a
             // debounce after that, and went up half written
-            n.due = dueWhileOpen(n);
+            n.due = overlay.dueWhileOpen(n);
         }
         return new ObjectHandle(this, n, ch, write, append, made);
     }
@@ -1641,7 +1266,7 @@ public final class S3Storage implements Storage {
         n.ctime = now();
         if (!n.dir && modified != null) {
             // S3 keeps the mtime in the object's metadata, which only an upload changes
-            attributesChanged(n);
+            overlay.attributesChanged(n);
         } else if (n.path != null) {
             journal.put(n);
         }
@@ -1653,7 +1278,7 @@ public final class S3Storage implements Storage {
             n.mode = wanted;
             n.ctime = now();
             if (!n.dir) {
-                attributesChanged(n);
+                overlay.attributesChanged(n);
             } else if (n.path != null) {
                 journal.put(n);
             }
@@ -1691,10 +1316,10 @@ public final class S3Storage implements Storage {
 
     /** {@link #requireNewName} again under the monitor, where the name is then made: a race may have made or removed one since. */
     private void requireStillNew(VfsPath p) throws IOException {
-        if (nodes.containsKey(p)) {
+        if (overlay.nodes.containsKey(p)) {
             throw new FileAlreadyExistsException(p.toString());
         }
-        if (nodes.get(p.parent()) == null) {
+        if (overlay.nodes.get(p.parent()) == null) {
             throw new NoSuchFileException(p.toString());
         }
     }
@@ -1707,15 +1332,15 @@ public final class S3Storage implements Storage {
             throw new IsDirectoryException(path.toString());
         }
         synchronized (this) {
-            if (nodes.get(path) != n) {
+            if (overlay.nodes.get(path) != n) {
                 throw new NoSuchFileException(path.toString());
             }
-            bury(path, n);
+            overlay.bury(path, n);
             journal.gone(path);
-            detach(n);
+            overlay.detach(n);
             n.ctime = now();
-            touch(nodes.get(path.parent()));
-            needMarker(path.parent());
+            overlay.touch(overlay.nodes.get(path.parent()));
+            overlay.needMarker(path.parent());
             journal.commit();
         }
     }
@@ -1729,17 +1354,17 @@ public final class S3Storage implements Storage {
         }
         listings.refresh(path);
         synchronized (this) {
-            if (nodes.get(path) != n) {
+            if (overlay.nodes.get(path) != n) {
                 throw new NoSuchFileException(path.toString());
             }
-            if (!children(path).isEmpty()) {
+            if (!overlay.children(path).isEmpty()) {
                 throw new DirectoryNotEmptyException(path.toString());
             }
-            bury(path, n);
+            overlay.bury(path, n);
             journal.gone(path);
-            detach(n);
-            touch(nodes.get(path.parent()));
-            needMarker(path.parent());
+            overlay.detach(n);
+            overlay.touch(overlay.nodes.get(path.parent()));
+            overlay.needMarker(path.parent());
             journal.commit();
         }
     }
@@ -1797,7 +1422,7 @@ public final class S3Storage implements Storage {
             }
             n.xattrs = changed;
             n.ctime = now();
-            attributesChanged(n); // S3 keeps them in the object's metadata, which only an upload changes
+            overlay.attributesChanged(n); // S3 keeps them in the object's metadata, which only an upload changes
             journal.commit();
         }
     }
@@ -1813,7 +1438,7 @@ public final class S3Storage implements Storage {
             changed.remove(name);
             n.xattrs = changed.isEmpty() ? null : changed;
             n.ctime = now();
-            attributesChanged(n);
+            overlay.attributesChanged(n);
             journal.commit();
         }
     }
@@ -1864,7 +1489,7 @@ public final class S3Storage implements Storage {
             }
             fetches.fetch(n);
             synchronized (this) {
-                if (nodes.get(path) == n && n.cached) {
+                if (overlay.nodes.get(path) == n && n.cached) {
                     return new String(Files.readAllBytes(dataFile(n.ino)), StandardCharsets.UTF_8);
                 }
             }
@@ -1887,12 +1512,12 @@ public final class S3Storage implements Storage {
         requireNewName(link);
         synchronized (this) {
             requireStillNew(link);
-            Node n = newLink();
+            Node n = overlay.newLink();
             byte[] text = target.getBytes(StandardCharsets.UTF_8);
             Files.write(dataFile(n.ino), text);
             n.size = text.length;
             n.cached = true;
-            placeMade(link, n);
+            overlay.placeMade(link, n);
             journal.commit();
         }
     }
@@ -2073,7 +1698,7 @@ public final class S3Storage implements Storage {
             if (limit <= 0 || closed || writeBack.outage() != null) {
                 return 0; // while S3 is away, what went could not be read again
             }
-            for (Node n : nodes.values()) {
+            for (Node n : overlay.nodes.values()) {
                 if (!n.dir && n.cached) {
                     total += n.size;
                     if (evictable(n, usedBefore)) {
@@ -2153,8 +1778,8 @@ public final class S3Storage implements Storage {
 
     /** How many changes wait for S3. */
     public synchronized int pendingChanges() {
-        int n = dirtyNodes.size();
-        for (Tomb t : tombs.values()) {
+        int n = overlay.dirtyNodes.size();
+        for (Tomb t : overlay.tombs.values()) {
             if (t.pending) {
                 n++;
             }

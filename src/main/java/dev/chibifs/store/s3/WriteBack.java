@@ -2,8 +2,8 @@ package dev.chibifs.store.s3;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.ContentHash;
-import dev.chibifs.store.s3.S3Storage.Node;
-import dev.chibifs.store.s3.S3Storage.Tomb;
+import dev.chibifs.store.s3.Overlay.Node;
+import dev.chibifs.store.s3.Overlay.Tomb;
 import dev.chibifs.store.s3.S3Storage.MovedFrom;
 
 import static dev.chibifs.store.s3.S3Storage.META_SHA;
@@ -124,7 +124,7 @@ final class WriteBack {
             List<Node> due = new ArrayList<>();
             long now = store.millis();
             synchronized (store) {
-                for (Node n : store.dirtyNodes) {
+                for (Node n : store.overlay.dirtyNodes) {
                     if (all || n.due <= now) {
                         due.add(n);
                     }
@@ -149,13 +149,13 @@ final class WriteBack {
                 // the old object of a file moved is what its upload copies: it goes after that upload,
                 // which a chmod or touch since the move puts off by the debounce
                 Set<String> toCopy = new java.util.HashSet<>();
-                for (Node n : store.dirtyNodes) {
+                for (Node n : store.overlay.dirtyNodes) {
                     if (n.movedFrom != null) {
                         toCopy.add(n.movedFrom.key());
                     }
                 }
                 deletes = new ArrayList<>();
-                for (Map.Entry<String, Tomb> e : store.tombs.entrySet()) {
+                for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
                     if (e.getValue().pending && !toCopy.contains(e.getKey())) {
                         deletes.add(e.getKey());
                     }
@@ -228,10 +228,10 @@ final class WriteBack {
 
     /** S3 no longer has the object {@code k}: its tombstone is done; under the monitor. */
     private void deleted(String k) {
-        Tomb t = store.tombs.get(k);
+        Tomb t = store.overlay.tombs.get(k);
         if (t != null && t.pending) {
             t.pending = false;
-            t.doneSeq = ++store.seq;
+            t.doneSeq = ++store.overlay.seq;
             t.doneAt = store.millis();
             store.journal.untomb(k);
         }
@@ -319,7 +319,7 @@ final class WriteBack {
         List<Node> dirs = new ArrayList<>();
         synchronized (store) {
             for (VfsPath p = dir; !p.isRoot(); p = p.parent()) {
-                Node d = store.nodes.get(p);
+                Node d = store.overlay.nodes.get(p);
                 if (d != null && d.dirty) {
                     dirs.add(0, d);
                 }
@@ -433,7 +433,7 @@ final class WriteBack {
             meta.put(META_SHA, sha);
             String k = store.objectKey(p, n);
             synchronized (store) {
-                store.inflight.add(k);
+                store.overlay.inflight.add(k);
             }
             try {
                 String etag;
@@ -454,7 +454,7 @@ final class WriteBack {
                         store.journal.commit();
                         if (n.writers > 0) {
                             n.firstDirty = store.millis();
-                            n.due = store.dueWhileOpen(n);
+                            n.due = store.overlay.dueWhileOpen(n);
                         }
                     }
                 }
@@ -502,7 +502,7 @@ final class WriteBack {
                 throw e;
             } finally {
                 synchronized (store) {
-                    store.inflight.remove(k);
+                    store.overlay.inflight.remove(k);
                 }
                 deleteSnapshot(snap);
             }
@@ -646,7 +646,7 @@ final class WriteBack {
         }
         // changed here meanwhile, or open to write: this host's copy lacks theirs, so its base stays
         // the version before the merge, and its next upload meets the merge and adds what came since
-        store.seq++;
+        store.overlay.seq++;
         if (n.appendsFrom != NOT_APPENDS) {
             n.appendsFrom = upTo;
             store.journal.put(n);
@@ -654,7 +654,7 @@ final class WriteBack {
         }
         n.firstDirty = store.millis();
         // an appender still open with nothing new waits for its next append (writing) or its close
-        n.due = n.writers == 0 ? store.millis() : n.gen == gen ? Long.MAX_VALUE : store.dueWhileOpen(n);
+        n.due = n.writers == 0 ? store.millis() : n.gen == gen ? Long.MAX_VALUE : store.overlay.dueWhileOpen(n);
     }
 
     /**
@@ -662,24 +662,24 @@ final class WriteBack {
      * {@code etag}; {@code sha} is the content's SHA-256 where this host read it. Under the monitor.
      */
     private void wentUp(Node n, VfsPath p, String k, long gen, String etag, String sha) throws IOException {
-        store.seq++;
-        store.inflight.remove(k);
+        store.overlay.seq++;
+        store.overlay.inflight.remove(k);
         if (n.path == null || !n.path.equals(p)) {
             // renamed or removed while it went up: the name it went up under must go again
-            Node there = store.nodes.get(p);
+            Node there = store.overlay.nodes.get(p);
             if (there != null && !there.dir && there.link == n.link) {
                 there.remoteEtag = etag;
                 S3Storage.uploaded(there);
             } else {
-                store.tombstone(k, etag);
+                store.overlay.tombstone(k, etag);
             }
         } else {
             n.remoteEtag = etag;
             S3Storage.uploaded(n);
             n.lostUploads = null;
-            n.syncedSeq = store.seq;
+            n.syncedSeq = store.overlay.seq;
             if (n.gen == gen) {
-                store.settled(n);
+                store.overlay.settled(n);
                 if (sha != null) {
                     n.sha = sha;
                     n.shaGen = gen;
@@ -729,7 +729,7 @@ final class WriteBack {
             }
             gen = n.gen;
             putAttributes(n, meta);
-            store.inflight.add(k);
+            store.overlay.inflight.add(k);
         }
         String etag = copiedForUpload(p, k, () -> bucket.replaceMetadata(k, base, size, meta));
         if (etag == null) {
@@ -758,12 +758,12 @@ final class WriteBack {
         } catch (Bucket.PreconditionFailed | Bucket.Missing | Bucket.Refused e) {
             LOG.debug("S3 store {}: {} not copied by S3, put instead: {}", spec, p, e.getMessage());
             synchronized (store) {
-                store.inflight.remove(k);
+                store.overlay.inflight.remove(k);
             }
             return null;
         } catch (IOException e) {
             synchronized (store) {
-                store.inflight.remove(k);
+                store.overlay.inflight.remove(k);
             }
             noteOutage(e);
             throw e;
@@ -806,7 +806,7 @@ final class WriteBack {
             base = n.remoteEtag;
             size = n.size;
             gen = n.gen;
-            store.inflight.add(k);
+            store.overlay.inflight.add(k);
         }
         String etag;
         try {
@@ -954,7 +954,7 @@ final class WriteBack {
                 return;
             }
             p = d.path;
-            store.inflight.add(store.dirKey(p));
+            store.overlay.inflight.add(store.dirKey(p));
         }
         try {
             bucket.put(store.dirKey(p), new byte[0], Map.of(), null);
@@ -963,17 +963,17 @@ final class WriteBack {
         } catch (IOException e) {
             noteOutage(e);
             synchronized (store) {
-                store.inflight.remove(store.dirKey(p));
+                store.overlay.inflight.remove(store.dirKey(p));
             }
             throw e;
         }
         synchronized (store) {
-            store.inflight.remove(store.dirKey(p));
+            store.overlay.inflight.remove(store.dirKey(p));
             if (d.path != null && d.path.equals(p)) {
                 store.markerOnS3(d);
             } else {
-                store.seq++;
-                store.tombstone(store.dirKey(p), null);
+                store.overlay.seq++;
+                store.overlay.tombstone(store.dirKey(p), null);
             }
             store.journal.commit();
         }
@@ -1002,8 +1002,8 @@ final class WriteBack {
         synchronized (store) {
             // the name and its copy change here, not through a request: what was held of the directory is not
             store.listings.expireListing(p.parent());
-            store.seq++;
-            long ino = store.nextIno++;
+            store.overlay.seq++;
+            long ino = store.overlay.nextIno++;
             Files.copy(snap, store.dataFile(ino), StandardCopyOption.REPLACE_EXISTING);
             Node c = new Node(ino, false, n.link, store.now(), n.mode);
             c.size = Files.size(store.dataFile(ino));
@@ -1013,32 +1013,32 @@ final class WriteBack {
             c.xattrs = n.xattrs; // what went up with it: maps are replaced, never changed, so one may be shared
             c.sha = sha;
             c.shaGen = c.gen;
-            c.syncedSeq = store.seq;
-            if (store.nodes.get(copy) == null && store.nodes.get(copy.parent()) != null) {
-                store.attach(copy, c);
+            c.syncedSeq = store.overlay.seq;
+            if (store.overlay.nodes.get(copy) == null && store.overlay.nodes.get(copy.parent()) != null) {
+                store.overlay.attach(copy, c);
                 store.journal.put(c);
             } else {
                 Files.deleteIfExists(store.dataFile(ino));
             }
             if (n.path != null && n.path.equals(p) && n.gen == gen) {
-                store.settled(n);
+                store.overlay.settled(n);
                 n.cached = false;
                 n.sha = null;
                 n.shaGen = -1;
-                n.syncedSeq = store.seq;
+                n.syncedSeq = store.overlay.seq;
                 if (theirs == null || n.link) {
                     n.remoteEtag = null;
                     store.journal.gone(p);
-                    store.detach(n);
+                    store.overlay.detach(n);
                 }
                 if (theirs != null && n.link) {
                     // their link is a new node: the kernel keeps a link's target by node (CACHE_SYMLINKS)
-                    Node l = store.newLink();
+                    Node l = store.overlay.newLink();
                     l.remoteEtag = theirs.etag();
                     l.size = theirs.size();
                     l.mtime = l.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());
-                    l.syncedSeq = store.seq;
-                    store.attach(p, l);
+                    l.syncedSeq = store.overlay.seq;
+                    store.overlay.attach(p, l);
                 } else if (theirs != null) {
                     n.remoteEtag = theirs.etag();
                     n.size = theirs.size();
@@ -1070,7 +1070,7 @@ final class WriteBack {
             }
             backoff = 0;
             long now = store.millis();
-            store.tombs.values().removeIf(t -> !t.pending && now - t.doneAt > DONE_TOMB_MILLIS);
+            store.overlay.tombs.values().removeIf(t -> !t.pending && now - t.doneAt > DONE_TOMB_MILLIS);
         }
     }
 

@@ -730,7 +730,7 @@ class S3HostsTest {
         a.removeDirectory(p("/shared/t/e"));
         raw.put(prefix + "/shared/t/e/f", "f".getBytes(UTF_8), Map.of(), null);
         synchronized (a) {
-            a.tombstone(prefix + "/shared/t/e/f", null); // as the write-back does for an upload that lands removed
+            a.overlay.tombstone(prefix + "/shared/t/e/f", null); // as the write-back does for an upload that lands removed
             a.journal.commit();
         }
         assertEquals(List.of(), a.list(p("/shared/t")), "removed here, whatever S3 still lists below it");

@@ -1,0 +1,416 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.EntryKind;
+import dev.chibifs.store.InProcessLocks;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * What this host knows of an S3 store: a {@link Node} per name it knows (what it knows of the
+ * object behind it, and what changed here), the names in each directory, a {@link Tomb} for each
+ * name removed here whose object S3 may still show, the nodes changed here that wait to go up, and
+ * the keys being uploaded. {@link S3Storage} changes it for a mount's operations, {@link Listings}
+ * with what S3 lists, {@link WriteBack} as uploads end, {@link JournalRecords} at a restart.
+ *
+ * <p>Locking: none of its own. Every field is read and every method called holding the store's
+ * monitor ({@code synchronized (store)}), which also orders the journal's records of each change.
+ */
+final class Overlay {
+    private static final Logger LOG = LoggerFactory.getLogger(Overlay.class);
+
+    private final S3Storage store;
+    /** Every name this host knows, the root's among them. */
+    final Map<VfsPath, Node> nodes = new HashMap<>();
+    /** The names in each directory, for listings answered here and moves of a whole tree. */
+    final Map<VfsPath, TreeSet<String>> index = new HashMap<>();
+    /** Keyed by S3 key (a directory's is its marker key, ending with '/'). */
+    final Map<String, Tomb> tombs = new HashMap<>();
+    /** The dirty nodes, so the flusher's look every tick costs nothing with none (not a walk of the overlay). */
+    final Set<Node> dirtyNodes = new LinkedHashSet<>();
+    /**
+     * Keys being uploaded. A listing may show such an object before the upload is told done; when its
+     * node was renamed or removed meanwhile, that listing must not bring the old name back.
+     */
+    final Set<String> inflight = new HashSet<>();
+    final Node root;
+    long nextIno = 2;
+    /** Counts mutations S3 has done: a listing that started at seq L shows those up to L. */
+    long seq;
+
+    Overlay(S3Storage store) {
+        this.store = store;
+        this.root = new Node(1, true, false, store.now(), S3Storage.DIR_MODE);
+        root.path = VfsPath.root();
+        root.dirOnRemote = root.marker = true;
+        nodes.put(VfsPath.root(), root);
+    }
+
+    TreeSet<String> children(VfsPath dir) {
+        return index.computeIfAbsent(dir, k -> new TreeSet<>());
+    }
+
+    void attach(VfsPath p, Node n) {
+        n.path = p;
+        nodes.put(p, n);
+        children(p.parent()).add(p.fileName());
+    }
+
+    /** Takes {@code n} out of the namespace; its data file goes too (open handles keep their copy). */
+    void detach(Node n) {
+        VfsPath p = n.path;
+        if (p == null) {
+            return;
+        }
+        nodes.remove(p);
+        TreeSet<String> siblings = index.get(p.parent());
+        if (siblings != null) {
+            siblings.remove(p.fileName());
+        }
+        index.remove(p);
+        n.path = null;
+        dirtyNodes.remove(n); // a change to a name that is gone goes nowhere
+        if (!n.dir) {
+            try {
+                store.lateCloses.delete(store.dataFile(n.ino));
+            } catch (IOException e) {
+                LOG.warn("cannot remove cached content of {}: {}", p, e.getMessage());
+            }
+        }
+    }
+
+    /** Every node at or below {@code p}, deepest first. */
+    List<Node> subtree(VfsPath p) {
+        List<Node> out = new ArrayList<>();
+        collect(p, out);
+        return out;
+    }
+
+    private void collect(VfsPath p, List<Node> out) {
+        Node n = nodes.get(p);
+        if (n == null) {
+            return;
+        }
+        if (n.dir) {
+            TreeSet<String> names = index.get(p);
+            if (names != null) {
+                for (String name : List.copyOf(names)) {
+                    collect(p.child(name), out);
+                }
+            }
+        }
+        out.add(n);
+    }
+
+    Node newNode(boolean dir, int mode) {
+        return newNode(dir, false, mode);
+    }
+
+    Node newLink() {
+        return newNode(false, true, S3Storage.LINK_MODE);
+    }
+
+    private Node newNode(boolean dir, boolean link, int mode) {
+        Node n = new Node(nextIno++, dir, link, store.now(), mode);
+        n.lastUsed = store.millis();
+        return n;
+    }
+
+    void touch(Node n) {
+        n.mtime = n.ctime = store.now();
+    }
+
+    /** Puts {@code n}, just made here, at {@code p}: it takes over a delete pending there, and goes up after the debounce. */
+    void placeMade(VfsPath p, Node n) {
+        attach(p, n);
+        resurrect(p, n);
+        touch(nodes.get(p.parent()));
+        dirty(n);
+    }
+
+    /** A tombstone for the object of {@code n} at {@code p}, when S3 has one. */
+    void bury(VfsPath p, Node n) {
+        if (!n.onRemote()) {
+            return;
+        }
+        String k = store.objectKey(p, n);
+        if (k.isEmpty()) {
+            return;
+        }
+        tombstone(k, n.dir ? null : n.remoteEtag);
+    }
+
+    /** A tombstone for the object {@code k}, journaled. */
+    void tombstone(String k, String etag) {
+        tombs.put(k, new Tomb(etag));
+        store.journal.tomb(k, etag);
+    }
+
+    /** A new node at {@code p} takes over a pending tombstone there: its upload replaces that object. */
+    void resurrect(VfsPath p, Node n) {
+        String k = store.objectKey(p, n);
+        Tomb t = tombs.get(k);
+        if (t != null && t.pending) {
+            tombs.remove(k);
+            store.journal.untomb(k);
+            if (n.dir) {
+                n.dirOnRemote = true;
+            } else {
+                n.remoteEtag = t.etag;
+            }
+        }
+    }
+
+    /** {@code n} agrees with S3 again: nothing of it waits to go up. The undoing of {@link #changed}'s marking. Under the monitor. */
+    void settled(Node n) {
+        n.dirty = false;
+        dirtyNodes.remove(n);
+        n.due = Long.MAX_VALUE;
+    }
+
+    /** Marks {@code n} changed by a finished operation; it is uploaded once the debounce has passed. */
+    void dirty(Node n) {
+        changed(n, false);
+    }
+
+    /** {@link #dirty} for a change of {@code n}'s attributes alone: the content's SHA-256 stays known. */
+    void attributesChanged(Node n) {
+        changed(n, true);
+    }
+
+    void changed(Node n, boolean contentKept) {
+        boolean shaKnown = contentKept && n.shaGen == n.gen;
+        n.gen++;
+        n.appendsFrom = S3Storage.NOT_APPENDS; // a merge would put theirs under this name with theirs attributes
+        if (shaKnown) {
+            n.shaGen = n.gen;
+        }
+        n.attributesKnown = true; // changed here: what S3 has is no longer its attributes
+        if (!n.dirty) {
+            n.dirty = true;
+            dirtyNodes.add(n);
+            n.firstDirty = store.millis();
+        }
+        schedule(n);
+        if (n.path != null) {
+            store.journal.put(n);
+        }
+    }
+
+    /**
+     * Marks {@code n} as being written through a handle; journaled (before the data changes) only when
+     * it turns dirty, so that a crash never leaves changed content behind a record saying it is clean.
+     * {@code appendAt} is where an append through a handle opened to append writes, else
+     * {@link #S3Storage.NOT_APPENDS}; {@code asMade} whether the file is still as that handle's open made it.
+     */
+    void writing(Node n, long appendAt, boolean asMade) {
+        long appendsFrom = n.appendsFrom;
+        if (appendAt == S3Storage.NOT_APPENDS) {
+            n.appendsFrom = S3Storage.NOT_APPENDS;
+        } else if (!n.dirty) {
+            n.appendsFrom = n.remoteEtag != null ? appendAt : S3Storage.NOT_APPENDS; // the content is S3's version
+        } else if (asMade && n.remoteEtag == null) {
+            n.appendsFrom = appendAt; // empty as this open made it, and no object: appends begin at 0
+        }
+        n.gen++;
+        n.attributesKnown = true;
+        if (!n.dirty) {
+            n.dirty = true;
+            dirtyNodes.add(n);
+            n.firstDirty = store.millis();
+            n.due = dueWhileOpen(n);
+            if (n.path != null) {
+                store.journal.put(n);
+            }
+            return;
+        }
+        if (n.appendsFrom != appendsFrom && n.path != null) {
+            store.journal.put(n); // else a restart would merge as appends what this write changes
+        }
+        if (n.appendsFrom == S3Storage.NOT_APPENDS) {
+            n.due = Long.MAX_VALUE;
+        } else if (n.due == Long.MAX_VALUE) {
+            n.firstDirty = store.millis(); // appended to again since its last upload while open
+            n.due = dueWhileOpen(n);
+        }
+    }
+
+    /** The debounce: due {@code flushAfter} after the last close, but not later than a few periods after the first change. */
+    void schedule(Node n) {
+        long now = store.millis();
+        long every = store.options.flushAfter().toMillis();
+        n.due = n.writers > 0 ? dueWhileOpen(n) : Math.min(now + every, n.firstDirty + S3Storage.MAX_DEFERRALS * every);
+    }
+
+    /**
+     * When a file open for writing goes up: not before its last close, which a writer may leave it
+     * half written until, unless every change since S3's version was an append. Such a file (a log a
+     * process keeps open) goes up a few periods after its first change not yet up, as a file
+     * rewritten again and again does, so other hosts see its lines while it stays open.
+     */
+    long dueWhileOpen(Node n) {
+        return n.appendsFrom == S3Storage.NOT_APPENDS ? Long.MAX_VALUE : n.firstDirty + S3Storage.MAX_DEFERRALS * store.options.flushAfter().toMillis();
+    }
+
+    /** Marks the directory {@code dir} as needing its marker (an emptied implicit directory would vanish). */
+    void needMarker(VfsPath dir) {
+        Node d = nodes.get(dir);
+        if (d != null && d.dir && !d.marker && !d.dirty && !dir.isRoot()) {
+            dirty(d);
+        }
+    }
+
+    static final class Node {
+        final long ino;
+        final boolean dir;
+        /** A symbolic link: its content (data file, object) is the target's text, and never changes. */
+        final boolean link;
+        VfsPath path;
+        long size;
+        FileTime birth;
+        FileTime mtime;
+        FileTime atime;
+        FileTime ctime;
+        int mode;
+        /** Bumped by every local change of content or attributes. */
+        long gen;
+        /** SHA-256 of the content at generation {@link #shaGen}. */
+        String sha;
+        long shaGen = -1;
+        /** ETag of the S3 object this node is based on; the If-Match of its next upload (null: none). */
+        String remoteEtag;
+        /**
+         * The LastModified a listing last showed for that object; null where unknown (this host put it
+         * since, and a PUT answers no time). The same ETag listed with another time is the same content
+         * put again: a chmod, touch or setfattr on another host, whose attributes this node lacks.
+         */
+        Instant listedModified;
+        /**
+         * The ETag the last listing of its directory showed for its object, also where that listing
+         * left the node as it was (a file open for writing); null before one did. A lock's pull, which
+         * lists the directory first, asks a HEAD only where this is not {@link #remoteEtag}.
+         */
+        String listedEtag;
+        /**
+         * When this host's last upload of it ended, by this host's wall clock; null when it made none
+         * since a listing. Until a listing shows a time, one later than this (and the clocks' skew) is
+         * another host's put, not this host's own.
+         */
+        Instant uploadedAt;
+        /** Directories: known to exist in S3 (a marker or keys below it). */
+        boolean dirOnRemote;
+        /** Directories: its marker object is known to exist. */
+        boolean marker;
+        /** The data file holds the content (else it is fetched at the next open). */
+        boolean cached;
+        /**
+         * Its mode and mtime are its own: made or fetched here, or asked of its object's metadata. A
+         * file or link a listing showed has S3's LastModified (and a file no execute bits) until then.
+         */
+        boolean attributesKnown = true;
+        /**
+         * A listing showed this object at another ETag than the content cached here, with the same
+         * size: another host may have changed its attributes alone, copying it onto itself (a copy
+         * may give an object put in parts a new ETag). Until a HEAD compares the content's SHA-256,
+         * its attributes are unknown and an open waits; null when no such doubt.
+         */
+        Bucket.Listed doubted;
+        /**
+         * The object under its old name, which S3 copies to its new one at its upload (the bytes do
+         * not go up again) while its content is unchanged since its move; null when none. Not
+         * journaled: after a restart it goes up as any change.
+         */
+        S3Storage.MovedFrom movedFrom;
+        /** The HEAD asking for its attributes, while one is under way; waiters join it. */
+        java.util.concurrent.CompletableFuture<Void> askingAttributes;
+        /** The GET of its content an open made, while one is under way; other opens join it. */
+        java.util.concurrent.CompletableFuture<Void> fetching;
+        /** Its download in ranges, while read-only opens read it as it arrives ({@link Fetches#streamingHandle}). */
+        Bucket.Download download;
+        boolean dirty;
+        /** When its content was last fetched or opened here (clock millis): the content cache's LRU order. */
+        long lastUsed;
+        long firstDirty;
+        long due = Long.MAX_VALUE;
+        /** The {@link Overlay#seq} at which this node last agreed with S3. */
+        long syncedSeq;
+        int writers;
+        /**
+         * Handles open on it, writers among them, and renames fetching it to upload it anew: while
+         * above 0 its content stays in the content cache.
+         */
+        int opens;
+        /** Its locks, made at the first lock request; they stay with the file through renames. */
+        InProcessLocks locks;
+        /** Its lease on S3 while its locks reach other hosts ({@link HostLocks}); made with {@link #locks}. */
+        HostLocks.Lease lease;
+        /**
+         * Bumped when the content cached of a file locked here goes (another host's version came),
+         * and when a lock's pull finds another version of a file open for writing beside it
+         * ({@link Listings#pullVersion}): its handles then read that version ({@link ObjectHandle}),
+         * as processes sharing files under locks expect, not the copy they opened. Elsewhere a handle
+         * keeps what it opened. Written under the monitor; read without.
+         */
+        volatile long replaced;
+        /** Its extended attributes (files only), as its object's metadata carries them; null for none. */
+        Map<String, byte[]> xattrs;
+        /**
+         * Where this host's appends begin, while every change of its content made here since the version
+         * S3 has ({@link #remoteEtag}; none, for a file an append made here) was a write through a handle
+         * opened to append: the bytes before it are that version's, or went up already. Another host's
+         * change met at upload then gets the bytes from here on at its end ({@link WriteBack#mergeAppends}),
+         * not a conflict copy. {@link S3Storage#NOT_APPENDS} after any other change (a write elsewhere, a
+         * truncate, an attribute, a rename). Journaled with the node whenever it changes while the node
+         * is dirty, before the write that changes it.
+         */
+        long appendsFrom = S3Storage.NOT_APPENDS;
+        /**
+         * The SHA-256 of each upload since the last that succeeded whose every attempt failed as far
+         * as the client knows: one may have landed all the same. Null when none.
+         */
+        List<String> lostUploads;
+
+        Node(long ino, boolean dir, boolean link, FileTime now, int mode) {
+            this.ino = ino;
+            this.dir = dir;
+            this.link = link;
+            this.birth = this.mtime = this.atime = this.ctime = now;
+            this.mode = mode;
+            this.size = dir ? S3Storage.BLOCK : 0;
+        }
+
+        boolean onRemote() {
+            return dir ? dirOnRemote : remoteEtag != null;
+        }
+
+        EntryKind kind() {
+            return dir ? EntryKind.DIRECTORY : link ? EntryKind.SYMLINK : EntryKind.FILE;
+        }
+    }
+
+    /** A name removed here whose object S3 may still show. */
+    static final class Tomb {
+        /** The object's last seen ETag, the If-Match of a new file made at the same name. */
+        final String etag;
+        boolean pending = true;
+        long doneSeq = Long.MAX_VALUE;
+        long doneAt;
+
+        Tomb(String etag) {
+            this.etag = etag;
+        }
+    }
+}
