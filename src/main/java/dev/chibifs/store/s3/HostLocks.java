@@ -65,7 +65,7 @@ final class HostLocks implements AutoCloseable {
      * (a process that has not been refused) asks S3: the holder may have let go meanwhile, and
      * SQLite opening a database asks once, with no busy handler (benchmarks.md, session 49).
      */
-    private static final long BUSY_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+    private static final Duration BUSY_BACKOFF = Duration.ofMillis(200);
 
     enum Level {
         NONE, SHARED, EXCLUSIVE;
@@ -109,6 +109,8 @@ final class HostLocks implements AutoCloseable {
     private final ScheduledExecutorService renewer;
     /** Lease objects this holder has put, for their keys. */
     private final AtomicLong taken = new AtomicLong();
+    /** {@link #BUSY_BACKOFF}, but for tests that must see a retry answered without asking S3, whatever the machine's pace. */
+    private volatile long busyBackoffNanos = BUSY_BACKOFF.toNanos();
 
     HostLocks(S3Storage store, Bucket bucket, String host, Duration ttl) {
         this.store = store;
@@ -123,6 +125,11 @@ final class HostLocks implements AutoCloseable {
         });
         long every = Math.max(1, ttl.toMillis() / 3);
         renewer.scheduleWithFixedDelay(this::renewAll, every, every, TimeUnit.MILLISECONDS);
+    }
+
+    /** For tests: how long a refused lock owner is answered "not now" without asking S3. */
+    void busyBackoff(Duration d) {
+        busyBackoffNanos = d.toNanos();
     }
 
     /** How many files this daemon holds a lease on now (for {@code chibifs stats}). */
@@ -289,7 +296,7 @@ final class HostLocks implements AutoCloseable {
         }
         if (conflict) {
             bucket.delete(mine);
-            lease.busyUntil = now + BUSY_BACKOFF_NANOS;
+            lease.busyUntil = System.nanoTime() + busyBackoffNanos; // from when the conflict was seen
             lease.busyOwner = owner;
             return false;
         }
