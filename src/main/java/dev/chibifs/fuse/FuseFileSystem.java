@@ -1458,9 +1458,10 @@ final class FuseFileSystem {
         OpenFile f = openFile(req, false);
         FileLocks locks = f.handle().locks();
         long owner = req.lockOwner();
+        int pid = req.lockPid();
         LockType type = lockType(req.lockType());
         if ((req.lockFlags() & FuseProtocol.LK_FLOCK) != 0) {
-            return () -> locks.tryFlock(owner, type);
+            return () -> locks.tryFlock(owner, pid, type);
         }
         long start = req.lockStart();
         long end = req.lockEnd();
@@ -1478,7 +1479,7 @@ final class FuseFileSystem {
                 walIndex.unlock(n, owner);
             }
         }
-        return () -> locks.tryLock(owner, type, start, end);
+        return () -> locks.tryLock(owner, pid, type, start, end);
     }
 
     /** The path of a served open's WAL index when [start, end] reaches its DMS byte ({@link WalIndexGuard}), else null. */

@@ -49,6 +49,21 @@ public interface FileLocks {
     boolean tryFlock(long owner, LockType type) throws IOException;
 
     /**
+     * {@link #tryLock(long, LockType, long, long)} asked for process {@code pid}. Where every try
+     * costs requests (an S3 store's leases), a process refused a moment ago may be told "not now"
+     * again without asking; any other process is answered afresh. The owner alone cannot tell them
+     * apart: a POSIX lock's owner is the process's file table, which a new process may reuse.
+     */
+    default boolean tryLock(long owner, int pid, LockType type, long start, long end) throws IOException {
+        return tryLock(owner, type, start, end);
+    }
+
+    /** {@link #tryFlock(long, LockType)} asked for process {@code pid}, as {@link #tryLock(long, int, LockType, long, long)}. */
+    default boolean tryFlock(long owner, int pid, LockType type) throws IOException {
+        return tryFlock(owner, type);
+    }
+
+    /**
      * Removes every record lock {@code owner} holds on this file (the kernel's FLUSH at close(2)
      * names the owner: POSIX drops a process's locks on a file when it closes any descriptor of it).
      * flock locks stay: they go with UNLOCK or when the handle that took them closes.

@@ -17,8 +17,10 @@ import java.nio.file.NoSuchFileException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -59,10 +61,10 @@ final class HostLocks implements AutoCloseable {
     /** Where the leases are, at the bucket's top: no store lists it ({@link Bucket#list}). */
     static final String KEYS = ".chibifs-locks/";
     /**
-     * After a conflict with another host, how long this host answers the refused lock owner "not
+     * After a conflict with another host, how long this host answers the processes it refused "not
      * now" without asking S3: a waiting lock is tried again every 50 ms at most ({@code LockWaits}),
-     * as is SQLite's busy handler, which would otherwise be three requests each time. Another owner
-     * (a process that has not been refused) asks S3: the holder may have let go meanwhile, and
+     * as SQLite's busy handler tries, which would otherwise be three requests each time, for each
+     * waiting process. A process not refused asks S3: the holder may have let go meanwhile, and
      * SQLite opening a database asks once, with no busy handler (benchmarks.md, session 49).
      */
     private static final Duration BUSY_BACKOFF = Duration.ofMillis(200);
@@ -93,8 +95,12 @@ final class HostLocks implements AutoCloseable {
         private String etag;
         private long renewedAt;
         private long busyUntil;
-        /** The lock owner {@link #busyUntil} answers for. */
-        private long busyOwner;
+        /** The requests {@link #busyUntil} answers: the lock owners refused, each with its process. */
+        private final Set<Asker> refused = new HashSet<>();
+    }
+
+    /** Who asks for a lock: its owner, and the process it asks for (a new one may have the owner of one gone). */
+    private record Asker(long owner, int pid) {
     }
 
     private final S3Storage store;
@@ -175,6 +181,11 @@ final class HostLocks implements AutoCloseable {
 
         @Override
         public boolean tryLock(long owner, LockType type, long start, long end) throws IOException {
+            return tryLock(owner, 0, type, start, end);
+        }
+
+        @Override
+        public boolean tryLock(long owner, int pid, LockType type, long start, long end) throws IOException {
             if (type == LockType.UNLOCK) {
                 local.tryLock(owner, type, start, end);
                 settle(node);
@@ -185,7 +196,7 @@ final class HostLocks implements AutoCloseable {
             }
             Lease lease = node.lease;
             synchronized (lease) {
-                if (!raiseOrRefuse(node, lease, Level.of(type), owner)) {
+                if (!raiseOrRefuse(node, lease, Level.of(type), new Asker(owner, pid))) {
                     return false;
                 }
                 boolean done = local.tryLock(owner, type, start, end);
@@ -196,6 +207,11 @@ final class HostLocks implements AutoCloseable {
 
         @Override
         public boolean tryFlock(long owner, LockType type) throws IOException {
+            return tryFlock(owner, 0, type);
+        }
+
+        @Override
+        public boolean tryFlock(long owner, int pid, LockType type) throws IOException {
             if (type == LockType.UNLOCK) {
                 local.tryFlock(owner, type);
                 settle(node);
@@ -205,7 +221,7 @@ final class HostLocks implements AutoCloseable {
             synchronized (lease) {
                 boolean raised = false;
                 try {
-                    raised = raiseOrRefuse(node, lease, Level.of(type), owner);
+                    raised = raiseOrRefuse(node, lease, Level.of(type), new Asker(owner, pid));
                 } finally {
                     if (!raised) {
                         // as Linux: a conversion that meets a conflict has already let the old lock go
@@ -244,9 +260,9 @@ final class HostLocks implements AutoCloseable {
     }
 
     /** {@link #raise}, where S3 not answering is ENOLCK: a lock other hosts could not see is none. */
-    private boolean raiseOrRefuse(Node node, Lease lease, Level want, long owner) throws IOException {
+    private boolean raiseOrRefuse(Node node, Lease lease, Level want, Asker asker) throws IOException {
         try {
-            return raise(node, lease, want, owner);
+            return raise(node, lease, want, asker);
         } catch (NoSuchFileException e) {
             throw e;
         } catch (IOException e) {
@@ -263,15 +279,15 @@ final class HostLocks implements AutoCloseable {
 
     /**
      * Holds at least {@code want} on {@code node}'s object; false when another host holds a lease
-     * that conflicts, or did a moment ago when {@code owner} asked. A lease taken from none pulls.
+     * that conflicts, or did a moment ago when {@code asker} asked. A lease taken from none pulls.
      * Under the lease's monitor.
      */
-    private boolean raise(Node node, Lease lease, Level want, long owner) throws IOException {
+    private boolean raise(Node node, Lease lease, Level want, Asker asker) throws IOException {
         if (lease.level.compareTo(want) >= 0) {
             return true;
         }
         long now = System.nanoTime();
-        if (owner == lease.busyOwner && now - lease.busyUntil < 0) {
+        if (now - lease.busyUntil < 0 && lease.refused.contains(asker)) {
             return false;
         }
         String objectKey = lease.objectKey != null ? lease.objectKey : store.objectKeyOf(node);
@@ -296,14 +312,17 @@ final class HostLocks implements AutoCloseable {
         }
         if (conflict) {
             bucket.delete(mine);
-            lease.busyUntil = System.nanoTime() + busyBackoffNanos; // from when the conflict was seen
-            lease.busyOwner = owner;
+            // all refused share one wait (from when the conflict was seen), so however many processes
+            // wait here, S3 is asked about once per wait; they are forgotten once the lease is taken
+            lease.busyUntil = System.nanoTime() + busyBackoffNanos;
+            lease.refused.add(asker);
             return false;
         }
         Level had = lease.level;
         if (lease.leaseKey != null && !lease.leaseKey.equals(mine)) {
             bucket.delete(lease.leaseKey);
         }
+        lease.refused.clear();
         lease.level = want;
         lease.objectKey = objectKey;
         lease.leaseKey = mine;
