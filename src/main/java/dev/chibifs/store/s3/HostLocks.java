@@ -133,7 +133,7 @@ final class HostLocks implements AutoCloseable {
         renewer.scheduleWithFixedDelay(this::renewAll, every, every, TimeUnit.MILLISECONDS);
     }
 
-    /** For tests: how long a refused lock owner is answered "not now" without asking S3. */
+    /** For tests: how long a refused process is answered "not now" without asking S3. */
     void busyBackoff(Duration d) {
         busyBackoffNanos = d.toNanos();
     }
