@@ -24,7 +24,7 @@ import java.util.TreeMap;
 
 import static dev.chibifs.store.s3.S3Storage.DIR_MODE;
 import static dev.chibifs.store.s3.S3Storage.FILE_MODE;
-import static dev.chibifs.store.s3.S3Storage.NOT_APPENDS;
+import static dev.chibifs.store.s3.Overlay.NOT_APPENDS;
 
 /**
  * The S3 store's overlay as records of its {@link Journal}, and the overlay made again from them

@@ -11,7 +11,7 @@ import dev.chibifs.sys.Linux;
 
 import static dev.chibifs.store.s3.S3Storage.COPY_RATHER_THAN_PUT_FROM;
 import static dev.chibifs.store.s3.S3Storage.FETCHES;
-import static dev.chibifs.store.s3.S3Storage.NOT_APPENDS;
+import static dev.chibifs.store.s3.Overlay.NOT_APPENDS;
 import static dev.chibifs.store.s3.S3Storage.SNAPSHOT_TRIES;
 
 import org.slf4j.Logger;

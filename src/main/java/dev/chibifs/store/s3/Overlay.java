@@ -31,6 +31,12 @@ import java.util.TreeSet;
  */
 final class Overlay {
     private static final Logger LOG = LoggerFactory.getLogger(Overlay.class);
+    /** {@link Node#appendsFrom} of a file changed here otherwise than by appends. */
+    static final long NOT_APPENDS = -1;
+    /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
+    static final int MAX_DEFERRALS = 5;
+    /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
+    private static final int LINK_MODE = 0777;
 
     private final S3Storage store;
     /** Every name this host knows, the root's among them. */
@@ -120,7 +126,7 @@ final class Overlay {
     }
 
     Node newLink() {
-        return newNode(false, true, S3Storage.LINK_MODE);
+        return newNode(false, true, LINK_MODE);
     }
 
     private Node newNode(boolean dir, boolean link, int mode) {
@@ -194,7 +200,7 @@ final class Overlay {
     void changed(Node n, boolean contentKept) {
         boolean shaKnown = contentKept && n.shaGen == n.gen;
         n.gen++;
-        n.appendsFrom = S3Storage.NOT_APPENDS; // a merge would put theirs under this name with theirs attributes
+        n.appendsFrom = NOT_APPENDS; // a merge would put theirs under this name with theirs attributes
         if (shaKnown) {
             n.shaGen = n.gen;
         }
@@ -214,14 +220,14 @@ final class Overlay {
      * Marks {@code n} as being written through a handle; journaled (before the data changes) only when
      * it turns dirty, so that a crash never leaves changed content behind a record saying it is clean.
      * {@code appendAt} is where an append through a handle opened to append writes, else
-     * {@link #S3Storage.NOT_APPENDS}; {@code asMade} whether the file is still as that handle's open made it.
+     * {@link #NOT_APPENDS}; {@code asMade} whether the file is still as that handle's open made it.
      */
     void writing(Node n, long appendAt, boolean asMade) {
         long appendsFrom = n.appendsFrom;
-        if (appendAt == S3Storage.NOT_APPENDS) {
-            n.appendsFrom = S3Storage.NOT_APPENDS;
+        if (appendAt == NOT_APPENDS) {
+            n.appendsFrom = NOT_APPENDS;
         } else if (!n.dirty) {
-            n.appendsFrom = n.remoteEtag != null ? appendAt : S3Storage.NOT_APPENDS; // the content is S3's version
+            n.appendsFrom = n.remoteEtag != null ? appendAt : NOT_APPENDS; // the content is S3's version
         } else if (asMade && n.remoteEtag == null) {
             n.appendsFrom = appendAt; // empty as this open made it, and no object: appends begin at 0
         }
@@ -240,7 +246,7 @@ final class Overlay {
         if (n.appendsFrom != appendsFrom && n.path != null) {
             store.journal.put(n); // else a restart would merge as appends what this write changes
         }
-        if (n.appendsFrom == S3Storage.NOT_APPENDS) {
+        if (n.appendsFrom == NOT_APPENDS) {
             n.due = Long.MAX_VALUE;
         } else if (n.due == Long.MAX_VALUE) {
             n.firstDirty = store.millis(); // appended to again since its last upload while open
@@ -252,7 +258,7 @@ final class Overlay {
     void schedule(Node n) {
         long now = store.millis();
         long every = store.options.flushAfter().toMillis();
-        n.due = n.writers > 0 ? dueWhileOpen(n) : Math.min(now + every, n.firstDirty + S3Storage.MAX_DEFERRALS * every);
+        n.due = n.writers > 0 ? dueWhileOpen(n) : Math.min(now + every, n.firstDirty + MAX_DEFERRALS * every);
     }
 
     /**
@@ -262,7 +268,7 @@ final class Overlay {
      * rewritten again and again does, so other hosts see its lines while it stays open.
      */
     long dueWhileOpen(Node n) {
-        return n.appendsFrom == S3Storage.NOT_APPENDS ? Long.MAX_VALUE : n.firstDirty + S3Storage.MAX_DEFERRALS * store.options.flushAfter().toMillis();
+        return n.appendsFrom == NOT_APPENDS ? Long.MAX_VALUE : n.firstDirty + MAX_DEFERRALS * store.options.flushAfter().toMillis();
     }
 
     /** Marks the directory {@code dir} as needing its marker (an emptied implicit directory would vanish). */
@@ -372,11 +378,11 @@ final class Overlay {
          * S3 has ({@link #remoteEtag}; none, for a file an append made here) was a write through a handle
          * opened to append: the bytes before it are that version's, or went up already. Another host's
          * change met at upload then gets the bytes from here on at its end ({@link WriteBack#mergeAppends}),
-         * not a conflict copy. {@link S3Storage#NOT_APPENDS} after any other change (a write elsewhere, a
+         * not a conflict copy. {@link Overlay#NOT_APPENDS} after any other change (a write elsewhere, a
          * truncate, an attribute, a rename). Journaled with the node whenever it changes while the node
          * is dirty, before the write that changes it.
          */
-        long appendsFrom = S3Storage.NOT_APPENDS;
+        long appendsFrom = NOT_APPENDS;
         /**
          * The SHA-256 of each upload since the last that succeeded whose every attempt failed as far
          * as the client knows: one may have landed all the same. Null when none.

@@ -111,10 +111,6 @@ public final class S3Storage implements Storage {
     static final long BLOCK = 4096;
     static final int FILE_MODE = 0644;
     static final int DIR_MODE = 0755;
-    /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
-    static final int LINK_MODE = 0777;
-    /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
-    static final int MAX_DEFERRALS = 5;
     /**
      * A file S3 has and this host holds unchanged goes up as a copy S3 makes (after a rename, or a
      * change of attributes alone) from this size on: a copy costs two requests (a HEAD, the copy),
@@ -144,8 +140,6 @@ public final class S3Storage implements Storage {
     final JournalRecords journal;
     private final FileChannel lockFile;
     private final FileLock cacheLock;
-    /** {@link Node#appendsFrom} of a file changed here otherwise than by appends. */
-    static final long NOT_APPENDS = -1;
     final WriteBack writeBack;
     final Listings listings;
     /** Content coming down into the cache. */
@@ -1627,7 +1621,7 @@ public final class S3Storage implements Storage {
             change.run();
             Node n = findFile(path);
             synchronized (this) {
-                n.appendsFrom = NOT_APPENDS; // checked against one version: another's is a conflict, not a merge
+                n.appendsFrom = Overlay.NOT_APPENDS; // checked against one version: another's is a conflict, not a merge
                 if (n.dirty && n.path != null) {
                     journal.put(n);
                     journal.commit();

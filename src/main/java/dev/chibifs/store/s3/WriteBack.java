@@ -9,7 +9,7 @@ import dev.chibifs.store.s3.S3Storage.MovedFrom;
 import static dev.chibifs.store.s3.S3Storage.META_SHA;
 import static dev.chibifs.store.s3.S3Storage.META_MTIME;
 import static dev.chibifs.store.s3.S3Storage.META_MODE;
-import static dev.chibifs.store.s3.S3Storage.NOT_APPENDS;
+import static dev.chibifs.store.s3.Overlay.NOT_APPENDS;
 import static dev.chibifs.store.s3.S3Storage.SNAPSHOT_TRIES;
 import static dev.chibifs.store.s3.S3Storage.COPY_RATHER_THAN_PUT_FROM;
 import static dev.chibifs.store.s3.S3Storage.DONE_TOMB_MILLIS;

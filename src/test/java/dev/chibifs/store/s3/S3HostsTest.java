@@ -1173,7 +1173,7 @@ class S3HostsTest {
         MutableClock clock = startClock();
         Duration every = Duration.ofSeconds(2);
         S3Storage a = host(options("a").withClock(clock, false).withFlushAfter(every));
-        Duration fewPeriods = every.multipliedBy(S3Storage.MAX_DEFERRALS);
+        Duration fewPeriods = every.multipliedBy(Overlay.MAX_DEFERRALS);
         a.mkdir(p("/shared/logs"));
         try (FileHandle log = a.open(p("/shared/logs/agent.log"), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE), 0644);
              FileHandle out = a.open(p("/shared/logs/out.bin"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
@@ -1284,7 +1284,7 @@ class S3HostsTest {
     @Timeout(60)
     void linesAppendedToAnOpenLogWhileItGoesUpWaitAFewPeriodsForTheNextUpload() throws Exception {
         MutableClock clock = startClock();
-        Duration fewPeriods = S3Options.DEFAULT_FLUSH_AFTER.multipliedBy(S3Storage.MAX_DEFERRALS);
+        Duration fewPeriods = S3Options.DEFAULT_FLUSH_AFTER.multipliedBy(Overlay.MAX_DEFERRALS);
         S3Storage a = host(options("a").withClock(clock, false));
         a.mkdir(p("/shared/logs"));
         a.flushAll();
