@@ -469,23 +469,31 @@ class FuseFileSystemTest {
     /** What it says instead about the directories named here. */
     private final Map<VfsPath, java.time.Duration> heldIn = new java.util.concurrent.ConcurrentHashMap<>();
 
+    /** {@code target} behind a proxy of {@code type}: {@code intercept} answers first, null passing the call on. */
+    @SuppressWarnings("unchecked")
+    private static <T> T around(T target, Class<T> type, java.util.function.BiFunction<java.lang.reflect.Method, Object[], Object> intercept) {
+        return (T) java.lang.reflect.Proxy.newProxyInstance(FuseFileSystemTest.class.getClassLoader(), new Class<?>[]{type},
+                (proxy, method, args) -> {
+                    Object answer = intercept.apply(method, args);
+                    if (answer != null) {
+                        return answer;
+                    }
+                    try {
+                        return method.invoke(target, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
     /**
      * Connects over {@link #store} as a store whose answers hold for {@link #held} (as an S3 store's
      * hold for what is left of a listing's validity), unfollowed, the mount asking for an hour.
      */
     private void connectHolding(long offered) throws Exception {
         held.set(java.time.Duration.ofSeconds(30));
-        router = Router.of((dev.chibifs.store.Storage) java.lang.reflect.Proxy.newProxyInstance(
-                getClass().getClassLoader(), new Class<?>[]{dev.chibifs.store.Storage.class}, (proxy, method, args) -> {
-                    if (method.getName().equals("answersHeld")) {
-                        return heldIn.getOrDefault((VfsPath) args[0], held.get());
-                    }
-                    try {
-                        return method.invoke(store, args);
-                    } catch (java.lang.reflect.InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                }));
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class,
+                (m, a) -> m.getName().equals("answersHeld") ? heldIn.getOrDefault((VfsPath) a[0], held.get()) : null));
         timeouts = FuseFileSystem.Timeouts.of(3600, 3600, 3600);
         stop();
         connect(offered);
@@ -669,8 +677,7 @@ class FuseFileSystemTest {
         store.write(VfsPath.of("/shared/unasked"), "12345".getBytes(StandardCharsets.UTF_8));
         store.write(VfsPath.of("/shared/known"), "1".getBytes(StandardCharsets.UTF_8));
         List<String> waitedFor = new java.util.concurrent.CopyOnWriteArrayList<>();
-        router = Router.of((dev.chibifs.store.Storage) java.lang.reflect.Proxy.newProxyInstance(
-                getClass().getClassLoader(), new Class<?>[]{dev.chibifs.store.Storage.class}, (proxy, method, args) -> {
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (method, args) -> {
                     if (method.getName().equals("siblings")) {
                         VfsPath dir = (VfsPath) args[0];
                         return new dev.chibifs.store.Storage.Siblings() {
@@ -686,11 +693,7 @@ class FuseFileSystemTest {
                             }
                         };
                     }
-                    try {
-                        return method.invoke(store, args);
-                    } catch (java.lang.reflect.InvocationTargetException e) {
-                        throw e.getCause();
-                    }
+                    return null;
                 }));
         stop();
         connect(OFFERED);
@@ -1027,6 +1030,40 @@ class FuseFileSystemTest {
      * took the lock (SQLite in WAL mode locks the -shm, and its database and -wal change under it),
      * and nothing else tells the kernel. A file closed beside it is no one's business.
      */
+    @Test
+    void aLockRequestReachesTheStoreWithTheProcessItIsFor() throws Exception {
+        // an S3 store tells a process it refused a moment ago "not now" again, and no other (HostLocks)
+        List<String> asked = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.function.Function<dev.chibifs.store.FileLocks, dev.chibifs.store.FileLocks> recording = locks ->
+                around(locks, dev.chibifs.store.FileLocks.class, (m, a) -> {
+                    if (a != null && a.length >= 3 && a[1] instanceof Integer pid) {
+                        asked.add(m.getName() + " owner " + a[0] + " pid " + pid);
+                    }
+                    return null;
+                });
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
+            if (!m.getName().equals("open")) {
+                return null;
+            }
+            try {
+                dev.chibifs.store.FileHandle h = (dev.chibifs.store.FileHandle) m.invoke(store, a);
+                dev.chibifs.store.FileLocks locks = recording.apply(h.locks());
+                return around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> hm.getName().equals("locks") ? locks : null);
+            } catch (ReflectiveOperationException | java.io.IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }));
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] db = create(shared, "db");
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, db[0], body().int64(db[1]).int64(7).int64(0).int64(Long.MAX_VALUE)
+                .int32(Linux.F_WRLCK).int32(4321).int32(0).int32(0)).error());
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, db[0], body().int64(db[1]).int64(8).int64(0).int64(Long.MAX_VALUE)
+                .int32(Linux.F_RDLCK).int32(4322).int32(FuseProtocol.LK_FLOCK).int32(0)).error());
+        assertEquals(List.of("tryLock owner 7 pid 4321", "tryFlock owner 8 pid 4322"), asked);
+    }
+
     @Test
     void aLockGrantedWhereChangesAreNotFollowedDropsThePagesOfTheFilesOpenBesideIt() throws Exception {
         fs.follow(StoreFollower.UNFOLLOWED); // as where the root store is an S3 bucket
