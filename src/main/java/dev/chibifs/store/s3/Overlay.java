@@ -42,7 +42,7 @@ final class Overlay {
     /** Every name this host knows, the root's among them. */
     final Map<VfsPath, Node> nodes = new HashMap<>();
     /** The names in each directory, for listings answered here and moves of a whole tree. */
-    final Map<VfsPath, TreeSet<String>> index = new HashMap<>();
+    private final Map<VfsPath, TreeSet<String>> index = new HashMap<>();
     /** Keyed by S3 key (a directory's is its marker key, ending with '/'). */
     final Map<String, Tomb> tombs = new HashMap<>();
     /** The dirty nodes, so the flusher's look every tick costs nothing with none (not a walk of the overlay). */
@@ -73,6 +73,24 @@ final class Overlay {
         n.path = p;
         nodes.put(p, n);
         children(p.parent()).add(p.fileName());
+    }
+
+    /**
+     * Moves {@code n}'s name to {@code to}, with the names its index holds below it (a directory's
+     * children move with it as the caller moves each of them, parents first).
+     */
+    void rename(Node n, VfsPath to) {
+        VfsPath from = n.path;
+        nodes.remove(from);
+        TreeSet<String> siblings = index.get(from.parent());
+        if (siblings != null) {
+            siblings.remove(from.fileName());
+        }
+        TreeSet<String> kids = index.remove(from);
+        attach(to, n);
+        if (kids != null) {
+            index.put(to, kids);
+        }
     }
 
     /** Takes {@code n} out of the namespace; its data file goes too (open handles keep their copy). */

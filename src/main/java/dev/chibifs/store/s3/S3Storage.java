@@ -50,7 +50,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -942,16 +941,7 @@ public final class S3Storage implements Storage {
                 String oldEtag = m.remoteEtag;
                 overlay.bury(from, m);
                 journal.gone(from);
-                overlay.nodes.remove(from);
-                TreeSet<String> siblings = overlay.index.get(from.parent());
-                if (siblings != null) {
-                    siblings.remove(from.fileName());
-                }
-                TreeSet<String> kids = overlay.index.remove(from);
-                overlay.attach(to, m);
-                if (kids != null) {
-                    overlay.index.put(to, kids);
-                }
+                overlay.rename(m, to);
                 m.remoteEtag = null;
                 m.dirOnRemote = m.marker = false;
                 overlay.resurrect(to, m);
