@@ -1461,7 +1461,11 @@ final class FuseFileSystem {
         int pid = req.lockPid();
         LockType type = lockType(req.lockType());
         if ((req.lockFlags() & FuseProtocol.LK_FLOCK) != 0) {
-            return () -> locks.tryFlock(owner, pid, type);
+            // a flock belongs to the open file description, and so to this handle; the kernel names its
+            // owner by the description's address, which a new open may reuse while the old one's RELEASE
+            // is still on its way, and that RELEASE would then take the new holder's lock with it
+            long description = req.handle();
+            return () -> locks.tryFlock(description, pid, type);
         }
         long start = req.lockStart();
         long end = req.lockEnd();

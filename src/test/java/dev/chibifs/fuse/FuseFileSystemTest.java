@@ -1061,7 +1061,36 @@ class FuseFileSystemTest {
                 .int32(Linux.F_WRLCK).int32(4321).int32(0).int32(0)).error());
         assertEquals(0, kernel.call(FuseProtocol.SETLK, db[0], body().int64(db[1]).int64(8).int64(0).int64(Long.MAX_VALUE)
                 .int32(Linux.F_RDLCK).int32(4322).int32(FuseProtocol.LK_FLOCK).int32(0)).error());
-        assertEquals(List.of("tryLock owner 7 pid 4321", "tryFlock owner 8 pid 4322"), asked);
+        assertEquals(List.of("tryLock owner 7 pid 4321", "tryFlock owner " + db[1] + " pid 4322"), asked,
+                "a flock's owner is the open it came through");
+    }
+
+    /**
+     * The kernel names a flock's owner by its open file's address, which a new open may reuse while
+     * the old one's RELEASE is on its way: the lock is the open's, so the new open is refused while
+     * the old one holds it, and the old one's close takes nothing from the new one.
+     */
+    @Test
+    void aFlockOwnerNamedAgainByANewOpenIsAnotherHolder() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] old = create(shared, "lockfile");
+        long reused = kernel.call(FuseProtocol.OPEN, old[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        long third = kernel.call(FuseProtocol.OPEN, old[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, old[0], flock(old[1], 7)).error());
+        assertEquals(-Linux.EAGAIN, kernel.call(FuseProtocol.SETLK, old[0], flock(reused, 7)).error(),
+                "another open's lock, though the kernel names the same owner");
+        release(old[0], old[1]);
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, old[0], flock(reused, 7)).error());
+        assertEquals(-Linux.EAGAIN, kernel.call(FuseProtocol.SETLK, old[0], flock(third, 9)).error(),
+                "the old open's close took nothing from the new one");
+    }
+
+    /** A non-blocking exclusive flock(2) through open {@code fh} by lock owner {@code owner}. */
+    private static FakeKernel.Body flock(long fh, long owner) {
+        return body().int64(fh).int64(owner).int64(0).int64(Long.MAX_VALUE).int32(Linux.F_WRLCK).int32(4321)
+                .int32(FuseProtocol.LK_FLOCK).int32(0);
     }
 
     @Test
