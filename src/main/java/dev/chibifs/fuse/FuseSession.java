@@ -116,6 +116,7 @@ final class FuseSession {
     /** Names the workers started after the first ones. */
     private final AtomicInteger workerNames = new AtomicInteger();
     private final LockWaits lockWaits;
+    private final ReleasesUnderWay releases = new ReleasesUnderWay();
     /** Notifications that may wait in the kernel; see {@link NoticeWriter}. */
     private final NoticeWriter notices;
     private volatile Negotiated negotiated;
@@ -500,6 +501,8 @@ final class FuseSession {
                     : null;
             refusedBy = "";
             waits = false;
+            boolean release = opcode == FuseProtocol.RELEASE;
+            releases.read(req.unique, release);
             try {
                 reply.begin(req.unique);
                 if (!dispatch()) {
@@ -508,6 +511,9 @@ final class FuseSession {
             } catch (Throwable t) {
                 reply.error(errnoOf(t));
             } finally {
+                if (release) {
+                    releases.end(req.unique);
+                }
                 long elapsed = System.nanoTime() - start;
                 stats.served(opcode, elapsed, reply.isError());
                 if (asked != null && !waits) {
@@ -571,6 +577,16 @@ final class FuseSession {
             return errno -> trace.served(waited.answered(errno, "", (System.nanoTime() - began) / 1000));
         }
 
+        /**
+         * After a lock request was refused, waits for the closes queued before it ({@link ReleasesUnderWay});
+         * true when its answer may have changed since {@code released}. Through io_uring each CPU's queue
+         * delivers on its own, and a request numbered below this one may wait in this very thread's
+         * queue: there only the RELEASEs already under way are waited for.
+         */
+        private boolean closesWaitedFor(long released) {
+            return releases.awaitEarlier(req.unique, released, !(replyTo instanceof FuseRing.Entry));
+        }
+
         /** Runs the request's operation into the reply; false when the opcode takes no reply. */
         private boolean dispatch() throws IOException {
             switch (req.opcode) {
@@ -591,9 +607,18 @@ final class FuseSession {
                     lockWaits.interrupt(req.interrupted());
                     return false;
                 }
-                case FuseProtocol.GETLK -> fs.getlk(req, reply);
+                // a close lets go of its locks before it returns, but its RELEASE may still be under way
+                // (see ReleasesUnderWay): a conflict waits for the RELEASEs queued before, then asks again
+                case FuseProtocol.GETLK -> {
+                    long released = releases.ended();
+                    if (fs.getlk(req, reply) && closesWaitedFor(released)) {
+                        fs.getlk(req, reply.begin(req.unique));
+                    }
+                }
                 case FuseProtocol.SETLK -> {
-                    if (!fs.setlk(req).tryNow()) {
+                    LockWaits.Attempt attempt = fs.setlk(req);
+                    long released = releases.ended();
+                    if (!attempt.tryNow() && !(closesWaitedFor(released) && attempt.tryNow())) {
                         reply.error(Linux.EAGAIN);
                     } else if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {
                         return false; // answered by the notice writer
@@ -601,7 +626,8 @@ final class FuseSession {
                 }
                 case FuseProtocol.SETLKW -> {
                     LockWaits.Attempt attempt = fs.setlk(req);
-                    if (!attempt.tryNow()) {
+                    long released = releases.ended();
+                    if (!attempt.tryNow() && !(closesWaitedFor(released) && attempt.tryNow())) {
                         if (replyTo instanceof FuseRing.Entry entry && !entry.holdForLockWait()) {
                             // nearly every entry of this CPU's io_uring queue waits for a lock already: with
                             // all of them waiting, the unlock that would end the waits could find no entry

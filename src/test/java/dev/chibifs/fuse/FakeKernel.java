@@ -34,6 +34,8 @@ final class FakeKernel implements FuseChannel {
     private final BlockingQueue<byte[]> requests = new LinkedBlockingQueue<>();
     private final BlockingQueue<Reply> replies = new LinkedBlockingQueue<>();
     final List<Reply> notifications = new ArrayList<>();
+    /** As the kernel numbers requests: even ids, in queueing order (an INTERRUPT is its request's id + 1). */
+    static final long UNIQUE_STEP = 2;
     private final AtomicLong unique = new AtomicLong(100);
     /** The thread the next requests come from (the header's pid). */
     volatile int pid = 1234;
@@ -155,7 +157,7 @@ final class FakeKernel implements FuseChannel {
 
     /** The unique id the next request will carry. */
     long nextUnique() {
-        return unique.get() + 1;
+        return unique.get() + UNIQUE_STEP;
     }
 
     long send(int opcode, long nodeid, Body body) {
@@ -166,7 +168,7 @@ final class FakeKernel implements FuseChannel {
         ByteBuffer b = body.b.duplicate().flip();
         int len = FuseProtocol.IN_HEADER + b.remaining();
         ByteBuffer r = ByteBuffer.allocate(len).order(ByteOrder.LITTLE_ENDIAN);
-        long u = unique.incrementAndGet();
+        long u = unique.addAndGet(UNIQUE_STEP);
         // the gid is the uid's number, as a user's own group
         r.putInt(len).putInt(opcode).putLong(u).putLong(nodeid).putInt(uid).putInt(uid).putInt(pid).putShort((short) 0)
                 .putShort((short) 0).put(b);

@@ -290,6 +290,39 @@ class FifosAndLocksMountTest {
     }
 
     /**
+     * close(2) lets go of a flock or an OFD lock before it returns, though the kernel sends the
+     * RELEASE that does it in the background: on the same mount, the next try through another open
+     * file, one already open or opened after, gets the lock at once, every time (ReleasesUnderWay),
+     * and two open files never hold it together.
+     */
+    @Test
+    void aLockLetGoByACloseIsFreeAtOnceForTheNextTryThroughTheSameMount() {
+        ok(planner, planner.sh("touch shared/closed-lock"));
+        String script = String.join("\n",
+                "import fcntl, os, struct, sys",
+                "p = sys.argv[1]",
+                "wr = struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0)",
+                "def lock(kind, fd):",
+                "    if kind == 'flock': fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
+                "    else: fcntl.fcntl(fd, 37, wr)  # F_OFD_SETLK",
+                "late = 0",
+                "for kind in ('flock', 'ofd'):",
+                "    for i in range(300):",
+                "        a = os.open(p, os.O_RDWR); b = os.open(p, os.O_RDWR)",
+                "        lock(kind, a)  # b's close, a moment ago, let go of it",
+                "        try:",
+                "            lock(kind, b); sys.exit(kind + ': two open files hold the lock')",
+                "        except BlockingIOError: pass",
+                "        os.close(a)",
+                "        try: lock(kind, b)",
+                "        except BlockingIOError: late += 1",
+                "        os.close(b)",
+                "print(late)");
+        Sh.Result r = ok(planner, Sh.run("python3 -c \"" + script + "\" " + q(planner.at("/shared/closed-lock"))));
+        assertEquals("0", r.out().strip(), "tries refused right after the holder closed");
+    }
+
+    /**
      * A process waiting for a lock another mount holds waits in the kernel for the daemon's answer;
      * a signal ends the wait at once (EINTR, so its handler runs), and the abandoned wait takes
      * nothing later: once the holder lets go, the file is free although the waiter still has it open.

@@ -1066,6 +1066,71 @@ class FuseFileSystemTest {
     }
 
     /**
+     * close(2) lets go of an open file's locks before it returns, though its RELEASE comes in the
+     * background: a lock tried through another open right after, served while that RELEASE is still
+     * closing the holder's handle, waits for the close instead of being refused (ReleasesUnderWay).
+     */
+    @Test
+    void aLockTriedWhileAnEarlierReleaseClosesItsHolderWaitsForTheCloseAndIsGranted() throws Exception {
+        java.util.concurrent.CountDownLatch closing = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch refused = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicInteger opens = new java.util.concurrent.atomic.AtomicInteger();
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
+            if (!m.getName().equals("open")) {
+                return null;
+            }
+            try {
+                dev.chibifs.store.FileHandle h = (dev.chibifs.store.FileHandle) m.invoke(store, a);
+                if (opens.getAndIncrement() == 0) {
+                    // the holder's close goes on only once the other open's first try was refused
+                    return around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
+                        if (hm.getName().equals("close")) {
+                            closing.countDown();
+                            awaitLatch(refused);
+                        }
+                        return null;
+                    });
+                }
+                dev.chibifs.store.FileLocks locks = h.locks();
+                dev.chibifs.store.FileLocks watched = around(locks, dev.chibifs.store.FileLocks.class, (lm, la) -> {
+                    if (!lm.getName().equals("tryFlock")) {
+                        return null;
+                    }
+                    try {
+                        boolean granted = (Boolean) lm.invoke(locks, la);
+                        if (!granted) {
+                            refused.countDown();
+                        }
+                        return granted;
+                    } catch (ReflectiveOperationException e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+                return around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> hm.getName().equals("locks") ? watched : null);
+            } catch (ReflectiveOperationException | java.io.IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }));
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] holder = create(shared, "lockfile");
+        long other = kernel.call(FuseProtocol.OPEN, holder[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, holder[0], flock(holder[1], 7)).error());
+
+        long release = kernel.send(FuseProtocol.RELEASE, holder[0], body().int64(holder[1]).int32(0).int32(0).int64(0));
+        awaitLatch(closing);
+        long tried = kernel.send(FuseProtocol.SETLK, holder[0], flock(other, 8));
+        Map<Long, Integer> answers = new java.util.HashMap<>();
+        for (int i = 0; i < 2; i++) {
+            FakeKernel.Reply r = kernel.reply();
+            answers.put(r.unique(), r.error());
+        }
+        assertEquals(Map.of(release, 0, tried, 0), answers, "the close let go of the lock before the try was answered");
+        assertEquals(0, refused.getCount(), "the first try came while the close was under way, and was refused");
+    }
+
+    /**
      * The kernel names a flock's owner by its open file's address, which a new open may reuse while
      * the old one's RELEASE is on its way: the lock is the open's, so the new open is refused while
      * the old one holds it, and the old one's close takes nothing from the new one.
@@ -1091,6 +1156,14 @@ class FuseFileSystemTest {
     private static FakeKernel.Body flock(long fh, long owner) {
         return body().int64(fh).int64(owner).int64(0).int64(Long.MAX_VALUE).int32(Linux.F_WRLCK).int32(4321)
                 .int32(FuseProtocol.LK_FLOCK).int32(0);
+    }
+
+    private static void awaitLatch(java.util.concurrent.CountDownLatch latch) {
+        try {
+            assertTrue(latch.await(30, java.util.concurrent.TimeUnit.SECONDS), "timed out");
+        } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     @Test

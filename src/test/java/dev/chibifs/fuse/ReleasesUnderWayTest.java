@@ -1,0 +1,71 @@
+package dev.chibifs.fuse;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.concurrent.CompletableFuture;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+@Timeout(30)
+class ReleasesUnderWayTest {
+
+    private final ReleasesUnderWay releases = new ReleasesUnderWay();
+
+    @Test
+    void aRequestWaitsForNoReleaseWhenNoneCameBeforeIt() {
+        assertFalse(releases.awaitEarlier(10, releases.ended(), true), "none under way");
+        releases.read(12, true);
+        assertFalse(releases.awaitEarlier(10, releases.ended(), true), "one queued after the request is not its concern");
+        long before = releases.ended();
+        releases.end(12);
+        assertFalse(releases.awaitEarlier(14, releases.ended(), true), "ended before the request looked");
+        assertTrue(releases.awaitEarlier(14, before, true), "ended after the request looked: its answer may have changed");
+    }
+
+    @Test
+    void aRequestWaitsForAReleaseQueuedBeforeItUntilThatEnds() throws Exception {
+        releases.read(8, true);
+        releases.read(12, true);
+        CompletableFuture<Boolean> waited = new CompletableFuture<>();
+        Thread asker = new Thread(() -> waited.complete(releases.awaitEarlier(10, releases.ended(), true)));
+        asker.start();
+        awaitWaiting(asker, waited);
+        assertFalse(waited.isDone(), "release 8 is under way");
+        releases.end(12);
+        releases.end(8);
+        assertTrue(waited.get(), "it waited, so it asks again");
+    }
+
+    @Test
+    void aRequestWaitsForAnEarlierIdNotSeenYetAndForTheReleaseItTurnsOutToBe() throws Exception {
+        releases.read(8, false);
+        CompletableFuture<Boolean> waited = new CompletableFuture<>();
+        Thread asker = new Thread(() -> waited.complete(releases.awaitEarlier(12, releases.ended(), true)));
+        asker.start();
+        awaitWaiting(asker, waited);
+        // the worker that took request 10 before the lock request was taken says what it is only now
+        assertFalse(waited.isDone(), "10 was taken before 12, by a worker not heard from yet");
+        releases.read(10, true);
+        releases.end(10);
+        assertTrue(waited.get(), "a release came before it: it asks again");
+    }
+
+    @Test
+    void anIdNeverSeenIsWaitedForOnlySoLong() {
+        // a request the kernel took back unread (its process killed) leaves its id unseen for good
+        releases.read(8, false);
+        releases.read(12, false);
+        assertFalse(releases.seen(10));
+        assertFalse(releases.awaitEarlier(14, releases.ended(), true), "10 never comes; nothing ended");
+        assertTrue(releases.seen(10), "given up once, not waited for by every later request");
+    }
+
+    /** Until {@code t} waits (parked or on the monitor), or {@code done} completed: the event, not a guess at a time. */
+    private static void awaitWaiting(Thread t, CompletableFuture<?> done) {
+        while (t.getState() != Thread.State.TIMED_WAITING && !done.isDone()) {
+            Thread.onSpinWait();
+        }
+    }
+}
