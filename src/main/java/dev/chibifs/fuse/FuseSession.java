@@ -132,6 +132,11 @@ final class FuseSession {
         this.notices = new NoticeWriter(channel);
     }
 
+    /** The blocking lock requests waiting (for tests: their retry delays). */
+    LockWaits lockWaits() {
+        return lockWaits;
+    }
+
     /** Where notifications that may wait in the kernel go. */
     NoticeWriter notices() {
         return notices;
@@ -514,6 +519,9 @@ final class FuseSession {
                 if (release) {
                     releases.end(req.unique);
                 }
+                if (letsGoOfLocks(opcode)) {
+                    lockWaits.letGo(req.nodeid);
+                }
                 long elapsed = System.nanoTime() - start;
                 stats.served(opcode, elapsed, reply.isError());
                 if (asked != null && !waits) {
@@ -577,6 +585,12 @@ final class FuseSession {
             return errno -> trace.served(waited.answered(errno, "", (System.nanoTime() - began) / 1000));
         }
 
+        /** Whether the request being served let go of locks on its node (an unlock, a close) that a waiter may want. */
+        private boolean letsGoOfLocks(int opcode) {
+            return opcode == FuseProtocol.RELEASE || opcode == FuseProtocol.FLUSH
+                    || (opcode == FuseProtocol.SETLK || opcode == FuseProtocol.SETLKW) && req.lockType() == Linux.F_UNLCK;
+        }
+
         /**
          * After a lock request was refused, waits for the closes queued before it ({@link ReleasesUnderWay});
          * true when its answer may have changed since {@code released}. Through io_uring each CPU's queue
@@ -627,6 +641,7 @@ final class FuseSession {
                 case FuseProtocol.SETLKW -> {
                     LockWaits.Attempt attempt = fs.setlk(req);
                     long released = releases.ended();
+                    long letGo = lockWaits.letGoCount();
                     if (!attempt.tryNow() && !(closesWaitedFor(released) && attempt.tryNow())) {
                         if (replyTo instanceof FuseRing.Entry entry && !entry.holdForLockWait()) {
                             // nearly every entry of this CPU's io_uring queue waits for a lock already: with
@@ -637,8 +652,8 @@ final class FuseSession {
                         long node = req.nodeid;
                         int type = req.lockType();
                         waits = true;
-                        lockWaits.await(req.unique, attempt, waitNotice -> grantedOffWorker(node, type, waitNotice), replyTo,
-                                tracedWait());
+                        lockWaits.await(req.unique, node, attempt, waitNotice -> grantedOffWorker(node, type, waitNotice), replyTo,
+                                tracedWait(), letGo);
                         return false; // answered by the wait, on its own thread
                     }
                     if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {

@@ -13,7 +13,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntConsumer;
 
 /**
@@ -21,8 +23,13 @@ import java.util.function.IntConsumer;
  * tried again on a timer of its own instead of holding a worker thread, which would leave the
  * mount one worker short per waiter (a lock held for long would stop the mount). A conflicting
  * lock may be another mount's or another process's, which tell us nothing when they let go, so
- * waiting is polling: from 1 ms, doubling to 50 ms. An INTERRUPT (Ctrl-C, a signal) ends a wait
- * with EINTR at once.
+ * waiting is polling: from 1 ms, doubling to 50 ms. Where this mount sees a file's locks let go
+ * (an unlock, a close's RELEASE) it tries that file's waiters again at once, from 1 ms again, so
+ * a lock passed between processes of one mount is not a poll late. An INTERRUPT (Ctrl-C, a
+ * signal) ends a wait with EINTR at once.
+ *
+ * <p>A waiter's next try and its delay are touched on the timer thread only, so a try made at
+ * once never leaves a second chain of tries behind it.
  */
 final class LockWaits implements AutoCloseable {
 
@@ -43,8 +50,24 @@ final class LockWaits implements AutoCloseable {
         return t;
     });
     /** {@code replyTo}: where the answer goes (/dev/fuse, or the io_uring entry the request came in). */
-    private record Waiter(Attempt attempt, java.util.function.Consumer<FuseReply> granted, FuseChannel replyTo,
-                          IntConsumer ended) {
+    private static final class Waiter {
+        final long node;
+        final Attempt attempt;
+        final java.util.function.Consumer<FuseReply> granted;
+        final FuseChannel replyTo;
+        final IntConsumer ended;
+        /** The next try, and the delay it came after; on the timer thread only. */
+        ScheduledFuture<?> next;
+        long delayMicros;
+
+        Waiter(long node, Attempt attempt, java.util.function.Consumer<FuseReply> granted, FuseChannel replyTo,
+               IntConsumer ended) {
+            this.node = node;
+            this.attempt = attempt;
+            this.granted = granted;
+            this.replyTo = replyTo;
+            this.ended = ended;
+        }
     }
 
     private final ConcurrentMap<Long, Waiter> waiting = new ConcurrentHashMap<>();
@@ -59,41 +82,98 @@ final class LockWaits implements AutoCloseable {
     private final FuseReply reply = new FuseReply(FuseProtocol.OUT_HEADER + 64);
     private final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
 
+    /** Let-gos seen ({@link #letGo}). */
+    private final AtomicLong letGos = new AtomicLong();
+    /** The first retry's delay and the longest (µs); changed by tests only. */
+    private volatile long firstRetryMicros = FIRST_RETRY_MICROS;
+    private volatile long lastRetryMicros = LAST_RETRY_MICROS;
+
     LockWaits() {
     }
 
+    /** For tests: retries from {@code first}, doubling to {@code last}, so that only a let-go can answer soon. */
+    void retryEvery(java.time.Duration first, java.time.Duration last) {
+        firstRetryMicros = TimeUnit.NANOSECONDS.toMicros(first.toNanos());
+        lastRetryMicros = TimeUnit.NANOSECONDS.toMicros(last.toNanos());
+    }
+
     /**
-     * Waits for request {@code unique}'s lock, answering it when granted, failed or interrupted;
-     * {@code granted} runs on the timer thread, with a notification buffer, before the reply of a
-     * grant, and {@code ended} (may be null) after the answer, with its errno (0 for the grant).
+     * Waits for request {@code unique}'s lock on node {@code node}, answering it when granted, failed
+     * or interrupted; {@code granted} runs on the timer thread, with a notification buffer, before
+     * the reply of a grant, and {@code ended} (may be null) after the answer, with its errno (0 for
+     * the grant). {@code letGoBefore}: {@link #letGoCount} before the refused try.
      */
-    void await(long unique, Attempt attempt, java.util.function.Consumer<FuseReply> granted, FuseChannel replyTo,
-               IntConsumer ended) {
-        waiting.put(unique, new Waiter(attempt, granted, replyTo, ended));
+    void await(long unique, long node, Attempt attempt, java.util.function.Consumer<FuseReply> granted,
+               FuseChannel replyTo, IntConsumer ended, long letGoBefore) {
+        Waiter waiter = new Waiter(node, attempt, granted, replyTo, ended);
+        waiting.put(unique, waiter);
         if (interruptedEarly.remove(unique)) {
             interrupt(unique);
             return;
         }
-        schedule(unique, FIRST_RETRY_MICROS);
+        long first = firstRetryMicros;
+        // a let-go between the refused try and the put above found no waiter to try again: try now
+        long in = letGos.get() != letGoBefore ? 0 : first;
+        onTimer(() -> {
+            if (waiter.next == null) { // else a let-go since the put has scheduled a try already
+                schedule(unique, waiter, in, first);
+            }
+        });
     }
 
-    private void schedule(long unique, long delayMicros) {
+    /** How many let-gos this mount has seen: taken before a lock is tried, for {@link #await}. */
+    long letGoCount() {
+        return letGos.get();
+    }
+
+    /**
+     * This mount let go of locks on node {@code node} (an unlock, a close): its waiters try again at
+     * once. Costs a count and a look at an empty map where nobody waits.
+     */
+    void letGo(long node) {
+        letGos.incrementAndGet(); // before the look: await puts, then reads the count
+        if (waiting.isEmpty()) {
+            return;
+        }
+        onTimer(() -> waiting.forEach((unique, waiter) -> {
+            if (waiter.node == node) {
+                schedule(unique, waiter, 0, firstRetryMicros);
+            }
+        }));
+    }
+
+    private void onTimer(Runnable r) {
         try {
-            timer.schedule(() -> retry(unique, delayMicros), delayMicros, TimeUnit.MICROSECONDS);
+            timer.execute(r);
         } catch (java.util.concurrent.RejectedExecutionException stopping) {
             // unmounting: nobody waits for the reply any more
         }
     }
 
-    private void retry(long unique, long delayMicros) {
+    /** On the timer thread: the waiter's next try in {@code inMicros}, which is to count as a wait of {@code delayMicros}. */
+    private void schedule(long unique, Waiter waiter, long inMicros, long delayMicros) {
+        if (waiter.next != null) {
+            waiter.next.cancel(false);
+        }
+        waiter.delayMicros = delayMicros;
+        try {
+            waiter.next = timer.schedule(() -> retry(unique, waiter), inMicros, TimeUnit.MICROSECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException stopping) {
+            // unmounting: nobody waits for the reply any more
+        }
+    }
+
+    private void retry(long unique, Waiter expected) {
         Waiter waiter = waiting.get(unique);
-        if (waiter == null) {
+        if (waiter != expected) {
             return; // interrupted meanwhile, and answered
         }
+        waiter.next = null;
         int errno;
         try {
-            if (!waiter.attempt().tryNow()) {
-                schedule(unique, Math.min(delayMicros * 2, LAST_RETRY_MICROS));
+            if (!waiter.attempt.tryNow()) {
+                long delay = Math.min(waiter.delayMicros * 2, lastRetryMicros);
+                schedule(unique, waiter, delay, delay);
                 return;
             }
             errno = 0;
@@ -106,7 +186,7 @@ final class LockWaits implements AutoCloseable {
         }
         if (waiting.remove(unique, waiter)) {
             if (errno == 0) {
-                waiter.granted().accept(notice);
+                waiter.granted.accept(notice);
             }
             answer(unique, errno, waiter);
         } else if (errno == 0) {
@@ -119,7 +199,12 @@ final class LockWaits implements AutoCloseable {
     void interrupt(long unique) {
         Waiter waiter = waiting.remove(unique);
         if (waiter != null) {
-            timer.execute(() -> answer(unique, Linux.EINTR, waiter));
+            onTimer(() -> {
+                if (waiter.next != null) {
+                    waiter.next.cancel(false);
+                }
+                answer(unique, Linux.EINTR, waiter);
+            });
         } else {
             interruptedEarly.add(unique);
         }
@@ -132,12 +217,12 @@ final class LockWaits implements AutoCloseable {
             if (errno != 0) {
                 r.error(errno);
             }
-            r.send(waiter.replyTo());
+            r.send(waiter.replyTo);
         } catch (IOException e) {
             LOG.debug("lock reply not delivered: {}", e.toString());
         }
-        if (waiter.ended() != null) {
-            waiter.ended().accept(errno);
+        if (waiter.ended != null) {
+            waiter.ended.accept(errno);
         }
     }
 

@@ -1152,10 +1152,53 @@ class FuseFileSystemTest {
                 "the old open's close took nothing from the new one");
     }
 
+    /**
+     * A lock this mount sees let go (an unlock, a close's RELEASE) is tried for its file's waiters at
+     * once, not at their next poll: with polls an hour apart, only that can answer the wait.
+     */
+    @Test
+    void aWaitingLockIsGrantedAsSoonAsThisMountSeesTheHolderLetGo() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        session.lockWaits().retryEvery(java.time.Duration.ofHours(1), java.time.Duration.ofHours(1));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] holder = create(shared, "turns");
+        long waiter = kernel.call(FuseProtocol.OPEN, holder[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, holder[0], flock(holder[1], 7)).error());
+        long waits = kernel.send(FuseProtocol.SETLKW, holder[0], flock(waiter, 8));
+        awaitWaiters(1);
+        long unlock = kernel.send(FuseProtocol.SETLK, holder[0], body().int64(holder[1]).int64(7).int64(0)
+                .int64(Long.MAX_VALUE).int32(Linux.F_UNLCK).int32(4321).int32(FuseProtocol.LK_FLOCK).int32(0));
+        Map<Long, Integer> answers = new java.util.HashMap<>();
+        for (int i = 0; i < 2; i++) {
+            FakeKernel.Reply r = kernel.reply();
+            answers.put(r.unique(), r.error());
+        }
+        assertEquals(Map.of(unlock, 0, waits, 0), answers, "the unlock, then the waiter's grant");
+
+        long third = kernel.call(FuseProtocol.OPEN, holder[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        long waitsAgain = kernel.send(FuseProtocol.SETLKW, holder[0], flock(third, 9));
+        awaitWaiters(1);
+        long close = kernel.send(FuseProtocol.RELEASE, holder[0], body().int64(waiter).int32(0).int32(0).int64(0));
+        answers.clear();
+        for (int i = 0; i < 2; i++) {
+            FakeKernel.Reply r = kernel.reply();
+            answers.put(r.unique(), r.error());
+        }
+        assertEquals(Map.of(close, 0, waitsAgain, 0), answers, "the close, then the next waiter's grant");
+    }
+
     /** A non-blocking exclusive flock(2) through open {@code fh} by lock owner {@code owner}. */
     private static FakeKernel.Body flock(long fh, long owner) {
         return body().int64(fh).int64(owner).int64(0).int64(Long.MAX_VALUE).int32(Linux.F_WRLCK).int32(4321)
                 .int32(FuseProtocol.LK_FLOCK).int32(0);
+    }
+
+    /** Until {@code n} lock requests wait: the event, not a guess at a time. */
+    private void awaitWaiters(int n) {
+        while (session.lockWaits().waiting() != n) {
+            Thread.onSpinWait();
+        }
     }
 
     private static void awaitLatch(java.util.concurrent.CountDownLatch latch) {
