@@ -1467,7 +1467,7 @@ final class FuseFileSystem {
             // owner by the description's address, which a new open may reuse while the old one's RELEASE
             // is still on its way, and that RELEASE would then take the new holder's lock with it
             long description = req.handle();
-            return () -> locks.tryFlock(description, pid, type);
+            return attempt(locks, () -> locks.tryFlock(description, pid, type));
         }
         long start = req.lockStart();
         long end = req.lockEnd();
@@ -1485,7 +1485,22 @@ final class FuseFileSystem {
                 walIndex.unlock(n, owner);
             }
         }
-        return () -> locks.tryLock(owner, pid, type, start, end);
+        return attempt(locks, () -> locks.tryLock(owner, pid, type, start, end));
+    }
+
+    /** {@code tryNow} on {@code locks}, told of let-gos elsewhere as the store can tell them. */
+    private static LockWaits.Attempt attempt(FileLocks locks, LockWaits.Attempt tryNow) {
+        return new LockWaits.Attempt() {
+            @Override
+            public boolean tryNow() throws IOException {
+                return tryNow.tryNow();
+            }
+
+            @Override
+            public AutoCloseable whenLetGo(Runnable letGo) {
+                return locks.whenLetGo(letGo);
+            }
+        };
     }
 
     /** The path of a served open's WAL index when [start, end] reaches its DMS byte ({@link WalIndexGuard}), else null. */

@@ -42,6 +42,11 @@ final class LockWaits implements AutoCloseable {
     /** One try at the lock: true when granted; throws for a failure to report. */
     interface Attempt {
         boolean tryNow() throws IOException;
+
+        /** What tells of a let-go elsewhere ({@link dev.chibifs.store.FileLocks#whenLetGo}); null: none, poll. */
+        default AutoCloseable whenLetGo(Runnable letGo) {
+            return null;
+        }
     }
 
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -59,6 +64,21 @@ final class LockWaits implements AutoCloseable {
         /** The next try, and the delay it came after; on the timer thread only. */
         ScheduledFuture<?> next;
         long delayMicros;
+        /** What tells of a let-go the mount cannot see; null if nothing does. Set before the first try. */
+        volatile AutoCloseable letGoWatch;
+
+        /** Ends the watch, once the wait has been answered. */
+        void done() {
+            AutoCloseable w = letGoWatch;
+            letGoWatch = null;
+            if (w != null) {
+                try {
+                    w.close();
+                } catch (Exception e) {
+                    LOG.debug("ending a lock wait's watch failed: {}", e.toString());
+                }
+            }
+        }
 
         Waiter(long node, Attempt attempt, java.util.function.Consumer<FuseReply> granted, FuseChannel replyTo,
                IntConsumer ended) {
@@ -106,6 +126,8 @@ final class LockWaits implements AutoCloseable {
     void await(long unique, long node, Attempt attempt, java.util.function.Consumer<FuseReply> granted,
                FuseChannel replyTo, IntConsumer ended, long letGoBefore) {
         Waiter waiter = new Waiter(node, attempt, granted, replyTo, ended);
+        // another mount's unlock, or a program's on the store file, tells us nothing: the store's watch does
+        waiter.letGoWatch = attempt.whenLetGo(() -> letGo(node));
         waiting.put(unique, waiter);
         if (interruptedEarly.remove(unique)) {
             interrupt(unique);
@@ -185,6 +207,7 @@ final class LockWaits implements AutoCloseable {
             }
         }
         if (waiting.remove(unique, waiter)) {
+            waiter.done();
             if (errno == 0) {
                 waiter.granted.accept(notice);
             }
@@ -203,6 +226,7 @@ final class LockWaits implements AutoCloseable {
                 if (waiter.next != null) {
                     waiter.next.cancel(false);
                 }
+                waiter.done();
                 answer(unique, Linux.EINTR, waiter);
             });
         } else {
@@ -233,5 +257,6 @@ final class LockWaits implements AutoCloseable {
     @Override
     public void close() {
         timer.shutdownNow();
+        waiting.values().forEach(Waiter::done);
     }
 }

@@ -64,6 +64,16 @@ public interface FileLocks {
     }
 
     /**
+     * Runs {@code letGo}, on a thread of the store's, whenever a lock on this file may have been let
+     * go where this handle's mount cannot see it (another mount, a program locking the store file),
+     * until the returned watch is closed; null where the store cannot tell, and a waiter polls. It
+     * may run when nothing was let go.
+     */
+    default AutoCloseable whenLetGo(Runnable letGo) {
+        return null;
+    }
+
+    /**
      * Removes every record lock {@code owner} holds on this file (the kernel's FLUSH at close(2)
      * names the owner: POSIX drops a process's locks on a file when it closes any descriptor of it).
      * flock locks stay: they go with UNLOCK or when the handle that took them closes.

@@ -1141,6 +1141,7 @@ public final class LocalStorage implements Storage {
     public void close() {
         directories.close();
         lateCloses.close();
+        locks.close();
     }
 
     // ---- ETags ----
@@ -1205,6 +1206,11 @@ public final class LocalStorage implements Storage {
     /** Lock owners' open file descriptions open now (tests: they go when their owner holds nothing). */
     int lockDescriptionsOpen() {
         return locks.descriptionsOpen();
+    }
+
+    /** Files watched for closes while lock requests wait on them (tests: the watch goes with the wait). */
+    int lockWatchesForWaiters() {
+        return locks.watchedForWaiters();
     }
 
     /**

@@ -48,6 +48,13 @@ final class OfdLocks {
     }
 
     private final ConcurrentHashMap<Key, Inode> inodes = new ConcurrentHashMap<>();
+    /** Every let-go elsewhere closes a description on the file: what tells this store's waiters. */
+    private final CloseWatch closes = new CloseWatch();
+
+    /** Stops telling waiters of closes (the store is closing). */
+    void close() {
+        closes.close();
+    }
 
     /** The lock view of a handle whose descriptor is {@code fd}, opened with {@code access} (O_RDONLY, O_WRONLY, O_RDWR). */
     HandleLocks forHandle(int fd, int access) throws IOException {
@@ -59,6 +66,11 @@ final class OfdLocks {
             return held;
         });
         return new HandleLocks(inode, fd, access);
+    }
+
+    /** Files whose closes are watched for waiters, for tests. */
+    int watchedForWaiters() {
+        return closes.watched();
     }
 
     /** Locks held in all, for tests: descriptions open per kind. */
@@ -254,6 +266,12 @@ final class OfdLocks {
         @Override
         public void releaseOwner(long owner) {
             inode.release(inode.posix, owner);
+        }
+
+        /** Each close of the file by anyone: another mount's unlock closes its owner's description. */
+        @Override
+        public AutoCloseable whenLetGo(Runnable letGo) {
+            return closes.watch(fd, letGo);
         }
 
         /**

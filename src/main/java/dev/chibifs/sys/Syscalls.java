@@ -786,6 +786,12 @@ public final class Syscalls {
         return wd < 0 ? -errno() : wd;
     }
 
+    /** Watches the file open as {@code fd} itself (through /proc, so that very inode); the watch descriptor, or -errno. */
+    public static int inotifyWatchFile(int inotify, int fd, int mask) {
+        int wd = LIBC.inotify_add_watch(inotify, bytes(PROC_SELF_FD + fd), mask);
+        return wd < 0 ? -errno() : wd;
+    }
+
     /** {@link #pollReady}'s bits: the first descriptor is readable; the second has an exceptional condition. */
     public static final int POLL_FIRST = 1;
     public static final int POLL_SECOND = 2;

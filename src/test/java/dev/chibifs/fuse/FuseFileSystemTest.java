@@ -1188,6 +1188,55 @@ class FuseFileSystemTest {
         assertEquals(Map.of(close, 0, waitsAgain, 0), answers, "the close, then the next waiter's grant");
     }
 
+    /**
+     * A let-go this mount cannot see (another mount's unlock, a program's on the store file) is one
+     * the store tells of ({@code FileLocks.whenLetGo}): the waiter tries again then, not at its next
+     * poll, and the store's watch ends with the wait.
+     */
+    @Test
+    void aWaitingLockIsGrantedWhenTheStoreTellsOfALetGoElsewhere() throws Exception {
+        List<Runnable> told = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.concurrent.atomic.AtomicInteger watchesEnded = new java.util.concurrent.atomic.AtomicInteger();
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
+            if (!m.getName().equals("open")) {
+                return null;
+            }
+            try {
+                dev.chibifs.store.FileHandle h = (dev.chibifs.store.FileHandle) m.invoke(store, a);
+                dev.chibifs.store.FileLocks locks = h.locks();
+                dev.chibifs.store.FileLocks watched = around(locks, dev.chibifs.store.FileLocks.class, (lm, la) -> {
+                    if (!lm.getName().equals("whenLetGo")) {
+                        return null;
+                    }
+                    told.add((Runnable) la[0]);
+                    return (AutoCloseable) watchesEnded::incrementAndGet;
+                });
+                return around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> hm.getName().equals("locks") ? watched : null);
+            } catch (ReflectiveOperationException | java.io.IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }));
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        session.lockWaits().retryEvery(java.time.Duration.ofHours(1), java.time.Duration.ofHours(1));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] f = create(shared, "elsewhere");
+        // the holder is not this mount's: an open of the store's own, as another mount's would be
+        try (dev.chibifs.store.FileHandle other = store.open(VfsPath.of("/shared/elsewhere"),
+                java.util.EnumSet.of(dev.chibifs.store.OpenFlag.READ), 0)) {
+            assertTrue(other.locks().tryFlock(99, dev.chibifs.store.LockType.WRITE));
+            long waits = kernel.send(FuseProtocol.SETLKW, f[0], flock(f[1], 8));
+            awaitWaiters(1);
+            assertTrue(other.locks().tryFlock(99, dev.chibifs.store.LockType.UNLOCK));
+            assertEquals(1, told.size(), "the wait asked the store to tell it of let-gos");
+            told.get(0).run();
+            FakeKernel.Reply granted = kernel.reply();
+            assertEquals(waits, granted.unique());
+            assertEquals(0, granted.error());
+        }
+        assertEquals(1, watchesEnded.get(), "the watch ended with the wait");
+    }
+
     /** A non-blocking exclusive flock(2) through open {@code fh} by lock owner {@code owner}. */
     private static FakeKernel.Body flock(long fh, long owner) {
         return body().int64(fh).int64(owner).int64(0).int64(Long.MAX_VALUE).int32(Linux.F_WRLCK).int32(4321)

@@ -4,6 +4,7 @@ import dev.chibifs.sys.IsDirectoryException;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -386,6 +387,37 @@ class LocalStorageTest extends StorageBehaviourSuite {
             mine.locks().releaseOwner(1);
             assertTrue(theirs.locks().tryLock(1, LockType.WRITE, 0, 99));
             assertEquals(0, local().lockDescriptionsOpen());
+        }
+    }
+
+    /**
+     * A lock waiter through one mount hears of another mount's unlock at once: that unlock closes a
+     * description on the store file, which the waiter's watch sees; the watch goes when its wait does.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aWaiterThroughOneStorageIsToldWhenASecondLetsGoOfTheLock() throws Exception {
+        storage.write(p("/shared/turns"), bytes(""));
+        try (LocalStorage second = new LocalStorage(root);
+             FileHandle waiter = openRw(storage, "/shared/turns");
+             FileHandle holder = openRw(second, "/shared/turns")) {
+            assertTrue(holder.locks().tryFlock(7, LockType.WRITE));
+            assertTrue(holder.locks().tryLock(7, LockType.WRITE, 0, END));
+            assertFalse(waiter.locks().tryFlock(8, LockType.WRITE));
+            java.util.concurrent.Semaphore told = new java.util.concurrent.Semaphore(0);
+            AutoCloseable watch = waiter.locks().whenLetGo(told::release);
+            assertNotNull(watch);
+            assertEquals(1, local().lockWatchesForWaiters());
+
+            assertTrue(holder.locks().tryFlock(7, LockType.UNLOCK));
+            assertTrue(told.tryAcquire(30, java.util.concurrent.TimeUnit.SECONDS), "the flock's unlock was heard");
+            assertTrue(waiter.locks().tryFlock(8, LockType.WRITE));
+            told.drainPermits();
+            holder.locks().releaseOwner(7);
+            assertTrue(told.tryAcquire(30, java.util.concurrent.TimeUnit.SECONDS), "the record lock's release was heard");
+
+            watch.close();
+            assertEquals(0, local().lockWatchesForWaiters());
         }
     }
 
