@@ -486,6 +486,33 @@ class FuseFileSystemTest {
                 });
     }
 
+    /** {@link #router} over {@link #store}, each handle its opens give (the first 0, then 1, ...) passed through {@code wrap}. */
+    private void wrapOpens(java.util.function.BiFunction<Integer, dev.chibifs.store.FileHandle, dev.chibifs.store.FileHandle> wrap) {
+        java.util.concurrent.atomic.AtomicInteger opens = new java.util.concurrent.atomic.AtomicInteger();
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
+            if (!m.getName().equals("open")) {
+                return null;
+            }
+            try {
+                return wrap.apply(opens.getAndIncrement(), (dev.chibifs.store.FileHandle) m.invoke(store, a));
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException(e);
+            }
+        }));
+    }
+
+    /** {@code h} with its locks as {@code wrap} makes them of its own. */
+    private static dev.chibifs.store.FileHandle withLocks(dev.chibifs.store.FileHandle h,
+            java.util.function.Function<dev.chibifs.store.FileLocks, dev.chibifs.store.FileLocks> wrap) {
+        dev.chibifs.store.FileLocks locks;
+        try {
+            locks = wrap.apply(h.locks());
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return around(h, dev.chibifs.store.FileHandle.class, (m, a) -> m.getName().equals("locks") ? locks : null);
+    }
+
     /**
      * Connects over {@link #store} as a store whose answers hold for {@link #held} (as an S3 store's
      * hold for what is left of a listing's validity), unfollowed, the mount asking for an hour.
@@ -1041,18 +1068,7 @@ class FuseFileSystemTest {
                     }
                     return null;
                 });
-        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
-            if (!m.getName().equals("open")) {
-                return null;
-            }
-            try {
-                dev.chibifs.store.FileHandle h = (dev.chibifs.store.FileHandle) m.invoke(store, a);
-                dev.chibifs.store.FileLocks locks = recording.apply(h.locks());
-                return around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> hm.getName().equals("locks") ? locks : null);
-            } catch (ReflectiveOperationException | java.io.IOException e) {
-                throw new IllegalStateException(e);
-            }
-        }));
+        wrapOpens((i, h) -> withLocks(h, recording));
         stop();
         connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS);
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
@@ -1074,25 +1090,16 @@ class FuseFileSystemTest {
     void aLockTriedWhileAnEarlierReleaseClosesItsHolderWaitsForTheCloseAndIsGranted() throws Exception {
         java.util.concurrent.CountDownLatch closing = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch refused = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.atomic.AtomicInteger opens = new java.util.concurrent.atomic.AtomicInteger();
-        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
-            if (!m.getName().equals("open")) {
-                return null;
-            }
-            try {
-                dev.chibifs.store.FileHandle h = (dev.chibifs.store.FileHandle) m.invoke(store, a);
-                if (opens.getAndIncrement() == 0) {
-                    // the holder's close goes on only once the other open's first try was refused
-                    return around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
-                        if (hm.getName().equals("close")) {
-                            closing.countDown();
-                            awaitLatch(refused);
-                        }
-                        return null;
-                    });
-                }
-                dev.chibifs.store.FileLocks locks = h.locks();
-                dev.chibifs.store.FileLocks watched = around(locks, dev.chibifs.store.FileLocks.class, (lm, la) -> {
+        wrapOpens((i, h) -> i == 0
+                // the holder's close goes on only once the other open's first try was refused
+                ? around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
+                    if (hm.getName().equals("close")) {
+                        closing.countDown();
+                        awaitLatch(refused);
+                    }
+                    return null;
+                })
+                : withLocks(h, locks -> around(locks, dev.chibifs.store.FileLocks.class, (lm, la) -> {
                     if (!lm.getName().equals("tryFlock")) {
                         return null;
                     }
@@ -1105,12 +1112,7 @@ class FuseFileSystemTest {
                     } catch (ReflectiveOperationException e) {
                         throw new IllegalStateException(e);
                     }
-                });
-                return around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> hm.getName().equals("locks") ? watched : null);
-            } catch (ReflectiveOperationException | java.io.IOException e) {
-                throw new IllegalStateException(e);
-            }
-        }));
+                })));
         stop();
         connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
@@ -1197,25 +1199,13 @@ class FuseFileSystemTest {
     void aWaitingLockIsGrantedWhenTheStoreTellsOfALetGoElsewhere() throws Exception {
         List<Runnable> told = new java.util.concurrent.CopyOnWriteArrayList<>();
         java.util.concurrent.atomic.AtomicInteger watchesEnded = new java.util.concurrent.atomic.AtomicInteger();
-        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
-            if (!m.getName().equals("open")) {
+        wrapOpens((i, h) -> withLocks(h, locks -> around(locks, dev.chibifs.store.FileLocks.class, (lm, la) -> {
+            if (!lm.getName().equals("whenLetGo")) {
                 return null;
             }
-            try {
-                dev.chibifs.store.FileHandle h = (dev.chibifs.store.FileHandle) m.invoke(store, a);
-                dev.chibifs.store.FileLocks locks = h.locks();
-                dev.chibifs.store.FileLocks watched = around(locks, dev.chibifs.store.FileLocks.class, (lm, la) -> {
-                    if (!lm.getName().equals("whenLetGo")) {
-                        return null;
-                    }
-                    told.add((Runnable) la[0]);
-                    return (AutoCloseable) watchesEnded::incrementAndGet;
-                });
-                return around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> hm.getName().equals("locks") ? watched : null);
-            } catch (ReflectiveOperationException | java.io.IOException e) {
-                throw new IllegalStateException(e);
-            }
-        }));
+            told.add((Runnable) la[0]);
+            return (AutoCloseable) watchesEnded::incrementAndGet;
+        })));
         stop();
         connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
         session.lockWaits().retryEvery(java.time.Duration.ofHours(1), java.time.Duration.ofHours(1));

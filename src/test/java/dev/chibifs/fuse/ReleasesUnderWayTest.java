@@ -28,10 +28,7 @@ class ReleasesUnderWayTest {
     void aRequestWaitsForAReleaseQueuedBeforeItUntilThatEnds() throws Exception {
         releases.read(8, true);
         releases.read(12, true);
-        CompletableFuture<Boolean> waited = new CompletableFuture<>();
-        Thread asker = new Thread(() -> waited.complete(releases.awaitEarlier(10, releases.ended(), true)));
-        asker.start();
-        awaitWaiting(asker, waited);
+        CompletableFuture<Boolean> waited = waitingAsker(10);
         assertFalse(waited.isDone(), "release 8 is under way");
         releases.end(12);
         releases.end(8);
@@ -41,10 +38,7 @@ class ReleasesUnderWayTest {
     @Test
     void aRequestWaitsForAnEarlierIdNotSeenYetAndForTheReleaseItTurnsOutToBe() throws Exception {
         releases.read(8, false);
-        CompletableFuture<Boolean> waited = new CompletableFuture<>();
-        Thread asker = new Thread(() -> waited.complete(releases.awaitEarlier(12, releases.ended(), true)));
-        asker.start();
-        awaitWaiting(asker, waited);
+        CompletableFuture<Boolean> waited = waitingAsker(12);
         // the worker that took request 10 before the lock request was taken says what it is only now
         assertFalse(waited.isDone(), "10 was taken before 12, by a worker not heard from yet");
         releases.read(10, true);
@@ -62,10 +56,17 @@ class ReleasesUnderWayTest {
         assertTrue(releases.seen(10), "given up once, not waited for by every later request");
     }
 
-    /** Until {@code t} waits (parked or on the monitor), or {@code done} completed: the event, not a guess at a time. */
-    private static void awaitWaiting(Thread t, CompletableFuture<?> done) {
-        while (t.getState() != Thread.State.TIMED_WAITING && !done.isDone()) {
+    /**
+     * A thread asking {@link ReleasesUnderWay#awaitEarlier} for request {@code unique}, once it waits
+     * (parked or on the monitor) or has its answer: the event, not a guess at a time.
+     */
+    private CompletableFuture<Boolean> waitingAsker(long unique) {
+        CompletableFuture<Boolean> answer = new CompletableFuture<>();
+        Thread asker = new Thread(() -> answer.complete(releases.awaitEarlier(unique, releases.ended(), true)));
+        asker.start();
+        while (asker.getState() != Thread.State.TIMED_WAITING && !answer.isDone()) {
             Thread.onSpinWait();
         }
+        return answer;
     }
 }
