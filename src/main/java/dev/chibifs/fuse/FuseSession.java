@@ -516,11 +516,11 @@ final class FuseSession {
             } catch (Throwable t) {
                 reply.error(errnoOf(t));
             } finally {
+                if (letsGoOfLocks(opcode)) {
+                    lockWaits.letGo(req.nodeid); // counted before the RELEASE ends: see letGoSince
+                }
                 if (release) {
                     releases.end(req.unique);
-                }
-                if (letsGoOfLocks(opcode)) {
-                    lockWaits.letGo(req.nodeid);
                 }
                 long elapsed = System.nanoTime() - start;
                 stats.served(opcode, elapsed, reply.isError());
@@ -592,13 +592,16 @@ final class FuseSession {
         }
 
         /**
-         * After a lock request was refused, waits for the closes queued before it ({@link ReleasesUnderWay});
-         * true when its answer may have changed since {@code released}. Through io_uring each CPU's queue
-         * delivers on its own, and a request numbered below this one may wait in this very thread's
-         * queue: there only the RELEASEs already under way are waited for.
+         * After a refused lock request: waits for the closes queued before it ({@link ReleasesUnderWay}),
+         * then says whether this mount let go of a lock since {@code letGoBefore}, its
+         * {@link LockWaits#letGoCount} before the try, so that another try may succeed. A RELEASE
+         * counts its let-go before it ends, so one waited for is always seen. Through io_uring each
+         * CPU's queue delivers on its own, and a request numbered below this one may wait in this very
+         * thread's queue: there only the RELEASEs already under way are waited for.
          */
-        private boolean closesWaitedFor(long released) {
-            return releases.awaitEarlier(req.unique, released, !(replyTo instanceof FuseRing.Entry));
+        private boolean letGoSince(long letGoBefore) {
+            releases.awaitEarlier(req.unique, !(replyTo instanceof FuseRing.Entry));
+            return lockWaits.letGoCount() != letGoBefore;
         }
 
         /** Runs the request's operation into the reply; false when the opcode takes no reply. */
@@ -624,15 +627,15 @@ final class FuseSession {
                 // a close lets go of its locks before it returns, but its RELEASE may still be under way
                 // (see ReleasesUnderWay): a conflict waits for the RELEASEs queued before, then asks again
                 case FuseProtocol.GETLK -> {
-                    long released = releases.ended();
-                    if (fs.getlk(req, reply) && closesWaitedFor(released)) {
+                    long letGo = lockWaits.letGoCount();
+                    if (fs.getlk(req, reply) && letGoSince(letGo)) {
                         fs.getlk(req, reply.begin(req.unique));
                     }
                 }
                 case FuseProtocol.SETLK -> {
                     LockWaits.Attempt attempt = fs.setlk(req);
-                    long released = releases.ended();
-                    if (!attempt.tryNow() && !(closesWaitedFor(released) && attempt.tryNow())) {
+                    long letGo = lockWaits.letGoCount();
+                    if (!attempt.tryNow() && !(letGoSince(letGo) && attempt.tryNow())) {
                         reply.error(Linux.EAGAIN);
                     } else if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {
                         return false; // answered by the notice writer
@@ -640,9 +643,8 @@ final class FuseSession {
                 }
                 case FuseProtocol.SETLKW -> {
                     LockWaits.Attempt attempt = fs.setlk(req);
-                    long released = releases.ended();
                     long letGo = lockWaits.letGoCount();
-                    if (!attempt.tryNow() && !(closesWaitedFor(released) && attempt.tryNow())) {
+                    if (!attempt.tryNow() && !(letGoSince(letGo) && attempt.tryNow())) {
                         if (replyTo instanceof FuseRing.Entry entry && !entry.holdForLockWait()) {
                             // nearly every entry of this CPU's io_uring queue waits for a lock already: with
                             // all of them waiting, the unlock that would end the waits could find no entry

@@ -52,8 +52,6 @@ final class ReleasesUnderWay {
     private int count;
     /** Threads waiting in {@link #awaitEarlier}; guarded by this (an end wakes nobody when none waits). */
     private int waiters;
-    /** RELEASEs ended so far; guarded by this. */
-    private long ended;
 
     /** A worker has read request {@code unique} and is about to serve it; {@code release}: it is a RELEASE. */
     void read(long unique, boolean release) {
@@ -80,7 +78,6 @@ final class ReleasesUnderWay {
 
     /** RELEASE {@code unique} is done: the handle is closed, its locks gone. */
     synchronized void end(long unique) {
-        ended++;
         for (int i = 0; i < count; i++) {
             if (ids[i] == unique) {
                 ids[i] = ids[--count];
@@ -92,26 +89,19 @@ final class ReleasesUnderWay {
         }
     }
 
-    /** How many RELEASEs have ended: taken before a lock is tried, for {@link #awaitEarlier}. */
-    synchronized long ended() {
-        return ended;
-    }
-
     /**
      * Waits until every request of the {@link #WINDOW} before {@code unique} has been seen (at most
      * {@link #SEEN_WITHIN_NANOS}; only where {@code inOrder}: requests taken in the order the kernel
      * numbered them, as from /dev/fuse) and no RELEASE among them is under way (at most
-     * {@link #AWAITED_WITHIN_NANOS}); returns whether the request's answer may have changed since
-     * {@link #ended} said {@code endedBefore} (a RELEASE was under way, or one ended meanwhile,
-     * perhaps between the refusal and this call), so that it is worth asking again.
+     * {@link #AWAITED_WITHIN_NANOS}); returns whether one was.
      */
-    boolean awaitEarlier(long unique, long endedBefore, boolean inOrder) {
+    boolean awaitEarlier(long unique, boolean inOrder) {
         if (inOrder) {
             awaitSeen(unique);
         }
         synchronized (this) {
             if (!anyBefore(unique)) {
-                return ended != endedBefore;
+                return false;
             }
             long deadline = System.nanoTime() + AWAITED_WITHIN_NANOS;
             waiters++;
@@ -151,6 +141,11 @@ final class ReleasesUnderWay {
                 LockSupport.parkNanos(POLL_NANOS);
             }
         }
+    }
+
+    /** Threads waiting for a RELEASE to end, for tests. */
+    synchronized int waiters() {
+        return waiters;
     }
 
     /** Whether id {@code unique} was seen (or given up), for tests. */
