@@ -21,12 +21,12 @@ import java.util.function.IntConsumer;
 /**
  * Blocking lock requests (F_SETLKW, a blocking flock) that could not be granted at once: each is
  * tried again on a timer of its own instead of holding a worker thread, which would leave the
- * mount one worker short per waiter (a lock held for long would stop the mount). A conflicting
- * lock may be another mount's or another process's, which tell us nothing when they let go, so
- * waiting is polling: from 1 ms, doubling to 50 ms. Where this mount sees a file's locks let go
- * (an unlock, a close's RELEASE) it tries that file's waiters again at once, from 1 ms again, so
- * a lock passed between processes of one mount is not a poll late. An INTERRUPT (Ctrl-C, a
- * signal) ends a wait with EINTR at once.
+ * mount one worker short per waiter (a lock held for long would stop the mount). A waiter tries
+ * again at once, and then from 1 ms again, when this mount lets go of a lock on its file (an
+ * unlock, a close's RELEASE) or its store tells of a let-go elsewhere (a local store hears another
+ * mount's or a program's close of the store file: {@link dev.chibifs.store.FileLocks#whenLetGo});
+ * in between, and where nothing tells (an S3 store's other hosts), it polls: from 1 ms, doubling
+ * to 50 ms. An INTERRUPT (Ctrl-C, a signal) ends a wait with EINTR at once.
  *
  * <p>A waiter's next try and its delay are touched on the timer thread only, so a try made at
  * once never leaves a second chain of tries behind it.
