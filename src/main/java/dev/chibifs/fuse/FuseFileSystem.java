@@ -1437,8 +1437,7 @@ final class FuseFileSystem {
         };
     }
 
-    /** F_GETLK: the lock that would conflict, else F_UNLCK; returns whether one would. */
-    boolean getlk(FuseRequest req, FuseReply out) throws IOException {
+    void getlk(FuseRequest req, FuseReply out) throws IOException {
         OpenFile f = openFile(req, false);
         LockType type = lockType(req.lockType());
         LockState s = null;
@@ -1449,7 +1448,6 @@ final class FuseFileSystem {
             s = f.handle().locks().testLock(req.lockOwner(), type, req.lockStart(), req.lockEnd());
         }
         out.lock(s.start(), s.end(), lockNumber(s.type()), Math.max(s.pid(), 0));
-        return s.type() != LockType.UNLOCK;
     }
 
     /**

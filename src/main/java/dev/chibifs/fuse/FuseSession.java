@@ -132,6 +132,11 @@ final class FuseSession {
         this.notices = new NoticeWriter(channel);
     }
 
+    /** Lock requests waiting for a close of their file to end, for tests. */
+    int releasesAwaited() {
+        return releases.waiters();
+    }
+
     /** The blocking lock requests waiting (for tests: their retry delays). */
     LockWaits lockWaits() {
         return lockWaits;
@@ -507,7 +512,7 @@ final class FuseSession {
             refusedBy = "";
             waits = false;
             boolean release = opcode == FuseProtocol.RELEASE;
-            releases.read(req.unique, release);
+            releases.read(req.unique, release, req.nodeid);
             try {
                 reply.begin(req.unique);
                 if (!dispatch()) {
@@ -517,7 +522,7 @@ final class FuseSession {
                 reply.error(errnoOf(t));
             } finally {
                 if (letsGoOfLocks(opcode)) {
-                    lockWaits.letGo(req.nodeid); // counted before the RELEASE ends: see letGoSince
+                    lockWaits.letGo(req.nodeid); // counted before the RELEASE ends: see closesFirst
                 }
                 if (release) {
                     releases.end(req.unique);
@@ -592,16 +597,17 @@ final class FuseSession {
         }
 
         /**
-         * After a refused lock request: waits for the closes queued before it ({@link ReleasesUnderWay}),
-         * then says whether this mount let go of a lock since {@code letGoBefore}, its
-         * {@link LockWaits#letGoCount} before the try, so that another try may succeed. A RELEASE
-         * counts its let-go before it ends, so one waited for is always seen. Through io_uring each
-         * CPU's queue delivers on its own, and a request numbered below this one may wait in this very
-         * thread's queue: there only the RELEASEs already under way are waited for.
+         * Before a lock request is tried: waits for the closes of its file queued before it
+         * ({@link ReleasesUnderWay}), so that it meets what a disk would, and returns
+         * {@link LockWaits#letGoCount} as it is tried: where it changed by the time a try was refused,
+         * something was let go meanwhile (a RELEASE counts its let-go before it ends), and another try
+         * may succeed. Through io_uring each CPU's queue delivers on its own, and a request numbered
+         * below this one may wait in this very thread's queue: there only the RELEASEs already under
+         * way are waited for.
          */
-        private boolean letGoSince(long letGoBefore) {
-            releases.awaitEarlier(req.unique, !(replyTo instanceof FuseRing.Entry));
-            return lockWaits.letGoCount() != letGoBefore;
+        private long closesFirst() {
+            releases.awaitEarlier(req.unique, req.nodeid, !(replyTo instanceof FuseRing.Entry));
+            return lockWaits.letGoCount();
         }
 
         /** Runs the request's operation into the reply; false when the opcode takes no reply. */
@@ -625,17 +631,15 @@ final class FuseSession {
                     return false;
                 }
                 // a close lets go of its locks before it returns, but its RELEASE may still be under way
-                // (see ReleasesUnderWay): a conflict waits for the RELEASEs queued before, then asks again
+                // (see ReleasesUnderWay): a lock request waits for the RELEASEs of its file queued before it
                 case FuseProtocol.GETLK -> {
-                    long letGo = lockWaits.letGoCount();
-                    if (fs.getlk(req, reply) && letGoSince(letGo)) {
-                        fs.getlk(req, reply.begin(req.unique));
-                    }
+                    closesFirst();
+                    fs.getlk(req, reply);
                 }
                 case FuseProtocol.SETLK -> {
                     LockWaits.Attempt attempt = fs.setlk(req);
-                    long letGo = lockWaits.letGoCount();
-                    if (!attempt.tryNow() && !(letGoSince(letGo) && attempt.tryNow())) {
+                    long letGo = closesFirst();
+                    if (!attempt.tryNow() && !(lockWaits.letGoCount() != letGo && attempt.tryNow())) {
                         reply.error(Linux.EAGAIN);
                     } else if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {
                         return false; // answered by the notice writer
@@ -643,8 +647,8 @@ final class FuseSession {
                 }
                 case FuseProtocol.SETLKW -> {
                     LockWaits.Attempt attempt = fs.setlk(req);
-                    long letGo = lockWaits.letGoCount();
-                    if (!attempt.tryNow() && !(letGoSince(letGo) && attempt.tryNow())) {
+                    long letGo = closesFirst();
+                    if (!attempt.tryNow() && !(lockWaits.letGoCount() != letGo && attempt.tryNow())) {
                         if (replyTo instanceof FuseRing.Entry entry && !entry.holdForLockWait()) {
                             // nearly every entry of this CPU's io_uring queue waits for a lock already: with
                             // all of them waiting, the unlock that would end the waits could find no entry

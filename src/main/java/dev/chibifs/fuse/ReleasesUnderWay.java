@@ -7,15 +7,18 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * The RELEASE requests read before a lock request and not yet done, so that the lock request can
- * wait for them.
+ * wait for those of its file.
  *
  * <p>close(2) does not wait for its RELEASE: the kernel queues it in the background and returns,
  * and the RELEASE is what lets go of the locks taken through that open file (its flock, its OFD
  * locks, and its record locks, as no FLUSH comes). On a disk the close has let go of them when it
  * returns, so a process may try the lock at once through another descriptor (`flock -n`,
  * F_OFD_SETLK, a new open), and another worker may serve that try while the RELEASE is still
- * closing the handle: a refusal no disk would give. A refused lock request waits for what came
- * before it, then tries again.
+ * closing the handle: a refusal no disk would give. Worse, the kernel names an OFD lock's owner by
+ * its open file's address and a POSIX lock's by its process's file table, and a new open or
+ * process may get the address of one whose RELEASE is still on its way: its lock would join the
+ * old owner's, and keep what the old one held. So a lock request first waits for the closes of its
+ * file that came before it, then is tried.
  *
  * <p>What came before: the kernel numbers requests (the header's unique id, in steps of 2) in the
  * order it queues them, and workers take them from its queue in that order. So every request
@@ -23,8 +26,8 @@ import java.util.concurrent.locks.LockSupport;
  * got as far as saying what it is (descheduled between its read and {@link #read}, which on a
  * 2-vCPU VM is milliseconds now and then). Hence a ring of the ids seen lately: the lock request
  * first waits until every id of the {@link #WINDOW} before its own has been seen, then for the
- * RELEASEs among them. An id never seen (a request the kernel took back unread, its process
- * killed) is waited for once, at most {@link #SEEN_WITHIN_NANOS}.
+ * RELEASEs of its node among them. An id never seen (a request the kernel took back unread, its
+ * process killed) is waited for once, at most {@link #SEEN_WITHIN_NANOS}.
  *
  * <p>Through io_uring each CPU's queue delivers on its own, so there only the RELEASEs already
  * under way are waited for. Across mounts nothing orders a close and a lock: each is another
@@ -47,16 +50,17 @@ final class ReleasesUnderWay {
     /** The first id seen: nothing below it is waited for. */
     private volatile long first = -1;
 
-    /** The ids of the RELEASEs under way, in {@code ids[0..count)}; guarded by this. */
+    /** The ids of the RELEASEs under way and their nodes, in {@code ids[0..count)} and {@code nodes}; guarded by this. */
     private long[] ids = new long[8];
+    private long[] nodes = new long[8];
     private int count;
     /** Threads waiting in {@link #awaitEarlier}; guarded by this (an end wakes nobody when none waits). */
     private int waiters;
 
-    /** A worker has read request {@code unique} and is about to serve it; {@code release}: it is a RELEASE. */
-    void read(long unique, boolean release) {
+    /** A worker has read request {@code unique} and is about to serve it; {@code release}: it is a RELEASE of node {@code node}. */
+    void read(long unique, boolean release, long node) {
         if (release) {
-            begin(unique);
+            begin(unique, node);
         }
         if (first < 0) {
             first = unique;
@@ -69,18 +73,22 @@ final class ReleasesUnderWay {
         return (int) ((unique >>> 1) % RING);
     }
 
-    private synchronized void begin(long unique) {
+    private synchronized void begin(long unique, long node) {
         if (count == ids.length) {
             ids = Arrays.copyOf(ids, count * 2);
+            nodes = Arrays.copyOf(nodes, count * 2);
         }
-        ids[count++] = unique;
+        ids[count] = unique;
+        nodes[count++] = node;
     }
 
     /** RELEASE {@code unique} is done: the handle is closed, its locks gone. */
     synchronized void end(long unique) {
         for (int i = 0; i < count; i++) {
             if (ids[i] == unique) {
-                ids[i] = ids[--count];
+                count--;
+                ids[i] = ids[count];
+                nodes[i] = nodes[count];
                 break;
             }
         }
@@ -92,21 +100,21 @@ final class ReleasesUnderWay {
     /**
      * Waits until every request of the {@link #WINDOW} before {@code unique} has been seen (at most
      * {@link #SEEN_WITHIN_NANOS}; only where {@code inOrder}: requests taken in the order the kernel
-     * numbered them, as from /dev/fuse) and no RELEASE among them is under way (at most
-     * {@link #AWAITED_WITHIN_NANOS}); returns whether one was.
+     * numbered them, as from /dev/fuse) and no RELEASE of node {@code node} among them is under way
+     * (at most {@link #AWAITED_WITHIN_NANOS}); returns whether one was.
      */
-    boolean awaitEarlier(long unique, boolean inOrder) {
+    boolean awaitEarlier(long unique, long node, boolean inOrder) {
         if (inOrder) {
             awaitSeen(unique);
         }
         synchronized (this) {
-            if (!anyBefore(unique)) {
+            if (!anyBefore(unique, node)) {
                 return false;
             }
             long deadline = System.nanoTime() + AWAITED_WITHIN_NANOS;
             waiters++;
             try {
-                for (long left = AWAITED_WITHIN_NANOS; left > 0 && anyBefore(unique); left = deadline - System.nanoTime()) {
+                for (long left = AWAITED_WITHIN_NANOS; left > 0 && anyBefore(unique, node); left = deadline - System.nanoTime()) {
                     TimeUnit.NANOSECONDS.timedWait(this, left);
                 }
             } catch (InterruptedException e) {
@@ -153,9 +161,9 @@ final class ReleasesUnderWay {
         return seen.getAcquire(slot(unique)) >= unique;
     }
 
-    private boolean anyBefore(long unique) {
+    private boolean anyBefore(long unique, long node) {
         for (int i = 0; i < count; i++) {
-            if (ids[i] < unique) {
+            if (ids[i] < unique && nodes[i] == node) {
                 return true;
             }
         }

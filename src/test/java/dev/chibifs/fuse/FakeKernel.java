@@ -194,6 +194,11 @@ final class FakeKernel implements FuseChannel {
     }
 
     /** The next reply, to whichever request (5 s at most). */
+    /** Whether a reply is waiting to be taken. */
+    boolean answered() {
+        return !replies.isEmpty();
+    }
+
     Reply reply() throws InterruptedException {
         Reply r = replies.poll(5, TimeUnit.SECONDS);
         if (r == null) {

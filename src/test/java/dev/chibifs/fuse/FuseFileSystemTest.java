@@ -1083,36 +1083,21 @@ class FuseFileSystemTest {
 
     /**
      * close(2) lets go of an open file's locks before it returns, though its RELEASE comes in the
-     * background: a lock tried through another open right after, served while that RELEASE is still
-     * closing the holder's handle, waits for the close instead of being refused (ReleasesUnderWay).
+     * background: a lock tried through another open right after, while that RELEASE is still
+     * closing the holder's handle, waits for the close and is granted (ReleasesUnderWay), where it
+     * would have been refused.
      */
     @Test
     void aLockTriedWhileAnEarlierReleaseClosesItsHolderWaitsForTheCloseAndIsGranted() throws Exception {
         java.util.concurrent.CountDownLatch closing = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch refused = new java.util.concurrent.CountDownLatch(1);
-        wrapOpens((i, h) -> i == 0
-                // the holder's close goes on only once the other open's first try was refused
-                ? around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
-                    if (hm.getName().equals("close")) {
-                        closing.countDown();
-                        awaitLatch(refused);
-                    }
-                    return null;
-                })
-                : withLocks(h, locks -> around(locks, dev.chibifs.store.FileLocks.class, (lm, la) -> {
-                    if (!lm.getName().equals("tryFlock")) {
-                        return null;
-                    }
-                    try {
-                        boolean granted = (Boolean) lm.invoke(locks, la);
-                        if (!granted) {
-                            refused.countDown();
-                        }
-                        return granted;
-                    } catch (ReflectiveOperationException e) {
-                        throw new IllegalStateException(e);
-                    }
-                })));
+        java.util.concurrent.CountDownLatch mayClose = new java.util.concurrent.CountDownLatch(1);
+        wrapOpens((i, h) -> i > 0 ? h : around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
+            if (hm.getName().equals("close")) {
+                closing.countDown();
+                awaitLatch(mayClose);
+            }
+            return null;
+        }));
         stop();
         connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
@@ -1123,13 +1108,99 @@ class FuseFileSystemTest {
         long release = kernel.send(FuseProtocol.RELEASE, holder[0], body().int64(holder[1]).int32(0).int32(0).int64(0));
         awaitLatch(closing);
         long tried = kernel.send(FuseProtocol.SETLK, holder[0], flock(other, 8));
+        while (session.releasesAwaited() == 0 && !kernel.answered()) {
+            Thread.onSpinWait(); // until the try waits for the close (or, wrongly, was answered)
+        }
+        mayClose.countDown();
         Map<Long, Integer> answers = new java.util.HashMap<>();
         for (int i = 0; i < 2; i++) {
             FakeKernel.Reply r = kernel.reply();
             answers.put(r.unique(), r.error());
         }
-        assertEquals(Map.of(release, 0, tried, 0), answers, "the close let go of the lock before the try was answered");
-        assertEquals(0, refused.getCount(), "the first try came while the close was under way, and was refused");
+        assertEquals(Map.of(release, 0, tried, 0), answers, "the close let go of the lock before the try");
+    }
+
+    /**
+     * The kernel names an OFD lock's owner by its open file's address (a POSIX lock's by its
+     * process's file table), which a new open may get while the old one's RELEASE is on its way.
+     * The new open's lock waits for that close, so it does not join the old open's locks and keep
+     * them: once both are done, only the new open's range is held.
+     */
+    @Test
+    void aRecordLockOwnerNamedAgainByANewOpenKeepsNothingOfTheOldOpen() throws Exception {
+        java.util.concurrent.CountDownLatch closing = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch mayClose = new java.util.concurrent.CountDownLatch(1);
+        wrapOpens((i, h) -> i > 0 ? h : around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
+            if (hm.getName().equals("close")) {
+                closing.countDown();
+                awaitLatch(mayClose);
+            }
+            return null;
+        }));
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] old = create(shared, "records");
+        long reused = kernel.call(FuseProtocol.OPEN, old[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        long third = kernel.call(FuseProtocol.OPEN, old[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, old[0], record(old[1], 7, 0, 10)).error());
+
+        long release = kernel.send(FuseProtocol.RELEASE, old[0], body().int64(old[1]).int32(0).int32(0).int64(0));
+        awaitLatch(closing);
+        long tried = kernel.send(FuseProtocol.SETLK, old[0], record(reused, 7, 20, 30));
+        while (session.releasesAwaited() == 0 && !kernel.answered()) {
+            Thread.onSpinWait(); // until the new open's lock waits for the old one's close
+        }
+        mayClose.countDown();
+        Map<Long, Integer> answers = new java.util.HashMap<>();
+        for (int i = 0; i < 2; i++) {
+            FakeKernel.Reply r = kernel.reply();
+            answers.put(r.unique(), r.error());
+        }
+        assertEquals(Map.of(release, 0, tried, 0), answers);
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, old[0], record(third, 9, 0, 10)).error(),
+                "the old open's range went with its close");
+        assertEquals(-Linux.EAGAIN, kernel.call(FuseProtocol.SETLK, old[0], record(third, 9, 20, 30)).error(),
+                "the new open's range is held");
+    }
+
+    /** A non-blocking write lock on bytes [start, end] through open {@code fh} by lock owner {@code owner}. */
+    private static FakeKernel.Body record(long fh, long owner, long start, long end) {
+        return body().int64(fh).int64(owner).int64(start).int64(end).int32(Linux.F_WRLCK).int32(4321).int32(0).int32(0);
+    }
+
+    /**
+     * A close queued before a lock request, of another file, is not waited for: only its own
+     * file's closes can change what the lock request meets.
+     */
+    @Test
+    void aLockRequestWaitsForNoCloseOfAnotherFile() throws Exception {
+        java.util.concurrent.CountDownLatch closing = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch mayClose = new java.util.concurrent.CountDownLatch(1);
+        wrapOpens((i, h) -> i > 0 ? h : around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
+            if (hm.getName().equals("close")) {
+                closing.countDown();
+                awaitLatch(mayClose);
+            }
+            return null;
+        }));
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] closed = create(shared, "closed");
+        long[] locked = create(shared, "locked");
+        long release = kernel.send(FuseProtocol.RELEASE, closed[0], body().int64(closed[1]).int32(0).int32(0).int64(0));
+        awaitLatch(closing);
+        long tried = kernel.send(FuseProtocol.SETLK, locked[0], flock(locked[1], 8));
+        while (session.releasesAwaited() == 0 && !kernel.answered()) {
+            Thread.onSpinWait(); // until the try is answered (or, wrongly, waits for the close)
+        }
+        assertEquals(0, session.releasesAwaited(), "it waits for no close of another file");
+        FakeKernel.Reply granted = kernel.reply();
+        assertEquals(tried, granted.unique());
+        assertEquals(0, granted.error(), "granted while another file's close is under way");
+        mayClose.countDown();
+        assertEquals(release, kernel.reply().unique());
     }
 
     /**

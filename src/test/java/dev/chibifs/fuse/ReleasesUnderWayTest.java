@@ -11,21 +11,25 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(30)
 class ReleasesUnderWayTest {
 
+    /** The file the lock requests are for. */
+    private static final long NODE = 7;
     private final ReleasesUnderWay releases = new ReleasesUnderWay();
 
     @Test
     void aRequestWaitsForNoReleaseWhenNoneCameBeforeIt() {
-        assertFalse(releases.awaitEarlier(10, true), "none under way");
-        releases.read(12, true);
-        assertFalse(releases.awaitEarlier(10, true), "one queued after the request is not its concern");
+        assertFalse(releases.awaitEarlier(10, NODE, true), "none under way");
+        releases.read(12, true, NODE);
+        assertFalse(releases.awaitEarlier(10, NODE, true), "one queued after the request is not its concern");
         releases.end(12);
-        assertFalse(releases.awaitEarlier(14, true), "ended before the request looked");
+        assertFalse(releases.awaitEarlier(14, NODE, true), "ended before the request looked");
+        releases.read(16, true, NODE + 1);
+        assertFalse(releases.awaitEarlier(18, NODE, true), "another file's close");
     }
 
     @Test
     void aRequestWaitsForAReleaseQueuedBeforeItUntilThatEnds() throws Exception {
-        releases.read(8, true);
-        releases.read(12, true);
+        releases.read(8, true, NODE);
+        releases.read(12, true, NODE);
         CompletableFuture<Boolean> waited = waitingAsker(10);
         assertFalse(waited.isDone(), "release 8 is under way");
         releases.end(12);
@@ -35,11 +39,11 @@ class ReleasesUnderWayTest {
 
     @Test
     void aRequestWaitsForAnEarlierIdNotSeenYetAndForTheReleaseItTurnsOutToBe() throws Exception {
-        releases.read(8, false);
+        releases.read(8, false, NODE);
         CompletableFuture<Boolean> waited = waitingAsker(12);
         // the worker that took request 10 before the lock request was taken says what it is only now
         assertFalse(waited.isDone(), "10 was taken before 12, by a worker not heard from yet");
-        releases.read(10, true);
+        releases.read(10, true, NODE);
         while (releases.waiters() == 0) {
             Thread.onSpinWait(); // until it waits for release 10 to end
         }
@@ -50,10 +54,10 @@ class ReleasesUnderWayTest {
     @Test
     void anIdNeverSeenIsWaitedForOnlySoLong() {
         // a request the kernel took back unread (its process killed) leaves its id unseen for good
-        releases.read(8, false);
-        releases.read(12, false);
+        releases.read(8, false, NODE);
+        releases.read(12, false, NODE);
         assertFalse(releases.seen(10));
-        assertFalse(releases.awaitEarlier(14, true), "10 never comes");
+        assertFalse(releases.awaitEarlier(14, NODE, true), "10 never comes");
         assertTrue(releases.seen(10), "given up once, not waited for by every later request");
     }
 
@@ -63,7 +67,7 @@ class ReleasesUnderWayTest {
      */
     private CompletableFuture<Boolean> waitingAsker(long unique) {
         CompletableFuture<Boolean> answer = new CompletableFuture<>();
-        Thread asker = new Thread(() -> answer.complete(releases.awaitEarlier(unique, true)));
+        Thread asker = new Thread(() -> answer.complete(releases.awaitEarlier(unique, NODE, true)));
         asker.start();
         while (asker.getState() != Thread.State.TIMED_WAITING && !answer.isDone()) {
             Thread.onSpinWait();
