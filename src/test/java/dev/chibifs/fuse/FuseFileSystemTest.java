@@ -1089,35 +1089,20 @@ class FuseFileSystemTest {
      */
     @Test
     void aLockTriedWhileAnEarlierReleaseClosesItsHolderWaitsForTheCloseAndIsGranted() throws Exception {
-        java.util.concurrent.CountDownLatch closing = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch mayClose = new java.util.concurrent.CountDownLatch(1);
-        wrapOpens((i, h) -> i > 0 ? h : around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
-            if (hm.getName().equals("close")) {
-                closing.countDown();
-                awaitLatch(mayClose);
-            }
-            return null;
-        }));
-        stop();
-        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        HeldClose held = connectHoldingTheFirstClose();
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         long[] holder = create(shared, "lockfile");
         long other = kernel.call(FuseProtocol.OPEN, holder[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
         assertEquals(0, kernel.call(FuseProtocol.SETLK, holder[0], flock(holder[1], 7)).error());
 
         long release = kernel.send(FuseProtocol.RELEASE, holder[0], body().int64(holder[1]).int32(0).int32(0).int64(0));
-        awaitLatch(closing);
+        awaitLatch(held.closing());
         long tried = kernel.send(FuseProtocol.SETLK, holder[0], flock(other, 8));
         while (session.releasesAwaited() == 0 && !kernel.answered()) {
             Thread.onSpinWait(); // until the try waits for the close (or, wrongly, was answered)
         }
-        mayClose.countDown();
-        Map<Long, Integer> answers = new java.util.HashMap<>();
-        for (int i = 0; i < 2; i++) {
-            FakeKernel.Reply r = kernel.reply();
-            answers.put(r.unique(), r.error());
-        }
-        assertEquals(Map.of(release, 0, tried, 0), answers, "the close let go of the lock before the try");
+        held.mayClose().countDown();
+        assertEquals(Map.of(release, 0, tried, 0), answers(2), "the close let go of the lock before the try");
     }
 
     /**
@@ -1128,17 +1113,7 @@ class FuseFileSystemTest {
      */
     @Test
     void aRecordLockOwnerNamedAgainByANewOpenKeepsNothingOfTheOldOpen() throws Exception {
-        java.util.concurrent.CountDownLatch closing = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch mayClose = new java.util.concurrent.CountDownLatch(1);
-        wrapOpens((i, h) -> i > 0 ? h : around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
-            if (hm.getName().equals("close")) {
-                closing.countDown();
-                awaitLatch(mayClose);
-            }
-            return null;
-        }));
-        stop();
-        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        HeldClose held = connectHoldingTheFirstClose();
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         long[] old = create(shared, "records");
         long reused = kernel.call(FuseProtocol.OPEN, old[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
@@ -1146,18 +1121,13 @@ class FuseFileSystemTest {
         assertEquals(0, kernel.call(FuseProtocol.SETLK, old[0], record(old[1], 7, 0, 10)).error());
 
         long release = kernel.send(FuseProtocol.RELEASE, old[0], body().int64(old[1]).int32(0).int32(0).int64(0));
-        awaitLatch(closing);
+        awaitLatch(held.closing());
         long tried = kernel.send(FuseProtocol.SETLK, old[0], record(reused, 7, 20, 30));
         while (session.releasesAwaited() == 0 && !kernel.answered()) {
             Thread.onSpinWait(); // until the new open's lock waits for the old one's close
         }
-        mayClose.countDown();
-        Map<Long, Integer> answers = new java.util.HashMap<>();
-        for (int i = 0; i < 2; i++) {
-            FakeKernel.Reply r = kernel.reply();
-            answers.put(r.unique(), r.error());
-        }
-        assertEquals(Map.of(release, 0, tried, 0), answers);
+        held.mayClose().countDown();
+        assertEquals(Map.of(release, 0, tried, 0), answers(2));
         assertEquals(0, kernel.call(FuseProtocol.SETLK, old[0], record(third, 9, 0, 10)).error(),
                 "the old open's range went with its close");
         assertEquals(-Linux.EAGAIN, kernel.call(FuseProtocol.SETLK, old[0], record(third, 9, 20, 30)).error(),
@@ -1175,22 +1145,12 @@ class FuseFileSystemTest {
      */
     @Test
     void aLockRequestWaitsForNoCloseOfAnotherFile() throws Exception {
-        java.util.concurrent.CountDownLatch closing = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch mayClose = new java.util.concurrent.CountDownLatch(1);
-        wrapOpens((i, h) -> i > 0 ? h : around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
-            if (hm.getName().equals("close")) {
-                closing.countDown();
-                awaitLatch(mayClose);
-            }
-            return null;
-        }));
-        stop();
-        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        HeldClose held = connectHoldingTheFirstClose();
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         long[] closed = create(shared, "closed");
         long[] locked = create(shared, "locked");
         long release = kernel.send(FuseProtocol.RELEASE, closed[0], body().int64(closed[1]).int32(0).int32(0).int64(0));
-        awaitLatch(closing);
+        awaitLatch(held.closing());
         long tried = kernel.send(FuseProtocol.SETLK, locked[0], flock(locked[1], 8));
         while (session.releasesAwaited() == 0 && !kernel.answered()) {
             Thread.onSpinWait(); // until the try is answered (or, wrongly, waits for the close)
@@ -1199,7 +1159,7 @@ class FuseFileSystemTest {
         FakeKernel.Reply granted = kernel.reply();
         assertEquals(tried, granted.unique());
         assertEquals(0, granted.error(), "granted while another file's close is under way");
-        mayClose.countDown();
+        held.mayClose().countDown();
         assertEquals(release, kernel.reply().unique());
     }
 
@@ -1242,23 +1202,13 @@ class FuseFileSystemTest {
         awaitWaiters(1);
         long unlock = kernel.send(FuseProtocol.SETLK, holder[0], body().int64(holder[1]).int64(7).int64(0)
                 .int64(Long.MAX_VALUE).int32(Linux.F_UNLCK).int32(4321).int32(FuseProtocol.LK_FLOCK).int32(0));
-        Map<Long, Integer> answers = new java.util.HashMap<>();
-        for (int i = 0; i < 2; i++) {
-            FakeKernel.Reply r = kernel.reply();
-            answers.put(r.unique(), r.error());
-        }
-        assertEquals(Map.of(unlock, 0, waits, 0), answers, "the unlock, then the waiter's grant");
+        assertEquals(Map.of(unlock, 0, waits, 0), answers(2), "the unlock, then the waiter's grant");
 
         long third = kernel.call(FuseProtocol.OPEN, holder[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
         long waitsAgain = kernel.send(FuseProtocol.SETLKW, holder[0], flock(third, 9));
         awaitWaiters(1);
         long close = kernel.send(FuseProtocol.RELEASE, holder[0], body().int64(waiter).int32(0).int32(0).int64(0));
-        answers.clear();
-        for (int i = 0; i < 2; i++) {
-            FakeKernel.Reply r = kernel.reply();
-            answers.put(r.unique(), r.error());
-        }
-        assertEquals(Map.of(close, 0, waitsAgain, 0), answers, "the close, then the next waiter's grant");
+        assertEquals(Map.of(close, 0, waitsAgain, 0), answers(2), "the close, then the next waiter's grant");
     }
 
     /**
@@ -1302,6 +1252,35 @@ class FuseFileSystemTest {
     private static FakeKernel.Body flock(long fh, long owner) {
         return body().int64(fh).int64(owner).int64(0).int64(Long.MAX_VALUE).int32(Linux.F_WRLCK).int32(4321)
                 .int32(FuseProtocol.LK_FLOCK).int32(0);
+    }
+
+    /** The error of each of the next {@code n} replies, by request id (they may come in any order). */
+    private Map<Long, Integer> answers(int n) throws InterruptedException {
+        Map<Long, Integer> answers = new java.util.HashMap<>();
+        for (int i = 0; i < n; i++) {
+            FakeKernel.Reply r = kernel.reply();
+            answers.put(r.unique(), r.error());
+        }
+        return answers;
+    }
+
+    /** The first open's close, held: {@code closing} counts down as it begins, and it goes on once {@code mayClose} does. */
+    private record HeldClose(java.util.concurrent.CountDownLatch closing, java.util.concurrent.CountDownLatch mayClose) {
+    }
+
+    /** Connects again, with lock flags and two workers, over {@link #store}, the first open's close held. */
+    private HeldClose connectHoldingTheFirstClose() throws Exception {
+        HeldClose held = new HeldClose(new java.util.concurrent.CountDownLatch(1), new java.util.concurrent.CountDownLatch(1));
+        wrapOpens((i, h) -> i > 0 ? h : around(h, dev.chibifs.store.FileHandle.class, (hm, ha) -> {
+            if (hm.getName().equals("close")) {
+                held.closing().countDown();
+                awaitLatch(held.mayClose());
+            }
+            return null;
+        }));
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        return held;
     }
 
     /** Until {@code n} lock requests wait: the event, not a guess at a time. */
