@@ -610,6 +610,14 @@ final class FuseSession {
             return lockWaits.letGoCount();
         }
 
+        /**
+         * Tries the lock: true when granted. A refused try is made once more where something was let
+         * go since {@code letGo} ({@link #closesFirst}), perhaps between the try and its refusal.
+         */
+        private boolean tried(LockWaits.Attempt attempt, long letGo) throws IOException {
+            return attempt.tryNow() || lockWaits.letGoCount() != letGo && attempt.tryNow();
+        }
+
         /** Runs the request's operation into the reply; false when the opcode takes no reply. */
         private boolean dispatch() throws IOException {
             switch (req.opcode) {
@@ -638,8 +646,7 @@ final class FuseSession {
                 }
                 case FuseProtocol.SETLK -> {
                     LockWaits.Attempt attempt = fs.setlk(req);
-                    long letGo = closesFirst();
-                    if (!attempt.tryNow() && !(lockWaits.letGoCount() != letGo && attempt.tryNow())) {
+                    if (!tried(attempt, closesFirst())) {
                         reply.error(Linux.EAGAIN);
                     } else if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {
                         return false; // answered by the notice writer
@@ -648,7 +655,7 @@ final class FuseSession {
                 case FuseProtocol.SETLKW -> {
                     LockWaits.Attempt attempt = fs.setlk(req);
                     long letGo = closesFirst();
-                    if (!attempt.tryNow() && !(lockWaits.letGoCount() != letGo && attempt.tryNow())) {
+                    if (!tried(attempt, letGo)) {
                         if (replyTo instanceof FuseRing.Entry entry && !entry.holdForLockWait()) {
                             // nearly every entry of this CPU's io_uring queue waits for a lock already: with
                             // all of them waiting, the unlock that would end the waits could find no entry

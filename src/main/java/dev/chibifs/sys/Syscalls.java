@@ -782,13 +782,16 @@ public final class Syscalls {
      * very inode ("." for the directory itself, ".." for its parent now); the watch descriptor, or -errno.
      */
     public static int inotifyWatch(int inotify, int fd, String name, int mask) {
-        int wd = LIBC.inotify_add_watch(inotify, bytes(PROC_SELF_FD + fd + "/" + name), mask);
-        return wd < 0 ? -errno() : wd;
+        return inotifyWatchPath(inotify, PROC_SELF_FD + fd + "/" + name, mask);
     }
 
     /** Watches the file open as {@code fd} itself (through /proc, so that very inode); the watch descriptor, or -errno. */
     public static int inotifyWatchFile(int inotify, int fd, int mask) {
-        int wd = LIBC.inotify_add_watch(inotify, bytes(PROC_SELF_FD + fd), mask);
+        return inotifyWatchPath(inotify, PROC_SELF_FD + fd, mask);
+    }
+
+    private static int inotifyWatchPath(int inotify, String path, int mask) {
+        int wd = LIBC.inotify_add_watch(inotify, bytes(path), mask);
         return wd < 0 ? -errno() : wd;
     }
 
