@@ -311,6 +311,7 @@ final class FuseFileSystem {
                         FuseProtocol.MKNOD -> target(child(at, req.entryName()), "");
                 case FuseProtocol.CREATE -> target(child(at, req.entryName()), openMode(req.openFlags()));
                 case FuseProtocol.OPEN -> target(at, openMode(req.openFlags()));
+                case FuseProtocol.TMPFILE -> target(at, openMode(req.openFlags()) + "|O_TMPFILE");
                 case FuseProtocol.SYMLINK -> target(child(at, req.entryName()), "-> " + req.secondName());
                 case FuseProtocol.LINK -> new RequestTrace.Target(List.of(nodePath(req.linkSource()), child(at, req.entryName())), "");
                 case FuseProtocol.RENAME, FuseProtocol.RENAME2 -> new RequestTrace.Target(
@@ -778,7 +779,17 @@ final class FuseFileSystem {
         NodeTable.Node parent = node(req);
         String name = req.entryName();
         VfsPath p = childPath(parent, name);
-        router.link(caller(req), path(existing), p);
+        Caller caller = caller(req);
+        VfsPath last = path(existing);
+        if (!existing.removed) {
+            router.link(caller, last, p);
+        } else if (throughAnOpenFile(existing, handle -> {
+            // no name reaches it (O_TMPFILE, or its names went behind the kernel's back): its open file does
+            router.link(caller, handle, last, p);
+            return p;
+        }) == null) {
+            throw new NoSuchFileException(last.toString());
+        }
         existing.changing();
         out.rememberedNode = entry(req, parent, name, p, router.metadata(null, p), out);
     }
@@ -1199,6 +1210,39 @@ final class FuseFileSystem {
         // O_CREAT without O_EXCL may have opened an existing file: the store says whether this open made it
         NodeTable.Node n = entry(req, parent, name, p, m, out, handle.opened() == null);
         out.rememberedNode = n;
+        openedWithEntry(out, n, handle, caller, flags);
+    }
+
+    /**
+     * open(2) with O_TMPFILE (7.37): CREATE's request and reply for a file with no name, a node the
+     * kernel holds through its open alone until a LINK names it (linkat of /proc/self/fd/N). A store
+     * without such files answers EOPNOTSUPP, this request only: ENOSYS would end TMPFILE for the mount.
+     */
+    void tmpfile(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node parent = node(req);
+        VfsPath p = Router.unnamedIn(path(parent));
+        Caller caller = caller(req);
+        Set<OpenFlag> flags = openFlags(req.openFlags());
+        FileHandle handle = router.openUnnamed(caller, p.parent(), req.createMode() & 07777);
+        NodeTable.Node n;
+        Metadata m;
+        try {
+            m = handle.metadata();
+            n = nodes.rememberUnnamed(parent, p.fileName(), NodeTable.Identity.of(router.resolve(p).storage(), m));
+        } catch (IOException | RuntimeException e) {
+            handle.close();
+            throw e;
+        }
+        replied(n, m);
+        // no link count yet: a link count of 0 is what lets the kernel's linkat name it (I_LINKABLE)
+        out.entry(n.id, FuseReply.Validity.NONE, timeouts.brief(), attributes(req, p, m));
+        out.rememberedNode = n;
+        openedWithEntry(out, n, handle, caller, flags);
+    }
+
+    /** The open half of CREATE's and TMPFILE's reply, after the entry of new node {@code n}, whose open {@code handle} is. */
+    private void openedWithEntry(FuseReply out, NodeTable.Node n, FileHandle handle, Caller caller, Set<OpenFlag> flags)
+            throws IOException {
         int backing;
         try {
             synchronized (n) {

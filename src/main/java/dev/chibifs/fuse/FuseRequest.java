@@ -83,7 +83,8 @@ final class FuseRequest {
             // fuse_setxattr_in is 8 bytes without FUSE_SETXATTR_EXT, which INIT does not ask for
             case FuseProtocol.MKDIR, FuseProtocol.LINK, FuseProtocol.RENAME, FuseProtocol.GETXATTR,
                     FuseProtocol.SETXATTR -> 8;
-            case FuseProtocol.MKNOD, FuseProtocol.CREATE, FuseProtocol.RENAME2 -> 16;
+            // TMPFILE's name is the kernel's "/" for a dentry no directory holds
+            case FuseProtocol.MKNOD, FuseProtocol.CREATE, FuseProtocol.TMPFILE, FuseProtocol.RENAME2 -> 16;
             default -> -1;
         };
     }

@@ -716,6 +716,7 @@ final class FuseSession {
                 }
                 case FuseProtocol.ACCESS -> fs.access(req, reply);
                 case FuseProtocol.CREATE -> fs.create(req, reply);
+                case FuseProtocol.TMPFILE -> fs.tmpfile(req, reply);
                 case FuseProtocol.FALLOCATE -> fs.fallocate(req, reply);
                 case FuseProtocol.LSEEK -> fs.lseek(req, reply);
                 case FuseProtocol.COPY_FILE_RANGE -> fs.copyFileRange(req, reply, data(), false);

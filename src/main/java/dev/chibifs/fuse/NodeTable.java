@@ -331,6 +331,21 @@ final class NodeTable {
     }
 
     /**
+     * The node of a file made without a name in {@code parent} (O_TMPFILE), with one kernel lookup:
+     * removed, as a file whose names are all gone is, and known by {@code identity} only, so the
+     * {@link #remember} of the name a LINK gives it finds it. {@code placeholder}, never in the
+     * name table, is its path for the policy and messages.
+     */
+    synchronized Node rememberUnnamed(Node parent, String placeholder, Identity identity) {
+        Node node = new Node(byId.newId(), identity, false, new Link(parent, placeholder));
+        node.removed = true;
+        byId.add(node);
+        byIdentity.put(identity, node);
+        node.lookups++;
+        return node;
+    }
+
+    /**
      * {@link #remember} for a node {@link #soleChild} found under {@code name} in {@code parent}
      * and the store still says is there: one more kernel lookup, without a look in the maps, if it
      * is still known so (and held: a forgotten node has no lookups left); null otherwise.

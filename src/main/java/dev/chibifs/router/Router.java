@@ -65,6 +65,8 @@ public final class Router {
     }
 
     private static final Logger LOG = LoggerFactory.getLogger(Router.class);
+    /** The last name of {@link #unnamedIn}: never looked up, so a file really named so is no matter. */
+    private static final String UNNAMED = "#unnamed";
 
     // sorted longest prefix first; immutable after construction, so lookups need no lock
     private final List<Mount> mounts;
@@ -805,13 +807,7 @@ public final class Router {
      * (EPERM, as symlink: nothing would copy it instead).
      */
     public void link(Caller caller, VfsPath existing, VfsPath newName) throws IOException {
-        if (!ZonePolicy.mayLink(caller, existing, newName, membership)) {
-            VfsPath denied = mayWrite(caller, newName) ? existing : newName;
-            String reason = mayWrite(caller, existing) && mayWrite(caller, newName)
-                    ? "hard links cannot cross zones ('" + existing + "' -> '" + newName + "')"
-                    : ZonePolicy.denial(caller, denied, membership);
-            throw new PolicyDeniedException(newName.toString(), reason);
-        }
+        checkLink(caller, existing, newName);
         Target te = writable(existing);
         Target tn = sameStorage(existing, newName, te);
         creatable(newName);
@@ -823,6 +819,46 @@ public final class Router {
             }
         }
         te.storage().link(te.path(), tn.path());
+    }
+
+    private void checkLink(Caller caller, VfsPath existing, VfsPath newName) throws PolicyDeniedException {
+        if (!ZonePolicy.mayLink(caller, existing, newName, membership)) {
+            VfsPath denied = mayWrite(caller, newName) ? existing : newName;
+            String reason = mayWrite(caller, existing) && mayWrite(caller, newName)
+                    ? "hard links cannot cross zones ('" + existing + "' -> '" + newName + "')"
+                    : ZonePolicy.denial(caller, denied, membership);
+            throw new PolicyDeniedException(newName.toString(), reason);
+        }
+    }
+
+    /**
+     * The path an unnamed file in {@code directory} goes by for the policy and in messages: a new
+     * name there, which is what open(2) with O_TMPFILE makes as far as the policy is concerned.
+     */
+    public static VfsPath unnamedIn(VfsPath directory) {
+        return directory.child(UNNAMED);
+    }
+
+    /**
+     * open(2) with O_TMPFILE: a file with no name in {@code directory} (see {@link Storage#openUnnamed}),
+     * where the caller may make a new name, so a denied one leaves nothing, as a denied create does.
+     */
+    public FileHandle openUnnamed(Caller caller, VfsPath directory, int mode) throws IOException {
+        VfsPath name = unnamedIn(directory);
+        checkWrite(caller, name);
+        Target t = creatable(name);
+        return tagged(t.storage().openUnnamed(t.path().parent(), mode), t.storage());
+    }
+
+    /**
+     * linkat(2) of an open file ({@code handle}, from this router), last known as {@code lastName}
+     * (an unnamed file's {@link #unnamedIn}): {@link #link}'s rules, one zone and one store.
+     */
+    public void link(Caller caller, FileHandle handle, VfsPath lastName, VfsPath newName) throws IOException {
+        checkLink(caller, lastName, newName);
+        Target tn = sameStorage(lastName, newName, writable(lastName));
+        creatable(newName);
+        tn.storage().link(handle instanceof TaggedHandle tagged ? tagged.h() : handle, tn.path());
     }
 
     /** The rule that judges symbolic link targets here. */

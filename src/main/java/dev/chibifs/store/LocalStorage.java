@@ -1062,6 +1062,34 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    /** The store's own file system makes it (O_TMPFILE): nothing of it is left in the store if it is never named. */
+    @Override
+    public FileHandle openUnnamed(VfsPath directory, int mode) throws IOException {
+        spaceBackFirst();
+        try (At a = directoryAt(directory)) {
+            int fd = Syscalls.tryOpenat(a.dir, ".", O_TMPFILE | O_RDWR | O_NONBLOCK | O_NOCTTY, fileMode(mode));
+            if (fd < 0) {
+                throw failure(-fd, directory);
+            }
+            return new LocalFileHandle(fd, null, O_RDWR, locks);
+        }
+    }
+
+    @Override
+    public void link(FileHandle handle, VfsPath newName) throws IOException {
+        if (!(handle instanceof LocalFileHandle open)) {
+            throw ErrnoException.forErrno(EXDEV, newName.toString());
+        }
+        spaceBackFirst();
+        checkCreatable(newName);
+        try (At to = at(newName)) {
+            int err = -Syscalls.tryLinkDescriptor(open.fd(), to.dir, to.name);
+            if (err != 0) {
+                throw failure(err, newName);
+            }
+        }
+    }
+
     @Override
     public String readLink(VfsPath path) throws IOException {
         try (At a = at(path)) {

@@ -18,6 +18,7 @@ import java.nio.file.attribute.FileTime;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -156,6 +157,8 @@ public final class MemoryStorage implements Storage {
         boolean freed;
         /** Its locks; made at the first lock request. */
         InProcessLocks locks;
+        /** Made without a name ({@link #openUnnamed}) and not named yet: a link may give it its first name. */
+        boolean linkable;
 
         File(MemoryStorage s, int mode) {
             super(s, mode);
@@ -763,6 +766,10 @@ public final class MemoryStorage implements Storage {
             this.append = append;
         }
 
+        MemoryStorage store() {
+            return MemoryStorage.this;
+        }
+
         @Override
         public Metadata opened() {
             return opened;
@@ -1023,6 +1030,36 @@ public final class MemoryStorage implements Storage {
         parent.children.put(newName.fileName(), n);
         n.links++;
         n.changed = now();
+        touchDir(parent);
+    }
+
+    @Override
+    public synchronized FileHandle openUnnamed(VfsPath directory, int mode) throws IOException {
+        findDir(directory);
+        File f = new File(this, 0644 | ((mode & 0100) != 0 ? 0111 : 0));
+        f.links = 0;
+        f.linkable = true;
+        return openFile(f, EnumSet.of(OpenFlag.READ, OpenFlag.WRITE), false);
+    }
+
+    @Override
+    public synchronized void link(FileHandle handle, VfsPath newName) throws IOException {
+        if (!(handle instanceof MemoryHandle open) || open.store() != this) {
+            throw ErrnoException.forErrno(Linux.EXDEV, newName.toString());
+        }
+        File f = open.file;
+        if (open.closed || f.links <= 0 && !f.linkable) {
+            // every name it had is gone: linkat(2) does not bring such a file back
+            throw new NoSuchFileException(newName.toString());
+        }
+        Dir parent = parentOf(newName, false);
+        if (parent.children.containsKey(newName.fileName())) {
+            throw new FileAlreadyExistsException(newName.toString());
+        }
+        parent.children.put(newName.fileName(), f);
+        f.links++;
+        f.linkable = false;
+        f.changed = now();
         touchDir(parent);
     }
 

@@ -47,6 +47,16 @@ public interface ReadOnlyStore extends Storage {
     }
 
     @Override
+    default FileHandle openUnnamed(VfsPath directory, int mode) throws IOException {
+        throw refused(directory);
+    }
+
+    @Override
+    default void link(FileHandle handle, VfsPath newName) throws IOException {
+        throw refused(newName);
+    }
+
+    @Override
     default void mkdir(VfsPath path) throws IOException {
         throw refused(path);
     }

@@ -177,6 +177,25 @@ public interface Storage extends Closeable {
     /** link(2): a second name for an existing file. */
     void link(VfsPath existing, VfsPath newName) throws IOException;
 
+    /**
+     * open(2) with O_TMPFILE: a new regular file in {@code directory} with no name, read and
+     * written through the handle, and gone when the handle closes unless {@link #link(FileHandle,
+     * VfsPath)} names it first. A store without hard links has no such files: EOPNOTSUPP, which
+     * programs take as "make a named temporary file instead", as they do on file systems without.
+     */
+    default FileHandle openUnnamed(VfsPath directory, int mode) throws IOException {
+        throw new ErrnoException(Linux.EOPNOTSUPP, directory.toString(), "Operation not supported: this store keeps no unnamed files");
+    }
+
+    /**
+     * linkat(2) of an open file: {@code newName} names the file {@code handle} (one of this store's)
+     * is open on, an unnamed one too. A file that had names and lost them all stays gone (ENOENT),
+     * as on a disk.
+     */
+    default void link(FileHandle handle, VfsPath newName) throws IOException {
+        throw new ErrnoException(Linux.EOPNOTSUPP, newName.toString(), "Operation not supported: this store keeps no unnamed files");
+    }
+
     /** The target text of a symbolic link found in the store (never followed). */
     String readLink(VfsPath path) throws IOException;
 

@@ -121,6 +121,7 @@ public final class Linux {
     // *at(2) flags
     public static final int AT_FDCWD = -100;
     public static final int AT_SYMLINK_NOFOLLOW = 0x100;
+    public static final int AT_SYMLINK_FOLLOW = 0x400;
     public static final int AT_REMOVEDIR = 0x200;
     public static final int AT_EMPTY_PATH = 0x1000;
 

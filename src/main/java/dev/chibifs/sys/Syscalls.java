@@ -644,6 +644,15 @@ public final class Syscalls {
         return LIBC.linkat(fromDir, bytes(from), toDir, bytes(to), 0) != 0 ? -errno() : 0;
     }
 
+    /**
+     * linkat(2) of the file behind {@code fd}, an O_TMPFILE one too, as {@code to} in {@code toDir};
+     * 0 or -errno. Through its /proc/self/fd link, followed: linkat with AT_EMPTY_PATH would need
+     * CAP_DAC_READ_SEARCH, which a daemon run by a user lacks.
+     */
+    public static int tryLinkDescriptor(int fd, int toDir, String to) {
+        return LIBC.linkat(AT_FDCWD, bytes(PROC_SELF_FD + fd), toDir, bytes(to), AT_SYMLINK_FOLLOW) != 0 ? -errno() : 0;
+    }
+
     /** readlinkat(2): the text of the symbolic link {@code name} in {@code dirfd} (EINVAL when it is no link). */
     public static String readlinkat(int dirfd, String name, String file) throws IOException {
         Pointer buf = LINK_BUF.get();

@@ -22,6 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -422,6 +423,83 @@ class FuseFileSystemTest {
         FakeKernel.Reply attr = kernel.call(FuseProtocol.GETATTR, a[0], body().int32(0).int32(0).int64(0));
         assertEquals(0, attr.error());
         assertEquals(1, attr.int32(16 + 64), "nlink after the unlink");
+    }
+
+    /** TMPFILE, as open(2) with O_TMPFILE|O_RDWR sends it (the kernel's name for the dentry is "/"). */
+    private FakeKernel.Reply tmpfile(long dir) throws Exception {
+        return kernel.call(FuseProtocol.TMPFILE, dir,
+                body().int32(Linux.O_RDWR | Linux.O_TMPFILE).int32(0100644).int32(022).int32(0).name("/"));
+    }
+
+    private List<String> names(String dir) throws Exception {
+        return store.list(VfsPath.of(dir)).stream().map(dev.chibifs.store.Entry::name).toList();
+    }
+
+    @Test
+    void anUnnamedFileIsANodeOfItsOwnUntilALinkNamesIt() throws Exception {
+        store.mkdir(VfsPath.of("/shared/out"));
+        long out = lookup(lookup(FuseProtocol.ROOT_ID, "shared"), "out");
+        FakeKernel.Reply t = tmpfile(out);
+        assertEquals(0, t.error());
+        long node = t.int64(0);
+        long fh = t.int64(FuseProtocol.ENTRY_OUT);
+        assertEquals(0, t.int32(40 + 64), "nlink 0: what lets the kernel's linkat(2) name it");
+        assertEquals(0, write(node, fh, 0, "done\n").error());
+        assertEquals(List.of(), names("/shared/out"));
+        FakeKernel.Reply link = kernel.call(FuseProtocol.LINK, out, body().int64(node).name("ready"));
+        assertEquals(0, link.error());
+        assertEquals(node, link.int64(0), "the new name is the open file's node");
+        assertEquals(1, link.int32(40 + 64), "nlink");
+        assertEquals(node, lookup(out, "ready"));
+        assertEquals(0, write(node, fh, 5, "!").error());
+        release(node, fh);
+        assertEquals("done\n!", new String(store.read(VfsPath.of("/shared/out/ready")), StandardCharsets.UTF_8));
+        assertEquals(1, stats.count("TMPFILE"));
+    }
+
+    @Test
+    void anUnnamedFileNeverLinkedLeavesNothingAndItsNodeGoesAtTheForget() throws Exception {
+        store.mkdir(VfsPath.of("/shared/out"));
+        long out = lookup(lookup(FuseProtocol.ROOT_ID, "shared"), "out");
+        lookup(FuseProtocol.ROOT_ID, "sys");
+        int before = fs.nodes.size();
+        FakeKernel.Reply t = tmpfile(out);
+        long node = t.int64(0);
+        write(node, t.int64(FuseProtocol.ENTRY_OUT), 0, "scratch");
+        FakeKernel.Reply attr = kernel.call(FuseProtocol.GETATTR, node, body().int32(0).int32(0).int64(0));
+        assertEquals(0, attr.error(), "fstat without its handle: the open file answers");
+        assertEquals(7, attr.int64(16 + 8), "size");
+        release(node, t.int64(FuseProtocol.ENTRY_OUT));
+        kernel.send(FuseProtocol.FORGET, node, body().int64(1));
+        lookup(FuseProtocol.ROOT_ID, "sys"); // one worker: served after the forget
+        assertEquals(before, fs.nodes.size());
+        assertNull(fs.nodes.get(node));
+        assertEquals(List.of(), names("/shared/out"));
+    }
+
+    @Test
+    void anUnnamedFileWhereTheCallerMayNotWriteIsEaccesAndLeavesNothing() throws Exception {
+        long bob = lookup(lookup(FuseProtocol.ROOT_ID, "home"), "bob");
+        List<String> before = names("/home/bob");
+        int nodes = fs.nodes.size();
+        assertEquals(-Linux.EACCES, tmpfile(bob).error());
+        assertEquals(before, names("/home/bob"));
+        assertEquals(nodes, fs.nodes.size());
+        assertEquals(1L, stats.snapshot().denials().get("alice"));
+    }
+
+    @Test
+    void anUnnamedFileIsNamedOnlyInTheZoneItWasMadeIn() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long alice = lookup(lookup(FuseProtocol.ROOT_ID, "home"), "alice");
+        FakeKernel.Reply t = tmpfile(shared);
+        long node = t.int64(0);
+        assertEquals(-Linux.EACCES, kernel.call(FuseProtocol.LINK, alice, body().int64(node).name("mine")).error(),
+                "hard links cannot cross zones");
+        assertFalse(store.exists(VfsPath.of("/home/alice/mine")));
+        assertEquals(0, kernel.call(FuseProtocol.LINK, shared, body().int64(node).name("ours")).error());
+        release(node, t.int64(FuseProtocol.ENTRY_OUT));
+        assertTrue(store.exists(VfsPath.of("/shared/ours")));
     }
 
     @Test
@@ -1378,8 +1456,8 @@ class FuseFileSystemTest {
 
     @Test
     void anOpcodeWeDoNotServeIsEnosys() throws Exception {
-        assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.TMPFILE, FuseProtocol.ROOT_ID,
-                body().int32(Linux.O_RDWR).int32(0100600).int32(022).int32(0)).error());
+        assertEquals(-Linux.ENOSYS, kernel.call(48 /* SETUPMAPPING: virtiofs's DAX windows */, FuseProtocol.ROOT_ID,
+                body().int64(0).int64(0).int64(0).int64(0).int64(0)).error());
         assertEquals(-Linux.ENOSYS, kernel.call(FuseProtocol.BMAP, FuseProtocol.ROOT_ID, body().int64(0).int32(4096).int32(0)).error());
     }
 

@@ -411,6 +411,44 @@ class PosixBehaviourTest {
     }
 
     @Test
+    void anOTmpfileFileIsNamedByLinkatOrLeavesNothing() throws IOException {
+        python(fs, """
+                import ctypes, tempfile
+                libc = ctypes.CDLL(None, use_errno=True)
+                def link(fd, name):
+                    # linkat(2) of /proc/self/fd/N, followed (AT_SYMLINK_FOLLOW): how an unnamed file gets a name
+                    r = libc.linkat(-100, b'/proc/self/fd/%d' % fd, -100, name.encode(), 0x400)
+                    return 0 if r == 0 else ctypes.get_errno()
+                os.mkdir('shared/tmpf')
+                os.chdir('shared/tmpf')
+                fd = os.open('.', os.O_TMPFILE | os.O_RDWR, 0o644)
+                os.write(fd, b'whole\\n')
+                assert os.fstat(fd).st_nlink == 0 and os.listdir('.') == []
+                assert link(fd, 'ready') == 0
+                assert os.fstat(fd).st_nlink == 1 and os.stat('ready').st_ino == os.fstat(fd).st_ino
+                os.close(fd)
+                assert open('ready').read() == 'whole\\n'
+                fd = os.open('.', os.O_TMPFILE | os.O_WRONLY | os.O_EXCL, 0o600)
+                assert link(fd, 'never') == errno.ENOENT
+                os.close(fd)
+                with tempfile.TemporaryFile(dir='.') as f:
+                    f.write(b'scratch')
+                    f.seek(0)
+                    assert f.read() == b'scratch' and os.fstat(f.fileno()).st_nlink == 0
+                try:
+                    os.open('../../sys', os.O_TMPFILE | os.O_RDWR, 0o600)
+                    assert False, 'an unnamed file in /sys'
+                except PermissionError:
+                    pass
+                assert os.listdir('.') == ['ready']
+                """);
+        try (var stored = Files.list(fs.stored("/shared/tmpf"))) {
+            assertEquals(List.of("ready"), stored.map(f -> f.getFileName().toString()).toList(),
+                    "nothing of the unnamed files in the store");
+        }
+    }
+
+    @Test
     void renameOverAFileBeingReadLeavesTheReaderTheOldContent() {
         python(fs, """
                 os.chdir('shared')

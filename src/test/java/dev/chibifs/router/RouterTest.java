@@ -239,6 +239,12 @@ class RouterTest {
         ops.add(() -> vfs.link(c, f, fresh));
         ops.add(() -> vfs.link(c, own, fresh));
         ops.add(() -> vfs.link(c, f, p(own.parent() + "/linked")));
+        ops.add(() -> vfs.openUnnamed(c, d, 0644).close());
+        ops.add(() -> {
+            try (FileHandle h = vfs.openUnnamed(c, own.parent(), 0644)) {
+                vfs.link(c, h, Router.unnamedIn(own.parent()), fresh);
+            }
+        });
         return ops;
     }
 
@@ -507,6 +513,21 @@ class RouterTest {
         assertThrows(FileSystemException.class, () -> vfs.link(PLANNER, p("/shared/tmp/x"), p("/shared/linked")));
         assertArrayEquals(bytes("tmp"), sharedTmp.read(p("/x")));
         assertFalse(vfs.exists(GUEST, p("/shared/moved")));
+    }
+
+    @Test
+    void anUnnamedFileIsNamedInItsOwnStoreOnly() throws IOException {
+        MemoryStorage sharedTmp = new MemoryStorage();
+        vfs = Router.builder(store).mount(p("/shared/tmp"), sharedTmp).build();
+        try (FileHandle h = vfs.openUnnamed(PLANNER, p("/shared/tmp"), 0644)) {
+            h.write(java.nio.ByteBuffer.wrap(bytes("made")), 0);
+            VfsPath last = Router.unnamedIn(p("/shared/tmp"));
+            FileSystemException e = assertThrows(FileSystemException.class, () -> vfs.link(PLANNER, h, last, p("/shared/out")));
+            assertEquals(Linux.EXDEV, Errors.errno(e));
+            assertFalse(vfs.exists(GUEST, p("/shared/out")));
+            vfs.link(PLANNER, h, last, p("/shared/tmp/in"));
+        }
+        assertArrayEquals(bytes("made"), sharedTmp.read(p("/in")), "the handle a prefix's store tagged reached it");
     }
 
     @Test

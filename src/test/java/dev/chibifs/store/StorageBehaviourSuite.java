@@ -768,6 +768,67 @@ public abstract class StorageBehaviourSuite {
         assertEquals("b", text("/shared/b"));
     }
 
+    // ---- files with no name (open(2) with O_TMPFILE) ----
+
+    @Test
+    void anUnnamedFileIsReadAndWrittenWithoutANameAndGoesWithItsHandle() throws IOException {
+        storage.mkdir(p("/shared/d"));
+        if (!hardLinks()) {
+            FileSystemException refused = assertThrows(FileSystemException.class, () -> storage.openUnnamed(p("/shared/d"), 0644));
+            assertEquals(Linux.EOPNOTSUPP, Errors.errno(refused));
+            assertEquals(List.of(), storage.list(p("/shared/d")));
+            return;
+        }
+        try (FileHandle h = storage.openUnnamed(p("/shared/d"), 0644)) {
+            assertEquals(5, write(h, "draft", 0));
+            assertEquals("draft", read(h, 0, 10));
+            assertEquals(0, h.metadata().links());
+            assertEquals(5, h.metadata().size());
+            assertEquals(List.of(), storage.list(p("/shared/d")));
+        }
+        assertEquals(List.of(), storage.list(p("/shared/d")));
+        assertThrows(NoSuchFileException.class, () -> storage.openUnnamed(p("/shared/none"), 0644));
+    }
+
+    @Test
+    void anUnnamedFileLinkedIsAFileLikeAnyOtherAndStaysAfterItsHandle() throws IOException {
+        if (!hardLinks()) {
+            return; // no unnamed files: see the test above
+        }
+        storage.write(p("/shared/taken"), bytes("kept"));
+        try (FileHandle h = storage.openUnnamed(p("/shared"), 0755)) {
+            write(h, "whole", 0);
+            assertThrows(FileAlreadyExistsException.class, () -> storage.link(h, p("/shared/taken")));
+            storage.link(h, p("/shared/ready"));
+            assertEquals(1, h.metadata().links());
+            assertEquals(h.metadata().inode(), storage.metadata(p("/shared/ready")).inode());
+            write(h, "!", 5);
+            assertEquals("whole!", text("/shared/ready"));
+            storage.link(h, p("/shared/also"));
+            assertEquals(2, storage.metadata(p("/shared/ready")).links());
+        }
+        assertEquals("whole!", text("/shared/ready"));
+        assertEquals("whole!", text("/shared/also"));
+        assertEquals(0111, storage.metadata(p("/shared/ready")).mode() & 0111, "the execute bits it was made with");
+        assertEquals("kept", text("/shared/taken"));
+    }
+
+    @Test
+    void aFileWhoseEveryNameIsGoneIsNotNamedAgainThroughItsHandle() throws IOException {
+        if (!hardLinks()) {
+            return;
+        }
+        storage.write(p("/shared/a"), bytes("a"));
+        try (FileHandle h = open("/shared/a", OpenFlag.READ, OpenFlag.WRITE)) {
+            storage.link(h, p("/shared/b")); // still named: a second name, as linkat of /proc/self/fd/N
+            assertEquals("a", text("/shared/b"));
+            storage.removeFile(p("/shared/a"));
+            storage.removeFile(p("/shared/b"));
+            assertThrows(NoSuchFileException.class, () -> storage.link(h, p("/shared/c")));
+        }
+        assertFalse(storage.exists(p("/shared/c")));
+    }
+
     // ---- extended attributes (user.* names: the mount refuses other namespaces first) ----
 
     /**
