@@ -826,21 +826,26 @@ final class FuseFileSystem {
         Caller caller = caller(req);
         int requested = req.openFlags();
         Set<OpenFlag> flags = openFlags(requested);
-        if ((requested & Linux.O_TRUNC) != 0 && (requested & Linux.O_ACCMODE) == Linux.O_RDONLY) {
-            // Linux truncates even for a read-only open (ATOMIC_O_TRUNC brings O_TRUNC here): a write
-            router.truncate(caller, p, 0);
-            n.changing();
+        // Linux truncates even for a read-only open (ATOMIC_O_TRUNC brings O_TRUNC here): a write
+        boolean truncateReadOnly = (requested & Linux.O_TRUNC) != 0 && (requested & Linux.O_ACCMODE) == Linux.O_RDONLY;
+        FileHandle handle = n.namelessInKernel ? reopened(n, caller, p, flags, truncateReadOnly) : null;
+        if (handle == null) {
+            if (truncateReadOnly) {
+                router.truncate(caller, p, 0);
+            }
+            try {
+                handle = router.open(caller, p, flags, 0);
+            } catch (NoSuchFileException gone) {
+                // the kernel's cached name outlived the file (removed elsewhere, another mount or chibi,
+                // before the change feed told the kernel): ESTALE makes it look the name up again and
+                // retry, so an open(O_CREAT) creates the file and a plain open says ENOENT from a fresh
+                // lookup, as on a disk. SQLite on two mounts failed "unable to open database file" on
+                // the journal the other mount had just deleted.
+                handle = openHeldOrStale(req, n, caller, p, flags, n.removed ? gone : null, retried);
+            }
         }
-        FileHandle handle;
-        try {
-            handle = router.open(caller, p, flags, 0);
-        } catch (NoSuchFileException gone) {
-            // the kernel's cached name outlived the file (removed elsewhere, another mount or chibi,
-            // before the change feed told the kernel): ESTALE makes it look the name up again and
-            // retry, so an open(O_CREAT) creates the file and a plain open says ENOENT from a fresh
-            // lookup, as on a disk. SQLite on two mounts failed "unable to open database file" on
-            // the journal the other mount had just deleted.
-            handle = openHeldOrStale(req, n, caller, p, flags, n.removed ? gone : null, retried);
+        if (truncateReadOnly) {
+            n.changing();
         }
         Metadata opened = handle.opened();
         if (opened != null && n.identity != null
@@ -986,6 +991,29 @@ final class FuseFileSystem {
     private void replied(NodeTable.Node n, Metadata m) {
         n.told(m);
         follower.replied(n, m);
+    }
+
+    /**
+     * An open of node {@code n}, which the kernel knows by no name, so an open of /proc/PID/fd/N: the
+     * file another open of it holds, opened again (as on a disk, where `cat /proc/PID/fd/N` gets
+     * back a removed log a process still writes); {@code truncate} empties it first. Null where
+     * none is open, or its store opens files by name only.
+     */
+    private FileHandle reopened(NodeTable.Node n, Caller caller, VfsPath p, Set<OpenFlag> flags, boolean truncate)
+            throws IOException {
+        if (truncate) {
+            router.checkWrite(caller, p);
+        }
+        FileHandle again = throughAnOpenFile(n, open -> router.reopen(caller, p, open, flags));
+        if (again != null && truncate) {
+            try {
+                again.truncate(0);
+            } catch (IOException | RuntimeException e) {
+                again.close();
+                throw e;
+            }
+        }
+        return again;
     }
 
     /**

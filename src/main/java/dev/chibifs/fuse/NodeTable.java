@@ -67,6 +67,13 @@ final class NodeTable {
         /** Set once its last name is gone from the store (unlinked, renamed over): only open handles reach it. */
         volatile boolean removed;
         /**
+         * The kernel knows it by no name either: its last went through this mount (UNLINK, RENAME
+         * over it) or it never had one (TMPFILE). An OPEN of it is then an open of /proc/PID/fd/N,
+         * never of a name; a node whose name went behind the kernel's back may still be reached by
+         * a name the kernel keeps, which must find what the name stands for now.
+         */
+        volatile boolean namelessInKernel;
+        /**
          * The kernel's backing id of this file's store file (FUSE passthrough) while opens use it,
          * 0 for none, -1 once the kernel refused it; and how many opens use it. Guarded by the node.
          */
@@ -318,6 +325,7 @@ final class NodeTable {
         }
         node.directory = directory;
         node.removed = false;
+        node.namelessInKernel = false;
         Node previous = byName.put(link, node);
         if (previous != null && previous != node) {
             // the name now names another file (replaced in the store behind our back)
@@ -339,6 +347,7 @@ final class NodeTable {
     synchronized Node rememberUnnamed(Node parent, String placeholder, Identity identity) {
         Node node = new Node(byId.newId(), identity, false, new Link(parent, placeholder));
         node.removed = true;
+        node.namelessInKernel = true;
         byId.add(node);
         byIdentity.put(identity, node);
         node.lookups++;
@@ -376,12 +385,13 @@ final class NodeTable {
         return node;
     }
 
-    /** Name {@code name} in {@code parent} is gone from the store (unlink, rmdir). */
+    /** Name {@code name} in {@code parent} is gone from the store, through this mount (unlink, rmdir, a rename over it). */
     synchronized void unlinked(Node parent, String name) {
         Node node = byName.remove(new Link(parent, name));
         if (node != null) {
             dropLink(node, parent, name);
             if (node.removed) {
+                node.namelessInKernel = true;
                 if (node.identity != null) {
                     removedInodes.put(new Link(parent, name), node.identity.inode());
                 }

@@ -507,6 +507,12 @@ public final class Router {
         }
 
         @Override
+        public FileHandle reopen(Set<OpenFlag> flags) throws IOException {
+            FileHandle again = h.reopen(flags);
+            return again == null ? null : new TaggedHandle(again, tag);
+        }
+
+        @Override
         public void copiedHere(FileHandle from, long fromOffset, long toOffset, long length) throws IOException {
             h.copiedHere(from instanceof TaggedHandle t ? t.h() : from, fromOffset, toOffset, length);
         }
@@ -712,6 +718,16 @@ public final class Router {
     public FileHandle open(Caller caller, VfsPath path, HeldFile held, Set<OpenFlag> flags) throws IOException {
         mayOpen(caller, path, flags);
         return held.open(flags);
+    }
+
+    /**
+     * {@link #open} of the file {@code open} (a handle from this router) is open on, whatever its
+     * names now, none too (see {@link FileHandle#reopen}): the policy of {@code path}, its last
+     * name. Null where its store opens files by name only.
+     */
+    public FileHandle reopen(Caller caller, VfsPath path, FileHandle open, Set<OpenFlag> flags) throws IOException {
+        mayOpen(caller, path, flags);
+        return open.reopen(flags);
     }
 
     private void mayOpen(Caller caller, VfsPath path, Set<OpenFlag> flags) throws IOException {

@@ -4,6 +4,7 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.attribute.FileTime;
+import java.util.Set;
 
 /** An open file with positional I/O; stays valid after the file is renamed or unlinked. */
 public interface FileHandle extends Closeable {
@@ -72,6 +73,13 @@ public interface FileHandle extends Closeable {
      * what it does (the router's wrapper once fell back to a default and hid the store's).
      */
     int passthroughDescriptor() throws IOException;
+
+    /**
+     * A new open of this very file with {@code flags} (TRUNCATE empties it), whatever names it has
+     * now, or none: what an open of /proc/PID/fd/N is on a disk. Null where the store opens a file
+     * by its name only. No default, as for {@link #passthroughDescriptor}.
+     */
+    FileHandle reopen(Set<OpenFlag> flags) throws IOException;
 
     /**
      * Tells this handle that the {@code length} bytes just written through it at {@code toOffset}

@@ -837,12 +837,7 @@ public final class LocalStorage implements Storage {
                 spaceBackFirst();
             }
             checkOpen();
-            int access = access(flags);
-            boolean write = (access & O_ACCMODE) != O_RDONLY;
-            // no O_NOFOLLOW: /proc/self/fd/N is a link to follow, and it leads to the regular file held
-            int opened = Syscalls.reopen(fd, access | (write && flags.contains(OpenFlag.TRUNCATE) ? O_TRUNC : 0),
-                    path.toString());
-            return new LocalFileHandle(opened, regular(opened, path), access, locks);
+            return reopened(fd, flags, path, locks);
         }
 
         @Override
@@ -851,6 +846,19 @@ public final class LocalStorage implements Storage {
                 Syscalls.close(fd);
             }
         }
+    }
+
+    /**
+     * A new open with {@code flags} of the regular file behind {@code fd} (an O_PATH one too), through
+     * /proc/self/fd: that very inode, renamed, unlinked or never named since. No O_NOFOLLOW: the
+     * /proc link is one to follow.
+     */
+    private static LocalFileHandle reopened(int fd, Set<OpenFlag> flags, VfsPath path, OfdLocks locks) throws IOException {
+        int access = access(flags);
+        boolean write = (access & O_ACCMODE) != O_RDONLY;
+        int opened = Syscalls.reopen(fd, access | (write && flags.contains(OpenFlag.TRUNCATE) ? O_TRUNC : 0),
+                path == null ? null : path.toString());
+        return new LocalFileHandle(opened, regular(opened, path), access, locks);
     }
 
     /** The access mode of an open with {@code flags}: O_RDONLY, O_WRONLY or O_RDWR, and O_APPEND. */
@@ -1358,6 +1366,11 @@ public final class LocalStorage implements Storage {
             this.inode = opened == null ? UNKNOWN_INODE : opened.inode();
             this.access = access;
             this.registry = registry;
+        }
+
+        @Override
+        public FileHandle reopen(Set<OpenFlag> flags) throws IOException {
+            return reopened(fd(), flags, null, registry);
         }
 
         @Override

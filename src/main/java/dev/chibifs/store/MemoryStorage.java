@@ -771,6 +771,16 @@ public final class MemoryStorage implements Storage {
         }
 
         @Override
+        public FileHandle reopen(Set<OpenFlag> flags) throws IOException {
+            synchronized (MemoryStorage.this) {
+                if (closed) {
+                    throw new java.nio.channels.ClosedChannelException();
+                }
+                return openFile(file, flags, true);
+            }
+        }
+
+        @Override
         public Metadata opened() {
             return opened;
         }

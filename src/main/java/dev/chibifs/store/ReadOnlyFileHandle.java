@@ -19,6 +19,12 @@ interface ReadOnlyFileHandle extends FileHandle {
         return -1;
     }
 
+    /** A read-only view's files are opened by name only. */
+    @Override
+    default FileHandle reopen(java.util.Set<OpenFlag> flags) {
+        return null;
+    }
+
     @Override
     default int write(ByteBuffer src, long position) throws IOException {
         throw refusal();

@@ -458,6 +458,22 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void anOpenOfAFileTheKernelKnowsByNoNameOpensTheFileAnotherOpenHolds() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] log = create(shared, "log");
+        write(log[0], log[1], 0, "kept");
+        assertEquals(0, kernel.call(FuseProtocol.UNLINK, shared, body().name("log")).error());
+        // only an open of /proc/PID/fd/N reaches it now: the kernel dropped the name with the UNLINK
+        FakeKernel.Reply again = kernel.call(FuseProtocol.OPEN, log[0], body().int32(Linux.O_RDONLY).int32(0));
+        assertEquals(0, again.error());
+        assertEquals("kept", StandardCharsets.UTF_8.decode(read(log[0], again.int64(0)).body()).toString());
+        release(log[0], again.int64(0));
+        release(log[0], log[1]);
+        assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.OPEN, log[0], body().int32(Linux.O_RDONLY).int32(0)).error(),
+                "no open file left to open it through");
+    }
+
+    @Test
     void anUnnamedFileNeverLinkedLeavesNothingAndItsNodeGoesAtTheForget() throws Exception {
         store.mkdir(VfsPath.of("/shared/out"));
         long out = lookup(lookup(FuseProtocol.ROOT_ID, "shared"), "out");

@@ -200,6 +200,35 @@ class PosixBehaviourTest {
     }
 
     @Test
+    void aFileWithNoNameLeftIsOpenedAgainThroughProcSelfFd() {
+        // what `cp /proc/PID/fd/N log` does to get back a log removed while a process still writes it
+        python(fs, """
+                os.chdir('shared')
+                with open('log', 'w') as f:
+                    f.write('kept')
+                fd = os.open('log', os.O_RDWR)
+                os.unlink('log')
+                again = os.open('/proc/self/fd/%d' % fd, os.O_RDONLY)
+                assert os.read(again, 100) == b'kept'
+                assert os.fstat(again).st_ino == os.fstat(fd).st_ino and os.fstat(again).st_nlink == 0
+                os.pwrite(fd, b'+more', 4)
+                assert os.pread(again, 100, 0) == b'kept+more'
+                os.close(again)
+                empty = os.open('/proc/self/fd/%d' % fd, os.O_WRONLY | os.O_TRUNC)
+                assert os.fstat(fd).st_size == 0
+                os.close(empty)
+                os.close(fd)
+                t = os.open('.', os.O_TMPFILE | os.O_RDWR, 0o600)
+                os.write(t, b'unnamed')
+                again = os.open('/proc/self/fd/%d' % t, os.O_RDONLY)
+                assert os.read(again, 100) == b'unnamed'
+                os.close(again)
+                os.close(t)
+                assert 'log' not in os.listdir('.')
+                """);
+    }
+
+    @Test
     void aWriteThroughOneNameOfAHardLinkedFileShowsAtOnceThroughTheOthers() {
         python(fs, """
                 os.chdir('shared')

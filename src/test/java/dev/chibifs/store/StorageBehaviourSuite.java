@@ -768,6 +768,37 @@ public abstract class StorageBehaviourSuite {
         assertEquals("b", text("/shared/b"));
     }
 
+    /** Whether the store opens a file through a handle of it (an S3 store opens by name only: null). */
+    protected boolean reopens() {
+        return true;
+    }
+
+    @Test
+    void aFileIsOpenedAgainThroughAHandleOfItWhateverItsNames() throws IOException {
+        storage.write(p("/shared/a"), bytes("abc"));
+        try (FileHandle h = open("/shared/a", OpenFlag.READ, OpenFlag.WRITE)) {
+            storage.rename(p("/shared/a"), p("/shared/b"));
+            storage.removeFile(p("/shared/b"));
+            FileHandle again = h.reopen(flags(OpenFlag.READ));
+            if (!reopens()) {
+                assertNull(again);
+                return;
+            }
+            try (again) {
+                assertEquals("abc", read(again, 0, 10));
+                assertEquals(h.inode(), again.inode());
+                write(h, "de", 3);
+                assertEquals("abcde", read(again, 0, 10));
+            }
+            try (FileHandle emptied = h.reopen(flags(OpenFlag.WRITE, OpenFlag.TRUNCATE))) {
+                assertEquals(0, h.size());
+                assertEquals(1, write(emptied, "z", 0));
+            }
+            assertEquals("z", read(h, 0, 10));
+        }
+        assertEquals(List.of(), storage.list(p("/shared")));
+    }
+
     // ---- files with no name (open(2) with O_TMPFILE) ----
 
     @Test

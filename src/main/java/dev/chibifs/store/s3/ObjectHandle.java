@@ -4,6 +4,7 @@ import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.FileLocks;
 import dev.chibifs.store.InProcessLocks;
 import dev.chibifs.store.Metadata;
+import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.s3.S3Storage.MovedFrom;
 import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.sys.ErrnoException;
@@ -22,6 +23,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
+import java.util.Set;
 
 /**
  * A file of an {@link S3Storage} open through the mount: reads and writes go to the node's file in
@@ -415,6 +417,12 @@ final class ObjectHandle implements FileHandle {
     @Override
     public int passthroughDescriptor() {
         return -1;
+    }
+
+    /** By name only: an open's content and upload are the overlay node's, which a name leads to. */
+    @Override
+    public FileHandle reopen(Set<OpenFlag> flags) {
+        return null;
     }
 
     /** Locks exclude within this daemon and, where the store has leases ({@link HostLocks}), on every host. */

@@ -49,6 +49,11 @@ class S3StorageTest extends StorageBehaviourSuite {
     }
 
     @Override
+    protected boolean reopens() {
+        return false;
+    }
+
+    @Override
     protected boolean writesThroughHeldFiles() {
         return false;
     }
