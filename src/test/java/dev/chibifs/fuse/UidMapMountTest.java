@@ -69,6 +69,23 @@ class UidMapMountTest {
         assertEquals("c\n", fs.shAs(planner, "cat home/coder/mine.txt").ok().out());
     }
 
+    @Test
+    void anUnnamedFileIsItsMakersToNameAndAnotherUidsIsRefusedInItsHome() throws IOException {
+        // python's TemporaryFile is open(2) with O_TMPFILE; the name comes by linkat of /proc/self/fd/N
+        java.util.function.BiFunction<String, String, String> run = (dir, name) -> "python3 - " + dir + " " + name + " <<'PY'\n"
+                + "import ctypes, os, sys\n"
+                + "fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)\n"
+                + "os.write(fd, b'by %d' % os.getuid())\n"
+                + "libc = ctypes.CDLL(None, use_errno=True)\n"
+                + "assert libc.linkat(-100, b'/proc/self/fd/%d' % fd, -100, sys.argv[2].encode(), 0x400) == 0, ctypes.get_errno()\n"
+                + "PY";
+        fs.shAs(planner, run.apply("home/planner", "home/planner/made")).ok();
+        assertEquals("by " + planner.uid(), Files.readString(fs.stored("/home/planner/made")));
+        Sh.Result refused = fs.shAs(coder, run.apply("home/planner", "home/planner/theirs"));
+        assertTrue(refused.err().contains("PermissionError"), refused.err());
+        assertFalse(Files.exists(fs.stored("/home/planner/theirs")));
+    }
+
     /** {@code chibifs trace}: each request names the context its uid maps to, and the policy's refusals show as such. */
     @Test
     void aTraceNamesTheContextOfEachRequestAndThePolicysRefusals() throws Exception {
