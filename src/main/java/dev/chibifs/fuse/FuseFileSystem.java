@@ -1248,10 +1248,11 @@ final class FuseFileSystem {
      */
     void tmpfile(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        VfsPath p = Router.unnamedIn(path(parent));
+        VfsPath dir = path(parent);
+        VfsPath p = Router.unnamedIn(dir);
         Caller caller = caller(req);
         Set<OpenFlag> flags = openFlags(req.openFlags());
-        FileHandle handle = router.openUnnamed(caller, p.parent(), req.createMode() & 07777);
+        FileHandle handle = router.openUnnamed(caller, dir, req.createMode() & 07777);
         NodeTable.Node n;
         Metadata m;
         try {

@@ -681,7 +681,7 @@ public final class MemoryStorage implements Storage {
             if (!flags.contains(OpenFlag.CREATE) && !flags.contains(OpenFlag.CREATE_NEW)) {
                 throw new NoSuchFileException(path.toString());
             }
-            n = new File(this, 0644 | ((createMode & 0100) != 0 ? 0111 : 0));
+            n = new File(this, fileMode(createMode));
             parent.children.put(path.fileName(), n);
             touchDir(parent);
         }
@@ -689,6 +689,11 @@ public final class MemoryStorage implements Storage {
             throw notRegular(n, path);
         }
         return openFile((File) n, flags, existed);
+    }
+
+    /** The mode of a new file: 0644, and the execute bits where {@code createMode} has the owner's. */
+    private static int fileMode(int createMode) {
+        return 0644 | ((createMode & 0100) != 0 ? 0111 : 0);
     }
 
     /** A handle of {@code f}, truncated first where {@code flags} say; under the store's monitor. */
@@ -1046,7 +1051,7 @@ public final class MemoryStorage implements Storage {
     @Override
     public synchronized FileHandle openUnnamed(VfsPath directory, int mode) throws IOException {
         findDir(directory);
-        File f = new File(this, 0644 | ((mode & 0100) != 0 ? 0111 : 0));
+        File f = new File(this, fileMode(mode));
         f.links = 0;
         f.linkable = true;
         return openFile(f, EnumSet.of(OpenFlag.READ, OpenFlag.WRITE), false);

@@ -184,7 +184,7 @@ public interface Storage extends Closeable {
      * programs take as "make a named temporary file instead", as they do on file systems without.
      */
     default FileHandle openUnnamed(VfsPath directory, int mode) throws IOException {
-        throw new ErrnoException(Linux.EOPNOTSUPP, directory.toString(), "Operation not supported: this store keeps no unnamed files");
+        throw noUnnamedFiles(directory);
     }
 
     /**
@@ -193,7 +193,12 @@ public interface Storage extends Closeable {
      * as on a disk.
      */
     default void link(FileHandle handle, VfsPath newName) throws IOException {
-        throw new ErrnoException(Linux.EOPNOTSUPP, newName.toString(), "Operation not supported: this store keeps no unnamed files");
+        throw noUnnamedFiles(newName);
+    }
+
+    /** What a store without unnamed files says of {@link #openUnnamed} and of naming an open file. */
+    private static ErrnoException noUnnamedFiles(VfsPath path) {
+        return new ErrnoException(Linux.EOPNOTSUPP, path.toString(), "Operation not supported: this store keeps no unnamed files");
     }
 
     /** The target text of a symbolic link found in the store (never followed). */
