@@ -807,7 +807,9 @@ final class FuseFileSystem {
         } else {
             open.add(OpenFlag.READ);
         }
-        if ((flags & Linux.O_APPEND) != 0) {
+        // O_APPEND of a read-only open writes nothing, so it asks the policy nothing: a file the
+        // caller may only read opens as on a disk (O_TRUNC does ask: Linux truncates even then)
+        if ((flags & Linux.O_APPEND) != 0 && acc != Linux.O_RDONLY) {
             open.add(OpenFlag.APPEND);
         }
         if ((flags & Linux.O_TRUNC) != 0 && acc != Linux.O_RDONLY) {

@@ -398,6 +398,20 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void aReadOnlyOpenWithAppendOfAFileTheCallerMayOnlyReadIsAllowed() throws Exception {
+        store.write(VfsPath.of("/home/bob/notes"), "bob's".getBytes(StandardCharsets.UTF_8));
+        long notes = lookup(lookup(lookup(FuseProtocol.ROOT_ID, "home"), "bob"), "notes");
+        FakeKernel.Reply r = kernel.call(FuseProtocol.OPEN, notes, body().int32(Linux.O_RDONLY | Linux.O_APPEND).int32(0));
+        assertEquals(0, r.error());
+        release(notes, r.int64(0));
+        for (int flags : new int[] {Linux.O_WRONLY | Linux.O_APPEND, Linux.O_RDONLY | Linux.O_TRUNC}) {
+            // open(2) of such a file on a disk refuses both: one writes, the other truncates
+            assertEquals(-Linux.EACCES, kernel.call(FuseProtocol.OPEN, notes, body().int32(flags).int32(0)).error());
+        }
+        assertEquals("bob's", new String(store.read(VfsPath.of("/home/bob/notes")), StandardCharsets.UTF_8));
+    }
+
+    @Test
     void aDeniedCreateIsEaccesAndLeavesNothing() throws Exception {
         long home = lookup(FuseProtocol.ROOT_ID, "home");
         long bob = lookup(home, "bob");
