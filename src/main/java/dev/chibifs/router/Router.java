@@ -72,6 +72,8 @@ public final class Router {
     private final List<Mount> mounts;
     /** Which symbolic link targets may be made or moved (mount --symlinks). */
     private final SymlinkRule symlinks;
+    /** This process's side of {@link #lockMoves}: shared for plain moves, exclusive for what places a link. */
+    private final java.util.concurrent.locks.ReentrantReadWriteLock moves = new java.util.concurrent.locks.ReentrantReadWriteLock();
     // the names of the mount points directly in each directory that has some
     private final Map<VfsPath, List<String>> mountPointsIn;
     private final Membership membership;
@@ -609,23 +611,76 @@ public final class Router {
         Target ts = writable(src);
         Target td = sameStorage(src, dst, ts);
         creatable(dst);
-        checkLinksCarried(ts, src, dst);
-        if (mode == RenameMode.EXCHANGE) {
-            checkLinksCarried(td, dst, src);
+        for (boolean exclusive = false; ; exclusive = true) {
+            try (Storage.MoveLock held = lockMoves(ts.storage(), exclusive)) {
+                if (!exclusive && (carriesLinks(ts) || mode == RenameMode.EXCHANGE && carriesLinks(td))) {
+                    continue; // a link or a directory: judged and moved with every other move held out
+                }
+                if (exclusive) {
+                    checkLinksCarried(ts, src, dst);
+                    if (mode == RenameMode.EXCHANGE) {
+                        checkLinksCarried(td, dst, src);
+                    }
+                }
+                ts.storage().rename(ts.path(), td.path(), mode);
+                return;
+            }
         }
-        ts.storage().rename(ts.path(), td.path(), mode);
+    }
+
+    /**
+     * Holds the moves that could carry a symbolic link out of its zone apart, in this process
+     * ({@link #moves}) and in every process using {@code storage} ({@link Storage#lockMoves}), so
+     * that no link is placed between a move's judgement and the move itself.
+     *
+     * <p>The race it closes: a rename of a directory judged by walking it (the links it carries)
+     * while another thread, mount or vfs command makes a link deep inside it, whose target is
+     * inside the zone where it is made and outside it once the directory is moved up; the kernel
+     * locks only the directories a rename names, never the moved directory's subdirectories.
+     * Hence: whatever places a link (a symlink made, a link or a directory moved, a hard link of a
+     * link) does so exclusively, and every other rename or hard link holds the lock shared while it
+     * finds that what it moves is none of those. Under a shared lock nothing can place a link, so a
+     * name found to be a file stays free of links until the move is made (it may become an empty
+     * directory, or one of plain files, which carry none). Unlocked changes (mkdir, create, unlink)
+     * place none.
+     */
+    private Storage.MoveLock lockMoves(Storage storage, boolean exclusive) throws IOException {
+        if (symlinks == SymlinkRule.ANY) {
+            return Storage.MoveLock.NONE;
+        }
+        java.util.concurrent.locks.Lock lock = exclusive ? moves.writeLock() : moves.readLock();
+        lock.lock();
+        try {
+            Storage.MoveLock inStore = storage.lockMoves(exclusive);
+            return () -> {
+                try {
+                    inStore.close();
+                } finally {
+                    lock.unlock();
+                }
+            };
+        } catch (IOException | RuntimeException | Error e) {
+            lock.unlock();
+            throw e;
+        }
+    }
+
+    /** Whether {@code t} is a symbolic link or a directory: what must move under the exclusive {@link #lockMoves}. */
+    private static boolean carriesLinks(Target t) throws IOException {
+        EntryKind kind = t.storage().metadata(t.path()).kind();
+        return kind == EntryKind.SYMLINK || kind == EntryKind.DIRECTORY;
     }
 
     /**
      * Refuses (EXDEV) a move of {@code src} to {@code dst} that would put a symbolic link where its
      * target leaves the zone: the link itself, or any link in a moved directory, walked whole.
+     * Called under the exclusive {@link #lockMoves}, so no link is placed meanwhile.
      *
      * <p>A link's target is judged from the link's directory, so only the depth of that directory
      * below its zone root matters: a move that stays in the same (non-root) zone and goes no
      * shallower cannot make any target leave, and is not walked (zones do not nest below a zone
      * root other than {@code /}, as in chibi). Any other move of a directory is walked: cross-zone
-     * moves are rare and correctness beats speed there. A link planted between this walk and the
-     * rename is not seen: closing that would need every writer of the store to take one lock.
+     * moves are rare and correctness beats speed there.
      */
     private void checkLinksCarried(Target ts, VfsPath src, VfsPath dst) throws IOException {
         if (symlinks == SymlinkRule.ANY || src.equals(dst)) {
@@ -827,14 +882,23 @@ public final class Router {
         Target te = writable(existing);
         Target tn = sameStorage(existing, newName, te);
         creatable(newName);
-        if (symlinks != SymlinkRule.ANY && te.storage().metadata(te.path()).kind() == EntryKind.SYMLINK) {
-            String target = te.storage().readLink(te.path());
-            String why = symlinks.carryRefusal(newName, target);
-            if (why != null) {
-                throw denied(newName, target, why);
+        for (boolean exclusive = false; ; exclusive = true) {
+            try (Storage.MoveLock held = lockMoves(te.storage(), exclusive)) {
+                boolean link = symlinks != SymlinkRule.ANY && te.storage().metadata(te.path()).kind() == EntryKind.SYMLINK;
+                if (link && !exclusive) {
+                    continue; // a link placed anew: with every other move held out (see lockMoves)
+                }
+                if (link) {
+                    String target = te.storage().readLink(te.path());
+                    String why = symlinks.carryRefusal(newName, target);
+                    if (why != null) {
+                        throw denied(newName, target, why);
+                    }
+                }
+                te.storage().link(te.path(), tn.path());
+                return;
             }
         }
-        te.storage().link(te.path(), tn.path());
     }
 
     private void checkLink(Caller caller, VfsPath existing, VfsPath newName) throws PolicyDeniedException {
@@ -894,7 +958,10 @@ public final class Router {
         if (why != null) {
             throw denied(link, target, why);
         }
-        t.storage().createSymlink(t.path(), target);
+        // judged by where it is made: no directory above it may move up meanwhile (see lockMoves)
+        try (Storage.MoveLock held = lockMoves(t.storage(), true)) {
+            t.storage().createSymlink(t.path(), target);
+        }
     }
 
     private SymlinkDeniedException denied(VfsPath link, String target, String why) {

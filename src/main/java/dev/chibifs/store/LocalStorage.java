@@ -682,6 +682,24 @@ public final class LocalStorage implements Storage {
         rename(src, dst, RenameMode.REPLACE);
     }
 
+    /**
+     * An flock(2) of the store's root directory, on a descriptor of its own (two of one open file
+     * description would share one lock): every mount of this store and every vfs command takes it,
+     * and no program reaches it through a mount, where a directory's flock stays in the kernel.
+     */
+    @Override
+    public MoveLock lockMoves(boolean exclusive) throws IOException {
+        int fd = Syscalls.openat(storeRoot.descriptor(VfsPath.root(), directories.refresh()), ".",
+                O_RDONLY | O_DIRECTORY, 0, root.toString());
+        try {
+            Syscalls.flock(fd, exclusive ? LOCK_EX : LOCK_SH);
+        } catch (IOException | RuntimeException e) {
+            Syscalls.close(fd);
+            throw e;
+        }
+        return () -> Syscalls.close(fd);
+    }
+
     /** renameat2(2) with the mode's flag: the store's file system decides atomically, as it would for a program. */
     @Override
     public void rename(VfsPath src, VfsPath dst, RenameMode mode) throws IOException {

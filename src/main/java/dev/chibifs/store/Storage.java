@@ -224,6 +224,26 @@ public interface Storage extends Closeable {
         throw new OperationNotPermittedException(path.toString(), "this store holds no fifos or sockets");
     }
 
+    /**
+     * Holds this store's other users (every mount of it, the vfs commands) out of the moves that
+     * could carry a symbolic link out of its zone while the router judges one and makes it:
+     * {@code exclusive} for whatever places a link (symlink, a link or directory moved, a hard link
+     * of a link), shared for every other rename and hard link (see {@code Router#rename}). Blocks
+     * until granted; closed once the change is made. A store no other process changes needs none
+     * (this default): the router's own lock holds this process's threads apart.
+     */
+    default MoveLock lockMoves(boolean exclusive) throws IOException {
+        return MoveLock.NONE;
+    }
+
+    /** What {@link #lockMoves} holds, until closed. */
+    interface MoveLock extends AutoCloseable {
+        MoveLock NONE = () -> { };
+
+        @Override
+        void close();
+    }
+
     /** Space figures for statfs. */
     SpaceInfo space() throws IOException;
 

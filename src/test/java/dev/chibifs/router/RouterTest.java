@@ -19,6 +19,8 @@ import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.LocalStorage;
 import dev.chibifs.store.LockType;
 import dev.chibifs.store.MemoryStorage;
+import dev.chibifs.store.Storage;
+import dev.chibifs.store.RenameMode;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.OperationNotPermittedException;
@@ -27,6 +29,8 @@ import dev.chibifs.store.ReadOnlyStoreException;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
 import java.io.IOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.ByteBuffer;
 import java.nio.file.FileSystemException;
 import java.nio.file.Path;
@@ -657,5 +661,59 @@ class RouterTest {
             assertTrue(e.getMessage().contains("'" + bad + "'"), e.getMessage());
         }
         assertEquals(List.of(), vfs.list(GUEST, VfsPath.root()));
+    }
+    /**
+     * The race a walk of a moved directory cannot see alone: a link made deep inside it while it is
+     * moved up. Whatever places a link holds every other move out, in this process and through the
+     * store (every mount of it); a plain rename or hard link holds the lock shared.
+     */
+    @Test
+    void whatPlacesASymbolicLinkHoldsEveryOtherMoveOut() throws Exception {
+        MemoryStorage memory = new MemoryStorage();
+        List<String> told = new ArrayList<>();
+        Storage recorded = (Storage) Proxy.newProxyInstance(Storage.class.getClassLoader(),
+                new Class<?>[] {Storage.class}, (proxy, method, args) -> {
+                    switch (method.getName()) {
+                        case "lockMoves" -> {
+                            told.add((Boolean) args[0] ? "exclusive" : "shared");
+                            return (Storage.MoveLock) () -> told.add("unlock");
+                        }
+                        case "rename", "createSymlink", "link" -> told.add(method.getName());
+                        default -> { }
+                    }
+                    try {
+                        return method.invoke(memory, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        Router router = Router.of(recorded);
+        router.createNamespace(List.of("planner"));
+        router.write(PLANNER, p("/shared/f"), bytes("x"));
+        router.mkdir(PLANNER, p("/shared/d"));
+
+        told.clear();
+        router.rename(PLANNER, p("/shared/f"), p("/shared/g"));
+        assertEquals(List.of("shared", "rename", "unlock"), told, "a file moved");
+        told.clear();
+        router.rename(PLANNER, p("/shared/d"), p("/shared/e"));
+        assertEquals(List.of("shared", "unlock", "exclusive", "rename", "unlock"), told, "a directory moved");
+        told.clear();
+        router.symlink(PLANNER, p("/shared/e/l"), "../g");
+        assertEquals(List.of("exclusive", "createSymlink", "unlock"), told, "a link made");
+        told.clear();
+        router.link(PLANNER, p("/shared/g"), p("/shared/h"));
+        assertEquals(List.of("shared", "link", "unlock"), told, "a file's hard link");
+        told.clear();
+        router.link(PLANNER, p("/shared/e/l"), p("/shared/e/l2"));
+        assertEquals(List.of("shared", "unlock", "exclusive", "link", "unlock"), told, "a link's hard link");
+        told.clear();
+        router.rename(PLANNER, p("/shared/h"), p("/shared/e"), RenameMode.EXCHANGE);
+        assertEquals(List.of("shared", "unlock", "exclusive", "rename", "unlock"), told, "a file exchanged with a directory");
+
+        Router any = Router.builder(recorded).symlinks(SymlinkRule.ANY).build();
+        told.clear();
+        any.symlink(PLANNER, p("/shared/anywhere"), "/etc");
+        assertEquals(List.of("createSymlink"), told, "--symlinks any: no rule to keep, nothing held");
     }
 }

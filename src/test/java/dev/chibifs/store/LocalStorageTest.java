@@ -1,6 +1,8 @@
 package dev.chibifs.store;
 
 import dev.chibifs.sys.IsDirectoryException;
+import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -534,7 +536,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
             assertEquals("locked", new java.io.BufferedReader(new java.io.InputStreamReader(holder.getInputStream())).readLine());
             java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
                     () -> storage.write(p("/shared/db"), bytes("after")));
-            assertEquals(dev.chibifs.sys.Linux.EAGAIN, dev.chibifs.sys.Errors.errno(e), e.toString());
+            assertEquals(Linux.EAGAIN, dev.chibifs.sys.Errors.errno(e), e.toString());
             assertTrue(e.getMessage().contains("holds a lock"), e.getMessage());
             assertThrows(java.nio.file.FileSystemException.class, () -> storage.append(p("/shared/db"), bytes("more")));
             storage.write(p("/shared/other"), bytes("copied"));
@@ -708,15 +710,44 @@ class LocalStorageTest extends StorageBehaviourSuite {
         storage.write(p("/shared/f"), bytes("f"));
         Path f = local().root().resolve("shared/f");
         LateCloses closes = new LateCloses(true);
-        int fd = dev.chibifs.sys.Syscalls.tryOpenat(dev.chibifs.sys.Linux.AT_FDCWD, f.toString(), dev.chibifs.sys.Linux.O_PATH, 0);
+        int fd = Syscalls.tryOpenat(Linux.AT_FDCWD, f.toString(), Linux.O_PATH, 0);
         assertTrue(fd >= 0);
         Files.delete(f);
         closes.close(fd);
         closes.close(); // the thread closes what it was given before it ends
         assertEquals(0, stillOpen(f));
-        int after = dev.chibifs.sys.Syscalls.tryOpenat(dev.chibifs.sys.Linux.AT_FDCWD, local().root().toString(), dev.chibifs.sys.Linux.O_PATH, 0);
+        int after = Syscalls.tryOpenat(Linux.AT_FDCWD, local().root().toString(), Linux.O_PATH, 0);
         closes.close(after); // ended: closed at once, here
         Path link = Path.of("/proc/self/fd/" + after);
         assertFalse(Files.exists(link, LinkOption.NOFOLLOW_LINKS) && Files.readSymbolicLink(link).equals(local().root()));
+    }
+    /**
+     * The moves lock ({@link Storage#lockMoves}) is the store's, not this instance's: another mount
+     * of the same directory (another LocalStorage) is held out by an exclusive one, shared ones go
+     * together, and a closed one lets go.
+     */
+    @Test
+    void aMovesLockHoldsOutEveryOtherUserOfTheSameDirectory() throws Exception {
+        try (LocalStorage otherMount = new LocalStorage(root)) {
+            try (Storage.MoveLock held = local().lockMoves(true)) {
+                assertFalse(rootLockFree(Linux.LOCK_SH), "an exclusive one keeps a shared one out");
+            }
+            assertTrue(rootLockFree(Linux.LOCK_EX), "let go once closed");
+            try (Storage.MoveLock one = local().lockMoves(false); Storage.MoveLock two = otherMount.lockMoves(false)) {
+                assertFalse(rootLockFree(Linux.LOCK_EX), "two shared ones, held together");
+            }
+            assertTrue(rootLockFree(Linux.LOCK_EX));
+        }
+    }
+
+    /** Whether a third process could take the store root's flock with {@code operation} now (without waiting). */
+    private boolean rootLockFree(int operation) throws IOException {
+        int fd = Syscalls.openat(Linux.AT_FDCWD, root.toString(),
+                Linux.O_RDONLY | Linux.O_DIRECTORY, 0, root.toString());
+        try {
+            return Syscalls.flock(fd, operation | Linux.LOCK_NB);
+        } finally {
+            Syscalls.close(fd);
+        }
     }
 }
