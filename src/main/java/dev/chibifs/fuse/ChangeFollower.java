@@ -154,6 +154,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             // a name that is no path (bytes that are not UTF-8), or a store that failed: tell the kernel
             known = false;
         }
+        if (renamed && known && (child != null && child.directory || now != null && now.isDirectory())) {
+            followDirectory(parent, name, at);
+        }
         if (renamed || !known) {
             // a name gone that the kernel holds no node for may still be in a listing it keeps (its
             // nodes forgotten since, or never made: plain READDIR). That listing went already if the
@@ -175,9 +178,43 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             child.untold();
             replied(child, now);
         }
-        if (child != null && now != null && child.identity != null && now.inode() == child.identity.inode()) {
+        if (child != null && now != null && child.identity != null && child.identity.isOf(now)) {
             // what a listing sends for it next: read after the change, so kept unless another came since
             child.keep(KeptMetadata.of(now, parent.followKey, System.nanoTime()), from);
+        }
+    }
+
+    /**
+     * A directory node whose name {@code name} in {@code parent} now stands for nothing, or for
+     * another directory, left it; a directory node the store now shows there arrived (see
+     * {@link NodeTable#left}, {@link NodeTable#arrived}). So a process working in a directory that
+     * another mount or chibi renames keeps working in it, as on a disk, and one working in a
+     * directory removed there (and perhaps made again) finds nothing in it instead of the new one.
+     * A directory moved where the kernel never looked stays gone until a lookup finds it.
+     */
+    private void followDirectory(NodeTable.Node parent, String name, VfsPath at) {
+        // read again with this mount's own renames held out: one made a moment ago may not be in
+        // the node table yet, and must not be taken for a move made behind the kernel's back
+        fs.ownNameChanges().writeLock().lock();
+        try {
+            Metadata now;
+            try {
+                now = fs.router().metadata(null, at);
+            } catch (NoSuchFileException gone) {
+                now = null;
+            }
+            NodeTable.Identity identity = now == null ? null : NodeTable.Identity.of(fs.router().resolve(at).storage(), now);
+            NodeTable.Node child = fs.nodes.child(parent, name);
+            if (child != null && child.directory && child.identity != null && (now == null || !child.identity.equals(identity))) {
+                fs.nodes.left(parent, name, child);
+            }
+            if (now != null && now.isDirectory()) {
+                fs.nodes.arrived(parent, name, identity);
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("{}: directory not followed: {}", at, e.toString());
+        } finally {
+            fs.ownNameChanges().writeLock().unlock();
         }
     }
 

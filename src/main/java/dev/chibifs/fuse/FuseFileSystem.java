@@ -119,6 +119,8 @@ final class FuseFileSystem {
     /** Some store is across a network (S3): see {@link #mayWaitLong}. */
     private final boolean anyStoreMayWaitLong;
     final NodeTable nodes = new NodeTable();
+    /** See {@link #ownNameChanges()}. */
+    private final java.util.concurrent.locks.ReadWriteLock ownNameChanges = new java.util.concurrent.locks.ReentrantReadWriteLock();
     final OpenFileTable openFiles = new OpenFileTable();
     private final DirectoryListings listings = new DirectoryListings();
     final StaleNames staleNames = new StaleNames();
@@ -367,7 +369,20 @@ final class FuseFileSystem {
      */
     private VfsPath childPath(NodeTable.Node parent, String name) throws IOException {
         Router.checkNameLength(name);
-        return path(parent).child(name);
+        return directoryPath(parent).child(name);
+    }
+
+    /**
+     * The path of directory node {@code dir}, to look up, make or remove a name in it; ENOENT where
+     * it was removed (through the mount, or behind the kernel's back: {@link NodeTable#left}), as
+     * in a removed directory on a disk, rather than the directory that may have its name now.
+     */
+    private VfsPath directoryPath(NodeTable.Node dir) throws NoSuchFileException {
+        VfsPath p = path(dir);
+        if (dir.removed && dir.directory) {
+            throw new NoSuchFileException(p.toString());
+        }
+        return p;
     }
 
     // ---- attributes ----
@@ -538,7 +553,7 @@ final class FuseFileSystem {
         if (!n.removed) {
             try {
                 Metadata m = router.metadata(null, p);
-                if (n.identity == null || m.inode() == n.identity.inode()) {
+                if (n.identity == null || n.identity.isOf(m)) {
                     return m;
                 }
             } catch (NoSuchFileException e) {
@@ -739,8 +754,14 @@ final class FuseFileSystem {
     void rmdir(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
         String name = req.entryName();
-        router.removeDirectory(caller(req), childPath(parent, name));
-        nodes.unlinked(parent, name);
+        VfsPath p = childPath(parent, name);
+        ownNameChanges.readLock().lock();
+        try {
+            router.removeDirectory(caller(req), p);
+            nodes.unlinked(parent, name);
+        } finally {
+            ownNameChanges.readLock().unlock();
+        }
     }
 
     void rename(FuseRequest req, FuseReply out) throws IOException {
@@ -760,18 +781,33 @@ final class FuseFileSystem {
         };
         NodeTable.Node moved = nodes.child(from, fromName);
         NodeTable.Node replaced = nodes.child(to, toName);
-        router.rename(caller(req), src, dst, mode);
-        // a rename changes the moved file's ctime, and the link count of the one it replaced (or its ctime, exchanged)
-        for (NodeTable.Node n : new NodeTable.Node[] {moved, replaced}) {
-            if (n != null) {
-                n.changing();
+        ownNameChanges.readLock().lock();
+        try {
+            router.rename(caller(req), src, dst, mode);
+            // a rename changes the moved file's ctime, and the link count of the one it replaced (or its ctime, exchanged)
+            for (NodeTable.Node n : new NodeTable.Node[] {moved, replaced}) {
+                if (n != null) {
+                    n.changing();
+                }
             }
+            if (mode == RenameMode.EXCHANGE) {
+                nodes.exchanged(from, fromName, to, toName);
+            } else {
+                nodes.renamed(from, fromName, to, toName);
+            }
+        } finally {
+            ownNameChanges.readLock().unlock();
         }
-        if (mode == RenameMode.EXCHANGE) {
-            nodes.exchanged(from, fromName, to, toName);
-        } else {
-            nodes.renamed(from, fromName, to, toName);
-        }
+    }
+
+    /**
+     * Held (shared) by a rename or rmdir through the mount from its change in the store until the
+     * node table has it, and (exclusive) by the change follower while it moves directory nodes after
+     * the store's events ({@link ChangeFollower}): the follower reads the store's events as soon as
+     * the change is made, and must not take this mount's own rename for one made behind its back.
+     */
+    java.util.concurrent.locks.ReadWriteLock ownNameChanges() {
+        return ownNameChanges;
     }
 
     void link(FuseRequest req, FuseReply out) throws IOException {
@@ -1250,7 +1286,7 @@ final class FuseFileSystem {
      */
     void tmpfile(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
-        VfsPath dir = path(parent);
+        VfsPath dir = directoryPath(parent);
         VfsPath p = Router.unnamedIn(dir);
         Caller caller = caller(req);
         Set<OpenFlag> flags = openFlags(req.openFlags());
@@ -1912,6 +1948,10 @@ final class FuseFileSystem {
 
     private void load(DirectoryListings.Listing l) throws IOException {
         l.clear();
+        if (l.dir.removed && l.dir.directory) {
+            l.loaded = true; // a removed directory lists nothing, whatever has its name now
+            return;
+        }
         router.forEachEntry(null, path(l.dir), (name, offset, length, kind, inode) -> {
             byte[] b = new byte[length];
             System.arraycopy(name, offset, b, 0, length);

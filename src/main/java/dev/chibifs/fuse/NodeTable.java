@@ -40,6 +40,15 @@ final class NodeTable {
             return new Identity(store, m.inode(), born);
         }
 
+        /**
+         * Whether {@code m}, read of this identity's store, is of this very file: its inode number,
+         * and its birth time where both have one (a freed number is reused at once by ext4).
+         */
+        boolean isOf(dev.chibifs.store.Metadata m) {
+            long b = m.created() == null ? 0 : m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS);
+            return m.inode() == inode && (born == 0 || b == 0 || b == born);
+        }
+
         /** The birth time as {@link dev.chibifs.store.Metadata#created} has it: null where the file system has none. */
         java.nio.file.attribute.FileTime created() {
             return born == 0 ? null : java.nio.file.attribute.FileTime.from(born, java.util.concurrent.TimeUnit.NANOSECONDS);
@@ -399,6 +408,51 @@ final class NodeTable {
                 byIdentity.remove(node.identity, node);
             }
         }
+    }
+
+    /**
+     * Directory {@code node}, known as {@code name} in {@code parent}, left that name behind the
+     * kernel's back (another mount, chibi or a program on the store moved or removed it): the name
+     * no longer reaches it, so what is done in it finds nothing, as in a removed directory, instead
+     * of acting on whatever directory has the name now. It stays known by what it is (where that
+     * has a birth time, so no reused inode number is taken for it), for {@link #arrived}.
+     */
+    synchronized void left(Node parent, String name, Node node) {
+        if (!node.directory || !byName.remove(new Link(parent, name), node)) {
+            return;
+        }
+        dropLink(node, parent, name);
+        if (node.identity != null && node.identity.born() == 0) {
+            byIdentity.remove(node.identity, node);
+        }
+        renames.incrementAndGet(); // the paths below it are gone with it
+    }
+
+    /**
+     * The directory the store now has at {@code name} in {@code parent}, {@code identity}: where it is
+     * a node that {@link #left} its name, it is known by this one now, as after a rename through the
+     * mount (the kernel moves its dentry here at the first lookup that finds the same node id, so a
+     * process working in it keeps working in it). No kernel lookup is added. Returns it, or null.
+     */
+    synchronized Node arrived(Node parent, String name, Identity identity) {
+        Node node = byIdentity.get(identity);
+        if (node == null || !node.directory || !node.removed) {
+            return null;
+        }
+        Link link = new Link(parent, name);
+        node.link = link;
+        node.otherLinks = null;
+        node.removed = false;
+        node.pathEpoch = -1;
+        Node previous = byName.put(link, node);
+        if (previous != null && previous != node) {
+            dropLink(previous, parent, name);
+            if (previous.removed) {
+                byIdentity.remove(previous.identity, previous);
+            }
+        }
+        renames.incrementAndGet();
+        return node;
     }
 
     /** {@code from/fromName} now is {@code to/toName}; whatever that name held before is gone. */

@@ -17,7 +17,10 @@ import java.util.List;
 
 import static dev.chibifs.fuse.FakeKernel.body;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The store's change feed as the kernel hears of it: a real local store's feed, a fake kernel, no mount. */
 @Timeout(30)
@@ -90,5 +93,66 @@ class ChangeFollowerTest {
             kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_ENTRY && n.int64(0) == parent
                     && name.equals(StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8))).toString()));
         }
+    }
+    /** A directory's node after its parent {@code dir} saw {@code names} change, as the feed tells. */
+    private void told(long dir, String... names) {
+        long key = fs.nodes.get(dir).followKey;
+        for (String name : names) {
+            follower.changed(key, name, true, false);
+        }
+    }
+
+    private FakeKernel.Reply create(long dir, String name) throws Exception {
+        return kernel.call(FuseProtocol.CREATE, dir,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name(name));
+    }
+
+    @Test
+    void aDirectoryMovedBehindTheMountIsWorkedInWhereItWent() throws Exception {
+        Files.createDirectories(home.resolve("shared/d"));
+        Files.writeString(home.resolve("shared/d/a"), "mine");
+        long shared = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long d = kernel.call(FuseProtocol.LOOKUP, shared, body().name("d")).int64(0); // a shell's cwd, say
+
+        // another mount (or chibi) moves it, and makes a directory of the old name
+        Files.move(home.resolve("shared/d"), home.resolve("shared/d2"));
+        Files.createDirectories(home.resolve("shared/d"));
+        Files.writeString(home.resolve("shared/d/b"), "theirs");
+        told(shared, "d", "d2");
+
+        FakeKernel.Reply a = kernel.call(FuseProtocol.LOOKUP, d, body().name("a"));
+        assertEquals(0, a.error());
+        assertNotEquals(0, a.int64(0), "its own file, where it went");
+        FakeKernel.Reply b = kernel.call(FuseProtocol.LOOKUP, d, body().name("b"));
+        assertEquals(0, b.int64(0), "not the new directory's: missing (an entry of node id 0, or ENOENT)");
+        FakeKernel.Reply made = create(d, "new");
+        assertEquals(0, made.error());
+        assertTrue(Files.exists(home.resolve("shared/d2/new")));
+        assertFalse(Files.exists(home.resolve("shared/d/new")));
+        assertEquals(d, kernel.call(FuseProtocol.LOOKUP, shared, body().name("d2")).int64(0),
+                "the same node id: the kernel moves the directory's dentry to its new name (getcwd says d2)");
+    }
+
+    @Test
+    void aDirectoryRemovedAndMadeAgainBehindTheMountHasNothingInIt() throws Exception {
+        Files.createDirectories(home.resolve("shared/build"));
+        Files.writeString(home.resolve("shared/build/old.o"), "x");
+        long shared = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long build = kernel.call(FuseProtocol.LOOKUP, shared, body().name("build")).int64(0);
+
+        // `rm -rf build && mkdir build` through another mount
+        Files.delete(home.resolve("shared/build/old.o"));
+        Files.delete(home.resolve("shared/build"));
+        Files.createDirectories(home.resolve("shared/build"));
+        Files.writeString(home.resolve("shared/build/new.o"), "y");
+        told(shared, "build");
+
+        assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, build, body().name("new.o")).error());
+        assertEquals(-Linux.ENOENT, create(build, "x").error(), "as in a removed directory on a disk");
+        assertFalse(Files.exists(home.resolve("shared/build/x")));
+        FakeKernel.Reply attr = kernel.call(FuseProtocol.GETATTR, build, body().int32(0).int32(0).int64(0));
+        assertEquals(0, attr.error());
+        assertEquals(0, attr.int32(16 + 64), "nlink 0: removed");
+        assertNotEquals(build, kernel.call(FuseProtocol.LOOKUP, shared, body().name("build")).int64(0), "the new one is another node");
     }
 }
