@@ -693,7 +693,21 @@ final class FuseFileSystem {
     }
 
     void readlink(FuseRequest req, FuseReply out) throws IOException {
-        out.bytes(router.readLink(null, path(node(req))).getBytes(StandardCharsets.UTF_8));
+        VfsPath p = path(node(req));
+        String target;
+        try {
+            target = router.readLink(null, p);
+        } catch (IOException e) {
+            int errno = dev.chibifs.sys.Errors.errno(e);
+            if (errno != Linux.EINVAL && errno != Linux.ENOENT) {
+                throw e;
+            }
+            // the name stopped being this link between the kernel's lookup and now (replaced or
+            // removed behind its back): ESTALE makes the kernel walk the path again (LOOKUP_REVAL)
+            // and find what it is now, where EINVAL would fail the whole walk
+            throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+        }
+        out.bytes(target.getBytes(StandardCharsets.UTF_8));
     }
 
     void statfs(FuseRequest req, FuseReply out) throws IOException {

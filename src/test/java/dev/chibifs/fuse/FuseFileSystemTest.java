@@ -412,6 +412,17 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void aLinkReplacedByADirectoryBehindTheKernelIsStaleSoItWalksAgain() throws Exception {
+        store.createSymlink(VfsPath.of("/shared/current"), "v1");
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long link = lookup(shared, "current");
+        assertEquals("v1", StandardCharsets.UTF_8.decode(kernel.call(FuseProtocol.READLINK, link, body()).body()).toString());
+        store.delete(VfsPath.of("/shared/current"));
+        store.mkdir(VfsPath.of("/shared/current"));
+        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.READLINK, link, body()).error(), "not EINVAL, which ends the walk");
+    }
+
+    @Test
     void aDeniedCreateIsEaccesAndLeavesNothing() throws Exception {
         long home = lookup(FuseProtocol.ROOT_ID, "home");
         long bob = lookup(home, "bob");
