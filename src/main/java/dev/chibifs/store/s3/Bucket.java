@@ -79,8 +79,14 @@ final class Bucket implements Closeable {
     record Listed(String key, long size, Instant modified, String etag) {
     }
 
-    /** One level of a listing: the objects and the common prefixes ("directories") below a prefix. */
-    record Level(List<Listed> objects, List<String> prefixes) {
+    /**
+     * One level of a listing: the objects and the common prefixes ("directories") below a prefix,
+     * and when S3 answered by its own clock (its Date header, to the second; null where it sent none).
+     */
+    record Level(List<Listed> objects, List<String> prefixes, Instant answered) {
+        Level(List<Listed> objects, List<String> prefixes) {
+            this(objects, prefixes, null);
+        }
     }
 
     /** What HEAD or GET says of one object; {@code meta} is its user metadata (x-amz-meta-*). */
@@ -364,6 +370,7 @@ final class Bucket implements Closeable {
         List<Listed> objects = new ArrayList<>();
         List<String> prefixes = new ArrayList<>();
         String token = null;
+        Instant answered = null;
         refuseWhileUnreachable("list", prefix);
         try {
             do {
@@ -374,6 +381,7 @@ final class Bucket implements Closeable {
                 }
                 count("list");
                 ListObjectsV2Response r = client.listObjectsV2(req.overrideConfiguration(answerLimits).build());
+                answered = r.sdkHttpResponse().firstMatchingHeader("Date").map(Bucket::httpDate).orElse(null);
                 for (S3Object o : r.contents()) {
                     if (shows(prefix, o.key())) {
                         objects.add(new Listed(o.key(), o.size() == null ? 0 : o.size(), o.lastModified(), o.eTag()));
@@ -390,7 +398,16 @@ final class Bucket implements Closeable {
             throw failure("list", prefix, e);
         }
         answered();
-        return new Level(objects, prefixes);
+        return new Level(objects, prefixes, answered);
+    }
+
+    /** An HTTP date (RFC 1123, what S3's Date header says), or null where it is not one. */
+    private static Instant httpDate(String value) {
+        try {
+            return java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME.parse(value, Instant::from);
+        } catch (java.time.DateTimeException e) {
+            return null;
+        }
     }
 
     /** The locks' leases are no store's files: only a listing of them shows them. */

@@ -41,7 +41,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * hosts putting at once at least one sees the other; one that meets a conflicting lease takes its
  * put back and answers "not now" (both may, and their lock waits try again). A holder puts its
  * leases again every {@link #ttl} / 3; a lease whose LastModified is more than {@link #ttl} before
- * the one just put (S3's clock against itself, never a host's) is a dead holder's and is ignored.
+ * S3's time (the one just put, or a listing's Date header: S3's clock against itself, a host's only
+ * where S3 sends no Date) is a dead holder's: ignored, and deleted by the next host to take a lease.
  *
  * <p>Taking a lease from none is a pull: the file's directory is listed again and the file's
  * version compared ({@link S3Storage#pullForLock}), and the handles open here read the version S3
@@ -306,6 +307,7 @@ final class HostLocks implements AutoCloseable {
                 }
             }
             conflict = conflicts(leases, objectKey, want, putAt);
+            removeDead(leases, objectKey, putAt);
         } catch (IOException | RuntimeException e) {
             deleteQuietly(mine); // else it would keep the others out until it expired
             throw e;
@@ -335,6 +337,25 @@ final class HostLocks implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Deletes the leases among {@code leases} that no holder put again for longer than a lease lives
+     * before {@code now} (S3's time of our own put): a killed daemon's, which nobody else removes.
+     * They count for nothing already; gone, they cost no listing anything. A holder that was only
+     * paused that long puts its lease again at its next renewal.
+     */
+    private void removeDead(Bucket.Level leases, String objectKey, Instant now) {
+        if (now == null) {
+            return;
+        }
+        String base = leasesOf(objectKey);
+        for (Bucket.Listed o : leases.objects()) {
+            if (!o.key().substring(base.length()).startsWith(holder + ".") && o.modified() != null
+                    && o.modified().plus(ttl).isBefore(now)) {
+                deleteQuietly(o.key());
+            }
+        }
+    }
+
     /** Whether a lease of another live holder among {@code leases} conflicts with {@code want}. */
     private boolean conflicts(Bucket.Level leases, String objectKey, Level want, Instant putAt) {
         for (Level theirs : othersLive(leases, objectKey, putAt)) {
@@ -352,14 +373,18 @@ final class HostLocks implements AutoCloseable {
             return Level.NONE;
         }
         Bucket.Level leases = bucket.list(leasesOf(objectKey), false);
-        Instant newest = null;
+        // S3's time of the listing (its Date header), else this host's: no lease of ours was just put
+        // to read S3's clock off, and the newest lease listed is no clock (a dead holder's, left
+        // alone, would stay the newest and count as live for ever: SQLite's F_GETLK then found its
+        // database locked by a host killed minutes before)
+        Instant now = leases.answered() != null ? leases.answered() : store.now().toInstant();
         for (Bucket.Listed o : leases.objects()) {
-            if (o.modified() != null && (newest == null || o.modified().isAfter(newest))) {
-                newest = o.modified();
+            if (o.modified() != null && o.modified().isAfter(now)) {
+                now = o.modified(); // S3's clock is at least this far on
             }
         }
         Level found = Level.NONE;
-        for (Level theirs : othersLive(leases, objectKey, newest)) {
+        for (Level theirs : othersLive(leases, objectKey, now)) {
             if ((want == Level.EXCLUSIVE || theirs == Level.EXCLUSIVE) && theirs.compareTo(found) > 0) {
                 found = theirs;
             }

@@ -278,6 +278,28 @@ class S3HostLocksTest {
     }
 
     @Test
+    void aDeadHostsLeaseStopsShowingAsALockAndGoesWithTheNextLockTaken() throws Exception {
+        S3Storage b = host("b", Duration.ofSeconds(1));
+        b.mkdir(p("/shared"));
+        b.write(p("/shared/jobs.db"), "v1".getBytes(UTF_8));
+        b.flushAll();
+        String leases = HostLocks.KEYS + prefix + "/shared/jobs.db/";
+        try (Bucket raw = Bucket.connect(S3Spec.parse("s3://" + BUCKET + "/" + prefix), server.env())) {
+            // a daemon killed while it held a write lock: its lease stays, never put again
+            raw.put(leases + "gone-0000.X", new byte[0], Map.of(), null);
+            FileHandle h = openDb(b);
+            assertEquals(LockType.WRITE, h.locks().testLock(1, LockType.READ, 0, 0).type(), "a live holder, as far as b can tell");
+            // F_GETLK, which SQLite asks before it opens a WAL database: not the newest lease's time
+            // (the dead one's own), which kept it locked for ever
+            assertTrue(grantedWithin(() -> h.locks().testLock(1, LockType.READ, 0, 0).type() == LockType.UNLOCK),
+                    "once it outlived its lease");
+            assertTrue(h.locks().tryLock(1, LockType.READ, 0, 0));
+            assertEquals(List.of(), raw.list(leases, false).objects().stream()
+                    .map(Bucket.Listed::key).filter(k -> k.contains("gone-")).toList(), "deleted by the host that took the lock");
+        }
+    }
+
+    @Test
     void aLeaseHeldLongerThanItLivesIsRenewedAndStillExcludes() throws Exception {
         S3Storage a = host("a", Duration.ofSeconds(1));
         S3Storage b = host("b", Duration.ofSeconds(1));
