@@ -288,7 +288,17 @@ public final class MountCommand implements Callable<Integer> {
         }
         Optional<LocalStorage> storage = namespace.rootStore();
         Router router = namespace.router();
-        router.createNamespace(plan.homes());
+        try {
+            router.createNamespace(plan.homes());
+        } catch (IOException e) {
+            if (storage.isPresent()) {
+                throw e;
+            }
+            // an S3 store at / that does not answer: the mount serves what this host has seen and
+            // keeps its changes until S3 answers (a daemon killed in an outage must come back)
+            log.warn("the namespace's directories could not be checked or made ({}): the mount serves what this"
+                    + " host has; a mount made once S3 answers makes any that are missing", e.getMessage());
+        }
         CacheSweeper sweeper = CacheSweeper.create(router, config, cacheSweepInterval, Clock.systemUTC());
         MountRegistry registry = MountRegistry.forCurrentUser();
         List<String> options = FuseDaemon.optionsFor(plan.uidMapped(), fuseOptions);

@@ -1,13 +1,14 @@
 package dev.chibifs.fuse;
 
 import dev.chibifs.router.Router;
+import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -266,17 +267,18 @@ public final class FuseDaemon {
     /**
      * Asks the daemon itself: a lookup of a name that does not exist always reaches it, whereas a
      * stat of the mountpoint can be answered from attributes the kernel cached before the daemon
-     * died. ENOENT means alive; "Transport endpoint is not connected" means dead.
+     * died. Any answer means alive: ENOENT, or EIO where the store is away (an S3 store at / that
+     * does not answer: the mount serves what this host has); "Transport endpoint is not connected"
+     * means dead.
      */
     private static boolean daemonAnswers(Path mountpoint) {
-        try {
-            Files.readAttributes(mountpoint.resolve(".chibifs-probe-" + System.nanoTime()), BasicFileAttributes.class);
+        int fd = Syscalls.tryOpenat(Linux.AT_FDCWD,
+                mountpoint.resolve(".chibifs-probe-" + System.nanoTime()).toString(), Linux.O_PATH, 0);
+        if (fd >= 0) {
+            Syscalls.close(fd);
             return true;
-        } catch (java.nio.file.NoSuchFileException expected) {
-            return true;
-        } catch (IOException dead) {
-            return false;
         }
+        return -fd != Linux.ENOTCONN && -fd != Linux.ECONNABORTED;
     }
 
     /** Blocks until the session ends (unmounted by anyone). */

@@ -730,6 +730,39 @@ class S3MountTest {
     }
 
     @Test
+    @Timeout(180)
+    void theWholeNamespaceOnABucketThatIsAwayStillMountsAndServesWhatThisHostHas() throws Exception {
+        Path rootA = MountedFs.tempRoot();
+        String[] args = {"--context", "planner", "--store", "/=" + spec(), "--cache-dir",
+                rootA.resolve("cache").toString(), "--flush-after", FLUSH_AFTER};
+        MountedFs a = MountedFs.start(rootA, env("hostA"), args);
+        mounts.add(a);
+        Files.writeString(a.at("/shared/seen.md"), "seen\n");
+        MountedFs.cli("umount", a.mountpoint().toString()).ok();
+        server.stop();
+        try {
+            // a daemon killed in an outage must come back before S3 does: the namespace's directories
+            // cannot be checked, and the mount's own probe is answered EIO where nothing was seen
+            MountedFs again = MountedFs.start(rootA, env("hostA"), args);
+            mounts.add(again);
+            assertEquals("seen\n", Files.readString(again.at("/shared/seen.md")));
+            Files.writeString(again.at("/shared/kept.md"), "kept\n");
+            // a host that has seen nothing mounts too (and has nothing to show until S3 answers)
+            Path rootC = MountedFs.tempRoot();
+            mounts.add(MountedFs.start(rootC, env("hostC"), "--context", "planner", "--store", "/=" + spec(),
+                    "--cache-dir", rootC.resolve("cache").toString()));
+        } finally {
+            server.start();
+        }
+        Path rootB = MountedFs.tempRoot();
+        MountedFs b = MountedFs.start(rootB, env("hostB"), "--context", "planner", "--store", "/=" + spec(),
+                "--cache-dir", rootB.resolve("cache").toString(), "--flush-after", FLUSH_AFTER);
+        mounts.add(b);
+        await(SETTLES_WITHIN, "host B reading what A wrote while S3 was away",
+                () -> "kept\n".equals(readOrNull(b.at("/shared/kept.md"))));
+    }
+
+    @Test
     @Timeout(120)
     void aBackgroundMountPassesTheS3OptionsToItsDaemonButNoCredential() throws Exception {
         Path root = MountedFs.tempRoot();
