@@ -1481,7 +1481,7 @@ final class Bucket implements Closeable {
         return away == null ? null : away.reason() + " (since " + away.since() + ")";
     }
 
-    private void refuseWhileUnreachable(String op, String key) throws Unavailable {
+    void refuseWhileUnreachable(String op, String key) throws Unavailable {
         Away away = unreachable;
         if (away != null) {
             throw new Unavailable(line(op, key, away.reason() + ", asked again in the background"), null);

@@ -88,6 +88,8 @@ final class WriteBack {
     private final S3Options options;
     private final Path uploadDir;
     private final ReentrantLock flushLock = new ReentrantLock();
+    /** How often an fsync waiting for {@link #flushLock} looks whether S3 has become known to be away. */
+    private static final long FSYNC_LOOKS_EVERY_MILLIS = 100;
     /** How many uploads run at once in a write-back pass. */
     private static final int UPLOADERS = 4;
     private final java.util.concurrent.ExecutorService uploaders = Bucket.daemonThreads(UPLOADERS, "s3-upload");
@@ -295,7 +297,16 @@ final class WriteBack {
 
     /** fsync: uploads this file now, returning once S3 has it. */
     void flushNode(Node n) throws IOException {
-        flushLock.lock();
+        // while S3 is known to be away an fsync answers at once (EIO), as every request then does,
+        // not after the pass that holds the lock has waited out its upload's deadline (up to a minute)
+        try {
+            while (!flushLock.tryLock(FSYNC_LOOKS_EVERY_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                bucket.refuseWhileUnreachable("put", String.valueOf(n.path));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("fsync of " + n.path + " interrupted");
+        }
         try {
             VfsPath p;
             synchronized (store) {
