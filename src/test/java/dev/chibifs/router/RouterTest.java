@@ -668,7 +668,7 @@ class RouterTest {
      * store (every mount of it); a plain rename or hard link holds the lock shared.
      */
     @Test
-    void whatPlacesASymbolicLinkHoldsEveryOtherMoveOut() throws Exception {
+    void whatPlacesASymbolicLinkHoldsEveryOtherMoveOut() throws Throwable {
         MemoryStorage memory = new MemoryStorage();
         List<String> told = new ArrayList<>();
         Storage recorded = (Storage) Proxy.newProxyInstance(Storage.class.getClassLoader(),
@@ -692,28 +692,28 @@ class RouterTest {
         router.write(PLANNER, p("/shared/f"), bytes("x"));
         router.mkdir(PLANNER, p("/shared/d"));
 
-        told.clear();
-        router.rename(PLANNER, p("/shared/f"), p("/shared/g"));
-        assertEquals(List.of("shared", "rename", "unlock"), told, "a file moved");
-        told.clear();
-        router.rename(PLANNER, p("/shared/d"), p("/shared/e"));
-        assertEquals(List.of("shared", "unlock", "exclusive", "rename", "unlock"), told, "a directory moved");
-        told.clear();
-        router.symlink(PLANNER, p("/shared/e/l"), "../g");
-        assertEquals(List.of("exclusive", "createSymlink", "unlock"), told, "a link made");
-        told.clear();
-        router.link(PLANNER, p("/shared/g"), p("/shared/h"));
-        assertEquals(List.of("shared", "link", "unlock"), told, "a file's hard link");
-        told.clear();
-        router.link(PLANNER, p("/shared/e/l"), p("/shared/e/l2"));
-        assertEquals(List.of("shared", "unlock", "exclusive", "link", "unlock"), told, "a link's hard link");
-        told.clear();
-        router.rename(PLANNER, p("/shared/h"), p("/shared/e"), RenameMode.EXCHANGE);
-        assertEquals(List.of("shared", "unlock", "exclusive", "rename", "unlock"), told, "a file exchanged with a directory");
+        assertTold(told, List.of("shared", "rename", "unlock"), "a file moved",
+                () -> router.rename(PLANNER, p("/shared/f"), p("/shared/g")));
+        assertTold(told, List.of("shared", "unlock", "exclusive", "rename", "unlock"), "a directory moved",
+                () -> router.rename(PLANNER, p("/shared/d"), p("/shared/e")));
+        assertTold(told, List.of("exclusive", "createSymlink", "unlock"), "a link made",
+                () -> router.symlink(PLANNER, p("/shared/e/l"), "../g"));
+        assertTold(told, List.of("shared", "link", "unlock"), "a file's hard link",
+                () -> router.link(PLANNER, p("/shared/g"), p("/shared/h")));
+        assertTold(told, List.of("shared", "unlock", "exclusive", "link", "unlock"), "a link's hard link",
+                () -> router.link(PLANNER, p("/shared/e/l"), p("/shared/e/l2")));
+        assertTold(told, List.of("shared", "unlock", "exclusive", "rename", "unlock"), "a file exchanged with a directory",
+                () -> router.rename(PLANNER, p("/shared/h"), p("/shared/e"), RenameMode.EXCHANGE));
 
         Router any = Router.builder(recorded).symlinks(SymlinkRule.ANY).build();
+        assertTold(told, List.of("createSymlink"), "--symlinks any: no rule to keep, nothing held",
+                () -> any.symlink(PLANNER, p("/shared/anywhere"), "/etc"));
+    }
+
+    /** {@code op} tells {@code told} exactly {@code expected}. */
+    private static void assertTold(List<String> told, List<String> expected, String what, Executable op) throws Throwable {
         told.clear();
-        any.symlink(PLANNER, p("/shared/anywhere"), "/etc");
-        assertEquals(List.of("createSymlink"), told, "--symlinks any: no rule to keep, nothing held");
+        op.execute();
+        assertEquals(expected, told, what);
     }
 }

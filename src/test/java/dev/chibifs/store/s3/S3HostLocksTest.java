@@ -262,16 +262,24 @@ class S3HostLocksTest {
         }
     }
 
-    @Test
-    void aLeaseNotRenewedForLongerThanItLivesIsADeadHostsAndNoLongerExcludes() throws Exception {
+    /**
+     * Host b, whose leases live 1 s, with /shared/jobs.db, beside the write lock's lease of a host
+     * that died holding it (killed -9): never put again, never deleted by its holder.
+     */
+    private S3Storage hostBesideADeadHostsLease() throws IOException {
         S3Storage b = host("b", Duration.ofSeconds(1));
         b.mkdir(p("/shared"));
         b.write(p("/shared/jobs.db"), "v1".getBytes(UTF_8));
         b.flushAll();
-        // a host that took a write lock, then died: its lease stays, never put again
         try (Bucket raw = Bucket.connect(S3Spec.parse("s3://" + BUCKET + "/" + prefix), server.env())) {
             raw.put(HostLocks.KEYS + prefix + "/shared/jobs.db/gone-0000.X", new byte[0], Map.of(), null);
         }
+        return b;
+    }
+
+    @Test
+    void aLeaseNotRenewedForLongerThanItLivesIsADeadHostsAndNoLongerExcludes() throws Exception {
+        S3Storage b = hostBesideADeadHostsLease();
         FileHandle h = openDb(b);
         assertFalse(h.locks().tryLock(1, LockType.READ, 0, 0), "a live holder, as far as b can tell");
         assertTrue(grantedWithin(() -> h.locks().tryLock(1, LockType.READ, 0, 0)), "once it outlived its lease");
@@ -279,14 +287,9 @@ class S3HostLocksTest {
 
     @Test
     void aDeadHostsLeaseStopsShowingAsALockAndGoesWithTheNextLockTaken() throws Exception {
-        S3Storage b = host("b", Duration.ofSeconds(1));
-        b.mkdir(p("/shared"));
-        b.write(p("/shared/jobs.db"), "v1".getBytes(UTF_8));
-        b.flushAll();
+        S3Storage b = hostBesideADeadHostsLease();
         String leases = HostLocks.KEYS + prefix + "/shared/jobs.db/";
         try (Bucket raw = Bucket.connect(S3Spec.parse("s3://" + BUCKET + "/" + prefix), server.env())) {
-            // a daemon killed while it held a write lock: its lease stays, never put again
-            raw.put(leases + "gone-0000.X", new byte[0], Map.of(), null);
             FileHandle h = openDb(b);
             assertEquals(LockType.WRITE, h.locks().testLock(1, LockType.READ, 0, 0).type(), "a live holder, as far as b can tell");
             // F_GETLK, which SQLite asks before it opens a WAL database: not the newest lease's time
