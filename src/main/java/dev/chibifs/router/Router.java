@@ -41,6 +41,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -72,8 +75,11 @@ public final class Router {
     private final List<Mount> mounts;
     /** Which symbolic link targets may be made or moved (mount --symlinks). */
     private final SymlinkRule symlinks;
-    /** This process's side of {@link #lockMoves}: shared for plain moves, exclusive for what places a link. */
-    private final java.util.concurrent.locks.ReentrantReadWriteLock moves = new java.util.concurrent.locks.ReentrantReadWriteLock();
+    /**
+     * This process's side of {@link #lockMoves}, one per store (a move never crosses stores): shared
+     * for plain moves, exclusive for what places a link.
+     */
+    private final Map<Storage, ReentrantReadWriteLock> moves = new ConcurrentHashMap<>();
     // the names of the mount points directly in each directory that has some
     private final Map<VfsPath, List<String>> mountPointsIn;
     private final Membership membership;
@@ -613,7 +619,8 @@ public final class Router {
         creatable(dst);
         for (boolean exclusive = false; ; exclusive = true) {
             try (Storage.MoveLock held = lockMoves(ts.storage(), exclusive)) {
-                if (!exclusive && (carriesLinks(ts) || mode == RenameMode.EXCHANGE && carriesLinks(td))) {
+                if (!exclusive && symlinks != SymlinkRule.ANY
+                        && (carriesLinks(ts) || mode == RenameMode.EXCHANGE && carriesLinks(td))) {
                     continue; // a link or a directory: judged and moved with every other move held out
                 }
                 if (exclusive) {
@@ -648,7 +655,8 @@ public final class Router {
         if (symlinks == SymlinkRule.ANY) {
             return Storage.MoveLock.NONE;
         }
-        java.util.concurrent.locks.Lock lock = exclusive ? moves.writeLock() : moves.readLock();
+        ReentrantReadWriteLock both = moves.computeIfAbsent(storage, any -> new ReentrantReadWriteLock());
+        Lock lock = exclusive ? both.writeLock() : both.readLock();
         lock.lock();
         try {
             Storage.MoveLock inStore = storage.lockMoves(exclusive);
