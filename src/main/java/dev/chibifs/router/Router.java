@@ -1071,15 +1071,18 @@ public final class Router {
 
     /**
      * Creates the zone roots ({@code /shared}, {@code /home}, {@code /sys}, {@code /sys/tool_cache},
-     * and chibi 0.10's {@code /site}, {@code /flocks}, {@code /tools}, {@code /tools/shared}), the
-     * home of every named context, and the parents of every store's mount point, as SYSTEM; what
+     * and chibi 0.10's {@code /site}, {@code /flocks}, {@code /tools}, {@code /tools/shared},
+     * {@code /tools/home}, {@code /tools/flocks}), the home and tools home of every named context,
+     * and the parents of every store's mount point, as SYSTEM; what
      * exists already is left alone, so a read-only store at one of them is no failure.
      */
     public void createNamespace(Collection<String> contexts) throws IOException {
         List<String> dirs = new ArrayList<>(List.of("/shared", "/home", "/sys", "/sys/tool_cache",
-                "/site", "/flocks", "/tools", "/tools/shared"));
+                "/site", "/flocks", "/tools", "/tools/shared", "/tools/home", "/tools/flocks"));
         for (String c : contexts) {
+            // a context may write its own /home and /tools/home, but make neither: their parents are SYSTEM's
             dirs.add("/home/" + Caller.context(c).name());
+            dirs.add("/tools/home/" + Caller.context(c).name());
         }
         for (Mount m : mounts) {
             for (VfsPath p = m.prefix().parent(); p != null && !p.isRoot(); p = p.parent()) {

@@ -163,6 +163,15 @@ class RouterTest {
     }
 
     @Test
+    void theNamespaceHasEveryContextsToolsHomeSoItNeedNotMakeWhatOnlySystemMay() throws IOException {
+        vfs.createNamespace(List.of("coder"));
+        assertTrue(vfs.metadata(GUEST, p("/tools/flocks")).isDirectory());
+        vfs.mkdir(CODER, p("/tools/home/coder/bin")); // mkdir -p through a mount: /tools/home is SYSTEM's
+        vfs.mkdir(PLANNER, p("/tools/home/planner"));
+        assertDenied(() -> vfs.mkdir(PLANNER, p("/tools/home/coder/mine")));
+    }
+
+    @Test
     void metadataAlwaysAllowed() throws IOException {
         vfs.write(PLANNER, p("/shared/m.txt"), bytes("data"));
         assertEquals(4, vfs.metadata(CODER, p("/shared/m.txt")).size());
