@@ -92,6 +92,12 @@ public final class ToolCache {
      * entries, once {@code stopRequested} says so. Returns the paths removed.
      */
     public List<VfsPath> removeOlderThan(Duration maxAge, BooleanSupplier stopRequested) throws IOException {
+        return removeOlderThan(maxAge, stopRequested, (p, e) -> { });
+    }
+
+    /** {@link #removeOlderThan(Duration, BooleanSupplier)}, telling {@code failed} of each entry that could not be checked or removed. */
+    public List<VfsPath> removeOlderThan(Duration maxAge, BooleanSupplier stopRequested,
+                                         java.util.function.BiConsumer<VfsPath, Exception> failed) throws IOException {
         List<VfsPath> removed = new ArrayList<>();
         if (!isCacheDirectory()) {
             return removed;
@@ -103,6 +109,7 @@ public final class ToolCache {
                 entries = entriesOf(ctx);
             } catch (IOException e) {
                 LOG.warn("tool cache: cannot list {}: {}", directoryOf(ctx), e.toString());
+                failed.accept(directoryOf(ctx), e);
                 continue;
             }
             for (Entry e : entries) {
@@ -118,6 +125,7 @@ public final class ToolCache {
                     LOG.debug("tool cache: {} vanished before it could be checked", p);
                 } catch (IOException | RuntimeException ex) {
                     LOG.warn("tool cache: cannot check or remove {}: {}", p, ex.toString());
+                    failed.accept(p, ex);
                 }
             }
         }

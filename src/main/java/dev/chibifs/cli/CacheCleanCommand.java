@@ -29,13 +29,15 @@ public final class CacheCleanCommand implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     @Override
-    public Integer call() throws IOException {
+    public Integer call() throws IOException, CommandFailure {
         if (maxAgeDays != null && maxAgeDays < 0) {
             throw new UsageException("--max-age-days must be 0 or more, not " + maxAgeDays);
         }
         long days = maxAgeDays != null ? maxAgeDays : ChibiConfig.load(home.resolve()).toolCacheMaxAgeDays();
         ToolCache cache = CacheStores.openExisting(home.resolve());
-        List<VfsPath> removed = cache == null ? List.of() : cache.removeOlderThan(ToolCache.expiry(days), () -> false);
+        List<String> failed = new java.util.ArrayList<>();
+        List<VfsPath> removed = cache == null ? List.of() : cache.removeOlderThan(ToolCache.expiry(days), () -> false,
+                (p, e) -> failed.add(p.toUri() + " (" + (e instanceof IOException io ? ErrorHandler.oneLine(io) : e.toString()) + ")"));
         PrintWriter out = spec.commandLine().getOut();
         for (VfsPath p : removed) {
             out.println("removed " + p.toUri());
@@ -43,6 +45,11 @@ public final class CacheCleanCommand implements Callable<Integer> {
         out.println("removed " + removed.size() + " tool cache entr" + (removed.size() == 1 ? "y" : "ies")
                 + " older than " + days + " day" + (days == 1 ? "" : "s"));
         out.flush();
+        if (!failed.isEmpty()) {
+            // the cache commands change the store as whoever runs them, who may not own it
+            throw new CommandFailure(ExitCodes.FAILURE, "could not check or remove " + failed.size() + " entr"
+                    + (failed.size() == 1 ? "y: " : "ies, the first: ") + failed.get(0));
+        }
         return ExitCodes.OK;
     }
 }

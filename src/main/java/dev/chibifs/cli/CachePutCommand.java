@@ -73,7 +73,10 @@ public final class CachePutCommand implements Callable<Integer> {
             path = CacheStores.open(home.resolve()).put(context, tool, argsJson, output);
         } catch (IOException e) {
             passThrough(out, output);
-            spec.commandLine().getErr().println("chibifs: cannot cache the output (printed unchanged instead): " + e);
+            // the cache commands write the store directly, as whoever runs them (a mount's users may not)
+            spec.commandLine().getErr().println("chibifs: cannot cache the output (printed unchanged instead): "
+                    + ErrorHandler.oneLine(e) + (dev.chibifs.sys.Errors.errno(e) == dev.chibifs.sys.Linux.EACCES
+                    ? " (the cache commands write the store as the user who runs them: run them as its owner)" : ""));
             return ExitCodes.FAILURE;
         }
         Path shellRoot = mountpoint == null ? null : mountpoint.toAbsolutePath().normalize();

@@ -10,6 +10,24 @@ import java.io.IOException;
 /** Turns expected failures into one line on stderr and an exit code; only the unexpected gets a stack trace. */
 final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, CommandLine.IParameterExceptionHandler {
 
+    /**
+     * An I/O failure as one line for a person: what the system said (by its errno, where it carries
+     * one) and the file, never Java's class names ("Permission denied: /srv/chibi/vfs/sys/tool_cache/t1").
+     */
+    static String oneLine(IOException e) {
+        String file = e instanceof java.nio.file.FileSystemException f ? f.getFile() : null;
+        String reason = e instanceof java.nio.file.FileSystemException f ? f.getReason() : e.getMessage();
+        int errno = dev.chibifs.sys.Errors.errno(e);
+        if (e instanceof java.nio.file.FileSystemException && reason == null && errno > 0) {
+            reason = dev.chibifs.sys.LibC.strerror(errno); // the JDK's own (AccessDeniedException, ...) carry none
+        }
+        String line = reason == null ? e.getClass().getSimpleName() : reason;
+        if (file != null && !line.contains(file)) {
+            line = line + ": " + file;
+        }
+        return line.replace('\n', ' ').replace('\r', ' ');
+    }
+
     @Override
     public int handleParseException(CommandLine.ParameterException ex, String[] args) {
         CommandLine cl = ex.getCommandLine();
@@ -33,8 +51,8 @@ final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, Comm
             cl.getErr().println("chibifs: " + ex.getMessage());
             return ExitCodes.FAILURE;
         }
-        if (ex instanceof IOException) {
-            cl.getErr().println("chibifs: " + ex);
+        if (ex instanceof IOException io) {
+            cl.getErr().println("chibifs: " + oneLine(io));
             return ExitCodes.FAILURE;
         }
         cl.getErr().println("chibifs: unexpected error: " + ex);

@@ -99,6 +99,16 @@ class ToolCacheTest {
     }
 
     @Test
+    void anEntryThatCannotBeRemovedIsToldNotSkippedInSilence() throws IOException {
+        writeAged("sys/tool_cache/planner/old_1_00000000", WEEK.plusSeconds(1));
+        // a store this process may not change (as a user other than the store's owner finds it)
+        ToolCache readOnly = new ToolCache(Router.of(new dev.chibifs.store.ReadOnlyStorage(new LocalStorage(store), "test")), clock);
+        List<VfsPath> failed = new java.util.ArrayList<>();
+        assertEquals(List.of(), readOnly.removeOlderThan(WEEK, () -> false, (p, e) -> failed.add(p)));
+        assertEquals(List.of(VfsPath.of("/sys/tool_cache/planner/old_1_00000000")), failed);
+    }
+
+    @Test
     void touchesNothingOutsideTheCache() throws IOException {
         Path sys = writeAged("sys/config", Duration.ofDays(100));
         Path shared = writeAged("shared/notes.md", Duration.ofDays(100));
