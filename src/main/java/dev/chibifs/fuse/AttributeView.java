@@ -73,10 +73,13 @@ final class AttributeView {
     }
 
     private int perContextBits(VfsPath path) {
-        return router.mayWrite(fixedCaller, path) ? 0644 : 0444;
+        return router.mayWrite(fixedCaller, path) && !router.isReadOnly(path) ? 0644 : 0444;
     }
 
-    private static int uidMappedBits(VfsPath path) {
+    private int uidMappedBits(VfsPath path) {
+        if (router.isReadOnly(path)) {
+            return 0444; // a readonly: store or one of chibi's views: nobody writes it, SYSTEM included
+        }
         Zone zone = Zone.of(path);
         if (zone.kind() == Zone.Kind.SHARED) {
             return 0666;
@@ -90,7 +93,7 @@ final class AttributeView {
      * attributes there are kept for no time.
      */
     boolean ownerDependsOnAsker(VfsPath path) {
-        if (!othersReach) {
+        if (!othersReach || router.isReadOnly(path)) {
             return false;
         }
         if (fixedCaller != null) {
@@ -111,6 +114,9 @@ final class AttributeView {
         if (zone.kind() == Zone.Kind.HOME || zone.kind() == Zone.Kind.TOOLS_HOME) {
             return callers.uidOf(zone.owner()).orElse(0L);
         }
+        if (zone.kind() == Zone.Kind.SYS && !router.isReadOnly(path)) {
+            return callers.systemUid().orElse(0L); // SYSTEM's own, as a home is its context's
+        }
         return 0;
     }
 
@@ -128,6 +134,7 @@ final class AttributeView {
             return true;
         }
         Caller asker = callers.resolve(askerUid);
-        return asker.isContext() && router.mayWrite(asker, path);
+        // SYSTEM too (--system-uid): its git in /shared or /site meets the same ownership check
+        return (asker.isContext() || asker.isSystem()) && router.mayWrite(asker, path);
     }
 }

@@ -17,6 +17,11 @@ public interface CallerResolver {
     /** The uid shown as owner of {@code /home/<context>}, if one is mapped to it. */
     Optional<Long> uidOf(String context);
 
+    /** The uid that acts as SYSTEM on a uid-mapped mount ({@code --system-uid}); empty where none does. */
+    default Optional<Long> systemUid() {
+        return Optional.empty();
+    }
+
     /** Every request is {@code caller}: the per-context mount. */
     static CallerResolver fixed(Caller caller) {
         return new CallerResolver() {
@@ -67,6 +72,11 @@ public interface CallerResolver {
             @Override
             public Optional<Long> uidOf(String context) {
                 return Optional.ofNullable(frozenOwners.get(context));
+            }
+
+            @Override
+            public Optional<Long> systemUid() {
+                return Optional.ofNullable(systemUid);
             }
         };
     }

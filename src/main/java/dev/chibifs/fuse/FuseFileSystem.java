@@ -687,6 +687,10 @@ final class FuseFileSystem {
         if ((mask & Linux.W_OK) != 0 && !router.mayWrite(caller(req), p)) {
             throw new java.nio.file.AccessDeniedException(p.toString());
         }
+        if ((mask & Linux.W_OK) != 0 && router.isReadOnly(p)) {
+            // what access(2) says of a read-only file system, and what a write there would meet
+            throw new ErrnoException(Linux.EROFS, p.toString(), "Read-only file system");
+        }
         if ((mask & Linux.X_OK) != 0 && !m.isDirectory() && (m.mode() & 0111) == 0) {
             throw new java.nio.file.AccessDeniedException(p.toString());
         }

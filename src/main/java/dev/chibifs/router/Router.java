@@ -243,6 +243,11 @@ public final class Router {
         return ZonePolicy.mayWrite(caller, path, membership);
     }
 
+    /** Whether {@code path} is served by a read-only store (a {@code readonly:} store, chibi's views): nobody writes it. */
+    public boolean isReadOnly(VfsPath path) {
+        return resolve(path).storage() instanceof ReadOnlyStore;
+    }
+
     /** Throws {@link PolicyDeniedException} unless {@code caller} may write {@code path}. */
     public void checkWrite(Caller caller, VfsPath path) throws PolicyDeniedException {
         if (!ZonePolicy.mayWrite(caller, path, membership)) {

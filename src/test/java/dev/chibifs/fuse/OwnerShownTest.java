@@ -117,10 +117,33 @@ class OwnerShownTest {
         assertShown(ALICE, 0, 30, lookedUpBy(BOB, home, "alice"), "alice's home, to bob");
         assertShown(ALICE, 0, 30, lookedUpBy(ALICE, home, "alice"), "alice's home, to alice");
         assertShown(0, 0, 30, lookedUpBy(ALICE, FuseProtocol.ROOT_ID, "sys"), "/sys");
-        Router.of(store).mkdir(Caller.SYSTEM, dev.chibifs.path.VfsPath.of("/tools/home"));
-        Router.of(store).mkdir(Caller.SYSTEM, dev.chibifs.path.VfsPath.of("/tools/home/alice"));
         long toolsHome = node(node(FuseProtocol.ROOT_ID, "tools"), "home");
         assertShown(ALICE, 0, 30, lookedUpBy(BOB, toolsHome, "alice"), "alice's tools, to bob");
+    }
+
+    @Test
+    void theSystemUidOwnsSysAndWhatItWritesInSharedZonesAndNobodyAReadOnlyStore() throws Exception {
+        int system = 1004;
+        Router router = Router.builder(store).mount(dev.chibifs.path.VfsPath.of("/shared/ref"),
+                new dev.chibifs.store.ReadOnlyStorage(new MemoryStorage(), "reference")).build();
+        router.createNamespace(List.of("alice", "bob"));
+        FuseFileSystem fs = new FuseFileSystem(router, CallerResolver.uidMap(Map.of((long) ALICE, "alice"), (long) system),
+                MOUNTER, MOUNTER, FuseFileSystem.Timeouts.of(30, 30, 30), true);
+        fs.othersReach();
+        kernel = new FakeKernel();
+        session = kernel.startSession(fs, new RequestStats());
+
+        assertShown(system, 0, 30, lookedUpBy(ALICE, FuseProtocol.ROOT_ID, "sys"), "/sys: SYSTEM's, as a home is its context's");
+        long shared = node(FuseProtocol.ROOT_ID, "shared");
+        assertShown(system, system, 0, statBy(system, shared), "SYSTEM writes /shared: git works there for it too");
+        long ref = node(shared, "ref");
+        FakeKernel.Reply attr = kernel.call(FuseProtocol.GETATTR, ref, ALICE, body().int32(0).int32(0).int64(0));
+        assertEquals(0555, attr.int32(FuseProtocol.ATTR_OUT - FuseProtocol.ATTR + ATTR_UID - 8) & 0777,
+                "a read-only store: no write bits, though /shared is everyone's");
+        for (int uid : new int[] {ALICE, system}) {
+            assertEquals(-Linux.EROFS, kernel.call(FuseProtocol.ACCESS, ref, uid, body().int32(Linux.W_OK).int32(0)).error(),
+                    "test -w, as on a read-only file system");
+        }
     }
 
     @Test
