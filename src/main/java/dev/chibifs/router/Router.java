@@ -245,7 +245,13 @@ public final class Router {
 
     /** Whether {@code path} is served by a read-only store (a {@code readonly:} store, chibi's views): nobody writes it. */
     public boolean isReadOnly(VfsPath path) {
-        return resolve(path).storage() instanceof ReadOnlyStore;
+        // asked of every attribute reply: the store alone, without resolve's path within it
+        for (int i = 0; i < mounts.size(); i++) {
+            if (path.startsWith(mounts.get(i).prefix())) {
+                return mounts.get(i).storage() instanceof ReadOnlyStore;
+            }
+        }
+        return false;
     }
 
     /** Throws {@link PolicyDeniedException} unless {@code caller} may write {@code path}. */
