@@ -173,7 +173,13 @@ public final class MountCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         Plan plan = validate();
         ChibiHome chibiHome = ChibiHome.resolve(home, System.getenv());
-        Path mp = mountpoint.toAbsolutePath().normalize();
+        Path mp = realMountpoint(mountpoint);
+        Path store = realMountpoint(chibiHome.store());
+        if (mp.startsWith(store)) {
+            // the daemon would hold its own mountpoint open as a store directory: no unmount, endless paths
+            throw new UsageException("mountpoint " + mp + " is inside the store it would serve (" + store
+                    + "): choose a directory outside it");
+        }
         if (FuseDaemon.clearStale(mp)) {
             err().println("chibifs: cleared a stale mount at " + mp + " left by a daemon that died");
         }
@@ -188,6 +194,36 @@ public final class MountCommand implements Callable<Integer> {
         }
         Optional<DetachedMount> detached = DetachedMount.fromEnvironment(System.getenv());
         return detached.isPresent() ? runDetached(detached.get(), plan, chibiHome, mp) : spawnDaemon(plan, chibiHome, mp);
+    }
+
+    /**
+     * Where the kernel mounts for {@code p}: every link followed, as mount(2) follows them (chibifs
+     * then finds its mount in the mount table by that path). A stale mount there cannot be
+     * looked at, so its name is taken in its resolved parent, a link as the last name followed by hand.
+     */
+    static Path realMountpoint(Path p) {
+        Path abs = p.toAbsolutePath().normalize();
+        for (int links = 0; links < 40; links++) { // SYMLOOP_MAX
+            try {
+                return abs.toRealPath();
+            } catch (IOException unreadable) {
+                // missing, or a stale mount (ENOTCONN): below
+            }
+            Path parent = abs.getParent();
+            if (parent == null) {
+                return abs;
+            }
+            try {
+                Path at = parent.toRealPath().resolve(abs.getFileName());
+                if (!Files.isSymbolicLink(at)) {
+                    return at;
+                }
+                abs = at.getParent().resolve(Files.readSymbolicLink(at)).normalize();
+            } catch (IOException e) {
+                return abs;
+            }
+        }
+        return abs;
     }
 
     private PrintWriter err() {

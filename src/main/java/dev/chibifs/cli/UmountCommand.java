@@ -44,7 +44,7 @@ public final class UmountCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        Path mp = mountpoint.toAbsolutePath().normalize();
+        Path mp = MountCommand.realMountpoint(mountpoint);
         Optional<MountTable.MountEntry> entry = MountTable.find(mp);
         if (entry.isEmpty()) {
             throw new MountFailure(mp + " is not mounted");

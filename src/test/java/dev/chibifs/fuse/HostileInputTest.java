@@ -135,6 +135,34 @@ class HostileInputTest {
         assertFalse(Files.exists(root.resolve("home/vfs/home").resolve(name.isEmpty() ? "x" : "x")));
     }
 
+    @Test
+    void aMountpointInsideTheStoreItWouldServeIsRefusedInOneLine() throws IOException {
+        Path root = MountedFs.tempRoot();
+        Path inside = root.resolve("home/vfs/shared/mp");
+        Files.createDirectories(inside);
+        Sh.Result r = MountedFs.cli("mount", "--home", root.resolve("home").toString(), "--context", "planner",
+                inside.toString());
+        assertEquals(2, r.exitCode(), r.out() + r.err());
+        assertTrue(r.err().contains("inside the store") && r.err().strip().lines().count() == 1, r.err());
+    }
+
+    @Test
+    void aMountpointGivenThroughALinkIsMountedWhereItLeadsAndUnmountedByEitherName() throws IOException {
+        Path root = MountedFs.tempRoot();
+        Path mnt = root.resolve("mnt");
+        Files.createDirectories(mnt);
+        Path link = Files.createSymbolicLink(root.resolve("link"), mnt);
+        Sh.Result r = MountedFs.cli("mount", "--home", root.resolve("home").toString(), "--context", "planner", link.toString());
+        try {
+            assertEquals(0, r.exitCode(), r.out() + r.err());
+            assertTrue(r.out().contains("mounted " + mnt), "the kernel mounts where the link leads, as mount(8): " + r.out());
+            assertTrue(Files.isDirectory(mnt.resolve("shared")));
+        } finally {
+            MountedFs.cli("umount", link.toString()).ok();
+        }
+        assertFalse(Files.exists(mnt.resolve("shared")), "unmounted by the link's name");
+    }
+
     /**
      * Every write-type syscall against zones planner may not write: EACCES (the kernel's own errno
      * where it refuses before asking the daemon, e.g. ftruncate of a read-only handle), and the
