@@ -246,8 +246,8 @@ public final class MountCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new UsageException(e.getMessage());
         }
-        if (systemUid != null && systemUid < 0) {
-            throw new UsageException("invalid --system-uid '" + systemUid + "': a uid is a number >= 0");
+        if (systemUid != null && !isUid(systemUid)) {
+            throw new UsageException("invalid --system-uid '" + systemUid + "': " + UID_RULE);
         }
         if (context != null && !uidMaps.isEmpty()) {
             throw new UsageException("--context and --uid-map exclude each other: a mount is per context or by uid");
@@ -269,6 +269,13 @@ public final class MountCommand implements Callable<Integer> {
         return new Plan(CallerResolver.fixed(caller), List.of(caller.name()), false, "context " + caller.name(), "");
     }
 
+    /** What a uid is: a uid_t, 32 bits, but not (uid_t) -1, which chown(2) and setresuid(2) read as "leave it". */
+    private static final String UID_RULE = "a uid is a number from 0 to 4294967294";
+
+    private static boolean isUid(long uid) {
+        return uid >= 0 && uid < 0xFFFF_FFFFL;
+    }
+
     /** Parses {@code UID=NAME} entries; a uid mapped twice, or also named SYSTEM, is refused. */
     static Map<Long, String> parseUidMaps(List<String> entries, Long systemUid) {
         Map<Long, String> map = new LinkedHashMap<>();
@@ -283,8 +290,8 @@ public final class MountCommand implements Callable<Integer> {
             } catch (NumberFormatException nfe) {
                 uid = -1;
             }
-            if (uid < 0) {
-                throw new UsageException("invalid --uid-map '" + e + "': UID must be a number >= 0");
+            if (!isUid(uid)) {
+                throw new UsageException("invalid --uid-map '" + e + "': " + UID_RULE);
             }
             String name = e.substring(eq + 1);
             if (!ContextNames.isValid(name)) {
