@@ -141,6 +141,7 @@ public final class MountCommand implements Callable<Integer> {
     private static void startSockets(MountRegistry registry, FuseDaemon daemon, Namespace namespace,
                                          org.slf4j.Logger log) {
         long pid = ProcessHandle.current().pid();
+        StatsSocket.removeDeadDaemons(registry);
         java.nio.file.Path socket = StatsSocket.pathFor(registry, pid);
         try {
             StatsSocket served = StatsSocket.serve(socket,

@@ -87,6 +87,11 @@ public final class MountRegistry {
         }
     }
 
+    /** Whether a process {@code pid} runs on this host, as this registry tells (tests give their own). */
+    boolean alive(long pid) {
+        return pidAlive.test(pid);
+    }
+
     public Path dir() {
         return dir;
     }

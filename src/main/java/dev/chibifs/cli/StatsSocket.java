@@ -40,6 +40,31 @@ final class StatsSocket implements AutoCloseable {
         return registry.dir().resolve("stats-" + pid + ".sock");
     }
 
+    /** A daemon's socket in the registry's directory: stats-, sync- or trace-, and its pid. */
+    private static final java.util.regex.Pattern DAEMON_SOCKET = java.util.regex.Pattern.compile("(?:stats|sync|trace)-(\\d+)\\.sock");
+
+    /**
+     * Removes the sockets of daemons that are gone (killed: a clean exit removes its own), which
+     * nothing else would: each mount sweeps them as it starts. Another user's, or one that cannot
+     * be removed, stays; a live process with that pid keeps it, whoever it is.
+     */
+    static void removeDeadDaemons(MountRegistry registry) {
+        try (var names = Files.newDirectoryStream(registry.dir(), "*.sock")) {
+            for (Path p : names) {
+                java.util.regex.Matcher m = DAEMON_SOCKET.matcher(p.getFileName().toString());
+                if (m.matches() && !registry.alive(Long.parseLong(m.group(1)))) {
+                    try {
+                        Files.deleteIfExists(p);
+                    } catch (IOException notOurs) {
+                        LOG.debug("{} is a dead daemon's, left: {}", p, notOurs.toString());
+                    }
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            LOG.debug("sockets of dead daemons in {} not swept: {}", registry.dir(), e.toString());
+        }
+    }
+
     /** Where the daemon {@code pid} answers {@code chibifs sync}. */
     static Path syncPathFor(MountRegistry registry, long pid) {
         return registry.dir().resolve("sync-" + pid + ".sock");

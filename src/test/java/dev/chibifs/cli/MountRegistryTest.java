@@ -117,4 +117,17 @@ class MountRegistryTest {
         assertEquals("/mnt/a b\\c", MountTable.unescape("/mnt/a\\040b\\134c"));
         assertEquals("/mnt/plain", MountTable.unescape("/mnt/plain"));
     }
+    @Test
+    void aStartingMountRemovesTheSocketsOfDaemonsThatAreGone() throws Exception {
+        Path reg = tmp.resolve("reg");
+        Files.createDirectories(reg);
+        for (String name : List.of("stats-11.sock", "sync-11.sock", "trace-11.sock", "stats-22.sock", "other-11.sock")) {
+            Files.createFile(reg.resolve(name));
+        }
+        StatsSocket.removeDeadDaemons(new MountRegistry(reg, mountTable(), pid -> pid == 22));
+        try (var left = Files.list(reg)) {
+            assertEquals(List.of("other-11.sock", "stats-22.sock"), left.map(p -> p.getFileName().toString()).sorted().toList(),
+                    "killed daemon 11's three go; live 22's and what is not a daemon's stay");
+        }
+    }
 }
