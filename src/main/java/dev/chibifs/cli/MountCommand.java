@@ -271,7 +271,7 @@ public final class MountCommand implements Callable<Integer> {
     }
 
     /** What a uid is: a uid_t, 32 bits, but not (uid_t) -1, which chown(2) and setresuid(2) read as "leave it". */
-    private static final String UID_RULE = "a uid is a number from 0 to 4294967294";
+    private static final String UID_RULE = "UID must be a number from 0 to 4294967294";
 
     private static boolean isUid(long uid) {
         return uid >= 0 && uid < 0xFFFF_FFFFL;
