@@ -376,7 +376,7 @@ final class DoctorCommand implements Callable<Integer> {
         }
         StringBuilder fix = new StringBuilder();
         for (Path p : stale) {
-            fix.append(fix.length() == 0 ? "" : "; ").append("fusermount -uz ").append(p);
+            fix.append(fix.length() == 0 ? "" : "; ").append("chibifs umount --force ").append(p);
         }
         return Check.fail(name, "not answering (daemon gone or hung): " + stale, fix.toString());
     }
@@ -389,8 +389,13 @@ final class DoctorCommand implements Callable<Integer> {
             return t;
         });
         try {
-            Future<Boolean> answer = executor.submit(
-                    () -> dev.chibifs.sys.Syscalls.statErrno(mountpoint.toString()) == dev.chibifs.sys.Linux.ENOTCONN);
+            // a name never asked before: a stat of the mountpoint itself is answered from attributes
+            // the kernel keeps (--kernel-cache), so a daemon killed or stopped a moment ago looked well
+            String probe = mountpoint.resolve(".chibifs-probe-" + System.nanoTime()).toString();
+            Future<Boolean> answer = executor.submit(() -> {
+                int errno = dev.chibifs.sys.Syscalls.statErrno(probe);
+                return errno == dev.chibifs.sys.Linux.ENOTCONN || errno == dev.chibifs.sys.Linux.ECONNABORTED;
+            });
             return answer.get(STAT_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         } catch (TimeoutException e) {
             return true;
@@ -425,7 +430,7 @@ final class DoctorCommand implements Callable<Integer> {
             detail.append(detail.length() == 0 ? "" : "; ").append(e.file().getFileName()).append(": ").append(e.detail());
             fix.append(' ').append(e.file());
         }
-        return Check.fail(name, "stale: " + detail, fix + " (after fusermount -uz of any mount they name)");
+        return Check.fail(name, "stale: " + detail, fix + " (after chibifs umount --force of any mount they name)");
     }
 
     private static Check mountpoint(Host h, Path mp) {
