@@ -73,7 +73,8 @@ final class StatusCommand implements Callable<Integer> {
         for (MountRegistry registry : sources) {
             for (MountRegistry.Entry entry : registry.list()) {
                 rows.add(row(entry));
-                if (entry.record() != null && entry.health() == MountRegistry.Health.ACTIVE) {
+                if (entry.record() != null) {
+                    // a killed daemon's mount is in the table still: its stale row says so, once
                     registered.add(entry.record().mountpoint());
                 }
             }

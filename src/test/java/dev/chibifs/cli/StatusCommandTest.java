@@ -47,6 +47,19 @@ class StatusCommandTest {
     }
 
     @Test
+    void aKilledDaemonsMountStillInTheTableIsOneStaleRow() throws Exception {
+        Path table = tmp.resolve("mounts");
+        Files.writeString(table, "chibifs /mnt/killed fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), table, pid -> false);
+        registry.write(new MountRecord(Path.of("/mnt/killed"), 77, MountRecord.MODE_CONTEXT, "planner", "",
+                null, Path.of("/h"), Path.of("/h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr"));
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC())));
+        String text = out.toString();
+        assertEquals(1, text.lines().filter(l -> l.startsWith("/mnt/killed ")).count(), text);
+        assertTrue(text.matches("(?s).*\n/mnt/killed\s+stale\s.*"), text);
+    }
+
+    @Test
     void tableShowsActiveStaleAndUnregisteredMounts() throws Exception {
         assertEquals(0, run(command()));
         String text = out.toString();
