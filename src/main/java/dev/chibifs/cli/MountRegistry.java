@@ -59,8 +59,26 @@ public final class MountRegistry {
 
     /** A registry in DIR, checked against this host's mount table and processes. */
     public static MountRegistry at(Path dir) {
-        return new MountRegistry(dir, MountTable.SYSTEM_TABLE,
-                pid -> ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false));
+        return new MountRegistry(dir, MountTable.SYSTEM_TABLE, MountRegistry::running);
+    }
+
+    /**
+     * Whether process {@code pid} runs: alive and not a zombie. A daemon started in the background is
+     * its launcher's orphan; where nothing reaps orphans (a container's init), one killed stays a
+     * zombie, which {@link ProcessHandle#isAlive} counts as alive.
+     */
+    static boolean running(long pid) {
+        if (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+            try {
+                String stat = java.nio.file.Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+                // "pid (comm) S ...": the state follows the last ')', as comm may hold one
+                int close = stat.lastIndexOf(')');
+                return close < 0 || close + 2 >= stat.length() || stat.charAt(close + 2) != 'Z';
+            } catch (IOException gone) {
+                return false;
+            }
+        }
+        return false;
     }
 
     static Path defaultDir(int uid, Map<String, String> env) {

@@ -84,7 +84,17 @@ public final class UmountCommand implements Callable<Integer> {
             throw new MountFailure("unmounted " + mp + ", but its daemon (pid " + daemon.get().pid()
                     + ") has not exited after " + WAIT_SECONDS + " s");
         }
+        if (daemon.isEmpty()) {
+            forgetKilledDaemon(mp);
+        }
         return ExitCodes.OK;
+    }
+
+    /** A killed daemon leaves its record ('stale' in chibifs status) and its sockets: nothing else removes them. */
+    private static void forgetKilledDaemon(Path mp) throws IOException {
+        MountRegistry registry = MountRegistry.forCurrentUser();
+        registry.remove(mp);
+        StatsSocket.removeDeadDaemons(registry);
     }
 
     /**
@@ -113,12 +123,7 @@ public final class UmountCommand implements Callable<Integer> {
                     throw new MountFailure("aborted and unmounted " + mp + ", but its daemon (pid " + daemon.get().pid()
                             + ") has not exited even after SIGKILL");
                 }
-                // a daemon killed leaves its record ('stale' in chibifs status) and sockets behind
-                MountRegistry registry = MountRegistry.forCurrentUser();
-                registry.remove(mp);
-                java.nio.file.Files.deleteIfExists(StatsSocket.pathFor(registry, daemon.get().pid()));
-                java.nio.file.Files.deleteIfExists(StatsSocket.syncPathFor(registry, daemon.get().pid()));
-                java.nio.file.Files.deleteIfExists(TraceSocket.pathFor(registry, daemon.get().pid()));
+                forgetKilledDaemon(mp);
             }
             return ExitCodes.OK;
         } finally {
@@ -158,9 +163,8 @@ public final class UmountCommand implements Callable<Integer> {
         try {
             for (MountRegistry.Entry e : MountRegistry.forCurrentUser().list()) {
                 if (e.record() != null && e.record().mountpoint().equals(mp)) {
-                    Optional<ProcessHandle> p = ProcessHandle.of(e.record().pid());
-                    if (p.isPresent()) {
-                        return p;
+                    if (MountRegistry.running(e.record().pid())) {
+                        return ProcessHandle.of(e.record().pid());
                     }
                 }
             }

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -128,6 +129,26 @@ class MountRegistryTest {
         try (var left = Files.list(reg)) {
             assertEquals(List.of("other-11.sock", "stats-22.sock"), left.map(p -> p.getFileName().toString()).sorted().toList(),
                     "killed daemon 11's three go; live 22's and what is not a daemon's stay");
+        }
+    }
+    /** A killed daemon nobody reaps (a container's init) is a zombie: not running, whatever isAlive says. */
+    @Test
+    @org.junit.jupiter.api.Timeout(20)
+    void aZombieIsNotRunning() throws Exception {
+        // sleep 0 exits at once, a child of the exec'd sleep 5, which never reaps it
+        Process parent = new ProcessBuilder("sh", "-c", "sleep 0 & echo $!; exec sleep 5").start();
+        try {
+            long zombie = Long.parseLong(new java.io.BufferedReader(
+                    new java.io.InputStreamReader(parent.getInputStream())).readLine().trim());
+            Path stat = Path.of("/proc", Long.toString(zombie), "stat");
+            while (!Files.readString(stat).contains(") Z ")) {
+                Thread.onSpinWait(); // it exits within moments of its start
+            }
+            assertTrue(ProcessHandle.of(zombie).map(ProcessHandle::isAlive).orElse(false), "the JDK counts it alive");
+            assertFalse(MountRegistry.running(zombie));
+            assertTrue(MountRegistry.running(ProcessHandle.current().pid()));
+        } finally {
+            parent.destroy();
         }
     }
 }
