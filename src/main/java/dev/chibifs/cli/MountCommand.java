@@ -173,6 +173,9 @@ public final class MountCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         Plan plan = validate();
+        if (mountpoint.toString().isEmpty()) {
+            throw new UsageException("MOUNTPOINT is empty: name an existing, empty directory"); // not '.' by accident
+        }
         ChibiHome chibiHome = ChibiHome.resolve(home, System.getenv());
         Path mp = realMountpoint(mountpoint);
         Path store = realMountpoint(chibiHome.store());

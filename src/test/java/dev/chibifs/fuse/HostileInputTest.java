@@ -136,6 +136,14 @@ class HostileInputTest {
     }
 
     @Test
+    void anEmptyMountpointIsRefusedNotTakenForTheWorkingDirectory() {
+        Sh.Result r = MountedFs.cli("mount", "--home", MountedFs.tempRoot().resolve("home").toString(), "--context",
+                "planner", "");
+        assertEquals(2, r.exitCode(), r.out() + r.err());
+        assertTrue(r.err().contains("MOUNTPOINT is empty"), r.err());
+    }
+
+    @Test
     void aMountpointInsideTheStoreItWouldServeIsRefusedInOneLine() throws IOException {
         Path root = MountedFs.tempRoot();
         Path inside = root.resolve("home/vfs/shared/mp");
