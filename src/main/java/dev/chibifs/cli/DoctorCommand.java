@@ -435,13 +435,23 @@ final class DoctorCommand implements Callable<Integer> {
 
     private static Check mountpoint(Host h, Path mp) {
         String name = "mountpoint " + mp;
+        try {
+            // first: a stale mount there is no directory to look at, and mount refuses any mount point
+            for (MountTable.MountEntry m : MountTable.read(h.mountTable())) {
+                if (m.mountpoint().equals(mp)) {
+                    return m.isChibifs()
+                            ? Check.fail(name, "already a chibifs mount", "chibifs umount " + mp + " (with --force if its daemon is gone)")
+                            : Check.fail(name, "already a " + m.fsType() + " mount point: chibifs mounts on a plain directory",
+                                    "choose another directory, or umount " + mp);
+                }
+            }
+        } catch (IOException e) {
+            return Check.fail(name, "cannot read " + h.mountTable() + ": " + describe(e), "mount -t proc proc /proc");
+        }
         if (!Files.isDirectory(mp)) {
             return Check.fail(name, "not an existing directory", "mkdir -p " + mp);
         }
         try {
-            if (MountTable.chibifsMounts(h.mountTable()).stream().anyMatch(m -> m.mountpoint().equals(mp))) {
-                return Check.fail(name, "already a chibifs mount", "chibifs umount " + mp);
-            }
             try (DirectoryStream<Path> entries = Files.newDirectoryStream(mp)) {
                 if (entries.iterator().hasNext()) {
                     return Check.fail(name, "not empty, and chibifs refuses to mount over files",

@@ -268,7 +268,9 @@ final class FuseRing {
             } catch (IOException | RuntimeException e) {
                 // requests made on this CPU would wait for this queue forever: fail them all instead
                 LOG.error("FUSE over io_uring: queue {} stopped; aborting the session of {}", qid, device.mountpoint(), e);
-                FuseMount.abort(device.mountpoint());
+                if (!FuseMount.abort(device.mountpoint())) {
+                    LOG.error("cannot abort the FUSE connection of {}: umount -f it (as root)", device.mountpoint());
+                }
             } finally {
                 worker.free();
                 close();

@@ -243,6 +243,13 @@ class DoctorCommandTest {
         Files.writeString(mountTable, "chibifs " + mounted + " fuse.chibifs rw 0 0\n");
         assertEquals(1, doctor(host, mounted.toString()));
         assertFailed("mountpoint " + mounted + ": already a chibifs mount", "chibifs umount " + mounted);
+
+        // what mount refuses, doctor does not pass: any mount point, an empty tmpfs one too
+        out.getBuffer().setLength(0);
+        Path tmpfs = Files.createDirectory(tmp.resolve("tmpfs"));
+        Files.writeString(mountTable, "tmpfs " + tmpfs + " tmpfs rw 0 0\n");
+        assertEquals(1, doctor(host, tmpfs.toString()));
+        assertFailed("mountpoint " + tmpfs + ": already a tmpfs mount point", "umount " + tmpfs);
     }
 
     @Test
