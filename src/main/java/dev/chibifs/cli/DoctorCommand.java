@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.fuse.FuseDaemon;
 import dev.chibifs.fuse.MountTable;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.dataformat.toml.TomlMapper;
@@ -16,7 +17,6 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
-import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -389,13 +389,9 @@ final class DoctorCommand implements Callable<Integer> {
             return t;
         });
         try {
-            // a name never asked before: a stat of the mountpoint itself is answered from attributes
-            // the kernel keeps (--kernel-cache), so a daemon killed or stopped a moment ago looked well
-            String probe = mountpoint.resolve(".chibifs-probe-" + System.nanoTime()).toString();
-            Future<Boolean> answer = executor.submit(() -> {
-                int errno = dev.chibifs.sys.Syscalls.statErrno(probe);
-                return errno == dev.chibifs.sys.Linux.ENOTCONN || errno == dev.chibifs.sys.Linux.ECONNABORTED;
-            });
+            // the mount's own probe, a name never asked before: a stat of the mountpoint itself is
+            // answered from attributes the kernel keeps, so a daemon killed a moment ago looked well
+            Future<Boolean> answer = executor.submit(() -> !FuseDaemon.daemonAnswers(mountpoint));
             return answer.get(STAT_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         } catch (TimeoutException e) {
             return true;
@@ -473,8 +469,8 @@ final class DoctorCommand implements Callable<Integer> {
     }
 
     private static String describe(Exception e) {
-        if (e instanceof FileSystemException fse && fse.getReason() != null) {
-            return fse.getReason();
+        if (e instanceof IOException io) {
+            return ErrorHandler.oneLine(io);
         }
         return e.getClass().getSimpleName() + (e.getMessage() == null ? "" : " " + e.getMessage());
     }

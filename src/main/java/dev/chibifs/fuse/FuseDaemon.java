@@ -271,7 +271,7 @@ public final class FuseDaemon {
      * does not answer: the mount serves what this host has); "Transport endpoint is not connected"
      * means dead.
      */
-    private static boolean daemonAnswers(Path mountpoint) {
+    public static boolean daemonAnswers(Path mountpoint) {
         int fd = Syscalls.tryOpenat(Linux.AT_FDCWD,
                 mountpoint.resolve(".chibifs-probe-" + System.nanoTime()).toString(), Linux.O_PATH, 0);
         if (fd >= 0) {
