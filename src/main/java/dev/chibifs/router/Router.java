@@ -160,15 +160,20 @@ public final class Router {
     }
 
     private static Target resolve(List<Mount> mounts, VfsPath path) {
+        Mount m = mountOf(mounts, path);
+        if (m.prefix().isRoot()) {
+            return new Target(m.storage(), path);
+        }
+        String rest = path.toString().substring(m.prefix().toString().length());
+        return new Target(m.storage(), rest.isEmpty() ? VfsPath.root() : VfsPath.of(rest));
+    }
+
+    /** The mount serving {@code path}: the longest prefix (mounts are kept longest first). */
+    private static Mount mountOf(List<Mount> mounts, VfsPath path) {
         // by index: an iterator per request was garbage the JIT did not always remove
         for (int i = 0; i < mounts.size(); i++) {
-            Mount m = mounts.get(i);
-            if (path.startsWith(m.prefix())) {
-                if (m.prefix().isRoot()) {
-                    return new Target(m.storage(), path);
-                }
-                String rest = path.toString().substring(m.prefix().toString().length());
-                return new Target(m.storage(), rest.isEmpty() ? VfsPath.root() : VfsPath.of(rest));
+            if (path.startsWith(mounts.get(i).prefix())) {
+                return mounts.get(i);
             }
         }
         throw new IllegalStateException("no storage at / for " + path);
@@ -246,12 +251,7 @@ public final class Router {
     /** Whether {@code path} is served by a read-only store (a {@code readonly:} store, chibi's views): nobody writes it. */
     public boolean isReadOnly(VfsPath path) {
         // asked of every attribute reply: the store alone, without resolve's path within it
-        for (int i = 0; i < mounts.size(); i++) {
-            if (path.startsWith(mounts.get(i).prefix())) {
-                return mounts.get(i).storage() instanceof ReadOnlyStore;
-            }
-        }
-        return false;
+        return mountOf(mounts, path).storage() instanceof ReadOnlyStore;
     }
 
     /** Throws {@link PolicyDeniedException} unless {@code caller} may write {@code path}. */
