@@ -320,31 +320,40 @@ final class NodeTable {
             byIdentity.put(identity, node);
         } else if (soleName && !(link.equals(node.link) && node.otherLinks == null)) {
             // one name in the store: any other name we knew was moved or removed behind our back
-            for (Link l : links(node)) {
-                byName.remove(l, node);
-            }
-            node.link = link;
-            node.otherLinks = null;
-            node.pathEpoch = -1;
-            if (directory) {
-                renames.incrementAndGet();
-            }
+            knownOnlyAs(node, link, directory);
         } else if (node.removed || !hasLink(node, link)) {
             addLink(node, link);
         }
         node.directory = directory;
         node.removed = false;
         node.namelessInKernel = false;
+        nameNow(link, node);
+        node.lookups++;
+        return node;
+    }
+
+    /** {@code node} is known by {@code link} alone now; every other name it had is forgotten. */
+    private void knownOnlyAs(Node node, Link link, boolean directory) {
+        for (Link l : links(node)) {
+            byName.remove(l, node);
+        }
+        node.link = link;
+        node.otherLinks = null;
+        node.pathEpoch = -1;
+        if (directory) {
+            renames.incrementAndGet();
+        }
+    }
+
+    /** Name {@code link} stands for {@code node}; a node it stood for before loses it (replaced behind our back). */
+    private void nameNow(Link link, Node node) {
         Node previous = byName.put(link, node);
         if (previous != null && previous != node) {
-            // the name now names another file (replaced in the store behind our back)
-            dropLink(previous, parent, name);
+            dropLink(previous, link.parent(), link.name());
             if (previous.removed) {
                 byIdentity.remove(previous.identity, previous);
             }
         }
-        node.lookups++;
-        return node;
     }
 
     /**
@@ -440,18 +449,9 @@ final class NodeTable {
             return null;
         }
         Link link = new Link(parent, name);
-        node.link = link;
-        node.otherLinks = null;
+        knownOnlyAs(node, link, true);
         node.removed = false;
-        node.pathEpoch = -1;
-        Node previous = byName.put(link, node);
-        if (previous != null && previous != node) {
-            dropLink(previous, parent, name);
-            if (previous.removed) {
-                byIdentity.remove(previous.identity, previous);
-            }
-        }
-        renames.incrementAndGet();
+        nameNow(link, node);
         return node;
     }
 
