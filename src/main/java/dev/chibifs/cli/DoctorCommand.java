@@ -410,7 +410,8 @@ final class DoctorCommand implements Callable<Integer> {
         List<MountRegistry.Entry> bad = new ArrayList<>();
         try {
             for (MountRegistry.Entry e : h.registry().list()) {
-                if (e.health() != MountRegistry.Health.ACTIVE) {
+                // a detached daemon's record goes when the daemon exits, as an active one's does
+                if (e.health() != MountRegistry.Health.ACTIVE && e.health() != MountRegistry.Health.DETACHED) {
                     bad.add(e);
                 }
             }

@@ -17,13 +17,17 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.function.LongPredicate;
+import java.util.function.Predicate;
 
 /**
  * The runtime registry of running daemons: each writes {@code <dir>/<key>.properties} while it serves a mount,
@@ -37,19 +41,31 @@ public final class MountRegistry {
     public record Entry(Path file, MountRecord record, Health health, String detail) {
     }
 
-    /** Whether an entry describes a mount that is there now. */
-    public enum Health { ACTIVE, STALE, UNREADABLE }
+    /**
+     * Whether an entry describes a mount that is there now. DETACHED: unmounted lazily while files were open
+     * on it; its daemon serves them and exits when the last is closed.
+     */
+    public enum Health { ACTIVE, DETACHED, STALE, UNREADABLE }
 
     private static final String SUFFIX = ".properties";
+    /** How far a process's start time from /proc may fall after a time it wrote down. */
+    private static final Duration START_SLACK = Duration.ofSeconds(2);
 
     private final Path dir;
     private final Path mountTable;
     private final LongPredicate pidAlive;
+    private final Predicate<MountRecord> daemonRuns;
 
+    /** A registry whose daemons are told by their pids alone (tests give their own PIDALIVE). */
     MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive) {
+        this(dir, mountTable, pidAlive, record -> pidAlive.test(record.pid()));
+    }
+
+    private MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive, Predicate<MountRecord> daemonRuns) {
         this.dir = dir;
         this.mountTable = mountTable;
         this.pidAlive = pidAlive;
+        this.daemonRuns = daemonRuns;
     }
 
     /** The registry of the user this process runs as. */
@@ -59,7 +75,20 @@ public final class MountRegistry {
 
     /** A registry in DIR, checked against this host's mount table and processes. */
     public static MountRegistry at(Path dir) {
-        return new MountRegistry(dir, MountTable.SYSTEM_TABLE, MountRegistry::running);
+        return new MountRegistry(dir, MountTable.SYSTEM_TABLE, MountRegistry::running, MountRegistry::runsDaemonOf);
+    }
+
+    /**
+     * Whether the daemon that wrote RECORD still runs: its pid runs a process that started no later than
+     * the record was written. A killed daemon's pid may be given to any later process, which then started
+     * after the record; {@code /proc}'s start times count from a boot time in whole seconds, hence the slack.
+     */
+    static boolean runsDaemonOf(MountRecord record) {
+        if (!running(record.pid())) {
+            return false;
+        }
+        Optional<Instant> start = ProcessHandle.of(record.pid()).flatMap(p -> p.info().startInstant());
+        return start.isEmpty() || !start.get().isAfter(record.started().plus(START_SLACK));
     }
 
     /**
@@ -182,11 +211,13 @@ public final class MountRegistry {
         } catch (IOException | IllegalArgumentException e) {
             return new Entry(file, null, Health.UNREADABLE, e.getMessage());
         }
-        if (!pidAlive.test(record.pid())) {
-            return new Entry(file, record, Health.STALE, "pid " + record.pid() + " is not running");
+        if (!daemonRuns.test(record)) {
+            return new Entry(file, record, Health.STALE, "pid " + record.pid() + (pidAlive.test(record.pid())
+                    ? " is another process now: its daemon is gone" : " is not running"));
         }
         if (!mounted.contains(record.mountpoint())) {
-            return new Entry(file, record, Health.STALE, record.mountpoint() + " is not mounted");
+            return new Entry(file, record, Health.DETACHED, record.mountpoint() + " is unmounted; pid " + record.pid()
+                    + " still serves the files open on it and exits when the last is closed");
         }
         return new Entry(file, record, Health.ACTIVE, "");
     }

@@ -47,7 +47,9 @@ public final class UmountCommand implements Callable<Integer> {
         Path mp = MountCommand.realMountpoint(mountpoint);
         Optional<MountTable.MountEntry> entry = MountTable.find(mp);
         if (entry.isEmpty()) {
-            throw new MountFailure(mp + " is not mounted");
+            Optional<ProcessHandle> detached = findDaemon(mp);
+            throw new MountFailure(mp + " is not mounted" + detached.map(d -> " (it was unmounted lazily: its daemon, pid "
+                    + d.pid() + ", exits when the files still open on it are closed)").orElse(""));
         }
         if (!entry.get().isChibifs()) {
             throw new MountFailure(mp + " is a " + entry.get().fsType() + " mount, not chibifs");
@@ -163,7 +165,7 @@ public final class UmountCommand implements Callable<Integer> {
         try {
             for (MountRegistry.Entry e : MountRegistry.forCurrentUser().list()) {
                 if (e.record() != null && e.record().mountpoint().equals(mp)) {
-                    if (MountRegistry.running(e.record().pid())) {
+                    if (MountRegistry.runsDaemonOf(e.record())) {
                         return ProcessHandle.of(e.record().pid());
                     }
                 }

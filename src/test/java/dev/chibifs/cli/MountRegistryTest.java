@@ -22,9 +22,12 @@ class MountRegistryTest {
     Path tmp;
 
     private static MountRecord uidMapped(Path mountpoint, long pid) {
+        return uidMapped(mountpoint, pid, Instant.parse("2025-01-02T03:04:05Z"));
+    }
+
+    private static MountRecord uidMapped(Path mountpoint, long pid, Instant started) {
         return new MountRecord(mountpoint, pid, MountRecord.MODE_UIDMAP, null, "1001=planner,1002=coder", 0,
-                Path.of("/srv/chibi"), Path.of("/srv/chibi/vfs"), Instant.parse("2025-01-02T03:04:05Z"),
-                "allow_other,big_writes", "stderr");
+                Path.of("/srv/chibi"), Path.of("/srv/chibi/vfs"), started, "allow_other,big_writes", "stderr");
     }
 
     private Path mountTable(Path... chibifsMountpoints) throws Exception {
@@ -78,7 +81,7 @@ class MountRegistryTest {
     }
 
     @Test
-    void deadPidOrMissingMountIsStale() throws Exception {
+    void deadPidIsStaleAndALiveDaemonWithoutItsMountIsDetached() throws Exception {
         Path mounted = tmp.resolve("a");
         Path notMounted = tmp.resolve("b");
         MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(mounted), pid -> pid != 1);
@@ -89,8 +92,19 @@ class MountRegistryTest {
         List<MountRegistry.Entry> entries = registry.list();
         assertEquals(MountRegistry.Health.STALE, entries.get(0).health());
         assertEquals("pid 1 is not running", entries.get(0).detail());
-        assertEquals(MountRegistry.Health.STALE, entries.get(1).health());
-        assertTrue(entries.get(1).detail().contains("is not mounted"), entries.get(1).detail());
+        assertEquals(MountRegistry.Health.DETACHED, entries.get(1).health(), "umount --lazy with files open");
+        assertEquals(notMounted + " is unmounted; pid 2 still serves the files open on it and exits when the last"
+                + " is closed", entries.get(1).detail());
+    }
+
+    /** A killed daemon's pid given to a later process must not make its record look alive. */
+    @Test
+    void aPidRunsTheDaemonOfARecordOnlyIfItsProcessStartedBeforeTheRecord() {
+        ProcessHandle self = ProcessHandle.current();
+        Instant started = self.info().startInstant().orElseThrow();
+        assertTrue(MountRegistry.runsDaemonOf(uidMapped(tmp, self.pid(), started.plusSeconds(1))));
+        assertFalse(MountRegistry.runsDaemonOf(uidMapped(tmp, self.pid(), started.minusSeconds(60))),
+                "this process started a minute after the record was written: its pid was reused");
     }
 
     @Test

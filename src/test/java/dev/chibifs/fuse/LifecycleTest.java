@@ -44,6 +44,15 @@ class LifecycleTest {
             assertTrue(fs.isMounted(), "a failed umount must leave the mount in place");
             MountedFs.cli("umount", "--lazy", fs.mountpoint().toString()).ok();
             assertFalse(fs.isMounted());
+
+            // the daemon serves the holder's directory until it goes: said as such, not as a stale leftover
+            long pid = fs.process().pid();
+            Sh.Result again = MountedFs.cli("umount", fs.mountpoint().toString());
+            assertEquals(1, again.exitCode(), again.err());
+            assertTrue(again.err().contains("unmounted lazily: its daemon, pid " + pid + ", exits when"), again.err());
+            String status = MountedFs.cli("status").ok().out();
+            assertTrue(status.matches("(?s).*\n" + java.util.regex.Pattern.quote(fs.mountpoint().toString())
+                    + "\\s+detached\\s+" + pid + "\\s.*"), status);
         } finally {
             holder.destroyForcibly();
             fs.close();
