@@ -137,6 +137,12 @@ public final class MountCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "An existing, empty directory.")
     Path mountpoint;
 
+    /** How a line the daemon prints for the operator, not only for its log, begins. */
+    private static final String WARNING = "chibifs: warning: ";
+
+    /** Why the mount serves only what this host has (its root store did not answer at start); null when it answered. */
+    private String unanswered;
+
     /** Serves {@code chibifs stats}, {@code sync} and {@code trace} until the daemon exits; a mount without them still works. */
     private static void startSockets(MountRegistry registry, FuseDaemon daemon, Namespace namespace,
                                          org.slf4j.Logger log) {
@@ -343,8 +349,12 @@ public final class MountCommand implements Callable<Integer> {
             }
             // an S3 store at / that does not answer: the mount serves what this host has seen and
             // keeps its changes until S3 answers (a daemon killed in an outage must come back)
-            log.warn("the namespace's directories could not be checked or made ({}): the mount serves what this"
-                    + " host has; a mount made once S3 answers makes any that are missing", e.getMessage());
+            unanswered = "the store did not answer (" + e.getMessage() + "): the mount serves what this host has"
+                    + " and sends its changes when it answers (chibifs stats " + mp + " shows when); a mount made"
+                    + " then makes the namespace's directories that are missing";
+            // to the log (stderr is the log but in the foreground); a background mount prints it too,
+            // after its mounted line, and spawnDaemon finds it there by its prefix
+            System.err.println(WARNING + unanswered);
         }
         CacheSweeper sweeper = CacheSweeper.create(router, config, cacheSweepInterval, Clock.systemUTC());
         MountRegistry registry = MountRegistry.forCurrentUser();
@@ -469,7 +479,7 @@ public final class MountCommand implements Callable<Integer> {
         String root = stores.mounts().stream().filter(m -> m.prefix().isRoot())
                 .map(m -> m.spec().text()).findFirst().orElse(chibiHome.store().toString());
         return "chibifs: mounted " + mp + " (" + plan.describe() + ", store " + root + "); daemon pid " + daemonPid
-                + ", log " + logFile;
+                + ", log " + logFile + (unanswered == null ? "" : System.lineSeparator() + WARNING + unanswered);
     }
 
     // ---- background, started without the launcher: the daemon is a child process, awaited until it answers ----
@@ -522,6 +532,8 @@ public final class MountCommand implements Callable<Integer> {
         while (System.nanoTime() < deadline) {
             if (FuseDaemon.answers(mp)) {
                 spec.commandLine().getOut().println(mountedLine(plan, chibiHome, mp, child.pid(), logFile));
+                logLines(logFile, logStart).stream().filter(l -> l.startsWith(WARNING))
+                        .forEach(spec.commandLine().getOut()::println);
                 return ExitCodes.OK;
             }
             if (!child.isAlive()) {
@@ -568,24 +580,28 @@ public final class MountCommand implements Callable<Integer> {
 
     /** The daemon's own one-line reason, from what it wrote to the log since it started. */
     private static String lastError(Path logFile, long from) {
+        // libfuse's own first complaint says why best; our summary line only says that it failed
+        String ours = null;
+        for (String line : logLines(logFile, from)) {
+            String l = line.trim();
+            if (l.startsWith("fuse:") || l.startsWith("fusermount:")) {
+                return l;
+            }
+            if (l.startsWith("chibifs: ") && !l.startsWith(WARNING)) {
+                ours = l.substring("chibifs: ".length());
+            }
+        }
+        return ours != null ? ours : "the daemon exited before the mount answered";
+    }
+
+    /** The lines a daemon wrote to LOGFILE from byte FROM on; none if it cannot be read. */
+    private static List<String> logLines(Path logFile, long from) {
         try {
             byte[] all = Files.readAllBytes(logFile);
-            String text = new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from),
-                    java.nio.charset.StandardCharsets.UTF_8);
-            // libfuse's own first complaint says why best; our summary line only says that it failed
-            String ours = null;
-            for (String line : text.split("\n")) {
-                String l = line.trim();
-                if (l.startsWith("fuse:") || l.startsWith("fusermount:")) {
-                    return l;
-                }
-                if (l.startsWith("chibifs: ")) {
-                    ours = l.substring("chibifs: ".length());
-                }
-            }
-            return ours != null ? ours : "the daemon exited before the mount answered";
+            return new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from),
+                    java.nio.charset.StandardCharsets.UTF_8).lines().toList();
         } catch (IOException e) {
-            return "the daemon exited before the mount answered";
+            return List.of();
         }
     }
 }

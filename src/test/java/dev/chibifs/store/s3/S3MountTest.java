@@ -80,6 +80,13 @@ class S3MountTest {
         return env;
     }
 
+    /** {@code env NAME='VALUE' ...} of {@link #env(String)}, to start a command of a shell line as that host. */
+    private static String envCommand(String host) {
+        StringBuilder envs = new StringBuilder("env");
+        env(host).forEach((k, v) -> envs.append(' ').append(k).append("='").append(v).append('\''));
+        return envs.toString();
+    }
+
     /** A host: a daemon over {@code root} (home, mountpoint, cache directory), as context planner, with {@code more} options. */
     private MountedFs host(Path root, String name, String flushAfter, String... more) {
         List<String> args = new ArrayList<>(List.of("--context", "planner", "--store", PREFIX + "=" + spec(),
@@ -737,6 +744,8 @@ class S3MountTest {
                 rootA.resolve("cache").toString(), "--flush-after", FLUSH_AFTER};
         MountedFs a = MountedFs.start(rootA, env("hostA"), args);
         mounts.add(a);
+        Path rootC = MountedFs.tempRoot();
+        Path mntC = Files.createDirectories(rootC.resolve("mnt"));
         Files.writeString(a.at("/shared/seen.md"), "seen\n");
         MountedFs.cli("umount", a.mountpoint().toString()).ok();
         server.stop();
@@ -747,12 +756,15 @@ class S3MountTest {
             mounts.add(again);
             assertEquals("seen\n", Files.readString(again.at("/shared/seen.md")));
             Files.writeString(again.at("/shared/kept.md"), "kept\n");
-            // a host that has seen nothing mounts too (and has nothing to show until S3 answers)
-            Path rootC = MountedFs.tempRoot();
-            mounts.add(MountedFs.start(rootC, env("hostC"), "--context", "planner", "--store", "/=" + spec(),
-                    "--cache-dir", rootC.resolve("cache").toString()));
+            // a host that has seen nothing mounts too (and has nothing to show until S3 answers), and says so
+            Sh.Result c = Sh.run(envCommand("hostC") + " " + MountedFs.cliScript("mount", "--context", "planner",
+                    "--home", rootC.resolve("home").toString(), "--store", "/=" + spec(), "--cache-dir",
+                    rootC.resolve("cache").toString(), mntC.toString()));
+            assertEquals(0, c.exitCode(), c.err() + c.out());
+            assertTrue(c.out().contains("\nchibifs: warning: the store did not answer ("), c.out());
         } finally {
             server.start();
+            MountedFs.cli("umount", mntC.toString());
         }
         Path rootB = MountedFs.tempRoot();
         MountedFs b = MountedFs.start(rootB, env("hostB"), "--context", "planner", "--store", "/=" + spec(),
@@ -769,9 +781,7 @@ class S3MountTest {
         Path mnt = root.resolve("mnt");
         Path cache = root.resolve("cache");
         Files.createDirectories(mnt);
-        StringBuilder envs = new StringBuilder("env");
-        env("hostA").forEach((k, v) -> envs.append(' ').append(k).append("='").append(v).append('\''));
-        Sh.Result r = Sh.run(envs + " " + MountedFs.cliScript("mount", "--context", "planner", "--home",
+        Sh.Result r = Sh.run(envCommand("hostA") + " " + MountedFs.cliScript("mount", "--context", "planner", "--home",
                 root.resolve("home").toString(), "--store", PREFIX + "=" + spec(), "--cache-dir", cache.toString(),
                 "--flush-after", "1h", "--metadata-ttl", "2s", "--exclusive-creates", mnt.toString()));
         try {
