@@ -920,13 +920,19 @@ public final class Router {
         }
     }
 
-    private void checkLink(Caller caller, VfsPath existing, VfsPath newName) throws PolicyDeniedException {
+    /**
+     * EACCES where the caller may not write one of the names (a link would make a file it may not
+     * write writable elsewhere); EXDEV where it may write both but they are in two zones: as between
+     * two file systems, programs that link where they can (git, cargo, pnpm) then copy.
+     */
+    private void checkLink(Caller caller, VfsPath existing, VfsPath newName) throws IOException {
         if (!ZonePolicy.mayLink(caller, existing, newName, membership)) {
+            if (mayWrite(caller, existing) && mayWrite(caller, newName)) {
+                throw new CrossDeviceException(existing.toString(), newName.toString(),
+                        "hard links cannot cross zones ('" + existing + "' -> '" + newName + "')");
+            }
             VfsPath denied = mayWrite(caller, newName) ? existing : newName;
-            String reason = mayWrite(caller, existing) && mayWrite(caller, newName)
-                    ? "hard links cannot cross zones ('" + existing + "' -> '" + newName + "')"
-                    : ZonePolicy.denial(caller, denied, membership);
-            throw new PolicyDeniedException(newName.toString(), reason);
+            throw new PolicyDeniedException(newName.toString(), ZonePolicy.denial(caller, denied, membership));
         }
     }
 

@@ -535,7 +535,7 @@ class FuseFileSystemTest {
         long alice = lookup(lookup(FuseProtocol.ROOT_ID, "home"), "alice");
         FakeKernel.Reply t = tmpfile(shared);
         long node = t.int64(0);
-        assertEquals(-Linux.EACCES, kernel.call(FuseProtocol.LINK, alice, body().int64(node).name("mine")).error(),
+        assertEquals(-Linux.EXDEV, kernel.call(FuseProtocol.LINK, alice, body().int64(node).name("mine")).error(),
                 "hard links cannot cross zones");
         assertFalse(store.exists(VfsPath.of("/home/alice/mine")));
         assertEquals(0, kernel.call(FuseProtocol.LINK, shared, body().int64(node).name("ours")).error());

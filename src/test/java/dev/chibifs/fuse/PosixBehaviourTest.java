@@ -249,6 +249,22 @@ class PosixBehaviourTest {
                 """);
     }
 
+    /** Two zones the caller writes are two file systems to a hard link: EXDEV, on which programs copy. */
+    @Test
+    void aHardLinkAcrossTwoWritableZonesIsACrossDeviceLink() {
+        python(fs, """
+                with open('shared/across', 'w') as f:
+                    f.write('a')
+                try:
+                    os.link('shared/across', 'home/planner/across')
+                    raise AssertionError('linked across zones')
+                except OSError as e:
+                    assert e.errno == errno.EXDEV, e
+                assert not os.path.exists('home/planner/across')
+                assert os.stat('shared/across').st_nlink == 1
+                """);
+    }
+
     @Test
     void dfShowsTheStoresSpaceAndInodes() {
         String store = Sh.run("df -P --output=size,itotal '" + fs.store() + "' | tail -1").ok().out();

@@ -359,13 +359,20 @@ class RouterTest {
     void hardLinksCannotCrossZonesEvenWhenBothNamesAreWritable() throws IOException {
         vfs.write(PLANNER, p("/shared/a"), bytes("a"));
         vfs.write(PLANNER, p("/home/planner/b"), bytes("b"));
-        PolicyDeniedException e = assertThrows(PolicyDeniedException.class,
+        // both names the caller's to write: as between two file systems, so programs copy instead
+        CrossDeviceException e = assertThrows(CrossDeviceException.class,
                 () -> vfs.link(PLANNER, p("/shared/a"), p("/home/planner/a")));
-        assertTrue(e.getMessage().contains("zones"), e.getMessage());
-        assertDenied(() -> vfs.link(PLANNER, p("/home/planner/b"), p("/shared/b")));
-        assertDenied(() -> vfs.link(SYSTEM, p("/shared/a"), p("/sys/a")));
+        assertTrue(e.getMessage().contains("hard links cannot cross zones"), e.getMessage());
+        assertThrows(CrossDeviceException.class, () -> vfs.link(PLANNER, p("/home/planner/b"), p("/shared/b")));
+        // a name the caller may not write: the policy's refusal
+        vfs.write(CODER, p("/home/coder/c"), bytes("c"));
+        assertDenied(() -> vfs.link(PLANNER, p("/home/coder/c"), p("/shared/c")));
+        assertDenied(() -> vfs.link(PLANNER, p("/shared/a"), p("/home/coder/a")));
+        assertThrows(CrossDeviceException.class, () -> vfs.link(SYSTEM, p("/shared/a"), p("/sys/a")));
         assertFalse(vfs.exists(GUEST, p("/home/planner/a")));
         assertFalse(vfs.exists(GUEST, p("/shared/b")));
+        assertFalse(vfs.exists(GUEST, p("/shared/c")));
+        assertFalse(vfs.exists(GUEST, p("/home/coder/a")));
         vfs.link(PLANNER, p("/shared/a"), p("/shared/a2"));
         assertEquals(2, vfs.metadata(GUEST, p("/shared/a2")).links());
     }
