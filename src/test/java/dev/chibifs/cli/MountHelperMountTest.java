@@ -82,7 +82,7 @@ class MountHelperMountTest {
     @Test
     void aBadOptionMountsNothing() {
         Sh.Result r = Sh.run(env + "mount -t fuse.chibifs chibifs " + mnt + " -o uid_map=1:x");
-        assertTrue(r.exitCode() != 0, r.out());
+        assertEquals(1, r.exitCode(), "mount(8)'s incorrect invocation: " + r.out());
         assertTrue(r.err().contains("uid_map"), r.err());
         assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0);
     }

@@ -39,14 +39,24 @@ class MountHelperTest {
         helper = Files.copy(HELPER, tmp.resolve("mount.fuse.chibifs"), StandardCopyOption.COPY_ATTRIBUTES);
         // it notes its arguments and says what the real launcher says on success
         Path launcher = Files.writeString(tmp.resolve("chibifs"), "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done"
-                + " > \"$(dirname \"$0\")/launcher-args\"\necho 'chibifs: mounted'\n");
+                + " > \"$(dirname \"$0\")/launcher-args\"\n[ -z \"$FAKE_EXIT\" ] || exit \"$FAKE_EXIT\"\n"
+                + "echo 'chibifs: mounted'\n");
         Files.setPosixFilePermissions(launcher, PosixFilePermissions.fromString("rwxr-xr-x"));
     }
 
     private Result run(String... args) throws Exception {
+        return runWithLauncherExit(null, args);
+    }
+
+    /** {@link #run}, the stand-in launcher exiting with EXIT (null: mounted, 0). */
+    private Result runWithLauncherExit(Integer exit, String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of(helper.toString()));
         command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).start();
+        ProcessBuilder pb = new ProcessBuilder(command);
+        if (exit != null) {
+            pb.environment().put("FAKE_EXIT", exit.toString());
+        }
+        Process p = pb.start();
         p.getOutputStream().close();
         assertTrue(p.waitFor(20, TimeUnit.SECONDS), "helper did not finish");
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -185,6 +195,17 @@ class MountHelperTest {
         assertRefused("ctx=a,cache-dir=/c", "unknown option 'cache-dir=/c'");
     }
 
+    /** mount(8) passes a helper's status on: 1 incorrect invocation, 32 mount failure. */
+    @Test
+    void theLaunchersFailuresBecomeMountsExitStatuses() throws Exception {
+        assertEquals(1, runWithLauncherExit(2, "chibifs", "/mnt/p", "-o", "ctx=planner").code(), "a bad value");
+        assertEquals(32, runWithLauncherExit(1, "chibifs", "/mnt/p", "-o", "ctx=planner").code(), "a mount that failed");
+        assertEquals(0, run("chibifs", "/mnt/p", "-o", "ctx=planner").code());
+        Result quiet = run("chibifs", "/mnt/p", "-o", "ctx=planner");
+        assertEquals("", quiet.stdout(), "quiet on success, as mount(8)'s helpers are");
+        assertEquals("chibifs: mounted\n", run("chibifs", "/mnt/p", "-v", "-o", "ctx=planner").stdout());
+    }
+
     @Test
     void fakeMountPrintsTheCommandAndRunsNothing() throws Exception {
         Result r = run("chibifs", "/mnt/planner", "-f", "-v", "-o", "ctx=planner");
@@ -195,7 +216,7 @@ class MountHelperTest {
 
     private void assertRefused(String options, String message) throws Exception {
         Result r = run("chibifs", "/mnt/x", "-o", options);
-        assertEquals(2, r.code(), "should refuse " + options);
+        assertEquals(1, r.code(), "should refuse " + options + " as mount(8) has it: incorrect invocation");
         assertEquals(List.of(), r.launcherArgs(), "nothing may be mounted after a refusal");
         assertTrue(r.stderr().startsWith("mount.fuse.chibifs: ") && r.stderr().contains(message), r.stderr());
         assertEquals(1, r.stderr().lines().count(), r.stderr());
