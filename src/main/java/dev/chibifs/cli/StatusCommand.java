@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
@@ -29,12 +30,19 @@ import java.util.concurrent.Callable;
         description = {
             "List this host's chibifs mounts: mountpoint, state, pid, uptime, context or uid map, store.",
             "As root, every user's registry is read; otherwise your own. Mounts of type fuse.chibifs that no "
-                + "registry knows are listed as 'unregistered'; registry files whose daemon is gone as 'stale'."
-        })
+                + "registry knows are listed as 'unregistered'; registry files whose daemon is gone as 'stale'; a "
+                + "mount unmounted lazily whose daemon still serves files open on it as 'detached'.",
+            "With MOUNTPOINT, only that mount, and the exit code says whether it is active."
+        },
+        footer = {"", "Exit codes: 0 listed (with MOUNTPOINT: it is active); 1 MOUNTPOINT is not an active chibifs mount;"
+                + " 2 usage."})
 final class StatusCommand implements Callable<Integer> {
 
     @Option(names = "--json", description = "Print a JSON array instead of a table.")
     boolean json;
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "MOUNTPOINT", description = "Show this mount only.")
+    Path mountpoint;
 
     @Spec
     CommandSpec spec;
@@ -58,12 +66,21 @@ final class StatusCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         List<Map<String, Object>> rows = rows(registries == null ? hostRegistries() : registries);
         PrintWriter out = spec.commandLine().getOut();
+        String only = mountpoint == null ? null : MountCommand.realMountpoint(mountpoint).toString();
+        if (only != null) {
+            rows.removeIf(row -> !only.equals(row.get("mountpoint")));
+        }
         if (json) {
             out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(rows));
+        } else if (only != null && rows.isEmpty()) {
+            out.println("no chibifs mount at " + only);
         } else {
             printTable(out, rows);
         }
         out.flush();
+        if (only != null && rows.stream().noneMatch(row -> "active".equals(row.get("state")))) {
+            return ExitCodes.FAILURE;
+        }
         return ExitCodes.OK;
     }
 

@@ -98,6 +98,22 @@ class StatusCommandTest {
     }
 
     @Test
+    void aMountpointShowsThatMountAloneAndExitsByWhetherItIsActive() throws Exception {
+        assertEquals(0, run(command(), "/mnt/chibi"));
+        assertEquals(2, out.toString().lines().count(), out.toString());
+        assertTrue(out.toString().contains("/mnt/chibi "), out.toString());
+        out.getBuffer().setLength(0);
+        assertEquals(1, run(command(), "/mnt/planner"), "stale");
+        assertTrue(out.toString().matches("(?s).*\n/mnt/planner\\s+stale\\s.*"), out.toString());
+        out.getBuffer().setLength(0);
+        assertEquals(1, run(command(), "/mnt/none"));
+        assertEquals("no chibifs mount at /mnt/none\n", out.toString());
+        out.getBuffer().setLength(0);
+        assertEquals(1, run(command(), "--json", "/mnt/none"));
+        assertEquals("[ ]\n", out.toString());
+    }
+
+    @Test
     void nothingMountedSaysSo() throws Exception {
         Path table = Files.writeString(tmp.resolve("empty"), "");
         MountRegistry none = new MountRegistry(tmp.resolve("none"), table, pid -> true);
