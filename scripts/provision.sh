@@ -9,17 +9,21 @@
 #   --install      link the launcher, the mount helper and the systemd unit into the system:
 #                  /usr/local/bin/chibifs, /usr/local/bin/chibifs-wait-mounted,
 #                  /sbin/mount.fuse.chibifs, /etc/systemd/system/chibifs@.service
+#   --uninstall    remove what --install put there (links that lead into this checkout, and the
+#                  unit if it is still this checkout's); /etc/chibifs and every store are kept.
+#                  Installs and builds nothing.
 #   --no-build     skip ./mvnw package
 set -euo pipefail
 
 repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
-allow_other=false install=false build=true
+allow_other=false install=false uninstall=false build=true
 for arg in "$@"; do
     case $arg in
         --allow-other) allow_other=true ;;
         --install) install=true ;;
+        --uninstall) uninstall=true ;;
         --no-build) build=false ;;
-        -h | --help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "provision.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -31,6 +35,33 @@ if [[ $(id -u) -ne 0 ]]; then
     fi
     echo "provision.sh: run as root (no sudo here): su -c '$0 $*'" >&2
     exit 2
+fi
+
+installed_links=(/usr/local/bin/chibifs:scripts/chibifs /usr/local/bin/chibifs-wait-mounted:scripts/chibifs-wait-mounted
+                 /sbin/mount.fuse.chibifs:scripts/mount.fuse.chibifs)
+unit=/etc/systemd/system/chibifs@.service
+
+if $uninstall; then
+    for pair in "${installed_links[@]}"; do
+        link=${pair%%:*}
+        if [[ -L $link && $(readlink -- "$link") == "$repo/${pair#*:}" ]]; then
+            rm -f -- "$link"
+            echo "provision.sh: removed $link"
+        elif [[ -e $link || -L $link ]]; then
+            echo "provision.sh: kept $link: it is not a link into $repo"
+        fi
+    done
+    if [[ -f $unit ]] && cmp -s "$unit" "$repo/packaging/systemd/chibifs@.service"; then
+        rm -f -- "$unit"
+        echo "provision.sh: removed $unit (running chibifs@ services keep running until stopped)"
+        if [[ -d /run/systemd/system ]]; then
+            systemctl daemon-reload
+        fi
+    elif [[ -f $unit ]]; then
+        echo "provision.sh: kept $unit: it differs from this checkout's (edited, or another version)"
+    fi
+    echo "provision.sh: /etc/chibifs, the packages and every store are left as they are"
+    exit 0
 fi
 
 # fuse3 for its setuid fusermount3, through which a user's daemon mounts (the daemon speaks the
@@ -90,16 +121,18 @@ if $build; then
 fi
 
 if $install; then
-    ln -sfn "$repo/scripts/chibifs" /usr/local/bin/chibifs
-    ln -sfn "$repo/scripts/chibifs-wait-mounted" /usr/local/bin/chibifs-wait-mounted
     # mount(8) looks for helpers in /sbin; on merged-/usr systems that is /usr/sbin, the same place
-    ln -sfn "$repo/scripts/mount.fuse.chibifs" /sbin/mount.fuse.chibifs
+    for pair in "${installed_links[@]}"; do
+        ln -sfn "$repo/${pair#*:}" "${pair%%:*}"
+        echo "provision.sh: linked ${pair%%:*} -> $repo/${pair#*:}"
+    done
     if [[ -d /etc/systemd/system ]]; then
-        install -m 0644 "$repo/packaging/systemd/chibifs@.service" /etc/systemd/system/chibifs@.service
+        install -m 0644 "$repo/packaging/systemd/chibifs@.service" "$unit"
         mkdir -p /etc/chibifs
         if [[ -d /run/systemd/system ]]; then
             systemctl daemon-reload
         fi
+        echo "provision.sh: installed $unit (its settings go in /etc/chibifs)"
     fi
-    echo "provision.sh: installed chibifs, mount.fuse.chibifs and chibifs@.service"
+    echo "provision.sh: undo with scripts/provision.sh --uninstall"
 fi
