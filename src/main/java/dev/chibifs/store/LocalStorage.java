@@ -976,14 +976,17 @@ public final class LocalStorage implements Storage {
             // most chmods change no execute bit (tar and cp -p chmod every file they write): one statx
             // by name tells, where a descriptor to change the mode through costs an open and a close more
             Metadata named = stat(a.dir, a.name, path);
-            if ((named.isFile() || named.isDirectory()) && withExecuteBits(named.mode(), mode) < 0) {
-                return;
+            if (named.isDirectory() || named.isFile() && withExecuteBits(named.mode(), mode) < 0) {
+                return; // a directory's search bits are what lets chibi and the daemon into it
             }
             // chmod through the O_PATH descriptor's /proc link: the inode checked is the inode changed
             int fd = Syscalls.openat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0, path.toString());
             try {
                 Metadata m = stat(fd, null, path);
-                if (!m.isFile() && !m.isDirectory()) {
+                if (m.isDirectory()) {
+                    return; // replaced by a directory since the look by name
+                }
+                if (!m.isFile()) {
                     throw notRegular(m.kind() == EntryKind.SYMLINK ? S_IFLNK : 0, path);
                 }
                 int wanted = withExecuteBits(m.mode(), mode);

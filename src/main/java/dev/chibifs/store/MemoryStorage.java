@@ -984,6 +984,9 @@ public final class MemoryStorage implements Storage {
         if (n instanceof Link || n instanceof Special) {
             throw notRegular(n, path);
         }
+        if (n instanceof Dir) {
+            return; // as the other stores: a directory keeps its search bits
+        }
         n.setExecutable(mode, now());
     }
 

@@ -169,8 +169,10 @@ public interface Storage extends Closeable {
     void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException;
 
     /**
-     * Sets the execute bits (mode &amp; 0111) of a file or directory; read and write bits are not the
-     * store's business, so a mode whose execute bits the file has already changes nothing, not even its ctime.
+     * Sets the execute bits (mode &amp; 0111) of a file; read and write bits are not the store's
+     * business, so a mode whose execute bits the file has already changes nothing, not even its ctime.
+     * A directory changes nothing either: its search bits are what lets chibi and a daemon that is
+     * not root into it, and the mount shows directories' modes from the policy anyway.
      */
     void setExecutable(VfsPath path, int mode) throws IOException;
 

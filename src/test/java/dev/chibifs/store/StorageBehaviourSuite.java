@@ -1329,6 +1329,19 @@ public abstract class StorageBehaviourSuite {
         assertEquals(before & ~0111, storage.metadata(p("/shared/f")).mode());
     }
 
+    /** chmod 644 of a directory must not lock chibi, and a daemon that is not root, out of it. */
+    @Test
+    void aDirectoryKeepsItsSearchBits() throws IOException {
+        storage.mkdir(p("/shared/d"));
+        storage.write(p("/shared/d/f"), bytes("x"));
+        int before = storage.metadata(p("/shared/d")).mode();
+        storage.setExecutable(p("/shared/d"), 0644);
+        storage.setExecutable(p("/shared/d"), 0);
+        assertEquals(before, storage.metadata(p("/shared/d")).mode());
+        assertEquals(0111, before & 0111, "a directory is made searchable");
+        assertArrayEquals(bytes("x"), storage.read(p("/shared/d/f")));
+    }
+
     @Test
     void setExecutableThatChangesNoExecuteBitChangesNothing() throws Exception {
         storage.write(p("/shared/f"), bytes("x"));

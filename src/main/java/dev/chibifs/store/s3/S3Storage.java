@@ -1258,14 +1258,11 @@ public final class S3Storage implements Storage {
 
     void setExecutableOf(Node n, int mode) throws IOException {
         int wanted = (n.mode & ~0111) | (mode & 0111);
-        if (wanted != n.mode && !n.link) { // a link's bits are always 0777, as on Linux
+        // a link's bits are always 0777, as on Linux; a directory keeps its search bits, as in every store
+        if (wanted != n.mode && !n.link && !n.dir) {
             n.mode = wanted;
             n.ctime = now();
-            if (!n.dir) {
-                overlay.attributesChanged(n);
-            } else if (n.path != null) {
-                journal.put(n);
-            }
+            overlay.attributesChanged(n);
         }
     }
 
