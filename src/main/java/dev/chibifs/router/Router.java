@@ -625,8 +625,10 @@ public final class Router {
     public void rename(Caller caller, VfsPath src, VfsPath dst, RenameMode mode) throws IOException {
         checkRemove(caller, src);
         checkRemove(caller, dst);
-        Target ts = writable(src);
+        // across stores first, as Linux answers EXDEV before EROFS: mv then copies out of a read-only store
+        Target ts = resolve(src);
         Target td = sameStorage(src, dst, ts);
+        writable(src);
         creatable(dst);
         for (boolean exclusive = false; ; exclusive = true) {
             try (Storage.MoveLock held = lockMoves(ts.storage(), exclusive)) {
@@ -898,8 +900,9 @@ public final class Router {
      */
     public void link(Caller caller, VfsPath existing, VfsPath newName) throws IOException {
         checkLink(caller, existing, newName);
-        Target te = writable(existing);
+        Target te = resolve(existing);
         Target tn = sameStorage(existing, newName, te);
+        writable(existing);
         creatable(newName);
         for (boolean exclusive = false; ; exclusive = true) {
             try (Storage.MoveLock held = lockMoves(te.storage(), exclusive)) {

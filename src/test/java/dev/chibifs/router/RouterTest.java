@@ -33,6 +33,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.nio.ByteBuffer;
 import java.nio.file.FileSystemException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.NoSuchFileException;
@@ -609,6 +610,19 @@ class RouterTest {
         assertThrows(ReadOnlyStoreException.class, () -> vfs.symlink(PLANNER, p("/shared/docs/l"), "x"));
         assertThrows(ReadOnlyStoreException.class, () -> vfs.mknod(PLANNER, p("/shared/docs/p"), EntryKind.FIFO, 0644));
         assertThrows(ReadOnlyStoreException.class, () -> vfs.mknod(PLANNER, p("/shared/docs/f"), EntryKind.FILE, 0644));
+    }
+
+    /** Linux answers EXDEV before EROFS: mv then copies out of a read-only store instead of failing. */
+    @Test
+    void aRenameOrLinkOutOfAReadOnlyStoreCrossesStoresFirst() throws IOException {
+        Files.createDirectories(temp.resolve("docs"));
+        Files.writeString(temp.resolve("docs/r.txt"), "r");
+        vfs = Router.builder(store).mount(p("/shared/docs"),
+                new ReadOnlyStorage(new LocalStorage(temp.resolve("docs")), "readonly:docs")).build();
+        assertThrows(CrossStoreException.class, () -> vfs.rename(PLANNER, p("/shared/docs/r.txt"), p("/shared/r.txt")));
+        assertThrows(CrossStoreException.class, () -> vfs.link(PLANNER, p("/shared/docs/r.txt"), p("/shared/r.txt")));
+        assertThrows(ReadOnlyStoreException.class, () -> vfs.rename(PLANNER, p("/shared/docs/r.txt"), p("/shared/docs/s.txt")));
+        assertTrue(Files.exists(temp.resolve("docs/r.txt")));
     }
 
     @Test
