@@ -20,11 +20,14 @@ import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import java.util.function.Supplier;
 
 /**
@@ -57,6 +60,17 @@ public final class ContextsView implements ReadOnlyStore {
     private final Path contextsDir;
     private LocalStorage contextsStore;
     private final Supplier<Optional<String>> siteId;
+
+    /**
+     * Each generated file as last made, and since when: its mtime. What it is made from besides
+     * chibi's state file (the flock registry, site.json, a transcript) changes no stamp of ours,
+     * and the kernel keeps a file's pages while its size and mtime stay: a new version of the same
+     * size must still be a new mtime.
+     */
+    private final ConcurrentMap<VfsPath, Generated> generatedSince = new ConcurrentHashMap<>();
+
+    private record Generated(byte[] bytes, FileTime since) {
+    }
 
     private FileStamp stateStamp;
     private Map<String, ContextEntry> contextList = Map.of();
@@ -512,13 +526,40 @@ public final class ContextsView implements ReadOnlyStore {
             return new Metadata(m.kind(), m.size(), m.created(), m.modified(), m.accessed(), m.changed(), 1, 0444, m.inode(),
                     m.blocks());
         }
-        FileTime t = stateStamp == null || stateStamp == FileStamp.MISSING ? FileTime.fromMillis(0)
-                : FileTime.from(java.time.Instant.ofEpochSecond(0, stateStamp.modifiedNanos()));
+        FileTime t = stateTime();
         long inode = syntheticInode(path);
         if (n.kind() == EntryKind.DIRECTORY) {
             return new Metadata(EntryKind.DIRECTORY, 4096, t, t, t, t, 2, 0555, inode);
         }
-        return new Metadata(EntryKind.FILE, generate(n).length, t, t, t, t, 1, 0444, inode);
+        return generatedMetadata(path, generated(path, n));
+    }
+
+    private FileTime stateTime() {
+        return stateStamp == null || stateStamp == FileStamp.MISSING ? FileTime.fromMillis(0)
+                : FileTime.from(java.time.Instant.ofEpochSecond(0, stateStamp.modifiedNanos()));
+    }
+
+    private static Metadata generatedMetadata(VfsPath path, Generated g) {
+        FileTime t = g.since();
+        return new Metadata(EntryKind.FILE, g.bytes().length, t, t, t, t, 1, 0444, syntheticInode(path));
+    }
+
+    /** Generated file {@code n} at {@code path} as it is now, with the time it first was so (see {@link #generatedSince}). */
+    private Generated generated(VfsPath path, Node n) throws IOException {
+        byte[] now = generate(n);
+        FileTime first = stateTime();
+        return generatedSince.compute(path, (p, was) -> {
+            if (was != null && Arrays.equals(was.bytes(), now)) {
+                return was;
+            }
+            if (was == null) {
+                return new Generated(now, first);
+            }
+            // later than the version before, even within one tick of the clock
+            java.time.Instant at = java.time.Instant.now();
+            java.time.Instant after = was.since().toInstant().plusNanos(1);
+            return new Generated(now, FileTime.from(at.isAfter(after) ? at : after));
+        });
     }
 
     /** A stable inode for a generated name, high above the real ones of the contexts directory's file system. */
@@ -545,7 +586,8 @@ public final class ContextsView implements ReadOnlyStore {
             metadata(path);
             return contexts().open(n.through(), flags, createMode);
         }
-        return new SnapshotHandle(generate(n), metadata(path));
+        Generated g = generated(path, n);
+        return new SnapshotHandle(g.bytes(), generatedMetadata(path, g));
     }
 
     /** A generated file as it was at its open: reads see one version, whatever changes meanwhile. */

@@ -105,6 +105,20 @@ class NamespaceMountTest {
         fs.sh("echo x > flocks/team/back.md").ok();
     }
 
+    /** The kernel keeps a file's pages while its size and mtime stay: a registry change must be a new mtime. */
+    @Test
+    void aGeneratedFileShowsANewVersionOfTheSameSizeAtOnce() throws IOException {
+        String before = fs.sh("cat sys/contexts/coder/task-dirs").ok().out();
+        assertTrue(before.contains("/flocks/ops/tasks"), before);
+        try {
+            Chibi010Home.writeRegistry(fs.home(), "planner:team", "coder:team", "coder:opz");
+            assertEquals(before.replace("/flocks/ops/", "/flocks/opz/"), fs.sh("cat sys/contexts/coder/task-dirs").ok().out());
+        } finally {
+            Chibi010Home.writeRegistry(fs.home(), "planner:team", "coder:team", "coder:ops");
+        }
+        assertEquals(before, fs.sh("cat sys/contexts/coder/task-dirs").ok().out());
+    }
+
     @Test
     void sysContextsShowsChibisViews() {
         assertEquals("coder\nplanner\n", fs.sh("ls sys/contexts").ok().out());
