@@ -45,6 +45,7 @@ import java.util.function.Supplier;
  */
 public final class ContextsView implements ReadOnlyStore {
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ContextsView.class);
     /** chibi's name for this view, in refusals. */
     public static final String NAME = "virtual context metadata";
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -107,30 +108,37 @@ public final class ContextsView implements ReadOnlyStore {
         FileStamp now = FileStamp.of(stateFile);
         if (!now.equals(stateStamp)) {
             stateStamp = now;
-            contextList = now == FileStamp.MISSING ? Map.of() : parseState(Files.readAllBytes(stateFile));
+            Map<String, ContextEntry> parsed = now == FileStamp.MISSING ? Map.of() : parseState(Files.readAllBytes(stateFile));
+            if (parsed == null) {
+                // as chibi, which reads it with unwrap_or_default; said once per version, as the flock registry is
+                LOG.warn("chibi's state file {} is malformed: {} shows no contexts until it is readable", stateFile,
+                        "/sys/contexts");
+                parsed = Map.of();
+            }
+            contextList = parsed;
         }
         return contextList;
     }
 
-    /** chibi's state.json; as chibi, a file it cannot read counts as no contexts. */
+    /** chibi's state.json; null when malformed, which chibi counts as no contexts. */
     static Map<String, ContextEntry> parseState(byte[] json) {
         Map<String, ContextEntry> out = new LinkedHashMap<>();
         try {
             JsonNode list = JSON.readTree(json).get("contexts");
             if (list == null || !list.isArray()) {
-                return Map.of();
+                return null;
             }
             for (JsonNode c : list) {
                 JsonNode name = c.get("name");
                 if (name == null || !name.isTextual() || !isU64(c.get("created_at"))) {
-                    return Map.of();
+                    return null;
                 }
                 long[] opt = new long[3];
                 String[] keys = {"last_activity_at", "destroy_after_seconds_inactive", "destroy_at"};
                 for (int i = 0; i < keys.length; i++) {
                     JsonNode v = c.get(keys[i]);
                     if (v != null && !isU64(v)) {
-                        return Map.of();
+                        return null;
                     }
                     opt[i] = v == null ? 0 : v.asLong();
                 }
@@ -141,7 +149,7 @@ public final class ContextsView implements ReadOnlyStore {
                 }
             }
         } catch (IOException | RuntimeException e) {
-            return Map.of();
+            return null;
         }
         return out;
     }

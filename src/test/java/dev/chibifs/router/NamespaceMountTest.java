@@ -120,6 +120,20 @@ class NamespaceMountTest {
     }
 
     @Test
+    void aMalformedStateFileShowsNoContextsAndSaysWhy() throws IOException {
+        Path state = fs.home().resolve("state.json");
+        byte[] good = Files.readAllBytes(state);
+        try {
+            Files.writeString(state, "{\"contexts\": [");
+            assertEquals("", fs.sh("ls sys/contexts").ok().out());
+            assertTrue(fs.log().contains("chibi's state file " + state + " is malformed"), fs.log());
+        } finally {
+            Files.write(state, good);
+        }
+        assertEquals("coder\nplanner\n", fs.sh("ls sys/contexts").ok().out());
+    }
+
+    @Test
     void sysContextsShowsChibisViews() {
         assertEquals("coder\nplanner\n", fs.sh("ls sys/contexts").ok().out());
         assertEquals("{\n  \"created_at\": 1700000000,\n  \"last_activity_at\": 1700000500,\n  \"prompt_count\": 3,\n"
