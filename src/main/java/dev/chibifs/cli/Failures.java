@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.path.VfsPath;
 import dev.chibifs.router.CrossStoreException;
 import dev.chibifs.router.MountPointBusyException;
 import dev.chibifs.router.PolicyDeniedException;
@@ -11,6 +12,7 @@ import dev.chibifs.sys.Linux;
 import java.io.IOException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * The one place that turns a vfs command's failure into an exit code and a one-line message.
@@ -24,10 +26,18 @@ final class Failures {
     }
 
     private final String storeRoot;
+    private final List<VfsPath> prefixes;
+    private final List<VfsPath> subjects;
 
-    /** Maps failures of commands working on the store at {@code storeRoot} (null before it is opened). */
-    Failures(Path storeRoot) {
+    /**
+     * Maps failures of commands working on the store at {@code storeRoot} (null before it is opened,
+     * or when / is not a local store), whose router mounts stores at {@code prefixes}, given the
+     * paths {@code subjects}.
+     */
+    Failures(Path storeRoot, List<VfsPath> prefixes, List<VfsPath> subjects) {
         this.storeRoot = storeRoot == null ? null : storeRoot.toString();
+        this.prefixes = prefixes;
+        this.subjects = subjects;
     }
 
     Report report(Exception e) {
@@ -79,10 +89,15 @@ final class Failures {
         throw new IllegalArgumentException("not an expected failure", e);
     }
 
-    /** A path from an exception as a URI: store paths and VFS paths alike. */
+    /**
+     * A path from an exception as a URI. The local store's names its files; a store mounted at a
+     * prefix names its own path, the prefix stripped, which is put back where one prefix makes it
+     * a path of what the command was given; a failure that names none (a full disk) was about
+     * the command's one path, if it has one.
+     */
     private String uri(String file) {
         if (file == null) {
-            return "(unknown path)";
+            return subjects.size() == 1 ? "vfs://" + subjects.get(0) : "(unknown path)";
         }
         if (storeRoot != null && file.equals(storeRoot)) {
             return "vfs:///";
@@ -90,7 +105,32 @@ final class Failures {
         if (storeRoot != null && file.startsWith(storeRoot + "/")) {
             return "vfs:///" + file.substring(storeRoot.length() + 1);
         }
-        return file.startsWith("/") ? "vfs://" + file : file;
+        if (!file.startsWith("/")) {
+            return file;
+        }
+        return "vfs://" + inNamespace(file);
+    }
+
+    /** {@code storePath} as the namespace path of a given path, or of one inside or above one. */
+    private String inNamespace(String storePath) {
+        VfsPath inStore;
+        try {
+            inStore = VfsPath.of(storePath);
+        } catch (RuntimeException notAPath) {
+            return storePath;
+        }
+        for (VfsPath prefix : prefixes) {
+            if (prefix.isRoot()) {
+                continue;
+            }
+            VfsPath candidate = inStore.isRoot() ? prefix : VfsPath.of(prefix + storePath);
+            for (VfsPath given : subjects) {
+                if (candidate.startsWith(given) || given.startsWith(candidate)) {
+                    return candidate.toString();
+                }
+            }
+        }
+        return storePath;
     }
 
     private static String oneLine(String s) {

@@ -18,6 +18,8 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 /**
@@ -43,6 +45,8 @@ abstract class VfsCommand implements Callable<Integer> {
     @Mixin
     StoreOptions storeOptions;
 
+    /** The paths this command was given, in order: what a failure that names no path, or a store's own, was about. */
+    private final List<VfsPath> subjects = new ArrayList<>();
     private LocalStorage storage;
     private Namespace namespace;
     private Router router;
@@ -85,7 +89,8 @@ abstract class VfsCommand implements Callable<Integer> {
     }
 
     private int fail(Exception e) {
-        Failures.Report r = new Failures(storage == null ? null : storage.root()).report(e);
+        Failures.Report r = new Failures(storage == null ? null : storage.root(),
+                router == null ? List.of() : router.prefixes(), subjects).report(e);
         PrintWriter err = spec.commandLine().getErr();
         err.println("chibifs " + spec.name() + ": " + r.message());
         err.flush();
@@ -129,7 +134,7 @@ abstract class VfsCommand implements Callable<Integer> {
      * Parses a {@code vfs:///path} argument; a plain path or a URI with the wrong number of
      * slashes is refused with the right form in the message.
      */
-    static VfsPath uri(String arg) {
+    VfsPath uri(String arg) {
         if (arg.startsWith("/")) {
             throw new InvalidVfsPathException(arg, "not a vfs:/// URI (use vfs://" + arg + ")");
         }
@@ -137,7 +142,9 @@ abstract class VfsCommand implements Callable<Integer> {
             throw new InvalidVfsPathException(arg, "not a vfs:/// URI; relative paths are not accepted (use vfs:///"
                     + arg.replaceFirst("^(\\./)+", "") + ")");
         }
-        return VfsPath.fromUri(arg);
+        VfsPath path = VfsPath.fromUri(arg);
+        subjects.add(path);
+        return path;
     }
 
     OutputStream out() {

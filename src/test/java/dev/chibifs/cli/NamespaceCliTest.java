@@ -68,6 +68,16 @@ class NamespaceCliTest {
         assertExit(3, cli.run("write", "--as-system", "vfs:///sys/contexts/planner/state.json", "--content", "x"));
     }
 
+    /** A store at a prefix names its own paths; the message names the one the user typed. */
+    @Test
+    void aFailureInAStoreAtAPrefixNamesTheNamespacePath() {
+        Cli.Result r = cli.run("cat", "--store", "/shared/mem=memory", "vfs:///shared/mem/x");
+        assertExit(1, r);
+        assertEquals("chibifs cat: no such file or directory: vfs:///shared/mem/x\n", r.err());
+        r = cli.run("ls", "vfs:///sys/contexts/nobody");
+        assertEquals("chibifs ls: no such file or directory: vfs:///sys/contexts/nobody\n", r.err());
+    }
+
     @Test
     void aBadStoreOptionNamesTheValueAndTheRule() {
         for (String bad : new String[] {"shared=memory", "/=memory", "/x=disk", "/x=memory:lots", "/x=readonly:/no/such/dir",
