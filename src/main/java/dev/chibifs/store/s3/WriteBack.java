@@ -84,6 +84,10 @@ final class WriteBack {
 
     private final S3Storage store;
     private final S3Spec spec;
+    /** The last failure to copy a file for its upload, and when it was said: said again after a minute. Flush lock. */
+    private String copyFailure;
+    private long copyFailureSaidAt;
+    private static final long COPY_FAILURE_REPEAT_MILLIS = 60_000;
     private final Bucket bucket;
     private final S3Options options;
     private final Path uploadDir;
@@ -420,6 +424,18 @@ final class WriteBack {
             } catch (NoSuchFileException e) {
                 deleteSnapshot(snap);
                 return; // removed meanwhile: nothing to upload
+            } catch (IOException e) {
+                // the cache disk full, most likely: a partial copy must not take the room it needs, and
+                // only this says why the file waits (a failure to reach S3 is said where it is noted)
+                deleteSnapshot(snap);
+                String why = p + " (" + e.getMessage() + ")";
+                long now = System.currentTimeMillis();
+                if (!why.equals(copyFailure) || now - copyFailureSaidAt > COPY_FAILURE_REPEAT_MILLIS) {
+                    copyFailure = why;
+                    copyFailureSaidAt = now;
+                    LOG.warn("S3 store {}: cannot copy {} for its upload: tried again every few seconds", spec, why);
+                }
+                throw e;
             }
             long appendsFrom;
             long upTo;
