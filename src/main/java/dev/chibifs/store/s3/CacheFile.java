@@ -162,6 +162,11 @@ final class CacheFile implements Closeable {
         return at - position;
     }
 
+    /** Allocates {@code length} bytes from {@code offset} without growing the file (FALLOC_FL_KEEP_SIZE). */
+    void reserve(long offset, long length) throws IOException {
+        Syscalls.fallocate(fd, Linux.FALLOC_FL_KEEP_SIZE, offset, length);
+    }
+
     long size() throws IOException {
         return Syscalls.stat(fd, null, name).size();
     }

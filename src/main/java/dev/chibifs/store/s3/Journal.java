@@ -33,6 +33,11 @@ final class Journal implements Closeable {
     /** Where the next record goes: a record torn by a failed write (ENOSPC) is written over. */
     private long end;
     private long appended;
+    /**
+     * Up to where the file's blocks are allocated ahead of its end ({@link #ensureRoom}); Long.MAX_VALUE
+     * where the cache's file system cannot allocate ahead, and room is then hoped for, as before.
+     */
+    private long allocatedTo;
 
     Journal(Path file) {
         this.file = file;
@@ -79,13 +84,45 @@ final class Journal implements Closeable {
 
     /** Appends one record. */
     void append(ObjectNode record) throws IOException {
-        if (out == null) {
-            out = CacheFile.openOrCreate(file);
-            end = out.size();
-        }
+        openOut();
         end += out.write(ByteBuffer.wrap(line(record)), end);
         appended++;
     }
+
+    private void openOut() throws IOException {
+        if (out == null) {
+            out = CacheFile.openOrCreate(file);
+            end = out.size();
+            allocatedTo = end;
+        }
+    }
+
+    /**
+     * Makes sure the next records have room on the disk, before an operation changes the overlay: an
+     * operation whose record could not be written would be refused (ENOSPC) and yet made, since the
+     * overlay holds it and uploads it. Blocks are allocated {@link #ROOM} ahead of the end, so a
+     * full disk refuses the operation here, while nothing has changed.
+     */
+    void ensureRoom() throws IOException {
+        openOut();
+        if (allocatedTo - end >= LOW_ROOM) {
+            return;
+        }
+        try {
+            out.reserve(end, ROOM);
+            allocatedTo = end + ROOM;
+        } catch (IOException e) {
+            if (dev.chibifs.sys.Errors.errno(e) != dev.chibifs.sys.Linux.EOPNOTSUPP) {
+                throw e;
+            }
+            allocatedTo = Long.MAX_VALUE; // a file system that cannot allocate ahead (rare for a cache disk)
+        }
+    }
+
+    /** How far ahead {@link #ensureRoom} allocates: some thousands of records. */
+    private static final long ROOM = 1 << 20;
+    /** Below this much room left, {@link #ensureRoom} allocates again: more than any one operation's records. */
+    private static final long LOW_ROOM = 256 << 10;
 
     /** Records appended since the last rewrite: when it is time to compact. */
     long appended() {

@@ -44,6 +44,8 @@ import static dev.chibifs.store.s3.Overlay.NOT_APPENDS;
 final class JournalRecords implements Closeable {
 
     private static final Logger LOG = LoggerFactory.getLogger(JournalRecords.class);
+    /** When the next compaction is due, in records appended since the last ({@link #COMPACT_AFTER}, later after a failed one). */
+    private long compactAfter = COMPACT_AFTER;
     /** Records appended since the last rewrite before the journal is rewritten from the overlay. */
     private static final long COMPACT_AFTER = 10_000;
 
@@ -169,6 +171,11 @@ final class JournalRecords implements Closeable {
         }
     }
 
+    /** Before an operation changes the overlay: room for its records, or ENOSPC while nothing has changed. */
+    void requireRoom() throws IOException {
+        journal.ensureRoom();
+    }
+
     /** Appends the records of the operation that just ended; the journal failing fails the operation. */
     void commit() throws IOException {
         if (pending.isEmpty()) {
@@ -181,8 +188,17 @@ final class JournalRecords implements Closeable {
         } finally {
             pending.clear();
         }
-        if (journal.appended() > COMPACT_AFTER) {
-            compact();
+        if (journal.appended() > compactAfter) {
+            try {
+                compact();
+                compactAfter = COMPACT_AFTER;
+            } catch (IOException e) {
+                // the operation is made and its records appended: failing here would refuse what was
+                // done. Tried again after as many records more (a full disk must not make each
+                // operation rewrite the whole journal), and at close
+                compactAfter = journal.appended() + COMPACT_AFTER;
+                LOG.warn("cannot compact the journal now ({}): it grows until it can", e.getMessage());
+            }
         }
     }
 

@@ -294,6 +294,7 @@ final class ObjectHandle implements FileHandle {
     public int write(ByteBuffer src, long position) throws IOException {
         CacheFile ch = content();
         synchronized (store) {
+            store.journal.requireRoom(); // see S3Storage.requireRoom
             long at = append ? ch.size() : position;
             requireObjectSize(at + src.remaining());
             store.overlay.writing(node, append ? at : NOT_APPENDS, made && node.gen == madeGen);
@@ -309,6 +310,7 @@ final class ObjectHandle implements FileHandle {
     public void truncate(long size) throws IOException {
         CacheFile ch = content();
         synchronized (store) {
+            store.journal.requireRoom();
             store.overlay.writing(node, NOT_APPENDS, false);
             store.journal.commit();
             setLength(ch, size);
@@ -331,6 +333,7 @@ final class ObjectHandle implements FileHandle {
         FileHandle.checkAllocate(mode, offset, length);
         CacheFile ch = content();
         synchronized (store) {
+            store.journal.requireRoom();
             long end = offset + length;
             long cur = ch.size();
             if (!keepSize) {
@@ -400,6 +403,7 @@ final class ObjectHandle implements FileHandle {
     @Override
     public void setTimes(FileTime accessed, FileTime modified) throws IOException {
         synchronized (store) {
+            store.journal.requireRoom();
             store.setTimesOf(node, accessed, modified);
             store.journal.commit();
         }
@@ -408,6 +412,7 @@ final class ObjectHandle implements FileHandle {
     @Override
     public void setExecutable(int mode) throws IOException {
         synchronized (store) {
+            store.journal.requireRoom();
             store.setExecutableOf(node, mode);
             store.journal.commit();
         }

@@ -539,6 +539,7 @@ public final class S3Storage implements Storage {
 
     /** Creates or replaces a file with new content (a new inode), atomically; creates parents. */
     private void replace(VfsPath path, Filler content, int mode) throws IOException {
+        requireRoom();
         if (path.isRoot()) {
             throw new IsDirectoryException(path.toString());
         }
@@ -596,6 +597,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void delete(VfsPath path) throws IOException {
+        requireRoom();
         Node n = find(path);
         if (n == overlay.root) {
             throw new ErrnoException(Linux.EBUSY, path.toString(), "Device or resource busy");
@@ -663,6 +665,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void mkdir(VfsPath path) throws IOException {
+        requireRoom();
         if (path.isRoot()) {
             return;
         }
@@ -714,6 +717,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void rename(VfsPath src, VfsPath dst) throws IOException {
+        requireRoom();
         Node n = find(src);
         if (n == overlay.root) {
             throw new ErrnoException(Linux.EBUSY, src.toString(), "Device or resource busy");
@@ -1046,6 +1050,9 @@ public final class S3Storage implements Storage {
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
         boolean write = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
         boolean create = flags.contains(OpenFlag.CREATE) || flags.contains(OpenFlag.CREATE_NEW);
+        if (write || create) {
+            requireRoom();
+        }
         for (int attempt = 0; ; attempt++) {
             parentOf(path);
             Node n = lookup(path);
@@ -1275,6 +1282,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void createDirectory(VfsPath path) throws IOException {
+        requireRoom();
         requireNewName(path);
         String claimed = options.exclusiveCreates() ? claimOnS3(path, true, new LinkedHashMap<>()) : null;
         synchronized (this) {
@@ -1307,6 +1315,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void removeFile(VfsPath path) throws IOException {
+        requireRoom();
         parentOf(path);
         Node n = find(path);
         if (n.dir) {
@@ -1328,6 +1337,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void removeDirectory(VfsPath path) throws IOException {
+        requireRoom();
         parentOf(path);
         Node n = find(path);
         if (!n.dir) {
@@ -1352,6 +1362,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException {
+        requireRoom();
         Node n = find(path);
         synchronized (this) {
             setTimesOf(n, accessed, modified);
@@ -1361,6 +1372,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void setExecutable(VfsPath path, int mode) throws IOException {
+        requireRoom();
         Node n = find(path);
         synchronized (this) {
             setExecutableOf(n, mode);
@@ -1392,6 +1404,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
+        requireRoom();
         Node n = xattrsToChange(path);
         synchronized (this) {
             mode.check(path, name, n.xattrs != null && n.xattrs.containsKey(name));
@@ -1410,6 +1423,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void removeXattr(VfsPath path, String name) throws IOException {
+        requireRoom();
         Node n = xattrsToChange(path);
         synchronized (this) {
             if (n.xattrs == null || !n.xattrs.containsKey(name)) {
@@ -1486,6 +1500,7 @@ public final class S3Storage implements Storage {
      */
     @Override
     public void createSymlink(VfsPath link, String target) throws IOException {
+        requireRoom();
         if (target.isEmpty()) {
             throw new NoSuchFileException(link.toString());
         }
@@ -1495,12 +1510,27 @@ public final class S3Storage implements Storage {
             requireStillNew(link);
             Node n = overlay.newLink();
             byte[] text = target.getBytes(StandardCharsets.UTF_8);
-            Files.write(dataFile(n.ino), text);
+            // through a descriptor of ours, so a full cache disk is ENOSPC (the JDK's Files.write carries no errno)
+            try (CacheFile f = CacheFile.replace(dataFile(n.ino))) {
+                f.write(java.nio.ByteBuffer.wrap(text), 0);
+            } catch (IOException e) {
+                Files.deleteIfExists(dataFile(n.ino));
+                throw e;
+            }
             n.size = text.length;
             n.cached = true;
             overlay.placeMade(link, n);
             journal.commit();
         }
+    }
+
+    /**
+     * Before a change: room on the cache disk for its journal records, or ENOSPC while nothing has
+     * changed (see {@link Journal#ensureRoom}). The room left is far more than one operation needs,
+     * so operations that pass here together all find it.
+     */
+    private synchronized void requireRoom() throws IOException {
+        journal.requireRoom();
     }
 
     @Override
@@ -1593,6 +1623,7 @@ public final class S3Storage implements Storage {
     }
 
     private void conditionally(VfsPath path, Precondition condition, Change change) throws IOException {
+        requireRoom();
         if (condition.none()) {
             change.run();
             return;

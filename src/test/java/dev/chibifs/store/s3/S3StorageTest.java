@@ -7,6 +7,7 @@ import dev.chibifs.store.Storage;
 import dev.chibifs.store.StorageBehaviourSuite;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.testing.Sh;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -20,6 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
@@ -72,6 +74,45 @@ class S3StorageTest extends StorageBehaviourSuite {
     @Override
     protected boolean directoryXattrs() {
         return false;
+    }
+
+    /** The overlay holds a change at once and uploads it: one whose journal record cannot be written must not be made. */
+    @Test
+    void aFullCacheDiskRefusesAChangeBeforeItIsMade() throws IOException {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        Path disk = java.nio.file.Files.createDirectories(temp.resolve("full-disk"));
+        Sh.run("mount -t tmpfs -o size=4m chibifs-test-cache '" + disk + "'").ok();
+        try {
+            S3Options o = S3Options.defaults(disk.resolve("cache"), server.env())
+                    .withFlushAfter(Duration.ofHours(1)).withValidity(Duration.ZERO);
+            try (S3Storage s = S3Storage.open("s3://suite/full", o)) {
+                Sh.run("dd if=/dev/zero of='" + disk.resolve("filler") + "' bs=64k 2>/dev/null");
+                for (Runnable change : java.util.List.<Runnable>of(
+                        () -> expectNoSpace(() -> s.createDirectory(p("/d"))),
+                        () -> expectNoSpace(() -> s.createSymlink(p("/l"), "target")),
+                        () -> expectNoSpace(() -> s.open(p("/f"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644).close()))) {
+                    change.run();
+                }
+                for (String name : new String[] {"/d", "/l", "/f"}) {
+                    assertFalse(s.exists(p(name)), name + " was refused and must not be there");
+                }
+                java.nio.file.Files.delete(disk.resolve("filler"));
+                s.createDirectory(p("/d"));
+                s.createSymlink(p("/l"), "target");
+                assertEquals("target", s.readLink(p("/l")));
+            }
+        } finally {
+            Sh.run("umount -l '" + disk + "'");
+        }
+    }
+
+    private interface Change {
+        void run() throws IOException;
+    }
+
+    private static void expectNoSpace(Change change) {
+        IOException e = assertThrows(IOException.class, change::run);
+        assertEquals(Linux.ENOSPC, Errors.errno(e), e.toString());
     }
 
     @Test
