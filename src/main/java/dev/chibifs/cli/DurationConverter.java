@@ -4,22 +4,54 @@ import picocli.CommandLine;
 
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
+import java.time.temporal.ChronoUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** Reads a positive duration such as {@code 500ms}, {@code 30s}, {@code 5m}, {@code 1h}, {@code 2d} or ISO-8601 {@code PT1H}. */
+/**
+ * Reads a positive duration such as {@code 500ms}, {@code 30s}, {@code 5m}, {@code 1h}, {@code 2d} or ISO-8601
+ * {@code PT1H}, of at most {@link #MAX}.
+ */
 final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
+
+    /**
+     * The longest duration any option takes. The daemon adds them to clocks (a flush's due time, a
+     * listing's expiry, a lease's end, in millis or nanos): far past this they overflow and fail every
+     * request instead of the command line. No option means anything at a year.
+     */
+    static final Duration MAX = Duration.ofDays(365);
 
     private static final Pattern SIMPLE = Pattern.compile("(\\d+)(ms|s|m|h|d)");
 
     @Override
     public Duration convert(String value) {
-        Duration d = parse(value);
+        Duration d = positive(value);
+        if (d.compareTo(MAX) > 0) {
+            throw tooLong(value);
+        }
+        return d;
+    }
+
+    /**
+     * The duration without the upper bound, for a converter with a tighter range of its own (and its
+     * own message); one too large for a {@link Duration} comes back as the longest there is, past every bound.
+     */
+    static Duration positive(String value) {
+        Duration d;
+        try {
+            d = parse(value);
+        } catch (ArithmeticException e) {
+            d = ChronoUnit.FOREVER.getDuration();
+        }
         if (d == null || d.isZero() || d.isNegative()) {
             throw new CommandLine.TypeConversionException("invalid duration '" + value
                     + "': a positive number with a unit ms, s, m, h or d (e.g. 30s, 1h), or ISO-8601 (PT1H)");
         }
         return d;
+    }
+
+    private static CommandLine.TypeConversionException tooLong(String value) {
+        return new CommandLine.TypeConversionException("invalid duration '" + value + "': at most " + MAX.toDays() + "d");
     }
 
     private static Duration parse(String value) {
@@ -29,7 +61,7 @@ final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
             try {
                 n = Long.parseLong(m.group(1));
             } catch (NumberFormatException e) {
-                return null;
+                throw new ArithmeticException("more digits than a long"); // only digits matched: too large
             }
             switch (m.group(2)) {
                 case "ms": return Duration.ofMillis(n);

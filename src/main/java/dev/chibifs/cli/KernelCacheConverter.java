@@ -18,7 +18,7 @@ final class KernelCacheConverter implements CommandLine.ITypeConverter<Duration>
         if (OFF.equals(value)) {
             return Duration.ZERO;
         }
-        Duration d = new DurationConverter().convert(value);
+        Duration d = DurationConverter.positive(value);
         if (d.compareTo(Duration.ofSeconds(1)) < 0 || d.compareTo(Duration.ofHours(1)) > 0 || d.toMillis() % 1000 != 0) {
             throw new CommandLine.TypeConversionException("'" + value + "' is out of range: whole seconds from 1s to 1h, or off");
         }
