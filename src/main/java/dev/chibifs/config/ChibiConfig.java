@@ -23,6 +23,13 @@ public record ChibiConfig(String backend, int toolOutputCacheThreshold, long too
     /** The backends chibifs can serve. */
     public static final List<String> BACKENDS = List.of("local");
 
+    /**
+     * The largest {@code tool_cache_max_age_days} taken: a century. The sweep subtracts the age (plus
+     * a day) from now; ages far past this overflow that arithmetic ({@code Duration}, {@code Instant})
+     * and failed the mount or every sweep and {@code cache clean}, where the user meant "keep them".
+     */
+    public static final long MAX_TOOL_CACHE_MAX_AGE_DAYS = 36_500;
+
     /** chibi's defaults, used for every key the file leaves out. */
     public static final ChibiConfig DEFAULTS = new ChibiConfig("local", 4000, 7, 500, true);
 

@@ -58,7 +58,7 @@ final class ConfigParser {
         }
         return new ChibiConfig(backend,
                 (int) nonNegative(root, "tool_output_cache_threshold", d.toolOutputCacheThreshold(), Integer.MAX_VALUE),
-                nonNegative(root, "tool_cache_max_age_days", d.toolCacheMaxAgeDays(), Long.MAX_VALUE / 86_400),
+                nonNegative(root, "tool_cache_max_age_days", d.toolCacheMaxAgeDays(), ChibiConfig.MAX_TOOL_CACHE_MAX_AGE_DAYS),
                 (int) nonNegative(root, "tool_cache_preview_chars", d.toolCachePreviewChars(), Integer.MAX_VALUE),
                 bool(root, "auto_cleanup_cache", d.autoCleanupCache()));
     }

@@ -90,6 +90,18 @@ class ChibiConfigTest {
     }
 
     @Test
+    void aMaxAgeBeyondACenturyIsOutOfRange() throws IOException {
+        // the sweep's cutoff is now minus the age plus a day: the largest age taken must not overflow it
+        long max = ChibiConfig.MAX_TOOL_CACHE_MAX_AGE_DAYS;
+        assertEquals(36_500, load("tool_cache_max_age_days = 36500\n").toolCacheMaxAgeDays());
+        java.time.Instant.now().minus(dev.chibifs.cache.ToolCache.expiry(max)).toEpochMilli();
+        for (String huge : new String[] {"36501", "9999999999999", "106751991167300"}) {
+            assertEquals(dir.resolve("config.toml") + ":1: tool_cache_max_age_days: " + huge
+                    + " is out of range (0 to 36500)", refused("tool_cache_max_age_days = " + huge + "\n"));
+        }
+    }
+
+    @Test
     void negativeAndHugeNumbersAreOutOfRange() throws IOException {
         assertTrue(refused("tool_cache_max_age_days = -1\n")
                 .contains(":1: tool_cache_max_age_days: -1 is out of range"));
