@@ -19,7 +19,7 @@ final class CallerOptions {
             description = "Act as the reserved SYSTEM caller, which may write everywhere (never implied).")
     boolean asSystem;
 
-    @Option(names = "--home", paramLabel = "DIR",
+    @Option(names = "--home", paramLabel = "DIR", converter = HomeConverter.class,
             description = "CHIBI_HOME to work on; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
     Path home;
 

@@ -77,7 +77,7 @@ final class DoctorCommand implements Callable<Integer> {
     private static final int CAP_SYS_ADMIN = 21;
     private static final long STAT_TIMEOUT_SECONDS = 2;
 
-    @Option(names = "--home", paramLabel = "DIR",
+    @Option(names = "--home", paramLabel = "DIR", converter = HomeConverter.class,
             description = "CHIBI_HOME to check; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
     Path home;
 

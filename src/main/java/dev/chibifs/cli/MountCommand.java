@@ -66,7 +66,7 @@ public final class MountCommand implements Callable<Integer> {
             description = "The uid that acts as SYSTEM (never implied, not even for root).")
     Long systemUid;
 
-    @Option(names = "--home", paramLabel = "DIR",
+    @Option(names = "--home", paramLabel = "DIR", converter = HomeConverter.class,
             description = "CHIBI_HOME for this mount; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
     Path home;
 

@@ -14,6 +14,8 @@ public record ChibiHome(Path dir) {
         if (option != null) {
             return new ChibiHome(option.toAbsolutePath().normalize());
         }
+        // empty is unset, as with XDG_CONFIG_HOME: `CHIBI_HOME= cmd` or a profile's `export CHIBI_HOME=`
+        // means "no override", and as a path it could only mean the working directory
         String fromEnv = env.get("CHIBI_HOME");
         if (fromEnv != null && !fromEnv.isBlank()) {
             return new ChibiHome(Path.of(fromEnv).toAbsolutePath().normalize());

@@ -1,6 +1,9 @@
 package dev.chibifs.cli;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
 
 import java.util.List;
 import java.util.Map;
@@ -19,5 +22,18 @@ class MountCommandTest {
             assertTrue(e.getMessage().contains("'" + bad + "'") && e.getMessage().contains("0 to 4294967294"), e.getMessage());
         }
         assertEquals(Map.of(4294967294L, "alice"), MountCommand.parseUidMaps(List.of("4294967294=alice"), null));
+    }
+
+    @Test
+    void anEmptyHomeIsRefusedNotTakenAsTheWorkingDirectory(@TempDir Path home) {
+        Cli cli = new Cli(home);
+        String[][] runs = {{"mount", "--home", "", home.resolve("mnt").toString()}, {"ls", "--home", "", "vfs:///"},
+            {"cache", "ls", "--home", ""}, {"doctor", "--home", ""}};
+        for (String[] args : runs) {
+            Cli.Result r = cli.run(args);
+            assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+            assertTrue(r.err().startsWith("chibifs: Invalid value for option '--home': '' is empty: name CHIBI_HOME's"
+                    + " directory, or leave --home out for $CHIBI_HOME, else ~/.chibi\n"), r.err());
+        }
     }
 }

@@ -26,6 +26,7 @@ class ChibiHomeTest {
     void thenHomeAsChibiFindsIt() {
         assertEquals(Path.of("/home/u/.chibi"), ChibiHome.resolve(null, Map.of("HOME", "/home/u")).dir());
         assertEquals(Path.of("/home/u/.chibi"), ChibiHome.resolve(null, Map.of("CHIBI_HOME", " ", "HOME", "/home/u")).dir());
+        assertEquals(Path.of("/home/u/.chibi"), ChibiHome.resolve(null, Map.of("CHIBI_HOME", "", "HOME", "/home/u")).dir());
     }
 
     @Test

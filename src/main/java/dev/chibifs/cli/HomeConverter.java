@@ -1,0 +1,22 @@
+package dev.chibifs.cli;
+
+import picocli.CommandLine;
+
+import java.nio.file.Path;
+
+/**
+ * Reads {@code --home DIR}. An empty DIR is refused: as a path it is the current directory, so
+ * {@code --home "$UNSET_VARIABLE"} made the working directory chibi's home (and mounted its
+ * {@code vfs}) without a word.
+ */
+final class HomeConverter implements CommandLine.ITypeConverter<Path> {
+
+    @Override
+    public Path convert(String value) {
+        if (value.isEmpty()) {
+            throw new CommandLine.TypeConversionException("'' is empty: name CHIBI_HOME's directory,"
+                    + " or leave --home out for $CHIBI_HOME, else ~/.chibi");
+        }
+        return Path.of(value);
+    }
+}
