@@ -14,6 +14,7 @@ import dev.chibifs.router.Namespace;
 import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.LocalStorage;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -62,7 +63,7 @@ public final class MountCommand implements Callable<Integer> {
             description = "Map a uid to a context (repeatable); unmapped uids read but never write. Implies allow_other.")
     List<String> uidMaps = new ArrayList<>();
 
-    @Option(names = "--system-uid", paramLabel = "UID",
+    @Option(names = "--system-uid", paramLabel = "UID", converter = UidConverter.class,
             description = "The uid that acts as SYSTEM (never implied, not even for root).")
     Long systemUid;
 
@@ -256,9 +257,6 @@ public final class MountCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new UsageException(e.getMessage());
         }
-        if (systemUid != null && !isUid(systemUid)) {
-            throw new UsageException("invalid --system-uid '" + systemUid + "': " + UID_RULE);
-        }
         if (context != null && !uidMaps.isEmpty()) {
             throw new UsageException("--context and --uid-map exclude each other: a mount is per context or by uid");
         }
@@ -284,6 +282,22 @@ public final class MountCommand implements Callable<Integer> {
 
     private static boolean isUid(long uid) {
         return uid >= 0 && uid < 0xFFFF_FFFFL;
+    }
+
+    /** Reads {@code --system-uid}: a word and -1 alike get the rule, not picocli's "is not a long". */
+    static final class UidConverter implements CommandLine.ITypeConverter<Long> {
+        @Override
+        public Long convert(String value) {
+            try {
+                long uid = Long.parseLong(value);
+                if (isUid(uid)) {
+                    return uid;
+                }
+            } catch (NumberFormatException e) {
+                // refused below, with the rule
+            }
+            throw new CommandLine.TypeConversionException("'" + value + "': " + UID_RULE);
+        }
     }
 
     /** Parses {@code UID=NAME} entries; a uid mapped twice, or also named SYSTEM, is refused. */

@@ -36,4 +36,15 @@ class MountCommandTest {
                     + " directory, or leave --home out for $CHIBI_HOME, else ~/.chibi\n"), r.err());
         }
     }
+
+    @Test
+    void aSystemUidThatIsNoNumberGetsTheUidRule(@TempDir Path home) {
+        for (String bad : List.of("abc", "-1", "4294967295", "99999999999999999999")) {
+            Cli.Result r = new Cli(home).run("mount", "--uid-map", "1001=alice", "--system-uid", bad,
+                    home.resolve("mnt").toString());
+            assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+            assertTrue(r.err().startsWith("chibifs: Invalid value for option '--system-uid': '" + bad
+                    + "': UID must be a number from 0 to 4294967294\n"), r.err());
+        }
+    }
 }
