@@ -2,13 +2,24 @@ package dev.chibifs.policy;
 
 import java.util.regex.Pattern;
 
-/** chibi's rule for context names: {@code [A-Za-z0-9_-]+}, not {@code -}, never "system" in any case. */
+/**
+ * chibi's rule for context names: {@code [A-Za-z0-9_-]+}, not {@code -}, never "system" in any case,
+ * and at most {@link #MAX_LENGTH} characters.
+ */
 public final class ContextNames {
 
-    /** The rule, as shown in error messages. */
-    public static final String RULE = "a context name is [A-Za-z0-9_-]+, not '-', and never 'system' in any case";
+    /**
+     * A context name is a path component ({@code /home/<ctx>}, {@code /sys/tool_cache/<ctx>}) and file
+     * systems take at most 255 bytes in one (NAME_MAX); its characters are ASCII, one byte each. Longer,
+     * the name passed this rule and failed later with "File name too long" (exit 1).
+     */
+    public static final int MAX_LENGTH = 255;
 
-    private static final Pattern VALID = Pattern.compile("[A-Za-z0-9_-]+");
+    /** The rule, as shown in error messages. */
+    public static final String RULE = "a context name is [A-Za-z0-9_-]+ of at most " + MAX_LENGTH
+            + " characters, not '-', and never 'system' in any case";
+
+    private static final Pattern VALID = Pattern.compile("[A-Za-z0-9_-]{1," + MAX_LENGTH + "}");
 
     private ContextNames() {
     }

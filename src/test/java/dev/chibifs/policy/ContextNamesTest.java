@@ -34,6 +34,16 @@ class ContextNamesTest {
     }
 
     @Test
+    void aNameIsAPathComponentOfAtMost255Bytes() {
+        assertEquals("x".repeat(255), ContextNames.validate("x".repeat(255)));
+        String longer = "x".repeat(256);
+        InvalidContextNameException e = assertThrows(InvalidContextNameException.class,
+                () -> ContextNames.validate(longer));
+        assertEquals("invalid context name '" + longer + "': a context name is [A-Za-z0-9_-]+ of at most 255"
+                + " characters, not '-', and never 'system' in any case", e.getMessage());
+    }
+
+    @Test
     void systemIsReservedInEveryCase() {
         for (String s : new String[] {"system", "SYSTEM", "System", "sYsTeM", "SYStem"}) {
             assertTrue(ContextNames.isReserved(s), s);
