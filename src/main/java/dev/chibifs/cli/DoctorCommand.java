@@ -446,7 +446,9 @@ final class DoctorCommand implements Callable<Integer> {
             return Check.fail(name, "cannot read " + h.mountTable() + ": " + describe(e), "mount -t proc proc /proc");
         }
         if (!Files.isDirectory(mp)) {
-            return Check.fail(name, "not an existing directory", "mkdir -p " + mp);
+            return Files.exists(mp, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                    ? Check.fail(name, "not a directory", "choose a directory, or move " + mp + " aside")
+                    : Check.fail(name, "not an existing directory", "mkdir -p " + mp);
         }
         try {
             try (DirectoryStream<Path> entries = Files.newDirectoryStream(mp)) {

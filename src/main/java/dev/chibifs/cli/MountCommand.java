@@ -25,6 +25,7 @@ import picocli.CommandLine.Model.CommandSpec;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -197,9 +198,7 @@ public final class MountCommand implements Callable<Integer> {
         if (MountTable.find(mp).isPresent()) {
             throw new MountFailure(mp + " is already a mount point (chibifs umount " + mp + " first)");
         }
-        if (!Files.isDirectory(mp)) {
-            throw new MountFailure("mountpoint " + mp + " is not an existing directory (mkdir -p " + mp + ")");
-        }
+        requireDirectory(mp);
         if (foreground) {
             return runDaemon(plan, chibiHome, mp, pid -> { });
         }
@@ -275,6 +274,17 @@ public final class MountCommand implements Callable<Integer> {
         }
         Caller caller = Caller.context(name);
         return new Plan(CallerResolver.fixed(caller), List.of(caller.name()), false, "context " + caller.name(), "");
+    }
+
+    /** Refuses a mountpoint that is no directory, with the hint that fits: mkdir -p cannot make one over a file. */
+    static void requireDirectory(Path mp) {
+        if (Files.isDirectory(mp)) {
+            return;
+        }
+        if (Files.exists(mp, LinkOption.NOFOLLOW_LINKS)) {
+            throw new MountFailure("mountpoint " + mp + " is not a directory: choose a directory, or move it aside");
+        }
+        throw new MountFailure("mountpoint " + mp + " is not an existing directory (mkdir -p " + mp + ")");
     }
 
     /** What a uid is: a uid_t, 32 bits, but not (uid_t) -1, which chown(2) and setresuid(2) read as "leave it". */

@@ -239,6 +239,11 @@ class DoctorCommandTest {
         assertFailed("mountpoint " + busy + ": not empty", "-o nonempty");
 
         out.getBuffer().setLength(0);
+        Path file = Files.writeString(tmp.resolve("file"), "x");
+        assertEquals(1, doctor(host, file.toString()));
+        assertFailed("mountpoint " + file + ": not a directory", "move " + file + " aside");
+
+        out.getBuffer().setLength(0);
         Path mounted = Files.createDirectory(tmp.resolve("mounted"));
         Files.writeString(mountTable, "chibifs " + mounted + " fuse.chibifs rw 0 0\n");
         assertEquals(1, doctor(host, mounted.toString()));

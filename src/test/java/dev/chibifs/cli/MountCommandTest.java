@@ -47,4 +47,15 @@ class MountCommandTest {
                     + "': UID must be a number from 0 to 4294967294\n"), r.err());
         }
     }
+
+    @Test
+    void aMountpointThatIsAFileIsNotADirectoryNotOneToMake(@TempDir Path dir) throws Exception {
+        Path file = java.nio.file.Files.writeString(dir.resolve("file"), "x");
+        MountFailure e = assertThrows(MountFailure.class, () -> MountCommand.requireDirectory(file));
+        assertEquals("mountpoint " + file + " is not a directory: choose a directory, or move it aside", e.getMessage());
+        e = assertThrows(MountFailure.class, () -> MountCommand.requireDirectory(dir.resolve("none")));
+        assertEquals("mountpoint " + dir.resolve("none") + " is not an existing directory (mkdir -p "
+                + dir.resolve("none") + ")", e.getMessage());
+        MountCommand.requireDirectory(dir);
+    }
 }
