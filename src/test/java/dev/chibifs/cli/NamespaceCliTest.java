@@ -142,6 +142,10 @@ class NamespaceCliTest {
         r = cli.run("ls", "--store", s3, "--flush-after", "0s", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("invalid duration '0s'"), r.err());
+        r = cli.run("ls", "--store", "/x=s3://bkt/p?endpoint=http://h%zz", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("option 'endpoint' has a bad escape in 'http://h%zz'")
+                && !r.err().contains("URLDecoder"), r.err());
         for (String option : new String[] {"--flush-after", "--metadata-ttl", "--lock-lease"}) {
             r = cli.run("ls", "--store", s3, option, "99999999999999d", "vfs:///");
             assertExit(2, r);

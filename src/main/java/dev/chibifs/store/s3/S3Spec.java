@@ -3,7 +3,9 @@ package dev.chibifs.store.s3;
 import java.net.URI;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.util.HashSet;
 import java.util.Locale;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
@@ -18,6 +20,8 @@ public record S3Spec(String bucket, String keyPrefix, URI endpoint, String regio
     public static final String SCHEME = "s3://";
 
     /** S3's bucket naming rule (the lenient legacy form, which MinIO and Ceph still allow). */
+    private static final int MAX_PORT = 65_535;
+
     private static final Pattern BUCKET = Pattern.compile("[a-z0-9][a-z0-9._-]{2,254}");
 
     /** Parses {@code spec}; an {@link IllegalArgumentException} names the value and the rule it breaks. */
@@ -48,10 +52,15 @@ public record S3Spec(String bucket, String keyPrefix, URI endpoint, String regio
         URI endpoint = null;
         String region = null;
         if (query != null && !query.isEmpty()) {
+            Set<String> seen = new HashSet<>();
             for (String pair : query.split("&")) {
                 int eq = pair.indexOf('=');
                 String key = eq < 0 ? pair : pair.substring(0, eq);
-                String value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+                String value = eq < 0 ? "" : decode(spec, key, pair.substring(eq + 1));
+                if (!seen.add(key)) {
+                    // which one counts would be the parser's whim: a second endpoint is most likely a mistake
+                    throw new IllegalArgumentException("'" + spec + "': option '" + key + "' is given twice: give it once");
+                }
                 switch (key) {
                     case "endpoint" -> endpoint = endpoint(spec, value);
                     case "region" -> {
@@ -68,18 +77,33 @@ public record S3Spec(String bucket, String keyPrefix, URI endpoint, String regio
         return new S3Spec(bucket, prefix, endpoint, region);
     }
 
-    private static URI endpoint(String spec, String value) {
+    private static String decode(String spec, String key, String value) {
         try {
-            URI uri = URI.create(value);
-            String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
-            if ((scheme.equals("http") || scheme.equals("https")) && uri.getHost() != null) {
-                return uri;
-            }
+            return URLDecoder.decode(value, StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("'" + spec + "': option '" + key + "' has a bad escape in '" + value
+                    + "': '%' starts an escape of two hex digits (%3A), '%25' is '%' itself");
+        }
+    }
+
+    private static URI endpoint(String spec, String value) {
+        URI uri = null;
+        try {
+            uri = URI.create(value);
         } catch (IllegalArgumentException e) {
             // reported below, with the rule
         }
-        throw new IllegalArgumentException("'" + spec + "': endpoint '" + value
-                + "' is not an http:// or https:// URL with a host");
+        String scheme = uri == null || uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+        if (!(scheme.equals("http") || scheme.equals("https")) || uri.getHost() == null) {
+            throw new IllegalArgumentException("'" + spec + "': endpoint '" + value
+                    + "' is not an http:// or https:// URL with a host");
+        }
+        // URI takes any number of digits; the SDK refused a port past 65535 only at the first request
+        if (uri.getPort() == 0 || uri.getPort() > MAX_PORT) {
+            throw new IllegalArgumentException("'" + spec + "': endpoint '" + value + "' has port " + uri.getPort()
+                    + ": a port is 1 to " + MAX_PORT);
+        }
+        return uri;
     }
 
     /** The S3 key of a namespace path given relative to the root ("" for the root itself). */

@@ -41,6 +41,25 @@ class S3SpecTest {
     }
 
     @Test
+    void aBadEscapeAPortPast65535AndATwiceGivenOptionAreSaidInTheirTerms() {
+        String escape = "s3://bkt/p?endpoint=http://h%zz";
+        assertEquals("'" + escape + "': option 'endpoint' has a bad escape in 'http://h%zz': '%' starts an escape of"
+                + " two hex digits (%3A), '%25' is '%' itself", refusal(escape));
+        String port = "s3://bkt/p?endpoint=http://127.0.0.1:99999";
+        assertEquals("'" + port + "': endpoint 'http://127.0.0.1:99999' has port 99999: a port is 1 to 65535",
+                refusal(port));
+        assertEquals(65535, S3Spec.parse("s3://bkt/p?endpoint=http://127.0.0.1:65535").endpoint().getPort());
+        String twice = "s3://bkt/p?endpoint=http://a&endpoint=http://b";
+        assertEquals("'" + twice + "': option 'endpoint' is given twice: give it once", refusal(twice));
+        String region = "s3://bkt/p?region=a&region=a";
+        assertEquals("'" + region + "': option 'region' is given twice: give it once", refusal(region));
+    }
+
+    private static String refusal(String spec) {
+        return assertThrows(IllegalArgumentException.class, () -> S3Spec.parse(spec), spec).getMessage();
+    }
+
+    @Test
     void aMountsStoreCachesUnderTheHomeUnlessToldOtherwise() {
         ChibiHome home = new ChibiHome(Path.of("/srv/chibi"));
         S3Options o = S3Options.forMount(home, "s3://b12/team", null, null, null, 0, null, null,
