@@ -2,9 +2,9 @@ package dev.chibifs.cli;
 
 import dev.chibifs.fuse.FuseDaemon;
 import dev.chibifs.fuse.MountTable;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.dataformat.toml.TomlMapper;
+import dev.chibifs.config.ChibiConfig;
 import dev.chibifs.config.ChibiHome;
+import dev.chibifs.config.ConfigException;
 import dev.chibifs.store.LocalStorage;
 import dev.chibifs.sys.Linux;
 import picocli.CommandLine.Command;
@@ -42,7 +42,7 @@ import java.util.concurrent.TimeoutException;
                 + "config.toml, stale mounts; and MOUNTPOINT when given.",
             "Each check prints OK or FAIL; each FAIL has a one-line fix. Exit code 0 only when every check passes."
         })
-final class DoctorCommand implements Callable<Integer> {
+final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     /** Where the checks look; the system's by default, a test's own to make each check fail. */
     record Host(Path fuseDevice, List<Path> searchPath, Path fuseConf, Path procStatus,
@@ -139,7 +139,7 @@ final class DoctorCommand implements Callable<Integer> {
             checks.add(storeWritable(chibiHome.store()));
             checks.add(storeFilesystem(chibiHome.store()));
         }
-        checks.add(config(chibiHome.configFile()));
+        checks.add(config(chibiHome));
         checks.add(staleMounts(h));
         checks.add(staleRegistry(h));
         if (mountpoint != null) {
@@ -338,22 +338,21 @@ final class DoctorCommand implements Callable<Integer> {
         }
     }
 
-    private static Check config(Path file) {
+    // as every other command reads it (ChibiConfig.load): a type, a range or an unreadable file fails here too
+    private static Check config(ChibiHome home) {
+        Path file = home.configFile();
         String name = "config " + file;
         if (!Files.exists(file)) {
             return Check.ok(name, "absent; chibi's defaults apply");
         }
-        JsonNode root;
         try {
-            root = new TomlMapper().readTree(file.toFile());
-        } catch (IOException e) {
-            return Check.fail(name, "not valid TOML: " + e.getMessage().lines().findFirst().orElse(""),
-                    "fix the line named above, or move the file aside to use the defaults");
-        }
-        JsonNode backend = root == null ? null : root.path("vfs").get("backend");
-        if (backend != null && !"local".equals(backend.asText())) {
-            return Check.fail(name, "[vfs] backend = " + backend + " is unknown; only \"local\" is built in",
-                    "set [vfs] backend = \"local\" or remove the line");
+            ChibiConfig.load(home);
+        } catch (ConfigException e) {
+            String problem = e.getMessage().startsWith(file.toString())
+                    ? e.getMessage().substring(file.toString().length()).replaceFirst("^:(\\d+): ", "line $1: ").replaceFirst("^: ", "")
+                    : e.getMessage();
+            return Check.fail(name, problem, "fix what is named above, or move the file aside to use chibi's defaults;"
+                    + " until then mount, the vfs and the cache commands refuse to run");
         }
         return Check.ok(name, "valid");
     }

@@ -88,7 +88,7 @@ public final class Main implements Runnable {
         cl.setErr(new PrintWriter(new OutputStreamWriter(terminal.err(), StandardCharsets.UTF_8), true));
         cl.setExecutionExceptionHandler(new ErrorHandler());
         cl.setParameterExceptionHandler(new ErrorHandler());
-        cl.setExecutionStrategy(ConfigCheck::execute);
+        cl.setExecutionStrategy(parsed -> ConfigCheck.execute(parsed, terminal.env()));
         return cl;
     }
 

@@ -22,7 +22,7 @@ import java.util.concurrent.Callable;
                 + "policy denials per context, and each S3 store's state (whether S3 answers, the changes waiting "
                 + "to upload, the requests made). With --watch, the rates over each interval, refreshed, as juicefs stats does."
         })
-final class StatsCommand implements Callable<Integer> {
+final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "A chibifs mountpoint on this host.")
     Path mountpoint;

@@ -36,7 +36,7 @@ import java.util.concurrent.Callable;
         },
         footer = {"", "Exit codes: 0 listed (with MOUNTPOINT: it is active); 1 MOUNTPOINT is not an active chibifs mount;"
                 + " 2 usage."})
-final class StatusCommand implements Callable<Integer> {
+final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Option(names = "--json", description = "Print a JSON array instead of a table.")
     boolean json;

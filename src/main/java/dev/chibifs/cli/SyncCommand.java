@@ -27,7 +27,7 @@ import java.util.concurrent.Callable;
                 + "shows at once. Exit 0 when every mount synced, 1 when one is not a running chibifs "
                 + "mount, 5 when a store could not (S3 away: its changes wait in the cache and go up when it answers)."
         })
-final class SyncCommand implements Callable<Integer> {
+final class SyncCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Parameters(arity = "1..*", paramLabel = "MOUNTPOINT", description = "chibifs mountpoints on this host.")
     List<Path> mountpoints;

@@ -48,7 +48,7 @@ import java.util.concurrent.Callable;
                 + " interrupted, the mount ends, or --count lines. The kernel's own forgets are not shown. A trace"
                 + " that falls far behind says how many lines it lost."
         })
-final class TraceCommand implements Callable<Integer> {
+final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSSSSS");

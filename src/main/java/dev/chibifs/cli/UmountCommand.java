@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
 @Command(name = "umount", mixinStandardHelpOptions = true,
         description = "Unmount MOUNTPOINT and wait until its daemon has exited.",
         footer = {"", "Exit codes: 0 unmounted; 1 not mounted, busy, or the daemon did not exit; 2 usage."})
-public final class UmountCommand implements Callable<Integer> {
+public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     private static final long WAIT_SECONDS = 30;
     /** With --force, how long the daemon has to exit once its connection is aborted, before SIGKILL. */

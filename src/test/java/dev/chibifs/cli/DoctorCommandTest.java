@@ -209,13 +209,20 @@ class DoctorCommandTest {
         DoctorCommand.Host host = healthyHost(0);
         Files.writeString(home.resolve("config.toml"), "[vfs]\nbackend = \"xmpp\"\n");
         assertEquals(1, doctor(host));
-        assertFailed("config " + home.resolve("config.toml") + ": [vfs] backend = \"xmpp\" is unknown",
-                "backend = \"local\"");
+        assertFailed("config " + home.resolve("config.toml") + ": line 2: [vfs] backend: unknown VFS backend 'xmpp'",
+                "move the file aside");
 
         out.getBuffer().setLength(0);
         Files.writeString(home.resolve("config.toml"), "[vfs\nbackend = \n");
         assertEquals(1, doctor(host));
-        assertFailed("config " + home.resolve("config.toml") + ": not valid TOML", "fix the line");
+        assertFailed("config " + home.resolve("config.toml") + ": line 1: malformed TOML", "fix what is named above");
+
+        // what every other command refuses, doctor does not pass: a wrong type too
+        out.getBuffer().setLength(0);
+        Files.writeString(home.resolve("config.toml"), "tool_cache_max_age_days = \"seven\"\n");
+        assertEquals(1, doctor(host));
+        assertFailed("config " + home.resolve("config.toml") + ": line 1: tool_cache_max_age_days: expected a"
+                + " non-negative integer", "move the file aside");
     }
 
     @Test
