@@ -148,16 +148,29 @@ public final class ToolCache {
         return true;
     }
 
-    /** Removes one context's cache directory with every entry in it; returns how many entries it held. */
-    public int clear(String context) throws IOException {
+    /**
+     * Removes one context's cache directory with everything in it; returns how many files (anything
+     * but a directory, in subdirectories too) went with it, which is what was removed, entries or not;
+     * empty when the context had no directory.
+     */
+    public java.util.OptionalInt clear(String context) throws IOException {
         VfsPath dir = directoryOf(context);
-        int entries = list(context).size();
+        int files;
         try {
+            files = filesUnder(dir);
             router.delete(Caller.SYSTEM, dir);
         } catch (NoSuchFileException absent) {
-            return 0;
+            return java.util.OptionalInt.empty();
         }
-        return entries;
+        return java.util.OptionalInt.of(files);
+    }
+
+    private int filesUnder(VfsPath dir) throws IOException {
+        int n = 0;
+        for (Entry e : router.list(Caller.SYSTEM, dir)) {
+            n += e.kind() == EntryKind.DIRECTORY ? filesUnder(dir.child(e.name())) : 1;
+        }
+        return n;
     }
 
     private boolean isCacheDirectory() throws IOException {

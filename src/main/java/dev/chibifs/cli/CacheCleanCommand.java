@@ -10,16 +10,18 @@ import picocli.CommandLine.Option;
 
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
 
 /** {@code chibifs cache clean}: one sweep, removing entries older than the age limit. */
 @Command(name = "clean", mixinStandardHelpOptions = true,
-        description = "Remove tool cache entries last modified more than the age limit ago, once.")
+        description = "Remove tool cache entries last modified more than the age limit (+ 1 day) ago, once.")
 public final class CacheCleanCommand implements Callable<Integer> {
 
     @Option(names = "--max-age-days", paramLabel = "N",
-            description = "The age limit in days (default: tool_cache_max_age_days from config.toml, else 7).")
+            description = "Read as chibi's tool_cache_max_age_days: entries last modified more than N + 1 days ago go"
+                    + " (default: tool_cache_max_age_days from config.toml, else 7, so 8 days).")
     Long maxAgeDays;
 
     @Mixin
@@ -30,20 +32,24 @@ public final class CacheCleanCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException, CommandFailure {
-        if (maxAgeDays != null && maxAgeDays < 0) {
-            throw new UsageException("--max-age-days must be 0 or more, not " + maxAgeDays);
+        if (maxAgeDays != null && (maxAgeDays < 0 || maxAgeDays > ChibiConfig.MAX_TOOL_CACHE_MAX_AGE_DAYS)) {
+            throw new UsageException("--max-age-days must be 0 to " + ChibiConfig.MAX_TOOL_CACHE_MAX_AGE_DAYS
+                    + ", not " + maxAgeDays);
         }
         long days = maxAgeDays != null ? maxAgeDays : ChibiConfig.load(home.resolve()).toolCacheMaxAgeDays();
         ToolCache cache = CacheStores.openExisting(home.resolve());
         List<String> failed = new java.util.ArrayList<>();
-        List<VfsPath> removed = cache == null ? List.of() : cache.removeOlderThan(ToolCache.expiry(days), () -> false,
+        Duration expiry = ToolCache.expiry(days);
+        List<VfsPath> removed = cache == null ? List.of() : cache.removeOlderThan(expiry, () -> false,
                 (p, e) -> failed.add(p.toUri() + " (" + (e instanceof IOException io ? ErrorHandler.oneLine(io) : e.toString()) + ")"));
         PrintWriter out = spec.commandLine().getOut();
         for (VfsPath p : removed) {
             out.println("removed " + p.toUri());
         }
+        // the age the sweep used, not the setting: chibi removes only what is a day older than it says
         out.println("removed " + removed.size() + " tool cache entr" + (removed.size() == 1 ? "y" : "ies")
-                + " older than " + days + " day" + (days == 1 ? "" : "s"));
+                + " older than " + expiry.toDays() + " day" + (expiry.toDays() == 1 ? "" : "s")
+                + " (max age " + days + " + 1, as chibi counts)");
         out.flush();
         if (!failed.isEmpty()) {
             // the cache commands change the store as whoever runs them, who may not own it

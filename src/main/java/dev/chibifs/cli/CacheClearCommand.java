@@ -8,6 +8,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
+import java.util.OptionalInt;
 import java.util.concurrent.Callable;
 
 /** {@code chibifs cache clear}: removes every entry of one context. */
@@ -28,9 +29,12 @@ public final class CacheClearCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         ContextNames.validate(context);
         ToolCache cache = CacheStores.openExisting(home.resolve());
-        int removed = cache == null ? 0 : cache.clear(context);
-        spec.commandLine().getOut().println("removed " + removed + " tool cache entr" + (removed == 1 ? "y" : "ies")
-                + " of context " + context);
+        OptionalInt removed = cache == null ? OptionalInt.empty() : cache.clear(context);
+        String dir = ToolCache.directoryOf(context).toUri();
+        // the whole directory goes, subdirectories too: say so, and count files, not only what looks like an entry
+        spec.commandLine().getOut().println(removed.isEmpty() ? "no tool cache for context " + context + " (" + dir + ")"
+                : "removed " + dir + " with the " + removed.getAsInt() + " file" + (removed.getAsInt() == 1 ? "" : "s")
+                + " in it");
         spec.commandLine().getOut().flush();
         return ExitCodes.OK;
     }

@@ -88,8 +88,9 @@ public final class MountCommand implements Callable<Integer> {
 
     @Option(names = "--cache-sweep-interval", paramLabel = "DURATION", defaultValue = "1h",
             converter = DurationConverter.class,
-            description = "How often the daemon removes tool-cache entries older than tool_cache_max_age_days"
-                + " (config.toml; skipped when auto_cleanup_cache = false), e.g. 30s, 10m, 1h. Default: ${DEFAULT-VALUE}.")
+            description = "How often the daemon removes tool-cache entries older than tool_cache_max_age_days + 1 days,"
+                + " as chibi counts (config.toml; skipped when auto_cleanup_cache = false), e.g. 30s, 10m, 1h."
+                + " Default: ${DEFAULT-VALUE}.")
     Duration cacheSweepInterval;
 
     @Option(names = "--kernel-cache", paramLabel = "DURATION|off", converter = KernelCacheConverter.class,
