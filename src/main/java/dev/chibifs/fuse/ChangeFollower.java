@@ -1,6 +1,7 @@
 package dev.chibifs.fuse;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.Zone;
 import dev.chibifs.store.ChangeFeed;
 import dev.chibifs.store.ChangeListener;
 import dev.chibifs.store.Metadata;
@@ -147,6 +148,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         boolean known = true;
         try {
             at = fs.nodes.path(parent).child(name);
+            if (at.toString().equals(Zone.FLOCK_REGISTRY_PATH)) {
+                membershipChanged();
+            }
             now = fs.router().metadata(null, at);
         } catch (NoSuchFileException gone) {
             now = null;
@@ -265,6 +269,28 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     @Override
     public void catchUp() {
         feed.catchUp();
+    }
+
+    /**
+     * The flock registry changed: who may write each flock's files did too, and the write bits the
+     * kernel keeps of them for --kernel-cache come from the policy (AttributeView). Rare (chibi
+     * writes the registry when a context joins or leaves a flock), so every node is looked at.
+     */
+    private void membershipChanged() {
+        for (NodeTable.Node n : fs.nodes.all()) {
+            if (n.link == null) {
+                continue;
+            }
+            Zone.Kind kind;
+            try {
+                kind = Zone.of(fs.nodes.path(n)).kind();
+            } catch (RuntimeException gone) {
+                continue; // forgotten or moved meanwhile
+            }
+            if (kind == Zone.Kind.FLOCK || kind == Zone.Kind.TOOLS_FLOCK) {
+                invalidateInode(n, -1);
+            }
+        }
     }
 
     private void invalidateEntry(long parent, String name) {

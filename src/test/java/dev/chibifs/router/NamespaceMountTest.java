@@ -133,6 +133,30 @@ class NamespaceMountTest {
         assertEquals("coder\nplanner\n", fs.sh("ls sys/contexts").ok().out());
     }
 
+    /** Who may write a flock's files shows in their modes, which the kernel keeps for --kernel-cache (30 s). */
+    @Test
+    void aFlocksModesFollowTheRegistryAtOnce() throws IOException {
+        Files.writeString(fs.stored("/flocks/ops/plan.md"), "ops\n");
+        fs.sh("ls -l flocks/ops > /dev/null").ok();
+        assertFalse(ownerWrites("flocks/ops/plan.md"), "planner is not in ops");
+        try {
+            Chibi010Home.writeRegistry(fs.home(), "planner:team", "planner:ops", "coder:team", "coder:ops");
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (!ownerWrites("flocks/ops/plan.md") && System.nanoTime() < deadline) {
+                // a poll's interval, not a wait for the change: the kernel would keep the old modes 30 s
+                java.util.concurrent.locks.LockSupport.parkNanos(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(20));
+            }
+            assertTrue(ownerWrites("flocks/ops/plan.md"), "the new membership within 10 s, not the kernel cache's 30");
+        } finally {
+            Chibi010Home.writeRegistry(fs.home(), "planner:team", "coder:team", "coder:ops");
+            Files.deleteIfExists(fs.stored("/flocks/ops/plan.md"));
+        }
+    }
+
+    private static boolean ownerWrites(String path) {
+        return fs.sh("stat -c %A " + path).ok().out().charAt(2) == 'w';
+    }
+
     @Test
     void sysContextsShowsChibisViews() {
         assertEquals("coder\nplanner\n", fs.sh("ls sys/contexts").ok().out());
