@@ -412,7 +412,7 @@ final class FuseRing {
          */
         void serve(FuseSession.Worker worker) throws IOException {
             if (take(worker)) {
-                worker.serve();
+                worker.serveWhatever();
             }
         }
 
@@ -469,7 +469,7 @@ final class FuseRing {
                             taken = !queue.ring.isClosed() && take(w);
                         }
                         if (taken) {
-                            w.serve();
+                            w.serveWhatever();
                         }
                     } catch (IOException | RuntimeException e) {
                         // the reply could not be committed: the session is ending, and its entries with it

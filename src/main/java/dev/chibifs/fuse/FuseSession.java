@@ -475,7 +475,7 @@ final class FuseSession {
                         addWorker();
                     }
                     if (req.decode(n)) {
-                        serve();
+                        serveWhatever();
                     }
                     notBusy();
                     if (retire()) {
@@ -495,6 +495,33 @@ final class FuseSession {
                     }
                 }
                 workerEnded();
+            }
+        }
+
+        /**
+         * {@link #serve}, and should even its last catch fail (an Error thrown while it answers: a
+         * class the JVM cannot load when the daemon is out of descriptors), EIO all the same: a
+         * request never answered hangs its caller for as long as the mount lives, and a worker that
+         * ended here would take the next ones with it.
+         */
+        void serveWhatever() {
+            try {
+                serve();
+            } catch (Throwable escaped) {
+                try {
+                    LOG.error("{} of node {}: the answer itself failed", FuseProtocol.opcodeName(req.opcode), req.nodeid,
+                            escaped);
+                } catch (Throwable cannotEvenLog) {
+                    // the reply below matters more than the line
+                }
+                try {
+                    // answered twice if it failed after its reply went: the kernel refuses the second (ENOENT)
+                    reply.begin(req.unique);
+                    reply.error(Linux.EIO);
+                    reply.send(replyTo);
+                } catch (Throwable lost) {
+                    // the channel is gone, or nothing at all works: the session's end answers for it
+                }
             }
         }
 
@@ -519,7 +546,13 @@ final class FuseSession {
                     return; // no reply (FORGET, BATCH_FORGET, INTERRUPT), or one another thread sends
                 }
             } catch (Throwable t) {
-                reply.error(errnoOf(t));
+                int errno;
+                try {
+                    errno = errnoOf(t);
+                } catch (Throwable worse) {
+                    errno = Linux.EIO; // the judging itself failed; see serveWhatever
+                }
+                reply.error(errno);
             } finally {
                 if (letsGoOfLocks(opcode)) {
                     lockWaits.letGo(req.nodeid); // counted before the RELEASE ends: see closesFirst

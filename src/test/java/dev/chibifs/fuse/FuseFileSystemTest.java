@@ -646,6 +646,33 @@ class FuseFileSystemTest {
         fs.follow(StoreFollower.UNFOLLOWED);
     }
 
+    /** A failure that cannot even be printed: the last catch's own log line throws. */
+    private static final class Unprintable extends Error {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public String toString() {
+            throw new IllegalStateException("not even its name");
+        }
+    }
+
+    /** A request never answered hangs its caller for as long as the mount lives: even a failed answer is EIO. */
+    @Test
+    void aFailureWhoseAnswerFailsTooIsStillAnsweredAndTheWorkerGoesOn() throws Exception {
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
+            if (m.getName().equals("metadata") && String.valueOf(a[0]).endsWith("/cursed")) {
+                throw new Unprintable();
+            }
+            return null;
+        }));
+        stop();
+        connect(OFFERED);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        assertEquals(-Linux.EIO, kernel.call(FuseProtocol.LOOKUP, shared, body().name("cursed")).error());
+        assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, shared, body().name("plain")).error(),
+                "the one worker serves on");
+    }
+
     @Test
     void chibifsSyncTellsTheKernelToAskAgainWhatItWasToldFromHeldAnswers() throws Exception {
         connectHolding(OFFERED | FuseProtocol.HAS_EXPIRE_ONLY);
