@@ -13,6 +13,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
 
 import static dev.chibifs.sys.Linux.*;
 
@@ -124,7 +126,16 @@ final class HeldDirectories {
         }
     }
 
-    private final int limit;
+    /** At most how many directories are held; follows {@link #limitNow}. Guarded by this. */
+    private int limit;
+    /** What {@link #limit} should be now (a share of the descriptor limit, which prlimit may change under us). */
+    private final IntSupplier limitNow;
+    /** The clock of {@link #limitAskedAt}: System.nanoTime, a test's own. */
+    private final LongSupplier nanoTime;
+    /** When {@link #limitNow} was last asked. */
+    private volatile long limitAskedAt;
+    /** How often {@link #refresh} asks {@link #limitNow} again: a clock read per operation, a system call per second. */
+    private static final long LIMIT_ASKED_EVERY_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
     private final LateCloses lateCloses;
     private final Map<String, Entry> held = new ConcurrentHashMap<>();
     /** Moves on whenever something may have happened to the root; see {@link #refresh}. */
@@ -151,8 +162,37 @@ final class HeldDirectories {
     private volatile boolean draining;
 
     HeldDirectories(int limit, LateCloses lateCloses) {
-        this.limit = limit;
+        this(() -> limit, System::nanoTime, lateCloses);
+    }
+
+    /** Holds at most {@code limitNow} directories, asked again every second of {@code nanoTime} (see {@link #refresh}). */
+    HeldDirectories(IntSupplier limitNow, LongSupplier nanoTime, LateCloses lateCloses) {
+        this.limitNow = limitNow;
+        this.limit = limitNow.getAsInt();
+        this.nanoTime = nanoTime;
+        this.limitAskedAt = nanoTime.getAsLong();
         this.lateCloses = lateCloses;
+    }
+
+    /**
+     * A descriptor limit lowered under the daemon (prlimit) made every listing fail with EMFILE for
+     * as long as it ran, the held directories having taken the room: they follow the limit.
+     */
+    private void followLimit() {
+        long now = nanoTime.getAsLong();
+        if (now - limitAskedAt < LIMIT_ASKED_EVERY_NANOS) {
+            return;
+        }
+        limitAskedAt = now;
+        int wanted = limitNow.getAsInt();
+        synchronized (this) {
+            if (wanted != limit) {
+                limit = wanted;
+                if (held.size() > limit) {
+                    dropAll(); // the next opens hold afresh, under watched parents
+                }
+            }
+        }
     }
 
     /**
@@ -162,6 +202,7 @@ final class HeldDirectories {
      * no check. Where nothing is watched, it is a new number at every call.
      */
     long refresh() {
+        followLimit();
         int fd = inotify;
         if (disabled || fd < 0) {
             return rootEpoch.incrementAndGet();

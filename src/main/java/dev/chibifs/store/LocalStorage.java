@@ -53,7 +53,6 @@ public final class LocalStorage implements Storage {
      * all let go and held afresh. A quarter of the descriptors the process may open, so a low
      * limit (ulimit -n 1024) leaves most of them for open files.
      */
-    private static final int HELD_DIRECTORIES = heldDirectories();
     private static final Set<OpenFlag> READ_ONLY = Set.of(OpenFlag.READ);
     /** How long a change waits for a lock another process holds on the file, unless told otherwise. */
     public static final Duration DEFAULT_LOCK_WAIT = Duration.ofSeconds(10);
@@ -84,7 +83,7 @@ public final class LocalStorage implements Storage {
         this.root = root.toAbsolutePath().normalize().toRealPath();
         this.storeRoot = new StoreRoot(this.root);
         this.lateCloses = lateCloses;
-        HeldDirectories held = new HeldDirectories(HELD_DIRECTORIES, lateCloses);
+        HeldDirectories held = new HeldDirectories(LocalStorage::heldDirectories, System::nanoTime, lateCloses);
         this.directories = held;
         // the inotify instance and held descriptors go with the storage, closed or not (instances are few: 128 per user)
         CLEANER.register(this, () -> {

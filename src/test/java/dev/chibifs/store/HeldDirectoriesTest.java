@@ -82,6 +82,34 @@ class HeldDirectoriesTest {
         assertTrue(held.enabled(), "nothing held: out of inotify instances (fs.inotify.max_user_instances)?");
     }
 
+    /** A descriptor limit lowered under the daemon (prlimit) left every listing EMFILE while it ran. */
+    @Test
+    void whatIsHeldFollowsTheDescriptorLimitAskedEverySecond() throws IOException {
+        java.util.concurrent.atomic.AtomicInteger limit = new java.util.concurrent.atomic.AtomicInteger(64);
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+        held.close();
+        held = new HeldDirectories(limit::get, now::get, new LateCloses(true));
+        for (int i = 0; i < 10; i++) {
+            Files.createDirectories(root.resolve("d" + i));
+        }
+        Files.createDirectories(root.resolve("a"));
+        assumeHeld();
+        for (int i = 0; i < 10; i++) {
+            fdOf("d" + i);
+        }
+        assertEquals(11, held.size());
+        limit.set(4);
+        held.refresh();
+        assertEquals(11, held.size(), "asked once a second, not at every operation");
+        now.addAndGet(java.util.concurrent.TimeUnit.SECONDS.toNanos(1));
+        held.refresh();
+        assertEquals(0, held.size(), "past the new limit: everything held goes");
+        for (int i = 0; i < 10; i++) {
+            fdOf("d" + i);
+            assertTrue(held.size() <= 4, "at most the new limit");
+        }
+    }
+
     @Test
     void aDirectoryStaysHeldWhileItStaysPut() throws IOException {
         Files.createDirectories(root.resolve("a/b"));
