@@ -1372,7 +1372,11 @@ final class FuseFileSystem {
 
     void write(FuseRequest req, FuseReply out) throws IOException {
         OpenFile f = openFile(req, true);
-        int written = f.handle().write(req.writeData(), req.readOffset());
+        // the page cache's writes (an mmap's pages) come through whichever handle may write, one
+        // opened O_APPEND too: they go where the page is, as the kernel's own offsets say
+        int written = (req.writeFlags() & FuseProtocol.WRITE_CACHE) != 0
+                ? f.handle().writeInPlace(req.writeData(), req.readOffset())
+                : f.handle().write(req.writeData(), req.readOffset());
         changedBy(f);
         out.written(written);
     }

@@ -146,6 +146,8 @@ final class FuseProtocol {
     static final int RELEASE_FLOCK_UNLOCK = 1;
     /** fuse_lk_in.lk_flags: the lock is flock(2)'s, not fcntl's. */
     static final int LK_FLOCK = 1;
+    /** fuse_write_in.write_flags: a write of the page cache (an mmap's pages written back), through any writable handle. */
+    static final int WRITE_CACHE = 1;
     /** fuse_write_in.write_flags: lock_owner is set. */
     static final int WRITE_LOCKOWNER = 1 << 1;
     /** fuse_fsync_in.fsync_flags: data only. */

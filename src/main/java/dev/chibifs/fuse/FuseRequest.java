@@ -136,6 +136,11 @@ final class FuseRequest {
         return int32(16);
     }
 
+    /** fuse_write_in.write_flags (FuseProtocol.WRITE_CACHE, WRITE_LOCKOWNER). */
+    int writeFlags() {
+        return int32(20);
+    }
+
     /** fuse_read_in.lock_owner / fuse_write_in.lock_owner. */
     long ioLockOwner() {
         return int64(24);

@@ -471,6 +471,11 @@ public final class Router {
         }
 
         @Override
+        public int writeInPlace(java.nio.ByteBuffer src, long position) throws IOException {
+            return h.writeInPlace(src, position);
+        }
+
+        @Override
         public void truncate(long size) throws IOException {
             h.truncate(size);
         }

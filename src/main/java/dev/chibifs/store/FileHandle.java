@@ -18,6 +18,15 @@ public interface FileHandle extends Closeable {
     /** Writes all of {@code src} at {@code position} (at the end for an APPEND handle); returns the bytes written. */
     int write(ByteBuffer src, long position) throws IOException;
 
+    /**
+     * Writes all of {@code src} at {@code position}, an APPEND handle too: the kernel writes an
+     * mmap's dirty pages back through any handle open for writing, and a page goes where it is,
+     * not at the end. A handle that never appends writes so already.
+     */
+    default int writeInPlace(ByteBuffer src, long position) throws IOException {
+        return write(src, position);
+    }
+
     /** Sets the file's size. */
     void truncate(long size) throws IOException;
 

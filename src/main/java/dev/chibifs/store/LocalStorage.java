@@ -1371,6 +1371,12 @@ public final class LocalStorage implements Storage {
         private final OfdLocks registry;
         /** Made at the first lock request through this handle: most handles never lock. */
         private volatile OfdLocks.HandleLocks locks;
+        /**
+         * The file opened again without O_APPEND, for {@link #writeInPlace} on a handle that appends:
+         * Linux's pwrite on an O_APPEND descriptor appends whatever the offset says. Opened at the
+         * first such write (an mmap written back through an appending handle: rare). Guarded by this.
+         */
+        private int inPlace = -1;
 
         @Override
         public int passthroughDescriptor() throws IOException {
@@ -1450,9 +1456,28 @@ public final class LocalStorage implements Storage {
 
         @Override
         public int write(ByteBuffer src, long position) throws IOException {
+            return writeThrough(fd(), src, position);
+        }
+
+        @Override
+        public int writeInPlace(ByteBuffer src, long position) throws IOException {
+            if ((access & O_APPEND) == 0) {
+                return write(src, position);
+            }
+            int d;
+            synchronized (this) {
+                if (inPlace < 0) {
+                    inPlace = Syscalls.reopen(fd(), access & ~O_APPEND, null);
+                }
+                d = inPlace;
+            }
+            return writeThrough(d, src, position);
+        }
+
+        private static int writeThrough(int descriptor, ByteBuffer src, long position) throws IOException {
             int total = 0;
             while (src.hasRemaining()) {
-                total += Syscalls.pwrite(fd(), src, position + total);
+                total += Syscalls.pwrite(descriptor, src, position + total);
             }
             return total;
         }
@@ -1500,6 +1525,14 @@ public final class LocalStorage implements Storage {
                 if (l != null) {
                     // every lock taken through this handle goes with it (flock's at RELEASE, POSIX's as a safety net after FLUSH)
                     l.close();
+                }
+                int d;
+                synchronized (this) {
+                    d = inPlace;
+                    inPlace = -1;
+                }
+                if (d >= 0) {
+                    Syscalls.close(d);
                 }
                 Syscalls.close(fd);
             }

@@ -804,8 +804,17 @@ public final class MemoryStorage implements Storage {
 
         @Override
         public int write(ByteBuffer src, long position) throws IOException {
+            return writeAt(src, position, append);
+        }
+
+        @Override
+        public int writeInPlace(ByteBuffer src, long position) throws IOException {
+            return writeAt(src, position, false);
+        }
+
+        private int writeAt(ByteBuffer src, long position, boolean atTheEnd) throws IOException {
             synchronized (MemoryStorage.this) {
-                long at = append ? file.length : position;
+                long at = atTheEnd ? file.length : position;
                 int n = src.remaining();
                 if (at + n > file.length) {
                     file.setLength(at + n);

@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
+import java.nio.file.Files;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -49,6 +50,31 @@ class PassthroughMountTest {
             }
         }
         return 0;
+    }
+
+    /** The kernel writes an mmap's pages back through any writable handle, an O_APPEND one too: in place. */
+    @Test
+    void anMmapWrittenThroughAnAppendingDescriptorChangesItsPageInPlace() throws IOException {
+        String program = """
+                import mmap
+                p = 'shared/mapped-append'
+                with open(p, 'wb') as f:
+                    f.write(b'a' * 10000)
+                fd = os.open(p, os.O_RDWR | os.O_APPEND)
+                m = mmap.mmap(fd, 10000)
+                m[5000:5004] = b'ZZZZ'
+                m.flush()
+                m.close()
+                os.close(fd)
+                data = open(p, 'rb').read()
+                assert len(data) == 10000, len(data)
+                assert data[5000:5004] == b'ZZZZ', data[4990:5010]
+                """;
+        PosixBehaviourTest.python(fs, program);
+        try (MountedFs served = MountedFs.start("--context", "planner", "--no-passthrough")) {
+            PosixBehaviourTest.python(served, program);
+            assertEquals(10000, Files.size(served.stored("/shared/mapped-append")), "the store's file, not only the mount's pages");
+        }
     }
 
     @Test

@@ -1329,6 +1329,18 @@ public abstract class StorageBehaviourSuite {
         assertEquals(before & ~0111, storage.metadata(p("/shared/f")).mode());
     }
 
+    /** The kernel writes an mmap's pages back through any writable handle, an appending one too. */
+    @Test
+    void anAppendingHandleWritesInPlaceWhenToldTo() throws IOException {
+        storage.write(p("/shared/log"), bytes("aaaaaaaa"));
+        try (FileHandle h = open("/shared/log", OpenFlag.WRITE, OpenFlag.APPEND)) {
+            h.write(java.nio.ByteBuffer.wrap(bytes("E")), 0);
+            h.writeInPlace(java.nio.ByteBuffer.wrap(bytes("ZZ")), 2);
+            h.write(java.nio.ByteBuffer.wrap(bytes("F")), 0);
+        }
+        assertArrayEquals(bytes("aaZZaaaaEF"), storage.read(p("/shared/log")));
+    }
+
     /** chmod 644 of a directory must not lock chibi, and a daemon that is not root, out of it. */
     @Test
     void aDirectoryKeepsItsSearchBits() throws IOException {

@@ -292,12 +292,21 @@ final class ObjectHandle implements FileHandle {
 
     @Override
     public int write(ByteBuffer src, long position) throws IOException {
+        return writeAt(src, position, append);
+    }
+
+    @Override
+    public int writeInPlace(ByteBuffer src, long position) throws IOException {
+        return writeAt(src, position, false);
+    }
+
+    private int writeAt(ByteBuffer src, long position, boolean atTheEnd) throws IOException {
         CacheFile ch = content();
         synchronized (store) {
             store.journal.requireRoom(); // see S3Storage.requireRoom
-            long at = append ? ch.size() : position;
+            long at = atTheEnd ? ch.size() : position;
             requireObjectSize(at + src.remaining());
-            store.overlay.writing(node, append ? at : NOT_APPENDS, made && node.gen == madeGen);
+            store.overlay.writing(node, atTheEnd ? at : NOT_APPENDS, made && node.gen == madeGen);
             store.journal.commit();
             int n = ch.write(src, at);
             node.size = ch.size();
