@@ -557,7 +557,11 @@ final class FuseFileSystem {
                     return m;
                 }
             } catch (NoSuchFileException e) {
-                // gone by this name: an open file may still reach it
+                // gone by this name: another name, or an open file, may still reach it
+            }
+            VfsPath other = anotherName(n);
+            if (other != null) {
+                return router.metadata(null, other);
             }
         }
         Metadata m = throughAnOpenFile(n, FileHandle::metadata);
@@ -892,12 +896,18 @@ final class FuseFileSystem {
             try {
                 handle = router.open(caller, p, flags, 0);
             } catch (NoSuchFileException gone) {
-                // the kernel's cached name outlived the file (removed elsewhere, another mount or chibi,
-                // before the change feed told the kernel): ESTALE makes it look the name up again and
-                // retry, so an open(O_CREAT) creates the file and a plain open says ENOENT from a fresh
-                // lookup, as on a disk. SQLite on two mounts failed "unable to open database file" on
-                // the journal the other mount had just deleted.
-                handle = openHeldOrStale(req, n, caller, p, flags, n.removed ? gone : null, retried);
+                VfsPath other = anotherName(n);
+                if (other != null) {
+                    p = other;
+                    handle = router.open(caller, p, flags, 0);
+                } else {
+                    // the kernel's cached name outlived the file (removed elsewhere, another mount or
+                    // chibi, before the change feed told the kernel): ESTALE makes it look the name up
+                    // again and retry, so an open(O_CREAT) creates the file and a plain open says ENOENT
+                    // from a fresh lookup, as on a disk. SQLite on two mounts failed "unable to open
+                    // database file" on the journal the other mount had just deleted.
+                    handle = openHeldOrStale(req, n, caller, p, flags, n.removed ? gone : null, retried);
+                }
             }
         }
         if (truncateReadOnly) {
@@ -1087,6 +1097,32 @@ final class FuseFileSystem {
             throw gone;
         }
         throw stale(req, n, p, true);
+    }
+
+    /**
+     * Another name of hard-linked file {@code n} that still reaches it, made its first, where its
+     * first no longer does (renamed or removed behind the kernel's back while another name stays):
+     * else every request by its first name was ESTALE, and the kernel's lookup of a remaining name
+     * found the same node, for as long as it was held. Null where no other name reaches it.
+     */
+    private VfsPath anotherName(NodeTable.Node n) {
+        if (n.directory || n.identity == null) {
+            return null;
+        }
+        for (NodeTable.Link l : nodes.links(n)) {
+            if (l.equals(n.link)) {
+                continue;
+            }
+            try {
+                VfsPath q = nodes.path(l.parent()).child(l.name());
+                if (n.identity.isOf(router.metadata(null, q)) && nodes.firstNameNow(n, l)) {
+                    return q;
+                }
+            } catch (IOException | RuntimeException gone) {
+                // that name went too, or its directory did: the next one
+            }
+        }
+        return null;
     }
 
     /**

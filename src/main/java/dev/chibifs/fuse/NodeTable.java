@@ -455,6 +455,21 @@ final class NodeTable {
         return node;
     }
 
+    /**
+     * Hard-linked {@code node}'s first name no longer reaches it (renamed or removed behind the
+     * kernel's back) and {@code other}, another of its names, does: that one is its first now, and
+     * the dead one is forgotten. False where {@code other} is no name of it (any more).
+     */
+    synchronized boolean firstNameNow(Node node, Link other) {
+        if (other.equals(node.link) || node.otherLinks == null || !node.otherLinks.remove(other)) {
+            return false;
+        }
+        byName.remove(node.link, node);
+        node.link = other;
+        node.pathEpoch = -1;
+        return true;
+    }
+
     /** {@code from/fromName} now is {@code to/toName}; whatever that name held before is gone. */
     synchronized void renamed(Node from, String fromName, Node to, String toName) {
         unlinked(to, toName);

@@ -110,6 +110,18 @@ class StoreChangesTest {
         eventually("cat shared/late.md 2>&1", "here\n");
     }
 
+    /** A hard-linked file's first name renamed in the store: the others, and the new one, still reach it. */
+    @Test
+    void aHardLinkedFileRenamedInTheStoreIsReachedByEveryNameLeft() throws IOException {
+        fs.sh("echo hello > shared/first && ln shared/first shared/second && cat shared/first shared/second").ok();
+        Files.move(fs.stored("/shared/first"), fs.stored("/shared/moved"));
+        eventually("cat shared/moved 2>&1", "hello\n");
+        assertEquals("hello\n", fs.sh("cat shared/second").ok().out());
+        fs.sh("echo more >> shared/second").ok();
+        assertEquals("hello\nmore\n", fs.sh("cat shared/moved").ok().out());
+        assertEquals("2\n", fs.sh("stat -c %h shared/second").ok().out());
+    }
+
     @Test
     void anAppendInTheStoreShowsInStat() throws IOException {
         fs.sh("echo one > shared/grow.md").ok();
