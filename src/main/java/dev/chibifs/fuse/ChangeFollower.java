@@ -174,6 +174,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 missing.remove(new Name(parent.id, name));
                 invalidateEntry(parent.id, name);
                 dropListing(parent);
+                if (child != null && !child.directory) {
+                    // a file that lost a name lost a link: its other names, and its open descriptors'
+                    // fstat, would show the old count for as long as the kernel keeps attributes
+                    invalidateInode(child, -1);
+                }
                 return;
             }
         }

@@ -113,13 +113,22 @@ class StoreChangesTest {
     /** A hard-linked file's first name renamed in the store: the others, and the new one, still reach it. */
     @Test
     void aHardLinkedFileRenamedInTheStoreIsReachedByEveryNameLeft() throws IOException {
-        fs.sh("echo hello > shared/first && ln shared/first shared/second && cat shared/first shared/second").ok();
-        Files.move(fs.stored("/shared/first"), fs.stored("/shared/moved"));
-        eventually("cat shared/moved 2>&1", "hello\n");
-        assertEquals("hello\n", fs.sh("cat shared/second").ok().out());
-        fs.sh("echo more >> shared/second").ok();
-        assertEquals("hello\nmore\n", fs.sh("cat shared/moved").ok().out());
-        assertEquals("2\n", fs.sh("stat -c %h shared/second").ok().out());
+        fs.sh("echo hello > shared/hl-first && ln shared/hl-first shared/hl-second && cat shared/hl-first shared/hl-second").ok();
+        Files.move(fs.stored("/shared/hl-first"), fs.stored("/shared/hl-moved"));
+        eventually("cat shared/hl-moved 2>&1", "hello\n");
+        assertEquals("hello\n", fs.sh("cat shared/hl-second").ok().out());
+        fs.sh("echo more >> shared/hl-second").ok();
+        assertEquals("hello\nmore\n", fs.sh("cat shared/hl-moved").ok().out());
+        assertEquals("2\n", fs.sh("stat -c %h shared/hl-second").ok().out());
+    }
+
+    /** A name of a hard-linked file removed in the store: its other names show one link less. */
+    @Test
+    void aLinkRemovedInTheStoreShowsInTheLinkCountOfTheOthers() throws IOException {
+        fs.sh("echo x > shared/linked-kept && ln shared/linked-kept shared/linked-extra && stat shared/linked-kept > /dev/null").ok();
+        assertEquals("2\n", fs.sh("stat -c %h shared/linked-kept").ok().out());
+        Files.delete(fs.stored("/shared/linked-extra"));
+        eventually("stat -c %h shared/linked-kept", "1\n");
     }
 
     @Test
