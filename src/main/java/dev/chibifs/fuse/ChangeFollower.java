@@ -182,6 +182,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 return;
             }
         }
+        if (child == null && now != null && now.isFile()) {
+            // a file the kernel knows by a name it had before (renamed behind its back, then changed,
+            // as a rotated log): its open descriptors' fstat would keep the old size for as long as
+            // the kernel keeps attributes
+            child = fs.nodes.known(NodeTable.Identity.of(fs.router().resolve(at).storage(), now));
+        }
         if (child != null && now != null && child.toldOtherThan(now)) {
             invalidateInode(child, -1);
             child.untold();

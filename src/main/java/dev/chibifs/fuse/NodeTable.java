@@ -470,6 +470,11 @@ final class NodeTable {
         return true;
     }
 
+    /** The node the kernel holds for the file {@code identity} names, by whatever name; null for none. */
+    synchronized Node known(Identity identity) {
+        return byIdentity.get(identity);
+    }
+
     /** {@code from/fromName} now is {@code to/toName}; whatever that name held before is gone. */
     synchronized void renamed(Node from, String fromName, Node to, String toName) {
         unlinked(to, toName);

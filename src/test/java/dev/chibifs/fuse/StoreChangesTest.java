@@ -122,6 +122,30 @@ class StoreChangesTest {
         assertEquals("2\n", fs.sh("stat -c %h shared/hl-second").ok().out());
     }
 
+    /** A log renamed in the store and written there on: a descriptor open on it sees it grow, as tail -f polls. */
+    @Test
+    void aFileRenamedInTheStoreAndGrownThereGrowsInTheFstatOfItsOpenDescriptors() {
+        String store = fs.stored("/shared").toString();
+        PosixBehaviourTest.python(fs, """
+                with open('shared/rotated.log', 'w') as f:
+                    f.write('one\\n')
+                fd = os.open('shared/rotated.log', os.O_RDONLY)
+                assert os.fstat(fd).st_size == 4
+                os.rename(STORE + '/rotated.log', STORE + '/rotated.log.1')
+                deadline = time.time() + 5
+                while os.path.exists('shared/rotated.log') and time.time() < deadline:
+                    time.sleep(0.02)  # until the mount has heard of the rename (the name goes after the attributes)
+                assert os.fstat(fd).st_size == 4
+                with open(STORE + '/rotated.log.1', 'a') as f:
+                    f.write('two\\n')
+                deadline = time.time() + 5
+                while os.fstat(fd).st_size != 8 and time.time() < deadline:
+                    time.sleep(0.02)  # a poll's interval, as tail -f's; the deadline decides
+                assert os.fstat(fd).st_size == 8, os.fstat(fd).st_size
+                os.close(fd)
+                """.replace("STORE", "'" + store + "'"));
+    }
+
     /** A name of a hard-linked file removed in the store: its other names show one link less. */
     @Test
     void aLinkRemovedInTheStoreShowsInTheLinkCountOfTheOthers() throws IOException {
