@@ -182,16 +182,15 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 return;
             }
         }
-        if (child == null && now != null && now.isFile()) {
-            // a file the kernel knows by a name it had before (renamed behind its back, then changed,
-            // as a rotated log): its open descriptors' fstat would keep the old size for as long as
-            // the kernel keeps attributes
-            child = fs.nodes.known(NodeTable.Identity.of(fs.router().resolve(at).storage(), now));
-        }
-        if (child != null && now != null && child.toldOtherThan(now)) {
-            invalidateInode(child, -1);
-            child.untold();
-            replied(child, now);
+        // a file the kernel knows by a name it had before (renamed behind its back, then changed, as
+        // a rotated log): its open descriptors' fstat would keep the old size for as long as the
+        // kernel keeps attributes
+        NodeTable.Node changedFile = child != null || now == null || !now.isFile() ? child
+                : fs.nodes.known(NodeTable.Identity.of(fs.router().resolve(at).storage(), now));
+        if (changedFile != null && now != null && changedFile.toldOtherThan(now)) {
+            invalidateInode(changedFile, -1);
+            changedFile.untold();
+            replied(changedFile, now);
         }
         if (child != null && now != null && child.identity != null && child.identity.isOf(now)) {
             // what a listing sends for it next: read after the change, so kept unless another came since
