@@ -357,6 +357,11 @@ public final class Router {
         return t.storage().answersHeld(t.path());
     }
 
+    /** {@link Storage#answersExpire} of the store of directory {@code dir}. */
+    public boolean answersExpire(VfsPath dir) {
+        return resolve(dir).storage().answersExpire();
+    }
+
     /**
      * {@link #metadata} of names in directory {@code dir}, for a listing that carries attributes:
      * the directory's store may hold it open across the names (see {@link Storage#siblings}). A

@@ -118,6 +118,15 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * Whether this store's answers about a directory hold for exactly what {@link #answersHeld} says,
+     * so that once it says zero they hold for nothing (an S3 listing past its validity: the next
+     * question lists again), rather than "cannot say".
+     */
+    default boolean answersExpire() {
+        return false;
+    }
+
+    /**
      * Lets go of every answer held ({@link #answersHeld}): the next question about any directory asks
      * the backing again, so that what another host changed shows at once ({@code chibifs sync}).
      * Nothing by default: a store that holds none.

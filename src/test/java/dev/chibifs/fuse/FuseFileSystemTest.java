@@ -587,6 +587,8 @@ class FuseFileSystemTest {
     private final java.util.concurrent.atomic.AtomicReference<java.time.Duration> held = new java.util.concurrent.atomic.AtomicReference<>();
     /** What it says instead about the directories named here. */
     private final Map<VfsPath, java.time.Duration> heldIn = new java.util.concurrent.ConcurrentHashMap<>();
+    /** What the store of {@link #connectHolding} says of {@link dev.chibifs.store.Storage#answersExpire}. */
+    private final java.util.concurrent.atomic.AtomicBoolean expires = new java.util.concurrent.atomic.AtomicBoolean();
 
     /** {@code target} behind a proxy of {@code type}: {@code intercept} answers first, null passing the call on. */
     @SuppressWarnings("unchecked")
@@ -639,7 +641,8 @@ class FuseFileSystemTest {
     private void connectHolding(long offered) throws Exception {
         held.set(java.time.Duration.ofSeconds(30));
         router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class,
-                (m, a) -> m.getName().equals("answersHeld") ? heldIn.getOrDefault((VfsPath) a[0], held.get()) : null));
+                (m, a) -> m.getName().equals("answersHeld") ? heldIn.getOrDefault((VfsPath) a[0], held.get())
+                        : m.getName().equals("answersExpire") ? (Object) expires.get() : null));
         timeouts = FuseFileSystem.Timeouts.of(3600, 3600, 3600);
         stop();
         connect(offered);
@@ -707,6 +710,22 @@ class FuseFileSystemTest {
                 "what is left of the 30 s the kernel was given: " + left);
         assertEquals(entriesBefore, kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).size(),
                 "an INVAL_ENTRY there would unhash the name");
+    }
+
+    /** An S3 listing past its validity holds for nothing: not the brief second of a store that cannot say. */
+    @Test
+    void answersOfAStoreWhoseValidityRanOutAreKeptForNoTime() throws Exception {
+        expires.set(true);
+        connectHolding(OFFERED);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        written("f", "x");
+        held.set(java.time.Duration.ZERO);
+        FakeKernel.Reply file = kernel.call(FuseProtocol.LOOKUP, shared, body().name("f"));
+        // struct fuse_entry_out: nodeid, generation, entry_valid, attr_valid, entry_valid_nsec, attr_valid_nsec
+        assertEquals(List.of(0L, 0L, 0, 0), List.of(file.int64(16), file.int64(24), file.int32(32), file.int32(36)));
+        held.set(java.time.Duration.ofMillis(250));
+        file = kernel.call(FuseProtocol.LOOKUP, shared, body().name("f"));
+        assertEquals(List.of(0L, 250_000_000), List.of(file.int64(16), file.int32(32)), "while it holds, as long");
     }
 
     @Test

@@ -297,6 +297,12 @@ public final class S3Storage implements Storage {
         return listings.answersHeld(directory);
     }
 
+    /** A listing holds for its validity, and nothing after it: see {@link Storage#answersExpire}. */
+    @Override
+    public boolean answersExpire() {
+        return true;
+    }
+
     /** Every listing expires: the next question about a directory lists it again (while S3 answers). */
     @Override
     public synchronized void dropHeldAnswers() {
