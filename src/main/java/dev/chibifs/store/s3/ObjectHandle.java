@@ -464,6 +464,9 @@ final class ObjectHandle implements FileHandle {
             }
             closed = true;
             node.opens--;
+            if (node.opens == 0 && node.path == null && !node.dir) {
+                store.overlay.dropDetachedContent(node); // kept for the opens its removal found (Overlay.detach)
+            }
             if (localLocks != null) {
                 localLocks.close();
             }

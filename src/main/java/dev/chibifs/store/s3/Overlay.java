@@ -107,12 +107,19 @@ final class Overlay {
         index.remove(p);
         n.path = null;
         dirtyNodes.remove(n); // a change to a name that is gone goes nowhere
-        if (!n.dir) {
-            try {
-                store.lateCloses.delete(store.dataFile(n.ino));
-            } catch (IOException e) {
-                LOG.warn("cannot remove cached content of {}: {}", p, e.getMessage());
-            }
+        if (!n.dir && n.opens == 0) {
+            // an open file's content stays until its last close (ObjectHandle.close): a handle that
+            // has not read yet opens it by the cache's name, as a file with no name is still open
+            dropDetachedContent(n);
+        }
+    }
+
+    /** The cached content of {@code n}, whose name went, goes too. */
+    void dropDetachedContent(Node n) {
+        try {
+            store.lateCloses.delete(store.dataFile(n.ino));
+        } catch (IOException e) {
+            LOG.warn("cannot remove cached content of a removed file (inode {}): {}", n.ino, e.getMessage());
         }
     }
 

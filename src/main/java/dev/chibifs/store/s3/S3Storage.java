@@ -742,6 +742,7 @@ public final class S3Storage implements Storage {
         if (target != null && target.dir) {
             listings.refresh(dst);
         }
+        keepContentOfOpen(target);
         // S3 cannot rename: everything moved goes up anew under its new name. What this host does not
         // hold S3 copies there itself; the rest goes up from here, so its content must be here first,
         // and stay (pinned: the content cache keeps it) until the move is made
@@ -1327,6 +1328,7 @@ public final class S3Storage implements Storage {
         if (n.dir) {
             throw new IsDirectoryException(path.toString());
         }
+        keepContentOfOpen(n);
         synchronized (this) {
             if (overlay.nodes.get(path) != n) {
                 throw new NoSuchFileException(path.toString());
@@ -1527,6 +1529,22 @@ public final class S3Storage implements Storage {
             n.cached = true;
             overlay.placeMade(link, n);
             journal.commit();
+        }
+    }
+
+    /**
+     * Before the name of {@code n} goes (an unlink, a replace): an open file whose content was never
+     * fetched (a writer fetches at its first read or write, so that touch costs no download) gets it
+     * now, since a file with no name can no longer be fetched by one, and its handle must go on
+     * working, as on a disk.
+     */
+    private void keepContentOfOpen(Node n) throws IOException {
+        boolean wanted;
+        synchronized (this) {
+            wanted = n != null && !n.dir && !n.link && n.opens > 0 && !n.cached;
+        }
+        if (wanted) {
+            fetches.fetch(n);
         }
     }
 

@@ -721,6 +721,32 @@ class S3HostsTest {
         assertEquals(ttl, b.answersHeld(p("/shared")), "listed again, held again");
     }
 
+    /** docs/s3-store.md: an open handle keeps working through renames and unlinks made on its host. */
+    @Test
+    void aFileOpenedForWritingKeepsItsContentWhenItsNameGoesBeforeItsFirstRead() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b"));
+        byte[] big = new byte[100_000]; // past what a listing brings with it
+        java.util.Arrays.fill(big, (byte) 'x');
+        a.write(p("/shared/removed"), big);
+        a.write(p("/shared/replaced"), big);
+        a.flushAll();
+        for (String name : new String[] {"/shared/removed", "/shared/replaced"}) {
+            try (FileHandle h = b.open(p(name), java.util.EnumSet.of(OpenFlag.READ, OpenFlag.WRITE), 0)) {
+                if (name.endsWith("removed")) {
+                    b.removeFile(p(name));
+                } else {
+                    b.write(p("/shared/new"), "new".getBytes(UTF_8));
+                    b.rename(p("/shared/new"), p(name)); // an editor's save
+                }
+                java.nio.ByteBuffer head = java.nio.ByteBuffer.allocate(12);
+                assertEquals(12, h.read(head, 0), name);
+                assertEquals("xxxxxxxxxxxx", new String(head.array(), UTF_8));
+                assertEquals(1, h.write(java.nio.ByteBuffer.wrap(new byte[] {'y'}), 5));
+            }
+        }
+    }
+
     @Test
     void aDirectoryRemovedHereStaysRemovedWhileADeleteBelowItWaitsToGoUp() throws Exception {
         // its marker never went up (so it has no tombstone of its own), and an upload of a file in it
