@@ -1540,16 +1540,14 @@ final class FuseFileSystem {
                 if (f.passthrough()) {
                     releaseBacking(n);
                 } else {
-                    // a write through the cache went through its pages to the store: they are the file now
-                    PageStamp written = PageStamp.UNKNOWN;
-                    try {
-                        written = f.writable() ? PageStamp.of(f.handle().metadata()) : null;
-                    } finally {
-                        synchronized (n) {
-                            n.cachedOpens--;
-                            if (written != null) {
-                                n.pagesLeftAt(written);
-                            }
+                    // a writer's pages are what it wrote, but the store file may hold more: another
+                    // mount's or chibi's writes while it was open, which its attributes at the close
+                    // would count as what the pages hold (the next open kept them, and an mmap written
+                    // back from them undid another mount's write). The next open drops them
+                    synchronized (n) {
+                        n.cachedOpens--;
+                        if (f.writable()) {
+                            n.pagesLeftAt(PageStamp.UNKNOWN);
                         }
                     }
                 }

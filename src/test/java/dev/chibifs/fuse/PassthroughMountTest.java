@@ -77,6 +77,29 @@ class PassthroughMountTest {
         }
     }
 
+    /** A served writer's pages hold what it wrote, not what chibi or another mount wrote meanwhile. */
+    @Test
+    void whereWritesAreServedAChangeMadeElsewhileAFileWasOpenForWritingIsReadAfterIt() throws IOException {
+        try (MountedFs served = MountedFs.start("--context", "planner", "--no-passthrough")) {
+            String store = served.stored("/shared/written-beside").toString();
+            PosixBehaviourTest.python(served, """
+                    fd = os.open('shared/written-beside', os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+                    os.write(fd, b'a' * 100000)
+                    s = os.open(STORE, os.O_WRONLY)
+                    os.pwrite(s, b'B' * 95, 50000)
+                    os.close(s)
+                    # as if written a while ago: a file changed in the last second is read past the pages
+                    old = time.time() - 10
+                    os.utime(STORE, (old, old))
+                    os.close(fd)
+                    with open('shared/written-beside', 'rb') as f:
+                        f.seek(50000)
+                        got = f.read(4)
+                    assert got == b'BBBB', got
+                    """.replace("STORE", "'" + store + "'"));
+        }
+    }
+
     @Test
     void aFileWrittenAThousandTimesIsAskedForItsCapabilitiesOnce() throws IOException {
         // served extended attributes (user.chibi.etag) make the kernel ask security.capability before a
