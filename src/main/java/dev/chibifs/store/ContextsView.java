@@ -111,8 +111,8 @@ public final class ContextsView implements ReadOnlyStore {
             Map<String, ContextEntry> parsed = now == FileStamp.MISSING ? Map.of() : parseState(Files.readAllBytes(stateFile));
             if (parsed == null) {
                 // as chibi, which reads it with unwrap_or_default; said once per version, as the flock registry is
-                LOG.warn("chibi's state file {} is malformed: {} shows no contexts until it is readable", stateFile,
-                        "/sys/contexts");
+                LOG.warn("chibi's state file {} is malformed: /sys/contexts shows no contexts until it is readable",
+                        stateFile);
                 parsed = Map.of();
             }
             contextList = parsed;
