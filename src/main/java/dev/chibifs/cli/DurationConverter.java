@@ -21,6 +21,9 @@ final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
      */
     static final Duration MAX = Duration.ofDays(365);
 
+    /** What a duration option takes, for its refusal. */
+    static final String RULE = "a positive number with a unit ms, s, m, h or d (e.g. 30s, 1h), or ISO-8601 (PT1H)";
+
     private static final Pattern SIMPLE = Pattern.compile("(\\d+)(ms|s|m|h|d)");
 
     @Override
@@ -37,20 +40,27 @@ final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
      * own message); one too large for a {@link Duration} comes back as the longest there is, past every bound.
      */
     static Duration positive(String value) {
-        Duration d;
-        try {
-            d = parse(value);
-        } catch (ArithmeticException e) {
-            d = ChronoUnit.FOREVER.getDuration();
-        }
+        Duration d = parsed(value);
         if (d == null || d.isZero() || d.isNegative()) {
-            throw new CommandLine.TypeConversionException("invalid duration '" + value
-                    + "': a positive number with a unit ms, s, m, h or d (e.g. 30s, 1h), or ISO-8601 (PT1H)");
+            throw invalid(value, RULE);
         }
         return d;
     }
 
-    private static CommandLine.TypeConversionException tooLong(String value) {
+    /** {@code value} as a duration (the longest there is when too large for one); null when it is none. */
+    static Duration parsed(String value) {
+        try {
+            return parse(value);
+        } catch (ArithmeticException e) {
+            return ChronoUnit.FOREVER.getDuration();
+        }
+    }
+
+    static CommandLine.TypeConversionException invalid(String value, String rule) {
+        return new CommandLine.TypeConversionException("invalid duration '" + value + "': " + rule);
+    }
+
+    static CommandLine.TypeConversionException tooLong(String value) {
         return new CommandLine.TypeConversionException("invalid duration '" + value + "': at most " + MAX.toDays() + "d");
     }
 

@@ -137,4 +137,29 @@ class WriteCommandsTest {
         assertTrue(cli.exists("/home/alice/f") && cli.exists("/sys/tool_cache/bob/x"));
         assertExit(0, cli.run("rm", "--as-system", "-r", "vfs:///sys/tool_cache/bob"));
     }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void lockWaitZeroTriesTheLockOnceAsFlockDashWZero() throws Exception {
+        cli.put("/shared/db", "before");
+        assertExit(0, cli.run("append", "--as", "bob", "--lock-wait", "0", "--content", "+free", "vfs:///shared/db"));
+        Process holder = new ProcessBuilder("python3", "-c", "import fcntl, sys; f = open(sys.argv[1], 'r+'); "
+                + "fcntl.lockf(f, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
+                cli.file("/shared/db").toString()).redirectErrorStream(true).start();
+        try {
+            assertEquals("locked", new java.io.BufferedReader(new java.io.InputStreamReader(holder.getInputStream())).readLine());
+            for (String zero : new String[] {"0", "0s", "0ms", "PT0S"}) {
+                Cli.Result r = cli.run("write", "--as", "bob", "--lock-wait", zero, "--content", "after", "vfs:///shared/db");
+                assertExit(5, r);
+                assertTrue(r.err().contains("holds a lock"), r.err());
+            }
+        } finally {
+            holder.getOutputStream().close();
+            holder.waitFor();
+        }
+        assertEquals("before+free", cli.read("/shared/db"));
+        Cli.Result negative = cli.run("write", "--as", "bob", "--lock-wait", "-1s", "--content", "x", "vfs:///shared/db");
+        assertExit(2, negative);
+        assertTrue(negative.err().contains("0 (do not wait)"), negative.err());
+    }
 }
