@@ -508,7 +508,7 @@ public final class LocalStorage implements Storage {
                 Syscalls.unlinkat(a.dir, a.name, false, path.toString());
                 return;
             }
-            removeTree(a.dir, a.name, path);
+            removeTree(a.dir, a.name.getBytes(StandardCharsets.UTF_8), path);
         }
     }
 
@@ -522,7 +522,7 @@ public final class LocalStorage implements Storage {
      * meanwhile is not a failure; one someone adds is removed too (a few passes, then ENOTEMPTY).
      * Deep trees hold one descriptor per level, never a host path.
      */
-    private static void removeTree(int parent, String name, VfsPath path) throws IOException {
+    private static void removeTree(int parent, byte[] name, VfsPath path) throws IOException {
         int fd = Syscalls.tryOpenat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
         if (fd < 0) {
             int err = -fd;
@@ -541,9 +541,11 @@ public final class LocalStorage implements Storage {
         }
         try {
             for (int pass = 0; ; pass++) {
-                List<String> directories = new ArrayList<>();
+                // names as the directory holds them: one another program made of bytes that are not
+                // UTF-8 would not survive a String, and the directory would never empty
+                List<byte[]> directories = new ArrayList<>();
                 Syscalls.readDirectoryFd(fd, path.toString(), (bytes, offset, length, type, inode) -> {
-                    String child = new String(bytes, offset, length, StandardCharsets.UTF_8);
+                    byte[] child = Arrays.copyOfRange(bytes, offset, offset + length);
                     if (type == DT_DIR) {
                         directories.add(child);
                         return true;
@@ -557,7 +559,7 @@ public final class LocalStorage implements Storage {
                     }
                     return true;
                 });
-                for (String child : directories) {
+                for (byte[] child : directories) {
                     removeTree(fd, child, path);
                 }
                 int err = Syscalls.tryUnlinkat(parent, name, true);

@@ -617,6 +617,17 @@ public final class Syscalls {
         return LIBC.mkdirat(dirfd, bytes(name), mode) != 0 ? -errno() : 0;
     }
 
+    /** {@link #tryOpenat} of a name given as its bytes (a directory's own, which need not be UTF-8). */
+    public static int tryOpenat(int dirfd, byte[] name, int flags, int mode) {
+        int fd = LIBC.openat(dirfd, Arrays.copyOf(name, name.length + 1), flags | O_CLOEXEC, mode);
+        return fd < 0 ? -errno() : fd;
+    }
+
+    /** {@link #tryUnlinkat} of a name given as its bytes (a directory's own, which need not be UTF-8). */
+    public static int tryUnlinkat(int dirfd, byte[] name, boolean directory) {
+        return LIBC.unlinkat(dirfd, Arrays.copyOf(name, name.length + 1), directory ? AT_REMOVEDIR : 0) != 0 ? -errno() : 0;
+    }
+
     /** unlink(2) of a file, or rmdir(2) when {@code directory}; the type check and the removal are one call. */
     public static void unlinkat(int dirfd, String name, boolean directory, String file) throws IOException {
         int err = tryUnlinkat(dirfd, name, directory);

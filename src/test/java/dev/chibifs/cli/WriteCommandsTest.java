@@ -162,4 +162,17 @@ class WriteCommandsTest {
         assertExit(2, negative);
         assertTrue(negative.err().contains("0 (do not wait)"), negative.err());
     }
+
+    @Test
+    void rmRemovesATreeHoldingNamesThatAreNotUtf8() throws Exception {
+        cli.put("/shared/tree/plain", "x");
+        // made by another program in the store: java.nio cannot name them, the shell can
+        Process p = new ProcessBuilder("python3", "-c", "import os, sys; d = os.fsencode(sys.argv[1]);"
+                + " open(d + b'/\\xff', 'w'); os.mkdir(d + b'/\\xfe'); open(d + b'/\\xfe/\\xfd', 'w')",
+                cli.file("/shared/tree").toString()).redirectErrorStream(true).start();
+        assertEquals(0, p.waitFor(), new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        Cli.Result r = cli.run("rm", "--as", "bob", "-r", "vfs:///shared/tree");
+        assertExit(0, r);
+        assertFalse(cli.exists("/shared/tree"));
+    }
 }
