@@ -36,11 +36,11 @@ final class CpCommand extends VfsCommand {
         VfsPath dst = uri(destination);
         router().checkWrite(caller(), dst);
         if (router().metadata(caller(), src).isDirectory()) {
-            throw CommandFailure.conflict("is a directory: " + src.toUri() + " (cp copies files only)");
+            throw CommandFailure.conflict("is a directory: " + Names.shown(src) + " (cp copies files only)");
         }
         if (router().exists(caller(), dst) && router().metadata(caller(), dst).isDirectory()) {
-            throw CommandFailure.conflict("is a directory: " + dst.toUri()
-                    + " (name the destination file, e.g. " + dst.child(src.fileName()).toUri() + ")");
+            throw CommandFailure.conflict("is a directory: " + Names.shown(dst)
+                    + " (name the destination file, e.g. " + Names.shown(dst.child(src.fileName())) + ")");
         }
         createParent(dst);
         router().copy(caller(), src, dst);

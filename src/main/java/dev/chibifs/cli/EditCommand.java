@@ -66,14 +66,14 @@ final class EditCommand extends VfsCommand {
         byte[] old = oldText.getBytes(StandardCharsets.UTF_8);
         int first = indexOf(content, old, 0);
         if (first < 0) {
-            throw CommandFailure.conflict("'" + shown(oldText) + "' not found in " + path.toUri() + "; nothing changed");
+            throw CommandFailure.conflict("'" + shown(oldText) + "' not found in " + Names.shown(path) + "; nothing changed");
         }
         int count = 1;
         for (int at = indexOf(content, old, first + 1); at >= 0; at = indexOf(content, old, at + 1)) {
             count++;
         }
         if (count > 1) {
-            throw CommandFailure.conflict("'" + shown(oldText) + "' occurs " + count + " times in " + path.toUri()
+            throw CommandFailure.conflict("'" + shown(oldText) + "' occurs " + count + " times in " + Names.shown(path)
                     + "; include more surrounding text so it matches once; nothing changed");
         }
         ByteArrayOutputStream edited = new ByteArrayOutputStream(content.length + newText.length());

@@ -96,6 +96,10 @@ final class Failures {
      * the command's one path, if it has one.
      */
     private String uri(String file) {
+        return Names.shown(rawUri(file));
+    }
+
+    private String rawUri(String file) {
         if (file == null) {
             return subjects.size() == 1 ? "vfs://" + subjects.get(0) : "(unknown path)";
         }

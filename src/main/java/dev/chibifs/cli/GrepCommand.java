@@ -1,15 +1,18 @@
 package dev.chibifs.cli;
 
+import com.fasterxml.jackson.core.JsonGenerator;
 import dev.chibifs.path.VfsPath;
-import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntryKind;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.NoSuchFileException;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
@@ -43,14 +46,9 @@ final class GrepCommand extends VfsCommand {
     @Parameters(index = "1", paramLabel = "URI", description = "A file, or a directory to search recursively.")
     String target;
 
-    record Match(String uri, int line, String text) {
-    }
-
-    record Matches(String pattern, List<Match> matches) {
-    }
-
-    private final List<Match> matches = new ArrayList<>();
+    private JsonGenerator jsonOut;
     private int matched;
+    private boolean skipped;
 
     @Override
     boolean writes() {
@@ -67,56 +65,148 @@ final class GrepCommand extends VfsCommand {
                     + " near index " + e.getIndex() + " (java.util.regex syntax)");
         }
         VfsPath path = uri(target);
-        if (router().metadata(caller(), path).isDirectory()) {
+        boolean directory = router().metadata(caller(), path).isDirectory();
+        if (json) {
+            // written as found: a match's line can be as long as its file
+            jsonOut = jsonGenerator();
+            jsonOut.writeStartObject();
+            jsonOut.writeStringField("pattern", pattern);
+            jsonOut.writeArrayFieldStart("matches");
+        }
+        if (directory) {
             searchTree(regex, path);
         } else if (!searchFile(regex, path)) {
-            spec.commandLine().getErr().println("chibifs grep: " + path.toUri() + ": binary file, not searched");
+            note(Names.shown(path) + ": binary file, not searched");
         }
         if (json) {
-            printJson(new Matches(pattern, matches));
+            jsonOut.writeEndArray();
+            jsonOut.writeEndObject();
+            jsonOut.close();
+            out().write('\n');
+        }
+        if (skipped) {
+            // as GNU grep: a file that could not be searched is an error, whatever matched elsewhere
+            return ExitCodes.IO_ERROR;
         }
         return matched > 0 ? ExitCodes.OK : ExitCodes.NOT_FOUND;
     }
 
+    private void note(String message) throws IOException {
+        out().flush();
+        spec.commandLine().getErr().println("chibifs grep: " + message);
+        spec.commandLine().getErr().flush();
+    }
+
     private void searchTree(Pattern regex, VfsPath dir) throws IOException {
-        List<Entry> entries;
+        List<Listed> entries;
         try {
-            entries = router().list(caller(), dir);
+            entries = entries(dir);
         } catch (NoSuchFileException vanished) {
             return;
         }
-        for (Entry e : entries) {
+        for (Listed e : entries) {
+            if (!e.reachable()) {
+                // one name of other bytes than UTF-8 (made in the store directly) does not stop the rest
+                note(Names.shown(dir) + "/" + e.shown() + ": name is not UTF-8, not searched");
+                skipped = true;
+                continue;
+            }
             VfsPath child = dir.child(e.name());
-            if (e.kind() == EntryKind.DIRECTORY) {
-                searchTree(regex, child);
-            } else if (e.kind() == EntryKind.FILE) {
-                try {
+            try {
+                if (e.kind() == EntryKind.DIRECTORY) {
+                    searchTree(regex, child);
+                } else if (e.kind() == EntryKind.FILE) {
                     searchFile(regex, child);
-                } catch (NoSuchFileException vanished) {
-                    // removed while we walked: nothing to search
                 }
+            } catch (NoSuchFileException vanished) {
+                // removed while we walked: nothing to search
+            } catch (IOException failed) {
+                if (Errors.errno(failed) != Linux.EILSEQ) {
+                    throw failed;
+                }
+                note(Names.shown(child) + ": the store does not take this name (it holds U+FFFD), not searched");
+                skipped = true;
             }
         }
     }
 
-    /** Searches one file; false when it is binary and was skipped. */
+    /** Searches one file, a line at a time; false when it is binary and was skipped. */
     private boolean searchFile(Pattern regex, VfsPath file) throws IOException {
-        byte[] content = router().read(caller(), file);
-        if (TextLines.isBinary(content)) {
-            return false;
-        }
-        TextLines lines = TextLines.of(content);
-        for (int n = 1; n <= lines.count(); n++) {
-            String text = lines.text(n);
-            if (regex.matcher(text).find()) {
+        try (StoreFile f = open(file)) {
+            if (f.binary()) {
+                return false;
+            }
+            byte[] prefix = (Names.shown(file) + ":").getBytes(StandardCharsets.UTF_8);
+            int n = 0;
+            for (StoreFile.Line line = f.line(0); line != null; line = f.line(line.next())) {
+                n++;
+                byte[] bytes = f.bytes(line);
+                boolean ascii = ascii(bytes);
+                // an ASCII line is matched where it lies, not copied into a String: one line can be the whole file
+                CharSequence text = ascii ? new AsciiText(bytes) : new String(bytes, StandardCharsets.UTF_8);
+                if (!regex.matcher(text).find()) {
+                    continue;
+                }
                 matched++;
                 if (json) {
-                    matches.add(new Match(file.toUri(), n, text));
+                    jsonOut.writeStartObject();
+                    jsonOut.writeStringField("uri", file.toUri());
+                    jsonOut.writeNumberField("line", n);
+                    jsonOut.writeFieldName("text");
+                    if (ascii) {
+                        jsonOut.writeUTF8String(bytes, 0, bytes.length);
+                    } else {
+                        jsonOut.writeString(text.toString());
+                    }
+                    jsonOut.writeEndObject();
                 } else {
-                    println(file.toUri() + ":" + (numbers ? n + ":" : "") + text);
+                    OutputStream out = out();
+                    out.write(prefix);
+                    if (numbers) {
+                        out.write((n + ":").getBytes(StandardCharsets.US_ASCII));
+                    }
+                    byte[] shown = ascii ? bytes : text.toString().getBytes(StandardCharsets.UTF_8);
+                    // in pieces: a write of n bytes to a file descriptor copies all n into native memory first
+                    for (int at = 0; at < shown.length; at += StoreFile.CHUNK) {
+                        out.write(shown, at, Math.min(StoreFile.CHUNK, shown.length - at));
+                    }
+                    out.write('\n');
                 }
             }
         }
         return true;
+    }
+
+    private static boolean ascii(byte[] bytes) {
+        for (byte b : bytes) {
+            if (b < 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** ASCII bytes as the characters they are, without a copy. */
+    private record AsciiText(byte[] bytes) implements CharSequence {
+
+        @Override
+        public int length() {
+            return bytes.length;
+        }
+
+        @Override
+        public char charAt(int index) {
+            return (char) bytes[index];
+        }
+
+        @Override
+        public CharSequence subSequence(int start, int end) {
+            return new String(bytes, start, end - start, StandardCharsets.US_ASCII);
+        }
+
+        @Override
+        public String toString() {
+            return new String(bytes, StandardCharsets.US_ASCII);
+        }
     }
 }

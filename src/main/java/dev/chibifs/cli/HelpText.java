@@ -15,6 +15,8 @@ final class HelpText {
             + " acts as a read-only guest.";
     static final String WRITER = "Acts as --as NAME, else $CHIBI_CONTEXT; SYSTEM only with --as-system."
             + " Writable: /shared/** for every context, /home/<NAME>/** for NAME, everything else for SYSTEM only.";
+    static final String ESCAPES = "In names and URIs printed for people, control characters (a newline too), backslashes and"
+            + " bytes that are not UTF-8 are shown as escapes, as ls -b does: \\n, \\t, \\\\, \\377; --json gives them exactly.";
     static final String URI = "URIs are vfs:///path (three slashes), e.g. vfs:///shared/tasks.md.";
 
     private HelpText() {

@@ -15,7 +15,7 @@ import java.nio.file.attribute.FileTime;
         description = {"Show kind, size and times of a path (vfs_info).",
             "Show the kind (file, directory, symlink, fifo, socket, other), size in bytes, creation and"
                 + " modification times (ISO-8601, UTC) of URI, a symbolic link's target (never followed) and a"
-                + " file's ETag (the SHA-256 of its content, for --if-match).",
+                + " file's ETag (the SHA-256 of its content, for --if-match). " + HelpText.ESCAPES,
             HelpText.URI, HelpText.READER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, HelpText.IO})
@@ -47,7 +47,7 @@ final class InfoCommand extends VfsCommand {
             printJson(info);
             return ExitCodes.OK;
         }
-        println("uri: " + info.uri());
+        println("uri: " + Names.shown(path));
         println("kind: " + info.kind());
         println("size: " + info.size());
         if (info.created() != null) {
@@ -55,7 +55,7 @@ final class InfoCommand extends VfsCommand {
         }
         println("modified: " + info.modified());
         if (info.target() != null) {
-            println("target: " + info.target());
+            println("target: " + Names.shown(info.target()));
         }
         if (etag != null) {
             println("etag: " + etag);

@@ -1,10 +1,13 @@
 package dev.chibifs.cli;
 
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.chibifs.path.VfsPath;
-import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.Metadata;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -12,6 +15,7 @@ import picocli.CommandLine.Parameters;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
 
@@ -20,11 +24,15 @@ import java.util.Locale;
         description = {"List a directory (vfs_list).",
             "List the entries of the directory at URI (default vfs:///), sorted by name;"
                 + " directories end in '/'. A file URI lists the file itself."
-                + " Names starting with '.' are hidden unless -a, as chibi's vfs_list does.",
+                + " Names starting with '.' are hidden unless -a, as chibi's vfs_list does."
+                + " " + HelpText.ESCAPES,
             HelpText.URI, HelpText.READER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, HelpText.USAGE, HelpText.IO})
 final class LsCommand extends VfsCommand {
+
+    /** What -l shows for a size or time the store could not give, as GNU ls does. */
+    private static final String UNKNOWN = "?";
 
     @Option(names = "-a", description = "Also list names starting with '.'.")
     boolean all;
@@ -34,15 +42,21 @@ final class LsCommand extends VfsCommand {
     boolean details;
 
     @Option(names = "--json", description = "Print {uri, entries: [{name, uri, kind, size, modified, target}]} as JSON"
-            + " (target: a symbolic link's).")
+            + " (target: a symbolic link's). A name that is not UTF-8 has name_base64 (its bytes) and no uri.")
     boolean json;
 
     @Parameters(index = "0", arity = "0..1", paramLabel = "URI", defaultValue = "vfs:///",
             description = "The directory (or file) to list.")
     String target;
 
+    /**
+     * One entry. A name that is not UTF-8 has {@code nameBase64}, its bytes, and no {@code uri}: {@code name}
+     * only stands for it. {@code size} and {@code modified} are absent where the store cannot look the
+     * name up (not UTF-8, or holding U+FFFD, which the store refuses as it may stand for other bytes).
+     */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    record Row(String name, String uri, String kind, Long size, String modified, String target) {
+    record Row(String name, @JsonProperty("name_base64") String nameBase64, String uri, String kind, Long size,
+               String modified, String target, @JsonIgnore String shown) {
     }
 
     record Listing(String uri, List<Row> entries) {
@@ -59,8 +73,13 @@ final class LsCommand extends VfsCommand {
         Metadata self = router().metadata(caller(), path);
         List<Row> rows = new ArrayList<>();
         if (self.isDirectory()) {
-            for (Entry e : router().list(caller(), path)) {
+            for (Listed e : entries(path)) {
                 if (!all && e.name().startsWith(".")) {
+                    continue;
+                }
+                if (!e.reachable()) {
+                    rows.add(new Row(e.name(), Base64.getEncoder().encodeToString(e.bytes()), null, kind(e.kind()),
+                            null, null, null, e.shown()));
                     continue;
                 }
                 VfsPath child = path.child(e.name());
@@ -69,9 +88,15 @@ final class LsCommand extends VfsCommand {
                         rows.add(row(e.name(), child, router().metadata(caller(), child), router()));
                     } catch (NoSuchFileException vanished) {
                         // removed between listing and stat: not listed
+                    } catch (IOException e2) {
+                        if (Errors.errno(e2) != Linux.EILSEQ) {
+                            throw e2;
+                        }
+                        // a name the store will not look up: listed with what the listing said
+                        rows.add(new Row(e.name(), null, child.toUri(), kind(e.kind()), null, null, null, e.shown()));
                     }
                 } else {
-                    rows.add(new Row(e.name(), child.toUri(), kind(e.kind()), null, null, null));
+                    rows.add(new Row(e.name(), null, child.toUri(), kind(e.kind()), null, null, null, e.shown()));
                 }
             }
         } else {
@@ -82,16 +107,18 @@ final class LsCommand extends VfsCommand {
             return ExitCodes.OK;
         }
         for (Row r : rows) {
-            String name = r.name() + ("directory".equals(r.kind()) ? "/" : "") + (r.target() == null ? "" : " -> " + r.target());
-            println(details ? String.format(Locale.ROOT, "%-9s %12d  %s  %s", r.kind(), r.size(), r.modified(), name)
+            String name = r.shown() + ("directory".equals(r.kind()) ? "/" : "")
+                    + (r.target() == null ? "" : " -> " + Names.shown(r.target()));
+            println(details ? String.format(Locale.ROOT, "%-9s %12s  %s  %s", r.kind(),
+                    r.size() == null ? UNKNOWN : r.size(), r.modified() == null ? UNKNOWN : r.modified(), name)
                     : name);
         }
         return ExitCodes.OK;
     }
 
     private Row row(String name, VfsPath path, Metadata m, dev.chibifs.router.Router router) throws IOException {
-        return new Row(name, path.toUri(), kind(m.kind()), m.size(), m.modified().toInstant().toString(),
-                target(router, path, m));
+        return new Row(name, null, path.toUri(), kind(m.kind()), m.size(), m.modified().toInstant().toString(),
+                target(router, path, m), Names.shown(name));
     }
 
     /** A symbolic link's target text (never followed), null for anything else or a link gone meanwhile. */

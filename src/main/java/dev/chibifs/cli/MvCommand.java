@@ -46,16 +46,16 @@ final class MvCommand extends VfsCommand {
             return ExitCodes.OK;
         }
         if (dst.startsWith(src)) {
-            throw CommandFailure.conflict("cannot move " + src.toUri() + " into itself (" + dst.toUri() + ")");
+            throw CommandFailure.conflict("cannot move " + Names.shown(src) + " into itself (" + Names.shown(dst) + ")");
         }
         if (router().exists(caller(), dst)) {
             Metadata to = router().metadata(caller(), dst);
             if (to.isDirectory()) {
-                throw CommandFailure.conflict("is a directory: " + dst.toUri()
-                        + " (name the new path, e.g. " + dst.child(src.fileName()).toUri() + ")");
+                throw CommandFailure.conflict("is a directory: " + Names.shown(dst)
+                        + " (name the new path, e.g. " + Names.shown(dst.child(src.fileName())) + ")");
             }
             if (from.isDirectory()) {
-                throw CommandFailure.conflict("already exists: " + dst.toUri()
+                throw CommandFailure.conflict("already exists: " + Names.shown(dst)
                         + " (a file; mv does not put a directory in place of a file)");
             }
         }

@@ -61,15 +61,4 @@ final class TextLines {
             out.write(content, starts[first - 1], starts[last] - starts[first - 1]);
         }
     }
-
-    /** True when the content looks binary: a NUL byte in its first 8 KiB, grep's own test. */
-    static boolean isBinary(byte[] content) {
-        int n = Math.min(content.length, 8192);
-        for (int i = 0; i < n; i++) {
-            if (content[i] == 0) {
-                return true;
-            }
-        }
-        return false;
-    }
 }

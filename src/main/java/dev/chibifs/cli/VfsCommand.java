@@ -9,6 +9,7 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.router.Namespace;
 import dev.chibifs.router.Router;
+import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.LocalStorage;
 import picocli.CommandLine;
 import picocli.CommandLine.Mixin;
@@ -19,6 +20,7 @@ import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.Callable;
 
@@ -51,6 +53,7 @@ abstract class VfsCommand implements Callable<Integer> {
     private Namespace namespace;
     private Router router;
     private Caller caller;
+    private OutputStream out;
 
     /** True for commands that change the store: they need a named caller. */
     abstract boolean writes();
@@ -89,6 +92,7 @@ abstract class VfsCommand implements Callable<Integer> {
     }
 
     private int fail(Exception e) {
+        flushOut();
         Failures.Report r = new Failures(storage == null ? null : storage.root(),
                 router == null ? List.of() : router.prefixes(), subjects).report(e);
         PrintWriter err = spec.commandLine().getErr();
@@ -130,6 +134,51 @@ abstract class VfsCommand implements Callable<Integer> {
         }
     }
 
+    /** The file at {@code path}, open for reading in chunks. */
+    StoreFile open(VfsPath path) throws IOException {
+        return new StoreFile(router().open(caller, path, java.util.EnumSet.of(dev.chibifs.store.OpenFlag.READ), 0));
+    }
+
+    /** The JSON generator {@link #printJson} writes with, for output written as it is read; the caller closes it. */
+    JsonGenerator jsonGenerator() throws IOException {
+        return JSON.createGenerator(out()).useDefaultPrettyPrinter();
+    }
+
+    /**
+     * One entry of a directory. {@code name} is its name as text; {@code bytes} are its bytes when
+     * they are not UTF-8 (a name another program made in the store), so {@code name} only stands
+     * for them (U+FFFD for each bad byte, as chibi's own listing shows it) and names no path: such an
+     * entry cannot be reached, but is listed for what it is.
+     */
+    record Listed(String name, byte[] bytes, EntryKind kind) {
+
+        /** True when {@link #name} is the name exactly, so {@code dir.child(name)} reaches it. */
+        boolean reachable() {
+            return bytes == null;
+        }
+
+        /** The name for human output, escaped ({@link Names}). */
+        String shown() {
+            return bytes == null ? Names.shown(name) : Names.shown(bytes);
+        }
+    }
+
+    /** The entries of the directory {@code dir}, sorted by name, each exactly as the directory holds it. */
+    List<Listed> entries(VfsPath dir) throws IOException {
+        List<Listed> out = new ArrayList<>();
+        router().forEachEntry(caller, dir, (name, offset, length, kind, inode) -> {
+            byte[] bytes = java.util.Arrays.copyOfRange(name, offset, offset + length);
+            String text = new String(bytes, StandardCharsets.UTF_8);
+            out.add(new Listed(text, Names.isUtf8(bytes) ? null : bytes, kind));
+            return true;
+        });
+        out.sort(Comparator.comparing(Listed::name)
+                .thenComparing((a, b) -> java.util.Arrays.compareUnsigned(
+                        a.bytes() == null ? a.name().getBytes(StandardCharsets.UTF_8) : a.bytes(),
+                        b.bytes() == null ? b.name().getBytes(StandardCharsets.UTF_8) : b.bytes())));
+        return out;
+    }
+
     /**
      * Parses a {@code vfs:///path} argument; a plain path or a URI with the wrong number of
      * slashes is refused with the right form in the message.
@@ -147,8 +196,15 @@ abstract class VfsCommand implements Callable<Integer> {
         return path;
     }
 
+    /**
+     * Standard output, buffered here: System.out flushes every write, and grep writes four per
+     * line. Flushed when the command ends, and before anything goes to standard error.
+     */
     OutputStream out() {
-        return terminal.out();
+        if (out == null) {
+            out = new java.io.BufferedOutputStream(terminal.out(), StoreFile.CHUNK);
+        }
+        return out;
     }
 
     void println(String line) throws IOException {

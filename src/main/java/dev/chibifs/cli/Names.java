@@ -1,0 +1,117 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.path.VfsPath;
+
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CoderResult;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Names and URIs as the human output shows them: one entry per line, whatever the name holds.
+ * Backslash escapes as {@code ls -b} writes them: {@code \n}, {@code \t} and the like for control
+ * characters, {@code \ooo} (octal) for each byte of any other control character and for each byte
+ * that is not UTF-8, {@code \\} for a backslash; everything else, spaces too, as it is. JSON
+ * output never uses this: its strings carry names exactly.
+ */
+final class Names {
+
+    private Names() {
+    }
+
+    /** {@code text} escaped for one line of human output. */
+    static String shown(String text) {
+        StringBuilder out = null;
+        for (int i = 0; i < text.length(); ) {
+            int c = text.codePointAt(i);
+            int next = i + Character.charCount(c);
+            String escape = escape(c);
+            if (escape != null && out == null) {
+                out = new StringBuilder(text.length() + 8).append(text, 0, i);
+            }
+            if (out != null) {
+                if (escape != null) {
+                    out.append(escape);
+                } else {
+                    out.append(text, i, next);
+                }
+            }
+            i = next;
+        }
+        return out == null ? text : out.toString();
+    }
+
+    /** The URI of {@code path}, escaped as {@link #shown(String)}. */
+    static String shown(VfsPath path) {
+        return shown(path.toUri());
+    }
+
+    /** A name as a directory holds it, escaped: bytes that are not UTF-8 as {@code \ooo}. */
+    static String shown(byte[] name) {
+        if (isUtf8(name)) {
+            return shown(new String(name, StandardCharsets.UTF_8));
+        }
+        StringBuilder out = new StringBuilder(name.length * 4);
+        CharsetDecoder decoder = decoder();
+        ByteBuffer in = ByteBuffer.wrap(name);
+        CharBuffer chars = CharBuffer.allocate(name.length + 1);
+        while (in.hasRemaining()) {
+            CoderResult r = decoder.decode(in, chars, true);
+            chars.flip();
+            out.append(shown(chars.toString()));
+            chars.clear();
+            if (r.isMalformed() || r.isUnmappable()) {
+                for (int i = 0; i < r.length(); i++) {
+                    out.append(octal(in.get()));
+                }
+            }
+        }
+        return out.toString();
+    }
+
+    /** True when {@code name} is valid UTF-8, so a String holds it exactly. */
+    static boolean isUtf8(byte[] name) {
+        try {
+            decoder().decode(ByteBuffer.wrap(name));
+            return true;
+        } catch (java.nio.charset.CharacterCodingException e) {
+            return false;
+        }
+    }
+
+    private static CharsetDecoder decoder() {
+        return StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT);
+    }
+
+    /** The escape of code point {@code c}, or null when it is shown as it is. */
+    private static String escape(int c) {
+        switch (c) {
+            case '\\': return "\\\\";
+            case '\n': return "\\n";
+            case '\t': return "\\t";
+            case '\r': return "\\r";
+            case 0x07: return "\\a";
+            case '\b': return "\\b";
+            case '\f': return "\\f";
+            case 0x0b: return "\\v";
+            default: break;
+        }
+        // C0, DEL and C1 controls: a terminal acts on them (C1 0x9b starts an escape sequence)
+        if (c < 0x20 || c >= 0x7f && c <= 0x9f) {
+            StringBuilder octal = new StringBuilder();
+            for (byte b : new String(Character.toChars(c)).getBytes(StandardCharsets.UTF_8)) {
+                octal.append(octal(b));
+            }
+            return octal.toString();
+        }
+        return null;
+    }
+
+    private static String octal(byte b) {
+        return String.format("\\%03o", b & 0xff);
+    }
+}
