@@ -18,8 +18,8 @@ abstract class EndLinesCommand extends VfsCommand {
     @Parameters(index = "0", paramLabel = "URI")
     String target;
 
-    /** The number of the first line to print, of {@code total}, to print {@code n} of them. */
-    abstract int first(int total, int n);
+    /** The number of the first line to print, to print {@code n} of {@code lines}. */
+    abstract int first(TextLines lines, int n) throws IOException;
 
     @Override
     boolean writes() {
@@ -30,9 +30,11 @@ abstract class EndLinesCommand extends VfsCommand {
     int execute() throws IOException {
         int n = LineSlice.count("-n", count);
         VfsPath path = uri(target);
-        TextLines lines = TextLines.of(router().read(caller(), path));
-        int first = first(lines.count(), n);
-        LineSlice.print(this, path, lines, first, Math.min(first + n - 1, lines.count()), json);
+        try (StoreFile file = open(path)) {
+            TextLines lines = TextLines.of(file);
+            int first = first(lines, n);
+            LineSlice.print(this, path, lines, first, (int) Math.min((long) first + n - 1, Integer.MAX_VALUE), json);
+        }
         return ExitCodes.OK;
     }
 }

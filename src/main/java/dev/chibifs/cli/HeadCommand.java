@@ -12,7 +12,7 @@ import picocli.CommandLine.Command;
 final class HeadCommand extends EndLinesCommand {
 
     @Override
-    int first(int total, int n) {
+    int first(TextLines lines, int n) {
         return 1;
     }
 }

@@ -18,7 +18,10 @@ final class LineSlice {
     private LineSlice() {
     }
 
-    /** Prints lines {@code first..last} (1-based, inclusive; empty when {@code first > last}). */
+    /**
+     * Prints lines {@code first..last} (1-based, inclusive; empty when {@code first > last}; a
+     * {@code last} past the end stops there, without counting the lines first).
+     */
     static void print(VfsCommand command, VfsPath path, TextLines lines, int first, int last, boolean json)
             throws IOException {
         if (!json) {
@@ -26,7 +29,7 @@ final class LineSlice {
             return;
         }
         List<Line> out = new ArrayList<>();
-        for (int n = first; n <= last; n++) {
+        for (int n = first, end = Math.min(last, lines.count()); n <= end; n++) {
             out.add(new Line(n, lines.text(n)));
         }
         command.printJson(new Lines(path.toUri(), lines.count(), out));

@@ -44,8 +44,10 @@ final class LinesCommand extends VfsCommand {
             throw new UsageException("invalid range " + start + ".." + end + ": END must be START or more");
         }
         VfsPath path = uri(target);
-        TextLines lines = TextLines.of(router().read(caller(), path));
-        LineSlice.print(this, path, lines, start, Math.min(end, lines.count()), json);
+        try (StoreFile file = open(path)) {
+            TextLines lines = TextLines.of(file);
+            LineSlice.print(this, path, lines, start, end, json);
+        }
         return ExitCodes.OK;
     }
 }

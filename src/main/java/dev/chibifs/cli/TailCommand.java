@@ -2,6 +2,8 @@ package dev.chibifs.cli;
 
 import picocli.CommandLine.Command;
 
+import java.io.IOException;
+
 /** {@code chibifs tail}: the last lines of a file, as chibi's file_tail. */
 @Command(name = "tail", mixinStandardHelpOptions = true,
         description = {"Print the last lines of a file (file_tail).",
@@ -12,7 +14,7 @@ import picocli.CommandLine.Command;
 final class TailCommand extends EndLinesCommand {
 
     @Override
-    int first(int total, int n) {
-        return Math.max(1, total - n + 1);
+    int first(TextLines lines, int n) throws IOException {
+        return Math.max(1, lines.count() - n + 1);
     }
 }

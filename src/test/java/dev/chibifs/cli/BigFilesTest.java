@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * cat and grep of a file several times larger than the command's heap: they read it in pieces. A
+ * cat, grep, head, tail and lines of a file several times larger than the command's heap: they read it in pieces. A
  * command that read the whole file (and, for --json, built the document in memory) ran out.
  */
 @Timeout(300)
@@ -106,6 +106,22 @@ class BigFilesTest {
         assertEquals(text.length + countLines() * ("vfs:///shared/text:".length() + 1L) + digits(), Files.size(out));
         assertEquals(0, run(out, "grep", "--json", "quoted", "vfs:///shared/text"));
         assertEquals(countLines(), LARGE.readTree(out.toFile()).get("matches").size());
+    }
+
+    @Test
+    void headTailAndLinesOfAFileLargerThanTheirHeap(@TempDir Path tmp) throws Exception {
+        Path out = tmp.resolve("out");
+        String[] all = new String(text, StandardCharsets.UTF_8).split("\n", -1);
+        int total = all.length - 1; // the text ends in a newline
+        assertEquals(0, run(out, "head", "-n", "2", "vfs:///shared/text"));
+        assertEquals(all[0] + "\n" + all[1] + "\n", Files.readString(out));
+        assertEquals(0, run(out, "tail", "-n", "1", "--json", "vfs:///shared/text"));
+        JsonNode j = LARGE.readTree(out.toFile());
+        assertEquals(total, j.get("total").asInt());
+        assertEquals(all[total - 1], j.get("lines").get(0).get("text").asText());
+        assertEquals(total, j.get("lines").get(0).get("number").asInt());
+        assertEquals(0, run(out, "lines", "vfs:///shared/text", Integer.toString(total - 1), Integer.toString(total + 5)));
+        assertEquals(all[total - 2] + "\n" + all[total - 1] + "\n", Files.readString(out));
     }
 
     private static long countLines() {
