@@ -413,8 +413,13 @@ final class NodeTable {
                 if (node.identity != null) {
                     removedInodes.put(new Link(parent, name), node.identity.inode());
                 }
-                // the kernel holds it until its FORGET, but a new file that reuses its inode is another node
-                byIdentity.remove(node.identity, node);
+                // the kernel holds it until its FORGET, but a new file that reuses its inode is another
+                // node. Where a birth time tells the two apart it stays known by what it is: a name made
+                // behind the mount may still reach the file (another mount's hard link), and a change
+                // there must find the node its open descriptors' fstat reads
+                if (node.identity != null && node.identity.born() == 0) {
+                    byIdentity.remove(node.identity, node);
+                }
             }
         }
     }

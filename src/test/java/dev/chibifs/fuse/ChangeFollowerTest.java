@@ -94,6 +94,29 @@ class ChangeFollowerTest {
                     && name.equals(StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8))).toString()));
         }
     }
+    @Test
+    void aFileRemovedThroughTheMountAndGrownThroughANameMadeBehindItUpdatesItsOpenDescriptors() throws Exception {
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        assertEquals(0, kernel.call(FuseProtocol.LOOKUP, dir, body().name("a")).int64(0), "missing, until made");
+        FakeKernel.Reply created = create(dir, "a"); // held open: a program's descriptor
+        long a = created.int64(0);
+        Files.createLink(home.resolve("shared/b"), home.resolve("shared/a")); // another mount's ln
+        follower.catchUp();
+        assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("a")).error());
+        follower.catchUp();
+        long fh = created.int64(FuseProtocol.ENTRY_OUT);
+        assertEquals(0, kernel.call(FuseProtocol.GETATTR, a,
+                body().int32(FuseProtocol.GETATTR_FH).int32(0).int64(fh)).error(), "fstat");
+        synchronized (kernel) {
+            kernel.notifications.clear();
+        }
+
+        Files.writeString(home.resolve("shared/b"), "grown elsewhere", java.nio.file.StandardOpenOption.APPEND);
+        follower.catchUp();
+
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == a);
+    }
+
     /** A directory's node after its parent {@code dir} saw {@code names} change, as the feed tells. */
     private void told(long dir, String... names) {
         long key = fs.nodes.get(dir).followKey;
