@@ -10,6 +10,8 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -45,6 +47,17 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private final ConcurrentMap<Long, NodeTable.Node> directories = new ConcurrentHashMap<>();
     private final Set<Name> missing = ConcurrentHashMap.newKeySet();
     private final ConcurrentMap<Long, Long> notFollowedUntil = new ConcurrentHashMap<>();
+    /**
+     * The file nodes of the last names removed behind the kernel's back: a write through a
+     * descriptor of such a name is told under it alone, when the kernel may know the file by its
+     * other names only (a lookup that finds one link forgets the others). Guarded by itself.
+     */
+    private final Map<Name, NodeTable.Node> goneFiles = new LinkedHashMap<>(16, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Name, NodeTable.Node> eldest) {
+            return size() > NodeTable.REMOVED_NAMES_KEPT;
+        }
+    };
     /** Each thread's own notification buffer. */
     private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(8192));
     private volatile FuseChannel channel;
@@ -178,9 +191,23 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                     // a file that lost a name lost a link: its other names, and its open descriptors'
                     // fstat, would show the old count for as long as the kernel keeps attributes
                     invalidateInode(child, -1);
+                    if (now == null) {
+                        synchronized (goneFiles) {
+                            goneFiles.put(new Name(parent.id, name), child);
+                        }
+                    }
                 }
                 return;
             }
+        }
+        NodeTable.Node written = now != null || !known ? null : child != null ? child : goneFile(parent, name);
+        if (written != null) {
+            // written through this name after it went (a descriptor open on another mount): the file
+            // lives on under its other names, or in descriptors open here, whose attributes the kernel
+            // would keep for its whole timeout; what it is now, the store no longer says by this name
+            invalidateInode(written, -1);
+            written.untold();
+            return;
         }
         // a file the kernel knows by a name it had before (renamed behind its back, then changed, as
         // a rotated log): its open descriptors' fstat would keep the old size for as long as the
@@ -196,6 +223,15 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             // what a listing sends for it next: read after the change, so kept unless another came since
             child.keep(KeptMetadata.of(now, parent.followKey, System.nanoTime()), from);
         }
+    }
+
+    /** The file node {@code name} in {@code parent} stood for when it was removed behind the kernel's back, if the kernel still holds it. */
+    private NodeTable.Node goneFile(NodeTable.Node parent, String name) {
+        NodeTable.Node n;
+        synchronized (goneFiles) {
+            n = goneFiles.get(new Name(parent.id, name));
+        }
+        return n != null && fs.nodes.get(n.id) == n ? n : null;
     }
 
     /**

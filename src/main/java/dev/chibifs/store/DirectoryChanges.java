@@ -56,7 +56,12 @@ final class DirectoryChanges implements ChangeFeed {
     /** What happened to a name in a batch: bits of the value {@link #readOnce} keeps per name. */
     private static final int RENAMED = 1;
     private static final int MODIFIED = 2;
-    private static final int MASK = NAMES | FILES | IN_ONLYDIR | IN_EXCL_UNLINK;
+    /**
+     * Without IN_EXCL_UNLINK: a file written through a name removed meanwhile (an open descriptor,
+     * on another mount) may live on under other names, or in descriptors open elsewhere, and its
+     * event under the old name is the only one the store raises for the write.
+     */
+    private static final int MASK = NAMES | FILES | IN_ONLYDIR;
     /**
      * How long the reader lets events gather after it told a batch, while changes keep coming. A
      * file written through the mount raises several (create, writes, close, times) within

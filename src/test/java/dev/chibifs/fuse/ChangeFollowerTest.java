@@ -117,6 +117,30 @@ class ChangeFollowerTest {
         kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == a);
     }
 
+    @Test
+    void aWriteThroughANameRemovedBehindTheMountReachesTheFilesOtherName() throws Exception {
+        Files.writeString(home.resolve("shared/g"), "old\n");
+        Files.createLink(home.resolve("shared/h"), home.resolve("shared/g"));
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long g = kernel.call(FuseProtocol.LOOKUP, dir, body().name("g")).int64(0);
+        assertEquals(g, kernel.call(FuseProtocol.LOOKUP, dir, body().name("h")).int64(0), "one node for both names");
+        // another mount's program: exec 3>>g; rm g; ... echo more >&3
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/g"), java.nio.file.StandardOpenOption.APPEND)) {
+            Files.delete(home.resolve("shared/g"));
+            follower.catchUp();
+            // a stat of h here: the store counts one link, and the node is known by h alone
+            assertEquals(g, kernel.call(FuseProtocol.LOOKUP, dir, body().name("h")).int64(0));
+            synchronized (kernel) {
+                kernel.notifications.clear();
+            }
+
+            out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)));
+            follower.catchUp();
+
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == g);
+        }
+    }
+
     /** A directory's node after its parent {@code dir} saw {@code names} change, as the feed tells. */
     private void told(long dir, String... names) {
         long key = fs.nodes.get(dir).followKey;
