@@ -844,7 +844,15 @@ final class FuseFileSystem {
         Caller caller = caller(req);
         VfsPath last = path(existing);
         if (!existing.removed) {
-            router.link(caller, last, p);
+            VfsPath from = reaching(existing, last);
+            if (from == null) {
+                // its name stands for another file now, or for none (replaced, moved or removed behind
+                // the kernel's back): linkat(2) looks the name up again on ESTALE and retries with what
+                // it stands for now, as on a disk; linking what the store has there would link a file
+                // the kernel did not name
+                throw new ErrnoException(Linux.ESTALE, last.toString(), "Stale file handle");
+            }
+            router.link(caller, from, p);
         } else if (throughAnOpenFile(existing, handle -> {
             // no name reaches it (O_TMPFILE, or its names went behind the kernel's back): its open file does
             router.link(caller, handle, last, p);
@@ -1101,6 +1109,18 @@ final class FuseFileSystem {
             throw gone;
         }
         throw stale(req, n, p, true);
+    }
+
+    /** {@code p}, node {@code n}'s path, where it still reaches the node's file; else another name that does, or null. */
+    private VfsPath reaching(NodeTable.Node n, VfsPath p) throws IOException {
+        try {
+            if (n.identity == null || n.identity.isOf(router.metadata(null, p))) {
+                return p;
+            }
+        } catch (NoSuchFileException gone) {
+            // gone by this name: another may still reach it
+        }
+        return anotherName(n);
     }
 
     /**

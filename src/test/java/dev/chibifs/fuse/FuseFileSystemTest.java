@@ -450,6 +450,38 @@ class FuseFileSystemTest {
         assertEquals(1, attr.int32(16 + 64), "nlink after the unlink");
     }
 
+    @Test
+    void aLinkOfAHardLinkedFileWhoseFirstNameWentBehindTheMountIsMadeFromANameLeft() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] f = create(shared, "f2");
+        release(f[0], f[1]);
+        // another mount: mv f2 g1; ln g1 g2
+        store.rename(VfsPath.of("/shared/f2"), VfsPath.of("/shared/g1"));
+        store.link(VfsPath.of("/shared/g1"), VfsPath.of("/shared/g2"));
+        assertEquals(f[0], lookup(shared, "g1"), "the same file: the node the kernel holds, known by f2 first");
+
+        FakeKernel.Reply link = kernel.call(FuseProtocol.LINK, shared, body().int64(f[0]).name("g3"));
+
+        assertEquals(0, link.error(), "ln g1 g3");
+        assertEquals(f[0], link.int64(0));
+        assertEquals(store.metadata(VfsPath.of("/shared/g1")).inode(), store.metadata(VfsPath.of("/shared/g3")).inode());
+    }
+
+    @Test
+    void aLinkOfAFileWhoseNameNowStandsForAnotherIsStaleSoTheKernelLooksItUpAgain() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] old = create(shared, "g1");
+        release(old[0], old[1]);
+        store.write(VfsPath.of("/shared/f2"), "new".getBytes(StandardCharsets.UTF_8));
+        store.rename(VfsPath.of("/shared/f2"), VfsPath.of("/shared/g1")); // another mount's mv f2 g1
+
+        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.LINK, shared, body().int64(old[0]).name("g2")).error());
+        assertFalse(store.exists(VfsPath.of("/shared/g2")), "not a link of the file the kernel did not name");
+        long now = lookup(shared, "g1"); // linkat's retry: a lookup again, then LINK of what it found
+        assertEquals(0, kernel.call(FuseProtocol.LINK, shared, body().int64(now).name("g2")).error());
+        assertEquals(store.metadata(VfsPath.of("/shared/g1")).inode(), store.metadata(VfsPath.of("/shared/g2")).inode());
+    }
+
     /** TMPFILE, as open(2) with O_TMPFILE|O_RDWR sends it (the kernel's name for the dentry is "/"). */
     private FakeKernel.Reply tmpfile(long dir) throws Exception {
         return kernel.call(FuseProtocol.TMPFILE, dir,
