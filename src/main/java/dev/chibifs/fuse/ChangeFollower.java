@@ -48,9 +48,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private final Set<Name> missing = ConcurrentHashMap.newKeySet();
     private final ConcurrentMap<Long, Long> notFollowedUntil = new ConcurrentHashMap<>();
     /**
-     * The file nodes of the last names removed behind the kernel's back: a write through a
-     * descriptor of such a name is told under it alone, when the kernel may know the file by its
-     * other names only (a lookup that finds one link forgets the others). Guarded by itself.
+     * The file nodes of the last names removed or renamed over behind the kernel's back: a write
+     * through a descriptor of such a name is told under it alone, when the kernel may know the file
+     * by its other names only (a lookup that finds one link forgets the others). Guarded by itself.
      */
     private final Map<Name, NodeTable.Node> goneFiles = new LinkedHashMap<>(16, 0.75f, false) {
         @Override
@@ -191,13 +191,21 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                     // a file that lost a name lost a link: its other names, and its open descriptors'
                     // fstat, would show the old count for as long as the kernel keeps attributes
                     invalidateInode(child, -1);
-                    if (now == null) {
-                        synchronized (goneFiles) {
-                            goneFiles.put(new Name(parent.id, name), child);
-                        }
+                    synchronized (goneFiles) {
+                        goneFiles.put(new Name(parent.id, name), child);
                     }
                 }
                 return;
+            }
+        }
+        if (modified && now != null) {
+            // a write under a name renamed over: inotify names the event by the name the writer opened,
+            // which may be the replaced file's (a descriptor open on another mount, the file living on
+            // under another name) or the new one's; both are told
+            NodeTable.Node replaced = goneFile(parent, name);
+            if (replaced != null && replaced != child && replaced.identity != null && !replaced.identity.isOf(now)) {
+                invalidateInode(replaced, -1);
+                replaced.untold();
             }
         }
         NodeTable.Node written = now != null || !known ? null : child != null ? child : goneFile(parent, name);

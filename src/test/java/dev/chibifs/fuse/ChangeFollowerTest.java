@@ -141,6 +141,33 @@ class ChangeFollowerTest {
         }
     }
 
+    @Test
+    void aWriteThroughANameRenamedOverBehindTheMountReachesTheFilesOtherName() throws Exception {
+        Files.writeString(home.resolve("shared/r3"), "old\n");
+        Files.writeString(home.resolve("shared/r2"), "two\n");
+        Files.createLink(home.resolve("shared/r0"), home.resolve("shared/r3"));
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long r3 = kernel.call(FuseProtocol.LOOKUP, dir, body().name("r3")).int64(0);
+        assertEquals(r3, kernel.call(FuseProtocol.LOOKUP, dir, body().name("r0")).int64(0), "one node for both names");
+        // another mount's program: exec 3<>r3; mv r2 r3; ... echo more >&3
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/r3"), java.nio.file.StandardOpenOption.WRITE)) {
+            Files.move(home.resolve("shared/r2"), home.resolve("shared/r3"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            follower.catchUp();
+            // a stat of r3 here finds the new file; the old one is known by r0 alone
+            long now3 = kernel.call(FuseProtocol.LOOKUP, dir, body().name("r3")).int64(0);
+            assertNotEquals(r3, now3);
+            assertEquals(r3, kernel.call(FuseProtocol.LOOKUP, dir, body().name("r0")).int64(0));
+            synchronized (kernel) {
+                kernel.notifications.clear();
+            }
+
+            out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
+            follower.catchUp();
+
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == r3);
+        }
+    }
+
     /** A directory's node after its parent {@code dir} saw {@code names} change, as the feed tells. */
     private void told(long dir, String... names) {
         long key = fs.nodes.get(dir).followKey;
