@@ -11,16 +11,20 @@ import dev.chibifs.router.Namespace;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.LocalStorage;
+import dev.chibifs.store.OpenFlag;
 import picocli.CommandLine;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Spec;
 
+import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.Callable;
 
@@ -136,7 +140,7 @@ abstract class VfsCommand implements Callable<Integer> {
 
     /** The file at {@code path}, open for reading in chunks. */
     StoreFile open(VfsPath path) throws IOException {
-        return new StoreFile(router().open(caller, path, java.util.EnumSet.of(dev.chibifs.store.OpenFlag.READ), 0));
+        return new StoreFile(router().open(caller, path, EnumSet.of(OpenFlag.READ), 0));
     }
 
     /** The JSON generator {@link #printJson} writes with, for output written as it is read; the caller closes it. */
@@ -167,13 +171,13 @@ abstract class VfsCommand implements Callable<Integer> {
     List<Listed> entries(VfsPath dir) throws IOException {
         List<Listed> out = new ArrayList<>();
         router().forEachEntry(caller, dir, (name, offset, length, kind, inode) -> {
-            byte[] bytes = java.util.Arrays.copyOfRange(name, offset, offset + length);
+            byte[] bytes = Arrays.copyOfRange(name, offset, offset + length);
             String text = new String(bytes, StandardCharsets.UTF_8);
             out.add(new Listed(text, Names.isUtf8(bytes) ? null : bytes, kind));
             return true;
         });
         out.sort(Comparator.comparing(Listed::name)
-                .thenComparing((a, b) -> java.util.Arrays.compareUnsigned(
+                .thenComparing((a, b) -> Arrays.compareUnsigned(
                         a.bytes() == null ? a.name().getBytes(StandardCharsets.UTF_8) : a.bytes(),
                         b.bytes() == null ? b.name().getBytes(StandardCharsets.UTF_8) : b.bytes())));
         return out;
@@ -202,7 +206,7 @@ abstract class VfsCommand implements Callable<Integer> {
      */
     OutputStream out() {
         if (out == null) {
-            out = new java.io.BufferedOutputStream(terminal.out(), StoreFile.CHUNK);
+            out = new BufferedOutputStream(terminal.out(), StoreFile.CHUNK);
         }
         return out;
     }
