@@ -1,5 +1,6 @@
 package dev.chibifs.cache;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.path.VfsPath;
@@ -7,6 +8,8 @@ import dev.chibifs.path.VfsPath;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Pattern;
 
 /**
@@ -19,7 +22,9 @@ import java.util.regex.Pattern;
  */
 public final class CacheStub {
 
-    private static final ObjectMapper JSON = new ObjectMapper();
+    // serde_json::from_str refuses anything after the value; Jackson reads the first value and stops
+    private static final ObjectMapper JSON = new ObjectMapper()
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
     private static final Pattern SHELL_SAFE = Pattern.compile("[A-Za-z0-9_./:=@%+,-]+");
 
     private CacheStub() {
@@ -38,22 +43,26 @@ public final class CacheStub {
     }
 
     /**
-     * The stub for {@code output} stored at {@code path}; with a {@code mountpoint} (may be null)
-     * it also gives the entry's path under the mount for shell tools.
+     * The stub for {@code output} stored at {@code path}, exactly chibi's {@code truncated_message};
+     * with a {@code mountpoint} (may be null) a line after it also gives the entry's path under the
+     * mount for shell tools.
      */
-    public static String format(VfsPath path, String tool, byte[] output, int previewChars, Path mountpoint) {
+    public static String format(VfsPath path, String tool, byte[] output, long previewChars, Path mountpoint) {
         String uri = path.toUri();
         long size = output.length;
+        String preview = preview(new String(output, StandardCharsets.UTF_8), previewChars);
         StringBuilder s = new StringBuilder()
-                .append("[Output cached: ").append(uri).append("]\n\n")
+                .append("[Output cached: ").append(uri).append("]\n")
                 .append("Tool: ").append(tool).append(" | Size: ").append(size).append(" chars, ~")
                 .append(size / 4).append(" tokens | Lines: ").append(lineCount(output)).append('\n')
-                .append("Output too large. Full output stored \u2014 do NOT re-run this tool.\n\n")
-                .append("Preview:\n\n---\n")
-                .append(preview(new String(output, StandardCharsets.UTF_8), previewChars))
-                .append("\n---\n\n")
-                .append("Use file_head, file_tail, file_lines, file_grep with path=\"").append(uri)
-                .append("\" to examine.");
+                .append("Output too large. Full output stored \u2014 do NOT re-run this tool.\n")
+                .append("Use file_head, file_tail, file_lines, or file_grep with path=\"").append(uri)
+                .append("\" to examine.\n")
+                .append("Preview (first ").append(lineCount(preview.getBytes(StandardCharsets.UTF_8)))
+                .append(" lines):\n")
+                .append("---\n")
+                .append(preview).append('\n')
+                .append("---");
         if (mountpoint != null) {
             String shellPath = shellQuote(mountpoint.resolve(path.toString().substring(1)).toString());
             s.append("\nIn a shell: head, tail or grep ").append(shellPath)
@@ -76,46 +85,55 @@ public final class CacheStub {
     }
 
     /** At most {@code previewChars} code points of the text to preview, cut at the last newline among them. */
-    static String preview(String text, int previewChars) {
-        String source = jsonStreams(text);
+    static String preview(String text, long previewChars) {
+        String source = previewContent(text);
         String head = source.codePointCount(0, source.length()) <= previewChars
                 ? source
-                : source.substring(0, source.offsetByCodePoints(0, previewChars));
+                : source.substring(0, source.offsetByCodePoints(0, (int) previewChars));
         int newline = head.lastIndexOf('\n');
         return newline >= 0 ? head.substring(0, newline) : head;
     }
 
     /**
-     * A shell tool's result is often one line of JSON with {@code stdout} and {@code stderr}; the
-     * escaped JSON would make a useless preview, so preview the streams themselves (stderr after
-     * stdout, under a {@code stderr:} line). Anything else previews as it is.
+     * chibi's {@code extract_preview_content}: a shell tool's result is often one line of JSON with
+     * {@code stdout} and {@code stderr}, whose escaped form would make a useless preview, so the
+     * non-empty streams are previewed instead, each under a {@code [stdout]} or {@code [stderr]}
+     * line, joined by a blank line. Anything else (and such JSON with both streams empty or not
+     * strings) previews as it is.
      */
-    private static String jsonStreams(String text) {
-        String t = text.strip();
-        if (!t.startsWith("{") || t.indexOf('\n') >= 0) {
+    static String previewContent(String text) {
+        // Rust's str::lines().count() == 1: not empty, and no newline but perhaps a final one
+        int newline = text.indexOf('\n');
+        if (text.isEmpty() || (newline >= 0 && newline != text.length() - 1)) {
             return text;
         }
         JsonNode n;
         try {
-            n = JSON.readTree(t);
+            n = JSON.readTree(text);
         } catch (IOException notJson) {
             return text;
         }
-        JsonNode out = n == null ? null : n.get("stdout");
-        JsonNode err = n == null ? null : n.get("stderr");
-        boolean hasOut = out != null && out.isTextual();
-        boolean hasErr = err != null && err.isTextual();
-        if (!hasOut && !hasErr) {
+        if (n == null || !n.isObject()) {
             return text;
         }
-        StringBuilder b = new StringBuilder(hasOut ? out.textValue() : "");
-        if (hasErr && !err.textValue().isEmpty()) {
-            if (b.length() > 0 && b.charAt(b.length() - 1) != '\n') {
-                b.append('\n');
-            }
-            b.append("stderr:\n").append(err.textValue());
+        String out = textOf(n.get("stdout"));
+        String err = textOf(n.get("stderr"));
+        if (out.isEmpty() && err.isEmpty()) {
+            return text;
         }
-        return b.toString();
+        List<String> parts = new ArrayList<>(2);
+        if (!out.isEmpty()) {
+            parts.add("[stdout]\n" + out);
+        }
+        if (!err.isEmpty()) {
+            parts.add("[stderr]\n" + err);
+        }
+        return String.join("\n\n", parts);
+    }
+
+    // serde_json's as_str().unwrap_or(""): a missing or non-string stream is empty
+    private static String textOf(JsonNode n) {
+        return n != null && n.isTextual() ? n.textValue() : "";
     }
 
     private static String shellQuote(String s) {

@@ -38,23 +38,27 @@ class CacheStubTest {
     }
 
     @Test
-    void fullTextMatchesChibisForm() {
+    void fullTextIsChibisTruncatedMessage() {
         String output = "line one\nline two\nline three\n";
+        // vfs_cache.rs truncated_message, character for character: no blank lines, the tools line before the preview
         String expected = """
                 [Output cached: vfs:///sys/tool_cache/myctx/web_fetch_1234_abc]
-
                 Tool: web_fetch | Size: 29 chars, ~7 tokens | Lines: 3
                 Output too large. Full output stored \u2014 do NOT re-run this tool.
-
-                Preview:
-
+                Use file_head, file_tail, file_lines, or file_grep with path="vfs:///sys/tool_cache/myctx/web_fetch_1234_abc" to examine.
+                Preview (first 2 lines):
                 ---
                 line one
                 line two
-                ---
-
-                Use file_head, file_tail, file_lines, file_grep with path="vfs:///sys/tool_cache/myctx/web_fetch_1234_abc" to examine.""";
+                ---""";
         assertEquals(expected, CacheStub.format(PATH, "web_fetch", bytes(output), 20, null));
+    }
+
+    @Test
+    void previewLineCountIsOfThePreviewShown() {
+        assertTrue(CacheStub.format(PATH, "t", bytes("abcdef"), 3, null).endsWith("Preview (first 1 lines):\n---\nabc\n---"));
+        assertTrue(CacheStub.format(PATH, "t", bytes("\nabcdef"), 3, null).endsWith("Preview (first 0 lines):\n---\n\n---"));
+        assertTrue(CacheStub.format(PATH, "t", bytes("a\n\nb"), 3, null).endsWith("Preview (first 1 lines):\n---\na\n\n---"));
     }
 
     @Test
@@ -80,25 +84,38 @@ class CacheStubTest {
     }
 
     @Test
-    void singleLineJsonPreviewsItsStreams() {
+    void singleLineJsonPreviewsItsStreamsLabelled() {
         String json = "{\"stdout\":\"first\\nsecond\\n\",\"stderr\":\"warning: x\\n\",\"exit_code\":0}";
-        assertEquals("first\nsecond\nstderr:\nwarning: x", CacheStub.preview(json, 500));
-        assertEquals("first\nsecond", CacheStub.preview(json, 15), "still cut at a newline");
-        assertEquals("out", CacheStub.preview("{\"stdout\":\"out\",\"stderr\":\"\"}", 500));
-        assertEquals("stderr:\nboom", CacheStub.preview("{\"stderr\":\"boom\\n\"}\n", 500));
+        assertEquals("[stdout]\nfirst\nsecond\n\n\n[stderr]\nwarning: x", CacheStub.preview(json, 500));
+        assertEquals("[stdout]\nfirst", CacheStub.preview(json, 20), "still cut at a newline");
+        assertEquals("[stdout]\nout", CacheStub.previewContent("{\"stdout\":\"out\",\"stderr\":\"\"}"));
+        // a final newline still makes one line, and serde_json takes the whitespace around the value
+        assertEquals("[stderr]\nboom", CacheStub.preview(" {\"stderr\":\"boom\\n\"}\n", 500));
+        assertEquals("[stdout]\nhello world\nline2",
+                CacheStub.previewContent("{\"stdout\":\"hello world\\nline2\",\"stderr\":\"\",\"exit_code\":0}"));
+        assertEquals("[stderr]\nerror: something failed\ndetails",
+                CacheStub.previewContent("{\"stdout\":\"\",\"stderr\":\"error: something failed\\ndetails\",\"exit_code\":1}"));
     }
 
     @Test
     void otherJsonPreviewsAsItIs() {
-        assertEquals("{\"a\":1}", CacheStub.preview("{\"a\":1}", 500));
-        assertEquals("{\"stdout\":", CacheStub.preview("{\"stdout\":\n\"x\"}", 500).substring(0, 10));
-        assertEquals("{not json", CacheStub.preview("{not json", 500));
+        assertEquals("{\"a\":1}", CacheStub.previewContent("{\"a\":1}"));
+        assertEquals("{\"stdout\":\n\"x\"}", CacheStub.previewContent("{\"stdout\":\n\"x\"}"), "two lines");
+        assertEquals("{not json", CacheStub.previewContent("{not json"));
+        String bothEmpty = "{\"stdout\":\"\",\"stderr\":\"\",\"exit_code\":0}";
+        assertEquals(bothEmpty, CacheStub.previewContent(bothEmpty), "both streams empty: the raw content");
+        String notStrings = "{\"stdout\":5,\"stderr\":[\"x\"]}";
+        assertEquals(notStrings, CacheStub.previewContent(notStrings));
+        String trailing = "{\"stdout\":\"x\"} {\"stderr\":\"y\"}";
+        assertEquals(trailing, CacheStub.previewContent(trailing), "serde_json refuses what follows the value");
+        assertEquals("[\"stdout\"]", CacheStub.previewContent("[\"stdout\"]"), "not an object");
+        assertEquals("", CacheStub.previewContent(""));
     }
 
     @Test
     void mountpointAddsTheShellPath() {
         String stub = CacheStub.format(PATH, "t", bytes("x"), 10, Path.of("/mnt/chibi"));
-        assertTrue(stub.endsWith("to examine.\nIn a shell: head, tail or grep /mnt/chibi/sys/tool_cache/myctx/"
+        assertTrue(stub.endsWith("\n---\nIn a shell: head, tail or grep /mnt/chibi/sys/tool_cache/myctx/"
                 + "web_fetch_1234_abc (e.g. grep -n error /mnt/chibi/sys/tool_cache/myctx/web_fetch_1234_abc)."), stub);
         String spaced = CacheStub.format(PATH, "t", bytes("x"), 10, Path.of("/mnt/my mount"));
         assertTrue(spaced.contains("grep '/mnt/my mount/sys/tool_cache/myctx/web_fetch_1234_abc'"), spaced);
