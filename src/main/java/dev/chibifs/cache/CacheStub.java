@@ -25,14 +25,26 @@ public final class CacheStub {
     // serde_json::from_str refuses anything after the value; Jackson reads the first value and stops
     private static final ObjectMapper JSON = new ObjectMapper()
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+    /** What a failed tool's result starts with in chibi; such a result is never cached. */
+    public static final String ERROR_PREFIX = "Error:";
+
     private static final Pattern SHELL_SAFE = Pattern.compile("[A-Za-z0-9_./:=@%+,-]+");
 
     private CacheStub() {
     }
 
-    /** True when {@code output} goes to the cache: longer than the threshold and not blank (chibi's rule). */
+    /**
+     * True when {@code output} goes to the cache, by chibi's rule (send.rs with {@code should_cache}):
+     * not an error (chibi's tool errors start with {@value #ERROR_PREFIX} and are always shown whole),
+     * longer than the threshold, and not blank.
+     */
     public static boolean shouldCache(byte[] output, int threshold) {
-        return output.length > threshold && !isBlank(new String(output, StandardCharsets.UTF_8));
+        return !isError(output) && output.length > threshold && !isBlank(new String(output, StandardCharsets.UTF_8));
+    }
+
+    private static boolean isError(byte[] output) {
+        byte[] prefix = ERROR_PREFIX.getBytes(StandardCharsets.US_ASCII);
+        return output.length >= prefix.length && java.util.Arrays.equals(output, 0, prefix.length, prefix, 0, prefix.length);
     }
 
     // Rust's str::trim strips the Unicode White_Space property, which is not Java's isWhitespace

@@ -22,6 +22,15 @@ class CacheStubTest {
     }
 
     @Test
+    void anErrorIsNeverCached() {
+        // send.rs: !tool_result.starts_with("Error:") && should_cache(...)
+        assertFalse(CacheStub.shouldCache(bytes("Error: " + "x".repeat(100)), 10));
+        assertFalse(CacheStub.shouldCache(bytes("Error:"), 1));
+        assertTrue(CacheStub.shouldCache(bytes(" Error: " + "x".repeat(100)), 10), "only at the very start");
+        assertTrue(CacheStub.shouldCache(bytes("error: " + "x".repeat(100)), 10), "case matters");
+    }
+
+    @Test
     void blankOutputIsNeverCached() {
         assertFalse(CacheStub.shouldCache(bytes(" \n\t\r\n".repeat(100)), 10));
         // Rust's trim knows the no-break space; Java's isWhitespace does not

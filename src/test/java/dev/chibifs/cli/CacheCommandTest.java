@@ -125,6 +125,14 @@ class CacheCommandTest {
     }
 
     @Test
+    void anErrorPassesThroughUnchangedHoweverLong() {
+        byte[] error = ("Error: the tool failed\n" + "trace line\n".repeat(1000)).getBytes(StandardCharsets.UTF_8);
+        assertEquals(0, run(error, "cache", "put", "--context", "coder", "--tool", "t"));
+        assertArrayEquals(error, rawOut.toByteArray());
+        assertFalse(Files.exists(home.resolve("vfs/sys/tool_cache/coder")), "chibi never caches an error");
+    }
+
+    @Test
     void thresholdComesFromChibisConfig() throws IOException {
         Files.writeString(home.resolve("config.toml"), "tool_output_cache_threshold = 10\ntool_cache_preview_chars = 4\n");
         assertEquals(0, run("0123456789\nabc\n".getBytes(StandardCharsets.UTF_8),
