@@ -13,7 +13,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
-import java.io.PrintStream;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
@@ -22,13 +22,16 @@ import java.util.concurrent.Callable;
  * {@code chibifs cache put}: a filter for shell agents. Small or blank output passes through
  * unchanged; larger output is stored as SYSTEM and replaced by chibi's stub. Output is written as
  * raw bytes to standard output (not through picocli's character writer) so what passes through
- * is byte-identical, and whatever goes wrong the output itself is still printed.
+ * is byte-identical, and whatever goes wrong the output itself is still printed: a bad option
+ * ({@link ErrorHandler} calls {@link #passInputThrough()}), a bad config.toml (read here, not by
+ * {@link ConfigCheck}, which would refuse before anything is printed), a store that fails.
  */
 @Command(name = "put", mixinStandardHelpOptions = true,
         description = {"Read a tool's output from stdin; print it unchanged if it is at most "
-                + "tool_output_cache_threshold characters (UTF-8 bytes, as chibi counts) or blank, "
-                + "else store it in /sys/tool_cache/<context>/<id> and print chibi's stub instead."})
-public final class CachePutCommand implements Callable<Integer> {
+                + "tool_output_cache_threshold characters (UTF-8 bytes, as chibi counts), blank or an error"
+                + " (starts with 'Error:'), else store it in /sys/tool_cache/<context>/<id> and print chibi's"
+                + " stub instead. On any failure the output is printed unchanged."})
+public final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -52,38 +55,46 @@ public final class CachePutCommand implements Callable<Integer> {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
+    /** Replaced by {@link Main}'s factory with the terminal the command line was built for. */
+    Terminal terminal = Terminal.system();
+
     @Override
     public Integer call() throws IOException {
-        byte[] output = System.in.readAllBytes();
-        PrintStream out = System.out;
-        String argsJson;
+        byte[] output = terminal.in().readAllBytes();
+        String stub;
         try {
-            argsJson = validate();
-        } catch (RuntimeException e) {
-            passThrough(out, output);
-            throw e;
-        }
-        ChibiConfig config = ChibiConfig.load(home.resolve());
-        if (!CacheStub.shouldCache(output, config.toolOutputCacheThreshold())) {
-            passThrough(out, output);
-            return ExitCodes.OK;
-        }
-        VfsPath path;
-        try {
-            path = CacheStores.open(home.resolve()).put(context, tool, argsJson, output);
+            stub = cache(output);
         } catch (IOException e) {
-            passThrough(out, output);
+            passThrough(output);
             // the cache commands write the store directly, as whoever runs them (a mount's users may not)
             spec.commandLine().getErr().println("chibifs: cannot cache the output (printed unchanged instead): "
                     + ErrorHandler.oneLine(e) + (dev.chibifs.sys.Errors.errno(e) == dev.chibifs.sys.Linux.EACCES
                     ? " (the cache commands write the store as the user who runs them: run them as its owner)" : ""));
             return ExitCodes.FAILURE;
+        } catch (RuntimeException | Error e) {
+            passThrough(output);
+            throw e;
         }
-        Path shellRoot = mountpoint == null ? null : mountpoint.toAbsolutePath().normalize();
-        String stub = CacheStub.format(path, tool, output, config.toolCachePreviewChars(), shellRoot);
-        out.write((stub + "\n").getBytes(StandardCharsets.UTF_8));
-        out.flush();
+        if (stub == null) {
+            passThrough(output);
+        } else {
+            OutputStream out = terminal.out();
+            out.write((stub + "\n").getBytes(StandardCharsets.UTF_8));
+            out.flush();
+        }
         return ExitCodes.OK;
+    }
+
+    /** Stores {@code output} and returns the stub, or null when it is not to be cached. */
+    private String cache(byte[] output) throws IOException {
+        String argsJson = validate();
+        ChibiConfig config = ChibiConfig.load(home.resolve());
+        if (!CacheStub.shouldCache(output, config.toolOutputCacheThreshold())) {
+            return null;
+        }
+        VfsPath path = CacheStores.open(home.resolve()).put(context, tool, argsJson, output);
+        Path shellRoot = mountpoint == null ? null : mountpoint.toAbsolutePath().normalize();
+        return CacheStub.format(path, tool, output, config.toolCachePreviewChars(), shellRoot);
     }
 
     /** Checks the names and returns the arguments as compact JSON, so spacing does not change the id. */
@@ -99,7 +110,16 @@ public final class CachePutCommand implements Callable<Integer> {
         }
     }
 
-    private static void passThrough(PrintStream out, byte[] output) {
+    /**
+     * Prints standard input unchanged, for a command line picocli refused before {@link #call()}:
+     * the output must not be lost to a typo in the options.
+     */
+    void passInputThrough() throws IOException {
+        passThrough(terminal.in().readAllBytes());
+    }
+
+    private void passThrough(byte[] output) throws IOException {
+        OutputStream out = terminal.out();
         out.write(output, 0, output.length);
         out.flush();
     }

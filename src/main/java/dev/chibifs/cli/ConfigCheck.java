@@ -17,7 +17,8 @@ final class ConfigCheck {
 
     /**
      * A command that reads no config.toml: it acts on mounts already running (umount, status, stats,
-     * trace, sync), or reports a bad file itself (doctor). Refusing it over a file it never reads
+     * trace, sync), or handles a bad file itself (doctor reports it; cache put must print its input
+     * first). Refusing it over a file it never reads
      * would leave a mount that cannot be unmounted, or diagnosed, by chibifs until the file is fixed.
      */
     interface Exempt {

@@ -31,6 +31,18 @@ final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, Comm
     @Override
     public int handleParseException(CommandLine.ParameterException ex, String[] args) {
         CommandLine cl = ex.getCommandLine();
+        if (cl.getCommandSpec().userObject() instanceof CachePutCommand put) {
+            // a filter at the end of a pipe: the tool's output goes on, and stderr gets one line
+            String printed = "printed unchanged";
+            try {
+                put.passInputThrough();
+            } catch (IOException e) {
+                printed = "could not print it: " + oneLine(e);
+            }
+            cl.getErr().println("chibifs: " + ex.getMessage().replace('\n', ' ') + " (output " + printed
+                    + "; see '" + cl.getCommandSpec().qualifiedName() + " --help')");
+            return ExitCodes.USAGE;
+        }
         cl.getErr().println("chibifs: " + ex.getMessage());
         cl.getErr().println("Try '" + cl.getCommandSpec().qualifiedName() + " --help' for more information.");
         return ExitCodes.USAGE;

@@ -92,7 +92,7 @@ public final class Main implements Runnable {
         return cl;
     }
 
-    /** Builds commands with picocli's factory and hands the vfs commands their terminal. */
+    /** Builds commands with picocli's factory and hands the vfs commands and cache put their terminal. */
     private static final class TerminalFactory implements CommandLine.IFactory {
         private final Terminal terminal;
 
@@ -105,6 +105,8 @@ public final class Main implements Runnable {
             K made = CommandLine.defaultFactory().create(cls);
             if (made instanceof VfsCommand command) {
                 command.terminal = terminal;
+            } else if (made instanceof CachePutCommand put) {
+                put.terminal = terminal;
             }
             return made;
         }

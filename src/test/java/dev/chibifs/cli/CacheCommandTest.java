@@ -160,6 +160,29 @@ class CacheCommandTest {
     }
 
     @Test
+    void putPrintsTheOutputWhenTheCommandLineIsRefused() throws IOException {
+        byte[] output = "p".repeat(5000).getBytes(StandardCharsets.UTF_8);
+        Path file = Files.writeString(home.resolve("a-file"), "");
+        String[][] refused = {
+            {"cache", "put", "--tool", "t"},
+            {"cache", "put", "--context", "coder"},
+            {"cache", "put", "--context", "coder", "--tool", "t", "--bogus"},
+            {"cache", "put", "--context", "coder", "--tool", "t", "--home", ""},
+            {"cache", "put", "--context", "coder", "--tool", "t", "stray"},
+            {"cache", "put", "--context", "coder", "--tool", "t", "--home", file.toString()},
+        };
+        Cli cli = new Cli(home);
+        for (String[] args : refused) {
+            Cli.Result r = cli.run(java.util.Map.of(), output, args);
+            assertEquals(2, r.code(), r.toString());
+            assertArrayEquals(output, r.outBytes(), String.join(" ", args));
+            assertEquals(1, r.err().lines().count(), r.err());
+            assertTrue(r.err().startsWith("chibifs: "), r.err());
+        }
+        assertFalse(Files.exists(home.resolve("vfs")));
+    }
+
+    @Test
     void lsListsEntriesAsTextAndJson() throws IOException {
         run("z".repeat(5000).getBytes(StandardCharsets.UTF_8), "cache", "put", "--context", "coder", "--tool", "t");
         run("w".repeat(6000).getBytes(StandardCharsets.UTF_8), "cache", "put", "--context", "planner", "--tool", "u");
@@ -231,6 +254,9 @@ class CacheCommandTest {
         }
         byte[] output = "q".repeat(5000).getBytes(StandardCharsets.UTF_8);
         assertEquals(2, run(output, "cache", "put", "--context", "coder", "--tool", "t"));
+        assertArrayEquals(output, rawOut.toByteArray(), "put still prints the output");
+        assertEquals("chibifs: " + home.resolve("config.toml")
+                + ":3: [vfs] backend: unknown VFS backend 'fossil' (choices: local)\n", err.toString());
         assertFalse(Files.exists(home.resolve("vfs")), "refused before doing anything");
 
         Files.writeString(home.resolve("config.toml"), "tool_cache_max_age_days = \"seven\"\n");
