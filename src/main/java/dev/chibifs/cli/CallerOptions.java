@@ -12,7 +12,7 @@ final class CallerOptions {
 
     @Option(names = "--as", paramLabel = "NAME",
             description = "Act as context NAME (default: $CHIBI_CONTEXT). "
-                    + "Names are [A-Za-z0-9_-]+ (at most 255), not '-', never 'system'.")
+                    + "Names are [A-Za-z0-9_-]+ (at most 255), not starting with '-', never 'system'.")
     String as;
 
     @Option(names = "--as-system",

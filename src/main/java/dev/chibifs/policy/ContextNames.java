@@ -3,8 +3,9 @@ package dev.chibifs.policy;
 import java.util.regex.Pattern;
 
 /**
- * chibi's rule for context names: {@code [A-Za-z0-9_-]+}, not {@code -}, never "system" in any case,
- * and at most {@link #MAX_LENGTH} characters.
+ * chibi's rule for context names ({@code is_valid_context_name}): {@code [A-Za-z0-9_-]+}, not starting
+ * with {@code -} (chibi's command line would take it for an option), never "system" in any case, and at
+ * most {@link #MAX_LENGTH} characters.
  */
 public final class ContextNames {
 
@@ -17,7 +18,7 @@ public final class ContextNames {
 
     /** The rule, as shown in error messages. */
     public static final String RULE = "a context name is [A-Za-z0-9_-]+ of at most " + MAX_LENGTH
-            + " characters, not '-', and never 'system' in any case";
+            + " characters, not starting with '-', and never 'system' in any case";
 
     private static final Pattern VALID = Pattern.compile("[A-Za-z0-9_-]{1," + MAX_LENGTH + "}");
 
@@ -28,7 +29,7 @@ public final class ContextNames {
     public static boolean isValid(String name) {
         return name != null
                 && VALID.matcher(name).matches()
-                && !name.equals("-")
+                && name.charAt(0) != '-'
                 && !isReserved(name);
     }
 

@@ -157,6 +157,12 @@ class CacheCommandTest {
         assertTrue(err.toString().contains("--args '{oops' is not valid JSON"), err.toString());
         assertEquals(2, run("cache", "ls", "--context", "a b"));
         assertEquals(2, run("cache", "clear", "--context", "-"));
+        assertEquals(2, run("cache", "clear", "--context=-x"));
+        assertEquals(2, run("cache", "ls", "--context=--"));
+        rawOut.reset();
+        assertEquals(2, run(output, "cache", "put", "--context=-coder", "--tool", "t"));
+        assertArrayEquals(output, rawOut.toByteArray());
+        assertFalse(Files.exists(home.resolve("vfs/sys/tool_cache")));
     }
 
     @Test

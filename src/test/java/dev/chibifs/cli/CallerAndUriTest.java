@@ -114,6 +114,10 @@ class CallerAndUriTest {
         assertEquals(2, env.code(), env.toString());
         assertTrue(env.err().contains("'SYSTEM' (from $CHIBI_CONTEXT)"), env.err());
         assertEquals(2, cli.runWithEnv(Map.of("CHIBI_CONTEXT", "-"), "ls").code());
+        // chibi's is_valid_context_name: a leading '-' would read as an option on its command line
+        Cli.Result dash = cli.runWithEnv(Map.of("CHIBI_CONTEXT", "-x"), "write", "--content", "x", "vfs:///shared/y");
+        assertEquals(2, dash.code(), dash.toString());
+        assertTrue(dash.err().contains("not starting with '-'"), dash.err());
         assertFalse(cli.exists("/shared/y") || cli.exists("/sys/y"));
     }
 
