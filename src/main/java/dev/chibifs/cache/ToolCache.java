@@ -196,18 +196,28 @@ public final class ToolCache {
             return out;
         }
         for (Entry e : entries) {
-            if (e.kind() == EntryKind.DIRECTORY && ContextNames.isValid(e.name())) {
+            if (e.kind() == EntryKind.DIRECTORY && ContextNames.isValid(e.name()) && addressable(e.name())) {
                 out.add(e.name());
             }
         }
         return out;
     }
 
+    /**
+     * False for a name whose bytes are not UTF-8: the store hands it over with U+FFFD in their place
+     * and refuses it back (EILSEQ), so it cannot be looked at or removed. chibi cannot make a
+     * {@code VfsPath} of it either and skips it ({@code continue}); so does the cache, in silence,
+     * every sweep, rather than fail or warn about the same planted name forever.
+     */
+    private static boolean addressable(String name) {
+        return name.indexOf('\uFFFD') < 0;
+    }
+
     private List<Entry> entriesOf(String ctx) throws IOException {
         List<Entry> out = new ArrayList<>();
         try {
             for (Entry e : router.list(Caller.SYSTEM, directoryOf(ctx))) {
-                if (e.kind() == EntryKind.FILE) {
+                if (e.kind() == EntryKind.FILE && addressable(e.name())) {
                     out.add(e);
                 }
             }

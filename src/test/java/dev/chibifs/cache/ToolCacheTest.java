@@ -1,6 +1,7 @@
 package dev.chibifs.cache;
 
 import dev.chibifs.testing.MutableClock;
+import dev.chibifs.testing.Sh;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.router.Router;
@@ -178,6 +179,28 @@ class ToolCacheTest {
         assertEquals(List.of(VfsPath.of("/sys/tool_cache/a/zzz_1_00000000")), c.removeOlderThan(WEEK, () -> false));
         assertFalse(Files.exists(kept));
         assertTrue(Files.exists(file(broken)), "an unreadable entry is skipped, not removed");
+    }
+
+    @Test
+    void namesThatAreNotUtf8AreSkippedAsChibiSkipsThem() throws IOException {
+        Path old = writeAged("sys/tool_cache/coder/t_1_00000000", Duration.ofDays(30));
+        VfsPath fresh = cache.put("coder", "t", "{}", new byte[3]);
+        // planted by someone else: a file and a context directory whose names no VfsPath can hold
+        Sh.run("cd '" + store.resolve("sys/tool_cache") + "' && printf x > \"coder/$(printf 'bad\\377')\""
+                + " && mkdir \"$(printf 'ctx\\377')\" && printf y > \"$(printf 'ctx\\377')/t_1_00000000\"").ok();
+        try (var names = Files.list(store.resolve("sys/tool_cache"))) {
+            assertEquals(2, names.count());
+        }
+        List<VfsPath> both = List.of(VfsPath.of("/sys/tool_cache/coder/t_1_00000000"), fresh);
+        assertEquals(both, cache.list(null).stream().map(CachedEntry::path).toList());
+        assertEquals(both, cache.list("coder").stream().map(CachedEntry::path).toList());
+        List<VfsPath> failed = new java.util.ArrayList<>();
+        assertTrue(cache.removeOlderThan(WEEK, () -> false, (p, e) -> failed.add(p))
+                .contains(VfsPath.of("/sys/tool_cache/coder/t_1_00000000")));
+        assertEquals(List.of(), failed, "skipped, not failed");
+        assertFalse(Files.exists(old));
+        assertEquals("x", Sh.run("cat \"" + store.resolve("sys/tool_cache/coder") + "/$(printf 'bad\\377')\"").ok().out(),
+                "left alone");
     }
 
     @Test
