@@ -38,7 +38,7 @@ public final class CacheStub {
      * not an error (chibi's tool errors start with {@value #ERROR_PREFIX} and are always shown whole),
      * longer than the threshold, and not blank.
      */
-    public static boolean shouldCache(byte[] output, int threshold) {
+    public static boolean shouldCache(byte[] output, long threshold) {
         return !isError(output) && output.length > threshold && !isBlank(new String(output, StandardCharsets.UTF_8));
     }
 

@@ -32,6 +32,9 @@ public final class ToolCache {
 
     private static final Logger LOG = LoggerFactory.getLogger(ToolCache.class);
 
+    /** The most days a {@link Duration} holds. */
+    private static final long MAX_EXPIRY_DAYS = Long.MAX_VALUE / 86_400;
+
     private final Router router;
     private final Clock clock;
 
@@ -83,7 +86,17 @@ public final class ToolCache {
      * removes what was last modified more than 8 days ago).
      */
     public static Duration expiry(long maxAgeDays) {
-        return Duration.ofDays(maxAgeDays + 1);
+        if (maxAgeDays < 0) {
+            throw new IllegalArgumentException("a negative max age: " + maxAgeDays);
+        }
+        // chibi takes any u64; past this a Duration overflows, and it is already older than any date
+        return Duration.ofDays(Math.min(maxAgeDays, MAX_EXPIRY_DAYS - 1) + 1);
+    }
+
+    /** The cutoff {@code maxAge} before now, or {@link Instant#MIN} when that is before any date (nothing is old enough). */
+    private Instant cutoff(Duration maxAge) {
+        Instant now = clock.instant();
+        return maxAge.compareTo(Duration.between(Instant.MIN, now)) >= 0 ? Instant.MIN : now.minus(maxAge);
     }
 
     /**
@@ -102,7 +115,7 @@ public final class ToolCache {
         if (!isCacheDirectory()) {
             return removed;
         }
-        Instant cutoff = clock.instant().minus(maxAge);
+        Instant cutoff = cutoff(maxAge);
         for (String ctx : contexts()) {
             List<Entry> entries;
             try {

@@ -32,9 +32,8 @@ public final class CacheCleanCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException, CommandFailure {
-        if (maxAgeDays != null && (maxAgeDays < 0 || maxAgeDays > ChibiConfig.MAX_TOOL_CACHE_MAX_AGE_DAYS)) {
-            throw new UsageException("--max-age-days must be 0 to " + ChibiConfig.MAX_TOOL_CACHE_MAX_AGE_DAYS
-                    + ", not " + maxAgeDays);
+        if (maxAgeDays != null && maxAgeDays < 0) {
+            throw new UsageException("--max-age-days must be 0 or more, not " + maxAgeDays);
         }
         long days = maxAgeDays != null ? maxAgeDays : ChibiConfig.load(home.resolve()).toolCacheMaxAgeDays();
         ToolCache cache = CacheStores.openExisting(home.resolve());
@@ -47,8 +46,10 @@ public final class CacheCleanCommand implements Callable<Integer> {
             out.println("removed " + p.toUri());
         }
         // the age the sweep used, not the setting: chibi removes only what is a day older than it says
+        // days + 1 as chibi counts, which for the largest setting is past what a long holds
+        java.math.BigInteger olderThan = java.math.BigInteger.valueOf(days).add(java.math.BigInteger.ONE);
         out.println("removed " + removed.size() + " tool cache entr" + (removed.size() == 1 ? "y" : "ies")
-                + " older than " + expiry.toDays() + " day" + (expiry.toDays() == 1 ? "" : "s")
+                + " older than " + olderThan + " day" + (olderThan.equals(java.math.BigInteger.ONE) ? "" : "s")
                 + " (max age " + days + " + 1, as chibi counts)");
         out.flush();
         if (!failed.isEmpty()) {

@@ -13,22 +13,20 @@ import java.util.List;
  *
  * @param backend                  {@code [vfs] backend}; only {@code local} is built in
  * @param toolOutputCacheThreshold outputs larger than this many characters are cached
- * @param toolCacheMaxAgeDays      cache entries older than this are removed
+ * @param toolCacheMaxAgeDays      cache entries older than this (+ 1 day) are removed
+ *
+ * <p>chibi reads the three numbers as {@code usize} and {@code u64}, and TOML integers are signed
+ * 64-bit: every non-negative TOML integer is taken, as chibi takes it. Whatever cannot be counted
+ * that far (an age past what a date can hold, a preview longer than a string) is clamped where it
+ * is used.
  * @param toolCachePreviewChars    the stub previews at most this many characters
  * @param autoCleanupCache         whether the mount daemon sweeps the cache
  */
-public record ChibiConfig(String backend, int toolOutputCacheThreshold, long toolCacheMaxAgeDays,
-                          int toolCachePreviewChars, boolean autoCleanupCache) {
+public record ChibiConfig(String backend, long toolOutputCacheThreshold, long toolCacheMaxAgeDays,
+                          long toolCachePreviewChars, boolean autoCleanupCache) {
 
     /** The backends chibifs can serve. */
     public static final List<String> BACKENDS = List.of("local");
-
-    /**
-     * The largest {@code tool_cache_max_age_days} taken: a century. The sweep subtracts the age (plus
-     * a day) from now; ages far past this overflow that arithmetic ({@code Duration}, {@code Instant})
-     * and failed the mount or every sweep and {@code cache clean}, where the user meant "keep them".
-     */
-    public static final long MAX_TOOL_CACHE_MAX_AGE_DAYS = 36_500;
 
     /** chibi's defaults, used for every key the file leaves out. */
     public static final ChibiConfig DEFAULTS = new ChibiConfig("local", 4000, 7, 500, true);

@@ -31,6 +31,12 @@ class CacheStubTest {
     }
 
     @Test
+    void theLargestSettingsChibiTakesWork() {
+        assertFalse(CacheStub.shouldCache(bytes("x".repeat(100)), Long.MAX_VALUE));
+        assertTrue(CacheStub.format(PATH, "t", bytes("ab\ncd"), Long.MAX_VALUE, null).endsWith("---\nab\n---"));
+    }
+
+    @Test
     void blankOutputIsNeverCached() {
         assertFalse(CacheStub.shouldCache(bytes(" \n\t\r\n".repeat(100)), 10));
         // Rust's trim knows the no-break space; Java's isWhitespace does not

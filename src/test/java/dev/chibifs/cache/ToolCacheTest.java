@@ -204,6 +204,18 @@ class ToolCacheTest {
     }
 
     @Test
+    void anAgePastWhatADateHoldsKeepsEverything() throws IOException {
+        Path ancient = writeAged("sys/tool_cache/a/t_1_00000000", Duration.ofDays(30));
+        Files.setLastModifiedTime(ancient, FileTime.from(Instant.EPOCH.minus(Duration.ofDays(365L * 1_000_000))));
+        for (long days : new long[] {100_000, 1_000_000_000_000L, Long.MAX_VALUE / 86_400, Long.MAX_VALUE}) {
+            assertEquals(List.of(), cache.removeOlderThan(ToolCache.expiry(days), () -> false), "max age " + days);
+        }
+        assertTrue(Files.exists(ancient));
+        assertEquals(Duration.ofDays(8), ToolCache.expiry(7));
+        assertEquals(1, cache.removeOlderThan(ToolCache.expiry(0), () -> false).size());
+    }
+
+    @Test
     void stopsBetweenEntriesWhenAsked() throws IOException {
         writeAged("sys/tool_cache/a/one_1_00000000", Duration.ofDays(30));
         writeAged("sys/tool_cache/a/two_1_00000000", Duration.ofDays(30));

@@ -231,9 +231,31 @@ class CacheCommandTest {
         assertEquals("removed vfs:///sys/tool_cache/coder/t_1_00000000\nremoved 1 tool cache entry older than 3 days"
                 + " (max age 2 + 1, as chibi counts)\n", out.toString());
         assertEquals(2, run("cache", "clean", "--max-age-days", "-1"));
-        assertTrue(err.toString().contains("--max-age-days must be 0 to 36500, not -1"), err.toString());
-        assertEquals(2, run("cache", "clean", "--max-age-days", "99999999999999"));
-        assertTrue(err.toString().contains("--max-age-days must be 0 to 36500, not 99999999999999"), err.toString());
+        assertTrue(err.toString().contains("--max-age-days must be 0 or more, not -1"), err.toString());
+        assertEquals(2, run("cache", "clean", "--max-age-days", "seven"));
+        Files.setLastModifiedTime(fresh, FileTime.from(Instant.now().minus(Duration.ofDays(200_000))));
+        assertEquals(0, run("cache", "clean", "--max-age-days", "99999999999999"));
+        assertTrue(Files.exists(fresh));
+        assertEquals("removed 0 tool cache entries older than 100000000000000 days (max age 99999999999999 + 1,"
+                + " as chibi counts)\n", out.toString());
+    }
+
+    @Test
+    void theLargestSettingsChibiTakesAreTaken() throws IOException {
+        // chibi reads these as u64 and usize; TOML's largest integer is i64's
+        Files.writeString(home.resolve("config.toml"), "tool_cache_max_age_days = 9223372036854775807\n"
+                + "tool_output_cache_threshold = 9223372036854775807\ntool_cache_preview_chars = 9223372036854775807\n");
+        Path old = Files.createDirectories(home.resolve("vfs/sys/tool_cache/coder")).resolve("t_1_00000000");
+        Files.writeString(old, "old");
+        Files.setLastModifiedTime(old, FileTime.from(Instant.EPOCH));
+        assertEquals(0, run("cache", "clean"));
+        assertTrue(Files.exists(old));
+        assertTrue(out.toString().endsWith("older than 9223372036854775808 days (max age 9223372036854775807 + 1,"
+                + " as chibi counts)\n"), out.toString());
+        byte[] output = "x".repeat(100_000).getBytes(StandardCharsets.UTF_8);
+        assertEquals(0, run(output, "cache", "put", "--context", "coder", "--tool", "t"));
+        assertArrayEquals(output, rawOut.toByteArray());
+        assertEquals(0, run("cache", "ls"));
     }
 
     @Test

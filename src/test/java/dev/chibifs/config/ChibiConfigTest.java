@@ -90,15 +90,21 @@ class ChibiConfigTest {
     }
 
     @Test
-    void aMaxAgeBeyondACenturyIsOutOfRange() throws IOException {
-        // the sweep's cutoff is now minus the age plus a day: the largest age taken must not overflow it
-        long max = ChibiConfig.MAX_TOOL_CACHE_MAX_AGE_DAYS;
-        assertEquals(36_500, load("tool_cache_max_age_days = 36500\n").toolCacheMaxAgeDays());
-        java.time.Instant.now().minus(dev.chibifs.cache.ToolCache.expiry(max)).toEpochMilli();
-        for (String huge : new String[] {"36501", "9999999999999", "106751991167300"}) {
-            assertEquals(dir.resolve("config.toml") + ":1: tool_cache_max_age_days: " + huge
-                    + " is out of range (0 to 36500)", refused("tool_cache_max_age_days = " + huge + "\n"));
-        }
+    void everyNonNegativeTomlIntegerIsTakenAsChibiTakesIt() throws IOException {
+        // chibi reads them as u64 and usize: a config it runs with must not stop chibifs
+        ChibiConfig c = load("tool_cache_max_age_days = 9223372036854775807\n"
+                + "tool_output_cache_threshold = 9223372036854775807\ntool_cache_preview_chars = 9223372036854775807\n");
+        assertEquals(Long.MAX_VALUE, c.toolCacheMaxAgeDays());
+        assertEquals(Long.MAX_VALUE, c.toolOutputCacheThreshold());
+        assertEquals(Long.MAX_VALUE, c.toolCachePreviewChars());
+        assertEquals(100_000, load("tool_cache_max_age_days = 100000\n").toolCacheMaxAgeDays());
+        assertEquals(5_000_000_000L, load("tool_output_cache_threshold = 5000000000\n").toolOutputCacheThreshold());
+        // Jackson's TOML parser reads 1000000000000000000 as 0: that max age would have swept everything a day old
+        assertEquals(1_000_000_000_000_000_000L, load("tool_cache_max_age_days = 1000000000000000000\n").toolCacheMaxAgeDays());
+        assertEquals(1_234_567_890_123_456_789L,
+                load("x = 1\ntool_cache_max_age_days = +1_234_567_890_123_456_789 # far\n").toolCacheMaxAgeDays());
+        assertEquals(Long.MAX_VALUE, load("tool_cache_max_age_days = 0x7fffffffffffffff\n").toolCacheMaxAgeDays());
+        assertEquals(999_999_999_999_999_999L, load("tool_cache_max_age_days = 999999999999999999\n").toolCacheMaxAgeDays());
     }
 
     @Test
@@ -107,6 +113,12 @@ class ChibiConfigTest {
                 .contains(":1: tool_cache_max_age_days: -1 is out of range"));
         assertTrue(refused("\n\ntool_output_cache_threshold = 99999999999999999999\n")
                 .contains(":3: tool_output_cache_threshold: 99999999999999999999 is out of range"));
+        assertTrue(refused("tool_cache_preview_chars = -5\n")
+                .endsWith(":1: tool_cache_preview_chars: -5 is out of range (0 to 9223372036854775807)"));
+        assertTrue(refused("tool_cache_max_age_days = 9223372036854775808\n")
+                .contains(":1: tool_cache_max_age_days: 9223372036854775808 is out of range"));
+        assertTrue(refused("tool_cache_max_age_days = -1000000000000000000\n")
+                .contains(":1: tool_cache_max_age_days: -1000000000000000000 is out of range"));
     }
 
     @Test
