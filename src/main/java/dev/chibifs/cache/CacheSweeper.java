@@ -11,11 +11,15 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * The mount daemon's cleanup thread: removes tool cache entries older than
- * {@code tool_cache_max_age_days} once at start and then every interval, in one named daemon
- * thread, until {@link #close()}. Does nothing when {@code auto_cleanup_cache} is false.
+ * {@code tool_cache_max_age_days} (+ 1 day) once at start and then every interval, in one named
+ * daemon thread, until {@link #close()}. chibi reads config.toml at every command, so the settings
+ * are read again at every sweep: a change to {@code tool_cache_max_age_days} or
+ * {@code auto_cleanup_cache} counts from the next sweep, without a remount. A file that cannot be
+ * read then leaves the last good settings in force, logged once per problem.
  */
 public final class CacheSweeper implements AutoCloseable {
 
@@ -25,39 +29,50 @@ public final class CacheSweeper implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CacheSweeper.class);
 
     private final ToolCache cache;
-    private final Duration maxAge;
+    private final Supplier<ChibiConfig> reload;
     private final Duration interval;
-    private final boolean enabled;
     private final CountDownLatch stop = new CountDownLatch(1);
     private Thread thread;
+    /** The settings of the last sweep, or the mount's; only the sweeping thread changes them. */
+    private volatile ChibiConfig settings;
+    /** The last problem logged with the file, so a bad file is logged once, not every sweep. */
+    private String problem;
 
-    private CacheSweeper(ToolCache cache, Duration maxAge, Duration interval, boolean enabled) {
+    private CacheSweeper(ToolCache cache, ChibiConfig initial, Supplier<ChibiConfig> reload, Duration interval) {
         this.cache = cache;
-        this.maxAge = maxAge;
+        this.settings = initial;
+        this.reload = reload;
         this.interval = interval;
-        this.enabled = enabled;
     }
 
     /**
-     * A sweeper over {@code router}'s {@code /sys/tool_cache} with the age limit and switch from
-     * {@code config}; {@code clock} decides what has expired. Call {@link #start()} to run it.
+     * A sweeper over {@code router}'s {@code /sys/tool_cache} that starts with {@code initial}'s age
+     * limit and switch and takes {@code reload}'s at each sweep ({@code reload} throws
+     * {@link dev.chibifs.config.ConfigException} for a bad file); {@code clock} decides what has
+     * expired. Call {@link #start()} to run it.
      */
-    public static CacheSweeper create(Router router, ChibiConfig config, Duration interval, Clock clock) {
+    public static CacheSweeper create(Router router, ChibiConfig initial, Supplier<ChibiConfig> reload,
+                                      Duration interval, Clock clock) {
         if (interval.isNegative() || interval.isZero()) {
             throw new IllegalArgumentException("the cache sweep interval must be positive, not " + interval);
         }
-        return new CacheSweeper(new ToolCache(router, clock), ToolCache.expiry(config.toolCacheMaxAgeDays()),
-                interval, config.autoCleanupCache());
+        return new CacheSweeper(new ToolCache(router, clock), initial, reload, interval);
     }
 
-    /** Starts the thread, which sweeps at once; a no-op when auto cleanup is off. */
+    /** A sweeper whose settings never change: {@code config}'s. */
+    public static CacheSweeper create(Router router, ChibiConfig config, Duration interval, Clock clock) {
+        return create(router, config, () -> config, interval, clock);
+    }
+
+    /** The settings in force: those the last sweep read. */
+    public ChibiConfig settings() {
+        return settings;
+    }
+
+    /** Starts the thread, which sweeps at once when auto cleanup is on. */
     public synchronized void start() {
         if (thread != null) {
             throw new IllegalStateException("the cache sweeper is already started");
-        }
-        if (!enabled) {
-            LOG.info("auto_cleanup_cache is false: the tool cache is not swept");
-            return;
         }
         thread = new Thread(this::run, THREAD_NAME);
         thread.setDaemon(true);
@@ -65,7 +80,7 @@ public final class CacheSweeper implements AutoCloseable {
     }
 
     private void run() {
-        LOG.info("sweeping {} every {}, removing entries older than {}", ToolCache.ROOT, interval, maxAge);
+        LOG.info("sweeping {} every {} as config.toml says then (now: {})", ToolCache.ROOT, interval, describe(settings));
         try {
             do {
                 sweepOnce();
@@ -76,10 +91,15 @@ public final class CacheSweeper implements AutoCloseable {
         LOG.debug("cache sweeper stopped");
     }
 
-    /** One sweep; survives any error so the next sweep still happens. Returns how many entries went. */
+    /** One sweep with the settings read now; survives any error so the next sweep still happens. Returns how many entries went. */
     int sweepOnce() {
+        ChibiConfig now = reread();
+        if (!now.autoCleanupCache()) {
+            return 0;
+        }
         try {
-            List<VfsPath> removed = cache.removeOlderThan(maxAge, () -> stop.getCount() == 0);
+            List<VfsPath> removed = cache.removeOlderThan(ToolCache.expiry(now.toolCacheMaxAgeDays()),
+                    () -> stop.getCount() == 0);
             if (!removed.isEmpty()) {
                 LOG.info("tool cache sweep removed {} entr{}", removed.size(), removed.size() == 1 ? "y" : "ies");
             }
@@ -90,6 +110,35 @@ public final class CacheSweeper implements AutoCloseable {
         }
     }
 
+    /** The settings for this sweep: config.toml's now, or the last good ones when it cannot be read. */
+    private ChibiConfig reread() {
+        ChibiConfig before = settings;
+        ChibiConfig now;
+        try {
+            now = reload.get();
+        } catch (RuntimeException e) {
+            if (!String.valueOf(e.getMessage()).equals(problem)) {
+                problem = String.valueOf(e.getMessage());
+                LOG.warn("{}; the tool cache sweep keeps the settings read before ({})", problem, describe(before));
+            }
+            return before;
+        }
+        if (problem != null) {
+            problem = null;
+            LOG.info("config.toml reads again");
+        }
+        if (now.autoCleanupCache() != before.autoCleanupCache() || now.toolCacheMaxAgeDays() != before.toolCacheMaxAgeDays()) {
+            LOG.info("tool cache sweep settings changed: {}", describe(now));
+        }
+        settings = now;
+        return now;
+    }
+
+    private static String describe(ChibiConfig c) {
+        return c.autoCleanupCache()
+                ? "entries older than tool_cache_max_age_days " + c.toolCacheMaxAgeDays() + " + 1 days go"
+                : "auto_cleanup_cache is false, nothing is swept";
+    }
     /**
      * Stops the thread and waits for it. It is not interrupted, because an interrupt closes a
      * file channel in the middle of its work; it notices the stop between entries instead.

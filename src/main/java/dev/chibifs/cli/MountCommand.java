@@ -89,7 +89,8 @@ public final class MountCommand implements Callable<Integer> {
     @Option(names = "--cache-sweep-interval", paramLabel = "DURATION", defaultValue = "1h",
             converter = DurationConverter.class,
             description = "How often the daemon removes tool-cache entries older than tool_cache_max_age_days + 1 days,"
-                + " as chibi counts (config.toml; skipped when auto_cleanup_cache = false), e.g. 30s, 10m, 1h."
+                + " as chibi counts (config.toml, read again at each sweep; skipped when auto_cleanup_cache = false),"
+                + " e.g. 30s, 10m, 1h."
                 + " Default: ${DEFAULT-VALUE}.")
     Duration cacheSweepInterval;
 
@@ -381,7 +382,9 @@ public final class MountCommand implements Callable<Integer> {
             // after its mounted line, and spawnDaemon finds it there by its prefix
             System.err.println(WARNING + unanswered);
         }
-        CacheSweeper sweeper = CacheSweeper.create(router, config, cacheSweepInterval, Clock.systemUTC());
+        // chibi reads config.toml at every command: the sweep reads its cache settings at every sweep
+        CacheSweeper sweeper = CacheSweeper.create(router, config, () -> ChibiConfig.load(chibiHome),
+                cacheSweepInterval, Clock.systemUTC());
         MountRegistry registry = MountRegistry.forCurrentUser();
         List<String> options = FuseDaemon.optionsFor(plan.uidMapped(), fuseOptions);
         long uid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();

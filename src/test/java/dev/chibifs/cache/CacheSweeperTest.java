@@ -3,6 +3,7 @@ package dev.chibifs.cache;
 import dev.chibifs.testing.MutableClock;
 
 import dev.chibifs.config.ChibiConfig;
+import dev.chibifs.config.ChibiHome;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.LocalStorage;
 import dev.chibifs.store.Storage;
@@ -130,11 +131,55 @@ class CacheSweeperTest {
         Path old = entry("old_1_00000000", Duration.ofDays(30));
         ChibiConfig off = new ChibiConfig("local", 4000, 7, 500, false);
         try (CacheSweeper s = CacheSweeper.create(router, off, Duration.ofMillis(10), clock)) {
-            s.start();
-            Thread.sleep(100);
-            assertEquals(null, sweeperThread());
+            assertEquals(0, s.sweepOnce());
             assertTrue(Files.exists(old));
         }
+    }
+
+    @Test
+    void readsConfigTomlAgainAtEverySweep() throws IOException {
+        // chibi reads config.toml at every command: a change must not wait for a remount
+        ChibiHome home = new ChibiHome(dir.resolve("home"));
+        Files.createDirectories(home.dir());
+        Path old = entry("old_1_00000000", Duration.ofDays(10));
+        Files.writeString(home.configFile(), "tool_cache_max_age_days = 30\n");
+        try (CacheSweeper s = CacheSweeper.create(router, ChibiConfig.load(home), () -> ChibiConfig.load(home),
+                Duration.ofHours(1), clock)) {
+            assertEquals(0, s.sweepOnce());
+            Files.writeString(home.configFile(), "tool_cache_max_age_days = 7\nauto_cleanup_cache = false\n");
+            assertEquals(0, s.sweepOnce());
+            assertTrue(Files.exists(old), "auto_cleanup_cache = false, read at this sweep");
+            Files.delete(home.configFile());
+            assertEquals(1, s.sweepOnce(), "no file: chibi's defaults, 7 + 1 days");
+            assertFalse(Files.exists(old));
+        }
+    }
+
+    @Test
+    void aBadFileKeepsTheLastGoodSettingsAndIsLoggedOnce() throws IOException {
+        ChibiHome home = new ChibiHome(dir.resolve("home"));
+        Files.createDirectories(home.dir());
+        Files.writeString(home.configFile(), "tool_cache_max_age_days = 2\n");
+        java.io.PrintStream realErr = System.err;
+        java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+        try (CacheSweeper s = CacheSweeper.create(router, ChibiConfig.DEFAULTS, () -> ChibiConfig.load(home),
+                Duration.ofHours(1), clock)) {
+            s.sweepOnce();
+            Files.writeString(home.configFile(), "tool_cache_max_age_days = \"two\"\n");
+            Path old = entry("old_1_00000000", Duration.ofDays(4));
+            System.setErr(new java.io.PrintStream(log, true, java.nio.charset.StandardCharsets.UTF_8));
+            assertEquals(1, s.sweepOnce(), "2 + 1 days, the last good setting, not the default 7");
+            assertFalse(Files.exists(old));
+            entry("old_2_00000000", Duration.ofDays(4));
+            assertEquals(1, s.sweepOnce());
+            assertEquals(2, s.settings().toolCacheMaxAgeDays());
+        } finally {
+            System.setErr(realErr);
+        }
+        String logged = log.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(1, logged.lines().filter(l -> l.contains("WARN")).count(), logged);
+        assertTrue(logged.contains(home.configFile() + ":1: tool_cache_max_age_days: expected a non-negative integer"),
+                logged);
     }
 
     @Test
