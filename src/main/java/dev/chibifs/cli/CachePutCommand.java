@@ -88,7 +88,8 @@ public final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exe
     /** Stores {@code output} and returns the stub, or null when it is not to be cached. */
     private String cache(byte[] output) throws IOException {
         String argsJson = validate();
-        ChibiConfig config = ChibiConfig.load(home.resolve());
+        // chibi resolves a context's settings: config.toml, then the context's local.toml over it
+        ChibiConfig config = ChibiConfig.load(home.resolve()).forContext(home.resolve(), context);
         if (!CacheStub.shouldCache(output, config.toolOutputCacheThreshold())) {
             return null;
         }

@@ -11,14 +11,14 @@ import java.util.List;
  * The settings chibifs shares with chibi, read from chibi's own {@code config.toml} (keys it
  * does not know belong to chibi and are ignored).
  *
- * @param backend                  {@code [vfs] backend}; only {@code local} is built in
- * @param toolOutputCacheThreshold outputs larger than this many characters are cached
- * @param toolCacheMaxAgeDays      cache entries older than this (+ 1 day) are removed
- *
  * <p>chibi reads the three numbers as {@code usize} and {@code u64}, and TOML integers are signed
  * 64-bit: every non-negative TOML integer is taken, as chibi takes it. Whatever cannot be counted
  * that far (an age past what a date can hold, a preview longer than a string) is clamped where it
  * is used.
+ *
+ * @param backend                  {@code [vfs] backend}; only {@code local} is built in
+ * @param toolOutputCacheThreshold outputs larger than this many characters are cached
+ * @param toolCacheMaxAgeDays      cache entries older than this (+ 1 day) are removed
  * @param toolCachePreviewChars    the stub previews at most this many characters
  * @param autoCleanupCache         whether the mount daemon sweeps the cache
  */
@@ -39,16 +39,34 @@ public record ChibiConfig(String backend, long toolOutputCacheThreshold, long to
      */
     public static ChibiConfig load(ChibiHome home) {
         Path file = home.configFile();
-        String text;
+        String text = read(file);
+        return text == null ? DEFAULTS : ConfigParser.parse(file, text);
+    }
+
+    /**
+     * These settings with {@code context}'s {@code local.toml} laid over them, as chibi resolves a
+     * context's config: its {@code tool_output_cache_threshold} and {@code tool_cache_preview_chars}
+     * replace these. Its other keys are not read: the age limit and the switch are the sweep's,
+     * which is global (chibi sweeps every context with the running context's setting).
+     *
+     * @throws ConfigException when the file is malformed or one of the two has the wrong type or range
+     */
+    public ChibiConfig forContext(ChibiHome home, String context) {
+        Path file = home.localConfigFile(context);
+        String text = read(file);
+        return text == null ? this : ConfigParser.parseLocal(file, text, this);
+    }
+
+    /** The file's text, or null when it does not exist. */
+    private static String read(Path file) {
         try {
-            text = Files.readString(file);
+            return Files.readString(file);
         } catch (NoSuchFileException absent) {
-            return DEFAULTS;
+            return null;
         } catch (CharacterCodingException e) {
             throw new ConfigException(file + ": not UTF-8 text, as TOML must be");
         } catch (IOException e) {
             throw new ConfigException(file + ": cannot read: " + e.getMessage());
         }
-        return ConfigParser.parse(file, text);
     }
 }

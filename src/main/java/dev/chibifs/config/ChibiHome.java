@@ -38,6 +38,14 @@ public record ChibiHome(Path dir) {
         return dir.resolve("config.toml");
     }
 
+    /**
+     * A context's own settings, {@code <home>/contexts/<context>/local.toml} (chibi's
+     * {@code LocalConfig}); {@code context} must be a valid context name.
+     */
+    public Path localConfigFile(String context) {
+        return dir.resolve("contexts").resolve(context).resolve("local.toml");
+    }
+
     /** Where chibifs keeps its own files (logs), outside the store so the tree stays chibi's. */
     public Path chibifsDir() {
         return dir.resolve("chibifs");

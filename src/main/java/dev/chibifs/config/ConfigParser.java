@@ -32,13 +32,30 @@ final class ConfigParser {
         return new ConfigParser(file, text).parse();
     }
 
-    private ChibiConfig parse() {
-        JsonNode root;
+    /** {@code base} with the per-context keys of a {@code local.toml} in {@code text} laid over it. */
+    static ChibiConfig parseLocal(Path file, String text, ChibiConfig base) {
+        ConfigParser p = new ConfigParser(file, text);
+        JsonNode root = p.tree();
+        if (root == null || root.isMissingNode()) {
+            return base;
+        }
+        return new ChibiConfig(base.backend(),
+                p.nonNegative(root, "tool_output_cache_threshold", base.toolOutputCacheThreshold()),
+                base.toolCacheMaxAgeDays(),
+                p.nonNegative(root, "tool_cache_preview_chars", base.toolCachePreviewChars()),
+                base.autoCleanupCache());
+    }
+
+    private JsonNode tree() {
         try {
-            root = TOML.readTree(text);
+            return TOML.readTree(text);
         } catch (JsonProcessingException e) {
             throw malformed(e);
         }
+    }
+
+    private ChibiConfig parse() {
+        JsonNode root = tree();
         ChibiConfig d = ChibiConfig.DEFAULTS;
         if (root == null || root.isMissingNode()) {
             return d;

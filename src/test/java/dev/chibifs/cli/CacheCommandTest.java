@@ -141,6 +141,31 @@ class CacheCommandTest {
     }
 
     @Test
+    void aContextsLocalTomlOverridesThresholdAndPreview() throws IOException {
+        Files.writeString(home.resolve("config.toml"), "tool_output_cache_threshold = 10\n");
+        Path local = Files.createDirectories(home.resolve("contexts/coder")).resolve("local.toml");
+        Files.writeString(local, "tool_output_cache_threshold = 100\n");
+        byte[] output = "0123456789\nabcdefghij\n".repeat(3).getBytes(StandardCharsets.UTF_8);
+        assertEquals(0, run(output, "cache", "put", "--context", "coder", "--tool", "t"));
+        assertArrayEquals(output, rawOut.toByteArray(), "under coder's own threshold");
+        rawOut.reset();
+        assertEquals(0, run(output, "cache", "put", "--context", "planner", "--tool", "t"));
+        assertTrue(stdout().startsWith("[Output cached: vfs:///sys/tool_cache/planner/"), stdout());
+
+        Files.writeString(local, "tool_cache_preview_chars = 12\n");
+        rawOut.reset();
+        assertEquals(0, run(output, "cache", "put", "--context", "coder", "--tool", "t"));
+        assertTrue(stdout().endsWith("Preview (first 1 lines):\n---\n0123456789\n---\n"), stdout());
+
+        Files.writeString(local, "tool_cache_preview_chars = \"many\"\n");
+        rawOut.reset();
+        assertEquals(2, run(output, "cache", "put", "--context", "coder", "--tool", "t"));
+        assertArrayEquals(output, rawOut.toByteArray());
+        assertEquals("chibifs: " + local + ":1: tool_cache_preview_chars: expected a non-negative integer, found a"
+                + " string (\"many\")\n", err.toString());
+    }
+
+    @Test
     void badNamesAreUsageErrorsThatStillPrintTheOutput() {
         byte[] output = "y".repeat(5000).getBytes(StandardCharsets.UTF_8);
         assertEquals(2, run(output, "cache", "put", "--context", "System", "--tool", "t"));

@@ -33,6 +33,29 @@ class ChibiConfigTest {
     }
 
     @Test
+    void aContextsLocalTomlOverridesThresholdAndPreview() throws IOException {
+        ChibiHome home = new ChibiHome(dir);
+        ChibiConfig global = load("tool_output_cache_threshold = 10\ntool_cache_preview_chars = 20\n"
+                + "tool_cache_max_age_days = 3\n");
+        assertEquals(global, global.forContext(home, "coder"), "no local.toml: config.toml's");
+        Path local = Files.createDirectories(dir.resolve("contexts/coder")).resolve("local.toml");
+        // chibi's LocalConfig: any key it leaves out is config.toml's; the age and the switch stay the sweep's
+        Files.writeString(local, "model = \"m\"\ntool_output_cache_threshold = 50000\ntool_cache_max_age_days = 1\n"
+                + "auto_cleanup_cache = false\n");
+        assertEquals(new ChibiConfig("local", 50000, 3, 20, true), global.forContext(home, "coder"));
+        Files.writeString(local, "tool_cache_preview_chars = 9223372036854775807\n");
+        assertEquals(new ChibiConfig("local", 10, 3, Long.MAX_VALUE, true), global.forContext(home, "coder"));
+        assertEquals(global, global.forContext(home, "planner"));
+
+        Files.writeString(local, "a = 1\ntool_output_cache_threshold = -1\n");
+        assertEquals(local + ":2: tool_output_cache_threshold: -1 is out of range (0 to 9223372036854775807)",
+                assertThrows(ConfigException.class, () -> global.forContext(home, "coder")).getMessage());
+        Files.writeString(local, "tool_cache_preview_chars = = 3\n");
+        assertTrue(assertThrows(ConfigException.class, () -> global.forContext(home, "coder")).getMessage()
+                .startsWith(local + ":1: malformed TOML"));
+    }
+
+    @Test
     void emptyFileMeansDefaults() throws IOException {
         assertEquals(ChibiConfig.DEFAULTS, load(""));
     }
