@@ -61,12 +61,15 @@ public final class ToolCache {
         return path;
     }
 
-    /** The entries of one context, or of every context when {@code context} is null, by context then id. */
+    /**
+     * The entries of one context, or when {@code context} is null of every directory the sweep looks
+     * into (valid context name or not), by directory then id.
+     */
     public List<CachedEntry> list(String context) throws IOException {
         List<CachedEntry> out = new ArrayList<>();
         for (String ctx : context == null ? contexts() : List.of(ContextNames.validate(context))) {
             for (Entry e : entriesOf(ctx)) {
-                VfsPath p = directoryOf(ctx).child(e.name());
+                VfsPath p = ROOT.child(ctx).child(e.name());
                 try {
                     Metadata m = router.metadata(Caller.SYSTEM, p);
                     if (m.isFile()) {
@@ -121,15 +124,15 @@ public final class ToolCache {
             try {
                 entries = entriesOf(ctx);
             } catch (IOException e) {
-                LOG.warn("tool cache: cannot list {}: {}", directoryOf(ctx), e.toString());
-                failed.accept(directoryOf(ctx), e);
+                LOG.warn("tool cache: cannot list {}: {}", ROOT.child(ctx), e.toString());
+                failed.accept(ROOT.child(ctx), e);
                 continue;
             }
             for (Entry e : entries) {
                 if (stopRequested.getAsBoolean()) {
                     return removed;
                 }
-                VfsPath p = directoryOf(ctx).child(e.name());
+                VfsPath p = ROOT.child(ctx).child(e.name());
                 try {
                     if (removeIfExpired(p, cutoff)) {
                         removed.add(p);
@@ -199,7 +202,11 @@ public final class ToolCache {
         }
     }
 
-    /** The context directories under the root; other names (links, files, invalid names) are skipped. */
+    /**
+     * The directories under the root, whatever their names, as chibi's {@code cleanup_all_tool_caches}
+     * looks into every one (a directory made by hand, or by an older chibi, is swept too, not kept
+     * forever); links, files and names that are not UTF-8 are skipped.
+     */
     private List<String> contexts() throws IOException {
         List<String> out = new ArrayList<>();
         List<Entry> entries;
@@ -209,7 +216,7 @@ public final class ToolCache {
             return out;
         }
         for (Entry e : entries) {
-            if (e.kind() == EntryKind.DIRECTORY && ContextNames.isValid(e.name()) && addressable(e.name())) {
+            if (e.kind() == EntryKind.DIRECTORY && addressable(e.name())) {
                 out.add(e.name());
             }
         }
@@ -229,7 +236,7 @@ public final class ToolCache {
     private List<Entry> entriesOf(String ctx) throws IOException {
         List<Entry> out = new ArrayList<>();
         try {
-            for (Entry e : router.list(Caller.SYSTEM, directoryOf(ctx))) {
+            for (Entry e : router.list(Caller.SYSTEM, ROOT.child(ctx))) {
                 if (e.kind() == EntryKind.FILE && addressable(e.name())) {
                     out.add(e);
                 }

@@ -116,11 +116,27 @@ class ToolCacheTest {
         Path home = writeAged("home/planner/tool_cache/x", Duration.ofDays(100));
         Path strayFile = writeAged("sys/tool_cache/stray", Duration.ofDays(100));
         Path nested = writeAged("sys/tool_cache/planner/sub/deep", Duration.ofDays(100));
-        Path badContext = writeAged("sys/tool_cache/bad name/x", Duration.ofDays(100));
         assertEquals(List.of(), cache.removeOlderThan(WEEK, () -> false));
-        for (Path p : List.of(sys, shared, home, strayFile, nested, badContext)) {
+        for (Path p : List.of(sys, shared, home, strayFile, nested)) {
             assertTrue(Files.exists(p), p.toString());
         }
+    }
+
+    @Test
+    void sweepsEveryDirectoryAsChibiDoesNotOnlyValidContexts() throws IOException {
+        // cleanup_all_tool_caches looks into every directory under /sys/tool_cache whose path VfsPath takes
+        List<String> names = List.of("bad name", "System", "-x", "a.b", "caf\u00e9", "x".repeat(255));
+        for (String name : names) {
+            writeAged("sys/tool_cache/" + name + "/t_1_00000000", Duration.ofDays(100));
+        }
+        Path fresh = writeAged("sys/tool_cache/-x/t_2_00000000", Duration.ofDays(1));
+        assertEquals(names.size(), cache.list(null).size() - 1, "ls shows what the sweep looks at");
+        List<VfsPath> removed = cache.removeOlderThan(WEEK, () -> false);
+        assertEquals(names.size(), removed.size(), removed.toString());
+        for (String name : names) {
+            assertFalse(Files.exists(store.resolve("sys/tool_cache/" + name + "/t_1_00000000")), name);
+        }
+        assertTrue(Files.exists(fresh));
     }
 
     @Test
