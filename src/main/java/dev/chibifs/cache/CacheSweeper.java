@@ -105,7 +105,7 @@ public final class CacheSweeper implements AutoCloseable {
             }
             return removed.size();
         } catch (Exception e) {
-            LOG.warn("tool cache sweep failed, will retry in {}: {}", interval, e.toString());
+            LOG.warn("tool cache sweep failed, will retry in {}: {}", interval, ToolCache.describe(e));
             return 0;
         }
     }

@@ -7,6 +7,7 @@ import dev.chibifs.router.Router;
 import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.Metadata;
+import dev.chibifs.sys.Errors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -103,17 +104,28 @@ public final class ToolCache {
     }
 
     /**
-     * Removes every entry whose modification time is more than {@code maxAge} before now; an entry
-     * that vanishes or cannot be read or removed is logged and skipped. Stops early, between
-     * entries, once {@code stopRequested} says so. Returns the paths removed.
+     * Removes every entry whose modification time is more than {@code maxAge} before now, logging
+     * each removal; an entry that vanishes or cannot be read or removed is logged and skipped. Stops
+     * early, between entries, once {@code stopRequested} says so. Returns the paths removed.
      */
     public List<VfsPath> removeOlderThan(Duration maxAge, BooleanSupplier stopRequested) throws IOException {
-        return removeOlderThan(maxAge, stopRequested, (p, e) -> { });
+        return removeOlderThan(maxAge, stopRequested, (p, e) -> LOG.warn("tool cache: cannot check or remove {}: {}",
+                printable(p.toString()), describe(e)), true);
     }
 
-    /** {@link #removeOlderThan(Duration, BooleanSupplier)}, telling {@code failed} of each entry that could not be checked or removed. */
+    /**
+     * {@link #removeOlderThan(Duration, BooleanSupplier)} for a caller that reports itself: it tells
+     * {@code failed} of each entry that could not be checked or removed, and logs neither those
+     * nor the removals (a command prints them as its own lines, not as a logger's).
+     */
     public List<VfsPath> removeOlderThan(Duration maxAge, BooleanSupplier stopRequested,
                                          java.util.function.BiConsumer<VfsPath, Exception> failed) throws IOException {
+        return removeOlderThan(maxAge, stopRequested, failed, false);
+    }
+
+    private List<VfsPath> removeOlderThan(Duration maxAge, BooleanSupplier stopRequested,
+                                          java.util.function.BiConsumer<VfsPath, Exception> failed,
+                                          boolean logRemovals) throws IOException {
         List<VfsPath> removed = new ArrayList<>();
         if (!isCacheDirectory()) {
             return removed;
@@ -124,7 +136,6 @@ public final class ToolCache {
             try {
                 entries = entriesOf(ctx);
             } catch (IOException e) {
-                LOG.warn("tool cache: cannot list {}: {}", ROOT.child(ctx), e.toString());
                 failed.accept(ROOT.child(ctx), e);
                 continue;
             }
@@ -134,13 +145,17 @@ public final class ToolCache {
                 }
                 VfsPath p = ROOT.child(ctx).child(e.name());
                 try {
-                    if (removeIfExpired(p, cutoff)) {
+                    Instant modified = removeIfExpired(p, cutoff);
+                    if (modified != null) {
                         removed.add(p);
+                        if (logRemovals) {
+                            LOG.info("tool cache: removed {} (modified {}, before {})", printable(p.toString()),
+                                    modified, cutoff);
+                        }
                     }
                 } catch (NoSuchFileException vanished) {
-                    LOG.debug("tool cache: {} vanished before it could be checked", p);
+                    LOG.debug("tool cache: {} vanished before it could be checked", printable(p.toString()));
                 } catch (IOException | RuntimeException ex) {
-                    LOG.warn("tool cache: cannot check or remove {}: {}", p, ex.toString());
                     failed.accept(p, ex);
                 }
             }
@@ -148,20 +163,59 @@ public final class ToolCache {
         return removed;
     }
 
-    private boolean removeIfExpired(VfsPath p, Instant cutoff) throws IOException {
+    /** Removes {@code p} when it is a regular file modified before {@code cutoff}; returns when it was modified, or null when kept. */
+    private Instant removeIfExpired(VfsPath p, Instant cutoff) throws IOException {
         // metadata never follows a link: a link or directory planted here is reported as such and skipped
         Metadata m = router.metadata(Caller.SYSTEM, p);
         if (!m.isFile()) {
-            LOG.debug("tool cache: skipping {} ({}), not a regular file", p, m.kind());
-            return false;
+            LOG.debug("tool cache: skipping {} ({}), not a regular file", printable(p.toString()), m.kind());
+            return null;
         }
         Instant modified = m.modified().toInstant();
         if (!modified.isBefore(cutoff)) {
-            return false;
+            return null;
         }
         router.removeFile(Caller.SYSTEM, p);
-        LOG.info("tool cache: removed {} (modified {}, before {})", p, modified, cutoff);
-        return true;
+        return modified;
+    }
+
+    /** A failure as one plain line: what the system said and the file, no Java class names. */
+    public static String describe(Exception e) {
+        if (e instanceof IOException io) {
+            return Errors.describe(io);
+        }
+        String m = e.getMessage();
+        return printable(m == null ? e.getClass().getSimpleName() : m);
+    }
+
+    /**
+     * {@code s} with control characters escaped ({@code \n}, {@code \t}, {@code \xNN}) and the
+     * backslash doubled: a name may hold a newline, which would split a log or output line in two
+     * and make the second half look like a line of its own.
+     */
+    public static String printable(String s) {
+        StringBuilder b = null;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            String esc = switch (c) {
+                case '\n' -> "\\n";
+                case '\r' -> "\\r";
+                case '\t' -> "\\t";
+                case '\\' -> "\\\\";
+                default -> c < 0x20 || c == 0x7f ? String.format("\\x%02x", (int) c) : null;
+            };
+            if (esc != null && b == null) {
+                b = new StringBuilder(s.length() + 8).append(s, 0, i);
+            }
+            if (b != null) {
+                if (esc != null) {
+                    b.append(esc);
+                } else {
+                    b.append(c);
+                }
+            }
+        }
+        return b == null ? s : b.toString();
     }
 
     /**

@@ -40,10 +40,10 @@ public final class CacheCleanCommand implements Callable<Integer> {
         List<String> failed = new java.util.ArrayList<>();
         Duration expiry = ToolCache.expiry(days);
         List<VfsPath> removed = cache == null ? List.of() : cache.removeOlderThan(expiry, () -> false,
-                (p, e) -> failed.add(p.toUri() + " (" + (e instanceof IOException io ? ErrorHandler.oneLine(io) : e.toString()) + ")"));
+                (p, e) -> failed.add(ToolCache.printable(p.toUri()) + " (" + ToolCache.describe(e) + ")"));
         PrintWriter out = spec.commandLine().getOut();
         for (VfsPath p : removed) {
-            out.println("removed " + p.toUri());
+            out.println("removed " + ToolCache.printable(p.toUri()));
         }
         // the age the sweep used, not the setting: chibi removes only what is a day older than it says
         // days + 1 as chibi counts, which for the largest setting is past what a long holds

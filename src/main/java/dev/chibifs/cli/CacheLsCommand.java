@@ -60,14 +60,16 @@ public final class CacheLsCommand implements Callable<Integer> {
         } else if (!entries.isEmpty()) {
             int ctxWidth = "CONTEXT".length();
             int idWidth = "ID".length();
+            // a name with a newline would make two rows of one
             for (CachedEntry e : entries) {
-                ctxWidth = Math.max(ctxWidth, e.context().length());
-                idWidth = Math.max(idWidth, e.id().length());
+                ctxWidth = Math.max(ctxWidth, ToolCache.printable(e.context()).length());
+                idWidth = Math.max(idWidth, ToolCache.printable(e.id()).length());
             }
             String row = "%-" + ctxWidth + "s  %-" + idWidth + "s  %10s  %s%n";
             out.printf(row, "CONTEXT", "ID", "SIZE", "AGE");
             for (CachedEntry e : entries) {
-                out.printf(row, e.context(), e.id(), e.size(), age(Duration.between(e.modified(), now)));
+                out.printf(row, ToolCache.printable(e.context()), ToolCache.printable(e.id()), e.size(),
+                        age(Duration.between(e.modified(), now)));
             }
         }
         out.flush();

@@ -10,22 +10,9 @@ import java.io.IOException;
 /** Turns expected failures into one line on stderr and an exit code; only the unexpected gets a stack trace. */
 final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, CommandLine.IParameterExceptionHandler {
 
-    /**
-     * An I/O failure as one line for a person: what the system said (by its errno, where it carries
-     * one) and the file, never Java's class names ("Permission denied: /srv/chibi/vfs/sys/tool_cache/t1").
-     */
+    /** An I/O failure as one line for a person: {@link dev.chibifs.sys.Errors#describe(IOException)}. */
     static String oneLine(IOException e) {
-        String file = e instanceof java.nio.file.FileSystemException f ? f.getFile() : null;
-        String reason = e instanceof java.nio.file.FileSystemException f ? f.getReason() : e.getMessage();
-        int errno = dev.chibifs.sys.Errors.errno(e);
-        if (e instanceof java.nio.file.FileSystemException && reason == null && errno > 0) {
-            reason = dev.chibifs.sys.LibC.strerror(errno); // the JDK's own (AccessDeniedException, ...) carry none
-        }
-        String line = reason == null ? e.getClass().getSimpleName() : reason;
-        if (file != null && !line.contains(file)) {
-            line = line + ": " + file;
-        }
-        return line.replace('\n', ' ').replace('\r', ' ');
+        return dev.chibifs.sys.Errors.describe(e);
     }
 
     @Override

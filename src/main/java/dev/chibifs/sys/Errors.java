@@ -20,6 +20,25 @@ public final class Errors {
     private Errors() {
     }
 
+    /**
+     * An I/O failure as one line for a person: what the system said (by its errno, where it carries
+     * one) and the file, never Java's class names ("Permission denied: /srv/chibi/vfs/sys/tool_cache/t1");
+     * a newline in a file name does not split the line.
+     */
+    public static String describe(java.io.IOException e) {
+        String file = e instanceof FileSystemException f ? f.getFile() : null;
+        String reason = e instanceof FileSystemException f ? f.getReason() : e.getMessage();
+        int errno = errno(e);
+        if (e instanceof FileSystemException && reason == null && errno > 0) {
+            reason = LibC.strerror(errno); // the JDK's own (AccessDeniedException, ...) carry none
+        }
+        String line = reason == null ? e.getClass().getSimpleName() : reason;
+        if (file != null && !line.contains(file)) {
+            line = line + ": " + file;
+        }
+        return line.replace('\n', ' ').replace('\r', ' ');
+    }
+
     /** The exception for {@code errno} about {@code file} (null when no file is concerned); it implements {@link HasErrno}. */
     public static FileSystemException of(int errno, String file) {
         return switch (errno) {

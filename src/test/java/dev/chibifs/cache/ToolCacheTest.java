@@ -110,6 +110,52 @@ class ToolCacheTest {
     }
 
     @Test
+    void aCommandReportsFailuresItselfAndTheDaemonLogsThemAsOnePlainLine() throws IOException {
+        writeAged("sys/tool_cache/planner/old\n1_00000000", WEEK.plusSeconds(1));
+        ToolCache readOnly = new ToolCache(Router.of(new dev.chibifs.store.ReadOnlyStorage(new LocalStorage(store), "test")), clock);
+        java.io.PrintStream realErr = System.err;
+        java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+        List<String> told = new java.util.ArrayList<>();
+        try {
+            System.setErr(new java.io.PrintStream(log, true, StandardCharsets.UTF_8));
+            readOnly.removeOlderThan(WEEK, () -> false, (p, e) -> told.add(ToolCache.describe(e)));
+            assertEquals("", log.toString(StandardCharsets.UTF_8), "the command prints its own line, not a logger's");
+            readOnly.removeOlderThan(WEEK, () -> false);
+        } finally {
+            System.setErr(realErr);
+        }
+        assertEquals(1, told.size());
+        assertFalse(told.get(0).contains("dev.chibifs") || told.get(0).contains("Exception"), told.get(0));
+        String logged = log.toString(StandardCharsets.UTF_8);
+        assertEquals(1, logged.lines().count(), logged);
+        assertTrue(logged.contains("WARN") && logged.contains("cannot check or remove /sys/tool_cache/planner/old\\n1_00000000: "),
+                logged);
+        assertFalse(logged.contains("dev.chibifs.") || logged.contains("Exception"), logged);
+    }
+
+    @Test
+    void aRemovalIsOneLogLineWhateverTheName() throws IOException {
+        writeAged("sys/tool_cache/planner/old\n1_00000000", WEEK.plusSeconds(1));
+        java.io.PrintStream realErr = System.err;
+        java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+        try {
+            System.setErr(new java.io.PrintStream(log, true, StandardCharsets.UTF_8));
+            assertEquals(1, cache.removeOlderThan(WEEK, () -> false).size());
+        } finally {
+            System.setErr(realErr);
+        }
+        String logged = log.toString(StandardCharsets.UTF_8);
+        assertEquals(1, logged.lines().count(), logged);
+        assertTrue(logged.contains("tool cache: removed /sys/tool_cache/planner/old\\n1_00000000 (modified "), logged);
+    }
+
+    @Test
+    void printableEscapesWhatWouldSplitALine() {
+        assertEquals("plain_1_00000000", ToolCache.printable("plain_1_00000000"));
+        assertEquals("a\\nb\\rc\\td\\x1be\\\\f\\x7f caf\u00e9", ToolCache.printable("a\nb\rc\td\u001be\\f\u007f caf\u00e9"));
+    }
+
+    @Test
     void touchesNothingOutsideTheCache() throws IOException {
         Path sys = writeAged("sys/config", Duration.ofDays(100));
         Path shared = writeAged("shared/notes.md", Duration.ofDays(100));

@@ -284,6 +284,20 @@ class CacheCommandTest {
     }
 
     @Test
+    void cleanPrintsANameWithANewlineOnOneLine() throws IOException {
+        Path old = Files.createDirectories(home.resolve("vfs/sys/tool_cache/coder")).resolve("t\n1_00000000");
+        Files.writeString(old, "old");
+        Files.setLastModifiedTime(old, FileTime.from(Instant.now().minus(Duration.ofDays(30))));
+        assertEquals(0, run("cache", "ls"));
+        assertEquals(2, out.toString().lines().count(), out.toString());
+        assertTrue(out.toString().contains("coder    t\\n1_00000000"), out.toString());
+        assertEquals(0, run("cache", "clean"));
+        assertEquals("removed vfs:///sys/tool_cache/coder/t\\n1_00000000\nremoved 1 tool cache entry older than 8 days"
+                + " (max age 7 + 1, as chibi counts)\n", out.toString());
+        assertFalse(Files.exists(old));
+    }
+
+    @Test
     void clearRemovesOneContext() throws IOException {
         run("z".repeat(5000).getBytes(StandardCharsets.UTF_8), "cache", "put", "--context", "coder", "--tool", "t");
         run("z".repeat(5000).getBytes(StandardCharsets.UTF_8), "cache", "put", "--context", "planner", "--tool", "t");
