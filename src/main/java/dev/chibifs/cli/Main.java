@@ -7,6 +7,7 @@ import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.Callable;
 
 /** The {@code chibifs} command: one subcommand class per verb, each returning an exit code. */
 @Command(name = "chibifs",
@@ -27,7 +28,7 @@ import java.util.List;
             "     file is needed, a file in the way, ...",
             "  5  other I/O error (vfs commands; sync: a store could not)",
         })
-public final class Main implements Runnable {
+public final class Main implements Callable<Integer> {
 
     /** Every subcommand, in the order the root's help lists them. */
     static final List<Class<?>> SUBCOMMANDS = List.of(
@@ -57,9 +58,11 @@ public final class Main implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
+    /** Without a command there is nothing to do: the usage, and exit 2 as for any usage error. */
     @Override
-    public void run() {
+    public Integer call() {
         spec.commandLine().usage(spec.commandLine().getErr());
+        return ExitCodes.USAGE;
     }
 
     /** Builds the command line with chibifs's error handling: one clear line for expected failures, no stack trace. */

@@ -33,6 +33,17 @@ class HelpTest {
     }
 
     @Test
+    void noCommandIsAUsageError() {
+        Cli.Result root = new Cli(home).run();
+        assertEquals(2, root.code(), root.toString());
+        assertTrue(root.err().startsWith("Usage: chibifs "), root.err());
+        Cli.Result cache = new Cli(home).run("cache");
+        assertEquals(2, cache.code(), cache.toString());
+        assertTrue(cache.err().startsWith("Usage: chibifs cache ") && cache.err().contains("  put "), cache.err());
+        assertEquals("", cache.out());
+    }
+
+    @Test
     void everyCommandHelpShowsItsOptionsCallerAndExitCodes() {
         CommandLine root = Main.commandLine();
         for (String c : VFS_COMMANDS) {
