@@ -26,7 +26,8 @@ public final class CacheLsCommand implements Callable<Integer> {
     @Option(names = "--context", paramLabel = "NAME", description = "Only this context's entries.")
     String context;
 
-    @Option(names = "--json", description = "A JSON array of {context, id, path, size, modified, age_seconds}.")
+    @Option(names = "--json", description = "A JSON array of {context, id, path, size, modified, age_seconds};"
+            + " an age is negative for an entry modified in the future.")
     boolean json;
 
     @Mixin
@@ -54,7 +55,7 @@ public final class CacheLsCommand implements Callable<Integer> {
                 o.put("path", e.path().toUri());
                 o.put("size", e.size());
                 o.put("modified", e.modified().toString());
-                o.put("age_seconds", Math.max(0, Duration.between(e.modified(), now).getSeconds()));
+                o.put("age_seconds", Duration.between(e.modified(), now).getSeconds());
             }
             out.println(mapper.writeValueAsString(array));
         } else if (!entries.isEmpty()) {
@@ -76,9 +77,15 @@ public final class CacheLsCommand implements Callable<Integer> {
         return ExitCodes.OK;
     }
 
-    /** The age in its two largest units, e.g. 3d4h, 12m5s. */
+    /**
+     * The age in its two largest units, e.g. 3d4h, 12m5s; negative for an entry modified in the
+     * future (a clock set wrong where it was written), e.g. -5m, so it does not pass for a new one.
+     */
     static String age(Duration d) {
-        long s = Math.max(0, d.getSeconds());
+        if (d.isNegative()) {
+            return "-" + age(d.negated());
+        }
+        long s = d.getSeconds();
         long[] sizes = {86_400, 3_600, 60, 1};
         String[] units = {"d", "h", "m", "s"};
         StringBuilder b = new StringBuilder();

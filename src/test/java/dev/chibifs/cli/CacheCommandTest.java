@@ -233,6 +233,22 @@ class CacheCommandTest {
     }
 
     @Test
+    void anEntryFromTheFutureShowsANegativeAge() throws IOException {
+        assertEquals("0s", CacheLsCommand.age(Duration.ZERO));
+        assertEquals("3d4h", CacheLsCommand.age(Duration.ofHours(76)));
+        assertEquals("-5m", CacheLsCommand.age(Duration.ofMinutes(-5)));
+        assertEquals("-1d2h", CacheLsCommand.age(Duration.ofHours(-26)));
+        Path ahead = Files.createDirectories(home.resolve("vfs/sys/tool_cache/coder")).resolve("t_1_00000000");
+        Files.writeString(ahead, "x");
+        Files.setLastModifiedTime(ahead, FileTime.from(Instant.now().plus(Duration.ofDays(2)).plusSeconds(60)));
+        assertEquals(0, run("cache", "ls"));
+        assertTrue(out.toString().lines().skip(1).findFirst().orElseThrow().endsWith("  -2d"), out.toString());
+        assertEquals(0, run("cache", "ls", "--json"));
+        long age = new ObjectMapper().readTree(out.toString()).get(0).get("age_seconds").asLong();
+        assertTrue(age < -2 * 86_400, "age_seconds " + age);
+    }
+
+    @Test
     void lsOnAHomeWithoutAStoreIsEmptyAndCreatesNothing() {
         assertEquals(0, run("cache", "ls", "--json"));
         assertEquals("[]", out.toString().strip());
