@@ -87,11 +87,10 @@ public final class MountCommand implements Callable<Integer> {
     String logLevel;
 
     @Option(names = "--cache-sweep-interval", paramLabel = "DURATION", defaultValue = "1h",
-            converter = DurationConverter.class,
+            converter = SweepIntervalConverter.class,
             description = "How often the daemon removes tool-cache entries older than tool_cache_max_age_days + 1 days,"
                 + " as chibi counts (config.toml, read again at each sweep; skipped when auto_cleanup_cache = false),"
-                + " e.g. 30s, 10m, 1h."
-                + " Default: ${DEFAULT-VALUE}.")
+                + " e.g. 30s, 10m, 1h; 1s to 365d. Default: ${DEFAULT-VALUE}.")
     Duration cacheSweepInterval;
 
     @Option(names = "--kernel-cache", paramLabel = "DURATION|off", converter = KernelCacheConverter.class,
