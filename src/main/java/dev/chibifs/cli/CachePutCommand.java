@@ -93,7 +93,7 @@ public final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exe
         if (!CacheStub.shouldCache(output, config.toolOutputCacheThreshold())) {
             return null;
         }
-        VfsPath path = CacheStores.open(home.resolve()).put(context, tool, argsJson, output);
+        VfsPath path = CacheStores.openForPut(home.resolve()).put(context, tool, argsJson, output);
         Path shellRoot = mountpoint == null ? null : mountpoint.toAbsolutePath().normalize();
         return CacheStub.format(path, tool, output, config.toolCachePreviewChars(), shellRoot);
     }

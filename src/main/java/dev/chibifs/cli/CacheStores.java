@@ -6,11 +6,15 @@ import dev.chibifs.router.Namespace;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
 
 /** Opens the tool cache of a home's store directly, with or without a mount. */
 final class CacheStores {
+
+    private static final String UMASK_FIELD = "Umask:";
+    private static final int DEFAULT_UMASK = 022;
 
     private CacheStores() {
     }
@@ -18,6 +22,30 @@ final class CacheStores {
     /** The cache, creating the store when absent (for writing). */
     static ToolCache open(ChibiHome home) throws IOException {
         return new ToolCache(Namespace.open(home, List.of(), null).router(), Clock.systemUTC());
+    }
+
+    /**
+     * The cache for {@code cache put}, whose entries get the mode chibi's get: chibi writes them with
+     * Rust's default, 0666 less the umask of whoever runs it, and so does this command.
+     */
+    static ToolCache openForPut(ChibiHome home) throws IOException {
+        Namespace ns = Namespace.open(home, List.of(), null);
+        ns.rootStore().ifPresent(s -> s.newFileMode(0666 & ~umask()));
+        return new ToolCache(ns.router(), Clock.systemUTC());
+    }
+
+    /** This process's umask, from /proc (reading it with umask(2) would change it for a moment); 022 when not there. */
+    static int umask() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith(UMASK_FIELD)) {
+                    return Integer.parseInt(line.substring(UMASK_FIELD.length()).strip(), 8) & 0777;
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            // an older kernel has no Umask line; the common umask then
+        }
+        return DEFAULT_UMASK;
     }
 
     /** The cache, or null when the store does not exist: reading and cleaning never create one. */

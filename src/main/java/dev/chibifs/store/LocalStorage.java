@@ -71,6 +71,11 @@ public final class LocalStorage implements Storage {
     private final OfdLocks locks = new OfdLocks();
     /** How long {@link #write} and {@link #append} wait for another process's lock on the file. */
     private volatile Duration lockWait = DEFAULT_LOCK_WAIT;
+    /** The mode {@link #write} gives a file it creates; see {@link #newFileMode(int)}. */
+    private volatile int newFileMode = DEFAULT_FILE_MODE;
+
+    /** The mode of a file {@link #write} creates, unless {@link #newFileMode(int)} says otherwise. */
+    public static final int DEFAULT_FILE_MODE = 0644;
 
     /** A store rooted at {@code root}, which is created if absent. */
     public LocalStorage(Path root) throws IOException {
@@ -321,6 +326,14 @@ public final class LocalStorage implements Storage {
         this.lockWait = wait;
     }
 
+    /**
+     * The mode {@link #write} gives a file it creates (one it replaces keeps its own): for a command
+     * that writes the store as its user, 0666 less the umask, as chibi's own writes get.
+     */
+    public void newFileMode(int mode) {
+        this.newFileMode = mode & 0777;
+    }
+
     @Override
     public void write(VfsPath path, byte[] data) throws IOException {
         write(path, data, Precondition.NONE);
@@ -353,7 +366,7 @@ public final class LocalStorage implements Storage {
                 if (!condition.none()) {
                     condition.check(path, currentEtag(path));
                 }
-                replaceAtomically(a, path, keptMode(a, path, 0644), out -> Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0));
+                replaceAtomically(a, path, keptMode(a, path, newFileMode), out -> Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0));
             } finally {
                 if (held >= 0) {
                     Syscalls.close(held);

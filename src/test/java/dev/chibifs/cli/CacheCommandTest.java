@@ -107,6 +107,37 @@ class CacheCommandTest {
     }
 
     @Test
+    void anEntryGetsTheModeChibisWritesGet() throws IOException {
+        // chibi writes entries with Rust's default mode, 0666 less the umask of whoever runs it
+        for (String umask : new String[] {"077", "002", "022"}) {
+            String ctx = "c" + umask;
+            dev.chibifs.testing.Sh.run("umask " + umask + " && head -c 5000 /dev/zero | tr '\\0' x | "
+                    + dev.chibifs.testing.MountedFs.cliScript("cache", "put", "--context", ctx, "--tool", "t",
+                    "--home", home.toString()) + " > /dev/null").ok();
+            try (var entries = Files.list(home.resolve("vfs/sys/tool_cache/" + ctx))) {
+                Path entry = entries.findFirst().orElseThrow();
+                int mode = 0666 & ~Integer.parseInt(umask, 8);
+                assertEquals(java.nio.file.attribute.PosixFilePermissions.toString(
+                        permissions(mode)), java.nio.file.attribute.PosixFilePermissions.toString(
+                        Files.getPosixFilePermissions(entry)), umask);
+            }
+        }
+    }
+
+    private static java.util.Set<java.nio.file.attribute.PosixFilePermission> permissions(int mode) {
+        java.util.Set<java.nio.file.attribute.PosixFilePermission> set = java.util.EnumSet.noneOf(
+                java.nio.file.attribute.PosixFilePermission.class);
+        java.nio.file.attribute.PosixFilePermission[] bits = java.nio.file.attribute.PosixFilePermission.values();
+        for (int i = 0; i < 9; i++) {
+            // values() runs OWNER_READ .. OTHERS_EXECUTE, from bit 8 down to bit 0
+            if ((mode & (0400 >> i)) != 0) {
+                set.add(bits[i]);
+            }
+        }
+        return set;
+    }
+
+    @Test
     void smallAndBlankOutputPassThroughUnchanged() throws IOException {
         byte[] small = "x".repeat(4000).getBytes(StandardCharsets.UTF_8);
         assertEquals(0, run(small, "cache", "put", "--context", "coder", "--tool", "t"));
