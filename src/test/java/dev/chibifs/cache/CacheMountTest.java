@@ -55,6 +55,26 @@ class CacheMountTest {
     }
 
     @Test
+    void aChangedMaxAgeCountsFromTheNextSweepWithoutARemount() throws Exception {
+        // chibi reads config.toml at every command; the daemon reads its cache settings at every sweep
+        Path root = MountedFs.tempRoot();
+        Files.createDirectories(root.resolve("home"));
+        Files.writeString(root.resolve("home/config.toml"), "tool_cache_max_age_days = 30\n");
+        try (MountedFs fs = MountedFs.start(root, "--context", "planner", "--cache-sweep-interval", "1s")) {
+            Path entry = Files.createDirectories(fs.stored("/sys/tool_cache/planner")).resolve("web_fetch_1_aaaaaaaa");
+            Files.writeString(entry, "old output\n");
+            Files.setLastModifiedTime(entry, FileTime.from(Instant.now().minus(Duration.ofDays(10))));
+            Files.writeString(fs.home().resolve("config.toml"), "tool_cache_max_age_days = 7\n");
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (Files.exists(entry) && System.currentTimeMillis() < deadline) {
+                java.util.concurrent.locks.LockSupport.parkNanos(Duration.ofMillis(50).toNanos());
+            }
+            assertFalse(Files.exists(entry), "not swept with the new max age:\n" + fs.log());
+            assertTrue(fs.log().contains("tool cache sweep settings changed"), fs.log());
+        }
+    }
+
+    @Test
     void putRoundTripsA100KbOutputThroughTheMount() throws IOException {
         try (MountedFs fs = MountedFs.start("--context", "planner")) {
             Path input = fs.root().resolve("output.bin");
