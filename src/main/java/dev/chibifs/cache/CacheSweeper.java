@@ -80,7 +80,8 @@ public final class CacheSweeper implements AutoCloseable {
     }
 
     private void run() {
-        LOG.info("sweeping {} every {} as config.toml says then (now: {})", ToolCache.ROOT, interval, describe(settings));
+        LOG.info("sweeping {} every {} with the settings config.toml has at each sweep (now: {})", ToolCache.ROOT, interval,
+                describe(settings));
         try {
             do {
                 sweepOnce();
