@@ -3,10 +3,8 @@ package dev.chibifs.config;
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.BigIntegerNode;
 import com.fasterxml.jackson.dataformat.toml.TomlMapper;
 
-import java.math.BigInteger;
 import java.nio.file.Path;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -15,9 +13,6 @@ import java.util.regex.Pattern;
 final class ConfigParser {
 
     private static final TomlMapper TOML = new TomlMapper();
-    private static final Pattern DECIMAL_VALUE = Pattern.compile("=\\s*([+-]?[0-9][0-9_]*)\\s*(?:#.*)?$");
-    /** The most digits of a decimal integer Jackson's TOML parser reads right. */
-    private static final int LONGEST_DECIMAL_READ_RIGHT = 18;
     private static final Pattern KEY_AT_LINE_START = Pattern.compile("^\\s*([A-Za-z0-9_\\-.\"' ]+?)\\s*=");
 
     private final Path file;
@@ -93,33 +88,11 @@ final class ConfigParser {
         if (!n.isIntegralNumber()) {
             throw wrongType(null, key, "a non-negative integer", n);
         }
-        n = longDecimal(key, n);
         // a TOML integer is a signed 64-bit one: a larger literal is no TOML chibi could read either
         if (!n.canConvertToLong() || n.longValue() < 0) {
             throw problem(null, key, n + " is out of range (0 to " + Long.MAX_VALUE + ")");
         }
         return n.longValue();
-    }
-
-    /**
-     * The value of a decimal integer of 19 digits or more, read from its line. Jackson's TOML parser
-     * (2.22.4; jackson-dataformats-text#663) drops the leading digits of a 19-digit one:
-     * 1000000000000000000 reads as 0, which as tool_cache_max_age_days would have the sweep remove
-     * everything a day old. Any other value (shorter, hex, not found on its line) is Jackson's.
-     */
-    private JsonNode longDecimal(String key, JsonNode n) {
-        int line = KeyLocator.line(text, null, key);
-        String[] lines = text.split("\r?\n", -1);
-        if (line <= 0 || line > lines.length) {
-            return n;
-        }
-        Matcher m = DECIMAL_VALUE.matcher(lines[line - 1]);
-        if (!m.find()) {
-            return n;
-        }
-        String digits = m.group(1).replace("_", "");
-        return digits.replaceFirst("^[+-]", "").length() < LONGEST_DECIMAL_READ_RIGHT + 1
-                ? n : BigIntegerNode.valueOf(new BigInteger(digits));
     }
 
     private boolean bool(JsonNode root, String key, boolean fallback) {

@@ -122,7 +122,7 @@ class ChibiConfigTest {
         assertEquals(Long.MAX_VALUE, c.toolCachePreviewChars());
         assertEquals(100_000, load("tool_cache_max_age_days = 100000\n").toolCacheMaxAgeDays());
         assertEquals(5_000_000_000L, load("tool_output_cache_threshold = 5000000000\n").toolOutputCacheThreshold());
-        // Jackson's TOML parser reads 1000000000000000000 as 0: that max age would have swept everything a day old
+        // Jackson 2.22 read 1000000000000000000 as 0 (jackson-dataformats-text#663): a max age that would sweep everything
         assertEquals(1_000_000_000_000_000_000L, load("tool_cache_max_age_days = 1000000000000000000\n").toolCacheMaxAgeDays());
         assertEquals(1_234_567_890_123_456_789L,
                 load("x = 1\ntool_cache_max_age_days = +1_234_567_890_123_456_789 # far\n").toolCacheMaxAgeDays());
