@@ -48,9 +48,10 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private final Set<Name> missing = ConcurrentHashMap.newKeySet();
     private final ConcurrentMap<Long, Long> notFollowedUntil = new ConcurrentHashMap<>();
     /**
-     * The file nodes of the last names removed or renamed over behind the kernel's back: a write
-     * through a descriptor of such a name is told under it alone, when the kernel may know the file
-     * by its other names only (a lookup that finds one link forgets the others). Guarded by itself.
+     * The file nodes of the last names removed or renamed over, behind the kernel's back or through
+     * this mount where the file keeps another name: a write through a descriptor of such a name (open
+     * on another mount) is told under it alone, when the kernel may know the file by its other names
+     * only (a lookup that finds one link forgets the others). Guarded by itself.
      */
     private final Map<Name, NodeTable.Node> goneFiles = new LinkedHashMap<>(16, 0.75f, false) {
         @Override
@@ -130,6 +131,17 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         // on every entry and attribute reply: look the name up only while any name is held missing
         if (link != null && !missing.isEmpty()) {
             missing.remove(new Name(link.parent().id, link.name()));
+        }
+    }
+
+    @Override
+    public void nameRemoved(NodeTable.Node parent, String name, NodeTable.Node node) {
+        // not a file's last name: a descriptor of it open here (a temporary file, say) is written
+        // through this mount, whose kernel knows its size, and would be told at every write
+        if (!node.directory && !node.removed) {
+            synchronized (goneFiles) {
+                goneFiles.put(new Name(parent.id, name), node);
+            }
         }
     }
 

@@ -775,6 +775,9 @@ final class FuseFileSystem {
             n.changing(); // its link count, where it has other names
         }
         nodes.unlinked(parent, name);
+        if (n != null) {
+            follower.nameRemoved(parent, name, n);
+        }
     }
 
     void rmdir(FuseRequest req, FuseReply out) throws IOException {
@@ -820,6 +823,9 @@ final class FuseFileSystem {
                 nodes.exchanged(from, fromName, to, toName);
             } else {
                 nodes.renamed(from, fromName, to, toName);
+                if (replaced != null && replaced != moved) {
+                    follower.nameRemoved(to, toName, replaced);
+                }
             }
         } finally {
             ownNameChanges.readLock().unlock();

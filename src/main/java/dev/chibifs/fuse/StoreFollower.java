@@ -27,6 +27,13 @@ interface StoreFollower extends AutoCloseable {
     default void replied(NodeTable.Node n, Metadata m) {
     }
 
+    /**
+     * Name {@code name} in {@code parent}, one of file node {@code node}'s, went through this mount
+     * (an unlink, a rename over it) and the node keeps another.
+     */
+    default void nameRemoved(NodeTable.Node parent, String name, NodeTable.Node node) {
+    }
+
     /** Whether the kernel may cache {@code name} in {@code parent} as missing (its appearance will be told). */
     default boolean missing(NodeTable.Node parent, String name) {
         return true;

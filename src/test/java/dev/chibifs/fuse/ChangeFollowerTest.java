@@ -168,12 +168,64 @@ class ChangeFollowerTest {
         }
     }
 
+    @Test
+    void aWriteThroughANameRemovedThroughTheMountReachesTheFilesOtherName() throws Exception {
+        Files.writeString(home.resolve("shared/g"), "old\n");
+        Files.createLink(home.resolve("shared/h"), home.resolve("shared/g"));
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long g = kernel.call(FuseProtocol.LOOKUP, dir, body().name("g")).int64(0);
+        assertEquals(g, kernel.call(FuseProtocol.LOOKUP, dir, body().name("h")).int64(0), "one node for both names");
+        // another mount's program: exec 3>>g; then rm g here; then echo more >&3 there
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/g"), java.nio.file.StandardOpenOption.APPEND)) {
+            ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("g")).error()));
+
+            out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)));
+            follower.catchUp();
+
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == g);
+        }
+    }
+
+    @Test
+    void aWriteThroughANameRenamedOverThroughTheMountReachesTheFilesOtherName() throws Exception {
+        Files.writeString(home.resolve("shared/r3"), "old\n");
+        Files.writeString(home.resolve("shared/r2"), "two\n");
+        Files.createLink(home.resolve("shared/r0"), home.resolve("shared/r3"));
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long r3 = kernel.call(FuseProtocol.LOOKUP, dir, body().name("r3")).int64(0);
+        assertEquals(r3, kernel.call(FuseProtocol.LOOKUP, dir, body().name("r0")).int64(0), "one node for both names");
+        // another mount's program: exec 3<>r3; then mv r2 r3 here; then echo more >&3 there
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/r3"), java.nio.file.StandardOpenOption.WRITE)) {
+            ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.RENAME, dir, body().int64(dir).name("r2").name("r3")).error()));
+
+            out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
+            follower.catchUp();
+
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == r3);
+        }
+    }
+
     /** A directory's node after its parent {@code dir} saw {@code names} change, as the feed tells. */
     private void told(long dir, String... names) {
         long key = fs.nodes.get(dir).followKey;
         for (String name : names) {
             follower.changed(key, name, true, false);
         }
+    }
+
+    private interface Request {
+        void run() throws Exception;
+    }
+
+    /**
+     * A change made through the mount, its store events told as after the node table had it (the
+     * feed's thread may see the store change first, and tell it as made behind the mount's back).
+     */
+    private void ownChange(Request request) throws Exception {
+        follower.notifyThrough(null, null); // the feed's events dropped meanwhile, as ones about what the kernel knows
+        request.run();
+        follower.catchUp();
+        follower.notifyThrough(kernel, session);
     }
 
     private FakeKernel.Reply create(long dir, String name) throws Exception {
