@@ -231,8 +231,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         }
         // a file the kernel knows by a name it had before (renamed behind its back, then changed, as
         // a rotated log): its open descriptors' fstat would keep the old size for as long as the
-        // kernel keeps attributes
-        NodeTable.Node changedFile = child != null || now == null || !now.isFile() ? child
+        // kernel keeps attributes. The name's node may be the file it replaced there, until a lookup
+        NodeTable.Node changedFile = now == null || child != null && (child.identity == null || child.identity.isOf(now)) ? child
+                : !now.isFile() ? null
                 : fs.nodes.known(NodeTable.Identity.of(fs.router().resolve(at).storage(), now));
         if (changedFile != null && now != null && changedFile.toldOtherThan(now)) {
             invalidateInode(changedFile, -1);

@@ -205,6 +205,40 @@ class ChangeFollowerTest {
         }
     }
 
+    @Test
+    void aFileRenamedBehindTheMountOverANameTheKernelKnowsAndChangedThereUpdatesItsOpenDescriptors() throws Exception {
+        Files.writeString(home.resolve("shared/x"), "x".repeat(5000));
+        Files.writeString(home.resolve("shared/f1"), "old\n");
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long x = kernel.call(FuseProtocol.LOOKUP, dir, body().name("x")).int64(0);
+        assertNotEquals(0, kernel.call(FuseProtocol.LOOKUP, dir, body().name("f1")).int64(0));
+        long fh = kernel.call(FuseProtocol.OPEN, x, body().int32(Linux.O_RDONLY).int32(0)).int64(0);
+        // another mount's mv x f1, and an fstat of the descriptor here
+        Files.move(home.resolve("shared/x"), home.resolve("shared/f1"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        follower.catchUp();
+        assertEquals(0, kernel.call(FuseProtocol.GETATTR, x,
+                body().int32(FuseProtocol.GETATTR_FH).int32(0).int64(fh)).error());
+        noticesWritten();
+
+        // another mount's truncate -s 10 f1: the name's old node is not the file changed
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/f1"), java.nio.file.StandardOpenOption.WRITE)) {
+            out.truncate(10);
+        }
+        follower.catchUp();
+
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == x);
+    }
+
+    /** Waits until every notification posted so far reached the kernel, and forgets them. */
+    private void noticesWritten() throws InterruptedException {
+        long last = session.notices().post(new FuseReply(64).notification(FuseProtocol.NOTIFY_INVAL_INODE)
+                .invalInode(FuseProtocol.ROOT_ID, -1, 0));
+        assertTrue(session.notices().awaitWritten(last, java.util.concurrent.TimeUnit.SECONDS.toNanos(5)));
+        synchronized (kernel) {
+            kernel.notifications.clear();
+        }
+    }
+
     /** A directory's node after its parent {@code dir} saw {@code names} change, as the feed tells. */
     private void told(long dir, String... names) {
         long key = fs.nodes.get(dir).followKey;
