@@ -191,9 +191,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             // nodes forgotten since, or never made: plain READDIR). That listing went already if the
             // name went through this mount, but that cannot be told from here: dropping it once per
             // listing costs one notification, not one per name removed
+            // a file's name that went behind the kernel's back still stands for its node in the name
+            // table (a directory's leaves it: NodeTable#left), while the kernel may hold it as missing
+            // since: where the file comes back (moved away and back), the missing name would stand
             boolean kernelRight = known && (now == null
                     ? child == null && !missing.contains(new Name(parent.id, name)) && !parent.listingKept
-                    : child != null && !child.removed
+                    : child != null && !child.removed && !missing.contains(new Name(parent.id, name))
                             && NodeTable.Identity.of(fs.router().resolve(at).storage(), now).equals(child.identity));
             if (!kernelRight) {
                 missing.remove(new Name(parent.id, name));

@@ -229,6 +229,28 @@ class ChangeFollowerTest {
         kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == x);
     }
 
+    @Test
+    void aFileMovedAwayAndBackBehindTheMountIsFoundWhereTheKernelHeldItMissing() throws Exception {
+        Files.writeString(home.resolve("shared/a"), "hello\n");
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long a = kernel.call(FuseProtocol.LOOKUP, dir, body().name("a")).int64(0); // held: exec 3<a
+        // another mount's mv a b, and a stat of a here
+        Files.move(home.resolve("shared/a"), home.resolve("shared/b"));
+        follower.catchUp();
+        FakeKernel.Reply gone = kernel.call(FuseProtocol.LOOKUP, dir, body().name("a"));
+        assertEquals(0, gone.error());
+        assertEquals(0, gone.int64(0), "missing, as the kernel may keep");
+        noticesWritten();
+
+        // and its mv b a: the name stands for the node the kernel holds, but not in the kernel
+        Files.move(home.resolve("shared/b"), home.resolve("shared/a"));
+        follower.catchUp();
+
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_ENTRY && n.int64(0) == dir
+                && "a".equals(StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8))).toString()));
+        assertEquals(a, kernel.call(FuseProtocol.LOOKUP, dir, body().name("a")).int64(0));
+    }
+
     /** Waits until every notification posted so far reached the kernel, and forgets them. */
     private void noticesWritten() throws InterruptedException {
         long last = session.notices().post(new FuseReply(64).notification(FuseProtocol.NOTIFY_INVAL_INODE)
