@@ -49,9 +49,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private final ConcurrentMap<Long, Long> notFollowedUntil = new ConcurrentHashMap<>();
     /**
      * The file nodes of the last names removed or renamed over, behind the kernel's back or through
-     * this mount where the file keeps another name: a write through a descriptor of such a name (open
-     * on another mount) is told under it alone, when the kernel may know the file by its other names
-     * only (a lookup that finds one link forgets the others). Guarded by itself.
+     * this mount: a write through a descriptor of such a name (open on another mount) is told under it
+     * alone, when the kernel may know the file by its other names only (a lookup that finds one link
+     * forgets the others), or by none (descriptors open here). Guarded by itself.
      */
     private final Map<Name, NodeTable.Node> goneFiles = new LinkedHashMap<>(16, 0.75f, false) {
         @Override
@@ -136,9 +136,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     @Override
     public void nameRemoved(NodeTable.Node parent, String name, NodeTable.Node node) {
-        // not a file's last name: a descriptor of it open here (a temporary file, say) is written
-        // through this mount, whose kernel knows its size, and would be told at every write
-        if (!node.directory && !node.removed) {
+        // its last name too: descriptors open here and on another mount share it. A temporary file
+        // written here after its removal is then told once per feed batch, the kernel knowing it already
+        if (!node.directory) {
             synchronized (goneFiles) {
                 goneFiles.put(new Name(parent.id, name), node);
             }
@@ -202,6 +202,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 missing.remove(new Name(parent.id, name));
                 invalidateEntry(parent.id, name);
                 dropListing(parent);
+                NodeTable.Node before = modified ? goneFile(parent, name) : null;
+                if (before != null && before != child) {
+                    // written in the same batch through a descriptor of a file the name stood for before
+                    invalidateInode(before, -1);
+                    before.untold();
+                }
                 if (child != null && !child.directory) {
                     // a file that lost a name lost a link: its other names, and its open descriptors'
                     // fstat, would show the old count for as long as the kernel keeps attributes

@@ -27,10 +27,7 @@ interface StoreFollower extends AutoCloseable {
     default void replied(NodeTable.Node n, Metadata m) {
     }
 
-    /**
-     * Name {@code name} in {@code parent}, one of file node {@code node}'s, went through this mount
-     * (an unlink, a rename over it) and the node keeps another.
-     */
+    /** Name {@code name} in {@code parent}, one of file node {@code node}'s, went through this mount (an unlink, a rename over it). */
     default void nameRemoved(NodeTable.Node parent, String name, NodeTable.Node node) {
     }
 

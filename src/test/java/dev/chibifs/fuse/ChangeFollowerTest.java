@@ -251,6 +251,45 @@ class ChangeFollowerTest {
         assertEquals(a, kernel.call(FuseProtocol.LOOKUP, dir, body().name("a")).int64(0));
     }
 
+    @Test
+    void aWriteThroughTheLastNameRemovedThroughTheMountReachesItsDescriptorsHereWhereTheNameWasMadeAgain() throws Exception {
+        Files.writeString(home.resolve("shared/t"), "old\n");
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long t = kernel.call(FuseProtocol.LOOKUP, dir, body().name("t")).int64(0); // held: exec 3<t here
+        // another mount's program: exec 4<>t; then rm t here; then a new t there, and echo more >&4
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/t"), java.nio.file.StandardOpenOption.WRITE)) {
+            ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("t")).error()));
+            Files.writeString(home.resolve("shared/t"), "another file\n");
+            follower.catchUp();
+            noticesWritten();
+
+            out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
+            follower.catchUp();
+
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == t);
+        }
+    }
+
+    @Test
+    void aWriteThroughANameGoneToldWithTheNamesNextFileReachesTheFileItWas() throws Exception {
+        Files.writeString(home.resolve("shared/t"), "old\n");
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long t = kernel.call(FuseProtocol.LOOKUP, dir, body().name("t")).int64(0);
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/t"), java.nio.file.StandardOpenOption.WRITE)) {
+            // rm t here; a new t and echo more >&4 there, the feed telling both in one batch
+            ownChange(() -> {
+                assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("t")).error());
+                Files.writeString(home.resolve("shared/t"), "another file\n");
+                out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
+            });
+            noticesWritten();
+
+            follower.changed(fs.nodes.get(dir).followKey, "t", true, true);
+
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == t);
+        }
+    }
+
     /** Waits until every notification posted so far reached the kernel, and forgets them. */
     private void noticesWritten() throws InterruptedException {
         long last = session.notices().post(new FuseReply(64).notification(FuseProtocol.NOTIFY_INVAL_INODE)
