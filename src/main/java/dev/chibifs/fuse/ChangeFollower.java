@@ -255,13 +255,20 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         }
     }
 
-    /** The file node {@code name} in {@code parent} stood for when it was removed behind the kernel's back, if the kernel still holds it. */
+    /**
+     * The node the kernel holds now for the file {@code name} in {@code parent} stood for when it was
+     * removed or renamed over: the very node, or, where the kernel forgot that one and has since
+     * looked the file up by another name, the new one; null for none.
+     */
     private NodeTable.Node goneFile(NodeTable.Node parent, String name) {
         NodeTable.Node n;
         synchronized (goneFiles) {
             n = goneFiles.get(new Name(parent.id, name));
         }
-        return n != null && fs.nodes.get(n.id) == n ? n : null;
+        if (n == null || fs.nodes.get(n.id) == n) {
+            return n;
+        }
+        return n.identity == null ? null : fs.nodes.known(n.identity);
     }
 
     /**

@@ -290,6 +290,28 @@ class ChangeFollowerTest {
         }
     }
 
+    @Test
+    void aWriteThroughANameRemovedReachesTheFileWhereTheKernelForgotItsNodeAndLookedItUpAgain() throws Exception {
+        Files.writeString(home.resolve("shared/g1"), "old\n");
+        Files.createLink(home.resolve("shared/f2"), home.resolve("shared/g1"));
+        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
+        long g1 = kernel.call(FuseProtocol.LOOKUP, dir, body().name("g1")).int64(0);
+        assertEquals(g1, kernel.call(FuseProtocol.LOOKUP, dir, body().name("f2")).int64(0), "one node for both names");
+        // another mount's program: exec 3>>g1; then rm g1 here, and the kernel lets the node go
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/g1"), java.nio.file.StandardOpenOption.APPEND)) {
+            ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("g1")).error()));
+            kernel.send(FuseProtocol.FORGET, g1, body().int64(2));
+            long f2 = kernel.call(FuseProtocol.LOOKUP, dir, body().name("f2")).int64(0); // a stat of f2, later
+            assertNotEquals(g1, f2, "a new node");
+            noticesWritten();
+
+            out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)));
+            follower.catchUp();
+
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == f2);
+        }
+    }
+
     /** Waits until every notification posted so far reached the kernel, and forgets them. */
     private void noticesWritten() throws InterruptedException {
         long last = session.notices().post(new FuseReply(64).notification(FuseProtocol.NOTIFY_INVAL_INODE)
