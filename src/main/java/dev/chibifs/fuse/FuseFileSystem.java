@@ -631,7 +631,15 @@ final class FuseFileSystem {
             }
             return;
         }
-        setattr(req, out, n, p, f != null ? f.handle() : null);
+        VfsPath at = f != null ? p : reaching(n, p);
+        if (at == null) {
+            // its name stands for another file now, or for none (replaced, moved or removed behind the
+            // kernel's back): truncate(2), chmod(2) and utimensat(2) look the name up again on ESTALE
+            // and retry with what it stands for now, where ENOENT failed them, or the change went to
+            // a file the kernel did not name
+            throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+        }
+        setattr(req, out, n, at, f != null ? f.handle() : null);
     }
 
     /** SETATTR of node {@code n}, through {@code handle} where there is one, else by path {@code p}; its attributes. */

@@ -482,6 +482,39 @@ class FuseFileSystemTest {
         assertEquals(store.metadata(VfsPath.of("/shared/g1")).inode(), store.metadata(VfsPath.of("/shared/g2")).inode());
     }
 
+    @Test
+    void aTruncateByAHardLinkedFilesNameReachesItWhereItsFirstNameWentBehindTheMount() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] f = create(shared, "f0");
+        release(f[0], f[1]);
+        // another mount: mv f0 f1; ln f1 g1; then mv g1 f3 here
+        store.rename(VfsPath.of("/shared/f0"), VfsPath.of("/shared/f1"));
+        store.link(VfsPath.of("/shared/f1"), VfsPath.of("/shared/g1"));
+        assertEquals(f[0], lookup(shared, "g1"), "the same file: the node the kernel holds, known by f0 first");
+        assertEquals(0, kernel.call(FuseProtocol.RENAME, shared, body().int64(shared).name("g1").name("f3")).error());
+
+        assertEquals(0, truncate(f[0], 3).error(), "truncate -s 3 f3");
+        assertEquals(3, store.metadata(VfsPath.of("/shared/f3")).size());
+    }
+
+    @Test
+    void aTruncateByANameNowAnotherFilesIsStaleSoTheKernelLooksItUpAgain() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] old = create(shared, "g1");
+        release(old[0], old[1]);
+        store.write(VfsPath.of("/shared/f2"), "new file".getBytes(StandardCharsets.UTF_8));
+        store.rename(VfsPath.of("/shared/f2"), VfsPath.of("/shared/g1")); // another mount's mv f2 g1
+
+        assertEquals(-Linux.ESTALE, truncate(old[0], 3).error());
+        assertEquals(8, store.metadata(VfsPath.of("/shared/g1")).size(), "not the file the kernel did not name");
+    }
+
+    /** SETATTR of the size by path (truncate(2)): struct fuse_setattr_in, no handle. */
+    private FakeKernel.Reply truncate(long node, long size) throws Exception {
+        return kernel.call(FuseProtocol.SETATTR, node, body().int32(FuseProtocol.FATTR_SIZE).int32(0)
+                .int64(0).int64(size).int64(0).int64(0).int64(0).int64(0).int64(0).int64(0).int64(0).int64(0));
+    }
+
     /** TMPFILE, as open(2) with O_TMPFILE|O_RDWR sends it (the kernel's name for the dentry is "/"). */
     private FakeKernel.Reply tmpfile(long dir) throws Exception {
         return kernel.call(FuseProtocol.TMPFILE, dir,
