@@ -915,6 +915,16 @@ final class FuseFileSystem {
         // Linux truncates even for a read-only open (ATOMIC_O_TRUNC brings O_TRUNC here): a write
         boolean truncateReadOnly = (requested & Linux.O_TRUNC) != 0 && (requested & Linux.O_ACCMODE) == Linux.O_RDONLY;
         FileHandle handle = n.namelessInKernel ? reopened(n, caller, p, flags, truncateReadOnly) : null;
+        if (handle == null && !n.removed && (truncateReadOnly || flags.contains(OpenFlag.TRUNCATE))) {
+            // a truncating open changes the file before its identity is checked below: by a name that
+            // still reaches the node (its first may stand for another file now, made behind the mount)
+            VfsPath at = reaching(n, p);
+            if (at == null) {
+                handle = openHeldOrStale(req, n, caller, p, flags, null, retried);
+            } else {
+                p = at;
+            }
+        }
         if (handle == null) {
             if (truncateReadOnly) {
                 router.truncate(caller, p, 0);
@@ -943,10 +953,18 @@ final class FuseFileSystem {
         if (opened != null && n.identity != null
                 && !NodeTable.Identity.of(router.resolve(p).storage(), opened).equals(n.identity)) {
             // the name now stands for another file (replaced in the store behind the kernel's cached
-            // name, or renamed over after the caller's path walk): ESTALE makes the kernel look the
-            // name up again and retry the open (LOOKUP_REVAL)
+            // name, or renamed over after the caller's path walk): another name of a hard-linked file
+            // may still reach it (the kernel's lookup again would find this node by that name, and
+            // every retry was ESTALE); else ESTALE makes the kernel look the name up again and retry
+            // the open (LOOKUP_REVAL)
             handle.close();
-            handle = openHeldOrStale(req, n, caller, p, flags, null, retried);
+            VfsPath other = anotherName(n);
+            if (other != null) {
+                p = other;
+                handle = router.open(caller, p, flags, 0);
+            } else {
+                handle = openHeldOrStale(req, n, caller, p, flags, null, retried);
+            }
             opened = handle.opened();
         }
         boolean readOnly = flags.equals(READ_ONLY);

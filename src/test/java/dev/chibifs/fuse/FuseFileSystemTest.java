@@ -509,6 +509,29 @@ class FuseFileSystemTest {
         assertEquals(8, store.metadata(VfsPath.of("/shared/g1")).size(), "not the file the kernel did not name");
     }
 
+    @Test
+    void anOpenThatTruncatesAHardLinkedFileWhoseFirstNameIsAnotherFilesNowTruncatesThatFileOnly() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] f = create(shared, "f0");
+        release(f[0], f[1]);
+        // another mount: mv f0 f1; ln f1 g1; then mv g1 f3 here; then a new f0 there
+        store.rename(VfsPath.of("/shared/f0"), VfsPath.of("/shared/f1"));
+        store.link(VfsPath.of("/shared/f1"), VfsPath.of("/shared/g1"));
+        assertEquals(f[0], lookup(shared, "g1"));
+        assertEquals(0, kernel.call(FuseProtocol.RENAME, shared, body().int64(shared).name("g1").name("f3")).error());
+        rewrite("/shared/f3", "mine");
+        store.write(VfsPath.of("/shared/f0"), "other file".getBytes(StandardCharsets.UTF_8));
+
+        FakeKernel.Reply open = kernel.call(FuseProtocol.OPEN, f[0], body().int32(Linux.O_WRONLY | Linux.O_TRUNC).int32(0));
+
+        assertEquals(0, open.error(), ": > f3");
+        assertEquals(10, store.metadata(VfsPath.of("/shared/f0")).size(), "another file, untouched");
+        assertEquals(0, store.metadata(VfsPath.of("/shared/f3")).size());
+        release(f[0], open.int64(0));
+        FakeKernel.Reply read = openToRead(f[0]);
+        assertEquals(0, read.error(), "cat f3");
+    }
+
     /** SETATTR of the size by path (truncate(2)): struct fuse_setattr_in, no handle. */
     private FakeKernel.Reply truncate(long node, long size) throws Exception {
         return kernel.call(FuseProtocol.SETATTR, node, body().int32(FuseProtocol.FATTR_SIZE).int32(0)
