@@ -1,5 +1,6 @@
 package dev.chibifs.cache;
 
+import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ContextNames;
@@ -188,34 +189,9 @@ public final class ToolCache {
         return printable(m == null ? e.getClass().getSimpleName() : m);
     }
 
-    /**
-     * {@code s} with control characters escaped ({@code \n}, {@code \t}, {@code \xNN}) and the
-     * backslash doubled: a name may hold a newline, which would split a log or output line in two
-     * and make the second half look like a line of its own.
-     */
+    /** {@code s} for one line of a log or of output: {@link Names#shown(String)}. */
     public static String printable(String s) {
-        StringBuilder b = null;
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            String esc = switch (c) {
-                case '\n' -> "\\n";
-                case '\r' -> "\\r";
-                case '\t' -> "\\t";
-                case '\\' -> "\\\\";
-                default -> c < 0x20 || c == 0x7f ? String.format("\\x%02x", (int) c) : null;
-            };
-            if (esc != null && b == null) {
-                b = new StringBuilder(s.length() + 8).append(s, 0, i);
-            }
-            if (b != null) {
-                if (esc != null) {
-                    b.append(esc);
-                } else {
-                    b.append(c);
-                }
-            }
-        }
-        return b == null ? s : b.toString();
+        return Names.shown(s);
     }
 
     /**

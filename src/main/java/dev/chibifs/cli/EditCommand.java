@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.ContentHash;
 import dev.chibifs.store.Precondition;

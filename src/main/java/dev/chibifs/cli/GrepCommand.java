@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import com.fasterxml.jackson.core.JsonGenerator;
+import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.sys.Errors;

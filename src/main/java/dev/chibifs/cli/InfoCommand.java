@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
+import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.Metadata;
 import picocli.CommandLine.Command;

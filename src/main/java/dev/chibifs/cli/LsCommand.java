@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.Metadata;

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.router.Namespace;

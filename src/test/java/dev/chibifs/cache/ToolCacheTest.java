@@ -152,7 +152,7 @@ class ToolCacheTest {
     @Test
     void printableEscapesWhatWouldSplitALine() {
         assertEquals("plain_1_00000000", ToolCache.printable("plain_1_00000000"));
-        assertEquals("a\\nb\\rc\\td\\x1be\\\\f\\x7f caf\u00e9", ToolCache.printable("a\nb\rc\td\u001be\\f\u007f caf\u00e9"));
+        assertEquals("a\\nb\\rc\\td\\033e\\\\f\\177 caf\u00e9", ToolCache.printable("a\nb\rc\td\u001be\\f\u007f caf\u00e9"));
     }
 
     @Test

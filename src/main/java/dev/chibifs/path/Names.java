@@ -1,6 +1,4 @@
-package dev.chibifs.cli;
-
-import dev.chibifs.path.VfsPath;
+package dev.chibifs.path;
 
 import java.nio.ByteBuffer;
 import java.nio.CharBuffer;
@@ -10,19 +8,20 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Names and URIs as the human output shows them: one entry per line, whatever the name holds.
+ * Names and URIs as output for people shows them (the vfs commands, the tool cache's lines and
+ * log): one entry per line, whatever the name holds.
  * Backslash escapes as {@code ls -b} writes them: {@code \n}, {@code \t} and the like for control
  * characters, {@code \ooo} (octal) for each byte of any other control character and for each byte
  * that is not UTF-8, {@code \\} for a backslash; everything else, spaces too, as it is. JSON
  * output never uses this: its strings carry names exactly.
  */
-final class Names {
+public final class Names {
 
     private Names() {
     }
 
     /** {@code text} escaped for one line of human output. */
-    static String shown(String text) {
+    public static String shown(String text) {
         StringBuilder out = null;
         for (int i = 0; i < text.length(); ) {
             int c = text.codePointAt(i);
@@ -44,12 +43,12 @@ final class Names {
     }
 
     /** The URI of {@code path}, escaped as {@link #shown(String)}. */
-    static String shown(VfsPath path) {
+    public static String shown(VfsPath path) {
         return shown(path.toUri());
     }
 
     /** A name as a directory holds it, escaped: bytes that are not UTF-8 as {@code \ooo}. */
-    static String shown(byte[] name) {
+    public static String shown(byte[] name) {
         if (isUtf8(name)) {
             return shown(new String(name, StandardCharsets.UTF_8));
         }
@@ -72,7 +71,7 @@ final class Names {
     }
 
     /** True when {@code name} is valid UTF-8, so a String holds it exactly. */
-    static boolean isUtf8(byte[] name) {
+    public static boolean isUtf8(byte[] name) {
         try {
             decoder().decode(ByteBuffer.wrap(name));
             return true;
