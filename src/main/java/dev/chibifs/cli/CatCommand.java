@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import com.fasterxml.jackson.core.JsonGenerator;
+import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.ContentHash;
 import picocli.CommandLine.Command;
@@ -9,7 +10,10 @@ import picocli.CommandLine.Parameters;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.OutputStream;
+import java.io.Reader;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.security.DigestInputStream;
 import java.security.DigestOutputStream;
@@ -64,36 +68,28 @@ final class CatCommand extends VfsCommand {
      * come first, so a first pass finds them, and the second checks it read the same.
      */
     private void printJson(VfsPath path, StoreFile file, MessageDigest digest) throws IOException {
-        StoreFile.Utf8Check check = new StoreFile.Utf8Check();
-        byte[] chunk = new byte[StoreFile.CHUNK];
-        long size = 0;
-        for (int n; (n = file.read(size, chunk, 0, chunk.length)) > 0; size += n) {
-            check.feed(chunk, 0, n);
-        }
-        boolean text = check.valid();
+        StoreFile.Stream probe = file.stream(0, Long.MAX_VALUE);
+        boolean text = isUtf8(probe);
+        long size = probe.position();
         JsonGenerator json = jsonGenerator();
         json.writeStartObject();
         json.writeStringField("uri", path.toUri());
         json.writeNumberField("size", size);
         json.writeStringField("encoding", text ? "utf-8" : "base64");
         json.writeFieldName("content");
-        InputStream content = file.stream(0, size);
-        if (digest != null) {
-            content = new DigestInputStream(content, digest);
-        }
+        StoreFile.Stream stream = file.stream(0, size);
+        InputStream content = digest == null ? stream : new DigestInputStream(stream, digest);
         if (text) {
-            json.writeRawValue("\"");
-            json.flush();
-            long written = writeJsonText(content, out());
-            if (written != size) {
-                throw new IOException("the file changed while it was read: " + size + " bytes, then " + written);
+            try {
+                json.writeString(new InputStreamReader(content, Names.utf8Decoder()), -1);
+            } catch (CharacterCodingException e) {
+                throw new IOException("the file changed while it was read: it is no longer UTF-8");
             }
-            json.writeRaw('"');
         } else {
-            long written = json.writeBinary(content, -1);
-            if (written != size) {
-                throw new IOException("the file changed while it was read: " + size + " bytes, then " + written);
-            }
+            json.writeBinary(content, -1);
+        }
+        if (stream.position() != size) {
+            throw new IOException("the file changed while it was read: " + size + " bytes, then " + stream.position());
         }
         if (digest != null) {
             json.writeStringField("etag", ContentHash.hex(digest));
@@ -103,55 +99,17 @@ final class CatCommand extends VfsCommand {
         out().write('\n');
     }
 
-    /**
-     * Writes UTF-8 {@code in} as the inside of a JSON string, escaped as Jackson escapes strings; returns
-     * the bytes read. Bytes that turn out not to be UTF-8 (the file changed since it was checked) fail.
-     */
-    static long writeJsonText(InputStream in, OutputStream out) throws IOException {
-        StoreFile.Utf8Check check = new StoreFile.Utf8Check();
-        byte[] chunk = new byte[StoreFile.CHUNK];
-        long total = 0;
-        for (int n; (n = in.read(chunk)) > 0; total += n) {
-            check.feed(chunk, 0, n);
-            int plain = 0;
-            for (int i = 0; i < n; i++) {
-                int b = chunk[i] & 0xff;
-                if (b >= 0x20 && b != '"' && b != '\\') {
-                    continue;
-                }
-                out.write(chunk, plain, i - plain);
-                out.write(ESCAPES[b == '"' ? 0x20 : b == '\\' ? 0x21 : b]);
-                plain = i + 1;
+    /** Whether the rest of {@code in} is UTF-8; reads it all either way. */
+    private static boolean isUtf8(InputStream in) throws IOException {
+        char[] chars = new char[StoreFile.CHUNK];
+        try (Reader reader = new InputStreamReader(in, Names.utf8Decoder())) {
+            while (reader.read(chars) >= 0) {
+                // decoded and dropped: only whether it decodes matters
             }
-            out.write(chunk, plain, n - plain);
+            return true;
+        } catch (CharacterCodingException notText) {
+            in.transferTo(OutputStream.nullOutputStream());
+            return false;
         }
-        if (!check.valid()) {
-            throw new IOException("the file changed while it was read: it is no longer UTF-8");
-        }
-        return total;
-    }
-
-    /** The JSON escapes of bytes 0x00-0x1f, then of '"' and '\\' (at 0x20 and 0x21). */
-    private static final byte[][] ESCAPES = new byte[0x22][];
-
-    static {
-        for (int b = 0; b < 0x20; b++) {
-            ESCAPES[b] = escape(b).getBytes(StandardCharsets.US_ASCII);
-        }
-        ESCAPES[0x20] = escape('"').getBytes(StandardCharsets.US_ASCII);
-        ESCAPES[0x21] = escape('\\').getBytes(StandardCharsets.US_ASCII);
-    }
-
-    private static String escape(int b) {
-        return switch (b) {
-            case '"' -> "\\\"";
-            case '\\' -> "\\\\";
-            case '\n' -> "\\n";
-            case '\t' -> "\\t";
-            case '\r' -> "\\r";
-            case '\b' -> "\\b";
-            case '\f' -> "\\f";
-            default -> String.format("\\u%04X", b);
-        };
     }
 }

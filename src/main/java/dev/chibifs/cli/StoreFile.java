@@ -129,81 +129,42 @@ final class StoreFile implements Closeable {
     }
 
     /** Bytes {@code from..to} (exclusive; to the end of the file when it is shorter) as a stream. */
-    InputStream stream(long from, long to) {
-        return new InputStream() {
-            private long at = from;
-
-            @Override
-            public int read() throws IOException {
-                byte[] one = new byte[1];
-                return read(one, 0, 1) <= 0 ? -1 : one[0] & 0xff;
-            }
-
-            @Override
-            public int read(byte[] b, int off, int len) throws IOException {
-                if (len == 0) {
-                    return 0;
-                }
-                int n = StoreFile.this.read(at, b, off, (int) Math.min(len, to - at));
-                if (n <= 0) {
-                    return -1;
-                }
-                at += n;
-                return n;
-            }
-        };
+    Stream stream(long from, long to) {
+        return new Stream(from, to);
     }
 
-    /** Whether bytes fed in pieces are UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF). */
-    static final class Utf8Check {
-        private int need;
-        private int low = 0x80;
-        private int high = 0xbf;
-        private boolean bad;
+    /** A stream of the file's bytes that knows where it is. */
+    final class Stream extends InputStream {
+        private long at;
+        private final long to;
 
-        void feed(byte[] b, int offset, int length) {
-            for (int i = offset; i < offset + length && !bad; i++) {
-                int x = b[i] & 0xff;
-                if (need > 0) {
-                    if (x < low || x > high) {
-                        bad = true;
-                    }
-                    need--;
-                    low = 0x80;
-                    high = 0xbf;
-                } else if (x >= 0x80) {
-                    lead(x);
-                }
-            }
+        private Stream(long from, long to) {
+            this.at = from;
+            this.to = to;
         }
 
-        private void lead(int x) {
-            if (x >= 0xc2 && x <= 0xdf) {
-                need = 1;
-            } else if (x == 0xe0) {
-                need = 2;
-                low = 0xa0;
-            } else if (x == 0xed) {
-                need = 2;
-                high = 0x9f;
-            } else if (x >= 0xe1 && x <= 0xef) {
-                need = 2;
-            } else if (x == 0xf0) {
-                need = 3;
-                low = 0x90;
-            } else if (x >= 0xf1 && x <= 0xf3) {
-                need = 3;
-            } else if (x == 0xf4) {
-                need = 3;
-                high = 0x8f;
-            } else {
-                bad = true;
-            }
+        /** Where the next byte comes from: past the last byte read. */
+        long position() {
+            return at;
         }
 
-        /** True when everything fed so far is UTF-8 and ends on a whole character. */
-        boolean valid() {
-            return !bad && need == 0;
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            return read(one, 0, 1) <= 0 ? -1 : one[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            if (len == 0) {
+                return 0;
+            }
+            int n = StoreFile.this.read(at, b, off, (int) Math.min(len, to - at));
+            if (n <= 0) {
+                return -1;
+            }
+            at += n;
+            return n;
         }
     }
 }

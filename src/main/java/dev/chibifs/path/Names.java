@@ -53,7 +53,7 @@ public final class Names {
             return shown(new String(name, StandardCharsets.UTF_8));
         }
         StringBuilder out = new StringBuilder(name.length * 4);
-        CharsetDecoder decoder = decoder();
+        CharsetDecoder decoder = utf8Decoder();
         ByteBuffer in = ByteBuffer.wrap(name);
         CharBuffer chars = CharBuffer.allocate(name.length + 1);
         while (in.hasRemaining()) {
@@ -73,14 +73,15 @@ public final class Names {
     /** True when {@code name} is valid UTF-8, so a String holds it exactly. */
     public static boolean isUtf8(byte[] name) {
         try {
-            decoder().decode(ByteBuffer.wrap(name));
+            utf8Decoder().decode(ByteBuffer.wrap(name));
             return true;
         } catch (java.nio.charset.CharacterCodingException e) {
             return false;
         }
     }
 
-    private static CharsetDecoder decoder() {
+    /** A decoder of UTF-8 that refuses what is not, instead of replacing it. */
+    public static CharsetDecoder utf8Decoder() {
         return StandardCharsets.UTF_8.newDecoder()
                 .onMalformedInput(CodingErrorAction.REPORT)
                 .onUnmappableCharacter(CodingErrorAction.REPORT);
