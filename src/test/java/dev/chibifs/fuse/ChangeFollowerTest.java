@@ -120,10 +120,8 @@ class ChangeFollowerTest {
     @Test
     void aWriteThroughANameRemovedBehindTheMountReachesTheFilesOtherName() throws Exception {
         Files.writeString(home.resolve("shared/g"), "old\n");
-        Files.createLink(home.resolve("shared/h"), home.resolve("shared/g"));
-        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
-        long g = kernel.call(FuseProtocol.LOOKUP, dir, body().name("g")).int64(0);
-        assertEquals(g, kernel.call(FuseProtocol.LOOKUP, dir, body().name("h")).int64(0), "one node for both names");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long g = linkedInStore(dir, "g", "h");
         // another mount's program: exec 3>>g; rm g; ... echo more >&3
         try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/g"), java.nio.file.StandardOpenOption.APPEND)) {
             Files.delete(home.resolve("shared/g"));
@@ -145,10 +143,8 @@ class ChangeFollowerTest {
     void aWriteThroughANameRenamedOverBehindTheMountReachesTheFilesOtherName() throws Exception {
         Files.writeString(home.resolve("shared/r3"), "old\n");
         Files.writeString(home.resolve("shared/r2"), "two\n");
-        Files.createLink(home.resolve("shared/r0"), home.resolve("shared/r3"));
-        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
-        long r3 = kernel.call(FuseProtocol.LOOKUP, dir, body().name("r3")).int64(0);
-        assertEquals(r3, kernel.call(FuseProtocol.LOOKUP, dir, body().name("r0")).int64(0), "one node for both names");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long r3 = linkedInStore(dir, "r3", "r0");
         // another mount's program: exec 3<>r3; mv r2 r3; ... echo more >&3
         try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/r3"), java.nio.file.StandardOpenOption.WRITE)) {
             Files.move(home.resolve("shared/r2"), home.resolve("shared/r3"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
@@ -171,10 +167,8 @@ class ChangeFollowerTest {
     @Test
     void aWriteThroughANameRemovedThroughTheMountReachesTheFilesOtherName() throws Exception {
         Files.writeString(home.resolve("shared/g"), "old\n");
-        Files.createLink(home.resolve("shared/h"), home.resolve("shared/g"));
-        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
-        long g = kernel.call(FuseProtocol.LOOKUP, dir, body().name("g")).int64(0);
-        assertEquals(g, kernel.call(FuseProtocol.LOOKUP, dir, body().name("h")).int64(0), "one node for both names");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long g = linkedInStore(dir, "g", "h");
         // another mount's program: exec 3>>g; then rm g here; then echo more >&3 there
         try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/g"), java.nio.file.StandardOpenOption.APPEND)) {
             ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("g")).error()));
@@ -190,10 +184,8 @@ class ChangeFollowerTest {
     void aWriteThroughANameRenamedOverThroughTheMountReachesTheFilesOtherName() throws Exception {
         Files.writeString(home.resolve("shared/r3"), "old\n");
         Files.writeString(home.resolve("shared/r2"), "two\n");
-        Files.createLink(home.resolve("shared/r0"), home.resolve("shared/r3"));
-        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
-        long r3 = kernel.call(FuseProtocol.LOOKUP, dir, body().name("r3")).int64(0);
-        assertEquals(r3, kernel.call(FuseProtocol.LOOKUP, dir, body().name("r0")).int64(0), "one node for both names");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long r3 = linkedInStore(dir, "r3", "r0");
         // another mount's program: exec 3<>r3; then mv r2 r3 here; then echo more >&3 there
         try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/r3"), java.nio.file.StandardOpenOption.WRITE)) {
             ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.RENAME, dir, body().int64(dir).name("r2").name("r3")).error()));
@@ -293,10 +285,8 @@ class ChangeFollowerTest {
     @Test
     void aWriteThroughANameRemovedReachesTheFileWhereTheKernelForgotItsNodeAndLookedItUpAgain() throws Exception {
         Files.writeString(home.resolve("shared/g1"), "old\n");
-        Files.createLink(home.resolve("shared/f2"), home.resolve("shared/g1"));
-        long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
-        long g1 = kernel.call(FuseProtocol.LOOKUP, dir, body().name("g1")).int64(0);
-        assertEquals(g1, kernel.call(FuseProtocol.LOOKUP, dir, body().name("f2")).int64(0), "one node for both names");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long g1 = linkedInStore(dir, "g1", "f2");
         // another mount's program: exec 3>>g1; then rm g1 here, and the kernel lets the node go
         try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/g1"), java.nio.file.StandardOpenOption.APPEND)) {
             ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("g1")).error()));
@@ -320,6 +310,19 @@ class ChangeFollowerTest {
         synchronized (kernel) {
             kernel.notifications.clear();
         }
+    }
+
+    private long lookup(long dir, String name) throws Exception {
+        return kernel.call(FuseProtocol.LOOKUP, dir, body().name(name)).int64(0);
+    }
+
+    /** Node of {@code first} in {@code dir} after another mount's {@code ln first second}: one node for both names. */
+    private long linkedInStore(long dir, String first, String second) throws Exception {
+        Path shared = home.resolve("shared");
+        Files.createLink(shared.resolve(second), shared.resolve(first));
+        long node = lookup(dir, first);
+        assertEquals(node, lookup(dir, second), "one node for both names");
+        return node;
     }
 
     /** A directory's node after its parent {@code dir} saw {@code names} change, as the feed tells. */
