@@ -10,7 +10,9 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -35,6 +37,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private static final Logger LOG = LoggerFactory.getLogger(ChangeFollower.class);
     /** Names the kernel may hold as missing that we keep track of; past it, missing names are not cached. */
     private static final int MISSING_LIMIT = 100_000;
+    /**
+     * Files kept per gone name: a name removed, made again and removed again stood for two files, and
+     * a descriptor of either (open on another mount) may write under it.
+     */
+    private static final int GONE_FILES_PER_NAME = 8;
     /** How long a directory that could not be followed is left before trying again (it may have been missing for a moment). */
     private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
@@ -49,13 +56,14 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private final ConcurrentMap<Long, Long> notFollowedUntil = new ConcurrentHashMap<>();
     /**
      * The file nodes of the last names removed or renamed over, behind the kernel's back or through
-     * this mount: a write through a descriptor of such a name (open on another mount) is told under it
-     * alone, when the kernel may know the file by its other names only (a lookup that finds one link
-     * forgets the others), or by none (descriptors open here). Guarded by itself.
+     * this mount, the latest last: a write through a descriptor of such a name (open on another
+     * mount) is told under it alone, when the kernel may know the file by its other names only (a
+     * lookup that finds one link forgets the others), or by none (descriptors open here). The event
+     * does not say which of the files the name stood for was written, so all are told. Guarded by itself.
      */
-    private final Map<Name, NodeTable.Node> goneFiles = new LinkedHashMap<>(16, 0.75f, false) {
+    private final Map<Name, List<NodeTable.Node>> goneFiles = new LinkedHashMap<>(16, 0.75f, false) {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<Name, NodeTable.Node> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<Name, List<NodeTable.Node>> eldest) {
             return size() > NodeTable.REMOVED_NAMES_KEPT;
         }
     };
@@ -139,9 +147,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         // its last name too: descriptors open here and on another mount share it. A temporary file
         // written here after its removal is then told once per feed batch, the kernel knowing it already
         if (!node.directory) {
-            synchronized (goneFiles) {
-                goneFiles.put(new Name(parent.id, name), node);
-            }
+            gone(parent, name, node);
         }
     }
 
@@ -202,19 +208,18 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 missing.remove(new Name(parent.id, name));
                 invalidateEntry(parent.id, name);
                 dropListing(parent);
-                NodeTable.Node before = modified ? goneFile(parent, name) : null;
-                if (before != null && before != child) {
-                    // written in the same batch through a descriptor of a file the name stood for before
-                    invalidateInode(before, -1);
-                    before.untold();
+                for (NodeTable.Node before : modified ? goneFiles(parent, name) : List.<NodeTable.Node>of()) {
+                    if (before != child) {
+                        // written in the same batch through a descriptor of a file the name stood for before
+                        invalidateInode(before, -1);
+                        before.untold();
+                    }
                 }
                 if (child != null && !child.directory) {
                     // a file that lost a name lost a link: its other names, and its open descriptors'
                     // fstat, would show the old count for as long as the kernel keeps attributes
                     invalidateInode(child, -1);
-                    synchronized (goneFiles) {
-                        goneFiles.put(new Name(parent.id, name), child);
-                    }
+                    gone(parent, name, child);
                 }
                 return;
             }
@@ -223,20 +228,29 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             // a write under a name renamed over: inotify names the event by the name the writer opened,
             // which may be the replaced file's (a descriptor open on another mount, the file living on
             // under another name) or the new one's; both are told
-            NodeTable.Node replaced = goneFile(parent, name);
-            if (replaced != null && replaced != child && replaced.identity != null && !replaced.identity.isOf(now)) {
-                invalidateInode(replaced, -1);
-                replaced.untold();
+            for (NodeTable.Node replaced : goneFiles(parent, name)) {
+                if (replaced != child && replaced.identity != null && !replaced.identity.isOf(now)) {
+                    invalidateInode(replaced, -1);
+                    replaced.untold();
+                }
             }
         }
-        NodeTable.Node written = now != null || !known ? null : child != null ? child : goneFile(parent, name);
-        if (written != null) {
+        if (now == null && known) {
             // written through this name after it went (a descriptor open on another mount): the file
             // lives on under its other names, or in descriptors open here, whose attributes the kernel
             // would keep for its whole timeout; what it is now, the store no longer says by this name
-            invalidateInode(written, -1);
-            written.untold();
-            return;
+            List<NodeTable.Node> written = goneFiles(parent, name);
+            if (child != null && !written.contains(child)) {
+                written = new ArrayList<>(written);
+                written.add(child);
+            }
+            for (NodeTable.Node n : written) {
+                invalidateInode(n, -1);
+                n.untold();
+            }
+            if (!written.isEmpty()) {
+                return;
+            }
         }
         // a file the kernel knows by a name it had before (renamed behind its back, then changed, as
         // a rotated log): its open descriptors' fstat would keep the old size for as long as the
@@ -255,20 +269,40 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         }
     }
 
-    /**
-     * The node the kernel holds now for the file {@code name} in {@code parent} stood for when it was
-     * removed or renamed over: the very node, or, where the kernel forgot that one and has since
-     * looked the file up by another name, the new one; null for none.
-     */
-    private NodeTable.Node goneFile(NodeTable.Node parent, String name) {
-        NodeTable.Node n;
+    /** Remembers that {@code name} in {@code parent} no longer stands for file {@code node}. */
+    private void gone(NodeTable.Node parent, String name, NodeTable.Node node) {
         synchronized (goneFiles) {
-            n = goneFiles.get(new Name(parent.id, name));
+            List<NodeTable.Node> files = goneFiles.computeIfAbsent(new Name(parent.id, name), k -> new ArrayList<>(1));
+            files.remove(node);
+            if (files.size() == GONE_FILES_PER_NAME) {
+                files.remove(0);
+            }
+            files.add(node);
         }
-        if (n == null || fs.nodes.get(n.id) == n) {
-            return n;
+    }
+
+    /**
+     * The nodes the kernel holds now for the files {@code name} in {@code parent} stood for when it
+     * was removed or renamed over: the very nodes, or, where the kernel forgot one and has since
+     * looked the file up by another name, the new one; empty for none.
+     */
+    private List<NodeTable.Node> goneFiles(NodeTable.Node parent, String name) {
+        List<NodeTable.Node> files;
+        synchronized (goneFiles) {
+            files = goneFiles.get(new Name(parent.id, name));
+            if (files == null) {
+                return List.of();
+            }
+            files = new ArrayList<>(files);
         }
-        return n.identity == null ? null : fs.nodes.known(n.identity);
+        List<NodeTable.Node> held = new ArrayList<>(files.size() + 1);
+        for (NodeTable.Node n : files) {
+            NodeTable.Node now = fs.nodes.get(n.id) == n ? n : n.identity == null ? null : fs.nodes.known(n.identity);
+            if (now != null && !held.contains(now)) {
+                held.add(now);
+            }
+        }
+        return held;
     }
 
     /**

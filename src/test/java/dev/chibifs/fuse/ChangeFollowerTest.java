@@ -302,6 +302,27 @@ class ChangeFollowerTest {
         }
     }
 
+    @Test
+    void aWriteThroughANameRemovedMadeAgainAndRemovedAgainReachesTheFirstFile() throws Exception {
+        Files.writeString(home.resolve("shared/g1"), "old\n");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long g1 = linkedInStore(dir, "g1", "f0");
+        // another mount's program: exec 3>>g1; then rm g1 here, a new g1 there, rm g1 here again
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/g1"), java.nio.file.StandardOpenOption.APPEND)) {
+            ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("g1")).error()));
+            Files.writeString(home.resolve("shared/g1"), "another file\n");
+            follower.catchUp();
+            assertNotEquals(g1, lookup(dir, "g1"));
+            ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("g1")).error()));
+            noticesWritten();
+
+            out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)));
+            follower.catchUp();
+
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == g1);
+        }
+    }
+
     /** Waits until every notification posted so far reached the kernel, and forgets them. */
     private void noticesWritten() throws InterruptedException {
         long last = session.notices().post(new FuseReply(64).notification(FuseProtocol.NOTIFY_INVAL_INODE)
