@@ -134,11 +134,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     }
 
     @Override
-    public void replied(NodeTable.Node n, Metadata m) {
-        NodeTable.Link link = n.link;
-        // on every entry and attribute reply: look the name up only while any name is held missing
-        if (link != null && !missing.isEmpty()) {
-            missing.remove(new Name(link.parent().id, link.name()));
+    public void named(NodeTable.Node parent, String name) {
+        // on every entry reply: look the name up only while any name is held missing. By the name the
+        // entry is for, not the node's first name, which may be one that went behind the kernel's back
+        // and that it holds missing (the node reached since by another); nor on attribute replies
+        if (!missing.isEmpty()) {
+            missing.remove(new Name(parent.id, name));
         }
     }
 
@@ -261,7 +262,6 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         if (changedFile != null && now != null && changedFile.toldOtherThan(now)) {
             invalidateInode(changedFile, -1);
             changedFile.untold();
-            replied(changedFile, now);
         }
         if (child != null && now != null && child.identity != null && child.identity.isOf(now)) {
             // what a listing sends for it next: read after the change, so kept unless another came since

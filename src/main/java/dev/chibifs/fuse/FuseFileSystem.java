@@ -465,6 +465,7 @@ final class FuseFileSystem {
         NodeTable.Node n = nodes.remember(parent, name, NodeTable.Identity.of(router.resolve(p).storage(), m),
                 m.isDirectory(), m.isDirectory() || m.links() <= 1, created);
         replied(n, m);
+        follower.named(parent, name);
         Timeouts kept = keptIn(parent);
         FuseReply.Validity attr = attrValidity(kept, p, m, n);
         toldHeld(n, kept, attr);
@@ -1100,7 +1101,6 @@ final class FuseFileSystem {
     /** The kernel is told {@code m} of node {@code n} in the reply being written. */
     private void replied(NodeTable.Node n, Metadata m) {
         n.told(m);
-        follower.replied(n, m);
     }
 
     /**
@@ -2037,6 +2037,7 @@ final class FuseFileSystem {
             n.keep(KeptMetadata.of(m, dir.followKey, System.nanoTime()), from);
         }
         replied(n, m);
+        follower.named(dir, name);
         out.plusNodes.add(n);
         FuseReply.Validity attr = unconfirmed != null ? FuseReply.Validity.NONE : attrValidity(keptInDir, p, m, n);
         toldHeld(n, keptInDir, attr);

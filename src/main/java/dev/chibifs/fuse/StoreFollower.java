@@ -1,7 +1,5 @@
 package dev.chibifs.fuse;
 
-import dev.chibifs.store.Metadata;
-
 /**
  * Keeps what the kernel caches true to a store that changes behind the mount (chibi writes it
  * directly): the directories the kernel looks into are followed, and each change there becomes
@@ -23,8 +21,8 @@ interface StoreFollower extends AutoCloseable {
     default void listed(NodeTable.Node dir, int namesGiven) {
     }
 
-    /** The kernel was told {@code m} about node {@code n} (an entry or attribute reply). */
-    default void replied(NodeTable.Node n, Metadata m) {
+    /** The kernel was given an entry for {@code name} in {@code parent} (a lookup's, a create's, a listing's). */
+    default void named(NodeTable.Node parent, String name) {
     }
 
     /** Name {@code name} in {@code parent}, one of file node {@code node}'s, went through this mount (an unlink, a rename over it). */

@@ -244,6 +244,26 @@ class ChangeFollowerTest {
     }
 
     @Test
+    void aNameMadeAgainBehindTheMountIsFoundWhereTheKernelHeldItMissingAndSawItsFileByAnotherName() throws Exception {
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long a = create(dir, "a").int64(0); // held: exec 3>a
+        // another mount's ln a g; mv a b, and a stat of a, then of b, here
+        Files.createLink(home.resolve("shared/g"), home.resolve("shared/a"));
+        Files.move(home.resolve("shared/a"), home.resolve("shared/b"));
+        follower.catchUp();
+        assertEquals(0, lookup(dir, "a"), "missing, as the kernel may keep");
+        assertEquals(a, lookup(dir, "b"));
+        noticesWritten();
+
+        // and its ln g a: the kernel still holds a as missing
+        Files.createLink(home.resolve("shared/a"), home.resolve("shared/g"));
+        follower.catchUp();
+
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_ENTRY && n.int64(0) == dir
+                && "a".equals(StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8))).toString()));
+    }
+
+    @Test
     void aWriteThroughTheLastNameRemovedThroughTheMountReachesItsDescriptorsHereWhereTheNameWasMadeAgain() throws Exception {
         Files.writeString(home.resolve("shared/t"), "old\n");
         long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
