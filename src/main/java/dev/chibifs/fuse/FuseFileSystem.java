@@ -109,6 +109,12 @@ final class FuseFileSystem {
     private static final int BLOCK_SIZE = 4096;
     /** The mode fstat shows of a directory removed while open: what every store makes one with. */
     private static final int REMOVED_DIRECTORY_MODE = 0755;
+    /**
+     * How many renames of a directory on this mount, one after another, a request about it follows
+     * to its new name before the directory counts as gone (a bound: a loop renaming it back and
+     * forth could otherwise keep a request chasing it).
+     */
+    private static final int DIRECTORY_MOVES_FOLLOWED = 8;
 
     private final Router router;
     private final CallerResolver callers;
@@ -532,6 +538,9 @@ final class FuseFileSystem {
             m = f.handle().metadata();
         } else {
             m = metadataOrOpen(req, n, p, staleNames.retried(req.pid, n, false, clock));
+            if (n.directory) {
+                p = path(n); // where it was found, if renamed meanwhile: its mode and owner go by that
+            }
         }
         replied(n, m);
         NodeTable.Link link = n.link;
@@ -556,13 +565,21 @@ final class FuseFileSystem {
     private Metadata metadataOrOpen(FuseRequest req, NodeTable.Node n, VfsPath p, dev.chibifs.store.HeldFile retried)
             throws IOException {
         if (!n.removed) {
-            try {
-                Metadata m = router.metadata(null, p);
-                if (n.identity == null || n.identity.isOf(m)) {
-                    return m;
+            for (int moves = 0; ; moves++) {
+                long movesBefore = nodes.directoryMoves();
+                try {
+                    Metadata m = router.metadata(null, p);
+                    if (n.identity == null || n.identity.isOf(m)) {
+                        return m;
+                    }
+                } catch (NoSuchFileException e) {
+                    // gone by this name: another name, or an open file, may still reach it
                 }
-            } catch (NoSuchFileException e) {
-                // gone by this name: another name, or an open file, may still reach it
+                VfsPath moved = n.directory && moves < DIRECTORY_MOVES_FOLLOWED ? movedThroughThisMount(n, p, movesBefore) : null;
+                if (moved == null) {
+                    break;
+                }
+                p = moved;
             }
             VfsPath other = anotherName(n);
             if (other != null) {
@@ -580,6 +597,25 @@ final class FuseFileSystem {
             return removedDirectory(n);
         }
         throw stale(req, n, p, false);
+    }
+
+    /**
+     * Directory {@code n}'s path to look at again, once every rename and rmdir through this mount
+     * that has changed the store is in the node table: where it is no longer {@code p}, or a
+     * directory moved since {@code movesBefore} (renamed away and back); else null. A directory's
+     * fstat (and fdopendir's, so listdir's) GETATTR carries no handle (zero-message opendir), and
+     * the kernel does not retry it on ESTALE: a rename of the directory on this mount between the
+     * request's path and its look in the store failed it. Only a request that found nothing there
+     * waits, for renames already under way.
+     */
+    private VfsPath movedThroughThisMount(NodeTable.Node n, VfsPath p, long movesBefore) {
+        ownNameChanges.writeLock().lock();
+        ownNameChanges.writeLock().unlock();
+        if (n.removed) {
+            return null;
+        }
+        VfsPath now = path(n);
+        return now.equals(p) && nodes.directoryMoves() == movesBefore ? null : now;
     }
 
     /** What is done with a handle of another open; see {@link #throughAnOpenFile}. */

@@ -515,6 +515,11 @@ final class NodeTable {
         }
     }
 
+    /** How many times a directory has moved so far: a request that read a path before may compare. */
+    long directoryMoves() {
+        return renames.get();
+    }
+
     /**
      * The namespace path of {@code node}, by its first name; for a removed node, the path it had
      * (operations on it then fail as the store finds nothing there, or go through open handles).

@@ -250,6 +250,46 @@ class FuseFileSystemTest {
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, shared, body().name("status")).error());
     }
 
+    /**
+     * fstat of an open directory (and fdopendir's, so listdir's) sends a GETATTR without a handle,
+     * which the kernel does not retry on ESTALE: a rename of the directory through this mount between
+     * the request's path and its look in the store failed it ("Stale file handle" from find).
+     */
+    @Test
+    void aStatOfADirectoryRenamedOnThisMountDuringItFindsItByItsNewName() throws Exception {
+        java.util.concurrent.CountDownLatch reached = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch renamed = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean armed = new java.util.concurrent.atomic.AtomicBoolean();
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
+            if (m.getName().equals("metadata") && String.valueOf(a[0]).endsWith("/p/dd") && armed.compareAndSet(true, false)) {
+                reached.countDown();
+                try {
+                    assertTrue(renamed.await(5, java.util.concurrent.TimeUnit.SECONDS));
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+            return null;
+        }));
+        stop();
+        connect(OFFERED, 2);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        assertEquals(0, kernel.call(FuseProtocol.MKDIR, shared, body().int32(040755).int32(022).name("p")).error());
+        long p = lookup(shared, "p");
+        assertEquals(0, kernel.call(FuseProtocol.MKDIR, p, body().int32(040755).int32(022).name("dd")).error());
+        long dd = lookup(p, "dd");
+
+        armed.set(true);
+        long stat = kernel.send(FuseProtocol.GETATTR, dd, body().int32(0).int32(0).int64(0));
+        assertTrue(reached.await(5, java.util.concurrent.TimeUnit.SECONDS), "the GETATTR took its path");
+        assertEquals(0, kernel.call(FuseProtocol.RENAME, p, body().int64(p).name("dd").name("tmp")).error());
+        renamed.countDown();
+        FakeKernel.Reply attr = kernel.reply();
+        assertEquals(stat, attr.unique());
+        assertEquals(0, attr.error(), "not ESTALE: the directory is there, renamed");
+        assertEquals(040000, attr.int32(16 + 60) & 0170000, "a directory's mode");
+    }
+
     /** The offsets of the INVAL_INODE notifications of {@code node} so far (-1: attributes only). */
     private List<Long> invalidated(long node) {
         return kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
