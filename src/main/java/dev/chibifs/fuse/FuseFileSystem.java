@@ -978,8 +978,12 @@ final class FuseFileSystem {
                     // chibi, before the change feed told the kernel): ESTALE makes it look the name up
                     // again and retry, so an open(O_CREAT) creates the file and a plain open says ENOENT
                     // from a fresh lookup, as on a disk. SQLite on two mounts failed "unable to open
-                    // database file" on the journal the other mount had just deleted.
-                    handle = openHeldOrStale(req, n, caller, p, flags, n.removed ? gone : null, retried);
+                    // database file" on the journal the other mount had just deleted. Its last name gone
+                    // through this mount too: the caller's path walk may have found it just before (a
+                    // name renamed over with link() and rename(), as git and maildir do), so ENOENT only
+                    // to the retry of the same node, which had no name to walk again (/proc/PID/fd/N)
+                    boolean noName = n.removed && staleNames.askedAgain(req.pid, n, true, clock);
+                    handle = openHeldOrStale(req, n, caller, p, flags, noName ? gone : null, retried);
                 }
             }
         }
@@ -1224,7 +1228,7 @@ final class FuseFileSystem {
     private ErrnoException stale(FuseRequest req, NodeTable.Node n, VfsPath p, boolean open) {
         NodeTable.Link name = n.link;
         if (name != null) {
-            staleNames.answered(req.pid, name, open, clock.instant());
+            staleNames.answered(req.pid, n, name, open, clock.instant());
         }
         return new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
     }

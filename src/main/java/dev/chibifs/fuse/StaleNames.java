@@ -43,8 +43,8 @@ final class StaleNames {
     /** Files held at most, mount-wide; each is a descriptor, and keeps a removed file's space until FORGET. */
     static final int HELD = 1024;
 
-    /** The name a thread's request was answered stale about, when, and whether it was an OPEN. */
-    private record Stale(NodeTable.Link name, Instant at, boolean open) {
+    /** The node, by the name, a thread's request was answered stale about, when, and whether it was an OPEN. */
+    private record Stale(NodeTable.Node node, NodeTable.Link name, Instant at, boolean open) {
     }
 
     /** The node a thread's retry looked up, whose held file its retried request may use, of that kind. */
@@ -55,9 +55,22 @@ final class StaleNames {
     private final ConcurrentMap<Integer, Retry> retries = new ConcurrentHashMap<>();
     private final AtomicInteger held = new AtomicInteger();
 
-    /** A request ({@code open}: an OPEN) of thread {@code tid} about the node named {@code name} was answered ESTALE at {@code now}. */
-    void answered(int tid, NodeTable.Link name, boolean open, Instant now) {
-        put(answered, tid, new Stale(name, now, open), now, Stale::at);
+    /** A request ({@code open}: an OPEN) of thread {@code tid} about node {@code n}, named {@code name}, was answered ESTALE at {@code now}. */
+    void answered(int tid, NodeTable.Node n, NodeTable.Link name, boolean open, Instant now) {
+        put(answered, tid, new Stale(n, name, now, open), now, Stale::at);
+    }
+
+    /**
+     * Whether thread {@code tid}'s request ({@code open}: an OPEN) about node {@code n} is the
+     * kernel's retry of one about that same node answered stale just before: its walk found no
+     * other node, as where there is no name to walk again (an open of /proc/PID/fd/N).
+     */
+    boolean askedAgain(int tid, NodeTable.Node n, boolean open, Clock clock) {
+        if (answered.isEmpty()) {
+            return false;
+        }
+        Stale s = answered.get(tid);
+        return s != null && s.node() == n && s.open() == open && recent(s.at(), clock.instant());
     }
 
     /**
