@@ -632,7 +632,13 @@ final class FuseFileSystem {
      * could have read a descriptor number reused by another file.
      */
     private <T> T throughAnOpenFile(NodeTable.Node n, HandleCall<T> call) throws IOException {
-        for (OpenFile open; (open = openFiles.anyOf(n)) != null; ) {
+        return throughAnOpenFile(n, open -> true, call);
+    }
+
+    /** As {@link #throughAnOpenFile(NodeTable.Node, HandleCall)}, through an open file {@code which} accepts. */
+    private <T> T throughAnOpenFile(NodeTable.Node n, java.util.function.Predicate<OpenFile> which, HandleCall<T> call)
+            throws IOException {
+        for (OpenFile open; (open = openFiles.anyOf(n, which)) != null; ) {
             synchronized (open) {
                 try {
                     return call.apply(open.handle());
@@ -642,6 +648,26 @@ final class FuseFileSystem {
             }
         }
         return null;
+    }
+
+    /**
+     * {@code call} through an open file of node {@code n} that the process making request {@code req}
+     * opened, where n's name no longer reaches its file; null when it has none. fchmod(2), fchown(2),
+     * futimens(2) and the f*xattr calls come as requests about the node, without the handle (the
+     * kernel sends one with ftruncate only), and cannot be told from chmod(2) of a name the kernel
+     * still takes for the node's: a disk acts on the descriptor's file whatever became of its name,
+     * and the process that opened it is the one holding the descriptor (tar sets each file's times
+     * and mode through the descriptor it wrote it by). Another process is answered ESTALE, and its
+     * lookup again reaches what the name stands for now.
+     */
+    private <T> T throughOwnOpenFile(FuseRequest req, NodeTable.Node n, HandleCall<T> call) throws IOException {
+        return throughAnOpenFile(n, open -> sameProcess(req.pid, open.opener()), call);
+    }
+
+    /** Whether threads {@code tid} and {@code other} are of one process: /proc/TID/task of any thread lists them all. */
+    static boolean sameProcess(int tid, int other) {
+        return tid > 0 && other > 0
+                && (tid == other || java.nio.file.Files.isDirectory(java.nio.file.Path.of("/proc/" + tid + "/task/" + other)));
     }
 
     /**
@@ -670,6 +696,9 @@ final class FuseFileSystem {
         }
         VfsPath at = f != null ? p : reaching(n, p);
         if (at == null) {
+            if (throughOwnOpenFile(req, n, handle -> setattr(req, out, n, p, handle)) != null) {
+                return; // fchmod, fchown or futimens of a file open in the caller
+            }
             // its name stands for another file now, or for none (replaced, moved or removed behind the
             // kernel's back): truncate(2), chmod(2) and utimensat(2) look the name up again on ESTALE
             // and retry with what it stands for now, where ENOENT failed them, or the change went to
@@ -1037,7 +1066,7 @@ final class FuseFileSystem {
                 }
             }
         }
-        long fh = register(handle, caller, flags, n, backing != 0);
+        long fh = register(req, handle, caller, flags, n, backing != 0);
         FuseChannel notify = storeChannel;
         if (opened != null && notify != null && n.toldOtherThan(opened)) {
             // the file changed since the kernel was told its attributes: behind the mount (before the
@@ -1324,12 +1353,13 @@ final class FuseFileSystem {
         }
     }
 
-    private long register(FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n, boolean passthrough) {
+    private long register(FuseRequest req, FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n,
+                          boolean passthrough) {
         boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
         if (writable) {
             n.writerOpened();
         }
-        return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough));
+        return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough, req.pid));
     }
 
     /**
@@ -1426,7 +1456,7 @@ final class FuseFileSystem {
         // O_CREAT without O_EXCL may have opened an existing file: the store says whether this open made it
         NodeTable.Node n = entry(req, parent, name, p, m, out, handle.opened() == null);
         out.rememberedNode = n;
-        openedWithEntry(out, n, handle, caller, flags);
+        openedWithEntry(req, out, n, handle, caller, flags);
     }
 
     /**
@@ -1454,12 +1484,12 @@ final class FuseFileSystem {
         // no link count yet: a link count of 0 is what lets the kernel's linkat name it (I_LINKABLE)
         out.entry(n.id, FuseReply.Validity.NONE, timeouts.brief(), attributes(req, p, m));
         out.rememberedNode = n;
-        openedWithEntry(out, n, handle, caller, flags);
+        openedWithEntry(req, out, n, handle, caller, flags);
     }
 
     /** The open half of CREATE's and TMPFILE's reply, after the entry of new node {@code n}, whose open {@code handle} is. */
-    private void openedWithEntry(FuseReply out, NodeTable.Node n, FileHandle handle, Caller caller, Set<OpenFlag> flags)
-            throws IOException {
+    private void openedWithEntry(FuseRequest req, FuseReply out, NodeTable.Node n, FileHandle handle, Caller caller,
+                                 Set<OpenFlag> flags) throws IOException {
         int backing;
         try {
             synchronized (n) {
@@ -1478,7 +1508,7 @@ final class FuseFileSystem {
         }
         int openFlags = NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH
                 : appending(flags) ? FuseProtocol.FOPEN_DIRECT_IO | FuseProtocol.FOPEN_KEEP_CACHE : 0);
-        out.open(register(handle, caller, flags, n, backing != 0), openFlags, backing);
+        out.open(register(req, handle, caller, flags, n, backing != 0), openFlags, backing);
     }
 
     private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {

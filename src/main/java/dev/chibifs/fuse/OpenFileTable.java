@@ -34,8 +34,13 @@ final class OpenFileTable {
 
     /** Any open file of {@code node}: fstat of a file whose every name is gone answers from it. */
     OpenFile anyOf(NodeTable.Node node) {
+        return anyOf(node, f -> true);
+    }
+
+    /** Any open file of {@code node} that {@code which} accepts. */
+    OpenFile anyOf(NodeTable.Node node, java.util.function.Predicate<OpenFile> which) {
         for (OpenFile f : files.values()) {
-            if (f.node() == node) {
+            if (f.node() == node && which.test(f)) {
                 return f;
             }
         }

@@ -550,6 +550,64 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void fchmodAndFutimensOfAFileReplacedBehindTheMountActOnTheCallersOpenFile() throws Exception {
+        kernel.pid = THIS_PROCESS;
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] old = create(shared, "f"); // kept open, as tar keeps the file it extracts
+        write(old[0], old[1], 0, "old");
+        // another mount: ln f kept; echo new > f.new; mv f.new f
+        store.link(VfsPath.of("/shared/f"), VfsPath.of("/shared/kept"));
+        store.write(VfsPath.of("/shared/f.new"), "new file".getBytes(StandardCharsets.UTF_8));
+        store.rename(VfsPath.of("/shared/f.new"), VfsPath.of("/shared/f"));
+        long newModified = store.metadata(VfsPath.of("/shared/f")).modified().toMillis();
+
+        // fchmod(fd, 0755) and futimens(fd, ...) come without the handle, from the process that opened it
+        assertEquals(0, setattr(old[0], FuseProtocol.FATTR_MODE, 0, 0100755).error(), "fchmod");
+        kernel.pid = anotherThreadOfThisProcess();
+        assertEquals(0, setattr(old[0], FuseProtocol.FATTR_MTIME, 1_000_000, 0).error(), "futimens by another thread");
+
+        Metadata kept = store.metadata(VfsPath.of("/shared/kept"));
+        assertEquals(0111, kept.mode() & 0111, "the open file's mode");
+        assertEquals(1_000_000_000L, kept.modified().toMillis(), "the open file's times");
+        Metadata other = store.metadata(VfsPath.of("/shared/f"));
+        assertEquals(0, other.mode() & 0111, "not the file that has its name now");
+        assertEquals(newModified, other.modified().toMillis());
+        release(old[0], old[1]);
+    }
+
+    @Test
+    void aChmodByANameNowAnotherFilesFromAnotherProcessThanTheOpenersIsStale() throws Exception {
+        kernel.pid = THIS_PROCESS;
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] old = create(shared, "f");
+        store.write(VfsPath.of("/shared/f.new"), "new file".getBytes(StandardCharsets.UTF_8));
+        store.rename(VfsPath.of("/shared/f.new"), VfsPath.of("/shared/f")); // another mount's mv f.new f
+
+        kernel.pid = 1; // chmod +x f by another process, through the name the kernel still has for the open file
+        assertEquals(-Linux.ESTALE, setattr(old[0], FuseProtocol.FATTR_MODE, 0, 0100755).error(), "looked up again");
+        assertEquals(0, store.metadata(VfsPath.of("/shared/f")).mode() & 0111);
+        kernel.pid = THIS_PROCESS;
+        release(old[0], old[1]);
+    }
+
+    /** The test's own process, whose threads /proc lists: what a request from the process that opened a file carries. */
+    private static final int THIS_PROCESS = (int) ProcessHandle.current().pid();
+
+    private static int anotherThreadOfThisProcess() throws java.io.IOException {
+        try (var threads = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/task"))) {
+            return threads.map(t -> Integer.parseInt(t.getFileName().toString())).filter(t -> t != THIS_PROCESS)
+                    .findAny().orElseThrow();
+        }
+    }
+
+    /** SETATTR without a handle, as fchmod(2) and futimens(2) send it: {@code valid}, an mtime in seconds, a mode. */
+    private FakeKernel.Reply setattr(long node, int valid, long mtime, int mode) throws Exception {
+        return kernel.call(FuseProtocol.SETATTR, node, body().int32(valid).int32(0)
+                .int64(0).int64(0).int64(0).int64(0).int64(mtime).int64(0)
+                .int32(0).int32(0).int32(0).int32(mode).int32(0).int32(0).int32(0).int32(0));
+    }
+
+    @Test
     void anOpenThatTruncatesAHardLinkedFileWhoseFirstNameIsAnotherFilesNowTruncatesThatFileOnly() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         long[] f = create(shared, "f0");
