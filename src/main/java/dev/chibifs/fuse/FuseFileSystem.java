@@ -1847,11 +1847,15 @@ final class FuseFileSystem {
             // each file, and filling in an exception's stack was most of that request's time
             out.error(Linux.EOPNOTSUPP);
         } else if (!ETAG_XATTR.equals(name)) {
-            xattrValue(req.xattrSize(), router.xattr(caller(req), path(n), name), out);
+            Caller caller = caller(req);
+            xattrValue(req.xattrSize(), ofOwnFile(req, n, path(n), at -> router.xattr(caller, at, name),
+                    handle -> handle.xattr(name)), out);
         } else if (n.directory) {
             out.error(Linux.ENODATA);
         } else {
-            xattrValue(req.xattrSize(), router.etag(null, path(n)).getBytes(StandardCharsets.US_ASCII), out);
+            // an open file's hash is not worked out: ESTALE where no name reaches it
+            String etag = ofOwnFile(req, n, path(n), at -> router.etag(null, at), handle -> null);
+            xattrValue(req.xattrSize(), etag.getBytes(StandardCharsets.US_ASCII), out);
         }
     }
 
@@ -1859,7 +1863,8 @@ final class FuseFileSystem {
     void listxattr(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node n = node(req);
         ByteArrayOutputStream names = new ByteArrayOutputStream();
-        for (String name : router.xattrNames(caller(req), path(n))) {
+        Caller caller = caller(req);
+        for (String name : ofOwnFile(req, n, path(n), at -> router.xattrNames(caller, at), FileHandle::xattrNames)) {
             // the store file's own labels (security.selinux, ...) are not the mount's to show
             if (name.startsWith(USER_XATTR_PREFIX) && !ETAG_XATTR.equals(name)) {
                 names.writeBytes(name.getBytes(StandardCharsets.UTF_8));
@@ -1909,7 +1914,14 @@ final class FuseFileSystem {
             case Linux.XATTR_REPLACE -> XattrMode.REPLACE;
             default -> throw new ErrnoException(Linux.EINVAL, p.toString(), "Invalid argument: XATTR_CREATE and XATTR_REPLACE at once");
         };
-        router.setXattr(caller, p, name, req.setxattrValue(), mode);
+        byte[] value = req.setxattrValue();
+        ofOwnFile(req, n, p, at -> {
+            router.setXattr(caller, at, name, value, mode);
+            return at;
+        }, handle -> {
+            handle.setXattr(name, value, mode);
+            return p;
+        });
     }
 
     /**
@@ -1930,8 +1942,45 @@ final class FuseFileSystem {
                 out.error(Linux.ENODATA);
             }
         } else {
-            router.removeXattr(caller, p, name);
+            ofOwnFile(req, n, p, at -> {
+                router.removeXattr(caller, at, name);
+                return at;
+            }, handle -> {
+                handle.removeXattr(name);
+                return p;
+            });
         }
+    }
+
+    /** What is done with a name that reaches a node's file; see {@link #ofOwnFile}. */
+    private interface PathCall<T> {
+        T apply(VfsPath at) throws IOException;
+    }
+
+    /**
+     * {@code byName} with {@code p}, node {@code n}'s path, or another name, where one reaches the
+     * node's file; else {@code byHandle} through an open file of it (any, where its every name went
+     * through this mount; else one the caller opened: see {@link #throughOwnOpenFile}), null from it
+     * being no answer. GETXATTR, SETXATTR, LISTXATTR and REMOVEXATTR carry the node alone, for
+     * getxattr(2) by name and fgetxattr(2) of a descriptor alike: by the path only, an fsetxattr of a
+     * file replaced since its open set the attribute on the new file now named so. None: ENOENT
+     * where this mount removed it (a disk's unlinked file not open), else ESTALE, and a call by
+     * name looks the name up again.
+     */
+    private <T> T ofOwnFile(FuseRequest req, NodeTable.Node n, VfsPath p, PathCall<T> byName, HandleCall<T> byHandle)
+            throws IOException {
+        VfsPath at = reaching(n, p);
+        if (at != null) {
+            return byName.apply(at);
+        }
+        T done = n.removed ? throughAnOpenFile(n, byHandle) : throughOwnOpenFile(req, n, byHandle);
+        if (done != null) {
+            return done;
+        }
+        if (n.removed) {
+            throw new NoSuchFileException(p.toString());
+        }
+        throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
     }
 
     // ---- directories ----

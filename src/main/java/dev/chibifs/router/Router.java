@@ -531,6 +531,26 @@ public final class Router {
         }
 
         @Override
+        public byte[] xattr(String name) throws IOException {
+            return h.xattr(name);
+        }
+
+        @Override
+        public List<String> xattrNames() throws IOException {
+            return h.xattrNames();
+        }
+
+        @Override
+        public void setXattr(String name, byte[] value, XattrMode mode) throws IOException {
+            h.setXattr(name, value, mode);
+        }
+
+        @Override
+        public void removeXattr(String name) throws IOException {
+            h.removeXattr(name);
+        }
+
+        @Override
         public int passthroughDescriptor() throws IOException {
             return h.passthroughDescriptor();
         }

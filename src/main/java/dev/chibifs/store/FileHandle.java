@@ -113,6 +113,34 @@ public interface FileHandle extends Closeable {
     void setExecutable(int mode) throws IOException;
 
     /**
+     * getxattr(2) of this open file, whatever names it has now (none, or another file's old one):
+     * attribute {@code name}'s value, ENODATA where it has none. A store that reaches a file's
+     * attributes only by a name says ESTALE: no name is sure to be this file's.
+     */
+    default byte[] xattr(String name) throws IOException {
+        throw noXattrsByHandle();
+    }
+
+    /** listxattr(2) of this open file, as {@link #xattr}. */
+    default java.util.List<String> xattrNames() throws IOException {
+        throw noXattrsByHandle();
+    }
+
+    /** setxattr(2) of this open file, as {@link #xattr}. */
+    default void setXattr(String name, byte[] value, XattrMode mode) throws IOException {
+        throw noXattrsByHandle();
+    }
+
+    /** removexattr(2) of this open file, as {@link #xattr}. */
+    default void removeXattr(String name) throws IOException {
+        throw noXattrsByHandle();
+    }
+
+    private static IOException noXattrsByHandle() {
+        return new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.ESTALE, null, "Stale file handle");
+    }
+
+    /**
      * The locks on this handle's file, taken through this handle ({@link FileLocks}): every handle of
      * the same file sees the same locks. Closing the handle removes every lock taken through it (the
      * record locks of each owner that locked through it, and its flock locks). A store that keeps no

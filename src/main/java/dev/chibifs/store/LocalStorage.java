@@ -1033,11 +1033,7 @@ public final class LocalStorage implements Storage {
     @Override
     public void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
         spaceBackFirst();
-        int flags = switch (mode) {
-            case SET -> 0;
-            case CREATE -> XATTR_CREATE;
-            case REPLACE -> XATTR_REPLACE;
-        };
+        int flags = xattrFlags(mode);
         withXattrs(path, true, fd -> {
             Syscalls.setxattrPath(fd, name, value, flags, path.toString());
             return path;
@@ -1050,6 +1046,14 @@ public final class LocalStorage implements Storage {
             Syscalls.removexattrPath(fd, name, path.toString());
             return path;
         });
+    }
+
+    private static int xattrFlags(XattrMode mode) {
+        return switch (mode) {
+            case SET -> 0;
+            case CREATE -> XATTR_CREATE;
+            case REPLACE -> XATTR_REPLACE;
+        };
     }
 
     private interface XattrCall<T> {
@@ -1528,6 +1532,28 @@ public final class LocalStorage implements Storage {
             if (wanted >= 0) {
                 Syscalls.fchmod(fd(), wanted);
             }
+        }
+
+        // the descriptor's own inode, through its /proc/self/fd link, as the store's by-name calls do
+
+        @Override
+        public byte[] xattr(String name) throws IOException {
+            return Syscalls.getxattrPath(fd(), name, name);
+        }
+
+        @Override
+        public List<String> xattrNames() throws IOException {
+            return Syscalls.listxattrPath(fd(), "open file");
+        }
+
+        @Override
+        public void setXattr(String name, byte[] value, XattrMode mode) throws IOException {
+            Syscalls.setxattrPath(fd(), name, value, xattrFlags(mode), name);
+        }
+
+        @Override
+        public void removeXattr(String name) throws IOException {
+            Syscalls.removexattrPath(fd(), name, name);
         }
 
         @Override

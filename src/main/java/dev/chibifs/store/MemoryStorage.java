@@ -758,6 +758,8 @@ public final class MemoryStorage implements Storage {
     }
 
     private final class MemoryHandle implements FileHandle {
+        /** What an error through a handle names: it knows no name of its file. */
+        private static final VfsPath UNNAMED = VfsPath.root();
         private final File file;
         private final boolean append;
         private boolean closed;
@@ -884,6 +886,34 @@ public final class MemoryStorage implements Storage {
         }
 
         @Override
+        public byte[] xattr(String name) throws IOException {
+            synchronized (MemoryStorage.this) {
+                return xattrOf(file, name, UNNAMED);
+            }
+        }
+
+        @Override
+        public List<String> xattrNames() {
+            synchronized (MemoryStorage.this) {
+                return xattrNamesOf(file);
+            }
+        }
+
+        @Override
+        public void setXattr(String name, byte[] value, XattrMode mode) throws IOException {
+            synchronized (MemoryStorage.this) {
+                setXattrOf(file, name, value, mode, UNNAMED);
+            }
+        }
+
+        @Override
+        public void removeXattr(String name) throws IOException {
+            synchronized (MemoryStorage.this) {
+                removeXattrOf(file, name, UNNAMED);
+            }
+        }
+
+        @Override
         public long inode() {
             return file.inode;
         }
@@ -1001,7 +1031,27 @@ public final class MemoryStorage implements Storage {
 
     @Override
     public synchronized byte[] xattr(VfsPath path, String name) throws IOException {
-        Node n = find(path);
+        return xattrOf(find(path), name, path);
+    }
+
+    @Override
+    public synchronized List<String> xattrNames(VfsPath path) throws IOException {
+        return xattrNamesOf(find(path));
+    }
+
+    @Override
+    public synchronized void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
+        setXattrOf(xattrHolder(path), name, value, mode, path);
+    }
+
+    @Override
+    public synchronized void removeXattr(VfsPath path, String name) throws IOException {
+        removeXattrOf(xattrHolder(path), name, path);
+    }
+
+    // of node n, by path or through an open file of it; path only names it in errors; under the monitor
+
+    private static byte[] xattrOf(Node n, String name, VfsPath path) throws IOException {
         byte[] value = n.xattrs == null ? null : n.xattrs.get(name);
         if (value == null) {
             throw Storage.noXattr(path, name);
@@ -1009,15 +1059,11 @@ public final class MemoryStorage implements Storage {
         return value.clone();
     }
 
-    @Override
-    public synchronized List<String> xattrNames(VfsPath path) throws IOException {
-        Node n = find(path);
+    private static List<String> xattrNamesOf(Node n) {
         return n.xattrs == null ? List.of() : List.copyOf(n.xattrs.keySet());
     }
 
-    @Override
-    public synchronized void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
-        Node n = xattrHolder(path);
+    private void setXattrOf(Node n, String name, byte[] value, XattrMode mode, VfsPath path) throws IOException {
         mode.check(path, name, n.xattrs != null && n.xattrs.containsKey(name));
         if (n.xattrs == null) {
             n.xattrs = new TreeMap<>();
@@ -1026,9 +1072,7 @@ public final class MemoryStorage implements Storage {
         n.changed = now();
     }
 
-    @Override
-    public synchronized void removeXattr(VfsPath path, String name) throws IOException {
-        Node n = xattrHolder(path);
+    private void removeXattrOf(Node n, String name, VfsPath path) throws IOException {
         if (n.xattrs == null || n.xattrs.remove(name) == null) {
             throw Storage.noXattr(path, name);
         }

@@ -1874,6 +1874,47 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void fsetxattrOfAFileReplacedBehindTheMountSetsItOnTheOpenFileNotTheOneNowNamedSo() throws Exception {
+        kernel.pid = THIS_PROCESS;
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] old = create(shared, "f");
+        // another mount: ln f kept; echo new > f.new; mv f.new f
+        store.link(VfsPath.of("/shared/f"), VfsPath.of("/shared/kept"));
+        store.write(VfsPath.of("/shared/f.new"), "new file".getBytes(StandardCharsets.UTF_8));
+        store.rename(VfsPath.of("/shared/f.new"), VfsPath.of("/shared/f"));
+
+        // fsetxattr(fd, ...) and the rest come as requests about the node, from the process that opened it
+        assertEquals(0, setxattr(old[0], "user.k", "v", 0).error());
+        assertEquals(0, setxattr(old[0], "user.gone", "x", 0).error());
+        assertEquals(0, kernel.call(FuseProtocol.REMOVEXATTR, old[0], body().name("user.gone")).error());
+        assertEquals("v", StandardCharsets.UTF_8.decode(kernel.call(FuseProtocol.GETXATTR, old[0],
+                body().int32(10).int32(0).name("user.k")).body()).toString());
+        assertEquals("user.k\0", listxattr(old[0]));
+        assertEquals(List.of("user.k"), store.xattrNames(VfsPath.of("/shared/kept")));
+        assertEquals(List.of(), store.xattrNames(VfsPath.of("/shared/f")), "not the file that has its name now");
+
+        kernel.pid = 1; // getxattr f by another process, through the name the kernel still has for the open file
+        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.GETXATTR, old[0], body().int32(10).int32(0).name("user.k")).error());
+        assertEquals(-Linux.ESTALE, setxattr(old[0], "user.other", "x", 0).error(), "looked up again");
+        assertEquals(List.of(), store.xattrNames(VfsPath.of("/shared/f")));
+        kernel.pid = THIS_PROCESS;
+        release(old[0], old[1]);
+    }
+
+    @Test
+    void fsetxattrOfAnOpenFileRemovedThroughTheMountReachesItAndWithoutAnOpenIsEnoent() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] f = create(shared, "f");
+        store.link(VfsPath.of("/shared/f"), VfsPath.of("/shared/elsewhere-kept"));
+        assertEquals(0, kernel.call(FuseProtocol.UNLINK, shared, body().name("f")).error());
+
+        assertEquals(0, setxattr(f[0], "user.k", "v", 0).error(), "as ext4 does for an unlinked open file");
+        assertEquals(List.of("user.k"), store.xattrNames(VfsPath.of("/shared/elsewhere-kept")));
+        release(f[0], f[1]);
+        assertEquals(-Linux.ENOENT, setxattr(f[0], "user.k", "w", 0).error());
+    }
+
+    @Test
     void withoutExtendedAttributesEveryXattrRequestIsEnosysAndNothingIsKept() throws Exception {
         long f = written("plain", "hello\n");
         kernel.close();

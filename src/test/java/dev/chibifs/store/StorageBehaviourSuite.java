@@ -949,6 +949,36 @@ public abstract class StorageBehaviourSuite {
         assertEquals(List.of(), userXattrs("/shared/f"), "a new file at the old name has none");
     }
 
+    /**
+     * Whether an open file's attributes are reached through its handle ({@link FileHandle#xattr}).
+     * A store that reaches them only by a name says ESTALE instead: never another file's.
+     */
+    protected boolean xattrsThroughOpenFiles() {
+        return xattrs();
+    }
+
+    @Test
+    void extendedAttributesThroughAnOpenFileAreThatFilesWhateverBecameOfItsName() throws IOException {
+        storage.write(p("/shared/f"), bytes("old"));
+        try (FileHandle h = open("/shared/f")) {
+            storage.write(p("/shared/f.new"), bytes("new"));
+            storage.rename(p("/shared/f.new"), p("/shared/f")); // os.replace onto its name
+            if (!xattrsThroughOpenFiles()) {
+                assertEquals(Linux.ESTALE, errnoOf(() -> h.setXattr("user.k", bytes("v"), XattrMode.SET)));
+                assertEquals(List.of(), userXattrs("/shared/f"));
+                return;
+            }
+            h.setXattr("user.k", bytes("v"), XattrMode.SET);
+            assertEquals("v", new String(h.xattr("user.k"), UTF_8));
+            assertEquals(List.of("user.k"), h.xattrNames().stream().filter(n -> n.startsWith("user.")).toList());
+            assertEquals(List.of(), userXattrs("/shared/f"), "not the file that has its name now");
+            assertEquals(Linux.EEXIST, errnoOf(() -> h.setXattr("user.k", bytes("w"), XattrMode.CREATE)));
+            h.removeXattr("user.k");
+            assertEquals(Linux.ENODATA, errnoOf(() -> h.xattr("user.k")));
+            assertEquals(Linux.ENODATA, errnoOf(() -> h.removeXattr("user.k")));
+        }
+    }
+
     // ---- symbolic links, fifos and sockets: names the store holds and never follows or opens ----
 
     /**
