@@ -228,9 +228,10 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         if (modified && now != null) {
             // a write under a name renamed over: inotify names the event by the name the writer opened,
             // which may be the replaced file's (a descriptor open on another mount, the file living on
-            // under another name) or the new one's; both are told
+            // under another name) or the new one's; all are told. The replaced file may still be the
+            // name's node here, where the kernel did not look the name up since it was made again
             for (NodeTable.Node replaced : goneFiles(parent, name)) {
-                if (replaced != child && replaced.identity != null && !replaced.identity.isOf(now)) {
+                if (replaced.identity != null && !replaced.identity.isOf(now)) {
                     invalidateInode(replaced, -1);
                     replaced.untold();
                 }

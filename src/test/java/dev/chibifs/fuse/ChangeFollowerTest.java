@@ -343,6 +343,26 @@ class ChangeFollowerTest {
         }
     }
 
+    @Test
+    void aWriteThroughANameRemovedAndMadeAgainBehindTheMountReachesTheFileItWasWhereTheKernelKnowsItByAnother() throws Exception {
+        Files.writeString(home.resolve("shared/t"), "old\n");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long t = linkedInStore(dir, "t", "u"); // held: exec 3<>u here
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/t"), java.nio.file.StandardOpenOption.WRITE)) {
+            // another mount's program: exec 4<>t; then rm t; ln other t there, the kernel here looking t up no more
+            Files.writeString(home.resolve("shared/other"), "another file\n");
+            Files.delete(home.resolve("shared/t"));
+            Files.createLink(home.resolve("shared/t"), home.resolve("shared/other"));
+            follower.catchUp();
+            noticesWritten();
+
+            out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
+            follower.catchUp();
+
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == t);
+        }
+    }
+
     /** Waits until every notification posted so far reached the kernel, and forgets them. */
     private void noticesWritten() throws InterruptedException {
         long last = session.notices().post(new FuseReply(64).notification(FuseProtocol.NOTIFY_INVAL_INODE)
