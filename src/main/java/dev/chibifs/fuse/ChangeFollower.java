@@ -45,6 +45,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     /** How long a directory that could not be followed is left before trying again (it may have been missing for a moment). */
     private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
+    /** A name in a directory, known by its node id (missing names) or its follow key (gone files). */
     private record Name(long parent, String name) {
     }
 
@@ -59,7 +60,10 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
      * this mount, the latest last: a write through a descriptor of such a name (open on another
      * mount) is told under it alone, when the kernel may know the file by its other names only (a
      * lookup that finds one link forgets the others), or by none (descriptors open here). The event
-     * does not say which of the files the name stood for was written, so all are told. Guarded by itself.
+     * does not say which of the files the name stood for was written, so all are told. By the
+     * directory's follow key, not its node: the kernel lets go of a directory nothing holds (memory
+     * pressure), and the node it looks up next is followed under the same key, while the file lives
+     * on. Guarded by itself.
      */
     private final Map<Name, List<NodeTable.Node>> goneFiles = new LinkedHashMap<>(16, 0.75f, false) {
         @Override
@@ -272,8 +276,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     /** Remembers that {@code name} in {@code parent} no longer stands for file {@code node}. */
     private void gone(NodeTable.Node parent, String name, NodeTable.Node node) {
+        if (parent.followKey < 0) {
+            return; // nothing of it will be heard
+        }
         synchronized (goneFiles) {
-            List<NodeTable.Node> files = goneFiles.computeIfAbsent(new Name(parent.id, name), k -> new ArrayList<>(1));
+            List<NodeTable.Node> files = goneFiles.computeIfAbsent(new Name(parent.followKey, name), k -> new ArrayList<>(1));
             files.remove(node);
             if (files.size() == GONE_FILES_PER_NAME) {
                 files.remove(0);
@@ -290,7 +297,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private List<NodeTable.Node> goneFiles(NodeTable.Node parent, String name) {
         List<NodeTable.Node> files;
         synchronized (goneFiles) {
-            files = goneFiles.get(new Name(parent.id, name));
+            files = goneFiles.get(new Name(parent.followKey, name));
             if (files == null) {
                 return List.of();
             }

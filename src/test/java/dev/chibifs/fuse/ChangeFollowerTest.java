@@ -363,6 +363,33 @@ class ChangeFollowerTest {
         }
     }
 
+    @Test
+    void aWriteThroughANameRemovedReachesTheFileWhereTheKernelForgotItsDirectorySince() throws Exception {
+        Files.createDirectories(home.resolve("shared/d"));
+        Files.writeString(home.resolve("shared/d/t"), "old\n");
+        Files.createLink(home.resolve("shared/u"), home.resolve("shared/d/t"));
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long d = lookup(dir, "d");
+        long t = lookup(d, "t");
+        assertEquals(t, lookup(dir, "u"), "one node for both names"); // held: exec 3<>u here
+        // another mount's program: exec 4<>d/t; then rm d/t here
+        try (var out = java.nio.channels.FileChannel.open(home.resolve("shared/d/t"), java.nio.file.StandardOpenOption.WRITE)) {
+            ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.UNLINK, d, body().name("t")).error()));
+            // nothing here holds d: the kernel lets it go (memory pressure), and looks it up again at the next path through it
+            kernel.send(FuseProtocol.FORGET, t, body().int64(1));
+            kernel.send(FuseProtocol.FORGET, d, body().int64(1));
+            long again = lookup(dir, "d");
+            assertNotEquals(d, again);
+            assertEquals(0, lookup(again, "t"), "missing");
+            noticesWritten();
+
+            out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
+            follower.catchUp();
+
+            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == t);
+        }
+    }
+
     /** Waits until every notification posted so far reached the kernel, and forgets them. */
     private void noticesWritten() throws InterruptedException {
         long last = session.notices().post(new FuseReply(64).notification(FuseProtocol.NOTIFY_INVAL_INODE)
