@@ -811,7 +811,7 @@ final class FuseFileSystem {
         String name = req.entryName();
         VfsPath p = childPath(parent, name);
         router.createDirectory(caller(req), p);
-        out.rememberedNode = entry(req, parent, name, p, router.metadata(null, p), out, true);
+        out.rememberedNode = entry(req, parent, name, p, made(p, EntryKind.DIRECTORY), out, true);
     }
 
     /** mknod(2): a regular file, a fifo or a socket (names only: the kernel serves their data); devices are refused. */
@@ -827,7 +827,7 @@ final class FuseFileSystem {
             default -> EntryKind.OTHER; // block and character devices: a way out of every sandbox
         };
         router.mknod(caller(req), p, kind, mode & 07777);
-        out.rememberedNode = entry(req, parent, name, p, router.metadata(null, p), out, true);
+        out.rememberedNode = entry(req, parent, name, p, made(p, kind), out, true);
     }
 
     /** symlink(2): stored as a real link; the router judges the link's zone and where its target leads. */
@@ -837,7 +837,26 @@ final class FuseFileSystem {
         String target = req.secondName();
         VfsPath p = childPath(parent, name);
         router.symlink(caller(req), p, target);
-        out.rememberedNode = entry(req, parent, name, p, router.metadata(null, p), out, true);
+        out.rememberedNode = entry(req, parent, name, p, made(p, EntryKind.SYMLINK), out, true);
+    }
+
+    /**
+     * What MKDIR, MKNOD or SYMLINK just made at {@code p}, of {@code kind}. Where the name stands for
+     * something else by the time it is looked at, or for nothing (another mount, or chibi, replaced
+     * or removed it at once), ESTALE: the kernel fails a reply of another type with EIO, and on
+     * ESTALE runs the call again after a fresh lookup, which finds what is there now (EEXIST) or
+     * makes it again.
+     */
+    private Metadata made(VfsPath p, EntryKind kind) throws IOException {
+        try {
+            Metadata m = router.metadata(null, p);
+            if (m.kind() == kind) {
+                return m;
+            }
+        } catch (NoSuchFileException gone) {
+            // removed at once: as replaced
+        }
+        throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
     }
 
     void unlink(FuseRequest req, FuseReply out) throws IOException {
@@ -1014,20 +1033,28 @@ final class FuseFileSystem {
                     boolean noName = n.removed && staleNames.askedAgain(req.pid, n, true, clock);
                     handle = openHeldOrStale(req, n, caller, p, flags, noName ? gone : null, retried);
                 }
+            } catch (IOException e) {
+                if (dev.chibifs.sys.Errors.errno(e) != Linux.ELOOP) {
+                    throw e;
+                }
+                // the name is a link now (made behind the kernel's cached name, which took it for this
+                // file): as a name standing for another file, below; the kernel's walk again follows it
             }
         }
         if (truncateReadOnly) {
             n.changing();
         }
-        Metadata opened = handle.opened();
-        if (opened != null && n.identity != null
+        Metadata opened = handle == null ? null : handle.opened();
+        if (handle == null || opened != null && n.identity != null
                 && !NodeTable.Identity.of(router.resolve(p).storage(), opened).equals(n.identity)) {
             // the name now stands for another file (replaced in the store behind the kernel's cached
             // name, or renamed over after the caller's path walk): another name of a hard-linked file
             // may still reach it (the kernel's lookup again would find this node by that name, and
             // every retry was ESTALE); else ESTALE makes the kernel look the name up again and retry
             // the open (LOOKUP_REVAL)
-            handle.close();
+            if (handle != null) {
+                handle.close();
+            }
             VfsPath other = anotherName(n);
             if (other != null) {
                 p = other;
@@ -1445,7 +1472,18 @@ final class FuseFileSystem {
         VfsPath p = childPath(parent, name);
         Caller caller = caller(req);
         Set<OpenFlag> flags = openFlags(req.openFlags() | Linux.O_CREAT);
-        FileHandle handle = router.open(caller, p, flags, req.createMode() & 07777);
+        FileHandle handle;
+        try {
+            handle = router.open(caller, p, flags, req.createMode() & 07777);
+        } catch (IOException e) {
+            if (dev.chibifs.sys.Errors.errno(e) != Linux.ELOOP) {
+                throw e;
+            }
+            // a link where the kernel took the name for missing or a file (another mount made it
+            // since): the store follows no link, but open(2) does, and on ESTALE the kernel walks
+            // the path again, finds the link and follows it (or answers ELOOP itself to O_NOFOLLOW)
+            throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+        }
         Metadata m;
         try {
             m = handle.metadata();

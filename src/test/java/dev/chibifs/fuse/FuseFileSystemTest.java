@@ -290,6 +290,58 @@ class FuseFileSystemTest {
         assertEquals(040000, attr.int32(16 + 60) & 0170000, "a directory's mode");
     }
 
+    @Test
+    void aDirectoryReplacedByALinkAsItIsMadeIsStaleNotALinksEntry() throws Exception {
+        VfsPath d = VfsPath.of("/shared/d");
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
+            if (m.getName().equals("createDirectory") && d.equals(a[0])) {
+                try {
+                    // made, then at once replaced by another mount: a link by the same name
+                    store.createDirectory(d);
+                    store.removeDirectory(d);
+                    store.createSymlink(d, "elsewhere");
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+                return Boolean.TRUE;
+            }
+            return null;
+        }));
+        stop();
+        connect(OFFERED);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+
+        FakeKernel.Reply made = kernel.call(FuseProtocol.MKDIR, shared, body().int32(040755).int32(022).name("d"));
+
+        // a link's entry for a MKDIR fails it with EIO in the kernel; ESTALE runs mkdir(2) again
+        assertEquals(-Linux.ESTALE, made.error());
+        assertEquals("elsewhere", store.readLink(d), "what the other mount made stays");
+    }
+
+    @Test
+    void aCreateOfANameThatBecameALinkBehindTheKernelIsStaleSoTheKernelFollowsTheLink() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        store.createSymlink(VfsPath.of("/shared/x"), "target");
+
+        FakeKernel.Reply r = kernel.call(FuseProtocol.CREATE, shared,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name("x"));
+
+        // open(2) follows a link; ELOOP would fail it where the kernel, walking again, follows it
+        assertEquals(-Linux.ESTALE, r.error());
+        assertFalse(store.exists(VfsPath.of("/shared/target")), "nothing made through the link by the daemon");
+    }
+
+    @Test
+    void anOpenOfAFileWhoseNameBecameALinkBehindTheKernelIsStaleSoTheKernelFollowsTheLink() throws Exception {
+        long x = written("x", "file");
+        store.removeFile(VfsPath.of("/shared/x"));
+        store.createSymlink(VfsPath.of("/shared/x"), "target");
+
+        FakeKernel.Reply r = kernel.call(FuseProtocol.OPEN, x, body().int32(Linux.O_RDONLY).int32(0));
+
+        assertEquals(-Linux.ESTALE, r.error(), "not ELOOP: open(2) follows the link it walks to again");
+    }
+
     /** The offsets of the INVAL_INODE notifications of {@code node} so far (-1: attributes only). */
     private List<Long> invalidated(long node) {
         return kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
