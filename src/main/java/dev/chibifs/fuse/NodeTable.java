@@ -5,9 +5,11 @@ import dev.chibifs.store.Metadata;
 import dev.chibifs.store.Storage;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -526,14 +528,59 @@ final class NodeTable {
      */
     VfsPath path(Node node) {
         long epoch = renames.get();
-        VfsPath cached = node.path;
-        if (cached != null && (node.pathEpoch == epoch || node == root)) {
-            return cached;
+        // walked up, not recursed: a tree may be deeper than a thread's stack, and the links are read
+        // without the monitor, so a walk that meets moves as it goes is bounded and then done under it
+        List<Node> below = null;
+        List<Link> names = null;
+        Node n = node;
+        VfsPath p;
+        for (int steps = 0; ; steps++) {
+            VfsPath cached = n.path;
+            if (cached != null && (n.pathEpoch == epoch || n == root)) {
+                p = cached;
+                break;
+            }
+            if (steps > byId.size()) {
+                return lockedPath(node);
+            }
+            if (below == null) {
+                below = new ArrayList<>();
+                names = new ArrayList<>();
+            }
+            Link l = n.link;
+            below.add(n);
+            names.add(l);
+            n = l.parent();
         }
-        Link l = node.link;
-        VfsPath p = path(l.parent()).child(l.name());
-        node.path = p;
-        node.pathEpoch = epoch;
+        for (int i = below == null ? -1 : below.size() - 1; i >= 0; i--) {
+            p = p.child(names.get(i).name());
+            Node c = below.get(i);
+            c.path = p;
+            c.pathEpoch = epoch;
+        }
+        return p;
+    }
+
+    /** {@link #path} with no link changing meanwhile; a cycle, which the table must never hold, fails instead of walking on. */
+    private synchronized VfsPath lockedPath(Node node) {
+        List<String> names = new ArrayList<>();
+        Set<Node> seen = null;
+        for (Node n = node; n != root; n = n.link.parent()) {
+            if (names.size() > byId.size()) {
+                // a chain may pass through forgotten nodes: past the table's size, a node met twice tells
+                if (seen == null) {
+                    seen = new HashSet<>();
+                }
+                if (!seen.add(n)) {
+                    throw new IllegalStateException(node + " is its own ancestor in the node table");
+                }
+            }
+            names.add(n.link.name());
+        }
+        VfsPath p = VfsPath.root();
+        for (int i = names.size() - 1; i >= 0; i--) {
+            p = p.child(names.get(i));
+        }
         return p;
     }
 
