@@ -462,14 +462,20 @@ final class FuseFileSystem {
      * Remembers the node of an entry reply about to be sent and writes the entry: one kernel
      * lookup, which {@link FuseSession} takes back if the reply is not delivered.
      */
-    private NodeTable.Node entry(FuseRequest req, NodeTable.Node parent, String name, VfsPath p, Metadata m, FuseReply out) {
+    private NodeTable.Node entry(FuseRequest req, NodeTable.Node parent, String name, VfsPath p, Metadata m, FuseReply out) throws IOException {
         return entry(req, parent, name, p, m, out, false);
     }
 
     private NodeTable.Node entry(FuseRequest req, NodeTable.Node parent, String name, VfsPath p, Metadata m, FuseReply out,
-                                 boolean created) {
+                                 boolean created) throws IOException {
         NodeTable.Node n = nodes.remember(parent, name, NodeTable.Identity.of(router.resolve(p).storage(), m),
                 m.isDirectory(), m.isDirectory() || m.links() <= 1, created);
+        if (n == null) {
+            // a directory found in one of its own subdirectories: the path was made of names another
+            // mount or chibi has moved since. ESTALE makes the kernel walk it again, looking up each
+            // name from the root (LOOKUP_REVAL), which tells the node table where each one is now
+            throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
+        }
         replied(n, m);
         follower.named(parent, name);
         Timeouts kept = keptIn(parent);
@@ -2189,6 +2195,11 @@ final class FuseFileSystem {
                 ? nodes.rememberAgain(known, dir, name) : null;
         if (n == null) {
             n = nodes.remember(dir, name, identity, m.isDirectory(), m.isDirectory() || m.links() <= 1, false);
+        }
+        if (n == null) {
+            // a directory found in one of its own subdirectories (see entry): a lookup finds where it is
+            out.direntPlusBare(identity.inode(), next, type, nameBytes, 0, nameBytes.length);
+            return;
         }
         if (kept == null && unconfirmed == null && n == known) {
             n.keep(KeptMetadata.of(m, dir.followKey, System.nanoTime()), from);

@@ -299,6 +299,8 @@ final class NodeTable {
      * follow the reply), and {@link #forget} it again if the reply is not delivered.
      * {@code soleName}: the store counts one link (or it is a directory), so this is its only name.
      * {@code created}: the request made the file (mkdir, create, mknod), so it is a new node.
+     * Null, and nothing changed, where the node is a directory that {@code parent} is in by the
+     * names the table knows (see {@link #within}).
      */
     synchronized Node remember(Node parent, String name, Identity identity, boolean directory, boolean soleName,
                                boolean created) {
@@ -315,6 +317,9 @@ final class NodeTable {
             // freed inode (with a birth time in the same clock tick) before the removal reached us
             byIdentity.remove(identity, node);
             node = null;
+        }
+        if (node != null && node.directory && within(parent, node)) {
+            return null;
         }
         if (node == null) {
             node = new Node(byId.newId(), identity, directory, link);
@@ -448,11 +453,12 @@ final class NodeTable {
      * The directory the store now has at {@code name} in {@code parent}, {@code identity}: where it is
      * a node that {@link #left} its name, it is known by this one now, as after a rename through the
      * mount (the kernel moves its dentry here at the first lookup that finds the same node id, so a
-     * process working in it keeps working in it). No kernel lookup is added. Returns it, or null.
+     * process working in it keeps working in it). No kernel lookup is added. Returns it, or null
+     * (also where {@code parent} is in it by the names the table knows: it stays gone until a lookup).
      */
     synchronized Node arrived(Node parent, String name, Identity identity) {
         Node node = byIdentity.get(identity);
-        if (node == null || !node.directory || !node.removed) {
+        if (node == null || !node.directory || !node.removed || within(parent, node)) {
             return null;
         }
         Link link = new Link(parent, name);
@@ -505,6 +511,16 @@ final class NodeTable {
 
     /** Node {@code node}, just taken out of {@link #byName} under {@code old}, is known as {@code moved} now. */
     private void relink(Node node, Link old, Link moved) {
+        if (node.directory && within(moved.parent(), node)) {
+            // the store moved it, so a name above its new parent is stale here: it goes as a directory
+            // moved behind our back does (left), until a lookup finds it where it is
+            dropLink(node, old.parent(), old.name());
+            if (node.identity != null && node.identity.born() == 0) {
+                byIdentity.remove(node.identity, node);
+            }
+            renames.incrementAndGet();
+            return;
+        }
         if (old.equals(node.link)) {
             node.link = moved;
         } else if (node.otherLinks != null) {
@@ -582,6 +598,32 @@ final class NodeTable {
             p = p.child(names.get(i));
         }
         return p;
+    }
+
+    /**
+     * Whether directory {@code dir} is {@code node} or in it, by the first names the table knows
+     * (under its monitor). Giving {@code node} a name in {@code dir} would then make it its own
+     * ancestor: the store never says so (a disk refuses such a rename, EINVAL), so some name here is
+     * stale, read before another mount or chibi moved a directory, and the change is not made.
+     */
+    private boolean within(Node dir, Node node) {
+        Set<Node> seen = null;
+        int steps = 0;
+        for (Node n = dir; n != null; n = n.link == null ? null : n.link.parent()) {
+            if (n == node) {
+                return true;
+            }
+            if (++steps > byId.size()) {
+                // as in lockedPath; a node met twice is a cycle made already, and nothing is added to it
+                if (seen == null) {
+                    seen = new HashSet<>();
+                }
+                if (!seen.add(n)) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** Every name the node is known by (first the one its path uses). */

@@ -2210,4 +2210,26 @@ class FuseFileSystemTest {
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("nope")).error());
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.GETATTR, 999, body().int32(0).int32(0).int64(0)).error());
     }
+    @Test
+    void aDirectoryFoundInItsOwnSubdirectoryByStaleNamesIsAStaleLookupNotACycle() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        store.mkdir(VfsPath.of("/shared/a"));
+        store.mkdir(VfsPath.of("/shared/a/b"));
+        long a = lookup(shared, "a");
+        long b = lookup(a, "b");
+        // another mount, unseen: a goes to /shared/tmp, b takes its name, a new b is made in it, and a goes in there
+        store.rename(VfsPath.of("/shared/a"), VfsPath.of("/shared/tmp"));
+        store.rename(VfsPath.of("/shared/tmp/b"), VfsPath.of("/shared/a"));
+        store.mkdir(VfsPath.of("/shared/a/b"));
+        store.rename(VfsPath.of("/shared/tmp"), VfsPath.of("/shared/a/b/c"));
+
+        // by the names the kernel knows, /shared/a/b/c is in b, which is in a: it is a, a cycle
+        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.LOOKUP, b, body().name("c")).error(),
+                "the kernel walks the path again from the root");
+        assertEquals(-Linux.ESTALE, getattr(a).error(), "moved away from its path, which ends: no node is its own ancestor");
+        assertEquals(b, lookup(shared, "a"));
+        long newB = lookup(b, "b");
+        assertEquals(0, getattr(lookup(newB, "c")).error(), "found where it is now");
+        assertEquals(0, getattr(b).error());
+    }
 }

@@ -1,17 +1,67 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.MemoryStorage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The node table finds any node's path. */
+/**
+ * The node table never holds a directory that is its own ancestor, whatever order the names of
+ * directories moved behind the kernel's back (another mount, chibi) reach it in, and finds any path.
+ */
 @Timeout(20)
 class NodeTableTest {
 
     private final MemoryStorage store = new MemoryStorage();
     private final NodeTable t = new NodeTable();
+    private final NodeTable.Identity d1 = new NodeTable.Identity(store, 1, 1);
+    private final NodeTable.Identity d2 = new NodeTable.Identity(store, 2, 1);
+
+    /** d1 in the root, and d2 as s in d1: what the kernel looked up after another mount moved d2 into d1. */
+    private NodeTable.Node[] d2InD1() {
+        NodeTable.Node one = t.remember(t.root(), "d1", d1, true, true, false);
+        t.remember(t.root(), "d2", d2, true, true, false);
+        NodeTable.Node two = t.remember(one, "s", d2, true, true, false);
+        assertEquals(VfsPath.of("/d1/s"), t.path(two));
+        return new NodeTable.Node[] {one, two};
+    }
+
+    @Test
+    void aLookupThatWouldPutADirectoryInItsOwnSubdirectoryChangesNothing() {
+        NodeTable.Node[] n = d2InD1();
+        // the store moved d2 back and d1 into it as t; a lookup by d2's stale path finds d1 there
+        assertNull(t.remember(n[1], "t", d1, true, true, false));
+        assertEquals(VfsPath.of("/d1"), t.path(n[0]));
+        assertEquals(VfsPath.of("/d1/s"), t.path(n[1]));
+        assertSame(n[1], t.child(n[0], "s"));
+        assertNull(t.child(n[1], "t"));
+    }
+
+    @Test
+    void aDirectoryThatArrivesInItsOwnSubdirectoryStaysGone() {
+        NodeTable.Node[] n = d2InD1();
+        t.left(t.root(), "d1", n[0]);
+        assertNull(t.arrived(n[1], "t", d1));
+        assertTrue(n[0].removed, "until a lookup finds it");
+        assertEquals(VfsPath.of("/d1/s"), t.path(n[1]));
+        assertNull(t.child(n[1], "t"));
+    }
+
+    @Test
+    void aRenameThroughTheMountIntoWhatTheTableThinksItsSubtreeLeavesTheName() {
+        NodeTable.Node[] n = d2InD1();
+        // the store renamed /d1 to /d2/t: so d2 was not in d1 by then, whatever the table says
+        t.renamed(t.root(), "d1", n[1], "t");
+        assertTrue(n[0].removed, "until a lookup finds it");
+        assertNull(t.child(n[1], "t"));
+        assertEquals(VfsPath.of("/d1/s"), t.path(n[1]));
+        assertEquals(VfsPath.of("/d1"), t.path(n[0]));
+    }
 
     @Test
     void aPathDeeperThanAThreadsStackIsFound() {
