@@ -257,33 +257,18 @@ class FuseFileSystemTest {
      */
     @Test
     void aStatOfADirectoryRenamedOnThisMountDuringItFindsItByItsNewName() throws Exception {
-        java.util.concurrent.CountDownLatch reached = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch renamed = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.atomic.AtomicBoolean armed = new java.util.concurrent.atomic.AtomicBoolean();
-        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
-            if (m.getName().equals("metadata") && String.valueOf(a[0]).endsWith("/p/dd") && armed.compareAndSet(true, false)) {
-                reached.countDown();
-                try {
-                    assertTrue(renamed.await(5, java.util.concurrent.TimeUnit.SECONDS));
-                } catch (InterruptedException e) {
-                    throw new IllegalStateException(e);
-                }
-            }
-            return null;
-        }));
-        stop();
-        connect(OFFERED, 2);
+        HeldCall held = holdingFirst("metadata", "/p/dd");
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         assertEquals(0, kernel.call(FuseProtocol.MKDIR, shared, body().int32(040755).int32(022).name("p")).error());
         long p = lookup(shared, "p");
         assertEquals(0, kernel.call(FuseProtocol.MKDIR, p, body().int32(040755).int32(022).name("dd")).error());
         long dd = lookup(p, "dd");
 
-        armed.set(true);
+        held.armed.set(true);
         long stat = kernel.send(FuseProtocol.GETATTR, dd, body().int32(0).int32(0).int64(0));
-        assertTrue(reached.await(5, java.util.concurrent.TimeUnit.SECONDS), "the GETATTR took its path");
+        assertTrue(held.reached.await(5, java.util.concurrent.TimeUnit.SECONDS), "the GETATTR took its path");
         assertEquals(0, kernel.call(FuseProtocol.RENAME, p, body().int64(p).name("dd").name("tmp")).error());
-        renamed.countDown();
+        held.released.countDown();
         FakeKernel.Reply attr = kernel.reply();
         assertEquals(stat, attr.unique());
         assertEquals(0, attr.error(), "not ESTALE: the directory is there, renamed");
@@ -747,22 +732,7 @@ class FuseFileSystemTest {
      */
     @Test
     void anOpenOfANameRenamedOverOnThisMountAfterItsLookupOpensWhatItStandsForNow() throws Exception {
-        java.util.concurrent.CountDownLatch reached = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch replaced = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.atomic.AtomicBoolean armed = new java.util.concurrent.atomic.AtomicBoolean();
-        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
-            if (m.getName().equals("open") && String.valueOf(a[0]).endsWith("/shared/t") && armed.compareAndSet(true, false)) {
-                reached.countDown();
-                try {
-                    assertTrue(replaced.await(5, java.util.concurrent.TimeUnit.SECONDS));
-                } catch (InterruptedException e) {
-                    throw new IllegalStateException(e);
-                }
-            }
-            return null;
-        }));
-        stop();
-        connect(OFFERED, 2);
+        HeldCall held = holdingFirst("open", "/shared/t");
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         long t = written("t", "v1");
         assertEquals(0, kernel.call(FuseProtocol.LINK, shared, body().int64(t).name("f")).error());
@@ -770,12 +740,12 @@ class FuseFileSystemTest {
         assertEquals(t, walked, "one node, first named t");
         written("th", "v2");
 
-        armed.set(true);
+        held.armed.set(true);
         long opening = kernel.send(FuseProtocol.OPEN, walked, body().int32(Linux.O_RDONLY).int32(0));
-        assertTrue(reached.await(5, java.util.concurrent.TimeUnit.SECONDS), "the OPEN took its path, t");
+        assertTrue(held.reached.await(5, java.util.concurrent.TimeUnit.SECONDS), "the OPEN took its path, t");
         assertEquals(0, kernel.call(FuseProtocol.UNLINK, shared, body().name("t")).error());
         assertEquals(0, kernel.call(FuseProtocol.RENAME, shared, body().int64(shared).name("th").name("f")).error());
-        replaced.countDown();
+        held.released.countDown();
         FakeKernel.Reply stale = kernel.reply();
         assertEquals(opening, stale.unique());
         assertEquals(-Linux.ESTALE, stale.error(), "not ENOENT: the kernel looks the name up again");
@@ -894,6 +864,37 @@ class FuseFileSystemTest {
                         throw e.getCause();
                     }
                 });
+    }
+
+    /** A store call held where a request looks in the store, while another request is served. */
+    private static final class HeldCall {
+        final java.util.concurrent.CountDownLatch reached = new java.util.concurrent.CountDownLatch(1);
+        final java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(1);
+        /** Set to hold the next such call, and that one only. */
+        final java.util.concurrent.atomic.AtomicBoolean armed = new java.util.concurrent.atomic.AtomicBoolean();
+    }
+
+    /**
+     * A new session with two workers, {@link #router} over {@link #store}, whose first {@code method}
+     * call on a path ending in {@code suffix} once armed waits until released: a request caught
+     * between working out its path and looking in the store.
+     */
+    private HeldCall holdingFirst(String method, String suffix) throws Exception {
+        HeldCall held = new HeldCall();
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
+            if (m.getName().equals(method) && String.valueOf(a[0]).endsWith(suffix) && held.armed.compareAndSet(true, false)) {
+                held.reached.countDown();
+                try {
+                    assertTrue(held.released.await(5, java.util.concurrent.TimeUnit.SECONDS));
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+            return null;
+        }));
+        stop();
+        connect(OFFERED, 2);
+        return held;
     }
 
     /** {@link #router} over {@link #store}, each handle its opens give (the first 0, then 1, ...) passed through {@code wrap}. */
