@@ -133,9 +133,7 @@ class ChangeFollowerTest {
             }
 
             out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)));
-            follower.catchUp();
-
-            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == g);
+            attributesDropped(g);
         }
     }
 
@@ -158,9 +156,7 @@ class ChangeFollowerTest {
             }
 
             out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
-            follower.catchUp();
-
-            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == r3);
+            attributesDropped(r3);
         }
     }
 
@@ -174,9 +170,7 @@ class ChangeFollowerTest {
             ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("g")).error()));
 
             out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)));
-            follower.catchUp();
-
-            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == g);
+            attributesDropped(g);
         }
     }
 
@@ -191,9 +185,7 @@ class ChangeFollowerTest {
             ownChange(() -> assertEquals(0, kernel.call(FuseProtocol.RENAME, dir, body().int64(dir).name("r2").name("r3")).error()));
 
             out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
-            follower.catchUp();
-
-            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == r3);
+            attributesDropped(r3);
         }
     }
 
@@ -276,9 +268,7 @@ class ChangeFollowerTest {
             noticesWritten();
 
             out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
-            follower.catchUp();
-
-            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == t);
+            attributesDropped(t);
         }
     }
 
@@ -316,9 +306,7 @@ class ChangeFollowerTest {
             noticesWritten();
 
             out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)));
-            follower.catchUp();
-
-            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == f2);
+            attributesDropped(f2);
         }
     }
 
@@ -337,9 +325,7 @@ class ChangeFollowerTest {
             noticesWritten();
 
             out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)));
-            follower.catchUp();
-
-            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == g1);
+            attributesDropped(g1);
         }
     }
 
@@ -357,9 +343,7 @@ class ChangeFollowerTest {
             noticesWritten();
 
             out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
-            follower.catchUp();
-
-            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == t);
+            attributesDropped(t);
         }
     }
 
@@ -384,10 +368,14 @@ class ChangeFollowerTest {
             noticesWritten();
 
             out.write(java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8)), 4);
-            follower.catchUp();
-
-            kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == t);
+            attributesDropped(t);
         }
+    }
+
+    /** Once the feed is read to its end, waits for the attribute INVAL_INODE of {@code node}. */
+    private void attributesDropped(long node) throws Exception {
+        follower.catchUp();
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == node);
     }
 
     /** Waits until every notification posted so far reached the kernel, and forgets them. */
