@@ -170,8 +170,15 @@ public final class Syscalls {
     }
 
     /**
+     * How many times {@link #openDirectoryBeneath} runs openat2 while a rename races it (EXDEV,
+     * EAGAIN) before it gives up with ESTALE.
+     */
+    static final int BENEATH_ATTEMPTS = 5;
+
+    /**
      * Opens the directory {@code relative} below {@code rootFd} as an O_PATH descriptor, refusing
-     * every symbolic link on the way and any escape from the root (ELOOP, EXDEV).
+     * every symbolic link on the way (ELOOP). ESTALE where renames kept moving it out from under
+     * {@code rootFd} while it was resolved.
      */
     public static int openDirectoryBeneath(int rootFd, String relative, String file) throws IOException {
         int flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
@@ -180,11 +187,25 @@ public final class Syscalls {
             how.putLong(0, flags);
             how.putLong(8, 0);
             how.putLong(16, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-            long fd = LIBC.syscall(SYS_OPENAT2, rootFd, bytes(relative), how, 24);
-            if (fd >= 0) {
-                return (int) fd;
+            int err = 0;
+            for (int attempt = 0; attempt < BENEATH_ATTEMPTS; attempt++) {
+                long fd = LIBC.syscall(SYS_OPENAT2, rootFd, bytes(relative), how, 24);
+                if (fd >= 0) {
+                    return (int) fd;
+                }
+                err = errno();
+                // relative has no ".." and no link is followed, so nothing here escapes: EXDEV is a
+                // rename that moved the directory out from under rootFd between the kernel's lookup
+                // and its final check, EAGAIN one it saw during the walk; openat2(2) says to retry
+                if (err != EXDEV && err != EAGAIN) {
+                    break;
+                }
             }
-            int err = errno();
+            if (err == EXDEV || err == EAGAIN) {
+                // not EXDEV to a stat or an open, which no disk answers (and which makes mv copy):
+                // ESTALE makes the kernel walk the path again
+                throw ErrnoException.forErrno(ESTALE, file);
+            }
             if (err != ENOSYS) {
                 throw Errors.of(err, file);
             }

@@ -340,6 +340,57 @@ class LocalStorageTest extends StorageBehaviourSuite {
         }
     }
 
+    /**
+     * openat2(RESOLVE_BENEATH) answers EXDEV when a rename moves the directory it resolves out from
+     * under its starting point between the lookup and the final check: another mount moving a tree
+     * back and forth made stat(2) of a file in it fail with EXDEV, which no disk answers to a stat.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(30)
+    void aDirectoryMovedBackAndForthIsNeverAnsweredExdevWhileResolved() throws Exception {
+        Path from = root.resolve("shared/m3e/tree");
+        Path to = root.resolve("shared/m3f/tree");
+        Files.createDirectories(from);
+        Files.createDirectories(to.getParent());
+        Files.writeString(from.resolve("f"), "x");
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicReference<Throwable> moverFailed = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread mover = new Thread(() -> {
+            try {
+                while (!stop.get()) {
+                    Files.move(from, to);
+                    Files.move(to, from);
+                }
+            } catch (Throwable t) {
+                moverFailed.set(t);
+            }
+        });
+        mover.start();
+        Map<Integer, Integer> answers = new TreeMap<>();
+        try {
+            long deadline = System.nanoTime() + Duration.ofSeconds(3).toNanos();
+            while (System.nanoTime() < deadline && moverFailed.get() == null) {
+                for (String where : List.of("/shared/m3e/tree/f", "/shared/m3f/tree/f")) {
+                    int errno = 0;
+                    try {
+                        storage.metadata(p(where));
+                    } catch (IOException e) {
+                        errno = dev.chibifs.sys.Errors.errno(e);
+                    }
+                    answers.merge(errno, 1, Integer::sum);
+                }
+            }
+        } finally {
+            stop.set(true);
+            mover.join();
+        }
+        assertEquals(null, moverFailed.get());
+        String all = "errno -> count of the answers to a stat: " + answers;
+        answers.remove(0);
+        answers.remove(Linux.ENOENT); // the tree was at the other name then: as on a disk
+        assertEquals(Map.of(), answers, all);
+    }
+
     @Test
     @org.junit.jupiter.api.Timeout(10)
     void aPlantedFifoIsRefusedForEveryOpenWithoutWaitingForAPeer() throws Exception {
