@@ -22,13 +22,16 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 
 /**
  * The file system's operations, by node: each takes a decoded request, resolves its node to a
@@ -642,7 +645,7 @@ final class FuseFileSystem {
     }
 
     /** As {@link #throughAnOpenFile(NodeTable.Node, HandleCall)}, through an open file {@code which} accepts. */
-    private <T> T throughAnOpenFile(NodeTable.Node n, java.util.function.Predicate<OpenFile> which, HandleCall<T> call)
+    private <T> T throughAnOpenFile(NodeTable.Node n, Predicate<OpenFile> which, HandleCall<T> call)
             throws IOException {
         for (OpenFile open; (open = openFiles.anyOf(n, which)) != null; ) {
             synchronized (open) {
@@ -673,7 +676,7 @@ final class FuseFileSystem {
     /** Whether threads {@code tid} and {@code other} are of one process: /proc/TID/task of any thread lists them all. */
     static boolean sameProcess(int tid, int other) {
         return tid > 0 && other > 0
-                && (tid == other || java.nio.file.Files.isDirectory(java.nio.file.Path.of("/proc/" + tid + "/task/" + other)));
+                && (tid == other || Files.isDirectory(Path.of("/proc/" + tid + "/task/" + other)));
     }
 
     /**

@@ -10,6 +10,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 
 /** The adapter's own table of open files, keyed by the handle number given to the kernel. */
 final class OpenFileTable {
@@ -38,7 +39,7 @@ final class OpenFileTable {
     }
 
     /** Any open file of {@code node} that {@code which} accepts. */
-    OpenFile anyOf(NodeTable.Node node, java.util.function.Predicate<OpenFile> which) {
+    OpenFile anyOf(NodeTable.Node node, Predicate<OpenFile> which) {
         for (OpenFile f : files.values()) {
             if (f.node() == node && which.test(f)) {
                 return f;
