@@ -6,6 +6,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 
+import static dev.chibifs.cli.Cli.assertExit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -24,10 +25,6 @@ class CopyMoveEditTest {
         cli.put("/sys/tool_cache/bob/out_1_00000000", "cached\n");
         cli.put("/home/alice/a.md", "alice\n");
         cli.put("/shared/dir/x", "x");
-    }
-
-    private static void assertExit(int code, Cli.Result r) {
-        assertEquals(code, r.code(), r.toString());
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import static dev.chibifs.cli.Cli.assertExit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -21,10 +22,6 @@ class EtagCommandsTest {
     void setUp() throws Exception {
         cli = new Cli(home);
         cli.put("/shared/tasks.md", "- review\n");
-    }
-
-    private static void assertExit(int code, Cli.Result r) {
-        assertEquals(code, r.code(), r.toString());
     }
 
     private static String etagOf(String content) {

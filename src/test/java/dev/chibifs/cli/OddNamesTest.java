@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Base64;
 
+import static dev.chibifs.cli.Cli.assertExit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,10 +31,6 @@ class OddNamesTest {
         cli = new Cli(home);
         cli.put("/shared/good", "hit\n");
         cli.put("/shared/sub/deeper", "hit too\n");
-    }
-
-    private static void assertExit(int code, Cli.Result r) {
-        assertEquals(code, r.code(), r.toString());
     }
 
     /** Makes a file whose name is {@code name}'s bytes in the store's /shared, as another program would. */

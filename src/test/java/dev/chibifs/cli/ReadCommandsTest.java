@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Base64;
 
+import static dev.chibifs.cli.Cli.assertExit;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -29,10 +30,6 @@ class ReadCommandsTest {
         cli.put("/shared/notes.md", "one\ntwo\nthree\nfour\n");
         cli.put("/shared/.hidden", "h");
         cli.put("/shared/sub/deep.txt", "d");
-    }
-
-    private static void assertExit(int code, Cli.Result r) {
-        assertEquals(code, r.code(), r.toString());
     }
 
     @Test

@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 
+import static dev.chibifs.cli.Cli.assertExit;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -24,10 +25,6 @@ class WriteCommandsTest {
     @BeforeEach
     void setUp() {
         cli = new Cli(home);
-    }
-
-    private static void assertExit(int code, Cli.Result r) {
-        assertEquals(code, r.code(), r.toString());
     }
 
     @Test
