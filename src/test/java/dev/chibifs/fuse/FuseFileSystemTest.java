@@ -114,6 +114,13 @@ class FuseFileSystemTest {
         return f[0];
     }
 
+    /** A new empty file {@code name} in {@code parent}, created and closed; returns its node id. */
+    private long closedNew(long parent, String name) throws Exception {
+        long[] f = create(parent, name);
+        release(f[0], f[1]);
+        return f[0];
+    }
+
     private void release(long node, long fh) throws Exception {
         assertEquals(0, kernel.call(FuseProtocol.RELEASE, node, body().int64(fh).int32(0).int32(0).int64(0)).error());
     }
@@ -513,16 +520,15 @@ class FuseFileSystemTest {
     @Test
     void theNamesOfAHardLinkedFileAreOneNode() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] a = create(shared, "a");
-        release(a[0], a[1]);
-        FakeKernel.Reply link = kernel.call(FuseProtocol.LINK, shared, body().int64(a[0]).name("b"));
+        long a = closedNew(shared, "a");
+        FakeKernel.Reply link = kernel.call(FuseProtocol.LINK, shared, body().int64(a).name("b"));
         assertEquals(0, link.error());
-        assertEquals(a[0], link.int64(0), "one file, one node");
+        assertEquals(a, link.int64(0), "one file, one node");
         assertEquals(2, link.int32(40 + 64), "nlink");
-        assertEquals(a[0], lookup(shared, "b"));
+        assertEquals(a, lookup(shared, "b"));
         // the first name goes; the node lives on by its other name
         assertEquals(0, kernel.call(FuseProtocol.UNLINK, shared, body().name("a")).error());
-        FakeKernel.Reply attr = kernel.call(FuseProtocol.GETATTR, a[0], body().int32(0).int32(0).int64(0));
+        FakeKernel.Reply attr = kernel.call(FuseProtocol.GETATTR, a, body().int32(0).int32(0).int64(0));
         assertEquals(0, attr.error());
         assertEquals(1, attr.int32(16 + 64), "nlink after the unlink");
     }
@@ -530,29 +536,27 @@ class FuseFileSystemTest {
     @Test
     void aLinkOfAHardLinkedFileWhoseFirstNameWentBehindTheMountIsMadeFromANameLeft() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] f = create(shared, "f2");
-        release(f[0], f[1]);
+        long f = closedNew(shared, "f2");
         // another mount: mv f2 g1; ln g1 g2
         store.rename(VfsPath.of("/shared/f2"), VfsPath.of("/shared/g1"));
         store.link(VfsPath.of("/shared/g1"), VfsPath.of("/shared/g2"));
-        assertEquals(f[0], lookup(shared, "g1"), "the same file: the node the kernel holds, known by f2 first");
+        assertEquals(f, lookup(shared, "g1"), "the same file: the node the kernel holds, known by f2 first");
 
-        FakeKernel.Reply link = kernel.call(FuseProtocol.LINK, shared, body().int64(f[0]).name("g3"));
+        FakeKernel.Reply link = kernel.call(FuseProtocol.LINK, shared, body().int64(f).name("g3"));
 
         assertEquals(0, link.error(), "ln g1 g3");
-        assertEquals(f[0], link.int64(0));
+        assertEquals(f, link.int64(0));
         assertEquals(store.metadata(VfsPath.of("/shared/g1")).inode(), store.metadata(VfsPath.of("/shared/g3")).inode());
     }
 
     @Test
     void aLinkOfAFileWhoseNameNowStandsForAnotherIsStaleSoTheKernelLooksItUpAgain() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] old = create(shared, "g1");
-        release(old[0], old[1]);
+        long old = closedNew(shared, "g1");
         store.write(VfsPath.of("/shared/f2"), "new".getBytes(StandardCharsets.UTF_8));
         store.rename(VfsPath.of("/shared/f2"), VfsPath.of("/shared/g1")); // another mount's mv f2 g1
 
-        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.LINK, shared, body().int64(old[0]).name("g2")).error());
+        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.LINK, shared, body().int64(old).name("g2")).error());
         assertFalse(store.exists(VfsPath.of("/shared/g2")), "not a link of the file the kernel did not name");
         long now = lookup(shared, "g1"); // linkat's retry: a lookup again, then LINK of what it found
         assertEquals(0, kernel.call(FuseProtocol.LINK, shared, body().int64(now).name("g2")).error());
@@ -562,27 +566,25 @@ class FuseFileSystemTest {
     @Test
     void aTruncateByAHardLinkedFilesNameReachesItWhereItsFirstNameWentBehindTheMount() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] f = create(shared, "f0");
-        release(f[0], f[1]);
+        long f = closedNew(shared, "f0");
         // another mount: mv f0 f1; ln f1 g1; then mv g1 f3 here
         store.rename(VfsPath.of("/shared/f0"), VfsPath.of("/shared/f1"));
         store.link(VfsPath.of("/shared/f1"), VfsPath.of("/shared/g1"));
-        assertEquals(f[0], lookup(shared, "g1"), "the same file: the node the kernel holds, known by f0 first");
+        assertEquals(f, lookup(shared, "g1"), "the same file: the node the kernel holds, known by f0 first");
         assertEquals(0, kernel.call(FuseProtocol.RENAME, shared, body().int64(shared).name("g1").name("f3")).error());
 
-        assertEquals(0, truncate(f[0], 3).error(), "truncate -s 3 f3");
+        assertEquals(0, truncate(f, 3).error(), "truncate -s 3 f3");
         assertEquals(3, store.metadata(VfsPath.of("/shared/f3")).size());
     }
 
     @Test
     void aTruncateByANameNowAnotherFilesIsStaleSoTheKernelLooksItUpAgain() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] old = create(shared, "g1");
-        release(old[0], old[1]);
+        long old = closedNew(shared, "g1");
         store.write(VfsPath.of("/shared/f2"), "new file".getBytes(StandardCharsets.UTF_8));
         store.rename(VfsPath.of("/shared/f2"), VfsPath.of("/shared/g1")); // another mount's mv f2 g1
 
-        assertEquals(-Linux.ESTALE, truncate(old[0], 3).error());
+        assertEquals(-Linux.ESTALE, truncate(old, 3).error());
         assertEquals(8, store.metadata(VfsPath.of("/shared/g1")).size(), "not the file the kernel did not name");
     }
 
@@ -647,23 +649,22 @@ class FuseFileSystemTest {
     @Test
     void anOpenThatTruncatesAHardLinkedFileWhoseFirstNameIsAnotherFilesNowTruncatesThatFileOnly() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] f = create(shared, "f0");
-        release(f[0], f[1]);
+        long f = closedNew(shared, "f0");
         // another mount: mv f0 f1; ln f1 g1; then mv g1 f3 here; then a new f0 there
         store.rename(VfsPath.of("/shared/f0"), VfsPath.of("/shared/f1"));
         store.link(VfsPath.of("/shared/f1"), VfsPath.of("/shared/g1"));
-        assertEquals(f[0], lookup(shared, "g1"));
+        assertEquals(f, lookup(shared, "g1"));
         assertEquals(0, kernel.call(FuseProtocol.RENAME, shared, body().int64(shared).name("g1").name("f3")).error());
         rewrite("/shared/f3", "mine");
         store.write(VfsPath.of("/shared/f0"), "other file".getBytes(StandardCharsets.UTF_8));
 
-        FakeKernel.Reply open = kernel.call(FuseProtocol.OPEN, f[0], body().int32(Linux.O_WRONLY | Linux.O_TRUNC).int32(0));
+        FakeKernel.Reply open = kernel.call(FuseProtocol.OPEN, f, body().int32(Linux.O_WRONLY | Linux.O_TRUNC).int32(0));
 
         assertEquals(0, open.error(), ": > f3");
         assertEquals(10, store.metadata(VfsPath.of("/shared/f0")).size(), "another file, untouched");
         assertEquals(0, store.metadata(VfsPath.of("/shared/f3")).size());
-        release(f[0], open.int64(0));
-        FakeKernel.Reply read = openToRead(f[0]);
+        release(f, open.int64(0));
+        FakeKernel.Reply read = openToRead(f);
         assertEquals(0, read.error(), "cat f3");
     }
 
