@@ -674,7 +674,7 @@ final class FuseFileSystem {
     }
 
     /** Whether threads {@code tid} and {@code other} are of one process: /proc/TID/task of any thread lists them all. */
-    static boolean sameProcess(int tid, int other) {
+    private static boolean sameProcess(int tid, int other) {
         return tid > 0 && other > 0
                 && (tid == other || Files.isDirectory(Path.of("/proc/" + tid + "/task/" + other)));
     }
