@@ -173,6 +173,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         if (parent == null || channel == null) {
             return;
         }
+        if (renamed) {
+            parent.namesChangedBehind++; // written by its store feed's one thread alone
+        }
         NodeTable.Node child = fs.nodes.child(parent, name);
         long from = 0;
         if (child != null) {
@@ -380,6 +383,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 invalidateEntry(link.parent().id, link.name());
             }
             if (n.directory) {
+                n.namesChangedBehind++; // on the feed's thread, as every change
                 dropListing(n);
             } else {
                 invalidateInode(n, -1);

@@ -50,6 +50,8 @@ final class DirectoryListings {
          * answers hold (what is left of an S3 listing's validity), after which it is dropped.
          */
         boolean held;
+        /** {@link NodeTable.Node#namesChangedBehind} of {@link #dir} as it was before the names were read. */
+        int changesBeforeLoad;
 
         Listing(NodeTable.Node dir) {
             this.dir = dir;

@@ -2083,15 +2083,27 @@ final class FuseFileSystem {
                 }
             }
         }
-        if (unopened && l.endsAt(offset)) {
-            listings.ended(l, req.pid);
-            if (!l.kept && !l.held) {
-                // sent before the empty reply that ends the listing, while its reader waits: when the
-                // reply comes, the kernel marks its cache complete, finds its pages gone at the next
-                // listing, and asks us again, as a directory opened without FOPEN_CACHE_DIR would
-                notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(l.dir.id, 0, 0).sendNotice(noticeChannel);
+        if (l.endsAt(offset)) {
+            if (unopened) {
+                listings.ended(l, req.pid);
             }
-            return;
+            // the follower drops a listing the kernel keeps when its directory changes, but a listing
+            // read before a change and sent after its notification was taken would stay (the kernel
+            // drops pages it does not have yet, then fills them from our reply), so one that changed
+            // while read is dropped again here; likewise one the kernel may not keep at all (it keeps
+            // every listing without OPENDIR). Sent before the empty reply that ends the listing, while
+            // its reader waits with every name of it in the kernel's pages: when the reply comes, the
+            // kernel marks its cache complete, finds its pages gone at the next listing, and asks us again
+            boolean notToKeep = unopened && !l.kept && !l.held;
+            if (notToKeep || l.dir.namesChangedBehind != l.changesBeforeLoad) {
+                FuseChannel channel = unopened ? noticeChannel : storeChannel;
+                if (channel != null) {
+                    notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(l.dir.id, 0, 0).sendNotice(channel);
+                }
+            }
+            if (unopened) {
+                return;
+            }
         }
         VfsPath dirPath = path(l.dir);
         Timeouts kept = plus ? keptIn(l.dir) : null;
@@ -2232,6 +2244,7 @@ final class FuseFileSystem {
 
     private void load(DirectoryListings.Listing l) throws IOException {
         l.clear();
+        l.changesBeforeLoad = l.dir.namesChangedBehind;
         if (l.dir.removed && l.dir.directory) {
             l.loaded = true; // a removed directory lists nothing, whatever has its name now
             return;

@@ -108,6 +108,12 @@ final class NodeTable {
         /** Set when the kernel was given a listing of this directory to keep; see {@link ChangeFollower}. */
         volatile boolean listingKept;
         /**
+         * Changes to this directory's names heard from the store's feed (written by the feed's one
+         * thread only): a listing read before one may reach the kernel after the notification that
+         * dropped its listing, so its reader drops it again at its end (see FuseFileSystem#readdir).
+         */
+        volatile int namesChangedBehind;
+        /**
          * Until when ({@link System#nanoTime}) the kernel may keep this node's name and attributes told
          * from its store's held answers (an S3 listing); see {@link FuseFileSystem#expireHeldAnswers}.
          */

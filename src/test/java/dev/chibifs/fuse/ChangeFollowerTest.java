@@ -362,6 +362,64 @@ class ChangeFollowerTest {
         }
     }
 
+    @Test
+    void aListingReadBeforeAChangeAndEndedAfterItsDropIsDroppedAgainAtItsEnd() throws Exception {
+        Files.writeString(home.resolve("shared/a"), "x");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        noticesWritten();
+        assertEquals(List.of("a"), readToEnd(dir), "unchanged while read");
+        assertEquals(0, listingDrops(dir), "a listing nothing changed while it was read stays in the kernel");
+
+        long fh = kernel.call(FuseProtocol.OPENDIR, dir, body().int32(0).int32(0)).int64(0);
+        int dotAndDotDot = 2 * (FuseProtocol.DIRENT + 8);
+        assertEquals(dotAndDotDot, readdir(dir, fh, 0, dotAndDotDot).body().limit(), "read, not yet sent whole");
+        // removed by another mount; the follower's drop reaches the kernel before the rest of the
+        // listing does, which the kernel then keeps (it dropped pages it did not have yet)
+        Files.delete(home.resolve("shared/a"));
+        follower.catchUp();
+        noticesWritten();
+        readdir(dir, fh, 2, 65536);
+        assertEquals(0, listingDrops(dir), "not before the end: the kernel fills its pages from each reply");
+        assertEquals(0, readdir(dir, fh, 3, 65536).body().limit(), "the end");
+        assertEquals(1, listingDrops(dir), "dropped before the reply that ends it");
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, dir, body().int64(fh).int32(0).int32(0).int64(0)).error());
+    }
+
+    /** The names of a whole READDIR listing of {@code dir}, read by offset as the kernel does. */
+    private List<String> readToEnd(long dir) throws Exception {
+        long fh = kernel.call(FuseProtocol.OPENDIR, dir, body().int32(0).int32(0)).int64(0);
+        List<String> names = new java.util.ArrayList<>();
+        long offset = 0;
+        for (FakeKernel.Reply r; (r = readdir(dir, fh, offset, 65536)).body().limit() > 0; ) {
+            for (int at = 0; at < r.body().limit(); ) {
+                int length = r.int32(at + 16);
+                byte[] name = new byte[length];
+                r.body().get(at + FuseProtocol.DIRENT, name);
+                String n = new String(name, StandardCharsets.UTF_8);
+                if (!n.equals(".") && !n.equals("..")) {
+                    names.add(n);
+                }
+                offset = r.int64(at + 8);
+                at += FuseReply.align8(FuseProtocol.DIRENT + length);
+            }
+        }
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, dir, body().int64(fh).int32(0).int32(0).int64(0)).error());
+        return names;
+    }
+
+    private FakeKernel.Reply readdir(long dir, long fh, long offset, int size) throws Exception {
+        FakeKernel.Reply r = kernel.call(FuseProtocol.READDIR, dir,
+                body().int64(fh).int64(offset).int32(size).int32(0).int64(0).int32(0).int32(0));
+        assertEquals(0, r.error());
+        return r;
+    }
+
+    /** How many INVAL_INODEs of {@code dir}'s listing (its pages from 0) the kernel got since notices were last cleared. */
+    private long listingDrops(long dir) {
+        return kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
+                .filter(n -> n.int64(0) == dir && n.int64(8) == 0).count();
+    }
+
     /** What another mount's program writes through its descriptor: {@code echo more >&3}. */
     private static java.nio.ByteBuffer more() {
         return java.nio.ByteBuffer.wrap("more\n".getBytes(StandardCharsets.UTF_8));
