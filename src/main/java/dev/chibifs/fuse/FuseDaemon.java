@@ -205,6 +205,16 @@ public final class FuseDaemon {
             follower.close();
             throw e;
         }
+        try {
+            HeldDescriptors mounted = HeldDescriptors.ofMount(HeldDescriptors.PROC, mountpoint);
+            if (mounted == null) {
+                // then only the process that opened a file reaches it by fchmod once its name moved on
+                LOG.debug("no chibifs mount at {} in /proc/self/mountinfo", mountpoint);
+            }
+            fs.mounted(mounted);
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("cannot read /proc/self/mountinfo for the mount at {}: {}", mountpoint, e.toString());
+        }
         FuseSession s = new FuseSession(device, fs, new FuseSession.Settings(spec.maxWrite(),
                 FuseSession.Settings.DEFAULT_WORKERS, FuseSession.Settings.DEFAULT_MAX_WORKERS, fs.readdirplus(), passthrough && mayPassThrough(), spec.debug(), xattr, ioUring), stats);
         session = s;

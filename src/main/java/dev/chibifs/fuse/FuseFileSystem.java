@@ -165,6 +165,8 @@ final class FuseFileSystem {
      * and still be mapped shared. Reads of a {@link #changing} file and appends do, where served.
      */
     private volatile boolean directIo;
+    /** Which threads hold a descriptor of a file of this mount; null until the mount is made (and where it is not known). */
+    private volatile HeldDescriptors heldDescriptors;
     /** SQLite's connections to a WAL index through served opens: one holder to other mounts and programs. */
     private final WalIndexGuard walIndex = new WalIndexGuard();
     /** The wall clock file modification times are compared with; a test's own clock. */
@@ -253,6 +255,11 @@ final class FuseFileSystem {
 
     void follow(StoreFollower follower) {
         this.follower = follower;
+    }
+
+    /** This mount, as /proc tells which threads hold descriptors of its files: see {@link #throughOwnOpenFile}. */
+    void mounted(HeldDescriptors mount) {
+        this.heldDescriptors = mount;
     }
 
     /** The kernel is told what the store's changes queued so far make stale, before this returns. */
@@ -660,17 +667,31 @@ final class FuseFileSystem {
     }
 
     /**
-     * {@code call} through an open file of node {@code n} that the process making request {@code req}
-     * opened, where n's name no longer reaches its file; null when it has none. fchmod(2), fchown(2),
-     * futimens(2) and the f*xattr calls come as requests about the node, without the handle (the
-     * kernel sends one with ftruncate only), and cannot be told from chmod(2) of a name the kernel
-     * still takes for the node's: a disk acts on the descriptor's file whatever became of its name,
-     * and the process that opened it is the one holding the descriptor (tar sets each file's times
-     * and mode through the descriptor it wrote it by). Another process is answered ESTALE, and its
-     * lookup again reaches what the name stands for now.
+     * {@code call} through an open file of node {@code n}, where n's name no longer reaches its file and
+     * the process making request {@code req} holds a descriptor of it; null when it holds none.
+     * fchmod(2), fchown(2), futimens(2) and the f*xattr calls come as requests about the node, without
+     * the handle (the kernel sends one with ftruncate only), and cannot be told from chmod(2) of a name
+     * the kernel still takes for the node's: a disk acts on the descriptor's file whatever became of
+     * its name. Usually the process that opened it holds the descriptor (tar sets each file's times and
+     * mode through the descriptor it wrote it by). Else it may still hold one: inherited across fork
+     * (a shell's {@code exec 3<>f}, then a child's {@code touch /dev/fd/3}), or opened by a thread that
+     * has exited since; /proc tells ({@link HeldDescriptors}), read on this path alone. All open files
+     * of the node are of the one file, so any serves. A process holding none is answered ESTALE, and
+     * its lookup again reaches what the name stands for now.
      */
     private <T> T throughOwnOpenFile(FuseRequest req, NodeTable.Node n, HandleCall<T> call) throws IOException {
-        return throughAnOpenFile(n, open -> sameProcess(req.pid, open.opener()), call);
+        T done = throughAnOpenFile(n, open -> sameProcess(req.pid, open.opener()), call);
+        if (done == null && holdsDescriptor(req.pid, n)) {
+            done = throughAnOpenFile(n, call);
+        }
+        return done;
+    }
+
+    /** Whether thread {@code tid} holds a descriptor of node {@code n}'s file through this mount (n open here at all). */
+    private boolean holdsDescriptor(int tid, NodeTable.Node n) {
+        HeldDescriptors held = heldDescriptors;
+        // the kernel's inode number for the node is the one its attributes gave: the identity's
+        return held != null && n.identity != null && openFiles.anyOf(n) != null && held.holds(tid, n.identity.inode());
     }
 
     /** Whether threads {@code tid} and {@code other} are of one process: /proc/TID/task of any thread lists them all. */
@@ -2007,12 +2028,12 @@ final class FuseFileSystem {
     /**
      * {@code byName} with {@code p}, node {@code n}'s path, or another name, where one reaches the
      * node's file; else {@code byHandle} through an open file of it (any, where its every name went
-     * through this mount; else one the caller opened: see {@link #throughOwnOpenFile}), null from it
-     * being no answer. GETXATTR, SETXATTR, LISTXATTR and REMOVEXATTR carry the node alone, for
-     * getxattr(2) by name and fgetxattr(2) of a descriptor alike: by the path only, an fsetxattr of a
-     * file replaced since its open set the attribute on the new file now named so. None: ENOENT
-     * where this mount removed it (a disk's unlinked file not open), else ESTALE, and a call by
-     * name looks the name up again.
+     * through this mount; else where the caller holds a descriptor of it: see
+     * {@link #throughOwnOpenFile}), null from it being no answer. GETXATTR, SETXATTR, LISTXATTR and
+     * REMOVEXATTR carry the node alone, for getxattr(2) by name and fgetxattr(2) of a descriptor
+     * alike: by the path only, an fsetxattr of a file replaced since its open set the attribute on
+     * the new file now named so. None: ENOENT where this mount removed it (a disk's unlinked file
+     * not open), else ESTALE, and a call by name looks the name up again.
      */
     private <T> T ofOwnFile(FuseRequest req, NodeTable.Node n, VfsPath p, PathCall<T> byName, HandleCall<T> byHandle)
             throws IOException {

@@ -629,6 +629,39 @@ class FuseFileSystemTest {
         release(old[0], old[1]);
     }
 
+    @Test
+    void fchmodAndFsetxattrOfAFileReplacedBehindTheMountActOnItForAProcessHoldingADescriptorOfIt(@org.junit.jupiter.api.io.TempDir java.nio.file.Path proc)
+            throws Exception {
+        kernel.pid = THIS_PROCESS;
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] old = create(shared, "f");
+        // another mount: ln f kept; echo new > f.new; mv f.new f
+        store.link(VfsPath.of("/shared/f"), VfsPath.of("/shared/kept"));
+        store.write(VfsPath.of("/shared/f.new"), "new file".getBytes(StandardCharsets.UTF_8));
+        store.rename(VfsPath.of("/shared/f.new"), VfsPath.of("/shared/f"));
+        // a child the opener forked holds the descriptor (its /proc says so); a process that did not fork holds none
+        int child = 4242;
+        int stranger = 4243;
+        long ino = store.metadata(VfsPath.of("/shared/kept")).inode();
+        java.nio.file.Files.createDirectories(proc.resolve(child + "/fdinfo"));
+        java.nio.file.Files.writeString(proc.resolve(child + "/fdinfo/3"), "pos:\t0\nflags:\t0100002\nmnt_id:\t45\nino:\t" + ino + "\n");
+        fs.mounted(new HeldDescriptors(proc, 45, "0:42"));
+
+        kernel.pid = stranger;
+        assertEquals(-Linux.ESTALE, setattr(old[0], FuseProtocol.FATTR_MODE, 0, 0100755).error(), "chmod by the name: looked up again");
+        assertEquals(-Linux.ESTALE, setxattr(old[0], "user.k", "v", 0).error());
+        kernel.pid = child;
+        assertEquals(0, setattr(old[0], FuseProtocol.FATTR_MODE, 0, 0100755).error(), "fchmod of the inherited descriptor");
+        assertEquals(0, setxattr(old[0], "user.k", "v", 0).error(), "fsetxattr of it");
+
+        assertEquals(0111, store.metadata(VfsPath.of("/shared/kept")).mode() & 0111, "the open file's mode");
+        assertEquals(List.of("user.k"), store.xattrNames(VfsPath.of("/shared/kept")));
+        assertEquals(0, store.metadata(VfsPath.of("/shared/f")).mode() & 0111, "not the file that has its name now");
+        assertEquals(List.of(), store.xattrNames(VfsPath.of("/shared/f")));
+        kernel.pid = THIS_PROCESS;
+        release(old[0], old[1]);
+    }
+
     /** The test's own process, whose threads /proc lists: what a request from the process that opened a file carries. */
     private static final int THIS_PROCESS = (int) ProcessHandle.current().pid();
 

@@ -146,6 +146,69 @@ class StoreChangesTest {
                 """.replace("STORE", "'" + store + "'"));
     }
 
+    /**
+     * fchmod(2), futimens(2) and fsetxattr(2) come as requests about the node, without the handle: of
+     * a file renamed (and its name taken by another) in the store, they act on the descriptor's file
+     * as on a disk, also from a child that inherited the descriptor and opened nothing itself.
+     */
+    @Test
+    void aDescriptorInheritedAcrossForkChangesItsFileRenamedInTheStore() {
+        String store = fs.stored("/shared").toString();
+        PosixBehaviourTest.python(fs, """
+                with open('shared/forked', 'w') as f:
+                    f.write('mine')
+                fd = os.open('shared/forked', os.O_RDWR)
+                os.rename(STORE + '/forked', STORE + '/forked.moved')
+                deadline = time.time() + 5
+                while os.path.exists('shared/forked') and time.time() < deadline:
+                    time.sleep(0.02)  # until the mount has heard of the rename
+                # not looked up through the mount: a lookup finding another file there would leave the
+                # kernel no name for the node, so only descriptors could reach it
+                with open(STORE + '/forked', 'w') as f:
+                    f.write('another file')
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        os.fchmod(fd, 0o755)
+                        os.utime(fd, ns=(0, 0))
+                        os.setxattr(fd, 'user.mark', b'child')
+                        os._exit(0)
+                    except OSError as e:
+                        print(e)
+                        os._exit(1)
+                assert os.waitpid(pid, 0)[1] == 0, 'the child failed'
+                moved = os.stat(STORE + '/forked.moved')
+                assert moved.st_mode & 0o111 == 0o111 and moved.st_mtime_ns == 0, moved
+                assert os.getxattr(STORE + '/forked.moved', 'user.mark') == b'child'
+                other = os.stat(STORE + '/forked')
+                assert other.st_mode & 0o111 == 0 and other.st_mtime_ns != 0, other
+                assert 'user.mark' not in os.listxattr(STORE + '/forked')
+                os.close(fd)
+                """.replace("STORE", "'" + store + "'"));
+    }
+
+    /** As {@link #aDescriptorInheritedAcrossForkChangesItsFileRenamedInTheStore}, by a thread of the process whose opening thread has exited. */
+    @Test
+    void aDescriptorOpenedByAThreadThatExitedChangesItsFileRenamedInTheStore() {
+        String store = fs.stored("/shared").toString();
+        PosixBehaviourTest.python(fs, """
+                import threading
+                with open('shared/threaded', 'w') as f:
+                    f.write('mine')
+                opened = []
+                t = threading.Thread(target=lambda: opened.append(os.open('shared/threaded', os.O_RDWR)))
+                t.start()
+                t.join()
+                os.rename(STORE + '/threaded', STORE + '/threaded.moved')
+                deadline = time.time() + 5
+                while os.path.exists('shared/threaded') and time.time() < deadline:
+                    time.sleep(0.02)  # until the mount has heard of the rename
+                os.utime(opened[0], ns=(0, 0))
+                assert os.stat(STORE + '/threaded.moved').st_mtime_ns == 0
+                os.close(opened[0])
+                """.replace("STORE", "'" + store + "'"));
+    }
+
     /** A name of a hard-linked file removed in the store: its other names show one link less. */
     @Test
     void aLinkRemovedInTheStoreShowsInTheLinkCountOfTheOthers() throws IOException {
