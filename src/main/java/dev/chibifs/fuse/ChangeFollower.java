@@ -340,13 +340,36 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             if (child != null && child.directory && child.identity != null && (now == null || !child.identity.equals(identity))) {
                 fs.nodes.left(parent, name, child);
             }
+            if (child != null && child.directory) {
+                // also where it is back by now: it may have been away while a lookup looked in it
+                missingNamesMoved(child);
+            }
             if (now != null && now.isDirectory()) {
-                fs.nodes.arrived(parent, name, identity);
+                NodeTable.Node came = fs.nodes.arrived(parent, name, identity);
+                if (came != null) {
+                    missingNamesMoved(came);
+                }
             }
         } catch (IOException | RuntimeException e) {
             LOG.debug("{}: directory not followed: {}", at, e.toString());
         } finally {
             fs.ownNameChanges().writeLock().unlock();
+        }
+    }
+
+    /**
+     * Directory {@code moved} went elsewhere behind the kernel's back: the names the kernel holds as
+     * missing in it and below may have been looked up by the path it had, where it no longer was,
+     * and nothing in those directories changes to drop them; dropped now.
+     */
+    private void missingNamesMoved(NodeTable.Node moved) {
+        for (var it = missing.iterator(); it.hasNext(); ) {
+            Name m = it.next();
+            NodeTable.Node in = fs.nodes.get(m.parent());
+            if (in != null && fs.nodes.inside(in, moved)) {
+                it.remove();
+                invalidateEntry(m.parent(), m.name());
+            }
         }
     }
 

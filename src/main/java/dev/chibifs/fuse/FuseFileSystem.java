@@ -498,6 +498,7 @@ final class FuseFileSystem {
     void lookup(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
         String name = req.entryName();
+        long movesBefore = nodes.directoryMoves();
         VfsPath p = childPath(parent, name);
         follower.lookingIn(parent);
         Metadata m;
@@ -511,6 +512,12 @@ final class FuseFileSystem {
             Timeouts kept = keptIn(parent);
             FuseReply.Validity negative = kept.negative();
             if (negative == FuseReply.Validity.NONE || follower.follows(parent) && !follower.missing(parent, name)) {
+                throw missing;
+            }
+            if (nodes.directoryMoves() != movesBefore) {
+                // a directory moved while this looked: p may be where the parent was, not where it is,
+                // and nothing changes in the parent itself to drop a kept missing name (the follower drops
+                // those it holds when it hears of the move, which may have been before this marked it)
                 throw missing;
             }
             if (kept.held()) {

@@ -606,6 +606,11 @@ final class NodeTable {
         return p;
     }
 
+    /** Whether directory {@code dir} is {@code node} or in it, by the first names the table knows now. */
+    synchronized boolean inside(Node dir, Node node) {
+        return within(dir, node);
+    }
+
     /**
      * Whether directory {@code dir} is {@code node} or in it, by the first names the table knows
      * (under its monitor). Giving {@code node} a name in {@code dir} would then make it its own
