@@ -2277,13 +2277,30 @@ final class FuseFileSystem {
             l.loaded = true; // a removed directory lists nothing, whatever has its name now
             return;
         }
+        try {
+            readNames(l);
+        } catch (NoSuchFileException gone) {
+            // another mount may have moved the directory a moment ago, and the feed not told yet: a walk
+            // in it (find, which holds it open) would lose the whole subtree where a disk lists it
+            // wherever it went. Told now, a directory that moved where this mount follows is read there
+            long moves = nodes.directoryMoves();
+            follower.catchUp();
+            if (l.dir.removed || nodes.directoryMoves() == moves) {
+                throw gone;
+            }
+            l.clear();
+            readNames(l);
+        }
+        l.loaded = true;
+    }
+
+    private void readNames(DirectoryListings.Listing l) throws IOException {
         router.forEachEntry(null, path(l.dir), (name, offset, length, kind, inode) -> {
             byte[] b = new byte[length];
             System.arraycopy(name, offset, b, 0, length);
             l.add(b, kind, inode);
             return true;
         });
-        l.loaded = true;
     }
 
     private static int direntType(EntryKind kind) {

@@ -863,7 +863,7 @@ class FuseFileSystemTest {
      * Follows every directory the kernel looks into and tells nothing: what a listing sends is then
      * what the daemon read or kept, with no feed to correct it.
      */
-    private static final class SilentFollower implements StoreFollower {
+    private static class SilentFollower implements StoreFollower {
         @Override
         public boolean follows(NodeTable.Node dir) {
             return dir.followKey >= 0;
@@ -1469,6 +1469,34 @@ class FuseFileSystemTest {
         manyFiles("/shared", 10);
         assertEquals(12, readOn(shared, 0, 0, new java.util.HashSet<>()).size());
         assertTrue(invalidatedListings(shared).isEmpty(), "a followed directory's changes will be told");
+    }
+
+    @Test
+    void aDirectoryMovedBehindTheMountAMomentAgoIsListedWhereItWent() throws Exception {
+        store.mkdir(VfsPath.of("/shared/a"));
+        store.mkdir(VfsPath.of("/shared/b"));
+        store.mkdir(VfsPath.of("/shared/a/tree"));
+        store.write(VfsPath.of("/shared/a/tree/f"), new byte[1]);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long a = lookup(shared, "a");
+        long b = lookup(shared, "b");
+        long tree = lookup(a, "tree");
+        // another mount's mv a/tree b/tree, which the feed tells when caught up: not before the listing
+        store.rename(VfsPath.of("/shared/a/tree"), VfsPath.of("/shared/b/tree"));
+        java.util.concurrent.atomic.AtomicInteger caughtUp = new java.util.concurrent.atomic.AtomicInteger();
+        fs.follow(new SilentFollower() {
+            @Override
+            public void catchUp() {
+                if (caughtUp.getAndIncrement() == 0) {
+                    NodeTable.Node moved = fs.nodes.get(tree);
+                    fs.nodes.left(fs.nodes.get(a), "tree", moved);
+                    assertEquals(moved, fs.nodes.arrived(fs.nodes.get(b), "tree", moved.identity));
+                }
+            }
+        });
+        long fh = kernel.call(FuseProtocol.OPENDIR, tree, body().int32(0).int32(0)).int64(0);
+        assertEquals(java.util.Set.of(".", "..", "f"), readOn(tree, fh, 0, new java.util.HashSet<>()));
+        assertEquals(1, caughtUp.get(), "the feed caught up once, when the path found nothing");
     }
 
     /** The offsets from which INVAL_INODE notifications dropped node {@code node}'s pages. */
