@@ -843,6 +843,33 @@ final class FuseFileSystem {
 
     // ---- names ----
 
+    /** A request that makes, removes or moves names in directories. */
+    @FunctionalInterface
+    interface NameChange {
+        void run() throws IOException;
+    }
+
+    /**
+     * Runs {@code change}; where a path it took from a directory node found nothing (ENOENT) and
+     * the store's feed, caught up, tells of a directory move, runs it once more by the paths the
+     * nodes have now. A process working in a directory another mount moved a moment ago makes and
+     * removes names there, as on a disk, where it met ENOENT until the feed's event was read (the
+     * next millisecond, but `mv` then `touch` is quicker: 99 of 100 such creates failed). Such a
+     * change failed before doing anything: its store call found no directory.
+     */
+    void followingMoves(NameChange change) throws IOException {
+        long moves = nodes.directoryMoves();
+        try {
+            change.run();
+        } catch (NoSuchFileException notThere) {
+            follower.catchUp();
+            if (nodes.directoryMoves() == moves) {
+                throw notThere;
+            }
+            change.run();
+        }
+    }
+
     void mkdir(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node parent = node(req);
         String name = req.entryName();

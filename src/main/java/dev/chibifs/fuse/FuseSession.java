@@ -711,13 +711,13 @@ final class FuseSession {
                 case FuseProtocol.STATX -> fs.statx(req, reply);
                 case FuseProtocol.SETATTR -> fs.setattr(req, reply);
                 case FuseProtocol.READLINK -> fs.readlink(req, reply);
-                case FuseProtocol.SYMLINK -> fs.symlink(req, reply);
-                case FuseProtocol.MKNOD -> fs.mknod(req, reply);
-                case FuseProtocol.MKDIR -> fs.mkdir(req, reply);
-                case FuseProtocol.UNLINK -> fs.unlink(req, reply);
-                case FuseProtocol.RMDIR -> fs.rmdir(req, reply);
-                case FuseProtocol.RENAME, FuseProtocol.RENAME2 -> fs.rename(req, reply);
-                case FuseProtocol.LINK -> fs.link(req, reply);
+                case FuseProtocol.SYMLINK -> fs.followingMoves(() -> fs.symlink(req, reply));
+                case FuseProtocol.MKNOD -> fs.followingMoves(() -> fs.mknod(req, reply));
+                case FuseProtocol.MKDIR -> fs.followingMoves(() -> fs.mkdir(req, reply));
+                case FuseProtocol.UNLINK -> fs.followingMoves(() -> fs.unlink(req, reply));
+                case FuseProtocol.RMDIR -> fs.followingMoves(() -> fs.rmdir(req, reply));
+                case FuseProtocol.RENAME, FuseProtocol.RENAME2 -> fs.followingMoves(() -> fs.rename(req, reply));
+                case FuseProtocol.LINK -> fs.followingMoves(() -> fs.link(req, reply));
                 case FuseProtocol.OPEN -> fs.open(req, reply, data());
                 case FuseProtocol.READ -> fs.read(req, reply, data());
                 case FuseProtocol.WRITE -> fs.write(req, reply);
@@ -748,7 +748,7 @@ final class FuseSession {
                     // directory changes are made with the store's own calls, durable as the store makes them
                 }
                 case FuseProtocol.ACCESS -> fs.access(req, reply);
-                case FuseProtocol.CREATE -> fs.create(req, reply);
+                case FuseProtocol.CREATE -> fs.followingMoves(() -> fs.create(req, reply));
                 case FuseProtocol.TMPFILE -> fs.tmpfile(req, reply);
                 case FuseProtocol.FALLOCATE -> fs.fallocate(req, reply);
                 case FuseProtocol.LSEEK -> fs.lseek(req, reply);

@@ -1473,6 +1473,30 @@ class FuseFileSystemTest {
 
     @Test
     void aDirectoryMovedBehindTheMountAMomentAgoIsListedWhereItWent() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger caughtUp = new java.util.concurrent.atomic.AtomicInteger();
+        long tree = treeMovedUntilCaughtUp(caughtUp);
+        long fh = kernel.call(FuseProtocol.OPENDIR, tree, body().int32(0).int32(0)).int64(0);
+        assertEquals(java.util.Set.of(".", "..", "f"), readOn(tree, fh, 0, new java.util.HashSet<>()));
+        assertEquals(1, caughtUp.get(), "the feed caught up once, when the path found nothing");
+    }
+
+    @Test
+    void namesAreMadeAndRemovedInADirectoryMovedBehindTheMountAMomentAgo() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger caughtUp = new java.util.concurrent.atomic.AtomicInteger();
+        long tree = treeMovedUntilCaughtUp(caughtUp);
+        // a shell working in it: mkdir new; rm f
+        assertEquals(0, kernel.call(FuseProtocol.MKDIR, tree, body().int32(040755).int32(022).name("new")).error());
+        assertTrue(store.exists(VfsPath.of("/shared/b/tree/new")), "made where the directory went");
+        assertEquals(0, kernel.call(FuseProtocol.UNLINK, tree, body().name("f")).error());
+        assertFalse(store.exists(VfsPath.of("/shared/b/tree/f")));
+        assertEquals(1, caughtUp.get(), "the feed caught up once, when the path found nothing");
+    }
+
+    /**
+     * Node of /shared/a/tree (holding f), which another mount then moves to /shared/b/tree: the
+     * follower tells the node table so at its first catch-up, which {@code caughtUp} counts.
+     */
+    private long treeMovedUntilCaughtUp(java.util.concurrent.atomic.AtomicInteger caughtUp) throws Exception {
         store.mkdir(VfsPath.of("/shared/a"));
         store.mkdir(VfsPath.of("/shared/b"));
         store.mkdir(VfsPath.of("/shared/a/tree"));
@@ -1481,9 +1505,7 @@ class FuseFileSystemTest {
         long a = lookup(shared, "a");
         long b = lookup(shared, "b");
         long tree = lookup(a, "tree");
-        // another mount's mv a/tree b/tree, which the feed tells when caught up: not before the listing
         store.rename(VfsPath.of("/shared/a/tree"), VfsPath.of("/shared/b/tree"));
-        java.util.concurrent.atomic.AtomicInteger caughtUp = new java.util.concurrent.atomic.AtomicInteger();
         fs.follow(new SilentFollower() {
             @Override
             public void catchUp() {
@@ -1494,9 +1516,7 @@ class FuseFileSystemTest {
                 }
             }
         });
-        long fh = kernel.call(FuseProtocol.OPENDIR, tree, body().int32(0).int32(0)).int64(0);
-        assertEquals(java.util.Set.of(".", "..", "f"), readOn(tree, fh, 0, new java.util.HashSet<>()));
-        assertEquals(1, caughtUp.get(), "the feed caught up once, when the path found nothing");
+        return tree;
     }
 
     /** The offsets from which INVAL_INODE notifications dropped node {@code node}'s pages. */
