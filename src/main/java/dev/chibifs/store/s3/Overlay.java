@@ -210,6 +210,22 @@ final class Overlay {
         n.dirty = false;
         dirtyNodes.remove(n);
         n.due = Long.MAX_VALUE;
+        n.oldNames = null;
+    }
+
+    /**
+     * {@code n}, moved from {@code p}, leaves its object there to go once it is up under its new name:
+     * that delete waits for its upload, so another host sees both names for a moment, never neither.
+     */
+    void movedAway(VfsPath p, Node n) {
+        String k = store.objectKey(p, n);
+        Tomb t = tombs.get(k);
+        if (t != null && t.pending) {
+            if (n.oldNames == null) {
+                n.oldNames = new HashSet<>();
+            }
+            n.oldNames.add(k);
+        }
     }
 
     /** Marks {@code n} changed by a finished operation; it is uploaded once the debounce has passed. */
@@ -365,6 +381,11 @@ final class Overlay {
          * journaled: after a restart it goes up as any change.
          */
         S3Storage.MovedFrom movedFrom;
+        /**
+         * The keys of its old names whose objects wait, tombstoned, for it to go up under its new one
+         * ({@link Overlay#movedAway}); null when none. Not journaled: a restart uploads before it deletes.
+         */
+        Set<String> oldNames;
         /** The HEAD asking for its attributes, while one is under way; waiters join it. */
         java.util.concurrent.CompletableFuture<Void> askingAttributes;
         /** The GET of its content an open made, while one is under way; other opens join it. */

@@ -951,6 +951,7 @@ public final class S3Storage implements Storage {
                 String oldKey = objectKey(from, m);
                 String oldEtag = m.remoteEtag;
                 overlay.bury(from, m);
+                overlay.movedAway(from, m);
                 journal.gone(from);
                 overlay.rename(m, to);
                 m.remoteEtag = null;
@@ -971,6 +972,7 @@ public final class S3Storage implements Storage {
                         if (shaKnown) {
                             m.shaGen = m.gen;
                         }
+                        m.oldNames = null; // up under its new name already: the old ones may go
                         journal.put(m);
                         continue;
                     }
@@ -978,7 +980,7 @@ public final class S3Storage implements Storage {
                 boolean wasDirty = m.dirty;
                 overlay.changed(m, true); // moved, not written: what is known of its content stays
                 if (!wasDirty) {
-                    m.due = millis(); // the old name is going from S3: the new one goes up at once
+                    m.due = millis(); // the old name waits to go from S3: the new one goes up at once
                 }
                 m.movedFrom = copyLater ? new MovedFrom(oldKey, oldEtag, m.shaGen == m.gen ? m.sha : null, m.gen) : null;
             }

@@ -152,17 +152,22 @@ final class WriteBack {
             uploadAll(files);
             List<String> deletes;
             synchronized (store) {
-                // the old object of a file moved is what its upload copies: it goes after that upload,
-                // which a chmod or touch since the move puts off by the debounce
-                Set<String> toCopy = new java.util.HashSet<>();
+                // the old name of something moved goes after its new one is up, which the debounce may
+                // put off (renamed again, a chmod since): deleted sooner, another host saw neither name
+                // (renames 0.1 s apart: none for 4-7 s). The old object of a file moved is also what its
+                // upload copies
+                Set<String> waiting = new java.util.HashSet<>();
                 for (Node n : store.overlay.dirtyNodes) {
                     if (n.movedFrom != null) {
-                        toCopy.add(n.movedFrom.key());
+                        waiting.add(n.movedFrom.key());
+                    }
+                    if (n.oldNames != null) {
+                        waiting.addAll(n.oldNames);
                     }
                 }
                 deletes = new ArrayList<>();
                 for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
-                    if (e.getValue().pending && !toCopy.contains(e.getKey())) {
+                    if (e.getValue().pending && !waiting.contains(e.getKey())) {
                         deletes.add(e.getKey());
                     }
                 }
@@ -699,6 +704,9 @@ final class WriteBack {
                 S3Storage.uploaded(there);
             } else {
                 store.overlay.tombstone(k, etag);
+                if (n.path != null) {
+                    store.overlay.movedAway(p, n);
+                }
             }
         } else {
             n.remoteEtag = etag;
@@ -1001,6 +1009,9 @@ final class WriteBack {
             } else {
                 store.overlay.seq++;
                 store.overlay.tombstone(store.dirKey(p), null);
+                if (d.path != null) {
+                    store.overlay.movedAway(p, d);
+                }
             }
             store.journal.commit();
         }
