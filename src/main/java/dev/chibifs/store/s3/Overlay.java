@@ -228,6 +228,21 @@ final class Overlay {
         }
     }
 
+    /**
+     * {@code n} took the name of {@code old} (a rename or a replace onto it), whose changes had not
+     * gone up yet: the cap on the debounce counts from old's first change, not n's, so a name
+     * replaced more often than the debounce (write a temporary file, rename it over) still goes up.
+     */
+    void tookNameOf(Node n, Node old) {
+        if (!old.dirty || old.dir || !n.dirty || old.firstDirty >= n.firstDirty) {
+            return;
+        }
+        n.firstDirty = old.firstDirty;
+        if (n.writers == 0) {
+            n.due = Math.min(n.due, n.firstDirty + MAX_DEFERRALS * store.options.flushAfter().toMillis());
+        }
+    }
+
     /** Marks {@code n} changed by a finished operation; it is uploaded once the debounce has passed. */
     void dirty(Node n) {
         changed(n, false);

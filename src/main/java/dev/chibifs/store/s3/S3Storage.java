@@ -586,6 +586,9 @@ public final class S3Storage implements Storage {
                     overlay.detach(old);
                 }
                 overlay.placeMade(path, n);
+                if (old != null) {
+                    overlay.tookNameOf(n, old);
+                }
                 journal.commit();
             }
         } finally {
@@ -981,6 +984,9 @@ public final class S3Storage implements Storage {
                 overlay.changed(m, true); // moved, not written: what is known of its content stays
                 if (!wasDirty) {
                     m.due = millis(); // the old name waits to go from S3: the new one goes up at once
+                }
+                if (m == n && target != null) {
+                    overlay.tookNameOf(m, target);
                 }
                 m.movedFrom = copyLater ? new MovedFrom(oldKey, oldEtag, m.shaGen == m.gen ? m.sha : null, m.gen) : null;
             }

@@ -793,6 +793,35 @@ class S3HostsTest {
     }
 
     @Test
+    void aNameReplacedMoreOftenThanTheDebounceStillGoesUpWithinItsCap() throws Exception {
+        // write a temporary file and rename it over the name, every 0.5 s (an atomic save, git's refs
+        // and index): each replace is another file, but the cap on deferring the name's upload counts
+        // from its first change not up yet (it never went up while the writer ran). Likewise write(),
+        // which replaces the name's file as a whole
+        for (boolean byRename : new boolean[] {true, false}) {
+            MutableClock clock = startClock();
+            S3Storage a = host(options("a" + byRename).withClock(clock, false));
+            String name = "/shared/state-" + byRename + ".json";
+            put(a, name, "v0");
+            a.flushAll();
+            long cap = Overlay.MAX_DEFERRALS * S3Options.DEFAULT_FLUSH_AFTER.toMillis();
+            int n = 0;
+            for (long elapsed = 0; elapsed <= cap; elapsed += 500) {
+                n++;
+                if (byRename) {
+                    put(a, "/shared/.tmp" + n, "v" + n);
+                    a.rename(p("/shared/.tmp" + n), p(name));
+                } else {
+                    a.write(p(name), ("v" + n).getBytes(UTF_8));
+                }
+                clock.advance(Duration.ofMillis(500));
+                a.flushDue();
+            }
+            assertNotEquals("v0", inS3(name.substring(1)), "replaced " + n + " times over " + cap + " ms, by rename " + byRename);
+        }
+    }
+
+    @Test
     void aDirectoryRemovedHereStaysRemovedWhileADeleteBelowItWaitsToGoUp() throws Exception {
         // its marker never went up (so it has no tombstone of its own), and an upload of a file in it
         // landed after the removal: S3 lists the directory until that file's delete is done
