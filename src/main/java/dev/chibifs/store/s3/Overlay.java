@@ -317,6 +317,11 @@ final class Overlay {
         n.due = n.writers > 0 ? dueWhileOpen(n) : Math.min(now + every, n.firstDirty + MAX_DEFERRALS * every);
     }
 
+    /** Whether {@code n} goes up when it does because the debounce's cap forced it, not because it settled. */
+    boolean dueAtItsCap(Node n) {
+        return n.due == n.firstDirty + MAX_DEFERRALS * store.options.flushAfter().toMillis();
+    }
+
     /**
      * When a file open for writing goes up: not before its last close, which a writer may leave it
      * half written until, unless every change since S3's version was an append. Such a file (a log a

@@ -124,15 +124,42 @@ final class WriteBack {
         return outage;
     }
 
+    /** Uploads {@code nodes}: the directories (their markers) one at a time, in order, then the files at once. */
+    private void uploadInOrder(List<Node> nodes) throws IOException {
+        List<Node> files = new ArrayList<>();
+        for (Node n : nodes) {
+            if (n.dir) {
+                upload(n);
+            } else {
+                files.add(n);
+            }
+        }
+        uploadAll(files);
+    }
+
     void flush(boolean all) throws IOException {
         flushLock.lock();
         try {
             List<Node> due = new ArrayList<>();
+            List<Node> ahead = new ArrayList<>();
             long now = store.millis();
             synchronized (store) {
+                boolean capped = false;
                 for (Node n : store.overlay.dirtyNodes) {
                     if (all || n.due <= now) {
                         due.add(n);
+                        capped |= !all && store.overlay.dueAtItsCap(n);
+                    }
+                }
+                if (capped) {
+                    // a name forced up at its cap while changes go on (a ref git moves at each commit) may
+                    // point at files closed a moment before, which the debounce still holds back (the
+                    // commit's objects): those go up first, so another host that sees the name finds
+                    // what it names (git log there failed, "bad object", until they followed)
+                    for (Node n : store.overlay.dirtyNodes) {
+                        if (n.writers == 0 && n.due > now) {
+                            ahead.add(n);
+                        }
                     }
                 }
                 // directories (their markers) before what is in them, one at a time; then the files,
@@ -140,16 +167,10 @@ final class WriteBack {
                 // paths, and a sort whose keys change under it fails ("Comparison method violates its
                 // general contract", seen with tar, mv and rm -rf racing the flusher)
                 due.sort(Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth()));
+                ahead.sort(Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth()));
             }
-            List<Node> files = new ArrayList<>();
-            for (Node n : due) {
-                if (n.dir) {
-                    upload(n);
-                } else {
-                    files.add(n);
-                }
-            }
-            uploadAll(files);
+            uploadInOrder(ahead);
+            uploadInOrder(due);
             List<String> deletes;
             synchronized (store) {
                 // the old name of something moved goes after its new one is up, which the debounce may

@@ -822,6 +822,34 @@ class S3HostsTest {
     }
 
     @Test
+    void aNameForcedUpAtItsCapGoesAfterTheFilesClosedBeforeIt() throws Exception {
+        // git commits every 0.5 s: each writes its objects (closed files, held back by the debounce)
+        // and then moves the ref onto them. When the ref goes up at its cap, what it names is there
+        MutableClock clock = startClock();
+        S3Storage a = host(options("git").withClock(clock, false));
+        put(a, "/shared/ref", "o0");
+        put(a, "/shared/o0", "first");
+        a.flushAll();
+        long cap = Overlay.MAX_DEFERRALS * S3Options.DEFAULT_FLUSH_AFTER.toMillis();
+        int n = 0;
+        boolean refWentUp = false;
+        for (long elapsed = 0; elapsed <= cap; elapsed += 500) {
+            n++;
+            put(a, "/shared/o" + n, "object " + n);
+            put(a, "/shared/.ref.lock", "o" + n);
+            a.rename(p("/shared/.ref.lock"), p("/shared/ref"));
+            clock.advance(Duration.ofMillis(500));
+            a.flushDue();
+            String ref = inS3("shared/ref");
+            if (!"o0".equals(ref)) {
+                refWentUp = true;
+                assertNotNull(inS3("shared/" + ref), "the ref names " + ref + ", which is not up");
+            }
+        }
+        assertTrue(refWentUp, "the ref went up at its cap");
+    }
+
+    @Test
     void aDirectoryRemovedHereStaysRemovedWhileADeleteBelowItWaitsToGoUp() throws Exception {
         // its marker never went up (so it has no tombstone of its own), and an upload of a file in it
         // landed after the removal: S3 lists the directory until that file's delete is done
