@@ -124,6 +124,9 @@ final class WriteBack {
         return outage;
     }
 
+    /** Directories before what is in them (a node removed meanwhile, with no path, first). */
+    private static final Comparator<Node> SHALLOWEST_FIRST = Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth());
+
     /** Uploads {@code nodes}: the directories (their markers) one at a time, in order, then the files at once. */
     private void uploadInOrder(List<Node> nodes) throws IOException {
         List<Node> files = new ArrayList<>();
@@ -155,7 +158,7 @@ final class WriteBack {
                     // a name forced up at its cap while changes go on (a ref git moves at each commit) may
                     // point at files closed a moment before, which the debounce still holds back (the
                     // commit's objects): those go up first, so another host that sees the name finds
-                    // what it names (git log there failed, "bad object", until they followed)
+                    // what it names (git log there failed, exit 128, until they followed)
                     for (Node n : store.overlay.dirtyNodes) {
                         if (n.writers == 0 && n.due > now) {
                             ahead.add(n);
@@ -166,8 +169,8 @@ final class WriteBack {
                 // several at once. Sorted here, under the monitor: a rename or unlink meanwhile changes
                 // paths, and a sort whose keys change under it fails ("Comparison method violates its
                 // general contract", seen with tar, mv and rm -rf racing the flusher)
-                due.sort(Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth()));
-                ahead.sort(Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth()));
+                due.sort(SHALLOWEST_FIRST);
+                ahead.sort(SHALLOWEST_FIRST);
             }
             uploadInOrder(ahead);
             uploadInOrder(due);
