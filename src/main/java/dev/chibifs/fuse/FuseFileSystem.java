@@ -133,8 +133,8 @@ final class FuseFileSystem {
     final OpenFileTable openFiles = new OpenFileTable();
     private final DirectoryListings listings = new DirectoryListings();
     final StaleNames staleNames = new StaleNames();
-    /** Where notifications go once the kernel lists directories without opening them; null while it opens them. */
-    private volatile FuseChannel unopenedListings;
+    /** Whether the kernel lists directories without opening them (zero-message opendir). */
+    private volatile boolean listsWithoutOpening;
     /** Where a dropped held listing is told (the session's notices); null before INIT. */
     private volatile NoticeWriter noticeWriter;
     /** Whether an INVAL_ENTRY may stale a name without unhashing it (set at INIT, before {@link #noticeWriter}). */
@@ -211,10 +211,10 @@ final class FuseFileSystem {
     /**
      * The kernel offered zero-message opendir: OPENDIR is answered ENOSYS, after which the kernel
      * sends no OPENDIR or RELEASEDIR (two round trips per directory walked), and READDIR comes
-     * without a handle. Notifications go through {@code channel}.
+     * without a handle.
      */
-    void listWithoutOpening(FuseChannel channel) {
-        this.unopenedListings = channel;
+    void listWithoutOpening() {
+        this.listsWithoutOpening = true;
     }
 
     /**
@@ -843,30 +843,30 @@ final class FuseFileSystem {
 
     // ---- names ----
 
-    /** A request that makes, removes or moves names in directories. */
+    /** Work on the store by paths taken from directory nodes: a listing, or a change of names in them. */
     @FunctionalInterface
-    interface NameChange {
+    interface ByNodePaths {
         void run() throws IOException;
     }
 
     /**
-     * Runs {@code change}; where a path it took from a directory node found nothing (ENOENT) and
+     * Runs {@code work}; where a path it took from a directory node found nothing (ENOENT) and
      * the store's feed, caught up, tells of a directory move, runs it once more by the paths the
-     * nodes have now. A process working in a directory another mount moved a moment ago makes and
-     * removes names there, as on a disk, where it met ENOENT until the feed's event was read (the
-     * next millisecond, but `mv` then `touch` is quicker: 99 of 100 such creates failed). Such a
-     * change failed before doing anything: its store call found no directory.
+     * nodes have now. A process working in a directory another mount moved a moment ago lists it and
+     * makes and removes names there, as on a disk, where it met ENOENT until the feed's event was
+     * read (the next millisecond, but `mv` then `touch` is quicker: 99 of 100 such creates failed).
+     * Such work failed before doing anything: its store call found no directory.
      */
-    void followingMoves(NameChange change) throws IOException {
+    void followingMoves(ByNodePaths work) throws IOException {
         long moves = nodes.directoryMoves();
         try {
-            change.run();
+            work.run();
         } catch (NoSuchFileException notThere) {
             follower.catchUp();
             if (nodes.directoryMoves() == moves) {
                 throw notThere;
             }
-            change.run();
+            work.run();
         }
     }
 
@@ -2094,7 +2094,7 @@ final class FuseFileSystem {
      */
     void opendir(FuseRequest req, FuseReply out) throws IOException {
         NodeTable.Node dir = node(req);
-        if (unopenedListings != null) {
+        if (listsWithoutOpening) {
             // the kernel takes ENOSYS as "open every directory without asking", for good, and with
             // FOPEN_KEEP_CACHE|FOPEN_CACHE_DIR: readdir decides what the kernel may keep instead
             throw new ErrnoException(Linux.ENOSYS, "opendir", "zero-message opendir");
@@ -2112,8 +2112,7 @@ final class FuseFileSystem {
 
     void readdir(FuseRequest req, FuseReply out, boolean plus) throws IOException {
         long offset = req.readOffset();
-        FuseChannel noticeChannel = unopenedListings;
-        boolean unopened = req.handle() == 0 && noticeChannel != null;
+        boolean unopened = req.handle() == 0 && listsWithoutOpening;
         DirectoryListings.Listing l = unopened ? listings.unopened(node(req), req.pid, offset) : listings.opened(req.handle());
         if (l == null) {
             throw new ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
@@ -2150,11 +2149,9 @@ final class FuseFileSystem {
             // its reader waits with every name of it in the kernel's pages: when the reply comes, the
             // kernel marks its cache complete, finds its pages gone at the next listing, and asks us again
             boolean notToKeep = unopened && !l.kept && !l.held;
-            if (notToKeep || l.dir.namesChangedBehind != l.changesBeforeLoad) {
-                FuseChannel channel = unopened ? noticeChannel : storeChannel;
-                if (channel != null) {
-                    notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(l.dir.id, 0, 0).sendNotice(channel);
-                }
+            FuseChannel channel = storeChannel;
+            if (channel != null && (notToKeep || l.dir.namesChangedBehind != l.changesBeforeLoad)) {
+                notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(l.dir.id, 0, 0).sendNotice(channel);
             }
             if (unopened) {
                 return;
@@ -2304,30 +2301,18 @@ final class FuseFileSystem {
             l.loaded = true; // a removed directory lists nothing, whatever has its name now
             return;
         }
-        try {
-            readNames(l);
-        } catch (NoSuchFileException gone) {
-            // another mount may have moved the directory a moment ago, and the feed not told yet: a walk
-            // in it (find, which holds it open) would lose the whole subtree where a disk lists it
-            // wherever it went. Told now, a directory that moved where this mount follows is read there
-            long moves = nodes.directoryMoves();
-            follower.catchUp();
-            if (l.dir.removed || nodes.directoryMoves() == moves) {
-                throw gone;
-            }
+        // another mount may have moved the directory a moment ago, and the feed not told yet: a walk in
+        // it (find, which holds it open) would lose the whole subtree where a disk lists it wherever it went
+        followingMoves(() -> {
             l.clear();
-            readNames(l);
-        }
-        l.loaded = true;
-    }
-
-    private void readNames(DirectoryListings.Listing l) throws IOException {
-        router.forEachEntry(null, path(l.dir), (name, offset, length, kind, inode) -> {
-            byte[] b = new byte[length];
-            System.arraycopy(name, offset, b, 0, length);
-            l.add(b, kind, inode);
-            return true;
+            router.forEachEntry(null, path(l.dir), (name, offset, length, kind, inode) -> {
+                byte[] b = new byte[length];
+                System.arraycopy(name, offset, b, 0, length);
+                l.add(b, kind, inode);
+                return true;
+            });
         });
+        l.loaded = true;
     }
 
     private static int direntType(EntryKind kind) {

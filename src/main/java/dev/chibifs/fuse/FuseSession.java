@@ -447,7 +447,7 @@ final class FuseSession {
                     fs.passthrough(channel);
                 }
                 if (negotiated.opensWithoutAsking()) {
-                    fs.listWithoutOpening(channel);
+                    fs.listWithoutOpening();
                 }
                 fs.noticesThrough(notices, negotiated.namesExpireOnly());
                 LOG.debug("INIT: kernel 7.{}, offered {}, granted {}", minor, Long.toHexString(offered), Long.toHexString(granted));

@@ -633,12 +633,7 @@ class FuseFileSystemTest {
     void fchmodAndFsetxattrOfAFileReplacedBehindTheMountActOnItForAProcessHoldingADescriptorOfIt(@org.junit.jupiter.api.io.TempDir java.nio.file.Path proc)
             throws Exception {
         kernel.pid = THIS_PROCESS;
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] old = create(shared, "f");
-        // another mount: ln f kept; echo new > f.new; mv f.new f
-        store.link(VfsPath.of("/shared/f"), VfsPath.of("/shared/kept"));
-        store.write(VfsPath.of("/shared/f.new"), "new file".getBytes(StandardCharsets.UTF_8));
-        store.rename(VfsPath.of("/shared/f.new"), VfsPath.of("/shared/f"));
+        long[] old = openThenReplacedBehind();
         // a child the opener forked holds the descriptor (its /proc says so); a process that did not fork holds none
         int child = 4242;
         int stranger = 4243;
@@ -2008,15 +2003,20 @@ class FuseFileSystemTest {
         assertEquals("", listxattr(f));
     }
 
-    @Test
-    void fsetxattrOfAFileReplacedBehindTheMountSetsItOnTheOpenFileNotTheOneNowNamedSo() throws Exception {
-        kernel.pid = THIS_PROCESS;
+    /** Node and handle of /shared/f made open here, after another mount's {@code ln f kept; echo new > f.new; mv f.new f}. */
+    private long[] openThenReplacedBehind() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         long[] old = create(shared, "f");
-        // another mount: ln f kept; echo new > f.new; mv f.new f
         store.link(VfsPath.of("/shared/f"), VfsPath.of("/shared/kept"));
         store.write(VfsPath.of("/shared/f.new"), "new file".getBytes(StandardCharsets.UTF_8));
         store.rename(VfsPath.of("/shared/f.new"), VfsPath.of("/shared/f"));
+        return old;
+    }
+
+    @Test
+    void fsetxattrOfAFileReplacedBehindTheMountSetsItOnTheOpenFileNotTheOneNowNamedSo() throws Exception {
+        kernel.pid = THIS_PROCESS;
+        long[] old = openThenReplacedBehind();
 
         // fsetxattr(fd, ...) and the rest come as requests about the node, from the process that opened it
         assertEquals(0, setxattr(old[0], "user.k", "v", 0).error());
