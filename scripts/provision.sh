@@ -66,12 +66,12 @@ fi
 
 # fuse3 for its setuid fusermount3, through which a user's daemon mounts (the daemon speaks the
 # kernel's protocol itself: no libfuse; it replaces the fuse 2 package and keeps a fusermount
-# link); the JDK to build and run it; the rest is what the tests, the benchmark and the operator
+# link); the JDK to build and run it (below); the rest is what the tests, the benchmark and the operator
 # tools call: git, sqlite3, python3, util-linux (findmnt, mountpoint), procps (ps, pgrep), psmisc
 # (fuser), systemd for systemd-analyze (the package alone does not make systemd the init of a
 # container), stress-ng for the stress test, bindfs, the C passthrough scripts/bench.sh compares,
 # and fio, which times its data rows; and for the link tests (LinksMountTest) rsync, python3-venv (venv and its pip) and npm
-packages=(fuse3 attr openjdk-17-jdk-headless git sqlite3 python3 python3-venv rsync util-linux procps psmisc systemd
+packages=(fuse3 attr git sqlite3 python3 python3-venv rsync util-linux procps psmisc systemd
           ca-certificates stress-ng bindfs fio)
 missing=()
 for p in "${packages[@]}"; do
@@ -79,6 +79,41 @@ for p in "${packages[@]}"; do
         missing+=("$p")
     fi
 done
+# A JDK 17 or later builds and runs chibifs (the build targets 17). One on the PATH is kept; else
+# the oldest such that apt knows: Debian 12 and Ubuntu 22.04 package 17, Debian 13 only 21 and 25,
+# and a fresh machine's package lists may be empty until apt-get update.
+jdk_major() {
+    local v
+    v=$(javac -version 2>&1) || return 1
+    v=${v#javac }
+    echo "${v%%[!0-9]*}"
+}
+jdk_usable() {
+    local major
+    major=$(jdk_major) && [[ -n $major && $major -ge 17 ]]
+}
+jdk_package() {
+    local v
+    for v in 17 21 25; do
+        if [[ -n $(apt-cache show --no-all-versions "openjdk-$v-jdk-headless" 2>/dev/null) ]]; then
+            echo "openjdk-$v-jdk-headless"
+            return 0
+        fi
+    done
+    return 1
+}
+updated=false
+if ! jdk_usable; then
+    if ! jdk=$(jdk_package); then
+        apt-get update -q
+        updated=true
+        jdk=$(jdk_package) || {
+            echo "provision.sh: apt offers no openjdk-17, -21 or -25-jdk-headless; install a JDK 17 or later and put its javac on the PATH" >&2
+            exit 1
+        }
+    fi
+    missing+=("$jdk")
+fi
 # npm only when no npm is on the PATH: a Node.js from elsewhere (NodeSource's nodejs bundles its own
 # npm) conflicts with Debian's npm package
 if ! command -v npm >/dev/null; then
@@ -87,11 +122,17 @@ fi
 if [[ ${#missing[@]} -gt 0 ]]; then
     echo "provision.sh: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
+    $updated || apt-get update -q
     # --no-upgrade: provisioning adds what is missing; upgrading the rest is the operator's call
     apt-get install -y -q --no-install-recommends --no-upgrade "${missing[@]}"
 else
     echo "provision.sh: packages present"
+fi
+if ! jdk_usable; then
+    # installed, yet another javac comes first on the PATH (an older JDK chosen by hand)
+    echo "provision.sh: javac on the PATH is $(javac -version 2>&1 || echo missing); chibifs needs a JDK 17 or later" \
+        "(set JAVA_HOME, or: update-alternatives --config javac)" >&2
+    exit 1
 fi
 
 # fusermount3 opens /dev/fuse as the user: udev's default rules make it 0666, a machine without
