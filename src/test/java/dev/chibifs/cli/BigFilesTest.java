@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.store.ContentHash;
+import dev.chibifs.testing.MountedFs;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -62,8 +63,9 @@ class BigFilesTest {
     /** Runs chibifs in a JVM of {@link #HEAP_MIB} MiB; returns its exit code, its output in {@code out}. */
     private static int run(Path out, String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx" + HEAP_MIB + "m", "-XX:+ExitOnOutOfMemoryError", "-Dfile.encoding=UTF-8",
-                "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+                "-Xmx" + HEAP_MIB + "m", "-XX:+ExitOnOutOfMemoryError", "-Dfile.encoding=UTF-8"));
+        command.addAll(MountedFs.nativeAccessFlags());
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
         command.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(command).redirectOutput(out.toFile())
                 .redirectError(ProcessBuilder.Redirect.INHERIT);

@@ -91,7 +91,7 @@ class FuseMountTest {
         Sh.run("chown " + nobody.uid() + " " + mnt).ok();
         String classpath = readableClasspath(Files.createDirectory(root.resolve("classpath")));
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        Sh.Result r = Sh.as(nobody.uid(), nobody.gid(), root, java + " -cp " + classpath + " "
+        Sh.Result r = Sh.as(nobody.uid(), nobody.gid(), root, java + " " + String.join(" ", MountedFs.nativeAccessFlags()) + " -cp " + classpath + " "
                 + UserMountProbe.class.getName() + " " + mnt + " fsname=chibifs-user");
         Sh.run("rm -rf " + root.resolve("classpath")); // some 10 MB a run, else left in /tmp
         assertEquals(0, r.exitCode(), r.out() + r.err());

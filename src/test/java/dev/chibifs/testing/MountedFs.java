@@ -166,10 +166,21 @@ public final class MountedFs implements AutoCloseable {
     public static List<String> daemonCommand(String... args) {
         List<String> cmd = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx192m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-Dfile.encoding=UTF-8",
-                "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+                "-Xmx192m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-Dfile.encoding=UTF-8"));
+        cmd.addAll(nativeAccessFlags());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
         cmd.addAll(List.of(args));
         return cmd;
+    }
+
+    /**
+     * This JVM's flags that let jffi load its stub and use {@code sun.misc.Unsafe} (pom.xml's argLine,
+     * as the launcher's): a JVM the tests start without them prints eight WARNING lines on JDK 24+.
+     */
+    public static List<String> nativeAccessFlags() {
+        return java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                .filter(a -> a.startsWith("--enable-native-access") || a.startsWith("-Dsun.misc.unsafe.memory.access"))
+                .toList();
     }
 
     /** Runs the CLI in a new JVM and returns what it did. */
