@@ -7,6 +7,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 /** Runs real programs through {@code sh -c}, bounded by {@code timeout} so a hung mount cannot hang the suite. */
@@ -26,6 +28,17 @@ public final class Sh {
             return this;
         }
     }
+
+    /**
+     * Threads of their own that read the commands' pipes: CompletableFuture's default executor is
+     * the common ForkJoinPool on JDK 25 even where it has one thread (2 CPUs), where JDK 17 starts a
+     * thread per task, so a read queued behind a test's own blocking async task never ran.
+     */
+    private static final ExecutorService PIPE_READERS = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "sh-pipe-reader");
+        t.setDaemon(true);
+        return t;
+    });
 
     private Sh() {
     }
@@ -83,8 +96,8 @@ public final class Sh {
             pb.environment().put("LC_ALL", "C.UTF-8");
             pb.environment().put("HOME", "/tmp");
             Process p = pb.redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
-            CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> read(p.getInputStream()));
-            CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(p.getErrorStream()));
+            CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> read(p.getInputStream()), PIPE_READERS);
+            CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(p.getErrorStream()), PIPE_READERS);
             if (!p.waitFor(TIMEOUT_SECONDS + 10, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
                 throw new AssertionError("command hung: " + cmd);
