@@ -315,7 +315,10 @@ class LauncherTest {
 
     /**
      * A runnable jar as {@code ./mvnw package} makes, close enough for the launcher: chibifs's own
-     * classes inside, the dependencies by the manifest's Class-Path from the test class path.
+     * classes inside, the dependencies from the test class path by the manifest's Class-Path. The
+     * entries are relative, to links in a {@code lib} beside the jar and beside the launcher's copies
+     * of it: JDK 25 archives no class from a jar an absolute Class-Path entry names ("Unsupported
+     * location"), where JDK 17 did.
      */
     private static void packageJar(Path jar) throws IOException {
         Path classes = null;
@@ -325,7 +328,13 @@ class LauncherTest {
             if (Files.exists(p.resolve(Main.class.getName().replace('.', '/') + ".class"))) {
                 classes = p;
             } else if (element.endsWith(".jar")) {
-                others.add(p.toUri().getRawPath());
+                String name = "lib/" + others.size() + "-" + p.getFileName();
+                for (Path beside : List.of(jar.getParent(), jar.getParent().resolve("daemon-jars"))) {
+                    Path link = beside.resolve(name);
+                    Files.createDirectories(link.getParent());
+                    Files.createSymbolicLink(link, p);
+                }
+                others.add(name);
             }
         }
         Manifest manifest = new Manifest();
