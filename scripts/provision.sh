@@ -70,9 +70,10 @@ fi
 # tools call: git, sqlite3, python3, util-linux (findmnt, mountpoint), procps (ps, pgrep), psmisc
 # (fuser), systemd for systemd-analyze (the package alone does not make systemd the init of a
 # container), stress-ng for the stress test, bindfs, the C passthrough scripts/bench.sh compares,
-# and fio, which times its data rows; and for the link tests (LinksMountTest) rsync, python3-venv (venv and its pip) and npm
+# and fio, which times its data rows; and for the link tests (LinksMountTest) rsync, python3-venv (venv and its pip) and npm;
+# curl, with which scripts/s3-loopback.sh and bench.sh wait for an S3 server (minimal Debian images lack it)
 packages=(fuse3 attr git sqlite3 python3 python3-venv rsync util-linux procps psmisc systemd
-          ca-certificates stress-ng bindfs fio)
+          ca-certificates curl stress-ng bindfs fio)
 missing=()
 for p in "${packages[@]}"; do
     if [[ $(dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null) != ii* ]]; then
