@@ -7,6 +7,7 @@ import dev.chibifs.config.ChibiHome;
 import dev.chibifs.config.ConfigException;
 import dev.chibifs.store.LocalStorage;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -307,8 +308,20 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         try {
             type = Files.getFileStore(store).type();
         } catch (IOException e) {
-            return Check.fail(name, "cannot tell the filesystem of " + store + ": " + describe(e),
-                    "check that " + store + " is on a mounted, local filesystem");
+            // the JDK looks the store's mount up in the mount table, which a chroot's /proc may not
+            // show (the mount of its "/" is outside it); statfs(2) of the directory still answers
+            long magic;
+            try {
+                magic = statfsType(store);
+            } catch (IOException again) {
+                return Check.fail(name, "cannot tell the filesystem of " + store + ": " + describe(e),
+                        "check that " + store + " is on a mounted, local filesystem");
+            }
+            if (magic == FUSE_SUPER_MAGIC) {
+                return Check.fail(name, store + " is inside a FUSE mount the mount table does not show, perhaps chibifs's own",
+                        "choose a --home on a local filesystem, outside every chibifs mount");
+            }
+            type = String.format("statfs type 0x%x (not in the mount table)", magic);
         }
         if (type.equals(MountTable.CHIBIFS_TYPE)) {
             return Check.fail(name, store + " is inside a chibifs mount, so the daemon would serve itself",
@@ -467,6 +480,18 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             return (Integer) Files.getAttribute(p, "unix:mode");
         } catch (IOException e) {
             return 0;
+        }
+    }
+
+    /** statfs(2)'s f_type of a FUSE file system, chibifs's included (linux/magic.h). */
+    private static final long FUSE_SUPER_MAGIC = 0x65735546L;
+
+    private static long statfsType(Path dir) throws IOException {
+        int fd = Syscalls.openat(Linux.AT_FDCWD, dir.toString(), Linux.O_RDONLY | Linux.O_DIRECTORY, 0, dir.toString());
+        try {
+            return Syscalls.fstatfs(fd).type();
+        } finally {
+            Syscalls.close(fd);
         }
     }
 
