@@ -96,6 +96,15 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
             out.println("workers: " + workers.get("now").asInt() + " now, " + workers.get("most").asInt()
                     + " at most, " + workers.get("kept").asInt() + " kept");
         }
+        JsonNode held = now.get("held");
+        JsonNode memory = now.get("memory");
+        if (held != null && memory != null) {
+            long rss = memory.get("residentBytes").asLong();
+            out.printf("held: %,d nodes, %,d open files, %,d directories followed; heap %,d of %,d MiB%s%n",
+                    held.get("nodes").asLong(), held.get("openFiles").asLong(), held.get("followedDirectories").asLong(),
+                    memory.get("heapUsedBytes").asLong() >> 20, memory.get("heapCommittedBytes").asLong() >> 20,
+                    rss < 0 ? "" : String.format(", resident %,d MiB", rss >> 20));
+        }
         out.printf("%-16s %12s %10s %12s%n", "opcode", before == null ? "requests" : "per second", "errors", "mean us");
         for (JsonNode r : now.get("requests")) {
             String op = r.get("opcode").asText();

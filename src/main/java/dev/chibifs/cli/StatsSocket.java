@@ -155,11 +155,32 @@ final class StatsSocket implements AutoCloseable {
         return java.util.Map.of("synced", true);
     }
 
-    /** What the daemon reports: its requests by opcode, denials by context, its workers, and each store's state by prefix. */
-    static Object snapshot(RequestStats stats, String negotiated, java.util.Map<String, String> stores) {
+    /**
+     * What the daemon reports: its requests by opcode, denials by context, its workers, what it holds
+     * for the kernel and the memory that takes, and each store's state by prefix.
+     */
+    static Object snapshot(RequestStats stats, String negotiated, dev.chibifs.fuse.FuseDaemon.Held held,
+                           java.util.Map<String, String> stores) {
         RequestStats.Snapshot s = stats.snapshot();
+        Runtime jvm = Runtime.getRuntime();
         return java.util.Map.of("requests", s.requests().values(), "denials", s.denials(), "workers", s.workers(),
+                "held", held, "memory", java.util.Map.of("heapUsedBytes", jvm.totalMemory() - jvm.freeMemory(),
+                        "heapCommittedBytes", jvm.totalMemory(), "residentBytes", residentBytes()),
                 "session", negotiated == null ? "" : negotiated, "stores", stores);
+    }
+
+    /** The daemon's resident set (VmRSS of /proc/self/status), or -1 where it cannot be read. */
+    private static long residentBytes() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("VmRSS:")) {
+                    return Long.parseLong(line.substring(6).replace("kB", "").strip()) * 1024;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // not Linux's /proc: left out
+        }
+        return -1;
     }
 
     @Override

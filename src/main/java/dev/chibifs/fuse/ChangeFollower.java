@@ -374,6 +374,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     }
 
     @Override
+    public int followed() {
+        return directories.size();
+    }
+
+    @Override
     public void directoryChanged(long dir) {
         NodeTable.Node d = directories.get(dir);
         if (d != null) {

@@ -2326,6 +2326,11 @@ final class FuseFileSystem {
         };
     }
 
+    /** What the daemon holds for the kernel now, for {@code chibifs stats}. */
+    FuseDaemon.Held held() {
+        return new FuseDaemon.Held(nodes.size(), openFiles.size(), follower.followed());
+    }
+
     /** Closes what is still open at unmount; returns how many files were. */
     int closeAll() {
         listings.clear();

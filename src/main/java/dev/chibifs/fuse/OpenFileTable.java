@@ -33,6 +33,10 @@ final class OpenFileTable {
         return files.remove(id);
     }
 
+    int size() {
+        return files.size();
+    }
+
     /** Any open file of {@code node}: fstat of a file whose every name is gone answers from it. */
     OpenFile anyOf(NodeTable.Node node) {
         return anyOf(node, f -> true);

@@ -34,6 +34,11 @@ interface StoreFollower extends AutoCloseable {
         return true;
     }
 
+    /** How many directories are followed now. */
+    default int followed() {
+        return 0;
+    }
+
     /** Tells the kernel, before returning, what the store's changes queued so far make stale. */
     default void catchUp() {
     }

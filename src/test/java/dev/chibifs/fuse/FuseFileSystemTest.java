@@ -846,6 +846,18 @@ class FuseFileSystemTest {
     }
 
     @Test
+    void heldCountsWhatTheKernelHoldsAndGoesDownWithForgetAndRelease() throws Exception {
+        FuseDaemon.Held before = fs.held();
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] file = create(shared, "held.md");
+        assertEquals(new FuseDaemon.Held(before.nodes() + 2, 1, 0), fs.held());
+        release(file[0], file[1]);
+        kernel.send(FuseProtocol.BATCH_FORGET, 0, body().int32(2).int32(0).int64(file[0]).int64(1).int64(shared).int64(1));
+        lookup(FuseProtocol.ROOT_ID, "sys"); // one worker: served after the forgets
+        assertEquals(new FuseDaemon.Held(before.nodes() + 1, 0, 0), fs.held(), "only sys is held");
+    }
+
+    @Test
     void aLookupWhoseReplyIsNotDeliveredCountsNoLookup() throws Exception {
         int before = fs.nodes.size();
         kernel.refuse.add(kernel.nextUnique()); // its reply fails as an interrupted request's does
