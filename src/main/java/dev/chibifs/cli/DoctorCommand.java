@@ -212,6 +212,14 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             return Check.fail(name, found + " is not setuid root, so uid " + h.uid() + " cannot mount",
                     "chmod u+s " + found + " (as root), or reinstall it: apt-get install --reinstall fuse3");
         }
+        if (fuseOptions.contains("auto_unmount") && !rootIsAMountPoint(h)) {
+            // fusermount's auto_unmount first makes every mount private in a namespace of its own,
+            // which fails where / is no mount point (a chroot into a directory): it then exits without
+            // unmounting, its message on a stderr it has closed, and a dead daemon's mount stays
+            return Check.fail(name, "-o auto_unmount: " + found + " cannot unmount here: / is not a mount point"
+                            + " in " + h.mountTable() + " (a chroot into a directory?)",
+                    "bind the root onto itself before the chroot (mount --rbind DIR DIR), or mount without auto_unmount");
+        }
         return Check.ok(name, found.toString());
     }
 
@@ -480,6 +488,14 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             return (Integer) Files.getAttribute(p, "unix:mode");
         } catch (IOException e) {
             return 0;
+        }
+    }
+
+    private static boolean rootIsAMountPoint(Host h) {
+        try {
+            return MountTable.read(h.mountTable()).stream().anyMatch(m -> m.mountpoint().toString().equals("/"));
+        } catch (IOException e) {
+            return true; // unknown: the stale-mounts check says the table cannot be read
         }
     }
 

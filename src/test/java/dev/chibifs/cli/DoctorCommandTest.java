@@ -122,6 +122,20 @@ class DoctorCommandTest {
     }
 
     @Test
+    void autoUnmountFailsWhereTheRootIsNoMountPoint() throws Exception {
+        DoctorCommand.Host root = healthyHost(0);
+        assertEquals(0, doctor(root, "-o", "auto_unmount"), out.toString());
+        // a chroot into a directory: its mount table shows what was mounted inside it, never /
+        Files.writeString(mountTable, "proc /proc proc rw 0 0\n");
+        out.getBuffer().setLength(0);
+        assertEquals(1, doctor(root, "-o", "auto_unmount"));
+        assertFailed("fusermount: -o auto_unmount: " + binDir.resolve("fusermount3") + " cannot unmount here: / is not a mount point",
+                "mount --rbind DIR DIR");
+        out.getBuffer().setLength(0);
+        assertEquals(0, doctor(root), "without auto_unmount nothing needs it:\n" + out);
+    }
+
+    @Test
     void fusermountOfFuse2IsFoundWhenThereIsNoFusermount3() throws Exception {
         DoctorCommand.Host host = healthyHost(1000);
         Files.move(binDir.resolve("fusermount3"), binDir.resolve("fusermount"));

@@ -161,6 +161,10 @@ class FuseMountTest {
     @Test
     void autoUnmountGoesThroughFusermountWhichUnmountsWhenTheDeviceCloses() throws Exception {
         assertNotNull(FuseMount.helper(), "fusermount is installed (FuseSupport checked)");
+        // fusermount's auto_unmount cannot unmount where / is no mount point (a chroot into a
+        // directory: it fails to make mounts private and exits); doctor names that host
+        Assumptions.assumeTrue(MountTable.read(MountTable.SYSTEM_TABLE).stream()
+                .anyMatch(m -> m.mountpoint().toString().equals("/")), "/ is not a mount point here (a chroot?)");
         FuseDevice device = FuseMount.mount(mnt, MountSpec.parse(List.of("auto_unmount")));
         try {
             assertEquals(Optional.of("fuse.chibifs"), MountTableWatch.typeAt(mnt));
