@@ -42,6 +42,15 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
      * a descriptor of either (open on another mount) may write under it.
      */
     private static final int GONE_FILES_PER_NAME = 8;
+    /**
+     * Followed directories the kernel forgot that stay followed. A directory the kernel let go
+     * (memory pressure, drop_caches) is often looked up again at once, and its watch keeps the gone
+     * files its key stands for (see {@link #goneFiles}); but each watch pins the directory's inode in
+     * the kernel and takes one of the user's inotify watches (fs.inotify.max_user_watches, shared
+     * with their editors), so past this many the longest forgotten are let go: a walk of a tree of
+     * 5,000 directories held 5,000 after the kernel forgot them all.
+     */
+    static final int FORGOTTEN_KEPT = 1024;
     /** How long a directory that could not be followed is left before trying again (it may have been missing for a moment). */
     private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
@@ -55,6 +64,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private final ConcurrentMap<Long, NodeTable.Node> directories = new ConcurrentHashMap<>();
     private final Set<Name> missing = ConcurrentHashMap.newKeySet();
     private final ConcurrentMap<Long, Long> notFollowedUntil = new ConcurrentHashMap<>();
+    /**
+     * The keys of followed directories whose node the kernel forgot, the longest forgotten first.
+     * Guarded by itself, which also orders a watch's start (the node that follows it) against its
+     * end here: otherwise a lookup could take a key being unfollowed and miss every event after.
+     */
+    private final LinkedHashMap<Long, NodeTable.Node> forgotten = new LinkedHashMap<>();
     /**
      * The file nodes of the last names removed or renamed over, behind the kernel's back or through
      * this mount, the latest last: a write through a descriptor of such a name (open on another
@@ -113,15 +128,42 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         if (until != null && System.nanoTime() - until < 0) {
             return false;
         }
-        long key = feed.follow(fs.nodes.path(dir));
-        if (key < 0) {
-            notFollowedUntil.put(dir.id, System.nanoTime() + RETRY_NANOS);
-            return false;
+        synchronized (forgotten) {
+            long key = feed.follow(fs.nodes.path(dir));
+            if (key < 0) {
+                notFollowedUntil.put(dir.id, System.nanoTime() + RETRY_NANOS);
+                return false;
+            }
+            notFollowedUntil.remove(dir.id);
+            forgotten.remove(key); // looked up again: the same inode, so the same watch
+            directories.put(key, dir);
+            dir.followKey = key;
+            return true;
         }
-        notFollowedUntil.remove(dir.id);
-        directories.put(key, dir);
-        dir.followKey = key;
-        return true;
+    }
+
+    @Override
+    public void forgotten(NodeTable.Node node) {
+        notFollowedUntil.remove(node.id);
+        long key = node.followKey;
+        if (!node.directory || key < 0) {
+            return;
+        }
+        synchronized (forgotten) {
+            if (directories.get(key) != node) {
+                return; // a later node of the directory follows it (or it ended)
+            }
+            forgotten.put(key, node);
+            if (forgotten.size() <= FORGOTTEN_KEPT) {
+                return;
+            }
+            var eldest = forgotten.entrySet().iterator();
+            var last = eldest.next();
+            eldest.remove();
+            directories.remove(last.getKey(), last.getValue());
+            last.getValue().followKey = -1;
+            feed.unfollow(last.getKey());
+        }
     }
 
     @Override
@@ -388,9 +430,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     @Override
     public void directoryGone(long dir) {
-        NodeTable.Node d = directories.remove(dir);
-        if (d != null) {
-            d.followKey = -1;
+        synchronized (forgotten) {
+            forgotten.remove(dir);
+            NodeTable.Node d = directories.remove(dir);
+            if (d != null) {
+                d.followKey = -1;
+            }
         }
     }
 

@@ -1523,6 +1523,7 @@ final class FuseFileSystem {
         NodeTable.Node gone = nodes.forget(id, count);
         if (gone != null) {
             staleNames.forgotten(gone);
+            follower.forgotten(gone);
         }
     }
 

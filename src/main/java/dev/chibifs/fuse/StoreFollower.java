@@ -34,6 +34,10 @@ interface StoreFollower extends AutoCloseable {
         return true;
     }
 
+    /** The kernel forgot node {@code node} (its last lookup): it holds nothing of it or in it now. */
+    default void forgotten(NodeTable.Node node) {
+    }
+
     /** How many directories are followed now. */
     default int followed() {
         return 0;

@@ -1080,6 +1080,11 @@ public final class Router {
             }
 
             @Override
+            public void unfollow(long key) {
+                feeds.get((int) (key >>> 32)).unfollow(key & 0xffffffffL);
+            }
+
+            @Override
             public void catchUp() {
                 feeds.forEach(ChangeFeed::catchUp);
             }

@@ -39,6 +39,14 @@ public interface ChangeFeed extends Closeable {
     long follow(VfsPath directory);
 
     /**
+     * Stops following the directory whose events carry {@code key} (a key {@link #follow} returned):
+     * its watch and what it holds in the kernel (the directory's inode) go. The listener may still
+     * hear events queued before, and then the directory's end ({@code directoryGone}).
+     */
+    default void unfollow(long key) {
+    }
+
+    /**
      * Tells the listener, before returning, every change queued before this call that it has not
      * been told yet. A lock grant needs it: what another mount changed before it unlocked must be
      * stale in this mount's kernel before the lock holder looks (SQLite's hot journal).

@@ -115,6 +115,13 @@ final class DirectoryChanges implements ChangeFeed {
     }
 
     @Override
+    public void unfollow(long key) {
+        if (!closed) {
+            Syscalls.inotifyUnwatch(inotify, (int) key);
+        }
+    }
+
+    @Override
     public long follow(VfsPath directory) {
         if (closed) {
             return -1;

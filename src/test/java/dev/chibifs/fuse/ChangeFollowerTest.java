@@ -509,6 +509,46 @@ class ChangeFollowerTest {
                 body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name(name));
     }
 
+    /**
+     * The kernel forgetting directories lets their watches go past the few it keeps: a walk of a
+     * big tree must not pin every directory's inode (and the user's inotify watches) for good.
+     */
+    @Test
+    void directoriesTheKernelForgotStayFollowedOnlyUpToTheFewKept() throws Exception {
+        int made = ChangeFollower.FORGOTTEN_KEPT + 10;
+        for (int i = 0; i < made; i++) {
+            Files.createDirectories(home.resolve("shared/t/" + i));
+        }
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long t = lookup(shared, "t");
+        long[] dirs = new long[made];
+        long[] keys = new long[made];
+        for (int i = 0; i < made; i++) {
+            dirs[i] = lookup(t, Integer.toString(i));
+            assertEquals(0, lookup(dirs[i], "nothing"), "a missing name: the directory is followed");
+            keys[i] = fs.nodes.get(dirs[i]).followKey;
+        }
+        int before = follower.followed();
+        for (int i = 0; i < made; i++) {
+            kernel.send(FuseProtocol.FORGET, dirs[i], body().int64(1)); // its one lookup
+        }
+        lookup(FuseProtocol.ROOT_ID, "sys"); // one worker: served after the forgets
+        assertEquals(null, fs.nodes.get(dirs[made - 1]), "forgotten");
+        assertEquals(before - 10, follower.followed(), "the 10 forgotten first are no longer followed");
+
+        // one forgotten last is looked up again at once: the same watch, so the same key
+        long again = lookup(t, Integer.toString(made - 1));
+        assertEquals(0, lookup(again, "nothing"));
+        assertEquals(keys[made - 1], fs.nodes.get(again).followKey);
+        // one let go is followed anew, and a name made in it behind the mount reaches the kernel
+        long back = lookup(t, "0");
+        assertEquals(0, lookup(back, "late"), "held missing");
+        assertTrue(fs.nodes.get(back).followKey >= 0, "followed again");
+        Files.writeString(home.resolve("shared/t/0/late"), "made behind the mount");
+        follower.catchUp();
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_ENTRY && n.int64(0) == back);
+    }
+
     @Test
     void aDirectoryMovedBehindTheMountIsWorkedInWhereItWent() throws Exception {
         Files.createDirectories(home.resolve("shared/d"));
