@@ -14,7 +14,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.TimeUnit;
@@ -54,7 +53,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     /** How long a directory that could not be followed is left before trying again (it may have been missing for a moment). */
     private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
 
-    /** A name in a directory, known by its node id (missing names) or its follow key (gone files). */
+    /** A name in a directory, known by its follow key (gone files). */
     private record Name(long parent, String name) {
     }
 
@@ -62,7 +61,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private final ChangeFeed feed;
     private final ListingExpiry listingExpiry;
     private final ConcurrentMap<Long, NodeTable.Node> directories = new ConcurrentHashMap<>();
-    private final Set<Name> missing = ConcurrentHashMap.newKeySet();
+    private final MissingNames missing = new MissingNames();
     private final ConcurrentMap<Long, Long> notFollowedUntil = new ConcurrentHashMap<>();
     /**
      * The keys of followed directories whose node the kernel forgot, the longest forgotten first.
@@ -145,6 +144,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     @Override
     public void forgotten(NodeTable.Node node) {
         notFollowedUntil.remove(node.id);
+        missing.forget(node.id);
         long key = node.followKey;
         if (!node.directory || key < 0) {
             return;
@@ -185,7 +185,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         // entry is for, not the node's first name, which may be one that went behind the kernel's back
         // and that it holds missing (the node reached since by another); nor on attribute replies
         if (!missing.isEmpty()) {
-            missing.remove(new Name(parent.id, name));
+            missing.remove(parent.id, name);
         }
     }
 
@@ -203,7 +203,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         if (missing.size() >= MISSING_LIMIT) {
             return false;
         }
-        missing.add(new Name(parent.id, name));
+        missing.add(parent.id, name);
         return true;
     }
 
@@ -251,11 +251,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             // table (a directory's leaves it: NodeTable#left), while the kernel may hold it as missing
             // since: where the file comes back (moved away and back), the missing name would stand
             boolean kernelRight = known && (now == null
-                    ? child == null && !missing.contains(new Name(parent.id, name)) && !parent.listingKept
-                    : child != null && !child.removed && !missing.contains(new Name(parent.id, name))
+                    ? child == null && !missing.contains(parent.id, name) && !parent.listingKept
+                    : child != null && !child.removed && !missing.contains(parent.id, name)
                             && NodeTable.Identity.of(fs.router().resolve(at).storage(), now).equals(child.identity));
             if (!kernelRight) {
-                missing.remove(new Name(parent.id, name));
+                missing.remove(parent.id, name);
                 invalidateEntry(parent.id, name);
                 dropListing(parent);
                 for (NodeTable.Node before : modified ? goneFiles(parent, name) : List.<NodeTable.Node>of()) {
@@ -405,19 +405,20 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
      * and nothing in those directories changes to drop them; dropped now.
      */
     private void missingNamesMoved(NodeTable.Node moved) {
-        for (var it = missing.iterator(); it.hasNext(); ) {
-            Name m = it.next();
-            NodeTable.Node in = fs.nodes.get(m.parent());
-            if (in != null && fs.nodes.inside(in, moved)) {
-                it.remove();
-                invalidateEntry(m.parent(), m.name());
-            }
-        }
+        missing.drain(dir -> {
+            NodeTable.Node in = fs.nodes.get(dir);
+            return in != null && fs.nodes.inside(in, moved);
+        }, this::invalidateEntry);
     }
 
     @Override
     public int followed() {
         return directories.size();
+    }
+
+    /** How many names the kernel may hold as missing now (tests). */
+    int missingNames() {
+        return missing.size();
     }
 
     @Override
@@ -444,11 +445,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         LOG.warn("the store's change feed lost events: every name, missing name, attribute and listing the kernel holds is invalidated");
         // anything followed may have changed meanwhile: a name made in the store would stay missing
         // in the kernel, and one replaced would name the old node, until --kernel-cache expires them
-        for (var it = missing.iterator(); it.hasNext(); ) {
-            Name m = it.next();
-            it.remove();
-            invalidateEntry(m.parent(), m.name());
-        }
+        missing.drain(dir -> true, this::invalidateEntry);
         for (NodeTable.Node n : fs.nodes.all()) {
             n.changing();
             NodeTable.Link link = n.link;

@@ -509,6 +509,22 @@ class ChangeFollowerTest {
                 body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name(name));
     }
 
+    /** A directory's negative entries go when the kernel forgets it, and their marks with them. */
+    @Test
+    void missingNamesGoWithTheDirectoryTheKernelForgot() throws Exception {
+        Files.createDirectories(home.resolve("shared/probed"));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long dir = lookup(shared, "probed");
+        int before = follower.missingNames();
+        for (int i = 0; i < 100; i++) {
+            assertEquals(0, lookup(dir, "probe" + i), "missing, and the kernel may keep it so");
+        }
+        assertEquals(before + 100, follower.missingNames());
+        kernel.send(FuseProtocol.FORGET, dir, body().int64(1));
+        lookup(FuseProtocol.ROOT_ID, "sys"); // one worker: served after the forget
+        assertEquals(before, follower.missingNames());
+    }
+
     /**
      * The kernel forgetting directories lets their watches go past the few it keeps: a walk of a
      * big tree must not pin every directory's inode (and the user's inotify watches) for good.
