@@ -28,7 +28,8 @@ class StatsMountTest {
             try (RandomAccessFile open = new RandomAccessFile(fs.at("/shared/d/f1").toFile(), "r")) {
                 JsonNode s = stats(fs);
                 JsonNode held = s.get("held");
-                assertTrue(held.get("nodes").asLong() >= 22, "root, shared, d and its 20 files: " + held);
+                // the open file holds its node and its directories' (the others the kernel may let go)
+                assertTrue(held.get("nodes").asLong() >= 4, "root, shared, d and the open f1: " + held);
                 assertEquals(1, held.get("openFiles").asLong(), held.toString());
                 assertTrue(held.get("followedDirectories").asLong() >= 2, "shared and d: " + held);
                 JsonNode memory = s.get("memory");
