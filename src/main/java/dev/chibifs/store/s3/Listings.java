@@ -64,8 +64,16 @@ final class Listings {
     private final java.util.concurrent.ExecutorService attributeAskers = Bucket.daemonThreads(ATTRIBUTE_ASKERS, "s3-attributes");
     /** Files a directory's listing placed, whose attributes its refresh asks ahead of a stat ({@link #askWantedAttributes}). */
     private final List<Node> attributesWanted = new ArrayList<>();
-    /** When each directory was last listed (clock millis at the request). */
+    /**
+     * When each directory was last listed (clock millis at the request). Under the store's monitor.
+     * Kept past the directory: its removal or rename, here or by another host, leaves the entry,
+     * which {@link #listed} sweeps out once the map has doubled since its last sweep (an S3 soak
+     * grew it by every directory made and removed, about 100 a round, for good).
+     */
     private final Map<VfsPath, Long> listedAt = new HashMap<>();
+    /** How big {@link #listedAt} was after its last sweep, at least {@link #SWEPT_AT_LEAST}. */
+    private int sweptAt = SWEPT_AT_LEAST;
+    private static final int SWEPT_AT_LEAST = 1024;
 
     private final S3Storage store;
     private final S3Spec spec;
@@ -102,7 +110,30 @@ final class Listings {
     void listedAsItsParent(VfsPath made) {
         Long parentListed = listedAt.get(made.parent());
         if (parentListed != null) {
-            listedAt.put(made, parentListed);
+            listed(made, parentListed);
+        }
+    }
+
+    /**
+     * Directory {@code dir} was listed at {@code at}. Entries of directories the store no longer has
+     * go when the map has doubled since it was last swept: amortized, one lookup per entry added.
+     * Under the store's monitor.
+     */
+    private void listed(VfsPath dir, long at) {
+        listedAt.put(dir, at);
+        if (listedAt.size() >= 2 * sweptAt) {
+            listedAt.keySet().removeIf(d -> {
+                Node n = store.overlay.nodes.get(d);
+                return n == null || !n.dir;
+            });
+            sweptAt = Math.max(SWEPT_AT_LEAST, listedAt.size());
+        }
+    }
+
+    /** How many directories' listings are remembered (tests). */
+    int remembered() {
+        synchronized (store) {
+            return listedAt.size();
         }
     }
 
@@ -140,7 +171,7 @@ final class Listings {
         Set<String> stillThere = confirmMissing(dir, level, startSeq);
         synchronized (store) {
             apply(dir, level, startSeq, stillThere);
-            listedAt.put(dir, now);
+            listed(dir, now);
             store.journal.commit();
             askWantedAttributes();
         }

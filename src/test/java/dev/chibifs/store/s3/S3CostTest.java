@@ -48,6 +48,28 @@ class S3CostTest {
         }
     }
 
+    /** What a store remembers of directories it listed or made goes with them: a soak kept every one. */
+    @Test
+    void directoriesMadeAndRemovedAreNotRememberedForGood() throws Exception {
+        try (S3Server server = new S3Server(temp.resolve("s3"))) {
+            server.createBucket("cost");
+            try (S3Storage s = S3Storage.open("s3://cost/ns", S3Options.defaults(temp.resolve("cache"), server.env()))) {
+                int kept = 0;
+                for (int round = 0; round < 8; round++) {
+                    VfsPath tree = VfsPath.of("/shared/r" + round);
+                    s.mkdir(tree);
+                    for (int i = 0; i < 500; i++) {
+                        s.mkdir(tree.child("d" + i));
+                    }
+                    s.entries(tree);
+                    s.delete(tree);
+                    kept = Math.max(kept, s.listings.remembered());
+                }
+                assertTrue(kept <= 2 * 1024 + 1, "at most twice the least sweep size, not 8 x 501: " + kept);
+            }
+        }
+    }
+
     @Test
     void anIdleStoreAsksNothingAndAWatchedFileOneListingPerValidity() throws Exception {
         try (S3Server server = new S3Server(temp.resolve("s3"))) {
