@@ -325,7 +325,7 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 return Check.fail(name, "cannot tell the filesystem of " + store + ": " + describe(e),
                         "check that " + store + " is on a mounted, local filesystem");
             }
-            if (magic == FUSE_SUPER_MAGIC) {
+            if (magic == Linux.FUSE_SUPER_MAGIC) {
                 return Check.fail(name, store + " is inside a FUSE mount the mount table does not show, perhaps chibifs's own",
                         "choose a --home on a local filesystem, outside every chibifs mount");
             }
@@ -498,9 +498,6 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             return true; // unknown: the stale-mounts check says the table cannot be read
         }
     }
-
-    /** statfs(2)'s f_type of a FUSE file system, chibifs's included (linux/magic.h). */
-    private static final long FUSE_SUPER_MAGIC = 0x65735546L;
 
     private static long statfsType(Path dir) throws IOException {
         int fd = Syscalls.openat(Linux.AT_FDCWD, dir.toString(), Linux.O_RDONLY | Linux.O_DIRECTORY, 0, dir.toString());

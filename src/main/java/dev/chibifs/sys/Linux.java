@@ -236,6 +236,9 @@ public final class Linux {
     public static final long RESOLVE_BENEATH = 0x08;
     public static final long RESOLVE_IN_ROOT = 0x10;
 
+    /** statfs(2)'s f_type of a FUSE file system, chibifs's included (linux/magic.h). */
+    public static final long FUSE_SUPER_MAGIC = 0x65735546L;
+
     // statx(2) mask
     public static final int STATX_TYPE = 0x1;
     public static final int STATX_MODE = 0x2;
