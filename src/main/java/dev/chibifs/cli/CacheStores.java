@@ -3,17 +3,18 @@ package dev.chibifs.cli;
 import dev.chibifs.cache.ToolCache;
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.router.Namespace;
+import dev.chibifs.sys.ProcStatus;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
+import java.util.Optional;
 
 /** Opens the tool cache of a home's store directly, with or without a mount. */
 final class CacheStores {
 
-    private static final String UMASK_FIELD = "Umask:";
     private static final int DEFAULT_UMASK = 022;
 
     private CacheStores() {
@@ -37,10 +38,9 @@ final class CacheStores {
     /** This process's umask, from /proc (reading it with umask(2) would change it for a moment); 022 when not there. */
     static int umask() {
         try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith(UMASK_FIELD)) {
-                    return Integer.parseInt(line.substring(UMASK_FIELD.length()).strip(), 8) & 0777;
-                }
+            Optional<String> umask = ProcStatus.field(ProcStatus.SELF, "Umask");
+            if (umask.isPresent()) {
+                return Integer.parseInt(umask.get(), 8) & 0777;
             }
         } catch (IOException | NumberFormatException e) {
             // an older kernel has no Umask line; the common umask then

@@ -7,6 +7,7 @@ import dev.chibifs.config.ChibiHome;
 import dev.chibifs.config.ConfigException;
 import dev.chibifs.store.LocalStorage;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.ProcStatus;
 import dev.chibifs.sys.Syscalls;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -74,8 +75,6 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
     }
 
-    /** CAP_SYS_ADMIN's bit in /proc/self/status's CapEff (linux/capability.h): mount(2) needs it. */
-    private static final int CAP_SYS_ADMIN = 21;
     private static final long STAT_TIMEOUT_SECONDS = 2;
 
     @Option(names = "--home", paramLabel = "DIR", converter = HomeConverter.class,
@@ -230,13 +229,11 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             return Check.ok(name, "uid " + h.uid() + " mounts through the setuid fusermount");
         }
         try {
-            String capEff = Files.readAllLines(h.procStatus(), StandardCharsets.UTF_8).stream()
-                    .filter(l -> l.startsWith("CapEff:")).map(l -> l.substring("CapEff:".length()).strip())
-                    .findFirst().orElse(null);
+            String capEff = ProcStatus.field(h.procStatus(), "CapEff").orElse(null);
             if (capEff == null) {
                 return Check.fail(name, h.procStatus() + " has no CapEff line", "mount -t proc proc /proc");
             }
-            if ((Long.parseUnsignedLong(capEff, 16) & (1L << CAP_SYS_ADMIN)) == 0) {
+            if (!ProcStatus.hasSysAdmin(capEff)) {
                 return Check.fail(name, "uid 0 lacks CAP_SYS_ADMIN (CapEff " + capEff + "), so mount(2) is refused",
                         "give the container the capability: --cap-add SYS_ADMIN --device /dev/fuse");
             }

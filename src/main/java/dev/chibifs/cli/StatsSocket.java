@@ -2,6 +2,7 @@ package dev.chibifs.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.fuse.RequestStats;
+import dev.chibifs.sys.ProcStatus;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -172,15 +173,11 @@ final class StatsSocket implements AutoCloseable {
     /** The daemon's resident set (VmRSS of /proc/self/status), or -1 where it cannot be read. */
     private static long residentBytes() {
         try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith("VmRSS:")) {
-                    return Long.parseLong(line.substring(6).replace("kB", "").strip()) * 1024;
-                }
-            }
+            return ProcStatus.field(ProcStatus.SELF, "VmRSS")
+                    .map(kib -> Long.parseLong(kib.replace("kB", "").strip()) * 1024).orElse(-1L);
         } catch (IOException | RuntimeException e) {
-            // not Linux's /proc: left out
+            return -1; // not Linux's /proc: left out
         }
-        return -1;
     }
 
     @Override

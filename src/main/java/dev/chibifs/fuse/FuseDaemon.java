@@ -2,6 +2,7 @@ package dev.chibifs.fuse;
 
 import dev.chibifs.router.Router;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.ProcStatus;
 import dev.chibifs.sys.Syscalls;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -252,12 +253,7 @@ public final class FuseDaemon {
     /** Registering a backing file takes CAP_SYS_ADMIN: asking for passthrough without it fails every open. */
     private static boolean mayPassThrough() {
         try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith("CapEff:")) {
-                    long caps = Long.parseLong(line.substring(7).trim(), 16);
-                    return (caps & (1L << 21)) != 0; // CAP_SYS_ADMIN
-                }
-            }
+            return ProcStatus.field(ProcStatus.SELF, "CapEff").map(ProcStatus::hasSysAdmin).orElse(false);
         } catch (IOException | NumberFormatException e) {
             LOG.debug("cannot read this process's capabilities: no passthrough ({})", e.toString());
         }

@@ -236,6 +236,9 @@ public final class Linux {
     public static final long RESOLVE_BENEATH = 0x08;
     public static final long RESOLVE_IN_ROOT = 0x10;
 
+    /** The capability mount(2) and FUSE_DEV_IOC_BACKING_OPEN need (linux/capability.h): its bit in CapEff. */
+    public static final int CAP_SYS_ADMIN = 21;
+
     /** statfs(2)'s f_type of a FUSE file system, chibifs's included (linux/magic.h). */
     public static final long FUSE_SUPER_MAGIC = 0x65735546L;
 
