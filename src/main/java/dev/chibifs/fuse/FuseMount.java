@@ -134,10 +134,9 @@ public final class FuseMount {
      */
     public static Optional<String> connection(String mountpoint) throws IOException {
         for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/mountinfo"))) {
-            // 36 35 0:51 / /mnt/chibi rw,... - fuse.chibifs chibifs rw,...: the device, then the mount point
-            String[] f = line.split(" ");
-            if (f.length > 4 && MountTable.unescape(f[4]).equals(mountpoint) && line.contains(" - fuse")) {
-                return Optional.of(f[2].substring(f[2].indexOf(':') + 1));
+            MountTable.InfoLine m = MountTable.InfoLine.parse(line);
+            if (m != null && m.mountpoint().equals(mountpoint) && m.type().startsWith("fuse")) {
+                return Optional.of(m.device().substring(m.device().indexOf(':') + 1));
             }
         }
         return Optional.empty();

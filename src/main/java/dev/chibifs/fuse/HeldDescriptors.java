@@ -45,9 +45,9 @@ final class HeldDescriptors {
         String want = mountpoint.toAbsolutePath().normalize().toString();
         HeldDescriptors found = null;
         for (String line : Files.readAllLines(proc.resolve("self/mountinfo"))) {
-            MountLine m = MountLine.parse(line);
-            if (m != null && m.mountpoint.equals(want) && m.type.equals(MountTable.CHIBIFS_TYPE)) {
-                found = new HeldDescriptors(proc, m.id, m.device);
+            MountTable.InfoLine m = MountTable.InfoLine.parse(line);
+            if (m != null && m.mountpoint().equals(want) && m.type().equals(MountTable.CHIBIFS_TYPE)) {
+                found = new HeldDescriptors(proc, m.id(), m.device());
             }
         }
         return found;
@@ -92,8 +92,8 @@ final class HeldDescriptors {
     private boolean ofThisDevice(Path thread, Set<Integer> mountIds) {
         try {
             for (String line : Files.readAllLines(thread.resolve("mountinfo"))) {
-                MountLine m = MountLine.parse(line);
-                if (m != null && mountIds.contains(m.id) && m.device.equals(device)) {
+                MountTable.InfoLine m = MountTable.InfoLine.parse(line);
+                if (m != null && mountIds.contains(m.id()) && m.device().equals(device)) {
                     return true;
                 }
             }
@@ -125,31 +125,5 @@ final class HeldDescriptors {
     }
 
     record Descriptor(int mountId, long ino) {
-    }
-
-    /** One line of a mountinfo file: the mount's id, its device, where it is, and its type. */
-    record MountLine(int id, String device, String mountpoint, String type) {
-        /**
-         * {@code 45 27 0:42 / /mnt/chibi rw,relatime shared:1 - fuse.chibifs chibifs rw,...}: id,
-         * parent, device, root, mount point, options, optional fields, then "-" and the type.
-         */
-        static MountLine parse(String line) {
-            String[] f = line.split(" ");
-            int dash = -1;
-            for (int i = 6; i < f.length; i++) {
-                if (f[i].equals("-")) {
-                    dash = i;
-                    break;
-                }
-            }
-            if (dash < 0 || dash + 1 >= f.length) {
-                return null;
-            }
-            try {
-                return new MountLine(Integer.parseInt(f[0]), f[2], MountTable.unescape(f[4]), f[dash + 1]);
-            } catch (NumberFormatException e) {
-                return null;
-            }
-        }
     }
 }

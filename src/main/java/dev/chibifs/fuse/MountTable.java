@@ -73,4 +73,30 @@ public final class MountTable {
         }
         return b.toString();
     }
+
+    /** One line of a mountinfo file: the mount's id, its device, where it is, and its type. */
+    record InfoLine(int id, String device, String mountpoint, String type) {
+        /**
+         * {@code 45 27 0:42 / /mnt/chibi rw,relatime shared:1 - fuse.chibifs chibifs rw,...}: id,
+         * parent, device, root, mount point, options, optional fields, then "-" and the type.
+         */
+        static InfoLine parse(String line) {
+            String[] f = line.split(" ");
+            int dash = -1;
+            for (int i = 6; i < f.length; i++) {
+                if (f[i].equals("-")) {
+                    dash = i;
+                    break;
+                }
+            }
+            if (dash < 0 || dash + 1 >= f.length) {
+                return null;
+            }
+            try {
+                return new InfoLine(Integer.parseInt(f[0]), f[2], unescape(f[4]), f[dash + 1]);
+            } catch (NumberFormatException e) {
+                return null;
+            }
+        }
+    }
 }

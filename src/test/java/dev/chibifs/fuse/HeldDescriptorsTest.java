@@ -105,6 +105,6 @@ class HeldDescriptorsTest {
         assertFalse(mount.holds(102, 77), "no ino line (closed and reused while read)");
         write("103/fdinfo/3", "mnt_id:\tforty-five\nino:\t77\n");
         assertFalse(mount.holds(103, 77));
-        assertNull(HeldDescriptors.MountLine.parse("45 40 0:42 / /mnt/chibi rw"), "no separator");
+        assertNull(MountTable.InfoLine.parse("45 40 0:42 / /mnt/chibi rw"), "no separator");
     }
 }
