@@ -30,6 +30,11 @@ final class DirectoryListings {
 
     /** Listings without a handle kept at once: every reader still part-way through a directory. */
     static final int UNOPENED_LIMIT = 64;
+    /** The bits of a listing's offset that number its entries; those above carry its generation. */
+    static final int INDEX_BITS = 24;
+    private static final long INDEX_MASK = (1L << INDEX_BITS) - 1;
+    /** Generations an offset tells apart, wrapping: 2^31 / 2^INDEX_BITS. */
+    private static final int GENERATIONS = 1 << (31 - INDEX_BITS);
 
     /** A directory's entries, read at its first READDIR and served by offset until released or rewound. */
     static final class Listing {
@@ -52,14 +57,19 @@ final class DirectoryListings {
         boolean held;
         /** {@link NodeTable.Node#namesChangedBehind} of {@link #dir} as it was before the names were read. */
         int changesBeforeLoad;
+        /** What this snapshot's offsets carry of {@link #changesBeforeLoad}: see {@link #offsetAfter}. */
+        private int generation;
 
         Listing(NodeTable.Node dir) {
             this.dir = dir;
         }
 
-        void clear() {
+        /** Empties it for a new snapshot, read with {@code changesBehind} changes heard so far. */
+        void clear(int changesBehind) {
             names.clear();
             kinds.clear();
+            changesBeforeLoad = changesBehind;
+            generation = changesBehind & (GENERATIONS - 1);
         }
 
         void add(byte[] name, EntryKind kind, long inode) {
@@ -78,7 +88,32 @@ final class DirectoryListings {
 
         /** Whether a reply from {@code offset} is past the last name: the empty reply that ends a listing. */
         boolean endsAt(long offset) {
-            return offset >= names.size() + 2L;
+            return index(offset) >= names.size() + 2L;
+        }
+
+        /**
+         * The offset after entry {@code i} (0 ".", 1 "..", 2 + k name k): where a reader goes on from.
+         * It carries this snapshot's generation above the entry's number. The kernel appends a reply
+         * to the listing it keeps wherever the reply starts at the offset the kept part ends at, from
+         * any reader: by plain numbers, a reader still going through a snapshot read before a change
+         * behind the mount would go on with a listing another reader began after it (or the reverse),
+         * and the kernel would keep the mix, its names missing or twice, tagged as fresh. Offsets of
+         * snapshots read on either side of a heard change never meet; within one generation the
+         * reader that ends the listing drops it where a change came meanwhile (FuseFileSystem#readdir).
+         * Offsets stay below 2^31, as ext4 keeps them for 32-bit readdir; a listing too long for that
+         * goes by plain numbers.
+         */
+        long offsetAfter(long i) {
+            return wide() ? i + 1 : (long) generation << INDEX_BITS | (i + 1);
+        }
+
+        /** The entry a reader at {@code offset} (0, or one {@link #offsetAfter} gave) reads next. */
+        long index(long offset) {
+            return wide() ? offset : offset & INDEX_MASK;
+        }
+
+        private boolean wide() {
+            return names.size() + 2L > INDEX_MASK;
         }
     }
 

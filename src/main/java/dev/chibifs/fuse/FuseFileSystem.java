@@ -2161,8 +2161,8 @@ final class FuseFileSystem {
         VfsPath dirPath = path(l.dir);
         Timeouts kept = plus ? keptIn(l.dir) : null;
         try (Router.Siblings siblings = plus ? router.siblings(dirPath) : null) {
-            // offsets: 1 is ".", 2 is "..", 3 + i is entry i
-            for (long i = offset; i < l.names.size() + 2; i++) {
+            // entries: 0 is ".", 1 is "..", 2 + k is name k; each one's offset is the listing's offsetAfter it
+            for (long i = l.index(offset); i < l.names.size() + 2; i++) {
                 byte[] name;
                 int type;
                 if (i == 0) {
@@ -2175,7 +2175,7 @@ final class FuseFileSystem {
                     name = l.names.get((int) i - 2);
                     type = direntType(l.kinds.get((int) i - 2));
                 }
-                long next = i + 1;
+                long next = l.offsetAfter(i);
                 if (!plus) {
                     // what stat says of it: `find -inum` and Python's scandir take d_ino for st_ino
                     long ino = i >= 2 ? l.inode((int) i - 2) : 0;
@@ -2296,8 +2296,7 @@ final class FuseFileSystem {
     }
 
     private void load(DirectoryListings.Listing l) throws IOException {
-        l.clear();
-        l.changesBeforeLoad = l.dir.namesChangedBehind;
+        l.clear(l.dir.namesChangedBehind);
         if (l.dir.removed && l.dir.directory) {
             l.loaded = true; // a removed directory lists nothing, whatever has its name now
             return;
@@ -2305,7 +2304,7 @@ final class FuseFileSystem {
         // another mount may have moved the directory a moment ago, and the feed not told yet: a walk in
         // it (find, which holds it open) would lose the whole subtree where a disk lists it wherever it went
         followingMoves(() -> {
-            l.clear();
+            l.clear(l.changesBeforeLoad);
             router.forEachEntry(null, path(l.dir), (name, offset, length, kind, inode) -> {
                 byte[] b = new byte[length];
                 System.arraycopy(name, offset, b, 0, length);

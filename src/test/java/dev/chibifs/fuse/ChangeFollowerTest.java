@@ -386,6 +386,65 @@ class ChangeFollowerTest {
     }
 
     @Test
+    void listingsReadOnEitherSideOfAChangeBehindTheMountNeverGoOnFromEachOther() throws Exception {
+        for (int i = 0; i < 40; i++) {
+            Files.writeString(home.resolve("shared/f" + i), "x");
+        }
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long before = kernel.call(FuseProtocol.OPENDIR, dir, body().int32(0).int32(0)).int64(0);
+        List<Long> read = offsets(readdir(dir, before, 0, 512));
+        // chibi, or another mount, makes a name; then another reader starts
+        Files.writeString(home.resolve("shared/late"), "x");
+        follower.catchUp();
+        noticesWritten();
+        long after = kernel.call(FuseProtocol.OPENDIR, dir, body().int32(0).int32(0)).int64(0);
+        List<Long> readAfter = offsets(readdir(dir, after, 0, 512));
+
+        // the kernel adds a reply to the listing it keeps where the reply starts at the offset the kept
+        // part ends at, whichever reader it came from: no offset of one may be one of the other's
+        assertTrue(read.stream().noneMatch(readAfter::contains), read + " and " + readAfter);
+        // each reader goes on through its own snapshot, from its own offsets
+        List<String> rest = new java.util.ArrayList<>();
+        for (FakeKernel.Reply r; (r = readdir(dir, before, read.get(read.size() - 1), 65536)).body().limit() > 0; ) {
+            rest.addAll(names(r));
+            read.addAll(offsets(r));
+        }
+        assertEquals(40 + 2, read.size(), "every name of the snapshot read before, once");
+        assertFalse(rest.contains("late"));
+        for (long fh : new long[] {before, after}) {
+            assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, dir, body().int64(fh).int32(0).int32(0).int64(0)).error());
+        }
+    }
+
+    @Test
+    void aDirectoryMovedAwayAndBackBehindTheMountIsListedAgainWhereverTheKernelKeptItsListing() throws Exception {
+        Files.createDirectories(home.resolve("shared/a/tree"));
+        Files.createDirectories(home.resolve("shared/away")); // never looked into here: not followed
+        Files.writeString(home.resolve("shared/a/tree/t"), "x");
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long a = lookup(shared, "a");
+        long tree = lookup(a, "tree");
+        assertEquals(List.of("t"), readToEnd(tree));
+        noticesWritten();
+
+        Files.move(home.resolve("shared/a/tree"), home.resolve("shared/away/tree"));
+        follower.catchUp();
+        assertEquals(1, listingDropsWritten(tree), "away: it lists nothing now, as a removed directory");
+        long fh = kernel.call(FuseProtocol.OPENDIR, tree, body().int32(0).int32(0)).int64(0);
+        List<Long> read = offsets(readdir(tree, fh, 0, 65536));
+        assertEquals(2, read.size(), ". and .. alone");
+
+        Files.move(home.resolve("shared/away/tree"), home.resolve("shared/a/tree"));
+        follower.catchUp();
+        assertEquals(1, listingDropsWritten(tree), "back: its names again, where the kernel kept it empty");
+        // the empty listing read while it was away reaches its end after that drop
+        assertEquals(0, readdir(tree, fh, read.get(1), 65536).body().limit(), "the end");
+        assertEquals(1, listingDrops(tree), "dropped again before the reply that ends it");
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, tree, body().int64(fh).int32(0).int32(0).int64(0)).error());
+        assertEquals(List.of("t"), readToEnd(tree));
+    }
+
+    @Test
     void namesHeldMissingInADirectoryAnotherMountMovesAreDroppedWhenTheMoveIsHeard() throws Exception {
         // the kernel may hold them missing by the path the directory had, looked up by it after the
         // move and before the feed told of it (a race no test can order: the feed reads on its own
@@ -410,6 +469,38 @@ class ChangeFollowerTest {
                     && name.equals(StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8))).toString()));
         }
         assertEquals(sub, lookup(tree, "sub"), "the tree is known where it went");
+    }
+
+    /** The offset of each entry of a READDIR reply: where a reader goes on from after it. */
+    private static List<Long> offsets(FakeKernel.Reply r) {
+        List<Long> offsets = new java.util.ArrayList<>();
+        for (int at = 0; at < r.body().limit(); at += FuseReply.align8(FuseProtocol.DIRENT + r.int32(at + 16))) {
+            offsets.add(r.int64(at + 8));
+        }
+        return offsets;
+    }
+
+    /** The names of a READDIR reply's entries. */
+    private static List<String> names(FakeKernel.Reply r) {
+        List<String> names = new java.util.ArrayList<>();
+        for (int at = 0; at < r.body().limit(); at += FuseReply.align8(FuseProtocol.DIRENT + r.int32(at + 16))) {
+            byte[] name = new byte[r.int32(at + 16)];
+            r.body().get(at + FuseProtocol.DIRENT, name);
+            names.add(new String(name, StandardCharsets.UTF_8));
+        }
+        return names;
+    }
+
+    /** Once every notification posted so far reached the kernel: how many dropped {@code dir}'s listing; then forgets them. */
+    private long listingDropsWritten(long dir) throws InterruptedException {
+        long last = session.notices().post(new FuseReply(64).notification(FuseProtocol.NOTIFY_INVAL_INODE)
+                .invalInode(FuseProtocol.ROOT_ID, -1, 0));
+        assertTrue(session.notices().awaitWritten(last, java.util.concurrent.TimeUnit.SECONDS.toNanos(5)));
+        long drops = listingDrops(dir);
+        synchronized (kernel) {
+            kernel.notifications.clear();
+        }
+        return drops;
     }
 
     /** The names of a whole READDIR listing of {@code dir}, read by offset as the kernel does. */
