@@ -381,7 +381,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             NodeTable.Node child = fs.nodes.child(parent, name);
             if (child != null && child.directory && child.identity != null && (now == null || !child.identity.equals(identity))) {
                 fs.nodes.left(parent, name, child);
-                listsOtherwiseNow(child); // nothing, as a removed directory, while it is away
+                // it lists nothing while away, as a removed directory (never kept: see FuseFileSystem#readdir)
+                child.namesChangedBehind++; // on the feed's thread, as every change
+                dropListing(child);
             }
             if (child != null && child.directory) {
                 // also where it is back by now: it may have been away while a lookup looked in it
@@ -391,7 +393,6 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 NodeTable.Node came = fs.nodes.arrived(parent, name, identity);
                 if (came != null) {
                     missingNamesMoved(came);
-                    listsOtherwiseNow(came); // its names again: the kernel may keep it listed empty
                 }
             }
         } catch (IOException | RuntimeException e) {
@@ -399,16 +400,6 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         } finally {
             fs.ownNameChanges().writeLock().unlock();
         }
-    }
-
-    /**
-     * What a listing of directory node {@code dir} gives changed with the node itself (it left its
-     * name, or arrived at one): the listing the kernel keeps goes, and a reader part-way through a
-     * snapshot read before drops it again at its end, as after a change of its names.
-     */
-    private void listsOtherwiseNow(NodeTable.Node dir) {
-        dir.namesChangedBehind++; // on the feed's thread, as every change
-        dropListing(dir);
     }
 
     /**

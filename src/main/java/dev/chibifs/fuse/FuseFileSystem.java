@@ -2119,7 +2119,9 @@ final class FuseFileSystem {
             throw new ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
         int room = Math.min(req.readSize(), out.bodyCapacity());
-        if (offset == 0 || !l.loaded) {
+        if (offset == 0 || !l.loaded || !l.goesOn(offset)) {
+            // a reader that went on from the listing the kernel keeps, not from our last reply, reads a
+            // snapshot of now, after the name its offset names (see DirectoryListings.Listing)
             if (unopened) {
                 l.kept = follower.lookingIn(l.dir);
             }
@@ -2146,12 +2148,12 @@ final class FuseFileSystem {
             // read before a change and sent after its notification was taken would stay (the kernel
             // drops pages it does not have yet, then fills them from our reply), so one that changed
             // while read is dropped again here; likewise one the kernel may not keep at all (it keeps
-            // every listing without OPENDIR). Sent before the empty reply that ends the listing, while
+            // every listing without OPENDIR), and a removed directory's empty one. Sent before the empty reply that ends the listing, while
             // its reader waits with every name of it in the kernel's pages: when the reply comes, the
             // kernel marks its cache complete, finds its pages gone at the next listing, and asks us again
             boolean notToKeep = unopened && !l.kept && !l.held;
             FuseChannel channel = storeChannel;
-            if (channel != null && (notToKeep || l.dir.namesChangedBehind != l.changesBeforeLoad)) {
+            if (channel != null && (notToKeep || l.ofRemoved || l.changedSinceRead())) {
                 notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(l.dir.id, 0, 0).sendNotice(channel);
             }
             if (unopened) {
@@ -2162,7 +2164,9 @@ final class FuseFileSystem {
         Timeouts kept = plus ? keptIn(l.dir) : null;
         try (Router.Siblings siblings = plus ? router.siblings(dirPath) : null) {
             // entries: 0 is ".", 1 is "..", 2 + k is name k; each one's offset is the listing's offsetAfter it
-            for (long i = l.index(offset); i < l.names.size() + 2; i++) {
+            long i = l.index(offset);
+            long first = i;
+            for (; i < l.names.size() + 2; i++) {
                 byte[] name;
                 int type;
                 if (i == 0) {
@@ -2180,12 +2184,12 @@ final class FuseFileSystem {
                     // what stat says of it: `find -inum` and Python's scandir take d_ino for st_ino
                     long ino = i >= 2 ? l.inode((int) i - 2) : 0;
                     if (!out.dirent(ino != 0 ? ino : knownInode(l.dir, i, name), next, type, name, 0, name.length, room)) {
-                        return;
+                        break;
                     }
                     continue;
                 }
                 if (!out.fitsPlus(name.length, room)) {
-                    return;
+                    break;
                 }
                 if (i < 2) {
                     // the kernel counts no lookup for "." and ".." (fuse_direntplus skips them): no node
@@ -2193,6 +2197,9 @@ final class FuseFileSystem {
                     continue;
                 }
                 plusEntry(req, l.dir, kept, dirPath, siblings, name, type, next, out);
+            }
+            if (i > first) {
+                l.replied(offset, i - 1);
             }
         }
     }
@@ -2298,7 +2305,10 @@ final class FuseFileSystem {
     private void load(DirectoryListings.Listing l) throws IOException {
         l.clear(l.dir.namesChangedBehind);
         if (l.dir.removed && l.dir.directory) {
-            l.loaded = true; // a removed directory lists nothing, whatever has its name now
+            // a removed directory lists nothing, whatever has its name now; one that left its name may
+            // be back before the kernel asks again (a lookup finds it where it went): not to be kept
+            l.ofRemoved = true;
+            l.loaded = true;
             return;
         }
         // another mount may have moved the directory a moment ago, and the feed not told yet: a walk in
@@ -2312,6 +2322,7 @@ final class FuseFileSystem {
                 return true;
             });
         });
+        l.ordered();
         l.loaded = true;
     }
 

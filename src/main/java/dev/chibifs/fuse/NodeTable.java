@@ -108,8 +108,8 @@ final class NodeTable {
         /** Set when the kernel was given a listing of this directory to keep; see {@link ChangeFollower}. */
         volatile boolean listingKept;
         /**
-         * Changes to this directory's names heard from the store's feed, and to whether it has any (it
-         * left its name or arrived at one: {@link #left}, {@link #arrived}), written by the feed's one
+         * Changes to this directory's names heard from the store's feed (made through this mount too,
+         * heard a moment later), and its leaving its name ({@link #left}), written by the feed's one
          * thread only: a listing read before one may reach the kernel after the notification that
          * dropped its listing, so its reader drops it again at its end (see FuseFileSystem#readdir),
          * and listings read on either side of one never go on from each other (DirectoryListings).

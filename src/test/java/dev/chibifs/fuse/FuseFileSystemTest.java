@@ -1276,30 +1276,35 @@ class FuseFileSystemTest {
     @Test
     void aNameRemovedWhileItsDirectoryIsReadKeepsItsInodeNumberInTheListing() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] inodes = new long[3];
-        int i = 0;
+        java.util.Map<Character, Long> inodes = new java.util.HashMap<>();
         for (String n : List.of("a", "b", "c")) {
             FakeKernel.Reply r = kernel.call(FuseProtocol.CREATE, shared,
                     body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name(n));
-            inodes[i++] = r.int64(40); // fuse_entry_out's attr.ino
+            inodes.put(n.charAt(0), r.int64(40)); // fuse_entry_out's attr.ino
             release(r.int64(0), r.int64(FuseProtocol.ENTRY_OUT));
         }
         long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
-        int threeEntries = 3 * (FuseProtocol.DIRENTPLUS + 8); // ".", ".." and "a"
+        int threeEntries = 3 * (FuseProtocol.DIRENTPLUS + 8); // ".", ".." and one name
         FakeKernel.Reply first = kernel.call(FuseProtocol.READDIRPLUS, shared,
                 body().int64(fh).int64(0).int32(threeEntries).int32(0).int64(0).int32(0).int32(0));
         assertEquals(threeEntries, first.body().limit());
-        // removed while the directory is being read: b behind the daemon, c through the mount
-        store.delete(VfsPath.of("/shared/b"));
-        assertEquals(0, kernel.call(FuseProtocol.UNLINK, shared, body().name("c")).error());
+        int third = 2 * FuseReply.align8(FuseProtocol.DIRENTPLUS + 8);
+        char read = (char) first.body().get(third + FuseProtocol.DIRENTPLUS);
+        List<Character> unread = new java.util.ArrayList<>(List.of('a', 'b', 'c'));
+        unread.remove((Character) read);
+        // removed while the directory is being read: one behind the daemon, one through the mount
+        store.delete(VfsPath.of("/shared/" + unread.get(0)));
+        assertEquals(0, kernel.call(FuseProtocol.UNLINK, shared, body().name(String.valueOf(unread.get(1)))).error());
         FakeKernel.Reply rest = kernel.call(FuseProtocol.READDIRPLUS, shared,
-                body().int64(fh).int64(3).int32(65536).int32(0).int64(0).int32(0).int32(0));
-        assertEquals('b', rest.body().get(FuseProtocol.DIRENTPLUS), "the listing read at its start still names b");
-        assertEquals(0, rest.int64(0), "without a node: nothing to look up");
-        assertEquals(inodes[1], rest.int64(FuseProtocol.ENTRY_OUT), "the dirent's d_ino is still b's");
+                body().int64(fh).int64(first.int64(third + FuseProtocol.ENTRY_OUT + 8)).int32(65536).int32(0).int64(0).int32(0).int32(0));
         int second = FuseReply.align8(FuseProtocol.DIRENTPLUS + 1);
-        assertEquals('c', rest.body().get(second + FuseProtocol.DIRENTPLUS));
-        assertEquals(inodes[2], rest.int64(second + FuseProtocol.ENTRY_OUT), "and c's, removed through the mount");
+        assertEquals(2 * second, rest.body().limit(), "the listing read at its start still names both");
+        for (int at : new int[] {0, second}) {
+            char name = (char) rest.body().get(at + FuseProtocol.DIRENTPLUS);
+            assertTrue(unread.contains(name), name + " again");
+            assertEquals(0, rest.int64(at), "without a node: nothing to look up");
+            assertEquals(inodes.get(name), rest.int64(at + FuseProtocol.ENTRY_OUT), "the dirent's d_ino is still " + name + "'s");
+        }
         assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
     }
 
@@ -1438,12 +1443,71 @@ class FuseFileSystemTest {
             kernel.pid = pid;
             readdirplus(shared, 0, 0);
         }
-        // a name that sorts last: only a new snapshot has it
-        store.write(VfsPath.of("/shared/zzz"), new byte[0]);
+        // a name not read yet, removed: only a new snapshot goes without it
+        String removed = unread(first, files);
+        store.delete(VfsPath.of("/shared/" + removed));
         kernel.pid = 1;
         java.util.Set<String> seen = readOn(shared, 0, first.next(), new java.util.HashSet<>(first.names()));
-        assertTrue(seen.contains("zzz"), "read on from a new snapshot");
-        assertEquals(files + 3, seen.size(), "each name once: the new snapshot goes on where the old one stopped");
+        assertFalse(seen.contains(removed), "read on from a new snapshot");
+        assertEquals(files + 2 - 1, seen.size(), "each name once: the new snapshot goes on where the old one stopped");
+    }
+
+    @Test
+    void aThreadsListingLeftUnreadIsNotTakenForItsNextListingAfterAChange() throws Exception {
+        long shared = sharedWithoutOpendir();
+        int files = 600;
+        Page first = firstReplyToThreadOne(shared, files); // then it stops: `ls | head`, a scandir let go
+        String removed = unread(first, files);
+        store.delete(VfsPath.of("/shared/" + removed));
+        fs.nodes.get(shared).namesChangedBehind++; // as the feed does when it hears of it
+        // the same thread lists it again: its first part from the listing the kernel keeps, which
+        // ends where the first reply did, and then from us
+        java.util.Set<String> seen = readOn(shared, 0, first.next(), new java.util.HashSet<>(first.names()));
+        assertFalse(seen.contains(removed), "not the snapshot left unread before the change");
+        assertEquals(files + 2 - 1, seen.size());
+    }
+
+    @Test
+    void aReaderThatWentOnFromTheKernelsListingReadsOnAfterTheSameName() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        int files = 600;
+        manyFiles("/shared", files);
+        long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
+        Page first = readdirplus(shared, fh, 0);
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
+        // a program removes each name as it reads it (a readdir and unlink loop); its first part came
+        // from the listing the kernel kept, which the removals dropped, so it asks us on from there
+        java.util.Set<String> left = new java.util.HashSet<>(allNames("/shared"));
+        for (String name : first.names()) {
+            if (!name.equals(".") && !name.equals("..")) {
+                assertEquals(0, kernel.call(FuseProtocol.UNLINK, shared, body().name(name)).error());
+                left.remove(name);
+            }
+        }
+        long reader = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
+        assertEquals(left, readOn(shared, reader, first.next(), new java.util.HashSet<>()), "every name not yet read, once");
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(reader).int32(0).int32(0).int64(0)).error());
+    }
+
+    /** A name of {@code manyFiles} that {@code first} did not give. */
+    private static String unread(Page first, int files) {
+        for (int i = 0; i < files; i++) {
+            String name = "n".repeat(200) + i;
+            if (!first.names().contains(name)) {
+                return name;
+            }
+        }
+        throw new AssertionError("every name in the first reply");
+    }
+
+    /** The names in store directory {@code dir}. */
+    private List<String> allNames(String dir) throws Exception {
+        List<String> names = new java.util.ArrayList<>();
+        store.forEachEntry(VfsPath.of(dir), (name, offset, length, kind, inode) -> {
+            names.add(new String(name, offset, length, StandardCharsets.UTF_8));
+            return true;
+        });
+        return names;
     }
 
     @Test
