@@ -8,20 +8,20 @@ import picocli.CommandLine.Option;
 import java.time.Duration;
 
 /**
- * --if-match and --if-none-match of the commands that change a file (seed 004's expected_etag),
- * and how long they wait for a lock another process holds on it.
+ * --if-match of the commands that change a file (seed 004's expected_etag), and how long they wait
+ * for a lock another process holds on it. --if-none-match is only the commands' that can create
+ * (write, append): edit changes an existing file, so it does not offer it.
  */
 final class ConditionOptions {
 
     static final String FOOTER = "  4  conflict: the file's ETag is not --if-match's (the message names the"
             + " current one), or --if-none-match '*' found a file; nothing changed";
+    static final String MATCH_FOOTER = "  4  conflict: the file's ETag is not --if-match's (the message names the"
+            + " current one); nothing changed";
 
     @Option(names = "--if-match", paramLabel = "ETAG",
             description = "Change the file only if its ETag (the SHA-256 that info and cat --etag show) is still ETAG.")
     String ifMatch;
-
-    @Option(names = "--if-none-match", paramLabel = "'*'", description = "Only create: fail if the file exists.")
-    String ifNoneMatch;
 
     @Option(names = "--lock-wait", paramLabel = "DURATION", converter = LockWaitConverter.class,
             description = "How long to wait while another process holds a lock on the file (flock, lockf,"
@@ -29,8 +29,11 @@ final class ConditionOptions {
                     + " and change nothing. Default: 10s.")
     Duration lockWait = LocalStorage.DEFAULT_LOCK_WAIT;
 
-    /** The condition asked for; a malformed one is a usage error, naming the value and the rule. */
-    Precondition condition() {
+    /**
+     * The condition asked for, with {@code ifNoneMatch} the command's --if-none-match (null where it
+     * has none); a malformed one is a usage error, naming the value and the rule.
+     */
+    Precondition condition(String ifNoneMatch) {
         if (ifMatch != null && ifNoneMatch != null) {
             throw new UsageException("--if-match and --if-none-match cannot be used together");
         }

@@ -24,6 +24,9 @@ abstract class ContentCommand extends VfsCommand {
     @Mixin
     ConditionOptions condition;
 
+    @Option(names = "--if-none-match", paramLabel = "'*'", description = "Only create: fail if the file exists.")
+    String ifNoneMatch;
+
     @Parameters(index = "0", paramLabel = "URI")
     String target;
 
@@ -38,7 +41,7 @@ abstract class ContentCommand extends VfsCommand {
     @Override
     int execute() throws IOException {
         VfsPath path = uri(target);
-        Precondition asked = condition.condition();
+        Precondition asked = condition.condition(ifNoneMatch);
         lockWait(condition.lockWait);
         // policy before anything else, so a denied write neither waits for stdin nor names a conflict
         router().checkWrite(caller(), path);

@@ -25,7 +25,7 @@ import java.nio.charset.StandardCharsets;
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, "  2  usage: a bad URI or option, or an empty --old",
             HelpText.DENIED, "  4  conflict: --old occurs zero or several times, or URI is a directory",
-            ConditionOptions.FOOTER, HelpText.IO})
+            ConditionOptions.MATCH_FOOTER, HelpText.IO})
 final class EditCommand extends VfsCommand {
 
     @Option(names = "--old", paramLabel = "TEXT", required = true, description = "The text to replace; must occur exactly once.")
@@ -51,11 +51,8 @@ final class EditCommand extends VfsCommand {
             throw new UsageException("--old cannot be empty: give the text to replace");
         }
         VfsPath path = uri(target);
-        Precondition asked = condition.condition();
+        Precondition asked = condition.condition(null);
         lockWait(condition.lockWait);
-        if (asked.ifNoneMatch()) {
-            throw new UsageException("edit changes an existing file: --if-none-match does not apply");
-        }
         router().checkWrite(caller(), path);
         byte[] content = router().read(caller(), path);
         String read = ContentHash.of(content);

@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code chibifs --help} and every vfs command's help are complete. */
@@ -75,5 +76,17 @@ class HelpTest {
             String help = new Cli(home).run(c, "--help").out();
             assertTrue(help.contains("read-only guest"), c + "\n" + help);
         }
+    }
+
+    @Test
+    void onlyTheCommandsThatCanCreateOfferIfNoneMatch() {
+        for (String c : List.of("write", "append")) {
+            String help = new Cli(home).run(c, "--help").out();
+            assertTrue(help.contains("--if-none-match") && help.contains("--if-match"), c + "\n" + help);
+        }
+        // edit changes an existing file: it refused --if-none-match whatever the file, so it is no option of it
+        String edit = new Cli(home).run("edit", "--help").out();
+        assertTrue(edit.contains("--if-match"), edit);
+        assertFalse(edit.contains("--if-none-match"), edit);
     }
 }
