@@ -16,7 +16,7 @@ final class CallerOptions {
     String as;
 
     @Option(names = "--as-system",
-            description = "Act as the reserved SYSTEM caller, which may write everywhere (never implied).")
+            description = "Act as the reserved SYSTEM caller, which may write everywhere but /tools/sys (never implied).")
     boolean asSystem;
 
     @Option(names = "--home", paramLabel = "DIR", converter = HomeConverter.class,

@@ -14,7 +14,9 @@ final class HelpText {
     static final String READER = "Reading is always allowed: with no --as, --as-system or $CHIBI_CONTEXT the command"
             + " acts as a read-only guest.";
     static final String WRITER = "Acts as --as NAME, else $CHIBI_CONTEXT; SYSTEM only with --as-system."
-            + " Writable: /shared/** for every context, /home/<NAME>/** for NAME, everything else for SYSTEM only.";
+            + " Writable by every context: /shared/**, /site/**, /tools/shared/**; by NAME only: /home/<NAME>/**,"
+            + " /tools/home/<NAME>/**; by a flock's members: /flocks/<flock>/**, /tools/flocks/<flock>/**; by SYSTEM:"
+            + " all of it and everything else but /tools/sys/**, which nobody writes.";
     static final String ESCAPES = "In names and URIs printed for people, control characters (a newline too), backslashes and"
             + " bytes that are not UTF-8 are shown as escapes, as ls -b does: \\n, \\t, \\\\, \\377; --json gives them exactly.";
     static final String URI = "URIs are vfs:///path (three slashes), e.g. vfs:///shared/tasks.md.";

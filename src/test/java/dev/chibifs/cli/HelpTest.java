@@ -89,4 +89,17 @@ class HelpTest {
         assertTrue(edit.contains("--if-match"), edit);
         assertFalse(edit.contains("--if-none-match"), edit);
     }
+
+    @Test
+    void writeCommandsNameEveryZoneAContextWrites() {
+        List<String> zones = List.of("/shared/**", "/site/**", "/tools/shared/**", "/home/<NAME>/**",
+                "/tools/home/<NAME>/**", "/flocks/<flock>/**", "/tools/flocks/<flock>/**");
+        for (String c : List.of("write", "append", "mkdir", "rm", "cp", "mv", "edit")) {
+            String help = new Cli(home).run(c, "--help").out().replaceAll("\\s+", " ");
+            for (String zone : zones) {
+                assertTrue(help.contains(zone), c + ": " + zone + " missing from\n" + help);
+            }
+            assertTrue(help.contains("but /tools/sys/**"), c + ": SYSTEM's one exception missing from\n" + help);
+        }
+    }
 }
