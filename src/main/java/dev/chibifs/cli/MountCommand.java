@@ -389,8 +389,11 @@ public final class MountCommand implements Callable<Integer> {
         long uid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
         long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();
         // the hook goes in before the mount answers: a SIGTERM right after mounting must still unmount cleanly
+        // Only the local root store's files have descriptors the kernel can take: a mount of a bucket at /
+        // asks for no passthrough, so what it reports (status IO, stats) is what its files get.
         FuseDaemon daemon = FuseDaemon.create(mp, router, plan.callers(), options, uid, gid,
-                (int) kernelCache.toSeconds(), readdirplus).passthrough(passthrough).xattr(xattr).ioUring(ioUring);
+                (int) kernelCache.toSeconds(), readdirplus).passthrough(passthrough && storage.isPresent())
+                .xattr(xattr).ioUring(ioUring);
         AtomicBoolean stopping = new AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopping.compareAndSet(false, true)) {

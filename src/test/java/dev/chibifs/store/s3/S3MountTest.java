@@ -1,5 +1,7 @@
 package dev.chibifs.store.s3;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.cli.ExitCodes;
 import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
@@ -707,6 +709,14 @@ class S3MountTest {
         assertFalse(Files.exists(a.stored("/shared/tasks.md")));
         assertNotEquals(0, a.sh("echo x > sys/x").exitCode(), "planner may not write /sys");
         assertTrue(Files.isDirectory(b.at("/sys/contexts")), "chibi's views are still mounted");
+        // no file of the bucket has a descriptor the kernel could read and write itself
+        List<String> io = new ArrayList<>();
+        for (JsonNode mount : new ObjectMapper().readTree(MountedFs.cli("status", "--json").ok().out())) {
+            if (mount.get("mountpoint").asText().equals(a.mountpoint().toString())) {
+                io.add(mount.get("io").asText());
+            }
+        }
+        assertEquals(List.of("served"), io);
     }
 
     @Test
