@@ -1489,6 +1489,31 @@ class FuseFileSystemTest {
         assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(reader).int32(0).int32(0).int64(0)).error());
     }
 
+    @Test
+    void aHandleAskedFromAnOffsetItsLastReplyDidNotGiveReadsTheDirectoryAsItIsNow() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        int files = 600;
+        manyFiles("/shared", files);
+        long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
+        Page first = readdirplus(shared, fh, 0);
+        Page second = readdirplus(shared, fh, first.next());
+        java.util.Set<String> given = new java.util.HashSet<>(first.names());
+        given.addAll(second.names());
+        String removed = null;
+        for (int i = 0; removed == null; i++) {
+            String name = "n".repeat(200) + i;
+            removed = given.contains(name) ? null : name;
+        }
+        store.delete(VfsPath.of("/shared/" + removed));
+        // the kernel served this reader from the listing it keeps, which went meanwhile: it asks on
+        // from after "..", an offset the handle's last reply did not give
+        long afterDotDot = 2; // what its listing gave for "..", no change having been heard
+        java.util.Set<String> seen = readOn(shared, fh, afterDotDot, new java.util.HashSet<>(List.of(".", "..")));
+        assertFalse(seen.contains(removed), "the directory as it is now, not the handle's old snapshot");
+        assertEquals(files + 2 - 1, seen.size());
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
+    }
+
     /** A name of {@code manyFiles} that {@code first} did not give. */
     private static String unread(Page first, int files) {
         for (int i = 0; i < files; i++) {
