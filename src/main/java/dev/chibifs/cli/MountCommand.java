@@ -42,8 +42,9 @@ import java.util.function.LongConsumer;
 /** {@code chibifs mount}: serve the namespace at a mountpoint, per context or by uid map. */
 @Command(name = "mount", mixinStandardHelpOptions = true,
         description = {
-            "Mount the chibi namespace at MOUNTPOINT: /shared (every context writes), /home/<context>"
-                + " (its owner writes), /sys (SYSTEM writes); everyone reads.",
+            "Mount the chibi namespace at MOUNTPOINT: /shared, /site and /tools/shared (every context"
+                + " writes), /home/<context> and /tools/home/<context> (its owner writes), /flocks/<flock> and"
+                + " /tools/flocks/<flock> (its members write), /sys (SYSTEM writes); everyone reads.",
             "Without --foreground, returns once the mount answers and leaves the daemon running, logging to"
                 + " a file it names; with it, stays attached and logs to stderr.",
         },
