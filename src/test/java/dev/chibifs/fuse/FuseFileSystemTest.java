@@ -1397,15 +1397,11 @@ class FuseFileSystemTest {
 
     @Test
     void aListingLongerThanOneReplyComesWholeInSeveral() throws Exception {
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        int files = 600;
-        manyFiles("/shared", files);
-        long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
-        Page first = readdirplus(shared, fh, 0);
-        java.util.Set<String> seen = readOn(shared, fh, first.next(), new java.util.HashSet<>(first.names()));
-        assertEquals(files + 2, seen.size());
-        assertTrue(first.names().size() < files, "more than one reply");
-        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
+        Opened o = openedWithManyFiles(600);
+        java.util.Set<String> seen = readOn(o.dir(), o.fh(), o.first().next(), new java.util.HashSet<>(o.first().names()));
+        assertEquals(o.files() + 2, seen.size());
+        assertTrue(o.first().names().size() < o.files(), "more than one reply");
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, o.dir(), body().int64(o.fh()).int32(0).int32(0).int64(0)).error());
     }
 
     @Test
@@ -1469,35 +1465,27 @@ class FuseFileSystemTest {
 
     @Test
     void aReaderThatWentOnFromTheKernelsListingReadsOnAfterTheSameName() throws Exception {
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        int files = 600;
-        manyFiles("/shared", files);
-        long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
-        Page first = readdirplus(shared, fh, 0);
-        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
+        Opened o = openedWithManyFiles(600);
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, o.dir(), body().int64(o.fh()).int32(0).int32(0).int64(0)).error());
         // a program removes each name as it reads it (a readdir and unlink loop); its first part came
         // from the listing the kernel kept, which the removals dropped, so it asks us on from there
         java.util.Set<String> left = new java.util.HashSet<>(allNames("/shared"));
-        for (String name : first.names()) {
+        for (String name : o.first().names()) {
             if (!name.equals(".") && !name.equals("..")) {
-                assertEquals(0, kernel.call(FuseProtocol.UNLINK, shared, body().name(name)).error());
+                assertEquals(0, kernel.call(FuseProtocol.UNLINK, o.dir(), body().name(name)).error());
                 left.remove(name);
             }
         }
-        long reader = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
-        assertEquals(left, readOn(shared, reader, first.next(), new java.util.HashSet<>()), "every name not yet read, once");
-        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(reader).int32(0).int32(0).int64(0)).error());
+        long reader = kernel.call(FuseProtocol.OPENDIR, o.dir(), body().int32(0).int32(0)).int64(0);
+        assertEquals(left, readOn(o.dir(), reader, o.first().next(), new java.util.HashSet<>()), "every name not yet read, once");
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, o.dir(), body().int64(reader).int32(0).int32(0).int64(0)).error());
     }
 
     @Test
     void aHandleAskedFromAnOffsetItsLastReplyDidNotGiveReadsTheDirectoryAsItIsNow() throws Exception {
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        int files = 600;
-        manyFiles("/shared", files);
-        long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
-        Page first = readdirplus(shared, fh, 0);
-        Page second = readdirplus(shared, fh, first.next());
-        java.util.Set<String> given = new java.util.HashSet<>(first.names());
+        Opened o = openedWithManyFiles(600);
+        Page second = readdirplus(o.dir(), o.fh(), o.first().next());
+        java.util.Set<String> given = new java.util.HashSet<>(o.first().names());
         given.addAll(second.names());
         String removed = null;
         for (int i = 0; removed == null; i++) {
@@ -1508,10 +1496,22 @@ class FuseFileSystemTest {
         // the kernel served this reader from the listing it keeps, which went meanwhile: it asks on
         // from after "..", an offset the handle's last reply did not give
         long afterDotDot = 2; // what its listing gave for "..", no change having been heard
-        java.util.Set<String> seen = readOn(shared, fh, afterDotDot, new java.util.HashSet<>(List.of(".", "..")));
+        java.util.Set<String> seen = readOn(o.dir(), o.fh(), afterDotDot, new java.util.HashSet<>(List.of(".", "..")));
         assertFalse(seen.contains(removed), "the directory as it is now, not the handle's old snapshot");
-        assertEquals(files + 2 - 1, seen.size());
-        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
+        assertEquals(o.files() + 2 - 1, seen.size());
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, o.dir(), body().int64(o.fh()).int32(0).int32(0).int64(0)).error());
+    }
+
+    /** Directory {@code dir} opened as {@code fh}, and the first reply of its listing. */
+    private record Opened(long dir, long fh, Page first, int files) {
+    }
+
+    /** {@code files} files in /shared (see {@link #manyFiles}), /shared opened, and its listing's first reply read. */
+    private Opened openedWithManyFiles(int files) throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        manyFiles("/shared", files);
+        long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
+        return new Opened(shared, fh, readdirplus(shared, fh, 0), files);
     }
 
     /** A name of {@code manyFiles} that {@code first} did not give. */
