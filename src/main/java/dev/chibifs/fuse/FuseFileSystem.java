@@ -2148,9 +2148,10 @@ final class FuseFileSystem {
             // read before a change and sent after its notification was taken would stay (the kernel
             // drops pages it does not have yet, then fills them from our reply), so one that changed
             // while read is dropped again here; likewise one the kernel may not keep at all (it keeps
-            // every listing without OPENDIR), and a removed directory's empty one. Sent before the empty reply that ends the listing, while
-            // its reader waits with every name of it in the kernel's pages: when the reply comes, the
-            // kernel marks its cache complete, finds its pages gone at the next listing, and asks us again
+            // every listing without OPENDIR), and a removed directory's empty one. Sent before the
+            // empty reply that ends the listing, while its reader waits with every name of it in the
+            // kernel's pages: when the reply comes, the kernel marks its cache complete, finds its
+            // pages gone at the next listing, and asks us again
             boolean notToKeep = unopened && !l.kept && !l.held;
             FuseChannel channel = storeChannel;
             if (channel != null && (notToKeep || l.ofRemoved || l.changedSinceRead())) {
