@@ -31,17 +31,26 @@ final class DirectoryListings {
 
     /** Listings without a handle kept at once: every reader still part-way through a directory. */
     static final int UNOPENED_LIMIT = 64;
-    /** The bits of an offset that say where in a listing it is; the bits above carry its generation. */
-    private static final int POSITION_BITS = 55;
+    /**
+     * The bits of an offset that say where in a listing it is; the bits above carry its generation.
+     * Offsets stay below 2^31, as ext4 keeps them for 32-bit callers, whom FUSE does not tell apart:
+     * glibc's readdir without large-file offsets fails EOVERFLOW past it, and the kernel's 32-bit
+     * getdents and telldir cut the offset to 32 bits, so a seekdir would go back to the start.
+     */
+    private static final int POSITION_BITS = 28;
     private static final long POSITION_MASK = (1L << POSITION_BITS) - 1;
-    /** Generations an offset tells apart, wrapping (offsets stay positive: loff_t is signed). */
-    private static final int GENERATIONS = 1 << (63 - POSITION_BITS);
-    /** How {@link Listing#ordered} packs a sort key: a name's index under its position's high bits. */
-    private static final int ORDER_INDEX_BITS = 24;
-    private static final int ORDER_HIGH_BITS = 64 - 1 - ORDER_INDEX_BITS;
+    /** Generations an offset tells apart, wrapping. */
+    private static final int GENERATIONS = 1 << (31 - POSITION_BITS);
     /** The positions of "." and ".."; a name's is its hash, above these. */
     private static final long DOT = 1;
     private static final long DOTDOT = 2;
+    /**
+     * Room above the highest hash for names moved up past another with the same hash (see
+     * {@link Listing#ordered}): with 2^28 positions, a directory of 100,000 names has about 18 pairs.
+     */
+    private static final long MOVED_UP_ROOM = 1L << 20;
+    /** How {@link Listing#ordered} packs a sort key: a name's index under its position (28 + 24 bits). */
+    private static final int ORDER_INDEX_BITS = 24;
 
     /**
      * A snapshot of a directory's entries, read at its first READDIR and served by offset until
@@ -50,7 +59,9 @@ final class DirectoryListings {
      * <p>Its names are ordered by a hash of each name, and the offset after a name (its d_off, where
      * a reader goes on from) is that hash, as ext4's are: an offset keeps its meaning in every
      * snapshot, so a reader served from another snapshot than the one its offset came from goes on
-     * after the same name. That happens whenever the kernel served the first part of a listing from
+     * after the same name. Within a snapshot every offset is another: a name whose hash another
+     * already has goes one place up, so a reply may end between the two and the reader goes on
+     * exactly (in another snapshot, such a name may be given twice or not at all, as on ext4). That happens whenever the kernel served the first part of a listing from
      * the listing it keeps and drops it meanwhile (a change), or a thread's listing left unread is
      * taken again: by entry numbers, a program removing each name as it reads (a readdir and unlink
      * loop) skipped a name for every one removed before, and 182 of 1,000 stayed.
@@ -119,7 +130,10 @@ final class DirectoryListings {
             kinds.add(kind);
         }
 
-        /** Puts the names read in order of position (ties, rare: by name, so every snapshot agrees). */
+        /**
+         * Puts the names read in order of position (a tie by name, so every snapshot agrees), and
+         * moves each name whose position the one before has up to the next free one.
+         */
         void ordered() {
             int n = names.size();
             int[] order = n < 1 << ORDER_INDEX_BITS ? orderByPackedKeys(n) : orderBoxed(n);
@@ -132,19 +146,20 @@ final class DirectoryListings {
                 names.set(i, byName.get(from));
                 kinds.set(i, byKind.get(from));
                 inodes[i] = inodesRead[from];
-                positions[i] = positionsRead[from];
+                positions[i] = i > 0 ? Math.min(Math.max(positionsRead[from], positions[i - 1] + 1), POSITION_MASK)
+                        : positionsRead[from];
             }
         }
 
         /**
-         * The order of the names by position, sorting primitive keys (a listing of 100,000 names is
-         * read in about as long as a boxed sort takes): each key the position's high bits over the
-         * name's index; names whose high bits agree are put in order among themselves.
+         * The order of the names by position, sorting primitive keys (a boxed sort of 100,000 takes
+         * about as long as reading them): each key the position over the name's index; names with
+         * one position are put in order by name.
          */
         private int[] orderByPackedKeys(int n) {
             long[] keys = new long[n];
             for (int i = 0; i < n; i++) {
-                keys[i] = positions[i] >>> (POSITION_BITS - ORDER_HIGH_BITS) << ORDER_INDEX_BITS | i;
+                keys[i] = positions[i] << ORDER_INDEX_BITS | i;
             }
             Arrays.sort(keys);
             int[] order = new int[n];
@@ -152,8 +167,8 @@ final class DirectoryListings {
                 order[i] = (int) (keys[i] & ((1 << ORDER_INDEX_BITS) - 1));
             }
             for (int start = 0, end; start < n; start = end) {
-                long high = keys[start] >>> ORDER_INDEX_BITS;
-                for (end = start + 1; end < n && keys[end] >>> ORDER_INDEX_BITS == high; end++) {
+                long position = keys[start] >>> ORDER_INDEX_BITS;
+                for (end = start + 1; end < n && keys[end] >>> ORDER_INDEX_BITS == position; end++) {
                 }
                 for (int i = start + 1; i < end; i++) { // an insertion sort of a run of, almost always, one
                     int x = order[i];
@@ -245,8 +260,11 @@ final class DirectoryListings {
             return dir.namesChangedBehind != changesBeforeLoad;
         }
 
-        /** A name's position: a hash of its bytes (FNV-1a, then a 64-bit finalizer to spread it), past "..". */
-        private static long position(byte[] name) {
+        /**
+         * A name's position before {@link #ordered}: a hash of its bytes (FNV-1a, then a 64-bit
+         * finalizer to spread it), past "..", below the room kept for names moved up.
+         */
+        static long position(byte[] name) {
             long h = 0xcbf29ce484222325L;
             for (byte b : name) {
                 h = (h ^ (b & 0xff)) * 0x100000001b3L;
@@ -254,8 +272,7 @@ final class DirectoryListings {
             h ^= h >>> 33;
             h *= 0xff51afd7ed558ccdL;
             h ^= h >>> 33;
-            h &= POSITION_MASK;
-            return h <= DOTDOT ? DOTDOT + 1 : h;
+            return DOTDOT + 1 + Long.remainderUnsigned(h, POSITION_MASK + 1 - MOVED_UP_ROOM - (DOTDOT + 1));
         }
     }
 

@@ -476,7 +476,9 @@ class ChangeFollowerTest {
     private static List<Long> offsets(FakeKernel.Reply r) {
         List<Long> offsets = new java.util.ArrayList<>();
         for (int at = 0; at < r.body().limit(); at += FuseReply.align8(FuseProtocol.DIRENT + r.int32(at + 16))) {
-            offsets.add(r.int64(at + 8));
+            long offset = r.int64(at + 8);
+            assertTrue(offset > 0 && offset < 1L << 31, "an offset a 32-bit readdir takes: " + offset);
+            offsets.add(offset);
         }
         return offsets;
     }

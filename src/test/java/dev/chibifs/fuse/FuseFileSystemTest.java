@@ -1322,6 +1322,7 @@ class FuseFileSystemTest {
         long next = offset;
         for (int at = 0; at < list.body().limit(); ) {
             next = list.int64(at + FuseProtocol.ENTRY_OUT + 8);
+            assertTrue(next > 0 && next < 1L << 31, "an offset a 32-bit readdir takes: " + next);
             int nameLength = list.int32(at + FuseProtocol.ENTRY_OUT + 16);
             byte[] name = new byte[nameLength];
             list.body().get(at + FuseProtocol.DIRENTPLUS, name);
@@ -1512,6 +1513,41 @@ class FuseFileSystemTest {
         manyFiles("/shared", files);
         long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
         return new Opened(shared, fh, readdirplus(shared, fh, 0), files);
+    }
+
+    @Test
+    void namesWithOneHashGoInTheOrderTheyHaveWithOffsetsOfTheirOwn() throws Exception {
+        // two names whose hashes are one: ext4 would give them one offset, and a reply ending
+        // between them would lose the second
+        java.util.Map<Long, String> byPosition = new java.util.HashMap<>();
+        String[] pair = null;
+        for (int i = 0; pair == null; i++) {
+            String name = "c" + i;
+            String other = byPosition.putIfAbsent(DirectoryListings.Listing.position(name.getBytes(StandardCharsets.UTF_8)), name);
+            pair = other == null ? null : new String[] {other, name};
+        }
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        for (String name : pair) {
+            store.write(VfsPath.of("/shared/" + name), new byte[0]);
+        }
+        long fh = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0)).int64(0);
+        java.util.List<String> seen = new java.util.ArrayList<>();
+        java.util.Set<Long> offsets = new java.util.HashSet<>();
+        for (long offset = 0; ; ) {
+            // one entry a reply: each reply ends after one name
+            FakeKernel.Reply r = kernel.call(FuseProtocol.READDIR, shared,
+                    body().int64(fh).int64(offset).int32(FuseProtocol.DIRENT + 8).int32(0).int64(0).int32(0).int32(0));
+            if (r.body().limit() == 0) {
+                break;
+            }
+            offset = r.int64(8);
+            assertTrue(offsets.add(offset), "offset " + offset + " twice");
+            byte[] name = new byte[r.int32(16)];
+            r.body().get(FuseProtocol.DIRENT, name);
+            seen.add(new String(name, StandardCharsets.UTF_8));
+        }
+        assertEquals(List.of(".", "..", pair[0], pair[1]).stream().sorted().toList(), seen.stream().sorted().toList());
+        assertEquals(0, kernel.call(FuseProtocol.RELEASEDIR, shared, body().int64(fh).int32(0).int32(0).int64(0)).error());
     }
 
     /** A name of {@code manyFiles} that {@code first} did not give. */
