@@ -23,14 +23,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * the calling thread's id, {@code task_pid}, not its process's), and goes when that thread reads
  * its end. A reader that stops early leaves its listing behind: past {@link #UNOPENED_LIMIT} the
  * longest unread goes. A thread's listing serves only a reader going on from its last reply
- * ({@link Listing#goesOn}); any other (one that went on from the listing the kernel keeps, one
- * coming back after its listing went, the second of two readers on one thread) reads a new
- * snapshot from the name its offset names.
+ * ({@link Listing#goesOn}) within {@link #GOING_ON_WITHIN_MILLIS}, or later while nothing changed;
+ * any other (one that went on from the listing the kernel keeps, one coming back after its listing
+ * went, the second of two readers on one thread) reads a new snapshot from the name its offset
+ * names.
  */
 final class DirectoryListings {
 
     /** Listings without a handle kept at once: every reader still part-way through a directory. */
     static final int UNOPENED_LIMIT = 64;
+    /** How soon after its last reply a thread's listing serves it as one going on, changed or not. */
+    static final long GOING_ON_WITHIN_MILLIS = 1000;
     /**
      * The bits of an offset that say where in a listing it is; the bits above carry its generation.
      * Offsets stay below 2^31, as ext4 keeps them for 32-bit callers, whom FUSE does not tell apart:
@@ -103,6 +106,7 @@ final class DirectoryListings {
         /** The positions of the first and last entry of the last reply (see {@link #goesOn}). */
         private long repliedFrom = -1;
         private long repliedTo = -1;
+        private long repliedAtMillis;
 
         Listing(NodeTable.Node dir) {
             this.dir = dir;
@@ -238,10 +242,14 @@ final class DirectoryListings {
             return 2L + low;
         }
 
-        /** A reply to a READDIR at {@code offset} went out, its last entry {@code last} (as {@link #offsetAfter} takes). */
-        void replied(long offset, long last) {
+        /**
+         * A reply to a READDIR at {@code offset} went out at {@code nowMillis}, its last entry
+         * {@code last} (as {@link #offsetAfter} takes).
+         */
+        void replied(long offset, long last, long nowMillis) {
             repliedFrom = offset & POSITION_MASK;
             repliedTo = offsetAfter(last) & POSITION_MASK;
+            repliedAtMillis = nowMillis;
         }
 
         /**
@@ -310,16 +318,20 @@ final class DirectoryListings {
     }
 
     /**
-     * The listing that thread {@code pid} reads of {@code dir} without a handle: a new one, to be
-     * loaded by the caller, unless it goes on from its listing's last reply.
+     * The listing that thread {@code pid} reads of {@code dir} without a handle at {@code nowMillis}:
+     * a new one, to be loaded by the caller, unless it goes on from its listing's last reply.
      */
-    Listing unopened(NodeTable.Node dir, int pid, long offset) {
+    Listing unopened(NodeTable.Node dir, int pid, long offset, long nowMillis) {
         Reader r = new Reader(dir.id, pid);
         synchronized (unopened) {
             Listing l = offset == 0 ? null : unopened.get(r);
             // a thread's listing may be one it left unread long ago, and its reader one that read the
-            // kernel's kept listing since up to the same place: taken again only while nothing changed
-            if (l == null || !l.goesOn(offset) || l.changedSinceRead()) {
+            // kernel's kept listing since up to the same place: taken again soon after its last reply
+            // (a reader going on, a readdir and unlink loop among them, whose every batch would read
+            // the directory again otherwise), or while it is kept and nothing changed
+            boolean goingOn = l != null && l.goesOn(offset)
+                    && (nowMillis - l.repliedAtMillis < GOING_ON_WITHIN_MILLIS || l.kept && !l.changedSinceRead());
+            if (!goingOn) {
                 l = new Listing(dir);
                 unopened.put(r, l);
             }

@@ -2114,7 +2114,7 @@ final class FuseFileSystem {
     void readdir(FuseRequest req, FuseReply out, boolean plus) throws IOException {
         long offset = req.readOffset();
         boolean unopened = req.handle() == 0 && listsWithoutOpening;
-        DirectoryListings.Listing l = unopened ? listings.unopened(node(req), req.pid, offset) : listings.opened(req.handle());
+        DirectoryListings.Listing l = unopened ? listings.unopened(node(req), req.pid, offset, clock.millis()) : listings.opened(req.handle());
         if (l == null) {
             throw new ErrnoException(Linux.EBADF, "fh " + req.handle(), "Bad file descriptor");
         }
@@ -2200,7 +2200,7 @@ final class FuseFileSystem {
                 plusEntry(req, l.dir, kept, dirPath, siblings, name, type, next, out);
             }
             if (i > first) {
-                l.replied(offset, i - 1);
+                l.replied(offset, i - 1, clock.millis());
             }
         }
     }

@@ -1457,11 +1457,27 @@ class FuseFileSystemTest {
         String removed = unread(first, files);
         store.delete(VfsPath.of("/shared/" + removed));
         fs.nodes.get(shared).namesChangedBehind++; // as the feed does when it hears of it
-        // the same thread lists it again: its first part from the listing the kernel keeps, which
-        // ends where the first reply did, and then from us
+        clock.advance(java.time.Duration.ofMillis(DirectoryListings.GOING_ON_WITHIN_MILLIS));
+        // the same thread lists it again later: its first part from the listing the kernel keeps,
+        // which ends where the first reply did, and then from us
         java.util.Set<String> seen = readOn(shared, 0, first.next(), new java.util.HashSet<>(first.names()));
         assertFalse(seen.contains(removed), "not the snapshot left unread before the change");
         assertEquals(files + 2 - 1, seen.size());
+    }
+
+    @Test
+    void aThreadGoingOnWithItsListingAtOnceKeepsItsSnapshotThroughAChange() throws Exception {
+        long shared = sharedWithoutOpendir();
+        int files = 600;
+        Page first = firstReplyToThreadOne(shared, files);
+        // a readdir and unlink loop: each batch read is removed before the next is asked for; read
+        // again at each, the directory would be read whole for every reply
+        String removed = unread(first, files);
+        store.delete(VfsPath.of("/shared/" + removed));
+        fs.nodes.get(shared).namesChangedBehind++;
+        java.util.Set<String> seen = readOn(shared, 0, first.next(), new java.util.HashSet<>(first.names()));
+        assertTrue(seen.contains(removed), "the snapshot it is reading (a name removed meanwhile may be in it)");
+        assertEquals(files + 2, seen.size());
     }
 
     @Test
