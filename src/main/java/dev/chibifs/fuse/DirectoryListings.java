@@ -52,8 +52,8 @@ final class DirectoryListings {
      * {@link Listing#ordered}): with 2^28 positions, a directory of 100,000 names has about 18 pairs.
      */
     private static final long MOVED_UP_ROOM = 1L << 20;
-    /** How {@link Listing#ordered} packs a sort key: a name's index under its position (28 + 24 bits). */
-    private static final int ORDER_INDEX_BITS = 24;
+    /** How {@link Listing#ordered} packs a sort key: a name's index (an int) under its position. */
+    private static final int ORDER_INDEX_BITS = 31;
 
     /**
      * A snapshot of a directory's entries, read at its first READDIR and served by offset until
@@ -62,12 +62,14 @@ final class DirectoryListings {
      * <p>Its names are ordered by a hash of each name, and the offset after a name (its d_off, where
      * a reader goes on from) is that hash, as ext4's are: an offset keeps its meaning in every
      * snapshot, so a reader served from another snapshot than the one its offset came from goes on
-     * after the same name. Within a snapshot every offset is another: a name whose hash another
-     * already has goes one place up, so a reply may end between the two and the reader goes on
-     * exactly (in another snapshot, such a name may be given twice or not at all, as on ext4). That happens whenever the kernel served the first part of a listing from
-     * the listing it keeps and drops it meanwhile (a change), or a thread's listing left unread is
-     * taken again: by entry numbers, a program removing each name as it reads (a readdir and unlink
-     * loop) skipped a name for every one removed before, and 182 of 1,000 stayed.
+     * after the same name. That happens whenever the kernel served the first part of a listing
+     * from the listing it keeps and drops it meanwhile (a change), or a thread's listing left unread
+     * is taken again: by entry numbers, a program removing each name as it reads (a readdir and
+     * unlink loop) skipped a name for every one removed before, and 182 of 1,000 stayed.
+     *
+     * <p>Within a snapshot every offset is another: a name whose hash another already has goes one
+     * place up, so a reply may end between the two and the reader goes on exactly (in another
+     * snapshot, such a name may be given twice or not at all, as on ext4).
      *
      * <p>Above the hash, an offset carries the snapshot's generation (the changes heard in the
      * directory before it was read). The kernel appends a reply to the listing it keeps wherever the
@@ -103,7 +105,7 @@ final class DirectoryListings {
         int changesBeforeLoad;
         /** What this snapshot's offsets carry of {@link #changesBeforeLoad}. */
         private int generation;
-        /** The positions of the first and last entry of the last reply (see {@link #goesOn}). */
+        /** The last reply's span: the position it started after, and its last entry's (see {@link #goesOn}). */
         private long repliedFrom = -1;
         private long repliedTo = -1;
         private long repliedAtMillis;
@@ -140,7 +142,7 @@ final class DirectoryListings {
          */
         void ordered() {
             int n = names.size();
-            int[] order = n < 1 << ORDER_INDEX_BITS ? orderByPackedKeys(n) : orderBoxed(n);
+            int[] order = orderByPackedKeys(n);
             List<byte[]> byName = new ArrayList<>(names);
             List<EntryKind> byKind = new ArrayList<>(kinds);
             long[] inodesRead = Arrays.copyOf(inodes, n);
@@ -168,7 +170,7 @@ final class DirectoryListings {
             Arrays.sort(keys);
             int[] order = new int[n];
             for (int i = 0; i < n; i++) {
-                order[i] = (int) (keys[i] & ((1 << ORDER_INDEX_BITS) - 1));
+                order[i] = (int) (keys[i] & ((1L << ORDER_INDEX_BITS) - 1));
             }
             for (int start = 0, end; start < n; start = end) {
                 long position = keys[start] >>> ORDER_INDEX_BITS;
@@ -182,19 +184,6 @@ final class DirectoryListings {
                     }
                     order[j + 1] = x;
                 }
-            }
-            return order;
-        }
-
-        private int[] orderBoxed(int n) {
-            Integer[] boxed = new Integer[n];
-            for (int i = 0; i < n; i++) {
-                boxed[i] = i;
-            }
-            Arrays.sort(boxed, this::byPosition);
-            int[] order = new int[n];
-            for (int i = 0; i < n; i++) {
-                order[i] = boxed[i];
             }
             return order;
         }
@@ -229,17 +218,9 @@ final class DirectoryListings {
             if (position < DOTDOT) {
                 return position; // 0: from the start; 1: after "."
             }
-            int low = 0;
-            int high = names.size();
-            while (low < high) {
-                int mid = (low + high) >>> 1;
-                if (positions[mid] <= position) {
-                    low = mid + 1;
-                } else {
-                    high = mid;
-                }
-            }
-            return 2L + low;
+            // positions are unique (only past 2^20 names moved up above the highest hash could two meet)
+            int at = Arrays.binarySearch(positions, 0, names.size(), position);
+            return 2L + (at >= 0 ? at + 1 : -at - 1);
         }
 
         /**
@@ -260,7 +241,8 @@ final class DirectoryListings {
          */
         boolean goesOn(long offset) {
             long position = offset & POSITION_MASK;
-            return offset >>> POSITION_BITS == generation && repliedFrom >= 0 && position >= repliedFrom && position <= repliedTo;
+            return offset >>> POSITION_BITS == generation && repliedFrom >= 0
+                    && position >= repliedFrom && position <= repliedTo;
         }
 
         /** Whether a change to its directory's names was heard since it was read. */
