@@ -14,10 +14,12 @@ import java.time.Duration;
  */
 final class ConditionOptions {
 
-    static final String FOOTER = "  4  conflict: the file's ETag is not --if-match's (the message names the"
-            + " current one), or --if-none-match '*' found a file; nothing changed";
-    static final String MATCH_FOOTER = "  4  conflict: the file's ETag is not --if-match's (the message names the"
-            + " current one); nothing changed";
+    private static final String MATCH_CONFLICT = "  4  conflict: the file's ETag is not --if-match's (the message"
+            + " names the current one)";
+    /** Exit 4 of the commands with both conditions (write, append). */
+    static final String FOOTER = MATCH_CONFLICT + ", or --if-none-match '*' found a file; nothing changed";
+    /** Exit 4 of those with --if-match alone (edit). */
+    static final String MATCH_FOOTER = MATCH_CONFLICT + "; nothing changed";
 
     @Option(names = "--if-match", paramLabel = "ETAG",
             description = "Change the file only if its ETag (the SHA-256 that info and cat --etag show) is still ETAG.")
