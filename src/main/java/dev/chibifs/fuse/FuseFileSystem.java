@@ -12,6 +12,7 @@ import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.RenameMode;
 import dev.chibifs.store.SpaceInfo;
+import dev.chibifs.store.Storage;
 import dev.chibifs.store.XattrMode;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
@@ -787,7 +788,7 @@ final class FuseFileSystem {
 
     private static FileTime time(int valid, int set, int now, long seconds, int nanos) {
         if ((valid & now) != 0) {
-            return FileTime.from(Instant.now());
+            return Storage.NOW;
         }
         if ((valid & set) != 0) {
             // a time past what Java's Instant holds (touch -d 'Dec 31 2147483647') is clamped, as a

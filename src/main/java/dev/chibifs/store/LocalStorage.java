@@ -227,6 +227,9 @@ public final class LocalStorage implements Storage {
         if (t == null) {
             return null;
         }
+        if (t == NOW) {
+            return new long[] {0, Linux.UTIME_NOW};
+        }
         Instant i = t.toInstant();
         return new long[] {i.getEpochSecond(), i.getNano()};
     }

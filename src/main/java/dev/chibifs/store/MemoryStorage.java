@@ -116,10 +116,10 @@ public final class MemoryStorage implements Storage {
         /** utimens: a null time is left alone. */
         void setTimes(FileTime accessed, FileTime modified, FileTime now) {
             if (accessed != null) {
-                this.accessed = accessed;
+                this.accessed = Storage.timeOrNow(accessed, now);
             }
             if (modified != null) {
-                this.modified = modified;
+                this.modified = Storage.timeOrNow(modified, now);
             }
             this.changed = now;
         }

@@ -174,7 +174,20 @@ public interface Storage extends Closeable {
     /** rmdir(2): removes an empty directory. */
     void removeDirectory(VfsPath path) throws IOException;
 
-    /** Sets access and modification times; a null time stays as it is. */
+    /**
+     * For {@link #setTimes}: the store's own now, as utimensat's UTIME_NOW (`touch`). Stamped by
+     * the clock the store's own writes use, not the daemon's: ext4 stamps a write by a coarse clock
+     * that runs a few ms behind the JDK's, so a file written right after a `touch` by the JDK's time
+     * looked older than the stamp, and make rebuilt it again. Compared by identity.
+     */
+    FileTime NOW = FileTime.fromMillis(Long.MIN_VALUE);
+
+    /** {@code time}, or {@code now} where it is {@link #NOW}: for stores whose clock is the daemon's. */
+    static FileTime timeOrNow(FileTime time, FileTime now) {
+        return time == NOW ? now : time;
+    }
+
+    /** Sets access and modification times ({@link #NOW}: the store's clock's); a null time stays as it is. */
     void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException;
 
     /**

@@ -2346,6 +2346,18 @@ class FuseFileSystemTest {
         assertEquals(java.time.Instant.MIN, store.metadata(VfsPath.of("/shared/t")).modified().toInstant());
     }
 
+    @Test
+    void touchSetsTheStoresNowNotTheDaemons() throws Exception {
+        // touch sends ATIME_NOW and MTIME_NOW: the store stamps them by its clock, as its own writes
+        long f = written("t", "x");
+        clock.advance(java.time.Duration.ofMinutes(5));
+        int now = FuseProtocol.FATTR_ATIME | FuseProtocol.FATTR_ATIME_NOW | FuseProtocol.FATTR_MTIME | FuseProtocol.FATTR_MTIME_NOW;
+        assertEquals(0, setattr(f, now, 0, 0).error());
+        Metadata m = store.metadata(VfsPath.of("/shared/t"));
+        assertEquals(clock.instant(), m.modified().toInstant());
+        assertEquals(clock.instant(), m.accessed().toInstant());
+    }
+
     /** COPY_FILE_RANGE(_64): struct fuse_copy_file_range_in, the request's node the input's. */
     private FakeKernel.Reply copyRange(int opcode, long nodeIn, long fhIn, long offIn, long nodeOut, long fhOut,
                                        long offOut, long length, long flags) throws Exception {

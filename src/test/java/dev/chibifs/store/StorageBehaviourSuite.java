@@ -1340,6 +1340,29 @@ public abstract class StorageBehaviourSuite {
         assertSameMillis(mtime, storage.metadata(p("/shared/d")).modified());
     }
 
+    @Test
+    void setTimesNowStampsAllThreeTimesByTheStoresClock() throws IOException {
+        // touch: the kernel sends "now", and the store stamps it as it stamps its own writes, so a
+        // write right after never looks older than the touch (make compares the two)
+        storage.write(p("/shared/f"), bytes("x"));
+        storage.setTimes(p("/shared/f"), Storage.NOW, Storage.NOW);
+        assertStampedNow(storage.metadata(p("/shared/f")));
+        try (FileHandle h = open("/shared/f", OpenFlag.WRITE)) {
+            h.setTimes(Storage.NOW, Storage.NOW);
+            assertStampedNow(h.metadata());
+        }
+        storage.mkdir(p("/shared/d"));
+        storage.setTimes(p("/shared/d"), null, Storage.NOW);
+        Metadata d = storage.metadata(p("/shared/d"));
+        assertEquals(d.changed(), d.modified());
+    }
+
+    private static void assertStampedNow(Metadata m) {
+        assertEquals(m.changed(), m.modified(), "one now for mtime and ctime");
+        assertEquals(m.modified(), m.accessed(), "one now for atime and mtime");
+        assertTrue(m.modified().toInstant().isAfter(Instant.parse("2000-01-01T00:00:00Z")), m.modified().toString());
+    }
+
     private static void assertSameMillis(FileTime expected, FileTime actual) {
         assertEquals(expected.toInstant().truncatedTo(ChronoUnit.MILLIS),
                 actual.toInstant().truncatedTo(ChronoUnit.MILLIS));

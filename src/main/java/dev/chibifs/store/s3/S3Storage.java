@@ -1263,13 +1263,14 @@ public final class S3Storage implements Storage {
     }
 
     void setTimesOf(Node n, FileTime accessed, FileTime modified) throws IOException {
+        FileTime now = now();
         if (accessed != null) {
-            n.atime = accessed;
+            n.atime = Storage.timeOrNow(accessed, now);
         }
         if (modified != null) {
-            n.mtime = modified;
+            n.mtime = Storage.timeOrNow(modified, now);
         }
-        n.ctime = now();
+        n.ctime = now;
         if (!n.dir && modified != null) {
             // S3 keeps the mtime in the object's metadata, which only an upload changes
             overlay.attributesChanged(n);
