@@ -698,7 +698,8 @@ public final class MemoryStorage implements Storage {
 
     /** A handle of {@code f}, truncated first where {@code flags} say; under the store's monitor. */
     private MemoryHandle openFile(File f, Set<OpenFlag> flags, boolean existed) throws IOException {
-        if (flags.contains(OpenFlag.TRUNCATE) && f.length > 0) {
+        // an empty file truncated is stamped too, as open(2) does: make's `: > stamp` relies on it
+        if (flags.contains(OpenFlag.TRUNCATE) && (f.length > 0 || existed)) {
             f.setLength(0);
             f.modified = f.changed = now();
         }

@@ -1357,6 +1357,19 @@ public abstract class StorageBehaviourSuite {
         assertEquals(d.changed(), d.modified());
     }
 
+    @Test
+    void anEmptyFileOpenedWithTruncateIsStamped() throws IOException {
+        // open(2) with O_TRUNC marks mtime and ctime of a file that existed, empty or not: make's
+        // `: > stamp` recipe relies on it
+        storage.write(p("/shared/stamp"), new byte[0]);
+        FileTime old = FileTime.from(Instant.parse("2000-01-01T00:00:00Z"));
+        storage.setTimes(p("/shared/stamp"), old, old);
+        open("/shared/stamp", OpenFlag.WRITE, OpenFlag.TRUNCATE).close();
+        Metadata m = storage.metadata(p("/shared/stamp"));
+        assertTrue(m.modified().compareTo(old) > 0, m.modified().toString());
+        assertTrue(m.changed().compareTo(old) > 0, m.changed().toString());
+    }
+
     private static void assertStampedNow(Metadata m) {
         assertEquals(m.changed(), m.modified(), "one now for mtime and ctime");
         assertEquals(m.modified(), m.accessed(), "one now for atime and mtime");

@@ -1129,17 +1129,16 @@ public final class S3Storage implements Storage {
                 if (now != n && flags.contains(OpenFlag.CREATE_NEW)) {
                     throw new FileAlreadyExistsException(path.toString());
                 }
-                boolean emptied = false;
                 if (flags.contains(OpenFlag.TRUNCATE) && !now.cached) {
                     // its content is about to go: no need to fetch it
                     CacheFile.replace(dataFile(now.ino)).close();
                     now.cached = true;
-                    emptied = now.size > 0;
                     now.size = 0;
                 }
                 if (now.cached || (write && now == n)) {
                     ObjectHandle h = handle(now, write, flags.contains(OpenFlag.APPEND), false);
-                    if (flags.contains(OpenFlag.TRUNCATE) && (now.size > 0 || emptied)) {
+                    // an empty file truncated is stamped (and goes up) too, as open(2) does: make's `: > stamp`
+                    if (flags.contains(OpenFlag.TRUNCATE)) {
                         h.truncate(0);
                         h.opened = metadataOf(now);
                     }
