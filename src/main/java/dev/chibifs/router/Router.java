@@ -643,9 +643,10 @@ public final class Router {
 
     /**
      * Renames: write on both names, and neither may be a zone root. A symbolic link moved, or one
-     * inside a moved directory, must keep its target inside its (new) zone, else EXDEV: mv then
-     * copies, recreating link by link through {@link #symlink}, where the rule refuses only the
-     * links that would leave (EPERM, naming each), and the source stays for what did not copy.
+     * inside a moved directory, must keep its target inside its (new) zone, and a file moved into
+     * another zone may leave no hard link behind outside what moves; else EXDEV: mv then copies,
+     * recreating link by link through {@link #symlink}, where the rule refuses only the links that
+     * would leave (EPERM, naming each), and the source stays for what did not copy.
      */
     public void rename(Caller caller, VfsPath src, VfsPath dst) throws IOException {
         rename(caller, src, dst, RenameMode.REPLACE);
@@ -660,16 +661,21 @@ public final class Router {
         Target td = sameStorage(src, dst, ts);
         writable(src);
         creatable(dst);
-        for (boolean exclusive = false; ; exclusive = true) {
+        boolean crossZone = !ZonePolicy.zoneRoot(src).equals(ZonePolicy.zoneRoot(dst));
+        if (symlinks == SymlinkRule.ANY && !crossZone) {
+            ts.storage().rename(ts.path(), td.path(), mode); // carries nothing that is judged
+            return;
+        }
+        // into another zone: judged and moved with every other move and hard link held out (rare)
+        for (boolean exclusive = crossZone; ; exclusive = true) {
             try (Storage.MoveLock held = lockMoves(ts.storage(), exclusive)) {
-                if (!exclusive && symlinks != SymlinkRule.ANY
-                        && (carriesLinks(ts) || mode == RenameMode.EXCHANGE && carriesLinks(td))) {
+                if (!exclusive && (carriesLinks(ts) || mode == RenameMode.EXCHANGE && carriesLinks(td))) {
                     continue; // a link or a directory: judged and moved with every other move held out
                 }
                 if (exclusive) {
-                    checkLinksCarried(ts, src, dst);
+                    checkCarried(ts, src, dst);
                     if (mode == RenameMode.EXCHANGE) {
-                        checkLinksCarried(td, dst, src);
+                        checkCarried(td, dst, src);
                     }
                 }
                 ts.storage().rename(ts.path(), td.path(), mode);
@@ -693,11 +699,12 @@ public final class Router {
      * name found to be a file stays free of links until the move is made (it may become an empty
      * directory, or one of plain files, which carry none). Unlocked changes (mkdir, create, unlink)
      * place none.
+     *
+     * <p>The same for hard links, with {@code --symlinks any} too: a move into another zone counts
+     * the names of what it moves exclusively, and every hard link is made under the shared lock, so
+     * none is added to a file between that count and the move.
      */
     private Storage.MoveLock lockMoves(Storage storage, boolean exclusive) throws IOException {
-        if (symlinks == SymlinkRule.ANY) {
-            return Storage.MoveLock.NONE;
-        }
         ReentrantReadWriteLock both = moves.computeIfAbsent(storage, any -> new ReentrantReadWriteLock());
         Lock lock = exclusive ? both.writeLock() : both.readLock();
         lock.lock();
@@ -723,9 +730,13 @@ public final class Router {
     }
 
     /**
-     * Refuses (EXDEV) a move of {@code src} to {@code dst} that would put a symbolic link where its
-     * target leaves the zone: the link itself, or any link in a moved directory, walked whole.
-     * Called under the exclusive {@link #lockMoves}, so no link is placed meanwhile.
+     * Refuses (EXDEV) a move of {@code src} to {@code dst} that would carry what must not go: a
+     * symbolic link to where its target leaves the zone (the link itself, or any link in a moved
+     * directory, walked whole), or, into another zone, a file with a hard link outside what moves.
+     * Such a link would stay a second name of the file in the zone it left, writable there by
+     * whoever that zone lets write (bob links alice's draft in /shared, alice moves it home, and
+     * bob's name writes it in her home). Called under the exclusive {@link #lockMoves}, so no
+     * link of either kind is placed meanwhile.
      *
      * <p>A link's target is judged from the link's directory, so only the depth of that directory
      * below its zone root matters: a move that stays in the same (non-root) zone and goes no
@@ -733,19 +744,33 @@ public final class Router {
      * root other than {@code /}, as in chibi). Any other move of a directory is walked: cross-zone
      * moves are rare and correctness beats speed there.
      */
-    private void checkLinksCarried(Target ts, VfsPath src, VfsPath dst) throws IOException {
-        if (symlinks == SymlinkRule.ANY || src.equals(dst)) {
+    private void checkCarried(Target ts, VfsPath src, VfsPath dst) throws IOException {
+        if (src.equals(dst)) {
             return;
         }
+        boolean judgeLinks = symlinks != SymlinkRule.ANY;
+        VfsPath zone = ZonePolicy.zoneRoot(src);
+        boolean crossZone = !zone.equals(ZonePolicy.zoneRoot(dst));
         Metadata m = ts.storage().metadata(ts.path());
         if (m.kind() == EntryKind.SYMLINK) {
-            checkCarried(src, dst, ts.storage().readLink(ts.path()));
+            if (judgeLinks) {
+                checkCarried(src, dst, ts.storage().readLink(ts.path()));
+            }
             return;
         }
-        VfsPath zone = ZonePolicy.zoneRoot(src);
-        if (!m.isDirectory() || (!zone.isRoot() && zone.equals(ZonePolicy.zoneRoot(dst)) && dst.depth() >= src.depth())) {
+        if (m.isFile()) {
+            if (crossZone && m.links() > 1) {
+                throw hardLinksLeft(src, dst, src);
+            }
             return;
         }
+        boolean walkLinks = judgeLinks && (zone.isRoot() || crossZone || dst.depth() < src.depth());
+        if (!m.isDirectory() || !walkLinks && !crossZone) {
+            return;
+        }
+        // a file's names not met in the tree yet, by inode: one left at the end stays behind
+        Map<Long, Long> namesLeft = new HashMap<>();
+        Map<Long, VfsPath> firstMet = new HashMap<>();
         // depth first with a stack of our own: a deep tree must not overflow the thread's
         Deque<VfsPath> todo = new ArrayDeque<>();
         todo.push(VfsPath.root());
@@ -755,12 +780,31 @@ public final class Router {
             for (Entry e : ts.storage().list(inner)) {
                 if (e.kind() == EntryKind.DIRECTORY) {
                     todo.push(rel.child(e.name()));
-                } else if (e.kind() == EntryKind.SYMLINK) {
+                } else if (e.kind() == EntryKind.SYMLINK && walkLinks) {
                     checkCarried(join(src, rel).child(e.name()), join(dst, rel).child(e.name()),
                             ts.storage().readLink(inner.child(e.name())));
+                } else if (e.kind() == EntryKind.FILE && crossZone) {
+                    Metadata f = ts.storage().metadata(inner.child(e.name()));
+                    if (f.links() > 1) {
+                        namesLeft.merge(f.inode(), f.links() - 1, (left, one) -> left - 1);
+                        firstMet.putIfAbsent(f.inode(), join(src, rel).child(e.name()));
+                    }
                 }
             }
         }
+        for (Map.Entry<Long, Long> left : namesLeft.entrySet()) {
+            if (left.getValue() > 0) {
+                throw hardLinksLeft(src, dst, firstMet.get(left.getKey()));
+            }
+        }
+    }
+
+    private CrossDeviceException hardLinksLeft(VfsPath src, VfsPath dst, VfsPath file) {
+        LOG.debug("rename of {} to {}: refused (EXDEV): {} has a hard link that would stay in {}", src, dst, file,
+                ZonePolicy.zoneRoot(src));
+        return new CrossDeviceException(src.toString(), dst.toString(), "moving '" + src + "' to '" + dst
+                + "' is refused: '" + file + "' has a hard link outside it, which would stay a name of the file in "
+                + ZonePolicy.zoneRoot(src));
     }
 
     /** {@code base} with the relative path {@code rel} (given as a path from the root) below it. */
@@ -934,6 +978,7 @@ public final class Router {
         Target tn = sameStorage(existing, newName, te);
         writable(existing);
         creatable(newName);
+        // shared at least: a move into another zone counts a file's names (see checkCarried)
         for (boolean exclusive = false; ; exclusive = true) {
             try (Storage.MoveLock held = lockMoves(te.storage(), exclusive)) {
                 boolean link = symlinks != SymlinkRule.ANY && te.storage().metadata(te.path()).kind() == EntryKind.SYMLINK;
@@ -996,7 +1041,10 @@ public final class Router {
         checkLink(caller, lastName, newName);
         Target tn = sameStorage(lastName, newName, writable(lastName));
         creatable(newName);
-        tn.storage().link(handle instanceof TaggedHandle tagged ? tagged.h() : handle, tn.path());
+        // shared: a move into another zone counts the file's names meanwhile (see checkCarried)
+        try (Storage.MoveLock held = lockMoves(tn.storage(), false)) {
+            tn.storage().link(handle instanceof TaggedHandle tagged ? tagged.h() : handle, tn.path());
+        }
     }
 
     /** The rule that judges symbolic link targets here. */
@@ -1017,7 +1065,7 @@ public final class Router {
             throw denied(link, target, why);
         }
         // judged by where it is made: no directory above it may move up meanwhile (see lockMoves)
-        try (Storage.MoveLock held = lockMoves(t.storage(), true)) {
+        try (Storage.MoveLock held = symlinks == SymlinkRule.ANY ? Storage.MoveLock.NONE : lockMoves(t.storage(), true)) {
             t.storage().createSymlink(t.path(), target);
         }
     }

@@ -357,6 +357,37 @@ class RouterTest {
     }
 
     @Test
+    void aFileWithAHardLinkLeftBehindDoesNotMoveIntoAnotherZone() throws IOException {
+        vfs.createNamespace(List.of("planner", "coder"));
+        for (Router r : List.of(vfs, Router.builder(store).symlinks(SymlinkRule.ANY).build())) {
+            // coder links planner's draft in /shared; planner's move home would leave coder's name
+            // writing it there: EXDEV, so mv copies, and coder's name keeps the old file
+            vfs.write(PLANNER, p("/shared/t"), bytes("draft"));
+            r.link(CODER, p("/shared/t"), p("/shared/.coder"));
+            CrossDeviceException e = assertThrows(CrossDeviceException.class,
+                    () -> r.rename(PLANNER, p("/shared/t"), p("/home/planner/t")));
+            assertTrue(e.getMessage().contains("'/shared/t' has a hard link outside it"), e.getMessage());
+            assertFalse(vfs.exists(GUEST, p("/home/planner/t")));
+            // so does a directory holding such a file
+            vfs.mkdir(PLANNER, p("/shared/d"));
+            vfs.mkdir(PLANNER, p("/shared/d/e"));
+            vfs.write(PLANNER, p("/shared/d/e/f"), bytes("draft"));
+            r.link(CODER, p("/shared/d/e/f"), p("/shared/.coder-f"));
+            e = assertThrows(CrossDeviceException.class, () -> r.rename(PLANNER, p("/shared/d"), p("/home/planner/d")));
+            assertTrue(e.getMessage().contains("'/shared/d/e/f' has a hard link outside it"), e.getMessage());
+            // within one zone, and with every name inside what moves, it moves
+            r.rename(PLANNER, p("/shared/t"), p("/shared/t2"));
+            vfs.delete(CODER, p("/shared/.coder-f"));
+            r.link(PLANNER, p("/shared/d/e/f"), p("/shared/d/g"));
+            r.rename(PLANNER, p("/shared/d"), p("/home/planner/d"));
+            assertEquals(2, vfs.metadata(GUEST, p("/home/planner/d/g")).links());
+            vfs.delete(PLANNER, p("/shared/t2"));
+            vfs.delete(CODER, p("/shared/.coder"));
+            vfs.delete(PLANNER, p("/home/planner/d"));
+        }
+    }
+
+    @Test
     void hardLinksCannotCrossZonesEvenWhenBothNamesAreWritable() throws IOException {
         vfs.write(PLANNER, p("/shared/a"), bytes("a"));
         vfs.write(PLANNER, p("/home/planner/b"), bytes("b"));
