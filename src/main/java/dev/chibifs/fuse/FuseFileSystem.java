@@ -642,6 +642,26 @@ final class FuseFileSystem {
         return now.equals(p) && nodes.directoryMoves() == movesBefore ? null : now;
     }
 
+    /**
+     * The path the policy judges a change made through an open file of a node by (fchmod, futimens,
+     * fsetxattr, linkat or an open of /proc/PID/fd/N, which the kernel sends by node): where the store
+     * has the file now. The node's path, {@code last}, may be stale: the file may have moved behind
+     * the kernel's back into a zone that protects it (bob holds a descriptor of /shared/v, which chibi
+     * or another mount moved to /home/alice), and the table hears of it late, or never (a move out of
+     * a followed directory into one nobody looked into). Where the store cannot tell: {@code last}
+     * for a file with no name left, else ESTALE.
+     */
+    private VfsPath judgedAt(VfsPath last, FileHandle handle) throws IOException {
+        VfsPath now = router.pathNow(handle, last);
+        if (now != null) {
+            return now;
+        }
+        if (handle.metadata().links() == 0) {
+            return last;
+        }
+        throw new ErrnoException(Linux.ESTALE, last.toString(), "Stale file handle: where its file is now is not known");
+    }
+
     /** What is done with a handle of another open; see {@link #throughAnOpenFile}. */
     private interface HandleCall<T> {
         T apply(FileHandle handle) throws IOException;
@@ -726,15 +746,21 @@ final class FuseFileSystem {
         int valid = req.setattrValid();
         OpenFile f = (valid & FuseProtocol.FATTR_FH) != 0 ? openFiles.get(req.setattrHandle()) : null;
         if (f == null && n.removed) {
-            // a file whose every name is gone is reached through an open file of it; the policy judges its last path
-            if (throughAnOpenFile(n, handle -> setattr(req, out, n, p, handle)) == null) {
+            // a file no name reaches here is reached through an open file of it, judged where it is
+            if (throughAnOpenFile(n, handle -> setattr(req, out, n, judgedAt(p, handle), handle)) == null) {
                 throw new NoSuchFileException(p.toString());
             }
             return;
         }
-        VfsPath at = f != null ? p : reaching(n, p);
+        if (f != null) {
+            // ftruncate: through a descriptor opened for writing, which, as its writes, needs no
+            // permission now (a disk's neither), wherever its file went since
+            setattr(req, out, n, p, f.handle(), false);
+            return;
+        }
+        VfsPath at = reaching(n, p);
         if (at == null) {
-            if (throughOwnOpenFile(req, n, handle -> setattr(req, out, n, p, handle)) != null) {
+            if (throughOwnOpenFile(req, n, handle -> setattr(req, out, n, judgedAt(p, handle), handle)) != null) {
                 return; // fchmod, fchown or futimens of a file open in the caller
             }
             // its name stands for another file now, or for none (replaced, moved or removed behind the
@@ -743,14 +769,24 @@ final class FuseFileSystem {
             // a file the kernel did not name
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
-        setattr(req, out, n, at, f != null ? f.handle() : null);
+        setattr(req, out, n, at, null, false);
     }
 
-    /** SETATTR of node {@code n}, through {@code handle} where there is one, else by path {@code p}; its attributes. */
+    /** SETATTR through another open's {@code handle}, judged at {@code p}: see {@link #judgedAt}. */
     private Metadata setattr(FuseRequest req, FuseReply out, NodeTable.Node n, VfsPath p, FileHandle handle) throws IOException {
+        return setattr(req, out, n, p, handle, true);
+    }
+
+    /**
+     * SETATTR of node {@code n}, through {@code handle} where there is one, else by path {@code p}
+     * (the router judges); {@code judge}: the caller must be let write {@code p} for a change
+     * through the handle. Its attributes.
+     */
+    private Metadata setattr(FuseRequest req, FuseReply out, NodeTable.Node n, VfsPath p, FileHandle handle,
+                             boolean judge) throws IOException {
         int valid = req.setattrValid();
         Caller caller = caller(req);
-        if (handle != null) {
+        if (judge) {
             router.checkWrite(caller, p);
         }
         if ((valid & FuseProtocol.FATTR_SIZE) != 0) {
@@ -1019,7 +1055,7 @@ final class FuseFileSystem {
             router.link(caller, from, p);
         } else if (throughAnOpenFile(existing, handle -> {
             // no name reaches it (O_TMPFILE, or its names went behind the kernel's back): its open file does
-            router.link(caller, handle, last, p);
+            router.link(caller, handle, judgedAt(last, handle), p);
             return p;
         }) == null) {
             throw new NoSuchFileException(last.toString());
@@ -1272,10 +1308,13 @@ final class FuseFileSystem {
      */
     private FileHandle reopened(NodeTable.Node n, Caller caller, VfsPath p, Set<OpenFlag> flags, boolean truncate)
             throws IOException {
-        if (truncate) {
-            router.checkWrite(caller, p);
-        }
-        FileHandle again = throughAnOpenFile(n, open -> router.reopen(caller, p, open, flags));
+        FileHandle again = throughAnOpenFile(n, open -> {
+            VfsPath at = judgedAt(p, open);
+            if (truncate) {
+                router.checkWrite(caller, at);
+            }
+            return router.reopen(caller, at, open, flags);
+        });
         if (again != null && truncate) {
             try {
                 again.truncate(0);
@@ -2023,6 +2062,7 @@ final class FuseFileSystem {
             router.setXattr(caller, at, name, value, mode);
             return at;
         }, handle -> {
+            router.checkWrite(caller, judgedAt(p, handle));
             handle.setXattr(name, value, mode);
             return p;
         });
@@ -2050,6 +2090,7 @@ final class FuseFileSystem {
                 router.removeXattr(caller, at, name);
                 return at;
             }, handle -> {
+                router.checkWrite(caller, judgedAt(p, handle));
                 handle.removeXattr(name);
                 return p;
             });

@@ -875,6 +875,22 @@ public final class Router {
      * names now, none too (see {@link FileHandle#reopen}): the policy of {@code path}, its last
      * name. Null where its store opens files by name only.
      */
+    /**
+     * Where the file of open {@code handle} (one of this router's, last known as {@code last}) is in
+     * the namespace now, by its store's account (the last path it had, where it has no name left):
+     * what the policy judges a change made through it by, since it may have moved behind the mount.
+     * Null where the store cannot tell, or where that path now lands in another store mounted over it.
+     */
+    public VfsPath pathNow(FileHandle handle, VfsPath last) throws IOException {
+        Mount m = mountOf(mounts, last);
+        VfsPath inStore = m.storage().pathOf(handle instanceof TaggedHandle t ? t.h() : handle);
+        if (inStore == null) {
+            return null;
+        }
+        VfsPath now = join(m.prefix(), inStore);
+        return mountOf(mounts, now) == m ? now : null;
+    }
+
     public FileHandle reopen(Caller caller, VfsPath path, FileHandle open, Set<OpenFlag> flags) throws IOException {
         mayOpen(caller, path, flags);
         return open.reopen(flags);

@@ -1,6 +1,7 @@
 package dev.chibifs.store;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.IsDirectoryException;
@@ -61,6 +62,8 @@ public final class LocalStorage implements Storage {
     // java.nio encodes names with sun.jnu.encoding (the locale's); only UTF-8 keeps every name intact
     private static final boolean JNU_UTF8 = "UTF-8".equalsIgnoreCase(System.getProperty("sun.jnu.encoding"));
 
+    /** What the kernel adds to a /proc/self/fd link of a file whose last name is gone. */
+    private static final String DELETED = " (deleted)";
     private final Path root;
     private final StoreRoot storeRoot;
     private static final Cleaner CLEANER = Cleaner.create();
@@ -697,6 +700,30 @@ public final class LocalStorage implements Storage {
     @Override
     public void rename(VfsPath src, VfsPath dst) throws IOException {
         rename(src, dst, RenameMode.REPLACE);
+    }
+
+    /**
+     * The store's own file system tells: the handle's descriptor's /proc/self/fd link, below the
+     * store's root (null where the file is outside it now, moved out by a program on the store).
+     */
+    @Override
+    public VfsPath pathOf(FileHandle handle) throws IOException {
+        if (!(handle instanceof LocalFileHandle f)) {
+            return null;
+        }
+        String now = Syscalls.descriptorPath(f.fd());
+        if (now.endsWith(DELETED) && f.metadata().links() == 0) {
+            now = now.substring(0, now.length() - DELETED.length());
+        }
+        String top = root.toString();
+        if (!now.startsWith(top) || now.length() > top.length() && now.charAt(top.length()) != '/') {
+            return null;
+        }
+        try {
+            return now.length() == top.length() ? VfsPath.root() : VfsPath.of(now.substring(top.length()));
+        } catch (InvalidVfsPathException notOurs) {
+            return null; // a name chibi could not have made (not UTF-8): nothing the policy can place
+        }
     }
 
     /**

@@ -16,8 +16,10 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.attribute.FileTime;
 import java.time.Clock;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Deque;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
@@ -1011,6 +1013,28 @@ public final class MemoryStorage implements Storage {
         }
         parent.children.remove(path.fileName());
         touchDir(parent);
+    }
+
+    /** A name of the handle's file, found by walking the tree (rare: a change through another open). */
+    @Override
+    public synchronized VfsPath pathOf(FileHandle handle) {
+        if (!(handle instanceof MemoryHandle h) || h.file.links == 0) {
+            return null;
+        }
+        Deque<Map.Entry<VfsPath, Dir>> todo = new ArrayDeque<>();
+        todo.push(Map.entry(VfsPath.root(), root));
+        while (!todo.isEmpty()) {
+            Map.Entry<VfsPath, Dir> at = todo.pop();
+            for (Map.Entry<String, Node> e : at.getValue().children.entrySet()) {
+                if (e.getValue() == h.file) {
+                    return at.getKey().child(e.getKey());
+                }
+                if (e.getValue() instanceof Dir d) {
+                    todo.push(Map.entry(at.getKey().child(e.getKey()), d));
+                }
+            }
+        }
+        return null;
     }
 
     @Override

@@ -249,6 +249,15 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * Where the store has the file of {@code handle} (one of its own) now, or, where no name is left,
+     * where it last had it; null where the store cannot tell. The router judges a change made
+     * through an open file by it, as the file may have moved since its open, behind the mount.
+     */
+    default VfsPath pathOf(FileHandle handle) throws IOException {
+        return null;
+    }
+
+    /**
      * Holds this store's other users (every mount of it, the vfs commands) out of the moves that
      * could carry a symbolic link out of its zone while the router judges one and makes it:
      * {@code exclusive} for whatever places a link (symlink, a link or directory moved, a hard link

@@ -685,6 +685,14 @@ public final class Syscalls {
         return LIBC.linkat(AT_FDCWD, bytes(PROC_SELF_FD + fd), toDir, bytes(to), AT_SYMLINK_FOLLOW) != 0 ? -errno() : 0;
     }
 
+    /**
+     * Where the file open as {@code fd} is now, as its /proc/self/fd link reads: the kernel follows
+     * every rename of it, and adds " (deleted)" once its last name is gone.
+     */
+    public static String descriptorPath(int fd) throws IOException {
+        return readlinkat(AT_FDCWD, PROC_SELF_FD + fd, null);
+    }
+
     /** readlinkat(2): the text of the symbolic link {@code name} in {@code dirfd} (EINVAL when it is no link). */
     public static String readlinkat(int dirfd, String name, String file) throws IOException {
         Pointer buf = LINK_BUF.get();

@@ -45,6 +45,8 @@ class FuseFileSystemTest {
     private final RequestStats stats = new RequestStats();
     private FuseFileSystem fs;
     private FuseSession session;
+    /** Whom every request of the next {@link #connect} comes from. */
+    private Caller caller = Caller.context("alice");
 
     @BeforeEach
     void start() throws Exception {
@@ -64,7 +66,7 @@ class FuseFileSystemTest {
 
     private void connect(long offered, FuseSession.Settings settings) throws Exception {
         kernel = new FakeKernel();
-        fs = new FuseFileSystem(router, CallerResolver.fixed(Caller.context("alice")), 1000, 1000, timeouts, true);
+        fs = new FuseFileSystem(router, CallerResolver.fixed(caller), 1000, 1000, timeouts, true);
         fs.clock(clock);
         session = new FuseSession(kernel, fs, settings, stats);
         session.start();
@@ -2187,6 +2189,37 @@ class FuseFileSystemTest {
         assertEquals(List.of(), store.xattrNames(VfsPath.of("/shared/f")));
         kernel.pid = THIS_PROCESS;
         release(old[0], old[1]);
+    }
+
+    @Test
+    void aChangeThroughAnOpenFileIsJudgedWhereItsFileIsNowNotWhereTheKernelLastSawIt() throws Exception {
+        kernel.close();
+        session.ended().join();
+        caller = Caller.context("bob");
+        connect(OFFERED);
+        kernel.pid = THIS_PROCESS;
+        long[] v = create(lookup(FuseProtocol.ROOT_ID, "shared"), "v"); // bob's, kept open, as a log writer
+        write(v[0], v[1], 0, "data");
+        store.setXattr(VfsPath.of("/shared/v"), "user.tag", new byte[] {'a'}, XattrMode.SET);
+        store.rename(VfsPath.of("/shared/v"), VfsPath.of("/home/alice/v")); // chibi moves it home, behind the mount
+
+        // fchmod, futimens, truncate of /proc/self/fd/N, f*xattr: by node, judged at /home/alice/v
+        assertEquals(-Linux.EACCES, setattr(v[0], FuseProtocol.FATTR_MODE, 0, 0100755).error(), "fchmod");
+        assertEquals(-Linux.EACCES, setattr(v[0], FuseProtocol.FATTR_MTIME, 1_000_000, 0).error(), "futimens");
+        assertEquals(-Linux.EACCES, truncate(v[0], 1).error(), "truncate by /proc/self/fd/N");
+        assertEquals(-Linux.EACCES, setxattr(v[0], "user.bob", "x", 0).error(), "fsetxattr");
+        assertEquals(-Linux.EACCES, kernel.call(FuseProtocol.REMOVEXATTR, v[0], body().name("user.tag")).error());
+        Metadata m = store.metadata(VfsPath.of("/home/alice/v"));
+        assertEquals(0, m.mode() & 0111);
+        assertEquals(4, m.size());
+        assertEquals(List.of("user.tag"), store.xattrNames(VfsPath.of("/home/alice/v")));
+
+        // ftruncate through the descriptor it opened for writing: as its writes, asked nothing now
+        assertEquals(0, kernel.call(FuseProtocol.SETATTR, v[0], body().int32(FuseProtocol.FATTR_SIZE | FuseProtocol.FATTR_FH)
+                .int32(0).int64(v[1]).int64(2).int64(0).int64(0).int64(0).int64(0).int64(0).int64(0).int64(0).int64(0))
+                .error(), "ftruncate");
+        assertEquals(2, store.metadata(VfsPath.of("/home/alice/v")).size());
+        release(v[0], v[1]);
     }
 
     @Test

@@ -1370,6 +1370,23 @@ public abstract class StorageBehaviourSuite {
         assertTrue(m.changed().compareTo(old) > 0, m.changed().toString());
     }
 
+    @Test
+    void pathOfAnOpenFileFollowsItsRenames() throws IOException {
+        // what the router judges a change through an open file by, where it moved behind the mount
+        storage.mkdir(p("/shared/d"));
+        storage.write(p("/shared/a"), bytes("x"));
+        try (FileHandle h = open("/shared/a", OpenFlag.READ)) {
+            assertEquals(p("/shared/a"), storage.pathOf(h));
+            storage.rename(p("/shared/a"), p("/shared/d/b"));
+            assertEquals(p("/shared/d/b"), storage.pathOf(h));
+            storage.rename(p("/shared/d"), p("/shared/e"));
+            assertEquals(p("/shared/e/b"), storage.pathOf(h));
+            storage.delete(p("/shared/e/b"));
+            VfsPath gone = storage.pathOf(h);
+            assertTrue(gone == null || gone.equals(p("/shared/e/b")), "no name: unknown, or the last it had: " + gone);
+        }
+    }
+
     private static void assertStampedNow(Metadata m) {
         assertEquals(m.changed(), m.modified(), "one now for mtime and ctime");
         assertEquals(m.modified(), m.accessed(), "one now for atime and mtime");

@@ -382,6 +382,11 @@ final class ObjectHandle implements FileHandle {
         }
     }
 
+    /** The file this is a handle of. */
+    Node node() {
+        return node;
+    }
+
     @Override
     public long inode() {
         return node.ino;

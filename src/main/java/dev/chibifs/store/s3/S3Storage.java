@@ -724,6 +724,12 @@ public final class S3Storage implements Storage {
         }
     }
 
+    /** The overlay's name of the handle's file: renames by other hosts move it when a listing finds them. */
+    @Override
+    public synchronized VfsPath pathOf(FileHandle handle) {
+        return handle instanceof ObjectHandle o ? o.node().path : null;
+    }
+
     @Override
     public void rename(VfsPath src, VfsPath dst) throws IOException {
         requireRoom();
