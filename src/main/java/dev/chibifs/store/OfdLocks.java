@@ -28,7 +28,9 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>An owner's description is opened at its first lock and closed when it holds none any more
  * (after an UNLOCK that leaves nothing, at releaseOwner, or when the handle of the file that owner
- * last locked through closes). Closing a description opened for writing raises IN_CLOSE_WRITE in
+ * last locked through closes); an flock owner's stays from its first try to its unlock or its
+ * handle's close. A lock refused opens and closes nothing: waiters try again at each close of the
+ * file, so a refusal that closed a description woke them all, itself too, at once, for ever. Closing a description opened for writing raises IN_CLOSE_WRITE in
  * the file's directory, which every following mount takes for a possible change (an attribute
  * invalidation, no more); descriptions are opened with the handle's own access for that reason
  * too: a reader's lock comes and goes unnoticed.
@@ -206,6 +208,12 @@ final class OfdLocks {
                             }
                             o.ranges.set(LockType.UNLOCK, start, end);
                         } else {
+                            if (o.fd < 0 && Syscalls.ofdTestLock(fd, lockType(type), start, end).type() != Linux.F_UNLCK) {
+                                // held elsewhere: refused without a description of its own, whose close
+                                // would wake every waiter on the file, this one too, to try again at once
+                                // (one waiting lock spun a CPU). The handle's description holds no lock
+                                return false;
+                            }
                             if (o.fd < 0) {
                                 o.fd = openFor(access);
                                 o.access = access & Linux.O_ACCMODE;
@@ -251,8 +259,12 @@ final class OfdLocks {
                         }
                         done = Syscalls.flock(o.fd, type == LockType.READ ? Linux.LOCK_SH | Linux.LOCK_NB : Linux.LOCK_EX | Linux.LOCK_NB);
                     } finally {
-                        // Linux lets a held lock go before it tries the new type: a failed conversion holds nothing
-                        if (done) {
+                        // Linux lets a held lock go before it tries the new type: a failed conversion holds
+                        // nothing. The description stays all the same, until the owner's unlock or the
+                        // handle's close: a waiter tries again at every close of the file, and closing a
+                        // description at each refusal raised the very close that woke it (no test lock
+                        // tells an flock conflict before it is tried)
+                        if (o.fd >= 0) {
                             flocksTaken.add(owner);
                         } else {
                             inode.retire(inode.flocks, owner, o);

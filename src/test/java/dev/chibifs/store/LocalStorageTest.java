@@ -19,6 +19,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
@@ -441,8 +442,9 @@ class LocalStorageTest extends StorageBehaviourSuite {
 
             mine.locks().releaseOwner(1);
             assertTrue(theirs.locks().tryLock(1, LockType.WRITE, 0, 99));
-            assertEquals(0, local().lockDescriptionsOpen());
+            assertEquals(1, local().lockDescriptionsOpen(), "flock owner 8, refused, keeps its description to its handle's close");
         }
+        assertEquals(0, local().lockDescriptionsOpen());
     }
 
     /**
@@ -495,6 +497,46 @@ class LocalStorageTest extends StorageBehaviourSuite {
         }
         // closing the handle let it go
         assertEquals(0, Sh.run("flock -n '" + file + "' true").exitCode());
+        assertEquals(0, local().lockDescriptionsOpen());
+    }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aLockRefusedClosesNothingOnTheFileSoItsWaitersAreNotWokenByTheirOwnTries() throws Exception {
+        // waiters try again at every close of the file: a refusal that closed a description of its
+        // own woke them (itself too) at once, and one waiting lock spun a CPU
+        storage.write(p("/shared/l"), bytes("x"));
+        String file = root.resolve("shared/l").toString();
+        try (FileHandle holder = openRw(storage, "/shared/l");
+             FileHandle waiter = storage.open(p("/shared/l"), EnumSet.of(OpenFlag.READ), 0)) {
+            assertTrue(holder.locks().tryLock(1, LockType.WRITE, 0, END));
+            assertTrue(holder.locks().tryFlock(2, LockType.WRITE));
+            int watched = Syscalls.openat(Linux.AT_FDCWD, file, Linux.O_RDONLY, 0, file);
+            int inotify = Syscalls.inotifyInit();
+            try {
+                assertTrue(Syscalls.inotifyWatchFile(inotify, watched, Linux.IN_CLOSE_WRITE | Linux.IN_CLOSE_NOWRITE
+                        | Linux.IN_ATTRIB) >= 0);
+                for (int i = 0; i < 3; i++) {
+                    assertFalse(waiter.locks().tryLock(3, LockType.READ, 0, END));
+                    assertFalse(waiter.locks().tryFlock(4, LockType.READ));
+                }
+                storage.setTimes(p("/shared/l"), Storage.NOW, Storage.NOW); // IN_ATTRIB: every event before it is in
+                List<Integer> closes = new ArrayList<>();
+                for (boolean marked = false; !marked; ) {
+                    assertTrue(Syscalls.awaitReadable(inotify, 10_000));
+                    for (Syscalls.InotifyEvent e : Syscalls.inotifyRead(inotify).events()) {
+                        marked |= (e.mask() & Linux.IN_ATTRIB) != 0;
+                        if (!marked && (e.mask() & (Linux.IN_CLOSE_WRITE | Linux.IN_CLOSE_NOWRITE)) != 0) {
+                            closes.add(e.mask());
+                        }
+                    }
+                }
+                assertEquals(List.of(), closes, "closes raised by refused tries");
+            } finally {
+                Syscalls.close(inotify);
+                Syscalls.close(watched);
+            }
+        }
         assertEquals(0, local().lockDescriptionsOpen());
     }
 
