@@ -33,6 +33,8 @@ public final class FuseDaemon {
 
     /** Two jiffies at HZ=100, the coarsest: the kernel rounds a validity up to one, and compares strictly. */
     private static final Duration KERNEL_TICKS = Duration.ofMillis(20);
+    /** How long an ending mount waits for the requests being served before its files close under them. */
+    private static final long REFUSE_WAIT_MILLIS = 2000;
 
     private final Path mountpoint;
     private final FuseFileSystem fs;
@@ -328,6 +330,9 @@ public final class FuseDaemon {
             ended = true;
         } catch (Exception e) {
             ended = false;
+        }
+        if (!ended && s != null && !s.refuseAll(REFUSE_WAIT_MILLIS)) {
+            LOG.warn("requests still under way as the mount ends; their files close under them");
         }
         follower.close();
         int open = fs.closeAll();

@@ -122,6 +122,8 @@ final class FuseSession {
     private volatile Negotiated negotiated;
     /** The io_uring queues while requests come through them (null: all through /dev/fuse). */
     private volatile FuseRing ring;
+    /** Set when the mount ends with files still open: every request is refused (see {@link #refuseAll}). */
+    private volatile boolean refusing;
 
     FuseSession(FuseChannel channel, FuseFileSystem fs, Settings settings, RequestStats stats) {
         this.channel = channel;
@@ -155,6 +157,37 @@ final class FuseSession {
     boolean overIoUring() {
         FuseRing r = ring;
         return r != null && r.registered();
+    }
+
+    /**
+     * The mount is ending while processes still use it (an unmount that waited for them in vain):
+     * every request from now on, and every lock wait, is answered ECONNABORTED, as an aborted
+     * connection's are; returns whether the requests being served finished within {@code waitMillis}.
+     * Only then may the store files close: closed under a live session, they let go of the
+     * holders' locks, which a waiting lock's next try was granted while its holder wrote on, and a
+     * write in flight met a closed handle (EBADF). An abort through fusectl would end them in the
+     * kernel, but the mount is detached by now and fusectl is often not mounted.
+     */
+    boolean refuseAll(long waitMillis) {
+        refusing = true;
+        java.util.concurrent.Future<?> answered = lockWaits.refuseAll(Linux.ECONNABORTED);
+        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMillis);
+        try {
+            if (answered != null) {
+                answered.get(waitMillis, TimeUnit.MILLISECONDS);
+            }
+            // through /dev/fuse: an io_uring queue's request may still be under way
+            while (busy.get() > 0 && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            LOG.warn("lock waits not all answered as the mount ends: {}", e.toString());
+            return false;
+        }
+        return busy.get() == 0;
     }
 
     /** Completes with 0 once the mount is gone and every worker has stopped; 1 when INIT failed. */
@@ -653,6 +686,10 @@ final class FuseSession {
 
         /** Runs the request's operation into the reply; false when the opcode takes no reply. */
         private boolean dispatch() throws IOException {
+            if (refusing && req.opcode != FuseProtocol.FORGET && req.opcode != FuseProtocol.BATCH_FORGET
+                    && req.opcode != FuseProtocol.INTERRUPT) {
+                throw new dev.chibifs.sys.ErrnoException(Linux.ECONNABORTED, null, "the mount is ending");
+            }
             switch (req.opcode) {
                 case FuseProtocol.LOOKUP -> fs.lookup(req, reply);
                 case FuseProtocol.FORGET -> {

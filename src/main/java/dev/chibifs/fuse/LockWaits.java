@@ -7,6 +7,7 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -252,6 +253,31 @@ final class LockWaits implements AutoCloseable {
 
     int waiting() {
         return waiting.size();
+    }
+
+    /**
+     * The mount is ending with its store files about to close: every wait ends now with
+     * {@code errno}, on the timer thread, and returns once all are answered (null: the timer is gone).
+     * Closing the files first let go of the holders' locks under the waiters, which the next retry
+     * was then granted while the holder went on writing.
+     */
+    java.util.concurrent.Future<?> refuseAll(int errno) {
+        try {
+            return timer.submit(() -> {
+                for (Long unique : List.copyOf(waiting.keySet())) {
+                    Waiter waiter = waiting.remove(unique);
+                    if (waiter != null) {
+                        if (waiter.next != null) {
+                            waiter.next.cancel(false);
+                        }
+                        waiter.done();
+                        answer(unique, errno, waiter);
+                    }
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException stopped) {
+            return null;
+        }
     }
 
     @Override

@@ -1899,6 +1899,32 @@ class FuseFileSystemTest {
     }
 
     /**
+     * A mount ending with files still open (SIGTERM's unmount waited for them in vain) answers its
+     * lock waits and every request after ECONNABORTED before its files close: closing them first let
+     * go of the holder's lock, and a waiter's next try was granted it while the holder wrote on.
+     */
+    @Test
+    void aMountEndingWithFilesOpenRefusesItsLockWaitsBeforeItsFilesClose() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long[] holder = create(shared, "held");
+        long waiter = kernel.call(FuseProtocol.OPEN, holder[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, holder[0], flock(holder[1], 7)).error());
+        long waits = kernel.send(FuseProtocol.SETLKW, holder[0], flock(waiter, 8));
+        awaitWaiters(1);
+
+        assertTrue(session.refuseAll(10_000));
+        FakeKernel.Reply refused = kernel.reply();
+        assertEquals(waits, refused.unique());
+        assertEquals(-Linux.ECONNABORTED, refused.error());
+        assertEquals(0, session.lockWaits().waiting());
+        assertEquals(-Linux.ECONNABORTED, kernel.call(FuseProtocol.LOOKUP, shared, body().name("held")).error());
+        assertEquals(-Linux.ECONNABORTED, write(holder[0], holder[1], 0, "late").error());
+        fs.closeAll();
+    }
+
+    /**
      * A let-go this mount cannot see (another mount's unlock, a program's on the store file) is one
      * the store tells of ({@code FileLocks.whenLetGo}): the waiter tries again then, not at its next
      * poll, and the store's watch ends with the wait.
