@@ -1797,11 +1797,28 @@ final class FuseFileSystem {
 
     /** Closing the store file releases every lock taken through it (record locks and flock). */
     void release(FuseRequest req, FuseReply out) throws IOException {
-        OpenFile f = openFiles.remove(req.handle());
+        release(req.handle());
+    }
+
+    /**
+     * The handle an OPEN or CREATE (or an OPENDIR: {@code directory}) reply gave, which the kernel
+     * never got: its request was answered before (interrupted, see FuseSession), so no RELEASE
+     * will come for it.
+     */
+    void releaseUndelivered(long fh, boolean directory) throws IOException {
+        if (directory) {
+            listings.release(fh);
+        } else {
+            release(fh);
+        }
+    }
+
+    private void release(long fh) throws IOException {
+        OpenFile f = openFiles.remove(fh);
         if (f != null) {
             try {
                 NodeTable.Node n = f.node();
-                walIndex.released(n, req.handle());
+                walIndex.released(n, fh);
                 if (f.passthrough()) {
                     releaseBacking(n);
                 } else {

@@ -54,6 +54,8 @@ final class FuseReply {
     private boolean negative;
     /** Likewise, the nodes of a READDIRPLUS reply's entries. */
     final java.util.List<NodeTable.Node> plusNodes = new java.util.ArrayList<>();
+    /** Likewise, the handle an OPEN, CREATE or OPENDIR reply gives (0: none), released if it is not delivered. */
+    long openedHandle;
     /** A second part sent after the buffer (READ data), or null. */
     private ByteBuffer data;
     private long unique;
@@ -75,6 +77,7 @@ final class FuseReply {
         this.data = null;
         this.rememberedNode = null;
         this.negative = false;
+        this.openedHandle = 0;
         plusNodes.clear();
         buffer.clear().position(FuseProtocol.OUT_HEADER);
         return this;
@@ -246,6 +249,7 @@ final class FuseReply {
 
     /** struct fuse_open_out. */
     FuseReply open(long fh, int openFlags, int backingId) {
+        openedHandle = fh;
         buffer.putLong(fh).putInt(openFlags).putInt(backingId);
         return this;
     }

@@ -124,6 +124,13 @@ final class FuseSession {
     private volatile FuseRing ring;
     /** Set when the mount ends with files still open: every request is refused (see {@link #refuseAll}). */
     private volatile boolean refusing;
+    /**
+     * The requests read from /dev/fuse being served now, by unique, with the thread that made each:
+     * what an INTERRUPT of a dying process's request answers at once ({@link #answerIfDying}).
+     */
+    private final java.util.concurrent.ConcurrentHashMap<Long, Integer> serving = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Whether a thread is being killed; /proc's answer but in tests. */
+    private volatile java.util.function.LongPredicate dying = dev.chibifs.sys.ProcStatus::dying;
 
     FuseSession(FuseChannel channel, FuseFileSystem fs, Settings settings, RequestStats stats) {
         this.channel = channel;
@@ -132,6 +139,11 @@ final class FuseSession {
         this.stats = stats;
         this.lockWaits = new LockWaits();
         this.notices = new NoticeWriter(channel);
+    }
+
+    /** For tests: which threads count as being killed. */
+    void dyingWhen(java.util.function.LongPredicate killed) {
+        dying = killed;
     }
 
     /** Lock requests waiting for a close of their file to end, for tests. */
@@ -573,6 +585,11 @@ final class FuseSession {
             waits = false;
             boolean release = opcode == FuseProtocol.RELEASE;
             releases.read(req.unique, release, req.nodeid);
+            boolean tracked = replyTo == channel && opcode != FuseProtocol.FORGET && opcode != FuseProtocol.BATCH_FORGET
+                    && opcode != FuseProtocol.INTERRUPT;
+            if (tracked) {
+                serving.put(req.unique, req.pid);
+            }
             try {
                 reply.begin(req.unique);
                 if (!dispatch()) {
@@ -587,6 +604,9 @@ final class FuseSession {
                 }
                 reply.error(errno);
             } finally {
+                if (tracked) {
+                    serving.remove(req.unique);
+                }
                 if (letsGoOfLocks(opcode)) {
                     lockWaits.letGo(req.nodeid); // counted before the RELEASE ends: see closesFirst
                 }
@@ -608,12 +628,20 @@ final class FuseSession {
             try {
                 reply.send(replyTo);
             } catch (IOException notDelivered) {
-                // an interrupted request's reply goes nowhere (ENOENT): the kernel counts none of its lookups
+                // an interrupted request's reply goes nowhere (ENOENT): the kernel counts none of its
+                // lookups, and will send no RELEASE for a handle it never got
                 if (reply.rememberedNode != null) {
                     fs.forget(reply.rememberedNode.id, 1);
                 }
                 for (NodeTable.Node n : reply.plusNodes) {
                     fs.forget(n.id, 1);
+                }
+                if (reply.openedHandle != 0 && !reply.isError()) {
+                    try {
+                        fs.releaseUndelivered(reply.openedHandle, opcode == FuseProtocol.OPENDIR);
+                    } catch (IOException | RuntimeException e) {
+                        LOG.debug("releasing an undelivered handle failed: {}", e.toString());
+                    }
                 }
                 LOG.debug("reply to {} not delivered: {}", FuseProtocol.opcodeName(opcode), notDelivered.toString());
             }
@@ -654,6 +682,28 @@ final class FuseSession {
             long began = System.nanoTime();
             RequestTrace.Asked waited = asked.detailed("after waiting");
             return errno -> trace.served(waited.answered(errno, "", (System.nanoTime() - began) / 1000));
+        }
+
+        /**
+         * Request {@code unique}, being served, was interrupted: where its caller is being killed,
+         * it is answered EINTR now. The kernel waits for a request it has sent uninterruptibly, even
+         * for a killed process, so one that waits in a store (an S3 endpoint that does not answer:
+         * 30 s) held `kill -9`, `timeout` and Ctrl-C as long. Nobody reads that answer; the request
+         * goes on, and its own reply, which the kernel then refuses, gives back what it held (see
+         * {@link #serve}). A caller that handles the signal is left to the request's own answer,
+         * since EINTR from stat or open is not what most programs expect.
+         */
+        private void answerIfDying(long unique) {
+            Integer tid = serving.get(unique);
+            if (tid == null || !dying.test(tid)) {
+                return;
+            }
+            try {
+                new FuseReply(FuseProtocol.OUT_HEADER).begin(unique).error(Linux.EINTR).send(channel);
+                LOG.debug("request {} of dying thread {}: answered EINTR", unique, tid);
+            } catch (IOException answeredMeanwhile) {
+                // its own reply went first
+            }
         }
 
         /** Whether the request being served let go of locks on its node (an unlock, a close) that a waiter may want. */
@@ -704,8 +754,9 @@ final class FuseSession {
                     return false;
                 }
                 case FuseProtocol.INTERRUPT -> {
-                    // every other request is short; only a lock wait is worth interrupting
+                    // a lock wait ends with EINTR; other requests are short, but for a dying process's
                     lockWaits.interrupt(req.interrupted());
+                    answerIfDying(req.interrupted());
                     return false;
                 }
                 // a close lets go of its locks before it returns, but its RELEASE may still be under way

@@ -26,6 +26,27 @@ public final class ProcStatus {
         return Optional.empty();
     }
 
+    /**
+     * Whether thread {@code tid} is being killed: SIGKILL pending, which is what the kernel makes of
+     * every fatal signal (SIGKILL itself, and SIGTERM or SIGINT the process does not handle) for each
+     * of the process's threads. False where /proc cannot tell (gone already, another PID namespace).
+     */
+    public static boolean dying(long tid) {
+        long kill = 1L << (Linux.SIGKILL - 1);
+        try {
+            Path status = Path.of("/proc", Long.toString(tid), "status");
+            for (String line : Files.readAllLines(status, StandardCharsets.UTF_8)) {
+                if ((line.startsWith("SigPnd:") || line.startsWith("ShdPnd:"))
+                        && (Long.parseUnsignedLong(line.substring(7).strip(), 16) & kill) != 0) {
+                    return true;
+                }
+            }
+        } catch (IOException | RuntimeException unknown) {
+            // no such thread, or a line not as expected: not known to be dying
+        }
+        return false;
+    }
+
     /** Whether capability set {@code caps} (a CapEff value, hex) holds CAP_SYS_ADMIN. */
     public static boolean hasSysAdmin(String caps) {
         return (Long.parseUnsignedLong(caps, 16) & (1L << Linux.CAP_SYS_ADMIN)) != 0;

@@ -859,6 +859,54 @@ class FuseFileSystemTest {
         assertEquals(new FuseDaemon.Held(before.nodes() + 1, 0, 0), fs.held(), "only sys is held");
     }
 
+    /**
+     * The kernel waits for a request it has sent even when its process is killed: one that waits in
+     * the store (an S3 endpoint that does not answer) held `kill -9` as long. An INTERRUPT of a dying
+     * process's request answers it EINTR at once, and the open it made meanwhile, whose own reply the
+     * kernel then refuses, is given back.
+     */
+    @Test
+    void aDyingProcesssRequestIsAnsweredAtItsInterruptAndWhatItOpenedIsGivenBack() throws Exception {
+        java.util.concurrent.CountDownLatch inStore = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch goOn = new java.util.concurrent.CountDownLatch(1);
+        wrapOpens((i, h) -> {
+            if (i == 1) { // the open below; the first is written()'s
+                inStore.countDown();
+                try {
+                    goOn.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return h;
+        });
+        stop();
+        connect(OFFERED, 2); // one worker waits in the store, the other reads the INTERRUPT
+        long f = written("slow", "x");
+        int before = fs.held().openFiles();
+        session.dyingWhen(tid -> tid == 4242);
+        kernel.pid = 4242;
+        long opening = kernel.send(FuseProtocol.OPEN, f, body().int32(Linux.O_RDONLY).int32(0));
+        try {
+            inStore.await();
+            kernel.pid = 1234;
+            kernel.send(FuseProtocol.INTERRUPT, 0, body().int64(opening));
+            FakeKernel.Reply answered = kernel.reply();
+            assertEquals(opening, answered.unique());
+            assertEquals(-Linux.EINTR, answered.error());
+            kernel.refuse.add(opening); // the kernel has forgotten the request: the open's own reply fails
+        } finally {
+            goOn.countDown(); // else the session cannot end
+        }
+        long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        // its reply is tried (and refused) after the open is made, and the release comes after that
+        while (!(kernel.refuse.isEmpty() && fs.held().openFiles() == before) && System.nanoTime() < until) {
+            Thread.onSpinWait();
+        }
+        assertTrue(kernel.refuse.isEmpty(), "its reply was tried, and refused");
+        assertEquals(before, fs.held().openFiles(), "the open nobody got is released");
+    }
+
     @Test
     void aLookupWhoseReplyIsNotDeliveredCountsNoLookup() throws Exception {
         int before = fs.nodes.size();
