@@ -1308,8 +1308,10 @@ final class FuseFileSystem {
      */
     private FileHandle reopened(NodeTable.Node n, Caller caller, VfsPath p, Set<OpenFlag> flags, boolean truncate)
             throws IOException {
+        boolean writes = truncate || flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
         FileHandle again = throughAnOpenFile(n, open -> {
-            VfsPath at = judgedAt(p, open);
+            // a write is judged where the file is now; anyone reads
+            VfsPath at = writes ? judgedAt(p, open) : p;
             if (truncate) {
                 router.checkWrite(caller, at);
             }
