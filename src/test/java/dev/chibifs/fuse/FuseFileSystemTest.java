@@ -1929,12 +1929,10 @@ class FuseFileSystemTest {
         stop();
         connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
         session.lockWaits().retryEvery(java.time.Duration.ofHours(1), java.time.Duration.ofHours(1));
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] holder = create(shared, "turns");
-        long waiter = kernel.call(FuseProtocol.OPEN, holder[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
-        assertEquals(0, kernel.call(FuseProtocol.SETLK, holder[0], flock(holder[1], 7)).error());
-        long waits = kernel.send(FuseProtocol.SETLKW, holder[0], flock(waiter, 8));
-        awaitWaiters(1);
+        long[] held = lockedWithAWaiter("turns");
+        long[] holder = {held[0], held[1]};
+        long waiter = held[2];
+        long waits = held[3];
         long unlock = kernel.send(FuseProtocol.SETLK, holder[0], body().int64(holder[1]).int64(7).int64(0)
                 .int64(Long.MAX_VALUE).int32(Linux.F_UNLCK).int32(4321).int32(FuseProtocol.LK_FLOCK).int32(0));
         assertEquals(Map.of(unlock, 0, waits, 0), answers(2), "the unlock, then the waiter's grant");
@@ -1955,19 +1953,16 @@ class FuseFileSystemTest {
     void aMountEndingWithFilesOpenRefusesItsLockWaitsBeforeItsFilesClose() throws Exception {
         stop();
         connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
-        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long[] holder = create(shared, "held");
-        long waiter = kernel.call(FuseProtocol.OPEN, holder[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
-        assertEquals(0, kernel.call(FuseProtocol.SETLK, holder[0], flock(holder[1], 7)).error());
-        long waits = kernel.send(FuseProtocol.SETLKW, holder[0], flock(waiter, 8));
-        awaitWaiters(1);
+        long[] held = lockedWithAWaiter("held");
+        long[] holder = {held[0], held[1]};
+        long waits = held[3];
 
         assertTrue(session.refuseAll(10_000));
         FakeKernel.Reply refused = kernel.reply();
         assertEquals(waits, refused.unique());
         assertEquals(-Linux.ECONNABORTED, refused.error());
         assertEquals(0, session.lockWaits().waiting());
-        assertEquals(-Linux.ECONNABORTED, kernel.call(FuseProtocol.LOOKUP, shared, body().name("held")).error());
+        assertEquals(-Linux.ECONNABORTED, kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).error());
         assertEquals(-Linux.ECONNABORTED, write(holder[0], holder[1], 0, "late").error());
         fs.closeAll();
     }
@@ -2007,6 +2002,19 @@ class FuseFileSystemTest {
             assertEquals(0, granted.error());
         }
         assertEquals(1, watchesEnded.get(), "the watch ended with the wait");
+    }
+
+    /**
+     * A new file in /shared, flock'ed through its creating open by owner 7, and a second open whose
+     * owner 8 waits for it: {node, holder's fh, waiter's fh, the waiting request's unique}.
+     */
+    private long[] lockedWithAWaiter(String name) throws Exception {
+        long[] holder = create(lookup(FuseProtocol.ROOT_ID, "shared"), name);
+        long waiter = kernel.call(FuseProtocol.OPEN, holder[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, holder[0], flock(holder[1], 7)).error());
+        long waits = kernel.send(FuseProtocol.SETLKW, holder[0], flock(waiter, 8));
+        awaitWaiters(1);
+        return new long[] {holder[0], holder[1], waiter, waits};
     }
 
     /** A non-blocking exclusive flock(2) through open {@code fh} by lock owner {@code owner}. */
