@@ -752,20 +752,18 @@ public final class Router {
         VfsPath zone = ZonePolicy.zoneRoot(src);
         boolean crossZone = !zone.equals(ZonePolicy.zoneRoot(dst));
         Metadata m = ts.storage().metadata(ts.path());
-        if (m.kind() == EntryKind.SYMLINK) {
-            if (judgeLinks) {
+        if (!m.isDirectory()) {
+            // a file, a symbolic link, a fifo or a socket: any of them may have other names
+            if (crossZone && m.links() > 1) {
+                throw hardLinksLeft(src, dst, src);
+            }
+            if (m.kind() == EntryKind.SYMLINK && judgeLinks) {
                 checkCarried(src, dst, ts.storage().readLink(ts.path()));
             }
             return;
         }
-        if (m.isFile()) {
-            if (crossZone && m.links() > 1) {
-                throw hardLinksLeft(src, dst, src);
-            }
-            return;
-        }
         boolean walkLinks = judgeLinks && (zone.isRoot() || crossZone || dst.depth() < src.depth());
-        if (!m.isDirectory() || !walkLinks && !crossZone) {
+        if (!walkLinks && !crossZone) {
             return;
         }
         // a file's names not met in the tree yet, by inode: one left at the end stays behind
@@ -780,10 +778,13 @@ public final class Router {
             for (Entry e : ts.storage().list(inner)) {
                 if (e.kind() == EntryKind.DIRECTORY) {
                     todo.push(rel.child(e.name()));
-                } else if (e.kind() == EntryKind.SYMLINK && walkLinks) {
+                    continue;
+                }
+                if (e.kind() == EntryKind.SYMLINK && walkLinks) {
                     checkCarried(join(src, rel).child(e.name()), join(dst, rel).child(e.name()),
                             ts.storage().readLink(inner.child(e.name())));
-                } else if (e.kind() == EntryKind.FILE && crossZone) {
+                }
+                if (crossZone) {
                     Metadata f = ts.storage().metadata(inner.child(e.name()));
                     if (f.links() > 1) {
                         namesLeft.merge(f.inode(), f.links() - 1, (left, one) -> left - 1);

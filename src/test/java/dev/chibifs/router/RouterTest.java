@@ -388,6 +388,23 @@ class RouterTest {
     }
 
     @Test
+    void aLinkOrFifoWithAHardLinkLeftBehindDoesNotMoveIntoAnotherZoneEither() throws IOException {
+        vfs.createNamespace(List.of("planner"));
+        vfs.symlink(PLANNER, p("/shared/sl"), "t");
+        vfs.link(PLANNER, p("/shared/sl"), p("/shared/sl2"));
+        vfs.mknod(PLANNER, p("/shared/ff"), EntryKind.FIFO, 0644);
+        vfs.link(PLANNER, p("/shared/ff"), p("/shared/ff2"));
+        vfs.mkdir(PLANNER, p("/shared/dd"));
+        vfs.symlink(PLANNER, p("/shared/dd/s"), "t");
+        vfs.link(PLANNER, p("/shared/dd/s"), p("/shared/sl3"));
+        for (String moved : List.of("sl", "ff", "dd")) {
+            assertThrows(CrossDeviceException.class,
+                    () -> vfs.rename(PLANNER, p("/shared/" + moved), p("/home/planner/" + moved)), moved);
+            assertFalse(vfs.exists(GUEST, p("/home/planner/" + moved)));
+        }
+    }
+
+    @Test
     void hardLinksCannotCrossZonesEvenWhenBothNamesAreWritable() throws IOException {
         vfs.write(PLANNER, p("/shared/a"), bytes("a"));
         vfs.write(PLANNER, p("/home/planner/b"), bytes("b"));
