@@ -648,18 +648,10 @@ final class FuseFileSystem {
      * has the file now. The node's path, {@code last}, may be stale: the file may have moved behind
      * the kernel's back into a zone that protects it (bob holds a descriptor of /shared/v, which chibi
      * or another mount moved to /home/alice), and the table hears of it late, or never (a move out of
-     * a followed directory into one nobody looked into). Where the store cannot tell: {@code last}
-     * for a file with no name left, else ESTALE.
+     * a followed directory into one nobody looked into). See {@link Router#whereNow}.
      */
     private VfsPath judgedAt(VfsPath last, FileHandle handle) throws IOException {
-        VfsPath now = router.pathNow(handle, last);
-        if (now != null) {
-            return now;
-        }
-        if (handle.metadata().links() == 0) {
-            return last;
-        }
-        throw new ErrnoException(Linux.ESTALE, last.toString(), "Stale file handle: where its file is now is not known");
+        return router.whereNow(handle, last);
     }
 
     /** What is done with a handle of another open; see {@link #throughAnOpenFile}. */
@@ -1055,7 +1047,7 @@ final class FuseFileSystem {
             router.link(caller, from, p);
         } else if (throughAnOpenFile(existing, handle -> {
             // no name reaches it (O_TMPFILE, or its names went behind the kernel's back): its open file does
-            router.link(caller, handle, judgedAt(last, handle), p);
+            router.link(caller, handle, last, p); // judged where the file is, under the router's move lock
             return p;
         }) == null) {
             throw new NoSuchFileException(last.toString());

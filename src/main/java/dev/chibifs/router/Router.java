@@ -872,26 +872,47 @@ public final class Router {
     }
 
     /**
+     * The path the policy judges a change made through open {@code handle} (one of this router's,
+     * last known as {@code last}) by: where its file is now, since it may have moved behind the
+     * mount, perhaps into a zone that protects it. {@code last} where it still names that very file
+     * (the common case, asked of the store by name); else where the store says the file is
+     * ({@link Storage#pathOf}); else {@code last} for a file with no name left.
+     *
+     * @throws ErrnoException ESTALE where the file has a name the store cannot tell, or one that
+     *         lands in another store mounted over it now
+     */
+    public VfsPath whereNow(FileHandle handle, VfsPath last) throws IOException {
+        Mount m = mountOf(mounts, last);
+        FileHandle own = handle instanceof TaggedHandle t ? t.h() : handle;
+        if (names(m.storage(), resolve(last).path(), own)) {
+            return last;
+        }
+        VfsPath inStore = m.storage().pathOf(own);
+        VfsPath now = inStore == null ? null : join(m.prefix(), inStore);
+        if (now != null && mountOf(mounts, now) == m) {
+            return now;
+        }
+        if (inStore == null && own.metadata().links() == 0) {
+            return last;
+        }
+        throw new ErrnoException(Linux.ESTALE, last.toString(), "Stale file handle: where its file is now is not known");
+    }
+
+    /** Whether {@code path} in {@code storage} names the file open as {@code handle} (a name, not a link to it). */
+    private static boolean names(Storage storage, VfsPath path, FileHandle handle) throws IOException {
+        try {
+            Metadata m = storage.metadata(path);
+            return m.kind() == EntryKind.FILE && m.links() > 0 && m.inode() == handle.inode();
+        } catch (java.nio.file.NoSuchFileException | java.nio.file.NotDirectoryException gone) {
+            return false;
+        }
+    }
+
+    /**
      * {@link #open} of the file {@code open} (a handle from this router) is open on, whatever its
      * names now, none too (see {@link FileHandle#reopen}): the policy of {@code path}, its last
      * name. Null where its store opens files by name only.
      */
-    /**
-     * Where the file of open {@code handle} (one of this router's, last known as {@code last}) is in
-     * the namespace now, by its store's account (the last path it had, where it has no name left):
-     * what the policy judges a change made through it by, since it may have moved behind the mount.
-     * Null where the store cannot tell, or where that path now lands in another store mounted over it.
-     */
-    public VfsPath pathNow(FileHandle handle, VfsPath last) throws IOException {
-        Mount m = mountOf(mounts, last);
-        VfsPath inStore = m.storage().pathOf(handle instanceof TaggedHandle t ? t.h() : handle);
-        if (inStore == null) {
-            return null;
-        }
-        VfsPath now = join(m.prefix(), inStore);
-        return mountOf(mounts, now) == m ? now : null;
-    }
-
     public FileHandle reopen(Caller caller, VfsPath path, FileHandle open, Set<OpenFlag> flags) throws IOException {
         mayOpen(caller, path, flags);
         return open.reopen(flags);
@@ -1055,11 +1076,12 @@ public final class Router {
      * (an unnamed file's {@link #unnamedIn}): {@link #link}'s rules, one zone and one store.
      */
     public void link(Caller caller, FileHandle handle, VfsPath lastName, VfsPath newName) throws IOException {
-        checkLink(caller, lastName, newName);
         Target tn = sameStorage(lastName, newName, writable(lastName));
         creatable(newName);
-        // shared: a move into another zone counts the file's names meanwhile (see checkCarried)
+        // shared: a move into another zone counts the file's names meanwhile (see checkCarried), so
+        // where the file is stays so until the link is made; judged there
         try (Storage.MoveLock held = lockMoves(tn.storage(), false)) {
+            checkLink(caller, whereNow(handle, lastName), newName);
             tn.storage().link(handle instanceof TaggedHandle tagged ? tagged.h() : handle, tn.path());
         }
     }

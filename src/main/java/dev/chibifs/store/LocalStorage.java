@@ -704,15 +704,26 @@ public final class LocalStorage implements Storage {
 
     /**
      * The store's own file system tells: the handle's descriptor's /proc/self/fd link, below the
-     * store's root (null where the file is outside it now, moved out by a program on the store).
+     * store's root (null where the file is outside it now, moved out by a program on the store, or
+     * where the link no longer names it).
      */
     @Override
     public VfsPath pathOf(FileHandle handle) throws IOException {
         if (!(handle instanceof LocalFileHandle f)) {
             return null;
         }
-        String now = Syscalls.descriptorPath(f.fd());
-        if (now.endsWith(DELETED) && f.metadata().links() == 0) {
+        String now;
+        try {
+            now = Syscalls.descriptorPath(f.fd());
+        } catch (IOException beyondPathMax) {
+            return null; // ENAMETOOLONG: deeper than a path can say
+        }
+        if (now.endsWith(DELETED)) {
+            // the link follows the name the descriptor was opened by, not the file: that name removed
+            // while another stays (a hard link, a file made with O_TMPFILE and linked), it tells nothing
+            if (f.metadata().links() > 0) {
+                return null;
+            }
             now = now.substring(0, now.length() - DELETED.length());
         }
         String top = root.toString();

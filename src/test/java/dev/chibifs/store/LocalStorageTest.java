@@ -501,6 +501,22 @@ class LocalStorageTest extends StorageBehaviourSuite {
     }
 
     @Test
+    void pathOfAnOpenFileWhoseOpenedNameWentWhileAnotherStaysIsNotKnown() throws IOException {
+        // /proc/self/fd follows the name a descriptor was opened by, not the file: removed, it reads
+        // "NAME (deleted)" while the file lives on by another name, wherever that went
+        storage.mkdir(p("/shared/d"));
+        storage.write(p("/shared/f"), bytes("x"));
+        try (FileHandle h = storage.open(p("/shared/f"), EnumSet.of(OpenFlag.READ), 0)) {
+            storage.link(p("/shared/f"), p("/shared/g"));
+            storage.removeFile(p("/shared/f"));
+            storage.rename(p("/shared/g"), p("/shared/d/h"));
+            assertEquals(null, storage.pathOf(h));
+            storage.removeFile(p("/shared/d/h"));
+            assertEquals(p("/shared/f"), storage.pathOf(h), "no name left: the last the descriptor had");
+        }
+    }
+
+    @Test
     @org.junit.jupiter.api.Timeout(60)
     void aLockRefusedClosesNothingOnTheFileSoItsWaitersAreNotWokenByTheirOwnTries() throws Exception {
         // waiters try again at every close of the file: a refusal that closed a description of its
