@@ -585,8 +585,7 @@ final class FuseSession {
             waits = false;
             boolean release = opcode == FuseProtocol.RELEASE;
             releases.read(req.unique, release, req.nodeid);
-            boolean tracked = replyTo == channel && opcode != FuseProtocol.FORGET && opcode != FuseProtocol.BATCH_FORGET
-                    && opcode != FuseProtocol.INTERRUPT;
+            boolean tracked = replyTo == channel && answerableEarly(opcode);
             if (tracked) {
                 serving.put(req.unique, req.pid);
             }
@@ -682,6 +681,19 @@ final class FuseSession {
             long began = System.nanoTime();
             RequestTrace.Asked waited = asked.detailed("after waiting");
             return errno -> trace.served(waited.answered(errno, "", (System.nanoTime() - began) / 1000));
+        }
+
+        /**
+         * Whether a request may be answered before it is done ({@link #answerIfDying}): not one with
+         * no reply, and not a lock request or a FLUSH, whose owner's locks the kernel lets go at the
+         * RELEASE that an early answer lets come first: a lock taken after it stayed held for good.
+         */
+        private static boolean answerableEarly(int opcode) {
+            return switch (opcode) {
+                case FuseProtocol.FORGET, FuseProtocol.BATCH_FORGET, FuseProtocol.INTERRUPT, FuseProtocol.SETLK,
+                     FuseProtocol.SETLKW, FuseProtocol.GETLK, FuseProtocol.FLUSH -> false;
+                default -> true;
+            };
         }
 
         /**

@@ -907,6 +907,43 @@ class FuseFileSystemTest {
         assertEquals(before, fs.held().openFiles(), "the open nobody got is released");
     }
 
+    /**
+     * A lock request is not answered early for a dying process: its close's RELEASE, which lets go of
+     * the owner's locks, would come while the lock was still being taken, and the lock stayed held.
+     */
+    @Test
+    void aDyingProcesssLockRequestIsAnsweredByItselfNotAtItsInterrupt() throws Exception {
+        java.util.concurrent.CountDownLatch inStore = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch goOn = new java.util.concurrent.CountDownLatch(1);
+        wrapOpens((i, h) -> withLocks(h, locks -> around(locks, dev.chibifs.store.FileLocks.class, (lm, la) -> {
+            if (lm.getName().equals("tryFlock")) {
+                inStore.countDown();
+                try {
+                    goOn.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return null;
+        })));
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        long[] f = create(lookup(FuseProtocol.ROOT_ID, "shared"), "lock");
+        session.dyingWhen(tid -> tid == 4242);
+        kernel.pid = 4242;
+        long locking = kernel.send(FuseProtocol.SETLK, f[0], flock(f[1], 7));
+        try {
+            inStore.await();
+            kernel.pid = 1234;
+            kernel.send(FuseProtocol.INTERRUPT, 0, body().int64(locking));
+        } finally {
+            goOn.countDown();
+        }
+        FakeKernel.Reply first = kernel.reply();
+        assertEquals(locking, first.unique());
+        assertEquals(0, first.error(), "its own answer, not an early EINTR");
+    }
+
     @Test
     void aLookupWhoseReplyIsNotDeliveredCountsNoLookup() throws Exception {
         int before = fs.nodes.size();
