@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -124,11 +125,8 @@ final class FuseSession {
     private volatile FuseRing ring;
     /** Set when the mount ends with files still open: every request is refused (see {@link #refuseAll}). */
     private volatile boolean refusing;
-    /**
-     * The requests read from /dev/fuse being served now, by unique, with the thread that made each:
-     * what an INTERRUPT of a dying process's request answers at once ({@link #answerIfDying}).
-     */
-    private final java.util.concurrent.ConcurrentHashMap<Long, Integer> serving = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Every worker with its memory, for an INTERRUPT to find the one serving a request ({@link Worker#answerIfDying}). */
+    private final Set<Worker> live = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** Whether a thread is being killed; /proc's answer but in tests. */
     private volatile java.util.function.LongPredicate dying = dev.chibifs.sys.ProcStatus::dying;
 
@@ -394,6 +392,13 @@ final class FuseSession {
         final FuseReply notice = new FuseReply(FuseProtocol.OUT_HEADER + 64);
         /** The request buffer's address (io_uring entries copy their request there). */
         final long requestAddress;
+        /**
+         * The request read from /dev/fuse this worker serves now (0: none), and the thread that made
+         * it: what an INTERRUPT of a dying process's request answers at once. Two writes per
+         * request, where a map of requests in flight cost an entry (and boxes) each.
+         */
+        private volatile long servingUnique;
+        private volatile int servingTid;
 
         Worker() {
             // the kernel refuses a read of /dev/fuse into less than max_write and the headers, but only a
@@ -403,6 +408,7 @@ final class FuseSession {
             requestAddress = MEMORY.allocateMemory(size, false);
             req = new FuseRequest(MEMORY.newDirectByteBuffer(requestAddress, size));
             reply = new FuseReply(REPLY_CAPACITY);
+            live.add(this);
         }
 
         private ByteBuffer data() {
@@ -426,6 +432,7 @@ final class FuseSession {
 
         /** Gives back the request and data memory, once this worker reads no more. */
         void free() {
+            live.remove(this);
             MEMORY.freeMemory(requestAddress);
             if (dataAddress != 0) {
                 data = null;
@@ -587,7 +594,8 @@ final class FuseSession {
             releases.read(req.unique, release, req.nodeid);
             boolean tracked = replyTo == channel && answerableEarly(opcode);
             if (tracked) {
-                serving.put(req.unique, req.pid);
+                servingTid = req.pid;
+                servingUnique = req.unique; // after the thread: a reader that finds the unique finds its thread
             }
             try {
                 reply.begin(req.unique);
@@ -604,7 +612,7 @@ final class FuseSession {
                 reply.error(errno);
             } finally {
                 if (tracked) {
-                    serving.remove(req.unique);
+                    servingUnique = 0;
                 }
                 if (letsGoOfLocks(opcode)) {
                     lockWaits.letGo(req.nodeid); // counted before the RELEASE ends: see closesFirst
@@ -706,8 +714,14 @@ final class FuseSession {
          * since EINTR from stat or open is not what most programs expect.
          */
         private void answerIfDying(long unique) {
-            Integer tid = serving.get(unique);
-            if (tid == null || !dying.test(tid)) {
+            int tid = 0;
+            for (Worker w : live) {
+                if (w.servingUnique == unique) {
+                    tid = w.servingTid;
+                    break;
+                }
+            }
+            if (tid == 0 || !dying.test(tid)) {
                 return;
             }
             try {
