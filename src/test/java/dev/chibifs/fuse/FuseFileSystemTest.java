@@ -871,12 +871,7 @@ class FuseFileSystemTest {
         java.util.concurrent.CountDownLatch goOn = new java.util.concurrent.CountDownLatch(1);
         wrapOpens((i, h) -> {
             if (i == 1) { // the open below; the first is written()'s
-                inStore.countDown();
-                try {
-                    goOn.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
+                waitInStore(inStore, goOn);
             }
             return h;
         });
@@ -907,6 +902,16 @@ class FuseFileSystemTest {
         assertEquals(before, fs.held().openFiles(), "the open nobody got is released");
     }
 
+    /** A store call that says it has come ({@code inStore}) and waits for {@code goOn}, as one waiting on S3. */
+    private static void waitInStore(java.util.concurrent.CountDownLatch inStore, java.util.concurrent.CountDownLatch goOn) {
+        inStore.countDown();
+        try {
+            goOn.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     /**
      * A lock request is not answered early for a dying process: its close's RELEASE, which lets go of
      * the owner's locks, would come while the lock was still being taken, and the lock stayed held.
@@ -917,12 +922,7 @@ class FuseFileSystemTest {
         java.util.concurrent.CountDownLatch goOn = new java.util.concurrent.CountDownLatch(1);
         wrapOpens((i, h) -> withLocks(h, locks -> around(locks, dev.chibifs.store.FileLocks.class, (lm, la) -> {
             if (lm.getName().equals("tryFlock")) {
-                inStore.countDown();
-                try {
-                    goOn.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
+                waitInStore(inStore, goOn);
             }
             return null;
         })));
