@@ -739,7 +739,7 @@ final class FuseFileSystem {
         OpenFile f = (valid & FuseProtocol.FATTR_FH) != 0 ? openFiles.get(req.setattrHandle()) : null;
         if (f == null && n.removed) {
             // a file no name reaches here is reached through an open file of it, judged where it is
-            if (throughAnOpenFile(n, handle -> setattr(req, out, n, judgedAt(p, handle), handle)) == null) {
+            if (throughAnOpenFile(n, handle -> setattr(req, out, n, judgedAt(p, handle), handle, true)) == null) {
                 throw new NoSuchFileException(p.toString());
             }
             return;
@@ -752,7 +752,7 @@ final class FuseFileSystem {
         }
         VfsPath at = reaching(n, p);
         if (at == null) {
-            if (throughOwnOpenFile(req, n, handle -> setattr(req, out, n, judgedAt(p, handle), handle)) != null) {
+            if (throughOwnOpenFile(req, n, handle -> setattr(req, out, n, judgedAt(p, handle), handle, true)) != null) {
                 return; // fchmod, fchown or futimens of a file open in the caller
             }
             // its name stands for another file now, or for none (replaced, moved or removed behind the
@@ -762,11 +762,6 @@ final class FuseFileSystem {
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
         setattr(req, out, n, at, null, false);
-    }
-
-    /** SETATTR through another open's {@code handle}, judged at {@code p}: see {@link #judgedAt}. */
-    private Metadata setattr(FuseRequest req, FuseReply out, NodeTable.Node n, VfsPath p, FileHandle handle) throws IOException {
-        return setattr(req, out, n, p, handle, true);
     }
 
     /**

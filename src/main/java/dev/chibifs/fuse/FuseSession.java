@@ -691,17 +691,19 @@ final class FuseSession {
             return errno -> trace.served(waited.answered(errno, "", (System.nanoTime() - began) / 1000));
         }
 
+        /** Whether the kernel waits for no reply to a request of this opcode. */
+        private static boolean takesNoReply(int opcode) {
+            return opcode == FuseProtocol.FORGET || opcode == FuseProtocol.BATCH_FORGET || opcode == FuseProtocol.INTERRUPT;
+        }
+
         /**
          * Whether a request may be answered before it is done ({@link #answerIfDying}): not one with
          * no reply, and not a lock request or a FLUSH, whose owner's locks the kernel lets go at the
          * RELEASE that an early answer lets come first: a lock taken after it stayed held for good.
          */
         private static boolean answerableEarly(int opcode) {
-            return switch (opcode) {
-                case FuseProtocol.FORGET, FuseProtocol.BATCH_FORGET, FuseProtocol.INTERRUPT, FuseProtocol.SETLK,
-                     FuseProtocol.SETLKW, FuseProtocol.GETLK, FuseProtocol.FLUSH -> false;
-                default -> true;
-            };
+            return !takesNoReply(opcode) && opcode != FuseProtocol.SETLK && opcode != FuseProtocol.SETLKW
+                    && opcode != FuseProtocol.GETLK && opcode != FuseProtocol.FLUSH;
         }
 
         /**
@@ -762,8 +764,7 @@ final class FuseSession {
 
         /** Runs the request's operation into the reply; false when the opcode takes no reply. */
         private boolean dispatch() throws IOException {
-            if (refusing && req.opcode != FuseProtocol.FORGET && req.opcode != FuseProtocol.BATCH_FORGET
-                    && req.opcode != FuseProtocol.INTERRUPT) {
+            if (refusing && !takesNoReply(req.opcode)) {
                 throw new dev.chibifs.sys.ErrnoException(Linux.ECONNABORTED, null, "the mount is ending");
             }
             switch (req.opcode) {

@@ -64,6 +64,7 @@ public final class LocalStorage implements Storage {
 
     /** What the kernel adds to a /proc/self/fd link of a file whose last name is gone. */
     private static final String DELETED = " (deleted)";
+
     private final Path root;
     private final StoreRoot storeRoot;
     private static final Cleaner CLEANER = Cleaner.create();

@@ -30,10 +30,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * (after an UNLOCK that leaves nothing, at releaseOwner, or when the handle of the file that owner
  * last locked through closes); an flock owner's stays from its first try to its unlock or its
  * handle's close. A lock refused opens and closes nothing: waiters try again at each close of the
- * file, so a refusal that closed a description woke them all, itself too, at once, for ever. Closing a description opened for writing raises IN_CLOSE_WRITE in
- * the file's directory, which every following mount takes for a possible change (an attribute
- * invalidation, no more); descriptions are opened with the handle's own access for that reason
- * too: a reader's lock comes and goes unnoticed.
+ * file, so a refusal that closed a description woke them all, itself too, at once, for ever.
+ * Closing a description opened for writing raises IN_CLOSE_WRITE in the file's directory, which
+ * every following mount takes for a possible change (an attribute invalidation, no more);
+ * descriptions are opened with the handle's own access for that reason too: a reader's lock comes
+ * and goes unnoticed.
  *
  * <p>Races. The kernel may send two requests of one owner at once (two threads of one process
  * locking the same file): an owner's open, lock, bookkeeping and close happen under that owner's

@@ -35,9 +35,9 @@ public final class ProcStatus {
         long kill = 1L << (Linux.SIGKILL - 1);
         try {
             Path status = Path.of("/proc", Long.toString(tid), "status");
-            for (String line : Files.readAllLines(status, StandardCharsets.UTF_8)) {
-                if ((line.startsWith("SigPnd:") || line.startsWith("ShdPnd:"))
-                        && (Long.parseUnsignedLong(line.substring(7).strip(), 16) & kill) != 0) {
+            for (String pending : new String[] {"SigPnd", "ShdPnd"}) { // the thread's, the process's
+                Optional<String> mask = field(status, pending);
+                if (mask.isPresent() && (Long.parseUnsignedLong(mask.get(), 16) & kill) != 0) {
                     return true;
                 }
             }
