@@ -129,6 +129,9 @@ final class FuseSession {
     private final Set<Worker> live = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** Whether a thread is being killed; /proc's answer but in tests. */
     private volatile java.util.function.LongPredicate dying = dev.chibifs.sys.ProcStatus::dying;
+    /** Requests interrupted while their caller lived on, in case it is killed before they end. */
+    private final InterruptedRequests interrupted =
+            new InterruptedRequests(this::servingThread, tid -> dying.test(tid), this::answerInterrupted);
 
     FuseSession(FuseChannel channel, FuseFileSystem fs, Settings settings, RequestStats stats) {
         this.channel = channel;
@@ -142,6 +145,11 @@ final class FuseSession {
     /** For tests: which threads count as being killed. */
     void dyingWhen(java.util.function.LongPredicate killed) {
         dying = killed;
+    }
+
+    /** The requests interrupted and watched (for tests). */
+    InterruptedRequests interrupted() {
+        return interrupted;
     }
 
     /** Lock requests waiting for a close of their file to end, for tests. */
@@ -365,8 +373,29 @@ final class FuseSession {
         if (running.decrementAndGet() == 0) {
             fs.stopDroppingListings();
             lockWaits.close();
+            interrupted.close();
             notices.close();
             ended.complete(0);
+        }
+    }
+
+    /** The thread whose request {@code unique} a worker serves now (0: none does, or it cannot be answered early). */
+    private int servingThread(long unique) {
+        for (Worker w : live) {
+            if (w.servingUnique == unique) {
+                return w.servingTid;
+            }
+        }
+        return 0;
+    }
+
+    /** Answers request {@code unique} EINTR, its caller being killed; its own reply, later, is refused. */
+    private void answerInterrupted(long unique) {
+        try {
+            new FuseReply(FuseProtocol.OUT_HEADER).begin(unique).error(Linux.EINTR).send(channel);
+            LOG.debug("request {} of a dying thread: answered EINTR", unique);
+        } catch (IOException answeredMeanwhile) {
+            // its own reply went first
         }
     }
 
@@ -713,24 +742,18 @@ final class FuseSession {
          * 30 s) held `kill -9`, `timeout` and Ctrl-C as long. Nobody reads that answer; the request
          * goes on, and its own reply, which the kernel then refuses, gives back what it held (see
          * {@link #serve}). A caller that handles the signal is left to the request's own answer,
-         * since EINTR from stat or open is not what most programs expect.
+         * since EINTR from stat or open is not what most programs expect, but is watched
+         * ({@link InterruptedRequests}): a kill may follow, and the kernel tells of no second signal.
          */
         private void answerIfDying(long unique) {
-            int tid = 0;
-            for (Worker w : live) {
-                if (w.servingUnique == unique) {
-                    tid = w.servingTid;
-                    break;
-                }
-            }
-            if (tid == 0 || !dying.test(tid)) {
+            int tid = servingThread(unique);
+            if (tid == 0) {
                 return;
             }
-            try {
-                new FuseReply(FuseProtocol.OUT_HEADER).begin(unique).error(Linux.EINTR).send(channel);
-                LOG.debug("request {} of dying thread {}: answered EINTR", unique, tid);
-            } catch (IOException answeredMeanwhile) {
-                // its own reply went first
+            if (dying.test(tid)) {
+                answerInterrupted(unique);
+            } else {
+                interrupted.watch(unique, tid);
             }
         }
 

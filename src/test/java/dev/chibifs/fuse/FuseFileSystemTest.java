@@ -902,6 +902,53 @@ class FuseFileSystemTest {
         assertEquals(before, fs.held().openFiles(), "the open nobody got is released");
     }
 
+    /**
+     * The kernel sends one INTERRUPT per request, at its caller's first signal. A caller that handles
+     * it lives on, and its request goes on; when it is killed after, nobody tells the daemon, and
+     * the kill waited out the store. The interrupted request is looked at until it ends.
+     */
+    @Test
+    void aRequestInterruptedByAHandledSignalIsAnsweredOnceItsCallerIsKilled() throws Exception {
+        java.util.concurrent.CountDownLatch inStore = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch goOn = new java.util.concurrent.CountDownLatch(1);
+        wrapOpens((i, h) -> {
+            if (i == 1) {
+                waitInStore(inStore, goOn);
+            }
+            return h;
+        });
+        stop();
+        connect(OFFERED, 2);
+        long f = written("slow", "x");
+        java.util.concurrent.atomic.AtomicBoolean killed = new java.util.concurrent.atomic.AtomicBoolean();
+        session.dyingWhen(tid -> tid == 4242 && killed.get());
+        kernel.pid = 4242;
+        long opening = kernel.send(FuseProtocol.OPEN, f, body().int32(Linux.O_RDONLY).int32(0));
+        try {
+            inStore.await();
+            kernel.pid = 1234;
+            kernel.send(FuseProtocol.INTERRUPT, 0, body().int64(opening)); // SIGINT, which it handles
+            long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+            while (session.interrupted().watching() == 0 && System.nanoTime() < until) {
+                Thread.onSpinWait();
+            }
+            assertEquals(1, session.interrupted().watching(), "a living caller's request goes on, watched");
+            killed.set(true); // then SIGKILL, of which the kernel says nothing
+            FakeKernel.Reply answered = kernel.reply();
+            assertEquals(opening, answered.unique());
+            assertEquals(-Linux.EINTR, answered.error());
+            kernel.refuse.add(opening);
+        } finally {
+            goOn.countDown();
+        }
+        long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (!kernel.refuse.isEmpty() && System.nanoTime() < until) {
+            Thread.onSpinWait();
+        }
+        assertTrue(kernel.refuse.isEmpty(), "its own reply was tried, and refused");
+        assertEquals(0, session.interrupted().watching());
+    }
+
     /** A store call that says it has come ({@code inStore}) and waits for {@code goOn}, as one waiting on S3. */
     private static void waitInStore(java.util.concurrent.CountDownLatch inStore, java.util.concurrent.CountDownLatch goOn) {
         inStore.countDown();
