@@ -369,6 +369,8 @@ public final class MountCommand implements Callable<Integer> {
         Router router = namespace.router();
         try {
             router.createNamespace(plan.homes());
+        } catch (Router.UnreachablePrefixException e) {
+            throw new MountFailure("invalid --store: " + e.getMessage());
         } catch (IOException e) {
             if (storage.isPresent()) {
                 throw e;

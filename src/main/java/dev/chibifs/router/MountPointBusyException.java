@@ -3,16 +3,29 @@ package dev.chibifs.router;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
 
-/** A remove or rename of the path a store is mounted at: EBUSY, as for a mount point. */
+/**
+ * A remove or rename of the path a store is mounted at, or of a directory holding one: EBUSY, as
+ * for a mount point. A prefix is fixed at mount, so what holds it cannot move or go.
+ */
 public final class MountPointBusyException extends ErrnoException {
     private static final long serialVersionUID = 1L;
+    /** The store's mount point {@code path} holds; null where it is one. */
+    private final String holds;
 
     public MountPointBusyException(String path) {
+        this(path, null);
+    }
+
+    /** {@code path} holds {@code mountPoint}, where a store is mounted. */
+    public MountPointBusyException(String path, String mountPoint) {
         super(Linux.EBUSY, path, "Device or resource busy");
+        this.holds = mountPoint;
     }
 
     @Override
     public String getMessage() {
-        return "'" + getFile() + "' is where a store is mounted (Device or resource busy)";
+        return holds == null
+                ? "'" + getFile() + "' is where a store is mounted (Device or resource busy)"
+                : "'" + getFile() + "' holds '" + holds + "', where a store is mounted (Device or resource busy)";
     }
 }

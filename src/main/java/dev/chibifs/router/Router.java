@@ -272,6 +272,22 @@ public final class Router {
         if (isMountPoint(path)) {
             throw new MountPointBusyException(path.toString());
         }
+        // the store below would be left unreachable (rmdir: its parent store saw the directory empty)
+        // or left behind (rename), since a prefix is fixed at mount
+        Optional<VfsPath> held = mountPointBelow(path);
+        if (held.isPresent()) {
+            throw new MountPointBusyException(path.toString(), held.get().toString());
+        }
+    }
+
+    /** A store's mount point strictly below {@code path}, if there is one. */
+    private Optional<VfsPath> mountPointBelow(VfsPath path) {
+        for (Mount m : mounts) {
+            if (!m.prefix().equals(path) && m.prefix().startsWith(path)) {
+                return Optional.of(m.prefix());
+            }
+        }
+        return Optional.empty();
     }
 
     // ---- reads: always allowed ----
@@ -1226,17 +1242,44 @@ public final class Router {
             dirs.add("/home/" + Caller.context(c).name());
             dirs.add("/tools/home/" + Caller.context(c).name());
         }
+        // the directories a store's mount point is reached through, with (one of) the prefixes needing them
+        Map<String, VfsPath> reachingPrefix = new HashMap<>();
         for (Mount m : mounts) {
             for (VfsPath p = m.prefix().parent(); p != null && !p.isRoot(); p = p.parent()) {
                 dirs.add(p.toString());
+                reachingPrefix.putIfAbsent(p.toString(), m.prefix());
             }
         }
         dirs.sort(Comparator.comparingInt(String::length));
         for (String d : dirs) {
             VfsPath p = VfsPath.of(d);
-            if (!exists(Caller.SYSTEM, p) && ZonePolicy.mayWrite(Caller.SYSTEM, p, membership)) {
-                mkdir(Caller.SYSTEM, p);
+            VfsPath prefix = reachingPrefix.get(d);
+            if (exists(Caller.SYSTEM, p)) {
+                if (prefix != null && !isMountPoint(p) && !metadata(Caller.SYSTEM, p).isDirectory()) {
+                    throw new UnreachablePrefixException(prefix, p + " is not a directory in its store");
+                }
+            } else if (ZonePolicy.mayWrite(Caller.SYSTEM, p, membership)) {
+                try {
+                    mkdir(Caller.SYSTEM, p);
+                } catch (ErrnoException e) {
+                    // a read-only store, or a file on the way; anything else (S3 away) is the caller's to judge
+                    if (prefix == null || e.errno() != Linux.EROFS && e.errno() != Linux.ENOTDIR) {
+                        throw e;
+                    }
+                    throw new UnreachablePrefixException(prefix, p + " is missing and its store cannot make it ("
+                            + e.getMessage() + ")");
+                }
             }
+        }
+    }
+
+    /** A store's prefix that runs through something other than a directory, which the mount cannot serve. */
+    public static final class UnreachablePrefixException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        UnreachablePrefixException(VfsPath prefix, String why) {
+            super("a store at " + prefix + " cannot be reached: " + why
+                    + "; a prefix must run through directories, which the stores above it have or can make");
         }
     }
 }

@@ -673,6 +673,49 @@ class RouterTest {
         assertTrue(Files.exists(temp.resolve("docs/r.txt")));
     }
 
+    /**
+     * A directory holding a store's mount point, however deep, neither goes nor moves: its own store
+     * saw it empty (the mount point is not in it), and the store below was then out of reach.
+     */
+    @Test
+    void aDirectoryHoldingAStoresMountPointCannotBeRemovedOrRenamed() throws IOException {
+        vfs = Router.builder(store).mount(p("/shared/proj/cache"), new MemoryStorage())
+                .mount(p("/shared/deep/a/b"), new MemoryStorage()).build();
+        vfs.createNamespace(List.of());
+        vfs.write(PLANNER, p("/shared/proj/cache/data"), bytes("keep"));
+        for (String held : List.of("/shared/proj", "/shared/deep/a", "/shared/deep")) {
+            MountPointBusyException busy = assertThrows(MountPointBusyException.class,
+                    () -> vfs.removeDirectory(PLANNER, p(held)), held);
+            assertTrue(busy.getMessage().contains("where a store is mounted"), busy.getMessage());
+            assertThrows(MountPointBusyException.class, () -> vfs.rename(PLANNER, p(held), p("/shared/moved")), held);
+            assertThrows(MountPointBusyException.class, () -> vfs.delete(PLANNER, p(held)), held);
+        }
+        assertEquals("keep", text("/shared/proj/cache/data"));
+        assertTrue(Files.isDirectory(temp.resolve("vfs/shared/deep/a")));
+        vfs.mkdir(PLANNER, p("/shared/proj/other"));
+        vfs.rename(PLANNER, p("/shared/proj/other"), p("/shared/proj/else")); // a sibling moves as ever
+    }
+
+    @Test
+    void aStorePrefixThroughAFileOrWhereAReadOnlyStoreLacksADirectoryIsRefusedAtMount() throws IOException {
+        vfs.createNamespace(List.of());
+        vfs.write(SYSTEM, p("/shared/f"), bytes("a file"));
+        Router throughFile = Router.builder(store).mount(p("/shared/f/x"), new MemoryStorage()).build();
+        Router.UnreachablePrefixException e = assertThrows(Router.UnreachablePrefixException.class,
+                () -> throughFile.createNamespace(List.of()));
+        assertTrue(e.getMessage().contains("/shared/f/x") && e.getMessage().contains("/shared/f is not a directory"),
+                e.getMessage());
+        Path docs = Files.createDirectories(temp.resolve("docs"));
+        Router underReadOnly = Router.builder(store)
+                .mount(p("/site"), new ReadOnlyStorage(new LocalStorage(docs), "readonly:docs"))
+                .mount(p("/site/x/y"), new MemoryStorage()).build();
+        e = assertThrows(Router.UnreachablePrefixException.class, () -> underReadOnly.createNamespace(List.of()));
+        assertTrue(e.getMessage().contains("/site/x/y") && e.getMessage().contains("/site/x is missing"), e.getMessage());
+        Files.createDirectories(docs.resolve("x"));
+        underReadOnly.createNamespace(List.of()); // where the read-only store has it, the prefix is reached
+        assertTrue(underReadOnly.metadata(GUEST, p("/site/x/y")).isDirectory());
+    }
+
     @Test
     void aListingGivesTheInodeNumbersMetadataGivesTaggedInAStoreAtAPrefix() throws IOException {
         vfs = Router.builder(store).mount(p("/shared/tmp"), new MemoryStorage()).build();
