@@ -108,6 +108,8 @@ public final class MemoryStorage implements Storage {
         long links = 1;
         /** Extended attributes by name; null until the first is set. */
         Map<String, byte[]> xattrs;
+        /** Their names' and values' bytes, charged against the limit as file content is (on the Java heap, so bounded too). */
+        long xattrBytes;
 
         Node(MemoryStorage s, int mode) {
             this.inode = s.inodes.getAndIncrement();
@@ -315,7 +317,7 @@ public final class MemoryStorage implements Storage {
         void free() {
             if (!freed) {
                 freed = true;
-                store.used -= length;
+                store.used -= length + xattrBytes;
                 cut(0);
                 length = 0;
             }
@@ -343,6 +345,8 @@ public final class MemoryStorage implements Storage {
                 f.free();
             }
         } else if (n instanceof Dir) {
+            used -= n.xattrBytes; // one name, now gone: a handle still open cannot set more (see setXattrOf)
+            n.xattrBytes = 0;
             // a directory removed with what is in it (delete): everything below goes too
             for (Node c : ((Dir) n).children.values()) {
                 released(c);
@@ -1089,7 +1093,15 @@ public final class MemoryStorage implements Storage {
     }
 
     private void setXattrOf(Node n, String name, byte[] value, XattrMode mode, VfsPath path) throws IOException {
-        mode.check(path, name, n.xattrs != null && n.xattrs.containsKey(name));
+        byte[] before = n.xattrs == null ? null : n.xattrs.get(name);
+        mode.check(path, name, before != null);
+        if (n instanceof Dir && n.links <= 0) {
+            throw new NoSuchFileException(String.valueOf(path)); // removed: its charge is given back already
+        }
+        // ENOSPC past the limit, nothing changed: unbounded, one context's values filled the daemon's heap
+        long more = xattrCost(name, value) - (before == null ? 0 : xattrCost(name, before));
+        charge(more);
+        n.xattrBytes += more;
         if (n.xattrs == null) {
             n.xattrs = new TreeMap<>();
         }
@@ -1098,10 +1110,18 @@ public final class MemoryStorage implements Storage {
     }
 
     private void removeXattrOf(Node n, String name, VfsPath path) throws IOException {
-        if (n.xattrs == null || n.xattrs.remove(name) == null) {
+        byte[] value = n.xattrs == null ? null : n.xattrs.remove(name);
+        if (value == null) {
             throw Storage.noXattr(path, name);
         }
+        long less = xattrCost(name, value);
+        used -= less;
+        n.xattrBytes -= less;
         n.changed = now();
+    }
+
+    private static long xattrCost(String name, byte[] value) {
+        return name.getBytes(StandardCharsets.UTF_8).length + value.length;
     }
 
     /** The file or directory whose attributes change; a link or a special file is EPERM, as Linux says of user.* names. */

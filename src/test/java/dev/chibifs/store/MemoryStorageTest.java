@@ -19,6 +19,30 @@ class MemoryStorageTest extends StorageBehaviourSuite {
         return new MemoryStorage();
     }
 
+    /** Extended attributes live on the Java heap: unbounded, one context's values filled it and the daemon died. */
+    @Test
+    void extendedAttributesCountAgainstTheSizeAndGiveItBackWhenTheyGo() throws IOException {
+        MemoryStorage memory = new MemoryStorage(1000);
+        VfsPath f = VfsPath.of("/f");
+        VfsPath d = VfsPath.of("/d");
+        memory.write(f, new byte[100]);
+        memory.createDirectory(d);
+        memory.setXattr(f, "user.a", new byte[500], XattrMode.SET);
+        assertEquals(100 + 6 + 500, memory.used());
+        java.nio.file.FileSystemException full = org.junit.jupiter.api.Assertions.assertThrows(
+                java.nio.file.FileSystemException.class, () -> memory.setXattr(d, "user.b", new byte[500], XattrMode.SET));
+        assertTrue(full.getMessage().contains("No space left on device"), full.getMessage());
+        assertTrue(memory.xattrNames(d).isEmpty(), "nothing set");
+        memory.setXattr(f, "user.a", new byte[10], XattrMode.SET); // a smaller value gives the rest back
+        memory.setXattr(d, "user.b", new byte[500], XattrMode.SET);
+        assertEquals(100 + 16 + 506, memory.used());
+        memory.removeXattr(f, "user.a");
+        memory.delete(d);
+        assertEquals(100, memory.used());
+        memory.delete(f);
+        assertEquals(0, memory.used());
+    }
+
     @Test
     void aNameReplacedOrRemovedChangesTheCtimeTheFilesOtherNamesShow() throws IOException {
         MutableClock clock = new MutableClock(Instant.ofEpochSecond(1_000));
