@@ -116,8 +116,45 @@ abstract class VfsCommand implements Callable<Integer> {
             namespace = storeOptions.open(ChibiHome.resolve(callerOptions.home, terminal.env()), terminal.env());
             storage = namespace.rootStore().orElse(null);
             router = namespace.router();
+            subjects.forEach(this::warnIfAMountServesItElsewhere);
         }
         return router;
+    }
+
+    /**
+     * Warns where a live mount of this command's store serves {@code path} from a store at a prefix
+     * this command did not open ({@code --store}): the command then reads and writes what the
+     * local store hides there, which no mount shows, and said nothing.
+     */
+    private void warnIfAMountServesItElsewhere(VfsPath path) {
+        if (storage == null) {
+            return;
+        }
+        List<VfsPath> opened = router.prefixes();
+        try {
+            for (MountRegistry.Entry e : MountRegistry.forCurrentUser().list()) {
+                MountRecord r = e.record();
+                if (r == null || e.health() == MountRegistry.Health.STALE || e.health() == MountRegistry.Health.UNREADABLE
+                        || !r.store().toAbsolutePath().normalize().equals(storage.root().toAbsolutePath().normalize())) {
+                    continue;
+                }
+                for (String store : r.stores().split(" (?=/)")) {
+                    int eq = store.indexOf('=');
+                    VfsPath prefix = eq > 0 ? VfsPath.of(store.substring(0, eq)) : VfsPath.root();
+                    if (!prefix.isRoot() && path.startsWith(prefix) && !opened.contains(prefix)) {
+                        PrintWriter err = spec.commandLine().getErr();
+                        err.println("chibifs " + spec.name() + ": warning: the mount at " + r.mountpoint() + " serves "
+                                + prefix + " from " + store.substring(eq + 1) + ", which this command did not open: it sees"
+                                + " what the local store has there (give it the mount's --store " + prefix
+                                + "=...; a memory: store is the daemon's own)");
+                        err.flush();
+                        return;
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException unreadable) {
+            // a registry that cannot be read warns of nothing; the command itself goes on
+        }
     }
 
     /** How long this command's changes wait for a lock another process holds on a file of the local store. */
@@ -198,6 +235,9 @@ abstract class VfsCommand implements Callable<Integer> {
         }
         VfsPath path = VfsPath.fromUri(arg);
         subjects.add(path);
+        if (router != null) {
+            warnIfAMountServesItElsewhere(path);
+        }
         return path;
     }
 

@@ -38,4 +38,18 @@ class CliMountAgreementTest {
             assertTrue(fs.sh("test ! -e home/coder/x").exitCode() == 0);
         }
     }
+    /** A command that did not open the mount's store at a prefix sees what the local store hides there: it says so. */
+    @Test
+    void aCommandWithoutTheStoreAMountServesAPrefixFromIsWarned() throws Exception {
+        try (MountedFs fs = MountedFs.start("--context", "planner", "--store", "/shared/scratch=memory")) {
+            String home = fs.home().toString();
+            Sh.Result r = MountedFs.cli("write", "--as", "planner", "--home", home, "--content", "x",
+                    "vfs:///shared/scratch/x").ok();
+            assertTrue(r.err().contains("warning: the mount at " + fs.mountpoint() + " serves /shared/scratch from memory"),
+                    r.err());
+            assertTrue(MountedFs.cli("ls", "--home", home, "vfs:///shared").ok().err().isEmpty(), "elsewhere: nothing");
+            r = MountedFs.cli("ls", "--home", home, "--store", "/shared/scratch=memory", "vfs:///shared/scratch").ok();
+            assertTrue(r.err().isEmpty(), r.err());
+        }
+    }
 }
