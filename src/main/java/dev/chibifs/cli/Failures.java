@@ -124,6 +124,12 @@ final class Failures {
         } catch (RuntimeException notAPath) {
             return storePath;
         }
+        for (VfsPath given : subjects) {
+            // a namespace path already (the router's own: a missing parent of a prefix), not a store's
+            if (given.equals(inStore)) {
+                return storePath;
+            }
+        }
         for (VfsPath prefix : prefixes) {
             if (prefix.isRoot()) {
                 continue;

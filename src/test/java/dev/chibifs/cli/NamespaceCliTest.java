@@ -76,6 +76,9 @@ class NamespaceCliTest {
         assertEquals("chibifs cat: no such file or directory: vfs:///shared/mem/x\n", r.err());
         r = cli.run("ls", "vfs:///sys/contexts/nobody");
         assertEquals("chibifs ls: no such file or directory: vfs:///sys/contexts/nobody\n", r.err());
+        // the local store's own name, above the prefix: was "vfs:///shared/x/c/shared/x"
+        r = cli.run("cat", "--store", "/shared/x/c=memory", "vfs:///shared/x");
+        assertEquals("chibifs cat: no such file or directory: vfs:///shared/x\n", r.err());
     }
 
     @Test
