@@ -33,6 +33,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.stream.Collectors;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -144,8 +145,8 @@ public final class MountCommand implements Callable<Integer> {
     /** How a line the daemon prints for the operator, not only for its log, begins. */
     private static final String WARNING = "chibifs: warning: ";
 
-    /** Why the mount serves only what this host has (its root store did not answer at start); null when it answered. */
-    private String unanswered;
+    /** What the operator is told after the mounted line: stores that did not answer at start (each serves what this host has). */
+    private final List<String> warnings = new ArrayList<>();
 
     /** Serves {@code chibifs stats}, {@code sync} and {@code trace} until the daemon exits; a mount without them still works. */
     private static void startSockets(MountRegistry registry, FuseDaemon daemon, Namespace namespace,
@@ -377,13 +378,21 @@ public final class MountCommand implements Callable<Integer> {
             }
             // an S3 store at / that does not answer: the mount serves what this host has seen and
             // keeps its changes until S3 answers (a daemon killed in an outage must come back)
-            unanswered = "the store did not answer (" + e.getMessage() + "): the mount serves what this host has"
+            String unanswered = "the store did not answer (" + e.getMessage() + "): the mount serves what this host has"
                     + " and sends its changes when it answers (chibifs stats " + mp + " shows when); a mount made"
                     + " then makes the namespace's directories that are missing";
             // to the log (stderr is the log but in the foreground); a background mount prints it too,
             // after its mounted line, and spawnDaemon finds it there by its prefix
+            warnings.add(unanswered);
             System.err.println(WARNING + unanswered);
         }
+        // the store at / says so above; a store at a prefix that does not answer serves what this host has too
+        namespace.unansweredBelowRoot().forEach((prefix, why) -> {
+            String unanswered = "the store at " + prefix + " did not answer (" + why + "): the mount serves what this host"
+                    + " has there and sends its changes when it answers (chibifs stats " + mp + " shows when)";
+            warnings.add(unanswered);
+            System.err.println(WARNING + unanswered);
+        });
         // chibi reads config.toml at every command: the sweep reads its cache settings at every sweep
         CacheSweeper sweeper = CacheSweeper.create(router, config, () -> ChibiConfig.load(chibiHome),
                 cacheSweepInterval, Clock.systemUTC());
@@ -512,7 +521,7 @@ public final class MountCommand implements Callable<Integer> {
         String root = stores.mounts().stream().filter(m -> m.prefix().isRoot())
                 .map(m -> m.spec().text()).findFirst().orElse(chibiHome.store().toString());
         return "chibifs: mounted " + mp + " (" + plan.describe() + ", store " + root + "); daemon pid " + daemonPid
-                + ", log " + logFile + (unanswered == null ? "" : System.lineSeparator() + WARNING + unanswered);
+                + ", log " + logFile + warnings.stream().map(w -> System.lineSeparator() + WARNING + w).collect(Collectors.joining());
     }
 
     // ---- background, started without the launcher: the daemon is a child process, awaited until it answers ----

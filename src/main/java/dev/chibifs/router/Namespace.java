@@ -159,6 +159,18 @@ public final class Namespace implements java.io.Closeable {
         return states;
     }
 
+    /** By prefix, why each store opened at a prefix below {@code /} does not answer ({@link Storage#unanswered}); only those. */
+    public java.util.Map<VfsPath, String> unansweredBelowRoot() {
+        java.util.Map<VfsPath, String> away = new java.util.LinkedHashMap<>();
+        opened.forEach((prefix, store) -> {
+            String why = prefix.isRoot() ? null : store.unanswered();
+            if (why != null) {
+                away.put(prefix, why);
+            }
+        });
+        return away;
+    }
+
     /** {@link Storage#dropHeldAnswers} of every store. */
     public void dropHeldAnswers() {
         if (root != null) {

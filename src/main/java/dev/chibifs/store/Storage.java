@@ -389,6 +389,11 @@ public interface Storage extends Closeable {
         return null;
     }
 
+    /** Why the store does not answer now (an S3 endpoint away), or null when it does or cannot be away. */
+    default String unanswered() {
+        return null;
+    }
+
     /**
      * A feed of the changes to names in directories of this store, told to {@code listener}; until
      * it is closed. {@link ChangeFeed#NONE} where changes cannot be seen.

@@ -1808,6 +1808,17 @@ public final class S3Storage implements Storage {
     }
 
     @Override
+    public String unanswered() {
+        String away = bucket.unreachableReason();
+        if (away != null) {
+            return away;
+        }
+        synchronized (this) {
+            return writeBack.outage();
+        }
+    }
+
+    @Override
     public String state() {
         String away = bucket.unreachableReason();
         String failing;

@@ -2365,6 +2365,8 @@ class S3HostsTest {
         java.util.Map<String, String> nobodyThere = new java.util.HashMap<>(server.env());
         nobodyThere.put("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1");
         S3Storage away = host(S3Options.defaults(temp.resolve(prefix + "-c"), nobodyThere));
+        // what mount warns of, for a store at a prefix as for one at /
+        assertTrue(String.valueOf(away.unanswered()).contains("cannot reach http://127.0.0.1:1"), away.unanswered());
         long asked = total(away.requests());
         IOException listing = assertThrows(IOException.class, () -> away.list(p("/shared")));
         assertTrue(listing.getMessage().contains("cannot reach http://127.0.0.1:1"), listing.getMessage());
@@ -2417,6 +2419,7 @@ class S3HostsTest {
         assertEquals(theirs, text(a, "/shared/theirs"));
         assertEquals("must reach S3", inS3("shared/synced"));
         assertTrue(a.state().contains(": answers; to upload: 0;"), a.state());
+        assertEquals(null, a.unanswered());
     }
 
     private static long total(java.util.Map<String, Long> requests) {
