@@ -155,6 +155,20 @@ class LauncherTest {
         }
     }
 
+    /** systemd runs `mount --foreground`: that JVM is the daemon, so it must not keep the commands' C1-only flag. */
+    @Test
+    void aForegroundMountsJvmIsStartedAsADaemonAndACommandsAsACommand(@org.junit.jupiter.api.io.TempDir Path fake)
+            throws Exception {
+        Path fakeJava = Files.createDirectories(fake.resolve("bin")).resolve("java");
+        Files.writeString(fakeJava, "#!/bin/sh\necho \"$@\"\n"); // prints what it would run
+        Files.setPosixFilePermissions(fakeJava, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        String launcher = "JAVA_HOME='" + fake + "' scripts/chibifs ";
+        String daemon = Sh.run(launcher + "mount --foreground --context planner /nowhere").ok().out();
+        assertTrue(daemon.contains(" mount --foreground ") && !daemon.contains("TieredStopAtLevel"), daemon);
+        String command = Sh.run(launcher + "ls vfs:///").ok().out();
+        assertTrue(command.contains("-XX:TieredStopAtLevel=1 "), command);
+    }
+
     @Test
     void aBackgroundMountThatFailsSaysWhyOnStderrAndExitsOne() throws Exception {
         FuseSupport.requireFuse();
