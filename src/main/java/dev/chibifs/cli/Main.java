@@ -85,7 +85,9 @@ public final class Main implements Callable<Integer> {
         TerminalFactory factory = new TerminalFactory(terminal);
         CommandLine cl = new CommandLine(new Main(), factory);
         for (Class<?> c : subcommands) {
-            cl.addSubcommand(new CommandLine(c, factory));
+            CommandLine sub = new CommandLine(c, factory);
+            versioned(sub);
+            cl.addSubcommand(sub);
         }
         cl.setOut(new PrintWriter(new OutputStreamWriter(terminal.out(), StandardCharsets.UTF_8), true));
         cl.setErr(new PrintWriter(new OutputStreamWriter(terminal.err(), StandardCharsets.UTF_8), true));
@@ -93,6 +95,12 @@ public final class Main implements Callable<Integer> {
         cl.setParameterExceptionHandler(new ErrorHandler());
         cl.setExecutionStrategy(parsed -> ConfigCheck.execute(parsed, terminal.env()));
         return cl;
+    }
+
+    /** Every command has -V (mixinStandardHelpOptions), which printed nothing without a provider of its own. */
+    private static void versioned(CommandLine command) {
+        command.getCommandSpec().versionProvider(new VersionProvider());
+        command.getSubcommands().values().forEach(Main::versioned);
     }
 
     /** Builds commands with picocli's factory and hands the vfs commands and cache put their terminal. */

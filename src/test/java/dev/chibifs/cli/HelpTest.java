@@ -33,6 +33,20 @@ class HelpTest {
         }
     }
 
+    /** -V is in every command's help: each prints the version, as the root does (they printed nothing). */
+    @Test
+    void everyCommandsVersionOptionPrintsTheVersion() {
+        String version = new Cli(home).run("-V").out();
+        assertTrue(version.startsWith("chibifs "), version);
+        for (String[] c : new String[][] {{"mount"}, {"ls"}, {"stats"}, {"cache", "put"}}) {
+            List<String> args = new java.util.ArrayList<>(List.of(c));
+            args.add("-V");
+            Cli.Result r = new Cli(home).run(args.toArray(String[]::new));
+            assertEquals(0, r.code(), r.toString());
+            assertEquals(version, r.out(), String.join(" ", c));
+        }
+    }
+
     @Test
     void noCommandIsAUsageError() {
         Cli.Result root = new Cli(home).run();
