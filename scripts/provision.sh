@@ -6,7 +6,7 @@
 #
 #   --allow-other  put user_allow_other in /etc/fuse.conf, so a non-root daemon may mount with
 #                  allow_other (uid-mapped mounts need it; a root daemon does not)
-#   --install      link the launcher, the mount helper and the systemd unit into the system:
+#   --install      link the launcher and the mount helper, and copy the systemd unit, into the system:
 #                  /usr/local/bin/chibifs, /usr/local/bin/chibifs-wait-mounted,
 #                  /sbin/mount.fuse.chibifs, /etc/systemd/system/chibifs@.service
 #   --uninstall    remove what --install put there (links that lead into this checkout, and the

@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -31,9 +32,35 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
     boolean json;
 
     @Option(names = "--watch", arity = "0..1", fallbackValue = "1s", paramLabel = "INTERVAL",
-            converter = DurationConverter.class,
-            description = "Refresh every INTERVAL (default 1s) with the requests of that interval, until interrupted.")
+            parameterConsumer = WatchInterval.class,
+            description = "Refresh every INTERVAL (default 1s; 2 is 2s) with the requests of that interval, until interrupted.")
     Duration watch;
+
+    /**
+     * Takes the word after {@code --watch} only when it is an interval: picocli's own optional value
+     * took the mountpoint of {@code stats --watch /mnt/chibi} and refused it as a duration. A bare
+     * number is seconds, as juicefs stats's interval is.
+     */
+    static final class WatchInterval implements CommandLine.IParameterConsumer {
+        @Override
+        public void consumeParameters(java.util.Stack<String> args, CommandLine.Model.ArgSpec argSpec,
+                                      CommandSpec commandSpec) {
+            String next = args.isEmpty() ? null : args.peek();
+            Duration interval = Duration.ofSeconds(1);
+            // what starts as a number (or an ISO-8601 PT...) was meant as one; a mountpoint does not
+            if (next != null && next.matches("[0-9].*|[Pp][Tt]?[0-9].*")) {
+                args.pop();
+                try {
+                    interval = new DurationConverter().convert(next.matches("[0-9]+") ? next + "s" : next);
+                } catch (CommandLine.TypeConversionException e) {
+                    throw new CommandLine.ParameterException(commandSpec.commandLine(), "Invalid value for option '--watch': "
+                            + (next.matches("[0-9]+") ? "invalid duration '" + next + "': a positive number of seconds"
+                                    + " (or " + DurationConverter.RULE + ")" : e.getMessage()));
+                }
+            }
+            argSpec.setValue(interval);
+        }
+    }
 
     @Spec
     CommandSpec spec;

@@ -24,7 +24,8 @@ final class StoreOptions {
                     + " everywhere): memory[:SIZE] (in the daemon's memory, empty at mount, ENOSPC past SIZE, default"
                     + " 256M), readonly:DIR (DIR read-only, no link followed out of it) or"
                     + " s3://BUCKET/KEYPREFIX[?endpoint=URL&region=R] (an S3 bucket shared by several hosts; credentials"
-                    + " from the AWS_* environment, never the command line; /=s3://... serves the whole namespace)."
+                    + " from the environment (AWS_*, a profile, an instance role), never the command line; /=s3://... serves"
+                    + " the whole namespace)."
                     + " A rename or hard link across stores is"
                     + " EXDEV (mv copies).")
     List<String> stores = new ArrayList<>();
