@@ -677,6 +677,9 @@ public final class MemoryStorage implements Storage {
 
     @Override
     public synchronized FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
+        if (path.isRoot()) {
+            throw notRegular(root, path); // a directory, as every other one: not parentOf's EBUSY
+        }
         Dir parent = parentOf(path, false);
         Node n = parent.children.get(path.fileName());
         if (n != null && flags.contains(OpenFlag.CREATE_NEW)) {

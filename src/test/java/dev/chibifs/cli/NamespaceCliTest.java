@@ -79,6 +79,10 @@ class NamespaceCliTest {
         // the local store's own name, above the prefix: was "vfs:///shared/x/c/shared/x"
         r = cli.run("cat", "--store", "/shared/x/c=memory", "vfs:///shared/x");
         assertEquals("chibifs cat: no such file or directory: vfs:///shared/x\n", r.err());
+        // a directory holding a prefix: was "vfs:///sys/contexts" for vfs:///
+        assertEquals("chibifs cat: is a directory: vfs:///\n", cli.run("cat", "vfs:///").err());
+        r = cli.run("cat", "--store", "/shared/mem=memory", "vfs:///shared/mem");
+        assertEquals("chibifs cat: is a directory: vfs:///shared/mem\n", r.err()); // was EBUSY
     }
 
     @Test

@@ -140,6 +140,9 @@ public abstract class StorageBehaviourSuite {
     void readDirectoryIsIsDirectory() throws IOException {
         storage.mkdir(p("/shared/d"));
         assertThrows(IsDirectoryException.class, () -> storage.read(p("/shared/d")));
+        // the root too, what `cat` of a store's mount point reads (memory: said EBUSY)
+        assertEquals(Linux.EISDIR, errnoOf(() -> storage.read(p("/"))));
+        assertEquals(Linux.EISDIR, errnoOf(() -> open("/", OpenFlag.READ).close()));
     }
 
     @Test

@@ -430,6 +430,9 @@ public final class S3Storage implements Storage {
 
     /** The file at {@code p}: a directory is EISDIR and a link ELOOP, as an open with O_NOFOLLOW says. */
     private Node findFile(VfsPath p) throws IOException {
+        if (p.isRoot()) {
+            throw new IsDirectoryException(p.toString()); // a directory, as every other one: not parentOf's EBUSY
+        }
         Node n = find(p);
         if (n.dir) {
             throw new IsDirectoryException(p.toString());
@@ -1073,6 +1076,9 @@ public final class S3Storage implements Storage {
         boolean create = flags.contains(OpenFlag.CREATE) || flags.contains(OpenFlag.CREATE_NEW);
         if (write || create) {
             requireRoom();
+        }
+        if (path.isRoot()) {
+            throw new IsDirectoryException(path.toString());
         }
         for (int attempt = 0; ; attempt++) {
             parentOf(path);
