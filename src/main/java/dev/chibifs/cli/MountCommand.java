@@ -195,6 +195,24 @@ public final class MountCommand implements Callable<Integer> {
             throw new UsageException("mountpoint " + mp + " is inside the store it would serve (" + store
                     + "): choose a directory outside it");
         }
+        for (Map.Entry<Path, String> shown : stores.shownDirectories().entrySet()) {
+            Path dir = realMountpoint(shown.getKey());
+            if (mp.startsWith(dir)) {
+                // as above: the daemon served its own mount, which no umount, -z or SIGTERM then ended
+                throw new UsageException("mountpoint " + mp + " is inside " + dir + ", which the mount would show ("
+                        + shown.getValue() + "): choose a directory outside it");
+            }
+        }
+        Optional<Path> cache = stores.cacheDir();
+        if (cache.isPresent()) {
+            Path dir = realMountpoint(cache.get());
+            if (dir.startsWith(store) || mp.startsWith(dir)) {
+                // in the store, every context reads and writes the S3 journal through the mount
+                throw new UsageException("invalid --cache-dir '" + cache.get() + "': " + (mp.startsWith(dir)
+                        ? "the mountpoint " + mp + " is inside it" : "it is inside the store " + store
+                        + ", where every context could read and write it") + "; choose a directory outside both");
+            }
+        }
         if (FuseDaemon.clearStale(mp)) {
             err().println("chibifs: cleared a stale mount at " + mp + " left by a daemon that died");
         }

@@ -23,7 +23,8 @@ final class SizeConverter implements CommandLine.ITypeConverter<Long> {
         long bytes = StoreSpec.bytes(value);
         if (bytes < least) {
             throw new CommandLine.TypeConversionException("invalid size '" + value + "': "
-                    + (least > 0 ? "more than 0 bytes" : "0 bytes or more") + ", with an optional K, M or G (e.g. 512M, 20G)");
+                    + (bytes == -2 ? "too large; " : "") + (least > 0 ? "more than 0 bytes" : "0 bytes or more")
+                    + ", with an optional K, M or G (e.g. 512M, 20G)");
         }
         return bytes;
     }

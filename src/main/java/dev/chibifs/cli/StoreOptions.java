@@ -99,6 +99,12 @@ final class StoreOptions {
                 throw new UsageException(e.getMessage());
             }
         }
+        if (toolsSys != null && toolsSys.toString().isEmpty()) {
+            throw new UsageException("invalid --tools-sys '': name a directory (an empty one showed the working directory)");
+        }
+        if (cacheDir != null && cacheDir.toString().isEmpty()) {
+            throw new UsageException("invalid --cache-dir '': name a directory (an empty one was the working directory)");
+        }
         if (toolsSys != null && !Files.isDirectory(toolsSys)) {
             throw new UsageException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
         }
@@ -118,6 +124,26 @@ final class StoreOptions {
                     + s3Stores + " are named; leave it out (each gets <home>/chibifs/cache/<store>)");
         }
         return out;
+    }
+
+    /**
+     * The host directories the namespace shows ({@code readonly:DIR}, {@code --tools-sys}) with what
+     * shows each, absolute: a mountpoint or a cache directory inside one would be served by the mount.
+     */
+    Map<Path, String> shownDirectories() {
+        Map<Path, String> shown = new java.util.LinkedHashMap<>();
+        for (StoreMount m : mounts()) {
+            m.spec().shownDirectory().ifPresent(d -> shown.put(d, "--store " + m.text()));
+        }
+        if (toolsSys != null) {
+            shown.put(toolsSys.toAbsolutePath().normalize(), "--tools-sys");
+        }
+        return shown;
+    }
+
+    /** {@code --cache-dir}, absolute, if given. */
+    java.util.Optional<Path> cacheDir() {
+        return java.util.Optional.ofNullable(cacheDir).map(d -> d.toAbsolutePath().normalize());
     }
 
     /** The namespace of {@code home} with these stores. */

@@ -37,6 +37,11 @@ public interface StoreSpec {
         return false;
     }
 
+    /** The host directory this store shows ({@code readonly:DIR}), if any: a mountpoint inside it would serve itself. */
+    default java.util.Optional<Path> shownDirectory() {
+        return java.util.Optional.empty();
+    }
+
     /**
      * A kind of store parsed outside this package (the S3 store lives in {@code store.s3}, which
      * depends on this one, so it is handed in by the front end rather than named here).
@@ -108,8 +113,8 @@ public interface StoreSpec {
                 throw new IllegalArgumentException("invalid size '" + size + "' in '" + spec + "': " + RULE);
             }
             if (n <= 0) {
-                throw new IllegalArgumentException("invalid size '" + size + "' in '" + spec + "': more than 0 bytes, "
-                        + RULE);
+                throw new IllegalArgumentException("invalid size '" + size + "' in '" + spec + "': "
+                        + (n == -2 ? "too large for a size in bytes, " : "more than 0 bytes, ") + RULE);
             }
             return new Memory(n);
         }
@@ -150,6 +155,11 @@ public interface StoreSpec {
         @Override
         public String text() {
             return "readonly:" + dir;
+        }
+
+        @Override
+        public java.util.Optional<Path> shownDirectory() {
+            return java.util.Optional.of(dir);
         }
 
         @Override

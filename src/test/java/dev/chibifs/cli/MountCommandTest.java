@@ -58,4 +58,33 @@ class MountCommandTest {
                 + dir.resolve("none") + ")", e.getMessage());
         MountCommand.requireDirectory(dir);
     }
+    /**
+     * A mountpoint inside a directory the mount shows was served by its own daemon: stat ESTALE, and no
+     * umount, -z or SIGTERM ended it. A cache directory inside the store was every context's to write.
+     */
+    @Test
+    void aMountpointInsideADirectoryTheMountShowsAndACacheInsideTheStoreAreRefused(@TempDir Path dir) throws Exception {
+        Path ro = java.nio.file.Files.createDirectories(dir.resolve("ro/mp"));
+        Path tools = java.nio.file.Files.createDirectories(dir.resolve("tools/mp"));
+        String home = dir.resolve("home").toString();
+        Cli cli = new Cli(dir);
+        Cli.Result r = cli.run("mount", "--home", home, "--context", "alice", "--store",
+                "/shared/ro=readonly:" + ro.getParent(), ro.toString());
+        assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+        assertTrue(r.err().contains("mountpoint " + ro + " is inside " + ro.getParent() + ", which the mount would show"),
+                r.err());
+        r = cli.run("mount", "--home", home, "--context", "alice", "--tools-sys", tools.getParent().toString(),
+                tools.toString());
+        assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+        assertTrue(r.err().contains("(--tools-sys)"), r.err());
+        r = cli.run("mount", "--home", home, "--context", "alice", "--store", "/shared/b=s3://bkt/k?endpoint=http://127.0.0.1:1",
+                "--cache-dir", home + "/vfs/shared/cache", dir.resolve("mnt").toString());
+        assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+        assertTrue(r.err().contains("invalid --cache-dir") && r.err().contains("inside the store"), r.err());
+        for (String option : List.of("--tools-sys", "--cache-dir")) {
+            r = cli.run("ls", "--store", "/shared/b=s3://bkt/k?endpoint=http://127.0.0.1:1", option, "", "vfs:///");
+            assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+            assertTrue(r.err().contains("invalid " + option + " ''"), r.err());
+        }
+    }
 }
