@@ -89,11 +89,11 @@ class MountSpecTest {
 
     @Test
     void namesAndTheDaemonsSettings() {
-        MountSpec s = spec("fsname=my\\store,subtype=chibi.test,debug,nonempty,auto_unmount,max_readahead=0,"
+        MountSpec s = spec("fsname=my\\store,subtype=chibifs,debug,nonempty,auto_unmount,max_readahead=0,"
                 + "max_background=64,congestion_threshold=48,umask=022,uid=1000,gid=100");
         assertEquals("my\\store", s.fsname());
-        assertEquals("fuse.chibi.test", s.type());
-        assertEquals(List.of("fsname=my\\\\store", "subtype=chibi.test", "nonempty", "auto_unmount"), s.helperOptions(),
+        assertEquals("fuse.chibifs", s.type());
+        assertEquals(List.of("fsname=my\\\\store", "subtype=chibifs", "nonempty", "auto_unmount"), s.helperOptions(),
                 "fusermount reads a backslash as an escape");
         assertTrue(s.debug() && s.nonempty() && s.autoUnmount());
         assertEquals(OptionalInt.of(0), s.maxReadahead());
@@ -114,7 +114,7 @@ class MountSpecTest {
                 "splice_move", "no_splice_move", "splice_read", "no_splice_read", "debug", "ro", "rw", "nosuid", "suid",
                 "nodev", "dev", "noexec", "exec", "noatime", "atime", "relatime", "norelatime", "strictatime",
                 "nodiratime", "sync", "async", "dirsync", "lazytime");
-        List<String> valued = List.of("fsname=x", "subtype=x", "blksize=4096", "max_read=4096", "max_write=4096",
+        List<String> valued = List.of("fsname=x", "subtype=chibifs", "blksize=4096", "max_read=4096", "max_write=4096",
                 "max_readahead=4096", "max_background=12", "congestion_threshold=9", "umask=077", "uid=0", "gid=0",
                 "entry_timeout=1", "negative_timeout=0", "attr_timeout=0.5", "ac_attr_timeout=1", "remember=-1",
                 "intr_signal=10", "modules=subdir", "context=x", "fscontext=x", "defcontext=x", "rootcontext=x");
@@ -153,8 +153,9 @@ class MountSpecTest {
         refused("uid=-1", "invalid FUSE option 'uid=-1': uid is a whole number from 0 to 4294967294");
         refused("blksize=1000", "invalid FUSE option 'blksize=1000': blksize is a power of two from 512 (bytes)");
         refused("umask=999", "invalid FUSE option 'umask=999': umask is octal mode bits from 0 to 777 (e.g. 022)");
-        refused("subtype=a/b",
-                "invalid FUSE option 'subtype=a/b': subtype is letters, digits and _ . + - (the type becomes fuse.SUBTYPE)");
+        // another subtype mounted, then mount waited 60 s for a fuse.chibifs that never came
+        refused("subtype=foo", "invalid FUSE option 'subtype=foo': the subtype is chibifs (the mount's type is"
+                + " fuse.chibifs, by which status, umount and stale-mount recovery know it)");
         refused("blkdev", "invalid FUSE option 'blkdev': it mounts a block device (fuseblk), and chibifs serves a"
                 + " directory tree, not a device");
         refused("intr_signal=0", "invalid FUSE option 'intr_signal=0': intr_signal is a whole number from 1 to 64");
