@@ -108,7 +108,17 @@ final class StoreOptions {
         if (toolsSys != null && !Files.isDirectory(toolsSys)) {
             throw new UsageException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
         }
-        long s3Stores = out.stream().filter(m -> m.spec() instanceof S3StoreSpec).count();
+        List<StoreMount> buckets = out.stream().filter(m -> m.spec() instanceof S3StoreSpec).toList();
+        for (int i = 0; i < buckets.size(); i++) {
+            for (int j = 0; j < i; j++) {
+                if (((S3StoreSpec) buckets.get(i).spec()).overlaps((S3StoreSpec) buckets.get(j).spec())) {
+                    throw new UsageException("invalid --store '" + buckets.get(i).text() + "': its objects are also"
+                            + " --store '" + buckets.get(j).text() + "''s (one bucket, key prefixes one inside the other),"
+                            + " which would put one object behind two caches; serve them through one store");
+                }
+            }
+        }
+        long s3Stores = buckets.size();
         if ((cacheDir != null || flushAfter != null || metadataTtl != null || cacheSize != null || prefetchBelow != null
                 || lockLease != null || localLocks || exclusiveCreates) && s3Stores == 0) {
             throw new UsageException("--cache-dir, --cache-size, --flush-after, --metadata-ttl, --prefetch-below,"

@@ -87,4 +87,18 @@ class MountCommandTest {
             assertTrue(r.err().contains("invalid " + option + " ''"), r.err());
         }
     }
+    /** One object behind two caches in one daemon: a write through one store was not seen by the other. */
+    @Test
+    void twoS3StoresOverOneBucketsObjectsAreRefused(@TempDir Path dir) {
+        String at = "?endpoint=http://127.0.0.1:1";
+        for (String[] pair : new String[][] {{"ov", "ov"}, {"ov", "ov/q"}, {"ov/q", "ov"}, {"", "x"}}) {
+            Cli.Result r = new Cli(dir).run("ls", "--store", "/shared/a=s3://bkt/" + pair[0] + at,
+                    "--store", "/shared/b=s3://bkt/" + pair[1] + at, "vfs:///");
+            assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+            assertTrue(r.err().contains("one object behind two caches"), r.err());
+        }
+        Cli.Result r = new Cli(dir).run("ls", "--store", "/shared/a=s3://bkt/ov" + at, "--store",
+                "/shared/b=s3://bkt/ov2" + at, "vfs:///");
+        assertTrue(!r.err().contains("two caches"), r.err()); // a sibling prefix is other objects
+    }
 }

@@ -162,8 +162,8 @@ public final class S3Storage implements Storage {
         FileLock l;
         try {
             l = lockFile.tryLock();
-        } catch (IOException e) {
-            l = null;
+        } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
+            l = null; // the second: this very JVM holds it (two stores with one cache directory)
         }
         if (l == null) {
             lockFile.close();

@@ -47,6 +47,25 @@ public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, 
         };
     }
 
+    /**
+     * Whether this store's objects are some of {@code other}'s, or theirs some of this one's: one
+     * bucket, the same endpoint (or one unnamed), and key prefixes one inside the other. Two such stores
+     * in one daemon put one object behind two caches, neither knowing of the other's writes.
+     */
+    public boolean overlaps(S3StoreSpec other) {
+        S3Spec a = S3Spec.parse(spec);
+        S3Spec b = S3Spec.parse(other.spec);
+        if (!a.bucket().equals(b.bucket())
+                || a.endpoint() != null && b.endpoint() != null && !a.endpoint().equals(b.endpoint())) {
+            return false;
+        }
+        return within(a.keyPrefix(), b.keyPrefix()) || within(b.keyPrefix(), a.keyPrefix());
+    }
+
+    private static boolean within(String key, String prefix) {
+        return prefix.isEmpty() || key.equals(prefix) || key.startsWith(prefix + "/");
+    }
+
     /** Whether {@code spec} names an S3 store. */
     public static boolean isS3(String spec) {
         return spec.startsWith(S3Spec.SCHEME);
