@@ -62,11 +62,14 @@ final class StoreOptions {
                     + " 0: attributes only, each file's content at its first open. Default: 32K.")
     Long prefetchBelow;
 
+    /** The shortest lease a lock on S3 may have: renewed every third of it, each time a PUT. */
+    static final Duration MIN_LOCK_LEASE = Duration.ofSeconds(3);
+
     @Option(names = "--lock-lease", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "A lock on a file of an S3 store keeps every host's processes out (flock, fcntl, SQLite):"
                     + " the daemon holds a lease object in the bucket while a process here holds a lock, renewed"
                     + " every third of DURATION. A host that dies holding one keeps the others out this long."
-                    + " Default: 30s.")
+                    + " At least 3s; default: 30s.")
     Duration lockLease;
 
     @Option(names = "--local-locks",
@@ -124,6 +127,12 @@ final class StoreOptions {
             throw new UsageException("--cache-dir, --cache-size, --flush-after, --metadata-ttl, --prefetch-below,"
                     + " --lock-lease, --local-locks and --exclusive-creates are for an S3 store:"
                     + " add --store PREFIX=s3://BUCKET/KEYPREFIX");
+        }
+        if (lockLease != null && lockLease.compareTo(MIN_LOCK_LEASE) < 0) {
+            // renewed every third of it: a 1 ms lease made 729 PUTs for one flock held 5 s, and guarded nothing
+            throw new UsageException("invalid --lock-lease '" + lockLease.toString().substring(2).toLowerCase(java.util.Locale.ROOT)
+                    + "': at least " + MIN_LOCK_LEASE.toSeconds() + "s (it is renewed every third of it, a PUT to S3 each"
+                    + " time); --local-locks keeps locks in this daemon");
         }
         if (lockLease != null && localLocks) {
             throw new UsageException("--lock-lease and --local-locks cannot go together: a local lock has no lease");

@@ -66,7 +66,11 @@ public record ChibiConfig(String backend, long toolOutputCacheThreshold, long to
         } catch (CharacterCodingException e) {
             throw new ConfigException(file + ": not UTF-8 text, as TOML must be");
         } catch (IOException e) {
-            throw new ConfigException(file + ": cannot read: " + e.getMessage());
+            // the JDK's AccessDeniedException says only the path: the reason is its errno's
+            String why = dev.chibifs.sys.Errors.describe(e);
+            String named = ": " + file;
+            throw new ConfigException(file + ": cannot read: "
+                    + (why.endsWith(named) ? why.substring(0, why.length() - named.length()) : why));
         }
     }
 }

@@ -124,6 +124,9 @@ class NamespaceCliTest {
         r = cli.run("ls", "--store", s3, "--lock-lease", "0s", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("invalid duration '0s'"), r.err());
+        r = cli.run("ls", "--store", s3, "--lock-lease", "1ms", "vfs:///"); // 729 PUTs for one flock held 5 s
+        assertExit(2, r);
+        assertTrue(r.err().contains("invalid --lock-lease '0.001s': at least 3s"), r.err());
         r = cli.run("ls", "--prefetch-below", "0", "vfs:///");
         assertExit(2, r);
         assertTrue(r.err().contains("are for an S3 store"), r.err());
