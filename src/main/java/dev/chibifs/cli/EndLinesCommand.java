@@ -9,8 +9,9 @@ import java.io.IOException;
 /** What {@code head} and {@code tail} share: -n, --json, the file; each says which N lines. */
 abstract class EndLinesCommand extends VfsCommand {
 
-    @Option(names = "-n", paramLabel = "N", defaultValue = "10", description = "How many lines (default: ${DEFAULT-VALUE}).")
-    int count;
+    @Option(names = "-n", paramLabel = "N", defaultValue = "10",
+            description = "How many lines (default: ${DEFAULT-VALUE}); +N: tail from line N on, as coreutils' tail.")
+    String count;
 
     @Option(names = "--json", description = "Print {uri, total, lines: [{number, text}]} as JSON (text decoded as UTF-8).")
     boolean json;
@@ -21,6 +22,11 @@ abstract class EndLinesCommand extends VfsCommand {
     /** The number of the first line to print, to print {@code n} of {@code lines}. */
     abstract int first(TextLines lines, int n) throws IOException;
 
+    /** Whether {@code -n +N} means from line N to the end (tail), rather than N lines (head, as coreutils'). */
+    boolean plusCountsFromTheStart() {
+        return false;
+    }
+
     @Override
     boolean writes() {
         return false;
@@ -28,10 +34,15 @@ abstract class EndLinesCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException {
-        int n = LineSlice.count("-n", count);
+        boolean plus = count.startsWith("+");
+        int n = LineSlice.count("-n", plus ? count.substring(1) : count);
         VfsPath path = uri(target);
         try (StoreFile file = open(path)) {
             TextLines lines = TextLines.of(file);
+            if (plus && plusCountsFromTheStart()) {
+                LineSlice.print(this, path, lines, Math.max(1, n), Integer.MAX_VALUE, json);
+                return ExitCodes.OK;
+            }
             int first = first(lines, n);
             LineSlice.print(this, path, lines, first, (int) Math.min((long) first + n - 1, Integer.MAX_VALUE), json);
         }

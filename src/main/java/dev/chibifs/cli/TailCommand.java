@@ -17,4 +17,9 @@ final class TailCommand extends EndLinesCommand {
     int first(TextLines lines, int n) throws IOException {
         return Math.max(1, lines.count() - n + 1);
     }
+
+    @Override
+    boolean plusCountsFromTheStart() {
+        return true;
+    }
 }

@@ -139,6 +139,10 @@ class ReadCommandsTest {
         assertEquals("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", cli.run("head", "vfs:///shared/eleven").out());
         // the last line has no newline, and tail keeps it that way
         assertEquals("2\n3\n4\n5\n6\n7\n8\n9\n10\n11", cli.run("tail", "vfs:///shared/eleven").out());
+        // coreutils: tail -n +N from line N on (it printed the last N), head -n +N the first N
+        assertEquals("three\nfour\n", cli.run("tail", "-n", "+3", "vfs:///shared/notes.md").out());
+        assertEquals("one\ntwo\nthree\nfour\n", cli.run("tail", "-n", "+0", "vfs:///shared/notes.md").out());
+        assertEquals("one\n", cli.run("head", "-n", "+1", "vfs:///shared/notes.md").out());
     }
 
     @Test
@@ -147,7 +151,9 @@ class ReadCommandsTest {
         assertExit(2, r);
         assertTrue(r.err().contains("'-1'"), r.err());
         assertExit(2, cli.run("tail", "-n", "-3", "vfs:///shared/notes.md"));
-        assertExit(2, cli.run("tail", "-n", "x", "vfs:///shared/notes.md"));
+        r = cli.run("tail", "-n", "x", "vfs:///shared/notes.md");
+        assertExit(2, r);
+        assertTrue(r.err().contains("'x' (a line count is 0 or more)"), r.err()); // was picocli's "is not an int"
     }
 
     @Test
