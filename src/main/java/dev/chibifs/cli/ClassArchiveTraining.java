@@ -54,6 +54,8 @@ public final class ClassArchiveTraining {
         Terminal quiet = new Terminal(System.getenv(), System.in, OutputStream.nullOutputStream(),
                 OutputStream.nullOutputStream());
         Main.commandLine(quiet); // every command's model, as help builds it
+        // a store to list: ls, which only reads, says there is none rather than make it
+        java.nio.file.Files.createDirectories(Path.of(args[0], "vfs"));
         int code = Main.commandLine(quiet, Main.subcommandsFor(new String[]{"ls"}))
                 .execute("ls", "--home", args[0], "vfs:///");
         if (withS3) {

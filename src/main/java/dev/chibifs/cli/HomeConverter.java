@@ -17,6 +17,12 @@ final class HomeConverter implements CommandLine.ITypeConverter<Path> {
             throw new CommandLine.TypeConversionException("'' is empty: name CHIBI_HOME's directory,"
                     + " or leave --home out for $CHIBI_HOME, else ~/.chibi");
         }
-        return Path.of(value);
+        Path home = Path.of(value);
+        if (java.nio.file.Files.exists(home) && !java.nio.file.Files.isDirectory(home)) {
+            // else its config.toml "cannot read: ... Not a directory", which named neither --home nor the rule
+            throw new CommandLine.TypeConversionException("'" + value + "' is not a directory: name CHIBI_HOME's"
+                    + " directory, or leave --home out for $CHIBI_HOME, else ~/.chibi");
+        }
+        return home;
     }
 }

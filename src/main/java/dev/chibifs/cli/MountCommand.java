@@ -293,6 +293,10 @@ public final class MountCommand implements Callable<Integer> {
         if (systemUid != null) {
             throw new UsageException("--system-uid goes with --uid-map: a per-context mount has one caller");
         }
+        if (context == null && !ContextNames.isValid(name)) {
+            // as the vfs commands say it: the name came from the environment, not the command line
+            throw new UsageException("invalid context name '" + name + "' (from $CHIBI_CONTEXT): " + ContextNames.RULE);
+        }
         Caller caller = Caller.context(name);
         return new Plan(CallerResolver.fixed(caller), List.of(caller.name()), false, "context " + caller.name(), "");
     }

@@ -71,6 +71,9 @@ abstract class VfsCommand implements Callable<Integer> {
         caller = callerOptions.resolve(terminal.env(), spec.name(), writes());
         int code = ExitCodes.OK;
         try {
+            if (!writes() && nothingToRead()) {
+                return ExitCodes.NOT_FOUND;
+            }
             code = execute();
         } catch (IOException | CommandFailure e) {
             code = fail(e);
@@ -81,6 +84,26 @@ abstract class VfsCommand implements Callable<Integer> {
             flushOut();
         }
         return code;
+    }
+
+    /**
+     * Whether this command, which only reads, would find no local store at all: it says so rather
+     * than make one, since opening the store makes its directory, and a mistyped --home became a new
+     * CHIBI_HOME. A write makes it, as chibi's first run does.
+     */
+    private boolean nothingToRead() {
+        if (storeOptions.mounts().stream().anyMatch(m -> m.prefix().isRoot())) {
+            return false; // --store /=s3://...: no local store
+        }
+        java.nio.file.Path store = ChibiHome.resolve(callerOptions.home, terminal.env()).store();
+        if (java.nio.file.Files.isDirectory(store)) {
+            return false;
+        }
+        PrintWriter err = spec.commandLine().getErr();
+        err.println("chibifs " + spec.name() + ": no store at " + store + " (nothing written there yet: a mount or a"
+                + " write makes it; is --home or $CHIBI_HOME right?)");
+        err.flush();
+        return true;
     }
 
     private int closeNamespace(int code) {

@@ -101,4 +101,17 @@ class MountCommandTest {
                 "/shared/b=s3://bkt/ov2" + at, "vfs:///");
         assertTrue(!r.err().contains("two caches"), r.err()); // a sibling prefix is other objects
     }
+    /** A mistyped home became a new CHIBI_HOME, made by a command that only reads, and listed empty with exit 0. */
+    @Test
+    void aCommandThatReadsAHomeWithNoStoreSaysSoAndMakesNothing(@TempDir Path dir) throws Exception {
+        Path typo = dir.resolve("typo");
+        Cli.Result r = new Cli(dir).run("ls", "--home", typo.toString(), "vfs:///");
+        assertEquals(ExitCodes.NOT_FOUND, r.code(), r.toString());
+        assertTrue(r.err().startsWith("chibifs ls: no store at " + typo.resolve("vfs")), r.err());
+        assertTrue(!java.nio.file.Files.exists(typo), "made " + typo);
+        java.nio.file.Path file = java.nio.file.Files.writeString(dir.resolve("file"), "x");
+        r = new Cli(dir).run("ls", "--home", file.toString(), "vfs:///");
+        assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+        assertTrue(r.err().contains("'" + file + "' is not a directory"), r.err());
+    }
 }
