@@ -14,6 +14,7 @@ final class ConfigParser {
 
     private static final TomlMapper TOML = new TomlMapper();
     private static final Pattern KEY_AT_LINE_START = Pattern.compile("^\\s*([A-Za-z0-9_\\-.\"' ]+?)\\s*=");
+    private static final Pattern TABLE_HEADER = Pattern.compile("^\\s*\\[([^\\[\\]]+)\\]\\s*(#.*)?$");
 
     private final Path file;
     private final String text;
@@ -136,6 +137,11 @@ final class ConfigParser {
     }
 
     private ConfigException malformed(JsonProcessingException e) {
+        // the parser's location is past the token, often on the next line: name the repeat itself
+        String repeated = repeatedKeyOrTable();
+        if (repeated != null) {
+            return new ConfigException(file + ":" + repeated);
+        }
         JsonLocation at = e.getLocation();
         int line = at == null ? -1 : at.getLineNr();
         StringBuilder msg = new StringBuilder().append(file);
@@ -148,6 +154,37 @@ final class ConfigParser {
             msg.append(" (key ").append(key).append(')');
         }
         return new ConfigException(msg.toString());
+    }
+
+    /**
+     * "LINE: malformed TOML: ..." for the first key given twice in one table, or table header given
+     * twice, of simple TOML (bare keys, [table] headers); null when there is none.
+     */
+    private String repeatedKeyOrTable() {
+        String[] lines = text.split("\r?\n", -1);
+        java.util.Map<String, Integer> seen = new java.util.HashMap<>();
+        String table = "";
+        for (int i = 0; i < lines.length; i++) {
+            Matcher header = TABLE_HEADER.matcher(lines[i]);
+            if (header.matches()) {
+                table = header.group(1).trim();
+                Integer first = seen.putIfAbsent("[" + table + "]", i + 1);
+                if (first != null) {
+                    return (i + 1) + ": malformed TOML: table [" + table + "] again (first on line " + first + ")";
+                }
+                continue;
+            }
+            Matcher key = KEY_AT_LINE_START.matcher(lines[i]);
+            if (key.find() && !lines[i].trim().startsWith("#")) {
+                String name = key.group(1).trim();
+                Integer first = seen.putIfAbsent("[" + table + "]" + name, i + 1);
+                if (first != null) {
+                    return (i + 1) + ": malformed TOML: key " + (table.isEmpty() ? "" : "[" + table + "] ") + name
+                            + " again (first on line " + first + ")";
+                }
+            }
+        }
+        return null;
     }
 
     private String keyOnLine(int line) {

@@ -149,6 +149,10 @@ class ChibiConfigTest {
         String msg = refused("model = \"x\"\ntool_cache_max_age_days = = 7\n");
         assertTrue(msg.startsWith(dir.resolve("config.toml") + ":2: malformed TOML: "), msg);
         assertTrue(msg.contains("tool_cache_max_age_days"), msg);
+        // the parser points past a repeat, at the next line and its key ("config.toml:3: ... (key b)")
+        assertTrue(refused("a = 1\na = 2\nb = 3\n").endsWith(":2: malformed TOML: key a again (first on line 1)"));
+        assertTrue(refused("[x]\nk = 1\n[x]\nk = 2\n")
+                .endsWith(":3: malformed TOML: table [x] again (first on line 1)"));
     }
 
     @Test
