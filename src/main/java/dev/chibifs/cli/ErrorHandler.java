@@ -30,9 +30,14 @@ final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, Comm
                     + "; see '" + cl.getCommandSpec().qualifiedName() + " --help')");
             return ExitCodes.USAGE;
         }
-        cl.getErr().println("chibifs: " + ex.getMessage());
+        cl.getErr().println("chibifs: " + plain(ex.getMessage()));
         cl.getErr().println("Try '" + cl.getCommandSpec().qualifiedName() + " --help' for more information.");
         return ExitCodes.USAGE;
+    }
+
+    /** Picocli's conversion failures in a person's words: "'x' is not an int" says a Java type. */
+    static String plain(String message) {
+        return message.replaceAll("is not an? (int|long|short|integer)\\b", "is not a whole number");
     }
 
     @Override

@@ -23,7 +23,7 @@ import java.util.concurrent.Callable;
             "  1  failure: not found (grep: nothing matched), mount failed",
             "  2  usage: a bad option, value, URI, context name, uid map or config;",
             "     a vfs command that writes without a caller",
-            "  3  permission denied by the zone policy",
+            "  3  permission denied by the zone policy (or the operating system)",
             "  4  conflict: edit matched zero or several times, a directory where a",
             "     file is needed, a file in the way, ...",
             "  5  other I/O error (vfs commands; sync: a store could not)",

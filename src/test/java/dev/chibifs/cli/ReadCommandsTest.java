@@ -154,6 +154,9 @@ class ReadCommandsTest {
         r = cli.run("tail", "-n", "x", "vfs:///shared/notes.md");
         assertExit(2, r);
         assertTrue(r.err().contains("'x' (a line count is 0 or more)"), r.err()); // was picocli's "is not an int"
+        r = cli.run("lines", "vfs:///shared/notes.md", "x", "2");
+        assertExit(2, r);
+        assertTrue(r.err().contains("'x' is not a whole number"), r.err());
     }
 
     @Test
