@@ -45,6 +45,9 @@ final class Failures {
         if (e instanceof CommandFailure f) {
             return new Report(f.exitCode(), f.getMessage());
         }
+        if (e instanceof VfsCommand.NoStoreException) {
+            return new Report(ExitCodes.NOT_FOUND, e.getMessage());
+        }
         if (e instanceof PolicyDeniedException) {
             // the zone policy's own words, as the mount logs them
             return new Report(ExitCodes.PERMISSION_DENIED, e.getMessage());

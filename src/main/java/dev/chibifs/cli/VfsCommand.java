@@ -10,6 +10,7 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.router.Namespace;
 import dev.chibifs.router.Router;
+import dev.chibifs.router.StoreMount;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.LocalStorage;
 import dev.chibifs.store.OpenFlag;
@@ -71,9 +72,6 @@ abstract class VfsCommand implements Callable<Integer> {
         caller = callerOptions.resolve(terminal.env(), spec.name(), writes());
         int code = ExitCodes.OK;
         try {
-            if (!writes() && nothingToRead()) {
-                return ExitCodes.NOT_FOUND;
-            }
             code = execute();
         } catch (IOException | CommandFailure e) {
             code = fail(e);
@@ -87,23 +85,35 @@ abstract class VfsCommand implements Callable<Integer> {
     }
 
     /**
-     * Whether this command, which only reads, would find no local store at all: it says so rather
-     * than make one, since opening the store makes its directory, and a mistyped --home became a new
-     * CHIBI_HOME. A write makes it, as chibi's first run does.
+     * A command that only reads, of paths the local store would serve, where there is no local
+     * store: it says so rather than make one, since opening the store makes its directory, and a
+     * mistyped --home became a new CHIBI_HOME. A write makes it, as chibi's first run does; a path
+     * under another --store prefix needs no local store.
      */
-    private boolean nothingToRead() {
-        if (storeOptions.mounts().stream().anyMatch(m -> m.prefix().isRoot())) {
-            return false; // --store /=s3://...: no local store
+    private void requireAStoreToRead() throws NoStoreException {
+        if (writes()) {
+            return;
         }
+        List<StoreMount> opened = storeOptions.mounts();
+        if (opened.stream().anyMatch(m -> m.prefix().isRoot())) {
+            return; // --store /=s3://...: no local store
+        }
+        boolean elsewhere = !subjects.isEmpty() && subjects.stream().allMatch(p -> opened.stream()
+                .anyMatch(m -> p.startsWith(m.prefix())));
         java.nio.file.Path store = ChibiHome.resolve(callerOptions.home, terminal.env()).store();
-        if (java.nio.file.Files.isDirectory(store)) {
-            return false;
+        if (!elsewhere && !java.nio.file.Files.isDirectory(store)) {
+            throw new NoStoreException(store);
         }
-        PrintWriter err = spec.commandLine().getErr();
-        err.println("chibifs " + spec.name() + ": no store at " + store + " (nothing written there yet: a mount or a"
-                + " write makes it; is --home or $CHIBI_HOME right?)");
-        err.flush();
-        return true;
+    }
+
+    /** No local store where a command that only reads looked: exit 1, and nothing made. */
+    static final class NoStoreException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        NoStoreException(java.nio.file.Path store) {
+            super("no store at " + store + " (nothing written there yet: a mount or a write makes it;"
+                    + " is --home or $CHIBI_HOME right?)");
+        }
     }
 
     private int closeNamespace(int code) {
@@ -136,6 +146,7 @@ abstract class VfsCommand implements Callable<Integer> {
     /** The router over {@code <home>/vfs}, opened on first use so usage errors never touch the disk. */
     Router router() throws IOException {
         if (router == null) {
+            requireAStoreToRead();
             namespace = storeOptions.open(ChibiHome.resolve(callerOptions.home, terminal.env()), terminal.env());
             storage = namespace.rootStore().orElse(null);
             router = namespace.router();

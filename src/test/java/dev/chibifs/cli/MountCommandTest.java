@@ -109,6 +109,11 @@ class MountCommandTest {
         assertEquals(ExitCodes.NOT_FOUND, r.code(), r.toString());
         assertTrue(r.err().startsWith("chibifs ls: no store at " + typo.resolve("vfs")), r.err());
         assertTrue(!java.nio.file.Files.exists(typo), "made " + typo);
+        // a path another store serves needs no local store
+        java.nio.file.Path docs = java.nio.file.Files.createDirectories(dir.resolve("docs"));
+        java.nio.file.Files.writeString(docs.resolve("hi"), "hi\n");
+        r = new Cli(dir).run("cat", "--home", typo.toString(), "--store", "/site=readonly:" + docs, "vfs:///site/hi");
+        assertEquals("hi\n", r.out(), r.toString());
         java.nio.file.Path file = java.nio.file.Files.writeString(dir.resolve("file"), "x");
         r = new Cli(dir).run("ls", "--home", file.toString(), "vfs:///");
         assertEquals(ExitCodes.USAGE, r.code(), r.toString());
