@@ -227,6 +227,20 @@ public final class Router {
         return writable(path);
     }
 
+    /**
+     * {@link #creatable} for what is not a directory: a path holding a store's mount point is a
+     * directory in the namespace (a mount makes it so), so a file there is EISDIR; made through the
+     * vfs commands, which make no such directory, it stopped the next mount over that store.
+     */
+    private Target fileCreatable(VfsPath path) throws IOException {
+        Optional<VfsPath> held = mountPointBelow(path);
+        if (held.isPresent()) {
+            throw new ErrnoException(Linux.EISDIR, path.toString(), "Is a directory: it holds " + held.get()
+                    + ", where a store is mounted");
+        }
+        return creatable(path);
+    }
+
     /** ENAMETOOLONG for a name longer than NAME_MAX bytes of UTF-8. */
     public static void checkNameLength(String name) throws ErrnoException {
         // a UTF-16 unit is at most 3 UTF-8 bytes: only a long name needs counting
@@ -601,26 +615,26 @@ public final class Router {
 
     public void write(Caller caller, VfsPath path, byte[] data) throws IOException {
         checkWrite(caller, path);
-        Target t = creatable(path);
+        Target t = fileCreatable(path);
         t.storage().write(t.path(), data);
     }
 
     public void append(Caller caller, VfsPath path, byte[] data) throws IOException {
         checkWrite(caller, path);
-        Target t = creatable(path);
+        Target t = fileCreatable(path);
         t.storage().append(t.path(), data);
     }
 
     /** A conditional write (--if-match, --if-none-match): the store checks and writes as one step. */
     public void write(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
         checkWrite(caller, path);
-        Target t = creatable(path);
+        Target t = fileCreatable(path);
         t.storage().write(t.path(), data, condition);
     }
 
     public void append(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
         checkWrite(caller, path);
-        Target t = creatable(path);
+        Target t = fileCreatable(path);
         t.storage().append(t.path(), data, condition);
     }
 
@@ -649,7 +663,7 @@ public final class Router {
     public void copy(Caller caller, VfsPath src, VfsPath dst) throws IOException {
         checkWrite(caller, dst);
         Target ts = resolve(src);
-        Target td = creatable(dst);
+        Target td = fileCreatable(dst);
         if (ts.storage() == td.storage()) {
             ts.storage().copy(ts.path(), td.path());
         } else {
@@ -676,7 +690,7 @@ public final class Router {
         Target ts = resolve(src);
         Target td = sameStorage(src, dst, ts);
         writable(src);
-        creatable(dst);
+        fileCreatable(dst);
         boolean crossZone = !ZonePolicy.zoneRoot(src).equals(ZonePolicy.zoneRoot(dst));
         if (symlinks == SymlinkRule.ANY && !crossZone) {
             ts.storage().rename(ts.path(), td.path(), mode); // carries nothing that is judged
@@ -939,7 +953,7 @@ public final class Router {
                 || flags.contains(OpenFlag.CREATE_NEW) || flags.contains(OpenFlag.TRUNCATE)) {
             checkWrite(caller, path);
             if (flags.contains(OpenFlag.CREATE) || flags.contains(OpenFlag.CREATE_NEW)) {
-                creatable(path);
+                fileCreatable(path);
             } else {
                 writable(path);
             }
@@ -1031,7 +1045,7 @@ public final class Router {
         Target te = resolve(existing);
         Target tn = sameStorage(existing, newName, te);
         writable(existing);
-        creatable(newName);
+        fileCreatable(newName);
         // shared at least: a move into another zone counts a file's names (see checkCarried)
         for (boolean exclusive = false; ; exclusive = true) {
             try (Storage.MoveLock held = lockMoves(te.storage(), exclusive)) {
@@ -1093,7 +1107,7 @@ public final class Router {
      */
     public void link(Caller caller, FileHandle handle, VfsPath lastName, VfsPath newName) throws IOException {
         Target tn = sameStorage(lastName, newName, writable(lastName));
-        creatable(newName);
+        fileCreatable(newName);
         // shared: a move into another zone counts the file's names meanwhile (see checkCarried), so
         // where the file is stays so until the link is made; judged there
         try (Storage.MoveLock held = lockMoves(tn.storage(), false)) {
@@ -1114,7 +1128,7 @@ public final class Router {
      */
     public void symlink(Caller caller, VfsPath link, String target) throws IOException {
         checkWrite(caller, link);
-        Target t = creatable(link);
+        Target t = fileCreatable(link);
         String why = symlinks.refusal(link, target);
         if (why != null) {
             throw denied(link, target, why);
@@ -1139,7 +1153,7 @@ public final class Router {
      */
     public void mknod(Caller caller, VfsPath path, EntryKind kind, int mode) throws IOException {
         checkWrite(caller, path);
-        Target t = creatable(path);
+        Target t = fileCreatable(path);
         switch (kind) {
             case FIFO, SOCKET -> t.storage().createNode(t.path(), kind, mode);
             case FILE -> t.storage().open(t.path(), Set.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), mode).close();

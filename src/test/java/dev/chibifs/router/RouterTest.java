@@ -694,6 +694,12 @@ class RouterTest {
         assertTrue(Files.isDirectory(temp.resolve("vfs/shared/deep/a")));
         vfs.mkdir(PLANNER, p("/shared/proj/other"));
         vfs.rename(PLANNER, p("/shared/proj/other"), p("/shared/proj/else")); // a sibling moves as ever
+        // where no mount made the directory (the vfs commands), a file there would stop the next mount
+        Router commands = Router.builder(store).mount(p("/shared/team/scratch"), new MemoryStorage()).build();
+        assertEquals(Linux.EISDIR, Errors.errno(assertThrows(IOException.class,
+                () -> commands.write(PLANNER, p("/shared/team"), bytes("x")))));
+        assertEquals(Linux.EISDIR, Errors.errno(assertThrows(IOException.class,
+                () -> commands.symlink(PLANNER, p("/shared/team"), "x"))));
     }
 
     @Test
