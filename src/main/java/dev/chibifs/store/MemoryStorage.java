@@ -1019,6 +1019,7 @@ public final class MemoryStorage implements Storage {
             throw new DirectoryNotEmptyException(path.toString());
         }
         parent.children.remove(path.fileName());
+        released(n); // its attributes' charge comes back (a tester's rmdir loop filled the store for good)
         touchDir(parent);
     }
 

@@ -39,6 +39,10 @@ class MemoryStorageTest extends StorageBehaviourSuite {
         memory.removeXattr(f, "user.a");
         memory.delete(d);
         assertEquals(100, memory.used());
+        memory.createDirectory(d);
+        memory.setXattr(d, "user.b", new byte[500], XattrMode.SET);
+        memory.removeDirectory(d); // rmdir, not delete
+        assertEquals(100, memory.used());
         memory.delete(f);
         assertEquals(0, memory.used());
     }
