@@ -280,14 +280,25 @@ public final class Router {
      * {@code path}, and {@link MountPointBusyException} for a store's mount point.
      */
     public void checkRemove(Caller caller, VfsPath path) throws IOException {
+        checkRemovePolicy(caller, path);
+        checkNotBusy(path);
+    }
+
+    private void checkRemovePolicy(Caller caller, VfsPath path) throws PolicyDeniedException {
         if (!ZonePolicy.mayRemove(caller, path, membership)) {
             throw new PolicyDeniedException(path.toString(), ZonePolicy.denial(caller, path, membership));
         }
+    }
+
+    /**
+     * EBUSY for a store's mount point, or a directory holding one: the store below would be left
+     * unreachable or behind, since a prefix is fixed at mount. Judged after the policy, as Linux
+     * judges permission before a mount's EBUSY: a denied move is EACCES.
+     */
+    private void checkNotBusy(VfsPath path) throws MountPointBusyException {
         if (isMountPoint(path)) {
             throw new MountPointBusyException(path.toString());
         }
-        // the store below would be left unreachable (rmdir: its parent store saw the directory empty)
-        // or left behind (rename), since a prefix is fixed at mount
         Optional<VfsPath> held = mountPointBelow(path);
         if (held.isPresent()) {
             throw new MountPointBusyException(path.toString(), held.get().toString());
@@ -684,8 +695,10 @@ public final class Router {
 
     /** renameat2(2): {@link #rename(Caller, VfsPath, VfsPath)} as {@code mode} says; an exchange moves both names, so both carry their links. */
     public void rename(Caller caller, VfsPath src, VfsPath dst, RenameMode mode) throws IOException {
-        checkRemove(caller, src);
-        checkRemove(caller, dst);
+        checkRemovePolicy(caller, src);
+        checkRemovePolicy(caller, dst);
+        checkNotBusy(src);
+        checkNotBusy(dst);
         // across stores first, as Linux answers EXDEV before EROFS: mv then copies out of a read-only store
         Target ts = resolve(src);
         Target td = sameStorage(src, dst, ts);
@@ -984,7 +997,12 @@ public final class Router {
     }
 
     public void removeDirectory(Caller caller, VfsPath path) throws IOException {
-        checkRemove(caller, path);
+        checkRemovePolicy(caller, path);
+        if (!isMountPoint(path) && mountPointBelow(path).isPresent()) {
+            // its listing shows what leads to the mount point, whatever its own store holds: not empty
+            throw dev.chibifs.sys.Errors.of(Linux.ENOTEMPTY, path.toString());
+        }
+        checkNotBusy(path);
         Target t = writable(path);
         t.storage().removeDirectory(t.path());
     }

@@ -684,12 +684,16 @@ class RouterTest {
         vfs.createNamespace(List.of());
         vfs.write(PLANNER, p("/shared/proj/cache/data"), bytes("keep"));
         for (String held : List.of("/shared/proj", "/shared/deep/a", "/shared/deep")) {
+            // rmdir: its listing shows the way to the mount point, so it is not empty, as Linux says
+            assertEquals(Linux.ENOTEMPTY, Errors.errno(assertThrows(IOException.class,
+                    () -> vfs.removeDirectory(PLANNER, p(held)))), held);
             MountPointBusyException busy = assertThrows(MountPointBusyException.class,
-                    () -> vfs.removeDirectory(PLANNER, p(held)), held);
+                    () -> vfs.rename(PLANNER, p(held), p("/shared/moved")), held);
             assertTrue(busy.getMessage().contains("where a store is mounted"), busy.getMessage());
-            assertThrows(MountPointBusyException.class, () -> vfs.rename(PLANNER, p(held), p("/shared/moved")), held);
             assertThrows(MountPointBusyException.class, () -> vfs.delete(PLANNER, p(held)), held);
         }
+        // the policy first, as Linux judges permission before EBUSY: a denied move is EACCES
+        assertThrows(PolicyDeniedException.class, () -> vfs.rename(CODER, p("/shared/proj"), p("/home/planner/p")));
         assertEquals("keep", text("/shared/proj/cache/data"));
         assertTrue(Files.isDirectory(temp.resolve("vfs/shared/deep/a")));
         vfs.mkdir(PLANNER, p("/shared/proj/other"));
