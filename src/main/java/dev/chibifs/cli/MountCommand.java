@@ -395,18 +395,24 @@ public final class MountCommand implements Callable<Integer> {
         } catch (Router.UnreachablePrefixException e) {
             throw new MountFailure("invalid --store: " + e.getMessage());
         } catch (IOException e) {
-            if (storage.isPresent()) {
+            if (storage.isPresent() && !(e instanceof Router.StoreAwayException)) {
                 throw e;
             }
-            // an S3 store at / that does not answer: the mount serves what this host has seen and
-            // keeps its changes until S3 answers (a daemon killed in an outage must come back)
-            String unanswered = "the store did not answer (" + e.getMessage() + "): the mount serves what this host has"
-                    + " and sends its changes when it answers (chibifs stats " + mp + " shows when); a mount made"
-                    + " then makes the namespace's directories that are missing";
-            // to the log (stderr is the log but in the foreground); a background mount prints it too,
-            // after its mounted line, and spawnDaemon finds it there by its prefix
-            warnings.add(unanswered);
-            System.err.println(WARNING + unanswered);
+            if (storage.isPresent()) {
+                // an S3 store at a prefix that does not answer, another store nested below it: the warning
+                // below names the store; the directories leading there are made by a mount once it answers
+                log.warn("directories leading to a store's prefix not made: {}", e.getMessage());
+            } else {
+                // an S3 store at / that does not answer: the mount serves what this host has seen and
+                // keeps its changes until S3 answers (a daemon killed in an outage must come back)
+                String unanswered = "the store did not answer (" + e.getMessage() + "): the mount serves what this"
+                        + " host has and sends its changes when it answers (chibifs stats " + mp + " shows when); a"
+                        + " mount made then makes the namespace's directories that are missing";
+                // to the log (stderr is the log but in the foreground); a background mount prints it too,
+                // after its mounted line, and spawnDaemon finds it there by its prefix
+                warnings.add(unanswered);
+                System.err.println(WARNING + unanswered);
+            }
         }
         // the store at / says so above; a store at a prefix that does not answer serves what this host has too
         namespace.unansweredBelowRoot().forEach((prefix, why) -> {

@@ -1283,25 +1283,52 @@ public final class Router {
             }
         }
         dirs.sort(Comparator.comparingInt(String::length));
+        IOException away = null;
         for (String d : dirs) {
             VfsPath p = VfsPath.of(d);
-            VfsPath prefix = reachingPrefix.get(d);
-            if (exists(Caller.SYSTEM, p)) {
-                if (prefix != null && !isMountPoint(p) && !metadata(Caller.SYSTEM, p).isDirectory()) {
-                    throw new UnreachablePrefixException(prefix, p + " is not a directory in its store");
+            try {
+                makeIfMissing(p, reachingPrefix.get(d));
+            } catch (UnreachablePrefixException e) {
+                throw e;
+            } catch (IOException e) {
+                if (!mayWaitLong(p)) {
+                    throw e;
                 }
-            } else if (ZonePolicy.mayWrite(Caller.SYSTEM, p, membership)) {
-                try {
-                    mkdir(Caller.SYSTEM, p);
-                } catch (ErrnoException e) {
-                    // a read-only store, or a file on the way; anything else (S3 away) is the caller's to judge
-                    if (prefix == null || e.errno() != Linux.EROFS && e.errno() != Linux.ENOTDIR) {
-                        throw e;
-                    }
-                    throw new UnreachablePrefixException(prefix, p + " is missing and its store cannot make it ("
-                            + e.getMessage() + ")");
-                }
+                // a store across a network that does not answer (S3 away): the others' are made
+                away = away == null ? e : away;
             }
+        }
+        if (away != null) {
+            throw new StoreAwayException(away);
+        }
+    }
+
+    /** Makes directory {@code p} as SYSTEM where it is missing; {@code prefix}: a store's mount point it leads to, or null. */
+    private void makeIfMissing(VfsPath p, VfsPath prefix) throws IOException {
+        if (exists(Caller.SYSTEM, p)) {
+            if (prefix != null && !isMountPoint(p) && !metadata(Caller.SYSTEM, p).isDirectory()) {
+                throw new UnreachablePrefixException(prefix, p + " is not a directory in its store");
+            }
+        } else if (ZonePolicy.mayWrite(Caller.SYSTEM, p, membership)) {
+            try {
+                mkdir(Caller.SYSTEM, p);
+            } catch (ErrnoException e) {
+                // a read-only store, or a file on the way; anything else (S3 away) is the caller's to judge
+                if (prefix == null || e.errno() != Linux.EROFS && e.errno() != Linux.ENOTDIR) {
+                    throw e;
+                }
+                throw new UnreachablePrefixException(prefix, p + " is missing and its store cannot make it ("
+                        + e.getMessage() + ")");
+            }
+        }
+    }
+
+    /** Some of the namespace's directories were not made: their store, across a network, did not answer. */
+    public static final class StoreAwayException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        StoreAwayException(IOException first) {
+            super(first.getMessage(), first);
         }
     }
 

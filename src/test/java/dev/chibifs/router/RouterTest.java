@@ -706,6 +706,28 @@ class RouterTest {
                 () -> commands.symlink(PLANNER, p("/shared/team"), "x"))));
     }
 
+    /**
+     * An S3 store at a prefix that does not answer, with another store nested below it: the mount
+     * failed, where one without the nested store mounted with a warning. The other directories are
+     * made, and the caller hears which store was away.
+     */
+    @Test
+    void aStoreThatDoesNotAnswerLeavesItsDirectoriesForLaterAndTheRestAreMade() throws IOException {
+        Storage away = (Storage) Proxy.newProxyInstance(Storage.class.getClassLoader(), new Class<?>[] {Storage.class},
+                (proxy, method, args) -> switch (method.getName()) {
+                    case "answersMayWaitLong" -> true;
+                    case "hashCode" -> System.identityHashCode(proxy);
+                    case "equals" -> proxy == args[0];
+                    default -> throw new IOException("cannot reach http://127.0.0.1:1");
+                });
+        Router withAway = Router.builder(store).mount(p("/shared/aw"), away).mount(p("/shared/aw/a/b"), new MemoryStorage())
+                .build();
+        Router.StoreAwayException e = assertThrows(Router.StoreAwayException.class,
+                () -> withAway.createNamespace(List.of("planner")));
+        assertTrue(e.getMessage().contains("cannot reach"), e.getMessage());
+        assertTrue(Files.isDirectory(temp.resolve("vfs/home/planner")), "the local store's directories are made");
+    }
+
     @Test
     void aStorePrefixThroughAFileOrWhereAReadOnlyStoreLacksADirectoryIsRefusedAtMount() throws IOException {
         vfs.createNamespace(List.of());
