@@ -206,10 +206,12 @@ public final class MountCommand implements Callable<Integer> {
         Optional<Path> cache = stores.cacheDir();
         if (cache.isPresent()) {
             Path dir = realMountpoint(cache.get());
-            if (dir.startsWith(store) || mp.startsWith(dir)) {
-                // in the store, every context reads and writes the S3 journal through the mount
+            if (dir.startsWith(store) || mp.startsWith(dir) || dir.startsWith(mp)) {
+                // in the store, every context reads and writes the S3 journal through the mount; in the
+                // mountpoint, the cache was under the mount it serves
                 throw new UsageException("invalid --cache-dir '" + cache.get() + "': " + (mp.startsWith(dir)
-                        ? "the mountpoint " + mp + " is inside it" : "it is inside the store " + store
+                        ? "the mountpoint " + mp + " is inside it" : dir.startsWith(mp)
+                        ? "it is inside the mountpoint " + mp : "it is inside the store " + store
                         + ", where every context could read and write it") + "; choose a directory outside both");
             }
         }

@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Supplier;
 
 /** The stores a namespace mounts beside {@code <home>/vfs}: the same options on mount, the vfs and the cache commands. */
@@ -161,7 +162,7 @@ final class StoreOptions {
     }
 
     /** {@code --cache-dir}, absolute, if given. */
-    java.util.Optional<Path> cacheDir() {
+    Optional<Path> cacheDir() {
         return java.util.Optional.ofNullable(cacheDir).map(d -> d.toAbsolutePath().normalize());
     }
 
@@ -175,6 +176,13 @@ final class StoreOptions {
      * S3 store its endpoint, region and credentials. The caller closes the namespace when done.
      */
     Namespace open(ChibiHome home, Map<String, String> env, dev.chibifs.policy.SymlinkRule symlinks) throws IOException {
+        Optional<Path> cache = cacheDir();
+        Path store = home.store().toAbsolutePath().normalize();
+        if (cache.isPresent() && cache.get().startsWith(store)) {
+            // as mount refuses it: the S3 journal where every context reads and writes
+            throw new UsageException("invalid --cache-dir '" + cache.get() + "': it is inside the store " + store
+                    + ", where every context could read and write it; choose a directory outside it");
+        }
         try {
             return Namespace.open(home, mounts(() -> home, env), toolsSys, symlinks);
         } catch (IllegalArgumentException e) {

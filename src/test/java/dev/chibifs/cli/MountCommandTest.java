@@ -81,6 +81,16 @@ class MountCommandTest {
                 "--cache-dir", home + "/vfs/shared/cache", dir.resolve("mnt").toString());
         assertEquals(ExitCodes.USAGE, r.code(), r.toString());
         assertTrue(r.err().contains("invalid --cache-dir") && r.err().contains("inside the store"), r.err());
+        Path mnt = java.nio.file.Files.createDirectories(dir.resolve("m4"));
+        r = cli.run("mount", "--home", home, "--context", "alice", "--store", "/shared/b=s3://bkt/k?endpoint=http://127.0.0.1:1",
+                "--cache-dir", mnt.resolve("c").toString(), mnt.toString());
+        assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+        assertTrue(r.err().contains("inside the mountpoint"), r.err());
+        assertTrue(!java.nio.file.Files.exists(mnt.resolve("c")), "the cache was made in the mountpoint");
+        r = cli.run("write", "--home", home, "--as", "alice", "--store", "/shared/b=s3://bkt/k?endpoint=http://127.0.0.1:1",
+                "--cache-dir", home + "/vfs/shared/cc", "--content", "x", "vfs:///shared/b/x");
+        assertEquals(ExitCodes.USAGE, r.code(), r.toString()); // the vfs commands as the mount
+        assertTrue(r.err().contains("inside the store"), r.err());
         for (String option : List.of("--tools-sys", "--cache-dir")) {
             r = cli.run("ls", "--store", "/shared/b=s3://bkt/k?endpoint=http://127.0.0.1:1", option, "", "vfs:///");
             assertEquals(ExitCodes.USAGE, r.code(), r.toString());
