@@ -79,6 +79,16 @@ class MountHelperMountTest {
         assertFalse(Files.exists(record), "registry entry left behind");
     }
 
+    /** mount(8)'s helper is quiet on success, but a store that did not answer is worth its line on stderr. */
+    @Test
+    void aStoreThatDoesNotAnswerIsWarnedOfThroughMountDashT() {
+        Sh.Result r = Sh.run(env + "AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s mount -t fuse.chibifs chibifs " + mnt
+                + " -o ctx=planner,home=" + root.resolve("home") + ",store=/shared/aw=s3://chibi/aw?endpoint=http://127.0.0.1:1")
+                .ok();
+        assertTrue(r.err().contains("chibifs: warning: the store at /shared/aw did not answer"), r.err());
+        assertEquals("", r.out());
+    }
+
     @Test
     void aBadOptionMountsNothing() {
         Sh.Result r = Sh.run(env + "mount -t fuse.chibifs chibifs " + mnt + " -o uid_map=1:x");
