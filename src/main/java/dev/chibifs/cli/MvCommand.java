@@ -40,8 +40,8 @@ final class MvCommand extends VfsCommand {
         VfsPath src = uri(source);
         VfsPath dst = uri(destination);
         // the router checks these again in rename; checking first means a denied move creates no parent
-        router().checkRemove(caller(), src);
-        router().checkRemove(caller(), dst);
+        checkRemove(src);
+        checkRemove(dst);
         Metadata from = router().metadata(caller(), src);
         if (src.equals(dst)) {
             return ExitCodes.OK;

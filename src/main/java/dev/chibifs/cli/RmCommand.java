@@ -32,7 +32,7 @@ final class RmCommand extends VfsCommand {
     @Override
     int execute() throws IOException {
         VfsPath path = uri(target);
-        router().checkRemove(caller(), path);
+        checkRemove(path);
         router().metadata(caller(), path); // a missing name: exit 1 before anything else
         router().delete(caller(), path);
         return ExitCodes.OK;

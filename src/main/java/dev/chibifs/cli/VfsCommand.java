@@ -155,16 +155,21 @@ abstract class VfsCommand implements Callable<Integer> {
         return router;
     }
 
+    /** A store a live mount of this command's local store serves at {@code prefix}, which this command did not open. */
+    private record ServedElsewhere(java.nio.file.Path mountpoint, VfsPath prefix, String spec) {
+    }
+
     /**
-     * Warns where a live mount of this command's store serves {@code path} from a store at a prefix
-     * this command did not open ({@code --store}): the command then reads and writes what the
-     * local store hides there, which no mount shows, and said nothing.
+     * The stores live mounts of this command's local store serve at prefixes this command did not
+     * open ({@code --store}): where it reads and writes, it meets what the local store hides there,
+     * which no mount shows. Empty where the registry cannot be read.
      */
-    private void warnIfAMountServesItElsewhere(VfsPath path) {
+    private List<ServedElsewhere> servedElsewhere() {
         if (storage == null) {
-            return;
+            return List.of();
         }
         List<VfsPath> opened = router.prefixes();
+        List<ServedElsewhere> out = new ArrayList<>();
         try {
             for (MountRegistry.Entry e : MountRegistry.forCurrentUser().list()) {
                 MountRecord r = e.record();
@@ -175,19 +180,45 @@ abstract class VfsCommand implements Callable<Integer> {
                 for (String store : r.stores().split(" (?=/)")) {
                     int eq = store.indexOf('=');
                     VfsPath prefix = eq > 0 ? VfsPath.of(store.substring(0, eq)) : VfsPath.root();
-                    if (!prefix.isRoot() && path.startsWith(prefix) && !opened.contains(prefix)) {
-                        PrintWriter err = spec.commandLine().getErr();
-                        err.println("chibifs " + spec.name() + ": warning: the mount at " + r.mountpoint() + " serves "
-                                + prefix + " from " + store.substring(eq + 1) + ", which this command did not open: it sees"
-                                + " what the local store has there (give it the mount's --store " + prefix
-                                + "=...; a memory: store is the daemon's own)");
-                        err.flush();
-                        return;
+                    if (!prefix.isRoot() && !opened.contains(prefix)) {
+                        out.add(new ServedElsewhere(r.mountpoint(), prefix, store.substring(eq + 1)));
                     }
                 }
             }
         } catch (IOException | RuntimeException unreadable) {
-            // a registry that cannot be read warns of nothing; the command itself goes on
+            // a registry that cannot be read tells of nothing; the command itself goes on
+        }
+        return out;
+    }
+
+    /** Warns where a live mount serves {@code path} from a store this command did not open. */
+    private void warnIfAMountServesItElsewhere(VfsPath path) {
+        for (ServedElsewhere s : servedElsewhere()) {
+            // not where it lies above one: every ls vfs:///shared beside a mount with a scratch store said so
+            if (path.startsWith(s.prefix())) {
+                PrintWriter err = spec.commandLine().getErr();
+                err.println("chibifs " + spec.name() + ": warning: the mount at " + s.mountpoint() + " serves "
+                        + s.prefix() + " from " + s.spec() + ", which this command did not open: it sees what its own"
+                        + " stores have there (give it the mount's --store " + s.prefix() + "=...; a memory: store is"
+                        + " the daemon's own)");
+                err.flush();
+                return;
+            }
+        }
+    }
+
+    /**
+     * {@link Router#checkRemove}, and EBUSY where a live mount of this store serves a prefix at or
+     * below {@code path} from a store this command did not open: removing or moving what leads
+     * there cut that mount's store off, as the mount itself refuses to.
+     */
+    void checkRemove(VfsPath path) throws IOException {
+        router().checkRemove(caller, path);
+        for (ServedElsewhere s : servedElsewhere()) {
+            if (s.prefix().startsWith(path)) {
+                throw new dev.chibifs.router.MountPointBusyException(path.toString(), s.prefix().toString(),
+                        "the mount at " + s.mountpoint() + " serves " + s.spec());
+            }
         }
     }
 

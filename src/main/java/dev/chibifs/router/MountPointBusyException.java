@@ -11,6 +11,8 @@ public final class MountPointBusyException extends ErrnoException {
     private static final long serialVersionUID = 1L;
     /** The store's mount point {@code path} holds; null where it is one. */
     private final String holds;
+    /** What serves it: "a store is mounted", or another mount's words. */
+    private final String servedBy;
 
     public MountPointBusyException(String path) {
         this(path, null);
@@ -18,14 +20,20 @@ public final class MountPointBusyException extends ErrnoException {
 
     /** {@code path} holds {@code mountPoint}, where a store is mounted. */
     public MountPointBusyException(String path, String mountPoint) {
+        this(path, mountPoint, "a store is mounted");
+    }
+
+    /** {@code path} holds {@code mountPoint}, where {@code servedBy} (another mount's store, say). */
+    public MountPointBusyException(String path, String mountPoint, String servedBy) {
         super(Linux.EBUSY, path, "Device or resource busy");
         this.holds = mountPoint;
+        this.servedBy = servedBy;
     }
 
     @Override
     public String getMessage() {
         return holds == null
                 ? "'" + getFile() + "' is where a store is mounted (Device or resource busy)"
-                : "'" + getFile() + "' holds '" + holds + "', where a store is mounted (Device or resource busy)";
+                : "'" + getFile() + "' holds '" + holds + "', where " + servedBy + " (Device or resource busy)";
     }
 }

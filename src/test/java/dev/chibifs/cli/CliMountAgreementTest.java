@@ -41,15 +41,22 @@ class CliMountAgreementTest {
     /** A command that did not open the mount's store at a prefix sees what the local store hides there: it says so. */
     @Test
     void aCommandWithoutTheStoreAMountServesAPrefixFromIsWarned() throws Exception {
-        try (MountedFs fs = MountedFs.start("--context", "planner", "--store", "/shared/scratch=memory")) {
+        try (MountedFs fs = MountedFs.start("--context", "planner", "--store", "/shared/team/scratch=memory")) {
             String home = fs.home().toString();
             Sh.Result r = MountedFs.cli("write", "--as", "planner", "--home", home, "--content", "x",
-                    "vfs:///shared/scratch/x").ok();
-            assertTrue(r.err().contains("warning: the mount at " + fs.mountpoint() + " serves /shared/scratch from memory"),
+                    "vfs:///shared/team/scratch/x").ok();
+            assertTrue(r.err().contains("warning: the mount at " + fs.mountpoint() + " serves /shared/team/scratch from memory"),
                     r.err());
             assertTrue(MountedFs.cli("ls", "--home", home, "vfs:///shared").ok().err().isEmpty(), "elsewhere: nothing");
-            r = MountedFs.cli("ls", "--home", home, "--store", "/shared/scratch=memory", "vfs:///shared/scratch").ok();
+            r = MountedFs.cli("ls", "--home", home, "--store", "/shared/team/scratch=memory", "vfs:///shared/team/scratch").ok();
             assertTrue(r.err().isEmpty(), r.err());
+            // removing what leads to that mount's store cut it off: refused, as the mount refuses it
+            Files.createDirectories(fs.stored("/shared/team/x"));
+            r = MountedFs.cli("rm", "--home", home, "--as", "planner", "vfs:///shared/team");
+            assertEquals(5, r.exitCode(), r.err());
+            assertTrue(r.err().contains("holds '/shared/team/scratch', where the mount at " + fs.mountpoint() + " serves memory"),
+                    r.err());
+            assertTrue(Files.isDirectory(fs.stored("/shared/team/x")));
         }
     }
 }
