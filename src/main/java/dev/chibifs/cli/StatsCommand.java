@@ -47,15 +47,16 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
                                       CommandSpec commandSpec) {
             String next = args.isEmpty() ? null : args.peek();
             Duration interval = Duration.ofSeconds(1);
-            // what starts as a number (or an ISO-8601 PT...) was meant as one; a mountpoint does not
-            if (next != null && next.matches("[0-9].*|[Pp][Tt]?[0-9].*")) {
+            // the next word is the interval unless it is a directory (the mountpoint): --watch=VALUE
+            // comes here as a word of its own too, and a bad one must be named, not taken as MOUNTPOINT
+            if (next != null && (next.isEmpty() || !next.startsWith("-") && !java.nio.file.Files.isDirectory(Path.of(next)))) {
                 args.pop();
                 try {
                     interval = new DurationConverter().convert(next.matches("[0-9]+") ? next + "s" : next);
                 } catch (CommandLine.TypeConversionException e) {
+                    // a bare number was tried as seconds: name it as given
                     throw new CommandLine.ParameterException(commandSpec.commandLine(), "Invalid value for option '--watch': "
-                            + (next.matches("[0-9]+") ? "invalid duration '" + next + "': a positive number of seconds"
-                                    + " (or " + DurationConverter.RULE + ")" : e.getMessage()));
+                            + e.getMessage().replace("'" + next + "s'", "'" + next + "' (seconds)"));
                 }
             }
             argSpec.setValue(interval);
@@ -79,12 +80,16 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
             print(out, previous, null, 0);
             return ExitCodes.OK;
         }
+        long before = System.nanoTime();
         while (true) {
             Thread.sleep(Math.max(100, watch.toMillis()));
             JsonNode now = StatsSocket.read(socket);
+            long at = System.nanoTime();
             out.print("\033[H\033[2J");
-            print(out, now, previous, watch.toMillis() / 1000.0);
+            // the rates over the time that passed: not the interval asked for (10 ms slept 100, and showed 10x)
+            print(out, now, previous, (at - before) / 1e9);
             previous = now;
+            before = at;
         }
     }
 

@@ -8,10 +8,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
-/** {@code stats}'s arguments: {@code --watch} takes an interval only where one is given. */
+/** {@code stats}'s arguments: {@code --watch} takes the next word as its interval unless it is the mountpoint. */
 class StatsCommandTest {
+
+    @TempDir
+    Path mnt;
 
     private static StatsCommand parsed(String... args) {
         StatsCommand stats = new StatsCommand();
@@ -20,18 +24,21 @@ class StatsCommandTest {
     }
 
     @Test
-    void watchTakesTheWordAfterItOnlyWhenItIsAnInterval() {
-        StatsCommand s = parsed("--watch", "/mnt/chibi"); // was refused: '/mnt/chibi' is no duration
+    void watchTakesTheWordAfterItUnlessItIsTheMountpoint() {
+        String m = mnt.toString();
+        StatsCommand s = parsed("--watch", m); // was refused: the mountpoint taken for a duration
         assertEquals(Duration.ofSeconds(1), s.watch);
-        assertEquals(Path.of("/mnt/chibi"), s.mountpoint);
-        assertEquals(Duration.ofSeconds(2), parsed("--watch", "2", "/mnt/chibi").watch);
-        assertEquals(Duration.ofMillis(500), parsed("/mnt/chibi", "--watch=500ms").watch);
-        assertEquals(Duration.ofSeconds(3), parsed("/mnt/chibi", "--watch", "PT3S").watch);
-        assertEquals(Duration.ofSeconds(1), parsed("/mnt/chibi", "--watch").watch);
-        assertNull(parsed("/mnt/chibi").watch);
-        for (String bad : new String[] {"0", "5x"}) {
+        assertEquals(mnt, s.mountpoint);
+        assertEquals(Duration.ofSeconds(2), parsed("--watch", "2", m).watch);
+        assertEquals(Duration.ofMillis(500), parsed(m, "--watch=500ms").watch);
+        assertEquals(Duration.ofSeconds(3), parsed(m, "--watch", "PT3S").watch);
+        assertEquals(Duration.ofSeconds(1), parsed(m, "--watch").watch);
+        assertEquals(Duration.ofSeconds(1), parsed(m, "--watch", "--json").watch);
+        assertNull(parsed(m).watch);
+        // a bad value is named, not taken as the mountpoint
+        for (String bad : new String[] {"0", "5x", "abc", ""}) {
             CommandLine.ParameterException e = assertThrows(CommandLine.ParameterException.class,
-                    () -> parsed("/mnt/chibi", "--watch", bad));
+                    () -> parsed("--watch=" + bad, m));
             assertTrue(e.getMessage().contains("invalid duration '" + bad + "'"), e.getMessage());
         }
     }
