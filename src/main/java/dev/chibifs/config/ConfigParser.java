@@ -14,6 +14,9 @@ final class ConfigParser {
 
     private static final TomlMapper TOML = new TomlMapper();
     private static final Pattern KEY_AT_LINE_START = Pattern.compile("^\\s*([A-Za-z0-9_\\-.\"' ]+?)\\s*=");
+    private static final Pattern ARRAY_TABLE_HEADER = Pattern.compile("^\\s*\\[\\[([^\\[\\]]+)\\]\\]\\s*(#.*)?$");
+    private static final String BASIC_MULTILINE = "\"".repeat(3);
+    private static final String LITERAL_MULTILINE = "'".repeat(3);
     private static final Pattern TABLE_HEADER = Pattern.compile("^\\s*\\[([^\\[\\]]+)\\]\\s*(#.*)?$");
 
     private final Path file;
@@ -138,7 +141,8 @@ final class ConfigParser {
 
     private ConfigException malformed(JsonProcessingException e) {
         // the parser's location is past the token, often on the next line: name the repeat itself
-        String repeated = repeatedKeyOrTable();
+        String said = String.valueOf(e.getOriginalMessage());
+        String repeated = said.startsWith("Duplicate key") || said.startsWith("Table redefined") ? repeatedKeyOrTable() : null;
         if (repeated != null) {
             return new ConfigException(file + ":" + repeated);
         }
@@ -164,7 +168,17 @@ final class ConfigParser {
         String[] lines = text.split("\r?\n", -1);
         java.util.Map<String, Integer> seen = new java.util.HashMap<>();
         String table = "";
+        String openString = null; // the delimiter of a multi-line string the line is inside, if any
         for (int i = 0; i < lines.length; i++) {
+            if (openString != null || lines[i].contains(BASIC_MULTILINE) || lines[i].contains(LITERAL_MULTILINE)) {
+                openString = multiLineStringAfter(lines[i], openString);
+                continue; // a string's lines are a value's, never keys
+            }
+            Matcher array = ARRAY_TABLE_HEADER.matcher(lines[i]);
+            if (array.matches()) {
+                table = array.group(1).trim() + "#" + i; // each [[t]] is a table of its own
+                continue;
+            }
             Matcher header = TABLE_HEADER.matcher(lines[i]);
             if (header.matches()) {
                 table = header.group(1).trim();
@@ -176,7 +190,7 @@ final class ConfigParser {
             }
             Matcher key = KEY_AT_LINE_START.matcher(lines[i]);
             if (key.find() && !lines[i].trim().startsWith("#")) {
-                String name = key.group(1).trim();
+                String name = key.group(1).trim().replaceAll("^[\"']|[\"']$", ""); // "a" and a are one key
                 Integer first = seen.putIfAbsent("[" + table + "]" + name, i + 1);
                 if (first != null) {
                     return (i + 1) + ": malformed TOML: key " + (table.isEmpty() ? "" : "[" + table + "] ") + name
@@ -185,6 +199,30 @@ final class ConfigParser {
             }
         }
         return null;
+    }
+
+    /** The delimiter of a multi-line string still open after {@code line}, given the one open before it (null: none). */
+    private static String multiLineStringAfter(String line, String open) {
+        int at = 0;
+        while (true) {
+            if (open == null) {
+                int basic = line.indexOf(BASIC_MULTILINE, at);
+                int literal = line.indexOf(LITERAL_MULTILINE, at);
+                if (basic < 0 && literal < 0) {
+                    return null;
+                }
+                int start = basic < 0 ? literal : literal < 0 ? basic : Math.min(basic, literal);
+                open = line.substring(start, start + 3);
+                at = start + 3;
+            } else {
+                int end = line.indexOf(open, at);
+                if (end < 0) {
+                    return open;
+                }
+                open = null;
+                at = end + 3;
+            }
+        }
     }
 
     private String keyOnLine(int line) {

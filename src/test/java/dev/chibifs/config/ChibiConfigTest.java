@@ -153,6 +153,10 @@ class ChibiConfigTest {
         assertTrue(refused("a = 1\na = 2\nb = 3\n").endsWith(":2: malformed TOML: key a again (first on line 1)"));
         assertTrue(refused("[x]\nk = 1\n[x]\nk = 2\n")
                 .endsWith(":3: malformed TOML: table [x] again (first on line 1)"));
+        assertTrue(refused("\"a\" = 1\na = 2\n").endsWith(":2: malformed TOML: key a again (first on line 1)"));
+        // no repeat where the error is another: arrays of tables, and a string's lines
+        assertTrue(refused("[[t]]\nk = 1\n[[t]]\nk = 2\nbad bad\n").contains(":5: malformed TOML: "));
+        assertTrue(refused("s = \"\"\"\nx = 1\nx = 2\n\"\"\"\nbad bad\n").contains(":5: malformed TOML: "));
     }
 
     @Test
