@@ -10,7 +10,7 @@ import java.io.IOException;
 abstract class EndLinesCommand extends VfsCommand {
 
     @Option(names = "-n", paramLabel = "N", defaultValue = "10",
-            description = "How many lines (default: ${DEFAULT-VALUE}); +N: tail from line N on, as coreutils' tail.")
+            description = "How many lines (default: ${DEFAULT-VALUE}); for tail, +N: from line N on, as coreutils' tail.")
     String count;
 
     @Option(names = "--json", description = "Print {uri, total, lines: [{number, text}]} as JSON (text decoded as UTF-8).")
@@ -35,7 +35,11 @@ abstract class EndLinesCommand extends VfsCommand {
     @Override
     int execute() throws IOException {
         boolean plus = count.startsWith("+");
-        int n = LineSlice.count("-n", plus ? count.substring(1) : count);
+        if (!count.matches("\\+?[0-9]{1,10}") || Long.parseLong(count) > Integer.MAX_VALUE) {
+            throw new UsageException("invalid value for -n: '" + count + "' (a line count from 0 to " + Integer.MAX_VALUE
+                    + ", or for tail +N: from line N on)");
+        }
+        int n = Integer.parseInt(plus ? count.substring(1) : count);
         VfsPath path = uri(target);
         try (StoreFile file = open(path)) {
             TextLines lines = TextLines.of(file);

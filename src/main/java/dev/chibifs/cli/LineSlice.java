@@ -35,14 +35,6 @@ final class LineSlice {
         command.printJson(new Lines(path.toUri(), lines.count(), out));
     }
 
-    /** {@code text} as a line count; a usage error naming the option and the rule where it is none. */
-    static int count(String option, String text) {
-        if (!text.matches("[0-9]{1,10}") || Long.parseLong(text) > Integer.MAX_VALUE) {
-            throw new UsageException("invalid value for " + option + ": '" + text + "' (a line count is 0 or more)");
-        }
-        return Integer.parseInt(text);
-    }
-
     static int count(String option, int value) {
         if (value < 0) {
             throw new UsageException("invalid value for " + option + ": '" + value + "' (a line count is 0 or more)");

@@ -18,7 +18,13 @@ public record ChibiHome(Path dir) {
         // means "no override", and as a path it could only mean the working directory
         String fromEnv = env.get("CHIBI_HOME");
         if (fromEnv != null && !fromEnv.isBlank()) {
-            return new ChibiHome(Path.of(fromEnv).toAbsolutePath().normalize());
+            Path home = Path.of(fromEnv).toAbsolutePath().normalize();
+            if (java.nio.file.Files.exists(home) && !java.nio.file.Files.isDirectory(home)) {
+                // as --home says it; else "config.toml: cannot read: ... Not a directory"
+                throw new ConfigException("$CHIBI_HOME '" + fromEnv + "' is not a directory: name chibi's home"
+                        + " directory, or unset it for ~/.chibi");
+            }
+            return new ChibiHome(home);
         }
         // $HOME first, as chibi finds it; the JVM's user.home comes from the password database instead
         String userHome = env.get("HOME");

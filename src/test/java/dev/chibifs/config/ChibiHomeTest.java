@@ -33,4 +33,12 @@ class ChibiHomeTest {
     void lastTheUsersHomeFromThePasswordDatabase() {
         assertEquals(Path.of(System.getProperty("user.home"), ".chibi"), ChibiHome.resolve(null, Map.of()).dir());
     }
+    @Test
+    void aChibiHomeThatIsAFileIsNamed(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path file = java.nio.file.Files.writeString(dir.resolve("file"), "x");
+        ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class,
+                () -> ChibiHome.resolve(null, java.util.Map.of("CHIBI_HOME", file.toString())));
+        org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().startsWith("$CHIBI_HOME '" + file + "' is not a directory"),
+                e.getMessage());
+    }
 }
