@@ -34,11 +34,4 @@ final class LineSlice {
         }
         command.printJson(new Lines(path.toUri(), lines.count(), out));
     }
-
-    static int count(String option, int value) {
-        if (value < 0) {
-            throw new UsageException("invalid value for " + option + ": '" + value + "' (a line count is 0 or more)");
-        }
-        return value;
-    }
 }

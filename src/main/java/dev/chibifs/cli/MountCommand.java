@@ -33,12 +33,12 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.stream.Collectors;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongConsumer;
+import java.util.stream.Collectors;
 
 /** {@code chibifs mount}: serve the namespace at a mountpoint, per context or by uid map. */
 @Command(name = "mount", mixinStandardHelpOptions = true,
@@ -203,18 +203,7 @@ public final class MountCommand implements Callable<Integer> {
                         + shown.getValue() + "): choose a directory outside it");
             }
         }
-        Optional<Path> cache = stores.cacheDir();
-        if (cache.isPresent()) {
-            Path dir = realMountpoint(cache.get());
-            if (dir.startsWith(store) || mp.startsWith(dir) || dir.startsWith(mp)) {
-                // in the store, every context reads and writes the S3 journal through the mount; in the
-                // mountpoint, the cache was under the mount it serves
-                throw new UsageException("invalid --cache-dir '" + cache.get() + "': " + (mp.startsWith(dir)
-                        ? "the mountpoint " + mp + " is inside it" : dir.startsWith(mp)
-                        ? "it is inside the mountpoint " + mp : "it is inside the store " + store
-                        + ", where every context could read and write it") + "; choose a directory outside both");
-            }
-        }
+        stores.requireCacheDirOutside(store, mp); // before anything makes it
         if (FuseDaemon.clearStale(mp)) {
             err().println("chibifs: cleared a stale mount at " + mp + " left by a daemon that died");
         }

@@ -37,9 +37,9 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
     Duration watch;
 
     /**
-     * Takes the word after {@code --watch} only when it is an interval: picocli's own optional value
-     * took the mountpoint of {@code stats --watch /mnt/chibi} and refused it as a duration. A bare
-     * number is seconds, as juicefs stats's interval is.
+     * Takes the word after {@code --watch} as the interval unless it names a directory (the
+     * mountpoint): picocli's own optional value took the mountpoint of {@code stats --watch
+     * /mnt/chibi} and refused it as a duration. A bare number is seconds, as juicefs stats's interval is.
      */
     static final class WatchInterval implements CommandLine.IParameterConsumer {
         @Override

@@ -14,7 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.function.Supplier;
 
 /** The stores a namespace mounts beside {@code <home>/vfs}: the same options on mount, the vfs and the cache commands. */
@@ -161,9 +160,23 @@ final class StoreOptions {
         return shown;
     }
 
-    /** {@code --cache-dir}, absolute, if given. */
-    Optional<Path> cacheDir() {
-        return java.util.Optional.ofNullable(cacheDir).map(d -> d.toAbsolutePath().normalize());
+    /**
+     * Refuses a {@code --cache-dir} inside {@code store} (the S3 journal where every context reads and
+     * writes it), or, with a {@code mountpoint}, inside it (the cache under the mount it serves) or
+     * holding it. Both real paths, links followed.
+     */
+    void requireCacheDirOutside(Path store, Path mountpoint) {
+        if (cacheDir == null) {
+            return;
+        }
+        Path dir = MountCommand.realMountpoint(cacheDir);
+        String why = dir.startsWith(store) ? "it is inside the store " + store + ", where every context could read and"
+                + " write it" : mountpoint == null ? null : mountpoint.startsWith(dir) ? "the mountpoint " + mountpoint
+                + " is inside it" : dir.startsWith(mountpoint) ? "it is inside the mountpoint " + mountpoint : null;
+        if (why != null) {
+            throw new UsageException("invalid --cache-dir '" + cacheDir.toAbsolutePath().normalize() + "': " + why
+                    + "; choose a directory outside " + (mountpoint == null ? "it" : "both"));
+        }
     }
 
     /** The namespace of {@code home} with these stores. */
@@ -176,13 +189,7 @@ final class StoreOptions {
      * S3 store its endpoint, region and credentials. The caller closes the namespace when done.
      */
     Namespace open(ChibiHome home, Map<String, String> env, dev.chibifs.policy.SymlinkRule symlinks) throws IOException {
-        Optional<Path> cache = cacheDir();
-        Path store = home.store().toAbsolutePath().normalize();
-        if (cache.isPresent() && cache.get().startsWith(store)) {
-            // as mount refuses it: the S3 journal where every context reads and writes
-            throw new UsageException("invalid --cache-dir '" + cache.get() + "': it is inside the store " + store
-                    + ", where every context could read and write it; choose a directory outside it");
-        }
+        requireCacheDirOutside(MountCommand.realMountpoint(home.store()), null);
         try {
             return Namespace.open(home, mounts(() -> home, env), toolsSys, symlinks);
         } catch (IllegalArgumentException e) {

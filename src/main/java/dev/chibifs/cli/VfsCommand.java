@@ -159,12 +159,22 @@ abstract class VfsCommand implements Callable<Integer> {
     private record ServedElsewhere(java.nio.file.Path mountpoint, VfsPath prefix, String spec) {
     }
 
+    /** {@link #servedElsewhere()}, read from the registry once per command. */
+    private List<ServedElsewhere> servedElsewhere;
+
     /**
      * The stores live mounts of this command's local store serve at prefixes this command did not
      * open ({@code --store}): where it reads and writes, it meets what the local store hides there,
      * which no mount shows. Empty where the registry cannot be read.
      */
     private List<ServedElsewhere> servedElsewhere() {
+        if (servedElsewhere == null) {
+            servedElsewhere = readServedElsewhere();
+        }
+        return servedElsewhere;
+    }
+
+    private List<ServedElsewhere> readServedElsewhere() {
         if (storage == null) {
             return List.of();
         }

@@ -6,6 +6,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntPredicate;
 import java.util.function.LongConsumer;
 import java.util.function.LongToIntFunction;
 import org.slf4j.Logger;
@@ -13,9 +14,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Requests interrupted while their caller lived on, looked at again until they end. The kernel
- * sends one INTERRUPT per request, at the first signal; a process that handles that signal (Python's
- * SIGINT, a program that traps SIGTERM to clean up) and is then killed is told to nobody, and its
- * request, waiting on an S3 endpoint that does not answer, held the `kill -9` for the store's 30 s.
+ * sends one INTERRUPT per request, at the first signal: of a process that handles that signal
+ * (Python's SIGINT, a program that traps SIGTERM to clean up) and is then killed, the daemon heard
+ * nothing more, and its request, waiting on an S3 endpoint that does not answer, held the kill for
+ * the store's 30 s.
  * Each watched request is looked at every {@link #CHECK_MILLIS} while it is served; once its thread
  * is being killed it is answered, as {@link FuseSession} answers an INTERRUPT of a dying thread.
  */
@@ -27,7 +29,7 @@ final class InterruptedRequests implements AutoCloseable {
     /** The thread whose request (by unique) a worker serves now; 0 when none does. */
     private final LongToIntFunction servingThread;
     /** Whether a thread is being killed. */
-    private final java.util.function.IntPredicate dying;
+    private final IntPredicate dying;
     /** Answers a request EINTR (by unique). */
     private final LongConsumer answer;
     /** Watched requests by unique, with the thread that made them. */
@@ -37,7 +39,7 @@ final class InterruptedRequests implements AutoCloseable {
     private ScheduledFuture<?> checks;
     private boolean closed;
 
-    InterruptedRequests(LongToIntFunction servingThread, java.util.function.IntPredicate dying, LongConsumer answer) {
+    InterruptedRequests(LongToIntFunction servingThread, IntPredicate dying, LongConsumer answer) {
         this.servingThread = servingThread;
         this.dying = dying;
         this.answer = answer;

@@ -703,7 +703,7 @@ public final class Router {
         Target ts = resolve(src);
         Target td = sameStorage(src, dst, ts);
         writable(src);
-        fileCreatable(dst);
+        creatable(dst); // what holds a mount point is busy, above
         boolean crossZone = !ZonePolicy.zoneRoot(src).equals(ZonePolicy.zoneRoot(dst));
         if (symlinks == SymlinkRule.ANY && !crossZone) {
             ts.storage().rename(ts.path(), td.path(), mode); // carries nothing that is judged
