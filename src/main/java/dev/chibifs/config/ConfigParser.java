@@ -142,12 +142,13 @@ final class ConfigParser {
     private ConfigException malformed(JsonProcessingException e) {
         // the parser's location is past the token, often on the next line: name the repeat itself
         String said = String.valueOf(e.getOriginalMessage());
-        String repeated = said.startsWith("Duplicate key") || said.startsWith("Table redefined") ? repeatedKeyOrTable() : null;
+        JsonLocation at = e.getLocation();
+        int line = at == null ? -1 : at.getLineNr();
+        String repeated = line > 0 && (said.startsWith("Duplicate key") || said.startsWith("Table redefined"))
+                ? repeatedKeyOrTableAt(line) : null;
         if (repeated != null) {
             return new ConfigException(file + ":" + repeated);
         }
-        JsonLocation at = e.getLocation();
-        int line = at == null ? -1 : at.getLineNr();
         StringBuilder msg = new StringBuilder().append(file);
         if (line > 0) {
             msg.append(':').append(line);
@@ -161,10 +162,12 @@ final class ConfigParser {
     }
 
     /**
-     * "LINE: malformed TOML: ..." for the first key given twice in one table, or table header given
-     * twice, of simple TOML (bare keys, [table] headers); null when there is none.
+     * "LINE: malformed TOML: ..." for a key given twice in one table, or a table header given twice,
+     * on the line the parser stopped at or the one before (where it points past the token); null
+     * when the simple scan (bare and quoted keys, [table] headers, multi-line strings skipped) finds
+     * none there: a line it took for a key (one inside a multi-line array) is not trusted elsewhere.
      */
-    private String repeatedKeyOrTable() {
+    private String repeatedKeyOrTableAt(int parserLine) {
         String[] lines = text.split("\r?\n", -1);
         java.util.Map<String, Integer> seen = new java.util.HashMap<>();
         String table = "";
@@ -183,16 +186,18 @@ final class ConfigParser {
             if (header.matches()) {
                 table = header.group(1).trim();
                 Integer first = seen.putIfAbsent("[" + table + "]", i + 1);
-                if (first != null) {
+                if (first != null && (i + 1 == parserLine || i + 2 == parserLine)) {
                     return (i + 1) + ": malformed TOML: table [" + table + "] again (first on line " + first + ")";
                 }
                 continue;
             }
             Matcher key = KEY_AT_LINE_START.matcher(lines[i]);
             if (key.find() && !lines[i].trim().startsWith("#")) {
-                String name = key.group(1).trim().replaceAll("^[\"']|[\"']$", ""); // "a" and a are one key
+                String raw = key.group(1).trim();
+                // "a" and a are one key; "a.b" and a.b are not (the second is b of table a)
+                String name = raw.matches("([\"'])[^.\"']*\\1") ? raw.substring(1, raw.length() - 1) : raw;
                 Integer first = seen.putIfAbsent("[" + table + "]" + name, i + 1);
-                if (first != null) {
+                if (first != null && (i + 1 == parserLine || i + 2 == parserLine)) {
                     return (i + 1) + ": malformed TOML: key " + (table.isEmpty() ? "" : "[" + table + "] ") + name
                             + " again (first on line " + first + ")";
                 }

@@ -157,6 +157,9 @@ class ChibiConfigTest {
         // no repeat where the error is another: arrays of tables, and a string's lines
         assertTrue(refused("[[t]]\nk = 1\n[[t]]\nk = 2\nbad bad\n").contains(":5: malformed TOML: "));
         assertTrue(refused("s = \"\"\"\nx = 1\nx = 2\n\"\"\"\nbad bad\n").contains(":5: malformed TOML: "));
+        // a line of a multi-line array is no key; "a.b" is not a.b: the repeat named is the parser's
+        assertTrue(refused("arr = [\n  \"c = 1\",\n]\nc = 1\nd = 1\nd = 2\n").endsWith(":6: malformed TOML: key d again (first on line 5)"));
+        assertTrue(refused("\"a.b\" = 1\na.b = 2\nc = 1\nc = 2\n").endsWith(":4: malformed TOML: key c again (first on line 3)"));
     }
 
     @Test
