@@ -100,9 +100,30 @@ abstract class VfsCommand implements Callable<Integer> {
         }
         boolean elsewhere = !subjects.isEmpty() && subjects.stream().allMatch(p -> opened.stream()
                 .anyMatch(m -> p.startsWith(m.prefix())));
-        java.nio.file.Path store = ChibiHome.resolve(callerOptions.home, terminal.env()).store();
-        if (!elsewhere && !java.nio.file.Files.isDirectory(store)) {
+        java.nio.file.Path store = ChibiHome.resolve(callerOptions.home, terminal.env()).store().toAbsolutePath();
+        if (java.nio.file.Files.isDirectory(store)) {
+            return;
+        }
+        if (!elsewhere) {
             throw new NoStoreException(store);
+        }
+        // the namespace opens (so makes) the local store all the same: what it makes goes again at the end
+        for (java.nio.file.Path d = store; d != null && !java.nio.file.Files.exists(d); d = d.getParent()) {
+            madeForReading.add(d);
+        }
+    }
+
+    /** Directories opening the namespace made for a command that only reads, deepest first; removed when it ends. */
+    private final List<java.nio.file.Path> madeForReading = new ArrayList<>();
+
+    /** Removes what {@link #madeForReading} names, while empty: a read leaves no CHIBI_HOME behind. */
+    private void unmakeForReading() {
+        for (java.nio.file.Path d : madeForReading) {
+            try {
+                java.nio.file.Files.deleteIfExists(d);
+            } catch (IOException notEmptyOrGone) {
+                return; // something else wrote there meanwhile: it stays
+            }
         }
     }
 
@@ -122,6 +143,7 @@ abstract class VfsCommand implements Callable<Integer> {
         }
         try {
             namespace.close();
+            unmakeForReading();
             return code;
         } catch (IOException e) {
             int failed = fail(e);

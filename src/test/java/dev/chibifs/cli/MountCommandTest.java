@@ -124,6 +124,7 @@ class MountCommandTest {
         java.nio.file.Files.writeString(docs.resolve("hi"), "hi\n");
         r = new Cli(dir).run("cat", "--home", typo.toString(), "--store", "/site=readonly:" + docs, "vfs:///site/hi");
         assertEquals("hi\n", r.out(), r.toString());
+        assertTrue(!java.nio.file.Files.exists(typo), "made " + typo + " (the namespace opens the local store)");
         java.nio.file.Path file = java.nio.file.Files.writeString(dir.resolve("file"), "x");
         r = new Cli(dir).run("ls", "--home", file.toString(), "vfs:///");
         assertEquals(ExitCodes.USAGE, r.code(), r.toString());
