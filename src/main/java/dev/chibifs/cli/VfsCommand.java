@@ -23,6 +23,8 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -100,27 +102,27 @@ abstract class VfsCommand implements Callable<Integer> {
         }
         boolean elsewhere = !subjects.isEmpty() && subjects.stream().allMatch(p -> opened.stream()
                 .anyMatch(m -> p.startsWith(m.prefix())));
-        java.nio.file.Path store = ChibiHome.resolve(callerOptions.home, terminal.env()).store().toAbsolutePath();
-        if (java.nio.file.Files.isDirectory(store)) {
+        Path store = ChibiHome.resolve(callerOptions.home, terminal.env()).store().toAbsolutePath();
+        if (Files.isDirectory(store)) {
             return;
         }
         if (!elsewhere) {
             throw new NoStoreException(store);
         }
         // the namespace opens (so makes) the local store all the same: what it makes goes again at the end
-        for (java.nio.file.Path d = store; d != null && !java.nio.file.Files.exists(d); d = d.getParent()) {
+        for (Path d = store; d != null && !Files.exists(d); d = d.getParent()) {
             madeForReading.add(d);
         }
     }
 
     /** Directories opening the namespace made for a command that only reads, deepest first; removed when it ends. */
-    private final List<java.nio.file.Path> madeForReading = new ArrayList<>();
+    private final List<Path> madeForReading = new ArrayList<>();
 
     /** Removes what {@link #madeForReading} names, while empty: a read leaves no CHIBI_HOME behind. */
     private void unmakeForReading() {
-        for (java.nio.file.Path d : madeForReading) {
+        for (Path d : madeForReading) {
             try {
-                java.nio.file.Files.deleteIfExists(d);
+                Files.deleteIfExists(d);
             } catch (IOException notEmptyOrGone) {
                 return; // something else wrote there meanwhile: it stays
             }
@@ -131,7 +133,7 @@ abstract class VfsCommand implements Callable<Integer> {
     static final class NoStoreException extends IOException {
         private static final long serialVersionUID = 1L;
 
-        NoStoreException(java.nio.file.Path store) {
+        NoStoreException(Path store) {
             super("no store at " + store + " (nothing written there yet: a mount or a write makes it;"
                     + " is --home or $CHIBI_HOME right?)");
         }
@@ -178,7 +180,7 @@ abstract class VfsCommand implements Callable<Integer> {
     }
 
     /** A store a live mount of this command's local store serves at {@code prefix}, which this command did not open. */
-    private record ServedElsewhere(java.nio.file.Path mountpoint, VfsPath prefix, String spec) {
+    private record ServedElsewhere(Path mountpoint, VfsPath prefix, String spec) {
     }
 
     /** {@link #servedElsewhere()}, read from the registry once per command. */

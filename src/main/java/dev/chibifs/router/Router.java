@@ -82,6 +82,9 @@ public final class Router {
     private final Map<Storage, ReentrantReadWriteLock> moves = new ConcurrentHashMap<>();
     // the names of the mount points directly in each directory that has some
     private final Map<VfsPath, List<String>> mountPointsIn;
+    // a mount point below each directory that holds one, at any depth: asked at every create and
+    // remove, so looked up rather than found by a walk of the prefixes
+    private final Map<VfsPath, VfsPath> mountPointBelow;
     private final Membership membership;
 
     private Router(List<Mount> mounts, Membership membership, SymlinkRule symlinks) {
@@ -94,6 +97,13 @@ public final class Router {
         }
         in.replaceAll((k, v) -> List.copyOf(v));
         this.mountPointsIn = Map.copyOf(in);
+        Map<VfsPath, VfsPath> below = new HashMap<>();
+        for (Mount m : mounts) {
+            for (VfsPath p = m.prefix().isRoot() ? null : m.prefix().parent(); p != null; p = p.isRoot() ? null : p.parent()) {
+                below.putIfAbsent(p, m.prefix());
+            }
+        }
+        this.mountPointBelow = Map.copyOf(below);
         this.membership = membership;
         this.symlinks = symlinks;
     }
@@ -307,12 +317,7 @@ public final class Router {
 
     /** A store's mount point strictly below {@code path}, if there is one. */
     private Optional<VfsPath> mountPointBelow(VfsPath path) {
-        for (Mount m : mounts) {
-            if (!m.prefix().equals(path) && m.prefix().startsWith(path)) {
-                return Optional.of(m.prefix());
-            }
-        }
-        return Optional.empty();
+        return Optional.ofNullable(mountPointBelow.get(path));
     }
 
     // ---- reads: always allowed ----

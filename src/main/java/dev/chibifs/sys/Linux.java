@@ -223,6 +223,14 @@ public final class Linux {
     // signals
     public static final int SIGKILL = 9;
     public static final int SIGTERM = 15;
+    public static final int SIGCHLD = 17;
+    public static final int SIGCONT = 18;
+    public static final int SIGSTOP = 19;
+    public static final int SIGTSTP = 20;
+    public static final int SIGTTIN = 21;
+    public static final int SIGTTOU = 22;
+    public static final int SIGURG = 23;
+    public static final int SIGWINCH = 28;
 
     // ---- below: what the store's system calls add (dev.chibifs.sys.Syscalls) ----
 

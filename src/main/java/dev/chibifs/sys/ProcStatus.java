@@ -35,7 +35,8 @@ public final class ProcStatus {
 
     static {
         long all = -1L; // signals 1..64 as bits 0..63
-        for (int sig : new int[] {17, 18, 19, 20, 21, 22, 23, 28}) {
+        for (int sig : new int[] {Linux.SIGCHLD, Linux.SIGCONT, Linux.SIGSTOP, Linux.SIGTSTP, Linux.SIGTTIN,
+                                  Linux.SIGTTOU, Linux.SIGURG, Linux.SIGWINCH}) {
             all &= ~(1L << (sig - 1));
         }
         ENDS_BY_DEFAULT = all;
