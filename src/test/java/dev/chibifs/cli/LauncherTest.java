@@ -162,12 +162,18 @@ class LauncherTest {
         Path fakeJava = Files.createDirectories(fake.resolve("bin")).resolve("java");
         Files.writeString(fakeJava, "#!/bin/sh\necho \"$@\"\n"); // prints what it would run
         Files.setPosixFilePermissions(fakeJava, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
-        String launcher = "JAVA_HOME='" + fake + "' scripts/chibifs ";
+        Path tmp = Files.createDirectories(fake.resolve("tmp"));
+        // TMPDIR: where the class archive's training home goes, and must go again (a JVM that wrote no
+        // archive failed the launcher's copy under set -e and left it there)
+        String launcher = "JAVA_HOME='" + fake + "' TMPDIR='" + tmp + "' scripts/chibifs ";
         String daemon = Sh.run(launcher + "mount --foreground --context planner /nowhere").ok().out();
         assertTrue(daemon.contains(" mount --foreground ") && !daemon.contains("TieredStopAtLevel"), daemon);
         // a command keeps it, where the launcher gives it at all (not to a jar it could not copy)
         String command = Sh.run(launcher + "ls vfs:///").ok().out();
         assertTrue(command.contains("-XX:TieredStopAtLevel=1 ") || command.contains("-Dchibifs.cli-jvm-args= "), command);
+        try (java.util.stream.Stream<Path> left = Files.list(tmp)) {
+            assertEquals(List.of(), left.toList(), "what the launcher left in TMPDIR");
+        }
     }
 
     @Test
