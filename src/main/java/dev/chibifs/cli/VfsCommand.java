@@ -109,18 +109,25 @@ abstract class VfsCommand implements Callable<Integer> {
         if (!elsewhere) {
             throw new NoStoreException(store);
         }
-        // the namespace opens (so makes) the local store all the same: what it makes goes again at the end
+    }
+
+    /**
+     * The directories opening the namespace makes (the local store and what leads to it), deepest
+     * first: removed again when the command ends and they are still empty, so a read, or a write
+     * the policy refused, leaves no CHIBI_HOME behind.
+     */
+    private final List<Path> madeByOpening = new ArrayList<>();
+
+    private void noteWhatOpeningMakes() {
+        Path store = ChibiHome.resolve(callerOptions.home, terminal.env()).store().toAbsolutePath();
         for (Path d = store; d != null && !Files.exists(d); d = d.getParent()) {
-            madeForReading.add(d);
+            madeByOpening.add(d);
         }
     }
 
-    /** Directories opening the namespace made for a command that only reads, deepest first; removed when it ends. */
-    private final List<Path> madeForReading = new ArrayList<>();
-
-    /** Removes what {@link #madeForReading} names, while empty: a read leaves no CHIBI_HOME behind. */
-    private void unmakeForReading() {
-        for (Path d : madeForReading) {
+    /** Removes what {@link #madeByOpening} names, while empty. */
+    private void unmakeWhatOpeningMade() {
+        for (Path d : madeByOpening) {
             try {
                 Files.deleteIfExists(d);
             } catch (IOException notEmptyOrGone) {
@@ -145,7 +152,7 @@ abstract class VfsCommand implements Callable<Integer> {
         }
         try {
             namespace.close();
-            unmakeForReading();
+            unmakeWhatOpeningMade();
             return code;
         } catch (IOException e) {
             int failed = fail(e);
@@ -171,6 +178,7 @@ abstract class VfsCommand implements Callable<Integer> {
     Router router() throws IOException {
         if (router == null) {
             requireAStoreToRead();
+            noteWhatOpeningMakes();
             namespace = storeOptions.open(ChibiHome.resolve(callerOptions.home, terminal.env()), terminal.env());
             storage = namespace.rootStore().orElse(null);
             router = namespace.router();

@@ -56,7 +56,10 @@ class WriteCommandsTest {
                 sys.err());
         assertExit(3, cli.run("write", "--as", "bob", "--content", "x", "vfs:///home/alice/x"));
         assertExit(3, cli.run("write", "--as", "bob", "--content", "x", "vfs:///top.txt"));
+        assertExit(3, cli.run("mkdir", "--as", "bob", "vfs:///sys/d"));
         assertFalse(cli.exists("/sys/x") || cli.exists("/home/alice") || cli.exists("/top.txt"));
+        // nor the store itself, which opening it made: a fresh home stays as it was
+        assertFalse(java.nio.file.Files.exists(cli.home.resolve("vfs")), "a denied write made the store");
         assertExit(0, cli.run("write", "--as-system", "--content", "x", "vfs:///sys/x"));
     }
 
