@@ -10,7 +10,8 @@ import java.io.IOException;
 abstract class EndLinesCommand extends VfsCommand {
 
     @Option(names = "-n", paramLabel = "N", defaultValue = "10",
-            description = "How many lines (default: ${DEFAULT-VALUE}); for tail, +N: from line N on, as coreutils' tail.")
+            description = "How many lines (default: ${DEFAULT-VALUE}); as coreutils': for tail, +N from line N on;"
+                    + " for head, -N all but the last N.")
     String count;
 
     @Option(names = "--json", description = "Print {uri, total, lines: [{number, text}]} as JSON (text decoded as UTF-8).")
@@ -34,17 +35,22 @@ abstract class EndLinesCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException {
-        boolean plus = count.startsWith("+");
-        if (!count.matches("\\+?[0-9]{1,10}") || Long.parseLong(count) > Integer.MAX_VALUE) {
+        char sign = count.isEmpty() ? ' ' : count.charAt(0);
+        String digits = sign == '+' || sign == '-' ? count.substring(1) : count;
+        if (!digits.matches("[0-9]{1,10}") || Long.parseLong(digits) > Integer.MAX_VALUE) {
             throw new UsageException("invalid value for -n: '" + count + "' (a line count from 0 to " + Integer.MAX_VALUE
-                    + ", or for tail +N: from line N on)");
+                    + ", or for tail +N: from line N on, for head -N: all but the last N)");
         }
-        int n = Integer.parseInt(plus ? count.substring(1) : count);
+        int n = Integer.parseInt(digits);
         VfsPath path = uri(target);
         try (StoreFile file = open(path)) {
             TextLines lines = TextLines.of(file);
-            if (plus && plusCountsFromTheStart()) {
+            if (sign == '+' && plusCountsFromTheStart()) {
                 LineSlice.print(this, path, lines, Math.max(1, n), Integer.MAX_VALUE, json);
+                return ExitCodes.OK;
+            }
+            if (sign == '-' && !plusCountsFromTheStart()) { // head -n -N, as coreutils'; tail's -N is N
+                LineSlice.print(this, path, lines, 1, Math.max(0, lines.count() - n), json);
                 return ExitCodes.OK;
             }
             int first = first(lines, n);

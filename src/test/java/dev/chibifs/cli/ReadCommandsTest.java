@@ -145,12 +145,15 @@ class ReadCommandsTest {
         assertEquals("one\n", cli.run("head", "-n", "+1", "vfs:///shared/notes.md").out());
     }
 
+    /** coreutils: head -n -N all but the last N lines, tail -n -N the last N (both were refused). */
     @Test
-    void headAndTailRefuseNegativeCounts() {
-        Cli.Result r = cli.run("head", "-n", "-1", "vfs:///shared/notes.md");
+    void headAndTailTakeALeadingMinusAsCoreutilsDoes() {
+        assertEquals("one\ntwo\nthree\n", cli.run("head", "-n", "-1", "vfs:///shared/notes.md").out());
+        assertEquals("", cli.run("head", "-n", "-9", "vfs:///shared/notes.md").out());
+        assertEquals("two\nthree\nfour\n", cli.run("tail", "-n", "-3", "vfs:///shared/notes.md").out());
+        Cli.Result r = cli.run("head", "-n", "--1", "vfs:///shared/notes.md");
         assertExit(2, r);
-        assertTrue(r.err().contains("'-1'"), r.err());
-        assertExit(2, cli.run("tail", "-n", "-3", "vfs:///shared/notes.md"));
+        assertTrue(r.err().contains("'--1'"), r.err());
         r = cli.run("tail", "-n", "x", "vfs:///shared/notes.md");
         assertExit(2, r);
         assertTrue(r.err().contains("'x' (a line count from 0"), r.err()); // was picocli's "is not an int"
