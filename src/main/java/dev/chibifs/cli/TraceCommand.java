@@ -70,7 +70,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Option(names = "--path", paramLabel = "PATH",
             description = "Only requests about PATH or a path under it (either end of a rename or link), as the"
-                + " namespace names it: /shared/tasks.md, /home/alice.")
+                + " namespace names it (/shared/tasks.md, /home/alice) or through the mountpoint (/mnt/chibi/shared/tasks.md).")
     String path;
 
     @Option(names = "--denied", description = "Only the requests the policy refused (EACCES), or the link rule (--symlinks, EPERM).")
@@ -109,15 +109,15 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
         if (count != null && count < 1) {
             throw new UsageException("invalid --count '" + count + "': a number of lines, 1 or more");
         }
+        Path mp = mountpoint.toAbsolutePath().normalize();
         String under = null;
         if (path != null) {
             try {
-                under = VfsPath.of(path).toString();
+                under = VfsPath.of(namespacePath(path, mp)).toString();
             } catch (InvalidVfsPathException e) {
                 throw new UsageException("--path: " + e.getMessage());
             }
         }
-        Path mp = mountpoint.toAbsolutePath().normalize();
         Path socket = StatsCommand.socketOf(mp, TraceSocket::pathFor);
         PrintWriter out = spec.commandLine().getOut();
         SocketChannel c;
@@ -178,6 +178,19 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
             return false;
         }
         return under == null || about(e.path("paths"), under);
+    }
+
+    /**
+     * {@code path} as the namespace names it: a path through the mountpoint ({@code /mnt/chibi/shared/x},
+     * what a shell completes) is taken for the file it names, which the trace shows as {@code /shared/x};
+     * otherwise it already is one.
+     */
+    static String namespacePath(String path, Path mountpoint) {
+        Path host = Path.of(path).toAbsolutePath().normalize();
+        if (mountpoint.getNameCount() == 0 || !host.startsWith(mountpoint)) {
+            return path;
+        }
+        return "/" + mountpoint.relativize(host).toString();
     }
 
     /** Whether one of {@code paths} is {@code prefix} or under it. */

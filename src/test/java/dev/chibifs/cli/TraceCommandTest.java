@@ -1,0 +1,24 @@
+package dev.chibifs.cli;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+class TraceCommandTest {
+
+    /** A path through the mountpoint, as a shell completes it, matched nothing: the trace names /shared/x. */
+    @Test
+    void aPathThroughTheMountpointIsTheFileItNames() {
+        Path mp = Path.of("/mnt/chibi");
+        assertEquals("/shared/tasks.md", TraceCommand.namespacePath("/mnt/chibi/shared/tasks.md", mp));
+        assertEquals("/home/alice", TraceCommand.namespacePath("/mnt/chibi/home/alice/", mp));
+        assertEquals("/", TraceCommand.namespacePath("/mnt/chibi", mp));
+        assertEquals("/shared", TraceCommand.namespacePath("/mnt/chibi/x/../shared", mp));
+        // the namespace's own names stay, and so does a sibling of the mountpoint
+        assertEquals("/shared/tasks.md", TraceCommand.namespacePath("/shared/tasks.md", mp));
+        assertEquals("/mnt/chibi2/x", TraceCommand.namespacePath("/mnt/chibi2/x", mp));
+        assertEquals("/shared", TraceCommand.namespacePath("/shared", Path.of("/")));
+    }
+}
