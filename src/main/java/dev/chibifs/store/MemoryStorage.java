@@ -37,7 +37,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * 256 MiB store needs no 256 MiB heap, and a file removed gives its memory back at once (once
  * its last name and open handle are gone). A region never written is a hole and costs nothing.
  * The size limit counts every file's length, holes included, from its creation until its memory
- * is freed; past it a write fails with ENOSPC ("No space left on device") and changes nothing.
+ * is freed, extended attributes' names and values, and {@link #NAME_COST} for each name (the tree
+ * itself is on the heap: a million empty files filled it); past it a write, or a new name, fails
+ * with ENOSPC ("No space left on device") and changes nothing.
  *
  * <p>Locking: one lock (this object) guards the tree and every file's bytes. Simple, and the
  * only way to make rename and unlink atomic against concurrent opens without lock ordering.
@@ -50,6 +52,11 @@ public final class MemoryStorage implements Storage {
     private static final int CHUNK_SHIFT = 16;
     /** The smallest chunk a small file gets. */
     private static final int MIN_CHUNK = 64;
+    /**
+     * What each name is charged against the limit: about what a name and its node take on the heap
+     * (as an ext4 inode is 256 bytes). statfs counts the store's inodes in these.
+     */
+    static final long NAME_COST = 256;
     private static final long[] NO_CHUNKS = {};
     private static final MemoryIO NATIVE = MemoryIO.getInstance();
 
@@ -57,7 +64,7 @@ public final class MemoryStorage implements Storage {
     private final AtomicLong inodes = new AtomicLong(1);
     private final Dir root;
     private final long limit;
-    // bytes charged against the limit: every file's length until its memory is freed; guarded by this
+    // bytes charged against the limit: every file's length until its memory is freed, attributes, names; guarded by this
     private long used;
 
     /** A store without a size limit. */
@@ -89,7 +96,7 @@ public final class MemoryStorage implements Storage {
         return limit;
     }
 
-    /** Bytes of file content held now, as the limit counts them. */
+    /** Bytes held now, as the limit counts them (content, attributes, {@link #NAME_COST} a name). */
     public synchronized long used() {
         return used;
     }
@@ -324,6 +331,12 @@ public final class MemoryStorage implements Storage {
         }
     }
 
+    /** Puts a new name {@code name} of {@code n} in {@code parent}, charging it first (ENOSPC: nothing changed). */
+    private void addName(Dir parent, String name, Node n) throws IOException {
+        charge(NAME_COST);
+        parent.children.put(name, n);
+    }
+
     /** Charges {@code bytes} more against the limit; caller holds the lock. */
     private void charge(long bytes) throws IOException {
         if (bytes > limit - used) {
@@ -337,6 +350,7 @@ public final class MemoryStorage implements Storage {
      * show): a file without names and handles, or a tree taken away, gives its memory back.
      */
     private void released(Node n) {
+        used -= NAME_COST;
         n.links--;
         n.changed = now();
         if (n instanceof File) {
@@ -481,9 +495,17 @@ public final class MemoryStorage implements Storage {
             f.free(); // past the limit: the old file stays as it was
             throw withPath(e, path);
         }
-        parent.children.put(path.fileName(), f);
-        if (existing != null) {
+        if (existing == null) {
+            try {
+                addName(parent, path.fileName(), f);
+            } catch (IOException e) {
+                f.free();
+                throw withPath(e, path);
+            }
+        } else {
+            parent.children.put(path.fileName(), f);
             released(existing);
+            used += NAME_COST; // the name stays, now f's: released() gave its charge back
         }
         touchDir(parent);
     }
@@ -494,7 +516,7 @@ public final class MemoryStorage implements Storage {
         Node n = parent.children.get(path.fileName());
         if (n == null) {
             n = new File(this, 0644);
-            parent.children.put(path.fileName(), n);
+            addName(parent, path.fileName(), n);
             touchDir(parent);
         } else if (!(n instanceof File)) {
             throw notRegular(n, path);
@@ -580,7 +602,7 @@ public final class MemoryStorage implements Storage {
             Node n = d.children.get(s);
             if (n == null) {
                 Dir created = new Dir(this);
-                d.children.put(s, created);
+                addName(d, s, created);
                 d.links++;
                 touchDir(d);
                 n = created;
@@ -691,7 +713,7 @@ public final class MemoryStorage implements Storage {
                 throw new NoSuchFileException(path.toString());
             }
             n = new File(this, fileMode(createMode));
-            parent.children.put(path.fileName(), n);
+            addName(parent, path.fileName(), n);
             touchDir(parent);
         }
         if (!(n instanceof File)) {
@@ -986,7 +1008,7 @@ public final class MemoryStorage implements Storage {
         if (parent.children.containsKey(path.fileName())) {
             throw new FileAlreadyExistsException(path.toString());
         }
-        parent.children.put(path.fileName(), new Dir(this));
+        addName(parent, path.fileName(), new Dir(this));
         touchDir(parent);
     }
 
@@ -1147,7 +1169,7 @@ public final class MemoryStorage implements Storage {
         if (parent.children.containsKey(newName.fileName())) {
             throw new FileAlreadyExistsException(newName.toString());
         }
-        parent.children.put(newName.fileName(), n);
+        addName(parent, newName.fileName(), n);
         n.links++;
         n.changed = now();
         touchDir(parent);
@@ -1176,7 +1198,7 @@ public final class MemoryStorage implements Storage {
         if (parent.children.containsKey(newName.fileName())) {
             throw new FileAlreadyExistsException(newName.toString());
         }
-        parent.children.put(newName.fileName(), f);
+        addName(parent, newName.fileName(), f);
         f.links++;
         f.linkable = false;
         f.changed = now();
@@ -1213,7 +1235,7 @@ public final class MemoryStorage implements Storage {
         if (parent.children.containsKey(path.fileName())) {
             throw new FileAlreadyExistsException(path.toString());
         }
-        parent.children.put(path.fileName(), n);
+        addName(parent, path.fileName(), n);
         touchDir(parent);
     }
 
@@ -1221,7 +1243,7 @@ public final class MemoryStorage implements Storage {
     public synchronized SpaceInfo space() {
         if (limit != Long.MAX_VALUE) {
             long free = Math.max(0, limit - used);
-            return new SpaceInfo(BLOCK, limit, free, free, Linux.NAME_MAX, 0, 0);
+            return new SpaceInfo(BLOCK, limit, free, free, Linux.NAME_MAX, limit / NAME_COST, free / NAME_COST);
         }
         Runtime rt = Runtime.getRuntime();
         return new SpaceInfo(BLOCK, rt.maxMemory(), rt.maxMemory() - rt.totalMemory() + rt.freeMemory(),

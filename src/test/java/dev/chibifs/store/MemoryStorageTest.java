@@ -22,29 +22,61 @@ class MemoryStorageTest extends StorageBehaviourSuite {
     /** Extended attributes live on the Java heap: unbounded, one context's values filled it and the daemon died. */
     @Test
     void extendedAttributesCountAgainstTheSizeAndGiveItBackWhenTheyGo() throws IOException {
-        MemoryStorage memory = new MemoryStorage(1000);
+        long names = 2 * MemoryStorage.NAME_COST; // f and d
+        MemoryStorage memory = new MemoryStorage(1000 + names);
         VfsPath f = VfsPath.of("/f");
         VfsPath d = VfsPath.of("/d");
         memory.write(f, new byte[100]);
         memory.createDirectory(d);
         memory.setXattr(f, "user.a", new byte[500], XattrMode.SET);
-        assertEquals(100 + 6 + 500, memory.used());
+        assertEquals(names + 100 + 6 + 500, memory.used());
         java.nio.file.FileSystemException full = org.junit.jupiter.api.Assertions.assertThrows(
                 java.nio.file.FileSystemException.class, () -> memory.setXattr(d, "user.b", new byte[500], XattrMode.SET));
         assertTrue(full.getMessage().contains("No space left on device"), full.getMessage());
         assertTrue(memory.xattrNames(d).isEmpty(), "nothing set");
         memory.setXattr(f, "user.a", new byte[10], XattrMode.SET); // a smaller value gives the rest back
         memory.setXattr(d, "user.b", new byte[500], XattrMode.SET);
-        assertEquals(100 + 16 + 506, memory.used());
+        assertEquals(names + 100 + 16 + 506, memory.used());
         memory.removeXattr(f, "user.a");
         memory.delete(d);
-        assertEquals(100, memory.used());
+        assertEquals(names / 2 + 100, memory.used());
         memory.createDirectory(d);
         memory.setXattr(d, "user.b", new byte[500], XattrMode.SET);
         memory.removeDirectory(d); // rmdir, not delete
-        assertEquals(100, memory.used());
+        assertEquals(names / 2 + 100, memory.used());
         memory.delete(f);
         assertEquals(0, memory.used());
+    }
+
+    /** Names were free: a context making empty files filled the daemon's heap (about 300 bytes each) past any SIZE. */
+    @Test
+    void everyNameCountsAgainstTheSizeAndComesBackWhenItGoes() throws IOException {
+        MemoryStorage memory = new MemoryStorage(8 * MemoryStorage.NAME_COST);
+        assertEquals(8, memory.space().totalFiles());
+        memory.createDirectory(VfsPath.of("/d"));
+        memory.write(VfsPath.of("/d/a"), new byte[0]);
+        memory.append(VfsPath.of("/d/b"), new byte[0]);
+        memory.open(VfsPath.of("/d/c"), java.util.EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644).close();
+        memory.link(VfsPath.of("/d/a"), VfsPath.of("/d/a2"));
+        memory.createSymlink(VfsPath.of("/d/l"), "a");
+        memory.createNode(VfsPath.of("/d/fifo"), EntryKind.FIFO, 0644);
+        memory.mkdir(VfsPath.of("/e"));
+        assertEquals(8 * MemoryStorage.NAME_COST, memory.used());
+        assertEquals(0, memory.space().freeFiles());
+        for (java.util.concurrent.Callable<?> more : java.util.List.<java.util.concurrent.Callable<?>>of(
+                () -> { memory.write(VfsPath.of("/d/x"), new byte[0]); return null; },
+                () -> { memory.createDirectory(VfsPath.of("/d/x")); return null; },
+                () -> { memory.link(VfsPath.of("/d/a"), VfsPath.of("/d/x")); return null; })) {
+            java.nio.file.FileSystemException full = org.junit.jupiter.api.Assertions.assertThrows(
+                    java.nio.file.FileSystemException.class, more::call);
+            assertTrue(full.getMessage().contains("No space left on device"), full.getMessage());
+        }
+        assertTrue(!memory.exists(VfsPath.of("/d/x")), "nothing made");
+        memory.write(VfsPath.of("/d/a"), new byte[0]); // a name replaced is no new name
+        memory.rename(VfsPath.of("/d/b"), VfsPath.of("/d/c")); // two names become one
+        assertEquals(7 * MemoryStorage.NAME_COST, memory.used());
+        memory.delete(VfsPath.of("/d"));
+        assertEquals(MemoryStorage.NAME_COST, memory.used());
     }
 
     @Test
