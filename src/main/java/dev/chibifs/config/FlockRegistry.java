@@ -2,7 +2,6 @@ package dev.chibifs.config;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -11,15 +10,13 @@ import java.util.TreeSet;
 /**
  * chibi's flock registry, {@code vfs/flocks/registry.json}: {@code {"flocks": [{"name",
  * "created_at", "members": [{"context", "site"}]}]}}. Parsed as strictly as chibi's serde does
- * (a missing field or a wrong type is malformed; unknown fields are ignored), because chibi then
- * grants no flock write either.
+ * (a missing field, a wrong type, a fraction in created_at, a key twice or anything after the
+ * value is malformed; unknown fields are ignored), because chibi then grants no flock write either.
  */
 public record FlockRegistry(List<Flock> flocks) {
 
     /** An empty registry: what a missing file means to chibi. */
     public static final FlockRegistry EMPTY = new FlockRegistry(List.of());
-
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     /** One flock and its members. */
     public record Flock(String name, long createdAt, List<Member> members) {
@@ -33,10 +30,10 @@ public record FlockRegistry(List<Flock> flocks) {
     public static FlockRegistry parse(byte[] json) {
         JsonNode root;
         try {
-            root = JSON.readTree(json);
+            root = StrictJson.read(json);
         } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("not JSON: " + e.getOriginalMessage() + " at line "
-                    + e.getLocation().getLineNr());
+            throw new IllegalArgumentException("not JSON: " + e.getOriginalMessage()
+                    + (e.getLocation() == null ? "" : " at line " + e.getLocation().getLineNr()));
         } catch (java.io.IOException e) {
             throw new IllegalArgumentException("not JSON: " + e.getMessage());
         }
@@ -56,8 +53,7 @@ public record FlockRegistry(List<Flock> flocks) {
             }
             String name = text(f, "name", where);
             JsonNode created = f.get("created_at");
-            if (created == null || !created.canConvertToExactIntegral() || !created.canConvertToLong()
-                    || created.asLong() < 0) {
+            if (!StrictJson.isU64(created)) {
                 throw new IllegalArgumentException(where + ".created_at is not a non-negative integer");
             }
             JsonNode members = f.get("members");

@@ -1,7 +1,6 @@
 package dev.chibifs.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -19,7 +18,6 @@ import java.util.Optional;
 public final class SiteIdentity {
 
     private static final Logger LOG = LoggerFactory.getLogger(SiteIdentity.class);
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     private final Path file;
     private FileStamp stamp;
@@ -49,7 +47,7 @@ public final class SiteIdentity {
 
     private Optional<String> read() {
         try {
-            JsonNode root = JSON.readTree(Files.readAllBytes(file));
+            JsonNode root = StrictJson.read(Files.readAllBytes(file));
             JsonNode id = root == null ? null : root.get("site_id");
             if (id != null && id.isTextual() && !id.asText().isEmpty()) {
                 return Optional.of(id.asText());

@@ -1,9 +1,9 @@
 package dev.chibifs.store;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.config.FileStamp;
 import dev.chibifs.config.FlockRegistry;
+import dev.chibifs.config.StrictJson;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.ContextNames;
 import dev.chibifs.sys.IsDirectoryException;
@@ -48,7 +48,6 @@ public final class ContextsView implements ReadOnlyStore {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ContextsView.class);
     /** chibi's name for this view, in refusals. */
     public static final String NAME = "virtual context metadata";
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final String STATE = "state.json";
     private static final String TASK_DIRS = "task-dirs";
     private static final String TRANSCRIPT = "transcript";
@@ -124,7 +123,7 @@ public final class ContextsView implements ReadOnlyStore {
     static Map<String, ContextEntry> parseState(byte[] json) {
         Map<String, ContextEntry> out = new LinkedHashMap<>();
         try {
-            JsonNode list = JSON.readTree(json).get("contexts");
+            JsonNode list = StrictJson.read(json).get("contexts");
             if (list == null || !list.isArray()) {
                 return null;
             }
@@ -155,7 +154,7 @@ public final class ContextsView implements ReadOnlyStore {
     }
 
     private static boolean isU64(JsonNode v) {
-        return v != null && v.canConvertToExactIntegral() && v.canConvertToLong() && v.asLong() >= 0;
+        return StrictJson.isU64(v);
     }
 
     private synchronized FlockRegistry registry() throws IOException {
@@ -200,8 +199,14 @@ public final class ContextsView implements ReadOnlyStore {
         ContextEntry c = context(name);
         List<String> flocks = flocks(name, true);
         List<String> goals = new ArrayList<>();
+        String siteFlock = siteId.get().map(FlockRegistry::siteFlock).orElse(null);
         for (String f : flocks) {
-            goals.add((f.startsWith("site:") ? "/site" : "/flocks/" + f) + "/goals.md");
+            // chibi's resolve_flock_vfs_root: this site's flock, or one named just "site", is /site;
+            // a root its VfsPath refuses ('.', '..', '//', a trailing '/') has no goals path
+            String root = f.equals(siteFlock) || f.equals("site") ? "/site" : "/flocks/" + f;
+            if (chibiTakesThePath(root)) {
+                goals.add(root + "/goals.md");
+            }
         }
         StringBuilder b = new StringBuilder("{\n");
         b.append("  \"created_at\": ").append(c.createdAt()).append(",\n");
@@ -218,6 +223,19 @@ public final class ContextsView implements ReadOnlyStore {
         array(b, goals, "    ");
         b.append("\n  }\n}");
         return b.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Whether chibi's VfsPath::new takes {@code path} (no NUL, '//', trailing '/', '.' or '..'). */
+    private static boolean chibiTakesThePath(String path) {
+        if (path.indexOf('\0') >= 0 || path.contains("//") || path.endsWith("/")) {
+            return false;
+        }
+        for (String c : path.split("/", -1)) {
+            if (c.equals(".") || c.equals("..")) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static void array(StringBuilder b, List<String> items, String indent) {
@@ -313,7 +331,7 @@ public final class ContextsView implements ReadOnlyStore {
         }
         JsonNode m;
         try {
-            m = JSON.readTree(bytes);
+            m = StrictJson.read(bytes);
         } catch (IOException e) {
             throw new IOException("bad manifest: " + e.getMessage());
         }
@@ -377,15 +395,18 @@ public final class ContextsView implements ReadOnlyStore {
             return 0;
         }
         long n = 0;
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(new java.io.ByteArrayInputStream(bytes),
-                StandardCharsets.UTF_8))) {
+        // a line that is not UTF-8 fails chibi's whole load (BufRead::lines), so its count is 0: report it
+        java.nio.charset.CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(new java.io.ByteArrayInputStream(bytes), utf8))) {
             for (String line = r.readLine(); line != null; line = r.readLine()) {
                 if (line.isBlank()) {
                     continue;
                 }
                 JsonNode e;
                 try {
-                    e = JSON.readTree(line);
+                    e = StrictJson.read(line);
                 } catch (IOException bad) {
                     continue;
                 }

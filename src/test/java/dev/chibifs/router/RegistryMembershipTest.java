@@ -38,6 +38,24 @@ class RegistryMembershipTest {
         assertNull(members.problem());
     }
 
+    /** Jackson took what chibi's serde_json refuses, so a flock's members wrote where chibi let nobody. */
+    @Test
+    void aRegistryChibisSerdeRefusesGrantsNothing() throws Exception {
+        String team = "\"name\":\"team\",\"members\":[{\"context\":\"planner\",\"site\":\"site:h-1\"}]";
+        registry("{\"flocks\":[{" + team + ",\"created_at\":1}]}");
+        assertTrue(members.isMember("team", "planner"));
+        for (String bad : new String[] {
+            "{\"flocks\":[{" + team + ",\"created_at\":1764590000.0}]}", // a float for chibi's u64
+            "{\"flocks\":[{" + team + ",\"created_at\":1.76459e9}]}",
+            "{\"flocks\":[{" + team + ",\"created_at\":1}]} junk", // trailing characters
+            "{\"flocks\":[{" + team + ",\"created_at\":1,\"created_at\":2}]}", // duplicate field
+            "\ufeff{\"flocks\":[{" + team + ",\"created_at\":1}]}"}) { // a byte-order mark
+            registry(bad);
+            assertFalse(members.isMember("team", "planner"), bad);
+            assertTrue(members.problem() != null, bad);
+        }
+    }
+
     @Test
     void withoutASiteIdNobodyIsAMember() throws Exception {
         registry("{\"flocks\":[{\"name\":\"team\",\"created_at\":1,\"members\":[{\"context\":\"planner\",\"site\":\"site:h-1\"}]}]}");

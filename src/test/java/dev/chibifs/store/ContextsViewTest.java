@@ -1,0 +1,58 @@
+package dev.chibifs.store;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.path.VfsPath;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/** What /sys/contexts generates, against what chibi 0.10's ContextsBackend would (the checks a tester made). */
+class ContextsViewTest {
+
+    @TempDir
+    Path home;
+
+    private JsonNode state(String context) throws Exception {
+        byte[] json = new ContextsView(home, () -> Optional.of("h-1")).read(VfsPath.of("/" + context + "/state.json"));
+        return new ObjectMapper().readTree(json);
+    }
+
+    private void write(String path, String text) throws Exception {
+        Path p = home.resolve(path);
+        Files.createDirectories(p.getParent());
+        Files.write(p, text.getBytes(StandardCharsets.ISO_8859_1)); // bytes as given: '\u00ff' is the byte 0xff
+    }
+
+    /** chibi's resolve_flock_vfs_root: "site" is /site too, and "site:<another site>" is a flock under /flocks. */
+    @Test
+    void theGoalsOfAFlockAreWhereChibiPutsThem() throws Exception {
+        write("state.json", "{\"contexts\":[{\"name\":\"alice\",\"created_at\":1}]}");
+        String alice = "\"members\":[{\"context\":\"alice\",\"site\":\"site:h-1\"}]";
+        write("vfs/flocks/registry.json", "{\"flocks\":[{\"name\":\"site\",\"created_at\":1," + alice + "},"
+                + "{\"name\":\"site:other-2\",\"created_at\":1," + alice + "},{\"name\":\"team\",\"created_at\":1," + alice + "}]}");
+        List<String> goals = new java.util.ArrayList<>();
+        state("alice").path("paths").path("goals").forEach(g -> goals.add(g.asText()));
+        assertEquals(List.of("/site/goals.md", "/site/goals.md", "/flocks/site:other-2/goals.md", "/flocks/team/goals.md"),
+                goals);
+    }
+
+    /** A transcript line that is not UTF-8 fails chibi's whole load, and its prompt count is 0; it counted on. */
+    @Test
+    void aTranscriptChibiCannotReadCountsNoPrompts() throws Exception {
+        write("state.json", "{\"contexts\":[{\"name\":\"alice\",\"created_at\":1}]}");
+        String user = "{\"id\":\"1\",\"timestamp\":1,\"from\":\"u\",\"to\":\"alice\",\"content\":\"hi\","
+                + "\"entry_type\":\"message\",\"role\":\"user\"}\n";
+        write("contexts/alice/transcript/active.jsonl", user + user);
+        assertEquals(2, state("alice").path("prompt_count").asLong());
+        write("contexts/alice/transcript/active.jsonl", user + user.replace("hi", "\u00ff"));
+        assertEquals(0, state("alice").path("prompt_count").asLong());
+    }
+}
