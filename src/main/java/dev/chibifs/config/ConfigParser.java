@@ -24,7 +24,8 @@ final class ConfigParser {
 
     private ConfigParser(Path file, String text) {
         this.file = file;
-        this.text = text;
+        // a byte-order mark, as some editors write: chibi's toml parser skips it, Jackson's refuses it
+        this.text = text.startsWith("\uFEFF") ? text.substring(1) : text;
     }
 
     static ChibiConfig parse(Path file, String text) {

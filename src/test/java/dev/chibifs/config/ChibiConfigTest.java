@@ -55,6 +55,12 @@ class ChibiConfigTest {
                 .startsWith(local + ":1: malformed TOML"));
     }
 
+    /** An editor's byte-order mark: chibi's toml parser skips it, Jackson said "Unknown token" and the mount stopped. */
+    @Test
+    void aByteOrderMarkIsSkippedAsChibiSkipsIt() throws IOException {
+        assertEquals(3, load("\ufefftool_cache_max_age_days = 3\n").toolCacheMaxAgeDays());
+    }
+
     @Test
     void emptyFileMeansDefaults() throws IOException {
         assertEquals(ChibiConfig.DEFAULTS, load(""));
