@@ -47,6 +47,28 @@ public final class ContentHash {
         return hex(d);
     }
 
+    /** What can be read at a position: a {@link FileHandle}, a descriptor. */
+    @FunctionalInterface
+    public interface Source {
+        /** Reads into {@code dst} from {@code position}; the bytes read, 0 at the end. */
+        int read(java.nio.ByteBuffer dst, long position) throws IOException;
+    }
+
+    /**
+     * The SHA-256 of what {@code source} holds, {@value #BUFFER} bytes at a time: constant memory
+     * whatever the size (reading the whole file first let any reader's getfattr of a few large
+     * files fill the daemon's heap).
+     */
+    public static String of(Source source) throws IOException {
+        MessageDigest d = digest();
+        java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocate(BUFFER);
+        long position = 0;
+        for (int n; (n = source.read(buf.clear(), position)) > 0; position += n) {
+            d.update(buf.array(), 0, n);
+        }
+        return hex(d);
+    }
+
     public static String of(Path file) throws IOException {
         try (InputStream in = Files.newInputStream(file)) {
             return of(in);

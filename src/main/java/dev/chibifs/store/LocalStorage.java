@@ -299,20 +299,32 @@ public final class LocalStorage implements Storage {
 
     @Override
     public byte[] read(VfsPath path) throws IOException {
+        return readingRegular(path, in -> {
+            long size = Syscalls.stat(in, null, path.toString()).size();
+            if (size > Integer.MAX_VALUE - 16) {
+                throw new ErrnoException(EFBIG, path.toString(), "File too large");
+            }
+            ByteBuffer buf = ByteBuffer.allocate((int) size);
+            while (buf.hasRemaining() && Syscalls.pread(in, buf, buf.position()) > 0) {
+                // a file that grows while read is read up to its size at open
+            }
+            return buf.position() == buf.capacity() ? buf.array() : Arrays.copyOf(buf.array(), buf.position());
+        });
+    }
+
+    /** The SHA-256 of the regular file at {@code path}, read in pieces. */
+    private String hash(VfsPath path) throws IOException {
+        return readingRegular(path, in -> ContentHash.of((dst, position) -> Syscalls.pread(in, dst, position)));
+    }
+
+    /** What {@code use} makes of a descriptor of the regular file at {@code path}, open for reading. */
+    private <T> T readingRegular(VfsPath path, DescriptorUse<T> use) throws IOException {
         try (At a = at(path)) {
             int fd = openRegular(a, path, false, false, 0);
             int in = -1;
             try {
                 in = reopen(fd, O_RDONLY, path);
-                long size = Syscalls.stat(in, null, path.toString()).size();
-                if (size > Integer.MAX_VALUE - 16) {
-                    throw new ErrnoException(EFBIG, path.toString(), "File too large");
-                }
-                ByteBuffer buf = ByteBuffer.allocate((int) size);
-                while (buf.hasRemaining() && Syscalls.pread(in, buf, buf.position()) > 0) {
-                    // a file that grows while read is read up to its size at open
-                }
-                return buf.position() == buf.capacity() ? buf.array() : Arrays.copyOf(buf.array(), buf.position());
+                return use.apply(in);
             } finally {
                 if (in >= 0) {
                     Syscalls.close(in);
@@ -320,6 +332,11 @@ public final class LocalStorage implements Storage {
                 Syscalls.close(fd);
             }
         }
+    }
+
+    @FunctionalInterface
+    private interface DescriptorUse<T> {
+        T apply(int fd) throws IOException;
     }
 
     /**
@@ -1306,7 +1323,7 @@ public final class LocalStorage implements Storage {
                 return h.etag();
             }
         }
-        String etag = ContentHash.of(read(path));
+        String etag = hash(path);
         hashed.incrementAndGet();
         Metadata after = metadata(path);
         // remembered only when nothing changed while it was read, and not within the racy window

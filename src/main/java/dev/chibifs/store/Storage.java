@@ -331,7 +331,9 @@ public interface Storage extends Closeable {
      * default hashes the content at every call; a store that can remembers it per change.
      */
     default String etag(VfsPath path) throws IOException {
-        return ContentHash.of(read(path));
+        try (FileHandle file = open(path, java.util.EnumSet.of(OpenFlag.READ), 0)) {
+            return ContentHash.of(file::read);
+        }
     }
 
     /**
