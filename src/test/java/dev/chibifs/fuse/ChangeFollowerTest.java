@@ -75,6 +75,29 @@ class ChangeFollowerTest {
                 .filter(n -> n.int64(0) == f).toList());
     }
 
+    /**
+     * A small file stored whole in the kernel's pages at its open, rewritten in place by another
+     * mount (or chibi) while a reader holds it open: the reader read the old bytes until it opened it
+     * again (a tester's status file, 35 s and on). The feed's event drops its pages.
+     */
+    @Test
+    void aFileRewrittenElsewhereWhileOpenHereLosesItsPagesInTheKernel() throws Exception {
+        Path store = home.resolve("shared/s");
+        Files.writeString(store, "status 0\n");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long s = lookup(dir, "s");
+        FakeKernel.Reply opened = kernel.call(FuseProtocol.OPEN, s, body().int32(Linux.O_RDONLY).int32(0));
+        assertEquals(0, opened.error());
+        assertTrue((opened.int32(8) & FuseProtocol.FOPEN_KEEP_CACHE) != 0, "its pages kept: stored whole");
+        noticesWritten();
+
+        Files.writeString(store, "status 1\n"); // the same size: only the time tells
+        Files.setLastModifiedTime(store, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() + 2000));
+        follower.changed(fs.nodes.get(dir).followKey, "s", false, true);
+
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_INODE && n.int64(0) == s && n.int64(8) == 0);
+    }
+
     @Test
     void lostEventsMakeTheKernelAskAgainForEveryNameItHoldsMissingOrPresent() throws Exception {
         Files.writeString(home.resolve("shared/here"), "x");
