@@ -88,7 +88,7 @@ public final class LocalStorage implements Storage {
 
     /** A store whose removed files' last descriptors go to {@code lateCloses} (tests: one they flush). */
     LocalStorage(Path root, LateCloses lateCloses) throws IOException {
-        Files.createDirectories(root);
+        this.owner = makeRoot(root);
         this.root = root.toAbsolutePath().normalize().toRealPath();
         this.storeRoot = new StoreRoot(this.root);
         this.lateCloses = lateCloses;
@@ -99,6 +99,61 @@ public final class LocalStorage implements Storage {
             held.close();
             lateCloses.close();
         });
+    }
+
+    /**
+     * Who is given what the daemon makes in the store (files, directories, links, nodes) where it
+     * runs as root, as systemd runs it, and the store is another user's: chibi, run as that user,
+     * replaces a file by writing a new one beside it and renaming it over the name, and could not in
+     * a directory root made, nor change a file root made. Null where what is made is the store
+     * owner's anyway. Given best-effort: a file system without owners (vfat) keeps its own.
+     */
+    private final Owner owner;
+
+    private record Owner(int uid, int gid) {
+    }
+
+    /**
+     * Makes the store's directory where it is missing (given, as root, to the owner of the directory
+     * it was made in: the first mount of ~/.chibi by a root daemon), and says whom to give what is
+     * made in it.
+     */
+    private static Owner makeRoot(Path root) throws IOException {
+        boolean asRoot = dev.chibifs.sys.LibC.c().geteuid() == 0;
+        Path existing = root.toAbsolutePath().normalize();
+        while (existing.getParent() != null && !Files.exists(existing, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            existing = existing.getParent();
+        }
+        Path made = Files.createDirectories(root);
+        Owner parent = asRoot ? ownerOf(existing) : null;
+        if (parent != null && !existing.equals(made.toAbsolutePath().normalize())) {
+            for (Path d = made.toAbsolutePath().normalize(); d != null && !d.equals(existing); d = d.getParent()) {
+                Files.setAttribute(d, "unix:uid", parent.uid(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
+                Files.setAttribute(d, "unix:gid", parent.gid(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
+            }
+        }
+        return asRoot ? ownerOf(root) : null;
+    }
+
+    /** The owner of {@code dir}, where it is not root. */
+    private static Owner ownerOf(Path dir) throws IOException {
+        int uid = (Integer) Files.getAttribute(dir, "unix:uid");
+        int gid = (Integer) Files.getAttribute(dir, "unix:gid");
+        return uid == 0 ? null : new Owner(uid, gid);
+    }
+
+    /** Gives the new file open as {@code fd} to the store's owner (see {@link #owner}). */
+    private void own(int fd) {
+        if (owner != null) {
+            Syscalls.tryFchown(fd, owner.uid(), owner.gid());
+        }
+    }
+
+    /** Gives the new entry {@code name} of {@code dir} to the store's owner (see {@link #owner}). */
+    private void own(int dir, String name) {
+        if (owner != null) {
+            Syscalls.tryFchownat(dir, name, owner.uid(), owner.gid());
+        }
     }
 
     private static int heldDirectories() {
@@ -247,7 +302,7 @@ public final class LocalStorage implements Storage {
      * Opens {@code a} as an O_PATH descriptor of a regular file, creating it when asked. Links,
      * directories, fifos, sockets and devices are refused before anything opens them for data.
      */
-    private static int openRegular(At a, VfsPath path, boolean create, boolean exclusive, int createMode)
+    private int openRegular(At a, VfsPath path, boolean create, boolean exclusive, int createMode)
             throws IOException {
         for (int attempt = 0; ; attempt++) {
             if (!exclusive) {
@@ -264,6 +319,7 @@ public final class LocalStorage implements Storage {
             int fd = Syscalls.tryOpenat(a.dir, a.name, O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW,
                     fileMode(createMode));
             if (fd >= 0) {
+                own(fd);
                 return fd;
             }
             // EEXIST: someone created it since we looked; look again (it may be a fifo now)
@@ -462,11 +518,12 @@ public final class LocalStorage implements Storage {
     }
 
     /** Writes a temporary sibling, syncs it, and renames it over the name: readers see old or new, never a mix. */
-    private static void replaceAtomically(At a, VfsPath path, int mode, Filler filler) throws IOException {
+    private void replaceAtomically(At a, VfsPath path, int mode, Filler filler) throws IOException {
         String tmp = tempName();
         int fd = Syscalls.openat(a.dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, path.toString());
         boolean renamed = false;
         try {
+            own(fd);
             filler.fill(fd);
             Syscalls.fchmod(fd, mode & 07777);
             Syscalls.fsync(fd, true);
@@ -669,7 +726,9 @@ public final class LocalStorage implements Storage {
             p = p.child(s);
             try (At a = at(p)) {
                 int err = Syscalls.tryMkdirat(a.dir, a.name, 0777);
-                if (err == -EEXIST) {
+                if (err == 0) {
+                    own(a.dir, a.name);
+                } else if (err == -EEXIST) {
                     Metadata m = stat(a.dir, a.name, path);
                     if (!m.isDirectory()) {
                         throw failure(m.kind() == EntryKind.SYMLINK ? ELOOP : ENOTDIR, path);
@@ -861,6 +920,7 @@ public final class LocalStorage implements Storage {
                     int fd = Syscalls.tryOpenat(a.dir, a.name, access | O_CREAT | O_EXCL | DATA_OPEN,
                             fileMode(createMode));
                     if (fd >= 0) {
+                        own(fd);
                         return new LocalFileHandle(fd, null, access, locks);
                     }
                     if (-fd != EEXIST || exclusive) {
@@ -1018,6 +1078,7 @@ public final class LocalStorage implements Storage {
         checkCreatable(path);
         try (At a = at(path)) {
             Syscalls.mkdirat(a.dir, a.name, 0777, path.toString());
+            own(a.dir, a.name);
         }
     }
 
@@ -1177,6 +1238,7 @@ public final class LocalStorage implements Storage {
             if (fd < 0) {
                 throw failure(-fd, directory);
             }
+            own(fd);
             return new LocalFileHandle(fd, null, O_RDWR, locks);
         }
     }
@@ -1217,6 +1279,7 @@ public final class LocalStorage implements Storage {
         checkTarget(link, target);
         try (At a = at(link)) {
             Syscalls.symlinkat(target, a.dir, a.name, link.toString());
+            own(a.dir, a.name);
         }
     }
 
@@ -1247,6 +1310,7 @@ public final class LocalStorage implements Storage {
         try (At a = at(path)) {
             // read and write bits as any new file gets them: only the execute bits mean anything to chibifs
             Syscalls.mknodat(a.dir, a.name, type | fileMode(mode), path.toString());
+            own(a.dir, a.name);
         }
     }
 

@@ -79,6 +79,10 @@ public final class Syscalls {
 
         int fchmod(int fd, int mode);
 
+        int fchown(int fd, int owner, int group);
+
+        int fchownat(int dirfd, @In byte[] path, int owner, int group, int flags);
+
         int inotify_init1(int flags);
 
         int inotify_add_watch(int fd, @In byte[] path, int mask);
@@ -514,6 +518,14 @@ public final class Syscalls {
             return buf.getInt(16) & 0xffffffffL;
         }
 
+        public int uid() {
+            return buf.getInt(20);
+        }
+
+        public int gid() {
+            return buf.getInt(24);
+        }
+
         public long inode() {
             return buf.getLong(32);
         }
@@ -741,6 +753,16 @@ public final class Syscalls {
         if (LIBC.fchmod(fd, mode) != 0) {
             throw failure(null);
         }
+    }
+
+    /** fchown(2): {@code fd}'s file given to {@code uid} and {@code gid}; -errno or 0. */
+    public static int tryFchown(int fd, int uid, int gid) {
+        return LIBC.fchown(fd, uid, gid) != 0 ? -errno() : 0;
+    }
+
+    /** fchownat(2) of {@code name} in {@code dirfd}, never followed (a link itself is given); -errno or 0. */
+    public static int tryFchownat(int dirfd, String name, int uid, int gid) {
+        return LIBC.fchownat(dirfd, bytes(name), uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ? -errno() : 0;
     }
 
     /**

@@ -48,6 +48,36 @@ class LocalStorageTest extends StorageBehaviourSuite {
         return (LocalStorage) storage;
     }
 
+    /**
+     * A daemon run as root (systemd) over a user's CHIBI_HOME made everything root's: chibi, run as
+     * that user, could then neither replace nor change what agents had made. What the store makes is
+     * its owner's, the store's own directory too where the first mount makes it.
+     */
+    @Test
+    void asRootWhatIsMadeInAUsersStoreIsTheUsers() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.LibC.c().geteuid() == 0, "only root gives files away");
+        Path home = Files.createDirectories(temp.resolve("home"));
+        Files.setAttribute(home, "unix:uid", 4242);
+        Files.setAttribute(home, "unix:gid", 4243);
+        LocalStorage s = new LocalStorage(home.resolve("vfs"));
+        s.createDirectory(p("/shared"));
+        s.mkdir(p("/home/alice/deep"));
+        s.write(p("/shared/w"), bytes("written"));
+        s.open(p("/shared/c"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644).close();
+        s.createSymlink(p("/shared/l"), "w");
+        s.createNode(p("/shared/fifo"), EntryKind.FIFO, 0644);
+        s.copy(p("/shared/w"), p("/shared/copy"));
+        try (FileHandle t = s.openUnnamed(p("/shared"), 0644)) {
+            s.link(t, p("/shared/linked"));
+        }
+        for (String made : List.of("", "shared", "home", "home/alice", "home/alice/deep", "shared/w", "shared/c",
+                "shared/l", "shared/fifo", "shared/copy", "shared/linked")) {
+            Path q = home.resolve("vfs").resolve(made);
+            assertEquals(4242, Files.getAttribute(q, "unix:uid", LinkOption.NOFOLLOW_LINKS), made);
+            assertEquals(4243, Files.getAttribute(q, "unix:gid", LinkOption.NOFOLLOW_LINKS), made);
+        }
+    }
+
     /** Every path below {@code dir} with its content (files) or a marker (directories, links). */
     private static Map<String, String> snapshot(Path dir) throws IOException {
         Map<String, String> out = new TreeMap<>();
