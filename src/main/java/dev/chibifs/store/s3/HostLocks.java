@@ -35,8 +35,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * while one is a write lock. A lease covers the whole file, whatever bytes are locked (a read lock
  * here and a write lock on other bytes elsewhere conflict, where one disk would let both be).
  *
- * <p>A lease is an object {@code .chibifs-locks/<object key>/<holder>.<n>.<S|X>} at the bucket's
- * top (the same for every store over the bucket, whatever its prefix). To take one a host puts its
+ * <p>A lease is an object {@code .chibifs-locks/<object key>/<holder>.<n>.<life>ms.<S|X>} at the
+ * bucket's top (the same for every store over the bucket, whatever its prefix), {@code life} its
+ * holder's {@link #ttl}, by which every host judges it: hosts mounted with different
+ * {@code --lock-lease} once judged a live holder's lease by their own, and a shorter one took the
+ * lock from it (a lease without one, an older daemon's, is judged by this host's). To take one a host puts its
  * own, then lists the file's leases: S3 lists every object put before the listing began, so of two
  * hosts putting at once at least one sees the other; one that meets a conflicting lease takes its
  * put back and answers "not now" (both may, and their lock waits try again). A holder puts its
@@ -349,8 +352,8 @@ final class HostLocks implements AutoCloseable {
         }
         String base = leasesOf(objectKey);
         for (Bucket.Listed o : leases.objects()) {
-            if (!o.key().substring(base.length()).startsWith(holder + ".") && o.modified() != null
-                    && o.modified().plus(ttl).isBefore(now)) {
+            String name = o.key().substring(base.length());
+            if (!name.startsWith(holder + ".") && o.modified() != null && o.modified().plus(lifeOf(name)).isBefore(now)) {
                 deleteQuietly(o.key());
             }
         }
@@ -404,7 +407,7 @@ final class HostLocks implements AutoCloseable {
             if (name.startsWith(holder + ".")) {
                 continue;
             }
-            if (now != null && o.modified() != null && o.modified().plus(ttl).isBefore(now)) {
+            if (now != null && o.modified() != null && o.modified().plus(lifeOf(name)).isBefore(now)) {
                 continue; // not renewed for longer than a lease lives: its holder is gone
             }
             out.add(name.endsWith(Level.EXCLUSIVE.suffix()) ? Level.EXCLUSIVE : Level.SHARED);
@@ -479,7 +482,22 @@ final class HostLocks implements AutoCloseable {
 
     /** A new lease object's key: each take its own, so a look at the bucket tells one take from the next. */
     private String leaseKey(String objectKey, Level level) {
-        return leasesOf(objectKey) + holder + "." + taken.incrementAndGet() + level.suffix();
+        return leasesOf(objectKey) + holder + "." + taken.incrementAndGet() + "." + ttl.toMillis() + LIFE_UNIT + level.suffix();
+    }
+
+    private static final String LIFE_UNIT = "ms";
+
+    /** How long the lease named {@code name} lives without renewal: what its holder put in its name, else this host's. */
+    Duration lifeOf(String name) {
+        int end = name.length() - Level.EXCLUSIVE.suffix().length();
+        int dot = end > 0 ? name.lastIndexOf('.', end - 1) : -1;
+        if (dot >= 0 && name.startsWith(LIFE_UNIT, end - LIFE_UNIT.length())) {
+            String digits = name.substring(dot + 1, end - LIFE_UNIT.length());
+            if (!digits.isEmpty() && digits.length() <= 12 && digits.chars().allMatch(Character::isDigit)) {
+                return Duration.ofMillis(Long.parseLong(digits));
+            }
+        }
+        return ttl;
     }
 
     @Override

@@ -233,7 +233,8 @@ final class WriteBack {
      * {@code rm -rf} of 10,000 files is ten requests, not 10,000 one at a time, which a umount would
      * wait for), those a batch did not remove one by one.
      */
-    private void deleteObjects(List<String> keys) throws IOException {
+    private void deleteObjects(List<String> tombstoned) throws IOException {
+        List<String> keys = stillAsSeen(tombstoned);
         List<String> left = new ArrayList<>();
         for (int i = 0; i < keys.size(); i += Bucket.MAX_DELETE_BATCH) {
             List<String> batch = keys.subList(i, Math.min(keys.size(), i + Bucket.MAX_DELETE_BATCH));
@@ -259,6 +260,84 @@ final class WriteBack {
             left.addAll(notDeleted);
         }
         inParallel(left, this::deleteOne);
+    }
+
+    /** A directory with at least this many objects to delete is listed to check them, not asked each with a HEAD. */
+    static final int LISTED_FROM = 8;
+
+    /**
+     * Of the objects {@code keys} whose tombstones wait, those S3 still holds as this host last saw
+     * them (or that it never saw with an ETag). A delete held back (the debounce, S3 away, a crash
+     * and the journal) went out unconditioned and removed what another host wrote at that name
+     * since: a tester's append on host B, synced, was deleted 20 s later by host A's rename of the
+     * file before it. Another host's newer object now stays, as on one disk a name made again after
+     * a remove is another file, and the tombstone is done. S3-compatible servers do not all take an
+     * If-Match on a delete (s3proxy: 501), so the check is a listing of each directory with several
+     * ({@link #LISTED_FROM}) and a HEAD of the others: what another host writes between the check and
+     * the delete, milliseconds, is still lost.
+     */
+    private List<String> stillAsSeen(List<String> keys) throws IOException {
+        Map<String, String> seen = new java.util.HashMap<>();
+        Map<String, List<String>> byDirectory = new java.util.LinkedHashMap<>();
+        synchronized (store) {
+            for (String k : keys) {
+                Tomb t = store.overlay.tombs.get(k);
+                if (t != null && t.pending && t.etag != null) {
+                    seen.put(k, t.etag);
+                    byDirectory.computeIfAbsent(k.substring(0, k.lastIndexOf('/') + 1), d -> new ArrayList<>()).add(k);
+                }
+            }
+        }
+        Map<String, String> now = new java.util.concurrent.ConcurrentHashMap<>();
+        Set<String> gone = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        List<String> asked = new ArrayList<>();
+        try {
+            for (Map.Entry<String, List<String>> d : byDirectory.entrySet()) {
+                if (d.getValue().size() < LISTED_FROM) {
+                    asked.addAll(d.getValue());
+                    continue;
+                }
+                Set<String> wanted = new java.util.HashSet<>(d.getValue());
+                for (Bucket.Listed o : bucket.list(d.getKey(), true).objects()) {
+                    if (wanted.remove(o.key())) {
+                        now.put(o.key(), o.etag());
+                    }
+                }
+                gone.addAll(wanted);
+            }
+            inParallel(asked, k -> {
+                Bucket.Head h = bucket.head(k);
+                if (h == null) {
+                    gone.add(k);
+                } else {
+                    now.put(k, h.etag());
+                }
+            });
+        } catch (IOException e) {
+            noteOutage(e);
+            throw e;
+        }
+        List<String> out = new ArrayList<>();
+        synchronized (store) {
+            boolean done = false;
+            for (String k : keys) {
+                String expected = seen.get(k);
+                if (expected == null || expected.equals(now.get(k))) {
+                    out.add(k);
+                } else {
+                    if (!gone.contains(k)) {
+                        LOG.info("S3 store {}: kept object {}: another host wrote it after this host removed or moved"
+                                + " its earlier version", spec, k);
+                    }
+                    deleted(k); // nothing of ours left to remove there
+                    done = true;
+                }
+            }
+            if (done) {
+                store.journal.commit();
+            }
+        }
+        return out;
     }
 
     /** S3 no longer has the object {@code k}: its tombstone is done; under the monitor. */

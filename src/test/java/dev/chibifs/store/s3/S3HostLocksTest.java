@@ -277,6 +277,27 @@ class S3HostLocksTest {
         return b;
     }
 
+    /**
+     * Hosts mounted with different --lock-lease judged each other's leases by their own: one with
+     * 3 s took the lock from a live holder renewing its 60 s lease every 20 s (and deleted its lease).
+     * A lease names the life its holder gave it; one that names none (an older daemon's) is judged as
+     * before, which is the clock this test reads: once that one counts as dead, the other still holds.
+     */
+    @Test
+    void aLeaseLivesAsLongAsItsHolderSaysNotAsLongAsTheHostLookingAtIt() throws Exception {
+        S3Storage b = hostBesideADeadHostsLease();
+        b.write(p("/shared/other.db"), "v1".getBytes(UTF_8));
+        b.flushAll();
+        try (Bucket raw = Bucket.connect(S3Spec.parse("s3://" + BUCKET + "/" + prefix), server.env())) {
+            raw.put(HostLocks.KEYS + prefix + "/shared/other.db/slow-0000.1.600000ms.X", new byte[0], Map.of(), null);
+        }
+        FileHandle dead = openDb(b);
+        FileHandle other = b.open(p("/shared/other.db"), READ_WRITE, 0644);
+        open.add(other);
+        assertTrue(grantedWithin(() -> dead.locks().tryLock(1, LockType.READ, 0, 0)), "b's own 1 s went by");
+        assertFalse(other.locks().tryLock(1, LockType.READ, 0, 0), "a lease its holder says lives 10 minutes");
+    }
+
     @Test
     void aLeaseNotRenewedForLongerThanItLivesIsADeadHostsAndNoLongerExcludes() throws Exception {
         S3Storage b = hostBesideADeadHostsLease();

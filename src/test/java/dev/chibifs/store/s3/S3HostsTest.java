@@ -747,6 +747,43 @@ class S3HostsTest {
         }
     }
 
+    /**
+     * A delete held back (the debounce, S3 away, a crash and the journal) went out unconditioned: it
+     * removed what another host had written at that name since (a tester's append on B, synced, gone
+     * 20 s later with A's rename). Only what this host last saw there is deleted now: by a HEAD for a
+     * name alone, by a listing for a directory of several.
+     */
+    @Test
+    void aDeleteHeldBackLeavesWhatAnotherHostWroteThereSince() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b"));
+        put(a, "/shared/alone", "a's");
+        put(a, "/shared/moved", "a's");
+        for (int i = 0; i < WriteBack.LISTED_FROM + 1; i++) {
+            put(a, "/shared/many/f" + i, "a's");
+        }
+        a.flushAll();
+        a.removeFile(p("/shared/alone"));
+        a.rename(p("/shared/moved"), p("/shared/done"));
+        for (int i = 0; i < WriteBack.LISTED_FROM + 1; i++) {
+            a.removeFile(p("/shared/many/f" + i));
+        }
+        // held back on a; host b writes three of the names meanwhile, and syncs
+        put(b, "/shared/alone", "b's");
+        put(b, "/shared/moved", "b's");
+        put(b, "/shared/many/f3", "b's");
+        b.flushAll();
+
+        a.flushAll();
+        assertEquals("b's", inS3("shared/alone"));
+        assertEquals("b's", inS3("shared/moved"));
+        assertEquals("a's", inS3("shared/done"));
+        assertEquals("b's", inS3("shared/many/f3"));
+        assertNull(inS3("shared/many/f2"), "what a saw there is deleted");
+        assertEquals(0, a.pendingChanges());
+    }
+
     @Test
     void aFileRenamedAgainBeforeItsNewNameWentUpKeepsItsOldObjectUntilTheNewOneIsThere() throws Exception {
         // docs/s3-store.md: another host may see both names for a moment, never neither. The second
