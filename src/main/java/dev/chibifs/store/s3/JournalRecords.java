@@ -236,8 +236,11 @@ final class JournalRecords implements Closeable {
      */
     void replay() throws IOException {
         Map<VfsPath, ObjectNode> last = new TreeMap<>();
+        Map<VfsPath, Integer> lastAt = new java.util.HashMap<>();
         Map<String, ObjectNode> lastTomb = new TreeMap<>();
+        int at = 0;
         for (ObjectNode o : journal.read(msg -> LOG.warn("S3 store {}: journal {}", store.spec, msg))) {
+            at++;
             try {
                 VfsPath p = VfsPath.of(o.get("p").asText());
                 String t = o.get("t").asText();
@@ -245,6 +248,7 @@ final class JournalRecords implements Closeable {
                     lastTomb.put(store.objectKey(p, o.path("dir").asBoolean(), o.path("link").asBoolean()), o);
                 } else {
                     last.put(p, o);
+                    lastAt.put(p, at);
                 }
             } catch (InvalidVfsPathException e) {
                 LOG.warn("S3 store {}: journal record for a bad path skipped: {}", store.spec, e.getMessage());
@@ -263,6 +267,7 @@ final class JournalRecords implements Closeable {
             maxIno = Math.max(maxIno, o.path("ino").asLong(0));
         }
         store.overlay.nextIno = maxIno + 1;
+        TreeMap<Integer, Node> inJournalOrder = new TreeMap<>();
         for (Map.Entry<VfsPath, ObjectNode> e : last.entrySet()) {
             VfsPath p = e.getKey();
             ObjectNode o = e.getValue();
@@ -285,9 +290,11 @@ final class JournalRecords implements Closeable {
             if (n.dirty) {
                 store.overlay.dirtyNodes.add(n);
                 n.firstDirty = n.due = store.millis();
+                inJournalOrder.put(lastAt.get(p), n);
                 dirty++;
             }
         }
+        store.writeBack.replayedInOrder(List.copyOf(inJournalOrder.values()));
         removeContentNotNamed();
         compact();
         if (dirty > 0) {

@@ -140,9 +140,33 @@ final class WriteBack {
         uploadAll(files);
     }
 
+    /**
+     * What the journal held changed but not uploaded at start, in the order of its last change
+     * there: uploaded first, one at a time in that order. At once and several at a time, as a flush
+     * sends what is due, a file written last (a READY marker after the data) went up among the first
+     * after a daemon was killed, and another host saw it with 3 of the 30 files written before it.
+     */
+    private volatile List<Node> replayed = List.of();
+
+    /** The journal's changes to upload first, in order (see {@link #replayed}); before the flusher starts. */
+    void replayedInOrder(List<Node> nodes) {
+        replayed = nodes;
+    }
+
     void flush(boolean all) throws IOException {
         flushLock.lock();
         try {
+            List<Node> inOrder = replayed;
+            for (int i = 0; i < inOrder.size(); i++) {
+                try {
+                    upload(inOrder.get(i)); // one no longer dirty (gone, renamed and sent) is passed over
+                } catch (IOException e) {
+                    replayed = inOrder.subList(i, inOrder.size()); // from where it failed, next time
+                    noteOutage(e);
+                    throw e;
+                }
+            }
+            replayed = List.of();
             List<Node> due = new ArrayList<>();
             List<Node> ahead = new ArrayList<>();
             long now = store.millis();

@@ -1507,6 +1507,38 @@ class S3HostsTest {
         assertEquals(0, again.pendingChanges());
     }
 
+    /**
+     * After a kill, what the journal held went up at once and several at a time: a READY marker
+     * written after 30 data files was the 4th on S3, and another host waiting for it read 3 of them.
+     * It goes up in the order of the changes.
+     */
+    @Test
+    void aStoreKilledBeforeItsUploadsSendsThemAtItsNextStartInTheOrderTheyWereMade() throws Exception {
+        MutableClock clock = startClock();
+        S3Options o = options("a").withClock(clock, false);
+        S3Storage a = host(o);
+        a.mkdir(p("/shared/run"));
+        a.flushAll();
+        List<String> made = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            put(a, "/shared/run/d" + i, "data " + i);
+            made.add(prefix + "/shared/run/d" + i);
+        }
+        put(a, "/shared/run/READY", "x"); // sorts before the data: by name it went first
+        made.add(prefix + "/shared/run/READY");
+        a.crash();
+
+        server.stored.clear();
+        S3Storage again = host(o);
+        again.flushDue();
+        List<String> sent;
+        synchronized (server.stored) {
+            sent = server.stored.stream().filter(made::contains).toList();
+        }
+        assertEquals(made, sent);
+        assertEquals(0, again.pendingChanges());
+    }
+
     @Test
     void anAttributeChangeToAFileNotFetchedHereOutlivesAKill() throws Exception {
         S3Storage a = hostThatPut("a", "/shared/tool", "#!/bin/sh");

@@ -160,8 +160,10 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
                 if (blob.getMetadata().name().startsWith(UPLOAD_STUB)) {
                     return super.putBlob(container, blob, options);
                 }
-                return failingAsAsked(() -> super.putBlob(container, blob, options),
+                String etag = failingAsAsked(() -> super.putBlob(container, blob, options),
                         () -> new IllegalStateException("a PUT failed on purpose (S3Server.failPuts)"));
+                server.stored.add(blob.getMetadata().name());
+                return etag;
             }
         }
 
@@ -318,6 +320,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             }
         }
     }
+
+    /** The keys of the objects PUT whole, in the order the server stored them. */
+    final List<String> stored = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
 
     private volatile HeldRequests heldRanges = HeldRequests.NONE;
     private volatile HeldRequests heldPuts = HeldRequests.NONE;
