@@ -1020,9 +1020,30 @@ public final class S3Storage implements Storage {
     @Override
     public Siblings siblings(VfsPath directory) {
         return new Siblings() {
+            /**
+             * From the listing the names came from (a directory listing, which brought it up to date),
+             * not listed again: a READDIRPLUS of a directory of 5,000 files another host made, whose
+             * listing's validity (1 s) ran out part-way through, listed the whole directory again
+             * for the next name, and again each time the slow listing itself outlasted its validity:
+             * `ls` took up to 38 s. A name gone since is missing, as from a directory listing.
+             */
             @Override
             public Metadata metadata(String name) throws IOException {
-                return S3Storage.this.metadata(directory.child(name));
+                VfsPath p = directory.child(name);
+                Node n;
+                synchronized (S3Storage.this) {
+                    n = overlay.nodes.get(p);
+                    if (n == null) {
+                        throw new NoSuchFileException(p.toString());
+                    }
+                    if (n.attributesKnown) {
+                        return metadataOf(n);
+                    }
+                }
+                listings.learnAttributes(n, true);
+                synchronized (S3Storage.this) {
+                    return metadataOf(n);
+                }
             }
 
             @Override
