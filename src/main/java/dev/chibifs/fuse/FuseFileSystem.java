@@ -182,6 +182,11 @@ final class FuseFileSystem {
         this.unfollowed = timeouts.unfollowed();
         this.readdirplus = readdirplus;
         this.anyStoreMayWaitLong = router.anyMayWaitLong();
+        if (!callers.isFixed()) {
+            // the callers share the daemon's descriptors: none may take more than a quarter (a
+            // per-context mount acts for one, whose limit is the daemon's own)
+            openFiles.share((int) Math.max(64, Math.min(Integer.MAX_VALUE, Syscalls.openFileLimit() / 4)));
+        }
     }
 
     /** Users other than the mounter reach the mount (allow_other): where they may write, each is shown as owner. */
@@ -1083,6 +1088,7 @@ final class FuseFileSystem {
         VfsPath p = path(n);
         dev.chibifs.store.HeldFile retried = staleNames.retried(req.pid, n, true, clock);
         Caller caller = caller(req);
+        openFiles.admit(caller); // every open holds a descriptor of ours
         int requested = req.openFlags();
         Set<OpenFlag> flags = openFlags(requested);
         // Linux truncates even for a read-only open (ATOMIC_O_TRUNC brings O_TRUNC here): a write
@@ -1565,6 +1571,7 @@ final class FuseFileSystem {
         String name = req.entryName();
         VfsPath p = childPath(parent, name);
         Caller caller = caller(req);
+        openFiles.admit(caller); // every open holds a descriptor of ours
         Set<OpenFlag> flags = openFlags(req.openFlags() | Linux.O_CREAT);
         FileHandle handle;
         try {
@@ -1601,6 +1608,7 @@ final class FuseFileSystem {
         VfsPath dir = directoryPath(parent);
         VfsPath p = Router.unnamedIn(dir);
         Caller caller = caller(req);
+        openFiles.admit(caller); // every open holds a descriptor of ours
         Set<OpenFlag> flags = openFlags(req.openFlags());
         FileHandle handle = router.openUnnamed(caller, dir, req.createMode() & 07777);
         NodeTable.Node n;

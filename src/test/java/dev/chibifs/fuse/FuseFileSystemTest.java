@@ -152,6 +152,26 @@ class FuseFileSystemTest {
         return r;
     }
 
+    /**
+     * Every open file holds a descriptor of the daemon's: one agent opening a file 19,000 times left
+     * the others "Too many open files" for cat, create and ls. Past its share a caller's own opens
+     * fail, EMFILE, and a release gives one back.
+     */
+    @Test
+    void aCallerPastItsShareOfOpenFilesGetsEmfileForItsNextOpen() throws Exception {
+        long f = written("held", "x");
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        fs.openFiles.share(2);
+        long first = openToRead(f).int64(0);
+        openToRead(f);
+        assertEquals(-Linux.EMFILE, kernel.call(FuseProtocol.OPEN, f, body().int32(Linux.O_RDONLY).int32(0)).error());
+        assertEquals(-Linux.EMFILE, kernel.call(FuseProtocol.CREATE, shared,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name("new")).error());
+        assertFalse(store.exists(VfsPath.of("/shared/new")), "a refused create leaves nothing");
+        release(f, first);
+        openToRead(f);
+    }
+
     /** Rewrites a store file in place, as chibi's own write would change it behind the mount. */
     private void rewrite(String path, String text) throws Exception {
         try (var h = store.open(VfsPath.of(path), java.util.EnumSet.of(dev.chibifs.store.OpenFlag.WRITE,
