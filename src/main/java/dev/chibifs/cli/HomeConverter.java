@@ -18,9 +18,10 @@ final class HomeConverter implements CommandLine.ITypeConverter<Path> {
                     + " or leave --home out for $CHIBI_HOME, else ~/.chibi");
         }
         Path home = Path.of(value);
-        if (java.nio.file.Files.exists(home) && !java.nio.file.Files.isDirectory(home)) {
+        String why = dev.chibifs.config.ChibiHome.notADirectory(home);
+        if (why != null) {
             // else its config.toml "cannot read: ... Not a directory", which named neither --home nor the rule
-            throw new CommandLine.TypeConversionException("'" + value + "' is not a directory: name CHIBI_HOME's"
+            throw new CommandLine.TypeConversionException("'" + value + "' " + why + ": name CHIBI_HOME's"
                     + " directory, or leave --home out for $CHIBI_HOME, else ~/.chibi");
         }
         return home;

@@ -19,9 +19,10 @@ public record ChibiHome(Path dir) {
         String fromEnv = env.get("CHIBI_HOME");
         if (fromEnv != null && !fromEnv.isBlank()) {
             Path home = Path.of(fromEnv).toAbsolutePath().normalize();
-            if (java.nio.file.Files.exists(home) && !java.nio.file.Files.isDirectory(home)) {
+            String why = notADirectory(home);
+            if (why != null) {
                 // as --home says it; else "config.toml: cannot read: ... Not a directory"
-                throw new ConfigException("$CHIBI_HOME '" + fromEnv + "' is not a directory: name chibi's home"
+                throw new ConfigException("$CHIBI_HOME '" + fromEnv + "' " + why + ": name chibi's home"
                         + " directory, or unset it for ~/.chibi");
             }
             return new ChibiHome(home);
@@ -32,6 +33,21 @@ public record ChibiHome(Path dir) {
             userHome = System.getProperty("user.home");
         }
         return new ChibiHome(Path.of(userHome, ".chibi").toAbsolutePath().normalize());
+    }
+
+    /**
+     * Why {@code home} cannot be a home directory: "is not a directory" where it is a file, "is below
+     * FILE, a file" where one of the directories leading to it is; null where it is one, or can be
+     * made.
+     */
+    public static String notADirectory(Path home) {
+        Path absolute = home.toAbsolutePath().normalize();
+        for (Path p = absolute; p != null; p = p.getParent()) {
+            if (java.nio.file.Files.exists(p)) {
+                return java.nio.file.Files.isDirectory(p) ? null : p.equals(absolute) ? "is not a directory" : "is below " + p + ", a file";
+            }
+        }
+        return null;
     }
 
     /** The store directory, {@code <home>/vfs}. */

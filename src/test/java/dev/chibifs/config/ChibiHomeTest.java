@@ -40,5 +40,11 @@ class ChibiHomeTest {
                 () -> ChibiHome.resolve(null, java.util.Map.of("CHIBI_HOME", file.toString())));
         org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().startsWith("$CHIBI_HOME '" + file + "' is not a directory"),
                 e.getMessage());
+        // below a file: it said "config.toml: cannot read: Not a directory"
+        e = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class,
+                () -> ChibiHome.resolve(null, java.util.Map.of("CHIBI_HOME", file + "/sub/home")));
+        org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().startsWith("$CHIBI_HOME '" + file + "/sub/home' is below "
+                + file + ", a file"), e.getMessage());
+        org.junit.jupiter.api.Assertions.assertNull(ChibiHome.notADirectory(dir.resolve("not/yet/made")));
     }
 }
