@@ -9,9 +9,7 @@ import dev.chibifs.policy.ContextNames;
 import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.sys.Linux;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -78,6 +76,7 @@ public final class ContextsView implements ReadOnlyStore {
     private FlockRegistry registry = FlockRegistry.EMPTY;
 
     /** One context as chibi's state file lists it. */
+    /** chibi's u64 times, held in longs: printed unsigned (2^64 - 1 is -1 here). */
     record ContextEntry(String name, long createdAt, long lastActivityAt, long destroyAfterSecondsInactive,
                         long destroyAt) {
     }
@@ -209,12 +208,12 @@ public final class ContextsView implements ReadOnlyStore {
             }
         }
         StringBuilder b = new StringBuilder("{\n");
-        b.append("  \"created_at\": ").append(c.createdAt()).append(",\n");
-        b.append("  \"last_activity_at\": ").append(c.lastActivityAt()).append(",\n");
+        b.append("  \"created_at\": ").append(Long.toUnsignedString(c.createdAt())).append(",\n");
+        b.append("  \"last_activity_at\": ").append(Long.toUnsignedString(c.lastActivityAt())).append(",\n");
         b.append("  \"prompt_count\": ").append(promptCount(name)).append(",\n");
-        b.append("  \"auto_destroy_at\": ").append(c.destroyAt() == 0 ? "null" : c.destroyAt()).append(",\n");
+        b.append("  \"auto_destroy_at\": ").append(c.destroyAt() == 0 ? "null" : Long.toUnsignedString(c.destroyAt())).append(",\n");
         b.append("  \"auto_destroy_after_inactive_secs\": ")
-                .append(c.destroyAfterSecondsInactive() == 0 ? "null" : c.destroyAfterSecondsInactive()).append(",\n");
+                .append(c.destroyAfterSecondsInactive() == 0 ? "null" : Long.toUnsignedString(c.destroyAfterSecondsInactive())).append(",\n");
         b.append("  \"flocks\": ");
         array(b, flocks, "  ");
         b.append(",\n  \"paths\": {\n    \"tasks\": ");
@@ -395,25 +394,28 @@ public final class ContextsView implements ReadOnlyStore {
             return 0;
         }
         long n = 0;
-        // a line that is not UTF-8 fails chibi's whole load (BufRead::lines), so its count is 0: report it
-        java.nio.charset.CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
+        // a line that is not UTF-8 fails chibi's whole load (BufRead::lines), so its count is 0: report
+        // it; lines end at '\n' alone (and a "\r\n" loses its '\r'), not at a bare '\r' as readLine's do
+        String text = StandardCharsets.UTF_8.newDecoder()
                 .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
-                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(new java.io.ByteArrayInputStream(bytes), utf8))) {
-            for (String line = r.readLine(); line != null; line = r.readLine()) {
-                if (line.isBlank()) {
-                    continue;
-                }
-                JsonNode e;
-                try {
-                    e = StrictJson.read(line);
-                } catch (IOException bad) {
-                    continue;
-                }
-                if (isTranscriptEntry(e) && e.get("entry_type").asText().equals("message")
-                        && e.path("role").isTextual() && e.get("role").asText().equals("user")) {
-                    n++;
-                }
+                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+                .decode(ByteBuffer.wrap(bytes)).toString();
+        for (String line : text.split("\n")) {
+            if (line.endsWith("\r")) {
+                line = line.substring(0, line.length() - 1);
+            }
+            if (line.isBlank()) {
+                continue;
+            }
+            JsonNode e;
+            try {
+                e = StrictJson.read(line);
+            } catch (IOException bad) {
+                continue;
+            }
+            if (isTranscriptEntry(e) && e.get("entry_type").asText().equals("message")
+                    && e.path("role").isTextual() && e.get("role").asText().equals("user")) {
+                n++;
             }
         }
         return n;

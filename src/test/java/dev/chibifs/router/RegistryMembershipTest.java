@@ -49,11 +49,20 @@ class RegistryMembershipTest {
             "{\"flocks\":[{" + team + ",\"created_at\":1.76459e9}]}",
             "{\"flocks\":[{" + team + ",\"created_at\":1}]} junk", // trailing characters
             "{\"flocks\":[{" + team + ",\"created_at\":1,\"created_at\":2}]}", // duplicate field
-            "\ufeff{\"flocks\":[{" + team + ",\"created_at\":1}]}"}) { // a byte-order mark
+            "\ufeff{\"flocks\":[{" + team + ",\"created_at\":1}]}", // a byte-order mark
+            "{\"flocks\":[{" + team + ",\"created_at\":-0}]}", // serde's -0 is a float
+            "{\"flocks\":[{" + team + ",\"created_at\":1},{\"name\":\"x\\ud800\",\"created_at\":1,\"members\":[]}]}"}) {
             registry(bad);
             assertFalse(members.isMember("team", "planner"), bad);
             assertTrue(members.problem() != null, bad);
         }
+        // UTF-16 (Jackson detects it; serde fails at the first NUL)
+        store.write(path, ("{\"flocks\":[{" + team + ",\"created_at\":1}]}").getBytes(StandardCharsets.UTF_16LE));
+        assertFalse(members.isMember("team", "planner"), "UTF-16");
+        // and what serde takes, since its struct ignores it: a key twice, a lone surrogate, a long number, deep nesting
+        registry("{\"flocks\":[{" + team + ",\"created_at\":1}],\"note\":{\"a\":1,\"a\":\"\\udc00\"},\"n\":"
+                + "9".repeat(2000) + ",\"deep\":" + "[".repeat(3000) + "]".repeat(3000) + "}");
+        assertTrue(members.isMember("team", "planner"), members.problem());
     }
 
     @Test

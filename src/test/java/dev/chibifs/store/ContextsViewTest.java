@@ -44,6 +44,17 @@ class ContextsViewTest {
                 goals);
     }
 
+    /** chibi's times are u64: the largest printed negative once they were taken. */
+    @Test
+    void timesPastTheLargestLongArePrintedAsChibiPrintsThem() throws Exception {
+        write("state.json", "{\"contexts\":[{\"name\":\"alice\",\"created_at\":18446744073709551615,"
+                + "\"last_activity_at\":9223372036854775808}]}");
+        String state = new String(new ContextsView(home, () -> Optional.of("h-1")).read(VfsPath.of("/alice/state.json")),
+                StandardCharsets.UTF_8);
+        org.junit.jupiter.api.Assertions.assertTrue(state.contains("\"created_at\": 18446744073709551615,\n"
+                + "  \"last_activity_at\": 9223372036854775808,"), state);
+    }
+
     /** A transcript line that is not UTF-8 fails chibi's whole load, and its prompt count is 0; it counted on. */
     @Test
     void aTranscriptChibiCannotReadCountsNoPrompts() throws Exception {
@@ -53,6 +64,9 @@ class ContextsViewTest {
         write("contexts/alice/transcript/active.jsonl", user + user);
         assertEquals(2, state("alice").path("prompt_count").asLong());
         write("contexts/alice/transcript/active.jsonl", user + user.replace("hi", "\u00ff"));
+        assertEquals(0, state("alice").path("prompt_count").asLong());
+        // a bare '\r' ends no line for chibi (BufRead::lines): two entries on one line, which it skips
+        write("contexts/alice/transcript/active.jsonl", user.replace("\n", "\r") + user.replace("\n", "\r\n"));
         assertEquals(0, state("alice").path("prompt_count").asLong());
     }
 }
