@@ -149,10 +149,29 @@ public final class LocalStorage implements Storage {
         }
     }
 
-    /** Gives the new entry {@code name} of {@code dir} to the store's owner (see {@link #owner}). */
+    /**
+     * Gives the new entry {@code name} of {@code dir} to the store's owner (see {@link #owner}): what
+     * the name has open now, if it is still what root just made (root's, and a directory or a single
+     * link). The store's owner may swap the name meanwhile; a hard link there to a file of root's
+     * elsewhere (where fs.protected_hardlinks is off) would have been given away by a chown by name.
+     */
     private void own(int dir, String name) {
-        if (owner != null) {
-            Syscalls.tryFchownat(dir, name, owner.uid(), owner.gid());
+        if (owner == null) {
+            return;
+        }
+        int fd = Syscalls.tryOpenat(dir, name, Linux.O_PATH | O_NOFOLLOW | Linux.O_CLOEXEC, 0);
+        if (fd < 0) {
+            return;
+        }
+        try {
+            Syscalls.Statx made = Syscalls.stat(fd, null, name);
+            if (made.uid() == 0 && (made.type() == Linux.S_IFDIR || made.links() == 1)) {
+                Syscalls.tryFchownOpened(fd, owner.uid(), owner.gid());
+            }
+        } catch (IOException gone) {
+            // nothing to give
+        } finally {
+            Syscalls.close(fd);
         }
     }
 

@@ -760,9 +760,9 @@ public final class Syscalls {
         return LIBC.fchown(fd, uid, gid) != 0 ? -errno() : 0;
     }
 
-    /** fchownat(2) of {@code name} in {@code dirfd}, never followed (a link itself is given); -errno or 0. */
-    public static int tryFchownat(int dirfd, String name, int uid, int gid) {
-        return LIBC.fchownat(dirfd, bytes(name), uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ? -errno() : 0;
+    /** fchownat(2) of the file an O_PATH descriptor has open (AT_EMPTY_PATH: a link itself too); -errno or 0. */
+    public static int tryFchownOpened(int pathFd, int uid, int gid) {
+        return LIBC.fchownat(pathFd, EMPTY, uid, gid, AT_EMPTY_PATH) != 0 ? -errno() : 0;
     }
 
     /**
