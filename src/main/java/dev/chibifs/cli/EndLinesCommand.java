@@ -9,16 +9,17 @@ import java.io.IOException;
 /** What {@code head} and {@code tail} share: -n, --json, the file; each says which N lines. */
 abstract class EndLinesCommand extends VfsCommand {
 
-    @Option(names = "-n", paramLabel = "N", defaultValue = "10",
-            description = "How many lines (default: ${DEFAULT-VALUE}); as coreutils': for tail, +N from line N on;"
-                    + " for head, -N all but the last N.")
+    @Option(names = "-n", paramLabel = "N",
+            description = "How many lines (default: 10); as coreutils': for tail, +N from line N on;"
+                    + " for head, -N all but the last N. The old form -N before URI (head -3) is -n N.")
     String count;
 
     @Option(names = "--json", description = "Print {uri, total, lines: [{number, text}]} as JSON (text decoded as UTF-8).")
     boolean json;
 
-    @Parameters(index = "0", paramLabel = "URI")
-    String target;
+    /** URI, or the old form {@code -N URI}, which picocli passes as two parameters (no option is named -3). */
+    @Parameters(arity = "1..2", paramLabel = "URI")
+    java.util.List<String> parameters;
 
     /** The number of the first line to print, to print {@code n} of {@code lines}. */
     abstract int first(TextLines lines, int n) throws IOException;
@@ -35,6 +36,17 @@ abstract class EndLinesCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException {
+        String target = parameters.get(parameters.size() - 1);
+        if (parameters.size() == 2) {
+            String old = parameters.get(0);
+            if (!old.matches("-[0-9]+") || count != null) {
+                throw new UsageException("unexpected '" + old + "' before " + target + " (one URI; a count is -n N)");
+            }
+            count = old.substring(1);
+        }
+        if (count == null) {
+            count = "10";
+        }
         char sign = count.isEmpty() ? ' ' : count.charAt(0);
         String digits = sign == '+' || sign == '-' ? count.substring(1) : count;
         if (!digits.matches("[0-9]{1,10}") || Long.parseLong(digits) > Integer.MAX_VALUE) {

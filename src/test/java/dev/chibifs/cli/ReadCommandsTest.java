@@ -151,6 +151,10 @@ class ReadCommandsTest {
         assertEquals("one\ntwo\nthree\n", cli.run("head", "-n", "-1", "vfs:///shared/notes.md").out());
         assertEquals("", cli.run("head", "-n", "-9", "vfs:///shared/notes.md").out());
         assertEquals("two\nthree\nfour\n", cli.run("tail", "-n", "-3", "vfs:///shared/notes.md").out());
+        // and coreutils' old form, which agents type: head -3 FILE
+        assertEquals("one\ntwo\n", cli.run("head", "-2", "vfs:///shared/notes.md").out());
+        assertEquals("four\n", cli.run("tail", "-1", "vfs:///shared/notes.md").out());
+        assertExit(2, cli.run("head", "x", "vfs:///shared/notes.md"));
         Cli.Result r = cli.run("head", "-n", "--1", "vfs:///shared/notes.md");
         assertExit(2, r);
         assertTrue(r.err().contains("'--1'"), r.err());
