@@ -186,11 +186,21 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
      * otherwise it already is one.
      */
     static String namespacePath(String path, Path mountpoint) {
-        Path host = Path.of(path).toAbsolutePath().normalize();
-        if (mountpoint.getNameCount() == 0 || !host.startsWith(mountpoint)) {
+        Path host = real(Path.of(path));
+        Path mp = real(mountpoint);
+        if (mp.getNameCount() == 0 || !host.startsWith(mp)) {
             return path;
         }
-        return "/" + mountpoint.relativize(host).toString();
+        return "/" + mp.relativize(host).toString();
+    }
+
+    /** {@code p} with its links followed where it exists (a link to the mountpoint, ~/chibi -> /mnt/chibi), else as written. */
+    private static Path real(Path p) {
+        try {
+            return p.toRealPath();
+        } catch (java.io.IOException | SecurityException notThere) {
+            return p.toAbsolutePath().normalize();
+        }
     }
 
     /** Whether one of {@code paths} is {@code prefix} or under it. */

@@ -21,4 +21,14 @@ class TraceCommandTest {
         assertEquals("/mnt/chibi2/x", TraceCommand.namespacePath("/mnt/chibi2/x", mp));
         assertEquals("/shared", TraceCommand.namespacePath("/shared", Path.of("/")));
     }
+
+    /** Through a link to the mountpoint (~/chibi -> /mnt/chibi) it matched nothing, silently. */
+    @Test
+    void aPathThroughALinkToTheMountpointIsTheFileItNames(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path mp = java.nio.file.Files.createDirectories(dir.resolve("mnt/chibi"));
+        java.nio.file.Files.createDirectories(mp.resolve("shared"));
+        Path link = java.nio.file.Files.createSymbolicLink(dir.resolve("chibi"), mp);
+        assertEquals("/shared", TraceCommand.namespacePath(link + "/shared", mp));
+        assertEquals("/shared", TraceCommand.namespacePath(mp + "/shared", link));
+    }
 }
