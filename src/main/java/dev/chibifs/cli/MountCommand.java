@@ -529,7 +529,7 @@ public final class MountCommand implements Callable<Integer> {
 
     /** The daemon's log file, in the logs directory of chibifs's home, named after the mountpoint. */
     private static Path logFile(ChibiHome chibiHome, Path mp) throws IOException {
-        Path logDir = Files.createDirectories(chibiHome.chibifsDir().resolve("logs"));
+        Path logDir = dev.chibifs.sys.OwnedDirectories.make(chibiHome.chibifsDir().resolve("logs"));
         String logName = mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_');
         return logDir.resolve("mount-" + logName + ".log");
     }

@@ -119,20 +119,8 @@ public final class LocalStorage implements Storage {
      * made in it.
      */
     private static Owner makeRoot(Path root) throws IOException {
-        boolean asRoot = dev.chibifs.sys.LibC.c().geteuid() == 0;
-        Path existing = root.toAbsolutePath().normalize();
-        while (existing.getParent() != null && !Files.exists(existing, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-            existing = existing.getParent();
-        }
-        Path made = Files.createDirectories(root);
-        Owner parent = asRoot ? ownerOf(existing) : null;
-        if (parent != null && !existing.equals(made.toAbsolutePath().normalize())) {
-            for (Path d = made.toAbsolutePath().normalize(); d != null && !d.equals(existing); d = d.getParent()) {
-                Files.setAttribute(d, "unix:uid", parent.uid(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
-                Files.setAttribute(d, "unix:gid", parent.gid(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
-            }
-        }
-        return asRoot ? ownerOf(root) : null;
+        dev.chibifs.sys.OwnedDirectories.make(root);
+        return dev.chibifs.sys.LibC.c().geteuid() == 0 ? ownerOf(root) : null;
     }
 
     /** The owner of {@code dir}, where it is not root. */
@@ -389,7 +377,8 @@ public final class LocalStorage implements Storage {
 
     /** The SHA-256 of the regular file at {@code path}, read in pieces. */
     private String hash(VfsPath path) throws IOException {
-        return readingRegular(path, in -> ContentHash.of((dst, position) -> Syscalls.pread(in, dst, position)));
+        return readingRegular(path, in -> ContentHash.of((dst, position) -> Syscalls.pread(in, dst, position),
+                Syscalls.stat(in, null, path.toString()).size()));
     }
 
     /** What {@code use} makes of a descriptor of the regular file at {@code path}, open for reading. */

@@ -332,7 +332,7 @@ public interface Storage extends Closeable {
      */
     default String etag(VfsPath path) throws IOException {
         try (FileHandle file = open(path, java.util.EnumSet.of(OpenFlag.READ), 0)) {
-            return ContentHash.of(file::read);
+            return ContentHash.of(file::read, file.size());
         }
     }
 

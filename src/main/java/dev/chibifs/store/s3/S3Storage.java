@@ -25,7 +25,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -1652,8 +1651,8 @@ public final class S3Storage implements Storage {
             }
         }
         String sha;
-        try (FileChannel ch = content; InputStream in = java.nio.channels.Channels.newInputStream(ch)) {
-            sha = ContentHash.of(in);
+        try (FileChannel ch = content) {
+            sha = ContentHash.of(ch::read, ch.size());
         }
         synchronized (this) {
             if (n.gen == gen) {
