@@ -363,6 +363,19 @@ final class DirectoryListings {
         }
     }
 
+    /**
+     * Listing {@code l} (had without a handle) was read: the longest unread others go while they hold
+     * more than {@link #unopenedBytes}. Each listing is empty when made, so forty readers starting at
+     * once kept forty full ones (a tester's daemon: 115 MB to 1.08 GB) with only the check at making.
+     */
+    void loaded(Listing l) {
+        synchronized (unopened) {
+            if (unopened.containsValue(l)) {
+                letGoPastTheBytes(l);
+            }
+        }
+    }
+
     /** The bytes the listings without a handle hold now, as {@link #UNOPENED_BYTES} counts them. */
     long unopenedBytes() {
         synchronized (unopened) {

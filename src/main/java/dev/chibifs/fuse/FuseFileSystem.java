@@ -2182,6 +2182,9 @@ final class FuseFileSystem {
                 l.kept = follower.lookingIn(l.dir);
             }
             load(l);
+            if (unopened) {
+                listings.loaded(l);
+            }
             if (l.kept) {
                 follower.listed(l.dir, plus ? l.names.size() : 0);
             } else if (unopened || l.held) {

@@ -41,6 +41,24 @@ class DirectoryListingsTest {
         assertNotSame(first, listings.unopened(dir, 1, first.offsetAfter(5), 0));
     }
 
+    /** Forty readers starting at once: each listing was empty when made, the only time the bytes were counted. */
+    @Test
+    void listingsMadeAtOnceAndReadAfterAreBoundedWhenRead() {
+        DirectoryListings listings = new DirectoryListings(5 * LISTING);
+        NodeTable.Node dir = new NodeTable.Node(7, null, true, null);
+        java.util.List<DirectoryListings.Listing> made = new java.util.ArrayList<>();
+        for (int pid = 1; pid <= 40; pid++) {
+            made.add(listings.unopened(dir, pid, 0, 0));
+        }
+        for (DirectoryListings.Listing l : made) {
+            for (int i = 0; i < NAMES; i++) {
+                l.add(String.format("name-%05d", i).getBytes(StandardCharsets.UTF_8), EntryKind.FILE, 0);
+            }
+            listings.loaded(l);
+            assertTrue(listings.unopenedBytes() <= 6 * LISTING, listings.unopenedBytes() + " bytes held");
+        }
+    }
+
     @Test
     void aListingBiggerThanTheLimitStaysWhileItIsTheNewest() {
         DirectoryListings listings = new DirectoryListings(LISTING / 2);
