@@ -22,8 +22,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * 0. A listing then belongs to the directory and the thread reading it (the request's pid is
  * the calling thread's id, {@code task_pid}, not its process's), and goes when that thread reads
  * its end. A reader that stops early leaves its listing behind: past {@link #UNOPENED_LIMIT}
- * listings, or {@link #UNOPENED_BYTES} of names in them, the longest unread go. A thread's listing serves only a reader going on from its last reply
- * ({@link Listing#goesOn}) within {@link #GOING_ON_WITHIN_MILLIS}, or later while nothing changed;
+ * listings, or {@link #UNOPENED_BYTES} of names in them, the longest unread go. A thread's
+ * listing serves only a reader going on from its last reply ({@link Listing#goesOn}) within
+ * {@link #GOING_ON_WITHIN_MILLIS}, or later while nothing changed;
  * any other (one that went on from the listing the kernel keeps, one coming back after its listing
  * went, the second of two readers on one thread) reads a new snapshot from the name its offset
  * names.

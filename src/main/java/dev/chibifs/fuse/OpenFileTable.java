@@ -64,8 +64,9 @@ final class OpenFileTable {
 
     OpenFile remove(long id) {
         OpenFile f = files.remove(id);
-        if (f != null) {
-            byCaller.get(f.caller()).decrementAndGet(); // counters stay: a caller's few bytes, not worth a race
+        AtomicInteger held = f == null ? null : byCaller.get(f.caller());
+        if (held != null) { // none after closeAll; counters stay otherwise: a caller's few bytes, not worth a race
+            held.decrementAndGet();
         }
         return f;
     }
