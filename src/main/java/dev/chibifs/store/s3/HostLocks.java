@@ -39,8 +39,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * bucket's top (the same for every store over the bucket, whatever its prefix), {@code life} its
  * holder's {@link #ttl}, by which every host judges it: hosts mounted with different
  * {@code --lock-lease} once judged a live holder's lease by their own, and a shorter one took the
- * lock from it (a lease without one, an older daemon's, is judged by this host's). To take one a host puts its
- * own, then lists the file's leases: S3 lists every object put before the listing began, so of two
+ * lock from it (a lease without one, an older daemon's, is judged by this host's). To take one a
+ * host puts its own, then lists the file's leases: S3 lists every object put before the listing began, so of two
  * hosts putting at once at least one sees the other; one that meets a conflicting lease takes its
  * put back and answers "not now" (both may, and their lock waits try again). A holder puts its
  * leases again every {@link #ttl} / 3; a lease whose LastModified is more than {@link #ttl} before
