@@ -71,6 +71,12 @@ public final class ContentHash {
 
     /** A file at least this large is a large one to hash: seconds of a CPU per GiB. */
     static final long LARGE = 64L << 20;
+    /**
+     * The largest file hashed: about two minutes of a CPU. A hash goes on when its caller is gone
+     * (killed, interrupted) and an unmount waits for it: a tester's sparse terabyte would have held
+     * a daemon for two hours.
+     */
+    static final long MOST_HASHED = 16L << 30;
     /** How many large files one process hashes at once. */
     static final int LARGE_AT_ONCE = 2;
     private static final java.util.concurrent.Semaphore LARGE_HASHES = new java.util.concurrent.Semaphore(LARGE_AT_ONCE);
@@ -85,6 +91,10 @@ public final class ContentHash {
     public static String of(Source source, long size) throws IOException {
         if (size < LARGE) {
             return of(source);
+        }
+        if (size > MOST_HASHED) {
+            throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EFBIG, null,
+                    "File too large: no ETag for a file over " + (MOST_HASHED >> 30) + " GiB (minutes of hashing)");
         }
         if (!LARGE_HASHES.tryAcquire()) {
             throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EBUSY, null,

@@ -50,5 +50,8 @@ class ContentHashTest {
             }
         }
         assertEquals(ContentHash.EMPTY_SHA256, ContentHash.of((dst, position) -> 0, ContentHash.LARGE), "once they are done");
+        ErrnoException tooLarge = assertThrows(ErrnoException.class,
+                () -> ContentHash.of((dst, position) -> 0, ContentHash.MOST_HASHED + 1));
+        assertEquals(Linux.EFBIG, tooLarge.errno());
     }
 }
