@@ -41,7 +41,7 @@ final class InfoCommand extends VfsCommand {
     int execute() throws IOException {
         VfsPath path = uri(target);
         Metadata m = router().metadata(caller(), path);
-        String etag = m.isFile() ? router().etag(caller(), path) : null;
+        String etag = m.isFile() ? etagOrNone(path) : null;
         Info info = new Info(path.toUri(), LsCommand.kind(m.kind()), m.size(), time(m.created()), time(m.modified()),
                 LsCommand.target(router(), path, m), etag);
         if (json) {
@@ -62,6 +62,18 @@ final class InfoCommand extends VfsCommand {
             println("etag: " + etag);
         }
         return ExitCodes.OK;
+    }
+
+    /** The file's ETag; none for one too large to hash (over 16 GiB: EFBIG), whose other facts still show. */
+    private String etagOrNone(VfsPath path) throws IOException {
+        try {
+            return router().etag(caller(), path);
+        } catch (IOException e) {
+            if (dev.chibifs.sys.Errors.errno(e) == dev.chibifs.sys.Linux.EFBIG) {
+                return null;
+            }
+            throw e;
+        }
     }
 
     private static String time(FileTime t) {

@@ -47,6 +47,18 @@ class EtagCommandsTest {
         assertTrue(catJson.out().contains("\"etag\" : \"" + etag + "\""), catJson.out());
     }
 
+    /** A file too large to hash (over 16 GiB) has no ETag, but info still tells the rest of it. */
+    @Test
+    void infoOfAFileTooLargeToHashShowsItWithoutAnEtag() throws Exception {
+        cli.put("/shared/huge", "");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(cli.file("/shared/huge").toFile(), "rw")) {
+            f.setLength((16L << 30) + 1); // sparse
+        }
+        Cli.Result info = cli.run("info", "vfs:///shared/huge");
+        assertExit(0, info);
+        assertTrue(info.out().contains("size: " + ((16L << 30) + 1)) && !info.out().contains("etag"), info.out());
+    }
+
     @Test
     void aStaleIfMatchExitsFourWithTheCurrentEtagAndChangesNothing() throws Exception {
         String first = etagOf("- review\n");
