@@ -67,7 +67,9 @@ final class DetachedMount {
      */
     PrintWriter detach(Path logFile) throws IOException {
         String log = logFile.toString();
-        int logFd = Syscalls.openat(Linux.AT_FDCWD, log, Linux.O_WRONLY | Linux.O_CREAT | Linux.O_APPEND, 0644, log);
+        // never through a link: a log is a file of its own
+        int logFd = Syscalls.openat(Linux.AT_FDCWD, log, Linux.O_WRONLY | Linux.O_CREAT | Linux.O_APPEND | Linux.O_NOFOLLOW,
+                0644, log);
         int devNull = Syscalls.openat(Linux.AT_FDCWD, "/dev/null", Linux.O_RDONLY, 0, "/dev/null");
         terminal = LibC.c().fcntl(STDERR, Linux.F_DUPFD_CLOEXEC, STDERR + 1);
         LibC.c().dup2(devNull, STDIN);

@@ -527,11 +527,32 @@ public final class MountCommand implements Callable<Integer> {
         }
     }
 
-    /** The daemon's log file, in the logs directory of chibifs's home, named after the mountpoint. */
-    private static Path logFile(ChibiHome chibiHome, Path mp) throws IOException {
-        Path logDir = dev.chibifs.sys.OwnedDirectories.make(chibiHome.chibifsDir().resolve("logs"));
+    /** Where a root daemon logs when the home is another user's (see {@link #logFile}). */
+    static final Path ROOT_LOGS = Path.of("/var/log/chibifs");
+
+    /**
+     * The daemon's log file, in the logs directory of chibifs's home, named after the mountpoint;
+     * in {@link #ROOT_LOGS} for a daemon run as root on a home another user owns: root would write
+     * by a path that user controls (a tester's link there had root append its log to a file of
+     * root's), and its log would keep that user's own mount from opening its own.
+     */
+    static Path logFile(ChibiHome chibiHome, Path mp) throws IOException {
+        Path logDir = chibiHome.chibifsDir().resolve("logs");
+        if (dev.chibifs.sys.LibC.c().geteuid() == 0 && !ownedByRoot(chibiHome.dir())) {
+            logDir = ROOT_LOGS;
+        }
+        Files.createDirectories(logDir);
         String logName = mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_');
         return logDir.resolve("mount-" + logName + ".log");
+    }
+
+    /** Whether {@code dir}, or the nearest directory leading to it that exists, is root's. */
+    private static boolean ownedByRoot(Path dir) throws IOException {
+        Path p = dir.toAbsolutePath().normalize();
+        while (p.getParent() != null && !Files.exists(p)) {
+            p = p.getParent();
+        }
+        return (Integer) Files.getAttribute(p, "unix:uid") == 0;
     }
 
     /** What a background mount prints once the mount answers. */

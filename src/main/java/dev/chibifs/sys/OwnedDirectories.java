@@ -9,31 +9,51 @@ import java.nio.file.Path;
  * Directories made under a user's directory by a daemon or command run as root (systemd, sudo):
  * given to the owner of the directory they were made in, so that user (chibi run as the home's
  * owner) can still write and remove them. A tester's first root mount of a missing ~agent/.chibi
- * made it root's for the log, and everything below stayed root's.
+ * made it root's, and everything below stayed root's.
+ *
+ * <p>Made and given through descriptors, each new directory opened O_NOFOLLOW below the one made
+ * before it, and given only while root's: that user may rename or replace what is being made (a
+ * tester swapped ~/.chibi for a link to a directory of root's between a mkdir and a chown by path,
+ * and root gave its directories away).
  */
 public final class OwnedDirectories {
 
     private OwnedDirectories() {
     }
 
-    /** Makes {@code dir} and the directories leading to it, as {@link java.nio.file.Files#createDirectories}; returns it. */
+    /** Makes {@code dir} and the directories leading to it, as {@link Files#createDirectories}; returns it. */
     public static Path make(Path dir) throws IOException {
         Path absolute = dir.toAbsolutePath().normalize();
         Path existing = absolute;
         while (existing.getParent() != null && !Files.exists(existing, LinkOption.NOFOLLOW_LINKS)) {
             existing = existing.getParent();
         }
-        Files.createDirectories(absolute);
-        if (LibC.c().geteuid() != 0 || existing.equals(absolute)) {
+        int uid = LibC.c().geteuid() == 0 && !existing.equals(absolute) ? (Integer) Files.getAttribute(existing, "unix:uid") : 0;
+        if (uid == 0) {
+            Files.createDirectories(absolute);
             return dir;
         }
-        int uid = (Integer) Files.getAttribute(existing, "unix:uid");
         int gid = (Integer) Files.getAttribute(existing, "unix:gid");
-        if (uid != 0) {
-            for (Path d = absolute; d != null && !d.equals(existing); d = d.getParent()) {
-                Files.setAttribute(d, "unix:uid", uid, LinkOption.NOFOLLOW_LINKS);
-                Files.setAttribute(d, "unix:gid", gid, LinkOption.NOFOLLOW_LINKS);
+        String where = existing.toString();
+        int fd = Syscalls.openat(Linux.AT_FDCWD, where, Linux.O_RDONLY | Linux.O_DIRECTORY | Linux.O_CLOEXEC, 0, where);
+        try {
+            for (Path name : existing.relativize(absolute)) {
+                String n = name.toString();
+                int err = Syscalls.tryMkdirat(fd, n, 0755);
+                if (err != 0 && err != -Linux.EEXIST) {
+                    throw Errors.of(-err, where + "/" + n);
+                }
+                int next = Syscalls.openat(fd, n, Linux.O_RDONLY | Linux.O_DIRECTORY | Linux.O_NOFOLLOW | Linux.O_CLOEXEC, 0,
+                        where + "/" + n);
+                Syscalls.close(fd);
+                fd = next;
+                where = where + "/" + n;
+                if (err == 0 && Syscalls.stat(fd, null, where).uid() == 0) {
+                    Syscalls.tryFchown(fd, uid, gid);
+                }
             }
+        } finally {
+            Syscalls.close(fd);
         }
         return dir;
     }

@@ -111,6 +111,23 @@ class MountCommandTest {
                 "/shared/b=s3://bkt/ov2" + at, "vfs:///");
         assertTrue(!r.err().contains("two caches"), r.err()); // a sibling prefix is other objects
     }
+    /**
+     * A root daemon on a home another user owns wrote its log by a path that user controls (a link
+     * there had root append to a file of root's), and the log, root's, kept that user's own mount
+     * from opening its own. Such a daemon logs to /var/log/chibifs.
+     */
+    @Test
+    void aRootDaemonOnAnotherUsersHomeLogsWhereRootKeepsLogs(@TempDir Path dir) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.LibC.c().geteuid() == 0, "only root");
+        Path users = java.nio.file.Files.createDirectories(dir.resolve("agent"));
+        java.nio.file.Files.setAttribute(users, "unix:uid", 4242);
+        Path log = MountCommand.logFile(new dev.chibifs.config.ChibiHome(users.resolve(".chibi")), Path.of("/mnt/chibi"));
+        assertEquals(MountCommand.ROOT_LOGS.resolve("mount-mnt_chibi.log"), log);
+        assertTrue(!java.nio.file.Files.exists(users.resolve(".chibi")), "nothing made in the user's home");
+        Path roots = MountCommand.logFile(new dev.chibifs.config.ChibiHome(dir.resolve("srv")), Path.of("/mnt/chibi"));
+        assertEquals(dir.resolve("srv/chibifs/logs/mount-mnt_chibi.log"), roots);
+    }
+
     /** A mistyped home became a new CHIBI_HOME, made by a command that only reads, and listed empty with exit 0. */
     @Test
     void aCommandThatReadsAHomeWithNoStoreSaysSoAndMakesNothing(@TempDir Path dir) throws Exception {
