@@ -29,8 +29,8 @@ final class OpenFileTable {
 
     /**
      * Each caller but SYSTEM may hold at most {@code share} files open (0: any number), and once
-     * twice that many are open in all, only a caller holding fewer than a sixteenth of it opens
-     * more. Every open file holds a descriptor of the daemon's: a tester's agent opened one file
+     * twice that many are open in all, only a caller holding fewer than a quarter of it (at least
+     * 64: SQLite with 40 connections, a build) opens more. Every open file holds a descriptor of the daemon's: a tester's agent opened one file
      * 19,000 times and the other agents' cat, create and ls failed with "Too many open files" until
      * it let go; with a quarter each, four agents still took them all.
      */
@@ -44,7 +44,7 @@ final class OpenFileTable {
         if (most > 0 && !caller.equals(Caller.SYSTEM)) {
             AtomicInteger held = byCaller.get(caller);
             int holds = held == null ? 0 : held.get();
-            if (holds >= most || files.size() >= 2L * most && holds >= Math.max(16, most / 16)) {
+            if (holds >= most || files.size() >= 2L * most && holds >= Math.max(64, most / 4)) {
                 throw new ErrnoException(Linux.EMFILE, null, "Too many open files: " + caller + " holds " + holds
                         + " of the daemon's descriptors, " + files.size() + " are open");
             }

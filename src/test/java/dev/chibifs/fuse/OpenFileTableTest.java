@@ -19,17 +19,17 @@ class OpenFileTableTest {
     @Test
     void onceTwiceTheShareIsOpenOnlyCallersHoldingLittleOpenMore() {
         OpenFileTable t = new OpenFileTable();
-        t.share(64);
+        t.share(256); // a quarter of 1,024: past 512 in all, only callers holding fewer than 64 open more
         Caller alice = Caller.context("alice");
         Caller bob = Caller.context("bob");
         Caller carol = Caller.context("carol");
-        open(t, alice, 64);
+        open(t, alice, 256);
         assertThrows(ErrnoException.class, () -> t.admit(alice), "its share");
-        open(t, bob, 60);
-        assertDoesNotThrow(() -> t.admit(bob), "124 open: below twice the share");
-        open(t, carol, 4);
-        assertThrows(ErrnoException.class, () -> t.admit(bob), "128 open, and bob holds 60");
-        assertDoesNotThrow(() -> t.admit(carol), "carol holds 4");
+        open(t, bob, 200);
+        assertDoesNotThrow(() -> t.admit(bob), "456 open: below twice the share");
+        open(t, carol, 56);
+        assertThrows(ErrnoException.class, () -> t.admit(bob), "512 open, and bob holds 200");
+        assertDoesNotThrow(() -> t.admit(carol), "carol holds 56");
         assertDoesNotThrow(() -> t.admit(Caller.SYSTEM));
     }
 }
