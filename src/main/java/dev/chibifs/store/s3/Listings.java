@@ -171,10 +171,7 @@ final class Listings {
         Set<String> stillThere = confirmMissing(dir, level, startSeq);
         synchronized (store) {
             apply(dir, level, startSeq, stillThere);
-            // valid from its answer, not its question: a listing of 5,000 objects took longer than
-            // the 1 s validity, so it had expired when it came, and each LOOKUP of an ls -l listed
-            // the whole directory again (a tester's first ls -l: 26-72 s, 129-355 listings)
-            listed(dir, store.millis());
+            listed(dir, now);
             store.journal.commit();
             askWantedAttributes();
         }
