@@ -181,10 +181,7 @@ final class Overlay {
         if (k.isEmpty()) {
             return;
         }
-        // an upload of ours whose answer was lost may be what S3 holds, with an ETag this host never
-        // learnt: no ETag to check it by, so the delete goes whatever is there (a tester's own file,
-        // rewritten with the answer lost and then removed, came back as "another host's")
-        tombstone(k, n.dir || n.lostUploads != null ? null : n.remoteEtag);
+        tombstone(k, n.dir ? null : n.remoteEtag);
     }
 
     /** A tombstone for the object {@code k}, journaled. */

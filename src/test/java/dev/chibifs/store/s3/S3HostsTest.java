@@ -287,26 +287,6 @@ class S3HostsTest {
         assertEquals(0, a.pendingChanges());
     }
 
-    /** Its own upload landed with the answer lost, then the file was removed: the check kept it as another host's. */
-    @Test
-    void aFileRemovedAfterItsUploadsAnswerWasLostIsDeleted() throws Exception {
-        S3Storage a = host(options("a").withClock(startClock(), false));
-        a.write(p("/shared/g"), "v1".getBytes(UTF_8));
-        a.flushAll();
-        server.failPuts(Integer.MAX_VALUE, true);
-        try (FileHandle h = a.open(p("/shared/g"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0644)) {
-            h.write(ByteBuffer.wrap("v2 own rewrite".getBytes(UTF_8)), 0);
-            assertThrows(IOException.class, () -> h.sync(false), "landed, as far as the client knows it failed");
-        } finally {
-            server.failPuts(0, false);
-        }
-        assertEquals("v2 own rewrite", inS3("shared/g"));
-        a.removeFile(p("/shared/g"));
-        a.flushAll();
-        assertNull(inS3("shared/g"));
-        assertEquals(0, a.pendingChanges());
-    }
-
     @Test
     void anUploadThatLandedWithItsAnswerLostCountsItsBytesAsGoneUp() throws Exception {
         // chibifs stats said 0.0 MiB up for a 2.4 MiB file whose PUT's answer was lost under load
