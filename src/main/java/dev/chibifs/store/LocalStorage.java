@@ -1388,14 +1388,41 @@ public final class LocalStorage implements Storage {
         if (before.isDirectory()) {
             throw new IsDirectoryException(path.toString());
         }
+        Hashing mine;
+        Hashing theirs;
         synchronized (etags) {
             Hashed h = etags.get(before.inode());
             if (h != null && h.size() == before.size() && h.modified().equals(before.modified())
                     && h.changed().equals(before.changed())) {
                 return h.etag();
             }
+            // one hash of a version at a time: three agents asking for a large file's at once hashed
+            // it three times, and the third met the limit on large hashes (EBUSY)
+            theirs = hashing.get(before.inode());
+            if (theirs != null && theirs.of().size() == before.size() && theirs.of().modified().equals(before.modified())
+                    && theirs.of().changed().equals(before.changed())) {
+                mine = null;
+            } else {
+                theirs = null;
+                mine = new Hashing(before, new java.util.concurrent.CompletableFuture<>());
+                hashing.put(before.inode(), mine);
+            }
         }
-        String etag = hash(path);
+        if (theirs != null) {
+            return theirs.await();
+        }
+        String etag;
+        try {
+            etag = hash(path);
+            mine.etag().complete(etag);
+        } catch (IOException | RuntimeException e) {
+            mine.etag().completeExceptionally(e);
+            throw e;
+        } finally {
+            synchronized (etags) {
+                hashing.remove(before.inode(), mine);
+            }
+        }
         hashed.incrementAndGet();
         Metadata after = metadata(path);
         // remembered only when nothing changed while it was read, and not within the racy window
@@ -1407,6 +1434,23 @@ public final class LocalStorage implements Storage {
             }
         }
         return etag;
+    }
+
+    /** The hashes under way, by inode, with the version each hashes; guarded by {@link #etags}. */
+    private final java.util.Map<Long, Hashing> hashing = new java.util.HashMap<>();
+
+    /** A hash of a file as it was ({@code of}), under way; its result for whoever asks meanwhile. */
+    private record Hashing(Metadata of, java.util.concurrent.CompletableFuture<String> etag) {
+        String await() throws IOException {
+            try {
+                return etag.get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("waiting for the hash of another request");
+            }
+        }
     }
 
     /** Lock owners' open file descriptions open now (tests: they go when their owner holds nothing). */

@@ -48,6 +48,37 @@ class LocalStorageTest extends StorageBehaviourSuite {
         return (LocalStorage) storage;
     }
 
+    /** Three agents asking a large file's ETag at once hashed it three times, and the third met EBUSY. */
+    @Test
+    void callersAskingTheEtagOfOneVersionAtOnceShareOneHash() throws Exception {
+        LocalStorage s = local();
+        s.createDirectory(p("/shared"));
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(root.resolve("shared/big").toFile(), "rw")) {
+            f.setLength(ContentHash.LARGE * 2); // sparse: hashing it takes a good part of a second
+        }
+        long before = s.contentHashes();
+        int callers = ContentHash.LARGE_AT_ONCE + 1;
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        List<java.util.concurrent.Future<String>> asked = new ArrayList<>();
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(callers);
+        try {
+            for (int i = 0; i < callers; i++) {
+                asked.add(pool.submit(() -> {
+                    go.await();
+                    return s.etag(p("/shared/big"));
+                }));
+            }
+            go.countDown();
+            String first = asked.get(0).get(60, java.util.concurrent.TimeUnit.SECONDS);
+            for (java.util.concurrent.Future<String> a : asked) {
+                assertEquals(first, a.get(60, java.util.concurrent.TimeUnit.SECONDS));
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertTrue(s.contentHashes() - before < callers, (s.contentHashes() - before) + " hashes for " + callers + " callers");
+    }
+
     /**
      * A daemon run as root (systemd) over a user's CHIBI_HOME made everything root's: chibi, run as
      * that user, could then neither replace nor change what agents had made. What the store makes is
