@@ -548,11 +548,8 @@ public final class MountCommand implements Callable<Integer> {
 
     /** Whether {@code dir}, or the nearest directory leading to it that exists, is root's. */
     private static boolean ownedByRoot(Path dir) throws IOException {
-        Path p = dir.toAbsolutePath().normalize();
-        while (p.getParent() != null && !Files.exists(p)) {
-            p = p.getParent();
-        }
-        return (Integer) Files.getAttribute(p, "unix:uid") == 0;
+        Path p = dev.chibifs.sys.OwnedDirectories.nearestExisting(dir.toAbsolutePath().normalize());
+        return (Integer) Files.getAttribute(p, "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS) == 0; // a link: its owner's
     }
 
     /** What a background mount prints once the mount answers. */

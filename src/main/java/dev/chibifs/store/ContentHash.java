@@ -59,7 +59,7 @@ public final class ContentHash {
      * whatever the size (reading the whole file first let any reader's getfattr of a few large
      * files fill the daemon's heap).
      */
-    public static String of(Source source) throws IOException {
+    private static String of(Source source) throws IOException {
         MessageDigest d = digest();
         java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocate(BUFFER);
         long position = 0;

@@ -21,13 +21,19 @@ public final class OwnedDirectories {
     private OwnedDirectories() {
     }
 
+    /** {@code dir} (absolute), or the nearest directory leading to it that exists: what it would be made in. */
+    public static Path nearestExisting(Path dir) {
+        Path p = dir;
+        while (p.getParent() != null && !Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
+            p = p.getParent();
+        }
+        return p;
+    }
+
     /** Makes {@code dir} and the directories leading to it, as {@link Files#createDirectories}; returns it. */
     public static Path make(Path dir) throws IOException {
         Path absolute = dir.toAbsolutePath().normalize();
-        Path existing = absolute;
-        while (existing.getParent() != null && !Files.exists(existing, LinkOption.NOFOLLOW_LINKS)) {
-            existing = existing.getParent();
-        }
+        Path existing = nearestExisting(absolute);
         int uid = LibC.c().geteuid() == 0 && !existing.equals(absolute) ? (Integer) Files.getAttribute(existing, "unix:uid") : 0;
         if (uid == 0) {
             Files.createDirectories(absolute);

@@ -1032,17 +1032,11 @@ public final class S3Storage implements Storage {
                 Node n;
                 synchronized (S3Storage.this) {
                     n = overlay.nodes.get(p);
-                    if (n == null) {
-                        throw new NoSuchFileException(p.toString());
-                    }
-                    if (n.attributesKnown) {
-                        return metadataOf(n);
-                    }
                 }
-                listings.learnAttributes(n, true);
-                synchronized (S3Storage.this) {
-                    return metadataOf(n);
+                if (n == null) {
+                    throw new NoSuchFileException(p.toString());
                 }
+                return attributesOf(n);
             }
 
             @Override
@@ -1058,7 +1052,11 @@ public final class S3Storage implements Storage {
 
     @Override
     public Metadata metadata(VfsPath path) throws IOException {
-        Node n = find(path);
+        return attributesOf(find(path));
+    }
+
+    /** {@link #metadataOf} node {@code n}, its attributes asked of S3 first where a listing did not give them. */
+    private Metadata attributesOf(Node n) throws IOException {
         synchronized (this) {
             if (n.attributesKnown) {
                 return metadataOf(n);
