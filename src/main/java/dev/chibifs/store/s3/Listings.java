@@ -71,6 +71,23 @@ final class Listings {
      * grew it by every directory made and removed, about 100 a round, for good).
      */
     private final Map<VfsPath, Long> listedAt = new HashMap<>();
+    /**
+     * The listings under way, by directory: a question about a directory being listed waits for
+     * that listing rather than making its own (git's preload threads, or the lookups of one `ls`,
+     * in a directory whose validity just ran out made one LIST each). Under the store's monitor.
+     */
+    private final Map<VfsPath, Underway> underway = new HashMap<>();
+    /**
+     * How many times answers were let go of ({@link #forget}, {@link #expireListing},
+     * {@link #expireAll}): a listing begun before that may miss the change it was let go for
+     * (`chibifs sync` right after another host wrote), so it is not waited for. Under the monitor.
+     */
+    private long letGo;
+
+    /** A listing under way, and the {@link #letGo} count when it began. */
+    private record Underway(java.util.concurrent.CompletableFuture<Void> done, long letGo) {
+    }
+
     /** How big {@link #listedAt} was after its last sweep, at least {@link #SWEPT_AT_LEAST}. */
     private int sweptAt = SWEPT_AT_LEAST;
     private static final int SWEPT_AT_LEAST = 1024;
@@ -140,19 +157,82 @@ final class Listings {
     /** The next question about {@code dir} lists it again, whatever its validity; under the store's monitor. */
     void forget(VfsPath dir) {
         listedAt.remove(dir);
+        letGo++;
     }
 
-    /** Lists directory {@code dir} from S3 unless its last listing is younger than the validity. */
+    /**
+     * Lists directory {@code dir} from S3 unless its last listing is younger than the validity, or
+     * waits for the listing of it already under way.
+     */
     void refresh(VfsPath dir) throws IOException {
-        long now = store.millis();
-        long startSeq;
-        synchronized (store) {
-            Long at = listedAt.get(dir);
-            if (at != null && now - at < options.validity().toMillis()) {
-                return;
+        while (true) {
+            long now = store.millis();
+            long startSeq;
+            Underway mine = null;
+            java.util.concurrent.CompletableFuture<Void> theirs = null;
+            synchronized (store) {
+                Long at = listedAt.get(dir);
+                if (at != null && now - at < options.validity().toMillis()) {
+                    return;
+                }
+                Underway u = underway.get(dir);
+                if (u != null && u.letGo() == letGo) {
+                    theirs = u.done();
+                } else {
+                    mine = new Underway(new java.util.concurrent.CompletableFuture<>(), letGo);
+                    underway.put(dir, mine);
+                }
+                startSeq = store.overlay.seq;
             }
-            startSeq = store.overlay.seq;
+            if (theirs != null) {
+                if (awaitListing(theirs)) {
+                    return;
+                }
+                continue;
+            }
+            try {
+                list(dir, now, startSeq);
+                mine.done().complete(null);
+                return;
+            } catch (IOException | RuntimeException | Error e) {
+                mine.done().completeExceptionally(e);
+                throw e;
+            } finally {
+                synchronized (store) {
+                    underway.remove(dir, mine);
+                }
+            }
         }
+    }
+
+    /**
+     * Waits for another thread's listing, and fails as it failed; false where its thread was
+     * interrupted (a process killed while it listed), which says nothing of S3: list again.
+     */
+    private static boolean awaitListing(java.util.concurrent.CompletableFuture<Void> listing) throws IOException {
+        try {
+            listing.get();
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("waiting for a listing: interrupted");
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof java.io.InterruptedIOException) {
+                return false;
+            } else if (cause instanceof IOException io) {
+                throw io;
+            } else if (cause instanceof RuntimeException r) {
+                throw r;
+            } else if (cause instanceof Error err) {
+                throw err;
+            }
+            throw new IOException(cause);
+        }
+    }
+
+    /** Lists directory {@code dir} from S3, asked at {@code now}, and merges what it says as of {@code startSeq}. */
+    private void list(VfsPath dir, long now, long startSeq) throws IOException {
         Bucket.Level level;
         try {
             level = bucket.list(store.dirKey(dir), true);
@@ -185,6 +265,7 @@ final class Listings {
     void expireAll() {
         long expired = store.millis() - options.validity().toMillis();
         listedAt.replaceAll((dir, at) -> Math.min(at, expired));
+        letGo++;
     }
 
     /**
@@ -193,6 +274,7 @@ final class Listings {
      */
     void expireListing(VfsPath dir) {
         listedAt.computeIfPresent(dir, (d, at) -> at - options.validity().toMillis());
+        letGo++;
     }
 
     /**

@@ -81,6 +81,58 @@ class S3CostTest {
         }
     }
 
+    /**
+     * Questions about a directory whose listing is under way wait for that listing: the threads of
+     * git's preloaded index, or one `ls -l`'s lookups, in a directory another host filled made a
+     * LIST each.
+     */
+    @Test
+    void questionsAboutADirectoryBeingListedWaitForThatListing() throws Exception {
+        try (S3Server server = new S3Server(temp.resolve("s3"))) {
+            server.createBucket("cost");
+            int files = 6;
+            try (S3Storage writer = S3Storage.open("s3://cost/ns", S3Options.defaults(temp.resolve("w"), server.env()))) {
+                for (int i = 0; i < files; i++) {
+                    writer.write(VfsPath.of("/shared/many/f" + i), ("line " + i + "\n").getBytes(UTF_8));
+                }
+                writer.flushAll();
+            }
+            try (S3Storage s = S3Storage.open("s3://cost/ns", S3Options.defaults(temp.resolve("r"), server.env()))) {
+                s.entries(VfsPath.of("/shared"));
+                String many = "ns/shared/many/";
+                S3Server.HeldRequests held = server.holdLists(many::equals, 1);
+                java.util.concurrent.atomic.AtomicReferenceArray<Object> answers = new java.util.concurrent.atomic.AtomicReferenceArray<>(files);
+                List<Thread> askers = new java.util.ArrayList<>();
+                for (int i = 0; i < files; i++) {
+                    int file = i;
+                    Thread t = new Thread(() -> {
+                        try {
+                            answers.set(file, s.metadata(VfsPath.of("/shared/many/f" + file)).size());
+                        } catch (Exception e) {
+                            answers.set(file, e);
+                        }
+                    });
+                    t.start();
+                    askers.add(t);
+                }
+                // one LIST reached S3, and the other askers wait for it, or a second LIST came
+                while ((held.reached().getCount() > 0 || askers.stream().filter(t -> t.getState() == Thread.State.WAITING
+                        || t.getState() == Thread.State.TIMED_WAITING).count() < files - 1)
+                        && server.listsAsked.stream().filter(many::equals).count() < 2 && !Thread.interrupted()) {
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+                }
+                held.release().countDown();
+                for (Thread t : askers) {
+                    t.join();
+                }
+                for (int i = 0; i < files; i++) {
+                    assertEquals((long) ("line " + i + "\n").length(), answers.get(i), "f" + i);
+                }
+                assertEquals(1, server.listsAsked.stream().filter(many::equals).count(), server.listsAsked.toString());
+            }
+        }
+    }
+
     @Test
     void directoriesMadeAndRemovedAreNotRememberedForGood() throws Exception {
         try (S3Server server = new S3Server(temp.resolve("s3"))) {

@@ -142,8 +142,13 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         }
 
         @Override
-        public synchronized PageSet<? extends StorageMetadata> list(String container, ListContainerOptions options) {
-            return super.list(container, options);
+        public PageSet<? extends StorageMetadata> list(String container, ListContainerOptions options) {
+            String prefix = String.valueOf(options.prefix());
+            server.listsAsked.add(prefix);
+            server.heldLists.waitIfHeld(prefix, -1);
+            synchronized (this) {
+                return super.list(container, options);
+            }
         }
 
         @Override
@@ -323,6 +328,19 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
     /** The keys of the objects PUT whole, in the order the server stored them. */
     final List<String> stored = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+
+    /** The prefix of every LIST that came, in order. */
+    final List<String> listsAsked = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+
+    private volatile HeldRequests heldLists = HeldRequests.NONE;
+
+    /** Every LIST of a prefix {@code which} accepts waits until the test lets them go. */
+    HeldRequests holdLists(java.util.function.Predicate<String> which, int expected) {
+        HeldRequests h = new HeldRequests((prefix, from) -> which.test(prefix), new java.util.concurrent.CountDownLatch(expected),
+                new java.util.concurrent.CountDownLatch(1));
+        heldLists = h;
+        return h;
+    }
 
     private volatile HeldRequests heldRanges = HeldRequests.NONE;
     private volatile HeldRequests heldPuts = HeldRequests.NONE;
