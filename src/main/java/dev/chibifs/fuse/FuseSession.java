@@ -836,8 +836,12 @@ final class FuseSession {
                         long node = req.nodeid;
                         int type = req.lockType();
                         waits = true;
-                        lockWaits.await(req.unique, node, attempt, waitNotice -> grantedOffWorker(node, type, waitNotice), replyTo,
-                                tracedWait(), letGo);
+                        if (!lockWaits.await(req.unique, node, attempt, waitNotice -> grantedOffWorker(node, type, waitNotice),
+                                replyTo, tracedWait(), letGo)) {
+                            waits = false;
+                            reply.error(Linux.EDEADLK);
+                            return true;
+                        }
                         return false; // answered by the wait, on its own thread
                     }
                     if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {

@@ -19,6 +19,8 @@ public final class InProcessLocks {
 
     private final Object monitor;
     private final Map<Long, RangeLocks> posix = new HashMap<>();
+    /** The process that last took a record lock as each owner holding one, for F_GETLK. */
+    private final Map<Long, Integer> pids = new HashMap<>();
     /** The view each owner last took a record lock through: its locks go with that handle's close. */
     private final Map<Long, View> lockedThrough = new HashMap<>();
     private final Map<Long, LockType> flocks = new HashMap<>();
@@ -52,6 +54,13 @@ public final class InProcessLocks {
         }
     }
 
+    /** Everything of {@code owner}'s record locks. Under the monitor. */
+    private void forget(long owner) {
+        posix.remove(owner);
+        lockedThrough.remove(owner);
+        pids.remove(owner);
+    }
+
     /** The locks as one handle sees them; {@link View#close()} them with the handle. */
     public View view() {
         return new View();
@@ -68,19 +77,29 @@ public final class InProcessLocks {
         public LockState testLock(long owner, LockType type, long start, long end) throws IOException {
             RangeLocks.checkRange(start, end);
             synchronized (monitor) {
-                RangeLocks.Range r = type == LockType.UNLOCK ? null : conflict(owner, type, start, end);
-                // pid -1, as the kernel reports an open file description lock: no one process holds it
-                return r == null ? LockState.unlocked(start, end) : new LockState(r.type(), r.start(), r.end(), -1);
+                Map.Entry<Long, RangeLocks> holder = type == LockType.UNLOCK ? null : holding(owner, type, start, end);
+                if (holder == null) {
+                    return LockState.unlocked(start, end);
+                }
+                RangeLocks.Range r = holder.getValue().conflict(type, start, end);
+                // the process that took it, as on a disk; -1 where none was told, as for a description's lock
+                return new LockState(r.type(), r.start(), r.end(), pids.getOrDefault(holder.getKey(), -1));
             }
         }
 
-        private RangeLocks.Range conflict(long owner, LockType type, long start, long end) {
+        @Override
+        public java.util.OptionalLong blocker(long owner, LockType type, long start, long end) {
+            synchronized (monitor) {
+                Map.Entry<Long, RangeLocks> holder = type == LockType.UNLOCK ? null : holding(owner, type, start, end);
+                return holder == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(holder.getKey());
+            }
+        }
+
+        /** Another owner's locks, one of which conflicts with {@code type} on [start, end]; null if none. Under the monitor. */
+        private Map.Entry<Long, RangeLocks> holding(long owner, LockType type, long start, long end) {
             for (Map.Entry<Long, RangeLocks> e : posix.entrySet()) {
-                if (e.getKey() != owner) {
-                    RangeLocks.Range r = e.getValue().conflict(type, start, end);
-                    if (r != null) {
-                        return r;
-                    }
+                if (e.getKey() != owner && e.getValue().conflict(type, start, end) != null) {
+                    return e;
                 }
             }
             return null;
@@ -88,18 +107,25 @@ public final class InProcessLocks {
 
         @Override
         public boolean tryLock(long owner, LockType type, long start, long end) throws IOException {
+            return tryLock(owner, -1, type, start, end);
+        }
+
+        @Override
+        public boolean tryLock(long owner, int pid, LockType type, long start, long end) throws IOException {
             RangeLocks.checkRange(start, end);
             synchronized (monitor) {
-                if (type != LockType.UNLOCK && conflict(owner, type, start, end) != null) {
+                if (type != LockType.UNLOCK && holding(owner, type, start, end) != null) {
                     return false;
                 }
                 RangeLocks mine = posix.computeIfAbsent(owner, k -> new RangeLocks());
                 mine.set(type, start, end);
                 if (mine.isEmpty()) {
-                    posix.remove(owner);
-                    lockedThrough.remove(owner);
+                    forget(owner);
                 } else if (type != LockType.UNLOCK) {
                     lockedThrough.put(owner, this);
+                    if (pid > 0) {
+                        pids.put(owner, pid);
+                    }
                 }
                 return true;
             }
@@ -131,8 +157,7 @@ public final class InProcessLocks {
         @Override
         public void releaseOwner(long owner) {
             synchronized (monitor) {
-                posix.remove(owner);
-                lockedThrough.remove(owner);
+                forget(owner);
             }
         }
 
@@ -148,6 +173,7 @@ public final class InProcessLocks {
                         return false;
                     }
                     posix.remove(e.getKey());
+                    pids.remove(e.getKey());
                     return true;
                 });
                 flocksTaken.forEach(flocks::remove);

@@ -7,9 +7,10 @@ package dev.chibifs.store;
  * @param type  READ or WRITE for a conflicting lock; UNLOCK for none
  * @param start the first byte of the conflicting lock
  * @param end   its last byte, inclusive; {@link Long#MAX_VALUE} for "to the end, however far the file grows"
- * @param pid   the holder's process id as the kernel reports it: a process holding a classic POSIX
- *              lock on the store file directly; -1 for an open file description lock, which is
- *              what every mount's (and MemoryStorage's) locks are: no one process holds them
+ * @param pid   the holder's process id as F_GETLK reports it: the process that took it, where the
+ *              lock is one of this daemon's owners', or a process holding a classic POSIX lock on
+ *              the store file directly; -1 where no one process is known (an open file description
+ *              lock of another mount or program)
  */
 public record LockState(LockType type, long start, long end, int pid) {
 

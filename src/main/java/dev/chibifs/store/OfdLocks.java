@@ -90,6 +90,8 @@ final class OfdLocks {
         final RangeLocks ranges = new RangeLocks();
         /** The handle it last took a record lock through: its locks go with that handle's close. */
         HandleLocks lockedThrough;
+        /** The process that last took a record lock as this owner, for F_GETLK; -1 if none said. */
+        volatile int pid = -1;
         /** Closed and out of the map: fetch again. Guarded by this. */
         boolean dead;
     }
@@ -173,20 +175,59 @@ final class OfdLocks {
             if (type == LockType.UNLOCK) {
                 return LockState.unlocked(start, end);
             }
-            while (true) {
+            LockState found = null;
+            while (found == null) {
                 Owner o = inode.posix.get(owner);
                 if (o == null) {
                     // an owner without a description holds nothing here: any other lock is a conflict,
                     // and the handle's own description holds none (no lock is ever taken on it)
-                    return state(Syscalls.ofdTestLock(fd, lockType(type), start, end));
+                    found = state(Syscalls.ofdTestLock(fd, lockType(type), start, end));
+                    break;
                 }
                 synchronized (o) {
                     if (!o.dead) {
                         // on the owner's description, the owner's own locks do not count, as F_GETLK wants
-                        return state(Syscalls.ofdTestLock(o.fd, lockType(type), start, end));
+                        found = state(Syscalls.ofdTestLock(o.fd, lockType(type), start, end));
                     }
                 }
             }
+            if (found.conflicts() && found.pid() < 0) {
+                // the kernel names no process for a description's lock; where it is one of this
+                // daemon's owners, the process that took it is known (the pid F_GETLK reports on a disk)
+                Map.Entry<Long, Owner> holder = holding(owner, type, found.start(), found.end());
+                if (holder != null && holder.getValue().pid > 0) {
+                    return new LockState(found.type(), found.start(), found.end(), holder.getValue().pid);
+                }
+            }
+            return found;
+        }
+
+        @Override
+        public java.util.OptionalLong blocker(long owner, LockType type, long start, long end) {
+            Map.Entry<Long, Owner> holder = type == LockType.UNLOCK ? null : holding(owner, type, start, end);
+            return holder == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(holder.getKey());
+        }
+
+        /** One of this daemon's owners, other than {@code owner}, whose record lock conflicts with {@code type} on [start, end]. */
+        private Map.Entry<Long, Owner> holding(long owner, LockType type, long start, long end) {
+            for (Map.Entry<Long, Owner> e : inode.posix.entrySet()) {
+                if (e.getKey() != owner && holds(e.getValue(), type, start, end)) {
+                    return e;
+                }
+            }
+            return null;
+        }
+
+        @Override
+        public boolean tryLock(long owner, int pid, LockType type, long start, long end) throws IOException {
+            boolean done = tryLock(owner, type, start, end);
+            if (done && type != LockType.UNLOCK) {
+                Owner o = inode.posix.get(owner);
+                if (o != null) {
+                    o.pid = pid;
+                }
+            }
+            return done;
         }
 
         @Override
@@ -343,6 +384,13 @@ final class OfdLocks {
                 inode.release(inode.flocks, owner);
             }
             inode.handleClosed();
+        }
+    }
+
+    /** Whether {@code o} holds a record lock that conflicts with another owner's {@code type} on [start, end]. */
+    private static boolean holds(Owner o, LockType type, long start, long end) {
+        synchronized (o) {
+            return !o.dead && o.ranges.conflict(type, start, end) != null;
         }
     }
 

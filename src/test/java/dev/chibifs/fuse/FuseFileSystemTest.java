@@ -2244,6 +2244,36 @@ class FuseFileSystemTest {
         assertEquals(0, lock(FuseProtocol.SETLK, index, first[1], 1, Linux.F_WRLCK, dms).error(), "alone once the other's open is released");
     }
 
+    /**
+     * Two processes each holding a record lock the other waits for: the second wait is EDEADLK at
+     * once, as F_SETLKW answers on a disk, where both waited for good; the first goes on waiting, and
+     * is granted once the other lets go. GETLK names the holder's process meanwhile.
+     */
+    @Test
+    void aRecordLockWaitThatClosesACycleOfWaitersIsEdeadlk() throws Exception {
+        stop();
+        connect(OFFERED | FuseProtocol.POSIX_LOCKS | FuseProtocol.FLOCK_LOCKS, 2);
+        long[] f = create(lookup(FuseProtocol.ROOT_ID, "shared"), "dl");
+        long other = kernel.call(FuseProtocol.OPEN, f[0], body().int32(Linux.O_RDWR).int32(0)).int64(0);
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, f[0], recordLock(f[1], 7, 100, 0, 9, Linux.F_WRLCK)).error());
+        assertEquals(0, kernel.call(FuseProtocol.SETLK, f[0], recordLock(other, 8, 200, 20, 29, Linux.F_WRLCK)).error());
+        FakeKernel.Reply seen = kernel.call(FuseProtocol.GETLK, f[0], recordLock(other, 8, 200, 0, 9, Linux.F_WRLCK));
+        assertEquals(Linux.F_WRLCK, seen.int32(16));
+        assertEquals(100, seen.int32(20), "the holder's process");
+
+        long first = kernel.send(FuseProtocol.SETLKW, f[0], recordLock(f[1], 7, 100, 20, 29, Linux.F_WRLCK));
+        awaitWaiters(1);
+        assertEquals(-Linux.EDEADLK, kernel.call(FuseProtocol.SETLKW, f[0], recordLock(other, 8, 200, 0, 9, Linux.F_WRLCK)).error());
+        assertEquals(1, session.lockWaits().waiting(), "the first still waits");
+        long unlock = kernel.send(FuseProtocol.SETLK, f[0], recordLock(other, 8, 200, 20, 29, Linux.F_UNLCK));
+        assertEquals(Map.of(unlock, 0, first, 0), answers(2), "the unlock, then the first waiter's grant");
+    }
+
+    /** A record lock (fcntl) of [start, end] of {@code type} by {@code owner} for process {@code pid}, through open {@code fh}. */
+    private static FakeKernel.Body recordLock(long fh, long owner, int pid, long start, long end, int type) {
+        return body().int64(fh).int64(owner).int64(start).int64(end).int32(type).int32(pid).int32(0).int32(0);
+    }
+
     /** A GETLK or SETLK of one byte at {@code at} by {@code owner} through open file {@code fh}. */
     private FakeKernel.Reply lock(int opcode, long node, long fh, long owner, int type, long at) throws Exception {
         return kernel.call(opcode, node, body().int64(fh).int64(owner).int64(at).int64(at).int32(type).int32(0).int32(0).int32(0));

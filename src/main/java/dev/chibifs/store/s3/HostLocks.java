@@ -203,7 +203,7 @@ final class HostLocks implements AutoCloseable {
                 if (!raiseOrRefuse(node, lease, Level.of(type), new Asker(owner, pid))) {
                     return false;
                 }
-                boolean done = local.tryLock(owner, type, start, end);
+                boolean done = local.tryLock(owner, pid, type, start, end);
                 lowerOrKeep(node, lease);
                 return done;
             }
@@ -242,6 +242,11 @@ final class HostLocks implements AutoCloseable {
         public void releaseOwner(long owner) throws IOException {
             local.releaseOwner(owner);
             settle(node);
+        }
+
+        @Override
+        public java.util.OptionalLong blocker(long owner, LockType type, long start, long end) {
+            return local.blocker(owner, type, start, end);
         }
     }
 
