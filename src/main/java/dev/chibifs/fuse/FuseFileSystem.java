@@ -332,15 +332,15 @@ final class FuseFileSystem {
             String at = nodePath(req.nodeid);
             return switch (req.opcode) {
                 case FuseProtocol.LOOKUP, FuseProtocol.UNLINK, FuseProtocol.RMDIR, FuseProtocol.MKDIR,
-                        FuseProtocol.MKNOD -> target(child(at, req.entryName()), "");
-                case FuseProtocol.CREATE -> target(child(at, req.entryName()), openMode(req.openFlags()));
+                        FuseProtocol.MKNOD -> target(child(at, req.shownEntryName()), "");
+                case FuseProtocol.CREATE -> target(child(at, req.shownEntryName()), openMode(req.openFlags()));
                 case FuseProtocol.OPEN -> target(at, openMode(req.openFlags()));
                 case FuseProtocol.TMPFILE -> target(at, openMode(req.openFlags()) + "|O_TMPFILE");
-                case FuseProtocol.SYMLINK -> target(child(at, req.entryName()), "-> " + req.secondName());
-                case FuseProtocol.LINK -> new RequestTrace.Target(List.of(nodePath(req.linkSource()), child(at, req.entryName())), "");
+                case FuseProtocol.SYMLINK -> target(child(at, req.shownEntryName()), "-> " + req.shownSecondName());
+                case FuseProtocol.LINK -> new RequestTrace.Target(List.of(nodePath(req.linkSource()), child(at, req.shownEntryName())), "");
                 case FuseProtocol.RENAME, FuseProtocol.RENAME2 -> new RequestTrace.Target(
-                        List.of(child(at, req.entryName()), child(nodePath(req.renameTarget()), req.secondName())), "");
-                case FuseProtocol.GETXATTR, FuseProtocol.SETXATTR, FuseProtocol.REMOVEXATTR -> target(at, req.entryName());
+                        List.of(child(at, req.shownEntryName()), child(nodePath(req.renameTarget()), req.shownSecondName())), "");
+                case FuseProtocol.GETXATTR, FuseProtocol.SETXATTR, FuseProtocol.REMOVEXATTR -> target(at, req.shownEntryName());
                 case FuseProtocol.READ, FuseProtocol.WRITE -> target(at, req.readSize() + " bytes at " + req.readOffset());
                 default -> target(at, "");
             };

@@ -1,5 +1,8 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
+
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -91,15 +94,40 @@ final class FuseRequest {
 
     /**
      * The name this request carries: the entry looked up, made or removed (RENAME's old name), or
-     * the extended attribute asked for.
+     * the extended attribute asked for. EILSEQ for one that is not UTF-8 ({@link #exact}).
      */
-    String entryName() {
+    String entryName() throws ErrnoException {
+        return exact(shownEntryName());
+    }
+
+    /** The name following {@link #entryName} (RENAME's new name, SYMLINK's target), as {@link #entryName}. */
+    String secondName() throws ErrnoException {
+        return exact(shownSecondName());
+    }
+
+    /** {@link #entryName} as a trace shows it: never refused, bytes that are not UTF-8 as U+FFFD. */
+    String shownEntryName() {
         return name(nameOffset());
     }
 
-    /** The name following {@link #entryName} (RENAME's new name, SYMLINK's target). */
-    String secondName() {
+    /** {@link #secondName} as a trace shows it. */
+    String shownSecondName() {
         return name(nameEnd(nameOffset()) + 1);
+    }
+
+    /**
+     * Refuses a decoded name holding U+FFFD: the decoder puts one for every byte that is not UTF-8,
+     * so the name would reach the store as other bytes than the caller's, and two names as one (an
+     * S3 store took "x\xff" and "x\xfe" as one key, the second write over the first). A name that
+     * holds U+FFFD itself cannot be told from those, and is refused alike (EILSEQ, as the local
+     * store refused them already).
+     */
+    private static String exact(String decoded) throws ErrnoException {
+        if (decoded.indexOf('\uFFFD') >= 0) {
+            throw new ErrnoException(Linux.EILSEQ, decoded,
+                    "Invalid or incomplete multibyte or wide character: the name is not valid UTF-8");
+        }
+        return decoded;
     }
 
     // ---- the structs, by field ----

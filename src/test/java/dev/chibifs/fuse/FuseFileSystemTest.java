@@ -2269,6 +2269,26 @@ class FuseFileSystemTest {
         assertEquals(Map.of(unlock, 0, first, 0), answers(2), "the unlock, then the first waiter's grant");
     }
 
+    /**
+     * A name whose bytes are not UTF-8 is EILSEQ for every store, as the local store answered: decoded,
+     * each bad byte became U+FFFD, so "x\xff" and "x\xfe" were one name to an S3 store, and the second
+     * write went over the first. A name holding U+FFFD itself cannot be told from them.
+     */
+    @Test
+    void aNameThatIsNotUtf8IsRefusedNotTakenForAnother() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        for (byte[] name : List.of(new byte[] {'x', (byte) 0xff}, new byte[] {'x', (byte) 0xfe},
+                "x\uFFFD".getBytes(StandardCharsets.UTF_8))) {
+            FakeKernel.Body made = body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0)
+                    .bytes(name).bytes(new byte[] {0});
+            assertEquals(-Linux.EILSEQ, kernel.call(FuseProtocol.CREATE, shared, made).error());
+            assertEquals(-Linux.EILSEQ, kernel.call(FuseProtocol.LOOKUP, shared, body().bytes(name).bytes(new byte[] {0})).error());
+            assertEquals(-Linux.EILSEQ, kernel.call(FuseProtocol.MKDIR, shared,
+                    body().int32(040755).int32(022).bytes(name).bytes(new byte[] {0})).error());
+        }
+        assertEquals(List.of(), store.entries(VfsPath.of("/shared")).stream().map(e -> e.name()).toList(), "nothing made");
+    }
+
     /** A record lock (fcntl) of [start, end] of {@code type} by {@code owner} for process {@code pid}, through open {@code fh}. */
     private static FakeKernel.Body recordLock(long fh, long owner, int pid, long start, long end, int type) {
         return body().int64(fh).int64(owner).int64(start).int64(end).int32(type).int32(pid).int32(0).int32(0);
