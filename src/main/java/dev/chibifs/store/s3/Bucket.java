@@ -54,6 +54,7 @@ import software.amazon.awssdk.services.s3.model.CopyObjectResponse;
 import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
+import software.amazon.awssdk.services.s3.model.EncodingType;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.MetadataDirective;
@@ -374,8 +375,11 @@ final class Bucket implements Closeable {
         refuseWhileUnreachable("list", prefix);
         try {
             do {
+                // keys come URL-encoded (and the SDK decodes them): in plain XML a key holding a control
+                // character, which any S3 client may have put, cannot be said, and the whole listing
+                // failed to parse (the directory unreadable, the store taken for away)
                 ListObjectsV2Request.Builder req = ListObjectsV2Request.builder().bucket(bucket).prefix(prefix)
-                        .continuationToken(token);
+                        .continuationToken(token).encodingType(EncodingType.URL);
                 if (oneLevel) {
                     req.delimiter("/");
                 }
@@ -434,7 +438,8 @@ final class Bucket implements Closeable {
         count("list");
         boolean any;
         try {
-            any = !client.listObjectsV2(b -> b.bucket(bucket).prefix(prefix).maxKeys(1).overrideConfiguration(answerLimits)).contents().isEmpty();
+            any = !client.listObjectsV2(b -> b.bucket(bucket).prefix(prefix).maxKeys(1).encodingType(EncodingType.URL)
+                    .overrideConfiguration(answerLimits)).contents().isEmpty();
         } catch (SdkException e) {
             throw failure("list", prefix, e);
         }
@@ -1131,7 +1136,8 @@ final class Bucket implements Closeable {
     int uploadsUnderway(String prefix) throws IOException {
         count("list-uploads");
         try {
-            return client.listMultipartUploads(b -> b.bucket(bucket).prefix(prefix).overrideConfiguration(answerLimits)).uploads().size();
+            return client.listMultipartUploads(b -> b.bucket(bucket).prefix(prefix).encodingType(EncodingType.URL)
+                    .overrideConfiguration(answerLimits)).uploads().size();
         } catch (SdkException e) {
             throw failure("list-uploads", prefix, e);
         }
@@ -1147,7 +1153,8 @@ final class Bucket implements Closeable {
         count("list-uploads");
         List<MultipartUpload> old = new ArrayList<>();
         try {
-            for (MultipartUpload u : client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix).overrideConfiguration(answerLimits)).uploads()) {
+            for (MultipartUpload u : client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix)
+                    .encodingType(EncodingType.URL).overrideConfiguration(answerLimits)).uploads()) {
                 if (u.initiated() != null && u.initiated().isBefore(cutoff)) {
                     old.add(u);
                 }
