@@ -265,10 +265,23 @@ public final class S3Storage implements Storage {
     }
 
     /** A file or link may not be named as a link's object is: the bucket could not tell one from the other. */
-    private static void requireStorableName(VfsPath p) throws IOException {
+    private void requireStorableName(VfsPath p) throws IOException {
+        refuseLeaseKeys(p);
         if (linkName(p.fileName()) != null) {
             throw new ErrnoException(Linux.EINVAL, p.toString(), "Invalid argument: a name ending in " + LINK_SUFFIX
                     + " is how an S3 store keeps a symbolic link, so no file or link of its own may have one");
+        }
+    }
+
+    /**
+     * A store at the bucket's top (no key prefix) would hold the locks' leases as a directory of its
+     * own: hidden from listings, but any writer could make or remove a lease there, keeping every
+     * host out of a file or letting two hold it at once. Those names are no file's.
+     */
+    private void refuseLeaseKeys(VfsPath p) throws IOException {
+        if (!p.isRoot() && dirKey(p).startsWith(HostLocks.KEYS)) {
+            throw new ErrnoException(Linux.EINVAL, p.toString(), "Invalid argument: "
+                    + HostLocks.KEYS.substring(0, HostLocks.KEYS.length() - 1) + " at the bucket's top holds the locks' leases");
         }
     }
 
@@ -396,6 +409,7 @@ public final class S3Storage implements Storage {
         if (p.isRoot()) {
             return overlay.root;
         }
+        refuseLeaseKeys(p);
         Node parent = ancestor(p.parent());
         if (parent == null) {
             return null;

@@ -82,6 +82,37 @@ class S3StorageTest extends StorageBehaviourSuite {
     }
 
     /** The overlay holds a change at once and uploads it: one whose journal record cannot be written must not be made. */
+    /**
+     * A store at the bucket's top would hold the locks' leases as a directory: hidden from listings,
+     * yet a tester made a lease there (every host kept out of the file) and removed a real one (two
+     * hosts holding it at once). Those names are no file's; below a key prefix they are anyone's.
+     */
+    @Test
+    void theLeasesAtTheBucketsTopAreNoStoresFiles() throws IOException {
+        server.createBucket("top");
+        try (S3Storage s = S3Storage.open("s3://top", S3Options.defaults(temp.resolve("top-cache"), server.env()))) {
+            VfsPath leases = p("/.chibifs-locks");
+            for (ThrowingRunnable change : java.util.List.<ThrowingRunnable>of(
+                    () -> s.mkdir(leases.child("ns").child("foo")),
+                    () -> s.createDirectory(leases),
+                    () -> s.write(leases.child("ns").child("foo").child("evil-1.1.X"), "x".getBytes()),
+                    () -> s.write(p("/.chibifs-locks"), "x".getBytes()),
+                    () -> s.createSymlink(leases, "elsewhere"),
+                    () -> s.metadata(leases.child("ns")),
+                    () -> s.removeDirectory(leases))) {
+                java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class, change::run);
+                assertEquals(Linux.EINVAL, Errors.errno(e), e.toString());
+            }
+            s.write(p("/shared/.chibifs-locks"), "mine".getBytes());
+            assertEquals("mine", new String(s.read(p("/shared/.chibifs-locks"))), "below the top it is any name");
+        }
+    }
+
+    /** A change that may fail. */
+    private interface ThrowingRunnable {
+        void run() throws IOException;
+    }
+
     @Test
     void aFullCacheDiskRefusesAChangeBeforeItIsMade() throws IOException {
         dev.chibifs.testing.FuseSupport.requireRoot();
