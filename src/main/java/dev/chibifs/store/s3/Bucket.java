@@ -1013,10 +1013,10 @@ final class Bucket implements Closeable {
         String uploadId = createUpload(key, meta);
         boolean done = false;
         try {
-            List<Future<CompletedPart>> parts = new ArrayList<>();
+            List<java.util.concurrent.Callable<CompletedPart>> parts = new ArrayList<>();
             for (Span span : spans) {
                 int number = parts.size() + 1;
-                parts.add(partMovers.submit(() -> maker.make(uploadId, number, span.offset(), span.length())));
+                parts.add(() -> maker.make(uploadId, number, span.offset(), span.length()));
             }
             // a part made after the abort would stay: allOf ends them all first
             List<CompletedPart> made = allOf(parts, op, key);
@@ -1051,16 +1051,31 @@ final class Bucket implements Closeable {
     }
 
     /**
-     * What every task of {@code tasks} returned, in order; the first failure is thrown. After a
-     * failure none of the rest is wanted: those not begun never begin, and those under way are
-     * waited out, so nothing of them happens after this returns.
+     * Runs every task of {@code work} side by side in the part movers' pool and returns what each
+     * returned, in order; the first failure is thrown. After a failure none of the rest is wanted:
+     * those not begun never begin, and those under way are waited out, so nothing of them happens
+     * after this returns. (Cancelling a running FutureTask does not do that: its get() answers at
+     * once while the task goes on, and parts of an aborted upload landed after the abort, kept and
+     * billed by S3 with no upload listed to abort.)
      */
-    private <T> List<T> allOf(List<Future<T>> tasks, String op, String key) throws IOException {
-        List<T> results = new ArrayList<>(tasks.size());
+    private <T> List<T> allOf(List<java.util.concurrent.Callable<T>> work, String op, String key) throws IOException {
+        java.util.concurrent.atomic.AtomicBoolean abandoned = new java.util.concurrent.atomic.AtomicBoolean();
+        List<Future<T>> tasks = new ArrayList<>(work.size());
+        boolean all = false;
         try {
+            for (java.util.concurrent.Callable<T> w : work) {
+                tasks.add(partMovers.submit(() -> {
+                    if (abandoned.get()) {
+                        throw new java.util.concurrent.CancellationException("another part failed");
+                    }
+                    return w.call();
+                }));
+            }
+            List<T> results = new ArrayList<>(tasks.size());
             for (Future<T> f : tasks) {
                 results.add(f.get());
             }
+            all = true;
             return results;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -1068,14 +1083,30 @@ final class Bucket implements Closeable {
         } catch (ExecutionException e) {
             throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
         } finally {
-            for (Future<T> f : tasks) {
-                f.cancel(false);
+            if (!all) {
+                abandoned.set(true);
+                waitOut(tasks);
+            }
+        }
+    }
+
+    /** Waits until each of {@code tasks} has ended, however it ends, an interrupt meanwhile kept for after. */
+    private static void waitOut(List<? extends Future<?>> tasks) {
+        boolean interrupted = Thread.interrupted();
+        for (Future<?> f : tasks) {
+            while (true) {
                 try {
                     f.get();
-                } catch (Exception alreadyThrown) {
-                    // the first failure is what is thrown
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException | java.util.concurrent.CancellationException e) {
+                    break; // the first failure is what is thrown
                 }
             }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 

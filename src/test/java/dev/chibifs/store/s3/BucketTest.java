@@ -160,6 +160,34 @@ class BucketTest {
         assertTrue(bucket.anyUnder("p/k/sub\u0001/"));
     }
 
+    /**
+     * An upload in parts that fails is aborted only once its parts under way have ended: a part that
+     * landed after the abort stayed in the bucket for good, listed as no upload (a soak left 640 MB
+     * of them), as AWS warns a part in flight may.
+     */
+    @Test
+    void anAbortedUploadWaitsForItsPartsUnderWay() throws Exception {
+        try (Bucket parts = inParts()) {
+            Path f = randomFile("aborted-parts", 2 * Bucket.MIN_PART_BYTES);
+            S3Server.HeldRequests held = server.holdParts((name, number) -> name.equals("p/aborted") && number == 2, 1);
+            Thread up = new Thread(() -> assertThrows(Bucket.SourceChanged.class,
+                    () -> parts.put("p/aborted", f, Map.of(), null, () -> false)));
+            up.start();
+            held.reached().await();
+            // the first part's check fails the upload while the second is held: the abort comes now
+            // (the parts' tasks cancelled) or once the second has ended (waited out)
+            while (!server.uploadEvents.contains("abort of p/aborted")
+                    && java.util.Arrays.stream(up.getStackTrace()).noneMatch(e -> e.getMethodName().equals("waitOut"))) {
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+            }
+            held.release().countDown();
+            up.join();
+            List<String> events = List.copyOf(server.uploadEvents);
+            assertTrue(events.contains("part 2 of p/aborted") && events.contains("abort of p/aborted"), events.toString());
+            assertTrue(events.indexOf("part 2 of p/aborted") < events.indexOf("abort of p/aborted"), events.toString());
+        }
+    }
+
     @Test
     void aBatchDeleteRemovesEachObjectAndIsFineWithOnesAlreadyGone() throws Exception {
         for (String k : List.of("p/d/a", "p/d/b", "p/d/sub/c")) {

@@ -208,7 +208,15 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         public MultipartPart uploadMultipartPart(MultipartUpload mpu, int partNumber, java.io.InputStream content, long length,
                                                  com.google.common.hash.HashCode md5) {
             server.heldParts.waitIfHeld(mpu.blobName(), partNumber);
-            return super.uploadMultipartPart(mpu, partNumber, content, length, md5);
+            MultipartPart made = super.uploadMultipartPart(mpu, partNumber, content, length, md5);
+            server.uploadEvents.add("part " + partNumber + " of " + mpu.blobName());
+            return made;
+        }
+
+        @Override
+        public void abortMultipartUpload(MultipartUpload mpu) {
+            server.uploadEvents.add("abort of " + mpu.blobName());
+            super.abortMultipartUpload(mpu);
         }
 
         /**
@@ -328,6 +336,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
     /** The keys of the objects PUT whole, in the order the server stored them. */
     final List<String> stored = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+
+    /** Each part stored and each upload aborted, in the order they happened. */
+    final List<String> uploadEvents = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
 
     /** The prefix of every LIST that came, in order. */
     final List<String> listsAsked = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
