@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.fuse.RequestTrace;
 import dev.chibifs.path.InvalidVfsPathException;
+import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ContextNames;
@@ -214,7 +215,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
         return false;
     }
 
-    private static String format(JsonNode e) {
+    static String format(JsonNode e) {
         String time = TIME.format(Instant.parse(e.path("at").asText()).atZone(ZoneId.systemDefault()));
         String answer = e.path("answer").asText();
         String refused = e.path("refused").asText();
@@ -222,11 +223,13 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
             answer += " (" + refused + ")";
         }
         StringBuilder target = new StringBuilder();
+        // names, a link's target and a program's name are anyone's bytes: escaped as ls -b does, so
+        // a name holding a newline or a terminal's escape cannot pass for another line or restyle it
         for (JsonNode p : e.path("paths")) {
-            target.append(target.length() == 0 ? "" : " -> ").append(p.asText());
+            target.append(target.length() == 0 ? "" : " -> ").append(Names.shown(p.asText()));
         }
-        String detail = e.path("detail").asText();
-        String program = e.path("program").asText();
+        String detail = Names.shown(e.path("detail").asText());
+        String program = Names.shown(e.path("program").asText());
         return time + " " + e.path("context").asText() + " pid " + e.path("pid").asInt()
                 + (program.isEmpty() ? "" : " (" + program + ")") + " " + e.path("opcode").asText()
                 + " " + target + (detail.isEmpty() ? "" : " " + detail) + ": " + answer

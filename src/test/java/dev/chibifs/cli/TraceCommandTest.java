@@ -5,10 +5,26 @@ import org.junit.jupiter.api.Test;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class TraceCommandTest {
 
     /** A path through the mountpoint, as a shell completes it, matched nothing: the trace names /shared/x. */
+    /**
+     * A name, a link's target and a program's name are anyone's bytes: shown raw, a name holding a
+     * newline made one event look like two, and one holding ESC restyled the terminal.
+     */
+    @Test
+    void aTracedLineShowsControlCharactersEscaped() throws Exception {
+        com.fasterxml.jackson.databind.JsonNode e = new com.fasterxml.jackson.databind.ObjectMapper().readTree("""
+                {"at":"2026-12-01T10:00:00Z","context":"alice","pid":7,"program":"\\u001b]0;x\\u0007",
+                 "opcode":"SYMLINK","paths":["/shared/a\\nb","/shared/\\u001b[31mc"],"detail":"-> t\\nu",
+                 "answer":"ok","refused":"","micros":5}""");
+        String line = TraceCommand.format(e);
+        assertTrue(line.chars().noneMatch(c -> c < 0x20 || c == 0x7f), line);
+        assertTrue(line.contains("/shared/a\\nb"), line);
+    }
+
     @Test
     void aPathThroughTheMountpointIsTheFileItNames() {
         Path mp = Path.of("/mnt/chibi");
