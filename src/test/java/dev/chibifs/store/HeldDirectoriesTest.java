@@ -292,16 +292,19 @@ class HeldDirectoriesTest {
         Files.createDirectories(root.resolve("a/b/c"));
         Files.createDirectories(root.resolve("a/bb"));
         Files.createDirectories(root.resolve("a/b2/c"));
+        Files.createDirectories(root.resolve("a/b.x/c")); // '.' sorts before '/', '2' after
         assumeHeld();
         fdOf("a/b/c");
         int sibling = fdOf("a/bb");
         int cousin = fdOf("a/b2/c");
-        assertEquals(6, held.size(), "a, a/b, a/b/c, a/bb, a/b2, a/b2/c");
+        int before = fdOf("a/b.x/c");
+        assertEquals(8, held.size(), "a, a/b, a/b/c, a/bb, a/b2, a/b2/c, a/b.x, a/b.x/c");
         Files.move(root.resolve("a/b"), root.resolve("z"));
         held.refresh();
-        assertEquals(4, held.size(), "a/b and a/b/c let go");
+        assertEquals(6, held.size(), "a/b and a/b/c let go");
         assertEquals(sibling, fdOf("a/bb"), "a name that merely starts like the moved one stays held");
         assertEquals(cousin, fdOf("a/b2/c"));
+        assertEquals(before, fdOf("a/b.x/c"));
         assertThrows(NoSuchFileException.class, () -> lease("a/b/c", P));
     }
 
