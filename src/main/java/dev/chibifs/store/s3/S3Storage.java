@@ -267,6 +267,7 @@ public final class S3Storage implements Storage {
     /** A file or link may not be named as a link's object is: the bucket could not tell one from the other. */
     private void requireStorableName(VfsPath p) throws IOException {
         refuseLeaseKeys(p);
+        requireKeyFits(p, key(p));
         if (linkName(p.fileName()) != null) {
             throw new ErrnoException(Linux.EINVAL, p.toString(), "Invalid argument: a name ending in " + LINK_SUFFIX
                     + " is how an S3 store keeps a symbolic link, so no file or link of its own may have one");
@@ -284,6 +285,29 @@ public final class S3Storage implements Storage {
                     + HostLocks.KEYS.substring(0, HostLocks.KEYS.length() - 1) + " at the bucket's top holds the locks' leases");
         }
     }
+
+    /**
+     * S3's longest key is {@value #MAX_KEY_BYTES} bytes of UTF-8: a longer name is refused here
+     * (ENAMETOOLONG), where S3 would refuse its upload after the write had returned, and the change
+     * would never reach another host.
+     */
+    private void requireKeyFits(VfsPath p, String key) throws IOException {
+        requireKeyFits(p, key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length);
+    }
+
+    private static void requireKeyFits(VfsPath p, int keyBytes) throws IOException {
+        if (keyBytes > MAX_KEY_BYTES) {
+            throw new ErrnoException(Linux.ENAMETOOLONG, p.toString(), "File name too long: its S3 key would be "
+                    + keyBytes + " bytes, where S3 takes " + MAX_KEY_BYTES + " at most");
+        }
+    }
+
+    private static int utf8Length(String s) {
+        return s.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+    }
+
+    /** The longest key S3 takes, in bytes of UTF-8. */
+    static final int MAX_KEY_BYTES = 1024;
 
     Path dataFile(long ino) {
         return dataDir.resolve(Long.toString(ino));
@@ -702,6 +726,7 @@ public final class S3Storage implements Storage {
             }
             return;
         }
+        requireKeyFits(path, dirKey(path));
         synchronized (this) {
             n = overlay.nodes.get(path);
             if (n == null) {
@@ -762,6 +787,8 @@ public final class S3Storage implements Storage {
         }
         if (!n.dir) {
             requireStorableName(dst);
+        } else {
+            requireKeyFits(dst, dirKey(dst));
         }
         Node target = lookup(dst);
         if (target != null && target.dir) {
@@ -775,7 +802,11 @@ public final class S3Storage implements Storage {
         if (n.dir) {
             listings.listTree(src);
             synchronized (this) {
-                files = overlay.subtree(src).stream().filter(m -> !m.dir).toList();
+                List<Node> tree = overlay.subtree(src);
+                // every key below moves from src's to dst's: the longest must still fit
+                int longest = tree.stream().mapToInt(m -> utf8Length(objectKey(m.path, m))).max().orElse(0);
+                requireKeyFits(dst, longest - utf8Length(key(src)) + utf8Length(key(dst)));
+                files = tree.stream().filter(m -> !m.dir).toList();
                 pin(files, 1);
             }
         } else {
@@ -1343,6 +1374,7 @@ public final class S3Storage implements Storage {
     public void createDirectory(VfsPath path) throws IOException {
         requireRoom();
         requireNewName(path);
+        requireKeyFits(path, dirKey(path));
         String claimed = options.exclusiveCreates() ? claimOnS3(path, true, new LinkedHashMap<>()) : null;
         synchronized (this) {
             requireStillNew(path);

@@ -108,6 +108,34 @@ class S3StorageTest extends StorageBehaviourSuite {
         }
     }
 
+    /**
+     * A name whose key S3 would refuse (over 1,024 bytes) is ENAMETOOLONG at once: made here, its
+     * upload failed after the write had returned, and no other host ever saw it.
+     */
+    @Test
+    void aNameWhoseKeyS3WouldRefuseIsTooLongHere() throws IOException {
+        server.createBucket("keys");
+        try (S3Storage s = S3Storage.open("s3://keys/ns", S3Options.defaults(temp.resolve("keys-cache"), server.env()))) {
+            String deep = "/shared/" + "d".repeat(200) + "/" + "e".repeat(200) + "/" + "f".repeat(200) + "/" + "g".repeat(200);
+            s.mkdir(p(deep));
+            VfsPath fits = p(deep + "/" + "h".repeat(1024 - ("ns" + deep + "/").length()));
+            s.write(fits, "x".getBytes());
+            java.util.List<ThrowingRunnable> changes = java.util.List.of(
+                    () -> s.write(p(fits + "i"), "x".getBytes()),
+                    () -> s.mkdir(p(deep + "/" + "g".repeat(1024 - ("ns" + deep + "/").length()))), // its marker "...g/" is 1,025
+                    () -> s.createDirectory(p(fits + "j")),
+                    () -> s.rename(fits, p(fits + "k")),
+                    () -> s.rename(p("/shared/" + "d".repeat(200)), p("/shared/" + "d".repeat(201))));
+            for (int i = 0; i < changes.size(); i++) {
+                java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class, changes.get(i)::run,
+                        "change " + i);
+                assertEquals(Linux.ENAMETOOLONG, Errors.errno(e), e.toString());
+            }
+            s.flushAll();
+            assertEquals("x", new String(s.read(fits)));
+        }
+    }
+
     /** A change that may fail. */
     private interface ThrowingRunnable {
         void run() throws IOException;
