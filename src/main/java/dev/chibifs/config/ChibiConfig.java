@@ -1,8 +1,10 @@
 package dev.chibifs.config;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
-import java.nio.file.Files;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.List;
@@ -60,11 +62,15 @@ public record ChibiConfig(String backend, long toolOutputCacheThreshold, long to
     /** The file's text, or null when it does not exist. */
     private static String read(Path file) {
         try {
-            return Files.readString(file);
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(HomeFile.read(file, HomeFile.CONFIG_TOML_LIMIT))).toString();
         } catch (NoSuchFileException absent) {
             return null;
         } catch (CharacterCodingException e) {
             throw new ConfigException(file + ": not UTF-8 text, as TOML must be");
+        } catch (HomeFile.RefusedException e) {
+            throw new ConfigException(file + ": cannot read: " + e.reason());
         } catch (IOException e) {
             // the JDK's AccessDeniedException says only the path: the reason is its errno's
             String why = dev.chibifs.sys.Errors.describe(e);

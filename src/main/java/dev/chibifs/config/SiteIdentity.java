@@ -5,9 +5,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * This site's id, from chibi's {@code <home>/site.json} ({@code {"uuid", "site_id"}}), read when
@@ -19,43 +19,54 @@ public final class SiteIdentity {
 
     private static final Logger LOG = LoggerFactory.getLogger(SiteIdentity.class);
 
+    /** What one version of the file said, and why it gave no id; replaced whole, so a reader needs no lock. */
+    private record Known(FileStamp stamp, Optional<String> siteId, String problem) {
+    }
+
     private final Path file;
-    private FileStamp stamp;
-    private Optional<String> siteId = Optional.empty();
+    // no lock: every flock request asks, and reading the file under one made them all wait for it
+    private final AtomicReference<Known> known = new AtomicReference<>(new Known(null, Optional.empty(), null));
 
     public SiteIdentity(ChibiHome home) {
         this.file = home.dir().resolve("site.json");
     }
 
-    /** The site id now, or empty (logged once per version of the file when it is unreadable). */
-    public synchronized Optional<String> siteId() {
+    /** The site id now, or empty (why logged once, when it changed). */
+    public Optional<String> siteId() {
+        Known before = known.get();
         FileStamp now;
         try {
             now = FileStamp.of(file);
         } catch (IOException e) {
-            LOG.warn("cannot read {}: {}; no site id, so no flock membership", file, e.toString());
-            stamp = null;
-            return siteId = Optional.empty();
+            return record(before, new Known(null, Optional.empty(), "cannot read " + file + ": " + e));
         }
-        if (now.equals(stamp)) {
-            return siteId;
+        if (now.equals(before.stamp())) {
+            return before.siteId();
         }
-        stamp = now;
-        siteId = now == FileStamp.MISSING ? Optional.empty() : read();
-        return siteId;
+        return record(before, now == FileStamp.MISSING ? new Known(now, Optional.empty(), null) : read(now));
     }
 
-    private Optional<String> read() {
+    /** {@code next} as what is known, unless another request recorded first: only the one that records it says what was wrong. */
+    private Optional<String> record(Known before, Known next) {
+        if (known.compareAndSet(before, next) && next.problem() != null && !next.problem().equals(before.problem())) {
+            LOG.warn("{}; no site id, so no flock membership", next.problem());
+        }
+        return next.siteId();
+    }
+
+    /** What the version of the file stamped {@code now} says. */
+    private Known read(FileStamp now) {
         try {
-            JsonNode root = StrictJson.read(Files.readAllBytes(file));
+            JsonNode root = StrictJson.read(HomeFile.read(file, HomeFile.SITE_JSON_LIMIT));
             JsonNode id = root == null ? null : root.get("site_id");
             if (id != null && id.isTextual() && !id.asText().isEmpty()) {
-                return Optional.of(id.asText());
+                return new Known(now, Optional.of(id.asText()), null);
             }
-            LOG.warn("{} has no \"site_id\" string; no site id, so no flock membership", file);
+            return new Known(now, Optional.empty(), file + " has no \"site_id\" string");
+        } catch (HomeFile.RefusedException e) {
+            return new Known(now, Optional.empty(), e.getMessage());
         } catch (IOException e) {
-            LOG.warn("cannot read {}: {}; no site id, so no flock membership", file, e.getMessage());
+            return new Known(now, Optional.empty(), "cannot read " + file + ": " + e.getMessage());
         }
-        return Optional.empty();
     }
 }

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ChibiConfigTest {
@@ -186,5 +187,33 @@ class ChibiConfigTest {
         ChibiConfig c = load("[models.x]\ntool_cache_max_age_days = \"whatever\"\n");
         assertEquals(7, c.toolCacheMaxAgeDays());
         assertTrue(refused("[other]\nbackend = 1\n[vfs]\nbackend = 2\n").contains(":4: [vfs] backend"));
+    }
+
+    /** config.toml as a fifo hung mount and doctor in open(2); a link to /dev/zero took the daemon's memory. */
+    @Test
+    void aConfigThatIsNoRegularFileOrTooLargeIsRefusedAtOnceNamingTheRule() throws IOException {
+        ChibiHome home = new ChibiHome(dir);
+        Path file = home.configFile();
+        HomeFileTest.fifo(file);
+        assertEquals(file + ": cannot read: " + HomeFile.NOT_REGULAR, refusedPromptly(home));
+        Files.delete(file);
+        Files.createSymbolicLink(file, Path.of("/dev/zero"));
+        assertEquals(file + ": cannot read: " + HomeFile.NOT_REGULAR, refusedPromptly(home));
+        Files.delete(file);
+        HomeFileTest.sized(file, HomeFile.CONFIG_TOML_LIMIT + 1);
+        assertEquals(file + ": cannot read: larger than 4 MiB, the most chibifs reads of config.toml: not read",
+                refusedPromptly(home));
+        Files.delete(file);
+        Files.writeString(file, "tool_cache_max_age_days = 3\n");
+        Path local = Files.createDirectories(home.localConfigFile("coder").getParent()).resolve("local.toml");
+        HomeFileTest.fifo(local);
+        ChibiConfig global = ChibiConfig.load(home);
+        assertEquals(local + ": cannot read: " + HomeFile.NOT_REGULAR, assertTimeoutPreemptively(HomeFileTest.PROMPTLY,
+                () -> assertThrows(ConfigException.class, () -> global.forContext(home, "coder")).getMessage()));
+    }
+
+    private static String refusedPromptly(ChibiHome home) {
+        return assertTimeoutPreemptively(HomeFileTest.PROMPTLY,
+                () -> assertThrows(ConfigException.class, () -> ChibiConfig.load(home)).getMessage());
     }
 }

@@ -1,0 +1,56 @@
+package dev.chibifs.config;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+/** site.json as chibi writes it gives the site id; anything else gives none, at once, and the daemon goes on. */
+class SiteIdentityTest {
+
+    private static final String CHIBIS = "{\"uuid\": \"0b9c\", \"site_id\": \"site-1\"}";
+
+    @TempDir
+    Path home;
+
+    private Optional<String> siteId(SiteIdentity site) {
+        return assertTimeoutPreemptively(HomeFileTest.PROMPTLY, site::siteId);
+    }
+
+    @Test
+    void aFifoGivesNoSiteIdAtOnceUntilChibiWritesTheFile() throws IOException {
+        SiteIdentity site = new SiteIdentity(new ChibiHome(home));
+        HomeFileTest.fifo(home.resolve("site.json"));
+        assertEquals(Optional.empty(), siteId(site));
+        assertEquals(Optional.empty(), siteId(site), "asked again");
+        Files.delete(home.resolve("site.json"));
+        Files.writeString(home.resolve("site.json"), CHIBIS);
+        assertEquals(Optional.of("site-1"), siteId(site));
+    }
+
+    @Test
+    void aLinkToDevZeroGivesNoSiteIdWithoutReadingIt() throws IOException {
+        Files.createSymbolicLink(home.resolve("site.json"), Path.of("/dev/zero"));
+        assertEquals(Optional.empty(), siteId(new SiteIdentity(new ChibiHome(home))));
+    }
+
+    @Test
+    void anOversizeFileGivesNoSiteIdWithoutReadingIt() throws IOException {
+        // valid JSON that chibi could read, but no site.json chibi writes is a megabyte
+        Files.writeString(home.resolve("site.json"), CHIBIS + " ".repeat((int) HomeFile.SITE_JSON_LIMIT));
+        assertEquals(Optional.empty(), siteId(new SiteIdentity(new ChibiHome(home))));
+    }
+
+    @Test
+    void aLinkToChibisFileGivesItsSiteId() throws IOException {
+        Path real = Files.writeString(home.resolve("site.json.real"), CHIBIS);
+        Files.createSymbolicLink(home.resolve("site.json"), real);
+        assertEquals(Optional.of("site-1"), siteId(new SiteIdentity(new ChibiHome(home))));
+    }
+}
