@@ -66,10 +66,7 @@ final class DetachedMount {
      * reaches the terminal until the mount answers.
      */
     PrintWriter detach(Path logFile) throws IOException {
-        String log = logFile.toString();
-        // never through a link: a log is a file of its own
-        int logFd = Syscalls.openat(Linux.AT_FDCWD, log, Linux.O_WRONLY | Linux.O_CREAT | Linux.O_APPEND | Linux.O_NOFOLLOW,
-                0644, log);
+        int logFd = MountCommand.openLog(logFile);
         int devNull = Syscalls.openat(Linux.AT_FDCWD, "/dev/null", Linux.O_RDONLY, 0, "/dev/null");
         terminal = LibC.c().fcntl(STDERR, Linux.F_DUPFD_CLOEXEC, STDERR + 1);
         LibC.c().dup2(devNull, STDIN);

@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import dev.chibifs.cache.CacheSweeper;
 import dev.chibifs.config.ChibiConfig;
 import dev.chibifs.config.ChibiHome;
+import dev.chibifs.config.HomeFile;
 import dev.chibifs.fuse.CallerResolver;
 import dev.chibifs.fuse.FuseDaemon;
 import dev.chibifs.fuse.MountSpec;
@@ -546,6 +547,18 @@ public final class MountCommand implements Callable<Integer> {
         return logDir.resolve("mount-" + logName + ".log");
     }
 
+    /**
+     * The log opened to append the daemon's output to, as {@link HomeFile#openForAppend}: a fifo
+     * there hung mount in open(2), and a link there was followed.
+     */
+    static int openLog(Path logFile) throws IOException {
+        try {
+            return HomeFile.openForAppend(logFile);
+        } catch (HomeFile.RefusedException e) {
+            throw new MountFailure("the daemon's log " + logFile + " is " + e.reason() + ": move it aside");
+        }
+    }
+
     /** Whether {@code dir}, or the nearest directory leading to it that exists, is root's. */
     private static boolean ownedByRoot(Path dir) throws IOException {
         Path p = dev.chibifs.sys.OwnedDirectories.nearestExisting(dir.toAbsolutePath().normalize());
@@ -598,15 +611,22 @@ public final class MountCommand implements Callable<Integer> {
             cmd.addAll(List.of("-o", String.join(",", fuseOptions)));
         }
         cmd.add(mp.toString());
-        ProcessBuilder pb = new ProcessBuilder(cmd)
-                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
-                .redirectErrorStream(true);
-        pb.environment().putIfAbsent("LC_ALL", "C.UTF-8");
-        if (context == null && uidMaps.isEmpty()) {
-            pb.environment().put("CHIBI_CONTEXT", plan.homes().get(0));
+        int logFd = openLog(logFile);
+        Process child;
+        try {
+            // the JDK opens a redirect by path: through /proc the file checked above, whatever the name holds by then
+            ProcessBuilder pb = new ProcessBuilder(cmd)
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(new java.io.File("/proc/self/fd/" + logFd)))
+                    .redirectErrorStream(true);
+            pb.environment().putIfAbsent("LC_ALL", "C.UTF-8");
+            if (context == null && uidMaps.isEmpty()) {
+                pb.environment().put("CHIBI_CONTEXT", plan.homes().get(0));
+            }
+            child = pb.start();
+        } finally {
+            dev.chibifs.sys.Syscalls.close(logFd);
         }
-        Process child = pb.start();
         long deadline = System.nanoTime() + MOUNT_TIMEOUT.toNanos();
         while (System.nanoTime() < deadline) {
             if (FuseDaemon.answers(mp)) {
@@ -673,12 +693,13 @@ public final class MountCommand implements Callable<Integer> {
         return ours != null ? ours : "the daemon exited before the mount answered";
     }
 
+    /** The most of a daemon's first output read back: its reason for failing is in its first lines. */
+    private static final long LOG_READ_LIMIT = 1L << 20;
+
     /** The lines a daemon wrote to LOGFILE from byte FROM on; none if it cannot be read. */
     private static List<String> logLines(Path logFile, long from) {
         try {
-            byte[] all = Files.readAllBytes(logFile);
-            return new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from),
-                    java.nio.charset.StandardCharsets.UTF_8).lines().toList();
+            return new String(HomeFile.read(logFile, from, LOG_READ_LIMIT), java.nio.charset.StandardCharsets.UTF_8).lines().toList();
         } catch (IOException e) {
             return List.of();
         }

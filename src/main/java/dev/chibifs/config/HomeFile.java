@@ -57,6 +57,11 @@ public final class HomeFile {
      * @throws IOException for any other failure, by its errno
      */
     public static byte[] read(Path file, long limit) throws IOException {
+        return read(file, 0, limit);
+    }
+
+    /** The bytes of {@code file} from byte {@code from} on, as {@link #read(Path, long)} reads them, {@code limit} counted from there. */
+    public static byte[] read(Path file, long from, long limit) throws IOException {
         String name = file.toString();
         int fd = Syscalls.tryOpenat(Linux.AT_FDCWD, name, Linux.O_RDONLY | Linux.O_NONBLOCK | Linux.O_NOCTTY, 0);
         if (fd < 0) {
@@ -70,13 +75,13 @@ public final class HomeFile {
             if (s.type() != Linux.S_IFREG) {
                 throw new RefusedException(file, NOT_REGULAR);
             }
-            if (s.size() > limit) {
+            if (s.size() - from > limit) {
                 throw tooLarge(file, limit);
             }
             // the size is only a hint: the file may grow while it is read, and /proc-like files say 0
-            ByteArrayOutputStream out = new ByteArrayOutputStream((int) Math.min(s.size() + 1, limit + 1));
+            ByteArrayOutputStream out = new ByteArrayOutputStream((int) Math.max(0, Math.min(s.size() - from + 1, limit + 1)));
             ByteBuffer chunk = ByteBuffer.allocate(CHUNK);
-            long position = 0;
+            long position = from;
             while (true) {
                 chunk.clear();
                 int n = Syscalls.pread(fd, chunk, position);
@@ -84,13 +89,47 @@ public final class HomeFile {
                     return out.toByteArray();
                 }
                 position += n;
-                if (position > limit) {
+                if (position - from > limit) {
                     throw tooLarge(file, limit);
                 }
                 out.write(chunk.array(), 0, n);
             }
         } finally {
             Syscalls.close(fd);
+        }
+    }
+
+    /** The rule for a log at a symbolic link: written through it, the log would land on whatever it names. */
+    public static final String LINKED_LOG = "a symbolic link: chibifs writes its log only to a file of its own";
+
+    /**
+     * A descriptor of {@code file} opened to append to (made 0644 when absent), as the daemon's log:
+     * never through a symbolic link, never a wait on a fifo (O_WRONLY|O_NONBLOCK on one without a
+     * reader fails at once with ENXIO instead), and a regular file or refused.
+     *
+     * @throws RefusedException when it is a link, or no regular file
+     */
+    public static int openForAppend(Path file) throws IOException {
+        String name = file.toString();
+        int fd = Syscalls.tryOpenat(Linux.AT_FDCWD, name, Linux.O_WRONLY | Linux.O_CREAT | Linux.O_APPEND
+                | Linux.O_NOFOLLOW | Linux.O_NONBLOCK | Linux.O_NOCTTY, 0644);
+        if (fd == -Linux.ELOOP) {
+            throw new RefusedException(file, LINKED_LOG);
+        }
+        if (fd == -Linux.ENXIO) {
+            throw new RefusedException(file, NOT_REGULAR);
+        }
+        if (fd < 0) {
+            throw Errors.of(-fd, name);
+        }
+        try {
+            if (Syscalls.stat(fd, null, name).type() != Linux.S_IFREG) {
+                throw new RefusedException(file, NOT_REGULAR);
+            }
+            return fd;
+        } catch (IOException | RuntimeException e) {
+            Syscalls.close(fd);
+            throw e;
         }
     }
 

@@ -147,4 +147,34 @@ class MountCommandTest {
         assertEquals(ExitCodes.USAGE, r.code(), r.toString());
         assertTrue(r.err().contains("'" + file + "' is not a directory"), r.err());
     }
+
+    /** A fifo at the log hung mount in open(2), waiting for a reader; a link there was followed. */
+    @Test
+    void aLogThatIsAFifoOrALinkIsRefusedAtOnceNamingTheRule(@TempDir Path dir) throws Exception {
+        Path log = dev.chibifs.testing.OddFiles.fifo(dir.resolve("mount-mnt.log"));
+        assertEquals("the daemon's log " + log + " is " + dev.chibifs.config.HomeFile.NOT_REGULAR + ": move it aside",
+                refusedLog(log), "no reader");
+        // with a reader the open succeeds: the type on the descriptor refuses it
+        int reader = dev.chibifs.sys.Syscalls.openat(dev.chibifs.sys.Linux.AT_FDCWD, log.toString(),
+                dev.chibifs.sys.Linux.O_RDONLY | dev.chibifs.sys.Linux.O_NONBLOCK, 0, log.toString());
+        try {
+            assertEquals("the daemon's log " + log + " is " + dev.chibifs.config.HomeFile.NOT_REGULAR + ": move it aside",
+                    refusedLog(log), "a reader");
+        } finally {
+            dev.chibifs.sys.Syscalls.close(reader);
+        }
+        Path target = java.nio.file.Files.writeString(dir.resolve("precious"), "x");
+        Path link = java.nio.file.Files.createSymbolicLink(dir.resolve("mount-link.log"), target);
+        assertEquals("the daemon's log " + link + " is " + dev.chibifs.config.HomeFile.LINKED_LOG + ": move it aside",
+                refusedLog(link));
+        assertEquals("x", java.nio.file.Files.readString(target));
+        int fd = MountCommand.openLog(dir.resolve("mount-ok.log"));
+        dev.chibifs.sys.Syscalls.close(fd);
+        assertTrue(java.nio.file.Files.isRegularFile(dir.resolve("mount-ok.log")));
+    }
+
+    private static String refusedLog(Path log) {
+        return org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(dev.chibifs.testing.OddFiles.PROMPTLY,
+                () -> assertThrows(MountFailure.class, () -> MountCommand.openLog(log)).getMessage());
+    }
 }

@@ -194,26 +194,26 @@ class ChibiConfigTest {
     void aConfigThatIsNoRegularFileOrTooLargeIsRefusedAtOnceNamingTheRule() throws IOException {
         ChibiHome home = new ChibiHome(dir);
         Path file = home.configFile();
-        HomeFileTest.fifo(file);
+        dev.chibifs.testing.OddFiles.fifo(file);
         assertEquals(file + ": cannot read: " + HomeFile.NOT_REGULAR, refusedPromptly(home));
         Files.delete(file);
         Files.createSymbolicLink(file, Path.of("/dev/zero"));
         assertEquals(file + ": cannot read: " + HomeFile.NOT_REGULAR, refusedPromptly(home));
         Files.delete(file);
-        HomeFileTest.sized(file, HomeFile.CONFIG_TOML_LIMIT + 1);
+        dev.chibifs.testing.OddFiles.sized(file, HomeFile.CONFIG_TOML_LIMIT + 1);
         assertEquals(file + ": cannot read: larger than 4 MiB, the most chibifs reads of config.toml: not read",
                 refusedPromptly(home));
         Files.delete(file);
         Files.writeString(file, "tool_cache_max_age_days = 3\n");
         Path local = Files.createDirectories(home.localConfigFile("coder").getParent()).resolve("local.toml");
-        HomeFileTest.fifo(local);
+        dev.chibifs.testing.OddFiles.fifo(local);
         ChibiConfig global = ChibiConfig.load(home);
-        assertEquals(local + ": cannot read: " + HomeFile.NOT_REGULAR, assertTimeoutPreemptively(HomeFileTest.PROMPTLY,
+        assertEquals(local + ": cannot read: " + HomeFile.NOT_REGULAR, assertTimeoutPreemptively(dev.chibifs.testing.OddFiles.PROMPTLY,
                 () -> assertThrows(ConfigException.class, () -> global.forContext(home, "coder")).getMessage()));
     }
 
     private static String refusedPromptly(ChibiHome home) {
-        return assertTimeoutPreemptively(HomeFileTest.PROMPTLY,
+        return assertTimeoutPreemptively(dev.chibifs.testing.OddFiles.PROMPTLY,
                 () -> assertThrows(ConfigException.class, () -> ChibiConfig.load(home)).getMessage());
     }
 }

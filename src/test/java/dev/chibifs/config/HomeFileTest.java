@@ -1,17 +1,15 @@
 package dev.chibifs.config;
 
 import dev.chibifs.sys.Linux;
-import dev.chibifs.sys.Syscalls;
+import dev.chibifs.testing.OddFiles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.time.Duration;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -24,34 +22,17 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
  */
 class HomeFileTest {
 
-    /** Longer than any of these reads takes; a hang without the rule is forever. */
-    static final Duration PROMPTLY = Duration.ofSeconds(10);
-
     @TempDir
     Path dir;
 
-    /** A fifo at {@code file}, as {@code mkfifo} makes it. */
-    static Path fifo(Path file) throws IOException {
-        Syscalls.mknodat(Linux.AT_FDCWD, file.toString(), Linux.S_IFIFO | 0644, file.toString());
-        return file;
-    }
-
-    /** A sparse file of {@code size} bytes: nothing written, nothing to read but zeros. */
-    static Path sized(Path file, long size) throws IOException {
-        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
-            f.setLength(size);
-        }
-        return file;
-    }
-
     private String refused(Path file, long limit) {
-        return assertTimeoutPreemptively(PROMPTLY,
+        return assertTimeoutPreemptively(OddFiles.PROMPTLY,
                 () -> assertThrows(HomeFile.RefusedException.class, () -> HomeFile.read(file, limit)).getMessage());
     }
 
     @Test
     void aFifoIsRefusedAtOnceWithoutWaitingForAWriter() throws IOException {
-        Path site = fifo(dir.resolve("site.json"));
+        Path site = OddFiles.fifo(dir.resolve("site.json"));
         assertEquals(site + ": " + HomeFile.NOT_REGULAR, refused(site, HomeFile.SITE_JSON_LIMIT));
     }
 
@@ -63,10 +44,10 @@ class HomeFileTest {
 
     @Test
     void aFileOverItsLimitIsRefusedNamingTheLimit() throws IOException {
-        Path site = sized(dir.resolve("site.json"), HomeFile.SITE_JSON_LIMIT + 1);
+        Path site = OddFiles.sized(dir.resolve("site.json"), HomeFile.SITE_JSON_LIMIT + 1);
         assertEquals(site + ": larger than 1 MiB, the most chibifs reads of site.json: not read",
                 refused(site, HomeFile.SITE_JSON_LIMIT));
-        sized(site, HomeFile.SITE_JSON_LIMIT);
+        OddFiles.sized(site, HomeFile.SITE_JSON_LIMIT);
         assertEquals(HomeFile.SITE_JSON_LIMIT, HomeFile.read(site, HomeFile.SITE_JSON_LIMIT).length, "the limit itself is read");
     }
 
@@ -84,5 +65,14 @@ class HomeFileTest {
         Path d = Files.createDirectory(dir.resolve("config.toml"));
         assertEquals(Linux.EISDIR, dev.chibifs.sys.Errors.errno(
                 assertThrows(IOException.class, () -> HomeFile.read(d, HomeFile.CONFIG_TOML_LIMIT))));
+    }
+
+    /** A log that grew for days is read from where a start began, its limit counted from there. */
+    @Test
+    void aReadFromAnOffsetCountsTheLimitFromThere() throws IOException {
+        Path log = OddFiles.sized(dir.resolve("mount.log"), 10L << 20);
+        Files.write(log, "started\n".getBytes(StandardCharsets.UTF_8), java.nio.file.StandardOpenOption.APPEND);
+        assertArrayEquals("started\n".getBytes(StandardCharsets.UTF_8), HomeFile.read(log, 10L << 20, 1L << 20));
+        assertThrows(HomeFile.RefusedException.class, () -> HomeFile.read(log, 0, 1L << 20));
     }
 }

@@ -20,13 +20,13 @@ class SiteIdentityTest {
     Path home;
 
     private Optional<String> siteId(SiteIdentity site) {
-        return assertTimeoutPreemptively(HomeFileTest.PROMPTLY, site::siteId);
+        return assertTimeoutPreemptively(dev.chibifs.testing.OddFiles.PROMPTLY, site::siteId);
     }
 
     @Test
     void aFifoGivesNoSiteIdAtOnceUntilChibiWritesTheFile() throws IOException {
         SiteIdentity site = new SiteIdentity(new ChibiHome(home));
-        HomeFileTest.fifo(home.resolve("site.json"));
+        dev.chibifs.testing.OddFiles.fifo(home.resolve("site.json"));
         assertEquals(Optional.empty(), siteId(site));
         assertEquals(Optional.empty(), siteId(site), "asked again");
         Files.delete(home.resolve("site.json"));
