@@ -542,9 +542,39 @@ public final class MountCommand implements Callable<Integer> {
         if (dev.chibifs.sys.LibC.c().geteuid() == 0 && !ownedByRoot(chibiHome.dir())) {
             logDir = ROOT_LOGS;
         }
-        Files.createDirectories(logDir);
+        try {
+            Files.createDirectories(logDir);
+        } catch (IOException e) {
+            // the JDK says only "File exists" or "Not a directory" of what is in the way
+            String why = inTheWay(logDir);
+            if (why == null) {
+                throw e;
+            }
+            throw new MountFailure("cannot keep the daemon's log in " + logDir + ": " + why);
+        }
         String logName = mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_');
         return logDir.resolve("mount-" + logName + ".log");
+    }
+
+    /** What stands where {@code dir} or a directory leading to it should be, and what to do about it; null when nothing does. */
+    static String inTheWay(Path dir) {
+        for (Path p = dir.toAbsolutePath().normalize(); p != null; p = p.getParent()) {
+            if (!Files.exists(p, java.nio.file.LinkOption.NOFOLLOW_LINKS) || Files.isDirectory(p)) {
+                continue;
+            }
+            if (!Files.isSymbolicLink(p)) {
+                return p + " is a file, not a directory: move it aside";
+            }
+            String target;
+            try {
+                target = Files.readSymbolicLink(p).toString();
+            } catch (IOException e) {
+                target = "?";
+            }
+            return p + " is a symbolic link to " + target + (Files.exists(p) ? ", which is not a directory" : ", which does not exist")
+                    + ": make " + target + " a directory, or remove the link";
+        }
+        return null;
     }
 
     /**

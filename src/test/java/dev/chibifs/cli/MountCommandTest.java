@@ -177,4 +177,22 @@ class MountCommandTest {
         return org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(dev.chibifs.testing.OddFiles.PROMPTLY,
                 () -> assertThrows(MountFailure.class, () -> MountCommand.openLog(log)).getMessage());
     }
+
+    /** <home>/chibifs a dangling link: mount said only "File exists: <home>/chibifs". */
+    @Test
+    void aLinkWhereTheLogsGoSaysWhatItIs(@TempDir Path dir) throws Exception {
+        Path home = java.nio.file.Files.createDirectories(dir.resolve("h"));
+        java.nio.file.Files.createSymbolicLink(home.resolve("chibifs"), dir.resolve("gone"));
+        MountFailure e = assertThrows(MountFailure.class,
+                () -> MountCommand.logFile(new dev.chibifs.config.ChibiHome(home), Path.of("/mnt/chibi")));
+        assertEquals("cannot keep the daemon's log in " + home.resolve("chibifs/logs") + ": " + home.resolve("chibifs")
+                + " is a symbolic link to " + dir.resolve("gone") + ", which does not exist: make " + dir.resolve("gone")
+                + " a directory, or remove the link", e.getMessage());
+        java.nio.file.Files.delete(home.resolve("chibifs"));
+        java.nio.file.Files.writeString(home.resolve("chibifs"), "");
+        e = assertThrows(MountFailure.class,
+                () -> MountCommand.logFile(new dev.chibifs.config.ChibiHome(home), Path.of("/mnt/chibi")));
+        assertEquals("cannot keep the daemon's log in " + home.resolve("chibifs/logs") + ": " + home.resolve("chibifs")
+                + " is a file, not a directory: move it aside", e.getMessage());
+    }
 }
