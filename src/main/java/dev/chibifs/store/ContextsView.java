@@ -3,9 +3,11 @@ package dev.chibifs.store;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.chibifs.config.FileStamp;
 import dev.chibifs.config.FlockRegistry;
+import dev.chibifs.config.HomeFile;
 import dev.chibifs.config.StrictJson;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.ContextNames;
+import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.sys.Linux;
 
@@ -26,6 +28,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 
 /**
@@ -70,10 +73,12 @@ public final class ContextsView implements ReadOnlyStore {
     private record Generated(byte[] bytes, FileTime since) {
     }
 
-    private FileStamp stateStamp;
-    private Map<String, ContextEntry> contextList = Map.of();
-    private FileStamp registryStamp;
-    private FlockRegistry registry = FlockRegistry.EMPTY;
+    /** What one version of a file of chibi's said; replaced whole, so no request waits for another's read. */
+    private record Known<T>(FileStamp stamp, T value) {
+    }
+
+    private final AtomicReference<Known<Map<String, ContextEntry>>> state = new AtomicReference<>(new Known<>(null, Map.of()));
+    private final AtomicReference<Known<FlockRegistry>> flocks = new AtomicReference<>(new Known<>(null, FlockRegistry.EMPTY));
 
     /** One context as chibi's state file lists it. */
     /** chibi's u64 times, held in longs: printed unsigned (2^64 - 1 is -1 here). */
@@ -102,20 +107,30 @@ public final class ContextsView implements ReadOnlyStore {
 
     // ---- chibi's files, read when they changed ----
 
-    private synchronized Map<String, ContextEntry> contextList() throws IOException {
+    private Map<String, ContextEntry> contextList() throws IOException {
+        Known<Map<String, ContextEntry>> before = state.get();
         FileStamp now = FileStamp.of(stateFile);
-        if (!now.equals(stateStamp)) {
-            stateStamp = now;
-            Map<String, ContextEntry> parsed = now == FileStamp.MISSING ? Map.of() : parseState(Files.readAllBytes(stateFile));
-            if (parsed == null) {
-                // as chibi, which reads it with unwrap_or_default; said once per version, as the flock registry is
-                LOG.warn("chibi's state file {} is malformed: /sys/contexts shows no contexts until it is readable",
-                        stateFile);
-                parsed = Map.of();
-            }
-            contextList = parsed;
+        if (now.equals(before.stamp())) {
+            return before.value();
         }
-        return contextList;
+        Map<String, ContextEntry> parsed;
+        String problem = null;
+        try {
+            parsed = now == FileStamp.MISSING ? Map.of() : parseState(HomeFile.read(stateFile, HomeFile.STATE_JSON_LIMIT));
+            if (parsed == null) {
+                problem = "chibi's state file " + stateFile + " is malformed";
+            }
+        } catch (NoSuchFileException gone) {
+            parsed = Map.of();
+        } catch (IOException e) {
+            parsed = null;
+            problem = "chibi's state file cannot be read: " + Errors.describe(e);
+        }
+        // as chibi, which reads it with unwrap_or_default; said once per version, by the request that records it
+        if (state.compareAndSet(before, new Known<>(now, parsed == null ? Map.of() : parsed)) && problem != null) {
+            LOG.warn("{}: /sys/contexts shows no contexts until it is readable", problem);
+        }
+        return parsed == null ? Map.of() : parsed;
     }
 
     /** chibi's state.json; null when malformed, which chibi counts as no contexts. */
@@ -156,17 +171,21 @@ public final class ContextsView implements ReadOnlyStore {
         return StrictJson.isU64(v);
     }
 
-    private synchronized FlockRegistry registry() throws IOException {
+    private FlockRegistry registry() throws IOException {
+        Known<FlockRegistry> before = flocks.get();
         FileStamp now = FileStamp.of(registryFile);
-        if (!now.equals(registryStamp)) {
-            registryStamp = now;
-            try {
-                registry = now == FileStamp.MISSING ? FlockRegistry.EMPTY : FlockRegistry.parse(Files.readAllBytes(registryFile));
-            } catch (IllegalArgumentException e) {
-                registry = FlockRegistry.EMPTY; // chibi's view reads it with unwrap_or_default
-            }
+        if (now.equals(before.stamp())) {
+            return before.value();
         }
-        return registry;
+        FlockRegistry parsed;
+        try {
+            parsed = now == FileStamp.MISSING ? FlockRegistry.EMPTY
+                    : FlockRegistry.parse(HomeFile.read(registryFile, HomeFile.REGISTRY_JSON_LIMIT));
+        } catch (IllegalArgumentException | IOException e) {
+            parsed = FlockRegistry.EMPTY; // chibi's view reads it with unwrap_or_default; the membership check says why
+        }
+        flocks.compareAndSet(before, new Known<>(now, parsed));
+        return parsed;
     }
 
     private ContextEntry context(String name) throws IOException {
@@ -566,8 +585,9 @@ public final class ContextsView implements ReadOnlyStore {
     }
 
     private FileTime stateTime() {
-        return stateStamp == null || stateStamp == FileStamp.MISSING ? FileTime.fromMillis(0)
-                : FileTime.from(java.time.Instant.ofEpochSecond(0, stateStamp.modifiedNanos()));
+        FileStamp stamp = state.get().stamp();
+        return stamp == null || stamp == FileStamp.MISSING ? FileTime.fromMillis(0)
+                : FileTime.from(java.time.Instant.ofEpochSecond(0, stamp.modifiedNanos()));
     }
 
     private static Metadata generatedMetadata(VfsPath path, Generated g) {

@@ -69,4 +69,25 @@ class ContextsViewTest {
         write("contexts/alice/transcript/active.jsonl", user.replace("\n", "\r") + user.replace("\n", "\r\n"));
         assertEquals(0, state("alice").path("prompt_count").asLong());
     }
+
+    /** chibi's state file or registry as a fifo hung /sys/contexts in open(2); a link to /dev/zero took the daemon's memory. */
+    @Test
+    void aStateFileOrRegistryThatIsNoRegularFileShowsNothingAtOnce() throws Exception {
+        ContextsView view = new ContextsView(home, () -> Optional.of("h-1"));
+        dev.chibifs.testing.OddFiles.fifo(home.resolve("state.json"));
+        assertEquals(List.of(), promptly(() -> view.list(VfsPath.of("/"))));
+        Files.delete(home.resolve("state.json"));
+        write("state.json", "{\"contexts\":[{\"name\":\"alice\",\"created_at\":1}]}");
+        assertEquals(List.of(new Entry("alice", EntryKind.DIRECTORY)), promptly(() -> view.list(VfsPath.of("/"))));
+        Files.createDirectories(home.resolve("vfs/flocks"));
+        Files.createSymbolicLink(home.resolve("vfs/flocks/registry.json"), Path.of("/dev/zero"));
+        List<String> goals = new java.util.ArrayList<>();
+        new ObjectMapper().readTree(promptly(() -> view.read(VfsPath.of("/alice/state.json"))))
+                .path("paths").path("goals").forEach(g -> goals.add(g.asText()));
+        assertEquals(List.of("/site/goals.md"), goals, "no flocks: chibi reads no registry either");
+    }
+
+    private static <T> T promptly(org.junit.jupiter.api.function.ThrowingSupplier<T> what) {
+        return org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(dev.chibifs.testing.OddFiles.PROMPTLY, what);
+    }
 }
