@@ -48,9 +48,14 @@ class SiteIdentityTest {
     }
 
     @Test
-    void aLinkToChibisFileGivesItsSiteId() throws IOException {
+    void aLinkToChibisFileGivesItsSiteIdAndItsNextOne() throws IOException {
         Path real = Files.writeString(home.resolve("site.json.real"), CHIBIS);
         Files.createSymbolicLink(home.resolve("site.json"), real);
-        assertEquals(Optional.of("site-1"), siteId(new SiteIdentity(new ChibiHome(home))));
+        SiteIdentity site = new SiteIdentity(new ChibiHome(home));
+        assertEquals(Optional.of("site-1"), siteId(site));
+        // the file the link names replaced as chibi replaces it: the link itself is as it was
+        Path next = Files.writeString(home.resolve("site.json.next"), CHIBIS.replace("site-1", "site-2"));
+        Files.move(next, real, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        assertEquals(Optional.of("site-2"), siteId(site));
     }
 }
