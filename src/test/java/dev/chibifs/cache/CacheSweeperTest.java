@@ -182,6 +182,35 @@ class CacheSweeperTest {
                 logged);
     }
 
+    /** config.toml as a link to /dev/zero killed the daemon at its next sweep (read until out of memory); a fifo hung it. */
+    @Test
+    void aConfigThatIsNoRegularFileKeepsTheLastGoodSettingsAndIsLoggedOnce() throws IOException {
+        ChibiHome home = new ChibiHome(dir.resolve("home"));
+        Files.createDirectories(home.dir());
+        Files.writeString(home.configFile(), "tool_cache_max_age_days = 2\n");
+        java.io.PrintStream realErr = System.err;
+        java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+        try (CacheSweeper s = CacheSweeper.create(router, ChibiConfig.DEFAULTS, () -> ChibiConfig.load(home),
+                Duration.ofHours(1), clock)) {
+            s.sweepOnce();
+            Files.delete(home.configFile());
+            Files.createSymbolicLink(home.configFile(), Path.of("/dev/zero"));
+            Path old = entry("old_1_00000000", Duration.ofDays(4));
+            System.setErr(new java.io.PrintStream(log, true, java.nio.charset.StandardCharsets.UTF_8));
+            assertEquals(1, s.sweepOnce(), "2 + 1 days, the last good setting");
+            assertFalse(Files.exists(old));
+            entry("old_2_00000000", Duration.ofDays(4));
+            assertEquals(1, s.sweepOnce());
+            assertEquals(2, s.settings().toolCacheMaxAgeDays());
+        } finally {
+            System.setErr(realErr);
+        }
+        String logged = log.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(1, logged.lines().filter(l -> l.contains("WARN")).count(), logged);
+        assertTrue(logged.contains(home.configFile() + ": cannot read: " + dev.chibifs.config.HomeFile.NOT_REGULAR
+                + "; the tool cache sweep keeps the settings read before"), logged);
+    }
+
     @Test
     void refusesANonPositiveIntervalAndASecondStart() {
         assertThrows(IllegalArgumentException.class, () -> CacheSweeper.create(router, CONFIG, Duration.ZERO, clock));

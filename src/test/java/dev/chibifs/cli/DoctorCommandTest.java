@@ -239,6 +239,23 @@ class DoctorCommandTest {
                 + " non-negative integer", "move the file aside");
     }
 
+    /** doctor hung on a fifo config.toml and ran out of memory on a link to /dev/zero. */
+    @Test
+    void aConfigThatIsNoRegularFileFailsAtOnceNamingTheRule() throws Exception {
+        DoctorCommand.Host host = healthyHost(0);
+        Path config = dev.chibifs.testing.OddFiles.fifo(home.resolve("config.toml"));
+        assertEquals(1, (int) org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+                dev.chibifs.testing.OddFiles.PROMPTLY, () -> doctor(host)));
+        assertFailed("config " + config + ": cannot read: " + dev.chibifs.config.HomeFile.NOT_REGULAR, "move the file aside");
+        out.getBuffer().setLength(0);
+        Files.delete(config);
+        Files.createSymbolicLink(config, Path.of("/dev/zero"));
+        assertEquals(1, (int) org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+                dev.chibifs.testing.OddFiles.PROMPTLY, () -> doctor(host)));
+        assertFailed("config " + config + ": cannot read: " + dev.chibifs.config.HomeFile.NOT_REGULAR, "move the file aside");
+        Files.delete(config); // so the temp dir cleanup does not warn about a link leading out of it
+    }
+
     @Test
     void staleRegistryEntryFails() throws Exception {
         DoctorCommand.Host h = healthyHost(0);
