@@ -2,8 +2,10 @@ package dev.chibifs.store.s3;
 
 import dev.chibifs.config.ChibiHome;
 
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -67,9 +69,24 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
                 DEFAULT_PREFETCH_BELOW, DEFAULT_LOCK_LEASE, false);
     }
 
-    /** The default cache directory of a store: {@code <home>/chibifs/cache/<store>}. */
+    /**
+     * The default cache directory of a store: {@code <home>/chibifs/cache/<store>}, where
+     * {@code <store>} is {@link S3Spec#cacheName()} unless a directory of that name belongs to another
+     * store (the name maps every character outside {@code [A-Za-z0-9._-]} to '_', so {@code team/x}
+     * and {@code team_x} share it): then that name and a short hash of this store's bucket and key
+     * prefix. The plain name stays for a store whose directory it already is, or one with no record of
+     * its store (made before the record; {@link CacheOwner}), so an upgrade finds its journal there.
+     */
     public static Path defaultCacheDir(ChibiHome home, S3Spec spec) {
-        return home.chibifsDir().resolve("cache").resolve(spec.cacheName());
+        Path cache = home.chibifsDir().resolve("cache");
+        Path plain = cache.resolve(spec.cacheName());
+        CacheOwner owner;
+        try {
+            owner = Files.isDirectory(plain) ? CacheOwner.read(plain) : null;
+        } catch (IOException unreadable) {
+            owner = null; // the store's open says why, naming the file
+        }
+        return owner == null || owner.owns(spec) ? plain : cache.resolve(spec.cacheName() + "-" + spec.identityHash());
     }
 
     /**

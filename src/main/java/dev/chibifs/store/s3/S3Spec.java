@@ -120,6 +120,18 @@ public record S3Spec(String bucket, String keyPrefix, URI endpoint, String regio
         return "s3-" + raw.replaceAll("[^A-Za-z0-9._-]", "_");
     }
 
+    /**
+     * Eight hex digits of the SHA-256 of the bucket and key prefix exactly: the default cache name of a
+     * store whose {@link #cacheName()} another store's directory already has.
+     */
+    String identityHash() {
+        byte[] sha = dev.chibifs.store.ContentHash.digest().digest((bucket + "/" + keyPrefix).getBytes(StandardCharsets.UTF_8));
+        return java.util.HexFormat.of().formatHex(sha, 0, IDENTITY_HASH_BYTES);
+    }
+
+    /** Four bytes: a second store of one cache name is rare, and another of its hash too, then refused at open. */
+    private static final int IDENTITY_HASH_BYTES = 4;
+
     @Override
     public String toString() {
         return SCHEME + bucket + "/" + keyPrefix;

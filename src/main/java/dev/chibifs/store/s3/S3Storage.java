@@ -169,6 +169,12 @@ public final class S3Storage implements Storage {
             throw new ErrnoException(Linux.EBUSY, dir.toString(), "Device or resource busy: the cache directory is in use by another chibifs (one store per cache directory)");
         }
         this.cacheLock = l;
+        try {
+            CacheOwner.claim(dir, spec, bucket.where()); // before the journal: another store's changes must not go up here
+        } catch (IOException | RuntimeException e) {
+            lockFile.close(); // lets the lock go
+            throw e;
+        }
         this.overlay = new Overlay(this);
         this.journal = new JournalRecords(this, dir.resolve("journal"));
         this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);

@@ -1,0 +1,180 @@
+package dev.chibifs.store.s3;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.config.ChibiHome;
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.testing.MutableClock;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A cache directory belongs to one store: another store's pending changes are never replayed into
+ * this one, and default names of stores that map alike differ.
+ */
+@Timeout(120)
+class S3CacheDirTest {
+
+    private static final String BUCKET = "chibi";
+    private static final String OTHER_BUCKET = "other";
+    private static final AtomicInteger RUNS = new AtomicInteger();
+
+    @TempDir
+    static Path temp;
+    @RegisterExtension
+    static final S3Server server = S3Server.perClass(BUCKET, OTHER_BUCKET);
+
+    /** Stands still unless a test moves it: nothing goes up but what a test flushes. */
+    private final MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+    private Path cacheDir;
+    private String ns;
+    private final List<S3Storage> open = new ArrayList<>();
+    private final List<Bucket> raw = new ArrayList<>();
+
+    @BeforeEach
+    void newNames() {
+        int run = RUNS.incrementAndGet();
+        cacheDir = temp.resolve("cache-" + run);
+        ns = "ns" + run;
+    }
+
+    @AfterEach
+    void closeAll() throws IOException {
+        for (S3Storage s : open) {
+            try {
+                s.close();
+            } catch (IOException | IllegalStateException e) {
+                // closed or crashed by the test already
+            }
+        }
+        for (Bucket b : raw) {
+            b.close();
+        }
+    }
+
+    private S3Options options(Path dir) {
+        return S3Options.defaults(dir, server.env()).withHost("a").withClock(clock, false);
+    }
+
+    private S3Storage store(String spec, Path dir) throws IOException {
+        S3Storage s = S3Storage.open(spec, options(dir));
+        open.add(s);
+        return s;
+    }
+
+    private static VfsPath p(String s) {
+        return VfsPath.of(s);
+    }
+
+    /** What S3 holds under {@code key} of {@code bucket}, or null. */
+    private String inS3(String bucket, String key) throws IOException {
+        Bucket b = Bucket.connect(S3Spec.parse("s3://" + bucket + "/x"), server.env());
+        raw.add(b);
+        Path to = temp.resolve("get-" + System.nanoTime());
+        Bucket.Head h = b.get(key, to);
+        return h == null ? null : Files.readString(to);
+    }
+
+    @Test
+    void aCacheDirectoryOfAnotherStoreIsRefusedAndNothingOfItGoesUp() throws Exception {
+        String mine = "s3://" + BUCKET + "/" + ns;
+        S3Storage a = store(mine, cacheDir);
+        a.write(p("/shared/f"), "pending".getBytes(UTF_8));
+        a.crash(); // what a kill -9 leaves: the change in the journal only
+
+        for (String other : List.of("s3://" + BUCKET + "/" + ns + "-2", "s3://" + OTHER_BUCKET + "/" + ns)) {
+            IOException e = assertThrows(IOException.class, () -> store(other, cacheDir));
+            String why = e.getMessage();
+            assertTrue(why.contains(cacheDir + " belongs to the S3 store " + mine + ", not to " + other), why);
+            assertTrue(why.contains("--cache-dir") && why.contains("remove " + cacheDir), why);
+            assertFalse(why.contains("\n"), "one line: " + why);
+        }
+        assertNull(inS3(BUCKET, ns + "-2/shared/f"));
+        assertNull(inS3(OTHER_BUCKET, ns + "/shared/f"));
+
+        // the refusals let the directory go, and its own store uploads its changes
+        S3Storage again = store(mine, cacheDir);
+        again.flushAll();
+        assertEquals("pending", inS3(BUCKET, ns + "/shared/f"));
+    }
+
+    @Test
+    void aCacheDirectoryWithNoRecordOfItsStoreIsAdopted() throws Exception {
+        String mine = "s3://" + BUCKET + "/" + ns;
+        S3Storage a = store(mine, cacheDir);
+        a.write(p("/shared/f"), "made by an older chibifs".getBytes(UTF_8));
+        a.crash();
+        Files.delete(cacheDir.resolve(CacheOwner.FILE)); // as a chibifs before the record left it
+
+        S3Storage again = store(mine, cacheDir);
+        again.flushAll();
+        assertEquals("made by an older chibifs", inS3(BUCKET, ns + "/shared/f"));
+        CacheOwner recorded = CacheOwner.read(cacheDir);
+        assertEquals(new CacheOwner(BUCKET, ns, server.endpoint().toString()), recorded);
+        again.close();
+        assertThrows(IOException.class, () -> store("s3://" + BUCKET + "/" + ns + "-2", cacheDir));
+    }
+
+    @Test
+    void anotherEndpointOfTheSameBucketAndPrefixOpensAndIsRecorded() throws Exception {
+        String mine = "s3://" + BUCKET + "/" + ns;
+        S3Storage a = store(mine, cacheDir);
+        a.write(p("/shared/f"), "pending".getBytes(UTF_8));
+        a.crash();
+        // last used with the server on another port, as scripts/s3-loopback.sh takes a free one at each start
+        Files.writeString(cacheDir.resolve(CacheOwner.FILE),
+                "{\"bucket\":\"" + BUCKET + "\",\"prefix\":\"" + ns + "\",\"endpoint\":\"http://127.0.0.1:1\"}\n");
+
+        S3Storage again = store(mine, cacheDir);
+        again.flushAll();
+        assertEquals("pending", inS3(BUCKET, ns + "/shared/f"));
+        assertEquals(server.endpoint().toString(), CacheOwner.read(cacheDir).endpoint());
+    }
+
+    @Test
+    void defaultCacheNamesOfStoresThatMapAlikeDiffer() throws Exception {
+        ChibiHome home = new ChibiHome(temp.resolve("home-" + ns));
+        S3Spec slash = S3Spec.parse("s3://" + BUCKET + "/" + ns + "/x");
+        S3Spec underscore = S3Spec.parse("s3://" + BUCKET + "/" + ns + "_x");
+        Path plain = home.chibifsDir().resolve("cache").resolve(slash.cacheName());
+        assertEquals(plain, S3Options.defaultCacheDir(home, underscore)); // the same name, and none there yet
+
+        S3Storage a = store(slash.toString(), S3Options.defaultCacheDir(home, slash));
+        a.write(p("/f"), "slash".getBytes(UTF_8));
+        a.crash(); // its change stays pending in the plain directory
+
+        Path other = S3Options.defaultCacheDir(home, underscore);
+        assertNotEquals(plain, other);
+        assertTrue(other.getFileName().toString().matches(slash.cacheName() + "-[0-9a-f]{8}"), other.toString());
+        assertEquals(plain, S3Options.defaultCacheDir(home, slash), "the store whose directory it is keeps its name");
+        S3Storage b = store(underscore.toString(), other);
+        b.write(p("/f"), "underscore".getBytes(UTF_8));
+        b.flushAll();
+        S3Storage again = store(slash.toString(), S3Options.defaultCacheDir(home, slash));
+        again.flushAll();
+        assertEquals("slash", inS3(BUCKET, ns + "/x/f"));
+        assertEquals("underscore", inS3(BUCKET, ns + "_x/f"));
+        again.close();
+
+        // a directory left by a chibifs before the record is taken by the first store to use it
+        Files.delete(plain.resolve(CacheOwner.FILE));
+        assertEquals(plain, S3Options.defaultCacheDir(home, underscore));
+    }
+}
