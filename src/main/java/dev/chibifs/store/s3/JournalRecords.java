@@ -55,6 +55,8 @@ final class JournalRecords implements Closeable {
     private static final String GONE = "gone";
     private static final String TOMB = "tomb";
     private static final String UNTOMB = "untomb";
+    /** A field of a node's record: a writer had the file open, so its content may differ in size from the record. */
+    private static final String OPEN = "open";
 
     private final S3Storage store;
     private final Journal journal;
@@ -107,6 +109,11 @@ final class JournalRecords implements Closeable {
         }
         if (n.dirty && n.appendsFrom != NOT_APPENDS) {
             o.put("appendsFrom", n.appendsFrom);
+        }
+        // a writer open may change the content after this record, up to its close's record
+        n.sizeJournaled = !(n.dirty && n.writers > 0);
+        if (!n.sizeJournaled) {
+            o.put(OPEN, true);
         }
     }
 
@@ -279,6 +286,9 @@ final class JournalRecords implements Closeable {
             if (n == null) {
                 continue;
             }
+            if (n.dirty && n.cached && shorterThanJournaled(o, n)) {
+                p = keptAside(p, n, o, last);
+            }
             ensureParents(p);
             store.overlay.attach(p, n);
             for (VfsPath d = n.dir ? p : p.parent(); !dirsNamedAtOpen.contains(d); d = d.parent()) {
@@ -290,7 +300,7 @@ final class JournalRecords implements Closeable {
             if (n.dirty) {
                 store.overlay.dirtyNodes.add(n);
                 n.firstDirty = n.due = store.millis();
-                inJournalOrder.put(lastAt.get(p), n);
+                inJournalOrder.put(lastAt.get(e.getKey()), n);
                 dirty++;
             }
         }
@@ -318,6 +328,12 @@ final class JournalRecords implements Closeable {
         if (!dir && !attributesOnly && !Files.exists(content)) {
             LOG.warn("S3 store {}: cached content of {} is missing, {}", store.spec, p,
                     put ? "its last change is lost" : "fetched again");
+            return null;
+        }
+        if (!dir && !put && Files.size(content) != o.path("size").asLong(Files.size(content))) {
+            // S3 has this version: the damaged copy (a power cut leaves ext4 files short or empty) goes
+            LOG.warn("S3 store {}: cached content of {} is damaged ({} bytes, the journal says {}): dropped,"
+                    + " fetched again from S3 at its next open", store.spec, p, Files.size(content), o.path("size").asLong());
             return null;
         }
         Node n = new Node(ino, dir, link, FileTime.fromMillis(o.path("mtime").asLong()), o.path("mode").asInt(FILE_MODE));
@@ -348,6 +364,40 @@ final class JournalRecords implements Closeable {
             n.appendsFrom = appendsFrom;
         }
         return n;
+    }
+
+    /**
+     * Whether the content of the changed file {@code n} is shorter than its record {@code o} says it
+     * was, no writer being open then: damaged since (a power cut, a hand), not a change. Where a
+     * writer was open ({@link #OPEN}), a kill -9 leaves its later writes unrecorded, and a truncate
+     * among them makes the content shorter, so nothing can be told; nor where it is longer.
+     */
+    private static boolean shorterThanJournaled(ObjectNode o, Node n) {
+        return !o.path(OPEN).asBoolean() && n.size < o.path("size").asLong(0);
+    }
+
+    /**
+     * The damaged content of the changed file {@code n}, last at {@code p}, is kept as a conflict copy
+     * beside it, as one of a change S3 refused, rather than uploaded over what S3 has at {@code p}
+     * (which shows there again); the copy's name, a new object. {@code names} holds the journal's.
+     */
+    private VfsPath keptAside(VfsPath p, Node n, ObjectNode o, Map<VfsPath, ObjectNode> names) {
+        VfsPath copy;
+        for (int i = 0; ; i++) {
+            copy = WriteBack.conflictName(p, store.options.host(), store.options.clock().instant(), i);
+            if (!names.containsKey(copy) && !store.overlay.nodes.containsKey(copy)) {
+                break;
+            }
+        }
+        LOG.error("S3 store {}: cached content of {} is damaged ({} bytes, the journal says {}): not uploaded over {}"
+                + " on S3; kept as {}, a new object", store.spec, p, n.size, o.path("size").asLong(), p, copy);
+        n.remoteEtag = null; // a new object: it replaces nothing on S3
+        n.sha = null; // the recorded hash is of the content before the damage
+        n.shaGen = -1;
+        n.listedModified = null;
+        n.uploadedAt = null;
+        n.appendsFrom = NOT_APPENDS;
+        return copy;
     }
 
     /** Directory nodes for the parents of a restored node, as journaled nodes come in any order. */

@@ -299,8 +299,10 @@ final class Overlay {
             }
             return;
         }
-        if (n.appendsFrom != appendsFrom && n.path != null) {
-            store.journal.put(n); // else a restart would merge as appends what this write changes
+        if ((n.appendsFrom != appendsFrom || n.sizeJournaled && n.size > 0) && n.path != null) {
+            // else a restart would merge as appends what this write changes, or take a truncate by
+            // this writer, killed before its close, for a content file damaged since the last record
+            store.journal.put(n);
         }
         if (n.appendsFrom == NOT_APPENDS) {
             n.due = Long.MAX_VALUE;
@@ -420,6 +422,11 @@ final class Overlay {
         /** The {@link Overlay#seq} at which this node last agreed with S3. */
         long syncedSeq;
         int writers;
+        /**
+         * Whether the journal's last record of it gives the size its content has, no writer being open
+         * then: a content file found shorter at the next start was damaged ({@link JournalRecords#replay}).
+         */
+        boolean sizeJournaled;
         /**
          * Handles open on it, writers among them, and renames fetching it to upload it anew: while
          * above 0 its content stays in the content cache.

@@ -1149,11 +1149,11 @@ final class WriteBack {
      * up beside it as {@code <name>.conflict-<host>-<time>}, and the name shows theirs from the next open.
      */
     private void conflict(Node n, VfsPath p, long gen, Path snap, String sha, Map<String, String> meta) throws IOException {
-        String stamp = CONFLICT_TIME.format(options.clock().instant());
+        Instant stamp = options.clock().instant();
         VfsPath copy = null;
         String copyEtag = null;
         for (int i = 0; copyEtag == null; i++) {
-            copy = p.parent().child(p.fileName() + ".conflict-" + options.host() + "-" + stamp + (i == 0 ? "" : "-" + i));
+            copy = conflictName(p, options.host(), stamp, i);
             try {
                 // putOnce: a first attempt that landed with its answer lost is this copy, not a reason
                 // for a second one under the next number (seen under load: two identical copies)
@@ -1216,6 +1216,11 @@ final class WriteBack {
             // else: changed again here meanwhile; its base stays the old ETag, so that upload conflicts too
             store.journal.commit();
         }
+    }
+
+    /** The {@code i}th name (from 0) of a conflict copy of {@code p} kept by {@code host} at {@code at}. */
+    static VfsPath conflictName(VfsPath p, String host, Instant at, int i) {
+        return p.parent().child(p.fileName() + ".conflict-" + host + "-" + CONFLICT_TIME.format(at) + (i == 0 ? "" : "-" + i));
     }
 
     void noteOutage(IOException e) {

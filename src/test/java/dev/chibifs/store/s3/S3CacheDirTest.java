@@ -10,12 +10,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.OpenFlag;
 import dev.chibifs.testing.MutableClock;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -27,7 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A cache directory belongs to one store: another store's pending changes are never replayed into
- * this one, and default names of stores that map alike differ.
+ * this one, default names of stores that map alike differ, and content damaged in the cache since
+ * its journal's record is neither served nor uploaded over S3's.
  */
 @Timeout(120)
 class S3CacheDirTest {
@@ -35,6 +42,8 @@ class S3CacheDirTest {
     private static final String BUCKET = "chibi";
     private static final String OTHER_BUCKET = "other";
     private static final AtomicInteger RUNS = new AtomicInteger();
+    /** What the conflict copies of these tests are stamped with: {@link #clock}'s time. */
+    private static final String STAMP = "20260102T030405Z";
 
     @TempDir
     static Path temp;
@@ -90,6 +99,19 @@ class S3CacheDirTest {
         Path to = temp.resolve("get-" + System.nanoTime());
         Bucket.Head h = b.get(key, to);
         return h == null ? null : Files.readString(to);
+    }
+
+    private static long ino(S3Storage s, String path) {
+        synchronized (s) {
+            return s.overlay.nodes.get(p(path)).ino;
+        }
+    }
+
+    /** Cuts the cached content of {@code ino} to {@code size} bytes, as a power cut or a hand would. */
+    private void cut(long ino, long size) throws IOException {
+        try (FileChannel ch = FileChannel.open(cacheDir.resolve("data").resolve(Long.toString(ino)), StandardOpenOption.WRITE)) {
+            ch.truncate(size);
+        }
     }
 
     @Test
@@ -176,5 +198,65 @@ class S3CacheDirTest {
         // a directory left by a chibifs before the record is taken by the first store to use it
         Files.delete(plain.resolve(CacheOwner.FILE));
         assertEquals(plain, S3Options.defaultCacheDir(home, underscore));
+    }
+
+    @Test
+    void aCleanFileCutShortInTheCacheIsFetchedAgainAndNotUploadedShort() throws Exception {
+        String spec = "s3://" + BUCKET + "/" + ns;
+        S3Storage a = store(spec, cacheDir);
+        a.write(p("/shared/f"), "first version ok!".getBytes(UTF_8));
+        a.flushAll();
+        long ino = ino(a, "/shared/f");
+        a.close(); // a clean stop: the journal says the file is S3's version, 17 bytes, cached
+        cut(ino, 3);
+
+        S3Storage again = store(spec, cacheDir);
+        assertEquals("first version ok!", new String(again.read(p("/shared/f")), UTF_8));
+        try (FileHandle h = again.open(p("/shared/f"), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND), 0)) {
+            h.write(ByteBuffer.wrap(" appended".getBytes(UTF_8)), 0);
+        }
+        again.flushAll();
+        assertEquals("first version ok! appended", inS3(BUCKET, ns + "/shared/f"));
+    }
+
+    @Test
+    void aChangedFileCutShortInTheCacheIsKeptAsAConflictCopyNotUploadedOverS3s() throws Exception {
+        String spec = "s3://" + BUCKET + "/" + ns;
+        S3Storage a = store(spec, cacheDir);
+        a.write(p("/shared/f"), "the good version on S3".getBytes(UTF_8));
+        a.flushAll();
+        a.write(p("/shared/f"), "a second version, not up yet".getBytes(UTF_8));
+        a.write(p("/shared/new"), "a new file, not up yet".getBytes(UTF_8));
+        long f = ino(a, "/shared/f");
+        long made = ino(a, "/shared/new");
+        a.crash();
+        cut(f, 3);
+        cut(made, 0); // as ext4 leaves a file whose blocks were not written at a power cut
+
+        S3Storage again = store(spec, cacheDir);
+        again.flushAll();
+        assertEquals("the good version on S3", inS3(BUCKET, ns + "/shared/f"));
+        assertEquals("a s", inS3(BUCKET, ns + "/shared/f.conflict-a-" + STAMP));
+        assertNull(inS3(BUCKET, ns + "/shared/new"));
+        assertEquals("", inS3(BUCKET, ns + "/shared/new.conflict-a-" + STAMP));
+        assertEquals("the good version on S3", new String(again.read(p("/shared/f")), UTF_8));
+        assertFalse(again.exists(p("/shared/new")));
+    }
+
+    @Test
+    void aWriterKilledAfterCuttingAFileItReopenedUploadsWhatItLeft() throws Exception {
+        String spec = "s3://" + BUCKET + "/" + ns;
+        S3Storage a = store(spec, cacheDir);
+        a.write(p("/shared/f"), "a long first version, closed".getBytes(UTF_8));
+        // reopened while its change waits for the debounce, cut and written, and killed before its close
+        FileHandle h = a.open(p("/shared/f"), EnumSet.of(OpenFlag.WRITE), 0);
+        h.truncate(0);
+        h.write(ByteBuffer.wrap("short".getBytes(UTF_8)), 0);
+        a.crash();
+
+        S3Storage again = store(spec, cacheDir);
+        again.flushAll();
+        assertEquals("short", inS3(BUCKET, ns + "/shared/f"));
+        assertNull(inS3(BUCKET, ns + "/shared/f.conflict-a-" + STAMP));
     }
 }
