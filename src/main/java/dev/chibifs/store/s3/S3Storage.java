@@ -1644,7 +1644,43 @@ public final class S3Storage implements Storage {
      * so operations that pass here together all find it.
      */
     private synchronized void requireRoom() throws IOException {
+        if (cacheDirectoryGone()) {
+            throw new ErrnoException(Linux.EIO, null, "Input/output error: the S3 store's cache directory "
+                    + dataDir.getParent() + " has gone: mount again");
+        }
         journal.requireRoom();
+    }
+
+    /** Set once the cache directory was found gone while mounted. */
+    private volatile boolean cacheGone;
+
+    /**
+     * Whether the cache directory has gone from under this store (removed by hand, or by a cleaner of
+     * /tmp): a file missing from it is then no file removed meanwhile, and changes not yet up, whose
+     * content was there, are lost. Said once, with what was lost; every change fails from then on,
+     * where writes went on into nothing and status said all was well.
+     */
+    boolean cacheDirectoryGone() {
+        if (cacheGone) {
+            return true;
+        }
+        if (Files.isDirectory(dataDir)) {
+            return false;
+        }
+        List<String> lost;
+        synchronized (this) {
+            if (cacheGone) {
+                return true;
+            }
+            cacheGone = true;
+            lost = overlay.nodes.values().stream().filter(n -> n.dirty && n.path != null && !n.dir)
+                    .map(n -> n.path.toString()).sorted().toList();
+        }
+        LOG.error("S3 store {}: its cache directory {} has gone (removed while mounted): {} change(s) not yet"
+                        + " uploaded are lost{}; every change fails (EIO) until the store is mounted again", spec,
+                dataDir.getParent(), lost.size(), lost.isEmpty() ? "" : ": " + String.join(", ", lost.subList(0, Math.min(20, lost.size())))
+                        + (lost.size() > 20 ? ", ..." : ""));
+        return true;
     }
 
     @Override
@@ -1903,7 +1939,8 @@ public final class S3Storage implements Storage {
             failing = writeBack.outage();
             waiting = pendingChanges();
         }
-        String health = away != null ? "unreachable: " + away
+        String health = cacheGone ? "its cache directory " + dataDir.getParent() + " has gone: every change fails"
+                : away != null ? "unreachable: " + away
                 : failing != null ? "answers, but the last write-back failed: " + failing : "answers";
         long[] moved = bucket.bytesMoved();
         return spec + " at " + bucket.where() + ": " + health + "; to upload: " + waiting + "; requests: "
@@ -1967,7 +2004,9 @@ public final class S3Storage implements Storage {
         }
         synchronized (this) {
             try {
-                journal.compact();
+                if (!cacheDirectoryGone()) { // said already; nothing is left to keep for a next start
+                    journal.compact();
+                }
                 journal.close();
             } finally {
                 writeBack.stop();

@@ -545,6 +545,7 @@ final class WriteBack {
             try {
                 direct = attempt < SNAPSHOT_TRIES && bucket.inParts(Files.size(data));
             } catch (NoSuchFileException e) {
+                store.cacheDirectoryGone(); // said, if it is why
                 return; // removed meanwhile: nothing to upload
             }
             // the copy that goes up; null where the file itself does
@@ -555,6 +556,7 @@ final class WriteBack {
                 sha = direct ? ContentHash.of(data) : snapshot(data, snap);
             } catch (NoSuchFileException e) {
                 deleteSnapshot(snap);
+                store.cacheDirectoryGone(); // said, if it is why
                 return; // removed meanwhile: nothing to upload
             } catch (IOException e) {
                 // the cache disk full, most likely: a partial copy must not take the room it needs, and

@@ -23,6 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The S3 store against the shared behaviour suite, over a real S3 server. Uploads go at once and
@@ -133,6 +134,26 @@ class S3StorageTest extends StorageBehaviourSuite {
             }
             s.flushAll();
             assertEquals("x", new String(s.read(fits)));
+        }
+    }
+
+    /**
+     * A cache directory removed while the store is open (by hand, by a cleaner of /tmp) is said, and
+     * every change fails: writes went on into nothing and the store said all was well, while the
+     * changes not yet up were lost without a word.
+     */
+    @Test
+    void aCacheDirectoryRemovedUnderTheStoreFailsEveryChangeAndSaysSo() throws IOException {
+        server.createBucket("gone");
+        Path cache = temp.resolve("gone-cache");
+        try (S3Storage s = S3Storage.open("s3://gone/ns", S3Options.defaults(cache, server.env())
+                .withFlushAfter(Duration.ofHours(1)))) {
+            s.write(p("/shared/pending.txt"), "pend".getBytes());
+            Sh.run("rm -rf '" + cache + "'").ok();
+            java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
+                    () -> s.write(p("/shared/after.txt"), "x".getBytes()));
+            assertEquals(Linux.EIO, Errors.errno(e), e.toString());
+            assertTrue(s.state().contains("has gone"), s.state());
         }
     }
 
