@@ -191,6 +191,36 @@ class S3StorageTest extends StorageBehaviourSuite {
         }
     }
 
+    /**
+     * A file whose upload copy finds no room on the cache's disk goes up from where it is, as a large
+     * one does: the copy's failure held it back for good, every file after it too, and its fsync failed.
+     */
+    @Test
+    void aFileWithNoRoomForItsUploadCopyGoesUpFromWhereItIs() throws IOException {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        server.createBucket("roomless");
+        Path disk = java.nio.file.Files.createDirectories(temp.resolve("roomless-disk"));
+        // room for the file and the journal's 1 MiB, not for a copy of the file besides
+        Sh.run("mount -t tmpfs -o size=10m chibifs-test-cache '" + disk + "'").ok();
+        try {
+            S3Options o = S3Options.defaults(disk.resolve("cache"), server.env()).withFlushAfter(Duration.ofHours(1));
+            byte[] big = new byte[6 << 20];
+            new java.util.Random(3).nextBytes(big);
+            try (S3Storage s = S3Storage.open("s3://roomless/ns", o)) {
+                s.write(p("/shared/big"), big);
+                s.write(p("/shared/small"), "13 bytes here".getBytes());
+                s.flushAll();
+                assertEquals(0, s.pendingChanges());
+            }
+            try (S3Storage other = S3Storage.open("s3://roomless/ns", S3Options.defaults(temp.resolve("roomless-other"), server.env()))) {
+                assertArrayEquals(big, other.read(p("/shared/big")));
+                assertEquals("13 bytes here", new String(other.read(p("/shared/small"))));
+            }
+        } finally {
+            Sh.run("umount -l '" + disk + "'");
+        }
+    }
+
     private interface Change {
         void run() throws IOException;
     }
