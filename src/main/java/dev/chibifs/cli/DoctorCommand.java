@@ -332,6 +332,15 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             return Check.fail(name, store + " is inside a chibifs mount, so the daemon would serve itself",
                     "choose a --home on a local filesystem, outside every chibifs mount");
         }
+        try {
+            if (statfs(store).readOnly()) {
+                // what the probe below would meet first, and blame on the file system's kind
+                return Check.fail(name, store + " is on a read-only mount: the daemon writes the store",
+                        "remount it read-write, or serve a read-only tree at a prefix (--store PREFIX=readonly:DIR)");
+            }
+        } catch (IOException unknown) {
+            // the probe below says what it meets
+        }
         String id = Long.toHexString(ThreadLocalRandom.current().nextLong());
         Path a = store.resolve(LocalStorage.TEMP_PREFIX + "doctor-a-" + id);
         Path b = store.resolve(LocalStorage.TEMP_PREFIX + "doctor-b-" + id);
@@ -497,9 +506,13 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     private static long statfsType(Path dir) throws IOException {
+        return statfs(dir).type();
+    }
+
+    private static Syscalls.Statfs statfs(Path dir) throws IOException {
         int fd = Syscalls.openat(Linux.AT_FDCWD, dir.toString(), Linux.O_RDONLY | Linux.O_DIRECTORY, 0, dir.toString());
         try {
-            return Syscalls.fstatfs(fd).type();
+            return Syscalls.fstatfs(fd);
         } finally {
             Syscalls.close(fd);
         }

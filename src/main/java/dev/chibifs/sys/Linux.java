@@ -247,6 +247,9 @@ public final class Linux {
     /** The capability mount(2) and FUSE_DEV_IOC_BACKING_OPEN need (linux/capability.h): its bit in CapEff. */
     public static final int CAP_SYS_ADMIN = 21;
 
+    /** statfs(2)'s f_flags bit of a read-only mount. */
+    public static final long ST_RDONLY = 1;
+
     /** statfs(2)'s f_type of a FUSE file system, chibifs's included (linux/magic.h). */
     public static final long FUSE_SUPER_MAGIC = 0x65735546L;
 

@@ -975,9 +975,13 @@ public final class Syscalls {
         return new InotifyBatch(events, n <= INOTIFY_BUFFER - LONGEST_INOTIFY_EVENT);
     }
 
-    /** What fstatfs(2) says of a file system; sizes in {@code unit} bytes (f_frsize, else f_bsize). */
+    /** What fstatfs(2) says of a file system; sizes in {@code unit} bytes (f_frsize, else f_bsize); {@code flags} its mount's ST_*. */
     public record Statfs(long type, long unit, long blocks, long free, long available, long files, long freeFiles,
-                         long nameLength) {
+                         long nameLength, long flags) {
+        /** Whether the mount the descriptor is on is read-only (ST_RDONLY: per mount, so a read-only bind mount too). */
+        public boolean readOnly() {
+            return (flags & Linux.ST_RDONLY) != 0;
+        }
     }
 
     /** fstatfs(2) of {@code fd}. */
@@ -986,11 +990,12 @@ public final class Syscalls {
         if (LIBC.fstatfs(fd, buf) != 0) {
             throw failure(null);
         }
-        // struct statfs: f_type, f_bsize, f_blocks, f_bfree, f_bavail, f_files, f_ffree, f_fsid, f_namelen, f_frsize
+        // struct statfs: f_type, f_bsize, f_blocks, f_bfree, f_bavail, f_files, f_ffree, f_fsid, f_namelen,
+        // f_frsize, f_flags
         long unit = buf.getLong(72) > 0 ? buf.getLong(72) : buf.getLong(8);
         // __fsword_t f_type, compared as the unsigned 32-bit magic
         return new Statfs(buf.getLong(0) & 0xffffffffL, unit, buf.getLong(16), buf.getLong(24), buf.getLong(32),
-                buf.getLong(40), buf.getLong(48), buf.getLong(64));
+                buf.getLong(40), buf.getLong(48), buf.getLong(64), buf.getLong(80));
     }
 
     /** Whether the file system of {@code fd} is one of {@code types} (statfs f_type). */

@@ -200,6 +200,22 @@ class DoctorCommandTest {
         assertFailed("store " + store + ": absent, and cannot be created in /proc", "mkdir -p " + store);
     }
 
+    /** A store on a read-only mount is said to be that, not blamed on the kind of its file system. */
+    @Test
+    void aStoreOnAReadOnlyMountFailsAsThat() throws Exception {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        DoctorCommand.Host host = healthyHost(0);
+        Path store = home.resolve("vfs");
+        dev.chibifs.testing.Sh.run("mount --bind '" + store + "' '" + store + "' && mount -o remount,bind,ro '" + store + "'").ok();
+        try {
+            assertEquals(1, doctor(host));
+            assertTrue(out.toString().contains(store + " is on a read-only mount"), out.toString());
+            assertFalse(out.toString().contains("put the store on ext4"), out.toString());
+        } finally {
+            dev.chibifs.testing.Sh.run("umount -l '" + store + "'");
+        }
+    }
+
     @Test
     void unwritableStoreFails() throws Exception {
         DoctorCommand.Host host = healthyHost(0);
