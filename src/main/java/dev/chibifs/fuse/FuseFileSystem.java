@@ -1933,27 +1933,7 @@ final class FuseFileSystem {
                 walIndex.unlock(n, owner);
             }
         }
-        return new LockWaits.Attempt() {
-            @Override
-            public boolean tryNow() throws IOException {
-                return locks.tryLock(owner, pid, type, start, end);
-            }
-
-            @Override
-            public AutoCloseable whenLetGo(Runnable letGo) {
-                return locks.whenLetGo(letGo);
-            }
-
-            @Override
-            public java.util.OptionalLong recordOwner() {
-                return java.util.OptionalLong.of(owner);
-            }
-
-            @Override
-            public java.util.OptionalLong blocker() {
-                return locks.blocker(owner, type, start, end);
-            }
-        };
+        return attempt(locks, () -> locks.tryLock(owner, pid, type, start, end));
     }
 
     /** {@code tryNow} on {@code locks}, told of let-gos elsewhere as the store can tell them. */

@@ -836,12 +836,8 @@ final class FuseSession {
                         long node = req.nodeid;
                         int type = req.lockType();
                         waits = true;
-                        if (!lockWaits.await(req.unique, node, attempt, waitNotice -> grantedOffWorker(node, type, waitNotice),
-                                replyTo, tracedWait(), letGo)) {
-                            waits = false;
-                            reply.error(Linux.EDEADLK);
-                            return true;
-                        }
+                        lockWaits.await(req.unique, node, attempt, waitNotice -> grantedOffWorker(node, type, waitNotice), replyTo,
+                                tracedWait(), letGo);
                         return false; // answered by the wait, on its own thread
                     }
                     if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {

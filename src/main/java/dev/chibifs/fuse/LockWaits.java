@@ -9,7 +9,6 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -49,25 +48,7 @@ final class LockWaits implements AutoCloseable {
         default AutoCloseable whenLetGo(Runnable letGo) {
             return null;
         }
-
-        /**
-         * The owner of the record lock (F_SETLKW) this attempt is for; empty for flock and the like,
-         * whose waits Linux never calls deadlocked either.
-         */
-        default OptionalLong recordOwner() {
-            return OptionalLong.empty();
-        }
-
-        /** The owner whose lock this attempt meets now, where the store can tell ({@link dev.chibifs.store.FileLocks#blocker}). */
-        default OptionalLong blocker() {
-            return OptionalLong.empty();
-        }
     }
-
-    /** How many waits deep a cycle is looked for, as the kernel's MAX_DEADLK_ITERATIONS. */
-    private static final int DEADLOCK_STEPS = 10;
-    /** Held while a wait looks for a cycle and joins the waiters: two that close one at once cannot both miss it. */
-    private final Object waitsJoining = new Object();
 
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "chibifs-lock-waits");
@@ -141,26 +122,17 @@ final class LockWaits implements AutoCloseable {
      * Waits for request {@code unique}'s lock on node {@code node}, answering it when granted, failed
      * or interrupted; {@code granted} runs on the timer thread, with a notification buffer, before
      * the reply of a grant, and {@code ended} (may be null) after the answer, with its errno (0 for
-     * the grant). {@code letGoBefore}: {@link #letGoCount} before the refused try. False, and no wait,
-     * where the wait would close a cycle of record-lock owners each waiting for the next's lock: the
-     * caller answers EDEADLK, as F_SETLKW does on a disk (two processes each holding what the other
-     * waits for would else wait for good).
+     * the grant). {@code letGoBefore}: {@link #letGoCount} before the refused try.
      */
-    boolean await(long unique, long node, Attempt attempt, java.util.function.Consumer<FuseReply> granted,
+    void await(long unique, long node, Attempt attempt, java.util.function.Consumer<FuseReply> granted,
                FuseChannel replyTo, IntConsumer ended, long letGoBefore) {
         Waiter waiter = new Waiter(node, attempt, granted, replyTo, ended);
         // another mount's unlock, or a program's on the store file, tells us nothing: the store's watch does
         waiter.letGoWatch = attempt.whenLetGo(() -> letGo(node));
-        synchronized (waitsJoining) {
-            if (closesCycle(attempt)) {
-                waiter.done();
-                return false;
-            }
-            waiting.put(unique, waiter);
-        }
+        waiting.put(unique, waiter);
         if (interruptedEarly.remove(unique)) {
             interrupt(unique);
-            return true;
+            return;
         }
         long first = firstRetryMicros;
         // a let-go between the refused try and the put above found no waiter to try again: try now
@@ -170,41 +142,6 @@ final class LockWaits implements AutoCloseable {
                 schedule(unique, waiter, in, first);
             }
         });
-        return true;
-    }
-
-    /**
-     * Whether {@code wanting}'s owner holds, through a chain of waiting owners each blocked by the
-     * next, the lock it would wait for. Under {@link #waitsJoining}.
-     */
-    private boolean closesCycle(Attempt wanting) {
-        OptionalLong me = wanting.recordOwner();
-        if (me.isEmpty()) {
-            return false;
-        }
-        OptionalLong holder = wanting.blocker();
-        for (int step = 0; holder.isPresent() && step < DEADLOCK_STEPS; step++) {
-            if (holder.getAsLong() == me.getAsLong()) {
-                return true;
-            }
-            Attempt theirs = recordWaitOf(holder.getAsLong());
-            if (theirs == null) {
-                return false;
-            }
-            holder = theirs.blocker();
-        }
-        return false;
-    }
-
-    /** The record-lock wait of {@code owner}, if it waits for one. */
-    private Attempt recordWaitOf(long owner) {
-        for (Waiter w : waiting.values()) {
-            OptionalLong o = w.attempt.recordOwner();
-            if (o.isPresent() && o.getAsLong() == owner) {
-                return w.attempt;
-            }
-        }
-        return null;
     }
 
     /** How many let-gos this mount has seen: taken before a lock is tried, for {@link #await}. */

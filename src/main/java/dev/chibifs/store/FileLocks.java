@@ -79,14 +79,4 @@ public interface FileLocks {
      * flock locks stay: they go with UNLOCK or when the handle that took them closes.
      */
     void releaseOwner(long owner) throws IOException;
-
-    /**
-     * The owner whose record lock keeps {@code owner} from {@code type} on [start, end] now, among
-     * the owners this store keeps locks for in this daemon; empty where none does (the range is free,
-     * or held where this view cannot see: another mount, a program, another host). What a waiting
-     * F_SETLKW follows to find a deadlock, as the kernel follows its own blocked locks.
-     */
-    default java.util.OptionalLong blocker(long owner, LockType type, long start, long end) {
-        return java.util.OptionalLong.empty();
-    }
 }

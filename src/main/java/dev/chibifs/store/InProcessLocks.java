@@ -87,14 +87,6 @@ public final class InProcessLocks {
             }
         }
 
-        @Override
-        public java.util.OptionalLong blocker(long owner, LockType type, long start, long end) {
-            synchronized (monitor) {
-                Map.Entry<Long, RangeLocks> holder = type == LockType.UNLOCK ? null : holding(owner, type, start, end);
-                return holder == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(holder.getKey());
-            }
-        }
-
         /** Another owner's locks, one of which conflicts with {@code type} on [start, end]; null if none. Under the monitor. */
         private Map.Entry<Long, RangeLocks> holding(long owner, LockType type, long start, long end) {
             for (Map.Entry<Long, RangeLocks> e : posix.entrySet()) {

@@ -194,28 +194,27 @@ final class OfdLocks {
             if (found.conflicts() && found.pid() < 0) {
                 // the kernel names no process for a description's lock; where it is one of this
                 // daemon's owners, the process that took it is known (the pid F_GETLK reports on a disk)
-                Map.Entry<Long, Owner> holder = holding(owner, type, found.start(), found.end());
-                if (holder != null && holder.getValue().pid > 0) {
-                    return new LockState(found.type(), found.start(), found.end(), holder.getValue().pid);
+                int pid = pidOfHolder(owner, found);
+                if (pid > 0) {
+                    return new LockState(found.type(), found.start(), found.end(), pid);
                 }
             }
             return found;
         }
 
-        @Override
-        public java.util.OptionalLong blocker(long owner, LockType type, long start, long end) {
-            Map.Entry<Long, Owner> holder = type == LockType.UNLOCK ? null : holding(owner, type, start, end);
-            return holder == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(holder.getKey());
-        }
-
-        /** One of this daemon's owners, other than {@code owner}, whose record lock conflicts with {@code type} on [start, end]. */
-        private Map.Entry<Long, Owner> holding(long owner, LockType type, long start, long end) {
+        /**
+         * The process that took the very lock {@code found} (its range and type), among this daemon's
+         * owners other than {@code owner}; -1 where none holds it (another mount's, a program's). Two
+         * holders overlapping the range must not give one's range with the other's process.
+         */
+        private int pidOfHolder(long owner, LockState found) {
             for (Map.Entry<Long, Owner> e : inode.posix.entrySet()) {
-                if (e.getKey() != owner && holds(e.getValue(), type, start, end)) {
-                    return e;
+                Owner o = e.getValue();
+                if (e.getKey() != owner && holdsExactly(o, found)) {
+                    return o.pid;
                 }
             }
-            return null;
+            return -1;
         }
 
         @Override
@@ -387,10 +386,10 @@ final class OfdLocks {
         }
     }
 
-    /** Whether {@code o} holds a record lock that conflicts with another owner's {@code type} on [start, end]. */
-    private static boolean holds(Owner o, LockType type, long start, long end) {
+    /** Whether {@code o} holds the lock {@code lock} as it is: its type, from its start to its end. */
+    private static boolean holdsExactly(Owner o, LockState lock) {
         synchronized (o) {
-            return !o.dead && o.ranges.conflict(type, start, end) != null;
+            return !o.dead && o.ranges.ranges().contains(new RangeLocks.Range(lock.type(), lock.start(), lock.end()));
         }
     }
 

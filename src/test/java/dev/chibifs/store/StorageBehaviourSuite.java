@@ -1167,11 +1167,10 @@ public abstract class StorageBehaviourSuite {
 
     /**
      * F_GETLK names the process holding the conflicting lock, as on a disk (a tool asks kill(pid, 0)
-     * whether the holder lives: with 0 it always seemed to), and a waiter's blocker is its owner, which
-     * is what a deadlock is looked for by.
+     * whether the holder lives: with 0 it always seemed to), the very one whose range it gives.
      */
     @Test
-    void theHolderOfAConflictingRecordLockIsNamedByItsProcessAndItsOwner() throws IOException {
+    void theHolderOfAConflictingRecordLockIsNamedByItsProcess() throws IOException {
         storage.write(p("/shared/db"), bytes("0123456789"));
         try (FileHandle h1 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE);
              FileHandle h2 = open("/shared/db", OpenFlag.READ, OpenFlag.WRITE)) {
@@ -1179,11 +1178,12 @@ public abstract class StorageBehaviourSuite {
             FileLocks b = h2.locks();
             assertTrue(a.tryLock(1, 4321, LockType.WRITE, 0, 9));
             assertEquals(new LockState(LockType.WRITE, 0, 9, 4321), b.testLock(2, LockType.READ, 5, 5));
-            assertEquals(java.util.OptionalLong.of(1), b.blocker(2, LockType.READ, 5, 5));
-            assertEquals(java.util.OptionalLong.empty(), b.blocker(2, LockType.WRITE, 10, 20), "nobody holds it");
-            assertEquals(java.util.OptionalLong.empty(), a.blocker(1, LockType.WRITE, 0, 9), "an owner never blocks itself");
             assertTrue(a.tryLock(1, LockType.UNLOCK, 0, END));
-            assertEquals(java.util.OptionalLong.empty(), b.blocker(2, LockType.WRITE, 0, END), "let go");
+            // two readers overlapping: whichever lock is named, its own process with it
+            assertTrue(a.tryLock(1, 4321, LockType.READ, 0, 9));
+            assertTrue(b.tryLock(2, 4322, LockType.READ, 5, 19));
+            LockState seen = a.testLock(3, LockType.WRITE, 12, 16);
+            assertEquals(new LockState(LockType.READ, 5, 19, 4322), seen);
         }
     }
 

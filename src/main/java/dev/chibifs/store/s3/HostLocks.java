@@ -243,11 +243,6 @@ final class HostLocks implements AutoCloseable {
             local.releaseOwner(owner);
             settle(node);
         }
-
-        @Override
-        public java.util.OptionalLong blocker(long owner, LockType type, long start, long end) {
-            return local.blocker(owner, type, start, end);
-        }
     }
 
     /** After locks here went ({@code ObjectHandle}'s close, an unlock): the lease follows them down. */
