@@ -26,24 +26,52 @@ public final class SiteIdentity {
     private final Path file;
     // no lock: every flock request asks, and reading the file under one made them all wait for it
     private final AtomicReference<Known> known = new AtomicReference<>(new Known(null, Optional.empty(), null));
+    /**
+     * Set while one request looks at the file; the others take what is known meanwhile. A site.json
+     * linked into this very mount's /flocks made each look a request there, which looked again, until
+     * every worker waited on another (a tester's daemon hung past kill -9); a file on a stopped mount
+     * now holds one worker, not every flock request.
+     */
+    private final java.util.concurrent.atomic.AtomicBoolean looking = new java.util.concurrent.atomic.AtomicBoolean();
+    private final Stamper stamper;
 
-    public SiteIdentity(ChibiHome home) {
-        this.file = home.dir().resolve("site.json");
+    /** How the file's version is told: {@link FileStamp#of}; a test's own. */
+    interface Stamper {
+        FileStamp of(Path file) throws IOException;
     }
 
-    /** The site id now, or empty (why logged once, when it changed). */
+    public SiteIdentity(ChibiHome home) {
+        this(home.dir().resolve("site.json"), FileStamp::of);
+    }
+
+    SiteIdentity(Path file, Stamper stamper) {
+        this.file = file;
+        this.stamper = stamper;
+    }
+
+    /**
+     * The site id now, or empty (why logged once, when it changed). Asked first before the mount
+     * serves (so that what is known meanwhile is the file's, not nothing).
+     */
     public Optional<String> siteId() {
         Known before = known.get();
-        FileStamp now;
-        try {
-            now = FileStamp.of(file);
-        } catch (IOException e) {
-            return record(before, new Known(null, Optional.empty(), "cannot read " + file + ": " + e));
-        }
-        if (now.equals(before.stamp())) {
+        if (!looking.compareAndSet(false, true)) {
             return before.siteId();
         }
-        return record(before, now == FileStamp.MISSING ? new Known(now, Optional.empty(), null) : read(now));
+        try {
+            FileStamp now;
+            try {
+                now = stamper.of(file);
+            } catch (IOException e) {
+                return record(before, new Known(null, Optional.empty(), "cannot read " + file + ": " + e));
+            }
+            if (now.equals(before.stamp())) {
+                return before.siteId();
+            }
+            return record(before, now == FileStamp.MISSING ? new Known(now, Optional.empty(), null) : read(now));
+        } finally {
+            looking.set(false);
+        }
     }
 
     /** {@code next} as what is known, unless another request recorded first: only the one that records it says what was wrong. */

@@ -74,6 +74,7 @@ public final class Namespace implements java.io.Closeable {
         boolean localRoot = mounts.stream().noneMatch(m -> m.prefix().isRoot());
         LocalStorage local = localRoot ? new LocalStorage(home.store()) : null;
         SiteIdentity site = new SiteIdentity(home);
+        site.siteId(); // known before the first request: a request meanwhile takes what is known
         // without a local root the builder's first store is a placeholder: the / mount below replaces it
         Router.Builder b = Router.builder(localRoot ? local : new MemoryStorage(0)).flocks(site::siteId).symlinks(symlinks);
         List<String> described = new ArrayList<>();

@@ -23,6 +23,30 @@ class SiteIdentityTest {
         return assertTimeoutPreemptively(dev.chibifs.testing.OddFiles.PROMPTLY, site::siteId);
     }
 
+    /**
+     * A look at the file that asks for the site id again meanwhile (site.json linked into the mount's
+     * own /flocks: its stat is a request there, on another worker, which asks) is answered with what
+     * is known, at once: each such look asked again, until every worker waited on another.
+     */
+    @Test
+    void aLookThatAsksAgainMeanwhileIsAnsweredWithWhatIsKnown() throws Exception {
+        Path file = Files.writeString(home.resolve("site.json"), CHIBIS);
+        java.util.concurrent.atomic.AtomicReference<SiteIdentity> site = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicInteger looks = new java.util.concurrent.atomic.AtomicInteger();
+        site.set(new SiteIdentity(file, p -> {
+            if (looks.incrementAndGet() < 20) {
+                try {
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> site.get().siteId()).get();
+                } catch (InterruptedException | java.util.concurrent.ExecutionException e) {
+                    throw new IOException(e);
+                }
+            }
+            return FileStamp.of(p);
+        }));
+        assertEquals(Optional.of("site-1"), siteId(site.get()));
+        assertEquals(1, looks.get(), "the request meanwhile did not look");
+    }
+
     @Test
     void aFifoGivesNoSiteIdAtOnceUntilChibiWritesTheFile() throws IOException {
         SiteIdentity site = new SiteIdentity(new ChibiHome(home));
