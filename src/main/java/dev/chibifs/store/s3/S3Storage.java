@@ -793,6 +793,7 @@ public final class S3Storage implements Storage {
         }
         if (!n.dir) {
             requireStorableName(dst);
+            requireKeyFits(dst, objectKey(dst, n));
         } else {
             requireKeyFits(dst, dirKey(dst));
         }
@@ -1603,6 +1604,7 @@ public final class S3Storage implements Storage {
             throw new NoSuchFileException(link.toString());
         }
         requireStorableName(link);
+        requireKeyFits(link, objectKey(link, false, true)); // its object is the name and LINK_SUFFIX
         requireNewName(link);
         synchronized (this) {
             requireStillNew(link);

@@ -119,6 +119,7 @@ class S3StorageTest extends StorageBehaviourSuite {
         try (S3Storage s = S3Storage.open("s3://keys/ns", S3Options.defaults(temp.resolve("keys-cache"), server.env()))) {
             String deep = "/shared/" + "d".repeat(200) + "/" + "e".repeat(200) + "/" + "f".repeat(200) + "/" + "g".repeat(200);
             s.mkdir(p(deep));
+            s.createSymlink(p("/shared/link"), "t");
             VfsPath fits = p(deep + "/" + "h".repeat(1024 - ("ns" + deep + "/").length()));
             s.write(fits, "x".getBytes());
             java.util.List<ThrowingRunnable> changes = java.util.List.of(
@@ -126,6 +127,9 @@ class S3StorageTest extends StorageBehaviourSuite {
                     () -> s.mkdir(p(deep + "/" + "g".repeat(1024 - ("ns" + deep + "/").length()))), // its marker "...g/" is 1,025
                     () -> s.createDirectory(p(fits + "j")),
                     () -> s.rename(fits, p(fits + "k")),
+                    // a link's object is its name and ".rclonelink": 11 bytes more than a file's
+                    () -> s.createSymlink(p(deep + "/" + "l".repeat(1014 - ("ns" + deep + "/").length())), "t"),
+                    () -> s.rename(p("/shared/link"), p(deep + "/" + "m".repeat(1014 - ("ns" + deep + "/").length()))),
                     () -> s.rename(p("/shared/" + "d".repeat(200)), p("/shared/" + "d".repeat(201))));
             for (int i = 0; i < changes.size(); i++) {
                 java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class, changes.get(i)::run,
