@@ -79,6 +79,20 @@ public final class ContextsView implements ReadOnlyStore {
 
     private final AtomicReference<Known<Map<String, ContextEntry>>> state = new AtomicReference<>(new Known<>(null, Map.of()));
     private final AtomicReference<Known<FlockRegistry>> flocks = new AtomicReference<>(new Known<>(null, FlockRegistry.EMPTY));
+    /**
+     * Set while one request looks at state.json, or at the registry; the others take what is known
+     * meanwhile. A state.json linked into this very mount's /sys/contexts made each look a request
+     * there, which looked again, until the listing's workers all waited on one another.
+     */
+    private final java.util.concurrent.atomic.AtomicBoolean lookingAtState = new java.util.concurrent.atomic.AtomicBoolean();
+    private final java.util.concurrent.atomic.AtomicBoolean lookingAtRegistry = new java.util.concurrent.atomic.AtomicBoolean();
+    /** How a file's version is told: {@link FileStamp#of}; a test's own. */
+    private final Stamper stamper;
+
+    /** How a file's version is told. */
+    interface Stamper {
+        FileStamp of(Path file) throws IOException;
+    }
 
     /** One context as chibi's state file lists it. */
     /** chibi's u64 times, held in longs: printed unsigned (2^64 - 1 is -1 here). */
@@ -88,10 +102,18 @@ public final class ContextsView implements ReadOnlyStore {
 
     /** The view of chibi home {@code home} (state.json, contexts/, vfs/flocks/registry.json), this site being {@code siteId}. */
     public ContextsView(Path home, Supplier<Optional<String>> siteId) throws IOException {
+        this(home, siteId, FileStamp::of);
+        // known before the first request: a request meanwhile takes what is known
+        contextList();
+        registry();
+    }
+
+    ContextsView(Path home, Supplier<Optional<String>> siteId, Stamper stamper) {
         this.stateFile = home.resolve("state.json");
         this.registryFile = home.resolve("vfs").resolve("flocks").resolve("registry.json");
         this.contextsDir = home.resolve("contexts");
         this.siteId = siteId;
+        this.stamper = stamper;
     }
 
     /** The store of {@code <home>/contexts}, opened once it exists: the view never creates chibi's directories. */
@@ -109,7 +131,18 @@ public final class ContextsView implements ReadOnlyStore {
 
     private Map<String, ContextEntry> contextList() throws IOException {
         Known<Map<String, ContextEntry>> before = state.get();
-        FileStamp now = FileStamp.of(stateFile);
+        if (!lookingAtState.compareAndSet(false, true)) {
+            return before.value();
+        }
+        try {
+            return contextList(before);
+        } finally {
+            lookingAtState.set(false);
+        }
+    }
+
+    private Map<String, ContextEntry> contextList(Known<Map<String, ContextEntry>> before) throws IOException {
+        FileStamp now = stamper.of(stateFile);
         if (now.equals(before.stamp())) {
             return before.value();
         }
@@ -173,7 +206,18 @@ public final class ContextsView implements ReadOnlyStore {
 
     private FlockRegistry registry() throws IOException {
         Known<FlockRegistry> before = flocks.get();
-        FileStamp now = FileStamp.of(registryFile);
+        if (!lookingAtRegistry.compareAndSet(false, true)) {
+            return before.value();
+        }
+        try {
+            return registry(before);
+        } finally {
+            lookingAtRegistry.set(false);
+        }
+    }
+
+    private FlockRegistry registry(Known<FlockRegistry> before) throws IOException {
+        FileStamp now = stamper.of(registryFile);
         if (now.equals(before.stamp())) {
             return before.value();
         }

@@ -87,6 +87,36 @@ class ContextsViewTest {
         assertEquals(List.of("/site/goals.md"), goals, "no flocks: chibi reads no registry either");
     }
 
+    /**
+     * A look at state.json that lists /sys/contexts again meanwhile (the file linked into the mount's
+     * own /sys/contexts: its stat is a request there, on another worker) is answered with what is
+     * known, at once: each such look asked again, until the listing's workers all waited.
+     */
+    @Test
+    void aLookAtTheStateFileThatListsAgainMeanwhileIsAnsweredWithWhatIsKnown() throws Exception {
+        write("state.json", "{\"contexts\":[{\"name\":\"alice\",\"created_at\":1}]}");
+        java.util.concurrent.atomic.AtomicReference<ContextsView> view = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicInteger looks = new java.util.concurrent.atomic.AtomicInteger();
+        view.set(new ContextsView(home, () -> Optional.of("h-1"), file -> {
+            if (file.endsWith("state.json") && looks.incrementAndGet() < 20) {
+                try {
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                        try {
+                            return view.get().list(VfsPath.of("/"));
+                        } catch (java.io.IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    }).get();
+                } catch (InterruptedException | java.util.concurrent.ExecutionException e) {
+                    throw new java.io.IOException(e);
+                }
+            }
+            return dev.chibifs.config.FileStamp.of(file);
+        }));
+        assertEquals(List.of(new Entry("alice", EntryKind.DIRECTORY)), promptly(() -> view.get().list(VfsPath.of("/"))));
+        assertEquals(1, looks.get(), "the listing meanwhile did not look");
+    }
+
     private static <T> T promptly(org.junit.jupiter.api.function.ThrowingSupplier<T> what) {
         return org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(dev.chibifs.testing.OddFiles.PROMPTLY, what);
     }
