@@ -566,6 +566,10 @@ public final class LocalStorage implements Storage {
         if (path.isRoot()) {
             throw new IsDirectoryException(path.toString());
         }
+        // every name first: a write to a name the store refuses made its parents, and left them
+        for (String name : path.segments()) {
+            checkEncodable(path, name);
+        }
         mkdir(path.parent());
     }
 

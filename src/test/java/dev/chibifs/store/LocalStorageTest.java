@@ -48,6 +48,17 @@ class LocalStorageTest extends StorageBehaviourSuite {
         return (LocalStorage) storage;
     }
 
+    /** A write to a name the store refuses (not UTF-8) leaves nothing, not even the parents it would have made. */
+    @Test
+    void aWriteToANameTheStoreRefusesMakesNoParents() throws IOException {
+        LocalStorage s = local();
+        s.createDirectory(p("/shared"));
+        java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
+                () -> s.write(p("/shared/n3/b\uFFFD"), "y".getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        assertEquals(dev.chibifs.sys.Linux.EILSEQ, dev.chibifs.sys.Errors.errno(e), e.toString());
+        assertFalse(java.nio.file.Files.exists(root.resolve("shared/n3")), "no parent left behind");
+    }
+
     /** Three agents asking a large file's ETag at once hashed it three times, and the third met EBUSY. */
     @Test
     void callersAskingTheEtagOfOneVersionAtOnceShareOneHash() throws Exception {
