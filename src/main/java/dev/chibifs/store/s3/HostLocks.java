@@ -476,9 +476,29 @@ final class HostLocks implements AutoCloseable {
         }
     }
 
-    private static String leasesOf(String objectKey) {
-        return KEYS + objectKey + "/";
+    /**
+     * The prefix of the leases on {@code objectKey}: the key itself below {@link #KEYS}, or, where that
+     * would leave a lease's key past S3's limit, a SHA-256 of it below {@link #KEYS} twice (no store
+     * takes a name there, so no such prefix is another file's; "//" would be, but S3-compatible
+     * servers such as s3proxy's file backend refuse an empty part in a key). A long path's lock was
+     * else refused by S3 (KeyTooLongError) on every host.
+     */
+    static String leasesOf(String objectKey) {
+        String plain = KEYS + objectKey + "/";
+        if (plain.getBytes(java.nio.charset.StandardCharsets.UTF_8).length + LEASE_NAME_BYTES <= S3Storage.MAX_KEY_BYTES) {
+            return plain;
+        }
+        try {
+            byte[] sha = java.security.MessageDigest.getInstance("SHA-256")
+                    .digest(objectKey.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return KEYS + KEYS + java.util.HexFormat.of().formatHex(sha) + "/";
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every JVM has SHA-256", e);
+        }
     }
+
+    /** Room kept for a lease's own name below its prefix: the holder (host name, run) and its take, life and level. */
+    private static final int LEASE_NAME_BYTES = 256;
 
     /** A new lease object's key: each take its own, so a look at the bucket tells one take from the next. */
     private String leaseKey(String objectKey, Level level) {

@@ -129,6 +129,33 @@ class S3HostLocksTest {
         return new FileHandle[] {openDb(a), onB};
     }
 
+    /**
+     * A file whose key leaves no room for a lease's below it (S3 keys end at 1,024 bytes) is locked by
+     * a lease under a hash of its key: S3 refused the lease, and so the lock, on every host.
+     */
+    @Test
+    void aFileOfALongKeyIsLockedOnEveryHostAsAnyOther() throws Exception {
+        S3Storage a = host("a");
+        S3Storage b = host("b");
+        // its key about 1,000 bytes, a lease below it about 1,040 (no part over 200: s3proxy keeps a part and a UUID in one file name)
+        VfsPath file = p("/shared/" + "d".repeat(250) + "/" + "e".repeat(250) + "/" + "f".repeat(200) + "/" + "g".repeat(200) + "/" + "h".repeat(80));
+        a.mkdir(file.parent());
+        a.write(file, "x".getBytes(UTF_8));
+        assertTrue(a.objectKey(file, false, false).getBytes(UTF_8).length > S3Storage.MAX_KEY_BYTES - 40, "long enough");
+        a.flushAll();
+        FileHandle onA = a.open(file, READ_WRITE, 0644);
+        open.add(onA);
+        FileHandle onB = b.open(file, READ_WRITE, 0644);
+        open.add(onB);
+        assertTrue(onA.locks().tryLock(1, LockType.WRITE, 0, ALL));
+        assertFalse(onB.locks().tryLock(2, LockType.READ, 0, ALL), "a holds it");
+        for (String key : List.copyOf(server.stored)) {
+            assertTrue(key.getBytes(UTF_8).length <= S3Storage.MAX_KEY_BYTES, key.length() + " bytes: " + key);
+        }
+        assertTrue(onA.locks().tryLock(1, LockType.UNLOCK, 0, ALL));
+        assertTrue(grantedWithin(() -> onB.locks().tryLock(2, LockType.READ, 0, ALL)));
+    }
+
     @Test
     void aWriteLockOnOneHostKeepsEveryLockOfAnotherOutUntilItGoes() throws Exception {
         S3Storage a = host("a");
