@@ -158,6 +158,34 @@ class CacheSweeperTest {
     @Test
     void aBadFileKeepsTheLastGoodSettingsAndIsLoggedOnce() throws IOException {
         ChibiHome home = new ChibiHome(dir.resolve("home"));
+        String logged = sweptAfter(home, config -> Files.writeString(config, "tool_cache_max_age_days = \"two\"\n"));
+        assertTrue(logged.contains(home.configFile() + ":1: tool_cache_max_age_days: expected a non-negative integer"),
+                logged);
+    }
+
+    /** config.toml as a link to /dev/zero killed the daemon at its next sweep (read until out of memory); a fifo hung it. */
+    @Test
+    void aConfigThatIsNoRegularFileKeepsTheLastGoodSettingsAndIsLoggedOnce() throws IOException {
+        ChibiHome home = new ChibiHome(dir.resolve("home"));
+        String logged = sweptAfter(home, config -> {
+            Files.delete(config);
+            Files.createSymbolicLink(config, Path.of("/dev/zero"));
+        });
+        assertTrue(logged.contains(home.configFile() + ": cannot read: " + dev.chibifs.config.HomeFile.NOT_REGULAR
+                + "; the tool cache sweep keeps the settings read before"), logged);
+    }
+
+    /** A change made to config.toml between two sweeps. */
+    private interface ConfigChange {
+        void apply(Path config) throws IOException;
+    }
+
+    /**
+     * Sweeps with config.toml saying 2 days, then after {@code breakIt}: the sweeps keep the 2 days
+     * (an entry 4 days old goes each time, none 3 days old stays) and one WARN line says why; what was
+     * logged is returned.
+     */
+    private String sweptAfter(ChibiHome home, ConfigChange breakIt) throws IOException {
         Files.createDirectories(home.dir());
         Files.writeString(home.configFile(), "tool_cache_max_age_days = 2\n");
         java.io.PrintStream realErr = System.err;
@@ -165,7 +193,7 @@ class CacheSweeperTest {
         try (CacheSweeper s = CacheSweeper.create(router, ChibiConfig.DEFAULTS, () -> ChibiConfig.load(home),
                 Duration.ofHours(1), clock)) {
             s.sweepOnce();
-            Files.writeString(home.configFile(), "tool_cache_max_age_days = \"two\"\n");
+            breakIt.apply(home.configFile());
             Path old = entry("old_1_00000000", Duration.ofDays(4));
             System.setErr(new java.io.PrintStream(log, true, java.nio.charset.StandardCharsets.UTF_8));
             assertEquals(1, s.sweepOnce(), "2 + 1 days, the last good setting, not the default 7");
@@ -178,37 +206,7 @@ class CacheSweeperTest {
         }
         String logged = log.toString(java.nio.charset.StandardCharsets.UTF_8);
         assertEquals(1, logged.lines().filter(l -> l.contains("WARN")).count(), logged);
-        assertTrue(logged.contains(home.configFile() + ":1: tool_cache_max_age_days: expected a non-negative integer"),
-                logged);
-    }
-
-    /** config.toml as a link to /dev/zero killed the daemon at its next sweep (read until out of memory); a fifo hung it. */
-    @Test
-    void aConfigThatIsNoRegularFileKeepsTheLastGoodSettingsAndIsLoggedOnce() throws IOException {
-        ChibiHome home = new ChibiHome(dir.resolve("home"));
-        Files.createDirectories(home.dir());
-        Files.writeString(home.configFile(), "tool_cache_max_age_days = 2\n");
-        java.io.PrintStream realErr = System.err;
-        java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
-        try (CacheSweeper s = CacheSweeper.create(router, ChibiConfig.DEFAULTS, () -> ChibiConfig.load(home),
-                Duration.ofHours(1), clock)) {
-            s.sweepOnce();
-            Files.delete(home.configFile());
-            Files.createSymbolicLink(home.configFile(), Path.of("/dev/zero"));
-            Path old = entry("old_1_00000000", Duration.ofDays(4));
-            System.setErr(new java.io.PrintStream(log, true, java.nio.charset.StandardCharsets.UTF_8));
-            assertEquals(1, s.sweepOnce(), "2 + 1 days, the last good setting");
-            assertFalse(Files.exists(old));
-            entry("old_2_00000000", Duration.ofDays(4));
-            assertEquals(1, s.sweepOnce());
-            assertEquals(2, s.settings().toolCacheMaxAgeDays());
-        } finally {
-            System.setErr(realErr);
-        }
-        String logged = log.toString(java.nio.charset.StandardCharsets.UTF_8);
-        assertEquals(1, logged.lines().filter(l -> l.contains("WARN")).count(), logged);
-        assertTrue(logged.contains(home.configFile() + ": cannot read: " + dev.chibifs.config.HomeFile.NOT_REGULAR
-                + "; the tool cache sweep keeps the settings read before"), logged);
+        return logged;
     }
 
     @Test

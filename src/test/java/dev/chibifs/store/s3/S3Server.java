@@ -319,6 +319,11 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     /** Requests held by the server: {@code reached} counts them down as they come, all answered once {@code release} is. */
     record HeldRequests(java.util.function.BiPredicate<String, Long> which, java.util.concurrent.CountDownLatch reached,
                       java.util.concurrent.CountDownLatch release) {
+        /** Requests {@code which} says are held until released; {@code expected} of them awaited. */
+        static HeldRequests of(java.util.function.BiPredicate<String, Long> which, int expected) {
+            return new HeldRequests(which, new java.util.concurrent.CountDownLatch(expected), new java.util.concurrent.CountDownLatch(1));
+        }
+
         static final HeldRequests NONE = new HeldRequests((name, from) -> false, new java.util.concurrent.CountDownLatch(0),
                 new java.util.concurrent.CountDownLatch(0));
 
@@ -347,8 +352,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
     /** Every LIST of a prefix {@code which} accepts waits until the test lets them go. */
     HeldRequests holdLists(java.util.function.Predicate<String> which, int expected) {
-        HeldRequests h = new HeldRequests((prefix, from) -> which.test(prefix), new java.util.concurrent.CountDownLatch(expected),
-                new java.util.concurrent.CountDownLatch(1));
+        HeldRequests h = HeldRequests.of((prefix, from) -> which.test(prefix), expected);
         heldLists = h;
         return h;
     }
@@ -358,8 +362,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
     /** Every PUT of an object {@code which} names waits, its body unread, until the test lets them go. */
     HeldRequests holdPuts(java.util.function.Predicate<String> which, int expected) {
-        HeldRequests h = new HeldRequests((name, from) -> which.test(name), new java.util.concurrent.CountDownLatch(expected),
-                new java.util.concurrent.CountDownLatch(1));
+        HeldRequests h = HeldRequests.of((name, from) -> which.test(name), expected);
         heldPuts = h;
         return h;
     }
@@ -367,7 +370,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
     /** Every part of an upload {@code which} names (by object name and part number) waits, its body unread, until the test lets them go. */
     HeldRequests holdParts(java.util.function.BiPredicate<String, Long> which, int expected) {
-        HeldRequests h = new HeldRequests(which, new java.util.concurrent.CountDownLatch(expected), new java.util.concurrent.CountDownLatch(1));
+        HeldRequests h = HeldRequests.of(which, expected);
         heldParts = h;
         return h;
     }
@@ -380,7 +383,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
      * object) waits until the test lets them go; {@code expected} of them are awaited.
      */
     HeldRequests holdRanges(java.util.function.BiPredicate<String, Long> which, int expected) {
-        HeldRequests h = new HeldRequests(which, new java.util.concurrent.CountDownLatch(expected), new java.util.concurrent.CountDownLatch(1));
+        HeldRequests h = HeldRequests.of(which, expected);
         heldRanges = h;
         return h;
     }
