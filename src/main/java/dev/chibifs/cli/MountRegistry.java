@@ -199,9 +199,14 @@ public final class MountRegistry {
         return entries;
     }
 
+    /** A mount's record is a dozen lines: far below this. */
+    private static final long RECORD_LIMIT = 1 << 20;
+
     private Entry judge(Path file, List<Path> mounted) {
         MountRecord record;
-        try (Reader in = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+        // as chibi's own files are read: a fifo there hung status, a link to /dev/zero would take its memory
+        try (Reader in = new java.io.StringReader(new String(dev.chibifs.config.HomeFile.read(file, RECORD_LIMIT),
+                StandardCharsets.UTF_8))) {
             Properties p = new Properties();
             p.load(in);
             record = MountRecord.fromProperties(p);

@@ -80,6 +80,18 @@ class MountRegistryTest {
         registry.remove(mp);
     }
 
+    /** A fifo among the records hung chibifs status in open(2). */
+    @Test
+    void aRecordThatIsNoRegularFileIsUnreadableAtOnce() throws Exception {
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(tmp.resolve("m")), pid -> true);
+        registry.write(uidMapped(tmp.resolve("m"), 4242));
+        Files.delete(registry.fileFor(tmp.resolve("m")));
+        dev.chibifs.testing.OddFiles.fifo(registry.fileFor(tmp.resolve("m")));
+        List<MountRegistry.Entry> entries = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+                dev.chibifs.testing.OddFiles.PROMPTLY, registry::list);
+        assertEquals(MountRegistry.Health.UNREADABLE, entries.get(0).health());
+    }
+
     @Test
     void deadPidIsStaleAndALiveDaemonWithoutItsMountIsDetached() throws Exception {
         Path mounted = tmp.resolve("a");

@@ -51,11 +51,15 @@ record CacheOwner(String bucket, String keyPrefix, String endpoint) {
      * record). A record that cannot be read is an {@link IOException} naming it: whose changes the
      * journal holds is then not known, so nothing of it may be replayed.
      */
+    /** A record is a bucket, a prefix and an endpoint: far below this. */
+    private static final long RECORD_LIMIT = 64 << 10;
+
     static CacheOwner read(Path dir) throws IOException {
         Path file = dir.resolve(FILE);
         String text;
         try {
-            text = Files.readString(file, StandardCharsets.UTF_8);
+            // as chibi's own files are read: a fifo or a link to /dev/zero there hung or ended the daemon
+            text = new String(dev.chibifs.config.HomeFile.read(file, RECORD_LIMIT), StandardCharsets.UTF_8);
         } catch (NoSuchFileException e) {
             return null;
         }
@@ -69,8 +73,9 @@ record CacheOwner(String bucket, String keyPrefix, String endpoint) {
             // said below
         }
         throw new IOException("cache directory " + dir + ": " + file + " does not say which S3 store the directory"
-                + " belongs to (not {\"bucket\":...,\"prefix\":...}): give this store another --cache-dir, or remove "
-                + dir + " once the store it belongs to has its changes");
+                + " belongs to (not {\"bucket\":...,\"prefix\":...}): give this store another --cache-dir, remove "
+                + dir + " once the store it belongs to has its changes, or remove " + file + " to take the directory"
+                + " as this store's");
     }
 
     /**
@@ -97,8 +102,21 @@ record CacheOwner(String bucket, String keyPrefix, String endpoint) {
             LOG.warn("cache directory {} of S3 store {} was last used with it at {}, now at {}: what it holds"
                     + " not yet uploaded goes to {}", dir, mine.store(), recorded.endpoint, endpoint, endpoint);
         }
+        if (recorded == null && hasJournal(dir)) {
+            // made by a chibifs before the record: nothing says whose changes its journal holds
+            LOG.warn("cache directory {} has no record of its S3 store (made by an older chibifs): taken as {}'s,"
+                    + " and the changes its journal holds go up there", dir, mine.store());
+        }
         if (!mine.equals(recorded)) {
             write(dir, mine);
+        }
+    }
+
+    private static boolean hasJournal(Path dir) {
+        try {
+            return Files.size(dir.resolve(S3Storage.JOURNAL_FILE)) > 0;
+        } catch (IOException none) {
+            return false;
         }
     }
 

@@ -137,6 +137,20 @@ class S3CacheDirTest {
         assertEquals("pending", inS3(BUCKET, ns + "/shared/f"));
     }
 
+    /** The record as a fifo hung the mount in open(2), holding the directory's lock; a link to /dev/zero would end it. */
+    @Test
+    void aRecordThatIsNoRegularFileIsRefusedAtOnce() throws Exception {
+        String mine = "s3://" + BUCKET + "/" + ns;
+        store(mine, cacheDir).close();
+        Files.delete(cacheDir.resolve(CacheOwner.FILE));
+        dev.chibifs.testing.OddFiles.fifo(cacheDir.resolve(CacheOwner.FILE));
+        IOException e = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(dev.chibifs.testing.OddFiles.PROMPTLY,
+                () -> org.junit.jupiter.api.Assertions.assertThrows(IOException.class, () -> store(mine, cacheDir)));
+        assertTrue(e.getMessage().contains(dev.chibifs.config.HomeFile.NOT_REGULAR), e.getMessage());
+        Files.delete(cacheDir.resolve(CacheOwner.FILE));
+        store(mine, cacheDir); // the refusal let the directory's lock go
+    }
+
     @Test
     void aCacheDirectoryWithNoRecordOfItsStoreIsAdopted() throws Exception {
         String mine = "s3://" + BUCKET + "/" + ns;
