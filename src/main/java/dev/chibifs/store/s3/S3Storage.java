@@ -156,6 +156,7 @@ public final class S3Storage implements Storage {
         this.options = options;
         Path dir = options.cacheDir();
         this.dataDir = Files.createDirectories(dir.resolve("data"));
+        this.dataDirKey = fileKey(dataDir);
         this.uploadDir = Files.createDirectories(dir.resolve("upload"));
         this.lockFile = FileChannel.open(dir.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
         FileLock l;
@@ -176,7 +177,7 @@ public final class S3Storage implements Storage {
             throw e;
         }
         this.overlay = new Overlay(this);
-        this.journal = new JournalRecords(this, dir.resolve("journal"));
+        this.journal = new JournalRecords(this, dir.resolve(JOURNAL_FILE));
         this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);
         this.listings = new Listings(this, spec, bucket, options);
         this.fetches = new Fetches(this, bucket);
@@ -311,6 +312,9 @@ public final class S3Storage implements Storage {
     private static int utf8Length(String s) {
         return s.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
     }
+
+    /** The journal's name in the cache directory. */
+    static final String JOURNAL_FILE = "journal";
 
     /** The longest key S3 takes, in bytes of UTF-8. */
     static final int MAX_KEY_BYTES = 1024;
@@ -1655,6 +1659,18 @@ public final class S3Storage implements Storage {
 
     /** Set once the cache directory was found gone while mounted. */
     private volatile boolean cacheGone;
+    /** The data directory as opened (device and inode): one of the same name put in its place is not it. */
+    private final Object dataDirKey;
+
+    /** The device and inode of {@code dir}, or null where it is not there. */
+    private static Object fileKey(Path dir) {
+        try {
+            java.nio.file.attribute.BasicFileAttributes a = Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
+            return a.isDirectory() ? a.fileKey() : null;
+        } catch (IOException gone) {
+            return null;
+        }
+    }
 
     /**
      * Whether the cache directory has gone from under this store (removed by hand, or by a cleaner of
@@ -1666,7 +1682,7 @@ public final class S3Storage implements Storage {
         if (cacheGone) {
             return true;
         }
-        if (Files.isDirectory(dataDir)) {
+        if (dataDirKey != null && dataDirKey.equals(fileKey(dataDir))) {
             return false;
         }
         List<String> lost;
@@ -1678,7 +1694,7 @@ public final class S3Storage implements Storage {
             lost = overlay.nodes.values().stream().filter(n -> n.dirty && n.path != null && !n.dir)
                     .map(n -> n.path.toString()).sorted().toList();
         }
-        LOG.error("S3 store {}: its cache directory {} has gone (removed while mounted): {} change(s) not yet"
+        LOG.error("S3 store {}: its cache directory {} has gone (removed or replaced while mounted): {} change(s) not yet"
                         + " uploaded are lost{}; every change fails (EIO) until the store is mounted again", spec,
                 dataDir.getParent(), lost.size(), lost.isEmpty() ? "" : ": " + String.join(", ", lost.subList(0, Math.min(20, lost.size())))
                         + (lost.size() > 20 ? ", ..." : ""));

@@ -513,15 +513,6 @@ final class WriteBack {
         }
     }
 
-    /** Whether the cache's file system has less room left than a copy of {@code data} takes (a copy that failed: why). */
-    private boolean noRoomToCopy(Path data) {
-        try {
-            return Files.getFileStore(uploadDir).getUsableSpace() < Files.size(data);
-        } catch (IOException unknown) {
-            return false;
-        }
-    }
-
     /** Copies {@code file} to {@code snap}; the SHA-256 of what was copied. */
     private static String snapshot(Path file, Path snap) throws IOException {
         MessageDigest md = ContentHash.digest();
@@ -579,12 +570,16 @@ final class WriteBack {
                 return; // removed meanwhile: nothing to upload
             } catch (IOException e) {
                 // the cache disk full, most likely: a partial copy must not take the room it needs
-                deleteSnapshot(snap);
-                if (!direct && attempt < SNAPSHOT_TRIES && noRoomToCopy(data)) {
+                try {
+                    deleteSnapshot(snap);
+                } catch (IOException noCopyThere) {
+                    // where the copy could not even begin (its directory gone), nothing is left of it
+                }
+                if (!direct && attempt < SNAPSHOT_TRIES) {
                     // the file goes up from where it is, in parts each checked against the writes since,
-                    // as a large file does: a copy it has no room for kept it, and every file after it
-                    // in the pass, from going up at all, and its fsync failed (a tester's 12 MiB file
-                    // on an 8 MiB cache held back a 13-byte one for good)
+                    // as a large file does: a copy it had no room for (bytes, or inodes) kept it, and every
+                    // file after it in the pass, from going up at all, and its fsync failed (a tester's
+                    // 12 MiB file on an 8 MiB cache held back a 13-byte one for good)
                     direct = true;
                     snap = null;
                     sha = ContentHash.of(data);

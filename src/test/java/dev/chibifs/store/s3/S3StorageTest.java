@@ -161,6 +161,38 @@ class S3StorageTest extends StorageBehaviourSuite {
         }
     }
 
+    /** A cache directory replaced by another of its name while the store is open is gone too: its changes were lost unsaid. */
+    @Test
+    void aCacheDirectoryReplacedUnderTheStoreFailsEveryChange() throws IOException {
+        server.createBucket("replaced");
+        Path cache = temp.resolve("replaced-cache");
+        try (S3Storage s = S3Storage.open("s3://replaced/ns", S3Options.defaults(cache, server.env())
+                .withFlushAfter(Duration.ofHours(1)))) {
+            s.write(p("/shared/pending.txt"), "pend".getBytes());
+            Sh.run("mv '" + cache + "' '" + cache + ".moved' && mkdir -p '" + cache + "/data' '" + cache + "/upload'").ok();
+            java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
+                    () -> s.write(p("/shared/after.txt"), "x".getBytes()));
+            assertEquals(Linux.EIO, Errors.errno(e), e.toString());
+        }
+    }
+
+    /** A file whose upload copy cannot be made, whatever the reason (inodes gone, here the copies' directory), goes up from where it is. */
+    @Test
+    void aFileWhoseUploadCopyCannotBeMadeGoesUpFromWhereItIs() throws IOException {
+        server.createBucket("copyless");
+        Path cache = temp.resolve("copyless-cache");
+        try (S3Storage s = S3Storage.open("s3://copyless/ns", S3Options.defaults(cache, server.env())
+                .withFlushAfter(Duration.ofHours(1)))) {
+            s.write(p("/shared/small"), "13 bytes here".getBytes());
+            Sh.run("rm -rf '" + cache + "/upload' && touch '" + cache + "/upload'").ok();
+            s.flushAll();
+            assertEquals(0, s.pendingChanges());
+        }
+        try (S3Storage other = S3Storage.open("s3://copyless/ns", S3Options.defaults(temp.resolve("copyless-other"), server.env()))) {
+            assertEquals("13 bytes here", new String(other.read(p("/shared/small"))));
+        }
+    }
+
     /** A change that may fail. */
     private interface ThrowingRunnable {
         void run() throws IOException;
