@@ -14,6 +14,11 @@ import java.nio.file.attribute.BasicFileAttributes;
  */
 public record FileStamp(Object inode, long size, long modifiedNanos) {
 
+    /** How a reader of chibi's files tells a file's version: {@link #of}, or a test's own. */
+    public interface Stamper {
+        FileStamp of(Path file) throws IOException;
+    }
+
     /** The stamp of a file that is not there. */
     public static final FileStamp MISSING = new FileStamp(null, -1, -1);
 

@@ -33,18 +33,13 @@ public final class SiteIdentity {
      * now holds one worker, not every flock request.
      */
     private final java.util.concurrent.atomic.AtomicBoolean looking = new java.util.concurrent.atomic.AtomicBoolean();
-    private final Stamper stamper;
-
-    /** How the file's version is told: {@link FileStamp#of}; a test's own. */
-    interface Stamper {
-        FileStamp of(Path file) throws IOException;
-    }
+    private final FileStamp.Stamper stamper;
 
     public SiteIdentity(ChibiHome home) {
         this(home.dir().resolve("site.json"), FileStamp::of);
     }
 
-    SiteIdentity(Path file, Stamper stamper) {
+    SiteIdentity(Path file, FileStamp.Stamper stamper) {
         this.file = file;
         this.stamper = stamper;
     }

@@ -87,12 +87,7 @@ public final class ContextsView implements ReadOnlyStore {
     private final java.util.concurrent.atomic.AtomicBoolean lookingAtState = new java.util.concurrent.atomic.AtomicBoolean();
     private final java.util.concurrent.atomic.AtomicBoolean lookingAtRegistry = new java.util.concurrent.atomic.AtomicBoolean();
     /** How a file's version is told: {@link FileStamp#of}; a test's own. */
-    private final Stamper stamper;
-
-    /** How a file's version is told. */
-    interface Stamper {
-        FileStamp of(Path file) throws IOException;
-    }
+    private final FileStamp.Stamper stamper;
 
     /** One context as chibi's state file lists it. */
     /** chibi's u64 times, held in longs: printed unsigned (2^64 - 1 is -1 here). */
@@ -108,7 +103,7 @@ public final class ContextsView implements ReadOnlyStore {
         registry();
     }
 
-    ContextsView(Path home, Supplier<Optional<String>> siteId, Stamper stamper) {
+    ContextsView(Path home, Supplier<Optional<String>> siteId, FileStamp.Stamper stamper) {
         this.stateFile = home.resolve("state.json");
         this.registryFile = home.resolve("vfs").resolve("flocks").resolve("registry.json");
         this.contextsDir = home.resolve("contexts");

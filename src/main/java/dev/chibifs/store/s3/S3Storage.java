@@ -287,7 +287,12 @@ public final class S3Storage implements Storage {
      * host out of a file or letting two hold it at once. Those names are no file's.
      */
     private void refuseLeaseKeys(VfsPath p) throws IOException {
-        if (!p.isRoot() && dirKey(p).startsWith(HostLocks.KEYS)) {
+        // every lookup asks, for each name of the path: judged by its first name, with no key built
+        // ("/.chibifs-locks" is as long as ".chibifs-locks/")
+        String path = p.toString();
+        int n = HostLocks.KEYS.length();
+        if (spec.keyPrefix().isEmpty() && path.regionMatches(1, HostLocks.KEYS, 0, n - 1)
+                && (path.length() == n || path.charAt(n) == '/')) {
             throw new ErrnoException(Linux.EINVAL, p.toString(), "Invalid argument: "
                     + HostLocks.KEYS.substring(0, HostLocks.KEYS.length() - 1) + " at the bucket's top holds the locks' leases");
         }

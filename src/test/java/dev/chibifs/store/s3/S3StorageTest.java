@@ -148,31 +148,32 @@ class S3StorageTest extends StorageBehaviourSuite {
      */
     @Test
     void aCacheDirectoryRemovedUnderTheStoreFailsEveryChangeAndSaysSo() throws IOException {
-        server.createBucket("gone");
-        Path cache = temp.resolve("gone-cache");
-        try (S3Storage s = S3Storage.open("s3://gone/ns", S3Options.defaults(cache, server.env())
-                .withFlushAfter(Duration.ofHours(1)))) {
-            s.write(p("/shared/pending.txt"), "pend".getBytes());
-            Sh.run("rm -rf '" + cache + "'").ok();
-            java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
-                    () -> s.write(p("/shared/after.txt"), "x".getBytes()));
-            assertEquals(Linux.EIO, Errors.errno(e), e.toString());
-            assertTrue(s.state().contains("has gone"), s.state());
-        }
+        S3Storage s = withCacheTakenAway("gone", cache -> "rm -rf '" + cache + "'");
+        assertTrue(s.state().contains("has gone"), s.state());
     }
 
     /** A cache directory replaced by another of its name while the store is open is gone too: its changes were lost unsaid. */
     @Test
     void aCacheDirectoryReplacedUnderTheStoreFailsEveryChange() throws IOException {
-        server.createBucket("replaced");
-        Path cache = temp.resolve("replaced-cache");
-        try (S3Storage s = S3Storage.open("s3://replaced/ns", S3Options.defaults(cache, server.env())
+        withCacheTakenAway("replaced",
+                cache -> "mv '" + cache + "' '" + cache + ".moved' && mkdir -p '" + cache + "/data' '" + cache + "/upload'");
+    }
+
+    /**
+     * A store of bucket {@code name} with a change pending, whose cache directory the shell command
+     * {@code takeAway} makes of it takes away: the next change is EIO. Returns the store, closed.
+     */
+    private S3Storage withCacheTakenAway(String name, java.util.function.Function<Path, String> takeAway) throws IOException {
+        server.createBucket(name);
+        Path cache = temp.resolve(name + "-cache");
+        try (S3Storage s = S3Storage.open("s3://" + name + "/ns", S3Options.defaults(cache, server.env())
                 .withFlushAfter(Duration.ofHours(1)))) {
             s.write(p("/shared/pending.txt"), "pend".getBytes());
-            Sh.run("mv '" + cache + "' '" + cache + ".moved' && mkdir -p '" + cache + "/data' '" + cache + "/upload'").ok();
+            Sh.run(takeAway.apply(cache)).ok();
             java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
                     () -> s.write(p("/shared/after.txt"), "x".getBytes()));
             assertEquals(Linux.EIO, Errors.errno(e), e.toString());
+            return s;
         }
     }
 
