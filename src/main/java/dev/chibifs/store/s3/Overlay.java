@@ -188,6 +188,15 @@ final class Overlay {
     void tombstone(String k, String etag) {
         tombs.put(k, new Tomb(etag));
         store.journal.tomb(k, etag);
+        wakeWriteBack();
+    }
+
+    /** Something now waits to go up; the write-back is null while the store is being made. */
+    private void wakeWriteBack() {
+        WriteBack w = store.writeBack;
+        if (w != null) {
+            w.wake();
+        }
     }
 
     /** A new node at {@code p} takes over a pending tombstone there: its upload replaces that object. */
@@ -265,6 +274,7 @@ final class Overlay {
             n.dirty = true;
             dirtyNodes.add(n);
             n.firstDirty = store.millis();
+            wakeWriteBack();
         }
         schedule(n);
         if (n.path != null) {
@@ -293,6 +303,7 @@ final class Overlay {
             n.dirty = true;
             dirtyNodes.add(n);
             n.firstDirty = store.millis();
+            wakeWriteBack();
             n.due = dueWhileOpen(n);
             if (n.path != null) {
                 store.journal.put(n);

@@ -45,7 +45,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * host got there first.
  *
  * <p>A background thread ({@link #flushLoop}) looks every {@link #TICK_MILLIS} for dirty nodes whose
- * debounce has passed and for pending tombstones; an fsync ({@link #flushNode}), {@code chibifs sync}
+ * debounce has passed and for pending tombstones, while there are any (else it sleeps until the next
+ * eviction, or until {@link #wake} says there are); an fsync ({@link #flushNode}), {@code chibifs sync}
  * and close go at once ({@link #flush}). Directories' markers go first, then files, several at a
  * time, then the deletes. Each upload is conditional on the object being what this host last saw
  * (If-Match its ETag, If-None-Match: * for a new name). When it is not: a file only appended to
@@ -105,6 +106,8 @@ final class WriteBack {
     private String outage;
     /** When uploads in parts left behind are looked for again (see {@link #abortUploadsLeft}). */
     private Instant nextUploadsLeftCheck = Instant.MIN;
+    /** The flusher sleeps past {@link #TICK_MILLIS}: nothing waited to go up when it looked. */
+    private boolean idle;
 
     WriteBack(S3Storage store, S3Spec spec, Bucket bucket, S3Options options, Path uploadDir) {
         this.store = store;
@@ -1264,6 +1267,31 @@ final class WriteBack {
         }
     }
 
+    /**
+     * A node turned dirty or an object was tombstoned: an idle flusher looks now. Without the
+     * sleep it replaces, an idle S3 daemon woke ten times a second to find nothing to do.
+     */
+    void wake() {
+        synchronized (store) {
+            if (idle) {
+                idle = false;
+                store.notifyAll();
+            }
+        }
+    }
+
+    /** Whether the flusher sleeps for want of anything to do (tests). */
+    boolean idle() {
+        synchronized (store) {
+            return idle;
+        }
+    }
+
+    /** Under the store's monitor: nothing to upload, delete, replay or retry. */
+    private boolean nothingWaits() {
+        return replayed.isEmpty() && outage == null && !bucket.unreachable() && store.pendingChanges() == 0;
+    }
+
     void flushLoop() {
         long nextEviction = 0;
         while (true) {
@@ -1271,13 +1299,22 @@ final class WriteBack {
                 if (store.closed) {
                     return;
                 }
+                boolean sleptIdle = nothingWaits();
+                idle = sleptIdle;
                 try {
-                    store.wait(TICK_MILLIS);
+                    store.wait(sleptIdle ? Math.max(1, nextEviction - System.currentTimeMillis()) : TICK_MILLIS);
                 } catch (InterruptedException e) {
                     return;
                 }
+                boolean woken = sleptIdle && !idle;
+                idle = false;
                 if (store.closed) {
                     return;
+                }
+                if (woken) {
+                    // its pass a tick from now, as when the loop never slept: a pass at once, while
+                    // the writer goes on, sent each write of a run (flush_after 0) on its own
+                    continue;
                 }
                 if (System.currentTimeMillis() < backoffUntil) {
                     continue;

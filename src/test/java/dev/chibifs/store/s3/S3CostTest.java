@@ -2,6 +2,7 @@ package dev.chibifs.store.s3;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chibifs.path.VfsPath;
@@ -190,6 +191,37 @@ class S3CostTest {
                 assertEquals(all, lists, "only listings: " + s.requests());
                 assertTrue(lists <= bound, lists + " listings, bound " + bound);
             }
+        }
+    }
+
+    /**
+     * An idle store's write-back sleeps until a change wakes it: it looked ten times a second for
+     * uploads that were not there, waking an idle daemon for nothing.
+     */
+    @Test
+    void anIdleWriteBackSleepsUntilAChangeWakesIt() throws Exception {
+        try (S3Server server = new S3Server(temp.resolve("s3"))) {
+            server.createBucket("cost");
+            // a debounce longer than the test: what is written stays pending until flushAll
+            S3Options options = S3Options.defaults(temp.resolve("cache"), server.env()).withFlushAfter(Duration.ofHours(1));
+            try (S3Storage s = S3Storage.open("s3://cost/ns", options)) {
+                awaitIdle(s);
+                s.write(VfsPath.of("/shared/a"), "a\n".getBytes(UTF_8));
+                assertFalse(s.writeBack.idle(), "a file changed wakes the write-back");
+                s.flushAll();
+                awaitIdle(s);
+                s.delete(VfsPath.of("/shared/a"));
+                assertFalse(s.writeBack.idle(), "an object to delete wakes the write-back");
+                s.flushAll();
+                awaitIdle(s);
+                assertEquals(0, s.pendingChanges());
+            }
+        }
+    }
+
+    private static void awaitIdle(S3Storage s) {
+        while (!s.writeBack.idle()) {
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
         }
     }
 }
