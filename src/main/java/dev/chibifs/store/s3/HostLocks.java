@@ -298,6 +298,14 @@ final class HostLocks implements AutoCloseable {
         if (objectKey == null) {
             return true; // removed while open: no other host can open it to lock it
         }
+        if (!lease.refused.isEmpty() && strongestElsewhere(node, want) != Level.NONE) {
+            // refused a moment ago, and the other host holds it still: one listing says so, where a
+            // take puts a lease, lists and deletes it again (a lock waiting on another host cost
+            // about 19 requests a second, two of them LIST or PUT, S3's dearer kind)
+            lease.busyUntil = System.nanoTime() + busyBackoffNanos;
+            lease.refused.add(asker);
+            return false;
+        }
         String mine = leaseKey(objectKey, want);
         String etag = bucket.put(mine, body, Map.of(), null);
         boolean conflict;
