@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.fuse.MountTable;
+import dev.chibifs.store.StoreSpec;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import picocli.CommandLine.Command;
@@ -13,6 +14,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -136,8 +138,38 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
             row.put("log", r.log());
         }
         row.put("registryFile", entry.file().toString());
-        row.put("detail", entry.detail());
+        List<String> gone = r != null && entry.health() == MountRegistry.Health.ACTIVE ? directoriesGone(r) : List.of();
+        row.put("detail", gone.isEmpty() ? entry.detail() : "store directory " + String.join(", ", gone)
+                + " has gone (moved, removed or replaced): requests there fail with EIO until it is back");
         return row;
+    }
+
+    /**
+     * The local store directories of a mount that are no longer there. The daemon answers such a
+     * store's requests with EIO (and takes it up again once it is back), so the mount is active but
+     * useless there, which its state alone did not say. One that cannot be looked at (another user's)
+     * is not called gone.
+     */
+    private static List<String> directoriesGone(MountRecord r) {
+        List<String> gone = new ArrayList<>();
+        if (r.stores() == null) {
+            return gone;
+        }
+        for (String store : r.stores().split(" (?=/)")) {
+            int eq = store.indexOf('=');
+            String spec = store.substring(eq + 1);
+            String dir = spec.startsWith(StoreSpec.READONLY) ? spec.substring(StoreSpec.READONLY.length()) : spec;
+            if (!dir.startsWith("/")) {
+                continue; // memory:, s3://, a view: what a directory's absence does not decide
+            }
+            Path p = Path.of(dir);
+            if (Files.notExists(p, LinkOption.NOFOLLOW_LINKS)
+                    || (Files.exists(p, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS))) {
+                String prefix = eq > 0 ? store.substring(0, eq) : "/";
+                gone.add(dir + ("/".equals(prefix) ? "" : " (at " + prefix + ")"));
+            }
+        }
+        return gone;
     }
 
     private static void printTable(PrintWriter out, List<Map<String, Object>> rows) {
@@ -186,7 +218,7 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         for (Map<String, Object> row : rows) {
             Object detail = row.get("detail");
-            if (!"active".equals(row.get("state")) && detail != null && !detail.toString().isEmpty()) {
+            if (detail != null && !detail.toString().isEmpty()) {
                 out.println(text(row.get("mountpoint"), String.valueOf(row.get("registryFile"))) + ": " + detail);
             }
         }

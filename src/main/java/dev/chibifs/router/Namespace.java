@@ -9,6 +9,7 @@ import dev.chibifs.store.LocalStorage;
 import dev.chibifs.store.MemoryStorage;
 import dev.chibifs.store.ReadOnlyStorage;
 import dev.chibifs.store.Storage;
+import dev.chibifs.store.StoreSpec;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -107,7 +108,7 @@ public final class Namespace implements java.io.Closeable {
         Storage tools = toolsSys == null ? new MemoryStorage(0)
                 : new LocalStorage(toolsSys.toAbsolutePath().normalize());
         b.mount(TOOLS_SYS, new ReadOnlyStorage(tools, TOOLS_SYS_NAME));
-        described.add(TOOLS_SYS + "=" + (toolsSys == null ? "empty" : "readonly:" + toolsSys.toAbsolutePath().normalize()));
+        described.add(TOOLS_SYS + "=" + (toolsSys == null ? "empty" : StoreSpec.READONLY + toolsSys.toAbsolutePath().normalize()));
         Router router = b.build();
         return new Namespace(router, local, List.copyOf(described), java.util.Collections.unmodifiableMap(opened));
     }

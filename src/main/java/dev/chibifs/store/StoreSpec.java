@@ -19,6 +19,9 @@ public interface StoreSpec {
     String RULE = "SPEC is memory[:SIZE] (SIZE in bytes with an optional K, M or G, default 256M), readonly:DIR"
             + " (an existing directory) or s3://BUCKET/KEYPREFIX[?endpoint=URL&region=R]";
 
+    /** The prefix of a read-only host directory's spec, {@code readonly:DIR}. */
+    String READONLY = "readonly:";
+
     /** The default size of a memory store. */
     long DEFAULT_MEMORY_SIZE = 256L << 20;
 
@@ -69,7 +72,7 @@ public interface StoreSpec {
         if (spec.equals("memory") || spec.startsWith("memory:")) {
             return Memory.parse(spec);
         }
-        if (spec.startsWith("readonly:")) {
+        if (spec.startsWith(READONLY)) {
             return ReadOnlyDirectory.parse(spec);
         }
         throw new IllegalArgumentException("unknown store '" + spec + "': " + RULE);
@@ -141,7 +144,7 @@ public interface StoreSpec {
     /** {@code readonly:DIR}. */
     record ReadOnlyDirectory(Path dir) implements StoreSpec {
         static ReadOnlyDirectory parse(String spec) {
-            String d = spec.substring("readonly:".length());
+            String d = spec.substring(READONLY.length());
             if (d.isEmpty()) {
                 throw new IllegalArgumentException("'" + spec + "' names no directory: " + RULE);
             }
@@ -154,7 +157,7 @@ public interface StoreSpec {
 
         @Override
         public String text() {
-            return "readonly:" + dir;
+            return READONLY + dir;
         }
 
         @Override

@@ -16,6 +16,7 @@ import java.time.ZoneOffset;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class StatusCommandTest {
@@ -38,7 +39,7 @@ class StatusCommandTest {
                 + "tmpfs /tmp tmpfs rw 0 0\n");
         MountRegistry registry = new MountRegistry(tmp.resolve("reg"), table, pid -> pid == 4242);
         registry.write(new MountRecord(Path.of("/mnt/chibi"), 4242, MountRecord.MODE_UIDMAP, null,
-                "1001=planner,1002=coder", null, Path.of("/srv/chibi"), Path.of("/srv/chibi/vfs"),
+                "1001=planner,1002=coder", null, tmp.resolve("srv/chibi"), Files.createDirectories(tmp.resolve("srv/chibi/vfs")),
                 Instant.parse("2025-01-01T10:00:00Z"), "allow_other", "stderr"));
         registry.write(new MountRecord(Path.of("/mnt/planner"), 99, MountRecord.MODE_CONTEXT, "planner", "",
                 null, Path.of("/h"), Path.of("/h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr"));
@@ -65,7 +66,7 @@ class StatusCommandTest {
         String text = out.toString();
         assertTrue(text.matches("(?s)MOUNTPOINT\\s+STATE\\s+PID\\s+UPTIME\\s+WHO\\s+IO\\s+STORE\n.*"), text);
         assertTrue(text.matches("(?s).*\n/mnt/chibi\\s+active\\s+4242\\s+2h03m\\s+uidmap=1001=planner,1002=coder"
-                + "\\s+served\\s+/srv/chibi/vfs\n.*"), text);
+                + "\\s+served\\s+" + java.util.regex.Pattern.quote(tmp.resolve("srv/chibi/vfs").toString()) + "\n.*"), text);
         assertTrue(text.matches("(?s).*\n/mnt/planner\\s+stale\\s+99\\s+1h03m\\s+context=planner\\s+served\\s+/h/vfs\n.*"), text);
         assertTrue(text.matches("(?s).*\n/mnt/orphan\\s+unregistered\\s+-\\s+-\\s+-\\s+-\\s+-\n.*"), text);
         assertTrue(text.contains("/mnt/planner: pid 99 is not running"), text);
@@ -82,6 +83,32 @@ class StatusCommandTest {
         assertEquals(7380, active.get("uptimeSeconds").asLong());
         assertEquals("1001=planner,1002=coder", active.get("uidmap").asText());
         assertEquals("allow_other", active.get("options").asText());
+    }
+
+    /**
+     * A mount whose local store directory was removed or moved answers EIO there until it is back:
+     * it said active and nothing more.
+     */
+    @Test
+    void anActiveMountWhoseStoreDirectoryHasGoneSaysSo() throws Exception {
+        Path table = Files.writeString(tmp.resolve("gone-mounts"), "chibifs /mnt/gone fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("gone-reg"), table, pid -> true);
+        Path vfs = Files.createDirectories(tmp.resolve("h/vfs"));
+        Path extra = Files.createDirectories(tmp.resolve("extra"));
+        registry.write(new MountRecord(Path.of("/mnt/gone"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
+                tmp.resolve("h"), vfs, Instant.parse("2025-01-01T11:00:00Z"), "", "stderr",
+                "/=" + vfs + " /shared/x=readonly:" + extra + " /scratch=memory:64M"));
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/gone"));
+        assertFalse(out.toString().contains("has gone"), out.toString());
+
+        Files.delete(vfs);
+        Files.delete(extra);
+        Files.writeString(extra, "a file where the directory was");
+        out.getBuffer().setLength(0);
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/gone"), "still mounted");
+        assertTrue(out.toString().contains("/mnt/gone: store directory " + vfs + ", " + extra
+                + " (at /shared/x) has gone (moved, removed or replaced): requests there fail with EIO until it is back\n"),
+                out.toString());
     }
 
     @Test
