@@ -290,6 +290,10 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         return Check.ok(name, "a directory");
     }
 
+    /** What to do about a store on a read-only mount. */
+    private static final String REMOUNT_READ_WRITE =
+            "remount it read-write, or serve a read-only tree at a prefix (--store PREFIX=readonly:DIR)";
+
     // a real write, not Files.isWritable: root passes permission bits but not a read-only or special filesystem
     private static Check storeWritable(Path store) {
         String name = "store writable";
@@ -299,10 +303,19 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             Files.writeString(probe, "chibifs doctor probe\n");
             return Check.ok(name, "created and removed a file in " + store);
         } catch (IOException e) {
-            return Check.fail(name, "cannot create a file in " + store + ": " + describe(e),
-                    "chown -R $(id -u) " + store + " or choose a writable --home");
+            // no owner makes a read-only mount writable: chown there only fails again
+            return Check.fail(name, "cannot create a file in " + store + ": " + describe(e), onReadOnlyMount(store)
+                    ? REMOUNT_READ_WRITE : "chown -R $(id -u) " + store + " or choose a writable --home");
         } finally {
             deleteQuietly(probe);
+        }
+    }
+
+    private static boolean onReadOnlyMount(Path store) {
+        try {
+            return statfs(store).readOnly();
+        } catch (IOException unknown) {
+            return false;
         }
     }
 
@@ -335,8 +348,7 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         try {
             if (statfs(store).readOnly()) {
                 // what the probe below would meet first, and blame on the file system's kind
-                return Check.fail(name, store + " is on a read-only mount: the daemon writes the store",
-                        "remount it read-write, or serve a read-only tree at a prefix (--store PREFIX=readonly:DIR)");
+                return Check.fail(name, store + " is on a read-only mount: the daemon writes the store", REMOUNT_READ_WRITE);
             }
         } catch (IOException unknown) {
             // the probe below says what it meets

@@ -211,6 +211,7 @@ class DoctorCommandTest {
             assertEquals(1, doctor(host));
             assertTrue(out.toString().contains(store + " is on a read-only mount"), out.toString());
             assertFalse(out.toString().contains("put the store on ext4"), out.toString());
+            assertFalse(out.toString().contains("chown"), "no owner makes a read-only mount writable: " + out);
         } finally {
             dev.chibifs.testing.Sh.run("umount -l '" + store + "'");
         }
