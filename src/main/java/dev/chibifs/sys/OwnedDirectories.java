@@ -30,6 +30,35 @@ public final class OwnedDirectories {
         return p;
     }
 
+    /**
+     * Why what is in {@code dir} may have been put there by another user, or null when only this
+     * process's user and root can have: {@code dir} (or, while it does not exist yet, the directory it
+     * would be made in) and every directory leading to it must belong to this user or root, and none may
+     * be written by others, except a directory with the sticky bit above {@code dir} (as {@code /tmp}),
+     * where others make names but cannot rename or remove this user's. A link on the way is judged by
+     * the directory it leads to. So a daemon trusts a directory before it acts on what it finds there (an
+     * S3 store's journal, which it uploads), as sshd judges ~/.ssh.
+     */
+    public static String whyOthersMayWrite(Path dir) throws IOException {
+        int me = LibC.c().geteuid();
+        Path absolute = dir.toAbsolutePath().normalize();
+        Path existing = nearestExisting(absolute);
+        boolean first = existing.equals(absolute); // a directory yet to be made is judged by where it would be
+        for (Path p = existing.toRealPath(); p != null; p = p.getParent(), first = false) {
+            int owner = (Integer) Files.getAttribute(p, "unix:uid");
+            int mode = (Integer) Files.getAttribute(p, "unix:mode");
+            if (owner != me && owner != 0) {
+                return p + " belongs to uid " + owner;
+            }
+            if ((mode & 022) != 0 && (first || (mode & STICKY) == 0)) {
+                return String.format("%s may be written by other users (mode %04o)", p, mode & 07777);
+            }
+        }
+        return null;
+    }
+
+    private static final int STICKY = 01000;
+
     /** Makes {@code dir} and the directories leading to it, as {@link Files#createDirectories}; returns it. */
     public static Path make(Path dir) throws IOException {
         Path absolute = dir.toAbsolutePath().normalize();

@@ -78,7 +78,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
      * its store (made before the record; {@link CacheOwner}), so an upgrade finds its journal there.
      */
     public static Path defaultCacheDir(ChibiHome home, S3Spec spec) {
-        Path cache = home.chibifsDir().resolve("cache");
+        Path cache = cachesOf(home);
         Path plain = cache.resolve(spec.cacheName());
         CacheOwner owner;
         try {
@@ -88,6 +88,38 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
         }
         return owner == null || owner.owns(spec) ? plain : cache.resolve(spec.cacheName() + "-" + spec.identityHash());
     }
+
+    /** Where a daemon run as root keeps the caches of a home another user may write: {@link #cachesOf}. */
+    public static final Path ROOT_CACHES = Path.of("/var/cache/chibifs");
+
+    /**
+     * The directory of a home's S3 caches: {@code <home>/chibifs/cache}; for a daemon run as root on a
+     * home another user may write, {@code /var/cache/chibifs/<hash of the home's path>}. The store
+     * uploads what its journal there says with root's credentials, and serves what its content files
+     * hold: a tester who owned the home planted a journal and had root's daemon put files in another
+     * context's home and chibi's flock registry, on every host of the bucket.
+     */
+    static Path cachesOf(ChibiHome home) {
+        Path cache = home.chibifsDir().resolve("cache");
+        if (dev.chibifs.sys.LibC.c().geteuid() != 0) {
+            return cache;
+        }
+        String why;
+        try {
+            why = dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(cache);
+        } catch (IOException unknown) {
+            why = unknown.toString();
+        }
+        if (why == null) {
+            return cache;
+        }
+        byte[] sha = dev.chibifs.store.ContentHash.digest().digest(
+                home.dir().toAbsolutePath().normalize().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return ROOT_CACHES.resolve(java.util.HexFormat.of().formatHex(sha, 0, HOME_HASH_BYTES));
+    }
+
+    /** Eight bytes of the home's path: two homes of one host never share a cache directory by it. */
+    private static final int HOME_HASH_BYTES = 8;
 
     /**
      * The options of a store a mount names with {@code --store PREFIX=s3://...}: its cache in

@@ -155,6 +155,14 @@ public final class S3Storage implements Storage {
         this.bucket = bucket;
         this.options = options;
         Path dir = options.cacheDir();
+        String untrusted = dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(dir);
+        if (untrusted != null) {
+            // the journal there is uploaded with this daemon's credentials, its content files served as the files'
+            throw new ErrnoException(Linux.EACCES, dir.toString(), "Permission denied: the cache directory is not this user's"
+                    + " alone (" + untrusted + "), and what another user put there would go up to S3 as this daemon's"
+                    + " changes; give --cache-dir a directory only uid " + dev.chibifs.sys.LibC.c().geteuid()
+                    + " and root can write");
+        }
         this.dataDir = Files.createDirectories(dir.resolve("data"));
         this.dataDirKey = fileKey(dataDir);
         this.uploadDir = Files.createDirectories(dir.resolve("upload"));

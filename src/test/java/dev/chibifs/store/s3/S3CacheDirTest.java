@@ -214,6 +214,44 @@ class S3CacheDirTest {
         assertEquals(plain, S3Options.defaultCacheDir(home, underscore));
     }
 
+    /**
+     * A cache directory another user may write is refused before its journal is read: a tester who
+     * owned the home planted a journal there, and root's daemon uploaded its files into another
+     * context's home and chibi's flock registry, on every host of the bucket.
+     */
+    @Test
+    void aCacheDirectoryAnotherUserMayWriteIsRefusedAndNothingOfItGoesUp() throws Exception {
+        String spec = "s3://" + BUCKET + "/" + ns;
+        S3Storage a = store(spec, cacheDir);
+        a.write(p("/home/bob/planted.txt"), "not bob's".getBytes(UTF_8));
+        a.crash(); // the change waits in the journal, as a planted one would
+        Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+        IOException refused = assertThrows(IOException.class, () -> store(spec, cacheDir));
+        assertTrue(refused.getMessage().contains(cacheDir + " may be written by other users (mode 0777)"), refused.getMessage());
+        assertNull(inS3(BUCKET, ns + "/home/bob/planted.txt"));
+
+        Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.LibC.c().geteuid() == 0, "chown needs root");
+        Files.setAttribute(cacheDir, "unix:uid", 4242);
+        refused = assertThrows(IOException.class, () -> store(spec, cacheDir));
+        assertTrue(refused.getMessage().contains(cacheDir + " belongs to uid 4242"), refused.getMessage());
+        assertNull(inS3(BUCKET, ns + "/home/bob/planted.txt"));
+    }
+
+    /** A daemon run as root on a home another user owns keeps its caches where only root writes. */
+    @Test
+    void rootsCachesOfAHomeAnotherUserOwnsAreOutsideIt() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.LibC.c().geteuid() == 0, "chown needs root");
+        ChibiHome home = new ChibiHome(Files.createDirectories(temp.resolve("home-" + ns)));
+        S3Spec spec = S3Spec.parse("s3://" + BUCKET + "/" + ns);
+        assertEquals(home.chibifsDir().resolve("cache").resolve(spec.cacheName()), S3Options.defaultCacheDir(home, spec),
+                "root's own home");
+        Files.setAttribute(home.dir(), "unix:uid", 4242);
+        Path cache = S3Options.defaultCacheDir(home, spec);
+        assertEquals(S3Options.ROOT_CACHES, cache.getParent().getParent(), cache.toString());
+        assertEquals(spec.cacheName(), cache.getFileName().toString());
+    }
+
     @Test
     void aCleanFileCutShortInTheCacheIsFetchedAgainAndNotUploadedShort() throws Exception {
         String spec = "s3://" + BUCKET + "/" + ns;
