@@ -417,6 +417,12 @@ public final class MountCommand implements Callable<Integer> {
         CacheSweeper sweeper = CacheSweeper.create(router, config, () -> ChibiConfig.load(chibiHome),
                 cacheSweepInterval, Clock.systemUTC());
         MountRegistry registry = MountRegistry.forCurrentUser();
+        try {
+            registry.prepare(); // before mounting: a mount whose sockets another user could fake is refused whole
+        } catch (IOException e) {
+            closeStores(namespace, mp, log);
+            throw new MountFailure(e.getMessage());
+        }
         List<String> options = FuseDaemon.optionsFor(plan.uidMapped(), fuseOptions);
         long uid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
         long gid = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:gid")).longValue();

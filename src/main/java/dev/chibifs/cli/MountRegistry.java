@@ -52,17 +52,20 @@ public final class MountRegistry {
     private static final Duration START_SLACK = Duration.ofSeconds(2);
 
     private final Path dir;
+    /** The uid whose registry this is: what another uid wrote in it is not believed. */
+    private final int owner;
     private final Path mountTable;
     private final LongPredicate pidAlive;
     private final Predicate<MountRecord> daemonRuns;
 
-    /** A registry whose daemons are told by their pids alone (tests give their own PIDALIVE). */
+    /** A registry of this user's whose daemons are told by their pids alone (tests give their own PIDALIVE). */
     MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive) {
-        this(dir, mountTable, pidAlive, record -> pidAlive.test(record.pid()));
+        this(dir, currentUid(), mountTable, pidAlive, record -> pidAlive.test(record.pid()));
     }
 
-    private MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive, Predicate<MountRecord> daemonRuns) {
+    private MountRegistry(Path dir, int owner, Path mountTable, LongPredicate pidAlive, Predicate<MountRecord> daemonRuns) {
         this.dir = dir;
+        this.owner = owner;
         this.mountTable = mountTable;
         this.pidAlive = pidAlive;
         this.daemonRuns = daemonRuns;
@@ -73,9 +76,14 @@ public final class MountRegistry {
         return at(defaultDir(currentUid(), System.getenv()));
     }
 
-    /** A registry in DIR, checked against this host's mount table and processes. */
+    /** This user's registry in DIR, checked against this host's mount table and processes. */
     public static MountRegistry at(Path dir) {
-        return new MountRegistry(dir, MountTable.SYSTEM_TABLE, MountRegistry::running, MountRegistry::runsDaemonOf);
+        return of(dir, currentUid());
+    }
+
+    /** The registry of user {@code owner} in DIR (root's status reads every user's). */
+    public static MountRegistry of(Path dir, int owner) {
+        return new MountRegistry(dir, owner, MountTable.SYSTEM_TABLE, MountRegistry::running, MountRegistry::runsDaemonOf);
     }
 
     /**
@@ -160,7 +168,7 @@ public final class MountRegistry {
 
     /** Records a running mount; readers never see a half-written file. */
     public void write(MountRecord record) throws IOException {
-        ensureDir();
+        prepare();
         Path target = fileFor(record.mountpoint());
         Path tmp = Files.createTempFile(dir, ".write-", ".tmp");
         try {
@@ -182,16 +190,28 @@ public final class MountRegistry {
         Files.deleteIfExists(fileFor(mountpoint));
     }
 
-    /** Every registry file in this directory, sorted by mountpoint file name, each judged live or stale. */
+    /**
+     * Every registry file in this directory, sorted by mountpoint file name, each judged live or stale.
+     * A directory another user made or may write (a tester made /tmp/chibifs-<uid> of another user's
+     * first, and `status`, `sync`, `stats`, `trace` and `umount` then believed the records and sockets
+     * it planted there) is one UNREADABLE entry saying why; so is a record another uid wrote.
+     */
     public List<Entry> list() throws IOException {
         List<Entry> entries = new ArrayList<>();
         if (!Files.isDirectory(dir)) {
             return entries;
         }
+        String untrusted = untrusted();
+        if (untrusted != null) {
+            entries.add(new Entry(dir, null, Health.UNREADABLE, "not believed: " + untrusted));
+            return entries;
+        }
         List<Path> mounted = MountTable.chibifsMounts(mountTable).stream().map(MountTable.MountEntry::mountpoint).toList();
         try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
             for (Path file : files) {
-                entries.add(judge(file, mounted));
+                int by = (Integer) Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+                entries.add(by == owner ? judge(file, mounted) : new Entry(file, null, Health.UNREADABLE,
+                        "not believed: written by uid " + by + ", not by the registry's owner, uid " + owner));
             }
         }
         entries.sort(Comparator.comparing(e -> e.record() == null ? e.file().toString()
@@ -227,14 +247,34 @@ public final class MountRegistry {
         return new Entry(file, record, Health.ACTIVE, "");
     }
 
-    // /tmp is shared with every user: refuse a directory someone else made (or planted as a link) there.
-    // Readable by all on purpose: it holds nothing secret, and root's status lists every user's mounts.
-    private void ensureDir() throws IOException {
+    /** Why this directory is not its owner's alone, or null: a link, another user's, or writable by others. */
+    private String untrusted() throws IOException {
+        if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
+            return dir + " is not a directory (a symbolic link is refused)";
+        }
+        int uid = (Integer) Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+        if (uid != owner) {
+            return dir + " belongs to uid " + uid + ", not to uid " + owner;
+        }
+        int mode = (Integer) Files.getAttribute(dir, "unix:mode", LinkOption.NOFOLLOW_LINKS);
+        if ((mode & 022) != 0) {
+            return String.format("%s may be written by other users (mode %04o)", dir, mode & 07777);
+        }
+        return null;
+    }
+
+    /**
+     * Makes this user's registry directory, or checks the one there, before a mount records itself
+     * and listens in it. /tmp is shared with every user: a directory someone else made there (or
+     * planted as a link) is refused, naming the ways out. The directory is the owner's alone (0700,
+     * whatever the umask): its sockets drive and trace the mount (a daemon at umask 000 let an
+     * unmapped agent trace every context's opens), and root's status reads it anyway.
+     */
+    public void prepare() throws IOException {
         if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
             Files.createDirectories(dir.getParent());
             try {
-                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString(
-                        "rwxr-xr-x")));
+                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(OWNER_ONLY));
             } catch (FileAlreadyExistsException raced) {
                 // another daemon made it first; checked below like any existing one
             }
@@ -242,9 +282,18 @@ public final class MountRegistry {
         if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
             throw new IOException("registry " + dir + " is not a directory (a symbolic link is refused)");
         }
-        int owner = (Integer) Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-        if (owner != currentUid()) {
-            throw new IOException("registry " + dir + " belongs to uid " + owner + ", not to this user");
+        int uid = (Integer) Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+        if (uid != currentUid()) {
+            throw new IOException("registry " + dir + " belongs to uid " + uid + ", not to this user (uid " + currentUid()
+                    + "): another user made it, and could read or fake what a mount says there; remove it, or set"
+                    + " XDG_RUNTIME_DIR or CHIBIFS_RUNTIME_DIR to a directory of yours");
+        }
+        int mode = (Integer) Files.getAttribute(dir, "unix:mode", LinkOption.NOFOLLOW_LINKS);
+        if ((mode & 077) != 0) {
+            Files.setPosixFilePermissions(dir, OWNER_ONLY); // an older chibifs made it 0755
         }
     }
+
+    private static final java.util.Set<java.nio.file.attribute.PosixFilePermission> OWNER_ONLY =
+            PosixFilePermissions.fromString("rwx------");
 }

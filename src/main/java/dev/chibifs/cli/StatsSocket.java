@@ -93,6 +93,8 @@ final class StatsSocket implements AutoCloseable {
         Files.deleteIfExists(path);
         ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         server.bind(UnixDomainSocketAddress.of(path));
+        // the owner's alone whatever the umask (its directory is too): connecting drives or traces the mount
+        Files.setPosixFilePermissions(path, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
         StatsSocket socket = new StatsSocket(path, server);
         Thread t = new Thread(() -> socket.loop(each), "chibifs-" + path.getFileName());
         t.setDaemon(true);

@@ -253,18 +253,19 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         found.add(MountRegistry.at(own));
         if (MountRegistry.currentUid() == 0) {
             for (Path dir : globDirs(Path.of("/run/user"), "*")) {
-                addIfOther(found, dir.resolve("chibifs"));
+                addIfOther(found, dir.resolve("chibifs"), dir.getFileName().toString());
             }
             for (Path dir : globDirs(Path.of("/tmp"), "chibifs-*")) {
-                addIfOther(found, dir);
+                addIfOther(found, dir, dir.getFileName().toString().substring("chibifs-".length()));
             }
         }
         return found;
     }
 
-    private static void addIfOther(List<MountRegistry> found, Path dir) {
-        if (Files.isDirectory(dir) && found.stream().noneMatch(r -> r.dir().equals(dir))) {
-            found.add(MountRegistry.at(dir));
+    /** Another user's registry, {@code uid} as its path names it: believed only as far as that user wrote it. */
+    private static void addIfOther(List<MountRegistry> found, Path dir, String uid) {
+        if (Files.isDirectory(dir) && uid.matches("[0-9]{1,9}") && found.stream().noneMatch(r -> r.dir().equals(dir))) {
+            found.add(MountRegistry.of(dir, Integer.parseInt(uid)));
         }
     }
 

@@ -131,6 +131,37 @@ class MountRegistryTest {
         assertEquals("pid: not a number: oops", entry.detail());
     }
 
+    /**
+     * A registry directory others may write, or another user made, is believed in nothing: a tester
+     * made /tmp/chibifs-<uid> of another user's first and planted records and sockets, which that
+     * user's status, sync, stats, trace and umount then believed. A mount refuses to use it.
+     */
+    @Test
+    void aRegistryOthersMayWriteIsNotBelievedAndAMountRefusesAnotherUsers() throws Exception {
+        Path mp = tmp.resolve("m");
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(mp), pid -> true);
+        registry.write(uidMapped(mp, 4242));
+        assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+                Files.getPosixFilePermissions(registry.dir())), "the owner's alone, whatever the umask");
+        Files.setPosixFilePermissions(registry.dir(), java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+        List<MountRegistry.Entry> entries = registry.list();
+        assertEquals(1, entries.size());
+        assertEquals(MountRegistry.Health.UNREADABLE, entries.get(0).health());
+        assertNull(entries.get(0).record());
+        assertEquals("not believed: " + registry.dir() + " may be written by other users (mode 0777)", entries.get(0).detail());
+        registry.prepare(); // its own: made the owner's alone again
+        assertEquals(MountRegistry.Health.ACTIVE, registry.list().get(0).health());
+
+        org.junit.jupiter.api.Assumptions.assumeTrue(MountRegistry.currentUid() == 0, "chown needs root");
+        Files.setAttribute(registry.fileFor(mp), "unix:uid", 4242);
+        assertEquals("not believed: written by uid 4242, not by the registry's owner, uid 0", registry.list().get(0).detail());
+        Files.setAttribute(registry.dir(), "unix:uid", 4242);
+        assertTrue(registry.list().get(0).detail().startsWith("not believed: " + registry.dir() + " belongs to uid 4242"));
+        java.io.IOException refused = assertThrows(java.io.IOException.class, registry::prepare);
+        assertTrue(refused.getMessage().startsWith("registry " + registry.dir() + " belongs to uid 4242, not to this user"
+                + " (uid 0): another user made it"), refused.getMessage());
+    }
+
     @Test
     void refusesARegistryDirectoryThatIsALink() throws Exception {
         Path real = Files.createDirectory(tmp.resolve("real"));
