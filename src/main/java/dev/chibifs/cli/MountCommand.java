@@ -212,6 +212,9 @@ public final class MountCommand implements Callable<Integer> {
             throw new MountFailure(mp + " is already a mount point (chibifs umount " + mp + " first)");
         }
         requireDirectory(mp);
+        // what the daemon makes (store directories, caches, its log) is never writable by others,
+        // whatever umask it was started with: at umask 000 an unmapped user wrote the store directly
+        dev.chibifs.sys.Syscalls.umaskAtLeast(022);
         if (foreground) {
             return runDaemon(plan, chibiHome, mp, pid -> { });
         }

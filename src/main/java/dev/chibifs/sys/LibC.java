@@ -50,6 +50,8 @@ public final class LibC {
 
         int geteuid();
 
+        int umask(int mask);
+
         int getegid();
 
         /** syscall(2) for the calls libc does not wrap (io_uring); unused arguments are ignored. */

@@ -905,6 +905,12 @@ public final class Syscalls {
         return fd < 0 ? -errno() : (int) fd;
     }
 
+    /** Adds {@code bits} to this process's umask (umask(2) can only set it: read, then set again). */
+    public static void umaskAtLeast(int bits) {
+        int old = LibC.c().umask(bits);
+        LibC.c().umask(old | bits);
+    }
+
     /** poll(2) of one descriptor for reading, waiting up to {@code timeoutMillis}: whether it is readable (or failed). */
     public static boolean awaitReadable(int fd, int timeoutMillis) {
         Pointer fds = POLL_FDS.get();

@@ -244,6 +244,33 @@ class LauncherTest {
         }
     }
 
+    /**
+     * A daemon started at umask 000 makes nothing others may write: its store directories were
+     * 0777 (an unmapped user wrote another context's home in the store directly), and its sockets,
+     * which drive and trace the mount, anyone's to connect to.
+     */
+    @Test
+    void aDaemonStartedAtUmaskZeroMakesNothingOthersMayWrite() throws Exception {
+        FuseSupport.requireFuse();
+        Path root = MountedFs.tempRoot();
+        Path mnt = Files.createDirectories(root.resolve("mnt"));
+        Path home = root.resolve("home");
+        try {
+            Sh.run("umask 000 && " + launcherMount(home, mnt)).ok();
+            long pid = daemonPid(mnt);
+            Sh.run("timeout 30 mkdir -p '" + mnt + "/shared/made/here' && timeout 30 sh -c 'echo x > \"$1\"' sh '"
+                    + mnt + "/shared/made/f'").ok();
+            for (Path p : List.of(home.resolve("vfs/shared"), home.resolve("vfs/shared/made"), home.resolve("vfs/shared/made/here"),
+                    home.resolve("vfs/shared/made/f"), mountLog(home, mnt), MountRegistry.forCurrentUser().dir(),
+                    StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid), TraceSocket.pathFor(MountRegistry.forCurrentUser(), pid))) {
+                int mode = (Integer) Files.getAttribute(p, "unix:mode", java.nio.file.LinkOption.NOFOLLOW_LINKS);
+                assertEquals(0, mode & 022, String.format("%s is %04o", p, mode & 07777));
+            }
+        } finally {
+            Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null; true");
+        }
+    }
+
     /** Whether every thread of process {@code pid} is stopped (state T in its /proc stat). */
     private static boolean allStopped(long pid) throws IOException {
         try (Stream<Path> tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
