@@ -38,7 +38,11 @@ final class StatsSocket implements AutoCloseable {
     }
 
     static Path pathFor(MountRegistry registry, long pid) {
-        return registry.dir().resolve("stats-" + pid + ".sock");
+        return pathFor(registry.dir(), pid);
+    }
+
+    static Path pathFor(Path registryDir, long pid) {
+        return registryDir.resolve("stats-" + pid + ".sock");
     }
 
     /** A daemon's socket in the registry's directory: stats-, sync- or trace-, and its pid. */
@@ -136,6 +140,42 @@ final class StatsSocket implements AutoCloseable {
         }
     }
 
+    /** Closes what a bounded read waits on past its time: a blocking channel has no read timeout. */
+    private static final java.util.concurrent.ScheduledExecutorService CUTTER =
+            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "chibifs-stats-read-limit");
+                t.setDaemon(true);
+                return t;
+            });
+
+    /**
+     * What the daemon at {@code path} reports, or null when it cannot be asked (another user's, or
+     * gone) or has not answered within {@code limit}: {@code status} asks every mount, and one
+     * daemon that does not answer must not hold it.
+     */
+    static com.fasterxml.jackson.databind.JsonNode readWithin(Path path, java.time.Duration limit) {
+        SocketChannel c;
+        try {
+            c = SocketChannel.open(UnixDomainSocketAddress.of(path));
+        } catch (IOException | RuntimeException cannot) {
+            return null;
+        }
+        java.util.concurrent.ScheduledFuture<?> cut = CUTTER.schedule(() -> {
+            try {
+                c.close();
+            } catch (IOException ignored) {
+                // closed already
+            }
+        }, limit.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        try (c) {
+            return JSON.readTree(java.nio.channels.Channels.newInputStream(c));
+        } catch (IOException | RuntimeException cutOrBad) {
+            return null;
+        } finally {
+            cut.cancel(false);
+        }
+    }
+
     /**
      * The answer to {@code chibifs sync}: the stores synced, or why not. Then what this host's stores
      * held of their backing (an S3 listing) is asked again, and the kernel told to ask again what it
@@ -163,13 +203,13 @@ final class StatsSocket implements AutoCloseable {
      * for the kernel and the memory that takes, and each store's state by prefix.
      */
     static Object snapshot(RequestStats stats, String negotiated, dev.chibifs.fuse.FuseDaemon.Held held,
-                           java.util.Map<String, String> stores) {
+                           java.util.Map<String, String> stores, java.util.Map<String, String> troubles) {
         RequestStats.Snapshot s = stats.snapshot();
         Runtime jvm = Runtime.getRuntime();
         return java.util.Map.of("requests", s.requests().values(), "denials", s.denials(), "workers", s.workers(),
                 "held", held, "memory", java.util.Map.of("heapUsedBytes", jvm.totalMemory() - jvm.freeMemory(),
                         "heapCommittedBytes", jvm.totalMemory(), "residentBytes", residentBytes()),
-                "session", negotiated == null ? "" : negotiated, "stores", stores);
+                "session", negotiated == null ? "" : negotiated, "stores", stores, "troubles", troubles);
     }
 
     /** The daemon's resident set (VmRSS of /proc/self/status), or -1 where it cannot be read. */

@@ -138,10 +138,36 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
             row.put("log", r.log());
         }
         row.put("registryFile", entry.file().toString());
-        List<String> gone = r != null && entry.health() == MountRegistry.Health.ACTIVE ? directoriesGone(r) : List.of();
-        row.put("detail", gone.isEmpty() ? entry.detail() : "store directory " + String.join(", ", gone)
-                + " has gone (moved, removed or replaced): requests there fail with EIO until it is back");
+        boolean active = r != null && entry.health() == MountRegistry.Health.ACTIVE;
+        List<String> gone = active ? directoriesGone(r) : List.of();
+        Map<String, String> troubles = active ? troubles(entry.file().getParent(), r.pid()) : Map.of();
+        row.put("troubles", troubles);
+        List<String> details = new ArrayList<>();
+        if (!gone.isEmpty()) {
+            details.add("store directory " + String.join(", ", gone)
+                    + " has gone (moved, removed or replaced): requests there fail with EIO until it is back");
+        }
+        troubles.forEach((prefix, why) -> details.add("the store at " + prefix + " fails: " + why));
+        row.put("detail", details.isEmpty() ? entry.detail() : String.join("; ", details));
         return row;
+    }
+
+    /** How long status waits for one daemon to say how its stores are. */
+    private static final Duration TROUBLES_LIMIT = Duration.ofSeconds(1);
+
+    /**
+     * What the daemon says of its stores that fail now (an S3 store unreachable, its write-back
+     * failing, its cache directory gone), by prefix: a mount that answers is not a mount whose store
+     * does (a tester's S3 store failed for six minutes while status said active and nothing more).
+     * Nothing where the daemon cannot be asked within {@link #TROUBLES_LIMIT} (another user's).
+     */
+    private static Map<String, String> troubles(Path registryDir, long pid) {
+        com.fasterxml.jackson.databind.JsonNode stats = StatsSocket.readWithin(StatsSocket.pathFor(registryDir, pid), TROUBLES_LIMIT);
+        Map<String, String> troubles = new LinkedHashMap<>();
+        if (stats != null && stats.get("troubles") != null) {
+            stats.get("troubles").fields().forEachRemaining(e -> troubles.put(e.getKey(), e.getValue().asText()));
+        }
+        return troubles;
     }
 
     /**

@@ -161,6 +161,18 @@ public final class Namespace implements java.io.Closeable {
         return states;
     }
 
+    /** By prefix, why each store fails its requests now ({@link Storage#unanswered}); only those. */
+    public java.util.Map<String, String> storeTroubles() {
+        java.util.Map<String, String> troubles = new java.util.LinkedHashMap<>();
+        opened.forEach((prefix, store) -> {
+            String why = store.unanswered();
+            if (why != null) {
+                troubles.put(prefix.toString(), why);
+            }
+        });
+        return troubles;
+    }
+
     /** By prefix, why each store opened at a prefix below {@code /} does not answer ({@link Storage#unanswered}); only those. */
     public java.util.Map<VfsPath, String> unansweredBelowRoot() {
         java.util.Map<VfsPath, String> away = new java.util.LinkedHashMap<>();

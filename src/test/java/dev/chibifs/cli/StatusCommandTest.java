@@ -14,6 +14,7 @@ import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -109,6 +110,25 @@ class StatusCommandTest {
         assertTrue(out.toString().contains("/mnt/gone: store directory " + vfs + ", " + extra
                 + " (at /shared/x) has gone (moved, removed or replaced): requests there fail with EIO until it is back\n"),
                 out.toString());
+    }
+
+    /** A mount whose store fails (S3 away for six minutes) said active and nothing more. */
+    @Test
+    void anActiveMountWhoseStoreFailsSaysWhatTheDaemonSays() throws Exception {
+        Path table = Files.writeString(tmp.resolve("failing-mounts"), "chibifs /mnt/failing fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("failing-reg"), table, pid -> true);
+        registry.write(new MountRecord(Path.of("/mnt/failing"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
+                tmp.resolve("h"), tmp.resolve("h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr",
+                "/=s3://team/chibi"));
+        try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(registry, 7),
+                () -> Map.of("troubles", Map.of("/", "cannot reach http://127.0.0.1:9/ (Connection refused)")))) {
+            assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/failing"), "still active");
+        }
+        assertTrue(out.toString().contains("/mnt/failing: the store at / fails: cannot reach http://127.0.0.1:9/"
+                + " (Connection refused)\n"), out.toString());
+        out.getBuffer().setLength(0);
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/failing"));
+        assertFalse(out.toString().contains("fails"), "a daemon that cannot be asked tells nothing: " + out);
     }
 
     @Test

@@ -1952,6 +1952,9 @@ public final class S3Storage implements Storage {
 
     @Override
     public String unanswered() {
+        if (cacheGone) {
+            return "its cache directory " + dataDir.getParent() + " has gone: every change fails";
+        }
         String away = bucket.unreachableReason();
         if (away != null) {
             return away;
