@@ -24,8 +24,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>The workers are a pool that grows while requests wait in the store (an S3 GET over a slow
  * link, a disk that stalls), as libfuse's multi-threaded loop does: a worker that takes a request
  * with every other worker busy starts one more, up to {@link Settings#maxWorkers}, so the rest of
- * the mount keeps answering; one that finishes a request while many others are free retires, down
- * to {@link Settings#workers}.
+ * the mount keeps answering; those waiting on a store across a network count apart ({@link #aside}),
+ * so that a store that stalls leaves that many for the others; one that finishes a request while
+ * many others are free retires, down to {@link Settings#workers}.
  */
 final class FuseSession {
 
@@ -114,6 +115,15 @@ final class FuseSession {
      * it as neither would start another at the first request.
      */
     private final AtomicInteger busy = new AtomicInteger();
+    /**
+     * Workers serving a request that may wait long ({@link FuseFileSystem#mayWaitLong}: a store across
+     * a network, an fsync). They count for {@link Settings#maxWorkers} no more: with an S3 server
+     * paused, 64 lookups under its prefix held every worker for 28 s, and the requests of agents that
+     * never touched it (a cat in their own home) waited behind them. Up to {@link #MAX_ASIDE} more.
+     */
+    private final AtomicInteger aside = new AtomicInteger();
+    /** Workers waiting long beyond {@link Settings#maxWorkers}, at most: each holds a thread and its buffers. */
+    static final int MAX_ASIDE = 192;
     /** Names the workers started after the first ones. */
     private final AtomicInteger workerNames = new AtomicInteger();
     private final LockWaits lockWaits;
@@ -336,7 +346,7 @@ final class FuseSession {
         int now;
         do {
             now = workers.get();
-            if (now >= settings.maxWorkers()) {
+            if (now - aside.get() >= settings.maxWorkers() || now >= settings.maxWorkers() + MAX_ASIDE) {
                 return;
             }
         } while (!workers.compareAndSet(now, now + 1));
@@ -556,7 +566,20 @@ final class FuseSession {
                         addWorker();
                     }
                     if (req.decode(n)) {
-                        serveWhatever();
+                        boolean waitsLong = fs.mayWaitLong(req.opcode, req.nodeid);
+                        if (waitsLong) {
+                            aside.incrementAndGet();
+                            if (busy.get() >= workers.get()) {
+                                addWorker(); // refused above while this one counted for the most
+                            }
+                        }
+                        try {
+                            serveWhatever();
+                        } finally {
+                            if (waitsLong) {
+                                aside.decrementAndGet();
+                            }
+                        }
                     }
                     notBusy();
                     if (retire()) {

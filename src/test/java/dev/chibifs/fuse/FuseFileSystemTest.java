@@ -1869,6 +1869,49 @@ class FuseFileSystemTest {
         assertEquals(2, stats.snapshot().workers().now());
     }
 
+    /**
+     * Requests waiting on a store across a network leave the most workers to the rest of the mount:
+     * with an S3 server paused, 64 lookups under its prefix held every worker, and a cat in an
+     * agent's own home waited 28 s behind them.
+     */
+    @Test
+    void requestsWaitingOnAStoreAcrossANetworkLeaveTheMostWorkersToTheOthers() throws Exception {
+        kernel.close();
+        session.ended().join();
+        MemoryStorage farStore = new MemoryStorage(clock);
+        dev.chibifs.store.Storage far = (dev.chibifs.store.Storage) java.lang.reflect.Proxy.newProxyInstance(
+                dev.chibifs.store.Storage.class.getClassLoader(), new Class<?>[] {dev.chibifs.store.Storage.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("answersMayWaitLong")) {
+                        return true; // as an S3 store says
+                    }
+                    try {
+                        return method.invoke(farStore, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        router = Router.builder(store).mount(VfsPath.of("/shared/far"), far).build();
+        connect(OFFERED, new FuseSession.Settings(1 << 20, 2, 3, true, false, false, true, false));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long farDir = lookup(shared, "far");
+        store.write(VfsPath.of("/shared/near"), new byte[1]);
+        java.util.Set<Long> sent = new java.util.HashSet<>();
+        synchronized (farStore) { // as a paused S3 server holds them: every LOOKUP below waits in it
+            for (int i = 1; i <= 6; i++) {
+                sent.add(kernel.send(FuseProtocol.LOOKUP, farDir, body().name("waits" + i)));
+            }
+            awaitWorkers(6 + 1, () -> "six waiting aside, and one reading");
+            FakeKernel.Reply mine = kernel.call(FuseProtocol.LOOKUP, shared, body().name("near"));
+            assertEquals(0, mine.error(), "a request elsewhere is answered while the far store holds six");
+        }
+        for (int i = 0; i < 6; i++) {
+            FakeKernel.Reply r = kernel.reply();
+            assertTrue(sent.remove(r.unique()), "a reply to each request once");
+            assertEquals(-Linux.ENOENT, r.error());
+        }
+    }
+
     /** Waits (5 s at most) until the session has {@code expected} workers; no event tells it, so it is polled. */
     private void awaitWorkers(int expected, java.util.function.Supplier<String> what) {
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
