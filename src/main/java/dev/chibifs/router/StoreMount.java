@@ -24,25 +24,25 @@ public record StoreMount(VfsPath prefix, StoreSpec spec) {
     public static StoreMount parse(String arg, StoreSpec.Kind more) {
         int eq = arg.indexOf('=');
         if (eq <= 0 || eq == arg.length() - 1) {
-            throw new IllegalArgumentException("invalid --store '" + arg + "': " + RULE);
+            throw new IllegalArgumentException("invalid --store '" + StoreSpec.shown(arg) + "': " + RULE);
         }
         VfsPath prefix;
         try {
             prefix = VfsPath.of(arg.substring(0, eq));
         } catch (InvalidVfsPathException e) {
-            throw new IllegalArgumentException("invalid --store '" + arg + "': " + e.getMessage() + "; " + RULE);
+            throw new IllegalArgumentException("invalid --store '" + StoreSpec.shown(arg) + "': " + e.getMessage() + "; " + RULE);
         }
         if (prefix.startsWith(Namespace.CONTEXTS) || prefix.startsWith(Namespace.TOOLS_SYS)) {
-            throw new IllegalArgumentException("invalid --store '" + arg + "': " + RULE);
+            throw new IllegalArgumentException("invalid --store '" + StoreSpec.shown(arg) + "': " + RULE);
         }
         StoreSpec spec;
         try {
             spec = StoreSpec.parse(arg.substring(eq + 1), more);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("invalid --store '" + arg + "': " + e.getMessage());
+            throw new IllegalArgumentException("invalid --store '" + StoreSpec.shown(arg) + "': " + e.getMessage());
         }
         if (prefix.isRoot() && !spec.servesRoot()) {
-            throw new IllegalArgumentException("invalid --store '" + arg + "': " + RULE);
+            throw new IllegalArgumentException("invalid --store '" + StoreSpec.shown(arg) + "': " + RULE);
         }
         return new StoreMount(prefix, spec);
     }

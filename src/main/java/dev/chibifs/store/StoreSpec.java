@@ -75,7 +75,53 @@ public interface StoreSpec {
         if (spec.startsWith(READONLY)) {
             return ReadOnlyDirectory.parse(spec);
         }
-        throw new IllegalArgumentException("unknown store '" + spec + "': " + RULE);
+        throw new IllegalArgumentException("unknown store '" + shown(spec) + "': " + RULE);
+    }
+
+    /** What a message shows in place of a password written into a spec: never the password itself. */
+    String MASKED_PASSWORD = "***";
+
+    /**
+     * {@code text} (a spec, or {@code PREFIX=SPEC}) as a message may show it: the user info of a URL in an
+     * option ({@code ?endpoint=http://USER:PASSWORD@HOST}, plain or %-escaped) with the password, or the whole
+     * user info when it has no ':', as {@link #MASKED_PASSWORD}. No store takes a credential from its spec, so
+     * one there was written by mistake, and a message goes to a terminal, a log, a journal.
+     */
+    static String shown(String text) {
+        int q = text.indexOf('?');
+        if (q < 0) {
+            return text;
+        }
+        StringBuilder out = new StringBuilder(text.substring(0, q + 1));
+        String[] pairs = text.substring(q + 1).split("&", -1);
+        for (int i = 0; i < pairs.length; i++) {
+            String pair = pairs[i];
+            if (i > 0) {
+                out.append('&');
+            }
+            int eq = pair.indexOf('=');
+            String value = eq < 0 ? "" : leniently(pair.substring(eq + 1));
+            int at = value.lastIndexOf('@');
+            if (at < 0) {
+                out.append(pair);
+                continue;
+            }
+            int scheme = value.indexOf("://");
+            int start = scheme < 0 ? 0 : scheme + "://".length();
+            int colon = value.indexOf(':', start);
+            int from = colon >= 0 && colon < at ? colon + 1 : start;
+            out.append(pair, 0, eq + 1).append(value, 0, from).append(MASKED_PASSWORD).append(value, at, value.length());
+        }
+        return out.toString();
+    }
+
+    /** A query value %-decoded, or as written when it has a bad escape (refused elsewhere, with the rule). */
+    private static String leniently(String value) {
+        try {
+            return java.net.URLDecoder.decode(value, java.nio.charset.StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            return value;
+        }
     }
 
     /**

@@ -156,6 +156,17 @@ class NamespaceCliTest {
         assertExit(2, r);
         assertTrue(r.err().contains("option 'endpoint' has a bad escape in 'http://h%zz'")
                 && !r.err().contains("URLDecoder"), r.err());
+        // the password is shown by neither the S3 spec's message nor --store's around it
+        r = cli.run("ls", "--store", "/=s3://chibi/ns?endpoint=http://AKIA:sup3rs3cret@127.0.0.1:9000", "vfs:///");
+        assertExit(2, r);
+        assertEquals("chibifs: invalid --store '/=s3://chibi/ns?endpoint=http://AKIA:***@127.0.0.1:9000':"
+                + " 's3://chibi/ns?endpoint=http://AKIA:***@127.0.0.1:9000': an endpoint with user info"
+                + " (USER:PASSWORD@): give it as http(s)://HOST[:PORT]; credentials come from AWS_ACCESS_KEY_ID and"
+                + " AWS_SECRET_ACCESS_KEY (or AWS_PROFILE and the AWS tools' other sources), never from the URL\n",
+                r.err());
+        r = cli.run("ls", "--store", "shared=s3://chibi/ns?endpoint=http://AKIA:sup3rs3cret@h", "vfs:///");
+        assertExit(2, r);
+        assertTrue(r.err().contains("http://AKIA:***@h") && !r.err().contains("sup3rs3cret"), r.err());
         for (String option : new String[] {"--flush-after", "--metadata-ttl", "--lock-lease"}) {
             r = cli.run("ls", "--store", s3, option, "99999999999999d", "vfs:///");
             assertExit(2, r);

@@ -1,5 +1,7 @@
 package dev.chibifs.store.s3;
 
+import dev.chibifs.store.StoreSpec;
+
 import java.net.URI;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -29,6 +31,7 @@ public record S3Spec(String bucket, String keyPrefix, URI endpoint, String regio
         if (spec == null || !spec.startsWith(SCHEME)) {
             throw new IllegalArgumentException("'" + spec + "' is not an S3 store: write s3://BUCKET/KEYPREFIX");
         }
+        refuseCredentials(spec);
         String rest = spec.substring(SCHEME.length());
         String query = null;
         int q = rest.indexOf('?');
@@ -75,6 +78,25 @@ public record S3Spec(String bucket, String keyPrefix, URI endpoint, String regio
             }
         }
         return new S3Spec(bucket, prefix, endpoint, region);
+    }
+
+    /**
+     * Refuses an endpoint with {@code USER:PASSWORD@} before any other check, so no message (a bad escape, an
+     * option given twice) echoes the password: the spec goes on the daemon's command line, into the log, the
+     * cache's record of its store and {@code status}, and the SDK signs with the AWS credentials anyway, never
+     * with these.
+     */
+    private static void refuseCredentials(String spec) {
+        int q = spec.indexOf('?');
+        for (String pair : q < 0 ? new String[0] : spec.substring(q + 1).split("&")) {
+            // '@' has no other use in an endpoint, and one escaped as %40 is still there after decoding
+            if (pair.startsWith("endpoint=") && (pair.contains("@") || pair.toLowerCase(Locale.ROOT).contains("%40"))) {
+                throw new IllegalArgumentException("'" + StoreSpec.shown(spec) + "': an endpoint with user info"
+                        + " (USER:PASSWORD@): give it as http(s)://HOST[:PORT]; credentials come from AWS_ACCESS_KEY_ID"
+                        + " and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE and the AWS tools' other sources), never from"
+                        + " the URL");
+            }
+        }
     }
 
     private static String decode(String spec, String key, String value) {

@@ -16,8 +16,8 @@ import java.util.function.Supplier;
  * command before anything is mounted); the home, needed only for the default cache directory,
  * is asked for when the store is opened.
  *
- * @param spec the spec as written: it names no credential (those come from the environment), so
- *        it may go on the daemon's command line and into {@code status}
+ * @param spec the spec as written: it names no credential (those come from the environment; {@link S3Spec#parse}
+ *        refuses an endpoint with a password), so it may go on the daemon's command line and into {@code status}
  */
 public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, Duration flushAfter,
                           Duration metadataTtl, long cacheSize, Long prefetchBelow, Duration lockLease,

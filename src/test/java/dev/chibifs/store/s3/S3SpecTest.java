@@ -55,6 +55,32 @@ class S3SpecTest {
         assertEquals("'" + region + "': option 'region' is given twice: give it once", refusal(region));
     }
 
+    /**
+     * An endpoint's USER:PASSWORD@ was accepted, never used to sign, and shown by ps, the log, the cache's record
+     * of its store and status. Refused, and the refusal shows the password as ***, however it was written.
+     */
+    @Test
+    void anEndpointWithUserInfoIsRefusedWithoutShowingThePassword() {
+        String rule = ": an endpoint with user info (USER:PASSWORD@): give it as http(s)://HOST[:PORT]; credentials"
+                + " come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE and the AWS tools' other"
+                + " sources), never from the URL";
+        assertEquals("'s3://chibi/ns?endpoint=http://AKIA:***@127.0.0.1:9000'" + rule,
+                refusal("s3://chibi/ns?endpoint=http://AKIA:sup3rs3cret@127.0.0.1:9000"));
+        // a secret with '/' in it is no URI authority, so URI alone would not see user info there
+        assertEquals("'s3://chibi/ns?endpoint=http://AKIA:***@h:9000&region=r'" + rule,
+                refusal("s3://chibi/ns?endpoint=http://AKIA:s3c/r+t@h:9000&region=r"));
+        assertEquals("'s3://chibi/ns?endpoint=http://AKIA:***@127.0.0.1:9000'" + rule,
+                refusal("s3://chibi/ns?endpoint=http%3A%2F%2FAKIA%3As3cret%40127.0.0.1%3A9000"));
+        assertEquals("'s3://chibi/ns?endpoint=https://***@h'" + rule, refusal("s3://chibi/ns?endpoint=https://t0ken@h"));
+        // before the checks whose messages echo the spec: a bad escape, an option given twice
+        for (String spec : new String[] {"s3://chibi/ns?endpoint=http://AKIA:s3cret%zz@h",
+            "s3://chibi/ns?endpoint=http://a&endpoint=http://AKIA:s3cret@h", "s3://Bad/ns?endpoint=http://AKIA:s3cret@h"}) {
+            String message = refusal(spec);
+            assertTrue(message.endsWith(rule) && !message.contains("s3cret"), message);
+        }
+        assertEquals("a@b", S3Spec.parse("s3://chibi/a@b").keyPrefix(), "'@' in a key is no credential");
+    }
+
     private static String refusal(String spec) {
         return assertThrows(IllegalArgumentException.class, () -> S3Spec.parse(spec), spec).getMessage();
     }
