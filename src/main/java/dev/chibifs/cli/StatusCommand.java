@@ -1,7 +1,11 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.fuse.MountTable;
+import dev.chibifs.path.Names;
 import dev.chibifs.store.StoreSpec;
+import com.fasterxml.jackson.core.SerializableString;
+import com.fasterxml.jackson.core.io.CharacterEscapes;
+import com.fasterxml.jackson.core.io.SerializedString;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import picocli.CommandLine.Command;
@@ -73,9 +77,11 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
             rows.removeIf(row -> !only.equals(row.get("mountpoint")));
         }
         if (json) {
-            out.println(new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(rows));
+            ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+            mapper.getFactory().setCharacterEscapes(new ControlEscapes());
+            out.println(mapper.writeValueAsString(rows));
         } else if (only != null && rows.isEmpty()) {
-            out.println("no chibifs mount at " + only);
+            out.println("no chibifs mount at " + Names.shown(only));
         } else {
             printTable(out, rows);
         }
@@ -212,10 +218,10 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
             Object uptime = row.get("uptimeSeconds");
             lines.add(new String[] {
                 text(row.get("mountpoint"), String.valueOf(row.get("registryFile"))),
-                String.valueOf(row.get("state")),
+                text(row.get("state"), "-"),
                 text(row.get("pid"), "-"),
                 uptime == null ? "-" : uptime(((Number) uptime).longValue()),
-                who,
+                Names.shown(who),
                 text(row.get("io"), "-"),
                 text(row.get("store"), "-"),
             });
@@ -238,20 +244,51 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
             if (stores instanceof List && ((List<?>) stores).size() > 1) {
                 // the root's store is in the table; the others, one a line below it
                 List<?> more = ((List<?>) stores).subList(1, ((List<?>) stores).size());
-                out.println(text(row.get("mountpoint"), "-") + ": also " + more.stream().map(String::valueOf)
-                        .collect(java.util.stream.Collectors.joining(", ")));
+                out.println(text(row.get("mountpoint"), "-") + ": also " + more.stream()
+                        .map(store -> text(store, "-")).collect(java.util.stream.Collectors.joining(", ")));
             }
         }
         for (Map<String, Object> row : rows) {
             Object detail = row.get("detail");
             if (detail != null && !detail.toString().isEmpty()) {
-                out.println(text(row.get("mountpoint"), String.valueOf(row.get("registryFile"))) + ": " + detail);
+                out.println(text(row.get("mountpoint"), String.valueOf(row.get("registryFile"))) + ": "
+                        + Names.shown(detail.toString()));
             }
         }
     }
 
+    /**
+     * A field as the table shows it: escaped as {@code ls -b} and {@code chibifs trace} do, because any user
+     * can plant a record in a registry of their own that root's status reads, and a mountpoint or context
+     * holding a terminal's escape would otherwise retitle, clear or restyle root's terminal.
+     */
     private static String text(Object value, String fallback) {
-        return value == null ? fallback : value.toString();
+        return Names.shown(value == null ? fallback : value.toString());
+    }
+
+    /**
+     * JSON strings carry the fields exactly, but as \\uXXXX for every control character: Jackson escapes C0
+     * itself and writes DEL and C1 as they are (0x9b is a terminal's CSI), which any user can plant in a record
+     * that root's status reads.
+     */
+    private static final class ControlEscapes extends CharacterEscapes {
+        private static final int DEL = 0x7f;
+        private static final int LAST_C1 = 0x9f;
+        private final int[] ascii = standardAsciiEscapesForJSON();
+
+        ControlEscapes() {
+            ascii[DEL] = ESCAPE_STANDARD;
+        }
+
+        @Override
+        public int[] getEscapeCodesForAscii() {
+            return ascii;
+        }
+
+        @Override
+        public SerializableString getEscapeSequence(int ch) {
+            return ch > DEL && ch <= LAST_C1 ? new SerializedString(String.format("\\u%04x", ch)) : null;
+        }
     }
 
     /** Uptime in the two largest units, like {@code 3d04h}, {@code 2h03m}, {@code 5m12s}, {@code 42s}. */

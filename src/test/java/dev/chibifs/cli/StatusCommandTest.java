@@ -160,6 +160,36 @@ class StatusCommandTest {
         assertEquals("[ ]\n", out.toString());
     }
 
+    /**
+     * Any user can plant a record in a registry of their own, and root's status reads them all: its fields went
+     * to root's terminal raw, so an escape in a mountpoint retitled, cleared and recoloured it.
+     */
+    @Test
+    void fieldsAnyUserCanPlantAreShownEscapedInTheTableAndAsJsonInJson() throws Exception {
+        Path table = Files.writeString(tmp.resolve("planted-mounts"), "");
+        MountRegistry registry = new MountRegistry(tmp.resolve("planted"), table, pid -> true);
+        String mountpoint = "/tmp/fake\u001b]0;PWNED\u0007\u001b[2J\u001b[31mRED";
+        registry.write(new MountRecord(Path.of(mountpoint), 999999, MountRecord.MODE_CONTEXT, "p\u009b2J", "", null,
+                Path.of("/h"), Path.of("/h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr",
+                "/=s3://b/x\u001b[2J /scratch=memory:64M\u007f"));
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC())));
+        String text = out.toString();
+        assertTrue(text.chars().allMatch(c -> c == '\n' || c >= 0x20 && c != 0x7f && (c < 0x80 || c > 0x9f)), text);
+        assertTrue(text.contains("/tmp/fake\\033]0;PWNED\\a\\033[2J\\033[31mRED  "), text);
+        assertTrue(text.contains("context=p\\302\\2332J"), text);
+        assertTrue(text.contains("s3://b/x\\033[2J\n"), text);
+        assertTrue(text.contains(": also /scratch=memory:64M\\177\n"), text);
+
+        out.getBuffer().setLength(0);
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "--json"));
+        String json = out.toString();
+        // Jackson escapes C0 controls itself, but wrote DEL and C1 (0x9b is a terminal's CSI) as they are
+        assertTrue(json.chars().allMatch(c -> c == '\n' || c >= 0x20 && c < 0x7f), json);
+        JsonNode row = new ObjectMapper().readTree(json).get(0);
+        assertEquals(mountpoint, row.get("mountpoint").asText(), "JSON carries the value exactly");
+        assertEquals("p\u009b2J", row.get("context").asText());
+    }
+
     @Test
     void nothingMountedSaysSo() throws Exception {
         Path table = Files.writeString(tmp.resolve("empty"), "");
