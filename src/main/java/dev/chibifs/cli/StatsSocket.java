@@ -82,7 +82,9 @@ final class StatsSocket implements AutoCloseable {
 
     /**
      * Serves what {@code stats} gives at each connection, as JSON, at {@code path} on a daemon
-     * thread until closed (one connection at a time: a sync waits for the one before).
+     * thread until closed (one connection at a time: a sync waits for the one before). No thread
+     * per connection, and none waits on a client: nothing is read from it, and the one answer (a few
+     * KB) fits the socket's buffer, so a client that never sends or never reads holds nothing.
      */
     static StatsSocket serve(Path path, Supplier<Object> stats) throws IOException {
         return listen(path, client -> {

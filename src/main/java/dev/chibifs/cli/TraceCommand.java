@@ -89,6 +89,22 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
     @Spec
     CommandSpec spec;
 
+    /** Where the daemon of a mountpoint answers trace; one line (a CommandFailure) where none runs. */
+    interface Sockets {
+        Path of(Path mountpoint) throws IOException, CommandFailure;
+    }
+
+    private final Sockets sockets;
+
+    TraceCommand() {
+        this(mp -> StatsCommand.socketOf(mp, TraceSocket::pathFor));
+    }
+
+    /** Tests hand in a socket of their own, with no registry or mount behind it. */
+    TraceCommand(Sockets sockets) {
+        this.sockets = sockets;
+    }
+
     @Override
     public Integer call() throws IOException, CommandFailure {
         Set<String> known = RequestTrace.opcodes();
@@ -119,7 +135,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 throw new UsageException("--path: " + e.getMessage());
             }
         }
-        Path socket = StatsCommand.socketOf(mp, TraceSocket::pathFor);
+        Path socket = sockets.of(mp);
         PrintWriter out = spec.commandLine().getOut();
         SocketChannel c;
         try {
@@ -134,6 +150,9 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
             String line;
             while ((line = in.readLine()) != null) {
                 JsonNode e = JSON.readTree(line);
+                if (e.has(TraceSocket.BUSY)) {
+                    throw new CommandFailure(ExitCodes.FAILURE, e.get(TraceSocket.BUSY).asText());
+                }
                 if (e.has("following")) {
                     spec.commandLine().getErr().println("chibifs: tracing " + mp + " (interrupt to stop)");
                     spec.commandLine().getErr().flush();

@@ -12,14 +12,15 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Where {@code chibifs trace} follows a running daemon's requests: a Unix socket beside the
  * mount's registry record ({@code trace-<pid>.sock}, in the user's own 0700 directory, as the
  * stats socket). Each connection gets a first line {@code {"following":true}} once it listens,
- * then every request served from then on, one JSON object a line, until it closes; several may
- * follow at once.
+ * then every request served from then on, one JSON object a line, until it closes; up to
+ * {@link #MOST_FOLLOWERS} may follow at once, and one more gets the one line {@code {"busy":"..."}}.
  */
 final class TraceSocket {
 
@@ -29,6 +30,13 @@ final class TraceSocket {
     private static final int BEHIND_AT_MOST = 16_384;
     /** How often a follower with nothing to show checks that its client is still there. */
     private static final long IDLE_CHECK_MILLIS = 250;
+    /**
+     * Traces that follow one daemon at once (README's trace paragraph). Each holds a thread and about 230 KB for
+     * as long as its client keeps the connection: 400 that never read took a daemon from 34 to 434 threads.
+     */
+    static final int MOST_FOLLOWERS = 8;
+    /** The key of the one line a connection past {@link #MOST_FOLLOWERS} gets, saying why it is not followed. */
+    static final String BUSY = "busy";
 
     private TraceSocket() {
     }
@@ -37,12 +45,34 @@ final class TraceSocket {
         return registry.dir().resolve("trace-" + pid + ".sock");
     }
 
-    /** Serves {@code trace} at {@code path}, each connection followed on a thread of its own, until closed. */
+    /**
+     * Serves {@code trace} at {@code path}, each connection followed on a thread of its own, at most
+     * {@link #MOST_FOLLOWERS} at once, until closed.
+     */
     static StatsSocket serve(Path path, RequestTrace trace) throws IOException {
+        Semaphore followers = new Semaphore(MOST_FOLLOWERS);
         return StatsSocket.listen(path, client -> {
-            Thread t = new Thread(() -> follow(client, trace), "chibifs-trace-follower");
+            if (!followers.tryAcquire()) {
+                // one short line into a socket just made: it fits its buffer, so the accepting thread never waits
+                try (client) {
+                    write(client, Map.of(BUSY, MOST_FOLLOWERS + " traces already follow this mount; end one first"));
+                }
+                return;
+            }
+            Thread t = new Thread(() -> {
+                try {
+                    follow(client, trace);
+                } finally {
+                    followers.release();
+                }
+            }, "chibifs-trace-follower");
             t.setDaemon(true);
-            t.start();
+            try {
+                t.start();
+            } catch (RuntimeException | OutOfMemoryError e) {
+                followers.release();
+                throw e;
+            }
         });
     }
 
