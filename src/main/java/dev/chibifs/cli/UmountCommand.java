@@ -19,7 +19,8 @@ import java.util.concurrent.TimeUnit;
 /** {@code chibifs umount}: unmount and wait until the daemon has exited. */
 @Command(name = "umount", mixinStandardHelpOptions = true,
         description = "Unmount MOUNTPOINT and wait until its daemon has exited.",
-        footer = {"", "Exit codes: 0 unmounted; 1 not mounted, busy, or the daemon did not exit; 2 usage."})
+        footer = {"", "Exit codes: 0 unmounted; 1 not mounted, another user's mount, busy, or the daemon did not exit;"
+                + " 2 usage."})
 public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     private static final long WAIT_SECONDS = 30;
@@ -42,10 +43,27 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
     @Parameters(index = "0", paramLabel = "MOUNTPOINT")
     Path mountpoint;
 
+    /** The FUSE option in the mount table naming the uid that mounted it, who alone (and root) may unmount it. */
+    private static final String MOUNTER_OPTION = "user_id=";
+
+    private final Path mountTable;
+    /** Whose command this is; null: this process's. */
+    private final Long uid;
+
+    public UmountCommand() {
+        this(MountTable.SYSTEM_TABLE, null);
+    }
+
+    /** Tests hand in a mount table of their own, and whose command it is. */
+    UmountCommand(Path mountTable, Long uid) {
+        this.mountTable = mountTable;
+        this.uid = uid;
+    }
+
     @Override
     public Integer call() throws IOException {
         Path mp = MountCommand.realMountpoint(mountpoint);
-        Optional<MountTable.MountEntry> entry = MountTable.find(mp);
+        Optional<MountTable.MountEntry> entry = MountTable.find(mountTable, mp);
         if (entry.isEmpty()) {
             Optional<ProcessHandle> detached = findDaemon(mp);
             throw new MountFailure(mp + " is not mounted" + detached.map(d -> " (it was unmounted lazily: its daemon, pid "
@@ -53,6 +71,13 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
         }
         if (!entry.get().isChibifs()) {
             throw new MountFailure(mp + " is a " + entry.get().fsType() + " mount, not chibifs");
+        }
+        long mounter = mounter(entry.get().options());
+        long me = uid == null ? MountRegistry.currentUid() : uid;
+        if (me != 0 && mounter >= 0 && mounter != me) {
+            // fusermount3 would refuse too, but in words about /etc/mtab that say nothing of whose it is
+            throw new MountFailure(mp + " is another user's mount (uid " + mounter + "): only that user or root can"
+                    + " unmount it");
         }
         Optional<ProcessHandle> daemon = findDaemon(mp);
         if (force) {
@@ -97,6 +122,20 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
         MountRegistry registry = MountRegistry.forCurrentUser();
         registry.remove(mp);
         StatsSocket.removeDeadDaemons(registry);
+    }
+
+    /** The uid a FUSE mount's options name as its mounter, or -1 where they name none. */
+    static long mounter(String options) {
+        for (String option : options.split(",")) {
+            if (option.startsWith(MOUNTER_OPTION)) {
+                try {
+                    return Long.parseLong(option.substring(MOUNTER_OPTION.length()));
+                } catch (NumberFormatException notAUid) {
+                    return -1;
+                }
+            }
+        }
+        return -1;
     }
 
     /**

@@ -46,9 +46,14 @@ public final class MountTable {
 
     /** The topmost mount at exactly {@code mountpoint} on this host, if any. */
     public static Optional<MountEntry> find(Path mountpoint) throws IOException {
+        return find(SYSTEM_TABLE, mountpoint);
+    }
+
+    /** {@link #find(Path)} in {@code table} (a file in /proc/mounts format). */
+    public static Optional<MountEntry> find(Path table, Path mountpoint) throws IOException {
         Path want = mountpoint.toAbsolutePath().normalize();
         MountEntry found = null;
-        for (MountEntry e : read(SYSTEM_TABLE)) {
+        for (MountEntry e : read(table)) {
             if (e.mountpoint().equals(want)) {
                 found = e; // later lines are mounted on top of earlier ones
             }

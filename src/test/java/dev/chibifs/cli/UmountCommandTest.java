@@ -1,0 +1,62 @@
+package dev.chibifs.cli;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+class UmountCommandTest {
+
+    @TempDir
+    Path tmp;
+
+    private final StringWriter err = new StringWriter();
+
+    private int run(UmountCommand command, String... args) {
+        CommandLine cl = new CommandLine(command);
+        cl.setOut(new PrintWriter(new StringWriter()));
+        cl.setErr(new PrintWriter(err, true));
+        cl.setExecutionExceptionHandler(new ErrorHandler());
+        return cl.execute(args);
+    }
+
+    /**
+     * An agent's umount of root's mount failed with fusermount3's "entry for ... not found in /etc/mtab", which
+     * said nothing of whose mount it is: now that, before fusermount3 is asked.
+     */
+    @Test
+    void anotherUsersMountIsRefusedSayingWhoseItIs() throws Exception {
+        Path mp = Files.createDirectories(tmp.resolve("m1")).toRealPath();
+        Path table = Files.writeString(tmp.resolve("mounts"), "chibifs " + mp
+                + " fuse.chibifs rw,nosuid,nodev,relatime,user_id=0,group_id=0,allow_other 0 0\n");
+        assertEquals(ExitCodes.FAILURE, run(new UmountCommand(table, 4752L), mp.toString()));
+        assertEquals("chibifs: " + mp + " is another user's mount (uid 0): only that user or root can unmount it\n",
+                err.toString());
+        assertEquals(1, err.toString().lines().count(), err.toString());
+    }
+
+    @Test
+    void theMountersOwnAndRootsUmountAreNotRefusedSo() throws Exception {
+        Path mp = Files.createDirectories(tmp.resolve("m2")).toRealPath();
+        Path table = Files.writeString(tmp.resolve("mounts"), "chibifs " + mp
+                + " fuse.chibifs rw,nosuid,nodev,relatime,user_id=4752,group_id=4752 0 0\n");
+        // not really mounted: the unmount itself fails, but not as another user's
+        run(new UmountCommand(table, 4752L), mp.toString());
+        run(new UmountCommand(table, 0L), mp.toString());
+        assertFalse(err.toString().contains("another user's"), err.toString());
+    }
+
+    @Test
+    void theMounterIsTheUidOfTheUserIdOption() {
+        assertEquals(1001, UmountCommand.mounter("rw,nosuid,user_id=1001,group_id=1001,allow_other"));
+        assertEquals(-1, UmountCommand.mounter("rw,nosuid"));
+        assertEquals(-1, UmountCommand.mounter("user_id=x"));
+    }
+}
