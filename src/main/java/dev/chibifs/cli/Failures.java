@@ -29,16 +29,20 @@ final class Failures {
     private final String storeRoot;
     private final List<VfsPath> prefixes;
     private final List<VfsPath> subjects;
+    private final boolean writes;
+    private final long uid;
 
     /**
      * Maps failures of commands working on the store at {@code storeRoot} (null before it is opened,
      * or when / is not a local store), whose router mounts stores at {@code prefixes}, given the
-     * paths {@code subjects}.
+     * paths {@code subjects}; the command {@code writes} or only reads, run by {@code uid}.
      */
-    Failures(Path storeRoot, List<VfsPath> prefixes, List<VfsPath> subjects) {
+    Failures(Path storeRoot, List<VfsPath> prefixes, List<VfsPath> subjects, boolean writes, long uid) {
         this.storeRoot = storeRoot == null ? null : storeRoot.toString();
         this.prefixes = prefixes;
         this.subjects = subjects;
+        this.writes = writes;
+        this.uid = uid;
     }
 
     Report report(Exception e) {
@@ -63,7 +67,11 @@ final class Failures {
         String file = e instanceof FileSystemException f ? f.getFile() : null;
         switch (Errors.errno(e)) {
             case Linux.EACCES:
-                return new Report(ExitCodes.PERMISSION_DENIED, "permission denied: " + uri(file));
+                // not the policy (its refusals are PolicyDeniedException, above): the store's own permissions, as
+                // for an agent writing through --home to a store root owned; 3 still, as a refusal, said whose
+                return new Report(ExitCodes.PERMISSION_DENIED, "the store" + storeNamed(file) + " is not "
+                        + (writes ? "writable" : "readable") + " by uid " + uid
+                        + " (the operating system refused, not the zone policy): " + uri(file));
             case Linux.ENOENT:
                 return new Report(ExitCodes.NOT_FOUND, "no such file or directory: " + uri(file));
             case Linux.EISDIR:
@@ -91,6 +99,12 @@ final class Failures {
             return new Report(ExitCodes.IO_ERROR, "I/O error: " + oneLine(String.valueOf(e.getMessage())));
         }
         throw new IllegalArgumentException("not an expected failure", e);
+    }
+
+    /** " DIR" for a file of the local store at DIR, else "": a store at a prefix is named by the URI. */
+    private String storeNamed(String file) {
+        boolean local = storeRoot != null && file != null && (file.equals(storeRoot) || file.startsWith(storeRoot + "/"));
+        return local ? " " + Names.shown(storeRoot) : "";
     }
 
     /**

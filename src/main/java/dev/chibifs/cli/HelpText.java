@@ -7,7 +7,8 @@ final class HelpText {
     static final String NOT_FOUND = "  1  no such file or directory";
     static final String NO_MATCH = "  1  nothing matched (as grep does), or no such file or directory";
     static final String USAGE = "  2  usage: a bad option, URI or context name; no caller for a write";
-    static final String DENIED = "  3  permission denied by the zone policy (the mount's rule and words)";
+    static final String DENIED = "  3  permission denied by the zone policy (the mount's rule and words), or by the"
+            + " operating system on the store's files (the message says which)";
     static final String CONFLICT = "  4  conflict: the path is of the wrong kind or in the wrong state";
     static final String IO = "  5  other I/O error";
 

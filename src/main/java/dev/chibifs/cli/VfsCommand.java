@@ -163,7 +163,7 @@ abstract class VfsCommand implements Callable<Integer> {
     private int fail(Exception e) {
         flushOut();
         Failures.Report r = new Failures(storage == null ? null : storage.root(),
-                router == null ? List.of() : router.prefixes(), subjects).report(e);
+                router == null ? List.of() : router.prefixes(), subjects, writes(), MountRegistry.currentUid()).report(e);
         PrintWriter err = spec.commandLine().getErr();
         err.println("chibifs " + spec.name() + ": " + r.message());
         err.flush();
