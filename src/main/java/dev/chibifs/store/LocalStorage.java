@@ -1122,15 +1122,17 @@ public final class LocalStorage implements Storage {
             // most chmods change no execute bit (tar and cp -p chmod every file they write): one statx
             // by name tells, where a descriptor to change the mode through costs an open and a close more
             Metadata named = stat(a.dir, a.name, path);
-            if (named.isDirectory() || named.isFile() && withExecuteBits(named.mode(), mode) < 0) {
-                return; // a directory's search bits are what lets chibi and the daemon into it
+            if (named.isDirectory() || named.isFile() && withExecuteBits(named.mode(), mode) < 0 || isNode(named)) {
+                // a directory's search bits are what lets chibi and the daemon into it; a fifo's or a
+                // socket's grant nothing (the path is the policy), as a file's read and write bits
+                return;
             }
             // chmod through the O_PATH descriptor's /proc link: the inode checked is the inode changed
             int fd = Syscalls.openat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0, path.toString());
             try {
                 Metadata m = stat(fd, null, path);
-                if (m.isDirectory()) {
-                    return; // replaced by a directory since the look by name
+                if (m.isDirectory() || isNode(m)) {
+                    return; // replaced since the look by name
                 }
                 if (!m.isFile()) {
                     throw notRegular(m.kind() == EntryKind.SYMLINK ? S_IFLNK : 0, path);
@@ -1220,6 +1222,10 @@ public final class LocalStorage implements Storage {
      * when that changes nothing: tar and cp -p chmod every file they write, and most change nothing
      * the store keeps.
      */
+    private static boolean isNode(Metadata m) {
+        return m.kind() == EntryKind.FIFO || m.kind() == EntryKind.SOCKET;
+    }
+
     private static int withExecuteBits(int current, int mode) {
         int wanted = (current & 0666) | (mode & 0111);
         return (current & 07777) == wanted ? -1 : wanted;

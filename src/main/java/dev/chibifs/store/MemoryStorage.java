@@ -1075,11 +1075,11 @@ public final class MemoryStorage implements Storage {
     @Override
     public synchronized void setExecutable(VfsPath path, int mode) throws IOException {
         Node n = find(path);
-        if (n instanceof Link || n instanceof Special) {
+        if (n instanceof Link) {
             throw notRegular(n, path);
         }
-        if (n instanceof Dir) {
-            return; // as the other stores: a directory keeps its search bits
+        if (n instanceof Dir || n instanceof Special) {
+            return; // as the other stores: a directory keeps its search bits; a fifo's grant nothing
         }
         n.setExecutable(mode, now());
     }

@@ -1437,6 +1437,26 @@ public abstract class StorageBehaviourSuite {
         assertEquals(before & ~0111, storage.metadata(p("/shared/f")).mode());
     }
 
+    /**
+     * A chmod of a fifo or a socket is taken and changes nothing, as the read and write bits of a
+     * file: `mkfifo -m 600` (mknod, then chmod) failed with "Operation not permitted", the fifo made.
+     */
+    @Test
+    void aChmodOfAFifoOrASocketIsTakenAndChangesNothing() throws IOException {
+        if (fifosAndSocketsRefused()) {
+            return;
+        }
+        storage.mkdir(p("/shared"));
+        storage.createNode(p("/shared/fifo"), EntryKind.FIFO, 0644);
+        storage.createNode(p("/shared/sock"), EntryKind.SOCKET, 0644);
+        for (String name : List.of("/shared/fifo", "/shared/sock")) {
+            int before = storage.metadata(p(name)).mode();
+            storage.setExecutable(p(name), 0600);
+            storage.setExecutable(p(name), 0755);
+            assertEquals(before, storage.metadata(p(name)).mode(), name);
+        }
+    }
+
     /** The kernel writes an mmap's pages back through any writable handle, an appending one too. */
     @Test
     void anAppendingHandleWritesInPlaceWhenToldTo() throws IOException {
