@@ -43,13 +43,23 @@ public final class OwnedDirectories {
         int me = LibC.c().geteuid();
         Path absolute = dir.toAbsolutePath().normalize();
         Path existing = nearestExisting(absolute);
-        boolean first = existing.equals(absolute); // a directory yet to be made is judged by where it would be
-        for (Path p = existing.toRealPath(); p != null; p = p.getParent(), first = false) {
-            int owner = (Integer) Files.getAttribute(p, "unix:uid");
-            int mode = (Integer) Files.getAttribute(p, "unix:mode");
+        boolean exists = existing.equals(absolute); // a directory yet to be made is judged by where it would be
+        // the path as written, then where its links lead: whoever owns a link on the way, or the
+        // directory holding it, can point it elsewhere after this check
+        String why = judge(existing, exists, me, LinkOption.NOFOLLOW_LINKS);
+        return why != null ? why : judge(existing.toRealPath(), exists, me);
+    }
+
+    private static String judge(Path from, boolean first, int me, LinkOption... options) throws IOException {
+        for (Path p = from; p != null; p = p.getParent(), first = false) {
+            int owner = (Integer) Files.getAttribute(p, "unix:uid", options);
             if (owner != me && owner != 0) {
                 return p + " belongs to uid " + owner;
             }
+            if (Files.isSymbolicLink(p)) {
+                continue; // a link's mode is always 0777: what it leads to is judged after
+            }
+            int mode = (Integer) Files.getAttribute(p, "unix:mode", options);
             if ((mode & 022) != 0 && (first || (mode & STICKY) == 0)) {
                 return String.format("%s may be written by other users (mode %04o)", p, mode & 07777);
             }

@@ -232,6 +232,11 @@ class S3CacheDirTest {
 
         Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
         org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.LibC.c().geteuid() == 0, "chown needs root");
+        // reached through a link another user owns: they can point it at a directory of theirs after the check
+        Path link = Files.createSymbolicLink(temp.resolve("link-" + ns), cacheDir);
+        Files.setAttribute(link, "unix:uid", 4242, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        refused = assertThrows(IOException.class, () -> store(spec, link));
+        assertTrue(refused.getMessage().contains(link + " belongs to uid 4242"), refused.getMessage());
         Files.setAttribute(cacheDir, "unix:uid", 4242);
         refused = assertThrows(IOException.class, () -> store(spec, cacheDir));
         assertTrue(refused.getMessage().contains(cacheDir + " belongs to uid 4242"), refused.getMessage());
