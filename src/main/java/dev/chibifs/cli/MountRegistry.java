@@ -57,18 +57,22 @@ public final class MountRegistry {
     private final Path mountTable;
     private final LongPredicate pidAlive;
     private final Predicate<MountRecord> daemonRuns;
+    /** The uid process {@code pid} runs as, or -1 where none runs. */
+    private final java.util.function.LongToIntFunction pidOwner;
 
-    /** A registry of this user's whose daemons are told by their pids alone (tests give their own PIDALIVE). */
+    /** A registry of this user's whose daemons are told by their pids alone (tests give their own PIDALIVE), all this user's. */
     MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive) {
-        this(dir, currentUid(), mountTable, pidAlive, record -> pidAlive.test(record.pid()));
+        this(dir, currentUid(), mountTable, pidAlive, record -> pidAlive.test(record.pid()), pid -> currentUid());
     }
 
-    private MountRegistry(Path dir, int owner, Path mountTable, LongPredicate pidAlive, Predicate<MountRecord> daemonRuns) {
+    private MountRegistry(Path dir, int owner, Path mountTable, LongPredicate pidAlive, Predicate<MountRecord> daemonRuns,
+                          java.util.function.LongToIntFunction pidOwner) {
         this.dir = dir;
         this.owner = owner;
         this.mountTable = mountTable;
         this.pidAlive = pidAlive;
         this.daemonRuns = daemonRuns;
+        this.pidOwner = pidOwner;
     }
 
     /** The registry of the user this process runs as. */
@@ -83,7 +87,17 @@ public final class MountRegistry {
 
     /** The registry of user {@code owner} in DIR (root's status reads every user's). */
     public static MountRegistry of(Path dir, int owner) {
-        return new MountRegistry(dir, owner, MountTable.SYSTEM_TABLE, MountRegistry::running, MountRegistry::runsDaemonOf);
+        return new MountRegistry(dir, owner, MountTable.SYSTEM_TABLE, MountRegistry::running, MountRegistry::runsDaemonOf,
+                MountRegistry::uidOf);
+    }
+
+    /** The uid process {@code pid} runs as (its /proc directory's owner), or -1 where none runs. */
+    private static int uidOf(long pid) {
+        try {
+            return (Integer) Files.getAttribute(Path.of("/proc", Long.toString(pid)), "unix:uid");
+        } catch (IOException | RuntimeException gone) {
+            return -1;
+        }
     }
 
     /**
@@ -206,12 +220,16 @@ public final class MountRegistry {
             entries.add(new Entry(dir, null, Health.UNREADABLE, "not believed: " + untrusted));
             return entries;
         }
-        List<Path> mounted = MountTable.chibifsMounts(mountTable).stream().map(MountTable.MountEntry::mountpoint).toList();
+        Map<Path, Long> mounted = new java.util.HashMap<>();
+        MountTable.chibifsMounts(mountTable).forEach(m -> mounted.put(m.mountpoint(), m.mounter()));
         try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
             for (Path file : files) {
                 int by = (Integer) Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-                entries.add(by == owner ? judge(file, mounted) : new Entry(file, null, Health.UNREADABLE,
-                        "not believed: written by uid " + by + ", not by the registry's owner, uid " + owner));
+                entries.add(by != owner ? new Entry(file, null, Health.UNREADABLE,
+                        "not believed: written by uid " + by + ", not by the registry's owner, uid " + owner)
+                        // a link would have root's status read, as root, whatever file it names
+                        : Files.isSymbolicLink(file) ? new Entry(file, null, Health.UNREADABLE, "not believed: a symbolic link")
+                        : judge(file, mounted));
             }
         }
         entries.sort(Comparator.comparing(e -> e.record() == null ? e.file().toString()
@@ -222,7 +240,14 @@ public final class MountRegistry {
     /** A mount's record is a dozen lines: far below this. */
     private static final long RECORD_LIMIT = 1 << 20;
 
-    private Entry judge(Path file, List<Path> mounted) {
+    /**
+     * A record read, judged by its daemon's pid and the mount table. A record names its mount and
+     * daemon, and the owner may write anything there: believed only for a daemon that runs as the
+     * owner and a mount the owner made (a tester's record in their own registry named another
+     * user's mountpoint and their own sockets, and root's sync, stats and trace of that mount asked
+     * the tester's program).
+     */
+    private Entry judge(Path file, Map<Path, Long> mounted) {
         MountRecord record;
         // as chibi's own files are read: a fifo there hung status, a link to /dev/zero would take its memory
         try (Reader in = new java.io.StringReader(new String(dev.chibifs.config.HomeFile.read(file, RECORD_LIMIT),
@@ -240,9 +265,19 @@ public final class MountRegistry {
             return new Entry(file, record, Health.STALE, "pid " + record.pid() + (pidAlive.test(record.pid())
                     ? " is another process now: its daemon is gone" : " is not running"));
         }
-        if (!mounted.contains(record.mountpoint())) {
+        int runsAs = pidOwner.applyAsInt(record.pid());
+        if (runsAs >= 0 && runsAs != owner) {
+            return new Entry(file, null, Health.UNREADABLE, "not believed: pid " + record.pid() + " runs as uid " + runsAs
+                    + ", not as the registry's owner, uid " + owner);
+        }
+        Long mounter = mounted.get(record.mountpoint());
+        if (mounter == null) {
             return new Entry(file, record, Health.DETACHED, record.mountpoint() + " is unmounted; pid " + record.pid()
                     + " still serves the files open on it and exits when the last is closed");
+        }
+        if (mounter >= 0 && mounter != owner) {
+            return new Entry(file, null, Health.UNREADABLE, "not believed: " + record.mountpoint() + " is uid " + mounter
+                    + "'s mount, not uid " + owner + "'s");
         }
         return new Entry(file, record, Health.ACTIVE, "");
     }

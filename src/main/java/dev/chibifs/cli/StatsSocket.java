@@ -158,10 +158,12 @@ final class StatsSocket implements AutoCloseable {
     static com.fasterxml.jackson.databind.JsonNode readWithin(Path path, java.time.Duration limit) {
         SocketChannel c;
         try {
-            c = SocketChannel.open(UnixDomainSocketAddress.of(path));
+            c = SocketChannel.open(StandardProtocolFamily.UNIX);
         } catch (IOException | RuntimeException cannot) {
             return null;
         }
+        // from before the connect: a listener whose backlog is full (any user's, in a registry of
+        // their own) holds a blocking connect for ever, and closing the channel ends it as a read
         java.util.concurrent.ScheduledFuture<?> cut = CUTTER.schedule(() -> {
             try {
                 c.close();
@@ -170,6 +172,7 @@ final class StatsSocket implements AutoCloseable {
             }
         }, limit.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
         try (c) {
+            c.connect(UnixDomainSocketAddress.of(path));
             return JSON.readTree(java.nio.channels.Channels.newInputStream(c));
         } catch (IOException | RuntimeException cutOrBad) {
             return null;

@@ -43,9 +43,6 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
     @Parameters(index = "0", paramLabel = "MOUNTPOINT")
     Path mountpoint;
 
-    /** The FUSE option in the mount table naming the uid that mounted it, who alone (and root) may unmount it. */
-    private static final String MOUNTER_OPTION = "user_id=";
-
     private final Path mountTable;
     /** Whose command this is; null: this process's. */
     private final Long uid;
@@ -72,7 +69,7 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
         if (!entry.get().isChibifs()) {
             throw new MountFailure(mp + " is a " + entry.get().fsType() + " mount, not chibifs");
         }
-        long mounter = mounter(entry.get().options());
+        long mounter = entry.get().mounter();
         long me = uid == null ? MountRegistry.currentUid() : uid;
         if (me != 0 && mounter >= 0 && mounter != me) {
             // fusermount3 would refuse too, but in words about /etc/mtab that say nothing of whose it is
@@ -124,19 +121,6 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
         StatsSocket.removeDeadDaemons(registry);
     }
 
-    /** The uid a FUSE mount's options name as its mounter, or -1 where they name none. */
-    static long mounter(String options) {
-        for (String option : options.split(",")) {
-            if (option.startsWith(MOUNTER_OPTION)) {
-                try {
-                    return Long.parseLong(option.substring(MOUNTER_OPTION.length()));
-                } catch (NumberFormatException notAUid) {
-                    return -1;
-                }
-            }
-        }
-        return -1;
-    }
 
     /**
      * Aborts the connection, then unmounts and ends the daemon. A hung daemon may not even die of

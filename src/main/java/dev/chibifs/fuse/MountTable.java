@@ -18,9 +18,26 @@ public final class MountTable {
 
     /** One line of the table, with the kernel's octal escapes undone. */
     public record MountEntry(String source, Path mountpoint, String fsType, String options) {
+        /** The FUSE option naming the uid that mounted it, who alone (and root) may unmount it. */
+        private static final String MOUNTER_OPTION = "user_id=";
+
         /** True for a chibifs mount. */
         public boolean isChibifs() {
             return fsType.equals(CHIBIFS_TYPE);
+        }
+
+        /** The uid the options name as its mounter ({@code user_id=}), or -1 where they name none. */
+        public long mounter() {
+            for (String option : options.split(",")) {
+                if (option.startsWith(MOUNTER_OPTION)) {
+                    try {
+                        return Long.parseLong(option.substring(MOUNTER_OPTION.length()));
+                    } catch (NumberFormatException notAUid) {
+                        return -1;
+                    }
+                }
+            }
+            return -1;
         }
     }
 

@@ -162,6 +162,35 @@ class MountRegistryTest {
                 + " (uid 0): another user made it"), refused.getMessage());
     }
 
+    /**
+     * A record is believed only for a mount its registry's owner made, and never through a link: a
+     * tester's record in their own registry named another user's mountpoint, and root's sync, stats
+     * and trace of it asked the tester's program; a link as a record had root read any file.
+     */
+    @Test
+    void aRecordOfAnotherUsersMountOrALinkedOneIsNotBelieved() throws Exception {
+        Path mine = tmp.resolve("mine");
+        Path theirs = tmp.resolve("theirs");
+        Path table = tmp.resolve("mounts");
+        Files.writeString(table, "chibifs " + mine + " fuse.chibifs rw,user_id=" + MountRegistry.currentUid() + ",group_id=0 0 0\n"
+                + "chibifs " + theirs + " fuse.chibifs rw,user_id=4242,group_id=4242 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), table, pid -> true);
+        registry.write(uidMapped(mine, 1));
+        registry.write(uidMapped(theirs, 2));
+        Path secret = Files.writeString(tmp.resolve("secret"), "mode=uidmap\n");
+        Files.createSymbolicLink(registry.dir().resolve("0000000000000000.properties"), secret);
+        List<MountRegistry.Entry> entries = registry.list();
+        assertEquals(3, entries.size(), entries.toString());
+        MountRegistry.Entry link = entries.stream().filter(e -> e.file().getFileName().toString().startsWith("0000")).findFirst().orElseThrow();
+        assertEquals("not believed: a symbolic link", link.detail());
+        assertEquals(MountRegistry.Health.ACTIVE, entries.stream().filter(e -> e.record() != null
+                && e.record().mountpoint().equals(mine)).findFirst().orElseThrow().health());
+        MountRegistry.Entry other = entries.stream().filter(e -> e.file().equals(registry.fileFor(theirs))).findFirst().orElseThrow();
+        assertEquals(MountRegistry.Health.UNREADABLE, other.health());
+        assertNull(other.record());
+        assertEquals("not believed: " + theirs + " is uid 4242's mount, not uid " + MountRegistry.currentUid() + "'s", other.detail());
+    }
+
     @Test
     void refusesARegistryDirectoryThatIsALink() throws Exception {
         Path real = Files.createDirectory(tmp.resolve("real"));

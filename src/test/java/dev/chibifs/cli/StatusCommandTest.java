@@ -131,6 +131,37 @@ class StatusCommandTest {
         assertFalse(out.toString().contains("fails"), "a daemon that cannot be asked tells nothing: " + out);
     }
 
+    /**
+     * A daemon whose socket's backlog is full (any user can make one, in a registry of their own)
+     * held root's status for ever in its connect: it is asked within the limit, connect included.
+     */
+    @Test
+    void aSocketThatTakesNoConnectionHoldsStatusNoLongerThanItsLimit() throws Exception {
+        Path path = tmp.resolve("stats-full.sock");
+        try (java.nio.channels.ServerSocketChannel full = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+            full.bind(java.net.UnixDomainSocketAddress.of(path), 1);
+            List<java.nio.channels.SocketChannel> queued = new java.util.ArrayList<>();
+            try {
+                for (int i = 0; i < 16; i++) { // never accepted: the backlog fills, and a blocking connect would wait
+                    java.nio.channels.SocketChannel c = java.nio.channels.SocketChannel.open(java.net.StandardProtocolFamily.UNIX);
+                    queued.add(c);
+                    c.configureBlocking(false);
+                    try {
+                        c.connect(java.net.UnixDomainSocketAddress.of(path));
+                    } catch (java.io.IOException full2) {
+                        break;
+                    }
+                }
+                assertEquals(null, org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(10),
+                        () -> StatsSocket.readWithin(path, java.time.Duration.ofMillis(200))));
+            } finally {
+                for (java.nio.channels.SocketChannel c : queued) {
+                    c.close();
+                }
+            }
+        }
+    }
+
     @Test
     void aNamespaceOnS3ShowsItsBucketAsTheStore() throws Exception {
         Path table = Files.writeString(tmp.resolve("s3mounts"), "chibifs /mnt/s3 fuse.chibifs rw 0 0\n");

@@ -55,8 +55,8 @@ class UmountCommandTest {
 
     @Test
     void theMounterIsTheUidOfTheUserIdOption() {
-        assertEquals(1001, UmountCommand.mounter("rw,nosuid,user_id=1001,group_id=1001,allow_other"));
-        assertEquals(-1, UmountCommand.mounter("rw,nosuid"));
-        assertEquals(-1, UmountCommand.mounter("user_id=x"));
+        assertEquals(1001, new dev.chibifs.fuse.MountTable.MountEntry("chibifs", java.nio.file.Path.of("/m"), "fuse.chibifs", "rw,nosuid,user_id=1001,group_id=1001,allow_other").mounter());
+        assertEquals(-1, new dev.chibifs.fuse.MountTable.MountEntry("chibifs", java.nio.file.Path.of("/m"), "fuse.chibifs", "rw,nosuid").mounter());
+        assertEquals(-1, new dev.chibifs.fuse.MountTable.MountEntry("chibifs", java.nio.file.Path.of("/m"), "fuse.chibifs", "user_id=x").mounter());
     }
 }
