@@ -543,13 +543,15 @@ public final class MountCommand implements Callable<Integer> {
 
     /**
      * The daemon's log file, in the logs directory of chibifs's home, named after the mountpoint;
-     * in {@link #ROOT_LOGS} for a daemon run as root on a home another user owns: root would write
-     * by a path that user controls (a tester's link there had root append its log to a file of
-     * root's), and its log would keep that user's own mount from opening its own.
+     * in {@link #ROOT_LOGS} for a daemon run as root on a home another user may write (owns, or
+     * writes as a group's member): root would write by a path that user controls (a tester's link
+     * there had root append its log to a file of root's, another's link at a group-writable home's
+     * logs directory had root make its log in a directory of root's), and its log would keep that
+     * user's own mount from opening its own. The rule of the S3 caches ({@code S3Options.cachesOf}).
      */
     static Path logFile(ChibiHome chibiHome, Path mp) throws IOException {
         Path logDir = chibiHome.chibifsDir().resolve("logs");
-        if (dev.chibifs.sys.LibC.c().geteuid() == 0 && !ownedByRoot(chibiHome.dir())) {
+        if (dev.chibifs.sys.LibC.c().geteuid() == 0 && dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(logDir) != null) {
             logDir = ROOT_LOGS;
         }
         try {
@@ -600,10 +602,6 @@ public final class MountCommand implements Callable<Integer> {
     }
 
     /** Whether {@code dir}, or the nearest directory leading to it that exists, is root's. */
-    private static boolean ownedByRoot(Path dir) throws IOException {
-        Path p = dev.chibifs.sys.OwnedDirectories.nearestExisting(dir.toAbsolutePath().normalize());
-        return (Integer) Files.getAttribute(p, "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS) == 0; // a link: its owner's
-    }
 
     /** What a background mount prints once the mount answers. */
     private String mountedLine(Plan plan, ChibiHome chibiHome, Path mp, long daemonPid, Path logFile) {

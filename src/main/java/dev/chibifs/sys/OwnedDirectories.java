@@ -47,7 +47,16 @@ public final class OwnedDirectories {
         // the path as written, then where its links lead: whoever owns a link on the way, or the
         // directory holding it, can point it elsewhere after this check
         String why = judge(existing, exists, me, LinkOption.NOFOLLOW_LINKS);
-        return why != null ? why : judge(existing.toRealPath(), exists, me);
+        if (why != null) {
+            return why;
+        }
+        Path real;
+        try {
+            real = existing.toRealPath();
+        } catch (java.nio.file.NoSuchFileException dangling) {
+            return null; // a link to nothing: making the directory there fails, and says why
+        }
+        return judge(real, exists, me);
     }
 
     private static String judge(Path from, boolean first, int me, LinkOption... options) throws IOException {
@@ -60,14 +69,51 @@ public final class OwnedDirectories {
                 continue; // a link's mode is always 0777: what it leads to is judged after
             }
             int mode = (Integer) Files.getAttribute(p, "unix:mode", options);
-            if ((mode & 022) != 0 && (first || (mode & STICKY) == 0)) {
-                return String.format("%s may be written by other users (mode %04o)", p, mode & 07777);
+            int othersWrite = mode & 022;
+            if ((othersWrite & 020) != 0 && privateGroup((Integer) Files.getAttribute(p, "unix:gid", options), owner)) {
+                othersWrite &= ~020; // umask 002 with a group of the owner's own (Debian's and Fedora's users)
+            }
+            if (othersWrite != 0 && (first || (mode & STICKY) == 0)) {
+                return String.format("%s may be written by other users (mode %04o): chmod go-w it, or choose another",
+                        p, mode & 07777);
             }
         }
         return null;
     }
 
     private static final int STICKY = 01000;
+
+    /**
+     * Whether group {@code gid} holds user {@code uid} alone: no member named in /etc/group, and no
+     * user but {@code uid} has it as their own in /etc/passwd. A group those files do not name (one
+     * from LDAP) is not known to be private.
+     */
+    public static boolean privateGroup(int gid, int uid) {
+        try {
+            boolean named = false;
+            for (String line : Files.readAllLines(Path.of("/etc/group"))) {
+                String[] f = line.split(":", -1);
+                if (f.length >= 4 && f[2].equals(Integer.toString(gid))) {
+                    if (!f[3].isBlank()) {
+                        return false;
+                    }
+                    named = true;
+                }
+            }
+            if (!named) {
+                return false;
+            }
+            for (String line : Files.readAllLines(Path.of("/etc/passwd"))) {
+                String[] f = line.split(":", -1);
+                if (f.length >= 4 && f[3].equals(Integer.toString(gid)) && !f[2].equals(Integer.toString(uid))) {
+                    return false;
+                }
+            }
+            return true;
+        } catch (IOException | RuntimeException unknown) {
+            return false;
+        }
+    }
 
     /** Makes {@code dir} and the directories leading to it, as {@link Files#createDirectories}; returns it. */
     public static Path make(Path dir) throws IOException {

@@ -126,6 +126,13 @@ class MountCommandTest {
         assertTrue(!java.nio.file.Files.exists(users.resolve(".chibi")), "nothing made in the user's home");
         Path roots = MountCommand.logFile(new dev.chibifs.config.ChibiHome(dir.resolve("srv")), Path.of("/mnt/chibi"));
         assertEquals(dir.resolve("srv/chibifs/logs/mount-mnt_chibi.log"), roots);
+        // root's, but a team's to write (root:team 2775): a member's link at its logs directory had
+        // root make its log in a directory of root's
+        Path team = java.nio.file.Files.createDirectories(dir.resolve("team"));
+        java.nio.file.Files.setPosixFilePermissions(team, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxr-x"));
+        java.nio.file.Files.setAttribute(team, "unix:gid", 4242); // a group no file names: not known to be root's alone
+        assertEquals(MountCommand.ROOT_LOGS.resolve("mount-mnt_chibi.log"),
+                MountCommand.logFile(new dev.chibifs.config.ChibiHome(team), Path.of("/mnt/chibi")));
     }
 
     /** A mistyped home became a new CHIBI_HOME, made by a command that only reads, and listed empty with exit 0. */

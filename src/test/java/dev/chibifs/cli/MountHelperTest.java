@@ -175,6 +175,12 @@ class MountHelperTest {
         Result fake = run("chibifs", "/mnt/a", "-f", "-o", "ctx=a,store=/=s3://b/p?endpoint=http://AKIA:s3cret@h");
         assertTrue(fake.stderr().contains("--store /=s3://b/p?endpoint=http://AKIA:***@h /mnt/a")
                 && !fake.stderr().contains("s3cret"), fake.stderr());
+        // a token alone, and userinfo %-escaped, go whole (a second tester round saw both in clear)
+        fake = run("chibifs", "/mnt/a", "-f", "-o", "ctx=a,store=/=s3://b/p?endpoint=https://t0kenSECRET@h");
+        assertTrue(fake.stderr().contains("--store /=s3://b/p?endpoint=https://***@h /mnt/a"), fake.stderr());
+        fake = run("chibifs", "/mnt/a", "-f", "-o", "ctx=a,store=/=s3://b/p?endpoint=http%3A%2F%2FAKIA%3As3cretPW%40h");
+        assertTrue(fake.stderr().contains("--store /=s3://b/p?endpoint=http%3A%2F%2F***%40h /mnt/a")
+                && !fake.stderr().contains("s3cretPW"), fake.stderr());
     }
 
     @Test

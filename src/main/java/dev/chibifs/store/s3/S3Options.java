@@ -2,6 +2,8 @@ package dev.chibifs.store.s3;
 
 import dev.chibifs.config.ChibiHome;
 
+import org.slf4j.LoggerFactory;
+
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -79,6 +81,15 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
      */
     public static Path defaultCacheDir(ChibiHome home, S3Spec spec) {
         Path cache = cachesOf(home);
+        Path inHome = home.chibifsDir().resolve("cache").resolve(spec.cacheName()).resolve(S3Storage.JOURNAL_FILE);
+        if (!cache.startsWith(home.chibifsDir()) && Files.isRegularFile(inHome, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            // an upgrade: a root daemon kept its cache in the home before; what its journal holds is not
+            // trusted (anyone who may write there may have written it), but must not vanish unsaid
+            LoggerFactory.getLogger(S3Options.class).warn("S3 store {}: {} is not read: a daemon run as root keeps"
+                    + " its caches where only root writes now ({}), and another user may write that home; changes an"
+                    + " earlier chibifs left there unuploaded stay there (check them, then remove it)", spec, inHome,
+                    cache);
+        }
         Path plain = cache.resolve(spec.cacheName());
         CacheOwner owner;
         try {

@@ -227,7 +227,14 @@ class S3CacheDirTest {
         a.crash(); // the change waits in the journal, as a planted one would
         Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
         IOException refused = assertThrows(IOException.class, () -> store(spec, cacheDir));
-        assertTrue(refused.getMessage().contains(cacheDir + " may be written by other users (mode 0777)"), refused.getMessage());
+        assertTrue(refused.getMessage().contains(cacheDir + " may be written by other users (mode 0777): chmod go-w it"),
+                refused.getMessage());
+        // group-writable, the group the owner's alone (umask 002 with a group of one's own): trusted
+        int gid = (Integer) Files.getAttribute(cacheDir, "unix:gid");
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.OwnedDirectories.privateGroup(gid,
+                dev.chibifs.sys.LibC.c().geteuid()), "a private group to test with");
+        Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxr-x"));
+        assertTrue(dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(cacheDir) == null);
         assertNull(inS3(BUCKET, ns + "/home/bob/planted.txt"));
 
         Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
