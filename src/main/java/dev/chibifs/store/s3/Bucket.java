@@ -226,6 +226,12 @@ final class Bucket implements Closeable {
     private record Away(String reason, Instant since) {
     }
 
+    /**
+     * The latest time S3 answered an upload (a PUT, a completion, a copy) by its own clock: its Date
+     * header, to the second; null before the first, or from a server that sends none.
+     */
+    private final java.util.concurrent.atomic.AtomicReference<Instant> uploadAnswered = new java.util.concurrent.atomic.AtomicReference<>();
+
     Bucket(S3Client client, AwsCredentialsProvider credentials, String credentialsFrom, String bucket, String where) {
         this.client = client;
         this.credentials = credentials;
@@ -1143,6 +1149,7 @@ final class Bucket implements Closeable {
                 }
             });
             answered();
+            uploadAnswered(r);
             return r.eTag();
         } catch (S3Exception e) {
             answered();
@@ -1258,6 +1265,7 @@ final class Bucket implements Closeable {
             PutObjectResponse r = client.putObject(req.overrideConfiguration(uploadLimits(body.optionalContentLength().orElse(0L)))
                     .build(), body);
             answered();
+            uploadAnswered(r);
             bytesUp.add(body.optionalContentLength().orElse(0L));
             return r.eTag();
         } catch (S3Exception e) {
@@ -1357,6 +1365,7 @@ final class Bucket implements Closeable {
             // S3 answers once the copy is made: as long as an upload of the bytes would take, at most
             CopyObjectResponse r = client.copyObject(req.overrideConfiguration(uploadLimits(size)).build());
             answered();
+            uploadAnswered(r);
             return r.copyObjectResult().eTag();
         } catch (S3Exception e) {
             answered();
@@ -1511,6 +1520,23 @@ final class Bucket implements Closeable {
 
     private void answered() {
         unreachable = null;
+    }
+
+    /** Keeps {@code r}'s Date as {@link #uploadAnswered}, where it is the latest so far. */
+    private void uploadAnswered(software.amazon.awssdk.core.SdkResponse r) {
+        Instant at = r.sdkHttpResponse().firstMatchingHeader("Date").map(Bucket::httpDate).orElse(null);
+        if (at != null) {
+            uploadAnswered.accumulateAndGet(at, (was, now) -> was == null || now.isAfter(was) ? now : was);
+        }
+    }
+
+    /**
+     * The latest time S3 answered an upload from this host, by S3's clock (to the second): right
+     * after an upload returns, no earlier than the time S3 gave that object. Null before any, or
+     * where S3 sends no Date.
+     */
+    Instant uploadAnswered() {
+        return uploadAnswered.get();
     }
 
     /** Why S3 is known to be unreachable, and since when (for {@code chibifs stats}); null while it answers. */

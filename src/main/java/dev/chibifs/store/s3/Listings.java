@@ -51,12 +51,6 @@ final class Listings {
     /** Logged as the store, whose lines they are. */
     private static final Logger LOG = LoggerFactory.getLogger(S3Storage.class);
 
-    /**
-     * How far S3's clock may be ahead of this host's when a listing's LastModified is compared with
-     * the end of this host's own upload (NTP keeps hosts within milliseconds). More would only cost
-     * a HEAD after an upload of this host's; less may miss another host's put right after it.
-     */
-    private static final Duration CLOCK_SKEW = Duration.ofMillis(500);
     /** Up to this many names missing from a listing are asked after one by one; more, by a second listing. */
     private static final int CONFIRM_ONE_BY_ONE = 16;
     /** How many HEADs ask at once for the attributes of files a listing showed (see {@link #learnAttributes}). */
@@ -603,9 +597,9 @@ final class Listings {
     /**
      * Whether the object of settled node {@code n}, listed with its ETag unchanged and time
      * {@code listed}, was put again by another host: a time other than the one listed before, or,
-     * where this host uploaded it since, one later than that upload's end (S3 lists the time by its
-     * own clock, often to the second, floored: so this host's own never looks later, and another
-     * host's put shows from the second after that end; {@link #CLOCK_SKEW} covers S3's clock ahead).
+     * where this host uploaded it since, one later than S3's answer to that upload. Both are S3's
+     * clock, not this host's, and to the second: this host's own never looks later, and another
+     * host's put shows from the second after that answer, however far this host's clock is off.
      */
     private static boolean putAgainElsewhere(Node n, Instant listed) {
         if (listed == null) {
@@ -614,7 +608,7 @@ final class Listings {
         if (n.listedModified != null) {
             return !listed.equals(n.listedModified);
         }
-        return n.uploadedAt != null && listed.isAfter(n.uploadedAt.plus(CLOCK_SKEW));
+        return n.uploadedAt != null && listed.isAfter(n.uploadedAt);
     }
 
     /** Whether a node S3 no longer lists was removed by another host (and not just made here). */

@@ -385,9 +385,10 @@ final class Overlay {
          */
         String listedEtag;
         /**
-         * When this host's last upload of it ended, by this host's wall clock; null when it made none
-         * since a listing. Until a listing shows a time, one later than this (and the clocks' skew) is
-         * another host's put, not this host's own.
+         * When S3 answered this host's last upload of it, by S3's clock ({@link S3Storage#uploaded});
+         * null when it made none since a listing. Until a listing shows a time, one later than this is
+         * another host's put, not this host's own. A journal written before kept this host's wall
+         * clock here, which stands until the next listing.
          */
         Instant uploadedAt;
         /** Directories: known to exist in S3 (a marker or keys below it). */

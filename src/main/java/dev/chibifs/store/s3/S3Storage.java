@@ -370,12 +370,19 @@ public final class S3Storage implements Storage {
 
     /**
      * {@code n} went up from this host: the time S3 gave the object is not known (a PUT answers
-     * none) but is no later than now by S3's clock. The wall clock, not the store's clock: that one
-     * drives the write-back and stands still in tests, where S3's does not.
+     * none) but is no later than when S3 answered the upload, by S3's own clock (its Date header):
+     * the clock a listing's LastModified is on, so a host whose clock runs ahead of S3's still sees
+     * another host's put after its own. Only from a server that sends no Date, this host's wall clock
+     * (not the store's clock: that one stands still in tests, where S3's does not).
      */
-    static void uploaded(Node n) {
+    void uploaded(Node n) {
+        uploaded(n, bucket.uploadAnswered());
+    }
+
+    /** As {@link #uploaded(Node)}, where S3 said the time it gave the object ({@code modified}: a HEAD's). */
+    static void uploaded(Node n, Instant modified) {
         n.listedModified = null;
-        n.uploadedAt = Instant.now();
+        n.uploadedAt = modified != null ? modified : Instant.now();
     }
 
     synchronized boolean inDoubt(Node n) {

@@ -647,7 +647,7 @@ final class WriteBack {
                     bucket.landedUnanswered(ours.size());
                     synchronized (store) {
                         n.remoteEtag = ours.etag();
-                        S3Storage.uploaded(n);
+                        S3Storage.uploaded(n, ours.modified()); // its answer lost: no Date of it
                         n.lostUploads = null;
                     }
                     continue; // the finally block drops this snapshot; the next attempt takes another
@@ -851,7 +851,7 @@ final class WriteBack {
             Node there = store.overlay.nodes.get(p);
             if (there != null && !there.dir && there.link == n.link) {
                 there.remoteEtag = etag;
-                S3Storage.uploaded(there);
+                store.uploaded(there);
             } else {
                 store.overlay.tombstone(k, etag);
                 if (n.path != null) {
@@ -860,7 +860,7 @@ final class WriteBack {
             }
         } else {
             n.remoteEtag = etag;
-            S3Storage.uploaded(n);
+            store.uploaded(n);
             n.lostUploads = null;
             n.syncedSeq = store.overlay.seq;
             if (n.gen == gen) {
@@ -1197,7 +1197,7 @@ final class WriteBack {
             c.size = Files.size(store.dataFile(ino));
             c.cached = true;
             c.remoteEtag = copyEtag;
-            S3Storage.uploaded(c);
+            store.uploaded(c);
             c.xattrs = n.xattrs; // what went up with it: maps are replaced, never changed, so one may be shared
             c.sha = sha;
             c.shaGen = c.gen;

@@ -144,7 +144,7 @@ class S3HostsTest {
         FileTime touched = FileTime.from(Instant.parse("2030-01-02T03:04:05Z"));
         assertEquals(0644, b.metadata(p("/shared/p/m.c")).mode() & 0777);
         // S3 lists the time to the second: b's put shows as later than a's upload from the second
-        // after the one the upload ended in (plus the skew allowed S3's clock ahead of a's)
+        // after the one S3 answered the upload in (with half a second to spare)
         assertTrue(await(Duration.ofSeconds(5), () -> pastTheSecondAfter(uploaded.plusMillis(500))));
         b.setTimes(p("/shared/p/m.c"), null, touched);
         b.setExecutable(p("/shared/p/m.c"), 0755);
@@ -152,6 +152,27 @@ class S3HostsTest {
         assertTrue(await(Duration.ofSeconds(5), () -> a.metadata(p("/shared/p/m.c")).modified().equals(touched)),
                 "a sees b's touch: " + a.metadata(p("/shared/p/m.c")).modified());
         assertEquals(0755, a.metadata(p("/shared/p/m.c")).mode() & 0777);
+    }
+
+    @Test
+    void anUploaderWhoseClockRunsAheadOfS3SeesAnotherHostsAttributeChange() throws Exception {
+        // S3's clock ten minutes behind the hosts' (a host ten minutes ahead of S3): a's own upload
+        // is judged by when S3 answered it, so b's chmod a few seconds later by S3's clock shows on a
+        server.skewClock(Duration.ofMinutes(-10));
+        try {
+            S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+            S3Storage b = host(options("b").withFlushAfter(Duration.ZERO).withValidity(Duration.ZERO));
+            put(a, "/shared/p/run.sh", "echo hi\n");
+            a.flushAll();
+            assertEquals(0644, b.metadata(p("/shared/p/run.sh")).mode() & 0777);
+            server.skewClock(Duration.ofMinutes(-10).plusSeconds(5)); // five seconds pass on S3, none here
+            b.setExecutable(p("/shared/p/run.sh"), 0755);
+            b.flushAll();
+            assertTrue(await(Duration.ofSeconds(5), () -> (a.metadata(p("/shared/p/run.sh")).mode() & 0777) == 0755),
+                    "a sees b's chmod: " + Integer.toOctalString(a.metadata(p("/shared/p/run.sh")).mode()));
+        } finally {
+            server.skewClock(Duration.ZERO);
+        }
     }
 
     /**

@@ -110,6 +110,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
                 .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, accessKey, secretKey)
                 .endpoint(URI.create("http://127.0.0.1:" + port))
                 .build();
+        answerOnSkewedClock(proxy);
         proxy.start();
         Instant limit = Instant.now().plus(START_LIMIT);
         // s3proxy starts Jetty on a thread of its own and says so only through its state
@@ -120,6 +121,59 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             Thread.onSpinWait();
         }
         port = proxy.getPort();
+    }
+
+    /** How far this server's clock is from the real one: see {@link #skewClock}. */
+    private volatile Duration skew = Duration.ZERO;
+
+    /**
+     * From now on this server's clock is {@code by} off the real one (negative: behind), as an S3
+     * service whose clock disagrees with its clients': the Date of its answers, and the LastModified
+     * of the objects it stores from now (put, copied, completed), are on that clock. Moving it on
+     * later stands for time passing on S3 without waiting for it.
+     */
+    void skewClock(Duration by) {
+        skew = by;
+    }
+
+    private Instant now() {
+        return Instant.now().plus(skew);
+    }
+
+    /**
+     * Jetty, which s3proxy runs on, stamps each answer's Date from the real clock: here from this
+     * server's own. Its connectors are made with the proxy, before it starts, and are not exposed.
+     */
+    private void answerOnSkewedClock(S3Proxy p) throws ReflectiveOperationException {
+        java.lang.reflect.Field f = S3Proxy.class.getDeclaredField("server");
+        f.setAccessible(true);
+        var jetty = (org.gaul.shaded.org.eclipse.jetty.server.Server) f.get(p);
+        for (var c : jetty.getConnectors()) {
+            var http = c.getConnectionFactory(org.gaul.shaded.org.eclipse.jetty.server.HttpConnectionFactory.class);
+            if (http != null) {
+                http.getHttpConfiguration().setSendDateHeader(false);
+                http.getHttpConfiguration().addCustomizer((request, headers) -> {
+                    headers.put("Date", java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME
+                            .format(now().atZone(java.time.ZoneOffset.UTC)));
+                    return request;
+                });
+            }
+        }
+    }
+
+    /**
+     * An object just stored gets its LastModified from this server's clock: s3proxy's file system
+     * backend gives the time of its file, stamped by the real clock. Under the backend's lock.
+     */
+    private void stamp(String container, String name) {
+        if (skew.isZero()) {
+            return;
+        }
+        try {
+            java.nio.file.Files.setLastModifiedTime(dir.resolve(container).resolve(name), java.nio.file.attribute.FileTime.from(now()));
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /**
@@ -168,6 +222,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
                 String etag = failingAsAsked(() -> super.putBlob(container, blob, options),
                         () -> new IllegalStateException("a PUT failed on purpose (S3Server.failPuts)"));
                 server.stored.add(blob.getMetadata().name());
+                server.stamp(container, blob.getMetadata().name());
                 return etag;
             }
         }
@@ -225,8 +280,10 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
          */
         @Override
         public synchronized String completeMultipartUpload(MultipartUpload mpu, List<MultipartPart> parts) {
-            return failingAsAsked(() -> super.completeMultipartUpload(mpu, parts),
+            String etag = failingAsAsked(() -> super.completeMultipartUpload(mpu, parts),
                     () -> new RuntimeException("a completion failed on purpose (S3Server.failPuts)"));
+            server.stamp(mpu.containerName(), mpu.blobName());
+            return etag;
         }
 
         private String failingAsAsked(java.util.function.Supplier<String> put,
@@ -244,7 +301,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
         @Override
         public synchronized String copyBlob(String from, String fromName, String to, String toName, CopyOptions options) {
-            return super.copyBlob(from, fromName, to, toName, options);
+            String etag = super.copyBlob(from, fromName, to, toName, options);
+            server.stamp(to, toName);
+            return etag;
         }
 
         @Override
