@@ -1207,6 +1207,36 @@ final class Bucket implements Closeable {
         return old.size();
     }
 
+    /**
+     * Aborts the uploads in parts of keys under {@code prefix} begun more than {@code age} before
+     * S3 listed them, by S3's own clock (the listing's Date against each upload's Initiated): a host
+     * whose clock runs ahead cannot take another host's upload under way for one left behind.
+     * Returns how many; none where S3 sends no Date to judge by.
+     */
+    int abortUploadsOlderThan(String prefix, Duration age) throws IOException {
+        refuseWhileUnreachable("list-uploads", prefix);
+        count("list-uploads");
+        List<MultipartUpload> old = new ArrayList<>();
+        try {
+            for (var page : client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix)
+                    .encodingType(EncodingType.URL).overrideConfiguration(answerLimits))) {
+                Instant listed = page.sdkHttpResponse().firstMatchingHeader("Date").map(Bucket::httpDate).orElse(null);
+                for (MultipartUpload u : page.uploads()) {
+                    if (listed != null && u.initiated() != null && u.initiated().isBefore(listed.minus(age))) {
+                        old.add(u);
+                    }
+                }
+            }
+            answered();
+        } catch (SdkException e) {
+            throw failure("list-uploads", prefix, e);
+        }
+        for (MultipartUpload u : old) {
+            abort(u.key(), u.uploadId());
+        }
+        return old.size();
+    }
+
     /** Begins an upload in parts and leaves it (tests: what a host that stopped mid-upload left). */
     String beginUpload(String key) throws IOException {
         try {
@@ -1228,9 +1258,26 @@ final class Bucket implements Closeable {
         try {
             client.abortMultipartUpload(b -> b.bucket(bucket).key(key).uploadId(uploadId).overrideConfiguration(answerLimits));
         } catch (SdkException e) {
+            if (uploadGone(e)) {
+                LOG.info("S3 abort-upload s3://{}/{}: S3 no longer has the upload (another host aborted it, or a"
+                        + " lifecycle rule removed it): no part of it stays", bucket, key);
+                return;
+            }
             LOG.warn("S3 abort-upload s3://{}/{}: {}; its parts stay until the bucket's lifecycle rule removes them",
                     bucket, key, e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst().orElse(""));
         }
+    }
+
+    /**
+     * Whether {@code e} says S3 no longer has the upload in parts it was about (404 NoSuchUpload):
+     * aborted meanwhile by another host that took it for one left behind, or by a lifecycle rule.
+     */
+    static boolean uploadGone(Throwable e) {
+        if (e instanceof Refused r) {
+            return r.reason().equals("HTTP 404 NoSuchUpload");
+        }
+        return e instanceof S3Exception s3 && s3.statusCode() == 404 && s3.awsErrorDetails() != null
+                && "NoSuchUpload".equals(s3.awsErrorDetails().errorCode());
     }
 
     /** The count, among {@link #requests}, of retried PUTs that met their own first attempt (or a conflict). */

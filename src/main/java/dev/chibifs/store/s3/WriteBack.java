@@ -672,6 +672,12 @@ final class WriteBack {
                 if (direct && e instanceof NoSuchFileException && !Files.exists(data)) {
                     continue; // removed while it went up (its cached content with it): the next attempt ends
                 }
+                if (Bucket.uploadGone(e) && attempt < SNAPSHOT_TRIES) {
+                    // S3 answers, and nothing here failed: no outage to report, or to recover from
+                    LOG.warn("S3 store {}: the upload in parts of {} was aborted on S3 before it completed (by another"
+                            + " host that took it for one left behind, or a lifecycle rule); it goes up again", spec, p);
+                    continue;
+                }
                 synchronized (store) {
                     if (n.lostUploads == null) {
                         n.lostUploads = new ArrayList<>(1);
@@ -1110,7 +1116,8 @@ final class WriteBack {
      * Before an upload in parts, at most once a day: aborts the uploads in parts under this store's
      * prefix begun over a day ago, which a host that stopped mid-upload left (S3 keeps and bills their
      * parts until a lifecycle rule removes them). A day, as `rclone cleanup` does: no upload here runs
-     * that long.
+     * that long. A day by S3's clock, not this host's: a host a day ahead aborted another host's
+     * 400 MiB upload under way (`rclone cleanup` has that hazard).
      */
     private void abortUploadsLeft() {
         Instant now = options.clock().instant();
@@ -1122,7 +1129,7 @@ final class WriteBack {
         }
         String prefix = spec.keyPrefix().isEmpty() ? "" : spec.keyPrefix() + "/";
         try {
-            int aborted = bucket.abortUploadsBegunBefore(prefix, now.minus(UPLOADS_LEFT_AFTER));
+            int aborted = bucket.abortUploadsOlderThan(prefix, UPLOADS_LEFT_AFTER);
             if (aborted > 0) {
                 LOG.info("S3 store {}: aborted {} upload(s) in parts begun over a day ago and never completed"
                         + " (a host stopped mid-upload)", spec, aborted);

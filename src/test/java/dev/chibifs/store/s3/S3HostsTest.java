@@ -528,23 +528,43 @@ class S3HostsTest {
 
     @Test
     void anUploadInPartsAHostLeftADayAgoIsAbortedBeforeTheNextGoesUp() throws Exception {
-        // s3proxy says every upload began now: the store's clock starts now and moves
+        // s3proxy says every upload began when it did: the days pass on S3's clock (an upload's age)
+        // and on the store's (how often it looks)
         MutableClock clock = new MutableClock(Instant.now());
         raw.beginUpload(prefix + "/shared/orphan.bin"); // a host that stopped mid-upload
         S3Storage a = hostUploadingInParts(options("a").withClock(clock, false));
+        try {
+            a.mkdir(p("/shared"));
+            a.write(p("/shared/first.bin"), randomBytes(Bucket.MIN_PART_BYTES + 1, 11));
+            a.flushAll();
+            assertEquals(1, raw.uploadsUnderway(prefix + "/"), "begun less than a day ago: maybe another host's, under way");
+            clock.advance(Duration.ofHours(12));
+            server.skewClock(Duration.ofHours(12));
+            a.write(p("/shared/second.bin"), randomBytes(Bucket.MIN_PART_BYTES + 1, 12));
+            a.flushAll();
+            assertEquals(1L, a.requests().get("list-uploads"), "looked for once a day: " + a.requests());
+            clock.advance(Duration.ofHours(13));
+            server.skewClock(Duration.ofHours(25));
+            a.write(p("/shared/third.bin"), randomBytes(Bucket.MIN_PART_BYTES + 1, 13));
+            a.flushAll();
+            assertEquals(0, raw.uploadsUnderway(prefix + "/"));
+            assertEquals(2L, a.requests().get("list-uploads"), a.requests().toString());
+        } finally {
+            server.skewClock(Duration.ZERO);
+        }
+    }
+
+    @Test
+    void aHostWhoseClockRunsADayAheadAbortsNoUploadUnderWay() throws Exception {
+        // another host's upload in parts, begun a moment ago by S3's clock and still going: a host
+        // whose clock is 25 hours ahead takes it for one left a day ago only if it judges by its own
+        raw.beginUpload(prefix + "/shared/big.bin");
+        S3Storage a = hostUploadingInParts(options("a").withClock(new MutableClock(Instant.now().plus(Duration.ofHours(25))), false));
         a.mkdir(p("/shared"));
-        a.write(p("/shared/first.bin"), randomBytes(Bucket.MIN_PART_BYTES + 1, 11));
+        a.write(p("/shared/mine.bin"), randomBytes(Bucket.MIN_PART_BYTES + 1, 14));
         a.flushAll();
-        assertEquals(1, raw.uploadsUnderway(prefix + "/"), "begun less than a day ago: maybe another host's, under way");
-        clock.advance(Duration.ofHours(12));
-        a.write(p("/shared/second.bin"), randomBytes(Bucket.MIN_PART_BYTES + 1, 12));
-        a.flushAll();
-        assertEquals(1L, a.requests().get("list-uploads"), "looked for once a day: " + a.requests());
-        clock.advance(Duration.ofHours(13));
-        a.write(p("/shared/third.bin"), randomBytes(Bucket.MIN_PART_BYTES + 1, 13));
-        a.flushAll();
-        assertEquals(0, raw.uploadsUnderway(prefix + "/"));
-        assertEquals(2L, a.requests().get("list-uploads"), a.requests().toString());
+        assertEquals(1L, a.requests().get("list-uploads"), "looked for: " + a.requests());
+        assertEquals(1, raw.uploadsUnderway(prefix + "/"), "the other host's upload under way is left alone");
     }
 
     /** What {@code task} returns, which must come within 20 s: a read that waits for what is held fails the test, not hangs it. */
@@ -613,6 +633,25 @@ class S3HostsTest {
         });
         assertTrue(a.state().contains(": answers;"), a.state());
         assertArrayEquals(java.util.Arrays.copyOf(content, (int) (part + 100)), inS3Bytes("shared/cut.bin"));
+    }
+
+    @Test
+    void anUploadInPartsAbortedByAnotherHostGoesUpAgainWithNoOutage() throws Exception {
+        // another host takes this one's upload under way for one left behind (its clock a day ahead,
+        // or S3's) and aborts it: S3 answers all along, so nothing says it was away
+        S3Storage a = hostUploadingInParts(options("a"));
+        byte[] content = randomBytes(2 * Bucket.MIN_PART_BYTES + 100, 16);
+        whileItsSecondPartIsHeld(a, "/shared/aborted.bin", content, () -> {
+            server.skewClock(Duration.ofDays(2));
+            try {
+                assertEquals(1, raw.abortUploadsOlderThan(prefix + "/", Duration.ofDays(1)));
+            } finally {
+                server.skewClock(Duration.ZERO);
+            }
+        });
+        assertArrayEquals(content, inS3Bytes("shared/aborted.bin"));
+        assertNull(a.unanswered(), "no outage");
+        assertEquals(0, raw.uploadsUnderway(prefix + "/"));
     }
 
     /** What a test does while an upload waits in the server. */
