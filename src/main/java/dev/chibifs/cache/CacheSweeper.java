@@ -79,9 +79,14 @@ public final class CacheSweeper implements AutoCloseable {
         thread.start();
     }
 
+    /** What the sweeper logs as it starts: its interval as the command line takes it (2s, 1h), not PT2S. */
+    String startLine() {
+        return "sweeping " + ToolCache.ROOT + " every " + ToolCache.shown(interval)
+                + " with the settings config.toml has at each sweep (now: " + describe(settings) + ")";
+    }
+
     private void run() {
-        LOG.info("sweeping {} every {} with the settings config.toml has at each sweep (now: {})", ToolCache.ROOT, interval,
-                describe(settings));
+        LOG.info("{}", startLine());
         try {
             do {
                 sweepOnce();
@@ -106,7 +111,7 @@ public final class CacheSweeper implements AutoCloseable {
             }
             return removed.size();
         } catch (Exception e) {
-            LOG.warn("tool cache sweep failed, will retry in {}: {}", interval, ToolCache.describe(e));
+            LOG.warn("tool cache sweep failed, will retry in {}: {}", ToolCache.shown(interval), ToolCache.describe(e));
             return 0;
         }
     }

@@ -180,6 +180,30 @@ public final class ToolCache {
         return modified;
     }
 
+    /**
+     * A duration in its two largest units, as the command line takes durations: 3d4h, 12m5s, 2s, 1h;
+     * negative for an entry modified in the future (a clock set wrong where it was written), e.g.
+     * -5m, so it does not pass for a new one. Whole seconds.
+     */
+    public static String shown(Duration d) {
+        if (d.isNegative()) {
+            return "-" + shown(d.negated());
+        }
+        long s = d.getSeconds();
+        long[] sizes = {86_400, 3_600, 60, 1};
+        String[] units = {"d", "h", "m", "s"};
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < sizes.length && b.length() == 0; i++) {
+            if (s >= sizes[i] || i == sizes.length - 1) {
+                b.append(s / sizes[i]).append(units[i]);
+                if (i + 1 < sizes.length && (s % sizes[i]) / sizes[i + 1] > 0) {
+                    b.append((s % sizes[i]) / sizes[i + 1]).append(units[i + 1]);
+                }
+            }
+        }
+        return b.toString();
+    }
+
     /** A failure as one plain line: what the system said and the file, no Java class names. */
     public static String describe(Exception e) {
         if (e instanceof IOException io) {

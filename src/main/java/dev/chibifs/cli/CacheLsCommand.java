@@ -70,33 +70,10 @@ public final class CacheLsCommand implements Callable<Integer> {
             out.printf(row, "CONTEXT", "ID", "SIZE", "AGE");
             for (CachedEntry e : entries) {
                 out.printf(row, ToolCache.printable(e.context()), ToolCache.printable(e.id()), e.size(),
-                        age(Duration.between(e.modified(), now)));
+                        ToolCache.shown(Duration.between(e.modified(), now)));
             }
         }
         out.flush();
         return ExitCodes.OK;
-    }
-
-    /**
-     * The age in its two largest units, e.g. 3d4h, 12m5s; negative for an entry modified in the
-     * future (a clock set wrong where it was written), e.g. -5m, so it does not pass for a new one.
-     */
-    static String age(Duration d) {
-        if (d.isNegative()) {
-            return "-" + age(d.negated());
-        }
-        long s = d.getSeconds();
-        long[] sizes = {86_400, 3_600, 60, 1};
-        String[] units = {"d", "h", "m", "s"};
-        StringBuilder b = new StringBuilder();
-        for (int i = 0; i < sizes.length && b.length() == 0; i++) {
-            if (s >= sizes[i] || i == sizes.length - 1) {
-                b.append(s / sizes[i]).append(units[i]);
-                if (i + 1 < sizes.length && (s % sizes[i]) / sizes[i + 1] > 0) {
-                    b.append((s % sizes[i]) / sizes[i + 1]).append(units[i + 1]);
-                }
-            }
-        }
-        return b.toString();
     }
 }

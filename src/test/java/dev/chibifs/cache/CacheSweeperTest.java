@@ -65,6 +65,15 @@ class CacheSweeperTest {
     }
 
     @Test
+    void itsStartLineShowsTheIntervalAsTheCommandLineTakesIt() {
+        try (CacheSweeper s = CacheSweeper.create(router, CONFIG, Duration.ofSeconds(2), clock);
+             CacheSweeper hourly = CacheSweeper.create(router, CONFIG, Duration.ofHours(1), clock)) {
+            assertTrue(s.startLine().contains(" every 2s "), s.startLine());
+            assertTrue(hourly.startLine().contains(" every 1h "), hourly.startLine());
+        }
+    }
+
+    @Test
     void sweepsAtStartInOneNamedDaemonThread() throws Exception {
         // chibi's rule: older than tool_cache_max_age_days + 1 (7 + 1 here), so 7.5 days stays
         Path old = entry("old_1_00000000", Duration.ofDays(8).plusHours(1));

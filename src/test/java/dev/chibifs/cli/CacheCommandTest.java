@@ -265,10 +265,10 @@ class CacheCommandTest {
 
     @Test
     void anEntryFromTheFutureShowsANegativeAge() throws IOException {
-        assertEquals("0s", CacheLsCommand.age(Duration.ZERO));
-        assertEquals("3d4h", CacheLsCommand.age(Duration.ofHours(76)));
-        assertEquals("-5m", CacheLsCommand.age(Duration.ofMinutes(-5)));
-        assertEquals("-1d2h", CacheLsCommand.age(Duration.ofHours(-26)));
+        assertEquals("0s", dev.chibifs.cache.ToolCache.shown(Duration.ZERO));
+        assertEquals("3d4h", dev.chibifs.cache.ToolCache.shown(Duration.ofHours(76)));
+        assertEquals("-5m", dev.chibifs.cache.ToolCache.shown(Duration.ofMinutes(-5)));
+        assertEquals("-1d2h", dev.chibifs.cache.ToolCache.shown(Duration.ofHours(-26)));
         Path ahead = Files.createDirectories(home.resolve("vfs/sys/tool_cache/coder")).resolve("t_1_00000000");
         Files.writeString(ahead, "x");
         Files.setLastModifiedTime(ahead, FileTime.from(Instant.now().plus(Duration.ofDays(2)).plusSeconds(60)));
