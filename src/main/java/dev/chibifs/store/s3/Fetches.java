@@ -55,7 +55,7 @@ final class Fetches {
                     throw new IsDirectoryException(String.valueOf(n.path));
                 }
                 if (!n.dirty) {
-                    n.lastUsed = store.millis(); // an upload's fetch of its own content is no use of it
+                    n.lastUsed = store.ticks(); // an upload's fetch of its own content is no use of it
                 }
                 if (n.cached) {
                     return;
@@ -226,7 +226,7 @@ final class Fetches {
     void keepFetched(Node n, Path part, Bucket.Head h) throws IOException {
         Files.move(part, store.dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         n.cached = true;
-        n.lastUsed = store.millis();
+        n.lastUsed = store.ticks();
         n.remoteEtag = h.etag();
         n.size = h.size();
         if (!n.dirty) {

@@ -299,7 +299,7 @@ final class JournalRecords implements Closeable {
             }
             if (n.dirty) {
                 store.overlay.dirtyNodes.add(n);
-                n.firstDirty = n.due = store.millis();
+                n.firstDirty = n.due = store.ticks();
                 inJournalOrder.put(lastAt.get(e.getKey()), n);
                 dirty++;
             }

@@ -59,7 +59,7 @@ final class Listings {
     /** Files a directory's listing placed, whose attributes its refresh asks ahead of a stat ({@link #askWantedAttributes}). */
     private final List<Node> attributesWanted = new ArrayList<>();
     /**
-     * When each directory was last listed (clock millis at the request). Under the store's monitor.
+     * When each directory was last listed (the store's ticker at the request). Under the store's monitor.
      * Kept past the directory: its removal or rename, here or by another host, leaves the entry,
      * which {@link #listed} sweeps out once the map has doubled since its last sweep (an S3 soak
      * grew it by every directory made and removed, about 100 a round, for good).
@@ -109,7 +109,7 @@ final class Listings {
      */
     Duration answersHeld(VfsPath directory) {
         Long at = listedAt.get(directory);
-        long left = at == null ? 0 : at + options.validity().toMillis() - store.millis();
+        long left = at == null ? 0 : at + options.validity().toMillis() - store.ticks();
         return left > 0 ? Duration.ofMillis(left) : Duration.ZERO;
     }
 
@@ -160,7 +160,7 @@ final class Listings {
      */
     void refresh(VfsPath dir) throws IOException {
         while (true) {
-            long now = store.millis();
+            long now = store.ticks();
             long startSeq;
             Underway mine = null;
             java.util.concurrent.CompletableFuture<Void> theirs = null;
@@ -257,7 +257,7 @@ final class Listings {
      * while S3 is away. Under the store's monitor.
      */
     void expireAll() {
-        long expired = store.millis() - options.validity().toMillis();
+        long expired = store.ticks() - options.validity().toMillis();
         listedAt.replaceAll((dir, at) -> Math.min(at, expired));
         letGo++;
     }
@@ -527,7 +527,7 @@ final class Listings {
                 }
             }
         }
-        long now = store.millis();
+        long now = store.ticks();
         store.overlay.tombs.values().removeIf(t -> !t.pending && (t.doneSeq < startSeq || now - t.doneAt > DONE_TOMB_MILLIS));
     }
 

@@ -156,7 +156,7 @@ final class Overlay {
 
     private Node newNode(boolean dir, boolean link, int mode) {
         Node n = new Node(nextIno++, dir, link, store.now(), mode);
-        n.lastUsed = store.millis();
+        n.lastUsed = store.ticks();
         return n;
     }
 
@@ -273,7 +273,7 @@ final class Overlay {
         if (!n.dirty) {
             n.dirty = true;
             dirtyNodes.add(n);
-            n.firstDirty = store.millis();
+            n.firstDirty = store.ticks();
             wakeWriteBack();
         }
         schedule(n);
@@ -302,7 +302,7 @@ final class Overlay {
         if (!n.dirty) {
             n.dirty = true;
             dirtyNodes.add(n);
-            n.firstDirty = store.millis();
+            n.firstDirty = store.ticks();
             wakeWriteBack();
             n.due = dueWhileOpen(n);
             if (n.path != null) {
@@ -318,14 +318,14 @@ final class Overlay {
         if (n.appendsFrom == NOT_APPENDS) {
             n.due = Long.MAX_VALUE;
         } else if (n.due == Long.MAX_VALUE) {
-            n.firstDirty = store.millis(); // appended to again since its last upload while open
+            n.firstDirty = store.ticks(); // appended to again since its last upload while open
             n.due = dueWhileOpen(n);
         }
     }
 
     /** The debounce: due {@code flushAfter} after the last close, but not later than a few periods after the first change. */
     void schedule(Node n) {
-        long now = store.millis();
+        long now = store.ticks();
         long every = store.options.flushAfter().toMillis();
         n.due = n.writers > 0 ? dueWhileOpen(n) : Math.min(now + every, n.firstDirty + MAX_DEFERRALS * every);
     }
@@ -427,7 +427,7 @@ final class Overlay {
         /** Its download in ranges, while read-only opens read it as it arrives ({@link Fetches#streamingHandle}). */
         Bucket.Download download;
         boolean dirty;
-        /** When its content was last fetched or opened here (clock millis): the content cache's LRU order. */
+        /** When its content was last fetched or opened here (the store's ticker): the content cache's LRU order. */
         long lastUsed;
         long firstDirty;
         long due = Long.MAX_VALUE;

@@ -13,6 +13,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.LongSupplier;
 
 /**
  * How an {@link S3Storage} runs: its local layer and its timing.
@@ -21,7 +22,10 @@ import java.util.Objects;
  * @param flushAfter the write-back debounce: a file closed dirty is uploaded this long after its last close
  * @param validity how long a listing or HEAD of S3 is believed before it is asked again: the delay
  *        after which a change another host made is seen here
- * @param clock the clock of the debounce and of timestamps
+ * @param clock the wall clock: the times a file shows and the journal keeps, conflict copies' names
+ * @param ticker monotonic milliseconds, the clock of every duration (the debounce, a listing's
+ *        validity, the content cache's LRU order): a wall clock stepped back held uploads and froze
+ *        listings for as long as the step. {@link #withClock} makes a test's clock both
  * @param host this host's name, in conflict copies ({@code <name>.conflict-<host>-<time>})
  * @param env the process environment, read for AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION,
  *        AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and AWS_PROFILE
@@ -39,7 +43,7 @@ import java.util.Objects;
  *        at once, conditional on there being none, so that of two hosts making one name the second
  *        fails with EEXIST; false: it is made here and goes up with the write-back, as any change
  */
-public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, Clock clock, String host,
+public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, Clock clock, LongSupplier ticker, String host,
                         Map<String, String> env, boolean background, long cacheSize, long prefetchBelow,
                         Duration lockLease, boolean exclusiveCreates) {
 
@@ -54,6 +58,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
     public S3Options {
         Objects.requireNonNull(cacheDir, "cacheDir");
         Objects.requireNonNull(clock, "clock");
+        Objects.requireNonNull(ticker, "ticker");
         Objects.requireNonNull(env, "env");
         Objects.requireNonNull(lockLease, "lockLease");
         if (flushAfter.isNegative() || validity.isNegative() || cacheSize < 0 || prefetchBelow < 0 || lockLease.isNegative()) {
@@ -67,8 +72,8 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
 
     /** The defaults for a store kept in {@code cacheDir}, with the given environment. */
     public static S3Options defaults(Path cacheDir, Map<String, String> env) {
-        return new S3Options(cacheDir, DEFAULT_FLUSH_AFTER, DEFAULT_VALIDITY, Clock.systemUTC(), hostName(env), env, true, 0,
-                DEFAULT_PREFETCH_BELOW, DEFAULT_LOCK_LEASE, false);
+        return new S3Options(cacheDir, DEFAULT_FLUSH_AFTER, DEFAULT_VALIDITY, Clock.systemUTC(), S3Options::monotonicMillis,
+                hostName(env), env, true, 0, DEFAULT_PREFETCH_BELOW, DEFAULT_LOCK_LEASE, false);
     }
 
     /**
@@ -151,39 +156,52 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
     }
 
     public S3Options withFlushAfter(Duration d) {
-        return new S3Options(cacheDir, d, validity, clock, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
+        return new S3Options(cacheDir, d, validity, clock, ticker, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     public S3Options withValidity(Duration d) {
-        return new S3Options(cacheDir, flushAfter, d, clock, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
+        return new S3Options(cacheDir, flushAfter, d, clock, ticker, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
+    /** The wall clock {@code c}, whose millis are the ticker too: a test moves both by moving it. */
     public S3Options withClock(Clock c, boolean runInBackground) {
-        return new S3Options(cacheDir, flushAfter, validity, c, host, env, runInBackground, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
+        return new S3Options(cacheDir, flushAfter, validity, c, c::millis, host, env, runInBackground, cacheSize, prefetchBelow,
+                lockLease, exclusiveCreates);
+    }
+
+    /** The ticker {@code t} apart from the wall clock (tests: a wall clock stepped while time goes on). */
+    public S3Options withTicker(LongSupplier t) {
+        return new S3Options(cacheDir, flushAfter, validity, clock, t, host, env, background, cacheSize, prefetchBelow, lockLease,
+                exclusiveCreates);
+    }
+
+    /** Milliseconds from an arbitrary origin that never step (System.nanoTime): only differences mean anything. */
+    static long monotonicMillis() {
+        return System.nanoTime() / 1_000_000;
     }
 
     public S3Options withHost(String h) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, h, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
+        return new S3Options(cacheDir, flushAfter, validity, clock, ticker, h, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     public S3Options withCacheDir(Path dir) {
-        return new S3Options(dir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
+        return new S3Options(dir, flushAfter, validity, clock, ticker, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     public S3Options withCacheSize(long bytes) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, bytes, prefetchBelow, lockLease, exclusiveCreates);
+        return new S3Options(cacheDir, flushAfter, validity, clock, ticker, host, env, background, bytes, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     public S3Options withPrefetchBelow(long bytes) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, bytes, lockLease, exclusiveCreates);
+        return new S3Options(cacheDir, flushAfter, validity, clock, ticker, host, env, background, cacheSize, bytes, lockLease, exclusiveCreates);
     }
 
     public S3Options withLockLease(Duration d) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow, d, exclusiveCreates);
+        return new S3Options(cacheDir, flushAfter, validity, clock, ticker, host, env, background, cacheSize, prefetchBelow, d, exclusiveCreates);
     }
 
     public S3Options withExclusiveCreates(boolean on) {
-        return new S3Options(cacheDir, flushAfter, validity, clock, host, env, background, cacheSize, prefetchBelow, lockLease, on);
+        return new S3Options(cacheDir, flushAfter, validity, clock, ticker, host, env, background, cacheSize, prefetchBelow, lockLease, on);
     }
 
     private static String hostName(Map<String, String> env) {

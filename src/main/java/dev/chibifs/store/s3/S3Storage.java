@@ -340,8 +340,12 @@ public final class S3Storage implements Storage {
         return FileTime.from(options.clock().instant());
     }
 
-    long millis() {
-        return options.clock().millis();
+    /**
+     * Now on the store's monotonic ticker ({@link S3Options#ticker}), in milliseconds: for durations
+     * only (when a file is due, a listing expires, content was last used), never shown or kept.
+     */
+    long ticks() {
+        return options.ticker().getAsLong();
     }
 
 
@@ -771,7 +775,7 @@ public final class S3Storage implements Storage {
     private Node makeDir(VfsPath path) {
         Node d = overlay.newNode(true, DIR_MODE);
         overlay.placeMade(path, d);
-        d.due = millis(); // no debounce for a marker: other hosts see the directory sooner
+        d.due = ticks(); // no debounce for a marker: other hosts see the directory sooner
         // the parent's listing showed no such prefix, so S3 had nothing below it then: that listing
         // stands for this directory's own until it expires (a tar or a venv asks one LIST less per
         // directory, and one made while S3 is away can be filled)
@@ -1067,7 +1071,7 @@ public final class S3Storage implements Storage {
                 boolean wasDirty = m.dirty;
                 overlay.changed(m, true); // moved, not written: what is known of its content stays
                 if (!wasDirty) {
-                    m.due = millis(); // the old name waits to go from S3: the new one goes up at once
+                    m.due = ticks(); // the old name waits to go from S3: the new one goes up at once
                 }
                 if (m == n && target != null) {
                     overlay.tookNameOf(m, target);
@@ -1846,7 +1850,7 @@ public final class S3Storage implements Storage {
 
     // ---- write-back ----
 
-    /** Uploads and deletes whatever is due now (by the store's clock). */
+    /** Uploads and deletes whatever is due now (by the store's ticker). */
     public void flushDue() throws IOException {
         askAgainIfUnreachable();
         writeBack.flush(false);
@@ -1890,7 +1894,7 @@ public final class S3Storage implements Storage {
      */
     public long evictBeyondCacheSize() throws IOException {
         long limit = options.cacheSize();
-        long usedBefore = millis() - EVICT_AFTER_MILLIS;
+        long usedBefore = ticks() - EVICT_AFTER_MILLIS;
         long total = 0;
         // each with its lastUsed as read under the monitor: a sort by a value that moves may fail
         List<Map.Entry<Node, Long>> clean = new ArrayList<>();

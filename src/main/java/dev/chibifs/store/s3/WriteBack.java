@@ -100,12 +100,13 @@ final class WriteBack {
     private final java.util.concurrent.ExecutorService uploaders = Bucket.daemonThreads(UPLOADERS, "s3-upload");
 
     // ---- guarded by the store's monitor ----
-    private long backoffUntil;
+    /** Until when the flusher waits after a failure, on S3Options.monotonicMillis (never the wall clock, which may step). */
+    private long backoffUntil = Long.MIN_VALUE;
     private long backoff;
     /** Why the last write-back failed, until one gets through; null while S3 takes them. */
     private String outage;
-    /** When uploads in parts left behind are looked for again (see {@link #abortUploadsLeft}). */
-    private Instant nextUploadsLeftCheck = Instant.MIN;
+    /** When uploads in parts left behind are looked for again, on the store's ticker (see {@link #abortUploadsLeft}). */
+    private long nextUploadsLeftCheck = Long.MIN_VALUE;
     /** The flusher sleeps past {@link #TICK_MILLIS}: nothing waited to go up when it looked. */
     private boolean idle;
 
@@ -172,7 +173,7 @@ final class WriteBack {
             replayed = List.of();
             List<Node> due = new ArrayList<>();
             List<Node> ahead = new ArrayList<>();
-            long now = store.millis();
+            long now = store.ticks();
             synchronized (store) {
                 boolean capped = false;
                 for (Node n : store.overlay.dirtyNodes) {
@@ -373,7 +374,7 @@ final class WriteBack {
         if (t != null && t.pending) {
             t.pending = false;
             t.doneSeq = ++store.overlay.seq;
-            t.doneAt = store.millis();
+            t.doneAt = store.ticks();
             store.journal.untomb(k);
         }
     }
@@ -508,7 +509,7 @@ final class WriteBack {
     /** Says, once in a while, why file {@code p} waits: only this says it (a failure to reach S3 is said where it is noted). */
     private void failedToCopy(VfsPath p, IOException e) {
         String why = p + " (" + e.getMessage() + ")";
-        long now = System.currentTimeMillis();
+        long now = S3Options.monotonicMillis();
         if (!why.equals(copyFailure) || now - copyFailureSaidAt > COPY_FAILURE_REPEAT_MILLIS) {
             copyFailure = why;
             copyFailureSaidAt = now;
@@ -635,7 +636,7 @@ final class WriteBack {
                         store.journal.put(n);
                         store.journal.commit();
                         if (n.writers > 0) {
-                            n.firstDirty = store.millis();
+                            n.firstDirty = store.ticks();
                             n.due = store.overlay.dueWhileOpen(n);
                         }
                     }
@@ -840,9 +841,9 @@ final class WriteBack {
             store.journal.put(n);
             store.journal.commit();
         }
-        n.firstDirty = store.millis();
+        n.firstDirty = store.ticks();
         // an appender still open with nothing new waits for its next append (writing) or its close
-        n.due = n.writers == 0 ? store.millis() : n.gen == gen ? Long.MAX_VALUE : store.overlay.dueWhileOpen(n);
+        n.due = n.writers == 0 ? store.ticks() : n.gen == gen ? Long.MAX_VALUE : store.overlay.dueWhileOpen(n);
     }
 
     /**
@@ -1120,12 +1121,12 @@ final class WriteBack {
      * 400 MiB upload under way (`rclone cleanup` has that hazard).
      */
     private void abortUploadsLeft() {
-        Instant now = options.clock().instant();
+        long now = store.ticks();
         synchronized (store) {
-            if (now.isBefore(nextUploadsLeftCheck)) {
+            if (now < nextUploadsLeftCheck) {
                 return;
             }
-            nextUploadsLeftCheck = now.plus(UPLOADS_LEFT_AFTER);
+            nextUploadsLeftCheck = now + UPLOADS_LEFT_AFTER.toMillis();
         }
         String prefix = spec.keyPrefix().isEmpty() ? "" : spec.keyPrefix() + "/";
         try {
@@ -1269,7 +1270,7 @@ final class WriteBack {
                 outage = null;
             }
             backoff = 0;
-            long now = store.millis();
+            long now = store.ticks();
             store.overlay.tombs.values().removeIf(t -> !t.pending && now - t.doneAt > DONE_TOMB_MILLIS);
         }
     }
@@ -1300,7 +1301,7 @@ final class WriteBack {
     }
 
     void flushLoop() {
-        long nextEviction = 0;
+        long nextEviction = S3Options.monotonicMillis(); // the first pass evicts
         while (true) {
             synchronized (store) {
                 if (store.closed) {
@@ -1309,7 +1310,7 @@ final class WriteBack {
                 boolean sleptIdle = nothingWaits();
                 idle = sleptIdle;
                 try {
-                    store.wait(sleptIdle ? Math.max(1, nextEviction - System.currentTimeMillis()) : TICK_MILLIS);
+                    store.wait(sleptIdle ? Math.max(1, nextEviction - S3Options.monotonicMillis()) : TICK_MILLIS);
                 } catch (InterruptedException e) {
                     return;
                 }
@@ -1323,12 +1324,12 @@ final class WriteBack {
                     // the writer goes on, sent each write of a run (flush_after 0) on its own
                     continue;
                 }
-                if (System.currentTimeMillis() < backoffUntil) {
+                if (S3Options.monotonicMillis() < backoffUntil) {
                     continue;
                 }
             }
-            if (System.currentTimeMillis() >= nextEviction) {
-                nextEviction = System.currentTimeMillis() + EVICT_EVERY_MILLIS;
+            if (S3Options.monotonicMillis() >= nextEviction) {
+                nextEviction = S3Options.monotonicMillis() + EVICT_EVERY_MILLIS;
                 try {
                     store.evictBeyondCacheSize();
                 } catch (IOException | RuntimeException e) {
@@ -1341,7 +1342,7 @@ final class WriteBack {
             } catch (IOException | RuntimeException e) {
                 synchronized (store) {
                     backoff = backoff == 0 ? BACKOFF_FIRST_MILLIS : Math.min(backoff * 2, BACKOFF_MAX_MILLIS);
-                    backoffUntil = System.currentTimeMillis() + backoff;
+                    backoffUntil = S3Options.monotonicMillis() + backoff;
                 }
                 if (e instanceof RuntimeException) {
                     LOG.warn("S3 store {}: write-back failed: {}", spec, e.toString());

@@ -781,6 +781,28 @@ class S3HostsTest {
         assertEquals(ttl, b.answersHeld(p("/shared")), "listed again, held again");
     }
 
+    @Test
+    void aWallClockSteppedBackHoldsNeitherTheWriteBackNorTheListings() throws Exception {
+        // durations go by the ticker, which never steps; the wall clock only stamps times
+        MutableClock wall = startClock();
+        java.util.concurrent.atomic.AtomicLong ticks = new java.util.concurrent.atomic.AtomicLong();
+        Duration ttl = Duration.ofSeconds(60);
+        S3Storage a = host(options("a").withClock(wall, false).withTicker(ticks::get).withValidity(ttl));
+        a.mkdir(p("/shared"));
+        a.flushDue();
+        a.list(p("/shared"));
+        assertEquals(ttl, a.answersHeld(p("/shared")));
+        a.write(p("/shared/deb5"), "payload".getBytes(UTF_8));
+
+        wall.advance(Duration.ofMinutes(-10)); // NTP steps the host's clock back
+        ticks.addAndGet(S3Options.DEFAULT_FLUSH_AFTER.toMillis());
+        a.flushDue();
+        assertEquals("payload", inS3("shared/deb5"), "up after the debounce, whatever the wall clock says");
+        assertEquals(ttl.minus(S3Options.DEFAULT_FLUSH_AFTER), a.answersHeld(p("/shared")), "held no longer than the validity");
+        ticks.addAndGet(ttl.toMillis());
+        assertEquals(Duration.ZERO, a.answersHeld(p("/shared")), "listed again after the validity");
+    }
+
     /** docs/s3-store.md: an open handle keeps working through renames and unlinks made on its host. */
     @Test
     void aFileOpenedForWritingKeepsItsContentWhenItsNameGoesBeforeItsFirstRead() throws Exception {
