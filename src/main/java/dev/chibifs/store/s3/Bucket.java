@@ -1273,11 +1273,14 @@ final class Bucket implements Closeable {
      * aborted meanwhile by another host that took it for one left behind, or by a lifecycle rule.
      */
     static boolean uploadGone(Throwable e) {
-        if (e instanceof Refused r) {
-            return r.reason().equals("HTTP 404 NoSuchUpload");
+        // by S3's answer, which a refusal carries as its cause, not by the words of its message
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof S3Exception s3 && s3.statusCode() == 404 && s3.awsErrorDetails() != null
+                    && "NoSuchUpload".equals(s3.awsErrorDetails().errorCode())) {
+                return true;
+            }
         }
-        return e instanceof S3Exception s3 && s3.statusCode() == 404 && s3.awsErrorDetails() != null
-                && "NoSuchUpload".equals(s3.awsErrorDetails().errorCode());
+        return false;
     }
 
     /** The count, among {@link #requests}, of retried PUTs that met their own first attempt (or a conflict). */
