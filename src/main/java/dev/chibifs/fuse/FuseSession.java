@@ -119,11 +119,14 @@ final class FuseSession {
      * Workers serving a request that may wait long ({@link FuseFileSystem#mayWaitLong}: a store across
      * a network, an fsync). They count for {@link Settings#maxWorkers} no more: with an S3 server
      * paused, 64 lookups under its prefix held every worker for 28 s, and the requests of agents that
-     * never touched it (a cat in their own home) waited behind them. Up to {@link #MAX_ASIDE} more.
+     * never touched it (a cat in their own home) waited behind them. Up to {@link #maxAside} of them;
+     * past that such requests queue ({@link #overflow}) for the first of them to finish.
      */
     private final AtomicInteger aside = new AtomicInteger();
-    /** Workers waiting long beyond {@link Settings#maxWorkers}, at most: each holds a thread and its buffers. */
-    static final int MAX_ASIDE = 192;
+    /** Workers waiting long, at most, for each of {@link Settings#maxWorkers}: each holds a thread and its buffers. */
+    static final int ASIDE_PER_WORKER = 3;
+    /** Requests that may wait long, queued while {@link #maxAside} workers wait already (300 such froze a mount). */
+    private final AsideQueue overflow = new AsideQueue();
     /** Names the workers started after the first ones. */
     private final AtomicInteger workerNames = new AtomicInteger();
     private final LockWaits lockWaits;
@@ -346,7 +349,7 @@ final class FuseSession {
         int now;
         do {
             now = workers.get();
-            if (now - aside.get() >= settings.maxWorkers() || now >= settings.maxWorkers() + MAX_ASIDE) {
+            if (now - aside.get() >= settings.maxWorkers() || now >= settings.maxWorkers() + maxAside()) {
                 return;
             }
         } while (!workers.compareAndSet(now, now + 1));
@@ -372,6 +375,62 @@ final class FuseSession {
             }
         } while (!workers.compareAndSet(now, now - 1));
         return true;
+    }
+
+    private int maxAside() {
+        return ASIDE_PER_WORKER * settings.maxWorkers();
+    }
+
+    /** Takes a place among the workers waiting long; false when {@link #maxAside} have them all. */
+    private boolean reserveAside() {
+        int now;
+        do {
+            now = aside.get();
+            if (now >= maxAside()) {
+                return false;
+            }
+        } while (!aside.compareAndSet(now, now + 1));
+        return true;
+    }
+
+    /**
+     * Copies of requests that may wait long, waiting for a place among the workers aside: at most
+     * {@link #MOST} of them and {@link #MOST_BYTES} in all (a WRITE is up to max_write); past that a
+     * request is answered EIO at once, as the store's own timeout would answer it later.
+     */
+    private static final class AsideQueue {
+        static final int MOST = 4096;
+        static final long MOST_BYTES = 64L << 20;
+        private final java.util.ArrayDeque<byte[]> waiting = new java.util.ArrayDeque<>();
+        private long bytes;
+
+        synchronized boolean offer(FuseRequest req, int length) {
+            if (waiting.size() >= MOST || bytes + length > MOST_BYTES) {
+                return false;
+            }
+            byte[] copy = new byte[length];
+            req.buffer.get(0, copy);
+            waiting.add(copy);
+            bytes += length;
+            return true;
+        }
+
+        /** The oldest waiting request, into {@code req}'s buffer, decoded; false when none waits. */
+        synchronized boolean takeInto(FuseRequest req) {
+            byte[] next = waiting.poll();
+            if (next == null) {
+                return false;
+            }
+            bytes -= next.length;
+            req.buffer.clear();
+            req.buffer.put(0, next);
+            req.buffer.limit(next.length).position(0);
+            return req.decode(next.length);
+        }
+
+        synchronized boolean any() {
+            return !waiting.isEmpty();
+        }
     }
 
     /** The /dev/fuse workers now (tests watch the pool grow and shrink). */
@@ -566,19 +625,10 @@ final class FuseSession {
                         addWorker();
                     }
                     if (req.decode(n)) {
-                        boolean waitsLong = fs.mayWaitLong(req.opcode, req.nodeid);
-                        if (waitsLong) {
-                            aside.incrementAndGet();
-                            if (busy.get() >= workers.get()) {
-                                addWorker(); // refused above while this one counted for the most
-                            }
-                        }
-                        try {
+                        if (fs.mayWaitLong(req.opcode, req.nodeid)) {
+                            serveAside(n);
+                        } else {
                             serveWhatever();
-                        } finally {
-                            if (waitsLong) {
-                                aside.decrementAndGet();
-                            }
                         }
                     }
                     notBusy();
@@ -599,6 +649,62 @@ final class FuseSession {
                     }
                 }
                 workerEnded();
+            }
+        }
+
+        /**
+         * Serves a request that may wait long: as one of the workers aside, or, with {@link #maxAside}
+         * of them waiting already, queued for the first to finish; this worker then goes back to
+         * reading /dev/fuse for the rest of the mount.
+         */
+        private void serveAside(int length) {
+            if (!reserveAside()) {
+                if (!overflow.offer(req, length)) {
+                    LOG.warn("{} of node {}: {} requests wait on stores across a network already: EIO",
+                            FuseProtocol.opcodeName(req.opcode), req.nodeid, maxAside() + AsideQueue.MOST);
+                    answer(Linux.EIO);
+                    return;
+                }
+                // queued; a place may have come free since the try above, its worker gone before the queue
+                // had this one: then this worker serves what waits, or nobody might
+                if (!reserveAside()) {
+                    return;
+                }
+                notBusy();
+                serveQueuedAside();
+                return;
+            }
+            if (busy.get() >= workers.get()) {
+                addWorker(); // refused when this one was read, counting for the most
+            }
+            serveWhatever();
+            notBusy();
+            serveQueuedAside();
+        }
+
+        /** Holding a place aside: serves what waits for one, then lets the place go, looking once more after. */
+        private void serveQueuedAside() {
+            do {
+                while (overflow.takeInto(req)) {
+                    countedBusy = true;
+                    if (busy.incrementAndGet() >= workers.get()) {
+                        addWorker();
+                    }
+                    serveWhatever();
+                    notBusy();
+                }
+                aside.decrementAndGet();
+            } while (overflow.any() && reserveAside());
+        }
+
+        /** Answers the request in the buffer {@code errno} without serving it. */
+        private void answer(int errno) {
+            try {
+                reply.begin(req.unique);
+                reply.error(errno);
+                reply.send(replyTo);
+            } catch (IOException notDelivered) {
+                LOG.debug("reply to {} not delivered: {}", FuseProtocol.opcodeName(req.opcode), notDelivered.toString());
             }
         }
 
