@@ -90,6 +90,7 @@ public final class LocalStorage implements Storage {
     LocalStorage(Path root, LateCloses lateCloses) throws IOException {
         this.owner = makeRoot(root);
         this.root = root.toAbsolutePath().normalize().toRealPath();
+        this.mayStall = mayStall(this.root);
         this.storeRoot = new StoreRoot(this.root);
         this.lateCloses = lateCloses;
         HeldDirectories held = new HeldDirectories(LocalStorage::heldDirectories, System::nanoTime, lateCloses);
@@ -111,6 +112,47 @@ public final class LocalStorage implements Storage {
     private final Owner owner;
 
     private record Owner(int uid, int gid) {
+    }
+
+    /** Whether the store's directory is on a file system a request may wait on long (see {@link #answersMayWaitLong}). */
+    private final boolean mayStall;
+
+    /**
+     * File systems whose requests wait on a network or on another daemon: a server that stops
+     * answering (an NFS server away, a FUSE daemon stopped) holds each request to them.
+     */
+    private static final long[] STALLING_TYPES = {
+            0x6969L,      // nfs
+            0x65735546L,  // fuse
+            0xFF534D42L,  // cifs
+            0xFE534D42L,  // smb2
+            0x517BL,      // smb
+            0x01021997L,  // 9p
+            0x00C36400L,  // ceph
+            0x5346414FL,  // afs
+            0x0BD00BD0L,  // lustre
+    };
+
+    /**
+     * True where the store's directory is on a network or FUSE file system: a request to it may wait
+     * long (the server away), so it is served apart from the mount's other requests (a read-only
+     * store on a stopped FUSE daemon held every worker, and a cat in an agent's home waited 25 s).
+     */
+    @Override
+    public boolean answersMayWaitLong() {
+        return mayStall;
+    }
+
+    private static boolean mayStall(Path root) {
+        int fd = Syscalls.tryOpenat(Linux.AT_FDCWD, root.toString(), Linux.O_RDONLY | Linux.O_DIRECTORY | Linux.O_CLOEXEC, 0);
+        if (fd < 0) {
+            return false;
+        }
+        try {
+            return Syscalls.fileSystemIs(fd, STALLING_TYPES);
+        } finally {
+            Syscalls.close(fd);
+        }
     }
 
     /**

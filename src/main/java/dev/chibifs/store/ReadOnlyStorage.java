@@ -50,6 +50,12 @@ public final class ReadOnlyStorage implements ReadOnlyStore {
         return inner.list(path);
     }
 
+    /** As the store behind it: a directory on a stopped FUSE daemon or NFS server holds requests as S3 does. */
+    @Override
+    public boolean answersMayWaitLong() {
+        return inner.answersMayWaitLong();
+    }
+
     @Override
     public boolean exists(VfsPath path) throws IOException {
         return inner.exists(path);

@@ -933,4 +933,22 @@ class LocalStorageTest extends StorageBehaviourSuite {
             Syscalls.close(fd);
         }
     }
+
+    /**
+     * A store on a FUSE (or network) file system may hold a request for as long as its server does
+     * not answer, and is served apart from the rest of the mount, as S3 is: a read-only store on a
+     * stopped FUSE daemon held every worker, and a cat in an agent's own home waited 25 s.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aStoreOnAFuseFileSystemMayWaitLongAndOneOnALocalDiskDoesNot() throws Exception {
+        assertFalse(storage.answersMayWaitLong(), "a local disk answers");
+        dev.chibifs.testing.FuseSupport.requireFuse();
+        try (dev.chibifs.testing.MountedFs fs = dev.chibifs.testing.MountedFs.start("--context", "planner")) {
+            LocalStorage onFuse = new LocalStorage(fs.at("/shared/elsewhere"));
+            assertTrue(onFuse.answersMayWaitLong());
+            assertTrue(new ReadOnlyStorage(onFuse, "readonly:" + fs.at("/shared/elsewhere")).answersMayWaitLong(),
+                    "as the store behind it");
+        }
+    }
 }
