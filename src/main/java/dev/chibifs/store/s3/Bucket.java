@@ -479,17 +479,32 @@ final class Bucket implements Closeable {
 
     /** Downloads one object into {@code to} (replaced); null when there is no such object. */
     Head get(String key, Path to) throws IOException {
+        return askedAgainIfDamaged("get", key, () -> getOnce(key, to));
+    }
+
+    private Head getOnce(String key, Path to) throws IOException {
         Path tmp = to.resolveSibling(to.getFileName() + ".part");
         refuseWhileUnreachable("get", key);
         count("get");
         try (ResponseInputStream<GetObjectResponse> in = client.getObject(b -> b.bucket(bucket).key(key).overrideConfiguration(answerLimits))) {
-            try (CacheFile out = CacheFile.replace(tmp)) {
-                bytesDown.add(out.writeAll(in)); // a full cache disk says ENOSPC, not a bare IOException
-            }
-            Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             answered();
             GetObjectResponse r = in.response();
-            return new Head(r.contentLength() == null ? 0 : r.contentLength(), r.lastModified(), r.eTag(), r.metadata());
+            long length = r.contentLength() == null ? -1 : r.contentLength();
+            // a value that is no SHA-256 (another tool's, a test's) names nothing to check
+            String named = r.metadata().get(S3Storage.META_SHA);
+            String sha = dev.chibifs.store.ContentHash.isEtag(named) ? named.toLowerCase(Locale.ROOT) : null;
+            java.security.MessageDigest digest = sha == null ? null : dev.chibifs.store.ContentHash.digest();
+            try (CacheFile out = CacheFile.replace(tmp)) {
+                // a full cache disk says ENOSPC, not a bare IOException
+                long wrote = out.writeAll(new Body(in, key, length, digest));
+                bytesDown.add(wrote);
+                requireWhole(key, "", wrote, length);
+            }
+            if (digest != null && !sha.equals(dev.chibifs.store.ContentHash.hex(digest))) {
+                throw new DamagedBody(line("get", key, "the body is not the SHA-256 its metadata names"));
+            }
+            Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            return new Head(Math.max(length, 0), r.lastModified(), r.eTag(), r.metadata());
         } catch (S3Exception e) {
             if (e.statusCode() == 404) {
                 answered();
@@ -501,6 +516,110 @@ final class Bucket implements Closeable {
         } finally {
             Files.deleteIfExists(tmp);
         }
+    }
+
+    /**
+     * A GET's body that broke off, or ended before its Content-Length (the JDK's HTTP client reads a
+     * connection closed early as the end of the body), or is not the SHA-256 the object's metadata
+     * names: S3 answered, but the bytes cannot be kept. Asked again, as the SDK asks again a request
+     * that failed before its body; never kept as the object's content.
+     */
+    static final class DamagedBody extends IOException {
+        DamagedBody(String message) {
+            super(message);
+        }
+
+        DamagedBody(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /** A GET's body: its read failures are {@link DamagedBody} (not the cache's write failures), its bytes hashed into {@code digest} (if any). */
+    private final class Body extends java.io.FilterInputStream {
+        private final String key;
+        private final long length;
+        private final java.security.MessageDigest digest;
+        private long got;
+
+        Body(java.io.InputStream in, String key, long length, java.security.MessageDigest digest) {
+            super(in);
+            this.key = key;
+            this.length = length;
+            this.digest = digest;
+        }
+
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            return read(one, 0, 1) == -1 ? -1 : one[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            int n;
+            try {
+                n = in.read(b, off, len);
+            } catch (IOException | SdkException e) {
+                throw new DamagedBody(line("get", key, "the body broke off after " + got + " of " + length + " bytes: "
+                        + firstLine(e)), e);
+            }
+            if (n > 0) {
+                got += n;
+                if (digest != null) {
+                    digest.update(b, off, n);
+                }
+            }
+            return n;
+        }
+    }
+
+    /** A body of {@code wrote} bytes where the answer said {@code length} (-1: it did not say): {@link DamagedBody} unless they agree. */
+    private void requireWhole(String key, String range, long wrote, long length) throws DamagedBody {
+        if (length >= 0 && wrote != length) {
+            throw new DamagedBody(line("get", key, range + "the body ended after " + wrote + " of its " + length + " bytes"));
+        }
+    }
+
+    /** Attempts, counting the first, at a GET whose body came damaged: as many as the SDK makes at a request that fails. */
+    private static final int DAMAGED_ATTEMPTS = MAX_ATTEMPTS;
+    /** The wait before the second attempt at a damaged GET, doubled at each (the SDK's backoff begins so). */
+    private static final Duration DAMAGED_BACKOFF = Duration.ofMillis(100);
+
+    @FunctionalInterface
+    private interface Get<T> {
+        T run() throws IOException;
+    }
+
+    /**
+     * {@code get}, asked again while its body comes damaged, at most {@link #DAMAGED_ATTEMPTS} times
+     * in all; then an {@link Unavailable} (EIO) for this request only: S3 answered, so it is not
+     * taken for away.
+     */
+    private <T> T askedAgainIfDamaged(String op, String key, Get<T> get) throws IOException {
+        DamagedBody last = null;
+        for (int attempt = 1; attempt <= DAMAGED_ATTEMPTS; attempt++) {
+            try {
+                return get.run();
+            } catch (DamagedBody e) {
+                last = e;
+                LOG.debug("{} (attempt {} of {})", e.getMessage(), attempt, DAMAGED_ATTEMPTS);
+            }
+            if (attempt < DAMAGED_ATTEMPTS) {
+                try {
+                    Thread.sleep(DAMAGED_BACKOFF.toMillis() << (attempt - 1));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException(line(op, key, "interrupted"));
+                }
+            }
+        }
+        throw new Unavailable(last.getMessage().replace(" (Input/output error)", "") + " (" + DAMAGED_ATTEMPTS
+                + " attempts) (Input/output error)", last);
+    }
+
+    /** The first line of a throwable's message (the SDK's run to paragraphs), or its class where it has none. */
+    private static String firstLine(Throwable e) {
+        return e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst().orElse("");
     }
 
     /**
@@ -781,6 +900,10 @@ final class Bucket implements Closeable {
      * first range), written at the same place in {@code out}; null when there is no such object.
      */
     private Range getRange(String key, String ifMatch, long from, long length, CacheFile out) throws IOException {
+        return askedAgainIfDamaged("get", key, () -> getRangeOnce(key, ifMatch, from, length, out));
+    }
+
+    private Range getRangeOnce(String key, String ifMatch, long from, long length, CacheFile out) throws IOException {
         refuseWhileUnreachable("get", key);
         count("get");
         String range = "bytes=" + from + "-" + (from + length - 1);
@@ -792,9 +915,10 @@ final class Bucket implements Closeable {
             long total = contentRange != null ? Long.parseLong(contentRange.substring(contentRange.lastIndexOf('/') + 1).trim())
                     : r.contentLength() == null ? 0 : r.contentLength();
             long at = contentRange == null ? 0 : from;
-            long wrote = out.writeAll(in, at);
-            bytesDown.add(wrote);
             answered();
+            long wrote = out.writeAll(new Body(in, key, r.contentLength() == null ? -1 : r.contentLength(), null), at);
+            bytesDown.add(wrote);
+            requireWhole(key, range + ": ", wrote, r.contentLength() == null ? -1 : r.contentLength());
             if (contentRange != null && wrote != Math.min(length, total - from)) {
                 throw new ChangedWhileRead("s3://" + bucket + "/" + key + ": " + range + " came " + wrote + " bytes");
             }

@@ -408,4 +408,47 @@ class BucketTest {
         assertEquals(List.of("p/l/d/", "p/l/e/"), l.prefixes());
         assertTrue(bucket.head("p/l/e/") != null);
     }
+
+    @Test
+    void aGetWhoseBodyEndsBeforeItsLengthIsAskedAgainAndNeverKeptShort() throws Exception {
+        Path f = randomFile("cut-short", 300_000);
+        bucket.put("p/cut/a", f, Map.of(), null);
+        Path to = temp.resolve("cut-got");
+        server.cutGets("p/cut/a"::equals, 1);
+        bucket.get("p/cut/a", to);
+        assertArrayEquals(Files.readAllBytes(f), Files.readAllBytes(to));
+        // cut every time: EIO for this request, nothing written, and S3 not taken for away
+        Files.delete(to);
+        server.cutGets("p/cut/a"::equals, -1);
+        Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> bucket.get("p/cut/a", to));
+        assertTrue(e.getMessage().contains("ended after 150000 of its 300000 bytes"), e.getMessage());
+        assertFalse(Files.exists(to));
+        assertFalse(bucket.unreachable(), "S3 answered every time");
+        server.cutGets(name -> false, 0);
+    }
+
+    @Test
+    void aGetWhoseBytesAreNotTheSha256ItsMetadataNamesIsNotKept() throws Exception {
+        bucket.put("p/cut/sha", "content".getBytes(UTF_8), Map.of(S3Storage.META_SHA,
+                dev.chibifs.store.ContentHash.of("other".getBytes(UTF_8))), null);
+        Path to = temp.resolve("sha-got");
+        assertThrows(Bucket.Unavailable.class, () -> bucket.get("p/cut/sha", to));
+        assertFalse(Files.exists(to));
+        bucket.put("p/cut/sha2", "content".getBytes(UTF_8), Map.of(S3Storage.META_SHA,
+                dev.chibifs.store.ContentHash.of("content".getBytes(UTF_8))), null);
+        bucket.get("p/cut/sha2", to);
+        assertEquals("content", Files.readString(to));
+    }
+
+    @Test
+    void aRangeWhoseBodyEndsBeforeItsLengthIsAskedAgain() throws Exception {
+        try (Bucket parts = inParts()) {
+            Path f = randomFile("cut-ranges", 2 * Bucket.MIN_PART_BYTES + 5);
+            parts.put("p/cut/r", f, Map.of(), null);
+            Path to = temp.resolve("cut-ranges-got");
+            server.cutGets("p/cut/r"::equals, 2);
+            parts.get("p/cut/r", to, Files.size(f));
+            assertArrayEquals(Files.readAllBytes(f), Files.readAllBytes(to));
+        }
+    }
 }

@@ -327,8 +327,21 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
                     Thread.currentThread().interrupt();
                 }
             }
+            Blob blob;
             synchronized (this) {
-                return super.getBlob(container, name, options);
+                blob = super.getBlob(container, name, options);
+            }
+            return blob == null || !server.cutGets.take(name) ? blob : cutShort(blob);
+        }
+
+        /** The blob with its length as it is and half its bytes: the answer's Content-Length says more than comes. */
+        private static Blob cutShort(Blob blob) {
+            try (java.io.InputStream in = blob.getPayload()) {
+                byte[] all = in.readAllBytes();
+                return blob.toBuilder().payload(new java.io.ByteArrayInputStream(all, 0, all.length / 2))
+                        .contentLength(all.length).build();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
             }
         }
 
@@ -396,6 +409,38 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
                 }
             }
         }
+    }
+
+    /** Faults the server answers some requests with, a number of times (-1: every time), for names a test chooses. */
+    static final class Faults {
+        private java.util.function.Predicate<String> which = name -> false;
+        private int left;
+
+        synchronized void set(java.util.function.Predicate<String> which, int times) {
+            this.which = which;
+            this.left = times;
+        }
+
+        /** Whether the request for {@code name} gets the fault (counted). */
+        synchronized boolean take(String name) {
+            if (left == 0 || !which.test(name)) {
+                return false;
+            }
+            if (left > 0) {
+                left--;
+            }
+            return true;
+        }
+    }
+
+    private final Faults cutGets = new Faults();
+
+    /**
+     * The next {@code times} GETs (-1: all) of objects {@code which} names are answered with the
+     * object's Content-Length and only half its bytes, then the connection closes: a body cut short.
+     */
+    void cutGets(java.util.function.Predicate<String> which, int times) {
+        cutGets.set(which, times);
     }
 
     /** The keys of the objects PUT whole, in the order the server stored them. */
