@@ -377,6 +377,7 @@ final class Bucket implements Closeable {
         List<Listed> objects = new ArrayList<>();
         List<String> prefixes = new ArrayList<>();
         String token = null;
+        java.util.Set<String> tokens = new java.util.HashSet<>();
         Instant answered = null;
         refuseWhileUnreachable("list", prefix);
         try {
@@ -403,6 +404,13 @@ final class Bucket implements Closeable {
                     }
                 }
                 token = Boolean.TRUE.equals(r.isTruncated()) ? r.nextContinuationToken() : null;
+                if (token != null && !tokens.add(token)) {
+                    // as botocore: a server that hands out a token twice would be asked for ever
+                    LOG.warn("S3 list s3://{}/{}: the same continuation token came twice, at page {}; the listing"
+                            + " fails", bucket, prefix, tokens.size() + 1);
+                    throw new Unavailable(line("list", prefix, "S3 at " + where + " gave the same continuation token"
+                            + " twice: the listing would never end"), null);
+                }
             } while (token != null);
         } catch (SdkException e) {
             throw failure("list", prefix, e);

@@ -451,4 +451,21 @@ class BucketTest {
             assertArrayEquals(Files.readAllBytes(f), Files.readAllBytes(to));
         }
     }
+
+    @Test
+    void aListingWhoseContinuationTokenRepeatsFailsRatherThanLoopingForEver() throws Exception {
+        bucket.put("p/loop/a", "a".getBytes(UTF_8), Map.of(), null);
+        server.loopLists("p/loop/"::equals, -1);
+        try {
+            Map<String, Long> before = bucket.requests();
+            Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> bucket.list("p/loop/", true));
+            assertTrue(e.getMessage().contains("same continuation token twice"), e.getMessage());
+            assertTrue(e.getMessage().contains("p/loop/"), e.getMessage());
+            assertEquals(2L, Requests.since(before, bucket.requests()).get("list"), "the first page, then the page that gave its token again");
+            assertFalse(bucket.unreachable(), "S3 answered every time");
+        } finally {
+            server.loopLists(prefix -> false, 0);
+        }
+        assertEquals(List.of("p/loop/a"), bucket.list("p/loop/", true).objects().stream().map(Bucket.Listed::key).toList());
+    }
 }

@@ -200,9 +200,12 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             String prefix = String.valueOf(options.prefix());
             server.listsAsked.add(prefix);
             server.heldLists.waitIfHeld(prefix, -1);
+            PageSet<? extends StorageMetadata> page;
             synchronized (this) {
-                return super.list(container, options);
+                page = super.list(container, options);
             }
+            // the same marker, so the same continuation token, at every page
+            return server.loopLists.take(prefix) ? new PageSet<>(page.entries(), "looping-marker") : page;
         }
 
         @Override
@@ -441,6 +444,13 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
      */
     void cutGets(java.util.function.Predicate<String> which, int times) {
         cutGets.set(which, times);
+    }
+
+    private final Faults loopLists = new Faults();
+
+    /** The next {@code times} listings (-1: all) of prefixes {@code which} accepts say there is more, with the same continuation token every time. */
+    void loopLists(java.util.function.Predicate<String> which, int times) {
+        loopLists.set(which, times);
     }
 
     /** The keys of the objects PUT whole, in the order the server stored them. */
