@@ -1279,6 +1279,10 @@ final class Bucket implements Closeable {
                 } else {
                     b.ifMatch(ifMatch);
                 }
+                // S3 joins the parts before it answers: an upload's time for the answer, none for bytes.
+                // Unbounded, a server that never answered held the write-back for the socket
+                // timeout times the attempts (six minutes)
+                b.overrideConfiguration(uploadLimits(0));
             });
             answered();
             uploadAnswered(r);

@@ -468,4 +468,24 @@ class BucketTest {
         }
         assertEquals(List.of("p/loop/a"), bucket.list("p/loop/", true).objects().stream().map(Bucket.Listed::key).toList());
     }
+
+    @Test
+    // on a thread of its own, as the tests of the other limits
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aCompletionOfAnUploadInPartsThatIsNeverAnsweredFailsWithinItsLimit() throws Exception {
+        try (Bucket b = inParts()) {
+            b.answerTimeouts(java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(2), 4 << 20);
+            Path f = randomFile("never-completed", 2 * Bucket.MIN_PART_BYTES + 1);
+            S3Server.HeldRequests never = server.holdCompletions("p/never-completed"::equals, 1);
+            try {
+                long start = System.nanoTime();
+                assertThrows(Bucket.Unavailable.class, () -> b.put("p/never-completed", f, Map.of(), null));
+                long tookMs = (System.nanoTime() - start) / 1_000_000;
+                // each attempt 2 s (the answer limit, no bytes), 2 s more for retries
+                assertTrue(tookMs < 20_000, "failed after " + tookMs + " ms");
+            } finally {
+                never.release().countDown();
+            }
+        }
+    }
 }

@@ -282,11 +282,14 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
          * as S3 does when it fails (500), which the client retries.
          */
         @Override
-        public synchronized String completeMultipartUpload(MultipartUpload mpu, List<MultipartPart> parts) {
-            String etag = failingAsAsked(() -> super.completeMultipartUpload(mpu, parts),
-                    () -> new RuntimeException("a completion failed on purpose (S3Server.failPuts)"));
-            server.stamp(mpu.containerName(), mpu.blobName());
-            return etag;
+        public String completeMultipartUpload(MultipartUpload mpu, List<MultipartPart> parts) {
+            server.heldCompletions.waitIfHeld(mpu.blobName(), -1);
+            synchronized (this) {
+                String etag = failingAsAsked(() -> super.completeMultipartUpload(mpu, parts),
+                        () -> new RuntimeException("a completion failed on purpose (S3Server.failPuts)"));
+                server.stamp(mpu.containerName(), mpu.blobName());
+                return etag;
+            }
         }
 
         private String failingAsAsked(java.util.function.Supplier<String> put,
@@ -486,6 +489,15 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     HeldRequests holdParts(java.util.function.BiPredicate<String, Long> which, int expected) {
         HeldRequests h = HeldRequests.of(which, expected);
         heldParts = h;
+        return h;
+    }
+
+    private volatile HeldRequests heldCompletions = HeldRequests.NONE;
+
+    /** Every completion of an upload in parts of an object {@code which} names waits, unanswered, until the test lets them go. */
+    HeldRequests holdCompletions(java.util.function.Predicate<String> which, int expected) {
+        HeldRequests h = HeldRequests.of((name, from) -> which.test(name), expected);
+        heldCompletions = h;
         return h;
     }
 
