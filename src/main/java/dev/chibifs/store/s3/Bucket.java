@@ -1006,8 +1006,11 @@ final class Bucket implements Closeable {
             // answer was lost (a connection cut after the server took it): the retry then fails its
             // own condition against our own object, or finds its upload gone. It is ours when size
             // and metadata are what we sent (the store's metadata carries the content's SHA-256).
+            // An answer without an ETag (s3proxy's file backend sends none for a directory's marker)
+            // cannot tell the versions apart; size and metadata (the SHA-256) still say it is ours
             Head now = head(key);
-            if (now != null && now.size() == size && now.meta().equals(meta) && !now.etag().equals(ifMatch)) {
+            if (now != null && now.size() == size && now.meta().equals(meta)
+                    && (now.etag() == null || !now.etag().equals(ifMatch))) {
                 landedUnanswered(size);
                 return now.etag();
             }

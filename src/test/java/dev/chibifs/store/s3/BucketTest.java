@@ -488,4 +488,22 @@ class BucketTest {
             }
         }
     }
+
+    @Test
+    void aPutWhoseAnswerWasLostIsRecognisedAsOursThoughTheHeadSaysNoETag() throws Exception {
+        for (String key : List.of("p/no-etag/", "p/no-etag/f")) {
+            server.noEtags(key::equals, -1);
+            server.losePutAnswers(key::equals, 1);
+            try {
+                Map<String, Long> before = bucket.requests();
+                // the first attempt lands, its answer a 500; the retry's 412 asks a HEAD, answered without an ETag
+                bucket.put(key, new byte[0], Map.of(), null);
+                assertEquals(0, bucket.head(key).size());
+                assertEquals(1L, Requests.since(before, bucket.requests()).get(Bucket.PUT_ANSWER_LOST));
+            } finally {
+                server.losePutAnswers(name -> false, 0);
+                server.noEtags(name -> false, 0);
+            }
+        }
+    }
 }

@@ -226,6 +226,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
                         () -> new IllegalStateException("a PUT failed on purpose (S3Server.failPuts)"));
                 server.stored.add(blob.getMetadata().name());
                 server.stamp(container, blob.getMetadata().name());
+                if (server.lostPutAnswers.take(blob.getMetadata().name())) {
+                    throw new RuntimeException("a PUT landed, its answer lost on purpose (S3Server.losePutAnswers)");
+                }
                 return etag;
             }
         }
@@ -314,7 +317,8 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
         @Override
         public synchronized BlobMetadata blobMetadata(String container, String name) {
-            return super.blobMetadata(container, name);
+            BlobMetadata m = super.blobMetadata(container, name);
+            return m == null || !server.noEtags.take(name) ? m : m.toBuilder().eTag(null).build();
         }
 
         @Override
@@ -447,6 +451,20 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
      */
     void cutGets(java.util.function.Predicate<String> which, int times) {
         cutGets.set(which, times);
+    }
+
+    private final Faults lostPutAnswers = new Faults();
+
+    /** The next {@code times} PUTs (-1: all) of objects {@code which} names land, then are answered 500, which the client retries. */
+    void losePutAnswers(java.util.function.Predicate<String> which, int times) {
+        lostPutAnswers.set(which, times);
+    }
+
+    private final Faults noEtags = new Faults();
+
+    /** The next {@code times} HEADs (-1: all) of objects {@code which} names are answered without an ETag. */
+    void noEtags(java.util.function.Predicate<String> which, int times) {
+        noEtags.set(which, times);
     }
 
     private final Faults loopLists = new Faults();
