@@ -36,7 +36,11 @@ import software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.ResponseInputStream;
 import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
 import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.core.interceptor.Context;
+import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
+import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
@@ -232,8 +236,12 @@ final class Bucket implements Closeable {
      */
     private final java.util.concurrent.atomic.AtomicReference<Instant> uploadAnswered = new java.util.concurrent.atomic.AtomicReference<>();
 
-    Bucket(S3Client client, AwsCredentialsProvider credentials, String credentialsFrom, String bucket, String where) {
+    private final Heard heard;
+
+    private Bucket(S3Client client, AwsCredentialsProvider credentials, String credentialsFrom, String bucket, String where,
+                   Heard heard) {
         this.client = client;
+        this.heard = heard;
         this.credentials = credentials;
         this.credentialsFrom = credentialsFrom;
         this.bucket = bucket;
@@ -263,6 +271,7 @@ final class Bucket implements Closeable {
         }
         String profile = firstNonBlank(env.get("AWS_PROFILE"));
         AwsCredentialsProvider credentials = credentials(env, profile);
+        Heard heard = new Heard();
         S3ClientBuilder b = S3Client.builder()
                 .httpClient(UrlConnectionHttpClient.builder()
                         .connectionTimeout(CONNECT_TIMEOUT).socketTimeout(SOCKET_TIMEOUT).build())
@@ -283,7 +292,7 @@ final class Bucket implements Closeable {
                 // the JDK keeps idle connections for reuse; when the server has closed several, each
                 // attempt may take another dead one, so a few more attempts than the SDK's 3
                 .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.standardRetryStrategy().toBuilder()
-                        .maxAttempts(MAX_ATTEMPTS).build()));
+                        .maxAttempts(MAX_ATTEMPTS).build()).addExecutionInterceptor(heard));
         if (endpoint != null) {
             b.endpointOverride(endpoint);
             String host = endpoint.getHost() == null ? "" : endpoint.getHost().toLowerCase(Locale.ROOT);
@@ -293,7 +302,36 @@ final class Bucket implements Closeable {
         String where = endpoint == null ? "AWS S3 (" + region + ")" : endpoint.toString();
         String credentialsFrom = profile != null ? "none in profile '" + profile + "'"
                 : "none in the variables, ~/.aws, a web identity, a container or an instance role";
-        return new Bucket(b.build(), credentials, credentialsFrom, spec.bucket(), where);
+        return new Bucket(b.build(), credentials, credentialsFrom, spec.bucket(), where, heard);
+    }
+
+    /**
+     * Whether the request this thread makes got any answer, at any attempt (a status line and
+     * headers, whatever came after): what tells S3 away (no connection, or no answer) from S3
+     * answering in a way the request could not use (a body cut off, unparsable, a 429 whose
+     * Retry-After outlasts the limits). The SDK runs a synchronous request's steps on its caller's
+     * thread.
+     */
+    private static final class Heard implements ExecutionInterceptor {
+        private final ThreadLocal<boolean[]> heard = ThreadLocal.withInitial(() -> new boolean[1]);
+
+        @Override
+        public void beforeExecution(Context.BeforeExecution context, ExecutionAttributes attributes) {
+            heard.get()[0] = false;
+        }
+
+        @Override
+        public void afterTransmission(Context.AfterTransmission context, ExecutionAttributes attributes) {
+            heard.get()[0] = true;
+        }
+
+        /** Whether the last request of this thread got an answer; forgotten once asked. */
+        boolean takeHeard() {
+            boolean[] h = heard.get();
+            boolean was = h[0];
+            h[0] = false;
+            return was;
+        }
     }
 
     /** The variables' keys, else the profile named (null: none), else the SDK's default chain. */
@@ -374,6 +412,10 @@ final class Bucket implements Closeable {
 
     /** One level below {@code prefix} (which ends with '/', or is empty for the bucket's top). */
     Level list(String prefix, boolean oneLevel) throws IOException {
+        return askedAgain("list", prefix, () -> listOnce(prefix, oneLevel));
+    }
+
+    private Level listOnce(String prefix, boolean oneLevel) throws IOException {
         List<Listed> objects = new ArrayList<>();
         List<String> prefixes = new ArrayList<>();
         String token = null;
@@ -468,6 +510,10 @@ final class Bucket implements Closeable {
 
     /** HEAD of one object; null when there is none. */
     Head head(String key) throws IOException {
+        return askedAgain("head", key, () -> headOnce(key));
+    }
+
+    private Head headOnce(String key) throws IOException {
         refuseWhileUnreachable("head", key);
         count("head");
         try {
@@ -487,7 +533,7 @@ final class Bucket implements Closeable {
 
     /** Downloads one object into {@code to} (replaced); null when there is no such object. */
     Head get(String key, Path to) throws IOException {
-        return askedAgainIfDamaged("get", key, () -> getOnce(key, to));
+        return askedAgain("get", key, () -> getOnce(key, to));
     }
 
     private Head getOnce(String key, Path to) throws IOException {
@@ -509,7 +555,7 @@ final class Bucket implements Closeable {
                 requireWhole(key, "", wrote, length);
             }
             if (digest != null && !sha.equals(dev.chibifs.store.ContentHash.hex(digest))) {
-                throw new DamagedBody(line("get", key, "the body is not the SHA-256 its metadata names"));
+                throw new Unusable(line("get", key, "the body is not the SHA-256 its metadata names"), null);
             }
             Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             return new Head(Math.max(length, 0), r.lastModified(), r.eTag(), r.metadata());
@@ -527,22 +573,19 @@ final class Bucket implements Closeable {
     }
 
     /**
-     * A GET's body that broke off, or ended before its Content-Length (the JDK's HTTP client reads a
-     * connection closed early as the end of the body), or is not the SHA-256 the object's metadata
-     * names: S3 answered, but the bytes cannot be kept. Asked again, as the SDK asks again a request
-     * that failed before its body; never kept as the object's content.
+     * S3 answered, but the answer cannot be used: a GET's body that broke off, or ended before its
+     * Content-Length (the JDK's HTTP client reads a connection closed early as the end of the
+     * body), or is not the SHA-256 the object's metadata names; an answer cut off or unparsable; a
+     * 429 whose Retry-After outlasted the limits. A failed request, asked again where that is safe
+     * ({@link #askedAgain}), never taken for S3 away, and never a short file kept.
      */
-    static final class DamagedBody extends IOException {
-        DamagedBody(String message) {
-            super(message);
-        }
-
-        DamagedBody(String message, Throwable cause) {
+    static final class Unusable extends Unavailable {
+        Unusable(String message, Throwable cause) {
             super(message, cause);
         }
     }
 
-    /** A GET's body: its read failures are {@link DamagedBody} (not the cache's write failures), its bytes hashed into {@code digest} (if any). */
+    /** A GET's body: its read failures are {@link Unusable} (not the cache's write failures), its bytes hashed into {@code digest} (if any). */
     private final class Body extends java.io.FilterInputStream {
         private final String key;
         private final long length;
@@ -568,7 +611,7 @@ final class Bucket implements Closeable {
             try {
                 n = in.read(b, off, len);
             } catch (IOException | SdkException e) {
-                throw new DamagedBody(line("get", key, "the body broke off after " + got + " of " + length + " bytes: "
+                throw new Unusable(line("get", key, "the body broke off after " + got + " of " + length + " bytes: "
                         + firstLine(e)), e);
             }
             if (n > 0) {
@@ -581,48 +624,47 @@ final class Bucket implements Closeable {
         }
     }
 
-    /** A body of {@code wrote} bytes where the answer said {@code length} (-1: it did not say): {@link DamagedBody} unless they agree. */
-    private void requireWhole(String key, String range, long wrote, long length) throws DamagedBody {
+    /** A body of {@code wrote} bytes where the answer said {@code length} (-1: it did not say): {@link Unusable} unless they agree. */
+    private void requireWhole(String key, String range, long wrote, long length) throws Unusable {
         if (length >= 0 && wrote != length) {
-            throw new DamagedBody(line("get", key, range + "the body ended after " + wrote + " of its " + length + " bytes"));
+            throw new Unusable(line("get", key, range + "the body ended after " + wrote + " of its " + length + " bytes"), null);
         }
     }
 
-    /** Attempts, counting the first, at a GET whose body came damaged: as many as the SDK makes at a request that fails. */
-    private static final int DAMAGED_ATTEMPTS = MAX_ATTEMPTS;
-    /** The wait before the second attempt at a damaged GET, doubled at each (the SDK's backoff begins so). */
-    private static final Duration DAMAGED_BACKOFF = Duration.ofMillis(100);
+    /** Attempts, counting the first, at a request whose answer could not be used: as many as the SDK makes at one that fails. */
+    private static final int UNUSABLE_ATTEMPTS = MAX_ATTEMPTS;
+    /** The wait before the second attempt at such a request, doubled at each (the SDK's backoff begins so). */
+    private static final Duration UNUSABLE_BACKOFF = Duration.ofMillis(100);
 
     @FunctionalInterface
-    private interface Get<T> {
+    private interface Ask<T> {
         T run() throws IOException;
     }
 
     /**
-     * {@code get}, asked again while its body comes damaged, at most {@link #DAMAGED_ATTEMPTS} times
-     * in all; then an {@link Unavailable} (EIO) for this request only: S3 answered, so it is not
-     * taken for away.
+     * {@code ask}, a request that may be made twice (a GET, HEAD, listing or delete), asked again
+     * while its answer cannot be used ({@link Unusable}: the SDK does not retry a body cut off after
+     * its headers), at most {@link #UNUSABLE_ATTEMPTS} times in all; then the last {@link Unusable}
+     * (EIO) for this request only: S3 answered, so it is not taken for away.
      */
-    private <T> T askedAgainIfDamaged(String op, String key, Get<T> get) throws IOException {
-        DamagedBody last = null;
-        for (int attempt = 1; attempt <= DAMAGED_ATTEMPTS; attempt++) {
+    private <T> T askedAgain(String op, String key, Ask<T> ask) throws IOException {
+        for (int attempt = 1; ; attempt++) {
             try {
-                return get.run();
-            } catch (DamagedBody e) {
-                last = e;
-                LOG.debug("{} (attempt {} of {})", e.getMessage(), attempt, DAMAGED_ATTEMPTS);
-            }
-            if (attempt < DAMAGED_ATTEMPTS) {
-                try {
-                    Thread.sleep(DAMAGED_BACKOFF.toMillis() << (attempt - 1));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new java.io.InterruptedIOException(line(op, key, "interrupted"));
+                return ask.run();
+            } catch (Unusable e) {
+                if (attempt == UNUSABLE_ATTEMPTS) {
+                    throw new Unusable(e.getMessage().replace(" (Input/output error)", "") + " (" + attempt
+                            + " attempts) (Input/output error)", e.getCause());
                 }
+                LOG.debug("{} (attempt {} of {})", e.getMessage(), attempt, UNUSABLE_ATTEMPTS);
+            }
+            try {
+                Thread.sleep(UNUSABLE_BACKOFF.toMillis() << (attempt - 1));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException(line(op, key, "interrupted"));
             }
         }
-        throw new Unavailable(last.getMessage().replace(" (Input/output error)", "") + " (" + DAMAGED_ATTEMPTS
-                + " attempts) (Input/output error)", last);
     }
 
     /** The first line of a throwable's message (the SDK's run to paragraphs), or its class where it has none. */
@@ -908,7 +950,7 @@ final class Bucket implements Closeable {
      * first range), written at the same place in {@code out}; null when there is no such object.
      */
     private Range getRange(String key, String ifMatch, long from, long length, CacheFile out) throws IOException {
-        return askedAgainIfDamaged("get", key, () -> getRangeOnce(key, ifMatch, from, length, out));
+        return askedAgain("get", key, () -> getRangeOnce(key, ifMatch, from, length, out));
     }
 
     private Range getRangeOnce(String key, String ifMatch, long from, long length, CacheFile out) throws IOException {
@@ -1461,8 +1503,9 @@ final class Bucket implements Closeable {
             answered();
             throw refusedPut(key, ifMatch, e);
         } catch (SdkException e) {
+            boolean answeredAtAll = heard.takeHeard(); // before the HEAD below, whose answer would count
             IOException refused = refusedUnread(key, ifMatch);
-            throw refused != null ? refused : failure("put", key, e);
+            throw refused != null ? refused : failure("put", key, e, answeredAtAll);
         } catch (UncheckedIOException e) {
             throw new IOException("S3 put s3://" + bucket + "/" + key + ": " + e.getCause().getMessage(), e);
         }
@@ -1658,6 +1701,10 @@ final class Bucket implements Closeable {
      * are returned, to be deleted one by one: all of them where the server does not take batches.
      */
     List<String> deleteAll(List<String> keys) throws IOException {
+        return keys.isEmpty() ? keys : askedAgain("delete-batch", keys.get(0), () -> deleteAllOnce(keys));
+    }
+
+    private List<String> deleteAllOnce(List<String> keys) throws IOException {
         if (keys.isEmpty() || !deletesInBatches) {
             return keys;
         }
@@ -1693,6 +1740,13 @@ final class Bucket implements Closeable {
 
     /** Removes one object; one that is already gone is fine. */
     void delete(String key) throws IOException {
+        askedAgain("delete", key, () -> {
+            deleteOnce(key);
+            return null;
+        });
+    }
+
+    private void deleteOnce(String key) throws IOException {
         refuseWhileUnreachable("delete", key);
         count("delete");
         try {
@@ -1743,6 +1797,11 @@ final class Bucket implements Closeable {
 
     /** One line: what was asked, of what, and why it failed (the SDK's messages run to paragraphs). */
     private IOException failure(String op, String key, SdkException e) {
+        return failure(op, key, e, heard.takeHeard());
+    }
+
+    /** As {@link #failure(String, String, SdkException)}, where {@code answeredAtAll} says whether any attempt got an answer. */
+    private IOException failure(String op, String key, SdkException e, boolean answeredAtAll) {
         if (e instanceof S3Exception s3) {
             answered(); // an error, but S3 is there to say it
             String code = s3.awsErrorDetails() == null ? null : s3.awsErrorDetails().errorCode();
@@ -1753,8 +1812,17 @@ final class Bucket implements Closeable {
         while (root.getCause() != null && root.getCause() != root) {
             root = root.getCause();
         }
-        String reason = "cannot reach " + where + ": " + (root.getMessage() == null ? root.getClass().getSimpleName()
-                : root.getMessage().lines().findFirst().orElse(""));
+        if (answeredAtAll) {
+            // S3 is there: this request failed, the others need not
+            answered();
+            if (e instanceof ApiCallTimeoutException) {
+                // a 429 or 503 whose Retry-After outlasted the limits: asked again, it would wait as long again
+                return new Unavailable(line(op, key, where + " answered, but the request did not succeed within its limits: "
+                        + firstLine(root)), e);
+            }
+            return new Unusable(line(op, key, "the answer of " + where + " could not be used: " + firstLine(root)), e);
+        }
+        String reason = "cannot reach " + where + ": " + firstLine(root);
         Away before = unreachable;
         unreachable = new Away(reason, before != null ? before.since()
                 : Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS));

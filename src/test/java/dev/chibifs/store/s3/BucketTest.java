@@ -506,4 +506,42 @@ class BucketTest {
             }
         }
     }
+
+    @Test
+    void anAnswerCutOffFailsItsRequestButDoesNotTakeS3ForAway() throws Exception {
+        // an endpoint that answers every request with the start of a listing and closes mid-XML (a
+        // reset or a proxy giving up): s3proxy writes its XML whole or not at all
+        String body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>bucket-test</Name>"
+                + "<Prefix>p/</Prefix><IsTruncated>false</IsTruncated><Contents><Key>p/a</Key><Size>1";
+        try (java.net.ServerSocket cut = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+            Thread answers = new Thread(() -> {
+                while (!cut.isClosed()) {
+                    try (java.net.Socket c = cut.accept()) {
+                        java.io.InputStream in = c.getInputStream();
+                        for (int crlf = 0, b; crlf < 4 && (b = in.read()) != -1; ) {
+                            crlf = (b == '\r' || b == '\n') ? crlf + 1 : 0;
+                        }
+                        asked.incrementAndGet();
+                        c.getOutputStream().write(("HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: "
+                                + (body.length() + 200) + "\r\nConnection: close\r\n\r\n" + body).getBytes(UTF_8));
+                    } catch (IOException e) {
+                        // closed by the test
+                    }
+                }
+            }, "cut-answers");
+            answers.setDaemon(true);
+            answers.start();
+            try (Bucket b = Bucket.connect(S3Spec.parse("s3://bucket-test/p?endpoint=http://127.0.0.1:" + cut.getLocalPort()),
+                    server.env())) {
+                Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> b.list("p/", true));
+                assertFalse(e.getMessage().contains("cannot reach"), e.getMessage());
+                assertTrue(e.getMessage().contains("could not be used"), e.getMessage());
+                assertFalse(b.unreachable(), "the endpoint answered");
+                assertEquals(6, asked.get(), "asked again as a failed request is");
+                b.head("p/a"); // asked of the endpoint, not refused at once
+                assertEquals(7, asked.get());
+            }
+        }
+    }
 }
