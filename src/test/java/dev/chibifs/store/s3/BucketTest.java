@@ -544,4 +544,43 @@ class BucketTest {
             }
         }
     }
+
+    @Test
+    void aGetBodyResetMidwayIsAskedAgainThenOneLineOfEio() throws Exception {
+        // an endpoint that sends a GET's headers and half its body, then resets the connection
+        try (java.net.ServerSocket reset = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+            Thread answers = new Thread(() -> {
+                while (!reset.isClosed()) {
+                    try (java.net.Socket c = reset.accept()) {
+                        java.io.InputStream in = c.getInputStream();
+                        for (int crlf = 0, b; crlf < 4 && (b = in.read()) != -1; ) {
+                            crlf = (b == '\r' || b == '\n') ? crlf + 1 : 0;
+                        }
+                        asked.incrementAndGet();
+                        c.getOutputStream().write(("HTTP/1.1 200 OK\r\nContent-Length: 20000\r\nETag: \"e\"\r\n\r\n")
+                                .getBytes(UTF_8));
+                        c.getOutputStream().write(new byte[10000]);
+                        c.getOutputStream().flush();
+                        c.setSoLinger(true, 0); // closed with a reset
+                    } catch (IOException e) {
+                        // closed by the test
+                    }
+                }
+            }, "reset-answers");
+            answers.setDaemon(true);
+            answers.start();
+            try (Bucket b = Bucket.connect(S3Spec.parse("s3://bucket-test/p?endpoint=http://127.0.0.1:" + reset.getLocalPort()),
+                    server.env())) {
+                Path to = temp.resolve("reset-got");
+                Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> b.get("p/a", to));
+                assertEquals(dev.chibifs.sys.Linux.EIO, e.errno());
+                assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+                assertFalse(e.getMessage().contains("cannot reach"), e.getMessage());
+                assertEquals(6, asked.get(), "asked again as a failed request is");
+                assertFalse(Files.exists(to));
+                assertFalse(b.unreachable());
+            }
+        }
+    }
 }
