@@ -101,6 +101,12 @@ final class HostLocks implements AutoCloseable {
         private long busyUntil;
         /** The requests {@link #busyUntil} answers: the lock owners refused, each with its process. */
         private final Set<Asker> refused = new HashSet<>();
+        /**
+         * Whether the warning that it stays held on S3 was said since it last went down as its locks
+         * did: each unlock, close and release of an owner tries again, a dozen within 60 ms for one
+         * SQLite transaction, and each would say it again.
+         */
+        private boolean keptSaid;
     }
 
     /** Who asks for a lock: its owner, and the process it asks for (a new one may have the owner of one gone). */
@@ -257,9 +263,15 @@ final class HostLocks implements AutoCloseable {
     private void lowerOrKeep(Node node, Lease lease) {
         try {
             lower(node, lease, false);
+            lease.keptSaid = false;
         } catch (IOException e) {
-            LOG.warn("S3 store {}: the lock on {} stays held on S3 until what this host changed goes up: {}",
-                    store.spec, node.path, e.getMessage());
+            if (lease.keptSaid) {
+                LOG.debug("S3 store {}: the lock on {} still stays held on S3: {}", store.spec, node.path, e.getMessage());
+            } else {
+                lease.keptSaid = true;
+                LOG.warn("S3 store {}: the lock on {} stays held on S3 until what this host changed goes up: {}",
+                        store.spec, node.path, e.getMessage());
+            }
         }
     }
 

@@ -422,4 +422,28 @@ class S3HostLocksTest {
             assertEquals(List.of(), raw.list(HostLocks.KEYS + prefix + "/", false).objects());
         }
     }
+
+    @Test
+    void aLeaseThatCannotGoDownIsWarnedOfOnceNotAtEveryTry() throws Exception {
+        S3Storage a = host("a");
+        FileHandle[] h = bothOpen(a, host("b"), "v1");
+        assertTrue(h[0].locks().tryFlock(1, LockType.WRITE));
+        // slf4j-simple writes to System.err as it is at each line
+        java.io.PrintStream err = System.err;
+        java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
+        server.stop();
+        try {
+            System.setErr(new java.io.PrintStream(said, true, UTF_8));
+            assertTrue(h[0].locks().tryFlock(1, LockType.UNLOCK));
+            assertTrue(h[0].locks().tryFlock(1, LockType.UNLOCK), "an unlock again tries the lease again");
+            h[0].locks().releaseOwner(1);
+        } finally {
+            System.setErr(err);
+            server.start();
+        }
+        String key = prefix + "/shared/jobs.db";
+        List<String> warned = said.toString(UTF_8).lines()
+                .filter(l -> l.contains("stays held on S3") && l.contains("/shared/jobs.db") && l.contains(prefix)).toList();
+        assertEquals(1, warned.size(), said.toString(UTF_8) + " (" + key + ")");
+    }
 }
