@@ -360,10 +360,10 @@ final class Listings {
      */
     private void settleDoubt(Node n, Bucket.Listed doubted, Bucket.Head h) throws IOException {
         n.doubted = null;
-        Bucket.Listed now = h == null ? doubted : new Bucket.Listed(doubted.key(), h.size(), h.modified(), h.etag());
-        if (h != null && n.cached && h.etag().equals(doubted.etag()) && h.size() == n.size
+        Bucket.Listed now = h == null ? doubted : new Bucket.Listed(doubted.key(), h.size(), h.modified(), etagOr(h, doubted.etag()));
+        if (h != null && n.cached && now.etag() != null && now.etag().equals(doubted.etag()) && h.size() == n.size
                 && Objects.equals(n.sha, h.meta().get(META_SHA))) {
-            n.remoteEtag = h.etag();
+            n.remoteEtag = now.etag();
             n.listedModified = doubted.modified();
             n.uploadedAt = null;
             if (!n.dirty) {
@@ -652,7 +652,8 @@ final class Listings {
         String key = store.objectKey(p, n);
         Bucket.Head h = bucket.head(key);
         synchronized (store) {
-            if (h == null || n.gen != gen || !p.equals(n.path) || h.etag().equals(n.remoteEtag)) {
+            String theirs = h == null ? null : etagOr(h, n.listedEtag);
+            if (h == null || n.gen != gen || !p.equals(n.path) || Objects.equals(theirs, n.remoteEtag)) {
                 return;
             }
             if (n.dirty) {
@@ -662,7 +663,7 @@ final class Listings {
                 store.overlay.settled(n);
                 LOG.debug("S3 store {}: {} made empty here takes the version another host put first", spec, p);
             }
-            fromListing(n, new Bucket.Listed(key, h.size(), h.modified(), h.etag()), store.overlay.seq);
+            fromListing(n, new Bucket.Listed(key, h.size(), h.modified(), theirs), store.overlay.seq);
             if (n.locks == null) {
                 n.replaced++; // its handles read the new version too (dropContent moves it for a locked file)
             }
@@ -671,6 +672,14 @@ final class Listings {
             store.journal.put(n);
             store.journal.commit();
         }
+    }
+
+    /**
+     * The ETag HEAD {@code h} says, or where it says none (s3proxy's file backend sends none for some
+     * objects) the one the listing just made showed: the version it asked about.
+     */
+    private static String etagOr(Bucket.Head h, String listed) {
+        return h.etag() != null ? h.etag() : listed;
     }
 
     /** A file made empty here, unwritten since, that S3 has never had from this host. Under the store's monitor. */
