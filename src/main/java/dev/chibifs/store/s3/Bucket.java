@@ -36,6 +36,7 @@ import software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.ResponseInputStream;
 import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.core.exception.ApiCallAttemptTimeoutException;
 import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.core.interceptor.Context;
@@ -610,6 +611,10 @@ final class Bucket implements Closeable {
             int n;
             try {
                 n = in.read(b, off, len);
+            } catch (java.net.SocketTimeoutException e) {
+                // a body that stalled for the socket's timeout: asked again, it would stall as long again
+                throw new Unavailable(line("get", key, "no byte of the body for " + SOCKET_TIMEOUT.toSeconds() + " s after "
+                        + got + " of " + length + " bytes"), e);
             } catch (IOException | SdkException e) {
                 throw new Unusable(line("get", key, "the body broke off after " + got + " of " + length + " bytes: "
                         + firstLine(e)), e);
@@ -1815,8 +1820,10 @@ final class Bucket implements Closeable {
         if (answeredAtAll) {
             // S3 is there: this request failed, the others need not
             answered();
-            if (e instanceof ApiCallTimeoutException) {
-                // a 429 or 503 whose Retry-After outlasted the limits: asked again, it would wait as long again
+            if (e instanceof ApiCallTimeoutException || e instanceof ApiCallAttemptTimeoutException
+                    || root instanceof java.net.SocketTimeoutException) {
+                // a 429 or 503 whose Retry-After outlasted the limits, an answer that stalled: asked
+                // again, it would wait as long again
                 return new Unavailable(line(op, key, where + " answered, but the request did not succeed within its limits: "
                         + firstLine(root)), e);
             }
