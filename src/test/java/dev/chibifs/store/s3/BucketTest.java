@@ -507,80 +507,88 @@ class BucketTest {
         }
     }
 
+    /**
+     * An endpoint on 127.0.0.1 that answers every request with {@code answer} (whatever was asked)
+     * and closes the connection, with a reset where {@code reset}; {@code asked} counts the requests.
+     */
+    private static java.net.ServerSocket rawEndpoint(byte[] answer, boolean reset, java.util.concurrent.atomic.AtomicInteger asked)
+            throws IOException {
+        java.net.ServerSocket endpoint = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+        Thread answers = new Thread(() -> {
+            while (!endpoint.isClosed()) {
+                try (java.net.Socket c = endpoint.accept()) {
+                    java.io.InputStream in = c.getInputStream();
+                    for (int crlf = 0, b; crlf < 4 && (b = in.read()) != -1; ) {
+                        crlf = (b == '\r' || b == '\n') ? crlf + 1 : 0;
+                    }
+                    asked.incrementAndGet();
+                    c.getOutputStream().write(answer);
+                    c.getOutputStream().flush();
+                    if (reset) {
+                        c.setSoLinger(true, 0);
+                    }
+                } catch (IOException e) {
+                    // closed by the test
+                }
+            }
+        }, "raw-endpoint");
+        answers.setDaemon(true);
+        answers.start();
+        return endpoint;
+    }
+
+    private static Bucket at(java.net.ServerSocket endpoint) {
+        return Bucket.connect(S3Spec.parse("s3://bucket-test/p?endpoint=http://127.0.0.1:" + endpoint.getLocalPort()), server.env());
+    }
+
     @Test
     void anAnswerCutOffFailsItsRequestButDoesNotTakeS3ForAway() throws Exception {
-        // an endpoint that answers every request with the start of a listing and closes mid-XML (a
-        // reset or a proxy giving up): s3proxy writes its XML whole or not at all
+        // the start of a listing, then the connection closes mid-XML (a reset, or a proxy giving up):
+        // s3proxy itself writes its XML whole or not at all
         String body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>bucket-test</Name>"
                 + "<Prefix>p/</Prefix><IsTruncated>false</IsTruncated><Contents><Key>p/a</Key><Size>1";
-        try (java.net.ServerSocket cut = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
-            Thread answers = new Thread(() -> {
-                while (!cut.isClosed()) {
-                    try (java.net.Socket c = cut.accept()) {
-                        java.io.InputStream in = c.getInputStream();
-                        for (int crlf = 0, b; crlf < 4 && (b = in.read()) != -1; ) {
-                            crlf = (b == '\r' || b == '\n') ? crlf + 1 : 0;
-                        }
-                        asked.incrementAndGet();
-                        c.getOutputStream().write(("HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: "
-                                + (body.length() + 200) + "\r\nConnection: close\r\n\r\n" + body).getBytes(UTF_8));
-                    } catch (IOException e) {
-                        // closed by the test
-                    }
-                }
-            }, "cut-answers");
-            answers.setDaemon(true);
-            answers.start();
-            try (Bucket b = Bucket.connect(S3Spec.parse("s3://bucket-test/p?endpoint=http://127.0.0.1:" + cut.getLocalPort()),
-                    server.env())) {
-                Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> b.list("p/", true));
-                assertFalse(e.getMessage().contains("cannot reach"), e.getMessage());
-                assertTrue(e.getMessage().contains("could not be used"), e.getMessage());
-                assertFalse(b.unreachable(), "the endpoint answered");
-                assertEquals(6, asked.get(), "asked again as a failed request is");
-                b.head("p/a"); // asked of the endpoint, not refused at once
-                assertEquals(7, asked.get());
-            }
+        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        try (java.net.ServerSocket cut = rawEndpoint(("HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: "
+                + (body.length() + 200) + "\r\nConnection: close\r\n\r\n" + body).getBytes(UTF_8), false, asked);
+             Bucket b = at(cut)) {
+            Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> b.list("p/", true));
+            assertFalse(e.getMessage().contains("cannot reach"), e.getMessage());
+            assertTrue(e.getMessage().contains("could not be used"), e.getMessage());
+            assertFalse(b.unreachable(), "the endpoint answered");
+            assertEquals(6, asked.get(), "asked again as a failed request is");
+            b.head("p/a"); // asked of the endpoint, not refused at once
+            assertEquals(7, asked.get());
+        }
+    }
+
+    @Test
+    void aSlowDownWhoseRetryAfterOutlastsTheLimitsFailsTheRequestButDoesNotTakeS3ForAway() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        String error = "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+        try (java.net.ServerSocket slow = rawEndpoint(("HTTP/1.1 503 Slow Down\r\nRetry-After: 100\r\nContent-Type: application/xml"
+                + "\r\nContent-Length: " + error.length() + "\r\nConnection: close\r\n\r\n" + error).getBytes(UTF_8), false, asked);
+             Bucket b = at(slow)) {
+            b.answerTimeouts(java.time.Duration.ofMillis(500), java.time.Duration.ofSeconds(2), 1 << 20);
+            Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> b.list("p/", true));
+            assertFalse(e.getMessage().contains("cannot reach"), e.getMessage());
+            assertFalse(b.unreachable(), "the endpoint answered");
         }
     }
 
     @Test
     void aGetBodyResetMidwayIsAskedAgainThenOneLineOfEio() throws Exception {
-        // an endpoint that sends a GET's headers and half its body, then resets the connection
-        try (java.net.ServerSocket reset = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
-            Thread answers = new Thread(() -> {
-                while (!reset.isClosed()) {
-                    try (java.net.Socket c = reset.accept()) {
-                        java.io.InputStream in = c.getInputStream();
-                        for (int crlf = 0, b; crlf < 4 && (b = in.read()) != -1; ) {
-                            crlf = (b == '\r' || b == '\n') ? crlf + 1 : 0;
-                        }
-                        asked.incrementAndGet();
-                        c.getOutputStream().write(("HTTP/1.1 200 OK\r\nContent-Length: 20000\r\nETag: \"e\"\r\n\r\n")
-                                .getBytes(UTF_8));
-                        c.getOutputStream().write(new byte[10000]);
-                        c.getOutputStream().flush();
-                        c.setSoLinger(true, 0); // closed with a reset
-                    } catch (IOException e) {
-                        // closed by the test
-                    }
-                }
-            }, "reset-answers");
-            answers.setDaemon(true);
-            answers.start();
-            try (Bucket b = Bucket.connect(S3Spec.parse("s3://bucket-test/p?endpoint=http://127.0.0.1:" + reset.getLocalPort()),
-                    server.env())) {
-                Path to = temp.resolve("reset-got");
-                Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> b.get("p/a", to));
-                assertEquals(dev.chibifs.sys.Linux.EIO, e.errno());
-                assertEquals(1, e.getMessage().lines().count(), e.getMessage());
-                assertFalse(e.getMessage().contains("cannot reach"), e.getMessage());
-                assertEquals(6, asked.get(), "asked again as a failed request is");
-                assertFalse(Files.exists(to));
-                assertFalse(b.unreachable());
-            }
+        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        byte[] head = "HTTP/1.1 200 OK\r\nContent-Length: 20000\r\nETag: \"e\"\r\n\r\n".getBytes(UTF_8);
+        byte[] half = java.util.Arrays.copyOf(head, head.length + 10000);
+        try (java.net.ServerSocket reset = rawEndpoint(half, true, asked); Bucket b = at(reset)) {
+            Path to = temp.resolve("reset-got");
+            Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> b.get("p/a", to));
+            assertEquals(dev.chibifs.sys.Linux.EIO, e.errno());
+            assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+            assertFalse(e.getMessage().contains("cannot reach"), e.getMessage());
+            assertEquals(6, asked.get(), "asked again as a failed request is");
+            assertFalse(Files.exists(to));
+            assertFalse(b.unreachable());
         }
     }
 }
