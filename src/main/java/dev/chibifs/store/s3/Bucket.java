@@ -1368,32 +1368,6 @@ final class Bucket implements Closeable {
     }
 
     /**
-     * Aborts the uploads in parts of keys under {@code prefix} begun before {@code cutoff}: what a host
-     * that stopped mid-upload left, which S3 would keep (and bill) until a lifecycle rule removes it.
-     * Returns how many.
-     */
-    int abortUploadsBegunBefore(String prefix, Instant cutoff) throws IOException {
-        refuseWhileUnreachable("list-uploads", prefix);
-        count("list-uploads");
-        List<MultipartUpload> old = new ArrayList<>();
-        try {
-            for (MultipartUpload u : client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix)
-                    .encodingType(EncodingType.URL).overrideConfiguration(answerLimits)).uploads()) {
-                if (u.initiated() != null && u.initiated().isBefore(cutoff)) {
-                    old.add(u);
-                }
-            }
-            answered();
-        } catch (SdkException e) {
-            throw failure("list-uploads", prefix, e);
-        }
-        for (MultipartUpload u : old) {
-            abort(u.key(), u.uploadId());
-        }
-        return old.size();
-    }
-
-    /**
      * Aborts the uploads in parts of keys under {@code prefix} begun more than {@code age} before
      * S3 listed them, by S3's own clock (the listing's Date against each upload's Initiated): a host
      * whose clock runs ahead cannot take another host's upload under way for one left behind.
