@@ -773,7 +773,36 @@ final class Bucket implements Closeable {
             }
             // each range is done once whoever took it stopped writing: only then is the file closed (a
             // range still writing into a descriptor closed, and its number reused, would write elsewhere)
-            this.ended = CompletableFuture.allOf(done).whenComplete((v, e) -> out.close());
+            this.ended = CompletableFuture.allOf(done).whenComplete((v, e) -> {
+                out.close();
+                checkWhole();
+            });
+        }
+
+        /**
+         * Once every range is in: the file against the SHA-256 the object's metadata names, where it
+         * names one. Each range is checked for its length only, and a byte changed on the way (a
+         * tester's proxy flipped one in a 70 MiB file) was kept, served, and uploaded again with a hash
+         * of the damage at the next change. A mismatch fails the download: the file is not kept.
+         */
+        private void checkWhole() {
+            synchronized (this) {
+                if (failure != null) {
+                    return;
+                }
+            }
+            String named = head.meta().get(S3Storage.META_SHA);
+            if (!dev.chibifs.store.ContentHash.isEtag(named)) {
+                return;
+            }
+            try {
+                if (!named.equalsIgnoreCase(dev.chibifs.store.ContentHash.of(file))) {
+                    failed(new Unusable(line("get", key, "the ranges put together are not the SHA-256 its metadata names"),
+                            null));
+                }
+            } catch (IOException | RuntimeException e) {
+                failed(e);
+            }
         }
 
         /** Hands the pool a task that fetches the next free range, then hands on; false when the pool refused (closing). */
