@@ -84,33 +84,52 @@ public final class OwnedDirectories {
     private static final int STICKY = 01000;
 
     /**
-     * Whether group {@code gid} holds user {@code uid} alone: no member named in /etc/group, and no
-     * user but {@code uid} has it as their own in /etc/passwd. A group those files do not name (one
-     * from LDAP) is not known to be private.
+     * Whether group {@code gid} is user {@code uid}'s own and holds no one else, as Debian's sshd
+     * judges it: the user's primary group in /etc/passwd, nobody else's there, and no member named
+     * in /etc/group but the user. An empty group that is not the user's own (setgid programs use
+     * them; a process may hold one /etc/group does not list) is not; nor is one those files do not
+     * name (LDAP).
      */
     public static boolean privateGroup(int gid, int uid) {
         try {
-            boolean named = false;
-            for (String line : Files.readAllLines(Path.of("/etc/group"))) {
+            return privateGroup(gid, uid, Files.readAllLines(Path.of("/etc/passwd")), Files.readAllLines(Path.of("/etc/group")));
+        } catch (IOException | RuntimeException unknown) {
+            return false;
+        }
+    }
+
+    /** {@link #privateGroup(int, int)} by the lines of /etc/passwd and /etc/group given. */
+    static boolean privateGroup(int gid, int uid, java.util.List<String> passwd, java.util.List<String> group) {
+        {
+            String user = null;
+            boolean own = false;
+            for (String line : passwd) {
                 String[] f = line.split(":", -1);
-                if (f.length >= 4 && f[2].equals(Integer.toString(gid))) {
-                    if (!f[3].isBlank()) {
-                        return false;
-                    }
-                    named = true;
+                if (f.length < 4) {
+                    continue;
                 }
-            }
-            if (!named) {
-                return false;
-            }
-            for (String line : Files.readAllLines(Path.of("/etc/passwd"))) {
-                String[] f = line.split(":", -1);
-                if (f.length >= 4 && f[3].equals(Integer.toString(gid)) && !f[2].equals(Integer.toString(uid))) {
+                boolean isUser = f[2].equals(Integer.toString(uid));
+                if (isUser) {
+                    user = f[0];
+                    own = f[3].equals(Integer.toString(gid));
+                } else if (f[3].equals(Integer.toString(gid))) {
                     return false;
                 }
             }
-            return true;
-        } catch (IOException | RuntimeException unknown) {
+            if (!own) {
+                return false;
+            }
+            for (String line : group) {
+                String[] f = line.split(":", -1);
+                if (f.length >= 4 && f[2].equals(Integer.toString(gid))) {
+                    for (String member : f[3].split(",")) {
+                        if (!member.isBlank() && !member.equals(user)) {
+                            return false;
+                        }
+                    }
+                    return true;
+                }
+            }
             return false;
         }
     }

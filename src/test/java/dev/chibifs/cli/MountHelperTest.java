@@ -171,9 +171,9 @@ class MountHelperTest {
         assertRefused("ctx=a,tools_sys=srv", "tools_sys='srv' must be an absolute directory");
         // chibifs refuses a password in an endpoint (the same parser as --store); this script shows none either
         assertRefused("ctx=a,store=s3://b/p?endpoint=http://AKIA:s3cret@h",
-                "store='s3://b/p?endpoint=http://AKIA:***@h' is not PREFIX=SPEC");
+                "store='s3://b/p?endpoint=http://***@h' is not PREFIX=SPEC");
         Result fake = run("chibifs", "/mnt/a", "-f", "-o", "ctx=a,store=/=s3://b/p?endpoint=http://AKIA:s3cret@h");
-        assertTrue(fake.stderr().contains("--store /=s3://b/p?endpoint=http://AKIA:***@h /mnt/a")
+        assertTrue(fake.stderr().contains("--store /=s3://b/p?endpoint=http://***@h /mnt/a")
                 && !fake.stderr().contains("s3cret"), fake.stderr());
         // a token alone, and userinfo %-escaped, go whole (a second tester round saw both in clear)
         fake = run("chibifs", "/mnt/a", "-f", "-o", "ctx=a,store=/=s3://b/p?endpoint=https://t0kenSECRET@h");
@@ -181,6 +181,11 @@ class MountHelperTest {
         fake = run("chibifs", "/mnt/a", "-f", "-o", "ctx=a,store=/=s3://b/p?endpoint=http%3A%2F%2FAKIA%3As3cretPW%40h");
         assertTrue(fake.stderr().contains("--store /=s3://b/p?endpoint=http%3A%2F%2F***%40h /mnt/a")
                 && !fake.stderr().contains("s3cretPW"), fake.stderr());
+        // a third round: escaped slashes with a plain @, and a password holding an @
+        fake = run("chibifs", "/mnt/a", "-f", "-o", "ctx=a,store=/=s3://b/p?endpoint=http%3A%2F%2Fuser%3Apw@h");
+        assertTrue(fake.stderr().contains("endpoint=http%3A%2F%2F***@h /mnt/a"), fake.stderr());
+        fake = run("chibifs", "/mnt/a", "-f", "-o", "ctx=a,store=/=s3://b/p?endpoint=https://user:p@ss@h");
+        assertTrue(fake.stderr().contains("endpoint=https://***@h /mnt/a"), fake.stderr());
     }
 
     @Test
