@@ -300,6 +300,34 @@ final class FuseFileSystem {
         return n != null && router.mayWaitLong(path(n));
     }
 
+    /**
+     * The store request {@code req} may wait long on, by which such requests are set apart
+     * ({@link FuseSession}), or null: a store across a network or on NFS or FUSE
+     * ({@link Storage#answersMayWaitLong}), or the store of any fsync. A LOOKUP is judged by the name
+     * it looks up: a store's own mount point (`/shared/ro`) is read from that store, and its
+     * lookups, judged by the parent's store, took every worker when it stalled.
+     */
+    Object waitsLongOn(FuseRequest req) {
+        boolean sync = req.opcode == FuseProtocol.FSYNC || req.opcode == FuseProtocol.FSYNCDIR;
+        if (!sync && !anyStoreMayWaitLong) {
+            return null;
+        }
+        NodeTable.Node n = nodes.get(req.nodeid);
+        if (n == null) {
+            return null;
+        }
+        try {
+            VfsPath p = path(n);
+            if (req.opcode == FuseProtocol.LOOKUP) {
+                p = p.child(req.entryName());
+            }
+            dev.chibifs.store.Storage store = router.resolve(p).storage();
+            return sync || store.answersMayWaitLong() ? store : null;
+        } catch (IOException | RuntimeException unjudged) {
+            return null; // a name the request itself refuses, or a node gone: served as any other
+        }
+    }
+
     Caller caller(FuseRequest req) {
         return callers.isFixed() ? callers.resolve(0) : callers.resolve(req.uid & 0xffffffffL);
     }

@@ -24,7 +24,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>The workers are a pool that grows while requests wait in the store (an S3 GET over a slow
  * link, a disk that stalls), as libfuse's multi-threaded loop does: a worker that takes a request
  * with every other worker busy starts one more, up to {@link Settings#maxWorkers}, so the rest of
- * the mount keeps answering; those waiting on a store across a network count apart ({@link #aside}),
+ * the mount keeps answering; those waiting on a store across a network count apart ({@link #asides}),
  * so that a store that stalls leaves that many for the others; one that finishes a request while
  * many others are free retires, down to {@link Settings#workers}.
  */
@@ -116,17 +116,28 @@ final class FuseSession {
      */
     private final AtomicInteger busy = new AtomicInteger();
     /**
-     * Workers serving a request that may wait long ({@link FuseFileSystem#mayWaitLong}: a store across
-     * a network, an fsync). They count for {@link Settings#maxWorkers} no more: with an S3 server
-     * paused, 64 lookups under its prefix held every worker for 28 s, and the requests of agents that
-     * never touched it (a cat in their own home) waited behind them. Up to {@link #maxAside} of them;
-     * past that such requests queue ({@link #overflow}) for the first of them to finish.
+     * Workers serving a request that may wait long ({@link FuseFileSystem#waitsLongOn}: a store across
+     * a network, a directory on NFS or FUSE, an fsync), in all. They count for {@link Settings#maxWorkers}
+     * no more: with an S3 server paused, 64 lookups under its prefix held every worker for 28 s, and
+     * the requests of agents that never touched it (a cat in their own home) waited behind them.
      */
     private final AtomicInteger aside = new AtomicInteger();
-    /** Workers waiting long, at most, for each of {@link Settings#maxWorkers}: each holds a thread and its buffers. */
+    /**
+     * The same, by the store they wait on: up to {@link #maxAside} each; past that a store's requests
+     * queue for the first of its own to finish (300 such froze a mount), never behind another store's
+     * (a healthy store's waited 10 s behind a stalled one's).
+     */
+    private final java.util.concurrent.ConcurrentHashMap<Object, Aside> asides = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Workers waiting long on one store, at most, for each of {@link Settings#maxWorkers}: each holds a thread and its buffers. */
     static final int ASIDE_PER_WORKER = 3;
-    /** Requests that may wait long, queued while {@link #maxAside} workers wait already (300 such froze a mount). */
-    private final AsideQueue overflow = new AsideQueue();
+    /** Stores that may all stall at once before the pool stops growing: the threads' ceiling. */
+    private static final int STALLED_STORES = 2;
+
+    /** One store's workers aside and its queue. */
+    private static final class Aside {
+        final AtomicInteger count = new AtomicInteger();
+        final AsideQueue queue = new AsideQueue();
+    }
     /** Names the workers started after the first ones. */
     private final AtomicInteger workerNames = new AtomicInteger();
     private final LockWaits lockWaits;
@@ -349,7 +360,7 @@ final class FuseSession {
         int now;
         do {
             now = workers.get();
-            if (now - aside.get() >= settings.maxWorkers() || now >= settings.maxWorkers() + maxAside()) {
+            if (now - aside.get() >= settings.maxWorkers() || now >= settings.maxWorkers() + STALLED_STORES * maxAside()) {
                 return;
             }
         } while (!workers.compareAndSet(now, now + 1));
@@ -381,16 +392,22 @@ final class FuseSession {
         return ASIDE_PER_WORKER * settings.maxWorkers();
     }
 
-    /** Takes a place among the workers waiting long; false when {@link #maxAside} have them all. */
-    private boolean reserveAside() {
+    /** Takes a place among the workers waiting long on {@code store}; false when {@link #maxAside} have them all. */
+    private boolean reserveAside(Aside store) {
         int now;
         do {
-            now = aside.get();
+            now = store.count.get();
             if (now >= maxAside()) {
                 return false;
             }
-        } while (!aside.compareAndSet(now, now + 1));
+        } while (!store.count.compareAndSet(now, now + 1));
+        aside.incrementAndGet();
         return true;
+    }
+
+    private void releaseAside(Aside store) {
+        store.count.decrementAndGet();
+        aside.decrementAndGet();
     }
 
     /**
@@ -401,7 +418,11 @@ final class FuseSession {
     private static final class AsideQueue {
         static final int MOST = 4096;
         static final long MOST_BYTES = 64L << 20;
-        private final java.util.ArrayDeque<byte[]> waiting = new java.util.ArrayDeque<>();
+        /** A request waiting, with its unique and its caller's thread, for an INTERRUPT to find. */
+        private record Waiting(long unique, int tid, int opcode, byte[] bytes) {
+        }
+
+        private final java.util.ArrayDeque<Waiting> waiting = new java.util.ArrayDeque<>();
         private long bytes;
 
         synchronized boolean offer(FuseRequest req, int length) {
@@ -410,26 +431,49 @@ final class FuseSession {
             }
             byte[] copy = new byte[length];
             req.buffer.get(0, copy);
-            waiting.add(copy);
+            waiting.add(new Waiting(req.unique, req.pid, req.opcode, copy));
             bytes += length;
             return true;
         }
 
         /** The oldest waiting request, into {@code req}'s buffer, decoded; false when none waits. */
         synchronized boolean takeInto(FuseRequest req) {
-            byte[] next = waiting.poll();
+            Waiting next = waiting.poll();
             if (next == null) {
                 return false;
             }
-            bytes -= next.length;
+            bytes -= next.bytes().length;
             req.buffer.clear();
-            req.buffer.put(0, next);
-            req.buffer.limit(next.length).position(0);
-            return req.decode(next.length);
+            req.buffer.put(0, next.bytes());
+            req.buffer.limit(next.bytes().length).position(0);
+            return req.decode(next.bytes().length);
         }
 
         synchronized boolean any() {
             return !waiting.isEmpty();
+        }
+
+        /** The thread that made waiting request {@code unique}, where it may be answered early; 0 otherwise. */
+        synchronized int threadOf(long unique) {
+            for (Waiting w : waiting) {
+                if (w.unique() == unique) {
+                    return Worker.answerableEarly(w.opcode()) ? w.tid() : 0;
+                }
+            }
+            return 0;
+        }
+
+        /** Takes request {@code unique} out, answered elsewhere (its caller killed); whether it waited here. */
+        synchronized boolean remove(long unique) {
+            for (java.util.Iterator<Waiting> i = waiting.iterator(); i.hasNext(); ) {
+                Waiting w = i.next();
+                if (w.unique() == unique) {
+                    i.remove();
+                    bytes -= w.bytes().length;
+                    return true;
+                }
+            }
+            return false;
         }
     }
 
@@ -448,18 +492,34 @@ final class FuseSession {
         }
     }
 
-    /** The thread whose request {@code unique} a worker serves now (0: none does, or it cannot be answered early). */
+    /**
+     * The thread whose request {@code unique} a worker serves now, or that queues for a worker aside
+     * (0: none does, or it cannot be answered early).
+     */
     private int servingThread(long unique) {
         for (Worker w : live) {
             if (w.servingUnique == unique) {
                 return w.servingTid;
             }
         }
+        for (Aside a : asides.values()) {
+            int tid = a.queue.threadOf(unique);
+            if (tid != 0) {
+                return tid;
+            }
+        }
         return 0;
     }
 
-    /** Answers request {@code unique} EINTR, its caller being killed; its own reply, later, is refused. */
+    /**
+     * Answers request {@code unique} EINTR, its caller being killed; its own reply, later, is refused.
+     * One still queued is taken out: a killed caller's queued request kept it unkillable until the
+     * stalled store answered.
+     */
     private void answerInterrupted(long unique) {
+        for (Aside a : asides.values()) {
+            a.queue.remove(unique);
+        }
         try {
             new FuseReply(FuseProtocol.OUT_HEADER).begin(unique).error(Linux.EINTR).send(channel);
             LOG.debug("request {} of a dying thread: answered EINTR", unique);
@@ -625,8 +685,9 @@ final class FuseSession {
                         addWorker();
                     }
                     if (req.decode(n)) {
-                        if (fs.mayWaitLong(req.opcode, req.nodeid)) {
-                            serveAside(n);
+                        Object store = fs.waitsLongOn(req);
+                        if (store != null) {
+                            serveAside(asides.computeIfAbsent(store, s -> new Aside()), n);
                         } else {
                             serveWhatever();
                         }
@@ -657,9 +718,9 @@ final class FuseSession {
          * of them waiting already, queued for the first to finish; this worker then goes back to
          * reading /dev/fuse for the rest of the mount.
          */
-        private void serveAside(int length) {
-            if (!reserveAside()) {
-                if (!overflow.offer(req, length)) {
+        private void serveAside(Aside store, int length) {
+            if (!reserveAside(store)) {
+                if (!store.queue.offer(req, length)) {
                     LOG.warn("{} of node {}: {} requests wait on stores across a network already: EIO",
                             FuseProtocol.opcodeName(req.opcode), req.nodeid, maxAside() + AsideQueue.MOST);
                     answer(Linux.EIO);
@@ -667,11 +728,11 @@ final class FuseSession {
                 }
                 // queued; a place may have come free since the try above, its worker gone before the queue
                 // had this one: then this worker serves what waits, or nobody might
-                if (!reserveAside()) {
+                if (!reserveAside(store)) {
                     return;
                 }
                 notBusy();
-                serveQueuedAside();
+                serveQueuedAside(store);
                 return;
             }
             if (busy.get() >= workers.get()) {
@@ -679,13 +740,13 @@ final class FuseSession {
             }
             serveWhatever();
             notBusy();
-            serveQueuedAside();
+            serveQueuedAside(store);
         }
 
         /** Holding a place aside: serves what waits for one, then lets the place go, looking once more after. */
-        private void serveQueuedAside() {
+        private void serveQueuedAside(Aside store) {
             do {
-                while (overflow.takeInto(req)) {
+                while (store.queue.takeInto(req)) {
                     countedBusy = true;
                     if (busy.incrementAndGet() >= workers.get()) {
                         addWorker();
@@ -693,8 +754,8 @@ final class FuseSession {
                     serveWhatever();
                     notBusy();
                 }
-                aside.decrementAndGet();
-            } while (overflow.any() && reserveAside());
+                releaseAside(store);
+            } while (store.queue.any() && reserveAside(store));
         }
 
         /** Answers the request in the buffer {@code errno} without serving it. */
@@ -859,7 +920,7 @@ final class FuseSession {
          * no reply, and not a lock request or a FLUSH, whose owner's locks the kernel lets go at the
          * RELEASE that an early answer lets come first: a lock taken after it stayed held for good.
          */
-        private static boolean answerableEarly(int opcode) {
+        static boolean answerableEarly(int opcode) {
             return !takesNoReply(opcode) && opcode != FuseProtocol.SETLK && opcode != FuseProtocol.SETLKW
                     && opcode != FuseProtocol.GETLK && opcode != FuseProtocol.FLUSH;
         }

@@ -1920,6 +1920,69 @@ class FuseFileSystemTest {
         }
     }
 
+    /** A memory store that says its requests may wait long, as S3 does; {@code behind} holds its monitor. */
+    private static dev.chibifs.store.Storage far(MemoryStorage behind) {
+        return (dev.chibifs.store.Storage) java.lang.reflect.Proxy.newProxyInstance(
+                dev.chibifs.store.Storage.class.getClassLoader(), new Class<?>[] {dev.chibifs.store.Storage.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("answersMayWaitLong")) {
+                        return true;
+                    }
+                    try {
+                        return method.invoke(behind, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
+    /**
+     * A third round: lookups of a stalled store's own mount point went by its parent's store and took
+     * every worker; a healthy store's requests (and a local fsync) queued 10 s behind a stalled one's;
+     * a killed caller's queued request stayed unkillable until the stalled store answered.
+     */
+    @Test
+    void aStalledStoresRequestsWaitApartFromEveryOtherStoresAndAKilledCallersQueuedOneGoes() throws Exception {
+        kernel.close();
+        session.ended().join();
+        MemoryStorage stalled = new MemoryStorage(clock);
+        MemoryStorage healthy = new MemoryStorage(clock);
+        router = Router.builder(store).mount(VfsPath.of("/shared/stalled"), far(stalled))
+                .mount(VfsPath.of("/shared/healthy"), far(healthy)).build();
+        connect(OFFERED, new FuseSession.Settings(1 << 20, 2, 3, true, false, false, true, false));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long stalledDir = lookup(shared, "stalled");
+        long healthyDir = lookup(shared, "healthy");
+        int aside = FuseSession.ASIDE_PER_WORKER * 3;
+        java.util.Set<Long> sent = new java.util.HashSet<>();
+        long killed;
+        synchronized (stalled) {
+            // the mount point's own lookups wait in the stalled store: they go aside too
+            for (int i = 0; i < 4; i++) {
+                sent.add(kernel.send(FuseProtocol.LOOKUP, shared, body().name("stalled")));
+            }
+            for (int i = 4; i < aside + 2; i++) {
+                sent.add(kernel.send(FuseProtocol.LOOKUP, stalledDir, body().name("waits" + i)));
+            }
+            session.dyingWhen(tid -> tid == 4242);
+            kernel.pid = 4242;
+            killed = kernel.send(FuseProtocol.LOOKUP, stalledDir, body().name("killed")); // queued
+            kernel.pid = 1234;
+            awaitWorkers(aside + 1, () -> aside + " waiting aside, and one reading");
+            assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, healthyDir, body().name("none")).error(),
+                    "another slow store's request is not queued behind the stalled one's");
+            assertEquals(0, kernel.call(FuseProtocol.LOOKUP, shared, body().name("healthy")).error());
+            kernel.send(FuseProtocol.INTERRUPT, 0, body().int64(killed));
+            FakeKernel.Reply answered = kernel.reply();
+            assertEquals(killed, answered.unique(), "the killed caller's queued request is answered at its interrupt");
+            assertEquals(-Linux.EINTR, answered.error());
+        }
+        for (int i = 0; i < aside + 2; i++) {
+            FakeKernel.Reply r = kernel.reply();
+            assertTrue(sent.remove(r.unique()), "a reply to each request once, none to the interrupted one: " + r.unique());
+        }
+    }
+
     /** Waits (5 s at most) until the session has {@code expected} workers; no event tells it, so it is polled. */
     private void awaitWorkers(int expected, java.util.function.Supplier<String> what) {
         long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
