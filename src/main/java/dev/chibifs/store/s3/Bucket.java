@@ -447,6 +447,10 @@ final class Bucket implements Closeable {
                     }
                 }
                 token = Boolean.TRUE.equals(r.isTruncated()) ? r.nextContinuationToken() : null;
+                if (Boolean.TRUE.equals(r.isTruncated()) && (token == null || token.isEmpty())) {
+                    // more to come, and no way to ask for it: taken as the end, 101 names of 2,100 went unseen
+                    throw new Unusable(line("list", prefix, "a page says more follows but gives no continuation token"), null);
+                }
                 if (token != null && !tokens.add(token)) {
                     // as botocore: a server that hands out a token twice would be asked for ever
                     LOG.warn("S3 list s3://{}/{}: the same continuation token came twice, at page {}; the listing"

@@ -576,6 +576,22 @@ class BucketTest {
         }
     }
 
+    /** A page that says more follows but names no token: taken as the end, a listing lost 101 of 2,100 names. */
+    @Test
+    void aListingPageThatSaysMoreFollowsButGivesNoTokenFailsRatherThanEndingThere() throws Exception {
+        String body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>bucket-test</Name>"
+                + "<Prefix>p/</Prefix><KeyCount>1</KeyCount><MaxKeys>1</MaxKeys><IsTruncated>true</IsTruncated>"
+                + "<Contents><Key>p/a</Key><Size>1</Size><ETag>\"e\"</ETag></Contents></ListBucketResult>";
+        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        try (java.net.ServerSocket truncated = rawEndpoint(("HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: "
+                + body.length() + "\r\nConnection: close\r\n\r\n" + body).getBytes(UTF_8), false, asked);
+             Bucket b = at(truncated)) {
+            Bucket.Unavailable e = assertThrows(Bucket.Unavailable.class, () -> b.list("p/", true));
+            assertTrue(e.getMessage().contains("gives no continuation token"), e.getMessage());
+            assertFalse(b.unreachable(), "the endpoint answered");
+        }
+    }
+
     @Test
     void aSlowDownWhoseRetryAfterOutlastsTheLimitsFailsTheRequestButDoesNotTakeS3ForAway() throws Exception {
         java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
