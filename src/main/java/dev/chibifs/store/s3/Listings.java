@@ -245,7 +245,10 @@ final class Listings {
         Set<String> stillThere = confirmMissing(dir, level, startSeq);
         synchronized (store) {
             apply(dir, level, startSeq, stillThere);
-            listed(dir, now);
+            // believed from its answer, not its request: an S3 answering in more than the validity
+            // (1.5 s a request against 1 s) gave listings stale on arrival, each lookup listed its
+            // parents again, and an `ls -l` of three files took 40 s
+            listed(dir, Math.max(now, store.ticks()));
             store.journal.commit();
             askWantedAttributes();
         }

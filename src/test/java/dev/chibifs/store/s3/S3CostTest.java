@@ -134,6 +134,43 @@ class S3CostTest {
         }
     }
 
+    /**
+     * A listing is believed for its validity from its answer: an S3 slower than the validity (1.5 s
+     * an answer against 1 s) gave listings stale on arrival, each lookup listed its parents again,
+     * and an `ls -l` of three files took 40 s.
+     */
+    @Test
+    void aListingSlowerThanItsValidityIsBelievedFromItsAnswer() throws Exception {
+        try (S3Server server = new S3Server(temp.resolve("s3"))) {
+            server.createBucket("cost");
+            try (S3Storage writer = S3Storage.open("s3://cost/ns", S3Options.defaults(temp.resolve("w"), server.env()))) {
+                writer.write(VfsPath.of("/shared/slow/f"), "f\n".getBytes(UTF_8));
+                writer.flushAll();
+            }
+            dev.chibifs.testing.MutableClock clock = new dev.chibifs.testing.MutableClock(java.time.Instant.parse("2026-12-01T00:00:00Z"));
+            try (S3Storage s = S3Storage.open("s3://cost/ns", S3Options.defaults(temp.resolve("cache"), server.env())
+                    .withClock(clock, true))) {
+                VfsPath dir = VfsPath.of("/shared/slow");
+                S3Server.HeldRequests held = server.holdLists("ns/shared/slow/"::equals, 1);
+                Thread lister = new Thread(() -> {
+                    try {
+                        s.entries(dir);
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                lister.start();
+                assertTrue(held.reached().await(20, TimeUnit.SECONDS), "the listing reached S3");
+                clock.advance(Duration.ofSeconds(3)); // the answer takes longer than the validity (1 s)
+                held.release().countDown();
+                lister.join();
+                assertTrue(s.answersHeld(dir).compareTo(Duration.ZERO) > 0, "believed from its answer: " + s.answersHeld(dir));
+            } finally {
+                server.holdLists(prefix -> false, 0);
+            }
+        }
+    }
+
     @Test
     void directoriesMadeAndRemovedAreNotRememberedForGood() throws Exception {
         try (S3Server server = new S3Server(temp.resolve("s3"))) {
