@@ -290,14 +290,11 @@ final class FuseFileSystem {
      * (S3). An io_uring queue hands such a request to a thread of its own ({@link FuseRing}).
      */
     boolean mayWaitLong(int opcode, long nodeid) {
-        if (opcode == FuseProtocol.FSYNC || opcode == FuseProtocol.FSYNCDIR) {
-            return true;
-        }
-        if (!anyStoreMayWaitLong) {
-            return false;
-        }
-        NodeTable.Node n = nodes.get(nodeid);
-        return n != null && router.mayWaitLong(path(n));
+        return isSync(opcode) || waitsLongOn(opcode, nodeid, null) != null;
+    }
+
+    private static boolean isSync(int opcode) {
+        return opcode == FuseProtocol.FSYNC || opcode == FuseProtocol.FSYNCDIR;
     }
 
     /**
@@ -308,18 +305,23 @@ final class FuseFileSystem {
      * lookups, judged by the parent's store, took every worker when it stalled.
      */
     Object waitsLongOn(FuseRequest req) {
-        boolean sync = req.opcode == FuseProtocol.FSYNC || req.opcode == FuseProtocol.FSYNCDIR;
+        return waitsLongOn(req.opcode, req.nodeid, req.opcode == FuseProtocol.LOOKUP ? req : null);
+    }
+
+    /** As {@link #waitsLongOn(FuseRequest)}; {@code lookup}, where given, names the child to judge by. */
+    private Object waitsLongOn(int opcode, long nodeid, FuseRequest lookup) {
+        boolean sync = isSync(opcode);
         if (!sync && !anyStoreMayWaitLong) {
             return null;
         }
-        NodeTable.Node n = nodes.get(req.nodeid);
+        NodeTable.Node n = nodes.get(nodeid);
         if (n == null) {
             return null;
         }
         try {
             VfsPath p = path(n);
-            if (req.opcode == FuseProtocol.LOOKUP) {
-                p = p.child(req.entryName());
+            if (lookup != null) {
+                p = p.child(lookup.entryName());
             }
             dev.chibifs.store.Storage store = router.resolve(p).storage();
             return sync || store.answersMayWaitLong() ? store : null;
