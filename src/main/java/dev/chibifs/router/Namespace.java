@@ -151,37 +151,36 @@ public final class Namespace implements java.io.Closeable {
 
     /** By prefix, what each store opened from a {@code --store} spec has to tell ({@link Storage#state}), for {@code stats}. */
     public java.util.Map<String, String> storeStates() {
-        java.util.Map<String, String> states = new java.util.LinkedHashMap<>();
-        opened.forEach((prefix, store) -> {
-            String state = store.state();
-            if (state != null) {
-                states.put(prefix.toString(), state);
-            }
-        });
-        return states;
+        return byPrefixName(told(Storage::state));
     }
 
     /** By prefix, why each store fails its requests now ({@link Storage#unanswered}); only those. */
     public java.util.Map<String, String> storeTroubles() {
-        java.util.Map<String, String> troubles = new java.util.LinkedHashMap<>();
+        return byPrefixName(told(Storage::unanswered));
+    }
+
+    /** By prefix, what {@code what} tells of each store opened from a spec, where it tells anything. */
+    private java.util.Map<VfsPath, String> told(java.util.function.Function<Storage, String> what) {
+        java.util.Map<VfsPath, String> told = new java.util.LinkedHashMap<>();
         opened.forEach((prefix, store) -> {
-            String why = store.unanswered();
-            if (why != null) {
-                troubles.put(prefix.toString(), why);
+            String said = what.apply(store);
+            if (said != null) {
+                told.put(prefix, said);
             }
         });
-        return troubles;
+        return told;
+    }
+
+    private static java.util.Map<String, String> byPrefixName(java.util.Map<VfsPath, String> byPrefix) {
+        java.util.Map<String, String> named = new java.util.LinkedHashMap<>();
+        byPrefix.forEach((prefix, said) -> named.put(prefix.toString(), said));
+        return named;
     }
 
     /** By prefix, why each store opened at a prefix below {@code /} does not answer ({@link Storage#unanswered}); only those. */
     public java.util.Map<VfsPath, String> unansweredBelowRoot() {
-        java.util.Map<VfsPath, String> away = new java.util.LinkedHashMap<>();
-        opened.forEach((prefix, store) -> {
-            String why = prefix.isRoot() ? null : store.unanswered();
-            if (why != null) {
-                away.put(prefix, why);
-            }
-        });
+        java.util.Map<VfsPath, String> away = told(Storage::unanswered);
+        away.keySet().removeIf(VfsPath::isRoot);
         return away;
     }
 
