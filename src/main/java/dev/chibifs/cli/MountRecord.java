@@ -49,6 +49,16 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
         this(mountpoint, pid, mode, context, uidMap, systemUid, home, store, started, options, log, null, null);
     }
 
+    /** Each store the mount serves, by its prefix ("/" for the root's), in the order recorded: "PREFIX=SPEC" entries. */
+    public java.util.Map<String, String> storesByPrefix() {
+        java.util.Map<String, String> byPrefix = new java.util.LinkedHashMap<>();
+        for (String store : stores.split(" (?=/)")) {
+            int eq = store.indexOf('=');
+            byPrefix.put(eq > 0 ? store.substring(0, eq) : "/", store.substring(eq + 1));
+        }
+        return byPrefix;
+    }
+
     /**
      * The store at {@code /} as {@code status} shows it: the local directory, or the spec of
      * another kind ({@code s3://...}), for which {@link #store} is only chibi's home store.

@@ -184,12 +184,8 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
      */
     private static List<String> directoriesGone(MountRecord r) {
         List<String> gone = new ArrayList<>();
-        if (r.stores() == null) {
-            return gone;
-        }
-        for (String store : r.stores().split(" (?=/)")) {
-            int eq = store.indexOf('=');
-            String spec = store.substring(eq + 1);
+        for (Map.Entry<String, String> store : r.storesByPrefix().entrySet()) {
+            String spec = store.getValue();
             String dir = spec.startsWith(StoreSpec.READONLY) ? spec.substring(StoreSpec.READONLY.length()) : spec;
             if (!dir.startsWith("/")) {
                 continue; // memory:, s3://, a view: what a directory's absence does not decide
@@ -197,7 +193,7 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
             Path p = Path.of(dir);
             if (Files.notExists(p, LinkOption.NOFOLLOW_LINKS)
                     || (Files.exists(p, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS))) {
-                String prefix = eq > 0 ? store.substring(0, eq) : "/";
+                String prefix = store.getKey();
                 gone.add(dir + ("/".equals(prefix) ? "" : " (at " + prefix + ")"));
             }
         }

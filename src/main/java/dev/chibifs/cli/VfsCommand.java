@@ -219,11 +219,10 @@ abstract class VfsCommand implements Callable<Integer> {
                         || !r.store().toAbsolutePath().normalize().equals(storage.root().toAbsolutePath().normalize())) {
                     continue;
                 }
-                for (String store : r.stores().split(" (?=/)")) {
-                    int eq = store.indexOf('=');
-                    VfsPath prefix = eq > 0 ? VfsPath.of(store.substring(0, eq)) : VfsPath.root();
+                for (java.util.Map.Entry<String, String> store : r.storesByPrefix().entrySet()) {
+                    VfsPath prefix = VfsPath.of(store.getKey());
                     if (!prefix.isRoot() && !opened.contains(prefix)) {
-                        out.add(new ServedElsewhere(r.mountpoint(), prefix, store.substring(eq + 1)));
+                        out.add(new ServedElsewhere(r.mountpoint(), prefix, store.getValue()));
                     }
                 }
             }
