@@ -107,6 +107,13 @@ final class HostLocks implements AutoCloseable {
          * SQLite transaction, and each would say it again.
          */
         private boolean keptSaid;
+        /**
+         * When the renewal first failed since it last took (System.nanoTime), and how many ticks failed
+         * since: S3 away for an hour failed every tick (a third of the lease), each a warning. One
+         * warning says it, one line says when it is renewed again. Cleared when the lease goes.
+         */
+        private long unrenewedSince;
+        private int renewalsFailed;
     }
 
     /** Who asks for a lock: its owner, and the process it asks for (a new one may have the owner of one gone). */
@@ -455,6 +462,7 @@ final class HostLocks implements AutoCloseable {
             lease.etag = null;
             lease.objectKey = null;
             holding.remove(node);
+            renewedAgain(node, lease); // S3 answered: a lease taken later starts with no outage of its own
             return;
         }
         String shared = leaseKey(lease.objectKey, need);
@@ -482,10 +490,52 @@ final class HostLocks implements AutoCloseable {
                         lease.renewedAt = System.nanoTime();
                     }
                 } catch (IOException | RuntimeException e) {
-                    LOG.warn("S3 store {}: the lock on {} not renewed: {}", store.spec, node.path, e.getMessage());
+                    unrenewed(node, lease, e);
+                    continue;
                 }
+                // a failed tick left renewedAt behind, so the tick after it asks S3 again: no
+                // failure here means S3 answered (the put, or the lease let go)
+                renewedAgain(node, lease);
             }
         }
+    }
+
+    /** A renewal that failed: warned of once while they keep failing, then only in the debug log. */
+    private void unrenewed(Node node, Lease lease, Exception e) {
+        if (lease.renewalsFailed++ == 0) {
+            lease.unrenewedSince = System.nanoTime();
+            LOG.warn("S3 store {}: the lock on {} not renewed: {} (tried again every {} ms, said again when it takes)",
+                    store.spec, node.path, e.getMessage(), Math.max(1, ttl.toMillis() / 3));
+        } else {
+            LOG.debug("S3 store {}: the lock on {} still not renewed ({} tries): {}",
+                    store.spec, node.path, lease.renewalsFailed, e.getMessage());
+        }
+    }
+
+    /** After {@link #unrenewed}: says once how long the lease went without, and whether others could have taken it. */
+    private void renewedAgain(Node node, Lease lease) {
+        if (lease.renewalsFailed == 0) {
+            return;
+        }
+        Duration without = Duration.ofNanos(System.nanoTime() - lease.unrenewedSince);
+        String what = lease.leaseKey != null ? "renewed again" : "let go";
+        LOG.info("S3 store {}: the lock on {} {} after {} ms without ({} renewals failed){}", store.spec, node.path, what,
+                without.toMillis(), lease.renewalsFailed,
+                without.compareTo(ttl) > 0 ? "; that is longer than the lease lives (" + ttl.toMillis()
+                        + " ms): another host may have taken the lock meanwhile" : "");
+        lease.renewalsFailed = 0;
+        lease.unrenewedSince = 0;
+    }
+
+    /** For tests: the most renewals of one lease held here that failed in a row (0: every last one took). */
+    int renewalsFailed() {
+        int most = 0;
+        for (Node node : holding.keySet()) {
+            synchronized (node.lease) {
+                most = Math.max(most, node.lease.renewalsFailed);
+            }
+        }
+        return most;
     }
 
     private void deleteQuietly(String key) {

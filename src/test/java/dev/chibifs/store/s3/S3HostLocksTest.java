@@ -447,6 +447,54 @@ class S3HostLocksTest {
         assertEquals(1, warned.size(), said.toString(UTF_8) + " (" + key + ")");
     }
 
+    /**
+     * A lease whose renewals fail while S3 is away is warned of once, not at every renewal (a third
+     * of the lease: 360 lines an hour with the default), and one line says when it is renewed again.
+     */
+    @Test
+    void aLeaseNotRenewedWhileS3IsAwayIsWarnedOfOnceAndSaidRenewedAgainOnce() throws Exception {
+        S3Storage a = host("a", Duration.ofMillis(600)); // renewed every 200 ms
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/jobs.db"), "v1".getBytes(UTF_8));
+        a.flushAll();
+        FileHandle h = openDb(a);
+        assertTrue(h.locks().tryFlock(1, LockType.WRITE));
+        java.io.PrintStream err = System.err;
+        java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(said, true, UTF_8)); // slf4j-simple writes to System.err as it is at each line
+        try {
+            server.stop();
+            try {
+                assertTrue(within(() -> a.hostLocks.renewalsFailed() >= 4), "renewals tried while S3 is away");
+            } finally {
+                server.start();
+            }
+            a.flushDue(); // as the write-back's thread asks S3 again (these hosts have none), which lets requests through
+            boolean renewed = within(() -> a.hostLocks.renewalsFailed() == 0);
+            System.setErr(err);
+            assertTrue(renewed, "renewed once S3 answers: " + said.toString(UTF_8));
+        } finally {
+            System.setErr(err);
+        }
+        List<String> lines = said.toString(UTF_8).lines()
+                .filter(l -> l.contains("/shared/jobs.db") && l.contains(prefix)).toList();
+        assertEquals(1, lines.stream().filter(l -> l.contains("WARN") && l.contains("not renewed")).count(), lines.toString());
+        assertEquals(1, lines.stream().filter(l -> l.contains("INFO") && l.contains("renewed again after")).count(), lines.toString());
+        assertEquals(1, a.hostLocks.held());
+    }
+
+    /** Whether {@code what} comes true within 20 s. */
+    private static boolean within(java.util.function.BooleanSupplier what) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() - deadline < 0) {
+            if (what.getAsBoolean()) {
+                return true;
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+        }
+        return false;
+    }
+
     @Test
     void aVersionPulledUnderALockIsReadThoughItsHeadSaysNoETag() throws Exception {
         S3Storage a = host("a");
