@@ -8,8 +8,11 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.Semaphore;
@@ -21,6 +24,9 @@ import java.util.concurrent.TimeUnit;
  * stats socket). Each connection gets a first line {@code {"following":true}} once it listens,
  * then every request served from then on, one JSON object a line, until it closes; up to
  * {@link #MOST_FOLLOWERS} may follow at once, and one more gets the one line {@code {"busy":"..."}}.
+ * Requests never wait for a follower: each has a queue of {@link #BEHIND_AT_MOST} events, past
+ * which events are dropped and counted, and the follower gets {@code {"lost":N}} before the next
+ * line it is sent. A follower whose client takes no bytes for {@link #STALLED_AFTER} is dropped.
  */
 final class TraceSocket {
 
@@ -35,6 +41,12 @@ final class TraceSocket {
      * as long as its client keeps the connection: 400 that never read took a daemon from 34 to 434 threads.
      */
     static final int MOST_FOLLOWERS = 8;
+    /**
+     * How long a follower's client may take no bytes, its socket's buffer full, before it is dropped
+     * and its place freed (README's trace paragraph). A client that connects and never reads, or one
+     * stopped (SIGSTOP, a terminal's Ctrl-S), held its place for ever, and 8 of them left no trace in.
+     */
+    static final Duration STALLED_AFTER = Duration.ofSeconds(30);
     /** The key of the one line a connection past {@link #MOST_FOLLOWERS} gets, saying why it is not followed. */
     static final String BUSY = "busy";
 
@@ -50,6 +62,11 @@ final class TraceSocket {
      * {@link #MOST_FOLLOWERS} at once, until closed.
      */
     static StatsSocket serve(Path path, RequestTrace trace) throws IOException {
+        return serve(path, trace, STALLED_AFTER);
+    }
+
+    /** As {@link #serve(Path, RequestTrace)}, dropping a follower whose client takes no bytes for {@code stalledAfter} (tests). */
+    static StatsSocket serve(Path path, RequestTrace trace, Duration stalledAfter) throws IOException {
         Semaphore followers = new Semaphore(MOST_FOLLOWERS);
         return StatsSocket.listen(path, client -> {
             if (!followers.tryAcquire()) {
@@ -61,7 +78,7 @@ final class TraceSocket {
             }
             Thread t = new Thread(() -> {
                 try {
-                    follow(client, trace);
+                    follow(client, trace, stalledAfter.toNanos());
                 } finally {
                     followers.release();
                 }
@@ -76,24 +93,29 @@ final class TraceSocket {
         });
     }
 
-    /** Writes each event to {@code client} until it goes away. */
-    private static void follow(SocketChannel client, RequestTrace trace) {
-        try (client; RequestTrace.Listener events = trace.listen(BEHIND_AT_MOST)) {
+    /** Writes each event to {@code client} until it goes away, or takes nothing for {@code stalledAfter} nanoseconds. */
+    private static void follow(SocketChannel client, RequestTrace trace, long stalledAfter) {
+        try (client; Selector writable = Selector.open(); RequestTrace.Listener events = trace.listen(BEHIND_AT_MOST)) {
+            // never blocking: a write the client does not take waits in the selector, for a while only
+            client.configureBlocking(false);
+            client.register(writable, SelectionKey.OP_WRITE);
             // said once listening: every request served from now on is on its way to the client
-            write(client, Map.of("following", true));
+            send(client, writable, Map.of("following", true), stalledAfter);
             ByteBuffer probe = ByteBuffer.allocate(1);
             while (true) {
                 RequestTrace.Event e = events.next(IDLE_CHECK_MILLIS, TimeUnit.MILLISECONDS);
                 long lost = events.lost();
                 if (lost > 0) {
-                    write(client, Map.of("lost", lost));
+                    send(client, writable, Map.of("lost", lost), stalledAfter);
                 }
                 if (e != null) {
-                    write(client, lineOf(e));
-                } else if (gone(client, probe)) {
-                    return;
+                    send(client, writable, lineOf(e), stalledAfter);
+                } else if (client.read(probe.clear()) < 0) {
+                    return; // it never writes: a read that ends is its close
                 }
             }
+        } catch (Stalled stalled) {
+            LOG.info("trace follower dropped: {}", stalled.getMessage());
         } catch (IOException closedByClient) {
             LOG.debug("trace follower ends: {}", closedByClient.toString());
         } catch (InterruptedException e) {
@@ -119,20 +141,44 @@ final class TraceSocket {
     }
 
     private static void write(SocketChannel client, Object line) throws IOException {
-        byte[] json = JSON.writeValueAsBytes(line);
-        ByteBuffer b = ByteBuffer.allocate(json.length + 1).put(json).put((byte) '\n').flip();
+        ByteBuffer b = lineBytes(line);
         while (b.hasRemaining()) {
             client.write(b);
         }
     }
 
-    /** Whether the client closed its end: it never writes, so a read that ends is its close. */
-    private static boolean gone(SocketChannel client, ByteBuffer probe) throws IOException {
-        client.configureBlocking(false);
-        try {
-            return client.read(probe.clear()) < 0;
-        } finally {
-            client.configureBlocking(true);
+    private static ByteBuffer lineBytes(Object line) throws IOException {
+        byte[] json = JSON.writeValueAsBytes(line);
+        return ByteBuffer.allocate(json.length + 1).put(json).put((byte) '\n').flip();
+    }
+
+    /**
+     * Writes {@code line} to the non-blocking {@code client}, waiting for room for as long as it takes
+     * bytes; {@link Stalled} once it took none for {@code stalledAfter} nanoseconds.
+     */
+    private static void send(SocketChannel client, Selector writable, Object line, long stalledAfter) throws IOException {
+        ByteBuffer b = lineBytes(line);
+        long lastTaken = System.nanoTime();
+        while (b.hasRemaining()) {
+            if (client.write(b) > 0) {
+                lastTaken = System.nanoTime();
+                continue;
+            }
+            long left = stalledAfter - (System.nanoTime() - lastTaken);
+            if (left <= 0) {
+                throw new Stalled("its client took no bytes for " + Duration.ofNanos(stalledAfter).toMillis() + " ms");
+            }
+            writable.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+            writable.selectedKeys().clear();
+        }
+    }
+
+    /** A follower whose client took nothing for too long. */
+    private static final class Stalled extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        Stalled(String message) {
+            super(message);
         }
     }
 }

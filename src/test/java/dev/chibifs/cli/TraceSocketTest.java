@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.fuse.RequestTrace;
+import dev.chibifs.fuse.TraceEvents;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -77,6 +78,76 @@ class TraceSocketTest {
             for (SocketChannel c : followers) {
                 c.close();
             }
+        }
+    }
+
+    /**
+     * A follower whose client stops taking bytes (it never reads, or was stopped) held its place for
+     * ever once its socket's buffer filled: 8 of them, and no trace could follow the mount. One that
+     * takes nothing for {@link TraceSocket#STALLED_AFTER} (here 200 ms) is dropped, its place freed;
+     * the requests never waited for it.
+     */
+    @Test
+    void aFollowerWhoseClientTakesNothingIsDroppedAndItsPlaceFreed() throws Exception {
+        Path path = tmp.resolve("trace.sock");
+        RequestTrace trace = new RequestTrace();
+        List<SocketChannel> followers = new ArrayList<>();
+        try (StatsSocket served = TraceSocket.serve(path, trace, java.time.Duration.ofMillis(200))) {
+            for (int i = 0; i < TraceSocket.MOST_FOLLOWERS; i++) {
+                SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path));
+                followers.add(c);
+                assertTrue(firstLine(c).has("following"), "follower " + i);
+            }
+            // far more than a socket's buffer holds (a line is about 150 bytes), served without waiting
+            TraceEvents.serve(trace, "/shared/" + "x".repeat(100), 50_000);
+            JsonNode first;
+            do {
+                try (SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
+                    first = firstLine(c);
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(20_000_000);
+            } while (first.has(TraceSocket.BUSY));
+            assertTrue(first.has("following"), first.toString());
+            // what the dropped one's socket held is still read, then its end
+            BufferedReader dropped = reader(followers.get(0));
+            int lines = 0;
+            while (dropped.readLine() != null) {
+                lines++;
+            }
+            assertTrue(lines > 0 && lines < 50_000, lines + " lines");
+        } finally {
+            for (SocketChannel c : followers) {
+                c.close();
+            }
+        }
+    }
+
+    /**
+     * A follower that falls behind by more than its queue loses events, counted, rather than hold a
+     * request; once it reads again it is told how many, and what it was sent and lost add up.
+     */
+    @Test
+    void aFollowerThatFallsBehindIsToldHowManyLinesItLost() throws Exception {
+        Path path = tmp.resolve("trace.sock");
+        RequestTrace trace = new RequestTrace();
+        int served = 40_000;
+        try (StatsSocket socket = TraceSocket.serve(path, trace);
+             SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
+            BufferedReader in = reader(c);
+            assertTrue(JSON.readTree(in.readLine()).has("following"));
+            TraceEvents.serve(trace, "/shared/a", served); // while it reads nothing
+            long events = 0;
+            long lost = 0;
+            while (events + lost < served) {
+                JsonNode line = JSON.readTree(in.readLine());
+                if (line.has("lost")) {
+                    lost += line.get("lost").asLong();
+                } else {
+                    assertEquals("GETATTR", line.get("opcode").asText(), line.toString());
+                    events++;
+                }
+            }
+            assertTrue(lost > 0, "lost " + lost + " of " + served);
         }
     }
 
