@@ -59,20 +59,28 @@ public final class MountRegistry {
     private final Predicate<MountRecord> daemonRuns;
     /** The uid process {@code pid} runs as, or -1 where none runs. */
     private final java.util.function.LongToIntFunction pidOwner;
+    /** Whether process {@code pid} holds a FUSE device open, as every daemon does while it serves (true where it cannot be told). */
+    private final LongPredicate holdsFuse;
 
     /** A registry of this user's whose daemons are told by their pids alone (tests give their own PIDALIVE), all this user's. */
     MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive) {
-        this(dir, currentUid(), mountTable, pidAlive, record -> pidAlive.test(record.pid()), pid -> currentUid());
+        this(dir, mountTable, pidAlive, pid -> true);
+    }
+
+    /** As {@link #MountRegistry(Path, Path, LongPredicate)}, each pid's FUSE device told by {@code holdsFuse} (tests). */
+    MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive, LongPredicate holdsFuse) {
+        this(dir, currentUid(), mountTable, pidAlive, record -> pidAlive.test(record.pid()), pid -> currentUid(), holdsFuse);
     }
 
     private MountRegistry(Path dir, int owner, Path mountTable, LongPredicate pidAlive, Predicate<MountRecord> daemonRuns,
-                          java.util.function.LongToIntFunction pidOwner) {
+                          java.util.function.LongToIntFunction pidOwner, LongPredicate holdsFuse) {
         this.dir = dir;
         this.owner = owner;
         this.mountTable = mountTable;
         this.pidAlive = pidAlive;
         this.daemonRuns = daemonRuns;
         this.pidOwner = pidOwner;
+        this.holdsFuse = holdsFuse;
     }
 
     /** The registry of the user this process runs as. */
@@ -88,7 +96,38 @@ public final class MountRegistry {
     /** The registry of user {@code owner} in DIR (root's status reads every user's). */
     public static MountRegistry of(Path dir, int owner) {
         return new MountRegistry(dir, owner, MountTable.SYSTEM_TABLE, MountRegistry::running, MountRegistry::runsDaemonOf,
-                MountRegistry::uidOf);
+                MountRegistry::uidOf, MountRegistry::holdsFuseDevice);
+    }
+
+    /** The uid whose registry this is. */
+    int owner() {
+        return owner;
+    }
+
+    private static final Path FUSE_DEVICE = Path.of("/dev/fuse");
+
+    /**
+     * Whether process {@code pid} holds {@code /dev/fuse} open: a daemon serving a mount, detached
+     * or not, always does. True where its descriptors cannot be read (another user's, for a user
+     * not root): then its record is believed as before.
+     */
+    private static boolean holdsFuseDevice(long pid) {
+        try (DirectoryStream<Path> fds = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "fd"))) {
+            for (Path fd : fds) {
+                try {
+                    if (FUSE_DEVICE.equals(Files.readSymbolicLink(fd))) {
+                        return true;
+                    }
+                } catch (IOException closedMeanwhile) {
+                    // the descriptor went between the listing and the look
+                }
+            }
+            return false;
+        } catch (java.nio.file.AccessDeniedException cannotTell) {
+            return true;
+        } catch (IOException | RuntimeException gone) {
+            return false;
+        }
     }
 
     /** The uid process {@code pid} runs as (its /proc directory's owner), or -1 where none runs. */
@@ -271,6 +310,12 @@ public final class MountRegistry {
                     + ", not as the registry's owner, uid " + owner);
         }
         Long mounter = mounted.get(record.mountpoint());
+        if (mounter == null && !holdsFuse.test(record.pid())) {
+            // any user may write such a record in their own registry, naming a process of theirs that
+            // runs (a sleep): root's status showed it as a detached mount of whatever path it named
+            return new Entry(file, record, Health.STALE, record.mountpoint() + " is not mounted, and pid " + record.pid()
+                    + " serves no FUSE mount (it holds no " + FUSE_DEVICE + ")");
+        }
         if (mounter == null) {
             return new Entry(file, record, Health.DETACHED, record.mountpoint() + " is unmounted; pid " + record.pid()
                     + " still serves the files open on it and exits when the last is closed");

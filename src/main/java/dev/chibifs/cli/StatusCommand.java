@@ -56,6 +56,8 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
     private final List<MountRegistry> registries;
     private final Path mountTable;
     private final Clock clock;
+    /** The uid status runs as: the rows of another uid's registry say whose they are. */
+    private final int viewer;
 
     StatusCommand() {
         this(null, MountTable.SYSTEM_TABLE, Clock.systemUTC());
@@ -63,9 +65,15 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     /** REGISTRIES null means this host's: your own, and as root every user's. */
     StatusCommand(List<MountRegistry> registries, Path mountTable, Clock clock) {
+        this(registries, mountTable, clock, MountRegistry.currentUid());
+    }
+
+    /** As {@link #StatusCommand(List, Path, Clock)}, run as uid {@code viewer} (tests). */
+    StatusCommand(List<MountRegistry> registries, Path mountTable, Clock clock, int viewer) {
         this.registries = registries;
         this.mountTable = mountTable;
         this.clock = clock;
+        this.viewer = viewer;
     }
 
     @Override
@@ -95,9 +103,19 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
     private List<Map<String, Object>> rows(List<MountRegistry> sources) throws IOException {
         List<Map<String, Object>> rows = new ArrayList<>();
         Set<Path> registered = new HashSet<>();
+        Set<Path> mounted = new HashSet<>();
+        MountTable.chibifsMounts(mountTable).forEach(m -> mounted.add(m.mountpoint()));
         for (MountRegistry registry : sources) {
+            String whose = registry.owner() == viewer ? null : whose(registry);
             for (MountRegistry.Entry entry : registry.list()) {
-                rows.add(row(entry));
+                Map<String, Object> row = row(entry, mounted);
+                row.put("registryUid", registry.owner());
+                if (whose != null) {
+                    // anything in it is that user's word: a record names any mountpoint, context or home
+                    row.put("detail", "from " + whose + "'s registry" + (row.get("detail").toString().isEmpty() ? ""
+                            : "; " + row.get("detail")));
+                }
+                rows.add(row);
                 if (entry.record() != null) {
                     // a killed daemon's mount is in the table still: its stale row says so, once
                     registered.add(entry.record().mountpoint());
@@ -117,7 +135,19 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         return rows;
     }
 
-    private Map<String, Object> row(MountRegistry.Entry entry) {
+    /** Uid N of {@code registry} as people know it: "uid N (name)", the name as its directory's owner resolves. */
+    private static String whose(MountRegistry registry) {
+        String name = null;
+        try {
+            name = Files.getOwner(registry.dir(), LinkOption.NOFOLLOW_LINKS).getName();
+        } catch (IOException | RuntimeException unknown) {
+            // no name to add
+        }
+        return "uid " + registry.owner() + (name == null || name.equals(Integer.toString(registry.owner())) ? ""
+                : " (" + name + ")");
+    }
+
+    private Map<String, Object> row(MountRegistry.Entry entry, Set<Path> mounted) {
         Map<String, Object> row = new LinkedHashMap<>();
         MountRecord r = entry.record();
         if (r == null) {
@@ -154,7 +184,13 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
                     + " has gone (moved, removed or replaced): requests there fail with EIO until it is back");
         }
         troubles.forEach((prefix, why) -> details.add("the store at " + prefix + " fails: " + why));
-        row.put("detail", details.isEmpty() ? entry.detail() : String.join("; ", details));
+        String detail = details.isEmpty() ? entry.detail() : String.join("; ", details);
+        if (entry.health() == MountRegistry.Health.STALE && entry.record() != null) {
+            detail += mounted.contains(entry.record().mountpoint())
+                    ? "; its mount is left without a daemon: umount -l " + entry.record().mountpoint() + ", then remove " + entry.file()
+                    : "; nothing serves it: remove " + entry.file();
+        }
+        row.put("detail", detail);
         return row;
     }
 

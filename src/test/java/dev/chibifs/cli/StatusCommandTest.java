@@ -70,7 +70,8 @@ class StatusCommandTest {
                 + "\\s+served\\s+" + java.util.regex.Pattern.quote(tmp.resolve("srv/chibi/vfs").toString()) + "\n.*"), text);
         assertTrue(text.matches("(?s).*\n/mnt/planner\\s+stale\\s+99\\s+1h03m\\s+context=planner\\s+served\\s+/h/vfs\n.*"), text);
         assertTrue(text.matches("(?s).*\n/mnt/orphan\\s+unregistered\\s+-\\s+-\\s+-\\s+-\\s+-\n.*"), text);
-        assertTrue(text.contains("/mnt/planner: pid 99 is not running"), text);
+        assertTrue(text.contains("/mnt/planner: pid 99 is not running; nothing serves it: remove "
+                + tmp.resolve("reg") + "/"), text);
     }
 
     @Test
@@ -219,6 +220,47 @@ class StatusCommandTest {
         JsonNode row = new ObjectMapper().readTree(json).get(0);
         assertEquals(mountpoint, row.get("mountpoint").asText(), "JSON carries the value exactly");
         assertEquals("p\u009b2J", row.get("context").asText());
+    }
+
+    /**
+     * Any user can write a record in their own registry naming a process of theirs that runs (a sleep)
+     * and any mountpoint: root's status showed it as a detached mount of that path, which is in no
+     * mount table, among root's own rows. A daemon serving a mount holds /dev/fuse: one that does not
+     * is a leftover, and the row says whose registry it came from and what to do.
+     */
+    @Test
+    void aPlantedRecordOfAnUnmountedPathIsStaleAndSaysWhoseRegistryAndWhatToDo() throws Exception {
+        Path table = Files.writeString(tmp.resolve("planted-mounts"), "");
+        MountRegistry registry = new MountRegistry(tmp.resolve("planted"), table, pid -> true, pid -> false);
+        registry.write(new MountRecord(Path.of("/root/secret-mount"), 4242, MountRecord.MODE_CONTEXT, "root", "", null,
+                Path.of("/root/.chibi"), Path.of("/root/.chibi/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr"));
+        int root = registry.owner() + 1; // status run by another uid than the registry's
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC(), root)));
+        String text = out.toString();
+        assertTrue(text.matches("(?s).*\n/root/secret-mount\s+stale\s.*"), text);
+        String file = registry.fileFor(Path.of("/root/secret-mount")).toString();
+        assertTrue(text.contains("/root/secret-mount: from uid " + registry.owner()), text);
+        assertTrue(text.contains("'s registry; /root/secret-mount is not mounted, and pid 4242 serves no FUSE mount"
+                + " (it holds no /dev/fuse); nothing serves it: remove " + file + "\n"), text);
+
+        out.getBuffer().setLength(0);
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC(), root), "--json"));
+        JsonNode row = new ObjectMapper().readTree(out.toString()).get(0);
+        assertEquals("stale", row.get("state").asText());
+        assertEquals(registry.owner(), row.get("registryUid").asInt());
+    }
+
+    /** A daemon that holds /dev/fuse after its mount was unmounted lazily is detached, as before; your own rows name no registry. */
+    @Test
+    void aDaemonHoldingFuseWhoseMountIsGoneIsDetached() throws Exception {
+        Path table = Files.writeString(tmp.resolve("lazy-mounts"), "");
+        MountRegistry registry = new MountRegistry(tmp.resolve("lazy"), table, pid -> true, pid -> pid == 4242);
+        registry.write(new MountRecord(Path.of("/mnt/lazy"), 4242, MountRecord.MODE_CONTEXT, "planner", "", null,
+                Path.of("/h"), Path.of("/h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr"));
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC())));
+        String text = out.toString();
+        assertTrue(text.matches("(?s).*\n/mnt/lazy\s+detached\s.*"), text);
+        assertFalse(text.contains("registry"), text);
     }
 
     @Test
