@@ -259,16 +259,36 @@ public final class MountRegistry {
             entries.add(new Entry(dir, null, Health.UNREADABLE, "not believed: " + untrusted));
             return entries;
         }
+        List<Path> listed = new ArrayList<>();
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
+            files.forEach(listed::add);
+        }
+        return entriesOf(listed);
+    }
+
+    /**
+     * The entries of the record files {@code listed}, sorted by mountpoint. A record removed since it
+     * was listed (its daemon exited meanwhile) has no entry: `chibifs stats M1` failed with "No such
+     * file" when another mount stopped at that moment.
+     */
+    List<Entry> entriesOf(List<Path> listed) throws IOException {
+        List<Entry> entries = new ArrayList<>();
         Map<Path, Long> mounted = new java.util.HashMap<>();
         MountTable.chibifsMounts(mountTable).forEach(m -> mounted.put(m.mountpoint(), m.mounter()));
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*" + SUFFIX)) {
-            for (Path file : files) {
-                int by = (Integer) Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-                entries.add(by != owner ? new Entry(file, null, Health.UNREADABLE,
-                        "not believed: written by uid " + by + ", not by the registry's owner, uid " + owner)
-                        // a link would have root's status read, as root, whatever file it names
-                        : Files.isSymbolicLink(file) ? new Entry(file, null, Health.UNREADABLE, "not believed: a symbolic link")
-                        : judge(file, mounted));
+        for (Path file : listed) {
+            int by;
+            try {
+                by = (Integer) Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+            } catch (NoSuchFileException removedSinceListed) {
+                continue;
+            }
+            Entry entry = by != owner ? new Entry(file, null, Health.UNREADABLE,
+                    "not believed: written by uid " + by + ", not by the registry's owner, uid " + owner)
+                    // a link would have root's status read, as root, whatever file it names
+                    : Files.isSymbolicLink(file) ? new Entry(file, null, Health.UNREADABLE, "not believed: a symbolic link")
+                    : judge(file, mounted);
+            if (entry != null) {
+                entries.add(entry);
             }
         }
         entries.sort(Comparator.comparing(e -> e.record() == null ? e.file().toString()
@@ -280,11 +300,11 @@ public final class MountRegistry {
     private static final long RECORD_LIMIT = 1 << 20;
 
     /**
-     * A record read, judged by its daemon's pid and the mount table. A record names its mount and
-     * daemon, and the owner may write anything there: believed only for a daemon that runs as the
-     * owner and a mount the owner made (a tester's record in their own registry named another
-     * user's mountpoint and their own sockets, and root's sync, stats and trace of that mount asked
-     * the tester's program).
+     * A record read, judged by its daemon's pid and the mount table; null where it was removed since
+     * listed. A record names its mount and daemon, and the owner may write anything there: believed
+     * only for a daemon that runs as the owner and a mount the owner made (a tester's record in their
+     * own registry named another user's mountpoint and their own sockets, and root's sync, stats and
+     * trace of that mount asked the tester's program).
      */
     private Entry judge(Path file, Map<Path, Long> mounted) {
         MountRecord record;
@@ -295,8 +315,7 @@ public final class MountRegistry {
             p.load(in);
             record = MountRecord.fromProperties(p);
         } catch (NoSuchFileException e) {
-            // the daemon exited between listing and reading
-            return new Entry(file, null, Health.STALE, "removed while reading");
+            return null; // the daemon exited between listing and reading: no mount to show
         } catch (IOException | IllegalArgumentException e) {
             return new Entry(file, null, Health.UNREADABLE, e.getMessage());
         }

@@ -60,6 +60,20 @@ class MountRegistryTest {
     }
 
     @Test
+    void aRecordRemovedBetweenListingAndReadingIsLeftOutNotAFailure() throws Exception {
+        Path mp = tmp.resolve("mnt");
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(mp), pid -> true);
+        registry.write(uidMapped(mp, 4242));
+        // another mount's daemon exited after the directory was listed: its record is gone
+        Path gone = registry.dir().resolve("0123456789abcdef" + ".properties");
+
+        List<MountRegistry.Entry> entries = registry.entriesOf(List.of(gone, registry.fileFor(mp)));
+
+        assertEquals(1, entries.size());
+        assertEquals(mp, entries.get(0).record().mountpoint());
+    }
+
+    @Test
     void writtenRecordReadsBackActiveWhileMountedAndAlive() throws Exception {
         Path mp = tmp.resolve("mnt with space");
         MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(mp), pid -> true);
