@@ -644,6 +644,13 @@ final class Bucket implements Closeable {
     private static final int UNUSABLE_ATTEMPTS = MAX_ATTEMPTS;
     /** The wait before the second attempt at such a request, doubled at each (the SDK's backoff begins so). */
     private static final Duration UNUSABLE_BACKOFF = Duration.ofMillis(100);
+    /** {@link #UNUSABLE_BACKOFF}, but for tests, whose servers cut every answer: 3.1 s a request there. */
+    private volatile Duration unusableBackoff = UNUSABLE_BACKOFF;
+
+    /** Asks again a request whose answer could not be used after {@code first}, doubled at each (tests). */
+    void askAgainAfter(Duration first) {
+        unusableBackoff = first;
+    }
 
     @FunctionalInterface
     private interface Ask<T> {
@@ -668,7 +675,7 @@ final class Bucket implements Closeable {
                 LOG.debug("{} (attempt {} of {})", e.getMessage(), attempt, UNUSABLE_ATTEMPTS);
             }
             try {
-                Thread.sleep(UNUSABLE_BACKOFF.toMillis() << (attempt - 1));
+                Thread.sleep(unusableBackoff.toMillis() << (attempt - 1));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new java.io.InterruptedIOException(line(op, key, "interrupted"));
