@@ -45,11 +45,7 @@ class TraceSocketTest {
         Path path = tmp.resolve("trace.sock");
         List<SocketChannel> followers = new ArrayList<>();
         try (StatsSocket served = TraceSocket.serve(path, new RequestTrace())) {
-            for (int i = 0; i < TraceSocket.MOST_FOLLOWERS; i++) {
-                SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path));
-                followers.add(c);
-                assertTrue(firstLine(c).has("following"), "follower " + i);
-            }
+            followEveryPlace(path, followers);
             String busy = TraceSocket.MOST_FOLLOWERS + " traces already follow this mount; end one first";
             try (SocketChannel past = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
                 BufferedReader in = reader(past);
@@ -67,13 +63,7 @@ class TraceSocketTest {
 
             followers.remove(0).close();
             // the ended follower's thread notices its client gone at its next idle check, then frees its place
-            JsonNode first;
-            do {
-                try (SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
-                    first = firstLine(c);
-                }
-            } while (first.has(TraceSocket.BUSY));
-            assertTrue(first.has("following"), first.toString());
+            awaitAFreePlace(path);
         } finally {
             for (SocketChannel c : followers) {
                 c.close();
@@ -93,21 +83,10 @@ class TraceSocketTest {
         RequestTrace trace = new RequestTrace();
         List<SocketChannel> followers = new ArrayList<>();
         try (StatsSocket served = TraceSocket.serve(path, trace, java.time.Duration.ofMillis(200))) {
-            for (int i = 0; i < TraceSocket.MOST_FOLLOWERS; i++) {
-                SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path));
-                followers.add(c);
-                assertTrue(firstLine(c).has("following"), "follower " + i);
-            }
+            followEveryPlace(path, followers);
             // far more than a socket's buffer holds (a line is about 150 bytes), served without waiting
             TraceEvents.serve(trace, "/shared/" + "x".repeat(100), 50_000);
-            JsonNode first;
-            do {
-                try (SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
-                    first = firstLine(c);
-                }
-                java.util.concurrent.locks.LockSupport.parkNanos(20_000_000);
-            } while (first.has(TraceSocket.BUSY));
-            assertTrue(first.has("following"), first.toString());
+            awaitAFreePlace(path);
             // what the dropped one's socket held is still read, then its end
             BufferedReader dropped = reader(followers.get(0));
             int lines = 0;
@@ -157,5 +136,26 @@ class TraceSocketTest {
 
     private static BufferedReader reader(SocketChannel c) {
         return new BufferedReader(new InputStreamReader(Channels.newInputStream(c), StandardCharsets.UTF_8));
+    }
+
+    /** Connects followers to every place the socket has, each told it follows. */
+    private static void followEveryPlace(Path path, List<SocketChannel> followers) throws IOException {
+        for (int i = 0; i < TraceSocket.MOST_FOLLOWERS; i++) {
+            SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path));
+            followers.add(c);
+            assertTrue(firstLine(c).has("following"), "follower " + i);
+        }
+    }
+
+    /** Asks again, every 20 ms (the test's timeout bounds it), until a connection is followed, not told busy. */
+    private static void awaitAFreePlace(Path path) throws IOException {
+        JsonNode first;
+        do {
+            try (SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
+                first = firstLine(c);
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000_000);
+        } while (first.has(TraceSocket.BUSY));
+        assertTrue(first.has("following"), first.toString());
     }
 }
