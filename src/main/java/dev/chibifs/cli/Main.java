@@ -136,6 +136,7 @@ public final class Main implements Callable<Integer> {
     }
 
     public static void main(String[] args) {
+        DaemonLogLevel.preset(args); // before any class this command loads makes its logger
         int code = commandLine(Terminal.system(), subcommandsFor(args)).execute(args);
         // the mount command returns only when the daemon is done; exit explicitly so no stray thread keeps the JVM
         System.exit(code);

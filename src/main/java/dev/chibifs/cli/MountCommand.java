@@ -85,7 +85,7 @@ public final class MountCommand implements Callable<Integer> {
             description = "Extra FUSE mount options (e.g. allow_other, ro, entry_timeout=5).")
     List<String> fuseOptions = new ArrayList<>();
 
-    @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
+    @Option(names = DaemonLogLevel.OPTION, paramLabel = "LEVEL", defaultValue = DaemonLogLevel.DEFAULT,
             description = "error, warn, info, debug (one line per denial) or trace. Default: ${DEFAULT-VALUE}.")
     String logLevel;
 
@@ -264,7 +264,7 @@ public final class MountCommand implements Callable<Integer> {
         if (!Files.exists(Path.of("/dev/fuse"))) {
             throw new MountFailure("/dev/fuse is missing: install fuse3 (apt-get install fuse3) or load the fuse module");
         }
-        if (!List.of("error", "warn", "info", "debug", "trace").contains(logLevel)) {
+        if (!DaemonLogLevel.LEVELS.contains(logLevel)) {
             throw new UsageException("invalid --log-level '" + logLevel + "': one of error, warn, info, debug, trace");
         }
         stores.mounts(); // a bad --store or --tools-sys stops here, before anything is mounted
@@ -374,7 +374,7 @@ public final class MountCommand implements Callable<Integer> {
     /** Serves the mount until it is unmounted; {@code answering} learns this process's pid once the mount answers. */
     private int runDaemon(Plan plan, ChibiHome chibiHome, Path mp, LongConsumer answering)
             throws IOException {
-        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
+        // the level itself was set by Main before any logger was made (DaemonLogLevel)
         org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MountCommand.class);
         ChibiConfig config = ChibiConfig.load(chibiHome);
         Namespace namespace;
