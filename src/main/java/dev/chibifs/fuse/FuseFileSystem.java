@@ -1118,7 +1118,7 @@ final class FuseFileSystem {
         VfsPath p = path(n);
         dev.chibifs.store.HeldFile retried = staleNames.retried(req.pid, n, true, clock);
         Caller caller = caller(req);
-        openFiles.admit(caller); // every open holds a descriptor of ours
+        openFiles.admit(caller, req.uid & 0xffffffffL); // every open holds a descriptor of ours
         int requested = req.openFlags();
         Set<OpenFlag> flags = openFlags(requested);
         // Linux truncates even for a read-only open (ATOMIC_O_TRUNC brings O_TRUNC here): a write
@@ -1515,7 +1515,7 @@ final class FuseFileSystem {
         if (writable) {
             n.writerOpened();
         }
-        return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough, req.pid));
+        return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough, req.pid, req.uid & 0xffffffffL));
     }
 
     /**
@@ -1601,7 +1601,7 @@ final class FuseFileSystem {
         String name = req.entryName();
         VfsPath p = childPath(parent, name);
         Caller caller = caller(req);
-        openFiles.admit(caller); // every open holds a descriptor of ours
+        openFiles.admit(caller, req.uid & 0xffffffffL); // every open holds a descriptor of ours
         Set<OpenFlag> flags = openFlags(req.openFlags() | Linux.O_CREAT);
         FileHandle handle;
         try {
@@ -1638,7 +1638,7 @@ final class FuseFileSystem {
         VfsPath dir = directoryPath(parent);
         VfsPath p = Router.unnamedIn(dir);
         Caller caller = caller(req);
-        openFiles.admit(caller); // every open holds a descriptor of ours
+        openFiles.admit(caller, req.uid & 0xffffffffL); // every open holds a descriptor of ours
         Set<OpenFlag> flags = openFlags(req.openFlags());
         FileHandle handle = router.openUnnamed(caller, dir, req.createMode() & 07777);
         NodeTable.Node n;

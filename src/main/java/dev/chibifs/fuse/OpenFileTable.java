@@ -22,13 +22,32 @@ final class OpenFileTable {
     // never 0: some kernels and tools treat fh == 0 as "no handle"
     private final AtomicLong next = new AtomicLong(1);
     private final ConcurrentMap<Long, OpenFile> files = new ConcurrentHashMap<>();
-    /** How many files each caller has open, for {@link #admit}. */
-    private final ConcurrentMap<Caller, AtomicInteger> byCaller = new ConcurrentHashMap<>();
+    /** How many files each sharer has open, for {@link #admit}. */
+    private final ConcurrentMap<Sharer, AtomicInteger> bySharer = new ConcurrentHashMap<>();
     /** The most files one caller may hold open at once; 0: no limit (a mount that acts for one caller). */
     private volatile int share;
 
     /**
-     * Each caller but SYSTEM may hold at most {@code share} files open (0: any number), and once
+     * Who holds one share of open files: a context, whatever uids act as it, or one unmapped uid.
+     * Every unmapped uid is the one guest caller; had they shared a single share, any local account
+     * (nobody, a service, a container's uid) could open its quarter and leave root's backups and
+     * every other reader without a mapping nothing to open.
+     */
+    record Sharer(Caller caller, long uid) {
+        private static final long ANY_UID = -1;
+
+        static Sharer of(Caller caller, long uid) {
+            return new Sharer(caller, caller.kind() == Caller.Kind.GUEST ? uid : ANY_UID);
+        }
+
+        @Override
+        public String toString() {
+            return uid == ANY_UID ? caller.toString() : caller + " (uid " + uid + ")";
+        }
+    }
+
+    /**
+     * Each caller but SYSTEM (each unmapped uid on its own) may hold at most {@code share} files open (0: any number), and once
      * twice that many are open in all, only a caller holding fewer than a quarter of it (at least
      * 64: SQLite with 40 connections, a build) opens more. Every open file holds a descriptor of the daemon's: a tester's agent opened one file
      * 19,000 times and the other agents' cat, create and ls failed with "Too many open files" until
@@ -38,14 +57,18 @@ final class OpenFileTable {
         this.share = share;
     }
 
-    /** EMFILE where {@code caller} holds its {@link #share} of open files already, as a process past its own limit gets. */
-    void admit(Caller caller) throws ErrnoException {
+    /**
+     * EMFILE where {@code caller}, asking as {@code uid}, holds its {@link #share} of open files
+     * already, as a process past its own limit gets.
+     */
+    void admit(Caller caller, long uid) throws ErrnoException {
         int most = share;
         if (most > 0 && !caller.equals(Caller.SYSTEM)) {
-            AtomicInteger held = byCaller.get(caller);
+            Sharer sharer = Sharer.of(caller, uid);
+            AtomicInteger held = bySharer.get(sharer);
             int holds = held == null ? 0 : held.get();
             if (holds >= most || files.size() >= 2L * most && holds >= Math.max(64, most / 4)) {
-                throw new ErrnoException(Linux.EMFILE, null, "Too many open files: " + caller + " holds " + holds
+                throw new ErrnoException(Linux.EMFILE, null, "Too many open files: " + sharer + " holds " + holds
                         + " of the daemon's descriptors, " + files.size() + " are open");
             }
         }
@@ -53,7 +76,7 @@ final class OpenFileTable {
 
     long add(OpenFile file) {
         long id = next.getAndIncrement();
-        byCaller.computeIfAbsent(file.caller(), c -> new AtomicInteger()).incrementAndGet();
+        bySharer.computeIfAbsent(Sharer.of(file.caller(), file.openerUid()), c -> new AtomicInteger()).incrementAndGet();
         files.put(id, file);
         return id;
     }
@@ -64,7 +87,7 @@ final class OpenFileTable {
 
     OpenFile remove(long id) {
         OpenFile f = files.remove(id);
-        AtomicInteger held = f == null ? null : byCaller.get(f.caller());
+        AtomicInteger held = f == null ? null : bySharer.get(Sharer.of(f.caller(), f.openerUid()));
         if (held != null) { // none after closeAll; counters stay otherwise: a caller's few bytes, not worth a race
             held.decrementAndGet();
         }
@@ -107,7 +130,7 @@ final class OpenFileTable {
         List<FileHandle> left = new ArrayList<>();
         files.values().forEach(f -> left.add(f.handle()));
         files.clear();
-        byCaller.clear();
+        bySharer.clear();
         for (FileHandle h : left) {
             try {
                 h.close();
