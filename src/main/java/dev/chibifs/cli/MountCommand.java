@@ -150,9 +150,8 @@ public final class MountCommand implements Callable<Integer> {
     private final List<String> warnings = new ArrayList<>();
 
     /** Serves {@code chibifs stats}, {@code sync} and {@code trace} until the daemon exits; a mount without them still works. */
-    private static void startSockets(MountRegistry registry, FuseDaemon daemon, Namespace namespace,
+    private static void startSockets(MountRegistry registry, long pid, FuseDaemon daemon, Namespace namespace,
                                          org.slf4j.Logger log) {
-        long pid = ProcessHandle.current().pid();
         StatsSocket.removeDeadDaemons(registry);
         java.nio.file.Path socket = StatsSocket.pathFor(registry, pid);
         try {
@@ -457,23 +456,24 @@ public final class MountCommand implements Callable<Integer> {
             closeStores(namespace, mp, log);
             throw new MountFailure(e.getMessage());
         }
+        DaemonPid.Identity me = DaemonPid.current();
         log.info("mounted {} ({}; stores {}; options {}; {}; pid {})", mp, plan.describe(), String.join(" ", namespace.stores()),
-                String.join(",", daemon.options()), daemon.negotiated(), ProcessHandle.current().pid());
+                String.join(",", daemon.options()), daemon.negotiated(), me.pid());
         try {
-            registry.write(new MountRecord(mp, ProcessHandle.current().pid(),
+            registry.write(new MountRecord(mp, me.pid(),
                     plan.uidMapped() ? MountRecord.MODE_UIDMAP : MountRecord.MODE_CONTEXT,
                     plan.uidMapped() ? null : plan.homes().get(0), plan.uidMap(),
                     systemUid == null ? null : systemUid.intValue(), chibiHome.dir(),
                     storage.map(LocalStorage::root).orElse(chibiHome.store()), Instant.now(),
                     String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString(),
-                    String.join(" ", namespace.stores()), daemon.negotiated()));
+                    String.join(" ", namespace.stores()), daemon.negotiated(), me.namespace(), me.namespacePid()));
         } catch (IOException | RuntimeException e) {
             log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
         }
         sweeper.start();
-        startSockets(registry, daemon, namespace, log);
+        startSockets(registry, me.pid(), daemon, namespace, log);
         // after the registry and the sockets: `chibifs status`, `stats` and `sync` find the mount once `mount` returns
-        answering.accept(ProcessHandle.current().pid());
+        answering.accept(me.pid());
         // only a local root store has the temporary files of interrupted atomic writes
         storage.ifPresent(local -> startTemporaryCleanup(local, log));
         daemon.awaitUnmounted();

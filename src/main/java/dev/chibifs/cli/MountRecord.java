@@ -16,10 +16,14 @@ import java.util.Properties;
  * @param log       the log file, or {@code stderr}
  * @param stores    every store of the namespace as {@code PREFIX=SPEC}, space-separated, {@code /} first
  * @param session   what the kernel and the daemon settled at INIT (protocol, passthrough or served I/O)
+ * @param pid       the daemon's pid as /proc counts where it ran (the host's, unless its pid namespace had a
+ *                  /proc of its own)
+ * @param pidNamespace the daemon's pid namespace ({@code pid:[N]}), or null (a daemon older than this)
+ * @param namespacePid the daemon's pid in its own pid namespace ({@code pid} when it has none of its own)
  */
 public record MountRecord(Path mountpoint, long pid, String mode, String context, String uidMap,
                           Integer systemUid, Path home, Path store, Instant started, String options, String log,
-                          String stores, String session) {
+                          String stores, String session, String pidNamespace, long namespacePid) {
 
     public static final String MODE_CONTEXT = "context";
     public static final String MODE_UIDMAP = "uidmap";
@@ -35,6 +39,13 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
         options = options == null ? "" : options;
         stores = stores == null || stores.isEmpty() ? "/=" + store : stores;
         session = session == null ? "" : session;
+    }
+
+    /** A record without the pid namespace (as a daemon older than its recording wrote): its pid alone. */
+    public MountRecord(Path mountpoint, long pid, String mode, String context, String uidMap, Integer systemUid,
+                       Path home, Path store, Instant started, String options, String log, String stores, String session) {
+        this(mountpoint, pid, mode, context, uidMap, systemUid, home, store, started, options, log, stores, session,
+                null, pid);
     }
 
     /** A record without the session (as a daemon older than the protocol rewrite wrote). */
@@ -92,6 +103,10 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
         p.setProperty("log", log);
         p.setProperty("stores", stores);
         p.setProperty("session", session);
+        if (pidNamespace != null) {
+            p.setProperty("pidNamespace", pidNamespace);
+            p.setProperty("namespacePid", Long.toString(namespacePid));
+        }
         return p;
     }
 
@@ -111,7 +126,9 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
                 p.getProperty("options", ""),
                 p.getProperty("log", "stderr"),
                 p.getProperty("stores"),
-                p.getProperty("session"));
+                p.getProperty("session"),
+                p.getProperty("pidNamespace"),
+                p.getProperty("pidNamespace") == null ? number(p, "pid") : number(p, "namespacePid"));
     }
 
     private static long number(Properties p, String key) {

@@ -61,6 +61,8 @@ public final class MountRegistry {
     private final java.util.function.LongToIntFunction pidOwner;
     /** Whether process {@code pid} holds a FUSE device open, as every daemon does while it serves (true where it cannot be told). */
     private final LongPredicate holdsFuse;
+    /** Why a record's pid cannot be believed to be its daemon's, or null ({@link DaemonPid#doubt}). */
+    private final java.util.function.Function<MountRecord, String> pidDoubt;
 
     /** A registry of this user's whose daemons are told by their pids alone (tests give their own PIDALIVE), all this user's. */
     MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive) {
@@ -69,11 +71,19 @@ public final class MountRegistry {
 
     /** As {@link #MountRegistry(Path, Path, LongPredicate)}, each pid's FUSE device told by {@code holdsFuse} (tests). */
     MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive, LongPredicate holdsFuse) {
-        this(dir, currentUid(), mountTable, pidAlive, record -> pidAlive.test(record.pid()), pid -> currentUid(), holdsFuse);
+        this(dir, currentUid(), mountTable, pidAlive, record -> pidAlive.test(record.pid()), pid -> currentUid(), holdsFuse,
+                record -> DaemonPid.doubt(record, DaemonPid.SYSTEM));
+    }
+
+    /** As {@link #MountRegistry(Path, Path, LongPredicate)}, /proc's answers about pid namespaces from PROC (tests). */
+    MountRegistry(Path dir, Path mountTable, LongPredicate pidAlive, DaemonPid.Proc proc) {
+        this(dir, currentUid(), mountTable, pidAlive, record -> pidAlive.test(record.pid()), pid -> currentUid(),
+                pid -> true, record -> DaemonPid.doubt(record, proc));
     }
 
     private MountRegistry(Path dir, int owner, Path mountTable, LongPredicate pidAlive, Predicate<MountRecord> daemonRuns,
-                          java.util.function.LongToIntFunction pidOwner, LongPredicate holdsFuse) {
+                          java.util.function.LongToIntFunction pidOwner, LongPredicate holdsFuse,
+                          java.util.function.Function<MountRecord, String> pidDoubt) {
         this.dir = dir;
         this.owner = owner;
         this.mountTable = mountTable;
@@ -81,6 +91,7 @@ public final class MountRegistry {
         this.daemonRuns = daemonRuns;
         this.pidOwner = pidOwner;
         this.holdsFuse = holdsFuse;
+        this.pidDoubt = pidDoubt;
     }
 
     /** The registry of the user this process runs as. */
@@ -96,7 +107,7 @@ public final class MountRegistry {
     /** The registry of user {@code owner} in DIR (root's status reads every user's). */
     public static MountRegistry of(Path dir, int owner) {
         return new MountRegistry(dir, owner, MountTable.SYSTEM_TABLE, MountRegistry::running, MountRegistry::runsDaemonOf,
-                MountRegistry::uidOf, MountRegistry::holdsFuseDevice);
+                MountRegistry::uidOf, MountRegistry::holdsFuseDevice, record -> DaemonPid.doubt(record, DaemonPid.SYSTEM));
     }
 
     /** The uid whose registry this is. */
@@ -143,9 +154,11 @@ public final class MountRegistry {
      * Whether the daemon that wrote RECORD still runs: its pid runs a process that started no later than
      * the record was written. A killed daemon's pid may be given to any later process, which then started
      * after the record; {@code /proc}'s start times count from a boot time in whole seconds, hence the slack.
+     * A pid the record cannot vouch for ({@link DaemonPid#doubt}) is never the daemon's: umount must
+     * not wait on it, nor kill it.
      */
     static boolean runsDaemonOf(MountRecord record) {
-        if (!running(record.pid())) {
+        if (!running(record.pid()) || DaemonPid.doubt(record, DaemonPid.SYSTEM) != null) {
             return false;
         }
         Optional<Instant> start = ProcessHandle.of(record.pid()).flatMap(p -> p.info().startInstant());
@@ -318,6 +331,11 @@ public final class MountRegistry {
             return null; // the daemon exited between listing and reading: no mount to show
         } catch (IOException | IllegalArgumentException e) {
             return new Entry(file, null, Health.UNREADABLE, e.getMessage());
+        }
+        String doubt = pidDoubt.apply(record);
+        if (doubt != null) {
+            // neither live nor stale can be told: nothing may act on that pid (umount waits on it, --force kills it)
+            return new Entry(file, null, Health.UNREADABLE, "not believed: " + doubt);
         }
         if (!daemonRuns.test(record)) {
             return new Entry(file, record, Health.STALE, "pid " + record.pid() + (pidAlive.test(record.pid())
