@@ -105,8 +105,8 @@ public final class MountCommand implements Callable<Integer> {
 
     @Option(names = "--passthrough", negatable = true, defaultValue = "true", fallbackValue = "true",
             description = "Let the kernel read and write store files directly (FUSE passthrough) where it offers"
-                + " to (Linux 6.9+) and the daemon has CAP_SYS_ADMIN (root): reads and writes then cost no"
-                + " round trip to the daemon. --no-passthrough: the daemon serves them. 'chibifs stats' says which.")
+                + " to (Linux 6.9+) and the daemon has CAP_SYS_ADMIN (root, outside a user namespace): reads and"
+                + " writes then cost no round trip to the daemon. --no-passthrough: the daemon serves them. 'chibifs stats' says which.")
     boolean passthrough;
 
     @Option(names = "--io-uring", negatable = true, defaultValue = "false", fallbackValue = "true",
@@ -459,17 +459,21 @@ public final class MountCommand implements Callable<Integer> {
         DaemonPid.Identity me = DaemonPid.current();
         log.info("mounted {} ({}; stores {}; options {}; {}; pid {})", mp, plan.describe(), String.join(" ", namespace.stores()),
                 String.join(",", daemon.options()), daemon.negotiated(), me.pid());
-        try {
-            registry.write(new MountRecord(mp, me.pid(),
-                    plan.uidMapped() ? MountRecord.MODE_UIDMAP : MountRecord.MODE_CONTEXT,
-                    plan.uidMapped() ? null : plan.homes().get(0), plan.uidMap(),
-                    systemUid == null ? null : systemUid.intValue(), chibiHome.dir(),
-                    storage.map(LocalStorage::root).orElse(chibiHome.store()), Instant.now(),
-                    String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString(),
-                    String.join(" ", namespace.stores()), daemon.negotiated(), me.namespace(), me.namespacePid()));
-        } catch (IOException | RuntimeException e) {
-            log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
-        }
+        Instant started = Instant.now();
+        java.util.function.Supplier<MountRecord> record = () -> new MountRecord(mp, me.pid(),
+                plan.uidMapped() ? MountRecord.MODE_UIDMAP : MountRecord.MODE_CONTEXT,
+                plan.uidMapped() ? null : plan.homes().get(0), plan.uidMap(),
+                systemUid == null ? null : systemUid.intValue(), chibiHome.dir(),
+                storage.map(LocalStorage::root).orElse(chibiHome.store()), started,
+                String.join(",", daemon.options()), loggedTo == null ? "stderr" : loggedTo.toString(),
+                String.join(" ", namespace.stores()), daemon.negotiated(), me.namespace(), me.namespacePid());
+        // the kernel may refuse passthrough at the first open (a user namespace): status's IO column then says served
+        daemon.whenPassthroughRefused(() -> {
+            if (!stopping.get()) {
+                record(registry, record, log);
+            }
+        });
+        record(registry, record, log);
         sweeper.start();
         startSockets(registry, me.pid(), daemon, namespace, log);
         // after the registry and the sockets: `chibifs status`, `stats` and `sync` find the mount once `mount` returns
@@ -485,6 +489,16 @@ public final class MountCommand implements Callable<Integer> {
             log.info("unmounted {}", mp);
         }
         return ExitCodes.OK;
+    }
+
+    /** Writes the mount's record as it is now; one write at a time, so the last written says the latest. */
+    private static synchronized void record(MountRegistry registry, java.util.function.Supplier<MountRecord> record,
+                                            org.slf4j.Logger log) {
+        try {
+            registry.write(record.get());
+        } catch (IOException | RuntimeException e) {
+            log.warn("cannot record the mount for 'chibifs status' in {}: {}", registry.dir(), e.getMessage());
+        }
     }
 
     /**

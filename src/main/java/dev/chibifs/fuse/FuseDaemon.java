@@ -192,7 +192,7 @@ public final class FuseDaemon {
         return "FUSE 7." + n.kernelMinor() + " (kernel offers 0x" + Long.toHexString(n.offered()) + ")"
                 + ", max_write " + n.maxWrite()
                 + (n.has(FuseProtocol.DO_READDIRPLUS) ? ", readdirplus" : "")
-                + (n.has(FuseProtocol.PASSTHROUGH) ? ", passthrough" : ", served reads and writes")
+                + (n.has(FuseProtocol.PASSTHROUGH) && fs.passthroughRefused() == null ? ", passthrough" : ", served reads and writes")
                 + (n.opensWithoutAsking() ? ", zero-message opendir" : "")
                 + (n.has(FuseProtocol.DIRECT_IO_ALLOW_MMAP) ? ", changing files and appends go direct" : "")
                 + (s.overIoUring() ? ", io_uring" : n.has(FuseProtocol.OVER_IO_URING) ? ", io_uring not ready" : "");
@@ -252,14 +252,62 @@ public final class FuseDaemon {
         throw new MountException("the mount at " + mountpoint + " did not answer within " + timeout.toSeconds() + " s");
     }
 
-    /** Registering a backing file takes CAP_SYS_ADMIN: asking for passthrough without it fails every open. */
+    /**
+     * Runs {@code whenServed} once if the kernel, having granted passthrough, refuses the daemon's
+     * backing files: {@link #negotiated} says served from then on.
+     */
+    public FuseDaemon whenPassthroughRefused(Runnable whenServed) {
+        fs.whenPassthroughRefused(whenServed);
+        return this;
+    }
+
+    private static final String NOT_ADMIN = "the daemon lacks CAP_SYS_ADMIN (it is not root)";
+
+    /** The identity map of the initial user namespace, as /proc/PID/uid_map shows it. */
+    private static final List<String> INITIAL_UID_MAP = List.of("0", "0", "4294967295");
+
+    /** Asking for passthrough where registering a backing file will fail makes every open fail over to served. */
     private static boolean mayPassThrough() {
+        String capEff;
+        String uidMap;
         try {
-            return ProcStatus.field(ProcStatus.SELF, "CapEff").map(ProcStatus::hasSysAdmin).orElse(false);
-        } catch (IOException | NumberFormatException e) {
-            LOG.debug("cannot read this process's capabilities: no passthrough ({})", e.toString());
+            capEff = ProcStatus.field(ProcStatus.SELF, "CapEff").orElse(null);
+            uidMap = Files.readString(Path.of("/proc/self/uid_map"));
+        } catch (IOException e) {
+            LOG.debug("cannot read this process's capabilities or uid map: no passthrough ({})", e.toString());
+            return false;
         }
-        return false;
+        String why = whyNoPassthrough(capEff, uidMap);
+        if (why != null && why != NOT_ADMIN) {
+            // root in a rootless container expects passthrough: say why it has none (a user knows it is not root)
+            LOG.info("reads and writes are served, no passthrough: {}", why);
+        }
+        return why == null;
+    }
+
+    /**
+     * Why a daemon with capabilities {@code capEff} (CapEff, hex; null: unknown) in the user
+     * namespace whose uid map is {@code uidMap} cannot register backing files, or null when it can:
+     * FUSE_DEV_IOC_BACKING_OPEN takes CAP_SYS_ADMIN in the initial user namespace, and inside
+     * another (a rootless container, unshare -U -r) CapEff counts that namespace's capabilities.
+     * (/proc/self/ns/user against /proc/1/ns/user tells nothing where pid 1 is the namespace's own.)
+     */
+    static String whyNoPassthrough(String capEff, String uidMap) {
+        boolean admin;
+        try {
+            admin = capEff != null && ProcStatus.hasSysAdmin(capEff);
+        } catch (NumberFormatException e) {
+            admin = false;
+        }
+        if (!admin) {
+            return NOT_ADMIN;
+        }
+        List<String> lines = uidMap.strip().lines().map(l -> l.strip().replaceAll("\\s+", " ")).toList();
+        if (lines.size() != 1 || !List.of(lines.get(0).split(" ")).equals(INITIAL_UID_MAP)) {
+            return "the daemon runs in a user namespace (uid map " + String.join("; ", lines)
+                    + "), where CAP_SYS_ADMIN is not the initial namespace's";
+        }
+        return null;
     }
 
     /** True once the kernel lists a chibifs mount there and its daemon answers a request. */

@@ -155,6 +155,10 @@ final class FuseFileSystem {
     private volatile StoreFollower follower = StoreFollower.NONE;
     /** Where backing files are registered once INIT granted FUSE_PASSTHROUGH; null: reads and writes are served. */
     private volatile FuseChannel passthrough;
+    /** See {@link #passthroughRefused()}. */
+    private volatile String passthroughRefused;
+    /** See {@link #whenPassthroughRefused}. */
+    private volatile Runnable whenServed = () -> { };
     /**
      * Where notifications written from within a request go: a small file's content into the kernel's
      * page cache at open (NOTIFY_STORE), attributes changed since the kernel was told them (INVAL_INODE
@@ -212,6 +216,37 @@ final class FuseFileSystem {
     /** INIT granted FUSE_PASSTHROUGH: opens of store files register them with {@code channel}. */
     void passthrough(FuseChannel channel) {
         this.passthrough = channel;
+    }
+
+    /** Why the kernel refused every backing file (so every open is served), or null: it takes them, or none was asked. */
+    String passthroughRefused() {
+        return passthroughRefused;
+    }
+
+    /** Runs {@code whenServed} once, if the kernel refuses backing files: what the mount reports has changed. */
+    void whenPassthroughRefused(Runnable whenServed) {
+        this.whenServed = whenServed;
+    }
+
+    /**
+     * The kernel refused a backing file with EPERM: FUSE_DEV_IOC_BACKING_OPEN needs CAP_SYS_ADMIN in
+     * the initial user namespace, which a daemon in a user namespace lacks whatever its CapEff
+     * says, and it refuses every file alike. The mount serves reads and writes from now on, and
+     * says so, rather than ask again at each open and report passthrough it does not have.
+     */
+    private void refusePassthrough(String why) {
+        Runnable then;
+        synchronized (this) {
+            if (passthroughRefused != null) {
+                return;
+            }
+            passthroughRefused = why;
+            passthrough = null;
+            then = whenServed;
+        }
+        LOG.warn("the kernel refuses backing files ({}): the daemon serves every read and write from now on (FUSE"
+                + " passthrough needs CAP_SYS_ADMIN in the initial user namespace)", why);
+        then.run();
     }
 
     /**
@@ -1548,6 +1583,10 @@ final class FuseFileSystem {
                 n.backingOpens = 1;
                 return n.backingId;
             } catch (IOException refused) {
+                if (dev.chibifs.sys.Errors.errno(refused) == Linux.EPERM) {
+                    refusePassthrough(refused.getMessage());
+                    return 0;
+                }
                 // ELOOP: the store file is on a stacked file system (a FUSE mount inside the store)
                 // deeper than the kernel stacks. This node's reads and writes are served from now on.
                 LOG.debug("{}: served reads and writes, no passthrough: {}", nodes.path(n), refused.getMessage());

@@ -110,8 +110,12 @@ final class FakeKernel implements FuseChannel {
         replies.add(reply);
     }
 
+    /** How many backing files the daemon asked this kernel to register (it refuses each, as without CAP_SYS_ADMIN). */
+    final java.util.concurrent.atomic.AtomicInteger backingsAsked = new java.util.concurrent.atomic.AtomicInteger();
+
     @Override
     public int openBacking(int fd) throws IOException {
+        backingsAsked.incrementAndGet();
         throw new dev.chibifs.sys.ErrnoException(1, "/dev/fuse", "Operation not permitted");
     }
 
