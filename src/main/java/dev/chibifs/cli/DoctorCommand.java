@@ -140,12 +140,44 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             checks.add(storeFilesystem(chibiHome.store()));
         }
         checks.add(config(chibiHome));
+        checks.add(daemonLog(chibiHome, Files::isWritable));
         checks.add(staleMounts(h));
         checks.add(staleRegistry(h));
         if (mountpoint != null) {
             checks.add(mountpoint(h, mountpoint.toAbsolutePath().normalize()));
         }
         return checks;
+    }
+
+    /**
+     * Whether a background mount has somewhere to log: root keeps its log out of a home whose path
+     * another user owns, in /var/log/chibifs, which the root of a user namespace may not write (a
+     * bare "Permission denied" at mount, while doctor said all was well).
+     */
+    static Check daemonLog(ChibiHome chibiHome, java.util.function.Predicate<Path> writable) {
+        Path homeLogs = MountCommand.homeLogs(chibiHome);
+        String whyNotHome;
+        try {
+            whyNotHome = MountCommand.whyRootLogsElsewhere(homeLogs);
+        } catch (IOException e) {
+            return Check.ok("daemon log", "cannot tell where a background mount logs (" + describe(e) + ")");
+        }
+        return daemonLog(homeLogs, whyNotHome, MountCommand.ROOT_LOGS, writable);
+    }
+
+    static Check daemonLog(Path homeLogs, String whyNotHome, Path rootLogs, java.util.function.Predicate<Path> writable) {
+        String name = "daemon log";
+        if (whyNotHome == null) {
+            return Check.ok(name, "a background mount logs in " + homeLogs);
+        }
+        Path at = rootLogs;
+        while (at != null && !Files.exists(at)) {
+            at = at.getParent(); // made by the mount: the nearest directory there is must take it
+        }
+        if (at != null && writable.test(at)) {
+            return Check.ok(name, "a background mount logs in " + rootLogs + " (" + whyNotHome + ")");
+        }
+        return Check.fail(name, MountCommand.rootLogsRefusedCause(homeLogs, whyNotHome), MountCommand.ROOT_LOGS_FIX);
     }
 
     /** The fuse module's switch for FUSE over io_uring (Linux 6.14+); absent before. */

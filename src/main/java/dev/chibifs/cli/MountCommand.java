@@ -564,12 +564,16 @@ public final class MountCommand implements Callable<Integer> {
      * user's own mount from opening its own. The rule of the S3 caches ({@code S3Options.cachesOf}).
      */
     static Path logFile(ChibiHome chibiHome, Path mp) throws IOException {
-        Path logDir = chibiHome.chibifsDir().resolve("logs");
-        if (dev.chibifs.sys.LibC.c().geteuid() == 0 && dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(logDir) != null) {
-            logDir = ROOT_LOGS;
-        }
+        Path homeLogs = homeLogs(chibiHome);
+        String whyNotHome = whyRootLogsElsewhere(homeLogs);
+        Path logDir = whyNotHome == null ? homeLogs : ROOT_LOGS;
         try {
             Files.createDirectories(logDir);
+        } catch (java.nio.file.AccessDeniedException e) {
+            if (whyNotHome == null) {
+                throw e;
+            }
+            throw new MountFailure(rootLogsRefused(homeLogs, whyNotHome));
         } catch (IOException e) {
             // the JDK says only "File exists" or "Not a directory" of what is in the way
             String why = inTheWay(logDir);
@@ -578,9 +582,39 @@ public final class MountCommand implements Callable<Integer> {
             }
             throw new MountFailure("cannot keep the daemon's log in " + logDir + ": " + why);
         }
+        if (whyNotHome != null && !Files.isWritable(logDir)) {
+            throw new MountFailure(rootLogsRefused(homeLogs, whyNotHome));
+        }
         String logName = mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_');
         return logDir.resolve("mount-" + logName + ".log");
     }
+
+    /** Where the daemon's log goes unless {@link #whyRootLogsElsewhere} says otherwise. */
+    static Path homeLogs(ChibiHome chibiHome) {
+        return chibiHome.chibifsDir().resolve("logs");
+    }
+
+    /** Why a daemon run as root keeps its log in {@link #ROOT_LOGS}, not in {@code homeLogs}; null: it does not. */
+    static String whyRootLogsElsewhere(Path homeLogs) throws IOException {
+        return dev.chibifs.sys.LibC.c().geteuid() == 0 ? dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(homeLogs) : null;
+    }
+
+    /**
+     * Why a root daemon has nowhere to log, and what to do: the root of a user namespace (unshare -U
+     * -r, a sandbox on the host's files) sees the host's directories above its home as another
+     * user's, so the home is refused, and it may not write the host's /var/log either.
+     */
+    static String rootLogsRefused(Path homeLogs, String whyNotHome) {
+        return rootLogsRefusedCause(homeLogs, whyNotHome) + ": " + ROOT_LOGS_FIX;
+    }
+
+    static String rootLogsRefusedCause(Path homeLogs, String whyNotHome) {
+        return "cannot keep the daemon's log: root keeps it out of " + homeLogs + " (" + whyNotHome + ") and may not write "
+                + ROOT_LOGS + " (the root of a user namespace?)";
+    }
+
+    static final String ROOT_LOGS_FIX = "mount with --foreground (it logs to stderr), or use a --home on a path no other"
+            + " user owns";
 
     /** What stands where {@code dir} or a directory leading to it should be, and what to do about it; null when nothing does. */
     static String inTheWay(Path dir) {

@@ -77,7 +77,7 @@ class DoctorCommandTest {
         String text = out.toString();
         assertFalse(text.contains("FAIL"), text);
         assertTrue(text.contains("OK   user_allow_other: set in " + fuseConf), text);
-        assertTrue(text.endsWith("12 checks, 0 failed\n"), text);
+        assertTrue(text.endsWith("13 checks, 0 failed\n"), text);
         try (var left = Files.list(home.resolve("vfs"))) {
             assertEquals(0, left.count(), "the store probes leave nothing behind");
         }
@@ -323,5 +323,24 @@ class DoctorCommandTest {
         Files.writeString(param, "Y\n");
         DoctorCommand.Check offered = DoctorCommand.ioUring(param);
         assertTrue(offered.ok() && offered.detail().startsWith("offered"), offered.toString());
+    }
+
+    /**
+     * The root of a user namespace sees the host's directories above its home as another user's,
+     * so a background mount logs to /var/log/chibifs, which it may not write: mount failed with a
+     * bare "Permission denied" while doctor found nothing wrong.
+     */
+    @Test
+    void aRootWithNowhereToLogFailsTheDaemonLogCheck() {
+        Path homeLogs = tmp.resolve("h/chibifs/logs");
+        Path rootLogs = tmp.resolve("var/log/chibifs");
+        assertTrue(DoctorCommand.daemonLog(homeLogs, null, rootLogs, p -> false).ok(), "the home's logs: not root's affair");
+        assertTrue(DoctorCommand.daemonLog(homeLogs, "/tmp belongs to uid 65534", rootLogs, p -> p.equals(tmp)).ok(),
+                "root may make /var/log/chibifs");
+        DoctorCommand.Check c = DoctorCommand.daemonLog(homeLogs, "/tmp belongs to uid 65534", rootLogs, p -> false);
+        assertFalse(c.ok());
+        assertTrue(c.detail().contains(homeLogs + " (/tmp belongs to uid 65534)") && c.detail().contains("/var/log/chibifs"),
+                c.detail());
+        assertTrue(c.fix().startsWith("mount with --foreground"), c.fix());
     }
 }

@@ -135,6 +135,15 @@ class MountCommandTest {
                 MountCommand.logFile(new dev.chibifs.config.ChibiHome(team), Path.of("/mnt/chibi")));
     }
 
+    /** In unshare -U -r, a background mount said only "Permission denied: /var/log/chibifs/mount-....log". */
+    @Test
+    void aRootWithNowhereToLogIsToldWhyAndWhatToDo() {
+        String m = MountCommand.rootLogsRefused(Path.of("/tmp/x/h/chibifs/logs"), "/tmp belongs to uid 65534");
+        assertEquals("cannot keep the daemon's log: root keeps it out of /tmp/x/h/chibifs/logs (/tmp belongs to uid"
+                + " 65534) and may not write /var/log/chibifs (the root of a user namespace?): mount with --foreground (it"
+                + " logs to stderr), or use a --home on a path no other user owns", m);
+    }
+
     /** A mistyped home became a new CHIBI_HOME, made by a command that only reads, and listed empty with exit 0. */
     @Test
     void aCommandThatReadsAHomeWithNoStoreSaysSoAndMakesNothing(@TempDir Path dir) throws Exception {
