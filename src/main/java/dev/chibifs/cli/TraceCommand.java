@@ -58,7 +58,8 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
     Path mountpoint;
 
     @Option(names = "--context", paramLabel = "NAME", split = ",",
-            description = "Only the requests of these contexts (SYSTEM for the system's, GUEST for an unmapped uid's).")
+            description = "Only the requests of these contexts (SYSTEM for the system's, GUEST for an unmapped uid's,"
+                + " KERNEL for a directory's release, which the kernel sends itself; a file's is its opener's).")
     List<String> contexts;
 
     @Option(names = "--program", paramLabel = "NAME", split = ",",
@@ -118,7 +119,8 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         if (contexts != null) {
             for (String c : contexts) {
-                if (!c.equals(Caller.SYSTEM.toString()) && !c.equals(Caller.GUEST.toString())) {
+                if (!c.equals(Caller.SYSTEM.toString()) && !c.equals(Caller.GUEST.toString())
+                        && !c.equals(dev.chibifs.fuse.RequestTrace.KERNEL)) {
                     ContextNames.validate(c); // a name no context can have would filter out everything, silently
                 }
             }

@@ -369,6 +369,25 @@ final class FuseFileSystem {
         return callers.isFixed() ? callers.resolve(0) : callers.resolve(req.uid & 0xffffffffL);
     }
 
+    /**
+     * Who a request is traced as. The kernel sends RELEASE (after the last close) and RELEASEDIR on
+     * its own, with uid 0 and pid 0, which a uid map resolves as root's caller (SYSTEM, GUEST, or
+     * the context uid 0 maps to): a RELEASE is its open's, whose caller the table kept, so
+     * {@code trace --context alice} shows alice's closes; a RELEASEDIR is the kernel's. By opcode,
+     * not by pid 0 alone: a daemon in a pid namespace of its own gets pid 0 for every request from
+     * outside it.
+     */
+    String tracedCaller(FuseRequest req) {
+        if (callers.isFixed() || req.pid != 0) {
+            return String.valueOf(caller(req));
+        }
+        if (req.opcode == FuseProtocol.RELEASE) {
+            OpenFile f = openFiles.get(req.handle());
+            return f != null ? String.valueOf(f.caller()) : RequestTrace.KERNEL;
+        }
+        return req.opcode == FuseProtocol.RELEASEDIR ? RequestTrace.KERNEL : String.valueOf(caller(req));
+    }
+
     NodeTable.Node node(FuseRequest req) throws NoSuchFileException {
         return node(req.nodeid);
     }

@@ -804,7 +804,7 @@ final class FuseSession {
             RequestTrace trace = stats.trace();
             // described before the operation runs: an UNLINK or a RENAME changes the names it would show
             asked = trace.listened() && RequestTrace.traces(opcode)
-                    ? new RequestTrace.Asked(String.valueOf(fs.caller(req)), req.pid, RequestTrace.programOf(req.pid),
+                    ? new RequestTrace.Asked(fs.tracedCaller(req), req.pid, RequestTrace.programOf(req.pid),
                             FuseProtocol.opcodeName(opcode), fs.describe(req))
                     : null;
             refusedBy = "";

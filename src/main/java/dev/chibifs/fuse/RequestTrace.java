@@ -61,6 +61,9 @@ public final class RequestTrace {
         }
     }
 
+    /** Who the trace says asked for a request the kernel made itself, of no file a caller opened (a RELEASEDIR). */
+    public static final String KERNEL = "KERNEL";
+
     /** What refused a request: the zone policy (EACCES), or the mount's link rule (EPERM). */
     public static final String POLICY = "policy";
     public static final String SYMLINK_RULE = "--symlinks";
