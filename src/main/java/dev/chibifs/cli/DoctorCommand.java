@@ -131,6 +131,9 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         checks.add(fusermount(h));
         checks.add(mountPermission(h));
         checks.add(userAllowOther(h));
+        if (!uidMaps.isEmpty()) {
+            checks.add(subordinateUids(uidMaps, SUBUID));
+        }
         checks.add(ioUring(ENABLE_URING));
         ChibiHome chibiHome = ChibiHome.resolve(home, h.env());
         Check storeExists = storeExists(chibiHome.store());
@@ -298,6 +301,60 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             return Check.fail(name, "cannot read " + h.fuseConf() + ": " + e.getMessage(),
                     "apt-get install fuse3, then echo user_allow_other >> " + h.fuseConf());
         }
+    }
+
+    /** Where newuidmap finds which uids each user may map into a user namespace of theirs. */
+    static final Path SUBUID = Path.of("/etc/subuid");
+
+    /**
+     * Whether a mapped uid is some user's subordinate uid: that user may make it theirs in a user
+     * namespace (newuidmap, from shadow's /etc/subuid) and then writes as the agent, as the kernel
+     * reports that uid to the daemon. Default ranges (100000 up, 65536 a user) overlap uids an
+     * operator might give agents.
+     */
+    static Check subordinateUids(List<String> uidMaps, Path subuid) {
+        String name = "subordinate uids";
+        java.util.Map<Long, String> map;
+        try {
+            map = MountCommand.parseUidMaps(uidMaps, null);
+        } catch (UsageException e) {
+            return Check.ok(name, "not checked: " + e.getMessage()); // mount refuses it, with the rule
+        }
+        List<String> lines;
+        try {
+            lines = Files.exists(subuid) ? Files.readAllLines(subuid, StandardCharsets.UTF_8) : List.of();
+        } catch (IOException e) {
+            return Check.fail(name, "cannot read " + subuid + ": " + describe(e),
+                    "make " + subuid + " readable to check that no user may map an agent's uid");
+        }
+        List<String> found = new ArrayList<>();
+        for (String line : lines) {
+            // OWNER:FIRST:COUNT, the owner a login name or a uid
+            String[] f = line.strip().split(":");
+            if (f.length != 3 || f[0].startsWith("#")) {
+                continue;
+            }
+            long first;
+            long count;
+            try {
+                first = Long.parseLong(f[1]);
+                count = Long.parseLong(f[2]);
+            } catch (NumberFormatException e) {
+                continue; // newuidmap skips such a line too
+            }
+            map.forEach((uid, context) -> {
+                if (uid >= first && uid - first < count) {
+                    found.add("uid " + uid + " (" + context + ") is in " + f[0] + "'s range " + first + "-"
+                            + (first + count - 1));
+                }
+            });
+        }
+        if (found.isEmpty()) {
+            return Check.ok(name, "no mapped uid is in a range of " + subuid);
+        }
+        return Check.fail(name, String.join("; ", found) + " (" + subuid + "): that user can act as the agent in a user"
+                + " namespace", "give agents uids outside every " + subuid + " range, or remove the range"
+                + " (usermod --del-subuids FIRST-LAST USER)");
     }
 
     private static Check storeExists(Path store) {

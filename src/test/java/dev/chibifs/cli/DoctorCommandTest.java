@@ -77,7 +77,7 @@ class DoctorCommandTest {
         String text = out.toString();
         assertFalse(text.contains("FAIL"), text);
         assertTrue(text.contains("OK   user_allow_other: set in " + fuseConf), text);
-        assertTrue(text.endsWith("13 checks, 0 failed\n"), text);
+        assertTrue(text.endsWith("14 checks, 0 failed\n"), text);
         try (var left = Files.list(home.resolve("vfs"))) {
             assertEquals(0, left.count(), "the store probes leave nothing behind");
         }
@@ -342,5 +342,19 @@ class DoctorCommandTest {
         assertTrue(c.detail().contains(homeLogs + " (/tmp belongs to uid 65534)") && c.detail().contains("/var/log/chibifs"),
                 c.detail());
         assertTrue(c.fix().startsWith("mount with --foreground"), c.fix());
+    }
+
+    /** A mapped uid in a user's /etc/subuid range: newuidmap lets that user write as the agent in a user namespace. */
+    @Test
+    void aMappedUidInAUsersSubordinateRangeFails() throws Exception {
+        Path subuid = Files.writeString(tmp.resolve("subuid"), "# ranges\nbob:100000:65536\ncarol:4311:1\n1007:200000:10\nodd\n");
+        DoctorCommand.Check c = DoctorCommand.subordinateUids(List.of("4311=alice", "4312=bob", "100000=coder"), subuid);
+        assertFalse(c.ok());
+        assertEquals("uid 100000 (coder) is in bob's range 100000-165535; uid 4311 (alice) is in carol's range 4311-4311 ("
+                + subuid + "): that user can act as the agent in a user namespace", c.detail());
+        assertTrue(c.fix().startsWith("give agents uids outside every " + subuid + " range"), c.fix());
+        assertFalse(DoctorCommand.subordinateUids(List.of("200009=x"), subuid).ok(), "a range's last uid");
+        assertTrue(DoctorCommand.subordinateUids(List.of("200010=x", "4312=bob", "165536=y"), subuid).ok(), c.detail());
+        assertTrue(DoctorCommand.subordinateUids(List.of("4311=alice"), tmp.resolve("none")).ok(), "no /etc/subuid");
     }
 }
