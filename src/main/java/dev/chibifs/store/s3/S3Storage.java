@@ -84,8 +84,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code .rclonelink} (EINVAL): the bucket could not tell it from a link.
  *
  * <p>Locking: one lock (this object) guards the overlay, never held over a request to S3; the
- * write-back's {@link WriteBack#flushLock} makes uploads and deletes one at a time, taken before
- * this lock, never after. The write-back reads and changes the overlay under this same lock.
+ * write-back's locks (its passes one at a time, one upload of a file or key at a time, a pass's
+ * deletes apart from fsyncs: see {@link WriteBack}) are taken before this lock, never after. The
+ * write-back reads and changes the overlay under this same lock.
  */
 public final class S3Storage implements Storage {
 
@@ -1873,7 +1874,8 @@ public final class S3Storage implements Storage {
     /**
      * While S3 is known to be away no request asks it ({@link Bucket}): the write-back asks for them
      * all, at its backoff's pace, and lets them through once S3 answers. Not under the
-     * {@link WriteBack#flushLock}, which an fsync waits for: the question may take the client's retries.
+     * {@link WriteBack#flushLock}, which an fsync waits for while the journal's replay is left: the
+     * question may take the client's retries.
      */
     private void askAgainIfUnreachable() throws IOException {
         if (bucket.unreachable()) {

@@ -59,8 +59,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Locking: the store's monitor guards its overlay (nodes, tombstones, the journal) and is never
  * held over a request to S3: each step reads what it needs under it, asks S3 without it, and then
  * checks under it again that the node is still what it read (its generation). The
- * {@link #flushLock} makes passes one at a time, so no two uploads of a file cross; it is taken
- * before the store's monitor, never while holding it.
+ * {@link #flushLock} makes passes (and the journal's replay) one at a time. An fsync takes no
+ * such store-wide lock: it waits only for what its own file needs (see {@link #flushNode}). One
+ * upload of a file, and one of a key, at a time is kept by {@link #claim}; a pass's deletes and
+ * fsyncs' uploads exclude each other by {@link #deletesOrFsyncs}. All are taken before the store's
+ * monitor, never while holding it.
  */
 final class WriteBack {
 
@@ -85,7 +88,7 @@ final class WriteBack {
 
     private final S3Storage store;
     private final S3Spec spec;
-    /** The last failure to copy a file for its upload, and when it was said: said again after a minute. Flush lock. */
+    /** The last failure to copy a file for its upload, and when it was said: said again after a minute. Guarded by this. */
     private String copyFailure;
     private long copyFailureSaidAt;
     private static final long COPY_FAILURE_REPEAT_MILLIS = 60_000;
@@ -93,7 +96,20 @@ final class WriteBack {
     private final S3Options options;
     private final Path uploadDir;
     private final ReentrantLock flushLock = new ReentrantLock();
-    /** How often an fsync waiting for {@link #flushLock} looks whether S3 has become known to be away. */
+    /**
+     * A pass's deletes (exclusive) against fsyncs' uploads (shared). A delete chosen before an
+     * fsync's upload began would otherwise run beside it: the old name of a file moved, whose move
+     * the fsync sends (another host then saw neither name), or a name made again and fsynced after
+     * the pass listed its tombstone (its new object deleted). Fair: fsyncs in a row do not hold
+     * the deletes back for good.
+     */
+    private final java.util.concurrent.locks.ReadWriteLock deletesOrFsyncs = new java.util.concurrent.locks.ReentrantReadWriteLock(true);
+    /** Files and directories being uploaded now, by a pass or an fsync ({@link #claim}); guarded by {@link #claims}. */
+    private final Set<Node> uploading = new java.util.HashSet<>();
+    /** The keys they go up under; guarded by {@link #claims}. */
+    private final Set<String> uploadingKeys = new java.util.HashSet<>();
+    private final Object claims = new Object();
+    /** How often an fsync waiting for its own file's upload (or a lock) looks whether S3 has become known to be away. */
     private static final long FSYNC_LOOKS_EVERY_MILLIS = 100;
     /** How many uploads run at once in a write-back pass. */
     private static final int UPLOADERS = 4;
@@ -136,7 +152,7 @@ final class WriteBack {
         List<Node> files = new ArrayList<>();
         for (Node n : nodes) {
             if (n.dir) {
-                upload(n);
+                upload(n, false);
             } else {
                 files.add(n);
             }
@@ -157,20 +173,25 @@ final class WriteBack {
         replayed = nodes;
     }
 
+    /** Uploads what the journal held at start, in its order ({@link #replayed}); holds the flush lock. */
+    private void replay() throws IOException {
+        List<Node> inOrder = replayed;
+        for (int i = 0; i < inOrder.size(); i++) {
+            try {
+                upload(inOrder.get(i), false); // one no longer dirty (gone, renamed and sent) is passed over
+            } catch (IOException e) {
+                replayed = inOrder.subList(i, inOrder.size()); // from where it failed, next time
+                noteOutage(e);
+                throw e;
+            }
+        }
+        replayed = List.of();
+    }
+
     void flush(boolean all) throws IOException {
         flushLock.lock();
         try {
-            List<Node> inOrder = replayed;
-            for (int i = 0; i < inOrder.size(); i++) {
-                try {
-                    upload(inOrder.get(i)); // one no longer dirty (gone, renamed and sent) is passed over
-                } catch (IOException e) {
-                    replayed = inOrder.subList(i, inOrder.size()); // from where it failed, next time
-                    noteOutage(e);
-                    throw e;
-                }
-            }
-            replayed = List.of();
+            replay();
             List<Node> due = new ArrayList<>();
             List<Node> ahead = new ArrayList<>();
             long now = store.ticks();
@@ -202,44 +223,57 @@ final class WriteBack {
             }
             uploadInOrder(ahead);
             uploadInOrder(due);
-            List<String> deletes;
-            synchronized (store) {
-                // the old name of something moved goes after its new one is up, which the debounce may
-                // put off (renamed again, a chmod since): deleted sooner, another host saw neither name
-                // (renames 0.1 s apart: none for 4-7 s). The old object of a file moved is also what its
-                // upload copies
-                Set<String> waiting = new java.util.HashSet<>();
-                for (Node n : store.overlay.dirtyNodes) {
-                    if (n.movedFrom != null) {
-                        waiting.add(n.movedFrom.key());
-                    }
-                    if (n.oldNames != null) {
-                        waiting.addAll(n.oldNames);
-                    }
-                }
-                deletes = new ArrayList<>();
-                for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
-                    if (e.getValue().pending && !waiting.contains(e.getKey())) {
-                        deletes.add(e.getKey());
-                    }
-                }
+            deletesOrFsyncs.writeLock().lock();
+            try {
+                deletePending();
+            } finally {
+                deletesOrFsyncs.writeLock().unlock();
             }
-            // files several at once, then markers deepest first: a directory's contents before it
-            List<String> markers = new ArrayList<>();
-            List<String> objects = new ArrayList<>();
-            for (String k : deletes) {
-                (k.endsWith("/") ? markers : objects).add(k);
-            }
-            deleteObjects(objects);
-            markers.sort(Comparator.comparingInt(String::length).reversed());
-            for (String k : markers) {
-                deleteOne(k);
-            }
-            if (!due.isEmpty() || !deletes.isEmpty()) {
+            if (!due.isEmpty()) {
                 recovered();
             }
         } finally {
             flushLock.unlock();
+        }
+    }
+
+    /** Deletes the objects of pending tombstones that wait for no upload; under the flush lock and {@link #deletesOrFsyncs}. */
+    private void deletePending() throws IOException {
+        List<String> deletes;
+        synchronized (store) {
+            // the old name of something moved goes after its new one is up, which the debounce may
+            // put off (renamed again, a chmod since): deleted sooner, another host saw neither name
+            // (renames 0.1 s apart: none for 4-7 s). The old object of a file moved is also what its
+            // upload copies
+            Set<String> waiting = new java.util.HashSet<>();
+            for (Node n : store.overlay.dirtyNodes) {
+                if (n.movedFrom != null) {
+                    waiting.add(n.movedFrom.key());
+                }
+                if (n.oldNames != null) {
+                    waiting.addAll(n.oldNames);
+                }
+            }
+            deletes = new ArrayList<>();
+            for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
+                if (e.getValue().pending && !waiting.contains(e.getKey())) {
+                    deletes.add(e.getKey());
+                }
+            }
+        }
+        // files several at once, then markers deepest first: a directory's contents before it
+        List<String> markers = new ArrayList<>();
+        List<String> objects = new ArrayList<>();
+        for (String k : deletes) {
+            (k.endsWith("/") ? markers : objects).add(k);
+        }
+        deleteObjects(objects);
+        markers.sort(Comparator.comparingInt(String::length).reversed());
+        for (String k : markers) {
+            deleteOne(k);
+        }
+        if (!deletes.isEmpty()) {
+            recovered();
         }
     }
 
@@ -384,7 +418,7 @@ final class WriteBack {
     }
 
     private void uploadAll(List<Node> files) throws IOException {
-        inParallel(files, this::upload);
+        inParallel(files, n -> upload(n, false));
     }
 
     /**
@@ -407,7 +441,7 @@ final class WriteBack {
                 return null;
             }));
         }
-        // every one is waited for, even when interrupted: none may run on past the flush lock
+        // every one is waited for, even when interrupted: none may run on past its pass, whose deletes follow
         IOException first = null;
         boolean interrupted = false;
         for (java.util.concurrent.Future<?> f : running) {
@@ -435,18 +469,24 @@ final class WriteBack {
         }
     }
 
-    /** fsync: uploads this file now, returning once S3 has it. */
+    /**
+     * fsync: uploads this file now, returning once S3 has it. It waits only for what this file
+     * needs: an upload of it (or of its key) under way, its new parents' markers, the journal's
+     * replay while one is left, a pass's deletes; never another file's upload (a 2-byte fsync waited
+     * 70 s for a pass sending a 2 GiB file when it took the pass's lock).
+     */
     void flushNode(Node n) throws IOException {
-        // while S3 is known to be away an fsync answers at once (EIO), as every request then does,
-        // not after the pass that holds the lock has waited out its upload's deadline (up to a minute)
-        try {
-            while (!flushLock.tryLock(FSYNC_LOOKS_EVERY_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS)) {
-                bucket.refuseWhileUnreachable("put", String.valueOf(n.path));
+        if (!replayed.isEmpty()) {
+            // what was changed before the last stop goes up first, in its order, as at the first pass:
+            // a file fsynced now (a READY marker) would otherwise reach S3 before what it follows
+            awaitForFsync(flushLock, n);
+            try {
+                replay();
+            } finally {
+                flushLock.unlock();
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new java.io.InterruptedIOException("fsync of " + n.path + " interrupted");
         }
+        awaitForFsync(deletesOrFsyncs.readLock(), n);
         try {
             VfsPath p;
             synchronized (store) {
@@ -455,18 +495,34 @@ final class WriteBack {
                 }
                 p = n.path; // read once: an unlink meanwhile sets it to null
             }
-            mkdirsFirst(p.parent());
-            upload(n);
+            mkdirsFirst(p.parent(), n);
+            upload(n, true);
             synchronized (store) {
                 store.journal.force();
             }
         } finally {
-            flushLock.unlock();
+            deletesOrFsyncs.readLock().unlock();
         }
     }
 
-    /** The markers of new parent directories go up before a file fsynced inside them. */
-    private void mkdirsFirst(VfsPath dir) throws IOException {
+    /**
+     * Takes {@code lock} for an fsync of {@code n}: while S3 is known to be away the fsync answers at
+     * once (EIO), as every request then does, not after the holder has waited out its upload's
+     * deadline (up to a minute).
+     */
+    private void awaitForFsync(java.util.concurrent.locks.Lock lock, Node n) throws IOException {
+        try {
+            while (!lock.tryLock(FSYNC_LOOKS_EVERY_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                bucket.refuseWhileUnreachable("put", String.valueOf(n.path));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("fsync of " + n.path + " interrupted");
+        }
+    }
+
+    /** The markers of new parent directories go up before a file fsynced inside them ({@code n}). */
+    private void mkdirsFirst(VfsPath dir, Node n) throws IOException {
         List<Node> dirs = new ArrayList<>();
         synchronized (store) {
             for (VfsPath p = dir; !p.isRoot(); p = p.parent()) {
@@ -477,7 +533,65 @@ final class WriteBack {
             }
         }
         for (Node d : dirs) {
-            upload(d);
+            upload(d, true);
+        }
+    }
+
+    /**
+     * Uploads {@code n} once no other upload of it, or of the key it goes up under, is under way
+     * (one waits for the other): two at once, each conditional on the version before, the second
+     * met the first's object (412) and kept this host's own content as a conflict copy. An
+     * {@code fsync} waiting looks whether S3 has become known to be away, as in {@link #awaitForFsync}.
+     * One claim at a time per thread, so claims cannot deadlock.
+     */
+    private void upload(Node n, boolean fsync) throws IOException {
+        String k = claim(n, fsync);
+        try {
+            upload(n);
+        } finally {
+            synchronized (claims) {
+                uploading.remove(n);
+                if (k != null) {
+                    uploadingKeys.remove(k);
+                }
+                claims.notifyAll();
+            }
+        }
+    }
+
+    /** Waits for and takes the claim on {@code n} and its key ({@link #upload(Node, boolean)}); the key claimed, or null. */
+    private String claim(Node n, boolean fsync) throws IOException {
+        while (true) {
+            String k;
+            synchronized (store) {
+                k = n.path == null ? null : store.objectKey(n.path, n);
+            }
+            synchronized (claims) {
+                if (!uploading.contains(n) && (k == null || !uploadingKeys.contains(k))) {
+                    // the key read again: a rename between the two reads claims the new one
+                    String now;
+                    synchronized (store) {
+                        now = n.path == null ? null : store.objectKey(n.path, n);
+                    }
+                    if (java.util.Objects.equals(k, now)) {
+                        uploading.add(n);
+                        if (k != null) {
+                            uploadingKeys.add(k);
+                        }
+                        return k;
+                    }
+                    continue;
+                }
+                try {
+                    claims.wait(FSYNC_LOOKS_EVERY_MILLIS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException("upload of " + n.path + " interrupted");
+                }
+            }
+            if (fsync) {
+                bucket.refuseWhileUnreachable("put", String.valueOf(n.path));
+            }
         }
     }
 
@@ -507,7 +621,7 @@ final class WriteBack {
     }
 
     /** Says, once in a while, why file {@code p} waits: only this says it (a failure to reach S3 is said where it is noted). */
-    private void failedToCopy(VfsPath p, IOException e) {
+    private synchronized void failedToCopy(VfsPath p, IOException e) {
         String why = p + " (" + e.getMessage() + ")";
         long now = S3Options.monotonicMillis();
         if (!why.equals(copyFailure) || now - copyFailureSaidAt > COPY_FAILURE_REPEAT_MILLIS) {
@@ -528,7 +642,7 @@ final class WriteBack {
         return ContentHash.hex(md);
     }
 
-    /** Uploads one dirty node, conditional on S3 having what this host last saw. Holds the flush lock. */
+    /** Uploads one dirty node, conditional on S3 having what this host last saw. Holds its claim ({@link #upload(Node, boolean)}). */
     private void upload(Node n) throws IOException {
         if (n.dir) {
             uploadMarker(n);
@@ -714,7 +828,7 @@ final class WriteBack {
      * made here since was an append: this host's appended bytes (those of {@code source} from
      * {@code from} to {@code upTo}) go up at the end of theirs, conditional on theirs, as two
      * {@code >>} through one host would have left the file (theirs first: it reached S3 first).
-     * The object keeps their attributes; its mtime is the later. Holds the flush lock.
+     * The object keeps their attributes; its mtime is the later. Holds the upload's claim.
      */
     private Merge mergeAppends(Node n, VfsPath p, String k, long gen, Path source, long from, long upTo,
                                Map<String, String> ours, java.util.function.BooleanSupplier unchanged) throws IOException {
@@ -889,7 +1003,7 @@ final class WriteBack {
      * new metadata (a HEAD for the metadata it keeps, and the copy), so the content neither comes down
      * nor goes up. False where that is not so, or S3 refused (the object changed or went since): the
      * upload then fetches the object as it is now, where it is not here, and puts it back, as for
-     * any change. Holds the flush lock.
+     * any change. Holds the upload's claim.
      */
     private boolean uploadedInPlace(Node n) throws IOException {
         VfsPath p;
@@ -966,7 +1080,7 @@ final class WriteBack {
      * Uploads {@code n}, moved here from the name it had unchanged in S3, as a copy of that object
      * ({@link Node#movedFrom}): S3 moves the bytes. False where that is not so, or S3 refused (the old
      * object changed or went, or the new name is taken): the upload then puts the content, which is
-     * here. Holds the flush lock, which the deletes of old names wait for.
+     * here. Holds the upload's claim; the delete of the old name waits for it ({@link #deletesOrFsyncs}).
      */
     private boolean uploadedAsCopy(Node n) throws IOException {
         MovedFrom from;

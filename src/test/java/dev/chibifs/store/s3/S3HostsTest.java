@@ -285,6 +285,106 @@ class S3HostsTest {
         }
     }
 
+    /** Runs {@code change} on a thread of its own; its future. */
+    private static java.util.concurrent.CompletableFuture<Void> aside(Meanwhile change) {
+        return java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                change.run();
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+    }
+
+    private static void writeAndSync(S3Storage s, String path, String content) throws IOException {
+        try (FileHandle h = s.open(p(path), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE, OpenFlag.TRUNCATE), 0644)) {
+            h.write(ByteBuffer.wrap(content.getBytes(UTF_8)), 0);
+            h.sync(false);
+        }
+    }
+
+    @Test
+    void anFsyncDoesNotWaitForAnotherFilesUpload() throws Exception {
+        // a tester's 2-byte fsync waited 70 s while a pass uploaded a 2 GiB file (a SQLite commit:
+        // 10.9 s, not 0.39): the pass's PUT of the big file is held here for as long as the fsync takes
+        S3Storage a = host(options("a").withClock(startClock(), false));
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        put(a, "/shared/big", "big");
+        S3Server.HeldRequests held = holdPut("shared/big", 1);
+        try {
+            var pass = aside(a::flushAll);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the big file's PUT came");
+            var fsync = aside(() -> writeAndSync(a, "/shared/f", "x\n"));
+            // bounded, no sleep: without the change the fsync waits for the held PUT, which only this thread lets go
+            fsync.get(30, TimeUnit.SECONDS);
+            assertEquals("x\n", inS3("shared/f"));
+            assertFalse(pass.isDone(), "the big file is still going up");
+            held.release().countDown();
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        assertEquals("big", inS3("shared/big"));
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void anFsyncOfAFileGoingUpWaitsForThatUploadThenSendsItsOwn() throws Exception {
+        // one upload of a file at a time: two at once, each conditional on the version before, and the
+        // second meets the first's object (412) and keeps this host's own content as a conflict copy
+        S3Storage a = host(options("a").withClock(startClock(), false));
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        put(a, "/shared/f", "one");
+        S3Server.HeldRequests held = holdPut("shared/f", 1);
+        try {
+            var pass = aside(a::flushAll);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the pass's PUT came");
+            var fsync = aside(() -> writeAndSync(a, "/shared/f", "two"));
+            held.release().countDown();
+            fsync.get(30, TimeUnit.SECONDS);
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        assertEquals("two", inS3("shared/f"));
+        a.flushAll();
+        assertEquals("two", inS3("shared/f"));
+        assertEquals(List.of("f"), a.list(p("/shared")).stream().map(Entry::name).toList(), "no conflict copy");
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void anFsyncOfANameAnotherFileIsGoingUpUnderWaitsForThatUpload() throws Exception {
+        // the pass sends x; meanwhile x is renamed to y and a new file made at x and fsynced: its PUT
+        // and the pass's, both to key x, must not cross (the one behind meets the other's object)
+        S3Storage a = host(options("a").withClock(startClock(), false));
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        put(a, "/shared/x", "old");
+        S3Server.HeldRequests held = holdPut("shared/x", 1);
+        try {
+            var pass = aside(a::flushAll);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the pass's PUT came");
+            a.rename(p("/shared/x"), p("/shared/y"));
+            var fsync = aside(() -> writeAndSync(a, "/shared/x", "new"));
+            held.release().countDown();
+            fsync.get(30, TimeUnit.SECONDS);
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        a.flushAll();
+        assertEquals("new", inS3("shared/x"));
+        assertEquals("old", inS3("shared/y"));
+        assertEquals(List.of("x", "y"), a.list(p("/shared")).stream().map(Entry::name).sorted().toList(), "no conflict copy");
+        assertEquals(0, a.pendingChanges());
+    }
+
     @Test
     void anUploadThatLandedThoughItsEveryAttemptFailedIsNoConflictWithItself() throws Exception {
         // xfstests on an S3 store under load: an fsync's PUT landed though the client saw every
