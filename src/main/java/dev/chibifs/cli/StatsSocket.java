@@ -205,16 +205,20 @@ final class StatsSocket implements AutoCloseable {
 
     /**
      * What the daemon reports: its requests by opcode, denials by context, its workers, what it holds
-     * for the kernel and the memory that takes, and each store's state by prefix.
+     * for the kernel and the memory that takes, each store's state by prefix, and what waits to go up
+     * (all zero without an S3 store), which {@code chibifs umount} follows while the daemon exits.
      */
     static Object snapshot(RequestStats stats, String negotiated, dev.chibifs.fuse.FuseDaemon.Held held,
-                           java.util.Map<String, String> stores, java.util.Map<String, String> troubles) {
+                           java.util.Map<String, String> stores, java.util.Map<String, String> troubles,
+                           dev.chibifs.store.Storage.Uploads uploads) {
         RequestStats.Snapshot s = stats.snapshot();
         Runtime jvm = Runtime.getRuntime();
+        dev.chibifs.store.Storage.Uploads up = uploads == null ? new dev.chibifs.store.Storage.Uploads(0, 0, 0) : uploads;
         return java.util.Map.of("requests", s.requests().values(), "denials", s.denials(), "workers", s.workers(),
                 "held", held, "memory", java.util.Map.of("heapUsedBytes", jvm.totalMemory() - jvm.freeMemory(),
                         "heapCommittedBytes", jvm.totalMemory(), "residentBytes", residentBytes()),
-                "session", negotiated == null ? "" : negotiated, "stores", stores, "troubles", troubles);
+                "session", negotiated == null ? "" : negotiated, "stores", stores, "troubles", troubles,
+                "uploads", up);
     }
 
     /** The daemon's resident set (VmRSS of /proc/self/status), or -1 where it cannot be read. */

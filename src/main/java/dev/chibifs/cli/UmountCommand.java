@@ -19,11 +19,13 @@ import java.util.concurrent.TimeUnit;
 /** {@code chibifs umount}: unmount and wait until the daemon has exited. */
 @Command(name = "umount", mixinStandardHelpOptions = true,
         description = "Unmount MOUNTPOINT and wait until its daemon has exited.",
-        footer = {"", "Exit codes: 0 unmounted; 1 not mounted, another user's mount, busy, or the daemon did not exit;"
+        footer = {"", "An S3 store's daemon uploads what is pending before it exits: umount waits as long as that"
+                + " goes on, saying how much is left.",
+                "", "Exit codes: 0 unmounted; 1 not mounted, another user's mount, busy, or the daemon did not exit"
+                + " (its upload stalled);"
                 + " 2 usage."})
 public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
-    private static final long WAIT_SECONDS = 30;
     /** With --force, how long the daemon has to exit once its connection is aborted, before SIGKILL. */
     private static final long FORCE_WAIT_SECONDS = 5;
 
@@ -104,9 +106,13 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
                 throw new MountFailure("cannot unmount " + mp + ": " + r.message());
             }
         }
-        if (daemon.isPresent() && !lazy && !awaitExit(daemon.get(), exited)) {
-            throw new MountFailure("unmounted " + mp + ", but its daemon (pid " + daemon.get().pid()
-                    + ") has not exited after " + WAIT_SECONDS + " s");
+        if (daemon.isPresent() && !lazy) {
+            ProcessHandle d = daemon.get();
+            String notExited = new DaemonExitWait(millis -> awaitExitMillis(d, exited, millis), () -> uploadsOf(d.pid()),
+                    () -> System.nanoTime() / 1_000_000, spec.commandLine().getErr()::println).await(mp, d.pid());
+            if (notExited != null) {
+                throw new MountFailure(notExited);
+            }
         }
         if (daemon.isEmpty()) {
             forgetKilledDaemon(mp);
@@ -158,22 +164,41 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
         }
     }
 
+    /** How long the daemon has to answer how its uploads go; one that does not is judged as one with none. */
+    private static final java.time.Duration UPLOADS_ASKED_WITHIN = java.time.Duration.ofSeconds(2);
+
+    /** What the daemon {@code pid} says waits to go up (its stats socket), or null where it does not answer. */
+    private static dev.chibifs.store.Storage.Uploads uploadsOf(long pid) {
+        try {
+            com.fasterxml.jackson.databind.JsonNode stats = StatsSocket.readWithin(
+                    StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid), UPLOADS_ASKED_WITHIN);
+            com.fasterxml.jackson.databind.JsonNode u = stats == null ? null : stats.get("uploads");
+            if (u == null) {
+                return null;
+            }
+            return new dev.chibifs.store.Storage.Uploads(u.path("changes").asInt(), u.path("bytes").asLong(),
+                    u.path("sentBytes").asLong());
+        } catch (RuntimeException unreadable) {
+            return null;
+        }
+    }
+
     /**
-     * Whether the daemon exited within {@link #WAIT_SECONDS}. Exited is enough: its parent (init,
+     * Whether the daemon exited within {@code seconds}. Exited is enough: its parent (init,
      * once the launcher is gone) reaps it when it gets to it, and this VM's init took 2 s, under
      * load much longer, while {@code onExit} waits for the reaping. A pidfd tells the exit itself;
      * without one (Linux before 5.3), onExit.
      */
-    private static boolean awaitExit(ProcessHandle daemon, int exited) {
-        return awaitExit(daemon, exited, WAIT_SECONDS);
+    private static boolean awaitExit(ProcessHandle daemon, int exited, long seconds) {
+        return awaitExitMillis(daemon, exited, TimeUnit.SECONDS.toMillis(seconds));
     }
 
-    private static boolean awaitExit(ProcessHandle daemon, int exited, long seconds) {
+    private static boolean awaitExitMillis(ProcessHandle daemon, int exited, long millis) {
         if (exited >= 0) {
-            return Syscalls.awaitReadable(exited, (int) TimeUnit.SECONDS.toMillis(seconds));
+            return Syscalls.awaitReadable(exited, (int) millis);
         }
         try {
-            daemon.onExit().get(seconds, TimeUnit.SECONDS);
+            daemon.onExit().get(millis, TimeUnit.MILLISECONDS);
             return true;
         } catch (Exception e) {
             return false;

@@ -154,6 +154,18 @@ public final class Namespace implements java.io.Closeable {
         return byPrefixName(told(Storage::state));
     }
 
+    /** What waits to go up from every store that sends its changes elsewhere (S3), summed; null where none does. */
+    public Storage.Uploads uploads() {
+        Storage.Uploads sum = null;
+        for (Storage store : opened.values()) {
+            Storage.Uploads u = store.uploads();
+            if (u != null) {
+                sum = sum == null ? u : sum.plus(u);
+            }
+        }
+        return sum;
+    }
+
     /** By prefix, why each store fails its requests now ({@link Storage#unanswered}); only those. */
     public java.util.Map<String, String> storeTroubles() {
         return byPrefixName(told(Storage::unanswered));

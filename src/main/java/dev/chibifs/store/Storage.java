@@ -391,6 +391,24 @@ public interface Storage extends Closeable {
         return null;
     }
 
+    /**
+     * What waits to go up to where this store sends its changes (S3), and what has gone so far:
+     * {@code chibifs umount} waits while that moves. Null for a store that sends nothing elsewhere.
+     */
+    default Uploads uploads() {
+        return null;
+    }
+
+    /**
+     * {@code changes} waiting (files, directories, deletes), {@code bytes} of the files among them,
+     * {@code sentBytes} sent since the store opened.
+     */
+    record Uploads(int changes, long bytes, long sentBytes) {
+        public Uploads plus(Uploads o) {
+            return new Uploads(changes + o.changes, bytes + o.bytes, sentBytes + o.sentBytes);
+        }
+    }
+
     /** Why the store does not answer now (an S3 endpoint away), or null when it does or cannot be away. */
     default String unanswered() {
         return null;

@@ -1997,6 +1997,21 @@ public final class S3Storage implements Storage {
                 + (options.exclusiveCreates() ? "; O_EXCL creates and mkdirs made on S3 at once" : "");
     }
 
+    @Override
+    public Uploads uploads() {
+        long bytes = 0;
+        int changes;
+        synchronized (this) {
+            changes = pendingChanges();
+            for (Node n : overlay.dirtyNodes) {
+                if (!n.dir) {
+                    bytes += n.size;
+                }
+            }
+        }
+        return new Uploads(changes, bytes, bucket.bytesMoved()[1]);
+    }
+
     /** How many changes wait for S3. */
     public synchronized int pendingChanges() {
         int n = overlay.dirtyNodes.size();

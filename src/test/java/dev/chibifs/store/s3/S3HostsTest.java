@@ -386,6 +386,20 @@ class S3HostsTest {
     }
 
     @Test
+    void theStoreSaysWhatWaitsToGoUpAndWhatWentForUmountToFollow() throws Exception {
+        S3Storage a = host(options("a").withClock(startClock(), false));
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        long sentBefore = a.uploads().sentBytes();
+        put(a, "/shared/f", "12345");
+        put(a, "/shared/g", "123");
+        a.mkdir(p("/shared/d"));
+        assertEquals(new dev.chibifs.store.Storage.Uploads(3, 8, sentBefore), a.uploads(), "two files and a directory");
+        a.flushAll();
+        assertEquals(new dev.chibifs.store.Storage.Uploads(0, 0, sentBefore + 8), a.uploads());
+    }
+
+    @Test
     void anUploadThatLandedThoughItsEveryAttemptFailedIsNoConflictWithItself() throws Exception {
         // xfstests on an S3 store under load: an fsync's PUT landed though the client saw every
         // attempt fail; the next upload, of newer content, met this host's own object (412) and

@@ -1,0 +1,104 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.store.Storage.Uploads;
+
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+
+/**
+ * How long {@code chibifs umount} waits for a daemon to exit once its mount is gone. One with
+ * nothing to upload gets {@link #QUIET_SECONDS}. One that uploads what is pending to S3 before it
+ * exits is waited for as long as bytes keep going up (a tester's 1.5 GiB file took 50 s on
+ * loopback, and the command gave up at 30 s with no word of why), with a line on stderr every
+ * {@link #SAY_EVERY_MILLIS}; only {@link #STALL_SECONDS} without a byte sent or a change done
+ * end the wait.
+ */
+final class DaemonExitWait {
+
+    /** How long a daemon with nothing to upload has to exit. */
+    static final long QUIET_SECONDS = 30;
+    /**
+     * Nothing sent for this long while changes wait: the upload is taken for stalled. Long, as a
+     * large file is hashed whole before its first part goes (4 GiB: 16 s; 20 GiB: over a minute).
+     */
+    static final long STALL_SECONDS = 120;
+    /** At most one progress line this often. */
+    static final long SAY_EVERY_MILLIS = 5_000;
+    /** How long each wait for the exit lasts before the daemon is asked how its uploads go. */
+    static final long LOOK_EVERY_MILLIS = 1_000;
+
+    /** Waits up to {@code millis} for the daemon's exit: whether it exited. */
+    @FunctionalInterface
+    interface Exit {
+        boolean within(long millis);
+    }
+
+    /** What the daemon says waits to go up now, or null when it does not answer. */
+    @FunctionalInterface
+    interface Progress {
+        Uploads now();
+    }
+
+    private final Exit exit;
+    private final Progress progress;
+    private final LongSupplier monotonicMillis;
+    private final Consumer<String> say;
+
+    DaemonExitWait(Exit exit, Progress progress, LongSupplier monotonicMillis, Consumer<String> say) {
+        this.exit = exit;
+        this.progress = progress;
+        this.monotonicMillis = monotonicMillis;
+        this.say = say;
+    }
+
+    /** Null once the daemon of {@code mp} (pid {@code pid}) has exited; else why the wait ended without it. */
+    String await(Path mp, long pid) {
+        long start = monotonicMillis.getAsLong();
+        long lastMove = start;
+        long lastSaid = Long.MIN_VALUE;
+        Uploads first = null;
+        Uploads last = null;
+        while (true) {
+            if (exit.within(LOOK_EVERY_MILLIS)) {
+                return null;
+            }
+            long now = monotonicMillis.getAsLong();
+            Uploads u = progress.now();
+            if (u != null) {
+                if (first == null) {
+                    first = u;
+                } else if (u.sentBytes() > last.sentBytes() || u.changes() < last.changes()) {
+                    lastMove = now;
+                }
+                last = u;
+            }
+            boolean uploading = u != null && u.changes() > 0;
+            if (uploading && (lastSaid == Long.MIN_VALUE || now - lastSaid >= SAY_EVERY_MILLIS)) {
+                lastSaid = now;
+                say.accept("chibifs: " + mp + " is unmounted; its daemon (pid " + pid + ") uploads " + what(u)
+                        + " before it exits: " + size(u.sentBytes() - first.sentBytes()) + " sent since the unmount");
+            }
+            if (uploading && now - lastMove >= STALL_SECONDS * 1000) {
+                return "unmounted " + mp + ", but its daemon (pid " + pid + ") has sent nothing for " + STALL_SECONDS
+                        + " s with " + what(u) + " still to upload: the upload has stalled (S3 too slow?)."
+                        + " The daemon goes on: it exits once all is up, or once S3 fails, keeping what did not go up"
+                        + " in its cache directory for the next mount (its log says); killed, it keeps them there too";
+            }
+            if (!uploading && now - lastMove >= QUIET_SECONDS * 1000) {
+                return "unmounted " + mp + ", but its daemon (pid " + pid + ") has not exited after " + QUIET_SECONDS + " s"
+                        + (last == null ? "" : " with nothing left to upload");
+            }
+        }
+    }
+
+    private static String what(Uploads u) {
+        return u.changes() + (u.changes() == 1 ? " change" : " changes") + " (" + size(u.bytes()) + ")";
+    }
+
+    static String size(long bytes) {
+        return bytes >= 1L << 30 ? String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30))
+                : String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1L << 20));
+    }
+}

@@ -1,0 +1,91 @@
+package dev.chibifs.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.chibifs.store.Storage.Uploads;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.LongFunction;
+import org.junit.jupiter.api.Test;
+
+/** umount's wait for a daemon that uploads before it exits, on a clock of the test's own. */
+class DaemonExitWaitTest {
+
+    private static final Path MP = Path.of("/mnt/s3");
+    private static final long GIB = 1L << 30;
+
+    /** A daemon that exits at {@code exitsAt} ms (never: Long.MAX_VALUE) and reports {@code uploads} by the time. */
+    private static final class Daemon {
+        long now;
+        final long exitsAt;
+        final LongFunction<Uploads> uploads;
+        final List<String> said = new ArrayList<>();
+        final List<Long> saidAt = new ArrayList<>();
+
+        Daemon(long exitsAt, LongFunction<Uploads> uploads) {
+            this.exitsAt = exitsAt;
+            this.uploads = uploads;
+        }
+
+        String await() {
+            return new DaemonExitWait(millis -> {
+                now += millis;
+                return now >= exitsAt;
+            }, () -> uploads.apply(now), () -> now, line -> {
+                said.add(line);
+                saidAt.add(now);
+            }).await(MP, 42);
+        }
+    }
+
+    @Test
+    void aDaemonUploadingPastTheQuietLimitIsWaitedForAndSaysHowMuchIsLeft() {
+        // a tester's 1.5 GiB file: umount gave up at 30 s while it went up (done 20 s later)
+        long exits = 200_000;
+        Daemon d = new Daemon(exits, t -> new Uploads(1, 1536L << 20, 100L + t * 8_000));
+        assertNull(d.await(), "waited until it exited");
+        assertEquals(exits, d.now);
+        assertTrue(d.said.get(0).contains("its daemon (pid 42) uploads 1 change (1.5 GiB) before it exits"), d.said.get(0));
+        for (int i = 1; i < d.saidAt.size(); i++) {
+            assertTrue(d.saidAt.get(i) - d.saidAt.get(i - 1) >= DaemonExitWait.SAY_EVERY_MILLIS, "one line at most every 5 s");
+        }
+        assertTrue(d.said.size() >= 30, "and not only once: " + d.said.size());
+        assertTrue(d.said.get(d.said.size() - 1).endsWith(DaemonExitWait.size(8_000L * (d.saidAt.get(d.said.size() - 1) - 1_000))
+                + " sent since the unmount"), d.said.get(d.said.size() - 1));
+    }
+
+    @Test
+    void anUploadThatSendsNothingForTheStallLimitEndsTheWaitSayingSo() {
+        long stops = 50_000;
+        Daemon d = new Daemon(Long.MAX_VALUE, t -> new Uploads(2, 3 * GIB, Math.min(t, stops) * 1_000));
+        String why = d.await();
+        assertEquals(stops + DaemonExitWait.STALL_SECONDS * 1000, d.now, "120 s after the last byte sent");
+        assertTrue(why.startsWith("unmounted /mnt/s3, but its daemon (pid 42) has sent nothing for 120 s with 2 changes"
+                + " (3.0 GiB) still to upload: the upload has stalled"), why);
+        assertTrue(why.contains("The daemon goes on"), why);
+    }
+
+    @Test
+    void fewerChangesLeftIsProgressToo() {
+        // small files: each goes up in one PUT, counted as sent as it ends
+        Daemon d = new Daemon(Long.MAX_VALUE, t -> new Uploads((int) Math.max(1, 1000 - t / 1000), 1000, 0));
+        d.await();
+        assertEquals(999_000 + DaemonExitWait.STALL_SECONDS * 1000, d.now);
+    }
+
+    @Test
+    void aDaemonWithNothingToUploadHasTheQuietLimit() {
+        Daemon silent = new Daemon(Long.MAX_VALUE, t -> null);
+        assertEquals("unmounted /mnt/s3, but its daemon (pid 42) has not exited after 30 s", silent.await());
+        assertEquals(DaemonExitWait.QUIET_SECONDS * 1000, silent.now);
+        assertEquals(List.of(), silent.said);
+
+        Daemon done = new Daemon(Long.MAX_VALUE, t -> new Uploads(t < 10_000 ? 1 : 0, 5, t < 10_000 ? 0 : 5));
+        assertEquals("unmounted /mnt/s3, but its daemon (pid 42) has not exited after 30 s with nothing left to upload",
+                done.await());
+        assertEquals(10_000 + DaemonExitWait.QUIET_SECONDS * 1000, done.now, "30 s from its last upload");
+    }
+}
