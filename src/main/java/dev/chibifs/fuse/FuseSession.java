@@ -156,6 +156,23 @@ final class FuseSession {
     /** Requests interrupted while their caller lived on, in case it is killed before they end. */
     private final InterruptedRequests interrupted =
             new InterruptedRequests(this::servingThread, tid -> dying.test(tid), this::answerInterrupted);
+    /** Expected I/O failures (EIO), said once per cause: see {@link RepeatedFailures}. */
+    private volatile RepeatedFailures failures = new RepeatedFailures(System::nanoTime, new RepeatedFailures.Lines() {
+        @Override
+        public void warn(String line) {
+            LOG.warn(line);
+        }
+
+        @Override
+        public void debug(String line) {
+            LOG.debug(line);
+        }
+
+        @Override
+        public boolean debugEnabled() {
+            return LOG.isDebugEnabled();
+        }
+    });
 
     FuseSession(FuseChannel channel, FuseFileSystem fs, Settings settings, RequestStats stats) {
         this.channel = channel;
@@ -164,6 +181,11 @@ final class FuseSession {
         this.stats = stats;
         this.lockWaits = new LockWaits();
         this.notices = new NoticeWriter(channel);
+    }
+
+    /** For tests: where expected failures are said, and by which clock. */
+    void failuresTo(RepeatedFailures to) {
+        failures = to;
     }
 
     /** For tests: which threads count as being killed. */
@@ -488,6 +510,7 @@ final class FuseSession {
             lockWaits.close();
             interrupted.close();
             notices.close();
+            failures.close();
             ended.complete(0);
         }
     }
@@ -841,6 +864,7 @@ final class FuseSession {
                 }
                 long elapsed = System.nanoTime() - start;
                 stats.served(opcode, elapsed, reply.isError());
+                failures.tick();
                 if (asked != null && !waits) {
                     trace.served(asked.answered(reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0,
                             refusedBy, elapsed / 1000));
@@ -877,8 +901,10 @@ final class FuseSession {
             int errno = -Errno.of(t);
             if (errno > 0) {
                 if (errno == Linux.EIO) {
-                    // an expected I/O failure (a store's disk or S3 away): the one line that says why
-                    LOG.warn("{} of node {}: {}", FuseProtocol.opcodeName(req.opcode), req.nodeid, t.getMessage());
+                    // an expected I/O failure (a store's disk or S3 away): the line that says why, once
+                    // per cause, as a store that has gone fails every request alike
+                    failures.failed(causeOf(t), FuseProtocol.opcodeName(req.opcode) + " of node " + req.nodeid + ": "
+                            + t.getMessage());
                 }
                 if (t instanceof SymlinkDeniedException) {
                     refusedBy = RequestTrace.SYMLINK_RULE;
@@ -892,6 +918,12 @@ final class FuseSession {
             }
             LOG.error("{} of node {} failed unexpectedly", FuseProtocol.opcodeName(req.opcode), req.nodeid, t);
             return Linux.EIO;
+        }
+
+        /** What makes failures alike: their reason without the file each names. */
+        private static String causeOf(Throwable t) {
+            return t instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason()
+                    : String.valueOf(t.getMessage());
         }
 
         /**

@@ -1044,6 +1044,12 @@ class FuseFileSystemTest {
     /** What the store of {@link #connectHolding} says of {@link dev.chibifs.store.Storage#answersExpire}. */
     private final java.util.concurrent.atomic.AtomicBoolean expires = new java.util.concurrent.atomic.AtomicBoolean();
 
+    /** Throws {@code t} from an interception: the intercepted method declares it (IOException). */
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> E asDeclared(Throwable t) throws E {
+        throw (E) t;
+    }
+
     /** {@code target} behind a proxy of {@code type}: {@code intercept} answers first, null passing the call on. */
     @SuppressWarnings("unchecked")
     private static <T> T around(T target, Class<T> type, java.util.function.BiFunction<java.lang.reflect.Method, Object[], Object> intercept) {
@@ -1159,6 +1165,37 @@ class FuseFileSystemTest {
         assertEquals(-Linux.EIO, kernel.call(FuseProtocol.LOOKUP, shared, body().name("cursed")).error());
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, shared, body().name("plain")).error(),
                 "the one worker serves on");
+    }
+
+    /**
+     * A store whose directory has gone fails every request with EIO: a warning per request filled
+     * the disk the store was on. The first says why; the rest are counted and summed up in one line.
+     */
+    @Test
+    void aStoreFailingEveryRequestIsSaidOnceAndItsRepeatsSummedUp() throws Exception {
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
+            if (m.getName().equals("metadata") && String.valueOf(a[0]).contains("/gone")) {
+                throw FuseFileSystemTest.<RuntimeException>asDeclared(new dev.chibifs.sys.ErrnoException(Linux.EIO,
+                        String.valueOf(a[0]), "Input/output error: the store directory /s has gone (moved, removed or replaced)"));
+            }
+            return null;
+        }));
+        stop();
+        connect(OFFERED);
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+        RepeatedFailuresTest.Collected lines = new RepeatedFailuresTest.Collected();
+        session.failuresTo(new RepeatedFailures(now::get, lines));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        for (int i = 0; i < 100; i++) {
+            assertEquals(-Linux.EIO, kernel.call(FuseProtocol.LOOKUP, shared, body().name("gone" + i)).error());
+        }
+        assertEquals(List.of("LOOKUP of node " + shared + ": /shared/gone0: Input/output error: the store directory /s"
+                + " has gone (moved, removed or replaced)"), lines.warnings);
+        now.addAndGet(RepeatedFailures.WINDOW_NANOS);
+        assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.LOOKUP, shared, body().name("plain")).error());
+        assertEquals("Input/output error: the store directory /s has gone (moved, removed or replaced): 99 more times in 60 s",
+                lines.warnings.get(1), "summed up at the first request after the window");
+        assertEquals(2, lines.warnings.size());
     }
 
     @Test
