@@ -22,7 +22,9 @@ import java.util.concurrent.Callable;
             "Show the requests a mount's daemon served: count, errors and mean latency per FUSE opcode, "
                 + "policy denials per context, and each S3 store's state (whether S3 answers, the changes waiting "
                 + "to upload, the requests made). With --watch, the rates over each interval, refreshed, as juicefs stats does."
-        })
+        },
+        footer = {"", "Exit codes: 0 shown; 1 no running daemon is registered for MOUNTPOINT; 2 usage;"
+                + " 5 the daemon did not answer within 5 s (stopped? hung?)."})
 final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "A chibifs mountpoint on this host.")
@@ -66,11 +68,60 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
     @Spec
     CommandSpec spec;
 
+    /**
+     * How long stats waits for the daemon's answer: a daemon stopped with SIGSTOP (or hung) takes the
+     * connection and never writes, and held stats, and a monitoring script, for ever.
+     */
+    static final Duration ANSWER_LIMIT = Duration.ofSeconds(5);
+
+    /** A mount's running daemon: where it answers stats, and its pid. */
+    record Daemon(Path socket, long pid) {
+    }
+
+    /** Finds the daemon of a mountpoint. */
+    interface Daemons {
+        Daemon of(Path mountpoint) throws IOException, CommandFailure;
+    }
+
+    private final Daemons daemons;
+    private final Duration answerLimit;
+
+    StatsCommand() {
+        this(mp -> {
+            long[] pid = new long[1];
+            Path socket = socketOf(mp, (registry, p) -> {
+                pid[0] = p;
+                return StatsSocket.pathFor(registry, p);
+            });
+            return new Daemon(socket, pid[0]);
+        }, ANSWER_LIMIT);
+    }
+
+    /** Tests hand in a socket of their own, with no registry or mount behind it, and a shorter limit. */
+    StatsCommand(Daemons daemons, Duration answerLimit) {
+        this.daemons = daemons;
+        this.answerLimit = answerLimit;
+    }
+
+    /** The daemon's snapshot; one line where it does not answer within {@link #answerLimit}. */
+    private JsonNode ask(Path mp, Daemon daemon) throws IOException, CommandFailure {
+        StatsSocket.Answer answer = StatsSocket.askWithin(daemon.socket(), answerLimit);
+        if (answer.json() != null) {
+            return answer.json();
+        }
+        if (answer.silent()) {
+            throw new CommandFailure(ExitCodes.IO_ERROR, "the daemon of " + mp + " (pid " + daemon.pid()
+                    + ") does not answer (stopped? hung?)");
+        }
+        throw answer.failure();
+    }
+
     @Override
     public Integer call() throws Exception {
-        Path socket = socketOf(mountpoint.toAbsolutePath().normalize());
+        Path mp = mountpoint.toAbsolutePath().normalize();
+        Daemon daemon = daemons.of(mp);
         PrintWriter out = spec.commandLine().getOut();
-        JsonNode previous = StatsSocket.read(socket);
+        JsonNode previous = ask(mp, daemon);
         if (json) {
             out.println(previous.toPrettyString());
             out.flush();
@@ -83,7 +134,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
         long before = System.nanoTime();
         while (true) {
             Thread.sleep(Math.max(100, watch.toMillis()));
-            JsonNode now = StatsSocket.read(socket);
+            JsonNode now = ask(mp, daemon);
             long at = System.nanoTime();
             out.print("\033[H\033[2J");
             // the rates over the time that passed: not the interval asked for (10 ms slept 100, and showed 10x)
@@ -91,10 +142,6 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
             previous = now;
             before = at;
         }
-    }
-
-    private static Path socketOf(Path mp) throws IOException, CommandFailure {
-        return socketOf(mp, StatsSocket::pathFor);
     }
 
     /** The socket {@code which} names for the running daemon of mountpoint {@code mp}; one line where none runs. */

@@ -156,15 +156,34 @@ final class StatsSocket implements AutoCloseable {
      * daemon that does not answer must not hold it.
      */
     static com.fasterxml.jackson.databind.JsonNode readWithin(Path path, java.time.Duration limit) {
+        return askWithin(path, limit).json();
+    }
+
+    /**
+     * A daemon's answer: its JSON; or null, and whether that is because the daemon said nothing in
+     * time ({@code silent}) or else what failed.
+     */
+    record Answer(com.fasterxml.jackson.databind.JsonNode json, boolean silent, IOException failure) {
+    }
+
+    /**
+     * As {@link #readWithin}, and tells a daemon that took the connection but said nothing within
+     * {@code limit} (stopped with SIGSTOP, or hung) from one that could not be asked at all.
+     */
+    static Answer askWithin(Path path, java.time.Duration limit) {
         SocketChannel c;
         try {
             c = SocketChannel.open(StandardProtocolFamily.UNIX);
-        } catch (IOException | RuntimeException cannot) {
-            return null;
+        } catch (IOException cannot) {
+            return new Answer(null, false, cannot);
+        } catch (RuntimeException cannot) {
+            return new Answer(null, false, new IOException(cannot.getMessage(), cannot));
         }
+        java.util.concurrent.atomic.AtomicBoolean cutOff = new java.util.concurrent.atomic.AtomicBoolean();
         // from before the connect: a listener whose backlog is full (any user's, in a registry of
         // their own) holds a blocking connect for ever, and closing the channel ends it as a read
         java.util.concurrent.ScheduledFuture<?> cut = CUTTER.schedule(() -> {
+            cutOff.set(true);
             try {
                 c.close();
             } catch (IOException ignored) {
@@ -173,9 +192,11 @@ final class StatsSocket implements AutoCloseable {
         }, limit.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
         try (c) {
             c.connect(UnixDomainSocketAddress.of(path));
-            return JSON.readTree(java.nio.channels.Channels.newInputStream(c));
-        } catch (IOException | RuntimeException cutOrBad) {
-            return null;
+            return new Answer(JSON.readTree(java.nio.channels.Channels.newInputStream(c)), false, null);
+        } catch (IOException cutOrBad) {
+            return new Answer(null, cutOff.get(), cutOrBad);
+        } catch (RuntimeException bad) {
+            return new Answer(null, cutOff.get(), new IOException(bad.getMessage(), bad));
         } finally {
             cut.cancel(false);
         }

@@ -37,7 +37,8 @@ import java.util.concurrent.Callable;
             "List this host's chibifs mounts: mountpoint, state, pid, uptime, context or uid map, store.",
             "As root, every user's registry is read; otherwise your own. Mounts of type fuse.chibifs that no "
                 + "registry knows are listed as 'unregistered'; registry files whose daemon is gone as 'stale'; a "
-                + "mount unmounted lazily whose daemon still serves files open on it as 'detached'.",
+                + "mount unmounted lazily whose daemon still serves files open on it as 'detached'; one whose daemon "
+                + "does not answer within 1 s (stopped, hung) as 'not answering'.",
             "With MOUNTPOINT, only that mount, and the exit code says whether it is active."
         },
         footer = {"", "Exit codes: 0 listed (with MOUNTPOINT: it is active); 1 MOUNTPOINT is not an active chibifs mount;"
@@ -176,9 +177,19 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         row.put("registryFile", entry.file().toString());
         boolean active = r != null && entry.health() == MountRegistry.Health.ACTIVE;
         List<String> gone = active ? directoriesGone(r) : List.of();
-        Map<String, String> troubles = active ? troubles(entry.file().getParent(), r.pid()) : Map.of();
+        StatsSocket.Answer answer = active ? StatsSocket.askWithin(StatsSocket.pathFor(entry.file().getParent(), r.pid()),
+                TROUBLES_LIMIT) : null;
+        Map<String, String> troubles = troubles(answer);
         row.put("troubles", troubles);
         List<String> details = new ArrayList<>();
+        if (answer != null && answer.silent()) {
+            // a daemon stopped (SIGSTOP) or hung takes the connection and says nothing; every process on its
+            // mount is stuck in the kernel, which is no health to pass a check with
+            row.put("state", NOT_ANSWERING);
+            details.add("pid " + r.pid() + " does not answer within " + TROUBLES_LIMIT.toSeconds()
+                    + " s (stopped? hung?): processes using the mount wait; kill -CONT " + r.pid()
+                    + ", or chibifs umount --force " + r.mountpoint());
+        }
         if (!gone.isEmpty()) {
             details.add("store directory " + String.join(", ", gone)
                     + " has gone (moved, removed or replaced): requests there fail with EIO until it is back");
@@ -197,14 +208,17 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /** How long status waits for one daemon to say how its stores are. */
     private static final Duration TROUBLES_LIMIT = Duration.ofSeconds(1);
 
+    /** The state of a mount whose daemon takes the connection but does not answer within {@link #TROUBLES_LIMIT}. */
+    static final String NOT_ANSWERING = "not answering";
+
     /**
      * What the daemon says of its stores that fail now (an S3 store unreachable, its write-back
      * failing, its cache directory gone), by prefix: a mount that answers is not a mount whose store
      * does (a tester's S3 store failed for six minutes while status said active and nothing more).
-     * Nothing where the daemon cannot be asked within {@link #TROUBLES_LIMIT} (another user's).
+     * Nothing where the daemon could not be asked within {@link #TROUBLES_LIMIT} (another user's).
      */
-    private static Map<String, String> troubles(Path registryDir, long pid) {
-        com.fasterxml.jackson.databind.JsonNode stats = StatsSocket.readWithin(StatsSocket.pathFor(registryDir, pid), TROUBLES_LIMIT);
+    private static Map<String, String> troubles(StatsSocket.Answer answer) {
+        com.fasterxml.jackson.databind.JsonNode stats = answer == null ? null : answer.json();
         Map<String, String> troubles = new LinkedHashMap<>();
         if (stats != null && stats.get("troubles") != null) {
             stats.get("troubles").fields().forEachRemaining(e -> troubles.put(e.getKey(), e.getValue().asText()));

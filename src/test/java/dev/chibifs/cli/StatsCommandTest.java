@@ -42,4 +42,37 @@ class StatsCommandTest {
             assertTrue(e.getMessage().contains("invalid duration '" + bad + "'"), e.getMessage());
         }
     }
+
+    /** A listener that takes connections (the kernel completes them) and never writes: a daemon under SIGSTOP. */
+    static java.nio.channels.ServerSocketChannel silent(Path path) throws java.io.IOException {
+        java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX);
+        server.bind(java.net.UnixDomainSocketAddress.of(path));
+        return server;
+    }
+
+    /** Runs {@code command} as chibifs does; returns the exit code, and the output and errors in {@code out}, {@code err}. */
+    private static int run(Object command, java.io.StringWriter out, java.io.StringWriter err, String... args) {
+        CommandLine cl = new CommandLine(command);
+        cl.setOut(new java.io.PrintWriter(out));
+        cl.setErr(new java.io.PrintWriter(err));
+        cl.setExecutionExceptionHandler(new ErrorHandler());
+        return cl.execute(args);
+    }
+
+    /** A stopped daemon held stats (and a monitoring script) for ever: past the limit, one line and exit 5. */
+    @Test
+    void aDaemonThatDoesNotAnswerIsOneLineAndExitFiveAfterTheLimit() throws Exception {
+        Path socket = mnt.resolve("stats-42.sock");
+        try (var daemon = silent(socket)) {
+            for (String[] args : new String[][] {{mnt.toString()}, {"--json", mnt.toString()}, {"--watch=100ms", mnt.toString()}}) {
+                java.io.StringWriter out = new java.io.StringWriter();
+                java.io.StringWriter err = new java.io.StringWriter();
+                int code = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(20),
+                        () -> run(new StatsCommand(mp -> new StatsCommand.Daemon(socket, 42), Duration.ofMillis(300)), out, err, args));
+                assertEquals(ExitCodes.IO_ERROR, code, String.join(" ", args) + ": " + err);
+                assertEquals("chibifs: the daemon of " + mnt + " (pid 42) does not answer (stopped? hung?)\n", err.toString());
+                assertEquals("", out.toString());
+            }
+        }
+    }
 }

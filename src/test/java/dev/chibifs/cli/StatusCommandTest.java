@@ -133,6 +133,30 @@ class StatusCommandTest {
     }
 
     /**
+     * A daemon stopped with SIGSTOP takes the connection and never answers: status called it active
+     * and exited 0, while every process on its mount waited in the kernel.
+     */
+    @Test
+    void aDaemonThatDoesNotAnswerIsNotActive() throws Exception {
+        Path table = Files.writeString(tmp.resolve("stopped-mounts"), "chibifs /mnt/stopped fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("stopped-reg"), table, pid -> true);
+        registry.write(new MountRecord(Path.of("/mnt/stopped"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
+                tmp.resolve("h"), tmp.resolve("h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr",
+                "/=s3://team/chibi"));
+        try (var stopped = StatsCommandTest.silent(StatsSocket.pathFor(registry, 7))) {
+            assertEquals(1, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/stopped"));
+            assertTrue(out.toString().matches("(?s).*\n/mnt/stopped\s+not answering\s+7\s.*"), out.toString());
+            assertTrue(out.toString().contains("/mnt/stopped: pid 7 does not answer within 1 s (stopped? hung?): processes"
+                    + " using the mount wait; kill -CONT 7, or chibifs umount --force /mnt/stopped\n"), out.toString());
+            out.getBuffer().setLength(0);
+            assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC())), "a listing is listed");
+        }
+        out.getBuffer().setLength(0);
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/stopped"),
+                "a daemon that cannot be asked at all (another user's socket) is not called stopped");
+    }
+
+    /**
      * A daemon whose socket's backlog is full (any user can make one, in a registry of their own)
      * held root's status for ever in its connect: it is asked within the limit, connect included.
      */
