@@ -13,6 +13,11 @@ public final class ExitCodes {
     public static final int CONFLICT = 4;
     /** Any other I/O error. */
     public static final int IO_ERROR = 5;
+    /**
+     * What reads the output has gone ({@code trace | head -1}): 128 + SIGPIPE, as a shell shows a
+     * program that the signal ended; the JVM ignores SIGPIPE, so a following command would run on.
+     */
+    public static final int READER_GONE = 141;
 
     private ExitCodes() {
     }

@@ -3,6 +3,9 @@ package dev.chibifs.cli;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.OutputStream;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
@@ -89,7 +92,10 @@ public final class Main implements Callable<Integer> {
             versioned(sub);
             cl.addSubcommand(sub);
         }
-        cl.setOut(new PrintWriter(new OutputStreamWriter(terminal.out(), StandardCharsets.UTF_8), true));
+        // System.out keeps a write's failure to itself (PrintStream): over the descriptor, a reader gone
+        // (trace | head -1) is an error the writer's checkError() sees, as the JVM ignores SIGPIPE
+        OutputStream stdout = terminal.out() == System.out ? new FileOutputStream(FileDescriptor.out) : terminal.out();
+        cl.setOut(new PrintWriter(new OutputStreamWriter(stdout, StandardCharsets.UTF_8), true));
         cl.setErr(new PrintWriter(new OutputStreamWriter(terminal.err(), StandardCharsets.UTF_8), true));
         cl.setExecutionExceptionHandler(new ErrorHandler());
         cl.setParameterExceptionHandler(new ErrorHandler());

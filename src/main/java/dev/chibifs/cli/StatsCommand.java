@@ -139,6 +139,9 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
             out.print("\033[H\033[2J");
             // the rates over the time that passed: not the interval asked for (10 ms slept 100, and showed 10x)
             print(out, now, previous, (at - before) / 1e9);
+            if (out.checkError()) {
+                return ExitCodes.READER_GONE; // the reader has gone (stats --watch | head): nothing to refresh for
+            }
             previous = now;
             before = at;
         }

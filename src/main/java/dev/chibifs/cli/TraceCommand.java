@@ -170,7 +170,10 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
                     continue;
                 }
                 out.println(json ? line : format(e));
-                out.flush();
+                if (out.checkError()) {
+                    // the reader has gone (trace | head -1): a follower left running holds one of the daemon's few places
+                    return ExitCodes.READER_GONE;
+                }
                 if (count != null && ++shown >= count) {
                     return ExitCodes.OK;
                 }

@@ -75,4 +75,25 @@ class StatsCommandTest {
             }
         }
     }
+
+    /** What a daemon's stats socket gives, the least a frame shows. */
+    static java.util.Map<String, Object> snapshot(long lookups) {
+        return java.util.Map.of("session", "FUSE 7.38", "denials", java.util.Map.of(),
+                "requests", java.util.List.of(java.util.Map.of("opcode", "LOOKUP", "count", lookups, "errors", 0, "totalMicros", 10)));
+    }
+
+    /** {@code stats --watch | head} ran on for ever once head had gone: it ends at the first frame it cannot write. */
+    @Test
+    void aWatchWhoseReaderHasGoneEnds() throws Exception {
+        Path socket = mnt.resolve("stats-42.sock");
+        try (StatsSocket daemon = StatsSocket.serve(socket, () -> snapshot(1))) {
+            CommandLine cl = new CommandLine(new StatsCommand(mp -> new StatsCommand.Daemon(socket, 42), Duration.ofSeconds(5)));
+            cl.setOut(TraceSocketTest.brokenPipe());
+            cl.setErr(new java.io.PrintWriter(new java.io.StringWriter()));
+            cl.setExecutionExceptionHandler(new ErrorHandler());
+            int code = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(10),
+                    () -> cl.execute("--watch=100ms", mnt.toString()));
+            assertEquals(ExitCodes.READER_GONE, code);
+        }
+    }
 }

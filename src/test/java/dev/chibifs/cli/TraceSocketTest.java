@@ -71,6 +71,46 @@ class TraceSocketTest {
         }
     }
 
+    /** Standard output whose reader has gone: every write fails, as one to a closed pipe does (EPIPE). */
+    static PrintWriter brokenPipe() {
+        return new PrintWriter(new java.io.OutputStreamWriter(new java.io.OutputStream() {
+            @Override
+            public void write(int b) throws IOException {
+                throw new IOException("Broken pipe");
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) throws IOException {
+                throw new IOException("Broken pipe");
+            }
+        }, StandardCharsets.UTF_8), true);
+    }
+
+    /**
+     * {@code chibifs trace M | head -1} ran on once head had gone, for ever, each such trace holding one of
+     * the daemon's places: it ends at the first line it cannot write, with 141 (128 + SIGPIPE).
+     */
+    @Test
+    void aTraceWhoseReaderHasGoneEnds() throws Exception {
+        Path path = tmp.resolve("trace.sock");
+        RequestTrace trace = new RequestTrace();
+        try (StatsSocket served = TraceSocket.serve(path, trace)) {
+            CommandLine cl = new CommandLine(new TraceCommand(mp -> path));
+            cl.setOut(brokenPipe());
+            cl.setErr(new PrintWriter(new StringWriter(), true));
+            cl.setExecutionExceptionHandler(new ErrorHandler());
+            java.util.concurrent.CompletableFuture<Integer> ended =
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> cl.execute(tmp.toString()));
+            long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (!ended.isDone() && System.nanoTime() < until) {
+                TraceEvents.serve(trace, "/shared/x", 10); // lines go out only while it follows: served until it ends
+                java.util.concurrent.locks.LockSupport.parkNanos(10_000_000);
+            }
+            assertTrue(ended.isDone(), "the trace still runs with nobody reading it");
+            assertEquals(ExitCodes.READER_GONE, ended.join());
+        }
+    }
+
     /**
      * A follower whose client stops taking bytes (it never reads, or was stopped) held its place for
      * ever once its socket's buffer filled: 8 of them, and no trace could follow the mount. One that
