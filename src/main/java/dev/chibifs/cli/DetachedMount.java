@@ -31,12 +31,14 @@ final class DetachedMount {
     static final String ENV = "CHIBIFS_READY_FD";
 
     private static final int STDIN = 0;
-    private static final int STDOUT = 1;
-    private static final int STDERR = 2;
+    static final int STDOUT = 1;
+    static final int STDERR = 2;
 
     private final int ready;
     /** The terminal's stderr, kept at a descriptor of its own for the command's one line; -1 until detached. */
     private int terminal = -1;
+    /** Set once the mount answered: the pipe and the terminal's descriptor are the log's from then on. */
+    private boolean answered;
 
     private DetachedMount(int ready) {
         this.ready = ready;
@@ -85,13 +87,37 @@ final class DetachedMount {
      * the terminal's stderr are replaced by the log rather than closed, so no file the daemon opens
      * later can take their numbers and receive what is still written to them.
      */
-    void mounted(String line) {
+    synchronized void mounted(String line) {
         byte[] bytes = (line + "\n").getBytes(StandardCharsets.UTF_8);
         // the launcher gone (interrupted) makes this EPIPE, which the JVM ignores: the mount stays
         LibC.c().write(ready, bytes, bytes.length);
         LibC.c().dup2(STDERR, ready);
         if (terminal >= 0) {
             LibC.c().dup2(STDERR, terminal);
+        }
+        answered = true;
+    }
+
+    /**
+     * Opens {@code logFile} again (SIGHUP after logrotate moved it) over every descriptor the log was
+     * written to: the old file is then no longer held, and its space comes back once it is removed.
+     * Before the mount answers, the pipe and the terminal stay: the command's one line goes there.
+     */
+    synchronized void reopenLog(Path logFile) throws IOException {
+        reopenOver(logFile, answered ? new int[] {STDOUT, STDERR, ready, terminal} : new int[] {STDOUT, STDERR});
+    }
+
+    /** Opens {@code logFile} to append to, as the log is opened first, and puts it at each of {@code descriptors} (-1 skipped). */
+    static void reopenOver(Path logFile, int... descriptors) throws IOException {
+        int fd = MountCommand.openLog(logFile);
+        try {
+            for (int d : descriptors) {
+                if (d >= 0 && LibC.c().dup2(fd, d) < 0) {
+                    throw new IOException("dup2 over descriptor " + d + " failed");
+                }
+            }
+        } finally {
+            Syscalls.close(fd);
         }
     }
 

@@ -139,6 +139,11 @@ public final class MountCommand implements Callable<Integer> {
     /** Set by a background mount for its daemon child, so the registry names the log file. */
     @Option(names = "--logged-to", hidden = true)
     Path loggedTo;
+    /**
+     * How SIGHUP opens the log again: a spawned daemon child ({@code --logged-to}) has it at stdout and
+     * stderr; one detached by the launcher at its pipe and terminal too. Unused where the log is stderr.
+     */
+    private Hangup.Reopen reopenLog = file -> DetachedMount.reopenOver(file, DetachedMount.STDOUT, DetachedMount.STDERR);
 
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "An existing, empty directory.")
     Path mountpoint;
@@ -436,6 +441,7 @@ public final class MountCommand implements Callable<Integer> {
                 (int) kernelCache.toSeconds(), readdirplus).passthrough(passthrough && storage.isPresent())
                 .xattr(xattr).ioUring(ioUring);
         AtomicBoolean stopping = new AtomicBoolean();
+        Hangup.handle(loggedTo, reopenLog, log); // before the mount answers: a rotation's SIGHUP must not unmount it
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             if (stopping.compareAndSet(false, true)) {
                 log.info("signal received: unmounting {}", mp);
@@ -544,6 +550,7 @@ public final class MountCommand implements Callable<Integer> {
         Path logFile = logFile(chibiHome, mp);
         spec.commandLine().setErr(detached.detach(logFile));
         loggedTo = logFile;
+        reopenLog = detached::reopenLog;
         try {
             return runDaemon(plan, chibiHome, mp, pid -> detached.mounted(mountedLine(plan, chibiHome, mp, pid, logFile)));
         } catch (MountFailure e) {
