@@ -38,7 +38,8 @@ import java.util.concurrent.Callable;
             "As root, every user's registry is read; otherwise your own. Mounts of type fuse.chibifs that no "
                 + "registry knows are listed as 'unregistered'; registry files whose daemon is gone as 'stale'; a "
                 + "mount unmounted lazily whose daemon still serves files open on it as 'detached'; one whose daemon "
-                + "does not answer within 1 s (stopped, hung) as 'not answering'.",
+                + "does not answer within 1 s (stopped, hung) as 'not answering'; one whose local store directory "
+                + "has gone (every request there fails) as 'failing'.",
             "With MOUNTPOINT, only that mount, and the exit code says whether it is active."
         },
         footer = {"", "Exit codes: 0 listed (with MOUNTPOINT: it is active); 1 MOUNTPOINT is not an active chibifs mount;"
@@ -191,6 +192,8 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
                     + ", or chibifs umount --force " + r.mountpoint());
         }
         if (!gone.isEmpty()) {
+            // every request there fails (EIO), unlike an S3 store's that is away, whose writes land in its cache
+            row.put("state", FAILING);
             details.add("store directory " + String.join(", ", gone)
                     + " has gone (moved, removed or replaced): requests there fail with EIO until it is back");
         }
@@ -207,6 +210,9 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     /** How long status waits for one daemon to say how its stores are. */
     private static final Duration TROUBLES_LIMIT = Duration.ofSeconds(1);
+
+    /** The state of a mount one of whose local store directories has gone: the daemon answers EIO there. */
+    static final String FAILING = "failing";
 
     /** The state of a mount whose daemon takes the connection but does not answer within {@link #TROUBLES_LIMIT}. */
     static final String NOT_ANSWERING = "not answering";

@@ -107,7 +107,9 @@ class StatusCommandTest {
         Files.delete(extra);
         Files.writeString(extra, "a file where the directory was");
         out.getBuffer().setLength(0);
-        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/gone"), "still mounted");
+        // every request there fails: a health check that passed on it was no check
+        assertEquals(1, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/gone"), "failing");
+        assertTrue(out.toString().matches("(?s).*\n/mnt/gone\s+failing\s+7\s.*"), out.toString());
         assertTrue(out.toString().contains("/mnt/gone: store directory " + vfs + ", " + extra
                 + " (at /shared/x) has gone (moved, removed or replaced): requests there fail with EIO until it is back\n"),
                 out.toString());
