@@ -156,6 +156,11 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
                 }
                 forgetKilledDaemon(mp);
             }
+            if (daemon.isEmpty()) {
+                // killed before (kill -9): the mount it left is gone now, and so must its record be, or status
+                // calls it stale and doctor fails until someone removes the file by hand
+                forgetKilledDaemon(mp);
+            }
             return ExitCodes.OK;
         } finally {
             if (exited >= 0) {

@@ -289,6 +289,41 @@ class LauncherTest {
         return true;
     }
 
+    /**
+     * After kill -9, {@code umount --force} cleared the mount (exit 0) but left the record: status listed
+     * it stale and doctor failed until it was removed by hand.
+     */
+    @Test
+    void umountForceOfAKilledDaemonsMountRemovesItsRecord() throws Exception {
+        FuseSupport.requireFuse();
+        Path root = MountedFs.tempRoot();
+        Path mnt = Files.createDirectories(root.resolve("mnt"));
+        Path home = root.resolve("home");
+        long pid = -1;
+        try {
+            Sh.run(launcherMount(home, mnt)).ok();
+            pid = daemonPid(mnt);
+            Sh.run("kill -9 " + pid).ok();
+            Path stat = Path.of("/proc/" + pid + "/stat");
+            long deadline = System.currentTimeMillis() + 20_000;
+            while (Files.exists(stat) && !Files.readString(stat).substring(Files.readString(stat).lastIndexOf(')') + 2).startsWith("Z")) {
+                assertTrue(System.currentTimeMillis() < deadline, "the daemon did not die");
+                Thread.onSpinWait();
+            }
+            assertTrue(Files.exists(MountRegistry.forCurrentUser().fileFor(mnt)), "the killed daemon's record is there");
+            Sh.Result r = Sh.run(FROM_CLASSES + "scripts/chibifs umount --force '" + mnt + "'");
+            assertEquals(0, r.exitCode(), r.err() + r.out());
+            assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0, "still mounted");
+            assertFalse(Files.exists(MountRegistry.forCurrentUser().fileFor(mnt)), "the killed daemon's record stays");
+            assertFalse(Files.exists(StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid)), "its stats socket stays");
+        } finally {
+            if (pid > 0) {
+                Sh.run("kill -9 " + pid);
+            }
+            Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null; true");
+        }
+    }
+
     @Test
     void umountForceEndsTheWaitsOnADaemonThatNoLongerAnswers() throws Exception {
         FuseSupport.requireFuse();
