@@ -863,7 +863,7 @@ final class FuseSession {
                     releases.end(req.unique);
                 }
                 long elapsed = System.nanoTime() - start;
-                stats.served(opcode, elapsed, reply.isError());
+                stats.served(opcode, elapsed, reply.isError() ? reply.errno() : 0);
                 failures.tick();
                 if (asked != null && !waits) {
                     trace.served(asked.answered(reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0,

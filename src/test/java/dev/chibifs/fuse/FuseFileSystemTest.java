@@ -2629,6 +2629,23 @@ class FuseFileSystemTest {
         assertEquals(List.of(), store.xattrNames(VfsPath.of("/shared/plain")));
     }
 
+    /**
+     * The kernel asks security.capability at every write, and each ENOTSUP was an "error" in stats: a
+     * healthy tar of 10,000 files showed 10,000. Answers that are the protocol working are counted apart.
+     */
+    @Test
+    void attributeAnswersThatAreNoFailureAreNotCountedAsErrors() throws Exception {
+        long f = written("attrs", "x");
+        assertEquals(-Linux.ENOTSUP, kernel.call(FuseProtocol.GETXATTR, f, body().int32(0).int32(0).name("security.capability")).error());
+        assertEquals(-Linux.ENODATA, kernel.call(FuseProtocol.GETXATTR, f, body().int32(0).int32(0).name("user.none")).error());
+        RequestStats.OpStats getxattr = stats.snapshot().requests().get("GETXATTR");
+        assertEquals(List.of(2L, 0L, 2L), List.of(getxattr.count(), getxattr.errors(), getxattr.expected()));
+        assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.GETATTR, 999_999, body().int32(0).int32(0).int64(0)).error(),
+                "a node the kernel never had");
+        RequestStats.OpStats getattr = stats.snapshot().requests().get("GETATTR");
+        assertEquals(List.of(1L, 0L), List.of(getattr.errors(), getattr.expected()), "a failure is an error");
+    }
+
     @Test
     void aSetxattrWhoseSizeRunsPastTheRequestSetsNothing() throws Exception {
         long f = written("sized", "x");
