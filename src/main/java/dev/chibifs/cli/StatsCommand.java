@@ -23,8 +23,12 @@ import java.util.concurrent.Callable;
                 + "policy denials per context, and each S3 store's state (whether S3 answers, the changes waiting "
                 + "to upload, the requests made). With --watch, the rates over each interval, refreshed, as juicefs stats does."
         },
-        footer = {"", "Exit codes: 0 shown; 1 no running daemon is registered for MOUNTPOINT; 2 usage;"
-                + " 5 the daemon did not answer within 5 s (stopped? hung?)."})
+        footer = {"", "Denials are counted by context; uids no --uid-map names are refused as GUEST, shown as"
+                + " 'unmapped uids'. With --watch the first frame, at once, has the totals since the mount, the next the"
+                + " requests per second of each interval; denials stay totals.",
+            "", "Exit codes: 0 shown (--watch: the mount is no longer served); 1 no running daemon is registered for"
+                + " MOUNTPOINT; 2 usage; 5 the daemon did not answer within 5 s (stopped? hung?); 141 the reader of"
+                + " the output has gone (as for SIGPIPE)."})
 final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "A chibifs mountpoint on this host.")
@@ -131,12 +135,26 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
             print(out, previous, null, 0);
             return ExitCodes.OK;
         }
+        // the first frame at once, the totals since the mount: a long interval showed nothing for as long
+        out.print(CLEAR);
+        print(out, previous, null, 0);
+        if (out.checkError()) {
+            return ExitCodes.READER_GONE;
+        }
         long before = System.nanoTime();
         while (true) {
             Thread.sleep(Math.max(100, watch.toMillis()));
-            JsonNode now = ask(mp, daemon);
+            JsonNode now;
+            try {
+                now = ask(mp, daemon);
+            } catch (IOException gone) {
+                // unmounted (its socket removed) or killed (the connection refused or reset): as trace ends
+                spec.commandLine().getErr().println("chibifs: " + mp + " is no longer served");
+                spec.commandLine().getErr().flush();
+                return ExitCodes.OK;
+            }
             long at = System.nanoTime();
-            out.print("\033[H\033[2J");
+            out.print(CLEAR);
             // the rates over the time that passed: not the interval asked for (10 ms slept 100, and showed 10x)
             print(out, now, previous, (at - before) / 1e9);
             if (out.checkError()) {
@@ -146,6 +164,9 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
             before = at;
         }
     }
+
+    /** Clears the terminal and puts the cursor at its top, for the next frame of --watch. */
+    private static final String CLEAR = "\033[H\033[2J";
 
     /** The socket {@code which} names for the running daemon of mountpoint {@code mp}; one line where none runs. */
     static Path socketOf(Path mp, java.util.function.BiFunction<MountRegistry, Long, Path> which)
@@ -160,6 +181,18 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         throw new CommandFailure(ExitCodes.NOT_FOUND, "no running chibifs daemon is registered for " + mp
                 + " (chibifs status lists this host's mounts)");
+    }
+
+    /** How the denials line names GUEST, whom the policy refuses as any uid no --uid-map names. */
+    static final String GUEST_SHOWN = "unmapped uids";
+
+    /** Denials by context, as a person reads them: "bob 100, unmapped uids 110"; names escaped as ls -b does. */
+    static String denials(JsonNode byContext) {
+        StringBuilder line = new StringBuilder();
+        byContext.fields().forEachRemaining(e -> line.append(line.length() == 0 ? "" : ", ")
+                .append(e.getKey().equals(dev.chibifs.policy.Caller.GUEST.toString()) ? GUEST_SHOWN : dev.chibifs.path.Names.shown(e.getKey()))
+                .append(' ').append(e.getValue().asLong()));
+        return line.toString();
     }
 
     /** The table; with {@code before}, the requests since it, per second over {@code seconds}. */
@@ -187,6 +220,9 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
                     memory.get("heapUsedBytes").asLong() >> 20, memory.get("heapCommittedBytes").asLong() >> 20,
                     rss < 0 ? "" : String.format(", resident %,d MiB", rss >> 20));
         }
+        if (before != null) {
+            out.printf("requests per second over the last %.1f s; denials since the mount%n", seconds);
+        }
         out.printf("%-16s %12s %10s %12s%n", "opcode", before == null ? "requests" : "per second", "errors", "mean us");
         for (JsonNode r : now.get("requests")) {
             String op = r.get("opcode").asText();
@@ -202,7 +238,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         JsonNode denials = now.get("denials");
         if (denials.size() > 0) {
-            out.println("denials: " + denials);
+            out.println("denials: " + denials(denials));
         }
         JsonNode stores = now.get("stores");
         if (stores != null) {

@@ -78,7 +78,10 @@ class StatsCommandTest {
 
     /** What a daemon's stats socket gives, the least a frame shows. */
     static java.util.Map<String, Object> snapshot(long lookups) {
-        return java.util.Map.of("session", "FUSE 7.38", "denials", java.util.Map.of(),
+        java.util.Map<String, Object> denials = new java.util.LinkedHashMap<>();
+        denials.put("bob", 100);
+        denials.put("GUEST", 110);
+        return java.util.Map.of("session", "FUSE 7.38", "denials", denials,
                 "requests", java.util.List.of(java.util.Map.of("opcode", "LOOKUP", "count", lookups, "errors", 0, "totalMicros", 10)));
     }
 
@@ -94,6 +97,49 @@ class StatsCommandTest {
             int code = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(Duration.ofSeconds(10),
                     () -> cl.execute("--watch=100ms", mnt.toString()));
             assertEquals(ExitCodes.READER_GONE, code);
+        }
+    }
+
+    /** Polls {@code text} until it holds {@code wanted}; the command runs on another thread. */
+    private static void awaitText(java.io.StringWriter text, String wanted) {
+        long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (!text.toString().contains(wanted)) {
+            assertTrue(System.nanoTime() < until, "no '" + wanted + "' in: " + text);
+            java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+        }
+    }
+
+    /**
+     * --watch=10s showed nothing for 12 s, and a gone mount ended it with "No such file or directory":
+     * the first frame comes at once, and the end says the mount is no longer served, exit 0 as trace.
+     */
+    @Test
+    void aWatchShowsItsFirstFrameAtOnceAndSaysWhenTheMountIsGone() throws Exception {
+        Path socket = mnt.resolve("stats-42.sock");
+        java.io.StringWriter out = new java.io.StringWriter();
+        java.io.StringWriter err = new java.io.StringWriter();
+        java.util.concurrent.atomic.AtomicLong lookups = new java.util.concurrent.atomic.AtomicLong();
+        StatsSocket daemon = StatsSocket.serve(socket, () -> snapshot(lookups.addAndGet(10)));
+        try {
+            StatsCommand watching = new StatsCommand(mp -> new StatsCommand.Daemon(socket, 42), Duration.ofSeconds(5));
+            Thread hour = new Thread(() -> run(watching, out, err, "--watch=1h", mnt.toString()));
+            hour.start();
+            awaitText(out, "denials: bob 100, unmapped uids 110");
+            assertTrue(out.toString().contains("LOOKUP                     10"), out.toString());
+            hour.interrupt(); // an hour's interval: the first frame came before it
+            hour.join();
+
+            out.getBuffer().setLength(0);
+            java.util.concurrent.CompletableFuture<Integer> watch = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> run(new StatsCommand(mp -> new StatsCommand.Daemon(socket, 42), Duration.ofSeconds(5)), out, err,
+                            "--watch=100ms", mnt.toString()));
+            awaitText(out, "requests per second over the last");
+            daemon.close(); // unmounted: the socket goes
+            assertEquals(ExitCodes.OK, watch.get(10, java.util.concurrent.TimeUnit.SECONDS));
+            assertTrue(err.toString().endsWith("chibifs: " + mnt + " is no longer served\n"), err.toString());
+            assertTrue(out.toString().contains("denials: bob 100, unmapped uids 110"), out.toString());
+        } finally {
+            daemon.close();
         }
     }
 }
