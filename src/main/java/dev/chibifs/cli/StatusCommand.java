@@ -198,6 +198,10 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
                     + " has gone (moved, removed or replaced): requests there fail with EIO until it is back");
         }
         troubles.forEach((prefix, why) -> details.add("the store at " + prefix + " fails: " + why));
+        String logGone = active ? logGone(r) : null;
+        if (logGone != null) {
+            details.add(logGone);
+        }
         String detail = details.isEmpty() ? entry.detail() : String.join("; ", details);
         if (entry.health() == MountRegistry.Health.STALE && entry.record() != null) {
             detail += mounted.contains(entry.record().mountpoint())
@@ -206,6 +210,47 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         row.put("detail", detail);
         return row;
+    }
+
+    /**
+     * Where the daemon {@code pid} writes its log (its stderr), to compare with the log's path; the
+     * process's own in /proc but in tests.
+     */
+    private java.util.function.LongFunction<Path> logDescriptor = pid -> Path.of("/proc/" + pid + "/fd/2");
+
+    /** For tests: where a daemon's log descriptor is looked at. */
+    void logDescriptorOf(java.util.function.LongFunction<Path> where) {
+        logDescriptor = where;
+    }
+
+    /**
+     * Why the daemon's log is not the file its path names, or null: deleted (or moved) while the
+     * daemon writes on to it, its space never freed and nothing there to read (a store failing filled
+     * a disk so, and no file in sight was to blame). Nothing where the descriptor cannot be looked at
+     * (another user's daemon).
+     */
+    private String logGone(MountRecord r) {
+        if (r.log() == null || "stderr".equals(r.log()) || !r.log().startsWith("/")) {
+            return null;
+        }
+        Object writes;
+        try {
+            writes = Files.getAttribute(logDescriptor.apply(r.pid()), "unix:ino");
+        } catch (IOException | RuntimeException cannotLook) {
+            return null;
+        }
+        Path log = Path.of(r.log());
+        Object named;
+        try {
+            named = Files.getAttribute(log, "unix:ino", LinkOption.NOFOLLOW_LINKS);
+        } catch (IOException | RuntimeException gone) {
+            named = null;
+        }
+        if (writes.equals(named)) {
+            return null;
+        }
+        return "the log " + log + (named == null ? " was deleted" : " was replaced") + " while the daemon writes to it:"
+                + " kill -HUP " + r.pid() + " opens it again";
     }
 
     /** How long status waits for one daemon to say how its stores are. */

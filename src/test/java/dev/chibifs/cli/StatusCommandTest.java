@@ -158,6 +158,45 @@ class StatusCommandTest {
                 "a daemon that cannot be asked at all (another user's socket) is not called stopped");
     }
 
+    /** A log deleted while mounted was written to for ever, its space never freed, and nothing said so. */
+    @Test
+    void aLogDeletedWhileTheDaemonWritesToItIsNamed() throws Exception {
+        Path table = Files.writeString(tmp.resolve("log-mounts"), "chibifs /mnt/logged fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("log-reg"), table, pid -> true);
+        Path log = Files.writeString(tmp.resolve("mount.log"), "mounted\n");
+        Path vfs = Files.createDirectories(tmp.resolve("lh/vfs"));
+        registry.write(new MountRecord(Path.of("/mnt/logged"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
+                tmp.resolve("lh"), vfs, Instant.parse("2025-01-01T11:00:00Z"), "", log.toString()));
+        try (java.nio.channels.FileChannel daemonsLog = java.nio.channels.FileChannel.open(log,
+                java.nio.file.StandardOpenOption.APPEND)) {
+            // the descriptor the daemon writes its log to: this test's own, open on the file
+            Path fd = java.nio.file.Files.list(Path.of("/proc/self/fd"))
+                    .filter(p -> log.equals(tryReadLink(p))).findFirst().orElseThrow();
+            StatusCommand status = new StatusCommand(List.of(registry), table, Clock.systemUTC());
+            status.logDescriptorOf(pid -> fd);
+            assertEquals(0, run(status, "/mnt/logged"));
+            assertFalse(out.toString().contains("the log"), out.toString());
+
+            Files.delete(log);
+            out.getBuffer().setLength(0);
+            assertEquals(0, run(status, "/mnt/logged"), "still active");
+            assertTrue(out.toString().contains("/mnt/logged: the log " + log + " was deleted while the daemon writes to it:"
+                    + " kill -HUP 7 opens it again\n"), out.toString());
+            Files.writeString(log, "made anew by someone\n");
+            out.getBuffer().setLength(0);
+            run(status, "/mnt/logged");
+            assertTrue(out.toString().contains("the log " + log + " was replaced"), out.toString());
+        }
+    }
+
+    private static Path tryReadLink(Path p) {
+        try {
+            return Files.readSymbolicLink(p);
+        } catch (java.io.IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
     /**
      * A daemon whose socket's backlog is full (any user can make one, in a registry of their own)
      * held root's status for ever in its connect: it is asked within the limit, connect included.
