@@ -19,9 +19,9 @@ import java.nio.charset.StandardCharsets;
             "Replace the one occurrence of --old in the file at URI with --new, and write the file"
                 + " back atomically. Zero occurrences or several (overlapping ones count) change nothing and"
                 + " exit 4, saying how many. The file is compared as bytes, --old and --new as UTF-8. The"
-                + " read and the write are two steps: a write by someone else in between is lost, as with"
-                + " chibi's file_edit, unless --if-match is given: then the write is made only if the file"
-                + " is still what was read. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
+                + " file is read while holding its locks, as write and append wait for them: a change"
+                + " another process makes under a lock while this waits is kept. With --if-match the"
+                + " write is made only if the file is what was read. Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, HelpText.NOT_FOUND, "  2  usage: a bad URI or option, or an empty --old",
             HelpText.DENIED, "  4  conflict: --old occurs zero or several times, or URI is a directory",
@@ -54,32 +54,48 @@ final class EditCommand extends VfsCommand {
         Precondition asked = condition.condition(null);
         lockWait(condition.lockWait);
         router().checkWrite(caller(), path);
-        byte[] content = router().read(caller(), path);
-        String read = ContentHash.of(content);
-        if (asked.ifMatch() != null) {
-            asked.check(path, read);
-            // the write is conditional on what was read: nothing written in between is lost
-            asked = Precondition.matching(read);
-        }
         byte[] old = oldText.getBytes(StandardCharsets.UTF_8);
+        byte[] replacement = newText.getBytes(StandardCharsets.UTF_8);
+        try {
+            // the store reads the file under the locks its write waits for: a change made meanwhile is kept
+            router().rewrite(caller(), path, content -> edited(content, old, replacement, path), asked);
+        } catch (NotOnce e) {
+            throw e.failure;
+        }
+        return ExitCodes.OK;
+    }
+
+    /** The content with its one occurrence of {@code old} replaced; {@link NotOnce} when there is none or several. */
+    private byte[] edited(byte[] content, byte[] old, byte[] replacement, VfsPath path) throws NotOnce {
         int first = indexOf(content, old, 0);
         if (first < 0) {
-            throw CommandFailure.conflict("'" + shown(oldText) + "' not found in " + Names.shown(path) + "; nothing changed");
+            throw new NotOnce(CommandFailure.conflict("'" + shown(oldText) + "' not found in " + Names.shown(path)
+                    + "; nothing changed"));
         }
         int count = 1;
         for (int at = indexOf(content, old, first + 1); at >= 0; at = indexOf(content, old, at + 1)) {
             count++;
         }
         if (count > 1) {
-            throw CommandFailure.conflict("'" + shown(oldText) + "' occurs " + count + " times in " + Names.shown(path)
-                    + "; include more surrounding text so it matches once; nothing changed");
+            throw new NotOnce(CommandFailure.conflict("'" + shown(oldText) + "' occurs " + count + " times in "
+                    + Names.shown(path) + "; include more surrounding text so it matches once; nothing changed"));
         }
-        ByteArrayOutputStream edited = new ByteArrayOutputStream(content.length + newText.length());
+        ByteArrayOutputStream edited = new ByteArrayOutputStream(content.length + replacement.length);
         edited.write(content, 0, first);
-        edited.write(newText.getBytes(StandardCharsets.UTF_8));
+        edited.writeBytes(replacement);
         edited.write(content, first + old.length, content.length - first - old.length);
-        router().write(caller(), path, edited.toByteArray(), asked);
-        return ExitCodes.OK;
+        return edited.toByteArray();
+    }
+
+    /** Carries the conflict out of the store's rewrite, which fails only as I/O does. */
+    private static final class NotOnce extends IOException {
+        private static final long serialVersionUID = 1L;
+        private final transient CommandFailure failure;
+
+        NotOnce(CommandFailure failure) {
+            super(failure.getMessage());
+            this.failure = failure;
+        }
     }
 
     private static int indexOf(byte[] haystack, byte[] needle, int from) {

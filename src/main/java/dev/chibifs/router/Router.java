@@ -654,6 +654,13 @@ public final class Router {
         t.storage().append(t.path(), data, condition);
     }
 
+    /** Replaces a file with what {@code rewrite} makes of its content, read as the store's {@link Storage#rewrite} says. */
+    public void rewrite(Caller caller, VfsPath path, Storage.Rewrite rewrite, Precondition condition) throws IOException {
+        checkWrite(caller, path);
+        Target t = fileCreatable(path);
+        t.storage().rewrite(t.path(), rewrite, condition);
+    }
+
     /** The ETag of a file (everyone may read it). */
     public String etag(Caller caller, VfsPath path) throws IOException {
         Target t = resolve(path);

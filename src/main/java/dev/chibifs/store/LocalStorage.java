@@ -75,6 +75,8 @@ public final class LocalStorage implements Storage {
     private final OfdLocks locks = new OfdLocks();
     /** How long {@link #write} and {@link #append} wait for another process's lock on the file. */
     private volatile Duration lockWait = DEFAULT_LOCK_WAIT;
+
+    private volatile LockPause lockPause = (path, millis) -> TimeUnit.MILLISECONDS.sleep(millis);
     /** The mode {@link #write} gives a file it creates; see {@link #newFileMode(int)}. */
     private volatile int newFileMode = DEFAULT_FILE_MODE;
 
@@ -456,6 +458,17 @@ public final class LocalStorage implements Storage {
         this.lockWait = wait;
     }
 
+    /** How a change waits between its tries for a lock another process holds on {@code path}. */
+    @FunctionalInterface
+    public interface LockPause {
+        void pause(VfsPath path, long millis) throws InterruptedException;
+    }
+
+    /** Replaces the sleep between lock tries: tests hear through it that a change is waiting. */
+    public void lockPause(LockPause pause) {
+        this.lockPause = java.util.Objects.requireNonNull(pause);
+    }
+
     /**
      * The mode {@link #write} gives a file it creates (one it replaces keeps its own): for a command
      * that writes the store as its user, 0666 less the umask, as chibi's own writes get.
@@ -491,7 +504,7 @@ public final class LocalStorage implements Storage {
         createParents(path);
         checkCreatable(path);
         try (At a = at(path)) {
-            int held = lockExisting(a, path);
+            int held = lockExisting(a, path, lockDeadline());
             try {
                 if (!condition.none()) {
                     condition.check(path, currentEtag(path));
@@ -506,25 +519,79 @@ public final class LocalStorage implements Storage {
     }
 
     /**
+     * Replaces the file with what {@code rewrite} makes of its content, read while holding its
+     * locks (see {@link #lockForChange}): a change another process made under them while this
+     * waited is in what {@code rewrite} is given, not lost. The condition is checked against that
+     * content. Nothing is created: a file that is not there fails as a read does.
+     */
+    @Override
+    public void rewrite(VfsPath path, Rewrite rewrite, Precondition condition) throws IOException {
+        spaceBackFirst();
+        try (At a = at(path)) {
+            int held = lockExisting(a, path, lockDeadline());
+            try {
+                byte[] current = read(path);
+                condition.check(path, ContentHash.of(current));
+                byte[] next = rewrite.apply(current);
+                replaceAtomically(a, path, keptMode(a, path, newFileMode), out -> Syscalls.pwriteFully(out, ByteBuffer.wrap(next), 0));
+            } finally {
+                if (held >= 0) {
+                    Syscalls.close(held);
+                }
+            }
+        }
+    }
+
+    /** When a change that starts now stops waiting for locks ({@link #lockWait}), as System.nanoTime. */
+    private long lockDeadline() {
+        return System.nanoTime() + lockWait.toNanos();
+    }
+
+    /**
      * The regular file at {@code a}, opened for writing and locked for a change; -1 when there is
      * none, or it cannot be opened for writing (a read-only file replaced by its directory's owner):
      * then nothing holds the change back, as before locks existed.
      */
-    private int lockExisting(At a, VfsPath path) throws IOException {
-        int fd = Syscalls.tryOpenat(a.dir, a.name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
-        if (fd < 0) {
-            return -1;
-        }
-        try {
-            if (!stat(fd, null, path).isFile()) {
-                Syscalls.close(fd);
+    private int lockExisting(At a, VfsPath path, long deadline) throws IOException {
+        while (true) {
+            int fd = Syscalls.tryOpenat(a.dir, a.name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+            if (fd < 0) {
                 return -1;
             }
-            lockForChange(fd, path);
-            return fd;
-        } catch (IOException | RuntimeException e) {
+            try {
+                if (!stat(fd, null, path).isFile()) {
+                    Syscalls.close(fd);
+                    return -1;
+                }
+                lockForChange(fd, path, deadline);
+                if (stillNamed(a, fd, path)) {
+                    return fd;
+                }
+            } catch (IOException | RuntimeException e) {
+                Syscalls.close(fd);
+                throw e;
+            }
             Syscalls.close(fd);
-            throw e;
+        }
+    }
+
+    /**
+     * Whether the file open as {@code fd} is still the one at {@code a}'s name (same device and
+     * inode). A change waits for the lock on the file it opened, and the holder may have replaced
+     * that file meanwhile (a write renames a new one over the name) or removed it: a lock on the
+     * old one then guards nothing, and what was written to it would be lost with it. So the lock
+     * is taken, then checked, and taken again on the new file, as sqlite and maildir do.
+     */
+    private static boolean stillNamed(At a, int fd, VfsPath path) throws IOException {
+        // a Statx is the thread's one buffer: read each before the next stat
+        Syscalls.Statx held = Syscalls.stat(fd, null, path.toString());
+        long inode = held.inode();
+        long device = held.device();
+        try {
+            Syscalls.Statx named = Syscalls.stat(a.dir, a.name, path.toString());
+            return named.inode() == inode && named.device() == device;
+        } catch (NoSuchFileException removed) {
+            return false;
         }
     }
 
@@ -534,11 +601,10 @@ public final class LocalStorage implements Storage {
      * through this storage (the vfs commands) waits for a lock taken through any mount of the
      * store, or by a program on the store directly, and excludes them while it lasts. Both kinds,
      * because programs use either (flock(1) and shell scripts flock; lockf, Python and SQLite take
-     * record locks) and Linux keeps the two apart. They go when {@code fd} is closed. Waits up to
-     * {@link #lockWait}, then EAGAIN naming the file.
+     * record locks) and Linux keeps the two apart. They go when {@code fd} is closed. Waits until
+     * {@code deadline} ({@link #lockWait} from the change's start), then EAGAIN naming the file.
      */
-    private void lockForChange(int fd, VfsPath path) throws IOException {
-        long deadline = System.nanoTime() + lockWait.toNanos();
+    private void lockForChange(int fd, VfsPath path, long deadline) throws IOException {
         long pause = 1;
         while (true) {
             if (Syscalls.flock(fd, LOCK_EX | LOCK_NB)) {
@@ -553,7 +619,7 @@ public final class LocalStorage implements Storage {
                         + " process holds a lock on the file (waited " + lockWait.toMillis() + " ms)");
             }
             try {
-                TimeUnit.MILLISECONDS.sleep(pause);
+                lockPause.pause(path, pause);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new ErrnoException(EINTR, path.toString(), "Interrupted system call: waiting for a lock");
@@ -625,26 +691,34 @@ public final class LocalStorage implements Storage {
     public void append(VfsPath path, byte[] data, Precondition condition) throws IOException {
         spaceBackFirst();
         createParents(path);
+        long deadline = lockDeadline();
         try (At a = at(path)) {
-            if (condition.ifNoneMatch()) {
-                // create only: no file, so no lock to wait for; the exclusive create below decides a race
-                condition.check(path, currentEtag(path));
-            }
-            int fd = openRegular(a, path, true, condition.ifNoneMatch(), 0);
-            int out = -1;
-            try {
-                out = reopen(fd, O_WRONLY | O_APPEND, path);
-                lockForChange(out, path);
-                if (condition.ifMatch() != null) {
+            // again while the file locked is no longer the one at the name (see stillNamed)
+            while (true) {
+                if (condition.ifNoneMatch()) {
+                    // create only: no file, so no lock to wait for; the exclusive create below decides a race
                     condition.check(path, currentEtag(path));
                 }
-                // Linux's pwrite on an O_APPEND descriptor appends whatever the offset says
-                Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0);
-            } finally {
-                if (out >= 0) {
-                    Syscalls.close(out);
+                int fd = openRegular(a, path, true, condition.ifNoneMatch(), 0);
+                int out = -1;
+                try {
+                    out = reopen(fd, O_WRONLY | O_APPEND, path);
+                    lockForChange(out, path, deadline);
+                    if (!stillNamed(a, out, path)) {
+                        continue;
+                    }
+                    if (condition.ifMatch() != null) {
+                        condition.check(path, currentEtag(path));
+                    }
+                    // Linux's pwrite on an O_APPEND descriptor appends whatever the offset says
+                    Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0);
+                    return;
+                } finally {
+                    if (out >= 0) {
+                        Syscalls.close(out);
+                    }
+                    Syscalls.close(fd);
                 }
-                Syscalls.close(fd);
             }
         }
     }
@@ -810,7 +884,7 @@ public final class LocalStorage implements Storage {
                 int source = in;
                 try (At to = at(dst)) {
                     // a copy replaces its destination as write does: under the destination's locks
-                    int held = lockExisting(to, dst);
+                    int held = lockExisting(to, dst, lockDeadline());
                     try {
                         replaceAtomically(to, dst, mode, out -> Syscalls.copy(source, out, size));
                     } finally {

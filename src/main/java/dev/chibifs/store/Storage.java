@@ -357,6 +357,26 @@ public interface Storage extends Closeable {
         }
     }
 
+    /** What {@link #rewrite} makes of a file's content. */
+    @FunctionalInterface
+    interface Rewrite {
+        byte[] apply(byte[] current) throws IOException;
+    }
+
+    /**
+     * Replaces the file with what {@code rewrite} makes of its content (chibi's file_edit), if the
+     * content read meets {@code condition}; the write is then made only if the file is still what
+     * was read. This default reads, then writes as two steps: a change by another writer between
+     * them is lost, unless the condition asks an ETag. A store whose writes wait for the file's
+     * locks reads under them instead (the local store).
+     */
+    default void rewrite(VfsPath path, Rewrite rewrite, Precondition condition) throws IOException {
+        byte[] current = read(path);
+        String read = ContentHash.of(current);
+        condition.check(path, read);
+        write(path, rewrite.apply(current), condition.ifMatch() != null ? Precondition.matching(read) : condition);
+    }
+
     /** The ETag of the file at {@code path}, null when nothing is there. */
     default String currentEtag(VfsPath path) throws IOException {
         try {

@@ -951,4 +951,116 @@ class LocalStorageTest extends StorageBehaviourSuite {
                     "as the store behind it");
         }
     }
+
+    // ---- a change waiting for a lock another process holds ----
+
+    /** Holds an exclusive flock on the store file, as flock(1) would, until closed. */
+    private int flockHeld(String vfsPath) throws IOException {
+        String file = root.resolve(vfsPath.substring(1)).toString();
+        int fd = Syscalls.openat(Linux.AT_FDCWD, file, Linux.O_RDWR, 0, file);
+        assertTrue(Syscalls.flock(fd, Linux.LOCK_EX | Linux.LOCK_NB));
+        return fd;
+    }
+
+    /** Runs {@code change} on its own thread once; returns when it waits for a lock. */
+    private java.util.concurrent.CompletableFuture<Void> waitingForTheLock(Executable change) throws InterruptedException {
+        java.util.concurrent.CountDownLatch waiting = new java.util.concurrent.CountDownLatch(1);
+        local().lockPause((path, millis) -> {
+            waiting.countDown();
+            java.util.concurrent.TimeUnit.MILLISECONDS.sleep(millis);
+        });
+        java.util.concurrent.CompletableFuture<Void> done = java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                change.execute();
+            } catch (Throwable e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        assertTrue(waiting.await(30, java.util.concurrent.TimeUnit.SECONDS), "the change waits for the lock");
+        return done;
+    }
+
+    /**
+     * The holder of the lock replaced the file (as `chibifs write` does, renaming a new one over
+     * it) while an append waited for the lock on the old one: the append went into the unlinked
+     * old file and was lost, and said nothing.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void anAppendWaitingForALockGoesIntoTheFileRenamedOverTheName() throws Exception {
+        storage.write(p("/shared/f"), bytes("base\n"));
+        int held = flockHeld("/shared/f");
+        java.util.concurrent.CompletableFuture<Void> append;
+        try {
+            append = waitingForTheLock(() -> storage.append(p("/shared/f"), bytes("APPENDED\n")));
+            Path replacement = root.resolve("shared/replacement");
+            Files.write(replacement, bytes("WRITTEN\n"));
+            Files.move(replacement, root.resolve("shared/f"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        } finally {
+            Syscalls.close(held);
+        }
+        append.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals("WRITTEN\nAPPENDED\n", new String(storage.read(p("/shared/f")), java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /**
+     * The same for a write: the lock it waited for on the old file guards nothing, so it waits
+     * again for the one on the file the holder renamed over the name; it went on at once.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aWriteWaitingForALockWaitsAgainForTheFileRenamedOverTheName() throws Exception {
+        storage.write(p("/shared/f"), bytes("base"));
+        int held = flockHeld("/shared/f");
+        java.util.concurrent.atomic.AtomicBoolean oldLetGo = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.CountDownLatch waitingAgain = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CompletableFuture<Void> write = waitingForTheLock(() -> storage.write(p("/shared/f"), bytes("WRITTEN")));
+        local().lockPause((path, millis) -> {
+            if (oldLetGo.get()) {
+                waitingAgain.countDown();
+            }
+            java.util.concurrent.TimeUnit.MILLISECONDS.sleep(millis);
+        });
+        int heldAgain;
+        try {
+            Path replacement = root.resolve("shared/replacement");
+            Files.write(replacement, bytes("REPLACED"));
+            Files.move(replacement, root.resolve("shared/f"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            heldAgain = flockHeld("/shared/f");
+        } finally {
+            Syscalls.close(held);
+            oldLetGo.set(true);
+        }
+        try {
+            assertTrue(waitingAgain.await(30, java.util.concurrent.TimeUnit.SECONDS), "the write waits for the new file's lock");
+            assertFalse(write.isDone());
+            assertEquals("REPLACED", new String(storage.read(p("/shared/f")), java.nio.charset.StandardCharsets.UTF_8));
+        } finally {
+            Syscalls.close(heldAgain);
+        }
+        write.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals("WRITTEN", new String(storage.read(p("/shared/f")), java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /**
+     * An edit (rewrite) reads the file under the lock it waited for: what the holder appended
+     * while it waited is in the result. Read before the wait, the append was lost.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aRewriteReadsTheFileUnderTheLockItWaitedFor() throws Exception {
+        storage.write(p("/shared/f"), bytes("base\n"));
+        int held = flockHeld("/shared/f");
+        java.util.concurrent.CompletableFuture<Void> edit;
+        try {
+            edit = waitingForTheLock(() -> storage.rewrite(p("/shared/f"),
+                    content -> new String(content, java.nio.charset.StandardCharsets.UTF_8).replace("base", "EDITED")
+                            .getBytes(java.nio.charset.StandardCharsets.UTF_8), Precondition.NONE));
+            Files.write(root.resolve("shared/f"), bytes("APPENDED\n"), java.nio.file.StandardOpenOption.APPEND);
+        } finally {
+            Syscalls.close(held);
+        }
+        edit.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals("EDITED\nAPPENDED\n", new String(storage.read(p("/shared/f")), java.nio.charset.StandardCharsets.UTF_8));
+    }
 }
