@@ -630,35 +630,40 @@ public final class Router {
     // ---- writes: policy first, so a denied write touches nothing ----
 
     public void write(Caller caller, VfsPath path, byte[] data) throws IOException {
-        checkWrite(caller, path);
-        Target t = fileCreatable(path);
-        t.storage().write(t.path(), data);
+        write(caller, path, data, Precondition.NONE);
     }
 
     public void append(Caller caller, VfsPath path, byte[] data) throws IOException {
-        checkWrite(caller, path);
-        Target t = fileCreatable(path);
-        t.storage().append(t.path(), data);
+        append(caller, path, data, Precondition.NONE);
     }
 
     /** A conditional write (--if-match, --if-none-match): the store checks and writes as one step. */
     public void write(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
         checkWrite(caller, path);
         Target t = fileCreatable(path);
-        t.storage().write(t.path(), data, condition);
+        t.storage().write(t.path(), data, condition, stillMayWrite(caller, path));
     }
 
     public void append(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
         checkWrite(caller, path);
         Target t = fileCreatable(path);
-        t.storage().append(t.path(), data, condition);
+        t.storage().append(t.path(), data, condition, stillMayWrite(caller, path));
     }
 
     /** Replaces a file with what {@code rewrite} makes of its content, read as the store's {@link Storage#rewrite} says. */
     public void rewrite(Caller caller, VfsPath path, Storage.Rewrite rewrite, Precondition condition) throws IOException {
         checkWrite(caller, path);
         Target t = fileCreatable(path);
-        t.storage().rewrite(t.path(), rewrite, condition);
+        t.storage().rewrite(t.path(), rewrite, condition, stillMayWrite(caller, path));
+    }
+
+    /**
+     * The policy judged again when the store makes the change: a change waits for the file's
+     * locks (up to --lock-wait), and a context removed from a flock meanwhile is refused then,
+     * as at its next request, not let through on the answer it got before the wait.
+     */
+    private Storage.Guard stillMayWrite(Caller caller, VfsPath path) {
+        return () -> checkWrite(caller, path);
     }
 
     /** The ETag of a file (everyone may read it). */

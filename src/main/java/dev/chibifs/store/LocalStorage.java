@@ -489,23 +489,30 @@ public final class LocalStorage implements Storage {
      */
     @Override
     public void write(VfsPath path, byte[] data, Precondition condition) throws IOException {
+        write(path, data, condition, Guard.NONE);
+    }
+
+    /** {@link #write(VfsPath, byte[], Precondition)}, with {@code guard} checked under the locks, after any wait for them. */
+    @Override
+    public void write(VfsPath path, byte[] data, Precondition condition, Guard guard) throws IOException {
         spaceBackFirst();
         if (condition.none()) {
-            writeLocked(path, data, condition);
+            writeLocked(path, data, condition, guard);
             return;
         }
         synchronized (this) {
             // a file not there yet has no lock to hold: two conditional writes of this storage go one at a time
-            writeLocked(path, data, condition);
+            writeLocked(path, data, condition, guard);
         }
     }
 
-    private void writeLocked(VfsPath path, byte[] data, Precondition condition) throws IOException {
+    private void writeLocked(VfsPath path, byte[] data, Precondition condition, Guard guard) throws IOException {
         createParents(path);
         checkCreatable(path);
         try (At a = at(path)) {
             int held = lockExisting(a, path, lockDeadline());
             try {
+                guard.check();
                 if (!condition.none()) {
                     condition.check(path, currentEtag(path));
                 }
@@ -522,14 +529,15 @@ public final class LocalStorage implements Storage {
      * Replaces the file with what {@code rewrite} makes of its content, read while holding its
      * locks (see {@link #lockForChange}): a change another process made under them while this
      * waited is in what {@code rewrite} is given, not lost. The condition is checked against that
-     * content. Nothing is created: a file that is not there fails as a read does.
+     * content, after {@code guard}. Nothing is created: a file that is not there fails as a read does.
      */
     @Override
-    public void rewrite(VfsPath path, Rewrite rewrite, Precondition condition) throws IOException {
+    public void rewrite(VfsPath path, Rewrite rewrite, Precondition condition, Guard guard) throws IOException {
         spaceBackFirst();
         try (At a = at(path)) {
             int held = lockExisting(a, path, lockDeadline());
             try {
+                guard.check();
                 byte[] current = read(path);
                 condition.check(path, ContentHash.of(current));
                 byte[] next = rewrite.apply(current);
@@ -686,9 +694,14 @@ public final class LocalStorage implements Storage {
         append(path, data, Precondition.NONE);
     }
 
-    /** Appends while holding the file's locks (see {@link #lockForChange}), with the condition checked under them. */
     @Override
     public void append(VfsPath path, byte[] data, Precondition condition) throws IOException {
+        append(path, data, condition, Guard.NONE);
+    }
+
+    /** Appends while holding the file's locks (see {@link #lockForChange}), with the guard and condition checked under them. */
+    @Override
+    public void append(VfsPath path, byte[] data, Precondition condition, Guard guard) throws IOException {
         spaceBackFirst();
         createParents(path);
         long deadline = lockDeadline();
@@ -707,6 +720,7 @@ public final class LocalStorage implements Storage {
                     if (!stillNamed(a, out, path)) {
                         continue;
                     }
+                    guard.check();
                     if (condition.ifMatch() != null) {
                         condition.check(path, currentEtag(path));
                     }

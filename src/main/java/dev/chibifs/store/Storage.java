@@ -357,6 +357,37 @@ public interface Storage extends Closeable {
         }
     }
 
+    /**
+     * What a change checks again at the moment it is made, before anything is touched: the
+     * policy, judged when the change was asked, may have changed while it waited for a lock.
+     */
+    @FunctionalInterface
+    interface Guard {
+        Guard NONE = () -> { };
+
+        void check() throws IOException;
+    }
+
+    /** {@link #write(VfsPath, byte[], Precondition)}, with {@code guard} checked first; a store whose writes wait checks it after the wait. */
+    default void write(VfsPath path, byte[] data, Precondition condition, Guard guard) throws IOException {
+        guard.check();
+        if (condition.none()) {
+            write(path, data); // no ETag to ask: nothing hashed
+        } else {
+            write(path, data, condition);
+        }
+    }
+
+    /** {@link #append(VfsPath, byte[], Precondition)}, with {@code guard} checked first; a store whose writes wait checks it after the wait. */
+    default void append(VfsPath path, byte[] data, Precondition condition, Guard guard) throws IOException {
+        guard.check();
+        if (condition.none()) {
+            append(path, data); // no ETag to ask: nothing hashed
+        } else {
+            append(path, data, condition);
+        }
+    }
+
     /** What {@link #rewrite} makes of a file's content. */
     @FunctionalInterface
     interface Rewrite {
@@ -368,13 +399,13 @@ public interface Storage extends Closeable {
      * content read meets {@code condition}; the write is then made only if the file is still what
      * was read. This default reads, then writes as two steps: a change by another writer between
      * them is lost, unless the condition asks an ETag. A store whose writes wait for the file's
-     * locks reads under them instead (the local store).
+     * locks reads under them instead (the local store). {@code guard} is checked before the write.
      */
-    default void rewrite(VfsPath path, Rewrite rewrite, Precondition condition) throws IOException {
+    default void rewrite(VfsPath path, Rewrite rewrite, Precondition condition, Guard guard) throws IOException {
         byte[] current = read(path);
         String read = ContentHash.of(current);
         condition.check(path, read);
-        write(path, rewrite.apply(current), condition.ifMatch() != null ? Precondition.matching(read) : condition);
+        write(path, rewrite.apply(current), condition.ifMatch() != null ? Precondition.matching(read) : condition, guard);
     }
 
     /** The ETag of the file at {@code path}, null when nothing is there. */

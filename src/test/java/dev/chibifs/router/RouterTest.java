@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -17,6 +18,7 @@ import dev.chibifs.store.Entry;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.LocalStorage;
+import dev.chibifs.store.Precondition;
 import dev.chibifs.store.LockType;
 import dev.chibifs.store.MemoryStorage;
 import dev.chibifs.store.Storage;
@@ -40,6 +42,7 @@ import java.nio.file.NoSuchFileException;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -868,5 +871,106 @@ class RouterTest {
         told.clear();
         op.execute();
         assertEquals(expected, told, what);
+    }
+
+    // ---- changes that wait for a lock another process holds (vfs write, append, edit) ----
+
+    private static final String TEAM_WITH_BOB = "{\"flocks\":[{\"name\":\"team\",\"created_at\":1,"
+            + "\"members\":[{\"context\":\"bob\",\"site\":\"site:h-1\"}]}]}";
+    private static final String TEAM_WITHOUT_BOB = "{\"flocks\":[{\"name\":\"team\",\"created_at\":1,\"members\":[]}]}";
+
+    /** Holds an exclusive flock on the store file, as flock(1) would, until closed. */
+    private int flockHeld(String vfsPath) throws IOException {
+        String file = temp.resolve("vfs").resolve(vfsPath.substring(1)).toString();
+        int fd = dev.chibifs.sys.Syscalls.openat(dev.chibifs.sys.Linux.AT_FDCWD, file, dev.chibifs.sys.Linux.O_RDWR, 0, file);
+        assertTrue(dev.chibifs.sys.Syscalls.flock(fd, dev.chibifs.sys.Linux.LOCK_EX | dev.chibifs.sys.Linux.LOCK_NB));
+        return fd;
+    }
+
+    /** Counts down {@code waiting} once for each thread that waits for a lock. */
+    private void hearWaits(java.util.concurrent.CountDownLatch waiting) {
+        Set<Thread> heard = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        store.lockPause((path, millis) -> {
+            if (heard.add(Thread.currentThread())) {
+                waiting.countDown();
+            }
+            java.util.concurrent.TimeUnit.MILLISECONDS.sleep(millis);
+        });
+    }
+
+    /** Runs {@code change} on a thread of its own: each waits for the lock apart from the others. */
+    private static java.util.concurrent.CompletableFuture<Void> started(org.junit.jupiter.api.function.Executable change) {
+        java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                change.execute();
+                done.complete(null);
+            } catch (Throwable e) {
+                done.completeExceptionally(e);
+            }
+        }, "waiting-change");
+        t.setDaemon(true);
+        t.start();
+        return done;
+    }
+
+    /**
+     * bob was removed from the flock while his append, write and edit waited for the file's lock:
+     * each is refused when it gets the lock, as his next request would be, and the file is as it was.
+     * They were judged before the wait and wrote after the removal.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aChangeWaitingForALockIsJudgedAgainWhenItGetsIt() throws Exception {
+        Router flocks = Router.builder(store).flocks(() -> Optional.of("h-1")).build();
+        Caller bob = Caller.context("bob");
+        vfs.write(SYSTEM, p("/flocks/registry.json"), bytes(TEAM_WITH_BOB));
+        vfs.write(SYSTEM, p("/flocks/team/f"), bytes("base\n"));
+        java.util.concurrent.CountDownLatch waiting = new java.util.concurrent.CountDownLatch(3);
+        hearWaits(waiting);
+        List<java.util.concurrent.CompletableFuture<Void>> changes = new ArrayList<>();
+        int held = flockHeld("/flocks/team/f");
+        try {
+            changes.add(started(() -> flocks.append(bob, p("/flocks/team/f"), bytes("late\n"), Precondition.NONE)));
+            changes.add(started(() -> flocks.write(bob, p("/flocks/team/f"), bytes("replaced"), Precondition.NONE)));
+            changes.add(started(() -> flocks.rewrite(bob, p("/flocks/team/f"), c -> bytes("edited"), Precondition.NONE)));
+            assertTrue(waiting.await(30, java.util.concurrent.TimeUnit.SECONDS), "all three wait for the lock");
+            vfs.write(SYSTEM, p("/flocks/registry.json"), bytes(TEAM_WITHOUT_BOB));
+        } finally {
+            dev.chibifs.sys.Syscalls.close(held);
+        }
+        for (java.util.concurrent.CompletableFuture<Void> change : changes) {
+            java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> change.get(30, java.util.concurrent.TimeUnit.SECONDS));
+            assertInstanceOf(PolicyDeniedException.class, e.getCause(), String.valueOf(e.getCause()));
+            assertTrue(e.getCause().getMessage().contains("not a member of flock 'team'"), e.getCause().getMessage());
+        }
+        assertEquals("base\n", text("/flocks/team/f"));
+    }
+
+    /**
+     * Finding 2 of the tester's: an edit and an append waiting at once for a lock on one file
+     * (as `chibifs edit` and `chibifs append`); whichever goes first, both changes are in the file.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void anEditAndAnAppendWaitingForOneFilesLockBothLand() throws Exception {
+        vfs.write(PLANNER, p("/shared/f"), bytes("base\n"));
+        java.util.concurrent.CountDownLatch waiting = new java.util.concurrent.CountDownLatch(2);
+        hearWaits(waiting);
+        java.util.concurrent.CompletableFuture<Void> edit;
+        java.util.concurrent.CompletableFuture<Void> append;
+        int held = flockHeld("/shared/f");
+        try {
+            edit = started(() -> vfs.rewrite(PLANNER, p("/shared/f"),
+                    c -> new String(c, UTF_8).replace("base", "EDITED").getBytes(UTF_8), Precondition.NONE));
+            append = started(() -> vfs.append(Caller.context("coder"), p("/shared/f"), bytes("APPENDED\n"), Precondition.NONE));
+            assertTrue(waiting.await(30, java.util.concurrent.TimeUnit.SECONDS), "both wait for the lock");
+        } finally {
+            dev.chibifs.sys.Syscalls.close(held);
+        }
+        edit.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        append.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals("EDITED\nAPPENDED\n", text("/shared/f"));
     }
 }

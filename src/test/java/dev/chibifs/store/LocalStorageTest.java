@@ -1055,7 +1055,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
         try {
             edit = waitingForTheLock(() -> storage.rewrite(p("/shared/f"),
                     content -> new String(content, java.nio.charset.StandardCharsets.UTF_8).replace("base", "EDITED")
-                            .getBytes(java.nio.charset.StandardCharsets.UTF_8), Precondition.NONE));
+                            .getBytes(java.nio.charset.StandardCharsets.UTF_8), Precondition.NONE, Storage.Guard.NONE));
             Files.write(root.resolve("shared/f"), bytes("APPENDED\n"), java.nio.file.StandardOpenOption.APPEND);
         } finally {
             Syscalls.close(held);
