@@ -82,4 +82,35 @@ class SiteIdentityTest {
         Files.move(next, real, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
         assertEquals(Optional.of("site-2"), siteId(site));
     }
+
+    /**
+     * site.json rewritten in place to the same size, its modification time put back (cp -p,
+     * rsync --inplace -t, touch -r): the new site id counts at the next look. The stamp was
+     * inode, size and modification time, which all stayed, so the old id was kept for good.
+     */
+    @Test
+    void aSameSizeRewriteWithItsModificationTimePutBackIsSeen() throws IOException {
+        Path file = Files.writeString(home.resolve("site.json"), CHIBIS);
+        SiteIdentity site = new SiteIdentity(new ChibiHome(home));
+        assertEquals(Optional.of("site-1"), siteId(site));
+        java.nio.file.attribute.FileTime modified = Files.getLastModifiedTime(file);
+        untilTheClockMovesPast(file);
+        try (java.nio.channels.FileChannel c = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
+            c.write(java.nio.ByteBuffer.wrap(CHIBIS.replace("site-1", "site-2").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        }
+        Files.setLastModifiedTime(file, modified);
+        assertEquals(modified, Files.getLastModifiedTime(file));
+        assertEquals(Optional.of("site-2"), siteId(site));
+    }
+
+    /** Returns once a change made now gets a later change time than {@code file}'s: time stamps move by the kernel's tick. */
+    private void untilTheClockMovesPast(Path file) throws IOException {
+        Object before = Files.getAttribute(file, "unix:ctime");
+        Path probe = home.resolve("probe");
+        Files.writeString(probe, "");
+        while (((java.nio.file.attribute.FileTime) Files.getAttribute(probe, "unix:ctime")).compareTo(
+                (java.nio.file.attribute.FileTime) before) <= 0) {
+            Files.setLastModifiedTime(probe, java.nio.file.attribute.FileTime.fromMillis(0));
+        }
+    }
 }
