@@ -11,7 +11,7 @@ import java.nio.file.Path;
 
 /**
  * The one way chibifs reads a file of chibi's home (site.json, config.toml, a context's
- * local.toml, state.json, the flock registry): whoever owns the home can put anything at those names, and a read must
+ * local.toml, state.json; the flock registry is the store's, read by its FlockRegistryReader): whoever owns the home can put anything at those names, and a read must
  * neither hang nor take the daemon's memory. So the open never waits (O_NONBLOCK: a fifo opens at
  * once, with or without a writer), what it opened must be a regular file (checked on the
  * descriptor, so a rename after the check changes nothing), and no more than the file's limit is
@@ -28,7 +28,7 @@ public final class HomeFile {
     public static final long CONFIG_TOML_LIMIT = 4L << 20;
     /** state.json: a few hundred bytes per context, so tens of thousands of contexts fit. */
     public static final long STATE_JSON_LIMIT = 16L << 20;
-    /** vfs/flocks/registry.json: a few hundred bytes per flock and member. */
+    /** vfs/flocks/registry.json (read through the store, not here): a few hundred bytes per flock and member. */
     public static final long REGISTRY_JSON_LIMIT = 16L << 20;
 
     private static final int CHUNK = 64 << 10;

@@ -103,13 +103,19 @@ public final class Namespace implements java.io.Closeable {
             b.mount(m.prefix(), store);
             described.add(m.text());
         }
-        b.mount(CONTEXTS, new ContextsView(home.dir(), site::siteId));
+        // the view's flocks are the policy's: the router's registry reader, so both read it by one rule
+        java.util.concurrent.atomic.AtomicReference<Router> built = new java.util.concurrent.atomic.AtomicReference<>();
+        b.mount(CONTEXTS, new ContextsView(home.dir(), site::siteId, () -> {
+            Router r = built.get();
+            return r == null ? dev.chibifs.config.FlockRegistry.EMPTY : r.flockRegistry();
+        }));
         described.add(CONTEXTS + "=view:" + home.dir().resolve("contexts"));
         Storage tools = toolsSys == null ? new MemoryStorage(0)
                 : new LocalStorage(toolsSys.toAbsolutePath().normalize());
         b.mount(TOOLS_SYS, new ReadOnlyStorage(tools, TOOLS_SYS_NAME));
         described.add(TOOLS_SYS + "=" + (toolsSys == null ? "empty" : StoreSpec.READONLY + toolsSys.toAbsolutePath().normalize()));
         Router router = b.build();
+        built.set(router);
         return new Namespace(router, local, List.copyOf(described), java.util.Collections.unmodifiableMap(opened));
     }
 

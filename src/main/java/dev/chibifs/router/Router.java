@@ -267,6 +267,11 @@ public final class Router {
         return membership;
     }
 
+    /** chibi's flock registry as the policy reads it now (empty without flocks, or when it grants nothing): what {@code /sys/contexts} shows. */
+    public dev.chibifs.config.FlockRegistry flockRegistry() {
+        return membership instanceof RegistryMembership r ? r.current() : dev.chibifs.config.FlockRegistry.EMPTY;
+    }
+
     /** Whether {@code caller} may write {@code path}: {@code access(W_OK)} and the modes a mount shows. */
     public boolean mayWrite(Caller caller, VfsPath path) {
         return ZonePolicy.mayWrite(caller, path, membership);

@@ -57,10 +57,10 @@ public final class ContextsView implements ReadOnlyStore {
     private static final String PARTITIONS = "partitions";
 
     private final Path stateFile;
-    private final Path registryFile;
     private final Path contextsDir;
     private LocalStorage contextsStore;
     private final Supplier<Optional<String>> siteId;
+    private final Supplier<FlockRegistry> registry;
 
     /**
      * Each generated file as last made, and since when: its mtime. What it is made from besides
@@ -78,14 +78,11 @@ public final class ContextsView implements ReadOnlyStore {
     }
 
     private final AtomicReference<Known<Map<String, ContextEntry>>> state = new AtomicReference<>(new Known<>(null, Map.of()));
-    private final AtomicReference<Known<FlockRegistry>> flocks = new AtomicReference<>(new Known<>(null, FlockRegistry.EMPTY));
     /**
-     * Set while one request looks at state.json, or at the registry; the others take what is known
-     * meanwhile. A state.json linked into this very mount's /sys/contexts made each look a request
+     * Set while one request looks at state.json; the others take what is known meanwhile. A state.json linked into this very mount's /sys/contexts made each look a request
      * there, which looked again, until the listing's workers all waited on one another.
      */
     private final java.util.concurrent.atomic.AtomicBoolean lookingAtState = new java.util.concurrent.atomic.AtomicBoolean();
-    private final java.util.concurrent.atomic.AtomicBoolean lookingAtRegistry = new java.util.concurrent.atomic.AtomicBoolean();
     /** How a file's version is told: {@link FileStamp#of}; a test's own. */
     private final FileStamp.Stamper stamper;
 
@@ -95,19 +92,22 @@ public final class ContextsView implements ReadOnlyStore {
                         long destroyAt) {
     }
 
-    /** The view of chibi home {@code home} (state.json, contexts/, vfs/flocks/registry.json), this site being {@code siteId}. */
-    public ContextsView(Path home, Supplier<Optional<String>> siteId) throws IOException {
-        this(home, siteId, FileStamp::of);
+    /**
+     * The view of chibi home {@code home} (state.json, contexts/), this site being {@code siteId},
+     * its flocks what {@code registry} says: the flock registry as the policy reads it
+     * ({@link FlockRegistryReader}), so that this view and the policy agree.
+     */
+    public ContextsView(Path home, Supplier<Optional<String>> siteId, Supplier<FlockRegistry> registry) throws IOException {
+        this(home, siteId, registry, FileStamp::of);
         // known before the first request: a request meanwhile takes what is known
         contextList();
-        registry();
     }
 
-    ContextsView(Path home, Supplier<Optional<String>> siteId, FileStamp.Stamper stamper) {
+    ContextsView(Path home, Supplier<Optional<String>> siteId, Supplier<FlockRegistry> registry, FileStamp.Stamper stamper) {
         this.stateFile = home.resolve("state.json");
-        this.registryFile = home.resolve("vfs").resolve("flocks").resolve("registry.json");
         this.contextsDir = home.resolve("contexts");
         this.siteId = siteId;
+        this.registry = registry;
         this.stamper = stamper;
     }
 
@@ -199,34 +199,6 @@ public final class ContextsView implements ReadOnlyStore {
         return StrictJson.isU64(v);
     }
 
-    private FlockRegistry registry() throws IOException {
-        Known<FlockRegistry> before = flocks.get();
-        if (!lookingAtRegistry.compareAndSet(false, true)) {
-            return before.value();
-        }
-        try {
-            return registry(before);
-        } finally {
-            lookingAtRegistry.set(false);
-        }
-    }
-
-    private FlockRegistry registry(Known<FlockRegistry> before) throws IOException {
-        FileStamp now = stamper.of(registryFile);
-        if (now.equals(before.stamp())) {
-            return before.value();
-        }
-        FlockRegistry parsed;
-        try {
-            parsed = now == FileStamp.MISSING ? FlockRegistry.EMPTY
-                    : FlockRegistry.parse(HomeFile.read(registryFile, HomeFile.REGISTRY_JSON_LIMIT));
-        } catch (IllegalArgumentException | IOException e) {
-            parsed = FlockRegistry.EMPTY; // chibi's view reads it with unwrap_or_default; the membership check says why
-        }
-        flocks.compareAndSet(before, new Known<>(now, parsed));
-        return parsed;
-    }
-
     private ContextEntry context(String name) throws IOException {
         ContextEntry c = contextList().get(name);
         if (c == null) {
@@ -246,7 +218,7 @@ public final class ContextsView implements ReadOnlyStore {
             if (withSite) {
                 out.add(siteFlock);
             }
-            out.addAll(registry().flocksFor(name, siteFlock));
+            out.addAll(registry.get().flocksFor(name, siteFlock));
         }
         return out;
     }

@@ -70,4 +70,16 @@ class RegistryMembershipTest {
         registry("{\"flocks\":[{\"name\":\"team\",\"created_at\":1,\"members\":[{\"context\":\"planner\",\"site\":\"site:h-1\"}]}]}");
         assertEquals(false, new RegistryMembership(store, path, Optional::empty).isMember("team", "planner"));
     }
+
+    /** A registry over the limit /sys/contexts also keeps was read whole into memory at each change, and granted. */
+    @Test
+    void aRegistryOverTheLimitGrantsNothingAndSaysWhy() throws Exception {
+        String team = "{\"flocks\":[{\"name\":\"team\",\"created_at\":1,\"members\":[{\"context\":\"planner\",\"site\":\"site:h-1\"}]";
+        registry(team + ",\"padding\":\"" + "x".repeat((int) dev.chibifs.config.HomeFile.REGISTRY_JSON_LIMIT) + "\"}]}");
+        assertFalse(members.isMember("team", "planner"));
+        assertTrue(members.problem().contains("over the 16 MiB"), members.problem());
+        registry(team + "}]}");
+        assertTrue(members.isMember("team", "planner"), "rewritten within the limit: granted at once");
+        assertNull(members.problem());
+    }
 }

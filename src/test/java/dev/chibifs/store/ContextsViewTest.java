@@ -20,8 +20,17 @@ class ContextsViewTest {
     @TempDir
     Path home;
 
+    /** The registry as the policy reads it, from the home's store. */
+    private FlockRegistryReader registry() throws java.io.IOException {
+        return new FlockRegistryReader(new LocalStorage(home.resolve("vfs")), VfsPath.of("/flocks/registry.json"));
+    }
+
+    private ContextsView view() throws java.io.IOException {
+        return new ContextsView(home, () -> Optional.of("h-1"), registry()::current);
+    }
+
     private JsonNode state(String context) throws Exception {
-        byte[] json = new ContextsView(home, () -> Optional.of("h-1")).read(VfsPath.of("/" + context + "/state.json"));
+        byte[] json = view().read(VfsPath.of("/" + context + "/state.json"));
         return new ObjectMapper().readTree(json);
     }
 
@@ -49,7 +58,7 @@ class ContextsViewTest {
     void timesPastTheLargestLongArePrintedAsChibiPrintsThem() throws Exception {
         write("state.json", "{\"contexts\":[{\"name\":\"alice\",\"created_at\":18446744073709551615,"
                 + "\"last_activity_at\":9223372036854775808}]}");
-        String state = new String(new ContextsView(home, () -> Optional.of("h-1")).read(VfsPath.of("/alice/state.json")),
+        String state = new String(view().read(VfsPath.of("/alice/state.json")),
                 StandardCharsets.UTF_8);
         org.junit.jupiter.api.Assertions.assertTrue(state.contains("\"created_at\": 18446744073709551615,\n"
                 + "  \"last_activity_at\": 9223372036854775808,"), state);
@@ -73,7 +82,7 @@ class ContextsViewTest {
     /** chibi's state file or registry as a fifo hung /sys/contexts in open(2); a link to /dev/zero took the daemon's memory. */
     @Test
     void aStateFileOrRegistryThatIsNoRegularFileShowsNothingAtOnce() throws Exception {
-        ContextsView view = new ContextsView(home, () -> Optional.of("h-1"));
+        ContextsView view = view();
         dev.chibifs.testing.OddFiles.fifo(home.resolve("state.json"));
         assertEquals(List.of(), promptly(() -> view.list(VfsPath.of("/"))));
         Files.delete(home.resolve("state.json"));
@@ -97,7 +106,7 @@ class ContextsViewTest {
         write("state.json", "{\"contexts\":[{\"name\":\"alice\",\"created_at\":1}]}");
         java.util.concurrent.atomic.AtomicReference<ContextsView> view = new java.util.concurrent.atomic.AtomicReference<>();
         java.util.concurrent.atomic.AtomicInteger looks = new java.util.concurrent.atomic.AtomicInteger();
-        view.set(new ContextsView(home, () -> Optional.of("h-1"), file -> {
+        view.set(new ContextsView(home, () -> Optional.of("h-1"), registry()::current, file -> {
             if (file.endsWith("state.json") && looks.incrementAndGet() < 20) {
                 try {
                     java.util.concurrent.CompletableFuture.supplyAsync(() -> {
