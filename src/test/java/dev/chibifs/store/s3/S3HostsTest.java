@@ -296,6 +296,37 @@ class S3HostsTest {
         });
     }
 
+    /** What a test checks while the pass is still held, once what ran beside it has ended. */
+    @FunctionalInterface
+    private interface WhileHeld {
+        void check(java.util.concurrent.CompletableFuture<Void> pass) throws Exception;
+    }
+
+    /**
+     * Holds a write-back pass of {@code a} at its PUT of {@code key} and runs {@code meanwhile} beside
+     * it. With {@code whileHeld}, {@code meanwhile} must end while the PUT is held (bounded, no sleep:
+     * had it to wait for that PUT, which only this thread lets go, it would time out), and then
+     * {@code whileHeld} checks; without, the PUT is let go first. Waits for both.
+     */
+    private void besideAHeldPass(S3Storage a, String key, Meanwhile meanwhile, WhileHeld whileHeld) throws Exception {
+        S3Server.HeldRequests held = holdPut(key, 1);
+        try {
+            var pass = aside(a::flushAll);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the pass's PUT of " + key + " came");
+            var beside = aside(meanwhile);
+            if (whileHeld != null) {
+                beside.get(30, TimeUnit.SECONDS);
+                whileHeld.check(pass);
+            }
+            held.release().countDown();
+            beside.get(30, TimeUnit.SECONDS);
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+    }
+
     private static void writeAndSync(S3Storage s, String path, String content) throws IOException {
         try (FileHandle h = s.open(p(path), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE, OpenFlag.TRUNCATE), 0644)) {
             h.write(ByteBuffer.wrap(content.getBytes(UTF_8)), 0);
@@ -311,21 +342,11 @@ class S3HostsTest {
         a.mkdir(p("/shared"));
         a.flushAll();
         put(a, "/shared/big", "big");
-        S3Server.HeldRequests held = holdPut("shared/big", 1);
-        try {
-            var pass = aside(a::flushAll);
-            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the big file's PUT came");
-            var fsync = aside(() -> writeAndSync(a, "/shared/f", "x\n"));
-            // bounded, no sleep: without the change the fsync waits for the held PUT, which only this thread lets go
-            fsync.get(30, TimeUnit.SECONDS);
-            assertEquals("x\n", inS3("shared/f"));
-            assertFalse(pass.isDone(), "the big file is still going up");
-            held.release().countDown();
-            pass.get(30, TimeUnit.SECONDS);
-        } finally {
-            held.release().countDown();
-            server.holdPuts(n -> false, 0);
-        }
+        besideAHeldPass(a, "shared/big", () -> writeAndSync(a, "/shared/f", "x\n"),
+                pass -> {
+                    assertEquals("x\n", inS3("shared/f"));
+                    assertFalse(pass.isDone(), "the big file is still going up");
+                });
         assertEquals("big", inS3("shared/big"));
         assertEquals(0, a.pendingChanges());
     }
@@ -338,18 +359,7 @@ class S3HostsTest {
         a.mkdir(p("/shared"));
         a.flushAll();
         put(a, "/shared/f", "one");
-        S3Server.HeldRequests held = holdPut("shared/f", 1);
-        try {
-            var pass = aside(a::flushAll);
-            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the pass's PUT came");
-            var fsync = aside(() -> writeAndSync(a, "/shared/f", "two"));
-            held.release().countDown();
-            fsync.get(30, TimeUnit.SECONDS);
-            pass.get(30, TimeUnit.SECONDS);
-        } finally {
-            held.release().countDown();
-            server.holdPuts(n -> false, 0);
-        }
+        besideAHeldPass(a, "shared/f", () -> writeAndSync(a, "/shared/f", "two"), null);
         assertEquals("two", inS3("shared/f"));
         a.flushAll();
         assertEquals("two", inS3("shared/f"));
@@ -365,19 +375,10 @@ class S3HostsTest {
         a.mkdir(p("/shared"));
         a.flushAll();
         put(a, "/shared/x", "old");
-        S3Server.HeldRequests held = holdPut("shared/x", 1);
-        try {
-            var pass = aside(a::flushAll);
-            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the pass's PUT came");
+        besideAHeldPass(a, "shared/x", () -> {
             a.rename(p("/shared/x"), p("/shared/y"));
-            var fsync = aside(() -> writeAndSync(a, "/shared/x", "new"));
-            held.release().countDown();
-            fsync.get(30, TimeUnit.SECONDS);
-            pass.get(30, TimeUnit.SECONDS);
-        } finally {
-            held.release().countDown();
-            server.holdPuts(n -> false, 0);
-        }
+            writeAndSync(a, "/shared/x", "new");
+        }, null);
         a.flushAll();
         assertEquals("new", inS3("shared/x"));
         assertEquals("old", inS3("shared/y"));
