@@ -118,11 +118,9 @@ class StatusCommandTest {
     /** A mount whose store fails (S3 away for six minutes) said active and nothing more. */
     @Test
     void anActiveMountWhoseStoreFailsSaysWhatTheDaemonSays() throws Exception {
-        Path table = Files.writeString(tmp.resolve("failing-mounts"), "chibifs /mnt/failing fuse.chibifs rw 0 0\n");
-        MountRegistry registry = new MountRegistry(tmp.resolve("failing-reg"), table, pid -> true);
-        registry.write(new MountRecord(Path.of("/mnt/failing"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
-                tmp.resolve("h"), tmp.resolve("h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr",
-                "/=s3://team/chibi"));
+        OneMount m = s3MountOfPid7("failing");
+        Path table = m.table();
+        MountRegistry registry = m.registry();
         try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(registry, 7),
                 () -> Map.of("troubles", Map.of("/", "cannot reach http://127.0.0.1:9/ (Connection refused)")))) {
             assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/failing"), "still active");
@@ -140,11 +138,9 @@ class StatusCommandTest {
      */
     @Test
     void aDaemonSilentOnceButAnsweringWhenAskedAgainIsActive() throws Exception {
-        Path table = Files.writeString(tmp.resolve("slow-mounts"), "chibifs /mnt/slow fuse.chibifs rw 0 0\n");
-        MountRegistry registry = new MountRegistry(tmp.resolve("slow-reg"), table, pid -> true);
-        registry.write(new MountRecord(Path.of("/mnt/slow"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
-                tmp.resolve("h"), tmp.resolve("h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr",
-                "/=s3://team/chibi"));
+        OneMount m = s3MountOfPid7("slow");
+        Path table = m.table();
+        MountRegistry registry = m.registry();
         try (var slow = StatsCommandTest.silent(StatsSocket.pathFor(registry, 7))) {
             Thread answersTheSecond = new Thread(() -> {
                 try (var first = slow.accept(); var second = slow.accept()) {
@@ -166,11 +162,9 @@ class StatusCommandTest {
      */
     @Test
     void aDaemonThatDoesNotAnswerIsNotActive() throws Exception {
-        Path table = Files.writeString(tmp.resolve("stopped-mounts"), "chibifs /mnt/stopped fuse.chibifs rw 0 0\n");
-        MountRegistry registry = new MountRegistry(tmp.resolve("stopped-reg"), table, pid -> true);
-        registry.write(new MountRecord(Path.of("/mnt/stopped"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
-                tmp.resolve("h"), tmp.resolve("h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr",
-                "/=s3://team/chibi"));
+        OneMount m = s3MountOfPid7("stopped");
+        Path table = m.table();
+        MountRegistry registry = m.registry();
         try (var stopped = StatsCommandTest.silent(StatsSocket.pathFor(registry, 7))) {
             assertEquals(1, run(new StatusCommand(List.of(registry), table, Clock.systemUTC())
                     .silentAfter(java.time.Duration.ofMillis(200)), "/mnt/stopped"));
@@ -397,5 +391,18 @@ class StatusCommandTest {
         r = cli.run("trace", "--path", "shared", tmp.toString());
         assertEquals(ExitCodes.USAGE, r.code(), r.toString());
         assertEquals("chibifs: --path: invalid VFS path 'shared': a VFS path must start with '/'\n", r.err());
+    }
+
+    /** A mount table and a registry of one mount, /mnt/NAME, on S3, whose daemon is pid 7. */
+    private record OneMount(Path table, MountRegistry registry) {
+    }
+
+    private OneMount s3MountOfPid7(String name) throws java.io.IOException {
+        Path table = Files.writeString(tmp.resolve(name + "-mounts"), "chibifs /mnt/" + name + " fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve(name + "-reg"), table, pid -> true);
+        registry.write(new MountRecord(Path.of("/mnt/" + name), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
+                tmp.resolve("h"), tmp.resolve("h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr",
+                "/=s3://team/chibi"));
+        return new OneMount(table, registry);
     }
 }
