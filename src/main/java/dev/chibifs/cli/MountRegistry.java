@@ -337,6 +337,13 @@ public final class MountRegistry {
             // neither live nor stale can be told: nothing may act on that pid (umount waits on it, --force kills it)
             return new Entry(file, null, Health.UNREADABLE, "not believed: " + doubt);
         }
+        Long mounter = mounted.get(record.mountpoint());
+        if (mounter != null && mounter >= 0 && mounter != owner) {
+            // before the pid: a dead pid's record naming root's active mount was called stale, and root's
+            // status advised umount -l of that healthy mount
+            return new Entry(file, null, Health.UNREADABLE, "not believed: " + record.mountpoint() + " is uid " + mounter
+                    + "'s mount, not uid " + owner + "'s");
+        }
         if (!daemonRuns.test(record)) {
             return new Entry(file, record, Health.STALE, "pid " + record.pid() + (pidAlive.test(record.pid())
                     ? " is another process now: its daemon is gone" : " is not running"));
@@ -346,7 +353,6 @@ public final class MountRegistry {
             return new Entry(file, null, Health.UNREADABLE, "not believed: pid " + record.pid() + " runs as uid " + runsAs
                     + ", not as the registry's owner, uid " + owner);
         }
-        Long mounter = mounted.get(record.mountpoint());
         if (mounter == null && !holdsFuse.test(record.pid())) {
             // any user may write such a record in their own registry, naming a process of theirs that
             // runs (a sleep): root's status showed it as a detached mount of whatever path it named
@@ -356,10 +362,6 @@ public final class MountRegistry {
         if (mounter == null) {
             return new Entry(file, record, Health.DETACHED, record.mountpoint() + " is unmounted; pid " + record.pid()
                     + " still serves the files open on it and exits when the last is closed");
-        }
-        if (mounter >= 0 && mounter != owner) {
-            return new Entry(file, null, Health.UNREADABLE, "not believed: " + record.mountpoint() + " is uid " + mounter
-                    + "'s mount, not uid " + owner + "'s");
         }
         return new Entry(file, record, Health.ACTIVE, "");
     }

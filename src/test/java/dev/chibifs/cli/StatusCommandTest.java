@@ -337,6 +337,24 @@ class StatusCommandTest {
         assertEquals(registry.owner(), row.get("registryUid").asInt());
     }
 
+    /**
+     * A user's record with a dead pid naming root's active mount was judged stale before anyone asked
+     * whose mount that is, and root's status advised {@code umount -l} of its own healthy mount. A
+     * record naming another uid's mount is not believed, whatever its pid.
+     */
+    @Test
+    void aDeadPidsRecordNamingAnotherUsersMountIsNotBelievedAndAdvisesNoUnmount() throws Exception {
+        Path table = Files.writeString(tmp.resolve("roots-mounts"), "chibifs /mnt/roots fuse.chibifs rw,user_id=4343,group_id=0 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("users"), table, pid -> false);
+        registry.write(new MountRecord(Path.of("/mnt/roots"), 4000000, MountRecord.MODE_CONTEXT, "alice", "", null,
+                Path.of("/h"), Path.of("/h/vfs"), Instant.parse("2025-01-01T11:00:00Z"), "", "stderr"));
+        assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC(), 4343)));
+        String text = out.toString();
+        assertFalse(text.contains("umount"), text);
+        assertFalse(text.contains("stale"), text);
+        assertTrue(text.contains("not believed: /mnt/roots is uid 4343's mount, not uid " + registry.owner() + "'s"), text);
+    }
+
     /** A daemon that holds /dev/fuse after its mount was unmounted lazily is detached, as before; your own rows name no registry. */
     @Test
     void aDaemonHoldingFuseWhoseMountIsGoneIsDetached() throws Exception {
