@@ -286,8 +286,7 @@ public final class MountRegistry {
      */
     List<Entry> entriesOf(List<Path> listed) throws IOException {
         List<Entry> entries = new ArrayList<>();
-        Map<Path, Long> mounted = new java.util.HashMap<>();
-        MountTable.chibifsMounts(mountTable).forEach(m -> mounted.put(m.mountpoint(), m.mounter()));
+        Map<Path, Long> mounted = mounted();
         for (Path file : listed) {
             int by;
             try {
@@ -300,6 +299,12 @@ public final class MountRegistry {
                     // a link would have root's status read, as root, whatever file it names
                     : Files.isSymbolicLink(file) ? new Entry(file, null, Health.UNREADABLE, "not believed: a symbolic link")
                     : judge(file, mounted);
+            if (entry != null && entry.health() == Health.STALE) {
+                // a daemon unmounted cleanly leaves the table, removes its record, then exits: the table read
+                // before its pid was found gone still showed its mount, and status called it stale with
+                // umount -l advice. Judged again against a table read after the pid, the record read again
+                entry = judge(file, mounted());
+            }
             if (entry != null) {
                 entries.add(entry);
             }
@@ -307,6 +312,13 @@ public final class MountRegistry {
         entries.sort(Comparator.comparing(e -> e.record() == null ? e.file().toString()
                 : e.record().mountpoint().toString()));
         return entries;
+    }
+
+    /** The chibifs mounts in the mount table now, each with its mounter's uid ({@code user_id=}, or -1). */
+    private Map<Path, Long> mounted() throws IOException {
+        Map<Path, Long> mounted = new java.util.HashMap<>();
+        MountTable.chibifsMounts(mountTable).forEach(m -> mounted.put(m.mountpoint(), m.mounter()));
+        return mounted;
     }
 
     /** A mount's record is a dozen lines: far below this. */

@@ -103,38 +103,71 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     private List<Map<String, Object>> rows(List<MountRegistry> sources) throws IOException {
+        Map<MountRegistry, List<MountRegistry.Entry>> listed = new LinkedHashMap<>();
+        for (MountRegistry registry : sources) {
+            listed.put(registry, registry.list());
+        }
+        // the table after the records and their pids: read before, a daemon that exited between the
+        // two (unmounted, record removed) had its mount seen and its pid found gone: umount -l advice
+        List<MountTable.MountEntry> table = MountTable.chibifsMounts(mountTable);
+        Set<Path> mounted = new HashSet<>();
+        table.forEach(m -> mounted.add(m.mountpoint()));
         List<Map<String, Object>> rows = new ArrayList<>();
         Set<Path> registered = new HashSet<>();
-        Set<Path> mounted = new HashSet<>();
-        MountTable.chibifsMounts(mountTable).forEach(m -> mounted.add(m.mountpoint()));
-        for (MountRegistry registry : sources) {
-            String whose = registry.owner() == viewer ? null : whose(registry);
-            for (MountRegistry.Entry entry : registry.list()) {
-                Map<String, Object> row = row(entry, mounted);
-                row.put("registryUid", registry.owner());
-                if (whose != null) {
-                    // anything in it is that user's word: a record names any mountpoint, context or home
-                    row.put("detail", "from " + whose + "'s registry" + (row.get("detail").toString().isEmpty() ? ""
-                            : "; " + row.get("detail")));
-                }
-                rows.add(row);
-                if (entry.record() != null) {
-                    // a killed daemon's mount is in the table still: its stale row says so, once
-                    registered.add(entry.record().mountpoint());
-                }
+        Set<Path> files = new HashSet<>();
+        listed.forEach((registry, entries) -> entries.forEach(entry -> {
+            addRow(rows, registry, entry, mounted);
+            files.add(entry.file());
+            if (entry.record() != null) {
+                // a killed daemon's mount is in the table still: its stale row says so, once
+                registered.add(entry.record().mountpoint());
             }
-        }
-        for (MountTable.MountEntry mount : MountTable.chibifsMounts(mountTable)) {
-            if (!registered.contains(mount.mountpoint())) {
-                Map<String, Object> row = new LinkedHashMap<>();
-                row.put("mountpoint", mount.mountpoint().toString());
-                row.put("state", "unregistered");
-                row.put("options", mount.options());
-                row.put("detail", "in the mount table, but no registry this user can read describes it");
-                rows.add(row);
+        }));
+        for (MountTable.MountEntry mount : table) {
+            if (registered.contains(mount.mountpoint()) || addedSinceListed(rows, listed.keySet(), files, mounted,
+                    mount.mountpoint())) {
+                continue;
             }
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("mountpoint", mount.mountpoint().toString());
+            row.put("state", "unregistered");
+            row.put("options", mount.options());
+            row.put("detail", "in the mount table, but no registry this user can read describes it");
+            rows.add(row);
         }
         return rows;
+    }
+
+    /**
+     * Whether a registry has a record of MOUNTPOINT now that was not there when it was listed, its rows
+     * added: a starting daemon mounts first and writes its record then, so a mount that appeared between
+     * the listing and the table's read showed as unregistered.
+     */
+    private boolean addedSinceListed(List<Map<String, Object>> rows, Set<MountRegistry> registries, Set<Path> listedFiles,
+                                     Set<Path> mounted, Path mountpoint) throws IOException {
+        boolean found = false;
+        for (MountRegistry registry : registries) {
+            Path file = registry.fileFor(mountpoint);
+            if (listedFiles.contains(file) || !Files.exists(file, LinkOption.NOFOLLOW_LINKS)) {
+                continue;
+            }
+            for (MountRegistry.Entry entry : registry.entriesOf(List.of(file))) {
+                addRow(rows, registry, entry, mounted);
+                found |= entry.record() != null;
+            }
+        }
+        return found;
+    }
+
+    private void addRow(List<Map<String, Object>> rows, MountRegistry registry, MountRegistry.Entry entry, Set<Path> mounted) {
+        Map<String, Object> row = row(entry, mounted);
+        row.put("registryUid", registry.owner());
+        if (registry.owner() != viewer) {
+            // anything in it is that user's word: a record names any mountpoint, context or home
+            row.put("detail", "from " + whose(registry) + "'s registry" + (row.get("detail").toString().isEmpty() ? ""
+                    : "; " + row.get("detail")));
+        }
+        rows.add(row);
     }
 
     /** Uid N of {@code registry} as people know it: "uid N (name)", the name as its directory's owner resolves. */

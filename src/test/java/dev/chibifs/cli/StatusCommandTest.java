@@ -355,6 +355,75 @@ class StatusCommandTest {
         assertTrue(text.contains("not believed: /mnt/roots is uid 4343's mount, not uid " + registry.owner() + "'s"), text);
     }
 
+    private MountRecord contextRecord(String mountpoint, long pid) {
+        return new MountRecord(Path.of(mountpoint), pid, MountRecord.MODE_CONTEXT, "planner", "", null,
+                tmp, tmp, Instant.parse("2025-01-01T11:00:00Z"), "", "stderr");
+    }
+
+    /**
+     * Status beside mounts stopping: it read the mount table before the records and pids, so a daemon
+     * unmounted cleanly between the two (its record removed, then its exit) showed as stale with
+     * {@code umount -l} advice, and so did a killed daemon's mount unmounted meanwhile. The table is
+     * read after: here each stops just as status asks whether its pid runs.
+     */
+    @Test
+    void aMountStoppingWhileStatusReadsIsNoStaleRowAdvisingUmount() throws Exception {
+        Path table = Files.writeString(tmp.resolve("stopping-mounts"), "chibifs /mnt/clean fuse.chibifs rw 0 0\n"
+                + "chibifs /mnt/killed fuse.chibifs rw 0 0\n");
+        Path dir = tmp.resolve("stopping");
+        java.util.Set<Long> stopped = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        MountRegistry[] registry = new MountRegistry[1];
+        registry[0] = new MountRegistry(dir, table, pid -> {
+            if (stopped.add(pid)) {
+                try {
+                    // 31 unmounts cleanly and removes its record; 32 was killed, and its mount is unmounted now
+                    Files.writeString(table, Files.readString(table).replace("chibifs /mnt/" + (pid == 31 ? "clean" : "killed")
+                            + " fuse.chibifs rw 0 0\n", ""));
+                    if (pid == 31) {
+                        registry[0].remove(Path.of("/mnt/clean"));
+                    }
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+            return false;
+        });
+        registry[0].write(contextRecord("/mnt/clean", 31));
+        registry[0].write(contextRecord("/mnt/killed", 32));
+        assertEquals(0, run(new StatusCommand(List.of(registry[0]), table, Clock.systemUTC())));
+        String text = out.toString();
+        assertFalse(text.contains("umount"), text);
+        assertFalse(text.contains("/mnt/clean"), text);
+        assertTrue(text.contains("/mnt/killed: pid 32 is not running; nothing serves it: remove "), text);
+    }
+
+    /** A mount starting while status reads is in the table before its record: it was shown as unregistered. */
+    @Test
+    void aMountStartingWhileStatusReadsIsNotUnregistered() throws Exception {
+        Path table = Files.writeString(tmp.resolve("starting-mounts"), "chibifs /mnt/up fuse.chibifs rw 0 0\n");
+        Path dir = tmp.resolve("starting");
+        MountRegistry[] registry = new MountRegistry[1];
+        java.util.concurrent.atomic.AtomicBoolean started = new java.util.concurrent.atomic.AtomicBoolean();
+        registry[0] = new MountRegistry(dir, table, pid -> {
+            if (started.compareAndSet(false, true)) {
+                try {
+                    // after the listing: /mnt/new is mounted, then its daemon writes its record
+                    Files.writeString(table, "chibifs /mnt/new fuse.chibifs rw 0 0\n", java.nio.file.StandardOpenOption.APPEND);
+                    registry[0].write(contextRecord("/mnt/new", 42));
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }
+            return true;
+        });
+        registry[0].write(contextRecord("/mnt/up", 41));
+        assertEquals(0, run(new StatusCommand(List.of(registry[0]), table, Clock.systemUTC())));
+        String text = out.toString();
+        assertFalse(text.contains("unregistered"), text);
+        assertTrue(text.matches("(?s).*\n/mnt/new\\s+active\\s+42\\s.*"), text);
+        assertTrue(text.matches("(?s).*\n/mnt/up\\s+active\\s+41\\s.*"), text);
+    }
+
     /** A daemon that holds /dev/fuse after its mount was unmounted lazily is detached, as before; your own rows name no registry. */
     @Test
     void aDaemonHoldingFuseWhoseMountIsGoneIsDetached() throws Exception {
