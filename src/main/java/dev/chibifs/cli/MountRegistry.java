@@ -122,7 +122,7 @@ public final class MountRegistry {
      * or not, always does. True where its descriptors cannot be read (another user's, for a user
      * not root): then its record is believed as before.
      */
-    private static boolean holdsFuseDevice(long pid) {
+    static boolean holdsFuseDevice(long pid) {
         try (DirectoryStream<Path> fds = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "fd"))) {
             for (Path fd : fds) {
                 try {
@@ -142,7 +142,7 @@ public final class MountRegistry {
     }
 
     /** The uid process {@code pid} runs as (its /proc directory's owner), or -1 where none runs. */
-    private static int uidOf(long pid) {
+    static int uidOf(long pid) {
         try {
             return (Integer) Files.getAttribute(Path.of("/proc", Long.toString(pid)), "unix:uid");
         } catch (IOException | RuntimeException gone) {

@@ -63,8 +63,9 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
     public Integer call() throws IOException {
         Path mp = MountCommand.realMountpoint(mountpoint);
         Optional<MountTable.MountEntry> entry = MountTable.find(mountTable, mp);
+        long me = uid == null ? MountRegistry.currentUid() : uid;
         if (entry.isEmpty()) {
-            Optional<ProcessHandle> detached = findDaemon(mp);
+            Optional<ProcessHandle> detached = findDaemon(mp, me);
             throw new MountFailure(mp + " is not mounted" + detached.map(d -> " (it was unmounted lazily: its daemon, pid "
                     + d.pid() + ", exits when the files still open on it are closed)").orElse(""));
         }
@@ -72,13 +73,12 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
             throw new MountFailure(mp + " is a " + entry.get().fsType() + " mount, not chibifs");
         }
         long mounter = entry.get().mounter();
-        long me = uid == null ? MountRegistry.currentUid() : uid;
         if (me != 0 && mounter >= 0 && mounter != me) {
             // fusermount3 would refuse too, but in words about /etc/mtab that say nothing of whose it is
             throw new MountFailure(mp + " is another user's mount (uid " + mounter + "): only that user or root can"
                     + " unmount it");
         }
-        Optional<ProcessHandle> daemon = findDaemon(mp);
+        Optional<ProcessHandle> daemon = findDaemon(mp, mounter >= 0 ? mounter : me);
         if (force) {
             return forceUnmount(mp, daemon);
         }
@@ -211,10 +211,21 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
     }
 
     /**
-     * The daemon serving {@code mp}: from this user's registry, else (a daemon of another user, or one
-     * that could not record itself) a chibifs mount process whose arguments end with that mountpoint.
+     * The daemon serving {@code mp}, made by uid {@code mounter}: from this user's registry, else (a
+     * daemon of another user, or one that could not record itself) a process of the mounter's that
+     * holds a FUSE device and whose arguments are a chibifs mount of that mountpoint.
      */
-    static Optional<ProcessHandle> findDaemon(Path mp) {
+    static Optional<ProcessHandle> findDaemon(Path mp, long mounter) {
+        return findDaemon(mp, mounter, MountRegistry::uidOf, MountRegistry::holdsFuseDevice);
+    }
+
+    /**
+     * As {@link #findDaemon(Path, long)}, each process's uid and FUSE device told by {@code uidOf} and
+     * {@code holdsFuse} (tests). Arguments alone are anyone's to write: another user's python with a
+     * daemon's arguments was named root's mount's daemon, waited on, and --force would have killed it.
+     */
+    static Optional<ProcessHandle> findDaemon(Path mp, long mounter, java.util.function.LongToIntFunction uidOf,
+                                              java.util.function.LongPredicate holdsFuse) {
         try {
             for (MountRegistry.Entry e : MountRegistry.forCurrentUser().list()) {
                 if (e.record() != null && e.record().mountpoint().equals(mp)) {
@@ -234,7 +245,8 @@ public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exemp
             }
             List<String> a = List.of(args.get());
             return a.contains(Main.class.getName()) && a.contains("mount") && a.contains("--foreground")
-                    && a.get(a.size() - 1).equals(want);
+                    && a.get(a.size() - 1).equals(want)
+                    && uidOf.applyAsInt(p.pid()) == mounter && holdsFuse.test(p.pid());
         }).findFirst();
     }
 }

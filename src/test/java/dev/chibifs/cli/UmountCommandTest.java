@@ -59,4 +59,50 @@ class UmountCommandTest {
         assertEquals(-1, new dev.chibifs.fuse.MountTable.MountEntry("chibifs", java.nio.file.Path.of("/m"), "fuse.chibifs", "rw,nosuid").mounter());
         assertEquals(-1, new dev.chibifs.fuse.MountTable.MountEntry("chibifs", java.nio.file.Path.of("/m"), "fuse.chibifs", "user_id=x").mounter());
     }
+
+    /** A process with a daemon's arguments for MP, ready once it has printed its first line; ended by the caller. */
+    private static Process decoy(Path mp, boolean holdingFuse) throws Exception {
+        String script = (holdingFuse ? "exec 3<>/dev/fuse; " : "") + "echo ready; read x";
+        Process p = new ProcessBuilder("sh", "-c", script, Main.class.getName(), "mount", "--foreground", mp.toString())
+                .redirectErrorStream(true).start();
+        assertEquals("ready", new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream())).readLine());
+        return p;
+    }
+
+    /**
+     * umount took any process whose arguments look like a daemon's for the daemon: another user's python
+     * with "dev.chibifs.cli.Main mount --foreground M" in its argv was waited on (and --force would have
+     * killed it), and the owner's umount said it was the lazily unmounted mount's daemon.
+     */
+    @Test
+    void aProcessThatOnlyLooksLikeADaemonIsNotTakenForOne() throws Exception {
+        Path mp = Files.createDirectories(tmp.resolve("m3")).toRealPath();
+        Process planted = decoy(mp, false);
+        try {
+            Path table = Files.writeString(tmp.resolve("mounts"), "");
+            assertEquals(ExitCodes.FAILURE, run(new UmountCommand(table, (long) MountRegistry.currentUid()), mp.toString()));
+            assertEquals("chibifs: " + mp + " is not mounted\n", err.toString());
+        } finally {
+            planted.destroy();
+        }
+    }
+
+    /**
+     * A daemon no registry of this user's names (another user's, one that could not record itself) is
+     * still found by its arguments, but only as a process of the mount's user_id= that holds /dev/fuse.
+     */
+    @Test
+    void aDaemonFoundByItsArgumentsRunsAsTheMounterAndHoldsFuse() throws Exception {
+        Path mp = Files.createDirectories(tmp.resolve("m4")).toRealPath();
+        Process daemon = decoy(mp, false);
+        try {
+            int uid = MountRegistry.currentUid();
+            assertEquals(daemon.pid(), UmountCommand.findDaemon(mp, uid, pid -> uid, pid -> pid == daemon.pid())
+                    .orElseThrow().pid());
+            assertFalse(UmountCommand.findDaemon(mp, uid + 1, pid -> uid, pid -> true).isPresent(), "another uid's process");
+            assertFalse(UmountCommand.findDaemon(mp, uid, pid -> uid, pid -> false).isPresent(), "holds no /dev/fuse");
+        } finally {
+            daemon.destroy();
+        }
+    }
 }
