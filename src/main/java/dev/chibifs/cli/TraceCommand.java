@@ -47,8 +47,12 @@ import java.util.concurrent.Callable;
                 + " in the daemon; a lock request that waits shows 'waiting', then again 'after waiting' when it ends."
                 + " Until"
                 + " interrupted, the mount ends, or --count lines. The kernel's own forgets are not shown. A trace"
-                + " that falls far behind says how many lines it lost."
-        })
+                + " that falls far behind says how many lines it lost; one that reads nothing for 30 s (stopped) is"
+                + " dropped by the daemon, and says so, with the lines it lost, once it reads again."
+        },
+        footer = {"", "Exit codes: 0 ended (interrupted, --count lines, or the mount is no longer served); 1 no daemon"
+                + " serves MOUNTPOINT, 8 traces already follow it, or the daemon dropped this trace; 2 usage;"
+                + " 141 the reader has gone."})
 final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -160,8 +164,15 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
                     spec.commandLine().getErr().flush();
                     continue;
                 }
-                if (e.has("lost")) {
-                    spec.commandLine().getErr().println("chibifs: " + e.get("lost").asLong()
+                if (e.has(TraceSocket.DROPPED)) {
+                    // the daemon dropped this trace but serves on: no "no longer served", and no exit 0
+                    out.flush();
+                    throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + mp + " dropped this trace ("
+                            + Names.shown(e.get(TraceSocket.DROPPED).asText()) + "): " + e.path(TraceSocket.LOST).asLong()
+                            + " requests not shown, nor any served since; it serves on");
+                }
+                if (e.has(TraceSocket.LOST)) {
+                    spec.commandLine().getErr().println("chibifs: " + e.get(TraceSocket.LOST).asLong()
                             + " requests not shown: this trace fell behind");
                     spec.commandLine().getErr().flush();
                     continue;

@@ -82,6 +82,11 @@ public final class RequestTrace {
             return events.poll(timeout, unit);
         }
 
+        /** Events waiting in this listener's queue, not yet taken. */
+        public int queued() {
+            return events.size();
+        }
+
         /** Events lost since the last call because this listener's queue was full. */
         public long lost() {
             return lost.getAndSet(0);

@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -126,17 +127,84 @@ class TraceSocketTest {
             followEveryPlace(path, followers);
             // far more than a socket's buffer holds (a line is about 150 bytes), served without waiting
             TraceEvents.serve(trace, "/shared/" + "x".repeat(100), 50_000);
-            awaitAFreePlace(path);
-            // what the dropped one's socket held is still read, then its end
+            awaitEveryPlaceFreed(path);
+            // what the dropped one's socket held is still read, then why it was dropped and what it lost, then its end
             BufferedReader dropped = reader(followers.get(0));
             int lines = 0;
-            while (dropped.readLine() != null) {
-                lines++;
+            long lost = 0;
+            JsonNode last = null;
+            for (String line; (line = dropped.readLine()) != null; ) {
+                last = JSON.readTree(line);
+                if (last.has(TraceSocket.DROPPED)) {
+                    assertNull(dropped.readLine(), "the end follows it");
+                    break;
+                }
+                lost += last.path(TraceSocket.LOST).asLong();
+                lines += last.has(TraceSocket.LOST) ? 0 : 1;
             }
             assertTrue(lines > 0 && lines < 50_000, lines + " lines");
+            assertTrue(last != null && last.has(TraceSocket.DROPPED), "a dropped trace was told nothing: " + last);
+            assertEquals("it took no bytes for 200 ms", last.get(TraceSocket.DROPPED).asText());
+            long lastLost = last.get(TraceSocket.LOST).asLong();
+            // the requests served after it was dropped are in no count: at most all
+            assertTrue(lastLost > 0 && lines + lost + lastLost <= 50_000, lines + " shown, " + lost + " + " + lastLost + " lost");
         } finally {
             for (SocketChannel c : followers) {
                 c.close();
+            }
+        }
+    }
+
+    /**
+     * A trace stopped (SIGSTOP) long enough to be dropped, then continued, printed the lines its socket
+     * held, then "no longer served", and exited 0, as if the daemon had gone. Now it says it was dropped
+     * and how many requests it lost, and exits 1.
+     */
+    @Test
+    void aDroppedTraceSaysSoAndFails() throws Exception {
+        Path path = tmp.resolve("trace.sock");
+        RequestTrace trace = new RequestTrace();
+        try (StatsSocket served = TraceSocket.serve(path, trace, java.time.Duration.ofMillis(200))) {
+            // traces stopped after their first line, their sockets filled: dropped, each
+            List<SocketChannel> followers = new ArrayList<>();
+            followEveryPlace(path, followers);
+            TraceEvents.serve(trace, "/shared/" + "x".repeat(100), 50_000);
+            awaitEveryPlaceFreed(path);
+            for (SocketChannel c : followers.subList(1, followers.size())) {
+                c.close();
+            }
+            // one continued: the CLI reads what its connection holds
+            SocketChannel stopped = followers.get(0);
+            Path relay = tmp.resolve("relay.sock");
+            // hands the CLI the stopped connection's bytes: a server socket of the test's whose one client gets them
+            try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open(
+                    java.net.StandardProtocolFamily.UNIX).bind(UnixDomainSocketAddress.of(relay))) {
+                java.util.concurrent.CompletableFuture<Void> pumped = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                    try (SocketChannel cli = server.accept(); stopped) {
+                        cli.write(java.nio.ByteBuffer.wrap("{\"following\":true}\n".getBytes(StandardCharsets.UTF_8)));
+                        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(8192);
+                        while (stopped.read(b.clear()) >= 0) {
+                            b.flip();
+                            while (b.hasRemaining()) {
+                                cli.write(b);
+                            }
+                        }
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                StringWriter err = new StringWriter();
+                CommandLine cl = new CommandLine(new TraceCommand(mp -> relay));
+                cl.setOut(new PrintWriter(new StringWriter()));
+                cl.setErr(new PrintWriter(err, true));
+                cl.setExecutionExceptionHandler(new ErrorHandler());
+                assertEquals(ExitCodes.FAILURE, cl.execute(tmp.toString()));
+                pumped.join();
+                String said = err.toString();
+                assertTrue(said.matches("(?s).*chibifs: the daemon of " + java.util.regex.Pattern.quote(tmp.toString())
+                        + " dropped this trace \\(it took no bytes for 200 ms\\): [1-9][0-9]* requests not shown, nor any"
+                        + " served since; it serves on\n"), said);
+                assertFalse(said.contains("no longer served"), said);
             }
         }
     }
@@ -184,6 +252,29 @@ class TraceSocketTest {
             SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path));
             followers.add(c);
             assertTrue(firstLine(c).has("following"), "follower " + i);
+        }
+    }
+
+    /**
+     * Connects followers, one more every 20 ms (the test's timeout bounds it), each kept while it
+     * waits, until as many as may follow are followed at once: every earlier follower has been dropped.
+     */
+    private static void awaitEveryPlaceFreed(Path path) throws IOException {
+        List<SocketChannel> followed = new ArrayList<>();
+        try {
+            while (followed.size() < TraceSocket.MOST_FOLLOWERS) {
+                SocketChannel c = SocketChannel.open(UnixDomainSocketAddress.of(path));
+                if (firstLine(c).has("following")) {
+                    followed.add(c); // kept: a place given back takes the follower a while to notice
+                } else {
+                    c.close();
+                    java.util.concurrent.locks.LockSupport.parkNanos(20_000_000);
+                }
+            }
+        } finally {
+            for (SocketChannel c : followed) {
+                c.close();
+            }
         }
     }
 
