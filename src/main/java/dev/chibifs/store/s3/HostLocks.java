@@ -27,6 +27,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 /**
  * Locks on the files of an S3 store that exclude the processes of every host sharing the bucket,
@@ -134,6 +135,11 @@ final class HostLocks implements AutoCloseable {
     private final AtomicLong taken = new AtomicLong();
     /** {@link #BUSY_BACKOFF}, but for tests that must see a retry answered without asking S3, whatever the machine's pace. */
     private volatile long busyBackoffNanos = BUSY_BACKOFF.toNanos();
+    /**
+     * This host's monotonic time, by which leases fall due for renewal: a test stands it still to
+     * cut a holder off from S3 as an outage does, or moves it on by a whole outage at once.
+     */
+    private volatile LongSupplier nanos = System::nanoTime;
 
     HostLocks(S3Storage store, Bucket bucket, String host, Duration ttl) {
         this.store = store;
@@ -153,6 +159,11 @@ final class HostLocks implements AutoCloseable {
     /** For tests: how long a refused process is answered "not now" without asking S3. */
     void busyBackoff(Duration d) {
         busyBackoffNanos = d.toNanos();
+    }
+
+    /** For tests: the time by which renewals fall due, instead of {@link System#nanoTime}. */
+    void clock(LongSupplier nanos) {
+        this.nanos = nanos;
     }
 
     /** How many files this daemon holds a lease on now (for {@code chibifs stats}). */
@@ -309,7 +320,7 @@ final class HostLocks implements AutoCloseable {
         if (lease.level.compareTo(want) >= 0) {
             return true;
         }
-        long now = System.nanoTime();
+        long now = nanos.getAsLong();
         if (now - lease.busyUntil < 0 && lease.refused.contains(asker)) {
             return false;
         }
@@ -321,7 +332,7 @@ final class HostLocks implements AutoCloseable {
             // refused a moment ago, and the other host holds it still: one listing says so, where a
             // take puts a lease, lists and deletes it again (a lock waiting on another host cost
             // about 19 requests a second, two of them LIST or PUT, S3's dearer kind)
-            lease.busyUntil = System.nanoTime() + busyBackoffNanos;
+            lease.busyUntil = nanos.getAsLong() + busyBackoffNanos;
             lease.refused.add(asker);
             return false;
         }
@@ -346,7 +357,7 @@ final class HostLocks implements AutoCloseable {
             bucket.delete(mine);
             // all refused share one wait (from when the conflict was seen), so however many processes
             // wait here, S3 is asked about once per wait; they are forgotten once the lease is taken
-            lease.busyUntil = System.nanoTime() + busyBackoffNanos;
+            lease.busyUntil = nanos.getAsLong() + busyBackoffNanos;
             lease.refused.add(asker);
             return false;
         }
@@ -471,7 +482,7 @@ final class HostLocks implements AutoCloseable {
         lease.level = need;
         lease.leaseKey = shared;
         lease.etag = etag;
-        lease.renewedAt = System.nanoTime();
+        lease.renewedAt = nanos.getAsLong();
     }
 
     /**
@@ -485,9 +496,9 @@ final class HostLocks implements AutoCloseable {
             synchronized (lease) {
                 try {
                     lower(node, lease, true);
-                    if (lease.leaseKey != null && System.nanoTime() - lease.renewedAt >= due - due / 10) {
+                    if (lease.leaseKey != null && nanos.getAsLong() - lease.renewedAt >= due - due / 10) {
                         lease.etag = bucket.put(lease.leaseKey, body, Map.of(), lease.etag);
-                        lease.renewedAt = System.nanoTime();
+                        lease.renewedAt = nanos.getAsLong();
                     }
                 } catch (IOException | RuntimeException e) {
                     unrenewed(node, lease, e);
@@ -503,7 +514,7 @@ final class HostLocks implements AutoCloseable {
     /** A renewal that failed: warned of once while they keep failing, then only in the debug log. */
     private void unrenewed(Node node, Lease lease, Exception e) {
         if (lease.renewalsFailed++ == 0) {
-            lease.unrenewedSince = System.nanoTime();
+            lease.unrenewedSince = nanos.getAsLong();
             LOG.warn("S3 store {}: the lock on {} not renewed: {} (tried again every {} ms, said again when it takes)",
                     store.spec, node.path, e.getMessage(), Math.max(1, ttl.toMillis() / 3));
         } else {
@@ -517,7 +528,7 @@ final class HostLocks implements AutoCloseable {
         if (lease.renewalsFailed == 0) {
             return;
         }
-        Duration without = Duration.ofNanos(System.nanoTime() - lease.unrenewedSince);
+        Duration without = Duration.ofNanos(nanos.getAsLong() - lease.unrenewedSince);
         String what = lease.leaseKey != null ? "renewed again" : "let go";
         LOG.info("S3 store {}: the lock on {} {} after {} ms without ({} renewals failed){}", store.spec, node.path, what,
                 without.toMillis(), lease.renewalsFailed,
