@@ -109,9 +109,11 @@ final class HostLocks implements AutoCloseable {
          */
         private boolean keptSaid;
         /**
-         * When the renewal first failed since it last took (System.nanoTime), and how many ticks failed
-         * since: S3 away for an hour failed every tick (a third of the lease), each a warning. One
-         * warning says it, one line says when it is renewed again. Cleared when the lease goes.
+         * Since when the lease went without a renewal that took, once one failed: its last put that
+         * took ({@link #renewedAt}, not the failure, which came a third of the lease later, or a whole
+         * request timeout later when S3 did not answer: a 100 s gap was said to be 10 s), and how many
+         * ticks failed since: S3 away for an hour failed every tick (a third of the lease), each a
+         * warning. One warning says it, one line says when it is renewed again. Cleared when the lease goes.
          */
         private long unrenewedSince;
         private int renewalsFailed;
@@ -514,7 +516,7 @@ final class HostLocks implements AutoCloseable {
     /** A renewal that failed: warned of once while they keep failing, then only in the debug log. */
     private void unrenewed(Node node, Lease lease, Exception e) {
         if (lease.renewalsFailed++ == 0) {
-            lease.unrenewedSince = nanos.getAsLong();
+            lease.unrenewedSince = lease.renewedAt;
             LOG.warn("S3 store {}: the lock on {} not renewed: {} (tried again every {} ms, said again when it takes)",
                     store.spec, node.path, e.getMessage(), Math.max(1, ttl.toMillis() / 3));
         } else {

@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -481,6 +482,63 @@ class S3HostLocksTest {
         assertEquals(1, lines.stream().filter(l -> l.contains("WARN") && l.contains("not renewed")).count(), lines.toString());
         assertEquals(1, lines.stream().filter(l -> l.contains("INFO") && l.contains("renewed again after")).count(), lines.toString());
         assertEquals(1, a.hostLocks.held());
+    }
+
+    /** {@code s}'s time for its lease renewals, standing still (none falls due) until the test moves it. */
+    private static AtomicLong standStill(S3Storage s) {
+        AtomicLong now = new AtomicLong();
+        s.hostLocks.clock(now::get);
+        return now;
+    }
+
+    /** What slf4j-simple writes while {@code run} runs (it writes to System.err as it is at each line). */
+    private static String logOf(ThrowingRunnable run) throws Exception {
+        java.io.PrintStream err = System.err;
+        java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(said, true, UTF_8));
+        try {
+            run.run();
+        } finally {
+            System.setErr(err);
+        }
+        return said.toString(UTF_8);
+    }
+
+    @FunctionalInterface
+    private interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    /**
+     * How long a lease went unrenewed counts from its last renewal that took, not from the first that
+     * failed: a renewal hung 60 s (S3 stopped) was said to be "10057 ms without" after 100 s, with no
+     * word that the lease had outlived itself.
+     */
+    @Test
+    void anOutageIsCountedFromTheLastRenewalThatTookNotFromTheFirstThatFailed() throws Exception {
+        S3Storage a = host("a", Duration.ofMillis(600)); // ticks every 200 ms
+        AtomicLong now = standStill(a);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/jobs.db"), "v1".getBytes(UTF_8));
+        a.flushAll();
+        FileHandle h = openDb(a);
+        assertTrue(h.locks().tryFlock(1, LockType.WRITE));
+        String said = logOf(() -> {
+            server.stop();
+            try {
+                now.addAndGet(TimeUnit.SECONDS.toNanos(100)); // the renewal falls due 100 s on, as after a hung request
+                assertTrue(within(() -> a.hostLocks.renewalsFailed() >= 1), "a renewal tried while S3 is away");
+            } finally {
+                server.start();
+            }
+            a.flushDue(); // as the write-back's thread asks S3 again (these hosts have none), which lets requests through
+            assertTrue(within(() -> a.hostLocks.renewalsFailed() == 0), "renewed once S3 answers");
+        });
+        List<String> lines = said.lines().filter(l -> l.contains("/shared/jobs.db") && l.contains(prefix)
+                && l.contains("renewed again after")).toList();
+        assertEquals(1, lines.size(), said);
+        assertTrue(lines.get(0).contains("after 100000 ms without"), lines.get(0));
+        assertTrue(lines.get(0).contains("longer than the lease lives (600 ms)"), lines.get(0));
     }
 
     /** Whether {@code what} comes true within 20 s. */
