@@ -54,6 +54,13 @@ public final class InProcessLocks {
         }
     }
 
+    /** Whether {@code owner} holds any lock on the file now, of either kind. */
+    public boolean holds(long owner) {
+        synchronized (monitor) {
+            return flocks.containsKey(owner) || posix.containsKey(owner);
+        }
+    }
+
     /** Everything of {@code owner}'s record locks. Under the monitor. */
     private void forget(long owner) {
         posix.remove(owner);

@@ -17,6 +17,7 @@ import java.nio.file.NoSuchFileException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -47,6 +48,8 @@ import java.util.function.LongSupplier;
  * leases again every {@link #ttl} / 3; a lease whose LastModified is more than {@link #ttl} before
  * S3's time (the one just put, or a listing's Date header: S3's clock against itself, a host's only
  * where S3 sends no Date) is a dead holder's: ignored, and deleted by the next host to take a lease.
+ * A renewal (conditional on the lease's ETag) that S3 answers with the lease gone or replaced finds
+ * it so deleted while this host was cut off: the lease is lost ({@link #lost}), never put again.
  *
  * <p>Taking a lease from none is a pull: the file's directory is listed again and the file's
  * version compared ({@link S3Storage#pullForLock}), and the handles open here read the version S3
@@ -117,6 +120,14 @@ final class HostLocks implements AutoCloseable {
          */
         private long unrenewedSince;
         private int renewalsFailed;
+        /** The lock owners granted a lock here while it was held, each with its process, for the lost lease's error. */
+        private final Map<Long, Integer> pids = new HashMap<>();
+        /**
+         * The owners whose lock went with a lease this host found lost ({@link #lost}): their writes and
+         * fsyncs fail until they unlock, close, or are granted a lock again. Read by writes under the
+         * store's monitor, which is taken after this lease's, never before: so no monitor guards it.
+         */
+        private final Set<Long> lost = ConcurrentHashMap.newKeySet();
     }
 
     /** Who asks for a lock: its owner, and the process it asks for (a new one may have the owner of one gone). */
@@ -181,9 +192,11 @@ final class HostLocks implements AutoCloseable {
         return new View(node, local);
     }
 
-    private final class View implements FileLocks {
+    final class View implements FileLocks {
         private final Node node;
         private final InProcessLocks.View local;
+        /** The owners that took a lock through this handle: its writes fail while one's is lost. */
+        private final Set<Long> owners = ConcurrentHashMap.newKeySet();
 
         View(Node node, InProcessLocks.View local) {
             this.node = node;
@@ -219,6 +232,7 @@ final class HostLocks implements AutoCloseable {
             if (type == LockType.UNLOCK) {
                 local.tryLock(owner, type, start, end);
                 settle(node);
+                forgetGone();
                 return true;
             }
             if (local.testLock(owner, type, start, end).type() != LockType.UNLOCK) {
@@ -230,6 +244,9 @@ final class HostLocks implements AutoCloseable {
                     return false;
                 }
                 boolean done = local.tryLock(owner, pid, type, start, end);
+                if (done) {
+                    granted(lease, owner, pid);
+                }
                 lowerOrKeep(node, lease);
                 return done;
             }
@@ -245,6 +262,7 @@ final class HostLocks implements AutoCloseable {
             if (type == LockType.UNLOCK) {
                 local.tryFlock(owner, type);
                 settle(node);
+                forgetGone();
                 return true;
             }
             Lease lease = node.lease;
@@ -259,6 +277,9 @@ final class HostLocks implements AutoCloseable {
                     }
                 }
                 boolean done = raised && local.tryFlock(owner, type);
+                if (done) {
+                    granted(lease, owner, pid);
+                }
                 lowerOrKeep(node, lease);
                 return done;
             }
@@ -268,6 +289,37 @@ final class HostLocks implements AutoCloseable {
         public void releaseOwner(long owner) throws IOException {
             local.releaseOwner(owner);
             settle(node);
+            forgetGone();
+        }
+
+        /**
+         * A lock granted through this handle, under a lease held now: one this owner lost before is
+         * behind it (a lease taken since a loss is a take, which pulled what other hosts wrote).
+         * Under the lease's monitor.
+         */
+        private void granted(Lease lease, long owner, int pid) {
+            owners.add(owner);
+            lease.pids.put(owner, pid);
+            lease.lost.remove(owner);
+        }
+
+        private void forgetGone() {
+            owners.removeIf(owner -> !node.locks.holds(owner));
+        }
+
+        /**
+         * EIO while an owner that locked through this handle holds a lock whose lease was lost, as the
+         * Linux NFS client fails I/O under a lock it could not recover: the process believes it
+         * excludes every host, and another host may have held the lock, and written, since.
+         */
+        void requireNotLost() throws ErrnoException {
+            for (Long owner : owners) {
+                if (node.lease.lost.contains(owner)) {
+                    throw new ErrnoException(Linux.EIO, String.valueOf(node.path), "Input/output error: the lock taken"
+                            + " through this descriptor was lost on S3 (another host may have held it since); unlock"
+                            + " or close it, then lock again");
+                }
+            }
         }
     }
 
@@ -281,6 +333,8 @@ final class HostLocks implements AutoCloseable {
 
     /** {@link #lower}, or the lease kept as it is for the renewal to let go: an unlock itself never fails. */
     private void lowerOrKeep(Node node, Lease lease) {
+        lease.pids.keySet().removeIf(owner -> !node.locks.holds(owner));
+        lease.lost.removeIf(owner -> !node.locks.holds(owner));
         try {
             lower(node, lease, false);
             lease.keptSaid = false;
@@ -497,11 +551,21 @@ final class HostLocks implements AutoCloseable {
             Lease lease = node.lease;
             synchronized (lease) {
                 try {
-                    lower(node, lease, true);
+                    // renewed before it is lowered: a step down puts a new lease whatever became of the
+                    // old one, and so would take again, unasked, a lease lost while S3 was away
                     if (lease.leaseKey != null && nanos.getAsLong() - lease.renewedAt >= due - due / 10) {
-                        lease.etag = bucket.put(lease.leaseKey, body, Map.of(), lease.etag);
+                        try {
+                            lease.etag = bucket.put(lease.leaseKey, body, Map.of(), lease.etag);
+                        } catch (Bucket.Missing | Bucket.PreconditionFailed e) {
+                            if (e instanceof Bucket.Missing || lease.etag != null) {
+                                lost(node, lease, e);
+                                continue;
+                            }
+                            throw e; // no ETag to renew it by (its put answered none): not a sign of loss
+                        }
                         lease.renewedAt = nanos.getAsLong();
                     }
+                    lower(node, lease, true);
                 } catch (IOException | RuntimeException e) {
                     unrenewed(node, lease, e);
                     continue;
@@ -513,11 +577,45 @@ final class HostLocks implements AutoCloseable {
         }
     }
 
+    /**
+     * S3 answered that the lease is gone or replaced: another host's take deleted it as a dead
+     * holder's while this host could not renew it, and may have held the lock, and written, since.
+     * Putting it again would be that take's lock twice; so the lease is let go as it stands, the
+     * processes here holding a lock under it are told (an error, and EIO at their writes and fsyncs,
+     * {@link View#requireNotLost}), and their locks here stay, excluding this host's other processes,
+     * until they unlock: a new lock request takes a fresh lease as any take does (a pull included).
+     * Under the lease's monitor.
+     */
+    private void lost(Node node, Lease lease, IOException answer) {
+        List<String> holders = new ArrayList<>();
+        for (Map.Entry<Long, Integer> e : lease.pids.entrySet()) {
+            if (node.locks.holds(e.getKey())) {
+                lease.lost.add(e.getKey());
+                holders.add(e.getValue() > 0 ? "pid " + e.getValue() : "a process not named");
+            }
+        }
+        long without = Duration.ofNanos(nanos.getAsLong() - lease.renewedAt).toMillis();
+        LOG.error("S3 store {}: the lock on {} is lost: {} ({} ms after its last renewal; it lives {} ms): another host may"
+                        + " have held the lock since. {}; a new lock request takes a fresh lease", store.spec, node.path,
+                answer.getMessage(), without, ttl.toMillis(), holders.isEmpty()
+                        ? "No process here holds it any more"
+                        : "Held here by " + String.join(", ", holders) + ": their writes and fsyncs through the"
+                        + " descriptors they locked with fail (EIO) until they unlock or close");
+        lease.level = Level.NONE;
+        lease.leaseKey = null;
+        lease.etag = null;
+        lease.objectKey = null;
+        lease.renewalsFailed = 0;
+        lease.unrenewedSince = 0;
+        holding.remove(node);
+    }
+
     /** A renewal that failed: warned of once while they keep failing, then only in the debug log. */
     private void unrenewed(Node node, Lease lease, Exception e) {
         if (lease.renewalsFailed++ == 0) {
             lease.unrenewedSince = lease.renewedAt;
-            LOG.warn("S3 store {}: the lock on {} not renewed: {} (tried again every {} ms, said again when it takes)",
+            LOG.warn("S3 store {}: the lock on {} not renewed: {} (tried again every {} ms, said again when it takes"
+                            + " or when S3 says it is lost)",
                     store.spec, node.path, e.getMessage(), Math.max(1, ttl.toMillis() / 3));
         } else {
             LOG.debug("S3 store {}: the lock on {} still not renewed ({} tries): {}",

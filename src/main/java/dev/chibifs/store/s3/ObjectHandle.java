@@ -303,6 +303,7 @@ final class ObjectHandle implements FileHandle {
     private int writeAt(ByteBuffer src, long position, boolean atTheEnd) throws IOException {
         CacheFile ch = content();
         synchronized (store) {
+            requireLockNotLost();
             store.journal.requireRoom(); // see S3Storage.requireRoom
             long at = atTheEnd ? ch.size() : position;
             requireObjectSize(at + src.remaining());
@@ -319,6 +320,7 @@ final class ObjectHandle implements FileHandle {
     public void truncate(long size) throws IOException {
         CacheFile ch = content();
         synchronized (store) {
+            requireLockNotLost();
             store.journal.requireRoom();
             store.overlay.writing(node, NOT_APPENDS, false);
             store.journal.commit();
@@ -342,6 +344,7 @@ final class ObjectHandle implements FileHandle {
         FileHandle.checkAllocate(mode, offset, length);
         CacheFile ch = content();
         synchronized (store) {
+            requireLockNotLost();
             store.journal.requireRoom();
             long end = offset + length;
             long cur = ch.size();
@@ -371,7 +374,17 @@ final class ObjectHandle implements FileHandle {
 
     @Override
     public void sync(boolean metadata) throws IOException {
+        synchronized (store) {
+            requireLockNotLost();
+        }
         store.writeBack.flushNode(node);
+    }
+
+    /** EIO while a lock taken through this handle was lost on S3 ({@link HostLocks.View#requireNotLost}). Under the store's monitor. */
+    private void requireLockNotLost() throws ErrnoException {
+        if (locks instanceof HostLocks.View leased) {
+            leased.requireNotLost();
+        }
     }
 
     private void requireObjectSize(long size) throws ErrnoException {

@@ -541,6 +541,72 @@ class S3HostLocksTest {
         assertTrue(lines.get(0).contains("longer than the lease lives (600 ms)"), lines.get(0));
     }
 
+    /**
+     * A holder cut off from S3 for longer than its lease finds, once S3 answers again, its lease
+     * deleted by the host that took the lock meanwhile. It renewed it by its ETag at every tick, in
+     * vain, for ever: its process believed it held LOCK_EX while the other host took and let go the
+     * lock again and again, both writing. Now the lease is lost: never put again, an error names the
+     * file and process, its writes and fsyncs fail with EIO, and asking again takes a fresh lease.
+     */
+    @Test
+    void aLeaseTakenByAnotherHostWhileThisOneWasCutOffIsLostAndItsHolderTold() throws Exception {
+        S3Storage a = host("a", Duration.ofSeconds(1));
+        S3Storage b = host("b", Duration.ofSeconds(1));
+        AtomicLong aNow = standStill(a); // a renews nothing, as if S3 were out of its reach
+        a.hostLocks.busyBackoff(Duration.ZERO); // its refusals would else last as long as its clock stands
+        FileHandle[] h = bothOpen(a, b, "v1");
+        assertTrue(h[0].locks().tryFlock(1, 4242, LockType.WRITE));
+        assertTrue(grantedWithin(() -> h[1].locks().tryFlock(2, 4343, LockType.WRITE)), "a's lease outlived itself");
+        write(h[1], "b wrote");
+        String said = logOf(() -> {
+            aNow.addAndGet(TimeUnit.SECONDS.toNanos(1)); // S3 answers a again, and its renewal falls due
+            assertTrue(within(() -> a.hostLocks.held() == 0), "a's lease let go as lost");
+        });
+        List<String> errors = said.lines().filter(l -> l.contains("ERROR") && l.contains(prefix)).toList();
+        assertEquals(1, errors.size(), said);
+        assertTrue(errors.get(0).contains("/shared/jobs.db is lost") && errors.get(0).contains("pid 4242"), errors.get(0));
+        for (ThrowingRunnable io : List.<ThrowingRunnable>of(() -> write(h[0], "a wrote"), () -> h[0].sync(true))) {
+            java.nio.file.FileSystemException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    java.nio.file.FileSystemException.class, io::run);
+            assertEquals(dev.chibifs.sys.Linux.EIO, dev.chibifs.sys.Errors.errno(e), e.toString());
+        }
+        try (Bucket raw = Bucket.connect(S3Spec.parse("s3://" + BUCKET + "/" + prefix), server.env())) {
+            List<String> leases = raw.list(HostLocks.KEYS + prefix + "/shared/jobs.db/", false).objects().stream()
+                    .map(Bucket.Listed::key).toList();
+            assertEquals(1, leases.size(), leases.toString());
+            assertTrue(leases.get(0).contains("/b-"), "b's alone: a did not put its own again: " + leases);
+        }
+
+        assertFalse(h[0].locks().tryFlock(1, 4242, LockType.WRITE), "asked again while b holds it: refused");
+        assertTrue(h[1].locks().tryFlock(2, 4343, LockType.UNLOCK));
+        assertTrue(grantedWithin(() -> h[0].locks().tryFlock(1, 4242, LockType.WRITE)), "a fresh lease once b let go");
+        assertEquals("b wrote", read(h[0]), "pulled, as any lease taken");
+        write(h[0], "a wrote");
+        h[0].sync(true);
+        assertEquals(1, a.hostLocks.held());
+    }
+
+    /** While S3 does not answer, nothing says the lease is lost: the holder keeps it and writes on. */
+    @Test
+    void aLeaseNotRenewedWhileS3DoesNotAnswerIsNotLost() throws Exception {
+        S3Storage a = host("a", Duration.ofMillis(600));
+        AtomicLong now = standStill(a);
+        FileHandle[] h = bothOpen(a, host("b"), "v1");
+        assertTrue(h[0].locks().tryFlock(1, 4242, LockType.WRITE));
+        server.stop();
+        try {
+            now.addAndGet(TimeUnit.SECONDS.toNanos(100));
+            assertTrue(within(() -> a.hostLocks.renewalsFailed() >= 2), "renewals tried while S3 is away");
+            write(h[0], "a wrote");
+        } finally {
+            server.start();
+        }
+        a.flushDue(); // as the write-back's thread asks S3 again (these hosts have none), which lets requests through
+        assertTrue(within(() -> a.hostLocks.renewalsFailed() == 0), "renewed once S3 answers");
+        assertEquals(1, a.hostLocks.held());
+        h[0].sync(true);
+    }
+
     /** Whether {@code what} comes true within 20 s. */
     private static boolean within(java.util.function.BooleanSupplier what) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
