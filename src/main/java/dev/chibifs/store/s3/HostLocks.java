@@ -395,6 +395,7 @@ final class HostLocks implements AutoCloseable {
         String mine = leaseKey(objectKey, want);
         String etag = bucket.put(mine, body, Map.of(), null);
         boolean conflict;
+        boolean heldListed = false;
         try {
             Bucket.Level leases = bucket.list(leasesOf(objectKey), false);
             Instant putAt = null;
@@ -402,12 +403,18 @@ final class HostLocks implements AutoCloseable {
                 if (o.key().equals(mine)) {
                     putAt = o.modified();
                 }
+                heldListed |= o.key().equals(lease.leaseKey);
             }
             conflict = conflicts(leases, objectKey, want, putAt);
             removeDead(leases, objectKey, putAt);
         } catch (IOException | RuntimeException e) {
             deleteQuietly(mine); // else it would keep the others out until it expired
             throw e;
+        }
+        if (lease.leaseKey != null && !heldListed) {
+            // a read lock's lease raised to a write lock's, found gone before its renewal could say so:
+            // lost as there, and this take is then from none, so it pulls what the other host wrote
+            lost(node, lease, new IOException(lease.leaseKey + " is not among the file's leases on S3 any more"));
         }
         if (conflict) {
             bucket.delete(mine);

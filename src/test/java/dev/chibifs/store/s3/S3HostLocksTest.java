@@ -586,6 +586,30 @@ class S3HostLocksTest {
         assertEquals(1, a.hostLocks.held());
     }
 
+    /**
+     * A read lock's lease lost while its host was cut off, found gone when a lock here asks for more
+     * before the renewal could tell: the take that follows is from none, and pulls what the other host
+     * wrote meanwhile; it put its write lock's lease beside the gone one and read its old copy.
+     */
+    @Test
+    void aLeaseFoundGoneWhenALockHereAsksForMoreIsLostAndTheTakePulls() throws Exception {
+        S3Storage a = host("a", Duration.ofSeconds(1));
+        S3Storage b = host("b", Duration.ofSeconds(1));
+        standStill(a); // a renews nothing, as if S3 were out of its reach
+        FileHandle[] h = bothOpen(a, b, "v1");
+        assertTrue(h[0].locks().tryFlock(1, 4242, LockType.READ));
+        assertTrue(grantedWithin(() -> h[1].locks().tryFlock(2, 4343, LockType.WRITE)), "a's lease outlived itself");
+        write(h[1], "b wrote");
+        assertTrue(h[1].locks().tryFlock(2, 4343, LockType.UNLOCK)); // pushes it
+        String said = logOf(() -> assertTrue(h[0].locks().tryLock(3, 4244, LockType.WRITE, 0, ALL), "b let go"));
+        assertEquals("b wrote", read(h[0]), "pulled, as a lease taken from none");
+        assertTrue(said.lines().anyMatch(l -> l.contains("ERROR") && l.contains("/shared/jobs.db is lost")
+                && l.contains("pid 4242")), said);
+        java.nio.file.FileSystemException e = org.junit.jupiter.api.Assertions.assertThrows(
+                java.nio.file.FileSystemException.class, () -> write(h[0], "a wrote"));
+        assertEquals(dev.chibifs.sys.Linux.EIO, dev.chibifs.sys.Errors.errno(e), "through the descriptor whose flock was lost");
+    }
+
     /** While S3 does not answer, nothing says the lease is lost: the holder keeps it and writes on. */
     @Test
     void aLeaseNotRenewedWhileS3DoesNotAnswerIsNotLost() throws Exception {
