@@ -610,6 +610,29 @@ class S3HostLocksTest {
         assertEquals(dev.chibifs.sys.Linux.EIO, dev.chibifs.sys.Errors.errno(e), "through the descriptor whose flock was lost");
     }
 
+    /**
+     * A write lock lowered to a read lock while its lease was lost: the step down puts a new lease
+     * whatever became of the old one, and so took the lock again unasked, as if nothing had happened.
+     */
+    @Test
+    void aLeaseLostBeforeItsLockWasLoweredIsNotTakenAgainByTheStepDown() throws Exception {
+        S3Storage a = host("a", Duration.ofSeconds(1));
+        S3Storage b = host("b", Duration.ofSeconds(1));
+        AtomicLong aNow = standStill(a); // a renews nothing, as if S3 were out of its reach
+        FileHandle[] h = bothOpen(a, b, "v1");
+        assertTrue(h[0].locks().tryFlock(1, 4242, LockType.WRITE));
+        assertTrue(grantedWithin(() -> h[1].locks().tryFlock(2, 4343, LockType.WRITE)), "a's lease outlived itself");
+        assertTrue(h[1].locks().tryFlock(2, 4343, LockType.UNLOCK));
+        assertTrue(h[0].locks().tryFlock(1, 4242, LockType.READ), "a lowers its lock; the lease follows at the renewal");
+        logOf(() -> {
+            aNow.addAndGet(TimeUnit.SECONDS.toNanos(1)); // S3 answers a again, and its renewal falls due
+            assertTrue(within(() -> a.hostLocks.held() == 0), "a's lease let go as lost, not put again as a read lock's");
+        });
+        try (Bucket raw = Bucket.connect(S3Spec.parse("s3://" + BUCKET + "/" + prefix), server.env())) {
+            assertEquals(List.of(), raw.list(HostLocks.KEYS + prefix + "/shared/jobs.db/", false).objects());
+        }
+    }
+
     /** While S3 does not answer, nothing says the lease is lost: the holder keeps it and writes on. */
     @Test
     void aLeaseNotRenewedWhileS3DoesNotAnswerIsNotLost() throws Exception {
