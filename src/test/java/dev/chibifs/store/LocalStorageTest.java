@@ -955,6 +955,13 @@ class LocalStorageTest extends StorageBehaviourSuite {
     // ---- a change waiting for a lock another process holds ----
 
     /** Holds an exclusive flock on the store file, as flock(1) would, until closed. */
+    /** Replaces the store file at {@code vfsPath} by a new one renamed over its name, as a writer that holds its lock may. */
+    private void renameOverTheName(String vfsPath, String content) throws IOException {
+        Path replacement = root.resolve(vfsPath.substring(1) + ".replacement");
+        Files.write(replacement, bytes(content));
+        Files.move(replacement, root.resolve(vfsPath.substring(1)), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    }
+
     private int flockHeld(String vfsPath) throws IOException {
         String file = root.resolve(vfsPath.substring(1)).toString();
         int fd = Syscalls.openat(Linux.AT_FDCWD, file, Linux.O_RDWR, 0, file);
@@ -993,9 +1000,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
         java.util.concurrent.CompletableFuture<Void> append;
         try {
             append = waitingForTheLock(() -> storage.append(p("/shared/f"), bytes("APPENDED\n")));
-            Path replacement = root.resolve("shared/replacement");
-            Files.write(replacement, bytes("WRITTEN\n"));
-            Files.move(replacement, root.resolve("shared/f"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            renameOverTheName("/shared/f", "WRITTEN\n");
         } finally {
             Syscalls.close(held);
         }
@@ -1023,9 +1028,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
         });
         int heldAgain;
         try {
-            Path replacement = root.resolve("shared/replacement");
-            Files.write(replacement, bytes("REPLACED"));
-            Files.move(replacement, root.resolve("shared/f"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            renameOverTheName("/shared/f", "REPLACED");
             heldAgain = flockHeld("/shared/f");
         } finally {
             Syscalls.close(held);
