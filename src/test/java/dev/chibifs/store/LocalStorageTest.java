@@ -969,6 +969,22 @@ class LocalStorageTest extends StorageBehaviourSuite {
         return fd;
     }
 
+    /**
+     * Runs {@code change} while the test holds the lock on {@code vfsPath}; once it waits,
+     * {@code holder} acts on the file, then lets the lock go; returns when the change is done.
+     */
+    private void waitingWhileTheHolderActs(String vfsPath, Executable change, Executable holder) throws Throwable {
+        int held = flockHeld(vfsPath);
+        java.util.concurrent.CompletableFuture<Void> waiting;
+        try {
+            waiting = waitingForTheLock(change);
+            holder.execute();
+        } finally {
+            Syscalls.close(held);
+        }
+        waiting.get(30, java.util.concurrent.TimeUnit.SECONDS);
+    }
+
     /** Runs {@code change} on its own thread once; returns when it waits for a lock. */
     private java.util.concurrent.CompletableFuture<Void> waitingForTheLock(Executable change) throws InterruptedException {
         java.util.concurrent.CountDownLatch waiting = new java.util.concurrent.CountDownLatch(1);
@@ -994,18 +1010,11 @@ class LocalStorageTest extends StorageBehaviourSuite {
      */
     @Test
     @org.junit.jupiter.api.Timeout(60)
-    void anAppendWaitingForALockGoesIntoTheFileRenamedOverTheName() throws Exception {
+    void anAppendWaitingForALockGoesIntoTheFileRenamedOverTheName() throws Throwable {
         storage.write(p("/shared/f"), bytes("base\n"));
-        int held = flockHeld("/shared/f");
-        java.util.concurrent.CompletableFuture<Void> append;
-        try {
-            append = waitingForTheLock(() -> storage.append(p("/shared/f"), bytes("APPENDED\n")));
-            renameOverTheName("/shared/f", "WRITTEN\n");
-        } finally {
-            Syscalls.close(held);
-        }
-        append.get(30, java.util.concurrent.TimeUnit.SECONDS);
-        assertEquals("WRITTEN\nAPPENDED\n", new String(storage.read(p("/shared/f")), java.nio.charset.StandardCharsets.UTF_8));
+        waitingWhileTheHolderActs("/shared/f", () -> storage.append(p("/shared/f"), bytes("APPENDED\n")),
+                () -> renameOverTheName("/shared/f", "WRITTEN\n"));
+        assertEquals("WRITTEN\nAPPENDED\n", text("/shared/f"));
     }
 
     /**
@@ -1037,12 +1046,12 @@ class LocalStorageTest extends StorageBehaviourSuite {
         try {
             assertTrue(waitingAgain.await(30, java.util.concurrent.TimeUnit.SECONDS), "the write waits for the new file's lock");
             assertFalse(write.isDone());
-            assertEquals("REPLACED", new String(storage.read(p("/shared/f")), java.nio.charset.StandardCharsets.UTF_8));
+            assertEquals("REPLACED", text("/shared/f"));
         } finally {
             Syscalls.close(heldAgain);
         }
         write.get(30, java.util.concurrent.TimeUnit.SECONDS);
-        assertEquals("WRITTEN", new String(storage.read(p("/shared/f")), java.nio.charset.StandardCharsets.UTF_8));
+        assertEquals("WRITTEN", text("/shared/f"));
     }
 
     /**
@@ -1051,19 +1060,12 @@ class LocalStorageTest extends StorageBehaviourSuite {
      */
     @Test
     @org.junit.jupiter.api.Timeout(60)
-    void aRewriteReadsTheFileUnderTheLockItWaitedFor() throws Exception {
+    void aRewriteReadsTheFileUnderTheLockItWaitedFor() throws Throwable {
         storage.write(p("/shared/f"), bytes("base\n"));
-        int held = flockHeld("/shared/f");
-        java.util.concurrent.CompletableFuture<Void> edit;
-        try {
-            edit = waitingForTheLock(() -> storage.rewrite(p("/shared/f"),
-                    content -> new String(content, java.nio.charset.StandardCharsets.UTF_8).replace("base", "EDITED")
-                            .getBytes(java.nio.charset.StandardCharsets.UTF_8), Precondition.NONE, Storage.Guard.NONE));
-            Files.write(root.resolve("shared/f"), bytes("APPENDED\n"), java.nio.file.StandardOpenOption.APPEND);
-        } finally {
-            Syscalls.close(held);
-        }
-        edit.get(30, java.util.concurrent.TimeUnit.SECONDS);
-        assertEquals("EDITED\nAPPENDED\n", new String(storage.read(p("/shared/f")), java.nio.charset.StandardCharsets.UTF_8));
+        waitingWhileTheHolderActs("/shared/f", () -> storage.rewrite(p("/shared/f"),
+                        content -> new String(content, java.nio.charset.StandardCharsets.UTF_8).replace("base", "EDITED")
+                                .getBytes(java.nio.charset.StandardCharsets.UTF_8), Precondition.NONE, Storage.Guard.NONE),
+                () -> Files.write(root.resolve("shared/f"), bytes("APPENDED\n"), java.nio.file.StandardOpenOption.APPEND));
+        assertEquals("EDITED\nAPPENDED\n", text("/shared/f"));
     }
 }
