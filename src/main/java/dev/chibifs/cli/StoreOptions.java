@@ -22,7 +22,7 @@ final class StoreOptions {
     @Option(names = "--store", paramLabel = "PREFIX=SPEC",
             description = "Serve PREFIX and below from another store (repeatable; the policy is the path's, as"
                     + " everywhere): memory[:SIZE] (in the daemon's memory, empty at mount, ENOSPC past SIZE, default"
-                    + " 256M), readonly:DIR (DIR read-only, no link followed out of it) or"
+                    + " 256M), readonly:DIR (DIR read-only; its links are shown, never followed by the daemon) or"
                     + " s3://BUCKET/KEYPREFIX[?endpoint=URL&region=R] (an S3 bucket shared by several hosts; credentials"
                     + " from the environment (AWS_*, a profile, an instance role), never the command line; /=s3://... serves"
                     + " the whole namespace)."
