@@ -17,8 +17,11 @@ abstract class EndLinesCommand extends VfsCommand {
     @Option(names = "--json", description = "Print {uri, total, lines: [{number, text}]} as JSON (text decoded as UTF-8).")
     boolean json;
 
-    /** URI, or the old form {@code -N URI}, which picocli passes as two parameters (no option is named -3). */
-    @Parameters(arity = "1..2", paramLabel = "URI")
+    /**
+     * URI, or the old form {@code -N URI}, which picocli passes as two parameters (no option is named -3);
+     * the usage shows the one URI, since a second is refused.
+     */
+    @Parameters(arity = "1..2", paramLabel = "URI", hideParamSyntax = true)
     java.util.List<String> parameters;
 
     /** The number of the first line to print, to print {@code n} of {@code lines}. */

@@ -116,4 +116,21 @@ class HelpTest {
             assertTrue(help.contains("but /tools/sys/**"), c + ": SYSTEM's one exception missing from\n" + help);
         }
     }
+
+    /** head and tail take one URI (the old -N URI aside): their usage said URI..., which invites two. */
+    @Test
+    void headAndTailUsageShowsOneUri() {
+        for (String c : List.of("head", "tail")) {
+            Cli.Result r = new Cli(home).run(c, "--help");
+            assertEquals(0, r.code(), r.toString());
+            String out = r.out();
+            String usage = out.substring(out.indexOf("Usage:"), out.indexOf("\n", out.indexOf("Usage:")) + 1);
+            for (int end = out.indexOf("\n", out.indexOf("Usage:")) + 1; out.startsWith(" ", end); ) { // wrapped lines
+                int next = out.indexOf("\n", end) + 1;
+                usage += out.substring(end, next);
+                end = next;
+            }
+            assertTrue(usage.strip().endsWith(" URI"), c + ": " + usage);
+        }
+    }
 }
