@@ -294,8 +294,9 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             if (set) {
                 return Check.ok(name, "set in " + h.fuseConf());
             }
-            return Check.fail(name, "a uid map needs allow_other, and " + h.fuseConf() + " does not allow it for uid "
-                            + h.uid(),
+            String asker = !uidMaps.isEmpty() ? "a uid map needs allow_other"
+                    : "-o " + (fuseOptions.contains("allow_other") ? "allow_other" : "allow_root") + " needs user_allow_other";
+            return Check.fail(name, asker + ", and " + h.fuseConf() + " does not allow it for uid " + h.uid(),
                     "echo user_allow_other >> " + h.fuseConf() + " (as root), or scripts/provision.sh --allow-other");
         } catch (IOException e) {
             return Check.fail(name, "cannot read " + h.fuseConf() + ": " + e.getMessage(),

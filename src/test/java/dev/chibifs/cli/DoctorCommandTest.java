@@ -181,6 +181,20 @@ class DoctorCommandTest {
         assertTrue(out.toString().contains("OK   user_allow_other: not needed as root"), out.toString());
     }
 
+    /** -o allow_other alone was blamed on "a uid map" no one gave: the line names what asked for it. */
+    @Test
+    void allowOtherWithoutUserAllowOtherNamesTheOption() throws Exception {
+        DoctorCommand.Host user = healthyHost(1000);
+        Files.writeString(fuseConf, "#user_allow_other\n");
+        assertEquals(1, doctor(user, "-o", "ro,allow_other"));
+        assertFailed("user_allow_other: -o allow_other needs user_allow_other, and " + fuseConf
+                + " does not allow it for uid 1000", "provision.sh --allow-other");
+
+        out.getBuffer().setLength(0);
+        assertEquals(1, doctor(user, "--uid-map", "1001=planner"));
+        assertFailed("user_allow_other: a uid map needs allow_other, and " + fuseConf, "provision.sh --allow-other");
+    }
+
     @Test
     void aMissingStoreThatMountCanCreatePasses() throws Exception {
         DoctorCommand.Host host = healthyHost(0);
