@@ -176,7 +176,8 @@ public final class S3Storage implements Storage {
         }
         if (l == null) {
             lockFile.close();
-            throw new ErrnoException(Linux.EBUSY, dir.toString(), "Device or resource busy: the cache directory is in use by another chibifs (one store per cache directory)");
+            throw new ErrnoException(Linux.EBUSY, dir.toString(), "Device or resource busy: the cache directory is in use by another chibifs (one store per cache directory);"
+                    + " give this one a --cache-dir DIR of its own");
         }
         this.cacheLock = l;
         try {

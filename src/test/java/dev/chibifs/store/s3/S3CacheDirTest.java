@@ -137,6 +137,17 @@ class S3CacheDirTest {
         assertEquals("pending", inS3(BUCKET, ns + "/shared/f"));
     }
 
+    /** A second store on a busy cache directory was refused without the way out: a directory of its own. */
+    @Test
+    void aBusyCacheDirectorySaysToGiveAnotherItsOwn() throws Exception {
+        String mine = "s3://" + BUCKET + "/" + ns;
+        store(mine, cacheDir);
+        IOException e = assertThrows(IOException.class, () -> store(mine, cacheDir));
+        assertTrue(e.getMessage().contains("in use by another chibifs") && e.getMessage().contains("--cache-dir DIR of its own"),
+                e.getMessage());
+        assertTrue(Files.exists(cacheDir.resolve(CacheOwner.FILE)), "the refusal leaves the holder's directory alone");
+    }
+
     /** The record as a fifo hung the mount in open(2), holding the directory's lock; a link to /dev/zero would end it. */
     @Test
     void aRecordThatIsNoRegularFileIsRefusedAtOnce() throws Exception {
