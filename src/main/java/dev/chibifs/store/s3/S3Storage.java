@@ -209,6 +209,7 @@ public final class S3Storage implements Storage {
      */
     public static S3Storage open(String spec, S3Options options) throws IOException {
         S3Spec parsed = S3Spec.parse(spec);
+        boolean madeHere = !Files.exists(options.cacheDir(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
         S3Storage s = open(parsed, Bucket.connect(parsed, options.env()), options);
         try {
             s.askS3();
@@ -218,9 +219,50 @@ public final class S3Storage implements Storage {
             } catch (IOException | RuntimeException notClosed) {
                 e.addSuppressed(notClosed);
             }
+            if (madeHere) {
+                removeRefusedCacheDir(options.cacheDir());
+            }
             throw e;
         }
         return s;
+    }
+
+    /**
+     * Removes the cache directory this open made for a store S3 then refused (a mistyped bucket, a
+     * wrong key), which a tester found left behind: nothing of it can be pending, since S3 refused
+     * before the first change. Under the directory's lock taken again, so a chibifs that opened it
+     * since keeps it (its lock file, unlinked last, is then not ours to remove, or the rmdir fails);
+     * whatever does not go stays, as a directory of an older run would.
+     */
+    private static void removeRefusedCacheDir(Path dir) {
+        Path lock = dir.resolve("lock");
+        try (FileChannel ch = FileChannel.open(lock, StandardOpenOption.WRITE); FileLock held = ch.tryLock()) {
+            if (held == null) {
+                return;
+            }
+            Files.walkFileTree(dir, new java.nio.file.SimpleFileVisitor<>() {
+                @Override
+                public java.nio.file.FileVisitResult visitFile(Path f, java.nio.file.attribute.BasicFileAttributes a)
+                        throws IOException {
+                    if (!f.equals(lock)) {
+                        Files.delete(f);
+                    }
+                    return java.nio.file.FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public java.nio.file.FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+                    if (!d.equals(dir)) {
+                        Files.delete(d);
+                    }
+                    return java.nio.file.FileVisitResult.CONTINUE;
+                }
+            });
+            Files.delete(lock);
+            Files.delete(dir);
+        } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
+            LOG.debug("the cache directory {} of a refused S3 store stays: {}", dir, e.toString());
+        }
     }
 
     /**

@@ -148,6 +148,21 @@ class S3CacheDirTest {
         assertTrue(Files.exists(cacheDir.resolve(CacheOwner.FILE)), "the refusal leaves the holder's directory alone");
     }
 
+    /** A mount S3 refused (no such bucket) left its new cache directory behind; one that was there stays. */
+    @Test
+    void aRefusedStoreRemovesTheCacheDirectoryItMadeOnly() throws Exception {
+        String refused = "s3://no-such-bucket/" + ns;
+        assertThrows(IOException.class, () -> store(refused, cacheDir));
+        assertFalse(Files.exists(cacheDir, java.nio.file.LinkOption.NOFOLLOW_LINKS), "made by the refused open");
+        assertTrue(Files.exists(cacheDir.getParent()), "only the cache directory itself goes");
+
+        Files.createDirectories(cacheDir);
+        Files.writeString(cacheDir.resolve("kept"), "an operator's");
+        assertThrows(IOException.class, () -> store(refused, cacheDir));
+        assertEquals("an operator's", Files.readString(cacheDir.resolve("kept")));
+        assertTrue(Files.isDirectory(cacheDir.resolve("data")), "a directory that was there keeps what the open made");
+    }
+
     /** The record as a fifo hung the mount in open(2), holding the directory's lock; a link to /dev/zero would end it. */
     @Test
     void aRecordThatIsNoRegularFileIsRefusedAtOnce() throws Exception {
