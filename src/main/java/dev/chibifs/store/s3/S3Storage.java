@@ -28,15 +28,20 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.security.MessageDigest;
 import java.time.Duration;
@@ -171,7 +176,7 @@ public final class S3Storage implements Storage {
         FileLock l;
         try {
             l = lockFile.tryLock();
-        } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
+        } catch (IOException | OverlappingFileLockException e) {
             l = null; // the second: this very JVM holds it (two stores with one cache directory)
         }
         if (l == null) {
@@ -209,7 +214,7 @@ public final class S3Storage implements Storage {
      */
     public static S3Storage open(String spec, S3Options options) throws IOException {
         S3Spec parsed = S3Spec.parse(spec);
-        boolean madeHere = !Files.exists(options.cacheDir(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        boolean madeHere = !Files.exists(options.cacheDir(), LinkOption.NOFOLLOW_LINKS);
         S3Storage s = open(parsed, Bucket.connect(parsed, options.env()), options);
         try {
             s.askS3();
@@ -240,27 +245,27 @@ public final class S3Storage implements Storage {
             if (held == null) {
                 return;
             }
-            Files.walkFileTree(dir, new java.nio.file.SimpleFileVisitor<>() {
+            Files.walkFileTree(dir, new SimpleFileVisitor<>() {
                 @Override
-                public java.nio.file.FileVisitResult visitFile(Path f, java.nio.file.attribute.BasicFileAttributes a)
+                public FileVisitResult visitFile(Path f, BasicFileAttributes a)
                         throws IOException {
                     if (!f.equals(lock)) {
                         Files.delete(f);
                     }
-                    return java.nio.file.FileVisitResult.CONTINUE;
+                    return FileVisitResult.CONTINUE;
                 }
 
                 @Override
-                public java.nio.file.FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+                public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
                     if (!d.equals(dir)) {
                         Files.delete(d);
                     }
-                    return java.nio.file.FileVisitResult.CONTINUE;
+                    return FileVisitResult.CONTINUE;
                 }
             });
             Files.delete(lock);
             Files.delete(dir);
-        } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
+        } catch (IOException | OverlappingFileLockException e) {
             LOG.debug("the cache directory {} of a refused S3 store stays: {}", dir, e.toString());
         }
     }
@@ -1733,7 +1738,7 @@ public final class S3Storage implements Storage {
     /** The device and inode of {@code dir}, or null where it is not there. */
     private static Object fileKey(Path dir) {
         try {
-            java.nio.file.attribute.BasicFileAttributes a = Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
+            BasicFileAttributes a = Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
             return a.isDirectory() ? a.fileKey() : null;
         } catch (IOException gone) {
             return null;
