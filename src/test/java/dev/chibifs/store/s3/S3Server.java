@@ -217,6 +217,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         public String putBlob(String container, Blob blob, PutOptions options) {
             // before the body is read: a held PUT's sender fills the socket's buffers and waits
             server.heldPuts.waitIfHeld(blob.getMetadata().name(), -1);
+            if (server.refusedPuts.take(blob.getMetadata().name())) {
+                throw new HttpResponseException(new HttpResponse(403));
+            }
             synchronized (this) {
                 refuseUnlessAsConditioned(container, blob.getMetadata().name(), options);
                 if (blob.getMetadata().name().startsWith(UPLOAD_STUB)) {
@@ -458,6 +461,16 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     /** The next {@code times} PUTs (-1: all) of objects {@code which} names land, then are answered 500, which the client retries. */
     void losePutAnswers(java.util.function.Predicate<String> which, int times) {
         lostPutAnswers.set(which, times);
+    }
+
+    private final Faults refusedPuts = new Faults();
+
+    /**
+     * The next {@code times} PUTs (-1: all) of objects {@code which} names are refused with 403, which
+     * the client does not retry: as S3 refuses a key a bucket policy denies, or one its KMS key fails.
+     */
+    void refusePuts(java.util.function.Predicate<String> which, int times) {
+        refusedPuts.set(which, times);
     }
 
     private final Faults noEtags = new Faults();
