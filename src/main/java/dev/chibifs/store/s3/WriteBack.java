@@ -55,6 +55,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * Where S3 already has the bytes (a rename, a change of attributes alone), S3 copies them
  * ({@link #uploadedInPlace}, {@link #uploadedAsCopy}). A failed request marks the store as in an
  * outage ({@link #noteOutage}); the loop then backs off, and the first pass that gets through ends it.
+ * A failure does not end a pass: the object is tried again at the next, and the pass's other uploads
+ * and deletes go on, but for what must come after it ({@link HeldBack}): the old names of a file
+ * that failed, what is in a directory whose marker failed, a name at its cap after a file closed
+ * before it. The journal's replay alone still stops at its first failure ({@link #replay}).
  *
  * <p>Locking: the store's monitor guards its overlay (nodes, tombstones, the journal) and is never
  * held over a request to S3: each step reads what it needs under it, asks S3 without it, and then
@@ -147,17 +151,101 @@ final class WriteBack {
     /** Directories before what is in them (a node removed meanwhile, with no path, first). */
     private static final Comparator<Node> SHALLOWEST_FIRST = Comparator.comparingInt(n -> n.path == null ? 0 : n.path.depth());
 
-    /** Uploads {@code nodes}: the directories (their markers) one at a time, in order, then the files at once. */
-    private void uploadInOrder(List<Node> nodes) throws IOException {
+    /**
+     * Uploads {@code nodes}: the directories (their markers) one at a time, in order, then the files
+     * at once. A failure is {@code held}'s and the others go on, but what lies below a directory whose
+     * marker failed waits with it (a directory's marker before what is in it).
+     */
+    private void uploadInOrder(List<Node> nodes, HeldBack held) {
         List<Node> files = new ArrayList<>();
+        Map<VfsPath, Integer> belowUnmarked = new LinkedHashMap<>();
         for (Node n : nodes) {
-            if (n.dir) {
-                upload(n, false);
+            VfsPath p;
+            synchronized (store) {
+                p = n.path;
+            }
+            VfsPath unmarked = p == null ? null : held.unmarkedAbove(p);
+            if (unmarked != null) {
+                belowUnmarked.merge(unmarked, 1, Integer::sum);
+            } else if (n.dir) {
+                try {
+                    upload(n, false);
+                } catch (IOException e) {
+                    held.failed(e);
+                    if (p != null) {
+                        held.unmarked.add(p);
+                    }
+                }
             } else {
                 files.add(n);
             }
         }
-        uploadAll(files);
+        for (Map.Entry<Node, IOException> f : inParallelEach(files, n -> upload(n, false))) {
+            held.failed(f.getValue());
+        }
+        belowUnmarked.forEach((d, count) -> held.waits(count + (count == 1 ? " file or directory in " + d + " waits"
+                : " files and directories in " + d + " wait") + " for its marker"));
+    }
+
+    /** Failures said in the one exception of a pass, at most; the rest are counted. */
+    private static final int FAILURES_SAID = 5;
+
+    /**
+     * What a pass could not send, and what waits for it: one line each in the exception it ends with,
+     * which {@code chibifs sync} and the log at umount show. A failure no longer ends the pass: each
+     * object that fails is tried again at the next, on its own, and every other change and delete
+     * goes up meanwhile (the first failure ended it, and an upload S3 kept refusing, a key a bucket
+     * policy denied, held back every delete of the store for good: a removed secret stayed readable on
+     * the other hosts). Only the flushing thread uses it.
+     */
+    private static final class HeldBack {
+        private final List<IOException> failures = new ArrayList<>();
+        private final List<String> waits = new ArrayList<>();
+        /** Directories whose markers failed in this pass. */
+        final List<VfsPath> unmarked = new ArrayList<>();
+
+        void failed(IOException e) {
+            failures.add(e);
+        }
+
+        boolean any() {
+            return !failures.isEmpty();
+        }
+
+        void waits(String line) {
+            waits.add(line);
+        }
+
+        /** The directory whose marker failed that {@code p} is in (or is), or null. */
+        VfsPath unmarkedAbove(VfsPath p) {
+            for (VfsPath d : unmarked) {
+                if (p.startsWith(d)) {
+                    return d;
+                }
+            }
+            return null;
+        }
+
+        /** The pass's failure: the failures, each once, then what waits for them, one line each. */
+        IOException thrown() {
+            if (failures.size() == 1 && waits.isEmpty()) {
+                return failures.get(0);
+            }
+            Set<String> said = new java.util.LinkedHashSet<>();
+            for (IOException e : failures) {
+                said.add(String.valueOf(e.getMessage()));
+            }
+            List<String> lines = new ArrayList<>();
+            for (String m : said) {
+                if (lines.size() == FAILURES_SAID) {
+                    lines.add((said.size() - FAILURES_SAID) + " more requests failed");
+                    break;
+                }
+                lines.add(m);
+            }
+            lines.addAll(waits);
+            return new Bucket.Unavailable(String.join("\n", lines), failures.get(0));
+        }
     }
 
     /**
@@ -182,7 +270,15 @@ final class WriteBack {
             } catch (IOException e) {
                 replayed = inOrder.subList(i, inOrder.size()); // from where it failed, next time
                 noteOutage(e);
-                throw e;
+                // the journal keeps no old names (Node.oldNames): no delete may go before the changes
+                // made before the stop are up, nor may those overtake each other
+                HeldBack held = new HeldBack();
+                held.failed(e);
+                int behind = inOrder.size() - i - 1;
+                held.waits((behind == 0 ? "" : behind + " more changes from before this start wait behind it, in the order"
+                        + " they were made; ") + "every change and delete made since waits for "
+                        + (behind == 0 ? "it" : "them"));
+                throw held.thrown();
             }
         }
         replayed = List.of();
@@ -194,16 +290,18 @@ final class WriteBack {
             replay();
             List<Node> due = new ArrayList<>();
             List<Node> ahead = new ArrayList<>();
+            List<Node> capped = new ArrayList<>();
             long now = store.ticks();
             synchronized (store) {
-                boolean capped = false;
                 for (Node n : store.overlay.dirtyNodes) {
                     if (all || n.due <= now) {
                         due.add(n);
-                        capped |= !all && store.overlay.dueAtItsCap(n);
+                        if (!all && store.overlay.dueAtItsCap(n)) {
+                            capped.add(n);
+                        }
                     }
                 }
-                if (capped) {
+                if (!capped.isEmpty()) {
                     // a name forced up at its cap while changes go on (a ref git moves at each commit) may
                     // point at files closed a moment before, which the debounce still holds back (the
                     // commit's objects): those go up first, so another host that sees the name finds
@@ -221,15 +319,31 @@ final class WriteBack {
                 due.sort(SHALLOWEST_FIRST);
                 ahead.sort(SHALLOWEST_FIRST);
             }
-            uploadInOrder(ahead);
-            uploadInOrder(due);
+            HeldBack held = new HeldBack();
+            uploadInOrder(ahead, held);
+            if (held.any() && !capped.isEmpty()) {
+                // what went up at its cap may name a file of those that failed: it waits for them
+                due.removeAll(capped);
+                held.waits(capped.size() + " changes forced up at the debounce's cap wait for the files closed before them");
+            }
+            uploadInOrder(due, held);
+            if (held.any() && bucket.unreachable()) {
+                throw held.thrown(); // S3 away: each delete would fail at once; they wait with the rest
+            }
+            boolean deleted;
             deletesOrFsyncs.writeLock().lock();
             try {
-                deletePending();
+                // after the pass's uploads have all ended, failed or not: a delete never runs beside
+                // an upload of its key, and what waits for a failed one is left out (deletePending)
+                deleted = deletePending(held);
             } finally {
                 deletesOrFsyncs.writeLock().unlock();
             }
-            if (!due.isEmpty()) {
+            if (held.any()) {
+                forgetDoneTombs();
+                throw held.thrown(); // the outage goes on: the loop backs off, and the failed are tried again
+            }
+            if (!due.isEmpty() || deleted) {
                 recovered();
             }
         } finally {
@@ -237,27 +351,45 @@ final class WriteBack {
         }
     }
 
-    /** Deletes the objects of pending tombstones that wait for no upload; under the flush lock and {@link #deletesOrFsyncs}. */
-    private void deletePending() throws IOException {
+    /**
+     * Deletes the objects of pending tombstones that wait for no upload; under the flush lock and
+     * {@link #deletesOrFsyncs}. A delete that fails is {@code held}'s, and the others go on. Whether
+     * any were done.
+     */
+    private boolean deletePending(HeldBack held) throws IOException {
         List<String> deletes;
+        int oldNamesWaiting = 0;
+        Set<VfsPath> newNames = new java.util.TreeSet<>();
         synchronized (store) {
             // the old name of something moved goes after its new one is up, which the debounce may
             // put off (renamed again, a chmod since): deleted sooner, another host saw neither name
             // (renames 0.1 s apart: none for 4-7 s). The old object of a file moved is also what its
             // upload copies
-            Set<String> waiting = new java.util.HashSet<>();
+            // (an upload that failed leaves its node dirty: its old names wait on, pass after pass)
+            Map<String, Node> waiting = new java.util.HashMap<>();
             for (Node n : store.overlay.dirtyNodes) {
                 if (n.movedFrom != null) {
-                    waiting.add(n.movedFrom.key());
+                    waiting.put(n.movedFrom.key(), n);
                 }
                 if (n.oldNames != null) {
-                    waiting.addAll(n.oldNames);
+                    for (String k : n.oldNames) {
+                        waiting.put(k, n);
+                    }
                 }
             }
             deletes = new ArrayList<>();
             for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
-                if (e.getValue().pending && !waiting.contains(e.getKey())) {
+                if (!e.getValue().pending) {
+                    continue;
+                }
+                Node newName = waiting.get(e.getKey());
+                if (newName == null) {
                     deletes.add(e.getKey());
+                } else {
+                    oldNamesWaiting++;
+                    if (newName.path != null) {
+                        newNames.add(newName.path);
+                    }
                 }
             }
         }
@@ -267,14 +399,48 @@ final class WriteBack {
         for (String k : deletes) {
             (k.endsWith("/") ? markers : objects).add(k);
         }
-        deleteObjects(objects);
+        Set<String> failed = deleteObjects(objects, held);
         markers.sort(Comparator.comparingInt(String::length).reversed());
+        int markersWaiting = 0;
         for (String k : markers) {
-            deleteOne(k);
+            if (failed.stream().anyMatch(f -> f.startsWith(k))) {
+                markersWaiting++; // a directory's contents before it: one of them is still there
+                failed.add(k);
+                continue;
+            }
+            try {
+                deleteOne(k);
+            } catch (IOException e) {
+                held.failed(e);
+                failed.add(k);
+            }
         }
-        if (!deletes.isEmpty()) {
-            recovered();
+        if (held.any() && oldNamesWaiting > 0) {
+            held.waits((oldNamesWaiting == 1 ? "1 delete of an old name waits for the upload of its new name"
+                    : oldNamesWaiting + " deletes of old names wait for the uploads of their new names")
+                    + " (another host would see neither): " + said(newNames));
         }
+        if (markersWaiting > 0) {
+            held.waits(markersWaiting + (markersWaiting == 1 ? " directory marker waits" : " directory markers wait")
+                    + " for the deletes below them");
+        }
+        return !deletes.isEmpty() && failed.isEmpty();
+    }
+
+    /** Paths said in one line, at most; the rest are counted. */
+    private static final int PATHS_SAID = 5;
+
+    /** {@code paths} in one line: the first {@link #PATHS_SAID}, and how many more. */
+    private static String said(Set<VfsPath> paths) {
+        List<String> out = new ArrayList<>();
+        for (VfsPath p : paths) {
+            if (out.size() == PATHS_SAID) {
+                out.add("and " + (paths.size() - PATHS_SAID) + " more");
+                break;
+            }
+            out.add(p.toString());
+        }
+        return String.join(", ", out);
     }
 
     private void deleteOne(String k) throws IOException {
@@ -293,10 +459,12 @@ final class WriteBack {
     /**
      * Deletes the objects {@code keys} of pending tombstones: a thousand with each request (an
      * {@code rm -rf} of 10,000 files is ten requests, not 10,000 one at a time, which a umount would
-     * wait for), those a batch did not remove one by one.
+     * wait for), those a batch did not remove one by one. The keys not deleted for a failure
+     * ({@code held}'s), which their directories' markers wait for.
      */
-    private void deleteObjects(List<String> tombstoned) throws IOException {
-        List<String> keys = stillAsSeen(tombstoned);
+    private Set<String> deleteObjects(List<String> tombstoned, HeldBack held) throws IOException {
+        Set<String> failed = new java.util.HashSet<>();
+        List<String> keys = stillAsSeen(tombstoned, held, failed);
         List<String> left = new ArrayList<>();
         for (int i = 0; i < keys.size(); i += Bucket.MAX_DELETE_BATCH) {
             List<String> batch = keys.subList(i, Math.min(keys.size(), i + Bucket.MAX_DELETE_BATCH));
@@ -309,7 +477,9 @@ final class WriteBack {
                 notDeleted = new java.util.HashSet<>(bucket.deleteAll(batch));
             } catch (IOException e) {
                 noteOutage(e);
-                throw e;
+                held.failed(e);
+                failed.addAll(batch);
+                continue;
             }
             synchronized (store) {
                 for (String k : batch) {
@@ -321,7 +491,11 @@ final class WriteBack {
             }
             left.addAll(notDeleted);
         }
-        inParallel(left, this::deleteOne);
+        for (Map.Entry<String, IOException> f : inParallelEach(left, this::deleteOne)) {
+            held.failed(f.getValue());
+            failed.add(f.getKey());
+        }
+        return failed;
     }
 
     /** A directory with at least this many objects to delete is listed to check them, not asked each with a HEAD. */
@@ -336,9 +510,10 @@ final class WriteBack {
      * a remove is another file, and the tombstone is done. S3-compatible servers do not all take an
      * If-Match on a delete (s3proxy: 501), so the check is a listing of each directory with several
      * ({@link #LISTED_FROM}) and a HEAD of the others: what another host writes between the check and
-     * the delete, milliseconds, is still lost.
+     * the delete, milliseconds, is still lost. One whose check failed ({@code held}'s) is added to
+     * {@code failed} and not deleted.
      */
-    private List<String> stillAsSeen(List<String> keys) throws IOException {
+    private List<String> stillAsSeen(List<String> keys, HeldBack held, Set<String> failed) throws IOException {
         Map<String, String> seen = new java.util.HashMap<>();
         Map<String, List<String>> byDirectory = new java.util.LinkedHashMap<>();
         synchronized (store) {
@@ -353,36 +528,46 @@ final class WriteBack {
         Map<String, String> now = new java.util.concurrent.ConcurrentHashMap<>();
         Set<String> gone = java.util.concurrent.ConcurrentHashMap.newKeySet();
         List<String> asked = new ArrayList<>();
-        try {
-            for (Map.Entry<String, List<String>> d : byDirectory.entrySet()) {
-                if (d.getValue().size() < LISTED_FROM) {
-                    asked.addAll(d.getValue());
-                    continue;
-                }
-                Set<String> wanted = new java.util.HashSet<>(d.getValue());
+        // one that cannot be checked is not deleted; the others are
+        for (Map.Entry<String, List<String>> d : byDirectory.entrySet()) {
+            if (d.getValue().size() < LISTED_FROM) {
+                asked.addAll(d.getValue());
+                continue;
+            }
+            Set<String> wanted = new java.util.HashSet<>(d.getValue());
+            try {
                 for (Bucket.Listed o : bucket.list(d.getKey(), true).objects()) {
                     if (wanted.remove(o.key())) {
                         now.put(o.key(), o.etag());
                     }
                 }
-                gone.addAll(wanted);
+            } catch (IOException e) {
+                noteOutage(e);
+                held.failed(e);
+                failed.addAll(d.getValue());
+                continue;
             }
-            inParallel(asked, k -> {
-                Bucket.Head h = bucket.head(k);
-                if (h == null) {
-                    gone.add(k);
-                } else {
-                    now.put(k, h.etag());
-                }
-            });
-        } catch (IOException e) {
-            noteOutage(e);
-            throw e;
+            gone.addAll(wanted);
+        }
+        for (Map.Entry<String, IOException> f : inParallelEach(asked, k -> {
+            Bucket.Head h = bucket.head(k);
+            if (h == null) {
+                gone.add(k);
+            } else {
+                now.put(k, h.etag());
+            }
+        })) {
+            noteOutage(f.getValue());
+            held.failed(f.getValue());
+            failed.add(f.getKey());
         }
         List<String> out = new ArrayList<>();
         synchronized (store) {
             boolean done = false;
             for (String k : keys) {
+                if (failed.contains(k)) {
+                    continue;
+                }
                 String expected = seen.get(k);
                 if (expected == null || expected.equals(now.get(k))) {
                     out.add(k);
@@ -417,10 +602,6 @@ final class WriteBack {
         void run(T item) throws IOException;
     }
 
-    private void uploadAll(List<Node> files) throws IOException {
-        inParallel(files, n -> upload(n, false));
-    }
-
     /**
      * Runs {@code step} for each item, {@link #UPLOADERS} at a time: a request is a round trip of its
      * own (about 10 ms to a server on loopback, more to a real one), so one at a time a tar of thousands
@@ -428,11 +609,24 @@ final class WriteBack {
      * once all have ended.
      */
     <T> void inParallel(List<T> items, Step<T> step) throws IOException {
+        List<Map.Entry<T, IOException>> failed = inParallelEach(items, step);
+        if (!failed.isEmpty()) {
+            throw failed.get(0).getValue();
+        }
+    }
+
+    /** As {@link #inParallel}, with each item that failed and its failure, in the items' order, once all have ended. */
+    <T> List<Map.Entry<T, IOException>> inParallelEach(List<T> items, Step<T> step) {
+        List<Map.Entry<T, IOException>> failed = new ArrayList<>();
         if (items.size() <= 1) {
             for (T item : items) {
-                step.run(item);
+                try {
+                    step.run(item);
+                } catch (IOException e) {
+                    failed.add(Map.entry(item, e));
+                }
             }
-            return;
+            return failed;
         }
         List<java.util.concurrent.Future<?>> running = new ArrayList<>();
         for (T item : items) {
@@ -442,9 +636,9 @@ final class WriteBack {
             }));
         }
         // every one is waited for, even when interrupted: none may run on past its pass, whose deletes follow
-        IOException first = null;
         boolean interrupted = false;
-        for (java.util.concurrent.Future<?> f : running) {
+        for (int i = 0; i < running.size(); i++) {
+            java.util.concurrent.Future<?> f = running.get(i);
             while (true) {
                 try {
                     f.get();
@@ -452,9 +646,7 @@ final class WriteBack {
                 } catch (java.util.concurrent.ExecutionException e) {
                     Throwable c = e.getCause();
                     IOException io = c instanceof IOException x ? x : new IOException("upload failed: " + c, c);
-                    if (first == null) {
-                        first = io;
-                    }
+                    failed.add(Map.entry(items.get(i), io));
                     break;
                 } catch (InterruptedException e) {
                     interrupted = true;
@@ -464,9 +656,7 @@ final class WriteBack {
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
-        if (first != null) {
-            throw first;
-        }
+        return failed;
     }
 
     /**
@@ -1384,6 +1574,13 @@ final class WriteBack {
                 outage = null;
             }
             backoff = 0;
+        }
+        forgetDoneTombs();
+    }
+
+    /** Drops the tombstones whose deletes were done long enough ago; also in a pass where something failed, which deletes now. */
+    private void forgetDoneTombs() {
+        synchronized (store) {
             long now = store.ticks();
             store.overlay.tombs.values().removeIf(t -> !t.pending && now - t.doneAt > DONE_TOMB_MILLIS);
         }

@@ -1,0 +1,284 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.OpenFlag;
+import dev.chibifs.testing.MutableClock;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * An object S3 keeps refusing (a key a bucket policy denies, a KMS key that fails; here a 403 from
+ * {@link S3Server#refusePuts}) waits on its own: every other change, deletes included, still goes up
+ * at each pass, and what does wait for it is said, one line each. A tester's finding (session 65):
+ * one PUT refused for good held back every {@code rm} and every old name of an {@code mv} of the
+ * store, so other hosts went on reading a removed secret, and {@code chibifs sync} named the PUT alone.
+ */
+class S3RefusedUploadTest {
+
+    private static final String BUCKET = "refused";
+    private static final AtomicInteger PREFIXES = new AtomicInteger();
+
+    @TempDir
+    static Path temp;
+    @RegisterExtension
+    static final S3Server server = S3Server.perClass(BUCKET);
+
+    private String spec;
+    private String prefix;
+    private Bucket raw;
+    private final List<S3Storage> open = new ArrayList<>();
+
+    @BeforeEach
+    void newPrefix() {
+        prefix = "ns" + PREFIXES.incrementAndGet();
+        spec = "s3://" + BUCKET + "/" + prefix;
+        raw = Bucket.connect(S3Spec.parse(spec), server.env());
+    }
+
+    @AfterEach
+    void closeStores() throws IOException {
+        server.refusePuts(name -> false, 0);
+        for (S3Storage s : open) {
+            try {
+                s.close();
+            } catch (IOException | IllegalStateException e) {
+                // closed by the test already
+            }
+        }
+        raw.close();
+    }
+
+    /** A host whose uploads the test drives with its clock (no flusher thread). */
+    private S3Storage host(String name, MutableClock clock) throws IOException {
+        return open(S3Options.defaults(temp.resolve(prefix + "-" + name), server.env()).withHost(name).withClock(clock, false));
+    }
+
+    /** Another host, which asks S3 at every lookup. */
+    private S3Storage reader(String name) throws IOException {
+        return open(S3Options.defaults(temp.resolve(prefix + "-" + name), server.env()).withHost(name).withValidity(Duration.ZERO));
+    }
+
+    private S3Storage open(S3Options o) throws IOException {
+        S3Storage s = S3Storage.open(spec, o);
+        open.add(s);
+        return s;
+    }
+
+    private static MutableClock startClock() {
+        return new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+    }
+
+    private static VfsPath p(String s) {
+        return VfsPath.of(s);
+    }
+
+    private static void put(S3Storage s, String path, String content) throws IOException {
+        s.mkdir(p(path).parent());
+        try (FileHandle h = s.open(p(path), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE, OpenFlag.TRUNCATE), 0644)) {
+            h.write(ByteBuffer.wrap(content.getBytes(UTF_8)), 0);
+        }
+    }
+
+    /** What S3 itself holds under {@code key} (below the test's prefix), or null. */
+    private String inS3(String key) throws IOException {
+        Path to = temp.resolve("get-" + System.nanoTime());
+        Bucket.Head h = raw.get(prefix + "/" + key, to);
+        return h == null ? null : Files.readString(to);
+    }
+
+    /** S3 refuses every PUT of the objects whose keys end so, until the test ends or says otherwise. */
+    private static void refuse(String... keyEnds) {
+        server.refusePuts(name -> List.of(keyEnds).stream().anyMatch(name::endsWith), -1);
+    }
+
+    private static void refuseNoMore() {
+        server.refusePuts(name -> false, 0);
+    }
+
+    @Test
+    void aRemovedFileGoesFromS3WhileAnotherFilesUploadIsRefused() throws Exception {
+        // the tester's steps: a secret synced, a file whose PUT S3 refuses, then `rm` of the secret
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        S3Storage b = reader("b");
+        put(a, "/shared/token.txt", "secret");
+        a.flushAll();
+        assertEquals("secret", new String(b.read(p("/shared/token.txt")), UTF_8));
+        refuse("/shared/refused");
+        put(a, "/shared/refused", "x");
+        clock.advance(Duration.ofSeconds(3));
+        assertThrows(IOException.class, a::flushDue);
+        a.removeFile(p("/shared/token.txt"));
+        put(a, "/shared/after", "y");
+        clock.advance(Duration.ofSeconds(3));
+
+        IOException e = assertThrows(IOException.class, a::flushDue, "the refused PUT is tried again, and fails");
+        assertTrue(e.getMessage().contains("shared/refused") && e.getMessage().contains("403"), e.getMessage());
+        assertNull(inS3("shared/token.txt"), "the delete went up all the same");
+        assertEquals("y", inS3("shared/after"), "and so did the other upload");
+        assertFalse(b.exists(p("/shared/token.txt")), "another host no longer sees the removed file");
+        assertEquals(1, a.pendingChanges(), "the refused file alone waits");
+
+        refuseNoMore();
+        clock.advance(Duration.ofSeconds(3));
+        a.flushDue();
+        assertEquals("x", inS3("shared/refused"));
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void theOldNameOfAFileMovedOntoARefusedNameStaysUntilTheNewOneIsUpAndSyncSaysSo() throws Exception {
+        // another host sees both names for a moment, never neither (docs/s3-store.md): the old name's
+        // delete waits for the new name's upload, refused or not, while every other delete goes
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        put(a, "/shared/a0", "content");
+        put(a, "/shared/gone", "g");
+        a.flushAll();
+        refuse("/shared/refused");
+        a.rename(p("/shared/a0"), p("/shared/refused"));
+        a.removeFile(p("/shared/gone"));
+
+        IOException e = assertThrows(IOException.class, a::flushAll);
+        String[] lines = e.getMessage().split("\n");
+        assertEquals(2, lines.length, e.getMessage());
+        assertTrue(lines[0].contains("shared/refused") && lines[0].contains("403"), lines[0]);
+        assertEquals("1 delete of an old name waits for the upload of its new name (another host would see neither):"
+                + " /shared/refused", lines[1]);
+        assertEquals("content", inS3("shared/a0"), "the old name stays while the new one is refused");
+        assertNull(inS3("shared/gone"), "the other delete went");
+
+        refuseNoMore();
+        a.flushAll();
+        assertEquals("content", inS3("shared/refused"));
+        assertNull(inS3("shared/a0"));
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void whatIsInADirectoryWhoseMarkerIsRefusedWaitsForItAndNothingElseDoes() throws Exception {
+        // a directory's marker goes up before what is in it, a failed one too
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        refuse("/shared/refused/");
+        put(a, "/shared/refused/f", "f");
+        put(a, "/shared/ok", "ok");
+
+        IOException e = assertThrows(IOException.class, a::flushAll);
+        String[] lines = e.getMessage().split("\n");
+        assertEquals(2, lines.length, e.getMessage());
+        assertTrue(lines[0].contains("shared/refused/") && lines[0].contains("403"), lines[0]);
+        assertEquals("1 file or directory in /shared/refused waits for its marker", lines[1]);
+        assertNull(inS3("shared/refused/f"));
+        assertEquals("ok", inS3("shared/ok"));
+
+        refuseNoMore();
+        a.flushAll();
+        assertEquals("f", inS3("shared/refused/f"));
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void aFileRemovedWhileItsChangeWasRefusedIsDeletedAndNotBroughtBack() throws Exception {
+        // a delete must not be overtaken by an earlier upload of its key: the change refused, then the
+        // file removed, goes from S3 while another upload is still refused, and stays gone after
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        put(a, "/shared/f", "v1");
+        put(a, "/shared/g", "v1");
+        a.flushAll();
+        refuse("/shared/f", "/shared/other");
+        put(a, "/shared/f", "v2");
+        put(a, "/shared/other", "o");
+        assertThrows(IOException.class, a::flushAll);
+        a.removeFile(p("/shared/f"));
+        // made again while its delete waits: its upload takes the delete over, and replaces v1
+        a.removeFile(p("/shared/g"));
+        put(a, "/shared/g", "v2");
+        refuse("/shared/g", "/shared/other");
+
+        assertThrows(IOException.class, a::flushAll, "other is still refused");
+        assertNull(inS3("shared/f"), "removed, though another upload failed");
+        assertEquals("v1", inS3("shared/g"), "not deleted: its new version replaces it");
+
+        refuseNoMore();
+        a.flushAll();
+        assertNull(inS3("shared/f"), "not brought back");
+        assertEquals("v2", inS3("shared/g"));
+        assertEquals("o", inS3("shared/other"));
+        assertEquals(List.of("g", "other"), a.list(p("/shared")).stream().map(x -> x.name()).sorted().toList(),
+                "no conflict copy");
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void aNameForcedUpAtItsCapWaitsForARefusedFileClosedBeforeIt() throws Exception {
+        // git commits every 0.5 s, as in S3HostsTest: when the ref goes up at its cap, what it names
+        // is there. Its objects refused, the ref waits for them rather than name what S3 lacks
+        MutableClock clock = startClock();
+        S3Storage a = host("git", clock);
+        put(a, "/shared/ref", "o0");
+        put(a, "/shared/o0", "first");
+        a.flushAll();
+        server.refusePuts(name -> name.matches(".*/shared/o[1-9][0-9]*"), -1);
+        long cap = Overlay.MAX_DEFERRALS * S3Options.DEFAULT_FLUSH_AFTER.toMillis();
+        int n = 0;
+        for (long elapsed = 0; elapsed <= cap + 1_000; elapsed += 500) {
+            n++;
+            put(a, "/shared/o" + n, "object " + n);
+            put(a, "/shared/.ref.lock", "o" + n);
+            a.rename(p("/shared/.ref.lock"), p("/shared/ref"));
+            clock.advance(Duration.ofMillis(500));
+            try {
+                a.flushDue();
+            } catch (IOException refused) {
+                // the objects, every pass
+            }
+            String ref = inS3("shared/ref");
+            assertTrue("o0".equals(ref) || inS3("shared/" + ref) != null, "the ref names " + ref + ", which is not up");
+        }
+        refuseNoMore();
+        a.flushAll();
+        assertEquals("o" + n, inS3("shared/ref"));
+        assertEquals("object " + n, inS3("shared/o" + n));
+    }
+
+    @Test
+    void anUnmountDoesTheDeletesARefusedUploadWouldHaveHeldBack() throws Exception {
+        // the deletes stayed in the journal at umount, the log naming only the refused PUT
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        put(a, "/shared/token.txt", "secret");
+        a.flushAll();
+        refuse("/shared/refused");
+        put(a, "/shared/refused", "x");
+        a.removeFile(p("/shared/token.txt"));
+        IOException e = assertThrows(IOException.class, a::close, "the refused file stays in the journal");
+        assertTrue(e.getMessage().contains("shared/refused"), e.getMessage());
+        assertNull(inS3("shared/token.txt"));
+        assertNull(inS3("shared/refused"));
+    }
+}
