@@ -11,7 +11,7 @@ import java.nio.file.Path;
 
 /**
  * The one way chibifs reads a file of chibi's home (site.json, config.toml, a context's
- * local.toml, state.json; the flock registry is the store's, read by its FlockRegistryReader): whoever owns the home can put anything at those names, and a read must
+ * local.toml, state.json; the flock registry is the store's, read by the router's FlockRegistryReader): whoever owns the home can put anything at those names, and a read must
  * neither hang nor take the daemon's memory. So the open never waits (O_NONBLOCK: a fifo opens at
  * once, with or without a writer), what it opened must be a regular file (checked on the
  * descriptor, so a rename after the check changes nothing), and no more than the file's limit is

@@ -1,9 +1,11 @@
-package dev.chibifs.store;
+package dev.chibifs.router;
 
 import dev.chibifs.config.FlockRegistry;
 import dev.chibifs.config.HomeFile;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Zone;
+import dev.chibifs.store.Metadata;
+import dev.chibifs.store.Storage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,7 +22,7 @@ import java.nio.file.attribute.FileTime;
  * is not read. A registry that cannot be read, is over the limit or is malformed counts as
  * empty (no flock write is granted), and the log says why once per version of the file.
  */
-public final class FlockRegistryReader {
+final class FlockRegistryReader {
 
     private static final Logger LOG = LoggerFactory.getLogger(FlockRegistryReader.class);
 
@@ -39,18 +41,18 @@ public final class FlockRegistryReader {
     private String problem;
 
     /** The registry at {@code path} of {@code storage} (the store that serves {@code /flocks/registry.json}, and its path there). */
-    public FlockRegistryReader(Storage storage, VfsPath path) {
+    FlockRegistryReader(Storage storage, VfsPath path) {
         this.storage = storage;
         this.path = path;
     }
 
     /** Why the registry grants nothing now (unreadable, too big, malformed); null when it was read or is absent. */
-    public synchronized String problem() {
+    synchronized String problem() {
         return problem;
     }
 
     /** The registry as the store has it now; empty when missing, unreadable, too big or malformed. */
-    public synchronized FlockRegistry current() {
+    synchronized FlockRegistry current() {
         Stamp now;
         try {
             Metadata m = storage.metadata(path);

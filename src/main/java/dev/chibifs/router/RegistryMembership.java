@@ -3,7 +3,6 @@ package dev.chibifs.router;
 import dev.chibifs.config.FlockRegistry;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Membership;
-import dev.chibifs.store.FlockRegistryReader;
 import dev.chibifs.store.Storage;
 
 import java.util.Optional;

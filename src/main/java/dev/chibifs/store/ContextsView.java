@@ -95,7 +95,7 @@ public final class ContextsView implements ReadOnlyStore {
     /**
      * The view of chibi home {@code home} (state.json, contexts/), this site being {@code siteId},
      * its flocks what {@code registry} says: the flock registry as the policy reads it
-     * ({@link FlockRegistryReader}), so that this view and the policy agree.
+     * (the router's {@code FlockRegistryReader}), so that this view and the policy agree.
      */
     public ContextsView(Path home, Supplier<Optional<String>> siteId, Supplier<FlockRegistry> registry) throws IOException {
         this(home, siteId, registry, FileStamp::of);

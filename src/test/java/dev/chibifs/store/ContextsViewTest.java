@@ -2,15 +2,18 @@ package dev.chibifs.store;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.config.FlockRegistry;
 import dev.chibifs.path.VfsPath;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Supplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -20,13 +23,20 @@ class ContextsViewTest {
     @TempDir
     Path home;
 
-    /** The registry as the policy reads it, from the home's store. */
-    private FlockRegistryReader registry() throws java.io.IOException {
-        return new FlockRegistryReader(new LocalStorage(home.resolve("vfs")), VfsPath.of("/flocks/registry.json"));
+    /** The registry read through the home's store, as the router reads it: one it cannot read or parse counts as empty. */
+    private Supplier<FlockRegistry> registry() throws IOException {
+        LocalStorage store = new LocalStorage(home.resolve("vfs"));
+        return () -> {
+            try {
+                return FlockRegistry.parse(store.read(VfsPath.of("/flocks/registry.json")));
+            } catch (IOException | IllegalArgumentException e) {
+                return FlockRegistry.EMPTY;
+            }
+        };
     }
 
     private ContextsView view() throws java.io.IOException {
-        return new ContextsView(home, () -> Optional.of("h-1"), registry()::current);
+        return new ContextsView(home, () -> Optional.of("h-1"), registry());
     }
 
     private JsonNode state(String context) throws Exception {
@@ -106,7 +116,7 @@ class ContextsViewTest {
         write("state.json", "{\"contexts\":[{\"name\":\"alice\",\"created_at\":1}]}");
         java.util.concurrent.atomic.AtomicReference<ContextsView> view = new java.util.concurrent.atomic.AtomicReference<>();
         java.util.concurrent.atomic.AtomicInteger looks = new java.util.concurrent.atomic.AtomicInteger();
-        view.set(new ContextsView(home, () -> Optional.of("h-1"), registry()::current, file -> {
+        view.set(new ContextsView(home, () -> Optional.of("h-1"), registry(), file -> {
             if (file.endsWith("state.json") && looks.incrementAndGet() < 20) {
                 try {
                     java.util.concurrent.CompletableFuture.supplyAsync(() -> {
