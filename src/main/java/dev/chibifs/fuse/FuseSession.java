@@ -639,7 +639,7 @@ final class FuseSession {
                 int readahead = req.int32(8);
                 if (major != FuseProtocol.MAJOR || minor < FuseProtocol.MIN_MINOR) {
                     LOG.error("the kernel speaks FUSE {}.{}; chibifs needs 7.{} or later", major, minor, FuseProtocol.MIN_MINOR);
-                    reply.begin(req.unique).error(71 /* EPROTO */).send(channel);
+                    reply.begin(req.unique).error(Linux.EPROTO).send(channel);
                     return false;
                 }
                 long offered = req.initFlags();

@@ -56,6 +56,7 @@ public final class Linux {
     public static final int ENODATA = 61;
     /** What getxattr says of a missing attribute: Linux has no ENOATTR of its own. */
     public static final int ENOATTR = ENODATA;
+    public static final int EPROTO = 71;
     public static final int EOVERFLOW = 75;
     public static final int EILSEQ = 84;
     public static final int ENOTSOCK = 88;
