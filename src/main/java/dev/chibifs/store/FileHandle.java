@@ -6,6 +6,10 @@ import java.nio.ByteBuffer;
 import java.nio.file.attribute.FileTime;
 import java.util.Set;
 
+import static dev.chibifs.sys.Linux.FALLOC_FL_KEEP_SIZE;
+import static dev.chibifs.sys.Linux.FALLOC_FL_PUNCH_HOLE;
+import static dev.chibifs.sys.Linux.FALLOC_FL_ZERO_RANGE;
+
 /** An open file with positional I/O; stays valid after the file is renamed or unlinked. */
 public interface FileHandle extends Closeable {
 
@@ -30,13 +34,6 @@ public interface FileHandle extends Closeable {
     /** Sets the file's size. */
     void truncate(long size) throws IOException;
 
-    /** fallocate(2) mode bit: reserve or zero without changing the size. */
-    int KEEP_SIZE = 0x01;
-    /** fallocate(2) mode bit, only with {@link #KEEP_SIZE}: deallocate the range, which then reads as zeros. */
-    int PUNCH_HOLE = 0x02;
-    /** fallocate(2) mode bit: the range reads as zeros afterwards, and the file grows to its end unless KEEP_SIZE. */
-    int ZERO_RANGE = 0x10;
-
     /**
      * fallocate(2): with {@code mode} 0 reserves {@code length} bytes from {@code offset} and grows
      * the file to their end; other modes are Linux's bits above. As the system call: a negative
@@ -53,8 +50,9 @@ public interface FileHandle extends Closeable {
         if (offset < 0 || length <= 0) {
             throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EINVAL, null, "Invalid argument");
         }
-        if ((mode & ~(KEEP_SIZE | PUNCH_HOLE | ZERO_RANGE)) != 0
-                || (mode & PUNCH_HOLE) != 0 && ((mode & KEEP_SIZE) == 0 || (mode & ZERO_RANGE) != 0)) {
+        if ((mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) != 0
+                || (mode & FALLOC_FL_PUNCH_HOLE) != 0
+                && ((mode & FALLOC_FL_KEEP_SIZE) == 0 || (mode & FALLOC_FL_ZERO_RANGE) != 0)) {
             throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EOPNOTSUPP, null, "Operation not supported");
         }
     }

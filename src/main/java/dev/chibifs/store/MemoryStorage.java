@@ -869,8 +869,8 @@ public final class MemoryStorage implements Storage {
 
         @Override
         public void allocate(int mode, long offset, long length) throws IOException {
-            boolean keepSize = (mode & KEEP_SIZE) != 0;
-            boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
+            boolean keepSize = (mode & Linux.FALLOC_FL_KEEP_SIZE) != 0;
+            boolean zero = (mode & (Linux.FALLOC_FL_PUNCH_HOLE | Linux.FALLOC_FL_ZERO_RANGE)) != 0;
             FileHandle.checkAllocate(mode, offset, length);
             synchronized (MemoryStorage.this) {
                 long end = offset + length;

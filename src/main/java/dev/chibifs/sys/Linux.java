@@ -193,8 +193,11 @@ public final class Linux {
     public static final int SEEK_HOLE = 4;
 
     // fallocate(2)
+    /** Reserve or zero without changing the size. */
     public static final int FALLOC_FL_KEEP_SIZE = 0x01;
+    /** Only with {@link #FALLOC_FL_KEEP_SIZE}: deallocate the range, which then reads as zeros. */
     public static final int FALLOC_FL_PUNCH_HOLE = 0x02;
+    /** The range reads as zeros afterwards, and the file grows to its end unless KEEP_SIZE. */
     public static final int FALLOC_FL_ZERO_RANGE = 0x10;
 
     // setxattr(2)

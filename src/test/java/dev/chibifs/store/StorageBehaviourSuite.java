@@ -571,14 +571,14 @@ public abstract class StorageBehaviourSuite {
     void allocateGrowsKeepsTheSizeOrPunchesAHoleAsItsModeSays() throws IOException {
         storage.write(p("/shared/f"), bytes("abcdef"));
         try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
-            h.allocate(FileHandle.KEEP_SIZE, 0, 1 << 20);
+            h.allocate(Linux.FALLOC_FL_KEEP_SIZE, 0, 1 << 20);
             assertEquals(6, h.size());
-            h.allocate(FileHandle.PUNCH_HOLE | FileHandle.KEEP_SIZE, 1, 2);
+            h.allocate(Linux.FALLOC_FL_PUNCH_HOLE | Linux.FALLOC_FL_KEEP_SIZE, 1, 2);
             assertEquals("a\0\0def", read(h, 0, 10));
             h.allocate(0, 4, 6);
             assertEquals(10, h.size());
             assertEquals("a\0\0def\0\0\0\0", read(h, 0, 20));
-            h.allocate(FileHandle.ZERO_RANGE, 8, 4);
+            h.allocate(Linux.FALLOC_FL_ZERO_RANGE, 8, 4);
             assertEquals(12, h.size());
         }
         assertEquals(12, storage.metadata(p("/shared/f")).size());
@@ -591,7 +591,7 @@ public abstract class StorageBehaviourSuite {
             FileSystemException noLength = assertThrows(FileSystemException.class, () -> h.allocate(0, 0, 0));
             assertEquals("Invalid argument", noLength.getReason());
             FileSystemException growingHole = assertThrows(FileSystemException.class,
-                    () -> h.allocate(FileHandle.PUNCH_HOLE, 0, 1));
+                    () -> h.allocate(Linux.FALLOC_FL_PUNCH_HOLE, 0, 1));
             assertEquals("Operation not supported", growingHole.getReason());
             assertEquals("abc", read(h, 0, 10));
         }

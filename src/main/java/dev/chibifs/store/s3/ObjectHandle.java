@@ -339,8 +339,8 @@ final class ObjectHandle implements FileHandle {
 
     @Override
     public void allocate(int mode, long offset, long length) throws IOException {
-        boolean keepSize = (mode & KEEP_SIZE) != 0;
-        boolean zero = (mode & (PUNCH_HOLE | ZERO_RANGE)) != 0;
+        boolean keepSize = (mode & Linux.FALLOC_FL_KEEP_SIZE) != 0;
+        boolean zero = (mode & (Linux.FALLOC_FL_PUNCH_HOLE | Linux.FALLOC_FL_ZERO_RANGE)) != 0;
         FileHandle.checkAllocate(mode, offset, length);
         CacheFile ch = content();
         synchronized (store) {
