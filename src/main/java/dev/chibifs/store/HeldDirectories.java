@@ -62,13 +62,8 @@ final class HeldDirectories {
 
     /** File systems whose every change raises inotify events on this machine. */
     private static final long[] LOCAL_TYPES = {
-            0xEF53L,      // ext2, ext3, ext4
-            0x58465342L,  // xfs
-            0x9123683EL,  // btrfs
-            0x01021994L,  // tmpfs
-            0xF2F52010L,  // f2fs
-            0x2FC12FC1L,  // zfs
-            0xCA451A4EL,  // bcachefs
+            EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC, BTRFS_SUPER_MAGIC, TMPFS_MAGIC,
+            F2FS_SUPER_MAGIC, ZFS_SUPER_MAGIC, BCACHEFS_SUPER_MAGIC,
     };
 
     /** A held directory. The map holds one reference; each lease another; the last one closes it. */

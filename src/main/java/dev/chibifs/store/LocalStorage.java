@@ -124,15 +124,9 @@ public final class LocalStorage implements Storage {
      * answering (an NFS server away, a FUSE daemon stopped) holds each request to them.
      */
     private static final long[] STALLING_TYPES = {
-            0x6969L,      // nfs
-            0x65735546L,  // fuse
-            0xFF534D42L,  // cifs
-            0xFE534D42L,  // smb2
-            0x517BL,      // smb
-            0x01021997L,  // 9p
-            0x00C36400L,  // ceph
-            0x5346414FL,  // afs
-            0x0BD00BD0L,  // lustre
+            Linux.NFS_SUPER_MAGIC, Linux.FUSE_SUPER_MAGIC, Linux.CIFS_SUPER_MAGIC, Linux.SMB2_SUPER_MAGIC,
+            Linux.SMB_SUPER_MAGIC, Linux.V9FS_MAGIC, Linux.CEPH_SUPER_MAGIC, Linux.AFS_SUPER_MAGIC,
+            Linux.LUSTRE_SUPER_MAGIC,
     };
 
     /**

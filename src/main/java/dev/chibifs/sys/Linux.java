@@ -254,8 +254,25 @@ public final class Linux {
     /** statfs(2)'s f_flags bit of a read-only mount. */
     public static final long ST_RDONLY = 1;
 
-    /** statfs(2)'s f_type of a FUSE file system, chibifs's included (linux/magic.h). */
+    // statfs(2)'s f_type (linux/magic.h; Lustre's and ZFS's from their own sources)
+    /** A FUSE file system, chibifs's included. */
     public static final long FUSE_SUPER_MAGIC = 0x65735546L;
+    public static final long NFS_SUPER_MAGIC = 0x6969L;
+    public static final long CIFS_SUPER_MAGIC = 0xFF534D42L;
+    public static final long SMB2_SUPER_MAGIC = 0xFE534D42L;
+    public static final long SMB_SUPER_MAGIC = 0x517BL;
+    public static final long V9FS_MAGIC = 0x01021997L;
+    public static final long CEPH_SUPER_MAGIC = 0x00C36400L;
+    public static final long AFS_SUPER_MAGIC = 0x5346414FL;
+    public static final long LUSTRE_SUPER_MAGIC = 0x0BD00BD0L;
+    /** ext2, ext3 and ext4 alike. */
+    public static final long EXT4_SUPER_MAGIC = 0xEF53L;
+    public static final long XFS_SUPER_MAGIC = 0x58465342L;
+    public static final long BTRFS_SUPER_MAGIC = 0x9123683EL;
+    public static final long TMPFS_MAGIC = 0x01021994L;
+    public static final long F2FS_SUPER_MAGIC = 0xF2F52010L;
+    public static final long ZFS_SUPER_MAGIC = 0x2FC12FC1L;
+    public static final long BCACHEFS_SUPER_MAGIC = 0xCA451A4EL;
 
     // statx(2) mask
     public static final int STATX_TYPE = 0x1;
