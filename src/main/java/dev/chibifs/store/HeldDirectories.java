@@ -156,6 +156,23 @@ final class HeldDirectories {
     /** True while a thread, holding the lock, reads and applies events; see {@link #refresh}. */
     private volatile boolean draining;
 
+    /** The fewest directories held, however low the descriptor limit. */
+    static final int MIN_HELD = 16;
+    /** The most directories held, however high the descriptor limit. */
+    static final int MAX_HELD = 4096;
+    /** The share of the descriptor limit held directories may take: a quarter, the rest for open files. */
+    static final int SHARE_DIVISOR = 4;
+
+    /** How many directories to hold under a descriptor limit of {@code openFileLimit}. */
+    static int limitFor(long openFileLimit) {
+        return (int) Math.max(MIN_HELD, Math.min(MAX_HELD, openFileLimit / SHARE_DIVISOR));
+    }
+
+    /** {@link #limitFor} the process's descriptor limit now. */
+    static int limitNow() {
+        return limitFor(Syscalls.openFileLimit());
+    }
+
     HeldDirectories(int limit, LateCloses lateCloses) {
         this(() -> limit, System::nanoTime, lateCloses);
     }

@@ -95,7 +95,7 @@ public final class LocalStorage implements Storage {
         this.mayStall = mayStall(this.root);
         this.storeRoot = new StoreRoot(this.root);
         this.lateCloses = lateCloses;
-        HeldDirectories held = new HeldDirectories(LocalStorage::heldDirectories, System::nanoTime, lateCloses);
+        HeldDirectories held = new HeldDirectories(HeldDirectories::limitNow, System::nanoTime, lateCloses);
         this.directories = held;
         // the inotify instance and held descriptors go with the storage, closed or not (instances are few: 128 per user)
         CLEANER.register(this, () -> {
@@ -199,11 +199,6 @@ public final class LocalStorage implements Storage {
         } finally {
             Syscalls.close(fd);
         }
-    }
-
-    private static int heldDirectories() {
-        long fds = Syscalls.openFileLimit();
-        return (int) Math.max(16, Math.min(4096, fds / 4));
     }
 
     /** The directory the store lives in. */

@@ -84,6 +84,13 @@ class HeldDirectoriesTest {
 
     /** A descriptor limit lowered under the daemon (prlimit) left every listing EMFILE while it ran. */
     @Test
+    void holdsAQuarterOfTheDescriptorLimitBetweenSixteenAndFourThousand() {
+        assertEquals(256, HeldDirectories.limitFor(1024));
+        assertEquals(16, HeldDirectories.limitFor(20), "a low limit still holds a few");
+        assertEquals(4096, HeldDirectories.limitFor(1 << 20), "a high limit holds no more than 4,096");
+    }
+
+    @Test
     void whatIsHeldFollowsTheDescriptorLimitAskedEverySecond() throws IOException {
         java.util.concurrent.atomic.AtomicInteger limit = new java.util.concurrent.atomic.AtomicInteger(64);
         java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
