@@ -1428,8 +1428,9 @@ public final class LocalStorage implements Storage {
         if (target.indexOf('\0') >= 0 || target.indexOf('\uFFFD') >= 0) {
             throw new ErrnoException(EINVAL, link.toString(), "Invalid argument: the link target is not valid UTF-8 text");
         }
-        if (target.getBytes(StandardCharsets.UTF_8).length >= 4096) {
-            throw new ErrnoException(ENAMETOOLONG, link.toString(), "File name too long: a link target has at most 4095 bytes");
+        if (target.getBytes(StandardCharsets.UTF_8).length >= PATH_MAX) {
+            throw new ErrnoException(ENAMETOOLONG, link.toString(),
+                    "File name too long: a link target has at most " + (PATH_MAX - 1) + " bytes");
         }
     }
 

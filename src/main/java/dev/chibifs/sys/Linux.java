@@ -72,6 +72,8 @@ public final class Linux {
 
     /** The longest name, in bytes, a directory entry may have (what statfs reports as namelen). */
     public static final int NAME_MAX = 255;
+    /** The longest path, or link target, the kernel takes, its NUL included. */
+    public static final int PATH_MAX = 4096;
 
     // open(2) flags (asm-generic/fcntl.h; arm64 moves four of them)
     public static final int O_RDONLY = 0;

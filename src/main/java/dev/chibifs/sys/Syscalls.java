@@ -127,7 +127,7 @@ public final class Syscalls {
     private static final ThreadLocal<Statx> STATX = ThreadLocal.withInitial(() -> new Statx(Memory.allocateDirect(RUNTIME, 256)));
     private static final ThreadLocal<Pointer> SMALL_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 32));
     private static final ThreadLocal<Pointer> STATFS_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 128));
-    private static final ThreadLocal<Pointer> LINK_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 4096));
+    private static final ThreadLocal<Pointer> LINK_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, PATH_MAX));
     private static volatile boolean openat2Missing;
 
     private Syscalls() {
@@ -708,7 +708,7 @@ public final class Syscalls {
     /** readlinkat(2): the text of the symbolic link {@code name} in {@code dirfd} (EINVAL when it is no link). */
     public static String readlinkat(int dirfd, String name, String file) throws IOException {
         Pointer buf = LINK_BUF.get();
-        long n = LIBC.readlinkat(dirfd, bytes(name), buf, 4096);
+        long n = LIBC.readlinkat(dirfd, bytes(name), buf, PATH_MAX);
         if (n < 0) {
             throw failure(file);
         }
