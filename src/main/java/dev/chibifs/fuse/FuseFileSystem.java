@@ -110,7 +110,7 @@ final class FuseFileSystem {
 
     /** The unknown inode number readdir gives a name whose attributes it did not read (libfuse's FUSE_UNKNOWN_INO). */
     private static final long UNKNOWN_INO = 0xffffffffL;
-    private static final int BLOCK_SIZE = 4096;
+    private static final int BLOCK_SIZE = Storage.BLOCK_SIZE;
     /** The mode fstat shows of a directory removed while open: what every store makes one with. */
     private static final int REMOVED_DIRECTORY_MODE = 0755;
     /**

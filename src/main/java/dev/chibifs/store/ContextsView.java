@@ -590,7 +590,7 @@ public final class ContextsView implements ReadOnlyStore {
         FileTime t = stateTime();
         long inode = syntheticInode(path);
         if (n.kind() == EntryKind.DIRECTORY) {
-            return new Metadata(EntryKind.DIRECTORY, 4096, t, t, t, t, 2, 0555, inode);
+            return new Metadata(EntryKind.DIRECTORY, BLOCK_SIZE, t, t, t, t, 2, 0555, inode);
         }
         return generatedMetadata(path, generated(path, n));
     }
@@ -723,7 +723,7 @@ public final class ContextsView implements ReadOnlyStore {
 
     @Override
     public SpaceInfo space() {
-        return new SpaceInfo(4096, 0, 0, 0, Linux.NAME_MAX, 0, 0);
+        return new SpaceInfo(BLOCK_SIZE, 0, 0, 0, Linux.NAME_MAX, 0, 0);
     }
 
     @Override

@@ -46,7 +46,6 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class MemoryStorage implements Storage {
 
-    private static final long BLOCK = 4096;
     /** Bytes per native chunk: small enough that a sparse or growing file wastes little, large enough to copy in one go. */
     static final int CHUNK = 64 * 1024;
     private static final int CHUNK_SHIFT = 16;
@@ -689,7 +688,7 @@ public final class MemoryStorage implements Storage {
     private Metadata metadataOf(Node n) {
         boolean dir = n instanceof Dir;
         // a link's size is its target's length in bytes, as lstat says
-        long size = dir ? BLOCK : n instanceof File ? ((File) n).length
+        long size = dir ? BLOCK_SIZE : n instanceof File ? ((File) n).length
                 : n instanceof Link ? ((Link) n).target.getBytes(StandardCharsets.UTF_8).length : 0;
         long links = dir ? 2 + ((Dir) n).children.values().stream().filter(c -> c instanceof Dir).count() : n.links;
         return new Metadata(kindOf(n), size, n.created, n.modified, n.accessed, n.changed, links, n.mode, n.inode);
@@ -1243,10 +1242,10 @@ public final class MemoryStorage implements Storage {
     public synchronized SpaceInfo space() {
         if (limit != Long.MAX_VALUE) {
             long free = Math.max(0, limit - used);
-            return new SpaceInfo(BLOCK, limit, free, free, Linux.NAME_MAX, limit / NAME_COST, free / NAME_COST);
+            return new SpaceInfo(BLOCK_SIZE, limit, free, free, Linux.NAME_MAX, limit / NAME_COST, free / NAME_COST);
         }
         Runtime rt = Runtime.getRuntime();
-        return new SpaceInfo(BLOCK, rt.maxMemory(), rt.maxMemory() - rt.totalMemory() + rt.freeMemory(),
+        return new SpaceInfo(BLOCK_SIZE, rt.maxMemory(), rt.maxMemory() - rt.totalMemory() + rt.freeMemory(),
                 rt.maxMemory() - rt.totalMemory() + rt.freeMemory(), Linux.NAME_MAX, 0, 0);
     }
 }

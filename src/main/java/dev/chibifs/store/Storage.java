@@ -25,6 +25,12 @@ import java.util.Set;
  */
 public interface Storage extends Closeable {
 
+    /**
+     * The block size stores report (st_blksize, statfs's bsize) where they have no disk's own, and
+     * a directory's size, as ext4 shows one.
+     */
+    int BLOCK_SIZE = 4096;
+
     /** The whole content of a file. */
     byte[] read(VfsPath path) throws IOException;
 

@@ -3,6 +3,7 @@ package dev.chibifs.store.s3;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.InProcessLocks;
+import dev.chibifs.store.Storage;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -480,7 +481,7 @@ final class Overlay {
             this.link = link;
             this.birth = this.mtime = this.atime = this.ctime = now;
             this.mode = mode;
-            this.size = dir ? S3Storage.BLOCK : 0;
+            this.size = dir ? Storage.BLOCK_SIZE : 0;
         }
 
         boolean onRemote() {

@@ -112,7 +112,6 @@ public final class S3Storage implements Storage {
     /** What ends the key of a symbolic link's object (rclone's convention, with {@code --links}). */
     static final String LINK_SUFFIX = ".rclonelink";
 
-    static final long BLOCK = 4096;
     static final int FILE_MODE = 0644;
     static final int DIR_MODE = 0755;
     /**
@@ -1779,7 +1778,7 @@ public final class S3Storage implements Storage {
         // a bucket has no size; say a large one, as s3fs and goofys do. Names are chibi's (at most
         // NAME_MAX bytes, as on its own disk), though a key could hold longer ones
         long big = 1L << 50;
-        return new SpaceInfo(BLOCK, big, big, big, Linux.NAME_MAX, 0, 0);
+        return new SpaceInfo(BLOCK_SIZE, big, big, big, Linux.NAME_MAX, 0, 0);
     }
 
     // ---- ETags ----
