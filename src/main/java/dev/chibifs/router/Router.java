@@ -262,11 +262,6 @@ public final class Router {
 
     // ---- policy checks ----
 
-    /** Flock membership as this router reads it (fresh from chibi's registry when configured). */
-    public Membership membership() {
-        return membership;
-    }
-
     /** chibi's flock registry as the policy reads it now (empty without flocks, or when it grants nothing): what {@code /sys/contexts} shows. */
     public dev.chibifs.config.FlockRegistry flockRegistry() {
         return membership instanceof RegistryMembership r ? r.current() : dev.chibifs.config.FlockRegistry.EMPTY;

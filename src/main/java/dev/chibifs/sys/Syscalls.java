@@ -632,12 +632,6 @@ public final class Syscalls {
         return LIBC.getrlimit(Linux.RLIMIT_NOFILE, limit) == 0 ? limit[0] : 1024;
     }
 
-    /** The errno a statx of {@code path} (followed, as stat(1) does) fails with, or 0: whether a mount answers at all. */
-    public static int statErrno(String path) {
-        Statx s = STATX.get();
-        return LIBC.statx(AT_FDCWD, bytes(path), 0, STATX_TYPE, s.buf) != 0 ? errno() : 0;
-    }
-
     /** mkdir(2) of {@code name} in {@code dirfd}. */
     public static void mkdirat(int dirfd, String name, int mode, String file) throws IOException {
         if (LIBC.mkdirat(dirfd, bytes(name), mode) != 0) {

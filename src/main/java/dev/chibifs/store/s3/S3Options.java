@@ -184,10 +184,6 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
         return new S3Options(cacheDir, flushAfter, validity, clock, ticker, h, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
-    public S3Options withCacheDir(Path dir) {
-        return new S3Options(dir, flushAfter, validity, clock, ticker, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
-    }
-
     public S3Options withCacheSize(long bytes) {
         return new S3Options(cacheDir, flushAfter, validity, clock, ticker, host, env, background, bytes, prefetchBelow, lockLease, exclusiveCreates);
     }

@@ -66,11 +66,6 @@ public record S3StoreSpec(String spec, Supplier<ChibiHome> home, Path cacheDir, 
         return prefix.isEmpty() || key.equals(prefix) || key.startsWith(prefix + "/");
     }
 
-    /** Whether {@code spec} names an S3 store. */
-    public static boolean isS3(String spec) {
-        return spec.startsWith(S3Spec.SCHEME);
-    }
-
     /** A bucket keeps what is written and is shared: it may be the whole namespace. */
     @Override
     public boolean servesRoot() {
