@@ -14,16 +14,8 @@ import dev.chibifs.path.VfsPath;
  */
 public final class ZonePolicy {
 
-
     private ZonePolicy() {
     }
-
-
-    /** Every caller reads every path. */
-    public static boolean mayRead(Caller caller, VfsPath path) {
-        return true;
-    }
-
 
     /** Whether {@code caller} may create, modify, remove or set attributes of {@code path}. */
     public static boolean mayWrite(Caller caller, VfsPath path, Membership members) {

@@ -1152,7 +1152,7 @@ public final class Router {
     }
 
     /** The rule that judges symbolic link targets here. */
-    public SymlinkRule symlinkRule() {
+    SymlinkRule symlinkRule() {
         return symlinks;
     }
 

@@ -170,7 +170,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
     }
 
     /** The ticker {@code t} apart from the wall clock (tests: a wall clock stepped while time goes on). */
-    public S3Options withTicker(LongSupplier t) {
+    S3Options withTicker(LongSupplier t) {
         return new S3Options(cacheDir, flushAfter, validity, clock, t, host, env, background, cacheSize, prefetchBelow, lockLease,
                 exclusiveCreates);
     }
