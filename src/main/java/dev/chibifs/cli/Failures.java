@@ -2,7 +2,7 @@ package dev.chibifs.cli;
 
 import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
-import dev.chibifs.router.CrossStoreException;
+import dev.chibifs.router.CrossDeviceException;
 import dev.chibifs.router.MountPointBusyException;
 import dev.chibifs.router.PolicyDeniedException;
 import dev.chibifs.store.EtagMismatchException;
@@ -60,7 +60,7 @@ final class Failures {
             // chibi reports a read-only store as permission denied, in these words
             return new Report(ExitCodes.PERMISSION_DENIED, e.getMessage());
         }
-        if (e instanceof CrossStoreException || e instanceof MountPointBusyException) {
+        if (e instanceof CrossDeviceException || e instanceof MountPointBusyException) {
             return new Report(ExitCodes.IO_ERROR, e.getMessage());
         }
         // the number the failure carries (or the JDK's type means), never its text

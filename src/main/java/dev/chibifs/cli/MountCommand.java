@@ -14,6 +14,8 @@ import dev.chibifs.policy.ContextNames;
 import dev.chibifs.router.Namespace;
 import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.router.Router;
+import dev.chibifs.router.StoreAwayException;
+import dev.chibifs.router.UnreachablePrefixException;
 import dev.chibifs.store.LocalStorage;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -392,10 +394,10 @@ public final class MountCommand implements Callable<Integer> {
         Router router = namespace.router();
         try {
             router.createNamespace(plan.homes());
-        } catch (Router.UnreachablePrefixException e) {
+        } catch (UnreachablePrefixException e) {
             throw new MountFailure("invalid --store: " + e.getMessage());
         } catch (IOException e) {
-            if (storage.isPresent() && !(e instanceof Router.StoreAwayException)) {
+            if (storage.isPresent() && !(e instanceof StoreAwayException)) {
                 throw e;
             }
             if (storage.isPresent()) {

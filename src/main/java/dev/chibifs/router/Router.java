@@ -56,7 +56,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A store mounted at a prefix shows in its parent's listings (whether or not the parent
  * store has a directory of that name), cannot be removed or renamed (EBUSY), and nothing is
- * renamed or linked across two stores ({@link CrossStoreException}, EXDEV).
+ * renamed or linked across two stores ({@link CrossDeviceException}, EXDEV).
  */
 public final class Router {
 
@@ -192,7 +192,7 @@ public final class Router {
     private Target sameStorage(VfsPath a, VfsPath b, Target ta) throws IOException {
         Target tb = resolve(b);
         if (ta.storage() != tb.storage()) {
-            throw new CrossStoreException(a.toString(), b.toString());
+            throw CrossDeviceException.betweenStores(a.toString(), b.toString());
         }
         return tb;
     }
@@ -1337,25 +1337,6 @@ public final class Router {
                 throw new UnreachablePrefixException(prefix, p + " is missing and its store cannot make it ("
                         + e.getMessage() + ")");
             }
-        }
-    }
-
-    /** Some of the namespace's directories were not made: their store, across a network, did not answer. */
-    public static final class StoreAwayException extends IOException {
-        private static final long serialVersionUID = 1L;
-
-        StoreAwayException(IOException first) {
-            super(first.getMessage(), first);
-        }
-    }
-
-    /** A store's prefix that runs through something other than a directory, which the mount cannot serve. */
-    public static final class UnreachablePrefixException extends IOException {
-        private static final long serialVersionUID = 1L;
-
-        UnreachablePrefixException(VfsPath prefix, String why) {
-            super("a store at " + prefix + " cannot be reached: " + why
-                    + "; a prefix must run through directories, which the stores above it have or can make");
         }
     }
 }

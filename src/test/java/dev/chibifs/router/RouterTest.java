@@ -670,8 +670,8 @@ class RouterTest {
         Files.writeString(temp.resolve("docs/r.txt"), "r");
         vfs = Router.builder(store).mount(p("/shared/docs"),
                 new ReadOnlyStorage(new LocalStorage(temp.resolve("docs")), "readonly:docs")).build();
-        assertThrows(CrossStoreException.class, () -> vfs.rename(PLANNER, p("/shared/docs/r.txt"), p("/shared/r.txt")));
-        assertThrows(CrossStoreException.class, () -> vfs.link(PLANNER, p("/shared/docs/r.txt"), p("/shared/r.txt")));
+        assertThrows(CrossDeviceException.class, () -> vfs.rename(PLANNER, p("/shared/docs/r.txt"), p("/shared/r.txt")));
+        assertThrows(CrossDeviceException.class, () -> vfs.link(PLANNER, p("/shared/docs/r.txt"), p("/shared/r.txt")));
         assertThrows(ReadOnlyStoreException.class, () -> vfs.rename(PLANNER, p("/shared/docs/r.txt"), p("/shared/docs/s.txt")));
         assertTrue(Files.exists(temp.resolve("docs/r.txt")));
     }
@@ -725,7 +725,7 @@ class RouterTest {
                 });
         Router withAway = Router.builder(store).mount(p("/shared/aw"), away).mount(p("/shared/aw/a/b"), new MemoryStorage())
                 .build();
-        Router.StoreAwayException e = assertThrows(Router.StoreAwayException.class,
+        StoreAwayException e = assertThrows(StoreAwayException.class,
                 () -> withAway.createNamespace(List.of("planner")));
         assertTrue(e.getMessage().contains("cannot reach"), e.getMessage());
         assertTrue(Files.isDirectory(temp.resolve("vfs/home/planner")), "the local store's directories are made");
@@ -736,7 +736,7 @@ class RouterTest {
         vfs.createNamespace(List.of());
         vfs.write(SYSTEM, p("/shared/f"), bytes("a file"));
         Router throughFile = Router.builder(store).mount(p("/shared/f/x"), new MemoryStorage()).build();
-        Router.UnreachablePrefixException e = assertThrows(Router.UnreachablePrefixException.class,
+        UnreachablePrefixException e = assertThrows(UnreachablePrefixException.class,
                 () -> throughFile.createNamespace(List.of()));
         assertTrue(e.getMessage().contains("/shared/f/x") && e.getMessage().contains("/shared/f is not a directory"),
                 e.getMessage());
@@ -744,7 +744,7 @@ class RouterTest {
         Router underReadOnly = Router.builder(store)
                 .mount(p("/site"), new ReadOnlyStorage(new LocalStorage(docs), "readonly:docs"))
                 .mount(p("/site/x/y"), new MemoryStorage()).build();
-        e = assertThrows(Router.UnreachablePrefixException.class, () -> underReadOnly.createNamespace(List.of()));
+        e = assertThrows(UnreachablePrefixException.class, () -> underReadOnly.createNamespace(List.of()));
         assertTrue(e.getMessage().contains("/site/x/y") && e.getMessage().contains("/site/x is missing"), e.getMessage());
         Files.createDirectories(docs.resolve("x"));
         underReadOnly.createNamespace(List.of()); // where the read-only store has it, the prefix is reached
