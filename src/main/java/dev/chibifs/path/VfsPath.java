@@ -71,7 +71,7 @@ public final class VfsPath implements Comparable<VfsPath> {
     }
 
     /** True when {@code s} is a VFS URI: {@code vfs:///} followed by the path (exactly three slashes). */
-    public static boolean isVfsUri(String s) {
+    static boolean isVfsUri(String s) {
         return s != null && s.startsWith("vfs:///") && !s.startsWith("vfs:////");
     }
 

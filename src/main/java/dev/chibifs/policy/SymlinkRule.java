@@ -74,7 +74,7 @@ public enum SymlinkRule {
      * The zone test: null when {@code target}, resolved by its text from the directory of
      * {@code link}, stays inside the zone root of {@code link}; otherwise what is wrong with it.
      */
-    public static String escape(VfsPath link, String target) {
+    private static String escape(VfsPath link, String target) {
         VfsPath root = ZonePolicy.zoneRoot(link);
         if (target.startsWith("/")) {
             return "an absolute target leaves the zone; a target must be relative to the link's directory"

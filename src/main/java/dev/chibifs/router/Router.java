@@ -198,7 +198,7 @@ public final class Router {
     }
 
     /** True when a store other than the root's is mounted at {@code path}. */
-    public boolean isMountPoint(VfsPath path) {
+    boolean isMountPoint(VfsPath path) {
         if (path.isRoot()) {
             return false;
         }

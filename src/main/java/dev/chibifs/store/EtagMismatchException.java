@@ -3,7 +3,7 @@ package dev.chibifs.store;
 import java.nio.file.FileSystemException;
 
 /** A conditional write found the file other than it asked (HTTP's 412); nothing was changed. */
-public class EtagMismatchException extends FileSystemException {
+public final class EtagMismatchException extends FileSystemException {
 
     private final Precondition asked;
     private final String current;

@@ -219,7 +219,7 @@ public final class LocalStorage implements Storage {
     }
 
     /** True for the names of the store's own temporary files: hidden from listings and never created by callers. */
-    public static boolean isTemporaryName(String name) {
+    static boolean isTemporaryName(String name) {
         return name.startsWith(TEMP_PREFIX) && TEMP_NAME.matcher(name).matches();
     }
 

@@ -89,12 +89,12 @@ public final class LibC {
      * mmap(2), as the system call: libc's mmap through jnr-ffi fails with EINVAL without making
      * the call (whatever the argument types declared). Returns the address or -1 with errno set.
      */
-    public static long mmap(long address, long length, int prot, int flags, int fd, long offset) {
+    static long mmap(long address, long length, int prot, int flags, int fd, long offset) {
         return C.syscall(Linux.SYS_MMAP, address, length, prot, flags, fd, offset);
     }
 
     /** munmap(2), as the system call, beside {@link #mmap}. */
-    public static void munmap(long address, long length) {
+    static void munmap(long address, long length) {
         C.syscall(Linux.SYS_MUNMAP, address, length, 0, 0, 0, 0);
     }
 

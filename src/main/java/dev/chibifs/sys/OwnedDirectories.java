@@ -22,7 +22,7 @@ public final class OwnedDirectories {
     }
 
     /** {@code dir} (absolute), or the nearest directory leading to it that exists: what it would be made in. */
-    public static Path nearestExisting(Path dir) {
+    private static Path nearestExisting(Path dir) {
         Path p = dir;
         while (p.getParent() != null && !Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
             p = p.getParent();

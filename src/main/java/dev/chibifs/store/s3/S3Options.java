@@ -84,7 +84,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
      * prefix. The plain name stays for a store whose directory it already is, or one with no record of
      * its store (made before the record; {@link CacheOwner}), so an upgrade finds its journal there.
      */
-    public static Path defaultCacheDir(ChibiHome home, S3Spec spec) {
+    static Path defaultCacheDir(ChibiHome home, S3Spec spec) {
         Path cache = cachesOf(home);
         Path inHome = home.chibifsDir().resolve("cache").resolve(spec.cacheName()).resolve(S3Storage.JOURNAL_FILE);
         if (!cache.startsWith(home.chibifsDir()) && Files.isRegularFile(inHome, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
@@ -144,7 +144,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
      * {@code prefetchBelow} bytes fetched with the listing that shows them (null: 32 KiB); locks'
      * leases held for {@code lockLease} (null: 30 s; zero: locks reach this daemon only).
      */
-    public static S3Options forMount(ChibiHome home, String spec, Path cacheDir, Duration flushAfter,
+    static S3Options forMount(ChibiHome home, String spec, Path cacheDir, Duration flushAfter,
                                      Duration metadataTtl, long cacheSize, Long prefetchBelow, Duration lockLease,
                                      Map<String, String> env) {
         Path dir = cacheDir != null ? cacheDir : defaultCacheDir(home, S3Spec.parse(spec));
@@ -155,16 +155,16 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
         return metadataTtl == null ? o : o.withValidity(metadataTtl);
     }
 
-    public S3Options withFlushAfter(Duration d) {
+    S3Options withFlushAfter(Duration d) {
         return new S3Options(cacheDir, d, validity, clock, ticker, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
-    public S3Options withValidity(Duration d) {
+    S3Options withValidity(Duration d) {
         return new S3Options(cacheDir, flushAfter, d, clock, ticker, host, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
     /** The wall clock {@code c}, whose millis are the ticker too: a test moves both by moving it. */
-    public S3Options withClock(Clock c, boolean runInBackground) {
+    S3Options withClock(Clock c, boolean runInBackground) {
         return new S3Options(cacheDir, flushAfter, validity, c, c::millis, host, env, runInBackground, cacheSize, prefetchBelow,
                 lockLease, exclusiveCreates);
     }
@@ -180,23 +180,23 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
         return System.nanoTime() / 1_000_000;
     }
 
-    public S3Options withHost(String h) {
+    S3Options withHost(String h) {
         return new S3Options(cacheDir, flushAfter, validity, clock, ticker, h, env, background, cacheSize, prefetchBelow, lockLease, exclusiveCreates);
     }
 
-    public S3Options withCacheSize(long bytes) {
+    S3Options withCacheSize(long bytes) {
         return new S3Options(cacheDir, flushAfter, validity, clock, ticker, host, env, background, bytes, prefetchBelow, lockLease, exclusiveCreates);
     }
 
-    public S3Options withPrefetchBelow(long bytes) {
+    S3Options withPrefetchBelow(long bytes) {
         return new S3Options(cacheDir, flushAfter, validity, clock, ticker, host, env, background, cacheSize, bytes, lockLease, exclusiveCreates);
     }
 
-    public S3Options withLockLease(Duration d) {
+    S3Options withLockLease(Duration d) {
         return new S3Options(cacheDir, flushAfter, validity, clock, ticker, host, env, background, cacheSize, prefetchBelow, d, exclusiveCreates);
     }
 
-    public S3Options withExclusiveCreates(boolean on) {
+    S3Options withExclusiveCreates(boolean on) {
         return new S3Options(cacheDir, flushAfter, validity, clock, ticker, host, env, background, cacheSize, prefetchBelow, lockLease, on);
     }
 

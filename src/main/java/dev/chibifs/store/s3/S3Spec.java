@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
  * @param endpoint the endpoint from the spec, null to take it the way the AWS tools do
  * @param region the region from the spec, null likewise
  */
-public record S3Spec(String bucket, String keyPrefix, URI endpoint, String region) {
+record S3Spec(String bucket, String keyPrefix, URI endpoint, String region) {
 
     public static final String SCHEME = "s3://";
 
