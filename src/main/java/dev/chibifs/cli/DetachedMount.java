@@ -70,15 +70,15 @@ final class DetachedMount {
     PrintWriter detach(Path logFile) throws IOException {
         int logFd = MountCommand.openLog(logFile);
         int devNull = Syscalls.openat(Linux.AT_FDCWD, "/dev/null", Linux.O_RDONLY, 0, "/dev/null");
-        terminal = LibC.c().fcntl(STDERR, Linux.F_DUPFD_CLOEXEC, STDERR + 1);
-        LibC.c().dup2(devNull, STDIN);
-        LibC.c().dup2(logFd, STDOUT);
-        LibC.c().dup2(logFd, STDERR);
+        terminal = LibC.fcntl(STDERR, Linux.F_DUPFD_CLOEXEC, STDERR + 1);
+        LibC.dup2(devNull, STDIN);
+        LibC.dup2(logFd, STDOUT);
+        LibC.dup2(logFd, STDERR);
         Syscalls.close(devNull);
         Syscalls.close(logFd);
         // EPERM only for a process group leader, and the launcher starts this JVM as a background job of
         // its own group: never one. Were it one, the daemon would keep the terminal's session, no more.
-        LibC.c().setsid();
+        LibC.setsid();
         return new PrintWriter(new OutputStreamWriter(new DescriptorStream(terminal), StandardCharsets.UTF_8), true);
     }
 
@@ -90,10 +90,10 @@ final class DetachedMount {
     synchronized void mounted(String line) {
         byte[] bytes = (line + "\n").getBytes(StandardCharsets.UTF_8);
         // the launcher gone (interrupted) makes this EPIPE, which the JVM ignores: the mount stays
-        LibC.c().write(ready, bytes, bytes.length);
-        LibC.c().dup2(STDERR, ready);
+        LibC.write(ready, bytes, bytes.length);
+        LibC.dup2(STDERR, ready);
         if (terminal >= 0) {
-            LibC.c().dup2(STDERR, terminal);
+            LibC.dup2(STDERR, terminal);
         }
         answered = true;
     }
@@ -112,7 +112,7 @@ final class DetachedMount {
         int fd = MountCommand.openLog(logFile);
         try {
             for (int d : descriptors) {
-                if (d >= 0 && LibC.c().dup2(fd, d) < 0) {
+                if (d >= 0 && LibC.dup2(fd, d) < 0) {
                     throw new IOException("dup2 over descriptor " + d + " failed");
                 }
             }
@@ -137,7 +137,7 @@ final class DetachedMount {
         @Override
         public void write(byte[] b, int off, int len) {
             byte[] part = off == 0 && len == b.length ? b : java.util.Arrays.copyOfRange(b, off, off + len);
-            LibC.c().write(fd, part, part.length);
+            LibC.write(fd, part, part.length);
         }
     }
 }

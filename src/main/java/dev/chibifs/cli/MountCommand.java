@@ -605,7 +605,7 @@ public final class MountCommand implements Callable<Integer> {
 
     /** Why a daemon run as root keeps its log in {@link #ROOT_LOGS}, not in {@code homeLogs}; null: it does not. */
     static String whyRootLogsElsewhere(Path homeLogs) throws IOException {
-        return dev.chibifs.sys.LibC.c().geteuid() == 0 ? dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(homeLogs) : null;
+        return dev.chibifs.sys.Syscalls.geteuid() == 0 ? dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(homeLogs) : null;
     }
 
     /**

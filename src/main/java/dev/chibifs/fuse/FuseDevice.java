@@ -4,6 +4,7 @@ import com.kenai.jffi.MemoryIO;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.LibC;
+import dev.chibifs.sys.Syscalls;
 import dev.chibifs.sys.Linux;
 
 import java.io.Closeable;
@@ -76,7 +77,7 @@ public final class FuseDevice implements FuseChannel {
         enter();
         try {
             while (true) {
-                long n = LibC.c().read(fd, address, dst.capacity());
+                long n = LibC.read(fd, address, dst.capacity());
                 if (n > 0) {
                     dst.limit((int) n).position(0);
                     return (int) n;
@@ -127,7 +128,7 @@ public final class FuseDevice implements FuseChannel {
         enter();
         try {
             while (true) {
-                long n = LibC.c().writev(fd, iov, parts.length);
+                long n = LibC.writev(fd, iov, parts.length);
                 if (n >= 0) {
                     // the device takes a message whole or not at all
                     if (n != total) {
@@ -163,7 +164,7 @@ public final class FuseDevice implements FuseChannel {
         MEMORY.putLong(map + 8, 0);
         enter();
         try {
-            int id = LibC.c().ioctl(fd, FUSE_DEV_IOC_BACKING_OPEN, map);
+            int id = LibC.ioctl(fd, FUSE_DEV_IOC_BACKING_OPEN, map);
             if (id < 0) {
                 throw ErrnoException.forErrno(LibC.errno(), DEVICE);
             }
@@ -179,7 +180,7 @@ public final class FuseDevice implements FuseChannel {
         MEMORY.putInt(id, backingId);
         enter();
         try {
-            if (LibC.c().ioctl(fd, FUSE_DEV_IOC_BACKING_CLOSE, id) < 0) {
+            if (LibC.ioctl(fd, FUSE_DEV_IOC_BACKING_CLOSE, id) < 0) {
                 throw ErrnoException.forErrno(LibC.errno(), DEVICE);
             }
         } finally {
@@ -234,7 +235,7 @@ public final class FuseDevice implements FuseChannel {
     }
 
     private void release() {
-        LibC.c().close(fd);
+        Syscalls.close(fd);
         if (companion != null) {
             try {
                 companion.close();

@@ -1651,7 +1651,7 @@ final class FuseFileSystem {
     }
 
     private static void closeDescriptor(int fd) {
-        dev.chibifs.sys.LibC.c().close(fd);
+        Syscalls.close(fd);
     }
 
     void create(FuseRequest req, FuseReply out) throws IOException {

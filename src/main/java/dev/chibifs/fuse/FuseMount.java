@@ -1,8 +1,10 @@
 package dev.chibifs.fuse;
 
 import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.LibC;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
 import jnr.posix.CmsgHdr;
 import jnr.posix.MsgHdr;
 import jnr.posix.POSIX;
@@ -63,7 +65,7 @@ public final class FuseMount {
         if (kind == Linux.S_IFDIR && !spec.nonempty() && !isEmpty(mp)) {
             throw new MountException("mountpoint " + mp + " is not empty: choose an empty directory, or pass -o nonempty");
         }
-        if (LibC.c().geteuid() == 0 && !spec.autoUnmount()) {
+        if (Syscalls.geteuid() == 0 && !spec.autoUnmount()) {
             try {
                 return mountDirect(mp, kind, spec);
             } catch (ErrnoException e) {
@@ -84,10 +86,10 @@ public final class FuseMount {
      */
     public static Result unmount(Path mountpoint, boolean lazy) {
         Path mp = mountpoint.toAbsolutePath().normalize();
-        if (LibC.c().geteuid() == 0) {
+        if (Syscalls.geteuid() == 0) {
             // NOFOLLOW: a symbolic link put in place of the mountpoint must not redirect root's unmount
             int flags = Linux.UMOUNT_NOFOLLOW | (lazy ? Linux.MNT_DETACH : 0);
-            if (LibC.c().umount2(LibC.path(mp.toString()), flags) == 0) {
+            if (LibC.umount2(LibC.path(mp.toString()), flags) == 0) {
                 return new Result(true, false, "");
             }
             int err = LibC.errno();
@@ -118,7 +120,7 @@ public final class FuseMount {
             LOG.debug("no fusectl abort for {}: {}", mountpoint, e.toString());
         }
         // EBUSY: open files keep the mount, but the abort (umount_begin) came first
-        if (LibC.c().geteuid() == 0 && (LibC.c().umount2(LibC.path(mountpoint), Linux.MNT_FORCE | Linux.UMOUNT_NOFOLLOW) == 0
+        if (Syscalls.geteuid() == 0 && (LibC.umount2(LibC.path(mountpoint), Linux.MNT_FORCE | Linux.UMOUNT_NOFOLLOW) == 0
                 || LibC.errno() == Linux.EBUSY)) {
             return true;
         }
@@ -188,23 +190,23 @@ public final class FuseMount {
     }
 
     private static FuseDevice mountDirect(Path mp, int kind, MountSpec spec) throws ErrnoException, MountException {
-        int fd = LibC.c().open(LibC.path("/dev/fuse"), Linux.O_RDWR | Linux.O_CLOEXEC, 0);
+        int fd = LibC.open(LibC.path("/dev/fuse"), Linux.O_RDWR | Linux.O_CLOEXEC, 0);
         if (fd < 0) {
             int err = LibC.errno();
             String fix = err == Linux.ENOENT || err == Linux.ENODEV ? " (load the module: modprobe fuse)" : "";
             throw new MountException("cannot open /dev/fuse: " + LibC.strerror(err) + fix);
         }
         List<String> data = new ArrayList<>(List.of("fd=" + fd, "rootmode=" + Integer.toOctalString(kind),
-                "user_id=" + Integer.toUnsignedString(LibC.c().geteuid()),
-                "group_id=" + Integer.toUnsignedString(LibC.c().getegid())));
+                "user_id=" + Integer.toUnsignedString(Syscalls.geteuid()),
+                "group_id=" + Integer.toUnsignedString(Syscalls.getegid())));
         data.addAll(spec.kernelOptions());
         String joined = String.join(",", data);
         LOG.debug("mount(\"{}\", \"{}\", \"{}\", {}, \"{}\")", spec.fsname(), mp, spec.type(),
                 Long.toHexString(spec.mountFlags()), joined);
-        if (LibC.c().mount(LibC.path(spec.fsname()), LibC.path(mp.toString()), LibC.path(spec.type()),
+        if (LibC.mount(LibC.path(spec.fsname()), LibC.path(mp.toString()), LibC.path(spec.type()),
                 spec.mountFlags(), LibC.path(joined)) != 0) {
             int err = LibC.errno();
-            LibC.c().close(fd);
+            Syscalls.close(fd);
             throw ErrnoException.forErrno(err, mp.toString());
         }
         return new FuseDevice(fd, mp.toString(), null);
@@ -230,7 +232,7 @@ public final class FuseMount {
     private static FuseDevice mountWithHelper(Path mp, MountSpec spec) throws MountException {
         Path helper = helper();
         if (helper == null) {
-            throw new MountException("cannot mount " + mp + " as uid " + Integer.toUnsignedString(LibC.c().geteuid())
+            throw new MountException("cannot mount " + mp + " as uid " + Integer.toUnsignedString(Syscalls.geteuid())
                     + ": no fusermount3 or fusermount (apt-get install fuse3)");
         }
         String name = helper.getFileName().toString();
@@ -239,10 +241,10 @@ public final class FuseMount {
         }
         int[] socket = new int[2];
         int[] output = new int[2];
-        if (LibC.c().socketpair(Linux.AF_UNIX, Linux.SOCK_STREAM | Linux.SOCK_CLOEXEC, 0, socket) != 0) {
+        if (LibC.socketpair(Linux.AF_UNIX, Linux.SOCK_STREAM | Linux.SOCK_CLOEXEC, 0, socket) != 0) {
             throw new MountException("cannot mount " + mp + ": socketpair: " + LibC.strerror(LibC.errno()));
         }
-        if (LibC.c().pipe2(output, Linux.O_CLOEXEC) != 0) {
+        if (LibC.pipe2(output, Linux.O_CLOEXEC) != 0) {
             int err = LibC.errno();
             closeAll(socket[0], socket[1]);
             throw new MountException("cannot mount " + mp + ": pipe: " + LibC.strerror(err));
@@ -252,7 +254,12 @@ public final class FuseMount {
         socket[1] = aboveChildNumbers(socket[1]);
         output[1] = aboveChildNumbers(output[1]);
         // ours is read without blocking: an auto_unmount fusermount keeps its end open for good
-        LibC.c().fcntl(output[0], Linux.F_SETFL, Linux.O_NONBLOCK);
+        try {
+            Syscalls.setNonBlocking(output[0], "pipe");
+        } catch (IOException e) {
+            closeAll(socket[0], socket[1], output[0], output[1]);
+            throw new MountException("cannot mount " + mp + ": pipe: " + LibC.strerror(Errors.errno(e)));
+        }
         List<String> argv = List.of(helper.toString(), "-o", String.join(",", spec.helperOptions()), "--", mp.toString());
         List<String> env = new ArrayList<>();
         for (Map.Entry<String, String> e : System.getenv().entrySet()) {
@@ -284,14 +291,14 @@ public final class FuseMount {
         if (fuseFd >= 0 && spec.autoUnmount()) {
             // it stays, and unmounts once the daemon's end of the socket closes (with the device, or at death)
             String said = drain(output[0]);
-            LibC.c().close(output[0]);
+            Syscalls.close(output[0]);
             logHelper(name, said);
             return new FuseDevice(fuseFd, mp.toString(), new AutoUnmount(socket[0], pid));
         }
-        LibC.c().close(socket[0]);
+        Syscalls.close(socket[0]);
         int status = reap(pid);
         String said = drain(output[0]);
-        LibC.c().close(output[0]);
+        Syscalls.close(output[0]);
         if (fuseFd < 0) {
             String why = said.isEmpty() ? name + " " + describe(status) : said.replace("\n", "; ");
             throw new MountException("cannot mount " + mp + ": " + why);
@@ -311,12 +318,13 @@ public final class FuseMount {
         if (fd > CHILD_COMMFD) {
             return fd;
         }
-        int moved = LibC.c().fcntl(fd, Linux.F_DUPFD_CLOEXEC, CHILD_COMMFD + 1);
-        LibC.c().close(fd);
-        if (moved < 0) {
-            throw new MountException("cannot mount: fcntl(F_DUPFD_CLOEXEC): " + LibC.strerror(LibC.errno()));
+        try {
+            return Syscalls.dupAtLeast(fd, CHILD_COMMFD + 1, "fcntl(F_DUPFD_CLOEXEC)");
+        } catch (IOException e) {
+            throw new MountException("cannot mount: fcntl(F_DUPFD_CLOEXEC): " + LibC.strerror(Errors.errno(e)));
+        } finally {
+            Syscalls.close(fd);
         }
-        return moved;
     }
 
     /**
@@ -333,7 +341,7 @@ public final class FuseMount {
             }
             // struct pollfd { int fd; short events; short revents; }
             pollfd.putInt(0, socket).putShort(4, Linux.POLLIN).putShort(6, (short) 0);
-            int n = LibC.c().poll(com.kenai.jffi.MemoryIO.getInstance().getDirectBufferAddress(pollfd), 1,
+            int n = LibC.poll(com.kenai.jffi.MemoryIO.getInstance().getDirectBufferAddress(pollfd), 1,
                     (int) Math.min(left, Integer.MAX_VALUE));
             if (n > 0) {
                 break;
@@ -398,7 +406,7 @@ public final class FuseMount {
         StringBuilder text = new StringBuilder();
         byte[] bytes = new byte[buf.capacity()];
         while (text.length() < 64 * 1024) {
-            long n = LibC.c().read(fd, address, buf.capacity());
+            long n = LibC.read(fd, address, buf.capacity());
             if (n <= 0) {
                 break;
             }
@@ -411,7 +419,7 @@ public final class FuseMount {
 
     private static void closeAll(int... fds) {
         for (int fd : fds) {
-            LibC.c().close(fd);
+            Syscalls.close(fd);
         }
     }
 
@@ -427,7 +435,7 @@ public final class FuseMount {
 
         @Override
         public void close() {
-            LibC.c().close(socket);
+            Syscalls.close(socket);
             Thread reaper = new Thread(() -> reap(pid), "fusermount-reaper");
             reaper.setDaemon(true);
             reaper.start();

@@ -288,7 +288,7 @@ final class FuseRing {
             long mask = MEMORY.allocateMemory(128, true);
             try {
                 MEMORY.putByte(mask + qid / 8, (byte) (1 << (qid % 8)));
-                if (LibC.c().sched_setaffinity(0, 128, mask) != 0) {
+                if (LibC.sched_setaffinity(0, 128, mask) != 0) {
                     LOG.debug("queue {} not pinned to its CPU: {}", qid, LibC.strerror(LibC.errno()));
                 }
             } finally {

@@ -158,7 +158,7 @@ public final class LocalStorage implements Storage {
      */
     private static Owner makeRoot(Path root) throws IOException {
         dev.chibifs.sys.OwnedDirectories.make(root);
-        return dev.chibifs.sys.LibC.c().geteuid() == 0 ? ownerOf(root) : null;
+        return dev.chibifs.sys.Syscalls.geteuid() == 0 ? ownerOf(root) : null;
     }
 
     /** The owner of {@code dir}, where it is not root. */

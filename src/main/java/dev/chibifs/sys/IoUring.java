@@ -93,7 +93,7 @@ public final class IoUring implements AutoCloseable {
         try {
             MEMORY.putInt(params + 4, completions);
             MEMORY.putInt(params + 8, IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE);
-            long r = LibC.c().syscall(SYS_IO_URING_SETUP, entries, params, 0, 0, 0, 0);
+            long r = Native.C.syscall(SYS_IO_URING_SETUP, entries, params, 0, 0, 0, 0);
             if (r < 0) {
                 int errno = LibC.errno();
                 throw new ErrnoException(errno, "io_uring_setup", LibC.strerror(errno));
@@ -124,7 +124,7 @@ public final class IoUring implements AutoCloseable {
                     unmap(cq, cqSize);
                 }
                 unmap(sq, sqSize);
-                LibC.c().close(fd);
+                Syscalls.close(fd);
             }
         }
     }
@@ -220,7 +220,7 @@ public final class IoUring implements AutoCloseable {
     }
 
     private long enter(int submit, int wait, int flags) {
-        long r = LibC.c().syscall(SYS_IO_URING_ENTER, fd, submit, wait, flags, 0, 0);
+        long r = Native.C.syscall(SYS_IO_URING_ENTER, fd, submit, wait, flags, 0, 0);
         return r < 0 ? -LibC.errno() : r;
     }
 
@@ -265,6 +265,6 @@ public final class IoUring implements AutoCloseable {
             unmap(cqRing, cqRingSize);
         }
         unmap(sqRing, sqRingSize);
-        LibC.c().close(fd);
+        Syscalls.close(fd);
     }
 }

@@ -40,7 +40,7 @@ public final class OwnedDirectories {
      * S3 store's journal, which it uploads), as sshd judges ~/.ssh.
      */
     public static String whyOthersMayWrite(Path dir) throws IOException {
-        int me = LibC.c().geteuid();
+        int me = Syscalls.geteuid();
         Path absolute = dir.toAbsolutePath().normalize();
         Path existing = nearestExisting(absolute);
         boolean exists = existing.equals(absolute); // a directory yet to be made is judged by where it would be
@@ -138,7 +138,7 @@ public final class OwnedDirectories {
     public static Path make(Path dir) throws IOException {
         Path absolute = dir.toAbsolutePath().normalize();
         Path existing = nearestExisting(absolute);
-        int uid = LibC.c().geteuid() == 0 && !existing.equals(absolute) ? (Integer) Files.getAttribute(existing, "unix:uid") : 0;
+        int uid = Syscalls.geteuid() == 0 && !existing.equals(absolute) ? (Integer) Files.getAttribute(existing, "unix:uid") : 0;
         if (uid == 0) {
             Files.createDirectories(absolute);
             return dir;

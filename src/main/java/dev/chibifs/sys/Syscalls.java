@@ -1,13 +1,9 @@
 package dev.chibifs.sys;
 
 import com.kenai.jffi.MemoryIO;
-import jnr.ffi.LastError;
-import jnr.ffi.LibraryLoader;
 import jnr.ffi.Memory;
 import jnr.ffi.Pointer;
 import jnr.ffi.Runtime;
-import jnr.ffi.annotations.In;
-import jnr.ffi.annotations.Out;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -28,93 +24,6 @@ import static dev.chibifs.sys.Linux.*;
  */
 public final class Syscalls {
 
-    /** The jnr-ffi view of libc; only what {@link Syscalls} wraps. */
-    public interface C {
-        /** getrlimit(2) into {@code limit}: the soft limit, then the hard one. */
-        int getrlimit(int resource, @Out long[] limit);
-
-        int openat(int dirfd, @In byte[] path, int flags, int mode);
-
-        long syscall(long number, int dirfd, @In byte[] path, Pointer how, long size);
-
-        long syscall(long number, long pid, int flags);
-
-        int close(int fd);
-
-        long pread(int fd, long buf, long count, long offset);
-
-        long pwrite(int fd, long buf, long count, long offset);
-
-        int ftruncate(int fd, long length);
-
-        int fallocate(int fd, int mode, long offset, long length);
-
-        int fsync(int fd);
-
-        int fdatasync(int fd);
-
-        int syncfs(int fd);
-
-        long getdents64(int fd, Pointer buf, long count);
-
-        int statx(int dirfd, @In byte[] path, int flags, int mask, Pointer buf);
-
-        int mkdirat(int dirfd, @In byte[] path, int mode);
-
-        int unlinkat(int dirfd, @In byte[] path, int flags);
-
-        int renameat2(int olddirfd, @In byte[] oldpath, int newdirfd, @In byte[] newpath, int flags);
-
-        int linkat(int olddirfd, @In byte[] oldpath, int newdirfd, @In byte[] newpath, int flags);
-
-        long readlinkat(int dirfd, @In byte[] path, Pointer buf, long size);
-
-        int fchmodat(int dirfd, @In byte[] path, int mode, int flags);
-
-        long copy_file_range(int fdIn, Pointer offIn, int fdOut, Pointer offOut, long len, int flags);
-
-        int utimensat(int dirfd, @In byte[] path, Pointer times, int flags);
-
-        int futimens(int fd, Pointer times);
-
-        int fchmod(int fd, int mode);
-
-        int fchown(int fd, int owner, int group);
-
-        int fchownat(int dirfd, @In byte[] path, int owner, int group, int flags);
-
-        int inotify_init1(int flags);
-
-        int inotify_add_watch(int fd, @In byte[] path, int mask);
-
-        int inotify_rm_watch(int fd, int wd);
-
-        long read(int fd, Pointer buf, long count);
-
-        int fstatfs(int fd, Pointer buf);
-
-        int poll(Pointer fds, long nfds, int timeout);
-
-        int symlinkat(@In byte[] target, int dirfd, @In byte[] linkpath);
-
-        int mknodat(int dirfd, @In byte[] path, int mode, long dev);
-
-        /** fcntl(2) with a struct flock argument (the lock commands); variadic in C, a pointer in its one register here. */
-        int fcntl(int fd, int cmd, Pointer lock);
-
-        int flock(int fd, int operation);
-
-        long lseek(int fd, long offset, int whence);
-
-        long getxattr(@In byte[] path, @In byte[] name, @Out byte[] value, long size);
-
-        long listxattr(@In byte[] path, @Out byte[] list, long size);
-
-        int setxattr(@In byte[] path, @In byte[] name, @In byte[] value, long size, int flags);
-
-        int removexattr(@In byte[] path, @In byte[] name);
-    }
-
     private static final byte[] EMPTY = {0};
     private static final String PROC_SELF_FD = "/proc/self/fd/";
     /** Direct buffers' addresses, so pread and pwrite move bytes straight between the file and the buffer. */
@@ -122,8 +31,8 @@ public final class Syscalls {
     /** Bounce buffers for heap ByteBuffers (the vfs commands and tests; FUSE hands us direct ones). */
     private static final ThreadLocal<ByteBuffer> BOUNCE = ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(64 * 1024));
 
-    private static final C LIBC = LibraryLoader.create(C.class).load("c");
-    private static final Runtime RUNTIME = Runtime.getRuntime(LIBC);
+    private static final Native.Functions LIBC = Native.C;
+    private static final Runtime RUNTIME = Native.RUNTIME;
     private static final ThreadLocal<Statx> STATX = ThreadLocal.withInitial(() -> new Statx(Memory.allocateDirect(RUNTIME, 256)));
     private static final ThreadLocal<Pointer> SMALL_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 32));
     private static final ThreadLocal<Pointer> STATFS_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 128));
@@ -150,7 +59,7 @@ public final class Syscalls {
 
     /** errno of this thread's last failed call. */
     public static int errno() {
-        return LastError.getLastError(RUNTIME);
+        return Native.errno();
     }
 
     /** The exception for this thread's errno, naming {@code file}. */
@@ -240,8 +149,38 @@ public final class Syscalls {
         return dir;
     }
 
+    /**
+     * close(2), its failure ignored: Linux frees the number whatever close answers (EINTR, EIO of
+     * a network file system), so there is nothing to retry and nothing left open.
+     */
     public static void close(int fd) {
         LIBC.close(fd);
+    }
+
+    /** This process's effective uid, which cannot fail. */
+    public static int geteuid() {
+        return LIBC.geteuid();
+    }
+
+    /** This process's effective gid, which cannot fail. */
+    public static int getegid() {
+        return LIBC.getegid();
+    }
+
+    /** fcntl(F_DUPFD_CLOEXEC): a copy of {@code fd} at the lowest free number from {@code lowest} up. */
+    public static int dupAtLeast(int fd, int lowest, String file) throws IOException {
+        int copy = LIBC.fcntl(fd, F_DUPFD_CLOEXEC, lowest);
+        if (copy < 0) {
+            throw failure(file);
+        }
+        return copy;
+    }
+
+    /** fcntl(F_SETFL, O_NONBLOCK): reads and writes of {@code fd} never wait (its other status flags cleared). */
+    public static void setNonBlocking(int fd, String file) throws IOException {
+        if (LIBC.fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+            throw failure(file);
+        }
     }
 
     /**
@@ -901,8 +840,8 @@ public final class Syscalls {
 
     /** Adds {@code bits} to this process's umask (umask(2) can only set it: read, then set again). */
     public static void umaskAtLeast(int bits) {
-        int old = LibC.c().umask(bits);
-        LibC.c().umask(old | bits);
+        int old = LIBC.umask(bits);
+        LIBC.umask(old | bits);
     }
 
     /** poll(2) of one descriptor for reading, waiting up to {@code timeoutMillis}: whether it is readable (or failed). */

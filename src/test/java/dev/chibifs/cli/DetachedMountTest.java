@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.sys.LibC;
+import dev.chibifs.sys.Syscalls;
 import dev.chibifs.sys.Linux;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -21,16 +22,16 @@ class DetachedMountTest {
         // stdout may be a pipe too (a test runner's): never one of the three standard descriptors
         assertTrue(DetachedMount.fromEnvironment(Map.of(DetachedMount.ENV, "1")).isEmpty());
         int[] pipe = new int[2];
-        assertTrue(LibC.c().pipe2(pipe, Linux.O_CLOEXEC) == 0);
-        int file = LibC.c().open(LibC.path(Files.writeString(tmp.resolve("f"), "x").toString()), Linux.O_RDONLY | Linux.O_CLOEXEC, 0);
+        assertTrue(LibC.pipe2(pipe, Linux.O_CLOEXEC) == 0);
+        int file = LibC.open(LibC.path(Files.writeString(tmp.resolve("f"), "x").toString()), Linux.O_RDONLY | Linux.O_CLOEXEC, 0);
         try {
             assertTrue(DetachedMount.fromEnvironment(Map.of(DetachedMount.ENV, String.valueOf(pipe[1]))).isPresent());
             // where the variable outlived the launcher: the JVM's own files, or nothing open there
             assertTrue(DetachedMount.fromEnvironment(Map.of(DetachedMount.ENV, String.valueOf(file))).isEmpty());
         } finally {
-            LibC.c().close(pipe[0]);
-            LibC.c().close(pipe[1]);
-            LibC.c().close(file);
+            Syscalls.close(pipe[0]);
+            Syscalls.close(pipe[1]);
+            Syscalls.close(file);
         }
         assertTrue(DetachedMount.fromEnvironment(Map.of(DetachedMount.ENV, String.valueOf(pipe[1]))).isEmpty());
     }

@@ -118,7 +118,7 @@ class MountCommandTest {
      */
     @Test
     void aRootDaemonOnAnotherUsersHomeLogsWhereRootKeepsLogs(@TempDir Path dir) throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.LibC.c().geteuid() == 0, "only root");
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.Syscalls.geteuid() == 0, "only root");
         Path users = java.nio.file.Files.createDirectories(dir.resolve("agent"));
         java.nio.file.Files.setAttribute(users, "unix:uid", 4242);
         Path log = MountCommand.logFile(new dev.chibifs.config.ChibiHome(users.resolve(".chibi")), Path.of("/mnt/chibi"));

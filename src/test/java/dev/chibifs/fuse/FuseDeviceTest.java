@@ -2,6 +2,7 @@ package dev.chibifs.fuse;
 
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.LibC;
+import dev.chibifs.sys.Syscalls;
 import dev.chibifs.sys.Linux;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -38,7 +39,7 @@ class FuseDeviceTest {
     @BeforeEach
     void pair() {
         int[] sv = new int[2];
-        assertEquals(0, LibC.c().socketpair(Linux.AF_UNIX, SOCK_SEQPACKET | Linux.SOCK_CLOEXEC, 0, sv));
+        assertEquals(0, LibC.socketpair(Linux.AF_UNIX, SOCK_SEQPACKET | Linux.SOCK_CLOEXEC, 0, sv));
         kernel = sv[0];
         device = new FuseDevice(sv[1], "/test/mnt", null);
     }
@@ -46,7 +47,7 @@ class FuseDeviceTest {
     @AfterEach
     void close() {
         device.close();
-        LibC.c().close(kernel);
+        Syscalls.close(kernel);
     }
 
     @Test
@@ -93,7 +94,7 @@ class FuseDeviceTest {
         ErrnoException e = assertThrows(ErrnoException.class, () -> device.openBacking(0));
         assertEquals(Linux.ENOTTY, e.errno(), "a socket has no FUSE ioctls");
         assertEquals("/dev/fuse: Inappropriate ioctl for device", e.getMessage());
-        LibC.c().close(kernel);
+        Syscalls.close(kernel);
         kernel = -1;
         ErrnoException gone = assertThrows(ErrnoException.class, () -> device.write(ByteBuffer.allocate(1)));
         assertEquals(Linux.EPIPE, gone.errno());
@@ -130,7 +131,7 @@ class FuseDeviceTest {
         int fd = device.descriptor();
         send("late request");
         assertEquals("late request", reader.get(10, TimeUnit.SECONDS), "the descriptor stayed open for the reader");
-        assertEquals(-1, LibC.c().fcntl(fd, Linux.F_GETFD, 0), "closed once the last call returned");
+        assertEquals(-1, LibC.fcntl(fd, Linux.F_GETFD, 0), "closed once the last call returned");
         assertThrows(ChannelClosedException.class, () -> device.read(ByteBuffer.allocateDirect(FuseDevice.MIN_READ_BUFFER)));
         assertThrows(ChannelClosedException.class, () -> device.write(ByteBuffer.allocate(1)));
         device.close();
@@ -172,7 +173,7 @@ class FuseDeviceTest {
             expected.add("reply:request " + i);
         }
         assertEquals(expected, replies.get(20, TimeUnit.SECONDS), "every request answered once, none torn");
-        LibC.c().close(kernel);
+        Syscalls.close(kernel);
         kernel = -1;
         for (Thread t : threads) {
             t.join(10_000);
@@ -182,13 +183,13 @@ class FuseDeviceTest {
 
     private void send(String s) {
         ByteBuffer b = ByteBuffer.allocateDirect(s.length()).put(s.getBytes(StandardCharsets.UTF_8)).flip();
-        long n = LibC.c().writev(kernel, iov(b), 1);
+        long n = LibC.writev(kernel, iov(b), 1);
         assertEquals(s.length(), n);
     }
 
     private String receive() {
         ByteBuffer b = ByteBuffer.allocateDirect(4096);
-        long n = LibC.c().read(kernel, com.kenai.jffi.MemoryIO.getInstance().getDirectBufferAddress(b), 4096);
+        long n = LibC.read(kernel, com.kenai.jffi.MemoryIO.getInstance().getDirectBufferAddress(b), 4096);
         assertTrue(n >= 0, "read: " + LibC.strerror(LibC.errno()));
         b.limit((int) n);
         return StandardCharsets.UTF_8.decode(b).toString();

@@ -2,6 +2,7 @@ package dev.chibifs.fuse;
 
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.LibC;
+import dev.chibifs.sys.Syscalls;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.testing.FuseSupport;
 import dev.chibifs.testing.MountedFs;
@@ -132,7 +133,7 @@ class FuseMountTest {
     @Test
     void backingFilesRegisterOnceInitAskedForPassthrough() throws Exception {
         Path file = Files.writeString(root.resolve("backing"), "store file");
-        int fd = LibC.c().open(LibC.path(file.toString()), Linux.O_RDWR | Linux.O_CLOEXEC, 0);
+        int fd = LibC.open(LibC.path(file.toString()), Linux.O_RDWR | Linux.O_CLOEXEC, 0);
         assertTrue(fd >= 0);
         try {
             try (FuseDevice plain = FuseMount.mount(mnt, MountSpec.defaults())) {
@@ -154,7 +155,7 @@ class FuseMountTest {
                 assertTrue(FuseMount.unmount(mnt, true).ok());
             }
         } finally {
-            LibC.c().close(fd);
+            Syscalls.close(fd);
         }
     }
 

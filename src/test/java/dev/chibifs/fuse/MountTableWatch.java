@@ -1,6 +1,7 @@
 package dev.chibifs.fuse;
 
 import dev.chibifs.sys.LibC;
+import dev.chibifs.sys.Syscalls;
 import dev.chibifs.sys.Linux;
 
 import java.io.IOException;
@@ -46,7 +47,7 @@ final class MountTableWatch {
         ByteBuffer pollfd = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
         while (true) {
             // opened before reading: a change after the read still wakes the poll below
-            int fd = LibC.c().open(LibC.path(MOUNTS.toString()), Linux.O_RDONLY | Linux.O_CLOEXEC, 0);
+            int fd = LibC.open(LibC.path(MOUNTS.toString()), Linux.O_RDONLY | Linux.O_CLOEXEC, 0);
             try {
                 if (typeAt(mountpoint).isEmpty()) {
                     return true;
@@ -56,9 +57,9 @@ final class MountTableWatch {
                     return false;
                 }
                 pollfd.putInt(0, fd).putShort(4, (short) (Linux.POLLERR | Linux.POLLPRI)).putShort(6, (short) 0);
-                LibC.c().poll(com.kenai.jffi.MemoryIO.getInstance().getDirectBufferAddress(pollfd), 1, (int) left);
+                LibC.poll(com.kenai.jffi.MemoryIO.getInstance().getDirectBufferAddress(pollfd), 1, (int) left);
             } finally {
-                LibC.c().close(fd);
+                Syscalls.close(fd);
             }
         }
     }

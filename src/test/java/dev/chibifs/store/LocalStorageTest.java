@@ -97,7 +97,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
      */
     @Test
     void asRootWhatIsMadeInAUsersStoreIsTheUsers() throws IOException {
-        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.LibC.c().geteuid() == 0, "only root gives files away");
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.Syscalls.geteuid() == 0, "only root gives files away");
         Path home = Files.createDirectories(temp.resolve("home"));
         Files.setAttribute(home, "unix:uid", 4242);
         Files.setAttribute(home, "unix:gid", 4243);

@@ -17,7 +17,7 @@ class OwnedDirectoriesTest {
     /** A root mount of a missing ~agent/.chibi made it root's for the log, and the store below stayed root's. */
     @Test
     void asRootWhatIsMadeInAUsersDirectoryIsTheUsers(@TempDir Path temp) throws Exception {
-        Assumptions.assumeTrue(LibC.c().geteuid() == 0, "only root gives directories away");
+        Assumptions.assumeTrue(Syscalls.geteuid() == 0, "only root gives directories away");
         Path home = Files.createDirectories(temp.resolve("agent"));
         Files.setAttribute(home, "unix:uid", 4242);
         Files.setAttribute(home, "unix:gid", 4243);

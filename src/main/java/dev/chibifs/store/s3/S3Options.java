@@ -117,7 +117,7 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
      */
     static Path cachesOf(ChibiHome home) {
         Path cache = home.chibifsDir().resolve("cache");
-        if (dev.chibifs.sys.LibC.c().geteuid() != 0) {
+        if (dev.chibifs.sys.Syscalls.geteuid() != 0) {
             return cache;
         }
         String why;

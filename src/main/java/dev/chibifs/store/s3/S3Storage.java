@@ -165,7 +165,7 @@ public final class S3Storage implements Storage {
             // the journal there is uploaded with this daemon's credentials, its content files served as the files'
             throw new ErrnoException(Linux.EACCES, dir.toString(), "Permission denied: the cache directory is not this user's"
                     + " alone (" + untrusted + "), and what another user put there would go up to S3 as this daemon's"
-                    + " changes; give --cache-dir a directory only uid " + dev.chibifs.sys.LibC.c().geteuid()
+                    + " changes; give --cache-dir a directory only uid " + dev.chibifs.sys.Syscalls.geteuid()
                     + " and root can write");
         }
         this.dataDir = Files.createDirectories(dir.resolve("data"));

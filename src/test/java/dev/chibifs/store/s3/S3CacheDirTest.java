@@ -258,13 +258,13 @@ class S3CacheDirTest {
         // group-writable, the group the owner's alone (umask 002 with a group of one's own): trusted
         int gid = (Integer) Files.getAttribute(cacheDir, "unix:gid");
         org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.OwnedDirectories.privateGroup(gid,
-                dev.chibifs.sys.LibC.c().geteuid()), "a private group to test with");
+                dev.chibifs.sys.Syscalls.geteuid()), "a private group to test with");
         Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxr-x"));
         assertTrue(dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(cacheDir) == null);
         assertNull(inS3(BUCKET, ns + "/home/bob/planted.txt"));
 
         Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
-        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.LibC.c().geteuid() == 0, "chown needs root");
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.Syscalls.geteuid() == 0, "chown needs root");
         // reached through a link another user owns: they can point it at a directory of theirs after the check
         Path link = Files.createSymbolicLink(temp.resolve("link-" + ns), cacheDir);
         Files.setAttribute(link, "unix:uid", 4242, java.nio.file.LinkOption.NOFOLLOW_LINKS);
@@ -279,7 +279,7 @@ class S3CacheDirTest {
     /** A daemon run as root on a home another user owns keeps its caches where only root writes. */
     @Test
     void rootsCachesOfAHomeAnotherUserOwnsAreOutsideIt() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.LibC.c().geteuid() == 0, "chown needs root");
+        org.junit.jupiter.api.Assumptions.assumeTrue(dev.chibifs.sys.Syscalls.geteuid() == 0, "chown needs root");
         ChibiHome home = new ChibiHome(Files.createDirectories(temp.resolve("home-" + ns)));
         S3Spec spec = S3Spec.parse("s3://" + BUCKET + "/" + ns);
         assertEquals(home.chibifsDir().resolve("cache").resolve(spec.cacheName()), S3Options.defaultCacheDir(home, spec),
