@@ -12,12 +12,10 @@ import dev.chibifs.sys.Linux;
 public final class CrossDeviceException extends ErrnoException {
     private static final long serialVersionUID = 1L;
 
-    private static final String STRERROR = "Invalid cross-device link";
-
     private final String why;
 
     CrossDeviceException(String from, String to, String why) {
-        super(Linux.EXDEV, from, to, STRERROR + ": " + why);
+        super(Linux.EXDEV, from, to, reason(Linux.EXDEV, why));
         this.why = why;
     }
 
@@ -28,6 +26,6 @@ public final class CrossDeviceException extends ErrnoException {
 
     @Override
     public String getMessage() {
-        return why + " (" + STRERROR + ")";
+        return why + " (" + reason(Linux.EXDEV, null) + ")";
     }
 }

@@ -25,7 +25,7 @@ public final class MountPointBusyException extends ErrnoException {
 
     /** {@code path} holds {@code mountPoint}, where {@code servedBy} (another mount's store, say). */
     public MountPointBusyException(String path, String mountPoint, String servedBy) {
-        super(Linux.EBUSY, path, "Device or resource busy");
+        super(Linux.EBUSY, path, reason(Linux.EBUSY, null));
         this.holds = mountPoint;
         this.servedBy = servedBy;
     }

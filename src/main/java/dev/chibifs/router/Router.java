@@ -245,7 +245,7 @@ public final class Router {
     private Target fileCreatable(VfsPath path) throws IOException {
         Optional<VfsPath> held = mountPointBelow(path);
         if (held.isPresent()) {
-            throw new ErrnoException(Linux.EISDIR, path.toString(), "Is a directory: it holds " + held.get()
+            throw ErrnoException.of(Linux.EISDIR, path.toString(), "it holds " + held.get()
                     + ", where a store is mounted");
         }
         return creatable(path);
@@ -255,7 +255,7 @@ public final class Router {
     public static void checkNameLength(String name) throws ErrnoException {
         // a UTF-16 unit is at most 3 UTF-8 bytes: only a long name needs counting
         if (name.length() > Linux.NAME_MAX / 3 && name.getBytes(StandardCharsets.UTF_8).length > Linux.NAME_MAX) {
-            throw new ErrnoException(Linux.ENAMETOOLONG, name, "File name too long: a name has at most "
+            throw ErrnoException.of(Linux.ENAMETOOLONG, name, "a name has at most "
                     + Linux.NAME_MAX + " bytes");
         }
     }
@@ -955,7 +955,7 @@ public final class Router {
         if (inStore == null && own.metadata().links() == 0) {
             return last;
         }
-        throw new ErrnoException(Linux.ESTALE, last.toString(), "Stale file handle: where its file is now is not known");
+        throw ErrnoException.of(Linux.ESTALE, last.toString(), "where its file is now is not known");
     }
 
     /** Whether {@code path} in {@code storage} names the file open as {@code handle} (a name, not a link to it). */

@@ -93,12 +93,12 @@ public final class ContentHash {
             return of(source);
         }
         if (size > MOST_HASHED) {
-            throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EFBIG, null,
-                    "File too large: no ETag for a file over " + (MOST_HASHED >> 30) + " GiB (minutes of hashing)");
+            throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EFBIG, null,
+                    "no ETag for a file over " + (MOST_HASHED >> 30) + " GiB (minutes of hashing)");
         }
         if (!LARGE_HASHES.tryAcquire()) {
-            throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EBUSY, null,
-                    "Device or resource busy: " + LARGE_AT_ONCE + " large files are being hashed already; ask again");
+            throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EBUSY, null,
+                    LARGE_AT_ONCE + " large files are being hashed already; ask again");
         }
         try {
             return of(source);

@@ -718,7 +718,7 @@ public final class ContextsView implements ReadOnlyStore {
 
     @Override
     public String readLink(VfsPath path) throws IOException {
-        throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EINVAL, path.toString(), "Invalid argument");
+        throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EINVAL, path.toString(), null);
     }
 
     @Override

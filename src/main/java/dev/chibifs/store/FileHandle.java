@@ -48,12 +48,12 @@ public interface FileHandle extends Closeable {
      */
     static void checkAllocate(int mode, long offset, long length) throws IOException {
         if (offset < 0 || length <= 0) {
-            throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EINVAL, null, "Invalid argument");
+            throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EINVAL, null, null);
         }
         if ((mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) != 0
                 || (mode & FALLOC_FL_PUNCH_HOLE) != 0
                 && ((mode & FALLOC_FL_KEEP_SIZE) == 0 || (mode & FALLOC_FL_ZERO_RANGE) != 0)) {
-            throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EOPNOTSUPP, null, "Operation not supported");
+            throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EOPNOTSUPP, null, null);
         }
     }
 
@@ -135,7 +135,7 @@ public interface FileHandle extends Closeable {
     }
 
     private static IOException noXattrsByHandle() {
-        return new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.ESTALE, null, "Stale file handle");
+        return dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.ESTALE, null, null);
     }
 
     /**

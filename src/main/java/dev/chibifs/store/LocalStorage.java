@@ -265,12 +265,10 @@ public final class LocalStorage implements Storage {
             return;
         }
         if (name.indexOf('\uFFFD') >= 0) {
-            throw new ErrnoException(EILSEQ, path.toString(),
-                    "Invalid or incomplete multibyte or wide character: the name is not valid UTF-8");
+            throw ErrnoException.of(EILSEQ, path.toString(), "the name is not valid UTF-8");
         }
         if (!JNU_UTF8 && !name.chars().allMatch(c -> c < 0x80)) {
-            throw new ErrnoException(EILSEQ, path.toString(),
-                    "Invalid or incomplete multibyte or wide character (run the JVM under a UTF-8 locale, LC_ALL=C.UTF-8)");
+            throw ErrnoException.of(EILSEQ, path.toString(), "run the JVM under a UTF-8 locale, LC_ALL=C.UTF-8");
         }
     }
 
@@ -282,8 +280,8 @@ public final class LocalStorage implements Storage {
     /** Names of the store's temporary-file pattern are the store's own: a caller may not create one. */
     private static void checkCreatable(VfsPath path) throws FileSystemException {
         if (!path.isRoot() && isTemporaryName(path.fileName())) {
-            throw new ErrnoException(EINVAL, path.toString(),
-                    "Invalid argument: names like " + TEMP_PREFIX + "<16 hex digits> are reserved for the store's temporary files");
+            throw ErrnoException.of(EINVAL, path.toString(),
+                    "names like " + TEMP_PREFIX + "<16 hex digits> are reserved for the store's temporary files");
         }
     }
 
@@ -398,7 +396,7 @@ public final class LocalStorage implements Storage {
         return readingRegular(path, in -> {
             long size = Syscalls.stat(in, null, path.toString()).size();
             if (size > Integer.MAX_VALUE - 16) {
-                throw new ErrnoException(EFBIG, path.toString(), "File too large");
+                throw ErrnoException.of(EFBIG, path.toString(), null);
             }
             ByteBuffer buf = ByteBuffer.allocate((int) size);
             while (buf.hasRemaining() && Syscalls.pread(in, buf, buf.position()) > 0) {
@@ -612,14 +610,14 @@ public final class LocalStorage implements Storage {
                 Syscalls.flock(fd, LOCK_UN);
             }
             if (System.nanoTime() - deadline >= 0) {
-                throw new ErrnoException(EAGAIN, path.toString(), "Resource temporarily unavailable: another"
+                throw ErrnoException.of(EAGAIN, path.toString(), "another"
                         + " process holds a lock on the file (waited " + lockWait.toMillis() + " ms)");
             }
             try {
                 lockPause.pause(path, pause);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new ErrnoException(EINTR, path.toString(), "Interrupted system call: waiting for a lock");
+                throw ErrnoException.of(EINTR, path.toString(), "waiting for a lock");
             }
             pause = Math.min(pause * 2, LOCK_RETRY_MAX_MILLIS);
         }
@@ -1426,11 +1424,11 @@ public final class LocalStorage implements Storage {
             throw new Errors.NoSuchFile(link.toString(), "a symbolic link needs a target");
         }
         if (target.indexOf('\0') >= 0 || target.indexOf('\uFFFD') >= 0) {
-            throw new ErrnoException(EINVAL, link.toString(), "Invalid argument: the link target is not valid UTF-8 text");
+            throw ErrnoException.of(EINVAL, link.toString(), "the link target is not valid UTF-8 text");
         }
         if (target.getBytes(StandardCharsets.UTF_8).length >= PATH_MAX) {
-            throw new ErrnoException(ENAMETOOLONG, link.toString(),
-                    "File name too long: a link target has at most " + (PATH_MAX - 1) + " bytes");
+            throw ErrnoException.of(ENAMETOOLONG, link.toString(),
+                    "a link target has at most " + (PATH_MAX - 1) + " bytes");
         }
     }
 

@@ -8,7 +8,7 @@ public final class LocksUnavailableException extends ErrnoException {
     private static final long serialVersionUID = 1L;
 
     public LocksUnavailableException(String why) {
-        super(Linux.ENOLCK, null, "No locks available: " + why);
+        super(Linux.ENOLCK, null, reason(Linux.ENOLCK, why));
     }
 
     @Override

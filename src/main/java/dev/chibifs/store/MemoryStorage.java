@@ -178,7 +178,7 @@ public final class MemoryStorage implements Storage {
         /** Sets the length, charging the difference to the store (ENOSPC past its limit, nothing changed). */
         void setLength(long size) throws IOException {
             if (size < 0) {
-                throw new ErrnoException(Linux.EINVAL, null, "Invalid argument");
+                throw ErrnoException.of(Linux.EINVAL, null, null);
             }
             if (size > length) {
                 store.charge(size - length);
@@ -305,7 +305,7 @@ public final class MemoryStorage implements Storage {
         /** The whole content. */
         byte[] bytes() throws IOException {
             if (length > Integer.MAX_VALUE - 16) {
-                throw new ErrnoException(Linux.EFBIG, null, "File too large");
+                throw ErrnoException.of(Linux.EFBIG, null, null);
             }
             byte[] out = new byte[(int) length];
             get(ByteBuffer.wrap(out), 0, out.length);
@@ -339,7 +339,7 @@ public final class MemoryStorage implements Storage {
     /** Charges {@code bytes} more against the limit; caller holds the lock. */
     private void charge(long bytes) throws IOException {
         if (bytes > limit - used) {
-            throw new ErrnoException(Linux.ENOSPC, null, "No space left on device");
+            throw ErrnoException.of(Linux.ENOSPC, null, null);
         }
         used += bytes;
     }
@@ -414,7 +414,7 @@ public final class MemoryStorage implements Storage {
 
     /** ELOOP: the store follows no link, on the way or at the end (LocalStorage says the same). */
     private static IOException tooManyLinks(VfsPath path) {
-        return new ErrnoException(Linux.ELOOP, path.toString(), "Too many levels of symbolic links");
+        return ErrnoException.of(Linux.ELOOP, path.toString(), null);
     }
 
     // ---- lookup helpers; callers hold the lock ----
@@ -457,7 +457,7 @@ public final class MemoryStorage implements Storage {
 
     private Dir parentOf(VfsPath path, boolean create) throws IOException {
         if (path.isRoot()) {
-            throw new ErrnoException(Linux.EBUSY, path.toString(), "Device or resource busy");
+            throw ErrnoException.of(Linux.EBUSY, path.toString(), null);
         }
         if (create) {
             mkdirLocked(path.parent());
@@ -648,7 +648,7 @@ public final class MemoryStorage implements Storage {
         // neither name may go below itself; an exchange moves the target too
         if ((n instanceof Dir && dst.startsWith(src))
                 || (mode == RenameMode.EXCHANGE && target instanceof Dir && src.startsWith(dst))) {
-            throw new ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
+            throw ErrnoException.of(Linux.EINVAL, src.toString(), dst.toString(), null);
         }
         if (mode == RenameMode.EXCHANGE) {
             from.children.put(src.fileName(), target);

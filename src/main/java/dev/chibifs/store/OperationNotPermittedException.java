@@ -12,7 +12,7 @@ public class OperationNotPermittedException extends ErrnoException {
     private static final long serialVersionUID = 1L;
 
     public OperationNotPermittedException(String file, String why) {
-        super(Linux.EPERM, file, "Operation not permitted: " + why);
+        super(Linux.EPERM, file, reason(Linux.EPERM, why));
     }
 
     @Override

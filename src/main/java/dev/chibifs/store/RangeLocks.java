@@ -80,8 +80,8 @@ final class RangeLocks {
     /** Refuses what F_SETLK refuses: a negative start, or an end before it (EINVAL). */
     static void checkRange(long start, long end) throws java.nio.file.FileSystemException {
         if (start < 0 || end < start) {
-            throw new dev.chibifs.sys.ErrnoException(dev.chibifs.sys.Linux.EINVAL, null,
-                    "Invalid argument: lock range " + start + ".." + end + " (start >= 0, end >= start)");
+            throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EINVAL, null,
+                    "lock range " + start + ".." + end + " (start >= 0, end >= start)");
         }
     }
 }

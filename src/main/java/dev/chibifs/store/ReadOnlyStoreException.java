@@ -13,7 +13,7 @@ public final class ReadOnlyStoreException extends ErrnoException {
     private final String store;
 
     public ReadOnlyStoreException(String path, String store) {
-        super(Linux.EROFS, path, "Read-only file system");
+        super(Linux.EROFS, path, reason(Linux.EROFS, null));
         this.store = store;
     }
 

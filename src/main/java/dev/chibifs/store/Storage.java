@@ -76,8 +76,8 @@ public interface Storage extends Closeable {
                 }
                 rename(src, dst);
             }
-            case EXCHANGE -> throw new ErrnoException(Linux.EINVAL, src.toString(),
-                    dst.toString(), "Invalid argument: this store cannot exchange two names");
+            case EXCHANGE -> throw ErrnoException.of(Linux.EINVAL, src.toString(),
+                    dst.toString(), "this store cannot exchange two names");
         }
     }
 
@@ -228,7 +228,7 @@ public interface Storage extends Closeable {
 
     /** What a store without unnamed files says of {@link #openUnnamed} and of naming an open file. */
     private static ErrnoException noUnnamedFiles(VfsPath path) {
-        return new ErrnoException(Linux.EOPNOTSUPP, path.toString(), "Operation not supported: this store keeps no unnamed files");
+        return ErrnoException.of(Linux.EOPNOTSUPP, path.toString(), "this store keeps no unnamed files");
     }
 
     /** The target text of a symbolic link found in the store (never followed). */
@@ -311,7 +311,7 @@ public interface Storage extends Closeable {
      */
     default void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
         metadata(path);
-        throw new ErrnoException(Linux.EOPNOTSUPP, path.toString(), "Operation not supported: this store keeps no extended attributes");
+        throw ErrnoException.of(Linux.EOPNOTSUPP, path.toString(), "this store keeps no extended attributes");
     }
 
     /** removexattr(2): removes extended attribute {@code name}; ENODATA when there is none by that name (always, in a store that keeps none). */
@@ -327,7 +327,7 @@ public interface Storage extends Closeable {
 
     /** What getxattr and removexattr say of a name a path has no attribute by. */
     static ErrnoException noXattr(VfsPath path, String name) {
-        return new ErrnoException(Linux.ENODATA, path.toString(), "No data available: no attribute " + name);
+        return ErrnoException.of(Linux.ENODATA, path.toString(), "no attribute " + name);
     }
 
     // ---- ETags (seed 004) ----

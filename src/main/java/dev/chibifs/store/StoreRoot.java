@@ -109,7 +109,7 @@ final class StoreRoot {
     }
 
     private ErrnoException gone(VfsPath path) {
-        return new ErrnoException(Linux.EIO, path.toString(),
-                "Input/output error: the store directory " + root + " has gone (moved, removed or replaced)");
+        return ErrnoException.of(Linux.EIO, path.toString(),
+                "the store directory " + root + " has gone (moved, removed or replaced)");
     }
 }

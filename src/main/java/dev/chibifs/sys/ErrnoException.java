@@ -25,7 +25,27 @@ public class ErrnoException extends FileSystemException implements HasErrno {
 
     /** The exception for {@code errno} about {@code file} (null when no file is concerned), with libc's strerror text. */
     public static ErrnoException forErrno(int errno, String file) {
-        return new ErrnoException(errno, file, LibC.strerror(errno));
+        return of(errno, file, null, null);
+    }
+
+    /**
+     * The exception for {@code errno} about {@code file} (null when no file is concerned): its reason
+     * is libc's text for the number, then {@code detail} where there is one ("Device or resource
+     * busy: changed while it was read"), so no caller types strerror's words.
+     */
+    public static ErrnoException of(int errno, String file, String detail) {
+        return of(errno, file, null, detail);
+    }
+
+    /** As {@link #of(int, String, String)}, about two files (a rename, a link). */
+    public static ErrnoException of(int errno, String file, String other, String detail) {
+        return new ErrnoException(errno, file, other, reason(errno, detail));
+    }
+
+    /** libc's text for {@code errno}, then {@code detail} where there is one: the reason every refusal carries. */
+    public static String reason(int errno, String detail) {
+        String text = LibC.strerror(errno);
+        return detail == null ? text : text + ": " + detail;
     }
 
     /** The errno value, as the kernel returned it (positive). */

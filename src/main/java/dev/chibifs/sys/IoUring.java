@@ -96,7 +96,7 @@ public final class IoUring implements AutoCloseable {
             long r = Native.C.syscall(SYS_IO_URING_SETUP, entries, params, 0, 0, 0, 0);
             if (r < 0) {
                 int errno = LibC.errno();
-                throw new ErrnoException(errno, "io_uring_setup", LibC.strerror(errno));
+                throw ErrnoException.forErrno(errno, "io_uring_setup");
             }
             fd = (int) r;
             int sqCount = MEMORY.getInt(params);
@@ -133,7 +133,7 @@ public final class IoUring implements AutoCloseable {
         long a = LibC.mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, offset);
         if (a == MAP_FAILED) {
             int errno = LibC.errno();
-            throw new ErrnoException(errno, "io_uring mmap", LibC.strerror(errno));
+            throw ErrnoException.forErrno(errno, "io_uring mmap");
         }
         return a;
     }
@@ -152,12 +152,12 @@ public final class IoUring implements AutoCloseable {
     public long prepare() throws IOException {
         assert Thread.holdsLock(this);
         if (closed) {
-            throw new ErrnoException(EBADF, "io_uring", "Bad file descriptor: the ring is closed");
+            throw ErrnoException.of(EBADF, "io_uring", "the ring is closed");
         }
         int head = MEMORY.getInt(sqHead);
         VarHandle.acquireFence();
         if (sqLocalTail - head >= sqEntries) {
-            throw new ErrnoException(EBUSY, "io_uring", "Device or resource busy: the submission ring is full");
+            throw ErrnoException.of(EBUSY, "io_uring", "the submission ring is full");
         }
         long sqe = sqes + (long) SQE_SIZE * (sqLocalTail & sqMask);
         MEMORY.setMemory(sqe, SQE_SIZE, (byte) 0);
@@ -191,7 +191,7 @@ public final class IoUring implements AutoCloseable {
                 continue;
             }
             if (r < 0) {
-                throw new ErrnoException((int) -r, "io_uring_enter", LibC.strerror((int) -r));
+                throw ErrnoException.forErrno((int) -r, "io_uring_enter");
             }
             pending -= (int) r;
         }

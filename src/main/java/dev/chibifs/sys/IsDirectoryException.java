@@ -5,6 +5,6 @@ public final class IsDirectoryException extends ErrnoException {
     private static final long serialVersionUID = 1L;
 
     public IsDirectoryException(String file) {
-        super(Linux.EISDIR, file, "Is a directory");
+        super(Linux.EISDIR, file, reason(Linux.EISDIR, null));
     }
 }

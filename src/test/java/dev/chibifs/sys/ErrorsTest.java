@@ -54,4 +54,16 @@ class ErrorsTest {
         assertEquals(0, Errors.errno(new FileSystemException("/a", null, "No space left on device")));
         assertTrue(Errors.errno(new java.io.IOException("Permission denied")) == 0);
     }
+
+    /** strerror's words come from libc, once: the callers write only why (they had typed "Resource busy" and "Device or resource busy"). */
+    @Test
+    void ofPutsLibcsTextBeforeTheDetail() {
+        ErrnoException busy = ErrnoException.of(Linux.EBUSY, "/a", "changed while it was read");
+        assertEquals(Linux.EBUSY, busy.errno());
+        assertEquals("Device or resource busy: changed while it was read", busy.getReason());
+        assertEquals("/a: Device or resource busy: changed while it was read", busy.getMessage());
+        assertEquals("Invalid argument", ErrnoException.of(Linux.EINVAL, null, null).getReason());
+        ErrnoException two = ErrnoException.of(Linux.EINVAL, "/a", "/b", "this store cannot exchange two names");
+        assertEquals("/a -> /b: Invalid argument: this store cannot exchange two names", two.getMessage());
+    }
 }

@@ -931,7 +931,7 @@ final class Bucket implements Closeable {
             while (arrived.nextClearBit(first) <= last) {
                 if (failure != null) {
                     throw failure instanceof ChangedWhileRead
-                            ? new ErrnoException(Linux.ESTALE, key, "Stale file handle: replaced on S3 while it was downloaded")
+                            ? ErrnoException.of(Linux.ESTALE, key, "replaced on S3 while it was downloaded")
                             : failure;
                 }
                 try {

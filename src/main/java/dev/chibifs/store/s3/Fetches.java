@@ -91,7 +91,7 @@ final class Fetches {
                 fetchEnded(n, mine);
             }
             if (attempt >= SNAPSHOT_TRIES) {
-                throw new ErrnoException(Linux.EBUSY, p.toString(), "Resource busy: changed while it was fetched");
+                throw ErrnoException.of(Linux.EBUSY, p.toString(), "changed while it was fetched");
             }
         }
     }

@@ -39,7 +39,7 @@ final class HeldObject implements HeldFile {
     public FileHandle open(Set<OpenFlag> flags) throws IOException {
         for (OpenFlag f : flags) {
             if (f != OpenFlag.READ) {
-                throw new ErrnoException(Linux.ESTALE, path.toString(), "Stale file handle");
+                throw ErrnoException.of(Linux.ESTALE, path.toString(), null);
             }
         }
         synchronized (store) {

@@ -315,7 +315,7 @@ final class HostLocks implements AutoCloseable {
         void requireNotLost() throws ErrnoException {
             for (Long owner : owners) {
                 if (node.lease.lost.contains(owner)) {
-                    throw new ErrnoException(Linux.EIO, String.valueOf(node.path), "Input/output error: the lock taken"
+                    throw ErrnoException.of(Linux.EIO, String.valueOf(node.path), "the lock taken"
                             + " through this descriptor was lost on S3 (another host may have held it since); unlock"
                             + " or close it, then lock again");
                 }
@@ -361,8 +361,8 @@ final class HostLocks implements AutoCloseable {
     }
 
     private ErrnoException unavailable(Node node, IOException cause) {
-        ErrnoException e = new ErrnoException(Linux.ENOLCK, String.valueOf(node.path),
-                "No locks available: the lock's lease on S3 could not be asked (" + cause.getMessage() + ")");
+        ErrnoException e = ErrnoException.of(Linux.ENOLCK, String.valueOf(node.path),
+                "the lock's lease on S3 could not be asked (" + cause.getMessage() + ")");
         e.initCause(cause);
         return e;
     }

@@ -133,7 +133,7 @@ final class ObjectHandle implements FileHandle {
                     return ch;
                 }
                 if (attempt >= SNAPSHOT_TRIES) {
-                    throw new ErrnoException(Linux.EBUSY, String.valueOf(node.path), "Resource busy: changed while it was fetched");
+                    throw ErrnoException.of(Linux.EBUSY, String.valueOf(node.path), "changed while it was fetched");
                 }
             }
             store.fetches.fetch(node);
@@ -390,8 +390,8 @@ final class ObjectHandle implements FileHandle {
     private void requireObjectSize(long size) throws ErrnoException {
         if (size > Bucket.MAX_OBJECT_BYTES) {
             // past it the file could never be uploaded
-            throw new ErrnoException(Linux.EFBIG, String.valueOf(node.path),
-                    "File too large: an S3 object holds at most " + (Bucket.MAX_OBJECT_BYTES >> 40) + " TiB");
+            throw ErrnoException.of(Linux.EFBIG, String.valueOf(node.path),
+                    "an S3 object holds at most " + (Bucket.MAX_OBJECT_BYTES >> 40) + " TiB");
         }
     }
 

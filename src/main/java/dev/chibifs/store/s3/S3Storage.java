@@ -163,7 +163,7 @@ public final class S3Storage implements Storage {
         String untrusted = dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(dir);
         if (untrusted != null) {
             // the journal there is uploaded with this daemon's credentials, its content files served as the files'
-            throw new ErrnoException(Linux.EACCES, dir.toString(), "Permission denied: the cache directory is not this user's"
+            throw ErrnoException.of(Linux.EACCES, dir.toString(), "the cache directory is not this user's"
                     + " alone (" + untrusted + "), and what another user put there would go up to S3 as this daemon's"
                     + " changes; give --cache-dir a directory only uid " + dev.chibifs.sys.Syscalls.geteuid()
                     + " and root can write");
@@ -180,7 +180,7 @@ public final class S3Storage implements Storage {
         }
         if (l == null) {
             lockFile.close();
-            throw new ErrnoException(Linux.EBUSY, dir.toString(), "Device or resource busy: the cache directory is in use by another chibifs (one store per cache directory);"
+            throw ErrnoException.of(Linux.EBUSY, dir.toString(), "the cache directory is in use by another chibifs (one store per cache directory);"
                     + " give this one a --cache-dir DIR of its own");
         }
         this.cacheLock = l;
@@ -332,7 +332,7 @@ public final class S3Storage implements Storage {
         refuseLeaseKeys(p);
         requireKeyFits(p, key(p));
         if (linkName(p.fileName()) != null) {
-            throw new ErrnoException(Linux.EINVAL, p.toString(), "Invalid argument: a name ending in " + LINK_SUFFIX
+            throw ErrnoException.of(Linux.EINVAL, p.toString(), "a name ending in " + LINK_SUFFIX
                     + " is how an S3 store keeps a symbolic link, so no file or link of its own may have one");
         }
     }
@@ -349,8 +349,8 @@ public final class S3Storage implements Storage {
         int n = HostLocks.KEYS.length();
         if (spec.keyPrefix().isEmpty() && path.regionMatches(1, HostLocks.KEYS, 0, n - 1)
                 && (path.length() == n || path.charAt(n) == '/')) {
-            throw new ErrnoException(Linux.EINVAL, p.toString(), "Invalid argument: "
-                    + HostLocks.KEYS.substring(0, HostLocks.KEYS.length() - 1) + " at the bucket's top holds the locks' leases");
+            throw ErrnoException.of(Linux.EINVAL, p.toString(),
+                    HostLocks.KEYS.substring(0, HostLocks.KEYS.length() - 1) + " at the bucket's top holds the locks' leases");
         }
     }
 
@@ -365,7 +365,7 @@ public final class S3Storage implements Storage {
 
     private static void requireKeyFits(VfsPath p, int keyBytes) throws IOException {
         if (keyBytes > MAX_KEY_BYTES) {
-            throw new ErrnoException(Linux.ENAMETOOLONG, p.toString(), "File name too long: its S3 key would be "
+            throw ErrnoException.of(Linux.ENAMETOOLONG, p.toString(), "its S3 key would be "
                     + keyBytes + " bytes, where S3 takes " + MAX_KEY_BYTES + " at most");
         }
     }
@@ -564,7 +564,7 @@ public final class S3Storage implements Storage {
 
     /** ELOOP: the store follows no link (LocalStorage and MemoryStorage say the same). */
     private static IOException notFollowed(VfsPath p) {
-        return new ErrnoException(Linux.ELOOP, p.toString(), "Too many levels of symbolic links");
+        return ErrnoException.of(Linux.ELOOP, p.toString(), null);
     }
 
     private Node findDir(VfsPath p) throws IOException {
@@ -578,7 +578,7 @@ public final class S3Storage implements Storage {
     /** The parent directory of {@code p}, which must exist (as mknod(2): ENOENT, ENOTDIR). */
     private Node parentOf(VfsPath p) throws IOException {
         if (p.isRoot()) {
-            throw new ErrnoException(Linux.EBUSY, p.toString(), "Device or resource busy");
+            throw ErrnoException.of(Linux.EBUSY, p.toString(), null);
         }
         Node parent;
         try {
@@ -626,7 +626,7 @@ public final class S3Storage implements Storage {
         try (CacheFile ch = openContent(path)) {
             long size = ch.size();
             if (size > Integer.MAX_VALUE - 16) {
-                throw new ErrnoException(Linux.EFBIG, path.toString(), "File too large");
+                throw ErrnoException.of(Linux.EFBIG, path.toString(), null);
             }
             ByteBuffer buf = ByteBuffer.allocate((int) size);
             ch.read(buf, 0); // short only if the file ends sooner
@@ -647,7 +647,7 @@ public final class S3Storage implements Storage {
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
-                throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was opened");
+                throw ErrnoException.of(Linux.EBUSY, path.toString(), "changed while it was opened");
             }
         }
     }
@@ -731,7 +731,7 @@ public final class S3Storage implements Storage {
         requireRoom();
         Node n = find(path);
         if (n == overlay.root) {
-            throw new ErrnoException(Linux.EBUSY, path.toString(), "Device or resource busy");
+            throw ErrnoException.of(Linux.EBUSY, path.toString(), null);
         }
         if (n.dir) {
             listings.listTree(path);
@@ -858,14 +858,14 @@ public final class S3Storage implements Storage {
         requireRoom();
         Node n = find(src);
         if (n == overlay.root) {
-            throw new ErrnoException(Linux.EBUSY, src.toString(), "Device or resource busy");
+            throw ErrnoException.of(Linux.EBUSY, src.toString(), null);
         }
         parentOf(dst);
         if (src.equals(dst)) {
             return;
         }
         if (n.dir && dst.startsWith(src)) {
-            throw new ErrnoException(Linux.EINVAL, src.toString(), dst.toString(), "Invalid argument");
+            throw ErrnoException.of(Linux.EINVAL, src.toString(), dst.toString(), null);
         }
         if (!n.dir) {
             requireStorableName(dst);
@@ -1062,7 +1062,7 @@ public final class S3Storage implements Storage {
             refuseMove(n, dst, target);
             List<Node> moving = overlay.subtree(src);
             if (moving.stream().anyMatch(m -> !m.dir && !m.cached && !copied.containsKey(m))) {
-                throw new ErrnoException(Linux.EBUSY, src.toString(), dst.toString(), "Resource busy: changed while it was renamed");
+                throw ErrnoException.of(Linux.EBUSY, src.toString(), dst.toString(), "changed while it was renamed");
             }
             // the object replaced in place is the If-Match of the upload under the new name; a link
             // replacing a file, or a file a link, leaves the other's object to delete (another key)
@@ -1304,7 +1304,7 @@ public final class S3Storage implements Storage {
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
-                throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was opened");
+                throw ErrnoException.of(Linux.EBUSY, path.toString(), "changed while it was opened");
             }
         }
     }
@@ -1586,7 +1586,7 @@ public final class S3Storage implements Storage {
             Map<String, byte[]> changed = n.xattrs == null ? new TreeMap<>() : new TreeMap<>(n.xattrs);
             changed.put(name, value.clone());
             if (!ObjectXattrs.fit(changed)) {
-                throw new ErrnoException(Linux.ENOSPC, path.toString(), "No space left on device: an S3 object's "
+                throw ErrnoException.of(Linux.ENOSPC, path.toString(), "an S3 object's "
                         + "metadata (2 KiB in all) holds no more extended attributes");
             }
             n.xattrs = changed;
@@ -1623,8 +1623,8 @@ public final class S3Storage implements Storage {
         listings.learnAttributes(n, false);
         synchronized (this) {
             if (!n.attributesKnown && n.path != null) {
-                throw new ErrnoException(Linux.EIO, path.toString(),
-                        "Input/output error: S3 did not answer for the file's extended attributes");
+                throw ErrnoException.of(Linux.EIO, path.toString(),
+                        "S3 did not answer for the file's extended attributes");
             }
         }
         return n;
@@ -1637,8 +1637,8 @@ public final class S3Storage implements Storage {
             throw Storage.noXattrsHere(path);
         }
         if (n.dir) {
-            throw new ErrnoException(Linux.EOPNOTSUPP, path.toString(),
-                    "Operation not supported: an S3 store keeps extended attributes of files only (a directory may have no object)");
+            throw ErrnoException.of(Linux.EOPNOTSUPP, path.toString(),
+                    "an S3 store keeps extended attributes of files only (a directory may have no object)");
         }
         return n;
     }
@@ -1646,7 +1646,7 @@ public final class S3Storage implements Storage {
     @Override
     public void link(VfsPath existing, VfsPath newName) throws IOException {
         find(existing);
-        throw new ErrnoException(Linux.EPERM, existing.toString(), newName.toString(), "Operation not permitted: an S3 store cannot keep hard links (one object per name)");
+        throw ErrnoException.of(Linux.EPERM, existing.toString(), newName.toString(), "an S3 store cannot keep hard links (one object per name)");
     }
 
     /** The link's target: its object's content, fetched once (a GET) like a file's. */
@@ -1664,7 +1664,7 @@ public final class S3Storage implements Storage {
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
-                throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was read");
+                throw ErrnoException.of(Linux.EBUSY, path.toString(), "changed while it was read");
             }
         }
     }
@@ -1723,7 +1723,7 @@ public final class S3Storage implements Storage {
      */
     private synchronized void requireRoom() throws IOException {
         if (cacheDirectoryGone()) {
-            throw new ErrnoException(Linux.EIO, null, "Input/output error: the S3 store's cache directory "
+            throw ErrnoException.of(Linux.EIO, null, "the S3 store's cache directory "
                     + dataDir.getParent() + " has gone: mount again");
         }
         journal.requireRoom();
@@ -1823,7 +1823,7 @@ public final class S3Storage implements Storage {
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
-                throw new ErrnoException(Linux.EBUSY, path.toString(), "Resource busy: changed while it was read");
+                throw ErrnoException.of(Linux.EBUSY, path.toString(), "changed while it was read");
             }
         }
         String sha;
