@@ -58,6 +58,16 @@ public final class VfsPath implements Comparable<VfsPath> {
         return new VfsPath(path);
     }
 
+    /** Whether {@link #of} takes {@code path}: for text from elsewhere whose refusal is an answer, not an error. */
+    public static boolean isValid(String path) {
+        try {
+            of(path);
+            return true;
+        } catch (InvalidVfsPathException e) {
+            return false;
+        }
+    }
+
     /** Checks the segment {@code path[start, end)} in place: every request parses a path, and a substring per segment was garbage. */
     private static void checkSegment(String path, int start, int end) {
         int length = end - start;

@@ -231,9 +231,10 @@ public final class ContextsView implements ReadOnlyStore {
         String siteFlock = siteId.get().map(FlockRegistry::siteFlock).orElse(null);
         for (String f : flocks) {
             // chibi's resolve_flock_vfs_root: this site's flock, or one named just "site", is /site;
-            // a root its VfsPath refuses ('.', '..', '//', a trailing '/') has no goals path
+            // a root its VfsPath refuses ('.', '..', '//', a trailing '/') has no goals path, and
+            // chibi's VfsPath rule is ours
             String root = f.equals(siteFlock) || f.equals("site") ? "/site" : "/flocks/" + f;
-            if (chibiTakesThePath(root)) {
+            if (VfsPath.isValid(root)) {
                 goals.add(root + "/goals.md");
             }
         }
@@ -252,19 +253,6 @@ public final class ContextsView implements ReadOnlyStore {
         array(b, goals, "    ");
         b.append("\n  }\n}");
         return b.toString().getBytes(StandardCharsets.UTF_8);
-    }
-
-    /** Whether chibi's VfsPath::new takes {@code path} (no NUL, '//', trailing '/', '.' or '..'). */
-    private static boolean chibiTakesThePath(String path) {
-        if (path.indexOf('\0') >= 0 || path.contains("//") || path.endsWith("/")) {
-            return false;
-        }
-        for (String c : path.split("/", -1)) {
-            if (c.equals(".") || c.equals("..")) {
-                return false;
-            }
-        }
-        return true;
     }
 
     private static void array(StringBuilder b, List<String> items, String indent) {

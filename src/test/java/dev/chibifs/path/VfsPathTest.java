@@ -194,4 +194,13 @@ class VfsPathTest {
         assertTrue(e.getMessage().contains("'" + value + "'"), e.getMessage());
         assertTrue(e.getMessage().contains(rule), e.getMessage());
     }
+
+    @Test
+    void isValidAnswersWhatOfTakes() {
+        assertTrue(VfsPath.isValid("/flocks/team"));
+        assertTrue(VfsPath.isValid("/"));
+        for (String bad : new String[] {"/flocks/", "/flocks/..", "/flocks/.", "/a//b", "/a\0b", "a", ""}) {
+            assertFalse(VfsPath.isValid(bad), bad);
+        }
+    }
 }
