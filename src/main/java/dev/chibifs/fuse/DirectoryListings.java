@@ -1,5 +1,6 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.path.Fnv;
 import dev.chibifs.store.EntryKind;
 
 import java.util.ArrayList;
@@ -271,10 +272,7 @@ final class DirectoryListings {
          * finalizer to spread it), past "..", below the room kept for names moved up.
          */
         static long position(byte[] name) {
-            long h = 0xcbf29ce484222325L;
-            for (byte b : name) {
-                h = (h ^ (b & 0xff)) * 0x100000001b3L;
-            }
+            long h = Fnv.hash64(name);
             h ^= h >>> 33;
             h *= 0xff51afd7ed558ccdL;
             h ^= h >>> 33;

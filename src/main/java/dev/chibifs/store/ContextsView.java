@@ -5,6 +5,7 @@ import dev.chibifs.config.FileStamp;
 import dev.chibifs.config.FlockRegistry;
 import dev.chibifs.config.HomeFile;
 import dev.chibifs.config.StrictJson;
+import dev.chibifs.path.Fnv;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.ContextNames;
 import dev.chibifs.sys.Errors;
@@ -614,10 +615,7 @@ public final class ContextsView implements ReadOnlyStore {
 
     /** A stable inode for a generated name, high above the real ones of the contexts directory's file system. */
     private static long syntheticInode(VfsPath path) {
-        long h = 0xcbf29ce484222325L;
-        for (byte b : path.toString().getBytes(StandardCharsets.UTF_8)) {
-            h = (h ^ (b & 0xff)) * 0x100000001b3L;
-        }
+        long h = Fnv.hash64(path.toString().getBytes(StandardCharsets.UTF_8));
         return (h & 0x0000_ffff_ffff_ffffL) | 0x0001_0000_0000_0000L;
     }
 
