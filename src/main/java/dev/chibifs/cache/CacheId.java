@@ -1,8 +1,9 @@
 package dev.chibifs.cache;
 
+import dev.chibifs.store.ContentHash;
+
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
 import java.util.HexFormat;
 import java.util.regex.Pattern;
@@ -37,12 +38,7 @@ public final class CacheId {
         if (!isValidTool(tool)) {
             throw new IllegalArgumentException("invalid tool name '" + tool + "': " + TOOL_RULE);
         }
-        MessageDigest sha;
-        try {
-            sha = MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("every JDK has SHA-256", e);
-        }
+        MessageDigest sha = ContentHash.digest();
         sha.update(argsJson.getBytes(StandardCharsets.UTF_8));
         sha.update((byte) 0);
         sha.update(output);

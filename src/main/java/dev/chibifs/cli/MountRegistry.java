@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.fuse.MountTable;
+import dev.chibifs.store.ContentHash;
 import dev.chibifs.sys.Syscalls;
 import java.io.IOException;
 import java.io.Reader;
@@ -15,13 +16,10 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -215,13 +213,8 @@ public final class MountRegistry {
 
     /** The registry key of a mountpoint: the first 16 hex digits of the SHA-256 of its absolute path. */
     public static String key(Path mountpoint) {
-        try {
-            byte[] hash = MessageDigest.getInstance("SHA-256")
-                    .digest(mountpoint.toAbsolutePath().normalize().toString().getBytes(StandardCharsets.UTF_8));
-            return HexFormat.of().formatHex(hash).substring(0, 16);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("every JDK has SHA-256", e);
-        }
+        return ContentHash.sha256Hex(mountpoint.toAbsolutePath().normalize().toString().getBytes(StandardCharsets.UTF_8))
+                .substring(0, 16);
     }
 
     public Path fileFor(Path mountpoint) {

@@ -25,6 +25,11 @@ public final class ContentHash {
         }
     }
 
+    /** The SHA-256 of {@code bytes}, in lower-case hex (64 digits). */
+    public static String sha256Hex(byte[] bytes) {
+        return HexFormat.of().formatHex(digest().digest(bytes));
+    }
+
     public static String hex(MessageDigest digest) {
         return HexFormat.of().formatHex(digest.digest());
     }

@@ -1,5 +1,6 @@
 package dev.chibifs.store.s3;
 
+import dev.chibifs.store.ContentHash;
 import dev.chibifs.store.FileLocks;
 import dev.chibifs.store.InProcessLocks;
 import dev.chibifs.store.LockState;
@@ -676,13 +677,7 @@ final class HostLocks implements AutoCloseable {
         if (plain.getBytes(java.nio.charset.StandardCharsets.UTF_8).length + LEASE_NAME_BYTES <= S3Storage.MAX_KEY_BYTES) {
             return plain;
         }
-        try {
-            byte[] sha = java.security.MessageDigest.getInstance("SHA-256")
-                    .digest(objectKey.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-            return KEYS + KEYS + java.util.HexFormat.of().formatHex(sha) + "/";
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException("every JVM has SHA-256", e);
-        }
+        return KEYS + KEYS + ContentHash.sha256Hex(objectKey.getBytes(java.nio.charset.StandardCharsets.UTF_8)) + "/";
     }
 
     /** Room kept for a lease's own name below its prefix: the holder (host name, run) and its take, life and level. */
