@@ -1,5 +1,7 @@
 package dev.chibifs.config;
 
+import dev.chibifs.sys.Errors;
+
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
@@ -73,7 +75,7 @@ public record ChibiConfig(String backend, long toolOutputCacheThreshold, long to
             throw new ConfigException(file + ": cannot read: " + e.reason());
         } catch (IOException e) {
             // the JDK's AccessDeniedException says only the path: the reason is its errno's
-            String why = dev.chibifs.sys.Errors.describe(e);
+            String why = Errors.describe(e);
             String named = ": " + file;
             throw new ConfigException(file + ": cannot read: "
                     + (why.endsWith(named) ? why.substring(0, why.length() - named.length()) : why));

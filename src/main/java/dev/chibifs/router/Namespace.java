@@ -10,6 +10,8 @@ import dev.chibifs.store.MemoryStorage;
 import dev.chibifs.store.ReadOnlyStorage;
 import dev.chibifs.store.Storage;
 import dev.chibifs.store.StoreSpec;
+import dev.chibifs.config.FlockRegistry;
+import dev.chibifs.policy.SymlinkRule;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -55,12 +57,12 @@ public final class Namespace implements java.io.Closeable {
      * {@link IllegalArgumentException} naming it.
      */
     public static Namespace open(ChibiHome home, List<StoreMount> mounts, Path toolsSys) throws IOException {
-        return open(home, mounts, toolsSys, dev.chibifs.policy.SymlinkRule.ZONE);
+        return open(home, mounts, toolsSys, SymlinkRule.ZONE);
     }
 
     /** {@link #open}, with {@code symlinks} deciding which symbolic links may be made or moved. */
     public static Namespace open(ChibiHome home, List<StoreMount> mounts, Path toolsSys,
-                                 dev.chibifs.policy.SymlinkRule symlinks) throws IOException {
+                                 SymlinkRule symlinks) throws IOException {
         Set<VfsPath> seen = new HashSet<>();
         for (StoreMount m : mounts) {
             if (!seen.add(m.prefix())) {
@@ -107,7 +109,7 @@ public final class Namespace implements java.io.Closeable {
         java.util.concurrent.atomic.AtomicReference<Router> built = new java.util.concurrent.atomic.AtomicReference<>();
         b.mount(CONTEXTS, new ContextsView(home.dir(), site::siteId, () -> {
             Router r = built.get();
-            return r == null ? dev.chibifs.config.FlockRegistry.EMPTY : r.flockRegistry();
+            return r == null ? FlockRegistry.EMPTY : r.flockRegistry();
         }));
         described.add(CONTEXTS + "=view:" + home.dir().resolve("contexts"));
         Storage tools = toolsSys == null ? new MemoryStorage(0)

@@ -26,6 +26,8 @@ import dev.chibifs.store.Storage;
 import dev.chibifs.store.XattrMode;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.config.FlockRegistry;
+import dev.chibifs.sys.Errors;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -263,8 +265,8 @@ public final class Router {
     // ---- policy checks ----
 
     /** chibi's flock registry as the policy reads it now (empty without flocks, or when it grants nothing): what {@code /sys/contexts} shows. */
-    public dev.chibifs.config.FlockRegistry flockRegistry() {
-        return membership instanceof RegistryMembership r ? r.current() : dev.chibifs.config.FlockRegistry.EMPTY;
+    public FlockRegistry flockRegistry() {
+        return membership instanceof RegistryMembership r ? r.current() : FlockRegistry.EMPTY;
     }
 
     /** Whether {@code caller} may write {@code path}: {@code access(W_OK)} and the modes a mount shows. */
@@ -1017,7 +1019,7 @@ public final class Router {
         checkRemovePolicy(caller, path);
         if (!isMountPoint(path) && mountPointBelow(path).isPresent()) {
             // its listing shows what leads to the mount point, whatever its own store holds: not empty
-            throw dev.chibifs.sys.Errors.of(Linux.ENOTEMPTY, path.toString());
+            throw Errors.of(Linux.ENOTEMPTY, path.toString());
         }
         checkNotBusy(path);
         Target t = writable(path);

@@ -1,5 +1,8 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
@@ -98,11 +101,11 @@ public final class ContentHash {
             return of(source);
         }
         if (size > MOST_HASHED) {
-            throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EFBIG, null,
+            throw ErrnoException.of(Linux.EFBIG, null,
                     "no ETag for a file over " + (MOST_HASHED >> 30) + " GiB (minutes of hashing)");
         }
         if (!LARGE_HASHES.tryAcquire()) {
-            throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EBUSY, null,
+            throw ErrnoException.of(Linux.EBUSY, null,
                     LARGE_AT_ONCE + " large files are being hashed already; ask again");
         }
         try {

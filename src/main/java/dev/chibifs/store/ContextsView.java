@@ -11,6 +11,7 @@ import dev.chibifs.policy.ContextNames;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.ErrnoException;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -704,7 +705,7 @@ public final class ContextsView implements ReadOnlyStore {
 
     @Override
     public String readLink(VfsPath path) throws IOException {
-        throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EINVAL, path.toString(), null);
+        throw ErrnoException.of(Linux.EINVAL, path.toString(), null);
     }
 
     @Override

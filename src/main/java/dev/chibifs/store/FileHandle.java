@@ -1,5 +1,8 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
+
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -48,12 +51,12 @@ public interface FileHandle extends Closeable {
      */
     static void checkAllocate(int mode, long offset, long length) throws IOException {
         if (offset < 0 || length <= 0) {
-            throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EINVAL, null, null);
+            throw ErrnoException.of(Linux.EINVAL, null, null);
         }
         if ((mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) != 0
                 || (mode & FALLOC_FL_PUNCH_HOLE) != 0
                 && ((mode & FALLOC_FL_KEEP_SIZE) == 0 || (mode & FALLOC_FL_ZERO_RANGE) != 0)) {
-            throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EOPNOTSUPP, null, null);
+            throw ErrnoException.of(Linux.EOPNOTSUPP, null, null);
         }
     }
 
@@ -135,7 +138,7 @@ public interface FileHandle extends Closeable {
     }
 
     private static IOException noXattrsByHandle() {
-        return dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.ESTALE, null, null);
+        return ErrnoException.of(Linux.ESTALE, null, null);
     }
 
     /**

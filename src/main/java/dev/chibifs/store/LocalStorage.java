@@ -7,6 +7,7 @@ import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.Syscalls;
+import dev.chibifs.sys.OwnedDirectories;
 
 import java.io.IOException;
 import java.lang.ref.Cleaner;
@@ -157,8 +158,8 @@ public final class LocalStorage implements Storage {
      * made in it.
      */
     private static Owner makeRoot(Path root) throws IOException {
-        dev.chibifs.sys.OwnedDirectories.make(root);
-        return dev.chibifs.sys.Syscalls.geteuid() == 0 ? ownerOf(root) : null;
+        OwnedDirectories.make(root);
+        return Syscalls.geteuid() == 0 ? ownerOf(root) : null;
     }
 
     /** The owner of {@code dir}, where it is not root. */

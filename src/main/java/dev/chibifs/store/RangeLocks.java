@@ -1,5 +1,8 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Linux;
+
 import java.util.ArrayList;
 import java.util.List;
 
@@ -80,7 +83,7 @@ final class RangeLocks {
     /** Refuses what F_SETLK refuses: a negative start, or an end before it (EINVAL). */
     static void checkRange(long start, long end) throws java.nio.file.FileSystemException {
         if (start < 0 || end < start) {
-            throw dev.chibifs.sys.ErrnoException.of(dev.chibifs.sys.Linux.EINVAL, null,
+            throw ErrnoException.of(Linux.EINVAL, null,
                     "lock range " + start + ".." + end + " (start >= 0, end >= start)");
         }
     }

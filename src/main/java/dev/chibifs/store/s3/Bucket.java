@@ -16,6 +16,8 @@ import java.util.Map;
 
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.store.ContentHash;
+import dev.chibifs.sys.HasErrno;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -110,14 +112,14 @@ final class Bucket implements Closeable {
      * S3 failed or could not be reached: an I/O error (EIO), expected while the endpoint is away,
      * so a request answers EIO with this one line and no stack trace.
      */
-    static class Unavailable extends IOException implements dev.chibifs.sys.HasErrno {
+    static class Unavailable extends IOException implements HasErrno {
         Unavailable(String message, Throwable cause) {
             super(message, cause);
         }
 
         @Override
         public int errno() {
-            return dev.chibifs.sys.Linux.EIO;
+            return Linux.EIO;
         }
     }
 
@@ -551,15 +553,15 @@ final class Bucket implements Closeable {
             long length = r.contentLength() == null ? -1 : r.contentLength();
             // a value that is no SHA-256 (another tool's, a test's) names nothing to check
             String named = r.metadata().get(S3Storage.META_SHA);
-            String sha = dev.chibifs.store.ContentHash.isEtag(named) ? named.toLowerCase(Locale.ROOT) : null;
-            java.security.MessageDigest digest = sha == null ? null : dev.chibifs.store.ContentHash.digest();
+            String sha = ContentHash.isEtag(named) ? named.toLowerCase(Locale.ROOT) : null;
+            java.security.MessageDigest digest = sha == null ? null : ContentHash.digest();
             try (CacheFile out = CacheFile.replace(tmp)) {
                 // a full cache disk says ENOSPC, not a bare IOException
                 long wrote = out.writeAll(new Body(in, key, length, digest));
                 bytesDown.add(wrote);
                 requireWhole(key, "", wrote, length);
             }
-            if (digest != null && !sha.equals(dev.chibifs.store.ContentHash.hex(digest))) {
+            if (digest != null && !sha.equals(ContentHash.hex(digest))) {
                 throw new Unusable(line("get", key, "the body is not the SHA-256 its metadata names"), null);
             }
             Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
@@ -803,11 +805,11 @@ final class Bucket implements Closeable {
                 }
             }
             String named = head.meta().get(S3Storage.META_SHA);
-            if (!dev.chibifs.store.ContentHash.isEtag(named)) {
+            if (!ContentHash.isEtag(named)) {
                 return;
             }
             try {
-                if (!named.equalsIgnoreCase(dev.chibifs.store.ContentHash.of(file))) {
+                if (!named.equalsIgnoreCase(ContentHash.of(file))) {
                     failed(new Unusable(line("get", key, "the ranges put together are not the SHA-256 its metadata names"),
                             null));
                 }

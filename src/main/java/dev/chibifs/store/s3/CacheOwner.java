@@ -1,5 +1,7 @@
 package dev.chibifs.store.s3;
 
+import dev.chibifs.config.HomeFile;
+
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -59,7 +61,7 @@ record CacheOwner(String bucket, String keyPrefix, String endpoint) {
         String text;
         try {
             // as chibi's own files are read: a fifo or a link to /dev/zero there hung or ended the daemon
-            text = new String(dev.chibifs.config.HomeFile.read(file, RECORD_LIMIT), StandardCharsets.UTF_8);
+            text = new String(HomeFile.read(file, RECORD_LIMIT), StandardCharsets.UTF_8);
         } catch (NoSuchFileException e) {
             return null;
         }

@@ -1,5 +1,8 @@
 package dev.chibifs.store.s3;
 
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
+
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -112,7 +115,7 @@ final class Journal implements Closeable {
             out.reserve(end, ROOM);
             allocatedTo = end + ROOM;
         } catch (IOException e) {
-            if (dev.chibifs.sys.Errors.errno(e) != dev.chibifs.sys.Linux.EOPNOTSUPP) {
+            if (Errors.errno(e) != Linux.EOPNOTSUPP) {
                 throw e;
             }
             allocatedTo = Long.MAX_VALUE; // a file system that cannot allocate ahead (rare for a cache disk)

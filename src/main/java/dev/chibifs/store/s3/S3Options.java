@@ -1,6 +1,9 @@
 package dev.chibifs.store.s3;
 
 import dev.chibifs.config.ChibiHome;
+import dev.chibifs.store.ContentHash;
+import dev.chibifs.sys.OwnedDirectories;
+import dev.chibifs.sys.Syscalls;
 
 import org.slf4j.LoggerFactory;
 
@@ -117,19 +120,19 @@ public record S3Options(Path cacheDir, Duration flushAfter, Duration validity, C
      */
     static Path cachesOf(ChibiHome home) {
         Path cache = home.chibifsDir().resolve("cache");
-        if (dev.chibifs.sys.Syscalls.geteuid() != 0) {
+        if (Syscalls.geteuid() != 0) {
             return cache;
         }
         String why;
         try {
-            why = dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(cache);
+            why = OwnedDirectories.whyOthersMayWrite(cache);
         } catch (IOException unknown) {
             why = unknown.toString();
         }
         if (why == null) {
             return cache;
         }
-        byte[] sha = dev.chibifs.store.ContentHash.digest().digest(
+        byte[] sha = ContentHash.digest().digest(
                 home.dir().toAbsolutePath().normalize().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
         return ROOT_CACHES.resolve(java.util.HexFormat.of().formatHex(sha, 0, HOME_HASH_BYTES));
     }

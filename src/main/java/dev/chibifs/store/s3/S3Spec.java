@@ -1,6 +1,7 @@
 package dev.chibifs.store.s3;
 
 import dev.chibifs.store.StoreSpec;
+import dev.chibifs.store.ContentHash;
 
 import java.net.URI;
 import java.net.URLDecoder;
@@ -147,7 +148,7 @@ record S3Spec(String bucket, String keyPrefix, URI endpoint, String region) {
      * store whose {@link #cacheName()} another store's directory already has.
      */
     String identityHash() {
-        byte[] sha = dev.chibifs.store.ContentHash.digest().digest((bucket + "/" + keyPrefix).getBytes(StandardCharsets.UTF_8));
+        byte[] sha = ContentHash.digest().digest((bucket + "/" + keyPrefix).getBytes(StandardCharsets.UTF_8));
         return java.util.HexFormat.of().formatHex(sha, 0, IDENTITY_HASH_BYTES);
     }
 

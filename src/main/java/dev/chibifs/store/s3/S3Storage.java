@@ -20,6 +20,8 @@ import dev.chibifs.store.Storage;
 import dev.chibifs.store.XattrMode;
 import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.store.s3.Overlay.Tomb;
+import dev.chibifs.sys.OwnedDirectories;
+import dev.chibifs.sys.Syscalls;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -160,12 +162,12 @@ public final class S3Storage implements Storage {
         this.bucket = bucket;
         this.options = options;
         Path dir = options.cacheDir();
-        String untrusted = dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(dir);
+        String untrusted = OwnedDirectories.whyOthersMayWrite(dir);
         if (untrusted != null) {
             // the journal there is uploaded with this daemon's credentials, its content files served as the files'
             throw ErrnoException.of(Linux.EACCES, dir.toString(), "the cache directory is not this user's"
                     + " alone (" + untrusted + "), and what another user put there would go up to S3 as this daemon's"
-                    + " changes; give --cache-dir a directory only uid " + dev.chibifs.sys.Syscalls.geteuid()
+                    + " changes; give --cache-dir a directory only uid " + Syscalls.geteuid()
                     + " and root can write");
         }
         this.dataDir = Files.createDirectories(dir.resolve("data"));
