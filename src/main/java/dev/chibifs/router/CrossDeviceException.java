@@ -14,7 +14,7 @@ public final class CrossDeviceException extends ErrnoException {
 
     private final String why;
 
-    CrossDeviceException(String from, String to, String why) {
+    public CrossDeviceException(String from, String to, String why) {
         super(Linux.EXDEV, from, to, reason(Linux.EXDEV, why));
         this.why = why;
     }

@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.router.CrossDeviceException;
 import dev.chibifs.router.PolicyDeniedException;
 import org.junit.jupiter.api.Test;
 
@@ -38,5 +39,14 @@ class FailuresTest {
                 .report(new PolicyDeniedException("/home/planner/x", "coder may not write /home/planner/x"));
         assertEquals(ExitCodes.PERMISSION_DENIED, r.exitCode());
         assertEquals("coder may not write /home/planner/x", r.message());
+    }
+
+    /** A hard link across zones was reported as strerror, the why and one file's URI; between stores, as the why: now every EXDEV the router gives is its why. */
+    @Test
+    void everyCrossDeviceRefusalIsItsWhy() {
+        Failures.Report r = new Failures(STORE, List.of(), SHARED_X, true, 4752)
+                .report(new CrossDeviceException("/shared/a", "/home/planner/a", "hard links cannot cross zones"));
+        assertEquals(ExitCodes.IO_ERROR, r.exitCode());
+        assertEquals("hard links cannot cross zones (Invalid cross-device link)", r.message());
     }
 }
