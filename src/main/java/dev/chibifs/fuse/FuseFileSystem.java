@@ -2053,6 +2053,15 @@ final class FuseFileSystem {
     }
 
     /**
+     * fsync(2) of a directory, by its node (directories are opened without a handle): the store
+     * makes its names last, so a rename followed by the directory's fsync survives a crash.
+     */
+    void fsyncdir(FuseRequest req, FuseReply out) throws IOException {
+        NodeTable.Node n = node(req);
+        router.syncDirectory(caller(req), path(n));
+    }
+
+    /**
      * fallocate(2) on the store file, for a handle opened for writing (the policy judged the open).
      * A mode the store's file system cannot do is EOPNOTSUPP, per call; never ENOSYS, after which the
      * kernel would send no FALLOCATE for the rest of the mount.

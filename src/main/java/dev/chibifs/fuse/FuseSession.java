@@ -1104,9 +1104,7 @@ final class FuseSession {
                 case FuseProtocol.READDIR -> fs.readdir(req, reply, false);
                 case FuseProtocol.READDIRPLUS -> fs.readdir(req, reply, true);
                 case FuseProtocol.RELEASEDIR -> fs.releasedir(req, reply);
-                case FuseProtocol.FSYNCDIR -> {
-                    // directory changes are made with the store's own calls, durable as the store makes them
-                }
+                case FuseProtocol.FSYNCDIR -> fs.fsyncdir(req, reply);
                 case FuseProtocol.ACCESS -> fs.access(req, reply);
                 case FuseProtocol.CREATE -> fs.followingMoves(() -> fs.create(req, reply));
                 case FuseProtocol.TMPFILE -> fs.tmpfile(req, reply);

@@ -386,6 +386,12 @@ public final class Router {
         return tag == 0 ? m : tagged(m, tag);
     }
 
+    /** fsync of a directory: reading it is enough, as on a disk ({@link Storage#syncDirectory}). */
+    public void syncDirectory(Caller caller, VfsPath directory) throws IOException {
+        Target t = resolve(directory);
+        t.storage().syncDirectory(t.path());
+    }
+
     /** Whether the store of {@code path} may keep a request waiting long ({@link Storage#answersMayWaitLong}). */
     public boolean mayWaitLong(VfsPath path) {
         return resolve(path).storage().answersMayWaitLong();

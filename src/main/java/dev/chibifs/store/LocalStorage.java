@@ -219,6 +219,19 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    @Override
+    public void syncDirectory(VfsPath directory) throws IOException {
+        try (At d = directoryAt(directory)) {
+            // the held descriptor is O_PATH, which fsync refuses (EBADF): "." opens that very directory to read
+            int fd = Syscalls.openat(d.dir, d.name, Linux.O_RDONLY | Linux.O_DIRECTORY | Linux.O_CLOEXEC, 0, directory.toString());
+            try {
+                Syscalls.fsync(fd, true);
+            } finally {
+                Syscalls.close(fd);
+            }
+        }
+    }
+
     /** True for the names of the store's own temporary files: hidden from listings and never created by callers. */
     static boolean isTemporaryName(String name) {
         return name.startsWith(TEMP_PREFIX) && TEMP_NAME.matcher(name).matches();

@@ -441,6 +441,15 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * fsync(2) of the directory {@code directory}: its names as they are now (made, removed, renamed
+     * in or out) last where this store keeps them once it returns, as the fsync of a directory after
+     * a rename makes the rename durable on a disk (SQLite, git, editors' atomic saves). Nothing by
+     * default: a store in memory, or one nothing writes.
+     */
+    default void syncDirectory(VfsPath directory) throws IOException {
+    }
+
+    /**
      * What the store is doing, in one line for {@code chibifs stats} (the S3 store: whether S3
      * answers, what waits for it, what was asked of it), or null when there is nothing to tell.
      */

@@ -304,6 +304,30 @@ class FuseFileSystemTest {
         assertEquals(040000, attr.int32(16 + 60) & 0170000, "a directory's mode");
     }
 
+    /**
+     * FSYNCDIR reaches the directory's store, for a caller that only reads the directory (as on a
+     * disk: fsync needs a descriptor, not write access). It was answered with nothing done.
+     */
+    @Test
+    void aDirectorysFsyncReachesItsStoreForACallerThatOnlyReadsIt() throws Exception {
+        List<VfsPath> synced = new java.util.concurrent.CopyOnWriteArrayList<>();
+        router = Router.of(around((dev.chibifs.store.Storage) store, dev.chibifs.store.Storage.class, (m, a) -> {
+            if (m.getName().equals("syncDirectory")) {
+                synced.add((VfsPath) a[0]);
+            }
+            return null;
+        }));
+        stop();
+        connect(OFFERED);
+        store.mkdir(VfsPath.of("/home/bob/x"));
+        long x = lookup(lookup(lookup(FuseProtocol.ROOT_ID, "home"), "bob"), "x");
+
+        FakeKernel.Reply r = kernel.call(FuseProtocol.FSYNCDIR, x, body().int64(0).int32(0).int32(0));
+
+        assertEquals(0, r.error(), "alice reads bob's directory, and may fsync it");
+        assertEquals(List.of(VfsPath.of("/home/bob/x")), synced);
+    }
+
     @Test
     void aDirectoryReplacedByALinkAsItIsMadeIsStaleNotALinksEntry() throws Exception {
         VfsPath d = VfsPath.of("/shared/d");

@@ -1912,6 +1912,17 @@ public final class S3Storage implements Storage {
         flushAll();
     }
 
+    /**
+     * fsync of a directory: everything pending goes up, as at {@code chibifs sync}, not that
+     * directory's changes alone. The write-back can claim one file's upload (an fsync's), but no
+     * directory's pending names: a delete goes only in a pass, after the new name of what it moved,
+     * which may be in another directory. Waiting for what is pending now keeps that order.
+     */
+    @Override
+    public void syncDirectory(VfsPath directory) throws IOException {
+        flushAll();
+    }
+
     /** Uploads and deletes everything pending, returning once S3 has it all (umount, SIGTERM, tests). */
     public void flushAll() throws IOException {
         if (pendingChanges() > 0) {

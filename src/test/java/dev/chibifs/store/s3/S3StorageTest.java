@@ -194,6 +194,33 @@ class S3StorageTest extends StorageBehaviourSuite {
         }
     }
 
+    /**
+     * fsync of a directory after a rename in it (write, fsync, rename, fsync of the directory: an
+     * atomic save) returns once S3 has the new name and no longer the old, as {@code chibifs sync}
+     * would: before, the rename waited for the debounce, and a host that died meanwhile lost it.
+     */
+    @Test
+    void aDirectorysFsyncReturnsOnceS3HasTheRenameInIt() throws IOException {
+        server.createBucket("dirsync");
+        try (S3Storage s = S3Storage.open("s3://dirsync/ns", S3Options.defaults(temp.resolve("dirsync-cache"), server.env())
+                .withFlushAfter(Duration.ofHours(1)))) {
+            s.mkdir(p("/shared/x"));
+            try (FileHandle h = s.open(p("/shared/x/tmp"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+                h.write(ByteBuffer.wrap("v".getBytes(StandardCharsets.UTF_8)), 0);
+                h.sync(true);
+            }
+            s.rename(p("/shared/x/tmp"), p("/shared/x/final"));
+
+            s.syncDirectory(p("/shared/x"));
+
+            assertEquals(0, s.pendingChanges());
+            try (S3Storage other = S3Storage.open("s3://dirsync/ns", S3Options.defaults(temp.resolve("dirsync-other"), server.env()))) {
+                assertEquals("v", new String(other.read(p("/shared/x/final")), StandardCharsets.UTF_8), "the new name is up");
+                assertFalse(other.exists(p("/shared/x/tmp")), "the old one is gone");
+            }
+        }
+    }
+
     /** A change that may fail. */
     private interface ThrowingRunnable {
         void run() throws IOException;
