@@ -865,6 +865,13 @@ final class FuseFileSystem {
         if (judge) {
             router.checkWrite(caller, p);
         }
+        if ((valid & (FuseProtocol.FATTR_UID | FuseProtocol.FATTR_GID)) != 0) {
+            // before any other change the request carries: a refused chown changes nothing
+            if (handle == null) {
+                router.chown(caller, p);
+            }
+            checkOwnerKept(req, caller, p, valid);
+        }
         if ((valid & FuseProtocol.FATTR_SIZE) != 0) {
             if (handle != null) {
                 handle.truncate(req.setattrSize());
@@ -878,9 +885,6 @@ final class FuseFileSystem {
             } else {
                 router.chmod(caller, p, req.setattrMode());
             }
-        }
-        if ((valid & (FuseProtocol.FATTR_UID | FuseProtocol.FATTR_GID)) != 0 && handle == null) {
-            router.chown(caller, p);
         }
         FileTime atime = time(valid, FuseProtocol.FATTR_ATIME, FuseProtocol.FATTR_ATIME_NOW, req.setattrAtime(), req.setattrAtimeNanos());
         FileTime mtime = time(valid, FuseProtocol.FATTR_MTIME, FuseProtocol.FATTR_MTIME_NOW, req.setattrMtime(), req.setattrMtimeNanos());
@@ -896,6 +900,35 @@ final class FuseFileSystem {
         replied(n, m);
         out.attrOut(askedEveryTime(p, m) ? FuseReply.Validity.NONE : timeouts.brief(), attributes(req, p, m));
         return m;
+    }
+
+    /**
+     * A chown stores nothing (owners come from the path), so one to the owner and group {@code p}
+     * shows this caller, or to the caller's own group where it is shown as the owner (what a disk
+     * lets an owner do: {@code cp -a} and {@code rsync -a} set it), succeeds and changes nothing;
+     * one to any other is EPERM, as a disk refuses a user who would give a file away, where it
+     * used to succeed and change nothing. SYSTEM and uid 0 still succeed (bindfs's
+     * {@code --chown-ignore}): {@code tar x} as root sets every owner, and must not fail.
+     */
+    private void checkOwnerKept(FuseRequest req, Caller caller, VfsPath p, int valid) throws ErrnoException {
+        long asker = req.uid & 0xffffffffL;
+        if (caller.isSystem() || asker == 0) {
+            return;
+        }
+        long askerGroup = req.gid & 0xffffffffL;
+        boolean shownAsOwner = attributes.ownedByAsker(p, asker);
+        long uid = shownAsOwner ? asker : attributes.uid(p);
+        long gid = shownAsOwner ? askerGroup : attributes.gid(p);
+        long wantedUid = req.setattrUid() & 0xffffffffL;
+        long wantedGid = req.setattrGid() & 0xffffffffL;
+        if ((valid & FuseProtocol.FATTR_UID) != 0 && wantedUid != uid) {
+            throw new ErrnoException(Linux.EPERM, p.toString(), "Operation not permitted: chown to uid " + wantedUid
+                    + ", where the path makes " + uid + " the owner; only SYSTEM may ask for another, and nothing is stored");
+        }
+        if ((valid & FuseProtocol.FATTR_GID) != 0 && wantedGid != gid && !(uid == asker && wantedGid == askerGroup)) {
+            throw new ErrnoException(Linux.EPERM, p.toString(), "Operation not permitted: chgrp to gid " + wantedGid
+                    + ", where the path makes " + gid + " the group; only the owner's own group or SYSTEM may ask for another");
+        }
     }
 
     private static FileTime time(int valid, int set, int now, long seconds, int nanos) {

@@ -327,6 +327,14 @@ final class FuseRequest {
         return int32(68);
     }
 
+    int setattrUid() {
+        return int32(76);
+    }
+
+    int setattrGid() {
+        return int32(80);
+    }
+
     // fuse_fallocate_in: fh, offset, length, mode
 
     long fallocateOffset() {

@@ -161,4 +161,48 @@ class OwnerShownTest {
         assertShown(MOUNTER, MOUNTER, 30, lookedUpBy(MOUNTER, home, "alice"), "the context's home");
         assertShown(MOUNTER, MOUNTER, 30, lookedUpBy(MOUNTER, FuseProtocol.ROOT_ID, "shared"), "/shared");
     }
+    /** SETATTR of the owner and group alone, as chown(2) sends it: {@code uid} or {@code gid} -1 leaves that one out. */
+    private int chownBy(int caller, long node, int uid, int gid) throws Exception {
+        int valid = (uid != -1 ? FuseProtocol.FATTR_UID : 0) | (gid != -1 ? FuseProtocol.FATTR_GID : 0);
+        return kernel.call(FuseProtocol.SETATTR, node, caller, body().int32(valid).int32(0)
+                .int64(0).int64(0).int64(0).int64(0).int64(0).int64(0)
+                .int32(0).int32(0).int32(0).int32(0).int32(0).int32(uid).int32(gid).int32(0)).error();
+    }
+
+    /**
+     * A chown to the owner or group a file shows (or the owner's own group) succeeds and changes
+     * nothing, so cp -a, tar and rsync -a keep working; to another uid or group it is EPERM, as on
+     * a disk, where it succeeded and changed nothing. A zone the caller may not write says EACCES first.
+     */
+    @Test
+    void aChownToAnotherOwnerOrGroupThanShownIsRefusedAndToTheShownOnesChangesNothing() throws Exception {
+        uidMapped();
+        long mine = kernel.call(FuseProtocol.CREATE, node(node(FuseProtocol.ROOT_ID, "home"), "alice"), ALICE,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name("f")).int64(0);
+        long shared = kernel.call(FuseProtocol.CREATE, node(FuseProtocol.ROOT_ID, "shared"), ALICE,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name("g")).int64(0);
+
+        assertEquals(-Linux.EPERM, chownBy(ALICE, mine, BOB, -1), "chown bob f");
+        assertEquals(-Linux.EPERM, chownBy(ALICE, mine, -1, 12345), "chown :12345 f");
+        assertEquals(-Linux.EPERM, chownBy(ALICE, mine, ALICE, 12345), "chown alice:12345 f");
+        assertEquals(-Linux.EPERM, chownBy(ALICE, shared, BOB, BOB), "chown bob:bob g in /shared");
+        assertEquals(0, chownBy(ALICE, mine, ALICE, 0), "the owner and group shown (a home's group is root's)");
+        assertEquals(0, chownBy(ALICE, mine, ALICE, ALICE), "the owner's own group: cp -a, rsync -a");
+        assertEquals(0, chownBy(ALICE, mine, -1, -1), "chown -1 -1");
+        assertEquals(0, chownBy(ALICE, shared, ALICE, ALICE), "in /shared the writer is shown as owner");
+        assertEquals(-Linux.EACCES, chownBy(BOB, mine, BOB, BOB), "bob may not write alice's home: the rule says so first");
+        assertShown(ALICE, 0, 30, statBy(ALICE, mine), "nothing changed");
+    }
+
+    /** SYSTEM (root) still succeeds, changing nothing (bindfs's --chown-ignore): tar x as root sets every owner. */
+    @Test
+    void aChownBySystemSucceedsAndChangesNothing() throws Exception {
+        mount(CallerResolver.uidMap(Map.of((long) ALICE, "alice"), 0L), true);
+        long f = kernel.call(FuseProtocol.CREATE, node(node(FuseProtocol.ROOT_ID, "home"), "alice"), ALICE,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name("f")).int64(0);
+
+        assertEquals(0, chownBy(0, f, BOB, 12345));
+
+        assertShown(ALICE, 0, 30, statBy(0, f), "nothing changed");
+    }
 }
