@@ -110,7 +110,7 @@ public interface FileHandle extends Closeable {
     /** futimens: sets the access and modification times of this file; a null time is left alone. */
     void setTimes(FileTime accessed, FileTime modified) throws IOException;
 
-    /** fchmod of the execute bits only, as {@link Storage#setExecutable} (a mode that changes none is no change). */
+    /** fchmod of the execute bits only, as {@link Storage#setExecutable} (a mode that changes none moves the ctime alone). */
     void setExecutable(int mode) throws IOException;
 
     /**

@@ -1255,22 +1255,26 @@ public final class LocalStorage implements Storage {
             Metadata named = stat(a.dir, a.name, path);
             if (named.isDirectory() || named.isFile() && withExecuteBits(named.mode(), mode) < 0 || isNode(named)) {
                 // a directory's search bits are what lets chibi and the daemon into it; a fifo's or a
-                // socket's grant nothing (the path is the policy), as a file's read and write bits
+                // socket's grant nothing (the path is the policy), as a file's read and write bits.
+                // Yet the ctime moves, as every chmod moves it on a disk: by name, one call (tar and
+                // cp -p chmod every file), since a name that stands for another file by now only
+                // gets its ctime moved. A file system that refuses it loses the ctime alone: the
+                // chmod itself asked for nothing the store keeps
+                Syscalls.tryTouchChangeTime(a.dir, a.name);
                 return;
             }
             // chmod through the O_PATH descriptor's /proc link: the inode checked is the inode changed
             int fd = Syscalls.openat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0, path.toString());
             try {
                 Metadata m = stat(fd, null, path);
-                if (m.isDirectory() || isNode(m)) {
-                    return; // replaced since the look by name
-                }
-                if (!m.isFile()) {
+                if (!m.isFile() && !m.isDirectory() && !isNode(m)) {
                     throw notRegular(m.kind() == EntryKind.SYMLINK ? S_IFLNK : 0, path);
                 }
-                int wanted = withExecuteBits(m.mode(), mode);
+                int wanted = m.isFile() ? withExecuteBits(m.mode(), mode) : -1;
                 if (wanted >= 0) {
                     Syscalls.chmodPath(fd, wanted, path.toString());
+                } else {
+                    Syscalls.tryFchownOpened(fd, -1, -1); // replaced since the look by name: its ctime, as above
                 }
             } finally {
                 Syscalls.close(fd);
@@ -1848,6 +1852,8 @@ public final class LocalStorage implements Storage {
             int wanted = withExecuteBits(metadata().mode(), mode);
             if (wanted >= 0) {
                 Syscalls.fchmod(fd(), wanted);
+            } else {
+                Syscalls.tryFchown(fd(), -1, -1); // no bit to change: the ctime moves alone (see setExecutable by path)
             }
         }
 

@@ -134,13 +134,10 @@ public final class MemoryStorage implements Storage {
             this.changed = now;
         }
 
-        /** chmod of the execute bits only. */
+        /** chmod of the execute bits only; the ctime moves whatever changed, as a disk's chmod moves it. */
         void setExecutable(int mode, FileTime now) {
-            int wanted = (this.mode & ~0111) | (mode & 0111);
-            if (wanted != this.mode) {
-                this.mode = wanted;
-                this.changed = now;
-            }
+            this.mode = (this.mode & ~0111) | (mode & 0111);
+            this.changed = now;
         }
     }
 
@@ -1078,7 +1075,8 @@ public final class MemoryStorage implements Storage {
             throw notRegular(n, path);
         }
         if (n instanceof Dir || n instanceof Special) {
-            return; // as the other stores: a directory keeps its search bits; a fifo's grant nothing
+            n.changed = now(); // as the other stores: a directory keeps its search bits; a fifo's grant nothing
+            return;
         }
         n.setExecutable(mode, now());
     }

@@ -198,9 +198,10 @@ public interface Storage extends Closeable {
 
     /**
      * Sets the execute bits (mode &amp; 0111) of a file; read and write bits are not the store's
-     * business, so a mode whose execute bits the file has already changes nothing, not even its ctime.
-     * A directory changes nothing either: its search bits are what lets chibi and a daemon that is
-     * not root into it, and the mount shows directories' modes from the policy anyway.
+     * business, so a mode whose execute bits the file has already changes no bit. A directory's
+     * bits do not change either: its search bits are what lets chibi and a daemon that is not root
+     * into it, and the mount shows directories' modes from the policy anyway. Either way the ctime
+     * moves, as every chmod a disk accepts moves it (ext4, and {@code chmod +x} here).
      */
     void setExecutable(VfsPath path, int mode) throws IOException;
 

@@ -699,6 +699,15 @@ public final class Syscalls {
     }
 
     /**
+     * Moves the ctime of {@code name} in {@code dirfd} (a link itself, never followed) and changes
+     * nothing else: fchownat(2) to owner and group -1, which Linux counts as a change of attributes
+     * and allows whoever asks. -errno or 0.
+     */
+    public static int tryTouchChangeTime(int dirfd, String name) {
+        return LIBC.fchownat(dirfd, bytes(name), -1, -1, AT_SYMLINK_NOFOLLOW) != 0 ? -errno() : 0;
+    }
+
+    /**
      * chmod(2) of the file behind an O_PATH descriptor (which fchmod refuses): through its
      * /proc/self/fd link, so the inode changed is the very one {@code fd} has open.
      */

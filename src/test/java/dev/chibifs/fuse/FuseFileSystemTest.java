@@ -720,6 +720,21 @@ class FuseFileSystemTest {
                 .int32(0).int32(0).int32(0).int32(mode).int32(0).int32(0).int32(0).int32(0));
     }
 
+    /** chmod 600 keeps no bit, yet moves the ctime, and the reply's attributes show the new one. */
+    @Test
+    void aChmodOfBitsNotKeptMovesTheCtimeTheReplyShows() throws Exception {
+        long f = written("f", "x");
+        java.time.Instant later = clock.instant().plusSeconds(5);
+        clock.advance(java.time.Duration.ofSeconds(5));
+
+        FakeKernel.Reply r = setattr(f, FuseProtocol.FATTR_MODE, 0, 0100600);
+
+        assertEquals(0, r.error());
+        assertEquals(later.getEpochSecond(), r.int64(16 + 40), "the reply's ctime");
+        assertEquals(later, store.metadata(VfsPath.of("/shared/f")).changed().toInstant());
+        assertEquals(0644, r.int32(16 + 60) & 07777, "the mode the path gives");
+    }
+
     @Test
     void anOpenThatTruncatesAHardLinkedFileWhoseFirstNameIsAnotherFilesNowTruncatesThatFileOnly() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");

@@ -1482,19 +1482,34 @@ public abstract class StorageBehaviourSuite {
         assertArrayEquals(bytes("x"), storage.read(p("/shared/d/f")));
     }
 
+    /**
+     * A chmod that changes no bit the store keeps (chmod 600, u+s, g+s, +t, or tar restoring a
+     * mode) changes no bit, yet moves the ctime, as every chmod a disk accepts does: it left the
+     * ctime as it was, where chmod +x moved it.
+     */
     @Test
-    void setExecutableThatChangesNoExecuteBitChangesNothing() throws Exception {
+    void setExecutableThatChangesNoExecuteBitChangesNoBitButMovesTheCtime() throws Exception {
         storage.write(p("/shared/f"), bytes("x"));
+        storage.mkdir(p("/shared/d"));
         storage.setExecutable(p("/shared/f"), 0755);
         Metadata before = storage.metadata(p("/shared/f"));
+        Metadata dir = storage.metadata(p("/shared/d"));
         Thread.sleep(20); // past the file system's timestamp granularity
         storage.setExecutable(p("/shared/f"), 0711); // tar restoring a mode: other bits mean nothing here
+        storage.setExecutable(p("/shared/d"), 03777); // chmod g+s,+t of a directory
+        Metadata byName = storage.metadata(p("/shared/f"));
+        assertEquals(before.mode(), byName.mode());
+        assertTrue(byName.changed().compareTo(before.changed()) > 0, "by name: " + before.changed() + " -> " + byName.changed());
+        Metadata dirAfter = storage.metadata(p("/shared/d"));
+        assertEquals(dir.mode(), dirAfter.mode());
+        assertTrue(dirAfter.changed().compareTo(dir.changed()) > 0, "a directory: " + dir.changed() + " -> " + dirAfter.changed());
+        Thread.sleep(20);
         try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
             h.setExecutable(0777);
         }
-        Metadata after = storage.metadata(p("/shared/f"));
-        assertEquals(before.mode(), after.mode());
-        assertEquals(before.changed(), after.changed());
+        Metadata byHandle = storage.metadata(p("/shared/f"));
+        assertEquals(before.mode(), byHandle.mode());
+        assertTrue(byHandle.changed().compareTo(byName.changed()) > 0, "through a handle: " + byName.changed() + " -> " + byHandle.changed());
     }
 
     @Test

@@ -1445,6 +1445,13 @@ public final class S3Storage implements Storage {
             n.mode = wanted;
             n.ctime = now();
             overlay.attributesChanged(n);
+        } else if (!n.link) {
+            // no bit to change, yet a chmod moves the ctime, as on a disk: here only, as an atime's
+            // change is, with no upload (S3 keeps no ctime)
+            n.ctime = now();
+            if (n.path != null) {
+                journal.put(n);
+            }
         }
     }
 
