@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import dev.chibifs.config.ConfigException;
 import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.policy.InvalidContextNameException;
+import dev.chibifs.sys.InvalidSpecException;
 import picocli.CommandLine;
 
 import java.io.IOException;
@@ -43,7 +44,8 @@ final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, Comm
     @Override
     public int handleExecutionException(Exception ex, CommandLine cl, CommandLine.ParseResult parseResult) {
         if (ex instanceof UsageException || ex instanceof InvalidContextNameException
-                || ex instanceof InvalidVfsPathException || ex instanceof ConfigException) {
+                || ex instanceof InvalidVfsPathException || ex instanceof InvalidSpecException
+                || ex instanceof ConfigException) {
             cl.getErr().println("chibifs: " + ex.getMessage());
             return ExitCodes.USAGE;
         }

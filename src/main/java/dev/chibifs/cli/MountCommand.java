@@ -17,6 +17,7 @@ import dev.chibifs.router.Router;
 import dev.chibifs.router.StoreAwayException;
 import dev.chibifs.router.UnreachablePrefixException;
 import dev.chibifs.store.LocalStorage;
+import dev.chibifs.sys.InvalidSpecException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -276,7 +277,7 @@ public final class MountCommand implements Callable<Integer> {
         stores.mounts(); // a bad --store or --tools-sys stops here, before anything is mounted
         try {
             MountSpec.parse(fuseOptions);
-        } catch (IllegalArgumentException e) {
+        } catch (InvalidSpecException e) {
             throw new UsageException(e.getMessage());
         }
         if (context != null && !uidMaps.isEmpty()) {

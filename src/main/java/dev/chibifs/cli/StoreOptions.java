@@ -5,6 +5,7 @@ import dev.chibifs.router.Namespace;
 import dev.chibifs.router.StoreMount;
 import dev.chibifs.store.StoreSpec;
 import dev.chibifs.store.s3.S3StoreSpec;
+import dev.chibifs.sys.InvalidSpecException;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
@@ -98,7 +99,7 @@ final class StoreOptions {
         for (String s : stores) {
             try {
                 out.add(StoreMount.parse(s, s3));
-            } catch (IllegalArgumentException e) {
+            } catch (InvalidSpecException e) {
                 throw new UsageException(e.getMessage());
             }
         }
@@ -192,7 +193,7 @@ final class StoreOptions {
         requireCacheDirOutside(MountCommand.realMountpoint(home.store()), null);
         try {
             return Namespace.open(home, mounts(() -> home, env), toolsSys, symlinks);
-        } catch (IllegalArgumentException e) {
+        } catch (InvalidSpecException e) {
             throw new UsageException(e.getMessage());
         }
     }

@@ -2,6 +2,7 @@ package dev.chibifs.config;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.chibifs.sys.InvalidSpecException;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -26,46 +27,46 @@ public record FlockRegistry(List<Flock> flocks) {
     public record Member(String context, String site) {
     }
 
-    /** The registry in {@code json}; throws {@link IllegalArgumentException} saying what is wrong where. */
+    /** The registry in {@code json}; throws {@link InvalidSpecException} saying what is wrong where. */
     public static FlockRegistry parse(byte[] json) {
         JsonNode root;
         try {
             root = StrictJson.read(json);
         } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("not JSON: " + e.getOriginalMessage()
+            throw new InvalidSpecException("not JSON: " + e.getOriginalMessage()
                     + (e.getLocation() == null ? "" : " at line " + e.getLocation().getLineNr()));
         } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("not JSON: " + e.getMessage());
+            throw new InvalidSpecException("not JSON: " + e.getMessage());
         }
         if (root == null || !root.isObject()) {
-            throw new IllegalArgumentException("not a JSON object");
+            throw new InvalidSpecException("not a JSON object");
         }
         JsonNode flocks = root.get("flocks");
         if (flocks == null || !flocks.isArray()) {
-            throw new IllegalArgumentException("\"flocks\" is not an array");
+            throw new InvalidSpecException("\"flocks\" is not an array");
         }
         List<Flock> out = new ArrayList<>();
         for (int i = 0; i < flocks.size(); i++) {
             JsonNode f = flocks.get(i);
             String where = "flocks[" + i + "]";
             if (!f.isObject()) {
-                throw new IllegalArgumentException(where + " is not an object");
+                throw new InvalidSpecException(where + " is not an object");
             }
             String name = text(f, "name", where);
             JsonNode created = f.get("created_at");
             if (!StrictJson.isU64(created)) {
-                throw new IllegalArgumentException(where + ".created_at is not a non-negative integer");
+                throw new InvalidSpecException(where + ".created_at is not a non-negative integer");
             }
             JsonNode members = f.get("members");
             if (members == null || !members.isArray()) {
-                throw new IllegalArgumentException(where + ".members is not an array");
+                throw new InvalidSpecException(where + ".members is not an array");
             }
             List<Member> ms = new ArrayList<>();
             for (int j = 0; j < members.size(); j++) {
                 JsonNode m = members.get(j);
                 String mw = where + ".members[" + j + "]";
                 if (!m.isObject()) {
-                    throw new IllegalArgumentException(mw + " is not an object");
+                    throw new InvalidSpecException(mw + " is not an object");
                 }
                 ms.add(new Member(text(m, "context", mw), text(m, "site", mw)));
             }
@@ -77,7 +78,7 @@ public record FlockRegistry(List<Flock> flocks) {
     private static String text(JsonNode node, String field, String where) {
         JsonNode v = node.get(field);
         if (v == null || !v.isTextual()) {
-            throw new IllegalArgumentException(where + "." + field + " is not a string");
+            throw new InvalidSpecException(where + "." + field + " is not a string");
         }
         return v.asText();
     }

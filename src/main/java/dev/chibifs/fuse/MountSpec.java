@@ -1,5 +1,6 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.sys.InvalidSpecException;
 import dev.chibifs.sys.Linux;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -125,7 +126,7 @@ public final class MountSpec {
 
     /**
      * The spec for {@code options}, each a NAME, NAME=VALUE, or several of them joined by commas
-     * (as {@code -o} gives them). Throws IllegalArgumentException naming the first option that is
+     * (as {@code -o} gives them). Throws InvalidSpecException naming the first option that is
      * unknown or malformed, or whose value breaks its rule.
      */
     public static MountSpec parse(List<String> options) {
@@ -375,7 +376,7 @@ public final class MountSpec {
                     ? OWN_FLAGS.contains(name) || MOUNT_FLAGS.containsKey(name) || LIBFUSE2_FLAGS.contains(name)
                     : OWN_VALUED.contains(name) || LABELS.contains(name) || LIBFUSE2_VALUED.contains(name);
             if (o.isEmpty() || o.chars().anyMatch(Character::isWhitespace) || !known || "".equals(value)) {
-                throw new IllegalArgumentException("unknown or malformed FUSE option '" + o
+                throw new InvalidSpecException("unknown or malformed FUSE option '" + o
                         + "': options are NAME or NAME=VALUE known to FUSE and mount(8) (e.g. allow_other, ro,"
                         + " attr_timeout=1, max_read=131072)");
             }
@@ -404,7 +405,7 @@ public final class MountSpec {
                 case "nonempty" -> nonempty = true;
                 case "auto_unmount" -> autoUnmount = true;
                 case "debug" -> debug = true;
-                case "blkdev" -> throw new IllegalArgumentException("invalid FUSE option 'blkdev': it mounts a block"
+                case "blkdev" -> throw new InvalidSpecException("invalid FUSE option 'blkdev': it mounts a block"
                         + " device (fuseblk), and chibifs serves a directory tree, not a device");
                 default -> throw new IllegalStateException(name);
             }
@@ -432,7 +433,7 @@ public final class MountSpec {
                     // another type mounted, but mount waited 60 s for a fuse.chibifs it never saw, and status,
                     // umount and stale-mount recovery find mounts by that type too
                     if (!value.equals("chibifs")) {
-                        throw new IllegalArgumentException("invalid FUSE option '" + o
+                        throw new InvalidSpecException("invalid FUSE option '" + o
                                 + "': the subtype is chibifs (the mount's type is fuse.chibifs, by which status,"
                                 + " umount and stale-mount recovery know it)");
                     }
@@ -450,7 +451,7 @@ public final class MountSpec {
                 case "blksize" -> {
                     long n = integer(o, name, value, 512, 1L << 30);
                     if (Long.bitCount(n) != 1) {
-                        throw new IllegalArgumentException("invalid FUSE option '" + o
+                        throw new InvalidSpecException("invalid FUSE option '" + o
                                 + "': blksize is a power of two from 512 (bytes)");
                     }
                     blksize = OptionalInt.of((int) n);
@@ -471,7 +472,7 @@ public final class MountSpec {
             }
             // parseDouble also takes "Infinity", "0x1p3" and "1d": refuse what is not plain decimal
             if (!(d >= 0) || Double.isInfinite(d) || !value.matches("[0-9]*\\.?[0-9]+|[0-9]+\\.")) {
-                throw new IllegalArgumentException("invalid FUSE option '" + o + "': " + name
+                throw new InvalidSpecException("invalid FUSE option '" + o + "': " + name
                         + " is a number of seconds >= 0 (e.g. 1 or 0.5)");
             }
             return d;
@@ -485,7 +486,7 @@ public final class MountSpec {
                 n = Long.MIN_VALUE;
             }
             if (n < min || n > max) {
-                throw new IllegalArgumentException("invalid FUSE option '" + o + "': " + name
+                throw new InvalidSpecException("invalid FUSE option '" + o + "': " + name
                         + " is a whole number from " + min + " to " + max);
             }
             return n;
@@ -493,7 +494,7 @@ public final class MountSpec {
 
         private static int octal(String o, String value) {
             if (!value.matches("[0-7]{1,4}") || Integer.parseInt(value, 8) > 0777) {
-                throw new IllegalArgumentException("invalid FUSE option '" + o
+                throw new InvalidSpecException("invalid FUSE option '" + o
                         + "': umask is octal mode bits from 0 to 777 (e.g. 022)");
             }
             return Integer.parseInt(value, 8);

@@ -12,6 +12,7 @@ import dev.chibifs.store.Storage;
 import dev.chibifs.store.StoreSpec;
 import dev.chibifs.config.FlockRegistry;
 import dev.chibifs.policy.SymlinkRule;
+import dev.chibifs.sys.InvalidSpecException;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -54,7 +55,7 @@ public final class Namespace implements java.io.Closeable {
     /**
      * Opens the namespace of {@code home} with {@code mounts} at their prefixes and
      * {@code toolsSys} (null: empty) at {@code /tools/sys}; a prefix named twice is an
-     * {@link IllegalArgumentException} naming it.
+     * {@link InvalidSpecException} naming it.
      */
     public static Namespace open(ChibiHome home, List<StoreMount> mounts, Path toolsSys) throws IOException {
         return open(home, mounts, toolsSys, SymlinkRule.ZONE);
@@ -66,12 +67,12 @@ public final class Namespace implements java.io.Closeable {
         Set<VfsPath> seen = new HashSet<>();
         for (StoreMount m : mounts) {
             if (!seen.add(m.prefix())) {
-                throw new IllegalArgumentException("invalid --store '" + m.text() + "': " + m.prefix()
+                throw new InvalidSpecException("invalid --store '" + m.text() + "': " + m.prefix()
                         + " is named twice; one store per prefix");
             }
         }
         if (toolsSys != null && !Files.isDirectory(toolsSys)) {
-            throw new IllegalArgumentException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
+            throw new InvalidSpecException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
         }
         // --store /=SPEC serves the whole namespace in place of <home>/vfs (and replaces it in the router)
         boolean localRoot = mounts.stream().noneMatch(m -> m.prefix().isRoot());

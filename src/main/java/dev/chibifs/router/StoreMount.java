@@ -3,6 +3,7 @@ package dev.chibifs.router;
 import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.StoreSpec;
+import dev.chibifs.sys.InvalidSpecException;
 
 /**
  * One {@code --store PREFIX=SPEC}: the store SPEC serves every path at or below PREFIX (the
@@ -15,7 +16,7 @@ public record StoreMount(VfsPath prefix, StoreSpec spec) {
             + "/sys/contexts and /tools/sys (chibi's views), e.g. /shared/scratch=memory:64M, and / only for an s3:// store"
             + " (the whole namespace in place of <home>/vfs); " + StoreSpec.RULE;
 
-    /** Parses {@code PREFIX=SPEC}; an {@link IllegalArgumentException} names the value and the rule. */
+    /** Parses {@code PREFIX=SPEC}; an {@link InvalidSpecException} names the value and the rule. */
     public static StoreMount parse(String arg) {
         return parse(arg, StoreSpec.Kind.NONE);
     }
@@ -24,25 +25,25 @@ public record StoreMount(VfsPath prefix, StoreSpec spec) {
     public static StoreMount parse(String arg, StoreSpec.Kind more) {
         int eq = arg.indexOf('=');
         if (eq <= 0 || eq == arg.length() - 1) {
-            throw new IllegalArgumentException("invalid --store '" + StoreSpec.shown(arg) + "': " + RULE);
+            throw new InvalidSpecException("invalid --store '" + StoreSpec.shown(arg) + "': " + RULE);
         }
         VfsPath prefix;
         try {
             prefix = VfsPath.of(arg.substring(0, eq));
         } catch (InvalidVfsPathException e) {
-            throw new IllegalArgumentException("invalid --store '" + StoreSpec.shown(arg) + "': " + e.getMessage() + "; " + RULE);
+            throw new InvalidSpecException("invalid --store '" + StoreSpec.shown(arg) + "': " + e.getMessage() + "; " + RULE);
         }
         if (prefix.startsWith(Namespace.CONTEXTS) || prefix.startsWith(Namespace.TOOLS_SYS)) {
-            throw new IllegalArgumentException("invalid --store '" + StoreSpec.shown(arg) + "': " + RULE);
+            throw new InvalidSpecException("invalid --store '" + StoreSpec.shown(arg) + "': " + RULE);
         }
         StoreSpec spec;
         try {
             spec = StoreSpec.parse(arg.substring(eq + 1), more);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("invalid --store '" + StoreSpec.shown(arg) + "': " + e.getMessage());
+            throw new InvalidSpecException("invalid --store '" + StoreSpec.shown(arg) + "': " + e.getMessage());
         }
         if (prefix.isRoot() && !spec.servesRoot()) {
-            throw new IllegalArgumentException("invalid --store '" + StoreSpec.shown(arg) + "': " + RULE);
+            throw new InvalidSpecException("invalid --store '" + StoreSpec.shown(arg) + "': " + RULE);
         }
         return new StoreMount(prefix, spec);
     }

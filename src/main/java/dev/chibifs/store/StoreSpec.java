@@ -1,5 +1,7 @@
 package dev.chibifs.store;
 
+import dev.chibifs.sys.InvalidSpecException;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -54,11 +56,11 @@ public interface StoreSpec {
         /** No kinds beyond memory and readonly. */
         Kind NONE = spec -> null;
 
-        /** The spec when it is of this kind, else null; an {@link IllegalArgumentException} when it is but is malformed. */
+        /** The spec when it is of this kind, else null; an {@link InvalidSpecException} when it is but is malformed. */
         StoreSpec parse(String spec);
     }
 
-    /** Parses {@code spec}; an {@link IllegalArgumentException} says what is wrong and the rule. */
+    /** Parses {@code spec}; an {@link InvalidSpecException} says what is wrong and the rule. */
     static StoreSpec parse(String spec) {
         return parse(spec, Kind.NONE);
     }
@@ -75,7 +77,7 @@ public interface StoreSpec {
         if (spec.startsWith(READONLY)) {
             return ReadOnlyDirectory.parse(spec);
         }
-        throw new IllegalArgumentException("unknown store '" + shown(spec) + "': " + RULE);
+        throw new InvalidSpecException("unknown store '" + shown(spec) + "': " + RULE);
     }
 
     /** What a message shows in place of a password written into a spec: never the password itself. */
@@ -159,10 +161,10 @@ public interface StoreSpec {
             String size = spec.substring("memory:".length());
             long n = bytes(size);
             if (n == -1) {
-                throw new IllegalArgumentException("invalid size '" + size + "' in '" + spec + "': " + RULE);
+                throw new InvalidSpecException("invalid size '" + size + "' in '" + spec + "': " + RULE);
             }
             if (n <= 0) {
-                throw new IllegalArgumentException("invalid size '" + size + "' in '" + spec + "': "
+                throw new InvalidSpecException("invalid size '" + size + "' in '" + spec + "': "
                         + (n == -2 ? "too large for a size in bytes, " : "more than 0 bytes, ") + RULE);
             }
             return new Memory(n);
@@ -192,11 +194,11 @@ public interface StoreSpec {
         static ReadOnlyDirectory parse(String spec) {
             String d = spec.substring(READONLY.length());
             if (d.isEmpty()) {
-                throw new IllegalArgumentException("'" + spec + "' names no directory: " + RULE);
+                throw new InvalidSpecException("'" + spec + "' names no directory: " + RULE);
             }
             Path dir = Path.of(d).toAbsolutePath().normalize();
             if (!Files.isDirectory(dir)) {
-                throw new IllegalArgumentException("'" + spec + "': " + dir + " is not an existing directory; " + RULE);
+                throw new InvalidSpecException("'" + spec + "': " + dir + " is not an existing directory; " + RULE);
             }
             return new ReadOnlyDirectory(dir);
         }

@@ -2,6 +2,7 @@ package dev.chibifs.store.s3;
 
 import dev.chibifs.store.StoreSpec;
 import dev.chibifs.store.ContentHash;
+import dev.chibifs.sys.InvalidSpecException;
 
 import java.net.URI;
 import java.net.URLDecoder;
@@ -27,10 +28,10 @@ record S3Spec(String bucket, String keyPrefix, URI endpoint, String region) {
 
     private static final Pattern BUCKET = Pattern.compile("[a-z0-9][a-z0-9._-]{2,254}");
 
-    /** Parses {@code spec}; an {@link IllegalArgumentException} names the value and the rule it breaks. */
+    /** Parses {@code spec}; an {@link InvalidSpecException} names the value and the rule it breaks. */
     public static S3Spec parse(String spec) {
         if (spec == null || !spec.startsWith(SCHEME)) {
-            throw new IllegalArgumentException("'" + spec + "' is not an S3 store: write s3://BUCKET/KEYPREFIX");
+            throw new InvalidSpecException("'" + spec + "' is not an S3 store: write s3://BUCKET/KEYPREFIX");
         }
         refuseCredentials(spec);
         String rest = spec.substring(SCHEME.length());
@@ -44,14 +45,14 @@ record S3Spec(String bucket, String keyPrefix, URI endpoint, String region) {
         String bucket = slash < 0 ? rest : rest.substring(0, slash);
         String prefix = slash < 0 ? "" : rest.substring(slash + 1);
         if (!BUCKET.matcher(bucket).matches()) {
-            throw new IllegalArgumentException("'" + spec + "': bucket '" + bucket
+            throw new InvalidSpecException("'" + spec + "': bucket '" + bucket
                     + "' is not a bucket name (lower-case letters, digits, '.', '-', '_'; 3 to 255 characters)");
         }
         while (prefix.endsWith("/")) {
             prefix = prefix.substring(0, prefix.length() - 1);
         }
         if (prefix.startsWith("/") || prefix.contains("//")) {
-            throw new IllegalArgumentException("'" + spec + "': key prefix '" + prefix + "' has an empty segment");
+            throw new InvalidSpecException("'" + spec + "': key prefix '" + prefix + "' has an empty segment");
         }
         URI endpoint = null;
         String region = null;
@@ -63,17 +64,17 @@ record S3Spec(String bucket, String keyPrefix, URI endpoint, String region) {
                 String value = eq < 0 ? "" : decode(spec, key, pair.substring(eq + 1));
                 if (!seen.add(key)) {
                     // which one counts would be the parser's whim: a second endpoint is most likely a mistake
-                    throw new IllegalArgumentException("'" + spec + "': option '" + key + "' is given twice: give it once");
+                    throw new InvalidSpecException("'" + spec + "': option '" + key + "' is given twice: give it once");
                 }
                 switch (key) {
                     case "endpoint" -> endpoint = endpoint(spec, value);
                     case "region" -> {
                         if (value.isEmpty()) {
-                            throw new IllegalArgumentException("'" + spec + "': region is empty");
+                            throw new InvalidSpecException("'" + spec + "': region is empty");
                         }
                         region = value;
                     }
-                    default -> throw new IllegalArgumentException("'" + spec + "': unknown option '" + key
+                    default -> throw new InvalidSpecException("'" + spec + "': unknown option '" + key
                             + "' (known: endpoint, region)");
                 }
             }
@@ -92,7 +93,7 @@ record S3Spec(String bucket, String keyPrefix, URI endpoint, String region) {
         for (String pair : q < 0 ? new String[0] : spec.substring(q + 1).split("&")) {
             // '@' has no other use in an endpoint, and one escaped as %40 is still there after decoding
             if (pair.startsWith("endpoint=") && (pair.contains("@") || pair.toLowerCase(Locale.ROOT).contains("%40"))) {
-                throw new IllegalArgumentException("'" + StoreSpec.shown(spec) + "': an endpoint with user info"
+                throw new InvalidSpecException("'" + StoreSpec.shown(spec) + "': an endpoint with user info"
                         + " (USER:PASSWORD@): give it as http(s)://HOST[:PORT]; credentials come from AWS_ACCESS_KEY_ID"
                         + " and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE and the AWS tools' other sources), never from"
                         + " the URL");
@@ -104,7 +105,7 @@ record S3Spec(String bucket, String keyPrefix, URI endpoint, String region) {
         try {
             return URLDecoder.decode(value, StandardCharsets.UTF_8);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("'" + spec + "': option '" + key + "' has a bad escape in '" + value
+            throw new InvalidSpecException("'" + spec + "': option '" + key + "' has a bad escape in '" + value
                     + "': '%' starts an escape of two hex digits (%3A), '%25' is '%' itself");
         }
     }
@@ -118,12 +119,12 @@ record S3Spec(String bucket, String keyPrefix, URI endpoint, String region) {
         }
         String scheme = uri == null || uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
         if (!(scheme.equals("http") || scheme.equals("https")) || uri.getHost() == null) {
-            throw new IllegalArgumentException("'" + spec + "': endpoint '" + value
+            throw new InvalidSpecException("'" + spec + "': endpoint '" + value
                     + "' is not an http:// or https:// URL with a host");
         }
         // URI takes any number of digits; the SDK refused a port past 65535 only at the first request
         if (uri.getPort() == 0 || uri.getPort() > MAX_PORT) {
-            throw new IllegalArgumentException("'" + spec + "': endpoint '" + value + "' has port " + uri.getPort()
+            throw new InvalidSpecException("'" + spec + "': endpoint '" + value + "' has port " + uri.getPort()
                     + ": a port is 1 to " + MAX_PORT);
         }
         return uri;
