@@ -67,7 +67,7 @@ public final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exe
         } catch (IOException e) {
             passThrough(output);
             // the cache commands write the store directly, as whoever runs them (a mount's users may not)
-            spec.commandLine().getErr().println("chibifs: cannot cache the output (printed unchanged instead): "
+            spec.commandLine().getErr().println(ErrorHandler.PREFIX + "cannot cache the output (printed unchanged instead): "
                     + ErrorHandler.oneLine(e) + (dev.chibifs.sys.Errors.errno(e) == dev.chibifs.sys.Linux.EACCES
                     ? " (the cache commands write the store as the user who runs them: run them as its owner)" : ""));
             return ExitCodes.FAILURE;

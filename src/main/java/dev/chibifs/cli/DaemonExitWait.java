@@ -77,7 +77,7 @@ final class DaemonExitWait {
             boolean uploading = u != null && u.changes() > 0;
             if (uploading && (lastSaid == Long.MIN_VALUE || now - lastSaid >= SAY_EVERY_MILLIS)) {
                 lastSaid = now;
-                say.accept("chibifs: " + mp + " is unmounted; its daemon (pid " + pid + ") uploads " + what(u)
+                say.accept(ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") uploads " + what(u)
                         + " before it exits: " + size(u.sentBytes() - first.sentBytes()) + " sent since the unmount");
             }
             if (uploading && now - lastMove >= STALL_SECONDS * 1000) {

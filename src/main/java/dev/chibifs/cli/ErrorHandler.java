@@ -11,6 +11,12 @@ import java.io.IOException;
 /** Turns expected failures into one line on stderr and an exit code; only the unexpected gets a stack trace. */
 final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, CommandLine.IParameterExceptionHandler {
 
+    /**
+     * How every line chibifs writes to stderr begins, whichever command failed: scripts read it
+     * (mount.fuse.chibifs passes on the {@code chibifs: warning:} lines, the launcher the daemon's).
+     */
+    static final String PREFIX = "chibifs: ";
+
     /** An I/O failure as one line for a person: {@link dev.chibifs.sys.Errors#describe(IOException)}. */
     static String oneLine(IOException e) {
         return dev.chibifs.sys.Errors.describe(e);
@@ -27,11 +33,11 @@ final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, Comm
             } catch (IOException e) {
                 printed = "could not print it: " + oneLine(e);
             }
-            cl.getErr().println("chibifs: " + ex.getMessage().replace('\n', ' ') + " (output " + printed
+            cl.getErr().println(PREFIX + ex.getMessage().replace('\n', ' ') + " (output " + printed
                     + "; see '" + cl.getCommandSpec().qualifiedName() + " --help')");
             return ExitCodes.USAGE;
         }
-        cl.getErr().println("chibifs: " + plain(ex.getMessage()));
+        cl.getErr().println(PREFIX + plain(ex.getMessage()));
         cl.getErr().println("Try '" + cl.getCommandSpec().qualifiedName() + " --help' for more information.");
         return ExitCodes.USAGE;
     }
@@ -46,22 +52,22 @@ final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, Comm
         if (ex instanceof UsageException || ex instanceof InvalidContextNameException
                 || ex instanceof InvalidVfsPathException || ex instanceof InvalidSpecException
                 || ex instanceof ConfigException) {
-            cl.getErr().println("chibifs: " + ex.getMessage());
+            cl.getErr().println(PREFIX + ex.getMessage());
             return ExitCodes.USAGE;
         }
         if (ex instanceof CommandFailure f) {
-            cl.getErr().println("chibifs: " + f.getMessage());
+            cl.getErr().println(PREFIX + f.getMessage());
             return f.exitCode();
         }
         if (ex instanceof MountFailure) {
-            cl.getErr().println("chibifs: " + ex.getMessage());
+            cl.getErr().println(PREFIX + ex.getMessage());
             return ExitCodes.FAILURE;
         }
         if (ex instanceof IOException io) {
-            cl.getErr().println("chibifs: " + oneLine(io));
+            cl.getErr().println(PREFIX + oneLine(io));
             return ExitCodes.FAILURE;
         }
-        cl.getErr().println("chibifs: unexpected error: " + ex);
+        cl.getErr().println(PREFIX + "unexpected error: " + ex);
         ex.printStackTrace(cl.getErr());
         return ExitCodes.FAILURE;
     }

@@ -94,7 +94,7 @@ final class GrepCommand extends VfsCommand {
 
     private void note(String message) throws IOException {
         out().flush();
-        spec.commandLine().getErr().println("chibifs grep: " + message);
+        spec.commandLine().getErr().println(ErrorHandler.PREFIX + message);
         spec.commandLine().getErr().flush();
     }
 

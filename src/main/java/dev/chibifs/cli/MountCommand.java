@@ -152,7 +152,7 @@ public final class MountCommand implements Callable<Integer> {
     Path mountpoint;
 
     /** How a line the daemon prints for the operator, not only for its log, begins. */
-    private static final String WARNING = "chibifs: warning: ";
+    private static final String WARNING = ErrorHandler.PREFIX + "warning: ";
 
     /** What the operator is told after the mounted line: stores that did not answer at start (each serves what this host has). */
     private final List<String> warnings = new ArrayList<>();
@@ -214,7 +214,7 @@ public final class MountCommand implements Callable<Integer> {
         }
         stores.requireCacheDirOutside(store, mp); // before anything makes it
         if (FuseDaemon.clearStale(mp)) {
-            err().println("chibifs: cleared a stale mount at " + mp + " left by a daemon that died");
+            err().println(ErrorHandler.PREFIX + "cleared a stale mount at " + mp + " left by a daemon that died");
         }
         if (MountTable.find(mp).isPresent()) {
             throw new MountFailure(mp + " is already a mount point (chibifs umount " + mp + " first)");
@@ -557,7 +557,7 @@ public final class MountCommand implements Callable<Integer> {
         try {
             return runDaemon(plan, chibiHome, mp, pid -> detached.mounted(mountedLine(plan, chibiHome, mp, pid, logFile)));
         } catch (MountFailure e) {
-            System.err.println("chibifs: " + e.getMessage()); // the log says how its mount ended too
+            System.err.println(ErrorHandler.PREFIX + e.getMessage()); // the log says how its mount ended too
             throw new MountFailure(e.getMessage() + " (log: " + logFile + ")");
         }
     }
@@ -666,7 +666,7 @@ public final class MountCommand implements Callable<Integer> {
         // --store /=SPEC serves the whole namespace: name it rather than <home>/vfs
         String root = stores.mounts().stream().filter(m -> m.prefix().isRoot())
                 .map(m -> m.spec().text()).findFirst().orElse(chibiHome.store().toString());
-        return "chibifs: mounted " + mp + " (" + plan.describe() + ", store " + root + "); daemon pid " + daemonPid
+        return ErrorHandler.PREFIX + "mounted " + mp + " (" + plan.describe() + ", store " + root + "); daemon pid " + daemonPid
                 + ", log " + logFile + warnings.stream().map(w -> System.lineSeparator() + WARNING + w).collect(Collectors.joining());
     }
 
@@ -782,8 +782,8 @@ public final class MountCommand implements Callable<Integer> {
             if (l.startsWith("fuse:") || l.startsWith("fusermount:")) {
                 return l;
             }
-            if (l.startsWith("chibifs: ") && !l.startsWith(WARNING)) {
-                ours = l.substring("chibifs: ".length());
+            if (l.startsWith(ErrorHandler.PREFIX) && !l.startsWith(WARNING)) {
+                ours = l.substring(ErrorHandler.PREFIX.length());
             }
         }
         return ours != null ? ours : "the daemon exited before the mount answered";

@@ -149,7 +149,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 now = ask(mp, daemon);
             } catch (IOException gone) {
                 // unmounted (its socket removed) or killed (the connection refused or reset): as trace ends
-                spec.commandLine().getErr().println("chibifs: " + mp + " is no longer served");
+                spec.commandLine().getErr().println(ErrorHandler.PREFIX + mp + " is no longer served");
                 spec.commandLine().getErr().flush();
                 return ExitCodes.OK;
             }

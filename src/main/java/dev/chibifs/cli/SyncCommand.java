@@ -52,7 +52,7 @@ final class SyncCommand implements Callable<Integer>, ConfigCheck.Exempt {
             if (answer.path("synced").asBoolean(false)) {
                 spec.commandLine().getOut().println("synced " + mp);
             } else {
-                spec.commandLine().getErr().println("chibifs: " + mp + ": not synced: " + answer.path("error").asText("no answer"));
+                spec.commandLine().getErr().println(ErrorHandler.PREFIX + mp + ": not synced: " + answer.path("error").asText("no answer"));
                 worst = ExitCodes.IO_ERROR;
             }
         }

@@ -160,7 +160,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
                     throw new CommandFailure(ExitCodes.FAILURE, e.get(TraceSocket.BUSY).asText());
                 }
                 if (e.has("following")) {
-                    spec.commandLine().getErr().println("chibifs: tracing " + mp + " (interrupt to stop)");
+                    spec.commandLine().getErr().println(ErrorHandler.PREFIX + "tracing " + mp + " (interrupt to stop)");
                     spec.commandLine().getErr().flush();
                     continue;
                 }
@@ -172,7 +172,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
                             + " requests not shown, nor any served since; it serves on");
                 }
                 if (e.has(TraceSocket.LOST)) {
-                    spec.commandLine().getErr().println("chibifs: " + e.get(TraceSocket.LOST).asLong()
+                    spec.commandLine().getErr().println(ErrorHandler.PREFIX + e.get(TraceSocket.LOST).asLong()
                             + " requests not shown: this trace fell behind");
                     spec.commandLine().getErr().flush();
                     continue;
@@ -192,7 +192,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
         } catch (SocketException daemonGone) {
             // the daemon exited (killed, or unmounted by force) while the trace ran: as an end
         }
-        spec.commandLine().getErr().println("chibifs: " + mp + " is no longer served");
+        spec.commandLine().getErr().println(ErrorHandler.PREFIX + mp + " is no longer served");
         return ExitCodes.OK;
     }
 

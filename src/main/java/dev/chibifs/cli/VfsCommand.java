@@ -165,7 +165,7 @@ abstract class VfsCommand implements Callable<Integer> {
         Failures.Report r = new Failures(storage == null ? null : storage.root(),
                 router == null ? List.of() : router.prefixes(), subjects, writes(), MountRegistry.currentUid()).report(e);
         PrintWriter err = spec.commandLine().getErr();
-        err.println("chibifs " + spec.name() + ": " + r.message());
+        err.println(ErrorHandler.PREFIX + r.message());
         err.flush();
         return r.exitCode();
     }
@@ -238,7 +238,7 @@ abstract class VfsCommand implements Callable<Integer> {
             // not where it lies above one: every ls vfs:///shared beside a mount with a scratch store said so
             if (path.startsWith(s.prefix())) {
                 PrintWriter err = spec.commandLine().getErr();
-                err.println("chibifs " + spec.name() + ": warning: the mount at " + s.mountpoint() + " serves "
+                err.println(ErrorHandler.PREFIX + "warning: the mount at " + s.mountpoint() + " serves "
                         + s.prefix() + " from " + s.spec() + ", which this command did not open: it sees what its own"
                         + " stores have there (give it the mount's --store " + s.prefix() + "=...; a memory: store is"
                         + " the daemon's own)");

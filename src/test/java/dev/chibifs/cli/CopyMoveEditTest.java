@@ -43,7 +43,7 @@ class CopyMoveEditTest {
         assertEquals("cached\n", cli.read("/shared/c"));
         Cli.Result denied = cli.run("cp", "--as", "bob", "vfs:///shared/src.md", "vfs:///home/alice/b.md");
         assertExit(3, denied);
-        assertEquals("chibifs cp: context 'bob' cannot write to '/home/alice/b.md' (writable zones: /shared/, /home/bob/, /site/, "
+        assertEquals("chibifs: context 'bob' cannot write to '/home/alice/b.md' (writable zones: /shared/, /home/bob/, /site/, "
                 + "/flocks/<joined-flock>/, /tools/shared/, /tools/home/bob/, /tools/flocks/<joined-flock>/)\n",
                 denied.err());
         assertFalse(cli.exists("/home/alice/b.md"));
@@ -61,7 +61,7 @@ class CopyMoveEditTest {
         assertTrue(dirDst.err().contains("e.g. vfs:///shared/dir/src.md"), dirDst.err());
         Cli.Result missing = cli.run("cp", "--as", "bob", "vfs:///shared/none", "vfs:///shared/n2");
         assertExit(1, missing);
-        assertEquals("chibifs cp: no such file or directory: vfs:///shared/none\n", missing.err());
+        assertEquals("chibifs: no such file or directory: vfs:///shared/none\n", missing.err());
     }
 
     @Test
@@ -118,7 +118,7 @@ class CopyMoveEditTest {
         cli.put("/shared/t", "aaa b b\n");
         Cli.Result none = cli.run("edit", "--as", "bob", "--old", "zzz", "--new", "y", "vfs:///shared/t");
         assertExit(4, none);
-        assertEquals("chibifs edit: 'zzz' not found in vfs:///shared/t; nothing changed\n", none.err());
+        assertEquals("chibifs: 'zzz' not found in vfs:///shared/t; nothing changed\n", none.err());
         Cli.Result several = cli.run("edit", "--as", "bob", "--old", "b", "--new", "y", "vfs:///shared/t");
         assertExit(4, several);
         assertTrue(several.err().contains("'b' occurs 2 times in vfs:///shared/t"), several.err());
@@ -133,7 +133,7 @@ class CopyMoveEditTest {
     void editDenialsAndBadInput() throws Exception {
         Cli.Result denied = cli.run("edit", "--as", "bob", "--old", "alice", "--new", "bob", "vfs:///home/alice/a.md");
         assertExit(3, denied);
-        assertEquals("chibifs edit: context 'bob' cannot write to '/home/alice/a.md' (writable zones: /shared/, /home/bob/, /site/, "
+        assertEquals("chibifs: context 'bob' cannot write to '/home/alice/a.md' (writable zones: /shared/, /home/bob/, /site/, "
                 + "/flocks/<joined-flock>/, /tools/shared/, /tools/home/bob/, /tools/flocks/<joined-flock>/)\n",
                 denied.err());
         assertEquals("alice\n", cli.read("/home/alice/a.md"));

@@ -70,7 +70,7 @@ class EtagCommandsTest {
             {"edit", "--as", "bob", "--if-match", first, "--old", "merge", "--new", "lost", "vfs:///shared/tasks.md"}}) {
             Cli.Result r = cli.run(args);
             assertExit(4, r);
-            assertEquals("chibifs " + args[0] + ": vfs:///shared/tasks.md has ETag " + second + " (--if-match " + first
+            assertEquals("chibifs: vfs:///shared/tasks.md has ETag " + second + " (--if-match " + first
                     + "); nothing changed\n", r.err());
             assertEquals("- merge\n", cli.read("/shared/tasks.md"));
         }

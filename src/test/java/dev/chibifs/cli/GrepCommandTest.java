@@ -77,7 +77,7 @@ class GrepCommandTest {
     void missingIsNotFound() {
         Cli.Result r = cli.run("grep", "x", "vfs:///shared/none");
         assertEquals(1, r.code(), r.toString());
-        assertEquals("chibifs grep: no such file or directory: vfs:///shared/none\n", r.err());
+        assertEquals("chibifs: no such file or directory: vfs:///shared/none\n", r.err());
     }
 
     @Test

@@ -150,7 +150,7 @@ class MountCommandTest {
         Path typo = dir.resolve("typo");
         Cli.Result r = new Cli(dir).run("ls", "--home", typo.toString(), "vfs:///");
         assertEquals(ExitCodes.NOT_FOUND, r.code(), r.toString());
-        assertTrue(r.err().startsWith("chibifs ls: no store at " + typo.resolve("vfs")), r.err());
+        assertTrue(r.err().startsWith("chibifs: no store at " + typo.resolve("vfs")), r.err());
         assertTrue(!java.nio.file.Files.exists(typo), "made " + typo);
         // a path another store serves needs no local store
         java.nio.file.Path docs = java.nio.file.Files.createDirectories(dir.resolve("docs"));

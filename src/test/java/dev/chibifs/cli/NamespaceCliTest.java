@@ -43,10 +43,10 @@ class NamespaceCliTest {
         }
         assertFalse(Files.exists(cli.file("/flocks/ops/a")) || Files.exists(cli.file("/tools/home/coder/a")));
         Cli.Result r = cli.run("write", "--as", "planner", "vfs:///flocks/ops/a", "--content", "x");
-        assertEquals("chibifs write: context 'planner' is not a member of flock 'ops'\n", r.err());
+        assertEquals("chibifs: context 'planner' is not a member of flock 'ops'\n", r.err());
         r = cli.run("write", "--as-system", "vfs:///tools/sys/a", "--content", "x");
         assertExit(3, r);
-        assertEquals("chibifs write: '/tools/sys/a' is read-only (virtual tool registry)\n", r.err());
+        assertEquals("chibifs: '/tools/sys/a' is read-only (virtual tool registry)\n", r.err());
         Chibi010Home.writeRegistry(home, "planner:ops");
         assertExit(0, cli.run("write", "--as", "planner", "vfs:///flocks/ops/a", "--content", "x"));
         assertExit(3, cli.run("write", "--as", "planner", "vfs:///flocks/team/b", "--content", "x"));
@@ -60,7 +60,7 @@ class NamespaceCliTest {
         r = cli.run("write", "--as", "planner", "--store", "/shared/docs=readonly:" + docs, "vfs:///shared/docs/n",
                 "--content", "x");
         assertExit(3, r);
-        assertEquals("chibifs write: '/shared/docs/n' is read-only (readonly:" + docs + ")\n", r.err());
+        assertEquals("chibifs: '/shared/docs/n' is read-only (readonly:" + docs + ")\n", r.err());
         r = cli.run("ls", "--store", "/shared/scratch=memory", "vfs:///shared");
         assertTrue(r.out().contains("scratch/"), r.out());
         assertEquals("(\"/home/planner/tasks\" \"/flocks/site:" + Chibi010Home.SITE_ID + "/tasks\" \"/flocks/team/tasks\")\n",
@@ -73,16 +73,16 @@ class NamespaceCliTest {
     void aFailureInAStoreAtAPrefixNamesTheNamespacePath() {
         Cli.Result r = cli.run("cat", "--store", "/shared/mem=memory", "vfs:///shared/mem/x");
         assertExit(1, r);
-        assertEquals("chibifs cat: no such file or directory: vfs:///shared/mem/x\n", r.err());
+        assertEquals("chibifs: no such file or directory: vfs:///shared/mem/x\n", r.err());
         r = cli.run("ls", "vfs:///sys/contexts/nobody");
-        assertEquals("chibifs ls: no such file or directory: vfs:///sys/contexts/nobody\n", r.err());
+        assertEquals("chibifs: no such file or directory: vfs:///sys/contexts/nobody\n", r.err());
         // the local store's own name, above the prefix: was "vfs:///shared/x/c/shared/x"
         r = cli.run("cat", "--store", "/shared/x/c=memory", "vfs:///shared/x");
-        assertEquals("chibifs cat: no such file or directory: vfs:///shared/x\n", r.err());
+        assertEquals("chibifs: no such file or directory: vfs:///shared/x\n", r.err());
         // a directory holding a prefix: was "vfs:///sys/contexts" for vfs:///
-        assertEquals("chibifs cat: is a directory: vfs:///\n", cli.run("cat", "vfs:///").err());
+        assertEquals("chibifs: is a directory: vfs:///\n", cli.run("cat", "vfs:///").err());
         r = cli.run("cat", "--store", "/shared/mem=memory", "vfs:///shared/mem");
-        assertEquals("chibifs cat: is a directory: vfs:///shared/mem\n", r.err()); // was EBUSY
+        assertEquals("chibifs: is a directory: vfs:///shared/mem\n", r.err()); // was EBUSY
     }
 
     @Test

@@ -75,7 +75,7 @@ class OddNamesTest {
         // as GNU grep: what could be searched is, and a file that could not be is an error
         assertExit(5, r);
         assertEquals("vfs:///shared/good:hit\nvfs:///shared/sub/deeper:hit too\n", r.out());
-        assertEquals("chibifs grep: vfs:///shared/b\\377: name is not UTF-8, not searched\n", r.err());
+        assertEquals("chibifs: vfs:///shared/b\\377: name is not UTF-8, not searched\n", r.err());
         Cli.Result json = cli.run("grep", "--json", "hit", "vfs:///shared");
         assertExit(5, json);
         assertEquals(2, JSON.readTree(json.outBytes()).get("matches").size());

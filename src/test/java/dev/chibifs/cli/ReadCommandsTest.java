@@ -66,7 +66,7 @@ class ReadCommandsTest {
     void lsMissingIsNotFound() {
         Cli.Result r = cli.run("ls", "vfs:///shared/nope");
         assertExit(1, r);
-        assertEquals("chibifs ls: no such file or directory: vfs:///shared/nope\n", r.err());
+        assertEquals("chibifs: no such file or directory: vfs:///shared/nope\n", r.err());
     }
 
     @Test
@@ -125,7 +125,7 @@ class ReadCommandsTest {
     void catOfDirectoryIsConflictAndMissingIsNotFound() {
         Cli.Result dir = cli.run("cat", "vfs:///shared/sub");
         assertExit(4, dir);
-        assertEquals("chibifs cat: is a directory: vfs:///shared/sub\n", dir.err());
+        assertEquals("chibifs: is a directory: vfs:///shared/sub\n", dir.err());
         assertExit(1, cli.run("cat", "vfs:///shared/none"));
     }
 

@@ -51,7 +51,7 @@ class WriteCommandsTest {
     void writeDenialsLeaveNothing() {
         Cli.Result sys = cli.run("write", "--as", "bob", "--content", "x", "vfs:///sys/x");
         assertExit(3, sys);
-        assertEquals("chibifs write: context 'bob' cannot write to '/sys/x' (writable zones: /shared/, /home/bob/, /site/, "
+        assertEquals("chibifs: context 'bob' cannot write to '/sys/x' (writable zones: /shared/, /home/bob/, /site/, "
                 + "/flocks/<joined-flock>/, /tools/shared/, /tools/home/bob/, /tools/flocks/<joined-flock>/)\n",
                 sys.err());
         assertExit(3, cli.run("write", "--as", "bob", "--content", "x", "vfs:///home/alice/x"));
@@ -68,7 +68,7 @@ class WriteCommandsTest {
         cli.put("/shared/d/f", "f");
         Cli.Result dir = cli.run("write", "--as", "bob", "--content", "x", "vfs:///shared/d");
         assertExit(4, dir);
-        assertEquals("chibifs write: is a directory: vfs:///shared/d\n", dir.err());
+        assertEquals("chibifs: is a directory: vfs:///shared/d\n", dir.err());
         assertExit(4, cli.run("write", "--as", "bob", "--content", "x", "vfs:///shared/d/f/g"));
     }
 
@@ -126,7 +126,7 @@ class WriteCommandsTest {
         cli.put("/sys/tool_cache/bob/x", "x");
         Cli.Result other = cli.run("rm", "--as", "bob", "vfs:///home/alice/f");
         assertExit(3, other);
-        assertEquals("chibifs rm: context 'bob' cannot write to '/home/alice/f' (writable zones: /shared/, /home/bob/, /site/, "
+        assertEquals("chibifs: context 'bob' cannot write to '/home/alice/f' (writable zones: /shared/, /home/bob/, /site/, "
                 + "/flocks/<joined-flock>/, /tools/shared/, /tools/home/bob/, /tools/flocks/<joined-flock>/)\n",
                 other.err());
         assertExit(3, cli.run("rm", "--as", "bob", "vfs:///sys/tool_cache/bob/x"));
