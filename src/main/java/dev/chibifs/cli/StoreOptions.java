@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.config.ChibiHome;
+import dev.chibifs.path.VfsPath;
 import dev.chibifs.router.Namespace;
 import dev.chibifs.router.StoreMount;
 import dev.chibifs.store.StoreSpec;
@@ -13,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
@@ -96,12 +98,20 @@ final class StoreOptions {
         StoreSpec.Kind s3 = S3StoreSpec.kind(home, cacheDir, flushAfter, metadataTtl, cacheSize == null ? 0 : cacheSize,
                 prefetchBelow, localLocks ? Duration.ZERO : lockLease, exclusiveCreates, env);
         List<StoreMount> out = new ArrayList<>();
+        Map<VfsPath, String> typed = new HashMap<>();
         for (String s : stores) {
+            StoreMount m;
             try {
-                out.add(StoreMount.parse(s, s3));
+                m = StoreMount.parse(s, s3);
             } catch (InvalidSpecException e) {
                 throw new UsageException(e.getMessage());
             }
+            // here, not only in Namespace: its message shows the parsed spec (memory:256M), not what was typed
+            if (typed.putIfAbsent(m.prefix(), s) != null) {
+                throw new UsageException("invalid --store '" + StoreSpec.shown(s) + "': " + m.prefix()
+                        + " is named twice (also --store '" + StoreSpec.shown(typed.get(m.prefix())) + "'); one store per prefix");
+            }
+            out.add(m);
         }
         if (toolsSys != null && toolsSys.toString().isEmpty()) {
             throw new UsageException("invalid --tools-sys '': name a directory (an empty one showed the working directory)");

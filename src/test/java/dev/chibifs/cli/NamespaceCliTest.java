@@ -97,6 +97,14 @@ class NamespaceCliTest {
     }
 
     @Test
+    void aPrefixNamedTwiceIsShownAsTyped() {
+        Cli.Result r = cli.run("ls", "--store", "/x=memory", "--store", "/x=memory:1M", "vfs:///");
+        assertExit(2, r);
+        assertEquals("chibifs: invalid --store '/x=memory:1M': /x is named twice (also --store '/x=memory');"
+                + " one store per prefix\n", r.err());
+    }
+
+    @Test
     void s3OptionsAreCheckedBeforeAnythingIsOpened() {
         String s3 = "/shared/team=s3://team-bucket/chibi";
         // only an S3 store may serve the whole namespace; a malformed bucket is named with its rule
