@@ -500,8 +500,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     private void invalidateEntry(long parent, String name) {
         FuseSession s = session;
         boolean expireOnly = s != null && s.negotiated() != null && s.negotiated().namesExpireOnly();
-        send(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
-                .invalEntry(parent, name, expireOnly ? FuseProtocol.EXPIRE_ONLY : 0));
+        send(notices.get().invalEntry(parent, name, expireOnly ? FuseProtocol.EXPIRE_ONLY : 0));
     }
 
     /**
@@ -541,7 +540,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     /** An INVAL_INODE of {@code n}'s attributes and its pages from {@code offset} (-1: none), in this thread's buffer. */
     private FuseReply inodeNotice(NodeTable.Node n, long offset) {
-        return notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, offset, 0);
+        return notices.get().invalInode(n.id, offset, 0);
     }
 
     private void send(FuseReply r) {

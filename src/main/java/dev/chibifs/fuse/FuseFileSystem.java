@@ -290,7 +290,7 @@ final class FuseFileSystem {
     private void dropHeldListing(NodeTable.Node dir) {
         NoticeWriter w = noticeWriter;
         if (w != null) {
-            w.post(notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(dir.id, 0, 0));
+            w.post(notices.get().invalInode(dir.id, 0, 0));
         }
     }
 
@@ -1311,7 +1311,7 @@ final class FuseFileSystem {
             // feed told), or on S3 by another host, its content fetched by this open while the kernel
             // keeps what the listing said. Attributes only (no pages, no lock to wait for): written at
             // once, from within the request on that very inode, so the process that opened sees them
-            notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, -1, 0).sendNotice(notify);
+            notices.get().invalInode(n.id, -1, 0).sendNotice(notify);
             n.untold();
         }
         out.open(fh, openFlags, backing);
@@ -1377,18 +1377,16 @@ final class FuseFileSystem {
             }
             NodeTable.Link link = n.link;
             if (link != null) {
-                w.post(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
-                        .invalEntry(link.parent().id, link.name(), FuseProtocol.EXPIRE_ONLY));
+                w.post(notices.get().invalEntry(link.parent().id, link.name(), FuseProtocol.EXPIRE_ONLY));
             }
-            last = w.post(notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, -1, 0));
+            last = w.post(notices.get().invalInode(n.id, -1, 0));
         }
         for (java.util.Map.Entry<MissingName, Long> e : heldMissing.entrySet()) {
             long until = e.getValue();
             if (until - now > 0 && !namesExpireOnly) {
                 waitUntil = later(waitUntil, until);
             } else if (until - now > 0) {
-                last = w.post(notices.get().notification(FuseProtocol.NOTIFY_INVAL_ENTRY)
-                        .invalEntry(e.getKey().parent(), e.getKey().name(), FuseProtocol.EXPIRE_ONLY));
+                last = w.post(notices.get().invalEntry(e.getKey().parent(), e.getKey().name(), FuseProtocol.EXPIRE_ONLY));
             }
             heldMissing.remove(e.getKey(), until);
         }
@@ -1561,7 +1559,7 @@ final class FuseFileSystem {
         FuseChannel channel = storeChannel;
         if (channel != null && store && before != null) {
             try {
-                notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(n.id, 0, 0).send(channel);
+                notices.get().invalInode(n.id, 0, 0).send(channel);
                 n.untold();
             } catch (IOException e) {
                 LOG.debug("{}: pages and attributes not dropped at open: {}", nodes.path(n), e.toString());
@@ -1588,7 +1586,7 @@ final class FuseFileSystem {
                 }
             }
             data.flip();
-            notices.get().notification(FuseProtocol.NOTIFY_STORE).store(n.id, 0, size).data(data).send(storeChannel);
+            notices.get().store(n.id, 0, size).data(data).send(storeChannel);
             return true;
         } catch (IOException e) {
             LOG.debug("{}: content not stored at open: {}", nodes.path(n), e.toString());
@@ -2344,7 +2342,7 @@ final class FuseFileSystem {
             boolean notToKeep = unopened && !l.kept && !l.held;
             FuseChannel channel = storeChannel;
             if (channel != null && (notToKeep || l.ofRemoved || l.changedSinceRead())) {
-                notices.get().notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(l.dir.id, 0, 0).sendNotice(channel);
+                notices.get().invalInode(l.dir.id, 0, 0).sendNotice(channel);
             }
             if (unopened) {
                 return;

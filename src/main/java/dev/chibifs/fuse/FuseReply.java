@@ -88,8 +88,8 @@ final class FuseReply {
         return negative;
     }
 
-    /** Starts a notification: unique 0, the code in the error field. */
-    FuseReply notification(int code) {
+    /** Starts a notification: unique 0, the code in the error field; each notice's writer calls it with its own code. */
+    private FuseReply notification(int code) {
         begin(0);
         this.error = code;
         return this;
@@ -329,6 +329,7 @@ final class FuseReply {
 
     /** struct fuse_notify_inval_entry_out and the name: the kernel forgets (or, EXPIRE_ONLY, stales) one name. */
     FuseReply invalEntry(long parent, String name, int flags) {
+        notification(FuseProtocol.NOTIFY_INVAL_ENTRY);
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
         buffer.putLong(parent).putInt(n.length).putInt(flags).put(n).put((byte) 0);
         return this;
@@ -336,12 +337,14 @@ final class FuseReply {
 
     /** struct fuse_notify_inval_inode_out: attributes (and pages from {@code offset}; -1 for none) of a node. */
     FuseReply invalInode(long nodeid, long offset, long length) {
+        notification(FuseProtocol.NOTIFY_INVAL_INODE);
         buffer.putLong(nodeid).putLong(offset).putLong(length);
         return this;
     }
 
     /** struct fuse_notify_store_out: {@code size} bytes of a node's content from {@code offset}, given as {@link #data}, for its page cache. */
     FuseReply store(long nodeid, long offset, int size) {
+        notification(FuseProtocol.NOTIFY_STORE);
         buffer.putLong(nodeid).putLong(offset).putInt(size).putInt(0);
         return this;
     }

@@ -348,7 +348,7 @@ final class FuseSession {
 
     /** The notification that drops the cached pages and attributes of node {@code nodeid}, built in {@code buffer}. */
     private static FuseReply pagesDropped(FuseReply buffer, long nodeid) {
-        return buffer.notification(FuseProtocol.NOTIFY_INVAL_INODE).invalInode(nodeid, 0, 0);
+        return buffer.invalInode(nodeid, 0, 0);
     }
 
     /**

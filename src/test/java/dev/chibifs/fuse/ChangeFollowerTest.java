@@ -519,8 +519,7 @@ class ChangeFollowerTest {
 
     /** Once every notification posted so far reached the kernel: how many dropped {@code dir}'s listing; then forgets them. */
     private long listingDropsWritten(long dir) throws InterruptedException {
-        long last = session.notices().post(new FuseReply(64).notification(FuseProtocol.NOTIFY_INVAL_INODE)
-                .invalInode(FuseProtocol.ROOT_ID, -1, 0));
+        long last = session.notices().post(new FuseReply(64).invalInode(FuseProtocol.ROOT_ID, -1, 0));
         assertTrue(session.notices().awaitWritten(last, java.util.concurrent.TimeUnit.SECONDS.toNanos(5)));
         long drops = listingDrops(dir);
         synchronized (kernel) {
@@ -577,8 +576,7 @@ class ChangeFollowerTest {
 
     /** Waits until every notification posted so far reached the kernel, and forgets them. */
     private void noticesWritten() throws InterruptedException {
-        long last = session.notices().post(new FuseReply(64).notification(FuseProtocol.NOTIFY_INVAL_INODE)
-                .invalInode(FuseProtocol.ROOT_ID, -1, 0));
+        long last = session.notices().post(new FuseReply(64).invalInode(FuseProtocol.ROOT_ID, -1, 0));
         assertTrue(session.notices().awaitWritten(last, java.util.concurrent.TimeUnit.SECONDS.toNanos(5)));
         synchronized (kernel) {
             kernel.notifications.clear();
