@@ -1020,6 +1020,7 @@ final class FuseFileSystem {
         NodeTable.Node parent = node(req);
         String name = req.entryName();
         VfsPath p = childPath(parent, name);
+        // fuse_mkdir_in.mode is not read: the policy, not chmod, decides who writes, so every store makes one mode
         router.createDirectory(caller(req), p);
         out.rememberedNode = entry(req, parent, name, p, made(p, EntryKind.DIRECTORY), out, true);
     }
@@ -1913,6 +1914,7 @@ final class FuseFileSystem {
 
     /** Closing the store file releases every lock taken through it (record locks and flock). */
     void release(FuseRequest req, FuseReply out) throws IOException {
+        // release_flags' FLOCK_UNLOCK is not read: the close below drops this handle's flock anyway
         release(req.handle());
     }
 

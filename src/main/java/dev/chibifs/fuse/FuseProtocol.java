@@ -142,8 +142,6 @@ final class FuseProtocol {
 
     /** fuse_getattr_in.getattr_flags: fh names an open file. */
     static final int GETATTR_FH = 1;
-    /** fuse_release_in.release_flags: drop the flock(2) lock of lock_owner. */
-    static final int RELEASE_FLOCK_UNLOCK = 1;
     /** fuse_lk_in.lk_flags: the lock is flock(2)'s, not fcntl's. */
     static final int LK_FLOCK = 1;
     /** fuse_write_in.write_flags: a write of the page cache (an mmap's pages written back), through any writable handle. */

@@ -169,11 +169,6 @@ final class FuseRequest {
         return int32(20);
     }
 
-    /** fuse_read_in.lock_owner / fuse_write_in.lock_owner. */
-    long ioLockOwner() {
-        return int64(24);
-    }
-
     /** The data of a WRITE, after its 40-byte fuse_write_in. */
     ByteBuffer writeData() {
         return bytes(40, int32(16));
@@ -192,16 +187,6 @@ final class FuseRequest {
     /** fuse_mknod_in.mode (first; rdev follows). */
     int mknodMode() {
         return int32(0);
-    }
-
-    /** fuse_mkdir_in.mode. */
-    int mkdirMode() {
-        return int32(0);
-    }
-
-    /** fuse_release_in.release_flags. */
-    int releaseFlags() {
-        return int32(12);
     }
 
     /** fuse_release_in.lock_owner, fuse_flush_in.lock_owner. */
