@@ -158,7 +158,6 @@ final class FuseProtocol {
     static final int NOTIFY_INVAL_INODE = 2;
     static final int NOTIFY_INVAL_ENTRY = 3;
     static final int NOTIFY_STORE = 4;
-    static final int NOTIFY_DELETE = 6;
 
     // ---- fuse_in_header: len, opcode, unique, nodeid, uid, gid, pid, total_extlen, padding ----
     static final int IN_OPCODE = 4;
@@ -174,13 +173,6 @@ final class FuseProtocol {
     static final int ATTR = 88;
     static final int ENTRY_OUT = 40 + ATTR;
     static final int ATTR_OUT = 16 + ATTR;
-    static final int OPEN_OUT = 16;
-    static final int WRITE_OUT = 8;
-    static final int STATFS_OUT = 80;
-    static final int INIT_OUT = 64;
-    static final int LK_OUT = 24;
-    static final int GETXATTR_OUT = 8;
-    static final int LSEEK_OUT = 8;
     static final int DIRENT = 24;
     static final int DIRENTPLUS = ENTRY_OUT + DIRENT;
 

@@ -349,13 +349,6 @@ final class FuseReply {
         return this;
     }
 
-    /** struct fuse_notify_delete_out and the name: the name is gone, and the node behind it if it was {@code child}. */
-    FuseReply delete(long parent, long child, String name) {
-        byte[] n = name.getBytes(StandardCharsets.UTF_8);
-        buffer.putLong(parent).putLong(child).putInt(n.length).putInt(0).put(n).put((byte) 0);
-        return this;
-    }
-
     /** struct fuse_init_out, as far as protocol 7.40 has it. */
     FuseReply init(int minor, int maxReadahead, long flags, int maxBackground, int congestionThreshold,
                    int maxWrite, int maxPages, int maxStackDepth) {
