@@ -366,7 +366,7 @@ final class FuseFileSystem {
     }
 
     Caller caller(FuseRequest req) {
-        return callers.isFixed() ? callers.resolve(0) : callers.resolve(req.uid & 0xffffffffL);
+        return callers.isFixed() ? callers.resolve(0) : callers.resolve(req.uid());
     }
 
     /**
@@ -495,13 +495,13 @@ final class FuseFileSystem {
 
     /** The attributes of {@code p} as the user making {@code req} is shown them (its owner may be that user: {@link AttributeView}). */
     FuseReply.Attributes attributes(FuseRequest req, VfsPath p, Metadata m) {
-        boolean asker = attributes.ownedByAsker(p, req.uid & 0xffffffffL);
+        boolean asker = attributes.ownedByAsker(p, req.uid());
         long size = m.size();
         return new FuseReply.Attributes(m.inode(), size, m.blocks(),
                 seconds(m.accessed()), nanos(m.accessed()), seconds(m.modified()), nanos(m.modified()),
                 seconds(m.changed()), nanos(m.changed()),
                 attributes.mode(p, m), (int) Math.min(m.links(), Integer.MAX_VALUE),
-                asker ? req.uid : (int) attributes.uid(p), asker ? req.gid : (int) attributes.gid(p), 0, BLOCK_SIZE);
+                asker ? (int) req.uid() : (int) attributes.uid(p), asker ? req.gid : (int) attributes.gid(p), 0, BLOCK_SIZE);
     }
 
     private static long seconds(FileTime t) {
@@ -1206,7 +1206,7 @@ final class FuseFileSystem {
         VfsPath p = path(n);
         dev.chibifs.store.HeldFile retried = staleNames.retried(req.pid, n, true, clock);
         Caller caller = caller(req);
-        openFiles.admit(caller, req.uid & 0xffffffffL); // every open holds a descriptor of ours
+        openFiles.admit(caller, req.uid()); // every open holds a descriptor of ours
         int requested = req.openFlags();
         Set<OpenFlag> flags = openFlags(requested);
         // Linux truncates even for a read-only open (ATOMIC_O_TRUNC brings O_TRUNC here): a write
@@ -1601,7 +1601,7 @@ final class FuseFileSystem {
         if (writable) {
             n.writerOpened();
         }
-        return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough, req.pid, req.uid & 0xffffffffL));
+        return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough, req.pid, req.uid()));
     }
 
     /**
@@ -1691,7 +1691,7 @@ final class FuseFileSystem {
         String name = req.entryName();
         VfsPath p = childPath(parent, name);
         Caller caller = caller(req);
-        openFiles.admit(caller, req.uid & 0xffffffffL); // every open holds a descriptor of ours
+        openFiles.admit(caller, req.uid()); // every open holds a descriptor of ours
         Set<OpenFlag> flags = openFlags(req.openFlags() | Linux.O_CREAT);
         FileHandle handle;
         try {
@@ -1728,7 +1728,7 @@ final class FuseFileSystem {
         VfsPath dir = directoryPath(parent);
         VfsPath p = Router.unnamedIn(dir);
         Caller caller = caller(req);
-        openFiles.admit(caller, req.uid & 0xffffffffL); // every open holds a descriptor of ours
+        openFiles.admit(caller, req.uid()); // every open holds a descriptor of ours
         Set<OpenFlag> flags = openFlags(req.openFlags());
         FileHandle handle = router.openUnnamed(caller, dir, req.createMode() & 07777);
         NodeTable.Node n;

@@ -19,7 +19,7 @@ final class FuseRequest {
     int opcode;
     long unique;
     long nodeid;
-    int uid;
+    private int uid;
     int gid;
     int pid;
 
@@ -40,6 +40,11 @@ final class FuseRequest {
         gid = buffer.getInt(FuseProtocol.IN_GID);
         pid = buffer.getInt(FuseProtocol.IN_PID);
         return true;
+    }
+
+    /** The caller's uid, unsigned: the kernel's __u32, which an int shows negative past 2^31. */
+    long uid() {
+        return Integer.toUnsignedLong(uid);
     }
 
     // ---- the body: offsets from the end of the header ----
