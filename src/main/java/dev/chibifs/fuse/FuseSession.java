@@ -49,6 +49,11 @@ final class FuseSession {
     record Settings(int maxWrite, int workers, int maxWorkers, boolean readdirplus, boolean passthrough, boolean debug,
                     boolean xattr, boolean ioUring) {
         static final int DEFAULT_MAX_WRITE = 1 << 20;
+        /** The kernel's page: the unit of INIT's max_pages (4 KiB on x86-64 and on arm64 as Debian builds it). */
+        static final int PAGE_SIZE = 4096;
+        /** max_write's range, which -o max_write is held to as well: a page at least, a worker's buffer of 16 MiB at most. */
+        static final int MIN_MAX_WRITE = PAGE_SIZE;
+        static final int MAX_MAX_WRITE = 16 << 20;
         /** Workers kept reading /dev/fuse: more than the requests a few busy processes have in flight. */
         static final int DEFAULT_WORKERS = 8;
         /**
@@ -63,8 +68,9 @@ final class FuseSession {
         }
 
         Settings {
-            if (maxWrite < 4096 || maxWrite > 16 << 20) {
-                throw new IllegalArgumentException("max_write=" + maxWrite + ": it must be from 4096 to 16 MiB");
+            if (maxWrite < MIN_MAX_WRITE || maxWrite > MAX_MAX_WRITE) {
+                throw new IllegalArgumentException("max_write=" + maxWrite + ": it must be from " + MIN_MAX_WRITE
+                        + " to " + (MAX_MAX_WRITE >> 20) + " MiB");
             }
             if (workers < 1 || maxWorkers < workers) {
                 throw new IllegalArgumentException("workers=" + workers + ", maxWorkers=" + maxWorkers
@@ -667,7 +673,7 @@ final class FuseSession {
                         | (settings.passthrough() ? FuseProtocol.PASSTHROUGH : 0)
                         | (ring != null ? FuseProtocol.OVER_IO_URING : 0);
                 long granted = wanted & offered;
-                int maxPages = settings.maxWrite() / 4096;
+                int maxPages = settings.maxWrite() / Settings.PAGE_SIZE;
                 negotiated = new Negotiated(minor, offered, granted, settings.maxWrite(), maxPages);
                 reply.begin(req.unique).init(Math.min(minor, FuseProtocol.MINOR), readahead, granted,
                         64, 48, settings.maxWrite(), maxPages, (granted & FuseProtocol.PASSTHROUGH) != 0 ? 1 : 0);

@@ -443,8 +443,8 @@ public final class MountSpec {
                 case "attr_timeout" -> attrTimeout = seconds(o, name, value);
                 case "negative_timeout" -> negativeTimeout = seconds(o, name, value);
                 case "max_read" -> maxRead = OptionalInt.of((int) integer(o, name, value, 1, MAX_SIZE));
-                // the session's read buffers are max_write and a page: FuseSession.Settings' range
-                case "max_write" -> maxWrite = OptionalInt.of((int) integer(o, name, value, 4096, 16 << 20));
+                case "max_write" -> maxWrite = OptionalInt.of((int) integer(o, name, value,
+                        FuseSession.Settings.MIN_MAX_WRITE, FuseSession.Settings.MAX_MAX_WRITE));
                 case "max_readahead" -> maxReadahead = OptionalInt.of((int) integer(o, name, value, 0, MAX_SIZE));
                 case "max_background" -> maxBackground = OptionalInt.of((int) integer(o, name, value, 0, 0xffff));
                 case "congestion_threshold" -> congestionThreshold = OptionalInt.of((int) integer(o, name, value, 0, 0xffff));
