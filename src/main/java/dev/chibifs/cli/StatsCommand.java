@@ -37,9 +37,13 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
     @Option(names = "--json", description = "Print the daemon's JSON snapshot.")
     boolean json;
 
-    @Option(names = "--watch", arity = "0..1", fallbackValue = "1s", paramLabel = "INTERVAL",
+    /** {@code --watch}'s interval when none is given. */
+    static final String DEFAULT_WATCH = "1s";
+
+    @Option(names = "--watch", arity = "0..1", fallbackValue = DEFAULT_WATCH, paramLabel = "INTERVAL",
             parameterConsumer = WatchInterval.class,
-            description = "Refresh every INTERVAL (default 1s; 2 is 2s) with the requests of that interval, until interrupted.")
+            description = "Refresh every INTERVAL (default " + DEFAULT_WATCH + "; 2 is 2s) with the requests of that interval,"
+                    + " until interrupted.")
     Duration watch;
 
     /**
@@ -52,7 +56,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
         public void consumeParameters(java.util.Stack<String> args, CommandLine.Model.ArgSpec argSpec,
                                       CommandSpec commandSpec) {
             String next = args.isEmpty() ? null : args.peek();
-            Duration interval = Duration.ofSeconds(1);
+            Duration interval = new DurationConverter().convert(DEFAULT_WATCH);
             // the next word is the interval unless it is a directory (the mountpoint): --watch=VALUE
             // comes here as a word of its own too, and a bad one must be named, not taken as MOUNTPOINT
             if (next != null && (next.isEmpty() || !next.startsWith("-") && !java.nio.file.Files.isDirectory(Path.of(next)))) {
