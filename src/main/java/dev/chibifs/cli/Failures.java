@@ -119,18 +119,18 @@ final class Failures {
 
     private String rawUri(String file) {
         if (file == null) {
-            return subjects.size() == 1 ? "vfs://" + subjects.get(0) : "(unknown path)";
+            return subjects.size() == 1 ? subjects.get(0).toUri() : "(unknown path)";
         }
         if (storeRoot != null && file.equals(storeRoot)) {
-            return "vfs:///";
+            return VfsPath.URI_PREFIX + "/";
         }
         if (storeRoot != null && file.startsWith(storeRoot + "/")) {
-            return "vfs:///" + file.substring(storeRoot.length() + 1);
+            return VfsPath.URI_PREFIX + file.substring(storeRoot.length());
         }
         if (!file.startsWith("/")) {
             return file;
         }
-        return "vfs://" + inNamespace(file);
+        return VfsPath.URI_PREFIX + inNamespace(file);
     }
 
     /** {@code storePath} as the namespace path of a given path, or of one inside or above one. */
