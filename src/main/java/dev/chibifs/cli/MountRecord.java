@@ -79,11 +79,6 @@ public record MountRecord(Path mountpoint, long pid, String mode, String context
         return first.startsWith("/=") ? first.substring(2) : store.toString();
     }
 
-    /** Who the mount acts for, as an operator reads it: {@code context=planner} or {@code uidmap=1001=planner,...}. */
-    public String who() {
-        return MODE_CONTEXT.equals(mode) ? "context=" + context : "uidmap=" + uidMap;
-    }
-
     Properties toProperties() {
         Properties p = new Properties();
         p.setProperty("mountpoint", mountpoint.toString());

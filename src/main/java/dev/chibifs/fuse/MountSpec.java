@@ -159,10 +159,6 @@ public final class MountSpec {
         return fsname;
     }
 
-    public String subtype() {
-        return subtype;
-    }
-
     /** mount(2)'s file system type: {@code fuse.SUBTYPE}. */
     public String type() {
         return "fuse." + subtype;
