@@ -17,7 +17,7 @@ import java.util.concurrent.Callable;
 /** {@code chibifs cache clean}: one sweep, removing entries older than the age limit. */
 @Command(name = "clean", mixinStandardHelpOptions = true,
         description = "Remove tool cache entries last modified more than the age limit (+ 1 day) ago, once.")
-public final class CacheCleanCommand implements Callable<Integer> {
+final class CacheCleanCommand implements Callable<Integer> {
 
     @Option(names = "--max-age-days", paramLabel = "N",
             description = "Read as chibi's tool_cache_max_age_days: entries last modified more than N + 1 days ago go"

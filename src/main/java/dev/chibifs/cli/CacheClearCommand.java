@@ -14,7 +14,7 @@ import java.util.concurrent.Callable;
 /** {@code chibifs cache clear}: removes every entry of one context. */
 @Command(name = "clear", mixinStandardHelpOptions = true,
         description = "Remove all of one context's tool cache entries.")
-public final class CacheClearCommand implements Callable<Integer> {
+final class CacheClearCommand implements Callable<Integer> {
 
     @Option(names = "--context", required = true, paramLabel = "NAME", description = "The context whose entries go.")
     String context;

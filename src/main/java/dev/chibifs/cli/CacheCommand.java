@@ -14,7 +14,7 @@ import java.util.concurrent.Callable;
             CacheCleanCommand.class,
             CacheClearCommand.class,
         })
-public final class CacheCommand implements Callable<Integer>, ConfigCheck.Exempt {
+final class CacheCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

@@ -21,7 +21,7 @@ import java.util.concurrent.Callable;
 /** {@code chibifs cache ls}: the stored tool outputs with context, id, size and age. */
 @Command(name = "ls", mixinStandardHelpOptions = true,
         description = "List tool cache entries: context, id, size in bytes, age.")
-public final class CacheLsCommand implements Callable<Integer> {
+final class CacheLsCommand implements Callable<Integer> {
 
     @Option(names = "--context", paramLabel = "NAME", description = "Only this context's entries.")
     String context;

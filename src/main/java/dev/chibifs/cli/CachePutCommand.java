@@ -31,7 +31,7 @@ import java.util.concurrent.Callable;
                 + "tool_output_cache_threshold characters (UTF-8 bytes, as chibi counts), blank or an error"
                 + " (starts with 'Error:'), else store it in /sys/tool_cache/<context>/<id> and print chibi's"
                 + " stub instead. On any failure the output is printed unchanged."})
-public final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
+final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 

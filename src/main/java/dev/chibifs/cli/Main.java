@@ -74,7 +74,7 @@ public final class Main implements Callable<Integer> {
     }
 
     /** The command line for {@code terminal}'s environment and streams; tests run commands in-process this way. */
-    public static CommandLine commandLine(Terminal terminal) {
+    static CommandLine commandLine(Terminal terminal) {
         return commandLine(terminal, SUBCOMMANDS);
     }
 

@@ -55,7 +55,7 @@ import java.util.stream.Collectors;
         },
         footer = {"", "Exit codes: 0 mounted (or, with --foreground, unmounted cleanly); 1 mount failed;"
                 + " 2 bad option, context name, uid map or config."})
-public final class MountCommand implements Callable<Integer> {
+final class MountCommand implements Callable<Integer> {
 
     private static final Duration MOUNT_TIMEOUT = Duration.ofSeconds(60);
 

@@ -1,7 +1,7 @@
 package dev.chibifs.cli;
 
 /** An expected failure of a command (mount failed, not mounted, busy): exit code 1 and one line. */
-public final class MountFailure extends RuntimeException {
+final class MountFailure extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     public MountFailure(String message) {

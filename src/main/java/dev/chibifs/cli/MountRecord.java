@@ -21,7 +21,7 @@ import java.util.Properties;
  * @param pidNamespace the daemon's pid namespace ({@code pid:[N]}), or null (a daemon older than this)
  * @param namespacePid the daemon's pid in its own pid namespace ({@code pid} when it has none of its own)
  */
-public record MountRecord(Path mountpoint, long pid, String mode, String context, String uidMap,
+record MountRecord(Path mountpoint, long pid, String mode, String context, String uidMap,
                           Integer systemUid, Path home, Path store, Instant started, String options, String log,
                           String stores, String session, String pidNamespace, long namespacePid) {
 

@@ -33,7 +33,7 @@ import java.util.function.Predicate;
  * {@code $XDG_RUNTIME_DIR/chibifs}, else {@code /tmp/chibifs-<uid>}; the key is the first 16 hex digits of the
  * SHA-256 of the absolute mountpoint.
  */
-public final class MountRegistry {
+final class MountRegistry {
 
     /** A registry file as found: a live mount, a stale leftover, or a file that cannot be read. */
     public record Entry(Path file, MountRecord record, Health health, String detail) {

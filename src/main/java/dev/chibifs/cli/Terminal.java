@@ -13,7 +13,7 @@ import java.util.Map;
  * @param out standard output, written as bytes (cat must be byte-exact)
  * @param err standard error
  */
-public record Terminal(Map<String, String> env, InputStream in, OutputStream out, OutputStream err) {
+record Terminal(Map<String, String> env, InputStream in, OutputStream out, OutputStream err) {
 
     /** The real process: {@code System.getenv()} and the JVM's standard streams. */
     public static Terminal system() {

@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
                 "", "Exit codes: 0 unmounted; 1 not mounted, another user's mount, busy, or the daemon did not exit"
                 + " (its upload stalled);"
                 + " 2 usage."})
-public final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
+final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     /** With --force, how long the daemon has to exit once its connection is aborted, before SIGKILL. */
     private static final long FORCE_WAIT_SECONDS = 5;

@@ -1,7 +1,7 @@
 package dev.chibifs.cli;
 
 /** A bad option or value the user gave: exit code 2 and the message, which names the value and the rule. */
-public final class UsageException extends RuntimeException {
+final class UsageException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     public UsageException(String message) {

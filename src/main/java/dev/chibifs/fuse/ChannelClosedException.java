@@ -3,7 +3,7 @@ package dev.chibifs.fuse;
 import java.io.IOException;
 
 /** The FUSE session is over: the mount is gone (the kernel said ENODEV), or the channel was closed here. */
-public class ChannelClosedException extends IOException {
+final class ChannelClosedException extends IOException {
     private static final long serialVersionUID = 1L;
 
     public ChannelClosedException(String message) {

@@ -22,7 +22,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * once the last call returns; a reader blocked in read(2) returns when the kernel ends the session
  * (an unmount), so close after unmounting.
  */
-public final class FuseDevice implements FuseChannel {
+final class FuseDevice implements FuseChannel {
 
     private static final String DEVICE = "/dev/fuse";
     // include/uapi/linux/fuse.h (7.40): _IOW(FUSE_DEV_IOC_MAGIC 229, 1, struct fuse_backing_map),
