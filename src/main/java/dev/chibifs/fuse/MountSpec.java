@@ -25,10 +25,10 @@ public final class MountSpec {
     private static final Logger LOG = LoggerFactory.getLogger(MountSpec.class);
 
     /** libfuse's defaults for the session's timeouts, in seconds. */
-    public static final double DEFAULT_ENTRY_TIMEOUT = 1.0;
-    public static final double DEFAULT_ATTR_TIMEOUT = 1.0;
-    public static final double DEFAULT_NEGATIVE_TIMEOUT = 0.0;
-    public static final String DEFAULT_NAME = "chibifs";
+    static final double DEFAULT_ENTRY_TIMEOUT = 1.0;
+    static final double DEFAULT_ATTR_TIMEOUT = 1.0;
+    static final double DEFAULT_NEGATIVE_TIMEOUT = 0.0;
+    static final String DEFAULT_NAME = "chibifs";
 
     /** Options that steered libfuse 2 itself (its caches, its path layer, its thread loop): nothing reads them now. */
     private static final Set<String> LIBFUSE2_FLAGS = Set.of(
@@ -143,29 +143,29 @@ public final class MountSpec {
     }
 
     /** The spec of no options: libfuse's defaults, fsname and subtype chibifs. */
-    public static MountSpec defaults() {
+    static MountSpec defaults() {
         return parse(List.of());
     }
 
     /** Each option as given, one per element, in order. */
-    public List<String> options() {
+    List<String> options() {
         return options;
     }
 
     // ---- the kernel's side
 
     /** mount(2)'s source, and what /proc/mounts shows first. */
-    public String fsname() {
+    String fsname() {
         return fsname;
     }
 
     /** mount(2)'s file system type: {@code fuse.SUBTYPE}. */
-    public String type() {
+    String type() {
         return "fuse." + subtype;
     }
 
     /** mount(2)'s flags: MS_NOSUID and MS_NODEV unless suid or dev, plus those the options set. */
-    public long mountFlags() {
+    long mountFlags() {
         return mountFlags;
     }
 
@@ -174,7 +174,7 @@ public final class MountSpec {
      * allow_other (also for allow_root, which the session then narrows), default_permissions,
      * max_read, blksize, security labels.
      */
-    public List<String> kernelOptions() {
+    List<String> kernelOptions() {
         List<String> k = new ArrayList<>();
         if (allowOther || allowRoot) {
             k.add("allow_other");
@@ -193,7 +193,7 @@ public final class MountSpec {
      * bits itself and refuses, as a user, what only root may), the kernel options, fsname and
      * subtype, and nonempty (the emptiness check is {@link FuseMount}'s; fusermount 2 would repeat it).
      */
-    public List<String> helperOptions() {
+    List<String> helperOptions() {
         List<String> h = new ArrayList<>();
         h.add("fsname=" + escapeForHelper(fsname));
         h.add("subtype=" + escapeForHelper(subtype));
@@ -217,7 +217,7 @@ public final class MountSpec {
     }
 
     /** Flags fusermount has no name for (strictatime, lazytime): only a mount as root sets them. */
-    public List<String> helperCannotSet() {
+    List<String> helperCannotSet() {
         List<String> lost = new ArrayList<>();
         if ((mountFlags & Linux.MS_STRICTATIME) != 0) {
             lost.add("strictatime");
@@ -229,7 +229,7 @@ public final class MountSpec {
     }
 
     /** Users other than the mounter may use the mount (allow_other). */
-    public boolean allowOther() {
+    boolean allowOther() {
         return allowOther;
     }
 
@@ -237,89 +237,89 @@ public final class MountSpec {
      * allow_root: the kernel lets everyone in (allow_other) and the session must refuse requests
      * from uids other than the mounter's and root's, as libfuse did.
      */
-    public boolean allowRoot() {
+    boolean allowRoot() {
         return allowRoot;
     }
 
     /** The kernel checks mode bits itself before asking the daemon. */
-    public boolean defaultPermissions() {
+    boolean defaultPermissions() {
         return defaultPermissions;
     }
 
     /** Mount over a directory that is not empty. */
-    public boolean nonempty() {
+    boolean nonempty() {
         return nonempty;
     }
 
     /** fusermount stays and unmounts when the daemon's end of its socket closes (the daemon died). */
-    public boolean autoUnmount() {
+    boolean autoUnmount() {
         return autoUnmount;
     }
 
     /** The kernel's max_read (largest READ it sends), also an INIT limit; absent: no limit. */
-    public OptionalInt maxRead() {
+    OptionalInt maxRead() {
         return maxRead;
     }
 
     // ---- the daemon's side
 
     /** Seconds the kernel may keep a name (entry_timeout). */
-    public double entryTimeout() {
+    double entryTimeout() {
         return entryTimeout;
     }
 
     /** Seconds the kernel may keep attributes (attr_timeout). */
-    public double attrTimeout() {
+    double attrTimeout() {
         return attrTimeout;
     }
 
     /** Seconds the kernel may remember that a name is missing (negative_timeout); 0: not at all. */
-    public double negativeTimeout() {
+    double negativeTimeout() {
         return negativeTimeout;
     }
 
     /** INIT's max_write: as given, else the session's default ({@link FuseSession.Settings#DEFAULT_MAX_WRITE}). */
-    public int maxWrite() {
+    int maxWrite() {
         return maxWrite.orElse(FuseSession.Settings.DEFAULT_MAX_WRITE);
     }
 
     /** INIT's max_readahead; absent: what the kernel offers. */
-    public OptionalInt maxReadahead() {
+    OptionalInt maxReadahead() {
         return maxReadahead;
     }
 
     /** INIT's max_background (0 to 65535). */
-    public OptionalInt maxBackground() {
+    OptionalInt maxBackground() {
         return maxBackground;
     }
 
     /** INIT's congestion_threshold (0 to 65535). */
-    public OptionalInt congestionThreshold() {
+    OptionalInt congestionThreshold() {
         return congestionThreshold;
     }
 
     /** libfuse's umask=: mode bits to clear from every file's attributes. */
-    public OptionalInt umask() {
+    OptionalInt umask() {
         return umask;
     }
 
     /** libfuse's uid=: the owner every file shows. */
-    public OptionalLong uid() {
+    OptionalLong uid() {
         return uid;
     }
 
     /** libfuse's gid=: the group every file shows. */
-    public OptionalLong gid() {
+    OptionalLong gid() {
         return gid;
     }
 
     /** Log every request and reply (debug). */
-    public boolean debug() {
+    boolean debug() {
         return debug;
     }
 
     /** Options given that only steered libfuse 2, in order: accepted, and nothing reads them. */
-    public List<String> ignored() {
+    List<String> ignored() {
         return ignored;
     }
 
