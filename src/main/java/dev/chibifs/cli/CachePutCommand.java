@@ -7,6 +7,8 @@ import dev.chibifs.cache.CacheStub;
 import dev.chibifs.config.ChibiConfig;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.ContextNames;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -68,7 +70,7 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
             passThrough(output);
             // the cache commands write the store directly, as whoever runs them (a mount's users may not)
             spec.commandLine().getErr().println(ErrorHandler.PREFIX + "cannot cache the output (printed unchanged instead): "
-                    + ErrorHandler.oneLine(e) + (dev.chibifs.sys.Errors.errno(e) == dev.chibifs.sys.Linux.EACCES
+                    + ErrorHandler.oneLine(e) + (Errors.errno(e) == Linux.EACCES
                     ? " (the cache commands write the store as the user who runs them: run them as its owner)" : ""));
             return ExitCodes.FAILURE;
         } catch (RuntimeException | Error e) {

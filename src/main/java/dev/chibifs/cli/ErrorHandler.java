@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import dev.chibifs.config.ConfigException;
 import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.policy.InvalidContextNameException;
+import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.InvalidSpecException;
 import picocli.CommandLine;
 
@@ -17,9 +18,9 @@ final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, Comm
      */
     static final String PREFIX = "chibifs: ";
 
-    /** An I/O failure as one line for a person: {@link dev.chibifs.sys.Errors#describe(IOException)}. */
+    /** An I/O failure as one line for a person: {@link Errors#describe(IOException)}. */
     static String oneLine(IOException e) {
-        return dev.chibifs.sys.Errors.describe(e);
+        return Errors.describe(e);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.config.ChibiHome;
 import picocli.CommandLine;
 
 import java.nio.file.Path;
@@ -18,7 +19,7 @@ final class HomeConverter implements CommandLine.ITypeConverter<Path> {
                     + " or leave --home out for $CHIBI_HOME, else ~/.chibi");
         }
         Path home = Path.of(value);
-        String why = dev.chibifs.config.ChibiHome.notADirectory(home);
+        String why = ChibiHome.notADirectory(home);
         if (why != null) {
             // else its config.toml "cannot read: ... Not a directory", which named neither --home nor the rule
             throw new CommandLine.TypeConversionException("'" + value + "' " + why + ": name CHIBI_HOME's"

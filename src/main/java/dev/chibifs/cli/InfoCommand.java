@@ -4,6 +4,8 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.Metadata;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -69,7 +71,7 @@ final class InfoCommand extends VfsCommand {
         try {
             return router().etag(caller(), path);
         } catch (IOException e) {
-            if (dev.chibifs.sys.Errors.errno(e) == dev.chibifs.sys.Linux.EFBIG) {
+            if (Errors.errno(e) == Linux.EFBIG) {
                 return null;
             }
             throw e;

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.router.Router;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.sys.Errors;
@@ -117,13 +118,13 @@ final class LsCommand extends VfsCommand {
         return ExitCodes.OK;
     }
 
-    private Row row(String name, VfsPath path, Metadata m, dev.chibifs.router.Router router) throws IOException {
+    private Row row(String name, VfsPath path, Metadata m, Router router) throws IOException {
         return new Row(name, null, path.toUri(), kind(m.kind()), m.size(), m.modified().toInstant().toString(),
                 target(router, path, m), Names.shown(name));
     }
 
     /** A symbolic link's target text (never followed), null for anything else or a link gone meanwhile. */
-    static String target(dev.chibifs.router.Router router, VfsPath path, Metadata m) throws IOException {
+    static String target(Router router, VfsPath path, Metadata m) throws IOException {
         if (m.kind() != EntryKind.SYMLINK) {
             return null;
         }

@@ -6,6 +6,7 @@ import dev.chibifs.config.ChibiHome;
 import dev.chibifs.config.HomeFile;
 import dev.chibifs.fuse.CallerResolver;
 import dev.chibifs.fuse.FuseDaemon;
+import dev.chibifs.fuse.FuseMount;
 import dev.chibifs.fuse.MountSpec;
 import dev.chibifs.fuse.MountException;
 import dev.chibifs.fuse.MountTable;
@@ -18,6 +19,8 @@ import dev.chibifs.router.StoreAwayException;
 import dev.chibifs.router.UnreachablePrefixException;
 import dev.chibifs.store.LocalStorage;
 import dev.chibifs.sys.InvalidSpecException;
+import dev.chibifs.sys.OwnedDirectories;
+import dev.chibifs.sys.Syscalls;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -222,7 +225,7 @@ final class MountCommand implements Callable<Integer> {
         requireDirectory(mp);
         // what the daemon makes (store directories, caches, its log) is never writable by others,
         // whatever umask it was started with: at umask 000 an unmapped user wrote the store directly
-        dev.chibifs.sys.Syscalls.umaskAtLeast(022);
+        Syscalls.umaskAtLeast(022);
         if (foreground) {
             return runDaemon(plan, chibiHome, mp, pid -> { });
         }
@@ -606,7 +609,7 @@ final class MountCommand implements Callable<Integer> {
 
     /** Why a daemon run as root keeps its log in {@link #ROOT_LOGS}, not in {@code homeLogs}; null: it does not. */
     static String whyRootLogsElsewhere(Path homeLogs) throws IOException {
-        return dev.chibifs.sys.Syscalls.geteuid() == 0 ? dev.chibifs.sys.OwnedDirectories.whyOthersMayWrite(homeLogs) : null;
+        return Syscalls.geteuid() == 0 ? OwnedDirectories.whyOthersMayWrite(homeLogs) : null;
     }
 
     /**
@@ -721,7 +724,7 @@ final class MountCommand implements Callable<Integer> {
             }
             child = pb.start();
         } finally {
-            dev.chibifs.sys.Syscalls.close(logFd);
+            Syscalls.close(logFd);
         }
         long deadline = System.nanoTime() + MOUNT_TIMEOUT.toNanos();
         while (System.nanoTime() < deadline) {
@@ -743,7 +746,7 @@ final class MountCommand implements Callable<Integer> {
             }
         }
         child.destroyForcibly();
-        dev.chibifs.fuse.FuseMount.unmount(mp, true);
+        FuseMount.unmount(mp, true);
         throw new MountFailure("the daemon did not answer at " + mp + " within " + MOUNT_TIMEOUT.toSeconds()
                 + " s (log: " + logFile + ")");
     }

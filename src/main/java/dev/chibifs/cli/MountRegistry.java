@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.config.HomeFile;
 import dev.chibifs.fuse.MountTable;
 import dev.chibifs.store.ContentHash;
 import dev.chibifs.sys.Syscalls;
@@ -323,7 +324,7 @@ final class MountRegistry {
     private Entry judge(Path file, Map<Path, Long> mounted) {
         MountRecord record;
         // as chibi's own files are read: a fifo there hung status, a link to /dev/zero would take its memory
-        try (Reader in = new java.io.StringReader(new String(dev.chibifs.config.HomeFile.read(file, RECORD_LIMIT),
+        try (Reader in = new java.io.StringReader(new String(HomeFile.read(file, RECORD_LIMIT),
                 StandardCharsets.UTF_8))) {
             Properties p = new Properties();
             p.load(in);

@@ -1,5 +1,7 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.path.Names;
+import dev.chibifs.policy.Caller;
 import com.fasterxml.jackson.databind.JsonNode;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -194,7 +196,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
     static String denials(JsonNode byContext) {
         StringBuilder line = new StringBuilder();
         byContext.fields().forEachRemaining(e -> line.append(line.length() == 0 ? "" : ", ")
-                .append(e.getKey().equals(dev.chibifs.policy.Caller.GUEST.toString()) ? GUEST_SHOWN : dev.chibifs.path.Names.shown(e.getKey()))
+                .append(e.getKey().equals(Caller.GUEST.toString()) ? GUEST_SHOWN : Names.shown(e.getKey()))
                 .append(' ').append(e.getValue().asLong()));
         return line.toString();
     }

@@ -1,7 +1,10 @@
 package dev.chibifs.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.fuse.FuseDaemon;
 import dev.chibifs.fuse.RequestStats;
+import dev.chibifs.router.Namespace;
+import dev.chibifs.store.Storage;
 import dev.chibifs.sys.ProcStatus;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -208,7 +211,7 @@ final class StatsSocket implements AutoCloseable {
      * was told from it: a program started after {@code sync} returns sees what other hosts had synced
      * by then.
      */
-    static Object synced(dev.chibifs.router.Namespace namespace, dev.chibifs.fuse.FuseDaemon daemon) {
+    static Object synced(Namespace namespace, FuseDaemon daemon) {
         try {
             namespace.syncStores();
         } catch (IOException e) {
@@ -229,12 +232,12 @@ final class StatsSocket implements AutoCloseable {
      * for the kernel and the memory that takes, each store's state by prefix, and what waits to go up
      * (all zero without an S3 store), which {@code chibifs umount} follows while the daemon exits.
      */
-    static Object snapshot(RequestStats stats, String negotiated, dev.chibifs.fuse.FuseDaemon.Held held,
+    static Object snapshot(RequestStats stats, String negotiated, FuseDaemon.Held held,
                            java.util.Map<String, String> stores, java.util.Map<String, String> troubles,
-                           dev.chibifs.store.Storage.Uploads uploads) {
+                           Storage.Uploads uploads) {
         RequestStats.Snapshot s = stats.snapshot();
         Runtime jvm = Runtime.getRuntime();
-        dev.chibifs.store.Storage.Uploads up = uploads == null ? new dev.chibifs.store.Storage.Uploads(0, 0, 0) : uploads;
+        Storage.Uploads up = uploads == null ? new Storage.Uploads(0, 0, 0) : uploads;
         return java.util.Map.of("requests", s.requests().values(), "denials", s.denials(), "workers", s.workers(),
                 "held", held, "memory", java.util.Map.of("heapUsedBytes", jvm.totalMemory() - jvm.freeMemory(),
                         "heapCommittedBytes", jvm.totalMemory(), "residentBytes", residentBytes()),

@@ -2,6 +2,7 @@ package dev.chibifs.cli;
 
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.router.Namespace;
 import dev.chibifs.router.StoreMount;
 import dev.chibifs.store.StoreSpec;
@@ -192,14 +193,14 @@ final class StoreOptions {
 
     /** The namespace of {@code home} with these stores. */
     Namespace open(ChibiHome home, Map<String, String> env) throws IOException {
-        return open(home, env, dev.chibifs.policy.SymlinkRule.ZONE);
+        return open(home, env, SymlinkRule.ZONE);
     }
 
     /**
      * {@link #open(ChibiHome, Map)} with the mount's rule for symbolic links; {@code env} gives an
      * S3 store its endpoint, region and credentials. The caller closes the namespace when done.
      */
-    Namespace open(ChibiHome home, Map<String, String> env, dev.chibifs.policy.SymlinkRule symlinks) throws IOException {
+    Namespace open(ChibiHome home, Map<String, String> env, SymlinkRule symlinks) throws IOException {
         requireCacheDirOutside(MountCommand.realMountpoint(home.store()), null);
         try {
             return Namespace.open(home, mounts(() -> home, env), toolsSys, symlinks);

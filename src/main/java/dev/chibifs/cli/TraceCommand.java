@@ -124,7 +124,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
         if (contexts != null) {
             for (String c : contexts) {
                 if (!c.equals(Caller.SYSTEM.toString()) && !c.equals(Caller.GUEST.toString())
-                        && !c.equals(dev.chibifs.fuse.RequestTrace.KERNEL)) {
+                        && !c.equals(RequestTrace.KERNEL)) {
                     ContextNames.validate(c); // a name no context can have would filter out everything, silently
                 }
             }

@@ -2,6 +2,7 @@ package dev.chibifs.cli;
 
 import dev.chibifs.fuse.FuseMount;
 import dev.chibifs.fuse.MountTable;
+import dev.chibifs.store.Storage;
 import dev.chibifs.sys.Syscalls;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -173,7 +174,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
     private static final java.time.Duration UPLOADS_ASKED_WITHIN = java.time.Duration.ofSeconds(2);
 
     /** What the daemon {@code pid} says waits to go up (its stats socket), or null where it does not answer. */
-    private static dev.chibifs.store.Storage.Uploads uploadsOf(long pid) {
+    private static Storage.Uploads uploadsOf(long pid) {
         try {
             com.fasterxml.jackson.databind.JsonNode stats = StatsSocket.readWithin(
                     StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid), UPLOADS_ASKED_WITHIN);
@@ -181,7 +182,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
             if (u == null) {
                 return null;
             }
-            return new dev.chibifs.store.Storage.Uploads(u.path("changes").asInt(), u.path("bytes").asLong(),
+            return new Storage.Uploads(u.path("changes").asInt(), u.path("bytes").asLong(),
                     u.path("sentBytes").asLong());
         } catch (RuntimeException unreadable) {
             return null;

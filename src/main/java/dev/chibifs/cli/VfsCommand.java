@@ -8,6 +8,7 @@ import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
+import dev.chibifs.router.MountPointBusyException;
 import dev.chibifs.router.Namespace;
 import dev.chibifs.router.Router;
 import dev.chibifs.router.StoreMount;
@@ -257,7 +258,7 @@ abstract class VfsCommand implements Callable<Integer> {
         router().checkRemove(caller, path);
         for (ServedElsewhere s : servedElsewhere()) {
             if (s.prefix().startsWith(path)) {
-                throw new dev.chibifs.router.MountPointBusyException(path.toString(), s.prefix().toString(),
+                throw new MountPointBusyException(path.toString(), s.prefix().toString(),
                         "the mount at " + s.mountpoint() + " serves " + s.spec());
             }
         }

@@ -1,5 +1,6 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
 
 import java.nio.ByteBuffer;
@@ -160,7 +161,7 @@ final class FuseReply {
      * no more, so nothing was left to invalidate).
      */
     static void notDelivered(Exception e) {
-        if (dev.chibifs.sys.Errors.errno(e) != dev.chibifs.sys.Linux.ENOENT) {
+        if (Errors.errno(e) != Linux.ENOENT) {
             LOG.debug("notification not delivered: {}", e.toString());
         }
     }

@@ -1,5 +1,6 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.store.FileLocks;
 import dev.chibifs.sys.Linux;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,7 +26,7 @@ import java.util.function.IntConsumer;
  * mount one worker short per waiter (a lock held for long would stop the mount). A waiter tries
  * again at once, and then from 1 ms again, when this mount lets go of a lock on its file (an
  * unlock, a close's RELEASE) or its store tells of a let-go elsewhere (a local store hears another
- * mount's or a program's close of the store file: {@link dev.chibifs.store.FileLocks#whenLetGo});
+ * mount's or a program's close of the store file: {@link FileLocks#whenLetGo});
  * in between, and where nothing tells (an S3 store's other hosts), it polls: from 1 ms, doubling
  * to 50 ms. An INTERRUPT (Ctrl-C, a signal) ends a wait with EINTR at once.
  *
@@ -44,7 +45,7 @@ final class LockWaits implements AutoCloseable {
     interface Attempt {
         boolean tryNow() throws IOException;
 
-        /** What tells of a let-go elsewhere ({@link dev.chibifs.store.FileLocks#whenLetGo}); null: none, poll. */
+        /** What tells of a let-go elsewhere ({@link FileLocks#whenLetGo}); null: none, poll. */
         default AutoCloseable whenLetGo(Runnable letGo) {
             return null;
         }

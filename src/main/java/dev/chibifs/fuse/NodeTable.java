@@ -1,6 +1,7 @@
 package dev.chibifs.fuse;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.HeldFile;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.Storage;
 
@@ -37,7 +38,7 @@ final class NodeTable {
      * file system has none, it is 0 and the number alone decides).
      */
     record Identity(Storage store, long inode, long born) {
-        static Identity of(Storage store, dev.chibifs.store.Metadata m) {
+        static Identity of(Storage store, Metadata m) {
             long born = m.created() == null ? 0 : m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS);
             return new Identity(store, m.inode(), born);
         }
@@ -46,12 +47,12 @@ final class NodeTable {
          * Whether {@code m}, read of this identity's store, is of this very file: its inode number,
          * and its birth time where both have one (a freed number is reused at once by ext4).
          */
-        boolean isOf(dev.chibifs.store.Metadata m) {
+        boolean isOf(Metadata m) {
             long b = m.created() == null ? 0 : m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS);
             return m.inode() == inode && (born == 0 || b == 0 || b == born);
         }
 
-        /** The birth time as {@link dev.chibifs.store.Metadata#created} has it: null where the file system has none. */
+        /** The birth time as {@link Metadata#created} has it: null where the file system has none. */
         java.nio.file.attribute.FileTime created() {
             return born == 0 ? null : java.nio.file.attribute.FileTime.from(born, java.util.concurrent.TimeUnit.NANOSECONDS);
         }
@@ -132,7 +133,7 @@ final class NodeTable {
         /** Bumped at each change made or told ({@link #changing}): a read begun before it is not kept. Guarded by the node. */
         private long changes;
         /** The file held for an open retried after ESTALE (see {@link StaleNames}); null for none. Guarded by the node. */
-        dev.chibifs.store.HeldFile held;
+        HeldFile held;
         /** Opens of this file for writing through the mount not yet released. Guarded by the node. */
         private int writers;
         /** The path computed at {@link #pathEpoch}; recomputed after any directory moved. */

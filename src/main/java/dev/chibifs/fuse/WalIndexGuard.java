@@ -4,6 +4,7 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.LockState;
 import dev.chibifs.store.LockType;
+import dev.chibifs.store.ReadOnlyStoreException;
 
 import java.io.IOException;
 import java.util.HashMap;
@@ -148,7 +149,7 @@ final class WalIndexGuard {
         LockType kind = LockType.WRITE;
         try {
             hold = opener.open(true);
-        } catch (java.nio.file.AccessDeniedException | dev.chibifs.store.ReadOnlyStoreException readOnly) {
+        } catch (java.nio.file.AccessDeniedException | ReadOnlyStoreException readOnly) {
             // a caller who may only read (read-only connections, a read-only store): a write lock needs
             // a writable description. A read lock still keeps a first connection elsewhere from
             // rebuilding the index under this mount's readers, though not others from joining them
