@@ -911,11 +911,11 @@ final class FuseFileSystem {
      * {@code --chown-ignore}): {@code tar x} as root sets every owner, and must not fail.
      */
     private void checkOwnerKept(FuseRequest req, Caller caller, VfsPath p, int valid) throws ErrnoException {
-        long asker = req.uid & 0xffffffffL;
+        long asker = req.uid();
         if (caller.isSystem() || asker == 0) {
             return;
         }
-        long askerGroup = req.gid & 0xffffffffL;
+        long askerGroup = Integer.toUnsignedLong(req.gid);
         boolean shownAsOwner = attributes.ownedByAsker(p, asker);
         long uid = shownAsOwner ? asker : attributes.uid(p);
         long gid = shownAsOwner ? askerGroup : attributes.gid(p);

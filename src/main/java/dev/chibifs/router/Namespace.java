@@ -1,8 +1,10 @@
 package dev.chibifs.router;
 
 import dev.chibifs.config.ChibiHome;
+import dev.chibifs.config.FlockRegistry;
 import dev.chibifs.config.SiteIdentity;
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.policy.ZonePolicy;
 import dev.chibifs.store.ContextsView;
 import dev.chibifs.store.LocalStorage;
@@ -10,8 +12,6 @@ import dev.chibifs.store.MemoryStorage;
 import dev.chibifs.store.ReadOnlyStorage;
 import dev.chibifs.store.Storage;
 import dev.chibifs.store.StoreSpec;
-import dev.chibifs.config.FlockRegistry;
-import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.sys.InvalidSpecException;
 
 import java.io.IOException;

@@ -1,7 +1,7 @@
 package dev.chibifs.store.s3;
 
-import dev.chibifs.store.StoreSpec;
 import dev.chibifs.store.ContentHash;
+import dev.chibifs.store.StoreSpec;
 import dev.chibifs.sys.InvalidSpecException;
 
 import java.net.URI;
