@@ -4,6 +4,7 @@ import dev.chibifs.config.ChibiHome;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
+import java.util.Map;
 
 /** The {@code --home DIR} option the cache commands share. */
 final class HomeOption {
@@ -12,7 +13,10 @@ final class HomeOption {
             description = "CHIBI_HOME; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
     Path home;
 
+    /** Where {@code $CHIBI_HOME} is read: the command's terminal's environment (Main's factory sets it). */
+    Map<String, String> env = System.getenv();
+
     ChibiHome resolve() {
-        return ChibiHome.resolve(home, System.getenv());
+        return ChibiHome.resolve(home, env);
     }
 }

@@ -109,7 +109,7 @@ public final class Main implements Callable<Integer> {
         command.getSubcommands().values().forEach(Main::versioned);
     }
 
-    /** Builds commands with picocli's factory and hands the vfs commands and cache put their terminal. */
+    /** Builds commands with picocli's factory and hands the vfs commands, cache put and the cache commands' --home their terminal. */
     private static final class TerminalFactory implements CommandLine.IFactory {
         private final Terminal terminal;
 
@@ -124,6 +124,8 @@ public final class Main implements Callable<Integer> {
                 command.terminal = terminal;
             } else if (made instanceof CachePutCommand put) {
                 put.terminal = terminal;
+            } else if (made instanceof HomeOption home) {
+                home.env = terminal.env();
             }
             return made;
         }

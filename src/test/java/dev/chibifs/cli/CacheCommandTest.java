@@ -263,6 +263,16 @@ class CacheCommandTest {
         assertTrue(json.get(0).get("path").asText().startsWith("vfs:///sys/tool_cache/planner/u_"));
     }
 
+    /** Without --home, $CHIBI_HOME of the command's own environment: ls read the JVM's, not the one it was given. */
+    @Test
+    void lsWithoutHomeReadsChibiHomeOfItsEnvironment() throws IOException {
+        Path ahead = Files.createDirectories(home.resolve("vfs/sys/tool_cache/coder")).resolve("t_1_00000000");
+        Files.writeString(ahead, "x");
+        Cli.Result r = new Cli(home).run("cache", "ls", "--json");
+        Cli.assertExit(0, r);
+        assertEquals("coder", new ObjectMapper().readTree(r.out()).get(0).get("context").asText(), r.toString());
+    }
+
     @Test
     void anEntryFromTheFutureShowsANegativeAge() throws IOException {
         assertEquals("0s", dev.chibifs.cache.ToolCache.shown(Duration.ZERO));

@@ -12,12 +12,12 @@ import java.util.Map;
 /** Runs chibifs in-process against a temp CHIBI_HOME, capturing exit code and output. */
 final class Cli {
 
-    /** What one run left behind. */
     /** Fails with the whole result (its output and error) where the exit code is not {@code code}. */
     static void assertExit(int code, Result r) {
         org.junit.jupiter.api.Assertions.assertEquals(code, r.code(), r.toString());
     }
 
+    /** What one run left behind. */
     record Result(int code, byte[] outBytes, String err) {
         String out() {
             return new String(outBytes, StandardCharsets.UTF_8);
