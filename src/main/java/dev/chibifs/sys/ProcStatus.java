@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 
@@ -74,6 +75,51 @@ public final class ProcStatus {
             }
         }
         return (pending & 1L << (Linux.SIGKILL - 1)) != 0 || (pending & ~spared & ENDS_BY_DEFAULT) != 0;
+    }
+
+    /** What {@link #groups} answers where /proc cannot tell: no group. */
+    private static final long[] NO_GROUPS = new long[0];
+
+    /**
+     * The supplementary groups of thread {@code tid} ({@code Groups:}, what libfuse's
+     * fuse_req_getgroups reads), where its file system ids ({@code Uid:} and {@code Gid:}'s fourth
+     * value) are still {@code fsuid} and {@code fsgid}: the thread of a request may have been killed
+     * and its id given to another process since. None where /proc cannot tell (gone, another PID
+     * namespace, a line not as expected).
+     */
+    public static long[] groups(long tid, long fsuid, long fsgid) {
+        if (tid <= 0) {
+            return NO_GROUPS; // the kernel's pid for a caller the daemon's PID namespace does not see
+        }
+        try {
+            return groups(Files.readAllLines(Path.of("/proc", Long.toString(tid), "status"), StandardCharsets.UTF_8),
+                    fsuid, fsgid);
+        } catch (IOException | RuntimeException unknown) {
+            return NO_GROUPS;
+        }
+    }
+
+    /** {@link #groups(long, long, long)} by the lines of a status file. */
+    static long[] groups(List<String> status, long fsuid, long fsgid) {
+        long[] groups = null;
+        boolean sameIds = true;
+        int idsSeen = 0;
+        for (String line : status) {
+            int colon = line.indexOf(':');
+            String name = colon < 0 ? "" : line.substring(0, colon);
+            String[] values = line.substring(colon + 1).strip().split("\\s+");
+            switch (name) {
+                case "Uid", "Gid" -> {
+                    idsSeen++;
+                    sameIds &= values.length == 4 && Long.parseLong(values[3]) == (name.equals("Uid") ? fsuid : fsgid);
+                }
+                case "Groups" -> groups = values[0].isEmpty() ? NO_GROUPS
+                        : Arrays.stream(values).mapToLong(Long::parseLong).toArray();
+                default -> {
+                }
+            }
+        }
+        return groups != null && sameIds && idsSeen == 2 ? groups : NO_GROUPS;
     }
 
     /** Whether capability set {@code caps} (a CapEff value, hex) holds CAP_SYS_ADMIN. */
