@@ -16,6 +16,7 @@ import dev.chibifs.store.Storage;
 import dev.chibifs.store.XattrMode;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.ProcStatus;
 import dev.chibifs.sys.Syscalls;
 
 import java.io.ByteArrayOutputStream;
@@ -176,6 +177,14 @@ final class FuseFileSystem {
     private final WalIndexGuard walIndex = new WalIndexGuard();
     /** The wall clock file modification times are compared with; a test's own clock. */
     private java.time.Clock clock = java.time.Clock.systemUTC();
+    /** Where a caller's supplementary groups are read, for a chgrp to one of them; a test's own. */
+    private volatile GroupLookup groups = ProcStatus::groups;
+
+    /** The supplementary groups of thread {@code tid}, none where not known: {@link ProcStatus#groups}. */
+    @FunctionalInterface
+    interface GroupLookup {
+        long[] groups(long tid, long fsuid, long fsgid);
+    }
 
     FuseFileSystem(Router router, CallerResolver callers, long mountUid, long mountGid, Timeouts timeouts,
                    boolean readdirplus) {
@@ -211,6 +220,11 @@ final class FuseFileSystem {
     /** For tests: modification times are compared with {@code c}. Before the session starts. */
     void clock(java.time.Clock c) {
         this.clock = c;
+    }
+
+    /** For tests: callers' supplementary groups come from {@code lookup}. Before the session starts. */
+    void groupsFrom(GroupLookup lookup) {
+        this.groups = lookup;
     }
 
     /** INIT granted FUSE_PASSTHROUGH: opens of store files register them with {@code channel}. */
@@ -904,7 +918,7 @@ final class FuseFileSystem {
 
     /**
      * A chown stores nothing (owners come from the path), so one to the owner and group {@code p}
-     * shows this caller, or to the caller's own group where it is shown as the owner (what a disk
+     * shows this caller, or to a group the caller is in where it is shown as the owner (what a disk
      * lets an owner do: {@code cp -a} and {@code rsync -a} set it), succeeds and changes nothing;
      * one to any other is EPERM, as a disk refuses a user who would give a file away, where it
      * used to succeed and change nothing. SYSTEM and uid 0 still succeed (bindfs's
@@ -925,10 +939,27 @@ final class FuseFileSystem {
             throw new ErrnoException(Linux.EPERM, p.toString(), "Operation not permitted: chown to uid " + wantedUid
                     + ", where the path makes " + uid + " the owner; only SYSTEM may ask for another, and nothing is stored");
         }
-        if ((valid & FuseProtocol.FATTR_GID) != 0 && wantedGid != gid && !(uid == asker && wantedGid == askerGroup)) {
+        if ((valid & FuseProtocol.FATTR_GID) != 0 && wantedGid != gid
+                && !(uid == asker && (wantedGid == askerGroup || isMember(req, wantedGid)))) {
             throw new ErrnoException(Linux.EPERM, p.toString(), "Operation not permitted: chgrp to gid " + wantedGid
-                    + ", where the path makes " + gid + " the group; only the owner's own group or SYSTEM may ask for another");
+                    + ", where the path makes " + gid + " the group; only a group the owner is in, or SYSTEM, may ask for another");
         }
+    }
+
+    /**
+     * Whether the request's thread has {@code gid} among its supplementary groups. The request
+     * carries none, so /proc tells, as libfuse's fuse_req_getgroups reads it; a thread gone (killed
+     * while its request waits) counts as in no group, and one whose id another process has since, by
+     * other file system ids than the request's, too. Another of the same ids with other groups could
+     * still be read: it would only make a chgrp that changes nothing succeed.
+     */
+    private boolean isMember(FuseRequest req, long gid) {
+        for (long g : groups.groups(req.pid, req.uid(), Integer.toUnsignedLong(req.gid))) {
+            if (g == gid) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static FileTime time(int valid, int set, int now, long seconds, int nanos) {

@@ -36,6 +36,8 @@ class OwnerShownTest {
     private final MemoryStorage store = new MemoryStorage();
     private FakeKernel kernel;
     private FuseSession session;
+    /** Where the mount reads a caller's supplementary groups; null: /proc, as a daemon does. */
+    private FuseFileSystem.GroupLookup groups;
 
     private void mount(CallerResolver callers, boolean othersReach) throws Exception {
         Router router = Router.of(store);
@@ -43,6 +45,9 @@ class OwnerShownTest {
         FuseFileSystem fs = new FuseFileSystem(router, callers, MOUNTER, MOUNTER, FuseFileSystem.Timeouts.of(30, 30, 30), true);
         if (othersReach) {
             fs.othersReach();
+        }
+        if (groups != null) {
+            fs.groupsFrom(groups);
         }
         kernel = new FakeKernel();
         session = kernel.startSession(fs, new RequestStats());
@@ -192,6 +197,41 @@ class OwnerShownTest {
         assertEquals(0, chownBy(ALICE, shared, ALICE, ALICE), "in /shared the writer is shown as owner");
         assertEquals(-Linux.EACCES, chownBy(BOB, mine, BOB, BOB), "bob may not write alice's home: the rule says so first");
         assertShown(ALICE, 0, 30, statBy(ALICE, mine), "nothing changed");
+    }
+
+    /**
+     * A chgrp by the owner shown to one of its supplementary groups succeeds and changes nothing, as
+     * a disk lets it (rsync -a of a tree of a project group the user is in); the groups are read for
+     * the request's thread, with its ids, and only for a gid other than the shown ones and the
+     * caller's own. A group it is not in, or a thread whose groups cannot be read, is EPERM.
+     */
+    @Test
+    void aChgrpToOneOfTheCallersSupplementaryGroupsSucceedsAndChangesNothing() throws Exception {
+        int team = 4369;
+        List<List<Long>> asked = new java.util.concurrent.CopyOnWriteArrayList<>();
+        groups = (tid, fsuid, fsgid) -> {
+            asked.add(List.of(tid, fsuid, fsgid));
+            return tid == 1234 ? new long[] {27, team} : new long[0];
+        };
+        uidMapped();
+        long mine = kernel.call(FuseProtocol.CREATE, node(node(FuseProtocol.ROOT_ID, "home"), "alice"), ALICE,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name("f")).int64(0);
+        long shared = kernel.call(FuseProtocol.CREATE, node(FuseProtocol.ROOT_ID, "shared"), ALICE,
+                body().int32(Linux.O_WRONLY | Linux.O_CREAT).int32(0100644).int32(022).int32(0).name("g")).int64(0);
+
+        assertEquals(0, chownBy(ALICE, mine, ALICE, 0), "the shown ones");
+        assertEquals(0, chownBy(ALICE, mine, -1, ALICE), "the caller's own group");
+        assertEquals(List.of(), asked, "no lookup where the gid asked for needs none");
+
+        assertEquals(0, chownBy(ALICE, mine, -1, team), "chgrp team f, a group alice is in");
+        assertEquals(List.of(List.of(1234L, (long) ALICE, (long) ALICE)), asked, "the request's thread and ids");
+        assertEquals(0, chownBy(ALICE, shared, ALICE, team), "chown alice:team g in /shared");
+        assertEquals(-Linux.EPERM, chownBy(ALICE, mine, -1, 12345), "chgrp 12345 f, a group alice is not in");
+        assertEquals(-Linux.EPERM, chownBy(ALICE, mine, BOB, team), "the group does not let the owner change");
+        assertShown(ALICE, 0, 30, statBy(ALICE, mine), "nothing changed");
+
+        kernel.pid = 4321; // a thread whose groups cannot be read (gone)
+        assertEquals(-Linux.EPERM, chownBy(ALICE, mine, -1, team), "no groups known: refused");
     }
 
     /** SYSTEM (root) still succeeds, changing nothing (bindfs's --chown-ignore): tar x as root sets every owner. */

@@ -174,4 +174,27 @@ class UidMapMountTest {
         assertEquals("moved\n", Files.readString(fs.stored("/shared/moved")));
         assertTrue(Files.exists(fs.stored("/shared/installed")) && Files.exists(fs.stored("/shared/copied")));
     }
+
+    /**
+     * rsync -a sets each file's group: to a group the user is in (a project group's tree) it
+     * succeeds, as on a disk, though nothing is stored; to one it is not in it is EPERM.
+     */
+    @Test
+    void rsyncOfATreeOfAGroupTheUserIsInSucceeds() throws IOException {
+        long team = TestUsers.ensureGroup("chibit-team");
+        Path outside = Files.createTempDirectory("chibit-group");
+        try {
+            Files.writeString(outside.resolve("f"), "team\n");
+            Sh.run("chgrp -R " + team + " " + outside + " && chmod -R a+rX " + outside).ok();
+            fs.shAsMemberOf(planner, team, "rsync -a " + outside + "/ shared/team-copy/ && rsync -a " + outside
+                    + "/ home/planner/team-copy/ && chgrp " + team + " home/planner/team-copy/f").ok();
+            Sh.Result stranger = fs.shAs(planner, "chgrp " + team + " home/planner/team-copy/f");
+            assertEquals(1, stranger.exitCode(), "not in the group: " + stranger.out());
+            assertTrue(stranger.err().contains("Operation not permitted"), stranger.err());
+        } finally {
+            Sh.run("rm -rf " + outside);
+        }
+        assertEquals("team\n", Files.readString(fs.stored("/shared/team-copy/f")));
+        assertEquals("team\n", Files.readString(fs.stored("/home/planner/team-copy/f")));
+    }
 }

@@ -295,6 +295,11 @@ public final class MountedFs implements AutoCloseable {
         return Sh.as(user.uid(), user.gid(), mountpoint, script);
     }
 
+    /** {@link #shAs}, with {@code group} as the user's one supplementary group. */
+    public Sh.Result shAsMemberOf(TestUsers.User user, long group, String script) {
+        return Sh.as(user.uid(), user.gid(), group, mountpoint, script);
+    }
+
     /** True while the kernel lists the mount. */
     public boolean isMounted() {
         try {

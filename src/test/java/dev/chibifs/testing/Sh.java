@@ -87,6 +87,12 @@ public final class Sh {
                 "--reuid=" + uid, "--regid=" + gid, "--clear-groups", "sh", "-c", script));
     }
 
+    /** Runs {@code script} as {@code uid}/{@code gid} with supplementary group {@code group} alone (needs root). */
+    public static Result as(long uid, long gid, long group, Path dir, String script) {
+        return exec(dir, List.of("timeout", "-k", "5", String.valueOf(TIMEOUT_SECONDS), "setpriv",
+                "--reuid=" + uid, "--regid=" + gid, "--groups=" + group, "sh", "-c", script));
+    }
+
     private static Result exec(Path dir, List<String> cmd) {
         try {
             ProcessBuilder pb = new ProcessBuilder(new ArrayList<>(cmd));
