@@ -83,9 +83,10 @@ record CacheOwner(String bucket, String keyPrefix, String endpoint) {
     /**
      * Makes {@code dir} the cache of {@code spec}, reached at {@code endpoint}, before its journal is
      * read: refused, naming both stores and the ways out, where the directory belongs to another store.
-     * Under the directory's lock, so no other process reads or writes the record meanwhile.
+     * Under the directory's lock, so no other process reads or writes the record meanwhile. Returns the
+     * record as it was (null: none), which a refused open puts back ({@link MadeAtOpen}).
      */
-    static void claim(Path dir, S3Spec spec, String endpoint) throws IOException {
+    static CacheOwner claim(Path dir, S3Spec spec, String endpoint) throws IOException {
         CacheOwner mine = of(spec, endpoint);
         CacheOwner recorded = read(dir);
         if (recorded != null && !recorded.owns(spec)) {
@@ -112,6 +113,7 @@ record CacheOwner(String bucket, String keyPrefix, String endpoint) {
         if (!mine.equals(recorded)) {
             write(dir, mine);
         }
+        return recorded;
     }
 
     private static boolean hasJournal(Path dir) {
@@ -123,7 +125,7 @@ record CacheOwner(String bucket, String keyPrefix, String endpoint) {
     }
 
     /** Writes the record atomically: a temporary file, forced, renamed over the record. */
-    private static void write(Path dir, CacheOwner owner) throws IOException {
+    static void write(Path dir, CacheOwner owner) throws IOException {
         ObjectNode o = Journal.JSON.createObjectNode();
         o.put("bucket", owner.bucket).put("prefix", owner.keyPrefix);
         if (owner.endpoint != null) {

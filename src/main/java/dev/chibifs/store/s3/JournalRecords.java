@@ -412,7 +412,11 @@ final class JournalRecords implements Closeable {
         store.overlay.attach(parent, d);
     }
 
-    /** Content files no record names are left from before a crash or a compaction. */
+    /**
+     * Content files no record names are left from before a crash or a compaction: only names a
+     * content file or its download has (an inode number, {@code .part}), since a {@code --cache-dir}
+     * that was there may have held a {@code data} directory of its own (a tester's files there went).
+     */
     private void removeContentNotNamed() throws IOException {
         Set<Long> named = new HashSet<>();
         for (Node n : store.overlay.nodes.values()) {
@@ -420,16 +424,14 @@ final class JournalRecords implements Closeable {
         }
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(store.dataDir)) {
             for (Path f : ds) {
-                boolean used = false;
-                try {
-                    used = named.contains(Long.parseLong(f.getFileName().toString()));
-                } catch (NumberFormatException partOfADownload) {
-                    // a .part of a download cut short
-                }
-                if (!used) {
-                    Files.deleteIfExists(f);
+                java.util.regex.Matcher m = CONTENT_NAME.matcher(f.getFileName().toString());
+                if (m.matches() && (m.group(2) != null || !named.contains(Long.parseLong(m.group(1))))) {
+                    Files.deleteIfExists(f); // a .part is of a download cut short
                 }
             }
         }
     }
+
+    /** A content file's name (its inode number), or that of its download under way ({@code Bucket.get}). */
+    private static final java.util.regex.Pattern CONTENT_NAME = java.util.regex.Pattern.compile("([0-9]{1,18})(\\.part)?");
 }

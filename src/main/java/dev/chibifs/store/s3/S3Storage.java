@@ -34,13 +34,10 @@ import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -145,6 +142,8 @@ public final class S3Storage implements Storage {
     final JournalRecords journal;
     private final FileChannel lockFile;
     private final FileLock cacheLock;
+    /** What this open added to the cache directory, undone where S3 refuses the store. */
+    private final MadeAtOpen made;
     final WriteBack writeBack;
     final Listings listings;
     /** Content coming down into the cache. */
@@ -170,10 +169,10 @@ public final class S3Storage implements Storage {
                     + " changes; give --cache-dir a directory only uid " + Syscalls.geteuid()
                     + " and root can write");
         }
-        this.dataDir = Files.createDirectories(dir.resolve("data"));
-        this.dataDirKey = fileKey(dataDir);
-        this.uploadDir = Files.createDirectories(dir.resolve("upload"));
-        this.lockFile = FileChannel.open(dir.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        this.made = new MadeAtOpen(dir);
+        Files.createDirectories(dir);
+        boolean newLock = made.missing(LOCK_FILE);
+        this.lockFile = FileChannel.open(dir.resolve(LOCK_FILE), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
         FileLock l;
         try {
             l = lockFile.tryLock();
@@ -186,8 +185,21 @@ public final class S3Storage implements Storage {
                     + " give this one a --cache-dir DIR of its own");
         }
         this.cacheLock = l;
+        if (newLock) {
+            made.made(LOCK_FILE);
+        }
         try {
-            CacheOwner.claim(dir, spec, bucket.where()); // before the journal: another store's changes must not go up here
+            // under the lock, so that what a refused open made is known to be its own
+            this.dataDir = createUnderLock(dir, DATA_DIR);
+            this.dataDirKey = fileKey(dataDir);
+            this.uploadDir = createUnderLock(dir, UPLOAD_DIR);
+            CacheOwner before = CacheOwner.claim(dir, spec, bucket.where()); // before the journal: another store's changes must not go up here
+            if (!CacheOwner.of(spec, bucket.where()).equals(before)) {
+                made.ownerWritten(before);
+            }
+            if (made.missing(JOURNAL_FILE)) {
+                made.made(JOURNAL_FILE);
+            }
         } catch (IOException | RuntimeException e) {
             lockFile.close(); // lets the lock go
             throw e;
@@ -208,6 +220,21 @@ public final class S3Storage implements Storage {
         }
     }
 
+    /** The cache directory's lock file and subdirectories. */
+    private static final String LOCK_FILE = "lock";
+    private static final String DATA_DIR = "data";
+    private static final String UPLOAD_DIR = "upload";
+
+    /** Makes {@code name} in the cache directory, noted as this open's where it was not there. */
+    private Path createUnderLock(Path dir, String name) throws IOException {
+        boolean missing = made.missing(name);
+        Path p = Files.createDirectories(dir.resolve(name));
+        if (missing) {
+            made.made(name);
+        }
+        return p;
+    }
+
     /**
      * Opens the store {@code spec} ({@code s3://BUCKET/KEYPREFIX[?endpoint=URL&region=R]}) with its local
      * layer in {@code options.cacheDir()}; what the journal there holds unflushed is uploaded first.
@@ -215,60 +242,19 @@ public final class S3Storage implements Storage {
      */
     public static S3Storage open(String spec, S3Options options) throws IOException {
         S3Spec parsed = S3Spec.parse(spec);
-        boolean madeHere = !Files.exists(options.cacheDir(), LinkOption.NOFOLLOW_LINKS);
         S3Storage s = open(parsed, Bucket.connect(parsed, options.env()), options);
         try {
             s.askS3();
         } catch (IOException | RuntimeException e) {
             try {
-                s.close(); // changes of an earlier run stay in the cache for the next open
+                // changes of an earlier run stay in the cache for the next open; what this open made goes
+                s.close(true);
             } catch (IOException | RuntimeException notClosed) {
                 e.addSuppressed(notClosed);
-            }
-            if (madeHere) {
-                removeRefusedCacheDir(options.cacheDir());
             }
             throw e;
         }
         return s;
-    }
-
-    /**
-     * Removes the cache directory this open made for a store S3 then refused (a mistyped bucket, a
-     * wrong key), which a tester found left behind: nothing of it can be pending, since S3 refused
-     * before the first change. Under the directory's lock taken again, so a chibifs that opened it
-     * since keeps it (its lock file, unlinked last, is then not ours to remove, or the rmdir fails);
-     * whatever does not go stays, as a directory of an older run would.
-     */
-    private static void removeRefusedCacheDir(Path dir) {
-        Path lock = dir.resolve("lock");
-        try (FileChannel ch = FileChannel.open(lock, StandardOpenOption.WRITE); FileLock held = ch.tryLock()) {
-            if (held == null) {
-                return;
-            }
-            Files.walkFileTree(dir, new SimpleFileVisitor<>() {
-                @Override
-                public FileVisitResult visitFile(Path f, BasicFileAttributes a)
-                        throws IOException {
-                    if (!f.equals(lock)) {
-                        Files.delete(f);
-                    }
-                    return FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
-                    if (!d.equals(dir)) {
-                        Files.delete(d);
-                    }
-                    return FileVisitResult.CONTINUE;
-                }
-            });
-            Files.delete(lock);
-            Files.delete(dir);
-        } catch (IOException | OverlappingFileLockException e) {
-            LOG.debug("the cache directory {} of a refused S3 store stays: {}", dir, e.toString());
-        }
     }
 
     /**
@@ -2109,6 +2095,11 @@ public final class S3Storage implements Storage {
 
     @Override
     public void close() throws IOException {
+        close(false);
+    }
+
+    /** {@code undoOpen}: S3 refused the store at open, and what the open added to the cache directory goes. */
+    private void close(boolean undoOpen) throws IOException {
         synchronized (this) {
             if (closed) {
                 return;
@@ -2142,6 +2133,9 @@ public final class S3Storage implements Storage {
                 listings.stop();
                 lateCloses.close();
                 bucket.close();
+                if (undoOpen) {
+                    made.undo(); // before the lock goes: no other chibifs is in the directory meanwhile
+                }
                 cacheLock.release();
                 lockFile.close();
             }

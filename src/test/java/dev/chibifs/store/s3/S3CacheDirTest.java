@@ -155,12 +155,56 @@ class S3CacheDirTest {
         assertThrows(IOException.class, () -> store(refused, cacheDir));
         assertFalse(Files.exists(cacheDir, java.nio.file.LinkOption.NOFOLLOW_LINKS), "made by the refused open");
         assertTrue(Files.exists(cacheDir.getParent()), "only the cache directory itself goes");
+    }
 
-        Files.createDirectories(cacheDir);
+    /**
+     * A refused open on an operator's directory left a record claiming it for the mistyped bucket, and
+     * the corrected command was told to remove the directory, files and all.
+     */
+    @Test
+    void aRefusedStoreLeavesADirectoryThatWasThereAsItFoundIt() throws Exception {
+        Files.createDirectories(cacheDir.resolve("data"));
         Files.writeString(cacheDir.resolve("kept"), "an operator's");
-        assertThrows(IOException.class, () -> store(refused, cacheDir));
+        Files.writeString(cacheDir.resolve("data").resolve("mine"), "an operator's too");
+        assertThrows(IOException.class, () -> store("s3://no-such-bucket/" + ns, cacheDir));
+        assertEquals(List.of("data", "kept"), names(cacheDir), "what the open made went, nothing else");
+        assertEquals(List.of("mine"), names(cacheDir.resolve("data")));
         assertEquals("an operator's", Files.readString(cacheDir.resolve("kept")));
-        assertTrue(Files.isDirectory(cacheDir.resolve("data")), "a directory that was there keeps what the open made");
+
+        S3Storage corrected = store("s3://" + BUCKET + "/" + ns, cacheDir);
+        corrected.write(p("/shared/f"), "up".getBytes(UTF_8));
+        corrected.flushAll();
+        assertEquals("up", inS3(BUCKET, ns + "/shared/f"));
+    }
+
+    /** A store's record another endpoint wrote is put back as it was when S3 refuses the open. */
+    @Test
+    void aRefusedStorePutsTheRecordItReplacedBack() throws Exception {
+        Files.createDirectories(cacheDir);
+        String before = "{\"bucket\":\"no-such-bucket\",\"prefix\":\"" + ns + "\",\"endpoint\":\"http://127.0.0.1:1\"}\n";
+        Files.writeString(cacheDir.resolve(CacheOwner.FILE), before);
+        assertThrows(IOException.class, () -> store("s3://no-such-bucket/" + ns, cacheDir));
+        assertEquals(new CacheOwner("no-such-bucket", ns, "http://127.0.0.1:1"), CacheOwner.read(cacheDir));
+        assertEquals(List.of(CacheOwner.FILE), names(cacheDir));
+    }
+
+    /** --cache-dir n1/n2/n3, none there, refused by S3: n1 and n2 were left. */
+    @Test
+    void aRefusedStoreRemovesTheDirectoriesItMadeAboveItsCache() throws Exception {
+        Path top = temp.resolve("n1-" + ns);
+        assertThrows(IOException.class, () -> store("s3://no-such-bucket/" + ns, top.resolve("n2").resolve("n3")));
+        assertFalse(Files.exists(top, java.nio.file.LinkOption.NOFOLLOW_LINKS));
+
+        Files.createDirectories(top.resolve("n2"));
+        Files.writeString(top.resolve("n2").resolve("kept"), "an operator's");
+        assertThrows(IOException.class, () -> store("s3://no-such-bucket/" + ns, top.resolve("n2").resolve("n3")));
+        assertEquals(List.of("kept"), names(top.resolve("n2")));
+    }
+
+    private static List<String> names(Path dir) throws IOException {
+        try (java.util.stream.Stream<Path> s = Files.list(dir)) {
+            return s.map(f -> f.getFileName().toString()).sorted().toList();
+        }
     }
 
     /** The record as a fifo hung the mount in open(2), holding the directory's lock; a link to /dev/zero would end it. */
