@@ -170,7 +170,7 @@ public final class S3Storage implements Storage {
                     + " and root can write");
         }
         this.made = new MadeAtOpen(dir);
-        Files.createDirectories(dir);
+        createCacheDirectory(dir);
         boolean newLock = made.missing(LOCK_FILE);
         this.lockFile = FileChannel.open(dir.resolve(LOCK_FILE), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
         FileLock l;
@@ -224,6 +224,22 @@ public final class S3Storage implements Storage {
     private static final String LOCK_FILE = "lock";
     private static final String DATA_DIR = "data";
     private static final String UPLOAD_DIR = "upload";
+
+    /**
+     * Makes the cache directory {@code dir} and those above it. A link to nowhere there (or a file)
+     * is named as such: createDirectories said only the path (FileAlreadyExistsException).
+     */
+    private static void createCacheDirectory(Path dir) throws IOException {
+        try {
+            Files.createDirectories(dir);
+        } catch (FileAlreadyExistsException e) {
+            String what = Files.isSymbolicLink(dir)
+                    ? "is a symbolic link to " + Files.readSymbolicLink(dir) + ", which is no directory"
+                    + " (make the directory it names, or give --cache-dir a directory)"
+                    : "is there and is no directory (give --cache-dir a directory)";
+            throw ErrnoException.of(Linux.ENOTDIR, null, "the cache directory " + dir + " " + what);
+        }
+    }
 
     /** Makes {@code name} in the cache directory, noted as this open's where it was not there. */
     private Path createUnderLock(Path dir, String name) throws IOException {

@@ -201,6 +201,16 @@ class S3CacheDirTest {
         assertEquals(List.of("kept"), names(top.resolve("n2")));
     }
 
+    /** A link to nowhere as --cache-dir was refused with the path alone (FileAlreadyExistsException). */
+    @Test
+    void aLinkToNowhereAsCacheDirectoryIsNamedAsOne() throws Exception {
+        Path link = Files.createSymbolicLink(temp.resolve("dangling-" + ns), temp.resolve("nowhere-" + ns));
+        IOException e = assertThrows(IOException.class, () -> store("s3://" + BUCKET + "/" + ns, link));
+        assertTrue(e.getMessage().contains(link + " is a symbolic link to " + temp.resolve("nowhere-" + ns)
+                + ", which is no directory"), e.getMessage());
+        assertTrue(Files.isSymbolicLink(link), "left as it was");
+    }
+
     private static List<String> names(Path dir) throws IOException {
         try (java.util.stream.Stream<Path> s = Files.list(dir)) {
             return s.map(f -> f.getFileName().toString()).sorted().toList();
