@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 /**
  * How long {@code chibifs umount} waits for a daemon to exit once its mount is gone. One with
@@ -45,10 +46,17 @@ final class DaemonExitWait {
     private final Progress progress;
     private final LongSupplier monotonicMillis;
     private final Consumer<String> say;
+    /** Why a store of the daemon fails until someone acts, as it said with its last progress, or null. */
+    private final Supplier<String> failing;
 
     DaemonExitWait(Exit exit, Progress progress, LongSupplier monotonicMillis, Consumer<String> say) {
+        this(exit, progress, () -> null, monotonicMillis, say);
+    }
+
+    DaemonExitWait(Exit exit, Progress progress, Supplier<String> failing, LongSupplier monotonicMillis, Consumer<String> say) {
         this.exit = exit;
         this.progress = progress;
+        this.failing = failing;
         this.monotonicMillis = monotonicMillis;
         this.say = say;
     }
@@ -60,13 +68,20 @@ final class DaemonExitWait {
         long lastSaid = Long.MIN_VALUE;
         Uploads first = null;
         Uploads last = null;
+        String fails = null;
         while (true) {
             if (exit.within(LOOK_EVERY_MILLIS)) {
+                if (last != null && last.changes() > 0 && fails != null) {
+                    // the daemon gives up at close and keeps them journaled; only its log said so
+                    say.accept(ErrorHandler.PREFIX + mp + " is unmounted, but its daemon (pid " + pid + ") exited with "
+                            + what(last) + " not uploaded, kept in its cache directory for the next mount of the store: " + fails);
+                }
                 return null;
             }
             long now = monotonicMillis.getAsLong();
             Uploads u = progress.now();
             if (u != null) {
+                fails = failing.get();
                 if (first == null) {
                     first = u;
                 } else if (u.sentBytes() > last.sentBytes() || u.changes() < last.changes()) {
@@ -77,8 +92,10 @@ final class DaemonExitWait {
             boolean uploading = u != null && u.changes() > 0;
             if (uploading && (lastSaid == Long.MIN_VALUE || now - lastSaid >= SAY_EVERY_MILLIS)) {
                 lastSaid = now;
-                say.accept(ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") uploads " + what(u)
-                        + " before it exits: " + size(u.sentBytes() - first.sentBytes()) + " sent since the unmount");
+                say.accept(ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") " + (fails != null
+                        ? "cannot upload " + what(u) + " before it exits: " + fails
+                        : "uploads " + what(u) + " before it exits: " + size(u.sentBytes() - first.sentBytes())
+                        + " sent since the unmount"));
             }
             if (uploading && now - lastMove >= STALL_SECONDS * 1000) {
                 return "unmounted " + mp + ", but its daemon (pid " + pid + ") has sent nothing for " + STALL_SECONDS

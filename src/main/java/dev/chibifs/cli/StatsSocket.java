@@ -229,12 +229,13 @@ final class StatsSocket implements AutoCloseable {
 
     /**
      * What the daemon reports: its requests by opcode, denials by context, its workers, what it holds
-     * for the kernel and the memory that takes, each store's state by prefix, and what waits to go up
+     * for the kernel and the memory that takes, each store's state by prefix, those that do not answer
+     * ({@code troubles}) and those that fail until someone acts ({@code failing}), and what waits to go up
      * (all zero without an S3 store), which {@code chibifs umount} follows while the daemon exits.
      */
     static Object snapshot(RequestStats stats, String negotiated, FuseDaemon.Held held,
                            java.util.Map<String, String> stores, java.util.Map<String, String> troubles,
-                           Storage.Uploads uploads) {
+                           java.util.Map<String, String> failing, Storage.Uploads uploads) {
         RequestStats.Snapshot s = stats.snapshot();
         Runtime jvm = Runtime.getRuntime();
         Storage.Uploads up = uploads == null ? new Storage.Uploads(0, 0, 0) : uploads;
@@ -242,7 +243,7 @@ final class StatsSocket implements AutoCloseable {
                 "held", held, "memory", java.util.Map.of("heapUsedBytes", jvm.totalMemory() - jvm.freeMemory(),
                         "heapCommittedBytes", jvm.totalMemory(), "residentBytes", residentBytes()),
                 "session", negotiated == null ? "" : negotiated, "stores", stores, "troubles", troubles,
-                "uploads", up);
+                "failing", failing, "uploads", up);
     }
 
     /** The daemon's resident set (VmRSS of /proc/self/status), or -1 where it cannot be read. */

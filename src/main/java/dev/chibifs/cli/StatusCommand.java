@@ -39,7 +39,8 @@ import java.util.concurrent.Callable;
                 + "registry knows are listed as 'unregistered'; registry files whose daemon is gone as 'stale'; a "
                 + "mount unmounted lazily whose daemon still serves files open on it as 'detached'; one whose daemon "
                 + "does not answer within 1 s, nor within 5 s when asked again (stopped, hung), as 'not answering';"
-                + " one whose local store directory has gone (every request there fails) as 'failing'.",
+                + " one whose local store directory has gone (every request there fails), or whose S3 store fails until"
+                + " someone acts (its cache directory gone, an upload S3 refuses holding back the rest), as 'failing'.",
             "With MOUNTPOINT, only that mount, and the exit code says whether it is active."
         },
         footer = {"", "Exit codes: 0 listed (with MOUNTPOINT: it is active); 1 MOUNTPOINT is not an active chibifs mount;"
@@ -218,7 +219,7 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
             // asked again, with the time stats gives it, before it is called not answering
             answer = StatsSocket.askWithin(socket, silentAfter);
         }
-        Map<String, String> troubles = troubles(answer);
+        Map<String, String> troubles = troubles(answer, "troubles");
         row.put("troubles", troubles);
         List<String> details = new ArrayList<>();
         if (answer != null && answer.silent()) {
@@ -233,6 +234,10 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
             row.put("state", FAILING);
             details.add("store directory " + String.join(", ", gone)
                     + " has gone (moved, removed or replaced): requests there fail with EIO until it is back");
+        }
+        if (!troubles(answer, "failing").isEmpty()) {
+            // what fails until someone acts (a refused upload holding back the rest): every fsync there is EIO
+            row.put("state", FAILING);
         }
         troubles.forEach((prefix, why) -> details.add("the store at " + prefix + " fails: " + why));
         String logGone = active ? logGone(r) : null;
@@ -313,12 +318,13 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
      * failing, its cache directory gone), by prefix: a mount that answers is not a mount whose store
      * does (a tester's S3 store failed for six minutes while status said active and nothing more).
      * Nothing where the daemon could not be asked within {@link #TROUBLES_LIMIT} (another user's).
+     * {@code field}: {@code troubles}, or {@code failing} for those that fail until someone acts.
      */
-    private static Map<String, String> troubles(StatsSocket.Answer answer) {
+    private static Map<String, String> troubles(StatsSocket.Answer answer, String field) {
         com.fasterxml.jackson.databind.JsonNode stats = answer == null ? null : answer.json();
         Map<String, String> troubles = new LinkedHashMap<>();
-        if (stats != null && stats.get("troubles") != null) {
-            stats.get("troubles").fields().forEachRemaining(e -> troubles.put(e.getKey(), e.getValue().asText()));
+        if (stats != null && stats.get(field) != null) {
+            stats.get(field).fields().forEachRemaining(e -> troubles.put(e.getKey(), e.getValue().asText()));
         }
         return troubles;
     }

@@ -12,6 +12,7 @@ import picocli.CommandLine.Model.CommandSpec;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -21,7 +22,8 @@ import java.util.concurrent.TimeUnit;
 @Command(name = "umount", mixinStandardHelpOptions = true,
         description = "Unmount MOUNTPOINT and wait until its daemon has exited.",
         footer = {"", "An S3 store's daemon uploads what is pending before it exits: umount waits as long as that"
-                + " goes on, saying how much is left.",
+                + " goes on, saying how much is left; where S3 refuses a change that held back the rest, it says"
+                + " what the daemon left in its cache directory for the next mount.",
                 "", "Exit codes: 0 unmounted; 1 not mounted, another user's mount, busy, or the daemon did not exit"
                 + " (its upload stalled);"
                 + " 2 usage."})
@@ -109,7 +111,9 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         if (daemon.isPresent() && !lazy) {
             ProcessHandle d = daemon.get();
-            String notExited = new DaemonExitWait(millis -> awaitExitMillis(d, exited, millis), () -> uploadsOf(d.pid()),
+            String[] failing = new String[1];
+            String notExited = new DaemonExitWait(millis -> awaitExitMillis(d, exited, millis),
+                    () -> uploadsOf(d.pid(), failing), () -> failing[0],
                     () -> System.nanoTime() / 1_000_000, spec.commandLine().getErr()::println).await(mp, d.pid());
             if (notExited != null) {
                 throw new MountFailure(notExited);
@@ -173,8 +177,11 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /** How long the daemon has to answer how its uploads go; one that does not is judged as one with none. */
     private static final java.time.Duration UPLOADS_ASKED_WITHIN = java.time.Duration.ofSeconds(2);
 
-    /** What the daemon {@code pid} says waits to go up (its stats socket), or null where it does not answer. */
-    private static Storage.Uploads uploadsOf(long pid) {
+    /**
+     * What the daemon {@code pid} says waits to go up (its stats socket), or null where it does not
+     * answer; {@code failing[0]}: why its stores that fail until someone acts fail, or null.
+     */
+    private static Storage.Uploads uploadsOf(long pid, String[] failing) {
         try {
             com.fasterxml.jackson.databind.JsonNode stats = StatsSocket.readWithin(
                     StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid), UPLOADS_ASKED_WITHIN);
@@ -182,6 +189,10 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
             if (u == null) {
                 return null;
             }
+            List<String> why = new ArrayList<>();
+            stats.path("failing").fields().forEachRemaining(f -> why.add(("/".equals(f.getKey()) ? "" : f.getKey() + ": ")
+                    + f.getValue().asText()));
+            failing[0] = why.isEmpty() ? null : String.join("; ", why);
             return new Storage.Uploads(u.path("changes").asInt(), u.path("bytes").asLong(),
                     u.path("sentBytes").asLong());
         } catch (RuntimeException unreadable) {

@@ -180,6 +180,11 @@ public final class Namespace implements java.io.Closeable {
         return byPrefixName(told(Storage::unanswered));
     }
 
+    /** By prefix, why each store that fails until someone acts fails ({@link Storage#failing()}). */
+    public java.util.Map<String, String> storeFailures() {
+        return byPrefixName(told(Storage::failing));
+    }
+
     /** By prefix, what {@code what} tells of each store opened from a spec, where it tells anything. */
     private java.util.Map<VfsPath, String> told(java.util.function.Function<Storage, String> what) {
         java.util.Map<VfsPath, String> told = new java.util.LinkedHashMap<>();

@@ -482,6 +482,15 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * Why the store fails now until someone acts (an S3 store's cache directory gone, an upload S3
+     * refuses holding back every other), or null: unlike {@link #unanswered()}, not a wait that
+     * ends by itself. {@code chibifs status} calls such a mount failing.
+     */
+    default String failing() {
+        return null;
+    }
+
+    /**
      * A feed of the changes to names in directories of this store, told to {@code listener}; until
      * it is closed. {@link ChangeFeed#NONE} where changes cannot be seen.
      */

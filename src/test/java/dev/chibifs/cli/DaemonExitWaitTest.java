@@ -25,6 +25,9 @@ class DaemonExitWaitTest {
         final List<String> said = new ArrayList<>();
         final List<Long> saidAt = new ArrayList<>();
 
+        /** Why a store of the daemon fails until someone acts, as it says; null: none does. */
+        String failing;
+
         Daemon(long exitsAt, LongFunction<Uploads> uploads) {
             this.exitsAt = exitsAt;
             this.uploads = uploads;
@@ -34,7 +37,7 @@ class DaemonExitWaitTest {
             return new DaemonExitWait(millis -> {
                 now += millis;
                 return now >= exitsAt;
-            }, () -> uploads.apply(now), () -> now, line -> {
+            }, () -> uploads.apply(now), () -> failing, () -> now, line -> {
                 said.add(line);
                 saidAt.add(now);
             }).await(MP, 42);
@@ -87,5 +90,24 @@ class DaemonExitWaitTest {
         assertEquals("unmounted /mnt/s3, but its daemon (pid 42) has not exited after 30 s with nothing left to upload",
                 done.await());
         assertEquals(10_000 + DaemonExitWait.QUIET_SECONDS * 1000, done.now, "30 s from its last upload");
+    }
+
+    /**
+     * After a restart with a refused upload in the journal, umount said the daemon "uploads 1 change
+     * before it exits" and exited 0 quietly, while the daemon gave up and kept it journaled.
+     */
+    @Test
+    void aDaemonThatExitsWithAChangeItCannotUploadSaysWhatItLeft() {
+        Daemon d = new Daemon(10_000, t -> new Uploads(1, 2, 0));
+        d.failing = "a change from before this start does not go up (S3 put ns/x: HTTP 500)";
+        assertNull(d.await());
+        assertTrue(d.said.get(0).endsWith("its daemon (pid 42) cannot upload 1 change (0.0 MiB) before it exits: " + d.failing),
+                d.said.get(0));
+        assertEquals("chibifs: /mnt/s3 is unmounted, but its daemon (pid 42) exited with 1 change (0.0 MiB) not uploaded,"
+                + " kept in its cache directory for the next mount of the store: " + d.failing, d.said.get(d.said.size() - 1));
+
+        Daemon done = new Daemon(10_000, t -> new Uploads(t < 5_000 ? 1 : 0, 2, t < 5_000 ? 0 : 2));
+        assertNull(done.await());
+        assertTrue(done.said.stream().noneMatch(l -> l.contains("exited with")), done.said.toString());
     }
 }

@@ -133,6 +133,22 @@ class StatusCommandTest {
     }
 
     /**
+     * After a restart with an upload S3 refuses in the journal every fsync was EIO, and status said
+     * plain active: a store that fails until someone acts makes the mount failing.
+     */
+    @Test
+    void aMountWhoseStoreFailsUntilSomeoneActsIsFailing() throws Exception {
+        OneMount m = s3MountOfPid7("held");
+        String why = "a change from before this start does not go up (S3 put ns/shared/x: HTTP 500)";
+        try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(m.registry(), 7),
+                () -> Map.of("troubles", Map.of("/", why), "failing", Map.of("/", why)))) {
+            assertEquals(1, run(new StatusCommand(List.of(m.registry()), m.table(), Clock.systemUTC()), "/mnt/held"));
+        }
+        assertTrue(out.toString().matches("(?s).*\n/mnt/held\s+failing\s+7\s.*"), out.toString());
+        assertTrue(out.toString().contains("/mnt/held: the store at / fails: " + why + "\n"), out.toString());
+    }
+
+    /**
      * A daemon slow to answer once (a loaded host: two CPUs, the suite running) is asked again before
      * it is called not answering: a health check failed a live mount.
      */

@@ -2034,8 +2034,9 @@ public final class S3Storage implements Storage {
 
     @Override
     public String unanswered() {
-        if (cacheGone) {
-            return "its cache directory " + dataDir.getParent() + " has gone: every change fails";
+        String failing = failing();
+        if (failing != null) {
+            return failing;
         }
         String away = bucket.unreachableReason();
         if (away != null) {
@@ -2044,6 +2045,14 @@ public final class S3Storage implements Storage {
         synchronized (this) {
             return writeBack.outage();
         }
+    }
+
+    @Override
+    public String failing() {
+        if (cacheGone) {
+            return "its cache directory " + dataDir.getParent() + " has gone: every change fails";
+        }
+        return writeBack.replayHeld();
     }
 
     @Override

@@ -256,6 +256,17 @@ final class WriteBack {
      */
     private volatile List<Node> replayed = List.of();
 
+    /**
+     * Why the changes from before this start are held back (the first of them failed), or null: every
+     * fsync and flush fails meanwhile, and nothing later goes up. Status reads it ({@link S3Storage#failing}).
+     */
+    private volatile String replayHeld;
+
+    /** Why the changes journaled before this start do not go up, or null where they went or are going. */
+    String replayHeld() {
+        return replayHeld;
+    }
+
     /** The journal's changes to upload first, in order (see {@link #replayed}); before the flusher starts. */
     void replayedInOrder(List<Node> nodes) {
         replayed = nodes;
@@ -275,6 +286,10 @@ final class WriteBack {
                 HeldBack held = new HeldBack();
                 held.failed(e);
                 int behind = inOrder.size() - i - 1;
+                replayHeld = "a change from before this start does not go up (" + firstLine(e)
+                        + "), and " + (behind == 0 ? "" : behind + " more of them and ") + "every change made since"
+                        + " wait behind it: fsync fails (EIO), and they stay in the cache directory for the next start"
+                        + " (chibifs sync names it; removing or renaming that file lets the rest go)";
                 held.waits((behind == 0 ? "" : behind + " more changes from before this start wait behind it, in the order"
                         + " they were made; ") + "every change and delete made since waits for "
                         + (behind == 0 ? "it" : "them"));
@@ -282,6 +297,13 @@ final class WriteBack {
             }
         }
         replayed = List.of();
+        replayHeld = null;
+    }
+
+    private static String firstLine(IOException e) {
+        String m = String.valueOf(e.getMessage());
+        int nl = m.indexOf('\n');
+        return nl < 0 ? m : m.substring(0, nl);
     }
 
     void flush(boolean all) throws IOException {

@@ -281,4 +281,30 @@ class S3RefusedUploadTest {
         assertNull(inS3("shared/token.txt"));
         assertNull(inS3("shared/refused"));
     }
+
+    /**
+     * After a restart with a refused upload in the journal every fsync failed EIO, and status called
+     * the mount active: the store now says it fails until the file goes.
+     */
+    @Test
+    void aRefusedChangeFromBeforeAStartMakesTheStoreFailingUntilItGoes() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        refuse("/shared/refused");
+        put(a, "/shared/refused", "x");
+        put(a, "/shared/ok", "y");
+        assertThrows(IOException.class, a::close, "the refused file stays in the journal");
+        assertNull(a.failing(), "before the restart, other changes go up around it");
+
+        S3Storage again = host("a", clock);
+        assertThrows(IOException.class, again::flushAll);
+        String failing = again.failing();
+        assertTrue(failing != null && failing.contains("shared/refused") && failing.contains("fsync fails (EIO)")
+                && !failing.contains("\n"), String.valueOf(failing));
+        assertEquals(failing, again.unanswered(), "what status shows with it");
+
+        again.removeFile(p("/shared/refused"));
+        again.flushAll();
+        assertNull(again.failing());
+    }
 }
