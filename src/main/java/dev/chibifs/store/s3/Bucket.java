@@ -128,13 +128,20 @@ final class Bucket implements Closeable {
      * credentials it does not accept, another region, an error of its own with a 5xx).
      */
     static final class Refused extends Unavailable {
+        private final String key;
         private final int status;
         private final String reason;
 
-        Refused(String message, int status, String reason, Throwable cause) {
+        Refused(String message, String key, int status, String reason, Throwable cause) {
             super(message, cause);
+            this.key = key;
             this.status = status;
             this.reason = reason;
+        }
+
+        /** The key the refused request named (a copy's: where it copies to). */
+        String key() {
+            return key;
         }
 
         /** Whether the request itself was at fault (4xx): asked again, it would be refused again. */
@@ -1827,7 +1834,7 @@ final class Bucket implements Closeable {
             answered(); // an error, but S3 is there to say it
             String code = s3.awsErrorDetails() == null ? null : s3.awsErrorDetails().errorCode();
             String reason = "HTTP " + s3.statusCode() + (code == null ? "" : " " + code);
-            return new Refused(line(op, key, reason), s3.statusCode(), reason, e);
+            return new Refused(line(op, key, reason), key, s3.statusCode(), reason, e);
         }
         Throwable root = e;
         while (root.getCause() != null && root.getCause() != root) {

@@ -1925,19 +1925,36 @@ public final class S3Storage implements Storage {
      * fsync of a directory: everything pending goes up, as at {@code chibifs sync}, not that
      * directory's changes alone. The write-back can claim one file's upload (an fsync's), but no
      * directory's pending names: a delete goes only in a pass, after the new name of what it moved,
-     * which may be in another directory. Waiting for what is pending now keeps that order.
+     * which may be in another directory. Waiting for what is pending now keeps that order. It fails
+     * only when the pass left an entry of this directory behind, or S3 is away: an object S3 refuses
+     * elsewhere (another agent's file) failed every directory's fsync with EIO, and SQLite in
+     * rollback mode, which fsyncs its directory at each commit, went ten times slower.
      */
     @Override
     public void syncDirectory(VfsPath directory) throws IOException {
-        flushAll();
+        WriteBack.Unsent unsent = pushAll();
+        if (unsent != null && unsent.leftBehindIn(dirKey(directory))) {
+            throw unsent.failure();
+        }
     }
 
     /** Uploads and deletes everything pending, returning once S3 has it all (umount, SIGTERM, tests). */
     public void flushAll() throws IOException {
+        WriteBack.Unsent unsent = pushAll();
+        if (unsent != null) {
+            throw unsent.failure();
+        }
+    }
+
+    /**
+     * As {@link #flushAll}, but what the pass could not send is returned (null: nothing), for a
+     * caller that needs only part of the store up; S3 known to be away still throws.
+     */
+    WriteBack.Unsent pushAll() throws IOException {
         if (pendingChanges() > 0) {
             askAgainIfUnreachable(); // else a umount would wait through the client's retries for nothing
         }
-        writeBack.flush(true);
+        return writeBack.pass(true);
     }
 
     /**

@@ -161,17 +161,20 @@ final class WriteBack {
         Map<VfsPath, Integer> belowUnmarked = new LinkedHashMap<>();
         for (Node n : nodes) {
             VfsPath p;
+            String key;
             synchronized (store) {
                 p = n.path;
+                key = store.objectKeyOf(n);
             }
             VfsPath unmarked = p == null ? null : held.unmarkedAbove(p);
             if (unmarked != null) {
                 belowUnmarked.merge(unmarked, 1, Integer::sum);
+                held.waitsAt(key);
             } else if (n.dir) {
                 try {
                     upload(n, false);
                 } catch (IOException e) {
-                    held.failed(e);
+                    held.failed(e, key);
                     if (p != null) {
                         held.unmarked.add(p);
                     }
@@ -181,7 +184,7 @@ final class WriteBack {
             }
         }
         for (Map.Entry<Node, IOException> f : inParallelEach(files, n -> upload(n, false))) {
-            held.failed(f.getValue());
+            held.failed(f.getValue(), store.objectKeyOf(f.getKey()));
         }
         belowUnmarked.forEach((d, count) -> held.waits(count + (count == 1 ? " file or directory in " + d + " waits"
                 : " files and directories in " + d + " wait") + " for its marker"));
@@ -198,14 +201,45 @@ final class WriteBack {
      * policy denied, held back every delete of the store for good: a removed secret stayed readable on
      * the other hosts). Only the flushing thread uses it.
      */
-    private static final class HeldBack {
+    private final class HeldBack {
         private final List<IOException> failures = new ArrayList<>();
         private final List<String> waits = new ArrayList<>();
         /** Directories whose markers failed in this pass. */
         final List<VfsPath> unmarked = new ArrayList<>();
+        /** The keys of what failed and of what waits for it, as far as known: where the pass left S3 behind. */
+        private final Set<String> keys = new java.util.TreeSet<>();
+        /** The keys S3 answered with a refusal ({@link Bucket.Refused}). */
+        private final Set<String> refusedKeys = new java.util.TreeSet<>();
+        /** Whether every failure was S3 refusing one object, not S3 away nor this host failing. */
+        private boolean refusalsOnly = true;
 
-        void failed(IOException e) {
+        /** {@code e} failed the change of the object at {@code key} (null: not known, or none left). */
+        void failed(IOException e, String key) {
             failures.add(e);
+            waitsAt(key);
+            if (e instanceof Bucket.Refused r) {
+                refusedKeys.add(r.key());
+                keys.add(r.key());
+            } else {
+                refusalsOnly = false;
+            }
+        }
+
+        /** The change at {@code key} waits for a failure (null: not known). */
+        void waitsAt(String key) {
+            if (key != null) {
+                keys.add(key);
+            }
+        }
+
+        /** Every change of the store waits (the journal's replay): nothing can be said to have gone up. */
+        void allWait() {
+            refusalsOnly = false;
+        }
+
+        /** What the pass left behind, for its caller; under the flush lock, after its last request. */
+        Unsent unsent() {
+            return new Unsent(thrown(), Set.copyOf(keys), Set.copyOf(refusedKeys), refusalsOnly && !bucket.unreachable());
         }
 
         boolean any() {
@@ -249,6 +283,38 @@ final class WriteBack {
     }
 
     /**
+     * What a pass could not send: its {@code failure} (the one exception of {@link HeldBack#thrown}),
+     * the keys of what failed or waits for a failure, those S3 refused, and whether the failures were
+     * S3 refusing objects alone ({@code refusalsOnly}: S3 answered, the pass ran to its end, and
+     * everything else went up). A caller that needs one directory or one file up, not the whole store
+     * (an fsync of a directory, a lock let go), may go on when none of those keys is its concern: an
+     * object S3 refuses for good (a key a bucket policy denies, a name its backend cannot store) else
+     * failed every such call in the store for as long as it stayed.
+     */
+    record Unsent(IOException failure, Set<String> keys, Set<String> refused, boolean refusalsOnly) {
+
+        /**
+         * Whether the pass left behind an entry of the directory whose keys begin with
+         * {@code dirKey} (a file, a link, a subdirectory's marker; an upload, a delete or an old name
+         * waiting there), or may have (a failure that was not S3 refusing one object).
+         */
+        boolean leftBehindIn(String dirKey) {
+            if (!refusalsOnly) {
+                return true;
+            }
+            for (String k : keys) {
+                if (k.length() > dirKey.length() && k.startsWith(dirKey)) {
+                    String rest = k.substring(dirKey.length(), k.endsWith("/") ? k.length() - 1 : k.length());
+                    if (!rest.isEmpty() && rest.indexOf('/') < 0) {
+                        return true;
+                    }
+                }
+            }
+            return false;
+        }
+    }
+
+    /**
      * What the journal held changed but not uploaded at start, in the order of its last change
      * there: uploaded first, one at a time in that order. At once and several at a time, as a flush
      * sends what is due, a file written last (a READY marker after the data) went up among the first
@@ -272,8 +338,11 @@ final class WriteBack {
         replayed = nodes;
     }
 
-    /** Uploads what the journal held at start, in its order ({@link #replayed}); holds the flush lock. */
-    private void replay() throws IOException {
+    /**
+     * Uploads what the journal held at start, in its order ({@link #replayed}); holds the flush lock.
+     * What it could not send, or null.
+     */
+    private Unsent replay() {
         List<Node> inOrder = replayed;
         for (int i = 0; i < inOrder.size(); i++) {
             try {
@@ -284,7 +353,8 @@ final class WriteBack {
                 // the journal keeps no old names (Node.oldNames): no delete may go before the changes
                 // made before the stop are up, nor may those overtake each other
                 HeldBack held = new HeldBack();
-                held.failed(e);
+                held.failed(e, null);
+                held.allWait();
                 int behind = inOrder.size() - i - 1;
                 replayHeld = "a change from before this start does not go up (" + firstLine(e)
                         + "), and " + (behind == 0 ? "" : behind + " more of them and ") + "every change made since"
@@ -293,11 +363,12 @@ final class WriteBack {
                 held.waits((behind == 0 ? "" : behind + " more changes from before this start wait behind it, in the order"
                         + " they were made; ") + "every change and delete made since waits for "
                         + (behind == 0 ? "it" : "them"));
-                throw held.thrown();
+                return held.unsent();
             }
         }
         replayed = List.of();
         replayHeld = null;
+        return null;
     }
 
     private static String firstLine(IOException e) {
@@ -307,9 +378,23 @@ final class WriteBack {
     }
 
     void flush(boolean all) throws IOException {
+        Unsent unsent = pass(all);
+        if (unsent != null) {
+            throw unsent.failure(); // the outage goes on: the loop backs off, and the failed are tried again
+        }
+    }
+
+    /**
+     * A pass: what is due ({@code all}: everything pending) goes up, then the deletes. What it could
+     * not send ({@link Unsent}), or null when everything went.
+     */
+    Unsent pass(boolean all) throws IOException {
         flushLock.lock();
         try {
-            replay();
+            Unsent replayFailed = replay();
+            if (replayFailed != null) {
+                return replayFailed;
+            }
             List<Node> due = new ArrayList<>();
             List<Node> ahead = new ArrayList<>();
             List<Node> capped = new ArrayList<>();
@@ -346,11 +431,14 @@ final class WriteBack {
             if (held.any() && !capped.isEmpty()) {
                 // what went up at its cap may name a file of those that failed: it waits for them
                 due.removeAll(capped);
+                for (Node n : capped) {
+                    held.waitsAt(store.objectKeyOf(n));
+                }
                 held.waits(capped.size() + " changes forced up at the debounce's cap wait for the files closed before them");
             }
             uploadInOrder(due, held);
             if (held.any() && bucket.unreachable()) {
-                throw held.thrown(); // S3 away: each delete would fail at once; they wait with the rest
+                return held.unsent(); // S3 away: each delete would fail at once; they wait with the rest
             }
             boolean deleted;
             deletesOrFsyncs.writeLock().lock();
@@ -363,11 +451,12 @@ final class WriteBack {
             }
             if (held.any()) {
                 forgetDoneTombs();
-                throw held.thrown(); // the outage goes on: the loop backs off, and the failed are tried again
+                return held.unsent();
             }
             if (!due.isEmpty() || deleted) {
                 recovered();
             }
+            return null;
         } finally {
             flushLock.unlock();
         }
@@ -409,6 +498,7 @@ final class WriteBack {
                     deletes.add(e.getKey());
                 } else {
                     oldNamesWaiting++;
+                    held.waitsAt(e.getKey());
                     if (newName.path != null) {
                         newNames.add(newName.path);
                     }
@@ -428,12 +518,13 @@ final class WriteBack {
             if (failed.stream().anyMatch(f -> f.startsWith(k))) {
                 markersWaiting++; // a directory's contents before it: one of them is still there
                 failed.add(k);
+                held.waitsAt(k);
                 continue;
             }
             try {
                 deleteOne(k);
             } catch (IOException e) {
-                held.failed(e);
+                held.failed(e, k);
                 failed.add(k);
             }
         }
@@ -499,7 +590,8 @@ final class WriteBack {
                 notDeleted = new java.util.HashSet<>(bucket.deleteAll(batch));
             } catch (IOException e) {
                 noteOutage(e);
-                held.failed(e);
+                held.failed(e, null);
+                batch.forEach(held::waitsAt);
                 failed.addAll(batch);
                 continue;
             }
@@ -514,7 +606,7 @@ final class WriteBack {
             left.addAll(notDeleted);
         }
         for (Map.Entry<String, IOException> f : inParallelEach(left, this::deleteOne)) {
-            held.failed(f.getValue());
+            held.failed(f.getValue(), f.getKey());
             failed.add(f.getKey());
         }
         return failed;
@@ -565,7 +657,8 @@ final class WriteBack {
                 }
             } catch (IOException e) {
                 noteOutage(e);
-                held.failed(e);
+                held.failed(e, null);
+                d.getValue().forEach(held::waitsAt);
                 failed.addAll(d.getValue());
                 continue;
             }
@@ -580,7 +673,7 @@ final class WriteBack {
             }
         })) {
             noteOutage(f.getValue());
-            held.failed(f.getValue());
+            held.failed(f.getValue(), f.getKey());
             failed.add(f.getKey());
         }
         List<String> out = new ArrayList<>();

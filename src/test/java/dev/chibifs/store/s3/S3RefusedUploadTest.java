@@ -307,4 +307,45 @@ class S3RefusedUploadTest {
         again.flushAll();
         assertNull(again.failing());
     }
+
+    @Test
+    void aDirectorysFsyncFailsForWhatIsLeftBehindInItAloneOrWhileS3IsAway() throws Exception {
+        // a tester's finding: one object refused anywhere failed every directory's fsync (EIO), and
+        // SQLite in rollback mode, which fsyncs its directory at each commit, went ten times slower
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        put(a, "/shared/old/f", "f");
+        a.mkdir(p("/shared/kd"));
+        a.flushAll();
+        refuse("/shared/kd/refused", "/shared/kd/moved");
+        put(a, "/shared/kd/refused", "r");
+        put(a, "/shared/sq/t.db", "db");
+
+        a.syncDirectory(p("/shared/sq"));
+        assertEquals("db", inS3("shared/sq/t.db"), "what is in it went up");
+        a.syncDirectory(p("/shared"));
+        IOException there = assertThrows(IOException.class, () -> a.syncDirectory(p("/shared/kd")));
+        assertTrue(there.getMessage().contains("shared/kd/refused") && there.getMessage().contains("403"), there.getMessage());
+
+        // a rename's old name, which waits for its new one, is left behind in the old directory
+        a.rename(p("/shared/old/f"), p("/shared/kd/moved"));
+        assertThrows(IOException.class, () -> a.syncDirectory(p("/shared/old")));
+        assertEquals("f", inS3("shared/old/f"));
+        a.syncDirectory(p("/shared/sq"));
+
+        put(a, "/shared/sq/t.db", "db2");
+        server.stop();
+        try {
+            assertThrows(IOException.class, () -> a.syncDirectory(p("/shared/sq")), "S3 away fails every directory");
+        } finally {
+            server.start();
+        }
+        a.syncDirectory(p("/shared/sq"));
+        assertEquals("db2", inS3("shared/sq/t.db"));
+
+        refuseNoMore();
+        a.syncDirectory(p("/shared/kd"));
+        assertNull(inS3("shared/old/f"));
+        assertEquals(0, a.pendingChanges());
+    }
 }
