@@ -55,9 +55,10 @@ import java.util.function.LongSupplier;
  * <p>Taking a lease from none is a pull: the file's directory is listed again and the file's
  * version compared ({@link S3Storage#pullForLock}), and the handles open here read the version S3
  * has. Letting one go is a push: everything this host changed goes up first
- * ({@link S3Storage#flushAll}), so the next holder reads it; so is stepping down from EXCLUSIVE to
- * SHARED, which waits for the renewal. A push S3 does not take keeps the lease; the renewal tries
- * it again.
+ * ({@link S3Storage#pushAll}), so the next holder reads it; so is stepping down from EXCLUSIVE to
+ * SHARED, which waits for the renewal. A push S3 does not take keeps the lease, and the renewal
+ * tries it again, unless all it left behind is objects S3 refused outside the locked file's
+ * directory ({@link #pushedForLettingGo}).
  *
  * <p>Locking: each file's {@link Lease} monitor orders its takes, lets-go and renewals, and is held
  * over the requests to S3 they make (a lock request on that file waits for them, which is the lock
@@ -145,6 +146,11 @@ final class HostLocks implements AutoCloseable {
     /** The nodes holding a lease (or owing a push before letting one go), for the renewal. */
     private final Map<Node, Boolean> holding = new ConcurrentHashMap<>();
     private final ScheduledExecutorService renewer;
+    /**
+     * The objects S3 refused when a lease last went down all the same ({@link #pushedForLettingGo}):
+     * a SQLite transaction lets its lock go several times, and each would warn again.
+     */
+    private volatile Set<String> refusedSaid = Set.of();
     /** Lease objects this holder has put, for their keys. */
     private final AtomicLong taken = new AtomicLong();
     /** {@link #BUSY_BACKOFF}, but for tests that must see a retry answered without asking S3, whatever the machine's pace. */
@@ -522,14 +528,15 @@ final class HostLocks implements AutoCloseable {
      * EXCLUSIVE down to SHARED only when {@code downgrade} (the renewal's): a SQLite commit steps down
      * to its read lock and lets that go a moment later, and one step then costs a push and two
      * requests fewer; another host's reader waits for the renewal meanwhile. Under the lease's
-     * monitor; throws, holding the lease as it was, when the push fails.
+     * monitor; throws, holding the lease as it was, when the push fails where it matters (see
+     * {@link #pushedForLettingGo}).
      */
     private void lower(Node node, Lease lease, boolean downgrade) throws IOException {
         Level need = Level.of(node.locks.strongest()); // set before the lease, never taken back
         if (lease.level.compareTo(need) <= 0 || (need != Level.NONE && !downgrade)) {
             return;
         }
-        store.flushAll();
+        pushedForLettingGo(node, lease, need);
         if (need == Level.NONE) {
             bucket.delete(lease.leaseKey);
             lease.level = Level.NONE;
@@ -547,6 +554,51 @@ final class HostLocks implements AutoCloseable {
         lease.leaseKey = shared;
         lease.etag = etag;
         lease.renewedAt = nanos.getAsLong();
+    }
+
+    /**
+     * The push before a lease goes down. It fails, and the lease stays, while S3 is away or a change
+     * in the locked file's directory did not go up: the file itself, and what changes beside it under
+     * its lock (SQLite's journal and {@code -wal}; the take's pull lists that directory again for
+     * them). Objects S3 refuses elsewhere do not hold it: held, a released lock stayed held for as
+     * long as any file of the store was refused (a name S3 cannot store, a key a policy denies),
+     * and every other host got EAGAIN, while the pass had sent everything else and holding on sends
+     * nothing more. They are named in one warning, said again when they change.
+     */
+    private void pushedForLettingGo(Node node, Lease lease, Level need) throws IOException {
+        WriteBack.Unsent unsent = store.pushAll();
+        if (unsent == null) {
+            return;
+        }
+        String key = lease.objectKey;
+        if (unsent.leftBehindIn(key.substring(0, key.lastIndexOf('/') + 1))) {
+            throw unsent.failure();
+        }
+        String what = (need == Level.NONE ? "released" : "lowered to a read lock") + " with " + unsent.refused().size()
+                + (unsent.refused().size() == 1 ? " change" : " changes") + " S3 refuses: " + said(unsent.refused())
+                + (unsent.keys().size() > unsent.refused().size() ? " (and " + (unsent.keys().size() - unsent.refused().size())
+                + " that wait for them)" : "") + "; they are tried again, and what they are is said again when it changes";
+        if (unsent.refused().equals(refusedSaid)) {
+            LOG.debug("S3 store {}: the lock on {} {}", store.spec, node.path, what);
+        } else {
+            refusedSaid = unsent.refused();
+            LOG.warn("S3 store {}: the lock on {} {}", store.spec, node.path, what);
+        }
+    }
+
+    /** Keys named in one line, at most; the rest are counted. */
+    private static final int KEYS_SAID = 5;
+
+    private static String said(Set<String> keys) {
+        List<String> out = new ArrayList<>();
+        for (String k : keys) {
+            if (out.size() == KEYS_SAID) {
+                out.add("and " + (keys.size() - KEYS_SAID) + " more");
+                break;
+            }
+            out.add(k);
+        }
+        return String.join(", ", out);
     }
 
     /**

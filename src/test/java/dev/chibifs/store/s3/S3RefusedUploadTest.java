@@ -348,4 +348,48 @@ class S3RefusedUploadTest {
         assertNull(inS3("shared/old/f"));
         assertEquals(0, a.pendingChanges());
     }
+
+    @Test
+    void aLockLetGoIsReleasedOnS3ThoughAnObjectElsewhereIsRefusedButNotOneBesideIt() throws Exception {
+        // a tester's finding: with one refused file anywhere in the store, a lock let go stayed held
+        // on S3, renewed for ever, and every other host got EAGAIN until the file was removed
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        S3Storage b = host("b", clock);
+        put(a, "/home/bob/db/t.db", "v1");
+        a.flushAll();
+        refuse("/home/alice/refused", "/home/bob/db/t.db-journal");
+        put(a, "/home/alice/refused", "r");
+        java.io.PrintStream err = System.err;
+        java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
+        try (FileHandle onA = a.open(p("/home/bob/db/t.db"), EnumSet.of(OpenFlag.READ, OpenFlag.WRITE), 0644);
+             FileHandle onB = b.open(p("/home/bob/db/t.db"), EnumSet.of(OpenFlag.READ, OpenFlag.WRITE), 0644)) {
+            assertTrue(onA.locks().tryLock(1, dev.chibifs.store.LockType.WRITE, 0, Long.MAX_VALUE));
+            onA.write(ByteBuffer.wrap("v2".getBytes(UTF_8)), 0);
+            // slf4j-simple writes to System.err as it is at each line
+            System.setErr(new java.io.PrintStream(said, true, UTF_8));
+            assertTrue(onA.locks().tryLock(1, dev.chibifs.store.LockType.UNLOCK, 0, Long.MAX_VALUE));
+            assertTrue(onB.locks().tryLock(2, dev.chibifs.store.LockType.WRITE, 0, Long.MAX_VALUE),
+                    "released: the refused file is in another directory");
+            ByteBuffer got = ByteBuffer.allocate(16);
+            int n = onB.read(got, 0);
+            assertEquals("v2", new String(got.array(), 0, n, UTF_8), "what a changed under the lock went up first");
+            assertTrue(onB.locks().tryLock(2, dev.chibifs.store.LockType.UNLOCK, 0, Long.MAX_VALUE));
+
+            // a change beside the locked file refused (SQLite's journal) keeps the lease, as S3 away does
+            assertTrue(onA.locks().tryLock(1, dev.chibifs.store.LockType.WRITE, 0, Long.MAX_VALUE));
+            put(a, "/home/bob/db/t.db-journal", "j");
+            assertTrue(onA.locks().tryLock(1, dev.chibifs.store.LockType.UNLOCK, 0, Long.MAX_VALUE));
+            assertFalse(onB.locks().tryLock(3, dev.chibifs.store.LockType.WRITE, 0, Long.MAX_VALUE));
+            refuse("/home/alice/refused");
+            assertTrue(onA.locks().tryLock(1, dev.chibifs.store.LockType.UNLOCK, 0, Long.MAX_VALUE), "tried again");
+            assertTrue(onB.locks().tryLock(4, dev.chibifs.store.LockType.WRITE, 0, Long.MAX_VALUE));
+        } finally {
+            System.setErr(err);
+        }
+        List<String> warned = said.toString(UTF_8).lines().filter(l -> l.contains("released with")).toList();
+        assertEquals(1, warned.size(), said.toString(UTF_8));
+        assertTrue(warned.get(0).contains("/home/bob/db/t.db released with 1 change S3 refuses: " + prefix
+                + "/home/alice/refused;"), warned.get(0));
+    }
 }
