@@ -563,15 +563,17 @@ final class HostLocks implements AutoCloseable {
      * them). Objects S3 refuses elsewhere do not hold it: held, a released lock stayed held for as
      * long as any file of the store was refused (a name S3 cannot store, a key a policy denies),
      * and every other host got EAGAIN, while the pass had sent everything else and holding on sends
-     * nothing more. They are named in one warning, said again when they change.
+     * nothing more. They are named in one warning, said again when they change; and S3 is not asked
+     * for them again at each letting go while the write-back's backoff runs.
      */
     private void pushedForLettingGo(Node node, Lease lease, Level need) throws IOException {
-        WriteBack.Unsent unsent = store.pushAll();
+        String key = lease.objectKey;
+        String dir = key.substring(0, key.lastIndexOf('/') + 1);
+        WriteBack.Unsent unsent = store.pushAll(dir);
         if (unsent == null) {
             return;
         }
-        String key = lease.objectKey;
-        if (unsent.leftBehindIn(key.substring(0, key.lastIndexOf('/') + 1))) {
+        if (unsent.leftBehindIn(dir)) {
             throw unsent.failure();
         }
         String what = (need == Level.NONE ? "released" : "lowered to a read lock") + " with " + unsent.refused().size()

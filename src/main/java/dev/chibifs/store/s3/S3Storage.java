@@ -1928,19 +1928,21 @@ public final class S3Storage implements Storage {
      * which may be in another directory. Waiting for what is pending now keeps that order. It fails
      * only when the pass left an entry of this directory behind, or S3 is away: an object S3 refuses
      * elsewhere (another agent's file) failed every directory's fsync with EIO, and SQLite in
-     * rollback mode, which fsyncs its directory at each commit, went ten times slower.
+     * rollback mode, which fsyncs its directory at each commit, went ten times slower. Nor does it
+     * ask S3 again for what it refused elsewhere at the last pass, while the backoff runs.
      */
     @Override
     public void syncDirectory(VfsPath directory) throws IOException {
-        WriteBack.Unsent unsent = pushAll();
-        if (unsent != null && unsent.leftBehindIn(dirKey(directory))) {
+        String key = dirKey(directory);
+        WriteBack.Unsent unsent = pushAll(key);
+        if (unsent != null && unsent.leftBehindIn(key)) {
             throw unsent.failure();
         }
     }
 
     /** Uploads and deletes everything pending, returning once S3 has it all (umount, SIGTERM, tests). */
     public void flushAll() throws IOException {
-        WriteBack.Unsent unsent = pushAll();
+        WriteBack.Unsent unsent = pushAll(null);
         if (unsent != null) {
             throw unsent.failure();
         }
@@ -1948,13 +1950,16 @@ public final class S3Storage implements Storage {
 
     /**
      * As {@link #flushAll}, but what the pass could not send is returned (null: nothing), for a
-     * caller that needs only part of the store up; S3 known to be away still throws.
+     * caller that needs only part of the store up; S3 known to be away still throws. A caller that
+     * needs only the directory whose keys begin with {@code concern} up (null: the whole store) has
+     * what S3 refused elsewhere at the last pass taken as refused again, without asking, while the
+     * write-back's backoff runs ({@link WriteBack#pass}).
      */
-    WriteBack.Unsent pushAll() throws IOException {
+    WriteBack.Unsent pushAll(String concern) throws IOException {
         if (pendingChanges() > 0) {
             askAgainIfUnreachable(); // else a umount would wait through the client's retries for nothing
         }
-        return writeBack.pass(true);
+        return writeBack.pass(true, concern);
     }
 
     /**

@@ -58,7 +58,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * A failure does not end a pass: the object is tried again at the next, and the pass's other uploads
  * and deletes go on, but for what must come after it ({@link HeldBack}): the old names of a file
  * that failed, what is in a directory whose marker failed, a name at its cap after a file closed
- * before it. The journal's replay alone still stops at its first failure ({@link #replay}).
+ * before it. The journal's replay alone still stops at its first failure ({@link #replay}). A pass
+ * for one directory's sake (its fsync, a lock let go) does not ask again for what S3 refused at the
+ * last pass elsewhere while the backoff runs ({@link #refusedLately}).
  *
  * <p>Locking: the store's monitor guards its overlay (nodes, tombstones, the journal) and is never
  * held over a request to S3: each step reads what it needs under it, asks S3 without it, and then
@@ -129,6 +131,24 @@ final class WriteBack {
     private long nextUploadsLeftCheck = Long.MIN_VALUE;
     /** The flusher sleeps past {@link #TICK_MILLIS}: nothing waited to go up when it looked. */
     private boolean idle;
+    /**
+     * What S3 refused in the last pass ({@link Bucket.Refused}), by the key its failure was counted
+     * under, each with its refusal and until when (on the store's ticker: the backoff the flusher
+     * then waits) a pass for one directory's sake takes it as refused again without asking
+     * ({@link HeldBack#refusedAgain}). Each such pass asked S3 again: with s3proxy's 500 for a name it
+     * cannot store, with the client's retries, and SQLite in rollback mode, which fsyncs its
+     * directory at each commit, took 34 s for 20 transactions, not 4. The flusher's passes, a sync,
+     * a umount, and a pass for the refused object's own directory still ask.
+     */
+    private Map<String, Refusal> refusedLately = Map.of();
+
+    /**
+     * S3's refusal of an object, taken as its answer until {@code until} on the store's ticker; to its
+     * delete (or the check before it) or to its upload, which are not taken for each other (a file
+     * whose change S3 refused, then removed, is deleted).
+     */
+    private record Refusal(Bucket.Refused error, long until, boolean delete) {
+    }
 
     WriteBack(S3Storage store, S3Spec spec, Bucket bucket, S3Options options, Path uploadDir) {
         this.store = store;
@@ -170,6 +190,10 @@ final class WriteBack {
             if (unmarked != null) {
                 belowUnmarked.merge(unmarked, 1, Integer::sum);
                 held.waitsAt(key);
+            } else if (held.refusedAgain(key)) {
+                if (n.dir && p != null) {
+                    held.unmarked.add(p);
+                }
             } else if (n.dir) {
                 try {
                     upload(n, false);
@@ -202,6 +226,14 @@ final class WriteBack {
      * the other hosts). Only the flushing thread uses it.
      */
     private final class HeldBack {
+        /** The directory key a pass is for (its entries S3 is asked for again), or null: it asks for everything. */
+        private final String concern;
+        /** {@link #refusedLately} when the pass began. */
+        private final Map<String, Refusal> refusedBefore;
+        /** What S3 refused in this pass, asked or not: the next {@link #refusedLately}. */
+        private final Map<String, Refusal> refusals = new java.util.HashMap<>();
+        /** Whether the pass has come to its deletes ({@link #deletePending}). */
+        boolean deleting;
         private final List<IOException> failures = new ArrayList<>();
         private final List<String> waits = new ArrayList<>();
         /** Directories whose markers failed in this pass. */
@@ -213,6 +245,13 @@ final class WriteBack {
         /** Whether every failure was S3 refusing one object, not S3 away nor this host failing. */
         private boolean refusalsOnly = true;
 
+        HeldBack(String concern) {
+            this.concern = concern;
+            synchronized (store) {
+                refusedBefore = refusedLately;
+            }
+        }
+
         /** {@code e} failed the change of the object at {@code key} (null: not known, or none left). */
         void failed(IOException e, String key) {
             failures.add(e);
@@ -220,9 +259,30 @@ final class WriteBack {
             if (e instanceof Bucket.Refused r) {
                 refusedKeys.add(r.key());
                 keys.add(r.key());
+                if (key != null) {
+                    synchronized (store) {
+                        refusals.put(key, new Refusal(r, store.ticks() + nextBackoff(), deleting));
+                    }
+                }
             } else {
                 refusalsOnly = false;
             }
+        }
+
+        /**
+         * Whether the change at {@code key} fails again at once, as S3 refused it at the last pass,
+         * without asking S3: in a pass for a directory it is not in, while that refusal's backoff
+         * runs. Counted as that failure again, with what waits for it.
+         */
+        boolean refusedAgain(String key) {
+            Refusal r = key == null || concern == null ? null : refusedBefore.get(key);
+            if (r == null || r.delete() != deleting || store.ticks() >= r.until() || Unsent.entryOf(key, concern)) {
+                return false;
+            }
+            failed(r.error(), null);
+            waitsAt(key);
+            refusals.put(key, r);
+            return true;
         }
 
         /** The change at {@code key} waits for a failure (null: not known). */
@@ -239,6 +299,9 @@ final class WriteBack {
 
         /** What the pass left behind, for its caller; under the flush lock, after its last request. */
         Unsent unsent() {
+            synchronized (store) {
+                refusedLately = Map.copyOf(refusals);
+            }
             return new Unsent(thrown(), Set.copyOf(keys), Set.copyOf(refusedKeys), refusalsOnly && !bucket.unreachable());
         }
 
@@ -303,14 +366,20 @@ final class WriteBack {
                 return true;
             }
             for (String k : keys) {
-                if (k.length() > dirKey.length() && k.startsWith(dirKey)) {
-                    String rest = k.substring(dirKey.length(), k.endsWith("/") ? k.length() - 1 : k.length());
-                    if (!rest.isEmpty() && rest.indexOf('/') < 0) {
-                        return true;
-                    }
+                if (entryOf(k, dirKey)) {
+                    return true;
                 }
             }
             return false;
+        }
+
+        /** Whether {@code key} is an entry of the directory whose keys begin with {@code dirKey} (a subdirectory by its marker). */
+        static boolean entryOf(String key, String dirKey) {
+            if (key.length() <= dirKey.length() || !key.startsWith(dirKey)) {
+                return false;
+            }
+            String rest = key.substring(dirKey.length(), key.endsWith("/") ? key.length() - 1 : key.length());
+            return !rest.isEmpty() && rest.indexOf('/') < 0;
         }
     }
 
@@ -352,7 +421,7 @@ final class WriteBack {
                 noteOutage(e);
                 // the journal keeps no old names (Node.oldNames): no delete may go before the changes
                 // made before the stop are up, nor may those overtake each other
-                HeldBack held = new HeldBack();
+                HeldBack held = new HeldBack(null);
                 held.failed(e, null);
                 held.allWait();
                 int behind = inOrder.size() - i - 1;
@@ -378,7 +447,7 @@ final class WriteBack {
     }
 
     void flush(boolean all) throws IOException {
-        Unsent unsent = pass(all);
+        Unsent unsent = pass(all, null);
         if (unsent != null) {
             throw unsent.failure(); // the outage goes on: the loop backs off, and the failed are tried again
         }
@@ -386,9 +455,11 @@ final class WriteBack {
 
     /**
      * A pass: what is due ({@code all}: everything pending) goes up, then the deletes. What it could
-     * not send ({@link Unsent}), or null when everything went.
+     * not send ({@link Unsent}), or null when everything went. A pass for the directory whose keys
+     * begin with {@code concern} (null: for the whole store) takes what S3 refused at the last pass
+     * elsewhere as refused again, without asking ({@link #refusedLately}).
      */
-    Unsent pass(boolean all) throws IOException {
+    Unsent pass(boolean all, String concern) throws IOException {
         flushLock.lock();
         try {
             Unsent replayFailed = replay();
@@ -426,7 +497,7 @@ final class WriteBack {
                 due.sort(SHALLOWEST_FIRST);
                 ahead.sort(SHALLOWEST_FIRST);
             }
-            HeldBack held = new HeldBack();
+            HeldBack held = new HeldBack(concern);
             uploadInOrder(ahead, held);
             if (held.any() && !capped.isEmpty()) {
                 // what went up at its cap may name a file of those that failed: it waits for them
@@ -456,6 +527,9 @@ final class WriteBack {
             if (!due.isEmpty() || deleted) {
                 recovered();
             }
+            synchronized (store) {
+                refusedLately = Map.of();
+            }
             return null;
         } finally {
             flushLock.unlock();
@@ -468,6 +542,7 @@ final class WriteBack {
      * any were done.
      */
     private boolean deletePending(HeldBack held) throws IOException {
+        held.deleting = true;
         List<String> deletes;
         int oldNamesWaiting = 0;
         Set<VfsPath> newNames = new java.util.TreeSet<>();
@@ -505,13 +580,22 @@ final class WriteBack {
                 }
             }
         }
+        Set<String> refusedAgain = new java.util.HashSet<>();
+        for (String k : deletes) {
+            if (held.refusedAgain(k)) {
+                refusedAgain.add(k);
+            }
+        }
         // files several at once, then markers deepest first: a directory's contents before it
         List<String> markers = new ArrayList<>();
         List<String> objects = new ArrayList<>();
         for (String k : deletes) {
-            (k.endsWith("/") ? markers : objects).add(k);
+            if (!refusedAgain.contains(k)) {
+                (k.endsWith("/") ? markers : objects).add(k);
+            }
         }
         Set<String> failed = deleteObjects(objects, held);
+        failed.addAll(refusedAgain);
         markers.sort(Comparator.comparingInt(String::length).reversed());
         int markersWaiting = 0;
         for (String k : markers) {
@@ -1682,6 +1766,11 @@ final class WriteBack {
         }
     }
 
+    /** The flusher's wait after a pass that failed now; under the store's monitor. */
+    private long nextBackoff() {
+        return backoff == 0 ? BACKOFF_FIRST_MILLIS : Math.min(backoff * 2, BACKOFF_MAX_MILLIS);
+    }
+
     void recovered() {
         synchronized (store) {
             if (outage != null) {
@@ -1767,7 +1856,7 @@ final class WriteBack {
                 store.flushDue();
             } catch (IOException | RuntimeException e) {
                 synchronized (store) {
-                    backoff = backoff == 0 ? BACKOFF_FIRST_MILLIS : Math.min(backoff * 2, BACKOFF_MAX_MILLIS);
+                    backoff = nextBackoff();
                     backoffUntil = S3Options.monotonicMillis() + backoff;
                 }
                 if (e instanceof RuntimeException) {
