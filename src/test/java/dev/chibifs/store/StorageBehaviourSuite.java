@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.sys.Errors;
@@ -21,6 +22,7 @@ import java.nio.file.FileSystemException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.attribute.FileTime;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -1494,7 +1496,7 @@ public abstract class StorageBehaviourSuite {
         storage.setExecutable(p("/shared/f"), 0755);
         Metadata before = storage.metadata(p("/shared/f"));
         Metadata dir = storage.metadata(p("/shared/d"));
-        Thread.sleep(20); // past the file system's timestamp granularity
+        untilTheStoreClockPasses(before.changed());
         storage.setExecutable(p("/shared/f"), 0711); // tar restoring a mode: other bits mean nothing here
         storage.setExecutable(p("/shared/d"), 03777); // chmod g+s,+t of a directory
         Metadata byName = storage.metadata(p("/shared/f"));
@@ -1503,13 +1505,30 @@ public abstract class StorageBehaviourSuite {
         Metadata dirAfter = storage.metadata(p("/shared/d"));
         assertEquals(dir.mode(), dirAfter.mode());
         assertTrue(dirAfter.changed().compareTo(dir.changed()) > 0, "a directory: " + dir.changed() + " -> " + dirAfter.changed());
-        Thread.sleep(20);
+        untilTheStoreClockPasses(byName.changed());
         try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
             h.setExecutable(0777);
         }
         Metadata byHandle = storage.metadata(p("/shared/f"));
         assertEquals(before.mode(), byHandle.mode());
         assertTrue(byHandle.changed().compareTo(byName.changed()) > 0, "through a handle: " + byName.changed() + " -> " + byHandle.changed());
+    }
+
+    /**
+     * Returns once a change the store makes now is stamped later than {@code t} (a file system's
+     * clock moves in ticks of a few milliseconds): a probe file is written until it is, with no
+     * sleep, or the test fails after five seconds.
+     */
+    private void untilTheStoreClockPasses(FileTime t) throws IOException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        VfsPath probe = p("/shared/clock-probe");
+        do {
+            storage.write(probe, bytes("t"));
+            if (storage.metadata(probe).changed().compareTo(t) > 0) {
+                return;
+            }
+        } while (System.nanoTime() < deadline);
+        fail("the store's clock did not pass " + t + " within 5 s");
     }
 
     @Test
