@@ -55,36 +55,28 @@ import org.junit.jupiter.api.io.TempDir;
 class S3HostsTest {
 
     private static final String BUCKET = "hosts";
-    private static final AtomicInteger PREFIXES = new AtomicInteger();
 
     @TempDir
     static Path temp;
     @RegisterExtension
     static final S3Server server = S3Server.perClass(BUCKET);
 
+    private S3Namespace ns;
     private String spec;
     private String prefix;
     private Bucket raw;
-    private final List<S3Storage> open = new ArrayList<>();
-
 
     @BeforeEach
     void newPrefix() {
-        prefix = "ns" + PREFIXES.incrementAndGet();
-        spec = "s3://" + BUCKET + "/" + prefix;
-        raw = Bucket.connect(S3Spec.parse(spec), server.env());
+        ns = new S3Namespace(BUCKET, server);
+        prefix = ns.prefix;
+        spec = ns.spec;
+        raw = ns.raw;
     }
 
     @AfterEach
     void closeStores() throws IOException {
-        for (S3Storage s : open) {
-            try {
-                s.close();
-            } catch (IOException | IllegalStateException e) {
-                // closed by the test already, or S3 stopped by it: nothing more to flush
-            }
-        }
-        raw.close();
+        ns.close();
     }
 
     private S3Options options(String host) {
@@ -92,9 +84,7 @@ class S3HostsTest {
     }
 
     private S3Storage host(S3Options o) throws IOException {
-        S3Storage s = S3Storage.open(spec, o);
-        open.add(s);
-        return s;
+        return ns.open(o);
     }
 
     /**
@@ -105,9 +95,8 @@ class S3HostsTest {
         return host(options(host).withFlushAfter(Duration.ZERO).withPrefetchBelow(0).withValidity(Duration.ofMinutes(5)));
     }
 
-    /** A clock that stands at 2026-01-02T03:04:05Z until a test moves it (conflict copies carry that time). */
     private static MutableClock startClock() {
-        return new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        return S3Namespace.startClock();
     }
 
     private static VfsPath p(String s) {
@@ -581,7 +570,7 @@ class S3HostsTest {
         Bucket bucketB = Bucket.connect(S3Spec.parse(spec), server.env());
         bucketB.movedInParts(part, part);
         S3Storage b = S3Storage.open(S3Spec.parse(spec), bucketB, options("b"));
-        open.add(b);
+        ns.opened(b);
         assertEquals(large.length, b.metadata(p("/shared/large.bin")).size());
         assertEquals(second.length, b.metadata(p("/shared/second.bin")).size());
 
@@ -817,9 +806,7 @@ class S3HostsTest {
     private S3Storage hostUploadingInParts(S3Options o, long partBytes) throws IOException {
         Bucket bucket = Bucket.connect(S3Spec.parse(spec), server.env());
         bucket.movedInParts(Bucket.MIN_PART_BYTES, partBytes);
-        S3Storage s = S3Storage.open(S3Spec.parse(spec), bucket, o);
-        open.add(s);
-        return s;
+        return ns.opened(S3Storage.open(S3Spec.parse(spec), bucket, o));
     }
 
     private static byte[] randomBytes(long size, long seed) {
@@ -2029,7 +2016,7 @@ class S3HostsTest {
         Bucket bucketB = Bucket.connect(S3Spec.parse(spec), server.env());
         bucketB.movedInParts(Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES, Bucket.MIN_PART_BYTES);
         S3Storage b = S3Storage.open(S3Spec.parse(spec), bucketB, options("b").withFlushAfter(Duration.ZERO).withPrefetchBelow(0));
-        open.add(b);
+        ns.opened(b);
         assertEquals(big.length, b.metadata(p("/shared/big.bin")).size());
         Map<String, Long> before = b.requests();
         b.rename(p("/shared/big.bin"), p("/shared/moved.bin"));
@@ -2713,7 +2700,7 @@ class S3HostsTest {
         } finally {
             server.start();
         }
-        S3Storage again = open.get(open.size() - 1);
+        S3Storage again = ns.last();
         assertTrue(await(Duration.ofSeconds(30), () -> again.pendingChanges() == 0), "still pending: " + again.pendingChanges());
         assertEquals("changed while away", inS3("shared/notes/draft.md"));
     }

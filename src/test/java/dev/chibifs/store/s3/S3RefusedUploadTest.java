@@ -9,8 +9,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -37,36 +35,27 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class S3RefusedUploadTest {
 
     private static final String BUCKET = "refused";
-    private static final AtomicInteger PREFIXES = new AtomicInteger();
 
     @TempDir
     static Path temp;
     @RegisterExtension
     static final S3Server server = S3Server.perClass(BUCKET);
 
-    private String spec;
+    private S3Namespace ns;
     private String prefix;
     private Bucket raw;
-    private final List<S3Storage> open = new ArrayList<>();
 
     @BeforeEach
     void newPrefix() {
-        prefix = "ns" + PREFIXES.incrementAndGet();
-        spec = "s3://" + BUCKET + "/" + prefix;
-        raw = Bucket.connect(S3Spec.parse(spec), server.env());
+        ns = new S3Namespace(BUCKET, server);
+        prefix = ns.prefix;
+        raw = ns.raw;
     }
 
     @AfterEach
     void closeStores() throws IOException {
         server.refusePuts(name -> false, 0);
-        for (S3Storage s : open) {
-            try {
-                s.close();
-            } catch (IOException | IllegalStateException e) {
-                // closed by the test already
-            }
-        }
-        raw.close();
+        ns.close();
     }
 
     /** A host whose uploads the test drives with its clock (no flusher thread). */
@@ -80,13 +69,11 @@ class S3RefusedUploadTest {
     }
 
     private S3Storage open(S3Options o) throws IOException {
-        S3Storage s = S3Storage.open(spec, o);
-        open.add(s);
-        return s;
+        return ns.open(o);
     }
 
     private static MutableClock startClock() {
-        return new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+        return S3Namespace.startClock();
     }
 
     private static VfsPath p(String s) {
