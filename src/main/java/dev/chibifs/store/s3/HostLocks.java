@@ -577,7 +577,7 @@ final class HostLocks implements AutoCloseable {
             throw unsent.failure();
         }
         String what = (need == Level.NONE ? "released" : "lowered to a read lock") + " with " + unsent.refused().size()
-                + (unsent.refused().size() == 1 ? " change" : " changes") + " S3 refuses: " + said(unsent.refused())
+                + (unsent.refused().size() == 1 ? " change" : " changes") + " S3 refuses: " + WriteBack.said(unsent.refused())
                 + (unsent.keys().size() > unsent.refused().size() ? " (and " + (unsent.keys().size() - unsent.refused().size())
                 + " that wait for them)" : "") + "; they are tried again, and what they are is said again when it changes";
         if (unsent.refused().equals(refusedSaid)) {
@@ -586,21 +586,6 @@ final class HostLocks implements AutoCloseable {
             refusedSaid = unsent.refused();
             LOG.warn("S3 store {}: the lock on {} {}", store.spec, node.path, what);
         }
-    }
-
-    /** Keys named in one line, at most; the rest are counted. */
-    private static final int KEYS_SAID = 5;
-
-    private static String said(Set<String> keys) {
-        List<String> out = new ArrayList<>();
-        for (String k : keys) {
-            if (out.size() == KEYS_SAID) {
-                out.add("and " + (keys.size() - KEYS_SAID) + " more");
-                break;
-            }
-            out.add(k);
-        }
-        return String.join(", ", out);
     }
 
     /**

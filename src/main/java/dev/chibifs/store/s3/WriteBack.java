@@ -33,6 +33,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -624,18 +625,18 @@ final class WriteBack {
         return !deletes.isEmpty() && failed.isEmpty();
     }
 
-    /** Paths said in one line, at most; the rest are counted. */
-    private static final int PATHS_SAID = 5;
+    /** Names (paths, keys) said in one line, at most; the rest are counted. */
+    private static final int NAMES_SAID = 5;
 
-    /** {@code paths} in one line: the first {@link #PATHS_SAID}, and how many more. */
-    private static String said(Set<VfsPath> paths) {
+    /** {@code names} in one line: the first {@link #NAMES_SAID}, and how many more (the lock log's too). */
+    static String said(Collection<?> names) {
         List<String> out = new ArrayList<>();
-        for (VfsPath p : paths) {
-            if (out.size() == PATHS_SAID) {
-                out.add("and " + (paths.size() - PATHS_SAID) + " more");
+        for (Object n : names) {
+            if (out.size() == NAMES_SAID) {
+                out.add("and " + (names.size() - NAMES_SAID) + " more");
                 break;
             }
-            out.add(p.toString());
+            out.add(n.toString());
         }
         return String.join(", ", out);
     }
