@@ -564,7 +564,7 @@ final class HostLocks implements AutoCloseable {
      * long as any file of the store was refused (a name S3 cannot store, a key a policy denies),
      * and every other host got EAGAIN, while the pass had sent everything else and holding on sends
      * nothing more. They are named in one warning, said again when they change; and S3 is not asked
-     * for them again at each letting go while the write-back's backoff runs.
+     * for them again at each letting go before their retry times.
      */
     private void pushedForLettingGo(Node node, Lease lease, Level need) throws IOException {
         String key = lease.objectKey;

@@ -1909,10 +1909,21 @@ public final class S3Storage implements Storage {
 
     // ---- write-back ----
 
-    /** Uploads and deletes whatever is due now (by the store's ticker). */
+    /** Uploads and deletes whatever is due now (by the store's ticker), as the flusher's pass does. */
     public void flushDue() throws IOException {
+        WriteBack.Unsent unsent = passDue();
+        if (unsent != null) {
+            throw unsent.failure();
+        }
+    }
+
+    /**
+     * The flusher's pass: what is due now goes up; what it could not send is returned (null:
+     * nothing), and what S3 refused at an earlier pass is not asked for again before its retry time.
+     */
+    WriteBack.Unsent passDue() throws IOException {
         askAgainIfUnreachable();
-        writeBack.flush(false);
+        return writeBack.pass(false, null);
     }
 
     /** Everything pending goes up now ({@link #flushAll}): {@code chibifs sync}. */
@@ -1929,7 +1940,7 @@ public final class S3Storage implements Storage {
      * only when the pass left an entry of this directory behind, or S3 is away: an object S3 refuses
      * elsewhere (another agent's file) failed every directory's fsync with EIO, and SQLite in
      * rollback mode, which fsyncs its directory at each commit, went ten times slower. Nor does it
-     * ask S3 again for what it refused elsewhere at the last pass, while the backoff runs.
+     * ask S3 again for what it refused elsewhere before that refusal's retry time.
      */
     @Override
     public void syncDirectory(VfsPath directory) throws IOException {
@@ -1952,8 +1963,8 @@ public final class S3Storage implements Storage {
      * As {@link #flushAll}, but what the pass could not send is returned (null: nothing), for a
      * caller that needs only part of the store up; S3 known to be away still throws. A caller that
      * needs only the directory whose keys begin with {@code concern} up (null: the whole store) has
-     * what S3 refused elsewhere at the last pass taken as refused again, without asking, while the
-     * write-back's backoff runs ({@link WriteBack#pass}).
+     * what S3 refused elsewhere at the last pass taken as refused again, without asking, before
+     * each refusal's retry time ({@link WriteBack#pass}).
      */
     WriteBack.Unsent pushAll(String concern) throws IOException {
         if (pendingChanges() > 0) {

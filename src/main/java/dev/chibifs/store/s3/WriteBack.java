@@ -48,7 +48,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>A background thread ({@link #flushLoop}) looks every {@link #TICK_MILLIS} for dirty nodes whose
  * debounce has passed and for pending tombstones, while there are any (else it sleeps until the next
  * eviction, or until {@link #wake} says there are); an fsync ({@link #flushNode}), {@code chibifs sync}
- * and close go at once ({@link #flush}). Directories' markers go first, then files, several at a
+ * and close go at once ({@link #pass}). Directories' markers go first, then files, several at a
  * time, then the deletes. Each upload is conditional on the object being what this host last saw
  * (If-Match its ETag, If-None-Match: * for a new name). When it is not: a file only appended to
  * here gets its new bytes put at the end of the other host's version ({@link #mergeAppends});
@@ -59,9 +59,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * A failure does not end a pass: the object is tried again at the next, and the pass's other uploads
  * and deletes go on, but for what must come after it ({@link HeldBack}): the old names of a file
  * that failed, what is in a directory whose marker failed, a name at its cap after a file closed
- * before it. The journal's replay alone still stops at its first failure ({@link #replay}). A pass
- * for one directory's sake (its fsync, a lock let go) does not ask again for what S3 refused at the
- * last pass elsewhere while the backoff runs ({@link #refusedLately}).
+ * before it. The journal's replay alone still stops at its first failure ({@link #replay}). An
+ * object S3 refused has a retry time of its own ({@link #refusedLately}): the flusher's passes go
+ * on at their pace for everything else, and neither they nor a pass for one directory's sake (its
+ * fsync, a lock let go) ask again for it before then; only S3 away backs the loop off.
  *
  * <p>Locking: the store's monitor guards its overlay (nodes, tombstones, the journal) and is never
  * held over a request to S3: each step reads what it needs under it, asks S3 without it, and then
@@ -123,7 +124,7 @@ final class WriteBack {
     private final java.util.concurrent.ExecutorService uploaders = Bucket.daemonThreads(UPLOADERS, "s3-upload");
 
     // ---- guarded by the store's monitor ----
-    /** Until when the flusher waits after a failure, on S3Options.monotonicMillis (never the wall clock, which may step). */
+    /** Until when the flusher waits after a failure, on the store's ticker (never the wall clock, which may step). */
     private long backoffUntil = Long.MIN_VALUE;
     private long backoff;
     /** Why the last write-back failed, until one gets through; null while S3 takes them. */
@@ -134,21 +135,24 @@ final class WriteBack {
     private boolean idle;
     /**
      * What S3 refused in the last pass ({@link Bucket.Refused}), by the key its failure was counted
-     * under, each with its refusal and until when (on the store's ticker: the backoff the flusher
-     * then waits) a pass for one directory's sake takes it as refused again without asking
-     * ({@link HeldBack#refusedAgain}). Each such pass asked S3 again: with s3proxy's 500 for a name it
-     * cannot store, with the client's retries, and SQLite in rollback mode, which fsyncs its
-     * directory at each commit, took 34 s for 20 transactions, not 4. The flusher's passes, a sync,
-     * a umount, and a pass for the refused object's own directory still ask.
+     * under, each with its refusal and its own retry time (on the store's ticker: 0.5 s after the
+     * first refusal, doubling at each to 5 s, as the store-wide backoff), until which the flusher's
+     * passes and a pass for one directory's sake take it as refused again without asking
+     * ({@link HeldBack#refusedAgain}). A pass for one directory's sake asked S3 again: with s3proxy's
+     * 500 for a name it cannot store, with the client's retries, and SQLite in rollback mode, which
+     * fsyncs its directory at each commit, took 34 s for 20 transactions, not 4. And the flusher's
+     * whole loop backed off as for S3 away, so every other change of the store went up to 5 s late.
+     * A sync, a umount, and a pass for the refused object's own directory still ask.
      */
     private Map<String, Refusal> refusedLately = Map.of();
 
     /**
-     * S3's refusal of an object, taken as its answer until {@code until} on the store's ticker; to its
-     * delete (or the check before it) or to its upload, which are not taken for each other (a file
-     * whose change S3 refused, then removed, is deleted).
+     * S3's refusal of an object, taken as its answer until {@code until} on the store's ticker, which
+     * is {@code backoff} after it was last asked; to its delete (or the check before it) or to its
+     * upload, which are not taken for each other (a file whose change S3 refused, then removed, is
+     * deleted).
      */
-    private record Refusal(Bucket.Refused error, long until, boolean delete) {
+    private record Refusal(Bucket.Refused error, long until, boolean delete, long backoff) {
     }
 
     WriteBack(S3Storage store, S3Spec spec, Bucket bucket, S3Options options, Path uploadDir) {
@@ -157,6 +161,7 @@ final class WriteBack {
         this.bucket = bucket;
         this.options = options;
         this.uploadDir = uploadDir;
+        this.nextEviction = options.ticker().getAsLong(); // the first pass evicts
     }
 
     /** Stops the upload threads (the store is closing; a pass under way has ended). */
@@ -227,8 +232,13 @@ final class WriteBack {
      * the other hosts). Only the flushing thread uses it.
      */
     private final class HeldBack {
-        /** The directory key a pass is for (its entries S3 is asked for again), or null: it asks for everything. */
+        /**
+         * The directory key a pass is for (its entries S3 is asked for again), or null: for the whole
+         * store, which asks for everything when {@link #asksAll}, else (the flusher's) for what S3
+         * refused only once its retry time has come.
+         */
         private final String concern;
+        private final boolean asksAll;
         /** {@link #refusedLately} when the pass began. */
         private final Map<String, Refusal> refusedBefore;
         /** What S3 refused in this pass, asked or not: the next {@link #refusedLately}. */
@@ -246,8 +256,9 @@ final class WriteBack {
         /** Whether every failure was S3 refusing one object, not S3 away nor this host failing. */
         private boolean refusalsOnly = true;
 
-        HeldBack(String concern) {
+        HeldBack(String concern, boolean asksAll) {
             this.concern = concern;
+            this.asksAll = asksAll && concern == null;
             synchronized (store) {
                 refusedBefore = refusedLately;
             }
@@ -261,9 +272,10 @@ final class WriteBack {
                 refusedKeys.add(r.key());
                 keys.add(r.key());
                 if (key != null) {
-                    synchronized (store) {
-                        refusals.put(key, new Refusal(r, store.ticks() + nextBackoff(), deleting));
-                    }
+                    Refusal last = refusedBefore.get(key);
+                    long wait = last == null || last.delete() != deleting ? BACKOFF_FIRST_MILLIS
+                            : Math.min(last.backoff() * 2, BACKOFF_MAX_MILLIS);
+                    refusals.put(key, new Refusal(r, store.ticks() + wait, deleting, wait));
                 }
             } else {
                 refusalsOnly = false;
@@ -272,12 +284,13 @@ final class WriteBack {
 
         /**
          * Whether the change at {@code key} fails again at once, as S3 refused it at the last pass,
-         * without asking S3: in a pass for a directory it is not in, while that refusal's backoff
-         * runs. Counted as that failure again, with what waits for it.
+         * without asking S3: before its retry time, in a flusher's pass or one for a directory it is
+         * not in. Counted as that failure again, with what waits for it.
          */
         boolean refusedAgain(String key) {
-            Refusal r = key == null || concern == null ? null : refusedBefore.get(key);
-            if (r == null || r.delete() != deleting || store.ticks() >= r.until() || Unsent.entryOf(key, concern)) {
+            Refusal r = key == null || asksAll ? null : refusedBefore.get(key);
+            if (r == null || r.delete() != deleting || store.ticks() >= r.until()
+                    || (concern != null && Unsent.entryOf(key, concern))) {
                 return false;
             }
             failed(r.error(), null);
@@ -422,7 +435,7 @@ final class WriteBack {
                 noteOutage(e);
                 // the journal keeps no old names (Node.oldNames): no delete may go before the changes
                 // made before the stop are up, nor may those overtake each other
-                HeldBack held = new HeldBack(null);
+                HeldBack held = new HeldBack(null, true);
                 held.failed(e, null);
                 held.allWait();
                 int behind = inOrder.size() - i - 1;
@@ -447,18 +460,12 @@ final class WriteBack {
         return nl < 0 ? m : m.substring(0, nl);
     }
 
-    void flush(boolean all) throws IOException {
-        Unsent unsent = pass(all, null);
-        if (unsent != null) {
-            throw unsent.failure(); // the outage goes on: the loop backs off, and the failed are tried again
-        }
-    }
-
     /**
      * A pass: what is due ({@code all}: everything pending) goes up, then the deletes. What it could
      * not send ({@link Unsent}), or null when everything went. A pass for the directory whose keys
      * begin with {@code concern} (null: for the whole store) takes what S3 refused at the last pass
-     * elsewhere as refused again, without asking ({@link #refusedLately}).
+     * elsewhere as refused again, without asking, before its retry time ({@link #refusedLately}); so
+     * does the flusher's (not {@code all}) for every such object.
      */
     Unsent pass(boolean all, String concern) throws IOException {
         flushLock.lock();
@@ -498,7 +505,7 @@ final class WriteBack {
                 due.sort(SHALLOWEST_FIRST);
                 ahead.sort(SHALLOWEST_FIRST);
             }
-            HeldBack held = new HeldBack(concern);
+            HeldBack held = new HeldBack(concern, all);
             uploadInOrder(ahead, held);
             if (held.any() && !capped.isEmpty()) {
                 // what went up at its cap may name a file of those that failed: it waits for them
@@ -1816,8 +1823,10 @@ final class WriteBack {
         return replayed.isEmpty() && outage == null && !bucket.unreachable() && store.pendingChanges() == 0;
     }
 
+    /** When the flusher next keeps the content cache within its size, on the store's ticker; its thread's alone. */
+    private long nextEviction;
+
     void flushLoop() {
-        long nextEviction = S3Options.monotonicMillis(); // the first pass evicts
         while (true) {
             synchronized (store) {
                 if (store.closed) {
@@ -1826,7 +1835,7 @@ final class WriteBack {
                 boolean sleptIdle = nothingWaits();
                 idle = sleptIdle;
                 try {
-                    store.wait(sleptIdle ? Math.max(1, nextEviction - S3Options.monotonicMillis()) : TICK_MILLIS);
+                    store.wait(sleptIdle ? Math.max(1, nextEviction - store.ticks()) : TICK_MILLIS);
                 } catch (InterruptedException e) {
                     return;
                 }
@@ -1840,30 +1849,56 @@ final class WriteBack {
                     // the writer goes on, sent each write of a run (flush_after 0) on its own
                     continue;
                 }
-                if (S3Options.monotonicMillis() < backoffUntil) {
-                    continue;
-                }
             }
-            if (S3Options.monotonicMillis() >= nextEviction) {
-                nextEviction = S3Options.monotonicMillis() + EVICT_EVERY_MILLIS;
-                try {
-                    store.evictBeyondCacheSize();
-                } catch (IOException | RuntimeException e) {
-                    LOG.warn("S3 store {}: keeping the content cache within {} bytes failed: {}", spec,
-                            options.cacheSize(), e.toString());
-                }
+            tick();
+        }
+    }
+
+    /**
+     * One look of the flusher ({@link #flushLoop}; tests call it with their clock): the content cache
+     * kept within its size when due, then a pass for what is due, unless the loop backs off. It backs
+     * off only when the pass met more than S3 refusing objects (S3 away, this host failing): those
+     * have their own retry times ({@link #refusedLately}), and a backoff of the whole pass for them
+     * held every other change of the store up to 5 s past its debounce.
+     */
+    void tick() {
+        synchronized (store) {
+            if (store.ticks() < backoffUntil) {
+                return;
             }
+        }
+        if (store.ticks() >= nextEviction) {
+            nextEviction = store.ticks() + EVICT_EVERY_MILLIS;
             try {
-                store.flushDue();
+                store.evictBeyondCacheSize();
             } catch (IOException | RuntimeException e) {
-                synchronized (store) {
-                    backoff = nextBackoff();
-                    backoffUntil = S3Options.monotonicMillis() + backoff;
-                }
-                if (e instanceof RuntimeException) {
-                    LOG.warn("S3 store {}: write-back failed: {}", spec, e.toString());
-                }
+                LOG.warn("S3 store {}: keeping the content cache within {} bytes failed: {}", spec,
+                        options.cacheSize(), e.toString());
             }
+        }
+        Unsent unsent;
+        try {
+            unsent = store.passDue();
+        } catch (IOException | RuntimeException e) {
+            backOff();
+            if (e instanceof RuntimeException) {
+                LOG.warn("S3 store {}: write-back failed: {}", spec, e.toString());
+            }
+            return;
+        }
+        if (unsent != null && !unsent.refusalsOnly()) {
+            backOff();
+        } else if (unsent != null) {
+            synchronized (store) {
+                backoff = 0; // S3 answered: a later outage backs off from the first step again
+            }
+        }
+    }
+
+    private void backOff() {
+        synchronized (store) {
+            backoff = nextBackoff();
+            backoffUntil = store.ticks() + backoff;
         }
     }
 }
