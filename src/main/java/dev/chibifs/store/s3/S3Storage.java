@@ -1994,7 +1994,7 @@ public final class S3Storage implements Storage {
      * fetched one; a rename uploads what it fetched), nor one used in the last
      * {@link #EVICT_AFTER_MILLIS} (what was just read is the likeliest to be read again). So the cache
      * can pass the size by what is open or was used in the last minute. Nothing goes while S3 is
-     * known to be unreachable. Returns the bytes that went.
+     * known to be unreachable, but it goes while S3 only refuses objects. Returns the bytes that went.
      */
     public long evictBeyondCacheSize() throws IOException {
         long limit = options.cacheSize();
@@ -2003,8 +2003,10 @@ public final class S3Storage implements Storage {
         // each with its lastUsed as read under the monitor: a sort by a value that moves may fail
         List<Map.Entry<Node, Long>> clean = new ArrayList<>();
         synchronized (this) {
-            if (limit <= 0 || closed || writeBack.outage() != null) {
-                return 0; // while S3 is away, what went could not be read again
+            if (limit <= 0 || closed || writeBack.away() || bucket.unreachable()) {
+                // while S3 is away, what went could not be read again; an object S3 refuses is no
+                // reason (the cache grew past its size for as long as one stayed refused)
+                return 0;
             }
             for (Node n : overlay.nodes.values()) {
                 if (!n.dir && n.cached) {

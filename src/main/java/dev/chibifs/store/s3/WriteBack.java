@@ -129,6 +129,8 @@ final class WriteBack {
     private long backoff;
     /** Why the last write-back failed, until one gets through; null while S3 takes them. */
     private String outage;
+    /** Whether every failure since {@link #outage} was set was S3 refusing an object, not S3 away. */
+    private boolean outageRefusalsOnly;
     /** When uploads in parts left behind are looked for again, on the store's ticker (see {@link #abortUploadsLeft}). */
     private long nextUploadsLeftCheck = Long.MIN_VALUE;
     /** The flusher sleeps past {@link #TICK_MILLIS}: nothing waited to go up when it looked. */
@@ -432,7 +434,7 @@ final class WriteBack {
                 upload(inOrder.get(i), false); // one no longer dirty (gone, renamed and sent) is passed over
             } catch (IOException e) {
                 replayed = inOrder.subList(i, inOrder.size()); // from where it failed, next time
-                noteOutage(e);
+                failedRequest(e);
                 // the journal keeps no old names (Node.oldNames): no delete may go before the changes
                 // made before the stop are up, nor may those overtake each other
                 HeldBack held = new HeldBack(null, true);
@@ -652,7 +654,7 @@ final class WriteBack {
         try {
             bucket.delete(k);
         } catch (IOException e) {
-            noteOutage(e);
+            failedRequest(e);
             throw e;
         }
         synchronized (store) {
@@ -681,7 +683,7 @@ final class WriteBack {
             try {
                 notDeleted = new java.util.HashSet<>(bucket.deleteAll(batch));
             } catch (IOException e) {
-                noteOutage(e);
+                failedRequest(e);
                 held.failed(e, null);
                 batch.forEach(held::waitsAt);
                 failed.addAll(batch);
@@ -748,7 +750,7 @@ final class WriteBack {
                     }
                 }
             } catch (IOException e) {
-                noteOutage(e);
+                failedRequest(e);
                 held.failed(e, null);
                 d.getValue().forEach(held::waitsAt);
                 failed.addAll(d.getValue());
@@ -764,7 +766,7 @@ final class WriteBack {
                 now.put(k, h.etag());
             }
         })) {
-            noteOutage(f.getValue());
+            failedRequest(f.getValue());
             held.failed(f.getValue(), f.getKey());
             failed.add(f.getKey());
         }
@@ -1198,7 +1200,7 @@ final class WriteBack {
                         n.lostUploads.add(sha);
                     }
                 }
-                noteOutage(e);
+                failedRequest(e);
                 throw e;
             } finally {
                 synchronized (store) {
@@ -1468,7 +1470,7 @@ final class WriteBack {
             synchronized (store) {
                 store.overlay.inflight.remove(k);
             }
-            noteOutage(e);
+            failedRequest(e);
             throw e;
         }
     }
@@ -1665,7 +1667,7 @@ final class WriteBack {
         } catch (Bucket.PreconditionFailed e) {
             // already there, made by another host or before a crash: as good
         } catch (IOException e) {
-            noteOutage(e);
+            failedRequest(e);
             synchronized (store) {
                 store.overlay.inflight.remove(store.dirKey(p));
             }
@@ -1765,13 +1767,43 @@ final class WriteBack {
         return p.parent().child(p.fileName() + ".conflict-" + host + "-" + CONFLICT_TIME.format(at) + (i == 0 ? "" : "-" + i));
     }
 
+    /** A request of the write-back failed: S3 refusing one object ({@link Bucket.Refused}) is not S3 away. */
+    private void failedRequest(IOException e) {
+        if (e instanceof Bucket.Refused r) {
+            noteRefused(r);
+        } else {
+            noteOutage(e);
+        }
+    }
+
+    /** S3 away, or this host failing to send: the whole store waits. */
     void noteOutage(IOException e) {
         synchronized (store) {
             if (outage == null) {
                 LOG.warn("S3 store {}: {}; changes wait here and are retried", spec, e.getMessage());
             }
             outage = e.getMessage();
+            outageRefusalsOnly = false;
         }
+    }
+
+    /** S3 answered, refusing one object: what is uploaded could be fetched again. */
+    private void noteRefused(Bucket.Refused e) {
+        synchronized (store) {
+            if (outage == null) {
+                LOG.warn("S3 store {}: {}; changes wait here and are retried", spec, e.getMessage());
+                outageRefusalsOnly = true;
+            }
+            outage = e.getMessage();
+        }
+    }
+
+    /**
+     * Whether S3 is away, or this host failed to send, since the last pass that got through: what
+     * S3 has could not be fetched again (not so where it only refused objects); under the monitor.
+     */
+    boolean away() {
+        return outage != null && !outageRefusalsOnly;
     }
 
     /** The flusher's wait after a pass that failed now; under the store's monitor. */

@@ -31,6 +31,7 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * The content cache kept within {@code --cache-size}: what goes, in which order, what never goes,
@@ -167,6 +168,33 @@ class S3CacheSizeTest {
         } finally {
             server.start();
         }
+    }
+
+    @Test
+    void theCacheIsKeptWithinItsSizeWhileS3RefusesOneObject() throws Exception {
+        // one object S3 refuses for good (a policy's 403) kept the store "in an outage", and the
+        // cache grew past --cache-size for as long as it stayed; S3 answers, so what went can come
+        // back. The refused file's content is not up, and stays
+        Path cache = temp.resolve("refused");
+        S3Storage s = store(cache, "refused" + PREFIXES.incrementAndGet(), 4 * KIB);
+        s.mkdir(p("/d"));
+        for (int i = 0; i < 4; i++) {
+            put(s, "/d/f" + i, content(i, 2 * KIB));
+        }
+        s.flushAll();
+        server.refusePuts(name -> name.endsWith("/d/refused"), -1);
+        try {
+            put(s, "/d/refused", content(9, 2 * KIB));
+            clock.advance(PAST_GRACE);
+            assertThrows(IOException.class, s::flushDue);
+            assertEquals(8 * KIB, s.evictBeyondCacheSize(), "down to 9/10 of the size, the refused file counted");
+            assertEquals(1, contentFiles(cache), "the refused file's");
+            assertArrayEquals(content(9, 2 * KIB), s.read(p("/d/refused")));
+            assertArrayEquals(content(0, 2 * KIB), s.read(p("/d/f0")), "fetched again");
+        } finally {
+            server.refusePuts(name -> false, 0);
+        }
+        s.flushAll();
     }
 
     @Test
