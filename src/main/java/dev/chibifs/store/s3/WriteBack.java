@@ -127,10 +127,15 @@ final class WriteBack {
     /** Until when the flusher waits after a failure, on the store's ticker (never the wall clock, which may step). */
     private long backoffUntil = Long.MIN_VALUE;
     private long backoff;
-    /** Why the last write-back failed, until one gets through; null while S3 takes them. */
+    /** Why the last write-back failed with S3 away or this host failing, until one gets through; null while S3 takes them. */
     private String outage;
-    /** Whether every failure since {@link #outage} was set was S3 refusing an object, not S3 away. */
-    private boolean outageRefusalsOnly;
+    /**
+     * What S3 refuses ({@link #noteRefused}) and was said in the log, by key: each is said once, and
+     * again when its refusal changes or after it went. One refusal is no outage: said as one, with a
+     * "reachable again" after each listing that got through, the two lines alternated in the log for
+     * as long as the object stayed refused.
+     */
+    private final Map<String, String> refusalsSaid = new LinkedHashMap<>();
     /** When uploads in parts left behind are looked for again, on the store's ticker (see {@link #abortUploadsLeft}). */
     private long nextUploadsLeftCheck = Long.MIN_VALUE;
     /** The flusher sleeps past {@link #TICK_MILLIS}: nothing waited to go up when it looked. */
@@ -171,9 +176,20 @@ final class WriteBack {
         uploaders.shutdownNow();
     }
 
-    /** Why the last write-back failed, or null; under the store's monitor. */
+    /**
+     * Why the last write-back failed, or null; under the store's monitor. S3 away first; else the
+     * refusal of an object said last, with how many more there are.
+     */
     String outage() {
-        return outage;
+        if (outage != null || refusalsSaid.isEmpty()) {
+            return outage;
+        }
+        String last = null;
+        for (String why : refusalsSaid.values()) {
+            last = why;
+        }
+        int more = refusalsSaid.size() - 1;
+        return more == 0 ? last : last + " (and " + more + " more refused)";
     }
 
     /** Directories before what is in them (a node removed meanwhile, with no path, first). */
@@ -257,6 +273,8 @@ final class WriteBack {
         private final Set<String> refusedKeys = new java.util.TreeSet<>();
         /** Whether every failure was S3 refusing one object, not S3 away nor this host failing. */
         private boolean refusalsOnly = true;
+        /** Whether S3 answered a request of the pass with a refusal (not one taken as refused again). */
+        boolean answered;
 
         HeldBack(String concern, boolean asksAll) {
             this.concern = concern;
@@ -271,6 +289,7 @@ final class WriteBack {
             failures.add(e);
             waitsAt(key);
             if (e instanceof Bucket.Refused r) {
+                answered = true;
                 refusedKeys.add(r.key());
                 keys.add(r.key());
                 if (key != null) {
@@ -295,7 +314,9 @@ final class WriteBack {
                     || (concern != null && Unsent.entryOf(key, concern))) {
                 return false;
             }
-            failed(r.error(), null);
+            failures.add(r.error());
+            refusedKeys.add(r.error().key());
+            keys.add(r.error().key());
             waitsAt(key);
             refusals.put(key, r);
             return true;
@@ -532,7 +553,12 @@ final class WriteBack {
             }
             if (held.any()) {
                 forgetDoneTombs();
-                return held.unsent();
+                Unsent unsent = held.unsent();
+                refusalsNoLongerSaid(held.refusals.values());
+                if (unsent.refusalsOnly() && held.answered) {
+                    recovered(); // S3 answered this pass, refusing some objects: an outage before it is over
+                }
+                return unsent;
             }
             if (!due.isEmpty() || deleted) {
                 recovered();
@@ -540,6 +566,7 @@ final class WriteBack {
             synchronized (store) {
                 refusedLately = Map.of();
             }
+            refusalsNoLongerSaid(List.of());
             return null;
         } finally {
             flushLock.unlock();
@@ -1783,27 +1810,40 @@ final class WriteBack {
                 LOG.warn("S3 store {}: {}; changes wait here and are retried", spec, e.getMessage());
             }
             outage = e.getMessage();
-            outageRefusalsOnly = false;
         }
     }
 
-    /** S3 answered, refusing one object: what is uploaded could be fetched again. */
+    /** S3 answered, refusing one object: said once for its key ({@link #refusalsSaid}); no outage. */
     private void noteRefused(Bucket.Refused e) {
+        String key = String.valueOf(e.key());
+        String why = String.valueOf(e.getMessage());
         synchronized (store) {
-            if (outage == null) {
-                LOG.warn("S3 store {}: {}; changes wait here and are retried", spec, e.getMessage());
-                outageRefusalsOnly = true;
+            if (!why.equals(refusalsSaid.put(key, why))) {
+                LOG.warn("S3 store {}: {}; that change waits here and is retried, and every other goes on", spec, why);
             }
-            outage = e.getMessage();
+        }
+    }
+
+    /**
+     * The refusals said that a pass which asked for everything did not meet again (gone up, or
+     * gone): said again should S3 refuse them once more. {@code still}: the keys it met refused.
+     */
+    private void refusalsNoLongerSaid(Collection<Refusal> still) {
+        Set<String> keys = new java.util.HashSet<>();
+        for (Refusal r : still) {
+            keys.add(String.valueOf(r.error().key()));
+        }
+        synchronized (store) {
+            refusalsSaid.keySet().retainAll(keys);
         }
     }
 
     /**
      * Whether S3 is away, or this host failed to send, since the last pass that got through: what
-     * S3 has could not be fetched again (not so where it only refused objects); under the monitor.
+     * S3 has could not be fetched again (not so where it only refuses objects); under the monitor.
      */
     boolean away() {
-        return outage != null && !outageRefusalsOnly;
+        return outage != null;
     }
 
     /** The flusher's wait after a pass that failed now; under the store's monitor. */

@@ -496,4 +496,58 @@ class S3RefusedUploadTest {
         assertEquals(List.of(2_000L, 2_500L, 3_500L, 5_500L, 9_500L, 14_500L, 19_500L), askedAt,
                 "the refused object is asked for at its own backoff, not at every tick");
     }
+
+    @Test
+    void aRefusedObjectIsSaidOnceInTheLogAndReachableAgainOnlyAfterS3WasAway() throws Exception {
+        // the "changes wait here and are retried" warning and "reachable again" alternated after every
+        // listing for as long as one key stayed refused: one refusal is no outage
+        MutableClock clock = startClock();
+        S3Storage a = open(S3Options.defaults(temp.resolve(prefix + "-a"), server.env()).withHost("a")
+                .withClock(clock, false).withValidity(Duration.ZERO));
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        java.io.PrintStream err = System.err;
+        java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
+        try {
+            // slf4j-simple writes to System.err as it is at each line
+            System.setErr(new java.io.PrintStream(said, true, UTF_8));
+            refuse("/shared/refused");
+            put(a, "/shared/refused", "r");
+            for (int i = 0; i < 4; i++) {
+                clock.advance(Duration.ofSeconds(6));
+                assertThrows(IOException.class, a::flushDue);
+                a.list(p("/shared")); // a listing that gets through
+            }
+            assertEquals(1, said.toString(UTF_8).lines().filter(l -> l.contains("shared/refused")).count(), said.toString(UTF_8));
+            assertTrue(a.state().contains("the last write-back failed: ") && a.state().contains("403"), a.state());
+
+            refuseNoMore();
+            clock.advance(Duration.ofSeconds(6));
+            a.flushDue();
+            put(a, "/shared/refused", "r2");
+            refuse("/shared/refused");
+            clock.advance(Duration.ofSeconds(6));
+            assertThrows(IOException.class, a::flushDue);
+            assertEquals(2, said.toString(UTF_8).lines().filter(l -> l.contains("shared/refused")).count(),
+                    "said again once refused again: " + said.toString(UTF_8));
+            assertFalse(said.toString(UTF_8).contains("reachable again"), said.toString(UTF_8));
+
+            put(a, "/shared/other", "o");
+            server.stop();
+            try {
+                clock.advance(Duration.ofSeconds(6));
+                assertThrows(IOException.class, a::flushDue);
+            } finally {
+                server.start();
+            }
+            clock.advance(Duration.ofSeconds(6));
+            assertThrows(IOException.class, a::flushDue, "the refused object still is");
+            assertEquals("o", inS3("shared/other"));
+        } finally {
+            System.setErr(err);
+        }
+        List<String> lines = said.toString(UTF_8).lines().toList();
+        assertEquals(1, lines.stream().filter(l -> l.contains("changes wait here and are retried")).count(), String.join("\n", lines));
+        assertEquals(1, lines.stream().filter(l -> l.contains("reachable again")).count(), String.join("\n", lines));
+    }
 }
