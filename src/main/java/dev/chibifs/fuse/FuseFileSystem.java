@@ -13,17 +13,14 @@ import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.RenameMode;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
-import dev.chibifs.store.XattrMode;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.ProcStatus;
 import dev.chibifs.sys.Syscalls;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -173,6 +170,8 @@ final class FuseFileSystem {
     private volatile boolean directIo;
     /** Which threads hold a descriptor of a file of this mount; null until the mount is made (and where it is not known). */
     private volatile HeldDescriptors heldDescriptors;
+    /** GETXATTR, LISTXATTR, SETXATTR, REMOVEXATTR. */
+    final ExtendedAttributes xattrs;
     /** SQLite's connections to a WAL index through served opens: one holder to other mounts and programs. */
     private final WalIndexGuard walIndex = new WalIndexGuard();
     /** The wall clock file modification times are compared with; a test's own clock. */
@@ -195,6 +194,7 @@ final class FuseFileSystem {
         this.unfollowed = timeouts.unfollowed();
         this.readdirplus = readdirplus;
         this.anyStoreMayWaitLong = router.anyMayWaitLong();
+        this.xattrs = new ExtendedAttributes(this);
         if (!callers.isFixed()) {
             // the callers share the daemon's descriptors: none may take more than a quarter (a
             // per-context mount acts for one, whose limit is the daemon's own)
@@ -415,7 +415,7 @@ final class FuseFileSystem {
         return n;
     }
 
-    private VfsPath path(NodeTable.Node n) {
+    VfsPath path(NodeTable.Node n) {
         return nodes.path(n);
     }
 
@@ -753,12 +753,12 @@ final class FuseFileSystem {
      * or another mount moved to /home/alice), and the table hears of it late, or never (a move out of
      * a followed directory into one nobody looked into). See {@link Router#whereNow}.
      */
-    private VfsPath judgedAt(VfsPath last, FileHandle handle) throws IOException {
+    VfsPath judgedAt(VfsPath last, FileHandle handle) throws IOException {
         return router.whereNow(handle, last);
     }
 
     /** What is done with a handle of another open; see {@link #throughAnOpenFile}. */
-    private interface HandleCall<T> {
+    interface HandleCall<T> {
         T apply(FileHandle handle) throws IOException;
     }
 
@@ -770,7 +770,7 @@ final class FuseFileSystem {
      * Without the monitor, an fstat right after an open of a file replaced meanwhile was EBADF, and
      * could have read a descriptor number reused by another file.
      */
-    private <T> T throughAnOpenFile(NodeTable.Node n, HandleCall<T> call) throws IOException {
+    <T> T throughAnOpenFile(NodeTable.Node n, HandleCall<T> call) throws IOException {
         return throughAnOpenFile(n, open -> true, call);
     }
 
@@ -802,7 +802,7 @@ final class FuseFileSystem {
      * of the node are of the one file, so any serves. A process holding none is answered ESTALE, and
      * its lookup again reaches what the name stands for now.
      */
-    private <T> T throughOwnOpenFile(FuseRequest req, NodeTable.Node n, HandleCall<T> call) throws IOException {
+    <T> T throughOwnOpenFile(FuseRequest req, NodeTable.Node n, HandleCall<T> call) throws IOException {
         T done = throughAnOpenFile(n, open -> sameProcess(req.pid, open.opener()), call);
         if (done == null && holdsDescriptor(req.pid, n)) {
             done = throughAnOpenFile(n, call);
@@ -1486,7 +1486,7 @@ final class FuseFileSystem {
     }
 
     /** {@code p}, node {@code n}'s path, where it still reaches the node's file; else another name that does, or null. */
-    private VfsPath reaching(NodeTable.Node n, VfsPath p) throws IOException {
+    VfsPath reaching(NodeTable.Node n, VfsPath p) throws IOException {
         try {
             if (n.identity == null || n.identity.isOf(router.metadata(null, p))) {
                 return p;
@@ -2111,7 +2111,6 @@ final class FuseFileSystem {
         VfsPath file = path(f.node());
         return WalIndexGuard.isIndex(file) ? file : null;
     }
-
     void fsync(FuseRequest req, FuseReply out) throws IOException {
         openFile(req, false).handle().sync((req.fsyncFlags() & FuseProtocol.FSYNC_FDATASYNC) == 0);
     }
@@ -2134,173 +2133,6 @@ final class FuseFileSystem {
         OpenFile f = openFile(req, true);
         f.handle().allocate(req.fallocateMode(), req.fallocateOffset(), req.fallocateLength());
         changedBy(f);
-    }
-
-    // ---- extended attributes: user.* names, kept by the store; a file's ETag besides, read-only ----
-
-    /**
-     * The attribute every file has: its ETag (the SHA-256 of its content), as {@code chibifs info}
-     * shows it. Read by name, never listed, as CephFS's virtual attributes are: a copy made with its
-     * attributes (`cp -a`, `rsync -X`, `tar --xattrs`) would else carry a hash that no longer says
-     * anything once the copy is edited, and fail on a file system without user attributes.
-     */
-    static final String ETAG_XATTR = "user.chibi.etag";
-    /** The one namespace of extended attributes the mount has. */
-    private static final String USER_XATTR_PREFIX = "user.";
-
-    /**
-     * getxattr(2): a user.* attribute the store keeps, or {@value #ETAG_XATTR} of a file. Other
-     * namespaces (security.*, system.*, trusted.*) are not supported at all: EOPNOTSUPP, as on a
-     * file system without them. That answer is what lets programs stop asking: `ls -l` asks
-     * security.selinux and system.posix_acl_access of every file until one says ENOTSUP, then no
-     * more on that device (coreutils' getfilecon_cache and file_has_acl_cache), so a listing of
-     * 100,000 files sends two GETXATTR, not 200,000. The kernel's own security.capability check
-     * before a write takes any error as "no capabilities".
-     */
-    void getxattr(FuseRequest req, FuseReply out) throws IOException {
-        NodeTable.Node n = node(req);
-        String name = req.entryName();
-        if (!name.startsWith(USER_XATTR_PREFIX)) {
-            // answered, not thrown: the kernel asks security.capability before the first write to
-            // each file, and filling in an exception's stack was most of that request's time
-            out.error(Linux.EOPNOTSUPP);
-        } else if (!ETAG_XATTR.equals(name)) {
-            Caller caller = caller(req);
-            xattrValue(req.xattrSize(), ofOwnFile(req, n, path(n), at -> router.xattr(caller, at, name),
-                    handle -> handle.xattr(name)), out);
-        } else if (n.directory) {
-            out.error(Linux.ENODATA);
-        } else {
-            // an open file's hash is not worked out: ESTALE where no name reaches it
-            String etag = ofOwnFile(req, n, path(n), at -> router.etag(null, at), handle -> null);
-            xattrValue(req.xattrSize(), etag.getBytes(StandardCharsets.US_ASCII), out);
-        }
-    }
-
-    /** listxattr(2): the user.* attributes the store keeps ({@value #ETAG_XATTR} is not listed). */
-    void listxattr(FuseRequest req, FuseReply out) throws IOException {
-        NodeTable.Node n = node(req);
-        ByteArrayOutputStream names = new ByteArrayOutputStream();
-        Caller caller = caller(req);
-        for (String name : ofOwnFile(req, n, path(n), at -> router.xattrNames(caller, at), FileHandle::xattrNames)) {
-            // the store file's own labels (security.selinux, ...) are not the mount's to show
-            if (name.startsWith(USER_XATTR_PREFIX) && !ETAG_XATTR.equals(name)) {
-                names.writeBytes(name.getBytes(StandardCharsets.UTF_8));
-                names.write(0);
-            }
-        }
-        xattrValue(req.xattrSize(), names.toByteArray(), out);
-    }
-
-    /** A size probe (size 0) gets the length; a buffer too small ERANGE; else the bytes. */
-    private static void xattrValue(int size, byte[] value, FuseReply out) throws IOException {
-        if (size == 0) {
-            out.int32(value.length).int32(0);
-        } else if (size < value.length) {
-            throw new ErrnoException(Linux.ERANGE, "xattr", "Numerical result out of range");
-        } else {
-            out.bytes(value);
-        }
-    }
-
-    /**
-     * setxattr(2) of a user.* name, kept by the store where the caller may write. The ETag follows
-     * the content, so setting it succeeds and changes nothing, whatever the value: a file copied out
-     * with its attributes before the ETag went unlisted carries the one it had then, and `rsync -aX`
-     * of it back after an edit sets that stale value on a copy whose content has another (it failed
-     * the whole transfer, exit 23, when refused). Other namespaces are not supported.
-     */
-    void setxattr(FuseRequest req, FuseReply out) throws IOException {
-        NodeTable.Node n = node(req);
-        VfsPath p = path(n);
-        Caller caller = caller(req);
-        router.checkWrite(caller, p);
-        String name = req.entryName();
-        int flags = req.setxattrFlags();
-        if (ETAG_XATTR.equals(name) && !n.directory) {
-            if ((flags & Linux.XATTR_CREATE) != 0) {
-                throw new FileAlreadyExistsException(p.toString(), null, ETAG_XATTR + " exists");
-            }
-            return;
-        }
-        if (!name.startsWith(USER_XATTR_PREFIX) || ETAG_XATTR.equals(name)) {
-            throw new ErrnoException(Linux.EOPNOTSUPP, p.toString(), "Operation not supported");
-        }
-        XattrMode mode = switch (flags & (Linux.XATTR_CREATE | Linux.XATTR_REPLACE)) {
-            case 0 -> XattrMode.SET;
-            case Linux.XATTR_CREATE -> XattrMode.CREATE;
-            case Linux.XATTR_REPLACE -> XattrMode.REPLACE;
-            default -> throw new ErrnoException(Linux.EINVAL, p.toString(), "Invalid argument: XATTR_CREATE and XATTR_REPLACE at once");
-        };
-        byte[] value = req.setxattrValue();
-        ofOwnFile(req, n, p, at -> {
-            router.setXattr(caller, at, name, value, mode);
-            return at;
-        }, handle -> {
-            router.checkWrite(caller, judgedAt(p, handle));
-            handle.setXattr(name, value, mode);
-            return p;
-        });
-    }
-
-    /**
-     * removexattr(2) of a user.* name the store keeps, where the caller may write. Removing the
-     * ETag succeeds and changes nothing (it is the content's, and shows again at once), as
-     * setting it does. Other namespaces are not supported, as for getxattr.
-     */
-    void removexattr(FuseRequest req, FuseReply out) throws IOException {
-        NodeTable.Node n = node(req);
-        VfsPath p = path(n);
-        Caller caller = caller(req);
-        router.checkWrite(caller, p);
-        String name = req.entryName();
-        if (!name.startsWith(USER_XATTR_PREFIX)) {
-            out.error(Linux.EOPNOTSUPP);
-        } else if (ETAG_XATTR.equals(name)) {
-            if (n.directory) {
-                out.error(Linux.ENODATA);
-            }
-        } else {
-            ofOwnFile(req, n, p, at -> {
-                router.removeXattr(caller, at, name);
-                return at;
-            }, handle -> {
-                router.checkWrite(caller, judgedAt(p, handle));
-                handle.removeXattr(name);
-                return p;
-            });
-        }
-    }
-
-    /** What is done with a name that reaches a node's file; see {@link #ofOwnFile}. */
-    private interface PathCall<T> {
-        T apply(VfsPath at) throws IOException;
-    }
-
-    /**
-     * {@code byName} with {@code p}, node {@code n}'s path, or another name, where one reaches the
-     * node's file; else {@code byHandle} through an open file of it (any, where its every name went
-     * through this mount; else where the caller holds a descriptor of it: see
-     * {@link #throughOwnOpenFile}), null from it being no answer. GETXATTR, SETXATTR, LISTXATTR and
-     * REMOVEXATTR carry the node alone, for getxattr(2) by name and fgetxattr(2) of a descriptor
-     * alike: by the path only, an fsetxattr of a file replaced since its open set the attribute on
-     * the new file now named so. None: ENOENT where this mount removed it (a disk's unlinked file
-     * not open), else ESTALE, and a call by name looks the name up again.
-     */
-    private <T> T ofOwnFile(FuseRequest req, NodeTable.Node n, VfsPath p, PathCall<T> byName, HandleCall<T> byHandle)
-            throws IOException {
-        VfsPath at = reaching(n, p);
-        if (at != null) {
-            return byName.apply(at);
-        }
-        T done = n.removed ? throughAnOpenFile(n, byHandle) : throughOwnOpenFile(req, n, byHandle);
-        if (done != null) {
-            return done;
-        }
-        if (n.removed) {
-            throw new NoSuchFileException(p.toString());
-        }
-        throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
     }
 
     // ---- directories ----

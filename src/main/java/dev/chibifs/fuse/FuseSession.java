@@ -1097,13 +1097,13 @@ final class FuseSession {
                     if (!settings.xattr()) {
                         reply.error(Linux.ENOSYS);
                     } else if (req.opcode == FuseProtocol.SETXATTR) {
-                        fs.setxattr(req, reply);
+                        fs.xattrs.setxattr(req, reply);
                     } else if (req.opcode == FuseProtocol.REMOVEXATTR) {
-                        fs.removexattr(req, reply);
+                        fs.xattrs.removexattr(req, reply);
                     } else if (req.opcode == FuseProtocol.GETXATTR) {
-                        fs.getxattr(req, reply);
+                        fs.xattrs.getxattr(req, reply);
                     } else {
-                        fs.listxattr(req, reply);
+                        fs.xattrs.listxattr(req, reply);
                     }
                 }
                 case FuseProtocol.OPENDIR -> fs.opendir(req, reply);
