@@ -5,9 +5,6 @@ import dev.chibifs.policy.Caller;
 import dev.chibifs.router.Router;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.FileHandle;
-import dev.chibifs.store.FileLocks;
-import dev.chibifs.store.LockState;
-import dev.chibifs.store.LockType;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.RenameMode;
@@ -94,8 +91,8 @@ final class FuseFileSystem {
     static final int STORED_AT_OPEN = 64 * 1024;
     /** A file modified less than this long ago is taken to be changing still: see {@link #changing}. */
     static final java.time.Duration CHANGING_FOR = java.time.Duration.ofSeconds(1);
-    private static final Set<OpenFlag> READ_ONLY = Set.of(OpenFlag.READ);
-    private static final Set<OpenFlag> READ_WRITE = Set.of(OpenFlag.READ, OpenFlag.WRITE);
+    static final Set<OpenFlag> READ_ONLY = Set.of(OpenFlag.READ);
+    static final Set<OpenFlag> READ_WRITE = Set.of(OpenFlag.READ, OpenFlag.WRITE);
     /** A node's backing id once the kernel refused its store file for passthrough: never asked again. */
     private static final int NO_BACKING = -1;
     /**
@@ -172,8 +169,8 @@ final class FuseFileSystem {
     private volatile HeldDescriptors heldDescriptors;
     /** GETXATTR, LISTXATTR, SETXATTR, REMOVEXATTR. */
     final ExtendedAttributes xattrs;
-    /** SQLite's connections to a WAL index through served opens: one holder to other mounts and programs. */
-    private final WalIndexGuard walIndex = new WalIndexGuard();
+    /** GETLK, SETLK, SETLKW, FLUSH. */
+    final LockRequests locks;
     /** The wall clock file modification times are compared with; a test's own clock. */
     private java.time.Clock clock = java.time.Clock.systemUTC();
     /** Where a caller's supplementary groups are read, for a chgrp to one of them; a test's own. */
@@ -195,6 +192,7 @@ final class FuseFileSystem {
         this.readdirplus = readdirplus;
         this.anyStoreMayWaitLong = router.anyMayWaitLong();
         this.xattrs = new ExtendedAttributes(this);
+        this.locks = new LockRequests(this);
         if (!callers.isFixed()) {
             // the callers share the daemon's descriptors: none may take more than a quarter (a
             // per-context mount acts for one, whose limit is the daemon's own)
@@ -1802,7 +1800,7 @@ final class FuseFileSystem {
         out.open(register(req, handle, caller, flags, n, backing != 0), openFlags, backing);
     }
 
-    private OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
+    OpenFile openFile(FuseRequest req, boolean forWriting) throws java.nio.file.FileSystemException {
         return openFile(req.handle(), forWriting);
     }
 
@@ -1967,7 +1965,7 @@ final class FuseFileSystem {
         if (f != null) {
             try {
                 NodeTable.Node n = f.node();
-                walIndex.released(n, fh);
+                locks.released(n, fh);
                 if (f.passthrough()) {
                     releaseBacking(n);
                 } else {
@@ -2011,106 +2009,6 @@ final class FuseFileSystem {
         return openFiles.openIn(link.parent(), n).stream().map(o -> o.id).toList();
     }
 
-    /** A close(2), where the kernel still sends one: the record locks of its lock owner go. */
-    void flush(FuseRequest req, FuseReply out) throws IOException {
-        OpenFile f = openFiles.get(req.handle());
-        if (f != null) {
-            f.handle().locks().releaseOwner(req.releaseLockOwner());
-            walIndex.unlock(f.node(), req.releaseLockOwner());
-        }
-    }
-
-    // ---- locks, taken on the store file so every mount of the store and chibi's own programs see them ----
-
-    private static LockType lockType(int type) throws java.nio.file.FileSystemException {
-        return switch (type) {
-            case Linux.F_RDLCK -> LockType.READ;
-            case Linux.F_WRLCK -> LockType.WRITE;
-            case Linux.F_UNLCK -> LockType.UNLOCK;
-            default -> throw new ErrnoException(Linux.EINVAL, "lock type " + type, "Invalid argument");
-        };
-    }
-
-    private static int lockNumber(LockType type) {
-        return switch (type) {
-            case READ -> Linux.F_RDLCK;
-            case WRITE -> Linux.F_WRLCK;
-            case UNLOCK -> Linux.F_UNLCK;
-        };
-    }
-
-    void getlk(FuseRequest req, FuseReply out) throws IOException {
-        OpenFile f = openFile(req, false);
-        LockType type = lockType(req.lockType());
-        LockState s = null;
-        if (WalIndexGuard.keeps(type, req.lockStart(), req.lockEnd()) && walIndex(f, req.lockStart(), req.lockEnd()) != null) {
-            s = walIndex.test(f.node(), req.lockOwner(), type);
-        }
-        if (s == null) {
-            s = f.handle().locks().testLock(req.lockOwner(), type, req.lockStart(), req.lockEnd());
-        }
-        out.lock(s.start(), s.end(), lockNumber(s.type()), Math.max(s.pid(), 0));
-    }
-
-    /**
-     * One try at a SETLK or SETLKW: true when granted (or an unlock). flock(2)'s locks come here
-     * too (LK_FLOCK); the kernel sends a blocking one as SETLKW.
-     */
-    LockWaits.Attempt setlk(FuseRequest req) throws IOException {
-        OpenFile f = openFile(req, false);
-        FileLocks locks = f.handle().locks();
-        long owner = req.lockOwner();
-        int pid = req.lockPid();
-        LockType type = lockType(req.lockType());
-        if ((req.lockFlags() & FuseProtocol.LK_FLOCK) != 0) {
-            // a flock belongs to the open file description, and so to this handle; the kernel names its
-            // owner by the description's address, which a new open may reuse while the old one's RELEASE
-            // is still on its way, and that RELEASE would then take the new holder's lock with it
-            long description = req.handle();
-            return attempt(locks, () -> locks.tryFlock(description, pid, type));
-        }
-        long start = req.lockStart();
-        long end = req.lockEnd();
-        VfsPath index = walIndex(f, start, end);
-        if (index != null) {
-            NodeTable.Node n = f.node();
-            if (WalIndexGuard.keeps(type, start, end)) {
-                long fh = req.handle();
-                Caller caller = f.caller();
-                // the hold opens the index by name: the file a new connection would open and lock
-                WalIndexGuard.Opener opener = writable -> router.open(caller, index, writable ? READ_WRITE : READ_ONLY, 0);
-                return () -> walIndex.tryLock(n, index, owner, fh, type, opener);
-            }
-            if (type == LockType.UNLOCK) {
-                walIndex.unlock(n, owner);
-            }
-        }
-        return attempt(locks, () -> locks.tryLock(owner, pid, type, start, end));
-    }
-
-    /** {@code tryNow} on {@code locks}, told of let-gos elsewhere as the store can tell them. */
-    private static LockWaits.Attempt attempt(FileLocks locks, LockWaits.Attempt tryNow) {
-        return new LockWaits.Attempt() {
-            @Override
-            public boolean tryNow() throws IOException {
-                return tryNow.tryNow();
-            }
-
-            @Override
-            public AutoCloseable whenLetGo(Runnable letGo) {
-                return locks.whenLetGo(letGo);
-            }
-        };
-    }
-
-    /** The path of a served open's WAL index when [start, end] reaches its DMS byte ({@link WalIndexGuard}), else null. */
-    private VfsPath walIndex(OpenFile f, long start, long end) {
-        if (f.passthrough() || !WalIndexGuard.reaches(start, end)) {
-            return null;
-        }
-        VfsPath file = path(f.node());
-        return WalIndexGuard.isIndex(file) ? file : null;
-    }
     void fsync(FuseRequest req, FuseReply out) throws IOException {
         openFile(req, false).handle().sync((req.fsyncFlags() & FuseProtocol.FSYNC_FDATASYNC) == 0);
     }

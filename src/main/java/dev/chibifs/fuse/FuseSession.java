@@ -1041,10 +1041,10 @@ final class FuseSession {
                 // (see ReleasesUnderWay): a lock request waits for the RELEASEs of its file queued before it
                 case FuseProtocol.GETLK -> {
                     closesFirst();
-                    fs.getlk(req, reply);
+                    fs.locks.getlk(req, reply);
                 }
                 case FuseProtocol.SETLK -> {
-                    LockWaits.Attempt attempt = fs.setlk(req);
+                    LockWaits.Attempt attempt = fs.locks.setlk(req);
                     if (!tried(attempt, closesFirst())) {
                         reply.error(Linux.EAGAIN);
                     } else if (grantAfterInvalidating(req.unique, req.nodeid, req.lockType(), notice, replyTo)) {
@@ -1052,7 +1052,7 @@ final class FuseSession {
                     }
                 }
                 case FuseProtocol.SETLKW -> {
-                    LockWaits.Attempt attempt = fs.setlk(req);
+                    LockWaits.Attempt attempt = fs.locks.setlk(req);
                     long letGo = closesFirst();
                     if (!tried(attempt, letGo)) {
                         if (replyTo instanceof FuseRing.Entry entry && !entry.holdForLockWait()) {
@@ -1072,7 +1072,7 @@ final class FuseSession {
                         return false; // answered by the notice writer
                     }
                 }
-                case FuseProtocol.FLUSH -> fs.flush(req, reply);
+                case FuseProtocol.FLUSH -> fs.locks.flush(req, reply);
                 case FuseProtocol.GETATTR -> fs.getattr(req, reply);
                 case FuseProtocol.STATX -> fs.statx(req, reply);
                 case FuseProtocol.SETATTR -> fs.setattr(req, reply);
