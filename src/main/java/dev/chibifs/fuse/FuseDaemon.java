@@ -192,7 +192,7 @@ public final class FuseDaemon {
         return "FUSE 7." + n.kernelMinor() + " (kernel offers 0x" + Long.toHexString(n.offered()) + ")"
                 + ", max_write " + n.maxWrite()
                 + (n.has(FuseProtocol.DO_READDIRPLUS) ? ", readdirplus" : "")
-                + (n.has(FuseProtocol.PASSTHROUGH) && fs.passthroughRefused() == null ? ", passthrough" : ", served reads and writes")
+                + (n.has(FuseProtocol.PASSTHROUGH) && fs.backingFiles.passthroughRefused() == null ? ", passthrough" : ", served reads and writes")
                 + (n.opensWithoutAsking() ? ", zero-message opendir" : "")
                 + (n.has(FuseProtocol.DIRECT_IO_ALLOW_MMAP) ? ", changing files and appends go direct" : "")
                 + (s.overIoUring() ? ", io_uring" : n.has(FuseProtocol.OVER_IO_URING) ? ", io_uring not ready" : "");
@@ -257,7 +257,7 @@ public final class FuseDaemon {
      * backing files: {@link #negotiated} says served from then on.
      */
     public FuseDaemon whenPassthroughRefused(Runnable whenServed) {
-        fs.whenPassthroughRefused(whenServed);
+        fs.backingFiles.whenPassthroughRefused(whenServed);
         return this;
     }
 

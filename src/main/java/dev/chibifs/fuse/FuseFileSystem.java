@@ -93,8 +93,6 @@ final class FuseFileSystem {
     static final java.time.Duration CHANGING_FOR = java.time.Duration.ofSeconds(1);
     static final Set<OpenFlag> READ_ONLY = Set.of(OpenFlag.READ);
     static final Set<OpenFlag> READ_WRITE = Set.of(OpenFlag.READ, OpenFlag.WRITE);
-    /** A node's backing id once the kernel refused its store file for passthrough: never asked again. */
-    private static final int NO_BACKING = -1;
     /**
      * The most one COPY_FILE_RANGE copies: a request holds a worker and cannot be interrupted, so a
      * copy of gigabytes goes in several (the program's copy_file_range loop asks on), each a fraction
@@ -148,12 +146,6 @@ final class FuseFileSystem {
     /** Each request thread's buffer for a notification sent in the middle of a request. */
     private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(FuseProtocol.OUT_HEADER + 64));
     private volatile StoreFollower follower = StoreFollower.NONE;
-    /** Where backing files are registered once INIT granted FUSE_PASSTHROUGH; null: reads and writes are served. */
-    private volatile FuseChannel passthrough;
-    /** See {@link #passthroughRefused()}. */
-    private volatile String passthroughRefused;
-    /** See {@link #whenPassthroughRefused}. */
-    private volatile Runnable whenServed = () -> { };
     /**
      * Where notifications written from within a request go: a small file's content into the kernel's
      * page cache at open (NOTIFY_STORE), attributes changed since the kernel was told them (INVAL_INODE
@@ -171,6 +163,8 @@ final class FuseFileSystem {
     final ExtendedAttributes xattrs;
     /** GETLK, SETLK, SETLKW, FLUSH. */
     final LockRequests locks;
+    /** The store files the kernel reads and writes itself (FUSE passthrough), by node. */
+    final BackingFiles backingFiles;
     /** The wall clock file modification times are compared with; a test's own clock. */
     private java.time.Clock clock = java.time.Clock.systemUTC();
     /** Where a caller's supplementary groups are read, for a chgrp to one of them; a test's own. */
@@ -193,6 +187,7 @@ final class FuseFileSystem {
         this.anyStoreMayWaitLong = router.anyMayWaitLong();
         this.xattrs = new ExtendedAttributes(this);
         this.locks = new LockRequests(this);
+        this.backingFiles = new BackingFiles(nodes);
         if (!callers.isFixed()) {
             // the callers share the daemon's descriptors: none may take more than a quarter (a
             // per-context mount acts for one, whose limit is the daemon's own)
@@ -223,42 +218,6 @@ final class FuseFileSystem {
     /** For tests: callers' supplementary groups come from {@code lookup}. Before the session starts. */
     void groupsFrom(GroupLookup lookup) {
         this.groups = lookup;
-    }
-
-    /** INIT granted FUSE_PASSTHROUGH: opens of store files register them with {@code channel}. */
-    void passthrough(FuseChannel channel) {
-        this.passthrough = channel;
-    }
-
-    /** Why the kernel refused every backing file (so every open is served), or null: it takes them, or none was asked. */
-    String passthroughRefused() {
-        return passthroughRefused;
-    }
-
-    /** Runs {@code whenServed} once, if the kernel refuses backing files: what the mount reports has changed. */
-    void whenPassthroughRefused(Runnable whenServed) {
-        this.whenServed = whenServed;
-    }
-
-    /**
-     * The kernel refused a backing file with EPERM: FUSE_DEV_IOC_BACKING_OPEN needs CAP_SYS_ADMIN in
-     * the initial user namespace, which a daemon in a user namespace lacks whatever its CapEff
-     * says, and it refuses every file alike. The mount serves reads and writes from now on, and
-     * says so, rather than ask again at each open and report passthrough it does not have.
-     */
-    private void refusePassthrough(String why) {
-        Runnable then;
-        synchronized (this) {
-            if (passthroughRefused != null) {
-                return;
-            }
-            passthroughRefused = why;
-            passthrough = null;
-            then = whenServed;
-        }
-        LOG.warn("the kernel refuses backing files ({}): the daemon serves every read and write from now on (FUSE"
-                + " passthrough needs CAP_SYS_ADMIN in the initial user namespace)", why);
-        then.run();
     }
 
     /**
@@ -1316,8 +1275,8 @@ final class FuseFileSystem {
             // a read passed through makes the kernel take the atime as changed and ask for attributes at
             // the next stat. Not one that is changing, nor without direct reads for those: a read through
             // the page cache that a rewrite races can read NULs, which passthrough never does
-            boolean stored = small && !changing && n.backingOpens == 0 && (passthrough == null || directIo);
-            backing = n.cachedOpens > 0 || stored ? 0 : backing(n, handle);
+            boolean stored = small && !changing && n.backingOpens == 0 && (!backingFiles.granted() || directIo);
+            backing = n.cachedOpens > 0 || stored ? 0 : backingFiles.backing(n, handle);
             if (backing != 0) {
                 openFlags |= FuseProtocol.FOPEN_PASSTHROUGH;
             } else {
@@ -1633,75 +1592,6 @@ final class FuseFileSystem {
         return openFiles.add(new OpenFile(handle, caller, writable, n, passthrough, req.pid, req.uid()));
     }
 
-    /**
-     * The backing id the kernel reads and writes node {@code n}'s store file through (FUSE
-     * passthrough), registered at its first open and shared by every open of it until the last is
-     * released: the kernel refuses (EIO at open) a second, different backing file for an inode while
-     * one is in use. 0 when reads and writes are served: no passthrough, a store without descriptors,
-     * or a store file the kernel would not take (below).
-     */
-    private int backing(NodeTable.Node n, FileHandle handle) throws IOException {
-        FuseChannel channel = passthrough;
-        if (channel == null) {
-            return 0;
-        }
-        synchronized (n) {
-            if (n.backingId == NO_BACKING) {
-                return 0;
-            }
-            if (n.backingOpens > 0) {
-                n.backingOpens++;
-                return n.backingId;
-            }
-            int fd = -1;
-            try {
-                fd = handle.passthroughDescriptor();
-                if (fd < 0) {
-                    return 0;
-                }
-                n.backingId = channel.openBacking(fd);
-                n.backingOpens = 1;
-                return n.backingId;
-            } catch (IOException refused) {
-                if (dev.chibifs.sys.Errors.errno(refused) == Linux.EPERM) {
-                    refusePassthrough(refused.getMessage());
-                    return 0;
-                }
-                // ELOOP: the store file is on a stacked file system (a FUSE mount inside the store)
-                // deeper than the kernel stacks. This node's reads and writes are served from now on.
-                LOG.debug("{}: served reads and writes, no passthrough: {}", nodes.path(n), refused.getMessage());
-                n.backingId = NO_BACKING;
-                return 0;
-            } finally {
-                if (fd >= 0) {
-                    closeDescriptor(fd); // the kernel holds the file now
-                }
-            }
-        }
-    }
-
-    /**
-     * An open passed through is released: with the last one the kernel's backing file goes, so no
-     * store file stays open (for writing) once nothing on the mount has it open.
-     */
-    private void releaseBacking(NodeTable.Node n) {
-        FuseChannel channel = passthrough;
-        int id = 0;
-        synchronized (n) {
-            if (n.backingOpens > 0 && --n.backingOpens == 0) {
-                id = n.backingId;
-                n.backingId = 0;
-            }
-        }
-        if (id > 0 && channel != null) {
-            try {
-                channel.closeBacking(id);
-            } catch (IOException e) {
-                // ENOENT: gone with the connection already
-            }
-        }
-    }
-
     /** The kernel forgot {@code count} lookups of node {@code id}. */
     void forget(long id, long count) {
         NodeTable.Node gone = nodes.forget(id, count);
@@ -1782,7 +1672,7 @@ final class FuseFileSystem {
         int backing;
         try {
             synchronized (n) {
-                backing = n.cachedOpens > 0 ? 0 : backing(n, handle);
+                backing = n.cachedOpens > 0 ? 0 : backingFiles.backing(n, handle);
                 if (backing == 0) {
                     n.cachedOpens++;
                     if (handle.opened() != null) {
@@ -1967,7 +1857,7 @@ final class FuseFileSystem {
                 NodeTable.Node n = f.node();
                 locks.released(n, fh);
                 if (f.passthrough()) {
-                    releaseBacking(n);
+                    backingFiles.release(n);
                 } else {
                     // a writer's pages are what it wrote, but the store file may hold more: another
                     // mount's or chibi's writes while it was open, which its attributes at the close

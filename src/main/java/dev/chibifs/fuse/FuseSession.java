@@ -683,7 +683,7 @@ final class FuseSession {
                     fs.allowDirectIo();
                 }
                 if ((granted & FuseProtocol.PASSTHROUGH) != 0) {
-                    fs.passthrough(channel);
+                    fs.backingFiles.passthrough(channel);
                 }
                 if (negotiated.opensWithoutAsking()) {
                     fs.listWithoutOpening();

@@ -68,13 +68,13 @@ class PassthroughRefusedTest {
         FuseFileSystem fs = new FuseFileSystem(router, CallerResolver.fixed(Caller.context("alice")), 1000, 1000,
                 FuseFileSystem.Timeouts.of(1, 1, 0), true);
         AtomicInteger told = new AtomicInteger();
-        fs.whenPassthroughRefused(told::incrementAndGet);
+        fs.backingFiles.whenPassthroughRefused(told::incrementAndGet);
         kernel = new FakeKernel();
         session = new FuseSession(kernel, fs, new FuseSession.Settings(1 << 20, 1, true, true, false), new RequestStats());
         session.start();
         FakeKernel.Reply init = kernel.init(FuseProtocol.DO_READDIRPLUS | FuseProtocol.INIT_EXT | FuseProtocol.PASSTHROUGH);
         assertEquals(0, init.error());
-        assertNull(fs.passthroughRefused(), "granted, nothing refused yet");
+        assertNull(fs.backingFiles.passthroughRefused(), "granted, nothing refused yet");
 
         long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);
         for (String name : List.of("a", "b")) {
@@ -84,7 +84,7 @@ class PassthroughRefusedTest {
             assertEquals(0, opened.int32(8) & FuseProtocol.FOPEN_PASSTHROUGH, name);
             assertEquals(0, opened.int32(12), "no backing id");
         }
-        assertNotNull(fs.passthroughRefused());
+        assertNotNull(fs.backingFiles.passthroughRefused());
         assertEquals(1, kernel.backingsAsked.get(), "asked once, not at every open");
         assertEquals(1, told.get(), "the registry is told once, so status says served");
     }
