@@ -154,10 +154,10 @@ public final class FuseDaemon {
     /**
      * After the stores let go of their held answers ({@code chibifs sync}): the kernel is told to ask
      * again about what it was told from them, and this returns once it keeps none of it (what it
-     * could not be told is waited out, {@link FuseFileSystem#expireHeldAnswers}).
+     * could not be told is waited out, {@link HeldAnswers#expireHeldAnswers}).
      */
     public void expireHeldAnswers() throws InterruptedException {
-        Duration left = fs.expireHeldAnswers();
+        Duration left = fs.heldAnswers.expireHeldAnswers();
         if (!left.isZero() && !left.isNegative()) {
             // the kernel's own deadlines, which nothing reports: waited out, and a tick or two more
             Thread.sleep(left.plus(KERNEL_TICKS).toMillis());

@@ -56,7 +56,7 @@ final class FuseFileSystem {
 
         /**
          * Where the store's answers hold {@code nanos} more: as long, within the mount's own timeouts;
-         * {@link #held}, for {@link #expireHeldAnswers} to find what the kernel was told from them.
+         * {@link #held}, for {@link HeldAnswers#expireHeldAnswers} to find what the kernel was told from them.
          */
         Timeouts atMost(long nanos) {
             return new Timeouts(entry.atMost(nanos), attr.atMost(nanos), negative.atMost(nanos), brief, true);
@@ -66,15 +66,6 @@ final class FuseFileSystem {
         long listingNanos() {
             return Math.min(entry.nanosTotal(), attr.nanosTotal());
         }
-    }
-
-    /** How many names told missing from held answers are remembered for {@link #expireHeldAnswers}. */
-    static final int MISSING_NAMES_KEPT = 4096;
-    /** How long {@link #expireHeldAnswers} waits for the kernel to take its notices (each may wait for a directory's lock). */
-    private static final java.time.Duration NOTICES_WRITTEN_WITHIN = java.time.Duration.ofSeconds(10);
-
-    /** A name told missing in directory node {@code parent}. */
-    private record MissingName(long parent, String name) {
     }
 
     /**
@@ -129,20 +120,6 @@ final class FuseFileSystem {
     final StaleNames staleNames = new StaleNames();
     /** Whether the kernel lists directories without opening them (zero-message opendir). */
     private volatile boolean listsWithoutOpening;
-    /** Where a dropped held listing is told (the session's notices); null before INIT. */
-    private volatile NoticeWriter noticeWriter;
-    /** Whether an INVAL_ENTRY may stale a name without unhashing it (set at INIT, before {@link #noticeWriter}). */
-    private volatile boolean namesExpireOnly;
-    /**
-     * Names the kernel was told are missing in a directory whose store held its answers, until when it
-     * may keep that ({@link System#nanoTime}); for {@link #expireHeldAnswers}. At most
-     * {@link #MISSING_NAMES_KEPT}: past that a name is not remembered, and {@link #missingNotKeptUntil}
-     * says until when such a name may be kept.
-     */
-    private final java.util.concurrent.ConcurrentHashMap<MissingName, Long> heldMissing = new java.util.concurrent.ConcurrentHashMap<>();
-    private final java.util.concurrent.atomic.AtomicLong missingNotKeptUntil = new java.util.concurrent.atomic.AtomicLong();
-    /** Drops the listings the kernel keeps while their store holds its answers; made at the first. Guarded by this. */
-    private ListingExpiry heldListings;
     /** Each request thread's buffer for a notification sent in the middle of a request. */
     private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(FuseProtocol.OUT_HEADER + 64));
     private volatile StoreFollower follower = StoreFollower.NONE;
@@ -165,6 +142,8 @@ final class FuseFileSystem {
     final LockRequests locks;
     /** The store files the kernel reads and writes itself (FUSE passthrough), by node. */
     final BackingFiles backingFiles;
+    /** What the kernel was told from its stores' held answers, for {@code chibifs sync} to take back. */
+    final HeldAnswers heldAnswers;
     /** The wall clock file modification times are compared with; a test's own clock. */
     private java.time.Clock clock = java.time.Clock.systemUTC();
     /** Where a caller's supplementary groups are read, for a chgrp to one of them; a test's own. */
@@ -188,6 +167,7 @@ final class FuseFileSystem {
         this.xattrs = new ExtendedAttributes(this);
         this.locks = new LockRequests(this);
         this.backingFiles = new BackingFiles(nodes);
+        this.heldAnswers = new HeldAnswers(nodes, notices);
         if (!callers.isFixed()) {
             // the callers share the daemon's descriptors: none may take more than a quarter (a
             // per-context mount acts for one, whose limit is the daemon's own)
@@ -227,42 +207,6 @@ final class FuseFileSystem {
      */
     void listWithoutOpening() {
         this.listsWithoutOpening = true;
-    }
-
-    /**
-     * Notifications that may wait in the kernel go through {@code writer}: the session's; {@code
-     * expireOnly}: the kernel can stale a name without unhashing it.
-     */
-    void noticesThrough(NoticeWriter writer, boolean expireOnly) {
-        this.namesExpireOnly = expireOnly;
-        this.noticeWriter = writer;
-    }
-
-    /** The session ended: no listing is dropped any more. */
-    synchronized void stopDroppingListings() {
-        if (heldListings != null) {
-            heldListings.close();
-        }
-    }
-
-    /** For tests: held listings are dropped by {@code timer}'s tasks at {@code clock}'s times. Before the session starts. */
-    synchronized void dropHeldListingsWith(ListingExpiry.Timer timer, java.util.function.LongSupplier clock) {
-        heldListings = new ListingExpiry(0, this::dropHeldListing, timer, clock);
-    }
-
-    private synchronized ListingExpiry heldListings() {
-        if (heldListings == null) {
-            heldListings = ListingExpiry.start(0, this::dropHeldListing);
-        }
-        return heldListings;
-    }
-
-    /** The store's answers about {@code dir} no longer hold: the kernel lists it again at its next listing. */
-    private void dropHeldListing(NodeTable.Node dir) {
-        NoticeWriter w = noticeWriter;
-        if (w != null) {
-            w.post(notices.get().invalInode(dir.id, 0, 0));
-        }
     }
 
     void follow(StoreFollower follower) {
@@ -551,7 +495,7 @@ final class FuseFileSystem {
         follower.named(parent, name);
         Timeouts kept = keptIn(parent);
         FuseReply.Validity attr = attrValidity(kept, p, m, n);
-        toldHeld(n, kept, attr);
+        HeldAnswers.toldHeld(n, kept, attr);
         out.entry(n.id, kept.entry(), attr, attributes(req, p, m));
         return n;
     }
@@ -582,7 +526,7 @@ final class FuseFileSystem {
                 throw missing;
             }
             if (kept.held()) {
-                toldMissing(parent, name, negative);
+                heldAnswers.toldMissing(parent, name, negative);
             }
             out.negativeEntry(negative);
             return;
@@ -631,7 +575,7 @@ final class FuseFileSystem {
         // the root has no parent: its own following, or its store's word, decides
         Timeouts kept = keptIn(link == null ? n : link.parent());
         FuseReply.Validity validity = link == null ? kept.attr() : attrValidity(kept, p, m, n);
-        toldHeld(n, kept, validity);
+        HeldAnswers.toldHeld(n, kept, validity);
         if (statx) {
             out.statxOut(validity, attributes(req, p, m), m.created());
         } else {
@@ -1306,92 +1250,6 @@ final class FuseFileSystem {
         out.open(fh, openFlags, backing);
     }
 
-    /**
-     * The kernel keeps node {@code n}'s name and attributes, told in the reply being written, as long
-     * as {@code kept} and {@code attr} say: where that came from its store's held answers, until when
-     * is remembered ({@link NodeTable.Node#heldUntil}) for {@link #expireHeldAnswers}.
-     */
-    private static void toldHeld(NodeTable.Node n, Timeouts kept, FuseReply.Validity attr) {
-        if (kept.held()) {
-            long until = System.nanoTime() + Math.max(kept.entry().nanosTotal(), attr.nanosTotal());
-            // two replies at once may leave the earlier deadline: the later one's own reply is at most
-            // as old, and its validity as long, so the kernel keeps neither past a few microseconds more
-            long had = n.heldUntil;
-            n.heldUntil = had == 0 ? until : later(had, until);
-        }
-    }
-
-    /** The kernel keeps {@code name} in {@code dir} as missing for {@code negative}, told from its store's held answers. */
-    private void toldMissing(NodeTable.Node dir, String name, FuseReply.Validity negative) {
-        long until = System.nanoTime() + negative.nanosTotal();
-        if (heldMissing.size() >= MISSING_NAMES_KEPT) {
-            long now = System.nanoTime();
-            heldMissing.values().removeIf(t -> t - now <= 0);
-        }
-        if (heldMissing.size() < MISSING_NAMES_KEPT) {
-            heldMissing.merge(new MissingName(dir.id, name), until, FuseFileSystem::later);
-        } else {
-            missingNotKeptUntil.accumulateAndGet(until, FuseFileSystem::later);
-        }
-    }
-
-    /**
-     * Makes the kernel ask again about every name and node it was told from its stores' held answers
-     * and may still keep (an S3 listing, which the stores have just let go of: {@code chibifs sync}),
-     * and returns once it has been told. Each name is staled (INVAL_ENTRY, EXPIRE_ONLY) and each
-     * node's attributes dropped (INVAL_INODE), so the next path walk, stat or open asks the daemon,
-     * which lists again. Answers it cannot reach that way are waited out instead, and how long that
-     * is, is returned: names told missing past {@link #MISSING_NAMES_KEPT}, and every answer where
-     * the kernel cannot stale a name without unhashing it (before Linux 6.2: unhashing a directory
-     * fails getcwd of every process working in it). A reply written meanwhile from an answer read
-     * before the stores let go may still land after its notice (a window of microseconds, with
-     * requests under way during the sync): the kernel keeps it, at most as long as it said.
-     */
-    java.time.Duration expireHeldAnswers() throws InterruptedException {
-        NoticeWriter w = noticeWriter;
-        if (w == null) {
-            return java.time.Duration.ZERO; // before INIT: the kernel was told nothing
-        }
-        long now = System.nanoTime();
-        long last = 0;
-        long waitUntil = now;
-        for (NodeTable.Node n : nodes.all()) {
-            long until = n.heldUntil;
-            if (until == 0 || until - now <= 0) {
-                continue;
-            }
-            if (!namesExpireOnly) {
-                waitUntil = later(waitUntil, until);
-                continue;
-            }
-            NodeTable.Link link = n.link;
-            if (link != null) {
-                w.post(notices.get().invalEntry(link.parent().id, link.name(), FuseProtocol.EXPIRE_ONLY));
-            }
-            last = w.post(notices.get().invalInode(n.id, -1, 0));
-        }
-        for (java.util.Map.Entry<MissingName, Long> e : heldMissing.entrySet()) {
-            long until = e.getValue();
-            if (until - now > 0 && !namesExpireOnly) {
-                waitUntil = later(waitUntil, until);
-            } else if (until - now > 0) {
-                last = w.post(notices.get().invalEntry(e.getKey().parent(), e.getKey().name(), FuseProtocol.EXPIRE_ONLY));
-            }
-            heldMissing.remove(e.getKey(), until);
-        }
-        waitUntil = later(waitUntil, missingNotKeptUntil.get());
-        if (last != 0 && !w.awaitWritten(last, NOTICES_WRITTEN_WITHIN.toNanos())) {
-            LOG.warn("the kernel took over {} s to take what chibifs sync told it; it may keep some answers"
-                    + " until they expire", NOTICES_WRITTEN_WITHIN.toSeconds());
-        }
-        return java.time.Duration.ofNanos(Math.max(0, waitUntil - System.nanoTime()));
-    }
-
-    /** The later of two {@link System#nanoTime} deadlines (compared by difference, as nanoTime may wrap). */
-    private static long later(long a, long b) {
-        return b - a > 0 ? b : a;
-    }
-
     /** The kernel is told {@code m} of node {@code n} in the reply being written. */
     private void replied(NodeTable.Node n, Metadata m) {
         n.told(m);
@@ -1976,7 +1834,7 @@ final class FuseFileSystem {
                 boolean cachedAtOpen = !unopened;
                 l.held = held > 0;
                 if (l.held || cachedAtOpen) {
-                    heldListings().dropIn(l.dir, Math.max(held, 0));
+                    heldAnswers.heldListings().dropIn(l.dir, Math.max(held, 0));
                 }
             }
         }
@@ -2124,7 +1982,7 @@ final class FuseFileSystem {
         follower.named(dir, name);
         out.plusNodes.add(n);
         FuseReply.Validity attr = unconfirmed != null ? FuseReply.Validity.NONE : attrValidity(keptInDir, p, m, n);
-        toldHeld(n, keptInDir, attr);
+        HeldAnswers.toldHeld(n, keptInDir, attr);
         out.direntPlus(n.id, keptInDir.entry(), attr, attributes(req, p, m), next, type, nameBytes, 0, nameBytes.length);
     }
 

@@ -512,7 +512,7 @@ final class FuseSession {
 
     private void workerEnded() {
         if (running.decrementAndGet() == 0) {
-            fs.stopDroppingListings();
+            fs.heldAnswers.stopDroppingListings();
             lockWaits.close();
             interrupted.close();
             notices.close();
@@ -688,7 +688,7 @@ final class FuseSession {
                 if (negotiated.opensWithoutAsking()) {
                     fs.listWithoutOpening();
                 }
-                fs.noticesThrough(notices, negotiated.namesExpireOnly());
+                fs.heldAnswers.noticesThrough(notices, negotiated.namesExpireOnly());
                 LOG.debug("INIT: kernel 7.{}, offered {}, granted {}", minor, Long.toHexString(offered), Long.toHexString(granted));
                 return true;
             }

@@ -118,7 +118,7 @@ final class NodeTable {
         volatile int namesChangedBehind;
         /**
          * Until when ({@link System#nanoTime}) the kernel may keep this node's name and attributes told
-         * from its store's held answers (an S3 listing); see {@link FuseFileSystem#expireHeldAnswers}.
+         * from its store's held answers (an S3 listing); see {@link HeldAnswers#expireHeldAnswers}.
          */
         volatile long heldUntil;
         /** Size, mtime and ctime (ns) of the attributes the kernel was last told ({@link #told}); size -1 before any. */

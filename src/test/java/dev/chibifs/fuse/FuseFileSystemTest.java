@@ -1247,7 +1247,7 @@ class FuseFileSystemTest {
                 "a missing name, kept as long as the store holds its answer");
         int entriesBefore = kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).size();
 
-        assertEquals(java.time.Duration.ZERO, fs.expireHeldAnswers(), "nothing left to wait out");
+        assertEquals(java.time.Duration.ZERO, fs.heldAnswers.expireHeldAnswers(), "nothing left to wait out");
         // struct fuse_notify_inval_entry_out: parent, namelen, flags; then the name
         List<String> staled = kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).stream().skip(entriesBefore)
                 .map(n -> n.int64(0) + "/" + StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8)))
@@ -1266,7 +1266,7 @@ class FuseFileSystemTest {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         assertEquals(0, kernel.call(FuseProtocol.LOOKUP, shared, body().name("missing")).error());
         int entriesBefore = kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).size();
-        java.time.Duration left = fs.expireHeldAnswers();
+        java.time.Duration left = fs.heldAnswers.expireHeldAnswers();
         assertTrue(left.compareTo(java.time.Duration.ofSeconds(29)) > 0 && left.compareTo(java.time.Duration.ofSeconds(30)) <= 0,
                 "what is left of the 30 s the kernel was given: " + left);
         assertEquals(entriesBefore, kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).size(),
@@ -1344,7 +1344,7 @@ class FuseFileSystemTest {
         List<Long> delays = new java.util.ArrayList<>();
         List<Runnable> tasks = new java.util.ArrayList<>();
         long[] now = {0};
-        fs.dropHeldListingsWith((nanos, task) -> {
+        fs.heldAnswers.dropHeldListingsWith((nanos, task) -> {
             delays.add(nanos);
             tasks.add(task);
         }, () -> now[0]);
@@ -1367,7 +1367,7 @@ class FuseFileSystemTest {
     void anOpenedDirectoryWhoseStoreHoldsItsAnswersIsCachedByTheKernelUntilTheyStopHolding() throws Exception {
         connectHolding(OFFERED);
         List<Long> delays = new java.util.ArrayList<>();
-        fs.dropHeldListingsWith((nanos, task) -> delays.add(nanos), () -> 0);
+        fs.heldAnswers.dropHeldListingsWith((nanos, task) -> delays.add(nanos), () -> 0);
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
         FakeKernel.Reply open = kernel.call(FuseProtocol.OPENDIR, shared, body().int32(0).int32(0));
         assertEquals(FuseProtocol.FOPEN_CACHE_DIR | FuseProtocol.FOPEN_KEEP_CACHE, open.int32(8));
