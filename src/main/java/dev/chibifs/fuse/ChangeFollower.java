@@ -383,7 +383,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             NodeTable.Node child = fs.nodes.child(parent, name);
             if (child != null && child.directory && child.identity != null && (now == null || !child.identity.equals(identity))) {
                 fs.nodes.left(parent, name, child);
-                // it lists nothing while away, as a removed directory (never kept: see FuseFileSystem#readdir)
+                // it lists nothing while away, as a removed directory (never kept: see DirectoryReader#readdir)
                 child.namesChangedBehind++; // on the feed's thread, as every change
                 dropListing(child);
             }

@@ -85,7 +85,7 @@ final class DirectoryListings {
      * snapshot read before a change would go on with a listing another reader began after it (or the
      * reverse), and the kernel would keep the mix, tagged as fresh. Offsets of snapshots read on
      * either side of a heard change never meet; within one generation the reader that ends a listing
-     * drops it where a change came meanwhile (FuseFileSystem#readdir).
+     * drops it where a change came meanwhile (DirectoryReader#readdir).
      */
     static final class Listing {
         final NodeTable.Node dir;

@@ -686,7 +686,7 @@ final class FuseSession {
                     fs.backingFiles.passthrough(channel);
                 }
                 if (negotiated.opensWithoutAsking()) {
-                    fs.listWithoutOpening();
+                    fs.directories.listWithoutOpening();
                 }
                 fs.heldAnswers.noticesThrough(notices, negotiated.namesExpireOnly());
                 LOG.debug("INIT: kernel 7.{}, offered {}, granted {}", minor, Long.toHexString(offered), Long.toHexString(granted));
@@ -1106,10 +1106,10 @@ final class FuseSession {
                         fs.xattrs.listxattr(req, reply);
                     }
                 }
-                case FuseProtocol.OPENDIR -> fs.opendir(req, reply);
-                case FuseProtocol.READDIR -> fs.readdir(req, reply, false);
-                case FuseProtocol.READDIRPLUS -> fs.readdir(req, reply, true);
-                case FuseProtocol.RELEASEDIR -> fs.releasedir(req, reply);
+                case FuseProtocol.OPENDIR -> fs.directories.opendir(req, reply);
+                case FuseProtocol.READDIR -> fs.directories.readdir(req, reply, false);
+                case FuseProtocol.READDIRPLUS -> fs.directories.readdir(req, reply, true);
+                case FuseProtocol.RELEASEDIR -> fs.directories.releasedir(req, reply);
                 case FuseProtocol.FSYNCDIR -> fs.fsyncdir(req, reply);
                 case FuseProtocol.ACCESS -> fs.access(req, reply);
                 case FuseProtocol.CREATE -> fs.followingMoves(() -> fs.create(req, reply));

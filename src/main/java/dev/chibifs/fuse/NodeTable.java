@@ -112,7 +112,7 @@ final class NodeTable {
          * Changes to this directory's names heard from the store's feed (made through this mount too,
          * heard a moment later), and its leaving its name ({@link #left}), written by the feed's one
          * thread only: a listing read before one may reach the kernel after the notification that
-         * dropped its listing, so its reader drops it again at its end (see FuseFileSystem#readdir),
+         * dropped its listing, so its reader drops it again at its end (see DirectoryReader#readdir),
          * and listings read on either side of one never go on from each other (DirectoryListings).
          */
         volatile int namesChangedBehind;
