@@ -56,7 +56,7 @@ final class DirectoryReader {
         }
         boolean kept = fs.follower().lookingIn(dir);
         // a listing the kernel keeps now is dropped when the store's answers stop holding (see readdir)
-        boolean held = !kept && fs.heldNanos(dir) > 0;
+        boolean held = !kept && fs.replies.heldNanos(dir) > 0;
         long fh = listings.open(dir, kept, held);
         out.open(fh, kept || held ? FuseProtocol.FOPEN_CACHE_DIR | FuseProtocol.FOPEN_KEEP_CACHE : 0, 0);
     }
@@ -89,7 +89,7 @@ final class DirectoryReader {
                 // the kernel keeps this listing (it keeps every one without OPENDIR; OPENDIR said it
                 // may): dropped when the store's answers stop holding, or, where they no longer hold,
                 // at once with OPENDIR and at the listing's end without
-                long held = fs.heldNanos(l.dir);
+                long held = fs.replies.heldNanos(l.dir);
                 boolean cachedAtOpen = !unopened;
                 l.held = held > 0;
                 if (l.held || cachedAtOpen) {
@@ -119,7 +119,7 @@ final class DirectoryReader {
             }
         }
         VfsPath dirPath = fs.path(l.dir);
-        FuseFileSystem.Timeouts kept = plus ? fs.keptIn(l.dir) : null;
+        FuseFileSystem.Timeouts kept = plus ? fs.replies.keptIn(l.dir) : null;
         try (Router.Siblings siblings = plus ? router.siblings(dirPath) : null) {
             // entries: 0 is ".", 1 is "..", 2 + k is name k; each one's offset is the listing's offsetAfter it
             long i = l.index(offset);
@@ -240,9 +240,9 @@ final class DirectoryReader {
         fs.replied(n, m);
         fs.follower().named(dir, name);
         out.plusNodes.add(n);
-        FuseReply.Validity attr = unconfirmed != null ? FuseReply.Validity.NONE : fs.attrValidity(keptInDir, p, m, n);
+        FuseReply.Validity attr = unconfirmed != null ? FuseReply.Validity.NONE : fs.replies.attrValidity(keptInDir, p, m, n);
         HeldAnswers.toldHeld(n, keptInDir, attr);
-        out.direntPlus(n.id, keptInDir.entry(), attr, fs.attributes(req, p, m), next, type, nameBytes, 0, nameBytes.length);
+        out.direntPlus(n.id, keptInDir.entry(), attr, fs.replies.attributes(req, p, m), next, type, nameBytes, 0, nameBytes.length);
     }
 
     /**

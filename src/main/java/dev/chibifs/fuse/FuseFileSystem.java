@@ -106,7 +106,6 @@ final class FuseFileSystem {
     private final CallerResolver callers;
     private final AttributeView attributes;
     private final Timeouts timeouts;
-    private final Timeouts unfollowed;
     private final boolean readdirplus;
     /** Some store is across a network (S3): see {@link #mayWaitLong}. */
     private final boolean anyStoreMayWaitLong;
@@ -141,6 +140,8 @@ final class FuseFileSystem {
     final HeldAnswers heldAnswers;
     /** OPENDIR, READDIR, READDIRPLUS, RELEASEDIR. */
     final DirectoryReader directories;
+    /** Attributes as a reply shows them, and how long the kernel may keep them. */
+    final AttributeReplies replies;
     /** The wall clock file modification times are compared with; a test's own clock. */
     private java.time.Clock clock = java.time.Clock.systemUTC();
     /** Where a caller's supplementary groups are read, for a chgrp to one of them; a test's own. */
@@ -158,9 +159,9 @@ final class FuseFileSystem {
         this.callers = callers;
         this.attributes = new AttributeView(router, callers, mountUid, mountGid);
         this.timeouts = timeouts;
-        this.unfollowed = timeouts.unfollowed();
         this.readdirplus = readdirplus;
         this.anyStoreMayWaitLong = router.anyMayWaitLong();
+        this.replies = new AttributeReplies(this, attributes, timeouts);
         this.xattrs = new ExtendedAttributes(this);
         this.locks = new LockRequests(this);
         this.backingFiles = new BackingFiles(nodes);
@@ -408,73 +409,6 @@ final class FuseFileSystem {
         return p;
     }
 
-    // ---- attributes ----
-
-    /** The attributes of {@code p} as the user making {@code req} is shown them (its owner may be that user: {@link AttributeView}). */
-    FuseReply.Attributes attributes(FuseRequest req, VfsPath p, Metadata m) {
-        boolean asker = attributes.ownedByAsker(p, req.uid());
-        long size = m.size();
-        return new FuseReply.Attributes(m.inode(), size, m.blocks(),
-                seconds(m.accessed()), nanos(m.accessed()), seconds(m.modified()), nanos(m.modified()),
-                seconds(m.changed()), nanos(m.changed()),
-                attributes.mode(p, m), (int) Math.min(m.links(), Integer.MAX_VALUE),
-                asker ? (int) req.uid() : (int) attributes.uid(p), asker ? req.gid : (int) attributes.gid(p), 0, BLOCK_SIZE);
-    }
-
-    private static long seconds(FileTime t) {
-        long ns = t.to(TimeUnit.NANOSECONDS);
-        return ns != Long.MIN_VALUE && ns != Long.MAX_VALUE ? Math.floorDiv(ns, 1_000_000_000L) : t.toInstant().getEpochSecond();
-    }
-
-    private static int nanos(FileTime t) {
-        long ns = t.to(TimeUnit.NANOSECONDS);
-        return ns != Long.MIN_VALUE && ns != Long.MAX_VALUE ? (int) Math.floorMod(ns, 1_000_000_000L) : t.toInstant().getNano();
-    }
-
-    /**
-     * What the kernel may keep of the names in directory {@code dir} and their attributes: the
-     * mount's timeouts where its changes are followed; else as long as its store says its answers
-     * hold (what is left of an S3 listing's validity: the validity travels with each reply, as in
-     * mountpoint-s3), within those timeouts; else briefly.
-     */
-    Timeouts keptIn(NodeTable.Node dir) {
-        if (follower.follows(dir)) {
-            return timeouts;
-        }
-        VfsPath p = path(dir);
-        long held = router.answersHeld(p).toNanos();
-        // an S3 listing past its validity holds for nothing: the brief second of a store that cannot
-        // say would let the kernel keep a name another host removed for that second more, unseen
-        // by chibifs sync (a tester's --metadata-ttl 1ms mount kept one 0.5 s past both syncs)
-        return held > 0 || router.answersExpire(p) ? timeouts.atMost(Math.max(held, 0)) : unfollowed;
-    }
-
-    /** How long the store's answers about directory {@code dir}, not followed, hold (nanos); 0 where it is followed or the store cannot say. */
-    long heldNanos(NodeTable.Node dir) {
-        return follower.follows(dir) ? 0 : router.answersHeld(path(dir)).toNanos();
-    }
-
-    /**
-     * A directory each asker is shown as its own (git checks a repository's directories for
-     * their owner): the kernel keeps its attributes for no time, so every stat gets its asker's.
-     */
-    private boolean askedEveryTime(VfsPath p, Metadata m) {
-        return m.isDirectory() && attributes.ownerDependsOnAsker(p);
-    }
-
-    FuseReply.Validity attrValidity(Timeouts keptInParent, VfsPath p, Metadata m, NodeTable.Node self) {
-        if (askedEveryTime(p, m)) {
-            return FuseReply.Validity.NONE;
-        }
-        if (!m.isDirectory() || self != null && follower.follows(self)) {
-            return keptInParent.attr();
-        }
-        // a directory's mtime and link count change with what is in it, which only its own watch
-        // tells, or the store's word on its own names
-        FuseReply.Validity own = self == null ? timeouts.brief() : keptIn(self).attr();
-        return own.atMost(keptInParent.attr().nanosTotal());
-    }
-
     /**
      * Remembers the node of an entry reply about to be sent and writes the entry: one kernel
      * lookup, which {@link FuseSession} takes back if the reply is not delivered.
@@ -495,10 +429,10 @@ final class FuseFileSystem {
         }
         replied(n, m);
         follower.named(parent, name);
-        Timeouts kept = keptIn(parent);
-        FuseReply.Validity attr = attrValidity(kept, p, m, n);
+        Timeouts kept = replies.keptIn(parent);
+        FuseReply.Validity attr = replies.attrValidity(kept, p, m, n);
         HeldAnswers.toldHeld(n, kept, attr);
-        out.entry(n.id, kept.entry(), attr, attributes(req, p, m));
+        out.entry(n.id, kept.entry(), attr, replies.attributes(req, p, m));
         return n;
     }
 
@@ -516,7 +450,7 @@ final class FuseFileSystem {
             m = held != null ? held.metadata() : router.metadata(null, p);
         } catch (NoSuchFileException missing) {
             // a followed directory tells the kernel when the name appears; another holds its answer as long as it says
-            Timeouts kept = keptIn(parent);
+            Timeouts kept = replies.keptIn(parent);
             FuseReply.Validity negative = kept.negative();
             if (negative == FuseReply.Validity.NONE || follower.follows(parent) && !follower.missing(parent, name)) {
                 throw missing;
@@ -575,13 +509,13 @@ final class FuseFileSystem {
         replied(n, m);
         NodeTable.Link link = n.link;
         // the root has no parent: its own following, or its store's word, decides
-        Timeouts kept = keptIn(link == null ? n : link.parent());
-        FuseReply.Validity validity = link == null ? kept.attr() : attrValidity(kept, p, m, n);
+        Timeouts kept = replies.keptIn(link == null ? n : link.parent());
+        FuseReply.Validity validity = link == null ? kept.attr() : replies.attrValidity(kept, p, m, n);
         HeldAnswers.toldHeld(n, kept, validity);
         if (statx) {
-            out.statxOut(validity, attributes(req, p, m), m.created());
+            out.statxOut(validity, replies.attributes(req, p, m), m.created());
         } else {
-            out.attrOut(validity, attributes(req, p, m));
+            out.attrOut(validity, replies.attributes(req, p, m));
         }
     }
 
@@ -815,7 +749,7 @@ final class FuseFileSystem {
         n.changing();
         Metadata m = handle != null ? handle.metadata() : metadataOrOpen(req, n, p, null);
         replied(n, m);
-        out.attrOut(askedEveryTime(p, m) ? FuseReply.Validity.NONE : timeouts.brief(), attributes(req, p, m));
+        out.attrOut(replies.askedEveryTime(p, m) ? FuseReply.Validity.NONE : timeouts.brief(), replies.attributes(req, p, m));
         return m;
     }
 
@@ -1521,7 +1455,7 @@ final class FuseFileSystem {
         }
         replied(n, m);
         // no link count yet: a link count of 0 is what lets the kernel's linkat name it (I_LINKABLE)
-        out.entry(n.id, FuseReply.Validity.NONE, timeouts.brief(), attributes(req, p, m));
+        out.entry(n.id, FuseReply.Validity.NONE, timeouts.brief(), replies.attributes(req, p, m));
         out.rememberedNode = n;
         openedWithEntry(req, out, n, handle, caller, flags);
     }
