@@ -12,7 +12,6 @@ import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Linux;
-import dev.chibifs.sys.ProcStatus;
 import dev.chibifs.sys.Syscalls;
 
 import java.io.IOException;
@@ -27,6 +26,8 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReadWriteLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Predicate;
 
 /**
@@ -111,7 +112,7 @@ final class FuseFileSystem {
     private final boolean anyStoreMayWaitLong;
     final NodeTable nodes = new NodeTable();
     /** See {@link #ownNameChanges()}. */
-    private final java.util.concurrent.locks.ReadWriteLock ownNameChanges = new java.util.concurrent.locks.ReentrantReadWriteLock();
+    private final ReadWriteLock ownNameChanges = new ReentrantReadWriteLock();
     final OpenFileTable openFiles = new OpenFileTable();
     final StaleNames staleNames = new StaleNames();
     /** Each request thread's buffer for a notification sent in the middle of a request. */
@@ -142,17 +143,10 @@ final class FuseFileSystem {
     final DirectoryReader directories;
     /** Attributes as a reply shows them, and how long the kernel may keep them. */
     final AttributeReplies replies;
+    /** SETATTR: truncate, chmod, utimens, and the rule for chown and chgrp. */
+    final AttributeChanges attributeChanges;
     /** The wall clock file modification times are compared with; a test's own clock. */
     private java.time.Clock clock = java.time.Clock.systemUTC();
-    /** Where a caller's supplementary groups are read, for a chgrp to one of them; a test's own. */
-    private volatile GroupLookup groups = ProcStatus::groups;
-
-    /** The supplementary groups of thread {@code tid}, none where not known: {@link ProcStatus#groups}. */
-    @FunctionalInterface
-    interface GroupLookup {
-        long[] groups(long tid, long fsuid, long fsgid);
-    }
-
     FuseFileSystem(Router router, CallerResolver callers, long mountUid, long mountGid, Timeouts timeouts,
                    boolean readdirplus) {
         this.router = router;
@@ -162,6 +156,7 @@ final class FuseFileSystem {
         this.readdirplus = readdirplus;
         this.anyStoreMayWaitLong = router.anyMayWaitLong();
         this.replies = new AttributeReplies(this, attributes, timeouts);
+        this.attributeChanges = new AttributeChanges(this, attributes);
         this.xattrs = new ExtendedAttributes(this);
         this.locks = new LockRequests(this);
         this.backingFiles = new BackingFiles(nodes);
@@ -192,11 +187,6 @@ final class FuseFileSystem {
     /** For tests: modification times are compared with {@code c}. Before the session starts. */
     void clock(java.time.Clock c) {
         this.clock = c;
-    }
-
-    /** For tests: callers' supplementary groups come from {@code lookup}. Before the session starts. */
-    void groupsFrom(GroupLookup lookup) {
-        this.groups = lookup;
     }
 
     void follow(StoreFollower follower) {
@@ -526,7 +516,7 @@ final class FuseFileSystem {
      * ESTALE: stat and access(2) then look the name up again (LOOKUP_REVAL), as an open does, and
      * say what the name stands for now, where ENOENT said a file replaced a moment ago was not there.
      */
-    private Metadata metadataOrOpen(FuseRequest req, NodeTable.Node n, VfsPath p, dev.chibifs.store.HeldFile retried)
+    Metadata metadataOrOpen(FuseRequest req, NodeTable.Node n, VfsPath p, dev.chibifs.store.HeldFile retried)
             throws IOException {
         if (!n.removed) {
             for (int moves = 0; ; moves++) {
@@ -670,146 +660,6 @@ final class FuseFileSystem {
         FileTime changed = n.toldSize >= 0 ? FileTime.from(n.toldChanged, TimeUnit.NANOSECONDS) : modified;
         return new Metadata(EntryKind.DIRECTORY, 0, null, modified, modified, changed, 0, REMOVED_DIRECTORY_MODE,
                 n.identity.inode());
-    }
-
-    void setattr(FuseRequest req, FuseReply out) throws IOException {
-        NodeTable.Node n = node(req);
-        VfsPath p = path(n);
-        int valid = req.setattrValid();
-        OpenFile f = (valid & FuseProtocol.FATTR_FH) != 0 ? openFiles.get(req.setattrHandle()) : null;
-        if (f == null && n.removed) {
-            // a file no name reaches here is reached through an open file of it, judged where it is
-            if (throughAnOpenFile(n, handle -> setattr(req, out, n, judgedAt(p, handle), handle, true)) == null) {
-                throw new NoSuchFileException(p.toString());
-            }
-            return;
-        }
-        if (f != null) {
-            // ftruncate: through a descriptor opened for writing, which, as its writes, needs no
-            // permission now (a disk's neither), wherever its file went since
-            setattr(req, out, n, p, f.handle(), false);
-            return;
-        }
-        VfsPath at = reaching(n, p);
-        if (at == null) {
-            if (throughOwnOpenFile(req, n, handle -> setattr(req, out, n, judgedAt(p, handle), handle, true)) != null) {
-                return; // fchmod, fchown or futimens of a file open in the caller
-            }
-            // its name stands for another file now, or for none (replaced, moved or removed behind the
-            // kernel's back): truncate(2), chmod(2) and utimensat(2) look the name up again on ESTALE
-            // and retry with what it stands for now, where ENOENT failed them, or the change went to
-            // a file the kernel did not name
-            throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
-        }
-        setattr(req, out, n, at, null, false);
-    }
-
-    /**
-     * SETATTR of node {@code n}, through {@code handle} where there is one, else by path {@code p}
-     * (the router judges); {@code judge}: the caller must be let write {@code p} for a change
-     * through the handle. Its attributes.
-     */
-    private Metadata setattr(FuseRequest req, FuseReply out, NodeTable.Node n, VfsPath p, FileHandle handle,
-                             boolean judge) throws IOException {
-        int valid = req.setattrValid();
-        Caller caller = caller(req);
-        if (judge) {
-            router.checkWrite(caller, p);
-        }
-        if ((valid & (FuseProtocol.FATTR_UID | FuseProtocol.FATTR_GID)) != 0) {
-            // before any other change the request carries: a refused chown changes nothing
-            if (handle == null) {
-                router.chown(caller, p);
-            }
-            checkOwnerKept(req, caller, p, valid);
-        }
-        if ((valid & FuseProtocol.FATTR_SIZE) != 0) {
-            if (handle != null) {
-                handle.truncate(req.setattrSize());
-            } else {
-                router.truncate(caller, p, req.setattrSize());
-            }
-        }
-        if ((valid & FuseProtocol.FATTR_MODE) != 0) {
-            if (handle != null) {
-                handle.setExecutable(req.setattrMode());
-            } else {
-                router.chmod(caller, p, req.setattrMode());
-            }
-        }
-        FileTime atime = time(valid, FuseProtocol.FATTR_ATIME, FuseProtocol.FATTR_ATIME_NOW, req.setattrAtime(), req.setattrAtimeNanos());
-        FileTime mtime = time(valid, FuseProtocol.FATTR_MTIME, FuseProtocol.FATTR_MTIME_NOW, req.setattrMtime(), req.setattrMtimeNanos());
-        if (atime != null || mtime != null) {
-            if (handle != null) {
-                handle.setTimes(atime, mtime);
-            } else {
-                router.setTimes(caller, p, atime, mtime);
-            }
-        }
-        n.changing();
-        Metadata m = handle != null ? handle.metadata() : metadataOrOpen(req, n, p, null);
-        replied(n, m);
-        out.attrOut(replies.askedEveryTime(p, m) ? FuseReply.Validity.NONE : timeouts.brief(), replies.attributes(req, p, m));
-        return m;
-    }
-
-    /**
-     * A chown stores nothing (owners come from the path), so one to the owner and group {@code p}
-     * shows this caller, or to a group the caller is in where it is shown as the owner (what a disk
-     * lets an owner do: {@code cp -a} and {@code rsync -a} set it), succeeds and changes nothing;
-     * one to any other is EPERM, as a disk refuses a user who would give a file away, where it
-     * used to succeed and change nothing. SYSTEM and uid 0 still succeed (bindfs's
-     * {@code --chown-ignore}): {@code tar x} as root sets every owner, and must not fail.
-     */
-    private void checkOwnerKept(FuseRequest req, Caller caller, VfsPath p, int valid) throws ErrnoException {
-        long asker = req.uid();
-        if (caller.isSystem() || asker == 0) {
-            return;
-        }
-        long askerGroup = Integer.toUnsignedLong(req.gid);
-        boolean shownAsOwner = attributes.ownedByAsker(p, asker);
-        long uid = shownAsOwner ? asker : attributes.uid(p);
-        long gid = shownAsOwner ? askerGroup : attributes.gid(p);
-        long wantedUid = req.setattrUid() & 0xffffffffL;
-        long wantedGid = req.setattrGid() & 0xffffffffL;
-        if ((valid & FuseProtocol.FATTR_UID) != 0 && wantedUid != uid) {
-            throw new ErrnoException(Linux.EPERM, p.toString(), "Operation not permitted: chown to uid " + wantedUid
-                    + ", where the path makes " + uid + " the owner; only SYSTEM may ask for another, and nothing is stored");
-        }
-        if ((valid & FuseProtocol.FATTR_GID) != 0 && wantedGid != gid
-                && !(uid == asker && (wantedGid == askerGroup || isMember(req, wantedGid)))) {
-            throw new ErrnoException(Linux.EPERM, p.toString(), "Operation not permitted: chgrp to gid " + wantedGid
-                    + ", where the path makes " + gid + " the group; only a group the owner is in, or SYSTEM, may ask for another");
-        }
-    }
-
-    /**
-     * Whether the request's thread has {@code gid} among its supplementary groups. The request
-     * carries none, so /proc tells, as libfuse's fuse_req_getgroups reads it; a thread gone (killed
-     * while its request waits) counts as in no group, and one whose id another process has since, by
-     * other file system ids than the request's, too. Another of the same ids with other groups could
-     * still be read: it would only make a chgrp that changes nothing succeed.
-     */
-    private boolean isMember(FuseRequest req, long gid) {
-        for (long g : groups.groups(req.pid, req.uid(), Integer.toUnsignedLong(req.gid))) {
-            if (g == gid) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static FileTime time(int valid, int set, int now, long seconds, int nanos) {
-        if ((valid & now) != 0) {
-            return Storage.NOW;
-        }
-        if ((valid & set) != 0) {
-            // a time past what Java's Instant holds (touch -d 'Dec 31 2147483647') is clamped, as a
-            // file system clamps it to its own range (ext4: 2446), rather than failed
-            long clamped = Math.max(Instant.MIN.getEpochSecond(), Math.min(Instant.MAX.getEpochSecond(), seconds));
-            return FileTime.from(Instant.ofEpochSecond(clamped, clamped == seconds ? nanos : 0));
-        }
-        return null;
     }
 
     void access(FuseRequest req, FuseReply out) throws IOException {
@@ -1010,7 +860,7 @@ final class FuseFileSystem {
      * the store's events ({@link ChangeFollower}): the follower reads the store's events as soon as
      * the change is made, and must not take this mount's own rename for one made behind its back.
      */
-    java.util.concurrent.locks.ReadWriteLock ownNameChanges() {
+    ReadWriteLock ownNameChanges() {
         return ownNameChanges;
     }
 

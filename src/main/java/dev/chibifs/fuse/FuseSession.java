@@ -1075,7 +1075,7 @@ final class FuseSession {
                 case FuseProtocol.FLUSH -> fs.locks.flush(req, reply);
                 case FuseProtocol.GETATTR -> fs.getattr(req, reply);
                 case FuseProtocol.STATX -> fs.statx(req, reply);
-                case FuseProtocol.SETATTR -> fs.setattr(req, reply);
+                case FuseProtocol.SETATTR -> fs.attributeChanges.setattr(req, reply);
                 case FuseProtocol.READLINK -> fs.readlink(req, reply);
                 case FuseProtocol.SYMLINK -> fs.followingMoves(() -> fs.symlink(req, reply));
                 case FuseProtocol.MKNOD -> fs.followingMoves(() -> fs.mknod(req, reply));

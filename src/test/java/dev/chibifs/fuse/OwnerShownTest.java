@@ -37,7 +37,7 @@ class OwnerShownTest {
     private FakeKernel kernel;
     private FuseSession session;
     /** Where the mount reads a caller's supplementary groups; null: /proc, as a daemon does. */
-    private FuseFileSystem.GroupLookup groups;
+    private AttributeChanges.GroupLookup groups;
 
     private void mount(CallerResolver callers, boolean othersReach) throws Exception {
         Router router = Router.of(store);
@@ -47,7 +47,7 @@ class OwnerShownTest {
             fs.othersReach();
         }
         if (groups != null) {
-            fs.groupsFrom(groups);
+            fs.attributeChanges.groupsFrom(groups);
         }
         kernel = new FakeKernel();
         session = kernel.startSession(fs, new RequestStats());
