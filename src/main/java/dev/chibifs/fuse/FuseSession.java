@@ -1085,11 +1085,11 @@ final class FuseSession {
                 case FuseProtocol.RENAME, FuseProtocol.RENAME2 -> fs.followingMoves(() -> fs.rename(req, reply));
                 case FuseProtocol.LINK -> fs.followingMoves(() -> fs.link(req, reply));
                 case FuseProtocol.OPEN -> fs.open(req, reply, data());
-                case FuseProtocol.READ -> fs.read(req, reply, data());
-                case FuseProtocol.WRITE -> fs.write(req, reply);
+                case FuseProtocol.READ -> fs.io.read(req, reply, data());
+                case FuseProtocol.WRITE -> fs.io.write(req, reply);
                 case FuseProtocol.STATFS -> fs.statfs(req, reply);
                 case FuseProtocol.RELEASE -> fs.release(req, reply);
-                case FuseProtocol.FSYNC -> fs.fsync(req, reply);
+                case FuseProtocol.FSYNC -> fs.io.fsync(req, reply);
                 // without xattrs, ENOSYS once each: the kernel stops asking, even for security.capability
                 // before each write it serves (one round trip less per write(2)), and answers
                 // EOPNOTSUPP itself to setfattr
@@ -1114,10 +1114,10 @@ final class FuseSession {
                 case FuseProtocol.ACCESS -> fs.access(req, reply);
                 case FuseProtocol.CREATE -> fs.followingMoves(() -> fs.create(req, reply));
                 case FuseProtocol.TMPFILE -> fs.tmpfile(req, reply);
-                case FuseProtocol.FALLOCATE -> fs.fallocate(req, reply);
-                case FuseProtocol.LSEEK -> fs.lseek(req, reply);
-                case FuseProtocol.COPY_FILE_RANGE -> fs.copyFileRange(req, reply, data(), false);
-                case FuseProtocol.COPY_FILE_RANGE_64 -> fs.copyFileRange(req, reply, data(), true);
+                case FuseProtocol.FALLOCATE -> fs.io.fallocate(req, reply);
+                case FuseProtocol.LSEEK -> fs.io.lseek(req, reply);
+                case FuseProtocol.COPY_FILE_RANGE -> fs.io.copyFileRange(req, reply, data(), false);
+                case FuseProtocol.COPY_FILE_RANGE_64 -> fs.io.copyFileRange(req, reply, data(), true);
                 // isatty() and the like ask every open file: nothing here is a terminal or a device
                 case FuseProtocol.IOCTL -> reply.error(Linux.ENOTTY);
                 case FuseProtocol.DESTROY -> {
