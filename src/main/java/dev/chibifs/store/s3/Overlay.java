@@ -37,7 +37,7 @@ final class Overlay {
     /** A file rewritten again and again is uploaded at least this many debounce periods after its first change. */
     static final int MAX_DEFERRALS = 5;
     /** A symbolic link's permission bits, as Linux shows every link's (they are never checked). */
-    private static final int LINK_MODE = 0777;
+    static final int LINK_MODE = 0777;
 
     private final S3Storage store;
     /** Every name this host knows, the root's among them. */

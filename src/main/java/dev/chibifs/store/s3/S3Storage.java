@@ -102,7 +102,7 @@ public final class S3Storage implements Storage {
     static final String META_MTIME = "chibi-mtime";
     /**
      * Who put an O_EXCL create's empty object or a mkdir's marker with {@code --exclusive-creates}
-     * ({@link #claimOnS3(VfsPath, boolean, Map)}): two hosts' claims are otherwise alike (no bytes,
+     * ({@link #claimOnS3(VfsPath, String, byte[], Map)}): two hosts' claims are otherwise alike (no bytes,
      * the same mode, maybe the same millisecond), and a PUT whose answer was lost takes an object
      * with the metadata it sent for its own.
      */
@@ -1273,7 +1273,7 @@ public final class S3Storage implements Storage {
                     overlay.placeMade(path, c);
                     if (claimed != null) {
                         c.mtime = c.ctime = c.atime = claimedAt;
-                        madeOnS3(c, claimed);
+                        madeOnS3(c, claimed, ContentHash.EMPTY_SHA256);
                     }
                     journal.commit();
                     return handle(c, write, flags.contains(OpenFlag.APPEND), true);
@@ -1324,23 +1324,28 @@ public final class S3Storage implements Storage {
      * @throws FileAlreadyExistsException S3 has it (the directory is listed again at the next look)
      */
     private String claimOnS3(VfsPath path, int mode, FileTime madeAt) throws IOException {
+        return claimOnS3(path, objectKey(path, false, false), new byte[0], attributes(mode, madeAt, ContentHash.EMPTY_SHA256));
+    }
+
+    /** The metadata an object made by a claim carries: what the write-back would upload with it. */
+    private static Map<String, String> attributes(int mode, FileTime madeAt, String sha) {
         Map<String, String> meta = new LinkedHashMap<>();
         meta.put(META_MODE, Integer.toOctalString(mode & 0777));
         meta.put(META_MTIME, Long.toString(madeAt.toMillis()));
-        meta.put(META_SHA, ContentHash.EMPTY_SHA256);
-        return claimOnS3(path, false, meta);
+        meta.put(META_SHA, sha);
+        return meta;
     }
 
     /**
-     * {@link #claimOnS3(VfsPath, int, FileTime)} for a file, or for a directory its marker (empty,
-     * with no metadata but {@link #META_MADE_BY}). A directory another tool made by putting objects
-     * below it has no marker, and is judged by this host's listing alone, as without the option.
+     * {@link #claimOnS3(VfsPath, int, FileTime)} for the object {@code key} that holds {@code path}:
+     * a file's, a symbolic link's (its target's text, so that no other host ever reads the link
+     * half made), or a directory's marker (empty, with no metadata but {@link #META_MADE_BY}). A
+     * directory another tool made by putting objects below it has no marker, and is judged by this
+     * host's listing alone, as without the option.
      */
-    private String claimOnS3(VfsPath path, boolean dir, Map<String, String> meta) throws IOException {
+    private String claimOnS3(VfsPath path, String key, byte[] body, Map<String, String> meta) throws IOException {
         requireStorableName(path);
-        String key;
         synchronized (this) {
-            key = objectKey(path, dir, false);
             Tomb t = overlay.tombs.get(key);
             if (t != null && t.pending || overlay.inflight.contains(key)) {
                 return null;
@@ -1348,7 +1353,7 @@ public final class S3Storage implements Storage {
         }
         meta.put(META_MADE_BY, options.host() + "-" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()));
         try {
-            return bucket.put(key, new byte[0], meta, null);
+            return bucket.put(key, body, meta, null);
         } catch (Bucket.PreconditionFailed taken) {
             synchronized (this) {
                 listings.expireListing(path.parent());
@@ -1358,14 +1363,15 @@ public final class S3Storage implements Storage {
     }
 
     /**
-     * {@code n}, made by this open, is on S3 as {@link #claimOnS3(VfsPath, boolean, Map)} put it:
-     * empty, under {@code etag}. A mutation S3 has done ({@link Overlay#seq}): a listing that began before
-     * the claim and does not show it must not take the name away. Under the monitor.
+     * {@code n}, made by this open or symlink, is on S3 as {@link #claimOnS3(VfsPath, String, byte[], Map)}
+     * put it: holding what hashes to {@code sha}, under {@code etag}. A mutation S3 has done
+     * ({@link Overlay#seq}): a listing that began before the claim and does not show it must not
+     * take the name away. Under the monitor.
      */
-    private void madeOnS3(Node n, String etag) {
+    private void madeOnS3(Node n, String etag, String sha) {
         n.remoteEtag = etag;
         uploaded(n);
-        n.sha = ContentHash.EMPTY_SHA256;
+        n.sha = sha;
         n.shaGen = n.gen;
         agreesWithS3(n);
     }
@@ -1469,7 +1475,7 @@ public final class S3Storage implements Storage {
         requireRoom();
         requireNewName(path);
         requireKeyFits(path, dirKey(path));
-        String claimed = options.exclusiveCreates() ? claimOnS3(path, true, new LinkedHashMap<>()) : null;
+        String claimed = options.exclusiveCreates() ? claimOnS3(path, dirKey(path), new byte[0], new LinkedHashMap<>()) : null;
         synchronized (this) {
             requireStillNew(path);
             Node d = makeDir(path);
@@ -1682,7 +1688,10 @@ public final class S3Storage implements Storage {
 
     /**
      * Makes the link here at once; its object {@code <name>.rclonelink}, holding the target's text,
-     * goes up as a closed file's does, {@link S3Options#flushAfter()} later.
+     * goes up as a closed file's does, {@link S3Options#flushAfter()} later. With
+     * {@code --exclusive-creates} it goes up now, only if S3 has none of that name, as an O_EXCL
+     * create's file does: {@code ln -s} is a lock (emacs's {@code .#file}, scripts), and every host
+     * took it.
      */
     @Override
     public void createSymlink(VfsPath link, String target) throws IOException {
@@ -1691,12 +1700,17 @@ public final class S3Storage implements Storage {
             throw new NoSuchFileException(link.toString());
         }
         requireStorableName(link);
-        requireKeyFits(link, objectKey(link, false, true)); // its object is the name and LINK_SUFFIX
+        String key = objectKey(link, false, true);
+        requireKeyFits(link, key); // its object is the name and LINK_SUFFIX
         requireNewName(link);
+        byte[] text = target.getBytes(StandardCharsets.UTF_8);
+        String sha = ContentHash.of(text);
+        FileTime claimedAt = now();
+        String claimed = options.exclusiveCreates()
+                ? claimOnS3(link, key, text, attributes(Overlay.LINK_MODE, claimedAt, sha)) : null;
         synchronized (this) {
             requireStillNew(link);
             Node n = overlay.newLink();
-            byte[] text = target.getBytes(StandardCharsets.UTF_8);
             // through a descriptor of ours, so a full cache disk is ENOSPC (the JDK's Files.write carries no errno)
             try (CacheFile f = CacheFile.replace(dataFile(n.ino))) {
                 f.write(java.nio.ByteBuffer.wrap(text), 0);
@@ -1707,6 +1721,10 @@ public final class S3Storage implements Storage {
             n.size = text.length;
             n.cached = true;
             overlay.placeMade(link, n);
+            if (claimed != null) {
+                n.mtime = n.ctime = n.atime = claimedAt;
+                madeOnS3(n, claimed, sha);
+            }
             journal.commit();
         }
     }
@@ -2107,7 +2125,7 @@ public final class S3Storage implements Storage {
                 + bucket.requests() + String.format(Locale.ROOT, "; content: %.1f MiB down, %.1f MiB up",
                 moved[0] / (double) (1 << 20), moved[1] / (double) (1 << 20))
                 + (hostLocks == null ? "; locks: this daemon's only" : "; locks: " + hostLocks.held() + " held on S3")
-                + (options.exclusiveCreates() ? "; O_EXCL creates and mkdirs made on S3 at once" : "");
+                + (options.exclusiveCreates() ? "; O_EXCL creates, mkdirs and symlinks made on S3 at once" : "");
     }
 
     @Override

@@ -1145,7 +1145,7 @@ class S3HostsTest {
         }
         b.flushAll();
         assertEquals("b\n", inS3("shared/task-8.claim"));
-        assertTrue(b.state().endsWith("; O_EXCL creates and mkdirs made on S3 at once"), b.state());
+        assertTrue(b.state().endsWith("; O_EXCL creates, mkdirs and symlinks made on S3 at once"), b.state());
     }
 
     @Test
@@ -1166,6 +1166,31 @@ class S3HostsTest {
         a.flushAll();
         b.flushAll();
         assertEquals(0, a.pendingChanges() + b.pendingChanges(), "nothing left to upload: the markers went up with the mkdirs");
+    }
+
+    @Test
+    void withExclusiveCreatesASymlinkOfANameAnotherHostLinkedFirstFails() throws Exception {
+        // `ln -s me .#plan.md` (emacs's lock) on two hosts whose listings are fresh from before either made it
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared(".#plan.md");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        a.createSymlink(p("/shared/.#plan.md"), "agent@a.1234");
+        assertEquals("agent@a.1234", inS3("shared/.#plan.md" + S3Storage.LINK_SUFFIX),
+                "the link whole on S3 as symlink returned, before any write-back");
+        Exception second = assertThrows(java.nio.file.FileAlreadyExistsException.class,
+                () -> b.createSymlink(p("/shared/.#plan.md"), "agent@b.5678"));
+        assertEquals(Linux.EEXIST, Errors.errno(second));
+        assertEquals("agent@a.1234", b.readLink(p("/shared/.#plan.md")), "b lists the directory again after the refusal");
+        // a name free on S3 is linked by either host
+        b.createSymlink(p("/shared/.#notes.md"), "agent@b.5678");
+        assertEquals("agent@b.5678", inS3("shared/.#notes.md" + S3Storage.LINK_SUFFIX));
+        a.flushAll();
+        b.flushAll();
+        assertEquals(0, a.pendingChanges() + b.pendingChanges(), "nothing left to upload: the links went up with the symlinks");
+        assertEquals(List.of(prefix + "/shared/.#notes.md" + S3Storage.LINK_SUFFIX, prefix + "/shared/.#plan.md" + S3Storage.LINK_SUFFIX),
+                raw.list(prefix + "/shared/", false).objects().stream().map(Bucket.Listed::key).filter(k -> !k.endsWith("/")).sorted().toList(),
+                "no conflict copy");
+        assertEquals(EntryKind.SYMLINK, a.metadata(p("/shared/.#plan.md")).kind());
     }
 
     @Test
