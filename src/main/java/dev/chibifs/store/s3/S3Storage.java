@@ -1317,9 +1317,10 @@ public final class S3Storage implements Storage {
      * {@code --exclusive-creates}: the empty object of a file an O_EXCL create makes, put now, only
      * if S3 has none of that name (If-None-Match), so that where another host made it first (a lock
      * file, a claim made with {@code set -o noclobber}) this create fails, as on one disk, instead of
-     * both going on and one ending as a conflict copy. Returns its ETag; null where this host removed
-     * the name a moment ago and its delete has not gone yet (the file is made here, as without the
-     * option: a claim put now could land before that delete, which would take it).
+     * both going on and one ending as a conflict copy. Where this host removed the name a moment ago
+     * and its delete has not gone yet, the delete is sent first. Returns its ETag; null where that
+     * delete waits for the upload of what was moved from the name (the file is made here, as without
+     * the option, taking over the object).
      *
      * @throws FileAlreadyExistsException S3 has it (the directory is listed again at the next look)
      */
@@ -1345,10 +1346,20 @@ public final class S3Storage implements Storage {
      */
     private String claimOnS3(VfsPath path, String key, byte[] body, Map<String, String> meta) throws IOException {
         requireStorableName(path);
-        synchronized (this) {
-            Tomb t = overlay.tombs.get(key);
-            if (t != null && t.pending || overlay.inflight.contains(key)) {
-                return null;
+        if (removedHereNotDeleted(key)) {
+            if (deleteWaitsForAnUpload(key)) {
+                return null; // no pass sends it now (git's index.lock, renamed to index): the object is still this host's
+            }
+            // a tombstone stays pending from before a pass chooses its delete until after S3 has
+            // answered it: S3 may have done the delete and another host claimed the name meanwhile
+            // (mkdir locks handed on quickly had two holders), and a name made here again while the
+            // delete is under way is taken by it. So the delete goes first, in a pass waited for
+            WriteBack.Unsent unsent = writeBack.pass(false, dirKey(path.parent()));
+            if (removedHereNotDeleted(key)) {
+                if (unsent != null) {
+                    throw unsent.failure();
+                }
+                return null; // it waits for an upload after all: as above
             }
         }
         meta.put(META_MADE_BY, options.host() + "-" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()));
@@ -1360,6 +1371,26 @@ public final class S3Storage implements Storage {
             }
             throw new FileAlreadyExistsException(path.toString(), null, "File exists (made on another host first)");
         }
+    }
+
+    /** Whether this host removed the object {@code key} (or is uploading it) and S3 may still hold it. */
+    private synchronized boolean removedHereNotDeleted(String key) {
+        Tomb t = overlay.tombs.get(key);
+        return t != null && t.pending || overlay.inflight.contains(key);
+    }
+
+    /**
+     * Whether the delete of the object {@code key}, removed here, waits for the upload of what was
+     * moved from it, as {@link WriteBack}'s deletePending holds it back (another host would see
+     * neither name).
+     */
+    private synchronized boolean deleteWaitsForAnUpload(String key) {
+        for (Node n : overlay.dirtyNodes) {
+            if (n.movedFrom != null && n.movedFrom.key().equals(key) || n.oldNames != null && n.oldNames.contains(key)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

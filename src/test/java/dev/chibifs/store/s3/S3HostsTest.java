@@ -1168,6 +1168,112 @@ class S3HostsTest {
         assertEquals(0, a.pendingChanges() + b.pendingChanges(), "nothing left to upload: the markers went up with the mkdirs");
     }
 
+    /**
+     * Host b made the lock directory /shared/lock.d and removed it; its write-back pass sends that
+     * delete, which the server holds: with {@code removed} once S3 has done it (its answer not sent
+     * yet), else before. While it is held, {@code meanwhile} runs, then b makes lock.d again on a
+     * thread of its own, which either ends or waits (for the pass) before the delete is let go.
+     * What b's second mkdir threw, or null.
+     */
+    private Throwable mkdirAgainWhileTheDeleteIsHeld(S3Storage b, boolean removed, Meanwhile meanwhile) throws Exception {
+        b.createDirectory(p("/shared/lock.d"));
+        b.removeDirectory(p("/shared/lock.d"));
+        S3Server.HeldRequests held = server.holdDeletes(k -> k.equals(prefix + "/shared/lock.d/"), removed, 1);
+        try {
+            var pass = aside(b::flushDue);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the DELETE came");
+            meanwhile.run();
+            var again = new java.util.concurrent.FutureTask<Void>(() -> {
+                b.createDirectory(p("/shared/lock.d"));
+                return null;
+            });
+            Thread mkdir = new Thread(again, "mkdir-again");
+            mkdir.start();
+            assertTrue(await(Duration.ofSeconds(30), () -> again.isDone() || mkdir.getState() == Thread.State.WAITING),
+                    "b's mkdir ended or waits");
+            held.release().countDown();
+            pass.get(30, TimeUnit.SECONDS);
+            try {
+                again.get(30, TimeUnit.SECONDS);
+                return null;
+            } catch (java.util.concurrent.ExecutionException e) {
+                return e.getCause();
+            }
+        } finally {
+            held.release().countDown();
+            server.holdDeletes(k -> false, false, 0);
+        }
+    }
+
+    @Test
+    void withExclusiveCreatesAMkdirLockTakenElsewhereOnceS3DidThisHostsRmdirIsRefusedHereBeforeItHearsSo() throws Exception {
+        // a mkdir lock handed on at once: S3 has done b's rmdir, a takes the lock, and b asks for it
+        // again before the answer to its delete came (it made the lock here: two holders)
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        Throwable again = mkdirAgainWhileTheDeleteIsHeld(b, true, () -> {
+            assertNull(inS3("shared/lock.d/"), "S3 did b's delete");
+            a.createDirectory(p("/shared/lock.d"));
+        });
+        assertTrue(again instanceof java.nio.file.FileAlreadyExistsException, "b's mkdir: " + again);
+        assertEquals(Linux.EEXIST, Errors.errno((Exception) again));
+        assertNotNull(inS3("shared/lock.d/"), "a's marker stays");
+    }
+
+    @Test
+    void withExclusiveCreatesAMkdirAgainWhileThisHostsDeleteOfTheNameIsUnderWayKeepsTheNameFromOtherHosts() throws Exception {
+        // b takes its lock again while the delete of its last one is on its way to S3: that delete
+        // must not take the new lock from under it (a then took the lock too)
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        assertNull(mkdirAgainWhileTheDeleteIsHeld(b, false, () -> { }));
+        assertNotNull(inS3("shared/lock.d/"), "b's lock on S3");
+        Exception second = assertThrows(java.nio.file.FileAlreadyExistsException.class,
+                () -> a.createDirectory(p("/shared/lock.d")));
+        assertEquals(Linux.EEXIST, Errors.errno(second));
+        b.flushAll();
+        assertNotNull(inS3("shared/lock.d/"), "b's lock stays on S3");
+    }
+
+    @Test
+    void withExclusiveCreatesALockFileRenamedIntoPlaceIsMadeAgainWithoutWaitingForAPassUnderWay() throws Exception {
+        // git: index.lock, made with O_EXCL, is renamed to index, and its delete waits for index's
+        // upload (the debounce), which no pass sends now: git's next O_EXCL index.lock takes the
+        // object over here at once, not after a pass uploading something else (a large file)
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false).withExclusiveCreates(true));
+        a.mkdir(p("/shared/repo/.git"));
+        a.flushAll();
+        put(a, "/shared/big", "big");
+        clock.advance(S3Options.DEFAULT_FLUSH_AFTER);
+        writeExclusive(a, "/shared/repo/.git/index.lock", "one");
+        a.rename(p("/shared/repo/.git/index.lock"), p("/shared/repo/.git/index"));
+        S3Server.HeldRequests held = holdPut("shared/big", 1);
+        try {
+            var pass = aside(a::flushDue);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the pass's PUT of big came");
+            aside(() -> writeExclusive(a, "/shared/repo/.git/index.lock", "two")).get(30, TimeUnit.SECONDS);
+            assertFalse(pass.isDone(), "big is still going up");
+            held.release().countDown();
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        a.rename(p("/shared/repo/.git/index.lock"), p("/shared/repo/.git/index"));
+        a.flushAll();
+        assertEquals("two", inS3("shared/repo/.git/index"));
+        assertNull(inS3("shared/repo/.git/index.lock"));
+    }
+
+    private static void writeExclusive(S3Storage s, String path, String content) throws IOException {
+        try (FileHandle h = s.open(p(path), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), 0644)) {
+            h.write(ByteBuffer.wrap(content.getBytes(UTF_8)), 0);
+        }
+    }
+
     @Test
     void withExclusiveCreatesASymlinkOfANameAnotherHostLinkedFirstFails() throws Exception {
         // `ln -s me .#plan.md` (emacs's lock) on two hosts whose listings are fresh from before either made it

@@ -358,9 +358,14 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             }
         }
 
+        /** A DELETE held ({@link #holdDeletes}) before the object goes ({@link #BEFORE_REMOVAL}) or after, unanswered. */
         @Override
-        public synchronized void removeBlob(String container, String name) {
-            super.removeBlob(container, name);
+        public void removeBlob(String container, String name) {
+            server.heldDeletes.waitIfHeld(name, BEFORE_REMOVAL);
+            synchronized (this) {
+                super.removeBlob(container, name);
+            }
+            server.heldDeletes.waitIfHeld(name, AFTER_REMOVAL);
         }
 
         @Override
@@ -502,6 +507,21 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     HeldRequests holdLists(java.util.function.Predicate<String> which, int expected) {
         HeldRequests h = HeldRequests.of((prefix, from) -> which.test(prefix), expected);
         heldLists = h;
+        return h;
+    }
+
+    private volatile HeldRequests heldDeletes = HeldRequests.NONE;
+    private static final long BEFORE_REMOVAL = 0;
+    private static final long AFTER_REMOVAL = 1;
+
+    /**
+     * Every DELETE of one object {@code which} names waits until the test lets them go: with
+     * {@code removed} once the object has gone (S3 has done it; its answer not sent), else before.
+     */
+    HeldRequests holdDeletes(java.util.function.Predicate<String> which, boolean removed, int expected) {
+        long at = removed ? AFTER_REMOVAL : BEFORE_REMOVAL;
+        HeldRequests h = HeldRequests.of((name, when) -> when == at && which.test(name), expected);
+        heldDeletes = h;
         return h;
     }
 
