@@ -83,8 +83,9 @@ final class StoreOptions {
 
     @Option(names = "--exclusive-creates",
             description = "A create that must make the file (O_EXCL: set -o noclobber, lock files such as git's)"
-                    + " and a mkdir make their object on an S3 store at once, only if the bucket has none of"
-                    + " that name, so of two hosts making one name the second gets EEXIST. One PUT per such"
+                    + ", a mkdir and a symlink (ln -s locks) make their object on an S3 store at once, only if"
+                    + " the bucket has none of that name, so of two hosts making one name the second gets"
+                    + " EEXIST. One PUT per such"
                     + " create, before it returns. Default: made here, and up with the write-back.")
     boolean exclusiveCreates;
 
