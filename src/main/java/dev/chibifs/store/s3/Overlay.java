@@ -173,7 +173,11 @@ final class Overlay {
         dirty(n);
     }
 
-    /** A tombstone for the object of {@code n} at {@code p}, when S3 has one. */
+    /**
+     * A tombstone for the object of {@code n} at {@code p}, when S3 has one. Where this host claimed
+     * that name on S3 ({@link Node#claimedHere}), the remove lets a lock go: its delete waits for
+     * every change made here before it ({@link Release}).
+     */
     void bury(VfsPath p, Node n) {
         if (!n.onRemote()) {
             return;
@@ -182,7 +186,49 @@ final class Overlay {
         if (k.isEmpty()) {
             return;
         }
+        Release release = n.claimedHere ? releaseAfterAll(n) : null; // before its own tombstone is among them
         tombstone(k, n.dir ? null : n.remoteEtag);
+        tombs.get(k).release = release;
+    }
+
+    /** What the remove of {@code lock}, a name claimed here, waits for: every change made here until now. */
+    private Release releaseAfterAll(Node lock) {
+        Map<Node, Long> changes = new HashMap<>();
+        for (Node d : dirtyNodes) {
+            if (d != lock) {
+                changes.put(d, d.gen);
+            }
+        }
+        Map<String, Tomb> deletes = new HashMap<>();
+        tombs.forEach((k, t) -> {
+            if (t.pending) {
+                deletes.put(k, t);
+            }
+        });
+        return new Release(changes, deletes);
+    }
+
+    /**
+     * The keys of what the release {@code t} still waits for: a change made before it not up yet
+     * (its node named, not yet settled at the generation it had then), or a delete pending then and
+     * still pending (not taken over since by a name made again). Empty once it may go.
+     */
+    List<String> releaseWaitsFor(Tomb t) {
+        List<String> out = new ArrayList<>();
+        if (t.release == null) {
+            return out;
+        }
+        t.release.changes.forEach((n, gen) -> {
+            if (n.dirty && n.path != null && n.settledGen < gen) {
+                out.add(store.objectKeyOf(n));
+            }
+        });
+        t.release.deletes.forEach((k, before) -> {
+            if (before.pending && tombs.get(k) == before) {
+                out.add(k);
+            }
+        });
+        return out;
     }
 
     /** A tombstone for the object {@code k}, journaled. */
@@ -212,11 +258,14 @@ final class Overlay {
             } else {
                 n.remoteEtag = t.etag;
             }
+            // made again before the release went: the claim is still on S3, now this name's
+            n.claimedHere = t.release != null;
         }
     }
 
     /** {@code n} agrees with S3 again: nothing of it waits to go up. The undoing of {@link #changed}'s marking. Under the monitor. */
     void settled(Node n) {
+        n.settledGen = n.gen;
         n.dirty = false;
         dirtyNodes.remove(n);
         n.due = Long.MAX_VALUE;
@@ -434,6 +483,17 @@ final class Overlay {
         long due = Long.MAX_VALUE;
         /** The {@link Overlay#seq} at which this node last agreed with S3. */
         long syncedSeq;
+        /**
+         * The last generation S3 has (or had) of it as changed here: every change up to it went up.
+         * What a lock's release waits for ({@link Overlay#releaseWaitsFor}).
+         */
+        long settledGen = -1;
+        /**
+         * This host claimed its name on S3 ({@code --exclusive-creates}: an O_EXCL create, a mkdir)
+         * and S3 still has that object: its remove releases a lock ({@link Release}). Not journaled:
+         * after a restart its remove is as any other's (the journal's changes go up before any delete).
+         */
+        boolean claimedHere;
         int writers;
         /**
          * Whether the journal's last record of it gives the size its content has, no writer being open
@@ -493,10 +553,25 @@ final class Overlay {
         }
     }
 
+    /**
+     * What the delete of a name this host claimed on S3 waits for: the changes (each node at its
+     * generation then) and the deletes pending here when it was removed. Such a name is a lock (a
+     * lock file, a lock directory) and its remove lets the lock go: deleted at the next tick, the
+     * next holder on another host read what the debounce still held back here, the data written
+     * under the lock (a tester's counter, incremented 15 times on each of two hosts, ended at 15).
+     * So it goes once all of those are up, as a flock's release pushes first ({@link HostLocks});
+     * the write-back sends them at once rather than after their debounce ({@link WriteBack#pass}).
+     * Every change of the store, not only those of its directory: what a lock guards may be anywhere.
+     */
+    record Release(Map<Node, Long> changes, Map<String, Tomb> deletes) {
+    }
+
     /** A name removed here whose object S3 may still show. */
     static final class Tomb {
         /** The object's last seen ETag, the If-Match of a new file made at the same name. */
         final String etag;
+        /** Where the remove lets a lock go, what its delete waits for; null for any other remove. */
+        Release release;
         boolean pending = true;
         long doneSeq = Long.MAX_VALUE;
         long doneAt;

@@ -1280,6 +1280,7 @@ public final class S3Storage implements Storage {
                 }
                 if (claimed != null && Listings.madeEmptyHere(now)) {
                     now.remoteEtag = claimed; // made here meanwhile by another open: the object this one made is its
+                    now.claimedHere = true;
                     journal.put(now);
                 }
                 if (now.dir) {
@@ -1401,6 +1402,7 @@ public final class S3Storage implements Storage {
      */
     private void madeOnS3(Node n, String etag, String sha) {
         n.remoteEtag = etag;
+        n.claimedHere = true;
         uploaded(n);
         n.sha = sha;
         n.shaGen = n.gen;
@@ -1512,6 +1514,7 @@ public final class S3Storage implements Storage {
             Node d = makeDir(path);
             if (claimed != null) {
                 markerOnS3(d);
+                d.claimedHere = true;
             }
             journal.commit();
         }

@@ -49,7 +49,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * debounce has passed and for pending tombstones, while there are any (else it sleeps until the next
  * eviction, or until {@link #wake} says there are); an fsync ({@link #flushNode}), {@code chibifs sync}
  * and close go at once ({@link #pass}). Directories' markers go first, then files, several at a
- * time, then the deletes. Each upload is conditional on the object being what this host last saw
+ * time, then the deletes; last the removes that let a lock go, once every change made here before
+ * them is up ({@link #deleteReleases}), those changes going at once. Each upload is conditional on the object being what this host last saw
  * (If-Match its ETag, If-None-Match: * for a new name). When it is not: a file only appended to
  * here gets its new bytes put at the end of the other host's version ({@link #mergeAppends});
  * anything else stays here as {@code <name>.conflict-<host>-<time>} beside theirs ({@link #conflict}).
@@ -59,7 +60,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * A failure does not end a pass: the object is tried again at the next, and the pass's other uploads
  * and deletes go on, but for what must come after it ({@link HeldBack}): the old names of a file
  * that failed, what is in a directory whose marker failed, a name at its cap after a file closed
- * before it. The journal's replay alone still stops at its first failure ({@link #replay}). An
+ * before it, a lock file's remove after the changes made before it. The journal's replay alone still stops at its first failure ({@link #replay}). An
  * object S3 refused has a retry time of its own ({@link #refusedLately}): the flusher's passes go
  * on at their pace for everything else, and neither they nor a pass for one directory's sake (its
  * fsync, a lock let go) ask again for it before then; only S3 away backs the loop off.
@@ -502,10 +503,11 @@ final class WriteBack {
             List<Node> capped = new ArrayList<>();
             long now = store.ticks();
             synchronized (store) {
+                Set<Node> beforeReleases = all ? Set.of() : changesBeforeReleases();
                 for (Node n : store.overlay.dirtyNodes) {
-                    if (all || n.due <= now) {
+                    if (all || n.due <= now || beforeReleases.contains(n)) {
                         due.add(n);
-                        if (!all && store.overlay.dueAtItsCap(n)) {
+                        if (!all && n.due <= now && store.overlay.dueAtItsCap(n)) {
                             capped.add(n);
                         }
                     }
@@ -574,14 +576,35 @@ final class WriteBack {
     }
 
     /**
+     * The changes that removes of names claimed here wait for ({@link Overlay.Release}): they go up
+     * in this pass, not after their debounce, so a lock let go by a remove reaches the other hosts
+     * about as soon as without the wait, as a flock's release pushes. Under the monitor.
+     */
+    private Set<Node> changesBeforeReleases() {
+        Set<Node> out = new java.util.HashSet<>();
+        for (Tomb t : store.overlay.tombs.values()) {
+            if (t.pending && t.release != null) {
+                t.release.changes().forEach((n, gen) -> {
+                    if (n.dirty && n.settledGen < gen) {
+                        out.add(n);
+                    }
+                });
+            }
+        }
+        return out;
+    }
+
+    /**
      * Deletes the objects of pending tombstones that wait for no upload; under the flush lock and
-     * {@link #deletesOrFsyncs}. A delete that fails is {@code held}'s, and the others go on. Whether
-     * any were done.
+     * {@link #deletesOrFsyncs}. A delete that fails is {@code held}'s, and the others go on. The
+     * removes that let a lock go come last, each once every change and delete made here before it
+     * is on S3 ({@link Overlay.Release}). Whether any were done.
      */
     private boolean deletePending(HeldBack held) throws IOException {
         held.deleting = true;
         List<String> deletes;
         int oldNamesWaiting = 0;
+        boolean releases = false;
         Set<VfsPath> newNames = new java.util.TreeSet<>();
         synchronized (store) {
             // the old name of something moved goes after its new one is up, which the debounce may
@@ -603,6 +626,10 @@ final class WriteBack {
             deletes = new ArrayList<>();
             for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
                 if (!e.getValue().pending) {
+                    continue;
+                }
+                if (e.getValue().release != null) {
+                    releases = true; // after the others (deleteReleases)
                     continue;
                 }
                 Node newName = waiting.get(e.getKey());
@@ -658,7 +685,59 @@ final class WriteBack {
             held.waits(markersWaiting + (markersWaiting == 1 ? " directory marker waits" : " directory markers wait")
                     + " for the deletes below them");
         }
-        return !deletes.isEmpty() && failed.isEmpty();
+        boolean released = releases && deleteReleases(held);
+        return (!deletes.isEmpty() && failed.isEmpty()) || released;
+    }
+
+    /**
+     * Deletes the objects of names claimed here and removed since, each once nothing made here
+     * before its remove waits any more ({@link Overlay#releaseWaitsFor}): after the pass's uploads
+     * and its other deletes, which it may have waited for. One that still waits (an upload that
+     * failed, a delete held back, a release before it that waits) goes at a later pass; the others
+     * go on. Whether any were done.
+     */
+    private boolean deleteReleases(HeldBack held) throws IOException {
+        List<String> ready = new ArrayList<>();
+        Set<String> waitedFor = new java.util.TreeSet<>();
+        int waiting = 0;
+        synchronized (store) {
+            for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
+                Tomb t = e.getValue();
+                if (!t.pending || t.release == null) {
+                    continue;
+                }
+                List<String> before = store.overlay.releaseWaitsFor(t);
+                if (before.isEmpty()) {
+                    ready.add(e.getKey());
+                } else {
+                    waiting++;
+                    waitedFor.addAll(before);
+                    held.waitsAt(e.getKey());
+                }
+            }
+        }
+        if (waiting > 0 && held.any()) {
+            held.waits((waiting == 1 ? "1 remove of a name claimed on S3 (a lock let go) waits"
+                    : waiting + " removes of names claimed on S3 (locks let go) wait")
+                    + " for the changes made here before it: " + said(waitedFor));
+        }
+        List<String> markers = new ArrayList<>();
+        List<String> objects = new ArrayList<>();
+        for (String k : ready) {
+            if (!held.refusedAgain(k)) {
+                (k.endsWith("/") ? markers : objects).add(k);
+            }
+        }
+        Set<String> failed = deleteObjects(objects, held);
+        for (String k : markers) {
+            try {
+                deleteOne(k);
+            } catch (IOException e) {
+                held.failed(e, k);
+                failed.add(k);
+            }
+        }
+        return !(objects.isEmpty() && markers.isEmpty()) && failed.isEmpty();
     }
 
     /** Names (paths, keys) said in one line, at most; the rest are counted. */
@@ -828,6 +907,7 @@ final class WriteBack {
         Tomb t = store.overlay.tombs.get(k);
         if (t != null && t.pending) {
             t.pending = false;
+            t.release = null; // what it waited for need not be kept
             t.doneSeq = ++store.overlay.seq;
             t.doneAt = store.ticks();
             store.journal.untomb(k);
@@ -1376,6 +1456,7 @@ final class WriteBack {
         // changed here meanwhile, or open to write: this host's copy lacks theirs, so its base stays
         // the version before the merge, and its next upload meets the merge and adds what came since
         store.overlay.seq++;
+        n.settledGen = Math.max(n.settledGen, gen); // its appends up to gen are on S3
         if (n.appendsFrom != NOT_APPENDS) {
             n.appendsFrom = upTo;
             store.journal.put(n);
@@ -1410,6 +1491,7 @@ final class WriteBack {
             store.uploaded(n);
             n.lostUploads = null;
             n.syncedSeq = store.overlay.seq;
+            n.settledGen = Math.max(n.settledGen, gen); // changed since it was read: up to gen went up
             if (n.gen == gen) {
                 store.overlay.settled(n);
                 if (sha != null) {

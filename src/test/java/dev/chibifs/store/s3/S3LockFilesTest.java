@@ -1,0 +1,160 @@
+package dev.chibifs.store.s3;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.FileHandle;
+import dev.chibifs.store.OpenFlag;
+import dev.chibifs.testing.MutableClock;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.EnumSet;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Lock files and lock directories across hosts with {@code --exclusive-creates}: the remove that
+ * lets such a lock go reaches S3 after what this host changed before it, as a flock's release
+ * does. A tester's finding (session 66): take the lock, increment a counter beside it, remove the
+ * lock, 15 times on each of two hosts; the counter ended at 15, not 30, as the lock's delete went
+ * up at the next tick and the counter after its debounce.
+ */
+class S3LockFilesTest {
+
+    private static final String BUCKET = "lockfiles";
+    private static final EnumSet<OpenFlag> EXCLUSIVE = EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW);
+
+    @TempDir
+    static Path temp;
+    @RegisterExtension
+    static final S3Server server = S3Server.perClass(BUCKET);
+
+    private S3Namespace ns;
+    private String prefix;
+    private Bucket raw;
+
+    @BeforeEach
+    void newPrefix() {
+        ns = new S3Namespace(BUCKET, server);
+        prefix = ns.prefix;
+        raw = ns.raw;
+    }
+
+    @AfterEach
+    void closeStores() throws IOException {
+        server.refusePuts(name -> false, 0);
+        ns.close();
+    }
+
+    /** A host with {@code --exclusive-creates} whose write-back the test drives with {@code clock}. */
+    private S3Storage host(String name, MutableClock clock) throws IOException {
+        return ns.open(S3Options.defaults(temp.resolve(prefix + "-" + name), server.env()).withHost(name)
+                .withClock(clock, false).withExclusiveCreates(true));
+    }
+
+    private static VfsPath p(String s) {
+        return VfsPath.of(s);
+    }
+
+    private String inS3(String key) throws IOException {
+        Path to = temp.resolve("get-" + System.nanoTime());
+        Bucket.Head h = raw.get(prefix + "/" + key, to);
+        return h == null ? null : Files.readString(to);
+    }
+
+    /** {@code set -C; : > lock}, then the counter read and written again, then {@code rm lock}. */
+    private static void incrementUnderLockFile(S3Storage s, String lock, String counter) throws IOException {
+        s.open(p(lock), EXCLUSIVE, 0644).close();
+        int was = s.exists(p(counter)) ? Integer.parseInt(new String(s.read(p(counter)), UTF_8).trim()) : 0;
+        s.write(p(counter), (was + 1 + "\n").getBytes(UTF_8));
+        s.removeFile(p(lock));
+    }
+
+    @Test
+    void aLockFileRemovedLeavesS3AfterTheCounterWrittenUnderItAndTheNextHolderReadsIt() throws Exception {
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        S3Storage b = host("b", clock);
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        // twice on a: the second take finds the first release still pending here and makes the name
+        // over it, holding the claim that is still on S3
+        incrementUnderLockFile(a, "/shared/lock", "/shared/counter");
+        incrementUnderLockFile(a, "/shared/lock", "/shared/counter");
+        a.flushDue(); // the counter's debounce has not passed
+        assertEquals("2\n", inS3("shared/counter"), "the counter went up with the release, not after its debounce");
+        assertNull(inS3("shared/lock"), "the lock is let go on S3 at the pass after its remove");
+        assertEquals(0, a.pendingChanges());
+
+        clock.advance(S3Options.DEFAULT_VALIDITY); // b's listing of /shared is stale: it lists again
+        for (int round = 0; round < 3; round++) {
+            incrementUnderLockFile(b, "/shared/lock", "/shared/counter");
+            b.flushDue();
+            clock.advance(S3Options.DEFAULT_VALIDITY);
+            incrementUnderLockFile(a, "/shared/lock", "/shared/counter");
+            a.flushDue();
+            clock.advance(S3Options.DEFAULT_VALIDITY);
+        }
+        assertEquals("8\n", inS3("shared/counter"), "no increment lost");
+    }
+
+    @Test
+    void aLockDirectoryRemovedWaitsForEveryEarlierChangeAndDeleteOfTheStoreEvenOneThatFailed() throws Exception {
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        a.mkdir(p("/locks"));
+        a.write(p("/data/old"), "old".getBytes(UTF_8));
+        a.flushAll();
+        a.createDirectory(p("/locks/run.d")); // mkdir as a lock: its marker is on S3 as it returns
+        assertNotNull(inS3("locks/run.d/"));
+        // what the lock guards is in another directory: written, and removed
+        a.write(p("/data/state"), "done".getBytes(UTF_8));
+        a.removeFile(p("/data/old"));
+        a.removeDirectory(p("/locks/run.d"));
+        server.refusePuts(name -> name.endsWith("/data/state"), 1);
+
+        IOException failed = assertThrows(IOException.class, a::flushDue);
+        assertTrue(failed.getMessage().contains("1 remove of a name claimed on S3 (a lock let go) waits for the changes"
+                + " made here before it: " + prefix + "/data/state"), failed.getMessage());
+        assertNull(inS3("data/old"), "a delete goes up as ever");
+        assertNotNull(inS3("locks/run.d/"), "the lock is held on S3 while the state it guarded is not there");
+
+        clock.advance(Duration.ofMillis(500)); // the refused object's retry time
+        a.flushDue();
+        assertEquals("done", inS3("data/state"));
+        assertNull(inS3("locks/run.d/"));
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void aFileOpenForWritingGoesUpAsItIsWhenALockRemovedAfterItsWritesIsLetGo() throws Exception {
+        // as a flock's release pushes what is open: the holder wrote, then let go before its close
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        a.open(p("/shared/lock"), EXCLUSIVE, 0644).close();
+        try (FileHandle h = a.open(p("/shared/state"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+            h.write(ByteBuffer.wrap("written under the lock".getBytes(UTF_8)), 0);
+            a.removeFile(p("/shared/lock"));
+            h.write(ByteBuffer.wrap(", and after it".getBytes(UTF_8)), 22);
+            a.flushDue();
+            assertNull(inS3("shared/lock"));
+            assertTrue(inS3("shared/state").startsWith("written under the lock"), inS3("shared/state"));
+        }
+        clock.advance(S3Options.DEFAULT_FLUSH_AFTER);
+        a.flushDue();
+        assertEquals("written under the lock, and after it", inS3("shared/state"));
+    }
+}
