@@ -1246,8 +1246,25 @@ final class WriteBack {
                     // copy's If-Match fails as the PUT's would, and the appends merge again)
                     etag = putOnce(k, source, meta, base, sha, unchanged, appendsFrom == NOT_APPENDS ? 0 : appendsFrom);
                 } catch (Bucket.Missing e) {
-                    // removed on S3 since this host saw it: a change made here outlives a delete made there
-                    etag = putOnce(k, source, meta, null, sha, unchanged, 0);
+                    if (appendsFrom == NOT_APPENDS || appendsFrom == 0 || appendsFrom >= upTo) {
+                        // removed on S3 since this host saw it: a change made here outlives a delete made there
+                        etag = putOnce(k, source, meta, null, sha, unchanged, 0);
+                    } else {
+                        // only appended to since, onto the version that went: its appends alone go up
+                        // (mergeAppends onto no version), not that version's bytes again
+                        Merge merge = mergeAppends(n, p, k, gen, source, appendsFrom, upTo, meta, unchanged);
+                        if (merge == Merge.AGAIN) {
+                            continue;
+                        }
+                        if (merge == Merge.CONFLICT) {
+                            if (!direct) {
+                                conflict(n, p, gen, snap, sha, meta);
+                            } else if (!conflictFromSnapshot(n, p, gen, sha, meta)) {
+                                continue;
+                            }
+                        }
+                        return;
+                    }
                 }
                 synchronized (store) {
                     wentUp(n, p, k, gen, etag, sha);
@@ -1334,7 +1351,11 @@ final class WriteBack {
      * made here since was an append: this host's appended bytes (those of {@code source} from
      * {@code from} to {@code upTo}) go up at the end of theirs, conditional on theirs, as two
      * {@code >>} through one host would have left the file (theirs first: it reached S3 first).
-     * The object keeps their attributes; its mtime is the later. Holds the upload's claim.
+     * The object keeps their attributes; its mtime is the later. Where another host removed the
+     * object (logrotate's {@code mv log log.1}, an {@code rm}), the appended bytes alone go up as the
+     * file anew, with this host's attributes, as a {@code >>} after the rename makes it on one disk:
+     * the whole file went up again, and every line rotated into {@code log.1} was in both files (a
+     * tester's 861 lines, session 66). Holds the upload's claim.
      */
     private Merge mergeAppends(Node n, VfsPath p, String k, long gen, Path source, long from, long upTo,
                                Map<String, String> ours, java.util.function.BooleanSupplier unchanged) throws IOException {
@@ -1345,8 +1366,13 @@ final class WriteBack {
                 if (theirs == null) {
                     theirs = bucket.get(k, merged);
                 }
-                if (theirs == null) {
-                    return Merge.AGAIN; // removed on S3 meanwhile: a change made here outlives a delete made there
+                boolean gone = theirs == null;
+                if (gone && from == upTo) {
+                    return Merge.AGAIN; // removed on S3 meanwhile, nothing appended here: the file goes up as it is
+                }
+                if (gone) {
+                    CacheFile.replace(merged).close(); // the appends begin the file
+                    theirs = new Bucket.Head(0, null, null, ours);
                 }
                 try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
                      FileChannel out = FileChannel.open(merged, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
@@ -1367,12 +1393,17 @@ final class WriteBack {
                 } else {
                     try {
                         // their version begins the merge: S3 copies it where it is a part or more
+                        // (none: only if S3 still has no object there)
                         etag = putOnce(k, merged, meta, theirs.etag(), sha, null, theirs.size());
                     } catch (Bucket.PreconditionFailed again) {
                         continue; // changed there once more: this host's appends go at the end of that
                     }
                 }
-                if (from == upTo) {
+                if (gone) {
+                    LOG.info("merged: {} was removed on S3 since this host last saw it (moved away, as logrotate does,"
+                            + " or deleted); this host's {} bytes appended since went up as the file anew, without the"
+                            + " {} before them", p, upTo - from, from);
+                } else if (from == upTo) {
                     LOG.info("merged: {} changed on S3 since this host last saw it; this host had appended nothing"
                             + " since, so that version is the file here now", p);
                 } else {

@@ -1482,6 +1482,33 @@ class S3HostsTest {
     }
 
     @Test
+    void linesAppendedToALogAnotherHostMovedAwayGoUpAloneAsTheLogAnew() throws Exception {
+        // logrotate (`mv log log.1`) on b while a appends with `>>`: on one disk the next `>>` makes
+        // log anew; a's upload put its whole file back under log, every rotated line in both files
+        TwoHosts hosts = bothHolding("line 1\n", "/shared/log");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        a.append(p("/shared/log"), "line 2\n".getBytes(UTF_8));
+        a.flushAll();
+        hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+        assertEquals("line 1\nline 2\n", text(b, "/shared/log"));
+
+        a.append(p("/shared/log"), "line 3\n".getBytes(UTF_8));
+        b.rename(p("/shared/log"), p("/shared/log.1"));
+        b.flushAll();
+        assertNull(inS3("shared/log"));
+        a.append(p("/shared/log"), "line 4\n".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("line 1\nline 2\n", inS3("shared/log.1"));
+        assertEquals("line 3\nline 4\n", inS3("shared/log"), "the appends alone, each line once");
+        assertEquals("line 3\nline 4\n", text(a, "/shared/log"), "a holds what S3 has");
+        a.append(p("/shared/log"), "line 5\n".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("line 3\nline 4\nline 5\n", inS3("shared/log"));
+        assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
     void anAppenderThatFsyncsAndWritesOnMergesAgainFromWhereItsLastMergeEnded() throws Exception {
         TwoHosts hosts = bothHolding("start\n", "/shared/run.log");
         S3Storage a = hosts.a();
