@@ -57,6 +57,8 @@ final class JournalRecords implements Closeable {
     private static final String UNTOMB = "untomb";
     /** A field of a node's record: a writer had the file open, so its content may differ in size from the record. */
     private static final String OPEN = "open";
+    /** What a time field's name is followed by in the field of its nanoseconds past its milliseconds. */
+    private static final String NANOS = "Ns";
 
     private final S3Storage store;
     private final Journal journal;
@@ -86,9 +88,9 @@ final class JournalRecords implements Closeable {
             return;
         }
         ObjectNode o = record(n.dirty ? PUT : CLEAN, n.path);
-        o.put("ino", n.ino).put("dir", n.dir).put("size", n.size).put("mode", n.mode)
-                .put("mtime", n.mtime.toMillis()).put("atime", n.atime.toMillis()).put("ctime", n.ctime.toMillis())
-                .put("birth", n.birth.toMillis()).put("etag", n.remoteEtag);
+        o.put("ino", n.ino).put("dir", n.dir).put("size", n.size).put("mode", n.mode);
+        putTimes(o, n);
+        o.put("etag", n.remoteEtag);
         if (n.link) {
             o.put("link", true);
         }
@@ -120,6 +122,50 @@ final class JournalRecords implements Closeable {
     /** Nothing at {@code p} that S3 does not have: a restart asks S3. */
     void gone(VfsPath p) {
         record(GONE, p);
+    }
+
+    /**
+     * {@code n}'s times, each in milliseconds (all an earlier reader knows) and, where the time has
+     * finer parts, the nanoseconds to add to them in a field of its own, which such a reader ignores:
+     * a time cut to the millisecond at a remount is another time to a program that compares
+     * nanoseconds (git's index records them).
+     */
+    private static void putTimes(ObjectNode o, Node n) {
+        putTime(o, "mtime", n.mtime);
+        putTime(o, "atime", n.atime);
+        putTime(o, "ctime", n.ctime);
+        putTime(o, "birth", n.birth);
+    }
+
+    private static void putTime(ObjectNode o, String field, FileTime t) {
+        long millis = t.toMillis();
+        long past = nanosPast(millis, t.toInstant());
+        o.put(field, millis);
+        if (past != 0) {
+            o.put(field + NANOS, past);
+        }
+    }
+
+    /**
+     * The nanoseconds from {@code millis} to {@code exact}: under a millisecond, of either sign
+     * (FileTime's rounding of times before 1970 is not said); 0 where a time too far out for
+     * milliseconds was cut.
+     */
+    private static long nanosPast(long millis, Instant exact) {
+        Instant m = Instant.ofEpochMilli(millis);
+        long seconds = exact.getEpochSecond() - m.getEpochSecond();
+        if (Math.abs(seconds) > 1) {
+            return 0;
+        }
+        long past = seconds * 1_000_000_000L + exact.getNano() - m.getNano();
+        return Math.abs(past) < 1_000_000 ? past : 0;
+    }
+
+    /** The time {@code field} of record {@code o}: its milliseconds, and its nanoseconds past them where it has them. */
+    private static FileTime time(ObjectNode o, String field) {
+        Instant t = Instant.ofEpochMilli(o.path(field).asLong());
+        long past = o.path(field + NANOS).asLong(0);
+        return FileTime.from(Math.abs(past) < 1_000_000 ? t.plusNanos(past) : t);
     }
 
     /** S3 has still to delete the object {@code k} (of ETag {@code etag}, null for a directory's marker). */
@@ -336,10 +382,10 @@ final class JournalRecords implements Closeable {
                     + " fetched again from S3 at its next open", store.spec, p, Files.size(content), o.path("size").asLong());
             return null;
         }
-        Node n = new Node(ino, dir, link, FileTime.fromMillis(o.path("mtime").asLong()), o.path("mode").asInt(FILE_MODE));
-        n.atime = FileTime.fromMillis(o.path("atime").asLong());
-        n.ctime = FileTime.fromMillis(o.path("ctime").asLong());
-        n.birth = FileTime.fromMillis(o.path("birth").asLong());
+        Node n = new Node(ino, dir, link, time(o, "mtime"), o.path("mode").asInt(FILE_MODE));
+        n.atime = time(o, "atime");
+        n.ctime = time(o, "ctime");
+        n.birth = time(o, "birth");
         n.remoteEtag = o.path("etag").isTextual() ? o.get("etag").asText() : null;
         n.dirty = put;
         if (dir) {

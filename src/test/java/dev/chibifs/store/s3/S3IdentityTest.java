@@ -1,0 +1,100 @@
+package dev.chibifs.store.s3;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.chibifs.path.VfsPath;
+import dev.chibifs.store.Metadata;
+import dev.chibifs.testing.MutableClock;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What a stat and a statfs show of an S3 store, and what of it a remount over the same cache
+ * directory keeps: times to the nanosecond, inode numbers (a number never passes to another
+ * object), and inode counts a tool checking for free inodes accepts.
+ */
+@Timeout(120)
+class S3IdentityTest {
+
+    private static final String BUCKET = "chibi";
+    private static final AtomicInteger RUNS = new AtomicInteger();
+
+    @TempDir
+    static Path temp;
+    @RegisterExtension
+    static final S3Server server = S3Server.perClass(BUCKET);
+
+    /** Stands still unless a test moves it: nothing goes up but what a test flushes. */
+    private final MutableClock clock = new MutableClock(Instant.parse("2026-01-02T03:04:05Z"));
+    private Path cacheDir;
+    private String spec;
+    private final List<S3Storage> open = new ArrayList<>();
+
+    @BeforeEach
+    void newNames() {
+        int run = RUNS.incrementAndGet();
+        cacheDir = temp.resolve("cache-" + run);
+        spec = "s3://" + BUCKET + "/ns" + run;
+    }
+
+    @AfterEach
+    void closeAll() throws IOException {
+        for (S3Storage s : open) {
+            try {
+                s.close();
+            } catch (IOException | IllegalStateException e) {
+                // closed or crashed by the test already
+            }
+        }
+    }
+
+    private S3Storage store(Path dir) throws IOException {
+        S3Storage s = S3Storage.open(spec, S3Options.defaults(dir, server.env()).withHost("a").withClock(clock, false));
+        open.add(s);
+        return s;
+    }
+
+    private static VfsPath p(String s) {
+        return VfsPath.of(s);
+    }
+
+    /** git's index keeps nanoseconds (core.checkStat=default): a time cut at a remount made it look at the file again. */
+    @Test
+    void aRemountKeepsTimesToTheNanosecond() throws IOException {
+        S3Storage a = store(cacheDir);
+        a.write(p("/shared/f"), "x".getBytes(UTF_8));
+        a.flushAll();
+        clock.advance(Duration.ofNanos(578_660_022));
+        FileTime mtime = FileTime.from(Instant.parse("2026-12-01T10:20:21.347011885Z"));
+        a.setTimes(p("/shared/f"), null, mtime);
+        // before 1970, where milliseconds may be rounded either way
+        a.write(p("/shared/old"), "y".getBytes(UTF_8));
+        FileTime old = FileTime.from(Instant.parse("1969-12-31T23:59:59.999500001Z"));
+        a.setTimes(p("/shared/old"), old, old);
+        Metadata before = a.metadata(p("/shared/f"));
+        assertEquals(mtime, before.modified());
+        a.close();
+
+        S3Storage again = store(cacheDir);
+        Metadata after = again.metadata(p("/shared/f"));
+        assertEquals(mtime, after.modified());
+        assertEquals(before.changed(), after.changed());
+        assertEquals(Instant.parse("2026-01-02T03:04:05.578660022Z"), after.changed().toInstant());
+        assertEquals(before.inode(), after.inode());
+        assertEquals(old, again.metadata(p("/shared/old")).modified());
+        assertEquals(old, again.metadata(p("/shared/old")).accessed());
+    }
+}
