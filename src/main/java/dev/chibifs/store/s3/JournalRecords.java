@@ -36,7 +36,9 @@ import static dev.chibifs.store.s3.Overlay.NOT_APPENDS;
  * or taken over by a new node's upload). A record names its object by path and kind, so the key
  * is made again at open. Records made during one operation wait until it ends ({@link #commit}),
  * so a record on disk is complete; the journal is rewritten from the overlay (compacted) at open,
- * at close and every {@value #COMPACT_AFTER} records.
+ * at close and every {@value #COMPACT_AFTER} records. A {@code gone} record of the root says
+ * which inode numbers may have been handed out ({@link #NEXT_INO}); new fields are added so that an
+ * earlier version still reads the journal (it ignores them), never new record kinds.
  *
  * <p>Guarded by the store's monitor, as the overlay it describes: every method but {@link #close}
  * runs under it.
@@ -57,6 +59,15 @@ final class JournalRecords implements Closeable {
     private static final String UNTOMB = "untomb";
     /** A field of a node's record: a writer had the file open, so its content may differ in size from the record. */
     private static final String OPEN = "open";
+    /**
+     * A field of a record of the root (which an earlier reader skips, as it skips every record of the
+     * root): every inode number below it may have been handed out before, so none is handed out again.
+     */
+    private static final String NEXT_INO = "nextIno";
+    /** How many inode numbers each {@link #NEXT_INO} record reserves ahead: one append per so many nodes placed. */
+    static final long INODES_RESERVED = 1024;
+    /** The last reservation could not be written (said once until one can). */
+    private boolean reserveFailing;
     /** What a time field's name is followed by in the field of its nanoseconds past its milliseconds. */
     private static final String NANOS = "Ns";
 
@@ -181,6 +192,33 @@ final class JournalRecords implements Closeable {
         keyRecord(UNTOMB, k);
     }
 
+    /**
+     * Records that inode numbers up to {@code ino} and a block beyond may have been handed out: at
+     * once, not with the operation's records, as a listing that places nodes makes none. Where the
+     * journal cannot be written, the number is used all the same (a listing must not fail for it) and
+     * the log says that a restart after a crash may hand it out again; the close's compaction records it.
+     */
+    void reserveInodes(long ino) {
+        long to = Math.max(store.overlay.nextIno, ino + 1) + INODES_RESERVED;
+        try {
+            journal.append(inodeMark(to));
+            store.overlay.inoReserved = to;
+            reserveFailing = false;
+        } catch (IOException e) {
+            if (!reserveFailing) {
+                LOG.warn("S3 store {}: cannot journal the inode numbers handed out ({}): a restart after a crash"
+                        + " may give some of them to other files", store.spec, e.getMessage());
+            }
+            reserveFailing = true;
+        }
+    }
+
+    private static ObjectNode inodeMark(long next) {
+        ObjectNode o = Journal.JSON.createObjectNode();
+        o.put("t", GONE).put("p", VfsPath.root().toString()).put(NEXT_INO, next);
+        return o;
+    }
+
     private ObjectNode record(String type, VfsPath p) {
         ObjectNode o = Journal.JSON.createObjectNode();
         o.put("t", type).put("p", p.toString());
@@ -268,7 +306,9 @@ final class JournalRecords implements Closeable {
                 tomb(e.getKey(), e.getValue().etag);
             }
         }
-        List<ObjectNode> state = new ArrayList<>(pending);
+        List<ObjectNode> state = new ArrayList<>();
+        state.add(inodeMark(Math.max(store.overlay.nextIno, store.overlay.inoReserved)));
+        state.addAll(pending);
         pending.clear();
         journal.rewrite(state);
     }
@@ -292,8 +332,10 @@ final class JournalRecords implements Closeable {
         Map<VfsPath, Integer> lastAt = new java.util.HashMap<>();
         Map<String, ObjectNode> lastTomb = new TreeMap<>();
         int at = 0;
+        long nextIno = 2;
         for (ObjectNode o : journal.read(msg -> LOG.warn("S3 store {}: journal {}", store.spec, msg))) {
             at++;
+            nextIno = Math.max(nextIno, o.path(NEXT_INO).asLong(0));
             try {
                 VfsPath p = VfsPath.of(o.get("p").asText());
                 String t = o.get("t").asText();
@@ -315,11 +357,11 @@ final class JournalRecords implements Closeable {
                 dirty++;
             }
         }
-        long maxIno = 1;
         for (ObjectNode o : last.values()) {
-            maxIno = Math.max(maxIno, o.path("ino").asLong(0));
+            nextIno = Math.max(nextIno, o.path("ino").asLong(0) + 1); // a journal an earlier version wrote has no mark
         }
-        store.overlay.nextIno = maxIno + 1;
+        store.overlay.nextIno = nextIno;
+        store.overlay.inoReserved = nextIno + INODES_RESERVED; // the compaction below records it
         TreeMap<Integer, Node> inJournalOrder = new TreeMap<>();
         for (Map.Entry<VfsPath, ObjectNode> e : last.entrySet()) {
             VfsPath p = e.getKey();

@@ -55,6 +55,13 @@ final class Overlay {
     final Set<String> inflight = new HashSet<>();
     final Node root;
     long nextIno = 2;
+    /**
+     * Inode numbers below this one may have been handed out, and the journal says so: a restart hands
+     * out none of them again, so no number passes from one object to another (tar
+     * --listed-incremental keys a directory by its number). Reserved in blocks as nodes are placed
+     * ({@link JournalRecords#reserveInodes}), those a listing makes too, which no other record names.
+     */
+    long inoReserved;
     /** Counts mutations S3 has done: a listing that started at seq L shows those up to L. */
     long seq;
 
@@ -71,6 +78,9 @@ final class Overlay {
     }
 
     void attach(VfsPath p, Node n) {
+        if (n.ino >= inoReserved) {
+            store.journal.reserveInodes(n.ino); // before the kernel can see the number
+        }
         n.path = p;
         nodes.put(p, n);
         children(p.parent()).add(p.fileName());

@@ -2,6 +2,7 @@ package dev.chibifs.store.s3;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.Metadata;
@@ -12,7 +13,9 @@ import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -69,6 +72,52 @@ class S3IdentityTest {
 
     private static VfsPath p(String s) {
         return VfsPath.of(s);
+    }
+
+    /** The inode numbers {@code s} shows for {@code paths}. */
+    private static Map<String, Long> inodes(S3Storage s, List<String> paths) throws IOException {
+        Map<String, Long> out = new HashMap<>();
+        for (String path : paths) {
+            out.put(path, s.metadata(p(path)).inode());
+        }
+        return out;
+    }
+
+    /** Directories another host made, which this host knows only from listings: the journal names none of them. */
+    private static final List<String> THEIRS = List.of("/shared/d1", "/shared/d2", "/shared/d3", "/shared/d4");
+
+    private void madeByAnotherHost() throws IOException {
+        S3Storage b = store(temp.resolve(cacheDir.getFileName() + "-b"));
+        for (String d : THEIRS) {
+            b.mkdir(p(d));
+        }
+        b.close();
+    }
+
+    /**
+     * At a restart the next number was the highest the journal named plus one, so directories it did
+     * not name were numbered again, and a number passed from one directory to another (.git/objects/info
+     * 2205 -> 2204, .git/objects/pack 2206 -> 2205): tar --listed-incremental keys directories by number.
+     */
+    @Test
+    void aNumberNeverPassesToAnotherObjectAfterAKill() throws IOException {
+        madeByAnotherHost();
+        S3Storage a = store(cacheDir);
+        a.write(p("/scratch"), "x".getBytes(UTF_8)); // a number used and let go before the directories'
+        a.removeFile(p("/scratch"));
+        Map<String, Long> before = inodes(a, THEIRS);
+        a.crash(); // no compaction: what a kill -9 leaves
+
+        S3Storage again = store(cacheDir);
+        Map<String, Long> after = inodes(again, THEIRS);
+        again.write(p("/new"), "y".getBytes(UTF_8));
+        after.put("/new", again.metadata(p("/new")).inode());
+        for (Map.Entry<String, Long> e : after.entrySet()) {
+            Long had = before.get(e.getKey());
+            if (had == null || had.longValue() != e.getValue()) {
+                assertFalse(before.containsValue(e.getValue()), e.getKey() + " took a number another had: " + before + " -> " + after);
+            }
+        }
     }
 
     /** git's index keeps nanoseconds (core.checkStat=default): a time cut at a remount made it look at the file again. */
