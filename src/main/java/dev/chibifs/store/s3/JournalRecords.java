@@ -64,6 +64,8 @@ final class JournalRecords implements Closeable {
      * root): every inode number below it may have been handed out before, so none is handed out again.
      */
     private static final String NEXT_INO = "nextIno";
+    /** A field of a directory's {@code gone} record ({@link #keptDirectory}): its marker object is on S3. */
+    private static final String MARKER = "marker";
     /** How many inode numbers each {@link #NEXT_INO} record reserves ahead: one append per so many nodes placed. */
     static final long INODES_RESERVED = 1024;
     /** The last reservation could not be written (said once until one can). */
@@ -133,6 +135,18 @@ final class JournalRecords implements Closeable {
     /** Nothing at {@code p} that S3 does not have: a restart asks S3. */
     void gone(VfsPath p) {
         record(GONE, p);
+    }
+
+    /**
+     * The directory {@code n}, which has nothing S3 lacks, as a {@code gone} record that also keeps its
+     * inode number and attributes: a restart places it with them, for its parent's listing to confirm
+     * or drop, so a backup keyed by (dev, ino) (tar --listed-incremental) finds the directory it saw.
+     * An earlier reader takes the record for what it says, gone, and numbers the directory anew, as
+     * it did; a {@code clean} record would have it believe a directory with no marker has one.
+     */
+    private void keptDirectory(Node n) {
+        ObjectNode o = record(GONE, n.path).put("ino", n.ino).put("dir", true).put("mode", n.mode).put(MARKER, n.marker);
+        putTimes(o, n);
     }
 
     /**
@@ -296,7 +310,16 @@ final class JournalRecords implements Closeable {
     /** Rewrites the journal as the overlay's state: a record for each node and pending tombstone, no history. */
     void compact() throws IOException {
         for (Node n : store.overlay.nodes.values()) {
-            if (n == store.overlay.root || (!n.dirty && (n.dir || !n.cached))) {
+            if (n == store.overlay.root) {
+                continue;
+            }
+            if (n.dir && !n.dirty) {
+                if (n.dirOnRemote) {
+                    keptDirectory(n);
+                }
+                continue;
+            }
+            if (!n.dirty && !n.cached) {
                 continue;
             }
             put(n);
@@ -367,6 +390,10 @@ final class JournalRecords implements Closeable {
             VfsPath p = e.getKey();
             ObjectNode o = e.getValue();
             String t = o.get("t").asText();
+            if (!p.isRoot() && t.equals(GONE) && o.path("dir").asBoolean() && o.path("ino").asLong(0) >= 2) {
+                placeKeptDirectory(p, o);
+                continue;
+            }
             if (p.isRoot() || !t.equals(PUT) && !t.equals(CLEAN)) {
                 continue;
             }
@@ -486,6 +513,22 @@ final class JournalRecords implements Closeable {
         n.uploadedAt = null;
         n.appendsFrom = NOT_APPENDS;
         return copy;
+    }
+
+    /**
+     * The directory {@link #keptDirectory} recorded, with its number: on S3 when the store closed.
+     * Not among the directories served from here while S3 is away ({@link #namedAtOpen}): its
+     * files S3 has are not known here until a listing.
+     */
+    private void placeKeptDirectory(VfsPath p, ObjectNode o) {
+        Node d = new Node(o.get("ino").asLong(), true, false, time(o, "mtime"), o.path("mode").asInt(DIR_MODE));
+        d.atime = time(o, "atime");
+        d.ctime = time(o, "ctime");
+        d.birth = time(o, "birth");
+        d.dirOnRemote = true;
+        d.marker = o.path(MARKER).asBoolean();
+        ensureParents(p);
+        store.overlay.attach(p, d);
     }
 
     /** Directory nodes for the parents of a restored node, as journaled nodes come in any order. */

@@ -95,6 +95,52 @@ class S3IdentityTest {
     }
 
     /**
+     * A directory the journal did not name (made here and gone up, or another host's) was numbered
+     * anew at each remount: tar --listed-incremental took each for a new directory and archived it all.
+     */
+    @Test
+    void aRemountKeepsDirectoriesNumbers() throws IOException {
+        madeByAnotherHost();
+        S3Storage a = store(cacheDir);
+        a.mkdir(p("/shared/mine/objects/pack"));
+        a.flushAll();
+        List<String> dirs = new ArrayList<>(THEIRS);
+        dirs.addAll(List.of("/shared", "/shared/mine", "/shared/mine/objects", "/shared/mine/objects/pack"));
+        Map<String, Long> before = inodes(a, dirs);
+        Metadata pack = a.metadata(p("/shared/mine/objects/pack"));
+        a.close();
+
+        S3Storage again = store(cacheDir);
+        assertEquals(before, inodes(again, dirs));
+        Metadata packAfter = again.metadata(p("/shared/mine/objects/pack"));
+        assertEquals(pack.modified(), packAfter.modified());
+        assertEquals(pack.changed(), packAfter.changed());
+        assertEquals(List.of("d1", "d2", "d3", "d4", "mine"), names(again, "/shared"), "the parent's listing confirms them");
+    }
+
+    /** A directory kept by the journal that another host removed meanwhile is gone at the parent's listing. */
+    @Test
+    void aKeptDirectoryAnotherHostRemovedIsGone() throws IOException {
+        madeByAnotherHost();
+        S3Storage a = store(cacheDir);
+        inodes(a, THEIRS);
+        a.close();
+        S3Storage b = store(temp.resolve(cacheDir.getFileName() + "-b"));
+        b.delete(p("/shared/d2"));
+        b.close();
+
+        S3Storage again = store(cacheDir);
+        assertEquals(List.of("d1", "d3", "d4"), names(again, "/shared"));
+        assertFalse(again.exists(p("/shared/d2")));
+    }
+
+    private static List<String> names(S3Storage s, String dir) throws IOException {
+        List<String> out = new ArrayList<>();
+        s.list(p(dir)).forEach(e -> out.add(e.name()));
+        return out;
+    }
+
+    /**
      * At a restart the next number was the highest the journal named plus one, so directories it did
      * not name were numbered again, and a number passed from one directory to another (.git/objects/info
      * 2205 -> 2204, .git/objects/pack 2206 -> 2205): tar --listed-incremental keys directories by number.
