@@ -1841,8 +1841,15 @@ public final class S3Storage implements Storage {
         // a bucket has no size; say a large one, as s3fs and goofys do. Names are chibi's (at most
         // NAME_MAX bytes, as on its own disk), though a key could hold longer ones
         long big = 1L << 50;
-        return new SpaceInfo(BLOCK_SIZE, big, big, big, Linux.NAME_MAX, 0, 0);
+        return new SpaceInfo(BLOCK_SIZE, big, big, big, Linux.NAME_MAX, INODES_SHOWN, INODES_SHOWN);
     }
+
+    /**
+     * A bucket counts no inodes either; 0 free (df -i's "-") made tools that check for free inodes
+     * before they write refuse, so a large count, free, as s3fs and goofys give: under 2^32, which a
+     * 32-bit statfs still holds.
+     */
+    private static final long INODES_SHOWN = 1_000_000_000L;
 
     // ---- ETags ----
 

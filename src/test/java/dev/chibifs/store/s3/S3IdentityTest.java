@@ -3,9 +3,11 @@ package dev.chibifs.store.s3;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.Metadata;
+import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.testing.MutableClock;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -164,6 +166,15 @@ class S3IdentityTest {
                 assertFalse(before.containsValue(e.getValue()), e.getKey() + " took a number another had: " + before + " -> " + after);
             }
         }
+    }
+
+    /** statfs said 0 inodes, 0 free (df -i: "-"): a tool that checks for free inodes before it writes refuses. */
+    @Test
+    void statfsShowsManyFreeInodes() throws IOException {
+        SpaceInfo space = store(cacheDir).space();
+        assertTrue(space.totalFiles() >= 1_000_000, "total " + space.totalFiles());
+        assertEquals(space.totalFiles(), space.freeFiles());
+        assertTrue(space.totalFiles() < 1L << 32, "a 32-bit statfs holds it");
     }
 
     /** git's index keeps nanoseconds (core.checkStat=default): a time cut at a remount made it look at the file again. */
