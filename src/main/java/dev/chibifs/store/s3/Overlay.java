@@ -582,6 +582,8 @@ final class Overlay {
         final String etag;
         /** Where the remove lets a lock go, what its delete waits for; null for any other remove. */
         Release release;
+        /** A release's delete was sent and S3's answer did not say it done: S3 may have done it. */
+        boolean sent;
         boolean pending = true;
         long doneSeq = Long.MAX_VALUE;
         long doneAt;

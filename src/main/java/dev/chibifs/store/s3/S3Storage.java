@@ -1237,75 +1237,74 @@ public final class S3Storage implements Storage {
                 throw new FileAlreadyExistsException(path.toString());
             }
             int madeMode = FILE_MODE | ((createMode & 0100) != 0 ? 0111 : 0);
-            FileTime claimedAt = null;
-            String claimed = null;
-            if (n == null && flags.contains(OpenFlag.CREATE_NEW) && options.exclusiveCreates()) {
-                claimedAt = now();
-                claimed = claimOnS3(path, madeMode, claimedAt);
-            }
-            if (n != null && n.dir) {
-                throw new IsDirectoryException(path.toString());
-            }
-            if (n != null && n.link) {
-                throw notFollowed(path);
-            }
-            if (n != null && !flags.contains(OpenFlag.TRUNCATE)) {
-                ObjectHandle streaming = write ? null : fetches.streamingHandle(n, path);
-                if (streaming != null) {
-                    return streaming;
-                }
-                if (!write) {
-                    fetches.fetch(n); // a writer fetches at its first read or write (ObjectHandle.content)
-                }
-            } else if (n != null) {
-                listings.learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
-            }
-            synchronized (this) {
-                Node now = overlay.nodes.get(path);
-                if (now == null) {
-                    if (!create || overlay.nodes.get(path.parent()) == null) {
-                        throw new NoSuchFileException(path.toString());
-                    }
-                    requireStorableName(path);
-                    Node c = overlay.newNode(false, madeMode);
-                    CacheFile.replace(dataFile(c.ino)).close();
-                    c.cached = true;
-                    overlay.placeMade(path, c);
-                    if (claimed != null) {
-                        c.mtime = c.ctime = c.atime = claimedAt;
-                        madeOnS3(c, claimed, ContentHash.EMPTY_SHA256);
-                    }
-                    journal.commit();
-                    return handle(c, write, flags.contains(OpenFlag.APPEND), true);
-                }
-                if (claimed != null && Listings.madeEmptyHere(now)) {
-                    now.remoteEtag = claimed; // made here meanwhile by another open: the object this one made is its
-                    now.claimedHere = true;
-                    journal.put(now);
-                }
-                if (now.dir) {
+            boolean claiming = n == null && flags.contains(OpenFlag.CREATE_NEW) && options.exclusiveCreates();
+            FileTime claimedAt = claiming ? now() : null;
+            try (Claim claim = claiming ? claimOnS3(path, madeMode, claimedAt) : Claim.NONE) {
+                String claimed = claim.etag();
+                if (n != null && n.dir) {
                     throw new IsDirectoryException(path.toString());
                 }
-                if (now.link) {
+                if (n != null && n.link) {
                     throw notFollowed(path);
                 }
-                if (now != n && flags.contains(OpenFlag.CREATE_NEW)) {
-                    throw new FileAlreadyExistsException(path.toString());
-                }
-                if (flags.contains(OpenFlag.TRUNCATE) && !now.cached) {
-                    // its content is about to go: no need to fetch it
-                    CacheFile.replace(dataFile(now.ino)).close();
-                    now.cached = true;
-                    now.size = 0;
-                }
-                if (now.cached || (write && now == n)) {
-                    ObjectHandle h = handle(now, write, flags.contains(OpenFlag.APPEND), false);
-                    // an empty file truncated is stamped (and goes up) too, as open(2) does: make's `: > stamp`
-                    if (flags.contains(OpenFlag.TRUNCATE)) {
-                        h.truncate(0);
-                        h.opened = metadataOf(now);
+                if (n != null && !flags.contains(OpenFlag.TRUNCATE)) {
+                    ObjectHandle streaming = write ? null : fetches.streamingHandle(n, path);
+                    if (streaming != null) {
+                        return streaming;
                     }
-                    return h;
+                    if (!write) {
+                        fetches.fetch(n); // a writer fetches at its first read or write (ObjectHandle.content)
+                    }
+                } else if (n != null) {
+                    listings.learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
+                }
+                synchronized (this) {
+                    Node now = overlay.nodes.get(path);
+                    if (now == null) {
+                        if (!create || overlay.nodes.get(path.parent()) == null) {
+                            throw new NoSuchFileException(path.toString());
+                        }
+                        requireStorableName(path);
+                        Node c = overlay.newNode(false, madeMode);
+                        CacheFile.replace(dataFile(c.ino)).close();
+                        c.cached = true;
+                        overlay.placeMade(path, c);
+                        if (claimed != null) {
+                            c.mtime = c.ctime = c.atime = claimedAt;
+                            madeOnS3(c, claimed, ContentHash.EMPTY_SHA256);
+                        }
+                        journal.commit();
+                        return handle(c, write, flags.contains(OpenFlag.APPEND), true);
+                    }
+                    if (claimed != null && Listings.madeEmptyHere(now)) {
+                        now.remoteEtag = claimed; // made here meanwhile by another open: the object this one made is its
+                        now.claimedHere = true;
+                        journal.put(now);
+                    }
+                    if (now.dir) {
+                        throw new IsDirectoryException(path.toString());
+                    }
+                    if (now.link) {
+                        throw notFollowed(path);
+                    }
+                    if (now != n && flags.contains(OpenFlag.CREATE_NEW)) {
+                        throw new FileAlreadyExistsException(path.toString());
+                    }
+                    if (flags.contains(OpenFlag.TRUNCATE) && !now.cached) {
+                        // its content is about to go: no need to fetch it
+                        CacheFile.replace(dataFile(now.ino)).close();
+                        now.cached = true;
+                        now.size = 0;
+                    }
+                    if (now.cached || (write && now == n)) {
+                        ObjectHandle h = handle(now, write, flags.contains(OpenFlag.APPEND), false);
+                        // an empty file truncated is stamped (and goes up) too, as open(2) does: make's `: > stamp`
+                        if (flags.contains(OpenFlag.TRUNCATE)) {
+                            h.truncate(0);
+                            h.opened = metadataOf(now);
+                        }
+                        return h;
+                    }
                 }
             }
             if (attempt >= SNAPSHOT_TRIES) {
@@ -1319,13 +1318,15 @@ public final class S3Storage implements Storage {
      * if S3 has none of that name (If-None-Match), so that where another host made it first (a lock
      * file, a claim made with {@code set -o noclobber}) this create fails, as on one disk, instead of
      * both going on and one ending as a conflict copy. Where this host removed the name a moment ago
-     * and its delete has not gone yet, the delete is sent first. Returns its ETag; null where that
-     * delete waits for the upload of what was moved from the name (the file is made here, as without
-     * the option, taking over the object).
+     * and its delete has not gone yet, that delete is sent first, at once; the claim waits for no
+     * upload but that of the name's own object. Its ETag, in a {@link Claim} to close once the name is
+     * made here; null where the object S3 has is this host's still and no pass may delete it now (a
+     * lock removed and taken again here, an old name whose new one is not up): the file is made here
+     * taking it over, as without the option.
      *
      * @throws FileAlreadyExistsException S3 has it (the directory is listed again at the next look)
      */
-    private String claimOnS3(VfsPath path, int mode, FileTime madeAt) throws IOException {
+    private Claim claimOnS3(VfsPath path, int mode, FileTime madeAt) throws IOException {
         return claimOnS3(path, objectKey(path, false, false), new byte[0], attributes(mode, madeAt, ContentHash.EMPTY_SHA256));
     }
 
@@ -1345,39 +1346,124 @@ public final class S3Storage implements Storage {
      * directory another tool made by putting objects below it has no marker, and is judged by this
      * host's listing alone, as without the option.
      */
-    private String claimOnS3(VfsPath path, String key, byte[] body, Map<String, String> meta) throws IOException {
+    private Claim claimOnS3(VfsPath path, String key, byte[] body, Map<String, String> meta) throws IOException {
         requireStorableName(path);
-        if (removedHereNotDeleted(key)) {
-            if (deleteWaitsForAnUpload(key)) {
-                return null; // no pass sends it now (git's index.lock, renamed to index): the object is still this host's
-            }
-            // a tombstone stays pending from before a pass chooses its delete until after S3 has
-            // answered it: S3 may have done the delete and another host claimed the name meanwhile
-            // (mkdir locks handed on quickly had two holders), and a name made here again while the
-            // delete is under way is taken by it. So the delete goes first, in a pass waited for
-            WriteBack.Unsent unsent = writeBack.pass(false, dirKey(path.parent()));
-            if (removedHereNotDeleted(key)) {
-                if (unsent != null) {
-                    throw unsent.failure();
-                }
-                return null; // it waits for an upload after all: as above
-            }
-        }
-        meta.put(META_MADE_BY, options.host() + "-" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()));
+        java.util.concurrent.locks.Lock noDeletes = null;
+        boolean passed = false;
         try {
-            return bucket.put(key, body, meta, null);
-        } catch (Bucket.PreconditionFailed taken) {
-            synchronized (this) {
-                listings.expireListing(path.parent());
+            for (Removed r = removedHere(key); r != Removed.NOTHING; r = removedHere(key)) {
+                if (noDeletes == null) {
+                    // a tombstone stays pending from before a pass chooses its delete until after S3 has
+                    // answered it: S3 may have done the delete and another host claimed the name meanwhile
+                    // (mkdir locks handed on quickly had two holders), and a name made here again while the
+                    // delete is under way is taken by it. So no pass sends a delete from here until the
+                    // name is made, and one under way is waited for (its deletes alone, not its uploads)
+                    noDeletes = writeBack.noDeletesSent();
+                    continue;
+                }
+                switch (r) {
+                    case UPLOADING -> {
+                        noDeletes.unlock();
+                        noDeletes = null;
+                        writeBack.awaitNoUploadOf(key); // then a tombstone, whose delete is this claim's
+                    }
+                    case DELETE -> writeBack.deleteForClaim(key); // at once, not after a pass's uploads (a large file: minutes)
+                    // the object is still this host's, and no other host can have taken the name: made
+                    // here it takes that object over (Overlay.resurrect) while no delete can be sent.
+                    // A release (the remove of a lock claimed here) waits for every change made here
+                    // before it (Overlay.Release), which may be a large file going up: the lock taken
+                    // again here need not wait for those, since it never left this host on S3 (as
+                    // though taken again before the remove), and they stay dirty, so the next remove's
+                    // release waits for them. Sending its delete now would let the lock go on S3
+                    // before what was written under it is up. An old name's delete waits for its new
+                    // name's upload, which no pass may be sending (git's index.lock renamed to index)
+                    case TAKE_OVER -> {
+                        Claim kept = new Claim(null, noDeletes);
+                        noDeletes = null;
+                        return kept;
+                    }
+                    // the release's delete was sent and not answered done: S3 may have done it, and
+                    // another host claimed the name. A pass sends it again, after what it waits for
+                    case SENT -> {
+                        if (passed) {
+                            throw new Bucket.Unavailable("the delete of " + key + ", a lock removed here, has not been"
+                                    + " answered: whether another host may hold it is not known", null);
+                        }
+                        noDeletes.unlock();
+                        noDeletes = null;
+                        WriteBack.Unsent unsent = writeBack.pass(false, dirKey(path.parent()));
+                        if (unsent != null && removedHere(key) == Removed.SENT) {
+                            throw unsent.failure();
+                        }
+                        passed = true;
+                    }
+                }
             }
-            throw new FileAlreadyExistsException(path.toString(), null, "File exists (made on another host first)");
+            meta.put(META_MADE_BY, options.host() + "-" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()));
+            try {
+                Claim made = new Claim(bucket.put(key, body, meta, null), noDeletes);
+                noDeletes = null;
+                return made;
+            } catch (Bucket.PreconditionFailed taken) {
+                synchronized (this) {
+                    listings.expireListing(path.parent());
+                }
+                throw new FileAlreadyExistsException(path.toString(), null, "File exists (made on another host first)");
+            }
+        } finally {
+            if (noDeletes != null) {
+                noDeletes.unlock();
+            }
         }
     }
 
-    /** Whether this host removed the object {@code key} (or is uploading it) and S3 may still hold it. */
-    private synchronized boolean removedHereNotDeleted(String key) {
+    /**
+     * What a claim got: the ETag of the object it put on S3, or null where the name is made here
+     * taking over the object that this host removed ({@link #claimOnS3(VfsPath, String, byte[], Map)});
+     * and, where this host had removed the name, the write-back's deletes held off until the name is
+     * made here (closed then): a pending tombstone's delete sent meanwhile would take it.
+     */
+    private record Claim(String etag, java.util.concurrent.locks.Lock noDeletes) implements AutoCloseable {
+        static final Claim NONE = new Claim(null, null);
+
+        @Override
+        public void close() {
+            if (noDeletes != null) {
+                noDeletes.unlock();
+            }
+        }
+    }
+
+    /** What stands between a claim and S3 where this host removed the name: see {@link #removedHere}. */
+    private enum Removed {
+        /** Nothing: S3 has no object of this host's there. */
+        NOTHING,
+        /** Its object is going up, the name having gone meanwhile. */
+        UPLOADING,
+        /** A delete that waits for nothing: the claim sends it. */
+        DELETE,
+        /** A delete no pass may send now: the name made here takes the object over. */
+        TAKE_OVER,
+        /** A release's delete sent, its answer not come: S3 may have done it. */
+        SENT
+    }
+
+    /** Where this host removed the object {@code key}, or is uploading it, so that S3 may still hold it: what its delete waits for. */
+    private synchronized Removed removedHere(String key) {
+        if (overlay.inflight.contains(key)) {
+            return Removed.UPLOADING;
+        }
         Tomb t = overlay.tombs.get(key);
-        return t != null && t.pending || overlay.inflight.contains(key);
+        if (t == null || !t.pending) {
+            return Removed.NOTHING;
+        }
+        if (deleteWaitsForAnUpload(key)) {
+            return Removed.TAKE_OVER;
+        }
+        if (t.release != null) {
+            return t.sent ? Removed.SENT : Removed.TAKE_OVER;
+        }
+        return Removed.DELETE;
     }
 
     /**
@@ -1508,15 +1594,16 @@ public final class S3Storage implements Storage {
         requireRoom();
         requireNewName(path);
         requireKeyFits(path, dirKey(path));
-        String claimed = options.exclusiveCreates() ? claimOnS3(path, dirKey(path), new byte[0], new LinkedHashMap<>()) : null;
-        synchronized (this) {
-            requireStillNew(path);
-            Node d = makeDir(path);
-            if (claimed != null) {
-                markerOnS3(d);
-                d.claimedHere = true;
+        try (Claim claim = options.exclusiveCreates() ? claimOnS3(path, dirKey(path), new byte[0], new LinkedHashMap<>()) : Claim.NONE) {
+            synchronized (this) {
+                requireStillNew(path);
+                Node d = makeDir(path);
+                if (claim.etag() != null) {
+                    markerOnS3(d);
+                    d.claimedHere = true;
+                }
+                journal.commit();
             }
-            journal.commit();
         }
     }
 
@@ -1740,26 +1827,27 @@ public final class S3Storage implements Storage {
         byte[] text = target.getBytes(StandardCharsets.UTF_8);
         String sha = ContentHash.of(text);
         FileTime claimedAt = now();
-        String claimed = options.exclusiveCreates()
-                ? claimOnS3(link, key, text, attributes(Overlay.LINK_MODE, claimedAt, sha)) : null;
-        synchronized (this) {
-            requireStillNew(link);
-            Node n = overlay.newLink();
-            // through a descriptor of ours, so a full cache disk is ENOSPC (the JDK's Files.write carries no errno)
-            try (CacheFile f = CacheFile.replace(dataFile(n.ino))) {
-                f.write(java.nio.ByteBuffer.wrap(text), 0);
-            } catch (IOException e) {
-                Files.deleteIfExists(dataFile(n.ino));
-                throw e;
+        try (Claim claim = options.exclusiveCreates()
+                ? claimOnS3(link, key, text, attributes(Overlay.LINK_MODE, claimedAt, sha)) : Claim.NONE) {
+            synchronized (this) {
+                requireStillNew(link);
+                Node n = overlay.newLink();
+                // through a descriptor of ours, so a full cache disk is ENOSPC (the JDK's Files.write carries no errno)
+                try (CacheFile f = CacheFile.replace(dataFile(n.ino))) {
+                    f.write(java.nio.ByteBuffer.wrap(text), 0);
+                } catch (IOException e) {
+                    Files.deleteIfExists(dataFile(n.ino));
+                    throw e;
+                }
+                n.size = text.length;
+                n.cached = true;
+                overlay.placeMade(link, n);
+                if (claim.etag() != null) {
+                    n.mtime = n.ctime = n.atime = claimedAt;
+                    madeOnS3(n, claim.etag(), sha);
+                }
+                journal.commit();
             }
-            n.size = text.length;
-            n.cached = true;
-            overlay.placeMade(link, n);
-            if (claimed != null) {
-                n.mtime = n.ctime = n.atime = claimedAt;
-                madeOnS3(n, claimed, sha);
-            }
-            journal.commit();
         }
     }
 

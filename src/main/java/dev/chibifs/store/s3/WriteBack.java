@@ -70,8 +70,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * checks under it again that the node is still what it read (its generation). The
  * {@link #flushLock} makes passes (and the journal's replay) one at a time. An fsync takes no
  * such store-wide lock: it waits only for what its own file needs (see {@link #flushNode}). One
- * upload of a file, and one of a key, at a time is kept by {@link #claim}; a pass's deletes and
- * fsyncs' uploads exclude each other by {@link #deletesOrFsyncs}. All are taken before the store's
+ * upload of a file, and one of a key, at a time is kept by {@link #claim}; a pass's deletes exclude
+ * fsyncs' uploads, and claims of names removed here, by {@link #deletesOrFsyncs}. All are taken before the store's
  * monitor, never while holding it.
  */
 final class WriteBack {
@@ -110,9 +110,17 @@ final class WriteBack {
      * fsync's upload began would otherwise run beside it: the old name of a file moved, whose move
      * the fsync sends (another host then saw neither name), or a name made again and fsynced after
      * the pass listed its tombstone (its new object deleted). Fair: fsyncs in a row do not hold
-     * the deletes back for good.
+     * the deletes back for good. A claim of a name removed here holds it shared too, from its look at
+     * the name's tombstone until the name is made ({@link #noDeletesSent}).
      */
     private final java.util.concurrent.locks.ReadWriteLock deletesOrFsyncs = new java.util.concurrent.locks.ReentrantReadWriteLock(true);
+    /**
+     * Held by a claim sending the delete of its name ({@link #deleteForClaim}) over the check that the
+     * delete is still pending and the request: two claims of one name here send it once, and the
+     * second's DELETE does not take the first's new object. Never the store's monitor, which is never
+     * held over a request.
+     */
+    private final Object claimDeletes = new Object();
     /** Files and directories being uploaded now, by a pass or an fsync ({@link #claim}); guarded by {@link #claims}. */
     private final Set<Node> uploading = new java.util.HashSet<>();
     /** The keys they go up under; guarded by {@link #claims}. */
@@ -248,7 +256,8 @@ final class WriteBack {
      * object that fails is tried again at the next, on its own, and every other change and delete
      * goes up meanwhile (the first failure ended it, and an upload S3 kept refusing, a key a bucket
      * policy denied, held back every delete of the store for good: a removed secret stayed readable on
-     * the other hosts). Only the flushing thread uses it.
+     * the other hosts). Each is one thread's: a pass's, or a claim's sending its name's delete
+     * ({@link #deleteForClaim}).
      */
     private final class HeldBack {
         /**
@@ -709,6 +718,7 @@ final class WriteBack {
                 List<String> before = store.overlay.releaseWaitsFor(t);
                 if (before.isEmpty()) {
                     ready.add(e.getKey());
+                    t.sent = true; // whatever its answer: a claim of the name no longer takes it over (S3Storage.claimOnS3)
                 } else {
                     waiting++;
                     waitedFor.addAll(before);
@@ -1008,6 +1018,73 @@ final class WriteBack {
             }
         } finally {
             deletesOrFsyncs.readLock().unlock();
+        }
+    }
+
+    /**
+     * Takes {@link #deletesOrFsyncs}' shared side for a claim of a name this host removed, and returns
+     * it, to be let go once the name is made here (S3Storage's claimOnS3): meanwhile no pass sends a
+     * delete, so a tombstone still pending is one whose delete is not under way, and stays so. Waits
+     * only while a pass's deletes are under way, never for its uploads, nor for an fsync's: a pass
+     * waiting for its deletes' turn behind an fsync (fair) is passed, as the claim is short.
+     */
+    java.util.concurrent.locks.Lock noDeletesSent() throws IOException {
+        java.util.concurrent.locks.Lock shared = deletesOrFsyncs.readLock();
+        if (shared.tryLock()) {
+            return shared;
+        }
+        try {
+            shared.lockInterruptibly();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("a create waiting for the deletes under way interrupted");
+        }
+        return shared;
+    }
+
+    /**
+     * Sends now the delete of the object {@code k}, removed here, for a claim of its name that must
+     * not wait for a pass: one whose delete waits for nothing (not a release, not an old name whose
+     * new one is not up). The caller holds {@link #noDeletesSent}. Checked as a pass's is: another
+     * host's object written there since stays ({@link #stillAsSeen}). Throws where it failed.
+     */
+    void deleteForClaim(String k) throws IOException {
+        synchronized (claimDeletes) {
+            synchronized (store) {
+                Tomb t = store.overlay.tombs.get(k);
+                if (t == null || !t.pending) {
+                    return; // sent by another claim of the name here, or made again meanwhile
+                }
+            }
+            HeldBack held = new HeldBack(null, true);
+            held.deleting = true;
+            deleteObjects(List.of(k), held);
+            if (held.any()) {
+                throw held.thrown();
+            }
+        }
+    }
+
+    /**
+     * Waits until this host is uploading nothing under the key {@code k}: a claim of a name whose
+     * node went (removed, moved) while it went up, which then leaves a tombstone there. The end of an
+     * upload wakes it ({@link #upload(Node, boolean)}); a rename's copy does not, hence the bound.
+     */
+    void awaitNoUploadOf(String k) throws IOException {
+        synchronized (claims) {
+            while (true) {
+                synchronized (store) {
+                    if (!store.overlay.inflight.contains(k)) {
+                        return;
+                    }
+                }
+                try {
+                    claims.wait(FSYNC_LOOKS_EVERY_MILLIS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException("a create waiting for the upload of " + k + " interrupted");
+                }
+            }
         }
     }
 

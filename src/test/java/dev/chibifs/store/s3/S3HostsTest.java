@@ -1268,6 +1268,92 @@ class S3HostsTest {
         assertNull(inS3("shared/repo/.git/index.lock"));
     }
 
+    @Test
+    void withExclusiveCreatesALockDirectoryRemovedAndTakenAgainHereWaitsForNoUploadUnderWay() throws Exception {
+        // `rmdir lock.d; mkdir lock.d` on one host while a pass sends a large file written before:
+        // the release waits for that file, and the lock taken again here waited for the whole pass
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        put(a, "/shared/big", "big");
+        a.createDirectory(p("/shared/lock.d"));
+        a.removeDirectory(p("/shared/lock.d"));
+        S3Server.HeldRequests held = holdPut("shared/big", 1);
+        try {
+            var pass = aside(a::flushDue);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the pass's PUT of big came");
+            aside(() -> a.createDirectory(p("/shared/lock.d"))).get(30, TimeUnit.SECONDS);
+            assertFalse(pass.isDone(), "big is still going up");
+            held.release().countDown();
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        assertNotNull(inS3("shared/lock.d/"), "the lock never left a on S3");
+        Exception second = assertThrows(java.nio.file.FileAlreadyExistsException.class,
+                () -> b.createDirectory(p("/shared/lock.d")));
+        assertEquals(Linux.EEXIST, Errors.errno(second));
+        a.removeDirectory(p("/shared/lock.d"));
+        a.flushDue();
+        assertNull(inS3("shared/lock.d/"), "let go by its next remove");
+        b.createDirectory(p("/shared/lock.d"));
+        assertEquals("big", inS3("shared/big"));
+    }
+
+    @Test
+    void withExclusiveCreatesAClaimOfANameRemovedHereSendsItsDeleteWithoutWaitingForAPassUnderWay() throws Exception {
+        // a claim file left by an earlier run, removed and claimed again at once: its delete goes
+        // with the claim, not after the pass that is sending a large file
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("task.claim");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        put(a, "/shared/task.claim", "old run");
+        a.flushAll();
+        put(a, "/shared/big", "big");
+        a.removeFile(p("/shared/task.claim"));
+        S3Server.HeldRequests held = holdPut("shared/big", 1);
+        try {
+            var pass = aside(a::flushAll);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the pass's PUT of big came");
+            aside(() -> writeExclusive(a, "/shared/task.claim", "a")).get(30, TimeUnit.SECONDS);
+            assertEquals("", inS3("shared/task.claim"), "the claim's object, in place of the old one");
+            assertFalse(pass.isDone(), "big is still going up");
+            held.release().countDown();
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        Exception second = assertThrows(java.nio.file.FileAlreadyExistsException.class,
+                () -> b.open(p("/shared/task.claim"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), 0644));
+        assertEquals(Linux.EEXIST, Errors.errno(second));
+        a.flushAll();
+        assertEquals("a", inS3("shared/task.claim"), "the pass deleted nothing of the new claim");
+    }
+
+    @Test
+    void withExclusiveCreatesALockTakenAgainAfterItsDeleteWentUnansweredIsClaimedOnS3() throws Exception {
+        // S3 did b's rmdir, but no answer came: b cannot take its lock over as still its own on S3
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        b.createDirectory(p("/shared/lock.d"));
+        b.removeDirectory(p("/shared/lock.d"));
+        server.loseDeleteAnswers(k -> k.equals(prefix + "/shared/lock.d/"), -1);
+        try {
+            assertThrows(IOException.class, b::flushDue);
+        } finally {
+            server.loseDeleteAnswers(k -> false, 0);
+        }
+        assertNull(inS3("shared/lock.d/"), "S3 did the delete");
+        b.createDirectory(p("/shared/lock.d"));
+        assertNotNull(inS3("shared/lock.d/"), "b's lock claimed on S3 again");
+        Exception second = assertThrows(java.nio.file.FileAlreadyExistsException.class,
+                () -> a.createDirectory(p("/shared/lock.d")));
+        assertEquals(Linux.EEXIST, Errors.errno(second));
+    }
+
     private static void writeExclusive(S3Storage s, String path, String content) throws IOException {
         try (FileHandle h = s.open(p(path), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW), 0644)) {
             h.write(ByteBuffer.wrap(content.getBytes(UTF_8)), 0);

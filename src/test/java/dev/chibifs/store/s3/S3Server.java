@@ -366,6 +366,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
                 super.removeBlob(container, name);
             }
             server.heldDeletes.waitIfHeld(name, AFTER_REMOVAL);
+            if (server.lostDeleteAnswers.take(name)) {
+                throw new RuntimeException("a DELETE done, its answer lost on purpose (S3Server.loseDeleteAnswers)");
+            }
         }
 
         @Override
@@ -466,6 +469,13 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     /** The next {@code times} PUTs (-1: all) of objects {@code which} names land, then are answered 500, which the client retries. */
     void losePutAnswers(java.util.function.Predicate<String> which, int times) {
         lostPutAnswers.set(which, times);
+    }
+
+    private final Faults lostDeleteAnswers = new Faults();
+
+    /** The next {@code times} DELETEs (-1: all) of one object {@code which} names remove it, then are answered 500, which the client retries. */
+    void loseDeleteAnswers(java.util.function.Predicate<String> which, int times) {
+        lostDeleteAnswers.set(which, times);
     }
 
     private final Faults refusedPuts = new Faults();
