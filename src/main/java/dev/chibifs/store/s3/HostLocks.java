@@ -146,11 +146,6 @@ final class HostLocks implements AutoCloseable {
     /** The nodes holding a lease (or owing a push before letting one go), for the renewal. */
     private final Map<Node, Boolean> holding = new ConcurrentHashMap<>();
     private final ScheduledExecutorService renewer;
-    /**
-     * The objects S3 refused when a lease last went down all the same ({@link #pushedForLettingGo}):
-     * a SQLite transaction lets its lock go several times, and each would warn again.
-     */
-    private volatile Set<String> refusedSaid = Set.of();
     /** Lease objects this holder has put, for their keys. */
     private final AtomicLong taken = new AtomicLong();
     /** {@link #BUSY_BACKOFF}, but for tests that must see a retry answered without asking S3, whatever the machine's pace. */
@@ -573,19 +568,11 @@ final class HostLocks implements AutoCloseable {
         if (unsent == null) {
             return;
         }
-        if (unsent.leftBehindIn(dir)) {
+        if (unsent.leftBehindBeside(key)) {
             throw unsent.failure();
         }
-        String what = (need == Level.NONE ? "released" : "lowered to a read lock") + " with " + unsent.refused().size()
-                + (unsent.refused().size() == 1 ? " change" : " changes") + " S3 refuses: " + WriteBack.said(unsent.refused())
-                + (unsent.keys().size() > unsent.refused().size() ? " (and " + (unsent.keys().size() - unsent.refused().size())
-                + " that wait for them)" : "") + "; they are tried again, and what they are is said again when it changes";
-        if (unsent.refused().equals(refusedSaid)) {
-            LOG.debug("S3 store {}: the lock on {} {}", store.spec, node.path, what);
-        } else {
-            refusedSaid = unsent.refused();
-            LOG.warn("S3 store {}: the lock on {} {}", store.spec, node.path, what);
-        }
+        store.writeBack.saidLetGoPast(node.path, need == Level.NONE ? "released" : "lowered to a read lock",
+                unsent.refused(), unsent.keys().size() - unsent.refused().size());
     }
 
     /**

@@ -60,7 +60,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * A failure does not end a pass: the object is tried again at the next, and the pass's other uploads
  * and deletes go on, but for what must come after it ({@link HeldBack}): the old names of a file
  * that failed, what is in a directory whose marker failed, a name at its cap after a file closed
- * before it, a lock file's remove after the changes made before it. The journal's replay alone still stops at its first failure ({@link #replay}). An
+ * before it, a lock file's remove after the changes made before it (but those S3 refuses away
+ * from the lock, as a flock's release goes past them: {@link HeldBack#letsGoPast}). The journal's
+ * replay alone still stops at its first failure ({@link #replay}). An
  * object S3 refused has a retry time of its own ({@link #refusedLately}): the flusher's passes go
  * on at their pace for everything else, and neither they nor a pass for one directory's sake (its
  * fsync, a lock let go) ask again for it before then; only S3 away backs the loop off.
@@ -339,6 +341,24 @@ final class WriteBack {
             }
         }
 
+        /**
+         * Whether the remove of the lock {@code lockKey}, whose delete waits for {@code before} (what
+         * was changed here before it and is not on S3), goes all the same, by a flock's rule
+         * ({@link Unsent#leftBehindBeside}): this pass left each of them behind for S3 refusing an
+         * object, S3 answering, and none is beside the lock. One not tried yet is waited for.
+         */
+        boolean letsGoPast(Collection<String> before, String lockKey) {
+            if (!refusalsOnly || failures.isEmpty() || bucket.unreachable()) {
+                return false;
+            }
+            for (String k : before) {
+                if (!keys.contains(k) || Unsent.besideLock(k, lockKey)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
         /** Every change of the store waits (the journal's replay): nothing can be said to have gone up. */
         void allWait() {
             refusalsOnly = false;
@@ -418,6 +438,37 @@ final class WriteBack {
                 }
             }
             return false;
+        }
+
+        /**
+         * Whether the pass left behind, or may have, what a lock on the object {@code lockKey} waits
+         * for even where S3 refuses it ({@link #besideLock}). A lock let go (a flock's lease, a lock
+         * file's or directory's remove) goes past the rest, objects S3 refuses elsewhere, which holding
+         * on would not send: held, a lock stayed on S3 for as long as any object of the store was
+         * refused (a name S3 cannot store, a key a policy denies), and every other host was kept out.
+         */
+        boolean leftBehindBeside(String lockKey) {
+            if (!refusalsOnly) {
+                return true;
+            }
+            for (String k : keys) {
+                if (besideLock(k, lockKey)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /**
+         * Whether {@code key} is beside the lock object {@code lockKey}: an entry of the directory it is
+         * in (the locked file, SQLite's journal beside a database, an old name waiting there), or, for
+         * a lock directory's marker, below it. What changes there under the lock the next holder reads
+         * (a take lists that directory again), so a refusal there holds the lock as S3 away does.
+         */
+        static boolean besideLock(String key, String lockKey) {
+            String name = lockKey.endsWith("/") ? lockKey.substring(0, lockKey.length() - 1) : lockKey;
+            return entryOf(key, name.substring(0, name.lastIndexOf('/') + 1))
+                    || (lockKey.endsWith("/") && key.startsWith(lockKey));
         }
 
         /** Whether {@code key} is an entry of the directory whose keys begin with {@code dirKey} (a subdirectory by its marker). */
@@ -703,12 +754,12 @@ final class WriteBack {
      * before its remove waits any more ({@link Overlay#releaseWaitsFor}): after the pass's uploads
      * and its other deletes, which it may have waited for. One that still waits (an upload that
      * failed, a delete held back, a release before it that waits) goes at a later pass; the others
-     * go on. Whether any were done.
+     * go on. Past objects S3 refuses elsewhere it goes now, as a flock's release does
+     * ({@link HeldBack#letsGoPast}), said in one warning ({@link #saidLetGoPast}). Whether any were done.
      */
     private boolean deleteReleases(HeldBack held) throws IOException {
         List<String> ready = new ArrayList<>();
-        Set<String> waitedFor = new java.util.TreeSet<>();
-        int waiting = 0;
+        Map<String, List<String>> undecided = new LinkedHashMap<>();
         synchronized (store) {
             for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
                 Tomb t = e.getValue();
@@ -718,7 +769,30 @@ final class WriteBack {
                 List<String> before = store.overlay.releaseWaitsFor(t);
                 if (before.isEmpty()) {
                     ready.add(e.getKey());
-                    t.sent = true; // whatever its answer: a claim of the name no longer takes it over (S3Storage.claimOnS3)
+                } else {
+                    undecided.put(e.getKey(), before);
+                }
+            }
+        }
+        // a remove that waits for another's is decided after it: that one is then left behind, and
+        // this one may go past it, or goes now, and this one at the next pass (their deletes in order)
+        Set<String> going = new java.util.HashSet<>(ready);
+        Map<String, List<String>> pastRefused = new LinkedHashMap<>();
+        Set<String> waitedFor = new java.util.TreeSet<>();
+        int waiting = 0;
+        for (boolean decided = true; decided; ) {
+            decided = false;
+            for (java.util.Iterator<Map.Entry<String, List<String>>> it = undecided.entrySet().iterator(); it.hasNext(); ) {
+                Map.Entry<String, List<String>> e = it.next();
+                List<String> before = e.getValue();
+                if (before.stream().anyMatch(undecided::containsKey)) {
+                    continue;
+                }
+                it.remove();
+                decided = true;
+                if (before.stream().noneMatch(going::contains) && held.letsGoPast(before, e.getKey())) {
+                    going.add(e.getKey());
+                    pastRefused.put(e.getKey(), before);
                 } else {
                     waiting++;
                     waitedFor.addAll(before);
@@ -726,11 +800,19 @@ final class WriteBack {
                 }
             }
         }
+        ready.addAll(pastRefused.keySet());
+        synchronized (store) {
+            for (String k : ready) {
+                store.overlay.tombs.get(k).sent = true; // whatever its answer: a claim of the name no longer takes it over (S3Storage.claimOnS3)
+            }
+        }
         if (waiting > 0 && held.any()) {
             held.waits((waiting == 1 ? "1 remove of a name claimed on S3 (a lock let go) waits"
                     : waiting + " removes of names claimed on S3 (locks let go) wait")
                     + " for the changes made here before it: " + said(waitedFor));
         }
+        pastRefused.forEach((k, before) -> saidLetGoPast(k, "released", held.refusedKeys,
+                (int) before.stream().filter(b -> !held.refusedKeys.contains(b)).count()));
         List<String> markers = new ArrayList<>();
         List<String> objects = new ArrayList<>();
         for (String k : ready) {
@@ -748,6 +830,31 @@ final class WriteBack {
             }
         }
         return !(objects.isEmpty() && markers.isEmpty()) && failed.isEmpty();
+    }
+
+    /**
+     * The objects S3 refused when a lock was last let go past them ({@link #saidLetGoPast}): a SQLite
+     * transaction lets its lock go several times, a script takes and removes its lock file in a
+     * loop, and each would warn again.
+     */
+    private volatile Set<String> refusedLetGoPast = Set.of();
+
+    /**
+     * Says that the lock on {@code lock} was {@code how} ("released", "lowered to a read lock") with
+     * the objects {@code refused} S3 refuses, and {@code waiting} more changes waiting for them, not
+     * on S3: the one wording of a flock's lease ({@link HostLocks}) and a lock file's or directory's
+     * remove ({@link #deleteReleases}). A warning, said again only when what is refused changes.
+     */
+    void saidLetGoPast(Object lock, String how, Set<String> refused, int waiting) {
+        String what = how + " with " + refused.size() + (refused.size() == 1 ? " change" : " changes") + " S3 refuses: "
+                + said(refused) + (waiting > 0 ? " (and " + waiting + " that wait for them)" : "")
+                + "; they are tried again, and what they are is said again when it changes";
+        if (refused.equals(refusedLetGoPast)) {
+            LOG.debug("S3 store {}: the lock on {} {}", spec, lock, what);
+        } else {
+            refusedLetGoPast = Set.copyOf(refused);
+            LOG.warn("S3 store {}: the lock on {} {}", spec, lock, what);
+        }
     }
 
     /** Names (paths, keys) said in one line, at most; the rest are counted. */

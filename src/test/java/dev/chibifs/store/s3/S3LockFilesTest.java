@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumSet;
+import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -18,6 +19,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -110,7 +112,7 @@ class S3LockFilesTest {
     }
 
     @Test
-    void aLockDirectoryRemovedWaitsForEveryEarlierChangeAndDeleteOfTheStoreEvenOneThatFailed() throws Exception {
+    void aLockDirectoryRemovedWaitsForEveryEarlierChangeAndDeleteOfTheStoreAndForOneBesideItS3Refused() throws Exception {
         MutableClock clock = S3Namespace.startClock();
         S3Storage a = host("a", clock);
         a.mkdir(p("/locks"));
@@ -118,23 +120,62 @@ class S3LockFilesTest {
         a.flushAll();
         a.createDirectory(p("/locks/run.d")); // mkdir as a lock: its marker is on S3 as it returns
         assertNotNull(inS3("locks/run.d/"));
-        // what the lock guards is in another directory: written, and removed
-        a.write(p("/data/state"), "done".getBytes(UTF_8));
+        // what the lock guards: in another directory, written and removed; beside it, written
+        a.write(p("/data/new"), "new".getBytes(UTF_8));
         a.removeFile(p("/data/old"));
+        a.write(p("/locks/state"), "done".getBytes(UTF_8));
         a.removeDirectory(p("/locks/run.d"));
-        server.refusePuts(name -> name.endsWith("/data/state"), 1);
+        server.refusePuts(name -> name.endsWith("/locks/state"), 1);
 
         IOException failed = assertThrows(IOException.class, a::flushDue);
         assertTrue(failed.getMessage().contains("1 remove of a name claimed on S3 (a lock let go) waits for the changes"
-                + " made here before it: " + prefix + "/data/state"), failed.getMessage());
+                + " made here before it: " + prefix + "/locks/state"), failed.getMessage());
+        assertEquals("new", inS3("data/new"), "forced up by the release, before its debounce");
         assertNull(inS3("data/old"), "a delete goes up as ever");
-        assertNotNull(inS3("locks/run.d/"), "the lock is held on S3 while the state it guarded is not there");
+        assertNotNull(inS3("locks/run.d/"), "the lock is held on S3 while the state beside it, which S3 refused, is not there");
 
         clock.advance(Duration.ofMillis(500)); // the refused object's retry time
         a.flushDue();
-        assertEquals("done", inS3("data/state"));
+        assertEquals("done", inS3("locks/state"));
         assertNull(inS3("locks/run.d/"));
         assertEquals(0, a.pendingChanges());
+    }
+
+    @Test
+    void aLockRemovedGoesPastAChangeS3RefusesElsewhereWithOneWarningAsAFlocksReleaseDoes() throws Exception {
+        // one object S3 refuses for good anywhere in the store (a 255-byte name, a denied prefix) kept
+        // every lock this host removed on S3, and every other host got EEXIST for as long as it stayed
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        S3Storage b = host("b", clock);
+        a.mkdir(p("/locks"));
+        a.mkdir(p("/data"));
+        a.flushAll();
+        server.refusePuts(name -> name.endsWith("/data/denied"), -1);
+        java.io.PrintStream err = System.err;
+        java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
+        try {
+            System.setErr(new java.io.PrintStream(said, true, UTF_8)); // slf4j-simple writes to System.err as it is at each line
+            for (int round = 1; round <= 2; round++) {
+                a.createDirectory(p("/locks/run.d"));
+                a.write(p("/data/state"), ("round " + round).getBytes(UTF_8));
+                a.write(p("/data/denied"), ("round " + round).getBytes(UTF_8));
+                a.removeDirectory(p("/locks/run.d"));
+                IOException failed = assertThrows(IOException.class, a::flushDue);
+                assertFalse(failed.getMessage().contains("a lock let go"), failed.getMessage());
+                assertNull(inS3("locks/run.d/"), "let go past the object S3 refuses in another directory");
+                assertEquals("round " + round, inS3("data/state"), "what else was written under it went up first");
+            }
+        } finally {
+            System.setErr(err);
+        }
+        List<String> warned = said.toString(UTF_8).lines().filter(l -> l.contains("released with")).toList();
+        assertEquals(1, warned.size(), said.toString(UTF_8));
+        assertTrue(warned.get(0).contains("the lock on " + prefix + "/locks/run.d/ released with 1 change S3 refuses: "
+                + prefix + "/data/denied;"), warned.get(0));
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+        b.createDirectory(p("/locks/run.d")); // the lock is free on S3
+        assertEquals(1, a.pendingChanges(), "the refused file waits here, tried again");
     }
 
     @Test
