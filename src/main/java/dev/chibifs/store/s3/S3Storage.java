@@ -1403,6 +1403,18 @@ public final class S3Storage implements Storage {
             try {
                 Claim made = new Claim(bucket.put(key, body, meta, null), noDeletes);
                 noDeletes = null;
+                synchronized (this) {
+                    Tomb t = overlay.tombs.get(key);
+                    if (t != null && !t.pending) {
+                        // a lock this host let go, which another host may have held since: what it wrote
+                        // beside the lock is read from S3, as a flock's take pulls its directory. This
+                        // host's listing, still valid, knew the lock gone by its own remove and served
+                        // its own old counter (two hosts taking turns within the metadata TTL: 26-28 of
+                        // 30 increments). A claim S3 refused lists the directory again anyway, and a new
+                        // name lists nothing: tar xf, which creates every file with O_EXCL, asks no more
+                        listings.expireListing(path.parent());
+                    }
+                }
                 return made;
             } catch (Bucket.PreconditionFailed taken) {
                 synchronized (this) {

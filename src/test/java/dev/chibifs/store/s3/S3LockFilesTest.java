@@ -112,6 +112,24 @@ class S3LockFilesTest {
     }
 
     @Test
+    void aLockFileTakenAgainWithinTheListingsValidityReadsWhatTheOtherHostWroteBesideIt() throws Exception {
+        // a second round's finding: hosts taking turns within the metadata TTL lost increments, the
+        // taker reading the counter from its own listing of a moment before
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        S3Storage b = host("b", clock);
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        for (int round = 0; round < 3; round++) { // the clock stands still: every listing stays valid
+            incrementUnderLockFile(a, "/shared/lock", "/shared/counter");
+            a.flushDue();
+            incrementUnderLockFile(b, "/shared/lock", "/shared/counter");
+            b.flushDue();
+        }
+        assertEquals("6\n", inS3("shared/counter"), "no increment lost");
+    }
+
+    @Test
     void aLockDirectoryRemovedWaitsForEveryEarlierChangeAndDeleteOfTheStoreAndForOneBesideItS3Refused() throws Exception {
         MutableClock clock = S3Namespace.startClock();
         S3Storage a = host("a", clock);
