@@ -145,10 +145,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
      * server's own. Its connectors are made with the proxy, before it starts, and are not exposed.
      */
     private void answerOnSkewedClock(S3Proxy p) throws ReflectiveOperationException {
-        java.lang.reflect.Field f = S3Proxy.class.getDeclaredField("server");
-        f.setAccessible(true);
-        var jetty = (org.gaul.shaded.org.eclipse.jetty.server.Server) f.get(p);
-        for (var c : jetty.getConnectors()) {
+        for (var c : jetty(p).getConnectors()) {
             var http = c.getConnectionFactory(org.gaul.shaded.org.eclipse.jetty.server.HttpConnectionFactory.class);
             if (http != null) {
                 http.getHttpConfiguration().setSendDateHeader(false);
@@ -597,8 +594,20 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         return h;
     }
 
+    /**
+     * Goes away at once, as an endpoint that became unreachable: s3proxy's Jetty would otherwise
+     * shut down gracefully, 2 s for each stop while a client kept a connection open (every test of
+     * an outage), with nothing that test looks at happening meanwhile.
+     */
     void stop() throws Exception {
+        jetty(proxy).setStopTimeout(0);
         proxy.stop();
+    }
+
+    private static org.gaul.shaded.org.eclipse.jetty.server.Server jetty(S3Proxy p) throws ReflectiveOperationException {
+        java.lang.reflect.Field f = S3Proxy.class.getDeclaredField("server");
+        f.setAccessible(true);
+        return (org.gaul.shaded.org.eclipse.jetty.server.Server) f.get(p);
     }
 
     URI endpoint() {
