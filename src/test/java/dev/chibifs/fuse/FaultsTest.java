@@ -100,7 +100,13 @@ class FaultsTest {
                     + "  with open('shared/busy/w%d' % (i % 8), 'wb') as f:\n"
                     + "    for _ in range(64): f.write(os.urandom(65536))\n  i += 1\"")
                     .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            Thread.sleep(1500);
+            // killed while the writer is at its eighth file (seven written whole before it), not after
+            // a fixed while: the eighth's store file appears as its create reaches the daemon
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!Files.exists(fs.stored("/shared/busy/w7"))) {
+                assertTrue(writer.isAlive() && System.nanoTime() < deadline, "the writer never made its eighth file");
+                java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+            }
             fs.process().destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             writer.waitFor(20, TimeUnit.SECONDS);
             writer.destroyForcibly();
