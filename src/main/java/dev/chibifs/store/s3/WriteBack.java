@@ -510,6 +510,19 @@ final class WriteBack {
      * What it could not send, or null.
      */
     private Unsent replay() {
+        synchronized (store) {
+            replaying = true;
+        }
+        try {
+            return replayInOrder();
+        } finally {
+            synchronized (store) {
+                replaying = false;
+            }
+        }
+    }
+
+    private Unsent replayInOrder() {
         List<Node> inOrder = replayed;
         for (int i = 0; i < inOrder.size(); i++) {
             try {
@@ -537,6 +550,9 @@ final class WriteBack {
         replayHeld = null;
         return null;
     }
+
+    /** The journal's replay is uploading: what S3 refuses then holds every other change behind it; guarded by the store's monitor. */
+    private boolean replaying;
 
     private static String firstLine(IOException e) {
         String m = String.valueOf(e.getMessage());
@@ -2116,7 +2132,12 @@ final class WriteBack {
         String why = String.valueOf(e.getMessage());
         synchronized (store) {
             if (!why.equals(refusalsSaid.put(key, why))) {
-                LOG.warn("S3 store {}: {}; that change waits here and is retried, and every other goes on", spec, why);
+                // at the journal's replay the rest waits (it keeps no old names): a tester read "every
+                // other goes on" in the log while nothing else went up, another host's lock included
+                LOG.warn("S3 store {}: {}; that change waits here and is retried, and {}", spec, why, replaying
+                        ? "every change made before this start after it and since waits behind it (removing or"
+                                + " renaming that file lets them go)"
+                        : "every other goes on");
             }
         }
     }

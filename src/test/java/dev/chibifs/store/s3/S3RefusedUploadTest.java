@@ -283,8 +283,19 @@ class S3RefusedUploadTest {
         assertThrows(IOException.class, a::close, "the refused file stays in the journal");
         assertNull(a.failing(), "before the restart, other changes go up around it");
 
-        S3Storage again = host("a", clock);
-        assertThrows(IOException.class, again::flushAll);
+        java.io.PrintStream err = System.err;
+        java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
+        S3Storage again;
+        try {
+            System.setErr(new java.io.PrintStream(said, true, UTF_8)); // slf4j-simple writes to System.err as it is
+            again = host("a", clock);
+            assertThrows(IOException.class, again::flushAll);
+        } finally {
+            System.setErr(err);
+        }
+        String log = said.toString(UTF_8);
+        assertTrue(log.contains("shared/refused") && log.contains("waits behind it") && !log.contains("every other goes on"),
+                "the log says the rest waits, as it does after a start: " + log);
         String failing = again.failing();
         assertTrue(failing != null && failing.contains("shared/refused") && failing.contains("fsync fails (EIO)")
                 && !failing.contains("\n"), String.valueOf(failing));
