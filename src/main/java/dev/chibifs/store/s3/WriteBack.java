@@ -795,7 +795,7 @@ final class WriteBack {
         Set<String> going = new java.util.HashSet<>(ready);
         Map<String, List<String>> pastRefused = new LinkedHashMap<>();
         Set<String> waitedFor = new java.util.TreeSet<>();
-        int waiting = 0;
+        Set<String> kept = new java.util.TreeSet<>();
         for (boolean decided = true; decided; ) {
             decided = false;
             for (java.util.Iterator<Map.Entry<String, List<String>>> it = undecided.entrySet().iterator(); it.hasNext(); ) {
@@ -810,7 +810,7 @@ final class WriteBack {
                     going.add(e.getKey());
                     pastRefused.put(e.getKey(), before);
                 } else {
-                    waiting++;
+                    kept.add(e.getKey());
                     waitedFor.addAll(before);
                     held.waitsAt(e.getKey());
                 }
@@ -822,10 +822,12 @@ final class WriteBack {
                 store.overlay.tombs.get(k).sent = true; // whatever its answer: a claim of the name no longer takes it over (S3Storage.claimOnS3)
             }
         }
-        if (waiting > 0 && held.any()) {
-            held.waits((waiting == 1 ? "1 remove of a name claimed on S3 (a lock let go) waits"
-                    : waiting + " removes of names claimed on S3 (locks let go) wait")
-                    + " for the changes made here before it: " + said(waitedFor));
+        if (!kept.isEmpty() && held.any()) {
+            // the locks by name: a tester read only the keys waited for, and could not tell which
+            // lock another host was kept from, nor that one of those keys was itself a lock
+            held.waits((kept.size() == 1 ? "the lock " + said(kept) + ", let go here, stays held on S3 until the changes"
+                    + " made here before it are up: " : kept.size() + " locks let go here stay held on S3 (" + said(kept)
+                    + ") until the changes made here before them are up: ") + said(waitedFor));
         }
         pastRefused.forEach((k, before) -> saidLetGoPast(k, "released", held.refusedKeys,
                 (int) before.stream().filter(b -> !held.refusedKeys.contains(b)).count()));

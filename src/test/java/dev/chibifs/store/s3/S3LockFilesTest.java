@@ -146,8 +146,8 @@ class S3LockFilesTest {
         server.refusePuts(name -> name.endsWith("/locks/state"), 1);
 
         IOException failed = assertThrows(IOException.class, a::flushDue);
-        assertTrue(failed.getMessage().contains("1 remove of a name claimed on S3 (a lock let go) waits for the changes"
-                + " made here before it: " + prefix + "/locks/state"), failed.getMessage());
+        assertTrue(failed.getMessage().contains("the lock " + prefix + "/locks/run.d/, let go here, stays held on S3 until"
+                + " the changes made here before it are up: " + prefix + "/locks/state"), failed.getMessage());
         assertEquals("new", inS3("data/new"), "forced up by the release, before its debounce");
         assertNull(inS3("data/old"), "a delete goes up as ever");
         assertNotNull(inS3("locks/run.d/"), "the lock is held on S3 while the state beside it, which S3 refused, is not there");
