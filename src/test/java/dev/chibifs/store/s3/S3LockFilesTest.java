@@ -75,6 +75,21 @@ class S3LockFilesTest {
         return h == null ? null : Files.readString(to);
     }
 
+    /** Two hosts on one clock, the directories {@code dirs} made on S3 by {@code a}. */
+    private record Hosts(MutableClock clock, S3Storage a, S3Storage b) {
+    }
+
+    private Hosts twoHosts(String... dirs) throws IOException {
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        S3Storage b = host("b", clock);
+        for (String d : dirs) {
+            a.mkdir(p(d));
+        }
+        a.flushAll();
+        return new Hosts(clock, a, b);
+    }
+
     /** {@code set -C; : > lock}, then the counter read and written again, then {@code rm lock}. */
     private static void incrementUnderLockFile(S3Storage s, String lock, String counter) throws IOException {
         s.open(p(lock), EXCLUSIVE, 0644).close();
@@ -85,11 +100,10 @@ class S3LockFilesTest {
 
     @Test
     void aLockFileRemovedLeavesS3AfterTheCounterWrittenUnderItAndTheNextHolderReadsIt() throws Exception {
-        MutableClock clock = S3Namespace.startClock();
-        S3Storage a = host("a", clock);
-        S3Storage b = host("b", clock);
-        a.mkdir(p("/shared"));
-        a.flushAll();
+        Hosts hosts = twoHosts("/shared");
+        MutableClock clock = hosts.clock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         // twice on a: the second take finds the first release still pending here and makes the name
         // over it, holding the claim that is still on S3
         incrementUnderLockFile(a, "/shared/lock", "/shared/counter");
@@ -115,11 +129,9 @@ class S3LockFilesTest {
     void aLockFileTakenAgainWithinTheListingsValidityReadsWhatTheOtherHostWroteBesideIt() throws Exception {
         // a second round's finding: hosts taking turns within the metadata TTL lost increments, the
         // taker reading the counter from its own listing of a moment before
-        MutableClock clock = S3Namespace.startClock();
-        S3Storage a = host("a", clock);
-        S3Storage b = host("b", clock);
-        a.mkdir(p("/shared"));
-        a.flushAll();
+        Hosts hosts = twoHosts("/shared");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         for (int round = 0; round < 3; round++) { // the clock stands still: every listing stays valid
             incrementUnderLockFile(a, "/shared/lock", "/shared/counter");
             a.flushDue();
@@ -163,12 +175,10 @@ class S3LockFilesTest {
     void aLockRemovedGoesPastAChangeS3RefusesElsewhereWithOneWarningAsAFlocksReleaseDoes() throws Exception {
         // one object S3 refuses for good anywhere in the store (a 255-byte name, a denied prefix) kept
         // every lock this host removed on S3, and every other host got EEXIST for as long as it stayed
-        MutableClock clock = S3Namespace.startClock();
-        S3Storage a = host("a", clock);
-        S3Storage b = host("b", clock);
-        a.mkdir(p("/locks"));
-        a.mkdir(p("/data"));
-        a.flushAll();
+        Hosts hosts = twoHosts("/locks", "/data");
+        MutableClock clock = hosts.clock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         server.refusePuts(name -> name.endsWith("/data/denied"), -1);
         java.io.PrintStream err = System.err;
         java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
