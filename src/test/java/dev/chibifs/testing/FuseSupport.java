@@ -3,8 +3,10 @@ package dev.chibifs.testing;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
 
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 
 /** Decides whether mounted tests can run here; in CI (CI=true) a missing FUSE is a failure, never a skip. */
 public final class FuseSupport {
@@ -55,8 +57,20 @@ public final class FuseSupport {
     public static AutoCloseable ioUringOn() throws java.io.IOException {
         Assumptions.assumeTrue(Files.exists(ENABLE_URING), "this kernel has no FUSE over io_uring (Linux 6.14+)");
         Assumptions.assumeTrue(Files.isWritable(ENABLE_URING), "turning FUSE over io_uring on takes root");
+        // the switch is the host's, and the suite's two test JVMs would otherwise turn it off under
+        // each other's io_uring tests: one JVM at a time holds it, waiting here for the other's
+        FileChannel held = FileChannel.open(Path.of(System.getProperty(LOCK_DIR, System.getProperty("java.io.tmpdir")),
+                "io-uring.lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        held.lock();
         String before = Files.readString(ENABLE_URING).trim();
         Files.writeString(ENABLE_URING, "1");
-        return () -> Files.writeString(ENABLE_URING, before.equals("Y") ? "1" : "0");
+        return () -> {
+            try (held) { // closing the channel lets the lock go
+                Files.writeString(ENABLE_URING, before.equals("Y") ? "1" : "0");
+            }
+        };
     }
+
+    /** Where the test JVMs of one build lock what the host has only one of (the pom sets it). */
+    private static final String LOCK_DIR = "chibifs.test.lockDir";
 }
