@@ -335,12 +335,44 @@ final class Bucket implements Closeable {
             heard.get()[0] = true;
         }
 
+        /** The attempts this thread's request has made, while it may make one only ({@link #sentOnce}); else null. */
+        private final ThreadLocal<int[]> attempts = new ThreadLocal<>();
+
+        /**
+         * The SDK retries a request whose answer failed or never came on its own, with no way to look
+         * between attempts: a second attempt of a request {@link #sentOnce} is stopped before it goes.
+         */
+        @Override
+        public void beforeTransmission(Context.BeforeTransmission context, ExecutionAttributes attributes) {
+            int[] sent = attempts.get();
+            if (sent != null && sent[0]++ > 0) {
+                throw new NotSentAgain();
+            }
+        }
+
+        /** Runs {@code request}, whose attempts this thread makes, letting it go to S3 once. */
+        <T> T sentOnce(java.util.function.Supplier<T> request) {
+            attempts.set(new int[1]);
+            try {
+                return request.get();
+            } finally {
+                attempts.remove();
+            }
+        }
+
         /** Whether the last request of this thread got an answer; forgotten once asked. */
         boolean takeHeard() {
             boolean[] h = heard.get();
             boolean was = h[0];
             h[0] = false;
             return was;
+        }
+    }
+
+    /** What stops the SDK's second attempt at a request that may go once ({@link Heard#sentOnce}): its first failed. */
+    private static final class NotSentAgain extends RuntimeException {
+        NotSentAgain() {
+            super("not sent again: its first attempt failed", null, false, false);
         }
     }
 
@@ -1785,6 +1817,66 @@ final class Bucket implements Closeable {
             }
         } catch (SdkException e) {
             throw failure("delete", key, e);
+        }
+        answered();
+    }
+
+    /**
+     * Removes the object {@code key} while a HEAD just before finds it {@code ours}: the release of
+     * a name claimed here (a lock), which may be sent again only after looking. A DELETE whose answer
+     * was lost after S3 did it (a connection cut, a 500), sent again as the SDK does, deleted the
+     * claim another host made meanwhile: two holders. So each DELETE goes once, a HEAD before each.
+     * Null where S3 has no such object now; else the HEAD of the object left there, not ours.
+     */
+    Head deleteIfOurs(String key, java.util.function.Predicate<Head> ours) throws IOException {
+        for (int attempt = 1; ; attempt++) {
+            Head now = head(key);
+            if (now == null) {
+                return null;
+            }
+            if (!ours.test(now)) {
+                return now;
+            }
+            try {
+                deleteSentOnce(key);
+                return null;
+            } catch (Unusable e) {
+                if (attempt == UNUSABLE_ATTEMPTS) {
+                    throw e;
+                }
+                LOG.debug("{} (attempt {} of {})", e.getMessage(), attempt, UNUSABLE_ATTEMPTS);
+            }
+            try {
+                Thread.sleep(unusableBackoff.toMillis() << (attempt - 1));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException(line("delete", key, "interrupted"));
+            }
+        }
+    }
+
+    /**
+     * One DELETE of {@code key}, not sent again: {@link Unusable} where its one attempt failed as the
+     * SDK would have retried (its answer lost, a 500, no connection), S3 not taken for away on it
+     * (the HEAD before the next attempt says so, with the SDK's retries).
+     */
+    private void deleteSentOnce(String key) throws IOException {
+        refuseWhileUnreachable("delete", key);
+        count("delete");
+        try {
+            heard.sentOnce(() -> client.deleteObject(b -> b.bucket(bucket).key(key).overrideConfiguration(answerLimits)));
+        } catch (S3Exception e) {
+            if (e.statusCode() != 404) {
+                throw failure("delete", key, e);
+            }
+        } catch (RuntimeException e) {
+            if (e instanceof NotSentAgain || e.getCause() instanceof NotSentAgain) {
+                throw new Unusable(line("delete", key, "no answer said it done; a HEAD first before it is sent again"), e);
+            }
+            if (e instanceof SdkException sdk) {
+                throw failure("delete", key, sdk);
+            }
+            throw e;
         }
         answered();
     }

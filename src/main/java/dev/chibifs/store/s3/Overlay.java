@@ -185,7 +185,7 @@ final class Overlay {
 
     /**
      * A tombstone for the object of {@code n} at {@code p}, when S3 has one. Where this host claimed
-     * that name on S3 ({@link Node#claimedHere}), the remove lets a lock go: its delete waits for
+     * that name on S3 ({@link Node#claimMadeBy}), the remove lets a lock go: its delete waits for
      * every change made here before it ({@link Release}).
      */
     void bury(VfsPath p, Node n) {
@@ -196,7 +196,7 @@ final class Overlay {
         if (k.isEmpty()) {
             return;
         }
-        Release release = n.claimedHere ? releaseAfterAll(n) : null; // before its own tombstone is among them
+        Release release = n.claimMadeBy != null ? releaseAfterAll(n) : null; // before its own tombstone is among them
         tombstone(k, n.dir ? null : n.remoteEtag);
         tombs.get(k).release = release;
     }
@@ -215,7 +215,7 @@ final class Overlay {
                 deletes.put(k, t);
             }
         });
-        return new Release(changes, deletes);
+        return new Release(changes, deletes, lock.claimMadeBy);
     }
 
     /**
@@ -269,7 +269,7 @@ final class Overlay {
                 n.remoteEtag = t.etag;
             }
             // made again before the release went: the claim is still on S3, now this name's
-            n.claimedHere = t.release != null;
+            n.claimMadeBy = t.release == null ? null : t.release.madeBy();
         }
     }
 
@@ -499,11 +499,12 @@ final class Overlay {
          */
         long settledGen = -1;
         /**
-         * This host claimed its name on S3 ({@code --exclusive-creates}: an O_EXCL create, a mkdir)
-         * and S3 still has that object: its remove releases a lock ({@link Release}). Not journaled:
+         * Where this host claimed its name on S3 ({@code --exclusive-creates}: an O_EXCL create, a
+         * mkdir) and S3 still has that object, the claim's {@link S3Storage#META_MADE_BY}: its remove
+         * releases a lock ({@link Release}), whose delete checks it first. Else null. Not journaled:
          * after a restart its remove is as any other's (the journal's changes go up before any delete).
          */
-        boolean claimedHere;
+        String claimMadeBy;
         int writers;
         /**
          * Whether the journal's last record of it gives the size its content has, no writer being open
@@ -572,8 +573,10 @@ final class Overlay {
      * So it goes once all of those are up, as a flock's release pushes first ({@link HostLocks});
      * the write-back sends them at once rather than after their debounce ({@link WriteBack#pass}).
      * Every change of the store, not only those of its directory: what a lock guards may be anywhere.
+     * {@code madeBy}: the claim's {@link S3Storage#META_MADE_BY}, which the object must still carry
+     * to be deleted ({@link WriteBack}'s deleteClaim): another host may have claimed the name since.
      */
-    record Release(Map<Node, Long> changes, Map<String, Tomb> deletes) {
+    record Release(Map<Node, Long> changes, Map<String, Tomb> deletes, String madeBy) {
     }
 
     /** A name removed here whose object S3 may still show. */

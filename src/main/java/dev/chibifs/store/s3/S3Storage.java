@@ -1271,14 +1271,14 @@ public final class S3Storage implements Storage {
                         overlay.placeMade(path, c);
                         if (claimed != null) {
                             c.mtime = c.ctime = c.atime = claimedAt;
-                            madeOnS3(c, claimed, ContentHash.EMPTY_SHA256);
+                            madeOnS3(c, claimed, claim.madeBy(), ContentHash.EMPTY_SHA256);
                         }
                         journal.commit();
                         return handle(c, write, flags.contains(OpenFlag.APPEND), true);
                     }
                     if (claimed != null && Listings.madeEmptyHere(now)) {
                         now.remoteEtag = claimed; // made here meanwhile by another open: the object this one made is its
-                        now.claimedHere = true;
+                        now.claimMadeBy = claim.madeBy();
                         journal.put(now);
                     }
                     if (now.dir) {
@@ -1378,7 +1378,7 @@ public final class S3Storage implements Storage {
                     // before what was written under it is up. An old name's delete waits for its new
                     // name's upload, which no pass may be sending (git's index.lock renamed to index)
                     case TAKE_OVER -> {
-                        Claim kept = new Claim(null, noDeletes);
+                        Claim kept = new Claim(null, null, noDeletes);
                         noDeletes = null;
                         return kept;
                     }
@@ -1399,9 +1399,10 @@ public final class S3Storage implements Storage {
                     }
                 }
             }
-            meta.put(META_MADE_BY, options.host() + "-" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()));
+            String madeBy = options.host() + "-" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong());
+            meta.put(META_MADE_BY, madeBy);
             try {
-                Claim made = new Claim(bucket.put(key, body, meta, null), noDeletes);
+                Claim made = new Claim(bucket.put(key, body, meta, null), madeBy, noDeletes);
                 noDeletes = null;
                 synchronized (this) {
                     Tomb t = overlay.tombs.get(key);
@@ -1430,13 +1431,14 @@ public final class S3Storage implements Storage {
     }
 
     /**
-     * What a claim got: the ETag of the object it put on S3, or null where the name is made here
-     * taking over the object that this host removed ({@link #claimOnS3(VfsPath, String, byte[], Map)});
-     * and, where this host had removed the name, the write-back's deletes held off until the name is
-     * made here (closed then): a pending tombstone's delete sent meanwhile would take it.
+     * What a claim got: the ETag of the object it put on S3 and the {@link #META_MADE_BY} it put it
+     * with, or nulls where the name is made here taking over the object that this host removed
+     * ({@link #claimOnS3(VfsPath, String, byte[], Map)}); and, where this host had removed the name,
+     * the write-back's deletes held off until the name is made here (closed then): a pending
+     * tombstone's delete sent meanwhile would take it.
      */
-    private record Claim(String etag, java.util.concurrent.locks.Lock noDeletes) implements AutoCloseable {
-        static final Claim NONE = new Claim(null, null);
+    private record Claim(String etag, String madeBy, java.util.concurrent.locks.Lock noDeletes) implements AutoCloseable {
+        static final Claim NONE = new Claim(null, null, null);
 
         @Override
         public void close() {
@@ -1494,13 +1496,13 @@ public final class S3Storage implements Storage {
 
     /**
      * {@code n}, made by this open or symlink, is on S3 as {@link #claimOnS3(VfsPath, String, byte[], Map)}
-     * put it: holding what hashes to {@code sha}, under {@code etag}. A mutation S3 has done
-     * ({@link Overlay#seq}): a listing that began before the claim and does not show it must not
-     * take the name away. Under the monitor.
+     * put it: holding what hashes to {@code sha}, under {@code etag}, made by {@code madeBy}. A
+     * mutation S3 has done ({@link Overlay#seq}): a listing that began before the claim and does not
+     * show it must not take the name away. Under the monitor.
      */
-    private void madeOnS3(Node n, String etag, String sha) {
+    private void madeOnS3(Node n, String etag, String madeBy, String sha) {
         n.remoteEtag = etag;
-        n.claimedHere = true;
+        n.claimMadeBy = madeBy;
         uploaded(n);
         n.sha = sha;
         n.shaGen = n.gen;
@@ -1612,7 +1614,7 @@ public final class S3Storage implements Storage {
                 Node d = makeDir(path);
                 if (claim.etag() != null) {
                     markerOnS3(d);
-                    d.claimedHere = true;
+                    d.claimMadeBy = claim.madeBy();
                 }
                 journal.commit();
             }
@@ -1856,7 +1858,7 @@ public final class S3Storage implements Storage {
                 overlay.placeMade(link, n);
                 if (claim.etag() != null) {
                     n.mtime = n.ctime = n.atime = claimedAt;
-                    madeOnS3(n, claim.etag(), sha);
+                    madeOnS3(n, claim.etag(), claim.madeBy(), sha);
                 }
                 journal.commit();
             }

@@ -838,16 +838,70 @@ final class WriteBack {
                 (k.endsWith("/") ? markers : objects).add(k);
             }
         }
-        Set<String> failed = deleteObjects(objects, held);
+        Set<String> failed = new java.util.HashSet<>();
+        for (Map.Entry<String, IOException> f : inParallelEach(objects, this::deleteClaim)) {
+            held.failed(f.getValue(), f.getKey());
+            failed.add(f.getKey());
+        }
         for (String k : markers) {
             try {
-                deleteOne(k);
+                deleteClaim(k);
             } catch (IOException e) {
                 held.failed(e, k);
                 failed.add(k);
             }
         }
         return !(objects.isEmpty() && markers.isEmpty()) && failed.isEmpty();
+    }
+
+    /**
+     * Deletes the object {@code k} of a name claimed here and removed since (a lock let go), only
+     * while it is still this host's claim ({@link #stillClaimedHere}): else another host has claimed
+     * the name since, and the release is done. A DELETE whose answer was lost after S3 did it, sent
+     * again, deleted that host's claim (two holders), which {@link #stillAsSeen} could not tell from
+     * this host's: both empty, one ETag (a marker: none). So a HEAD goes before each DELETE, which
+     * goes once ({@link Bucket#deleteIfOurs}). What remains is the round trip between the two: S3
+     * must delete this host's claim and take another's in those milliseconds, which only an earlier
+     * DELETE of this host's reaching S3 late (its attempt timed out here) or another host breaking
+     * the lock could do. An If-Match on the DELETE would not close it: AWS takes one with an ETag,
+     * which two claims share, s3proxy answers it 501, and AWS's If-Match-Last-Modified-Time, which
+     * would tell them apart, is for its directory buckets only.
+     */
+    private void deleteClaim(String k) throws IOException {
+        String madeBy;
+        String etag;
+        synchronized (store) {
+            Tomb t = store.overlay.tombs.get(k);
+            if (t == null || !t.pending || t.release == null) {
+                return; // taken over by a name made here again
+            }
+            madeBy = t.release.madeBy();
+            etag = t.etag;
+        }
+        Bucket.Head left;
+        try {
+            left = bucket.deleteIfOurs(k, h -> stillClaimedHere(h, madeBy, etag));
+        } catch (IOException e) {
+            failedRequest(e);
+            throw e;
+        }
+        synchronized (store) {
+            if (left != null) {
+                LOG.info("S3 store {}: kept object {}: another host claimed it after this host let the lock go", spec, k);
+            }
+            deleted(k);
+            store.journal.commit();
+        }
+    }
+
+    /**
+     * Whether {@code h}, the object S3 has at a lock's name, is still the claim this host made
+     * with {@code madeBy}; one with no {@link S3Storage#META_MADE_BY} (uploaded anew here since, as
+     * {@code : > lock} stamps it) by its ETag, {@code etag}, as {@link #stillAsSeen} judges.
+     */
+    private static boolean stillClaimedHere(Bucket.Head h, String madeBy, String etag) {
+        String by = h.meta() == null ? null : h.meta().get(S3Storage.META_MADE_BY);
+        return by != null ? by.equals(madeBy) : etag == null || etag.equals(h.etag());
     }
 
     /**

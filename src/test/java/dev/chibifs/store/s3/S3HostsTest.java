@@ -1334,17 +1334,21 @@ class S3HostsTest {
 
     @Test
     void withExclusiveCreatesALockTakenAgainAfterItsDeleteWentUnansweredIsClaimedOnS3() throws Exception {
-        // S3 did b's rmdir, but no answer came: b cannot take its lock over as still its own on S3
+        // S3 did b's rmdir, but no answer came, nor to the HEAD that would have told: b cannot take
+        // its lock over as still its own on S3
         S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
         S3Storage a = hosts[0];
         S3Storage b = hosts[1];
         b.createDirectory(p("/shared/lock.d"));
         b.removeDirectory(p("/shared/lock.d"));
-        server.loseDeleteAnswers(k -> k.equals(prefix + "/shared/lock.d/"), -1);
+        java.util.concurrent.atomic.AtomicBoolean deleted = new java.util.concurrent.atomic.AtomicBoolean();
+        server.loseDeleteAnswers(k -> k.equals(prefix + "/shared/lock.d/") && !deleted.getAndSet(true), -1);
+        server.failHeads(k -> k.equals(prefix + "/shared/lock.d/") && deleted.get(), -1);
         try {
             assertThrows(IOException.class, b::flushDue);
         } finally {
             server.loseDeleteAnswers(k -> false, 0);
+            server.failHeads(k -> false, 0);
         }
         assertNull(inS3("shared/lock.d/"), "S3 did the delete");
         b.createDirectory(p("/shared/lock.d"));
@@ -1352,6 +1356,62 @@ class S3HostsTest {
         Exception second = assertThrows(java.nio.file.FileAlreadyExistsException.class,
                 () -> a.createDirectory(p("/shared/lock.d")));
         assertEquals(Linux.EEXIST, Errors.errno(second));
+    }
+
+    @Test
+    void withExclusiveCreatesALockDirectoryReleaseSentAgainLeavesTheClaimAnotherHostMadeMeanwhile() throws Exception {
+        // S3 did b's rmdir, its answer was lost, and a took the lock before the DELETE went again:
+        // the DELETE sent again took a's lock (two holders); the markers alike, with no ETag to tell
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        b.createDirectory(p("/shared/lock.d"));
+        releaseSentAgainAfterAnotherHostClaimed(b, "shared/lock.d/", () -> b.removeDirectory(p("/shared/lock.d")),
+                () -> a.createDirectory(p("/shared/lock.d")));
+        Exception taken = assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> b.createDirectory(p("/shared/lock.d")));
+        assertEquals(Linux.EEXIST, Errors.errno(taken));
+    }
+
+    @Test
+    void withExclusiveCreatesALockFileReleaseSentAgainLeavesTheClaimAnotherHostMadeMeanwhile() throws Exception {
+        // `set -C; : > lock` on both hosts: the two empty objects have one ETag, the MD5 of nothing
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        EnumSet<OpenFlag> exclusive = EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE_NEW);
+        b.open(p("/shared/lock"), exclusive, 0644).close();
+        releaseSentAgainAfterAnotherHostClaimed(b, "shared/lock", () -> b.delete(p("/shared/lock")),
+                () -> a.open(p("/shared/lock"), exclusive, 0644).close());
+        Exception taken = assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> b.open(p("/shared/lock"), exclusive, 0644));
+        assertEquals(Linux.EEXIST, Errors.errno(taken));
+    }
+
+    /**
+     * {@code b} lets go its lock at {@code key} ({@code release}); S3 does the DELETE, holds its answer
+     * while the other host takes the lock ({@code claim}), then loses that answer: the release ends
+     * with the other host's claim on S3, made by it.
+     */
+    private void releaseSentAgainAfterAnotherHostClaimed(S3Storage b, String key, Meanwhile release, Meanwhile claim)
+            throws Exception {
+        release.run();
+        S3Server.HeldRequests held = server.holdDeletes(k -> k.equals(prefix + "/" + key), true, 1);
+        server.loseDeleteAnswers(k -> k.equals(prefix + "/" + key), 1);
+        try {
+            var pass = aside(b::flushDue);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the DELETE came");
+            assertNull(inS3(key), "S3 did b's delete");
+            claim.run();
+            held.release().countDown();
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdDeletes(k -> false, false, 0);
+            server.loseDeleteAnswers(k -> false, 0);
+        }
+        Bucket.Head left = raw.head(prefix + "/" + key);
+        assertNotNull(left, "the other host's claim stays");
+        assertTrue(left.meta().get(S3Storage.META_MADE_BY).startsWith("a-"), "made by a: " + left.meta());
+        assertEquals(0, b.pendingChanges(), "b's release is done");
     }
 
     private static void writeExclusive(S3Storage s, String path, String content) throws IOException {

@@ -317,6 +317,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
         @Override
         public synchronized BlobMetadata blobMetadata(String container, String name) {
+            if (server.failedHeads.take(name)) {
+                throw new RuntimeException("a HEAD failed on purpose (S3Server.failHeads)");
+            }
             BlobMetadata m = super.blobMetadata(container, name);
             return m == null || !server.noEtags.take(name) ? m : m.toBuilder().eTag(null).build();
         }
@@ -483,6 +486,13 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
      */
     void refusePuts(java.util.function.Predicate<String> which, int times) {
         refusedPuts.set(which, times);
+    }
+
+    private final Faults failedHeads = new Faults();
+
+    /** The next {@code times} HEADs (-1: all) of objects {@code which} names fail (500, which the client retries). */
+    void failHeads(java.util.function.Predicate<String> which, int times) {
+        failedHeads.set(which, times);
     }
 
     private final Faults noEtags = new Faults();
