@@ -1386,6 +1386,25 @@ class S3HostsTest {
         assertEquals(Linux.EEXIST, Errors.errno(taken));
     }
 
+    @Test
+    void withExclusiveCreatesALockFileWrittenAfterItsClaimIsStillLetGo() throws Exception {
+        // `set -C; echo $$ > lock`: the upload of what was written carries no made-by, and the
+        // release knows it for this host's by its ETag
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        writeExclusive(b, "/shared/lock", "4242\n");
+        b.flushAll();
+        assertEquals("4242\n", inS3("shared/lock"));
+        assertNull(raw.head(prefix + "/shared/lock").meta().get(S3Storage.META_MADE_BY), "uploaded anew, no made-by");
+        b.delete(p("/shared/lock"));
+        b.flushAll();
+        assertNull(inS3("shared/lock"), "the lock let go");
+        writeExclusive(a, "/shared/lock", "1717\n"); // S3 lets a claim it
+        a.flushAll();
+        assertEquals("1717\n", inS3("shared/lock"));
+    }
+
     /**
      * {@code b} lets go its lock at {@code key} ({@code release}); S3 does the DELETE, holds its answer
      * while the other host takes the lock ({@code claim}), then loses that answer: the release ends
