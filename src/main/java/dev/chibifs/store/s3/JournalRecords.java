@@ -66,6 +66,29 @@ final class JournalRecords implements Closeable {
     private static final String NEXT_INO = "nextIno";
     /** A field of a directory's {@code gone} record ({@link #keptDirectory}): its marker object is on S3. */
     private static final String MARKER = "marker";
+    /**
+     * A field of a changed node's record: the keys of its old names whose deletes wait for its upload
+     * ({@link Node#oldNames}), an empty list for none. Without them a restart could not tell which
+     * delete waits for which upload, and one change S3 refused held back every other.
+     */
+    private static final String OLD_NAMES = "oldNames";
+    /**
+     * A field of a node's record: this host claimed its name on S3, with this made-by token
+     * ({@link Node#claimMadeBy}), so its remove lets a lock go.
+     */
+    private static final String CLAIMED = "claimed";
+    /**
+     * A field of every {@code tomb} record: the made-by token of the claim whose remove lets a lock
+     * go ({@link Tomb#release}), which the object must still carry to be deleted; null for none.
+     */
+    private static final String RELEASE = "release";
+    /**
+     * A field of the root's mark ({@link #inodeMark}): the journal's records say what each change
+     * waits for ({@link #OLD_NAMES}, {@link #CLAIMED}, {@link #RELEASE}). A journal an earlier
+     * version wrote has none: its replay stops at its first failure, as that version's did
+     * ({@link Overlay#dependenciesKnown}).
+     */
+    private static final String DEPENDENCIES = "dependencies";
     /** How many inode numbers each {@link #NEXT_INO} record reserves ahead: one append per so many nodes placed. */
     static final long INODES_RESERVED = 1024;
     /** The last reservation could not be written (said once until one can). */
@@ -125,6 +148,15 @@ final class JournalRecords implements Closeable {
         if (n.dirty && n.appendsFrom != NOT_APPENDS) {
             o.put("appendsFrom", n.appendsFrom);
         }
+        if (n.dirty) {
+            com.fasterxml.jackson.databind.node.ArrayNode old = o.putArray(OLD_NAMES);
+            if (n.oldNames != null) {
+                n.oldNames.forEach(old::add);
+            }
+        }
+        if (n.claimMadeBy != null) {
+            o.put(CLAIMED, n.claimMadeBy);
+        }
         // a writer open may change the content after this record, up to its close's record
         n.sizeJournaled = !(n.dirty && n.writers > 0);
         if (!n.sizeJournaled) {
@@ -146,6 +178,9 @@ final class JournalRecords implements Closeable {
      */
     private void keptDirectory(Node n) {
         ObjectNode o = record(GONE, n.path).put("ino", n.ino).put("dir", true).put("mode", n.mode).put(MARKER, n.marker);
+        if (n.claimMadeBy != null) {
+            o.put(CLAIMED, n.claimMadeBy);
+        }
         putTimes(o, n);
     }
 
@@ -193,12 +228,20 @@ final class JournalRecords implements Closeable {
         return FileTime.from(Math.abs(past) < 1_000_000 ? t.plusNanos(past) : t);
     }
 
-    /** S3 has still to delete the object {@code k} (of ETag {@code etag}, null for a directory's marker). */
-    void tomb(String k, String etag) {
+    /**
+     * S3 has still to delete the object {@code k} (of ETag {@code etag}, null for a directory's
+     * marker); {@code releaseOf}: the made-by token of the claim whose remove lets a lock go, else null.
+     */
+    void tomb(String k, String etag, String releaseOf) {
         ObjectNode o = keyRecord(TOMB, k);
         if (o != null) {
-            o.put("etag", etag);
+            o.put("etag", etag).put(RELEASE, releaseOf);
         }
+    }
+
+    /** The made-by token of the claim a record's node holds ({@link #CLAIMED}), else null. */
+    private static String claimOf(ObjectNode o) {
+        return o.path(CLAIMED).isTextual() ? o.get(CLAIMED).asText() : null;
     }
 
     /** The delete of the object {@code k} is done, or no longer to be done. */
@@ -215,7 +258,7 @@ final class JournalRecords implements Closeable {
     void reserveInodes(long ino) {
         long to = Math.max(store.overlay.nextIno, ino + 1) + INODES_RESERVED;
         try {
-            journal.append(inodeMark(to));
+            journal.append(inodeMark(to, store.overlay.dependenciesKnown));
             store.overlay.inoReserved = to;
             reserveFailing = false;
         } catch (IOException e) {
@@ -227,9 +270,9 @@ final class JournalRecords implements Closeable {
         }
     }
 
-    private static ObjectNode inodeMark(long next) {
+    private static ObjectNode inodeMark(long next, boolean dependenciesKnown) {
         ObjectNode o = Journal.JSON.createObjectNode();
-        o.put("t", GONE).put("p", VfsPath.root().toString()).put(NEXT_INO, next);
+        o.put("t", GONE).put("p", VfsPath.root().toString()).put(NEXT_INO, next).put(DEPENDENCIES, dependenciesKnown);
         return o;
     }
 
@@ -326,11 +369,11 @@ final class JournalRecords implements Closeable {
         }
         for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
             if (e.getValue().pending) {
-                tomb(e.getKey(), e.getValue().etag);
+                tomb(e.getKey(), e.getValue().etag, e.getValue().release == null ? null : e.getValue().release.madeBy());
             }
         }
         List<ObjectNode> state = new ArrayList<>();
-        state.add(inodeMark(Math.max(store.overlay.nextIno, store.overlay.inoReserved)));
+        state.add(inodeMark(Math.max(store.overlay.nextIno, store.overlay.inoReserved), store.overlay.dependenciesKnown));
         state.addAll(pending);
         pending.clear();
         journal.rewrite(state);
@@ -356,9 +399,13 @@ final class JournalRecords implements Closeable {
         Map<String, ObjectNode> lastTomb = new TreeMap<>();
         int at = 0;
         long nextIno = 2;
+        boolean dependenciesKnown = false;
         for (ObjectNode o : journal.read(msg -> LOG.warn("S3 store {}: journal {}", store.spec, msg))) {
             at++;
             nextIno = Math.max(nextIno, o.path(NEXT_INO).asLong(0));
+            if (o.has(NEXT_INO)) {
+                dependenciesKnown = o.path(DEPENDENCIES).asBoolean(); // the last mark's: the compaction's, or a reservation's since
+            }
             try {
                 VfsPath p = VfsPath.of(o.get("p").asText());
                 String t = o.get("t").asText();
@@ -372,11 +419,19 @@ final class JournalRecords implements Closeable {
                 LOG.warn("S3 store {}: journal record for a bad path skipped: {}", store.spec, e.getMessage());
             }
         }
+        // a journal with nothing to replay (none, or all up) has nothing whose dependencies are unknown
+        store.overlay.dependenciesKnown = dependenciesKnown || last.values().stream().noneMatch(o -> o.get("t").asText().equals(PUT))
+                && lastTomb.values().stream().noneMatch(o -> o.get("t").asText().equals(TOMB));
         int dirty = 0;
+        Map<Tomb, String> releases = new java.util.LinkedHashMap<>();
         for (Map.Entry<String, ObjectNode> e : lastTomb.entrySet()) {
             ObjectNode o = e.getValue();
             if (o.get("t").asText().equals(TOMB) && !e.getKey().isEmpty()) {
-                store.overlay.tombs.put(e.getKey(), new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null));
+                Tomb t = new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null);
+                store.overlay.tombs.put(e.getKey(), t);
+                if (o.path(RELEASE).isTextual()) {
+                    releases.put(t, o.get(RELEASE).asText());
+                }
                 dirty++;
             }
         }
@@ -419,6 +474,7 @@ final class JournalRecords implements Closeable {
                 dirty++;
             }
         }
+        releases.forEach((t, madeBy) -> t.release = store.overlay.releaseAfterReplay(releases.keySet(), madeBy));
         store.writeBack.replayedInOrder(List.copyOf(inJournalOrder.values()));
         removeContentNotNamed();
         compact();
@@ -457,6 +513,15 @@ final class JournalRecords implements Closeable {
         n.birth = time(o, "birth");
         n.remoteEtag = o.path("etag").isTextual() ? o.get("etag").asText() : null;
         n.dirty = put;
+        n.claimMadeBy = claimOf(o);
+        if (put) {
+            for (com.fasterxml.jackson.databind.JsonNode k : o.path(OLD_NAMES)) {
+                if (n.oldNames == null) {
+                    n.oldNames = new HashSet<>();
+                }
+                n.oldNames.add(k.asText());
+            }
+        }
         if (dir) {
             n.dirOnRemote = n.marker = !put;
             return n;
@@ -527,6 +592,7 @@ final class JournalRecords implements Closeable {
         d.birth = time(o, "birth");
         d.dirOnRemote = true;
         d.marker = o.path(MARKER).asBoolean();
+        d.claimMadeBy = claimOf(o);
         ensureParents(p);
         store.overlay.attach(p, d);
     }

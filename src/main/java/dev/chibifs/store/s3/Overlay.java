@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -62,6 +63,12 @@ final class Overlay {
      * ({@link JournalRecords#reserveInodes}), those a listing makes too, which no other record names.
      */
     long inoReserved;
+    /**
+     * Whether the journal says what each change waits for (old names, claims, releases): false after
+     * a start from a journal an earlier version wrote, until its changes are up, and a failure among
+     * them then holds back every other, as that version did ({@link WriteBack#replay}).
+     */
+    boolean dependenciesKnown = true;
     /** Counts mutations S3 has done: a listing that started at seq L shows those up to L. */
     long seq;
 
@@ -197,8 +204,7 @@ final class Overlay {
             return;
         }
         Release release = n.claimMadeBy != null ? releaseAfterAll(n) : null; // before its own tombstone is among them
-        tombstone(k, n.dir ? null : n.remoteEtag);
-        tombs.get(k).release = release;
+        tombstone(k, n.dir ? null : n.remoteEtag, release);
     }
 
     /** What the remove of {@code lock}, a name claimed here, waits for: every change made here until now. */
@@ -243,9 +249,36 @@ final class Overlay {
 
     /** A tombstone for the object {@code k}, journaled. */
     void tombstone(String k, String etag) {
-        tombs.put(k, new Tomb(etag));
-        store.journal.tomb(k, etag);
+        tombstone(k, etag, null);
+    }
+
+    /** A tombstone for the object {@code k}, journaled; {@code release}: what its delete waits for, where it lets a lock go. */
+    private void tombstone(String k, String etag, Release release) {
+        Tomb t = new Tomb(etag);
+        t.release = release;
+        tombs.put(k, t);
+        store.journal.tomb(k, etag, release == null ? null : release.madeBy());
         wakeWriteBack();
+    }
+
+    /**
+     * What the locks {@code releases} let go before the last stop wait for at this start
+     * ({@link JournalRecords#replay}): every change the journal held, and every delete but a lock's
+     * (their order is not journaled, and two releases waiting for each other would never go), of
+     * the claim made by {@code madeBy}. Under the monitor.
+     */
+    Release releaseAfterReplay(Collection<Tomb> releases, String madeBy) {
+        Map<Node, Long> changes = new HashMap<>();
+        for (Node d : dirtyNodes) {
+            changes.put(d, d.gen);
+        }
+        Map<String, Tomb> deletes = new HashMap<>();
+        tombs.forEach((k, t) -> {
+            if (t.pending && !releases.contains(t)) {
+                deletes.put(k, t);
+            }
+        });
+        return new Release(changes, deletes, madeBy);
     }
 
     /** Something now waits to go up; the write-back is null while the store is being made. */
@@ -477,7 +510,8 @@ final class Overlay {
         S3Storage.MovedFrom movedFrom;
         /**
          * The keys of its old names whose objects wait, tombstoned, for it to go up under its new one
-         * ({@link Overlay#movedAway}); null when none. Not journaled: a restart uploads before it deletes.
+         * ({@link Overlay#movedAway}); null when none. Journaled, so that after a restart those deletes
+         * still wait for it, and for nothing else.
          */
         Set<String> oldNames;
         /** The HEAD asking for its attributes, while one is under way; waiters join it. */
@@ -501,8 +535,8 @@ final class Overlay {
         /**
          * Where this host claimed its name on S3 ({@code --exclusive-creates}: an O_EXCL create, a
          * mkdir) and S3 still has that object, the claim's {@link S3Storage#META_MADE_BY}: its remove
-         * releases a lock ({@link Release}), whose delete checks it first. Else null. Not journaled:
-         * after a restart its remove is as any other's (the journal's changes go up before any delete).
+         * releases a lock ({@link Release}), whose delete checks it first. Else null. Journaled: after
+         * a restart its remove still waits for what was changed here before it, and checks the same.
          */
         String claimMadeBy;
         int writers;

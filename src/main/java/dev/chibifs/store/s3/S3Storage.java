@@ -1613,8 +1613,8 @@ public final class S3Storage implements Storage {
                 requireStillNew(path);
                 Node d = makeDir(path);
                 if (claim.etag() != null) {
+                    d.claimMadeBy = claim.madeBy(); // before markerOnS3 journals it: a restart keeps the claim
                     markerOnS3(d);
-                    d.claimMadeBy = claim.madeBy();
                 }
                 journal.commit();
             }

@@ -226,4 +226,23 @@ class S3LockFilesTest {
         a.flushDue();
         assertEquals("written under the lock, and after it", inS3("shared/state"));
     }
+
+    @Test
+    void aLockTakenBeforeARestartAndRemovedAfterItStillLeavesS3AfterWhatWasWrittenUnderIt() throws Exception {
+        // the claim was not journaled: removed after a remount, the lock was a name as any other,
+        // deleted at the next tick while the counter written under it waited for its debounce
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        a.open(p("/shared/lock"), EXCLUSIVE, 0644).close();
+        a.close();
+
+        S3Storage again = host("a", clock);
+        again.write(p("/shared/counter"), "1\n".getBytes(UTF_8));
+        again.removeFile(p("/shared/lock"));
+        again.flushDue(); // the counter's debounce has not passed
+        assertNull(inS3("shared/lock"));
+        assertEquals("1\n", inS3("shared/counter"), "the counter went up with the release, not after it");
+    }
 }
