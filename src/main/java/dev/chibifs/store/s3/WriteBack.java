@@ -61,8 +61,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * and deletes go on, but for what must come after it ({@link HeldBack}): the old names of a file
  * that failed, what is in a directory whose marker failed, a name at its cap after a file closed
  * before it, a lock file's remove after the changes made before it (but those S3 refuses away
- * from the lock, as a flock's release goes past them: {@link HeldBack#letsGoPast}). The journal's
- * replay alone still stops at its first failure ({@link #replay}). An
+ * from the lock, as a flock's release goes past them: {@link HeldBack#letsGoPast}); so at the
+ * journal's replay after a restart, which stops at its first failure only for S3 away, or for a
+ * journal an earlier version wrote ({@link #replay}). An
  * object S3 refused has a retry time of its own ({@link #refusedLately}): the flusher's passes go
  * on at their pace for everything else, and neither they nor a pass for one directory's sake (its
  * fsync, a lock let go) ask again for it before then; only S3 away backs the loop off.
@@ -277,6 +278,8 @@ final class WriteBack {
         boolean deleting;
         private final List<IOException> failures = new ArrayList<>();
         private final List<String> waits = new ArrayList<>();
+        /** What S3 refused at the journal's replay in this pass ({@link #replay}): the pass does not ask again. */
+        final Set<Node> refusedAtReplay = new java.util.HashSet<>();
         /** Directories whose markers failed in this pass. */
         final List<VfsPath> unmarked = new ArrayList<>();
         /** The keys of what failed and of what waits for it, as far as known: where the pass left S3 behind. */
@@ -490,7 +493,8 @@ final class WriteBack {
     private volatile List<Node> replayed = List.of();
 
     /**
-     * Why the changes from before this start are held back (the first of them failed), or null: every
+     * Why the changes from before this start are held back (the first of them failed, in a journal an
+     * earlier version wrote, which does not say what waits for what), or null: every
      * fsync and flush fails meanwhile, and nothing later goes up. Status reads it ({@link S3Storage#failing}).
      */
     private volatile String replayHeld;
@@ -506,15 +510,22 @@ final class WriteBack {
     }
 
     /**
-     * Uploads what the journal held at start, in its order ({@link #replayed}); holds the flush lock.
-     * What it could not send, or null.
+     * Uploads what the journal held at start, in its order ({@link #replayed}), for a pass ({@code held}
+     * its); holds the flush lock. Whether the pass ends here, its changes waiting: S3 away or this
+     * host failing (the replay goes on from there next time), or any failure where the journal was
+     * written by an earlier version, which does not say what waits for what
+     * ({@link Overlay#dependenciesKnown}). Else a change S3 refuses waits as in any pass, with what
+     * depends on it: what is in a directory whose marker it refused (here and in the pass), the
+     * deletes of its old names ({@link #deletePending}), a lock let go beside it
+     * ({@link HeldBack#letsGoPast}); the rest of the replay, and every later change, go on (one
+     * refused name, after a restart, kept every lock this host let go held on S3 for good).
      */
-    private Unsent replay() {
+    private boolean replay(HeldBack held) {
         synchronized (store) {
             replaying = true;
         }
         try {
-            return replayInOrder();
+            return replayInOrder(held);
         } finally {
             synchronized (store) {
                 replaying = false;
@@ -522,36 +533,66 @@ final class WriteBack {
         }
     }
 
-    private Unsent replayInOrder() {
+    private boolean replayInOrder(HeldBack held) {
         List<Node> inOrder = replayed;
+        boolean dependenciesKnown;
+        synchronized (store) {
+            dependenciesKnown = store.overlay.dependenciesKnown;
+        }
         for (int i = 0; i < inOrder.size(); i++) {
+            Node n = inOrder.get(i);
+            VfsPath p;
+            String key;
+            synchronized (store) {
+                p = n.path;
+                key = p == null ? null : store.objectKeyOf(n);
+            }
+            if (p != null && held.unmarkedAbove(p) != null) {
+                held.waitsAt(key); // its directory's marker was refused: it waits with it, as in a pass
+                continue;
+            }
             try {
-                upload(inOrder.get(i), false); // one no longer dirty (gone, renamed and sent) is passed over
+                upload(n, false); // one no longer dirty (gone, renamed and sent) is passed over
             } catch (IOException e) {
-                replayed = inOrder.subList(i, inOrder.size()); // from where it failed, next time
                 failedRequest(e);
-                // the journal keeps no old names (Node.oldNames): no delete may go before the changes
-                // made before the stop are up, nor may those overtake each other
-                HeldBack held = new HeldBack(null, true);
+                if (e instanceof Bucket.Refused && dependenciesKnown) {
+                    held.failed(e, key);
+                    held.refusedAtReplay.add(n);
+                    if (n.dir && p != null) {
+                        held.unmarked.add(p);
+                    }
+                    continue;
+                }
+                replayed = inOrder.subList(i, inOrder.size()); // from where it failed, next time
                 held.failed(e, null);
                 held.allWait();
                 int behind = inOrder.size() - i - 1;
-                replayHeld = "a change from before this start does not go up (" + firstLine(e)
+                if (dependenciesKnown) {
+                    // S3 away: the pass ends, every change waits; the log says so (noteOutage)
+                    return true;
+                }
+                // a journal an earlier version wrote keeps no old names (Node.oldNames): no delete may go
+                // before the changes made before the stop are up, nor may those overtake each other
+                replayHeld = "a change from before this start (journaled by an earlier version of chibifs, which does"
+                        + " not say what waits for what) does not go up (" + firstLine(e)
                         + "), and " + (behind == 0 ? "" : behind + " more of them and ") + "every change made since"
                         + " wait behind it: fsync fails (EIO), and they stay in the cache directory for the next start"
                         + " (chibifs sync names it; removing or renaming that file lets the rest go)";
                 held.waits((behind == 0 ? "" : behind + " more changes from before this start wait behind it, in the order"
                         + " they were made; ") + "every change and delete made since waits for "
                         + (behind == 0 ? "it" : "them"));
-                return held.unsent();
+                return true;
             }
         }
         replayed = List.of();
         replayHeld = null;
-        return null;
+        synchronized (store) {
+            store.overlay.dependenciesKnown = true; // what was journaled without them is up: the next compaction says so
+        }
+        return false;
     }
 
-    /** The journal's replay is uploading: what S3 refuses then holds every other change behind it; guarded by the store's monitor. */
+    /** The journal's replay is uploading (what the log says of a refusal then); guarded by the store's monitor. */
     private boolean replaying;
 
     private static String firstLine(IOException e) {
@@ -570,9 +611,9 @@ final class WriteBack {
     Unsent pass(boolean all, String concern) throws IOException {
         flushLock.lock();
         try {
-            Unsent replayFailed = replay();
-            if (replayFailed != null) {
-                return replayFailed;
+            HeldBack held = new HeldBack(concern, all);
+            if (!replayed.isEmpty() && replay(held)) {
+                return held.unsent();
             }
             List<Node> due = new ArrayList<>();
             List<Node> ahead = new ArrayList<>();
@@ -606,7 +647,9 @@ final class WriteBack {
                 due.sort(SHALLOWEST_FIRST);
                 ahead.sort(SHALLOWEST_FIRST);
             }
-            HeldBack held = new HeldBack(concern, all);
+            // what S3 refused at the replay just now is not asked again in this pass
+            due.removeAll(held.refusedAtReplay);
+            ahead.removeAll(held.refusedAtReplay);
             uploadInOrder(ahead, held);
             if (held.any() && !capped.isEmpty()) {
                 // what went up at its cap may name a file of those that failed: it waits for them
@@ -1176,7 +1219,11 @@ final class WriteBack {
             // a file fsynced now (a READY marker) would otherwise reach S3 before what it follows
             awaitForFsync(flushLock, n);
             try {
-                replay();
+                HeldBack held = new HeldBack(null, true);
+                if (!replayed.isEmpty()) {
+                    replay(held);
+                    held.unsent(); // what S3 refused waits for its retry time, as after a pass
+                }
             } finally {
                 flushLock.unlock();
             }
@@ -2188,12 +2235,15 @@ final class WriteBack {
         String why = String.valueOf(e.getMessage());
         synchronized (store) {
             if (!why.equals(refusalsSaid.put(key, why))) {
-                // at the journal's replay the rest waits (it keeps no old names): a tester read "every
-                // other goes on" in the log while nothing else went up, another host's lock included
-                LOG.warn("S3 store {}: {}; that change waits here and is retried, and {}", spec, why, replaying
-                        ? "every change made before this start after it and since waits behind it (removing or"
+                // at the replay of a journal an earlier version wrote the rest waits (it keeps no old names):
+                // a tester read "every other goes on" while nothing else went up, another host's lock included
+                LOG.warn("S3 store {}: {}; that change waits here and is retried, and {}", spec, why,
+                        replaying && !store.overlay.dependenciesKnown
+                        ? "every change made before this start after it and since waits behind it (the journal, written"
+                                + " by an earlier version of chibifs, does not say what waits for what; removing or"
                                 + " renaming that file lets them go)"
-                        : "every other goes on");
+                        : "every other goes on but what waits for it (in a directory it is the marker of, its old"
+                                + " names, a lock let go beside it)");
             }
         }
     }

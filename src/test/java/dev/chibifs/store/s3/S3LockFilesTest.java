@@ -245,4 +245,70 @@ class S3LockFilesTest {
         assertNull(inS3("shared/lock"));
         assertEquals("1\n", inS3("shared/counter"), "the counter went up with the release, not after it");
     }
+
+    @Test
+    void afterARestartWithARefusedChangeJournaledNewFilesAndLockReleasesStillReachTheOtherHost() throws Exception {
+        // a tester's finding (session 66): a name S3 refuses for good, left in the journal at umount,
+        // held back after the next mount every change made since, and every lock let go stayed on S3
+        Hosts hosts = twoHosts("/locks", "/data");
+        MutableClock clock = hosts.clock();
+        S3Storage b = hosts.b();
+        server.refusePuts(name -> name.endsWith("/data/denied"), -1);
+        hosts.a().write(p("/data/denied"), "refused".getBytes(UTF_8));
+        assertThrows(IOException.class, hosts.a()::close, "the refused change stays in the journal");
+
+        S3Storage a = host("a", clock);
+        a.createDirectory(p("/locks/run.d"));
+        a.write(p("/data/state"), "under the lock".getBytes(UTF_8));
+        a.removeDirectory(p("/locks/run.d"));
+        a.write(p("/data/later"), "after the lock".getBytes(UTF_8));
+        clock.advance(S3Options.DEFAULT_FLUSH_AFTER);
+        IOException failed = assertThrows(IOException.class, a::flushDue, "the replayed change is refused again");
+        assertTrue(failed.getMessage().contains(prefix + "/data/denied"), failed.getMessage());
+        assertNull(a.failing(), "nothing else waits for it");
+        assertNull(inS3("locks/run.d/"), "the lock let go goes past it, as before the restart");
+        assertEquals("under the lock", inS3("data/state"));
+        assertEquals("after the lock", inS3("data/later"));
+        assertNull(inS3("data/denied"));
+
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+        b.createDirectory(p("/locks/run.d")); // free on S3
+        assertEquals("under the lock", new String(b.read(p("/data/state")), UTF_8));
+        assertEquals("after the lock", new String(b.read(p("/data/later")), UTF_8));
+        assertEquals(1, a.pendingChanges(), "the refused file alone waits, tried again");
+    }
+
+    @Test
+    void aLockTakenOrLetGoBeforeACrashStillWaitsAfterTheRestartForARefusedChangeBesideIt() throws Exception {
+        // the journal keeps the claim of a lock's name and the release of a lock let go: without them
+        // the lock's remove after a restart was a delete as any other, and went before what it guards
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        a.mkdir(p("/held"));
+        a.mkdir(p("/released"));
+        a.flushAll();
+        a.createDirectory(p("/held/run.d"));
+        a.createDirectory(p("/released/run.d"));
+        server.refusePuts(name -> name.endsWith("/state"), -1);
+        a.write(p("/held/state"), "held".getBytes(UTF_8));
+        a.write(p("/released/state"), "released".getBytes(UTF_8));
+        a.removeDirectory(p("/released/run.d"));
+        a.crash(); // a kill -9: the release, the writes and the claims in the journal only
+
+        S3Storage again = host("a", clock);
+        again.removeDirectory(p("/held/run.d"));
+        assertThrows(IOException.class, again::flushDue);
+        assertNotNull(inS3("held/run.d/"), "a lock taken before the restart waits for the refused state beside it");
+        assertNotNull(inS3("released/run.d/"), "so does one let go before it");
+
+        server.refusePuts(name -> false, 0);
+        clock.advance(Duration.ofMillis(500)); // the refused objects' retry time
+        again.flushDue();
+        again.flushDue(); // the lock let go after the other waits for its delete: at the next pass
+        assertEquals("held", inS3("held/state"));
+        assertEquals("released", inS3("released/state"));
+        assertNull(inS3("held/run.d/"));
+        assertNull(inS3("released/run.d/"));
+        assertEquals(0, again.pendingChanges());
+    }
 }

@@ -270,11 +270,47 @@ class S3RefusedUploadTest {
     }
 
     /**
-     * After a restart with a refused upload in the journal every fsync failed EIO, and status called
-     * the mount active: the store now says it fails until the file goes.
+     * After a restart with a refused upload in the journal every change made since waited behind it,
+     * and every lock let go stayed on S3 (a tester's finding, session 66): the journal now says what
+     * waits for what, and the restart goes on as the daemon did before it. Here the old name of a
+     * file moved onto the refused name waits for it, as it did before the stop, and nothing else does.
      */
     @Test
-    void aRefusedChangeFromBeforeAStartMakesTheStoreFailingUntilItGoes() throws Exception {
+    void aRefusedChangeFromBeforeAStartWaitsWithItsOldNameAloneAndTheLogSaysSo() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        put(a, "/shared/a0", "content");
+        a.flushAll();
+        refuse("/shared/refused");
+        a.rename(p("/shared/a0"), p("/shared/refused"));
+        put(a, "/shared/ok", "y");
+        assertThrows(IOException.class, a::close, "the refused file stays in the journal");
+
+        String log = logged(() -> {
+            S3Storage again = host("a", clock);
+            put(again, "/shared/since", "made after the start");
+            assertThrows(IOException.class, again::flushAll);
+            assertNull(again.failing(), "nothing but what depends on it waits");
+            assertEquals("made after the start", inS3("shared/since"));
+            assertEquals("y", inS3("shared/ok"));
+            assertEquals("content", inS3("shared/a0"), "the old name stays while the new one is refused");
+
+            refuseNoMore();
+            again.flushAll();
+            assertEquals("content", inS3("shared/refused"));
+            assertNull(inS3("shared/a0"));
+        });
+        assertTrue(log.contains("shared/refused") && log.contains("every other goes on") && !log.contains("waits behind it"),
+                "the log says the rest goes on: " + log);
+    }
+
+    /**
+     * A journal an earlier version wrote says nothing of old names, claims or releases: its replay
+     * stops at a refusal and everything made since waits behind it, as in that version, and status
+     * calls the store failing until the file goes.
+     */
+    @Test
+    void aRefusedChangeJournaledByAnEarlierVersionHoldsTheRestAndMakesTheStoreFailingUntilItGoes() throws Exception {
         MutableClock clock = startClock();
         S3Storage a = host("a", clock);
         refuse("/shared/refused");
@@ -282,28 +318,59 @@ class S3RefusedUploadTest {
         put(a, "/shared/ok", "y");
         assertThrows(IOException.class, a::close, "the refused file stays in the journal");
         assertNull(a.failing(), "before the restart, other changes go up around it");
+        writtenByAnEarlierVersion(temp.resolve(prefix + "-a"));
 
+        S3Storage[] again = new S3Storage[1];
+        String log = logged(() -> {
+            again[0] = host("a", clock);
+            put(again[0], "/shared/since", "made after the start");
+            assertThrows(IOException.class, again[0]::flushAll);
+        });
+        assertTrue(log.contains("shared/refused") && log.contains("waits behind it") && !log.contains("every other goes on"),
+                "the log says the rest waits, as it does after a start: " + log);
+        assertNull(inS3("shared/since"), "what was made since waits behind it, as in the earlier version");
+        String failing = again[0].failing();
+        assertTrue(failing != null && failing.contains("shared/refused") && failing.contains("fsync fails (EIO)")
+                && !failing.contains("\n"), String.valueOf(failing));
+        assertEquals(failing, again[0].unanswered(), "what status shows with it");
+
+        again[0].removeFile(p("/shared/refused"));
+        again[0].flushAll();
+        assertNull(again[0].failing());
+        assertEquals("made after the start", inS3("shared/since"));
+    }
+
+    /** What {@code run} logged (slf4j-simple writes to System.err as it is at each line). */
+    private static String logged(ThrowingRun run) throws Exception {
         java.io.PrintStream err = System.err;
         java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
-        S3Storage again;
         try {
-            System.setErr(new java.io.PrintStream(said, true, UTF_8)); // slf4j-simple writes to System.err as it is
-            again = host("a", clock);
-            assertThrows(IOException.class, again::flushAll);
+            System.setErr(new java.io.PrintStream(said, true, UTF_8));
+            run.run();
         } finally {
             System.setErr(err);
         }
-        String log = said.toString(UTF_8);
-        assertTrue(log.contains("shared/refused") && log.contains("waits behind it") && !log.contains("every other goes on"),
-                "the log says the rest waits, as it does after a start: " + log);
-        String failing = again.failing();
-        assertTrue(failing != null && failing.contains("shared/refused") && failing.contains("fsync fails (EIO)")
-                && !failing.contains("\n"), String.valueOf(failing));
-        assertEquals(failing, again.unanswered(), "what status shows with it");
+        return said.toString(UTF_8);
+    }
 
-        again.removeFile(p("/shared/refused"));
-        again.flushAll();
-        assertNull(again.failing());
+    private interface ThrowingRun {
+        void run() throws Exception;
+    }
+
+    /** The journal below {@code cacheDir} as chibifs wrote it before it journaled what waits for what. */
+    private static void writtenByAnEarlierVersion(Path cacheDir) throws IOException {
+        Path file;
+        try (java.util.stream.Stream<Path> all = Files.walk(cacheDir)) {
+            file = all.filter(f -> f.getFileName().toString().equals(S3Storage.JOURNAL_FILE)).findFirst().orElseThrow();
+        }
+        List<com.fasterxml.jackson.databind.node.ObjectNode> records = new java.util.ArrayList<>();
+        try (Journal j = new Journal(file)) {
+            for (com.fasterxml.jackson.databind.node.ObjectNode r : j.read(bad -> { })) {
+                r.remove(List.of("oldNames", "claimed", "release", "dependencies"));
+                records.add(r);
+            }
+            j.rewrite(records);
+        }
     }
 
     @Test
