@@ -48,15 +48,27 @@ final class DaemonExitWait {
     private final Consumer<String> say;
     /** Why a store of the daemon fails until someone acts, as it said with its last progress, or null. */
     private final Supplier<String> failing;
+    /**
+     * Why a store's last write-back failed (S3 refusing an object, S3 away), as the daemon said with
+     * its last progress, or null: what still fails at its close stays journaled, and "uploads 1
+     * change before it exits" was all umount said of a change S3 refused for good.
+     */
+    private final Supplier<String> troubled;
 
     DaemonExitWait(Exit exit, Progress progress, LongSupplier monotonicMillis, Consumer<String> say) {
         this(exit, progress, () -> null, monotonicMillis, say);
     }
 
     DaemonExitWait(Exit exit, Progress progress, Supplier<String> failing, LongSupplier monotonicMillis, Consumer<String> say) {
+        this(exit, progress, failing, () -> null, monotonicMillis, say);
+    }
+
+    DaemonExitWait(Exit exit, Progress progress, Supplier<String> failing, Supplier<String> troubled,
+                   LongSupplier monotonicMillis, Consumer<String> say) {
         this.exit = exit;
         this.progress = progress;
         this.failing = failing;
+        this.troubled = troubled;
         this.monotonicMillis = monotonicMillis;
         this.say = say;
     }
@@ -69,12 +81,19 @@ final class DaemonExitWait {
         Uploads first = null;
         Uploads last = null;
         String fails = null;
+        String trouble = null;
         while (true) {
             if (exit.within(LOOK_EVERY_MILLIS)) {
                 if (last != null && last.changes() > 0 && fails != null) {
                     // the daemon gives up at close and keeps them journaled; only its log said so
                     say.accept(ErrorHandler.PREFIX + mp + " is unmounted, but its daemon (pid " + pid + ") exited with "
                             + what(last) + " not uploaded, kept in its cache directory for the next mount of the store: " + fails);
+                } else if (last != null && last.changes() > 0 && trouble != null) {
+                    // its close tried once more; what failed then is journaled, and only its log names it
+                    say.accept(ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") exited with "
+                            + what(last) + " to upload when last asked, its last write-back having failed: what"
+                            + " failed again at its close is kept in its cache directory for the next mount of the store"
+                            + " (its log says): " + trouble);
                 }
                 return null;
             }
@@ -82,6 +101,7 @@ final class DaemonExitWait {
             Uploads u = progress.now();
             if (u != null) {
                 fails = failing.get();
+                trouble = troubled.get();
                 if (first == null) {
                     first = u;
                 } else if (u.sentBytes() > last.sentBytes() || u.changes() < last.changes()) {
@@ -94,6 +114,9 @@ final class DaemonExitWait {
                 lastSaid = now;
                 say.accept(ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") " + (fails != null
                         ? "cannot upload " + what(u) + " before it exits: " + fails
+                        : trouble != null
+                        ? "tries to upload " + what(u) + " before it exits, but its last write-back failed (" + trouble
+                        + "): what fails again stays in its cache directory for the next mount"
                         : "uploads " + what(u) + " before it exits: " + size(u.sentBytes() - first.sentBytes())
                         + " sent since the unmount"));
             }

@@ -22,8 +22,8 @@ import java.util.concurrent.TimeUnit;
 @Command(name = "umount", mixinStandardHelpOptions = true,
         description = "Unmount MOUNTPOINT and wait until its daemon has exited.",
         footer = {"", "An S3 store's daemon uploads what is pending before it exits: umount waits as long as that"
-                + " goes on, saying how much is left; where S3 refuses a change that held back the rest, it says"
-                + " what the daemon left in its cache directory for the next mount.",
+                + " goes on, saying how much is left; where S3 refuses a change, or is away, it says that what"
+                + " fails again is left in the daemon's cache directory for the next mount.",
                 "", "Exit codes: 0 unmounted; 1 not mounted, another user's mount, busy, or the daemon did not exit"
                 + " (its upload stalled);"
                 + " 2 usage."})
@@ -111,9 +111,9 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         if (daemon.isPresent() && !lazy) {
             ProcessHandle d = daemon.get();
-            String[] failing = new String[1];
+            String[] failing = new String[2]; // failing, then troubled
             String notExited = new DaemonExitWait(millis -> awaitExitMillis(d, exited, millis),
-                    () -> uploadsOf(d.pid(), failing), () -> failing[0],
+                    () -> uploadsOf(d.pid(), failing), () -> failing[0], () -> failing[1],
                     () -> System.nanoTime() / 1_000_000, spec.commandLine().getErr()::println).await(mp, d.pid());
             if (notExited != null) {
                 throw new MountFailure(notExited);
@@ -177,9 +177,17 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /** How long the daemon has to answer how its uploads go; one that does not is judged as one with none. */
     private static final java.time.Duration UPLOADS_ASKED_WITHIN = java.time.Duration.ofSeconds(2);
 
+    /** The stores' lines of a map the stats socket answers, the root's without its prefix, or null for none. */
+    private static String said(com.fasterxml.jackson.databind.JsonNode byPrefix) {
+        List<String> why = new ArrayList<>();
+        byPrefix.fields().forEachRemaining(f -> why.add(("/".equals(f.getKey()) ? "" : f.getKey() + ": ") + f.getValue().asText()));
+        return why.isEmpty() ? null : String.join("; ", why);
+    }
+
     /**
      * What the daemon {@code pid} says waits to go up (its stats socket), or null where it does not
-     * answer; {@code failing[0]}: why its stores that fail until someone acts fail, or null.
+     * answer; {@code failing[0]}: why its stores that fail until someone acts fail, {@code failing[1]}:
+     * why their last write-back failed (S3 refusing an object, S3 away); each null for none.
      */
     private static Storage.Uploads uploadsOf(long pid, String[] failing) {
         try {
@@ -189,10 +197,8 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
             if (u == null) {
                 return null;
             }
-            List<String> why = new ArrayList<>();
-            stats.path("failing").fields().forEachRemaining(f -> why.add(("/".equals(f.getKey()) ? "" : f.getKey() + ": ")
-                    + f.getValue().asText()));
-            failing[0] = why.isEmpty() ? null : String.join("; ", why);
+            failing[0] = said(stats.path("failing"));
+            failing[1] = said(stats.path("troubles"));
             return new Storage.Uploads(u.path("changes").asInt(), u.path("bytes").asLong(),
                     u.path("sentBytes").asLong());
         } catch (RuntimeException unreadable) {

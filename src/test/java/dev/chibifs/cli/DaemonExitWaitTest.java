@@ -27,6 +27,8 @@ class DaemonExitWaitTest {
 
         /** Why a store of the daemon fails until someone acts, as it says; null: none does. */
         String failing;
+        /** Why a store's last write-back failed, as it says; null: none did. */
+        String troubled;
 
         Daemon(long exitsAt, LongFunction<Uploads> uploads) {
             this.exitsAt = exitsAt;
@@ -37,7 +39,7 @@ class DaemonExitWaitTest {
             return new DaemonExitWait(millis -> {
                 now += millis;
                 return now >= exitsAt;
-            }, () -> uploads.apply(now), () -> failing, () -> now, line -> {
+            }, () -> uploads.apply(now), () -> failing, () -> troubled, () -> now, line -> {
                 said.add(line);
                 saidAt.add(now);
             }).await(MP, 42);
@@ -109,5 +111,23 @@ class DaemonExitWaitTest {
         Daemon done = new Daemon(10_000, t -> new Uploads(t < 5_000 ? 1 : 0, 2, t < 5_000 ? 0 : 2));
         assertNull(done.await());
         assertTrue(done.said.stream().noneMatch(l -> l.contains("exited with")), done.said.toString());
+    }
+
+    /**
+     * A change S3 refused while the daemon ran (a 255-byte name): umount said the daemon "uploads 1
+     * change before it exits", and nothing more, while the daemon kept it journaled for the next start.
+     */
+    @Test
+    void aDaemonWhoseLastWriteBackFailedSaysWhatFailsAgainStaysJournaled() {
+        Daemon d = new Daemon(3_000, t -> new Uploads(1, 2, 0));
+        d.troubled = "S3 put ns/yyy: HTTP 500";
+        assertNull(d.await());
+        assertEquals("chibifs: /mnt/s3 is unmounted; its daemon (pid 42) tries to upload 1 change (0.0 MiB) before it"
+                + " exits, but its last write-back failed (" + d.troubled + "): what fails again stays in its cache"
+                + " directory for the next mount", d.said.get(0));
+        assertTrue(d.said.stream().noneMatch(l -> l.contains("uploads 1 change")), d.said.toString());
+        assertEquals("chibifs: /mnt/s3 is unmounted; its daemon (pid 42) exited with 1 change (0.0 MiB) to upload when"
+                + " last asked, its last write-back having failed: what failed again at its close is kept in its cache"
+                + " directory for the next mount of the store (its log says): " + d.troubled, d.said.get(d.said.size() - 1));
     }
 }
