@@ -656,7 +656,7 @@ final class FuseFileSystem {
         FileTime modified = n.toldSize >= 0 ? FileTime.from(n.toldModified, TimeUnit.NANOSECONDS) : FileTime.from(Instant.now());
         FileTime changed = n.toldSize >= 0 ? FileTime.from(n.toldChanged, TimeUnit.NANOSECONDS) : modified;
         return new Metadata(EntryKind.DIRECTORY, 0, null, modified, modified, changed, 0, REMOVED_DIRECTORY_MODE,
-                n.identity.inode());
+                n.identity.inode(), 0, n.identity.device());
     }
 
     void access(FuseRequest req, FuseReply out) throws IOException {

@@ -31,10 +31,10 @@ record KeptMetadata(long size, long blocks, long accessed, long modified, long c
         return new KeptMetadata(m.size(), m.blocks(), accessed, modified, changed, m.mode(), followKey, readAt);
     }
 
-    /** The metadata again, for the node of {@code identity} (its inode and birth time); a kept file has one name. */
+    /** The metadata again, for the node of {@code identity} (its file system, inode and birth time); a kept file has one name. */
     Metadata metadata(NodeTable.Identity identity) {
         return new Metadata(EntryKind.FILE, size, identity.created(), time(modified), time(accessed), time(changed),
-                1, mode, identity.inode(), blocks);
+                1, mode, identity.inode(), blocks, identity.device());
     }
 
     /** Whether a time fits nanoseconds since 1970 (the years 1678 to 2262): FileTime gives the limits for those outside. */

@@ -31,25 +31,28 @@ import java.util.concurrent.atomic.AtomicLong;
 final class NodeTable {
 
     /**
-     * Who a node is in the store: the store serving it, that store's inode number and the file's
-     * birth time. A file system reuses a freed inode number at once (ext4 does), and a new file
-     * given the old file's node id would be taken by the kernel for the old one: a directory made
-     * where one was just removed fails with ESTALE. The birth time tells them apart (where the
-     * file system has none, it is 0 and the number alone decides).
+     * Who a node is in the store: the store serving it, the file system in that store it is on
+     * ({@link Metadata#device}), that store's inode number and the file's birth time. A file system
+     * reuses a freed inode number at once (ext4 does), and a new file given the old file's node id
+     * would be taken by the kernel for the old one: a directory made where one was just removed
+     * fails with ESTALE. The birth time tells them apart (where the file system has none, it is 0
+     * and the number alone decides). The device tells apart a file system mounted inside the store:
+     * a snapshot of the store mounted in it has the very numbers and birth times of the live files,
+     * and two files made one node showed one's size for both, and ESTALE for a listing.
      */
-    record Identity(Storage store, long inode, long born) {
+    record Identity(Storage store, long device, long inode, long born) {
         static Identity of(Storage store, Metadata m) {
             long born = m.created() == null ? 0 : m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS);
-            return new Identity(store, m.inode(), born);
+            return new Identity(store, m.device(), m.inode(), born);
         }
 
         /**
-         * Whether {@code m}, read of this identity's store, is of this very file: its inode number,
-         * and its birth time where both have one (a freed number is reused at once by ext4).
+         * Whether {@code m}, read of this identity's store, is of this very file: its file system
+         * and inode number, and its birth time where both have one (a freed number is reused at once by ext4).
          */
         boolean isOf(Metadata m) {
             long b = m.created() == null ? 0 : m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS);
-            return m.inode() == inode && (born == 0 || b == 0 || b == born);
+            return m.device() == device && m.inode() == inode && (born == 0 || b == 0 || b == born);
         }
 
         /** The birth time as {@link Metadata#created} has it: null where the file system has none. */

@@ -514,7 +514,7 @@ public final class Router {
             return null;
         }
         return new Metadata(m.kind(), m.size(), m.created(), m.modified(), m.accessed(), m.changed(), m.links(),
-                m.mode(), taggedInode(m.inode(), tag), m.blocks());
+                m.mode(), taggedInode(m.inode(), tag), m.blocks(), m.device());
     }
 
     /** A handle of a store whose inode numbers carry a tag. */

@@ -575,7 +575,7 @@ public final class ContextsView implements ReadOnlyStore {
                 throw new NoSuchFileException(path.toString()); // a link or directory there is not chibi's file
             }
             return new Metadata(m.kind(), m.size(), m.created(), m.modified(), m.accessed(), m.changed(), 1, 0444, m.inode(),
-                    m.blocks());
+                    m.blocks(), m.device());
         }
         FileTime t = stateTime();
         long inode = syntheticInode(path);

@@ -74,6 +74,7 @@ public final class LocalStorage implements Storage {
     private final HeldDirectories directories;
     /** The record and flock locks taken through this storage, on the store files themselves. */
     private final OfdLocks locks = new OfdLocks();
+    private final StoreDevices devices = new StoreDevices();
     /** How long {@link #write} and {@link #append} wait for another process's lock on the file. */
     private volatile Duration lockWait = DEFAULT_LOCK_WAIT;
 
@@ -260,12 +261,14 @@ public final class LocalStorage implements Storage {
         String name = path.isRoot() ? "." : path.fileName();
         checkEncodable(path, name);
         int rootFd = storeRoot.descriptor(path, directories.refresh());
+        devices.rootIs(rootFd);
         return new At(directories.open(rootFd, path.parentRelative(), path), name);
     }
 
     /** {@code path} itself, open as a directory. */
     private At directoryAt(VfsPath path) throws IOException {
         int rootFd = storeRoot.descriptor(path, directories.refresh());
+        devices.rootIs(rootFd);
         return new At(directories.open(rootFd, path.relative(), path), ".");
     }
 
@@ -303,12 +306,17 @@ public final class LocalStorage implements Storage {
      * The metadata of {@code name} in {@code dirfd} (never followed), or of {@code dirfd} itself
      * when name is null; a failure names {@code path}.
      */
-    static Metadata stat(int dirfd, String name, VfsPath path) throws IOException {
-        return metadata(Syscalls.stat(dirfd, name, path == null ? null : path.toString()));
+    private Metadata stat(int dirfd, String name, VfsPath path) throws IOException {
+        return stat(dirfd, name, path, devices);
     }
 
-    private static Metadata metadata(Syscalls.Statx s) {
+    private static Metadata stat(int dirfd, String name, VfsPath path, StoreDevices devices) throws IOException {
+        return metadata(Syscalls.stat(dirfd, name, path == null ? null : path.toString()), devices);
+    }
+
+    private static Metadata metadata(Syscalls.Statx s, StoreDevices devices) {
         int mode = s.mode();
+        long device = devices.deviceOf(s.device());
         EntryKind kind = switch (mode & S_IFMT) {
             case S_IFREG -> EntryKind.FILE;
             case S_IFDIR -> EntryKind.DIRECTORY;
@@ -319,7 +327,8 @@ public final class LocalStorage implements Storage {
         };
         return new Metadata(kind, s.size(), s.knowsBirth() ? time(s.createdSeconds(), s.createdNanos()) : null,
                 time(s.modifiedSeconds(), s.modifiedNanos()), time(s.accessedSeconds(), s.accessedNanos()),
-                time(s.changedSeconds(), s.changedNanos()), s.links(), mode & 07777, s.inode(), s.blocks());
+                time(s.changedSeconds(), s.changedNanos()), s.links(), mode & 07777,
+                s.inode(), s.blocks(), device);
     }
 
     /** Times whose nanoseconds since 1970 fit a long (the years 1678 to 2262) are one object, not a FileTime and its Instant. */
@@ -360,7 +369,7 @@ public final class LocalStorage implements Storage {
             if (!exclusive) {
                 int fd = Syscalls.tryOpenat(a.dir, a.name, O_PATH | O_NOFOLLOW, 0);
                 if (fd >= 0) {
-                    regular(fd, path);
+                    regular(fd, path, devices);
                     return fd;
                 }
                 if (-fd != ENOENT || !create) {
@@ -669,7 +678,7 @@ public final class LocalStorage implements Storage {
      * The mode a replacement gets: that of the file it replaces (chibi writes in place, so a
      * script rewritten through the store stays executable), else {@code otherwise}.
      */
-    private static int keptMode(At a, VfsPath path, int otherwise) throws IOException {
+    private int keptMode(At a, VfsPath path, int otherwise) throws IOException {
         try {
             Metadata m = stat(a.dir, a.name, path);
             return m.isFile() ? m.mode() & 0777 : otherwise;
@@ -1064,7 +1073,7 @@ public final class LocalStorage implements Storage {
                             fileMode(createMode));
                     if (fd >= 0) {
                         own(fd);
-                        return new LocalFileHandle(fd, null, access, locks);
+                        return new LocalFileHandle(fd, null, access, locks, devices);
                     }
                     if (-fd != EEXIST || exclusive) {
                         throw failure(-fd, path);
@@ -1072,7 +1081,7 @@ public final class LocalStorage implements Storage {
                 }
                 int fd = Syscalls.tryOpenat(a.dir, a.name, existing | DATA_OPEN, 0);
                 if (fd >= 0) {
-                    return new LocalFileHandle(fd, regular(fd, path), access, locks);
+                    return new LocalFileHandle(fd, regular(fd, path, devices), access, locks, devices);
                 }
                 if (-fd == ENXIO) {
                     // O_NONBLOCK|O_WRONLY on a fifo without a reader, or a socket
@@ -1093,7 +1102,7 @@ public final class LocalStorage implements Storage {
             if (fd < 0) {
                 throw failure(-fd, path);
             }
-            if (!statOrClose(fd, path).isFile()) {
+            if (!statOrClose(fd, path, devices).isFile()) {
                 Syscalls.close(fd);
                 return null;
             }
@@ -1131,7 +1140,7 @@ public final class LocalStorage implements Storage {
                 spaceBackFirst();
             }
             checkOpen();
-            return reopened(fd, flags, path, locks);
+            return reopened(fd, flags, path, locks, devices);
         }
 
         @Override
@@ -1147,12 +1156,13 @@ public final class LocalStorage implements Storage {
      * /proc/self/fd: that very inode, renamed, unlinked or never named since. No O_NOFOLLOW: the
      * /proc link is one to follow.
      */
-    private static LocalFileHandle reopened(int fd, Set<OpenFlag> flags, VfsPath path, OfdLocks locks) throws IOException {
+    private static LocalFileHandle reopened(int fd, Set<OpenFlag> flags, VfsPath path, OfdLocks locks,
+                                            StoreDevices devices) throws IOException {
         int access = access(flags);
         boolean write = (access & O_ACCMODE) != O_RDONLY;
         int opened = Syscalls.reopen(fd, access | (write && flags.contains(OpenFlag.TRUNCATE) ? O_TRUNC : 0),
                 path == null ? null : path.toString());
-        return new LocalFileHandle(opened, regular(opened, path), access, locks);
+        return new LocalFileHandle(opened, regular(opened, path, devices), access, locks, devices);
     }
 
     /** The access mode of an open with {@code flags}: O_RDONLY, O_WRONLY or O_RDWR, and O_APPEND. */
@@ -1174,9 +1184,9 @@ public final class LocalStorage implements Storage {
     private static final int DATA_OPEN = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
 
     /** The metadata of {@code fd}; {@code fd} closed when that fails. */
-    private static Metadata statOrClose(int fd, VfsPath path) throws IOException {
+    private static Metadata statOrClose(int fd, VfsPath path, StoreDevices devices) throws IOException {
         try {
-            return stat(fd, null, path);
+            return stat(fd, null, path, devices);
         } catch (IOException e) {
             Syscalls.close(fd);
             throw e;
@@ -1184,8 +1194,8 @@ public final class LocalStorage implements Storage {
     }
 
     /** The metadata of {@code fd} when it is a regular file; {@code fd} closed, and refused, otherwise. */
-    private static Metadata regular(int fd, VfsPath path) throws IOException {
-        Metadata m = statOrClose(fd, path);
+    private static Metadata regular(int fd, VfsPath path, StoreDevices devices) throws IOException {
+        Metadata m = statOrClose(fd, path, devices);
         if (!m.isFile()) {
             Syscalls.close(fd);
             throw notRegular(switch (m.kind()) {
@@ -1392,7 +1402,7 @@ public final class LocalStorage implements Storage {
                 throw failure(-fd, directory);
             }
             own(fd);
-            return new LocalFileHandle(fd, null, O_RDWR, locks);
+            return new LocalFileHandle(fd, null, O_RDWR, locks, devices);
         }
     }
 
@@ -1709,6 +1719,7 @@ public final class LocalStorage implements Storage {
         /** O_RDONLY, O_WRONLY or O_RDWR (and O_APPEND): a lock owner's description is opened with the same access. */
         private final int access;
         private final OfdLocks registry;
+        private final StoreDevices devices;
         /** Made at the first lock request through this handle: most handles never lock. */
         private volatile OfdLocks.HandleLocks locks;
         /**
@@ -1726,8 +1737,9 @@ public final class LocalStorage implements Storage {
             return Syscalls.dup(fd);
         }
 
-        LocalFileHandle(int fd, Metadata opened, int access, OfdLocks registry) {
+        LocalFileHandle(int fd, Metadata opened, int access, OfdLocks registry, StoreDevices devices) {
             this.fd = fd;
+            this.devices = devices;
             this.opened = opened;
             this.inode = opened == null ? UNKNOWN_INODE : opened.inode();
             this.access = access;
@@ -1736,7 +1748,7 @@ public final class LocalStorage implements Storage {
 
         @Override
         public FileHandle reopen(Set<OpenFlag> flags) throws IOException {
-            return reopened(fd(), flags, null, registry);
+            return reopened(fd(), flags, null, registry, devices);
         }
 
         @Override
@@ -1778,7 +1790,7 @@ public final class LocalStorage implements Storage {
 
         @Override
         public Metadata metadata() throws IOException {
-            Metadata m = stat(fd(), null, null);
+            Metadata m = stat(fd(), null, null, devices);
             if (inode == UNKNOWN_INODE) {
                 // a descriptor's file never changes: a create's reply (which asks this) spares its first write an fstat
                 inode = m.inode();

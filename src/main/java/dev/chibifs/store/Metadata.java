@@ -10,12 +10,26 @@ import java.nio.file.attribute.FileTime;
  * @param blocks what it takes in the store, in 512-byte units, as {@code st_blocks} (what {@code du}
  *               adds up): a file system's allocation, holes left out; the size rounded up where a
  *               store allocates nothing of its own
+ * @param device {@link #OWN_DEVICE} for the store's own file system (the one its root directory is
+ *               on, and every store that has no other); else the device ({@code st_dev}) of another
+ *               file system mounted inside the store, whose inode numbers are its own: with
+ *               {@code inode} and the birth time it tells two files apart
  */
 public record Metadata(EntryKind kind, long size, FileTime created, FileTime modified,
-                       FileTime accessed, FileTime changed, long links, int mode, long inode, long blocks) {
+                       FileTime accessed, FileTime changed, long links, int mode, long inode, long blocks,
+                       long device) {
+
+    /** {@link #device} of what is on the store's own file system. */
+    public static final long OWN_DEVICE = 0;
 
     /** The unit of {@link #blocks}, fixed by stat(2) whatever the file system's block size. */
     public static final int BLOCK_UNIT = 512;
+
+    /** Metadata of a file on the store's own file system. */
+    public Metadata(EntryKind kind, long size, FileTime created, FileTime modified,
+                    FileTime accessed, FileTime changed, long links, int mode, long inode, long blocks) {
+        this(kind, size, created, modified, accessed, changed, links, mode, inode, blocks, OWN_DEVICE);
+    }
 
     /** Metadata of a store that allocates nothing of its own (memory, objects): its size in blocks, rounded up. */
     public Metadata(EntryKind kind, long size, FileTime created, FileTime modified,

@@ -579,6 +579,62 @@ class FuseFileSystemTest {
         assertEquals(1, attr.int32(16 + 64), "nlink after the unlink");
     }
 
+    /**
+     * Session 67: a snapshot of the store mounted inside it (at /shared/snap here) has the live
+     * files' inode numbers and birth times on another device. Keyed without the device, the two
+     * a.txt were one node, showing one size for both, and the snapshot's /shared was the live
+     * /shared, a directory inside itself: ESTALE at every listing.
+     */
+    @Test
+    void aFileSystemMountedInsideTheStoreWithTheSameNumbersIsOtherNodes() throws Exception {
+        kernel.close();
+        session.ended().join();
+        store.write(VfsPath.of("/shared/a.txt"), "live version, longer now\n".getBytes(StandardCharsets.UTF_8));
+        store.mkdir(VfsPath.of("/shared/snap"));
+        store.mkdir(VfsPath.of("/shared/snap/shared"));
+        store.write(VfsPath.of("/shared/snap/shared/a.txt"), "snapshot version\n".getBytes(StandardCharsets.UTF_8));
+        long snapshotDevice = 7;
+        String snap = "/shared/snap";
+        dev.chibifs.store.Storage snapshotInside = (dev.chibifs.store.Storage) java.lang.reflect.Proxy.newProxyInstance(
+                dev.chibifs.store.Storage.class.getClassLoader(), new Class<?>[] {dev.chibifs.store.Storage.class},
+                (proxy, method, args) -> {
+                    try {
+                        Object result = method.invoke(store, args);
+                        if (method.getName().equals("metadata") && args.length == 1 && args[0] instanceof VfsPath p
+                                && p.toString().startsWith(snap)) {
+                            // what the snapshot's file system says: the live file's number and birth, its own size
+                            Metadata m = (Metadata) result;
+                            String live = p.toString().substring(snap.length());
+                            Metadata twin = store.metadata(live.isEmpty() ? VfsPath.root() : VfsPath.of(live));
+                            return new Metadata(m.kind(), m.size(), twin.created(), m.modified(), m.accessed(),
+                                    m.changed(), m.links(), m.mode(), twin.inode(), m.blocks(), snapshotDevice);
+                        }
+                        return result;
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        router = Router.of(snapshotInside);
+        connect(OFFERED);
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        FakeKernel.Reply live = kernel.call(FuseProtocol.LOOKUP, shared, body().name("a.txt"));
+        long snapshot = lookup(shared, "snap");
+        FakeKernel.Reply snapshotShared = kernel.call(FuseProtocol.LOOKUP, snapshot, body().name("shared"));
+        assertEquals(0, snapshotShared.error(), "the snapshot's /shared is no directory inside itself");
+        assertNotEquals(shared, snapshotShared.int64(0));
+        FakeKernel.Reply old = kernel.call(FuseProtocol.LOOKUP, snapshotShared.int64(0), body().name("a.txt"));
+        assertEquals(0, old.error());
+
+        assertNotEquals(live.int64(0), old.int64(0), "two files, two nodes");
+        int size = FuseProtocol.ENTRY_OUT - FuseProtocol.ATTR + 8;
+        assertEquals(25, live.int64(size));
+        assertEquals(17, old.int64(size), "the snapshot's own size");
+        assertEquals(25, getattr(live.int64(0)).int64(16 + 8));
+        assertEquals(17, getattr(old.int64(0)).int64(16 + 8));
+        FakeKernel.Reply opened = kernel.call(FuseProtocol.OPENDIR, snapshotShared.int64(0), body().int32(0).int32(0));
+        assertEquals(0, opened.error(), "a listing of the snapshot's /shared opens");
+    }
+
     @Test
     void aLinkOfAHardLinkedFileWhoseFirstNameWentBehindTheMountIsMadeFromANameLeft() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");

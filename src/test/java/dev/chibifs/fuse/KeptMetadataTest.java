@@ -52,7 +52,7 @@ class KeptMetadataTest {
     @Test
     void aReadThatRacedAChangeIsNotKept() {
         NodeTable t = new NodeTable();
-        NodeTable.Node n = t.remember(t.root(), "f", new NodeTable.Identity(store, 42, 1_000), false, true, true);
+        NodeTable.Node n = t.remember(t.root(), "f", new NodeTable.Identity(store, Metadata.OWN_DEVICE, 42, 1_000), false, true, true);
         KeptMetadata k = KeptMetadata.of(file(10, 1), 5, 0);
         long from = n.keepingFrom();
         n.changing();
@@ -67,7 +67,7 @@ class KeptMetadataTest {
     @Test
     void nothingIsKeptWhileTheFileIsOpenForWriting() {
         NodeTable t = new NodeTable();
-        NodeTable.Node n = t.remember(t.root(), "f", new NodeTable.Identity(store, 42, 1_000), false, true, true);
+        NodeTable.Node n = t.remember(t.root(), "f", new NodeTable.Identity(store, Metadata.OWN_DEVICE, 42, 1_000), false, true, true);
         KeptMetadata k = KeptMetadata.of(file(10, 1), 5, 0);
         n.keep(k, n.keepingFrom());
         n.writerOpened();
@@ -86,8 +86,8 @@ class KeptMetadataTest {
     @Test
     void aNodeFoundByItsSoleNameIsRememberedAgainWhileSoKnown() {
         NodeTable t = new NodeTable();
-        NodeTable.Node dir = t.remember(t.root(), "d", new NodeTable.Identity(store, 1, 1), true, true, true);
-        NodeTable.Node n = t.remember(dir, "f", new NodeTable.Identity(store, 42, 1_000), false, true, true);
+        NodeTable.Node dir = t.remember(t.root(), "d", new NodeTable.Identity(store, Metadata.OWN_DEVICE, 1, 1), true, true, true);
+        NodeTable.Node n = t.remember(dir, "f", new NodeTable.Identity(store, Metadata.OWN_DEVICE, 42, 1_000), false, true, true);
         assertSame(n, t.soleChild(dir, "f"));
         assertSame(n, t.rememberAgain(n, dir, "f"));
         assertNull(t.rememberAgain(n, dir, "g"), "another name");

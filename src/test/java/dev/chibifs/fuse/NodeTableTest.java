@@ -2,6 +2,7 @@ package dev.chibifs.fuse;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.MemoryStorage;
+import dev.chibifs.store.Metadata;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -19,8 +20,8 @@ class NodeTableTest {
 
     private final MemoryStorage store = new MemoryStorage();
     private final NodeTable t = new NodeTable();
-    private final NodeTable.Identity d1 = new NodeTable.Identity(store, 1, 1);
-    private final NodeTable.Identity d2 = new NodeTable.Identity(store, 2, 1);
+    private final NodeTable.Identity d1 = new NodeTable.Identity(store, Metadata.OWN_DEVICE, 1, 1);
+    private final NodeTable.Identity d2 = new NodeTable.Identity(store, Metadata.OWN_DEVICE, 2, 1);
 
     /** d1 in the root, and d2 as s in d1: what the kernel looked up after another mount moved d2 into d1. */
     private NodeTable.Node[] d2InD1() {
@@ -68,7 +69,7 @@ class NodeTableTest {
         NodeTable.Node dir = t.root();
         int depth = 20_000;
         for (int i = 0; i < depth; i++) {
-            dir = t.remember(dir, "d", new NodeTable.Identity(store, 10 + i, 1), true, true, true);
+            dir = t.remember(dir, "d", new NodeTable.Identity(store, Metadata.OWN_DEVICE, 10 + i, 1), true, true, true);
         }
         assertEquals(depth * 2, t.path(dir).toString().length());
     }
