@@ -328,7 +328,7 @@ public final class LocalStorage implements Storage {
         return new Metadata(kind, s.size(), s.knowsBirth() ? time(s.createdSeconds(), s.createdNanos()) : null,
                 time(s.modifiedSeconds(), s.modifiedNanos()), time(s.accessedSeconds(), s.accessedNanos()),
                 time(s.changedSeconds(), s.changedNanos()), s.links(), mode & 07777,
-                s.inode(), s.blocks(), device);
+                StoreDevices.shownInode(s.inode(), device), s.blocks(), device);
     }
 
     /** Times whose nanoseconds since 1970 fit a long (the years 1678 to 2262) are one object, not a FileTime and its Instant. */

@@ -10,6 +10,9 @@ import java.nio.file.attribute.FileTime;
  * @param blocks what it takes in the store, in 512-byte units, as {@code st_blocks} (what {@code du}
  *               adds up): a file system's allocation, holes left out; the size rounded up where a
  *               store allocates nothing of its own
+ * @param inode the store's number of the file: on the store's own file system its inode number; on
+ *              another mounted inside the store, that one's number with bits of its device mixed in
+ *              ({@link StoreDevices}), so the two rarely share one
  * @param device {@link #OWN_DEVICE} for the store's own file system (the one its root directory is
  *               on, and every store that has no other); else the device ({@code st_dev}) of another
  *               file system mounted inside the store, whose inode numbers are its own: with

@@ -70,6 +70,57 @@ class LocalStorageTest extends StorageBehaviourSuite {
         });
     }
 
+    /**
+     * Session 67: a file system mounted inside the store (here a tmpfs in a tmpfs store, both
+     * numbering their files from the same start) kept its inode numbers under the mount's one
+     * st_dev, so tar stored a file of it as a hard link to an unrelated file of the store's. Its
+     * files are now told apart by their device and shown with other numbers; the store's own keep
+     * theirs, which backups and git compare across remounts.
+     */
+    @Test
+    void aFileSystemMountedInsideTheStoreIsToldApartAndTheStoresOwnKeepTheirNumbers() throws IOException {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        Path outer = Files.createDirectories(temp.resolve("outer"));
+        Sh.run("mount -t tmpfs -o size=1m chibifs-test-outer '" + outer + "'").ok();
+        Path inner = outer.resolve("shared/sub");
+        try (LocalStorage s = new LocalStorage(outer)) {
+            s.mkdir(p("/shared/sub"));
+            Sh.run("mount -t tmpfs -o size=1m chibifs-test-inner '" + inner + "'").ok();
+            Map<String, Long> raw = new TreeMap<>();
+            for (String name : List.of("a", "b", "c", "d")) {
+                for (String dir : List.of("/shared/", "/shared/sub/")) {
+                    s.write(p(dir + name), name.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    raw.put(dir + name, (Long) Files.getAttribute(outer.resolve((dir + name).substring(1)), "unix:ino"));
+                }
+            }
+            java.util.Set<Long> both = raw.entrySet().stream().filter(e -> e.getKey().startsWith("/shared/sub/"))
+                    .map(Map.Entry::getValue).collect(Collectors.toCollection(java.util.HashSet::new));
+            both.retainAll(raw.entrySet().stream().filter(e -> !e.getKey().startsWith("/shared/sub/"))
+                    .map(Map.Entry::getValue).toList());
+            assertFalse(both.isEmpty(), "the two tmpfs share a number, as the test needs: " + raw);
+
+            Map<Long, String> shown = new java.util.HashMap<>();
+            for (Map.Entry<String, Long> e : raw.entrySet()) {
+                Metadata m = s.metadata(p(e.getKey()));
+                boolean own = !e.getKey().startsWith("/shared/sub/");
+                assertEquals(own, m.device() == Metadata.OWN_DEVICE, e.getKey());
+                if (own) {
+                    assertEquals(e.getValue(), m.inode(), e.getKey() + ": the store's own number, unchanged");
+                }
+                String other = shown.put(m.inode(), e.getKey());
+                assertTrue(other == null, e.getKey() + " and " + other + " show one inode number " + m.inode());
+                try (FileHandle h = s.open(p(e.getKey()), EnumSet.of(OpenFlag.READ), 0)) {
+                    assertEquals(m.inode(), h.metadata().inode(), e.getKey() + ": an open file says what its name does");
+                    assertEquals(m.device(), h.metadata().device(), e.getKey());
+                }
+            }
+        } finally {
+            // lazily: the store's descriptors of removed files may close a moment after it does
+            Sh.run("umount -l '" + inner + "'");
+            Sh.run("umount -l '" + outer + "'").ok();
+        }
+    }
+
     /** A write to a name the store refuses (not UTF-8) leaves nothing, not even the parents it would have made. */
     @Test
     void aWriteToANameTheStoreRefusesMakesNoParents() throws IOException {
