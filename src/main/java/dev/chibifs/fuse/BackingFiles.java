@@ -75,9 +75,10 @@ final class BackingFiles {
      * passthrough), registered at its first open and shared by every open of it until the last is
      * released: the kernel refuses (EIO at open) a second, different backing file for an inode while
      * one is in use. 0 when reads and writes are served: no passthrough, a store without descriptors,
-     * or a store file the kernel would not take (below).
+     * or a store file the kernel would not take (below). {@code requested}: the open's flags, as the
+     * kernel opens the store file with them; EINVAL where the store refuses their O_DIRECT.
      */
-    int backing(NodeTable.Node n, FileHandle handle) throws IOException {
+    int backing(NodeTable.Node n, FileHandle handle, int requested) throws IOException {
         FuseChannel channel = passthrough;
         if (channel == null) {
             return 0;
@@ -85,6 +86,9 @@ final class BackingFiles {
         synchronized (n) {
             if (n.backingId == NO_BACKING) {
                 return 0;
+            }
+            if ((requested & Linux.O_DIRECT) != 0) {
+                checkDirect(n, handle, requested);
             }
             if (n.backingOpens > 0) {
                 n.backingOpens++;
@@ -114,6 +118,31 @@ final class BackingFiles {
                     Syscalls.close(fd); // the kernel holds the file now
                 }
             }
+        }
+    }
+
+    /**
+     * The kernel opens the store file again for every open it passes through, with that open's flags
+     * (backing_file_open), and turns any failure into EIO (fuse_file_io_open: "a server mistake"),
+     * after a CREATE made the file. A file system without direct I/O (ramfs; measured on Linux 6.18)
+     * answers O_DIRECT with EINVAL, which programs (dd, databases) take as "use the page cache", and
+     * leaves the file an O_CREAT made: so the store file is opened so here first, and its EINVAL
+     * answered. Any other failure is left to the kernel's open, as before.
+     */
+    private void checkDirect(NodeTable.Node n, FileHandle handle, int requested) throws IOException {
+        int fd = handle.passthroughDescriptor();
+        if (fd < 0) {
+            return;
+        }
+        try {
+            Syscalls.close(Syscalls.reopen(fd, (requested & Linux.O_ACCMODE) | Linux.O_DIRECT, null));
+        } catch (IOException refused) {
+            if (Errors.errno(refused) == Linux.EINVAL) {
+                throw dev.chibifs.sys.ErrnoException.of(Linux.EINVAL, nodes.path(n).toString(),
+                        "the store's file system has no direct I/O (O_DIRECT)");
+            }
+        } finally {
+            Syscalls.close(fd);
         }
     }
 

@@ -1003,7 +1003,12 @@ final class FuseFileSystem {
             // the next stat. Not one that is changing, nor without direct reads for those: a read through
             // the page cache that a rewrite races can read NULs, which passthrough never does
             boolean stored = small && !changing && n.backingOpens == 0 && (!backingFiles.granted() || directIo);
-            backing = n.cachedOpens > 0 || stored ? 0 : backingFiles.backing(n, handle);
+            try {
+                backing = n.cachedOpens > 0 || stored ? 0 : backingFiles.backing(n, handle, requested);
+            } catch (IOException | RuntimeException e) {
+                handle.close();
+                throw e;
+            }
             if (backing != 0) {
                 openFlags |= FuseProtocol.FOPEN_PASSTHROUGH;
             } else {
@@ -1309,7 +1314,7 @@ final class FuseFileSystem {
         int backing;
         try {
             synchronized (n) {
-                backing = n.cachedOpens > 0 ? 0 : backingFiles.backing(n, handle);
+                backing = n.cachedOpens > 0 ? 0 : backingFiles.backing(n, handle, req.openFlags());
                 if (backing == 0) {
                     n.cachedOpens++;
                     if (handle.opened() != null) {

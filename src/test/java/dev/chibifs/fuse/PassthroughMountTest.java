@@ -114,6 +114,42 @@ class PassthroughMountTest {
         assertTrue(asked <= 1, asked + " GETXATTR for 1,010 writes: " + after);
     }
 
+    /**
+     * Session 67: on a store without direct I/O (ramfs), an O_DIRECT open passed through was EIO
+     * (the kernel's open of the store file failed), where the file system itself answers EINVAL,
+     * which dd and databases take as "use the page cache". The created file stays, as on ramfs.
+     */
+    @Test
+    void oDirectOnAStoreWithoutDirectIoIsTheStoresEinvalNotEio() throws IOException {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        java.nio.file.Path root = MountedFs.tempRoot();
+        java.nio.file.Path home = Files.createDirectories(root.resolve("home"));
+        dev.chibifs.testing.Sh.run("mount -t ramfs chibifs-test-ramfs '" + home + "'").ok();
+        try (MountedFs ram = MountedFs.start(root, "--context", "planner")) {
+            String session = stats(ram).get("session").asText();
+            assumeTrue(session.contains("passthrough") && !session.contains("served reads"),
+                    "this kernel or daemon serves reads and writes: " + session);
+            PosixBehaviourTest.python(ram, """
+                    for flags in (os.O_WRONLY | os.O_CREAT, os.O_RDONLY, os.O_RDWR):
+                        try:
+                            os.close(os.open('shared/direct', flags | os.O_DIRECT, 0o644))
+                            raise AssertionError('opened %o' % flags)
+                        except OSError as e:
+                            assert e.errno == errno.EINVAL, (flags, e)
+                        assert os.path.exists('shared/direct'), 'created before the refusal, as on ramfs'
+                    with open('shared/direct', 'w') as f:
+                        f.write('buffered')
+                    assert open('shared/direct').read() == 'buffered'
+                    """);
+        } finally {
+            dev.chibifs.testing.Sh.run("umount -l '" + home + "'");
+        }
+        // where the store's file system has direct I/O, O_DIRECT is passed through as before
+        String dd = "dd if=/dev/zero bs=4k count=1 oflag=direct status=none of=";
+        assertEquals(dev.chibifs.testing.Sh.run(dd + "'" + fs.stored("/shared/direct-ok") + "'").exitCode(),
+                fs.sh(dd + "shared/direct-ok2").exitCode());
+    }
+
     @Test
     void dataMovesWithoutARequestToTheDaemon() throws IOException {
         JsonNode before = stats();
