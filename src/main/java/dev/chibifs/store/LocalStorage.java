@@ -1270,7 +1270,7 @@ public final class LocalStorage implements Storage {
                 // cp -p chmod every file), since a name that stands for another file by now only
                 // gets its ctime moved. A file system that refuses it loses the ctime alone: the
                 // chmod itself asked for nothing the store keeps
-                Syscalls.tryTouchChangeTime(a.dir, a.name);
+                changeTimeMoved(Syscalls.tryTouchChangeTime(a.dir, a.name), path.toString());
                 return;
             }
             // chmod through the O_PATH descriptor's /proc link: the inode checked is the inode changed
@@ -1284,7 +1284,8 @@ public final class LocalStorage implements Storage {
                 if (wanted >= 0) {
                     Syscalls.chmodPath(fd, wanted, path.toString());
                 } else {
-                    Syscalls.tryFchownOpened(fd, -1, -1); // replaced since the look by name: its ctime, as above
+                    // replaced since the look by name: its ctime, as above
+                    changeTimeMoved(Syscalls.tryFchownOpened(fd, -1, -1), path.toString());
                 }
             } finally {
                 Syscalls.close(fd);
@@ -1369,6 +1370,18 @@ public final class LocalStorage implements Storage {
      */
     private static boolean isNode(Metadata m) {
         return m.kind() == EntryKind.FIFO || m.kind() == EntryKind.SOCKET;
+    }
+
+    /**
+     * A chmod that changes no bit the store keeps moved the ctime alone, {@code err} its -errno (or
+     * 0). A read-only store answers it EROFS, as its file system answers every chmod (ext4: also
+     * one that changes no bit): succeeding would say a change was made that was not. Any other
+     * refusal (a file system without owners) loses the ctime alone.
+     */
+    private static void changeTimeMoved(int err, String file) throws IOException {
+        if (err == -EROFS) {
+            throw ErrnoException.forErrno(EROFS, file);
+        }
     }
 
     private static int withExecuteBits(int current, int mode) {
@@ -1865,7 +1878,8 @@ public final class LocalStorage implements Storage {
             if (wanted >= 0) {
                 Syscalls.fchmod(fd(), wanted);
             } else {
-                Syscalls.tryFchown(fd(), -1, -1); // no bit to change: the ctime moves alone (see setExecutable by path)
+                // no bit to change: the ctime moves alone (see setExecutable by path)
+                changeTimeMoved(Syscalls.tryFchown(fd(), -1, -1), "open file");
             }
         }
 

@@ -44,6 +44,8 @@ class FaultsTest {
             assertTrue(ro.exitCode() != 0 && ro.err().contains("Read-only file system"), ro.err());
             Sh.Result rm = fs.sh("rm shared/keep");
             assertTrue(rm.exitCode() != 0 && rm.err().contains("Read-only file system"), rm.err());
+            Sh.Result chmod = fs.sh("chmod 600 shared/keep"); // no execute bit: the ctime alone would move
+            assertTrue(chmod.exitCode() != 0 && chmod.err().contains("Read-only file system"), chmod.err());
             fs.sh("sha256sum -c " + sum).ok();
             Sh.run("mount -o remount,rw '" + home + "'").ok();
             fs.sh("echo x > shared/rw").ok();

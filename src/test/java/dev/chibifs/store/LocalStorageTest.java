@@ -121,6 +121,34 @@ class LocalStorageTest extends StorageBehaviourSuite {
         }
     }
 
+    /**
+     * Session 67: chmod 600 on a read-only store answered 0 (ext4 answers EROFS): a chmod of no bit
+     * the store keeps only moves the ctime, and a failure to was let pass. By name, through an open
+     * file, and of a directory.
+     */
+    @Test
+    void aChmodOfNoExecuteBitOnAReadOnlyStoreIsErofs() throws IOException {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        Path dir = Files.createDirectories(temp.resolve("ro"));
+        Sh.run("mount -t tmpfs -o size=1m chibifs-test-ro '" + dir + "'").ok();
+        try (LocalStorage s = new LocalStorage(dir)) {
+            s.write(p("/shared/f"), "x".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            s.setExecutable(p("/shared/f"), 0600);
+            try (FileHandle h = s.open(p("/shared/f"), EnumSet.of(OpenFlag.READ), 0)) {
+                Sh.run("mount -o remount,ro '" + dir + "'").ok();
+                List<Executable> chmods = List.of(() -> s.setExecutable(p("/shared/f"), 0600),
+                        () -> s.setExecutable(p("/shared"), 0700), () -> h.setExecutable(0600),
+                        () -> s.setExecutable(p("/shared/f"), 0755));
+                for (Executable chmod : chmods) {
+                    java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class, chmod);
+                    assertEquals(Linux.EROFS, dev.chibifs.sys.Errors.errno(e), e.toString());
+                }
+            }
+        } finally {
+            Sh.run("umount -l '" + dir + "'").ok();
+        }
+    }
+
     /** A write to a name the store refuses (not UTF-8) leaves nothing, not even the parents it would have made. */
     @Test
     void aWriteToANameTheStoreRefusesMakesNoParents() throws IOException {
