@@ -22,6 +22,16 @@ import java.util.List;
  * the root is reopened by path on the next operation, or that operation fails with an I/O error
  * naming the store, as before. A move of a directory above the store is not noticed: the daemon
  * keeps serving the store it holds, as a process with its working directory there would.
+ *
+ * <p>One replacement is not followed: once the root served was a file system's own root (on
+ * another device than its parent directory: a disk, a tmpfs, a FUSE or NFS store mounted at the
+ * store's path), a path that names a directory of the parent's file system again means that file
+ * system was unmounted ({@code umount -l}, a FUSE store's daemon exiting, systemd stopping the
+ * unit), and the directory beneath is no store: serving it showed an empty tree, and what was
+ * written there landed on the parent's file system, hidden again once the disk came back. Each
+ * operation fails with an I/O error naming the store and why until a file system is mounted there
+ * again, which is then served, as is a disk mounted over a plain store directory after the mount
+ * started. A bind mount from the parent's own file system keeps its device and is followed either way.
  */
 final class StoreRoot {
 
@@ -53,14 +63,27 @@ final class StoreRoot {
         }
     }
 
+    /** The device an open descriptor's file lives on; tests stand in for a mount with one of their own. */
+    interface Devices {
+        long of(int fd) throws IOException;
+    }
+
     private final Path root;
     private final Path parentPath;
     private final String name;
+    private final Devices devices;
     private final Descriptors descriptors = new Descriptors();
     private volatile Held held;
+    /** Whether a root served was a file system's own root: from then on, only such a root is followed. */
+    private boolean servedMountRoot;
 
     StoreRoot(Path root) {
+        this(root, Syscalls::device);
+    }
+
+    StoreRoot(Path root, Devices devices) {
         this.root = root;
+        this.devices = devices;
         this.parentPath = root.getParent();
         this.name = root.getFileName() == null ? "." : root.getFileName().toString();
         CLEANER.register(this, descriptors);
@@ -101,11 +124,31 @@ final class StoreRoot {
             Syscalls.close(parent);
             throw gone(path);
         }
+        boolean mountRoot;
+        try {
+            mountRoot = devices.of(dir) != devices.of(parent);
+        } catch (IOException e) {
+            Syscalls.close(dir);
+            Syscalls.close(parent);
+            throw gone(path);
+        }
+        if (servedMountRoot && !mountRoot) {
+            Syscalls.close(dir);
+            Syscalls.close(parent);
+            throw unmounted(path);
+        }
+        servedMountRoot |= mountRoot;
         descriptors.add(parent);
         descriptors.add(dir);
         Syscalls.Statx m = Syscalls.stat(dir, null, path.toString());
         held = new Held(parent, dir, m.device(), m.inode(), epoch);
         return dir;
+    }
+
+    private ErrnoException unmounted(VfsPath path) {
+        return ErrnoException.of(Linux.EIO, path.toString(), "the store directory " + root
+                + " has lost its file system: the file system mounted there is no longer there, and the directory"
+                + " under it is not served until one is mounted there again");
     }
 
     private ErrnoException gone(VfsPath path) {

@@ -111,4 +111,102 @@ class StoreRootTest {
         Files.delete(root);
         assertGone(storage);
     }
+
+    /**
+     * Stands in for mounts without root: a directory whose inode is in {@code mounted} is on a
+     * device of its own, as a file system mounted at the store's path is.
+     */
+    private static StoreRoot.Devices mountedAt(java.util.Set<Long> mounted) {
+        return fd -> {
+            dev.chibifs.sys.Syscalls.Statx s = dev.chibifs.sys.Syscalls.stat(fd, null, null);
+            long device = s.device();
+            return mounted.contains(s.inode()) ? device + 1 : device;
+        };
+    }
+
+    private static long inode(Path dir) throws IOException {
+        return (Long) Files.getAttribute(dir, "unix:ino");
+    }
+
+    private static void assertUnmounted(LocalStorage storage, Path root) {
+        FileSystemException e = assertThrows(FileSystemException.class, () -> storage.read(p("/shared/a")));
+        assertEquals("Input/output error: the store directory " + root + " has lost its file system: the file system"
+                + " mounted there is no longer there, and the directory under it is not served until one is mounted"
+                + " there again", e.getReason());
+    }
+
+    /**
+     * A store on a file system mounted at the store's path, unmounted under the mount: the directory
+     * beneath is not served (an empty tree, and writes landing on the parent's file system, hidden
+     * once the disk came back), until a file system is mounted there again.
+     */
+    @Test
+    void theDirectoryUnderAnUnmountedStoreIsNeverServed() throws IOException {
+        Path root = Files.createDirectories(temp.resolve("vfs"));
+        java.util.Set<Long> mounted = new java.util.HashSet<>(java.util.Set.of(inode(root)));
+        LocalStorage storage = new LocalStorage(root, new LateCloses(), mountedAt(mounted));
+        storage.write(p("/shared/a"), "on the disk".getBytes());
+        Files.move(root, temp.resolve("disk"));
+        Files.createDirectory(root);
+        Path root1 = root.toRealPath();
+        assertUnmounted(storage, root1);
+        assertThrows(IOException.class, () -> storage.createDirectory(p("/shared")));
+        assertThrows(IOException.class, () -> storage.write(p("/b"), "x".getBytes()));
+        try (var under = Files.list(root)) {
+            assertEquals(0, under.count(), "nothing lands in the directory under the mount");
+        }
+        assertUnmounted(storage, root1);
+        Files.delete(root);
+        Files.move(temp.resolve("disk"), root);
+        assertEquals("on the disk", new String(storage.read(p("/shared/a"))), "mounted again: served again");
+    }
+
+    /** A plain store directory: a file system mounted over it is followed, and so is a directory in its place. */
+    @Test
+    void aPlainStoreDirectoryFollowsAMountOverItAndAReplacement() throws IOException {
+        Path root = temp.resolve("vfs");
+        java.util.Set<Long> mounted = new java.util.HashSet<>();
+        LocalStorage storage = new LocalStorage(root, new LateCloses(), mountedAt(mounted));
+        storage.write(p("/shared/a"), "plain".getBytes());
+        Files.move(root, temp.resolve("plain"));
+        Files.createDirectories(root.resolve("shared"));
+        Files.writeString(root.resolve("shared/a"), "replaced");
+        assertEquals("replaced", new String(storage.read(p("/shared/a"))));
+        Path disk = Files.createDirectories(temp.resolve("disk/shared"));
+        Files.writeString(disk.resolve("a"), "disk");
+        mounted.add(inode(temp.resolve("disk")));
+        Files.move(root, temp.resolve("replaced"));
+        Files.move(temp.resolve("disk"), root);
+        assertEquals("disk", new String(storage.read(p("/shared/a"))));
+    }
+
+    /** As {@link #theDirectoryUnderAnUnmountedStoreIsNeverServed}, with a real tmpfs unmounted lazily (root only). */
+    @Test
+    void aTmpfsStoreUnmountedLazilyIsAnIoErrorUntilMountedAgain() throws Exception {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        Path disk = Files.createDirectories(temp.resolve("disk"));
+        Path root = Files.createDirectories(temp.resolve("vfs"));
+        assertEquals(0, run("mount", "-t", "tmpfs", "tmpfs", disk.toString()));
+        try {
+            assertEquals(0, run("mount", "--bind", disk.toString(), root.toString()));
+            LocalStorage storage = new LocalStorage(root);
+            storage.write(p("/shared/a"), "on tmpfs".getBytes());
+            settle(storage);
+            assertEquals(0, run("umount", "-l", root.toString()));
+            assertUnmounted(storage, root.toRealPath());
+            assertThrows(IOException.class, () -> storage.createDirectory(p("/shared")));
+            try (var under = Files.list(root)) {
+                assertEquals(0, under.count(), "nothing lands in the directory under the mount");
+            }
+            assertEquals(0, run("mount", "--bind", disk.toString(), root.toString()));
+            assertEquals("on tmpfs", new String(storage.read(p("/shared/a"))));
+        } finally {
+            run("umount", "-l", root.toString());
+            run("umount", "-l", disk.toString());
+        }
+    }
+
+    private static int run(String... command) throws IOException, InterruptedException {
+        return new ProcessBuilder(command).inheritIO().start().waitFor();
+    }
 }
