@@ -211,7 +211,7 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         row.put("registryFile", entry.file().toString());
         boolean active = r != null && entry.health() == MountRegistry.Health.ACTIVE;
-        List<String> gone = active ? directoriesGone(r) : List.of();
+        Map<String, String> gone = active ? directoriesGone(r) : Map.of();
         Path socket = active ? StatsSocket.pathFor(entry.file().getParent(), r.pid()) : null;
         StatsSocket.Answer answer = active ? StatsSocket.askWithin(socket, TROUBLES_LIMIT) : null;
         if (answer != null && answer.silent()) {
@@ -232,14 +232,19 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         if (!gone.isEmpty()) {
             // every request there fails (EIO), unlike an S3 store's that is away, whose writes land in its cache
             row.put("state", FAILING);
-            details.add("store directory " + String.join(", ", gone)
+            details.add("store directory " + String.join(", ", gone.values())
                     + " has gone (moved, removed or replaced): requests there fail with EIO until it is back");
         }
         if (!troubles(answer, "failing").isEmpty()) {
             // what fails until someone acts (a refused upload holding back the rest): every fsync there is EIO
             row.put("state", FAILING);
         }
-        troubles.forEach((prefix, why) -> details.add("the store at " + prefix + " fails: " + why));
+        // the daemon says so too of a directory gone: the line above says it already
+        troubles.forEach((prefix, why) -> {
+            if (!gone.containsKey(prefix)) {
+                details.add("the store at " + prefix + " fails: " + why);
+            }
+        });
         String logGone = active ? logGone(r) : null;
         if (logGone != null) {
             details.add(logGone);
@@ -335,8 +340,8 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
      * useless there, which its state alone did not say. One that cannot be looked at (another user's)
      * is not called gone.
      */
-    private static List<String> directoriesGone(MountRecord r) {
-        List<String> gone = new ArrayList<>();
+    private static Map<String, String> directoriesGone(MountRecord r) {
+        Map<String, String> gone = new LinkedHashMap<>();
         for (Map.Entry<String, String> store : r.storesByPrefix().entrySet()) {
             String spec = store.getValue();
             String dir = spec.startsWith(StoreSpec.READONLY) ? spec.substring(StoreSpec.READONLY.length()) : spec;
@@ -347,7 +352,7 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
             if (Files.notExists(p, LinkOption.NOFOLLOW_LINKS)
                     || (Files.exists(p, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS))) {
                 String prefix = store.getKey();
-                gone.add(dir + ("/".equals(prefix) ? "" : " (at " + prefix + ")"));
+                gone.put(prefix, dir + ("/".equals(prefix) ? "" : " (at " + prefix + ")"));
             }
         }
         return gone;

@@ -158,7 +158,7 @@ public final class Namespace implements java.io.Closeable {
         return java.util.Optional.ofNullable(root);
     }
 
-    /** By prefix, what each store opened from a {@code --store} spec has to tell ({@link Storage#state}), for {@code stats}. */
+    /** By prefix, what each store (the local one at / and those opened from a {@code --store} spec) has to tell ({@link Storage#state}), for {@code stats}. */
     public java.util.Map<String, String> storeStates() {
         return byPrefixName(told(Storage::state));
     }
@@ -185,9 +185,16 @@ public final class Namespace implements java.io.Closeable {
         return byPrefixName(told(Storage::failing));
     }
 
-    /** By prefix, what {@code what} tells of each store opened from a spec, where it tells anything. */
+    /** By prefix, what {@code what} tells of each store (the local one at / and those opened from a spec), where it tells anything. */
     private java.util.Map<VfsPath, String> told(java.util.function.Function<Storage, String> what) {
         java.util.Map<VfsPath, String> told = new java.util.LinkedHashMap<>();
+        if (root != null) {
+            // the local store at / too: its disk failing (EIO), or unmounted, fails every request there
+            String said = what.apply(root);
+            if (said != null) {
+                told.put(VfsPath.root(), said);
+            }
+        }
         opened.forEach((prefix, store) -> {
             String said = what.apply(store);
             if (said != null) {

@@ -5,6 +5,7 @@ import dev.chibifs.path.InvalidVfsPathException;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.IsDirectoryException;
+import dev.chibifs.sys.LibC;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.Syscalls;
 import dev.chibifs.sys.OwnedDirectories;
@@ -211,6 +212,139 @@ public final class LocalStorage implements Storage {
     /** The directory the store lives in. */
     public Path root() {
         return root;
+    }
+
+    /** How long {@link #failing()} waits for a look at a store that may stall (NFS, FUSE) before it says so. */
+    private static final long LOOK_WAIT_MILLIS = 300;
+    /**
+     * What fails every request to a whole store, as a look at it answers: the disk (ext4 shut down,
+     * a dead device), a FUSE store's daemon killed (ENOTCONN), a file system made read-only after
+     * its errors (errors=remount-ro), or an NFS handle gone.
+     */
+    private static final int[] STORE_WIDE_ERRNOS = {Linux.EIO, Linux.ENOTCONN, Linux.EROFS, Linux.ESTALE, Linux.EUCLEAN};
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(LocalStorage.class);
+    /** Where a change of the store's trouble is said: the log, or a test's list. */
+    private volatile java.util.function.Consumer<String> said = LOG::warn;
+    /** Why every request, or every change, to the whole store fails; {@code untilSomeoneActs}: not only changes. */
+    private record Trouble(String why, boolean untilSomeoneActs) {
+    }
+
+    /** What the last look found wrong with the whole store, null while it answers: logged once per change. */
+    private Trouble trouble;
+    /** A look at a store that may stall, still under way: the next asks wait for it, not for one more. */
+    private java.util.concurrent.CompletableFuture<Trouble> looking;
+    /** When {@link #looking} began (System.nanoTime): each ask waits what is left of one look's time, not a look's time each. */
+    private long lookingSince;
+
+    /**
+     * Why every request to this store fails now until someone acts (its directory gone or
+     * unmounted, its file system failing: EIO, ENOTCONN), with the errno and the store's directory;
+     * null while it answers. {@code chibifs status} calls such a mount failing.
+     */
+    @Override
+    public String failing() {
+        Trouble t = troubleNow();
+        return t != null && t.untilSomeoneActs() ? t.why() : null;
+    }
+
+    /** For tests: where a change of the store's trouble is said. */
+    void saidTo(java.util.function.Consumer<String> to) {
+        said = to;
+    }
+
+    /** For {@code chibifs stats}: why the whole store fails now, or nothing while it answers. */
+    @Override
+    public String state() {
+        Trouble t = troubleNow();
+        return t == null ? null : "fails: " + t.why();
+    }
+
+    /** {@link #failing()}, or why every change fails (its file system read-only: EROFS), which reads survive. */
+    @Override
+    public String unanswered() {
+        Trouble t = troubleNow();
+        return t == null ? null : t.why();
+    }
+
+    /**
+     * A look at the store at each ask ({@code chibifs status} and {@code stats}): requests failing
+     * alike were otherwise told only by their bare reason ("WRITE of node N: Input/output error"),
+     * ENOTCONN not at all, and status said active. The log says what changed, once per change.
+     */
+    private Trouble troubleNow() {
+        Trouble now;
+        if (!mayStall) {
+            now = look();
+        } else {
+            java.util.concurrent.CompletableFuture<Trouble> f;
+            long waitNanos;
+            synchronized (this) {
+                if (looking == null) {
+                    lookingSince = System.nanoTime();
+                    looking = new java.util.concurrent.CompletableFuture<>();
+                    java.util.concurrent.CompletableFuture<Trouble> mine = looking;
+                    Thread t = new Thread(() -> mine.complete(look()), "chibifs-store-look");
+                    t.setDaemon(true); // a look held by a server away must not keep the daemon from exiting
+                    t.start();
+                }
+                f = looking;
+                waitNanos = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(LOOK_WAIT_MILLIS) - (System.nanoTime() - lookingSince);
+            }
+            try {
+                now = f.get(Math.max(0, waitNanos), java.util.concurrent.TimeUnit.NANOSECONDS);
+                synchronized (this) {
+                    if (looking == f) {
+                        looking = null;
+                    }
+                }
+            } catch (java.util.concurrent.TimeoutException e) {
+                now = new Trouble("its directory " + root + " does not answer within " + LOOK_WAIT_MILLIS
+                        + " ms (its server or FUSE daemon away or stopped?): requests there wait", false);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                synchronized (this) {
+                    return trouble;
+                }
+            } catch (java.util.concurrent.ExecutionException e) {
+                now = new Trouble("its directory " + root + " could not be looked at: " + e.getCause(), false);
+            }
+        }
+        Trouble before;
+        synchronized (this) {
+            before = trouble;
+            trouble = now;
+        }
+        if (!java.util.Objects.equals(before, now)) {
+            said.accept(now != null ? "the store " + root + " fails: " + now.why() : "the store " + root + " answers again");
+        }
+        return now;
+    }
+
+    /** A look at the whole store: its root, and a file with no name made in it, as a write would; what fails, or null. */
+    private Trouble look() {
+        int rootFd;
+        try {
+            rootFd = storeRoot.descriptor(VfsPath.root(), directories.refresh());
+        } catch (IOException e) {
+            String why = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.getMessage();
+            String eio = LibC.strerror(Linux.EIO) + ": ";
+            return new Trouble(why.startsWith(eio) ? why.substring(eio.length()) : why, true);
+        }
+        int fd = Syscalls.tryOpenat(rootFd, ".", Linux.O_TMPFILE | Linux.O_RDWR, 0600);
+        if (fd >= 0) {
+            Syscalls.close(fd);
+            return null;
+        }
+        int errno = -fd;
+        for (int storeWide : STORE_WIDE_ERRNOS) {
+            if (errno == storeWide) {
+                boolean readOnly = errno == Linux.EROFS;
+                return new Trouble("its directory " + root + " answers " + Linux.errnoName(errno) + " (" + LibC.strerror(errno) + ")"
+                        + (readOnly ? ": every change there fails" : ": requests there fail"), !readOnly);
+            }
+        }
+        return null; // no O_TMPFILE there (vfat, FUSE, NFS), or full: no failure of the whole store
     }
 
     /** syncfs of the file system the store is on: what {@code sync} would do if it reached the daemon. */

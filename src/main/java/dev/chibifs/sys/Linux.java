@@ -67,6 +67,7 @@ public final class Linux {
     public static final int ENOTCONN = 107;
     public static final int ETIMEDOUT = 110;
     public static final int ESTALE = 116;
+    public static final int EUCLEAN = 117;
     public static final int EDQUOT = 122;
     public static final int ECANCELED = 125;
 

@@ -115,6 +115,38 @@ class StatusCommandTest {
                 out.toString());
     }
 
+    /**
+     * The daemon says of its local store at / what status finds itself when the directory has gone:
+     * said once, on the line status writes; a store failing under a directory still there (its disk
+     * failing, its file system unmounted) is failing, as the daemon says.
+     */
+    @Test
+    void aLocalStoreTheDaemonSaysFailsIsFailingAndSaidOnce() throws Exception {
+        Path table = Files.writeString(tmp.resolve("disk-mounts"), "chibifs /mnt/disk fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("disk-reg"), table, pid -> true);
+        Path vfs = Files.createDirectories(tmp.resolve("d/vfs"));
+        registry.write(new MountRecord(Path.of("/mnt/disk"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
+                tmp.resolve("d"), vfs, Instant.parse("2025-01-01T11:00:00Z"), "", "stderr", "/=" + vfs));
+        String eio = "its directory " + vfs + " answers EIO (Input/output error): requests there fail";
+        try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(registry, 7),
+                () -> Map.of("troubles", Map.of("/", eio), "failing", Map.of("/", eio)))) {
+            assertEquals(1, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/disk"));
+        }
+        assertTrue(out.toString().matches("(?s).*\n/mnt/disk\s+failing\s+7\s.*"), out.toString());
+        assertTrue(out.toString().contains("/mnt/disk: the store at / fails: " + eio + "\n"), out.toString());
+
+        Files.delete(vfs);
+        out.getBuffer().setLength(0);
+        String gone = "the store directory " + vfs + " has gone (moved, removed or replaced)";
+        try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(registry, 7),
+                () -> Map.of("troubles", Map.of("/", gone), "failing", Map.of("/", gone)))) {
+            assertEquals(1, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/disk"));
+        }
+        assertTrue(out.toString().contains("/mnt/disk: store directory " + vfs + " has gone (moved, removed or"
+                + " replaced): requests there fail with EIO until it is back\n"), out.toString());
+        assertEquals(1, out.toString().split("has gone", -1).length - 1, out.toString());
+    }
+
     /** A mount whose store fails (S3 away for six minutes) said active and nothing more. */
     @Test
     void anActiveMountWhoseStoreFailsSaysWhatTheDaemonSays() throws Exception {

@@ -206,6 +206,58 @@ class StoreRootTest {
         }
     }
 
+    /**
+     * Every request to an unmounted store failed while status said active and the log said nothing:
+     * the store says why it fails (what status and stats show), and the log says so once per change.
+     */
+    @Test
+    void anUnmountedStoreSaysWhyItFailsOncePerChange() throws IOException {
+        Path root = Files.createDirectories(temp.resolve("vfs"));
+        java.util.Set<Long> mounted = new java.util.HashSet<>(java.util.Set.of(inode(root)));
+        LocalStorage storage = new LocalStorage(root, new LateCloses(), mountedAt(mounted));
+        java.util.List<String> said = new java.util.ArrayList<>();
+        storage.saidTo(said::add);
+        storage.write(p("/shared/a"), "on the disk".getBytes());
+        assertEquals(null, storage.failing());
+        assertEquals(null, storage.unanswered());
+        assertEquals(null, storage.state());
+        Path real = root.toRealPath();
+        Files.move(root, temp.resolve("disk"));
+        Files.createDirectory(root);
+        String why = "the store directory " + real + " has lost its file system: the file system mounted there is no"
+                + " longer there, and the directory under it is not served until one is mounted there again";
+        assertEquals(why, storage.failing());
+        assertEquals(why, storage.unanswered());
+        assertEquals("fails: " + why, storage.state());
+        Files.delete(root);
+        Files.move(temp.resolve("disk"), root);
+        assertEquals(null, storage.failing());
+        assertEquals(null, storage.failing());
+        assertEquals(java.util.List.of("the store " + real + " fails: " + why, "the store " + real + " answers again"), said);
+    }
+
+    /** A store whose file system turned read-only (errors=remount-ro) fails every change: said, reads still served (root only). */
+    @Test
+    void aStoreWhoseFileSystemTurnedReadOnlySaysSo() throws Exception {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        Path root = Files.createDirectories(temp.resolve("vfs"));
+        assertEquals(0, run("mount", "-t", "tmpfs", "tmpfs", root.toString()));
+        try {
+            LocalStorage storage = new LocalStorage(root);
+            storage.write(p("/shared/a"), "kept".getBytes());
+            assertEquals(null, storage.unanswered());
+            assertEquals(0, run("mount", "-o", "remount,ro", root.toString()));
+            assertEquals("its directory " + root.toRealPath() + " answers EROFS (Read-only file system): every change"
+                    + " there fails", storage.unanswered());
+            assertEquals(null, storage.failing(), "reads are served: not failing");
+            assertEquals("kept", new String(storage.read(p("/shared/a"))));
+            assertEquals(0, run("mount", "-o", "remount,rw", root.toString()));
+            assertEquals(null, storage.unanswered());
+        } finally {
+            run("umount", "-l", root.toString());
+        }
+    }
+
     private static int run(String... command) throws IOException, InterruptedException {
         return new ProcessBuilder(command).inheritIO().start().waitFor();
     }
