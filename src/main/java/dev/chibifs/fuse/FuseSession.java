@@ -180,13 +180,33 @@ final class FuseSession {
         }
     });
 
+    /** Looks at the stores after a request failed as a whole store's failure would: see {@link StoreLooks}. */
+    private final StoreLooks storeLooks;
+
     FuseSession(FuseChannel channel, FuseFileSystem fs, Settings settings, RequestStats stats) {
         this.channel = channel;
         this.fs = fs;
+        this.storeLooks = new StoreLooks(System::nanoTime, () -> lookAtStores(fs), look -> {
+            Thread t = new Thread(look, "chibifs-store-look");
+            t.setDaemon(true); // a look held by a server away must not keep the daemon from exiting
+            t.start();
+        });
         this.settings = settings;
         this.stats = stats;
         this.lockWaits = new LockWaits();
         this.notices = new NoticeWriter(channel);
+    }
+
+    /** Asks every store whether it fails as a whole; each that does says so in the log, once per change. */
+    private static void lookAtStores(FuseFileSystem fs) {
+        dev.chibifs.router.Router router = fs.router();
+        for (dev.chibifs.path.VfsPath prefix : router.prefixes()) {
+            try {
+                router.resolve(prefix).storage().unanswered();
+            } catch (RuntimeException e) {
+                LOG.debug("looking at the store at {} failed: {}", prefix, e.toString());
+            }
+        }
     }
 
     /** For tests: where expected failures are said, and by which clock. */
@@ -906,6 +926,7 @@ final class FuseSession {
         private int errnoOf(Throwable t) {
             int errno = -Errno.of(t);
             if (errno > 0) {
+                storeLooks.failed(errno);
                 if (errno == Linux.EIO) {
                     // an expected I/O failure (a store's disk or S3 away): the line that says why, once
                     // per cause, as a store that has gone fails every request alike

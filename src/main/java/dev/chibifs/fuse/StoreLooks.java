@@ -1,0 +1,77 @@
+package dev.chibifs.fuse;
+
+import dev.chibifs.sys.Linux;
+
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+
+/**
+ * After a request fails as a whole store's failure would (its disk: EIO; a FUSE store's daemon
+ * killed: ENOTCONN; a file system turned read-only after errors: EROFS), the stores are looked at
+ * ({@code Storage#unanswered}), and a local store failing says so in the log, naming itself and
+ * the errno: the failing request's own line named neither ("WRITE of node N: Input/output
+ * error"), and ENOTCONN was not logged at all. Looked at off the request's thread (a store on a
+ * server away may hold the look), one look at a time and at most one per {@link #INTERVAL_NANOS}:
+ * a failing store fails tens of thousands of requests a second.
+ */
+final class StoreLooks {
+
+    /** The least time between two looks. */
+    static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+    private static final int[] STORE_WIDE = {Linux.EIO, Linux.ENOTCONN, Linux.EROFS, Linux.ESTALE, Linux.EUCLEAN};
+
+    private final LongSupplier clock;
+    private final Runnable look;
+    private final Executor runner;
+    private final AtomicBoolean looking = new AtomicBoolean();
+    /** When the last look began; none yet while {@link #never}. */
+    private final AtomicLong lastLook = new AtomicLong();
+    private volatile boolean never = true;
+
+    StoreLooks(LongSupplier clock, Runnable look, Executor runner) {
+        this.clock = clock;
+        this.look = look;
+        this.runner = runner;
+    }
+
+    /** A request failed with {@code errno}: the stores are looked at if that may be a whole store failing. */
+    void failed(int errno) {
+        if (!storeWide(errno)) {
+            return;
+        }
+        long now = clock.getAsLong();
+        if (!never && now - lastLook.get() < INTERVAL_NANOS) {
+            return;
+        }
+        if (!looking.compareAndSet(false, true)) {
+            return;
+        }
+        never = false;
+        lastLook.set(now);
+        try {
+            runner.execute(() -> {
+                try {
+                    look.run();
+                } finally {
+                    looking.set(false);
+                }
+            });
+        } catch (RuntimeException e) {
+            looking.set(false);
+            throw e;
+        }
+    }
+
+    private static boolean storeWide(int errno) {
+        for (int e : STORE_WIDE) {
+            if (e == errno) {
+                return true;
+            }
+        }
+        return false;
+    }
+}
