@@ -398,6 +398,12 @@ final class MountCommand implements Callable<Integer> {
         Router router = namespace.router();
         try {
             router.createNamespace(plan.homes());
+        } catch (dev.chibifs.router.ReadOnlyStoreLacksException e) {
+            // the user may have given no --store at all: the store directory is what to name
+            throw new MountFailure(storage.isPresent() && e.prefix().isRoot()
+                    ? "the store directory " + storage.get().root() + " is read-only and lacks the directories chibifs needs"
+                            + " there: " + String.join(", ", e.missing()) + "; mount it writable once, or make them while it is"
+                    : e.getMessage());
         } catch (UnreachablePrefixException e) {
             throw new MountFailure("invalid --store: " + e.getMessage());
         } catch (IOException e) {

@@ -1299,6 +1299,8 @@ public final class Router {
             dirs.add("/home/" + Caller.context(c).name());
             dirs.add("/tools/home/" + Caller.context(c).name());
         }
+        // the namespace's own, sorted: what a read-only store lacking them is told it lacks
+        java.util.SortedSet<String> own = new java.util.TreeSet<>(dirs);
         // the directories a store's mount point is reached through, with (one of) the prefixes needing them
         Map<String, VfsPath> reachingPrefix = new HashMap<>();
         for (Mount m : mounts) {
@@ -1313,8 +1315,18 @@ public final class Router {
             VfsPath p = VfsPath.of(d);
             try {
                 makeIfMissing(p, reachingPrefix.get(d));
-            } catch (UnreachablePrefixException e) {
-                throw e;
+            } catch (UnreachablePrefixException | ErrnoException e) {
+                if (readOnly(e) && own.contains(d)) {
+                    // an empty read-only store: what it lacks, not a prefix the user never gave, is the story
+                    throw lacking(own, p, e);
+                }
+                if (e instanceof UnreachablePrefixException) {
+                    throw e;
+                }
+                if (!mayWaitLong(p)) {
+                    throw e;
+                }
+                away = away == null ? e : away;
             } catch (IOException e) {
                 if (!mayWaitLong(p)) {
                     throw e;
@@ -1326,6 +1338,27 @@ public final class Router {
         if (away != null) {
             throw new StoreAwayException(away);
         }
+    }
+
+    private static boolean readOnly(IOException e) {
+        Throwable c = e instanceof UnreachablePrefixException ? e.getCause() : e;
+        return c instanceof ErrnoException x && x.errno() == Linux.EROFS;
+    }
+
+    /** {@code failure}, making {@code failed}, said as what its read-only store lacks of {@code dirs}. */
+    private ReadOnlyStoreLacksException lacking(java.util.SortedSet<String> dirs, VfsPath failed, IOException failure)
+            throws IOException {
+        Storage store = resolve(failed).storage();
+        List<String> missing = new ArrayList<>();
+        for (String d : dirs) {
+            VfsPath p = VfsPath.of(d);
+            if (resolve(p).storage() == store && !exists(Caller.SYSTEM, p)) {
+                missing.add(d);
+            }
+        }
+        ReadOnlyStoreLacksException e = new ReadOnlyStoreLacksException(mountOf(mounts, failed).prefix(), missing);
+        e.initCause(failure);
+        return e;
     }
 
     /** Makes directory {@code p} as SYSTEM where it is missing; {@code prefix}: a store's mount point it leads to, or null. */
@@ -1342,8 +1375,10 @@ public final class Router {
                 if (prefix == null || e.errno() != Linux.EROFS && e.errno() != Linux.ENOTDIR) {
                     throw e;
                 }
-                throw new UnreachablePrefixException(prefix, p + " is missing and its store cannot make it ("
-                        + e.getMessage() + ")");
+                UnreachablePrefixException u = new UnreachablePrefixException(prefix, p
+                        + " is missing and its store cannot make it (" + e.getMessage() + ")");
+                u.initCause(e);
+                throw u;
             }
         }
     }

@@ -166,6 +166,28 @@ class RouterTest {
         assertEquals(List.of(new Entry("coder", EntryKind.DIRECTORY)), vfs.list(PLANNER, p("/home")));
     }
 
+    /**
+     * An empty read-only store at /: the mount said "invalid --store: a store at /sys/contexts cannot
+     * be reached ...", blaming a --store the user never gave; what the store lacks is the story.
+     */
+    @Test
+    void anEmptyReadOnlyStoreSaysWhatItLacks() throws IOException {
+        Router empty = Router.builder(new ReadOnlyStorage(new LocalStorage(temp.resolve("empty")), "readonly:empty"))
+                .mount(p("/sys/contexts"), new MemoryStorage(0)).build();
+        ReadOnlyStoreLacksException e = assertThrows(ReadOnlyStoreLacksException.class,
+                () -> empty.createNamespace(List.of("coder")));
+        assertEquals(p("/"), e.prefix());
+        assertEquals("the store at / is read-only and lacks the directories chibifs needs in it: /flocks, /home,"
+                + " /home/coder, /shared, /site, /sys, /sys/tool_cache, /tools, /tools/flocks, /tools/home,"
+                + " /tools/home/coder, /tools/shared", e.getMessage());
+
+        Path full = temp.resolve("full");
+        new LocalStorage(full);
+        Router.of(new LocalStorage(full)).createNamespace(List.of("coder"));
+        Router.builder(new ReadOnlyStorage(new LocalStorage(full), "readonly:full"))
+                .mount(p("/sys/contexts"), new MemoryStorage(0)).build().createNamespace(List.of("coder"));
+    }
+
     @Test
     void theNamespaceHasEveryContextsToolsHomeSoItNeedNotMakeWhatOnlySystemMay() throws IOException {
         vfs.createNamespace(List.of("coder"));
