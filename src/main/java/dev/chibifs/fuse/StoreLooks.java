@@ -1,6 +1,6 @@
 package dev.chibifs.fuse;
 
-import dev.chibifs.sys.Linux;
+import dev.chibifs.store.WholeStoreFailure;
 
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
@@ -22,8 +22,6 @@ final class StoreLooks {
     /** The least time between two looks. */
     static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
 
-    private static final int[] STORE_WIDE = {Linux.EIO, Linux.ENOTCONN, Linux.EROFS, Linux.ESTALE, Linux.EUCLEAN};
-
     private final LongSupplier clock;
     private final Runnable look;
     private final Executor runner;
@@ -40,7 +38,7 @@ final class StoreLooks {
 
     /** A request failed with {@code errno}: the stores are looked at if that may be a whole store failing. */
     void failed(int errno) {
-        if (!storeWide(errno)) {
+        if (!WholeStoreFailure.mayBe(errno)) {
             return;
         }
         long now = clock.getAsLong();
@@ -64,14 +62,5 @@ final class StoreLooks {
             looking.set(false);
             throw e;
         }
-    }
-
-    private static boolean storeWide(int errno) {
-        for (int e : STORE_WIDE) {
-            if (e == errno) {
-                return true;
-            }
-        }
-        return false;
     }
 }

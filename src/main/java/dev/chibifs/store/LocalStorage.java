@@ -216,12 +216,6 @@ public final class LocalStorage implements Storage {
 
     /** How long {@link #failing()} waits for a look at a store that may stall (NFS, FUSE) before it says so. */
     private static final long LOOK_WAIT_MILLIS = 300;
-    /**
-     * What fails every request to a whole store, as a look at it answers: the disk (ext4 shut down,
-     * a dead device), a FUSE store's daemon killed (ENOTCONN), a file system made read-only after
-     * its errors (errors=remount-ro), or an NFS handle gone.
-     */
-    private static final int[] STORE_WIDE_ERRNOS = {Linux.EIO, Linux.ENOTCONN, Linux.EROFS, Linux.ESTALE, Linux.EUCLEAN};
 
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(LocalStorage.class);
     /** Where a change of the store's trouble is said: the log, or a test's list. */
@@ -331,20 +325,13 @@ public final class LocalStorage implements Storage {
             String eio = LibC.strerror(Linux.EIO) + ": ";
             return new Trouble(why.startsWith(eio) ? why.substring(eio.length()) : why, true);
         }
-        int fd = Syscalls.tryOpenat(rootFd, ".", Linux.O_TMPFILE | Linux.O_RDWR, 0600);
-        if (fd >= 0) {
-            Syscalls.close(fd);
+        int errno = WholeStoreFailure.of(rootFd);
+        if (errno == 0) {
             return null;
         }
-        int errno = -fd;
-        for (int storeWide : STORE_WIDE_ERRNOS) {
-            if (errno == storeWide) {
-                boolean readOnly = errno == Linux.EROFS;
-                return new Trouble("its directory " + root + " answers " + Linux.errnoName(errno) + " (" + LibC.strerror(errno) + ")"
-                        + (readOnly ? ": every change there fails" : ": requests there fail"), !readOnly);
-            }
-        }
-        return null; // no O_TMPFILE there (vfat, FUSE, NFS), or full: no failure of the whole store
+        boolean readOnly = errno == Linux.EROFS;
+        return new Trouble("its directory " + root + " " + WholeStoreFailure.answers(errno)
+                + (readOnly ? ": every change there fails" : ": requests there fail"), !readOnly);
     }
 
     /** syncfs of the file system the store is on: what {@code sync} would do if it reached the daemon. */

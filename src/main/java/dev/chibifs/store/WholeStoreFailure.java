@@ -1,0 +1,55 @@
+package dev.chibifs.store;
+
+import dev.chibifs.sys.LibC;
+import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Syscalls;
+
+import java.nio.file.Path;
+
+/**
+ * The errnos a file system answers every request with when it fails as a whole (its disk: EIO; a
+ * FUSE store's daemon killed: ENOTCONN; turned read-only after its errors: EROFS; an NFS handle
+ * gone: ESTALE; corrupt: EUCLEAN), and a look at a directory that finds one: a file with no name
+ * (O_TMPFILE) made in it and closed, as a write would, leaving nothing behind. A refusal of one
+ * file (ENOENT, EACCES) or a file system without O_TMPFILE (vfat, FUSE, NFS) is no such failure.
+ */
+public final class WholeStoreFailure {
+
+    private static final int[] ERRNOS = {Linux.EIO, Linux.ENOTCONN, Linux.EROFS, Linux.ESTALE, Linux.EUCLEAN};
+
+    private WholeStoreFailure() {
+    }
+
+    /** Whether {@code errno} may be a whole file system failing. */
+    public static boolean mayBe(int errno) {
+        for (int e : ERRNOS) {
+            if (e == errno) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The errno the directory open as {@code dirFd} answers a write with where its file system fails as a whole; else 0. */
+    public static int of(int dirFd) {
+        return ofOpen(Syscalls.tryOpenat(dirFd, ".", Linux.O_TMPFILE | Linux.O_RDWR, 0600));
+    }
+
+    /** {@link #of(int)} of the directory at {@code dir}. */
+    public static int of(Path dir) {
+        return ofOpen(Syscalls.tryOpenat(Linux.AT_FDCWD, dir.toString(), Linux.O_TMPFILE | Linux.O_RDWR, 0600));
+    }
+
+    private static int ofOpen(int fd) {
+        if (fd >= 0) {
+            Syscalls.close(fd);
+            return 0;
+        }
+        return mayBe(-fd) ? -fd : 0;
+    }
+
+    /** "answers EIO (Input/output error)": {@code errno} as people and scripts both read it. */
+    public static String answers(int errno) {
+        return "answers " + Linux.errnoName(errno) + " (" + LibC.strerror(errno) + ")";
+    }
+}
