@@ -39,8 +39,9 @@ import java.util.concurrent.Callable;
                 + "registry knows are listed as 'unregistered'; registry files whose daemon is gone as 'stale'; a "
                 + "mount unmounted lazily whose daemon still serves files open on it as 'detached'; one whose daemon "
                 + "does not answer within 1 s, nor within 5 s when asked again (stopped, hung), as 'not answering';"
-                + " one whose local store directory has gone (every request there fails), or whose S3 store fails until"
-                + " someone acts (its cache directory gone, an upload S3 refuses holding back the rest), as 'failing'.",
+                + " one whose local store directory has gone or fails as a whole (every request there fails: EIO,"
+                + " ENOTCONN, its file system unmounted), or whose S3 store fails until someone acts (its cache directory"
+                + " gone or failing, an upload S3 refuses holding back the rest), as 'failing'.",
             "With MOUNTPOINT, only that mount, and the exit code says whether it is active."
         },
         footer = {"", "Exit codes: 0 listed (with MOUNTPOINT: it is active); 1 MOUNTPOINT is not an active chibifs mount;"

@@ -17,6 +17,7 @@ import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.store.SpaceInfo;
 import dev.chibifs.store.Storage;
+import dev.chibifs.store.WholeStoreFailure;
 import dev.chibifs.store.XattrMode;
 import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.store.s3.Overlay.Tomb;
@@ -2248,7 +2249,36 @@ public final class S3Storage implements Storage {
         if (cacheGone) {
             return "its cache directory " + dataDir.getParent() + " has gone: every change fails";
         }
-        return writeBack.replayHeld();
+        String cache = cacheFails();
+        return cache != null ? cache : writeBack.replayHeld();
+    }
+
+    /** The last {@link #cacheFails()} said, null while the cache answers: said in the log once per change. */
+    private String cacheFailed;
+
+    /**
+     * Why the cache directory's file system fails as a whole now (its disk: EIO; read-only after
+     * its errors: EROFS), or null; looked at whenever status or stats asks. Callers got EIO, what
+     * waited stayed, and stats said "answers; to upload: 2", status active, with no trouble line.
+     */
+    private String cacheFails() {
+        int errno = WholeStoreFailure.of(dataDir);
+        int waiting = errno == 0 ? 0 : pendingChanges();
+        String now = errno == 0 ? null : "its cache directory " + dataDir.getParent() + " " + WholeStoreFailure.answers(errno)
+                + ": every change fails, and " + waiting + " change(s) not yet uploaded wait there";
+        String before;
+        synchronized (this) {
+            before = cacheFailed;
+            cacheFailed = now;
+        }
+        if (!java.util.Objects.equals(before, now)) {
+            if (now != null) {
+                LOG.error("S3 store {}: {}", spec, now);
+            } else {
+                LOG.warn("S3 store {}: its cache directory {} answers again", spec, dataDir.getParent());
+            }
+        }
+        return now;
     }
 
     @Override
@@ -2260,7 +2290,9 @@ public final class S3Storage implements Storage {
             failing = writeBack.outage();
             waiting = pendingChanges();
         }
+        String cache = cacheGone ? null : cacheFails();
         String health = cacheGone ? "its cache directory " + dataDir.getParent() + " has gone: every change fails"
+                : cache != null ? cache
                 : away != null ? "unreachable: " + away
                 : failing != null ? "answers, but the last write-back failed: " + failing : "answers";
         long[] moved = bucket.bytesMoved();

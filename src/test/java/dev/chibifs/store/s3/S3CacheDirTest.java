@@ -114,6 +114,45 @@ class S3CacheDirTest {
         }
     }
 
+    /**
+     * The cache directory's file system failing under a mount (ext4 shut down, as a dying disk
+     * does): callers got EIO, but stats said "answers; to upload: 1" and status active, with no
+     * trouble line. Root only, with mkfs.ext4 and python3 (the shutdown ioctl) at hand.
+     */
+    @Test
+    void aCacheDirectoryWhoseFileSystemFailsIsATrouble() throws Exception {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        org.junit.jupiter.api.Assumptions.assumeTrue(run("sh", "-c", "command -v mkfs.ext4 && command -v python3") == 0,
+                "no mkfs.ext4 or python3");
+        Path image = temp.resolve("cache-" + ns + ".img");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(16 << 20);
+        }
+        assertEquals(0, run("mkfs.ext4", "-q", image.toString()));
+        Files.createDirectories(cacheDir);
+        assertEquals(0, run("mount", "-o", "loop", image.toString(), cacheDir.toString()));
+        try {
+            Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            S3Storage s = store("s3://" + BUCKET + "/" + ns, cacheDir);
+            s.write(p("/a"), "waits".getBytes());
+            assertNull(s.failing());
+            assertTrue(s.state().contains(": answers; to upload: 1;"), s.state());
+            assertEquals(0, run("python3", "-c", "import fcntl,os,struct; fcntl.ioctl(os.open('" + cacheDir
+                    + "', os.O_RDONLY), 0x8004587d, struct.pack('I', 0))"));
+            String why = "its cache directory " + cacheDir + " answers EIO (Input/output error): every change fails,"
+                    + " and 1 change(s) not yet uploaded wait there";
+            assertEquals(why, s.failing());
+            assertEquals(why, s.unanswered());
+            assertTrue(s.state().contains(": " + why + "; to upload: 1;"), s.state());
+        } finally {
+            run("umount", "-l", cacheDir.toString());
+        }
+    }
+
+    private static int run(String... command) throws IOException, InterruptedException {
+        return new ProcessBuilder(command).inheritIO().start().waitFor();
+    }
+
     @Test
     void aCacheDirectoryOfAnotherStoreIsRefusedAndNothingOfItGoesUp() throws Exception {
         String mine = "s3://" + BUCKET + "/" + ns;
