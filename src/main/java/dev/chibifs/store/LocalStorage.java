@@ -310,7 +310,8 @@ public final class LocalStorage implements Storage {
             trouble = now;
         }
         if (!java.util.Objects.equals(before, now)) {
-            said.accept(now != null ? "the store " + root + " fails: " + now.why() : "the store " + root + " answers again");
+            // each reason names the store's directory already
+            said.accept(now != null ? "the local store fails: " + now.why() : "the store directory " + root + " answers again");
         }
         return now;
     }

@@ -233,7 +233,7 @@ class StoreRootTest {
         Files.move(temp.resolve("disk"), root);
         assertEquals(null, storage.failing());
         assertEquals(null, storage.failing());
-        assertEquals(java.util.List.of("the store " + real + " fails: " + why, "the store " + real + " answers again"), said);
+        assertEquals(java.util.List.of("the local store fails: " + why, "the store directory " + real + " answers again"), said);
     }
 
     /** A store whose file system turned read-only (errors=remount-ro) fails every change: said, reads still served (root only). */
