@@ -4,6 +4,7 @@ import dev.chibifs.path.VfsPath;
 import dev.chibifs.sys.Syscalls;
 
 import java.io.IOException;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -121,6 +122,9 @@ final class HeldDirectories {
     /** At most how many directories are held; follows {@link #limitNow}. Guarded by this. */
     private int limit;
     /** What {@link #limit} should be now (a share of the descriptor limit, which prlimit may change under us). */
+    /** Where mounts and unmounts are seen: the mount table, which polls POLLPRI at each. */
+    static final Path MOUNT_TABLE = Path.of("/proc/self/mountinfo");
+    private final Path mountTable;
     private final IntSupplier limitNow;
     /** The clock of {@link #limitAskedAt}: System.nanoTime, a test's own. */
     private final LongSupplier nanoTime;
@@ -179,6 +183,15 @@ final class HeldDirectories {
 
     /** Holds at most {@code limitNow} directories, asked again every second of {@code nanoTime} (see {@link #refresh}). */
     HeldDirectories(IntSupplier limitNow, LongSupplier nanoTime, LateCloses lateCloses) {
+        this(limitNow, nanoTime, lateCloses, MOUNT_TABLE);
+    }
+
+    /**
+     * As above, watching {@code mountTable} for mounts and unmounts: tests that count what is held
+     * give a file that never polls POLLPRI, as the host's mounts (another test JVM's) would drop it all.
+     */
+    HeldDirectories(IntSupplier limitNow, LongSupplier nanoTime, LateCloses lateCloses, Path mountTable) {
+        this.mountTable = mountTable;
         this.limitNow = limitNow;
         this.limit = limitNow.getAsInt();
         this.nanoTime = nanoTime;
@@ -368,7 +381,7 @@ final class HeldDirectories {
             return false; // out of instances (fs.inotify.max_user_instances): walk every time
         }
         // poll(2) on the mount table reports each mount or unmount once (POLLPRI)
-        int mounts = Syscalls.tryOpenat(AT_FDCWD, "/proc/self/mountinfo", O_RDONLY, 0);
+        int mounts = Syscalls.tryOpenat(AT_FDCWD, mountTable.toString(), O_RDONLY, 0);
         if (mounts < 0) {
             Syscalls.close(fd);
             return false;
