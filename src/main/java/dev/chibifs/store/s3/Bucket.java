@@ -330,13 +330,18 @@ final class Bucket implements Closeable {
             heard.get()[0] = false;
         }
 
+        /** The request this thread makes while it may go once ({@link #sentOnce}); else null. */
+        private final ThreadLocal<Once> once = new ThreadLocal<>();
+
+        /** A request that may go once: its attempts so far. */
+        private static final class Once {
+            int attempts;
+        }
+
         @Override
         public void afterTransmission(Context.AfterTransmission context, ExecutionAttributes attributes) {
             heard.get()[0] = true;
         }
-
-        /** The attempts this thread's request has made, while it may make one only ({@link #sentOnce}); else null. */
-        private final ThreadLocal<int[]> attempts = new ThreadLocal<>();
 
         /**
          * The SDK retries a request whose answer failed or never came on its own, with no way to look
@@ -344,19 +349,19 @@ final class Bucket implements Closeable {
          */
         @Override
         public void beforeTransmission(Context.BeforeTransmission context, ExecutionAttributes attributes) {
-            int[] sent = attempts.get();
-            if (sent != null && sent[0]++ > 0) {
+            Once o = once.get();
+            if (o != null && o.attempts++ > 0) {
                 throw new NotSentAgain();
             }
         }
 
         /** Runs {@code request}, whose attempts this thread makes, letting it go to S3 once. */
         <T> T sentOnce(java.util.function.Supplier<T> request) {
-            attempts.set(new int[1]);
+            once.set(new Once());
             try {
                 return request.get();
             } finally {
-                attempts.remove();
+                once.remove();
             }
         }
 
@@ -1856,12 +1861,62 @@ final class Bucket implements Closeable {
     }
 
     /**
-     * One DELETE of {@code key}, not sent again: {@link Unusable} where its one attempt failed as the
+     * One delete of {@code key}, not sent again: {@link Unusable} where its one attempt failed as the
      * SDK would have retried (its answer lost, a 500, no connection), S3 not taken for away on it
      * (the HEAD before the next attempt says so, with the SDK's retries).
+     *
+     * <p>It goes as a DeleteObjects of that one key, a POST with a body, not as a DELETE: the JDK's
+     * HttpURLConnection, under the SDK's UrlConnectionHttpClient, sends a request again once on its
+     * own when the connection fails before the answer came (sun.net.www.http.HttpClient.parseHTTP),
+     * below the SDK, which sees one attempt. It does so for every method, POST too (unless
+     * sun.net.http.retryPost is false), but not for a request that streams its body, which the SDK
+     * makes of every request with a Content-Length (setFixedLengthStreamingMode). A DELETE has no
+     * body: the DELETE so sent again deleted the lock another host had taken meanwhile (two holders).
+     * A server without DeleteObjects ({@link #deletesInBatches}) gets the DELETE, which keeps that
+     * risk.
      */
     private void deleteSentOnce(String key) throws IOException {
         refuseWhileUnreachable("delete", key);
+        if (!deletesInBatches) {
+            deleteSentOnceAlone(key);
+            return;
+        }
+        count("delete-batch");
+        DeleteObjectsResponse r;
+        try {
+            r = heard.sentOnce(() -> client.deleteObjects(b -> b.bucket(bucket)
+                    .delete(d -> d.objects(ObjectIdentifier.builder().key(key).build()).quiet(false))
+                    .overrideConfiguration(answerLimits)));
+        } catch (S3Exception e) {
+            int status = e.statusCode();
+            if (status == 400 || status == 405 || status == 501) {
+                answered();
+                LOG.info("S3 at {} refused a batch delete ({}): objects are deleted one by one", where, status);
+                deletesInBatches = false;
+                deleteSentOnceAlone(key);
+                return;
+            }
+            throw failure("delete", key, e);
+        } catch (RuntimeException e) {
+            throw notSentAgain(key, e);
+        }
+        answered();
+        for (S3Error e : r.errors()) {
+            if (key.equals(e.key()) && !"NoSuchKey".equals(e.code())) {
+                // S3 answers each key of a DeleteObjects apart; its own failure there, as a 500, may
+                // have left the object or not: looked at again before it is asked again
+                String reason = "S3 answered " + e.code() + (e.message() == null ? "" : " (" + e.message() + ")");
+                if (e.code() != null && (e.code().equals("InternalError") || e.code().equals("SlowDown")
+                        || e.code().equals("ServiceUnavailable"))) {
+                    throw new Unusable(line("delete", key, reason + "; a HEAD first before it is sent again"), null);
+                }
+                throw new Refused(line("delete", key, reason), key, 400, reason, null);
+            }
+        }
+    }
+
+    /** {@link #deleteSentOnce} as a DELETE, for a server without DeleteObjects. */
+    private void deleteSentOnceAlone(String key) throws IOException {
         count("delete");
         try {
             heard.sentOnce(() -> client.deleteObject(b -> b.bucket(bucket).key(key).overrideConfiguration(answerLimits)));
@@ -1870,15 +1925,23 @@ final class Bucket implements Closeable {
                 throw failure("delete", key, e);
             }
         } catch (RuntimeException e) {
-            if (e instanceof NotSentAgain || e.getCause() instanceof NotSentAgain) {
-                throw new Unusable(line("delete", key, "no answer said it done; a HEAD first before it is sent again"), e);
-            }
-            if (e instanceof SdkException sdk) {
-                throw failure("delete", key, sdk);
-            }
-            throw e;
+            throw notSentAgain(key, e);
         }
         answered();
+    }
+
+    /**
+     * What a request sent once ({@link Heard#sentOnce}) failed with, {@code e}: where the SDK would
+     * have sent it again, an {@link Unusable}.
+     */
+    private IOException notSentAgain(String key, RuntimeException e) {
+        if (e instanceof NotSentAgain || e.getCause() instanceof NotSentAgain) {
+            return new Unusable(line("delete", key, "no answer said it done; a HEAD first before it is sent again"), e);
+        }
+        if (e instanceof SdkException sdk) {
+            return failure("delete", key, sdk);
+        }
+        throw e;
     }
 
     private void answered() {

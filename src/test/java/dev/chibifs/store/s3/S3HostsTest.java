@@ -1405,16 +1405,40 @@ class S3HostsTest {
         assertEquals("1717\n", inS3("shared/lock"));
     }
 
-    /**
-     * {@code b} lets go its lock at {@code key} ({@code release}); S3 does the DELETE, holds its answer
-     * while the other host takes the lock ({@code claim}), then loses that answer: the release ends
-     * with the other host's claim on S3, made by it.
-     */
+    @Test
+    void withExclusiveCreatesALockReleaseWhoseConnectionIsCutLeavesTheClaimAnotherHostMadeMeanwhile() throws Exception {
+        // S3 did b's rmdir and the connection broke before its answer: the JDK's HttpURLConnection
+        // sent the DELETE again on its own, below the SDK (which saw one attempt), and took a's lock
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        b.createDirectory(p("/shared/lock.d"));
+        releaseSentAgainAfterAnotherHostClaimed(b, "shared/lock.d/", () -> b.removeDirectory(p("/shared/lock.d")),
+                () -> a.createDirectory(p("/shared/lock.d")), true);
+        Exception taken = assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> b.createDirectory(p("/shared/lock.d")));
+        assertEquals(Linux.EEXIST, Errors.errno(taken));
+    }
+
     private void releaseSentAgainAfterAnotherHostClaimed(S3Storage b, String key, Meanwhile release, Meanwhile claim)
             throws Exception {
+        releaseSentAgainAfterAnotherHostClaimed(b, key, release, claim, false);
+    }
+
+    /**
+     * {@code b} lets go its lock at {@code key} ({@code release}); S3 does the DELETE, holds its answer
+     * while the other host takes the lock ({@code claim}), then loses that answer (a 500; with
+     * {@code cut}, the connection closed unanswered): the release ends with the other host's claim
+     * on S3, made by it.
+     */
+    private void releaseSentAgainAfterAnotherHostClaimed(S3Storage b, String key, Meanwhile release, Meanwhile claim,
+                                                         boolean cut) throws Exception {
         release.run();
         S3Server.HeldRequests held = server.holdDeletes(k -> k.equals(prefix + "/" + key), true, 1);
-        server.loseDeleteAnswers(k -> k.equals(prefix + "/" + key), 1);
+        if (cut) {
+            server.cutDeleteAnswers(k -> k.equals(prefix + "/" + key), 1);
+        } else {
+            server.loseDeleteAnswers(k -> k.equals(prefix + "/" + key), 1);
+        }
         try {
             var pass = aside(b::flushDue);
             assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the DELETE came");
@@ -1426,6 +1450,7 @@ class S3HostsTest {
             held.release().countDown();
             server.holdDeletes(k -> false, false, 0);
             server.loseDeleteAnswers(k -> false, 0);
+            server.cutDeleteAnswers(k -> false, 0);
         }
         Bucket.Head left = raw.head(prefix + "/" + key);
         assertNotNull(left, "the other host's claim stays");

@@ -369,11 +369,30 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             if (server.lostDeleteAnswers.take(name)) {
                 throw new RuntimeException("a DELETE done, its answer lost on purpose (S3Server.loseDeleteAnswers)");
             }
+            if (server.cutDeleteAnswers.take(name)) {
+                cutConnection();
+                throw new RuntimeException("a DELETE done, its connection cut on purpose (S3Server.cutDeleteAnswers)");
+            }
         }
 
+        /** A DeleteObjects (a POST) meets the faults and holds a DELETE of each of its keys meets. */
         @Override
-        public synchronized void removeBlobs(String container, Iterable<String> names) {
-            super.removeBlobs(container, names);
+        public void removeBlobs(String container, Iterable<String> names) {
+            for (String name : names) {
+                removeBlob(container, name);
+            }
+        }
+
+        /**
+         * Closes the connection the request this thread serves came on, unanswered: Jetty runs a
+         * request's handler on the thread that read it, which knows its connection.
+         */
+        private static void cutConnection() {
+            var connection = org.gaul.shaded.org.eclipse.jetty.server.internal.HttpConnection.getCurrentConnection();
+            if (connection == null) {
+                throw new IllegalStateException("no connection known to this thread to cut");
+            }
+            connection.getEndPoint().close();
         }
     }
 
@@ -476,6 +495,18 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     /** The next {@code times} DELETEs (-1: all) of one object {@code which} names remove it, then are answered 500, which the client retries. */
     void loseDeleteAnswers(java.util.function.Predicate<String> which, int times) {
         lostDeleteAnswers.set(which, times);
+    }
+
+    private final Faults cutDeleteAnswers = new Faults();
+
+    /**
+     * The next {@code times} DELETEs (-1: all) of one object {@code which} names (alone, or in a
+     * DeleteObjects) remove it, then the connection is closed with no answer: as a network that
+     * lost the answer. The JDK's HTTP client sends a request again on its own when that happens,
+     * unless it streams a body.
+     */
+    void cutDeleteAnswers(java.util.function.Predicate<String> which, int times) {
+        cutDeleteAnswers.set(which, times);
     }
 
     private final Faults refusedPuts = new Faults();
