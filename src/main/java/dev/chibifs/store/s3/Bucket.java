@@ -333,14 +333,19 @@ final class Bucket implements Closeable {
         /** The request this thread makes while it may go once ({@link #sentOnce}); else null. */
         private final ThreadLocal<Once> once = new ThreadLocal<>();
 
-        /** A request that may go once: its attempts so far. */
+        /** A request that may go once: its attempts so far, and the status its first got (0: none). */
         private static final class Once {
             int attempts;
+            int firstStatus;
         }
 
         @Override
         public void afterTransmission(Context.AfterTransmission context, ExecutionAttributes attributes) {
             heard.get()[0] = true;
+            Once o = once.get();
+            if (o != null && o.attempts == 1) {
+                o.firstStatus = context.httpResponse().statusCode();
+            }
         }
 
         /**
@@ -351,7 +356,7 @@ final class Bucket implements Closeable {
         public void beforeTransmission(Context.BeforeTransmission context, ExecutionAttributes attributes) {
             Once o = once.get();
             if (o != null && o.attempts++ > 0) {
-                throw new NotSentAgain();
+                throw new NotSentAgain(o.firstStatus);
             }
         }
 
@@ -365,6 +370,15 @@ final class Bucket implements Closeable {
             }
         }
 
+        /**
+         * What S3 answered the one attempt of a request {@link #sentOnce} that {@code e} stopped from
+         * going again, such as {@code HTTP 500}; null where no answer came.
+         */
+        static String firstAnswer(Throwable e) {
+            NotSentAgain stop = e instanceof NotSentAgain n ? n : (NotSentAgain) e.getCause();
+            return stop.firstStatus == 0 ? null : "HTTP " + stop.firstStatus;
+        }
+
         /** Whether the last request of this thread got an answer; forgotten once asked. */
         boolean takeHeard() {
             boolean[] h = heard.get();
@@ -376,8 +390,12 @@ final class Bucket implements Closeable {
 
     /** What stops the SDK's second attempt at a request that may go once ({@link Heard#sentOnce}): its first failed. */
     private static final class NotSentAgain extends RuntimeException {
-        NotSentAgain() {
+        /** The HTTP status S3 answered the first attempt with; 0 where none came. */
+        final int firstStatus;
+
+        NotSentAgain(int firstStatus) {
             super("not sent again: its first attempt failed", null, false, false);
+            this.firstStatus = firstStatus;
         }
     }
 
@@ -1932,11 +1950,13 @@ final class Bucket implements Closeable {
 
     /**
      * What a request sent once ({@link Heard#sentOnce}) failed with, {@code e}: where the SDK would
-     * have sent it again, an {@link Unusable}.
+     * have sent it again, an {@link Unusable} that says what S3 answered the one attempt, if it did.
      */
     private IOException notSentAgain(String key, RuntimeException e) {
         if (e instanceof NotSentAgain || e.getCause() instanceof NotSentAgain) {
-            return new Unusable(line("delete", key, "no answer said it done; a HEAD first before it is sent again"), e);
+            String answer = Heard.firstAnswer(e);
+            return new Unusable(line("delete", key, (answer == null ? "no answer came" : "S3 answered " + answer)
+                    + "; a HEAD first before it is sent again"), e);
         }
         if (e instanceof SdkException sdk) {
             return failure("delete", key, sdk);

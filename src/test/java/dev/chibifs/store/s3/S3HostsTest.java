@@ -1419,6 +1419,26 @@ class S3HostsTest {
         assertEquals(Linux.EEXIST, Errors.errno(taken));
     }
 
+    @Test
+    void withExclusiveCreatesALockReleaseS3FailsSaysWhatS3Answered() throws Exception {
+        // S3 answered each release DELETE 500: the message said "no answer said it done"
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage b = hosts[1];
+        b.createDirectory(p("/shared/lock.d"));
+        b.removeDirectory(p("/shared/lock.d"));
+        server.failDeletes(k -> k.equals(prefix + "/shared/lock.d/"), -1);
+        IOException failed;
+        try {
+            failed = assertThrows(IOException.class, b::flushDue);
+        } finally {
+            server.failDeletes(k -> false, 0);
+        }
+        assertTrue(failed.getMessage().contains("S3 answered HTTP 500"), failed.getMessage());
+        assertNotNull(inS3("shared/lock.d/"), "S3 did not do the delete");
+        b.flushDue();
+        assertNull(inS3("shared/lock.d/"), "let go once S3 takes it");
+    }
+
     private void releaseSentAgainAfterAnotherHostClaimed(S3Storage b, String key, Meanwhile release, Meanwhile claim)
             throws Exception {
         releaseSentAgainAfterAnotherHostClaimed(b, key, release, claim, false);

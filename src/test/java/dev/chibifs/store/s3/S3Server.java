@@ -362,6 +362,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         @Override
         public void removeBlob(String container, String name) {
             server.heldDeletes.waitIfHeld(name, BEFORE_REMOVAL);
+            if (server.failedDeletes.take(name)) {
+                throw new RuntimeException("a DELETE failed on purpose (S3Server.failDeletes)");
+            }
             synchronized (this) {
                 super.removeBlob(container, name);
             }
@@ -495,6 +498,13 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     /** The next {@code times} DELETEs (-1: all) of one object {@code which} names remove it, then are answered 500, which the client retries. */
     void loseDeleteAnswers(java.util.function.Predicate<String> which, int times) {
         lostDeleteAnswers.set(which, times);
+    }
+
+    private final Faults failedDeletes = new Faults();
+
+    /** The next {@code times} DELETEs (-1: all) of one object {@code which} names (alone, or in a DeleteObjects) fail undone (500). */
+    void failDeletes(java.util.function.Predicate<String> which, int times) {
+        failedDeletes.set(which, times);
     }
 
     private final Faults cutDeleteAnswers = new Faults();
