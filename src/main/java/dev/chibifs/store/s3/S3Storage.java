@@ -1613,7 +1613,11 @@ public final class S3Storage implements Storage {
             synchronized (this) {
                 requireStillNew(path);
                 Node d = makeDir(path);
-                if (claim.etag() != null) {
+                // the marker is this host's claim on S3 whether or not it came with an ETag: a claim
+                // whose answer was lost is known by a HEAD, which s3proxy answers with none for a
+                // marker, and a test of the ETag took the lock for made here only, its rmdir deleting
+                // nothing (the lock held on S3 for ever) or going as an ordinary delete
+                if (claim.madeBy() != null) {
                     d.claimMadeBy = claim.madeBy(); // before markerOnS3 journals it: a restart keeps the claim
                     markerOnS3(d);
                 }

@@ -1420,6 +1420,29 @@ class S3HostsTest {
     }
 
     @Test
+    void withExclusiveCreatesALockDirectoryWhoseClaimAnswerWasLostIsLetGoOnS3() throws Exception {
+        // the claim landed, its answer lost; the SDK's retry got 412 and a HEAD knew the marker as
+        // this host's, with no ETag (s3proxy gives a marker none): the directory was taken for made
+        // here only, its rmdir deleted nothing, and S3 kept the lock for ever
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        server.losePutAnswers(k -> k.equals(prefix + "/shared/lock.d/"), 1);
+        try {
+            b.createDirectory(p("/shared/lock.d"));
+        } finally {
+            server.losePutAnswers(k -> false, 0);
+        }
+        assertNotNull(inS3("shared/lock.d/"), "the claim landed");
+        b.write(p("/shared/counter"), "1\n".getBytes(UTF_8));
+        b.removeDirectory(p("/shared/lock.d"));
+        b.flushDue();
+        assertNull(inS3("shared/lock.d/"), "the lock is let go");
+        assertEquals("1\n", inS3("shared/counter"), "after what was written under it");
+        a.createDirectory(p("/shared/lock.d"));
+    }
+
+    @Test
     void withExclusiveCreatesALockReleaseS3FailsSaysWhatS3Answered() throws Exception {
         // S3 answered each release DELETE 500: the message said "no answer said it done"
         S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
