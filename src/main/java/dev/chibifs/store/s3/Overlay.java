@@ -247,9 +247,20 @@ final class Overlay {
         return out;
     }
 
-    /** A tombstone for the object {@code k}, journaled. */
+    /**
+     * A tombstone for the object {@code k}, journaled: an upload's (a file's, a marker's) whose name
+     * went while it went up. Where the name was a lock let go meanwhile (made again here over its
+     * claim, then removed: {@code rmdir; mkdir; rmdir}), the pending delete is that release, and
+     * stays one: a plain delete in its place went before what was written under the lock, and was
+     * sent again unlooked (two holders, a tester's coord4 finding 4).
+     */
     void tombstone(String k, String etag) {
-        tombstone(k, etag, null);
+        Tomb was = tombs.get(k);
+        boolean release = was != null && was.pending && was.release != null;
+        tombstone(k, etag, release ? was.release : null);
+        if (release) {
+            tombs.get(k).sent = was.sent; // one sent unanswered may have been done: claimed again only after it
+        }
     }
 
     /** A tombstone for the object {@code k}, journaled; {@code release}: what its delete waits for, where it lets a lock go. */

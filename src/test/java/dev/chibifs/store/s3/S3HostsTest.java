@@ -1443,6 +1443,34 @@ class S3HostsTest {
     }
 
     @Test
+    void withExclusiveCreatesALockDirectoryRemovedWhileItsMarkerGoesUpAgainIsStillALockLetGo() throws Exception {
+        // rmdir; mkdir; rmdir on one host: the second mkdir takes the claim still on S3 over, its
+        // marker goes up (412: the claim is there), and the last rmdir came while it went: the marker's
+        // upload then put a plain delete in the release's place, sent at once, before the counter
+        // written under the lock, and sent again by the SDK after a lost answer (a tester's two holders)
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage b = hosts[1];
+        b.createDirectory(p("/shared/lock.d"));
+        b.removeDirectory(p("/shared/lock.d"));
+        b.createDirectory(p("/shared/lock.d"));
+        S3Server.HeldRequests held = server.holdPuts(k -> k.equals(prefix + "/shared/lock.d/"), 1);
+        try {
+            var pass = aside(b::flushDue);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the marker goes up again");
+            b.write(p("/shared/counter"), "2\n".getBytes(UTF_8));
+            b.removeDirectory(p("/shared/lock.d"));
+            held.release().countDown();
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdPuts(k -> false, 0);
+        }
+        b.flushDue(); // the counter's debounce has not passed: the release pushes it
+        assertEquals("2\n", inS3("shared/counter"), "the counter is up before the lock goes");
+        assertNull(inS3("shared/lock.d/"), "the lock is let go");
+    }
+
+    @Test
     void withExclusiveCreatesALockReleaseS3FailsSaysWhatS3Answered() throws Exception {
         // S3 answered each release DELETE 500: the message said "no answer said it done"
         S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
