@@ -1471,6 +1471,20 @@ class S3HostsTest {
     }
 
     @Test
+    void withExclusiveCreatesALockTakenBeforeACrashIsReleasedAfterTheRestartLookingFirst() throws Exception {
+        // taken, then a kill -9, then removed after the remount: its delete was a plain one, which the
+        // SDK sent again after a 500 and took the lock another host had taken meanwhile (coord4 finding 5)
+        S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");
+        S3Storage a = hosts[0];
+        S3Storage b = hosts[1];
+        b.createDirectory(p("/shared/lock.d"));
+        b.crash();
+        S3Storage again = host(options("b").withClock(startClock(), false).withExclusiveCreates(true));
+        releaseSentAgainAfterAnotherHostClaimed(again, "shared/lock.d/", () -> again.removeDirectory(p("/shared/lock.d")),
+                () -> a.createDirectory(p("/shared/lock.d")));
+    }
+
+    @Test
     void withExclusiveCreatesALockReleaseS3FailsSaysWhatS3Answered() throws Exception {
         // S3 answered each release DELETE 500: the message said "no answer said it done"
         S3Storage[] hosts = twoHostsWithExclusiveCreatesThatListedShared("lock.d");

@@ -311,4 +311,36 @@ class S3LockFilesTest {
         assertNull(inS3("released/run.d/"));
         assertEquals(0, again.pendingChanges());
     }
+
+    @Test
+    void aReleaseUnansweredBeforeACrashLooksBeforeItIsSentAgainAfterTheRestart() throws Exception {
+        // S3 did a's release, its answer lost; b took the lock; a was killed: the replay sent a
+        // plain DELETE at the remount and took b's lock (two holders, a tester's coord4 finding 5)
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        S3Storage b = host("b", clock);
+        a.mkdir(p("/shared"));
+        a.flushAll();
+        assertFalse(b.exists(p("/shared/lock.d")));
+        a.createDirectory(p("/shared/lock.d"));
+        a.removeDirectory(p("/shared/lock.d"));
+        java.util.concurrent.atomic.AtomicBoolean deleted = new java.util.concurrent.atomic.AtomicBoolean();
+        server.loseDeleteAnswers(k -> k.equals(prefix + "/shared/lock.d/") && !deleted.getAndSet(true), -1);
+        server.failHeads(k -> k.equals(prefix + "/shared/lock.d/") && deleted.get(), -1);
+        try {
+            assertThrows(IOException.class, a::flushDue);
+        } finally {
+            server.loseDeleteAnswers(k -> false, 0);
+            server.failHeads(k -> false, 0);
+        }
+        b.createDirectory(p("/shared/lock.d"));
+        a.crash();
+
+        S3Storage again = host("a", clock);
+        again.flushDue();
+        Bucket.Head left = raw.head(prefix + "/shared/lock.d/");
+        assertNotNull(left, "b's lock stays");
+        assertTrue(left.meta().get(S3Storage.META_MADE_BY).startsWith("b-"), "made by b: " + left.meta());
+        assertEquals(0, again.pendingChanges(), "a's release is done");
+    }
 }
