@@ -89,6 +89,13 @@ final class JournalRecords implements Closeable {
      * ({@link Overlay#dependenciesKnown}).
      */
     private static final String DEPENDENCIES = "dependencies";
+    /**
+     * A field of each record of a node and of each {@code tomb}: the journal's sequence when it was
+     * made ({@link #seq}), which the compaction keeps, and writes the records in the order of. The
+     * compaction wrote them in the overlay's hash order, and a restart uploaded a READY marker before
+     * the data written before it. A journal without it has its records in the order made.
+     */
+    private static final String SEQ = "seq";
     /** How many inode numbers each {@link #NEXT_INO} record reserves ahead: one append per so many nodes placed. */
     static final long INODES_RESERVED = 1024;
     /** The last reservation could not be written (said once until one can). */
@@ -98,6 +105,10 @@ final class JournalRecords implements Closeable {
 
     private final S3Storage store;
     private final Journal journal;
+    /** The sequence of the last record of a node or tombstone ({@link #SEQ}); above every one the journal holds. */
+    private long seq;
+    /** The compaction writes records again as they are: it gives none a new sequence. */
+    private boolean compacting;
     /** Records made during the operation under way, appended when it ends. */
     private final List<ObjectNode> pending = new ArrayList<>();
     /**
@@ -124,6 +135,7 @@ final class JournalRecords implements Closeable {
             return;
         }
         ObjectNode o = record(n.dirty ? PUT : CLEAN, n.path);
+        stamp(n, o);
         o.put("ino", n.ino).put("dir", n.dir).put("size", n.size).put("mode", n.mode);
         putTimes(o, n);
         o.put("etag", n.remoteEtag);
@@ -164,6 +176,14 @@ final class JournalRecords implements Closeable {
         }
     }
 
+    /** Gives {@code n}'s new record {@code o} the next sequence (as it is, in a compaction). */
+    private void stamp(Node n, ObjectNode o) {
+        if (!compacting) {
+            n.journaledSeq = ++seq;
+        }
+        o.put(SEQ, n.journaledSeq);
+    }
+
     /** Nothing at {@code p} that S3 does not have: a restart asks S3. */
     void gone(VfsPath p) {
         record(GONE, p);
@@ -178,6 +198,7 @@ final class JournalRecords implements Closeable {
      */
     private void keptDirectory(Node n) {
         ObjectNode o = record(GONE, n.path).put("ino", n.ino).put("dir", true).put("mode", n.mode).put(MARKER, n.marker);
+        stamp(n, o);
         if (n.claimMadeBy != null) {
             o.put(CLAIMED, n.claimMadeBy);
         }
@@ -229,13 +250,19 @@ final class JournalRecords implements Closeable {
     }
 
     /**
-     * S3 has still to delete the object {@code k} (of ETag {@code etag}, null for a directory's
-     * marker); {@code releaseOf}: the made-by token of the claim whose remove lets a lock go, else null.
+     * S3 has still to delete the object {@code k}, as {@code t} says: its ETag (null for a
+     * directory's marker) and, where its remove lets a lock go, the made-by token of the claim.
      */
-    void tomb(String k, String etag, String releaseOf) {
+    void tomb(String k, Tomb t) {
         ObjectNode o = keyRecord(TOMB, k);
         if (o != null) {
-            o.put("etag", etag).put(RELEASE, releaseOf);
+            if (!compacting) {
+                t.seq = ++seq;
+            }
+            o.put("etag", t.etag).put(RELEASE, t.release == null ? null : t.release.madeBy());
+            if (t.seq > 0) {
+                o.put(SEQ, t.seq);
+            }
         }
     }
 
@@ -350,27 +377,44 @@ final class JournalRecords implements Closeable {
         }
     }
 
-    /** Rewrites the journal as the overlay's state: a record for each node and pending tombstone, no history. */
+    /**
+     * Rewrites the journal as the overlay's state: a record for each node and pending tombstone, no
+     * history, in the order their last records were made ({@link #SEQ}), which a restart uploads in.
+     */
     void compact() throws IOException {
+        List<Node> named = new ArrayList<>();
         for (Node n : store.overlay.nodes.values()) {
-            if (n == store.overlay.root) {
+            if (n == store.overlay.root || n.dir && !n.dirty && !n.dirOnRemote || !n.dir && !n.dirty && !n.cached) {
                 continue;
             }
-            if (n.dir && !n.dirty) {
-                if (n.dirOnRemote) {
-                    keptDirectory(n);
-                }
-                continue;
-            }
-            if (!n.dirty && !n.cached) {
-                continue;
-            }
-            put(n);
+            named.add(n);
         }
+        named.sort(java.util.Comparator.comparingLong(n -> n.journaledSeq));
+        List<Map.Entry<String, Tomb>> deletes = new ArrayList<>();
         for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
             if (e.getValue().pending) {
-                tomb(e.getKey(), e.getValue().etag, e.getValue().release == null ? null : e.getValue().release.madeBy());
+                deletes.add(e);
             }
+        }
+        deletes.sort(java.util.Comparator.comparingLong(e -> e.getValue().seq));
+        compacting = true;
+        try {
+            int d = 0;
+            for (Node n : named) {
+                for (; d < deletes.size() && deletes.get(d).getValue().seq < n.journaledSeq; d++) {
+                    tomb(deletes.get(d).getKey(), deletes.get(d).getValue());
+                }
+                if (n.dir && !n.dirty) {
+                    keptDirectory(n);
+                } else {
+                    put(n);
+                }
+            }
+            for (; d < deletes.size(); d++) {
+                tomb(deletes.get(d).getKey(), deletes.get(d).getValue());
+            }
+        } finally {
+            compacting = false;
         }
         List<ObjectNode> state = new ArrayList<>();
         state.add(inodeMark(Math.max(store.overlay.nextIno, store.overlay.inoReserved), store.overlay.dependenciesKnown));
@@ -395,13 +439,16 @@ final class JournalRecords implements Closeable {
      */
     void replay() throws IOException {
         Map<VfsPath, ObjectNode> last = new TreeMap<>();
-        Map<VfsPath, Integer> lastAt = new java.util.HashMap<>();
+        Map<VfsPath, Long> lastAt = new java.util.HashMap<>();
         Map<String, ObjectNode> lastTomb = new TreeMap<>();
-        int at = 0;
+        long at = 0;
         long nextIno = 2;
         boolean dependenciesKnown = false;
         for (ObjectNode o : journal.read(msg -> LOG.warn("S3 store {}: journal {}", store.spec, msg))) {
-            at++;
+            // its place in the order of changes: its sequence, or after the record before it in one
+            // an earlier version wrote (or a record that has none); a new record's goes after every one
+            at = Math.max(at + 1, o.path(SEQ).asLong(0));
+            seq = Math.max(seq, at);
             nextIno = Math.max(nextIno, o.path(NEXT_INO).asLong(0));
             if (o.has(NEXT_INO)) {
                 dependenciesKnown = o.path(DEPENDENCIES).asBoolean(); // the last mark's: the compaction's, or a reservation's since
@@ -428,6 +475,7 @@ final class JournalRecords implements Closeable {
             ObjectNode o = e.getValue();
             if (o.get("t").asText().equals(TOMB) && !e.getKey().isEmpty()) {
                 Tomb t = new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null);
+                t.seq = o.path(SEQ).asLong(0);
                 store.overlay.tombs.put(e.getKey(), t);
                 if (o.path(RELEASE).isTextual()) {
                     releases.put(t, o.get(RELEASE).asText());
@@ -440,13 +488,13 @@ final class JournalRecords implements Closeable {
         }
         store.overlay.nextIno = nextIno;
         store.overlay.inoReserved = nextIno + INODES_RESERVED; // the compaction below records it
-        TreeMap<Integer, Node> inJournalOrder = new TreeMap<>();
+        TreeMap<Long, Node> inJournalOrder = new TreeMap<>();
         for (Map.Entry<VfsPath, ObjectNode> e : last.entrySet()) {
             VfsPath p = e.getKey();
             ObjectNode o = e.getValue();
             String t = o.get("t").asText();
             if (!p.isRoot() && t.equals(GONE) && o.path("dir").asBoolean() && o.path("ino").asLong(0) >= 2) {
-                placeKeptDirectory(p, o);
+                placeKeptDirectory(p, o, lastAt.get(p));
                 continue;
             }
             if (p.isRoot() || !t.equals(PUT) && !t.equals(CLEAN)) {
@@ -456,6 +504,7 @@ final class JournalRecords implements Closeable {
             if (n == null) {
                 continue;
             }
+            n.journaledSeq = lastAt.get(p);
             if (n.dirty && n.cached && shorterThanJournaled(o, n)) {
                 p = keptAside(p, n, o, last);
             }
@@ -585,7 +634,7 @@ final class JournalRecords implements Closeable {
      * Not among the directories served from here while S3 is away ({@link #namedAtOpen}): its
      * files S3 has are not known here until a listing.
      */
-    private void placeKeptDirectory(VfsPath p, ObjectNode o) {
+    private void placeKeptDirectory(VfsPath p, ObjectNode o, long journaledSeq) {
         Node d = new Node(o.get("ino").asLong(), true, false, time(o, "mtime"), o.path("mode").asInt(DIR_MODE));
         d.atime = time(o, "atime");
         d.ctime = time(o, "ctime");
@@ -593,6 +642,7 @@ final class JournalRecords implements Closeable {
         d.dirOnRemote = true;
         d.marker = o.path(MARKER).asBoolean();
         d.claimMadeBy = claimOf(o);
+        d.journaledSeq = journaledSeq;
         ensureParents(p);
         store.overlay.attach(p, d);
     }

@@ -268,7 +268,7 @@ final class Overlay {
         Tomb t = new Tomb(etag);
         t.release = release;
         tombs.put(k, t);
-        store.journal.tomb(k, etag, release == null ? null : release.madeBy());
+        store.journal.tomb(k, t);
         wakeWriteBack();
     }
 
@@ -552,6 +552,11 @@ final class Overlay {
         String claimMadeBy;
         int writers;
         /**
+         * The journal's sequence ({@link JournalRecords}) of its last record: the order of its last
+         * change among the others', which the compaction keeps and a restart uploads in.
+         */
+        long journaledSeq;
+        /**
          * Whether the journal's last record of it gives the size its content has, no writer being open
          * then: a content file found shorter at the next start was damaged ({@link JournalRecords#replay}).
          */
@@ -633,6 +638,8 @@ final class Overlay {
         /** A release's delete was sent and S3's answer did not say it done: S3 may have done it. */
         boolean sent;
         boolean pending = true;
+        /** The journal's sequence of its record, the order of the compaction's records (0: not said, by a journal written before). */
+        long seq;
         long doneSeq = Long.MAX_VALUE;
         long doneAt;
 

@@ -2156,6 +2156,44 @@ class S3HostsTest {
         assertEquals(0, again.pendingChanges());
     }
 
+    /**
+     * The journal's compaction (at every start, at a close with S3 away) wrote what waited in the
+     * overlay's hash order, and the next start uploaded it so: a tester's READY went up 4.7 s
+     * before the four data files written before it (session 67). It keeps the order of the changes.
+     */
+    @Test
+    void whatWaitsInACompactedJournalGoesUpInTheOrderItWasMade() throws Exception {
+        MutableClock clock = startClock();
+        S3Options o = options("a").withClock(clock, false);
+        S3Storage a = host(o);
+        a.mkdir(p("/shared/run"));
+        a.flushAll();
+        List<String> made = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            put(a, "/shared/run/d" + i, "data " + i);
+            made.add(prefix + "/shared/run/d" + i);
+        }
+        put(a, "/shared/run/READY", "x");
+        made.add(prefix + "/shared/run/READY");
+        put(a, "/shared/run/d0", "data 0, again"); // its last change is now the last of all
+        made.remove(prefix + "/shared/run/d0");
+        made.add(prefix + "/shared/run/d0");
+        a.crash();
+        host(o).crash(); // the start compacts the journal, and stops before its first pass
+        host(o).crash(); // and the next compacts what that one wrote
+
+        server.stored.clear();
+        S3Storage again = host(o);
+        again.flushDue();
+        List<String> sent;
+        synchronized (server.stored) {
+            sent = server.stored.stream().filter(made::contains).toList();
+        }
+        assertEquals(made, sent);
+        assertEquals("data 0, again", inS3("shared/run/d0"));
+        assertEquals(0, again.pendingChanges());
+    }
+
     @Test
     void anAttributeChangeToAFileNotFetchedHereOutlivesAKill() throws Exception {
         S3Storage a = hostThatPut("a", "/shared/tool", "#!/bin/sh");
