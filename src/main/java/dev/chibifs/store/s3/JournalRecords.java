@@ -96,6 +96,11 @@ final class JournalRecords implements Closeable {
      * the data written before it. A journal without it has its records in the order made.
      */
     private static final String SEQ = "seq";
+    /**
+     * A field of a changed node's record: the sequence when it turned changed ({@link Node#dirtySince}),
+     * so that a lock let go before a restart waits for what was changed before it alone.
+     */
+    private static final String SINCE = "since";
     /** How many inode numbers each {@link #NEXT_INO} record reserves ahead: one append per so many nodes placed. */
     static final long INODES_RESERVED = 1024;
     /** The last reservation could not be written (said once until one can). */
@@ -180,8 +185,14 @@ final class JournalRecords implements Closeable {
     private void stamp(Node n, ObjectNode o) {
         if (!compacting) {
             n.journaledSeq = ++seq;
+            if (n.dirty && n.dirtySince == Node.NOT_DIRTY) {
+                n.dirtySince = n.journaledSeq;
+            }
         }
         o.put(SEQ, n.journaledSeq);
+        if (n.dirty) {
+            o.put(SINCE, Math.max(n.dirtySince, 0));
+        }
     }
 
     /** Nothing at {@code p} that S3 does not have: a restart asks S3. */
@@ -523,7 +534,7 @@ final class JournalRecords implements Closeable {
                 dirty++;
             }
         }
-        releases.forEach((t, madeBy) -> t.release = store.overlay.releaseAfterReplay(releases.keySet(), madeBy));
+        releases.forEach((t, madeBy) -> t.release = store.overlay.releaseAfterReplay(releases.keySet(), t, madeBy));
         store.writeBack.replayedInOrder(List.copyOf(inJournalOrder.values()));
         removeContentNotNamed();
         compact();
@@ -564,6 +575,7 @@ final class JournalRecords implements Closeable {
         n.dirty = put;
         n.claimMadeBy = claimOf(o);
         if (put) {
+            n.dirtySince = o.path(SINCE).asLong(0);
             for (com.fasterxml.jackson.databind.JsonNode k : o.path(OLD_NAMES)) {
                 if (n.oldNames == null) {
                     n.oldNames = new HashSet<>();

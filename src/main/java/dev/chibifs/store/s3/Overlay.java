@@ -273,19 +273,25 @@ final class Overlay {
     }
 
     /**
-     * What the locks {@code releases} let go before the last stop wait for at this start
-     * ({@link JournalRecords#replay}): every change the journal held, and every delete but a lock's
-     * (their order is not journaled, and two releases waiting for each other would never go), of
-     * the claim made by {@code madeBy}. Under the monitor.
+     * What the lock let go by {@code release} before the last stop waits for at this start
+     * ({@link JournalRecords#replay}), of the claim made by {@code madeBy}: what was changed here
+     * before it, as while the daemon ran, by the journal's sequence ({@link Node#dirtySince},
+     * {@link Tomb#seq}): a change made after the release (a refused file written beside it) held
+     * the lock for good. Where the journal does not say (written before it did, {@link Tomb#seq}
+     * 0), every change it held and every delete but a lock's (two such releases waiting for each
+     * other would never go), of those {@code releases}. Under the monitor.
      */
-    Release releaseAfterReplay(Collection<Tomb> releases, String madeBy) {
+    Release releaseAfterReplay(Collection<Tomb> releases, Tomb release, String madeBy) {
+        long at = release.seq;
         Map<Node, Long> changes = new HashMap<>();
         for (Node d : dirtyNodes) {
-            changes.put(d, d.gen);
+            if (at == 0 || d.dirtySince < at) {
+                changes.put(d, d.gen);
+            }
         }
         Map<String, Tomb> deletes = new HashMap<>();
         tombs.forEach((k, t) -> {
-            if (t.pending && !releases.contains(t)) {
+            if (t.pending && t != release && (at == 0 ? !releases.contains(t) : t.seq < at)) {
                 deletes.put(k, t);
             }
         });
@@ -324,6 +330,7 @@ final class Overlay {
         dirtyNodes.remove(n);
         n.due = Long.MAX_VALUE;
         n.oldNames = null;
+        n.dirtySince = Node.NOT_DIRTY;
     }
 
     /**
@@ -557,6 +564,14 @@ final class Overlay {
          */
         long journaledSeq;
         /**
+         * The journal's sequence when it turned changed, its change not up since ({@link #NOT_DIRTY}
+         * when none): a lock let go after it, and before a restart, waits for it; one let go before
+         * it does not ({@link Overlay#releaseAfterReplay}). 0 where the journal did not say (before
+         * everything).
+         */
+        long dirtySince = NOT_DIRTY;
+        static final long NOT_DIRTY = -1;
+        /**
          * Whether the journal's last record of it gives the size its content has, no writer being open
          * then: a content file found shorter at the next start was damaged ({@link JournalRecords#replay}).
          */
@@ -638,7 +653,7 @@ final class Overlay {
         /** A release's delete was sent and S3's answer did not say it done: S3 may have done it. */
         boolean sent;
         boolean pending = true;
-        /** The journal's sequence of its record, the order of the compaction's records (0: not said, by a journal written before). */
+        /** The journal's sequence of its record: what was changed before it (0: not said, by a journal written before). */
         long seq;
         long doneSeq = Long.MAX_VALUE;
         long doneAt;

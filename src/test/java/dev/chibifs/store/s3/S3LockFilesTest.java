@@ -343,4 +343,36 @@ class S3LockFilesTest {
         assertTrue(left.meta().get(S3Storage.META_MADE_BY).startsWith("b-"), "made by b: " + left.meta());
         assertEquals(0, again.pendingChanges(), "a's release is done");
     }
+
+    @Test
+    void aLockLetGoBeforeACrashWaitsAfterTheRestartForWhatWasChangedBeforeItAloneAsWhileRunning() throws Exception {
+        // a tester's finding (session 67): after the restart the release waited for every change the
+        // journal held, a refused file written beside the lock after its release among them, and the
+        // lock stayed on S3 for good (while running it went in 2.6 s)
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        a.mkdir(p("/k/d"));
+        a.mkdir(p("/k/e"));
+        a.flushAll();
+        a.createDirectory(p("/k/d/lock"));
+        a.createDirectory(p("/k/e/lock"));
+        server.refusePuts(name -> name.endsWith("/refused"), -1);
+        a.write(p("/k/d/big"), "written under the lock".getBytes(UTF_8));
+        a.write(p("/k/e/refused"), "written under the lock".getBytes(UTF_8));
+        a.removeDirectory(p("/k/d/lock"));
+        a.removeDirectory(p("/k/e/lock"));
+        a.write(p("/k/d/refused"), "written after the release".getBytes(UTF_8));
+        try (FileHandle h = a.open(p("/k/e/refused"), EnumSet.of(OpenFlag.WRITE), 0644)) {
+            h.write(ByteBuffer.wrap("W".getBytes(UTF_8)), 0); // the same file: its first change before the release, its last after
+        }
+        a.crash();
+
+        S3Storage again = host("a", clock);
+        assertThrows(IOException.class, again::flushDue, "the refused file is refused again");
+        assertThrows(IOException.class, again::flushDue, "the lock's delete goes at the pass after its changes are up");
+        assertEquals("written under the lock", inS3("k/d/big"));
+        assertNull(inS3("k/d/lock/"), "the lock let go before the refused file does not wait for it");
+        assertNull(inS3("k/d/refused"));
+        assertNotNull(inS3("k/e/lock/"), "one let go after a change beside it S3 refuses waits for it, as while running");
+    }
 }

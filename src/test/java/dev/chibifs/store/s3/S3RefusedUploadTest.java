@@ -366,7 +366,7 @@ class S3RefusedUploadTest {
         List<com.fasterxml.jackson.databind.node.ObjectNode> records = new java.util.ArrayList<>();
         try (Journal j = new Journal(file)) {
             for (com.fasterxml.jackson.databind.node.ObjectNode r : j.read(bad -> { })) {
-                r.remove(List.of("oldNames", "claimed", "release", "dependencies", "seq"));
+                r.remove(List.of("oldNames", "claimed", "release", "dependencies", "seq", "since"));
                 records.add(r);
             }
             j.rewrite(records);
