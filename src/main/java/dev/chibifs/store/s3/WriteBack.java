@@ -1220,10 +1220,12 @@ final class WriteBack {
             awaitForFsync(flushLock, n);
             try {
                 HeldBack held = new HeldBack(null, true);
-                if (!replayed.isEmpty()) {
-                    replay(held);
-                    held.unsent(); // what S3 refused waits for its retry time, as after a pass
+                if (!replayed.isEmpty() && replay(held)) {
+                    // what the replay holds back goes first (S3 away, or a journal an earlier version
+                    // wrote, whose first refusal holds every change since): the fsync fails, as status says
+                    throw held.unsent().failure();
                 }
+                held.unsent(); // what S3 refused waits for its retry time, as after a pass
             } finally {
                 flushLock.unlock();
             }

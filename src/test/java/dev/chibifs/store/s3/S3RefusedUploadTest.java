@@ -325,10 +325,15 @@ class S3RefusedUploadTest {
             again[0] = host("a", clock);
             put(again[0], "/shared/since", "made after the start");
             assertThrows(IOException.class, again[0]::flushAll);
+            try (FileHandle h = again[0].open(p("/shared/fsynced"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+                h.write(ByteBuffer.wrap("x".getBytes(UTF_8)), 0);
+                assertThrows(IOException.class, () -> h.sync(false), "fsync fails (EIO), as status says");
+            }
         });
         assertTrue(log.contains("shared/refused") && log.contains("waits behind it") && !log.contains("every other goes on"),
                 "the log says the rest waits, as it does after a start: " + log);
         assertNull(inS3("shared/since"), "what was made since waits behind it, as in the earlier version");
+        assertNull(inS3("shared/fsynced"), "so does a file fsynced since");
         String failing = again[0].failing();
         assertTrue(failing != null && failing.contains("shared/refused") && failing.contains("fsync fails (EIO)")
                 && !failing.contains("\n"), String.valueOf(failing));
