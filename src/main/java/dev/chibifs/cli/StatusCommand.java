@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import dev.chibifs.fuse.MountTable;
 import dev.chibifs.path.Names;
 import dev.chibifs.store.StoreSpec;
+import dev.chibifs.store.WholeStoreFailure;
 import com.fasterxml.jackson.core.SerializableString;
 import com.fasterxml.jackson.core.io.CharacterEscapes;
 import com.fasterxml.jackson.core.io.SerializedString;
@@ -212,7 +213,9 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         row.put("registryFile", entry.file().toString());
         boolean active = r != null && entry.health() == MountRegistry.Health.ACTIVE;
-        Map<String, String> gone = active ? directoriesGone(r) : Map.of();
+        // looked at while the daemon is asked: a look slow on a loaded host has that time too
+        long lookedSince = System.nanoTime();
+        Map<String, StoreLook> looks = active ? lookAtStoreDirectories(r) : Map.of();
         Path socket = active ? StatsSocket.pathFor(entry.file().getParent(), r.pid()) : null;
         StatsSocket.Answer answer = active ? StatsSocket.askWithin(socket, TROUBLES_LIMIT) : null;
         if (answer != null && answer.silent()) {
@@ -220,6 +223,8 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
             // asked again, with the time stats gives it, before it is called not answering
             answer = StatsSocket.askWithin(socket, silentAfter);
         }
+        StoreDirectories looked = storeDirectories(looks, lookedSince);
+        Map<String, String> gone = looked.gone();
         Map<String, String> troubles = troubles(answer, "troubles");
         row.put("troubles", troubles);
         List<String> details = new ArrayList<>();
@@ -244,6 +249,12 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         troubles.forEach((prefix, why) -> {
             if (!gone.containsKey(prefix)) {
                 details.add("the store at " + prefix + " fails: " + why);
+            }
+        });
+        // the daemon's word on a store that does not answer, where it gave one; else status's own
+        looked.silent().forEach((prefix, dir) -> {
+            if (!troubles.containsKey(prefix)) {
+                details.add("the store at " + prefix + ": " + WholeStoreFailure.doesNotAnswer(dir));
             }
         });
         String logGone = active ? logGone(r) : null;
@@ -336,27 +347,85 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     /**
-     * The local store directories of a mount that are no longer there. The daemon answers such a
-     * store's requests with EIO (and takes it up again once it is back), so the mount is active but
-     * useless there, which its state alone did not say. One that cannot be looked at (another user's)
-     * is not called gone.
+     * A mount's local store directories the CLI looked at itself, by prefix: those gone (as shown),
+     * and those that did not answer.
      */
-    private static Map<String, String> directoriesGone(MountRecord r) {
-        Map<String, String> gone = new LinkedHashMap<>();
+    private record StoreDirectories(Map<String, String> gone, Map<String, Path> silent) {
+    }
+
+    /**
+     * Whether a local store directory has gone: a look that waits for the store's file system, for
+     * ever where that is a stopped FUSE daemon or an NFS server away; tests stand in for one.
+     */
+    private java.util.function.Predicate<Path> hasGone = StatusCommand::hasGone;
+
+    /** For tests: what looks at a store directory instead of the file system. */
+    StatusCommand directoryLook(java.util.function.Predicate<Path> look) {
+        hasGone = look;
+        return this;
+    }
+
+    private static boolean hasGone(Path p) {
+        return Files.notExists(p, LinkOption.NOFOLLOW_LINKS)
+                || (Files.exists(p, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS));
+    }
+
+    /** Runs each look on a thread of its own, which a look that never returns leaves behind without keeping the JVM. */
+    private static final java.util.concurrent.Executor LOOKS = look -> {
+        Thread t = new Thread(look, "chibifs-status-look");
+        t.setDaemon(true);
+        t.start();
+    };
+
+    /** A look at one local store directory under way, and the directory as a line names it. */
+    private record StoreLook(Path dir, String shown, java.util.concurrent.CompletableFuture<Boolean> gone) {
+    }
+
+    /**
+     * Looks at the local store directories of a mount, each on a thread of its own: whether they are
+     * no longer there. The daemon answers such a store's requests with EIO (and takes it up again once
+     * it is back), so the mount is active but useless there, which its state alone did not say.
+     */
+    private Map<String, StoreLook> lookAtStoreDirectories(MountRecord r) {
+        Map<String, StoreLook> looks = new LinkedHashMap<>();
         for (Map.Entry<String, String> store : r.storesByPrefix().entrySet()) {
             String spec = store.getValue();
             String dir = spec.startsWith(StoreSpec.READONLY) ? spec.substring(StoreSpec.READONLY.length()) : spec;
             if (!dir.startsWith("/")) {
                 continue; // memory:, s3://, a view: what a directory's absence does not decide
             }
+            String prefix = store.getKey();
             Path p = Path.of(dir);
-            if (Files.notExists(p, LinkOption.NOFOLLOW_LINKS)
-                    || (Files.exists(p, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS))) {
-                String prefix = store.getKey();
-                gone.put(prefix, dir + ("/".equals(prefix) ? "" : " (at " + prefix + ")"));
-            }
+            looks.put(prefix, new StoreLook(p, dir + ("/".equals(prefix) ? "" : " (at " + prefix + ")"),
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> hasGone.test(p), LOOKS)));
         }
-        return gone;
+        return looks;
+    }
+
+    /**
+     * What the looks begun at {@code since} (System.nanoTime) found, waited for {@link
+     * WholeStoreFailure#LOOK_WAIT_MILLIS} from then in all, as the daemon waits for its own: status
+     * hung for ever in an lstat of a store on a stopped FUSE daemon, while {@code stats} answered. One
+     * that cannot be looked at (another user's) is not called gone.
+     */
+    private static StoreDirectories storeDirectories(Map<String, StoreLook> looks, long since) {
+        long deadline = since + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(WholeStoreFailure.LOOK_WAIT_MILLIS);
+        Map<String, String> gone = new LinkedHashMap<>();
+        Map<String, Path> silent = new LinkedHashMap<>();
+        looks.forEach((prefix, look) -> {
+            try {
+                if (look.gone().get(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS)) {
+                    gone.put(prefix, look.shown());
+                }
+            } catch (java.util.concurrent.TimeoutException e) {
+                silent.put(prefix, look.dir());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (java.util.concurrent.ExecutionException cannotLook) {
+                // not called gone
+            }
+        });
+        return new StoreDirectories(gone, silent);
     }
 
     private static void printTable(PrintWriter out, List<Map<String, Object>> rows) {

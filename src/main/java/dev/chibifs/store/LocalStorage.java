@@ -214,9 +214,6 @@ public final class LocalStorage implements Storage {
         return root;
     }
 
-    /** How long {@link #failing()} waits for a look at a store that may stall (NFS, FUSE) before it says so. */
-    private static final long LOOK_WAIT_MILLIS = 300;
-
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(LocalStorage.class);
     /** Where a change of the store's trouble is said: the log, or a test's list. */
     private volatile java.util.function.Consumer<String> said = LOG::warn;
@@ -283,7 +280,7 @@ public final class LocalStorage implements Storage {
                     t.start();
                 }
                 f = looking;
-                waitNanos = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(LOOK_WAIT_MILLIS) - (System.nanoTime() - lookingSince);
+                waitNanos = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(WholeStoreFailure.LOOK_WAIT_MILLIS) - (System.nanoTime() - lookingSince);
             }
             try {
                 now = f.get(Math.max(0, waitNanos), java.util.concurrent.TimeUnit.NANOSECONDS);
@@ -293,8 +290,7 @@ public final class LocalStorage implements Storage {
                     }
                 }
             } catch (java.util.concurrent.TimeoutException e) {
-                now = new Trouble("its directory " + root + " does not answer within " + LOOK_WAIT_MILLIS
-                        + " ms (its server or FUSE daemon away or stopped?): requests there wait", false);
+                now = new Trouble(WholeStoreFailure.doesNotAnswer(root), false);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 synchronized (this) {

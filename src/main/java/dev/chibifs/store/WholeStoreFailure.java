@@ -17,6 +17,12 @@ public final class WholeStoreFailure {
 
     private static final int[] ERRNOS = {Linux.EIO, Linux.ENOTCONN, Linux.EROFS, Linux.ESTALE, Linux.EUCLEAN};
 
+    /**
+     * How long a look at a store that may stall (NFS, FUSE: its server away, its daemon stopped) is
+     * waited for before it is said not to answer: the daemon's look and {@code chibifs status}'s own.
+     */
+    public static final long LOOK_WAIT_MILLIS = 300;
+
     private WholeStoreFailure() {
     }
 
@@ -46,6 +52,12 @@ public final class WholeStoreFailure {
             return 0;
         }
         return mayBe(-fd) ? -fd : 0;
+    }
+
+    /** Why a look at the store directory {@code dir} found nothing within {@link #LOOK_WAIT_MILLIS}. */
+    public static String doesNotAnswer(Path dir) {
+        return "its directory " + dir + " does not answer within " + LOOK_WAIT_MILLIS
+                + " ms (its server or FUSE daemon away or stopped?): requests there wait";
     }
 
     /** "answers EIO (Input/output error)": {@code errno} as people and scripts both read it. */

@@ -147,6 +147,54 @@ class StatusCommandTest {
         assertEquals(1, out.toString().split("has gone", -1).length - 1, out.toString());
     }
 
+    /**
+     * A store on a stopped FUSE daemon (or an NFS server away) held status in its lstat of the store
+     * directory for ever, while stats answered within its 300 ms: status waits that long too, says the
+     * store does not answer, once, and stays active (requests there wait, they do not fail).
+     */
+    @Test
+    void aStoreDirectoryThatNeverAnswersHoldsStatusNoLongerThanTheLooksBound() throws Exception {
+        Path table = Files.writeString(tmp.resolve("stalled-mounts"), "chibifs /mnt/stalled fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("stalled-reg"), table, pid -> true);
+        Path vfs = Files.createDirectories(tmp.resolve("s/vfs"));
+        registry.write(new MountRecord(Path.of("/mnt/stalled"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
+                tmp.resolve("s"), vfs, Instant.parse("2025-01-01T11:00:00Z"), "", "stderr", "/=" + vfs));
+        java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
+        java.util.function.Predicate<Path> stopped = dir -> {
+            try {
+                never.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return false;
+        };
+        String waits = "the store at /: its directory " + vfs + " does not answer within 300 ms (its server or FUSE"
+                + " daemon away or stopped?): requests there wait";
+        try {
+            long start = System.nanoTime();
+            int exit = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(20),
+                    () -> run(new StatusCommand(List.of(registry), table, Clock.systemUTC()).directoryLook(stopped), "/mnt/stalled"));
+            assertEquals(0, exit, out.toString());
+            assertTrue(System.nanoTime() - start >= java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(300), "waited its bound");
+            assertTrue(out.toString().contains("/mnt/stalled: " + waits + "\n"), out.toString());
+
+            // the daemon says the same of its own look: said once, in the daemon's words
+            out.getBuffer().setLength(0);
+            String daemonSays = "its directory " + vfs + " does not answer within 300 ms (its server or FUSE daemon"
+                    + " away or stopped?): requests there wait";
+            try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(registry, 7),
+                    () -> Map.of("troubles", Map.of("/", daemonSays)))) {
+                assertEquals(0, org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(20),
+                        () -> run(new StatusCommand(List.of(registry), table, Clock.systemUTC()).directoryLook(stopped),
+                                "/mnt/stalled")));
+            }
+            assertTrue(out.toString().contains("/mnt/stalled: the store at / fails: " + daemonSays + "\n"), out.toString());
+            assertEquals(1, out.toString().split("does not answer", -1).length - 1, out.toString());
+        } finally {
+            never.countDown();
+        }
+    }
+
     /** A mount whose store fails (S3 away for six minutes) said active and nothing more. */
     @Test
     void anActiveMountWhoseStoreFailsSaysWhatTheDaemonSays() throws Exception {
