@@ -317,15 +317,19 @@ public final class LocalStorage implements Storage {
         int rootFd;
         try {
             rootFd = storeRoot.descriptor(VfsPath.root(), directories.refresh());
+        } catch (StoreRoot.FileSystemFails e) {
+            return wholeStore(e.errno());
         } catch (IOException e) {
             String why = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.getMessage();
             String eio = LibC.strerror(Linux.EIO) + ": ";
             return new Trouble(why.startsWith(eio) ? why.substring(eio.length()) : why, true);
         }
         int errno = WholeStoreFailure.of(rootFd);
-        if (errno == 0) {
-            return null;
-        }
+        return errno == 0 ? null : wholeStore(errno);
+    }
+
+    /** The store's file system answering every request, or every change, with {@code errno}. */
+    private Trouble wholeStore(int errno) {
         boolean readOnly = errno == Linux.EROFS;
         return new Trouble("its directory " + root + " " + WholeStoreFailure.answers(errno)
                 + (readOnly ? ": every change there fails" : ": requests there fail"), !readOnly);

@@ -2,6 +2,7 @@ package dev.chibifs.store;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.HasErrno;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.Syscalls;
 
@@ -20,7 +21,8 @@ import java.util.List;
  *
  * <p>Moved, removed or replaced (by another directory, a link, or a file system mounted over it),
  * the root is reopened by path on the next operation, or that operation fails with an I/O error
- * naming the store, as before. A move of a directory above the store is not noticed: the daemon
+ * naming the store, as before; where the file system there fails as a whole (a FUSE store's daemon
+ * killed: ENOTCONN), with that file system's errno. A move of a directory above the store is not noticed: the daemon
  * keeps serving the store it holds, as a process with its working directory there would.
  *
  * <p>One replacement is not followed: once the root served was a file system's own root (on
@@ -117,12 +119,12 @@ final class StoreRoot {
         String dirName = parentPath == null ? "." : name;
         int parent = Syscalls.tryOpenat(Linux.AT_FDCWD, parentName, Linux.O_PATH | Linux.O_DIRECTORY, 0);
         if (parent < 0) {
-            throw gone(path);
+            throw cannotOpen(path, -parent);
         }
         int dir = Syscalls.tryOpenat(parent, dirName, Linux.O_PATH | Linux.O_DIRECTORY | Linux.O_NOFOLLOW, 0);
         if (dir < 0) {
             Syscalls.close(parent);
-            throw gone(path);
+            throw cannotOpen(path, -dir);
         }
         boolean mountRoot;
         try {
@@ -130,7 +132,7 @@ final class StoreRoot {
         } catch (IOException e) {
             Syscalls.close(dir);
             Syscalls.close(parent);
-            throw gone(path);
+            throw cannotOpen(path, HasErrno.of(e));
         }
         if (servedMountRoot && !mountRoot) {
             Syscalls.close(dir);
@@ -149,6 +151,38 @@ final class StoreRoot {
         return ErrnoException.of(Linux.EIO, path.toString(), "the store directory " + root
                 + " has lost its file system: the file system mounted there is no longer there, and the directory"
                 + " under it is not served until one is mounted there again");
+    }
+
+    /**
+     * The store's file system failing as a whole at its root (a FUSE store's daemon killed: ENOTCONN,
+     * a disk dead: EIO), where the root had to be opened again: the directory is there, not gone.
+     */
+    static final class FileSystemFails extends ErrnoException {
+        private static final long serialVersionUID = 1L;
+
+        FileSystemFails(int errno, String file, Path root) {
+            super(errno, file, ErrnoException.reason(errno, "the store directory " + root + " "
+                    + WholeStoreFailure.answers(errno) + ": its file system fails as a whole"));
+        }
+    }
+
+    /**
+     * Why the root could not be opened again, by the errno that refused it. A file system failing as
+     * a whole keeps its own errno, not EIO: requests served from the held root got ENOTCONN from a
+     * killed FUSE store until a reopen made it "gone" EIO, while the directory was never moved,
+     * removed or replaced, and status and the log say "answers ENOTCONN" (docs/operations.md), as the
+     * store file system itself (or bindfs over it) answers. Only a name that is no directory now
+     * (ENOENT, ENOTDIR, ELOOP: a link in its place) has gone; anything else (EACCES) is said by name.
+     */
+    private ErrnoException cannotOpen(VfsPath path, int errno) {
+        if (WholeStoreFailure.mayBe(errno)) {
+            return new FileSystemFails(errno, path.toString(), root);
+        }
+        if (errno == 0 || errno == Linux.ENOENT || errno == Linux.ENOTDIR || errno == Linux.ELOOP) {
+            return gone(path);
+        }
+        return ErrnoException.of(Linux.EIO, path.toString(), "the store directory " + root + " cannot be opened: "
+                + Linux.errnoName(errno) + " (" + dev.chibifs.sys.LibC.strerror(errno) + ")");
     }
 
     private ErrnoException gone(VfsPath path) {

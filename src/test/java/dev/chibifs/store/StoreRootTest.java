@@ -236,6 +236,45 @@ class StoreRootTest {
         assertEquals(java.util.List.of("the local store fails: " + why, "the store directory " + real + " answers again"), said);
     }
 
+    /**
+     * A FUSE store whose daemon was killed: its root is still there, and a look at it answers
+     * ENOTCONN (a stand-in for that look, without a mount). Each request said the directory "has
+     * gone (moved, removed or replaced)" with EIO, the errno lost; it keeps ENOTCONN, as the store's
+     * own requests had it, and status and the log say "answers ENOTCONN", as docs/operations.md says.
+     */
+    @Test
+    void aStoreWhoseFileSystemIsNotConnectedKeepsItsErrno() throws IOException {
+        Path root = Files.createDirectories(temp.resolve("vfs"));
+        java.util.concurrent.atomic.AtomicBoolean dead = new java.util.concurrent.atomic.AtomicBoolean();
+        StoreRoot.Devices fuse = fd -> {
+            if (dead.get()) {
+                throw dev.chibifs.sys.ErrnoException.forErrno(dev.chibifs.sys.Linux.ENOTCONN, null);
+            }
+            return dev.chibifs.sys.Syscalls.device(fd);
+        };
+        LocalStorage storage = new LocalStorage(root, new LateCloses(), fuse);
+        java.util.List<String> said = new java.util.ArrayList<>();
+        storage.saidTo(said::add);
+        storage.write(p("/shared/a"), "kept".getBytes());
+        Path real = root.toRealPath();
+        // the held root no longer checks out, as a look at a dead FUSE store's root fails: opened again
+        Files.move(root, temp.resolve("served"));
+        Files.createDirectory(root);
+        dead.set(true);
+        FileSystemException e = assertThrows(FileSystemException.class, () -> storage.read(p("/shared/a")));
+        assertEquals(dev.chibifs.sys.Linux.ENOTCONN, dev.chibifs.sys.HasErrno.of(e), e.toString());
+        assertEquals("Transport endpoint is not connected: the store directory " + real + " answers ENOTCONN (Transport"
+                + " endpoint is not connected): its file system fails as a whole", e.getReason());
+        String why = "its directory " + real + " answers ENOTCONN (Transport endpoint is not connected): requests there fail";
+        assertEquals(why, storage.failing());
+        dead.set(false);
+        Files.delete(root);
+        Files.move(temp.resolve("served"), root);
+        assertEquals("kept", new String(storage.read(p("/shared/a"))), "connected again: served again");
+        assertEquals(null, storage.failing());
+        assertEquals(java.util.List.of("the local store fails: " + why, "the store directory " + real + " answers again"), said);
+    }
+
     /** A store whose file system turned read-only (errors=remount-ro) fails every change: said, reads still served (root only). */
     @Test
     void aStoreWhoseFileSystemTurnedReadOnlySaysSo() throws Exception {
