@@ -248,7 +248,8 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         // the daemon says so too of a directory gone: the line above says it already
         troubles.forEach((prefix, why) -> {
             if (!gone.containsKey(prefix)) {
-                details.add("the store at " + prefix + " fails: " + why);
+                // a store read-only since the mount began says what it is: nothing there fails
+                details.add("the store at " + prefix + (WholeStoreFailure.isReadOnlyFromStart(why) ? " " : " fails: ") + why);
             }
         });
         // the daemon's word on a store that does not answer, where it gave one; else status's own

@@ -217,12 +217,22 @@ public final class LocalStorage implements Storage {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(LocalStorage.class);
     /** Where a change of the store's trouble is said: the log, or a test's list. */
     private volatile java.util.function.Consumer<String> said = LOG::warn;
-    /** Why every request, or every change, to the whole store fails; {@code untilSomeoneActs}: not only changes. */
-    private record Trouble(String why, boolean untilSomeoneActs) {
+    /**
+     * Why every request, or every change, to the whole store fails; {@code untilSomeoneActs}: not
+     * only changes; {@code readOnly}: its file system read-only (EROFS), reads served.
+     */
+    private record Trouble(String why, boolean untilSomeoneActs, boolean readOnly) {
     }
 
     /** What the last look found wrong with the whole store, null while it answers: logged once per change. */
     private Trouble trouble;
+    /** Whether a look was made: the first tells what the store was at the mount. */
+    private boolean looked;
+    /**
+     * Whether the store has been read-only since the first look (a disk mounted ro on purpose): no
+     * failure, nor said as one, unlike a file system turned read-only while served (errors=remount-ro).
+     */
+    private boolean readOnlyFromStart;
     /** A look at a store that may stall, still under way: the next asks wait for it, not for one more. */
     private java.util.concurrent.CompletableFuture<Trouble> looking;
     /** When {@link #looking} began (System.nanoTime): each ask waits what is left of one look's time, not a look's time each. */
@@ -248,7 +258,7 @@ public final class LocalStorage implements Storage {
     @Override
     public String state() {
         Trouble t = troubleNow();
-        return t == null ? null : "fails: " + t.why();
+        return t == null ? null : WholeStoreFailure.isReadOnlyFromStart(t.why()) ? t.why() : "fails: " + t.why();
     }
 
     /** {@link #failing()}, or why every change fails (its file system read-only: EROFS), which reads survive. */
@@ -290,24 +300,35 @@ public final class LocalStorage implements Storage {
                     }
                 }
             } catch (java.util.concurrent.TimeoutException e) {
-                now = new Trouble(WholeStoreFailure.doesNotAnswer(root), false);
+                now = new Trouble(WholeStoreFailure.doesNotAnswer(root), false, false);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 synchronized (this) {
                     return trouble;
                 }
             } catch (java.util.concurrent.ExecutionException e) {
-                now = new Trouble("its directory " + root + " could not be looked at: " + e.getCause(), false);
+                now = new Trouble("its directory " + root + " could not be looked at: " + e.getCause(), false, false);
             }
         }
         Trouble before;
+        boolean wasReadOnlyFromStart;
+        boolean readOnlyStill;
         synchronized (this) {
             before = trouble;
             trouble = now;
+            wasReadOnlyFromStart = readOnlyFromStart;
+            readOnlyFromStart = (looked ? readOnlyFromStart : true) && now != null && now.readOnly();
+            looked = true;
+            readOnlyStill = readOnlyFromStart;
+        }
+        if (readOnlyStill) {
+            // mounted read-only on purpose: reads are served, and nothing changed for the worse to warn of
+            return new Trouble(WholeStoreFailure.readOnlyFromStart(root), false, true);
         }
         if (!java.util.Objects.equals(before, now)) {
             // each reason names the store's directory already
-            said.accept(now != null ? "the local store fails: " + now.why() : "the store directory " + root + " answers again");
+            said.accept(now != null ? "the local store fails: " + now.why()
+                    : "the store directory " + root + (wasReadOnlyFromStart ? " takes changes now" : " answers again"));
         }
         return now;
     }
@@ -322,7 +343,7 @@ public final class LocalStorage implements Storage {
         } catch (IOException e) {
             String why = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.getMessage();
             String eio = LibC.strerror(Linux.EIO) + ": ";
-            return new Trouble(why.startsWith(eio) ? why.substring(eio.length()) : why, true);
+            return new Trouble(why.startsWith(eio) ? why.substring(eio.length()) : why, true, false);
         }
         int errno = WholeStoreFailure.of(rootFd);
         return errno == 0 ? null : wholeStore(errno);
@@ -332,7 +353,7 @@ public final class LocalStorage implements Storage {
     private Trouble wholeStore(int errno) {
         boolean readOnly = errno == Linux.EROFS;
         return new Trouble("its directory " + root + " " + WholeStoreFailure.answers(errno)
-                + (readOnly ? ": every change there fails" : ": requests there fail"), !readOnly);
+                + (readOnly ? ": every change there fails" : ": requests there fail"), !readOnly, readOnly);
     }
 
     /** syncfs of the file system the store is on: what {@code sync} would do if it reached the daemon. */

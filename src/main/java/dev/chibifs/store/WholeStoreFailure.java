@@ -60,6 +60,23 @@ public final class WholeStoreFailure {
                 + " ms (its server or FUSE daemon away or stopped?): requests there wait";
     }
 
+    /** How a store read-only since the mount began is told, and not as failing: "is read-only: ...". */
+    private static final String READ_ONLY_FROM_START = "is read-only: ";
+
+    /**
+     * What a store whose file system was read-only from the mount's start is (a disk mounted ro on
+     * purpose): said after the store's name ("the store at / is read-only: ..."), not as failing.
+     */
+    public static String readOnlyFromStart(Path dir) {
+        return READ_ONLY_FROM_START + "its directory " + dir + " is on a read-only file system, as it was when"
+                + " the mount began: reads are served, every change there " + answers(Linux.EROFS);
+    }
+
+    /** Whether {@code why} is {@link #readOnlyFromStart}'s: a store read-only on purpose, not failing. */
+    public static boolean isReadOnlyFromStart(String why) {
+        return why.startsWith(READ_ONLY_FROM_START);
+    }
+
     /** "answers EIO (Input/output error)": {@code errno} as people and scripts both read it. */
     public static String answers(int errno) {
         return "answers " + Linux.errnoName(errno) + " (" + LibC.strerror(errno) + ")";

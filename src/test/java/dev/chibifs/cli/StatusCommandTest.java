@@ -195,6 +195,26 @@ class StatusCommandTest {
         }
     }
 
+    /** A store mounted read-only on purpose was said to fail: it is read-only, and the mount active. */
+    @Test
+    void aStoreReadOnlyFromTheStartIsSaidReadOnlyNotFailing() throws Exception {
+        Path table = Files.writeString(tmp.resolve("ro-mounts"), "chibifs /mnt/ro fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve("ro-reg"), table, pid -> true);
+        Path vfs = Files.createDirectories(tmp.resolve("r/vfs"));
+        registry.write(new MountRecord(Path.of("/mnt/ro"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
+                tmp.resolve("r"), vfs, Instant.parse("2025-01-01T11:00:00Z"), "", "stderr", "/=" + vfs));
+        String readOnly = dev.chibifs.store.WholeStoreFailure.readOnlyFromStart(vfs);
+        try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(registry, 7),
+                () -> Map.of("troubles", Map.of("/", readOnly)))) {
+            assertEquals(0, run(new StatusCommand(List.of(registry), table, Clock.systemUTC()), "/mnt/ro"));
+        }
+        assertTrue(out.toString().matches("(?s).*\n/mnt/ro\s+active\s+7\s.*"), out.toString());
+        assertTrue(out.toString().contains("/mnt/ro: the store at / is read-only: its directory " + vfs + " is on a"
+                + " read-only file system, as it was when the mount began: reads are served, every change there answers"
+                + " EROFS (Read-only file system)\n"), out.toString());
+        assertFalse(out.toString().contains("fails"), out.toString());
+    }
+
     /** A mount whose store fails (S3 away for six minutes) said active and nothing more. */
     @Test
     void anActiveMountWhoseStoreFailsSaysWhatTheDaemonSays() throws Exception {

@@ -297,6 +297,46 @@ class StoreRootTest {
         }
     }
 
+    /**
+     * A disk mounted read-only on purpose was said to fail ("answers EROFS: every change there
+     * fails", a WARN before the mount's first line): it is read-only, reads served, and nothing is
+     * said until it changes; turned read-only again after it took changes, it fails as before (root only).
+     */
+    @Test
+    void aStoreReadOnlyFromTheStartIsReadOnlyNotFailing() throws Exception {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        Path root = Files.createDirectories(temp.resolve("vfs"));
+        assertEquals(0, run("mount", "-t", "tmpfs", "tmpfs", root.toString()));
+        try {
+            Files.createDirectories(root.resolve("shared"));
+            Files.writeString(root.resolve("shared/a"), "kept");
+            assertEquals(0, run("mount", "-o", "remount,ro", root.toString()));
+            LocalStorage storage = new LocalStorage(root);
+            java.util.List<String> said = new java.util.ArrayList<>();
+            storage.saidTo(said::add);
+            Path real = root.toRealPath();
+            String readOnly = "is read-only: its directory " + real + " is on a read-only file system, as it was when the"
+                    + " mount began: reads are served, every change there answers EROFS (Read-only file system)";
+            assertEquals(readOnly, storage.unanswered());
+            assertEquals(readOnly, storage.state(), "stats: store /: is read-only: ...");
+            assertEquals(null, storage.failing());
+            assertEquals("kept", new String(storage.read(p("/shared/a"))));
+            assertEquals(readOnly, storage.unanswered());
+            assertEquals(java.util.List.of(), said, "nothing to warn of");
+
+            assertEquals(0, run("mount", "-o", "remount,rw", root.toString()));
+            assertEquals(null, storage.unanswered());
+            assertEquals(0, run("mount", "-o", "remount,ro", root.toString()));
+            String fails = "its directory " + real + " answers EROFS (Read-only file system): every change there fails";
+            assertEquals(fails, storage.unanswered(), "turned read-only while it took changes: that fails");
+            assertEquals("fails: " + fails, storage.state());
+            assertEquals(java.util.List.of("the store directory " + real + " takes changes now",
+                    "the local store fails: " + fails), said);
+        } finally {
+            run("umount", "-l", root.toString());
+        }
+    }
+
     private static int run(String... command) throws IOException, InterruptedException {
         return new ProcessBuilder(command).inheritIO().start().waitFor();
     }
