@@ -96,6 +96,9 @@ final class AttributeChanges {
                 router.chown(caller, p);
             }
             checkOwnerKept(req, caller, p, valid);
+        } else if ((valid & CHANGES) == 0 && handle == null) {
+            // chown(f, -1, -1): the kernel sends a SETATTR of no attribute (FATTR_CTIME at most)
+            router.chownToNone(p);
         }
         if ((valid & FuseProtocol.FATTR_SIZE) != 0) {
             if (handle != null) {
@@ -172,6 +175,11 @@ final class AttributeChanges {
         }
         return false;
     }
+
+    /** The attributes a SETATTR may change; one with none of them is a chown to owner and group -1. */
+    private static final int CHANGES = FuseProtocol.FATTR_MODE | FuseProtocol.FATTR_UID | FuseProtocol.FATTR_GID
+            | FuseProtocol.FATTR_SIZE | FuseProtocol.FATTR_ATIME | FuseProtocol.FATTR_MTIME | FuseProtocol.FATTR_ATIME_NOW
+            | FuseProtocol.FATTR_MTIME_NOW;
 
     private static FileTime time(int valid, int set, int now, long seconds, int nanos) {
         if ((valid & now) != 0) {

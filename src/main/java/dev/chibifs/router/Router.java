@@ -1071,11 +1071,23 @@ public final class Router {
         t.storage().setExecutable(t.path(), mode);
     }
 
-    /** chown: allowed where the caller may write, and changes nothing (path is policy, owners grant nothing). */
+    /**
+     * chown: allowed where the caller may write, and stores nothing (path is policy, owners grant
+     * nothing); the ctime moves, and a read-only store refuses it, as on a disk.
+     */
     public void chown(Caller caller, VfsPath path) throws IOException {
         checkWrite(caller, path);
         Target t = writable(path);
-        t.storage().metadata(t.path());
+        t.storage().ownerAsked(t.path());
+    }
+
+    /**
+     * chown(f, -1, -1), which names no owner: a disk lets anyone ask it, and moves the ctime, or
+     * refuses it EROFS where the file system is read-only, as a store here does (it answered 0).
+     */
+    public void chownToNone(VfsPath path) throws IOException {
+        Target t = writable(path);
+        t.storage().ownerAsked(t.path());
     }
 
     /**

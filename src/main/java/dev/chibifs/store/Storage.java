@@ -476,6 +476,15 @@ public interface Storage extends Closeable {
         }
     }
 
+    /**
+     * A chown, which stores no owner (owners come from the path): moves what a disk moves, the
+     * ctime, where the store keeps one, and fails as the store's file system fails a change (a
+     * read-only one: EROFS); elsewhere it only looks that {@code path} is there.
+     */
+    default void ownerAsked(VfsPath path) throws IOException {
+        metadata(path);
+    }
+
     /** Why the store does not answer now (an S3 endpoint away), or null when it does or cannot be away. */
     default String unanswered() {
         return null;

@@ -46,6 +46,10 @@ class FaultsTest {
             assertTrue(rm.exitCode() != 0 && rm.err().contains("Read-only file system"), rm.err());
             Sh.Result chmod = fs.sh("chmod 600 shared/keep"); // no execute bit: the ctime alone would move
             assertTrue(chmod.exitCode() != 0 && chmod.err().contains("Read-only file system"), chmod.err());
+            for (String owners : new String[] {"-1, -1", "os.getuid(), -1"}) { // chown(f, -1, -1) answered 0
+                Sh.Result chown = fs.sh("python3 -c 'import os; os.chown(\"shared/keep\", " + owners + ")'");
+                assertTrue(chown.exitCode() != 0 && chown.err().contains("Read-only file system"), owners + ": " + chown.err());
+            }
             fs.sh("sha256sum -c " + sum).ok();
             Sh.run("mount -o remount,rw '" + home + "'").ok();
             fs.sh("echo x > shared/rw").ok();

@@ -149,6 +149,37 @@ class LocalStorageTest extends StorageBehaviourSuite {
         }
     }
 
+    /**
+     * Session 67: chown(f, -1, -1) on a read-only store answered 0 (ext4 answers EROFS): a chown stores
+     * nothing, and only looked that the file was there. It moves the ctime, as on a disk, and a
+     * read-only store refuses it.
+     */
+    @Test
+    void aChownOnAReadOnlyStoreIsErofsAndElsewhereMovesTheCtime() throws Exception {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        Path dir = Files.createDirectories(temp.resolve("ro"));
+        Sh.run("mount -t tmpfs -o size=1m chibifs-test-ro '" + dir + "'").ok();
+        try (LocalStorage s = new LocalStorage(dir)) {
+            s.write(p("/shared/f"), "x".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            FileTime before = (FileTime) Files.getAttribute(dir.resolve("shared/f"), "unix:ctime");
+            FileTime now = before;
+            for (int i = 0; i < 1_000_000 && now.equals(before); i++) {
+                s.ownerAsked(p("/shared/f")); // within one clock tick the ctime may stay: asked again
+                now = (FileTime) Files.getAttribute(dir.resolve("shared/f"), "unix:ctime");
+            }
+            assertFalse(now.equals(before), "the ctime moves, as a chown moves it on a disk");
+            assertThrows(java.nio.file.NoSuchFileException.class, () -> s.ownerAsked(p("/shared/none")));
+            Sh.run("mount -o remount,ro '" + dir + "'").ok();
+            for (String path : List.of("/shared/f", "/shared")) {
+                java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
+                        () -> s.ownerAsked(p(path)));
+                assertEquals(Linux.EROFS, dev.chibifs.sys.Errors.errno(e), e.toString());
+            }
+        } finally {
+            Sh.run("umount -l '" + dir + "'").ok();
+        }
+    }
+
     /** A write to a name the store refuses (not UTF-8) leaves nothing, not even the parents it would have made. */
     @Test
     void aWriteToANameTheStoreRefusesMakesNoParents() throws IOException {
