@@ -2124,6 +2124,27 @@ class S3HostsTest {
         assertEquals(0, again.pendingChanges());
     }
 
+    /** Twelve data files, then a READY marker, in /shared/run of {@code a}: their keys in that order. */
+    private List<String> dataThenReady(S3Storage a) throws IOException {
+        a.mkdir(p("/shared/run"));
+        a.flushAll();
+        List<String> made = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            put(a, "/shared/run/d" + i, "data " + i);
+            made.add(prefix + "/shared/run/d" + i);
+        }
+        put(a, "/shared/run/READY", "x");
+        made.add(prefix + "/shared/run/READY");
+        return made;
+    }
+
+    /** The keys of {@code made} that S3 stored since {@code server.stored} was cleared, in the order it stored them. */
+    private List<String> storedOf(List<String> made) {
+        synchronized (server.stored) {
+            return server.stored.stream().filter(made::contains).toList();
+        }
+    }
+
     /**
      * After a kill, what the journal held went up at once and several at a time: a READY marker
      * written after 30 data files was the 4th on S3, and another host waiting for it read 3 of them.
@@ -2134,25 +2155,13 @@ class S3HostsTest {
         MutableClock clock = startClock();
         S3Options o = options("a").withClock(clock, false);
         S3Storage a = host(o);
-        a.mkdir(p("/shared/run"));
-        a.flushAll();
-        List<String> made = new ArrayList<>();
-        for (int i = 0; i < 12; i++) {
-            put(a, "/shared/run/d" + i, "data " + i);
-            made.add(prefix + "/shared/run/d" + i);
-        }
-        put(a, "/shared/run/READY", "x"); // sorts before the data: by name it went first
-        made.add(prefix + "/shared/run/READY");
+        List<String> made = dataThenReady(a); // READY sorts before the data: by name it went first
         a.crash();
 
         server.stored.clear();
         S3Storage again = host(o);
         again.flushDue();
-        List<String> sent;
-        synchronized (server.stored) {
-            sent = server.stored.stream().filter(made::contains).toList();
-        }
-        assertEquals(made, sent);
+        assertEquals(made, storedOf(made));
         assertEquals(0, again.pendingChanges());
     }
 
@@ -2166,15 +2175,7 @@ class S3HostsTest {
         MutableClock clock = startClock();
         S3Options o = options("a").withClock(clock, false);
         S3Storage a = host(o);
-        a.mkdir(p("/shared/run"));
-        a.flushAll();
-        List<String> made = new ArrayList<>();
-        for (int i = 0; i < 12; i++) {
-            put(a, "/shared/run/d" + i, "data " + i);
-            made.add(prefix + "/shared/run/d" + i);
-        }
-        put(a, "/shared/run/READY", "x");
-        made.add(prefix + "/shared/run/READY");
+        List<String> made = dataThenReady(a);
         put(a, "/shared/run/d0", "data 0, again"); // its last change is now the last of all
         made.remove(prefix + "/shared/run/d0");
         made.add(prefix + "/shared/run/d0");
@@ -2185,11 +2186,7 @@ class S3HostsTest {
         server.stored.clear();
         S3Storage again = host(o);
         again.flushDue();
-        List<String> sent;
-        synchronized (server.stored) {
-            sent = server.stored.stream().filter(made::contains).toList();
-        }
-        assertEquals(made, sent);
+        assertEquals(made, storedOf(made));
         assertEquals("data 0, again", inS3("shared/run/d0"));
         assertEquals(0, again.pendingChanges());
     }
