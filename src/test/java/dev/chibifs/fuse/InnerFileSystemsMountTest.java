@@ -3,6 +3,7 @@ package dev.chibifs.fuse;
 import dev.chibifs.testing.FuseSupport;
 import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
+import dev.chibifs.testing.Tmpfs;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -31,12 +32,10 @@ class InnerFileSystemsMountTest {
     void tarKeepsTheFilesOfAFileSystemInsideTheStoreApartAndTheStoresNumbersStay() throws IOException {
         FuseSupport.requireRoot();
         Path root = MountedFs.tempRoot();
-        Path home = Files.createDirectories(root.resolve("home"));
-        Sh.run("mount -t tmpfs -o size=8m chibifs-test-store '" + home + "'").ok();
-        Path inner = null;
-        try (MountedFs fs = MountedFs.start(root, "--context", "planner")) {
-            inner = Files.createDirectories(fs.stored("/shared/sub"));
-            Sh.run("mount -t tmpfs -o size=1m chibifs-test-inner '" + inner + "'").ok();
+        try (Tmpfs home = Tmpfs.mount(root.resolve("home"), "8m");
+             MountedFs fs = MountedFs.start(root, "--context", "planner");
+             Tmpfs innerDisk = Tmpfs.mount(fs.stored("/shared/sub"), "1m")) {
+            Path inner = innerDisk.path();
             fs.sh("for i in 1 2 3 4 5 6; do echo outer$i > shared/o$i; ln shared/o$i shared/o$i.l; done").ok();
             // the store's tmpfs numbered its skeleton first: the inner one's files are brought to the same numbers
             Sh.run("cd '" + inner + "' && n=$(stat -c %i '" + fs.stored("/shared/o1") + "')"
@@ -58,11 +57,6 @@ class InnerFileSystemsMountTest {
             Sh.run("diff -r '" + fs.at("/shared/sub") + "' '" + out.resolve("shared/sub") + "'").ok();
             assertEquals("inner3\n", Files.readString(out.resolve("shared/sub/i3.l")));
             assertTrue(fs.process().isAlive());
-        } finally {
-            if (inner != null) {
-                Sh.run("umount -l '" + inner + "'");
-            }
-            Sh.run("umount -l '" + home + "'");
         }
     }
 

@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.testing.Sh;
+import dev.chibifs.testing.Tmpfs;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -80,44 +81,40 @@ class LocalStorageTest extends StorageBehaviourSuite {
     @Test
     void aFileSystemMountedInsideTheStoreIsToldApartAndTheStoresOwnKeepTheirNumbers() throws IOException {
         dev.chibifs.testing.FuseSupport.requireRoot();
-        Path outer = Files.createDirectories(temp.resolve("outer"));
-        Sh.run("mount -t tmpfs -o size=1m chibifs-test-outer '" + outer + "'").ok();
-        Path inner = outer.resolve("shared/sub");
-        try (LocalStorage s = new LocalStorage(outer)) {
+        try (Tmpfs outerDisk = Tmpfs.mount(temp.resolve("outer"), "1m");
+             LocalStorage s = new LocalStorage(outerDisk.path())) {
+            Path outer = outerDisk.path();
             s.mkdir(p("/shared/sub"));
-            Sh.run("mount -t tmpfs -o size=1m chibifs-test-inner '" + inner + "'").ok();
-            Map<String, Long> raw = new TreeMap<>();
-            for (String name : List.of("a", "b", "c", "d")) {
-                for (String dir : List.of("/shared/", "/shared/sub/")) {
-                    s.write(p(dir + name), name.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-                    raw.put(dir + name, (Long) Files.getAttribute(outer.resolve((dir + name).substring(1)), "unix:ino"));
+            try (Tmpfs inner = Tmpfs.mount(outer.resolve("shared/sub"), "1m")) {
+                Map<String, Long> raw = new TreeMap<>();
+                for (String name : List.of("a", "b", "c", "d")) {
+                    for (String dir : List.of("/shared/", "/shared/sub/")) {
+                        s.write(p(dir + name), name.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                        raw.put(dir + name, (Long) Files.getAttribute(outer.resolve((dir + name).substring(1)), "unix:ino"));
+                    }
                 }
-            }
-            java.util.Set<Long> both = raw.entrySet().stream().filter(e -> e.getKey().startsWith("/shared/sub/"))
-                    .map(Map.Entry::getValue).collect(Collectors.toCollection(java.util.HashSet::new));
-            both.retainAll(raw.entrySet().stream().filter(e -> !e.getKey().startsWith("/shared/sub/"))
-                    .map(Map.Entry::getValue).toList());
-            assertFalse(both.isEmpty(), "the two tmpfs share a number, as the test needs: " + raw);
+                java.util.Set<Long> both = raw.entrySet().stream().filter(e -> e.getKey().startsWith("/shared/sub/"))
+                        .map(Map.Entry::getValue).collect(Collectors.toCollection(java.util.HashSet::new));
+                both.retainAll(raw.entrySet().stream().filter(e -> !e.getKey().startsWith("/shared/sub/"))
+                        .map(Map.Entry::getValue).toList());
+                assertFalse(both.isEmpty(), "the two tmpfs share a number, as the test needs: " + raw);
 
-            Map<Long, String> shown = new java.util.HashMap<>();
-            for (Map.Entry<String, Long> e : raw.entrySet()) {
-                Metadata m = s.metadata(p(e.getKey()));
-                boolean own = !e.getKey().startsWith("/shared/sub/");
-                assertEquals(own, m.device() == Metadata.OWN_DEVICE, e.getKey());
-                if (own) {
-                    assertEquals(e.getValue(), m.inode(), e.getKey() + ": the store's own number, unchanged");
-                }
-                String other = shown.put(m.inode(), e.getKey());
-                assertTrue(other == null, e.getKey() + " and " + other + " show one inode number " + m.inode());
-                try (FileHandle h = s.open(p(e.getKey()), EnumSet.of(OpenFlag.READ), 0)) {
-                    assertEquals(m.inode(), h.metadata().inode(), e.getKey() + ": an open file says what its name does");
-                    assertEquals(m.device(), h.metadata().device(), e.getKey());
+                Map<Long, String> shown = new java.util.HashMap<>();
+                for (Map.Entry<String, Long> e : raw.entrySet()) {
+                    Metadata m = s.metadata(p(e.getKey()));
+                    boolean own = !e.getKey().startsWith("/shared/sub/");
+                    assertEquals(own, m.device() == Metadata.OWN_DEVICE, e.getKey());
+                    if (own) {
+                        assertEquals(e.getValue(), m.inode(), e.getKey() + ": the store's own number, unchanged");
+                    }
+                    String other = shown.put(m.inode(), e.getKey());
+                    assertTrue(other == null, e.getKey() + " and " + other + " show one inode number " + m.inode());
+                    try (FileHandle h = s.open(p(e.getKey()), EnumSet.of(OpenFlag.READ), 0)) {
+                        assertEquals(m.inode(), h.metadata().inode(), e.getKey() + ": an open file says what its name does");
+                        assertEquals(m.device(), h.metadata().device(), e.getKey());
+                    }
                 }
             }
-        } finally {
-            // lazily: the store's descriptors of removed files may close a moment after it does
-            Sh.run("umount -l '" + inner + "'");
-            Sh.run("umount -l '" + outer + "'").ok();
         }
     }
 
@@ -129,13 +126,11 @@ class LocalStorageTest extends StorageBehaviourSuite {
     @Test
     void aChmodOfNoExecuteBitOnAReadOnlyStoreIsErofs() throws IOException {
         dev.chibifs.testing.FuseSupport.requireRoot();
-        Path dir = Files.createDirectories(temp.resolve("ro"));
-        Sh.run("mount -t tmpfs -o size=1m chibifs-test-ro '" + dir + "'").ok();
-        try (LocalStorage s = new LocalStorage(dir)) {
+        try (Tmpfs disk = Tmpfs.mount(temp.resolve("ro"), "1m"); LocalStorage s = new LocalStorage(disk.path())) {
             s.write(p("/shared/f"), "x".getBytes(java.nio.charset.StandardCharsets.UTF_8));
             s.setExecutable(p("/shared/f"), 0600);
             try (FileHandle h = s.open(p("/shared/f"), EnumSet.of(OpenFlag.READ), 0)) {
-                Sh.run("mount -o remount,ro '" + dir + "'").ok();
+                disk.readOnly(true);
                 List<Executable> chmods = List.of(() -> s.setExecutable(p("/shared/f"), 0600),
                         () -> s.setExecutable(p("/shared"), 0700), () -> h.setExecutable(0600),
                         () -> s.setExecutable(p("/shared/f"), 0755));
@@ -144,8 +139,6 @@ class LocalStorageTest extends StorageBehaviourSuite {
                     assertEquals(Linux.EROFS, dev.chibifs.sys.Errors.errno(e), e.toString());
                 }
             }
-        } finally {
-            Sh.run("umount -l '" + dir + "'").ok();
         }
     }
 
@@ -157,9 +150,8 @@ class LocalStorageTest extends StorageBehaviourSuite {
     @Test
     void aChownOnAReadOnlyStoreIsErofsAndElsewhereMovesTheCtime() throws Exception {
         dev.chibifs.testing.FuseSupport.requireRoot();
-        Path dir = Files.createDirectories(temp.resolve("ro"));
-        Sh.run("mount -t tmpfs -o size=1m chibifs-test-ro '" + dir + "'").ok();
-        try (LocalStorage s = new LocalStorage(dir)) {
+        try (Tmpfs disk = Tmpfs.mount(temp.resolve("ro"), "1m"); LocalStorage s = new LocalStorage(disk.path())) {
+            Path dir = disk.path();
             s.write(p("/shared/f"), "x".getBytes(java.nio.charset.StandardCharsets.UTF_8));
             FileTime before = (FileTime) Files.getAttribute(dir.resolve("shared/f"), "unix:ctime");
             FileTime now = before;
@@ -169,14 +161,12 @@ class LocalStorageTest extends StorageBehaviourSuite {
             }
             assertFalse(now.equals(before), "the ctime moves, as a chown moves it on a disk");
             assertThrows(java.nio.file.NoSuchFileException.class, () -> s.ownerAsked(p("/shared/none")));
-            Sh.run("mount -o remount,ro '" + dir + "'").ok();
+            disk.readOnly(true);
             for (String path : List.of("/shared/f", "/shared")) {
                 java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
                         () -> s.ownerAsked(p(path)));
                 assertEquals(Linux.EROFS, dev.chibifs.sys.Errors.errno(e), e.toString());
             }
-        } finally {
-            Sh.run("umount -l '" + dir + "'").ok();
         }
     }
 

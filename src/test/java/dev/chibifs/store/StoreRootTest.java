@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.testing.Tmpfs;
 import java.io.IOException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
@@ -184,10 +185,9 @@ class StoreRootTest {
     @Test
     void aTmpfsStoreUnmountedLazilyIsAnIoErrorUntilMountedAgain() throws Exception {
         dev.chibifs.testing.FuseSupport.requireRoot();
-        Path disk = Files.createDirectories(temp.resolve("disk"));
         Path root = Files.createDirectories(temp.resolve("vfs"));
-        assertEquals(0, run("mount", "-t", "tmpfs", "tmpfs", disk.toString()));
-        try {
+        try (Tmpfs tmpfs = Tmpfs.mount(temp.resolve("disk"), "1m")) {
+            Path disk = tmpfs.path();
             assertEquals(0, run("mount", "--bind", disk.toString(), root.toString()));
             LocalStorage storage = new LocalStorage(root);
             storage.write(p("/shared/a"), "on tmpfs".getBytes());
@@ -201,8 +201,7 @@ class StoreRootTest {
             assertEquals(0, run("mount", "--bind", disk.toString(), root.toString()));
             assertEquals("on tmpfs", new String(storage.read(p("/shared/a"))));
         } finally {
-            run("umount", "-l", root.toString());
-            run("umount", "-l", disk.toString());
+            run("umount", "-l", root.toString()); // the bind mount, before the tmpfs under it
         }
     }
 
@@ -279,21 +278,18 @@ class StoreRootTest {
     @Test
     void aStoreWhoseFileSystemTurnedReadOnlySaysSo() throws Exception {
         dev.chibifs.testing.FuseSupport.requireRoot();
-        Path root = Files.createDirectories(temp.resolve("vfs"));
-        assertEquals(0, run("mount", "-t", "tmpfs", "tmpfs", root.toString()));
-        try {
+        try (Tmpfs disk = Tmpfs.mount(temp.resolve("vfs"), "1m")) {
+            Path root = disk.path();
             LocalStorage storage = new LocalStorage(root);
             storage.write(p("/shared/a"), "kept".getBytes());
             assertEquals(null, storage.unanswered());
-            assertEquals(0, run("mount", "-o", "remount,ro", root.toString()));
+            disk.readOnly(true);
             assertEquals("its directory " + root.toRealPath() + " answers EROFS (Read-only file system): every change"
                     + " there fails", storage.unanswered());
             assertEquals(null, storage.failing(), "reads are served: not failing");
             assertEquals("kept", new String(storage.read(p("/shared/a"))));
-            assertEquals(0, run("mount", "-o", "remount,rw", root.toString()));
+            disk.readOnly(false);
             assertEquals(null, storage.unanswered());
-        } finally {
-            run("umount", "-l", root.toString());
         }
     }
 
@@ -305,12 +301,11 @@ class StoreRootTest {
     @Test
     void aStoreReadOnlyFromTheStartIsReadOnlyNotFailing() throws Exception {
         dev.chibifs.testing.FuseSupport.requireRoot();
-        Path root = Files.createDirectories(temp.resolve("vfs"));
-        assertEquals(0, run("mount", "-t", "tmpfs", "tmpfs", root.toString()));
-        try {
+        try (Tmpfs disk = Tmpfs.mount(temp.resolve("vfs"), "1m")) {
+            Path root = disk.path();
             Files.createDirectories(root.resolve("shared"));
             Files.writeString(root.resolve("shared/a"), "kept");
-            assertEquals(0, run("mount", "-o", "remount,ro", root.toString()));
+            disk.readOnly(true);
             LocalStorage storage = new LocalStorage(root);
             java.util.List<String> said = new java.util.ArrayList<>();
             storage.saidTo(said::add);
@@ -324,16 +319,14 @@ class StoreRootTest {
             assertEquals(readOnly, storage.unanswered());
             assertEquals(java.util.List.of(), said, "nothing to warn of");
 
-            assertEquals(0, run("mount", "-o", "remount,rw", root.toString()));
+            disk.readOnly(false);
             assertEquals(null, storage.unanswered());
-            assertEquals(0, run("mount", "-o", "remount,ro", root.toString()));
+            disk.readOnly(true);
             String fails = "its directory " + real + " answers EROFS (Read-only file system): every change there fails";
             assertEquals(fails, storage.unanswered(), "turned read-only while it took changes: that fails");
             assertEquals("fails: " + fails, storage.state());
             assertEquals(java.util.List.of("the store directory " + real + " takes changes now",
                     "the local store fails: " + fails), said);
-        } finally {
-            run("umount", "-l", root.toString());
         }
     }
 
