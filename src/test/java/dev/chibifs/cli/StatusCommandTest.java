@@ -122,11 +122,10 @@ class StatusCommandTest {
      */
     @Test
     void aLocalStoreTheDaemonSaysFailsIsFailingAndSaidOnce() throws Exception {
-        Path table = Files.writeString(tmp.resolve("disk-mounts"), "chibifs /mnt/disk fuse.chibifs rw 0 0\n");
-        MountRegistry registry = new MountRegistry(tmp.resolve("disk-reg"), table, pid -> true);
         Path vfs = Files.createDirectories(tmp.resolve("d/vfs"));
-        registry.write(new MountRecord(Path.of("/mnt/disk"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
-                tmp.resolve("d"), vfs, Instant.parse("2025-01-01T11:00:00Z"), "", "stderr", "/=" + vfs));
+        OneMount mount = localMountOfPid7("disk", vfs);
+        Path table = mount.table();
+        MountRegistry registry = mount.registry();
         String eio = "its directory " + vfs + " answers EIO (Input/output error): requests there fail";
         try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(registry, 7),
                 () -> Map.of("troubles", Map.of("/", eio), "failing", Map.of("/", eio)))) {
@@ -154,11 +153,10 @@ class StatusCommandTest {
      */
     @Test
     void aStoreDirectoryThatNeverAnswersHoldsStatusNoLongerThanTheLooksBound() throws Exception {
-        Path table = Files.writeString(tmp.resolve("stalled-mounts"), "chibifs /mnt/stalled fuse.chibifs rw 0 0\n");
-        MountRegistry registry = new MountRegistry(tmp.resolve("stalled-reg"), table, pid -> true);
         Path vfs = Files.createDirectories(tmp.resolve("s/vfs"));
-        registry.write(new MountRecord(Path.of("/mnt/stalled"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
-                tmp.resolve("s"), vfs, Instant.parse("2025-01-01T11:00:00Z"), "", "stderr", "/=" + vfs));
+        OneMount mount = localMountOfPid7("stalled", vfs);
+        Path table = mount.table();
+        MountRegistry registry = mount.registry();
         java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
         java.util.function.Predicate<Path> stopped = dir -> {
             try {
@@ -198,11 +196,10 @@ class StatusCommandTest {
     /** A store mounted read-only on purpose was said to fail: it is read-only, and the mount active. */
     @Test
     void aStoreReadOnlyFromTheStartIsSaidReadOnlyNotFailing() throws Exception {
-        Path table = Files.writeString(tmp.resolve("ro-mounts"), "chibifs /mnt/ro fuse.chibifs rw 0 0\n");
-        MountRegistry registry = new MountRegistry(tmp.resolve("ro-reg"), table, pid -> true);
         Path vfs = Files.createDirectories(tmp.resolve("r/vfs"));
-        registry.write(new MountRecord(Path.of("/mnt/ro"), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
-                tmp.resolve("r"), vfs, Instant.parse("2025-01-01T11:00:00Z"), "", "stderr", "/=" + vfs));
+        OneMount mount = localMountOfPid7("ro", vfs);
+        Path table = mount.table();
+        MountRegistry registry = mount.registry();
         String readOnly = dev.chibifs.store.WholeStoreFailure.readOnlyFromStart(vfs);
         try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(registry, 7),
                 () -> Map.of("troubles", Map.of("/", readOnly)))) {
@@ -596,8 +593,17 @@ class StatusCommandTest {
         assertEquals("chibifs: --path: invalid VFS path 'shared': a VFS path must start with '/'\n", r.err());
     }
 
-    /** A mount table and a registry of one mount, /mnt/NAME, on S3, whose daemon is pid 7. */
+    /** A mount table and a registry of one mount, /mnt/NAME, whose daemon is pid 7. */
     private record OneMount(Path table, MountRegistry registry) {
+    }
+
+    /** As {@link #s3MountOfPid7}, its store the directory {@code vfs} (a home's vfs). */
+    private OneMount localMountOfPid7(String name, Path vfs) throws java.io.IOException {
+        Path table = Files.writeString(tmp.resolve(name + "-mounts"), "chibifs /mnt/" + name + " fuse.chibifs rw 0 0\n");
+        MountRegistry registry = new MountRegistry(tmp.resolve(name + "-reg"), table, pid -> true);
+        registry.write(new MountRecord(Path.of("/mnt/" + name), 7, MountRecord.MODE_CONTEXT, "planner", "", null,
+                vfs.getParent(), vfs, Instant.parse("2025-01-01T11:00:00Z"), "", "stderr", "/=" + vfs));
+        return new OneMount(table, registry);
     }
 
     private OneMount s3MountOfPid7(String name) throws java.io.IOException {
