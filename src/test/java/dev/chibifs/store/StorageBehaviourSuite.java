@@ -1515,6 +1515,26 @@ public abstract class StorageBehaviourSuite {
     }
 
     /**
+     * Session 68: a chown (which stores no owner: the path is the policy) moved the ctime on the local
+     * store only; the memory and S3 stores left it, where a disk moves it (pjdfstest chown/00.t).
+     */
+    @Test
+    void aChownMovesTheCtimeOfAFileADirectoryAndALink() throws Exception {
+        storage.write(p("/shared/f"), bytes("x"));
+        storage.mkdir(p("/shared/d"));
+        storage.createSymlink(p("/shared/l"), "f");
+        for (String name : List.of("/shared/f", "/shared/d", "/shared/l")) {
+            Metadata before = storage.metadata(p(name));
+            untilTheStoreClockPasses(before.changed());
+            storage.ownerAsked(p(name));
+            Metadata after = storage.metadata(p(name));
+            assertTrue(after.changed().compareTo(before.changed()) > 0, name + ": " + before.changed() + " -> " + after.changed());
+            assertEquals(before.mode(), after.mode(), name);
+        }
+        assertThrows(java.nio.file.NoSuchFileException.class, () -> storage.ownerAsked(p("/shared/none")));
+    }
+
+    /**
      * Returns once a change the store makes now is stamped later than {@code t} (a file system's
      * clock moves in ticks of a few milliseconds): a probe file is written until it is, with no
      * sleep, or the test fails after five seconds.

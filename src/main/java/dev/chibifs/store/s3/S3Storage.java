@@ -1712,6 +1712,23 @@ public final class S3Storage implements Storage {
         }
     }
 
+    /**
+     * A chown stores no owner, yet moves the ctime, as on a disk: here only, as a chmod that changes
+     * no bit moves it, with no upload (S3 keeps no ctime).
+     */
+    @Override
+    public void ownerAsked(VfsPath path) throws IOException {
+        requireRoom();
+        Node n = find(path);
+        synchronized (this) {
+            n.ctime = now();
+            if (n.path != null) {
+                journal.put(n);
+            }
+            journal.commit();
+        }
+    }
+
     // ---- extended attributes: a file's go up with it, in its object's metadata ----
 
     @Override
