@@ -361,6 +361,11 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         /** A DELETE held ({@link #holdDeletes}) before the object goes ({@link #BEFORE_REMOVAL}) or after, unanswered. */
         @Override
         public void removeBlob(String container, String name) {
+            server.deletesAsked.add("DELETE " + name);
+            remove(container, name);
+        }
+
+        private void remove(String container, String name) {
             server.heldDeletes.waitIfHeld(name, BEFORE_REMOVAL);
             if (server.failedDeletes.take(name)) {
                 throw new RuntimeException("a DELETE failed on purpose (S3Server.failDeletes)");
@@ -378,11 +383,21 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             }
         }
 
-        /** A DeleteObjects (a POST) meets the faults and holds a DELETE of each of its keys meets. */
+        /**
+         * A DeleteObjects (a POST) meets the faults and holds a DELETE of each of its keys meets,
+         * unless it is refused whole ({@link #refuseDeleteObjects}).
+         */
         @Override
         public void removeBlobs(String container, Iterable<String> names) {
             for (String name : names) {
-                removeBlob(container, name);
+                if (server.refusedDeleteObjects.take(name)) {
+                    server.deletesAsked.add("refused DeleteObjects " + name);
+                    throw new HttpResponseException(new HttpResponse(server.deleteObjectsRefusedWith));
+                }
+            }
+            for (String name : names) {
+                server.deletesAsked.add("DeleteObjects " + name);
+                remove(container, name);
             }
         }
 
@@ -518,6 +533,25 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     void cutDeleteAnswers(java.util.function.Predicate<String> which, int times) {
         cutDeleteAnswers.set(which, times);
     }
+
+    private final Faults refusedDeleteObjects = new Faults();
+    private volatile int deleteObjectsRefusedWith;
+
+    /**
+     * The next {@code times} DeleteObjects (-1: all) naming an object {@code which} names are refused
+     * whole with HTTP {@code status} and no error code, nothing deleted: as a server or gateway
+     * without DeleteObjects (405, 501), or one refusing it in passing (400).
+     */
+    void refuseDeleteObjects(java.util.function.Predicate<String> which, int status, int times) {
+        deleteObjectsRefusedWith = status;
+        refusedDeleteObjects.set(which, times);
+    }
+
+    /**
+     * Every delete that came, in order: {@code DELETE <key>}, {@code DeleteObjects <key>} for each
+     * key of one, {@code refused DeleteObjects <key>} for one {@link #refuseDeleteObjects} refused.
+     */
+    final List<String> deletesAsked = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
 
     private final Faults refusedPuts = new Faults();
 
