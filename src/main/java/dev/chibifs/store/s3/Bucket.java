@@ -1775,8 +1775,24 @@ final class Bucket implements Closeable {
     /** The most keys one DeleteObjects request removes. */
     static final int MAX_DELETE_BATCH = 1000;
 
-    /** False once the server refused a DeleteObjects as a request it does not know: deletes go one by one. */
-    private volatile boolean deletesInBatches = true;
+    /**
+     * Why deletes go one by one, as DELETEs, until the mount ends ({@link #hasNoBatchDelete}); null
+     * while they go as DeleteObjects.
+     */
+    private volatile String oneByOne;
+
+    /**
+     * How many refusals of DeleteObjects in a row, one answer and none succeeding between, make it
+     * taken for a request the server does not have. One such answer did so until session 68: a
+     * gateway's passing 400 switched a mount to DELETEs for good, and with them lock releases the
+     * JDK may send twice (tester's coord5 N1: two holders again).
+     */
+    static final int REFUSALS_BEFORE_ONE_BY_ONE = 3;
+
+    /** The refusals of DeleteObjects in a row ({@link #REFUSALS_BEFORE_ONE_BY_ONE}) and the answer they are; under the lock. */
+    private int batchRefusals;
+    private String batchRefusal;
+    private final Object batchRefusalsLock = new Object();
 
     /**
      * Removes the objects {@code keys} (at most {@link #MAX_DELETE_BATCH}) with one request; those
@@ -1788,7 +1804,7 @@ final class Bucket implements Closeable {
     }
 
     private List<String> deleteAllOnce(List<String> keys) throws IOException {
-        if (keys.isEmpty() || !deletesInBatches) {
+        if (keys.isEmpty() || oneByOne != null) {
             return keys;
         }
         refuseWhileUnreachable("delete-batch", keys.get(0));
@@ -1798,6 +1814,7 @@ final class Bucket implements Closeable {
             DeleteObjectsResponse r = client.deleteObjects(b -> b.bucket(bucket).delete(d -> d.objects(ids).quiet(true))
                     .overrideConfiguration(answerLimits));
             answered();
+            batchDeleteTaken();
             List<String> left = new ArrayList<>();
             for (S3Error e : r.errors()) {
                 if (!"NoSuchKey".equals(e.code())) {
@@ -1808,11 +1825,9 @@ final class Bucket implements Closeable {
             return left;
         } catch (S3Exception e) {
             answered();
-            int status = e.statusCode();
-            if (status == 400 || status == 405 || status == 501) {
-                // a server without DeleteObjects (or that reads it as another request): one by one, from now on
-                LOG.info("S3 at {} refused a batch delete ({}): objects are deleted one by one", where, status);
-                deletesInBatches = false;
+            if (refusedAsRequest(e)) {
+                // ordinary objects, which the caller deletes one by one: no lock's release is among them
+                hasNoBatchDelete(e);
                 return keys;
             }
             throw failure("delete-batch", keys.get(0), e);
@@ -1890,12 +1905,12 @@ final class Bucket implements Closeable {
      * sun.net.http.retryPost is false), but not for a request that streams its body, which the SDK
      * makes of every request with a Content-Length (setFixedLengthStreamingMode). A DELETE has no
      * body: the DELETE so sent again deleted the lock another host had taken meanwhile (two holders).
-     * A server without DeleteObjects ({@link #deletesInBatches}) gets the DELETE, which keeps that
+     * A server without DeleteObjects ({@link #hasNoBatchDelete}) gets the DELETE, which keeps that
      * risk.
      */
     private void deleteSentOnce(String key) throws IOException {
         refuseWhileUnreachable("delete", key);
-        if (!deletesInBatches) {
+        if (oneByOne != null) {
             deleteSentOnceAlone(key);
             return;
         }
@@ -1906,19 +1921,25 @@ final class Bucket implements Closeable {
                     .delete(d -> d.objects(ObjectIdentifier.builder().key(key).build()).quiet(false))
                     .overrideConfiguration(answerLimits)));
         } catch (S3Exception e) {
-            int status = e.statusCode();
-            if (status == 400 || status == 405 || status == 501) {
+            if (refusedAsRequest(e)) {
                 answered();
-                LOG.info("S3 at {} refused a batch delete ({}): objects are deleted one by one", where, status);
-                deletesInBatches = false;
-                deleteSentOnceAlone(key);
-                return;
+                if (hasNoBatchDelete(e)) {
+                    deleteSentOnceAlone(key);
+                    return;
+                }
+                // not sent as a DELETE now: that would be the release the JDK may send twice, for an
+                // answer a gateway may give once; the write-back sends it again, as a DeleteObjects,
+                // after its wait for a key S3 refused
+                String reason = "S3 answered " + answerOf(e) + " to a DeleteObjects";
+                throw new Refused(line("delete", key, reason + "; sent again as one, not as a DELETE, unless the"
+                        + " server keeps refusing it"), key, e.statusCode(), reason, e);
             }
             throw failure("delete", key, e);
         } catch (RuntimeException e) {
             throw notSentAgain(key, e);
         }
         answered();
+        batchDeleteTaken();
         for (S3Error e : r.errors()) {
             if (key.equals(e.key()) && !"NoSuchKey".equals(e.code())) {
                 // S3 answers each key of a DeleteObjects apart; its own failure there, as a 500, may
@@ -1931,6 +1952,77 @@ final class Bucket implements Closeable {
                 throw new Refused(line("delete", key, reason), key, 400, reason, null);
             }
         }
+    }
+
+    /**
+     * Whether {@code e}, S3's answer to a DeleteObjects, refused the request as such (400, 405,
+     * 501) rather than failing it: a 400 RequestTimeout is S3 waiting too long for the body, asked
+     * again as any failure.
+     */
+    private static boolean refusedAsRequest(S3Exception e) {
+        int status = e.statusCode();
+        return (status == 400 || status == 405 || status == 501) && !"RequestTimeout".equals(errorCode(e));
+    }
+
+    private static String errorCode(S3Exception e) {
+        return e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
+    }
+
+    /** S3's answer {@code e} in a few words: {@code HTTP 405}, {@code HTTP 501 NotImplemented}. */
+    private static String answerOf(S3Exception e) {
+        String code = errorCode(e);
+        return "HTTP " + e.statusCode() + (code == null ? "" : " " + code);
+    }
+
+    /**
+     * Whether the server has no DeleteObjects, by its refusal {@code e} of one (see
+     * {@link #refusedAsRequest}): so it says (501, NotImplemented), or it gave that one answer
+     * {@link #REFUSALS_BEFORE_ONE_BY_ONE} times in a row, none taken between. From then on deletes go
+     * as DELETEs until the mount ends ({@link #oneByOne}, warned of once). A lock's release so sent
+     * may be sent twice: the JDK's HttpURLConnection sends a bodiless request again on its own when
+     * the connection breaks before the answer, and that second DELETE deletes the claim another host
+     * made after the first one landed (two holders; see {@link #deleteSentOnce}). So one passing
+     * refusal (a gateway's, a proxy's) must not switch: until session 68 one did, for good.
+     */
+    private boolean hasNoBatchDelete(S3Exception e) {
+        String answer = answerOf(e);
+        boolean none;
+        synchronized (batchRefusalsLock) {
+            batchRefusals = answer.equals(batchRefusal) ? batchRefusals + 1 : 1;
+            batchRefusal = answer;
+            none = e.statusCode() == 501 || "NotImplemented".equals(errorCode(e)) || batchRefusals >= REFUSALS_BEFORE_ONE_BY_ONE;
+            if (!none) {
+                LOG.info("S3 at {} refused a DeleteObjects ({}, {} of {} in a row before deletes go one by one)",
+                        where, answer, batchRefusals, REFUSALS_BEFORE_ONE_BY_ONE);
+                return false;
+            }
+            if (oneByOne != null) {
+                return true;
+            }
+            oneByOne = "S3 at " + where + " has no DeleteObjects (it answered " + answer
+                    + (batchRefusals > 1 ? ", " + batchRefusals + " times in a row" : "") + " at "
+                    + Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS) + "): objects are deleted one"
+                    + " by one until the mount ends, and a lock's release, sent as a DELETE, may be sent twice and"
+                    + " delete another host's claim (two holders)";
+        }
+        LOG.warn("{}", oneByOne);
+        return true;
+    }
+
+    /** A DeleteObjects was taken: refusals before it are no run ({@link #hasNoBatchDelete}). */
+    private void batchDeleteTaken() {
+        synchronized (batchRefusalsLock) {
+            batchRefusals = 0;
+            batchRefusal = null;
+        }
+    }
+
+    /**
+     * Why deletes go one by one, as DELETEs that may be sent twice (lock releases among them), until
+     * the mount ends: for {@code chibifs status} and {@code stats}; null while S3 takes DeleteObjects.
+     */
+    String oneByOne() {
+        return oneByOne;
     }
 
     /** {@link #deleteSentOnce} as a DELETE, for a server without DeleteObjects. */

@@ -207,6 +207,94 @@ class BucketTest {
         }
     }
 
+    /** The deletes the server was asked for since {@code from} (an index of its log) of keys below {@code prefix}. */
+    private static List<String> deletesOf(String prefix, int from) {
+        synchronized (server.deletesAsked) {
+            return server.deletesAsked.subList(from, server.deletesAsked.size()).stream()
+                    .filter(d -> d.substring(d.lastIndexOf(' ') + 1).startsWith(prefix)).toList();
+        }
+    }
+
+    /**
+     * One refusal of a DeleteObjects (a gateway's 405 in passing) switched the mount to DELETEs for
+     * good, lock releases with them, which the JDK may send twice (two holders): the release it
+     * refused waits and goes again as a DeleteObjects, and so do later ones.
+     */
+    @Test
+    void aDeleteObjectsRefusedOnceLeavesLockReleasesDeleteObjects() throws Exception {
+        try (Bucket b = quick(Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env()))) {
+            b.put("p/once/lock", new byte[0], Map.of(), null);
+            b.put("p/once/other", new byte[0], Map.of(), null);
+            int from = server.deletesAsked.size();
+            server.refuseDeleteObjects(k -> k.startsWith("p/once/"), 405, 1);
+            Bucket.Refused e = assertThrows(Bucket.Refused.class, () -> b.deleteIfOurs("p/once/lock", h -> true));
+            assertTrue(e.getMessage().contains("S3 answered HTTP 405 to a DeleteObjects; sent again as one, not as a DELETE"),
+                    e.getMessage());
+            assertTrue(e.isClientError());
+            assertNull(b.oneByOne());
+            assertTrue(b.head("p/once/lock") != null, "not deleted, not sent as a DELETE");
+
+            assertNull(b.deleteIfOurs("p/once/lock", h -> true));
+            assertNull(b.deleteIfOurs("p/once/other", h -> true));
+            assertEquals(List.of("refused DeleteObjects p/once/lock", "DeleteObjects p/once/lock", "DeleteObjects p/once/other"),
+                    deletesOf("p/once/", from));
+            assertNull(b.head("p/once/lock"));
+            assertNull(b.oneByOne());
+        }
+    }
+
+    /**
+     * A run of one refusal is a server without DeleteObjects; one taken between ends the run, a
+     * batch of other objects' refusal counting as the releases' do.
+     */
+    @Test
+    void deletesGoOneByOneOnlyAfterThreeRefusalsInARowNoneTakenBetween() throws Exception {
+        try (Bucket b = quick(Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env()))) {
+            for (String k : List.of("p/run/a", "p/run/b", "p/run/c", "p/run/d", "p/run/lock")) {
+                b.put(k, new byte[0], Map.of(), null);
+            }
+            int from = server.deletesAsked.size();
+            server.refuseDeleteObjects(k -> k.startsWith("p/run/"), 405, 2);
+            assertEquals(List.of("p/run/a", "p/run/b"), b.deleteAll(List.of("p/run/a", "p/run/b")), "left to go one by one");
+            assertThrows(Bucket.Refused.class, () -> b.deleteIfOurs("p/run/lock", h -> true));
+            assertNull(b.deleteIfOurs("p/run/c", h -> true), "taken: the run ends");
+            assertNull(b.oneByOne());
+
+            server.refuseDeleteObjects(k -> k.startsWith("p/run/"), 405, -1);
+            assertThrows(Bucket.Refused.class, () -> b.deleteIfOurs("p/run/lock", h -> true));
+            assertThrows(Bucket.Refused.class, () -> b.deleteIfOurs("p/run/lock", h -> true));
+            assertNull(b.oneByOne(), "two in a row");
+            assertNull(b.deleteIfOurs("p/run/lock", h -> true), "the third: sent as a DELETE");
+            assertTrue(b.oneByOne().contains("has no DeleteObjects (it answered HTTP 405, 3 times in a row at "), b.oneByOne());
+            assertNull(b.deleteIfOurs("p/run/d", h -> true));
+            assertEquals(List.of("refused DeleteObjects p/run/a", "refused DeleteObjects p/run/lock", "DeleteObjects p/run/c",
+                    "refused DeleteObjects p/run/lock", "refused DeleteObjects p/run/lock", "refused DeleteObjects p/run/lock",
+                    "DELETE p/run/lock", "DELETE p/run/d"), deletesOf("p/run/", from));
+        } finally {
+            server.refuseDeleteObjects(k -> false, 405, 0);
+        }
+    }
+
+    /** A server that says it has no DeleteObjects (501) is believed at once, and the mount says what that costs. */
+    @Test
+    void aServerWithoutDeleteObjectsGetsDeletesAtItsFirst501AndItIsSaid() throws Exception {
+        try (Bucket b = quick(Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env()))) {
+            b.put("p/none/lock", new byte[0], Map.of(), null);
+            int from = server.deletesAsked.size();
+            server.refuseDeleteObjects(k -> k.startsWith("p/none/"), 501, -1);
+            assertNull(b.deleteIfOurs("p/none/lock", h -> true));
+            assertEquals(List.of("refused DeleteObjects p/none/lock", "DELETE p/none/lock"), deletesOf("p/none/", from));
+            assertNull(b.head("p/none/lock"));
+            String said = b.oneByOne();
+            assertTrue(said.startsWith("S3 at " + server.endpoint()) && said.contains(" has no DeleteObjects (it answered HTTP 501 at "),
+                    said);
+            assertTrue(said.endsWith("objects are deleted one by one until the mount ends, and a lock's release, sent as a"
+                    + " DELETE, may be sent twice and delete another host's claim (two holders)"), said);
+        } finally {
+            server.refuseDeleteObjects(k -> false, 501, 0);
+        }
+    }
+
     @Test
     void anObjectsMetadataIsReplacedInPlaceWhileItIsTheVersionSeen() throws Exception {
         String first = bucket.put("p/m/a", "one".getBytes(UTF_8), Map.of("chibi-mode", "644", "chibi-sha256", "x"), null);
