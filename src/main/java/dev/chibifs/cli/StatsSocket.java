@@ -230,20 +230,24 @@ final class StatsSocket implements AutoCloseable {
     /**
      * What the daemon reports: its requests by opcode, denials by context, its workers, what it holds
      * for the kernel and the memory that takes, each store's state by prefix, those that do not answer
-     * ({@code troubles}) and those that fail until someone acts ({@code failing}), and what waits to go up
-     * (all zero without an S3 store), which {@code chibifs umount} follows while the daemon exits.
+     * ({@code troubles}), those that fail until someone acts ({@code failing}) and those that answer less
+     * safely than they should ({@code cautions}), and what waits to go up (all zero without an S3
+     * store), which {@code chibifs umount} follows while the daemon exits.
      */
     static Object snapshot(RequestStats stats, String negotiated, FuseDaemon.Held held,
                            java.util.Map<String, String> stores, java.util.Map<String, String> troubles,
-                           java.util.Map<String, String> failing, Storage.Uploads uploads) {
+                           java.util.Map<String, String> failing, java.util.Map<String, String> cautions,
+                           Storage.Uploads uploads) {
         RequestStats.Snapshot s = stats.snapshot();
         Runtime jvm = Runtime.getRuntime();
         Storage.Uploads up = uploads == null ? new Storage.Uploads(0, 0, 0) : uploads;
-        return java.util.Map.of("requests", s.requests().values(), "denials", s.denials(), "workers", s.workers(),
-                "held", held, "memory", java.util.Map.of("heapUsedBytes", jvm.totalMemory() - jvm.freeMemory(),
-                        "heapCommittedBytes", jvm.totalMemory(), "residentBytes", residentBytes()),
-                "session", negotiated == null ? "" : negotiated, "stores", stores, "troubles", troubles,
-                "failing", failing, "uploads", up);
+        return java.util.Map.ofEntries(java.util.Map.entry("requests", s.requests().values()),
+                java.util.Map.entry("denials", s.denials()), java.util.Map.entry("workers", s.workers()),
+                java.util.Map.entry("held", held), java.util.Map.entry("memory", java.util.Map.of("heapUsedBytes",
+                        jvm.totalMemory() - jvm.freeMemory(), "heapCommittedBytes", jvm.totalMemory(), "residentBytes", residentBytes())),
+                java.util.Map.entry("session", negotiated == null ? "" : negotiated), java.util.Map.entry("stores", stores),
+                java.util.Map.entry("troubles", troubles), java.util.Map.entry("failing", failing),
+                java.util.Map.entry("cautions", cautions), java.util.Map.entry("uploads", up));
     }
 
     /** The daemon's resident set (VmRSS of /proc/self/status), or -1 where it cannot be read. */

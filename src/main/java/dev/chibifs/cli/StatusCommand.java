@@ -252,6 +252,10 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 details.add("the store at " + prefix + (WholeStoreFailure.isReadOnlyFromStart(why) ? " " : " fails: ") + why);
             }
         });
+        // a store that answers, less safely than it should (an S3 without DeleteObjects): still active
+        Map<String, String> cautions = troubles(answer, "cautions");
+        row.put("cautions", cautions);
+        cautions.forEach((prefix, why) -> details.add("the store at " + prefix + ": " + why));
         // the daemon's word on a store that does not answer, where it gave one; else status's own
         looked.silent().forEach((prefix, dir) -> {
             if (!troubles.containsKey(prefix)) {
@@ -336,7 +340,8 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
      * failing, its cache directory gone), by prefix: a mount that answers is not a mount whose store
      * does (a tester's S3 store failed for six minutes while status said active and nothing more).
      * Nothing where the daemon could not be asked within {@link #TROUBLES_LIMIT} (another user's).
-     * {@code field}: {@code troubles}, or {@code failing} for those that fail until someone acts.
+     * {@code field}: {@code troubles}, {@code failing} for those that fail until someone acts, or
+     * {@code cautions} for those that answer less safely than they should.
      */
     private static Map<String, String> troubles(StatsSocket.Answer answer, String field) {
         com.fasterxml.jackson.databind.JsonNode stats = answer == null ? null : answer.json();

@@ -158,6 +158,11 @@ public final class Namespace implements java.io.Closeable {
         return java.util.Optional.ofNullable(root);
     }
 
+    /** By prefix, what each store does less safely than it should ({@link Storage#caution}); only those. */
+    public java.util.Map<String, String> storeCautions() {
+        return byPrefixName(told(Storage::caution));
+    }
+
     /** By prefix, what each store (the local one at / and those opened from a {@code --store} spec) has to tell ({@link Storage#state}), for {@code stats}. */
     public java.util.Map<String, String> storeStates() {
         return byPrefixName(told(Storage::state));

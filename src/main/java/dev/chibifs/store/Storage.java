@@ -500,6 +500,15 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * What the store does less safely than it should, though it answers (an S3 store whose server
+     * has no DeleteObjects: lock releases that may be sent twice), or null. {@code chibifs status}
+     * says it and calls the mount active still.
+     */
+    default String caution() {
+        return null;
+    }
+
+    /**
      * A feed of the changes to names in directories of this store, told to {@code listener}; until
      * it is closed. {@link ChangeFeed#NONE} where changes cannot be seen.
      */

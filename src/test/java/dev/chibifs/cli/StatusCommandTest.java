@@ -230,6 +230,28 @@ class StatusCommandTest {
     }
 
     /**
+     * A mount whose S3 has no DeleteObjects sends lock releases as DELETEs the JDK may send twice:
+     * said once in the log at INFO, and status said active and nothing more. Active still, and said.
+     */
+    @Test
+    void aMountWhoseS3HasNoDeleteObjectsIsActiveAndSaysWhatThatCosts() throws Exception {
+        OneMount m = s3MountOfPid7("onebyone");
+        String why = "S3 at http://127.0.0.1:9 has no DeleteObjects (it answered HTTP 501 at 2026-01-01T10:00:00Z):"
+                + " objects are deleted one by one until the mount ends, and a lock's release, sent as a DELETE, may be"
+                + " sent twice and delete another host's claim (two holders)";
+        try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(m.registry(), 7),
+                () -> Map.of("troubles", Map.of(), "cautions", Map.of("/", why)))) {
+            assertEquals(0, run(new StatusCommand(List.of(m.registry()), m.table(), Clock.systemUTC()), "/mnt/onebyone"));
+            assertTrue(out.toString().matches("(?s).*\n/mnt/onebyone\s+active\s+7\s.*"), out.toString());
+            assertTrue(out.toString().contains("/mnt/onebyone: the store at /: " + why + "\n"), out.toString());
+            assertFalse(out.toString().contains("fails"), out.toString());
+            out.getBuffer().setLength(0);
+            assertEquals(0, run(new StatusCommand(List.of(m.registry()), m.table(), Clock.systemUTC()), "--json", "/mnt/onebyone"));
+        }
+        assertEquals(why, new ObjectMapper().readTree(out.toString()).get(0).get("cautions").get("/").asText());
+    }
+
+    /**
      * After a restart with an upload S3 refuses in the journal every fsync was EIO, and status said
      * plain active: a store that fails until someone acts makes the mount failing.
      */

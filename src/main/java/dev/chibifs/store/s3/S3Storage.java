@@ -2266,6 +2266,11 @@ public final class S3Storage implements Storage {
     }
 
     @Override
+    public String caution() {
+        return bucket.oneByOne();
+    }
+
+    @Override
     public String failing() {
         if (cacheGone) {
             return "its cache directory " + dataDir.getParent() + " has gone: every change fails";
@@ -2321,7 +2326,8 @@ public final class S3Storage implements Storage {
                 + bucket.requests() + String.format(Locale.ROOT, "; content: %.1f MiB down, %.1f MiB up",
                 moved[0] / (double) (1 << 20), moved[1] / (double) (1 << 20))
                 + (hostLocks == null ? "; locks: this daemon's only" : "; locks: " + hostLocks.held() + " held on S3")
-                + (options.exclusiveCreates() ? "; O_EXCL creates, mkdirs and symlinks made on S3 at once" : "");
+                + (options.exclusiveCreates() ? "; O_EXCL creates, mkdirs and symlinks made on S3 at once" : "")
+                + (caution() == null ? "" : "; " + caution());
     }
 
     @Override

@@ -98,6 +98,58 @@ class S3LockFilesTest {
         s.removeFile(p(lock));
     }
 
+    /** The deletes the server was asked for since {@code from} (an index of its log) of keys ending {@code name}. */
+    private static List<String> deletesOf(String name, int from) {
+        synchronized (server.deletesAsked) {
+            return server.deletesAsked.subList(from, server.deletesAsked.size()).stream().filter(d -> d.endsWith(name)).toList();
+        }
+    }
+
+    /**
+     * One refusal of a DeleteObjects (a gateway's 405 in passing) switched the store to DELETEs for
+     * good, which the JDK may send twice (tester's coord5 N1: two holders): a release so refused is
+     * held and sent again as a DeleteObjects after the wait of a change S3 refused; only a server
+     * that says it has none (501) gets DELETEs, and the store says so for status and stats.
+     */
+    @Test
+    void aLockReleaseRefusedOnceGoesAgainAsADeleteObjectsAndOnlyAServerWithoutOneGetsDeletesSaidSo() throws Exception {
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        a.mkdir(p("/locks"));
+        a.flushAll();
+        int from = server.deletesAsked.size();
+        try {
+            server.refuseDeleteObjects(name -> name.endsWith("/locks/lock"), 405, 1);
+            a.open(p("/locks/lock"), EXCLUSIVE, 0644).close();
+            a.removeFile(p("/locks/lock"));
+            IOException refused = assertThrows(IOException.class, a::flushDue);
+            assertTrue(refused.getMessage().contains("S3 answered HTTP 405 to a DeleteObjects"), refused.getMessage());
+            assertNotNull(inS3("locks/lock"), "held on S3 meanwhile, not sent as a DELETE");
+            clock.advance(Duration.ofMillis(500)); // the refused object's retry time
+            a.flushDue();
+            assertNull(inS3("locks/lock"));
+            assertEquals(List.of("refused DeleteObjects " + prefix + "/locks/lock", "DeleteObjects " + prefix + "/locks/lock"),
+                    deletesOf("/locks/lock", from));
+            assertNull(a.caution());
+            assertFalse(a.state().contains("DeleteObjects"), a.state());
+
+            server.refuseDeleteObjects(name -> name.endsWith("/locks/lock"), 501, -1);
+            from = server.deletesAsked.size();
+            a.open(p("/locks/lock"), EXCLUSIVE, 0644).close();
+            a.removeFile(p("/locks/lock"));
+            a.flushDue();
+            assertNull(inS3("locks/lock"));
+            assertEquals(List.of("refused DeleteObjects " + prefix + "/locks/lock", "DELETE " + prefix + "/locks/lock"),
+                    deletesOf("/locks/lock", from));
+            assertTrue(a.caution().contains("has no DeleteObjects (it answered HTTP 501 at "), a.caution());
+            assertTrue(a.caution().endsWith("a lock's release, sent as a DELETE, may be sent twice and delete another host's"
+                    + " claim (two holders)"), a.caution());
+            assertTrue(a.state().endsWith("; " + a.caution()), a.state());
+        } finally {
+            server.refuseDeleteObjects(name -> false, 405, 0);
+        }
+    }
+
     @Test
     void aLockFileRemovedLeavesS3AfterTheCounterWrittenUnderItAndTheNextHolderReadsIt() throws Exception {
         Hosts hosts = twoHosts("/shared");
