@@ -1941,12 +1941,15 @@ final class Bucket implements Closeable {
         answered();
         batchDeleteTaken();
         for (S3Error e : r.errors()) {
-            if (key.equals(e.key()) && !"NoSuchKey".equals(e.code())) {
+            if (key.equals(e.key())) {
                 // S3 answers each key of a DeleteObjects apart; its own failure there, as a 500, may
-                // have left the object or not: looked at again before it is asked again
+                // have left the object or not: looked at again before it is asked again. So is a
+                // NoSuchKey, which S3 never gives (it lists a key it did not have as deleted): a
+                // server that gave one of a key it kept, taken at its word, held the lock for ever,
+                // sync saying synced (tester's coord5 N2); where the key is gone the HEAD says so
                 String reason = "S3 answered " + e.code() + (e.message() == null ? "" : " (" + e.message() + ")");
                 if (e.code() != null && (e.code().equals("InternalError") || e.code().equals("SlowDown")
-                        || e.code().equals("ServiceUnavailable"))) {
+                        || e.code().equals("ServiceUnavailable") || e.code().equals("NoSuchKey"))) {
                     throw new Unusable(line("delete", key, reason + "; a HEAD first before it is sent again"), null);
                 }
                 throw new Refused(line("delete", key, reason), key, 400, reason, null);

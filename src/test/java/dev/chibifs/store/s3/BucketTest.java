@@ -671,6 +671,27 @@ class BucketTest {
         }
     }
 
+    /**
+     * A release a server answered NoSuchKey for, in its DeleteObjects answer, was taken for done
+     * unlooked: one that says so of a key it keeps held the lock for ever (tester's coord5 N2). It
+     * is looked at with a HEAD, which here finds the key every time.
+     */
+    @Test
+    void aReleaseAnsweredNoSuchKeyIsLookedAtNotTakenForDone() throws Exception {
+        String body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><DeleteResult><Error><Key>p/held</Key><Code>NoSuchKey</Code>"
+                + "<Message>The specified key does not exist.</Message></Error></DeleteResult>";
+        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        // every request, HEADs too, answered so: each HEAD finds the object there
+        try (java.net.ServerSocket liar = rawEndpoint(("HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nETag: \"e\"\r\n"
+                + "Content-Length: " + body.length() + "\r\nConnection: close\r\n\r\n" + body).getBytes(UTF_8), false, asked);
+             Bucket b = at(liar)) {
+            Bucket.Unusable e = assertThrows(Bucket.Unusable.class, () -> b.deleteIfOurs("p/held", h -> true));
+            assertTrue(e.getMessage().contains("S3 answered NoSuchKey (The specified key does not exist.); a HEAD first"),
+                    e.getMessage());
+            assertEquals(12, asked.get(), "a HEAD before each of six DeleteObjects");
+        }
+    }
+
     /** A page that says more follows but names no token: taken as the end, a listing lost 101 of 2,100 names. */
     @Test
     void aListingPageThatSaysMoreFollowsButGivesNoTokenFailsRatherThanEndingThere() throws Exception {
