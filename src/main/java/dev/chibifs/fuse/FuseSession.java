@@ -197,16 +197,22 @@ final class FuseSession {
         this.notices = new NoticeWriter(channel);
     }
 
-    /** Asks every store whether it fails as a whole; each that does says so in the log, once per change. */
-    private static void lookAtStores(FuseFileSystem fs) {
+    /**
+     * Asks every store whether it fails as a whole; each that does says so in the log, once per
+     * change. True if one is in trouble (or could not be looked at).
+     */
+    private static boolean lookAtStores(FuseFileSystem fs) {
         dev.chibifs.router.Router router = fs.router();
+        boolean troubled = false;
         for (dev.chibifs.path.VfsPath prefix : router.prefixes()) {
             try {
-                router.resolve(prefix).storage().unanswered();
+                troubled |= router.resolve(prefix).storage().unanswered() != null;
             } catch (RuntimeException e) {
+                troubled = true;
                 LOG.debug("looking at the store at {} failed: {}", prefix, e.toString());
             }
         }
+        return troubled;
     }
 
     /** For tests: where expected failures are said, and by which clock. */
@@ -891,6 +897,9 @@ final class FuseSession {
                 long elapsed = System.nanoTime() - start;
                 stats.served(opcode, elapsed, reply.isError() ? reply.errno() : 0);
                 failures.tick();
+                if (!reply.isError()) {
+                    storeLooks.answered();
+                }
                 if (asked != null && !waits) {
                     trace.served(asked.answered(reply.isError() ? reply.errno() : reply.isNegative() ? Linux.ENOENT : 0,
                             refusedBy, elapsed / 1000));

@@ -6,6 +6,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 
 /**
@@ -16,6 +17,12 @@ import java.util.function.LongSupplier;
  * error"), and ENOTCONN was not logged at all. Looked at off the request's thread (a store on a
  * server away may hold the look), one look at a time and at most one per {@link #INTERVAL_NANOS}:
  * a failing store fails tens of thousands of requests a second.
+ *
+ * <p>While the last look found a store in trouble, a request answered is a reason to look too
+ * (as rarely): a failing period ends without a failing request to tell of it, and a store whose
+ * trouble stayed remembered through a healthy spell said neither "answers again" nor, at its next
+ * failure, anything (the trouble found equalled the one remembered). Nothing looks while every
+ * store answered at the last look.
  */
 final class StoreLooks {
 
@@ -23,14 +30,17 @@ final class StoreLooks {
     static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private final LongSupplier clock;
-    private final Runnable look;
+    /** Looks at every store; true if one is in trouble. */
+    private final BooleanSupplier look;
     private final Executor runner;
     private final AtomicBoolean looking = new AtomicBoolean();
     /** When the last look began; none yet while {@link #never}. */
     private final AtomicLong lastLook = new AtomicLong();
     private volatile boolean never = true;
+    /** Whether the last look found a store in trouble: only then does an answered request look. */
+    private volatile boolean troubled;
 
-    StoreLooks(LongSupplier clock, Runnable look, Executor runner) {
+    StoreLooks(LongSupplier clock, BooleanSupplier look, Executor runner) {
         this.clock = clock;
         this.look = look;
         this.runner = runner;
@@ -38,9 +48,19 @@ final class StoreLooks {
 
     /** A request failed with {@code errno}: the stores are looked at if that may be a whole store failing. */
     void failed(int errno) {
-        if (!WholeStoreFailure.mayBe(errno)) {
-            return;
+        if (WholeStoreFailure.mayBe(errno)) {
+            lookSoon();
         }
+    }
+
+    /** A request was answered: the stores are looked at if the last look found one in trouble (has it ended?). */
+    void answered() {
+        if (troubled) {
+            lookSoon();
+        }
+    }
+
+    private void lookSoon() {
         long now = clock.getAsLong();
         if (!never && now - lastLook.get() < INTERVAL_NANOS) {
             return;
@@ -53,7 +73,7 @@ final class StoreLooks {
         try {
             runner.execute(() -> {
                 try {
-                    look.run();
+                    troubled = look.getAsBoolean();
                 } finally {
                     looking.set(false);
                 }

@@ -14,10 +14,17 @@ class StoreLooksTest {
 
     private final AtomicLong now = new AtomicLong(1_000);
     private final AtomicInteger looks = new AtomicInteger();
+    /** What the next look finds: a store in trouble or not. */
+    private boolean troubleFound;
+
+    private boolean look() {
+        looks.incrementAndGet();
+        return troubleFound;
+    }
 
     @Test
     void aStoreWideFailureHasTheStoresLookedAtOncePerInterval() {
-        StoreLooks s = new StoreLooks(now::get, looks::incrementAndGet, Runnable::run);
+        StoreLooks s = new StoreLooks(now::get, this::look, Runnable::run);
         s.failed(Linux.ENOENT);
         s.failed(Linux.EACCES);
         assertEquals(0, looks.get(), "a refusal of one file is no store failing");
@@ -39,7 +46,7 @@ class StoreLooksTest {
     @Test
     void oneLookAtATime() {
         List<Runnable> held = new ArrayList<>();
-        StoreLooks s = new StoreLooks(now::get, looks::incrementAndGet, held::add);
+        StoreLooks s = new StoreLooks(now::get, this::look, held::add);
         s.failed(Linux.EIO);
         now.addAndGet(StoreLooks.INTERVAL_NANOS * 5);
         s.failed(Linux.EIO);
@@ -47,5 +54,27 @@ class StoreLooksTest {
         held.get(0).run();
         s.failed(Linux.EIO);
         assertEquals(2, held.size());
+    }
+
+    @Test
+    void whileAStoreIsInTroubleAnAnsweredRequestLooksToSeeItEnd() {
+        StoreLooks s = new StoreLooks(now::get, this::look, Runnable::run);
+        s.answered();
+        assertEquals(0, looks.get(), "nothing looks while every store answers");
+        troubleFound = true;
+        s.failed(Linux.EROFS);
+        assertEquals(1, looks.get());
+        s.answered();
+        assertEquals(1, looks.get(), "no more often than a failure would");
+        now.addAndGet(StoreLooks.INTERVAL_NANOS);
+        troubleFound = false;
+        s.answered();
+        assertEquals(2, looks.get(), "the store taking changes again is seen without a failing request");
+        now.addAndGet(StoreLooks.INTERVAL_NANOS * 5);
+        s.answered();
+        assertEquals(2, looks.get(), "the trouble ended: answered requests look no more");
+        troubleFound = true;
+        s.failed(Linux.EROFS);
+        assertEquals(3, looks.get(), "a second failing period is looked at, and so said");
     }
 }
