@@ -154,8 +154,12 @@ final class HeldDirectories {
      */
     private volatile int inotify = -1;
     private int mountinfo = -1;
-    /** The root descriptor the held directories were opened below; another one (a replaced store) drops them all. */
-    private volatile int rootFd = -1;
+    /**
+     * The generation of the root the held directories were opened below ({@link StoreRoot.InUse}); another
+     * (a replaced store) drops them all. Not the root's descriptor: a replaced root's is closed, and may
+     * be handed to the next root opened.
+     */
+    private volatile long rootGeneration = -1;
     private volatile boolean disabled;
     /** True while a thread, holding the lock, reads and applies events; see {@link #refresh}. */
     private volatile boolean draining;
@@ -250,13 +254,13 @@ final class HeldDirectories {
     }
 
     /**
-     * The directory {@code relative} (names separated by '/', no leading '/') below {@code rootFd},
-     * open until the lease closes. Links on the way are refused (ELOOP), as is anything but a
+     * The directory {@code relative} (names separated by '/', no leading '/') below {@code rootFd}
+     * (the root of {@code generation}), open until the lease closes. Links on the way are refused (ELOOP), as is anything but a
      * directory; {@code path} names the failure. {@link #refresh} comes first in every operation.
      */
-    Lease open(int rootFd, String relative, VfsPath path) throws IOException {
-        if (rootFd != this.rootFd && !disabled) {
-            adopt(rootFd);
+    Lease open(int rootFd, long generation, String relative, VfsPath path) throws IOException {
+        if (generation != this.rootGeneration && !disabled) {
+            adopt(rootFd, generation);
         }
         if (relative.isEmpty()) {
             return new Root(rootFd);
@@ -268,16 +272,16 @@ final class HeldDirectories {
         if (e != null && e.retain()) {
             return e;
         }
-        return hold(rootFd, relative, path);
+        return hold(rootFd, generation, relative, path);
     }
 
     /** Opens {@code relative} inside its (held) parent and holds it, when it is still there once watched. */
-    private Lease hold(int rootFd, String relative, VfsPath path) throws IOException {
+    private Lease hold(int rootFd, long generation, String relative, VfsPath path) throws IOException {
         int slash = relative.lastIndexOf('/');
         String name = relative.substring(slash + 1);
-        try (Lease parent = slash < 0 ? new Root(rootFd) : open(rootFd, relative.substring(0, slash), path)) {
+        try (Lease parent = slash < 0 ? new Root(rootFd) : open(rootFd, generation, relative.substring(0, slash), path)) {
             int fd = Syscalls.openDirectoryBeneath(parent.fd(), name, path.toString());
-            Lease lease = watchAndHold(rootFd, relative, name, parent, fd);
+            Lease lease = watchAndHold(generation, relative, name, parent, fd);
             // null: the directory left its name while we opened it; walk from the root, as without holding
             return lease != null ? lease : new Owned(Syscalls.openDirectoryBeneath(rootFd, relative, path.toString()));
         }
@@ -294,9 +298,9 @@ final class HeldDirectories {
      * walked instead (the limit met while holding it, or out of watches) would let a move above it
      * go unseen, and this path serve the directory at its new place, where the policy never judged it.
      */
-    private synchronized Lease watchAndHold(int rootFd, String relative, String name, Lease parent, int fd) {
+    private synchronized Lease watchAndHold(long generation, String relative, String name, Lease parent, int fd) {
         boolean parentWatched = parent instanceof Root || parent instanceof Entry p && !p.dropped;
-        if (disabled || this.rootFd != rootFd || !parentWatched) {
+        if (disabled || this.rootGeneration != generation || !parentWatched) {
             return new Owned(fd);
         }
         Entry existing = held.get(relative);
@@ -345,8 +349,8 @@ final class HeldDirectories {
      * A new root descriptor: the first, or a replaced store's. Everything held goes, and the root and
      * its parent are watched. Where inotify cannot follow the store, nothing is held from now on.
      */
-    private synchronized void adopt(int rootFd) {
-        if (this.rootFd == rootFd || disabled) {
+    private synchronized void adopt(int rootFd, long generation) {
+        if (this.rootGeneration == generation || disabled) {
             return;
         }
         dropAll();
@@ -368,7 +372,7 @@ final class HeldDirectories {
         keysByWatch.put(parentWd, ROOT_PARENT);
         keysByWatch.put(rootWd, ROOT);
         drain(); // what the new watches saw while being set up
-        this.rootFd = rootFd;
+        this.rootGeneration = generation;
     }
 
     /** The inotify instance and the mount table, once; false when either is out of reach. */

@@ -335,9 +335,9 @@ public final class LocalStorage implements Storage {
 
     /** A look at the whole store: its root, and a file with no name made in it, as a write would; what fails, or null. */
     private Trouble look() {
-        int rootFd;
-        try {
-            rootFd = storeRoot.descriptor(VfsPath.root(), directories.refresh());
+        int errno;
+        try (StoreRoot.InUse r = storeRoot.use(VfsPath.root(), directories.refresh())) {
+            errno = WholeStoreFailure.of(r.fd());
         } catch (StoreRoot.FileSystemFails e) {
             return wholeStore(e.errno());
         } catch (IOException e) {
@@ -345,7 +345,6 @@ public final class LocalStorage implements Storage {
             String eio = LibC.strerror(Linux.EIO) + ": ";
             return new Trouble(why.startsWith(eio) ? why.substring(eio.length()) : why, true, false);
         }
-        int errno = WholeStoreFailure.of(rootFd);
         return errno == 0 ? null : wholeStore(errno);
     }
 
@@ -391,16 +390,25 @@ public final class LocalStorage implements Storage {
         final int dir;
         final String name;
         private final HeldDirectories.Lease lease;
+        /** The root it was opened below: the lease of the root itself is its descriptor. */
+        private final StoreRoot.InUse root;
 
-        At(HeldDirectories.Lease lease, String name) {
+        At(HeldDirectories.Lease lease, String name, StoreRoot.InUse root) {
             this.lease = lease;
             this.dir = lease.fd();
             this.name = name;
+            this.root = root;
         }
+
+        private boolean closed;
 
         @Override
         public void close() {
             lease.close();
+            if (!closed) {
+                closed = true; // a second close must not let go of the root for another operation
+                root.close();
+            }
         }
     }
 
@@ -408,16 +416,23 @@ public final class LocalStorage implements Storage {
     private At at(VfsPath path) throws IOException {
         String name = path.isRoot() ? "." : path.fileName();
         checkEncodable(path, name);
-        int rootFd = storeRoot.descriptor(path, directories.refresh());
-        devices.rootIs(rootFd);
-        return new At(directories.open(rootFd, path.parentRelative(), path), name);
+        return below(path, path.parentRelative(), name);
     }
 
     /** {@code path} itself, open as a directory. */
     private At directoryAt(VfsPath path) throws IOException {
-        int rootFd = storeRoot.descriptor(path, directories.refresh());
-        devices.rootIs(rootFd);
-        return new At(directories.open(rootFd, path.relative(), path), ".");
+        return below(path, path.relative(), ".");
+    }
+
+    private At below(VfsPath path, String relative, String name) throws IOException {
+        StoreRoot.InUse r = storeRoot.use(path, directories.refresh());
+        try {
+            devices.rootIs(r);
+            return new At(directories.open(r.fd(), r.generation(), relative, path), name, r);
+        } catch (IOException | RuntimeException e) {
+            r.close();
+            throw e;
+        }
     }
 
     /**
@@ -1121,8 +1136,10 @@ public final class LocalStorage implements Storage {
      */
     @Override
     public MoveLock lockMoves(boolean exclusive) throws IOException {
-        int fd = Syscalls.openat(storeRoot.descriptor(VfsPath.root(), directories.refresh()), ".",
-                O_RDONLY | O_DIRECTORY, 0, root.toString());
+        int fd;
+        try (StoreRoot.InUse r = storeRoot.use(VfsPath.root(), directories.refresh())) {
+            fd = Syscalls.openat(r.fd(), ".", O_RDONLY | O_DIRECTORY, 0, root.toString());
+        }
         try {
             Syscalls.flock(fd, exclusive ? LOCK_EX : LOCK_SH);
         } catch (IOException | RuntimeException e) {

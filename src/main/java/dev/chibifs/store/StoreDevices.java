@@ -1,9 +1,5 @@
 package dev.chibifs.store;
 
-import dev.chibifs.sys.Syscalls;
-
-import java.io.IOException;
-
 /**
  * Which file system inside a local store a file is on, and the inode number it is shown with.
  *
@@ -28,24 +24,22 @@ final class StoreDevices {
     /** The bits an inner file system's numbers get flipped: above ext4's 32, below the router's store tag. */
     private static final long MIXED_BITS = 0x00ff_ffff_0000_0000L;
 
-    /** The root descriptor {@link #own} was read of: a root reopened (replaced) comes with a new one. */
-    private volatile int rootFd = -1;
-    private volatile long own;
+    /** The root {@link #own} is of: a generation and its device, read together. */
+    private record Own(long generation, long device) {
+    }
 
-    /**
-     * The store's root is {@code fd} now: call before any {@link #deviceOf} of the operation. Costs
-     * a statx only when the root was reopened (held descriptors are never closed, so never reused).
-     */
-    void rootIs(int fd) throws IOException {
-        if (fd != rootFd) {
-            own = Syscalls.stat(fd, null, null).device();
-            rootFd = fd;
+    private volatile Own own = new Own(-1, -1);
+
+    /** The store's root is {@code root} now: call before any {@link #deviceOf} of the operation. */
+    void rootIs(StoreRoot.InUse root) {
+        if (root.generation() != own.generation()) {
+            own = new Own(root.generation(), root.device());
         }
     }
 
     /** {@link Metadata#device} of a file on {@code device} ({@code st_dev}). */
     long deviceOf(long device) {
-        return device == own ? Metadata.OWN_DEVICE : device;
+        return device == own.device() ? Metadata.OWN_DEVICE : device;
     }
 
     /** The inode number shown of file {@code inode} on a file system {@link #deviceOf} calls {@code device}. */

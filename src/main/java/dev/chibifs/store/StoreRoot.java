@@ -9,8 +9,9 @@ import dev.chibifs.sys.Syscalls;
 import java.io.IOException;
 import java.lang.ref.Cleaner;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The store's root directory, held open, and the check that it is still the directory at the
@@ -23,7 +24,8 @@ import java.util.List;
  * the root is reopened by path on the next operation, or that operation fails with an I/O error
  * naming the store, as before; where the file system there fails as a whole (a FUSE store's daemon
  * killed: ENOTCONN), with that file system's errno. A move of a directory above the store is not noticed: the daemon
- * keeps serving the store it holds, as a process with its working directory there would.
+ * keeps serving the store it holds, as a process with its working directory there would. A
+ * replaced root's descriptors close as the last operation that was using it ends.
  *
  * <p>One replacement is not followed: once the root served was a file system's own root (on
  * another device than its parent directory: a disk, a tmpfs, a FUSE or NFS store mounted at the
@@ -39,30 +41,104 @@ final class StoreRoot {
 
     private static final Cleaner CLEANER = Cleaner.create();
 
-    /** The root and its parent as open O_PATH descriptors, the root's identity, and the epoch it was checked in. */
-    private record Held(int parent, int dir, long device, long inode, long epoch) {
-        Held checkedIn(long epoch) {
-            return new Held(parent, dir, device, inode, epoch);
-        }
+    /**
+     * The root in use by one operation, from {@link #use} until {@link #close}: its descriptor, and
+     * the generation it was opened in, which tells a replaced root from the one before where a
+     * descriptor's number could not (a replaced root's number is closed, and the next open may be
+     * handed it).
+     */
+    interface InUse extends AutoCloseable {
+        int fd();
+
+        /** Which root this is: 1 for the first opened, one more for each replacement. */
+        long generation();
+
+        /** The device the root is on ({@code st_dev}). */
+        long device();
+
+        @Override
+        void close();
     }
 
     /**
-     * Every descriptor ever held. A replaced root's descriptors stay open: an operation on another
-     * thread may still be using them, and closing would let the next open reuse the number under it.
-     * They close when the store is unreachable (a replacement is rare: one pair per replacement).
+     * A root opened: its descriptor and its parent's (O_PATH), its identity, and how many hold it:
+     * one for being the root held, one for each operation using it. A replaced root is retired
+     * (that first one let go), and its descriptors close with the last operation's close: until
+     * session 68 they stayed open for the daemon's life (40 replacements: 80 descriptors), which
+     * kept an unmounted store file system, and the loop device under it, in the kernel. Closing at
+     * the replacement instead would let an operation still using the number reach whatever file the
+     * next open was handed it.
      */
-    private static final class Descriptors implements Runnable {
-        private final List<Integer> fds = new ArrayList<>();
+    private static final class Opened {
+        final int parent;
+        final int dir;
+        final long device;
+        final long inode;
+        final long generation;
+        private final AtomicInteger holders = new AtomicInteger(1);
+        private final AtomicBoolean retired = new AtomicBoolean();
+        private final InUse use = new InUse() {
+            @Override
+            public int fd() {
+                return dir;
+            }
 
-        synchronized void add(int fd) {
-            fds.add(fd);
+            @Override
+            public long generation() {
+                return generation;
+            }
+
+            @Override
+            public long device() {
+                return device;
+            }
+
+            @Override
+            public void close() {
+                letGo();
+            }
+        };
+
+        Opened(int parent, int dir, long device, long inode, long generation) {
+            this.parent = parent;
+            this.dir = dir;
+            this.device = device;
+            this.inode = inode;
+            this.generation = generation;
         }
 
-        @Override
-        public synchronized void run() {
-            fds.forEach(Syscalls::close);
-            fds.clear();
+        /** One more holder, unless the last one let go already (its descriptors are closed, or closing). */
+        boolean hold() {
+            for (int n = holders.get(); n > 0; n = holders.get()) {
+                if (holders.compareAndSet(n, n + 1)) {
+                    return true;
+                }
+            }
+            return false;
         }
+
+        void letGo() {
+            if (holders.decrementAndGet() == 0) {
+                Syscalls.close(dir);
+                Syscalls.close(parent);
+            }
+        }
+
+        /** No longer the root held: closes once no operation uses it. */
+        void retire() {
+            if (retired.compareAndSet(false, true)) {
+                letGo();
+            }
+        }
+
+        /** Whether {@code name} in the parent is still this very directory. */
+        boolean stillAt(String name) {
+            return Syscalls.isDirectory(parent, name, device, inode);
+        }
+    }
+
+    /** The root held, and the epoch it was checked in. */
+    private record Held(Opened root, long epoch) {
     }
 
     /** The device an open descriptor's file lives on; tests stand in for a mount with one of their own. */
@@ -74,8 +150,9 @@ final class StoreRoot {
     private final Path parentPath;
     private final String name;
     private final Devices devices;
-    private final Descriptors descriptors = new Descriptors();
-    private volatile Held held;
+    private final AtomicReference<Held> held = new AtomicReference<>();
+    /** The generation of the last root opened; guarded by {@code this}. */
+    private long generations;
     /** Whether a root served was a file system's own root: from then on, only such a root is followed. */
     private boolean servedMountRoot;
 
@@ -88,32 +165,49 @@ final class StoreRoot {
         this.devices = devices;
         this.parentPath = root.getParent();
         this.name = root.getFileName() == null ? "." : root.getFileName().toString();
-        CLEANER.register(this, descriptors);
+        AtomicReference<Held> last = held; // not this: the cleaner runs once this is unreachable
+        CLEANER.register(this, () -> {
+            Held h = last.getAndSet(null);
+            if (h != null) {
+                h.root().retire();
+            }
+        });
     }
 
     /**
-     * The root, open; not to be closed by the caller. {@code epoch} is {@link HeldDirectories#refresh}'s:
-     * while it stays what it was at the last check, nothing happened to the root's name or to the
-     * mounts, and the root is not checked again. {@code path} names the failure when the store has gone.
+     * The root, open until the caller closes what this returns. {@code epoch} is
+     * {@link HeldDirectories#refresh}'s: while it stays what it was at the last check, nothing
+     * happened to the root's name or to the mounts, and the root is not checked again. {@code path}
+     * names the failure when the store has gone.
      */
-    int descriptor(VfsPath path, long epoch) throws IOException {
-        Held h = held;
-        if (h != null && h.epoch() == epoch) {
-            return h.dir();
-        }
-        if (h != null && Syscalls.isDirectory(h.parent(), name, h.device(), h.inode())) {
-            held = h.checkedIn(epoch);
-            return h.dir();
+    InUse use(VfsPath path, long epoch) throws IOException {
+        Held h = held.get();
+        // held before it is checked: a root replaced meanwhile keeps its parent's number until let go
+        if (h != null && h.root().hold()) {
+            if (h.epoch() == epoch) {
+                return h.root().use;
+            }
+            if (h.root().stillAt(name)) {
+                held.compareAndSet(h, new Held(h.root(), epoch)); // lost to a reopen: that one is newer
+                return h.root().use;
+            }
+            h.root().letGo();
         }
         return reopen(path, epoch);
     }
 
-    private synchronized int reopen(VfsPath path, long epoch) throws IOException {
-        Held h = held;
-        if (h != null && Syscalls.isDirectory(h.parent(), name, h.device(), h.inode())) {
-            return h.dir(); // another thread reopened it meanwhile
+    private synchronized InUse reopen(VfsPath path, long epoch) throws IOException {
+        Held h = held.get();
+        if (h != null && h.root().hold()) {
+            if (h.root().stillAt(name)) {
+                return h.root().use; // another thread reopened it meanwhile
+            }
+            h.root().letGo();
         }
-        held = null;
+        held.set(null);
+        if (h != null) {
+            h.root().retire();
+        }
         // a store at / has no parent to check it in, and cannot be moved: "/" itself, opened once
         String parentName = parentPath == null ? "/" : parentPath.toString();
         String dirName = parentPath == null ? "." : name;
@@ -126,9 +220,11 @@ final class StoreRoot {
             Syscalls.close(parent);
             throw cannotOpen(path, -dir);
         }
+        Syscalls.Statx m;
         boolean mountRoot;
         try {
             mountRoot = devices.of(dir) != devices.of(parent);
+            m = Syscalls.stat(dir, null, path.toString());
         } catch (IOException e) {
             Syscalls.close(dir);
             Syscalls.close(parent);
@@ -140,11 +236,10 @@ final class StoreRoot {
             throw unmounted(path);
         }
         servedMountRoot |= mountRoot;
-        descriptors.add(parent);
-        descriptors.add(dir);
-        Syscalls.Statx m = Syscalls.stat(dir, null, path.toString());
-        held = new Held(parent, dir, m.device(), m.inode(), epoch);
-        return dir;
+        Opened o = new Opened(parent, dir, m.device(), m.inode(), ++generations);
+        o.hold(); // the caller's
+        held.set(new Held(o, epoch));
+        return o.use;
     }
 
     private ErrnoException unmounted(VfsPath path) {

@@ -62,7 +62,7 @@ class HeldDirectoriesTest {
     /** As LocalStorage opens a directory: what changed first, then the directory. */
     private HeldDirectories.Lease lease(String relative, VfsPath path) throws IOException {
         held.refresh();
-        return held.open(rootFd, relative, path);
+        return held.open(rootFd, 1, relative, path);
     }
 
     /** The inode of {@code name} inside the held directory {@code relative}, or an exception. */
@@ -351,7 +351,7 @@ class HeldDirectoriesTest {
         int otherRoot = Syscalls.openat(Linux.AT_FDCWD, temp.resolve("other").toString(), Linux.O_PATH | Linux.O_DIRECTORY, 0, null);
         try {
             Files.writeString(other.resolve("f"), "x");
-            try (HeldDirectories.Lease d = held.open(otherRoot, "a/b", P)) {
+            try (HeldDirectories.Lease d = held.open(otherRoot, 2, "a/b", P)) {
                 assertEquals(Files.getAttribute(other.resolve("f"), "unix:ino"), Syscalls.stat(d.fd(), "f", P.toString()).inode());
             }
         } finally {
