@@ -93,15 +93,15 @@ public final class LocalStorage implements Storage {
 
     /** A store whose removed files' last descriptors go to {@code lateCloses} (tests: one they flush). */
     LocalStorage(Path root, LateCloses lateCloses) throws IOException {
-        this(root, lateCloses, Syscalls::device);
+        this(root, lateCloses, Syscalls::mountOf);
     }
 
-    /** A store that asks {@code devices} on which device its root and the root's parent are (tests: a mount of their own). */
-    LocalStorage(Path root, LateCloses lateCloses, StoreRoot.Devices devices) throws IOException {
+    /** A store that asks {@code mounts} which mount its root and the root's parent are on (tests: a mount of their own). */
+    LocalStorage(Path root, LateCloses lateCloses, StoreRoot.Mounts mounts) throws IOException {
         this.owner = makeRoot(root);
         this.root = root.toAbsolutePath().normalize().toRealPath();
         this.mayStall = mayStall(this.root);
-        this.storeRoot = new StoreRoot(this.root, devices);
+        this.storeRoot = new StoreRoot(this.root, mounts);
         this.lateCloses = lateCloses;
         HeldDirectories held = new HeldDirectories(HeldDirectories::limitNow, System::nanoTime, lateCloses);
         this.directories = held;

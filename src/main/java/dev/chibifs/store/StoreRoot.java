@@ -27,15 +27,17 @@ import java.util.concurrent.atomic.AtomicReference;
  * keeps serving the store it holds, as a process with its working directory there would. A
  * replaced root's descriptors close as the last operation that was using it ends.
  *
- * <p>One replacement is not followed: once the root served was a file system's own root (on
- * another device than its parent directory: a disk, a tmpfs, a FUSE or NFS store mounted at the
- * store's path), a path that names a directory of the parent's file system again means that file
+ * <p>One replacement is not followed: once the root served was a mount's root (on another mount
+ * than its parent directory: a disk, a tmpfs, a FUSE or NFS store, or a bind mount, mounted at the
+ * store's path), a path that names a directory of the parent's mount again means that file
  * system was unmounted ({@code umount -l}, a FUSE store's daemon exiting, systemd stopping the
  * unit), and the directory beneath is no store: serving it showed an empty tree, and what was
  * written there landed on the parent's file system, hidden again once the disk came back. Each
  * operation fails with an I/O error naming the store and why until a file system is mounted there
  * again, which is then served, as is a disk mounted over a plain store directory after the mount
- * started. A bind mount from the parent's own file system keeps its device and is followed either way.
+ * started. A bind mount is told by its mount id (statx STATX_MNT_ID, Linux 5.8): by the device,
+ * as on older kernels, a bind mount from the parent's own file system looked like the directory
+ * beneath, and once unmounted, that directory was served, empty, without a word.
  */
 final class StoreRoot {
 
@@ -141,15 +143,18 @@ final class StoreRoot {
     private record Held(Opened root, long epoch) {
     }
 
-    /** The device an open descriptor's file lives on; tests stand in for a mount with one of their own. */
-    interface Devices {
+    /**
+     * Which mount an open descriptor's file was reached through ({@link Syscalls#mountOf}); tests
+     * stand in for a mount with one of their own.
+     */
+    interface Mounts {
         long of(int fd) throws IOException;
     }
 
     private final Path root;
     private final Path parentPath;
     private final String name;
-    private final Devices devices;
+    private final Mounts mounts;
     private final AtomicReference<Held> held = new AtomicReference<>();
     /** The generation of the last root opened; guarded by {@code this}. */
     private long generations;
@@ -157,12 +162,12 @@ final class StoreRoot {
     private boolean servedMountRoot;
 
     StoreRoot(Path root) {
-        this(root, Syscalls::device);
+        this(root, Syscalls::mountOf);
     }
 
-    StoreRoot(Path root, Devices devices) {
+    StoreRoot(Path root, Mounts mounts) {
         this.root = root;
-        this.devices = devices;
+        this.mounts = mounts;
         this.parentPath = root.getParent();
         this.name = root.getFileName() == null ? "." : root.getFileName().toString();
         AtomicReference<Held> last = held; // not this: the cleaner runs once this is unreachable
@@ -223,7 +228,7 @@ final class StoreRoot {
         Syscalls.Statx m;
         boolean mountRoot;
         try {
-            mountRoot = devices.of(dir) != devices.of(parent);
+            mountRoot = mounts.of(dir) != mounts.of(parent);
             m = Syscalls.stat(dir, null, path.toString());
         } catch (IOException e) {
             Syscalls.close(dir);

@@ -283,6 +283,8 @@ public final class Linux {
     public static final int STATX_INO = 0x100;
     public static final int STATX_BASIC_STATS = 0x7ff;
     public static final int STATX_BTIME = 0x800;
+    /** statx's stx_mnt_id: the mount a file was reached through (Linux 5.8). */
+    public static final int STATX_MNT_ID = 0x1000;
 
     // inotify(7): event bits, watch flags and inotify_init1 flags
     public static final int IN_ACCESS = 0x1;

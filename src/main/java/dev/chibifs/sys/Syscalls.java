@@ -544,6 +544,19 @@ public final class Syscalls {
         return stat(fd, null, null).device();
     }
 
+    /**
+     * The mount an open descriptor's file was reached through (statx's stx_mnt_id, Linux 5.8), or,
+     * where the kernel does not tell it, the device the file lives on. Unlike the device, it tells a
+     * bind mount of a directory from the file system it was bound from.
+     */
+    public static long mountOf(int fd) throws IOException {
+        Statx s = STATX.get();
+        if (LIBC.statx(fd, EMPTY, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH, STATX_MNT_ID, s.buf) != 0) {
+            throw Errors.of(errno(), null);
+        }
+        return (s.buf.getInt(0) & STATX_MNT_ID) != 0 ? s.buf.getLong(144) : s.device();
+    }
+
     /** Whether {@code name} in {@code dirfd} (not followed) is the directory with this device and inode. */
     public static boolean isDirectory(int dirfd, String name, long device, long inode) {
         Statx s = STATX.get();

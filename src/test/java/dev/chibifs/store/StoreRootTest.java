@@ -78,7 +78,12 @@ class StoreRootTest {
         assertTrue(Files.notExists(elsewhere.resolve("b")));
     }
 
-    /** A file system mounted over the store path is served, as a fresh open of the path would: mounts are watched. */
+    /**
+     * A file system mounted over the store path is served, as a fresh open of the path would: mounts
+     * are watched. Here a bind mount from the store's own file system: once it is unmounted, the
+     * directory beneath is not served, as under any other mount (by the device it looked like that
+     * directory, and was served, empty, without a word).
+     */
     @Test
     void aFileSystemMountedOverTheStoreAfterUseIsServed() throws Exception {
         org.junit.jupiter.api.Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "mounting needs root");
@@ -96,7 +101,9 @@ class StoreRootTest {
         } finally {
             new ProcessBuilder("umount", "-l", root.toString()).inheritIO().start().waitFor();
         }
-        assertEquals("under", new String(storage.read(p("/shared/a"))), "and after the unmount, the store under it again");
+        assertUnmounted(storage, root.toRealPath());
+        assertThrows(IOException.class, () -> storage.write(p("/shared/b"), "x".getBytes()));
+        assertTrue(Files.notExists(root.resolve("shared/b")), "nothing lands in the directory beneath");
     }
 
     @ParameterizedTest(name = "after settling: {0}")
@@ -117,7 +124,7 @@ class StoreRootTest {
      * Stands in for mounts without root: a directory whose inode is in {@code mounted} is on a
      * device of its own, as a file system mounted at the store's path is.
      */
-    private static StoreRoot.Devices mountedAt(java.util.Set<Long> mounted) {
+    private static StoreRoot.Mounts mountedAt(java.util.Set<Long> mounted) {
         return fd -> {
             dev.chibifs.sys.Syscalls.Statx s = dev.chibifs.sys.Syscalls.stat(fd, null, null);
             long device = s.device();
@@ -245,7 +252,7 @@ class StoreRootTest {
     void aStoreWhoseFileSystemIsNotConnectedKeepsItsErrno() throws IOException {
         Path root = Files.createDirectories(temp.resolve("vfs"));
         java.util.concurrent.atomic.AtomicBoolean dead = new java.util.concurrent.atomic.AtomicBoolean();
-        StoreRoot.Devices fuse = fd -> {
+        StoreRoot.Mounts fuse = fd -> {
             if (dead.get()) {
                 throw dev.chibifs.sys.ErrnoException.forErrno(dev.chibifs.sys.Linux.ENOTCONN, null);
             }
