@@ -345,6 +345,10 @@ public final class LocalStorage implements Storage {
             String eio = LibC.strerror(Linux.EIO) + ": ";
             return new Trouble(why.startsWith(eio) ? why.substring(eio.length()) : why, true, false);
         }
+        String stranger = storeRoot.stranger();
+        if (errno == 0 && stranger != null) {
+            return new Trouble(stranger, false, false);
+        }
         return errno == 0 ? null : wholeStore(errno);
     }
 
@@ -427,6 +431,10 @@ public final class LocalStorage implements Storage {
     private At below(VfsPath path, String relative, String name) throws IOException {
         StoreRoot.InUse r = storeRoot.use(path, directories.refresh());
         try {
+            if (r.generation() != devices.rootGeneration() && r.generation() > 1 && storeRoot.stranger() != null) {
+                // another file system in the store's place answers every request, none failing: said now, not at the next status
+                troubleNow();
+            }
             devices.rootIs(r);
             return new At(directories.open(r.fd(), r.generation(), relative, path), name, r);
         } catch (IOException | RuntimeException e) {

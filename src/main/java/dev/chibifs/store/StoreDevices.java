@@ -37,6 +37,11 @@ final class StoreDevices {
         }
     }
 
+    /** The generation of the root last given to {@link #rootIs}; -1 before any. */
+    long rootGeneration() {
+        return own.generation();
+    }
+
     /** {@link Metadata#device} of a file on {@code device} ({@code st_dev}). */
     long deviceOf(long device) {
         return device == own.device() ? Metadata.OWN_DEVICE : device;

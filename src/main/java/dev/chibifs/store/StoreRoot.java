@@ -8,7 +8,11 @@ import dev.chibifs.sys.Syscalls;
 
 import java.io.IOException;
 import java.lang.ref.Cleaner;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -160,6 +164,16 @@ final class StoreRoot {
     private long generations;
     /** Whether a root served was a file system's own root: from then on, only such a root is followed. */
     private boolean servedMountRoot;
+    /** The directories in the last root that was the store (some of them), to tell a root in its place that has none. */
+    private Set<String> known = Set.of();
+    /** Why the root served is not the store it replaced; null while it has one of the directories the store had. */
+    private volatile String stranger;
+
+    /** The most directories of a root remembered, and the most entries read to find them. */
+    private static final int DIRECTORIES_REMEMBERED = 64;
+    private static final int ENTRIES_READ = 4096;
+    /** e2fsck's, in every ext4 root: it tells one store from another file system not at all. */
+    private static final String LOST_AND_FOUND = "lost+found";
 
     StoreRoot(Path root) {
         this(root, Syscalls::mountOf);
@@ -211,6 +225,9 @@ final class StoreRoot {
         }
         held.set(null);
         if (h != null) {
+            if (stranger == null) {
+                known = directoriesIn(h.root().dir); // a file system unmounted lazily still lists
+            }
             h.root().retire();
         }
         // a store at / has no parent to check it in, and cannot be moved: "/" itself, opened once
@@ -241,10 +258,52 @@ final class StoreRoot {
             throw unmounted(path);
         }
         servedMountRoot |= mountRoot;
+        if (generations > 0) {
+            judge(dir); // a root in place of one served (replaced, or after the store was unmounted)
+        }
         Opened o = new Opened(parent, dir, m.device(), m.inode(), ++generations);
         o.hold(); // the caller's
         held.set(new Held(o, epoch));
         return o.use;
+    }
+
+    /**
+     * Why the root served now is not the store it replaced (another file system mounted in its
+     * place, empty or another's), or null: it has none of the directories the store had. Served all
+     * the same, as bindfs would, and as an admin who mounted a new or restored disk there means it;
+     * writes land there only where its directories are, and the namespace's are missing.
+     */
+    String stranger() {
+        return stranger;
+    }
+
+    private void judge(int dir) {
+        Set<String> now = directoriesIn(dir);
+        if (known.isEmpty() || now.stream().anyMatch(known::contains)) {
+            stranger = null;
+            return;
+        }
+        stranger = "the store directory " + root + " holds another file system now (or an empty one): it has none"
+                + " of the directories the store had there (" + String.join(", ", new TreeSet<>(known))
+                + "), and is served as it is: mount the store's file system there again";
+    }
+
+    /** Some directories (not lost+found) in the root open as {@code dir}; none where it cannot be read. */
+    private static Set<String> directoriesIn(int dir) {
+        Set<String> names = new HashSet<>();
+        int[] read = {0};
+        try {
+            Syscalls.readDirectory(dir, ".", null, (name, offset, length, type, inode) -> {
+                String n = new String(name, offset, length, StandardCharsets.UTF_8);
+                if (type == Linux.DT_DIR && !n.equals(LOST_AND_FOUND)) {
+                    names.add(n);
+                }
+                return names.size() < DIRECTORIES_REMEMBERED && ++read[0] < ENTRIES_READ;
+            });
+        } catch (IOException unreadable) {
+            return Set.of(); // a file system failing: said by its errno, not as another
+        }
+        return names;
     }
 
     private ErrnoException unmounted(VfsPath path) {

@@ -438,4 +438,35 @@ class StoreRootTest {
             assertEquals(inode(root.resolve("shared/a")), storage.metadata(p("/shared/a")).inode());
         }
     }
+
+    /**
+     * Another file system (empty, or another's) mounted in the store's place was served without a
+     * word: listings empty, every file ENOENT, status active. It is served still, and said at its
+     * first request, in the log and as a trouble line, until the store is back.
+     */
+    @Test
+    void aRootWithNoneOfTheStoresDirectoriesIsSaid() throws IOException {
+        Path root = temp.toRealPath().resolve("vfs");
+        LocalStorage storage = new LocalStorage(root);
+        java.util.List<String> said = new java.util.ArrayList<>();
+        storage.saidTo(said::add);
+        storage.write(p("/shared/a"), "mine".getBytes());
+        storage.createDirectory(p("/home"));
+        Files.createDirectories(root.resolve("lost+found"));
+        Files.move(root, temp.resolve("store"));
+        Files.createDirectories(root.resolve("lost+found"));
+        assertThrows(java.nio.file.NoSuchFileException.class, () -> storage.read(p("/shared/a")));
+        String why = "the store directory " + root + " holds another file system now (or an empty one): it has none"
+                + " of the directories the store had there (home, shared), and is served as it is: mount the"
+                + " store's file system there again";
+        assertEquals(java.util.List.of("the local store fails: " + why), said, "said at the first request");
+        assertEquals(why, storage.unanswered());
+        assertEquals(null, storage.failing(), "served: requests answer");
+        Files.delete(root.resolve("lost+found"));
+        Files.delete(root);
+        Files.move(temp.resolve("store"), root);
+        assertEquals("mine", new String(storage.read(p("/shared/a"))));
+        assertEquals(null, storage.unanswered());
+        assertEquals(java.util.List.of("the local store fails: " + why, "the store directory " + root + " answers again"), said);
+    }
 }
