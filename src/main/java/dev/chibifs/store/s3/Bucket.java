@@ -301,8 +301,8 @@ final class Bucket implements Closeable {
                         .chunkedEncodingEnabled(false).build())
                 // the JDK keeps idle connections for reuse; when the server has closed several, each
                 // attempt may take another dead one, so a few more attempts than the SDK's 3
-                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.standardRetryStrategy().toBuilder()
-                        .maxAttempts(MAX_ATTEMPTS).build()).addExecutionInterceptor(heard));
+                .overrideConfiguration(o -> o.retryStrategy(new AnsweredOnce(AwsRetryStrategy.standardRetryStrategy().toBuilder()
+                        .maxAttempts(MAX_ATTEMPTS).build())).addExecutionInterceptor(heard));
         if (endpoint != null) {
             b.endpointOverride(endpoint);
             String host = endpoint.getHost() == null ? "" : endpoint.getHost().toLowerCase(Locale.ROOT);
@@ -385,6 +385,91 @@ final class Bucket implements Closeable {
             boolean was = h[0];
             h[0] = false;
             return was;
+        }
+    }
+
+    /**
+     * Whether this thread's requests take an error S3 answered (a 5xx but throttling) as final, not
+     * retried by the client: set by the write-back for an upload S3 refused before, retried on its
+     * own backoff, and for the journal's replay ({@link #answeredOnce}).
+     */
+    private static final ThreadLocal<Boolean> ANSWER_FINAL = ThreadLocal.withInitial(() -> false);
+
+    /**
+     * Runs {@code upload} with an error S3 answers it with (a 500 for one key) taken at its first
+     * attempt, not after the client's retries: about 1.5 s each (6 attempts), which a retry on the
+     * write-back's own backoff makes again at every try. s3proxy answers 500 for a name its file
+     * system cannot store: after a restart with 20 of them journaled, the replay's tries in a row
+     * held every new file and lock release for 30-37 s. A failure to reach S3 (a connection the
+     * server closed, no answer) and throttling (429, 503) are still retried as usual.
+     */
+    static <T> T answeredOnce(IOSupplier<T> upload) throws IOException {
+        boolean was = ANSWER_FINAL.get();
+        ANSWER_FINAL.set(true);
+        try {
+            return upload.get();
+        } finally {
+            ANSWER_FINAL.set(was);
+        }
+    }
+
+    /** What {@link #answeredOnce} runs. */
+    interface IOSupplier<T> {
+        T get() throws IOException;
+    }
+
+    /**
+     * The SDK's retry strategy but for a request made {@link #answeredOnce}: no retry after an error
+     * S3 answered. The SDK makes a synchronous request's attempts on its caller's thread.
+     */
+    private static final class AnsweredOnce implements software.amazon.awssdk.retries.api.RetryStrategy {
+        private final software.amazon.awssdk.retries.api.RetryStrategy usual;
+
+        AnsweredOnce(software.amazon.awssdk.retries.api.RetryStrategy usual) {
+            this.usual = usual;
+        }
+
+        @Override
+        public software.amazon.awssdk.retries.api.AcquireInitialTokenResponse acquireInitialToken(
+                software.amazon.awssdk.retries.api.AcquireInitialTokenRequest request) {
+            return usual.acquireInitialToken(request);
+        }
+
+        @Override
+        public software.amazon.awssdk.retries.api.RefreshRetryTokenResponse refreshRetryToken(
+                software.amazon.awssdk.retries.api.RefreshRetryTokenRequest request) {
+            if (ANSWER_FINAL.get() && request.failure() instanceof S3Exception s3 && s3.statusCode() != 429
+                    && s3.statusCode() != 503) {
+                throw new software.amazon.awssdk.retries.api.TokenAcquisitionFailedException(
+                        "S3 answered; retried on the write-back's own backoff", request.failure());
+            }
+            return usual.refreshRetryToken(request);
+        }
+
+        @Override
+        public software.amazon.awssdk.retries.api.RecordSuccessResponse recordSuccess(
+                software.amazon.awssdk.retries.api.RecordSuccessRequest request) {
+            return usual.recordSuccess(request);
+        }
+
+        @Override
+        public int maxAttempts() {
+            return usual.maxAttempts();
+        }
+
+        @Override
+        public boolean useClientDefaults() {
+            return usual.useClientDefaults();
+        }
+
+        @Override
+        public software.amazon.awssdk.retries.api.RetryStrategy.Builder<?, ?> toBuilder() {
+            return usual.toBuilder();
+        }
+
+        @Override
+        public void close() {
+            usual.close();
         }
     }
 

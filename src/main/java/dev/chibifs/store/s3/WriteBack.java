@@ -232,7 +232,7 @@ final class WriteBack {
                 }
             } else if (n.dir) {
                 try {
-                    upload(n, false);
+                    uploadTry(n, held.refusedLastTime(key));
                 } catch (IOException e) {
                     held.failed(e, key);
                     if (p != null) {
@@ -243,11 +243,34 @@ final class WriteBack {
                 files.add(n);
             }
         }
-        for (Map.Entry<Node, IOException> f : inParallelEach(files, n -> upload(n, false))) {
+        Set<Node> refusedLastTime = new java.util.HashSet<>();
+        for (Node n : files) {
+            if (held.refusedLastTime(store.objectKeyOf(n))) {
+                refusedLastTime.add(n);
+            }
+        }
+        for (Map.Entry<Node, IOException> f : inParallelEach(files, n -> uploadTry(n, refusedLastTime.contains(n)))) {
             held.failed(f.getValue(), store.objectKeyOf(f.getKey()));
         }
         belowUnmarked.forEach((d, count) -> held.waits(count + (count == 1 ? " file or directory in " + d + " waits"
                 : " files and directories in " + d + " wait") + " for its marker"));
+    }
+
+    /**
+     * A pass's upload of {@code n}; one S3 refused at its last try ({@code refusedBefore}) takes S3's
+     * error at its first attempt ({@link Bucket#answeredOnce}): its retry is this write-back's own
+     * backoff, and the client's retries of a 500 (about 1.5 s) held the pass, 4 uploads at a time,
+     * and every lock release waiting for it, at each try.
+     */
+    private void uploadTry(Node n, boolean refusedBefore) throws IOException {
+        if (refusedBefore) {
+            Bucket.answeredOnce(() -> {
+                upload(n, false);
+                return null;
+            });
+        } else {
+            upload(n, false);
+        }
     }
 
     /** Failures said in the one exception of a pass, at most; the rest are counted. */
@@ -335,6 +358,12 @@ final class WriteBack {
             waitsAt(key);
             refusals.put(key, r);
             return true;
+        }
+
+        /** Whether S3 refused the upload at {@code key} at its last try (its retry time has come). */
+        boolean refusedLastTime(String key) {
+            Refusal r = key == null ? null : refusedBefore.get(key);
+            return r != null && !r.delete();
         }
 
         /** The change at {@code key} waits for a failure (null: not known). */
@@ -552,7 +581,9 @@ final class WriteBack {
                 continue;
             }
             try {
-                upload(n, false); // one no longer dirty (gone, renamed and sent) is passed over
+                // S3's error taken at once (Bucket.answeredOnce): a change it refused goes on its own
+                // backoff, not the client's retries in front of every change made since
+                uploadTry(n, true); // one no longer dirty (gone, renamed and sent) is passed over
             } catch (IOException e) {
                 failedRequest(e);
                 if (e instanceof Bucket.Refused && dependenciesKnown) {

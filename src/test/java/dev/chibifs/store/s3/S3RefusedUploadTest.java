@@ -55,6 +55,7 @@ class S3RefusedUploadTest {
     @AfterEach
     void closeStores() throws IOException {
         server.refusePuts(name -> false, 0);
+        server.failPutsOf(name -> false, 0);
         ns.close();
     }
 
@@ -302,6 +303,47 @@ class S3RefusedUploadTest {
         });
         assertTrue(log.contains("shared/refused") && log.contains("every other goes on") && !log.contains("waits behind it"),
                 "the log says the rest goes on: " + log);
+    }
+
+    /**
+     * A tester's finding (session 67): S3 answering 500 for some names (s3proxy, for a name its file
+     * system cannot store), each try cost the client's retries, about 1.5 s; after a restart the
+     * replay tried 20 of them in a row at the head of the first pass, and every new file and lock
+     * release waited 30-37 s. S3's answer is taken at the first attempt there, and at each retry of a
+     * refusal on its own backoff: the new file goes up after one attempt of each.
+     */
+    @Test
+    void aChangeS3Answers500ForIsAskedOnceAtTheReplayAndAtEachRetryNotWithTheClientsRetries() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        AtomicInteger asked = new AtomicInteger();
+        server.failPutsOf(name -> name.contains("/shared/long") && asked.incrementAndGet() > 0, -1);
+        for (int i = 0; i < 3; i++) {
+            put(a, "/shared/long" + i, "x" + i);
+        }
+        put(a, "/shared/ok", "y");
+        assertThrows(IOException.class, a::close, "the refused files stay in the journal");
+        assertEquals("y", inS3("shared/ok"));
+        assertTrue(asked.get() > 3, "the first try of each has the client's retries: " + asked.get());
+
+        asked.set(0);
+        S3Storage again = host("a", clock);
+        put(again, "/shared/since", "made after the start");
+        IOException e = assertThrows(IOException.class, again::flushAll);
+        assertTrue(e.getMessage().contains("HTTP 500"), e.getMessage());
+        assertEquals(3, asked.get(), "each asked once at the replay, the rest going on");
+        assertEquals("made after the start", inS3("shared/since"));
+        assertNull(again.failing());
+
+        clock.advance(Duration.ofSeconds(1));
+        assertThrows(IOException.class, again::flushDue);
+        assertEquals(6, asked.get(), "each asked once again at its retry time");
+
+        server.failPutsOf(name -> false, 0);
+        clock.advance(Duration.ofSeconds(2));
+        again.flushDue();
+        assertEquals("x2", inS3("shared/long2"));
+        assertEquals(0, again.pendingChanges());
     }
 
     /**

@@ -217,6 +217,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             if (server.refusedPuts.take(blob.getMetadata().name())) {
                 throw new HttpResponseException(new HttpResponse(403));
             }
+            if (server.failedPutsOf.take(blob.getMetadata().name())) {
+                throw new HttpResponseException(new HttpResponse(500));
+            }
             synchronized (this) {
                 refuseUnlessAsConditioned(container, blob.getMetadata().name(), options);
                 if (blob.getMetadata().name().startsWith(UPLOAD_STUB)) {
@@ -561,6 +564,16 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
      */
     void refusePuts(java.util.function.Predicate<String> which, int times) {
         refusedPuts.set(which, times);
+    }
+
+    private final Faults failedPutsOf = new Faults();
+
+    /**
+     * The next {@code times} PUTs (-1: all) of objects {@code which} names fail with a 500, which the
+     * client retries: as s3proxy answers a name its file system cannot store.
+     */
+    void failPutsOf(java.util.function.Predicate<String> which, int times) {
+        failedPutsOf.set(which, times);
     }
 
     private final Faults failedHeads = new Faults();
