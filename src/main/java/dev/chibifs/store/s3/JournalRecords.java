@@ -539,7 +539,8 @@ final class JournalRecords implements Closeable {
         removeContentNotNamed();
         compact();
         if (dirty > 0) {
-            LOG.info("S3 store {}: {} changes from before the last stop are uploaded now", store.spec, dirty);
+            // how many went up is said at the replay's end (WriteBack.replayInOrder): S3 may refuse some
+            LOG.info("S3 store {}: {} changes from before the last stop go up first, in their order", store.spec, dirty);
         }
     }
 

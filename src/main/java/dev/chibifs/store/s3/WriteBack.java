@@ -568,6 +568,7 @@ final class WriteBack {
         synchronized (store) {
             dependenciesKnown = store.overlay.dependenciesKnown;
         }
+        int belowRefused = 0;
         for (int i = 0; i < inOrder.size(); i++) {
             Node n = inOrder.get(i);
             VfsPath p;
@@ -578,6 +579,7 @@ final class WriteBack {
             }
             if (p != null && held.unmarkedAbove(p) != null) {
                 held.waitsAt(key); // its directory's marker was refused: it waits with it, as in a pass
+                belowRefused++;
                 continue;
             }
             try {
@@ -614,6 +616,13 @@ final class WriteBack {
                         + (behind == 0 ? "it" : "them"));
                 return true;
             }
+        }
+        if (!inOrder.isEmpty()) {
+            int refused = held.refusedAtReplay.size();
+            LOG.info("S3 store {}: of the {} changes from before the last stop, {} went up{}", spec, inOrder.size(),
+                    inOrder.size() - refused - belowRefused, refused == 0 && belowRefused == 0 ? ""
+                            : ", " + refused + " refused by S3 and retried on their own backoff"
+                            + (belowRefused == 0 ? "" : ", " + belowRefused + " waiting with a refused directory's marker"));
         }
         replayed = List.of();
         replayHeld = null;
