@@ -61,7 +61,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * and deletes go on, but for what must come after it ({@link HeldBack}): the old names of a file
  * that failed, what is in a directory whose marker failed, a name at its cap after a file closed
  * before it, a lock file's remove after the changes made before it (but those S3 refuses away
- * from the lock, as a flock's release goes past them: {@link HeldBack#letsGoPast}); so at the
+ * from the lock, as a flock's release goes past them: {@link HeldBack#holdingLock}); so at the
  * journal's replay after a restart, which stops at its first failure only for S3 away, or for a
  * journal an earlier version wrote ({@link #replay}). An
  * object S3 refused has a retry time of its own ({@link #refusedLately}): the flusher's passes go
@@ -374,21 +374,25 @@ final class WriteBack {
         }
 
         /**
-         * Whether the remove of the lock {@code lockKey}, whose delete waits for {@code before} (what
-         * was changed here before it and is not on S3), goes all the same, by a flock's rule
-         * ({@link Unsent#leftBehindBeside}): this pass left each of them behind for S3 refusing an
-         * object, S3 answering, and none is beside the lock. One not tried yet is waited for.
+         * What of {@code before} (what was changed here before the remove of the lock {@code lockKey}
+         * and is not on S3) the remove waits for; it goes all the same, past the rest, when none, by a
+         * flock's rule ({@link Unsent#leftBehindBeside}): what this pass left behind for S3 refusing
+         * an object, S3 answering, away from the lock. One not tried yet is waited for, and all of
+         * them where a failure was not a refusal. What {@code chibifs sync} names as what the lock
+         * waits for: it named every change made before the remove, the objects S3 refused elsewhere
+         * too, and a tester removed files the lock did not wait for.
          */
-        boolean letsGoPast(Collection<String> before, String lockKey) {
+        List<String> holdingLock(Collection<String> before, String lockKey) {
             if (!refusalsOnly || failures.isEmpty() || bucket.unreachable()) {
-                return false;
+                return List.copyOf(before);
             }
+            List<String> holding = new ArrayList<>();
             for (String k : before) {
                 if (!keys.contains(k) || Unsent.besideLock(k, lockKey)) {
-                    return false;
+                    holding.add(k);
                 }
             }
-            return true;
+            return holding;
         }
 
         /** Every change of the store waits (the journal's replay): nothing can be said to have gone up. */
@@ -546,7 +550,7 @@ final class WriteBack {
      * ({@link Overlay#dependenciesKnown}). Else a change S3 refuses waits as in any pass, with what
      * depends on it: what is in a directory whose marker it refused (here and in the pass), the
      * deletes of its old names ({@link #deletePending}), a lock let go beside it
-     * ({@link HeldBack#letsGoPast}); the rest of the replay, and every later change, go on (one
+     * ({@link HeldBack#holdingLock}); the rest of the replay, and every later change, go on (one
      * refused name, after a restart, kept every lock this host let go held on S3 for good).
      */
     private boolean replay(HeldBack held) {
@@ -854,7 +858,7 @@ final class WriteBack {
      * and its other deletes, which it may have waited for. One that still waits (an upload that
      * failed, a delete held back, a release before it that waits) goes at a later pass; the others
      * go on. Past objects S3 refuses elsewhere it goes now, as a flock's release does
-     * ({@link HeldBack#letsGoPast}), said in one warning ({@link #saidLetGoPast}). Whether any were done.
+     * ({@link HeldBack#holdingLock}), said in one warning ({@link #saidLetGoPast}). Whether any were done.
      */
     private boolean deleteReleases(HeldBack held) throws IOException {
         List<String> ready = new ArrayList<>();
@@ -889,12 +893,14 @@ final class WriteBack {
                 }
                 it.remove();
                 decided = true;
-                if (before.stream().noneMatch(going::contains) && held.letsGoPast(before, e.getKey())) {
+                Set<String> holding = new java.util.TreeSet<>(held.holdingLock(before, e.getKey()));
+                before.stream().filter(going::contains).forEach(holding::add); // a release before it, going now
+                if (holding.isEmpty()) {
                     going.add(e.getKey());
                     pastRefused.put(e.getKey(), before);
                 } else {
                     kept.add(e.getKey());
-                    waitedFor.addAll(before);
+                    waitedFor.addAll(holding);
                     held.waitsAt(e.getKey());
                 }
             }
@@ -908,9 +914,10 @@ final class WriteBack {
         if (!kept.isEmpty() && held.any()) {
             // the locks by name: a tester read only the keys waited for, and could not tell which
             // lock another host was kept from, nor that one of those keys was itself a lock
-            held.waits((kept.size() == 1 ? "the lock " + said(kept) + ", let go here, stays held on S3 until the changes"
-                    + " made here before it are up: " : kept.size() + " locks let go here stay held on S3 (" + said(kept)
-                    + ") until the changes made here before them are up: ") + said(waitedFor));
+            held.waits((kept.size() == 1 ? "the lock " + said(kept) + ", let go here, stays held on S3 until these changes"
+                    + " made here before it are up (it goes past the others): " : kept.size() + " locks let go here stay held on S3 ("
+                    + said(kept) + ") until these changes made here before them are up (they go past the others): ")
+                    + said(waitedFor));
         }
         pastRefused.forEach((k, before) -> saidLetGoPast(k, "released", held.refusedKeys,
                 (int) before.stream().filter(b -> !held.refusedKeys.contains(b)).count()));

@@ -199,28 +199,38 @@ class S3LockFilesTest {
         S3Storage a = host("a", clock);
         a.mkdir(p("/locks"));
         a.write(p("/data/old"), "old".getBytes(UTF_8));
+        a.write(p("/data/g1"), "g".getBytes(UTF_8));
         a.flushAll();
         a.createDirectory(p("/locks/run.d")); // mkdir as a lock: its marker is on S3 as it returns
         assertNotNull(inS3("locks/run.d/"));
-        // what the lock guards: in another directory, written and removed; beside it, written
+        // what the lock guards: in another directory, written and removed; beside it, written; and,
+        // refused by S3 elsewhere, which it goes past: a file, and one renamed (its old name's delete)
         a.write(p("/data/new"), "new".getBytes(UTF_8));
         a.removeFile(p("/data/old"));
+        a.write(p("/data/elsewhere"), "e".getBytes(UTF_8));
+        a.rename(p("/data/g1"), p("/data/g1-moved"));
         a.write(p("/locks/state"), "done".getBytes(UTF_8));
         a.removeDirectory(p("/locks/run.d"));
-        server.refusePuts(name -> name.endsWith("/locks/state"), 1);
+        server.refusePuts(name -> name.endsWith("/locks/state") || name.endsWith("/data/elsewhere")
+                || name.endsWith("/data/g1-moved"), -1);
 
         IOException failed = assertThrows(IOException.class, a::flushDue);
-        assertTrue(failed.getMessage().contains("the lock " + prefix + "/locks/run.d/, let go here, stays held on S3 until"
-                + " the changes made here before it are up: " + prefix + "/locks/state"), failed.getMessage());
+        // a tester's finding (session 67): it named, as what the lock waited for, the objects refused
+        // elsewhere and an old name's delete, which it goes past: a user removed the wrong files
+        String said = failed.getMessage().lines().filter(l -> l.contains("let go here")).findFirst().orElse(failed.getMessage());
+        assertEquals("the lock " + prefix + "/locks/run.d/, let go here, stays held on S3 until these changes made here"
+                + " before it are up (it goes past the others): " + prefix + "/locks/state", said);
         assertEquals("new", inS3("data/new"), "forced up by the release, before its debounce");
         assertNull(inS3("data/old"), "a delete goes up as ever");
         assertNotNull(inS3("locks/run.d/"), "the lock is held on S3 while the state beside it, which S3 refused, is not there");
 
-        clock.advance(Duration.ofMillis(500)); // the refused object's retry time
-        a.flushDue();
+        server.refusePuts(name -> name.endsWith("/data/elsewhere") || name.endsWith("/data/g1-moved"), -1);
+        clock.advance(Duration.ofMillis(500)); // the refused objects' retry time
+        assertThrows(IOException.class, a::flushDue);
         assertEquals("done", inS3("locks/state"));
-        assertNull(inS3("locks/run.d/"));
-        assertEquals(0, a.pendingChanges());
+        assertNull(inS3("locks/run.d/"), "gone past what S3 refuses elsewhere");
+        assertEquals("g", inS3("data/g1"), "the old name stays while the new one is refused");
+        assertEquals(3, a.pendingChanges(), "the two refused and the old name's delete");
     }
 
     @Test
