@@ -1223,6 +1223,30 @@ public final class S3Storage implements Storage {
 
     @Override
     public FileHandle open(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
+        try {
+            return openOrMake(path, flags, createMode);
+        } catch (ErrnoException e) {
+            throw inCacheOf(path, e);
+        }
+    }
+
+    /**
+     * {@code e} said of {@code path}, where it names a file of the cache directory: the log's line of
+     * a failing cache file system named the cache's file ("CREATE of node 3: .../cache9/data/17:
+     * Input/output error"), not the one the user made. The same reason for every such file: the log
+     * says it once per cause.
+     */
+    private ErrnoException inCacheOf(VfsPath path, ErrnoException e) {
+        String file = e.getFile();
+        if (file == null || !Path.of(file).startsWith(dataDir)) {
+            return e;
+        }
+        ErrnoException said = new ErrnoException(e.errno(), path.toString(), e.getReason() + " in its cache directory");
+        said.initCause(e);
+        return said;
+    }
+
+    private FileHandle openOrMake(VfsPath path, Set<OpenFlag> flags, int createMode) throws IOException {
         boolean write = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
         boolean create = flags.contains(OpenFlag.CREATE) || flags.contains(OpenFlag.CREATE_NEW);
         if (write || create) {

@@ -149,6 +149,27 @@ class S3CacheDirTest {
         }
     }
 
+    /**
+     * A tester's finding (session 67): with the cache's file system failing, the log's line read
+     * "CREATE of node 3: /tmp/.../cache9/data/17: Input/output error", the cache's own file, not the
+     * one the user made. Here the cache's file cannot be made (a directory in its place: EISDIR).
+     */
+    @Test
+    void aCreateTheCacheFailsNamesTheFileMadeNotTheCachesOwn() throws Exception {
+        S3Storage s = store("s3://" + BUCKET + "/" + ns, cacheDir);
+        s.mkdir(p("/home"));
+        long next;
+        synchronized (s) {
+            next = s.overlay.nextIno;
+        }
+        Files.createDirectory(cacheDir.resolve("data").resolve(Long.toString(next)));
+        dev.chibifs.sys.ErrnoException e = assertThrows(dev.chibifs.sys.ErrnoException.class,
+                () -> s.open(p("/home/d.md"), java.util.EnumSet.of(dev.chibifs.store.OpenFlag.WRITE,
+                        dev.chibifs.store.OpenFlag.CREATE), 0644));
+        assertEquals("/home/d.md: Is a directory in its cache directory", e.getMessage());
+        assertEquals(dev.chibifs.sys.Linux.EISDIR, e.errno(), "its errno as it was");
+    }
+
     private static int run(String... command) throws IOException, InterruptedException {
         return new ProcessBuilder(command).inheritIO().start().waitFor();
     }
