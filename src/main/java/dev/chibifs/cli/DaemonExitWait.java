@@ -75,13 +75,23 @@ final class DaemonExitWait {
 
     /** Null once the daemon of {@code mp} (pid {@code pid}) has exited; else why the wait ended without it. */
     String await(Path mp, long pid) {
+        return await(mp, pid, null);
+    }
+
+    /**
+     * {@link #await(Path, long)}, where {@code before} is what the daemon said waits to go up before
+     * its unmount (null: it did not answer), with {@link #failing} and {@link #troubled} as it said
+     * then. A daemon that exits before it is first asked (its cache directory's file system failing,
+     * its close giving up at once) kept its changes journaled, and umount exited 0 saying nothing.
+     */
+    String await(Path mp, long pid, Uploads before) {
         long start = monotonicMillis.getAsLong();
         long lastMove = start;
         long lastSaid = Long.MIN_VALUE;
-        Uploads first = null;
-        Uploads last = null;
-        String fails = null;
-        String trouble = null;
+        Uploads first = before;
+        Uploads last = before;
+        String fails = before == null ? null : failing.get();
+        String trouble = before == null ? null : troubled.get();
         while (true) {
             if (exit.within(LOOK_EVERY_MILLIS)) {
                 if (last != null && last.changes() > 0 && fails != null) {

@@ -97,6 +97,9 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     private Integer unmount(Path mp, Optional<ProcessHandle> daemon, int exited) throws IOException {
+        String[] failing = new String[2]; // failing, then troubled
+        // asked while it surely answers: one that exits at once after the unmount is never asked
+        Storage.Uploads before = daemon.isPresent() && !lazy ? uploadsOf(daemon.get().pid(), failing) : null;
         FuseMount.Result r = FuseMount.unmount(mp, lazy);
         if (!r.ok()) {
             if (r.busy()) {
@@ -111,10 +114,9 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         if (daemon.isPresent() && !lazy) {
             ProcessHandle d = daemon.get();
-            String[] failing = new String[2]; // failing, then troubled
             String notExited = new DaemonExitWait(millis -> awaitExitMillis(d, exited, millis),
                     () -> uploadsOf(d.pid(), failing), () -> failing[0], () -> failing[1],
-                    () -> System.nanoTime() / 1_000_000, spec.commandLine().getErr()::println).await(mp, d.pid());
+                    () -> System.nanoTime() / 1_000_000, spec.commandLine().getErr()::println).await(mp, d.pid(), before);
             if (notExited != null) {
                 throw new MountFailure(notExited);
             }

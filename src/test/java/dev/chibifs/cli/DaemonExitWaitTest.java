@@ -29,6 +29,8 @@ class DaemonExitWaitTest {
         String failing;
         /** Why a store's last write-back failed, as it says; null: none did. */
         String troubled;
+        /** What it said waits to go up before the unmount; null: not asked. */
+        Uploads before;
 
         Daemon(long exitsAt, LongFunction<Uploads> uploads) {
             this.exitsAt = exitsAt;
@@ -42,7 +44,7 @@ class DaemonExitWaitTest {
             }, () -> uploads.apply(now), () -> failing, () -> troubled, () -> now, line -> {
                 said.add(line);
                 saidAt.add(now);
-            }).await(MP, 42);
+            }).await(MP, 42, before);
         }
     }
 
@@ -129,5 +131,21 @@ class DaemonExitWaitTest {
         assertEquals("chibifs: /mnt/s3 is unmounted; its daemon (pid 42) exited with 1 change (0.0 MiB) to upload when"
                 + " last asked, its last write-back having failed: what failed again at its close is kept in its cache"
                 + " directory for the next mount of the store (its log says): " + d.troubled, d.said.get(d.said.size() - 1));
+    }
+
+    /**
+     * A tester's finding (storefs2, session 67): a daemon whose cache directory's file system had
+     * failed exited at once after the unmount, before umount first asked it, and umount exited 0
+     * saying nothing while 2 changes stayed journaled. What it said before the unmount is used.
+     */
+    @Test
+    void aDaemonThatExitsBeforeItIsAskedSaysWhatItKeptJournaledAsItSaidBeforeTheUnmount() {
+        Daemon d = new Daemon(0, t -> null);
+        d.before = new Uploads(2, 10, 0);
+        d.failing = "its cache directory /c answers EIO (Input/output error): every change fails, and 2 change(s)"
+                + " not yet uploaded wait there";
+        assertNull(d.await());
+        assertEquals(List.of("chibifs: /mnt/s3 is unmounted, but its daemon (pid 42) exited with 2 changes (0.0 MiB) not"
+                + " uploaded, kept in its cache directory for the next mount of the store: " + d.failing), d.said);
     }
 }
