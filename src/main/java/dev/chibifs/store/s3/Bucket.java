@@ -171,7 +171,7 @@ final class Bucket implements Closeable {
 
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
     private static final Duration SOCKET_TIMEOUT = Duration.ofSeconds(60);
-    private static final int MAX_ATTEMPTS = 6;
+    static final int MAX_ATTEMPTS = 6;
     /**
      * How long S3 has to answer a request that sends no body of ours (a listing, a HEAD, a GET's
      * headers: the content a GET streams after them is not counted), each attempt and all of them.

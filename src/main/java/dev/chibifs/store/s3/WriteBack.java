@@ -587,9 +587,13 @@ final class WriteBack {
                 continue;
             }
             try {
-                // S3's error taken at once (Bucket.answeredOnce): a change it refused goes on its own
-                // backoff, not the client's retries in front of every change made since
-                uploadTry(n, true); // one no longer dirty (gone, renamed and sent) is passed over
+                // The first refusal of the replay comes after the client's retries: a 500 that passes
+                // (S3's InternalError) then keeps the change in its place, where taken at once it would
+                // go up after changes made after it (a READY before its data). Once S3 refused one
+                // for good, the rest take S3's error at once (Bucket.answeredOnce) and a refused one
+                // goes on its own backoff: each 500 cost the client's retries, about 1.5 s, in front
+                // of every change and lock release made since (20 refused names: 30-37 s a restart)
+                uploadTry(n, !held.refusedAtReplay.isEmpty()); // one no longer dirty (gone, renamed and sent) is passed over
             } catch (IOException e) {
                 failedRequest(e);
                 if (e instanceof Bucket.Refused && dependenciesKnown) {
