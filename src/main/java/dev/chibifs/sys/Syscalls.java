@@ -34,6 +34,7 @@ public final class Syscalls {
     private static final Native.Functions LIBC = Native.C;
     private static final Runtime RUNTIME = Native.RUNTIME;
     private static final ThreadLocal<Statx> STATX = ThreadLocal.withInitial(() -> new Statx(Memory.allocateDirect(RUNTIME, 256)));
+    private static final ThreadLocal<Statx> STATX_ASIDE = ThreadLocal.withInitial(() -> new Statx(Memory.allocateDirect(RUNTIME, 256)));
     private static final ThreadLocal<Pointer> SMALL_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 32));
     private static final ThreadLocal<Pointer> STATFS_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, 128));
     private static final ThreadLocal<Pointer> LINK_BUF = ThreadLocal.withInitial(() -> Memory.allocateDirect(RUNTIME, PATH_MAX));
@@ -530,6 +531,19 @@ public final class Syscalls {
         int err = statxRaw(dirfd, name, s);
         if (err != 0) {
             throw Errors.of(-err, file);
+        }
+        return s;
+    }
+
+    /**
+     * statx(2) of an open descriptor into a thread buffer of its own: for what closes a descriptor
+     * (a lease let go, a removal), which may run while its caller still reads a {@link #stat}.
+     */
+    public static Statx statAside(int fd) throws IOException {
+        Statx s = STATX_ASIDE.get();
+        int err = statxRaw(fd, null, s);
+        if (err != 0) {
+            throw Errors.of(-err, null);
         }
         return s;
     }
