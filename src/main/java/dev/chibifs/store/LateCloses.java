@@ -25,10 +25,11 @@ import java.util.concurrent.locks.LockSupport;
  * the blocks are freed here, beside the program's next requests.
  *
  * <p>What comes later is free space, so {@link #flush} runs before the store reports it ({@code
- * df} right after {@code rm} sees the space back) and before anything that may take space. The
- * thread wakes once per run of removals, not once per file: after a batch it pauses
- * {@link #GATHER_NANOS} before taking the next, and past {@link #LIMIT} waiting descriptors the
- * caller closes its own, which bounds the descriptors held.
+ * df} right after {@code rm} sees the space back), and {@link #flushWhenShort} before anything
+ * that may take space, where the file system is short of room. The thread wakes once per run of
+ * removals, not once per file: after a batch it pauses {@link #GATHER_NANOS} before taking the
+ * next, and past {@link #LIMIT} waiting descriptors the caller closes its own, which bounds the
+ * descriptors held.
  */
 public final class LateCloses {
 
@@ -37,10 +38,29 @@ public final class LateCloses {
     /** The most descriptors waiting at once: a few against the held directories' share of the open-file limit. */
     private static final int LIMIT = (int) Math.max(16, Math.min(1024, Syscalls.openFileLimit() / 16));
 
+    /**
+     * Room beyond what waits that a write-open wants before it leaves the freeing to the closer: a
+     * sixteenth of the file system, at most {@link #MARGIN_BYTES_MOST} and {@link #MARGIN_FILES_MOST}.
+     * The closer frees a batch within milliseconds; no program fills a gigabyte in that time.
+     */
+    private static final long MARGIN_SHARE = 16;
+    private static final long MARGIN_BYTES_MOST = 1L << 30;
+    private static final long MARGIN_FILES_MOST = 65_536;
+    /** {@link #pendingDevice} before the first file, and where the files are on several or an unknown one. */
+    private static final long NO_DEVICE = -1;
+    private static final long MIXED_DEVICES = -2;
+    /** The unit of stx_blocks. */
+    private static final long BLOCK_BYTES = 512;
+
     /** Descriptors given and not closed yet, queued or in the closer's hands: {@link #flush}'s fast path. */
     private final AtomicInteger open = new AtomicInteger();
     /** Guarded by {@code this}, as are the fields below it. */
-    private final ArrayDeque<Integer> waiting = new ArrayDeque<>();
+    private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
+    /** What the files given and not closed hold (queued or in the closer's hands): what their closes give back. */
+    private long pendingBytes;
+    private int pendingFiles;
+    /** The device of the files given and not closed, {@link #NO_DEVICE} or {@link #MIXED_DEVICES}. */
+    private long pendingDevice = NO_DEVICE;
     /** False: nothing closes what waits but {@link #flush} and {@link #close()} (tests). */
     private final boolean ownThread;
     /** Started at the first descriptor, so a store that removes nothing costs no thread. */
@@ -111,12 +131,21 @@ public final class LateCloses {
         }
     }
 
+    /** A descriptor queued, with what its close is expected to give back. */
+    private record Waiting(int fd, long device, long bytes) {
+    }
+
     /** Closes {@code fd} soon, on the closer's thread; at once, here, when the queue is full or ended. */
     void close(int fd) {
+        // one statx of the descriptor, here where the removal was: the write-opens that weigh what waits read no file
+        Waiting w = sized(fd);
         synchronized (this) {
             if (!ended && waiting.size() < LIMIT) {
                 open.incrementAndGet();
-                waiting.add(fd);
+                waiting.add(w);
+                pendingBytes += w.bytes;
+                pendingFiles++;
+                pendingDevice = pendingDevice == NO_DEVICE || pendingDevice == w.device ? w.device : MIXED_DEVICES;
                 if (closer == null && ownThread) {
                     closer = new Thread(this::run, "chibifs-late-closes");
                     closer.setDaemon(true);
@@ -130,18 +159,26 @@ public final class LateCloses {
         Syscalls.close(fd);
     }
 
+    /** {@code fd} with its file's device and blocks; of an unknown device (weighed as short of room) where statx fails. */
+    private static Waiting sized(int fd) {
+        try {
+            Syscalls.Statx s = Syscalls.statAside(fd);
+            return new Waiting(fd, s.device(), s.blocks() * BLOCK_BYTES);
+        } catch (IOException e) {
+            return new Waiting(fd, MIXED_DEVICES, 0);
+        }
+    }
+
     /**
      * Closes, here and now, every descriptor given so far, and waits for those the closer is closing:
-     * the space of everything removed before this call is back when it returns. Called before what
-     * may take space (a file opened to write, a directory made, {@code statfs}): a program that
-     * deletes to make room and then writes (on a full disk) must find the room there. Costs one read
-     * of a counter when nothing waits.
+     * the space of everything removed before this call is back when it returns. Called before the
+     * store counts its space ({@code statfs}). Costs one read of a counter when nothing waits.
      */
     public void flush() {
         if (open.get() == 0) {
             return;
         }
-        List<Integer> batch;
+        List<Waiting> batch;
         synchronized (this) {
             while (closing) {
                 waitUninterruptibly();
@@ -152,9 +189,68 @@ public final class LateCloses {
         closeAll(batch);
     }
 
+    /** The file system a store's files are on, asked only when something waits to be closed. */
+    @FunctionalInterface
+    interface Room {
+        FileSystem now() throws IOException;
+    }
+
+    /** A file system's device (st_dev) and what fstatfs(2) says of it now. */
+    record FileSystem(long device, Syscalls.Statfs statfs) {
+    }
+
+    /**
+     * {@link #flush}, where the file system in {@code room} is short of what the files waiting will
+     * give back (with a margin, {@link #MARGIN_SHARE}), or they are on another file system: called
+     * before what may take space (a file opened to write, a name made), so a program that deletes to
+     * make room on a full disk and then writes finds the room there. Elsewhere the closer frees them,
+     * and a write-open does not pay for another program's {@code rm -rf}: closing up to {@link #LIMIT}
+     * descriptors, each freeing an inode with a discard, took 0.1 to 1.8 s. Costs one read of a
+     * counter when nothing waits; else one statfs.
+     */
+    public void flushWhenShort(Room room) {
+        if (open.get() == 0) {
+            return;
+        }
+        long bytes;
+        long files;
+        long device;
+        // read before the statfs: what the closer frees meanwhile is then counted twice, as free and
+        // as waiting, which errs towards a flush; read after, it would be counted by neither
+        synchronized (this) {
+            bytes = pendingBytes;
+            files = pendingFiles;
+            device = pendingDevice;
+        }
+        if (device == NO_DEVICE) {
+            return; // all closed between the counter's read and here
+        }
+        try {
+            FileSystem fs = room.now();
+            if (device == fs.device() && roomy(fs.statfs(), bytes, files)) {
+                return;
+            }
+        } catch (IOException e) {
+            // the store is in trouble (and says so at the request): what it gives back is given here
+        }
+        flush();
+    }
+
+    /** Whether {@code fs} has room for {@code bytes} and {@code files}, and the margin beyond them. */
+    static boolean roomy(Syscalls.Statfs fs, long bytes, long files) {
+        long total = fs.blocks() * fs.unit();
+        long marginBytes = Math.min(total / MARGIN_SHARE, MARGIN_BYTES_MOST);
+        if (fs.available() * fs.unit() < bytes + marginBytes) {
+            return false;
+        }
+        // a file system that does not count its inodes (btrfs) says 0 of them
+        long marginFiles = Math.min(fs.files() / MARGIN_SHARE, MARGIN_FILES_MOST);
+        return fs.files() == 0 || fs.freeFiles() >= files + marginFiles;
+    }
+
     private void run() {
         while (true) {
-            List<Integer> batch;
+            List<Waiting> batch;
             synchronized (this) {
                 while (waiting.isEmpty() && !ended) {
                     closerIdle = true;
@@ -180,10 +276,19 @@ public final class LateCloses {
         }
     }
 
-    private void closeAll(List<Integer> batch) {
-        for (int fd : batch) {
-            Syscalls.close(fd);
+    private void closeAll(List<Waiting> batch) {
+        long bytes = 0;
+        for (Waiting w : batch) {
+            Syscalls.close(w.fd);
             open.decrementAndGet();
+            bytes += w.bytes;
+        }
+        synchronized (this) { // once per batch: until then its files count as waiting, which errs towards a flush
+            pendingBytes -= bytes;
+            pendingFiles -= batch.size();
+            if (pendingFiles == 0) {
+                pendingDevice = NO_DEVICE;
+            }
         }
     }
 

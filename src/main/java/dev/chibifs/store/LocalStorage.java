@@ -1821,17 +1821,25 @@ public final class LocalStorage implements Storage {
     }
 
     /**
-     * Before anything that may take space (a file opened to write, a name made): what was removed
-     * gives its space back first, so a program that deletes to make room on a full disk and then
-     * writes finds the room. One read of a counter when nothing waits.
+     * Before anything that may take space (a file opened to write, a name made): where the store's
+     * file system is short of room, what was removed gives its space back first, so a program that
+     * deletes to make room on a full disk and then writes finds the room (see
+     * {@link LateCloses#flushWhenShort}). One read of a counter when nothing waits.
      */
     private void spaceBackFirst() {
-        lateCloses.flush();
+        lateCloses.flushWhenShort(rootRoom);
     }
+
+    /** The file system of the held root, weighed by {@link #spaceBackFirst}. */
+    private final LateCloses.Room rootRoom = () -> {
+        try (At d = directoryAt(VfsPath.root())) {
+            return new LateCloses.FileSystem(d.root.device(), Syscalls.fstatfs(d.dir));
+        }
+    };
 
     @Override
     public SpaceInfo space() throws IOException {
-        spaceBackFirst(); // counted with what was removed given back
+        lateCloses.flush(); // counted with what was removed given back: df right after rm sees the space
         // fstatfs of the held root: one system call, where Files.getFileStore reads the mount table
         try (At d = directoryAt(VfsPath.root())) {
             Syscalls.Statfs s = Syscalls.fstatfs(d.dir);
