@@ -587,13 +587,13 @@ final class WriteBack {
                 continue;
             }
             try {
-                // The first refusal of the replay comes after the client's retries: a 500 that passes
-                // (S3's InternalError) then keeps the change in its place, where taken at once it would
-                // go up after changes made after it (a READY before its data). Once S3 refused one
-                // for good, the rest take S3's error at once (Bucket.answeredOnce) and a refused one
-                // goes on its own backoff: each 500 cost the client's retries, about 1.5 s, in front
-                // of every change and lock release made since (20 refused names: 30-37 s a restart)
-                uploadTry(n, !held.refusedAtReplay.isEmpty()); // one no longer dirty (gone, renamed and sent) is passed over
+                // with the client's retries, each: a 500 that passes (S3's InternalError) keeps its
+                // change in its place, where taken at once the change would go up after changes made
+                // after it (a READY before its data: a tester's, at a restart with one name refused
+                // for good anywhere in the journal). A name S3 refuses with a 500 every time
+                // (s3proxy's, for a name its file system cannot store) costs those retries, about
+                // 1.5 s, once here; its retries on its own backoff are asked once each
+                upload(n, false); // one no longer dirty (gone, renamed and sent) is passed over
             } catch (IOException e) {
                 failedRequest(e);
                 if (e instanceof Bucket.Refused && dependenciesKnown) {
