@@ -34,7 +34,10 @@ import java.util.function.IntConsumer;
  * every let-go, and one of them wins; each tries once. Let-gos told before the file's pass of
  * tries has begun (this mount's RELEASE, and the store's watch, which tells each close once per
  * waiter) are that one pass: each telling a pass over every waiter gave the timer thread some
- * 40,000 tasks per close with 200 waiters, millions for their 200 hand-overs.
+ * 40,000 tasks per close with 200 waiters, millions for their 200 hand-overs. A waiter refused
+ * at a let-go waits on at the pace its polls had reached, not from 1 ms again: the winner's own
+ * let-go will wake it, and restarting the losers' polls kept 200 waiters polling every few
+ * milliseconds while the lock went round, on the one thread that also hands it on.
  *
  * <p>A waiter's next try and its delay are touched on the timer thread only, so a try made at
  * once never leaves a second chain of tries behind it.
@@ -194,9 +197,9 @@ final class LockWaits implements AutoCloseable {
         });
     }
 
-    /** On the timer thread: the waiter tries at once, then from 1 ms again. */
+    /** On the timer thread: the waiter tries at once, and if refused waits on at the pace it had (see the class comment). */
     private void wake(long unique, Waiter waiter) {
-        schedule(unique, waiter, 0, firstRetryMicros);
+        schedule(unique, waiter, 0, waiter.delayMicros);
     }
 
     private void onTimer(Runnable r) {

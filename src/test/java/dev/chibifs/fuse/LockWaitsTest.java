@@ -124,6 +124,33 @@ class LockWaitsTest {
     }
 
     /**
+     * A waiter that loses a hand-over to another waits on at its pace: the winner's own close will
+     * wake it. Restarting its polls from 1 ms kept 200 waiters polling every few milliseconds while
+     * the lock went round.
+     */
+    @Test
+    void aWaiterThatLosesAHandOverWaitsOnAtItsPace() throws Exception {
+        lock.holder = 1;
+        waitsFor(2);
+        waitsFor(3);
+        timer.advance(FIFTY_MS * 4);
+        lock.closedBy(1);
+        waits.letGo(NODE);
+        timer.runDue();
+        assertEquals(1, answered.size(), "one of the two is granted");
+        long loser = answered.containsKey(2L) ? 3 : 2;
+        int triesAtTheLetGo = lock.tries(loser);
+
+        timer.advance(FIFTY_MS - 1);
+        assertEquals(triesAtTheLetGo, lock.tries(loser), "no poll sooner than its pace before the let-go");
+        long winner = 5 - loser;
+        lock.closedBy(winner);
+        waits.letGo(NODE);
+        timer.runDue();
+        assertEquals(Map.of(2L, 0, 3L, 0), answered, "the winner's close hands it on");
+    }
+
+    /**
      * A close is told once by this mount's RELEASE and once per waiter by the store's watch: the
      * waiters try once each, and the timer schedules a few tasks per waiter, not one per waiter
      * for every telling (100 waiters: 10,000 tasks where 200 do).
