@@ -186,8 +186,15 @@ final class FuseSession {
     FuseSession(FuseChannel channel, FuseFileSystem fs, Settings settings, RequestStats stats) {
         this.channel = channel;
         this.fs = fs;
-        this.storeLooks = new StoreLooks(System::nanoTime, () -> lookAtStores(fs), look -> {
-            Thread t = new Thread(look, "chibifs-store-look");
+        this.storeLooks = new StoreLooks(System::nanoTime, () -> lookAtStores(fs), (look, delayNanos) -> {
+            Thread t = new Thread(() -> {
+                try {
+                    TimeUnit.NANOSECONDS.sleep(delayNanos);
+                } catch (InterruptedException e) {
+                    // looks early, the flag left clear for the look's I/O: a look never run would stop all later ones
+                }
+                look.run();
+            }, "chibifs-store-look");
             t.setDaemon(true); // a look held by a server away must not keep the daemon from exiting
             t.start();
         });
