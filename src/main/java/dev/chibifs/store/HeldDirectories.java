@@ -33,6 +33,12 @@ import static dev.chibifs.sys.Linux.*;
  * as it was when the operation began, as it would with a fresh walk. A mount or unmount anywhere
  * drops everything held, so a file system mounted over a held directory is served from then on.
  *
+ * <p>A directory on another mount than its parent's (a file system mounted inside the store) is
+ * not held, nor anything below it, but opened per operation: held, it kept that file system busy
+ * (its {@code umount} EBUSY) until some other mount or unmount on the host happened to drop it,
+ * for ever on a quiet host, as a failed umount changes no mount table. That costs a statx per
+ * directory held, when it is first held.
+ *
  * <p>What inotify does not see, this does not use: a store on a file system where changes made
  * elsewhere raise no events (NFS, FUSE, ...) is walked every time, and its root checked at every
  * operation, as is any store when inotify is unavailable (its per-user instance limit, say).
@@ -72,13 +78,16 @@ final class HeldDirectories {
         final String key;
         final int fd;
         final int wd;
+        /** The mount it was reached through ({@link Syscalls#mountOf}), which its children must share to be held. */
+        final long mount;
         private final AtomicInteger refs = new AtomicInteger(1);
         volatile boolean dropped;
 
-        Entry(String key, int fd, int wd) {
+        Entry(String key, int fd, int wd, long mount) {
             this.key = key;
             this.fd = fd;
             this.wd = wd;
+            this.mount = mount;
         }
 
         boolean retain() {
@@ -160,6 +169,8 @@ final class HeldDirectories {
      * be handed to the next root opened.
      */
     private volatile long rootGeneration = -1;
+    /** The mount of the root of {@link #rootGeneration}. */
+    private volatile long rootMount;
     private volatile boolean disabled;
     /** True while a thread, holding the lock, reads and applies events; see {@link #refresh}. */
     private volatile boolean draining;
@@ -281,9 +292,22 @@ final class HeldDirectories {
         String name = relative.substring(slash + 1);
         try (Lease parent = slash < 0 ? new Root(rootFd) : open(rootFd, generation, relative.substring(0, slash), path)) {
             int fd = Syscalls.openDirectoryBeneath(parent.fd(), name, path.toString());
+            if (parent instanceof Owned || !onTheMountOf(parent, fd)) {
+                return new Owned(fd);
+            }
             Lease lease = watchAndHold(generation, relative, name, parent, fd);
             // null: the directory left its name while we opened it; walk from the root, as without holding
             return lease != null ? lease : new Owned(Syscalls.openDirectoryBeneath(rootFd, relative, path.toString()));
+        }
+    }
+
+    /** Whether {@code fd} was reached through its parent's mount: not a file system mounted inside the store. */
+    private boolean onTheMountOf(Lease parent, int fd) {
+        try {
+            long mount = parent instanceof Entry e ? e.mount : rootMount;
+            return Syscalls.mountOf(fd) == mount;
+        } catch (IOException e) {
+            return false; // not held: walked each time, as where nothing is held
         }
     }
 
@@ -329,7 +353,7 @@ final class HeldDirectories {
             Syscalls.close(fd);
             return null;
         }
-        Entry e = new Entry(relative, fd, wd);
+        Entry e = new Entry(relative, fd, wd, parent instanceof Entry p ? p.mount : rootMount);
         e.retain();
         Entry old = held.put(relative, e);
         index(e);
@@ -361,6 +385,12 @@ final class HeldDirectories {
         rootEpoch.incrementAndGet();
         if (!followable(rootFd) || !start()) {
             disabled = true;
+            return;
+        }
+        try {
+            rootMount = Syscalls.mountOf(rootFd);
+        } catch (IOException e) {
+            disabled = true; // nothing to tell an inner file system by: walk every time
             return;
         }
         int rootWd = Syscalls.inotifyWatch(inotify, rootFd, ".", WATCHED);

@@ -219,6 +219,44 @@ class HeldDirectoriesTest {
     }
 
     /**
+     * storefs3's finding 5: a file system mounted inside the store, once listed, stayed EBUSY for its
+     * umount until some other mount on the host dropped what was held (never, on a quiet host, as
+     * here with a mount table that never changes): its directories are opened per operation instead.
+     */
+    @Test
+    void aFileSystemMountedInsideTheStoreIsNotHeld() throws Exception {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        Files.createDirectories(root.resolve("a"));
+        assumeHeld();
+        Path inner = root.resolve("a/t5");
+        try (dev.chibifs.testing.Tmpfs tmpfs = dev.chibifs.testing.Tmpfs.mount(inner, "1m")) {
+            Files.createDirectories(inner.resolve("sub"));
+            Files.writeString(inner.resolve("sub/f"), "inner");
+            long device = (Long) Files.getAttribute(inner, "unix:dev");
+            assertEquals(Files.getAttribute(inner.resolve("sub/f"), "unix:ino"), inodeIn("a/t5/sub", "f"));
+            assertEquals(Files.getAttribute(inner.resolve("sub"), "unix:ino"), inodeIn("a/t5", "sub"));
+            assertEquals(0, descriptorsOnDevice(device), "nothing of the inner file system is held");
+            assertEquals(1, held.size(), "its parent, on the store's own mount, still is");
+            assertEquals(0, new ProcessBuilder("umount", inner.toString()).inheritIO().start().waitFor(),
+                    "its umount is not busy");
+        }
+        assertThrows(NoSuchFileException.class, () -> inodeIn("a/t5", "sub"), "the directory under it again");
+    }
+
+    /** How many of this process's descriptors are open on a file of {@code device}. */
+    private static long descriptorsOnDevice(long device) throws IOException {
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.filter(fd -> {
+                try {
+                    return device == (Long) Files.getAttribute(fd, "unix:dev");
+                } catch (IOException | RuntimeException closedMeanwhile) {
+                    return false;
+                }
+            }).count();
+        }
+    }
+
+    /**
      * Renames racing opens on other threads: three directories take turns at a/b, and an open that
      * starts after a turn was complete never gets the directory that left before it.
      */
