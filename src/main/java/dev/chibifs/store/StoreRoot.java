@@ -41,7 +41,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * again, which is then served, as is a disk mounted over a plain store directory after the mount
  * started. A bind mount is told by its mount id (statx STATX_MNT_ID, Linux 5.8): by the device,
  * as on older kernels, a bind mount from the parent's own file system looked like the directory
- * beneath, and once unmounted, that directory was served, empty, without a word.
+ * beneath, and once unmounted, that directory was served, empty, without a word. The one
+ * directory of the parent's mount followed all the same is the store's first root, where that was
+ * a plain directory: a file system mounted over it and unmounted again leaves the very store the
+ * daemon started on, which until session 68 was refused until a restart.
  */
 final class StoreRoot {
 
@@ -143,6 +146,10 @@ final class StoreRoot {
         }
     }
 
+    /** A directory as {@link #firstPlain} tells it: its mount, device and inode. */
+    private record Identity(long mount, long device, long inode) {
+    }
+
     /** The root held, and the epoch it was checked in. */
     private record Held(Opened root, long epoch) {
     }
@@ -164,6 +171,8 @@ final class StoreRoot {
     private long generations;
     /** Whether a root served was a file system's own root: from then on, only such a root is followed. */
     private boolean servedMountRoot;
+    /** The first root, where it was a plain directory (not a mount's root): followed again whatever was mounted over it; else null. */
+    private Identity firstPlain;
     /** The directories in the last root that was the store (some of them), to tell a root in its place that has none. */
     private Set<String> known = Set.of();
     /** Why the root served is not the store it replaced; null while it has one of the directories the store had. */
@@ -244,21 +253,30 @@ final class StoreRoot {
         }
         Syscalls.Statx m;
         boolean mountRoot;
+        long mount;
         try {
-            mountRoot = mounts.of(dir) != mounts.of(parent);
+            mount = mounts.of(dir);
+            mountRoot = mount != mounts.of(parent);
             m = Syscalls.stat(dir, null, path.toString());
         } catch (IOException e) {
             Syscalls.close(dir);
             Syscalls.close(parent);
             throw cannotOpen(path, HasErrno.of(e));
         }
-        if (servedMountRoot && !mountRoot) {
+        Identity identity = new Identity(mount, m.device(), m.inode());
+        boolean first = identity.equals(firstPlain);
+        if (servedMountRoot && !mountRoot && !first) {
             Syscalls.close(dir);
             Syscalls.close(parent);
             throw unmounted(path);
         }
+        if (generations == 0 && !mountRoot) {
+            firstPlain = identity;
+        }
         servedMountRoot |= mountRoot;
-        if (generations > 0) {
+        if (first) {
+            stranger = null; // the store the daemon started on, whatever was mounted over it meanwhile
+        } else if (generations > 0) {
             judge(dir); // a root in place of one served (replaced, or after the store was unmounted)
         }
         Opened o = new Opened(parent, dir, m.device(), m.inode(), ++generations);
