@@ -268,6 +268,11 @@ public final class LocalStorage implements Storage {
         return t == null ? null : t.why();
     }
 
+    /** Whether the last look found the store in trouble. */
+    private synchronized boolean troubleSaid() {
+        return trouble != null;
+    }
+
     /**
      * A look at the store at each ask ({@code chibifs status} and {@code stats}): requests failing
      * alike were otherwise told only by their bare reason ("WRITE of node N: Input/output error"),
@@ -431,8 +436,9 @@ public final class LocalStorage implements Storage {
     private At below(VfsPath path, String relative, String name) throws IOException {
         StoreRoot.InUse r = storeRoot.use(path, directories.refresh());
         try {
-            if (r.generation() != devices.rootGeneration() && r.generation() > 1 && storeRoot.stranger() != null) {
-                // another file system in the store's place answers every request, none failing: said now, not at the next status
+            if (r.generation() != devices.rootGeneration() && r.generation() > 1 && (storeRoot.stranger() != null || troubleSaid())) {
+                // another file system in the store's place answers every request, none failing: said now, not at the
+                // next status; and so is the store back in its place, which no failing request has looked at either
                 troubleNow();
             }
             devices.rootIs(r);

@@ -493,7 +493,8 @@ class StoreRootTest {
         Files.delete(root);
         Files.move(temp.resolve("store"), root);
         assertEquals("mine", new String(storage.read(p("/shared/a"))));
+        assertEquals(java.util.List.of("the local store fails: " + why, "the store directory " + root + " answers again"), said,
+                "said at the first request too, not at the next status");
         assertEquals(null, storage.unanswered());
-        assertEquals(java.util.List.of("the local store fails: " + why, "the store directory " + root + " answers again"), said);
     }
 }
