@@ -1867,17 +1867,40 @@ final class Bucket implements Closeable {
     private volatile String oneByOne;
 
     /**
-     * How many refusals of DeleteObjects in a row, one answer and none succeeding between, make it
-     * taken for a request the server does not have. One such answer did so until session 68: a
-     * gateway's passing 400 switched a mount to DELETEs for good, and with them lock releases the
-     * JDK may send twice (tester's coord5 N1: two holders again).
+     * How many refusals of DeleteObjects in a row, one answer and none succeeding between, over at
+     * least {@link #REFUSING_BEFORE_ONE_BY_ONE}, make it taken for a request the server does not
+     * have. One such answer did so until session 68: a gateway's passing 400 switched a mount to
+     * DELETEs for good, and with them lock releases the JDK may send twice (tester's coord5 N1: two
+     * holders again).
      */
     static final int REFUSALS_BEFORE_ONE_BY_ONE = 3;
 
-    /** The refusals of DeleteObjects in a row ({@link #REFUSALS_BEFORE_ONE_BY_ONE}) and the answer they are; under the lock. */
+    /**
+     * How long the refusals of {@link #REFUSALS_BEFORE_ONE_BY_ONE} must go on before the switch. A
+     * count alone was reached by one release's own retries (the write-back's 0.5 s, then 1 s): a
+     * burst of 405s under two seconds switched a mount for good, and the lost answer to a later
+     * DELETE, sent again by the JDK, deleted another host's claim (tester's coord6 finding 1). A
+     * server with no DeleteObjects keeps refusing, so it still switches, a minute late; meanwhile
+     * its releases stay held on S3, which keeps other hosts out and loses nothing.
+     */
+    static final Duration REFUSING_BEFORE_ONE_BY_ONE = Duration.ofMinutes(1);
+
+    /**
+     * The refusals of DeleteObjects in a row ({@link #REFUSALS_BEFORE_ONE_BY_ONE}), the answer they
+     * are and when the first came ({@link #nanos}); under the lock.
+     */
     private int batchRefusals;
     private String batchRefusal;
+    private long batchRefusedSince;
     private final Object batchRefusalsLock = new Object();
+
+    /** The clock {@link #REFUSING_BEFORE_ONE_BY_ONE} is measured on: a monotonic one, tests' own. */
+    private volatile java.util.function.LongSupplier nanos = System::nanoTime;
+
+    /** Measures how long DeleteObjects has been refused on {@code clock}, in nanoseconds (tests). */
+    void nanos(java.util.function.LongSupplier clock) {
+        nanos = clock;
+    }
 
     /**
      * Removes the objects {@code keys} (at most {@link #MAX_DELETE_BATCH}) with one request; those
@@ -2065,7 +2088,8 @@ final class Bucket implements Closeable {
     /**
      * Whether the server has no DeleteObjects, by its refusal {@code e} of one (see
      * {@link #refusedAsRequest}): so it says (501, NotImplemented), or it gave that one answer
-     * {@link #REFUSALS_BEFORE_ONE_BY_ONE} times in a row, none taken between. From then on deletes go
+     * {@link #REFUSALS_BEFORE_ONE_BY_ONE} times in a row, none taken between, the last at least
+     * {@link #REFUSING_BEFORE_ONE_BY_ONE} after the first. From then on deletes go
      * as DELETEs until the mount ends ({@link #oneByOne}, warned of once). A lock's release so sent
      * may be sent twice: the JDK's HttpURLConnection sends a bodiless request again on its own when
      * the connection breaks before the answer, and that second DELETE deletes the claim another host
@@ -2075,20 +2099,30 @@ final class Bucket implements Closeable {
     private boolean hasNoBatchDelete(S3Exception e) {
         String answer = answerOf(e);
         boolean none;
+        long now = nanos.getAsLong();
         synchronized (batchRefusalsLock) {
-            batchRefusals = answer.equals(batchRefusal) ? batchRefusals + 1 : 1;
+            if (answer.equals(batchRefusal)) {
+                batchRefusals++;
+            } else {
+                batchRefusals = 1;
+                batchRefusedSince = now;
+            }
             batchRefusal = answer;
-            none = e.statusCode() == 501 || "NotImplemented".equals(errorCode(e)) || batchRefusals >= REFUSALS_BEFORE_ONE_BY_ONE;
+            Duration refusing = Duration.ofNanos(now - batchRefusedSince);
+            none = e.statusCode() == 501 || "NotImplemented".equals(errorCode(e))
+                    || batchRefusals >= REFUSALS_BEFORE_ONE_BY_ONE && refusing.compareTo(REFUSING_BEFORE_ONE_BY_ONE) >= 0;
             if (!none) {
-                LOG.info("S3 at {} refused a DeleteObjects ({}, {} of {} in a row before deletes go one by one)",
-                        where, answer, batchRefusals, REFUSALS_BEFORE_ONE_BY_ONE);
+                LOG.info("S3 at {} refused a DeleteObjects ({}, {} in a row over {} s; deletes go one by one after {}"
+                        + " over {} s)", where, answer, batchRefusals, refusing.toSeconds(), REFUSALS_BEFORE_ONE_BY_ONE,
+                        REFUSING_BEFORE_ONE_BY_ONE.toSeconds());
                 return false;
             }
             if (oneByOne != null) {
                 return true;
             }
             oneByOne = "S3 at " + where + " has no DeleteObjects (it answered " + answer
-                    + (batchRefusals > 1 ? ", " + batchRefusals + " times in a row" : "") + " at "
+                    + (batchRefusals > 1 ? ", " + batchRefusals + " times in a row over " + refusing.toSeconds() + " s" : "")
+                    + " at "
                     + Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS) + "): objects are deleted one"
                     + " by one until the mount ends, and a lock's release, sent as a DELETE, may be sent twice and"
                     + " delete another host's claim (two holders)";
