@@ -132,11 +132,28 @@ final class Bucket implements Closeable {
         private final int status;
         private final String reason;
 
+        private final boolean deleteNotDone;
+
         Refused(String message, String key, int status, String reason, Throwable cause) {
+            this(message, key, status, reason, false, cause);
+        }
+
+        private Refused(String message, String key, int status, String reason, boolean deleteNotDone, Throwable cause) {
             super(message, cause);
             this.key = key;
             this.status = status;
             this.reason = reason;
+            this.deleteNotDone = deleteNotDone;
+        }
+
+        /**
+         * Whether this is S3's answer to a lock's release ({@link #deleteIfOurs}) saying it did not
+         * delete: the request refused as such (a 400, 405) or an error for its key. Its HEAD just
+         * before saw the claim, and nothing of that request is left to land later, as it may be of
+         * one whose answer was lost.
+         */
+        boolean deleteNotDone() {
+            return deleteNotDone;
         }
 
         /** The key the refused request named (a copy's: where it copies to). */
@@ -2040,7 +2057,7 @@ final class Bucket implements Closeable {
                 // after its wait for a key S3 refused
                 String reason = "S3 answered " + answerOf(e) + " to a DeleteObjects";
                 throw new Refused(line("delete", key, reason + "; sent again as one, not as a DELETE, unless the"
-                        + " server keeps refusing it"), key, e.statusCode(), reason, e);
+                        + " server keeps refusing it"), key, e.statusCode(), reason, true, e);
             }
             throw failure("delete", key, e);
         } catch (RuntimeException e) {
@@ -2060,7 +2077,7 @@ final class Bucket implements Closeable {
                         || e.code().equals("ServiceUnavailable") || e.code().equals("NoSuchKey"))) {
                     throw new Unusable(line("delete", key, reason + "; a HEAD first before it is sent again"), null);
                 }
-                throw new Refused(line("delete", key, reason), key, 400, reason, null);
+                throw new Refused(line("delete", key, reason), key, 400, reason, true, null);
             }
         }
     }

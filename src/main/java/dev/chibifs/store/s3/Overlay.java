@@ -652,6 +652,11 @@ final class Overlay {
         Release release;
         /** A release's delete was sent and S3's answer did not say it done: S3 may have done it. */
         boolean sent;
+        /**
+         * Of a {@link #sent} release, S3 answered that it did not delete ({@link Bucket.Refused#deleteNotDone}):
+         * the claim is still on S3 where a HEAD finds it there, and no request of it may land later.
+         */
+        boolean refused;
         boolean pending = true;
         /** The journal's sequence of its record: what was changed before it (0: not said, by a journal written before). */
         long seq;

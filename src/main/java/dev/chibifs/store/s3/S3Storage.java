@@ -1375,6 +1375,7 @@ public final class S3Storage implements Storage {
         requireStorableName(path);
         java.util.concurrent.locks.Lock noDeletes = null;
         boolean passed = false;
+        boolean looked = false;
         try {
             for (Removed r = removedHere(key); r != Removed.NOTHING; r = removedHere(key)) {
                 if (noDeletes == null) {
@@ -1385,6 +1386,24 @@ public final class S3Storage implements Storage {
                     // name is made, and one under way is waited for (its deletes alone, not its uploads)
                     noDeletes = writeBack.noDeletesSent();
                     continue;
+                }
+                if (r == Removed.REFUSED) {
+                    // S3 answered the release's delete that it did not do it (a 400, 405: a gateway
+                    // refusing DeleteObjects a while), and no pass may send it now: the claim is still
+                    // on S3, this host's, and is taken over as a release not yet sent is (below), once a
+                    // HEAD finds it so. Sending it again first was refused again, and the same host's
+                    // mkdir of its own lock failed with EIO (tester's coord6 finding 2). The HEAD, not the
+                    // answer alone: a gateway that answered 400 after S3 had done the delete would have
+                    // had this host take over a name another host may hold since (both holding)
+                    if (!looked) {
+                        looked = true;
+                        if (stillClaimedHere(key)) {
+                            Claim kept = new Claim(null, null, noDeletes);
+                            noDeletes = null;
+                            return kept;
+                        }
+                    }
+                    r = Removed.SENT; // gone, or another host's: the pass finds the release done
                 }
                 switch (r) {
                     case UPLOADING -> {
@@ -1484,7 +1503,9 @@ public final class S3Storage implements Storage {
         /** A delete no pass may send now: the name made here takes the object over. */
         TAKE_OVER,
         /** A release's delete sent, its answer not come: S3 may have done it. */
-        SENT
+        SENT,
+        /** A release's delete S3 answered it did not do: the claim is still on S3 where a HEAD finds it. */
+        REFUSED
     }
 
     /** Where this host removed the object {@code key}, or is uploading it, so that S3 may still hold it: what its delete waits for. */
@@ -1500,9 +1521,28 @@ public final class S3Storage implements Storage {
             return Removed.TAKE_OVER;
         }
         if (t.release != null) {
-            return t.sent ? Removed.SENT : Removed.TAKE_OVER;
+            return !t.sent ? Removed.TAKE_OVER : t.refused ? Removed.REFUSED : Removed.SENT;
         }
         return Removed.DELETE;
+    }
+
+    /**
+     * Whether S3's object {@code key} is still the claim whose release this host holds back there
+     * (WriteBack's stillClaimedHere): a HEAD, made while no pass may send that release.
+     */
+    private boolean stillClaimedHere(String key) throws IOException {
+        String madeBy;
+        String etag;
+        synchronized (this) {
+            Tomb t = overlay.tombs.get(key);
+            if (t == null || !t.pending || t.release == null) {
+                return false;
+            }
+            madeBy = t.release.madeBy();
+            etag = t.etag;
+        }
+        Bucket.Head now = bucket.head(key);
+        return now != null && WriteBack.stillClaimedHere(now, madeBy, etag);
     }
 
     /**

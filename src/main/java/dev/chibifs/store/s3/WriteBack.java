@@ -912,7 +912,9 @@ final class WriteBack {
         ready.addAll(pastRefused.keySet());
         synchronized (store) {
             for (String k : ready) {
-                store.overlay.tombs.get(k).sent = true; // whatever its answer: a claim of the name no longer takes it over (S3Storage.claimOnS3)
+                Tomb t = store.overlay.tombs.get(k);
+                t.sent = true; // whatever its answer: a claim of the name no longer takes it over unlooked (S3Storage.claimOnS3)
+                t.refused = false;
             }
         }
         if (!kept.isEmpty() && held.any()) {
@@ -976,6 +978,14 @@ final class WriteBack {
         try {
             left = bucket.deleteIfOurs(k, h -> stillClaimedHere(h, madeBy, etag));
         } catch (IOException e) {
+            if (e instanceof Bucket.Refused r && r.deleteNotDone()) {
+                synchronized (store) {
+                    Tomb t = store.overlay.tombs.get(k);
+                    if (t != null && t.pending && t.release != null) {
+                        t.refused = true; // the same host taking the lock again may keep the claim (S3Storage.claimOnS3)
+                    }
+                }
+            }
             failedRequest(e);
             throw e;
         }
@@ -993,7 +1003,7 @@ final class WriteBack {
      * with {@code madeBy}; one with no {@link S3Storage#META_MADE_BY} (uploaded anew here since, as
      * {@code : > lock} stamps it) by its ETag, {@code etag}, as {@link #stillAsSeen} judges.
      */
-    private static boolean stillClaimedHere(Bucket.Head h, String madeBy, String etag) {
+    static boolean stillClaimedHere(Bucket.Head h, String madeBy, String etag) {
         String by = h.meta() == null ? null : h.meta().get(S3Storage.META_MADE_BY);
         return by != null ? by.equals(madeBy) : etag == null || etag.equals(h.etag());
     }

@@ -150,6 +150,102 @@ class S3LockFilesTest {
         }
     }
 
+    /** The {@link S3Storage#META_MADE_BY} of S3's object {@code key} (under the prefix); null where S3 has none. */
+    private String madeBy(String key) throws IOException {
+        Bucket.Head h = raw.head(prefix + "/" + key);
+        return h == null ? null : h.meta().get(S3Storage.META_MADE_BY);
+    }
+
+    /**
+     * A lock let go here whose release S3 refused (a 405: not done, the HEAD before it seeing this
+     * host's claim) is still this host's on S3: taken again here (mkdir, O_EXCL, symlink) it keeps
+     * that claim, as one taken again before its release was sent does. It failed with EIO, the
+     * claim sending the release again and that refused too (tester's coord6 finding 2).
+     */
+    @Test
+    void aLockTakenAgainWhileItsReleaseIsRefusedKeepsItsClaimOnS3() throws Exception {
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        a.mkdir(p("/locks"));
+        a.flushAll();
+        String link = "locks/link" + S3Storage.LINK_SUFFIX;
+        try {
+            server.refuseDeleteObjects(name -> name.contains("/locks/"), 405, -1);
+            for (String kind : List.of("dir", "file", "link")) {
+                VfsPath lock = p("/locks/" + kind);
+                String key = kind.equals("dir") ? "locks/dir/" : kind.equals("file") ? "locks/file" : link;
+                IoAction take = kind.equals("dir") ? () -> a.createDirectory(lock)
+                        : kind.equals("file") ? () -> a.open(lock, EXCLUSIVE, 0644).close() : () -> a.createSymlink(lock, "me");
+                take.run();
+                String claim = madeBy(key);
+                assertNotNull(claim, kind);
+                if (kind.equals("dir")) {
+                    a.removeDirectory(lock);
+                } else {
+                    a.removeFile(lock);
+                }
+                int from = server.deletesAsked.size();
+                IOException refused = assertThrows(IOException.class, a::flushDue);
+                assertTrue(refused.getMessage().contains("S3 answered HTTP 405 to a DeleteObjects"), refused.getMessage());
+                assertEquals(List.of("refused DeleteObjects " + prefix + "/" + key), deletesOf(key, from), kind);
+
+                take.run();
+                assertEquals(claim, madeBy(key), kind + ": the claim kept, not put again");
+                clock.advance(Duration.ofSeconds(5));
+                a.flushDue(); // its release was taken back: nothing is sent, nothing refused
+                assertEquals(List.of("refused DeleteObjects " + prefix + "/" + key), deletesOf(key, from), kind);
+                assertTrue(a.exists(lock), kind);
+            }
+            assertEquals(0, a.pendingChanges());
+
+            server.refuseDeleteObjects(name -> false, 405, 0);
+            int from = server.deletesAsked.size();
+            a.removeDirectory(p("/locks/dir"));
+            a.flushDue();
+            assertNull(madeBy("locks/dir/"), "let go again, now taken");
+            assertEquals(List.of("DeleteObjects " + prefix + "/locks/dir/"), deletesOf("locks/dir/", from));
+        } finally {
+            server.refuseDeleteObjects(name -> false, 405, 0);
+        }
+    }
+
+    @FunctionalInterface
+    private interface IoAction {
+        void run() throws IOException;
+    }
+
+    /**
+     * A release answered 405 after S3 had done it (a gateway's answer): the HEAD of the re-take sees
+     * the claim gone and another host's there, so this host's take is refused, not made over it.
+     */
+    @Test
+    void aLockTakenAgainAfterARefusedReleaseThatLandedIsClaimedAgainOnS3() throws Exception {
+        Hosts hosts = twoHosts("/shared");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        try {
+            server.refuseDeleteObjects(name -> name.endsWith("/shared/lock/"), 405, -1);
+            a.createDirectory(p("/shared/lock"));
+            a.removeDirectory(p("/shared/lock"));
+            assertThrows(IOException.class, a::flushDue);
+            raw.delete(prefix + "/shared/lock/"); // the refused delete had landed
+            b.createDirectory(p("/shared/lock"));
+            String bs = madeBy("shared/lock/");
+            assertNotNull(bs);
+            assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> a.createDirectory(p("/shared/lock")));
+            assertEquals(bs, madeBy("shared/lock/"), "b's claim kept");
+
+            server.refuseDeleteObjects(name -> false, 405, 0);
+            b.removeDirectory(p("/shared/lock"));
+            b.flushDue();
+            assertNull(madeBy("shared/lock/"));
+            a.createDirectory(p("/shared/lock"));
+            assertNotNull(madeBy("shared/lock/"), "a claims it anew on S3");
+        } finally {
+            server.refuseDeleteObjects(name -> false, 405, 0);
+        }
+    }
+
     @Test
     void aLockFileRemovedLeavesS3AfterTheCounterWrittenUnderItAndTheNextHolderReadsIt() throws Exception {
         Hosts hosts = twoHosts("/shared");
