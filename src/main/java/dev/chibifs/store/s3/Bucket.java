@@ -156,6 +156,11 @@ final class Bucket implements Closeable {
             return deleteNotDone;
         }
 
+        /** This refusal, its message led by {@code what}: what it leaves, where the request alone does not say. */
+        Refused leading(String what) {
+            return new Refused(what + getMessage(), key, status, reason, deleteNotDone, this);
+        }
+
         /** The key the refused request named (a copy's: where it copies to). */
         String key() {
             return key;

@@ -963,6 +963,9 @@ final class WriteBack {
      * which two claims share, s3proxy answers it 501, and AWS's If-Match-Last-Modified-Time, which
      * would tell them apart, is for its directory buckets only.
      */
+    /** Leads the refusal of a lock's release: S3 refusing an object does not say that other hosts wait. */
+    static final String RELEASE_REFUSED = "a lock let go here stays held on S3, kept from other hosts, until its release goes: ";
+
     private void deleteClaim(String k) throws IOException {
         String madeBy;
         String etag;
@@ -978,16 +981,22 @@ final class WriteBack {
         try {
             left = bucket.deleteIfOurs(k, h -> stillClaimedHere(h, madeBy, etag));
         } catch (IOException e) {
-            if (e instanceof Bucket.Refused r && r.deleteNotDone()) {
-                synchronized (store) {
-                    Tomb t = store.overlay.tombs.get(k);
-                    if (t != null && t.pending && t.release != null) {
-                        t.refused = true; // the same host taking the lock again may keep the claim (S3Storage.claimOnS3)
+            IOException said = e;
+            if (e instanceof Bucket.Refused r) {
+                if (r.deleteNotDone()) {
+                    synchronized (store) {
+                        Tomb t = store.overlay.tombs.get(k);
+                        if (t != null && t.pending && t.release != null) {
+                            t.refused = true; // the same host taking the lock again may keep the claim (S3Storage.claimOnS3)
+                        }
                     }
                 }
+                // what stats, status, sync and umount say: umount said "1 change to upload" and
+                // nothing of the lock its leaving journaled kept from every other host (tester's coord6 finding 3)
+                said = r.leading(RELEASE_REFUSED);
             }
-            failedRequest(e);
-            throw e;
+            failedRequest(said);
+            throw said;
         }
         synchronized (store) {
             if (left != null) {

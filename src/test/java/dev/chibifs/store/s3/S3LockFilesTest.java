@@ -188,6 +188,10 @@ class S3LockFilesTest {
                 IOException refused = assertThrows(IOException.class, a::flushDue);
                 assertTrue(refused.getMessage().contains("S3 answered HTTP 405 to a DeleteObjects"), refused.getMessage());
                 assertEquals(List.of("refused DeleteObjects " + prefix + "/" + key), deletesOf(key, from), kind);
+                // what umount, stats and status say: that other hosts are kept from the lock, not only "1 change"
+                assertTrue(a.unanswered().startsWith("a lock let go here stays held on S3, kept from other hosts, until its"
+                        + " release goes: S3 delete s3://" + BUCKET + "/" + prefix + "/" + key + ": S3 answered HTTP 405"),
+                        a.unanswered());
 
                 take.run();
                 assertEquals(claim, madeBy(key), kind + ": the claim kept, not put again");
