@@ -62,6 +62,18 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Override
     public Integer call() throws IOException {
+        try {
+            return filter();
+        } catch (CommandOutput.Failed f) {
+            // at the end of a pipe, an output nobody received is a failure to say, not exit 0
+            if (f.line() != null) {
+                spec.commandLine().getErr().println(ErrorHandler.PREFIX + f.line());
+            }
+            return f.exitCode();
+        }
+    }
+
+    private int filter() throws IOException {
         byte[] output = terminal.in().readAllBytes();
         String stub;
         try {
@@ -80,7 +92,7 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
         if (stub == null) {
             passThrough(output);
         } else {
-            OutputStream out = terminal.out();
+            OutputStream out = new CommandOutput(terminal.out());
             out.write((stub + "\n").getBytes(StandardCharsets.UTF_8));
             out.flush();
         }
@@ -122,7 +134,7 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     private void passThrough(byte[] output) throws IOException {
-        OutputStream out = terminal.out();
+        OutputStream out = new CommandOutput(terminal.out());
         out.write(output, 0, output.length);
         out.flush();
     }

@@ -14,6 +14,11 @@ public final class ExitCodes {
     /** Any other I/O error. */
     public static final int IO_ERROR = 5;
     /**
+     * Standard output could not be written (a full disk, a closed descriptor): an I/O error, said
+     * as coreutils say it ({@code chibifs: write error: No space left on device}).
+     */
+    public static final int OUTPUT_FAILED = IO_ERROR;
+    /**
      * What reads the output has gone ({@code trace | head -1}): 128 + SIGPIPE, as a shell shows a
      * program that the signal ended; the JVM ignores SIGPIPE, so a following command would run on.
      */

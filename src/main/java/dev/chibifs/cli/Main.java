@@ -94,7 +94,9 @@ public final class Main implements Callable<Integer> {
         }
         // System.out keeps a write's failure to itself (PrintStream): over the descriptor, a reader gone
         // (trace | head -1) is an error the writer's checkError() sees, as the JVM ignores SIGPIPE
-        OutputStream stdout = terminal.out() == System.out ? new FileOutputStream(FileDescriptor.out) : terminal.out();
+        // (help, trace and stats write here; the vfs commands and cache put write terminal.out() itself)
+        boolean real = terminal.out() == System.out || terminal.out() instanceof StandardOutput;
+        OutputStream stdout = real ? new FileOutputStream(FileDescriptor.out) : terminal.out();
         cl.setOut(new PrintWriter(new OutputStreamWriter(stdout, StandardCharsets.UTF_8), true));
         cl.setErr(new PrintWriter(new OutputStreamWriter(terminal.err(), StandardCharsets.UTF_8), true));
         cl.setExecutionExceptionHandler(new ErrorHandler());
@@ -145,7 +147,7 @@ public final class Main implements Callable<Integer> {
 
     public static void main(String[] args) {
         DaemonLogLevel.preset(args); // before any class this command loads makes its logger
-        int code = commandLine(Terminal.system(), subcommandsFor(args)).execute(args);
+        int code = commandLine(Terminal.process(), subcommandsFor(args)).execute(args);
         // the mount command returns only when the daemon is done; exit explicitly so no stray thread keeps the JVM
         System.exit(code);
     }

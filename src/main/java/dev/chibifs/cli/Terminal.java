@@ -15,8 +15,16 @@ import java.util.Map;
  */
 record Terminal(Map<String, String> env, InputStream in, OutputStream out, OutputStream err) {
 
-    /** The real process: {@code System.getenv()} and the JVM's standard streams. */
+    /** {@code System.getenv()} and the JVM's standard streams, as {@code System.setOut} left them. */
     public static Terminal system() {
         return new Terminal(System.getenv(), System.in, System.out, System.err);
+    }
+
+    /**
+     * The real process, whose output is descriptor 1 itself ({@link StandardOutput}): a failed
+     * write there is the command's failure, where {@code System.out} would keep it to itself.
+     */
+    static Terminal process() {
+        return new Terminal(System.getenv(), System.in, new StandardOutput(), System.err);
     }
 }

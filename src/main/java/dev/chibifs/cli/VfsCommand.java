@@ -63,6 +63,8 @@ abstract class VfsCommand implements Callable<Integer> {
     private Router router;
     private Caller caller;
     private OutputStream out;
+    /** Set once standard output failed: what is still buffered is not tried again, nor said twice. */
+    private CommandOutput.Failed outputFailure;
 
     /** True for commands that change the store: they need a named caller. */
     abstract boolean writes();
@@ -82,7 +84,7 @@ abstract class VfsCommand implements Callable<Integer> {
             // also when a usage error propagates: an S3 store uploads what this command changed, and
             // lets its cache directory go, before the command says it is done
             code = closeNamespace(code);
-            flushOut();
+            code = flushOut(code);
         }
         return code;
     }
@@ -162,7 +164,10 @@ abstract class VfsCommand implements Callable<Integer> {
     }
 
     private int fail(Exception e) {
-        flushOut();
+        if (e instanceof CommandOutput.Failed f) {
+            return outputFailed(f);
+        }
+        flushOut(ExitCodes.OK);
         Failures.Report r = new Failures(storage == null ? null : storage.root(),
                 router == null ? List.of() : router.prefixes(), subjects, writes(), MountRegistry.currentUid()).report(e);
         PrintWriter err = spec.commandLine().getErr();
@@ -354,7 +359,7 @@ abstract class VfsCommand implements Callable<Integer> {
      */
     OutputStream out() {
         if (out == null) {
-            out = new BufferedOutputStream(terminal.out(), StoreFile.CHUNK);
+            out = new BufferedOutputStream(new CommandOutput(terminal.out()), StoreFile.CHUNK);
         }
         return out;
     }
@@ -368,11 +373,32 @@ abstract class VfsCommand implements Callable<Integer> {
         out().write('\n');
     }
 
-    private void flushOut() {
+    /** Flushes standard output; {@code code}, or the output's failure's where there was none before. */
+    private int flushOut(int code) {
+        if (outputFailure != null) {
+            return code;
+        }
         try {
             out().flush();
-        } catch (IOException ignored) {
-            // stdout closed under us (a pipe to head): nothing left to tell anyone
+            return code;
+        } catch (CommandOutput.Failed f) {
+            int failed = outputFailed(f);
+            return code == ExitCodes.OK ? failed : code;
+        } catch (IOException unreachable) {
+            throw new java.io.UncheckedIOException(unreachable); // CommandOutput fails only as Failed
         }
+    }
+
+    /** Says once, as coreutils do, that standard output failed; quietly where its reader has gone. */
+    private int outputFailed(CommandOutput.Failed f) {
+        if (outputFailure == null) {
+            outputFailure = f;
+            if (f.line() != null) {
+                PrintWriter err = spec.commandLine().getErr();
+                err.println(ErrorHandler.PREFIX + f.line());
+                err.flush();
+            }
+        }
+        return outputFailure.exitCode();
     }
 }
