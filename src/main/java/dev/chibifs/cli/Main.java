@@ -99,6 +99,9 @@ public final class Main implements Callable<Integer> {
         OutputStream stdout = real ? new FileOutputStream(FileDescriptor.out) : terminal.out();
         cl.setOut(new PrintWriter(new OutputStreamWriter(stdout, StandardCharsets.UTF_8), true));
         cl.setErr(new PrintWriter(new OutputStreamWriter(terminal.err(), StandardCharsets.UTF_8), true));
+        // an option's value may be an option's name (--content=--help, edit --old -h): text an agent edits
+        // holds such words, and edit has no stdin to fall back on; set once every command is added
+        cl.setAllowOptionsAsOptionParameters(true);
         cl.setExecutionExceptionHandler(new ErrorHandler());
         cl.setParameterExceptionHandler(new ErrorHandler());
         cl.setExecutionStrategy(parsed -> ConfigCheck.execute(parsed, terminal.env()));

@@ -144,4 +144,14 @@ class CopyMoveEditTest {
         assertExit(4, cli.run("edit", "--as", "bob", "--old", "a", "--new", "d", "vfs:///shared/dir"));
         assertExit(0, cli.run("edit", "--as-system", "--old", "cached", "--new", "c", "vfs:///sys/tool_cache/bob/out_1_00000000"));
     }
+
+    /** edit has no stdin to fall back on: --old and --new take an option's name, in both forms. */
+    @Test
+    void editOldAndNewMayBeOptionsNames() throws Exception {
+        cli.put("/shared/s.sh", "run -h\n");
+        assertExit(0, cli.run("edit", "--as", "bob", "--old", "-h", "--new=--help", "vfs:///shared/s.sh"));
+        assertEquals("run --help\n", cli.read("/shared/s.sh"));
+        assertExit(0, cli.run("edit", "--as", "bob", "--old=--help", "--new", "-V", "vfs:///shared/s.sh"));
+        assertEquals("run -V\n", cli.read("/shared/s.sh"));
+    }
 }

@@ -175,4 +175,15 @@ class WriteCommandsTest {
         assertExit(0, r);
         assertFalse(cli.exists("/shared/tree"));
     }
+
+    /** A value that is an option's name is the value: text such as "--help" is what some files hold. */
+    @Test
+    void contentMayBeAnOptionsName() throws Exception {
+        assertExit(0, cli.run("write", "--as", "bob", "--content=--help", "vfs:///shared/o"));
+        assertEquals("--help", cli.read("/shared/o"));
+        assertExit(0, cli.run("write", "--as", "bob", "--content", "-h", "vfs:///shared/o"));
+        assertEquals("-h", cli.read("/shared/o"));
+        assertExit(0, cli.run("append", "--as", "bob", "--content", "--as", "vfs:///shared/o"));
+        assertEquals("-h--as", cli.read("/shared/o"));
+    }
 }
