@@ -18,6 +18,8 @@ public final class ExitCodes {
      * as coreutils say it ({@code chibifs: write error: No space left on device}).
      */
     public static final int OUTPUT_FAILED = IO_ERROR;
+    /** The command ran out of Java heap ({@link OutOfMemory}): not 3, the code HotSpot's own exit on it takes. */
+    public static final int OUT_OF_MEMORY = 6;
     /**
      * What reads the output has gone ({@code trace | head -1}): 128 + SIGPIPE, as a shell shows a
      * program that the signal ended; the JVM ignores SIGPIPE, so a following command would run on.

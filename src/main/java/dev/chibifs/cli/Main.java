@@ -30,6 +30,7 @@ import java.util.concurrent.Callable;
             "  4  conflict: edit matched zero or several times, a directory where a",
             "     file is needed, a file in the way, ...",
             "  5  other I/O error (vfs commands; sync: a store could not)",
+            "  6  out of memory: the Java heap (CHIBIFS_JAVA_OPTS=-Xmx...) was too small",
         })
 public final class Main implements Callable<Integer> {
 
@@ -150,8 +151,19 @@ public final class Main implements Callable<Integer> {
 
     public static void main(String[] args) {
         DaemonLogLevel.preset(args); // before any class this command loads makes its logger
-        int code = commandLine(Terminal.process(), subcommandsFor(args)).execute(args);
+        OutOfMemory.endTheProcessWhereAnyThreadRunsOut();
+        int code = run(Terminal.process(), args);
         // the mount command returns only when the daemon is done; exit explicitly so no stray thread keeps the JVM
         System.exit(code);
+    }
+
+    /** Runs the command {@code args} name on {@code terminal}; returns its exit code, {@link ExitCodes#OUT_OF_MEMORY} too. */
+    static int run(Terminal terminal, String[] args) {
+        try {
+            return commandLine(terminal, subcommandsFor(args)).execute(args);
+        } catch (OutOfMemoryError e) {
+            // what filled the heap was the command's own, unreachable now that it has unwound
+            return OutOfMemory.report(terminal.err());
+        }
     }
 }
