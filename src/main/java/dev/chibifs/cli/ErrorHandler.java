@@ -38,8 +38,9 @@ final class ErrorHandler implements CommandLine.IExecutionExceptionHandler, Comm
                     + "; see '" + cl.getCommandSpec().qualifiedName() + " --help')");
             return ExitCodes.USAGE;
         }
-        cl.getErr().println(PREFIX + plain(ex.getMessage()));
-        cl.getErr().println("Try '" + cl.getCommandSpec().qualifiedName() + " --help' for more information.");
+        // one line, as every failure (docs/cli-tools.md): where the help is, said on it
+        cl.getErr().println(PREFIX + plain(ex.getMessage()).replace('\n', ' ') + " (see '"
+                + cl.getCommandSpec().qualifiedName() + " --help')");
         return ExitCodes.USAGE;
     }
 
