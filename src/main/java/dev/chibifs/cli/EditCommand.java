@@ -9,7 +9,6 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 
@@ -80,11 +79,12 @@ final class EditCommand extends VfsCommand {
             throw new NotOnce(CommandFailure.conflict("'" + shown(oldText) + "' occurs " + count + " times in "
                     + Names.shown(path) + "; include more surrounding text so it matches once; nothing changed"));
         }
-        ByteArrayOutputStream edited = new ByteArrayOutputStream(content.length + replacement.length);
-        edited.write(content, 0, first);
-        edited.writeBytes(replacement);
-        edited.write(content, first + old.length, content.length - first - old.length);
-        return edited.toByteArray();
+        // made in place: a ByteArrayOutputStream's toByteArray held the result twice beside the content
+        byte[] edited = new byte[content.length - old.length + replacement.length];
+        System.arraycopy(content, 0, edited, 0, first);
+        System.arraycopy(replacement, 0, edited, first, replacement.length);
+        System.arraycopy(content, first + old.length, edited, first + replacement.length, content.length - first - old.length);
+        return edited;
     }
 
     /** Carries the conflict out of the store's rewrite, which fails only as I/O does. */
