@@ -2,23 +2,32 @@ package dev.chibifs.cli;
 
 import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
+import dev.chibifs.router.CrossDeviceException;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 import dev.chibifs.store.Metadata;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
 
 import java.io.IOException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
 
 /** {@code chibifs mv}: move or rename a file or directory, as chibi's vfs_move. */
 @Command(name = "mv", mixinStandardHelpOptions = true,
         description = {"Move or rename a file or directory (vfs_move).",
             "Move SRC to DST atomically (one rename), replacing DST if it is a file and SRC is a"
-                + " file. The missing parent directory of DST is created first, as chibi does. DST must"
+                + " file. The missing parent directories of DST are created first, as chibi does, and"
+                + " removed again when the move is refused. SRC and DST must be in one store. DST must"
                 + " not be an existing directory (name the new path, for example dir/name)."
                 + " Both SRC and DST must be writable, and neither may be a zone root."
                 + " Prints nothing on success.", HelpText.URI, HelpText.WRITER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK, "  1  no such file or directory: SRC", HelpText.USAGE,
-            "  3  permission denied: SRC or DST is not writable, or is a zone root",
+            "  3  permission denied: SRC or DST is not writable, or is a zone root; a symbolic",
+            "     link would point out of its zone, or a hard link would stay behind",
             "  4  conflict: DST is a directory, a directory would replace a file,",
             "     or SRC would move into itself",
             HelpText.IO})
@@ -60,8 +69,69 @@ final class MvCommand extends VfsCommand {
                         + " (a file; mv does not put a directory in place of a file)");
             }
         }
-        createParent(dst);
-        router().rename(caller(), src, dst);
+        if (router().resolve(src).storage() != router().resolve(dst).storage()) {
+            // the rename would find this too, but only after the parents were made, in the other store
+            throw new CrossDeviceException(src.toString(), dst.toString(), "'" + src + "' and '" + dst
+                    + "' are in different stores (mv renames within one store; copy a file with cp, then rm it)");
+        }
+        List<VfsPath> made = makeParents(dst);
+        try {
+            router().rename(caller(), src, dst);
+        } catch (CrossDeviceException e) {
+            unmake(made);
+            // not between stores (checked above): the --symlinks rule or a hard link the move would leave behind
+            throw new CommandFailure(ExitCodes.PERMISSION_DENIED, e.why() + "; nothing was moved");
+        } catch (IOException | RuntimeException e) {
+            unmake(made);
+            throw e;
+        }
         return ExitCodes.OK;
+    }
+
+    /**
+     * Makes the missing parent directories of {@code dst}, one mkdir each, as chibi does before a
+     * move; returns those this command made, deepest first. One another process made meanwhile
+     * (EEXIST) is not this command's, so never removed by {@link #unmake}.
+     */
+    private List<VfsPath> makeParents(VfsPath dst) throws IOException {
+        Deque<VfsPath> missing = new ArrayDeque<>();
+        for (VfsPath p = dst.parent(); p != null && !p.isRoot() && !router().exists(caller(), p); p = p.parent()) {
+            missing.push(p);
+        }
+        List<VfsPath> made = new ArrayList<>();
+        try {
+            for (VfsPath p : missing) {
+                try {
+                    router().createDirectory(caller(), p);
+                    made.add(0, p);
+                } catch (IOException e) {
+                    if (Errors.errno(e) != Linux.EEXIST) {
+                        throw e;
+                    }
+                    // made by another process between the look and the mkdir: used, and left to it
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            unmake(made);
+            throw e;
+        }
+        return made;
+    }
+
+    /**
+     * Removes the directories {@link #makeParents} made, deepest first, each only while empty
+     * (rmdir), so a failed move leaves the tree as it found it. The race left open: another
+     * process that found one of them there (its mkdir -p, its create) and had not put anything in
+     * it yet sees it gone (ENOENT), as with any rmdir; one that did put something in keeps it,
+     * and the directories above it.
+     */
+    private void unmake(List<VfsPath> made) {
+        for (VfsPath p : made) {
+            try {
+                router().removeDirectory(caller(), p);
+            } catch (IOException | RuntimeException inUseOrGone) {
+                return;
+            }
+        }
     }
 }

@@ -24,6 +24,11 @@ public final class CrossDeviceException extends ErrnoException {
         return new CrossDeviceException(from, to, "'" + from + "' and '" + to + "' are in different stores");
     }
 
+    /** Why the rename or link was refused, without strerror's text: for a caller that reports it as a refusal. */
+    public String why() {
+        return why;
+    }
+
     @Override
     public String getMessage() {
         return why + " (" + reason(Linux.EXDEV, null) + ")";

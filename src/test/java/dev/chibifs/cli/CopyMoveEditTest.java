@@ -4,6 +4,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 
 import static dev.chibifs.cli.Cli.assertExit;
@@ -102,6 +103,32 @@ class CopyMoveEditTest {
         assertExit(1, cli.run("mv", "--as", "bob", "vfs:///shared/none", "vfs:///shared/q/none"));
         assertFalse(cli.exists("/shared/q"));
         assertTrue(cli.exists("/shared/src.md") && cli.exists("/shared/dir/x"));
+    }
+
+    @Test
+    void mvRefusedByTheLinkRuleIsDeniedAndLeavesNoNewParent() throws Exception {
+        // ../../../../x from /shared/a/b/c/d stays in /shared; from /home/alice/np/q/d it climbs out of alice's home
+        Files.createDirectories(cli.file("/shared/a/b/c/d"));
+        Files.createSymbolicLink(cli.file("/shared/a/b/c/d/lnk"), Path.of("../../../../x"));
+        Cli.Result r = cli.run("mv", "--as", "alice", "vfs:///shared/a/b/c/d", "vfs:///home/alice/np/q/d");
+        assertExit(3, r);
+        assertTrue(r.err().contains("is refused (--symlinks zone)") && r.err().endsWith("; nothing was moved\n")
+                && !r.err().contains("cross-device"), r.err());
+        assertFalse(cli.exists("/home/alice/np"), "the parents mv made are removed again");
+        assertTrue(cli.exists("/home/alice/a.md") && Files.isSymbolicLink(cli.file("/shared/a/b/c/d/lnk")));
+    }
+
+    @Test
+    void mvAcrossStoresIsRefusedBeforeAnyParentIsMade() throws Exception {
+        Path docs = Files.createDirectories(home.resolve("docs"));
+        Files.writeString(docs.resolve("d.md"), "doc");
+        Cli.Result r = cli.run("mv", "--as", "bob", "--store", "/shared/docs=readonly:" + docs,
+                "vfs:///shared/docs/d.md", "vfs:///shared/new/deep/d.md");
+        assertExit(5, r);
+        assertEquals("chibifs: '/shared/docs/d.md' and '/shared/new/deep/d.md' are in different stores (mv renames within"
+                + " one store; copy a file with cp, then rm it) (Invalid cross-device link)\n", r.err());
+        assertFalse(cli.exists("/shared/new"));
+        assertTrue(Files.exists(docs.resolve("d.md")));
     }
 
     @Test
