@@ -74,10 +74,14 @@ final class GrepCommand extends VfsCommand {
             jsonOut.writeStringField("pattern", pattern);
             jsonOut.writeArrayFieldStart("matches");
         }
-        if (directory) {
-            searchTree(regex, path);
-        } else if (!searchFile(regex, path)) {
-            note(Names.shown(path) + ": binary file, not searched");
+        try {
+            if (directory) {
+                searchTree(regex, path);
+            } else if (!searchFile(regex, path)) {
+                note(Names.shown(path) + ": binary file, not searched");
+            }
+        } catch (OutputFailure e) {
+            throw e.io();
         }
         if (json) {
             jsonOut.writeEndArray();
@@ -122,10 +126,10 @@ final class GrepCommand extends VfsCommand {
             } catch (NoSuchFileException vanished) {
                 // removed while we walked: nothing to search
             } catch (IOException failed) {
-                if (Errors.errno(failed) != Linux.EILSEQ) {
-                    throw failed;
-                }
-                note(Names.shown(child) + ": the store does not take this name (it holds U+FFFD), not searched");
+                // one file or directory that cannot be read does not stop the rest, as GNU grep -r goes on
+                note(Errors.errno(failed) == Linux.EILSEQ
+                        ? Names.shown(child) + ": the store does not take this name (it holds U+FFFD), not searched"
+                        : failure(failed).message() + " (not searched)");
                 skipped = true;
             }
         }
@@ -149,33 +153,59 @@ final class GrepCommand extends VfsCommand {
                     continue;
                 }
                 matched++;
-                if (json) {
-                    jsonOut.writeStartObject();
-                    jsonOut.writeStringField("uri", file.toUri());
-                    jsonOut.writeNumberField("line", n);
-                    jsonOut.writeFieldName("text");
-                    if (ascii) {
-                        jsonOut.writeUTF8String(bytes, 0, bytes.length);
-                    } else {
-                        jsonOut.writeString(text.toString());
-                    }
-                    jsonOut.writeEndObject();
-                } else {
-                    OutputStream out = out();
-                    out.write(prefix);
-                    if (numbers) {
-                        out.write((n + ":").getBytes(StandardCharsets.US_ASCII));
-                    }
-                    byte[] shown = ascii ? bytes : text.toString().getBytes(StandardCharsets.UTF_8);
-                    // in pieces: a write of n bytes to a file descriptor copies all n into native memory first
-                    for (int at = 0; at < shown.length; at += StoreFile.CHUNK) {
-                        out.write(shown, at, Math.min(StoreFile.CHUNK, shown.length - at));
-                    }
-                    out.write('\n');
+                try {
+                    printMatch(file, prefix, n, bytes, ascii, text);
+                } catch (IOException e) {
+                    throw new OutputFailure(e);
                 }
             }
         }
         return true;
+    }
+
+    /** One matching line, as the options say. */
+    private void printMatch(VfsPath file, byte[] prefix, int n, byte[] bytes, boolean ascii, CharSequence text)
+            throws IOException {
+        if (json) {
+            jsonOut.writeStartObject();
+            jsonOut.writeStringField("uri", file.toUri());
+            jsonOut.writeNumberField("line", n);
+            jsonOut.writeFieldName("text");
+            if (ascii) {
+                jsonOut.writeUTF8String(bytes, 0, bytes.length);
+            } else {
+                jsonOut.writeString(text.toString());
+            }
+            jsonOut.writeEndObject();
+            return;
+        }
+        OutputStream out = out();
+        out.write(prefix);
+        if (numbers) {
+            out.write((n + ":").getBytes(StandardCharsets.US_ASCII));
+        }
+        byte[] shown = ascii ? bytes : text.toString().getBytes(StandardCharsets.UTF_8);
+        // in pieces: a write of n bytes to a file descriptor copies all n into native memory first
+        for (int at = 0; at < shown.length; at += StoreFile.CHUNK) {
+            out.write(shown, at, Math.min(StoreFile.CHUNK, shown.length - at));
+        }
+        out.write('\n');
+    }
+
+    /**
+     * A failure writing the output, carried past {@link #searchTree}'s handling of a file that
+     * cannot be read: the search goes on past such a file, never past its own output failing.
+     */
+    private static final class OutputFailure extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        OutputFailure(IOException cause) {
+            super(cause);
+        }
+
+        IOException io() {
+            return (IOException) getCause();
+        }
     }
 
     private static boolean ascii(byte[] bytes) {

@@ -168,12 +168,17 @@ abstract class VfsCommand implements Callable<Integer> {
             return outputFailed(f);
         }
         flushOut(ExitCodes.OK);
-        Failures.Report r = new Failures(storage == null ? null : storage.root(),
-                router == null ? List.of() : router.prefixes(), subjects, writes(), MountRegistry.currentUid()).report(e);
+        Failures.Report r = failure(e);
         PrintWriter err = spec.commandLine().getErr();
         err.println(ErrorHandler.PREFIX + r.message());
         err.flush();
         return r.exitCode();
+    }
+
+    /** What {@code e} would end this command with: for a command that notes it and goes on (grep over a tree). */
+    Failures.Report failure(Exception e) {
+        return new Failures(storage == null ? null : storage.root(),
+                router == null ? List.of() : router.prefixes(), subjects, writes(), MountRegistry.currentUid()).report(e);
     }
 
     Caller caller() {

@@ -2,10 +2,12 @@ package dev.chibifs.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -49,6 +51,22 @@ class GrepCommandTest {
     void caseSensitiveByDefaultAndRegex() {
         assertEquals("vfs:///shared/dir/b.txt:error two\n", cli.run("grep", "^e.r+or", "vfs:///shared/dir/b.txt").out());
         assertEquals("", cli.run("grep", "error", "vfs:///shared/a.txt").out());
+    }
+
+    @Test
+    void aFileOfTheTreeThatCannotBeReadIsNotedAndTheRestSearched() throws Exception {
+        // /proc/sys/vm/drop_caches is write-only (0200) even for root, so it is refused as a mode 000 file is to others
+        Path vm = Path.of("/proc/sys/vm");
+        Assumptions.assumeTrue(Files.exists(vm.resolve("drop_caches")), "no /proc/sys/vm/drop_caches here");
+        cli.put("/shared/zzz.txt", "error after\n");
+        Cli.Result r = cli.run("grep", "error", "--store", "/shared/vm=readonly:" + vm, "vfs:///shared");
+        assertEquals(5, r.code(), r.toString());
+        assertTrue(r.out().endsWith("vfs:///shared/zzz.txt:error after\n"), "searched past it: " + r.out());
+        assertTrue(r.err().contains("chibifs: the store is not readable by uid ")
+                && r.err().contains(": vfs:///shared/vm/drop_caches (not searched)\n"), r.err());
+        Cli.Result json = cli.run("grep", "--json", "error", "--store", "/shared/vm=readonly:" + vm, "vfs:///shared");
+        assertEquals(5, json.code(), json.toString());
+        assertEquals(3, new ObjectMapper().readTree(json.out()).get("matches").size(), json.out());
     }
 
     @Test
