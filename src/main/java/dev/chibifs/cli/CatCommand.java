@@ -46,7 +46,7 @@ final class CatCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException {
-        VfsPath path = uri(target);
+        VfsPath path = followedUri(target);
         try (StoreFile file = open(path)) {
             // hashed from the bytes shown, so the ETag is that of this content even if the file changes now
             MessageDigest digest = etag ? ContentHash.digest() : null;

@@ -40,7 +40,7 @@ abstract class ContentCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException {
-        VfsPath path = uri(target);
+        VfsPath path = followedUri(target);
         Precondition asked = condition.condition(ifNoneMatch);
         lockWait(condition.lockWait);
         // policy before anything else, so a denied write neither waits for stdin nor names a conflict

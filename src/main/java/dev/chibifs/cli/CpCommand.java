@@ -33,8 +33,8 @@ final class CpCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException, CommandFailure {
-        VfsPath src = uri(source);
-        VfsPath dst = uri(destination);
+        VfsPath src = followedUri(source);
+        VfsPath dst = followedUri(destination);
         router().checkWrite(caller(), dst);
         if (router().metadata(caller(), src).isDirectory()) {
             throw CommandFailure.conflict("is a directory: " + Names.shown(src) + " (cp copies files only)");

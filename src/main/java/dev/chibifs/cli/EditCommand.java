@@ -49,7 +49,7 @@ final class EditCommand extends VfsCommand {
         if (oldText.isEmpty()) {
             throw new UsageException("--old cannot be empty: give the text to replace");
         }
-        VfsPath path = uri(target);
+        VfsPath path = followedUri(target);
         Precondition asked = condition.condition(null);
         lockWait(condition.lockWait);
         router().checkWrite(caller(), path);

@@ -57,7 +57,7 @@ abstract class EndLinesCommand extends VfsCommand {
                     + ", or for tail +N: from line N on, for head -N: all but the last N)");
         }
         int n = Integer.parseInt(digits);
-        VfsPath path = uri(target);
+        VfsPath path = followedUri(target);
         try (StoreFile file = open(path)) {
             TextLines lines = TextLines.of(file);
             if (sign == '+' && plusCountsFromTheStart()) {

@@ -23,7 +23,7 @@ import java.util.regex.PatternSyntaxException;
         description = {"Search a file or directory tree with a regex (file_grep).",
             "Print the lines of URI that match PATTERN (a java.util.regex expression, found anywhere"
                 + " in the line), each as URI:LINE, or URI:NUMBER:LINE with -n. A directory is searched"
-                + " recursively, entries in name order, dotfiles included; symbolic links are not followed."
+                + " recursively, entries in name order, dotfiles included; symbolic links inside it are not followed."
                 + " Binary files (a NUL byte in the first 8 KiB) are skipped, and so are chibifs's"
                 + " in-flight temporary files. Lines end at '\\n' and are read as UTF-8.",
             HelpText.URI, HelpText.READER},
@@ -65,7 +65,7 @@ final class GrepCommand extends VfsCommand {
             throw new UsageException("invalid PATTERN '" + pattern + "': " + e.getDescription()
                     + " near index " + e.getIndex() + " (java.util.regex syntax)");
         }
-        VfsPath path = uri(target);
+        VfsPath path = followedUri(target);
         boolean directory = router().metadata(caller(), path).isDirectory();
         if (json) {
             // written as found: a match's line can be as long as its file

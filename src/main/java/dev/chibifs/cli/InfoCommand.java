@@ -17,7 +17,7 @@ import java.nio.file.attribute.FileTime;
 @Command(name = "info", mixinStandardHelpOptions = true,
         description = {"Show kind, size and times of a path (vfs_info).",
             "Show the kind (file, directory, symlink, fifo, socket, other), size in bytes, creation and"
-                + " modification times (ISO-8601, UTC) of URI, a symbolic link's target (never followed) and a"
+                + " modification times (ISO-8601, UTC) of URI, a symbolic link's target (the named link is not followed) and a"
                 + " file's ETag (the SHA-256 of its content, for --if-match). " + HelpText.ESCAPES,
             HelpText.URI, HelpText.READER},
         footerHeading = HelpText.EXIT_HEADING,
@@ -41,7 +41,7 @@ final class InfoCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException {
-        VfsPath path = uri(target);
+        VfsPath path = uriThroughLinks(target);
         Metadata m = router().metadata(caller(), path);
         String etag = m.isFile() ? etagOrNone(path) : null;
         Info info = new Info(path.toUri(), LsCommand.kind(m.kind()), m.size(), time(m.created()), time(m.modified()),

@@ -43,7 +43,7 @@ final class LinesCommand extends VfsCommand {
         if (end < start) {
             throw new UsageException("invalid range " + start + ".." + end + ": END must be START or more");
         }
-        VfsPath path = uri(target);
+        VfsPath path = followedUri(target);
         try (StoreFile file = open(path)) {
             TextLines lines = TextLines.of(file);
             LineSlice.print(this, path, lines, start, end, json);

@@ -71,7 +71,7 @@ final class LsCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException {
-        VfsPath path = uri(target);
+        VfsPath path = uriThroughLinks(target);
         Metadata self = router().metadata(caller(), path);
         List<Row> rows = new ArrayList<>();
         if (self.isDirectory()) {

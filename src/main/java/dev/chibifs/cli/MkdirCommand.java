@@ -25,7 +25,7 @@ final class MkdirCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException {
-        router().mkdir(caller(), uri(target));
+        router().mkdir(caller(), followedUri(target));
         return ExitCodes.OK;
     }
 }

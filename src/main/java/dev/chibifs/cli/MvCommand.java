@@ -46,8 +46,8 @@ final class MvCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException, CommandFailure {
-        VfsPath src = uri(source);
-        VfsPath dst = uri(destination);
+        VfsPath src = uriThroughLinks(source);
+        VfsPath dst = uriThroughLinks(destination);
         // the router checks these again in rename; checking first means a denied move creates no parent
         checkRemove(src);
         checkRemove(dst);

@@ -31,7 +31,7 @@ final class RmCommand extends VfsCommand {
 
     @Override
     int execute() throws IOException {
-        VfsPath path = uri(target);
+        VfsPath path = uriThroughLinks(target);
         checkRemove(path);
         router().metadata(caller(), path); // a missing name: exit 1 before anything else
         router().delete(caller(), path);

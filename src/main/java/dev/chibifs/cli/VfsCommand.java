@@ -15,6 +15,9 @@ import dev.chibifs.router.StoreMount;
 import dev.chibifs.store.EntryKind;
 import dev.chibifs.store.LocalStorage;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Errors;
+import dev.chibifs.sys.Linux;
 import picocli.CommandLine;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Spec;
@@ -26,9 +29,11 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.Deque;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -290,6 +295,81 @@ abstract class VfsCommand implements Callable<Integer> {
         VfsPath parent = path.parent();
         if (parent != null && !router().exists(caller, parent)) {
             router().mkdir(caller, parent);
+        }
+    }
+
+    /** Most symbolic links one path may pass through, as Linux's MAXSYMLINKS: more is ELOOP. */
+    private static final int MAX_LINKS = 40;
+
+    /** {@link #uri} with the symbolic links it passes through followed, its last name's too ({@link #follow}). */
+    VfsPath followedUri(String arg) throws IOException {
+        return follow(uri(arg), true);
+    }
+
+    /** {@link #uri} with the links leading to its last name followed, not that name's own: what rm, mv, ls and info act on. */
+    VfsPath uriThroughLinks(String arg) throws IOException {
+        return follow(uri(arg), false);
+    }
+
+    /**
+     * {@code path} with every symbolic link on it replaced by where it leads (the last name's only
+     * when {@code last}), as the kernel resolves a path through a mount with its LOOKUPs: a relative
+     * target read from the link's directory, each {@code ..} from the directory actually reached.
+     * The policy is then judged on the path reached, as the mount judges what the kernel asks for,
+     * so a link placed in the store by hand writes nothing its caller could not write by name. A
+     * link replaced between this look and the operation is not followed by the store (it opens
+     * without following), so the operation fails rather than act on a path not judged. An absolute
+     * target names a host file through a mount, not a vfs path, and one climbing above {@code /}
+     * leaves the store: neither is followed.
+     */
+    private VfsPath follow(VfsPath path, boolean last) throws IOException {
+        Deque<String> todo = new ArrayDeque<>(path.segments());
+        VfsPath at = VfsPath.root();
+        int links = 0;
+        while (!todo.isEmpty()) {
+            String name = todo.pop();
+            if (name.isEmpty() || name.equals(".")) {
+                continue;
+            }
+            if (name.equals("..")) {
+                if (at.isRoot()) {
+                    throw new ErrnoException(Linux.ELOOP, path.toString(), "a symbolic link on this path climbs"
+                            + " above vfs:///, out of the store: not followed");
+                }
+                at = at.parent();
+                continue;
+            }
+            VfsPath next = at.child(name);
+            if ((last || !todo.isEmpty()) && isLink(next)) {
+                String target = router().readLink(caller, next);
+                if (++links > MAX_LINKS) {
+                    throw ErrnoException.of(Linux.ELOOP, path.toString(), "more than " + MAX_LINKS + " symbolic links");
+                }
+                if (target.startsWith("/")) {
+                    throw new ErrnoException(Linux.ELOOP, path.toString(), Names.shown(next.toUri())
+                            + " is a symbolic link to the absolute path '" + target + "', not followed (it names a host"
+                            + " file, not a vfs path)");
+                }
+                List<String> parts = Arrays.asList(target.split("/"));
+                for (int i = parts.size() - 1; i >= 0; i--) {
+                    todo.push(parts.get(i));
+                }
+                continue;
+            }
+            at = next;
+        }
+        return at;
+    }
+
+    private boolean isLink(VfsPath path) throws IOException {
+        try {
+            return router().metadata(caller, path).kind() == EntryKind.SYMLINK;
+        } catch (IOException e) {
+            int errno = Errors.errno(e);
+            if (errno == Linux.ENOENT || errno == Linux.ENOTDIR) {
+                return false; // the operation itself says so, naming what the caller gave
+            }
+            throw e;
         }
     }
 
