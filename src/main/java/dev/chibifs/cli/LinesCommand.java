@@ -24,11 +24,12 @@ final class LinesCommand extends VfsCommand {
     @Parameters(index = "0", paramLabel = "URI")
     String target;
 
+    // long: an END past any file's line count (which is an int) is a range that stops at the end, not a usage error
     @Parameters(index = "1", paramLabel = "START", description = "First line, 1 or more.")
-    int start;
+    long start;
 
     @Parameters(index = "2", paramLabel = "END", description = "Last line, START or more.")
-    int end;
+    long end;
 
     @Override
     boolean writes() {
@@ -46,7 +47,8 @@ final class LinesCommand extends VfsCommand {
         VfsPath path = followedUri(target);
         try (StoreFile file = open(path)) {
             TextLines lines = TextLines.of(file);
-            LineSlice.print(this, path, lines, start, end, json);
+            LineSlice.print(this, path, lines, (int) Math.min(start, Integer.MAX_VALUE),
+                    (int) Math.min(end, Integer.MAX_VALUE), json);
         }
         return ExitCodes.OK;
     }

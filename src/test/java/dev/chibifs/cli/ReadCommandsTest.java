@@ -161,6 +161,9 @@ class ReadCommandsTest {
         r = cli.run("tail", "-n", "x", "vfs:///shared/notes.md");
         assertExit(2, r);
         assertTrue(r.err().contains("'x' (a line count from 0"), r.err()); // was picocli's "is not an int"
+        // an END (or START) past what an int holds is past the end, and stops there
+        assertEquals("three\nfour\n", cli.run("lines", "vfs:///shared/notes.md", "3", "99999999999").out());
+        assertExit(0, cli.run("lines", "vfs:///shared/notes.md", "99999999999", "99999999999"));
         r = cli.run("lines", "vfs:///shared/notes.md", "x", "2");
         assertExit(2, r);
         assertTrue(r.err().contains("'x' is not a whole number"), r.err());
