@@ -77,6 +77,11 @@ final class Failures {
             case Linux.EISDIR:
                 return new Report(ExitCodes.CONFLICT, "is a directory: " + uri(file));
             case Linux.ENOTDIR:
+                if (!writes) {
+                    // as cat(1) and ls(1): a path through a file names nothing, for a read
+                    return new Report(ExitCodes.NOT_FOUND, "no such file or directory (a file is in the way): "
+                            + uri(file));
+                }
                 return new Report(ExitCodes.CONFLICT, "not a directory (a file is in the way): " + uri(file));
             case Linux.EEXIST:
                 return new Report(ExitCodes.CONFLICT, "already exists: " + uri(file));

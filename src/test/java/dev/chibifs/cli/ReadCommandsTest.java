@@ -145,6 +145,17 @@ class ReadCommandsTest {
         assertEquals("one\n", cli.run("head", "-n", "+1", "vfs:///shared/notes.md").out());
     }
 
+    @Test
+    void aPathThroughAFileIsNotFoundForReads() {
+        for (String command : new String[] {"cat", "ls", "info", "head"}) {
+            Cli.Result r = cli.run(command, "vfs:///shared/notes.md/sub");
+            assertExit(1, r);
+            assertEquals("chibifs: no such file or directory (a file is in the way): vfs:///shared/notes.md/sub\n",
+                    r.err(), command);
+        }
+        assertExit(4, cli.run("mkdir", "--as", "bob", "vfs:///shared/notes.md/sub"));
+    }
+
     /** coreutils: head -n -N all but the last N lines, tail -n -N the last N (both were refused). */
     @Test
     void headAndTailTakeALeadingMinusAsCoreutilsDoes() {
