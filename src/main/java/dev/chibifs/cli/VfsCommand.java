@@ -79,6 +79,7 @@ abstract class VfsCommand implements Callable<Integer> {
 
     @Override
     public final Integer call() {
+        ArgumentBytes.requireUtf8(spec.root().commandLine().getParseResult().originalArgs());
         caller = callerOptions.resolve(terminal.env(), spec.name(), writes());
         int code = ExitCodes.OK;
         try {
