@@ -33,7 +33,8 @@ class MountCommandTest {
             Cli.Result r = cli.run(args);
             assertEquals(ExitCodes.USAGE, r.code(), r.toString());
             assertTrue(r.err().startsWith("chibifs: Invalid value for option '--home': '' is empty: name CHIBI_HOME's"
-                    + " directory, or leave --home out for $CHIBI_HOME, else ~/.chibi\n"), r.err());
+                    + " directory, or leave --home out for $CHIBI_HOME, else ~/.chibi (see 'chibifs " + args[0]), r.err());
+            assertTrue(r.err().endsWith(" --help')\n") && r.err().lines().count() == 1, "one line: " + r.err());
         }
     }
 
@@ -44,7 +45,7 @@ class MountCommandTest {
                     home.resolve("mnt").toString());
             assertEquals(ExitCodes.USAGE, r.code(), r.toString());
             assertTrue(r.err().startsWith("chibifs: Invalid value for option '--system-uid': '" + bad
-                    + "': UID must be a number from 0 to 4294967294\n"), r.err());
+                    + "': UID must be a number from 0 to 4294967294 (see 'chibifs mount --help')\n"), r.err());
         }
     }
 
