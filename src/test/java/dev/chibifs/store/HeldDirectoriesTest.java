@@ -235,25 +235,12 @@ class HeldDirectoriesTest {
             long device = (Long) Files.getAttribute(inner, "unix:dev");
             assertEquals(Files.getAttribute(inner.resolve("sub/f"), "unix:ino"), inodeIn("a/t5/sub", "f"));
             assertEquals(Files.getAttribute(inner.resolve("sub"), "unix:ino"), inodeIn("a/t5", "sub"));
-            assertEquals(0, descriptorsOnDevice(device), "nothing of the inner file system is held");
+            assertEquals(0, dev.chibifs.testing.Tmpfs.descriptorsOnDevice(device), "nothing of the inner file system is held");
             assertEquals(1, held.size(), "its parent, on the store's own mount, still is");
             assertEquals(0, new ProcessBuilder("umount", inner.toString()).inheritIO().start().waitFor(),
                     "its umount is not busy");
         }
         assertThrows(NoSuchFileException.class, () -> inodeIn("a/t5", "sub"), "the directory under it again");
-    }
-
-    /** How many of this process's descriptors are open on a file of {@code device}. */
-    private static long descriptorsOnDevice(long device) throws IOException {
-        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
-            return fds.filter(fd -> {
-                try {
-                    return device == (Long) Files.getAttribute(fd, "unix:dev");
-                } catch (IOException | RuntimeException closedMeanwhile) {
-                    return false;
-                }
-            }).count();
-        }
     }
 
     /**

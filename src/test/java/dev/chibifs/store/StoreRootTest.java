@@ -425,24 +425,11 @@ class StoreRootTest {
             storage.write(p("/shared/a"), "on tmpfs".getBytes());
             settle(storage);
             long device = (Long) Files.getAttribute(root, "unix:dev");
-            assertTrue(descriptorsOnDevice(device) > 0);
+            assertTrue(Tmpfs.descriptorsOnDevice(device) > 0);
             assertEquals(0, run("umount", "-l", root.toString()));
             assertUnmounted(storage, root.toRealPath());
             lateCloses.flush();
-            assertEquals(0, descriptorsOnDevice(device), "nothing holds the unmounted file system");
-        }
-    }
-
-    /** How many of this process's descriptors are open on a file of {@code device}, mounted or not. */
-    private static long descriptorsOnDevice(long device) throws IOException {
-        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
-            return fds.filter(fd -> {
-                try {
-                    return device == (Long) Files.getAttribute(fd, "unix:dev");
-                } catch (IOException | RuntimeException closedMeanwhile) {
-                    return false;
-                }
-            }).count();
+            assertEquals(0, Tmpfs.descriptorsOnDevice(device), "nothing holds the unmounted file system");
         }
     }
 

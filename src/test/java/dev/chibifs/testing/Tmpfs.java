@@ -32,6 +32,19 @@ public final class Tmpfs implements AutoCloseable {
         Sh.run("mount -o remount," + (readOnly ? "ro" : "rw") + " '" + at + "'").ok();
     }
 
+    /** How many of this process's descriptors are open on a file of {@code device}, mounted or not (lazily unmounted). */
+    public static long descriptorsOnDevice(long device) throws IOException {
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.filter(fd -> {
+                try {
+                    return device == (Long) Files.getAttribute(fd, "unix:dev");
+                } catch (IOException | RuntimeException closedMeanwhile) {
+                    return false;
+                }
+            }).count();
+        }
+    }
+
     /** Lazily: a store's descriptors of files removed from it may close a moment after the store does. */
     @Override
     public void close() {
