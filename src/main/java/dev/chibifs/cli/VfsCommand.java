@@ -337,6 +337,9 @@ abstract class VfsCommand implements Callable<Integer> {
                     throw new ErrnoException(Linux.ELOOP, path.toString(), "a symbolic link on this path climbs"
                             + " above vfs:///, out of the store: not followed");
                 }
+                // the kernel goes up from a directory it reached: x/../f with x missing is ENOENT, and
+                // with x a file ENOTDIR, where going up by name alone reached f (a tester's x/../../bob)
+                requireDirectory(at, path);
                 at = at.parent();
                 continue;
             }
@@ -360,6 +363,23 @@ abstract class VfsCommand implements Callable<Integer> {
             at = next;
         }
         return at;
+    }
+
+    /** {@code at}, reached on the way along {@code path}, is a directory to go up from, as the kernel's {@code ..} needs. */
+    private void requireDirectory(VfsPath at, VfsPath path) throws IOException {
+        EntryKind kind;
+        try {
+            kind = router().metadata(caller, at).kind();
+        } catch (IOException e) {
+            int errno = Errors.errno(e);
+            if (errno == Linux.ENOENT || errno == Linux.ENOTDIR) {
+                throw ErrnoException.of(errno, path.toString(), Names.shown(at.toUri()) + " is not there to go up from");
+            }
+            throw e;
+        }
+        if (kind != EntryKind.DIRECTORY) {
+            throw ErrnoException.of(Linux.ENOTDIR, path.toString(), Names.shown(at.toUri()) + " is not a directory to go up from");
+        }
     }
 
     private boolean isLink(VfsPath path) throws IOException {

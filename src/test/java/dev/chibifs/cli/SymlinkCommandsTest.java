@@ -65,6 +65,24 @@ class SymlinkCommandsTest {
         assertTrue(cli.exists("/shared/file"), "rm removes the link, not its target");
     }
 
+    /**
+     * A tester's (vfscmd2): {@code x/../../bob/secret} with x missing, or x a file, read bob's file and
+     * wrote through {@code x/../e/w}, where the kernel, through a mount, answers ENOENT and ENOTDIR:
+     * it goes up from a directory it reached, not by name.
+     */
+    @Test
+    void aDotDotGoesUpOnlyFromADirectoryThere() throws Exception {
+        Files.createSymbolicLink(cli.file("/shared/dotdot"), Path.of("x/../file"));
+        Files.createSymbolicLink(cli.file("/shared/viafile"), Path.of("file/../d/in"));
+        Files.createSymbolicLink(cli.file("/shared/fine"), Path.of("d/../file"));
+        assertExit(1, cli.run("cat", "vfs:///shared/dotdot"));
+        assertExit(1, cli.run("cat", "vfs:///shared/viafile")); // as cat(1): Not a directory is its exit 1
+        Cli.Result write = cli.run("write", "--as", "alice", "--content", "CLI", "vfs:///shared/viafile");
+        assertFalse(write.code() == 0, write.toString());
+        assertEquals("inside\n", cli.read("/shared/d/in"));
+        assertEquals("hi\n", cli.run("cat", "vfs:///shared/fine").out());
+    }
+
     @Test
     void linksOutOfTheStoreAreNotFollowed() {
         Cli.Result abs = cli.run("cat", "vfs:///shared/abs");
