@@ -482,12 +482,14 @@ final class JournalRecords implements Closeable {
                 && lastTomb.values().stream().noneMatch(o -> o.get("t").asText().equals(TOMB));
         int dirty = 0;
         Map<Tomb, String> releases = new java.util.LinkedHashMap<>();
+        Map<String, Tomb> deletes = new java.util.HashMap<>();
         for (Map.Entry<String, ObjectNode> e : lastTomb.entrySet()) {
             ObjectNode o = e.getValue();
             if (o.get("t").asText().equals(TOMB) && !e.getKey().isEmpty()) {
                 Tomb t = new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null);
                 t.seq = o.path(SEQ).asLong(0);
                 store.overlay.tombs.put(e.getKey(), t);
+                deletes.put(e.getKey(), t);
                 if (o.path(RELEASE).isTextual()) {
                     releases.put(t, o.get(RELEASE).asText());
                 }
@@ -535,11 +537,11 @@ final class JournalRecords implements Closeable {
             }
         }
         releases.forEach((t, madeBy) -> t.release = store.overlay.releaseAfterReplay(releases.keySet(), t, madeBy));
-        store.writeBack.replayedInOrder(List.copyOf(inJournalOrder.values()));
+        store.writeBack.replayedInOrder(List.copyOf(inJournalOrder.values()), deletes);
         removeContentNotNamed();
         compact();
         if (dirty > 0) {
-            // how many went up is said at the replay's end (WriteBack.replayInOrder): S3 may refuse some
+            // how many went up is said once the first pass is past them (WriteBack.sayReplayed): S3 may refuse some
             LOG.info("S3 store {}: {} changes from before the last stop go up first, in their order", store.spec, dirty);
         }
     }

@@ -537,9 +537,73 @@ final class WriteBack {
         return replayHeld;
     }
 
-    /** The journal's changes to upload first, in order (see {@link #replayed}); before the flusher starts. */
-    void replayedInOrder(List<Node> nodes) {
+    /**
+     * What the journal held at start, counted for the log's line of what became of it, or null once
+     * said: the first pass that ends past the journal's uploads and the deletes after them says it,
+     * uploads and deletes together, as the line at start counted them ("3 changes ... go up first",
+     * then "of the 2 changes": a tester's, the old name's delete of a rename left out). Under the flush lock.
+     */
+    private ReplayTally replayTally;
+
+    private static final class ReplayTally {
+        final int uploads;
+        /** The deletes (lock releases too) the journal held, by key: each done once no longer pending there. */
+        final Map<String, Tomb> deletes;
+        /** The uploads' replay ran to its end (else S3 went away: the pass after it says). */
+        boolean uploaded;
+        int refused;
+        int belowRefused;
+
+        ReplayTally(int uploads, Map<String, Tomb> deletes) {
+            this.uploads = uploads;
+            this.deletes = deletes;
+            this.uploaded = uploads == 0;
+        }
+    }
+
+    /**
+     * The journal's changes to upload first, in order (see {@link #replayed}), and its deletes,
+     * which go after them as in any pass; before the flusher starts.
+     */
+    void replayedInOrder(List<Node> nodes, Map<String, Tomb> deletes) {
         replayed = nodes;
+        replayTally = nodes.isEmpty() && deletes.isEmpty() ? null : new ReplayTally(nodes.size(), Map.copyOf(deletes));
+    }
+
+    /**
+     * Logs what became of the changes the journal held at start, once the uploads' replay ran to its
+     * end: the deletes the pass did not do wait (for an upload that failed, or S3 refused them).
+     */
+    private void sayReplayed(HeldBack held) {
+        ReplayTally t = replayTally;
+        if (t == null || !t.uploaded) {
+            return;
+        }
+        replayTally = null;
+        int deletesRefused = 0;
+        int deletesWaiting = 0;
+        synchronized (store) {
+            for (Map.Entry<String, Tomb> e : t.deletes.entrySet()) {
+                Tomb now = store.overlay.tombs.get(e.getKey());
+                if (now != e.getValue() || !now.pending) {
+                    continue; // done, or made again here since (not a change from before the stop)
+                }
+                Refusal r = held.refusals.get(e.getKey());
+                if (r != null && r.delete()) {
+                    deletesRefused++;
+                } else {
+                    deletesWaiting++;
+                }
+            }
+        }
+        int refused = t.refused + deletesRefused;
+        int total = t.uploads + t.deletes.size();
+        int wentUp = total - refused - t.belowRefused - deletesWaiting;
+        String waiting = (refused == 0 ? "" : ", " + refused + " refused by S3 and retried on their own backoff")
+                + (t.belowRefused == 0 ? "" : ", " + t.belowRefused + " waiting with a refused directory's marker")
+                + (deletesWaiting == 0 ? "" : ", " + deletesWaiting + (deletesWaiting == 1 ? " delete" : " deletes")
+                        + " (an old name's, a lock's release) waiting for " + (refused + t.belowRefused > 0 ? "them" : "what failed"));
+        LOG.info("S3 store {}: of the {} changes from before the last stop, {} went up{}", spec, total, wentUp, waiting);
     }
 
     /**
@@ -625,12 +689,11 @@ final class WriteBack {
                 return true;
             }
         }
-        if (!inOrder.isEmpty()) {
-            int refused = held.refusedAtReplay.size();
-            LOG.info("S3 store {}: of the {} changes from before the last stop, {} went up{}", spec, inOrder.size(),
-                    inOrder.size() - refused - belowRefused, refused == 0 && belowRefused == 0 ? ""
-                            : ", " + refused + " refused by S3 and retried on their own backoff"
-                            + (belowRefused == 0 ? "" : ", " + belowRefused + " waiting with a refused directory's marker"));
+        ReplayTally t = replayTally;
+        if (t != null) {
+            t.refused = held.refusedAtReplay.size();
+            t.belowRefused = belowRefused;
+            t.uploaded = true; // said with the deletes after them (sayReplayed)
         }
         replayed = List.of();
         replayHeld = null;
@@ -709,6 +772,7 @@ final class WriteBack {
             }
             uploadInOrder(due, held);
             if (held.any() && bucket.unreachable()) {
+                sayReplayed(held);
                 return held.unsent(); // S3 away: each delete would fail at once; they wait with the rest
             }
             boolean deleted;
@@ -720,6 +784,7 @@ final class WriteBack {
             } finally {
                 deletesOrFsyncs.writeLock().unlock();
             }
+            sayReplayed(held);
             if (held.any()) {
                 forgetDoneTombs();
                 Unsent unsent = held.unsent();
