@@ -2173,10 +2173,17 @@ public final class S3Storage implements Storage {
         return writeBack.pass(false, null);
     }
 
-    /** Everything pending goes up now ({@link #flushAll}): {@code chibifs sync}. */
+    /**
+     * Everything pending goes up now ({@link #flushAll}): {@code chibifs sync}, which names all that
+     * waits, where the failure's message cuts a list short for status and the log.
+     */
     @Override
     public void sync() throws IOException {
-        flushAll();
+        try {
+            flushAll();
+        } catch (WriteBack.CutShort e) {
+            throw new Bucket.Unavailable(e.inFull, e);
+        }
     }
 
     /**

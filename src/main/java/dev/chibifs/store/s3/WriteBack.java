@@ -301,6 +301,8 @@ final class WriteBack {
         boolean deleting;
         private final List<IOException> failures = new ArrayList<>();
         private final List<String> waits = new ArrayList<>();
+        /** {@link #waits}, each with every name it cuts short ({@link #inFull}). */
+        private final List<String> waitsInFull = new ArrayList<>();
         /** What S3 refused at the journal's replay in this pass ({@link #replay}): the pass does not ask again. */
         final Set<Node> refusedAtReplay = new java.util.HashSet<>();
         /** Directories whose markers failed in this pass. */
@@ -413,7 +415,13 @@ final class WriteBack {
         }
 
         void waits(String line) {
+            waits(line, line);
+        }
+
+        /** A line of what waits, and the same naming everything it cuts short, for {@code chibifs sync}. */
+        void waits(String line, String inFull) {
             waits.add(line);
+            waitsInFull.add(inFull);
         }
 
         /** The directory whose marker failed that {@code p} is in (or is), or null. */
@@ -443,8 +451,13 @@ final class WriteBack {
                 }
                 lines.add(m);
             }
+            List<String> full = new ArrayList<>(lines);
             lines.addAll(waits);
-            return new Bucket.Unavailable(String.join("\n", lines), failures.get(0));
+            if (waits.equals(waitsInFull)) {
+                return new Bucket.Unavailable(String.join("\n", lines), failures.get(0));
+            }
+            full.addAll(waitsInFull);
+            return new CutShort(String.join("\n", lines), String.join("\n", full), failures.get(0));
         }
     }
 
@@ -909,9 +922,10 @@ final class WriteBack {
             }
         }
         if (held.any() && oldNamesWaiting > 0) {
-            held.waits((oldNamesWaiting == 1 ? "1 delete of an old name waits for the upload of its new name"
+            String line = (oldNamesWaiting == 1 ? "1 delete of an old name waits for the upload of its new name"
                     : oldNamesWaiting + " deletes of old names wait for the uploads of their new names")
-                    + " (another host would see neither): " + said(newNames));
+                    + " (another host would see neither): ";
+            held.waits(line + said(newNames), line + inFull(newNames));
         }
         if (markersWaiting > 0) {
             held.waits(markersWaiting + (markersWaiting == 1 ? " directory marker waits" : " directory markers wait")
@@ -985,10 +999,14 @@ final class WriteBack {
         if (!kept.isEmpty() && held.any()) {
             // the locks by name: a tester read only the keys waited for, and could not tell which
             // lock another host was kept from, nor that one of those keys was itself a lock
-            held.waits((kept.size() == 1 ? "the lock " + said(kept) + ", let go here, stays held on S3 until these changes"
+            // sync names every change the lock waits for, the status and log lines a few: a user told
+            // to remove what is named could not see the rest of "…, and 5 more" (a tester's)
+            String line = kept.size() == 1 ? "the lock " + said(kept) + ", let go here, stays held on S3 until these changes"
                     + " made here before it are up (it goes past the others): " : kept.size() + " locks let go here stay held on S3 ("
-                    + said(kept) + ") until these changes made here before them are up (they go past the others): ")
-                    + said(waitedFor));
+                    + said(kept) + ") until these changes made here before them are up (they go past the others): ";
+            String lineInFull = kept.size() == 1 ? line : kept.size() + " locks let go here stay held on S3 (" + String.join(", ", kept)
+                    + ") until these changes made here before them are up (they go past the others): ";
+            held.waits(line + said(waitedFor), lineInFull + inFull(waitedFor));
         }
         pastRefused.forEach((k, before) -> saidLetGoPast(k, "released", held.refusedKeys,
                 (int) before.stream().filter(b -> !held.refusedKeys.contains(b)).count()));
@@ -1121,6 +1139,34 @@ final class WriteBack {
             out.add(n.toString());
         }
         return String.join(", ", out);
+    }
+
+    /**
+     * {@code names} all, for {@code chibifs sync}: in the line where {@link #said} would cut none,
+     * else one a line below it.
+     */
+    static String inFull(Collection<?> names) {
+        if (names.size() <= NAMES_SAID) {
+            return said(names);
+        }
+        StringBuilder out = new StringBuilder("these " + names.size() + ":");
+        for (Object n : names) {
+            out.append("\n  ").append(n);
+        }
+        return out.toString();
+    }
+
+    /**
+     * A pass's failure whose lines cut a list of names short ({@link #said}), as status and the log
+     * say it; {@link #inFull} names them all, as {@code chibifs sync} says it (S3Storage.sync).
+     */
+    static final class CutShort extends Bucket.Unavailable {
+        final String inFull;
+
+        CutShort(String message, String inFull, Throwable cause) {
+            super(message, cause);
+            this.inFull = inFull;
+        }
     }
 
     private void deleteOne(String k) throws IOException {

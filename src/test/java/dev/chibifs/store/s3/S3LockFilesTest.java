@@ -333,6 +333,39 @@ class S3LockFilesTest {
         assertEquals(3, a.pendingChanges(), "the two refused and the old name's delete");
     }
 
+    /**
+     * A tester's finding (session 68): with 10 refused files beside a lock, sync named 5 and "and 5
+     * more", and a user told to remove what holds the lock could not see the rest. Sync names all,
+     * one a line; the failure status and the log show stays one line.
+     */
+    @Test
+    void syncNamesEveryChangeAKeptLockWaitsForWhereTheFailuresLineNamesAFew() throws Exception {
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        a.mkdir(p("/locks"));
+        a.flushAll();
+        a.createDirectory(p("/locks/run.d"));
+        List<String> beside = new java.util.ArrayList<>();
+        for (int i = 0; i < 7; i++) {
+            a.write(p("/locks/f" + i), "x".getBytes(UTF_8));
+            beside.add(prefix + "/locks/f" + i);
+        }
+        a.removeDirectory(p("/locks/run.d"));
+        server.refusePuts(name -> name.contains("/locks/f"), -1);
+
+        IOException flushed = assertThrows(IOException.class, a::flushAll);
+        String line = flushed.getMessage().lines().filter(l -> l.contains("let go here")).findFirst().orElse(flushed.getMessage());
+        assertTrue(line.endsWith(String.join(", ", beside.subList(0, 5)) + ", and 2 more"), line);
+
+        IOException synced = assertThrows(IOException.class, a::sync);
+        List<String> lines = synced.getMessage().lines().toList();
+        int at = lines.indexOf(lines.stream().filter(l -> l.contains("let go here")).findFirst().orElseThrow());
+        assertEquals("the lock " + prefix + "/locks/run.d/, let go here, stays held on S3 until these changes made here"
+                + " before it are up (it goes past the others): these 7:", lines.get(at));
+        assertEquals(beside, lines.subList(at + 1, at + 8).stream().map(String::strip).toList(), synced.getMessage());
+        assertNotNull(inS3("locks/run.d/"), "held while they are refused");
+    }
+
     @Test
     void aLockRemovedGoesPastAChangeS3RefusesElsewhereWithOneWarningAsAFlocksReleaseDoes() throws Exception {
         // one object S3 refuses for good anywhere in the store (a 255-byte name, a denied prefix) kept
