@@ -146,6 +146,17 @@ final class CacheFile implements Closeable {
         return n;
     }
 
+    /**
+     * Writes nothing at {@code position}: throws where the file system refuses every write (ext4
+     * shut down, as a dying disk leaves it: EIO), which a write of nothing tells at the cost of one
+     * system call, changing nothing.
+     */
+    void writesAnswer(long position) throws IOException {
+        Syscalls.pwrite(fd, NOTHING, position);
+    }
+
+    private static final ByteBuffer NOTHING = ByteBuffer.allocateDirect(0);
+
     /** Appends everything {@code in} gives to this (new, empty) file; returns how many bytes that was. */
     long writeAll(InputStream in) throws IOException {
         return writeAll(in, 0);

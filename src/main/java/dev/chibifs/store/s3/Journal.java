@@ -122,6 +122,17 @@ final class Journal implements Closeable {
         }
     }
 
+    /**
+     * Throws where the journal's file system refuses every write (EIO: ext4 shut down, as a dying
+     * disk leaves it), before an operation changes the overlay: the records' write failed after it,
+     * and the call answered EIO yet was made (a tester's mkdir, mv and rm on a shut-down ext4 showed
+     * in the listing, the mkdir reached S3, and the next start undid the rest). One system call.
+     */
+    void requireWrites() throws IOException {
+        openOut();
+        out.writesAnswer(end);
+    }
+
     /** How far ahead {@link #ensureRoom} allocates: some thousands of records. */
     private static final long ROOM = 1 << 20;
     /** Below this much room left, {@link #ensureRoom} allocates again: more than any one operation's records. */

@@ -362,6 +362,14 @@ final class JournalRecords implements Closeable {
         journal.ensureRoom();
     }
 
+    /**
+     * Before a change of names (not a file's write, whose content write fails as its record would,
+     * and leaves nothing but the file to upload again): the journal's file system still takes writes.
+     */
+    void requireWrites() throws IOException {
+        journal.requireWrites();
+    }
+
     /** Appends the records of the operation that just ended; the journal failing fails the operation. */
     void commit() throws IOException {
         if (pending.isEmpty()) {

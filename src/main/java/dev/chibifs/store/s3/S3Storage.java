@@ -1970,14 +1970,26 @@ public final class S3Storage implements Storage {
     /**
      * Before a change: room on the cache disk for its journal records, or ENOSPC while nothing has
      * changed (see {@link Journal#ensureRoom}). The room left is far more than one operation needs,
-     * so operations that pass here together all find it.
+     * so operations that pass here together all find it. Likewise EIO where the cache's file system
+     * fails as a whole ({@link Journal#requireWrites}).
      */
     private synchronized void requireRoom() throws IOException {
         if (cacheDirectoryGone()) {
             throw ErrnoException.of(Linux.EIO, null, "the S3 store's cache directory "
                     + dataDir.getParent() + " has gone: mount again");
         }
-        journal.requireRoom();
+        try {
+            journal.requireWrites();
+            journal.requireRoom();
+        } catch (IOException e) {
+            int errno = dev.chibifs.sys.Errors.errno(e);
+            if (!WholeStoreFailure.mayBe(errno)) {
+                throw e;
+            }
+            // the log named no file, or the cache's own (a tester's "MKDIR of node 3: Input/output error")
+            throw ErrnoException.of(errno, null, "its cache directory " + dataDir.getParent()
+                    + " fails: the change was not made");
+        }
     }
 
     /** Set once the cache directory was found gone while mounted. */

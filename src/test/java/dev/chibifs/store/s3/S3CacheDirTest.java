@@ -150,6 +150,53 @@ class S3CacheDirTest {
     }
 
     /**
+     * A tester's finding (session 68): on a shut-down cache file system, mkdir, rename and unlink
+     * answered EIO yet were made (the listing showed them, the mkdir reached S3), and the next start
+     * undid the rename and the unlink, which the journal had not kept. A call answered EIO changes nothing.
+     */
+    @Test
+    void aChangeRefusedForTheCachesFileSystemFailingIsNotMade() throws Exception {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        org.junit.jupiter.api.Assumptions.assumeTrue(run("sh", "-c", "command -v mkfs.ext4 && command -v python3") == 0,
+                "no mkfs.ext4 or python3");
+        Path image = temp.resolve("cache-" + ns + ".img");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(16 << 20);
+        }
+        assertEquals(0, run("mkfs.ext4", "-q", image.toString()));
+        Files.createDirectories(cacheDir);
+        assertEquals(0, run("mount", "-o", "loop", image.toString(), cacheDir.toString()));
+        try {
+            Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            S3Storage s = store("s3://" + BUCKET + "/" + ns, cacheDir);
+            s.write(p("/x/a"), "a".getBytes(UTF_8));
+            s.write(p("/x/b"), "b".getBytes(UTF_8));
+            s.flushAll();
+            assertEquals(0, run("python3", "-c", "import fcntl,os,struct; fcntl.ioctl(os.open('" + cacheDir
+                    + "', os.O_RDONLY), 0x8004587d, struct.pack('I', 0))"));
+
+            dev.chibifs.sys.ErrnoException mkdir = assertThrows(dev.chibifs.sys.ErrnoException.class, () -> s.mkdir(p("/x/sub")));
+            assertEquals(dev.chibifs.sys.Linux.EIO, mkdir.errno());
+            assertTrue(mkdir.getMessage().contains("its cache directory " + cacheDir + " fails: the change was not made"),
+                    mkdir.getMessage());
+            assertThrows(IOException.class, () -> s.rename(p("/x/b"), p("/x/b2")));
+            assertThrows(IOException.class, () -> s.removeFile(p("/x/a")));
+            assertTrue(s.exists(p("/x/a")) && s.exists(p("/x/b")), "neither removed nor renamed");
+            assertFalse(s.exists(p("/x/b2")) || s.exists(p("/x/sub")), "nor made");
+            try {
+                s.flushAll();
+            } catch (IOException failing) {
+                // the cache fails: whatever the pass can say of it
+            }
+            assertNull(inS3(BUCKET, ns + "/x/sub/"), "the refused mkdir did not reach S3");
+            assertEquals("a", inS3(BUCKET, ns + "/x/a"));
+            assertEquals("b", inS3(BUCKET, ns + "/x/b"));
+        } finally {
+            run("umount", "-l", cacheDir.toString());
+        }
+    }
+
+    /**
      * A tester's finding (session 67): with the cache's file system failing, the log's line read
      * "CREATE of node 3: /tmp/.../cache9/data/17: Input/output error", the cache's own file, not the
      * one the user made. Here the cache's file cannot be made (a directory in its place: EISDIR).
