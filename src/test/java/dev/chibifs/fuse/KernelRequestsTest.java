@@ -55,8 +55,14 @@ class KernelRequestsTest {
     @Test
     void aLinkIsReadOnceThenKeptByTheKernel() {
         // FUSE_CACHE_SYMLINKS: a walk through a link (a venv's lib64 -> lib, node_modules/.bin) asks nothing
-        Map<String, Long> sent = requestsOf("echo x > shared/target && ln -s target shared/link && readlink shared/link",
-                "readlink shared/link && cat shared/link && readlink shared/link && cat shared/link");
+        String script = "readlink shared/link && cat shared/link && readlink shared/link && cat shared/link";
+        Map<String, Long> sent = requestsOf("echo x > shared/target && ln -s target shared/link && readlink shared/link", script);
+        if (sent.containsKey("READLINK")) {
+            // the setup's own events, told by the store's feed after the settling lock on a loaded
+            // machine (a two-fork CI run, this test taking 48 s), may drop the link's page once: the
+            // kernel's keeping is measured again, settled; a kernel that keeps nothing asks again
+            sent = requestsOf("true", script);
+        }
         assertTrue(!sent.containsKey("READLINK"), sent.toString());
     }
 
