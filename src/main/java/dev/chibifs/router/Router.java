@@ -1291,11 +1291,6 @@ public final class Router {
         }
 
         @Override
-        public void storeReplaced() {
-            listener.storeReplaced();
-        }
-
-        @Override
         public void batchTold() {
             listener.batchTold();
         }

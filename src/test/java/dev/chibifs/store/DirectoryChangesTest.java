@@ -67,10 +67,6 @@ class DirectoryChangesTest {
             @Override
             public void batchTold() {
             }
-
-            @Override
-            public void storeReplaced() {
-            }
         });
     }
 
