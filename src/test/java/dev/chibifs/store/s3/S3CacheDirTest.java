@@ -121,24 +121,13 @@ class S3CacheDirTest {
      */
     @Test
     void aCacheDirectoryWhoseFileSystemFailsIsATrouble() throws Exception {
-        dev.chibifs.testing.FuseSupport.requireRoot();
-        org.junit.jupiter.api.Assumptions.assumeTrue(run("sh", "-c", "command -v mkfs.ext4 && command -v python3") == 0,
-                "no mkfs.ext4 or python3");
-        Path image = temp.resolve("cache-" + ns + ".img");
-        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
-            f.setLength(16 << 20);
-        }
-        assertEquals(0, run("mkfs.ext4", "-q", image.toString()));
-        Files.createDirectories(cacheDir);
-        assertEquals(0, run("mount", "-o", "loop", image.toString(), cacheDir.toString()));
+        cacheDirOnAnExt4Image();
         try {
-            Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
             S3Storage s = store("s3://" + BUCKET + "/" + ns, cacheDir);
             s.write(p("/a"), "waits".getBytes());
             assertNull(s.failing());
             assertTrue(s.state().contains(": answers; to upload: 1;"), s.state());
-            assertEquals(0, run("python3", "-c", "import fcntl,os,struct; fcntl.ioctl(os.open('" + cacheDir
-                    + "', os.O_RDONLY), 0x8004587d, struct.pack('I', 0))"));
+            shutDownCacheDir();
             String why = "its cache directory " + cacheDir + " answers EIO (Input/output error): every change fails,"
                     + " and 1 change(s) not yet uploaded wait there";
             assertEquals(why, s.failing());
@@ -156,24 +145,13 @@ class S3CacheDirTest {
      */
     @Test
     void aChangeRefusedForTheCachesFileSystemFailingIsNotMade() throws Exception {
-        dev.chibifs.testing.FuseSupport.requireRoot();
-        org.junit.jupiter.api.Assumptions.assumeTrue(run("sh", "-c", "command -v mkfs.ext4 && command -v python3") == 0,
-                "no mkfs.ext4 or python3");
-        Path image = temp.resolve("cache-" + ns + ".img");
-        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
-            f.setLength(16 << 20);
-        }
-        assertEquals(0, run("mkfs.ext4", "-q", image.toString()));
-        Files.createDirectories(cacheDir);
-        assertEquals(0, run("mount", "-o", "loop", image.toString(), cacheDir.toString()));
+        cacheDirOnAnExt4Image();
         try {
-            Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
             S3Storage s = store("s3://" + BUCKET + "/" + ns, cacheDir);
             s.write(p("/x/a"), "a".getBytes(UTF_8));
             s.write(p("/x/b"), "b".getBytes(UTF_8));
             s.flushAll();
-            assertEquals(0, run("python3", "-c", "import fcntl,os,struct; fcntl.ioctl(os.open('" + cacheDir
-                    + "', os.O_RDONLY), 0x8004587d, struct.pack('I', 0))"));
+            shutDownCacheDir();
 
             dev.chibifs.sys.ErrnoException mkdir = assertThrows(dev.chibifs.sys.ErrnoException.class, () -> s.mkdir(p("/x/sub")));
             assertEquals(dev.chibifs.sys.Linux.EIO, mkdir.errno());
@@ -510,4 +488,29 @@ class S3CacheDirTest {
         assertEquals("short", inS3(BUCKET, ns + "/shared/f"));
         assertNull(inS3(BUCKET, ns + "/shared/f.conflict-a-" + STAMP));
     }
+
+    /**
+     * The cache directory on a 16 MiB ext4 image of its own, loop-mounted (the caller unmounts it
+     * lazily); skips unless root, with mkfs.ext4 and python3 (the shutdown ioctl) at hand.
+     */
+    private void cacheDirOnAnExt4Image() throws Exception {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        org.junit.jupiter.api.Assumptions.assumeTrue(run("sh", "-c", "command -v mkfs.ext4 && command -v python3") == 0,
+                "no mkfs.ext4 or python3");
+        Path image = temp.resolve("cache-" + ns + ".img");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+            f.setLength(16 << 20);
+        }
+        assertEquals(0, run("mkfs.ext4", "-q", image.toString()));
+        Files.createDirectories(cacheDir);
+        assertEquals(0, run("mount", "-o", "loop", image.toString(), cacheDir.toString()));
+        Files.setPosixFilePermissions(cacheDir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+    }
+
+    /** The cache directory's ext4 shut down (EXT4_IOC_SHUTDOWN), as a dying disk fails: every call there EIO. */
+    private void shutDownCacheDir() throws Exception {
+        assertEquals(0, run("python3", "-c", "import fcntl,os,struct; fcntl.ioctl(os.open('" + cacheDir
+                + "', os.O_RDONLY), 0x8004587d, struct.pack('I', 0))"));
+    }
+
 }
