@@ -235,8 +235,10 @@ class MountRegistryTest {
     @Test
     @org.junit.jupiter.api.Timeout(20)
     void aZombieIsNotRunning() throws Exception {
-        // sleep 0 exits at once, a child of the exec'd sleep 5, which never reaps it
-        Process parent = new ProcessBuilder("sh", "-c", "sleep 0 & echo $!; exec sleep 5").start();
+        // The child exits at once and its parent never waits for it. Perl (essential on Debian)
+        // rather than sh: a shell may reap its background job before it execs the sleeper.
+        Process parent = new ProcessBuilder("perl", "-e",
+                "$| = 1; my $child = fork(); exit 0 if $child == 0; print \"$child\\n\"; sleep 5").start();
         try {
             long zombie = Long.parseLong(new java.io.BufferedReader(
                     new java.io.InputStreamReader(parent.getInputStream())).readLine().trim());
