@@ -466,6 +466,18 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         }
     }
 
+    /**
+     * Every name the kernel may hold missing goes, as at lost events; the names it holds present stay
+     * (a node whose file is not at its name now answers stale, and the kernel looks it up again).
+     * Every store's, not only the replaced one's: a replacement is rare, and a directory's node does
+     * not say which store it is in. A lookup answered from the old root and written after these
+     * notices still leaves its name missing, for as long as the negative timeout says.
+     */
+    @Override
+    public void storeReplaced() {
+        missing.drain(dir -> true, this::invalidateEntry);
+    }
+
     @Override
     public void batchTold() {
     }

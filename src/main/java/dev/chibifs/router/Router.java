@@ -1291,6 +1291,11 @@ public final class Router {
         }
 
         @Override
+        public void storeReplaced() {
+            listener.storeReplaced();
+        }
+
+        @Override
         public void batchTold() {
             listener.batchTold();
         }

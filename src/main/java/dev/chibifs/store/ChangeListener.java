@@ -25,6 +25,15 @@ public interface ChangeListener {
     void eventsLost();
 
     /**
+     * The store's root was replaced (another directory or file system is at its path now, or the
+     * store is back after one): a name the listener holds as missing in it may be there now, and no
+     * event says so, since the watches are on the old root's directories. Told on the thread of the
+     * request that first used the new root, not the feed's; at most a few times for one replacement.
+     * Not a default: a listener that passes events on (the router's) must pass this on too.
+     */
+    void storeReplaced();
+
+    /**
      * Every change the feed read together has been told: the store already had all of them before
      * the first was, so what a listener does once per directory for them may be done once per batch.
      * Not a default: a listener that passes events on (the router's) must pass this on too.

@@ -217,6 +217,8 @@ public final class LocalStorage implements Storage {
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(LocalStorage.class);
     /** Where a change of the store's trouble is said: the log, or a test's list. */
     private volatile java.util.function.Consumer<String> said = LOG::warn;
+    /** Who follows this store's changes ({@link #changes}), told when its root is replaced; null while no one does. */
+    private volatile ChangeListener following;
     /**
      * Why every request, or every change, to the whole store fails; {@code untilSomeoneActs}: not
      * only changes; {@code readOnly}: its file system read-only (EROFS), reads served.
@@ -436,10 +438,17 @@ public final class LocalStorage implements Storage {
     private At below(VfsPath path, String relative, String name) throws IOException {
         StoreRoot.InUse r = storeRoot.use(path, directories.refresh());
         try {
-            if (r.generation() != devices.rootGeneration() && r.generation() > 1 && (storeRoot.stranger() != null || troubleSaid())) {
+            boolean replaced = r.generation() != devices.rootGeneration() && r.generation() > 1;
+            if (replaced && (storeRoot.stranger() != null || troubleSaid())) {
                 // another file system in the store's place answers every request, none failing: said now, not at the
                 // next status; and so is the store back in its place, which no failing request has looked at either
                 troubleNow();
+            }
+            ChangeListener f = following;
+            if (replaced && f != null) {
+                // names the kernel was told missing in the old root (a stranger's, say) may be here: no watch sees
+                // this root's names yet, so without this they stay missing for the whole negative timeout
+                f.storeReplaced();
             }
             devices.rootIs(r);
             return new At(directories.open(r.fd(), r.generation(), relative, path), name, r);
@@ -1698,6 +1707,7 @@ public final class LocalStorage implements Storage {
         } catch (IOException e) {
             return ChangeFeed.NONE;
         }
+        following = listener;
         return DirectoryChanges.start(listener, (inotify, directory, mask) -> {
             try (At d = directoryAt(directory)) {
                 // the root's file system was checked above; another may be mounted anywhere below it

@@ -117,6 +117,30 @@ class ChangeFollowerTest {
                     && name.equals(StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8))).toString()));
         }
     }
+    /**
+     * Another (empty) file system in the store's place answered a lookup missing, for the negative
+     * timeout; the store's own back in its place, no event tells of it (the watches are on its
+     * directories, which never changed): the next request on the new root makes the kernel ask
+     * again, where it kept the name missing for 30 s (a tester's storefs3, finding A).
+     */
+    @Test
+    void namesMissingInAnotherFileSystemInTheStoresPlaceAreAskedAgainOnceTheStoreIsBack() throws Exception {
+        Path own = home.resolveSibling(home.getFileName() + "-own");
+        assertNotEquals(0, lookup(FuseProtocol.ROOT_ID, "shared"), "the store's");
+        Files.move(home, own);
+        Files.createDirectories(home); // the stranger: empty
+        assertEquals(0, lookup(FuseProtocol.ROOT_ID, "shared"), "held missing: not in the stranger");
+        noticesWritten();
+
+        Files.delete(home);
+        Files.move(own, home);
+        lookup(FuseProtocol.ROOT_ID, "sys"); // any request on the store's root
+
+        kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_ENTRY && n.int64(0) == FuseProtocol.ROOT_ID
+                && "shared".equals(StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8))).toString()));
+        assertNotEquals(0, lookup(FuseProtocol.ROOT_ID, "shared"), "the store's again");
+    }
+
     @Test
     void aFileRemovedThroughTheMountAndGrownThroughANameMadeBehindItUpdatesItsOpenDescriptors() throws Exception {
         long dir = kernel.call(FuseProtocol.LOOKUP, FuseProtocol.ROOT_ID, body().name("shared")).int64(0);

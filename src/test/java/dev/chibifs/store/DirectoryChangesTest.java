@@ -67,6 +67,10 @@ class DirectoryChangesTest {
             @Override
             public void batchTold() {
             }
+
+            @Override
+            public void storeReplaced() {
+            }
         });
     }
 
