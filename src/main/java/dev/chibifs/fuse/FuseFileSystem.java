@@ -439,7 +439,12 @@ final class FuseFileSystem {
             // a followed directory tells the kernel when the name appears; another holds its answer as long as it says
             Timeouts kept = replies.keptIn(parent);
             FuseReply.Validity negative = kept.negative();
-            if (negative == FuseReply.Validity.NONE || follower.follows(parent) && !follower.missing(parent, name)) {
+            if (negative == FuseReply.Validity.NONE || router.standsIn(p)) {
+                // another file system in the store's place: once the store is back, a kept miss would
+                // never reach the daemon to notice it, and would hide the store's name for the timeout
+                throw missing;
+            }
+            if (follower.follows(parent) && !follower.missing(parent, name)) {
                 throw missing;
             }
             if (nodes.directoryMoves() != movesBefore) {

@@ -416,6 +416,11 @@ public final class Router {
         return resolve(dir).storage().answersExpire();
     }
 
+    /** {@link Storage#standsIn} of the store of directory {@code dir}. */
+    public boolean standsIn(VfsPath dir) {
+        return resolve(dir).storage().standsIn();
+    }
+
     /**
      * {@link #metadata} of names in directory {@code dir}, for a listing that carries attributes:
      * the directory's store may hold it open across the names (see {@link Storage#siblings}). A

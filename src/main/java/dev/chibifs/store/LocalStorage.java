@@ -1723,6 +1723,11 @@ public final class LocalStorage implements Storage {
         locks.close();
     }
 
+    @Override
+    public boolean standsIn() {
+        return storeRoot.stranger() != null;
+    }
+
     // ---- ETags ----
 
     /** A file's ETag as last hashed, with the attributes that say whether it still holds. */

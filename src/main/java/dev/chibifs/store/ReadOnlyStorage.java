@@ -146,6 +146,11 @@ public final class ReadOnlyStorage implements ReadOnlyStore {
     }
 
     @Override
+    public boolean standsIn() {
+        return inner.standsIn();
+    }
+
+    @Override
     public void close() throws IOException {
         inner.close();
     }

@@ -133,6 +133,15 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * Whether what answers in this store's place now is not the store (another file system mounted
+     * there): a name it lacks is not to be kept missing, since the store may come back with nothing
+     * to tell the kernel, whose cached misses never reach the daemon to notice.
+     */
+    default boolean standsIn() {
+        return false;
+    }
+
+    /**
      * Lets go of every answer held ({@link #answersHeld}): the next question about any directory asks
      * the backing again, so that what another host changed shows at once ({@code chibifs sync}).
      * Nothing by default: a store that holds none.
