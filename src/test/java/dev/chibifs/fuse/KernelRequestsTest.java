@@ -36,8 +36,14 @@ class KernelRequestsTest {
 
     @Test
     void aChownOfAFileAsksForNoAttributesFirst() {
-        Map<String, Long> sent = requestsOf("echo x > shared/owned && stat shared/owned >/dev/null",
-                "chown \"$(id -u):$(id -g)\" shared/owned");
+        String chown = "chown \"$(id -u):$(id -g)\" shared/owned";
+        Map<String, Long> sent = requestsOf("echo x > shared/owned && stat shared/owned >/dev/null", chown);
+        if (sent.containsKey("LOOKUP")) {
+            // the kernel dropped the name, and with it the attributes, between the setup and the chown
+            // (seen on a loaded machine, this class taking 124-428 s: a change told late, or a timeout
+            // run out): the GETATTR then says nothing of killpriv, so it is measured again, settled
+            sent = requestsOf("stat shared/owned >/dev/null", chown);
+        }
         // without FUSE_HANDLE_KILLPRIV in the INIT reply the kernel first asks for the file's attributes
         // (GETATTR), to learn whether set-user-ID bits need clearing: chibifs never shows any
         assertTrue(sent.containsKey("SETATTR") && !sent.containsKey("GETATTR"), sent.toString());
