@@ -657,6 +657,17 @@ public final class Router {
         t.storage().write(t.path(), data, condition, stillMayWrite(caller, path));
     }
 
+    /**
+     * {@link #write(Caller, VfsPath, byte[], Precondition)} of what {@code data} gives to its end,
+     * as the store's {@link Storage#write(VfsPath, java.io.InputStream, Precondition, Storage.Guard)}
+     * takes it (a buffer at a time where it can); the policy is judged before a byte is read.
+     */
+    public void write(Caller caller, VfsPath path, java.io.InputStream data, Precondition condition) throws IOException {
+        checkWrite(caller, path);
+        Target t = fileCreatable(path);
+        t.storage().write(t.path(), data, condition, stillMayWrite(caller, path));
+    }
+
     public void append(Caller caller, VfsPath path, byte[] data, Precondition condition) throws IOException {
         checkWrite(caller, path);
         Target t = fileCreatable(path);

@@ -11,6 +11,7 @@ import dev.chibifs.sys.Syscalls;
 import dev.chibifs.sys.OwnedDirectories;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -61,6 +62,9 @@ public final class LocalStorage implements Storage {
     public static final Duration DEFAULT_LOCK_WAIT = Duration.ofSeconds(10);
     /** The longest pause between two tries for a held lock: another mount's unlock wakes nobody here. */
     private static final long LOCK_RETRY_MAX_MILLIS = 50;
+
+    /** The size of the buffer a streamed write reads and writes at a time. */
+    private static final int STREAM_BUFFER = 1 << 16;
     // java.nio encodes names with sun.jnu.encoding (the locale's); only UTF-8 keeps every name intact
     private static final boolean JNU_UTF8 = "UTF-8".equalsIgnoreCase(System.getProperty("sun.jnu.encoding"));
 
@@ -717,6 +721,77 @@ public final class LocalStorage implements Storage {
                 if (held >= 0) {
                     Syscalls.close(held);
                 }
+            }
+        }
+    }
+
+    /**
+     * {@link #write(VfsPath, byte[], Precondition, Guard)} of a content read a buffer at a time: it
+     * goes into the temporary sibling as it comes, before the file's locks are taken, so a slow
+     * writer (a pipe) holds no lock while it writes and a large one needs no memory for it. The
+     * guard is checked before the temporary is made (a denied write leaves nothing, not even that)
+     * and again under the locks, with the condition, before the rename; a failure anywhere removes
+     * the temporary and leaves the file as it was.
+     */
+    @Override
+    public void write(VfsPath path, InputStream data, Precondition condition, Guard guard) throws IOException {
+        spaceBackFirst();
+        guard.check();
+        createParents(path);
+        checkCreatable(path);
+        try (At a = at(path)) {
+            String tmp = tempName();
+            int fd = Syscalls.openat(a.dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, path.toString());
+            boolean renamed = false;
+            try {
+                own(fd);
+                copyInto(fd, data);
+                if (condition.none()) {
+                    renamed = replaceLocked(a, path, tmp, fd, condition, guard);
+                } else {
+                    synchronized (this) {
+                        // as writeLocked: two conditional writes of this storage go one at a time
+                        renamed = replaceLocked(a, path, tmp, fd, condition, guard);
+                    }
+                }
+            } finally {
+                Syscalls.close(fd);
+                if (!renamed) {
+                    Syscalls.tryUnlinkat(a.dir, tmp, false);
+                }
+            }
+        }
+    }
+
+    private static void copyInto(int fd, InputStream data) throws IOException {
+        byte[] buffer = new byte[STREAM_BUFFER];
+        long offset = 0;
+        int n;
+        while ((n = data.read(buffer)) >= 0) {
+            Syscalls.pwriteFully(fd, ByteBuffer.wrap(buffer, 0, n), offset);
+            offset += n;
+        }
+    }
+
+    /** Under the file's locks: the guard, the condition, the mode, then the rename of {@code tmp} over the name. */
+    private boolean replaceLocked(At a, VfsPath path, String tmp, int fd, Precondition condition, Guard guard)
+            throws IOException {
+        int held = lockExisting(a, path, lockDeadline());
+        try {
+            guard.check();
+            if (!condition.none()) {
+                condition.check(path, currentEtag(path));
+            }
+            Syscalls.fchmod(fd, keptMode(a, path, newFileMode) & 07777);
+            Syscalls.fsync(fd, true);
+            int err = Syscalls.tryRenameat(a.dir, tmp, a.dir, a.name, 0);
+            if (err != 0) {
+                throw failure(-err, path);
+            }
+            return true;
+        } finally {
+            if (held >= 0) {
+                Syscalls.close(held);
             }
         }
     }

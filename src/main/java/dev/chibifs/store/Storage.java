@@ -404,6 +404,16 @@ public interface Storage extends Closeable {
         }
     }
 
+    /**
+     * {@link #write(VfsPath, byte[], Precondition, Guard)} of the bytes {@code data} gives, to its
+     * end. This default reads them all into memory first, which suits a store that holds its files
+     * in memory (MemoryStorage) or sends each as one upload (S3); a store that can write a large
+     * content a piece at a time (the local store) overrides it so a command holds only a buffer.
+     */
+    default void write(VfsPath path, java.io.InputStream data, Precondition condition, Guard guard) throws IOException {
+        write(path, data.readAllBytes(), condition, guard);
+    }
+
     /** What {@link #rewrite} makes of a file's content. */
     @FunctionalInterface
     interface Rewrite {

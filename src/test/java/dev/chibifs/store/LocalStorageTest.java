@@ -1256,4 +1256,62 @@ class LocalStorageTest extends StorageBehaviourSuite {
                 () -> Files.write(root.resolve("shared/f"), bytes("APPENDED\n"), java.nio.file.StandardOpenOption.APPEND));
         assertEquals("EDITED\nAPPENDED\n", text("/shared/f"));
     }
+
+    /**
+     * A streamed write goes to the disk as it is read (a temporary sibling holds what came so far),
+     * so a content larger than the heap needs only a buffer; a failure, a refusal by the guard or
+     * by the condition leaves no temporary behind on the disk (the suite sees only listings).
+     */
+    @Test
+    void aStreamedWriteGoesToTheDiskAsItIsRead() throws IOException {
+        LocalStorage s = local();
+        s.write(p("/shared/s/f"), bytes("old"));
+        Path dir = root.resolve("shared/s");
+        byte[] content = numbered(8 * 65536);
+        List<Long> onDisk = new ArrayList<>();
+        java.io.InputStream watched = new java.io.FilterInputStream(failingAfter(content, -1)) {
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                try (Stream<Path> names = Files.list(dir)) {
+                    onDisk.add(names.filter(n -> n.getFileName().toString().startsWith(LocalStorage.TEMP_PREFIX))
+                            .mapToLong(n -> n.toFile().length()).sum());
+                }
+                return super.read(b, off, len);
+            }
+        };
+        s.write(p("/shared/s/f"), watched, Precondition.NONE, Storage.Guard.NONE);
+        assertArrayEquals(content, s.read(p("/shared/s/f")));
+        // before the last reads, most of the content is in the temporary already
+        assertTrue(onDisk.get(onDisk.size() - 1) >= content.length - 65536, onDisk.toString());
+
+        assertThrows(IOException.class, () -> s.write(p("/shared/s/f"), failingAfter(content, 100_000),
+                Precondition.NONE, Storage.Guard.NONE));
+        assertThrows(EtagMismatchException.class, () -> s.write(p("/shared/s/f"), failingAfter(content, -1),
+                Precondition.matching(ContentHash.of(bytes("other"))), Storage.Guard.NONE));
+        assertThrows(IOException.class, () -> s.write(p("/shared/s/f"), failingAfter(content, -1),
+                Precondition.NONE, () -> {
+                    throw new IOException("refused");
+                }));
+        try (Stream<Path> names = Files.list(dir)) {
+            assertEquals(List.of("f"), names.map(n -> n.getFileName().toString()).collect(Collectors.toList()));
+        }
+        assertArrayEquals(content, s.read(p("/shared/s/f")));
+    }
+
+    /** A refusal by the guard comes before anything is read or made: no parent directory, no byte taken. */
+    @Test
+    void aStreamedWriteRefusedByItsGuardReadsNothing() {
+        java.io.InputStream untouchable = new java.io.InputStream() {
+            @Override
+            public int read() {
+                throw new AssertionError("read before the guard was asked");
+            }
+        };
+        IOException e = assertThrows(IOException.class, () -> local().write(p("/shared/new/f"), untouchable,
+                Precondition.NONE, () -> {
+                    throw new IOException("refused");
+                }));
+        assertEquals("refused", e.getMessage());
+        assertFalse(Files.exists(root.resolve("shared/new")));
+    }
 }

@@ -1709,4 +1709,84 @@ public abstract class StorageBehaviourSuite {
             pool.shutdownNow();
         }
     }
+
+    // ---- writes of a content given as a stream ----
+
+    /** A content of {@code size} bytes, each its position's low byte, so a piece out of place shows. */
+    protected static byte[] numbered(int size) {
+        byte[] b = new byte[size];
+        for (int i = 0; i < size; i++) {
+            b[i] = (byte) (i * 31 + i / 256);
+        }
+        return b;
+    }
+
+    /** Gives {@code content}, then fails with an IOException once {@code failAt} bytes are read (never when negative). */
+    protected static java.io.InputStream failingAfter(byte[] content, int failAt) {
+        return new java.io.InputStream() {
+            private int at;
+
+            @Override
+            public int read() throws IOException {
+                byte[] one = new byte[1];
+                return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                if (failAt >= 0 && at >= failAt) {
+                    throw new IOException("the writer went away");
+                }
+                if (at >= content.length) {
+                    return -1;
+                }
+                int n = Math.min(len, content.length - at);
+                if (failAt >= 0) {
+                    n = Math.min(n, failAt - at);
+                }
+                System.arraycopy(content, at, b, off, n);
+                at += n;
+                return n;
+            }
+        };
+    }
+
+    @Test
+    void aStreamedWriteReplacesTheFileWithAllItGives() throws IOException {
+        storage.write(p("/shared/s/f"), bytes("old"));
+        byte[] content = numbered(3 * 65536 + 17);
+        storage.write(p("/shared/s/f"), failingAfter(content, -1), Precondition.NONE, Storage.Guard.NONE);
+        assertArrayEquals(content, storage.read(p("/shared/s/f")));
+        storage.write(p("/shared/s/new/g"), failingAfter(new byte[0], -1), Precondition.NONE, Storage.Guard.NONE);
+        assertEquals(0, storage.metadata(p("/shared/s/new/g")).size());
+    }
+
+    @Test
+    void aStreamedWriteThatFailsMidwayLeavesTheFileAsItWas() throws IOException {
+        storage.write(p("/shared/s/f"), bytes("old"));
+        byte[] content = numbered(200_000);
+        IOException e = assertThrows(IOException.class, () -> storage.write(p("/shared/s/f"),
+                failingAfter(content, 100_000), Precondition.NONE, Storage.Guard.NONE));
+        assertEquals("the writer went away", e.getMessage());
+        assertEquals("old", text("/shared/s/f"));
+        assertEquals(List.of(new Entry("f", EntryKind.FILE)), storage.list(p("/shared/s")));
+    }
+
+    @Test
+    void aStreamedWriteRefusedByItsGuardOrConditionChangesNothing() throws IOException {
+        storage.write(p("/shared/s/f"), bytes("old"));
+        IOException refused = new IOException("refused by the policy");
+        assertEquals(refused, assertThrows(IOException.class, () -> storage.write(p("/shared/s/new/g"),
+                failingAfter(bytes("data"), -1), Precondition.NONE, () -> {
+                    throw refused;
+                })));
+        assertFalse(storage.exists(p("/shared/s/new")));
+        assertThrows(EtagMismatchException.class, () -> storage.write(p("/shared/s/f"),
+                failingAfter(bytes("data"), -1), Precondition.matching(ContentHash.of(bytes("other"))), Storage.Guard.NONE));
+        assertEquals("old", text("/shared/s/f"));
+        storage.write(p("/shared/s/f"), failingAfter(bytes("new"), -1), Precondition.matching(ContentHash.of(bytes("old"))),
+                Storage.Guard.NONE);
+        assertEquals("new", text("/shared/s/f"));
+        assertEquals(List.of(new Entry("f", EntryKind.FILE)), storage.list(p("/shared/s")));
+    }
 }
