@@ -5,6 +5,7 @@ import dev.chibifs.store.Precondition;
 import picocli.CommandLine.Command;
 
 import java.io.IOException;
+import java.io.InputStream;
 
 /** {@code chibifs append}: add to the end of a file, creating it when absent. */
 @Command(name = "append", mixinStandardHelpOptions = true,
@@ -18,7 +19,8 @@ import java.io.IOException;
 final class AppendCommand extends ContentCommand {
 
     @Override
-    void store(VfsPath path, byte[] data, Precondition asked) throws IOException {
-        router().append(caller(), path, data, asked);
+    void store(VfsPath path, InputStream data, Precondition asked) throws IOException {
+        // whole: one append is one write(2), which concurrent appenders cannot split
+        router().append(caller(), path, data.readAllBytes(), asked);
     }
 }

@@ -7,7 +7,9 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -30,8 +32,8 @@ abstract class ContentCommand extends VfsCommand {
     @Parameters(index = "0", paramLabel = "URI")
     String target;
 
-    /** Writes {@code data} to {@code path} as this command does, under {@code asked}. */
-    abstract void store(VfsPath path, byte[] data, Precondition asked) throws IOException;
+    /** Writes what {@code data} gives to {@code path} as this command does, under {@code asked}. */
+    abstract void store(VfsPath path, InputStream data, Precondition asked) throws IOException;
 
     @Override
     boolean writes() {
@@ -49,7 +51,8 @@ abstract class ContentCommand extends VfsCommand {
         if (router().exists(caller(), path) && router().metadata(caller(), path).isDirectory()) {
             throw new IsDirectoryException(path.toString());
         }
-        byte[] data = content != null ? content.getBytes(StandardCharsets.UTF_8) : terminal.in().readAllBytes();
+        InputStream data = content != null
+                ? new ByteArrayInputStream(content.getBytes(StandardCharsets.UTF_8)) : terminal.in();
         createParent(path);
         store(path, data, asked);
         return ExitCodes.OK;

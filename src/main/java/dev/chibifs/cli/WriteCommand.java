@@ -5,6 +5,7 @@ import dev.chibifs.store.Precondition;
 import picocli.CommandLine.Command;
 
 import java.io.IOException;
+import java.io.InputStream;
 
 /** {@code chibifs write}: create or replace a file atomically, as chibi's write_file. */
 @Command(name = "write", mixinStandardHelpOptions = true,
@@ -18,7 +19,7 @@ import java.io.IOException;
 final class WriteCommand extends ContentCommand {
 
     @Override
-    void store(VfsPath path, byte[] data, Precondition asked) throws IOException {
+    void store(VfsPath path, InputStream data, Precondition asked) throws IOException {
         router().write(caller(), path, data, asked);
     }
 }

@@ -54,11 +54,31 @@ class OutOfMemoryTest {
     /** Through the launcher, which gives -XX:+ExitOnOutOfMemoryError (exit 3, its line on stdout) to mount only. */
     @Test
     void theLauncherLetsACommandSayItRanOut() {
+        // append holds its content whole (one append is one write(2))
         Sh.Result r = Sh.run("head -c 64M /dev/zero | CHIBIFS_JAVA_OPTS='-Xmx24m -XX:+UseSerialGC' CHIBIFS_CLASSPATH='"
-                + System.getProperty("java.class.path") + "' scripts/chibifs write --as bob --home '" + home
+                + System.getProperty("java.class.path") + "' scripts/chibifs append --as bob --home '" + home
                 + "' vfs:///shared/big");
         assertEquals(ExitCodes.OUT_OF_MEMORY, r.exitCode(), r.err());
         assertEquals("", r.out());
         assertTrue(r.err().startsWith("chibifs: out of memory: ") && r.err().lines().count() == 1, r.err());
+    }
+
+    /** write from stdin goes to the local store a buffer at a time: a content past the heap is written whole. */
+    @Test
+    void writeFromStdinNeedsNoHeapForItsContent() throws java.io.IOException {
+        Sh.Result r = Sh.run("head -c 64M /dev/zero | tr '\\0' w | CHIBIFS_JAVA_OPTS='-Xmx24m -XX:+UseSerialGC' CHIBIFS_CLASSPATH='"
+                + System.getProperty("java.class.path") + "' scripts/chibifs write --as bob --home '" + home
+                + "' vfs:///shared/big");
+        assertEquals(0, r.exitCode(), r.err());
+        assertEquals("", r.out() + r.err());
+        Path big = home.resolve("vfs/shared/big");
+        assertEquals(64L << 20, Files.size(big));
+        try (InputStream in = Files.newInputStream(big)) {
+            byte[] head = in.readNBytes(4096);
+            assertEquals("w".repeat(4096), new String(head, StandardCharsets.US_ASCII));
+        }
+        try (java.util.stream.Stream<Path> names = Files.list(big.getParent())) {
+            assertEquals(java.util.List.of(big), names.toList());
+        }
     }
 }
