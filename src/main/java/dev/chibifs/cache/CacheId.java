@@ -35,13 +35,28 @@ public final class CacheId {
 
     /** The id for {@code output} of {@code tool} called with {@code argsJson} at {@code now}. */
     public static String of(String tool, String argsJson, byte[] output, Instant now) {
+        try {
+            return of(tool, argsJson, ToolOutput.of(output), now);
+        } catch (java.io.IOException inMemory) {
+            throw new java.io.UncheckedIOException(inMemory); // an output in memory is read without I/O
+        }
+    }
+
+    /** {@link #of(String, String, byte[], Instant)} of an output that may be in a temporary file, hashed a buffer at a time. */
+    public static String of(String tool, String argsJson, ToolOutput output, Instant now) throws java.io.IOException {
         if (!isValidTool(tool)) {
             throw new IllegalArgumentException("invalid tool name '" + tool + "': " + TOOL_RULE);
         }
         MessageDigest sha = ContentHash.digest();
         sha.update(argsJson.getBytes(StandardCharsets.UTF_8));
         sha.update((byte) 0);
-        sha.update(output);
+        try (java.io.InputStream in = output.open()) {
+            byte[] buffer = new byte[1 << 16];
+            int n;
+            while ((n = in.read(buffer)) >= 0) {
+                sha.update(buffer, 0, n);
+            }
+        }
         String hash = HexFormat.of().formatHex(sha.digest(), 0, 4);
         return tool + "_" + Long.toHexString(now.getEpochSecond()) + "_" + hash;
     }

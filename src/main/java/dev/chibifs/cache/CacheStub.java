@@ -42,6 +42,29 @@ public final class CacheStub {
         return !isError(output) && output.length > threshold && !isBlank(new String(output, StandardCharsets.UTF_8));
     }
 
+    /** {@link #shouldCache(byte[], long)} of an output that may be in a temporary file: read again, a buffer at a time. */
+    public static boolean shouldCache(ToolOutput output, long threshold) throws IOException {
+        if (output.inMemory()) {
+            return shouldCache(output.bytes(), threshold);
+        }
+        return !isError(output.head()) && output.size() > threshold && !isBlank(output);
+    }
+
+    // decoded as new String(bytes, UTF_8) decodes: a byte that is not UTF-8 is U+FFFD, which is no white space
+    private static boolean isBlank(ToolOutput output) throws IOException {
+        try (java.io.Reader text = new java.io.BufferedReader(new java.io.InputStreamReader(output.open(),
+                StandardCharsets.UTF_8))) {
+            int c;
+            while ((c = text.read()) >= 0) {
+                // a surrogate (half of a code point past U+FFFF) is no white space either
+                if (!isWhiteSpace(c)) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
     private static boolean isError(byte[] output) {
         byte[] prefix = ERROR_PREFIX.getBytes(StandardCharsets.US_ASCII);
         return output.length >= prefix.length && java.util.Arrays.equals(output, 0, prefix.length, prefix, 0, prefix.length);
@@ -49,9 +72,13 @@ public final class CacheStub {
 
     // Rust's str::trim strips the Unicode White_Space property, which is not Java's isWhitespace
     private static boolean isBlank(String s) {
-        return s.codePoints().allMatch(cp -> (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0
+        return s.codePoints().allMatch(CacheStub::isWhiteSpace);
+    }
+
+    private static boolean isWhiteSpace(int cp) {
+        return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0
                 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029
-                || cp == 0x202F || cp == 0x205F || cp == 0x3000);
+                || cp == 0x202F || cp == 0x205F || cp == 0x3000;
     }
 
     /**
@@ -60,9 +87,25 @@ public final class CacheStub {
      * mount for shell tools.
      */
     public static String format(VfsPath path, String tool, byte[] output, long previewChars, Path mountpoint) {
+        try {
+            return format(path, tool, ToolOutput.of(output), previewChars, mountpoint);
+        } catch (IOException inMemory) {
+            throw new java.io.UncheckedIOException(inMemory); // an output in memory is read without I/O
+        }
+    }
+
+    /**
+     * {@link #format(VfsPath, String, byte[], long, Path)} of an output that may be in a temporary
+     * file, counted a buffer at a time. The preview then comes from the part held in memory, the
+     * first {@link ToolOutput#MEMORY_LIMIT} bytes, taken as text: one line of JSON that large is
+     * not previewed as its stdout and stderr (chibi would), as that would need the whole of it parsed.
+     */
+    public static String format(VfsPath path, String tool, ToolOutput output, long previewChars, Path mountpoint)
+            throws IOException {
         String uri = path.toUri();
-        long size = output.length;
-        String preview = preview(new String(output, StandardCharsets.UTF_8), previewChars);
+        long size = output.size();
+        String head = new String(output.head(), StandardCharsets.UTF_8);
+        String preview = output.inMemory() ? preview(head, previewChars) : cut(head, previewChars);
         StringBuilder s = new StringBuilder()
                 .append("[Output cached: ").append(uri).append("]\n")
                 .append("Tool: ").append(tool).append(" | Size: ").append(size).append(" chars, ~")
@@ -83,6 +126,29 @@ public final class CacheStub {
         return s.toString();
     }
 
+    static long lineCount(ToolOutput output) throws IOException {
+        if (output.inMemory()) {
+            return lineCount(output.bytes());
+        }
+        long newlines = 0;
+        int last = -1;
+        try (java.io.InputStream in = output.open()) {
+            byte[] buffer = new byte[1 << 16];
+            int n;
+            while ((n = in.read(buffer)) >= 0) {
+                for (int i = 0; i < n; i++) {
+                    if (buffer[i] == '\n') {
+                        newlines++;
+                    }
+                }
+                if (n > 0) {
+                    last = buffer[n - 1];
+                }
+            }
+        }
+        return last < 0 ? 0 : last == '\n' ? newlines : newlines + 1;
+    }
+
     static long lineCount(byte[] output) {
         if (output.length == 0) {
             return 0;
@@ -98,7 +164,10 @@ public final class CacheStub {
 
     /** At most {@code previewChars} code points of the text to preview, cut at the last newline among them. */
     static String preview(String text, long previewChars) {
-        String source = previewContent(text);
+        return cut(previewContent(text), previewChars);
+    }
+
+    private static String cut(String source, long previewChars) {
         String head = source.codePointCount(0, source.length()) <= previewChars
                 ? source
                 : source.substring(0, source.offsetByCodePoints(0, (int) previewChars));

@@ -56,10 +56,17 @@ public final class ToolCache {
      * renamed into place), so a reader sees the whole entry or none.
      */
     public VfsPath put(String context, String tool, String argsJson, byte[] output) throws IOException {
+        return put(context, tool, argsJson, ToolOutput.of(output));
+    }
+
+    /** {@link #put(String, String, String, byte[])} of an output that may be in a temporary file, written a buffer at a time. */
+    public VfsPath put(String context, String tool, String argsJson, ToolOutput output) throws IOException {
         VfsPath dir = directoryOf(context);
         VfsPath path = dir.child(CacheId.of(tool, argsJson, output, clock.instant()));
         router.mkdir(Caller.SYSTEM, dir);
-        router.write(Caller.SYSTEM, path, output);
+        try (java.io.InputStream in = output.open()) {
+            router.write(Caller.SYSTEM, path, in, dev.chibifs.store.Precondition.NONE);
+        }
         return path;
     }
 

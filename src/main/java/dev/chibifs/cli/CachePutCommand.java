@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.cache.CacheId;
 import dev.chibifs.cache.CacheStub;
+import dev.chibifs.cache.ToolOutput;
 import dev.chibifs.config.ChibiConfig;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.ContextNames;
@@ -15,6 +16,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -36,6 +38,7 @@ import java.util.concurrent.Callable;
 final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final int PASS_BUFFER = 1 << 16;
 
     @Option(names = "--context", required = true, paramLabel = "NAME", description = "The context the output belongs to.")
     String context;
@@ -60,6 +63,9 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /** Replaced by {@link Main}'s factory with the terminal the command line was built for. */
     Terminal terminal = Terminal.system();
 
+    /** How much of the output is held in memory, the rest going to a temporary file; tests make it small. */
+    int memoryLimit = ToolOutput.MEMORY_LIMIT;
+
     @Override
     public Integer call() throws IOException {
         try {
@@ -74,7 +80,21 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     private int filter() throws IOException {
-        byte[] output = terminal.in().readAllBytes();
+        try (ToolOutput output = ToolOutput.read(terminal.in(), memoryLimit)) {
+            if (output.failure() != null) {
+                // no room to hold the output for the cache: it goes through, what is still unread too
+                passThrough(output);
+                passThrough(terminal.in());
+                spec.commandLine().getErr().println(ErrorHandler.PREFIX + "cannot cache the output (printed"
+                        + " unchanged instead): it is over " + (memoryLimit >> 20) + " MiB, more than is kept in"
+                        + " memory, and no temporary file could hold the rest: " + ErrorHandler.oneLine(output.failure()));
+                return ExitCodes.FAILURE;
+            }
+            return filter(output);
+        }
+    }
+
+    private int filter(ToolOutput output) throws IOException {
         String stub;
         try {
             stub = cache(output);
@@ -100,7 +120,7 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     /** Stores {@code output} and returns the stub, or null when it is not to be cached. */
-    private String cache(byte[] output) throws IOException {
+    private String cache(ToolOutput output) throws IOException {
         String argsJson = validate();
         // chibi resolves a context's settings: config.toml, then the context's local.toml over it
         ChibiConfig config = ChibiConfig.load(home.resolve()).forContext(home.resolve(), context);
@@ -130,12 +150,23 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
      * the output must not be lost to a typo in the options.
      */
     void passInputThrough() throws IOException {
-        passThrough(terminal.in().readAllBytes());
+        passThrough(terminal.in());
     }
 
-    private void passThrough(byte[] output) throws IOException {
+    private void passThrough(ToolOutput output) throws IOException {
+        try (InputStream in = output.open()) {
+            passThrough(in);
+        }
+    }
+
+    // a failure to read the output is the input's, not standard output's: only writes are CommandOutput's
+    private void passThrough(InputStream in) throws IOException {
         OutputStream out = new CommandOutput(terminal.out());
-        out.write(output, 0, output.length);
+        byte[] buffer = new byte[PASS_BUFFER];
+        int n;
+        while ((n = in.read(buffer)) >= 0) {
+            out.write(buffer, 0, n);
+        }
         out.flush();
     }
 }
