@@ -26,7 +26,7 @@ final class CacheClearCommand implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     @Override
-    public Integer call() throws IOException {
+    public Integer call() throws IOException, CommandFailure {
         ContextNames.validate(context);
         ToolCache cache = CacheStores.openExisting(home.resolve());
         OptionalInt removed = cache == null ? OptionalInt.empty() : cache.clear(context);

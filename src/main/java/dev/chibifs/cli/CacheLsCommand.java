@@ -37,7 +37,7 @@ final class CacheLsCommand implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     @Override
-    public Integer call() throws IOException {
+    public Integer call() throws IOException, CommandFailure {
         if (context != null) {
             ContextNames.validate(context);
         }

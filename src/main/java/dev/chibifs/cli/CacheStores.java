@@ -48,8 +48,26 @@ final class CacheStores {
         return DEFAULT_UMASK;
     }
 
-    /** The cache, or null when the store does not exist: reading and cleaning never create one. */
-    static ToolCache openExisting(ChibiHome home) throws IOException {
-        return Files.isDirectory(home.store()) ? open(home) : null;
+    /**
+     * The cache, or null where the home is chibi's but has no store yet (reading and cleaning never
+     * create one). A home that is not there, or holds neither a store nor a config.toml, is refused
+     * (exit 1, as the vfs commands refuse a home with no store): a mistyped --home listed, cleaned
+     * and cleared an empty cache, exit 0, which a script could not tell from a real one.
+     */
+    static ToolCache openExisting(ChibiHome home) throws IOException, CommandFailure {
+        if (Files.isDirectory(home.store())) {
+            return open(home);
+        }
+        Path dir = home.dir().toAbsolutePath();
+        if (!Files.isDirectory(dir)) {
+            throw new CommandFailure(ExitCodes.NOT_FOUND, "no chibi home at " + dir
+                    + " (no such directory: is --home or $CHIBI_HOME right?)");
+        }
+        if (!Files.exists(home.configFile())) {
+            throw new CommandFailure(ExitCodes.NOT_FOUND, dir + " is not a chibi home (it has no store, "
+                    + home.store().getFileName() + "/, and no " + home.configFile().getFileName()
+                    + ": is --home or $CHIBI_HOME right?)");
+        }
+        return null;
     }
 }

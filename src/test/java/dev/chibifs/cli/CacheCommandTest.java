@@ -290,10 +290,41 @@ class CacheCommandTest {
     }
 
     @Test
-    void lsOnAHomeWithoutAStoreIsEmptyAndCreatesNothing() {
+    void lsOnAHomeWithoutAStoreIsEmptyAndCreatesNothing() throws IOException {
+        Files.writeString(home.resolve("config.toml"), "");
         assertEquals(0, run("cache", "ls", "--json"));
         assertEquals("[]", out.toString().strip());
         assertFalse(Files.exists(home.resolve("vfs")));
+    }
+
+    /** A mistyped --home was an empty cache, exit 0: a script could not tell it from a real, empty one. */
+    @Test
+    void aHomeThatIsNotChibisIsRefusedByEveryCommandThatReads() {
+        Path typo = home.resolve("typo");
+        String[][] commands = {{"cache", "ls"}, {"cache", "clean"}, {"cache", "clear", "--context", "coder"}};
+        for (String[] cmd : commands) {
+            Cli.Result r = new Cli(home).run(withHome(cmd, typo));
+            Cli.assertExit(1, r);
+            assertEquals("chibifs: no chibi home at " + typo + " (no such directory: is --home or $CHIBI_HOME right?)\n",
+                    r.err(), r.toString());
+            assertEquals("", r.out());
+            assertFalse(Files.exists(typo), "nothing made");
+        }
+        // there, but neither a store nor a config.toml in it: someone else's directory
+        for (String[] cmd : commands) {
+            Cli.Result r = new Cli(home).run(withHome(cmd, home));
+            Cli.assertExit(1, r);
+            assertEquals("chibifs: " + home + " is not a chibi home (it has no store, vfs/, and no config.toml:"
+                    + " is --home or $CHIBI_HOME right?)\n", r.err(), r.toString());
+            assertFalse(Files.exists(home.resolve("vfs")), "nothing made");
+        }
+    }
+
+    private static String[] withHome(String[] cmd, Path dir) {
+        List<String> all = new ArrayList<>(List.of(cmd));
+        all.add("--home");
+        all.add(dir.toString());
+        return all.toArray(new String[0]);
     }
 
     @Test
