@@ -27,7 +27,7 @@ final class ConditionOptions {
 
     @Option(names = "--lock-wait", paramLabel = "DURATION", converter = LockWaitConverter.class,
             description = "How long to wait while another process holds a lock on the file (flock, lockf,"
-                    + " SQLite; through any mount of the store, or on it directly), e.g. 500ms, 1m, or 0 to try once; then exit 5"
+                    + " SQLite; through any mount of the store, or on it directly), e.g. 10 (seconds, as flock -w), 500ms, 1m, or 0 to try once; then exit 5"
                     + " and change nothing. Default: 10s.")
     Duration lockWait = LocalStorage.DEFAULT_LOCK_WAIT;
 

@@ -31,6 +31,36 @@ class DurationConverterTest {
         }
     }
 
+    /** flock -w 10 waits ten seconds; --lock-wait 10 was refused, as every number without a unit. */
+    @Test
+    void lockWaitTakesABareNumberAsSecondsAsFlockDoes() {
+        LockWaitConverter lockWait = new LockWaitConverter();
+        assertEquals(Duration.ofSeconds(10), lockWait.convert("10"));
+        assertEquals(Duration.ofMillis(1500), lockWait.convert("1.5"));
+        assertEquals(Duration.ofMillis(500), lockWait.convert(".5"));
+        assertEquals(Duration.ofSeconds(2), lockWait.convert("2."));
+        assertEquals(Duration.ofNanos(1), lockWait.convert("0.0000000001"), "a wait too fine for nanoseconds still waits");
+        assertEquals(Duration.ZERO, lockWait.convert("0"));
+        assertEquals(Duration.ZERO, lockWait.convert("0.0"));
+        assertEquals(Duration.ofDays(365), lockWait.convert("31536000"));
+        // every form taken before still is
+        assertEquals(Duration.ZERO, lockWait.convert("0s"));
+        assertEquals(Duration.ZERO, lockWait.convert("PT0S"));
+        assertEquals(Duration.ofMillis(500), lockWait.convert("500ms"));
+        assertEquals(Duration.ofMinutes(1), lockWait.convert("1m"));
+        assertEquals(Duration.ofSeconds(90), lockWait.convert("PT1M30S"));
+        for (String tooLong : new String[] {"31536000.5", "99999999999999999999999", "366d"}) {
+            CommandLine.TypeConversionException e = assertThrows(CommandLine.TypeConversionException.class,
+                    () -> lockWait.convert(tooLong));
+            assertEquals("invalid duration '" + tooLong + "': at most 365d", e.getMessage());
+        }
+        for (String bad : new String[] {"-1", "-1s", "1e3", "1,5", "ten", "", "."}) {
+            CommandLine.TypeConversionException e = assertThrows(CommandLine.TypeConversionException.class,
+                    () -> lockWait.convert(bad));
+            assertEquals("invalid duration '" + bad + "': " + LockWaitConverter.RULE, e.getMessage());
+        }
+    }
+
     @Test
     void aKernelCacheTooLargeForJavaGetsTheKernelCacheRule() {
         CommandLine.TypeConversionException e = assertThrows(CommandLine.TypeConversionException.class,
