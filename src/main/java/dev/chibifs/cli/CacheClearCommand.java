@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.cache.ToolCache;
+import dev.chibifs.config.ChibiHome;
 import dev.chibifs.policy.ContextNames;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -28,9 +29,16 @@ final class CacheClearCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException, CommandFailure {
         ContextNames.validate(context);
-        ToolCache cache = CacheStores.openExisting(home.resolve());
-        OptionalInt removed = cache == null ? OptionalInt.empty() : cache.clear(context);
+        ChibiHome chibiHome = home.resolve();
+        ToolCache cache = CacheStores.openExisting(chibiHome);
         String dir = ToolCache.directoryOf(context).toUri();
+        OptionalInt removed;
+        try {
+            removed = cache == null ? OptionalInt.empty() : cache.clear(context);
+        } catch (IOException e) {
+            throw CacheStores.couldNotRemove("context " + context + "'s tool cache " + ToolCache.printable(dir),
+                    chibiHome, e);
+        }
         // the whole directory goes, subdirectories too: say so, and count files, not only what looks like an entry
         spec.commandLine().getOut().println(removed.isEmpty() ? "no tool cache for context " + context + " (" + dir + ")"
                 : "removed " + dir + " with the " + removed.getAsInt() + " file" + (removed.getAsInt() == 1 ? "" : "s")

@@ -35,6 +35,33 @@ final class CacheStores {
         return new ToolCache(ns.router(), Clock.systemUTC());
     }
 
+    /**
+     * The failure of removing {@code what} from {@code home}'s store: whose cache it was, and, where
+     * the operating system refused, that the store is another user's and who may change it. A bare
+     * "Permission denied" named neither the store's owner nor that the cache commands, unlike the
+     * vfs commands, write the store as whoever runs them.
+     */
+    static CommandFailure couldNotRemove(String what, ChibiHome home, IOException e) {
+        int errno = dev.chibifs.sys.Errors.errno(e);
+        if (errno != dev.chibifs.sys.Linux.EACCES && errno != dev.chibifs.sys.Linux.EPERM) {
+            return new CommandFailure(ExitCodes.FAILURE, "could not remove " + what + ": " + ToolCache.describe(e));
+        }
+        Path store = home.store().toAbsolutePath();
+        return new CommandFailure(ExitCodes.FAILURE, "could not remove " + what + ": the store " + store
+                + owner(store) + " is not writable by uid " + MountRegistry.currentUid() + " (the operating system"
+                + " refused: the cache commands write the store directly, as the user who runs them; run them as"
+                + " its owner): " + ToolCache.describe(e));
+    }
+
+    /** " (owned by uid N)" for {@code path}, or "" where its owner cannot be read. */
+    private static String owner(Path path) {
+        try {
+            return " (owned by uid " + Files.getAttribute(path, "unix:uid") + ")";
+        } catch (IOException | RuntimeException unreadable) {
+            return "";
+        }
+    }
+
     /** This process's umask, from /proc (reading it with umask(2) would change it for a moment); 022 when not there. */
     static int umask() {
         try {

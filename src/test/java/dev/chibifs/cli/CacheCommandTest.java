@@ -399,6 +399,28 @@ class CacheCommandTest {
         assertEquals("no tool cache for context coder (vfs:///sys/tool_cache/coder)\n", out.toString());
     }
 
+    /**
+     * Another user's clear said only "Permission denied: /sys/tool_cache/coder": not whose cache, nor
+     * why. (The tests run as root, whom no permission refuses: the failure is made here.)
+     */
+    @Test
+    void aRefusedClearSaysWhoseCacheWhoseStoreAndWhy() throws IOException {
+        Files.createDirectories(home.resolve("vfs"));
+        CommandFailure f = CacheStores.couldNotRemove("context coder's tool cache vfs:///sys/tool_cache/coder",
+                new dev.chibifs.config.ChibiHome(home), dev.chibifs.sys.Errors.of(dev.chibifs.sys.Linux.EACCES,
+                        "/sys/tool_cache/coder"));
+        assertEquals(ExitCodes.FAILURE, f.exitCode());
+        assertEquals("could not remove context coder's tool cache vfs:///sys/tool_cache/coder: the store "
+                + home.resolve("vfs") + " (owned by uid " + Files.getAttribute(home.resolve("vfs"), "unix:uid")
+                + ") is not writable by uid " + MountRegistry.currentUid() + " (the operating system refused: the cache"
+                + " commands write the store directly, as the user who runs them; run them as its owner):"
+                + " Permission denied: /sys/tool_cache/coder", f.getMessage());
+        f = CacheStores.couldNotRemove("context coder's tool cache vfs:///sys/tool_cache/coder",
+                new dev.chibifs.config.ChibiHome(home), new IOException("disk on fire"));
+        assertEquals("could not remove context coder's tool cache vfs:///sys/tool_cache/coder: disk on fire",
+                f.getMessage());
+    }
+
     @Test
     void badConfigRefusesEveryCommandWithFileLineAndKey() throws IOException {
         Files.writeString(home.resolve("config.toml"), "model = \"x\"\n[vfs]\nbackend = \"fossil\"\n");
