@@ -25,7 +25,8 @@ import java.util.regex.PatternSyntaxException;
                 + " in the line), each as URI:LINE, or URI:NUMBER:LINE with -n. A directory is searched"
                 + " recursively, entries in name order, dotfiles included; symbolic links inside it are not followed."
                 + " Binary files (a NUL byte in the first 8 KiB) are skipped, and so are chibifs's"
-                + " in-flight temporary files. Lines end at '\\n' and are read as UTF-8.",
+                + " in-flight temporary files. Lines end at '\\n' alone ('$' matches only there) and are read"
+                + " as UTF-8 (a byte that is not is U+FFFD to PATTERN); a line is printed as its bytes.",
             HelpText.URI, HelpText.READER},
         footerHeading = HelpText.EXIT_HEADING,
         footer = {HelpText.OK + ": at least one line matched", HelpText.NO_MATCH,
@@ -60,7 +61,10 @@ final class GrepCommand extends VfsCommand {
     int execute() throws IOException {
         Pattern regex;
         try {
-            regex = Pattern.compile(pattern, ignoreCase ? Pattern.CASE_INSENSITIVE | Pattern.UNICODE_CASE : 0);
+            // UNIX_LINES: a line ends at '\n' alone, as GNU grep's does, so '$' does not match before a
+            // '\r' (or U+0085, U+2028) ending a CRLF line, and '.' matches that '\r'
+            regex = Pattern.compile(pattern, Pattern.UNIX_LINES
+                    | (ignoreCase ? Pattern.CASE_INSENSITIVE | Pattern.UNICODE_CASE : 0));
         } catch (PatternSyntaxException e) {
             throw new UsageException("invalid PATTERN '" + pattern + "': " + e.getDescription()
                     + " near index " + e.getIndex() + " (java.util.regex syntax)");
@@ -184,7 +188,8 @@ final class GrepCommand extends VfsCommand {
         if (numbers) {
             out.write((n + ":").getBytes(StandardCharsets.US_ASCII));
         }
-        byte[] shown = ascii ? bytes : text.toString().getBytes(StandardCharsets.UTF_8);
+        // the line's own bytes, as GNU grep prints them: its text has U+FFFD for each byte that is not UTF-8
+        byte[] shown = bytes;
         // in pieces: a write of n bytes to a file descriptor copies all n into native memory first
         for (int at = 0; at < shown.length; at += StoreFile.CHUNK) {
             out.write(shown, at, Math.min(StoreFile.CHUNK, shown.length - at));

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -45,6 +46,27 @@ class GrepCommandTest {
         assertEquals("vfs:///shared/a.txt:2:ERROR one\n"
                 + "vfs:///shared/dir/.dot:1:error hidden\n"
                 + "vfs:///shared/dir/b.txt:1:error two\n", r.out());
+    }
+
+    /** A matched line was printed with U+FFFD for each byte that is not UTF-8: not the bytes stored, as GNU grep prints. */
+    @Test
+    void aMatchedLineIsPrintedAsItsBytes() throws Exception {
+        cli.put("/shared/latin1.txt", new byte[] {'c', 'a', 'f', (byte) 0xe9, ' ', 'o', 'k', '\n', 'n', 'o', '\n'});
+        Cli.Result r = cli.run("grep", "-n", "ok", "vfs:///shared/latin1.txt");
+        assertEquals(0, r.code(), r.toString());
+        assertArrayEquals("vfs:///shared/latin1.txt:1:caf\u00e9 ok\n".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1),
+                r.outBytes(), r.toString());
+        // JSON strings are text: there the byte is U+FFFD, as cat --json's encoding is not available per line
+        Cli.Result json = cli.run("grep", "--json", "ok", "vfs:///shared/latin1.txt");
+        assertTrue(json.out().contains("\"text\" : \"caf\uFFFD ok\""), json.out());
+    }
+
+    /** Java's '$' matched before a CRLF line's '\r'; GNU grep's does not, and its '.' matches the '\r'. */
+    @Test
+    void aLineEndsAtItsNewlineAloneAsInGnuGrep() throws Exception {
+        cli.put("/shared/crlf.txt", "dos x\r\nunix x\n");
+        assertEquals("vfs:///shared/crlf.txt:unix x\n", cli.run("grep", "x$", "vfs:///shared/crlf.txt").out());
+        assertEquals("vfs:///shared/crlf.txt:dos x\r\n", cli.run("grep", "x.$", "vfs:///shared/crlf.txt").out());
     }
 
     @Test
