@@ -29,6 +29,7 @@ final class Failures {
     private final String storeRoot;
     private final List<VfsPath> prefixes;
     private final List<VfsPath> subjects;
+    private final java.util.Map<VfsPath, VfsPath> followed;
     private final boolean writes;
     private final long uid;
 
@@ -38,9 +39,19 @@ final class Failures {
      * paths {@code subjects}; the command {@code writes} or only reads, run by {@code uid}.
      */
     Failures(Path storeRoot, List<VfsPath> prefixes, List<VfsPath> subjects, boolean writes, long uid) {
+        this(storeRoot, prefixes, subjects, java.util.Map.of(), writes, uid);
+    }
+
+    /**
+     * As above, where following symbolic links took given paths elsewhere: {@code followed} maps
+     * each path reached to the path given that led there.
+     */
+    Failures(Path storeRoot, List<VfsPath> prefixes, List<VfsPath> subjects, java.util.Map<VfsPath, VfsPath> followed,
+            boolean writes, long uid) {
         this.storeRoot = storeRoot == null ? null : storeRoot.toString();
         this.prefixes = prefixes;
         this.subjects = subjects;
+        this.followed = followed;
         this.writes = writes;
         this.uid = uid;
     }
@@ -160,6 +171,14 @@ final class Failures {
             for (VfsPath given : subjects) {
                 if (candidate.startsWith(given) || given.startsWith(candidate)) {
                     return candidate.toString();
+                }
+            }
+            for (java.util.Map.Entry<VfsPath, VfsPath> link : followed.entrySet()) {
+                // reached through a link into another store: the store's own path (vfs:///, vfs:///x) named
+                // nothing the user gave, and an agent acted on it; the path given, and where it led
+                VfsPath reached = link.getKey();
+                if (candidate.startsWith(reached) || reached.startsWith(candidate)) {
+                    return link.getValue() + " (a symbolic link on it leads to " + VfsPath.URI_PREFIX + candidate + ")";
                 }
             }
         }

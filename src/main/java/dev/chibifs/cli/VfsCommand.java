@@ -63,6 +63,8 @@ abstract class VfsCommand implements Callable<Integer> {
 
     /** The paths this command was given, in order: what a failure that names no path, or a store's own, was about. */
     private final List<VfsPath> subjects = new ArrayList<>();
+    /** Each path that following links reached, and the path given that led there: what a failure there names. */
+    private final java.util.Map<VfsPath, VfsPath> followed = new java.util.LinkedHashMap<>();
     private LocalStorage storage;
     private Namespace namespace;
     private Router router;
@@ -184,7 +186,8 @@ abstract class VfsCommand implements Callable<Integer> {
     /** What {@code e} would end this command with: for a command that notes it and goes on (grep over a tree). */
     Failures.Report failure(Exception e) {
         return new Failures(storage == null ? null : storage.root(),
-                router == null ? List.of() : router.prefixes(), subjects, writes(), MountRegistry.currentUid()).report(e);
+                router == null ? List.of() : router.prefixes(), subjects, followed, writes(), MountRegistry.currentUid())
+                .report(e);
     }
 
     Caller caller() {
@@ -361,6 +364,9 @@ abstract class VfsCommand implements Callable<Integer> {
                 continue;
             }
             at = next;
+        }
+        if (links > 0 && !at.equals(path)) {
+            followed.put(at, path);
         }
         return at;
     }

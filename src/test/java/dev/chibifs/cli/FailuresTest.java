@@ -33,6 +33,25 @@ class FailuresTest {
                 + " zone policy): vfs:///shared/x", r.message());
     }
 
+    /** After a link into a store mounted at a prefix, a failure named that store's own path: vfs:/// or vfs:///nope. */
+    @Test
+    void aFailureAfterALinkIntoAnotherStoreNamesThePathGivenAndWhereItLed() {
+        VfsPath given = VfsPath.of("/home/alice/toro_d");
+        Failures.Report r = new Failures(STORE, List.of(VfsPath.of("/shared/ro")), List.of(given),
+                java.util.Map.of(VfsPath.of("/shared/ro"), given), false, 4752)
+                .report(dev.chibifs.sys.Errors.of(dev.chibifs.sys.Linux.EISDIR, "/"));
+        assertEquals(ExitCodes.CONFLICT, r.exitCode());
+        assertEquals("is a directory: vfs:///home/alice/toro_d (a symbolic link on it leads to vfs:///shared/ro)",
+                r.message());
+        VfsPath below = VfsPath.of("/home/alice/toro_d/nope");
+        r = new Failures(STORE, List.of(VfsPath.of("/shared/ro")), List.of(below),
+                java.util.Map.of(VfsPath.of("/shared/ro/nope"), below), false, 4752)
+                .report(new java.nio.file.NoSuchFileException("/nope"));
+        assertEquals(ExitCodes.NOT_FOUND, r.exitCode());
+        assertEquals("no such file or directory: vfs:///home/alice/toro_d/nope (a symbolic link on it leads to"
+                + " vfs:///shared/ro/nope)", r.message());
+    }
+
     @Test
     void thePolicysRefusalIsInItsOwnWords() {
         Failures.Report r = new Failures(STORE, List.of(), SHARED_X, true, 4752)

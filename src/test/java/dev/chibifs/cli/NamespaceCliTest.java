@@ -85,6 +85,22 @@ class NamespaceCliTest {
         assertEquals("chibifs: is a directory: vfs:///shared/mem\n", r.err()); // was EBUSY
     }
 
+    /** A failure past a link into a store at a prefix named that store's own path, vfs:/// or vfs:///nope. */
+    @Test
+    void aFailurePastALinkIntoAnotherStoreNamesThePathGiven(@TempDir Path docs) throws IOException {
+        Path alice = Files.createDirectories(cli.file("/home/alice"));
+        Files.createSymbolicLink(alice.resolve("toro_d"), Path.of("../../shared/docs"));
+        String store = "/shared/docs=readonly:" + docs;
+        Cli.Result r = cli.run("cat", "--store", store, "vfs:///home/alice/toro_d");
+        assertExit(4, r);
+        assertEquals("chibifs: is a directory: vfs:///home/alice/toro_d (a symbolic link on it leads to"
+                + " vfs:///shared/docs)\n", r.err());
+        r = cli.run("cat", "--store", store, "vfs:///home/alice/toro_d/nope");
+        assertExit(1, r);
+        assertEquals("chibifs: no such file or directory: vfs:///home/alice/toro_d/nope (a symbolic link on it leads"
+                + " to vfs:///shared/docs/nope)\n", r.err());
+    }
+
     @Test
     void aBadStoreOptionNamesTheValueAndTheRule() {
         for (String bad : new String[] {"shared=memory", "/=memory", "/x=disk", "/x=memory:lots", "/x=readonly:/no/such/dir",
