@@ -2064,6 +2064,14 @@ final class Bucket implements Closeable {
                 throw new Refused(line("delete", key, reason + "; sent again as one, not as a DELETE, unless the"
                         + " server keeps refusing it"), key, e.statusCode(), reason, true, e);
             }
+            if (refusedWhole(e)) {
+                // a 403 AccessDenied, a 404 NoSuchBucket: S3 refused the request before any of it was
+                // done, as a 405 is; taken for a failure, the release's tomb was not marked refused and
+                // a re-take here failed EIO while the refusal lasted (dev-batchdel2's left item)
+                answered();
+                String reason = answerOf(e);
+                throw new Refused(line("delete", key, "S3 answered " + reason), key, e.statusCode(), reason, true, e);
+            }
             throw failure("delete", key, e);
         } catch (RuntimeException e) {
             throw notSentAgain(key, e);
@@ -2095,6 +2103,16 @@ final class Bucket implements Closeable {
     private static boolean refusedAsRequest(S3Exception e) {
         int status = e.statusCode();
         return (status == 400 || status == 405 || status == 501) && !"RequestTimeout".equals(errorCode(e));
+    }
+
+    /**
+     * Whether {@code e}, S3's answer to a request sent once, refused it whole before doing any of it:
+     * a 4xx but a 429 (throttled) and a 400 RequestTimeout (the body late, asked again as a failure).
+     * A 5xx may come after part of it was done, so it is no such word.
+     */
+    private static boolean refusedWhole(S3Exception e) {
+        int status = e.statusCode();
+        return status >= 400 && status < 500 && status != 429 && !"RequestTimeout".equals(errorCode(e));
     }
 
     private static String errorCode(S3Exception e) {

@@ -213,6 +213,40 @@ class S3LockFilesTest {
         }
     }
 
+    /**
+     * A 403 (AccessDenied) to a release's whole DeleteObjects left nothing done, as a 405 does: the
+     * lock taken again here keeps its claim. It was taken for a failure that may have landed, and
+     * the re-take failed EIO while the refusal lasted.
+     */
+    @Test
+    void aLockTakenAgainWhileItsReleaseIsDenied403KeepsItsClaimOnS3() throws Exception {
+        MutableClock clock = S3Namespace.startClock();
+        S3Storage a = host("a", clock);
+        a.mkdir(p("/locks"));
+        a.flushAll();
+        try {
+            server.refuseDeleteObjects(name -> name.contains("/locks/"), 403, -1);
+            VfsPath lock = p("/locks/dir");
+            a.createDirectory(lock);
+            String claim = madeBy("locks/dir/");
+            assertNotNull(claim);
+            a.removeDirectory(lock);
+            int from = server.deletesAsked.size();
+            IOException refused = assertThrows(IOException.class, a::flushDue);
+            assertTrue(refused.getMessage().contains("HTTP 403"), refused.getMessage());
+            assertEquals(List.of("refused DeleteObjects " + prefix + "/locks/dir/"), deletesOf("locks/dir/", from));
+
+            a.createDirectory(lock);
+            assertEquals(claim, madeBy("locks/dir/"), "the claim kept, not put again");
+            clock.advance(Duration.ofSeconds(5));
+            a.flushDue();
+            assertEquals(List.of("refused DeleteObjects " + prefix + "/locks/dir/"), deletesOf("locks/dir/", from));
+            assertEquals(0, a.pendingChanges());
+        } finally {
+            server.refuseDeleteObjects(name -> false, 405, 0);
+        }
+    }
+
     @FunctionalInterface
     private interface IoAction {
         void run() throws IOException;
