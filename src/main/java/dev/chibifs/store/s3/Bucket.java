@@ -161,6 +161,11 @@ final class Bucket implements Closeable {
             return new Refused(what + getMessage(), key, status, reason, deleteNotDone, this);
         }
 
+        /** S3's HTTP status. */
+        int status() {
+            return status;
+        }
+
         /** The key the refused request named (a copy's: where it copies to). */
         String key() {
             return key;

@@ -101,6 +101,12 @@ final class JournalRecords implements Closeable {
      * so that a lock let go before a restart waits for what was changed before it alone.
      */
     private static final String SINCE = "since";
+    /**
+     * A field of a changed node's record: S3 refused its upload, {@code {"status": 500, "count": 3}}
+     * ({@link Node#refusedCount}), so the replay asks once for it. Written again at each refusal, with
+     * the sequence of the node's last record, which keeps its place in the replay's order.
+     */
+    private static final String REFUSED = "refused";
     /** How many inode numbers each {@link #NEXT_INO} record reserves ahead: one append per so many nodes placed. */
     static final long INODES_RESERVED = 1024;
     /** The last reservation could not be written (said once until one can). */
@@ -174,10 +180,27 @@ final class JournalRecords implements Closeable {
         if (n.claimMadeBy != null) {
             o.put(CLAIMED, n.claimMadeBy);
         }
+        if (n.dirty && n.refusedCount > 0) {
+            o.putObject(REFUSED).put("status", n.refusedStatus).put("count", n.refusedCount);
+        }
         // a writer open may change the content after this record, up to its close's record
         n.sizeJournaled = !(n.dirty && n.writers > 0);
         if (!n.sizeJournaled) {
             o.put(OPEN, true);
+        }
+    }
+
+    /**
+     * {@code n}'s record again, with {@link #REFUSED}: S3 refused its upload. It keeps the sequence of
+     * the node's last record, as a compaction does, so that the replay keeps its place.
+     */
+    void refused(Node n) {
+        boolean was = compacting;
+        compacting = true;
+        try {
+            put(n);
+        } finally {
+            compacting = was;
         }
     }
 
@@ -478,8 +501,11 @@ final class JournalRecords implements Closeable {
                 if (t.equals(TOMB) || t.equals(UNTOMB)) {
                     lastTomb.put(store.objectKey(p, o.path("dir").asBoolean(), o.path("link").asBoolean()), o);
                 } else {
-                    last.put(p, o);
-                    lastAt.put(p, at);
+                    ObjectNode before = last.put(p, o);
+                    long s = o.path(SEQ).asLong(0);
+                    if (before == null || s == 0 || s != before.path(SEQ).asLong(0)) {
+                        lastAt.put(p, at);
+                    } // else the same change said again (refused): its place in the order stays
                 }
             } catch (InvalidVfsPathException e) {
                 LOG.warn("S3 store {}: journal record for a bad path skipped: {}", store.spec, e.getMessage());
@@ -587,6 +613,8 @@ final class JournalRecords implements Closeable {
         n.claimMadeBy = claimOf(o);
         if (put) {
             n.dirtySince = o.path(SINCE).asLong(0);
+            n.refusedCount = Math.max(0, o.path(REFUSED).path("count").asInt(0));
+            n.refusedStatus = o.path(REFUSED).path("status").asInt(0);
             for (com.fasterxml.jackson.databind.JsonNode k : o.path(OLD_NAMES)) {
                 if (n.oldNames == null) {
                     n.oldNames = new HashSet<>();

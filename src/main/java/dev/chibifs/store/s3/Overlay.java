@@ -559,6 +559,13 @@ final class Overlay {
         String claimMadeBy;
         int writers;
         /**
+         * How many times S3 refused this change's upload since it last went up (0: none), and its
+         * status the last time. Journaled: the replay after a restart asks S3 once for a change it
+         * refused, not with the client's retries of a 500 (about 1.5 s each, at every mount again).
+         */
+        int refusedCount;
+        int refusedStatus;
+        /**
          * The journal's sequence ({@link JournalRecords}) of its last record: the order of its last
          * change among the others', which the compaction keeps and a restart uploads in.
          */

@@ -669,8 +669,13 @@ final class WriteBack {
                 // after it (a READY before its data: a tester's, at a restart with one name refused
                 // for good anywhere in the journal). A name S3 refuses with a 500 every time
                 // (s3proxy's, for a name its file system cannot store) costs those retries, about
-                // 1.5 s, once here; its retries on its own backoff are asked once each
-                upload(n, false); // one no longer dirty (gone, renamed and sent) is passed over
+                // 1.5 s, once here; its retries on its own backoff are asked once each. One S3 refused
+                // before (the journal says so) is asked once: that 1.5 s came back at every start
+                boolean refusedBefore;
+                synchronized (store) {
+                    refusedBefore = n.refusedCount > 0;
+                }
+                uploadTry(n, refusedBefore); // one no longer dirty (gone, renamed and sent) is passed over
             } catch (IOException e) {
                 failedRequest(e);
                 if (e instanceof Bucket.Refused && dependenciesKnown) {
@@ -1540,6 +1545,12 @@ final class WriteBack {
         String k = claim(n, fsync);
         try {
             upload(n);
+            synchronized (store) {
+                n.refusedCount = 0;
+            }
+        } catch (Bucket.Refused r) {
+            refusedUpload(n, r);
+            throw r;
         } finally {
             synchronized (claims) {
                 uploading.remove(n);
@@ -1547,6 +1558,27 @@ final class WriteBack {
                     uploadingKeys.remove(k);
                 }
                 claims.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * Journals that S3 refused {@code n}'s upload, {@code r}: the replay after a restart asks S3 for it
+     * once, as the passes here do after its first refusal. A mark the journal cannot take costs those
+     * retries once more at the next start, no more.
+     */
+    private void refusedUpload(Node n, Bucket.Refused r) {
+        synchronized (store) {
+            n.refusedCount++;
+            n.refusedStatus = r.status();
+            if (!n.dirty || n.path == null) {
+                return;
+            }
+            try {
+                store.journal.refused(n);
+                store.journal.commit();
+            } catch (IOException e) {
+                LOG.debug("S3 store {}: cannot journal that S3 refused {}: {}", spec, n.path, e.getMessage());
             }
         }
     }
