@@ -1888,10 +1888,20 @@ final class Bucket implements Closeable {
     static final int MAX_DELETE_BATCH = 1000;
 
     /**
-     * Why deletes go one by one, as DELETEs, until the mount ends ({@link #hasNoBatchDelete}); null
-     * while they go as DeleteObjects.
+     * Why deletes go one by one, as DELETEs ({@link #hasNoBatchDelete}), DeleteObjects tried again
+     * every {@link #BATCHES_TRIED_AGAIN_AFTER}; null while they go as DeleteObjects.
      */
     private volatile String oneByOne;
+
+    /**
+     * How long after the switch to one-by-one deletes (or its last try) a DeleteObjects is tried
+     * again: the switch lasted the mount's life, and a server that recovered (a gateway's refusals
+     * for a minute) cost a request per object, and lock releases sent as DELETEs, until a remount.
+     */
+    static final Duration BATCHES_TRIED_AGAIN_AFTER = Duration.ofMinutes(10);
+
+    /** When deletes turned one by one, or DeleteObjects was last tried again since ({@link #nanos}); under the lock. */
+    private long oneByOneSince;
 
     /**
      * How many refusals of DeleteObjects in a row, one answer and none succeeding between, over at
@@ -1939,7 +1949,7 @@ final class Bucket implements Closeable {
     }
 
     private List<String> deleteAllOnce(List<String> keys) throws IOException {
-        if (keys.isEmpty() || oneByOne != null) {
+        if (keys.isEmpty() || oneByOneNow()) {
             return keys;
         }
         refuseWhileUnreachable("delete-batch", keys.get(0));
@@ -2045,7 +2055,7 @@ final class Bucket implements Closeable {
      */
     private void deleteSentOnce(String key) throws IOException {
         refuseWhileUnreachable("delete", key);
-        if (oneByOne != null) {
+        if (oneByOneNow()) {
             deleteSentOnceAlone(key);
             return;
         }
@@ -2134,8 +2144,9 @@ final class Bucket implements Closeable {
      * Whether the server has no DeleteObjects, by its refusal {@code e} of one (see
      * {@link #refusedAsRequest}): so it says (501, NotImplemented), or it gave that one answer
      * {@link #REFUSALS_BEFORE_ONE_BY_ONE} times in a row, none taken between, the last at least
-     * {@link #REFUSING_BEFORE_ONE_BY_ONE} after the first. From then on deletes go
-     * as DELETEs until the mount ends ({@link #oneByOne}, warned of once). A lock's release so sent
+     * {@link #REFUSING_BEFORE_ONE_BY_ONE} after the first. From then on deletes go as DELETEs
+     * ({@link #oneByOne}, warned of once), a DeleteObjects tried again every
+     * {@link #BATCHES_TRIED_AGAIN_AFTER}. A lock's release so sent
      * may be sent twice: the JDK's HttpURLConnection sends a bodiless request again on its own when
      * the connection breaks before the answer, and that second DELETE deletes the claim another host
      * made after the first one landed (two holders; see {@link #deleteSentOnce}). So one passing
@@ -2162,6 +2173,7 @@ final class Bucket implements Closeable {
                         REFUSING_BEFORE_ONE_BY_ONE.toSeconds());
                 return false;
             }
+            oneByOneSince = now;
             if (oneByOne != null) {
                 return true;
             }
@@ -2169,24 +2181,50 @@ final class Bucket implements Closeable {
                     + (batchRefusals > 1 ? ", " + batchRefusals + " times in a row over " + refusing.toSeconds() + " s" : "")
                     + " at "
                     + Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS) + "): objects are deleted one"
-                    + " by one until the mount ends, and a lock's release, sent as a DELETE, may be sent twice and"
+                    + " by one (DeleteObjects tried again every " + BATCHES_TRIED_AGAIN_AFTER.toMinutes() + " minutes),"
+                    + " and a lock's release, sent as a DELETE, may be sent twice and"
                     + " delete another host's claim (two holders)";
         }
         LOG.warn("{}", oneByOne);
         return true;
     }
 
-    /** A DeleteObjects was taken: refusals before it are no run ({@link #hasNoBatchDelete}). */
+    /**
+     * Whether this delete goes one by one ({@link #oneByOne}): not the first after
+     * {@link #BATCHES_TRIED_AGAIN_AFTER}, which goes as a DeleteObjects again; taken, it ends the
+     * switch ({@link #batchDeleteTaken}), refused, it keeps it for as long again.
+     */
+    private boolean oneByOneNow() {
+        if (oneByOne == null) {
+            return false;
+        }
+        synchronized (batchRefusalsLock) {
+            long now = nanos.getAsLong();
+            if (oneByOne == null || now - oneByOneSince < BATCHES_TRIED_AGAIN_AFTER.toNanos()) {
+                return oneByOne != null;
+            }
+            oneByOneSince = now; // one try each period: those meanwhile still go one by one
+            return false;
+        }
+    }
+
+    /** A DeleteObjects was taken: refusals before it are no run ({@link #hasNoBatchDelete}), and deletes go in batches again. */
     private void batchDeleteTaken() {
+        String was;
         synchronized (batchRefusalsLock) {
             batchRefusals = 0;
             batchRefusal = null;
+            was = oneByOne;
+            oneByOne = null;
+        }
+        if (was != null) {
+            LOG.info("S3 at {} takes DeleteObjects again: deletes go in batches again, lock releases as DeleteObjects", where);
         }
     }
 
     /**
      * Why deletes go one by one, as DELETEs that may be sent twice (lock releases among them), until
-     * the mount ends: for {@code chibifs status} and {@code stats}; null while S3 takes DeleteObjects.
+     * S3 takes a DeleteObjects again: for {@code chibifs status} and {@code stats}; null while it takes them.
      */
     String oneByOne() {
         return oneByOne;

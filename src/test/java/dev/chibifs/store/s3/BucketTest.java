@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -325,8 +326,52 @@ class BucketTest {
             String said = b.oneByOne();
             assertTrue(said.startsWith("S3 at " + server.endpoint()) && said.contains(" has no DeleteObjects (it answered HTTP 501 at "),
                     said);
-            assertTrue(said.endsWith("objects are deleted one by one until the mount ends, and a lock's release, sent as a"
+            assertTrue(said.endsWith("objects are deleted one by one (DeleteObjects tried again every 10 minutes), and a"
+                    + " lock's release, sent as a"
                     + " DELETE, may be sent twice and delete another host's claim (two holders)"), said);
+        } finally {
+            server.refuseDeleteObjects(k -> false, 501, 0);
+        }
+    }
+
+    /**
+     * Deletes switched one by one try a DeleteObjects again after {@link Bucket#BATCHES_TRIED_AGAIN_AFTER}
+     * (the switch lasted the mount's life): refused, the switch holds as long again; taken, batches
+     * and DeleteObjects releases are back.
+     */
+    @Test
+    void deletesSwitchedOneByOneTryADeleteObjectsAgainAfterTenMinutesAndGoBackToBatchesOnceTaken() throws Exception {
+        java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong();
+        long minute = java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
+        try (Bucket b = quick(Bucket.connect(S3Spec.parse("s3://bucket-test/p"), server.env()))) {
+            b.nanos(nanos::get);
+            for (String k : List.of("p/back/l1", "p/back/l2", "p/back/l3", "p/back/a", "p/back/b")) {
+                b.put(k, new byte[0], Map.of(), null);
+            }
+            int from = server.deletesAsked.size();
+            server.refuseDeleteObjects(k -> k.startsWith("p/back/"), 501, -1);
+            assertNull(b.deleteIfOurs("p/back/l1", h -> true));
+            assertNotNull(b.oneByOne());
+            nanos.addAndGet(9 * minute);
+            server.refuseDeleteObjects(k -> false, 501, 0); // the server takes them again
+            assertNull(b.deleteIfOurs("p/back/l2", h -> true));
+            assertNotNull(b.oneByOne(), "before ten minutes, still one by one");
+            server.refuseDeleteObjects(k -> k.startsWith("p/back/"), 501, -1);
+            nanos.addAndGet(minute);
+            assertNull(b.deleteIfOurs("p/back/l3", h -> true));
+            assertNotNull(b.oneByOne(), "refused again at its try: still one by one");
+            assertEquals(List.of("refused DeleteObjects p/back/l1", "DELETE p/back/l1", "DELETE p/back/l2",
+                    "refused DeleteObjects p/back/l3", "DELETE p/back/l3"), deletesOf("p/back/", from));
+
+            server.refuseDeleteObjects(k -> false, 501, 0);
+            nanos.addAndGet(9 * minute);
+            assertEquals(List.of("p/back/a"), b.deleteAll(List.of("p/back/a")), "nine minutes after the last try: one by one");
+            nanos.addAndGet(minute);
+            from = server.deletesAsked.size();
+            assertEquals(List.of(), b.deleteAll(List.of("p/back/a", "p/back/b")));
+            assertNull(b.oneByOne(), "batches are back");
+            assertNull(b.head("p/back/a"));
+            assertEquals(List.of("DeleteObjects p/back/a", "DeleteObjects p/back/b"), deletesOf("p/back/", from));
         } finally {
             server.refuseDeleteObjects(k -> false, 501, 0);
         }
