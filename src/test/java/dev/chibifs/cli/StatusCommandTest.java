@@ -237,7 +237,7 @@ class StatusCommandTest {
     void aMountWhoseS3HasNoDeleteObjectsIsActiveAndSaysWhatThatCosts() throws Exception {
         OneMount m = s3MountOfPid7("onebyone");
         String why = "S3 at http://127.0.0.1:9 has no DeleteObjects (it answered HTTP 501 at 2026-01-01T10:00:00Z):"
-                + " objects are deleted one by one until the mount ends, and a lock's release, sent as a DELETE, may be"
+                + " objects are deleted one by one (DeleteObjects tried again every 10 minutes), and a lock's release, sent as a DELETE, may be"
                 + " sent twice and delete another host's claim (two holders)";
         try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(m.registry(), 7),
                 () -> Map.of("troubles", Map.of(), "cautions", Map.of("/", why)))) {
