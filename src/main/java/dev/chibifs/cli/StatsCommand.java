@@ -217,6 +217,13 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
             out.println("workers: " + workers.get("now").asInt() + " now, " + workers.get("most").asInt()
                     + " at most, " + workers.get("kept").asInt() + " kept");
         }
+        JsonNode notices = now.get("notices");
+        if (notices != null && notices.size() > 0) {
+            // what the kernel was told besides replies (changes behind its back, pages stored at open): totals
+            java.util.StringJoiner line = new java.util.StringJoiner(", ", "notifications: ", "");
+            notices.fields().forEachRemaining(e -> line.add(e.getKey() + " " + e.getValue().asLong()));
+            out.println(line);
+        }
         JsonNode held = now.get("held");
         JsonNode memory = now.get("memory");
         if (held != null && memory != null) {

@@ -243,6 +243,7 @@ final class StatsSocket implements AutoCloseable {
         Storage.Uploads up = uploads == null ? new Storage.Uploads(0, 0, 0) : uploads;
         return java.util.Map.ofEntries(java.util.Map.entry("requests", s.requests().values()),
                 java.util.Map.entry("denials", s.denials()), java.util.Map.entry("workers", s.workers()),
+                java.util.Map.entry("notices", stats.notices()),
                 java.util.Map.entry("held", held), java.util.Map.entry("memory", java.util.Map.of("heapUsedBytes",
                         jvm.totalMemory() - jvm.freeMemory(), "heapCommittedBytes", jvm.totalMemory(), "residentBytes", residentBytes())),
                 java.util.Map.entry("session", negotiated == null ? "" : negotiated), java.util.Map.entry("stores", stores),

@@ -150,6 +150,8 @@ final class FuseSession {
     private final ReleasesUnderWay releases = new ReleasesUnderWay();
     /** Notifications that may wait in the kernel; see {@link NoticeWriter}. */
     private final NoticeWriter notices;
+    /** The channel, for notifications: each counted by kind as it is written. */
+    private final NoticeCount noticed;
     private volatile Negotiated negotiated;
     /** The io_uring queues while requests come through them (null: all through /dev/fuse). */
     private volatile FuseRing ring;
@@ -201,7 +203,8 @@ final class FuseSession {
         this.settings = settings;
         this.stats = stats;
         this.lockWaits = new LockWaits();
-        this.notices = new NoticeWriter(channel);
+        this.noticed = new NoticeCount(channel, stats);
+        this.notices = new NoticeWriter(noticed);
     }
 
     /**
@@ -711,7 +714,7 @@ final class FuseSession {
                 reply.begin(req.unique).init(Math.min(minor, FuseProtocol.MINOR), readahead, granted,
                         64, 48, settings.maxWrite(), maxPages, (granted & FuseProtocol.PASSTHROUGH) != 0 ? 1 : 0);
                 reply.send(channel);
-                fs.storeAtOpen(channel);
+                fs.storeAtOpen(noticed);
                 if ((granted & FuseProtocol.DIRECT_IO_ALLOW_MMAP) != 0) {
                     fs.allowDirectIo();
                 }

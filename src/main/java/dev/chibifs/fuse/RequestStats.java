@@ -20,6 +20,11 @@ public final class RequestStats {
     private final LongAdder[] errors = adders();
     /** Error answers that are no failure ({@link #expected}), not among the errors. */
     private final LongAdder[] expected = adders();
+    /** fuse_notify_code's names, without FUSE_NOTIFY_, by code; 0 (no code) counts those of codes not named. */
+    private static final String[] NOTICE_NAMES = {"OTHER", "POLL", "INVAL_INODE", "INVAL_ENTRY", "STORE", "RETRIEVE",
+            "DELETE", "RESEND", "INC_EPOCH"};
+    /** Notifications written, by their code. */
+    private final LongAdder[] notices = adders(NOTICE_NAMES.length);
     private final ConcurrentMap<String, LongAdder> denials = new ConcurrentHashMap<>();
     private final RequestTrace trace = new RequestTrace();
     /** Requests of each opcode being served now, and the most there ever were at once. */
@@ -45,7 +50,11 @@ public final class RequestStats {
     }
 
     private static LongAdder[] adders() {
-        LongAdder[] a = new LongAdder[FuseProtocol.OPCODE_LIMIT];
+        return adders(FuseProtocol.OPCODE_LIMIT);
+    }
+
+    private static LongAdder[] adders(int length) {
+        LongAdder[] a = new LongAdder[length];
         for (int i = 0; i < a.length; i++) {
             a[i] = new LongAdder();
         }
@@ -97,6 +106,23 @@ public final class RequestStats {
     /** Each request as it is served, to whoever listens. */
     public RequestTrace trace() {
         return trace;
+    }
+
+    /** A notification with code {@code code} was written to the kernel. */
+    void notified(int code) {
+        notices[code > 0 && code < notices.length ? code : 0].increment();
+    }
+
+    /** The notifications written so far, by kind (INVAL_INODE, INVAL_ENTRY, ...); kinds never written are left out. */
+    public Map<String, Long> notices() {
+        Map<String, Long> n = new LinkedHashMap<>();
+        for (int i = 0; i < notices.length; i++) {
+            long c = notices[i].sum();
+            if (c > 0) {
+                n.put(NOTICE_NAMES[i], c);
+            }
+        }
+        return n;
     }
 
     void denied(String caller) {

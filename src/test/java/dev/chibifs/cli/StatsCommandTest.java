@@ -85,6 +85,24 @@ class StatsCommandTest {
                 "requests", java.util.List.of(java.util.Map.of("opcode", "LOOKUP", "count", lookups, "errors", 0, "totalMicros", 10)));
     }
 
+    /** The notifications the daemon wrote, by kind: how its own changes heard back through the store are seen. */
+    @Test
+    void theNotificationsWrittenAreShownByKind() throws Exception {
+        Path socket = mnt.resolve("stats-42.sock");
+        java.util.Map<String, Object> frame = new java.util.HashMap<>(snapshot(1));
+        java.util.Map<String, Object> notices = new java.util.LinkedHashMap<>();
+        notices.put("INVAL_INODE", 3);
+        notices.put("INVAL_ENTRY", 1);
+        frame.put("notices", notices);
+        try (StatsSocket daemon = StatsSocket.serve(socket, () -> frame)) {
+            java.io.StringWriter out = new java.io.StringWriter();
+            java.io.StringWriter err = new java.io.StringWriter();
+            assertEquals(ExitCodes.OK, run(new StatsCommand(mp -> new StatsCommand.Daemon(socket, 42), Duration.ofSeconds(5)),
+                    out, err, mnt.toString()), err.toString());
+            assertTrue(out.toString().contains("\nnotifications: INVAL_INODE 3, INVAL_ENTRY 1\n"), out.toString());
+        }
+    }
+
     /** {@code stats --watch | head} ran on for ever once head had gone: it ends at the first frame it cannot write. */
     @Test
     void aWatchWhoseReaderHasGoneEnds() throws Exception {

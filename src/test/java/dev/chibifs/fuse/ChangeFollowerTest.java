@@ -32,6 +32,7 @@ class ChangeFollowerTest {
     private FuseSession session;
     private ChangeFollower follower;
     private FuseFileSystem fs;
+    private RequestStats stats;
 
     @BeforeEach
     void start() throws Exception {
@@ -41,7 +42,8 @@ class ChangeFollowerTest {
                 FuseFileSystem.Timeouts.of(30, 30, 30), true);
         follower = assertInstanceOf(ChangeFollower.class, ChangeFollower.start(fs), "a local store has a feed");
         kernel = new FakeKernel();
-        session = kernel.startSession(fs, new RequestStats(), s -> follower.notifyThrough(kernel, s));
+        stats = new RequestStats();
+        session = kernel.startSession(fs, stats, s -> follower.notifyThrough(kernel, s));
     }
 
     @AfterEach
@@ -73,6 +75,18 @@ class ChangeFollowerTest {
         kernel.awaitNotification(n -> n.error() == FuseProtocol.NOTIFY_INVAL_ENTRY && n.int64(0) == dir);
         assertEquals(List.of(), kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
                 .filter(n -> n.int64(0) == f).toList());
+    }
+
+    /** What {@code chibifs stats} shows: every notification written, by kind, and no reply among them. */
+    @Test
+    void notificationsWrittenAreCountedByKind() throws Exception {
+        Files.writeString(home.resolve("shared/s"), "small");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long s = lookup(dir, "s");
+        assertEquals(0, kernel.call(FuseProtocol.OPEN, s, body().int32(Linux.O_RDONLY).int32(0)).error()); // stored whole
+        session.notices().post(new FuseReply(64).invalEntry(dir, "s", 0));
+        noticesWritten(); // and one INVAL_INODE of its own
+        assertEquals(java.util.Map.of("INVAL_INODE", 1L, "INVAL_ENTRY", 1L, "STORE", 1L), stats.notices());
     }
 
     /**
