@@ -52,6 +52,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     static final int FORGOTTEN_KEPT = 1024;
     /** How long a directory that could not be followed is left before trying again (it may have been missing for a moment). */
     private static final long RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /**
+     * How long the feed waits for this mount's changes of names under way before judging a name it
+     * was told of (see {@link #changed}): a local store's take microseconds, and while the feed
+     * waits, new ones wait behind it.
+     */
+    private static final long OWN_CHANGE_WAIT_MILLIS = 100;
 
     /** A name in a directory, known by its follow key (gone files). */
     private record Name(long parent, String name) {
@@ -218,6 +224,44 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         if (renamed) {
             parent.namesChangedBehind++; // written by its store feed's one thread alone
         }
+        if (told(parent, name, renamed, modified, false)) {
+            return;
+        }
+        // RACE: the feed reads the store's event as soon as the change is made, and this mount's own
+        // CREATE, MKNOD, MKDIR, SYMLINK, LINK, UNLINK, RMDIR or RENAME puts it in the node table only
+        // after: read in between, the name looked changed behind the kernel's back (a file there the
+        // kernel has no node for, or gone where it has one), and its INVAL_ENTRY waited in the kernel
+        // for the directory lock that very request held, one per batch of a create run. Judged again
+        // once every change of names under way through this mount is in the node table: they hold
+        // ownNameChanges shared from their change in the store until then. Not for longer than
+        // OWN_CHANGE_WAIT_MILLIS (a store slow to answer, S3), nor on a thread holding it shared (a
+        // request catching up): then told, as before, which costs a lookup but loses nothing
+        boolean settled = ownNameChangesSettled();
+        try {
+            told(parent, name, renamed, modified, true);
+        } finally {
+            if (settled) {
+                fs.ownNameChanges().writeLock().unlock();
+            }
+        }
+    }
+
+    /** Takes {@link FuseFileSystem#ownNameChanges()} exclusively, waiting {@link #OWN_CHANGE_WAIT_MILLIS} at most: false when not taken. */
+    private boolean ownNameChangesSettled() {
+        try {
+            return fs.ownNameChanges().writeLock().tryLock(OWN_CHANGE_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /**
+     * Tells the kernel what the store's events for {@code name} in {@code parent} changed. False,
+     * having told nothing, when the name seems to have changed behind the kernel's back and
+     * {@code settled} is false: to be judged again once this mount's own changes are in the node table.
+     */
+    private boolean told(NodeTable.Node parent, String name, boolean renamed, boolean modified, boolean settled) {
         NodeTable.Node child = fs.nodes.child(parent, name);
         long from = 0;
         if (child != null) {
@@ -229,7 +273,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         boolean known = true;
         try {
             at = fs.nodes.path(parent).child(name);
-            if (at.toString().equals(Zone.FLOCK_REGISTRY_PATH)) {
+            if (!settled && at.toString().equals(Zone.FLOCK_REGISTRY_PATH)) {
                 membershipChanged();
             }
             now = fs.router().metadata(null, at);
@@ -238,9 +282,6 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         } catch (IOException | RuntimeException unreadable) {
             // a name that is no path (bytes that are not UTF-8), or a store that failed: tell the kernel
             known = false;
-        }
-        if (renamed && known && (child != null && child.directory || now != null && now.isDirectory())) {
-            followDirectory(parent, name, at);
         }
         if (renamed || !known) {
             // a name gone that the kernel holds no node for may still be in a listing it keeps (its
@@ -254,6 +295,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                     ? child == null && !missing.contains(parent.id, name) && !parent.listingKept
                     : child != null && !child.removed && !missing.contains(parent.id, name)
                             && NodeTable.Identity.of(fs.router().resolve(at).storage(), now).equals(child.identity));
+            if (!kernelRight && known && !settled && (now != null || child != null)) {
+                return false; // perhaps this mount's own change, not yet in the node table: see changed
+            }
+            if (renamed && known && (child != null && child.directory || now != null && now.isDirectory())) {
+                followDirectory(parent, name, at);
+            }
             if (!kernelRight) {
                 missing.remove(parent.id, name);
                 invalidateEntry(parent.id, name);
@@ -271,7 +318,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                     invalidateInode(child, -1);
                     gone(parent, name, child);
                 }
-                return;
+                return true;
             }
         }
         if (modified && now != null) {
@@ -300,7 +347,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 n.untold();
             }
             if (!written.isEmpty()) {
-                return;
+                return true;
             }
         }
         // a file the kernel knows by a name it had before (renamed behind its back, then changed, as
@@ -319,6 +366,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             // what a listing sends for it next: read after the change, so kept unless another came since
             child.keep(KeptMetadata.of(now, parent.followKey, System.nanoTime()), from);
         }
+        return true;
     }
 
     /** Remembers that {@code name} in {@code parent} no longer stands for file {@code node}. */

@@ -741,8 +741,10 @@ final class FuseFileSystem {
         String name = req.entryName();
         VfsPath p = childPath(parent, name);
         // fuse_mkdir_in.mode is not read: the policy, not chmod, decides who writes, so every store makes one mode
-        router.createDirectory(caller(req), p);
-        out.rememberedNode = entry(req, parent, name, p, made(p, EntryKind.DIRECTORY), out, true);
+        ownNameChange(() -> {
+            router.createDirectory(caller(req), p);
+            out.rememberedNode = entry(req, parent, name, p, made(p, EntryKind.DIRECTORY), out, true);
+        });
     }
 
     /** mknod(2): a regular file, a fifo or a socket (names only: the kernel serves their data); devices are refused. */
@@ -757,8 +759,10 @@ final class FuseFileSystem {
             case Linux.S_IFSOCK -> EntryKind.SOCKET;
             default -> EntryKind.OTHER; // block and character devices: a way out of every sandbox
         };
-        router.mknod(caller(req), p, kind, mode & 07777);
-        out.rememberedNode = entry(req, parent, name, p, made(p, kind), out, true);
+        ownNameChange(() -> {
+            router.mknod(caller(req), p, kind, mode & 07777);
+            out.rememberedNode = entry(req, parent, name, p, made(p, kind), out, true);
+        });
     }
 
     /** symlink(2): stored as a real link; the router judges the link's zone and where its target leads. */
@@ -767,8 +771,10 @@ final class FuseFileSystem {
         String name = req.entryName();
         String target = req.secondName();
         VfsPath p = childPath(parent, name);
-        router.symlink(caller(req), p, target);
-        out.rememberedNode = entry(req, parent, name, p, made(p, EntryKind.SYMLINK), out, true);
+        ownNameChange(() -> {
+            router.symlink(caller(req), p, target);
+            out.rememberedNode = entry(req, parent, name, p, made(p, EntryKind.SYMLINK), out, true);
+        });
     }
 
     /**
@@ -794,11 +800,13 @@ final class FuseFileSystem {
         NodeTable.Node parent = node(req);
         String name = req.entryName();
         NodeTable.Node n = nodes.child(parent, name);
-        router.removeFile(caller(req), childPath(parent, name));
-        if (n != null) {
-            n.changing(); // its link count, where it has other names
-        }
-        nodes.unlinked(parent, name);
+        ownNameChange(() -> {
+            router.removeFile(caller(req), childPath(parent, name));
+            if (n != null) {
+                n.changing(); // its link count, where it has other names
+            }
+            nodes.unlinked(parent, name);
+        });
         if (n != null) {
             follower.nameRemoved(parent, name, n);
         }
@@ -857,13 +865,25 @@ final class FuseFileSystem {
     }
 
     /**
-     * Held (shared) by a rename or rmdir through the mount from its change in the store until the
-     * node table has it, and (exclusive) by the change follower while it moves directory nodes after
-     * the store's events ({@link ChangeFollower}): the follower reads the store's events as soon as
-     * the change is made, and must not take this mount's own rename for one made behind its back.
+     * Held (shared) by every change of names through the mount (create, mknod, mkdir, symlink, link,
+     * unlink, rmdir, rename) from its change in the store until the node table has it, and
+     * (exclusive) by the change follower while it moves directory nodes after the store's events,
+     * or judges again a name that seemed changed behind the kernel's back ({@link ChangeFollower}):
+     * the follower reads the store's events as soon as the change is made, and must not take this
+     * mount's own change for one made behind its back. Never held shared while waiting for the feed.
      */
     ReadWriteLock ownNameChanges() {
         return ownNameChanges;
+    }
+
+    /** Runs {@code change}, a change of names through the mount, with {@link #ownNameChanges} held shared. */
+    private void ownNameChange(ByNodePaths change) throws IOException {
+        ownNameChanges.readLock().lock();
+        try {
+            change.run();
+        } finally {
+            ownNameChanges.readLock().unlock();
+        }
     }
 
     void link(FuseRequest req, FuseReply out) throws IOException {
@@ -873,6 +893,12 @@ final class FuseFileSystem {
         VfsPath p = childPath(parent, name);
         Caller caller = caller(req);
         VfsPath last = path(existing);
+        ownNameChange(() -> linkHeld(req, out, existing, parent, name, p, caller, last));
+    }
+
+    /** LINK's change of names, with {@link #ownNameChanges} held shared. */
+    private void linkHeld(FuseRequest req, FuseReply out, NodeTable.Node existing, NodeTable.Node parent, String name,
+                          VfsPath p, Caller caller, VfsPath last) throws IOException {
         if (!existing.removed) {
             VfsPath from = reaching(existing, last);
             if (from == null) {
@@ -1260,8 +1286,30 @@ final class FuseFileSystem {
         openFiles.admit(caller, req.uid()); // every open holds a descriptor of ours
         Set<OpenFlag> flags = openFlags(req.openFlags() | Linux.O_CREAT);
         FileHandle handle;
+        NodeTable.Node n;
+        ownNameChanges.readLock().lock(); // see ownNameChanges
         try {
-            handle = router.open(caller, p, flags, req.createMode() & 07777);
+            handle = createdOrOpened(req, p, caller, flags);
+            Metadata m;
+            try {
+                m = handle.metadata();
+            } catch (IOException | RuntimeException e) {
+                handle.close();
+                throw e;
+            }
+            // O_CREAT without O_EXCL may have opened an existing file: the store says whether this open made it
+            n = entry(req, parent, name, p, m, out, handle.opened() == null);
+        } finally {
+            ownNameChanges.readLock().unlock();
+        }
+        out.rememberedNode = n;
+        openedWithEntry(req, out, n, handle, caller, flags);
+    }
+
+    /** CREATE's open of {@code p} in the store. */
+    private FileHandle createdOrOpened(FuseRequest req, VfsPath p, Caller caller, Set<OpenFlag> flags) throws IOException {
+        try {
+            return router.open(caller, p, flags, req.createMode() & 07777);
         } catch (IOException e) {
             if (dev.chibifs.sys.Errors.errno(e) != Linux.ELOOP) {
                 throw e;
@@ -1271,17 +1319,6 @@ final class FuseFileSystem {
             // the path again, finds the link and follows it (or answers ELOOP itself to O_NOFOLLOW)
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
-        Metadata m;
-        try {
-            m = handle.metadata();
-        } catch (IOException | RuntimeException e) {
-            handle.close();
-            throw e;
-        }
-        // O_CREAT without O_EXCL may have opened an existing file: the store says whether this open made it
-        NodeTable.Node n = entry(req, parent, name, p, m, out, handle.opened() == null);
-        out.rememberedNode = n;
-        openedWithEntry(req, out, n, handle, caller, flags);
     }
 
     /**

@@ -77,6 +77,70 @@ class ChangeFollowerTest {
                 .filter(n -> n.int64(0) == f).toList());
     }
 
+    /**
+     * The feed reads a create's event as soon as the store has the file, before the CREATE through
+     * this mount has put its node in the node table: judged then, the name looked made behind the
+     * kernel's back, and its INVAL_ENTRY waited in the kernel for the directory lock the create held.
+     */
+    @Test
+    void aNameMadeThroughTheMountAndHeardBeforeItsNodeIsTakenForNoChangeBehindIt() throws Exception {
+        Files.writeString(home.resolve("shared/e"), "");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        lookup(dir, "e"); // looked into: followed
+        noticesWritten();
+        long key = fs.nodes.get(dir).followKey;
+        var own = (java.util.concurrent.locks.ReentrantReadWriteLock) fs.ownNameChanges();
+        own.readLock().lock(); // a CREATE under way: the file made in the store, its node not yet taken
+        Thread feed;
+        try {
+            Files.writeString(home.resolve("shared/f"), "x\n");
+            feed = new Thread(() -> follower.changed(key, "f", true, true));
+            feed.start();
+            while (!own.hasQueuedThread(feed) && feed.isAlive()) {
+                Thread.onSpinWait(); // the feed judged the name once, and waits for the create to end
+            }
+            assertTrue(lookup(dir, "f") != 0, "the create's node"); // as its reply registers it
+        } finally {
+            own.readLock().unlock();
+        }
+        feed.join();
+        long last = session.notices().post(new FuseReply(64).invalInode(FuseProtocol.ROOT_ID, -1, 0));
+        assertTrue(session.notices().awaitWritten(last, java.util.concurrent.TimeUnit.SECONDS.toNanos(5)));
+        assertEquals(List.of(), kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY), "no name told");
+        assertEquals(List.of(), kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
+                .filter(n -> n.int64(0) == dir).toList(), "no listing dropped");
+    }
+
+    /** As above, for an UNLINK through the mount: the store's name gone, the node table not told yet. */
+    @Test
+    void aNameRemovedThroughTheMountAndHeardBeforeTheNodeTableIsTakenForNoChangeBehindIt() throws Exception {
+        Files.writeString(home.resolve("shared/f"), "x\n");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long f = lookup(dir, "f");
+        noticesWritten();
+        long key = fs.nodes.get(dir).followKey;
+        var own = (java.util.concurrent.locks.ReentrantReadWriteLock) fs.ownNameChanges();
+        own.readLock().lock(); // an UNLINK under way: the name gone from the store, still in the node table
+        Thread feed;
+        try {
+            Files.delete(home.resolve("shared/f"));
+            feed = new Thread(() -> follower.changed(key, "f", true, false));
+            feed.start();
+            while (!own.hasQueuedThread(feed) && feed.isAlive()) {
+                Thread.onSpinWait();
+            }
+            fs.nodes.unlinked(fs.nodes.get(dir), "f"); // as the unlink does before its reply
+        } finally {
+            own.readLock().unlock();
+        }
+        feed.join();
+        long last = session.notices().post(new FuseReply(64).invalInode(FuseProtocol.ROOT_ID, -1, 0));
+        assertTrue(session.notices().awaitWritten(last, java.util.concurrent.TimeUnit.SECONDS.toNanos(5)));
+        assertEquals(List.of(), kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY), "no name told");
+        assertEquals(List.of(), kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
+                .filter(n -> n.int64(0) == dir || n.int64(0) == f).toList(), "no listing or file dropped");
+    }
+
     /** What {@code chibifs stats} shows: every notification written, by kind, and no reply among them. */
     @Test
     void notificationsWrittenAreCountedByKind() throws Exception {
