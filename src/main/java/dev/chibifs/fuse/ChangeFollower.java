@@ -333,10 +333,13 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 }
             }
         }
-        if (now == null && known) {
+        if (now == null && known && modified) {
             // written through this name after it went (a descriptor open on another mount): the file
             // lives on under its other names, or in descriptors open here, whose attributes the kernel
-            // would keep for its whole timeout; what it is now, the store no longer says by this name
+            // would keep for its whole timeout; what it is now, the store no longer says by this name.
+            // Not for the removal alone: one through this mount the kernel made itself (its link
+            // count and ctime), and one behind its back of a name it holds was told above; told, it
+            // was an INVAL_INODE of every file unlinked through the mount, heard back from the store
             List<NodeTable.Node> written = goneFiles(parent, name);
             if (child != null && !written.contains(child)) {
                 written = new ArrayList<>(written);

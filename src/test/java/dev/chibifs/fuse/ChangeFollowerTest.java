@@ -141,6 +141,27 @@ class ChangeFollowerTest {
                 .filter(n -> n.int64(0) == dir || n.int64(0) == f).toList(), "no listing or file dropped");
     }
 
+    /**
+     * rm through the mount: the kernel dropped the file's link count and its name itself at the
+     * reply. The store's event for it, heard back, dropped the file's attributes all the same, one
+     * INVAL_INODE per file removed.
+     */
+    @Test
+    void aFileRemovedThroughTheMountIsNotToldAgainWhenTheStoreSaysItsNameWent() throws Exception {
+        Files.writeString(home.resolve("shared/f"), "x\n");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long f = lookup(dir, "f");
+        assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("f")).error());
+        follower.catchUp();
+        noticesWritten();
+        follower.changed(fs.nodes.get(dir).followKey, "f", true, false); // the removal's event, however late
+        long last = session.notices().post(new FuseReply(64).invalInode(FuseProtocol.ROOT_ID, -1, 0));
+        assertTrue(session.notices().awaitWritten(last, java.util.concurrent.TimeUnit.SECONDS.toNanos(5)));
+        assertEquals(List.of(), kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
+                .filter(n -> n.int64(0) == f).toList());
+        assertEquals(List.of(), kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY));
+    }
+
     /** What {@code chibifs stats} shows: every notification written, by kind, and no reply among them. */
     @Test
     void notificationsWrittenAreCountedByKind() throws Exception {
