@@ -573,10 +573,12 @@ final class Listings {
                 store.journal.put(n);
             }
             attributesWanted.add(n);
-        } else if (settled && !link) {
+        } else if (settled) {
             if (putAgainElsewhere(n, o.modified())) {
                 // put again by another host with the same content: its attributes changed there (a
-                // chmod +x, a touch, a setfattr); the content here is still the object's
+                // chmod +x, a touch, a setfattr); the content here is still the object's. A link too:
+                // made again with the same target (rm and ln -s, a venv made over an old one) or a
+                // touch -h gives it a new mtime, which only its metadata tells
                 n.attributesKnown = false;
                 attributesWanted.add(n);
             }

@@ -2905,6 +2905,34 @@ class S3HostsTest {
     }
 
     @Test
+    void aLinkMadeAgainOrTouchedOnAnotherHostShowsItsNewTimeHere() throws Exception {
+        // the same target put again: the same ETag, a new LastModified and chibi-mtime (rm and ln -s
+        // again, as python -m venv does over an old venv, or touch -h)
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Storage b = host(options("b").withValidity(Duration.ZERO));
+        a.mkdir(p("/shared/venv"));
+        a.createSymlink(p("/shared/venv/python"), "python3.11");
+        a.createSymlink(p("/shared/venv/lib64"), "lib");
+        a.flushAll();
+        FileTime made = b.metadata(p("/shared/venv/python")).modified();
+        assertEquals(a.metadata(p("/shared/venv/lib64")).modified().toMillis(), b.metadata(p("/shared/venv/lib64")).modified().toMillis());
+        Instant first = raw.head(prefix + "/shared/venv/python.rclonelink").modified();
+        assertTrue(await(Duration.ofSeconds(5), () -> pastTheSecondAfter(first)));
+        a.removeFile(p("/shared/venv/python"));
+        a.createSymlink(p("/shared/venv/python"), "python3.11");
+        FileTime touched = FileTime.from(Instant.parse("2001-01-01T00:00:00Z"));
+        a.setTimes(p("/shared/venv/lib64"), null, touched);
+        a.flushAll();
+        FileTime remade = a.metadata(p("/shared/venv/python")).modified();
+        assertNotEquals(made.toMillis(), remade.toMillis());
+        assertEquals(remade.toMillis(), b.metadata(p("/shared/venv/python")).modified().toMillis(),
+                "b shows the new link's time, not the one it listed first");
+        assertEquals(touched, b.metadata(p("/shared/venv/lib64")).modified(), "b shows the touch -h");
+        assertEquals("python3.11", b.readLink(p("/shared/venv/python")));
+        assertEquals(EntryKind.SYMLINK, b.metadata(p("/shared/venv/lib64")).kind());
+    }
+
+    @Test
     void aFileRewrittenWholeOnAnotherHostKeepsItsExecuteBits() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b").withFlushAfter(Duration.ZERO));
