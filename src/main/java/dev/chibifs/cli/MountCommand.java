@@ -108,6 +108,8 @@ final class MountCommand implements Callable<Integer> {
                 + " off: libfuse's 1 s, nothing followed. Default: 30s on Linux 6.2 and later, off before (an older kernel"
                 + " can only drop a changed directory's name, which fails getcwd of processes working in it).")
     Duration kernelCache;
+    /** Whether {@code --kernel-cache} was given, not defaulted: the daemon names it in its log only then. */
+    private boolean kernelCacheGiven;
 
     @Option(names = "--passthrough", negatable = true, defaultValue = "true", fallbackValue = "true",
             description = "Let the kernel read and write store files directly (FUSE passthrough) where it offers"
@@ -268,6 +270,7 @@ final class MountCommand implements Callable<Integer> {
     }
 
     private Plan validate() {
+        kernelCacheGiven = kernelCache != null;
         if (kernelCache == null) {
             kernelCache = Duration.ofSeconds(FuseDaemon.defaultKernelCacheSeconds());
         }
@@ -451,7 +454,7 @@ final class MountCommand implements Callable<Integer> {
         // asks for no passthrough, so what it reports (status IO, stats) is what its files get.
         FuseDaemon daemon = FuseDaemon.create(mp, router, plan.callers(), options, uid, gid,
                 (int) kernelCache.toSeconds(), readdirplus).passthrough(passthrough && storage.isPresent())
-                .xattr(xattr).ioUring(ioUring);
+                .xattr(xattr).ioUring(ioUring).unfollowedRoot(stores.rootListingValidity(), kernelCacheGiven);
         AtomicBoolean stopping = new AtomicBoolean();
         Hangup.handle(loggedTo, reopenLog, log); // before the mount answers: a rotation's SIGHUP must not unmount it
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -696,7 +699,9 @@ final class MountCommand implements Callable<Integer> {
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "mount", "--foreground",
                 "--home", chibiHome.dir().toString(), "--log-level", logLevel, "--logged-to", logFile.toString(),
                 "--cache-sweep-interval", cacheSweepInterval.toString()));
-        cmd.addAll(List.of("--kernel-cache", kernelCache.isZero() ? KernelCacheConverter.OFF : kernelCache.toSeconds() + "s"));
+        if (kernelCacheGiven) { // else the daemon takes the same default, on this same kernel, and knows it was not asked
+            cmd.addAll(List.of("--kernel-cache", kernelCache.isZero() ? KernelCacheConverter.OFF : kernelCache.toSeconds() + "s"));
+        }
         cmd.add(readdirplus ? "--readdirplus" : "--no-readdirplus");
         cmd.add(passthrough ? "--passthrough" : "--no-passthrough");
         cmd.add(xattr ? "--xattr" : "--no-xattr");

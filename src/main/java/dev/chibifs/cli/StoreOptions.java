@@ -6,6 +6,7 @@ import dev.chibifs.policy.SymlinkRule;
 import dev.chibifs.router.Namespace;
 import dev.chibifs.router.StoreMount;
 import dev.chibifs.store.StoreSpec;
+import dev.chibifs.store.s3.S3Options;
 import dev.chibifs.store.s3.S3StoreSpec;
 import dev.chibifs.sys.InvalidSpecException;
 import picocli.CommandLine.Option;
@@ -88,6 +89,12 @@ final class StoreOptions {
                     + " EEXIST. One PUT per such"
                     + " create, before it returns. Default: made here, and up with the write-back.")
     boolean exclusiveCreates;
+
+    /** How long the S3 store at the root believes a listing ({@code --metadata-ttl}); null where the root store is not S3. */
+    Duration rootListingValidity() {
+        boolean s3Root = mounts().stream().anyMatch(m -> m.prefix().isRoot() && m.spec() instanceof S3StoreSpec);
+        return !s3Root ? null : metadataTtl != null ? metadataTtl : S3Options.DEFAULT_VALIDITY;
+    }
 
     /** The parsed {@code --store} options; a bad one is a usage error naming the value and the rule. */
     List<StoreMount> mounts() {

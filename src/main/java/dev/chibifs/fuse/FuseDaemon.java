@@ -42,19 +42,25 @@ public final class FuseDaemon {
     private final List<String> options;
     private final RequestStats stats = new RequestStats();
     private final boolean followStore;
+    private final int kernelCacheSeconds;
     private volatile FuseSession session;
     private volatile FuseDevice device;
     private volatile StoreFollower follower = StoreFollower.NONE;
     private volatile boolean passthrough = true;
     private volatile boolean ioUring;
     private volatile boolean xattr = true;
+    /** The root store's listing validity where it is an S3 bucket (null: not one), for the log line at {@link #start}. */
+    private volatile Duration rootListingValidity;
+    /** Whether the user gave {@code --kernel-cache} (not its default), for the same line. */
+    private volatile boolean kernelCacheGiven;
 
-    private FuseDaemon(Path mountpoint, FuseFileSystem fs, MountSpec spec, List<String> options, boolean followStore) {
+    private FuseDaemon(Path mountpoint, FuseFileSystem fs, MountSpec spec, List<String> options, int kernelCacheSeconds) {
         this.mountpoint = mountpoint;
         this.fs = fs;
         this.spec = spec;
         this.options = options;
-        this.followStore = followStore;
+        this.followStore = kernelCacheSeconds > 0;
+        this.kernelCacheSeconds = kernelCacheSeconds;
     }
 
     /** A daemon for {@code router} at {@code mountpoint}, not mounted yet: {@link #start} mounts it. */
@@ -114,7 +120,7 @@ public final class FuseDaemon {
         if (spec.allowOther() || spec.allowRoot()) {
             fs.othersReach();
         }
-        return new FuseDaemon(mountpoint, fs, spec, List.copyOf(all), follow);
+        return new FuseDaemon(mountpoint, fs, spec, List.copyOf(all), kernelCacheSeconds);
     }
 
     /** The options the mount gets: the timeouts of the kernel cache where the store is followed, then those asked for. */
@@ -139,6 +145,43 @@ public final class FuseDaemon {
     public FuseDaemon xattr(boolean on) {
         this.xattr = on;
         return this;
+    }
+
+    /**
+     * What the log is to say, where the root store cannot be followed, of how long the kernel keeps
+     * its answers: {@code listingValidity}, the root S3 store's {@code --metadata-ttl} (null where the
+     * root store is no bucket), and whether the user asked {@code --kernel-cache} itself.
+     */
+    public FuseDaemon unfollowedRoot(Duration listingValidity, boolean kernelCacheGiven) {
+        this.rootListingValidity = listingValidity;
+        this.kernelCacheGiven = kernelCacheGiven;
+        return this;
+    }
+
+    /**
+     * The one line the log says where the root store cannot be followed: what the kernel keeps and
+     * for how long, and the option that sets it. {@code --kernel-cache} is named only where the user
+     * gave it: a line naming an option never passed (its default) read as a complaint about it.
+     */
+    static String unfollowedLine(int kernelCacheSeconds, boolean kernelCacheGiven, Duration listingValidity) {
+        String asked = kernelCacheGiven ? "--kernel-cache " + kernelCacheSeconds + "s: " : "";
+        if (listingValidity == null) {
+            return asked + "the root store's changes cannot be followed: the kernel keeps names and attributes 1 s,"
+                    + " no missing name";
+        }
+        Duration kernelCache = Duration.ofSeconds(kernelCacheSeconds);
+        boolean capped = listingValidity.compareTo(kernelCache) > 0;
+        String setBy = "--metadata-ttl " + shown(listingValidity) + (!capped ? ""
+                : ", capped at " + (kernelCacheGiven ? "--kernel-cache " : "the kernel cache's ") + shown(kernelCache));
+        return asked + "S3 root store: other hosts' changes cannot be followed, so the kernel keeps names,"
+                + " attributes and missing names up to " + shown(capped ? kernelCache : listingValidity) + " after each"
+                + " S3 listing (" + setBy + "), other stores' 1 s; a longer --metadata-ttl lists S3 less often and"
+                + " shows other hosts' changes later";
+    }
+
+    /** A duration as the command line takes it: whole seconds as 2s, else milliseconds. */
+    private static String shown(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
     }
 
     /**
@@ -208,8 +251,7 @@ public final class FuseDaemon {
             StoreFollower f = ChangeFollower.start(fs);
             if (f == StoreFollower.NONE) {
                 // expected where the root store is S3 or memory: nothing is wrong that the user could mend
-                LOG.info("--kernel-cache: the root store's changes cannot be followed; the kernel keeps an S3 "
-                        + "listing's answers while it holds, others 1 s");
+                LOG.info(unfollowedLine(kernelCacheSeconds, kernelCacheGiven, rootListingValidity));
                 // NONE would let the kernel keep everything for the long timeouts asked for, unfollowed
                 fs.follow(StoreFollower.UNFOLLOWED);
             }

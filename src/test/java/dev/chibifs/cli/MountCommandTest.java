@@ -16,6 +16,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class MountCommandTest {
 
     @Test
+    void theDaemonIsToldTheRootBucketsListingValidityForItsLogLine() {
+        assertEquals(java.time.Duration.ofSeconds(1), rootValidity("--store", "/=s3://team-bucket/chibi"), "the default");
+        assertEquals(java.time.Duration.ofSeconds(60), rootValidity("--store", "/=s3://team-bucket/chibi", "--metadata-ttl", "60s"));
+        assertEquals(null, rootValidity("--store", "/shared/team=s3://team-bucket/chibi", "--metadata-ttl", "60s"), "the root is local");
+        assertEquals(null, rootValidity());
+    }
+
+    private static java.time.Duration rootValidity(String... args) {
+        MountCommand m = new MountCommand();
+        List<String> all = new java.util.ArrayList<>(List.of(args));
+        all.add("/mnt");
+        new picocli.CommandLine(m).parseArgs(all.toArray(String[]::new));
+        return m.stores.rootListingValidity();
+    }
+
+    @Test
     void aUidMapNamesUidsAKernelHas() {
         for (String bad : List.of("99999999999=alice", "4294967295=alice", "-1=alice")) {
             UsageException e = assertThrows(UsageException.class, () -> MountCommand.parseUidMaps(List.of(bad), null));
