@@ -709,19 +709,79 @@ public final class LocalStorage implements Storage {
     private void writeLocked(VfsPath path, byte[] data, Precondition condition, Guard guard) throws IOException {
         createParents(path);
         checkCreatable(path);
-        try (At a = at(path)) {
-            int held = lockExisting(a, path, lockDeadline());
+        try (Locked l = lockedWhereItIsNow(path, lockDeadline())) {
+            guard.check();
+            if (!condition.none()) {
+                condition.check(path, currentEtag(path));
+            }
+            replaceAtomically(l.at, path, keptMode(l.at, path, newFileMode), out -> Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0));
+        }
+    }
+
+    /** How many times a change starts again because the directory it locked a file in moved while it waited. */
+    private static final int MOVED_DIRECTORY_RETRIES = 3;
+
+    /** The directory holding a path, opened after the change's wait, and the file's lock in it (-1: none). */
+    private static final class Locked implements AutoCloseable {
+        final At at;
+        final int held;
+
+        Locked(At at, int held) {
+            this.at = at;
+            this.held = held;
+        }
+
+        @Override
+        public void close() {
             try {
-                guard.check();
-                if (!condition.none()) {
-                    condition.check(path, currentEtag(path));
-                }
-                replaceAtomically(a, path, keptMode(a, path, newFileMode), out -> Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0));
-            } finally {
                 if (held >= 0) {
                     Syscalls.close(held);
                 }
+            } finally {
+                at.close();
             }
+        }
+    }
+
+    /**
+     * The directory that is at {@code path}'s parent once the file's locks are held, with them. A
+     * directory opened before a wait (for a lock, for a slow stdin) may have been moved meanwhile,
+     * into another context's home say: the guard was asked about the path given, so a change made
+     * in the moved directory would bypass the policy and overwrite what its new owner wrote there.
+     * So the parent is looked up again after the locks are taken, and the whole taken again when it
+     * is no longer the one locked in; a parent that is gone fails as a missing directory does.
+     */
+    private Locked lockedWhereItIsNow(VfsPath path, long deadline) throws IOException {
+        for (int attempt = 0; ; attempt++) {
+            At a = at(path);
+            int held = -1;
+            try {
+                held = lockExisting(a, path, deadline);
+                if (stillTheParent(a, path)) {
+                    return new Locked(a, held);
+                }
+            } catch (IOException | RuntimeException e) {
+                new Locked(a, held).close();
+                throw e;
+            }
+            new Locked(a, held).close();
+            if (attempt >= MOVED_DIRECTORY_RETRIES) {
+                throw ErrnoException.of(ESTALE, path.toString(), "its directory kept moving while the change waited");
+            }
+        }
+    }
+
+    /** Whether {@code a}'s directory is still the one a fresh lookup of {@code path}'s parent finds (device and inode). */
+    private boolean stillTheParent(At a, VfsPath path) throws IOException {
+        // a Statx is the thread's one buffer: read each before the next stat
+        Syscalls.Statx held = Syscalls.stat(a.dir, null, path.toString());
+        long inode = held.inode();
+        long device = held.device();
+        try (At now = at(path)) {
+            Syscalls.Statx found = Syscalls.stat(now.dir, null, path.toString());
+            return found.inode() == inode && found.device() == device;
+        } catch (NoSuchFileException gone) {
+            return false;
         }
     }
 
@@ -773,26 +833,25 @@ public final class LocalStorage implements Storage {
         }
     }
 
-    /** Under the file's locks: the guard, the condition, the mode, then the rename of {@code tmp} over the name. */
-    private boolean replaceLocked(At a, VfsPath path, String tmp, int fd, Precondition condition, Guard guard)
+    /**
+     * Under the file's locks, in the directory at the path's parent now (see {@link #lockedWhereItIsNow}):
+     * the guard, the condition, the mode, then the rename of {@code tmp} (in {@code staged}, where it
+     * was made) over the name. A directory moved to another file system fails (EXDEV), never lands.
+     */
+    private boolean replaceLocked(At staged, VfsPath path, String tmp, int fd, Precondition condition, Guard guard)
             throws IOException {
-        int held = lockExisting(a, path, lockDeadline());
-        try {
+        try (Locked l = lockedWhereItIsNow(path, lockDeadline())) {
             guard.check();
             if (!condition.none()) {
                 condition.check(path, currentEtag(path));
             }
-            Syscalls.fchmod(fd, keptMode(a, path, newFileMode) & 07777);
+            Syscalls.fchmod(fd, keptMode(l.at, path, newFileMode) & 07777);
             Syscalls.fsync(fd, true);
-            int err = Syscalls.tryRenameat(a.dir, tmp, a.dir, a.name, 0);
+            int err = Syscalls.tryRenameat(staged.dir, tmp, l.at.dir, l.at.name, 0);
             if (err != 0) {
                 throw failure(-err, path);
             }
             return true;
-        } finally {
-            if (held >= 0) {
-                Syscalls.close(held);
-            }
         }
     }
 
@@ -805,19 +864,12 @@ public final class LocalStorage implements Storage {
     @Override
     public void rewrite(VfsPath path, Rewrite rewrite, Precondition condition, Guard guard) throws IOException {
         spaceBackFirst();
-        try (At a = at(path)) {
-            int held = lockExisting(a, path, lockDeadline());
-            try {
-                guard.check();
-                byte[] current = read(path);
-                condition.check(path, ContentHash.of(current));
-                byte[] next = rewrite.apply(current);
-                replaceAtomically(a, path, keptMode(a, path, newFileMode), out -> Syscalls.pwriteFully(out, ByteBuffer.wrap(next), 0));
-            } finally {
-                if (held >= 0) {
-                    Syscalls.close(held);
-                }
-            }
+        try (Locked l = lockedWhereItIsNow(path, lockDeadline())) {
+            guard.check();
+            byte[] current = read(path);
+            condition.check(path, ContentHash.of(current));
+            byte[] next = rewrite.apply(current);
+            replaceAtomically(l.at, path, keptMode(l.at, path, newFileMode), out -> Syscalls.pwriteFully(out, ByteBuffer.wrap(next), 0));
         }
     }
 

@@ -1314,4 +1314,69 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertEquals("refused", e.getMessage());
         assertFalse(Files.exists(root.resolve("shared/new")));
     }
+
+    /** A stream that gives {@code content}, doing {@code midway} once before its end, as a slow stdin lets others act. */
+    private static java.io.InputStream actingMidway(byte[] content, Executable midway) {
+        return new java.io.FilterInputStream(new java.io.ByteArrayInputStream(content)) {
+            private boolean acted;
+
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                int n = super.read(b, off, len);
+                if (n < 0 && !acted) {
+                    acted = true;
+                    try {
+                        midway.execute();
+                    } catch (Throwable e) {
+                        throw new AssertionError(e);
+                    }
+                }
+                return n;
+            }
+        };
+    }
+
+    private void moveIntoBobsHome(String dir) throws IOException {
+        Files.createDirectories(root.resolve("home/bob"));
+        Files.move(root.resolve("shared/" + dir), root.resolve("home/bob/" + dir));
+        Files.write(root.resolve("home/bob/" + dir + "/f"), bytes("bob-private"));
+    }
+
+    /**
+     * vfscmd3 finding 1: the directory of a streamed write was moved into bob's home while stdin
+     * was read, and bob wrote his own file there: the write's rename landed in the moved directory,
+     * over bob's file, though the guard was asked about /shared. It now fails as a missing directory
+     * does, or lands in the directory that is at the path by then; bob's file is untouched.
+     */
+    @Test
+    void aStreamedWriteNeverLandsInItsDirectoryMovedAwayMeanwhile() throws IOException {
+        storage.write(p("/shared/dd/f"), bytes("v1"));
+        assertThrows(java.nio.file.NoSuchFileException.class, () -> storage.write(p("/shared/dd/f"),
+                actingMidway(bytes("alice-data"), () -> moveIntoBobsHome("dd")), Precondition.NONE, Storage.Guard.NONE));
+        assertEquals("bob-private", text("/home/bob/dd/f"));
+
+        storage.write(p("/shared/d2/f"), bytes("v1"));
+        storage.write(p("/shared/d2/f"), actingMidway(bytes("alice-data"), () -> {
+            moveIntoBobsHome("d2");
+            Files.createDirectories(root.resolve("shared/d2"));
+        }), Precondition.NONE, Storage.Guard.NONE);
+        assertEquals("bob-private", text("/home/bob/d2/f"));
+        assertEquals("alice-data", text("/shared/d2/f"));
+        try (Stream<Path> names = Files.list(root.resolve("home/bob/d2"))) {
+            assertEquals(List.of("f"), names.map(n -> n.getFileName().toString()).collect(Collectors.toList()));
+        }
+    }
+
+    /** The same across a write's wait for a lock: the lock it waited for is on a file that moved away with its directory. */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aWriteWaitingForALockNeverLandsInItsDirectoryMovedAwayMeanwhile() throws Throwable {
+        storage.write(p("/shared/dd/f"), bytes("v1"));
+        waitingWhileTheHolderActs("/shared/dd/f", () -> storage.write(p("/shared/dd/f"), bytes("WRITTEN")), () -> {
+            moveIntoBobsHome("dd");
+            Files.createDirectories(root.resolve("shared/dd"));
+        });
+        assertEquals("bob-private", text("/home/bob/dd/f"));
+        assertEquals("WRITTEN", text("/shared/dd/f"));
+    }
 }
