@@ -787,11 +787,12 @@ public final class LocalStorage implements Storage {
 
     /**
      * {@link #write(VfsPath, byte[], Precondition, Guard)} of a content read a buffer at a time: it
-     * goes into the temporary sibling as it comes, before the file's locks are taken, so a slow
-     * writer (a pipe) holds no lock while it writes and a large one needs no memory for it. The
-     * guard is checked before the temporary is made (a denied write leaves nothing, not even that)
-     * and again under the locks, with the condition, before the rename; a failure anywhere removes
-     * the temporary and leaves the file as it was.
+     * goes into a file of the store's as it comes, before the file's locks are taken, so a slow
+     * writer (a pipe) holds no lock while it writes and a large one needs no memory for it. That
+     * file has no name until it is renamed over the target under the locks ({@link Staged}), so
+     * nothing of it is seen, opened or left in the store meanwhile. The guard is checked before it
+     * is made (a denied write leaves nothing) and again under the locks, with the condition, before
+     * the rename; a failure anywhere leaves the file as it was.
      */
     @Override
     public void write(VfsPath path, InputStream data, Precondition condition, Guard guard) throws IOException {
@@ -799,28 +800,107 @@ public final class LocalStorage implements Storage {
         guard.check();
         createParents(path);
         checkCreatable(path);
-        try (At a = at(path)) {
-            String tmp = tempName();
-            int fd = Syscalls.openat(a.dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, path.toString());
-            boolean renamed = false;
+        try (At a = at(path); Staged staged = stage(a, path)) {
+            copyInto(staged.fd, data);
+            if (condition.none()) {
+                replaceLocked(staged, path, condition, guard);
+            } else {
+                synchronized (this) {
+                    // as writeLocked: two conditional writes of this storage go one at a time
+                    replaceLocked(staged, path, condition, guard);
+                }
+            }
+        }
+    }
+
+    /** Whether {@link #stage} tries O_TMPFILE first; off only where a test plays a file system that refuses it. */
+    private volatile boolean unnamedStaging = true;
+
+    /** Stages streamed writes in named temporaries, as on a file system that refuses O_TMPFILE (tests). */
+    void stageInNamedTemporaries() {
+        unnamedStaging = false;
+    }
+
+    /**
+     * A streamed write's content until it is renamed over the target: a file with no name, made
+     * with O_TMPFILE in the target's directory and linked only under the locks; where the file
+     * system refuses O_TMPFILE (EOPNOTSUPP; EISDIR or EINVAL on kernels and file systems that do
+     * not know it), a named temporary beside the target, which a signal's shutdown hook removes.
+     */
+    private final class Staged implements AutoCloseable {
+        final int fd;
+        /** Where the named temporary is; its name is null for a file with no name. */
+        private final At in;
+        private final String name;
+        private final PendingTemporaries.Pending pending;
+        private boolean moved;
+
+        Staged(int fd, At in, String name) {
+            this.fd = fd;
+            this.in = in;
+            this.name = name;
+            this.pending = name == null ? null : PendingTemporaries.add(in.dir, name);
+        }
+
+        /** Puts the content at {@code to}'s name, replacing what is there; the directory may be another than where it was made. */
+        void moveOver(At to, VfsPath path) throws IOException {
+            if (name != null) {
+                int err = Syscalls.tryRenameat(in.dir, name, to.dir, to.name, 0);
+                if (err != 0) {
+                    throw failure(-err, path);
+                }
+            } else {
+                // a name only now, under the locks; rename(2) then replaces the target atomically, as linkat cannot
+                String tmp = tempName();
+                int err = Syscalls.tryLinkDescriptor(fd, to.dir, tmp);
+                if (err != 0) {
+                    throw failure(-err, path);
+                }
+                err = Syscalls.tryRenameat(to.dir, tmp, to.dir, to.name, 0);
+                if (err != 0) {
+                    Syscalls.tryUnlinkat(to.dir, tmp, false);
+                    throw failure(-err, path);
+                }
+            }
+            moved = true;
+        }
+
+        @Override
+        public void close() {
             try {
-                own(fd);
-                copyInto(fd, data);
-                if (condition.none()) {
-                    renamed = replaceLocked(a, path, tmp, fd, condition, guard);
-                } else {
-                    synchronized (this) {
-                        // as writeLocked: two conditional writes of this storage go one at a time
-                        renamed = replaceLocked(a, path, tmp, fd, condition, guard);
+                if (name != null) {
+                    PendingTemporaries.remove(pending);
+                    if (!moved) {
+                        Syscalls.tryUnlinkat(in.dir, name, false);
                     }
                 }
             } finally {
                 Syscalls.close(fd);
-                if (!renamed) {
-                    Syscalls.tryUnlinkat(a.dir, tmp, false);
-                }
             }
         }
+    }
+
+    private Staged stage(At a, VfsPath path) throws IOException {
+        int fd = unnamedStaging ? Syscalls.tryOpenat(a.dir, ".", O_TMPFILE | O_WRONLY | O_NOCTTY, 0600) : -EOPNOTSUPP;
+        if (fd >= 0) {
+            own(fd);
+            return new Staged(fd, a, null);
+        }
+        if (-fd != EOPNOTSUPP && -fd != EISDIR && -fd != EINVAL) {
+            throw failure(-fd, path);
+        }
+        String tmp = tempName();
+        fd = Syscalls.openat(a.dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, path.toString());
+        Staged named;
+        try {
+            named = new Staged(fd, a, tmp);
+        } catch (RuntimeException e) {
+            Syscalls.tryUnlinkat(a.dir, tmp, false);
+            Syscalls.close(fd);
+            throw e;
+        }
+        own(fd);
+        return named;
     }
 
     private static void copyInto(int fd, InputStream data) throws IOException {
@@ -835,23 +915,18 @@ public final class LocalStorage implements Storage {
 
     /**
      * Under the file's locks, in the directory at the path's parent now (see {@link #lockedWhereItIsNow}):
-     * the guard, the condition, the mode, then the rename of {@code tmp} (in {@code staged}, where it
-     * was made) over the name. A directory moved to another file system fails (EXDEV), never lands.
+     * the guard, the condition, the mode, then {@code staged} moved over the name. A directory moved
+     * to another file system fails (EXDEV), never lands.
      */
-    private boolean replaceLocked(At staged, VfsPath path, String tmp, int fd, Precondition condition, Guard guard)
-            throws IOException {
+    private void replaceLocked(Staged staged, VfsPath path, Precondition condition, Guard guard) throws IOException {
         try (Locked l = lockedWhereItIsNow(path, lockDeadline())) {
             guard.check();
             if (!condition.none()) {
                 condition.check(path, currentEtag(path));
             }
-            Syscalls.fchmod(fd, keptMode(l.at, path, newFileMode) & 07777);
-            Syscalls.fsync(fd, true);
-            int err = Syscalls.tryRenameat(staged.dir, tmp, l.at.dir, l.at.name, 0);
-            if (err != 0) {
-                throw failure(-err, path);
-            }
-            return true;
+            Syscalls.fchmod(staged.fd, keptMode(l.at, path, newFileMode) & 07777);
+            Syscalls.fsync(staged.fd, true);
+            staged.moveOver(l.at, path);
         }
     }
 
