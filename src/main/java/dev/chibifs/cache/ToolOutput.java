@@ -64,29 +64,33 @@ public final class ToolOutput implements Closeable {
         if (head.length < memoryLimit) {
             return of(head);
         }
+        byte[] buffer = new byte[BUFFER];
+        // exactly the limit is an output that fits: only a byte past it needs the temporary file
+        int n = in.read(buffer);
+        if (n < 0) {
+            return of(head);
+        }
         FileChannel spill;
         try {
             spill = temporaries.open();
         } catch (IOException e) {
-            return new ToolOutput(head, null, head.length, e);
+            return new ToolOutput(head, null, head.length, new Unkept(e, Arrays.copyOf(buffer, n)));
         }
         long size;
         try {
             size = writeFully(spill, ByteBuffer.wrap(head), 0);
         } catch (IOException e) {
             spill.close();
-            return new ToolOutput(head, null, head.length, e);
+            return new ToolOutput(head, null, head.length, new Unkept(e, Arrays.copyOf(buffer, n)));
         }
-        byte[] buffer = new byte[BUFFER];
-        int n;
-        while ((n = in.read(buffer)) >= 0) {
+        do {
             try {
                 size += writeFully(spill, ByteBuffer.wrap(buffer, 0, n), size);
             } catch (IOException e) {
                 // read and not kept: it must not be lost, so it is handed out after what was kept
                 return new ToolOutput(head, spill, size, new Unkept(e, Arrays.copyOf(buffer, n)));
             }
-        }
+        } while ((n = in.read(buffer)) >= 0);
         return new ToolOutput(head, spill, size, null);
     }
 

@@ -88,23 +88,45 @@ class ToolOutputTest {
         }
     }
 
+    /**
+     * vfscmd3 finding 5: an output of exactly the limit opened the temporary file before it knew
+     * stdin had ended, so it was "over 4 MiB" (a one-line JSON previewed as text; no temporary
+     * directory: not cached). Exactly the limit is held in memory, as below it.
+     */
+    @Test
+    void anOutputOfExactlyTheLimitStaysInMemoryAndNeedsNoTemporary() throws IOException {
+        byte[] bytes = "x".repeat(SMALL).getBytes(StandardCharsets.UTF_8);
+        ToolOutput.Temporaries none = () -> {
+            throw new IOException("no temporary directory");
+        };
+        try (ToolOutput o = ToolOutput.read(new ByteArrayInputStream(bytes), SMALL, none)) {
+            assertTrue(o.inMemory());
+            assertNull(o.failure());
+            assertArrayEquals(bytes, o.bytes());
+        }
+    }
+
     /** No temporary file to be had, or a full one: reading stops there, and nothing read is lost. */
     @Test
     void withoutRoomForTheRestReadingStopsAndKeepsWhatItRead() throws IOException {
         byte[] bytes = "0123456789".repeat(SMALL).getBytes(StandardCharsets.UTF_8);
+        byte[] oneByteOver = "y".repeat(SMALL + 1).getBytes(StandardCharsets.UTF_8);
         List<ToolOutput.Temporaries> refusing = List.of(
                 () -> {
                     throw new IOException("no temporary directory");
                 },
                 () -> FileChannel.open(Path.of("/dev/full"), StandardOpenOption.READ, StandardOpenOption.WRITE));
-        for (ToolOutput.Temporaries temporaries : refusing) {
-            InputStream in = new ByteArrayInputStream(bytes);
-            try (ToolOutput o = ToolOutput.read(in, SMALL, temporaries)) {
-                assertTrue(o.failure() != null);
-                ByteArrayOutputStream whole = new ByteArrayOutputStream();
-                whole.write(readAll(o));
-                in.transferTo(whole);
-                assertArrayEquals(bytes, whole.toByteArray());
+        // the piece read past the limit, to know there is more, is not lost either
+        for (byte[] input : List.of(bytes, oneByteOver)) {
+            for (ToolOutput.Temporaries temporaries : refusing) {
+                InputStream in = new ByteArrayInputStream(input);
+                try (ToolOutput o = ToolOutput.read(in, SMALL, temporaries)) {
+                    assertTrue(o.failure() != null);
+                    ByteArrayOutputStream whole = new ByteArrayOutputStream();
+                    whole.write(readAll(o));
+                    in.transferTo(whole);
+                    assertArrayEquals(input, whole.toByteArray());
+                }
             }
         }
     }
