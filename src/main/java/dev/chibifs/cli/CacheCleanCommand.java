@@ -36,11 +36,12 @@ final class CacheCleanCommand implements Callable<Integer> {
             throw new UsageException("--max-age-days must be 0 or more, not " + maxAgeDays);
         }
         long days = maxAgeDays != null ? maxAgeDays : ChibiConfig.load(home.resolve()).toolCacheMaxAgeDays();
-        ToolCache cache = CacheStores.openExisting(home.resolve());
+        dev.chibifs.config.ChibiHome chibiHome = home.resolve();
+        ToolCache cache = CacheStores.openExisting(chibiHome);
         List<String> failed = new java.util.ArrayList<>();
         Duration expiry = ToolCache.expiry(days);
         List<VfsPath> removed = cache == null ? List.of() : cache.removeOlderThan(expiry, () -> false,
-                (p, e) -> failed.add(ToolCache.printable(p.toUri()) + " (" + ToolCache.describe(e) + ")"));
+                (p, e) -> failed.add(ToolCache.printable(p.toUri()) + " (" + CacheStores.whyNotRemoved(chibiHome, e) + ")"));
         PrintWriter out = spec.commandLine().getOut();
         for (VfsPath p : removed) {
             out.println("removed " + ToolCache.printable(p.toUri()));

@@ -36,21 +36,57 @@ final class CacheStores {
     }
 
     /**
-     * The failure of removing {@code what} from {@code home}'s store: whose cache it was, and, where
-     * the operating system refused, that the store is another user's and who may change it. A bare
-     * "Permission denied" named neither the store's owner nor that the cache commands, unlike the
-     * vfs commands, write the store as whoever runs them.
+     * The failure of removing {@code what} from {@code home}'s store: whose cache it was, and why
+     * ({@link #whyNotRemoved}).
      */
     static CommandFailure couldNotRemove(String what, ChibiHome home, IOException e) {
-        int errno = dev.chibifs.sys.Errors.errno(e);
-        if (errno != dev.chibifs.sys.Linux.EACCES && errno != dev.chibifs.sys.Linux.EPERM) {
-            return new CommandFailure(ExitCodes.FAILURE, "could not remove " + what + ": " + ToolCache.describe(e));
+        return new CommandFailure(ExitCodes.FAILURE, "could not remove " + what + ": " + whyNotRemoved(home, e));
+    }
+
+    /**
+     * Why the store did not let something of the tool cache go: where the operating system refused,
+     * which part of the store is another user's and who may change it (a bare "Permission denied"
+     * named neither, nor that the cache commands, unlike the vfs commands, write the store as whoever
+     * runs them). The part is the directory that was to change, or the nearest above it that is not
+     * its runner's: naming the store's root told its very owner that they were not, when root (a
+     * daemon, sudo) had made a directory inside. The store's root where no such part is found.
+     */
+    static String whyNotRemoved(ChibiHome home, Exception e) {
+        if (!(e instanceof IOException io) || (dev.chibifs.sys.Errors.errno(io) != dev.chibifs.sys.Linux.EACCES
+                && dev.chibifs.sys.Errors.errno(io) != dev.chibifs.sys.Linux.EPERM)) {
+            return ToolCache.describe(e);
         }
         Path store = home.store().toAbsolutePath();
-        return new CommandFailure(ExitCodes.FAILURE, "could not remove " + what + ": the store " + store
-                + owner(store) + " is not writable by uid " + MountRegistry.currentUid() + " (the operating system"
+        Path part = refusedPart(store, io);
+        String named = part == null ? "the store " + store + owner(store)
+                : "the store's directory " + ToolCache.printable("vfs:///" + store.relativize(part)) + owner(part);
+        return named + " is not writable by uid " + MountRegistry.currentUid() + " (the operating system"
                 + " refused: the cache commands write the store directly, as the user who runs them; run them as"
-                + " its owner): " + ToolCache.describe(e));
+                + " its owner): " + ToolCache.describe(e);
+    }
+
+    /** The directory below {@code store} that refused the change {@code e} names: not its runner's, or not writable by them; null where none is. */
+    private static Path refusedPart(Path store, IOException e) {
+        String file = e instanceof java.nio.file.FileSystemException f ? f.getFile() : null;
+        if (file == null || !file.startsWith("/")) {
+            return null;
+        }
+        Path named = store.resolve(file.substring(1)).normalize();
+        Path dir = Files.isDirectory(named, java.nio.file.LinkOption.NOFOLLOW_LINKS) ? named : named.getParent();
+        int me = MountRegistry.currentUid();
+        for (; dir != null && dir.startsWith(store) && !dir.equals(store); dir = dir.getParent()) {
+            try {
+                if ((Integer) Files.getAttribute(dir, "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS) != me
+                        || !Files.isWritable(dir)) {
+                    return dir;
+                }
+            } catch (java.nio.file.NoSuchFileException gone) {
+                // removed meanwhile, or never there: what holds it is asked
+            } catch (IOException | RuntimeException unreadable) {
+                return null;
+            }
+        }
+        return null;
     }
 
     /** " (owned by uid N)" for {@code path}, or "" where its owner cannot be read. */

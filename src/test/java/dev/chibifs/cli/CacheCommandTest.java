@@ -421,6 +421,44 @@ class CacheCommandTest {
                 f.getMessage());
     }
 
+    /**
+     * vfscmd3 finding 6: a directory root made inside bob's store refused bob's clear, and the line
+     * told bob that his store (owned by uid 4651) was not writable by uid 4651. It now names the
+     * part that refused and its owner. (Run as root: the part is made another uid's here.)
+     */
+    @Test
+    void aRefusedClearNamesThePartThatRefusedAndItsOwner() throws IOException {
+        Path coder = Files.createDirectories(home.resolve("vfs/sys/tool_cache/coder"));
+        Files.setAttribute(coder, "unix:uid", 4651);
+        CommandFailure f = CacheStores.couldNotRemove("context coder's tool cache vfs:///sys/tool_cache/coder",
+                new dev.chibifs.config.ChibiHome(home), dev.chibifs.sys.Errors.of(dev.chibifs.sys.Linux.EACCES,
+                        "/sys/tool_cache/coder"));
+        assertEquals("could not remove context coder's tool cache vfs:///sys/tool_cache/coder: the store's directory"
+                + " vfs:///sys/tool_cache/coder (owned by uid 4651) is not writable by uid " + MountRegistry.currentUid()
+                + " (the operating system refused: the cache commands write the store directly, as the user who runs"
+                + " them; run them as its owner): Permission denied: /sys/tool_cache/coder", f.getMessage());
+    }
+
+    /** dev-vfssmall's note: a refused clean said only "Operation not permitted"; it says what clear says. */
+    @Test
+    void aRefusedCleanSaysWhatARefusedClearSays() throws IOException {
+        Path coder = Files.createDirectories(home.resolve("vfs/sys/tool_cache/coder"));
+        Path old = coder.resolve("t_1_00000000");
+        Files.writeString(old, "old");
+        Files.setLastModifiedTime(old, FileTime.from(Instant.now().minus(Duration.ofDays(30))));
+        Files.setAttribute(coder, "unix:uid", 4651);
+        // an immutable entry refuses even root (EPERM), whom no permission refuses
+        assertEquals(0, dev.chibifs.testing.Sh.run("chattr +i " + dev.chibifs.testing.Sh.quote(old.toString())).exitCode());
+        try {
+            assertEquals(1, run("cache", "clean"));
+        } finally {
+            dev.chibifs.testing.Sh.run("chattr -i " + dev.chibifs.testing.Sh.quote(old.toString()));
+        }
+        assertTrue(err.toString().contains("could not check or remove 1 entry: vfs:///sys/tool_cache/coder/t_1_00000000"
+                + " (the store's directory vfs:///sys/tool_cache/coder (owned by uid 4651) is not writable by uid "
+                + MountRegistry.currentUid() + " (the operating system refused"), err.toString());
+    }
+
     @Test
     void badConfigRefusesEveryCommandWithFileLineAndKey() throws IOException {
         Files.writeString(home.resolve("config.toml"), "model = \"x\"\n[vfs]\nbackend = \"fossil\"\n");
