@@ -52,9 +52,39 @@ abstract class ContentCommand extends VfsCommand {
             throw new IsDirectoryException(path.toString());
         }
         InputStream data = content != null
-                ? new ByteArrayInputStream(content.getBytes(StandardCharsets.UTF_8)) : terminal.in();
+                ? new ByteArrayInputStream(content.getBytes(StandardCharsets.UTF_8)) : standardInput(terminal.in());
         createParent(path);
         store(path, data, asked);
         return ExitCodes.OK;
+    }
+
+    /**
+     * {@code in} whose read failures say they are stdin's: `write < /` said "I/O error: Is a
+     * directory", which reads as if the target were one.
+     */
+    static InputStream standardInput(InputStream in) {
+        return new java.io.FilterInputStream(in) {
+            @Override
+            public int read() throws IOException {
+                try {
+                    return super.read();
+                } catch (IOException e) {
+                    throw failed(e);
+                }
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                try {
+                    return super.read(b, off, len);
+                } catch (IOException e) {
+                    throw failed(e);
+                }
+            }
+
+            private IOException failed(IOException e) {
+                return new IOException("reading standard input: " + e.getMessage(), e);
+            }
+        };
     }
 }

@@ -196,6 +196,19 @@ class LauncherTest {
         assertTrue(bad.err().startsWith("chibifs: Invalid value for option '--kernel-cache': '5ms' is out of range"), bad.err());
     }
 
+    /**
+     * vfscmd3 finding 7: `write < /` said "I/O error: Is a directory", which reads as if the target
+     * were a directory; the failure now says it was reading stdin, and nothing is written.
+     */
+    @Test
+    void aWriteWhoseStdinCannotBeReadSaysSo(@org.junit.jupiter.api.io.TempDir Path home) throws Exception {
+        Files.createDirectories(home.resolve("vfs/shared"));
+        Sh.Result r = Sh.run(FROM_CLASSES + "scripts/chibifs write --as alice --home '" + home + "' vfs:///shared/s < /");
+        assertEquals(5, r.exitCode(), r.err());
+        assertEquals("chibifs: I/O error: reading standard input: Is a directory\n", r.err());
+        assertFalse(Files.exists(home.resolve("vfs/shared/s")));
+    }
+
     @Test
     void aBackgroundMountWithItsStandardDescriptorsClosedStillMounts() throws Exception {
         FuseSupport.requireFuse();
