@@ -209,6 +209,19 @@ class LauncherTest {
         assertFalse(Files.exists(home.resolve("vfs/shared/s")));
     }
 
+    /** The same finding: with stdin closed the launcher gave the JVM /dev/null, and `write <&-` emptied the file, exit 0. */
+    @Test
+    void aWriteWithStdinClosedFailsAndKeepsTheFile(@org.junit.jupiter.api.io.TempDir Path home) throws Exception {
+        Files.createDirectories(home.resolve("vfs/shared"));
+        Files.writeString(home.resolve("vfs/shared/s"), "kept");
+        Sh.Result r = Sh.run(FROM_CLASSES + "scripts/chibifs write --as alice --home '" + home + "' vfs:///shared/s <&-");
+        assertEquals(5, r.exitCode(), r.err());
+        assertEquals("chibifs: I/O error: reading standard input: Bad file descriptor\n", r.err());
+        assertEquals("kept", Files.readString(home.resolve("vfs/shared/s")));
+        Sh.run(FROM_CLASSES + "scripts/chibifs write --as alice --home '" + home + "' --content new vfs:///shared/s <&-").ok();
+        assertEquals("new", Files.readString(home.resolve("vfs/shared/s")));
+    }
+
     @Test
     void aBackgroundMountWithItsStandardDescriptorsClosedStillMounts() throws Exception {
         FuseSupport.requireFuse();
