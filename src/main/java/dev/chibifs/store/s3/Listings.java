@@ -66,6 +66,13 @@ final class Listings {
      */
     private final Map<VfsPath, Long> listedAt = new HashMap<>();
     /**
+     * When each directory's own listing last showed something below it (its marker, a file, a
+     * subdirectory), on the clock of {@link #listedAt}: S3 had the directory then, so a lookup of it
+     * within the validity needs no listing of its parent ({@link #standsUnlisted}). Under the store's
+     * monitor; swept with {@link #listedAt}, and emptied whenever answers are let go of.
+     */
+    private final Map<VfsPath, Long> shownAt = new HashMap<>();
+    /**
      * The listings under way, by directory: a question about a directory being listed waits for
      * that listing rather than making its own (git's preload threads, or the lookups of one `ls`,
      * in a directory whose validity just ran out made one LIST each). Under the store's monitor.
@@ -137,8 +144,23 @@ final class Listings {
                 Node n = store.overlay.nodes.get(d);
                 return n == null || !n.dir;
             });
+            shownAt.keySet().retainAll(listedAt.keySet());
             sweptAt = Math.max(SWEPT_AT_LEAST, listedAt.size());
         }
+    }
+
+    /**
+     * Whether directory node {@code n} at {@code p} is known to be on S3 without listing its parent:
+     * its own listing, younger than the validity, showed something below it. Another host's removal
+     * of it before that listing would have left that listing empty, and one after it need not show
+     * before the validity runs out. Each path walk to a directory looked into at least once a
+     * validity (git's .git/objects/xx, a build's output) otherwise listed every directory above it
+     * each validity as the kernel looked the names up again: /shared, the repository, .git. Under the
+     * store's monitor.
+     */
+    boolean standsUnlisted(VfsPath p, Node n) {
+        Long at = shownAt.get(p);
+        return n != null && n.dir && at != null && store.ticks() - at < options.validity().toMillis();
     }
 
     /** How many directories' listings are remembered (tests). */
@@ -151,6 +173,7 @@ final class Listings {
     /** The next question about {@code dir} lists it again, whatever its validity; under the store's monitor. */
     void forget(VfsPath dir) {
         listedAt.remove(dir);
+        shownAt.clear();
         letGo++;
     }
 
@@ -248,7 +271,13 @@ final class Listings {
             // believed from its answer, not its request: an S3 answering in more than the validity
             // (1.5 s a request against 1 s) gave listings stale on arrival, each lookup listed its
             // parents again, and an `ls -l` of three files took 40 s
-            listed(dir, Math.max(now, store.ticks()));
+            long answered = Math.max(now, store.ticks());
+            listed(dir, answered);
+            if (level.objects().isEmpty() && level.prefixes().isEmpty()) {
+                shownAt.remove(dir);
+            } else {
+                shownAt.put(dir, answered);
+            }
             store.journal.commit();
             askWantedAttributes();
         }
@@ -262,6 +291,7 @@ final class Listings {
     void expireAll() {
         long expired = store.ticks() - options.validity().toMillis();
         listedAt.replaceAll((dir, at) -> Math.min(at, expired));
+        shownAt.clear();
         letGo++;
     }
 
@@ -271,6 +301,7 @@ final class Listings {
      */
     void expireListing(VfsPath dir) {
         listedAt.computeIfPresent(dir, (d, at) -> at - options.validity().toMillis());
+        shownAt.clear();
         letGo++;
     }
 

@@ -528,6 +528,12 @@ public final class S3Storage implements Storage {
         if (!parent.dir) {
             throw new NotDirectoryException(p.toString());
         }
+        synchronized (this) {
+            Node n = overlay.nodes.get(p);
+            if (listings.standsUnlisted(p, n)) {
+                return n;
+            }
+        }
         listings.refresh(p.parent());
         synchronized (this) {
             return overlay.nodes.get(p);

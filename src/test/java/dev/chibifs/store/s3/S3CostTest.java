@@ -261,4 +261,68 @@ class S3CostTest {
             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
         }
     }
+
+    /**
+     * A directory whose own listing, within the validity, showed what is in it is looked up without
+     * listing its parent: the kernel looks each name of a path up again once its answer expires, and
+     * git's lookups in .git/objects/xx listed the repository, .git and .git/objects each second too.
+     */
+    @Test
+    void aDirectoryItsOwnListingShowedIsLookedUpWithoutItsParentsListing() throws Exception {
+        try (S3Server server = new S3Server(temp.resolve("s3"))) {
+            server.createBucket("cost");
+            VfsPath objects = VfsPath.of("/shared/repo/objects");
+            VfsPath ab = objects.child("ab");
+            try (S3Storage writer = S3Storage.open("s3://cost/ns", S3Options.defaults(temp.resolve("w"), server.env()))) {
+                writer.write(ab.child("f"), "object\n".getBytes(UTF_8));
+                writer.flushAll();
+            }
+            java.util.concurrent.atomic.AtomicLong ticks = new java.util.concurrent.atomic.AtomicLong();
+            S3Options options = S3Options.defaults(temp.resolve("r"), server.env()).withTicker(ticks::get)
+                    .withValidity(Duration.ofSeconds(1));
+            try (S3Storage s = S3Storage.open("s3://cost/ns", options)) {
+                assertEquals(7, s.metadata(ab.child("f")).size());
+                ticks.addAndGet(1_500); // every listing expired
+                long lists = s.requests().getOrDefault("list", 0L);
+                assertEquals(7, s.metadata(ab.child("f")).size()); // lists ab
+                assertTrue(s.metadata(ab).isDirectory());
+                assertTrue(s.metadata(ab).isDirectory());
+                assertEquals(lists + 1, s.requests().getOrDefault("list", 0L), s.requests().toString());
+                ticks.addAndGet(1_500); // ab's own listing expired too: its parent's tells
+                assertTrue(s.metadata(ab).isDirectory());
+                assertEquals(lists + 2, s.requests().getOrDefault("list", 0L), s.requests().toString());
+            }
+        }
+    }
+
+    /**
+     * Another host's removal of a directory still shows within the validity: where the directory's
+     * own listing comes back empty, its lookup lists its parent, which no longer shows it.
+     */
+    @Test
+    void aDirectoryAnotherHostRemovedIsGoneOnceItsOwnListingShowsNothing() throws Exception {
+        try (S3Server server = new S3Server(temp.resolve("s3"))) {
+            server.createBucket("cost");
+            VfsPath ab = VfsPath.of("/shared/repo/objects/ab");
+            try (S3Storage writer = S3Storage.open("s3://cost/ns", S3Options.defaults(temp.resolve("w"), server.env()))) {
+                writer.write(ab.child("f"), "object\n".getBytes(UTF_8));
+                writer.flushAll();
+            }
+            java.util.concurrent.atomic.AtomicLong ticks = new java.util.concurrent.atomic.AtomicLong();
+            S3Options options = S3Options.defaults(temp.resolve("r"), server.env()).withTicker(ticks::get)
+                    .withValidity(Duration.ofSeconds(1));
+            try (S3Storage s = S3Storage.open("s3://cost/ns", options)) {
+                assertTrue(s.exists(ab.child("f")));
+                try (S3Storage other = S3Storage.open("s3://cost/ns", S3Options.defaults(temp.resolve("w"), server.env()))) {
+                    other.removeFile(ab.child("f"));
+                    other.removeDirectory(ab);
+                    other.flushAll();
+                }
+                assertTrue(s.exists(ab)); // within the validity: as listed
+                ticks.addAndGet(1_500);
+                assertFalse(s.exists(ab.child("f")));
+                assertFalse(s.exists(ab));
+            }
+        }
+    }
 }
