@@ -25,7 +25,7 @@ import java.util.zip.CRC32;
  * JSON is wrong (a torn last line after a crash, a disk error) is reported and skipped, never applied.
  *
  * <p>Appends are written, not forced: a daemon killed with -9 loses nothing the kernel already has;
- * {@link #force()} is for fsync, which promises more.
+ * an fsync, which promises more, syncs it through {@link #toForce}.
  */
 final class Journal implements Closeable {
 
@@ -143,11 +143,14 @@ final class Journal implements Closeable {
         return appended;
     }
 
-    /** Makes what was appended durable. */
-    void force() throws IOException {
-        if (out != null) {
-            out.force(false);
-        }
+    /**
+     * A descriptor of its own on the journal file, to make what was appended so far durable without
+     * the store's monitor ({@link JournalRecords#forceAndClose}); null when nothing was appended. Its own, not the
+     * appender's: a rewrite meanwhile closes that one, and its number is reused at once by the next
+     * open. Under the store's monitor.
+     */
+    CacheFile toForce() throws IOException {
+        return out == null ? null : out.reopenForReading();
     }
 
     /** Replaces the journal with {@code records}, atomically (a temporary file, forced, renamed). */

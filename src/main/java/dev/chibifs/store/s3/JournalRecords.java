@@ -465,9 +465,27 @@ final class JournalRecords implements Closeable {
         journal.rewrite(state);
     }
 
-    /** What was appended reaches the disk (fsync promises more than a write). */
-    void force() throws IOException {
-        journal.force();
+    /** {@link Journal#toForce}: under the store's monitor. */
+    CacheFile toForce() throws IOException {
+        return journal.toForce();
+    }
+
+    /** Runs before {@link #forceAndClose} syncs (tests hold a sync there). */
+    Runnable beforeForce = () -> { };
+
+    /**
+     * What was appended when {@code f} was taken ({@link #toForce}) reaches the disk, without the
+     * store's monitor; then {@code f} is closed. A rewrite meanwhile replaced the file by one forced
+     * whole: syncing the old one is then harmless.
+     */
+    void forceAndClose(CacheFile f) throws IOException {
+        if (f == null) {
+            return;
+        }
+        try (f) {
+            beforeForce.run();
+            f.force(false);
+        }
     }
 
     @Override

@@ -1427,9 +1427,13 @@ final class WriteBack {
             }
             mkdirsFirst(p.parent(), n);
             upload(n, true);
+            // the sync of the journal without the monitor: under it, every other request (a lookup, an
+            // open, a close) waited for the disk, tens to hundreds of ms an fsync on a loaded machine
+            CacheFile journalFile;
             synchronized (store) {
-                store.journal.force();
+                journalFile = store.journal.toForce();
             }
+            store.journal.forceAndClose(journalFile);
         } finally {
             deletesOrFsyncs.readLock().unlock();
         }

@@ -195,6 +195,54 @@ class S3StorageTest extends StorageBehaviourSuite {
     }
 
     /**
+     * An fsync makes the journal durable without the store's monitor: under it, every other request
+     * (a lookup, an open, a close) waited for the disk, tens to hundreds of ms an fsync on a loaded
+     * machine. Here the journal's sync is held until a lookup of another file has been answered.
+     */
+    @Test
+    void anFsyncsSyncOfTheJournalHoldsUpNoOtherRequest() throws Exception {
+        server.createBucket("journalsync");
+        try (S3Storage s = S3Storage.open("s3://journalsync/ns", S3Options.defaults(temp.resolve("journalsync-cache"), server.env())
+                .withFlushAfter(Duration.ofHours(1)))) {
+            s.write(p("/shared/other"), "other".getBytes(StandardCharsets.UTF_8));
+            java.util.concurrent.CountDownLatch syncing = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+            s.journal.beforeForce = () -> {
+                syncing.countDown();
+                try {
+                    letGo.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
+            try (FileHandle h = s.open(p("/shared/f"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+                h.write(ByteBuffer.wrap("v".getBytes(StandardCharsets.UTF_8)), 0);
+                java.util.concurrent.CompletableFuture<Void> fsync = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                    try {
+                        h.sync(false);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                try {
+                    assertTrue(syncing.await(30, java.util.concurrent.TimeUnit.SECONDS), "the fsync reached the journal's sync");
+                    java.util.concurrent.CompletableFuture<Long> lookup = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                        try {
+                            return s.metadata(p("/shared/other")).size();
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    });
+                    assertEquals(5L, lookup.get(20, java.util.concurrent.TimeUnit.SECONDS));
+                } finally {
+                    letGo.countDown();
+                }
+                fsync.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    /**
      * fsync of a directory after a rename in it (write, fsync, rename, fsync of the directory: an
      * atomic save) returns once S3 has the new name and no longer the old, as {@code chibifs sync}
      * would: before, the rename waited for the debounce, and a host that died meanwhile lost it.
