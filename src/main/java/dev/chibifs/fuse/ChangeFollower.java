@@ -290,9 +290,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             // listing costs one notification, not one per name removed
             // a file's name that went behind the kernel's back still stands for its node in the name
             // table (a directory's leaves it: NodeTable#left), while the kernel may hold it as missing
-            // since: where the file comes back (moved away and back), the missing name would stand
+            // since: where the file comes back (moved away and back), the missing name would stand.
+            // RACE: a lookup of the file's new name, made between the store's rename and this event,
+            // took the old one from its node, but the kernel holds it still (NodeTable#leftBehind)
             boolean kernelRight = known && (now == null
                     ? child == null && !missing.contains(parent.id, name) && !parent.listingKept
+                            && !fs.nodes.leftBehind(parent, name)
                     : child != null && !child.removed && !missing.contains(parent.id, name)
                             && NodeTable.Identity.of(fs.router().resolve(at).storage(), now).equals(child.identity));
             if (!kernelRight && known && !settled && (now != null || child != null)) {
@@ -303,6 +306,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             }
             if (!kernelRight) {
                 missing.remove(parent.id, name);
+                fs.nodes.leftBehindTold(parent, name);
                 invalidateEntry(parent.id, name);
                 dropListing(parent);
                 for (NodeTable.Node before : modified ? goneFiles(parent, name) : List.<NodeTable.Node>of()) {

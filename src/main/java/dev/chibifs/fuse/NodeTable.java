@@ -250,6 +250,21 @@ final class NodeTable {
             return size() > REMOVED_NAMES_KEPT;
         }
     };
+    /**
+     * File names a lookup of another name took from their node (the store counts one link: the
+     * file was renamed, or its other name removed, behind the kernel's back), with that node. The
+     * kernel still holds each name for the node, a name it was given, and the store's event for it
+     * may be heard only after the lookup, finding neither a node nor a file there: without this, it
+     * took the kernel as right, which kept the old name for --kernel-cache (an open of it reached the
+     * file at its new name). Taken when the event is told ({@link #leftBehindTold}), or once the
+     * kernel is given the name again. Guarded by this.
+     */
+    private final Map<Link, Node> leftBehind = new LinkedHashMap<>(16, 0.75f, false) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Link, Node> eldest) {
+            return size() > REMOVED_NAMES_KEPT;
+        }
+    };
     /** Bumped when a directory moves: every cached path below it may be stale. */
     private final AtomicLong renames = new AtomicLong();
     private final Node root = new Node(FuseProtocol.ROOT_ID, null, true, null);
@@ -338,7 +353,15 @@ final class NodeTable {
             byId.add(node);
             byIdentity.put(identity, node);
         } else if (soleName && !(link.equals(node.link) && node.otherLinks == null)) {
-            // one name in the store: any other name we knew was moved or removed behind our back
+            // one name in the store: any other name we knew was moved or removed behind our back. The
+            // kernel moves a directory's dentry to the name it is given; a file's others stay
+            if (!directory) {
+                for (Link l : links(node)) {
+                    if (!l.equals(link)) {
+                        leftBehind.put(l, node);
+                    }
+                }
+            }
             knownOnlyAs(node, link, directory);
         } else if (node.removed || !hasLink(node, link)) {
             addLink(node, link);
@@ -366,6 +389,7 @@ final class NodeTable {
 
     /** Name {@code link} stands for {@code node}; a node it stood for before loses it (replaced behind our back). */
     private void nameNow(Link link, Node node) {
+        leftBehind.remove(link);
         Node previous = byName.put(link, node);
         if (previous != null && previous != node) {
             dropLink(previous, link.parent(), link.name());
@@ -424,6 +448,7 @@ final class NodeTable {
 
     /** Name {@code name} in {@code parent} is gone from the store, through this mount (unlink, rmdir, a rename over it). */
     synchronized void unlinked(Node parent, String name) {
+        leftBehind.remove(new Link(parent, name)); // the kernel dropped the name itself
         Node node = byName.remove(new Link(parent, name));
         if (node != null) {
             dropLink(node, parent, name);
@@ -495,6 +520,20 @@ final class NodeTable {
         return true;
     }
 
+    /**
+     * Whether the kernel may still hold {@code name} in {@code parent} for a file a lookup of another
+     * name took it from (see {@link #leftBehind}): the file's node is still held.
+     */
+    synchronized boolean leftBehind(Node parent, String name) {
+        Node node = leftBehind.get(new Link(parent, name));
+        return node != null && byId.get(node.id) == node;
+    }
+
+    /** The kernel was told that {@code name} in {@code parent} is gone: it holds it for no file a lookup took it from. */
+    synchronized void leftBehindTold(Node parent, String name) {
+        leftBehind.remove(new Link(parent, name));
+    }
+
     /** The node the kernel holds for the file {@code identity} names, by whatever name; null for none. */
     synchronized Node known(Identity identity) {
         return byIdentity.get(identity);
@@ -539,6 +578,7 @@ final class NodeTable {
             node.otherLinks.replaceAll(l -> l.equals(old) ? moved : l);
         }
         byName.put(moved, node);
+        leftBehind.remove(moved); // the kernel moved the renamed dentry there
         node.pathEpoch = -1;
         if (node.directory) {
             renames.incrementAndGet();

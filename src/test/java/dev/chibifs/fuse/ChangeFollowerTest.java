@@ -876,4 +876,36 @@ class ChangeFollowerTest {
         assertEquals(0, attr.int32(16 + 64), "nlink 0: removed");
         assertNotEquals(build, kernel.call(FuseProtocol.LOOKUP, shared, body().name("build")).int64(0), "the new one is another node");
     }
+
+    /**
+     * Another mount's mv a b, and a stat of b here before the feed tells of a: the lookup finds the
+     * file the kernel holds as a and gives it the name b alone, and the feed, finding no node and no
+     * file at a, took the kernel as right. The kernel kept a for --kernel-cache: a stat of a worked
+     * and `echo NEW > a` rewrote b.
+     */
+    @Test
+    void aNameRenamedBehindTheMountAndItsFileLookedUpByTheNewNameFirstIsToldGone() throws Exception {
+        Files.writeString(home.resolve("shared/a"), "old\n");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long a = lookup(dir, "a");
+        noticesWritten();
+        follower.notifyThrough(null, null); // the feed's event for a not yet handled
+        Files.move(home.resolve("shared/a"), home.resolve("shared/b"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        follower.catchUp();
+        assertEquals(a, lookup(dir, "b"), "the same file");
+        follower.notifyThrough(kernel, session);
+
+        told(dir, "a", "b"); // the feed's events, handled now
+
+        assertEquals(1, entriesTold(dir, "a"), "a told gone");
+        assertEquals(0, entriesTold(dir, "b"), "b is what the kernel was told");
+    }
+
+    /** How many INVAL_ENTRYs of {@code name} in {@code dir} reached the kernel, once every notice posted so far did. */
+    private long entriesTold(long dir, String name) throws InterruptedException {
+        long last = session.notices().post(new FuseReply(64).invalInode(FuseProtocol.ROOT_ID, -1, 0));
+        assertTrue(session.notices().awaitWritten(last, java.util.concurrent.TimeUnit.SECONDS.toNanos(5)));
+        return kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).stream().filter(n -> n.int64(0) == dir
+                && name.equals(StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8))).toString())).count();
+    }
 }
