@@ -845,16 +845,22 @@ final class FuseFileSystem {
         ownNameChanges.readLock().lock();
         try {
             router.rename(caller(req), src, dst, mode);
-            // a rename changes the moved file's ctime, and the link count of the one it replaced (or its ctime, exchanged)
+            // a rename changes the moved file's ctime, and the link count of the one it replaced (or its
+            // ctime, exchanged). The kernel takes those as stale at the reply (fuse_update_ctime,
+            // fuse_entry_unlinked), so it holds none told, and the feed's events are no reason to drop them
             for (NodeTable.Node n : new NodeTable.Node[] {moved, replaced}) {
                 if (n != null) {
                     n.changing();
+                    n.untold();
                 }
             }
             if (mode == RenameMode.EXCHANGE) {
                 nodes.exchanged(from, fromName, to, toName);
             } else {
                 nodes.renamed(from, fromName, to, toName);
+                // rename(2) looked the target up first, and the kernel held it missing until this
+                // reply moved the dentry there: as at a create, not to be told back by the feed
+                follower.named(to, toName);
                 if (replaced != null && replaced != moved) {
                     follower.nameRemoved(to, toName, replaced);
                 }

@@ -901,6 +901,29 @@ class ChangeFollowerTest {
         assertEquals(0, entriesTold(dir, "b"), "b is what the kernel was told");
     }
 
+    /**
+     * mv f g through the mount: rename(2) looks g up first, and the kernel holds it missing until the
+     * rename's reply, which moves the dentry there. The store's events, heard back, told g as a name
+     * the kernel held missing: one INVAL_ENTRY (waiting for the directory's lock), a listing dropped
+     * and the file's attributes, at every save of a temporary file over a new name.
+     */
+    @Test
+    void aFileRenamedThroughTheMountToANameTheKernelHeldMissingIsNotToldBack() throws Exception {
+        Files.writeString(home.resolve("shared/f"), "x\n");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long f = lookup(dir, "f");
+        assertEquals(0, lookup(dir, "g"), "held missing, as rename(2) looks it up");
+        noticesWritten();
+
+        assertEquals(0, kernel.call(FuseProtocol.RENAME, dir, body().int64(dir).name("f").name("g")).error());
+        follower.catchUp();
+
+        assertEquals(0, entriesTold(dir, "g") + entriesTold(dir, "f"), "no name told");
+        assertEquals(List.of(), kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
+                .filter(n -> n.int64(0) == dir || n.int64(0) == f).toList(), "no listing or file dropped");
+        assertEquals(f, lookup(dir, "g"));
+    }
+
     /** How many INVAL_ENTRYs of {@code name} in {@code dir} reached the kernel, once every notice posted so far did. */
     private long entriesTold(long dir, String name) throws InterruptedException {
         long last = session.notices().post(new FuseReply(64).invalInode(FuseProtocol.ROOT_ID, -1, 0));
