@@ -322,6 +322,14 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                     invalidateInode(child, -1);
                     gone(parent, name, child);
                 }
+                NodeTable.Node linked = now == null || now.isDirectory() ? null
+                        : fs.nodes.known(NodeTable.Identity.of(fs.router().resolve(at).storage(), now));
+                if (linked != null && linked != child) {
+                    // a file the kernel knows by another name got this one (a link made, or moved here):
+                    // its link count or ctime changed, which the kernel would keep as long as the above
+                    invalidateInode(linked, -1);
+                    linked.untold();
+                }
                 return true;
             }
         }

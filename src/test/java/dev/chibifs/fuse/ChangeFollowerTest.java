@@ -924,6 +924,21 @@ class ChangeFollowerTest {
         assertEquals(f, lookup(dir, "g"));
     }
 
+    /**
+     * Another mount's ln n n2, where this one looked up n alone: the kernel kept n's link count of 1
+     * for --kernel-cache, the feed telling only the new name n2 (it has no node there).
+     */
+    @Test
+    void aLinkMadeBehindTheMountToAFileTheKernelKnowsByAnotherNameDropsItsAttributes() throws Exception {
+        Files.writeString(home.resolve("shared/n"), "x\n");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long n = lookup(dir, "n");
+        noticesWritten();
+
+        Files.createLink(home.resolve("shared/n2"), home.resolve("shared/n"));
+        attributesDropped(n);
+    }
+
     /** How many INVAL_ENTRYs of {@code name} in {@code dir} reached the kernel, once every notice posted so far did. */
     private long entriesTold(long dir, String name) throws InterruptedException {
         long last = session.notices().post(new FuseReply(64).invalInode(FuseProtocol.ROOT_ID, -1, 0));
