@@ -58,6 +58,12 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
      * waits, new ones wait behind it.
      */
     private static final long OWN_CHANGE_WAIT_MILLIS = 100;
+    /**
+     * Past this many hard-linked files held by the kernel (NodeTable#hardLinked), a name heard of
+     * that the kernel knows nothing by does not make the feed read them all again (a store per
+     * batch each); their link counts then show after the attribute timeout.
+     */
+    static final int HARD_LINKED_CHECKED = 256;
 
     /** A name in a directory, known by its follow key (gone files). */
     private record Name(long parent, String name) {
@@ -91,6 +97,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             return size() > NodeTable.REMOVED_NAMES_KEPT;
         }
     };
+    /**
+     * A name the kernel holds no node for came or went in this batch: it may have been another name
+     * of a hard-linked file the kernel holds, whose link count changed. Feed thread only.
+     */
+    private boolean unknownNameChanged;
     /** Each thread's own notification buffer. */
     private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(8192));
     private volatile FuseChannel channel;
@@ -282,6 +293,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         } catch (IOException | RuntimeException unreadable) {
             // a name that is no path (bytes that are not UTF-8), or a store that failed: tell the kernel
             known = false;
+        }
+        if (renamed && known && child == null) {
+            unknownNameChanged = true;
         }
         if (renamed || !known) {
             // a name gone that the kernel holds no node for may still be in a listing it keeps (its
@@ -543,6 +557,27 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     @Override
     public void batchTold() {
+        if (!unknownNameChanged) {
+            return;
+        }
+        unknownNameChanged = false;
+        List<NodeTable.Node> linked = fs.nodes.hardLinked();
+        if (linked.size() > HARD_LINKED_CHECKED) {
+            return;
+        }
+        for (NodeTable.Node n : linked) {
+            // read by its name: ctime tells a link made or removed (the count alone misses a name
+            // removed and another made in one batch)
+            try {
+                Metadata now = fs.router().metadata(null, fs.nodes.path(n));
+                if (fs.nodes.get(n.id) == n && n.identity.isOf(now) && n.toldOtherThan(now)) {
+                    invalidateInode(n, -1);
+                    n.untold();
+                }
+            } catch (IOException | RuntimeException gone) {
+                // its name went or moved too: that name's own event tells it
+            }
+        }
     }
 
     @Override

@@ -804,6 +804,9 @@ final class FuseFileSystem {
             router.removeFile(caller(req), childPath(parent, name));
             if (n != null) {
                 n.changing(); // its link count, where it has other names
+                // which the kernel takes as stale at the reply (fuse_entry_unlinked): it holds none
+                // told, and the feed's look at the file's other names is no reason to drop them again
+                n.untold();
             }
             nodes.unlinked(parent, name);
         });

@@ -265,6 +265,12 @@ final class NodeTable {
             return size() > REMOVED_NAMES_KEPT;
         }
     };
+    /**
+     * The files the kernel holds that the store counted more than one link for at their last entry
+     * reply: another of their names may go or come behind the kernel's back, where it never looked,
+     * and the feed, hearing of a name it has no node for, cannot tell whose it was. Guarded by this.
+     */
+    private final Set<Node> hardLinked = new HashSet<>();
     /** Bumped when a directory moves: every cached path below it may be stale. */
     private final AtomicLong renames = new AtomicLong();
     private final Node root = new Node(FuseProtocol.ROOT_ID, null, true, null);
@@ -336,6 +342,7 @@ final class NodeTable {
             // known under this one name already (a listing seen again): the name table has it, as
             // a name given to another node or removed would have dropped this link
             node.lookups++;
+            countedLinks(node, soleName);
             return node;
         }
         Link link = new Link(parent, name);
@@ -371,7 +378,22 @@ final class NodeTable {
         node.namelessInKernel = false;
         nameNow(link, node);
         node.lookups++;
+        countedLinks(node, soleName);
         return node;
+    }
+
+    /** The store counted one link for {@code node} ({@code sole}), or more: see {@link #hardLinked}. */
+    private void countedLinks(Node node, boolean sole) {
+        if (sole || node.directory) {
+            hardLinked.remove(node);
+        } else {
+            hardLinked.add(node);
+        }
+    }
+
+    /** The files the kernel holds that had more than one name in the store when it was last given one. */
+    synchronized List<Node> hardLinked() {
+        return List.copyOf(hardLinked);
     }
 
     /** {@code node} is known by {@code link} alone now; every other name it had is forgotten. */
@@ -440,6 +462,7 @@ final class NodeTable {
         }
         byId.remove(node);
         byIdentity.remove(node.identity, node);
+        hardLinked.remove(node);
         for (Link l : links(node)) {
             byName.remove(l, node);
         }

@@ -939,6 +939,38 @@ class ChangeFollowerTest {
         attributesDropped(n);
     }
 
+    /**
+     * Another mount's rm n2, where this one looked up the file's other name n alone: the feed heard
+     * of a name it had no node for, and the kernel kept n's link count of 2 for --kernel-cache.
+     */
+    @Test
+    void aLinkRemovedBehindTheMountFromAFileTheKernelKnowsByAnotherNameDropsItsAttributes() throws Exception {
+        Files.writeString(home.resolve("shared/n"), "x\n");
+        Files.createLink(home.resolve("shared/n2"), home.resolve("shared/n"));
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long n = lookup(dir, "n");
+        noticesWritten();
+
+        Files.delete(home.resolve("shared/n2"));
+        attributesDropped(n);
+    }
+
+    /** rm n2 through the mount: the kernel dropped the link count of n, the same inode, itself at the reply. */
+    @Test
+    void aLinkRemovedThroughTheMountIsNotToldBackToTheFilesOtherName() throws Exception {
+        Files.writeString(home.resolve("shared/n"), "x\n");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long n = linkedInStore(dir, "n", "n2");
+        noticesWritten();
+
+        assertEquals(0, kernel.call(FuseProtocol.UNLINK, dir, body().name("n2")).error());
+        follower.catchUp();
+
+        assertEquals(0, entriesTold(dir, "n2"));
+        assertEquals(List.of(), kernel.notifications(FuseProtocol.NOTIFY_INVAL_INODE).stream()
+                .filter(r -> r.int64(0) == n).toList());
+    }
+
     /** How many INVAL_ENTRYs of {@code name} in {@code dir} reached the kernel, once every notice posted so far did. */
     private long entriesTold(long dir, String name) throws InterruptedException {
         long last = session.notices().post(new FuseReply(64).invalInode(FuseProtocol.ROOT_ID, -1, 0));
