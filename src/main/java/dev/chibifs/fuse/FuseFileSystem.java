@@ -1081,6 +1081,7 @@ final class FuseFileSystem {
     /** The kernel is told {@code m} of node {@code n} in the reply being written. */
     void replied(NodeTable.Node n, Metadata m) {
         n.told(m);
+        nodes.linksTold(n, m.links());
     }
 
     /**

@@ -107,6 +107,8 @@ final class NodeTable {
         PageStamp pages;
         /** Whether those pages are the whole file (stored at an open), not what reads and writes left. Guarded by the node. */
         boolean pagesWhole;
+        /** Whether it is in the table's {@link NodeTable#hardLinked} set. */
+        volatile boolean hardLinked;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
         volatile long followKey = -1;
         /** Set when the kernel was given a listing of this directory to keep; see {@link ChangeFollower}. */
@@ -266,11 +268,11 @@ final class NodeTable {
         }
     };
     /**
-     * The files the kernel holds that the store counted more than one link for at their last entry
-     * reply: another of their names may go or come behind the kernel's back, where it never looked,
-     * and the feed, hearing of a name it has no node for, cannot tell whose it was. Guarded by this.
+     * The files the kernel holds that the store counted more than one link for when it was last told
+     * their attributes: another of their names may go or come behind the kernel's back, where it
+     * never looked, and the feed, hearing of a name it has no node for, cannot tell whose it was.
      */
-    private final Set<Node> hardLinked = new HashSet<>();
+    private final Set<Node> hardLinked = ConcurrentHashMap.newKeySet();
     /** Bumped when a directory moves: every cached path below it may be stale. */
     private final AtomicLong renames = new AtomicLong();
     private final Node root = new Node(FuseProtocol.ROOT_ID, null, true, null);
@@ -342,7 +344,6 @@ final class NodeTable {
             // known under this one name already (a listing seen again): the name table has it, as
             // a name given to another node or removed would have dropped this link
             node.lookups++;
-            countedLinks(node, soleName);
             return node;
         }
         Link link = new Link(parent, name);
@@ -378,22 +379,38 @@ final class NodeTable {
         node.namelessInKernel = false;
         nameNow(link, node);
         node.lookups++;
-        countedLinks(node, soleName);
         return node;
     }
 
-    /** The store counted one link for {@code node} ({@code sole}), or more: see {@link #hardLinked}. */
-    private void countedLinks(Node node, boolean sole) {
-        if (sole || node.directory) {
+    /** The kernel is told that the store counts {@code links} links for {@code node}: see {@link #hardLinked}. */
+    void linksTold(Node node, long links) {
+        // a look at a field on every reply, the set only for a hard-linked file. Replies racing may
+        // leave a file of one link in the set (a read of the store more), never one of more out of it
+        if (links > 1 && !node.directory) {
+            node.hardLinked = true;
+            if (!hardLinked.contains(node)) {
+                hardLinked.add(node);
+            }
+        } else if (node.hardLinked) {
+            node.hardLinked = false;
             hardLinked.remove(node);
-        } else {
-            hardLinked.add(node);
         }
     }
 
-    /** The files the kernel holds that had more than one name in the store when it was last given one. */
-    synchronized List<Node> hardLinked() {
-        return List.copyOf(hardLinked);
+    /**
+     * The files the kernel holds that the store counted more than one link for when it was last told
+     * their attributes; those it no longer holds are let go.
+     */
+    List<Node> hardLinked() {
+        List<Node> held = new ArrayList<>(hardLinked.size());
+        for (Node n : hardLinked) {
+            if (byId.get(n.id) == n) {
+                held.add(n);
+            } else {
+                hardLinked.remove(n); // a reply's told after its FORGET
+            }
+        }
+        return held;
     }
 
     /** {@code node} is known by {@code link} alone now; every other name it had is forgotten. */

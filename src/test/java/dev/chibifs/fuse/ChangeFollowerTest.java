@@ -971,6 +971,22 @@ class ChangeFollowerTest {
                 .filter(r -> r.int64(0) == n).toList());
     }
 
+    /** As above, where the kernel learnt of the second link by a stat of n (an attribute reply, no lookup). */
+    @Test
+    void aLinkRemovedBehindTheMountDropsTheAttributesOfAFileWhoseLinksTheKernelLearntByAStat() throws Exception {
+        Files.writeString(home.resolve("shared/n"), "x\n");
+        long dir = lookup(FuseProtocol.ROOT_ID, "shared");
+        long n = lookup(dir, "n");
+        Files.createLink(home.resolve("shared/n2"), home.resolve("shared/n"));
+        attributesDropped(n);
+        FakeKernel.Reply attr = kernel.call(FuseProtocol.GETATTR, n, body().int32(0).int32(0).int64(0));
+        assertEquals(2, attr.int32(16 + 64), "nlink 2");
+        noticesWritten();
+
+        Files.delete(home.resolve("shared/n2"));
+        attributesDropped(n);
+    }
+
     /** How many INVAL_ENTRYs of {@code name} in {@code dir} reached the kernel, once every notice posted so far did. */
     private long entriesTold(long dir, String name) throws InterruptedException {
         long last = session.notices().post(new FuseReply(64).invalInode(FuseProtocol.ROOT_ID, -1, 0));
