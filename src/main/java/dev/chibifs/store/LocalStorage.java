@@ -766,9 +766,14 @@ public final class LocalStorage implements Storage {
             }
             new Locked(a, held).close();
             if (attempt >= MOVED_DIRECTORY_RETRIES) {
-                throw ErrnoException.of(ESTALE, path.toString(), "its directory kept moving while the change waited");
+                throw keptMoving(path);
             }
         }
+    }
+
+    /** A change that found its directory moved on every attempt ({@link #MOVED_DIRECTORY_RETRIES}). */
+    private static IOException keptMoving(VfsPath path) {
+        return ErrnoException.of(ESTALE, path.toString(), "its directory kept moving while the change waited");
     }
 
     /** Whether {@code a}'s directory is still the one a fresh lookup of {@code path}'s parent finds (device and inode). */
@@ -1097,40 +1102,59 @@ public final class LocalStorage implements Storage {
         append(path, data, condition, Guard.NONE);
     }
 
-    /** Appends while holding the file's locks (see {@link #lockForChange}), with the guard and condition checked under them. */
+    /**
+     * Appends while holding the file's locks (see {@link #lockForChange}), with the guard and
+     * condition checked under them, in the directory at the path's parent once they are held (as
+     * {@link #lockedWhereItIsNow} finds it): one moved away while the append waited gets nothing.
+     */
     @Override
     public void append(VfsPath path, byte[] data, Precondition condition, Guard guard) throws IOException {
         spaceBackFirst();
         createParents(path);
         long deadline = lockDeadline();
-        try (At a = at(path)) {
-            // again while the file locked is no longer the one at the name (see stillNamed)
-            while (true) {
-                if (condition.ifNoneMatch()) {
-                    // create only: no file, so no lock to wait for; the exclusive create below decides a race
+        for (int attempt = 0; ; attempt++) {
+            try (At a = at(path)) {
+                if (appendLocked(a, path, data, condition, guard, deadline)) {
+                    return;
+                }
+            }
+            if (attempt >= MOVED_DIRECTORY_RETRIES) {
+                throw keptMoving(path);
+            }
+        }
+    }
+
+    /** The append in {@code a}'s directory; false, with nothing written, when it is no longer at the path's parent. */
+    private boolean appendLocked(At a, VfsPath path, byte[] data, Precondition condition, Guard guard, long deadline) throws IOException {
+        // again while the file locked is no longer the one at the name (see stillNamed)
+        while (true) {
+            if (condition.ifNoneMatch()) {
+                // create only: no file, so no lock to wait for; the exclusive create below decides a race
+                condition.check(path, currentEtag(path));
+            }
+            int fd = openRegular(a, path, true, condition.ifNoneMatch(), 0);
+            int out = -1;
+            try {
+                out = reopen(fd, O_WRONLY | O_APPEND, path);
+                lockForChange(out, path, deadline);
+                if (!stillNamed(a, out, path)) {
+                    continue;
+                }
+                if (!stillTheParent(a, path)) {
+                    return false;
+                }
+                guard.check();
+                if (condition.ifMatch() != null) {
                     condition.check(path, currentEtag(path));
                 }
-                int fd = openRegular(a, path, true, condition.ifNoneMatch(), 0);
-                int out = -1;
-                try {
-                    out = reopen(fd, O_WRONLY | O_APPEND, path);
-                    lockForChange(out, path, deadline);
-                    if (!stillNamed(a, out, path)) {
-                        continue;
-                    }
-                    guard.check();
-                    if (condition.ifMatch() != null) {
-                        condition.check(path, currentEtag(path));
-                    }
-                    // Linux's pwrite on an O_APPEND descriptor appends whatever the offset says
-                    Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0);
-                    return;
-                } finally {
-                    if (out >= 0) {
-                        Syscalls.close(out);
-                    }
-                    Syscalls.close(fd);
+                // Linux's pwrite on an O_APPEND descriptor appends whatever the offset says
+                Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0);
+                return true;
+            } finally {
+                if (out >= 0) {
+                    Syscalls.close(out);
                 }
+                Syscalls.close(fd);
             }
         }
     }

@@ -1382,6 +1382,30 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertEquals("WRITTEN", text("/shared/dd/f"));
     }
 
+    /**
+     * vfscmd4 finding 3: the same for append, which kept the directory it opened before its wait
+     * and checked only that the file was still named there: it appended to bob's file in his home.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void anAppendWaitingForALockNeverLandsInItsDirectoryMovedAwayMeanwhile() throws Throwable {
+        storage.write(p("/shared/dd/f"), bytes("v1"));
+        java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> waitingWhileTheHolderActs("/shared/dd/f", () -> storage.append(p("/shared/dd/f"), bytes("APPENDED")),
+                        () -> moveIntoBobsHome("dd")));
+        assertTrue(e.getCause() instanceof java.nio.file.NoSuchFileException, String.valueOf(e.getCause()));
+        assertEquals("bob-private", text("/home/bob/dd/f"));
+        assertFalse(Files.exists(root.resolve("shared/dd")), "nothing made at the path: its directory is gone");
+
+        storage.write(p("/shared/de/f"), bytes("v1"));
+        waitingWhileTheHolderActs("/shared/de/f", () -> storage.append(p("/shared/de/f"), bytes("APPENDED")), () -> {
+            moveIntoBobsHome("de");
+            Files.createDirectories(root.resolve("shared/de"));
+        });
+        assertEquals("bob-private", text("/home/bob/de/f"));
+        assertEquals("APPENDED", text("/shared/de/f"));
+    }
+
     private List<String> names(String dir) throws IOException {
         try (Stream<Path> names = Files.list(root.resolve(dir))) {
             return names.map(n -> n.getFileName().toString()).sorted().collect(Collectors.toList());
