@@ -1304,6 +1304,10 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    /**
+     * Replaces {@code dst} as a write does: under its locks, in the directory at its parent once
+     * they are held (see {@link #lockedWhereItIsNow}).
+     */
     @Override
     public void copy(VfsPath src, VfsPath dst) throws IOException {
         spaceBackFirst();
@@ -1318,16 +1322,8 @@ public final class LocalStorage implements Storage {
                 createParents(dst);
                 checkCreatable(dst);
                 int source = in;
-                try (At to = at(dst)) {
-                    // a copy replaces its destination as write does: under the destination's locks
-                    int held = lockExisting(to, dst, lockDeadline());
-                    try {
-                        replaceAtomically(to, dst, mode, out -> Syscalls.copy(source, out, size));
-                    } finally {
-                        if (held >= 0) {
-                            Syscalls.close(held);
-                        }
-                    }
+                try (Locked l = lockedWhereItIsNow(dst, lockDeadline())) {
+                    replaceAtomically(l.at, dst, mode, out -> Syscalls.copy(source, out, size));
                 }
             } finally {
                 if (in >= 0) {

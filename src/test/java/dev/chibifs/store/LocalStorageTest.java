@@ -1382,6 +1382,20 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertEquals("WRITTEN", text("/shared/dd/f"));
     }
 
+    /** vfscmd4 finding 1: the same for cp, whose destination's directory was opened before its wait. */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aCopyWaitingForALockNeverLandsInItsDirectoryMovedAwayMeanwhile() throws Throwable {
+        storage.write(p("/shared/src"), bytes("COPIED"));
+        storage.write(p("/shared/dd/f"), bytes("v1"));
+        waitingWhileTheHolderActs("/shared/dd/f", () -> storage.copy(p("/shared/src"), p("/shared/dd/f")), () -> {
+            moveIntoBobsHome("dd");
+            Files.createDirectories(root.resolve("shared/dd"));
+        });
+        assertEquals("bob-private", text("/home/bob/dd/f"));
+        assertEquals("COPIED", text("/shared/dd/f"));
+    }
+
     /**
      * vfscmd4 finding 3: the same for append, which kept the directory it opened before its wait
      * and checked only that the file was still named there: it appended to bob's file in his home.
