@@ -716,10 +716,11 @@ public final class Router {
         checkWrite(caller, dst);
         Target ts = resolve(src);
         Target td = fileCreatable(dst);
+        Storage.Guard guard = stillMayWrite(caller, dst);
         if (ts.storage() == td.storage()) {
-            ts.storage().copy(ts.path(), td.path());
+            ts.storage().copy(ts.path(), td.path(), guard);
         } else {
-            td.storage().write(td.path(), ts.storage().read(ts.path()));
+            td.storage().write(td.path(), ts.storage().read(ts.path()), Precondition.NONE, guard);
         }
     }
 

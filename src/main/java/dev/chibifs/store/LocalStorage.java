@@ -1304,12 +1304,17 @@ public final class LocalStorage implements Storage {
         }
     }
 
-    /**
-     * Replaces {@code dst} as a write does: under its locks, in the directory at its parent once
-     * they are held (see {@link #lockedWhereItIsNow}).
-     */
     @Override
     public void copy(VfsPath src, VfsPath dst) throws IOException {
+        copy(src, dst, Guard.NONE);
+    }
+
+    /**
+     * Replaces {@code dst} as a write does: under its locks, in the directory at its parent once
+     * they are held (see {@link #lockedWhereItIsNow}), with {@code guard} checked after the wait.
+     */
+    @Override
+    public void copy(VfsPath src, VfsPath dst, Guard guard) throws IOException {
         spaceBackFirst();
         try (At from = at(src)) {
             int fd = openRegular(from, src, false, false, 0);
@@ -1323,6 +1328,7 @@ public final class LocalStorage implements Storage {
                 checkCreatable(dst);
                 int source = in;
                 try (Locked l = lockedWhereItIsNow(dst, lockDeadline())) {
+                    guard.check();
                     replaceAtomically(l.at, dst, mode, out -> Syscalls.copy(source, out, size));
                 }
             } finally {

@@ -404,6 +404,12 @@ public interface Storage extends Closeable {
         }
     }
 
+    /** {@link #copy(VfsPath, VfsPath)}, with {@code guard} checked first; a store whose copies wait for the destination's locks checks it after the wait. */
+    default void copy(VfsPath src, VfsPath dst, Guard guard) throws IOException {
+        guard.check();
+        copy(src, dst);
+    }
+
     /**
      * {@link #write(VfsPath, byte[], Precondition, Guard)} of the bytes {@code data} gives, to its
      * end. This default reads them all into memory first, which suits a store that holds its files

@@ -937,9 +937,9 @@ class RouterTest {
     }
 
     /**
-     * bob was removed from the flock while his append, write and edit waited for the file's lock:
+     * bob was removed from the flock while his append, write, edit and cp waited for the file's lock:
      * each is refused when it gets the lock, as his next request would be, and the file is as it was.
-     * They were judged before the wait and wrote after the removal.
+     * They were judged before the wait and wrote after the removal (cp until vfscmd4's finding 2).
      */
     @Test
     @org.junit.jupiter.api.Timeout(60)
@@ -948,7 +948,8 @@ class RouterTest {
         Caller bob = Caller.context("bob");
         vfs.write(SYSTEM, p("/flocks/registry.json"), bytes(TEAM_WITH_BOB));
         vfs.write(SYSTEM, p("/flocks/team/f"), bytes("base\n"));
-        java.util.concurrent.CountDownLatch waiting = new java.util.concurrent.CountDownLatch(3);
+        vfs.write(SYSTEM, p("/shared/src"), bytes("copied"));
+        java.util.concurrent.CountDownLatch waiting = new java.util.concurrent.CountDownLatch(4);
         hearWaits(waiting);
         List<java.util.concurrent.CompletableFuture<Void>> changes = new ArrayList<>();
         int held = flockHeld("/flocks/team/f");
@@ -956,7 +957,8 @@ class RouterTest {
             changes.add(started(() -> flocks.append(bob, p("/flocks/team/f"), bytes("late\n"), Precondition.NONE)));
             changes.add(started(() -> flocks.write(bob, p("/flocks/team/f"), bytes("replaced"), Precondition.NONE)));
             changes.add(started(() -> flocks.rewrite(bob, p("/flocks/team/f"), c -> bytes("edited"), Precondition.NONE)));
-            assertTrue(waiting.await(30, java.util.concurrent.TimeUnit.SECONDS), "all three wait for the lock");
+            changes.add(started(() -> flocks.copy(bob, p("/shared/src"), p("/flocks/team/f"))));
+            assertTrue(waiting.await(30, java.util.concurrent.TimeUnit.SECONDS), "all four wait for the lock");
             vfs.write(SYSTEM, p("/flocks/registry.json"), bytes(TEAM_WITHOUT_BOB));
         } finally {
             dev.chibifs.sys.Syscalls.close(held);

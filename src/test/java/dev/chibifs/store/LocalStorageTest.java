@@ -1420,6 +1420,29 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertEquals("APPENDED", text("/shared/de/f"));
     }
 
+    /**
+     * vfscmd4 finding 2: cp was judged only before its wait for the destination's lock; a guard
+     * that refuses by the time the lock is held (a context removed from a flock) now stops it.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aCopyRefusedByItsGuardAfterTheWaitChangesNothing() throws Throwable {
+        storage.write(p("/shared/src"), bytes("COPIED"));
+        storage.write(p("/shared/f"), bytes("kept"));
+        java.util.concurrent.atomic.AtomicBoolean removed = new java.util.concurrent.atomic.AtomicBoolean();
+        Storage.Guard stillMember = () -> {
+            if (removed.get()) {
+                throw new java.nio.file.AccessDeniedException("/shared/f", null, "not a member any more");
+            }
+        };
+        java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> waitingWhileTheHolderActs("/shared/f", () -> storage.copy(p("/shared/src"), p("/shared/f"), stillMember),
+                        () -> removed.set(true)));
+        assertTrue(e.getCause() instanceof java.nio.file.AccessDeniedException, String.valueOf(e.getCause()));
+        assertEquals("kept", text("/shared/f"));
+        assertEquals(List.of("f", "src"), names("shared"));
+    }
+
     private List<String> names(String dir) throws IOException {
         try (Stream<Path> names = Files.list(root.resolve(dir))) {
             return names.map(n -> n.getFileName().toString()).sorted().collect(Collectors.toList());
