@@ -1374,12 +1374,20 @@ class LocalStorageTest extends StorageBehaviourSuite {
     @org.junit.jupiter.api.Timeout(60)
     void aWriteWaitingForALockNeverLandsInItsDirectoryMovedAwayMeanwhile() throws Throwable {
         storage.write(p("/shared/dd/f"), bytes("v1"));
-        waitingWhileTheHolderActs("/shared/dd/f", () -> storage.write(p("/shared/dd/f"), bytes("WRITTEN")), () -> {
-            moveIntoBobsHome("dd");
-            Files.createDirectories(root.resolve("shared/dd"));
+        landsAtItsPathAfterTheWait("dd", () -> storage.write(p("/shared/dd/f"), bytes("WRITTEN")), "WRITTEN");
+    }
+
+    /**
+     * {@code change} of {@code /shared/DIR/f} waits for the file's lock while DIR moves into bob's
+     * home (bob writing his own f there) and a new DIR is made at the path: it lands in the new one.
+     */
+    private void landsAtItsPathAfterTheWait(String dir, Executable change, String expected) throws Throwable {
+        waitingWhileTheHolderActs("/shared/" + dir + "/f", change, () -> {
+            moveIntoBobsHome(dir);
+            Files.createDirectories(root.resolve("shared/" + dir));
         });
-        assertEquals("bob-private", text("/home/bob/dd/f"));
-        assertEquals("WRITTEN", text("/shared/dd/f"));
+        assertEquals("bob-private", text("/home/bob/" + dir + "/f"));
+        assertEquals(expected, text("/shared/" + dir + "/f"));
     }
 
     /** vfscmd4 finding 1: the same for cp, whose destination's directory was opened before its wait. */
@@ -1388,12 +1396,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
     void aCopyWaitingForALockNeverLandsInItsDirectoryMovedAwayMeanwhile() throws Throwable {
         storage.write(p("/shared/src"), bytes("COPIED"));
         storage.write(p("/shared/dd/f"), bytes("v1"));
-        waitingWhileTheHolderActs("/shared/dd/f", () -> storage.copy(p("/shared/src"), p("/shared/dd/f")), () -> {
-            moveIntoBobsHome("dd");
-            Files.createDirectories(root.resolve("shared/dd"));
-        });
-        assertEquals("bob-private", text("/home/bob/dd/f"));
-        assertEquals("COPIED", text("/shared/dd/f"));
+        landsAtItsPathAfterTheWait("dd", () -> storage.copy(p("/shared/src"), p("/shared/dd/f")), "COPIED");
     }
 
     /**
@@ -1412,12 +1415,7 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertFalse(Files.exists(root.resolve("shared/dd")), "nothing made at the path: its directory is gone");
 
         storage.write(p("/shared/de/f"), bytes("v1"));
-        waitingWhileTheHolderActs("/shared/de/f", () -> storage.append(p("/shared/de/f"), bytes("APPENDED")), () -> {
-            moveIntoBobsHome("de");
-            Files.createDirectories(root.resolve("shared/de"));
-        });
-        assertEquals("bob-private", text("/home/bob/de/f"));
-        assertEquals("APPENDED", text("/shared/de/f"));
+        landsAtItsPathAfterTheWait("de", () -> storage.append(p("/shared/de/f"), bytes("APPENDED")), "APPENDED");
     }
 
     /**
