@@ -53,8 +53,10 @@ abstract class ContentCommand extends VfsCommand {
         }
         InputStream data = content != null
                 ? new ByteArrayInputStream(content.getBytes(StandardCharsets.UTF_8)) : standardInput(terminal.in());
-        createParent(path);
-        store(path, data, asked);
+        try (var made = router().makeParents(caller(), path)) {
+            store(path, data, asked);
+            made.keep();
+        }
         return ExitCodes.OK;
     }
 

@@ -43,8 +43,10 @@ final class CpCommand extends VfsCommand {
             throw CommandFailure.conflict("is a directory: " + Names.shown(dst)
                     + " (name the destination file, e.g. " + Names.shown(dst.child(src.fileName())) + ")");
         }
-        createParent(dst);
-        router().copy(caller(), src, dst);
+        try (var made = router().makeParents(caller(), dst)) {
+            router().copy(caller(), src, dst);
+            made.keep();
+        }
         return ExitCodes.OK;
     }
 }

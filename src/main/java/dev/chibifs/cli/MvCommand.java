@@ -3,17 +3,11 @@ package dev.chibifs.cli;
 import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.router.CrossDeviceException;
-import dev.chibifs.sys.Errors;
-import dev.chibifs.sys.Linux;
 import dev.chibifs.store.Metadata;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
 
 import java.io.IOException;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.Deque;
-import java.util.List;
 
 /** {@code chibifs mv}: move or rename a file or directory, as chibi's vfs_move. */
 @Command(name = "mv", mixinStandardHelpOptions = true,
@@ -74,64 +68,13 @@ final class MvCommand extends VfsCommand {
             throw new CrossDeviceException(src.toString(), dst.toString(), "'" + src + "' and '" + dst
                     + "' are in different stores (mv renames within one store; copy a file with cp, then rm it)");
         }
-        List<VfsPath> made = makeParents(dst);
-        try {
+        try (var made = router().makeParents(caller(), dst)) {
             router().rename(caller(), src, dst);
+            made.keep();
         } catch (CrossDeviceException e) {
-            unmake(made);
             // not between stores (checked above): the --symlinks rule or a hard link the move would leave behind
             throw new CommandFailure(ExitCodes.PERMISSION_DENIED, e.why() + "; nothing was moved");
-        } catch (IOException | RuntimeException e) {
-            unmake(made);
-            throw e;
         }
         return ExitCodes.OK;
-    }
-
-    /**
-     * Makes the missing parent directories of {@code dst}, one mkdir each, as chibi does before a
-     * move; returns those this command made, deepest first. One another process made meanwhile
-     * (EEXIST) is not this command's, so never removed by {@link #unmake}.
-     */
-    private List<VfsPath> makeParents(VfsPath dst) throws IOException {
-        Deque<VfsPath> missing = new ArrayDeque<>();
-        for (VfsPath p = dst.parent(); p != null && !p.isRoot() && !router().exists(caller(), p); p = p.parent()) {
-            missing.push(p);
-        }
-        List<VfsPath> made = new ArrayList<>();
-        try {
-            for (VfsPath p : missing) {
-                try {
-                    router().createDirectory(caller(), p);
-                    made.add(0, p);
-                } catch (IOException e) {
-                    if (Errors.errno(e) != Linux.EEXIST) {
-                        throw e;
-                    }
-                    // made by another process between the look and the mkdir: used, and left to it
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            unmake(made);
-            throw e;
-        }
-        return made;
-    }
-
-    /**
-     * Removes the directories {@link #makeParents} made, deepest first, each only while empty
-     * (rmdir), so a failed move leaves the tree as it found it. The race left open: another
-     * process that found one of them there (its mkdir -p, its create) and had not put anything in
-     * it yet sees it gone (ENOENT), as with any rmdir; one that did put something in keeps it,
-     * and the directories above it.
-     */
-    private void unmake(List<VfsPath> made) {
-        for (VfsPath p : made) {
-            try {
-                router().removeDirectory(caller(), p);
-            } catch (IOException | RuntimeException inUseOrGone) {
-                return;
-            }
-        }
     }
 }

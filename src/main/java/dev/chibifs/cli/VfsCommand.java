@@ -291,17 +291,6 @@ abstract class VfsCommand implements Callable<Integer> {
         }
     }
 
-    /**
-     * Creates the missing parent directories of {@code path} through the router, as chibi does
-     * before a move; LocalStorage creates only the last missing level itself.
-     */
-    void createParent(VfsPath path) throws IOException {
-        VfsPath parent = path.parent();
-        if (parent != null && !router().exists(caller, parent)) {
-            router().mkdir(caller, parent);
-        }
-    }
-
     /** Most symbolic links one path may pass through, as Linux's MAXSYMLINKS: more is ELOOP. */
     private static final int MAX_LINKS = 40;
 

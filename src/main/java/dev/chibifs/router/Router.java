@@ -711,6 +711,80 @@ public final class Router {
         t.storage().mkdir(t.path());
     }
 
+    /**
+     * Makes the missing directories above {@code path}, one mkdir(2) each, for a change about to
+     * create it (the vfs commands' write, append, cp, mv), and hands them back so that a change
+     * that fails removes them again: a failed change leaves no trace. The policy judges the parent,
+     * as {@link #mkdir} does (who may write {@code /home/bob/x} may make {@code /home} on the way).
+     * One that another process made meanwhile (EEXIST) is not this change's, so never removed.
+     */
+    public MadeParents makeParents(Caller caller, VfsPath path) throws IOException {
+        VfsPath parent = path.parent();
+        MadeParents made = new MadeParents();
+        if (parent == null || parent.isRoot()) {
+            return made;
+        }
+        checkWrite(caller, parent);
+        Deque<VfsPath> missing = new ArrayDeque<>();
+        for (VfsPath p = parent; !p.isRoot() && !isMountPoint(p) && !exists(caller, p); p = p.parent()) {
+            missing.push(p);
+        }
+        try {
+            for (VfsPath p : missing) {
+                Target t = creatable(p);
+                try {
+                    t.storage().createDirectory(t.path());
+                    made.deepestFirst.add(0, p);
+                } catch (IOException e) {
+                    if (Errors.errno(e) != Linux.EEXIST) {
+                        throw e;
+                    }
+                    // made by another process between the look and the mkdir: used, and left to it
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            made.close();
+            throw e;
+        }
+        return made;
+    }
+
+    /**
+     * The directories {@link #makeParents} made for one change: {@link #close} removes them again,
+     * deepest first and each only while empty (rmdir), unless the change succeeded and said
+     * {@link #keep}. The race left open, as with any rmdir: another process that found one of them
+     * there (its mkdir -p, its write) and had not put anything in it yet finds it gone (ENOENT);
+     * one that did put something in keeps it, and the directories above it.
+     */
+    public final class MadeParents implements AutoCloseable {
+        private final List<VfsPath> deepestFirst = new ArrayList<>();
+        private boolean kept;
+
+        private MadeParents() {
+        }
+
+        /** The change succeeded: what it made stays. */
+        public void keep() {
+            kept = true;
+        }
+
+        @Override
+        public void close() {
+            if (kept) {
+                return;
+            }
+            kept = true;
+            for (VfsPath p : deepestFirst) {
+                try {
+                    Target t = writable(p);
+                    t.storage().removeDirectory(t.path());
+                } catch (IOException | RuntimeException inUseOrGone) {
+                    return; // what is above it is not empty either
+                }
+            }
+        }
+    }
+
     /** Copies a file: read on the source (always), write on the destination. */
     public void copy(Caller caller, VfsPath src, VfsPath dst) throws IOException {
         checkWrite(caller, dst);

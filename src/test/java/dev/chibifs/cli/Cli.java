@@ -48,12 +48,16 @@ final class Cli {
     }
 
     Result run(Map<String, String> extraEnv, byte[] stdin, String... args) {
+        return run(extraEnv, new ByteArrayInputStream(stdin), args);
+    }
+
+    Result run(Map<String, String> extraEnv, java.io.InputStream stdin, String... args) {
         Map<String, String> env = new HashMap<>();
         env.put("CHIBI_HOME", home.toString());
         env.putAll(extraEnv);
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int code = Main.commandLine(new Terminal(env, new ByteArrayInputStream(stdin), out, err)).execute(args);
+        int code = Main.commandLine(new Terminal(env, stdin, out, err)).execute(args);
         return new Result(code, out.toByteArray(), err.toString(StandardCharsets.UTF_8));
     }
 

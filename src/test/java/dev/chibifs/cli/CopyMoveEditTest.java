@@ -93,6 +93,27 @@ class CopyMoveEditTest {
         assertTrue(root.err().contains("zone root '/home/alice'"), root.err());
     }
 
+    /** A copy that fails once DST's parents are made (SRC a socket, which cannot be opened) removes them again. */
+    @Test
+    void cpThatFailsRemovesTheParentsItMade() throws Exception {
+        Path socket = cli.file("/shared/sock");
+        Process p = new ProcessBuilder("python3", "-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])",
+                socket.toString()).redirectErrorStream(true).start();
+        assertEquals(0, p.waitFor(), new String(p.getInputStream().readAllBytes()));
+        Cli.Result r = cli.run("cp", "--as", "bob", "vfs:///shared/sock", "vfs:///shared/n/m/c");
+        assertExit(5, r);
+        assertFalse(cli.exists("/shared/n"), r.toString());
+    }
+
+    /** In a store with no /home yet: bob may make it on the way to his own home, as write and mkdir do. */
+    @Test
+    void mvIntoAHomeNotMadeYet(@TempDir Path fresh) throws Exception {
+        Cli empty = new Cli(fresh);
+        empty.put("/shared/s", "s");
+        assertExit(0, empty.run("mv", "--as", "bob", "vfs:///shared/s", "vfs:///home/bob/new/s"));
+        assertEquals("s", empty.read("/home/bob/new/s"));
+    }
+
     @Test
     void mvConflictsAndNotFound() throws Exception {
         assertExit(4, cli.run("mv", "--as", "bob", "vfs:///shared/src.md", "vfs:///shared/dir"));

@@ -84,6 +84,61 @@ class WriteCommandsTest {
         assertExit(4, cli.run("append", "--as", "bob", "--content", "x", "vfs:///home/bob"));
     }
 
+    /**
+     * A write that fails after it made its parents (its stdin failing, its condition refused under
+     * the lock) removes them again: they stayed, empty, where nothing was written.
+     */
+    @Test
+    void aFailedWriteRemovesTheParentsItMade() throws Exception {
+        cli.put("/shared/a/kept", "k");
+        for (String command : new String[] {"write", "append"}) {
+            Cli.Result r = cli.run(Map.of(), failingAfter("xy", () -> { }), command, "--as", "bob", "vfs:///shared/a/b/c/f");
+            assertExit(5, r);
+            assertEquals("chibifs: I/O error: reading standard input: Bad file descriptor\n", r.err());
+            assertFalse(cli.exists("/shared/a/b"), command + " left the parents it made");
+            assertEquals("k", cli.read("/shared/a/kept"));
+        }
+        Cli.Result refused = cli.run("write", "--as", "bob", "--if-match", "0".repeat(64), "--content", "x",
+                "vfs:///shared/n/m/f");
+        assertExit(4, refused);
+        assertFalse(cli.exists("/shared/n"));
+        // a fresh store: what a first write makes above the file, zone roots too, goes with it
+        Files.delete(cli.file("/shared/a/kept"));
+        Files.delete(cli.file("/shared/a"));
+        Files.delete(cli.file("/shared"));
+        assertExit(5, cli.run(Map.of(), failingAfter("", () -> { }), "write", "--as", "bob", "vfs:///home/bob/d/f"));
+        try (var names = Files.list(cli.home.resolve("vfs"))) {
+            assertEquals(java.util.List.of(), names.toList());
+        }
+    }
+
+    /** Only the parents still empty go: one another process put a file in meanwhile stays, and what is above it. */
+    @Test
+    void aFailedWriteKeepsAParentItMadeThatIsNoLongerEmpty() throws Exception {
+        Cli.Result r = cli.run(Map.of(), failingAfter("x", () -> cli.put("/shared/a/b/theirs", "t")),
+                "write", "--as", "bob", "vfs:///shared/a/b/c/f");
+        assertExit(5, r);
+        assertFalse(cli.exists("/shared/a/b/c"));
+        assertEquals("t", cli.read("/shared/a/b/theirs"));
+    }
+
+    /** What a test does while a command runs. */
+    private interface Step {
+        void run() throws java.io.IOException;
+    }
+
+    /** Standard input that gives {@code first}, runs {@code meanwhile}, then fails as a closed descriptor does. */
+    private static java.io.InputStream failingAfter(String first, Step meanwhile) {
+        return new java.io.SequenceInputStream(new java.io.ByteArrayInputStream(first.getBytes(StandardCharsets.UTF_8)),
+                new java.io.InputStream() {
+                    @Override
+                    public int read() throws java.io.IOException {
+                        meanwhile.run();
+                        throw new java.io.IOException("Bad file descriptor");
+                    }
+                });
+    }
+
     @Test
     void mkdirIsMkdirP() {
         assertExit(0, cli.run("mkdir", "--as", "bob", "vfs:///shared/a/b/c"));
