@@ -753,7 +753,7 @@ public final class LocalStorage implements Storage {
      */
     private Locked lockedWhereItIsNow(VfsPath path, long deadline) throws IOException {
         for (int attempt = 0; ; attempt++) {
-            At a = at(path);
+            At a = atAgain(path);
             int held = -1;
             try {
                 held = lockExisting(a, path, deadline);
@@ -771,6 +771,26 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    /**
+     * {@link #at} for a change looking its path up again once under way (after its wait, its
+     * stdin, its parents made). A directory on the path that is a symbolic link by then was
+     * swapped for one meanwhile: it is not followed, since the guard judged the path as it was and
+     * only the router can judge where a link leads (the vfs commands follow links before they
+     * start, and a change started after the swap does so), and the failure says what happened
+     * rather than the bare "Too many levels of symbolic links", which reads as a loop of links.
+     */
+    private At atAgain(VfsPath path) throws IOException {
+        try {
+            return at(path);
+        } catch (IOException e) {
+            if (Errors.errno(e) != ELOOP) {
+                throw e;
+            }
+            throw ErrnoException.of(ELOOP, path.toString(), "a directory on its path changed into a symbolic link"
+                    + " while the change was under way (not followed: the path was judged as it was)");
+        }
+    }
+
     /** A change that found its directory moved on every attempt ({@link #MOVED_DIRECTORY_RETRIES}). */
     private static IOException keptMoving(VfsPath path) {
         return ErrnoException.of(ESTALE, path.toString(), "its directory kept moving while the change waited");
@@ -782,7 +802,7 @@ public final class LocalStorage implements Storage {
         Syscalls.Statx held = Syscalls.stat(a.dir, null, path.toString());
         long inode = held.inode();
         long device = held.device();
-        try (At now = at(path)) {
+        try (At now = atAgain(path)) {
             Syscalls.Statx found = Syscalls.stat(now.dir, null, path.toString());
             return found.inode() == inode && found.device() == device;
         } catch (NoSuchFileException gone) {
@@ -1113,7 +1133,7 @@ public final class LocalStorage implements Storage {
         createParents(path);
         long deadline = lockDeadline();
         for (int attempt = 0; ; attempt++) {
-            try (At a = at(path)) {
+            try (At a = atAgain(path)) {
                 if (appendLocked(a, path, data, condition, guard, deadline)) {
                     return;
                 }

@@ -1,6 +1,7 @@
 package dev.chibifs.store;
 
 import dev.chibifs.sys.IsDirectoryException;
+import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.Syscalls;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -1366,6 +1367,29 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertEquals("alice-data", text("/shared/d2/f"));
         try (Stream<Path> names = Files.list(root.resolve("home/bob/d2"))) {
             assertEquals(List.of("f"), names.map(n -> n.getFileName().toString()).collect(Collectors.toList()));
+        }
+    }
+
+    /**
+     * The directory of a streamed write swapped for a symbolic link (to a directory of the same
+     * zone) while stdin was read: the store does not follow it, since the policy judged the path
+     * as it was, and it says that the directory changed into a link, not "Too many levels of
+     * symbolic links", which reads as a loop. Nothing lands at either end.
+     */
+    @Test
+    void aStreamedWriteWhoseDirectoryBecameALinkMeanwhileSaysSo() throws IOException {
+        storage.write(p("/shared/dl/f"), bytes("v1"));
+        Files.createDirectories(root.resolve("shared/elsewhere"));
+        IOException e = assertThrows(IOException.class, () -> storage.write(p("/shared/dl/f"),
+                actingMidway(bytes("alice-data"), () -> {
+                    moveIntoBobsHome("dl");
+                    Files.createSymbolicLink(root.resolve("shared/dl"), Path.of("elsewhere"));
+                }), Precondition.NONE, Storage.Guard.NONE));
+        assertEquals(Linux.ELOOP, Errors.errno(e));
+        assertTrue(e.getMessage().contains("changed into a symbolic link while the change was under way"), e.getMessage());
+        assertEquals("bob-private", text("/home/bob/dl/f"));
+        try (Stream<Path> names = Files.list(root.resolve("shared/elsewhere"))) {
+            assertEquals(0, names.count());
         }
     }
 
