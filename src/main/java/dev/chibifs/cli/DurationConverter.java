@@ -2,6 +2,8 @@ package dev.chibifs.cli;
 
 import picocli.CommandLine;
 
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.time.temporal.ChronoUnit;
@@ -9,8 +11,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Reads a positive duration such as {@code 500ms}, {@code 30s}, {@code 5m}, {@code 1h}, {@code 2d} or ISO-8601
- * {@code PT1H}, of at most {@link #MAX}.
+ * Reads a positive duration such as {@code 500ms}, {@code 30s}, {@code 1.5s}, {@code 5m}, {@code 1h}, {@code 2d}
+ * or ISO-8601 {@code PT1H}, of at most {@link #MAX}.
  */
 final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
 
@@ -22,9 +24,12 @@ final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
     static final Duration MAX = Duration.ofDays(365);
 
     /** What a duration option takes, for its refusal. */
-    static final String RULE = "a positive number with a unit ms, s, m, h or d (e.g. 30s, 1h), or ISO-8601 (PT1H)";
+    static final String RULE = "a positive number with a unit ms, s, m, h or d (e.g. 30s, 1.5s, 1h), or ISO-8601 (PT1H)";
 
-    private static final Pattern SIMPLE = Pattern.compile("(\\d+)(ms|s|m|h|d)");
+    /** A number as {@code flock -w} writes its seconds: digits, with a fraction or not. */
+    static final String NUMBER = "\\d+(?:\\.\\d*)?|\\.\\d+";
+
+    private static final Pattern SIMPLE = Pattern.compile("(" + NUMBER + ")(ms|s|m|h|d)");
 
     @Override
     public Duration convert(String value) {
@@ -67,24 +72,28 @@ final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
     private static Duration parse(String value) {
         Matcher m = SIMPLE.matcher(value);
         if (m.matches()) {
-            long n;
-            try {
-                n = Long.parseLong(m.group(1));
-            } catch (NumberFormatException e) {
-                throw new ArithmeticException("more digits than a long"); // only digits matched: too large
-            }
-            switch (m.group(2)) {
-                case "ms": return Duration.ofMillis(n);
-                case "s": return Duration.ofSeconds(n);
-                case "m": return Duration.ofMinutes(n);
-                case "h": return Duration.ofHours(n);
-                default: return Duration.ofDays(n);
-            }
+            ChronoUnit unit = switch (m.group(2)) {
+                case "ms" -> ChronoUnit.MILLIS;
+                case "s" -> ChronoUnit.SECONDS;
+                case "m" -> ChronoUnit.MINUTES;
+                case "h" -> ChronoUnit.HOURS;
+                default -> ChronoUnit.DAYS;
+            };
+            return of(m.group(1), unit);
         }
         try {
             return Duration.parse(value);
         } catch (DateTimeParseException e) {
             return null;
         }
+    }
+
+    /**
+     * {@code number} (digits, with a fraction or not) of {@code unit}, to the nanosecond: a finer
+     * fraction rounds up, so a wait asked for is never none. ArithmeticException past a long's nanoseconds.
+     */
+    private static Duration of(String number, ChronoUnit unit) {
+        return Duration.ofNanos(new BigDecimal(number).multiply(BigDecimal.valueOf(unit.getDuration().toNanos()))
+                .setScale(0, RoundingMode.CEILING).longValueExact());
     }
 }

@@ -61,6 +61,29 @@ class DurationConverterTest {
         }
     }
 
+    /** --lock-wait 1.5 and 10s were taken, 1.5s refused: a fraction had no unit, a unit no fraction. */
+    @Test
+    void aFractionWithAUnitIsTaken() {
+        assertEquals(Duration.ofMillis(1500), converter.convert("1.5s"));
+        assertEquals(Duration.ofSeconds(30), converter.convert("0.5m"));
+        assertEquals(Duration.ofMinutes(15), converter.convert(".25h"));
+        assertEquals(Duration.ofMillis(2500), converter.convert("2.5s"));
+        assertEquals(Duration.ofNanos(2_500_000), converter.convert("2.5ms"));
+        LockWaitConverter lockWait = new LockWaitConverter();
+        assertEquals(Duration.ofMillis(1500), lockWait.convert("1.5s"));
+        assertEquals(Duration.ZERO, lockWait.convert("0.0s"));
+        assertEquals(Duration.ofNanos(1), lockWait.convert("0.000000000001s"), "a wait too fine for nanoseconds still waits");
+        assertEquals(Duration.ofDays(365), lockWait.convert("365.0d"));
+        CommandLine.TypeConversionException past = assertThrows(CommandLine.TypeConversionException.class,
+                () -> lockWait.convert("365.5d"));
+        assertEquals("invalid duration '365.5d': at most 365d", past.getMessage());
+        for (String bad : new String[] {"1.5.5s", "1,5s", "-1.5s", "1.5 s", "1.5", "0.0s"}) {
+            CommandLine.TypeConversionException e = assertThrows(CommandLine.TypeConversionException.class,
+                    () -> converter.convert(bad));
+            assertEquals("invalid duration '" + bad + "': " + DurationConverter.RULE, e.getMessage());
+        }
+    }
+
     @Test
     void aKernelCacheTooLargeForJavaGetsTheKernelCacheRule() {
         CommandLine.TypeConversionException e = assertThrows(CommandLine.TypeConversionException.class,
