@@ -122,6 +122,10 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /** Stores {@code output} and returns the stub, or null when it is not to be cached. */
     private String cache(ToolOutput output) throws IOException {
         String argsJson = validate();
+        String missing = HomeOption.namedButMissing(home.home, home.env);
+        if (missing != null) {
+            throw new IOException(missing);
+        }
         // chibi resolves a context's settings: config.toml, then the context's local.toml over it
         ChibiConfig config = ChibiConfig.load(home.resolve()).forContext(home.resolve(), context);
         if (!CacheStub.shouldCache(output, config.toolOutputCacheThreshold())) {

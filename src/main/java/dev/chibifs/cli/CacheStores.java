@@ -123,8 +123,7 @@ final class CacheStores {
         }
         Path dir = home.dir().toAbsolutePath();
         if (!Files.isDirectory(dir)) {
-            throw new CommandFailure(ExitCodes.NOT_FOUND, "no chibi home at " + dir
-                    + " (no such directory: is --home or $CHIBI_HOME right?)");
+            throw new CommandFailure(ExitCodes.NOT_FOUND, HomeOption.missing(dir));
         }
         if (!Files.exists(home.configFile())) {
             throw new CommandFailure(ExitCodes.NOT_FOUND, dir + " is not a chibi home (it has no store, "

@@ -100,13 +100,11 @@ abstract class VfsCommand implements Callable<Integer> {
     /**
      * A command that only reads, of paths the local store would serve, where there is no local
      * store: it says so rather than make one, since opening the store makes its directory, and a
-     * mistyped --home became a new CHIBI_HOME. A write makes it, as chibi's first run does; a path
-     * under another --store prefix needs no local store.
+     * mistyped --home became a new CHIBI_HOME. A write makes the store, as chibi's first run does,
+     * but not a home named that is not there ({@link HomeOption#namedButMissing}); a path under
+     * another --store prefix needs no local store.
      */
-    private void requireAStoreToRead() throws NoStoreException {
-        if (writes()) {
-            return;
-        }
+    private void requireAStore() throws NoStoreException {
         List<StoreMount> opened = storeOptions.mounts();
         if (opened.stream().anyMatch(m -> m.prefix().isRoot())) {
             return; // --store /=s3://...: no local store
@@ -114,11 +112,16 @@ abstract class VfsCommand implements Callable<Integer> {
         boolean elsewhere = !subjects.isEmpty() && subjects.stream().allMatch(p -> opened.stream()
                 .anyMatch(m -> p.startsWith(m.prefix())));
         Path store = ChibiHome.resolve(callerOptions.home, terminal.env()).store().toAbsolutePath();
-        if (Files.isDirectory(store)) {
+        if (elsewhere || Files.isDirectory(store)) {
             return;
         }
-        if (!elsewhere) {
-            throw new NoStoreException(store);
+        if (!writes()) {
+            throw new NoStoreException("no store at " + store + " (nothing written there yet: a mount or a write"
+                    + " makes it; is --home or $CHIBI_HOME right?)");
+        }
+        String missing = HomeOption.namedButMissing(callerOptions.home, terminal.env());
+        if (missing != null) {
+            throw new NoStoreException(missing);
         }
     }
 
@@ -147,13 +150,12 @@ abstract class VfsCommand implements Callable<Integer> {
         }
     }
 
-    /** No local store where a command that only reads looked: exit 1, and nothing made. */
+    /** No local store where a command that only reads looked, or no home where one that writes did: exit 1, and nothing made. */
     static final class NoStoreException extends IOException {
         private static final long serialVersionUID = 1L;
 
-        NoStoreException(Path store) {
-            super("no store at " + store + " (nothing written there yet: a mount or a write makes it;"
-                    + " is --home or $CHIBI_HOME right?)");
+        NoStoreException(String message) {
+            super(message);
         }
     }
 
@@ -197,7 +199,7 @@ abstract class VfsCommand implements Callable<Integer> {
     /** The router over {@code <home>/vfs}, opened on first use so usage errors never touch the disk. */
     Router router() throws IOException {
         if (router == null) {
-            requireAStoreToRead();
+            requireAStore();
             noteWhatOpeningMakes();
             namespace = storeOptions.open(ChibiHome.resolve(callerOptions.home, terminal.env()), terminal.env());
             storage = namespace.rootStore().orElse(null);

@@ -14,10 +14,8 @@ public record ChibiHome(Path dir) {
         if (option != null) {
             return new ChibiHome(option.toAbsolutePath().normalize());
         }
-        // empty is unset, as with XDG_CONFIG_HOME: `CHIBI_HOME= cmd` or a profile's `export CHIBI_HOME=`
-        // means "no override", and as a path it could only mean the working directory
         String fromEnv = env.get("CHIBI_HOME");
-        if (fromEnv != null && !fromEnv.isBlank()) {
+        if (named(null, env)) {
             Path home = Path.of(fromEnv).toAbsolutePath().normalize();
             String why = notADirectory(home);
             if (why != null) {
@@ -33,6 +31,17 @@ public record ChibiHome(Path dir) {
             userHome = System.getProperty("user.home");
         }
         return new ChibiHome(Path.of(userHome, ".chibi").toAbsolutePath().normalize());
+    }
+
+    /**
+     * True where the home is named ({@code --home}, or {@code $CHIBI_HOME}), not the default {@code ~/.chibi}.
+     * An empty {@code $CHIBI_HOME} is unset, as with XDG_CONFIG_HOME: {@code CHIBI_HOME= cmd} or a
+     * profile's {@code export CHIBI_HOME=} means "no override", and as a path it could only mean the
+     * working directory.
+     */
+    public static boolean named(Path option, Map<String, String> env) {
+        String fromEnv = env.get("CHIBI_HOME");
+        return option != null || fromEnv != null && !fromEnv.isBlank();
     }
 
     /**

@@ -320,6 +320,29 @@ class CacheCommandTest {
         }
     }
 
+    /**
+     * A mistyped --home was made by cache put, which cached there with exit 0 where cache ls said it
+     * was not there: refused as ls refuses it, the output printed whole all the same.
+     */
+    @Test
+    void putRefusesAHomeThatIsNotThereAndPrintsTheOutput() {
+        Path typo = home.resolve("typo");
+        byte[] large = "x".repeat(5000).getBytes(StandardCharsets.UTF_8);
+        for (byte[] output : new byte[][] {large, "small\n".getBytes(StandardCharsets.UTF_8)}) {
+            Cli.Result r = new Cli(home).runWithStdin(output, withHome(new String[] {"cache", "put", "--context", "coder",
+                    "--tool", "t"}, typo));
+            Cli.assertExit(1, r);
+            assertArrayEquals(output, r.outBytes());
+            assertEquals("chibifs: cannot cache the output (printed unchanged instead): no chibi home at " + typo
+                    + " (no such directory: is --home or $CHIBI_HOME right?)\n", r.err());
+            assertFalse(Files.exists(typo), "nothing made");
+        }
+        Cli.Result r = new Cli(typo).runWithStdin(large, "cache", "put", "--context", "coder", "--tool", "t");
+        Cli.assertExit(1, r);
+        assertTrue(r.err().contains("no chibi home at " + typo), r.err());
+        assertFalse(Files.exists(typo), "$CHIBI_HOME named it: nothing made");
+    }
+
     private static String[] withHome(String[] cmd, Path dir) {
         List<String> all = new ArrayList<>(List.of(cmd));
         all.add("--home");

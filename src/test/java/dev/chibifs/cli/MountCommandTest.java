@@ -181,6 +181,34 @@ class MountCommandTest {
         assertTrue(r.err().contains("'" + file + "' is not a directory"), r.err());
     }
 
+    /**
+     * A mistyped --home was made by a write, and written, exit 0, where a read (and cache ls) said it
+     * was not there; ~/.chibi, which nobody types, a first write still makes, as chibi's first run does.
+     */
+    @Test
+    void aCommandThatWritesAHomeNamedThatIsNotThereSaysSoAndMakesNothing(@TempDir Path dir) throws Exception {
+        Path typo = dir.resolve("typo");
+        String refused = "chibifs: no chibi home at " + typo + " (no such directory: is --home or $CHIBI_HOME right?)\n";
+        Cli.Result r = new Cli(dir).run("write", "--as", "bob", "--home", typo.toString(), "--content", "x",
+                "vfs:///shared/x");
+        assertEquals(ExitCodes.NOT_FOUND, r.code(), r.toString());
+        assertEquals(refused, r.err());
+        assertTrue(!java.nio.file.Files.exists(typo), "made " + typo);
+        r = new Cli(typo).run("mkdir", "--as", "bob", "vfs:///shared/d");
+        assertEquals(ExitCodes.NOT_FOUND, r.code(), r.toString());
+        assertEquals(refused, r.err(), "named by $CHIBI_HOME");
+        assertTrue(!java.nio.file.Files.exists(typo), "made " + typo);
+        // a home that is there, with no store yet, gets one
+        r = new Cli(dir).run("write", "--as", "bob", "--content", "x", "vfs:///shared/x");
+        assertEquals(ExitCodes.OK, r.code(), r.toString());
+        assertEquals("x", java.nio.file.Files.readString(dir.resolve("vfs/shared/x")));
+        // the default home a first write makes
+        r = new Cli(typo).runWithEnv(java.util.Map.of("CHIBI_HOME", "", "HOME", dir.resolve("user").toString()),
+                "write", "--as", "bob", "--content", "y", "vfs:///shared/y");
+        assertEquals(ExitCodes.OK, r.code(), r.toString());
+        assertEquals("y", java.nio.file.Files.readString(dir.resolve("user/.chibi/vfs/shared/y")));
+    }
+
     /** A fifo at the log hung mount in open(2), waiting for a reader; a link there was followed. */
     @Test
     void aLogThatIsAFifoOrALinkIsRefusedAtOnceNamingTheRule(@TempDir Path dir) throws Exception {
