@@ -63,6 +63,11 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /** Replaced by {@link Main}'s factory with the terminal the command line was built for. */
     Terminal terminal = Terminal.system();
 
+    /** Standard input, whose read failures say they are its ({@link ContentCommand#standardInput}): else "Is a directory" alone. */
+    private InputStream in() {
+        return ContentCommand.standardInput(terminal.in());
+    }
+
     /** How much of the output is held in memory, the rest going to a temporary file; tests make it small. */
     int memoryLimit = ToolOutput.MEMORY_LIMIT;
 
@@ -80,11 +85,11 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     private int filter() throws IOException {
-        try (ToolOutput output = ToolOutput.read(terminal.in(), memoryLimit)) {
+        try (ToolOutput output = ToolOutput.read(in(), memoryLimit)) {
             if (output.failure() != null) {
                 // no room to hold the output for the cache: it goes through, what is still unread too
                 passThrough(output);
-                passThrough(terminal.in());
+                passThrough(in());
                 spec.commandLine().getErr().println(ErrorHandler.PREFIX + "cannot cache the output (printed"
                         + " unchanged instead): it is over " + (memoryLimit >> 20) + " MiB, more than is kept in"
                         + " memory, and no temporary file could hold the rest: " + ErrorHandler.oneLine(output.failure()));
@@ -154,7 +159,7 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
      * the output must not be lost to a typo in the options.
      */
     void passInputThrough() throws IOException {
-        passThrough(terminal.in());
+        passThrough(in());
     }
 
     private void passThrough(ToolOutput output) throws IOException {

@@ -222,6 +222,19 @@ class LauncherTest {
         assertEquals("new", Files.readString(home.resolve("vfs/shared/s")));
     }
 
+    /** cache put said only "chibifs: Is a directory" (or "Bad file descriptor"), as write did before. */
+    @Test
+    void aCachePutWhoseStdinCannotBeReadSaysSo(@org.junit.jupiter.api.io.TempDir Path home) throws Exception {
+        String put = FROM_CLASSES + "scripts/chibifs cache put --context coder --tool t --home '" + home + "'";
+        Sh.Result dir = Sh.run(put + " < /");
+        assertEquals(1, dir.exitCode(), dir.err());
+        assertEquals("chibifs: reading standard input: Is a directory\n", dir.err());
+        Sh.Result closed = Sh.run(put + " <&-");
+        assertEquals(1, closed.exitCode(), closed.err());
+        assertEquals("chibifs: reading standard input: Bad file descriptor\n", closed.err());
+        assertFalse(Files.exists(home.resolve("vfs")), "nothing stored");
+    }
+
     @Test
     void aBackgroundMountWithItsStandardDescriptorsClosedStillMounts() throws Exception {
         FuseSupport.requireFuse();
