@@ -252,7 +252,7 @@ small_payload=$(head -c 1024 /dev/zero | tr '\0' 'x')
 echo "chibifs benchmark ($([ "$quick" = 1 ] && echo quick || echo full), $runs runs per target, in alternation)"
 echo "  work dir $base on $(df --output=source "$base" | tail -1)"
 daemon_log=$(printf '%s\n' "$mount_out" | sed -n 's/.*, log \(.*\)$/\1/p')
-echo "  chibifs daemon pid $daemon_pid; JVM: ${CHIBIFS_JAVA_OPTS:-launcher defaults}"
+echo "  chibifs daemon pid $daemon_pid; JVM: launcher defaults${CHIBIFS_JAVA_OPTS:+, then $CHIBIFS_JAVA_OPTS}"
 echo "  chibifs store: $store_desc"
 echo "  chibifs options: $(sed -n 's/.*; options \([^;]*\);.*/\1/p' "$daemon_log" 2>/dev/null | tail -1)"
 echo "  chibifs session: $(sed -n 's/.*; \(FUSE 7[^;]*\);.*/\1/p' "$daemon_log" 2>/dev/null | tail -1)"

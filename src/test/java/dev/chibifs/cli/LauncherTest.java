@@ -159,9 +159,7 @@ class LauncherTest {
     @Test
     void aForegroundMountsJvmIsStartedAsADaemonAndACommandsAsACommand(@org.junit.jupiter.api.io.TempDir Path fake)
             throws Exception {
-        Path fakeJava = Files.createDirectories(fake.resolve("bin")).resolve("java");
-        Files.writeString(fakeJava, "#!/bin/sh\necho \"$@\"\n"); // prints what it would run
-        Files.setPosixFilePermissions(fakeJava, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        fakeJava(fake);
         Path tmp = Files.createDirectories(fake.resolve("tmp"));
         // TMPDIR: where the class archive's training home goes, and must go again (a JVM that wrote no
         // archive failed the launcher's copy under set -e and left it there)
@@ -174,6 +172,25 @@ class LauncherTest {
         try (java.util.stream.Stream<Path> left = Files.list(tmp)) {
             assertEquals(List.of(), left.toList(), "what the launcher left in TMPDIR");
         }
+    }
+
+    /**
+     * CHIBIFS_JAVA_OPTS replaced the launcher's flags, though the docs give it for java.io.tmpdir: a
+     * user setting that lost the daemon's small heap and the rest. It comes after them now; a
+     * collector or a heap of the user's replaces ours, where both would not start the JVM.
+     */
+    @Test
+    void theUsersJavaOptionsComeAfterTheLaunchersAndReplaceOnlyWhatWouldClash(@org.junit.jupiter.api.io.TempDir Path fake)
+            throws Exception {
+        fakeJava(fake);
+        String launcher = "JAVA_HOME='" + fake + "' CHIBIFS_CLASSPATH=/nowhere scripts/chibifs ls vfs:///";
+        String tmpdir = Sh.run("CHIBIFS_JAVA_OPTS='-Djava.io.tmpdir=/t -Xss1m' " + launcher).ok().out();
+        assertTrue(tmpdir.startsWith("-Xms16m -XX:MaxNewSize=16m -XX:+UseSerialGC -XX:MaxMetaspaceSize=64m -Xss512k "), tmpdir);
+        assertTrue(tmpdir.contains(" -XX:PerfDataSamplingInterval=5000 -Djava.io.tmpdir=/t -Xss1m "), tmpdir);
+        String own = Sh.run("CHIBIFS_JAVA_OPTS='-Xmx12m -XX:+UseG1GC' " + launcher).ok().out();
+        assertTrue(own.startsWith("-XX:MaxMetaspaceSize=64m -Xss512k ") && own.contains(" -Xmx12m -XX:+UseG1GC "), own);
+        assertEquals(Sh.run(launcher).ok().out().replaceAll("\\s+", " "),
+                Sh.run("CHIBIFS_JAVA_OPTS= " + launcher).ok().out().replaceAll("\\s+", " "), "empty is unset");
     }
 
     @Test
@@ -422,6 +439,13 @@ class LauncherTest {
     }
 
     /** The launcher run from the test class path, as the suite runs before the jar is packaged. */
+    /** A JAVA_HOME at {@code home} whose java prints what it would run. */
+    private static void fakeJava(Path home) throws IOException {
+        Path printer = Files.createDirectories(home.resolve("bin")).resolve("java");
+        Files.writeString(printer, "#!/bin/sh\necho \"$@\"\n");
+        Files.setPosixFilePermissions(printer, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+    }
+
     private static final String FROM_CLASSES = "CHIBIFS_CLASSPATH='" + System.getProperty("java.class.path") + "' ";
 
     /** The README's background mount of {@code mnt} as context planner, chibi home {@code home}, through the launcher. */
