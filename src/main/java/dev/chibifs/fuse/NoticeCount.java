@@ -8,6 +8,9 @@ import java.nio.ByteOrder;
  * The channel notifications are written through, counting each by kind in {@link RequestStats}
  * as it is written: the notices of every writer (the {@link NoticeWriter}, a request's own at
  * open or at the end of a listing, the content stored at open) pass here and nowhere else.
+ * Replies do not (a request's go to the session's channel or its ring, a lock grant's queued in
+ * the NoticeWriter to the request's own), so reading the header costs one read per notification,
+ * none per reply; counted here, not by each of the four writers, no writer can leave one out.
  */
 final class NoticeCount implements FuseChannel {
 
