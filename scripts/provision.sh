@@ -2,7 +2,8 @@
 # Prepares a fresh Debian or Ubuntu machine for chibifs and builds it. Idempotent: run it again
 # at any time; it installs only what is missing and never upgrades what is there.
 #
-#   scripts/provision.sh [--allow-other] [--install] [--no-build]   (as root, or it re-runs itself with sudo)
+#   scripts/provision.sh [--allow-other] [--install] [--no-build]   (as root, or it re-runs itself with
+#                   sudo when it has something to install; a user with everything installed builds without)
 #
 #   --allow-other  put user_allow_other in /etc/fuse.conf, so a non-root daemon may mount with
 #                  allow_other (uid-mapped mounts need it; a root daemon does not)
@@ -28,13 +29,21 @@ for arg in "$@"; do
     esac
 done
 
-if [[ $(id -u) -ne 0 ]]; then
-    # packages need root: ask for it once, so the README's one set-up line works for root and users alike
+# Root is needed only to change the system: ask for it (once, through sudo) when there is something to
+# change, so the README's one set-up line works for root and users alike, and a user without sudo on a
+# machine where everything is installed builds without it.
+args=("$@")
+as_root() {
+    [[ $(id -u) -eq 0 ]] && return 0
     if command -v sudo >/dev/null; then
-        exec sudo -- "$0" "$@"
+        exec sudo -- "$0" "${args[@]}"
     fi
-    echo "provision.sh: run as root (no sudo here): su -c '$0 $*'" >&2
+    echo "provision.sh: $1 needs root, and there is no sudo here: ask an administrator to run" \
+        "scripts/provision.sh${args[*]:+ ${args[*]}} as root (su -c '$0${args[*]:+ ${args[*]}}'), then run it again" >&2
     exit 2
+}
+if $install || $uninstall || $allow_other; then
+    as_root "--install, --uninstall or --allow-other"
 fi
 
 installed_links=(/usr/local/bin/chibifs:scripts/chibifs /usr/local/bin/chibifs-wait-mounted:scripts/chibifs-wait-mounted
@@ -105,6 +114,7 @@ jdk_package() {
 }
 updated=false
 if ! jdk_usable; then
+    as_root "installing a JDK 17 or later"
     if ! jdk=$(jdk_package); then
         apt-get update -q
         updated=true
@@ -121,6 +131,7 @@ if ! command -v npm >/dev/null; then
     missing+=(npm)
 fi
 if [[ ${#missing[@]} -gt 0 ]]; then
+    as_root "installing ${missing[*]}"
     echo "provision.sh: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     $updated || apt-get update -q
@@ -139,6 +150,7 @@ fi
 # fusermount3 opens /dev/fuse as the user: udev's default rules make it 0666, a machine without
 # udev (a container, a bare VM) keeps the kernel's 0600 and only root could mount
 if [[ -c /dev/fuse && $(stat -c %a /dev/fuse) != 666 ]]; then
+    as_root "making /dev/fuse 0666 (so that users may mount)"
     chmod 0666 /dev/fuse
     echo "provision.sh: made /dev/fuse 0666, as udev would"
 fi
@@ -155,7 +167,7 @@ if $build; then
     echo "provision.sh: building chibifs"
     # as the owner of the tree, so target/ and ~/.m2 do not end up root's in someone's checkout
     owner=$(stat -c %U "$repo")
-    if [[ $owner != root ]] && command -v runuser >/dev/null; then
+    if [[ $(id -u) -eq 0 && $owner != root ]] && command -v runuser >/dev/null; then
         runuser -u "$owner" -- bash -c 'cd "$1" && ./mvnw -B -q -DskipTests package' _ "$repo"
     else
         (cd "$repo" && ./mvnw -B -q -DskipTests package)
