@@ -54,13 +54,41 @@ free_port() { # a port nothing on 127.0.0.1 listens on (a connect refused)
 case "$port" in ''|*[!0-9]*) echo "s3-loopback.sh: --port '$port' is not a number" >&2; exit 2 ;; esac
 endpoint="http://127.0.0.1:$port"
 
+work=""
+java_pid=""
+build_pid=""
+stop() {
+    set +e
+    for pid in "$build_pid" "$java_pid"; do
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null
+            for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -9 "$pid" 2>/dev/null
+        fi
+    done
+    [ -z "$work" ] || rm -rf "$work"
+    [ -z "$ready_file" ] || rm -f "$ready_file"
+}
+trap stop EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+# Maven in the background and waited for: bash runs a trap only once its foreground child has ended,
+# so a first run's build stopped by Ctrl-C or SIGTERM went on writing target/ after the script had
+# gone. exec: the pid is Maven's JVM itself, which stop() ends.
+maven() {
+    (cd "$here" && exec ./mvnw -q -B "$@") >&2 &
+    build_pid=$!
+    wait "$build_pid"
+    build_pid=""
+}
+
 # the server's class path: the test classes, and Maven's test class path (cached in target/ until
 # pom.xml changes)
 cp_file="$here/target/s3proxy.classpath"
 if [ ! -s "$cp_file" ] || [ "$here/pom.xml" -nt "$cp_file" ]; then
     mkdir -p "$here/target"
-    (cd "$here" && ./mvnw -q -B dependency:build-classpath -Dmdep.includeScope=test \
-        -Dmdep.outputFile="$cp_file.tmp") >&2
+    maven dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$cp_file.tmp"
     mv "$cp_file.tmp" "$cp_file"
 fi
 if ! tr ':' '\n' < "$cp_file" | grep -q '/s3proxy-[^/]*\.jar$'; then
@@ -70,24 +98,10 @@ fi
 server_class="$here/target/test-classes/dev/chibifs/store/s3/S3Loopback.class"
 server_src="$here/src/test/java/dev/chibifs/store/s3"
 if [ ! -f "$server_class" ] || [ -n "$(find "$server_src" -newer "$server_class" -name '*.java' | head -1)" ]; then
-    (cd "$here" && ./mvnw -q -B test-compile) >&2
+    maven test-compile
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/s3-loopback.XXXXXX")
-java_pid=""
-stop() {
-    set +e
-    if [ -n "$java_pid" ] && kill -0 "$java_pid" 2>/dev/null; then
-        kill "$java_pid" 2>/dev/null
-        for _ in $(seq 1 50); do kill -0 "$java_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$java_pid" 2>/dev/null
-    fi
-    rm -rf "$work"
-    [ -z "$ready_file" ] || rm -f "$ready_file"
-}
-trap stop EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
 
 # the credentials reach it through the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), never a
 # command line; without them, the tests' fixed ones
