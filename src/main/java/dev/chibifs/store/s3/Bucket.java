@@ -1945,14 +1945,23 @@ final class Bucket implements Closeable {
      * are returned, to be deleted one by one: all of them where the server does not take batches.
      */
     List<String> deleteAll(List<String> keys) throws IOException {
-        return keys.isEmpty() ? keys : askedAgain("delete-batch", keys.get(0), () -> deleteAllOnce(keys));
+        return keys.isEmpty() ? keys : askedAgain(batchOp(keys), keys.get(0), () -> deleteAllOnce(keys));
+    }
+
+    /**
+     * What a DeleteObjects of {@code keys} is said as in its errors, before its first key: the batch,
+     * its keys counted. It read as the delete of its first key alone, which the log and stats named.
+     */
+    private static String batchOp(List<String> keys) {
+        return keys.size() == 1 ? "delete-batch" : "delete-batch of " + keys.size() + " keys, the first";
     }
 
     private List<String> deleteAllOnce(List<String> keys) throws IOException {
         if (keys.isEmpty() || oneByOneNow()) {
             return keys;
         }
-        refuseWhileUnreachable("delete-batch", keys.get(0));
+        String op = batchOp(keys);
+        refuseWhileUnreachable(op, keys.get(0));
         count("delete-batch");
         List<ObjectIdentifier> ids = keys.stream().map(k -> ObjectIdentifier.builder().key(k).build()).toList();
         try {
@@ -1975,9 +1984,9 @@ final class Bucket implements Closeable {
                 hasNoBatchDelete(e);
                 return keys;
             }
-            throw failure("delete-batch", keys.get(0), e);
+            throw failure(op, keys.get(0), e);
         } catch (SdkException e) {
-            throw failure("delete-batch", keys.get(0), e);
+            throw failure(op, keys.get(0), e);
         }
     }
 

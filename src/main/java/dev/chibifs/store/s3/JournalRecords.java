@@ -102,9 +102,11 @@ final class JournalRecords implements Closeable {
      */
     private static final String SINCE = "since";
     /**
-     * A field of a changed node's record: S3 refused its upload, {@code {"status": 500, "count": 3}}
-     * ({@link Node#refusedCount}), so the replay asks once for it. Written again at each refusal, with
-     * the sequence of the node's last record, which keeps its place in the replay's order.
+     * A field of a changed node's record and of a {@code tomb}: S3 refused its upload or its delete,
+     * {@code {"status": 500, "count": 3}} ({@link Node#refusedCount}, {@link Tomb#refusedCount}), so
+     * the replay asks once for it, and its retries go on from the backoff the count had reached.
+     * Written again at each refusal, with the sequence of the last record, which keeps its place in
+     * the replay's order.
      */
     private static final String REFUSED = "refused";
     /** How many inode numbers each {@link #NEXT_INO} record reserves ahead: one append per so many nodes placed. */
@@ -180,8 +182,8 @@ final class JournalRecords implements Closeable {
         if (n.claimMadeBy != null) {
             o.put(CLAIMED, n.claimMadeBy);
         }
-        if (n.dirty && n.refusedCount > 0) {
-            o.putObject(REFUSED).put("status", n.refusedStatus).put("count", n.refusedCount);
+        if (n.dirty) {
+            putRefused(o, n.refusedCount, n.refusedStatus);
         }
         // a writer open may change the content after this record, up to its close's record
         n.sizeJournaled = !(n.dirty && n.writers > 0);
@@ -190,15 +192,36 @@ final class JournalRecords implements Closeable {
         }
     }
 
+    private static void putRefused(ObjectNode o, int count, int status) {
+        if (count > 0) {
+            o.putObject(REFUSED).put("status", status).put("count", count);
+        }
+    }
+
+    /** How many times the record {@code o} says S3 refused its change ({@link #REFUSED}), and the status. */
+    private static int[] refusedOf(ObjectNode o) {
+        return new int[] {Math.max(0, o.path(REFUSED).path("count").asInt(0)), o.path(REFUSED).path("status").asInt(0)};
+    }
+
     /**
      * {@code n}'s record again, with {@link #REFUSED}: S3 refused its upload. It keeps the sequence of
      * the node's last record, as a compaction does, so that the replay keeps its place.
      */
     void refused(Node n) {
+        asItWas(() -> put(n));
+    }
+
+    /** The tombstone {@code t} of {@code k} recorded again, with {@link #REFUSED}: S3 refused its delete; as {@link #refused(Node)}. */
+    void refused(String k, Tomb t) {
+        asItWas(() -> tomb(k, t));
+    }
+
+    /** Runs {@code record} keeping the sequence its record had, as a compaction does. */
+    private void asItWas(Runnable record) {
         boolean was = compacting;
         compacting = true;
         try {
-            put(n);
+            record.run();
         } finally {
             compacting = was;
         }
@@ -297,6 +320,7 @@ final class JournalRecords implements Closeable {
             if (t.seq > 0) {
                 o.put(SEQ, t.seq);
             }
+            putRefused(o, t.refusedCount, t.refusedStatus);
         }
     }
 
@@ -540,6 +564,9 @@ final class JournalRecords implements Closeable {
             if (o.get("t").asText().equals(TOMB) && !e.getKey().isEmpty()) {
                 Tomb t = new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null);
                 t.seq = o.path(SEQ).asLong(0);
+                int[] refused = refusedOf(o);
+                t.refusedCount = refused[0];
+                t.refusedStatus = refused[1];
                 store.overlay.tombs.put(e.getKey(), t);
                 deletes.put(e.getKey(), t);
                 if (o.path(RELEASE).isTextual()) {
@@ -631,8 +658,9 @@ final class JournalRecords implements Closeable {
         n.claimMadeBy = claimOf(o);
         if (put) {
             n.dirtySince = o.path(SINCE).asLong(0);
-            n.refusedCount = Math.max(0, o.path(REFUSED).path("count").asInt(0));
-            n.refusedStatus = o.path(REFUSED).path("status").asInt(0);
+            int[] refused = refusedOf(o);
+            n.refusedCount = refused[0];
+            n.refusedStatus = refused[1];
             for (com.fasterxml.jackson.databind.JsonNode k : o.path(OLD_NAMES)) {
                 if (n.oldNames == null) {
                     n.oldNames = new HashSet<>();

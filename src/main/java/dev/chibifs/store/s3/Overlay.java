@@ -561,7 +561,9 @@ final class Overlay {
         /**
          * How many times S3 refused this change's upload since it last went up (0: none), and its
          * status the last time. Journaled: the replay after a restart asks S3 once for a change it
-         * refused, not with the client's retries of a 500 (about 1.5 s each, at every mount again).
+         * refused, not with the client's retries of a 500 (about 1.5 s each, at every mount again),
+         * and its retry waits as long as the count had made it wait before the stop
+         * ({@link WriteBack#backoffAfter}).
          */
         int refusedCount;
         int refusedStatus;
@@ -664,6 +666,13 @@ final class Overlay {
          * the claim is still on S3 where a HEAD finds it there, and no request of it may land later.
          */
         boolean refused;
+        /**
+         * How many times S3 refused this delete (or the check before it) since it was journaled, and
+         * its status the last time: journaled as a node's {@link Node#refusedCount}, so the replay
+         * after a restart asks S3 once for it and its retries go on from the backoff they had reached.
+         */
+        int refusedCount;
+        int refusedStatus;
         boolean pending = true;
         /** The journal's sequence of its record: what was changed before it (0: not said, by a journal written before). */
         long seq;

@@ -174,6 +174,30 @@ final class WriteBack {
     private record Refusal(Bucket.Refused error, long until, boolean delete, long backoff) {
     }
 
+    /**
+     * The wait after the {@code refused}th refusal in a row of one change: 0.5 s after the first,
+     * doubling at each to 5 s, as {@link HeldBack#failed} doubles it from one pass to the next.
+     */
+    static long backoffAfter(int refused) {
+        return refused <= 1 ? BACKOFF_FIRST_MILLIS
+                : Math.min(BACKOFF_FIRST_MILLIS << Math.min(refused - 1, 16), BACKOFF_MAX_MILLIS);
+    }
+
+    /** How many times S3 refused {@code n}'s upload ({@link Node#refusedCount}). */
+    private int uploadRefusals(Node n) {
+        synchronized (store) {
+            return n.refusedCount;
+        }
+    }
+
+    /** How many times S3 refused the delete of {@code k} ({@link Tomb#refusedCount}). */
+    private int deleteRefusals(String k) {
+        synchronized (store) {
+            Tomb t = k == null ? null : store.overlay.tombs.get(k);
+            return t == null ? 0 : t.refusedCount;
+        }
+    }
+
     WriteBack(S3Storage store, S3Spec spec, Bucket bucket, S3Options options, Path uploadDir) {
         this.store = store;
         this.spec = spec;
@@ -234,7 +258,7 @@ final class WriteBack {
                 try {
                     uploadTry(n, held.refusedLastTime(key));
                 } catch (IOException e) {
-                    held.failed(e, key);
+                    held.failed(e, key, uploadRefusals(n));
                     if (p != null) {
                         held.unmarked.add(p);
                     }
@@ -250,7 +274,7 @@ final class WriteBack {
             }
         }
         for (Map.Entry<Node, IOException> f : inParallelEach(files, n -> uploadTry(n, refusedLastTime.contains(n)))) {
-            held.failed(f.getValue(), store.objectKeyOf(f.getKey()));
+            held.failed(f.getValue(), store.objectKeyOf(f.getKey()), uploadRefusals(f.getKey()));
         }
         belowUnmarked.forEach((d, count) -> held.waits(count + (count == 1 ? " file or directory in " + d + " waits"
                 : " files and directories in " + d + " wait") + " for its marker"));
@@ -326,6 +350,15 @@ final class WriteBack {
 
         /** {@code e} failed the change of the object at {@code key} (null: not known, or none left). */
         void failed(IOException e, String key) {
+            failed(e, key, 0);
+        }
+
+        /**
+         * As {@link #failed(IOException, String)}, for a change S3 has refused {@code refused} times
+         * (this one included, those before a restart too: its journal's count), which its first retry
+         * time here goes on from ({@link #backoffAfter}): after a restart it began at 0.5 s again.
+         */
+        void failed(IOException e, String key, int refused) {
             failures.add(e);
             waitsAt(key);
             if (e instanceof Bucket.Refused r) {
@@ -333,14 +366,38 @@ final class WriteBack {
                 refusedKeys.add(r.key());
                 keys.add(r.key());
                 if (key != null) {
-                    Refusal last = refusedBefore.get(key);
-                    long wait = last == null || last.delete() != deleting ? BACKOFF_FIRST_MILLIS
-                            : Math.min(last.backoff() * 2, BACKOFF_MAX_MILLIS);
-                    refusals.put(key, new Refusal(r, store.ticks() + wait, deleting, wait));
+                    refusedNow(r, key, refused);
                 }
             } else {
                 refusalsOnly = false;
             }
+        }
+
+        /**
+         * {@code e} failed the DeleteObjects of {@code batch} whole: each of its keys refused, with a
+         * retry time of its own, where it is S3's refusal; the failure said once. The batch was
+         * counted under its first key alone, and the rest were asked again at every tick.
+         */
+        void failedBatch(IOException e, List<String> batch) {
+            if (!(e instanceof Bucket.Refused r)) {
+                failed(e, null);
+                batch.forEach(this::waitsAt);
+                return;
+            }
+            failures.add(e);
+            answered = true;
+            for (String k : batch) {
+                refusedKeys.add(k);
+                keys.add(k);
+                refusedNow(r, k, deleteRefusals(k));
+            }
+        }
+
+        private void refusedNow(Bucket.Refused r, String key, int refused) {
+            Refusal last = refusedBefore.get(key);
+            long wait = last == null || last.delete() != deleting ? backoffAfter(refused)
+                    : Math.min(last.backoff() * 2, BACKOFF_MAX_MILLIS);
+            refusals.put(key, new Refusal(r, store.ticks() + wait, deleting, wait));
         }
 
         /**
@@ -679,7 +736,7 @@ final class WriteBack {
             } catch (IOException e) {
                 failedRequest(e);
                 if (e instanceof Bucket.Refused && dependenciesKnown) {
-                    held.failed(e, key);
+                    held.failed(e, key, uploadRefusals(n));
                     held.refusedAtReplay.add(n);
                     if (n.dir && p != null) {
                         held.unmarked.add(p);
@@ -922,7 +979,7 @@ final class WriteBack {
             try {
                 deleteOne(k);
             } catch (IOException e) {
-                held.failed(e, k);
+                held.failed(e, k, deleteRefusals(k));
                 failed.add(k);
             }
         }
@@ -1024,14 +1081,14 @@ final class WriteBack {
         }
         Set<String> failed = new java.util.HashSet<>();
         for (Map.Entry<String, IOException> f : inParallelEach(objects, this::deleteClaim)) {
-            held.failed(f.getValue(), f.getKey());
+            held.failed(f.getValue(), f.getKey(), deleteRefusals(f.getKey()));
             failed.add(f.getKey());
         }
         for (String k : markers) {
             try {
                 deleteClaim(k);
             } catch (IOException e) {
-                held.failed(e, k);
+                held.failed(e, k, deleteRefusals(k));
                 failed.add(k);
             }
         }
@@ -1067,7 +1124,7 @@ final class WriteBack {
         }
         Bucket.Head left;
         try {
-            left = bucket.deleteIfOurs(k, h -> stillClaimedHere(h, madeBy, etag));
+            left = askedForDelete(k, () -> bucket.deleteIfOurs(k, h -> stillClaimedHere(h, madeBy, etag)));
         } catch (IOException e) {
             IOException said = e;
             if (e instanceof Bucket.Refused r) {
@@ -1176,7 +1233,10 @@ final class WriteBack {
 
     private void deleteOne(String k) throws IOException {
         try {
-            bucket.delete(k);
+            askedForDelete(k, () -> {
+                bucket.delete(k);
+                return null;
+            });
         } catch (IOException e) {
             failedRequest(e);
             throw e;
@@ -1196,20 +1256,30 @@ final class WriteBack {
     private Set<String> deleteObjects(List<String> tombstoned, HeldBack held) throws IOException {
         Set<String> failed = new java.util.HashSet<>();
         List<String> keys = stillAsSeen(tombstoned, held, failed);
+        // those S3 refused before in batches of their own, asked once (askedForDelete): with the
+        // others, a 500 for them cost the client's retries at each retry and after every restart
+        List<List<String>> batches = new ArrayList<>();
+        Map<Boolean, List<String>> byRefused = new java.util.TreeMap<>();
+        for (String k : keys) {
+            byRefused.computeIfAbsent(deleteRefusals(k) > 0, r -> new ArrayList<>()).add(k);
+        }
+        for (List<String> some : byRefused.values()) {
+            for (int i = 0; i < some.size(); i += Bucket.MAX_DELETE_BATCH) {
+                batches.add(some.subList(i, Math.min(some.size(), i + Bucket.MAX_DELETE_BATCH)));
+            }
+        }
         List<String> left = new ArrayList<>();
-        for (int i = 0; i < keys.size(); i += Bucket.MAX_DELETE_BATCH) {
-            List<String> batch = keys.subList(i, Math.min(keys.size(), i + Bucket.MAX_DELETE_BATCH));
+        for (List<String> batch : batches) {
             if (batch.size() == 1) {
                 left.addAll(batch); // one request either way
                 continue;
             }
             Set<String> notDeleted;
             try {
-                notDeleted = new java.util.HashSet<>(bucket.deleteAll(batch));
+                notDeleted = new java.util.HashSet<>(askedForDelete(batch, () -> bucket.deleteAll(batch)));
             } catch (IOException e) {
                 failedRequest(e);
-                held.failed(e, null);
-                batch.forEach(held::waitsAt);
+                held.failedBatch(e, batch);
                 failed.addAll(batch);
                 continue;
             }
@@ -1224,10 +1294,53 @@ final class WriteBack {
             left.addAll(notDeleted);
         }
         for (Map.Entry<String, IOException> f : inParallelEach(left, this::deleteOne)) {
-            held.failed(f.getValue(), f.getKey());
+            held.failed(f.getValue(), f.getKey(), deleteRefusals(f.getKey()));
             failed.add(f.getKey());
         }
         return failed;
+    }
+
+    /**
+     * Runs {@code request}, for the delete of {@code k} (or the check before it): asked once
+     * ({@link Bucket#answeredOnce}) where S3 refused that delete before ({@link Tomb#refusedCount}),
+     * here or before a restart, as an upload is; a refusal now is journaled ({@link #refusedDeletes}).
+     */
+    private <T> T askedForDelete(String k, Bucket.IOSupplier<T> request) throws IOException {
+        return askedForDelete(List.of(k), request);
+    }
+
+    /** As {@link #askedForDelete(String, Bucket.IOSupplier)}, for one request for the deletes of {@code keys}, all refused before or none. */
+    private <T> T askedForDelete(List<String> keys, Bucket.IOSupplier<T> request) throws IOException {
+        try {
+            return deleteRefusals(keys.get(0)) > 0 ? Bucket.answeredOnce(request) : request.get();
+        } catch (Bucket.Refused r) {
+            refusedDeletes(keys, r);
+            throw r;
+        }
+    }
+
+    /**
+     * Journals that S3 refused the deletes of {@code keys}, {@code r}, as {@link #refusedUpload}
+     * does for an upload: the replay after a restart asks once for each, and its retries go on from
+     * the backoff they had reached: else a delete S3 refuses every time costs the client's retries
+     * again at every start.
+     */
+    private void refusedDeletes(List<String> keys, Bucket.Refused r) {
+        synchronized (store) {
+            for (String k : keys) {
+                Tomb t = store.overlay.tombs.get(k);
+                if (t != null && t.pending) {
+                    t.refusedCount++;
+                    t.refusedStatus = r.status();
+                    store.journal.refused(k, t);
+                }
+            }
+            try {
+                store.journal.commit();
+            } catch (IOException e) {
+                LOG.debug("S3 store {}: cannot journal that S3 refused the delete of {}: {}", spec, said(keys), e.getMessage());
+            }
+        }
     }
 
     /** A directory with at least this many objects to delete is listed to check them, not asked each with a HEAD. */
@@ -1283,7 +1396,7 @@ final class WriteBack {
             gone.addAll(wanted);
         }
         for (Map.Entry<String, IOException> f : inParallelEach(asked, k -> {
-            Bucket.Head h = bucket.head(k);
+            Bucket.Head h = askedForDelete(k, () -> bucket.head(k));
             if (h == null) {
                 gone.add(k);
             } else {
@@ -1291,7 +1404,7 @@ final class WriteBack {
             }
         })) {
             failedRequest(f.getValue());
-            held.failed(f.getValue(), f.getKey());
+            held.failed(f.getValue(), f.getKey(), deleteRefusals(f.getKey()));
             failed.add(f.getKey());
         }
         List<String> out = new ArrayList<>();

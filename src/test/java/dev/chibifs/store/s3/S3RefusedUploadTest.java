@@ -57,6 +57,8 @@ class S3RefusedUploadTest {
     void closeStores() throws IOException {
         server.refusePuts(name -> false, 0);
         server.failPutsOf(name -> false, 0);
+        server.failDeletes(name -> false, 0);
+        server.refuseDeleteObjects(name -> false, 405, 0);
         ns.close();
     }
 
@@ -414,6 +416,144 @@ class S3RefusedUploadTest {
     }
 
     /**
+     * A delete S3 answers 500 for every time is journaled as an upload is: the replay after a restart
+     * asks S3 once for it, as do its retries on its own backoff; until session 70 each start gave it
+     * the client's retries again. A journal that does not say so (the previous version's) gives it
+     * those retries once, and says it from then on.
+     */
+    @Test
+    void aDeleteS3Answers500ForIsAskedOnceAtTheReplayAsTheJournalSaysItWasRefused() throws Exception {
+        MutableClock clock = startClock();
+        String key = prefix + "/shared/gone";
+        java.util.function.IntSupplier asked = () -> (int) server.deletesAsked.stream().filter(d -> d.equals("DELETE " + key)).count();
+        S3Storage a = host("a", clock);
+        put(a, "/shared/gone", "x");
+        a.flushAll();
+        server.failDeletes(name -> name.equals(key), -1);
+        a.removeFile(p("/shared/gone"));
+        assertThrows(IOException.class, a::flushAll);
+        assertEquals(Bucket.MAX_ATTEMPTS, asked.getAsInt(), "the first refusal has the client's retries");
+        stoppedAsByAKill(a, records -> { });
+
+        int before = asked.getAsInt();
+        S3Storage again = host("a", clock);
+        IOException e = assertThrows(IOException.class, again::flushAll);
+        assertTrue(e.getMessage().contains("shared/gone") && e.getMessage().contains("HTTP 500"), e.getMessage());
+        assertEquals(before + 1, asked.getAsInt(), "asked once at the replay");
+        clock.advance(Duration.ofSeconds(5));
+        assertThrows(IOException.class, again::flushDue);
+        assertEquals(before + 2, asked.getAsInt(), "and once at its retry time");
+        stoppedAsByAKill(again, records -> records.forEach(r -> r.remove("refused")));
+
+        before = asked.getAsInt();
+        S3Storage third = host("a", clock);
+        assertThrows(IOException.class, third::flushAll);
+        assertEquals(before + Bucket.MAX_ATTEMPTS, asked.getAsInt(), "a journal without the field: the client's retries, once");
+        stoppedAsByAKill(third, records -> { });
+
+        server.failDeletes(name -> false, 0);
+        S3Storage fourth = host("a", clock);
+        fourth.flushAll();
+        assertEquals(0, fourth.pendingChanges());
+        assertNull(inS3("shared/gone"));
+    }
+
+    /**
+     * A refused change's retries wait 0.5 s after its first refusal, doubling at each to 5 s; after
+     * a restart they began at 0.5 s again, a tenth of the wait reached. The journal's count of its
+     * refusals carries it: the replay asks once, and the next try waits as long as it would have.
+     */
+    @Test
+    void aRefusedChangesBackoffGoesOnAfterARestart() throws Exception {
+        MutableClock clock = startClock();
+        AtomicInteger asked = new AtomicInteger();
+        S3Storage a = host("a", clock);
+        put(a, "/shared/gone", "x");
+        a.flushAll();
+        server.refusePuts(name -> name.endsWith("/shared/refused") && asked.incrementAndGet() > 0, -1);
+        server.failDeletes(name -> name.endsWith("/shared/gone") && asked.incrementAndGet() > 0, -1);
+        put(a, "/shared/refused", "r");
+        a.removeFile(p("/shared/gone"));
+        assertThrows(IOException.class, a::flushAll);
+        for (int i = 0; i < 5; i++) {
+            clock.advance(Duration.ofSeconds(5)); // the longest wait: each asked at every step
+            assertThrows(IOException.class, a::flushDue);
+        }
+        stoppedAsByAKill(a, records -> { });
+
+        S3Storage again = host("a", clock);
+        asked.set(0);
+        assertThrows(IOException.class, again::flushAll);
+        assertEquals(2, asked.get(), "each asked once at the replay");
+        clock.advance(Duration.ofMillis(4_900));
+        assertThrows(IOException.class, again::flushDue);
+        assertEquals(2, asked.get(), "not asked again before the wait it had reached, 5 s");
+        clock.advance(Duration.ofMillis(100));
+        assertThrows(IOException.class, again::flushDue);
+        assertEquals(4, asked.get(), "each asked once at its retry time");
+    }
+
+    /**
+     * A DeleteObjects S3 refuses whole (a 403 a bucket policy gives) was said as the delete of its
+     * first key alone, in the log and in the store's state; and the keys of the batch, with no
+     * retry time of their own, were asked again at every tick of the flusher.
+     */
+    @Test
+    void aBatchOfDeletesRefusedWholeIsSaidAsTheBatchAndWaitsItsRetryTime() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        for (int i = 0; i < 3; i++) {
+            put(a, "/shared/d/f" + i, "x");
+        }
+        a.flushAll();
+        server.refuseDeleteObjects(name -> name.contains("/shared/d/f"), 403, -1);
+        for (int i = 0; i < 3; i++) {
+            a.removeFile(p("/shared/d/f" + i));
+        }
+        java.util.function.LongSupplier batches = () -> server.deletesAsked.stream().filter(d -> d.startsWith("refused DeleteObjects")).count();
+        IOException e = assertThrows(IOException.class, a::flushAll);
+        assertTrue(e.getMessage().contains("delete-batch of 3 keys, the first s3://" + BUCKET + "/" + prefix + "/shared/d/f")
+                && e.getMessage().contains("403"), e.getMessage());
+        assertTrue(a.state().contains("delete-batch of 3 keys"), a.state());
+        assertEquals(1, batches.getAsLong());
+        for (int t = 0; t < 4; t++) {
+            clock.advance(Duration.ofMillis(100));
+            a.writeBack.tick();
+        }
+        assertEquals(1, batches.getAsLong(), "not asked again before its retry time");
+        clock.advance(Duration.ofMillis(100));
+        a.writeBack.tick();
+        assertEquals(2, batches.getAsLong(), "asked again at its retry time, 0.5 s");
+
+        server.refuseDeleteObjects(name -> false, 405, 0);
+        a.flushAll();
+        assertNull(inS3("shared/d/f0"));
+        assertEquals(0, a.pendingChanges());
+    }
+
+    /**
+     * Host a, {@code s}, stopped as a kill -9 leaves it: its journal as its last operation left it, not the
+     * close's compaction, changed by {@code edit}.
+     */
+    private void stoppedAsByAKill(S3Storage s, java.util.function.Consumer<List<com.fasterxml.jackson.databind.node.ObjectNode>> edit)
+            throws Exception {
+        Path journal = journalOf(temp.resolve(prefix + "-a"));
+        byte[] killed = Files.readAllBytes(journal);
+        try {
+            s.close();
+        } catch (IOException stillRefused) {
+            // its changes stay journaled
+        }
+        Files.write(journal, killed);
+        List<com.fasterxml.jackson.databind.node.ObjectNode> records = new java.util.ArrayList<>();
+        try (Journal j = new Journal(journal)) {
+            records.addAll(j.read(bad -> fail(bad)));
+            edit.accept(records);
+            j.rewrite(records);
+        }
+    }
+
+    /**
      * Host a's three files S3 answers 500 for (counted in {@code asked}) and one it takes, then a's
      * stop, its journal as the flush left it (not the close's compaction: a kill -9), changed by
      * {@code edit}.
@@ -429,16 +569,7 @@ class S3RefusedUploadTest {
         assertThrows(IOException.class, a::flushAll);
         assertEquals("y", inS3("shared/ok"));
         assertTrue(asked.get() > 3, "the first try of each has the client's retries: " + asked.get());
-        Path journal = journalOf(temp.resolve(prefix + "-a"));
-        byte[] killed = Files.readAllBytes(journal);
-        assertThrows(IOException.class, a::close, "the refused files stay in the journal");
-        Files.write(journal, killed);
-        List<com.fasterxml.jackson.databind.node.ObjectNode> records = new java.util.ArrayList<>();
-        try (Journal j = new Journal(journal)) {
-            records.addAll(j.read(bad -> fail(bad)));
-            edit.accept(records);
-            j.rewrite(records);
-        }
+        stoppedAsByAKill(a, edit);
     }
 
     /**
