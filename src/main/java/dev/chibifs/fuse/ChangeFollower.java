@@ -228,6 +228,16 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     @Override
     public void changed(long dir, String name, boolean renamed, boolean modified) {
+        nameChanged(dir, name, renamed, modified, false);
+    }
+
+    @Override
+    public void removed(long dir, String name) {
+        nameChanged(dir, name, true, false, true);
+    }
+
+    /** {@link #changed}; {@code went}: the name went, so the store is not asked what it holds there. */
+    private void nameChanged(long dir, String name, boolean renamed, boolean modified, boolean went) {
         NodeTable.Node parent = directories.get(dir);
         if (parent == null || channel == null) {
             return;
@@ -235,7 +245,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         if (renamed) {
             parent.namesChangedBehind++; // written by its store feed's one thread alone
         }
-        if (told(parent, name, renamed, modified, false)) {
+        if (told(parent, name, renamed, modified, went, false)) {
             return;
         }
         // RACE: the feed reads the store's event as soon as the change is made, and this mount's own
@@ -249,7 +259,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         // request catching up): then told, as before, which costs a lookup but loses nothing
         boolean settled = ownNameChangesSettled();
         try {
-            told(parent, name, renamed, modified, true);
+            told(parent, name, renamed, modified, went, true);
         } finally {
             if (settled) {
                 fs.ownNameChanges().writeLock().unlock();
@@ -271,8 +281,11 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
      * Tells the kernel what the store's events for {@code name} in {@code parent} changed. False,
      * having told nothing, when the name seems to have changed behind the kernel's back and
      * {@code settled} is false: to be judged again once this mount's own changes are in the node table.
+     * {@code went}: the feed saw the name go and nothing else, so nothing is there now as far as
+     * this event goes (a file made there since raises its own).
      */
-    private boolean told(NodeTable.Node parent, String name, boolean renamed, boolean modified, boolean settled) {
+    private boolean told(NodeTable.Node parent, String name, boolean renamed, boolean modified, boolean went,
+                         boolean settled) {
         NodeTable.Node child = fs.nodes.child(parent, name);
         long from = 0;
         if (child != null) {
@@ -287,7 +300,8 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             if (!settled && at.toString().equals(Zone.FLOCK_REGISTRY_PATH)) {
                 membershipChanged();
             }
-            now = fs.router().metadata(null, at);
+            // an unlink through the mount was heard back as one failing statx (and its exception) each
+            now = went ? null : fs.router().metadata(null, at);
         } catch (NoSuchFileException gone) {
             now = null;
         } catch (IOException | RuntimeException unreadable) {

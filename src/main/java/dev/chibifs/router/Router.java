@@ -1367,6 +1367,11 @@ public final class Router {
         }
 
         @Override
+        public void removed(long dir, String name) {
+            listener.removed(high | dir, name);
+        }
+
+        @Override
         public void directoryChanged(long dir) {
             listener.directoryChanged(high | dir);
         }

@@ -15,6 +15,15 @@ public interface ChangeListener {
      */
     void changed(long dir, String name, boolean renamed, boolean modified);
 
+    /**
+     * {@code name} in followed directory {@code dir} went (removed or moved away), and nothing else
+     * happened to it in the events read together: the listener may take it as gone without looking
+     * at the store (where it is back by then, that arrival's own event follows). Told instead of
+     * {@link #changed}, which a removal of every file through a mount paid a failing look for.
+     * Not a default: a listener that passes events on (the router's) must pass this on too.
+     */
+    void removed(long dir, String name);
+
     /** Followed directory {@code dir} itself changed its attributes (a chmod or touch of it; not the names in it). */
     void directoryChanged(long dir);
 

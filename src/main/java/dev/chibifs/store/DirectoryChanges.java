@@ -56,6 +56,8 @@ final class DirectoryChanges implements ChangeFeed {
     /** What happened to a name in a batch: bits of the value {@link #readOnce} keeps per name. */
     private static final int RENAMED = 1;
     private static final int MODIFIED = 2;
+    /** Came (created or moved in), besides {@link #RENAMED}: without it, a name that was only renamed went. */
+    private static final int ARRIVED = 4;
     /**
      * Without IN_EXCL_UNLINK: a file written through a name removed meanwhile (an open descriptor,
      * on another mount) may live on under other names, or in descriptors open elsewhere, and its
@@ -210,7 +212,8 @@ final class DirectoryChanges implements ChangeFeed {
                 } else if (!LocalStorage.isTemporaryName(e.name())) {
                     // a name's events in one batch are told once (a file written raises a create, writes, a
                     // close and times), so the listener looks at the store once for them all
-                    int what = (e.mask() & NAMES) != 0 ? RENAMED : MODIFIED;
+                    int what = (e.mask() & (IN_CREATE | IN_MOVED_TO)) != 0 ? RENAMED | ARRIVED
+                            : (e.mask() & NAMES) != 0 ? RENAMED : MODIFIED;
                     batch.merge(new Event(Kind.NAME, e.watch(), e.name()), what, (a, b) -> a | b);
                 }
             }
@@ -226,8 +229,14 @@ final class DirectoryChanges implements ChangeFeed {
             Event e = told.getKey();
             try {
                 switch (e.kind) {
-                    case NAME -> listener.changed(e.watch, e.name, (told.getValue() & RENAMED) != 0,
-                            (told.getValue() & MODIFIED) != 0);
+                    case NAME -> {
+                        int what = told.getValue();
+                        if (what == RENAMED) {
+                            listener.removed(e.watch, e.name);
+                        } else {
+                            listener.changed(e.watch, e.name, (what & RENAMED) != 0, (what & MODIFIED) != 0);
+                        }
+                    }
                     case SELF -> listener.directoryChanged(e.watch);
                     case GONE -> listener.directoryGone(e.watch);
                     case LOST -> listener.eventsLost();

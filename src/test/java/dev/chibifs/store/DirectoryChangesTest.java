@@ -50,6 +50,11 @@ class DirectoryChangesTest {
             }
 
             @Override
+            public void removed(long dir, String name) {
+                heard.add("went " + dir + " " + name);
+            }
+
+            @Override
             public void directoryChanged(long dir) {
                 heard.add("self " + dir);
             }
@@ -92,8 +97,22 @@ class DirectoryChangesTest {
         Files.writeString(root.resolve("shared/a.md"), "b\n", StandardOpenOption.APPEND);
         assertEquals("file " + key + " a.md", next());
         Files.delete(root.resolve("shared/a.md"));
-        // a write's events read in two batches are told twice: a content event may still come first
-        assertEquals("name " + key + " a.md", nextBut("file " + key + " a.md"));
+        // a write's events read in two batches are told twice: a content event may still come first.
+        // A name that only went is told as gone, which the listener needs not look up
+        assertEquals("went " + key + " a.md", nextBut("file " + key + " a.md"));
+    }
+
+    @Test
+    void aNameThatWentAndCameBackIsToldAsChanged() throws Exception {
+        long key = feed.follow(VfsPath.of("/shared"));
+        Files.writeString(root.resolve("shared/a.md"), "a\n");
+        Files.delete(root.resolve("shared/a.md"));
+        Files.createFile(root.resolve("shared/a.md"));
+        feed.catchUp();
+        // read together or apart, the last word on the name must not be that it went
+        List<String> told = new ArrayList<>();
+        heard.drainTo(told);
+        assertTrue(told.lastIndexOf("name " + key + " a.md") > told.lastIndexOf("went " + key + " a.md"), told.toString());
     }
 
     @Test
