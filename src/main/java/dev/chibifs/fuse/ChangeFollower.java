@@ -58,6 +58,8 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
      * waits, new ones wait behind it.
      */
     private static final long OWN_CHANGE_WAIT_MILLIS = 100;
+    /** {@link #OWN_CHANGE_WAIT_MILLIS}, longer in a test whose step in between may take longer on a loaded machine. */
+    long ownChangeWaitMillis = OWN_CHANGE_WAIT_MILLIS;
     /**
      * Past this many hard-linked files held by the kernel (NodeTable#hardLinked), a name heard of
      * that the kernel knows nothing by does not make the feed read them all again (a store per
@@ -270,7 +272,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
     /** Takes {@link FuseFileSystem#ownNameChanges()} exclusively, waiting {@link #OWN_CHANGE_WAIT_MILLIS} at most: false when not taken. */
     private boolean ownNameChangesSettled() {
         try {
-            return fs.ownNameChanges().writeLock().tryLock(OWN_CHANGE_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+            return fs.ownNameChanges().writeLock().tryLock(ownChangeWaitMillis, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;

@@ -90,6 +90,7 @@ class ChangeFollowerTest {
         noticesWritten();
         long key = fs.nodes.get(dir).followKey;
         var own = (java.util.concurrent.locks.ReentrantReadWriteLock) fs.ownNameChanges();
+        follower.ownChangeWaitMillis = java.util.concurrent.TimeUnit.MINUTES.toMillis(1); // the steps below, however loaded the machine
         own.readLock().lock(); // a CREATE under way: the file made in the store, its node not yet taken
         Thread feed;
         try {
@@ -120,6 +121,7 @@ class ChangeFollowerTest {
         noticesWritten();
         long key = fs.nodes.get(dir).followKey;
         var own = (java.util.concurrent.locks.ReentrantReadWriteLock) fs.ownNameChanges();
+        follower.ownChangeWaitMillis = java.util.concurrent.TimeUnit.MINUTES.toMillis(1); // the steps below, however loaded the machine
         own.readLock().lock(); // an UNLINK under way: the name gone from the store, still in the node table
         Thread feed;
         try {
