@@ -36,7 +36,8 @@ class LifecycleTest {
     @Test
     void umountOfABusyMountFailsClearlyAndLazyDetachesIt() throws Exception {
         MountedFs fs = MountedFs.start("--context", "planner");
-        Process holder = new ProcessBuilder("sleep", "30").directory(fs.at("/shared").toFile()).start();
+        // holds the mount busy until the finally below, however long the steps take on a loaded machine
+        Process holder = new ProcessBuilder("sleep", "600").directory(fs.at("/shared").toFile()).start();
         try {
             Sh.Result r = MountedFs.cli("umount", fs.mountpoint().toString());
             assertEquals(1, r.exitCode(), r.err());

@@ -142,7 +142,12 @@ public final class MountedFs implements AutoCloseable {
         FuseSupport.requireFuse();
         try {
             Path home = root.resolve("home");
-            Files.createDirectories(mnt);
+            try {
+                Files.createDirectories(mnt);
+            } catch (java.nio.file.FileAlreadyExistsException staleMount) {
+                // a killed daemon's mount, whose stat fails (ENOTCONN) once the kernel's attributes of
+                // its root expire, as a loaded machine lets them: the mount below clears it
+            }
             Files.createDirectories(home);
             Path log = root.resolve("daemon-" + System.nanoTime() + ".log");
             List<String> cmd = new ArrayList<>(prefix);
