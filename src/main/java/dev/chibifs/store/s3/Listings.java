@@ -151,16 +151,37 @@ final class Listings {
 
     /**
      * Whether directory node {@code n} at {@code p} is known to be on S3 without listing its parent:
-     * its own listing, younger than the validity, showed something below it. Another host's removal
-     * of it before that listing would have left that listing empty, and one after it need not show
-     * before the validity runs out. Each path walk to a directory looked into at least once a
-     * validity (git's .git/objects/xx, a build's output) otherwise listed every directory above it
-     * each validity as the kernel looked the names up again: /shared, the repository, .git. Under the
-     * store's monitor.
+     * a listing younger than the validity showed something below it (its own, or one of a directory
+     * below it), or S3 answered this host's upload of a key below it since. Another host's removal
+     * of it before then would have left that listing empty (or the upload put a key below it again),
+     * and one after it need not show before the validity runs out. Each path walk to a directory
+     * looked into at least once a validity (git's .git/objects/xx, a build's output) otherwise listed
+     * every directory above it each validity as the kernel looked the names up again: /shared, the
+     * repository, .git. Under the store's monitor.
      */
     boolean standsUnlisted(VfsPath p, Node n) {
         Long at = shownAt.get(p);
         return n != null && n.dir && at != null && store.ticks() - at < options.validity().toMillis();
+    }
+
+    /**
+     * S3 answered this host's upload of {@code n} (a file, a link, a directory's marker) just now:
+     * every directory above it (a marker's own too) had a key below it then. Under the store's monitor.
+     */
+    void uploadAnswered(Node n) {
+        if (n.path != null) {
+            somethingBelow(n.dir ? n.path : n.path.parent(), store.ticks());
+        }
+    }
+
+    /** S3 had a key below {@code dir}, so below each directory above it too, at {@code at}. Under the monitor. */
+    private void somethingBelow(VfsPath dir, long at) {
+        for (VfsPath d = dir; ; d = d.parent()) {
+            shownAt.merge(d, at, Math::max);
+            if (d.isRoot()) {
+                return;
+            }
+        }
     }
 
     /** How many directories' listings are remembered (tests). */
@@ -276,7 +297,7 @@ final class Listings {
             if (level.objects().isEmpty() && level.prefixes().isEmpty()) {
                 shownAt.remove(dir);
             } else {
-                shownAt.put(dir, answered);
+                somethingBelow(dir, answered);
             }
             store.journal.commit();
             askWantedAttributes();

@@ -434,6 +434,7 @@ public final class S3Storage implements Storage {
      */
     void uploaded(Node n) {
         uploaded(n, bucket.uploadAnswered());
+        listings.uploadAnswered(n);
     }
 
     /** As {@link #uploaded(Node)}, where S3 said the time it gave the object ({@code modified}: a HEAD's). */
@@ -1586,6 +1587,7 @@ public final class S3Storage implements Storage {
      */
     void markerOnS3(Node d) {
         d.dirOnRemote = d.marker = true;
+        listings.uploadAnswered(d);
         agreesWithS3(d);
     }
 

@@ -325,4 +325,35 @@ class S3CostTest {
             }
         }
     }
+    /**
+     * The directories above a file this host uploaded, or above a directory a listing showed
+     * something in, are looked up without listing their parents for the validity from that answer:
+     * git's lookups of .git/objects, .git and the repository, each second, listed their parents
+     * again although S3 had just answered an upload or a listing below them.
+     */
+    @Test
+    void theDirectoriesAboveAFileThisHostJustUploadedAreLookedUpWithoutAListing() throws Exception {
+        try (S3Server server = new S3Server(temp.resolve("s3"))) {
+            server.createBucket("cost");
+            VfsPath objects = VfsPath.of("/shared/repo/objects");
+            VfsPath f = objects.child("ab").child("f");
+            java.util.concurrent.atomic.AtomicLong ticks = new java.util.concurrent.atomic.AtomicLong();
+            S3Options options = S3Options.defaults(temp.resolve("a"), server.env()).withTicker(ticks::get)
+                    .withValidity(Duration.ofSeconds(1));
+            try (S3Storage s = S3Storage.open("s3://cost/ns", options)) {
+                s.write(f, "object\n".getBytes(UTF_8)); // lists what it writes in, at 0
+                ticks.addAndGet(900);
+                s.flushAll(); // S3 answers the upload at 900
+                ticks.addAndGet(300); // every listing expired, the upload's answer is 300 ms old
+                long lists = s.requests().getOrDefault("list", 0L);
+                assertTrue(s.metadata(objects).isDirectory());
+                assertTrue(s.metadata(VfsPath.of("/shared/repo")).isDirectory());
+                assertTrue(s.metadata(VfsPath.of("/shared")).isDirectory());
+                assertEquals(lists, s.requests().getOrDefault("list", 0L), s.requests().toString());
+                s.dropHeldAnswers(); // a sync, a lock's pull: asked again at once
+                assertTrue(s.metadata(objects).isDirectory());
+                assertEquals(lists + 1, s.requests().getOrDefault("list", 0L), s.requests().toString());
+            }
+        }
+    }
 }
