@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.sys.NativeStub;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -152,6 +153,12 @@ public final class Main implements Callable<Integer> {
     public static void main(String[] args) {
         DaemonLogLevel.preset(args); // before any class this command loads makes its logger
         OutOfMemory.endTheProcessWhereAnyThreadRunsOut();
+        try {
+            NativeStub.load(); // before any command's constructor reaches libc
+        } catch (java.io.IOException e) {
+            System.err.println(ErrorHandler.PREFIX + e.getMessage());
+            System.exit(ExitCodes.FAILURE);
+        }
         int code = run(Terminal.process(), args);
         // the mount command returns only when the daemon is done; exit explicitly so no stray thread keeps the JVM
         System.exit(code);

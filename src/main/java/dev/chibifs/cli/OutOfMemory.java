@@ -47,8 +47,19 @@ final class OutOfMemory {
             if (before != null) {
                 before.uncaughtException(thread, e);
             } else {
-                thread.getThreadGroup().uncaughtException(thread, e);
+                printAsTheJvmWould(thread, e);
             }
         });
+    }
+
+    /**
+     * The JVM's own report of an exception no handler took. Not the thread group's
+     * uncaughtException: it hands the exception to the default handler, this one, which handed it
+     * back, until the stack overflowed and all a failing command said was "StackOverflowError
+     * thrown from the UncaughtExceptionHandler", never what had failed.
+     */
+    static void printAsTheJvmWould(Thread thread, Throwable e) {
+        System.err.print("Exception in thread \"" + thread.getName() + "\" ");
+        e.printStackTrace(System.err);
     }
 }

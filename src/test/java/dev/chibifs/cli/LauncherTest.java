@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import dev.chibifs.testing.FuseSupport;
 import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
+import dev.chibifs.testing.TestUsers;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -324,6 +325,36 @@ class LauncherTest {
             }
         } finally {
             Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null; true");
+        }
+    }
+
+    /**
+     * jffi unpacked its native stub with a mode the umask cut: at 277 (or 222, 377) its reopening
+     * to write failed for any user but root, and every command, --version too, ended in a
+     * StackOverflowError from the uncaught-exception handler.
+     */
+    @Test
+    void aUserAtAUmaskWithoutOwnerWriteStillRunsCommands() throws Exception {
+        TestUsers.User nobody = TestUsers.ensure("nobody");
+        Path root = MountedFs.tempRoot();
+        String classpath = MountedFs.readableClasspath(Files.createDirectory(root.resolve("classpath")));
+        String launcher = Sh.quote(Path.of("scripts/chibifs").toAbsolutePath().toString());
+        try {
+            for (String umask : List.of("222", "277", "777")) {
+                Sh.Result r = Sh.as(nobody.uid(), nobody.gid(), root, "umask " + umask + " && CHIBIFS_CLASSPATH="
+                        + Sh.quote(classpath) + " " + launcher + " --version && CHIBIFS_CLASSPATH=" + Sh.quote(classpath)
+                        + " " + launcher + " status");
+                assertEquals(0, r.exitCode(), "umask " + umask + ": " + r.err());
+                assertTrue(r.out().startsWith("chibifs "), r.out());
+            }
+            // where it cannot unpack it at all: one line saying where and why
+            Sh.Result r = Sh.as(nobody.uid(), nobody.gid(), root, "umask 277 && CHIBIFS_JAVA_OPTS=-Djava.io.tmpdir=/nonexistent"
+                    + " CHIBIFS_CLASSPATH=" + Sh.quote(classpath) + " " + launcher + " --version");
+            assertEquals(ExitCodes.FAILURE, r.exitCode(), r.err());
+            assertEquals(List.of("chibifs: cannot unpack jffi's native stub into /nonexistent: No such file or directory"
+                    + " (CHIBIFS_JAVA_OPTS=-Djava.io.tmpdir=DIR names another directory)"), r.err().lines().toList());
+        } finally {
+            Sh.run("rm -rf " + Sh.quote(root.resolve("classpath").toString())); // some 10 MB a run, else left in /tmp
         }
     }
 

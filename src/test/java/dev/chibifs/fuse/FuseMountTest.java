@@ -90,7 +90,7 @@ class FuseMountTest {
         // a machine without udev (a container, a bare VM) keeps the kernel's 0600
         Sh.run("chmod 0666 /dev/fuse").ok();
         Sh.run("chown " + nobody.uid() + " " + mnt).ok();
-        String classpath = readableClasspath(Files.createDirectory(root.resolve("classpath")));
+        String classpath = MountedFs.readableClasspath(Files.createDirectory(root.resolve("classpath")));
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
         Sh.Result r = Sh.as(nobody.uid(), nobody.gid(), root, java + " " + String.join(" ", MountedFs.nativeAccessFlags()) + " -cp " + classpath + " "
                 + UserMountProbe.class.getName() + " " + mnt + " fsname=chibifs-user");
@@ -98,36 +98,6 @@ class FuseMountTest {
         assertEquals(0, r.exitCode(), r.out() + r.err());
         assertTrue(r.out().startsWith("ok mounted fuse.chibifs, INIT 7."), r.out() + r.err());
         System.out.println("as uid " + nobody.uid() + " through " + FuseMount.helper() + ": " + r.out().strip());
-    }
-
-    /** This JVM's class path copied where any user can read it (the build may sit under root's home). */
-    private static String readableClasspath(Path dir) throws IOException {
-        StringBuilder cp = new StringBuilder();
-        int i = 0;
-        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
-            Path from = Path.of(entry);
-            if (!Files.exists(from)) {
-                continue;
-            }
-            Path to = dir.resolve(i++ + "-" + from.getFileName());
-            if (Files.isDirectory(from)) {
-                try (var tree = Files.walk(from)) {
-                    for (Path p : (Iterable<Path>) tree::iterator) {
-                        Path target = to.resolve(from.relativize(p).toString());
-                        if (Files.isDirectory(p)) {
-                            Files.createDirectories(target);
-                        } else {
-                            Files.copy(p, target);
-                        }
-                    }
-                }
-            } else {
-                Files.copy(from, to);
-            }
-            cp.append(cp.length() == 0 ? "" : java.io.File.pathSeparator).append(to);
-        }
-        Sh.run("chmod -R a+rX " + dir).ok();
-        return cp.toString();
     }
 
     @Test

@@ -42,6 +42,36 @@ public final class MountedFs implements AutoCloseable {
         this.log = log;
     }
 
+    /** This JVM's class path copied where any user can read it (the build may sit under root's home). */
+    public static String readableClasspath(Path dir) throws IOException {
+        StringBuilder cp = new StringBuilder();
+        int i = 0;
+        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            Path from = Path.of(entry);
+            if (!Files.exists(from)) {
+                continue;
+            }
+            Path to = dir.resolve(i++ + "-" + from.getFileName());
+            if (Files.isDirectory(from)) {
+                try (var tree = Files.walk(from)) {
+                    for (Path p : (Iterable<Path>) tree::iterator) {
+                        Path target = to.resolve(from.relativize(p).toString());
+                        if (Files.isDirectory(p)) {
+                            Files.createDirectories(target);
+                        } else {
+                            Files.copy(p, target);
+                        }
+                    }
+                }
+            } else {
+                Files.copy(from, to);
+            }
+            cp.append(cp.length() == 0 ? "" : java.io.File.pathSeparator).append(to);
+        }
+        Sh.run("chmod -R a+rX " + dir).ok();
+        return cp.toString();
+    }
+
     /** A fresh temp dir that other users can traverse (mountpoints inside it must be reachable by them). */
     public static Path tempRoot() {
         try {
