@@ -315,9 +315,9 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         }
         if (renamed || !known) {
             // a name gone that the kernel holds no node for may still be in a listing it keeps (its
-            // nodes forgotten since, or never made: plain READDIR). That listing went already if the
-            // name went through this mount, but that cannot be told from here: dropping it once per
-            // listing costs one notification, not one per name removed
+            // nodes forgotten since, or never made: plain READDIR). Dropped once per listing, one
+            // notification, not one per name removed; not where a name went through this mount since
+            // the listing was given, which the kernel dropped itself (NodeTable#ownNamesChanged)
             // a file's name that went behind the kernel's back still stands for its node in the name
             // table (a directory's leaves it: NodeTable#left), while the kernel may hold it as missing
             // since: where the file comes back (moved away and back), the missing name would stand.

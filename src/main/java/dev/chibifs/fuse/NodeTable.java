@@ -111,7 +111,10 @@ final class NodeTable {
         volatile boolean hardLinked;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
         volatile long followKey = -1;
-        /** Set when the kernel was given a listing of this directory to keep; see {@link ChangeFollower}. */
+        /**
+         * Set when the kernel was given a listing of this directory to keep; see {@link ChangeFollower}.
+         * Cleared where the kernel dropped it: a notice, or a name that went through this mount.
+         */
         volatile boolean listingKept;
         /**
          * Changes to this directory's names heard from the store's feed (made through this mount too,
@@ -489,6 +492,7 @@ final class NodeTable {
     /** Name {@code name} in {@code parent} is gone from the store, through this mount (unlink, rmdir, a rename over it). */
     synchronized void unlinked(Node parent, String name) {
         leftBehind.remove(new Link(parent, name)); // the kernel dropped the name itself
+        ownNamesChanged(parent);
         Node node = byName.remove(new Link(parent, name));
         if (node != null) {
             dropLink(node, parent, name);
@@ -582,10 +586,22 @@ final class NodeTable {
     /** {@code from/fromName} now is {@code to/toName}; whatever that name held before is gone. */
     synchronized void renamed(Node from, String fromName, Node to, String toName) {
         unlinked(to, toName);
+        ownNamesChanged(from);
         Node node = byName.remove(new Link(from, fromName));
         if (node != null) {
             relink(node, new Link(from, fromName), new Link(to, toName));
         }
+    }
+
+    /**
+     * A name in {@code dir} went through this mount: the kernel drops the listing it keeps of
+     * {@code dir} itself at the reply (fuse_dir_changed moves the directory's iversion, which the next
+     * listing from its start finds changed), so the feed's event of the name going tells it nothing
+     * (ChangeFollower): told, it was an INVAL_ENTRY and a listing dropped per directory rm -r emptied.
+     * Under the caller's hold of ownNameChanges, so the feed, which waits for it, judges after this.
+     */
+    private static void ownNamesChanged(Node dir) {
+        dir.listingKept = false;
     }
 
     /** RENAME_EXCHANGE: the nodes known by the two names swap them. */
