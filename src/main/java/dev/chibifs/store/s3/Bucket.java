@@ -1941,12 +1941,26 @@ final class Bucket implements Closeable {
 
     /**
      * Removes the objects {@code keys} (at most {@link #MAX_DELETE_BATCH}) with one request; those
-     * already gone are fine. The keys S3 did not remove, each named with its reason in S3's answer,
-     * are returned, to be deleted one by one: all of them where the server does not take batches.
+     * already gone are fine. What S3 did not remove, each key named with its reason in S3's answer,
+     * is returned: the keys to delete one by one (all of them where the server does not take
+     * batches), and those it refused.
      */
-    List<String> deleteAll(List<String> keys) throws IOException {
-        return keys.isEmpty() ? keys : askedAgain(batchOp(keys), keys.get(0), () -> deleteAllOnce(keys));
+    NotDeleted deleteAll(List<String> keys) throws IOException {
+        return keys.isEmpty() ? new NotDeleted(keys, Map.of()) : askedAgain(batchOp(keys), keys.get(0), () -> deleteAllOnce(keys));
     }
+
+    /**
+     * The keys of a DeleteObjects S3 did not remove: {@code again}, to delete one by one, where its
+     * error for the key may pass (InternalError, SlowDown) or it took no batch; {@code refused}, its
+     * refusal of each other (AccessDenied: how AWS refuses the deletes a bucket policy denies),
+     * which a DELETE of the key would only hear again: asked so too, each cost two requests at
+     * every retry.
+     */
+    record NotDeleted(List<String> again, Map<String, Refused> refused) {
+    }
+
+    /** A DeleteObjects' errors for a key that may pass, asked again as a DELETE of its own. */
+    private static final java.util.Set<String> PASSING_KEY_ERRORS = java.util.Set.of("InternalError", "SlowDown");
 
     /**
      * What a DeleteObjects of {@code keys} is said as in its errors, before its first key: the batch,
@@ -1956,9 +1970,9 @@ final class Bucket implements Closeable {
         return keys.size() == 1 ? "delete-batch" : "delete-batch of " + keys.size() + " keys, the first";
     }
 
-    private List<String> deleteAllOnce(List<String> keys) throws IOException {
+    private NotDeleted deleteAllOnce(List<String> keys) throws IOException {
         if (keys.isEmpty() || oneByOneNow()) {
-            return keys;
+            return new NotDeleted(keys, Map.of());
         }
         String op = batchOp(keys);
         refuseWhileUnreachable(op, keys.get(0));
@@ -1970,19 +1984,23 @@ final class Bucket implements Closeable {
             answered();
             batchDeleteTaken();
             List<String> left = new ArrayList<>();
+            Map<String, Refused> refused = new java.util.LinkedHashMap<>();
             for (S3Error e : r.errors()) {
-                if (!"NoSuchKey".equals(e.code())) {
+                if (PASSING_KEY_ERRORS.contains(e.code())) {
                     LOG.debug("S3 delete s3://{}/{} in a batch: {} {}", bucket, e.key(), e.code(), e.message());
                     left.add(e.key());
+                } else if (!"NoSuchKey".equals(e.code())) {
+                    String reason = e.code() + " in a delete-batch";
+                    refused.put(e.key(), new Refused(line("delete", e.key(), reason), e.key(), r.sdkHttpResponse().statusCode(), reason, null));
                 }
             }
-            return left;
+            return new NotDeleted(left, refused);
         } catch (S3Exception e) {
             answered();
             if (refusedAsRequest(e)) {
                 // ordinary objects, which the caller deletes one by one: no lock's release is among them
                 hasNoBatchDelete(e);
-                return keys;
+                return new NotDeleted(keys, Map.of());
             }
             throw failure(op, keys.get(0), e);
         } catch (SdkException e) {

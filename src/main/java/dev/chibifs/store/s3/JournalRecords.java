@@ -387,7 +387,8 @@ final class JournalRecords implements Closeable {
         return o;
     }
 
-    private VfsPath pathOfKey(String key) {
+    /** The path of the object {@code key} (a directory's without its marker's '/'), or null where none is. */
+    VfsPath pathOfKey(String key) {
         String prefix = store.spec.keyPrefix();
         String rel;
         if (prefix.isEmpty()) {

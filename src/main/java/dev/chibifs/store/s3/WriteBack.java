@@ -652,6 +652,7 @@ final class WriteBack {
         replayTally = null;
         int deletesRefused = 0;
         int deletesWaiting = 0;
+        int markersWaiting = 0;
         synchronized (store) {
             for (Map.Entry<String, Tomb> e : t.deletes.entrySet()) {
                 Tomb now = store.overlay.tombs.get(e.getKey());
@@ -661,6 +662,8 @@ final class WriteBack {
                 Refusal r = held.refusals.get(e.getKey());
                 if (r != null && r.delete()) {
                     deletesRefused++;
+                } else if (e.getKey().endsWith("/")) {
+                    markersWaiting++;
                 } else {
                     deletesWaiting++;
                 }
@@ -668,11 +671,14 @@ final class WriteBack {
         }
         int refused = t.refused + deletesRefused;
         int total = t.uploads + t.deletes.size();
-        int wentUp = total - refused - t.belowRefused - deletesWaiting;
+        int wentUp = total - refused - t.belowRefused - deletesWaiting - markersWaiting;
+        String forWhat = " waiting for " + (refused + t.belowRefused > 0 ? "them" : "what failed");
         String waiting = (refused == 0 ? "" : ", " + refused + " refused by S3 and retried on their own backoff")
                 + (t.belowRefused == 0 ? "" : ", " + t.belowRefused + " waiting with a refused directory's marker")
                 + (deletesWaiting == 0 ? "" : ", " + deletesWaiting + (deletesWaiting == 1 ? " delete" : " deletes")
-                        + " (an old name's, a lock's release) waiting for " + (refused + t.belowRefused > 0 ? "them" : "what failed"));
+                        + " (an old name's, a lock's release)" + forWhat)
+                + (markersWaiting == 0 ? "" : ", " + markersWaiting + (markersWaiting == 1 ? " directory's marker" : " directories' markers")
+                        + forWhat);
         LOG.info("S3 store {}: of the {} changes from before the last stop, {} went up{}", spec, total, wentUp, waiting);
     }
 
@@ -968,10 +974,12 @@ final class WriteBack {
         Set<String> failed = deleteObjects(objects, held);
         failed.addAll(refusedAgain);
         markers.sort(Comparator.comparingInt(String::length).reversed());
-        int markersWaiting = 0;
+        List<Object> markersWaiting = new ArrayList<>();
         for (String k : markers) {
             if (failed.stream().anyMatch(f -> f.startsWith(k))) {
-                markersWaiting++; // a directory's contents before it: one of them is still there
+                // a directory's contents before it: one of them is still there
+                VfsPath dir = store.journal.pathOfKey(k.substring(0, k.length() - 1));
+                markersWaiting.add(dir == null ? k : dir);
                 failed.add(k);
                 held.waitsAt(k);
                 continue;
@@ -989,9 +997,10 @@ final class WriteBack {
                     + " (another host would see neither): ";
             held.waits(line + said(newNames), line + inFull(newNames));
         }
-        if (markersWaiting > 0) {
-            held.waits(markersWaiting + (markersWaiting == 1 ? " directory marker waits" : " directory markers wait")
-                    + " for the deletes below them");
+        if (!markersWaiting.isEmpty()) {
+            String line = markersWaiting.size() == 1 ? "1 directory's marker waits for the deletes in it: "
+                    : markersWaiting.size() + " directories' markers wait for the deletes in them: ";
+            held.waits(line + said(markersWaiting), line + inFull(markersWaiting));
         }
         boolean released = releases && deleteReleases(held);
         return (!deletes.isEmpty() && failed.isEmpty()) || released;
@@ -1255,7 +1264,8 @@ final class WriteBack {
      */
     private Set<String> deleteObjects(List<String> tombstoned, HeldBack held) throws IOException {
         Set<String> failed = new java.util.HashSet<>();
-        List<String> keys = stillAsSeen(tombstoned, held, failed);
+        // sorted: a batch said again leads with the same key (the tombs' map's order changed it)
+        List<String> keys = stillAsSeen(tombstoned, held, failed).stream().sorted().toList();
         // those S3 refused before in batches of their own, asked once (askedForDelete): with the
         // others, a 500 for them cost the client's retries at each retry and after every restart
         List<List<String>> batches = new ArrayList<>();
@@ -1274,24 +1284,31 @@ final class WriteBack {
                 left.addAll(batch); // one request either way
                 continue;
             }
-            Set<String> notDeleted;
+            Bucket.NotDeleted notDeleted;
             try {
-                notDeleted = new java.util.HashSet<>(askedForDelete(batch, () -> bucket.deleteAll(batch)));
+                notDeleted = askedForDelete(batch, () -> bucket.deleteAll(batch));
             } catch (IOException e) {
                 failedRequest(e);
                 held.failedBatch(e, batch);
                 failed.addAll(batch);
                 continue;
             }
+            Set<String> again = new java.util.HashSet<>(notDeleted.again());
             synchronized (store) {
                 for (String k : batch) {
-                    if (!notDeleted.contains(k)) {
+                    if (!again.contains(k) && !notDeleted.refused().containsKey(k)) {
                         deleted(k);
                     }
                 }
                 store.journal.commit();
             }
-            left.addAll(notDeleted);
+            left.addAll(notDeleted.again());
+            // S3's refusal of each, taken as it: a DELETE of each would only hear it again
+            refusedDeletes(notDeleted.refused());
+            notDeleted.refused().forEach((k, r) -> {
+                held.failed(r, k, deleteRefusals(k));
+                failed.add(k);
+            });
         }
         for (Map.Entry<String, IOException> f : inParallelEach(left, this::deleteOne)) {
             held.failed(f.getValue(), f.getKey(), deleteRefusals(f.getKey()));
@@ -1326,19 +1343,29 @@ final class WriteBack {
      * again at every start.
      */
     private void refusedDeletes(List<String> keys, Bucket.Refused r) {
+        Map<String, Bucket.Refused> each = new java.util.LinkedHashMap<>();
+        keys.forEach(k -> each.put(k, r));
+        refusedDeletes(each);
+    }
+
+    /** As {@link #refusedDeletes(List, Bucket.Refused)}, for keys S3 refused each with its own answer (in a DeleteObjects). */
+    private void refusedDeletes(Map<String, Bucket.Refused> refused) {
+        if (refused.isEmpty()) {
+            return;
+        }
         synchronized (store) {
-            for (String k : keys) {
+            refused.forEach((k, r) -> {
                 Tomb t = store.overlay.tombs.get(k);
                 if (t != null && t.pending) {
                     t.refusedCount++;
                     t.refusedStatus = r.status();
                     store.journal.refused(k, t);
                 }
-            }
+            });
             try {
                 store.journal.commit();
             } catch (IOException e) {
-                LOG.debug("S3 store {}: cannot journal that S3 refused the delete of {}: {}", spec, said(keys), e.getMessage());
+                LOG.debug("S3 store {}: cannot journal that S3 refused the delete of {}: {}", spec, said(refused.keySet()), e.getMessage());
             }
         }
     }

@@ -202,7 +202,7 @@ class BucketTest {
             bucket.put(k, "x".getBytes(UTF_8), Map.of(), null);
         }
         Map<String, Long> before = bucket.requests();
-        assertEquals(List.of(), bucket.deleteAll(List.of("p/d/a", "p/d/b", "p/d/sub/c", "p/d/never")));
+        assertEquals(new Bucket.NotDeleted(List.of(), Map.of()), bucket.deleteAll(List.of("p/d/a", "p/d/b", "p/d/sub/c", "p/d/never")));
         assertEquals(Map.of("delete-batch", 1L), Requests.since(before, bucket.requests()));
         for (String k : List.of("p/d/a", "p/d/b", "p/d/sub/c")) {
             assertNull(bucket.head(k), k);
@@ -262,7 +262,7 @@ class BucketTest {
             }
             int from = server.deletesAsked.size();
             server.refuseDeleteObjects(k -> k.startsWith("p/run/"), 405, 2);
-            assertEquals(List.of("p/run/a", "p/run/b"), b.deleteAll(List.of("p/run/a", "p/run/b")), "left to go one by one");
+            assertEquals(List.of("p/run/a", "p/run/b"), b.deleteAll(List.of("p/run/a", "p/run/b")).again(), "left to go one by one");
             nanos.addAndGet(61 * second);
             assertThrows(Bucket.Refused.class, () -> b.deleteIfOurs("p/run/lock", h -> true));
             assertNull(b.deleteIfOurs("p/run/c", h -> true), "taken: the run ends");
@@ -365,10 +365,10 @@ class BucketTest {
 
             server.refuseDeleteObjects(k -> false, 501, 0);
             nanos.addAndGet(9 * minute);
-            assertEquals(List.of("p/back/a"), b.deleteAll(List.of("p/back/a")), "nine minutes after the last try: one by one");
+            assertEquals(List.of("p/back/a"), b.deleteAll(List.of("p/back/a")).again(), "nine minutes after the last try: one by one");
             nanos.addAndGet(minute);
             from = server.deletesAsked.size();
-            assertEquals(List.of(), b.deleteAll(List.of("p/back/a", "p/back/b")));
+            assertEquals(new Bucket.NotDeleted(List.of(), Map.of()), b.deleteAll(List.of("p/back/a", "p/back/b")));
             assertNull(b.oneByOne(), "batches are back");
             assertNull(b.head("p/back/a"));
             assertEquals(List.of("DeleteObjects p/back/a", "DeleteObjects p/back/b"), deletesOf("p/back/", from));

@@ -111,6 +111,7 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
                 .endpoint(URI.create("http://127.0.0.1:" + port))
                 .build();
         answerOnSkewedClock(proxy);
+        refusingKeyByKey(proxy);
         proxy.start();
         Instant limit = Instant.now().plus(START_LIMIT);
         // s3proxy starts Jetty on a thread of its own and says so only through its state
@@ -365,6 +366,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         @Override
         public void removeBlob(String container, String name) {
             server.deletesAsked.add("DELETE " + name);
+            if (server.refusedByPolicy.take(name)) {
+                throw new HttpResponseException(new HttpResponse(403));
+            }
             remove(container, name);
         }
 
@@ -482,6 +486,11 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             this.left = times;
         }
 
+        /** Whether the fault is set for any name at all. */
+        synchronized boolean any() {
+            return left != 0;
+        }
+
         /** Whether the request for {@code name} gets the fault (counted). */
         synchronized boolean take(String name) {
             if (left == 0 || !which.test(name)) {
@@ -550,9 +559,61 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         refusedDeleteObjects.set(which, times);
     }
 
+    private final Faults refusedByPolicy = new Faults();
+
+    /**
+     * The next {@code times} deletes (-1: all) of objects {@code which} names are refused as AWS
+     * refuses those a bucket policy denies: a DELETE with 403, a DeleteObjects with 200 and an
+     * {@code <Error>} of code AccessDenied for each such key (the others of it deleted), which
+     * s3proxy never answers.
+     */
+    void refuseDeletesAsAPolicyDoes(java.util.function.Predicate<String> which, int times) {
+        refusedByPolicy.set(which, times);
+    }
+
+    /**
+     * Answers each DeleteObjects itself, as {@link #refuseDeletesAsAPolicyDoes} says: s3proxy deletes
+     * a batch whole or fails it whole. Its handler is set with the proxy, before it starts.
+     */
+    private void refusingKeyByKey(S3Proxy p) throws ReflectiveOperationException {
+        var jetty = jetty(p);
+        jetty.setHandler(new org.gaul.shaded.org.eclipse.jetty.server.Handler.Wrapper(jetty.getHandler()) {
+            @Override
+            public boolean handle(org.gaul.shaded.org.eclipse.jetty.server.Request request,
+                    org.gaul.shaded.org.eclipse.jetty.server.Response response,
+                    org.gaul.shaded.org.eclipse.jetty.util.Callback callback) throws Exception {
+                String query = request.getHttpURI().getQuery();
+                if (!refusedByPolicy.any() || !"POST".equals(request.getMethod()) || query == null || !query.startsWith("delete")) {
+                    return super.handle(request, response, callback);
+                }
+                String container = request.getHttpURI().getPath().replaceAll("^/|/$", "");
+                String body = org.gaul.shaded.org.eclipse.jetty.io.Content.Source.asString(request, java.nio.charset.StandardCharsets.UTF_8);
+                StringBuilder answer = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+                        + "<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+                var keys = java.util.regex.Pattern.compile("<Key>([^<]*)</Key>").matcher(body);
+                while (keys.find()) {
+                    String name = keys.group(1);
+                    if (refusedByPolicy.take(name)) {
+                        deletesAsked.add("refused in DeleteObjects " + name);
+                        answer.append("<Error><Key>").append(name).append("</Key><Code>AccessDenied</Code>"
+                                + "<Message>Access Denied</Message></Error>");
+                    } else {
+                        deletesAsked.add("DeleteObjects " + name);
+                        backend.remove(container, name);
+                    }
+                }
+                response.setStatus(200);
+                response.getHeaders().put("Content-Type", "application/xml");
+                org.gaul.shaded.org.eclipse.jetty.io.Content.Sink.write(response, true, answer.append("</DeleteResult>").toString(), callback);
+                return true;
+            }
+        });
+    }
+
     /**
      * Every delete that came, in order: {@code DELETE <key>}, {@code DeleteObjects <key>} for each
-     * key of one, {@code refused DeleteObjects <key>} for one {@link #refuseDeleteObjects} refused.
+     * key of one, {@code refused DeleteObjects <key>} for one {@link #refuseDeleteObjects} refused,
+     * {@code refused in DeleteObjects <key>} for a key of one {@link #refuseDeletesAsAPolicyDoes} refused.
      */
     final List<String> deletesAsked = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
 
