@@ -97,11 +97,11 @@ final class DaemonExitWait {
                 if (last != null && last.changes() > 0 && fails != null) {
                     // the daemon gives up at close and keeps them journaled; only its log said so
                     say.accept(ErrorHandler.PREFIX + mp + " is unmounted, but its daemon (pid " + pid + ") exited with "
-                            + what(last) + " not uploaded, kept in its cache directory for the next mount of the store: " + fails);
+                            + what(last) + " not sent to S3, kept in its cache directory for the next mount of the store: " + fails);
                 } else if (last != null && last.changes() > 0 && trouble != null) {
                     // its close tried once more; what failed then is journaled, and only its log names it
                     say.accept(ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") exited with "
-                            + what(last) + " to upload when last asked, its last write-back having failed: what"
+                            + what(last) + " to send to S3 when last asked, its last write-back having failed: what"
                             + " failed again at its close is kept in its cache directory for the next mount of the store"
                             + " (its log says): " + trouble);
                 }
@@ -123,22 +123,22 @@ final class DaemonExitWait {
             if (uploading && (lastSaid == Long.MIN_VALUE || now - lastSaid >= SAY_EVERY_MILLIS)) {
                 lastSaid = now;
                 say.accept(ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") " + (fails != null
-                        ? "cannot upload " + what(u) + " before it exits: " + fails
+                        ? "cannot send " + what(u) + " to S3" + " before it exits: " + fails
                         : trouble != null
-                        ? "tries to upload " + what(u) + " before it exits, but its last write-back failed (" + trouble
+                        ? "tries to send " + what(u) + " to S3 before it exits, but its last write-back failed (" + trouble
                         + "): what fails again stays in its cache directory for the next mount"
-                        : "uploads " + what(u) + " before it exits: " + size(u.sentBytes() - first.sentBytes())
+                        : "sends " + what(u) + " to S3 before it exits: " + size(u.sentBytes() - first.sentBytes())
                         + " sent since the unmount"));
             }
             if (uploading && now - lastMove >= STALL_SECONDS * 1000) {
                 return "unmounted " + mp + ", but its daemon (pid " + pid + ") has sent nothing for " + STALL_SECONDS
-                        + " s with " + what(u) + " still to upload: the upload has stalled (S3 too slow?)."
+                        + " s with " + what(u) + " still to send: the upload has stalled (S3 too slow?)."
                         + " The daemon goes on: it exits once all is up, or once S3 fails, keeping what did not go up"
                         + " in its cache directory for the next mount (its log says); killed, it keeps them there too";
             }
             if (!uploading && now - lastMove >= QUIET_SECONDS * 1000) {
                 return "unmounted " + mp + ", but its daemon (pid " + pid + ") has not exited after " + QUIET_SECONDS + " s"
-                        + (last == null ? "" : " with nothing left to upload");
+                        + (last == null ? "" : " with nothing left to send");
             }
         }
     }

@@ -23,7 +23,7 @@ import java.util.concurrent.Callable;
         description = {
             "Show the requests a mount's daemon served: count, errors and mean latency per FUSE opcode, "
                 + "policy denials per context, and each S3 store's state (whether S3 answers, the changes waiting "
-                + "to upload, the requests made). With --watch, the rates over each interval, refreshed, as juicefs stats does."
+                + "to send, the requests made). With --watch, the rates over each interval, refreshed, as juicefs stats does."
         },
         footer = {"", "Denials are counted by context; uids no --uid-map names are refused as GUEST, shown as"
                 + " 'unmapped uids'. With --watch the first frame, at once, has the totals since the mount, the next the"

@@ -55,7 +55,7 @@ class DaemonExitWaitTest {
         Daemon d = new Daemon(exits, t -> new Uploads(1, 1536L << 20, 100L + t * 8_000));
         assertNull(d.await(), "waited until it exited");
         assertEquals(exits, d.now);
-        assertTrue(d.said.get(0).contains("its daemon (pid 42) uploads 1 change (1.5 GiB) before it exits"), d.said.get(0));
+        assertTrue(d.said.get(0).contains("its daemon (pid 42) sends 1 change (1.5 GiB) to S3 before it exits"), d.said.get(0));
         for (int i = 1; i < d.saidAt.size(); i++) {
             assertTrue(d.saidAt.get(i) - d.saidAt.get(i - 1) >= DaemonExitWait.SAY_EVERY_MILLIS, "one line at most every 5 s");
         }
@@ -71,7 +71,7 @@ class DaemonExitWaitTest {
         String why = d.await();
         assertEquals(stops + DaemonExitWait.STALL_SECONDS * 1000, d.now, "120 s after the last byte sent");
         assertTrue(why.startsWith("unmounted /mnt/s3, but its daemon (pid 42) has sent nothing for 120 s with 2 changes"
-                + " (3.0 GiB) still to upload: the upload has stalled"), why);
+                + " (3.0 GiB) still to send: the upload has stalled"), why);
         assertTrue(why.contains("The daemon goes on"), why);
     }
 
@@ -91,7 +91,7 @@ class DaemonExitWaitTest {
         assertEquals(List.of(), silent.said);
 
         Daemon done = new Daemon(Long.MAX_VALUE, t -> new Uploads(t < 10_000 ? 1 : 0, 5, t < 10_000 ? 0 : 5));
-        assertEquals("unmounted /mnt/s3, but its daemon (pid 42) has not exited after 30 s with nothing left to upload",
+        assertEquals("unmounted /mnt/s3, but its daemon (pid 42) has not exited after 30 s with nothing left to send",
                 done.await());
         assertEquals(10_000 + DaemonExitWait.QUIET_SECONDS * 1000, done.now, "30 s from its last upload");
     }
@@ -105,9 +105,9 @@ class DaemonExitWaitTest {
         Daemon d = new Daemon(10_000, t -> new Uploads(1, 2, 0));
         d.failing = "a change from before this start does not go up (S3 put ns/x: HTTP 500)";
         assertNull(d.await());
-        assertTrue(d.said.get(0).endsWith("its daemon (pid 42) cannot upload 1 change (0.0 MiB) before it exits: " + d.failing),
+        assertTrue(d.said.get(0).endsWith("its daemon (pid 42) cannot send 1 change (0.0 MiB) to S3 before it exits: " + d.failing),
                 d.said.get(0));
-        assertEquals("chibifs: /mnt/s3 is unmounted, but its daemon (pid 42) exited with 1 change (0.0 MiB) not uploaded,"
+        assertEquals("chibifs: /mnt/s3 is unmounted, but its daemon (pid 42) exited with 1 change (0.0 MiB) not sent to S3,"
                 + " kept in its cache directory for the next mount of the store: " + d.failing, d.said.get(d.said.size() - 1));
 
         Daemon done = new Daemon(10_000, t -> new Uploads(t < 5_000 ? 1 : 0, 2, t < 5_000 ? 0 : 2));
@@ -124,11 +124,11 @@ class DaemonExitWaitTest {
         Daemon d = new Daemon(3_000, t -> new Uploads(1, 2, 0));
         d.troubled = "S3 put ns/yyy: HTTP 500";
         assertNull(d.await());
-        assertEquals("chibifs: /mnt/s3 is unmounted; its daemon (pid 42) tries to upload 1 change (0.0 MiB) before it"
+        assertEquals("chibifs: /mnt/s3 is unmounted; its daemon (pid 42) tries to send 1 change (0.0 MiB) to S3 before it"
                 + " exits, but its last write-back failed (" + d.troubled + "): what fails again stays in its cache"
                 + " directory for the next mount", d.said.get(0));
-        assertTrue(d.said.stream().noneMatch(l -> l.contains("uploads 1 change")), d.said.toString());
-        assertEquals("chibifs: /mnt/s3 is unmounted; its daemon (pid 42) exited with 1 change (0.0 MiB) to upload when"
+        assertTrue(d.said.stream().noneMatch(l -> l.contains("sends 1 change")), d.said.toString());
+        assertEquals("chibifs: /mnt/s3 is unmounted; its daemon (pid 42) exited with 1 change (0.0 MiB) to send to S3 when"
                 + " last asked, its last write-back having failed: what failed again at its close is kept in its cache"
                 + " directory for the next mount of the store (its log says): " + d.troubled, d.said.get(d.said.size() - 1));
     }
@@ -145,7 +145,7 @@ class DaemonExitWaitTest {
         d.failing = "its cache directory /c answers EIO (Input/output error): every change fails, and 2 change(s)"
                 + " not yet uploaded wait there";
         assertNull(d.await());
-        assertEquals(List.of("chibifs: /mnt/s3 is unmounted, but its daemon (pid 42) exited with 2 changes (0.0 MiB) not"
-                + " uploaded, kept in its cache directory for the next mount of the store: " + d.failing), d.said);
+        assertEquals(List.of("chibifs: /mnt/s3 is unmounted, but its daemon (pid 42) exited with 2 changes (0.0 MiB) not sent"
+                + " to S3, kept in its cache directory for the next mount of the store: " + d.failing), d.said);
     }
 }

@@ -2413,7 +2413,7 @@ public final class S3Storage implements Storage {
                 : away != null ? "unreachable: " + away
                 : failing != null ? "answers, but the last write-back failed: " + failing : "answers";
         long[] moved = bucket.bytesMoved();
-        return spec + " at " + bucket.where() + ": " + health + "; to upload: " + waiting + "; requests: "
+        return spec + " at " + bucket.where() + ": " + health + "; to send: " + waiting + "; requests: "
                 + bucket.requests() + String.format(Locale.ROOT, "; content: %.1f MiB down, %.1f MiB up",
                 moved[0] / (double) (1 << 20), moved[1] / (double) (1 << 20))
                 + (hostLocks == null ? "; locks: this daemon's only" : "; locks: " + hostLocks.held() + " held on S3")

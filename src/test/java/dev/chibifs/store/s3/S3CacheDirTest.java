@@ -126,13 +126,13 @@ class S3CacheDirTest {
             S3Storage s = store("s3://" + BUCKET + "/" + ns, cacheDir);
             s.write(p("/a"), "waits".getBytes());
             assertNull(s.failing());
-            assertTrue(s.state().contains(": answers; to upload: 1;"), s.state());
+            assertTrue(s.state().contains(": answers; to send: 1;"), s.state());
             shutDownCacheDir();
             String why = "its cache directory " + cacheDir + " answers EIO (Input/output error): every change fails,"
                     + " and 1 change(s) not yet uploaded wait there";
             assertEquals(why, s.failing());
             assertEquals(why, s.unanswered());
-            assertTrue(s.state().contains(": " + why + "; to upload: 1;"), s.state());
+            assertTrue(s.state().contains(": " + why + "; to send: 1;"), s.state());
         } finally {
             run("umount", "-l", cacheDir.toString());
         }

@@ -3155,7 +3155,7 @@ class S3HostsTest {
             }
             assertEquals(asked, total(a.requests()), "requests made while S3 was known to be away: " + a.requests());
             assertTrue(a.state().contains(": unreachable: cannot reach " + server.endpoint()), a.state());
-            assertTrue(a.state().contains("; to upload: 1;"), a.state());
+            assertTrue(a.state().contains("; to send: 1;"), a.state());
         } finally {
             server.start();
         }
@@ -3167,7 +3167,7 @@ class S3HostsTest {
         assertEquals(0, a.pendingChanges());
         assertEquals(theirs, text(a, "/shared/theirs"));
         assertEquals("must reach S3", inS3("shared/synced"));
-        assertTrue(a.state().contains(": answers; to upload: 0;"), a.state());
+        assertTrue(a.state().contains(": answers; to send: 0;"), a.state());
         assertEquals(null, a.unanswered());
     }
 
