@@ -734,7 +734,7 @@ public final class Router {
                 Target t = creatable(p);
                 try {
                     t.storage().createDirectory(t.path());
-                    made.deepestFirst.add(0, p);
+                    made.deepestFirst.add(0, new Made(p, t.storage().metadata(t.path())));
                 } catch (IOException e) {
                     if (Errors.errno(e) != Linux.EEXIST) {
                         throw e;
@@ -752,12 +752,14 @@ public final class Router {
     /**
      * The directories {@link #makeParents} made for one change: {@link #close} removes them again,
      * deepest first and each only while empty (rmdir), unless the change succeeded and said
-     * {@link #keep}. The race left open, as with any rmdir: another process that found one of them
+     * {@link #keep}, and each only while its name still holds the directory made (another process
+     * may have moved ours away and made its own there: by path alone, theirs went and ours stayed).
+     * The race left open, as with any rmdir: another process that found one of them
      * there (its mkdir -p, its write) and had not put anything in it yet finds it gone (ENOENT);
      * one that did put something in keeps it, and the directories above it.
      */
     public final class MadeParents implements AutoCloseable {
-        private final List<VfsPath> deepestFirst = new ArrayList<>();
+        private final List<Made> deepestFirst = new ArrayList<>();
         private boolean kept;
 
         private MadeParents() {
@@ -774,15 +776,21 @@ public final class Router {
                 return;
             }
             kept = true;
-            for (VfsPath p : deepestFirst) {
+            for (Made m : deepestFirst) {
                 try {
-                    Target t = writable(p);
-                    t.storage().removeDirectory(t.path());
+                    Target t = writable(m.path);
+                    if (!t.storage().removeDirectoryIfSame(t.path(), m.directory)) {
+                        return; // not ours at that name now: what is above it holds it
+                    }
                 } catch (IOException | RuntimeException inUseOrGone) {
                     return; // what is above it is not empty either
                 }
             }
         }
+    }
+
+    /** One directory {@link #makeParents} made: its path, and what it was right after the mkdir. */
+    private record Made(VfsPath path, Metadata directory) {
     }
 
     /** Copies a file: read on the source (always), write on the destination. */

@@ -1686,6 +1686,21 @@ public final class LocalStorage implements Storage {
         }
     }
 
+    /** Looked at and removed through one descriptor of its parent: between the two only the name can change, in microseconds. */
+    @Override
+    public boolean removeDirectoryIfSame(VfsPath path, Metadata made) throws IOException {
+        try (At a = at(path)) {
+            Metadata now = stat(a.dir, a.name, path);
+            if (!now.isDirectory() || !now.sameFileAs(made)) {
+                return false;
+            }
+            Syscalls.unlinkat(a.dir, a.name, true, path.toString());
+            return true;
+        } catch (NoSuchFileException gone) {
+            return false;
+        }
+    }
+
     @Override
     public void setTimes(VfsPath path, FileTime accessed, FileTime modified) throws IOException {
         try (At a = at(path)) {

@@ -1023,6 +1023,12 @@ public final class MemoryStorage implements Storage {
         touchDir(parent);
     }
 
+    /** Looked at and removed under the store's lock: nothing comes between. */
+    @Override
+    public synchronized boolean removeDirectoryIfSame(VfsPath path, Metadata made) throws IOException {
+        return Storage.super.removeDirectoryIfSame(path, made);
+    }
+
     @Override
     public synchronized void removeDirectory(VfsPath path) throws IOException {
         Dir parent = parentOf(path, false);

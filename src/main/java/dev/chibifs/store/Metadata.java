@@ -47,4 +47,13 @@ public record Metadata(EntryKind kind, long size, FileTime created, FileTime mod
     public boolean isFile() {
         return kind == EntryKind.FILE;
     }
+
+    /**
+     * Whether {@code other}, read of the same store, is of this very file: its file system and
+     * inode number, and its birth time where both have one (ext4 reuses a freed number at once).
+     */
+    public boolean sameFileAs(Metadata other) {
+        return other.device == device && other.inode == inode
+                && (created == null || other.created == null || created.equals(other.created));
+    }
 }

@@ -9,6 +9,7 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -188,6 +189,27 @@ public interface Storage extends Closeable {
 
     /** rmdir(2): removes an empty directory. */
     void removeDirectory(VfsPath path) throws IOException;
+
+    /**
+     * {@link #removeDirectory}, only while {@code path} still names the directory {@code made}
+     * describes ({@link Metadata#sameFileAs}): false, with nothing removed, where the name now holds
+     * another (ours moved away and one made in its place) or nothing. This default looks, then
+     * removes, and another process may come between; a store that can do both through one held
+     * directory or under one lock does.
+     */
+    default boolean removeDirectoryIfSame(VfsPath path, Metadata made) throws IOException {
+        Metadata now;
+        try {
+            now = metadata(path);
+        } catch (NoSuchFileException gone) {
+            return false;
+        }
+        if (!now.isDirectory() || !now.sameFileAs(made)) {
+            return false;
+        }
+        removeDirectory(path);
+        return true;
+    }
 
     /**
      * For {@link #setTimes}: the store's own now, as utimensat's UTIME_NOW (`touch`). Stamped by

@@ -122,6 +122,23 @@ class WriteCommandsTest {
         assertEquals("t", cli.read("/shared/a/b/theirs"));
     }
 
+    /**
+     * Cleanup removes only the directories this write made: another agent that moved them away and
+     * made its own at the same names meanwhile (mv r r.old && mkdir -p r/a/b) keeps its own. By path
+     * alone, theirs went and ours stayed.
+     */
+    @Test
+    void aFailedWriteLeavesDirectoriesMadeInPlaceOfItsOwn() throws Exception {
+        Path shared = cli.file("/shared");
+        Cli.Result r = cli.run(Map.of(), failingAfter("x", () -> {
+            Files.move(shared.resolve("r"), shared.resolve("r.old"));
+            Files.createDirectories(shared.resolve("r/a/b"));
+        }), "write", "--as", "bob", "vfs:///shared/r/a/b/f");
+        assertExit(5, r);
+        assertTrue(Files.isDirectory(shared.resolve("r/a/b")), "their r/a/b was removed");
+        assertTrue(Files.isDirectory(shared.resolve("r.old/a/b")), "the cleanup stops at the first name not ours");
+    }
+
     /** What a test does while a command runs. */
     private interface Step {
         void run() throws java.io.IOException;

@@ -235,6 +235,20 @@ public abstract class StorageBehaviourSuite {
         assertEquals("k", text("/shared/a/b/c/keep"));
     }
 
+    /** A directory made in place of one moved away is another: only the one looked at is removed. */
+    @Test
+    void removeDirectoryIfSameLeavesOneMadeInItsPlace() throws IOException {
+        storage.mkdir(p("/shared/r"));
+        Metadata ours = storage.metadata(p("/shared/r"));
+        storage.rename(p("/shared/r"), p("/shared/r.old"));
+        storage.createDirectory(p("/shared/r"));
+        assertFalse(storage.removeDirectoryIfSame(p("/shared/r"), ours));
+        assertTrue(storage.metadata(p("/shared/r")).isDirectory());
+        assertFalse(storage.removeDirectoryIfSame(p("/shared/gone"), ours));
+        assertTrue(storage.removeDirectoryIfSame(p("/shared/r.old"), ours));
+        assertFalse(storage.exists(p("/shared/r.old")));
+    }
+
     @Test
     void mkdirOverFileFails() throws IOException {
         storage.write(p("/shared/f"), bytes("x"));
