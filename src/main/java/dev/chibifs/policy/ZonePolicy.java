@@ -65,7 +65,7 @@ public final class ZonePolicy {
      * {@code /home}, {@code /home/<ctx>}, {@code /sys}, {@code /site}, {@code /flocks},
      * {@code /flocks/<name>}, {@code /tools} and the {@code /tools} zones' own directories.
      */
-    static boolean isZoneRoot(VfsPath path) {
+    public static boolean isZoneRoot(VfsPath path) {
         if (path.isRoot()) {
             return true;
         }

@@ -752,7 +752,8 @@ public final class Router {
     /**
      * The directories {@link #makeParents} made for one change: {@link #close} removes them again,
      * deepest first and each only while empty (rmdir), unless the change succeeded and said
-     * {@link #keep}, and each only while its name still holds the directory made (another process
+     * {@link #keep}, never a zone root ({@code /home/<ctx>} and the like stay, as {@link
+     * ZonePolicy#mayRemove} keeps them), and each only while its name still holds the directory made (another process
      * may have moved ours away and made its own there: by path alone, theirs went and ours stayed).
      * The race left open, as with any rmdir: another process that found one of them
      * there (its mkdir -p, its write) and had not put anything in it yet finds it gone (ENOENT);
@@ -777,6 +778,11 @@ public final class Router {
             }
             kept = true;
             for (Made m : deepestFirst) {
+                if (ZonePolicy.isZoneRoot(m.path)) {
+                    // kept as the namespace's own: a mount started meanwhile found it there and took it
+                    // for its skeleton, and every one above it is a zone root too
+                    return;
+                }
                 try {
                     Target t = writable(m.path);
                     if (!t.storage().removeDirectoryIfSame(t.path(), m.directory)) {

@@ -102,14 +102,21 @@ class WriteCommandsTest {
                 "vfs:///shared/n/m/f");
         assertExit(4, refused);
         assertFalse(cli.exists("/shared/n"));
-        // a fresh store: what a first write makes above the file, zone roots too, goes with it
+        // a fresh store: what a first write makes above the file goes with it, but the zone roots
+        // stay (a mount started meanwhile took /home/bob for its own: removed, it lost its home)
         Files.delete(cli.file("/shared/a/kept"));
         Files.delete(cli.file("/shared/a"));
         Files.delete(cli.file("/shared"));
         assertExit(5, cli.run(Map.of(), failingAfter("", () -> { }), "write", "--as", "bob", "vfs:///home/bob/d/f"));
         try (var names = Files.list(cli.home.resolve("vfs"))) {
+            assertEquals(java.util.List.of(cli.file("/home")), names.toList());
+        }
+        try (var names = Files.list(cli.file("/home/bob"))) {
             assertEquals(java.util.List.of(), names.toList());
         }
+        assertExit(5, cli.run(Map.of(), failingAfter("", () -> { }), "write", "--as", "bob", "vfs:///shared/d/f"));
+        assertTrue(Files.isDirectory(cli.file("/shared")));
+        assertFalse(cli.exists("/shared/d"));
     }
 
     /** Only the parents still empty go: one another process put a file in meanwhile stays, and what is above it. */
