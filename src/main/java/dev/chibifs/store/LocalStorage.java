@@ -16,6 +16,7 @@ import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.channels.ClosedChannelException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -1152,8 +1153,26 @@ public final class LocalStorage implements Storage {
                 // create only: no file, so no lock to wait for; the exclusive create below decides a race
                 condition.check(path, currentEtag(path));
             }
-            int fd = openRegular(a, path, true, condition.ifNoneMatch(), 0);
+            int fd;
+            boolean created = true;
+            if (condition.ifNoneMatch()) {
+                fd = openRegular(a, path, true, true, 0);
+            } else {
+                try {
+                    fd = openRegular(a, path, false, false, 0);
+                    created = false;
+                } catch (NoSuchFileException missing) {
+                    // --if-match names a file there is none of: refused as write refuses it, nothing made
+                    condition.check(path, null);
+                    try {
+                        fd = openRegular(a, path, true, true, 0);
+                    } catch (FileAlreadyExistsException madeMeanwhile) {
+                        continue;
+                    }
+                }
+            }
             int out = -1;
+            boolean done = false;
             try {
                 out = reopen(fd, O_WRONLY | O_APPEND, path);
                 lockForChange(out, path, deadline);
@@ -1169,13 +1188,30 @@ public final class LocalStorage implements Storage {
                 }
                 // Linux's pwrite on an O_APPEND descriptor appends whatever the offset says
                 Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0);
+                done = true;
                 return true;
             } finally {
+                if (!done && created && out >= 0) {
+                    // a refused or failed append leaves no trace: the file it made goes (still under
+                    // the lock, so an appender that opened it meanwhile finds it unnamed and starts again)
+                    unlinkIfStillNamed(a, out, path);
+                }
                 if (out >= 0) {
                     Syscalls.close(out);
                 }
                 Syscalls.close(fd);
             }
+        }
+    }
+
+    /** Unlinks the name in {@code a} while it still names the file open as {@code fd}; quietly, as the undo of a failure. */
+    private static void unlinkIfStillNamed(At a, int fd, VfsPath path) {
+        try {
+            if (stillNamed(a, fd, path)) {
+                Syscalls.tryUnlinkat(a.dir, a.name, false);
+            }
+        } catch (IOException | RuntimeException failing) {
+            // the failure being told is the one that matters
         }
     }
 

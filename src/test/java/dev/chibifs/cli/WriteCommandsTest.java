@@ -119,6 +119,18 @@ class WriteCommandsTest {
         assertFalse(cli.exists("/shared/d"));
     }
 
+    /** append --if-match on a missing file is refused as write refuses it: no empty file made, nor its parents. */
+    @Test
+    void appendIfMatchOnAMissingFileMakesNothing() throws Exception {
+        String empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        for (String etag : new String[] {"0".repeat(64), empty}) {
+            Cli.Result r = cli.run("append", "--as", "bob", "--if-match", etag, "--content", "y", "vfs:///shared/a7/b/f");
+            assertExit(4, r);
+            assertEquals("chibifs: no such file: vfs:///shared/a7/b/f (--if-match " + etag + "); nothing changed\n", r.err());
+            assertFalse(cli.exists("/shared/a7"));
+        }
+    }
+
     /** Only the parents still empty go: one another process put a file in meanwhile stays, and what is above it. */
     @Test
     void aFailedWriteKeepsAParentItMadeThatIsNoLongerEmpty() throws Exception {

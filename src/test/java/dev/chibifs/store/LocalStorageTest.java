@@ -1301,6 +1301,23 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertArrayEquals(content, s.read(p("/shared/s/f")));
     }
 
+    /**
+     * An append refused under the lock (its guard: a flock left meanwhile) leaves no file it made:
+     * the empty file stayed. One that was there stays as it was.
+     */
+    @Test
+    void anAppendRefusedByItsGuardLeavesNoFileItMade() throws IOException {
+        storage.mkdir(p("/shared/g"));
+        Storage.Guard refusing = () -> {
+            throw new IOException("refused");
+        };
+        assertThrows(IOException.class, () -> storage.append(p("/shared/g/f"), bytes("x"), Precondition.NONE, refusing));
+        assertEquals(List.of(), names("shared/g"));
+        storage.write(p("/shared/g/f"), bytes("kept"));
+        assertThrows(IOException.class, () -> storage.append(p("/shared/g/f"), bytes("x"), Precondition.NONE, refusing));
+        assertEquals("kept", text("/shared/g/f"));
+    }
+
     /** A refusal by the guard comes before anything is read or made: no parent directory, no byte taken. */
     @Test
     void aStreamedWriteRefusedByItsGuardReadsNothing() {
