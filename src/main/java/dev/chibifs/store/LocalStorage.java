@@ -1172,6 +1172,7 @@ public final class LocalStorage implements Storage {
                 }
             }
             int out = -1;
+            long before = -1;
             boolean done = false;
             try {
                 out = reopen(fd, O_WRONLY | O_APPEND, path);
@@ -1186,6 +1187,7 @@ public final class LocalStorage implements Storage {
                 if (condition.ifMatch() != null) {
                     condition.check(path, currentEtag(path));
                 }
+                before = Syscalls.stat(out, null, path.toString()).size();
                 // Linux's pwrite on an O_APPEND descriptor appends whatever the offset says
                 Syscalls.pwriteFully(out, ByteBuffer.wrap(data), 0);
                 done = true;
@@ -1195,12 +1197,25 @@ public final class LocalStorage implements Storage {
                     // a refused or failed append leaves no trace: the file it made goes (still under
                     // the lock, so an appender that opened it meanwhile finds it unnamed and starts again)
                     unlinkIfStillNamed(a, out, path);
+                } else if (!done && before >= 0) {
+                    // one append is one write: a disk that filled midway (a short pwrite, then ENOSPC)
+                    // kept the part written; cut back while the lock still keeps other appenders out
+                    truncateBack(out, before);
                 }
                 if (out >= 0) {
                     Syscalls.close(out);
                 }
                 Syscalls.close(fd);
             }
+        }
+    }
+
+    /** Cuts the file open as {@code fd} back to {@code size}; quietly, as the undo of a failure. */
+    private static void truncateBack(int fd, long size) {
+        try {
+            Syscalls.ftruncate(fd, size);
+        } catch (IOException | RuntimeException failing) {
+            // the failure being told is the one that matters
         }
     }
 
