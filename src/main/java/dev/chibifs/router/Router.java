@@ -39,6 +39,7 @@ import java.util.Collection;
 import java.util.Deque;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -746,7 +747,49 @@ public final class Router {
             made.close();
             throw e;
         }
+        if (!made.deepestFirst.isEmpty()) {
+            unsettled(made);
+        }
         return made;
+    }
+
+    /**
+     * The {@link MadeParents} of changes still under way, removed by a shutdown hook: SIGINT,
+     * SIGTERM and SIGHUP (Ctrl-C on a write reading a slow pipe) end the JVM through its shutdown
+     * hooks without unwinding the change's try, which left the parents it made, empty. The store's
+     * named temporaries are removed the same way; kill -9 runs nothing.
+     */
+    private static final Set<MadeParents> UNSETTLED = new HashSet<>();
+    private static boolean unsettledHooked;
+
+    private static void unsettled(MadeParents made) {
+        synchronized (UNSETTLED) {
+            if (!unsettledHooked) {
+                try {
+                    Runtime.getRuntime().addShutdownHook(new Thread(Router::removeUnsettledParents, "chibifs-made-parents"));
+                    unsettledHooked = true;
+                } catch (IllegalStateException exiting) {
+                    // the JVM is already on its way out: the change's own close, if it runs, removes them
+                }
+            }
+            UNSETTLED.add(made);
+        }
+    }
+
+    private static void settled(MadeParents made) {
+        synchronized (UNSETTLED) {
+            UNSETTLED.remove(made);
+        }
+    }
+
+    /** Removes the parents of every change still under way, as the shutdown hook does. */
+    static void removeUnsettledParents() {
+        List<MadeParents> all;
+        synchronized (UNSETTLED) {
+            all = new ArrayList<>(UNSETTLED);
+        }
+        // each closed outside the set's lock: close takes its own, then the set's, as keep does
+        all.forEach(MadeParents::close);
     }
 
     /**
@@ -767,16 +810,18 @@ public final class Router {
         }
 
         /** The change succeeded: what it made stays. */
-        public void keep() {
+        public synchronized void keep() {
             kept = true;
+            settled(this);
         }
 
         @Override
-        public void close() {
+        public synchronized void close() {
             if (kept) {
                 return;
             }
             kept = true;
+            settled(this);
             for (Made m : deepestFirst) {
                 if (ZonePolicy.isZoneRoot(m.path)) {
                     // kept as the namespace's own: a mount started meanwhile found it there and took it

@@ -86,6 +86,25 @@ class RouterTest {
         assertThrows(PolicyDeniedException.class, call);
     }
 
+    /**
+     * A signal (INT, TERM, HUP) ends the JVM through its shutdown hooks without unwinding the
+     * change's try: the hook's removal (run here as it runs it) takes the parents of a change under
+     * way, and leaves those of one that succeeded.
+     */
+    @Test
+    void theParentsOfAChangeUnderWayAreRemovedByTheShutdownHook() throws IOException {
+        Router.MadeParents done = vfs.makeParents(CODER, p("/shared/kept/f"));
+        done.keep();
+        Router.MadeParents underWay = vfs.makeParents(CODER, p("/shared/k/b/c/f"));
+        assertTrue(store.exists(p("/shared/k/b/c")));
+        Router.removeUnsettledParents();
+        assertFalse(store.exists(p("/shared/k")));
+        assertTrue(store.exists(p("/shared/kept")));
+        underWay.close();
+        done.close();
+        assertTrue(store.exists(p("/shared/kept")));
+    }
+
     // ---- the seeds' router tests ----
 
     @Test
