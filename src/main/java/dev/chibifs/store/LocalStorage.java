@@ -787,7 +787,8 @@ public final class LocalStorage implements Storage {
             if (Errors.errno(e) != ELOOP) {
                 throw e;
             }
-            throw ErrnoException.of(ELOOP, path.toString(), "a directory on its path changed into a symbolic link"
+            // the sentence alone, without strerror's words before it: they are what reads as a loop
+            throw new ErrnoException(ELOOP, path.toString(), "a directory on its path changed into a symbolic link"
                     + " while the change was under way (not followed: the path was judged as it was)");
         }
     }
