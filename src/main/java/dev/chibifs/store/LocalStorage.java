@@ -1401,7 +1401,14 @@ public final class LocalStorage implements Storage {
                 int source = in;
                 try (Locked l = lockedWhereItIsNow(dst, lockDeadline())) {
                     guard.check();
-                    replaceAtomically(l.at, dst, mode, out -> Syscalls.copy(source, out, size));
+                    replaceAtomically(l.at, dst, mode, out -> {
+                        try {
+                            Syscalls.copy(source, out, size);
+                        } catch (FileSystemException e) {
+                            // a descriptor's failure (a full disk) names no file, and a copy has two: the one written
+                            throw e.getFile() == null ? Errors.of(Errors.errno(e), dst.toString()) : e;
+                        }
+                    });
                 }
             } finally {
                 if (in >= 0) {

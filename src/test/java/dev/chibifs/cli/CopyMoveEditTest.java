@@ -105,6 +105,19 @@ class CopyMoveEditTest {
         assertFalse(cli.exists("/shared/n"), r.toString());
     }
 
+    /** A copy that fills the disk names the file it was writing: a full disk's failure names none, and cp has two. */
+    @Test
+    void cpOntoAFullDiskNamesTheDestination(@TempDir Path temp) throws Exception {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        try (dev.chibifs.testing.Tmpfs disk = dev.chibifs.testing.Tmpfs.mount(temp.resolve("small"), "1m")) {
+            Cli small = new Cli(disk.path());
+            small.put("/shared/big", new byte[640 * 1024]);
+            Cli.Result r = small.run("cp", "--as", "bob", "vfs:///shared/big", "vfs:///shared/copy");
+            assertExit(5, r);
+            assertEquals("chibifs: No space left on device: vfs:///shared/copy\n", r.err());
+        }
+    }
+
     /** In a store with no /home yet: bob may make it on the way to his own home, as write and mkdir do. */
     @Test
     void mvIntoAHomeNotMadeYet(@TempDir Path fresh) throws Exception {
