@@ -1,6 +1,8 @@
 package dev.chibifs.cli;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
@@ -9,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -52,6 +55,19 @@ class MountCommandTest {
                     + " directory, or leave --home out for $CHIBI_HOME, else ~/.chibi (see 'chibifs " + args[0]), r.err());
             assertTrue(r.err().endsWith(" --help')\n") && r.err().lines().count() == 1, "one line: " + r.err());
         }
+    }
+
+    /** HostileInputTest runs the real command, in its own JVM, with two of these. */
+    @ParameterizedTest
+    @ValueSource(strings = {"../x", "/", "", "system", "SYSTEM", "System", "a/b", "-", ".", "..", "x y", "x\ny"})
+    void contextNamesThatImpersonateOrEscapeAreRefusedBeforeAnythingIsMade(String name, @TempDir Path root) {
+        Path home = root.resolve("home");
+        for (String[] naming : new String[][] {{"--context", name}, {"--uid-map", "4242=" + name}}) {
+            Cli.Result r = new Cli(home).run("mount", "--foreground", "--home", home.toString(), naming[0], naming[1],
+                    root.resolve("mnt").toString());
+            assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+        }
+        assertFalse(java.nio.file.Files.exists(home), "made " + home);
     }
 
     @Test

@@ -122,8 +122,9 @@ class HostileInputTest {
         assertEquals("x", Sh.run("cd '" + fs.stored("/shared/names") + "' && cat \"$(printf 'planted\\377')\"").ok().out());
     }
 
+    /** The real command in its own JVM for an escape and an impersonation; MountCommandTest tries every such name in-process. */
     @ParameterizedTest
-    @ValueSource(strings = {"../x", "/", "", "system", "SYSTEM", "System", "a/b", "-", ".", "..", "x y", "x\ny"})
+    @ValueSource(strings = {"../x", "SYSTEM"})
     void contextNamesThatImpersonateOrEscapeAreRefusedAtStartup(String name) {
         Path root = MountedFs.tempRoot();
         Sh.Result r = MountedFs.cli("mount", "--foreground", "--home", root.resolve("home").toString(),

@@ -1,7 +1,7 @@
 package dev.chibifs.testing;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.chibifs.cli.DaemonStats;
 import dev.chibifs.cli.Main;
 import dev.chibifs.fuse.FuseDaemon;
 import dev.chibifs.fuse.FuseMount;
@@ -33,13 +33,17 @@ public final class MountedFs implements AutoCloseable {
     private final Path mountpoint;
     private final Process process;
     private final Path log;
+    /** The daemon's environment, which says where its stats socket is (CHIBIFS_RUNTIME_DIR). */
+    private final java.util.Map<String, String> daemonEnv;
 
-    private MountedFs(Path root, Path home, Path mountpoint, Process process, Path log) {
+    private MountedFs(Path root, Path home, Path mountpoint, Process process, Path log,
+                      java.util.Map<String, String> daemonEnv) {
         this.root = root;
         this.home = home;
         this.mountpoint = mountpoint;
         this.process = process;
         this.log = log;
+        this.daemonEnv = daemonEnv;
     }
 
     /** This JVM's class path copied where any user can read it (the build may sit under root's home). */
@@ -189,7 +193,7 @@ public final class MountedFs implements AutoCloseable {
                     .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
             pb.environment().putAll(env);
             Process p = pb.start();
-            MountedFs fs = new MountedFs(root, home, mnt, p, log);
+            MountedFs fs = new MountedFs(root, home, mnt, p, log, java.util.Map.copyOf(pb.environment()));
             fs.awaitMounted();
             return fs;
         } catch (IOException e) {
@@ -309,16 +313,11 @@ public final class MountedFs implements AutoCloseable {
         return sent;
     }
 
-    /** The requests the daemon has served so far, by opcode ({@code chibifs stats --json}). */
+    /** The requests the daemon has served so far, by opcode (as {@code chibifs stats --json} says). */
     private Map<String, Long> requestCounts() {
-        Sh.Result r = cli("stats", "--json", mountpoint.toString()).ok();
         Map<String, Long> counts = new HashMap<>();
-        try {
-            for (JsonNode op : new ObjectMapper().readTree(r.out()).get("requests")) {
-                counts.put(op.get("opcode").asText(), op.get("count").asLong());
-            }
-        } catch (IOException e) {
-            throw new AssertionError("chibifs stats --json printed no JSON: " + r.out(), e);
+        for (JsonNode op : DaemonStats.of(daemonEnv, process.pid()).get("requests")) {
+            counts.put(op.get("opcode").asText(), op.get("count").asLong());
         }
         return counts;
     }
