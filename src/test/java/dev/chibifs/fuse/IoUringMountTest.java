@@ -1,7 +1,6 @@
 package dev.chibifs.fuse;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.testing.FuseSupport;
 import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
@@ -54,7 +53,7 @@ class IoUringMountTest {
 
     /** How the mount's session was settled, as {@code chibifs stats} says it. */
     private static String session(MountedFs mount) throws IOException {
-        JsonNode stats = new ObjectMapper().readTree(MountedFs.cli("stats", "--json", mount.mountpoint().toString()).ok().out());
+        JsonNode stats = mount.stats();
         return stats.get("session").asText();
     }
 
@@ -207,7 +206,7 @@ class IoUringMountTest {
 
     /** How many SETLKW requests (flock waits) the mount's daemon has served or is serving. */
     private static long setlkw(MountedFs mount) throws IOException {
-        JsonNode stats = new ObjectMapper().readTree(MountedFs.cli("stats", "--json", mount.mountpoint().toString()).ok().out());
+        JsonNode stats = mount.stats();
         for (JsonNode op : stats.get("requests")) {
             if (op.get("opcode").asText().equals("SETLKW")) {
                 return op.get("count").asLong();

@@ -1,7 +1,6 @@
 package dev.chibifs.fuse;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.chibifs.testing.MountedFs;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -40,7 +39,7 @@ class PassthroughMountTest {
     }
 
     private static JsonNode stats(MountedFs mount) throws IOException {
-        return new ObjectMapper().readTree(MountedFs.cli("stats", "--json", mount.mountpoint().toString()).ok().out());
+        return mount.stats();
     }
 
     private static long count(JsonNode stats, String opcode) {

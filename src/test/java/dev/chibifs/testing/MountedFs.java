@@ -313,10 +313,18 @@ public final class MountedFs implements AutoCloseable {
         return sent;
     }
 
-    /** The requests the daemon has served so far, by opcode (as {@code chibifs stats --json} says). */
+    /**
+     * What {@code chibifs stats --json} would print of this daemon, read from its socket in this JVM:
+     * the command's own new JVM took a second or more, and some tests ask twice per step.
+     */
+    public JsonNode stats() {
+        return DaemonStats.of(daemonEnv, process.pid());
+    }
+
+    /** The requests the daemon has served so far, by opcode. */
     private Map<String, Long> requestCounts() {
         Map<String, Long> counts = new HashMap<>();
-        for (JsonNode op : DaemonStats.of(daemonEnv, process.pid()).get("requests")) {
+        for (JsonNode op : stats().get("requests")) {
             counts.put(op.get("opcode").asText(), op.get("count").asLong());
         }
         return counts;

@@ -269,7 +269,7 @@ class S3MountTest {
             MountedFs a = host("hostA");
             a.sh("echo slow > " + PREFIX.substring(1) + "/slow && sync").ok();
             MountedFs b = host(MountedFs.tempRoot(), "hostB", FLUSH_AFTER, "--prefetch-below", "0", "--io-uring");
-            String stats = MountedFs.cli("stats", "--json", b.mountpoint().toString()).ok().out();
+            String stats = b.stats().toString();
             assertTrue(stats.contains(", io_uring\""), "requests come through io_uring: " + stats);
             Files.writeString(b.at("/shared/local.md"), "local\n");
             await(SETTLES_WITHIN, "host B listing the file", () -> names(b.at(PREFIX)).contains("slow"));
