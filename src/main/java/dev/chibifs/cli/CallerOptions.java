@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.policy.Caller;
+import dev.chibifs.path.Names;
 import dev.chibifs.policy.ContextNames;
 import picocli.CommandLine.Option;
 
@@ -51,7 +52,7 @@ final class CallerOptions {
     private static Caller context(String name, String source) {
         if (!ContextNames.isValid(name)) {
             String hint = ContextNames.isReserved(name) ? " (use --as-system to act as SYSTEM)" : "";
-            throw new UsageException("invalid context name '" + name + "'" + source + ": " + ContextNames.RULE + hint);
+            throw new UsageException("invalid context name '" + Names.shown(name) + "'" + source + ": " + ContextNames.RULE + hint);
         }
         return Caller.context(name);
     }

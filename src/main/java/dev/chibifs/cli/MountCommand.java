@@ -11,6 +11,7 @@ import dev.chibifs.fuse.MountSpec;
 import dev.chibifs.fuse.MountException;
 import dev.chibifs.fuse.MountTable;
 import dev.chibifs.policy.Caller;
+import dev.chibifs.path.Names;
 import dev.chibifs.policy.ContextNames;
 import dev.chibifs.router.Namespace;
 import dev.chibifs.policy.SymlinkRule;
@@ -304,7 +305,7 @@ final class MountCommand implements Callable<Integer> {
         }
         if (context == null && !ContextNames.isValid(name)) {
             // as the vfs commands say it: the name came from the environment, not the command line
-            throw new UsageException("invalid context name '" + name + "' (from $CHIBI_CONTEXT): " + ContextNames.RULE);
+            throw new UsageException("invalid context name '" + Names.shown(name) + "' (from $CHIBI_CONTEXT): " + ContextNames.RULE);
         }
         Caller caller = Caller.context(name);
         return new Plan(CallerResolver.fixed(caller), List.of(caller.name()), false, "context " + caller.name(), "");
@@ -350,7 +351,7 @@ final class MountCommand implements Callable<Integer> {
         for (String e : entries) {
             int eq = e.indexOf('=');
             if (eq <= 0 || eq == e.length() - 1) {
-                throw new UsageException("invalid --uid-map '" + e + "': the form is UID=NAME, e.g. 1001=planner");
+                throw new UsageException("invalid --uid-map '" + Names.shown(e) + "': the form is UID=NAME, e.g. 1001=planner");
             }
             long uid;
             try {
@@ -359,18 +360,18 @@ final class MountCommand implements Callable<Integer> {
                 uid = -1;
             }
             if (!isUid(uid)) {
-                throw new UsageException("invalid --uid-map '" + e + "': " + UID_RULE);
+                throw new UsageException("invalid --uid-map '" + Names.shown(e) + "': " + UID_RULE);
             }
             String name = e.substring(eq + 1);
             if (!ContextNames.isValid(name)) {
-                throw new UsageException("invalid --uid-map '" + e + "': " + ContextNames.RULE);
+                throw new UsageException("invalid --uid-map '" + Names.shown(e) + "': " + ContextNames.RULE);
             }
             String before = map.putIfAbsent(uid, name);
             if (before != null && !before.equals(name)) {
-                throw new UsageException("invalid --uid-map '" + e + "': uid " + uid + " is already mapped to " + before);
+                throw new UsageException("invalid --uid-map '" + Names.shown(e) + "': uid " + uid + " is already mapped to " + before);
             }
             if (systemUid != null && systemUid == uid) {
-                throw new UsageException("invalid --uid-map '" + e + "': uid " + uid + " is the --system-uid");
+                throw new UsageException("invalid --uid-map '" + Names.shown(e) + "': uid " + uid + " is the --system-uid");
             }
         }
         return map;

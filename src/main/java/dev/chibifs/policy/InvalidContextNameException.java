@@ -5,6 +5,7 @@ public final class InvalidContextNameException extends IllegalArgumentException 
     private static final long serialVersionUID = 1L;
 
     public InvalidContextNameException(String name) {
-        super("invalid context name '" + name + "': " + ContextNames.RULE);
+        // escaped: a name holding a newline (from $CHIBI_CONTEXT, say) would split the one-line message
+        super("invalid context name '" + dev.chibifs.path.Names.shown(String.valueOf(name)) + "': " + ContextNames.RULE);
     }
 }

@@ -118,6 +118,9 @@ class CallerAndUriTest {
         Cli.Result dash = cli.runWithEnv(Map.of("CHIBI_CONTEXT", "-x"), "write", "--content", "x", "vfs:///shared/y");
         assertEquals(2, dash.code(), dash.toString());
         assertTrue(dash.err().contains("not starting with '-'"), dash.err());
+        Cli.Result newline = cli.runWithEnv(Map.of("CHIBI_CONTEXT", "a\nb"), "write", "--content", "x", "vfs:///shared/y");
+        assertTrue(newline.err().startsWith("chibifs: invalid context name 'a\\nb' (from $CHIBI_CONTEXT)")
+                && newline.err().lines().count() == 1, "one line, the name escaped: " + newline.err());
         assertFalse(cli.exists("/shared/y") || cli.exists("/sys/y"));
     }
 

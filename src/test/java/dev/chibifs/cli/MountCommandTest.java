@@ -66,6 +66,7 @@ class MountCommandTest {
             Cli.Result r = new Cli(home).run("mount", "--foreground", "--home", home.toString(), naming[0], naming[1],
                     root.resolve("mnt").toString());
             assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+            assertEquals(1, r.err().lines().count(), "one line, the name escaped: " + r.err());
         }
         assertFalse(java.nio.file.Files.exists(home), "made " + home);
     }

@@ -28,7 +28,9 @@ class ContextNamesTest {
         assertFalse(ContextNames.isValid(name));
         InvalidContextNameException e = assertThrows(InvalidContextNameException.class,
                 () -> ContextNames.validate(name));
-        assertTrue(e.getMessage().contains("'" + name + "'"), e.getMessage());
+        // escaped as ls -b: a tab or newline in the name stays out of the one-line message
+        assertTrue(e.getMessage().contains("'" + dev.chibifs.path.Names.shown(String.valueOf(name)) + "'"), e.getMessage());
+        assertFalse(e.getMessage().contains("\t"), e.getMessage());
         assertTrue(e.getMessage().contains(ContextNames.RULE), e.getMessage());
         assertThrows(InvalidContextNameException.class, () -> Caller.context(name));
     }
