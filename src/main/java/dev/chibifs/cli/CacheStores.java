@@ -3,19 +3,16 @@ package dev.chibifs.cli;
 import dev.chibifs.cache.ToolCache;
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.router.Namespace;
-import dev.chibifs.sys.ProcStatus;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
-import java.util.Optional;
 
 /** Opens the tool cache of a home's store directly, with or without a mount. */
 final class CacheStores {
 
-    private static final int DEFAULT_UMASK = 022;
 
     private CacheStores() {
     }
@@ -31,7 +28,7 @@ final class CacheStores {
      */
     static ToolCache openForPut(ChibiHome home) throws IOException {
         Namespace ns = Namespace.open(home, List.of(), null);
-        ns.rootStore().ifPresent(s -> s.newFileMode(0666 & ~umask()));
+        ns.rootStore().ifPresent(s -> s.newFileMode(0666 & ~dev.chibifs.sys.Umask.atStart()));
         return new ToolCache(ns.router(), Clock.systemUTC());
     }
 
@@ -96,19 +93,6 @@ final class CacheStores {
         } catch (IOException | RuntimeException unreadable) {
             return "";
         }
-    }
-
-    /** This process's umask, from /proc (reading it with umask(2) would change it for a moment); 022 when not there. */
-    static int umask() {
-        try {
-            Optional<String> umask = ProcStatus.field(ProcStatus.SELF, "Umask");
-            if (umask.isPresent()) {
-                return Integer.parseInt(umask.get(), 8) & 0777;
-            }
-        } catch (IOException | NumberFormatException e) {
-            // an older kernel has no Umask line; the common umask then
-        }
-        return DEFAULT_UMASK;
     }
 
     /**

@@ -50,6 +50,7 @@ public final class ClassArchiveTraining {
             System.err.println("usage: ClassArchiveTraining EMPTY-DIR [" + WITH_S3 + "]");
             System.exit(2);
         }
+        Main.startUp();
         loadEveryOwnClass(withS3);
         Terminal quiet = new Terminal(System.getenv(), System.in, OutputStream.nullOutputStream(),
                 OutputStream.nullOutputStream());

@@ -1,6 +1,7 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.sys.NativeStub;
+import dev.chibifs.sys.Umask;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -150,11 +151,17 @@ public final class Main implements Callable<Integer> {
         return SUBCOMMANDS;
     }
 
+    /** What every JVM of chibifs does first (ClassArchiveTraining's too, so its archive is made at any umask). */
+    static void startUp() throws java.io.IOException {
+        NativeStub.load(); // before any command's constructor reaches libc
+        Umask.spareTheOwner(); // before anything is made: at a umask of 277 our own directories came out 0500
+    }
+
     public static void main(String[] args) {
         DaemonLogLevel.preset(args); // before any class this command loads makes its logger
         OutOfMemory.endTheProcessWhereAnyThreadRunsOut();
         try {
-            NativeStub.load(); // before any command's constructor reaches libc
+            startUp();
         } catch (java.io.IOException e) {
             System.err.println(ErrorHandler.PREFIX + e.getMessage());
             System.exit(ExitCodes.FAILURE);

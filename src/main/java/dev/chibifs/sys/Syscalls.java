@@ -874,6 +874,11 @@ public final class Syscalls {
         return fd < 0 ? -errno() : (int) fd;
     }
 
+    /** Sets this process's umask; returns the one before. */
+    public static int umask(int mask) {
+        return LIBC.umask(mask);
+    }
+
     /** Adds {@code bits} to this process's umask (umask(2) can only set it: read, then set again). */
     public static void umaskAtLeast(int bits) {
         int old = LIBC.umask(bits);

@@ -331,7 +331,8 @@ class LauncherTest {
     /**
      * jffi unpacked its native stub with a mode the umask cut: at 277 (or 222, 377) its reopening
      * to write failed for any user but root, and every command, --version too, ended in a
-     * StackOverflowError from the uncaught-exception handler.
+     * StackOverflowError from the uncaught-exception handler. The directories it then made were
+     * 0500, and the next step inside them failed.
      */
     @Test
     void aUserAtAUmaskWithoutOwnerWriteStillRunsCommands() throws Exception {
@@ -347,6 +348,19 @@ class LauncherTest {
                 assertEquals(0, r.exitCode(), "umask " + umask + ": " + r.err());
                 assertTrue(r.out().startsWith("chibifs "), r.out());
             }
+            // its own directories keep the owner's bits (mkdir -p's rule): at 277 the store's came out
+            // 0500, and write said the store was not writable (exit 3)
+            Path home = Files.createDirectory(root.resolve("home"));
+            Sh.run("chown nobody " + Sh.quote(home.toString())).ok();
+            Sh.Result write = Sh.as(nobody.uid(), nobody.gid(), root, "umask 277 && CHIBIFS_CLASSPATH=" + Sh.quote(classpath)
+                    + " " + launcher + " write --home " + Sh.quote(home.toString()) + " --as planner --content hi"
+                    + " vfs:///home/planner/notes/today.md");
+            assertEquals(0, write.exitCode(), write.err());
+            for (String dir : List.of("vfs", "vfs/home", "vfs/home/planner", "vfs/home/planner/notes")) {
+                assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+                        Files.getPosixFilePermissions(home.resolve(dir))), dir);
+            }
+            assertEquals("hi", Files.readString(home.resolve("vfs/home/planner/notes/today.md")));
             // where it cannot unpack it at all: one line saying where and why
             Sh.Result r = Sh.as(nobody.uid(), nobody.gid(), root, "umask 277 && CHIBIFS_JAVA_OPTS=-Djava.io.tmpdir=/nonexistent"
                     + " CHIBIFS_CLASSPATH=" + Sh.quote(classpath) + " " + launcher + " --version");
