@@ -6,6 +6,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 import static dev.chibifs.cli.Cli.assertExit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -63,6 +64,25 @@ class SymlinkCommandsTest {
         assertExit(0, cli.run("rm", "--as", "alice", "vfs:///shared/lnk"));
         assertFalse(Files.exists(cli.file("/shared/lnk"), java.nio.file.LinkOption.NOFOLLOW_LINKS));
         assertTrue(cli.exists("/shared/file"), "rm removes the link, not its target");
+    }
+
+    /**
+     * {@code echo x > link} whose target's directory is missing is ENOENT, natively and in chibi; write
+     * made the target's directories and wrote there. Through a link to a directory, the parents of
+     * the path as named are still made, as chibi's create_dir_all makes them.
+     */
+    @Test
+    void aLinkToAMissingDirectoryIsWrittenThroughByNothing() throws Exception {
+        Files.createSymbolicLink(cli.file("/shared/dangling"), Path.of("a/b/f"));
+        for (String command : List.of("write", "append")) {
+            Cli.Result r = cli.run(command, "--as", "alice", "--content", "x", "vfs:///shared/dangling");
+            assertExit(ExitCodes.NOT_FOUND, r);
+            assertEquals("chibifs: no such file or directory: vfs:///shared/dangling is a symbolic link to"
+                    + " vfs:///shared/a/b/f, whose directory is not there; nothing written\n", r.err());
+        }
+        assertFalse(cli.exists("/shared/a"), "made the link's target's directory");
+        assertExit(0, cli.run("write", "--as", "alice", "--content", "x", "vfs:///shared/dl/new/f"));
+        assertEquals("x", cli.read("/shared/d/new/f"));
     }
 
     /**
