@@ -63,9 +63,10 @@ public final class ToolCache {
     public VfsPath put(String context, String tool, String argsJson, ToolOutput output) throws IOException {
         VfsPath dir = directoryOf(context);
         VfsPath path = dir.child(CacheId.of(tool, argsJson, output, clock.instant()));
-        router.mkdir(Caller.SYSTEM, dir);
-        try (java.io.InputStream in = output.open()) {
+        // its directories made as the vfs commands' writes make theirs: gone again if the entry fails
+        try (var made = router.makeParents(Caller.SYSTEM, path); java.io.InputStream in = output.open()) {
             router.write(Caller.SYSTEM, path, in, dev.chibifs.store.Precondition.NONE);
+            made.keep();
         }
         return path;
     }

@@ -25,6 +25,7 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ToolCacheTest {
@@ -97,6 +98,17 @@ class ToolCacheTest {
 
         clock.advance(Duration.ofDays(6).plusSeconds(1));
         assertEquals(2, cache.removeOlderThan(WEEK, () -> false).size(), "the fake clock moves expiry");
+    }
+
+    /** A put that fails (a full store) leaves no directory it made, as the vfs commands' writes leave none. */
+    @Test
+    void aPutThatFailsLeavesNoDirectoryItMade() throws IOException {
+        dev.chibifs.store.MemoryStorage small = new dev.chibifs.store.MemoryStorage(64 * 1024);
+        ToolCache full = new ToolCache(Router.of(small), clock);
+        assertThrows(IOException.class, () -> full.put("planner", "t", "{}", new byte[128 * 1024]));
+        assertFalse(small.exists(VfsPath.of("/sys/tool_cache/planner")), "the context's directory was left");
+        VfsPath entry = full.put("planner", "t", "{}", new byte[1024]);
+        assertTrue(small.exists(entry), "a put that fits keeps its directories");
     }
 
     @Test
