@@ -1464,6 +1464,9 @@ final class WriteBack {
     private void deleted(String k) {
         Tomb t = store.overlay.tombs.get(k);
         if (t != null && t.pending) {
+            if (t.refusedCount > 0) {
+                tookAfterRefusing("the delete of " + k, t.refusedCount);
+            }
             t.pending = false;
             t.release = null; // what it waited for need not be kept
             t.doneSeq = ++store.overlay.seq;
@@ -1690,6 +1693,9 @@ final class WriteBack {
         try {
             upload(n);
             synchronized (store) {
+                if (n.refusedCount > 0) {
+                    tookAfterRefusing(n.path == null ? "an upload" : "the upload of " + n.path, n.refusedCount);
+                }
                 n.refusedCount = 0;
             }
         } catch (Bucket.Refused r) {
@@ -2605,6 +2611,14 @@ final class WriteBack {
                                 + " names, a lock let go beside it)");
             }
         }
+    }
+
+    /**
+     * Says, once, that S3 took a change it had refused: the warning of its refusal was the last word
+     * on it in the log, and an operator who mended a bucket policy read nothing of its effect.
+     */
+    private void tookAfterRefusing(String what, int refusals) {
+        LOG.info("S3 store {}: {} went up, after S3 refused it {} time{}", spec, what, refusals, refusals == 1 ? "" : "s");
     }
 
     /**

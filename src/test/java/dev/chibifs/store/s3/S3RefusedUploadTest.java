@@ -307,6 +307,8 @@ class S3RefusedUploadTest {
         });
         assertTrue(log.contains("shared/refused") && log.contains("every other goes on") && !log.contains("waits behind it"),
                 "the log says the rest goes on: " + log);
+        // and when it finally goes up: the refusal's warning was the last word on it
+        assertTrue(log.contains("the upload of /shared/refused went up, after S3 refused it 2 times"), log);
         // a tester's finding (session 68): "3 changes ... go up first", then "of the 2 changes": the
         // old name's delete was counted in the first line and left out of the second
         assertTrue(log.contains("2 changes from before the last stop go up first")
@@ -532,7 +534,8 @@ class S3RefusedUploadTest {
         assertEquals(2, batches.getAsLong(), "asked again at its retry time, 0.5 s");
 
         server.refuseDeleteObjects(name -> false, 405, 0);
-        a.flushAll();
+        String log = logged(a::flushAll);
+        assertTrue(log.contains("the delete of " + prefix + "/shared/d/f0 went up, after S3 refused it 2 times"), log);
         assertNull(inS3("shared/d/f0"));
         assertEquals(0, a.pendingChanges());
     }
@@ -957,8 +960,10 @@ class S3RefusedUploadTest {
             refuse("/shared/refused");
             clock.advance(Duration.ofSeconds(6));
             assertThrows(IOException.class, a::flushDue);
-            assertEquals(2, said.toString(UTF_8).lines().filter(l -> l.contains("shared/refused")).count(),
+            assertEquals(2, said.toString(UTF_8).lines().filter(l -> l.contains("shared/refused") && l.contains(" WARN ")).count(),
                     "said again once refused again: " + said.toString(UTF_8));
+            assertTrue(said.toString(UTF_8).contains("the upload of /shared/refused went up, after S3 refused it 4 times"),
+                    "and said once between that it went up: " + said.toString(UTF_8));
             assertFalse(said.toString(UTF_8).contains("reachable again"), said.toString(UTF_8));
 
             put(a, "/shared/other", "o");
