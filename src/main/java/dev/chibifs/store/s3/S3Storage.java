@@ -2382,7 +2382,7 @@ public final class S3Storage implements Storage {
         int errno = WholeStoreFailure.of(dataDir);
         int waiting = errno == 0 ? 0 : pendingChanges();
         String now = errno == 0 ? null : "its cache directory " + dataDir.getParent() + " " + WholeStoreFailure.answers(errno)
-                + ": every change fails, and " + waiting + " change(s) not yet uploaded wait there";
+                + ": every change fails, and " + waiting + " change(s) not yet sent (uploads and deletes) wait there";
         String before;
         synchronized (this) {
             before = cacheFailed;
