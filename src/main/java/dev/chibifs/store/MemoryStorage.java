@@ -510,10 +510,10 @@ public final class MemoryStorage implements Storage {
     public synchronized void append(VfsPath path, byte[] data) throws IOException {
         Dir parent = parentOf(path, true);
         Node n = parent.children.get(path.fileName());
-        if (n == null) {
+        boolean made = n == null;
+        if (made) {
             n = new File(this, 0644);
             addName(parent, path.fileName(), n);
-            touchDir(parent);
         } else if (!(n instanceof File)) {
             throw notRegular(n, path);
         }
@@ -522,7 +522,15 @@ public final class MemoryStorage implements Storage {
         try {
             f.setLength(end + data.length);
         } catch (IOException e) {
+            // one append is one write, as on the local store: a file it made goes again (the empty file stayed)
+            if (made) {
+                parent.children.remove(path.fileName());
+                released(f);
+            }
             throw withPath(e, path);
+        }
+        if (made) {
+            touchDir(parent);
         }
         f.put(ByteBuffer.wrap(data), end, data.length);
         f.modified = f.changed = now();

@@ -1302,23 +1302,6 @@ class LocalStorageTest extends StorageBehaviourSuite {
     }
 
     /**
-     * An append refused under the lock (its guard: a flock left meanwhile) leaves no file it made:
-     * the empty file stayed. One that was there stays as it was.
-     */
-    @Test
-    void anAppendRefusedByItsGuardLeavesNoFileItMade() throws IOException {
-        storage.mkdir(p("/shared/g"));
-        Storage.Guard refusing = () -> {
-            throw new IOException("refused");
-        };
-        assertThrows(IOException.class, () -> storage.append(p("/shared/g/f"), bytes("x"), Precondition.NONE, refusing));
-        assertEquals(List.of(), names("shared/g"));
-        storage.write(p("/shared/g/f"), bytes("kept"));
-        assertThrows(IOException.class, () -> storage.append(p("/shared/g/f"), bytes("x"), Precondition.NONE, refusing));
-        assertEquals("kept", text("/shared/g/f"));
-    }
-
-    /**
      * One append is one write: on a disk that filled midway (a short pwrite, then ENOSPC) the part
      * written stayed (5 bytes became 561,152). It is cut back, and a file the append made goes.
      */
