@@ -372,6 +372,66 @@ class LauncherTest {
         }
     }
 
+    /**
+     * What the launcher makes for its own use came out 0500 at umask 277 or 377 (mkdir -p spares the
+     * owner's bits only on the way, mktemp -d not at all), and the next step in it failed: the copy of
+     * the jar went nowhere, so every command ran from target/ without its class archive (and went on
+     * so at every umask after), the archive's training home took no store, and a background mount's
+     * fifo could not be made. And a copy another user made at umask 077, in a directory all may read,
+     * was taken for ours: "Unable to access jarfile" at every command. No JVM starts: the java here
+     * prints what it would run, and trains as ClassArchiveTraining does.
+     */
+    @Test
+    void theLaunchersOwnFilesWorkAtAUmaskWithoutOwnerWrite() throws Exception {
+        TestUsers.User nobody = TestUsers.ensure("nobody");
+        Path root = MountedFs.tempRoot();
+        Path jdk = root.resolve("jdk");
+        Path printer = Files.createDirectories(jdk.resolve("bin")).resolve("java");
+        Files.writeString(printer, """
+                #!/bin/sh
+                # a training run makes a store in its home, then the JVM writes the archive as it exits
+                for a; do
+                    case "$a" in -XX:ArchiveClassesAtExit=*) archive=${a#*=} ;; esac
+                    [ "${prev-}" = dev.chibifs.cli.ClassArchiveTraining ] && home=$a
+                    prev=$a
+                done
+                if [ -n "${archive-}" ]; then mkdir "$home/vfs" && echo archive > "$archive"; exit; fi
+                echo "${CHIBIFS_READY_FD:+ready-fd=$CHIBIFS_READY_FD }$*"
+                """);
+        Files.setPosixFilePermissions(printer, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        String asNobody = "HOME=/nonexistent JAVA_HOME=" + Sh.quote(jdk.toString()) + " ";
+        for (String umask : List.of("277", "377")) {
+            Path checkout = checkoutWithAJar(root.resolve("checkout-" + umask));
+            Sh.run("chown -R nobody " + Sh.quote(checkout.toString())).ok();
+            String launcher = Sh.quote(checkout.resolve("scripts/chibifs").toString());
+            Path copies = checkout.resolve("target/daemon-jars");
+            String ran = Sh.as(nobody.uid(), nobody.gid(), root, "umask " + umask + " && " + asNobody + launcher
+                    + " --version").ok().out();
+            assertTrue(ran.contains(" -jar " + copies + "/chibifs-"), umask + ": " + ran);
+            assertTrue(ran.contains(" -XX:SharedArchiveFile=" + copies + "/chibifs-"), umask + ": " + ran);
+            assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+                    Files.getPosixFilePermissions(copies)), umask);
+            String mount = Sh.as(nobody.uid(), nobody.gid(), root, "umask " + umask + " && " + asNobody + launcher
+                    + " mount --context planner /nowhere").ok().out();
+            assertTrue(mount.startsWith("ready-fd=3 "), umask + ": " + mount);
+        }
+        Path shared = checkoutWithAJar(root.resolve("checkout-shared"));
+        String launcher = Sh.quote(shared.resolve("scripts/chibifs").toString());
+        Files.setPosixFilePermissions(Files.createDirectory(shared.resolve("target/daemon-jars")),
+                java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        Sh.run("umask 077 && JAVA_HOME=" + Sh.quote(jdk.toString()) + " " + launcher + " --version").ok();
+        String ran = Sh.as(nobody.uid(), nobody.gid(), root, asNobody + launcher + " --version").ok().out();
+        assertTrue(ran.contains(" -jar " + shared.resolve("target/chibifs.jar") + " "), ran);
+    }
+
+    /** A checkout at {@code dir}: the launcher, and a file where ./mvnw package puts the jar. */
+    private static Path checkoutWithAJar(Path dir) throws IOException {
+        Path launcher = Files.createDirectories(dir.resolve("scripts")).resolve("chibifs");
+        Files.copy(Path.of("scripts/chibifs"), launcher, StandardCopyOption.COPY_ATTRIBUTES);
+        Files.writeString(Files.createDirectories(dir.resolve("target")).resolve("chibifs.jar"), "a jar");
+        return dir;
+    }
+
     /** Whether every thread of process {@code pid} is stopped (state T in its /proc stat). */
     private static boolean allStopped(long pid) throws IOException {
         try (Stream<Path> tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
