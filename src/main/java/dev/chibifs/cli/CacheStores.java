@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import dev.chibifs.cache.ToolCache;
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.router.Namespace;
+import dev.chibifs.sys.Umask;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -28,7 +29,7 @@ final class CacheStores {
      */
     static ToolCache openForPut(ChibiHome home) throws IOException {
         Namespace ns = Namespace.open(home, List.of(), null);
-        ns.rootStore().ifPresent(s -> s.newFileMode(0666 & ~dev.chibifs.sys.Umask.atStart()));
+        ns.rootStore().ifPresent(s -> s.newFileMode(Umask.chibisFileMode()));
         return new ToolCache(ns.router(), Clock.systemUTC());
     }
 

@@ -18,6 +18,7 @@ import dev.chibifs.store.OpenFlag;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.sys.Umask;
 import picocli.CommandLine;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Spec;
@@ -203,6 +204,11 @@ abstract class VfsCommand implements Callable<Integer> {
             noteWhatOpeningMakes();
             namespace = storeOptions.open(ChibiHome.resolve(callerOptions.home, terminal.env()), terminal.env());
             storage = namespace.rootStore().orElse(null);
+            if (storage != null) {
+                // a file this command makes is its user's, as chibi's are: 0666 less their umask (it was
+                // 0644 whatever the umask, readable by all under 077)
+                storage.newFileMode(Umask.chibisFileMode());
+            }
             router = namespace.router();
             subjects.forEach(this::warnIfAMountServesItElsewhere);
         }

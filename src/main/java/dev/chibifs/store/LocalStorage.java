@@ -85,7 +85,7 @@ public final class LocalStorage implements Storage {
     private volatile Duration lockWait = DEFAULT_LOCK_WAIT;
 
     private volatile LockPause lockPause = (path, millis) -> TimeUnit.MILLISECONDS.sleep(millis);
-    /** The mode {@link #write} gives a file it creates; see {@link #newFileMode(int)}. */
+    /** The mode {@link #write} and {@link #append} give a file they create; see {@link #newFileMode(int)}. */
     private volatile int newFileMode = DEFAULT_FILE_MODE;
 
     /** The mode of a file {@link #write} creates, unless {@link #newFileMode(int)} says otherwise. */
@@ -671,8 +671,9 @@ public final class LocalStorage implements Storage {
     }
 
     /**
-     * The mode {@link #write} gives a file it creates (one it replaces keeps its own): for a command
-     * that writes the store as its user, 0666 less the umask, as chibi's own writes get.
+     * The mode {@link #write} and {@link #append} give a file they create (one they replace or add to
+     * keeps its own): for a command that writes the store as its user, 0666 less the umask, as
+     * chibi's own writes get.
      */
     public void newFileMode(int mode) {
         this.newFileMode = mode & 0777;
@@ -1177,6 +1178,11 @@ public final class LocalStorage implements Storage {
             boolean done = false;
             try {
                 out = reopen(fd, O_WRONLY | O_APPEND, path);
+                if (created) {
+                    // made with the owner's write bit, to be opened for writing as above; then given the
+                    // mode a write gives a new file (0400 for a user at umask 277, as chibi's append)
+                    Syscalls.fchmod(out, newFileMode);
+                }
                 lockForChange(out, path, deadline);
                 if (!stillNamed(a, out, path)) {
                     continue;

@@ -21,6 +21,8 @@ public final class Umask {
     private static final int OWNER = 0700;
     /** Where /proc says nothing (an older kernel): the common umask. */
     private static final int USUAL = 022;
+    /** What Rust's std::fs gives a file it creates, before the umask: chibi's files. */
+    private static final int CHIBIS_FILE_MODE = 0666;
 
     private static int atStart = -1;
 
@@ -41,6 +43,15 @@ public final class Umask {
     /** The umask the process was started with: its user's, owner's bits and all. */
     public static synchronized int atStart() {
         return atStart >= 0 ? atStart : current();
+    }
+
+    /**
+     * The mode chibi gives a file it creates when run by this process's user: Rust's default, 0666,
+     * less the whole umask the process started with (0400 at umask 277), where chibifs writes as
+     * that user (the {@code vfs://} commands and {@code cache put}).
+     */
+    public static int chibisFileMode() {
+        return CHIBIS_FILE_MODE & ~atStart();
     }
 
     /** This process's umask, from /proc (reading it with umask(2) would change it for a moment). */

@@ -361,6 +361,9 @@ class LauncherTest {
                         Files.getPosixFilePermissions(home.resolve(dir))), dir);
             }
             assertEquals("hi", Files.readString(home.resolve("vfs/home/planner/notes/today.md")));
+            // the file itself is the user's, as chibi writes it: 0666 less the whole umask (it was 0644)
+            assertEquals("r--------", java.nio.file.attribute.PosixFilePermissions.toString(
+                    Files.getPosixFilePermissions(home.resolve("vfs/home/planner/notes/today.md"))));
             // where it cannot unpack it at all: one line saying where and why
             Sh.Result r = Sh.as(nobody.uid(), nobody.gid(), root, "umask 277 && CHIBIFS_JAVA_OPTS=-Djava.io.tmpdir=/nonexistent"
                     + " CHIBIFS_CLASSPATH=" + Sh.quote(classpath) + " " + launcher + " --version");

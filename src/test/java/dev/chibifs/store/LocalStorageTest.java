@@ -51,6 +51,26 @@ class LocalStorageTest extends StorageBehaviourSuite {
     }
 
     /**
+     * A file a write or an append makes gets the mode the store was told (the vfs commands: 0666
+     * less their user's umask, as chibi's own writes and appends): append's were 0644 less the
+     * process's umask, whatever it was told. An append makes its file owner-writable first, since
+     * it opens it again to write, which a mode of 0400 (umask 277) refuses every user but root.
+     */
+    @Test
+    void aFileAWriteOrAnAppendMakesGetsTheModeTheStoreWasTold() throws IOException {
+        LocalStorage s = local();
+        s.newFileMode(0400);
+        s.write(p("/shared/w"), bytes("w"));
+        s.append(p("/shared/a"), bytes("a"));
+        s.newFileMode(0640);
+        s.append(p("/shared/a"), bytes("b")); // an existing file keeps its own
+        for (String name : List.of("w", "a")) {
+            assertEquals(0400, (Integer) Files.getAttribute(root.resolve("shared/" + name), "unix:mode") & 07777, name);
+        }
+        assertArrayEquals(bytes("ab"), Files.readAllBytes(root.resolve("shared/a")));
+    }
+
+    /**
      * fsync of a directory opens that very directory, beneath the root and by no link, and syncs
      * it: before, it did nothing, so a rename followed by the directory's fsync (an atomic save)
      * was not made to last. strace shows the fsync; here what it opens tells.
