@@ -40,7 +40,7 @@ final class StoreOptions {
     Path toolsSys;
 
     @Option(names = "--cache-dir", paramLabel = "DIR",
-            description = "The S3 store's local layer (content cache, journal of changes not yet uploaded); one"
+            description = "The S3 store's local layer (content cache, journal of changes not yet sent); one"
                     + " process per directory. Default: <home>/chibifs/cache/<store>. A vfs command run while a"
                     + " mount holds that directory needs its own.")
     Path cacheDir;

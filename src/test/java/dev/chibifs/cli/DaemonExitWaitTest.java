@@ -143,7 +143,7 @@ class DaemonExitWaitTest {
         Daemon d = new Daemon(0, t -> null);
         d.before = new Uploads(2, 10, 0);
         d.failing = "its cache directory /c answers EIO (Input/output error): every change fails, and 2 change(s)"
-                + " not yet sent (uploads and deletes) wait there";
+                + " to send wait there";
         assertNull(d.await());
         assertEquals(List.of("chibifs: /mnt/s3 is unmounted, but its daemon (pid 42) exited with 2 changes (0.0 MiB) not sent"
                 + " to S3, kept in its cache directory for the next mount of the store: " + d.failing), d.said);

@@ -103,7 +103,7 @@ record CacheOwner(String bucket, String keyPrefix, String endpoint) {
         // (If-Match, If-None-Match: *), so at another service a replay adds files, overwriting none.
         if (recorded != null && recorded.endpoint != null && endpoint != null && !recorded.endpoint.equals(endpoint)) {
             LOG.warn("cache directory {} of S3 store {} was last used with it at {}, now at {}: what it holds"
-                    + " not yet uploaded goes to {}", dir, mine.store(), recorded.endpoint, endpoint, endpoint);
+                    + " not yet sent goes to {}", dir, mine.store(), recorded.endpoint, endpoint, endpoint);
         }
         if (recorded == null && hasJournal(dir)) {
             // made by a chibifs before the record: nothing says whose changes its journal holds

@@ -2382,7 +2382,7 @@ public final class S3Storage implements Storage {
         int errno = WholeStoreFailure.of(dataDir);
         int waiting = errno == 0 ? 0 : pendingChanges();
         String now = errno == 0 ? null : "its cache directory " + dataDir.getParent() + " " + WholeStoreFailure.answers(errno)
-                + ": every change fails, and " + waiting + " change(s) not yet sent (uploads and deletes) wait there";
+                + ": every change fails, and " + waiting + " change(s) to send wait there";
         String before;
         synchronized (this) {
             before = cacheFailed;
@@ -2486,7 +2486,7 @@ public final class S3Storage implements Storage {
             flushAll();
         } catch (IOException e) {
             failed = e;
-            LOG.warn("S3 store {}: {} changes not uploaded at close stay in {} for the next start: {}",
+            LOG.warn("S3 store {}: {} changes not sent at close stay in {} for the next start: {}",
                     spec, pendingChanges(), options.cacheDir(), e.getMessage());
         }
         if (hostLocks != null) {

@@ -2651,7 +2651,7 @@ final class WriteBack {
     void recovered() {
         synchronized (store) {
             if (outage != null) {
-                LOG.info("S3 store {}: reachable again, {} changes to upload", spec, store.pendingChanges());
+                LOG.info("S3 store {}: reachable again, {} changes to send", spec, store.pendingChanges());
                 outage = null;
             }
             backoff = 0;

@@ -129,7 +129,7 @@ class S3CacheDirTest {
             assertTrue(s.state().contains(": answers; to send: 1;"), s.state());
             shutDownCacheDir();
             String why = "its cache directory " + cacheDir + " answers EIO (Input/output error): every change fails,"
-                    + " and 1 change(s) not yet sent (uploads and deletes) wait there";
+                    + " and 1 change(s) to send wait there";
             assertEquals(why, s.failing());
             assertEquals(why, s.unanswered());
             assertTrue(s.state().contains(": " + why + "; to send: 1;"), s.state());
