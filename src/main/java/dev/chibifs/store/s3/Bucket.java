@@ -130,18 +130,20 @@ final class Bucket implements Closeable {
     static final class Refused extends Unavailable {
         private final String key;
         private final int status;
+        private final String code;
         private final String reason;
 
         private final boolean deleteNotDone;
 
-        Refused(String message, String key, int status, String reason, Throwable cause) {
-            this(message, key, status, reason, false, cause);
+        Refused(String message, String key, int status, String code, String reason, Throwable cause) {
+            this(message, key, status, code, reason, false, cause);
         }
 
-        private Refused(String message, String key, int status, String reason, boolean deleteNotDone, Throwable cause) {
+        private Refused(String message, String key, int status, String code, String reason, boolean deleteNotDone, Throwable cause) {
             super(message, cause);
             this.key = key;
             this.status = status;
+            this.code = code;
             this.reason = reason;
             this.deleteNotDone = deleteNotDone;
         }
@@ -158,12 +160,20 @@ final class Bucket implements Closeable {
 
         /** This refusal, its message led by {@code what}: what it leaves, where the request alone does not say. */
         Refused leading(String what) {
-            return new Refused(what + getMessage(), key, status, reason, deleteNotDone, this);
+            return new Refused(what + getMessage(), key, status, code, reason, deleteNotDone, this);
         }
 
-        /** S3's HTTP status. */
+        /**
+         * S3's HTTP status; {@link #KEY_IN_BATCH} for an error S3 gave this key in a DeleteObjects
+         * it answered 200 (the batch's status, which said nothing of the key).
+         */
         int status() {
             return status;
+        }
+
+        /** S3's error code ({@code AccessDenied}), or null where its answer had none. */
+        String code() {
+            return code;
         }
 
         /** The key the refused request named (a copy's: where it copies to). */
@@ -180,6 +190,17 @@ final class Bucket implements Closeable {
         String reason() {
             return reason;
         }
+    }
+
+    /**
+     * The status of a {@link Refused} S3 gave one key in a DeleteObjects answered 200: none of its
+     * own. It was journaled as that 200, which read as no refusal at all; its code says why.
+     */
+    static final int KEY_IN_BATCH = 0;
+
+    /** What S3 said of one key in its answer to a DeleteObjects, {@code e}: its code first, as {@code HTTP 403 AccessDenied} says a request's. */
+    private static String keyError(S3Error e) {
+        return e.code() + " for this key (its delete-batch answered HTTP 200)";
     }
 
     /** The object a conditional PUT named with If-Match does not exist (HTTP 404). */
@@ -1990,8 +2011,8 @@ final class Bucket implements Closeable {
                     LOG.debug("S3 delete s3://{}/{} in a batch: {} {}", bucket, e.key(), e.code(), e.message());
                     left.add(e.key());
                 } else if (!"NoSuchKey".equals(e.code())) {
-                    String reason = e.code() + " in a delete-batch";
-                    refused.put(e.key(), new Refused(line("delete", e.key(), reason), e.key(), r.sdkHttpResponse().statusCode(), reason, null));
+                    String reason = keyError(e);
+                    refused.put(e.key(), new Refused(line("delete", e.key(), reason), e.key(), KEY_IN_BATCH, e.code(), reason, null));
                 }
             }
             return new NotDeleted(left, refused);
@@ -2104,7 +2125,7 @@ final class Bucket implements Closeable {
                 // after its wait for a key S3 refused
                 String reason = "S3 answered " + answerOf(e) + " to a DeleteObjects";
                 throw new Refused(line("delete", key, reason + "; sent again as one, not as a DELETE, unless the"
-                        + " server keeps refusing it"), key, e.statusCode(), reason, true, e);
+                        + " server keeps refusing it"), key, e.statusCode(), errorCode(e), reason, true, e);
             }
             if (refusedWhole(e)) {
                 // a 403 AccessDenied, a 404 NoSuchBucket: S3 refused the request before any of it was
@@ -2112,7 +2133,7 @@ final class Bucket implements Closeable {
                 // a re-take here failed EIO while the refusal lasted (dev-batchdel2's left item)
                 answered();
                 String reason = answerOf(e);
-                throw new Refused(line("delete", key, "S3 answered " + reason), key, e.statusCode(), reason, true, e);
+                throw new Refused(line("delete", key, "S3 answered " + reason), key, e.statusCode(), errorCode(e), reason, true, e);
             }
             throw failure("delete", key, e);
         } catch (RuntimeException e) {
@@ -2132,7 +2153,7 @@ final class Bucket implements Closeable {
                         || e.code().equals("ServiceUnavailable") || e.code().equals("NoSuchKey"))) {
                     throw new Unusable(line("delete", key, reason + "; a HEAD first before it is sent again"), null);
                 }
-                throw new Refused(line("delete", key, reason), key, 400, reason, true, null);
+                throw new Refused(line("delete", key, reason), key, KEY_IN_BATCH, e.code(), reason, true, null);
             }
         }
     }
@@ -2333,7 +2354,7 @@ final class Bucket implements Closeable {
             answered(); // an error, but S3 is there to say it
             String code = s3.awsErrorDetails() == null ? null : s3.awsErrorDetails().errorCode();
             String reason = "HTTP " + s3.statusCode() + (code == null ? "" : " " + code);
-            return new Refused(line(op, key, reason), key, s3.statusCode(), reason, e);
+            return new Refused(line(op, key, reason), key, s3.statusCode(), code, reason, e);
         }
         Throwable root = e;
         while (root.getCause() != null && root.getCause() != root) {
@@ -2359,7 +2380,12 @@ final class Bucket implements Closeable {
     }
 
     private String line(String op, String key, String reason) {
-        return "S3 " + op + " s3://" + bucket + "/" + key + ": " + reason + " (Input/output error)";
+        return "S3 " + op + " " + uriOf(key) + ": " + reason + " (Input/output error)";
+    }
+
+    /** The object {@code key} as every line about it names it: {@code s3://bucket/key}. */
+    String uriOf(String key) {
+        return "s3://" + bucket + "/" + key;
     }
 
     @Override

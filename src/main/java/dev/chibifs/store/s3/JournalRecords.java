@@ -103,10 +103,11 @@ final class JournalRecords implements Closeable {
     private static final String SINCE = "since";
     /**
      * A field of a changed node's record and of a {@code tomb}: S3 refused its upload or its delete,
-     * {@code {"status": 500, "count": 3}} ({@link Node#refusedCount}, {@link Tomb#refusedCount}), so
-     * the replay asks once for it, and its retries go on from the backoff the count had reached.
-     * Written again at each refusal, with the sequence of the last record, which keeps its place in
-     * the replay's order.
+     * {@code {"status": 403, "code": "AccessDenied", "count": 3, "first": 1764745200000}}
+     * ({@link Overlay.Refusals}: no status for a key's error in a DeleteObjects answered 200, no
+     * code where S3 gave none), so the replay asks once for it, and its retries go on from the
+     * backoff the count had reached. Written again at each refusal, with the sequence of the last
+     * record, which keeps its place in the replay's order.
      */
     private static final String REFUSED = "refused";
     /** How many inode numbers each {@link #NEXT_INO} record reserves ahead: one append per so many nodes placed. */
@@ -183,7 +184,7 @@ final class JournalRecords implements Closeable {
             o.put(CLAIMED, n.claimMadeBy);
         }
         if (n.dirty) {
-            putRefused(o, n.refusedCount, n.refusedStatus);
+            putRefused(o, n.refusals);
         }
         // a writer open may change the content after this record, up to its close's record
         n.sizeJournaled = !(n.dirty && n.writers > 0);
@@ -192,15 +193,25 @@ final class JournalRecords implements Closeable {
         }
     }
 
-    private static void putRefused(ObjectNode o, int count, int status) {
-        if (count > 0) {
-            o.putObject(REFUSED).put("status", status).put("count", count);
+    private static void putRefused(ObjectNode o, Overlay.Refusals r) {
+        if (r.count() > 0) {
+            ObjectNode refused = o.putObject(REFUSED);
+            if (r.status() != Bucket.KEY_IN_BATCH) {
+                refused.put("status", r.status());
+            }
+            if (r.code() != null) {
+                refused.put("code", r.code());
+            }
+            refused.put("count", r.count()).put("first", r.firstMillis());
         }
     }
 
-    /** How many times the record {@code o} says S3 refused its change ({@link #REFUSED}), and the status. */
-    private static int[] refusedOf(ObjectNode o) {
-        return new int[] {Math.max(0, o.path(REFUSED).path("count").asInt(0)), o.path(REFUSED).path("status").asInt(0)};
+    /** How S3 refused the change of the record {@code o} ({@link #REFUSED}); none where it does not say. */
+    private static Overlay.Refusals refusedOf(ObjectNode o) {
+        com.fasterxml.jackson.databind.JsonNode r = o.path(REFUSED);
+        int count = Math.max(0, r.path("count").asInt(0));
+        return count == 0 ? Overlay.Refusals.NONE : new Overlay.Refusals(count, r.path("status").asInt(Bucket.KEY_IN_BATCH),
+                r.path("code").isTextual() ? r.get("code").asText() : null, r.path("first").asLong(0));
     }
 
     /**
@@ -320,7 +331,7 @@ final class JournalRecords implements Closeable {
             if (t.seq > 0) {
                 o.put(SEQ, t.seq);
             }
-            putRefused(o, t.refusedCount, t.refusedStatus);
+            putRefused(o, t.refusals);
         }
     }
 
@@ -565,9 +576,7 @@ final class JournalRecords implements Closeable {
             if (o.get("t").asText().equals(TOMB) && !e.getKey().isEmpty()) {
                 Tomb t = new Tomb(o.path("etag").isTextual() ? o.get("etag").asText() : null);
                 t.seq = o.path(SEQ).asLong(0);
-                int[] refused = refusedOf(o);
-                t.refusedCount = refused[0];
-                t.refusedStatus = refused[1];
+                t.refusals = refusedOf(o);
                 store.overlay.tombs.put(e.getKey(), t);
                 deletes.put(e.getKey(), t);
                 if (o.path(RELEASE).isTextual()) {
@@ -659,9 +668,7 @@ final class JournalRecords implements Closeable {
         n.claimMadeBy = claimOf(o);
         if (put) {
             n.dirtySince = o.path(SINCE).asLong(0);
-            int[] refused = refusedOf(o);
-            n.refusedCount = refused[0];
-            n.refusedStatus = refused[1];
+            n.refusals = refusedOf(o);
             for (com.fasterxml.jackson.databind.JsonNode k : o.path(OLD_NAMES)) {
                 if (n.oldNames == null) {
                     n.oldNames = new HashSet<>();

@@ -559,14 +559,12 @@ final class Overlay {
         String claimMadeBy;
         int writers;
         /**
-         * How many times S3 refused this change's upload since it last went up (0: none), and its
-         * status the last time. Journaled: the replay after a restart asks S3 once for a change it
-         * refused, not with the client's retries of a 500 (about 1.5 s each, at every mount again),
-         * and its retry waits as long as the count had made it wait before the stop
-         * ({@link WriteBack#backoffAfter}).
+         * S3's refusals of this change's upload since it last went up. Journaled: the replay after a
+         * restart asks S3 once for a change it refused, not with the client's retries of a 500 (about
+         * 1.5 s each, at every mount again), and its retry waits as long as the count had made it wait
+         * before the stop ({@link WriteBack#backoffAfter}).
          */
-        int refusedCount;
-        int refusedStatus;
+        Refusals refusals = Refusals.NONE;
         /**
          * The journal's sequence ({@link JournalRecords}) of its last record: the order of its last
          * change among the others', which the compaction keeps and a restart uploads in.
@@ -653,6 +651,22 @@ final class Overlay {
     record Release(Map<Node, Long> changes, Map<String, Tomb> deletes, String madeBy) {
     }
 
+    /**
+     * How S3 has refused one change in a row ({@link Node#refusals}, {@link Tomb#refusals}), as the
+     * journal keeps it: how many times; its last answer's HTTP status ({@link Bucket#KEY_IN_BATCH}
+     * for a key's error in a DeleteObjects answered 200, which was journaled as that 200) and error
+     * code (null: none); and when it first refused it, in epoch milliseconds on the store's clock,
+     * for the line that says it went up at last.
+     */
+    record Refusals(int count, int status, String code, long firstMillis) {
+        static final Refusals NONE = new Refusals(0, 0, null, 0);
+
+        /** These, and S3's refusal {@code r} at {@code nowMillis}. */
+        Refusals and(Bucket.Refused r, long nowMillis) {
+            return new Refusals(count + 1, r.status(), r.code(), count == 0 ? nowMillis : firstMillis);
+        }
+    }
+
     /** A name removed here whose object S3 may still show. */
     static final class Tomb {
         /** The object's last seen ETag, the If-Match of a new file made at the same name. */
@@ -667,12 +681,11 @@ final class Overlay {
          */
         boolean refused;
         /**
-         * How many times S3 refused this delete (or the check before it) since it was journaled, and
-         * its status the last time: journaled as a node's {@link Node#refusedCount}, so the replay
-         * after a restart asks S3 once for it and its retries go on from the backoff they had reached.
+         * S3's refusals of this delete (or the check before it) since it was journaled: journaled as
+         * a node's {@link Node#refusals}, so the replay after a restart asks S3 once for it and its
+         * retries go on from the backoff they had reached.
          */
-        int refusedCount;
-        int refusedStatus;
+        Refusals refusals = Refusals.NONE;
         boolean pending = true;
         /** The journal's sequence of its record: what was changed before it (0: not said, by a journal written before). */
         long seq;

@@ -183,18 +183,18 @@ final class WriteBack {
                 : Math.min(BACKOFF_FIRST_MILLIS << Math.min(refused - 1, 16), BACKOFF_MAX_MILLIS);
     }
 
-    /** How many times S3 refused {@code n}'s upload ({@link Node#refusedCount}). */
+    /** How many times S3 refused {@code n}'s upload ({@link Node#refusals}). */
     private int uploadRefusals(Node n) {
         synchronized (store) {
-            return n.refusedCount;
+            return n.refusals.count();
         }
     }
 
-    /** How many times S3 refused the delete of {@code k} ({@link Tomb#refusedCount}). */
+    /** How many times S3 refused the delete of {@code k} ({@link Tomb#refusals}). */
     private int deleteRefusals(String k) {
         synchronized (store) {
             Tomb t = k == null ? null : store.overlay.tombs.get(k);
-            return t == null ? 0 : t.refusedCount;
+            return t == null ? 0 : t.refusals.count();
         }
     }
 
@@ -226,6 +226,11 @@ final class WriteBack {
         }
         int more = refusalsSaid.size() - 1;
         return more == 0 ? last : last + " (and " + more + " more refused)";
+    }
+
+    /** A wait of {@code millis} as the state and the log say it: {@code 4.2 s}. */
+    private static String seconds(long millis) {
+        return String.format(java.util.Locale.ROOT, "%.1f s", millis / 1000.0);
     }
 
     /** Directories before what is in them (a node removed meanwhile, with no path, first). */
@@ -736,7 +741,7 @@ final class WriteBack {
                 // before (the journal says so) is asked once: that 1.5 s came back at every start
                 boolean refusedBefore;
                 synchronized (store) {
-                    refusedBefore = n.refusedCount > 0;
+                    refusedBefore = n.refusals.count() > 0;
                 }
                 uploadTry(n, refusedBefore); // one no longer dirty (gone, renamed and sent) is passed over
             } catch (IOException e) {
@@ -1306,6 +1311,9 @@ final class WriteBack {
             // S3's refusal of each, taken as it: a DELETE of each would only hear it again
             refusedDeletes(notDeleted.refused());
             notDeleted.refused().forEach((k, r) -> {
+                // said as a DELETE's refusal is (the log's warning, stats, status, umount): S3's
+                // answer for a key in a batch was taken in silence, and stats said "answers"
+                failedRequest(r);
                 held.failed(r, k, deleteRefusals(k));
                 failed.add(k);
             });
@@ -1319,7 +1327,7 @@ final class WriteBack {
 
     /**
      * Runs {@code request}, for the delete of {@code k} (or the check before it): asked once
-     * ({@link Bucket#answeredOnce}) where S3 refused that delete before ({@link Tomb#refusedCount}),
+     * ({@link Bucket#answeredOnce}) where S3 refused that delete before ({@link Tomb#refusals}),
      * here or before a restart, as an upload is; a refusal now is journaled ({@link #refusedDeletes}).
      */
     private <T> T askedForDelete(String k, Bucket.IOSupplier<T> request) throws IOException {
@@ -1357,8 +1365,7 @@ final class WriteBack {
             refused.forEach((k, r) -> {
                 Tomb t = store.overlay.tombs.get(k);
                 if (t != null && t.pending) {
-                    t.refusedCount++;
-                    t.refusedStatus = r.status();
+                    t.refusals = t.refusals.and(r, options.clock().millis());
                     store.journal.refused(k, t);
                 }
             });
@@ -1464,8 +1471,8 @@ final class WriteBack {
     private void deleted(String k) {
         Tomb t = store.overlay.tombs.get(k);
         if (t != null && t.pending) {
-            if (t.refusedCount > 0) {
-                tookAfterRefusing("the delete of " + k, t.refusedCount);
+            if (t.refusals.count() > 0) {
+                tookAfterRefusing("the delete of " + bucket.uriOf(k), t.refusals);
             }
             t.pending = false;
             t.release = null; // what it waited for need not be kept
@@ -1693,10 +1700,12 @@ final class WriteBack {
         try {
             upload(n);
             synchronized (store) {
-                if (n.refusedCount > 0) {
-                    tookAfterRefusing(n.path == null ? "an upload" : "the upload of " + n.path, n.refusedCount);
+                if (n.refusals.count() > 0) {
+                    // the key, as the refusal's warning named it, and the path the mount shows
+                    tookAfterRefusing(k == null ? "an upload" : "the upload of " + bucket.uriOf(k) + (n.path == null ? "" : " (" + n.path + ")"),
+                            n.refusals);
                 }
-                n.refusedCount = 0;
+                n.refusals = Overlay.Refusals.NONE;
             }
         } catch (Bucket.Refused r) {
             refusedUpload(n, r);
@@ -1719,8 +1728,7 @@ final class WriteBack {
      */
     private void refusedUpload(Node n, Bucket.Refused r) {
         synchronized (store) {
-            n.refusedCount++;
-            n.refusedStatus = r.status();
+            n.refusals = n.refusals.and(r, options.clock().millis());
             if (!n.dirty || n.path == null) {
                 return;
             }
@@ -2615,10 +2623,14 @@ final class WriteBack {
 
     /**
      * Says, once, that S3 took a change it had refused: the warning of its refusal was the last word
-     * on it in the log, and an operator who mended a bucket policy read nothing of its effect.
+     * on it in the log, and an operator who mended a bucket policy read nothing of its effect. How
+     * long it waited is left out where the journal did not say when it was first refused (one an
+     * earlier version wrote).
      */
-    private void tookAfterRefusing(String what, int refusals) {
-        LOG.info("S3 store {}: {} went up, after S3 refused it {} time{}", spec, what, refusals, refusals == 1 ? "" : "s");
+    private void tookAfterRefusing(String what, Overlay.Refusals refusals) {
+        int times = refusals.count();
+        String waited = refusals.firstMillis() == 0 ? "" : " over " + seconds(Math.max(0, options.clock().millis() - refusals.firstMillis()));
+        LOG.info("S3 store {}: {} went up, after S3 refused it {} time{}{}", spec, what, times, times == 1 ? "" : "s", waited);
     }
 
     /**

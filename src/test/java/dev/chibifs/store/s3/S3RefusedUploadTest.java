@@ -308,7 +308,8 @@ class S3RefusedUploadTest {
         assertTrue(log.contains("shared/refused") && log.contains("every other goes on") && !log.contains("waits behind it"),
                 "the log says the rest goes on: " + log);
         // and when it finally goes up: the refusal's warning was the last word on it
-        assertTrue(log.contains("the upload of /shared/refused went up, after S3 refused it 2 times"), log);
+        assertTrue(log.contains("the upload of s3://" + BUCKET + "/" + prefix + "/shared/refused (/shared/refused) went up,"
+                + " after S3 refused it 2 times over 0.0 s"), log);
         // a tester's finding (session 68): "3 changes ... go up first", then "of the 2 changes": the
         // old name's delete was counted in the first line and left out of the second
         assertTrue(log.contains("2 changes from before the last stop go up first")
@@ -535,7 +536,8 @@ class S3RefusedUploadTest {
 
         server.refuseDeleteObjects(name -> false, 405, 0);
         String log = logged(a::flushAll);
-        assertTrue(log.contains("the delete of " + prefix + "/shared/d/f0 went up, after S3 refused it 2 times"), log);
+        assertTrue(log.contains("the delete of s3://" + BUCKET + "/" + prefix + "/shared/d/f0 went up, after S3 refused it 2 times"
+                + " over 0.5 s"), log);
         assertNull(inS3("shared/d/f0"));
         assertEquals(0, a.pendingChanges());
     }
@@ -563,23 +565,33 @@ class S3RefusedUploadTest {
         java.util.function.LongSupplier inBatches = () -> server.deletesAsked.stream().filter(d -> d.startsWith("refused in DeleteObjects")).count();
         java.util.function.LongSupplier alone = () -> server.deletesAsked.stream().filter(d -> d.startsWith("DELETE ") && d.contains("/shared/d/")).count();
 
+        long firstRefused = clock.millis();
         IOException e = assertThrows(IOException.class, a::flushAll);
-        assertTrue(e.getMessage().contains("shared/d/f0") && e.getMessage().contains("AccessDenied"), e.getMessage());
+        // S3's code for the key leads, as "HTTP 403 AccessDenied" leads a request's refusal; the 200 is the batch's
+        String said = "S3 delete s3://" + BUCKET + "/" + prefix + "/shared/d/f0: AccessDenied for this key (its delete-batch"
+                + " answered HTTP 200) (Input/output error)";
+        assertTrue(e.getMessage().contains(said), e.getMessage());
         assertEquals(List.of(3L, 0L), List.of(inBatches.getAsLong(), alone.getAsLong()), "each refused key asked once, in the batch");
         assertNull(inS3("shared/d/g"), "the batch's other key went");
         assertEquals(3, a.pendingChanges());
         clock.advance(Duration.ofMillis(500));
         assertThrows(IOException.class, a::flushDue);
         assertEquals(List.of(6L, 0L), List.of(inBatches.getAsLong(), alone.getAsLong()), "and once at its retry time");
-        stoppedAsByAKill(a, records -> assertEquals(3, records.stream()
-                .filter(r -> r.has("refused") && r.get("refused").get("count").asInt() == 2).count(), "each key's two refusals journaled"));
+        // each key's two refusals journaled (the last of its records) with S3's code for the key, not
+        // the batch's 200 (which read as no refusal at all), and when it was first refused
+        String journaled = "{\"code\":\"AccessDenied\",\"count\":2,\"first\":" + firstRefused + "}";
+        stoppedAsByAKill(a, records -> assertEquals(List.of(journaled, journaled, journaled), records.stream()
+                .filter(r -> r.has("refused") && r.get("refused").get("count").asInt() == 2).map(r -> r.get("refused").toString()).toList()));
 
         long before = inBatches.getAsLong();
         S3Storage again = host("a", clock);
         assertThrows(IOException.class, again::flushAll);
         assertEquals(List.of(before + 3, 0L), List.of(inBatches.getAsLong(), alone.getAsLong()), "once at the replay");
         server.refuseDeletesAsAPolicyDoes(name -> false, 0);
-        again.flushAll();
+        clock.advance(Duration.ofSeconds(2));
+        String log = logged(again::flushAll);
+        assertTrue(log.contains("S3 store s3://" + BUCKET + "/" + prefix + ": the delete of s3://" + BUCKET + "/" + prefix
+                + "/shared/d/f0 went up, after S3 refused it 3 times over 2.5 s"), "the journal's first refusal: " + log);
         assertNull(inS3("shared/d/f0"));
         assertEquals(0, again.pendingChanges());
     }
@@ -962,7 +974,7 @@ class S3RefusedUploadTest {
             assertThrows(IOException.class, a::flushDue);
             assertEquals(2, said.toString(UTF_8).lines().filter(l -> l.contains("shared/refused") && l.contains(" WARN ")).count(),
                     "said again once refused again: " + said.toString(UTF_8));
-            assertTrue(said.toString(UTF_8).contains("the upload of /shared/refused went up, after S3 refused it 4 times"),
+            assertTrue(said.toString(UTF_8).contains("(/shared/refused) went up, after S3 refused it 4 times over 24.0 s"),
                     "and said once between that it went up: " + said.toString(UTF_8));
             assertFalse(said.toString(UTF_8).contains("reachable again"), said.toString(UTF_8));
 
