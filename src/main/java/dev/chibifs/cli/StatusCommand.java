@@ -227,6 +227,8 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         Map<String, String> gone = looked.gone();
         Map<String, String> troubles = troubles(answer, "troubles");
         row.put("troubles", troubles);
+        Map<String, String> nextTries = troubles(answer, "nextTries");
+        row.put("nextTries", nextTries);
         List<String> details = new ArrayList<>();
         if (answer != null && answer.silent()) {
             // a daemon stopped (SIGSTOP) or hung takes the connection and says nothing; every process on its
@@ -249,7 +251,10 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         troubles.forEach((prefix, why) -> {
             if (!gone.containsKey(prefix)) {
                 // a store read-only since the mount began says what it is: nothing there fails
-                details.add("the store at " + prefix + (WholeStoreFailure.isReadOnlyFromStart(why) ? " " : " fails: ") + why);
+                // and whether, and when, what failed is asked again: a change S3 refused 20 times said only that it failed
+                String next = nextTries.get(prefix);
+                details.add("the store at " + prefix + (WholeStoreFailure.isReadOnlyFromStart(why) ? " " : " fails: ") + why
+                        + (next == null ? "" : "; " + next));
             }
         });
         // a store that answers, less safely than it should (an S3 without DeleteObjects): still active

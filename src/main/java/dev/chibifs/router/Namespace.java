@@ -163,6 +163,11 @@ public final class Namespace implements java.io.Closeable {
         return byPrefixName(told(Storage::caution));
     }
 
+    /** By prefix, when each store next asks again for what failed ({@link Storage#nextTry}), where it waits to. */
+    public java.util.Map<String, String> storeNextTries() {
+        return byPrefixName(told(Storage::nextTry));
+    }
+
     /** By prefix, what each store (the local one at / and those opened from a {@code --store} spec) has to tell ({@link Storage#state}), for {@code stats}. */
     public java.util.Map<String, String> storeStates() {
         return byPrefixName(told(Storage::state));

@@ -547,6 +547,15 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * When the store next asks again for what failed (an S3 store's write-back: {@code next try in
+     * 4.2 s}), or null where nothing waits for a retry. {@code chibifs status} says it after
+     * {@link #unanswered()}, which alone said that a change failed, not whether it would be tried again.
+     */
+    default String nextTry() {
+        return null;
+    }
+
+    /**
      * What the store does less safely than it should, though it answers (an S3 store whose server
      * has no DeleteObjects: lock releases that may be sent twice), or null. {@code chibifs status}
      * says it and calls the mount active still.

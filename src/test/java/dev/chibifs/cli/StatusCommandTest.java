@@ -230,6 +230,24 @@ class StatusCommandTest {
     }
 
     /**
+     * A store whose change S3 refused 20 times said only that the write-back failed, not whether
+     * or when the daemon would try it again: status says when, as the daemon tells it.
+     */
+    @Test
+    void aStoreWhoseChangeS3RefusedSaysWhenItIsTriedAgain() throws Exception {
+        OneMount m = s3MountOfPid7("refused");
+        String why = "S3 put s3://b/ns/shared/x: HTTP 403 AccessDenied (Input/output error)";
+        try (StatsSocket daemon = StatsSocket.serve(StatsSocket.pathFor(m.registry(), 7),
+                () -> Map.of("troubles", Map.of("/", why), "nextTries", Map.of("/", "next try in 4.2 s")))) {
+            assertEquals(0, run(new StatusCommand(List.of(m.registry()), m.table(), Clock.systemUTC()), "/mnt/refused"), "still active");
+            assertTrue(out.toString().contains("/mnt/refused: the store at / fails: " + why + "; next try in 4.2 s\n"), out.toString());
+            out.getBuffer().setLength(0);
+            assertEquals(0, run(new StatusCommand(List.of(m.registry()), m.table(), Clock.systemUTC()), "--json", "/mnt/refused"));
+        }
+        assertEquals("next try in 4.2 s", new ObjectMapper().readTree(out.toString()).get(0).get("nextTries").get("/").asText());
+    }
+
+    /**
      * A mount whose S3 has no DeleteObjects sends lock releases as DELETEs the JDK may send twice:
      * said once in the log at INFO, and status said active and nothing more. Active still, and said.
      */

@@ -2362,6 +2362,11 @@ public final class S3Storage implements Storage {
     }
 
     @Override
+    public synchronized String nextTry() {
+        return writeBack.nextTry();
+    }
+
+    @Override
     public String failing() {
         if (cacheGone) {
             return "its cache directory " + dataDir.getParent() + " has gone: every change fails";
@@ -2402,16 +2407,19 @@ public final class S3Storage implements Storage {
     public String state() {
         String away = bucket.unreachableReason();
         String failing;
+        String nextTry;
         int waiting;
         synchronized (this) {
             failing = writeBack.outage();
+            nextTry = nextTry();
             waiting = pendingChanges();
         }
         String cache = cacheGone ? null : cacheFails();
         String health = cacheGone ? "its cache directory " + dataDir.getParent() + " has gone: every change fails"
                 : cache != null ? cache
                 : away != null ? "unreachable: " + away
-                : failing != null ? "answers, but the last write-back failed: " + failing : "answers";
+                : failing != null ? "answers, but the last write-back failed: " + failing + (nextTry == null ? "" : "; " + nextTry)
+                : "answers";
         long[] moved = bucket.bytesMoved();
         return spec + " at " + bucket.where() + ": " + health + "; to send: " + waiting + "; requests: "
                 + bucket.requests() + String.format(Locale.ROOT, "; content: %.1f MiB down, %.1f MiB up",

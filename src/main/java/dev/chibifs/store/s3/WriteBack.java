@@ -228,6 +228,26 @@ final class WriteBack {
         return more == 0 ? last : last + " (and " + more + " more refused)";
     }
 
+    /**
+     * When the write-back next asks S3 for what failed, for {@code stats} and {@code status}:
+     * {@code next try in 4.2 s} (the soonest retry time of what S3 refused, or the end of the backoff
+     * while S3 is away), or {@code next try due now}; null where nothing waits for one. A change
+     * refused 20 times said only that it failed, not whether, or when, it would be asked again.
+     * Under the monitor.
+     */
+    String nextTry() {
+        long soonest;
+        if (outage != null) {
+            soonest = backoffUntil;
+        } else if (refusedLately.isEmpty()) {
+            return null;
+        } else {
+            soonest = refusedLately.values().stream().mapToLong(Refusal::until).min().getAsLong();
+        }
+        long in = soonest - store.ticks();
+        return in <= 0 ? "next try due now" : "next try in " + seconds(in);
+    }
+
     /** A wait of {@code millis} as the state and the log say it: {@code 4.2 s}. */
     private static String seconds(long millis) {
         return String.format(java.util.Locale.ROOT, "%.1f s", millis / 1000.0);

@@ -498,6 +498,42 @@ class S3RefusedUploadTest {
     }
 
     /**
+     * A change S3 refused 20 times before a restart waits no longer than the cap, 5 s, for its first
+     * retry after it (0.5 s doubled at each of 20 refusals would be days after the fault is gone),
+     * and stats says when that is: it said only that the write-back failed. The line that says it
+     * went up at last counts the refusals from before the restart, and the time since the first.
+     */
+    @Test
+    void aChangeRefused20TimesBeforeARestartIsTriedAgainWithinTheCapAndStatsSaysWhen() throws Exception {
+        MutableClock clock = startClock();
+        AtomicInteger asked = new AtomicInteger();
+        S3Storage a = host("a", clock);
+        server.refusePuts(name -> name.endsWith("/shared/refused") && asked.incrementAndGet() > 0, -1);
+        put(a, "/shared/refused", "r");
+        assertThrows(IOException.class, a::flushAll);
+        long anHourAgo = clock.millis() - 3_600_000;
+        stoppedAsByAKill(a, records -> records.stream().filter(r -> r.has("refused")).forEach(r ->
+                ((com.fasterxml.jackson.databind.node.ObjectNode) r.get("refused")).put("count", 20).put("first", anHourAgo)));
+
+        S3Storage again = host("a", clock);
+        asked.set(0);
+        assertThrows(IOException.class, again::flushAll);
+        assertEquals(1, asked.get(), "asked once at the replay");
+        assertTrue(again.state().contains("HTTP 403 AccessDenied (Input/output error); next try in 5.0 s;"), again.state());
+        clock.advance(Duration.ofMillis(4_900));
+        assertThrows(IOException.class, again::flushDue);
+        assertEquals(1, asked.get(), "not asked again before its retry time");
+        assertTrue(again.state().contains("; next try in 0.1 s;"), again.state());
+
+        refuseNoMore();
+        clock.advance(Duration.ofMillis(100));
+        String log = logged(again::flushDue);
+        assertEquals("r", inS3("shared/refused"), "asked at 5 s, the cap");
+        assertTrue(log.contains("(/shared/refused) went up, after S3 refused it 21 times over 3605.0 s"), log);
+        assertFalse(again.state().contains("next try"), again.state());
+    }
+
+    /**
      * A DeleteObjects S3 refuses whole (a 403 a bucket policy gives) was said as the delete of its
      * first key alone, in the log and in the store's state; and the keys of the batch, with no
      * retry time of their own, were asked again at every tick of the flusher.
@@ -571,6 +607,9 @@ class S3RefusedUploadTest {
         String said = "S3 delete s3://" + BUCKET + "/" + prefix + "/shared/d/f0: AccessDenied for this key (its delete-batch"
                 + " answered HTTP 200) (Input/output error)";
         assertTrue(e.getMessage().contains(said), e.getMessage());
+        // stats says it as the last one said, and when it is asked again
+        assertTrue(a.state().contains("the last write-back failed: " + said.replace("/f0:", "/f2:") + " (and 2 more refused);"
+                + " next try in 0.5 s;"), a.state());
         assertEquals(List.of(3L, 0L), List.of(inBatches.getAsLong(), alone.getAsLong()), "each refused key asked once, in the batch");
         assertNull(inS3("shared/d/g"), "the batch's other key went");
         assertEquals(3, a.pendingChanges());
