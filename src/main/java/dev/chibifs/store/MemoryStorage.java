@@ -510,27 +510,23 @@ public final class MemoryStorage implements Storage {
     public synchronized void append(VfsPath path, byte[] data) throws IOException {
         Dir parent = parentOf(path, true);
         Node n = parent.children.get(path.fileName());
-        boolean made = n == null;
-        if (made) {
-            n = new File(this, 0644);
-            addName(parent, path.fileName(), n);
-        } else if (!(n instanceof File)) {
+        if (n != null && !(n instanceof File)) {
             throw notRegular(n, path);
         }
-        File f = (File) n;
+        // a new file is charged in full before it is named: an append past the limit makes no file (ENOSPC, nothing changed)
+        File f = n == null ? new File(this, 0644) : (File) n;
         long end = f.length;
         try {
             f.setLength(end + data.length);
+            if (n == null) {
+                addName(parent, path.fileName(), f);
+                touchDir(parent);
+            }
         } catch (IOException e) {
-            // one append is one write, as on the local store: a file it made goes again (the empty file stayed)
-            if (made) {
-                parent.children.remove(path.fileName());
-                released(f);
+            if (n == null) {
+                f.free();
             }
             throw withPath(e, path);
-        }
-        if (made) {
-            touchDir(parent);
         }
         f.put(ByteBuffer.wrap(data), end, data.length);
         f.modified = f.changed = now();

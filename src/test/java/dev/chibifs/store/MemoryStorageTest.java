@@ -19,6 +19,11 @@ class MemoryStorageTest extends StorageBehaviourSuite {
         return new MemoryStorage();
     }
 
+    @Override
+    protected Storage newStorageOnASmallDisk(long bytes) {
+        return new MemoryStorage(bytes);
+    }
+
     /** Extended attributes live on the Java heap: unbounded, one context's values filled it and the daemon died. */
     @Test
     void extendedAttributesCountAgainstTheSizeAndGiveItBackWhenTheyGo() throws IOException {

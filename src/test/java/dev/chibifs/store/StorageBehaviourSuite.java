@@ -1782,6 +1782,71 @@ public abstract class StorageBehaviourSuite {
         };
     }
 
+    // ---- appends that fail: each leaves nothing of itself ----
+
+    /**
+     * A second store of this backend on a disk with room for about {@code bytes} more than it
+     * needs for itself, for what a full disk does; the test closes the store, the subclass what it
+     * stands on. Null where this backend cannot have one here (a tmpfs needs root).
+     */
+    protected Storage newStorageOnASmallDisk(long bytes) throws IOException {
+        return null;
+    }
+
+    /**
+     * An append refused under the file's lock (its guard: a flock left meanwhile) or by its
+     * condition leaves no file it made, and one that was there as it was.
+     */
+    @Test
+    void anAppendRefusedByItsGuardOrConditionLeavesNothingOfItself() throws IOException {
+        storage.mkdir(p("/shared/g"));
+        IOException refusal = new IOException("refused by the policy");
+        Storage.Guard refusing = () -> {
+            throw refusal;
+        };
+        assertEquals(refusal, assertThrows(IOException.class,
+                () -> storage.append(p("/shared/g/f"), bytes("x"), Precondition.NONE, refusing)));
+        assertEquals(List.of(), storage.list(p("/shared/g")), "the refused append's file stayed");
+        assertThrows(EtagMismatchException.class, () -> storage.append(p("/shared/g/f"), bytes("x"),
+                Precondition.matching(ContentHash.of(bytes("kept"))), Storage.Guard.NONE));
+        assertEquals(List.of(), storage.list(p("/shared/g")), "an append --if-match on no file made one");
+
+        storage.write(p("/shared/g/f"), bytes("kept"));
+        String kept = storage.etag(p("/shared/g/f"));
+        assertEquals(refusal, assertThrows(IOException.class,
+                () -> storage.append(p("/shared/g/f"), bytes("x"), Precondition.matching(kept), refusing)));
+        assertThrows(EtagMismatchException.class, () -> storage.append(p("/shared/g/f"), bytes("x"),
+                Precondition.matching(ContentHash.of(bytes("other"))), Storage.Guard.NONE));
+        assertThrows(EtagMismatchException.class,
+                () -> storage.append(p("/shared/g/f"), bytes("x"), Precondition.absent(), Storage.Guard.NONE));
+        assertEquals("kept", text("/shared/g/f"));
+        assertEquals(List.of(new Entry("f", EntryKind.FILE)), storage.list(p("/shared/g")));
+    }
+
+    /**
+     * One append is one write: on a disk that filled midway (a short write, then ENOSPC) the part
+     * written stayed (local: 5 bytes became 561,152). It is cut back to the size found, and a file
+     * the append made goes (memory: an empty one stayed); the store takes an append that fits after.
+     */
+    @Test
+    void anAppendThatFillsTheDiskLeavesNothingOfItself() throws IOException {
+        Storage small = newStorageOnASmallDisk(1 << 20);
+        org.junit.jupiter.api.Assumptions.assumeTrue(small != null, "no small disk for this backend here");
+        try (small) {
+            small.write(p("/shared/e.txt"), bytes("hello"));
+            small.write(p("/shared/big"), new byte[640 * 1024]);
+            byte[] more = new byte[2 << 20]; // past all the disk holds, whatever the store needs for itself
+            IOException full = assertThrows(IOException.class, () -> small.append(p("/shared/e.txt"), more));
+            assertEquals(Linux.ENOSPC, Errors.errno(full), full.toString());
+            assertEquals(5, small.metadata(p("/shared/e.txt")).size(), "the part appended stayed");
+            IOException fullNew = assertThrows(IOException.class, () -> small.append(p("/shared/new"), more));
+            assertEquals(Linux.ENOSPC, Errors.errno(fullNew), fullNew.toString());
+            assertFalse(small.exists(p("/shared/new")), "the file the failed append made stayed");
+            small.append(p("/shared/e.txt"), bytes(" world"));
+            assertArrayEquals(bytes("hello world"), small.read(p("/shared/e.txt")));
+        }
+    }
+
     @Test
     void aStreamedWriteReplacesTheFileWithAllItGives() throws IOException {
         storage.write(p("/shared/s/f"), bytes("old"));
