@@ -53,25 +53,6 @@ class MemoryStorageTest extends StorageBehaviourSuite {
         assertEquals(0, memory.used());
     }
 
-    /**
-     * As on the local store (LocalStorageTest): an append that does not fit leaves nothing of itself,
-     * the file as it was, and a file it would have made not there.
-     */
-    @Test
-    void anAppendThatDoesNotFitLeavesNothingOfItself() throws IOException {
-        MemoryStorage memory = new MemoryStorage(64 * 1024);
-        memory.write(VfsPath.of("/e.txt"), "hello".getBytes(StandardCharsets.UTF_8));
-        java.nio.file.FileSystemException full = org.junit.jupiter.api.Assertions.assertThrows(
-                java.nio.file.FileSystemException.class, () -> memory.append(VfsPath.of("/e.txt"), new byte[128 * 1024]));
-        assertEquals(dev.chibifs.sys.Linux.ENOSPC, dev.chibifs.sys.Errors.errno(full), full.toString());
-        assertEquals(5, memory.metadata(VfsPath.of("/e.txt")).size());
-        long used = memory.used();
-        org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
-                () -> memory.append(VfsPath.of("/new"), new byte[128 * 1024]));
-        org.junit.jupiter.api.Assertions.assertFalse(memory.exists(VfsPath.of("/new")), "the append made the file");
-        assertEquals(used, memory.used(), "its name is given back");
-    }
-
     /** Names were free: a context making empty files filled the daemon's heap (about 300 bytes each) past any SIZE. */
     @Test
     void everyNameCountsAgainstTheSizeAndComesBackWhenItGoes() throws IOException {

@@ -160,23 +160,6 @@ public abstract class StorageBehaviourSuite {
         assertEquals("first", text("/shared/new/dir/log.txt"));
     }
 
-    /**
-     * An append refused under the lock (its guard: a flock left meanwhile) leaves no file it made:
-     * the empty file stayed. One that was there stays as it was.
-     */
-    @Test
-    void anAppendRefusedByItsGuardLeavesNoFileItMade() throws IOException {
-        storage.mkdir(p("/shared/g"));
-        Storage.Guard refusing = () -> {
-            throw new IOException("refused");
-        };
-        assertThrows(IOException.class, () -> storage.append(p("/shared/g/f"), bytes("x"), Precondition.NONE, refusing));
-        assertEquals(List.of(), storage.list(p("/shared/g")));
-        storage.write(p("/shared/g/f"), bytes("kept"));
-        assertThrows(IOException.class, () -> storage.append(p("/shared/g/f"), bytes("x"), Precondition.NONE, refusing));
-        assertEquals("kept", text("/shared/g/f"));
-    }
-
     @Test
     void deleteFile() throws IOException {
         storage.write(p("/shared/del.txt"), bytes("x"));
