@@ -101,6 +101,11 @@ final class ObjectHandle implements FileHandle {
         this.contentSeen = node.replaced;
     }
 
+    /** Whether its open made the file (what {@link S3Storage#append} takes away again when its write fails). */
+    boolean madeItsFile() {
+        return made;
+    }
+
     @Override
     public Metadata opened() {
         return opened;
@@ -309,10 +314,30 @@ final class ObjectHandle implements FileHandle {
             requireObjectSize(at + src.remaining());
             store.overlay.writing(node, atTheEnd ? at : NOT_APPENDS, made && node.gen == madeGen);
             store.journal.commit();
-            int n = ch.write(src, at);
+            long found = ch.size();
+            int n;
+            try {
+                n = ch.write(src, at);
+            } catch (IOException e) {
+                // a disk that filled midway kept the part written, past the size the node says: an
+                // append after it landed beyond those bytes (and they went up with it). Cut back.
+                cutBackTo(ch, found);
+                throw e;
+            }
             node.size = ch.size();
             store.overlay.touch(node);
             return n;
+        }
+    }
+
+    /** Cuts {@code ch} back to {@code size} where a failed write grew it; quietly, as the undo of a failure. */
+    private static void cutBackTo(CacheFile ch, long size) {
+        try {
+            if (ch.size() > size) {
+                ch.truncate(size);
+            }
+        } catch (IOException | RuntimeException failing) {
+            // the failure being told is the one that matters
         }
     }
 

@@ -734,7 +734,29 @@ public final class S3Storage implements Storage {
     public void append(VfsPath path, byte[] data) throws IOException {
         mkdir(path.parent());
         try (FileHandle h = open(path, Set.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE), FILE_MODE)) {
-            h.write(ByteBuffer.wrap(data), 0);
+            try {
+                h.write(ByteBuffer.wrap(data), 0);
+            } catch (IOException | RuntimeException e) {
+                // one append is one write, as the local store's: the handle cut back what part went in
+                // (a cache disk full midway); a file this append made goes too, empty as it was made
+                if (h instanceof ObjectHandle o && o.madeItsFile()) {
+                    removeIfStillEmpty(path, o.node());
+                }
+                throw e;
+            }
+        }
+    }
+
+    /** Removes {@code n} from {@code path} while the name still holds it, empty; quietly, as the undo of a failure. */
+    private void removeIfStillEmpty(VfsPath path, Node n) {
+        try {
+            synchronized (this) {
+                if (overlay.nodes.get(path) == n && n.size == 0) {
+                    unname(path, n);
+                }
+            }
+        } catch (IOException | RuntimeException failing) {
+            // the failure being told is the one that matters
         }
     }
 
@@ -1729,14 +1751,19 @@ public final class S3Storage implements Storage {
             if (overlay.nodes.get(path) != n) {
                 throw new NoSuchFileException(path.toString());
             }
-            overlay.bury(path, n);
-            journal.gone(path);
-            overlay.detach(n);
-            n.ctime = now();
-            overlay.touch(overlay.nodes.get(path.parent()));
-            overlay.needMarker(path.parent());
-            journal.commit();
+            unname(path, n);
         }
+    }
+
+    /** Takes the file {@code n} from its name {@code path}; the caller holds the monitor and found it there. */
+    private void unname(VfsPath path, Node n) throws IOException {
+        overlay.bury(path, n);
+        journal.gone(path);
+        overlay.detach(n);
+        n.ctime = now();
+        overlay.touch(overlay.nodes.get(path.parent()));
+        overlay.needMarker(path.parent());
+        journal.commit();
     }
 
     @Override

@@ -46,6 +46,30 @@ class S3StorageTest extends StorageBehaviourSuite {
         return S3Storage.open("s3://suite/store" + n, o);
     }
 
+    /** The tmpfs under {@link #newStorageOnASmallDisk}'s cache, unmounted after the test. */
+    private dev.chibifs.testing.Tmpfs smallDisk;
+
+    /** The cache's own needs besides the content (the journal's 1 MiB): the disk has room for these too. */
+    private static final long CACHE_OVERHEAD = 2 << 20;
+
+    /** What fills is the cache's disk: a change is made there first, and uploaded from there. */
+    @Override
+    protected Storage newStorageOnASmallDisk(long bytes) throws IOException {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        int n = STORES.incrementAndGet();
+        smallDisk = dev.chibifs.testing.Tmpfs.mount(temp.resolve("small" + n), String.valueOf(bytes + CACHE_OVERHEAD));
+        S3Options o = S3Options.defaults(smallDisk.path().resolve("cache"), server.env())
+                .withFlushAfter(Duration.ZERO).withValidity(Duration.ZERO);
+        return S3Storage.open("s3://suite/store" + n, o);
+    }
+
+    @org.junit.jupiter.api.AfterEach
+    void unmountSmallDisk() {
+        if (smallDisk != null) {
+            smallDisk.close();
+        }
+    }
+
     @Override
     protected boolean hardLinks() {
         return false;
