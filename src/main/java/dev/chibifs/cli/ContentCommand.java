@@ -1,6 +1,5 @@
 package dev.chibifs.cli;
 
-import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.Precondition;
 import dev.chibifs.sys.IsDirectoryException;
@@ -52,13 +51,7 @@ abstract class ContentCommand extends VfsCommand {
         if (router().exists(caller(), path) && router().metadata(caller(), path).isDirectory()) {
             throw new IsDirectoryException(path.toString());
         }
-        // a link at its last name to a missing directory: `echo x > link` is ENOENT, natively and in
-        // chibi (whose create_dir_all makes the parents of the path it was given, not the link's)
-        VfsPath named = uriThroughLinks(target);
-        if (!named.equals(path) && !path.parent().isRoot() && !router().exists(caller(), path.parent())) {
-            throw new CommandFailure(ExitCodes.NOT_FOUND, "no such file or directory: " + Names.shown(named.toUri())
-                    + " is a symbolic link to " + Names.shown(path.toUri()) + ", whose directory is not there; nothing written");
-        }
+        refuseLinkToMissingDirectory(target, path);
         InputStream data = content != null
                 ? new ByteArrayInputStream(content.getBytes(StandardCharsets.UTF_8)) : standardInput(terminal.in());
         try (var made = router().makeParents(caller(), path)) {

@@ -43,6 +43,7 @@ final class CpCommand extends VfsCommand {
             throw CommandFailure.conflict("is a directory: " + Names.shown(dst)
                     + " (name the destination file, e.g. " + Names.shown(dst.child(src.fileName())) + ")");
         }
+        refuseLinkToMissingDirectory(destination, dst);
         try (var made = router().makeParents(caller(), dst)) {
             router().copy(caller(), src, dst);
             made.keep();

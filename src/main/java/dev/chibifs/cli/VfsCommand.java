@@ -307,6 +307,20 @@ abstract class VfsCommand implements Callable<Integer> {
         return follow(uri(arg), true);
     }
 
+    /**
+     * Refuses a file to be made at {@code arg}, {@code followed} as {@link #followedUri} found it,
+     * where its last name is a link to a missing directory: {@code echo x > link} is ENOENT, natively
+     * and in chibi (whose create_dir_all makes the parents of the path it was given, not the link's);
+     * write, append and cp made the link's target's directories and wrote there.
+     */
+    void refuseLinkToMissingDirectory(String arg, VfsPath followed) throws IOException, CommandFailure {
+        VfsPath named = uriThroughLinks(arg);
+        if (!named.equals(followed) && !followed.parent().isRoot() && !router().exists(caller(), followed.parent())) {
+            throw new CommandFailure(ExitCodes.NOT_FOUND, "no such file or directory: " + Names.shown(named.toUri())
+                    + " is a symbolic link to " + Names.shown(followed.toUri()) + ", whose directory is not there; nothing written");
+        }
+    }
+
     /** {@link #uri} with the links leading to its last name followed, not that name's own: what rm, mv, ls and info act on. */
     VfsPath uriThroughLinks(String arg) throws IOException {
         return follow(uri(arg), false);

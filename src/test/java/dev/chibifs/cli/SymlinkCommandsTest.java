@@ -80,6 +80,12 @@ class SymlinkCommandsTest {
             assertEquals("chibifs: no such file or directory: vfs:///shared/dangling is a symbolic link to"
                     + " vfs:///shared/a/b/f, whose directory is not there; nothing written\n", r.err());
         }
+        // cp too: it made a/b and copied there (GNU cp: "not writing through dangling symlink")
+        cli.put("/shared/src", "s");
+        Cli.Result cp = cli.run("cp", "--as", "alice", "vfs:///shared/src", "vfs:///shared/dangling");
+        assertExit(ExitCodes.NOT_FOUND, cp);
+        assertEquals("chibifs: no such file or directory: vfs:///shared/dangling is a symbolic link to"
+                + " vfs:///shared/a/b/f, whose directory is not there; nothing written\n", cp.err());
         assertFalse(cli.exists("/shared/a"), "made the link's target's directory");
         assertExit(0, cli.run("write", "--as", "alice", "--content", "x", "vfs:///shared/dl/new/f"));
         assertEquals("x", cli.read("/shared/d/new/f"));
