@@ -42,22 +42,18 @@ final class NodeTable {
      */
     record Identity(Storage store, long device, long inode, long born) {
         static Identity of(Storage store, Metadata m) {
-            long born = m.created() == null ? 0 : m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS);
-            return new Identity(store, m.device(), m.inode(), born);
+            return new Identity(store, m.device(), m.inode(), m.bornNanos());
         }
 
-        /**
-         * Whether {@code m}, read of this identity's store, is of this very file: its file system
-         * and inode number, and its birth time where both have one (a freed number is reused at once by ext4).
-         */
+        /** Whether {@code m}, read of this identity's store, is of this very file ({@link Metadata#isOf}). */
         boolean isOf(Metadata m) {
-            long b = m.created() == null ? 0 : m.created().to(java.util.concurrent.TimeUnit.NANOSECONDS);
-            return m.device() == device && m.inode() == inode && (born == 0 || b == 0 || b == born);
+            return Metadata.isOf(device, inode, born, m);
         }
 
         /** The birth time as {@link Metadata#created} has it: null where the file system has none. */
         java.nio.file.attribute.FileTime created() {
-            return born == 0 ? null : java.nio.file.attribute.FileTime.from(born, java.util.concurrent.TimeUnit.NANOSECONDS);
+            return born == Metadata.NOT_BORN ? null
+                    : java.nio.file.attribute.FileTime.from(born, java.util.concurrent.TimeUnit.NANOSECONDS);
         }
     }
 
@@ -505,7 +501,7 @@ final class NodeTable {
                 // node. Where a birth time tells the two apart it stays known by what it is: a name made
                 // behind the mount may still reach the file (another mount's hard link), and a change
                 // there must find the node its open descriptors' fstat reads
-                if (node.identity != null && node.identity.born() == 0) {
+                if (node.identity != null && node.identity.born() == Metadata.NOT_BORN) {
                     byIdentity.remove(node.identity, node);
                 }
             }
@@ -524,7 +520,7 @@ final class NodeTable {
             return;
         }
         dropLink(node, parent, name);
-        if (node.identity != null && node.identity.born() == 0) {
+        if (node.identity != null && node.identity.born() == Metadata.NOT_BORN) {
             byIdentity.remove(node.identity, node);
         }
         renames.incrementAndGet(); // the paths below it are gone with it
@@ -622,7 +618,7 @@ final class NodeTable {
             // the store moved it, so a name above its new parent is stale here: it goes as a directory
             // moved behind our back does (left), until a lookup finds it where it is
             dropLink(node, old.parent(), old.name());
-            if (node.identity != null && node.identity.born() == 0) {
+            if (node.identity != null && node.identity.born() == Metadata.NOT_BORN) {
                 byIdentity.remove(node.identity, node);
             }
             renames.incrementAndGet();

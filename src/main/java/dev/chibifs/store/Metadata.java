@@ -48,12 +48,30 @@ public record Metadata(EntryKind kind, long size, FileTime created, FileTime mod
         return kind == EntryKind.FILE;
     }
 
-    /**
-     * Whether {@code other}, read of the same store, is of this very file: its file system and
-     * inode number, and its birth time where both have one (ext4 reuses a freed number at once).
-     */
+    /** Whether {@code other}, read of the same store, is of this very file: see {@link #isOf}. */
     public boolean sameFileAs(Metadata other) {
-        return other.device == device && other.inode == inode
-                && (created == null || other.created == null || created.equals(other.created));
+        return isOf(device, inode, bornNanos(), other);
+    }
+
+    /** The birth time in nanoseconds since the epoch, or {@link #NOT_BORN} where there is none: as the FUSE node table keeps it. */
+    public long bornNanos() {
+        return created == null ? NOT_BORN : created.to(java.util.concurrent.TimeUnit.NANOSECONDS);
+    }
+
+    /** {@link #bornNanos} of a file system that tells no birth time. */
+    public static final long NOT_BORN = 0;
+
+    /**
+     * Whether {@code m}, read of the same store, is of the file known as {@code device}, {@code
+     * inode} and {@code bornNanos}: its file system and inode number, and its birth time where
+     * both have one (ext4 reuses a freed number at once). The one rule for the store
+     * ({@link #sameFileAs}) and the FUSE node table, which keeps the numbers, not a Metadata.
+     */
+    public static boolean isOf(long device, long inode, long bornNanos, Metadata m) {
+        if (m.device != device || m.inode != inode) {
+            return false;
+        }
+        long born = m.bornNanos();
+        return bornNanos == NOT_BORN || born == NOT_BORN || born == bornNanos;
     }
 }

@@ -32,6 +32,36 @@ class NodeTableTest {
         return new NodeTable.Node[] {one, two};
     }
 
+    /**
+     * The store (a made directory still there, {@link Metadata#sameFileAs}) and the node table (a
+     * node still the file at its name) tell one file from another by one rule: they were two copies.
+     */
+    @Test
+    void theStoreAndTheNodeTableTellAFileByTheSameRule() {
+        java.nio.file.attribute.FileTime born = java.nio.file.attribute.FileTime.fromMillis(1_700_000_000_123L);
+        java.nio.file.attribute.FileTime later = java.nio.file.attribute.FileTime.fromMillis(1_700_000_000_124L);
+        java.util.List<Metadata> files = new java.util.ArrayList<>();
+        for (java.nio.file.attribute.FileTime created : java.util.Arrays.asList(born, later, null)) {
+            for (long device : new long[] {Metadata.OWN_DEVICE, 7}) {
+                for (long inode : new long[] {5, 6}) {
+                    files.add(new Metadata(dev.chibifs.store.EntryKind.FILE, 0, created, born, born, born, 1, 0644,
+                            inode, 0, device));
+                }
+            }
+        }
+        int same = 0;
+        for (Metadata a : files) {
+            for (Metadata b : files) {
+                boolean sameFile = a.device() == b.device() && a.inode() == b.inode()
+                        && (a.created() == null || b.created() == null || a.created().equals(b.created()));
+                assertEquals(sameFile, a.sameFileAs(b), a + " / " + b);
+                assertEquals(sameFile, NodeTable.Identity.of(store, a).isOf(b), a + " / " + b);
+                same += sameFile ? 1 : 0;
+            }
+        }
+        assertEquals(4 * 7, same, "each file: itself, the one born at the other time, and both ways with no birth time");
+    }
+
     @Test
     void aLookupThatWouldPutADirectoryInItsOwnSubdirectoryChangesNothing() {
         NodeTable.Node[] n = d2InD1();
