@@ -1937,6 +1937,17 @@ final class WriteBack {
             try {
                 String etag;
                 try {
+                    if (appendsFrom != NOT_APPENDS && appendsFrom >= upTo && base != null) {
+                        // nothing appended since S3 had this host's appends (in version base, or in a merge
+                        // with another host's lines made while the file stayed open here): the PUT on the
+                        // condition of base succeeds only where S3 still has base. Sent where a merge or
+                        // another host replaced it, a log kept open went up whole only to be refused, at
+                        // the pass after each merge and at its close (5 MiB to learn what a HEAD tells)
+                        Bucket.Head now = bucket.head(k);
+                        if (now != null && now.etag() != null && !now.etag().equals(base)) {
+                            throw new Bucket.PreconditionFailed(k + ": S3 no longer has version " + base);
+                        }
+                    }
                     // a file only appended to since S3's version: S3 copies that version's bytes, which
                     // are the file's up to appendsFrom (where a merge left base behind the object, the
                     // copy's If-Match fails as the PUT's would, and the appends merge again)
