@@ -1330,10 +1330,10 @@ final class WriteBack {
             left.addAll(notDeleted.again());
             // S3's refusal of each, taken as it: a DELETE of each would only hear it again
             refusedDeletes(notDeleted.refused());
+            // said as a DELETE's refusal is (the log's warning, stats, status, umount): S3's answer
+            // for a key in a batch was taken in silence, and stats said "answers"
+            noteRefusedInBatch(notDeleted.refused());
             notDeleted.refused().forEach((k, r) -> {
-                // said as a DELETE's refusal is (the log's warning, stats, status, umount): S3's
-                // answer for a key in a batch was taken in silence, and stats said "answers"
-                failedRequest(r);
                 held.failed(r, k, deleteRefusals(k));
                 failed.add(k);
             });
@@ -2639,17 +2639,52 @@ final class WriteBack {
         String why = String.valueOf(e.getMessage());
         synchronized (store) {
             if (!why.equals(refusalsSaid.put(key, why))) {
-                // at the replay of a journal an earlier version wrote the rest waits (it keeps no old names):
-                // a tester read "every other goes on" while nothing else went up, another host's lock included
-                LOG.warn("S3 store {}: {}; that change waits here and is retried, and {}", spec, why,
-                        replaying && !store.overlay.dependenciesKnown
-                        ? "every change made before this start after it and since waits behind it (the journal, written"
-                                + " by an earlier version of chibifs, does not say what waits for what; removing or"
-                                + " renaming that file lets them go)"
-                        : "every other goes on but what waits for it (in a directory it is the marker of, its old"
-                                + " names, a lock let go beside it)");
+                LOG.warn("S3 store {}: {}; that change waits here and is retried, and {}", spec, why, whatElseWaits());
             }
         }
+    }
+
+    /**
+     * S3 answered a DeleteObjects refusing the deletes of some of its keys ({@code refused}, by key),
+     * as a bucket policy denying deletes does: each key is said once, as {@link #noteRefused} says
+     * one, but in one warning for the batch. An {@code rm -rf} of a denied tree logged a warning
+     * per file, up to a thousand a batch (a tester's finding, session 72).
+     */
+    private void noteRefusedInBatch(Map<String, Bucket.Refused> refused) {
+        List<Bucket.Refused> unsaid = new ArrayList<>();
+        synchronized (store) {
+            refused.forEach((k, r) -> {
+                if (!String.valueOf(r.getMessage()).equals(refusalsSaid.put(k, String.valueOf(r.getMessage())))) {
+                    unsaid.add(r);
+                }
+            });
+            if (unsaid.size() == 1) {
+                LOG.warn("S3 store {}: {}; that change waits here and is retried, and {}", spec, unsaid.get(0).getMessage(),
+                        whatElseWaits());
+            } else if (!unsaid.isEmpty()) {
+                Map<String, List<String>> keysByAnswer = new java.util.TreeMap<>();
+                for (Bucket.Refused r : unsaid) {
+                    keysByAnswer.computeIfAbsent(String.valueOf(r.code()), c -> new ArrayList<>()).add(bucket.uriOf(r.key()));
+                }
+                List<String> answers = new ArrayList<>();
+                keysByAnswer.forEach((code, keys) -> answers.add(code + " for " + keys.size() + " (" + said(keys) + ")"));
+                LOG.warn("S3 store {}: S3 refused the deletes of {} objects in one delete-batch (answered HTTP 200): {};"
+                        + " those changes wait here and are retried, and {}", spec, unsaid.size(), String.join("; ", answers),
+                        whatElseWaits());
+            }
+        }
+    }
+
+    /** What a refusal's warning says of the other changes, which wait for it or go on. Under the monitor. */
+    private String whatElseWaits() {
+        // at the replay of a journal an earlier version wrote the rest waits (it keeps no old names):
+        // a tester read "every other goes on" while nothing else went up, another host's lock included
+        return replaying && !store.overlay.dependenciesKnown
+                ? "every change made before this start after it and since waits behind it (the journal, written"
+                        + " by an earlier version of chibifs, does not say what waits for what; removing or"
+                        + " renaming that file lets them go)"
+                : "every other goes on but what waits for it (in a directory it is the marker of, its old"
+                        + " names, a lock let go beside it)";
     }
 
     /**

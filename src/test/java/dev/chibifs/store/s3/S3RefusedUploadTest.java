@@ -602,11 +602,20 @@ class S3RefusedUploadTest {
         java.util.function.LongSupplier alone = () -> server.deletesAsked.stream().filter(d -> d.startsWith("DELETE ") && d.contains("/shared/d/")).count();
 
         long firstRefused = clock.millis();
-        IOException e = assertThrows(IOException.class, a::flushAll);
+        IOException[] thrown = new IOException[1];
+        String warned = logged(() -> thrown[0] = assertThrows(IOException.class, a::flushAll));
+        IOException e = thrown[0];
         // S3's code for the key leads, as "HTTP 403 AccessDenied" leads a request's refusal; the 200 is the batch's
         String said = "S3 delete s3://" + BUCKET + "/" + prefix + "/shared/d/f0: AccessDenied for this key (its delete-batch"
                 + " answered HTTP 200) (Input/output error)";
         assertTrue(e.getMessage().contains(said), e.getMessage());
+        // one warning for the batch, naming its keys (an rm -rf of a denied tree logged one per file)
+        String dir = "s3://" + BUCKET + "/" + prefix + "/shared/d/";
+        List<String> warnings = warned.lines().filter(l -> l.contains("WARN")).toList();
+        assertEquals(1, warnings.size(), warned);
+        assertTrue(warnings.get(0).contains("S3 refused the deletes of 3 objects in one delete-batch (answered HTTP 200):"
+                + " AccessDenied for 3 (" + dir + "f0, " + dir + "f1, " + dir + "f2); those changes wait here and are retried"),
+                warnings.get(0));
         // stats says it as the last one said, and when it is asked again
         assertTrue(a.state().contains("the last write-back failed: " + said.replace("/f0:", "/f2:") + " (and 2 more refused);"
                 + " next try in 0.5 s;"), a.state());
