@@ -2,8 +2,9 @@
 # Prepares a fresh Debian or Ubuntu machine for chibifs and builds it. Idempotent: run it again
 # at any time; it installs only what is missing and never upgrades what is there.
 #
-#   scripts/provision.sh [--allow-other] [--install] [--no-build]   (as root, or it re-runs itself with
-#                   sudo when it has something to install; a user with everything installed builds without)
+#   scripts/provision.sh [--allow-other] [--install] [--no-build | --rebuild]   (as root, or it re-runs
+#                   itself with sudo when it has something to install; a user with everything installed
+#                   builds without)
 #
 #   --allow-other  put user_allow_other in /etc/fuse.conf, so a non-root daemon may mount with
 #                  allow_other (uid-mapped mounts need it; a root daemon does not)
@@ -14,20 +15,27 @@
 #                  unit if it is still this checkout's); /etc/chibifs and every store are kept.
 #                  Installs and builds nothing.
 #   --no-build     skip ./mvnw package
+#   --rebuild      run ./mvnw package even when target/chibifs.jar is up to date (newer than pom.xml and
+#                  everything under src/main), which it otherwise skips, saying "jar up to date"
 set -euo pipefail
 
 repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
-allow_other=false install=false uninstall=false build=true
+allow_other=false install=false uninstall=false build=true rebuild=false
 for arg in "$@"; do
     case $arg in
         --allow-other) allow_other=true ;;
         --install) install=true ;;
         --uninstall) uninstall=true ;;
         --no-build) build=false ;;
+        --rebuild) rebuild=true ;;
         -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "provision.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
     esac
 done
+if ! $build && $rebuild; then
+    echo "provision.sh: --no-build and --rebuild contradict each other: give one" >&2
+    exit 2
+fi
 
 # Root is needed only to change the system: ask for it (once, through sudo) when there is something to
 # change, so the README's one set-up line works for root and users alike, and a user without sudo on a
@@ -163,7 +171,19 @@ if $allow_other; then
     fi
 fi
 
-if $build; then
+# Every command runs target/chibifs.jar: build it when it is missing or older than what it is made
+# of, pom.xml and everything under src/main (a file added, removed or renamed there makes its
+# directory newer too). The README runs this script in several of its blocks, and building each
+# time cost minutes on a loaded machine for nothing; it also gave the jar a new inode, so the
+# launcher's next command made a new copy of it and trained a new class archive (scripts/chibifs).
+jar=$repo/target/chibifs.jar
+jar_up_to_date() { # a find that fails (a directory it may not read) counts as out of date
+    local newer
+    [[ -f $jar ]] && newer=$(find "$repo/pom.xml" "$repo/src/main" -newer "$jar" -print -quit) && [[ -z $newer ]]
+}
+if $build && ! $rebuild && jar_up_to_date; then
+    echo "provision.sh: jar up to date (target/chibifs.jar; --rebuild builds it anyway)"
+elif $build; then
     echo "provision.sh: building chibifs"
     # as the owner of the tree, so target/ and ~/.m2 do not end up root's in someone's checkout
     owner=$(stat -c %U "$repo")
