@@ -179,7 +179,8 @@ fi
 jar=$repo/target/chibifs.jar
 jar_up_to_date() { # a find that fails (a directory it may not read) counts as out of date
     local newer
-    [[ -f $jar ]] && newer=$(find "$repo/pom.xml" "$repo/src/main" -newer "$jar" -print -quit) && [[ -z $newer ]]
+    [[ -f $jar ]] && newer=$(find "$repo/pom.xml" "$repo/src/main" -newer "$jar" -print -quit) && [[ -z $newer ]] \
+        && grep -qaF 'picocli/CommandLine.class' "$jar" # whole: a build cut short leaves the jar without its libraries
 }
 if $build && ! $rebuild && jar_up_to_date; then
     echo "provision.sh: jar up to date (target/chibifs.jar; --rebuild builds it anyway)"
