@@ -7,7 +7,6 @@ import dev.chibifs.cache.CacheStub;
 import dev.chibifs.cache.ToolOutput;
 import dev.chibifs.config.ChibiConfig;
 import dev.chibifs.path.VfsPath;
-import dev.chibifs.policy.ContextNames;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
 import picocli.CommandLine;
@@ -40,7 +39,8 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int PASS_BUFFER = 1 << 16;
 
-    @Option(names = "--context", required = true, paramLabel = "NAME", description = "The context the output belongs to.")
+    @Option(names = "--context", paramLabel = "NAME",
+            description = "The context the output belongs to (default: $CHIBI_CONTEXT).")
     String context;
 
     @Option(names = "--tool", required = true, paramLabel = "TOOL", description = "The tool that produced the output.")
@@ -143,7 +143,11 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     /** Checks the names and returns the arguments as compact JSON, so spacing does not change the id. */
     private String validate() {
-        ContextNames.validate(context);
+        // as mount and the vfs commands take theirs: a shell agent's environment names its context
+        context = CallerOptions.contextName(context, terminal.env(), "");
+        if (context == null) {
+            throw new UsageException("'cache put' needs a context: pass --context NAME, or set CHIBI_CONTEXT=NAME");
+        }
         if (!CacheId.isValidTool(tool)) {
             throw new UsageException("invalid tool name '" + tool + "': " + CacheId.TOOL_RULE);
         }

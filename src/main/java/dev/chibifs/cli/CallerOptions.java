@@ -35,12 +35,9 @@ final class CallerOptions {
         if (asSystem) {
             return Caller.SYSTEM;
         }
-        if (as != null) {
-            return context(as, "");
-        }
-        String fromEnv = env.get("CHIBI_CONTEXT");
-        if (fromEnv != null && !fromEnv.isEmpty()) {
-            return context(fromEnv, " (from $CHIBI_CONTEXT)");
+        String name = contextName(as, env, " (use --as-system to act as SYSTEM)");
+        if (name != null) {
+            return Caller.context(name);
         }
         if (writes) {
             throw new UsageException("'" + command + "' needs a caller: pass --as NAME, set CHIBI_CONTEXT=NAME,"
@@ -49,11 +46,23 @@ final class CallerOptions {
         return Caller.GUEST;
     }
 
-    private static Caller context(String name, String source) {
-        if (!ContextNames.isValid(name)) {
-            String hint = ContextNames.isReserved(name) ? " (use --as-system to act as SYSTEM)" : "";
+    /** Where a context comes from when a command's option names none: chibi's own variable. */
+    static final String CONTEXT_VARIABLE = "CHIBI_CONTEXT";
+
+    /**
+     * The context a command acts as: {@code given} (its option), else {@code $CHIBI_CONTEXT} (empty
+     * counts as unset), as mount, the vfs commands and {@code cache put} all take it; null where
+     * neither names one. A name that breaks chibi's rule is refused naming the value, where it came
+     * from and the rule, with {@code reservedHint} after it where the name is the reserved 'system'.
+     */
+    static String contextName(String given, Map<String, String> env, String reservedHint) {
+        String fromEnv = env.get(CONTEXT_VARIABLE);
+        String name = given != null ? given : fromEnv != null && !fromEnv.isEmpty() ? fromEnv : null;
+        if (name != null && !ContextNames.isValid(name)) {
+            String source = given != null ? "" : " (from $" + CONTEXT_VARIABLE + ")";
+            String hint = ContextNames.isReserved(name) ? reservedHint : "";
             throw new UsageException("invalid context name '" + Names.shown(name) + "'" + source + ": " + ContextNames.RULE + hint);
         }
-        return Caller.context(name);
+        return name;
     }
 }

@@ -297,16 +297,14 @@ final class MountCommand implements Callable<Integer> {
                     true, "uid map " + describe(map) + (systemUid != null ? ", SYSTEM uid " + systemUid : ""),
                     describe(map));
         }
-        String name = context != null ? context : System.getenv("CHIBI_CONTEXT");
-        if (name == null || name.isEmpty()) {
-            throw new UsageException("name the caller: --context NAME (one context per mount) or --uid-map UID=NAME ...");
+        // as the vfs commands take it, and say where a bad name came from
+        String name = CallerOptions.contextName(context, System.getenv(), "");
+        if (name == null) {
+            throw new UsageException("name the caller: --context NAME (one context per mount), --uid-map UID=NAME ...,"
+                    + " or set CHIBI_CONTEXT=NAME");
         }
         if (systemUid != null) {
             throw new UsageException("--system-uid goes with --uid-map: a per-context mount has one caller");
-        }
-        if (context == null && !ContextNames.isValid(name)) {
-            // as the vfs commands say it: the name came from the environment, not the command line
-            throw new UsageException("invalid context name '" + Names.shown(name) + "' (from $CHIBI_CONTEXT): " + ContextNames.RULE);
         }
         Caller caller = Caller.context(name);
         return new Plan(CallerResolver.fixed(caller), List.of(caller.name()), false, "context " + caller.name(), "");

@@ -244,6 +244,42 @@ class CacheCommandTest {
         assertFalse(Files.exists(home.resolve("vfs")));
     }
 
+    /**
+     * cache put alone made --context required, where mount and the vfs commands take $CHIBI_CONTEXT:
+     * a shell agent whose environment names its context had its output refused (printed unchanged, exit 2).
+     */
+    @Test
+    void putTakesItsContextFromChibiContextAsTheOtherCommandsDo() throws IOException {
+        byte[] output = "c".repeat(5000).getBytes(StandardCharsets.UTF_8);
+        Cli cli = new Cli(home);
+        Cli.Result r = cli.run(java.util.Map.of("CHIBI_CONTEXT", "coder"), output, "cache", "put", "--tool", "t");
+        Cli.assertExit(0, r);
+        Matcher m = STUB_URI.matcher(r.out());
+        assertTrue(m.find(), r.out());
+        assertTrue(m.group(1).startsWith("/sys/tool_cache/coder/t_"), m.group(1));
+        assertArrayEquals(output, Files.readAllBytes(storeFile(m.group(1))));
+
+        // --context wins over the environment, as --as and mount's --context do
+        r = cli.run(java.util.Map.of("CHIBI_CONTEXT", "coder"), output, "cache", "put", "--context", "planner", "--tool", "t");
+        Cli.assertExit(0, r);
+        assertTrue(r.out().startsWith("[Output cached: vfs:///sys/tool_cache/planner/t_"), r.out());
+
+        // a bad name from the environment says where it came from; the output is printed all the same
+        r = cli.run(java.util.Map.of("CHIBI_CONTEXT", "a b"), output, "cache", "put", "--tool", "t");
+        Cli.assertExit(2, r);
+        assertArrayEquals(output, r.outBytes());
+        assertEquals("chibifs: invalid context name 'a b' (from $CHIBI_CONTEXT): " + dev.chibifs.policy.ContextNames.RULE
+                + "\n", r.err());
+
+        // neither: both ways are named; an empty variable is none, as for the other commands
+        for (java.util.Map<String, String> env : List.of(java.util.Map.<String, String>of(), java.util.Map.of("CHIBI_CONTEXT", ""))) {
+            r = cli.run(env, output, "cache", "put", "--tool", "t");
+            Cli.assertExit(2, r);
+            assertArrayEquals(output, r.outBytes());
+            assertEquals("chibifs: 'cache put' needs a context: pass --context NAME, or set CHIBI_CONTEXT=NAME\n", r.err());
+        }
+    }
+
     @Test
     void lsListsEntriesAsTextAndJson() throws IOException {
         run("z".repeat(5000).getBytes(StandardCharsets.UTF_8), "cache", "put", "--context", "coder", "--tool", "t");
