@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.fuse.MountTable;
 import dev.chibifs.path.Names;
 import dev.chibifs.policy.Caller;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -15,7 +16,9 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 
 /** {@code chibifs stats MOUNTPOINT}: what a mount's daemon served, by opcode, and whom the policy refused. */
@@ -29,7 +32,7 @@ import java.util.concurrent.Callable;
                 + " 'unmapped uids'. With --watch the first frame, at once, has the totals since the mount, the next the"
                 + " requests per second of each interval; denials stay totals.",
             "", "Exit codes: 0 shown (--watch: the mount is no longer served); 1 no running daemon is registered for"
-                + " MOUNTPOINT; 2 usage; 5 the daemon did not answer within 5 s (stopped? hung?); 141 the reader of"
+                + " MOUNTPOINT, or it is another user's mount; 2 usage; 5 the daemon did not answer within 5 s (stopped? hung?); 141 the reader of"
                 + " the output has gone (as for SIGPIPE)."})
 final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
@@ -99,7 +102,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
     StatsCommand() {
         this(mp -> {
             long[] pid = new long[1];
-            Path socket = socketOf(mp, (registry, p) -> {
+            Path socket = socketOf(mp, "stats", (registry, p) -> {
                 pid[0] = p;
                 return StatsSocket.pathFor(registry, p);
             });
@@ -174,16 +177,33 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /** Clears the terminal and puts the cursor at its top, for the next frame of --watch. */
     private static final String CLEAR = "\033[H\033[2J";
 
-    /** The socket {@code which} names for the running daemon of mountpoint {@code mp}; one line where none runs. */
-    static Path socketOf(Path mp, java.util.function.BiFunction<MountRegistry, Long, Path> which)
+    /**
+     * The socket {@code which} names for the running daemon of mountpoint {@code mp}, for {@code chibifs
+     * COMMAND}; one line where none runs, or where it is another user's mount (whose registry is not
+     * this user's to read), as umount says it.
+     */
+    static Path socketOf(Path mp, String command, java.util.function.BiFunction<MountRegistry, Long, Path> which)
             throws IOException, CommandFailure {
-        for (MountRegistry registry : StatusCommand.hostRegistries()) {
+        return socketOf(mp, command, which, StatusCommand.hostRegistries(), MountTable.SYSTEM_TABLE,
+                MountRegistry.currentUid());
+    }
+
+    /** As {@link #socketOf(Path, String, java.util.function.BiFunction)}, in {@code registries} and {@code mountTable}, run by uid {@code me} (tests). */
+    static Path socketOf(Path mp, String command, java.util.function.BiFunction<MountRegistry, Long, Path> which,
+                         List<MountRegistry> registries, Path mountTable, long me) throws IOException, CommandFailure {
+        for (MountRegistry registry : registries) {
             for (MountRegistry.Entry e : registry.list()) {
                 if (e.record() != null && e.record().mountpoint().equals(mp)
                         && e.health() == MountRegistry.Health.ACTIVE) {
                     return which.apply(registry, e.record().pid());
                 }
             }
+        }
+        Optional<MountTable.MountEntry> mounted = MountTable.find(mountTable, mp);
+        String notTheirs = mounted.isPresent() && mounted.get().isChibifs()
+                ? UmountCommand.anotherUsersMount(mp, mounted.get(), me, "run chibifs " + command + " on it") : null;
+        if (notTheirs != null) {
+            throw new CommandFailure(ExitCodes.FAILURE, notTheirs);
         }
         throw new CommandFailure(ExitCodes.NOT_FOUND, "no running chibifs daemon is registered for " + mp
                 + " (chibifs status lists this host's mounts)");

@@ -25,7 +25,7 @@ import java.util.concurrent.Callable;
                 + "(sync(1) never reaches a FUSE daemon). Then each mount lets go of what it listed of S3 and tells "
                 + "its kernel to ask again what it was told from those listings: what other hosts synced before "
                 + "shows at once. Exit 0 when every mount synced, 1 when one is not a running chibifs "
-                + "mount, 5 when a store could not (S3 away: its changes wait in the cache and go up when it answers)."
+                + "mount (or is another user's), 5 when a store could not (S3 away: its changes wait in the cache and go up when it answers)."
         })
 final class SyncCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
@@ -40,7 +40,7 @@ final class SyncCommand implements Callable<Integer>, ConfigCheck.Exempt {
         int worst = ExitCodes.OK;
         for (Path given : mountpoints) {
             Path mp = given.toAbsolutePath().normalize();
-            Path socket = StatsCommand.socketOf(mp, StatsSocket::syncPathFor);
+            Path socket = StatsCommand.socketOf(mp, "sync", StatsSocket::syncPathFor);
             JsonNode answer;
             try {
                 answer = StatsSocket.read(socket);

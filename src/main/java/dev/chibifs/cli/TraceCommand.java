@@ -51,7 +51,7 @@ import java.util.concurrent.Callable;
                 + " dropped by the daemon, and says so, with the lines it lost, once it reads again."
         },
         footer = {"", "Exit codes: 0 ended (interrupted, --count lines, or the mount is no longer served); 1 no daemon"
-                + " serves MOUNTPOINT, 8 traces already follow it, or the daemon dropped this trace; 2 usage;"
+                + " serves MOUNTPOINT (or it is another user's mount), 8 traces already follow it, or the daemon dropped this trace; 2 usage;"
                 + " 141 the reader has gone."})
 final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
@@ -102,7 +102,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
     private final Sockets sockets;
 
     TraceCommand() {
-        this(mp -> StatsCommand.socketOf(mp, TraceSocket::pathFor));
+        this(mp -> StatsCommand.socketOf(mp, "trace", TraceSocket::pathFor));
     }
 
     /** Tests hand in a socket of their own, with no registry or mount behind it. */

@@ -76,10 +76,10 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
             throw new MountFailure(mp + " is a " + entry.get().fsType() + " mount, not chibifs");
         }
         long mounter = entry.get().mounter();
-        if (me != 0 && mounter >= 0 && mounter != me) {
-            // fusermount3 would refuse too, but in words about /etc/mtab that say nothing of whose it is
-            throw new MountFailure(mp + " is another user's mount (uid " + mounter + "): only that user or root can"
-                    + " unmount it");
+        // fusermount3 would refuse too, but in words about /etc/mtab that say nothing of whose it is
+        String notTheirs = anotherUsersMount(mp, entry.get(), me, "unmount it");
+        if (notTheirs != null) {
+            throw new MountFailure(notTheirs);
         }
         Optional<ProcessHandle> daemon = findDaemon(mp, mounter >= 0 ? mounter : me);
         if (force) {
@@ -94,6 +94,20 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 Syscalls.close(exited);
             }
         }
+    }
+
+    /**
+     * Why uid {@code me} may not {@code act} on {@code mount} (at {@code mp}): it is another user's,
+     * which only that user or root may act on; null where it is {@code me}'s, {@code me} is root, or
+     * the mount names no mounter. umount, stats, trace and sync refuse another user's mount in these
+     * words: stats said no daemon was registered, which sent an agent looking for a dead daemon.
+     */
+    static String anotherUsersMount(Path mp, MountTable.MountEntry mount, long me, String act) {
+        long mounter = mount.mounter();
+        if (me == 0 || mounter < 0 || mounter == me) {
+            return null;
+        }
+        return mp + " is another user's mount (uid " + mounter + "): only that user or root can " + act;
     }
 
     private Integer unmount(Path mp, Optional<ProcessHandle> daemon, int exited) throws IOException {

@@ -43,6 +43,38 @@ class StatsCommandTest {
         }
     }
 
+    /**
+     * stats, trace and sync of another user's mount (an agent's of root's uid-mapped mount) said no
+     * daemon was registered for it, which sent the agent looking for a dead daemon, while umount
+     * said whose it is: now they say it in umount's words. A user's own unregistered mount, and
+     * root's look at any, still say no daemon is registered.
+     */
+    @Test
+    void anotherUsersMountIsSaidToBeTheirsAsUmountSaysIt() throws Exception {
+        Path mp = java.nio.file.Files.createDirectories(mnt.resolve("m"));
+        Path table = java.nio.file.Files.writeString(mnt.resolve("mounts"), "chibifs " + mp
+                + " fuse.chibifs rw,nosuid,nodev,relatime,user_id=0,group_id=0,allow_other 0 0\n");
+        java.util.List<MountRegistry> mine = java.util.List.of(new MountRegistry(mnt.resolve("registry"), table, pid -> true));
+        for (String command : new String[] {"stats", "trace", "sync"}) {
+            CommandFailure f = assertThrows(CommandFailure.class,
+                    () -> StatsCommand.socketOf(mp, command, StatsSocket::pathFor, mine, table, 4752));
+            assertEquals(mp + " is another user's mount (uid 0): only that user or root can run chibifs " + command
+                    + " on it", f.getMessage());
+            assertEquals(ExitCodes.FAILURE, f.exitCode());
+        }
+        // umount's words, from the same place
+        assertEquals(mp + " is another user's mount (uid 0): only that user or root can unmount it",
+                UmountCommand.anotherUsersMount(mp, dev.chibifs.fuse.MountTable.find(table, mp).orElseThrow(), 4752, "unmount it"));
+        Path own = java.nio.file.Files.writeString(mnt.resolve("own"), "chibifs " + mp
+                + " fuse.chibifs rw,nosuid,nodev,relatime,user_id=4752,group_id=4752 0 0\n");
+        for (Object[] asked : new Object[][] {{own, 4752L}, {table, 0L}}) {
+            CommandFailure f = assertThrows(CommandFailure.class,
+                    () -> StatsCommand.socketOf(mp, "stats", StatsSocket::pathFor, mine, (Path) asked[0], (Long) asked[1]));
+            assertEquals("no running chibifs daemon is registered for " + mp + " (chibifs status lists this host's mounts)",
+                    f.getMessage());
+        }
+    }
+
     /** A listener that takes connections (the kernel completes them) and never writes: a daemon under SIGSTOP. */
     static java.nio.channels.ServerSocketChannel silent(Path path) throws java.io.IOException {
         java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX);
