@@ -829,7 +829,7 @@ public final class LocalStorage implements Storage {
         createParents(path);
         checkCreatable(path);
         try (At a = at(path); Staged staged = stage(a, path)) {
-            copyInto(staged.fd, data);
+            copyInto(staged.fd, data, path);
             if (condition.none()) {
                 replaceLocked(staged, path, condition, guard);
             } else {
@@ -931,14 +931,28 @@ public final class LocalStorage implements Storage {
         return named;
     }
 
-    private static void copyInto(int fd, InputStream data) throws IOException {
+    private static void copyInto(int fd, InputStream data, VfsPath path) throws IOException {
         byte[] buffer = new byte[STREAM_BUFFER];
         long offset = 0;
         int n;
         while ((n = data.read(buffer)) >= 0) {
-            Syscalls.pwriteFully(fd, ByteBuffer.wrap(buffer, 0, n), offset);
+            try {
+                Syscalls.pwriteFully(fd, ByteBuffer.wrap(buffer, 0, n), offset);
+            } catch (FileSystemException e) {
+                throw naming(e, path);
+            }
             offset += n;
         }
+    }
+
+    /**
+     * A failure of a descriptor (a full disk) names no file: the file being written, so every message
+     * about it does ("No space left on device" alone left a tool cache entry's writer, cache put,
+     * naming nothing). Others as they are.
+     */
+    private static FileSystemException naming(FileSystemException e, VfsPath path) {
+        int errno = Errors.errno(e);
+        return e.getFile() == null && errno > 0 ? Errors.of(errno, path.toString()) : e;
     }
 
     /**
@@ -952,8 +966,13 @@ public final class LocalStorage implements Storage {
             if (!condition.none()) {
                 condition.check(path, currentEtag(path));
             }
-            Syscalls.fchmod(staged.fd, keptMode(l.at, path, newFileMode) & 07777);
-            Syscalls.fsync(staged.fd, true);
+            int mode = keptMode(l.at, path, newFileMode) & 07777;
+            try {
+                Syscalls.fchmod(staged.fd, mode);
+                Syscalls.fsync(staged.fd, true); // where a network file system tells a full disk
+            } catch (FileSystemException e) {
+                throw naming(e, path);
+            }
             staged.moveOver(l.at, path);
         }
     }
@@ -1074,9 +1093,13 @@ public final class LocalStorage implements Storage {
         boolean renamed = false;
         try {
             own(fd);
-            filler.fill(fd);
-            Syscalls.fchmod(fd, mode & 07777);
-            Syscalls.fsync(fd, true);
+            try {
+                filler.fill(fd);
+                Syscalls.fchmod(fd, mode & 07777);
+                Syscalls.fsync(fd, true);
+            } catch (FileSystemException e) {
+                throw naming(e, path);
+            }
             int err = Syscalls.tryRenameat(a.dir, tmp, a.dir, a.name, 0);
             if (err != 0) {
                 throw failure(-err, path);
@@ -1407,14 +1430,8 @@ public final class LocalStorage implements Storage {
                 int source = in;
                 try (Locked l = lockedWhereItIsNow(dst, lockDeadline())) {
                     guard.check();
-                    replaceAtomically(l.at, dst, mode, out -> {
-                        try {
-                            Syscalls.copy(source, out, size);
-                        } catch (FileSystemException e) {
-                            // a descriptor's failure (a full disk) names no file, and a copy has two: the one written
-                            throw e.getFile() == null ? Errors.of(Errors.errno(e), dst.toString()) : e;
-                        }
-                    });
+                    // a failure naming no file names the one written (replaceAtomically): a copy has two
+                    replaceAtomically(l.at, dst, mode, out -> Syscalls.copy(source, out, size));
                 }
             } finally {
                 if (in >= 0) {

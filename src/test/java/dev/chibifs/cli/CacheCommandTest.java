@@ -379,6 +379,21 @@ class CacheCommandTest {
         assertFalse(Files.exists(typo), "$CHIBI_HOME named it: nothing made");
     }
 
+    /** A full disk's line named no path ("No space left on device"): now the entry it was storing. */
+    @Test
+    void aPutThatFillsTheDiskNamesTheEntryAndPrintsTheOutput() throws IOException {
+        dev.chibifs.testing.FuseSupport.requireRoot();
+        byte[] output = "f".repeat(2 << 20).getBytes(StandardCharsets.UTF_8);
+        try (dev.chibifs.testing.Tmpfs disk = dev.chibifs.testing.Tmpfs.mount(home.resolve("small"), "1m")) {
+            Files.createDirectories(disk.path().resolve("vfs"));
+            Cli.Result r = new Cli(disk.path()).runWithStdin(output, "cache", "put", "--context", "coder", "--tool", "t");
+            Cli.assertExit(1, r);
+            assertArrayEquals(output, r.outBytes());
+            assertTrue(r.err().matches("chibifs: cannot cache the output \\(printed unchanged instead\\): No space left on"
+                    + " device: /sys/tool_cache/coder/t_[0-9a-f]+_[0-9a-f]{8}\n"), r.err());
+        }
+    }
+
     private static String[] withHome(String[] cmd, Path dir) {
         List<String> all = new ArrayList<>(List.of(cmd));
         all.add("--home");

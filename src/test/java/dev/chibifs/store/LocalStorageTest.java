@@ -63,6 +63,28 @@ class LocalStorageTest extends StorageBehaviourSuite {
         }
     }
 
+    /**
+     * A write that fills the disk failed with "No space left on device" and no file: pwrite's and
+     * fsync's failures are a descriptor's. cache put's line then named nothing; now the file written.
+     */
+    @Test
+    void aWriteThatFillsTheDiskNamesTheFileItWrote() throws IOException {
+        try (Storage small = newStorageOnASmallDisk(1 << 20)) {
+            byte[] more = new byte[2 << 20];
+            VfsPath whole = p("/shared/whole");
+            java.nio.file.FileSystemException full = assertThrows(java.nio.file.FileSystemException.class,
+                    () -> small.write(whole, more));
+            assertEquals(Linux.ENOSPC, Errors.errno(full), full.toString());
+            assertEquals(whole.toString(), full.getFile());
+            VfsPath streamed = p("/shared/streamed");
+            full = assertThrows(java.nio.file.FileSystemException.class, () -> small.write(streamed,
+                    new java.io.ByteArrayInputStream(more), Precondition.NONE, Storage.Guard.NONE));
+            assertEquals(Linux.ENOSPC, Errors.errno(full), full.toString());
+            assertEquals(streamed.toString(), full.getFile());
+            assertEquals("No space left on device: /shared/streamed", Errors.describe(full));
+        }
+    }
+
     private LocalStorage local() {
         return (LocalStorage) storage;
     }
