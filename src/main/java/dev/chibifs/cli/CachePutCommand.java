@@ -6,6 +6,7 @@ import dev.chibifs.cache.CacheId;
 import dev.chibifs.cache.CacheStub;
 import dev.chibifs.cache.ToolOutput;
 import dev.chibifs.config.ChibiConfig;
+import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
@@ -18,8 +19,14 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
 
 /**
  * {@code chibifs cache put}: a filter for shell agents. Small or blank output passes through
@@ -51,8 +58,12 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
     String args;
 
     @Option(names = "--mountpoint", paramLabel = "DIR",
-            description = "Where the namespace is mounted; the stub then also gives the entry's path there.")
+            description = "Where this home's store is mounted; the stub then also gives the entry's path there"
+                    + " (checked: where DIR does not show the entry, the output is printed unchanged).")
     Path mountpoint;
+
+    /** How long --mountpoint has to show the entry: a stopped or hung daemon's mount never answers a stat. */
+    static final java.time.Duration MOUNTPOINT_ANSWER_LIMIT = StatsCommand.ANSWER_LIMIT;
 
     @Mixin
     HomeOption home;
@@ -90,14 +101,16 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 // no room to hold the output for the cache: it goes through, what is still unread too
                 passThrough(output);
                 passThrough(in());
-                spec.commandLine().getErr().println(ErrorHandler.PREFIX + "cannot cache the output (printed"
-                        + " unchanged instead): it is over " + (memoryLimit >> 20) + " MiB, more than is kept in"
-                        + " memory, and no temporary file could hold the rest: " + ErrorHandler.oneLine(output.failure()));
+                spec.commandLine().getErr().println(ErrorHandler.PREFIX + CANNOT_CACHE + "it is over " + (memoryLimit >> 20)
+                        + " MiB, more than is kept in memory, and no temporary file could hold the rest: " + ErrorHandler.oneLine(output.failure()));
                 return ExitCodes.FAILURE;
             }
             return filter(output);
         }
     }
+
+    /** How a failure that leaves the output uncached begins: the output itself was printed. */
+    private static final String CANNOT_CACHE = "cannot cache the output (printed unchanged instead): ";
 
     private int filter(ToolOutput output) throws IOException {
         String stub;
@@ -106,10 +119,15 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
         } catch (IOException e) {
             passThrough(output);
             // the cache commands write the store directly, as whoever runs them (a mount's users may not)
-            spec.commandLine().getErr().println(ErrorHandler.PREFIX + "cannot cache the output (printed unchanged instead): "
+            spec.commandLine().getErr().println(ErrorHandler.PREFIX + CANNOT_CACHE
                     + ErrorHandler.oneLine(e) + (Errors.errno(e) == Linux.EACCES
                     ? " (the cache commands write the store as the user who runs them: run them as its owner)" : ""));
             return ExitCodes.FAILURE;
+        } catch (CommandFailure f) {
+            passThrough(output);
+            // cached, but the stub would mislead: the output itself, and why
+            spec.commandLine().getErr().println(ErrorHandler.PREFIX + "printed the output unchanged: " + f.getMessage());
+            return f.exitCode();
         } catch (RuntimeException | Error e) {
             passThrough(output);
             throw e;
@@ -125,7 +143,7 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     /** Stores {@code output} and returns the stub, or null when it is not to be cached. */
-    private String cache(ToolOutput output) throws IOException {
+    private String cache(ToolOutput output) throws IOException, CommandFailure {
         String argsJson = validate();
         String missing = HomeOption.namedButMissing(home.home, home.env);
         if (missing != null) {
@@ -138,7 +156,70 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         VfsPath path = CacheStores.openForPut(home.resolve()).put(context, tool, argsJson, output);
         Path shellRoot = mountpoint == null ? null : mountpoint.toAbsolutePath().normalize();
+        if (shellRoot != null) {
+            requireShown(shellRoot, path, home.resolve().store().toAbsolutePath());
+        }
         return CacheStub.format(path, tool, output, config.toolCachePreviewChars(), shellRoot);
+    }
+
+    /**
+     * Refuses a --mountpoint that does not show {@code entry} as {@code store} holds it: the stub's
+     * shell line would name a path where the entry is not (a mistyped DIR, a mount of another home
+     * or of none), under chibi's "do NOT re-run this tool", exit 0. Not the mount registry: a mount
+     * of this home by another user (root's, uid-mapped) is in no registry this user reads, and a
+     * mount of this home may serve /sys from another store; the path itself says what the agent
+     * will find there. Its stat waits at most {@link #MOUNTPOINT_ANSWER_LIMIT}.
+     */
+    private static void requireShown(Path shellRoot, VfsPath entry, Path store) throws IOException, CommandFailure {
+        String inStore = entry.toString().substring(1);
+        Optional<Shown> shown;
+        try {
+            shown = Bounded.within("cache-put-mountpoint", MOUNTPOINT_ANSWER_LIMIT,
+                    () -> Shown.of(store.resolve(inStore), shellRoot.resolve(inStore)));
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while --mountpoint was asked");
+        }
+        String dir = "--mountpoint " + Names.shown(shellRoot.toString());
+        if (shown.isEmpty()) {
+            throw new CommandFailure(ExitCodes.FAILURE, dir + " did not answer within "
+                    + MOUNTPOINT_ANSWER_LIMIT.toSeconds() + " s (a stopped or hung daemon?)");
+        }
+        if (shown.get().why() != null) {
+            throw new CommandFailure(shown.get().exitCode(), dir + " does not show the entry: " + shown.get().why()
+                    + " (DIR must be where this home's store, " + Names.shown(store.toString()) + ", is mounted)");
+        }
+    }
+
+    /**
+     * What a path shows of the entry: it, or why not ({@code why}), with the exit code that says it:
+     * 2 where the path is not the entry (the value given is wrong), 1 where it cannot be read.
+     */
+    record Shown(int exitCode, String why) {
+
+        private static final Shown THE_ENTRY = new Shown(ExitCodes.OK, null);
+        private static final String ATTRIBUTES = "unix:ino,size,lastModifiedTime";
+
+        /**
+         * What {@code shown} is of the file {@code stored}: a mount passes the store's inode numbers
+         * through, so the same number, size and modification time are the same file (another home's
+         * entry of this id would be another inode). Links are followed, as a shell follows them.
+         */
+        static Shown of(Path stored, Path shown) throws IOException {
+            String path = Names.shown(shown.toString());
+            Map<String, Object> there;
+            try {
+                there = Files.readAttributes(shown, ATTRIBUTES);
+            } catch (NoSuchFileException e) {
+                return new Shown(ExitCodes.USAGE, path + " is not there");
+            } catch (IOException e) {
+                return new Shown(ExitCodes.FAILURE, path + " cannot be read: " + ErrorHandler.oneLine(e));
+            }
+            Map<String, Object> ours = Files.readAttributes(stored, ATTRIBUTES, LinkOption.NOFOLLOW_LINKS);
+            return ours.equals(there) ? THE_ENTRY : new Shown(ExitCodes.USAGE, path + " is another file");
+        }
     }
 
     /** Checks the names and returns the arguments as compact JSON, so spacing does not change the id. */

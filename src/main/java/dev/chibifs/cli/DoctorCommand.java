@@ -29,12 +29,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /** {@code chibifs doctor}: checks what a mount needs, prints each check with a fix, exits 0 only when all pass. */
 @Command(name = "doctor", mixinStandardHelpOptions = true,
@@ -511,25 +506,16 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     private static boolean isDisconnected(Path mountpoint) {
         // a hung daemon blocks stat for good: ask on a daemon thread and give up after a while
-        ExecutorService executor = Executors.newSingleThreadExecutor(r -> {
-            Thread t = new Thread(r, "doctor-stat");
-            t.setDaemon(true);
-            return t;
-        });
         try {
             // the mount's own probe, a name never asked before: a stat of the mountpoint itself is
             // answered from attributes the kernel keeps, so a daemon killed a moment ago looked well
-            Future<Boolean> answer = executor.submit(() -> !FuseDaemon.daemonAnswers(mountpoint));
-            return answer.get(STAT_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-        } catch (TimeoutException e) {
-            return true;
+            return Bounded.within("doctor-stat", java.time.Duration.ofSeconds(STAT_TIMEOUT_SECONDS),
+                    () -> !FuseDaemon.daemonAnswers(mountpoint)).orElse(true);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;
         } catch (ExecutionException e) {
             return false;
-        } finally {
-            executor.shutdownNow();
         }
     }
 

@@ -87,8 +87,10 @@ class CacheCommandTest {
         byte[] output = new byte[100 * 1024];
         // arbitrary bytes, not even UTF-8: the entry must still be byte-identical
         new Random(42).nextBytes(output);
+        // a link to the store shows it as a mount of it does (CacheMountTest puts through a real one)
+        Path mnt = Files.createSymbolicLink(home.resolve("mnt"), home.resolve("vfs"));
         assertEquals(0, run(output, "cache", "put", "--context", "coder", "--tool", "shell_exec",
-                "--args", "{ \"cmd\": \"make\" }", "--mountpoint", "/mnt/chibi"));
+                "--args", "{ \"cmd\": \"make\" }", "--mountpoint", mnt.toString()), err.toString());
         String stub = stdout();
         Matcher m = STUB_URI.matcher(stub);
         assertTrue(m.find(), stub);
@@ -102,7 +104,7 @@ class CacheCommandTest {
         long lines = output[output.length - 1] == '\n' ? newlines : newlines + 1;
         assertTrue(stub.contains("Tool: shell_exec | Size: 102400 chars, ~25600 tokens | Lines: " + lines + "\n"), stub);
         assertTrue(stub.contains("with path=\"vfs://" + path + "\" to examine.\n"));
-        assertTrue(stub.contains("In a shell: head, tail or grep /mnt/chibi" + path + " "));
+        assertTrue(stub.contains("In a shell: head, tail or grep " + mnt + path + " "), stub);
         assertTrue(stub.endsWith(").\n"));
     }
 
@@ -377,6 +379,47 @@ class CacheCommandTest {
         Cli.assertExit(1, r);
         assertTrue(r.err().contains("no chibi home at " + typo), r.err());
         assertFalse(Files.exists(typo), "$CHIBI_HOME named it: nothing made");
+    }
+
+    /**
+     * A --mountpoint that does not show the entry (mistyped, another home's mount, none) gave a stub
+     * whose shell line named a path where the entry is not, exit 0, under "do NOT re-run this tool":
+     * now the output is printed unchanged, one line names the value and the rule, exit 2.
+     */
+    @Test
+    void putRefusesAMountpointThatDoesNotShowTheEntryAndPrintsTheOutput() throws IOException {
+        byte[] output = "m".repeat(5000).getBytes(StandardCharsets.UTF_8);
+        Path otherHomesStore = Files.createDirectories(home.resolve("other/vfs"));
+        for (Path wrong : List.of(home.resolve("nonexistent"), otherHomesStore)) {
+            Cli.Result r = new Cli(home).runWithStdin(output, "cache", "put", "--context", "coder", "--tool", "t",
+                    "--mountpoint", wrong.toString());
+            Cli.assertExit(2, r);
+            assertArrayEquals(output, r.outBytes(), "the output, unchanged");
+            assertTrue(r.err().matches("chibifs: printed the output unchanged: --mountpoint " + Pattern.quote(wrong.toString())
+                    + " does not show the entry: " + Pattern.quote(wrong.toString()) + "/sys/tool_cache/coder/t_[0-9a-f]+_[0-9a-f]{8} is not"
+                    + " there \\(DIR must be where this home's store, " + Pattern.quote(home.resolve("vfs").toString())
+                    + ", is mounted\\)\n"), r.err());
+        }
+        // small output is printed as it is, with no stub to check DIR for
+        Cli.Result small = new Cli(home).runWithStdin("ok\n".getBytes(StandardCharsets.UTF_8), "cache", "put",
+                "--context", "coder", "--tool", "t", "--mountpoint", home.resolve("nonexistent").toString());
+        Cli.assertExit(0, small);
+    }
+
+    /** The same file is the same inode, size and time; a copy, however alike, is another file. */
+    @Test
+    void aMountpointShowsTheEntryOnlyWhereItIsTheSameFile() throws IOException {
+        Path stored = Files.writeString(home.resolve("entry"), "same content");
+        Path link = Files.createLink(home.resolve("hard-link"), stored);
+        assertEquals(new CachePutCommand.Shown(ExitCodes.OK, null), CachePutCommand.Shown.of(stored, link));
+        Path copy = Files.copy(stored, home.resolve("copy"));
+        Files.setLastModifiedTime(copy, Files.getLastModifiedTime(stored));
+        assertEquals(Files.getLastModifiedTime(stored), Files.getLastModifiedTime(copy), "alike but for the inode");
+        assertEquals(new CachePutCommand.Shown(ExitCodes.USAGE, copy + " is another file"),
+                CachePutCommand.Shown.of(stored, copy));
+        Path absent = home.resolve("absent");
+        assertEquals(new CachePutCommand.Shown(ExitCodes.USAGE, absent + " is not there"),
+                CachePutCommand.Shown.of(stored, absent));
     }
 
     /** A full disk's line named no path ("No space left on device"): now the entry it was storing. */
