@@ -23,6 +23,12 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 class PassthroughMountTest {
 
     private static MountedFs fs;
+    /**
+     * A mount that serves reads and writes, for the tests that compare: one for the class, started by
+     * the first that needs it (each of four started its own). Each test uses files of its own names,
+     * and counts only the requests its own commands make.
+     */
+    private static MountedFs servedMount;
 
     @BeforeAll
     static void mount() {
@@ -32,6 +38,16 @@ class PassthroughMountTest {
     @AfterAll
     static void unmount() {
         fs.close();
+        if (servedMount != null) {
+            servedMount.close();
+        }
+    }
+
+    private static MountedFs served() {
+        if (servedMount == null) {
+            servedMount = MountedFs.start("--context", "planner", "--no-passthrough");
+        }
+        return servedMount;
     }
 
     private static JsonNode stats() throws IOException {
@@ -70,33 +86,31 @@ class PassthroughMountTest {
                 assert data[5000:5004] == b'ZZZZ', data[4990:5010]
                 """;
         PosixBehaviourTest.python(fs, program);
-        try (MountedFs served = MountedFs.start("--context", "planner", "--no-passthrough")) {
-            PosixBehaviourTest.python(served, program);
-            assertEquals(10000, Files.size(served.stored("/shared/mapped-append")), "the store's file, not only the mount's pages");
-        }
+        MountedFs served = served();
+        PosixBehaviourTest.python(served, program);
+        assertEquals(10000, Files.size(served.stored("/shared/mapped-append")), "the store's file, not only the mount's pages");
     }
 
     /** A served writer's pages hold what it wrote, not what chibi or another mount wrote meanwhile. */
     @Test
     void whereWritesAreServedAChangeMadeElsewhileAFileWasOpenForWritingIsReadAfterIt() throws IOException {
-        try (MountedFs served = MountedFs.start("--context", "planner", "--no-passthrough")) {
-            String store = served.stored("/shared/written-beside").toString();
-            PosixBehaviourTest.python(served, """
-                    fd = os.open('shared/written-beside', os.O_RDWR | os.O_CREAT | os.O_TRUNC)
-                    os.write(fd, b'a' * 100000)
-                    s = os.open(STORE, os.O_WRONLY)
-                    os.pwrite(s, b'B' * 95, 50000)
-                    os.close(s)
-                    # as if written a while ago: a file changed in the last second is read past the pages
-                    old = time.time() - 10
-                    os.utime(STORE, (old, old))
-                    os.close(fd)
-                    with open('shared/written-beside', 'rb') as f:
-                        f.seek(50000)
-                        got = f.read(4)
-                    assert got == b'BBBB', got
-                    """.replace("STORE", "'" + store + "'"));
-        }
+        MountedFs served = served();
+        String store = served.stored("/shared/written-beside").toString();
+        PosixBehaviourTest.python(served, """
+                fd = os.open('shared/written-beside', os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+                os.write(fd, b'a' * 100000)
+                s = os.open(STORE, os.O_WRONLY)
+                os.pwrite(s, b'B' * 95, 50000)
+                os.close(s)
+                # as if written a while ago: a file changed in the last second is read past the pages
+                old = time.time() - 10
+                os.utime(STORE, (old, old))
+                os.close(fd)
+                with open('shared/written-beside', 'rb') as f:
+                    f.seek(50000)
+                    got = f.read(4)
+                assert got == b'BBBB', got
+                """.replace("STORE", "'" + store + "'"));
     }
 
     @Test
@@ -200,13 +214,12 @@ class PassthroughMountTest {
     void whereReadsAreServedAFileRewrittenWhileReadIsNeverReadAsNuls() throws IOException {
         // served reads of a file being rewritten go past the page cache (FOPEN_DIRECT_IO): a short READ
         // is then short, not NULs. Rewritten through the mount, and behind it (as chibi or another host would)
-        try (MountedFs served = MountedFs.start("--context", "planner", "--no-passthrough")) {
-            String session = stats(served).get("session").asText();
-            assumeTrue(session.contains("changing files and appends go direct"),
-                    "this kernel has no DIRECT_IO_ALLOW_MMAP (Linux 6.6+): " + session);
-            assertEquals(0, readsWithNulsWhileRewritten(served, "shared/status.json"));
-            assertEquals(0, readsWithNulsWhileRewritten(served, served.stored("/shared/behind.json").toString()));
-        }
+        MountedFs served = served();
+        String session = stats(served).get("session").asText();
+        assumeTrue(session.contains("changing files and appends go direct"),
+                "this kernel has no DIRECT_IO_ALLOW_MMAP (Linux 6.6+): " + session);
+        assertEquals(0, readsWithNulsWhileRewritten(served, "shared/status.json"));
+        assertEquals(0, readsWithNulsWhileRewritten(served, served.stored("/shared/behind.json").toString()));
     }
 
     /**
@@ -282,9 +295,8 @@ class PassthroughMountTest {
     @Test
     void whereReadsAreServedASmallFileReadAgainAsksNothingButItsOpen() throws IOException {
         // no READ, and no GETATTR for the atime a served READ would make the kernel take as changed
-        try (MountedFs served = MountedFs.start("--context", "planner", "--no-passthrough")) {
-            assertReadAgainAsksOnlyItsOpen(served, "/shared/mod.py");
-        }
+        MountedFs served = served();
+        assertReadAgainAsksOnlyItsOpen(served, "/shared/mod.py");
     }
 
     /** A small file at rest in {@code m}'s store, read and stat'ed 20 times: 20 OPEN, no READ, at most one GETATTR. */
