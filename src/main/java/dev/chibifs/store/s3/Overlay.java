@@ -134,6 +134,7 @@ final class Overlay {
 
     /** The cached content of {@code n}, whose name went, goes too. */
     void dropDetachedContent(Node n) {
+        WriteBack.dropKeptMerge(n);
         try {
             store.lateCloses.delete(store.dataFile(n.ino));
         } catch (IOException e) {
@@ -526,6 +527,12 @@ final class Overlay {
          * journaled: after a restart it goes up as any change.
          */
         S3Storage.MovedFrom movedFrom;
+        /**
+         * A merge of this host's appends with another host's lines that S3 has and this copy lacks,
+         * made while a writer kept the file open; null when none. Not journaled: after a restart
+         * the next upload merges from a download, as before it.
+         */
+        WriteBack.KeptMerge keptMerge;
         /**
          * The keys of its old names whose objects wait, tombstoned, for it to go up under its new one
          * ({@link Overlay#movedAway}); null when none. Journaled, so that after a restart those deletes

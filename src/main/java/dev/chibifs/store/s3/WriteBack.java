@@ -205,6 +205,57 @@ final class WriteBack {
         this.options = options;
         this.uploadDir = uploadDir;
         this.nextEviction = options.ticker().getAsLong(); // the first pass evicts
+        removeLeftCopies(uploadDir);
+    }
+
+    /**
+     * What an earlier run left in the upload directory (copies of uploads under way, merges kept for
+     * logs open, when it stopped) is nobody's now: the cache directory's lock is this store's, and the
+     * journal's replay makes its uploads afresh. Kept, a 1 GiB log's merge took its room for good.
+     */
+    private static void removeLeftCopies(Path uploadDir) {
+        try (var left = Files.list(uploadDir)) {
+            for (Path copy : (Iterable<Path>) left::iterator) {
+                Files.deleteIfExists(copy);
+            }
+        } catch (IOException e) {
+            LOG.debug("copies left in {} not removed: {}", uploadDir, e.getMessage());
+        }
+    }
+
+    /**
+     * What S3 has of a file kept open to append to, since a merge with another host's lines: its
+     * writers append to the copy here, which therefore cannot become the merge, so {@code file}
+     * keeps S3's version {@code etag} ({@code size} bytes) beside it. The end of that version is
+     * this host's bytes up to {@code localUpTo}; it stands while the node is still based on
+     * {@code baseBefore} under {@code key}, and was appended to only since.
+     */
+    record KeptMerge(String key, String baseBefore, long localUpTo, String etag, long size, Path file) {
+    }
+
+    /** Drops {@code n}'s kept merge, if any, with its file. Under the monitor. */
+    static void dropKeptMerge(Node n) {
+        KeptMerge kept = n.keptMerge;
+        if (kept == null) {
+            return;
+        }
+        n.keptMerge = null;
+        try {
+            Files.deleteIfExists(kept.file());
+        } catch (IOException e) {
+            LOG.debug("kept merge {} not removed: {}", kept.file(), e.getMessage());
+        }
+    }
+
+    /** {@code n}'s kept merge, where an upload from {@code base} with appends from {@code appendsFrom} under {@code k} goes on from it; else null (and any other is dropped). Under the monitor. */
+    private static KeptMerge keptMergeFor(Node n, String k, String base, long appendsFrom) {
+        KeptMerge kept = n.keptMerge;
+        if (kept != null && !(kept.key().equals(k) && java.util.Objects.equals(kept.baseBefore(), base)
+                && appendsFrom == kept.localUpTo())) {
+            dropKeptMerge(n); // rewritten, renamed or taken from S3 since: what it kept is no base
+            return null;
+        }
+        return kept;
     }
 
     /** Stops the upload threads (the store is closing; a pass under way has ended). */
@@ -1931,10 +1982,18 @@ final class WriteBack {
             } : null;
             meta.put(META_SHA, sha);
             String k = store.objectKey(p, n);
+            KeptMerge kept;
             synchronized (store) {
                 store.overlay.inflight.add(k);
+                kept = keptMergeFor(n, k, base, appendsFrom);
             }
             try {
+                if (kept != null) {
+                    if (uploadOntoKeptMerge(n, p, k, gen, kept, source, upTo, unchanged, meta) == Merge.DONE) {
+                        return;
+                    }
+                    continue; // changed here or on S3 meanwhile: the next attempt reads again
+                }
                 String etag;
                 try {
                     if (appendsFrom != NOT_APPENDS && appendsFrom >= upTo && base != null) {
@@ -1959,7 +2018,7 @@ final class WriteBack {
                     } else {
                         // only appended to since, onto the version that went: its appends alone go up
                         // (mergeAppends onto no version), not that version's bytes again
-                        Merge merge = mergeAppends(n, p, k, gen, source, appendsFrom, upTo, meta, unchanged);
+                        Merge merge = mergeAppends(n, p, k, gen, source, appendsFrom, upTo, upTo, meta, unchanged);
                         if (merge == Merge.AGAIN) {
                             continue;
                         }
@@ -1998,7 +2057,7 @@ final class WriteBack {
                     continue; // the finally block drops this snapshot; the next attempt takes another
                 }
                 if (appendsFrom != NOT_APPENDS) {
-                    Merge merge = mergeAppends(n, p, k, gen, source, appendsFrom, upTo, meta, unchanged);
+                    Merge merge = mergeAppends(n, p, k, gen, source, appendsFrom, upTo, upTo, meta, unchanged);
                     if (merge == Merge.DONE) {
                         return;
                     }
@@ -2036,11 +2095,77 @@ final class WriteBack {
             } finally {
                 synchronized (store) {
                     store.overlay.inflight.remove(k);
+                    if (kept != null && n.keptMerge == kept) {
+                        // not gone up: the kept merge is S3's version again, without the appends added
+                        try (FileChannel f = FileChannel.open(kept.file(), StandardOpenOption.WRITE)) {
+                            f.truncate(kept.size());
+                        } catch (IOException e) {
+                            dropKeptMerge(n);
+                        }
+                    }
                 }
                 deleteSnapshot(snap);
             }
             return;
         }
+    }
+
+    /**
+     * Uploads what {@code n} appended since its kept merge ({@code kept}) at the end of that merge:
+     * S3 copies the merge where it is a part or more and only the appended bytes go up, with no
+     * download. Without it, the copy here, which lacks the other host's lines, went up to be refused
+     * at every later upload and at the close, each time merged from a download of the whole object
+     * (a tester's 31.6 MiB log came down every 10 s while its writer stayed open). DONE where S3 has
+     * them; AGAIN where the file changed meanwhile, or S3 has neither the merge nor a version that
+     * continues it (the kept merge is then dropped: the next attempt merges as any appends do).
+     */
+    private Merge uploadOntoKeptMerge(Node n, VfsPath p, String k, long gen, KeptMerge kept, Path source, long upTo,
+                                      java.util.function.BooleanSupplier unchanged, Map<String, String> ours)
+            throws IOException {
+        try (FileChannel in = FileChannel.open(source, StandardOpenOption.READ);
+             FileChannel out = FileChannel.open(kept.file(), StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
+            for (long at = kept.localUpTo(); at < upTo; ) {
+                at += in.transferTo(at, upTo - at, out);
+            }
+        }
+        if (unchanged != null && !unchanged.getAsBoolean()) {
+            return Merge.AGAIN; // read where the file is, and written to meanwhile
+        }
+        long size = Files.size(kept.file());
+        try {
+            Bucket.Head onS3;
+            if (size == kept.size()) {
+                // nothing appended since (the close, most often): whether S3 still has the merge is all to ask
+                onS3 = bucket.head(k);
+                if (onS3 == null || !kept.etag().equals(onS3.etag())) {
+                    throw new Bucket.PreconditionFailed(k + ": S3 no longer has the merge " + kept.etag());
+                }
+            } else {
+                String sha = ContentHash.of(kept.file());
+                Map<String, String> meta = new LinkedHashMap<>(ours);
+                meta.put(META_SHA, sha);
+                String etag = putOnce(k, kept.file(), meta, kept.etag(), sha, null, kept.size());
+                onS3 = new Bucket.Head(size, null, etag, meta);
+            }
+            synchronized (store) {
+                mergeWentUp(n, p, k, gen, upTo, kept.file(), onS3);
+            }
+            return Merge.DONE;
+        } catch (Bucket.PreconditionFailed e) {
+            // another host appended again: this host's appends go at the end of theirs, which
+            // continue the merge (only their new bytes come down)
+            if (mergeAppends(n, p, k, gen, kept.file(), kept.size(), size, upTo, ours, null) == Merge.DONE) {
+                return Merge.DONE;
+            }
+        } catch (Bucket.Missing e) {
+            // removed on S3 meanwhile (rotated away): as appends onto no version, below
+        }
+        synchronized (store) {
+            if (n.keptMerge == kept) {
+                dropKeptMerge(n);
+            }
+        }
+        return Merge.AGAIN;
     }
 
     /** How a {@link #mergeAppends} ended. */
@@ -2065,7 +2190,8 @@ final class WriteBack {
      * tester's 861 lines, session 66). Holds the upload's claim.
      */
     private Merge mergeAppends(Node n, VfsPath p, String k, long gen, Path source, long from, long upTo,
-                               Map<String, String> ours, java.util.function.BooleanSupplier unchanged) throws IOException {
+                               long localUpTo, Map<String, String> ours, java.util.function.BooleanSupplier unchanged)
+            throws IOException {
         Path merged = uploadDir.resolve(n.ino + "." + gen + ".merged");
         try {
             for (int attempt = 0; attempt < MERGE_TRIES; attempt++) {
@@ -2120,7 +2246,7 @@ final class WriteBack {
                 // with nothing added, the object is theirs as it came, attributes and all
                 Bucket.Head onS3 = from == upTo ? theirs : new Bucket.Head(Files.size(merged), null, etag, meta);
                 synchronized (store) {
-                    mergeWentUp(n, p, k, gen, upTo, merged, onS3);
+                    mergeWentUp(n, p, k, gen, localUpTo, merged, onS3);
                 }
                 return Merge.DONE;
             }
@@ -2178,12 +2304,14 @@ final class WriteBack {
      */
     private void mergeWentUp(Node n, VfsPath p, String k, long gen, long upTo, Path merged, Bucket.Head h) throws IOException {
         if (n.path == null || !n.path.equals(p)) {
+            dropKeptMerge(n);
             wentUp(n, p, k, gen, h.etag(), null); // renamed or removed meanwhile: as any upload then
             return;
         }
         if (n.gen == gen && n.size == upTo && n.writers == 0) {
             // the merge is its content from now on; handles open keep what they read (close-to-open)
             Files.move(merged, store.dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            n.keptMerge = null; // its file was the merge, if it was kept
             n.cached = true;
             n.size = h.size();
             n.gen++;
@@ -2192,7 +2320,17 @@ final class WriteBack {
             return;
         }
         // changed here meanwhile, or open to write: this host's copy lacks theirs, so its base stays
-        // the version before the merge, and its next upload meets the merge and adds what came since
+        // the version before the merge; the merge is kept beside it, and its next upload adds what
+        // came since at the merge's end (uploadOntoKeptMerge)
+        Path keep = uploadDir.resolve(n.ino + ".merge");
+        if (!merged.equals(keep)) {
+            Files.move(merged, keep, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        }
+        n.keptMerge = n.appendsFrom == NOT_APPENDS ? null
+                : new KeptMerge(k, n.remoteEtag, upTo, h.etag(), h.size(), keep);
+        if (n.keptMerge == null) {
+            Files.deleteIfExists(keep);
+        }
         store.overlay.seq++;
         n.settledGen = Math.max(n.settledGen, gen); // its appends up to gen are on S3
         if (n.appendsFrom != NOT_APPENDS) {

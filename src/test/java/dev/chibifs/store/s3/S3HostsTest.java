@@ -2076,6 +2076,74 @@ class S3HostsTest {
 
     @Test
     @Timeout(60)
+    void aLogKeptOpenAfterAMergeSendsItsNewLinesWithoutDownloadingAndTakesTheMergeAtItsClose() throws Exception {
+        S3Options oa = options("a").withClock(startClock(), false);
+        S3Storage a = host(oa);
+        S3Storage b = host(options("b"));
+        byte[] start = randomBytes(Bucket.MIN_PART_BYTES + 10, 5);
+        java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+        all.write(start);
+        a.mkdir(p("/shared"));
+        try (FileHandle log = a.open(p("/shared/big.log"), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE), 0644)) {
+            log.write(ByteBuffer.wrap(start), 0);
+            log.sync(false);
+            b.append(p("/shared/big.log"), "b1\n".getBytes(UTF_8));
+            b.flushAll();
+            log.write(ByteBuffer.wrap("a1\n".getBytes(UTF_8)), 0);
+            log.sync(false); // the merge: b's line comes down, S3 copies the rest
+            all.write("b1\na1\n".getBytes(UTF_8));
+            assertArrayEquals(all.toByteArray(), inS3Bytes("shared/big.log"));
+
+            // nobody else wrote since: a's next line goes onto the merge, nothing comes down
+            for (String line : List.of("a2\n", "a3\n")) {
+                log.write(ByteBuffer.wrap(line.getBytes(UTF_8)), 0);
+                Map<String, Long> before = a.requests();
+                long down = a.bytesMoved()[0];
+                long up = a.bytesMoved()[1];
+                log.sync(false);
+                Map<String, Long> made = Requests.since(before, a.requests());
+                assertNull(made.get("get"), made.toString());
+                assertNull(made.get("abort-upload"), made.toString());
+                assertNull(made.get("put"), made.toString());
+                assertEquals(1L, made.get("copy-part"), made.toString());
+                assertEquals(1L, made.get("complete-upload"), made.toString());
+                assertEquals(0, a.bytesMoved()[0] - down, "nothing came down: " + made);
+                assertEquals(line.length(), a.bytesMoved()[1] - up, "only the line went up: " + made);
+                all.write(line.getBytes(UTF_8));
+                assertArrayEquals(all.toByteArray(), inS3Bytes("shared/big.log"));
+            }
+
+            // b appends again: only its line comes down, a's goes at its end
+            b.append(p("/shared/big.log"), "b2\n".getBytes(UTF_8));
+            b.flushAll();
+            log.write(ByteBuffer.wrap("a4\n".getBytes(UTF_8)), 0);
+            long down = a.bytesMoved()[0];
+            log.sync(false);
+            assertEquals(3, a.bytesMoved()[0] - down, "only b's line came down");
+            all.write("b2\na4\n".getBytes(UTF_8));
+            assertArrayEquals(all.toByteArray(), inS3Bytes("shared/big.log"));
+            assertEquals(ContentHash.of(all.toByteArray()), raw.head(prefix + "/shared/big.log").meta().get(S3Storage.META_SHA),
+                    "the hash every host trusts is the content's");
+        }
+        // the close: S3 still has the last merge, which becomes a's copy; nothing moves but a HEAD
+        Map<String, Long> beforeClose = a.requests();
+        long[] moved = a.bytesMoved();
+        a.flushAll();
+        Map<String, Long> atClose = Requests.since(beforeClose, a.requests());
+        assertNull(atClose.get("get"), atClose.toString());
+        assertNull(atClose.get("put"), atClose.toString());
+        assertNull(atClose.get("create-upload"), atClose.toString());
+        assertArrayEquals(moved, a.bytesMoved(), "nothing moved: " + atClose);
+        assertEquals(0, a.pendingChanges());
+        assertArrayEquals(all.toByteArray(), a.read(p("/shared/big.log")), "a holds the merge once closed");
+        assertEquals(List.of("big.log"), a.list(p("/shared")).stream().map(e -> e.name()).toList(), "no conflict copy");
+        try (java.util.stream.Stream<Path> copies = Files.list(oa.cacheDir().resolve("upload"))) {
+            assertEquals(List.of(), copies.toList(), "no copy left beside the cache");
+        }
+    }
+
+    @Test
+    @Timeout(60)
     void linesAppendedToAnOpenLogWhileItGoesUpWaitAFewPeriodsForTheNextUpload() throws Exception {
         MutableClock clock = startClock();
         Duration fewPeriods = S3Options.DEFAULT_FLUSH_AFTER.multipliedBy(Overlay.MAX_DEFERRALS);
