@@ -118,7 +118,8 @@ final class Fetches {
         long expected;
         Path file;
         synchronized (store) {
-            if (store.overlay.nodes.get(path) != n || n.dir || n.link || n.cached || n.dirty || !bucket.inParts(n.size)) {
+            if (store.overlay.nodes.get(path) != n || n.dir || n.link || n.cached || n.dirty || !bucket.inParts(n.size)
+                    || n.former != null) { // most likely only its end is new: fetched, that alone comes
                 return null;
             }
             if (n.download != null) {
@@ -199,7 +200,11 @@ final class Fetches {
      */
     private boolean fetched(Node n, VfsPath p, long gen, long expected) throws IOException {
         Path part = store.dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());
-        Bucket.Head h = bucket.get(store.objectKey(p, n), part, expected);
+        String key = store.objectKey(p, n);
+        Bucket.Head h = fromFormer(n, key, part);
+        if (h == null) {
+            h = bucket.get(key, part, expected);
+        }
         synchronized (store) {
             try {
                 if (h == null) {
@@ -222,9 +227,44 @@ final class Fetches {
         }
     }
 
+    /**
+     * The object {@code key} of {@code n} written to {@code part} with only its bytes past {@code n}'s
+     * former content ({@link Node#former}) downloaded, where it is that content with bytes added (a
+     * log another host appended to), which the SHA-256 in its metadata confirms: a HEAD and a GET of
+     * the range instead of a GET of the whole. Null where not, or no former content is kept: the
+     * caller downloads it whole.
+     */
+    private Bucket.Head fromFormer(Node n, String key, Path part) throws IOException {
+        S3Storage.Former former;
+        synchronized (store) {
+            former = n.former;
+        }
+        if (former == null) {
+            return null;
+        }
+        try {
+            Bucket.Head h = bucket.head(key);
+            String sha = h == null ? null : h.meta().get(S3Storage.META_SHA);
+            if (sha != null && h.size() >= former.size()) {
+                try (CacheFile mine = CacheFile.openForReading(former.file()); CacheFile out = CacheFile.replace(part)) {
+                    if (store.continues(key, h.etag(), h.size(), sha, mine, former.size(), out)) {
+                        out.writeAll(mine.range(0, former.size()), 0);
+                        return h;
+                    }
+                }
+            }
+        } catch (IOException e) {
+            // another version came meanwhile, or the copy went: the whole object, as without one
+            LOG.debug("S3 store {}: {} not fetched from its new bytes alone: {}", store.spec, key, e.getMessage());
+        }
+        Files.deleteIfExists(part);
+        return null;
+    }
+
     /** The content GET {@code h} brought to {@code part} is now {@code n}'s, with its attributes; under the monitor. */
     void keepFetched(Node n, Path part, Bucket.Head h) throws IOException {
         Files.move(part, store.dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        store.dropFormer(n);
         n.cached = true;
         n.lastUsed = store.ticks();
         n.remoteEtag = h.etag();

@@ -125,6 +125,7 @@ final class Overlay {
         index.remove(p);
         n.path = null;
         dirtyNodes.remove(n); // a change to a name that is gone goes nowhere
+        store.dropFormer(n);
         if (!n.dir && n.opens == 0) {
             // an open file's content stays until its last close (ObjectHandle.close): a handle that
             // has not read yet opens it by the cache's name, as a file with no name is still open
@@ -533,6 +534,12 @@ final class Overlay {
          * the next upload merges from a download, as before it.
          */
         WriteBack.KeptMerge keptMerge;
+        /**
+         * Its content as cached before another host's version came, kept where that version may be
+         * it with bytes added (a log another host appended to): the next fetch then downloads only
+         * what follows it. Null when none. Not journaled: the upload directory is emptied at start.
+         */
+        S3Storage.Former former;
         /**
          * The keys of its old names whose objects wait, tombstoned, for it to go up under its new one
          * ({@link Overlay#movedAway}); null when none. Journaled, so that after a restart those deletes

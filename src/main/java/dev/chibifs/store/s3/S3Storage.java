@@ -447,11 +447,31 @@ public final class S3Storage implements Storage {
         return n.doubted != null;
     }
 
-    /** Forgets the content cached of {@code n}, which S3 no longer has; under the monitor. */
+    /**
+     * What {@code n}'s content was before another host's version came ({@code size} bytes, SHA-256
+     * {@code sha}), moved to {@code file} in the upload directory ({@link Node#former}).
+     */
+    record Former(long size, String sha, Path file) {
+    }
+
+    /**
+     * Forgets the content cached of {@code n}, which S3 no longer has; under the monitor. Where it
+     * is a part or more and its SHA-256 is known, it is kept aside as {@link Node#former}: another
+     * host's version is most often it with lines added, and the next open then downloads only those
+     * (a host appending to a shared 31.6 MiB log downloaded all of it at every `echo >>`).
+     */
     void dropContent(Node n) {
         if (n.cached) {
+            dropFormer(n);
             try {
-                lateCloses.delete(dataFile(n.ino)); // stale; open handles keep their copy
+                if (n.path != null && n.sha != null && n.shaGen == n.gen && n.size >= Bucket.MIN_PART_BYTES) {
+                    // moved, not copied: open handles keep reading their descriptor of it
+                    Path file = uploadDir.resolve(n.ino + ".former");
+                    Files.move(dataFile(n.ino), file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                    n.former = new Former(n.size, n.sha, file);
+                } else {
+                    lateCloses.delete(dataFile(n.ino)); // stale; open handles keep their copy
+                }
             } catch (IOException e) {
                 LOG.warn("cannot remove stale cached content of {}: {}", n.path, e.getMessage());
             }
@@ -462,6 +482,20 @@ public final class S3Storage implements Storage {
         n.doubted = null;
         if (n.locks != null) {
             n.replaced++;
+        }
+    }
+
+    /** Drops {@code n}'s {@link Node#former} content, if any; under the monitor. */
+    void dropFormer(Node n) {
+        Former f = n.former;
+        if (f == null) {
+            return;
+        }
+        n.former = null;
+        try {
+            lateCloses.delete(f.file());
+        } catch (IOException e) {
+            LOG.debug("S3 store {}: {} left in the cache: {}", spec, f.file(), e.getMessage());
         }
     }
 
@@ -2301,6 +2335,7 @@ public final class S3Storage implements Storage {
         long limit = options.cacheSize();
         long usedBefore = ticks() - EVICT_AFTER_MILLIS;
         long total = 0;
+        long formersFreed = 0;
         // each with its lastUsed as read under the monitor: a sort by a value that moves may fail
         List<Map.Entry<Node, Long>> clean = new ArrayList<>();
         synchronized (this) {
@@ -2309,6 +2344,7 @@ public final class S3Storage implements Storage {
                 // reason (the cache grew past its size for as long as one stayed refused)
                 return 0;
             }
+            List<Node> formers = new ArrayList<>();
             for (Node n : overlay.nodes.values()) {
                 if (!n.dir && n.cached) {
                     total += n.size;
@@ -2316,10 +2352,20 @@ public final class S3Storage implements Storage {
                         clean.add(Map.entry(n, n.lastUsed));
                     }
                 }
+                if (n.former != null) {
+                    total += n.former.size();
+                    formers.add(n);
+                }
+            }
+            // past the size, the copies kept only to spare a download go first
+            for (int i = 0; i < formers.size() && total > limit; i++) {
+                total -= formers.get(i).former.size();
+                formersFreed += formers.get(i).former.size();
+                dropFormer(formers.get(i));
             }
         }
         if (total <= limit) {
-            return 0;
+            return formersFreed;
         }
         clean.sort(Map.Entry.comparingByValue());
         long over = total - (limit - limit / 10);
@@ -2344,7 +2390,7 @@ public final class S3Storage implements Storage {
         if (total - freed > limit) {
             LOG.debug("S3 store {}: content cache at {} bytes, over {}: the rest is in use", spec, total - freed, limit);
         }
-        return freed;
+        return formersFreed + freed;
     }
 
     /** Whether the content of {@code n} may leave the cache (see {@link #evictBeyondCacheSize}); under the monitor. */

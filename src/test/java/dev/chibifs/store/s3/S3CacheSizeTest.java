@@ -126,6 +126,32 @@ class S3CacheSizeTest {
     }
 
     @Test
+    void aCopyKeptToSpareADownloadIsCountedAndGoesFirst() throws Exception {
+        String prefix = "former" + PREFIXES.incrementAndGet();
+        int large = (int) Bucket.MIN_PART_BYTES;
+        S3Storage a = store(temp.resolve("former-a"), prefix, 0);
+        S3Storage b = store(temp.resolve("former-b"), prefix, large + 4 * KIB);
+        a.mkdir(p("/d"));
+        put(a, "/d/log", content(0, large));
+        a.flushAll();
+        assertEquals(large, b.read(p("/d/log")).length);
+        a.append(p("/d/log"), "more\n".getBytes(StandardCharsets.UTF_8));
+        a.flushAll();
+        clock.advance(PAST_GRACE); // b's listing expires, and its copies leave their grace minute
+        assertEquals(large + 5, b.metadata(p("/d/log")).size()); // b's copy is stale now: kept aside
+        put(b, "/d/small", content(1, 8 * KIB));
+        b.flushAll();
+        clock.advance(PAST_GRACE);
+        assertEquals(large, b.evictBeyondCacheSize(), "the copy kept aside went, and it alone");
+        try (Stream<Path> copies = Files.list(temp.resolve("former-b").resolve("upload"))) {
+            assertEquals(0, copies.count());
+        }
+        long down = b.bytesMoved()[0];
+        assertEquals(large + 5, b.read(p("/d/log")).length);
+        assertEquals(large + 5, b.bytesMoved()[0] - down, "fetched whole, as without it");
+    }
+
+    @Test
     void changesNotYetUploadedAndOpenFilesStay() throws Exception {
         Path cache = temp.resolve("pinned");
         S3Storage s = store(cache, "pinned" + PREFIXES.incrementAndGet(), 1);

@@ -2144,6 +2144,45 @@ class S3HostsTest {
 
     @Test
     @Timeout(60)
+    void aHostWhoseCopyOfALargeLogIsStaleDownloadsOnlyTheLinesAnotherHostAdded() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+        S3Options ob = options("b").withFlushAfter(Duration.ZERO).withValidity(Duration.ZERO);
+        S3Storage b = host(ob);
+        byte[] start = randomBytes(Bucket.MIN_PART_BYTES + 10, 6);
+        java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+        all.write(start);
+        a.write(p("/shared/big.log"), start);
+        a.flushAll();
+        assertArrayEquals(start, b.read(p("/shared/big.log")));
+
+        // a adds a line: b's next `>>` (an open to append, which needs the content) takes only it
+        a.append(p("/shared/big.log"), "a1\n".getBytes(UTF_8));
+        a.flushAll();
+        Map<String, Long> before = b.requests();
+        long down = b.bytesMoved()[0];
+        b.append(p("/shared/big.log"), "b1\n".getBytes(UTF_8));
+        Map<String, Long> made = Requests.since(before, b.requests());
+        assertEquals(3, b.bytesMoved()[0] - down, "only a's line came down: " + made);
+        assertEquals(1L, made.get("get"), made.toString());
+        b.flushAll();
+        all.write("a1\nb1\n".getBytes(UTF_8));
+        assertArrayEquals(all.toByteArray(), inS3Bytes("shared/big.log"));
+
+        // another host rewrites it, as long: no longer b's copy with bytes added, so it comes down whole
+        S3Storage c = host(options("c"));
+        byte[] rewritten = randomBytes(all.size(), 7);
+        c.write(p("/shared/big.log"), rewritten);
+        c.flushAll();
+        down = b.bytesMoved()[0];
+        assertArrayEquals(rewritten, b.read(p("/shared/big.log")));
+        assertEquals(rewritten.length, b.bytesMoved()[0] - down, "the new version came down whole");
+        try (java.util.stream.Stream<Path> copies = Files.list(ob.cacheDir().resolve("upload"))) {
+            assertEquals(List.of(), copies.toList(), "no copy left beside the cache");
+        }
+    }
+
+    @Test
+    @Timeout(60)
     void linesAppendedToAnOpenLogWhileItGoesUpWaitAFewPeriodsForTheNextUpload() throws Exception {
         MutableClock clock = startClock();
         Duration fewPeriods = S3Options.DEFAULT_FLUSH_AFTER.multipliedBy(Overlay.MAX_DEFERRALS);
