@@ -172,7 +172,7 @@ final class MountCommand implements Callable<Integer> {
             StatsSocket served = StatsSocket.serve(socket,
                     () -> StatsSocket.snapshot(daemon.stats(), daemon.negotiated(), daemon.held(), namespace.storeStates(),
                             namespace.storeTroubles(), namespace.storeNextTries(), namespace.storeFailures(), namespace.storeCautions(),
-                            namespace.uploads()));
+                            namespace.uploads(), namespace.storeTraffic()));
             Runtime.getRuntime().addShutdownHook(new Thread(served::close, "chibifs-stats-close"));
         } catch (IOException | RuntimeException e) {
             log.warn("chibifs stats will not reach this mount: cannot listen at {}: {}", socket, e.getMessage());

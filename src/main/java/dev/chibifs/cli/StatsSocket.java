@@ -230,7 +230,8 @@ final class StatsSocket implements AutoCloseable {
     /**
      * What the daemon reports: its requests by opcode, denials by context, its workers, what it holds
      * for the kernel and the memory that takes, each store's state by prefix, those that do not answer
-     * ({@code troubles}) and when each asks again for what failed ({@code nextTries}), those that fail
+     * ({@code troubles}) and when each asks again for what failed ({@code nextTries}), what each asked
+     * of S3 ({@code storeTraffic}: requests by kind, content bytes down and up), those that fail
      * until someone acts ({@code failing}) and those that answer less
      * safely than they should ({@code cautions}), and what waits to go up (all zero without an S3
      * store), which {@code chibifs umount} follows while the daemon exits.
@@ -238,7 +239,8 @@ final class StatsSocket implements AutoCloseable {
     static Object snapshot(RequestStats stats, String negotiated, FuseDaemon.Held held,
                            java.util.Map<String, String> stores, java.util.Map<String, String> troubles,
                            java.util.Map<String, String> nextTries, java.util.Map<String, String> failing,
-                           java.util.Map<String, String> cautions, Storage.Uploads uploads) {
+                           java.util.Map<String, String> cautions, Storage.Uploads uploads,
+                           java.util.Map<String, Storage.Traffic> traffic) {
         RequestStats.Snapshot s = stats.snapshot();
         Runtime jvm = Runtime.getRuntime();
         Storage.Uploads up = uploads == null ? new Storage.Uploads(0, 0, 0) : uploads;
@@ -250,7 +252,8 @@ final class StatsSocket implements AutoCloseable {
                 java.util.Map.entry("session", negotiated == null ? "" : negotiated), java.util.Map.entry("stores", stores),
                 java.util.Map.entry("troubles", troubles), java.util.Map.entry("nextTries", nextTries),
                 java.util.Map.entry("failing", failing),
-                java.util.Map.entry("cautions", cautions), java.util.Map.entry("uploads", up));
+                java.util.Map.entry("cautions", cautions), java.util.Map.entry("uploads", up),
+                java.util.Map.entry("storeTraffic", traffic == null ? java.util.Map.of() : traffic));
     }
 
     /** The daemon's resident set (VmRSS of /proc/self/status), or -1 where it cannot be read. */

@@ -173,6 +173,11 @@ public final class Namespace implements java.io.Closeable {
         return byPrefixName(told(Storage::state));
     }
 
+    /** By prefix, what each store asked of S3 ({@link Storage#traffic}); only the stores that ask. */
+    public java.util.Map<String, Storage.Traffic> storeTraffic() {
+        return byPrefixName(told(Storage::traffic));
+    }
+
     /** What waits to go up from every store that sends its changes elsewhere (S3), summed; null where none does. */
     public Storage.Uploads uploads() {
         Storage.Uploads sum = null;
@@ -196,17 +201,17 @@ public final class Namespace implements java.io.Closeable {
     }
 
     /** By prefix, what {@code what} tells of each store (the local one at / and those opened from a spec), where it tells anything. */
-    private java.util.Map<VfsPath, String> told(java.util.function.Function<Storage, String> what) {
-        java.util.Map<VfsPath, String> told = new java.util.LinkedHashMap<>();
+    private <T> java.util.Map<VfsPath, T> told(java.util.function.Function<Storage, T> what) {
+        java.util.Map<VfsPath, T> told = new java.util.LinkedHashMap<>();
         if (root != null) {
             // the local store at / too: its disk failing (EIO), or unmounted, fails every request there
-            String said = what.apply(root);
+            T said = what.apply(root);
             if (said != null) {
                 told.put(VfsPath.root(), said);
             }
         }
         opened.forEach((prefix, store) -> {
-            String said = what.apply(store);
+            T said = what.apply(store);
             if (said != null) {
                 told.put(prefix, said);
             }
@@ -214,8 +219,8 @@ public final class Namespace implements java.io.Closeable {
         return told;
     }
 
-    private static java.util.Map<String, String> byPrefixName(java.util.Map<VfsPath, String> byPrefix) {
-        java.util.Map<String, String> named = new java.util.LinkedHashMap<>();
+    private static <T> java.util.Map<String, T> byPrefixName(java.util.Map<VfsPath, T> byPrefix) {
+        java.util.Map<String, T> named = new java.util.LinkedHashMap<>();
         byPrefix.forEach((prefix, said) -> named.put(prefix.toString(), said));
         return named;
     }

@@ -506,6 +506,18 @@ public interface Storage extends Closeable {
     }
 
     /**
+     * What this store asked of where it keeps its content (S3) since it opened, for {@code stats
+     * --json}; null for a store that asks nothing elsewhere.
+     */
+    default Traffic traffic() {
+        return null;
+    }
+
+    /** {@code requests} made, by kind; the content's bytes that came down and went up (not what S3 copied itself). */
+    record Traffic(java.util.Map<String, Long> requests, long bytesDown, long bytesUp) {
+    }
+
+    /**
      * What waits to go up to where this store sends its changes (S3), and what has gone so far:
      * {@code chibifs umount} waits while that moves. Null for a store that sends nothing elsewhere.
      */

@@ -2477,6 +2477,12 @@ public final class S3Storage implements Storage {
     }
 
     @Override
+    public Traffic traffic() {
+        long[] moved = bucket.bytesMoved();
+        return new Traffic(bucket.requests(), moved[0], moved[1]);
+    }
+
+    @Override
     public String state() {
         String away = bucket.unreachableReason();
         String failing;

@@ -207,6 +207,11 @@ class S3MountTest {
         // the original went up once; the copy is S3's, its bytes neither down nor up again
         String stats = storeState(a);
         assertTrue(stats.contains("copy=1") && stats.contains("content: 0.0 MiB down, 2.4 MiB up"), stats);
+        // the same counts as numbers, exact, for scripts (stats --json)
+        com.fasterxml.jackson.databind.JsonNode traffic = a.stats().path("storeTraffic").path(PREFIX);
+        assertEquals(1, traffic.path("requests").path("copy").asLong(), traffic.toString());
+        assertEquals(0, traffic.path("bytesDown").asLong(-1), traffic.toString());
+        assertEquals(original.length, traffic.path("bytesUp").asLong(), traffic.toString());
     }
 
     @Test
