@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import dev.chibifs.fuse.FuseMount;
 import dev.chibifs.fuse.MountTable;
 import dev.chibifs.store.Storage;
+import dev.chibifs.sys.ProcStatus;
 import dev.chibifs.sys.Syscalls;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -168,7 +169,8 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
                     throw new MountFailure("aborted, but cannot unmount " + mp + ": " + r.message());
                 }
             }
-            if (daemon.isPresent() && !awaitExit(daemon.get(), exited, FORCE_WAIT_SECONDS)) {
+            // a stopped daemon (SIGSTOP, a debugger) cannot exit before it is continued: not waited for
+            if (daemon.isPresent() && (ProcStatus.stopped(daemon.get().pid()) || !awaitExit(daemon.get(), exited, FORCE_WAIT_SECONDS))) {
                 // its connection is gone: it has nothing left to serve
                 daemon.get().destroyForcibly();
                 if (!awaitExit(daemon.get(), exited, FORCE_WAIT_SECONDS)) {

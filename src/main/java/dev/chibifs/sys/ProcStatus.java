@@ -77,6 +77,19 @@ public final class ProcStatus {
         return (pending & 1L << (Linux.SIGKILL - 1)) != 0 || (pending & ~spared & ENDS_BY_DEFAULT) != 0;
     }
 
+    /**
+     * Whether process {@code pid} is stopped (SIGSTOP, a terminal's SIGTSTP, a debugger): it does
+     * nothing, exiting included, until continued. False where /proc cannot tell (gone already).
+     */
+    public static boolean stopped(long pid) {
+        try {
+            return field(Path.of("/proc", Long.toString(pid), "status"), "State")
+                    .map(state -> state.startsWith("T") || state.startsWith("t")).orElse(false);
+        } catch (IOException | RuntimeException unknown) {
+            return false;
+        }
+    }
+
     /** What {@link #groups} answers where /proc cannot tell: no group. */
     private static final long[] NO_GROUPS = new long[0];
 

@@ -51,6 +51,26 @@ class ProcStatusTest {
     }
 
     @Test
+    @org.junit.jupiter.api.Timeout(30)
+    void aProcessStoppedBySigstopIsStoppedUntilContinued() throws Exception {
+        Process sleeper = new ProcessBuilder("sleep", "60").start();
+        try {
+            assertFalse(ProcStatus.stopped(sleeper.pid()));
+            assertTrue(new ProcessBuilder("kill", "-STOP", Long.toString(sleeper.pid())).start().waitFor() == 0);
+            while (!ProcStatus.stopped(sleeper.pid())) {
+                Thread.onSpinWait(); // the stop is delivered as the process is next scheduled
+            }
+            assertTrue(new ProcessBuilder("kill", "-CONT", Long.toString(sleeper.pid())).start().waitFor() == 0);
+            while (ProcStatus.stopped(sleeper.pid())) {
+                Thread.onSpinWait();
+            }
+        } finally {
+            sleeper.destroyForcibly().waitFor();
+        }
+        assertFalse(ProcStatus.stopped(sleeper.pid()), "gone: not known to be stopped");
+    }
+
+    @Test
     void thisProcesssGroupsAreItsOwnAndAGoneThreadHasNone() {
         com.sun.security.auth.module.UnixSystem self = new com.sun.security.auth.module.UnixSystem();
         long[] expected = java.util.Arrays.stream(self.getGroups()).filter(g -> g != self.getGid()).sorted().toArray();
