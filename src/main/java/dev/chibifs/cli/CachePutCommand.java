@@ -64,6 +64,14 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     /** How long --mountpoint has to show the entry: a stopped or hung daemon's mount never answers a stat. */
     static final java.time.Duration MOUNTPOINT_ANSWER_LIMIT = StatsCommand.ANSWER_LIMIT;
+    /**
+     * How long a mount may show what its store held before the put: its daemon hears of the change
+     * from its follower and tells the kernel a moment later (1-12 ms measured), and a directory it
+     * does not follow has its answers kept up to 1 s.
+     */
+    static final java.time.Duration MOUNT_CATCHES_UP = java.time.Duration.ofSeconds(1);
+    /** How often --mountpoint is looked at again meanwhile. */
+    private static final long CATCH_UP_POLL_MILLIS = 5;
 
     @Mixin
     HomeOption home;
@@ -175,7 +183,7 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
         Optional<Shown> shown;
         try {
             shown = Bounded.within("cache-put-mountpoint", MOUNTPOINT_ANSWER_LIMIT,
-                    () -> Shown.of(store.resolve(inStore), shellRoot.resolve(inStore)));
+                    () -> Shown.onceCaughtUp(store.resolve(inStore), shellRoot.resolve(inStore), MOUNT_CATCHES_UP));
         } catch (ExecutionException e) {
             throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
         } catch (InterruptedException e) {
@@ -219,6 +227,21 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
             }
             Map<String, Object> ours = Files.readAttributes(stored, ATTRIBUTES, LinkOption.NOFOLLOW_LINKS);
             return ours.equals(there) ? THE_ENTRY : new Shown(ExitCodes.USAGE, path + " is another file");
+        }
+
+        /**
+         * {@link #of}, asked again for up to {@code catchUp} while the path is not the entry: the mount
+         * may still show what the name held before (the same output put again within its second replaces
+         * the entry of that id, and the walkthrough's second put was refused as "another file").
+         */
+        static Shown onceCaughtUp(Path stored, Path shown, java.time.Duration catchUp) throws IOException, InterruptedException {
+            long until = System.nanoTime() + catchUp.toNanos();
+            Shown now = of(stored, shown);
+            while (now.exitCode() == ExitCodes.USAGE && System.nanoTime() < until) {
+                Thread.sleep(CATCH_UP_POLL_MILLIS);
+                now = of(stored, shown);
+            }
+            return now;
         }
     }
 

@@ -422,6 +422,35 @@ class CacheCommandTest {
                 CachePutCommand.Shown.of(stored, absent));
     }
 
+    /**
+     * A mount hears of its store's change a moment after it (its daemon's follower): an entry just
+     * replaced (the same output put again within its second) shows the file it replaced meanwhile.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(30)
+    void aMountpointThatCatchesUpWithinTheWindowShowsTheEntry() throws Exception {
+        Path stored = Files.writeString(home.resolve("entry"), "same content");
+        Path shown = Files.writeString(home.resolve("shown"), "same content"); // what the name held before
+        assertEquals(ExitCodes.USAGE, CachePutCommand.Shown.of(stored, shown).exitCode(), "not the entry yet");
+        Thread catchUp = new Thread(() -> {
+            try {
+                Thread.sleep(200);
+                Path fresh = Files.createLink(home.resolve("shown.new"), stored);
+                Files.move(fresh, shown, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException | InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        catchUp.start();
+        assertEquals(new CachePutCommand.Shown(ExitCodes.OK, null),
+                CachePutCommand.Shown.onceCaughtUp(stored, shown, CachePutCommand.MOUNT_CATCHES_UP));
+        catchUp.join();
+        // one that never does is refused once the window has passed
+        Path copy = Files.writeString(home.resolve("copy"), "same content");
+        assertEquals(new CachePutCommand.Shown(ExitCodes.USAGE, copy + " is another file"),
+                CachePutCommand.Shown.onceCaughtUp(stored, copy, java.time.Duration.ofMillis(20)));
+    }
+
     /** A full disk's line named no path ("No space left on device"): now the entry it was storing. */
     @Test
     void aPutThatFillsTheDiskNamesTheEntryAndPrintsTheOutput() throws IOException {
