@@ -228,9 +228,36 @@ final class WriteBack {
      * writers append to the copy here, which therefore cannot become the merge, so {@code file}
      * keeps S3's version {@code etag} ({@code size} bytes) beside it. The end of that version is
      * this host's bytes up to {@code localUpTo}; it stands while the node is still based on
-     * {@code baseBefore} under {@code key}, and was appended to only since.
+     * {@code baseBefore} under {@code key}, and was appended to only since. {@code atEnd}: a SHA-256
+     * that has read the whole file, so the next upload hashes only the bytes it adds (a 1 GiB log's
+     * merge took seconds to hash again at each upload); never updated, copied first.
      */
-    record KeptMerge(String key, String baseBefore, long localUpTo, String etag, long size, Path file) {
+    record KeptMerge(String key, String baseBefore, long localUpTo, String etag, long size, Path file,
+                     MessageDigest atEnd) {
+    }
+
+    /** {@code d} updated with the bytes of {@code file} from {@code from} to its end. */
+    private static MessageDigest digestOf(Path file, long from, MessageDigest d) throws IOException {
+        try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ)) {
+            java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocate(1 << 16);
+            for (long at = from; in.read(buf.clear(), at) > 0; at += buf.position()) {
+                d.update(buf.flip());
+            }
+        }
+        return d;
+    }
+
+    /** What {@code d} has read so far, without ending it. */
+    private static String hexSoFar(MessageDigest d) {
+        return ContentHash.hex(copyOf(d));
+    }
+
+    private static MessageDigest copyOf(MessageDigest d) {
+        try {
+            return (MessageDigest) d.clone();
+        } catch (CloneNotSupportedException e) {
+            throw new IllegalStateException("this JDK's SHA-256 cannot be copied", e);
+        }
     }
 
     /** Drops {@code n}'s kept merge, if any, with its file. Under the monitor. */
@@ -2134,6 +2161,7 @@ final class WriteBack {
         long size = Files.size(kept.file());
         try {
             Bucket.Head onS3;
+            MessageDigest atEnd = kept.atEnd();
             if (size == kept.size()) {
                 // nothing appended since (the close, most often): whether S3 still has the merge is all to ask
                 onS3 = bucket.head(k);
@@ -2141,14 +2169,15 @@ final class WriteBack {
                     throw new Bucket.PreconditionFailed(k + ": S3 no longer has the merge " + kept.etag());
                 }
             } else {
-                String sha = ContentHash.of(kept.file());
+                atEnd = digestOf(kept.file(), kept.size(), copyOf(kept.atEnd()));
+                String sha = hexSoFar(atEnd);
                 Map<String, String> meta = new LinkedHashMap<>(ours);
                 meta.put(META_SHA, sha);
                 String etag = putOnce(k, kept.file(), meta, kept.etag(), sha, null, kept.size());
                 onS3 = new Bucket.Head(size, null, etag, meta);
             }
             synchronized (store) {
-                mergeWentUp(n, p, k, gen, upTo, kept.file(), onS3);
+                mergeWentUp(n, p, k, gen, upTo, kept.file(), onS3, atEnd);
             }
             return Merge.DONE;
         } catch (Bucket.PreconditionFailed e) {
@@ -2216,7 +2245,8 @@ final class WriteBack {
                 if (unchanged != null && !unchanged.getAsBoolean()) {
                     return Merge.AGAIN; // read where the file is, and written to meanwhile
                 }
-                String sha = ContentHash.of(merged);
+                MessageDigest atEnd = digestOf(merged, 0, ContentHash.digest());
+                String sha = hexSoFar(atEnd);
                 Map<String, String> meta = new LinkedHashMap<>(theirs.meta());
                 meta.put(META_SHA, sha);
                 meta.put(META_MTIME, Long.toString(Math.max(millisOf(ours.get(META_MTIME)), mtimeOf(theirs))));
@@ -2246,7 +2276,7 @@ final class WriteBack {
                 // with nothing added, the object is theirs as it came, attributes and all
                 Bucket.Head onS3 = from == upTo ? theirs : new Bucket.Head(Files.size(merged), null, etag, meta);
                 synchronized (store) {
-                    mergeWentUp(n, p, k, gen, localUpTo, merged, onS3);
+                    mergeWentUp(n, p, k, gen, localUpTo, merged, onS3, atEnd);
                 }
                 return Merge.DONE;
             }
@@ -2300,9 +2330,10 @@ final class WriteBack {
 
     /**
      * S3 has {@code merged} ({@code h}): another host's version with {@code n}'s appends, as it was at
-     * generation {@code gen}, up to {@code upTo}, at its end. Under the monitor.
+     * generation {@code gen}, up to {@code upTo}, at its end; {@code atEnd} has read it. Under the monitor.
      */
-    private void mergeWentUp(Node n, VfsPath p, String k, long gen, long upTo, Path merged, Bucket.Head h) throws IOException {
+    private void mergeWentUp(Node n, VfsPath p, String k, long gen, long upTo, Path merged, Bucket.Head h,
+                             MessageDigest atEnd) throws IOException {
         if (n.path == null || !n.path.equals(p)) {
             dropKeptMerge(n);
             wentUp(n, p, k, gen, h.etag(), null); // renamed or removed meanwhile: as any upload then
@@ -2327,7 +2358,7 @@ final class WriteBack {
             Files.move(merged, keep, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         }
         n.keptMerge = n.appendsFrom == NOT_APPENDS ? null
-                : new KeptMerge(k, n.remoteEtag, upTo, h.etag(), h.size(), keep);
+                : new KeptMerge(k, n.remoteEtag, upTo, h.etag(), h.size(), keep, atEnd);
         if (n.keptMerge == null) {
             Files.deleteIfExists(keep);
         }

@@ -2111,6 +2111,8 @@ class S3HostsTest {
                 assertEquals(line.length(), a.bytesMoved()[1] - up, "only the line went up: " + made);
                 all.write(line.getBytes(UTF_8));
                 assertArrayEquals(all.toByteArray(), inS3Bytes("shared/big.log"));
+                assertEquals(ContentHash.of(all.toByteArray()), raw.head(prefix + "/shared/big.log").meta().get(S3Storage.META_SHA),
+                        "the hash of the merge with the line: only the line was hashed for it");
             }
 
             // b appends again: only its line comes down, a's goes at its end
