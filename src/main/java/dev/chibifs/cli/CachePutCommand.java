@@ -235,11 +235,20 @@ final class CachePutCommand implements Callable<Integer>, ConfigCheck.Exempt {
          * the entry of that id, and the walkthrough's second put was refused as "another file").
          */
         static Shown onceCaughtUp(Path stored, Path shown, java.time.Duration catchUp) throws IOException, InterruptedException {
+            return onceCaughtUp(() -> of(stored, shown), catchUp);
+        }
+
+        /** One look at what a path shows of the entry. */
+        interface Look {
+            Shown look() throws IOException;
+        }
+
+        static Shown onceCaughtUp(Look look, java.time.Duration catchUp) throws IOException, InterruptedException {
             long until = System.nanoTime() + catchUp.toNanos();
-            Shown now = of(stored, shown);
+            Shown now = look.look();
             while (now.exitCode() == ExitCodes.USAGE && System.nanoTime() < until) {
                 Thread.sleep(CATCH_UP_POLL_MILLIS);
-                now = of(stored, shown);
+                now = look.look();
             }
             return now;
         }

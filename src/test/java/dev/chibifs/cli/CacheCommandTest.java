@@ -429,23 +429,15 @@ class CacheCommandTest {
     @Test
     @org.junit.jupiter.api.Timeout(30)
     void aMountpointThatCatchesUpWithinTheWindowShowsTheEntry() throws Exception {
-        Path stored = Files.writeString(home.resolve("entry"), "same content");
-        Path shown = Files.writeString(home.resolve("shown"), "same content"); // what the name held before
-        assertEquals(ExitCodes.USAGE, CachePutCommand.Shown.of(stored, shown).exitCode(), "not the entry yet");
-        Thread catchUp = new Thread(() -> {
-            try {
-                Thread.sleep(200);
-                Path fresh = Files.createLink(home.resolve("shown.new"), stored);
-                Files.move(fresh, shown, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-            } catch (IOException | InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
-        catchUp.start();
-        assertEquals(new CachePutCommand.Shown(ExitCodes.OK, null),
-                CachePutCommand.Shown.onceCaughtUp(stored, shown, CachePutCommand.MOUNT_CATCHES_UP));
-        catchUp.join();
+        CachePutCommand.Shown replaced = new CachePutCommand.Shown(ExitCodes.USAGE, "shown is another file");
+        CachePutCommand.Shown entry = new CachePutCommand.Shown(ExitCodes.OK, null);
+        // the mount shows the file replaced for its first three looks, then the entry
+        java.util.concurrent.atomic.AtomicInteger looks = new java.util.concurrent.atomic.AtomicInteger();
+        assertEquals(entry, CachePutCommand.Shown.onceCaughtUp(() -> looks.incrementAndGet() > 3 ? entry : replaced,
+                CachePutCommand.MOUNT_CATCHES_UP));
+        assertEquals(4, looks.get());
         // one that never does is refused once the window has passed
+        Path stored = Files.writeString(home.resolve("entry"), "same content");
         Path copy = Files.writeString(home.resolve("copy"), "same content");
         assertEquals(new CachePutCommand.Shown(ExitCodes.USAGE, copy + " is another file"),
                 CachePutCommand.Shown.onceCaughtUp(stored, copy, java.time.Duration.ofMillis(20)));
