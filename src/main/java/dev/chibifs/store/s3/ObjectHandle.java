@@ -347,6 +347,9 @@ final class ObjectHandle implements FileHandle {
         synchronized (store) {
             requireLockNotLost();
             store.journal.requireRoom();
+            if (size == 0 && WriteBack.emptied(node) && node.path != null) {
+                store.journal.put(node);
+            }
             store.overlay.writing(node, NOT_APPENDS, false);
             store.journal.commit();
             setLength(ch, size);

@@ -206,7 +206,7 @@ final class Overlay {
             return;
         }
         Release release = n.claimMadeBy != null ? releaseAfterAll(n) : null; // before its own tombstone is among them
-        tombstone(k, n.dir ? null : n.remoteEtag, release);
+        tombstone(k, n.dir ? null : n.etagOnS3(), release);
     }
 
     /** What the remove of {@code lock}, a name claimed here, waits for: every change made here until now. */
@@ -642,7 +642,16 @@ final class Overlay {
         }
 
         boolean onRemote() {
-            return dir ? dirOnRemote : remoteEtag != null;
+            return dir ? dirOnRemote : etagOnS3() != null;
+        }
+
+        /**
+         * The version S3 has of this file as this host last put it: its kept merge's (which its
+         * content lacks, so {@link #remoteEtag} stays the version before), else the one its content
+         * is based on. What a remove or a replace of it is conditional on.
+         */
+        String etagOnS3() {
+            return keptMerge != null && keptMerge.etag() != null ? keptMerge.etag() : remoteEtag;
         }
 
         EntryKind kind() {

@@ -48,6 +48,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -1135,7 +1136,7 @@ public final class S3Storage implements Storage {
             // the object replaced in place is the If-Match of the upload under the new name; a link
             // replacing a file, or a file a link, leaves the other's object to delete (another key)
             boolean sameKey = target != null && !target.dir && target.link == n.link;
-            String targetEtag = sameKey ? target.remoteEtag : null;
+            String targetEtag = sameKey ? target.etagOnS3() : null;
             boolean targetDirOnRemote = target != null && target.dir && target.dirOnRemote;
             if (target != null) {
                 if (!target.dir && !sameKey) {
@@ -1149,13 +1150,19 @@ public final class S3Storage implements Storage {
             if (!copied.isEmpty()) {
                 overlay.seq++; // copies S3 made for this move: a listing begun before them does not remove their nodes
             }
+            Map<Node, WriteBack.KeptMerge> mergesMoved = new HashMap<>(0);
             for (Node m : moving) {
                 VfsPath from = m.path;
                 VfsPath to = moved(from, src, dst);
-                // a file held here and unchanged is copied by S3 from its old name when it goes up
-                boolean copyLater = !m.dir && !m.link && m.cached && !m.dirty && m.remoteEtag != null
-                        && m.size >= COPY_RATHER_THAN_PUT_FROM;
                 String oldKey = objectKey(from, m);
+                WriteBack.KeptMerge merge = WriteBack.keptMergeUnder(m, oldKey);
+                if (merge != null) {
+                    mergesMoved.put(m, merge);
+                }
+                // a file held here and unchanged is copied by S3 from its old name when it goes up
+                // (not one with a kept merge: S3's object is that merge, which the copy here lacks)
+                boolean copyLater = !m.dir && !m.link && m.cached && !m.dirty && m.remoteEtag != null
+                        && m.size >= COPY_RATHER_THAN_PUT_FROM && merge == null;
                 String oldEtag = m.remoteEtag;
                 overlay.bury(from, m);
                 overlay.movedAway(from, m);
@@ -1199,6 +1206,7 @@ public final class S3Storage implements Storage {
             } else if (targetEtag != null) {
                 n.remoteEtag = targetEtag;
             }
+            mergesMoved.forEach((m, merge) -> WriteBack.moveKeptMerge(m, merge, objectKey(m.path, m)));
             journal.put(n);
             overlay.touch(overlay.nodes.get(src.parent()));
             overlay.touch(overlay.nodes.get(dst.parent()));

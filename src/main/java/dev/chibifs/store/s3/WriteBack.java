@@ -274,6 +274,50 @@ final class WriteBack {
         }
     }
 
+    /**
+     * {@code n}'s kept merge where it still stands for the object {@code k} (S3 has it there, and
+     * the file was only appended to since), else null. Under the monitor.
+     */
+    static KeptMerge keptMergeUnder(Node n, String k) {
+        KeptMerge kept = n.keptMerge;
+        return kept != null && kept.etag() != null && kept.key().equals(k)
+                && java.util.Objects.equals(kept.baseBefore(), n.remoteEtag) && n.appendsFrom == kept.localUpTo()
+                ? kept : null;
+    }
+
+    /**
+     * {@code n}, whose kept merge {@code kept} stood, moved to the object {@code k}: the merge goes
+     * with it (logrotate's {@code mv log log.1}, the writer going on), so its upload there is the
+     * merge with this host's appends since, whole (S3 has none of it under that name: etag null),
+     * and not this host's copy, which lacks the other host's lines (a tester's `mv` lost them).
+     * Where the move replaced a file, whose version is the base of that upload, the merge is
+     * dropped: the appends since could otherwise be journaled as following that other file's
+     * bytes. Under the monitor, after the move.
+     */
+    static void moveKeptMerge(Node n, KeptMerge kept, String k) {
+        if (n.keptMerge != kept || n.remoteEtag != null) {
+            dropKeptMerge(n);
+            return;
+        }
+        n.keptMerge = new KeptMerge(k, null, kept.localUpTo(), null, kept.size(), kept.file(), kept.atEnd());
+        n.appendsFrom = kept.localUpTo(); // no base: a restart that lost the merge puts the copy here whole
+    }
+
+    /**
+     * {@code n} emptied here (logrotate's copytruncate, {@code : > log} while a writer holds it):
+     * what it holds next replaces the merge this host put itself, which S3 has, and not the
+     * version before it, which S3 no longer has (the upload met its own merge and went up as a
+     * conflict copy). Whether its base changed so. Under the monitor.
+     */
+    static boolean emptied(Node n) {
+        KeptMerge kept = n.keptMerge;
+        if (kept == null || kept.etag() == null || !java.util.Objects.equals(kept.baseBefore(), n.remoteEtag)) {
+            return false;
+        }
+        n.remoteEtag = kept.etag(); // the next upload drops the merge: it is no longer the base
+        return true;
+    }
+
     /** {@code n}'s kept merge, where an upload from {@code base} with appends from {@code appendsFrom} under {@code k} goes on from it; else null (and any other is dropped). Under the monitor. */
     private static KeptMerge keptMergeFor(Node n, String k, String base, long appendsFrom) {
         KeptMerge kept = n.keptMerge;
@@ -2162,7 +2206,7 @@ final class WriteBack {
         try {
             Bucket.Head onS3;
             MessageDigest atEnd = kept.atEnd();
-            if (size == kept.size()) {
+            if (size == kept.size() && kept.etag() != null) {
                 // nothing appended since (the close, most often): whether S3 still has the merge is all to ask
                 onS3 = bucket.head(k);
                 if (onS3 == null || !kept.etag().equals(onS3.etag())) {
@@ -2183,7 +2227,9 @@ final class WriteBack {
         } catch (Bucket.PreconditionFailed e) {
             // another host appended again: this host's appends go at the end of theirs, which
             // continue the merge (only their new bytes come down)
-            if (mergeAppends(n, p, k, gen, kept.file(), kept.size(), size, upTo, ours, null) == Merge.DONE) {
+            // (moved since its merge, and another host made the new name meanwhile: all of it goes at their end)
+            long ofOurs = kept.etag() == null ? 0 : kept.size();
+            if (mergeAppends(n, p, k, gen, kept.file(), ofOurs, size, upTo, ours, null) == Merge.DONE) {
                 return Merge.DONE;
             }
         } catch (Bucket.Missing e) {
@@ -2341,6 +2387,9 @@ final class WriteBack {
         }
         if (n.gen == gen && n.size == upTo && n.writers == 0) {
             // the merge is its content from now on; handles open keep what they read (close-to-open)
+            if (n.keptMerge != null && !n.keptMerge.file().equals(merged)) {
+                dropKeptMerge(n); // merged again past it (another host appended again): it leaked, one per log
+            }
             Files.move(merged, store.dataFile(n.ino), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             n.keptMerge = null; // its file was the merge, if it was kept
             n.cached = true;
@@ -2364,6 +2413,7 @@ final class WriteBack {
         }
         store.overlay.seq++;
         n.settledGen = Math.max(n.settledGen, gen); // its appends up to gen are on S3
+        n.oldNames = null; // up under this name: the old ones may go (settled() says so where it is no merge)
         if (n.appendsFrom != NOT_APPENDS) {
             n.appendsFrom = upTo;
             store.journal.put(n);

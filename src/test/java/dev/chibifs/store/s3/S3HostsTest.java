@@ -2144,6 +2144,125 @@ class S3HostsTest {
         }
     }
 
+    /**
+     * A log held open on a, merged with b's lines: what a's writer did next, with b appending
+     * again before it. Returns a's handle, after the merge, with a0, b1, a1 on S3.
+     */
+    private FileHandle logMergedWhileOpen(S3Storage a, S3Storage b, String name) throws IOException {
+        a.mkdir(p("/shared"));
+        FileHandle log = a.open(p("/shared/" + name), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND, OpenFlag.CREATE), 0644);
+        log.write(ByteBuffer.wrap("a0\n".getBytes(UTF_8)), 0);
+        log.sync(false);
+        b.append(p("/shared/" + name), "b1\n".getBytes(UTF_8));
+        b.flushAll();
+        log.write(ByteBuffer.wrap("a1\n".getBytes(UTF_8)), 0);
+        log.sync(false); // the merge, kept beside a's copy while the writer stays open
+        assertEquals("a0\nb1\na1\n", inS3("shared/" + name));
+        return log;
+    }
+
+    private static void assertNoCopyLeft(S3Options o) throws IOException {
+        try (java.util.stream.Stream<Path> copies = Files.list(o.cacheDir().resolve("upload"))) {
+            assertEquals(List.of(), copies.toList(), "no copy left beside the cache");
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void aLogClosedWithNothingNewAfterAnotherHostAppendedAgainTakesTheirVersionAndLeavesNoCopy() throws Exception {
+        S3Options oa = options("a").withClock(startClock(), false);
+        S3Storage a = host(oa);
+        S3Storage b = host(options("b"));
+        try (FileHandle log = logMergedWhileOpen(a, b, "agent.log")) {
+            b.append(p("/shared/agent.log"), "b2\n".getBytes(UTF_8));
+            b.flushAll();
+        }
+        a.flushAll(); // the close: S3 has more than the merge, and a nothing new to add
+        assertEquals("a0\nb1\na1\nb2\n", inS3("shared/agent.log"));
+        assertEquals("a0\nb1\na1\nb2\n", new String(a.read(p("/shared/agent.log")), UTF_8));
+        assertEquals(List.of("agent.log"), a.list(p("/shared")).stream().map(e -> e.name()).toList(), "no conflict copy");
+        assertNoCopyLeft(oa);
+    }
+
+    @Test
+    @Timeout(60)
+    void aLogRemovedWhileOpenAfterAMergeGoesFromS3() throws Exception {
+        S3Options oa = options("a").withClock(startClock(), false);
+        S3Storage a = host(oa);
+        S3Storage b = host(options("b").withValidity(Duration.ZERO));
+        try (FileHandle log = logMergedWhileOpen(a, b, "agent.log")) {
+            a.delete(p("/shared/agent.log")); // S3 has the merge, not the version a's copy was based on
+            a.flushAll();
+            assertNull(raw.head(prefix + "/shared/agent.log"), "the merge a made is a's to remove");
+        }
+        a.flushAll();
+        assertNull(raw.head(prefix + "/shared/agent.log"));
+        assertThrows(NoSuchFileException.class, () -> b.read(p("/shared/agent.log")));
+        assertNoCopyLeft(oa);
+    }
+
+    @Test
+    @Timeout(60)
+    void aLogRenamedWhileOpenAfterAMergeKeepsTheOtherHostsLinesUnderItsNewName() throws Exception {
+        S3Options oa = options("a").withClock(startClock(), false);
+        S3Storage a = host(oa);
+        S3Storage b = host(options("b").withValidity(Duration.ZERO));
+        try (FileHandle log = logMergedWhileOpen(a, b, "agent.log")) {
+            a.rename(p("/shared/agent.log"), p("/shared/agent.log.1")); // logrotate's move; the writer goes on
+            log.write(ByteBuffer.wrap("a2\n".getBytes(UTF_8)), 0);
+            log.sync(false);
+            assertEquals("a0\nb1\na1\na2\n", inS3("shared/agent.log.1"), "the merge, and what a wrote after it");
+            a.flushAll();
+            assertNull(raw.head(prefix + "/shared/agent.log"), "the old name went: S3 had the merge a made there");
+            log.write(ByteBuffer.wrap("a3\n".getBytes(UTF_8)), 0);
+        }
+        a.flushAll();
+        assertEquals("a0\nb1\na1\na2\na3\n", inS3("shared/agent.log.1"));
+        assertEquals("a0\nb1\na1\na2\na3\n", new String(a.read(p("/shared/agent.log.1")), UTF_8), "a holds it once closed");
+        assertEquals("a0\nb1\na1\na2\na3\n", new String(b.read(p("/shared/agent.log.1")), UTF_8));
+        assertThrows(NoSuchFileException.class, () -> b.read(p("/shared/agent.log")));
+        assertNoCopyLeft(oa);
+    }
+
+    @Test
+    @Timeout(60)
+    void aLogRenamedAfterAMergeAndThenRemovedWhileOpenGoesFromS3() throws Exception {
+        S3Options oa = options("a").withClock(startClock(), false);
+        S3Storage a = host(oa);
+        S3Storage b = host(options("b"));
+        try (FileHandle log = logMergedWhileOpen(a, b, "agent.log")) {
+            a.rename(p("/shared/agent.log"), p("/shared/agent.log.1"));
+            log.write(ByteBuffer.wrap("a2\n".getBytes(UTF_8)), 0);
+            log.sync(false);
+            assertEquals("a0\nb1\na1\na2\n", inS3("shared/agent.log.1"));
+            a.delete(p("/shared/agent.log.1")); // its copy here was never on S3 under that name: the merge was
+            a.flushAll();
+            assertNull(raw.head(prefix + "/shared/agent.log.1"));
+        }
+        a.flushAll();
+        assertNull(raw.head(prefix + "/shared/agent.log.1"));
+        assertNull(raw.head(prefix + "/shared/agent.log"));
+        assertNoCopyLeft(oa);
+    }
+
+    @Test
+    @Timeout(60)
+    void aLogEmptiedThroughItsWriterAfterAMergeReplacesTheMergeWithoutAConflictCopy() throws Exception {
+        S3Options oa = options("a").withClock(startClock(), false);
+        S3Storage a = host(oa);
+        S3Storage b = host(options("b"));
+        try (FileHandle log = logMergedWhileOpen(a, b, "agent.log")) {
+            log.truncate(0); // logrotate's copytruncate, after it copied the merge away
+            log.write(ByteBuffer.wrap("a2\n".getBytes(UTF_8)), 0);
+            log.sync(false);
+            assertEquals("a2\n", inS3("shared/agent.log"));
+        }
+        a.flushAll();
+        assertEquals("a2\n", inS3("shared/agent.log"));
+        assertEquals(List.of("agent.log"), a.list(p("/shared")).stream().map(e -> e.name()).toList(), "no conflict copy");
+        assertNoCopyLeft(oa);
+    }
+
     @Test
     @Timeout(60)
     void aHostWhoseCopyOfALargeLogIsStaleDownloadsOnlyTheLinesAnotherHostAdded() throws Exception {
