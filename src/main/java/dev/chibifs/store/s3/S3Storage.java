@@ -2364,6 +2364,9 @@ public final class S3Storage implements Storage {
                     total += n.former.size();
                     formers.add(n);
                 }
+                if (n.keptMerge != null) {
+                    total += n.keptMerge.size(); // never goes (its log is open), but takes room all the same
+                }
             }
             // past the size, the copies kept only to spare a download go first
             for (int i = 0; i < formers.size() && total > limit; i++) {
@@ -2496,10 +2499,12 @@ public final class S3Storage implements Storage {
         String failing;
         String nextTry;
         int waiting;
+        long[] cached;
         synchronized (this) {
             failing = writeBack.outage();
             nextTry = nextTry();
             waiting = pendingChanges();
+            cached = cacheUse();
         }
         String cache = cacheGone ? null : cacheFails();
         String health = cacheGone ? "its cache directory " + dataDir.getParent() + " has gone: every change fails"
@@ -2511,9 +2516,38 @@ public final class S3Storage implements Storage {
         return spec + " at " + bucket.where() + ": " + health + "; to send: " + waiting + "; requests: "
                 + bucket.requests() + String.format(Locale.ROOT, "; content: %.1f MiB down, %.1f MiB up",
                 moved[0] / (double) (1 << 20), moved[1] / (double) (1 << 20))
+                + String.format(Locale.ROOT, "; cache: %.1f MiB in %,d %s%s", cached[0] / (double) (1 << 20), cached[1],
+                        cached[1] == 1 ? "file" : "files",
+                        cached[2] == 0 ? "" : String.format(Locale.ROOT, " and %.1f MiB beside them", cached[2] / (double) (1 << 20)))
+                + (options.cacheSize() <= 0 ? "" : String.format(Locale.ROOT, " (kept under %.1f MiB)",
+                        options.cacheSize() / (double) (1 << 20)))
                 + (hostLocks == null ? "; locks: this daemon's only" : "; locks: " + hostLocks.held() + " held on S3")
                 + (options.exclusiveCreates() ? "; O_EXCL creates, mkdirs and symlinks made on S3 at once" : "")
                 + (caution() == null ? "" : "; " + caution());
+    }
+
+    /**
+     * The content cache's use: bytes and files of content held, and bytes beside them (merges kept
+     * for logs open here, copies kept to download only what another host appended), which {@code
+     * status} showed nowhere though they can double a log's room. Under the monitor.
+     */
+    private long[] cacheUse() {
+        long bytes = 0;
+        long files = 0;
+        long beside = 0;
+        for (Node n : overlay.nodes.values()) {
+            if (!n.dir && n.cached) {
+                bytes += n.size;
+                files++;
+            }
+            if (n.former != null) {
+                beside += n.former.size();
+            }
+            if (n.keptMerge != null) {
+                beside += n.keptMerge.size();
+            }
+        }
+        return new long[]{bytes, files, beside};
     }
 
     @Override

@@ -2174,10 +2174,12 @@ class S3HostsTest {
         S3Storage a = host(oa);
         S3Storage b = host(options("b"));
         try (FileHandle log = logMergedWhileOpen(a, b, "agent.log")) {
+            assertTrue(a.state().contains("; cache: 0.0 MiB in 1 file and 0.0 MiB beside them"), a.state());
             b.append(p("/shared/agent.log"), "b2\n".getBytes(UTF_8));
             b.flushAll();
         }
         a.flushAll(); // the close: S3 has more than the merge, and a nothing new to add
+        assertTrue(a.state().contains("; cache: 0.0 MiB in 1 file;"), "the merge kept went: " + a.state());
         assertEquals("a0\nb1\na1\nb2\n", inS3("shared/agent.log"));
         assertEquals("a0\nb1\na1\nb2\n", new String(a.read(p("/shared/agent.log")), UTF_8));
         assertEquals(List.of("agent.log"), a.list(p("/shared")).stream().map(e -> e.name()).toList(), "no conflict copy");
