@@ -651,7 +651,7 @@ final class Overlay {
          * is based on. What a remove or a replace of it is conditional on.
          */
         String etagOnS3() {
-            return keptMerge != null && keptMerge.etag() != null ? keptMerge.etag() : remoteEtag;
+            return keptMerge != null && keptMerge.etagHere() != null ? keptMerge.etagHere() : remoteEtag;
         }
 
         EntryKind kind() {

@@ -48,7 +48,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -1150,14 +1149,15 @@ public final class S3Storage implements Storage {
             if (!copied.isEmpty()) {
                 overlay.seq++; // copies S3 made for this move: a listing begun before them does not remove their nodes
             }
-            Map<Node, WriteBack.KeptMerge> mergesMoved = new HashMap<>(0);
+            List<Node> mergesMoved = new ArrayList<>(0);
             for (Node m : moving) {
                 VfsPath from = m.path;
                 VfsPath to = moved(from, src, dst);
                 String oldKey = objectKey(from, m);
                 WriteBack.KeptMerge merge = WriteBack.keptMergeUnder(m, oldKey);
                 if (merge != null) {
-                    mergesMoved.put(m, merge);
+                    WriteBack.moveKeptMerge(m, merge, objectKey(to, m)); // before the old name's tombstone
+                    mergesMoved.add(m);
                 }
                 // a file held here and unchanged is copied by S3 from its old name when it goes up
                 // (not one with a kept merge: S3's object is that merge, which the copy here lacks)
@@ -1206,7 +1206,7 @@ public final class S3Storage implements Storage {
             } else if (targetEtag != null) {
                 n.remoteEtag = targetEtag;
             }
-            mergesMoved.forEach((m, merge) -> WriteBack.moveKeptMerge(m, merge, objectKey(m.path, m)));
+            mergesMoved.forEach(WriteBack::movedWithKeptMerge);
             journal.put(n);
             overlay.touch(overlay.nodes.get(src.parent()));
             overlay.touch(overlay.nodes.get(dst.parent()));

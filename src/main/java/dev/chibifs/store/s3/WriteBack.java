@@ -230,10 +230,16 @@ final class WriteBack {
      * this host's bytes up to {@code localUpTo}; it stands while the node is still based on
      * {@code baseBefore} under {@code key}, and was appended to only since. {@code atEnd}: a SHA-256
      * that has read the whole file, so the next upload hashes only the bytes it adds (a 1 GiB log's
-     * merge took seconds to hash again at each upload); never updated, copied first.
+     * merge took seconds to hash again at each upload); never updated, copied first. {@code movedFrom}:
+     * the key S3 has the merge under ({@code etag} there) where the file moved since, else null.
      */
     record KeptMerge(String key, String baseBefore, long localUpTo, String etag, long size, Path file,
-                     MessageDigest atEnd) {
+                     MessageDigest atEnd, String movedFrom) {
+
+        /** The merge's version under {@link #key}: null where it moved since (S3 has none of it there). */
+        String etagHere() {
+            return movedFrom == null ? etag : null;
+        }
     }
 
     /** {@code d} updated with the bytes of {@code file} from {@code from} to its end. */
@@ -280,27 +286,40 @@ final class WriteBack {
      */
     static KeptMerge keptMergeUnder(Node n, String k) {
         KeptMerge kept = n.keptMerge;
-        return kept != null && kept.etag() != null && kept.key().equals(k)
+        return kept != null && kept.etagHere() != null && kept.key().equals(k)
                 && java.util.Objects.equals(kept.baseBefore(), n.remoteEtag) && n.appendsFrom == kept.localUpTo()
                 ? kept : null;
     }
 
     /**
-     * {@code n}, whose kept merge {@code kept} stood, moved to the object {@code k}: the merge goes
-     * with it (logrotate's {@code mv log log.1}, the writer going on), so its upload there is the
-     * merge with this host's appends since, whole (S3 has none of it under that name: etag null),
-     * and not this host's copy, which lacks the other host's lines (a tester's `mv` lost them).
-     * Where the move replaced a file, whose version is the base of that upload, the merge is
-     * dropped: the appends since could otherwise be journaled as following that other file's
-     * bytes. Under the monitor, after the move.
+     * {@code n}, whose kept merge {@code kept} stands under its old key, moves to the object {@code k}:
+     * the merge goes with it (logrotate's {@code mv log log.1}, the writer going on), so its upload
+     * there is the merge with this host's appends since, whole (S3 has none of it under that name),
+     * and not this host's copy, which lacks the other host's lines (a tester's `mv` lost them). The
+     * old name's delete stays conditional on the version before the merge, so refused, until the
+     * merge is up under the new one ({@link #mergeWentUp}): a kill before that leaves the other
+     * host's lines under the old name, as the merge is not journaled. Under the monitor, before the
+     * move's tombstone.
      */
     static void moveKeptMerge(Node n, KeptMerge kept, String k) {
-        if (n.keptMerge != kept || n.remoteEtag != null) {
+        n.keptMerge = new KeptMerge(k, null, kept.localUpTo(), kept.etag(), kept.size(), kept.file(), kept.atEnd(),
+                kept.key());
+    }
+
+    /**
+     * The rest of {@link #moveKeptMerge} once the move is done. Where it replaced a file, whose
+     * version is the base of the upload under the new name, the merge is dropped: the appends
+     * since could otherwise be journaled as following that other file's bytes. Under the monitor.
+     */
+    static void movedWithKeptMerge(Node n) {
+        if (n.keptMerge == null || n.keptMerge.movedFrom() == null) {
+            return;
+        }
+        if (n.remoteEtag != null) {
             dropKeptMerge(n);
             return;
         }
-        n.keptMerge = new KeptMerge(k, null, kept.localUpTo(), null, kept.size(), kept.file(), kept.atEnd());
-        n.appendsFrom = kept.localUpTo(); // no base: a restart that lost the merge puts the copy here whole
+        n.appendsFrom = n.keptMerge.localUpTo(); // no base: a restart that lost the merge puts the copy here whole
     }
 
     /**
@@ -311,7 +330,7 @@ final class WriteBack {
      */
     static boolean emptied(Node n) {
         KeptMerge kept = n.keptMerge;
-        if (kept == null || kept.etag() == null || !java.util.Objects.equals(kept.baseBefore(), n.remoteEtag)) {
+        if (kept == null || kept.etagHere() == null || !java.util.Objects.equals(kept.baseBefore(), n.remoteEtag)) {
             return false;
         }
         n.remoteEtag = kept.etag(); // the next upload drops the merge: it is no longer the base
@@ -2206,7 +2225,7 @@ final class WriteBack {
         try {
             Bucket.Head onS3;
             MessageDigest atEnd = kept.atEnd();
-            if (size == kept.size() && kept.etag() != null) {
+            if (size == kept.size() && kept.etagHere() != null) {
                 // nothing appended since (the close, most often): whether S3 still has the merge is all to ask
                 onS3 = bucket.head(k);
                 if (onS3 == null || !kept.etag().equals(onS3.etag())) {
@@ -2217,7 +2236,7 @@ final class WriteBack {
                 String sha = hexSoFar(atEnd);
                 Map<String, String> meta = new LinkedHashMap<>(ours);
                 meta.put(META_SHA, sha);
-                String etag = putOnce(k, kept.file(), meta, kept.etag(), sha, null, kept.size());
+                String etag = putOnce(k, kept.file(), meta, kept.etagHere(), sha, null, kept.size());
                 onS3 = new Bucket.Head(size, null, etag, meta);
             }
             synchronized (store) {
@@ -2228,7 +2247,7 @@ final class WriteBack {
             // another host appended again: this host's appends go at the end of theirs, which
             // continue the merge (only their new bytes come down)
             // (moved since its merge, and another host made the new name meanwhile: all of it goes at their end)
-            long ofOurs = kept.etag() == null ? 0 : kept.size();
+            long ofOurs = kept.etagHere() == null ? 0 : kept.size();
             if (mergeAppends(n, p, k, gen, kept.file(), ofOurs, size, upTo, ours, null) == Merge.DONE) {
                 return Merge.DONE;
             }
@@ -2380,6 +2399,15 @@ final class WriteBack {
      */
     private void mergeWentUp(Node n, VfsPath p, String k, long gen, long upTo, Path merged, Bucket.Head h,
                              MessageDigest atEnd) throws IOException {
+        KeptMerge was = n.keptMerge;
+        if (was != null && was.movedFrom() != null) {
+            // the other host's lines are up under the new name: the old one may go, merge and all
+            Overlay.Tomb t = store.overlay.tombs.get(was.movedFrom());
+            if (t != null && t.pending && t.release == null) {
+                store.overlay.tombstone(was.movedFrom(), was.etag());
+                store.journal.commit();
+            }
+        }
         if (n.path == null || !n.path.equals(p)) {
             dropKeptMerge(n);
             wentUp(n, p, k, gen, h.etag(), null); // renamed or removed meanwhile: as any upload then
@@ -2407,7 +2435,7 @@ final class WriteBack {
             Files.move(merged, keep, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         }
         n.keptMerge = n.appendsFrom == NOT_APPENDS ? null
-                : new KeptMerge(k, n.remoteEtag, upTo, h.etag(), h.size(), keep, atEnd);
+                : new KeptMerge(k, n.remoteEtag, upTo, h.etag(), h.size(), keep, atEnd, null);
         if (n.keptMerge == null) {
             Files.deleteIfExists(keep);
         }

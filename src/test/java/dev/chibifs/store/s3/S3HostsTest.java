@@ -2249,6 +2249,27 @@ class S3HostsTest {
 
     @Test
     @Timeout(60)
+    void aLogMovedAfterAMergeAndKilledBeforeItsUploadLosesNoLineAtTheNextStart() throws Exception {
+        S3Options oa = options("a").withClock(startClock(), false);
+        S3Storage a = host(oa);
+        S3Storage b = host(options("b").withValidity(Duration.ZERO));
+        FileHandle log = logMergedWhileOpen(a, b, "agent.log");
+        a.rename(p("/shared/agent.log"), p("/shared/agent.log.1"));
+        log.write(ByteBuffer.wrap("a2\n".getBytes(UTF_8)), 0);
+        a.crash(); // the merge kept beside the copy is not journaled: a restart has only the copy here
+
+        S3Storage again = host(oa);
+        again.flushAll();
+        // the copy here, without b's line, goes up whole under the new name (nothing of it was there),
+        // and the old name, whose merge with b's line S3 still has, stays: no line is lost
+        assertEquals("a0\na1\na2\n", inS3("shared/agent.log.1"));
+        assertEquals("a0\nb1\na1\n", inS3("shared/agent.log"));
+        assertEquals(0, again.pendingChanges());
+        assertNoCopyLeft(oa);
+    }
+
+    @Test
+    @Timeout(60)
     void aLogEmptiedThroughItsWriterAfterAMergeReplacesTheMergeWithoutAConflictCopy() throws Exception {
         S3Options oa = options("a").withClock(startClock(), false);
         S3Storage a = host(oa);
