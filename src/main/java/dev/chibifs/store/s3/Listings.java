@@ -432,10 +432,10 @@ final class Listings {
             n.size = now.size();
         } else {
             fromListing(n, now, n.syncedSeq);
-            if (h != null) {
-                store.fromMeta(n, h);
-            }
             n.gen++;
+            if (h != null) {
+                store.fromMeta(n, h); // after the new generation: the SHA-256 it gives is this version's
+            }
         }
         store.journal.put(n);
         store.journal.commit();
