@@ -1181,10 +1181,11 @@ final class Bucket implements Closeable {
     /**
      * Bytes {@code from} to {@code from + length} of version {@code ifMatch} of {@code key}, written at
      * the same place in {@code out} (or the whole object from its start, where the server sends it
-     * all); an IOException where the object is no longer that version.
+     * all); an IOException where the object is no longer that version. Returns what a HEAD would have
+     * said of it: the answer carries its size, ETag and metadata.
      */
-    void getPart(String key, String ifMatch, long from, long length, CacheFile out) throws IOException {
-        getRange(key, ifMatch, from, length, out);
+    Head getPart(String key, String ifMatch, long from, long length, CacheFile out) throws IOException {
+        return getRange(key, ifMatch, from, length, out).head();
     }
 
     /**

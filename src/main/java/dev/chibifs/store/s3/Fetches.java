@@ -230,27 +230,39 @@ final class Fetches {
     /**
      * The object {@code key} of {@code n} written to {@code part} with only its bytes past {@code n}'s
      * former content ({@link Node#former}) downloaded, where it is that content with bytes added (a
-     * log another host appended to), which the SHA-256 in its metadata confirms: a HEAD and a GET of
-     * the range instead of a GET of the whole. Null where not, or no former content is kept: the
-     * caller downloads it whole.
+     * log another host appended to), which the SHA-256 in its metadata confirms: a GET of the range
+     * instead of a GET of the whole, and a HEAD before it where this host has not heard of the version.
+     * Null where not, or no former content is kept: the caller downloads it whole.
      */
     private Bucket.Head fromFormer(Node n, String key, Path part) throws IOException {
         S3Storage.Former former;
+        Version heard;
         synchronized (store) {
             former = n.former;
+            if (former == null) {
+                return null;
+            }
+            // the version this host last heard of, its SHA-256 with it (a stat's HEAD, a >>'s lookup)
+            heard = n.sha != null && n.shaGen == n.gen && n.remoteEtag != null && !n.dirty && n.size > former.size()
+                    ? new Version(n.remoteEtag, n.size, n.sha) : null;
         }
-        if (former == null) {
-            return null;
-        }
-        try {
-            Bucket.Head h = bucket.head(key);
-            String sha = h == null ? null : h.meta().get(S3Storage.META_SHA);
-            if (sha != null && h.size() >= former.size()) {
-                try (CacheFile mine = CacheFile.openForReading(former.file()); CacheFile out = CacheFile.replace(part)) {
-                    if (store.continues(key, h.etag(), h.size(), sha, mine, former.size(), out)) {
-                        out.writeAll(mine.range(0, former.size()), 0);
-                        return h;
-                    }
+        try (CacheFile mine = CacheFile.openForReading(former.file()); CacheFile out = CacheFile.replace(part)) {
+            Bucket.Head h;
+            if (heard != null) {
+                // its new bytes alone, of that version: the answer says what a HEAD would, so none is
+                // asked (a >> to a stale log cost two); another version since fails it, and all comes
+                h = bucket.getPart(key, heard.etag(), former.size(), heard.size() - former.size(), out);
+                if (S3Storage.hashesTo(heard.sha(), mine, former.size(), out, heard.size())) {
+                    out.writeAll(mine.range(0, former.size()), 0);
+                    return h;
+                }
+            } else {
+                h = bucket.head(key);
+                String sha = h == null ? null : h.meta().get(S3Storage.META_SHA);
+                if (sha != null && h.size() >= former.size()
+                        && store.continues(key, h.etag(), h.size(), sha, mine, former.size(), out)) {
+                    out.writeAll(mine.range(0, former.size()), 0);
+                    return h;
                 }
             }
         } catch (IOException e) {
@@ -259,6 +271,10 @@ final class Fetches {
         }
         Files.deleteIfExists(part);
         return null;
+    }
+
+    /** A version of an object: its ETag, size and SHA-256. */
+    private record Version(String etag, long size, String sha) {
     }
 
     /** The content GET {@code h} brought to {@code part} is now {@code n}'s, with its attributes; under the monitor. */

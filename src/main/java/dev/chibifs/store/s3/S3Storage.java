@@ -2587,9 +2587,14 @@ public final class S3Storage implements Storage {
         if (size > from) {
             bucket.getPart(key, etag, from, size - from, into);
         }
+        return hashesTo(sha, prefix, from, into, size);
+    }
+
+    /** Whether {@code prefix}'s first {@code from} bytes, then {@code rest}'s up to {@code size}, hash to {@code sha}. */
+    static boolean hashesTo(String sha, CacheFile prefix, long from, CacheFile rest, long size) throws IOException {
         MessageDigest d = ContentHash.digest();
         prefix.digest(d, 0, from);
-        into.digest(d, from, size - from);
+        rest.digest(d, from, size - from);
         return sha.equals(ContentHash.hex(d));
     }
 

@@ -1671,6 +1671,50 @@ class S3HostsTest {
     }
 
     @Test
+    void aFileAnotherHostRewroteAsLongKnowsItsNewSha256FromTheHeadThatSettledIt() throws Exception {
+        String before = "1".repeat((int) S3Options.DEFAULT_PREFETCH_BELOW) + "\n"; // not fetched with its attributes
+        String after = "2".repeat((int) S3Options.DEFAULT_PREFETCH_BELOW) + "\n";
+        TwoHosts hosts = bothHolding(before, "/shared/plan.md");
+        hosts.a().write(p("/shared/plan.md"), after.getBytes(UTF_8));
+        hosts.a().flushAll();
+        hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+        S3Storage b = hosts.b();
+        // as long as b's copy: the listing doubts it, and the HEAD that asks settles it
+        assertEquals(after.length(), b.metadata(p("/shared/plan.md")).size());
+        Map<String, Long> asked = b.requests();
+        assertEquals(ContentHash.of(after.getBytes(UTF_8)), b.etag(p("/shared/plan.md")));
+        assertEquals(asked, b.requests(), "the HEAD's SHA-256 is the new version's");
+        assertEquals(after, text(b, "/shared/plan.md"));
+    }
+
+    @Test
+    @Timeout(60)
+    void anAppendToALargeLogAnotherHostExtendedAsksS3ForItsVersionOnceAndFetchesOnlyItsNewBytes() throws Exception {
+        String large = "x".repeat((int) Bucket.MIN_PART_BYTES) + "\n";
+        TwoHosts hosts = bothHolding(large, "/shared/agent.log");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        a.append(p("/shared/agent.log"), "a's\n".getBytes(UTF_8));
+        a.flushAll();
+        hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+
+        // echo line >> agent.log: the shell's lookup, then its open to append
+        Map<String, Long> before = b.requests();
+        long down = b.bytesMoved()[0];
+        assertEquals(large.length() + 4, b.metadata(p("/shared/agent.log")).size());
+        try (FileHandle log = b.open(p("/shared/agent.log"), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND), 0)) {
+            log.write(ByteBuffer.wrap("b's\n".getBytes(UTF_8)), 0);
+        }
+        Map<String, Long> made = Requests.since(before, b.requests());
+        assertEquals(1L, made.getOrDefault("head", 0L), "the version's SHA-256 asked once: " + made);
+        assertEquals(1L, made.getOrDefault("get", 0L), made.toString());
+        assertEquals(4, b.bytesMoved()[0] - down, "only a's line came down");
+        b.flushAll();
+        hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+        assertEquals(large + "a's\nb's\n", text(a, "/shared/agent.log"));
+    }
+
+    @Test
     void aReaderOfALargeLogReadAsItCameDownFollowsWhatAnotherHostAppendsOnceItIsAllThere() throws Exception {
         S3Storage a = hostUploadingInParts(options("a"));
         byte[] start = randomBytes(Bucket.MIN_PART_BYTES + 99, 8);
