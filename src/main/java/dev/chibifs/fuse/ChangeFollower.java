@@ -69,6 +69,10 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
 
     /** A name in a directory, known by its follow key (gone files). */
     private record Name(long parent, String name) {
+        @Override
+        public int hashCode() {
+            return NodeTable.nameHash(parent, name);
+        }
     }
 
     private final FuseFileSystem fs;

@@ -23,6 +23,10 @@ final class HeldAnswers {
 
     /** A name told missing in directory node {@code parent}. */
     private record MissingName(long parent, String name) {
+        @Override
+        public int hashCode() {
+            return NodeTable.nameHash(parent, name);
+        }
     }
 
     /** Where a dropped held listing is told (the session's notices); null before INIT. */

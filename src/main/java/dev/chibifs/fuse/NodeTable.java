@@ -63,6 +63,22 @@ final class NodeTable {
      * a node table of 1,000,000 files spends 24 MB less).
      */
     record Link(Node parent, String name) {
+        @Override
+        public int hashCode() {
+            return nameHash(parent.id, name);
+        }
+    }
+
+    /**
+     * The hash of name {@code name} in directory node {@code parent}, for every key made of the two. A
+     * record's own hash, 31 times the parent's plus the name's, collided wholesale: directories made
+     * one after another have ids 1 apart and names such as {@code f1..f1000} hashes 31 apart, so 100,000
+     * names in 100 directories shared 5,650 hashes, and ConcurrentHashMap searched each crowded bin
+     * end to end (its tree bins cannot order keys that are not Comparable). The parent's id is
+     * scrambled first (Fibonacci hashing), so no two directories' names line up.
+     */
+    static int nameHash(long parent, String name) {
+        return Long.hashCode(parent * 0x9E3779B97F4A7C15L) ^ name.hashCode();
     }
 
     static final class Node {
