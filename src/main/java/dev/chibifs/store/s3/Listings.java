@@ -555,6 +555,14 @@ final class Listings {
                 continue;
             }
             seen.add(name);
+            if (n != null && n.link && !n.dirty && n.syncedSeq <= startSeq) {
+                // this host's link, up, and another host's directory of the name: the directory shows,
+                // as on every host that lists both objects (a link gives way to a file or directory of
+                // its name, below); keeping the link had each host show its own for good
+                store.journal.gone(p);
+                store.overlay.detach(n);
+                n = null;
+            }
             if (n == null) {
                 n = store.overlay.newNode(true, DIR_MODE);
                 n.dirOnRemote = true;

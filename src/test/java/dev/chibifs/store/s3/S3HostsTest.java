@@ -2562,6 +2562,26 @@ class S3HostsTest {
     }
 
     @Test
+    void aDirectoryAndALinkMadeOfOneNameOnTwoHostsShowAsTheDirectoryOnBoth() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b").withClock(clock, false));
+        a.mkdir(p("/shared/r"));
+        a.flushAll();
+        assertEquals(List.of(), b.list(p("/shared/r")));
+        // each before it hears of the other's: both win, their objects being r/x/ and r/x.rclonelink
+        a.mkdir(p("/shared/r/x"));
+        b.createSymlink(p("/shared/r/x"), "target");
+        a.flushAll();
+        b.flushAll();
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+        // a directory of the name wins over a link, as a file does: on both hosts, not each its own
+        assertEquals(List.of(new Entry("x", EntryKind.DIRECTORY)), a.list(p("/shared/r")));
+        assertEquals(List.of(new Entry("x", EntryKind.DIRECTORY)), b.list(p("/shared/r")));
+        assertEquals(EntryKind.DIRECTORY, b.metadata(p("/shared/r/x")).kind());
+    }
+
+    @Test
     void aSymbolicLinkIsTheObjectRcloneKeepsItAsAndEveryHostSeesALink() throws Exception {
         S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
         S3Storage b = host(options("b").withValidity(Duration.ZERO));
