@@ -109,7 +109,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
      */
     private boolean unknownNameChanged;
     /** Each thread's own notification buffer. */
-    private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(8192));
+    private final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(FuseProtocol.NOTICE_CAPACITY));
     private volatile FuseChannel channel;
     private volatile FuseSession session;
 

@@ -110,7 +110,7 @@ final class FuseFileSystem {
     final OpenFileTable openFiles = new OpenFileTable();
     final StaleNames staleNames = new StaleNames();
     /** Each request thread's buffer for a notification sent in the middle of a request. */
-    final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(FuseProtocol.OUT_HEADER + 64));
+    final ThreadLocal<FuseReply> notices = ThreadLocal.withInitial(() -> new FuseReply(FuseProtocol.NOTICE_CAPACITY));
     private volatile StoreFollower follower = StoreFollower.NONE;
     /**
      * Where notifications written from within a request go: a small file's content into the kernel's

@@ -175,6 +175,13 @@ final class FuseProtocol {
     static final int ATTR_OUT = 16 + ATTR;
     static final int DIRENT = 24;
     static final int DIRENTPLUS = ENTRY_OUT + DIRENT;
+    /** The kernel's FUSE_NAME_MAX: the longest name a FUSE message carries (the daemon refuses past 255). */
+    static final int NAME_MAX = 1024;
+    /**
+     * Room for any notice the daemon sends that is not a NOTIFY_STORE's data: the largest, a
+     * fuse_notify_delete_out (24 bytes) with a name and its NUL.
+     */
+    static final int NOTICE_CAPACITY = OUT_HEADER + 24 + NAME_MAX + 1;
 
     /** The node id of the mount's root, fixed by the protocol. */
     static final long ROOT_ID = 1;
