@@ -385,8 +385,9 @@ final class WriteBack {
         } else {
             soonest = refusedLately.values().stream().mapToLong(Refusal::until).min().getAsLong();
         }
-        long in = soonest - store.ticks();
-        return in <= 0 ? "next try due now" : "next try in " + seconds(in);
+        long now = store.ticks();
+        // compared, not subtracted first: an outage a request found before any backoff has Long.MIN_VALUE
+        return soonest <= now ? "next try due now" : "next try in " + seconds(soonest - now);
     }
 
     /** A wait of {@code millis} as the state and the log say it: {@code 4.2 s}. */

@@ -3469,6 +3469,8 @@ class S3HostsTest {
             clock.advance(Duration.ofSeconds(2)); // past the listing's validity: the next list asks S3
             assertEquals(1, a.list(p("/shared")).size(), "what was last seen stands");
             long asked = total(a.requests());
+            // found away by a listing, before the write-back backed off (it said 'in 9223372036827322.0 s')
+            assertEquals("next try due now", a.nextTry());
 
             clock.advance(Duration.ofSeconds(2));
             assertEquals(1, a.list(p("/shared")).size(), "what was last seen stands");
