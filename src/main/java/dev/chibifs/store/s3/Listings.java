@@ -23,6 +23,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -533,6 +534,11 @@ final class Listings {
         }
         String prefix = store.dirKey(dir);
         Set<String> seen = new TreeSet<>();
+        Set<String> dirsListed = new HashSet<>();
+        for (String pre : level.prefixes()) {
+            dirsListed.add(pre.substring(prefix.length(), pre.length() - 1));
+        }
+        Set<String> filesListed = new HashSet<>();
         List<Bucket.Listed> links = new ArrayList<>();
         for (Bucket.Listed o : level.objects()) {
             String name = o.key().substring(prefix.length());
@@ -541,6 +547,15 @@ final class Listings {
             } else if (store.linkName(name) != null) {
                 links.add(o);
             } else {
+                filesListed.add(name);
+                VfsPath p = dirsListed.contains(name) ? null : childOrNull(dir, name);
+                Node n = p == null ? null : store.overlay.nodes.get(p);
+                if (n != null && n.dir && removedElsewhere(n, startSeq)) {
+                    // another host replaced the directory with a file (rmdir d; echo > d): the file
+                    // shows; a directory kept here stayed for good, and what was put in it went up
+                    // under a file's name
+                    dropSubtree(n);
+                }
                 placeListed(dir, name, o, false, startSeq, seen);
             }
         }
@@ -555,12 +570,12 @@ final class Listings {
                 continue;
             }
             seen.add(name);
-            if (n != null && n.link && !n.dirty && n.syncedSeq <= startSeq) {
-                // this host's link, up, and another host's directory of the name: the directory shows,
-                // as on every host that lists both objects (a link gives way to a file or directory of
-                // its name, below); keeping the link had each host show its own for good
-                store.journal.gone(p);
-                store.overlay.detach(n);
+            if (n != null && !n.dir && (n.link || !filesListed.contains(name)) && removedElsewhere(n, startSeq)) {
+                // a file here another host replaced with a directory, or a link here beside another
+                // host's directory of the name (both objects stay: a link gives way to a file or
+                // directory of its name, below, as on every host that lists them): the directory
+                // shows; keeping the node here had this host show its own version for good
+                dropSubtree(n);
                 n = null;
             }
             if (n == null) {
@@ -584,14 +599,19 @@ final class Listings {
             }
             Node n = store.overlay.nodes.get(dir.child(name));
             if (n != null && removedElsewhere(n, startSeq)) {
-                for (Node gone : store.overlay.subtree(n.path)) {
-                    store.journal.gone(gone.path);
-                    store.overlay.detach(gone);
-                }
+                dropSubtree(n);
             }
         }
         long now = store.ticks();
         store.overlay.tombs.values().removeIf(t -> !t.pending && (t.doneSeq < startSeq || now - t.doneAt > DONE_TOMB_MILLIS));
+    }
+
+    /** Forgets {@code n} and all below it, gone from S3 with nothing of it pending here. Under the store's monitor. */
+    private void dropSubtree(Node n) {
+        for (Node gone : store.overlay.subtree(n.path)) {
+            store.journal.gone(gone.path);
+            store.overlay.detach(gone);
+        }
     }
 
     /** Merges one listed object, a file's or a link's, into the overlay as the child {@code name} of {@code dir}. */

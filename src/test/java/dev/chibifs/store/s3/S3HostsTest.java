@@ -2562,6 +2562,31 @@ class S3HostsTest {
     }
 
     @Test
+    void aDirectoryAnotherHostReplacedWithAFileIsTheFileHereAndTheReverse() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host(options("a").withClock(clock, false));
+        S3Storage b = host(options("b").withClock(clock, false));
+        a.mkdir(p("/shared/ty"));
+        a.write(p("/shared/tz"), "f".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals(EntryKind.DIRECTORY, b.metadata(p("/shared/ty")).kind());
+        assertEquals("f", text(b, "/shared/tz"));
+
+        a.removeDirectory(p("/shared/ty"));
+        a.removeFile(p("/shared/tz"));
+        a.flushAll(); // (s3proxy's file backend cannot put tz/x while tz is a file)
+        a.write(p("/shared/ty"), "file".getBytes(UTF_8));
+        a.mkdir(p("/shared/tz"));
+        a.write(p("/shared/tz/x"), "x".getBytes(UTF_8));
+        a.flushAll();
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+        assertEquals(List.of(new Entry("ty", EntryKind.FILE), new Entry("tz", EntryKind.DIRECTORY)), b.list(p("/shared")));
+        assertEquals("file", text(b, "/shared/ty"));
+        assertEquals(EntryKind.DIRECTORY, b.metadata(p("/shared/tz")).kind());
+        assertEquals("x", text(b, "/shared/tz/x"));
+    }
+
+    @Test
     void aDirectoryAndALinkMadeOfOneNameOnTwoHostsShowAsTheDirectoryOnBoth() throws Exception {
         MutableClock clock = startClock();
         S3Storage a = host(options("a").withClock(clock, false));
