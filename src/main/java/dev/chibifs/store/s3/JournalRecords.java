@@ -608,7 +608,9 @@ final class JournalRecords implements Closeable {
             }
             n.journaledSeq = lastAt.get(p);
             if (n.dirty && n.cached && shorterThanJournaled(o, n)) {
-                p = keptAside(p, n, o, last);
+                p = keptAside(p, n, last, "is damaged (" + n.size + " bytes, the journal says " + o.path("size").asLong() + ")");
+            } else if (n.dirty && n.cached && halfWritten(o, n)) {
+                p = keptAside(p, n, last, "was being written when the store stopped without a close (kill -9, a crash)");
             }
             ensureParents(p);
             store.overlay.attach(p, n);
@@ -711,11 +713,23 @@ final class JournalRecords implements Closeable {
     }
 
     /**
-     * The damaged content of the changed file {@code n}, last at {@code p}, is kept as a conflict copy
-     * beside it, as one of a change S3 refused, rather than uploaded over what S3 has at {@code p}
-     * (which shows there again); the copy's name, a new object. {@code names} holds the journal's.
+     * Whether the changed file {@code n} had a writer open when the store stopped without closing it,
+     * rewriting (not only appending to) a version S3 has: a file open for writing goes up at its last
+     * close, never half written, and this close never came (a program's O_TRUNC rewrite cut off, an
+     * SQLite transaction not yet committed by its fsync). Appends go up as they are: each is whole
+     * lines added to S3's version, as they go up while the writer is open.
      */
-    private VfsPath keptAside(VfsPath p, Node n, ObjectNode o, Map<VfsPath, ObjectNode> names) {
+    private static boolean halfWritten(ObjectNode o, Node n) {
+        return o.path(OPEN).asBoolean() && n.remoteEtag != null && n.appendsFrom == NOT_APPENDS;
+    }
+
+    /**
+     * The content of the changed file {@code n}, last at {@code p}, that {@code why} says cannot be
+     * trusted is kept as a conflict copy beside it, as one of a change S3 refused, rather than
+     * uploaded over what S3 has at {@code p} (which shows there again); the copy's name, a new
+     * object. {@code names} holds the journal's.
+     */
+    private VfsPath keptAside(VfsPath p, Node n, Map<VfsPath, ObjectNode> names, String why) {
         VfsPath copy;
         for (int i = 0; ; i++) {
             copy = WriteBack.conflictName(p, store.options.host(), store.options.clock().instant(), i);
@@ -723,8 +737,8 @@ final class JournalRecords implements Closeable {
                 break;
             }
         }
-        LOG.error("S3 store {}: cached content of {} is damaged ({} bytes, the journal says {}): not uploaded over {}"
-                + " on S3; kept as {}, a new object", store.spec, p, n.size, o.path("size").asLong(), p, copy);
+        LOG.error("S3 store {}: cached content of {} {}: not uploaded over {} on S3; kept as {}, a new object",
+                store.spec, p, why, p, copy);
         n.remoteEtag = null; // a new object: it replaces nothing on S3
         n.sha = null; // the recorded hash is of the content before the damage
         n.shaGen = -1;

@@ -449,6 +449,28 @@ class S3CacheDirTest {
     }
 
     @Test
+    void aFileBeingRewrittenWhenTheStoreWasKilledIsKeptAsAConflictCopyNotUploadedOverS3s() throws Exception {
+        String spec = "s3://" + BUCKET + "/" + ns;
+        S3Storage a = store(spec, cacheDir);
+        a.write(p("/shared/f"), "the good version on S3".getBytes(UTF_8));
+        a.write(p("/shared/log"), "line 1\n".getBytes(UTF_8));
+        a.flushAll();
+        // open at the kill: a rewrite cut off (no close, so never due), and a log appended to
+        FileHandle rewrite = a.open(p("/shared/f"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0);
+        rewrite.write(ByteBuffer.wrap("partial-new-".getBytes(UTF_8)), 0);
+        FileHandle log = a.open(p("/shared/log"), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND), 0);
+        log.write(ByteBuffer.wrap("line 2\n".getBytes(UTF_8)), 0);
+        a.crash();
+
+        S3Storage again = store(spec, cacheDir);
+        again.flushAll();
+        assertEquals("the good version on S3", inS3(BUCKET, ns + "/shared/f"));
+        assertEquals("partial-new-", inS3(BUCKET, ns + "/shared/f.conflict-a-" + STAMP));
+        assertEquals("the good version on S3", new String(again.read(p("/shared/f")), UTF_8));
+        assertEquals("line 1\nline 2\n", inS3(BUCKET, ns + "/shared/log"), "appends go up as they are");
+    }
+
+    @Test
     void aChangedFileCutShortInTheCacheIsKeptAsAConflictCopyNotUploadedOverS3s() throws Exception {
         String spec = "s3://" + BUCKET + "/" + ns;
         S3Storage a = store(spec, cacheDir);
