@@ -70,6 +70,21 @@ public final class Names {
         return out.toString();
     }
 
+    /** The longest start of {@code name} whose UTF-8 is at most {@code maxBytes} bytes, cut between code points. */
+    public static String cutToUtf8Bytes(String name, int maxBytes) {
+        int bytes = 0;
+        for (int i = 0; i < name.length(); ) {
+            int c = name.codePointAt(i);
+            int size = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+            if (bytes + size > maxBytes) {
+                return name.substring(0, i);
+            }
+            bytes += size;
+            i += Character.charCount(c);
+        }
+        return name;
+    }
+
     /** True when {@code name} is valid UTF-8, so a String holds it exactly. */
     public static boolean isUtf8(byte[] name) {
         try {

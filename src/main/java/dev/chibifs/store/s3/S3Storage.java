@@ -375,7 +375,7 @@ public final class S3Storage implements Storage {
         }
     }
 
-    private static int utf8Length(String s) {
+    static int utf8Length(String s) {
         return s.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
     }
 

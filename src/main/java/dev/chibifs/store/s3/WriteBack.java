@@ -1,10 +1,12 @@
 package dev.chibifs.store.s3;
 
+import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.ContentHash;
 import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.store.s3.Overlay.Tomb;
 import dev.chibifs.store.s3.S3Storage.MovedFrom;
+import dev.chibifs.sys.Linux;
 
 import static dev.chibifs.store.s3.S3Storage.META_SHA;
 import static dev.chibifs.store.s3.S3Storage.META_MTIME;
@@ -2857,9 +2859,19 @@ final class WriteBack {
         }
     }
 
-    /** The {@code i}th name (from 0) of a conflict copy of {@code p} kept by {@code host} at {@code at}. */
+    /**
+     * The {@code i}th name (from 0) of a conflict copy of {@code p} kept by {@code host} at {@code at}:
+     * the name cut short (and a long host name too) where the whole would pass NAME_MAX bytes, as no
+     * lookup could then reach the copy (a 224-byte name made one every mount refused).
+     */
     static VfsPath conflictName(VfsPath p, String host, Instant at, int i) {
-        return p.parent().child(p.fileName() + ".conflict-" + host + "-" + CONFLICT_TIME.format(at) + (i == 0 ? "" : "-" + i));
+        String marker = ".conflict-";
+        String time = "-" + CONFLICT_TIME.format(at) + (i == 0 ? "" : "-" + i);
+        String first = p.fileName().substring(0, p.fileName().offsetByCodePoints(0, 1)); // the name shows, however long the host's
+        String hostShown = Names.cutToUtf8Bytes(host, Linux.NAME_MAX - S3Storage.utf8Length(first) - marker.length() - time.length());
+        String suffix = marker + hostShown + time;
+        String name = Names.cutToUtf8Bytes(p.fileName(), Linux.NAME_MAX - S3Storage.utf8Length(suffix));
+        return p.parent().child(name + suffix);
     }
 
     /** A request of the write-back failed: S3 refusing one object ({@link Bucket.Refused}) is not S3 away. */
