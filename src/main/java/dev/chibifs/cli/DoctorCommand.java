@@ -76,7 +76,7 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             description = "CHIBI_HOME to check; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
     Path home;
 
-    @Option(names = "--uid-map", paramLabel = "UID=NAME",
+    @Option(names = "--uid-map", paramLabel = "UID=NAME", split = ",",
             description = "The mount will map uids (so it needs allow_other, and user_allow_other when not root).")
     List<String> uidMaps = new ArrayList<>();
 

@@ -70,8 +70,8 @@ final class MountCommand implements Callable<Integer> {
             description = "Per-context mount: every request acts as NAME (default: $CHIBI_CONTEXT).")
     String context;
 
-    @Option(names = "--uid-map", paramLabel = "UID=NAME",
-            description = "Map a uid to a context (repeatable); unmapped uids read but never write. Implies allow_other.")
+    @Option(names = "--uid-map", paramLabel = "UID=NAME", split = ",",
+            description = "Map a uid to a context (repeatable, or a comma-separated list as status shows it); unmapped uids read but never write. Implies allow_other.")
     List<String> uidMaps = new ArrayList<>();
 
     @Option(names = "--system-uid", paramLabel = "UID", converter = UidConverter.class,

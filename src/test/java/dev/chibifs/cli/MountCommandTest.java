@@ -35,6 +35,14 @@ class MountCommandTest {
     }
 
     @Test
+    void aUidMapTakesTheListStatusShowsAsWellAsRepeats() {
+        MountCommand m = new MountCommand();
+        // status shows uidmap=998=alice,997=bob: a context name has no comma, so the list is one
+        new picocli.CommandLine(m).parseArgs("--uid-map", "998=alice,997=bob", "--uid-map", "996=carol", "/mnt");
+        assertEquals(Map.of(998L, "alice", 997L, "bob", 996L, "carol"), MountCommand.parseUidMaps(m.uidMaps, null));
+    }
+
+    @Test
     void aUidMapNamesUidsAKernelHas() {
         for (String bad : List.of("99999999999=alice", "4294967295=alice", "-1=alice")) {
             UsageException e = assertThrows(UsageException.class, () -> MountCommand.parseUidMaps(List.of(bad), null));
