@@ -193,8 +193,9 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
                          List<MountRegistry> registries, Path mountTable, long me) throws IOException, CommandFailure {
         for (MountRegistry registry : registries) {
             for (MountRegistry.Entry e : registry.list()) {
+                // a detached daemon (unmounted lazily, still serving files open on it) still answers
                 if (e.record() != null && e.record().mountpoint().equals(mp)
-                        && e.health() == MountRegistry.Health.ACTIVE) {
+                        && (e.health() == MountRegistry.Health.ACTIVE || e.health() == MountRegistry.Health.DETACHED)) {
                     return which.apply(registry, e.record().pid());
                 }
             }

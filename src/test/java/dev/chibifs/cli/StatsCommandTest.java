@@ -75,6 +75,19 @@ class StatsCommandTest {
         }
     }
 
+    /** A daemon unmounted lazily with files open (status: detached) still answers stats, trace and sync. */
+    @Test
+    void aDetachedDaemonIsAskedAsAMountedOneIs() throws Exception {
+        Path mp = mnt.resolve("lazy");
+        Path table = java.nio.file.Files.writeString(mnt.resolve("no-mounts"), "");
+        MountRegistry registry = new MountRegistry(mnt.resolve("registry"), table, pid -> true);
+        registry.write(new MountRecord(mp, 2, MountRecord.MODE_CONTEXT, "planner", "", null, Path.of("/h"),
+                Path.of("/h/vfs"), java.time.Instant.now(), "", "/h/chibifs/mount.log"));
+        assertEquals(MountRegistry.Health.DETACHED, registry.list().get(0).health());
+        assertEquals(StatsSocket.pathFor(registry, 2L),
+                StatsCommand.socketOf(mp, "stats", StatsSocket::pathFor, java.util.List.of(registry), table, 0));
+    }
+
     /** A listener that takes connections (the kernel completes them) and never writes: a daemon under SIGSTOP. */
     static java.nio.channels.ServerSocketChannel silent(Path path) throws java.io.IOException {
         java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX);
