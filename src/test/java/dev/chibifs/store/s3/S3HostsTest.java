@@ -1576,9 +1576,10 @@ class S3HostsTest {
 
     @Test
     void theSameFileWrittenOnBothHostsLeavesOneWinnerAndOneConflictCopy() throws Exception {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Storage b = host(options("b").withClock(clock, false));
+        TwoHosts hosts = onOneClock();
+        MutableClock clock = hosts.clock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         a.write(p("/shared/doc"), "base".getBytes(UTF_8));
         a.flushAll();
         assertEquals("base", text(b, "/shared/doc"));
@@ -1613,12 +1614,18 @@ class S3HostsTest {
     private record TwoHosts(S3Storage a, S3Storage b, S3Options bOptions, MutableClock clock) {
     }
 
+    /** Hosts a and b on one standing clock, neither writing back on its own. */
+    private TwoHosts onOneClock() throws IOException {
+        MutableClock clock = startClock();
+        S3Options bOptions = options("b").withClock(clock, false);
+        return new TwoHosts(host(options("a").withClock(clock, false)), host(bOptions), bOptions, clock);
+    }
+
     /** Two hosts, both holding {@code paths} as a wrote them, each {@code content}. */
     private TwoHosts bothHolding(String content, String... paths) throws IOException {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Options bOptions = options("b").withClock(clock, false);
-        S3Storage b = host(bOptions);
+        TwoHosts hosts = onOneClock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         for (String path : paths) {
             a.write(p(path), content.getBytes(UTF_8));
         }
@@ -1626,7 +1633,7 @@ class S3HostsTest {
         for (String path : paths) {
             assertEquals(content, text(b, path));
         }
-        return new TwoHosts(a, b, bOptions, clock);
+        return hosts;
     }
 
     @Test
@@ -2563,9 +2570,10 @@ class S3HostsTest {
 
     @Test
     void aDirectoryAnotherHostReplacedWithAFileIsTheFileHereAndTheReverse() throws Exception {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Storage b = host(options("b").withClock(clock, false));
+        TwoHosts hosts = onOneClock();
+        MutableClock clock = hosts.clock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         a.mkdir(p("/shared/ty"));
         a.write(p("/shared/tz"), "f".getBytes(UTF_8));
         a.flushAll();
@@ -2588,9 +2596,10 @@ class S3HostsTest {
 
     @Test
     void aDirectoryAndALinkMadeOfOneNameOnTwoHostsShowAsTheDirectoryOnBoth() throws Exception {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Storage b = host(options("b").withClock(clock, false));
+        TwoHosts hosts = onOneClock();
+        MutableClock clock = hosts.clock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         a.mkdir(p("/shared/r"));
         a.flushAll();
         assertEquals(List.of(), b.list(p("/shared/r")));
@@ -3351,9 +3360,9 @@ class S3HostsTest {
 
     @Test
     void theSameLinkMadeOnBothHostsLeavesTheirsAndAConflictCopyAsNewNodes() throws Exception {
-        MutableClock clock = startClock();
-        S3Storage a = host(options("a").withClock(clock, false));
-        S3Storage b = host(options("b").withClock(clock, false));
+        TwoHosts hosts = onOneClock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
         a.mkdir(p("/shared"));
         a.flushAll();
         assertEquals(List.of(), b.list(p("/shared")));
