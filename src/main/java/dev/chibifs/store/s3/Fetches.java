@@ -248,22 +248,21 @@ final class Fetches {
         }
         try (CacheFile mine = CacheFile.openForReading(former.file()); CacheFile out = CacheFile.replace(part)) {
             Bucket.Head h;
+            boolean continues;
             if (heard != null) {
                 // its new bytes alone, of that version: the answer says what a HEAD would, so none is
                 // asked (a >> to a stale log cost two); another version since fails it, and all comes
                 h = bucket.getPart(key, heard.etag(), former.size(), heard.size() - former.size(), out);
-                if (S3Storage.hashesTo(heard.sha(), mine, former.size(), out, heard.size())) {
-                    out.writeAll(mine.range(0, former.size()), 0);
-                    return h;
-                }
+                continues = S3Storage.hashesTo(heard.sha(), mine, former.size(), out, heard.size());
             } else {
                 h = bucket.head(key);
                 String sha = h == null ? null : h.meta().get(S3Storage.META_SHA);
-                if (sha != null && h.size() >= former.size()
-                        && store.continues(key, h.etag(), h.size(), sha, mine, former.size(), out)) {
-                    out.writeAll(mine.range(0, former.size()), 0);
-                    return h;
-                }
+                continues = sha != null && h.size() >= former.size()
+                        && store.continues(key, h.etag(), h.size(), sha, mine, former.size(), out);
+            }
+            if (continues) {
+                out.writeAll(mine.range(0, former.size()), 0);
+                return h;
             }
         } catch (IOException e) {
             // another version came meanwhile, or the copy went: the whole object, as without one
