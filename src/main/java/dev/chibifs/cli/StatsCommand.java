@@ -18,7 +18,6 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.Callable;
 
 /** {@code chibifs stats MOUNTPOINT}: what a mount's daemon served, by opcode, and whom the policy refused. */
@@ -36,7 +35,7 @@ import java.util.concurrent.Callable;
                 + " the output has gone (as for SIGPIPE)."})
 final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
-    @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "A chibifs mountpoint on this host.")
+    @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "A chibifs mountpoint on this host, or a path in one.")
     Path mountpoint;
 
     @Option(names = "--json", description = "Print the daemon's JSON snapshot.")
@@ -105,7 +104,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
             Path socket = socketOf(mp, "stats", (registry, p) -> {
                 pid[0] = p;
                 return StatsSocket.pathFor(registry, p);
-            });
+            }).socket();
             return new Daemon(socket, pid[0]);
         }, ANSWER_LIMIT);
     }
@@ -177,36 +176,51 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /** Clears the terminal and puts the cursor at its top, for the next frame of --watch. */
     private static final String CLEAR = "\033[H\033[2J";
 
+    /** A running daemon found for a path: the mountpoint it serves, and its socket for the command. */
+    record Served(Path mountpoint, Path socket) {
+    }
+
     /**
-     * The socket {@code which} names for the running daemon of mountpoint {@code mp}, for {@code chibifs
-     * COMMAND}; one line where none runs, or where it is another user's mount (whose registry is not
-     * this user's to read), as umount says it.
+     * The running daemon of mountpoint {@code path}, or of the mount {@code path} is inside (as df
+     * takes a path: {@code chibifs sync ~/chibi/shared}), and the socket {@code which} names for
+     * {@code chibifs COMMAND}; one line where none runs, or where it is another user's mount (whose
+     * registry is not this user's to read), as umount says it.
      */
-    static Path socketOf(Path mp, String command, java.util.function.BiFunction<MountRegistry, Long, Path> which)
+    static Served socketOf(Path path, String command, java.util.function.BiFunction<MountRegistry, Long, Path> which)
             throws IOException, CommandFailure {
-        return socketOf(mp, command, which, StatusCommand.hostRegistries(), MountTable.SYSTEM_TABLE,
+        return socketOf(path, command, which, StatusCommand.hostRegistries(), MountTable.SYSTEM_TABLE,
                 MountRegistry.currentUid());
     }
 
     /** As {@link #socketOf(Path, String, java.util.function.BiFunction)}, in {@code registries} and {@code mountTable}, run by uid {@code me} (tests). */
-    static Path socketOf(Path mp, String command, java.util.function.BiFunction<MountRegistry, Long, Path> which,
-                         List<MountRegistry> registries, Path mountTable, long me) throws IOException, CommandFailure {
-        for (MountRegistry registry : registries) {
-            for (MountRegistry.Entry e : registry.list()) {
-                // a detached daemon (unmounted lazily, still serving files open on it) still answers
-                if (e.record() != null && e.record().mountpoint().equals(mp)
-                        && (e.health() == MountRegistry.Health.ACTIVE || e.health() == MountRegistry.Health.DETACHED)) {
-                    return which.apply(registry, e.record().pid());
+    static Served socketOf(Path path, String command, java.util.function.BiFunction<MountRegistry, Long, Path> which,
+                           List<MountRegistry> registries, Path mountTable, long me) throws IOException, CommandFailure {
+        List<MountTable.MountEntry> mounted = MountTable.read(mountTable);
+        // up the path as written, never through it: resolving links inside a hung mount would hang
+        // the command that is there to say the daemon does not answer
+        for (Path at = path; at != null; at = at.getParent()) {
+            for (MountRegistry registry : registries) {
+                for (MountRegistry.Entry e : registry.list()) {
+                    // a detached daemon (unmounted lazily, still serving files open on it) still answers
+                    if (e.record() != null && e.record().mountpoint().equals(at)
+                            && (e.health() == MountRegistry.Health.ACTIVE || e.health() == MountRegistry.Health.DETACHED)) {
+                        return new Served(at, which.apply(registry, e.record().pid()));
+                    }
                 }
             }
+            MountTable.MountEntry here = MountTable.topmostAt(mounted, at).orElse(null);
+            if (here == null) {
+                continue;
+            }
+            // the nearest mount holding the path: another user's chibifs is theirs to ask; anything
+            // else (this user's stale mount, or no chibifs at all) has no daemon of this user's
+            String notTheirs = here.isChibifs() ? UmountCommand.anotherUsersMount(at, here, me, "run chibifs " + command + " on it") : null;
+            if (notTheirs != null) {
+                throw new CommandFailure(ExitCodes.FAILURE, notTheirs);
+            }
+            break;
         }
-        Optional<MountTable.MountEntry> mounted = MountTable.find(mountTable, mp);
-        String notTheirs = mounted.isPresent() && mounted.get().isChibifs()
-                ? UmountCommand.anotherUsersMount(mp, mounted.get(), me, "run chibifs " + command + " on it") : null;
-        if (notTheirs != null) {
-            throw new CommandFailure(ExitCodes.FAILURE, notTheirs);
-        }
-        throw new CommandFailure(ExitCodes.NOT_FOUND, "no running chibifs daemon is registered for " + mp
+        throw new CommandFailure(ExitCodes.NOT_FOUND, "no running chibifs daemon is registered for " + path
                 + " (chibifs status lists this host's mounts)");
     }
 

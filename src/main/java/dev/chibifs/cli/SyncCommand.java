@@ -29,7 +29,7 @@ import java.util.concurrent.Callable;
         })
 final class SyncCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
-    @Parameters(arity = "1..*", paramLabel = "MOUNTPOINT", description = "chibifs mountpoints on this host.")
+    @Parameters(arity = "1..*", paramLabel = "MOUNTPOINT", description = "chibifs mountpoints on this host, or paths in them.")
     List<Path> mountpoints;
 
     @Spec
@@ -39,8 +39,9 @@ final class SyncCommand implements Callable<Integer>, ConfigCheck.Exempt {
     public Integer call() throws IOException, CommandFailure {
         int worst = ExitCodes.OK;
         for (Path given : mountpoints) {
-            Path mp = given.toAbsolutePath().normalize();
-            Path socket = StatsCommand.socketOf(mp, "sync", StatsSocket::syncPathFor);
+            StatsCommand.Served served = StatsCommand.socketOf(given.toAbsolutePath().normalize(), "sync", StatsSocket::syncPathFor);
+            Path mp = served.mountpoint();
+            Path socket = served.socket();
             JsonNode answer;
             try {
                 answer = StatsSocket.read(socket);

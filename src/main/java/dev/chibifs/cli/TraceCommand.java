@@ -8,6 +8,7 @@ import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ContextNames;
+import dev.chibifs.policy.Zone;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -58,7 +59,8 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSSSSS");
 
-    @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "A chibifs mountpoint on this host.")
+    @Parameters(index = "0", paramLabel = "MOUNTPOINT", description = "A chibifs mountpoint on this host, or a path in"
+            + " one: only the requests about that path or under it, as --path takes it.")
     Path mountpoint;
 
     @Option(names = "--context", paramLabel = "NAME", split = ",",
@@ -76,7 +78,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Option(names = "--path", paramLabel = "PATH",
             description = "Only requests about PATH or a path under it (either end of a rename or link), as the"
-                + " namespace names it (/shared/tasks.md, /home/alice) or through the mountpoint (/mnt/chibi/shared/tasks.md).")
+                + " namespace names it (/shared/tasks.md, vfs:///home/alice) or through the mountpoint (/mnt/chibi/shared/tasks.md).")
     String path;
 
     @Option(names = "--denied", description = "Only the requests the policy refused (EACCES), or the link rule (--symlinks, EPERM).")
@@ -94,9 +96,9 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
     @Spec
     CommandSpec spec;
 
-    /** Where the daemon of a mountpoint answers trace; one line (a CommandFailure) where none runs. */
+    /** Where the daemon of a mountpoint (or of the mount a path is in) answers trace; one line (a CommandFailure) where none runs. */
     interface Sockets {
-        Path of(Path mountpoint) throws IOException, CommandFailure;
+        StatsCommand.Served of(Path mountpoint) throws IOException, CommandFailure;
     }
 
     private final Sockets sockets;
@@ -132,16 +134,20 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
         if (count != null && count < 1) {
             throw new UsageException("invalid --count '" + count + "': a number of lines, 1 or more");
         }
-        Path mp = mountpoint.toAbsolutePath().normalize();
+        Path given = mountpoint.toAbsolutePath().normalize();
+        StatsCommand.Served served = sockets.of(given);
+        Path mp = served.mountpoint();
         String under = null;
-        if (path != null) {
-            try {
-                under = VfsPath.of(namespacePath(path, mp)).toString();
-            } catch (InvalidVfsPathException e) {
-                throw new UsageException("--path: " + e.getMessage());
+        if (!given.equals(mp)) {
+            if (path != null) {
+                throw new UsageException("--path '" + path + "' beside " + given + ", a path in " + mp + ": name the"
+                        + " mountpoint and --path, or the path alone");
             }
+            under = "/" + mp.relativize(given);
+        } else if (path != null) {
+            under = namespacePath(path, mp, spec.commandLine().getErr());
         }
-        Path socket = sockets.of(mp);
+        Path socket = served.socket();
         PrintWriter out = spec.commandLine().getOut();
         SocketChannel c;
         try {
@@ -221,13 +227,27 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
      * what a shell completes) is taken for the file it names, which the trace shows as {@code /shared/x};
      * otherwise it already is one.
      */
-    static String namespacePath(String path, Path mountpoint) {
-        Path host = real(Path.of(path));
-        Path mp = real(mountpoint);
-        if (mp.getNameCount() == 0 || !host.startsWith(mp)) {
-            return path;
+    static String namespacePath(String path, Path mountpoint, PrintWriter err) throws UsageException {
+        try {
+            if (path.startsWith(VfsPath.URI_PREFIX)) {
+                return VfsPath.fromUri(path).toString();
+            }
+            Path host = real(Path.of(path));
+            Path mp = real(mountpoint);
+            if (mp.getNameCount() > 0 && host.startsWith(mp)) {
+                return "/" + mp.relativize(host);
+            }
+            String named = VfsPath.of(path).toString();
+            if (Zone.of(VfsPath.of(named)).kind() == Zone.Kind.OTHER && java.nio.file.Files.exists(host)) {
+                // /tmp/x or /etc: more likely a path on this host outside the mount than a name at the namespace's top
+                err.println(ErrorHandler.PREFIX + "--path " + Names.shown(path) + " is not in " + mountpoint
+                        + ": taken as the namespace's " + Names.shown(named));
+                err.flush();
+            }
+            return named;
+        } catch (InvalidVfsPathException e) {
+            throw new UsageException("--path: " + e.getMessage());
         }
-        return "/" + mp.relativize(host).toString();
     }
 
     /** {@code p} with its links followed where it exists (a link to the mountpoint, ~/chibi -> /mnt/chibi), else as written. */

@@ -68,10 +68,14 @@ public final class MountTable {
 
     /** {@link #find(Path)} in {@code table} (a file in /proc/mounts format). */
     public static Optional<MountEntry> find(Path table, Path mountpoint) throws IOException {
-        Path want = mountpoint.toAbsolutePath().normalize();
+        return topmostAt(read(table), mountpoint.toAbsolutePath().normalize());
+    }
+
+    /** The mount on top at exactly {@code mountpoint} among {@code mounts} (a table's lines, in order). */
+    public static Optional<MountEntry> topmostAt(List<MountEntry> mounts, Path mountpoint) {
         MountEntry found = null;
-        for (MountEntry e : read(table)) {
-            if (e.mountpoint().equals(want)) {
+        for (MountEntry e : mounts) {
+            if (e.mountpoint().equals(mountpoint)) {
                 found = e; // later lines are mounted on top of earlier ones
             }
         }

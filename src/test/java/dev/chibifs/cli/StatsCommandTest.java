@@ -85,7 +85,39 @@ class StatsCommandTest {
                 Path.of("/h/vfs"), java.time.Instant.now(), "", "/h/chibifs/mount.log"));
         assertEquals(MountRegistry.Health.DETACHED, registry.list().get(0).health());
         assertEquals(StatsSocket.pathFor(registry, 2L),
-                StatsCommand.socketOf(mp, "stats", StatsSocket::pathFor, java.util.List.of(registry), table, 0));
+                StatsCommand.socketOf(mp, "stats", StatsSocket::pathFor, java.util.List.of(registry), table, 0).socket());
+    }
+
+    /**
+     * {@code chibifs sync ~/chibi/shared} (a path in the mount, as df and sync -f take one) said no daemon
+     * was registered for it: it is the mount it is in that answers. The path is walked up as written,
+     * never resolved through the mount, which would hang on a hung daemon. A path in another user's mount is
+     * said to be theirs; one in no chibifs mount (the nearest mount is another file system) is not found.
+     */
+    @Test
+    void aPathInAMountFindsItsDaemon() throws Exception {
+        Path mp = mnt.resolve("chibi");
+        Path table = java.nio.file.Files.writeString(mnt.resolve("mounts"), "chibifs " + mp
+                + " fuse.chibifs rw,nosuid,nodev,relatime,user_id=0,group_id=0 0 0\n"
+                + "tmpfs " + mp.resolve("shared/t") + " tmpfs rw 0 0\n"
+                + "chibifs " + mnt.resolve("theirs") + " fuse.chibifs rw,nosuid,nodev,relatime,user_id=999,group_id=999 0 0\n");
+        MountRegistry registry = new MountRegistry(mnt.resolve("registry"), table, pid -> true);
+        registry.write(new MountRecord(mp, 2, MountRecord.MODE_CONTEXT, "planner", "", null, Path.of("/h"),
+                Path.of("/h/vfs"), java.time.Instant.now(), "", "/h/chibifs/mount.log"));
+        java.util.List<MountRegistry> mine = java.util.List.of(registry);
+        StatsCommand.Served served = StatsCommand.socketOf(mp.resolve("shared/notes/x.md"), "sync",
+                StatsSocket::syncPathFor, mine, table, 0);
+        assertEquals(new StatsCommand.Served(mp, StatsSocket.syncPathFor(registry, 2L)), served);
+
+        CommandFailure theirs = assertThrows(CommandFailure.class, () -> StatsCommand.socketOf(
+                mnt.resolve("theirs/shared"), "stats", StatsSocket::pathFor, mine, table, 4752));
+        assertEquals(mnt.resolve("theirs") + " is another user's mount (uid 999): only that user or root can run chibifs stats on it",
+                theirs.getMessage());
+        Path inTmpfs = mp.resolve("shared/t/x");
+        CommandFailure none = assertThrows(CommandFailure.class, () -> StatsCommand.socketOf(
+                inTmpfs, "stats", StatsSocket::pathFor, mine, table, 0));
+        assertEquals("no running chibifs daemon is registered for " + inTmpfs + " (chibifs status lists this host's mounts)",
+                none.getMessage());
     }
 
     /** A listener that takes connections (the kernel completes them) and never writes: a daemon under SIGSTOP. */

@@ -5,6 +5,7 @@ import org.junit.jupiter.api.Test;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class TraceCommandTest {
@@ -26,16 +27,42 @@ class TraceCommandTest {
     }
 
     @Test
-    void aPathThroughTheMountpointIsTheFileItNames() {
+    void aPathThroughTheMountpointIsTheFileItNames() throws Exception {
         Path mp = Path.of("/mnt/chibi");
-        assertEquals("/shared/tasks.md", TraceCommand.namespacePath("/mnt/chibi/shared/tasks.md", mp));
-        assertEquals("/home/alice", TraceCommand.namespacePath("/mnt/chibi/home/alice/", mp));
-        assertEquals("/", TraceCommand.namespacePath("/mnt/chibi", mp));
-        assertEquals("/shared", TraceCommand.namespacePath("/mnt/chibi/x/../shared", mp));
+        assertEquals("/shared/tasks.md", ns("/mnt/chibi/shared/tasks.md", mp));
+        assertEquals("/home/alice", ns("/mnt/chibi/home/alice/", mp));
+        assertEquals("/", ns("/mnt/chibi", mp));
+        assertEquals("/shared", ns("/mnt/chibi/x/../shared", mp));
         // the namespace's own names stay, and so does a sibling of the mountpoint
-        assertEquals("/shared/tasks.md", TraceCommand.namespacePath("/shared/tasks.md", mp));
-        assertEquals("/mnt/chibi2/x", TraceCommand.namespacePath("/mnt/chibi2/x", mp));
-        assertEquals("/shared", TraceCommand.namespacePath("/shared", Path.of("/")));
+        assertEquals("/shared/tasks.md", ns("/shared/tasks.md", mp));
+        assertEquals("/mnt/chibi2/x", ns("/mnt/chibi2/x", mp));
+        assertEquals("/shared", ns("/shared", Path.of("/")));
+    }
+
+    /** vfs:///shared, as the vfs commands take it, was refused as "must start with '/'". */
+    @Test
+    void aVfsUriIsThePathItNames() throws Exception {
+        assertEquals("/shared/tasks.md", ns("vfs:///shared/tasks.md", Path.of("/mnt/chibi")));
+        assertThrows(UsageException.class, () -> ns("vfs://shared", Path.of("/mnt/chibi")));
+    }
+
+    /** A path on this host outside the mount (a mistyped mountpoint, /tmp/x) matched nothing, silently: now it is said. */
+    @Test
+    void aHostPathOutsideTheMountIsSaidToBeTakenAsTheNamespaces(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        java.io.StringWriter err = new java.io.StringWriter();
+        Path outside = java.nio.file.Files.createDirectories(dir.resolve("elsewhere"));
+        assertEquals(outside.toString(), TraceCommand.namespacePath(outside.toString(), Path.of("/mnt/chibi"),
+                new java.io.PrintWriter(err)));
+        assertEquals("chibifs: --path " + outside + " is not in /mnt/chibi: taken as the namespace's " + outside + "\n",
+                err.toString());
+        // a zone's path that is also one on this host (/home, /sys) is the namespace's without a word
+        java.io.StringWriter quiet = new java.io.StringWriter();
+        assertEquals("/sys", TraceCommand.namespacePath("/sys", Path.of("/mnt/chibi"), new java.io.PrintWriter(quiet)));
+        assertEquals("", quiet.toString());
+    }
+
+    private static String ns(String path, Path mountpoint) throws UsageException {
+        return TraceCommand.namespacePath(path, mountpoint, new java.io.PrintWriter(new java.io.StringWriter()));
     }
 
     /** Through a link to the mountpoint (~/chibi -> /mnt/chibi) it matched nothing, silently. */
@@ -44,7 +71,7 @@ class TraceCommandTest {
         Path mp = java.nio.file.Files.createDirectories(dir.resolve("mnt/chibi"));
         java.nio.file.Files.createDirectories(mp.resolve("shared"));
         Path link = java.nio.file.Files.createSymbolicLink(dir.resolve("chibi"), mp);
-        assertEquals("/shared", TraceCommand.namespacePath(link + "/shared", mp));
-        assertEquals("/shared", TraceCommand.namespacePath(mp + "/shared", link));
+        assertEquals("/shared", ns(link + "/shared", mp));
+        assertEquals("/shared", ns(mp + "/shared", link));
     }
 }

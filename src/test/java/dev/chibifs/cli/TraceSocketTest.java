@@ -55,7 +55,7 @@ class TraceSocketTest {
             }
 
             StringWriter err = new StringWriter();
-            CommandLine cl = new CommandLine(new TraceCommand(mp -> path));
+            CommandLine cl = new CommandLine(new TraceCommand(mp -> new StatsCommand.Served(mp, path)));
             cl.setOut(new PrintWriter(new StringWriter()));
             cl.setErr(new PrintWriter(err, true));
             cl.setExecutionExceptionHandler(new ErrorHandler());
@@ -69,6 +69,42 @@ class TraceSocketTest {
             for (SocketChannel c : followers) {
                 c.close();
             }
+        }
+    }
+
+    /**
+     * {@code chibifs trace /mnt/chibi/shared}, a path in the mount, said no daemon was registered for
+     * it; it traces the mount it is in, only the requests about that path or under it.
+     */
+    @Test
+    void aPathInTheMountTracesTheRequestsAboutIt() throws Exception {
+        Path path = tmp.resolve("trace.sock");
+        RequestTrace trace = new RequestTrace();
+        try (StatsSocket served = TraceSocket.serve(path, trace)) {
+            StringWriter out = new StringWriter();
+            StringWriter err = new StringWriter();
+            CommandLine cl = new CommandLine(new TraceCommand(given -> new StatsCommand.Served(tmp, path)));
+            cl.setOut(new PrintWriter(out, true));
+            cl.setErr(new PrintWriter(err, true));
+            cl.setExecutionExceptionHandler(new ErrorHandler());
+            java.util.concurrent.CompletableFuture<Integer> ended = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> cl.execute(tmp.resolve("shared").toString(), "--json", "--count", "1"));
+            long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (!ended.isDone() && System.nanoTime() < until) {
+                TraceEvents.serve(trace, "/home/alice/x", 1); // lines go out only while it follows
+                TraceEvents.serve(trace, "/shared/x", 1);
+                java.util.concurrent.locks.LockSupport.parkNanos(10_000_000);
+            }
+            assertEquals(ExitCodes.OK, ended.get(1, java.util.concurrent.TimeUnit.SECONDS), err.toString());
+            assertEquals("/shared/x", JSON.readTree(out.toString()).get("paths").get(0).asText());
+
+            // with --path as well, one of the two is a mistake: said, not guessed
+            cl.setOut(new PrintWriter(new StringWriter()));
+            StringWriter usage = new StringWriter();
+            cl.setErr(new PrintWriter(usage, true));
+            assertEquals(ExitCodes.USAGE, cl.execute(tmp.resolve("shared").toString(), "--path", "/home"));
+            assertTrue(usage.toString().contains("--path '/home' beside " + tmp.resolve("shared") + ", a path in " + tmp),
+                    usage.toString());
         }
     }
 
@@ -96,7 +132,7 @@ class TraceSocketTest {
         Path path = tmp.resolve("trace.sock");
         RequestTrace trace = new RequestTrace();
         try (StatsSocket served = TraceSocket.serve(path, trace)) {
-            CommandLine cl = new CommandLine(new TraceCommand(mp -> path));
+            CommandLine cl = new CommandLine(new TraceCommand(mp -> new StatsCommand.Served(mp, path)));
             cl.setOut(brokenPipe());
             cl.setErr(new PrintWriter(new StringWriter(), true));
             cl.setExecutionExceptionHandler(new ErrorHandler());
@@ -194,7 +230,7 @@ class TraceSocketTest {
                     }
                 });
                 StringWriter err = new StringWriter();
-                CommandLine cl = new CommandLine(new TraceCommand(mp -> relay));
+                CommandLine cl = new CommandLine(new TraceCommand(mp -> new StatsCommand.Served(mp, relay)));
                 cl.setOut(new PrintWriter(new StringWriter()));
                 cl.setErr(new PrintWriter(err, true));
                 cl.setExecutionExceptionHandler(new ErrorHandler());
