@@ -2793,17 +2793,25 @@ final class WriteBack {
         Instant stamp = options.clock().instant();
         VfsPath copy = null;
         String copyEtag = null;
-        for (int i = 0; copyEtag == null; i++) {
-            copy = conflictName(p, options.host(), stamp, i);
-            try {
-                // putOnce: a first attempt that landed with its answer lost is this copy, not a reason
-                // for a second one under the next number (seen under load: two identical copies)
-                copyEtag = putOnce(store.objectKey(copy, n), snap, meta, null, sha);
-            } catch (Bucket.PreconditionFailed taken) {
-                // another copy of that name exists: the next number
+        Bucket.Head theirs;
+        try {
+            for (int i = 0; copyEtag == null; i++) {
+                copy = conflictName(p, options.host(), stamp, i);
+                try {
+                    // putOnce: a first attempt that landed with its answer lost is this copy, not a reason
+                    // for a second one under the next number (seen under load: two identical copies)
+                    copyEtag = putOnce(store.objectKey(copy, n), snap, meta, null, sha);
+                } catch (Bucket.PreconditionFailed taken) {
+                    // another copy of that name exists: the next number
+                }
             }
+            theirs = bucket.head(store.objectKey(p, n));
+        } catch (IOException e) {
+            // called from the upload's catch of the precondition, past its own catch of the rest: a
+            // copy S3 refused (a key too long for it, a policy) was retried at every pass without a word
+            failedRequest(e);
+            throw e;
         }
-        Bucket.Head theirs = bucket.head(store.objectKey(p, n));
         LOG.warn("conflict: {} changed on S3 since this host last saw it; this host's version is kept as {}", p, copy);
         synchronized (store) {
             // the name and its copy change here, not through a request: what was held of the directory is not

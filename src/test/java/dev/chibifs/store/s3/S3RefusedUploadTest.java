@@ -751,6 +751,40 @@ class S3RefusedUploadTest {
         assertEquals("made after the start", inS3("shared/since"));
     }
 
+    /**
+     * A conflict copy S3 refuses (a key too long for the bucket, a policy on the prefix) was retried
+     * at every pass without a word: the refusal is said as any other upload's, the change waits, and
+     * the copy goes up once S3 takes it. A tester's finding (session 76).
+     */
+    @Test
+    void aConflictCopyS3RefusesIsSaidAndWaitsAsAnyRefusedUploadDoes() throws Exception {
+        MutableClock clock = startClock();
+        S3Storage a = host("a", clock);
+        S3Storage b = host("b", clock);
+        put(a, "/shared/x", "base");
+        a.flushAll();
+        assertEquals("base", new String(b.read(p("/shared/x")), UTF_8));
+        put(a, "/shared/x", "theirs");
+        a.flushAll();
+        put(b, "/shared/x", "ours");
+        refuse(".conflict-b-20260102T030405Z");
+        String said = logged(() -> {
+            IOException e = assertThrows(IOException.class, b::flushAll);
+            assertTrue(e.getMessage().contains("conflict-b") && e.getMessage().contains("403"), e.getMessage());
+        });
+        assertTrue(said.contains("refused"), said);
+        assertEquals(1, b.pendingChanges(), "this host's version waits");
+        assertEquals("theirs", inS3("shared/x"));
+
+        refuseNoMore();
+        clock.advance(Duration.ofSeconds(10));
+        b.flushAll();
+        // named when it is kept, at this pass
+        assertEquals("ours", inS3("shared/x.conflict-b-20260102T030415Z"));
+        assertEquals("theirs", inS3("shared/x"));
+        assertEquals(0, b.pendingChanges());
+    }
+
     /** What {@code run} logged (slf4j-simple writes to System.err as it is at each line). */
     private static String logged(ThrowingRun run) throws Exception {
         java.io.PrintStream err = System.err;
