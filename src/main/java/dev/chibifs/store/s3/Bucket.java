@@ -1644,12 +1644,18 @@ final class Bucket implements Closeable {
         }
     }
 
+    /**
+     * What becomes of the parts of an upload whose abort failed: the docs' two cleanups, the store's
+     * own (the log said only the lifecycle rule, which most buckets have none of) and the bucket's.
+     */
+    static final String PARTS_STAY = "its parts stay until the store's daily cleanup (before an upload in parts, as rclone"
+            + " cleanup does) aborts it a day old, or the bucket's lifecycle rule AbortIncompleteMultipartUpload removes them";
+
     /** Gives up an upload in parts, so S3 keeps none of them; a failure to is logged, not thrown. */
     private void abort(String key, String uploadId) {
         if (unreachable != null) {
             // the client's retries would hold the write-back for seconds, to no avail
-            LOG.warn("S3 abort-upload s3://{}/{}: S3 is unreachable; its parts stay until the bucket's lifecycle rule"
-                    + " removes them", bucket, key);
+            LOG.warn("S3 abort-upload s3://{}/{}: S3 is unreachable; {}", bucket, key, PARTS_STAY);
             return;
         }
         count("abort-upload");
@@ -1661,8 +1667,8 @@ final class Bucket implements Closeable {
                         + " lifecycle rule removed it): no part of it stays", bucket, key);
                 return;
             }
-            LOG.warn("S3 abort-upload s3://{}/{}: {}; its parts stay until the bucket's lifecycle rule removes them",
-                    bucket, key, e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst().orElse(""));
+            LOG.warn("S3 abort-upload s3://{}/{}: {}; {}", bucket, key,
+                    e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst().orElse(""), PARTS_STAY);
         }
     }
 
