@@ -227,6 +227,11 @@ final class MountCommand implements Callable<Integer> {
             throw new MountFailure(mp + " is already a mount point (chibifs umount " + mp + " first)");
         }
         requireDirectory(mp);
+        if (ChibiHome.named(home, System.getenv()) && !Files.isDirectory(chibiHome.dir())) {
+            // made, as chibi's first run makes one, but said: a mistyped --home mounted an empty store without a word
+            err().println(ErrorHandler.PREFIX + "no chibi home at " + chibiHome.dir().toAbsolutePath() + ": making it,"
+                    + " with an empty store (is --home or $CHIBI_HOME right?)");
+        }
         // what the daemon makes (store directories, caches, its log) is never writable by others,
         // whatever umask it was started with: at umask 000 an unmapped user wrote the store directly
         Syscalls.umaskAtLeast(022);
