@@ -631,6 +631,13 @@ final class Overlay {
          * as the client knows: one may have landed all the same. Null when none.
          */
         List<String> lostUploads;
+        /**
+         * When its upload first met another host's version and its content began going up as a conflict
+         * copy, until the copy is up: the copy's name keeps that time. A copy S3 refused was named anew
+         * at each retry, and its refusal said anew in the log each time. Not journaled: a restart names it
+         * at its first try again.
+         */
+        Instant conflictMet;
 
         Node(long ino, boolean dir, boolean link, FileTime now, int mode) {
             this.ino = ino;

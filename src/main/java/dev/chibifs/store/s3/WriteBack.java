@@ -2790,7 +2790,13 @@ final class WriteBack {
      * up beside it as {@code <name>.conflict-<host>-<time>}, and the name shows theirs from the next open.
      */
     private void conflict(Node n, VfsPath p, long gen, Path snap, String sha, Map<String, String> meta) throws IOException {
-        Instant stamp = options.clock().instant();
+        Instant stamp;
+        synchronized (store) {
+            if (n.conflictMet == null) {
+                n.conflictMet = options.clock().instant();
+            }
+            stamp = n.conflictMet;
+        }
         VfsPath copy = null;
         String copyEtag = null;
         Bucket.Head theirs;
@@ -2814,6 +2820,7 @@ final class WriteBack {
         }
         LOG.warn("conflict: {} changed on S3 since this host last saw it; this host's version is kept as {}", p, copy);
         synchronized (store) {
+            n.conflictMet = null;
             // the name and its copy change here, not through a request: what was held of the directory is not
             store.listings.expireListing(p.parent());
             store.overlay.seq++;

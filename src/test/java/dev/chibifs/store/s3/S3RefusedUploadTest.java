@@ -775,12 +775,15 @@ class S3RefusedUploadTest {
         assertTrue(said.contains("refused"), said);
         assertEquals(1, b.pendingChanges(), "this host's version waits");
         assertEquals("theirs", inS3("shared/x"));
+        clock.advance(Duration.ofSeconds(10));
+        String again = logged(() -> assertThrows(IOException.class, b::flushAll));
+        assertFalse(again.contains("refused"), "said once, not at each retry: " + again);
 
         refuseNoMore();
         clock.advance(Duration.ofSeconds(10));
         b.flushAll();
-        // named when it is kept, at this pass
-        assertEquals("ours", inS3("shared/x.conflict-b-20260102T030415Z"));
+        // named when the conflict was met: one name, its refusal said once, however many retries
+        assertEquals("ours", inS3("shared/x.conflict-b-20260102T030405Z"));
         assertEquals("theirs", inS3("shared/x"));
         assertEquals(0, b.pendingChanges());
     }
