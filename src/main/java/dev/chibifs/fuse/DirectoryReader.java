@@ -224,6 +224,11 @@ final class DirectoryReader {
             return;
         }
         NodeTable.Identity identity = NodeTable.Identity.of(siblings.storage(name), m);
+        if (FuseFileSystem.isChannel(m)) {
+            // no node: its use starts with a lookup, where the policy judges the caller (FuseFileSystem.isChannel)
+            out.direntPlusBare(identity.inode(), next, type, nameBytes, 0, nameBytes.length);
+            return;
+        }
         NodeTable.Node n = known != null && identity.equals(known.identity) && !m.isDirectory()
                 ? nodes.rememberAgain(known, dir, name) : null;
         if (n == null) {

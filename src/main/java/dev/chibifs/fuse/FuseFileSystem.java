@@ -419,8 +419,30 @@ final class FuseFileSystem {
         Timeouts kept = replies.keptIn(parent);
         FuseReply.Validity attr = replies.attrValidity(kept, p, m, n);
         HeldAnswers.toldHeld(n, kept, attr);
-        out.entry(n.id, kept.entry(), attr, replies.attributes(req, p, m));
+        // a channel's name is looked up at every use: that lookup is where the policy judges who opens it
+        out.entry(n.id, isChannel(m) ? FuseReply.Validity.NONE : kept.entry(), attr, replies.attributes(req, p, m));
         return n;
+    }
+
+    /**
+     * Whether {@code m} is a fifo or a socket. The kernel opens a fifo and connects a socket without
+     * a word to the daemon (with no default_permissions, no OPEN and no ACCESS), and carries their
+     * data itself, so the lookup of the name is the one request the policy sees: on a uid-mapped
+     * mount an unmapped uid wrote into a fifo of bob's home, and read from it (a tester's finding).
+     */
+    static boolean isChannel(Metadata m) {
+        return m.kind() == EntryKind.FIFO || m.kind() == EntryKind.SOCKET;
+    }
+
+    /**
+     * Refuses the lookup of channel {@code m} at {@code p} to a caller that may not write there:
+     * opening it writes into it or takes what another wrote, which only those who may write the zone
+     * may do; the name is still listed, as a disk lists a file its mode refuses.
+     */
+    private void requireChannelMayBeUsed(FuseRequest req, VfsPath p, Metadata m) throws IOException {
+        if (isChannel(m) && !router.mayWrite(caller(req), p)) {
+            throw new java.nio.file.AccessDeniedException(p.toString());
+        }
     }
 
     void lookup(FuseRequest req, FuseReply out) throws IOException {
@@ -460,6 +482,7 @@ final class FuseFileSystem {
             return;
         }
         try {
+            requireChannelMayBeUsed(req, p, m);
             out.rememberedNode = entry(req, parent, name, p, m, out);
         } finally {
             if (held != null && out.rememberedNode == null) {

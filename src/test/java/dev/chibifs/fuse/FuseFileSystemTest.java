@@ -552,6 +552,42 @@ class FuseFileSystemTest {
         assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.READLINK, link, body()).error(), "not EINVAL, which ends the walk");
     }
 
+    /**
+     * The kernel opens a fifo and connects a socket without asking the daemon, so on a uid-mapped mount
+     * an unmapped uid wrote into a fifo of bob's home (a tester's finding): the lookup, the one request
+     * it sends, is refused to a caller that may not write the name's zone, and is sent at every use,
+     * neither kept nor given by a listing.
+     */
+    @Test
+    void aChannelIsLookedUpAtEveryUseAndOnlyByThoseWhoMayWriteWhereItIs() throws Exception {
+        store.createNode(VfsPath.of("/home/bob/ff"), dev.chibifs.store.EntryKind.FIFO, 0644);
+        store.createNode(VfsPath.of("/home/bob/sock"), dev.chibifs.store.EntryKind.SOCKET, 0644);
+        store.createNode(VfsPath.of("/shared/ff"), dev.chibifs.store.EntryKind.FIFO, 0644);
+        long bob = lookup(lookup(FuseProtocol.ROOT_ID, "home"), "bob");
+        for (String name : new String[] {"ff", "sock"}) {
+            assertEquals(-Linux.EACCES, kernel.call(FuseProtocol.LOOKUP, bob, body().name(name)).error(), name);
+        }
+        FakeKernel.Reply shared = kernel.call(FuseProtocol.LOOKUP, lookup(FuseProtocol.ROOT_ID, "shared"), body().name("ff"));
+        assertEquals(0, shared.error());
+        // struct fuse_entry_out: nodeid, generation, entry_valid, attr_valid, entry_valid_nsec, attr_valid_nsec
+        assertEquals(0, shared.int64(16), "entry_valid");
+        assertEquals(0, shared.int32(32), "entry_valid_nsec");
+
+        long fh = kernel.call(FuseProtocol.OPENDIR, bob, body().int32(0).int32(0)).int64(0);
+        FakeKernel.Reply list = kernel.call(FuseProtocol.READDIRPLUS, bob,
+                body().int64(fh).int64(0).int32(65536).int32(0).int64(0).int32(0).int32(0));
+        Map<String, Long> nodes = new java.util.TreeMap<>();
+        for (int at = 0; at < list.body().limit(); ) {
+            int nameLength = list.int32(at + FuseProtocol.ENTRY_OUT + 16);
+            byte[] name = new byte[nameLength];
+            list.body().get(at + FuseProtocol.DIRENTPLUS, name);
+            nodes.put(new String(name, StandardCharsets.UTF_8), list.int64(at));
+            at += FuseReply.align8(FuseProtocol.DIRENTPLUS + nameLength);
+        }
+        assertEquals(0L, nodes.get("ff"), "listed, with no node: its use looks it up");
+        assertEquals(0L, nodes.get("sock"));
+    }
+
     @Test
     void aDeniedCreateIsEaccesAndLeavesNothing() throws Exception {
         long home = lookup(FuseProtocol.ROOT_ID, "home");
