@@ -407,7 +407,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 : fs.nodes.known(NodeTable.Identity.of(fs.router().resolve(at).storage(), now));
         if (changedFile != null && now != null && modified && stalePagesDropped(changedFile, now)) {
             changedFile.untold(); // attributes went with them
-        } else if (changedFile != null && now != null && changedFile.toldOtherThan(now)) {
+        } else if (changedFile != null && now != null && changedFile.heardChange(now)) {
             invalidateInode(changedFile, -1);
             changedFile.untold();
         }

@@ -1103,7 +1103,14 @@ final class FuseFileSystem {
 
     /** The kernel is told {@code m} of node {@code n} in the reply being written. */
     void replied(NodeTable.Node n, Metadata m) {
-        n.told(m);
+        FuseChannel notify = storeChannel;
+        if (n.told(m) && notify != null) {
+            // read before a change the feed heard meanwhile, and told nothing of (NodeTable.Node#told):
+            // the kernel drops what this reply says, as it was sent before this notice. Attributes only,
+            // so it is written from within the request, as an open's (no pages, no lock to wait for)
+            notices.get().invalInode(n.id, -1, 0).sendNotice(notify);
+            n.untold();
+        }
         nodes.linksTold(n, m.links());
     }
 

@@ -33,6 +33,39 @@ class NodeTableTest {
     }
 
     /**
+     * A reply read before a change the feed heard, and written after the feed looked, left the kernel
+     * the old size for the whole --kernel-cache (a tester's append seen 30 s late through a second
+     * mount): the feed, finding the kernel told nothing to drop, leaves the word to the reply, whose
+     * told() says the kernel must drop what it says; one that read the change says nothing more.
+     */
+    @Test
+    void aReplyReadBeforeAChangeTheFeedHeardIsDroppedAfterIt() {
+        NodeTable.Node f = t.remember(t.root(), "s", new NodeTable.Identity(store, Metadata.OWN_DEVICE, 9, 1), false, true, false);
+        Metadata before = file(41, 1);
+        Metadata after = file(42, 2);
+        assertTrue(!f.heardChange(after), "the kernel holds nothing to drop: nothing to tell");
+        assertTrue(f.told(before), "a reply read before the change: the kernel must drop it");
+        assertTrue(!f.told(before), "said once");
+
+        f.untold();
+        assertTrue(!f.heardChange(after));
+        assertTrue(!f.told(after), "a reply that read the change");
+
+        assertTrue(f.heardChange(file(43, 3)), "the kernel holds other attributes: the feed drops them itself");
+        f.untold();
+        assertTrue(!f.told(file(43, 3)));
+
+        f.untold();
+        assertTrue(!f.heardChange(file(44, 4)));
+        assertTrue(!f.told(file(45, 5)), "read after a later change, whose own event is to come: nothing to drop");
+    }
+
+    private static Metadata file(long size, long second) {
+        java.nio.file.attribute.FileTime t = java.nio.file.attribute.FileTime.fromMillis(second * 1000);
+        return new Metadata(dev.chibifs.store.EntryKind.FILE, size, t, t, t, t, 1, 0644, 9);
+    }
+
+    /**
      * The store (a made directory still there, {@link Metadata#sameFileAs}) and the node table (a
      * node still the file at its name) tell one file from another by one rule: they were two copies.
      */
