@@ -135,17 +135,16 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
             throw new UsageException("invalid --count '" + count + "': a number of lines, 1 or more");
         }
         Path given = mountpoint.toAbsolutePath().normalize();
+        // read against MOUNTPOINT as given before any daemon is asked: a bad --path is a usage error
+        String under = path == null ? null : namespacePath(path, given, spec.commandLine().getErr());
         StatsCommand.Served served = sockets.of(given);
         Path mp = served.mountpoint();
-        String under = null;
         if (!given.equals(mp)) {
             if (path != null) {
                 throw new UsageException("--path '" + path + "' beside " + given + ", a path in " + mp + ": name the"
                         + " mountpoint and --path, or the path alone");
             }
             under = "/" + mp.relativize(given);
-        } else if (path != null) {
-            under = namespacePath(path, mp, spec.commandLine().getErr());
         }
         Path socket = served.socket();
         PrintWriter out = spec.commandLine().getOut();
