@@ -512,7 +512,7 @@ final class MountCommand implements Callable<Integer> {
             daemon.unmount(Duration.ZERO);
             closeStores(namespace, mp, log);
             forget(registry, mp, log);
-            log.info("unmounted {}", mp);
+            log.info("unmounted {} (daemon pid {})", mp, ProcessHandle.current().pid());
         }
         return ExitCodes.OK;
     }
@@ -542,7 +542,7 @@ final class MountCommand implements Callable<Integer> {
 
     private static void forget(MountRegistry registry, Path mp, org.slf4j.Logger log) {
         try {
-            registry.remove(mp);
+            registry.remove(mp, ProcessHandle.current().pid());
         } catch (IOException e) {
             log.warn("cannot remove the registry entry for {}: {}", mp, e.getMessage());
         }

@@ -222,10 +222,26 @@ final class MountRegistry {
         return dir.resolve(key(mountpoint) + SUFFIX);
     }
 
-    /** Records a running mount; readers never see a half-written file. */
+    /**
+     * Where the record of a daemon that still runs is kept once a new mount of its mountpoint writes
+     * there: one unmounted lazily (detached) serves the files open on it until the last is closed.
+     */
+    private Path asideFor(Path mountpoint, long pid) {
+        return dir.resolve(key(mountpoint) + "-" + pid + SUFFIX);
+    }
+
+    /**
+     * Records a running mount; readers never see a half-written file. The record of another daemon of
+     * the mountpoint that still runs (detached) is moved aside, not written over: a new mount there
+     * hid it from status, and at its exit that daemon removed the new mount's record.
+     */
     public void write(MountRecord record) throws IOException {
         prepare();
         Path target = fileFor(record.mountpoint());
+        long before = pidIn(target);
+        if (before > 0 && before != record.pid() && pidAlive.test(before)) {
+            Files.move(target, asideFor(record.mountpoint(), before), StandardCopyOption.REPLACE_EXISTING);
+        }
         Path tmp = Files.createTempFile(dir, ".write-", ".tmp");
         try {
             try (Writer out = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
@@ -242,8 +258,46 @@ final class MountRegistry {
     }
 
     /** Forgets a mount; nothing happens when it was not recorded. */
-    public void remove(Path mountpoint) throws IOException {
-        Files.deleteIfExists(fileFor(mountpoint));
+    /** Removes the record of daemon {@code pid} of {@code mountpoint}, and not another daemon's of it. */
+    public void remove(Path mountpoint, long pid) throws IOException {
+        removeWhere(mountpoint, p -> p == pid);
+    }
+
+    /** Removes the records of {@code mountpoint} whose daemons no longer run (killed, or died). */
+    public void removeDead(Path mountpoint) throws IOException {
+        removeWhere(mountpoint, p -> !pidAlive.test(p));
+    }
+
+    private void removeWhere(Path mountpoint, java.util.function.LongPredicate gone) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return;
+        }
+        List<Path> files = new ArrayList<>();
+        files.add(fileFor(mountpoint));
+        try (DirectoryStream<Path> aside = Files.newDirectoryStream(dir, key(mountpoint) + "-*" + SUFFIX)) {
+            aside.forEach(files::add);
+        }
+        for (Path f : files) {
+            long pid = pidIn(f);
+            // an unreadable record (-1) is nobody's: left for status to show
+            if (pid > 0 && gone.test(pid)) {
+                Files.deleteIfExists(f);
+            }
+        }
+    }
+
+    /** The pid a record file names; -1 where there is none or it cannot be read. */
+    private static long pidIn(Path file) {
+        if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
+            return -1;
+        }
+        try (Reader in = new java.io.StringReader(new String(HomeFile.read(file, RECORD_LIMIT), StandardCharsets.UTF_8))) {
+            Properties p = new Properties();
+            p.load(in);
+            return MountRecord.fromProperties(p).pid();
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
     }
 
     /**

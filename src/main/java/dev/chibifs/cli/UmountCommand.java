@@ -145,7 +145,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /** A killed daemon leaves its record ('stale' in chibifs status) and its sockets: nothing else removes them. */
     private static void forgetKilledDaemon(Path mp) throws IOException {
         MountRegistry registry = MountRegistry.forCurrentUser();
-        registry.remove(mp);
+        registry.removeDead(mp); // not a detached daemon's of the same mountpoint, which still serves
         StatsSocket.removeDeadDaemons(registry);
     }
 

@@ -89,9 +89,33 @@ class MountRegistryTest {
             assertEquals(1, files.count(), "no temporary file is left beside the record");
         }
 
-        registry.remove(mp);
+        registry.remove(mp, 4242);
         assertTrue(registry.list().isEmpty());
-        registry.remove(mp);
+        registry.remove(mp, 4242);
+    }
+
+    /**
+     * A daemon unmounted lazily (detached, serving the files open on it) and a new mount of its
+     * mountpoint: the new record wrote over the detached one, which status then hid, and the detached
+     * daemon's exit removed the new mount's record, so status, stats and sync lost it (a tester's
+     * finding). Both are kept, and each daemon removes its own.
+     */
+    @Test
+    void aNewMountBesideADetachedDaemonOfItsMountpointKeepsBothRecords() throws Exception {
+        Path mp = tmp.resolve("m");
+        java.util.Set<Long> running = new java.util.HashSet<>(List.of(4242L, 4343L));
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(mp), running::contains);
+        registry.write(uidMapped(mp, 4242));
+        registry.write(uidMapped(mp, 4343));
+        assertEquals(List.of(4242L, 4343L), registry.list().stream().map(e -> e.record().pid()).sorted().toList());
+
+        registry.remove(mp, 4242); // the detached daemon exits
+        assertEquals(List.of(4343L), registry.list().stream().map(e -> e.record().pid()).toList());
+        running.remove(4343L);
+        running.add(4444L);
+        registry.write(uidMapped(mp, 4444)); // a dead daemon's record is written over, as before
+        registry.removeDead(mp);
+        assertEquals(List.of(4444L), registry.list().stream().map(e -> e.record().pid()).toList());
     }
 
     /** A fifo among the records hung chibifs status in open(2). */

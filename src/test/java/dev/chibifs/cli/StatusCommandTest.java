@@ -533,7 +533,7 @@ class StatusCommandTest {
                     Files.writeString(table, Files.readString(table).replace("chibifs /mnt/" + (pid == 31 ? "clean" : "killed")
                             + " fuse.chibifs rw 0 0\n", ""));
                     if (pid == 31) {
-                        registry[0].remove(Path.of("/mnt/clean"));
+                        registry[0].remove(Path.of("/mnt/clean"), 31);
                     }
                 } catch (java.io.IOException e) {
                     throw new java.io.UncheckedIOException(e);
