@@ -159,6 +159,8 @@ final class MountCommand implements Callable<Integer> {
 
     /** How a line the daemon prints for the operator, not only for its log, begins. */
     private static final String WARNING = ErrorHandler.PREFIX + "warning: ";
+    /** Whether the chibi home --home or $CHIBI_HOME names was not there: this mount makes it. */
+    private boolean homeMade;
 
     /** What the operator is told after the mounted line: stores that did not answer at start (each serves what this host has). */
     private final List<String> warnings = new ArrayList<>();
@@ -227,11 +229,9 @@ final class MountCommand implements Callable<Integer> {
             throw new MountFailure(mp + " is already a mount point (chibifs umount " + mp + " first)");
         }
         requireDirectory(mp);
-        if (ChibiHome.named(home, System.getenv()) && !Files.isDirectory(chibiHome.dir())) {
-            // made, as chibi's first run makes one, but said: a mistyped --home mounted an empty store without a word
-            err().println(ErrorHandler.PREFIX + "no chibi home at " + chibiHome.dir().toAbsolutePath() + ": making it,"
-                    + " with an empty store (is --home or $CHIBI_HOME right?)");
-        }
+        // made, as chibi's first run makes one, but said in the mounted line: a mistyped --home mounted
+        // an empty store without a word
+        homeMade = ChibiHome.named(home, System.getenv()) && !Files.isDirectory(chibiHome.dir());
         // what the daemon makes (store directories, caches, its log) is never writable by others,
         // whatever umask it was started with: at umask 000 an unmapped user wrote the store directly
         Syscalls.umaskAtLeast(022);
@@ -683,7 +683,8 @@ final class MountCommand implements Callable<Integer> {
         // --store /=SPEC serves the whole namespace: name it rather than <home>/vfs
         String root = stores.mounts().stream().filter(m -> m.prefix().isRoot())
                 .map(m -> m.spec().text()).findFirst().orElse(chibiHome.store().toString());
-        return ErrorHandler.PREFIX + "mounted " + mp + " (" + plan.describe() + ", store " + root + "); daemon pid " + daemonPid
+        String made = homeMade ? ", new and empty: there was no chibi home at " + chibiHome.dir().toAbsolutePath() : "";
+        return ErrorHandler.PREFIX + "mounted " + mp + " (" + plan.describe() + ", store " + root + made + "); daemon pid " + daemonPid
                 + ", log " + logFile + warnings.stream().map(w -> System.lineSeparator() + WARNING + w).collect(Collectors.joining());
     }
 
