@@ -572,10 +572,21 @@ final class FuseFileSystem {
         if (retried != null) {
             return retried.metadata();
         }
-        if (n.removed && n.directory && n.identity != null) {
+        if (n.directory && n.identity != null && (n.removed || holdsDirectory(req.pid, n))) {
             return removedDirectory(n);
         }
         throw stale(req, n, p, false);
+    }
+
+    /**
+     * Whether thread {@code tid} holds a descriptor of directory {@code n}, whose name no longer reaches
+     * it: its GETATTR is then most likely an fstat (glibc's opendir makes one), which the kernel does not
+     * retry on ESTALE. A directory another mount removed a moment before was "Stale file handle" to
+     * git's opendir during a gc there (a tester's finding), where a disk's fstat shows it removed.
+     */
+    private boolean holdsDirectory(int tid, NodeTable.Node n) {
+        HeldDescriptors held = heldDescriptors;
+        return held != null && held.holds(tid, n.identity.inode());
     }
 
     /**

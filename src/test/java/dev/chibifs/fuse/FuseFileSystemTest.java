@@ -795,6 +795,37 @@ class FuseFileSystemTest {
         release(old[0], old[1]);
     }
 
+    /**
+     * git's opendir of a directory another mount's gc removed a moment before: the kernel opened it
+     * (zero-message opendir) and glibc's fstat of it was ESTALE, which the kernel does not retry, and
+     * git printed "unable to open ...: Stale file handle" (a tester's finding). A process holding a
+     * descriptor of it is shown it removed, as a disk shows it; any other is answered ESTALE as before,
+     * and looks the name up again.
+     */
+    @Test
+    void aDirectoryRemovedBehindTheMountIsShownRemovedToAProcessHoldingItOpen(@org.junit.jupiter.api.io.TempDir java.nio.file.Path proc)
+            throws Exception {
+        store.mkdir(VfsPath.of("/shared/objects"));
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long objects = lookup(shared, "objects");
+        long ino = store.metadata(VfsPath.of("/shared/objects")).inode();
+        store.delete(VfsPath.of("/shared/objects"));
+        int opener = 4242;
+        java.nio.file.Files.createDirectories(proc.resolve(opener + "/fdinfo"));
+        java.nio.file.Files.writeString(proc.resolve(opener + "/fdinfo/3"), "pos:\t0\nflags:\t0200000\nmnt_id:\t45\nino:\t" + ino + "\n");
+        fs.mounted(new HeldDescriptors(proc, 45, "0:42"));
+
+        kernel.pid = 4243;
+        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.GETATTR, objects, body().int32(0).int32(0).int64(0)).error(),
+                "a stat by the name: looked up again");
+        kernel.pid = opener;
+        FakeKernel.Reply fstat = kernel.call(FuseProtocol.GETATTR, objects, body().int32(0).int32(0).int64(0));
+        assertEquals(0, fstat.error(), "fstat of the open directory");
+        // struct fuse_attr_out: attr_valid, attr_valid_nsec, dummy, then fuse_attr: ino, size, blocks, times, mode, nlink
+        assertEquals(0, fstat.int32(16 + 8 * 3 + 8 * 3 + 4 * 3 + 4), "no links: removed");
+        kernel.pid = THIS_PROCESS;
+    }
+
     /** The test's own process, whose threads /proc lists: what a request from the process that opened a file carries. */
     private static final int THIS_PROCESS = (int) ProcessHandle.current().pid();
 
