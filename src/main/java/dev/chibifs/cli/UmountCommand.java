@@ -113,10 +113,18 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     private Integer unmount(Path mp, Optional<ProcessHandle> daemon, int exited) throws IOException {
         String[] failing = new String[2]; // failing, then troubled
+        // a stopped daemon (SIGSTOP, a debugger) answers nothing and cannot exit: the advice for a busy
+        // mount (--lazy) left what waited on it hung, and the wait for its exit ended after 30 s unexplained
+        String stopped = daemon.isPresent() && ProcStatus.stopped(daemon.get().pid())
+                ? "its daemon (pid " + daemon.get().pid() + ") is stopped (SIGSTOP, or a debugger)" : null;
         // asked while it surely answers: one that exits at once after the unmount is never asked
-        Storage.Uploads before = daemon.isPresent() && !lazy ? uploadsOf(daemon.get().pid(), failing) : null;
+        Storage.Uploads before = daemon.isPresent() && !lazy && stopped == null ? uploadsOf(daemon.get().pid(), failing) : null;
         FuseMount.Result r = FuseMount.unmount(mp, lazy);
         if (!r.ok()) {
+            if (r.busy() && stopped != null) {
+                throw new MountFailure(mp + " is busy, and " + stopped + ": what waits on it waits until kill -CONT "
+                        + daemon.get().pid() + ", or chibifs umount --force ends it");
+            }
             if (r.busy()) {
                 throw new MountFailure(mp + " is busy (files or directories on it are in use): close them,"
                         + " or use chibifs umount --lazy");
@@ -126,6 +134,10 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
             if (!lazyResult.ok()) {
                 throw new MountFailure("cannot unmount " + mp + ": " + r.message());
             }
+        }
+        if (stopped != null && !lazy) {
+            throw new MountFailure("unmounted " + mp + ", but " + stopped + ": it exits once continued (kill -CONT "
+                    + daemon.get().pid() + ")");
         }
         if (daemon.isPresent() && !lazy) {
             ProcessHandle d = daemon.get();
