@@ -195,6 +195,33 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /** As {@link #socketOf(Path, String, java.util.function.BiFunction)}, in {@code registries} and {@code mountTable}, run by uid {@code me} (tests). */
     static Served socketOf(Path path, String command, java.util.function.BiFunction<MountRegistry, Long, Path> which,
                            List<MountRegistry> registries, Path mountTable, long me) throws IOException, CommandFailure {
+        try {
+            return servedAt(path, command, which, registries, mountTable, me);
+        } catch (CommandFailure notFound) {
+            // a link to the mount (~/chibi -> /mnt/chibi), as status and umount take it: followed only
+            // now, the path being in no mount of this user's, so no hung daemon of theirs is asked
+            Path real = notFound.exitCode() == ExitCodes.NOT_FOUND ? realOrNull(path) : null;
+            if (real == null || real.equals(path)) {
+                throw notFound;
+            }
+            try {
+                return servedAt(real, command, which, registries, mountTable, me);
+            } catch (CommandFailure stillNotFound) {
+                throw stillNotFound.exitCode() == ExitCodes.NOT_FOUND ? notFound : stillNotFound; // named as given
+            }
+        }
+    }
+
+    private static Path realOrNull(Path path) {
+        try {
+            return path.toRealPath();
+        } catch (IOException | SecurityException e) {
+            return null;
+        }
+    }
+
+    private static Served servedAt(Path path, String command, java.util.function.BiFunction<MountRegistry, Long, Path> which,
+                                   List<MountRegistry> registries, Path mountTable, long me) throws IOException, CommandFailure {
         List<MountTable.MountEntry> mounted = MountTable.read(mountTable);
         // up the path as written, never through it: resolving links inside a hung mount would hang
         // the command that is there to say the daemon does not answer

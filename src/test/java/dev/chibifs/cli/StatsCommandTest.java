@@ -113,6 +113,11 @@ class StatsCommandTest {
                 mnt.resolve("theirs/shared"), "stats", StatsSocket::pathFor, mine, table, 4752));
         assertEquals(mnt.resolve("theirs") + " is another user's mount (uid 999): only that user or root can run chibifs stats on it",
                 theirs.getMessage());
+        // through a link to the mountpoint (~/chibi -> /mnt/chibi), as status and umount take it
+        java.nio.file.Files.createDirectories(mp.resolve("shared"));
+        Path link = java.nio.file.Files.createSymbolicLink(mnt.resolve("link"), mp);
+        assertEquals(mp, StatsCommand.socketOf(link, "stats", StatsSocket::pathFor, mine, table, 0).mountpoint());
+        assertEquals(mp, StatsCommand.socketOf(link.resolve("shared"), "stats", StatsSocket::pathFor, mine, table, 0).mountpoint());
         Path inTmpfs = mp.resolve("shared/t/x");
         CommandFailure none = assertThrows(CommandFailure.class, () -> StatsCommand.socketOf(
                 inTmpfs, "stats", StatsSocket::pathFor, mine, table, 0));
