@@ -213,6 +213,13 @@ final class MountCommand implements Callable<Integer> {
             throw new UsageException("mountpoint " + mp + " is inside the store it would serve (" + store
                     + "): choose a directory outside it");
         }
+        Path homeDir = realMountpoint(chibiHome.dir());
+        if (homeDir.startsWith(mp)) {
+            // the home made in the mountpoint (vfs/, chibifs/) then made it not empty, and every retry
+            // failed; with -o nonempty the mount hid its own store and log, and status said both had gone
+            throw new UsageException("chibi home " + homeDir + " is inside the mountpoint " + mp + ", which the mount"
+                    + " would hide: choose a home outside it");
+        }
         for (Map.Entry<Path, String> shown : stores.shownDirectories().entrySet()) {
             Path dir = realMountpoint(shown.getKey());
             if (mp.startsWith(dir)) {

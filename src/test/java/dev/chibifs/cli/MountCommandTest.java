@@ -101,6 +101,25 @@ class MountCommandTest {
         MountCommand.requireDirectory(dir);
     }
     /**
+     * {@code mount --home M M}: the home made in the mountpoint made it not empty, so every retry
+     * failed, and with -o nonempty the mount hid its own store and log (a tester's finding). Refused
+     * before anything is made.
+     */
+    @Test
+    void aHomeInsideTheMountpointIsRefusedBeforeAnythingIsMade(@TempDir Path dir) throws Exception {
+        Path mnt = java.nio.file.Files.createDirectories(dir.resolve("m"));
+        for (Path home : new Path[] {mnt, mnt.resolve("home")}) {
+            Cli.Result r = new Cli(dir).run("mount", "--home", home.toString(), "--context", "alice", mnt.toString());
+            assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+            assertTrue(r.err().contains("chibi home " + home + " is inside the mountpoint " + mnt + ", which the mount"
+                    + " would hide"), r.err());
+            try (java.util.stream.Stream<Path> made = java.nio.file.Files.list(mnt)) {
+                assertEquals(0, made.count(), "nothing made in the mountpoint");
+            }
+        }
+    }
+
+    /**
      * A mountpoint inside a directory the mount shows was served by its own daemon: stat ESTALE, and no
      * umount, -z or SIGTERM ended it. A cache directory inside the store was every context's to write.
      */
