@@ -405,11 +405,13 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         NodeTable.Node changedFile = now == null || child != null && (child.identity == null || child.identity.isOf(now)) ? child
                 : !now.isFile() ? null
                 : fs.nodes.known(NodeTable.Identity.of(fs.router().resolve(at).storage(), now));
+        long toldBefore = changedFile == null ? -1 : changedFile.toldTimes();
+        long toldWhenHeard;
         if (changedFile != null && now != null && modified && stalePagesDropped(changedFile, now)) {
-            changedFile.untold(); // attributes went with them
-        } else if (changedFile != null && now != null && changedFile.heardChange(now)) {
+            changedFile.untoldUnlessToldSince(toldBefore); // attributes went with them
+        } else if (changedFile != null && now != null && (toldWhenHeard = changedFile.heardChange(now)) >= 0) {
             invalidateInode(changedFile, -1);
-            changedFile.untold();
+            changedFile.untoldUnlessToldSince(toldWhenHeard);
         }
         if (child != null && now != null && child.identity != null && child.identity.isOf(now)) {
             // what a listing sends for it next: read after the change, so kept unless another came since
