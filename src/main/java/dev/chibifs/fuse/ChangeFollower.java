@@ -346,8 +346,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 for (NodeTable.Node before : modified ? goneFiles(parent, name) : List.<NodeTable.Node>of()) {
                     if (before != child) {
                         // written in the same batch through a descriptor of a file the name stood for before
-                        invalidateInode(before, -1);
-                        before.untold();
+                        dropAttributes(before);
                     }
                 }
                 if (child != null && !child.directory) {
@@ -361,8 +360,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 if (linked != null && linked != child) {
                     // a file the kernel knows by another name got this one (a link made, or moved here):
                     // its link count or ctime changed, which the kernel would keep as long as the above
-                    invalidateInode(linked, -1);
-                    linked.untold();
+                    dropAttributes(linked);
                 }
                 return true;
             }
@@ -374,8 +372,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             // name's node here, where the kernel did not look the name up since it was made again
             for (NodeTable.Node replaced : goneFiles(parent, name)) {
                 if (replaced.identity != null && !replaced.identity.isOf(now)) {
-                    invalidateInode(replaced, -1);
-                    replaced.untold();
+                    dropAttributes(replaced);
                 }
             }
         }
@@ -392,8 +389,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
                 written.add(child);
             }
             for (NodeTable.Node n : written) {
-                invalidateInode(n, -1);
-                n.untold();
+                dropAttributes(n);
             }
             if (!written.isEmpty()) {
                 return true;
@@ -593,8 +589,7 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
             try {
                 Metadata now = fs.router().metadata(null, fs.nodes.path(n));
                 if (fs.nodes.get(n.id) == n && n.identity.isOf(now) && n.toldOtherThan(now)) {
-                    invalidateInode(n, -1);
-                    n.untold();
+                    dropAttributes(n);
                 }
             } catch (IOException | RuntimeException gone) {
                 // its name went or moved too: that name's own event tells it
@@ -663,6 +658,13 @@ final class ChangeFollower implements StoreFollower, ChangeListener {
         // cleared first: a listing served while the notification is on its way is marked again
         dir.listingKept = false;
         invalidateInode(dir, 0);
+    }
+
+    /** The kernel's attributes of node {@code n} go: they are held no more, unless a reply tells some meanwhile. */
+    private void dropAttributes(NodeTable.Node n) {
+        long told = n.toldTimes(); // before the notice: a reply told after it may be kept (see untoldUnlessToldSince)
+        invalidateInode(n, -1);
+        n.untoldUnlessToldSince(told);
     }
 
     /** Attributes of node {@code n}, and its pages (a directory's: its cached listing) from {@code offset}; -1 for none. */

@@ -1101,13 +1101,14 @@ final class FuseFileSystem {
         }
         long fh = register(req, handle, caller, flags, n, backing != 0);
         FuseChannel notify = storeChannel;
+        long toldBefore = n.toldTimes(); // before the look: a reply told after the notice may be kept
         if (opened != null && notify != null && n.toldOtherThan(opened)) {
             // the file changed since the kernel was told its attributes: behind the mount (before the
             // feed told), or on S3 by another host, its content fetched by this open while the kernel
             // keeps what the listing said. Attributes only (no pages, no lock to wait for): written at
             // once, from within the request on that very inode, so the process that opened sees them
             notices.get().invalInode(n.id, -1, 0).sendNotice(notify);
-            n.untold();
+            n.untoldUnlessToldSince(toldBefore);
         }
         out.open(fh, openFlags, backing);
     }
@@ -1115,12 +1116,13 @@ final class FuseFileSystem {
     /** The kernel is told {@code m} of node {@code n} in the reply being written. */
     void replied(NodeTable.Node n, Metadata m) {
         FuseChannel notify = storeChannel;
+        long toldBefore = n.toldTimes();
         if (n.told(m) && notify != null) {
             // read before a change the feed heard meanwhile, and told nothing of (NodeTable.Node#told):
             // the kernel drops what this reply says, as it was sent before this notice. Attributes only,
             // so it is written from within the request, as an open's (no pages, no lock to wait for)
             notices.get().invalInode(n.id, -1, 0).sendNotice(notify);
-            n.untold();
+            n.untoldUnlessToldSince(toldBefore + 1); // this reply's own telling: dropped by the notice
         }
         nodes.linksTold(n, m.links());
     }
@@ -1276,8 +1278,9 @@ final class FuseFileSystem {
         FuseChannel channel = storeChannel;
         if (channel != null && store && before != null) {
             try {
+                long toldBefore = n.toldTimes();
                 notices.get().invalInode(n.id, 0, 0).send(channel);
-                n.untold();
+                n.untoldUnlessToldSince(toldBefore);
             } catch (IOException e) {
                 LOG.debug("{}: pages and attributes not dropped at open: {}", nodes.path(n), e.toString());
                 return false;
