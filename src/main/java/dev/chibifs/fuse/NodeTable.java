@@ -171,9 +171,9 @@ final class NodeTable {
          * What the change feed last read of this file where it told the kernel nothing to drop (it held
          * no attributes of it, or held these): a reply read before that change and written after the
          * feed looked would leave the kernel the old size and times for the whole --kernel-cache with
-         * no notice to drop them (a tester's stat through a second mount showed an append 30 s late,
-         * 1 in a few hundred tries under load). The reply that tells other attributes than these says
-         * so ({@link #told}), and its request sends the notice. Null when none.
+         * no notice to drop them (what a tester saw, 30 s late, came the other way: see
+         * {@link #untoldUnlessToldSince}). The reply that tells other attributes than these says so
+         * ({@link #told}), and its request sends the notice. Null when none.
          */
         private volatile Metadata heardUntold;
         /** How many replies and notices told the kernel attributes of this node; written under the node's monitor. */
