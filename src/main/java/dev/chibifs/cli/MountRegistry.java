@@ -291,12 +291,20 @@ final class MountRegistry {
         if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
             return -1;
         }
+        try {
+            return readRecord(file).pid();
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    /** The record in {@code file}. */
+    private static MountRecord readRecord(Path file) throws IOException {
+        // as chibi's own files are read: a fifo there hung status, a link to /dev/zero would take its memory
         try (Reader in = new java.io.StringReader(new String(HomeFile.read(file, RECORD_LIMIT), StandardCharsets.UTF_8))) {
             Properties p = new Properties();
             p.load(in);
-            return MountRecord.fromProperties(p).pid();
-        } catch (IOException | RuntimeException e) {
-            return -1;
+            return MountRecord.fromProperties(p);
         }
     }
 
@@ -377,12 +385,8 @@ final class MountRegistry {
      */
     private Entry judge(Path file, Map<Path, Long> mounted) {
         MountRecord record;
-        // as chibi's own files are read: a fifo there hung status, a link to /dev/zero would take its memory
-        try (Reader in = new java.io.StringReader(new String(HomeFile.read(file, RECORD_LIMIT),
-                StandardCharsets.UTF_8))) {
-            Properties p = new Properties();
-            p.load(in);
-            record = MountRecord.fromProperties(p);
+        try {
+            record = readRecord(file);
         } catch (NoSuchFileException e) {
             return null; // the daemon exited between listing and reading: no mount to show
         } catch (IOException | IllegalArgumentException e) {

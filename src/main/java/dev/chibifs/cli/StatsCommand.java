@@ -223,15 +223,21 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
     private static Served servedAt(Path path, String command, java.util.function.BiFunction<MountRegistry, Long, Path> which,
                                    List<MountRegistry> registries, Path mountTable, long me) throws IOException, CommandFailure {
         List<MountTable.MountEntry> mounted = MountTable.read(mountTable);
+        Map<MountRegistry, List<MountRegistry.Entry>> listed = new java.util.LinkedHashMap<>();
+        for (MountRegistry registry : registries) {
+            listed.put(registry, registry.list());
+        }
         // up the path as written, never through it: resolving links inside a hung mount would hang
         // the command that is there to say the daemon does not answer
         for (Path at = path; at != null; at = at.getParent()) {
-            for (MountRegistry registry : registries) {
-                for (MountRegistry.Entry e : registry.list()) {
-                    // a detached daemon (unmounted lazily, still serving files open on it) still answers
-                    if (e.record() != null && e.record().mountpoint().equals(at)
-                            && (e.health() == MountRegistry.Health.ACTIVE || e.health() == MountRegistry.Health.DETACHED)) {
-                        return new Served(at, which.apply(registry, e.record().pid()));
+            // the mounted daemon first; a detached one (unmounted lazily, still serving files open on it,
+            // perhaps beside a new mount of the same mountpoint) still answers
+            for (MountRegistry.Health health : new MountRegistry.Health[] {MountRegistry.Health.ACTIVE, MountRegistry.Health.DETACHED}) {
+                for (Map.Entry<MountRegistry, List<MountRegistry.Entry>> r : listed.entrySet()) {
+                    for (MountRegistry.Entry e : r.getValue()) {
+                        if (e.record() != null && e.record().mountpoint().equals(at) && e.health() == health) {
+                            return new Served(at, which.apply(r.getKey(), e.record().pid()));
+                        }
                     }
                 }
             }
