@@ -200,8 +200,8 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
         } catch (CommandFailure notFound) {
             // a link to the mount (~/chibi -> /mnt/chibi), as status and umount take it: followed only
             // now, the path being in no mount of this user's, so no hung daemon of theirs is asked
-            Path real = notFound.exitCode() == ExitCodes.NOT_FOUND ? realOrNull(path) : null;
-            if (real == null || real.equals(path)) {
+            Path real = notFound.exitCode() == ExitCodes.NOT_FOUND ? TraceCommand.real(path) : path;
+            if (real.equals(path)) {
                 throw notFound;
             }
             try {
@@ -209,14 +209,6 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
             } catch (CommandFailure stillNotFound) {
                 throw stillNotFound.exitCode() == ExitCodes.NOT_FOUND ? notFound : stillNotFound; // named as given
             }
-        }
-    }
-
-    private static Path realOrNull(Path path) {
-        try {
-            return path.toRealPath();
-        } catch (IOException | SecurityException e) {
-            return null;
         }
     }
 

@@ -250,7 +250,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     /** {@code p} with its links followed where it exists (a link to the mountpoint, ~/chibi -> /mnt/chibi), else as written. */
-    private static Path real(Path p) {
+    static Path real(Path p) {
         try {
             return p.toRealPath();
         } catch (java.io.IOException | SecurityException notThere) {

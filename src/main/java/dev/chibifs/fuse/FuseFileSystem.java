@@ -1101,12 +1101,12 @@ final class FuseFileSystem {
         }
         long fh = register(req, handle, caller, flags, n, backing != 0);
         FuseChannel notify = storeChannel;
-        long toldBefore = n.toldTimes(); // before the look: a reply told after the notice may be kept
         if (opened != null && notify != null && n.toldOtherThan(opened)) {
             // the file changed since the kernel was told its attributes: behind the mount (before the
             // feed told), or on S3 by another host, its content fetched by this open while the kernel
             // keeps what the listing said. Attributes only (no pages, no lock to wait for): written at
             // once, from within the request on that very inode, so the process that opened sees them
+            long toldBefore = n.toldTimes(); // before the notice: a reply told after it may be kept
             notices.get().invalInode(n.id, -1, 0).sendNotice(notify);
             n.untoldUnlessToldSince(toldBefore);
         }
