@@ -1,10 +1,12 @@
 package dev.chibifs.store.s3;
 
+import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.FileLocks;
 import dev.chibifs.store.InProcessLocks;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.XattrMode;
 import dev.chibifs.store.s3.S3Storage.MovedFrom;
 import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.sys.ErrnoException;
@@ -470,6 +472,39 @@ final class ObjectHandle implements FileHandle {
             store.journal.requireRoom();
             store.setExecutableOf(node, mode);
             store.journal.commit();
+        }
+    }
+
+    /**
+     * The node's attributes, whatever became of its name: an open file renamed over keeps the ones it
+     * had, and its changes, until its last handle closes (fsetxattr of a descriptor, as on a disk).
+     */
+    @Override
+    public byte[] xattr(String name) throws IOException {
+        return store.xattrOf(store.withXattrsKnown(node, shown()), shown(), name);
+    }
+
+    @Override
+    public java.util.List<String> xattrNames() throws IOException {
+        return store.xattrNamesOf(store.withXattrsKnown(node, shown()));
+    }
+
+    @Override
+    public void setXattr(String name, byte[] value, XattrMode mode) throws IOException {
+        store.requireRoom();
+        store.setXattrOf(store.xattrsToChange(node, shown()), shown(), name, value, mode);
+    }
+
+    @Override
+    public void removeXattr(String name) throws IOException {
+        store.requireRoom();
+        store.removeXattrOf(store.xattrsToChange(node, shown()), shown(), name);
+    }
+
+    /** The name errors give: the file's own, or the root's where it has none left. */
+    private VfsPath shown() {
+        synchronized (store) {
+            return node.path != null ? node.path : VfsPath.root();
         }
     }
 

@@ -1874,34 +1874,54 @@ public final class S3Storage implements Storage {
 
     @Override
     public byte[] xattr(VfsPath path, String name) throws IOException {
-        Node n = withXattrsKnown(path);
-        synchronized (this) {
-            byte[] value = n.xattrs == null ? null : n.xattrs.get(name);
-            if (value == null) {
-                throw Storage.noXattr(path, name);
-            }
-            return value.clone();
-        }
+        return xattrOf(withXattrsKnown(find(path), path), path, name);
     }
 
     @Override
     public List<String> xattrNames(VfsPath path) throws IOException {
-        Node n = withXattrsKnown(path);
-        synchronized (this) {
-            return n.xattrs == null ? List.of() : List.copyOf(n.xattrs.keySet());
-        }
+        return xattrNamesOf(withXattrsKnown(find(path), path));
     }
 
     @Override
     public void setXattr(VfsPath path, String name, byte[] value, XattrMode mode) throws IOException {
         requireRoom();
-        Node n = xattrsToChange(path);
+        setXattrOf(xattrsToChange(find(path), path), path, name, value, mode);
+    }
+
+    @Override
+    public void removeXattr(VfsPath path, String name) throws IOException {
+        requireRoom();
+        removeXattrOf(xattrsToChange(find(path), path), path, name);
+    }
+
+    /** Attribute {@code name} of node {@code n}, named {@code shown} in errors. */
+    byte[] xattrOf(Node n, VfsPath shown, String name) throws IOException {
         synchronized (this) {
-            mode.check(path, name, n.xattrs != null && n.xattrs.containsKey(name));
+            byte[] value = n.xattrs == null ? null : n.xattrs.get(name);
+            if (value == null) {
+                throw Storage.noXattr(shown, name);
+            }
+            return value.clone();
+        }
+    }
+
+    List<String> xattrNamesOf(Node n) {
+        synchronized (this) {
+            return n.xattrs == null ? List.of() : List.copyOf(n.xattrs.keySet());
+        }
+    }
+
+    /**
+     * Sets attribute {@code name} of node {@code n}. A node no name leads to any more (an open file
+     * renamed over) keeps it until its last handle closes, as a disk's unlinked inode does.
+     */
+    void setXattrOf(Node n, VfsPath shown, String name, byte[] value, XattrMode mode) throws IOException {
+        synchronized (this) {
+            mode.check(shown, name, n.xattrs != null && n.xattrs.containsKey(name));
             Map<String, byte[]> changed = n.xattrs == null ? new TreeMap<>() : new TreeMap<>(n.xattrs);
             changed.put(name, value.clone());
             if (!ObjectXattrs.fit(changed)) {
-                throw ErrnoException.of(Linux.ENOSPC, path.toString(), "an S3 object's "
+                throw ErrnoException.of(Linux.ENOSPC, shown.toString(), "an S3 object's "
                         + "metadata (2 KiB in all) holds no more extended attributes");
             }
             n.xattrs = changed;
@@ -1911,13 +1931,10 @@ public final class S3Storage implements Storage {
         }
     }
 
-    @Override
-    public void removeXattr(VfsPath path, String name) throws IOException {
-        requireRoom();
-        Node n = xattrsToChange(path);
+    void removeXattrOf(Node n, VfsPath shown, String name) throws IOException {
         synchronized (this) {
             if (n.xattrs == null || !n.xattrs.containsKey(name)) {
-                throw Storage.noXattr(path, name);
+                throw Storage.noXattr(shown, name);
             }
             Map<String, byte[]> changed = new TreeMap<>(n.xattrs);
             changed.remove(name);
@@ -1929,30 +1946,28 @@ public final class S3Storage implements Storage {
     }
 
     /**
-     * The node at {@code path}, its object's attributes asked (a HEAD) where a listing showed it:
-     * an attribute changed before would else upload with the others missing. EIO where S3 does not
-     * answer, rather than say a file has none.
+     * Node {@code n}, its object's attributes asked (a HEAD) where a listing showed it: an
+     * attribute changed before would else upload with the others missing. EIO where S3 does not
+     * answer, rather than say a file has none. A node no name leads to has all it will have.
      */
-    private Node withXattrsKnown(VfsPath path) throws IOException {
-        Node n = find(path);
+    Node withXattrsKnown(Node n, VfsPath shown) throws IOException {
         listings.learnAttributes(n, false);
         synchronized (this) {
             if (!n.attributesKnown && n.path != null) {
-                throw ErrnoException.of(Linux.EIO, path.toString(),
-                        "S3 did not answer for the file's extended attributes");
+                throw ErrnoException.of(Linux.EIO, shown.toString(), "S3 did not answer for the file's extended attributes");
             }
         }
         return n;
     }
 
     /** {@link #withXattrsKnown}, for a change: only a file has an object whose metadata can keep them. */
-    private Node xattrsToChange(VfsPath path) throws IOException {
-        Node n = withXattrsKnown(path);
+    Node xattrsToChange(Node n, VfsPath shown) throws IOException {
+        withXattrsKnown(n, shown);
         if (n.link) {
-            throw Storage.noXattrsHere(path);
+            throw Storage.noXattrsHere(shown);
         }
         if (n.dir) {
-            throw ErrnoException.of(Linux.EOPNOTSUPP, path.toString(),
+            throw ErrnoException.of(Linux.EOPNOTSUPP, shown.toString(),
                     "an S3 store keeps extended attributes of files only (a directory may have no object)");
         }
         return n;
@@ -2050,7 +2065,7 @@ public final class S3Storage implements Storage {
      * so operations that pass here together all find it. Likewise EIO where the cache's file system
      * fails as a whole ({@link Journal#requireWrites}).
      */
-    private synchronized void requireRoom() throws IOException {
+    synchronized void requireRoom() throws IOException {
         if (cacheDirectoryGone()) {
             throw ErrnoException.of(Linux.EIO, null, "the S3 store's cache directory "
                     + dataDir.getParent() + " has gone: mount again");

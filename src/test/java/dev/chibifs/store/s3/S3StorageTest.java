@@ -76,11 +76,6 @@ class S3StorageTest extends StorageBehaviourSuite {
     }
 
     @Override
-    protected boolean xattrsThroughOpenFiles() {
-        return false; // an object's attributes are its metadata, reached by its key
-    }
-
-    @Override
     protected boolean reopens() {
         return false;
     }
