@@ -714,13 +714,16 @@ final class JournalRecords implements Closeable {
 
     /**
      * Whether the changed file {@code n} had a writer open when the store stopped without closing it,
-     * rewriting (not only appending to) a version S3 has: a file open for writing goes up at its last
-     * close, never half written, and this close never came (a program's O_TRUNC rewrite cut off, an
-     * SQLite transaction not yet committed by its fsync). Appends go up as they are: each is whole
-     * lines added to S3's version, as they go up while the writer is open.
+     * writing (not only appending): a file open for writing goes up at its last close, never half
+     * written, and this close never came (a program's O_TRUNC rewrite cut off, an SQLite transaction
+     * not yet committed by its fsync). That holds for a file S3 never had too: a report a shell was
+     * still writing with {@code >} went up cut off under its name, and the other hosts took it for
+     * done (a tester's finding). Appends go up as they are: each is whole lines added to S3's
+     * version (or to a file an append made), as they go up while the writer is open; and so does a
+     * new file still empty, as its open made it (a lock file held open).
      */
     private static boolean halfWritten(ObjectNode o, Node n) {
-        return o.path(OPEN).asBoolean() && n.remoteEtag != null && n.appendsFrom == NOT_APPENDS;
+        return o.path(OPEN).asBoolean() && n.appendsFrom == NOT_APPENDS && (n.remoteEtag != null || n.size > 0);
     }
 
     /**
@@ -737,8 +740,8 @@ final class JournalRecords implements Closeable {
                 break;
             }
         }
-        LOG.error("S3 store {}: cached content of {} {}: not uploaded over {} on S3; kept as {}, a new object",
-                store.spec, p, why, p, copy);
+        LOG.error("S3 store {}: cached content of {} {}: not uploaded {} {}; kept as {}, a new object",
+                store.spec, p, why, n.remoteEtag != null ? "over" : "as", p + (n.remoteEtag != null ? " on S3" : ""), copy);
         n.remoteEtag = null; // a new object: it replaces nothing on S3
         n.sha = null; // the recorded hash is of the content before the damage
         n.shaGen = -1;

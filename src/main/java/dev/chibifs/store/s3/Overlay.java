@@ -423,9 +423,11 @@ final class Overlay {
             }
             return;
         }
-        if ((n.appendsFrom != appendsFrom || n.sizeJournaled && n.size > 0) && n.path != null) {
-            // else a restart would merge as appends what this write changes, or take a truncate by
-            // this writer, killed before its close, for a content file damaged since the last record
+        if ((n.appendsFrom != appendsFrom || n.sizeJournaled) && n.path != null) {
+            // else a restart would merge as appends what this write changes, take a truncate by this
+            // writer, killed before its close, for a content file damaged since the last record, or
+            // upload as done a file its open made and this writer had not finished (the record made
+            // with the file came before its writer was counted, and said no writer was open)
             store.journal.put(n);
         }
         if (n.appendsFrom == NOT_APPENDS) {

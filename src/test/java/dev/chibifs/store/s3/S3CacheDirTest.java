@@ -495,7 +495,7 @@ class S3CacheDirTest {
     }
 
     @Test
-    void aWriterKilledAfterCuttingAFileItReopenedUploadsWhatItLeft() throws Exception {
+    void aWriterKilledAfterCuttingAFileItReopenedLeavesWhatItWroteAsAConflictCopy() throws Exception {
         String spec = "s3://" + BUCKET + "/" + ns;
         S3Storage a = store(spec, cacheDir);
         a.write(p("/shared/f"), "a long first version, closed".getBytes(UTF_8));
@@ -507,8 +507,31 @@ class S3CacheDirTest {
 
         S3Storage again = store(spec, cacheDir);
         again.flushAll();
-        assertEquals("short", inS3(BUCKET, ns + "/shared/f"));
-        assertNull(inS3(BUCKET, ns + "/shared/f.conflict-a-" + STAMP));
+        // shorter than its record says, but a writer was open: half written, not damaged, and whole
+        assertEquals("short", inS3(BUCKET, ns + "/shared/f.conflict-a-" + STAMP));
+        assertNull(inS3(BUCKET, ns + "/shared/f"));
+    }
+
+    @Test
+    void aNewFileBeingWrittenWhenTheStoreWasKilledGoesUpAsAConflictCopyNotUnderItsName() throws Exception {
+        String spec = "s3://" + BUCKET + "/" + ns;
+        S3Storage a = store(spec, cacheDir);
+        a.mkdir(p("/shared"));
+        // open at the kill: a report a shell writes with '>', a log made by '>>', a lock file held open
+        FileHandle report = a.open(p("/shared/report.md"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE, OpenFlag.TRUNCATE), 0644);
+        report.write(ByteBuffer.wrap("line 1 of 100\n".getBytes(UTF_8)), 0);
+        FileHandle log = a.open(p("/shared/log"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE, OpenFlag.APPEND), 0644);
+        log.write(ByteBuffer.wrap("line 1\n".getBytes(UTF_8)), 0);
+        FileHandle lock = a.open(p("/shared/lock"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644);
+        a.crash();
+
+        S3Storage again = store(spec, cacheDir);
+        again.flushAll();
+        assertNull(inS3(BUCKET, ns + "/shared/report.md"), "never half written under its name");
+        assertEquals("line 1 of 100\n", inS3(BUCKET, ns + "/shared/report.md.conflict-a-" + STAMP));
+        assertFalse(again.exists(p("/shared/report.md")));
+        assertEquals("line 1\n", inS3(BUCKET, ns + "/shared/log"), "appends go up as they are");
+        assertEquals("", inS3(BUCKET, ns + "/shared/lock"), "empty, as its open made it");
     }
 
     /**
