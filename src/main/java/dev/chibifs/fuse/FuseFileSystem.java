@@ -96,6 +96,10 @@ final class FuseFileSystem {
      * forth could otherwise keep a request chasing it).
      */
     private static final int DIRECTORY_MOVES_FOLLOWED = 8;
+    /** As {@link #DIRECTORY_MOVES_FOLLOWED}, for an open of a node renamed through this mount while it looked. */
+    private static final int NAME_MOVES_FOLLOWED = 8;
+    /** An open that no longer follows its node's renames ({@link #handleFor}). */
+    private static final long NOT_FOLLOWED = -1;
 
     private final Router router;
     private final CallerResolver callers;
@@ -992,6 +996,7 @@ final class FuseFileSystem {
 
     void open(FuseRequest req, FuseReply out, ByteBuffer data) throws IOException {
         NodeTable.Node n = node(req);
+        long movesBefore = nodes.nameMoves(); // before the path: a rename after it is seen
         VfsPath p = path(n);
         dev.chibifs.store.HeldFile retried = staleNames.retried(req.pid, n, true, clock);
         Caller caller = caller(req);
@@ -1000,71 +1005,18 @@ final class FuseFileSystem {
         Set<OpenFlag> flags = openFlags(requested);
         // Linux truncates even for a read-only open (ATOMIC_O_TRUNC brings O_TRUNC here): a write
         boolean truncateReadOnly = (requested & Linux.O_TRUNC) != 0 && (requested & Linux.O_ACCMODE) == Linux.O_RDONLY;
-        FileHandle handle = n.namelessInKernel ? reopened(n, caller, p, flags, truncateReadOnly) : null;
-        if (handle == null && !n.removed && (truncateReadOnly || flags.contains(OpenFlag.TRUNCATE))) {
-            // a truncating open changes the file before its identity is checked below: by a name that
-            // still reaches the node (its first may stand for another file now, made behind the mount)
-            VfsPath at = reaching(n, p);
-            if (at == null) {
-                handle = openHeldOrStale(req, n, caller, p, flags, null, retried);
-            } else {
-                p = at;
-            }
-        }
-        if (handle == null) {
-            if (truncateReadOnly) {
-                router.truncate(caller, p, 0);
-            }
+        FileHandle handle;
+        for (int follows = 0; ; follows++) {
             try {
-                handle = router.open(caller, p, flags, 0);
-            } catch (NoSuchFileException gone) {
-                VfsPath other = anotherName(n);
-                if (other != null) {
-                    p = other;
-                    handle = router.open(caller, p, flags, 0);
-                } else {
-                    // the kernel's cached name outlived the file (removed elsewhere, another mount or
-                    // chibi, before the change feed told the kernel): ESTALE makes it look the name up
-                    // again and retry, so an open(O_CREAT) creates the file and a plain open says ENOENT
-                    // from a fresh lookup, as on a disk. SQLite on two mounts failed "unable to open
-                    // database file" on the journal the other mount had just deleted. Its last name gone
-                    // through this mount too: the caller's path walk may have found it just before (a
-                    // name renamed over with link() and rename(), as git and maildir do), so ENOENT only
-                    // to the retry of the same node, which had no name to walk again (/proc/PID/fd/N)
-                    boolean noName = n.removed && staleNames.askedAgain(req.pid, n, true, clock);
-                    handle = openHeldOrStale(req, n, caller, p, flags, noName ? gone : null, retried);
-                }
-            } catch (IOException e) {
-                if (dev.chibifs.sys.Errors.errno(e) != Linux.ELOOP) {
-                    throw e;
-                }
-                // the name is a link now (made behind the kernel's cached name, which took it for this
-                // file): as a name standing for another file, below; the kernel's walk again follows it
+                handle = handleFor(req, n, caller, p, flags, truncateReadOnly, retried,
+                        follows < NAME_MOVES_FOLLOWED ? movesBefore : NOT_FOLLOWED);
+                break;
+            } catch (MovedMeanwhile moved) {
+                p = moved.path;
+                movesBefore = moved.movesBefore;
             }
         }
-        if (truncateReadOnly) {
-            n.changing();
-        }
-        Metadata opened = handle == null ? null : handle.opened();
-        if (handle == null || opened != null && n.identity != null
-                && !NodeTable.Identity.of(router.resolve(p).storage(), opened).equals(n.identity)) {
-            // the name now stands for another file (replaced in the store behind the kernel's cached
-            // name, or renamed over after the caller's path walk): another name of a hard-linked file
-            // may still reach it (the kernel's lookup again would find this node by that name, and
-            // every retry was ESTALE); else ESTALE makes the kernel look the name up again and retry
-            // the open (LOOKUP_REVAL)
-            if (handle != null) {
-                handle.close();
-            }
-            VfsPath other = anotherName(n);
-            if (other != null) {
-                p = other;
-                handle = router.open(caller, p, flags, 0);
-            } else {
-                handle = openHeldOrStale(req, n, caller, p, flags, null, retried);
-            }
-            opened = handle.opened();
-        }
+        Metadata opened = handle.opened();
         boolean readOnly = flags.equals(READ_ONLY);
         boolean small = opened != null && opened.isFile() && opened.size() <= Math.min(STORED_AT_OPEN, data.capacity())
                 && readOnly && storeChannel != null;
@@ -1111,6 +1063,81 @@ final class FuseFileSystem {
             n.untoldUnlessToldSince(toldBefore);
         }
         out.open(fh, openFlags, backing);
+    }
+
+    /**
+     * A handle of node {@code n}'s file, opened by its path {@code p} as the kernel asked ({@link #open});
+     * {@link MovedMeanwhile} where {@code p} stands for another file, or for none, because a rename
+     * through this mount since {@code movesBefore} moved the node ({@link #NOT_FOLLOWED}: not asked).
+     */
+    private FileHandle handleFor(FuseRequest req, NodeTable.Node n, Caller caller, VfsPath p, Set<OpenFlag> flags,
+                                 boolean truncateReadOnly, dev.chibifs.store.HeldFile retried, long movesBefore)
+            throws IOException {
+        FileHandle handle = n.namelessInKernel ? reopened(n, caller, p, flags, truncateReadOnly) : null;
+        if (handle == null && !n.removed && (truncateReadOnly || flags.contains(OpenFlag.TRUNCATE))) {
+            // a truncating open changes the file before its identity is checked below: by a name that
+            // still reaches the node (its first may stand for another file now, made behind the mount)
+            VfsPath at = reaching(n, p);
+            if (at == null) {
+                handle = openHeldOrStale(req, n, caller, p, flags, null, retried, movesBefore);
+            } else {
+                p = at;
+            }
+        }
+        if (handle == null) {
+            if (truncateReadOnly) {
+                router.truncate(caller, p, 0);
+            }
+            try {
+                handle = router.open(caller, p, flags, 0);
+            } catch (NoSuchFileException gone) {
+                VfsPath other = anotherName(n);
+                if (other != null) {
+                    p = other;
+                    handle = router.open(caller, p, flags, 0);
+                } else {
+                    // the kernel's cached name outlived the file (removed elsewhere, another mount or
+                    // chibi, before the change feed told the kernel): ESTALE makes it look the name up
+                    // again and retry, so an open(O_CREAT) creates the file and a plain open says ENOENT
+                    // from a fresh lookup, as on a disk. SQLite on two mounts failed "unable to open
+                    // database file" on the journal the other mount had just deleted. Its last name gone
+                    // through this mount too: the caller's path walk may have found it just before (a
+                    // name renamed over with link() and rename(), as git and maildir do), so ENOENT only
+                    // to the retry of the same node, which had no name to walk again (/proc/PID/fd/N)
+                    boolean noName = n.removed && staleNames.askedAgain(req.pid, n, true, clock);
+                    handle = openHeldOrStale(req, n, caller, p, flags, noName ? gone : null, retried, movesBefore);
+                }
+            } catch (IOException e) {
+                if (dev.chibifs.sys.Errors.errno(e) != Linux.ELOOP) {
+                    throw e;
+                }
+                // the name is a link now (made behind the kernel's cached name, which took it for this
+                // file): as a name standing for another file, below; the kernel's walk again follows it
+            }
+        }
+        if (truncateReadOnly) {
+            n.changing();
+        }
+        Metadata opened = handle == null ? null : handle.opened();
+        if (handle == null || opened != null && n.identity != null
+                && !NodeTable.Identity.of(router.resolve(p).storage(), opened).equals(n.identity)) {
+            // the name now stands for another file (replaced in the store behind the kernel's cached
+            // name, or renamed over after the caller's path walk): another name of a hard-linked file
+            // may still reach it (the kernel's lookup again would find this node by that name, and
+            // every retry was ESTALE); else ESTALE makes the kernel look the name up again and retry
+            // the open (LOOKUP_REVAL)
+            if (handle != null) {
+                handle.close();
+            }
+            VfsPath other = anotherName(n);
+            if (other != null) {
+                p = other;
+                handle = router.open(caller, p, flags, 0);
+            } else {
+                handle = openHeldOrStale(req, n, caller, p, flags, null, retried, movesBefore);
+            }
+        }
+        return handle;
     }
 
     /** The kernel is told {@code m} of node {@code n} in the reply being written. */
@@ -1162,14 +1189,45 @@ final class FuseFileSystem {
      * retry's lookup holds what it finds.
      */
     private FileHandle openHeldOrStale(FuseRequest req, NodeTable.Node n, Caller caller, VfsPath p, Set<OpenFlag> flags,
-                                       NoSuchFileException gone, dev.chibifs.store.HeldFile retried) throws IOException {
+                                       NoSuchFileException gone, dev.chibifs.store.HeldFile retried, long movesBefore)
+            throws IOException {
         if (retried != null) {
             return router.open(caller, p, retried, flags);
+        }
+        VfsPath moved = movesBefore == NOT_FOLLOWED ? null : movedSince(n, movesBefore);
+        if (moved != null) {
+            throw new MovedMeanwhile(moved, nodes.nameMoves());
         }
         if (gone != null) {
             throw gone;
         }
         throw stale(req, n, p, true);
+    }
+
+    /**
+     * Node {@code n}'s path once the renames through this mount under way have reached the node
+     * table, where one since {@code movesBefore} moved a name (the node's, or a directory's above it;
+     * it may be back where it was); else null. An open by a path a rename here had just taken
+     * from the node was ESTALE, and where the name moved again before the kernel's one retry, the
+     * program saw "Stale file handle" (a tester's loop of opens while another process swapped two
+     * directories by three renames: 6-8 in 12,000 opens), where a disk opens the file the walk found.
+     */
+    private VfsPath movedSince(NodeTable.Node n, long movesBefore) {
+        ownNameChanges.writeLock().lock();
+        ownNameChanges.writeLock().unlock();
+        return n.removed || nodes.nameMoves() == movesBefore ? null : path(n);
+    }
+
+    /** The path of the node an open asked for, which a rename through this mount moved while it looked; caught by {@link #open}. */
+    private static final class MovedMeanwhile extends IOException {
+        final VfsPath path;
+        final long movesBefore;
+
+        MovedMeanwhile(VfsPath path, long movesBefore) {
+            super(path.toString());
+            this.path = path;
+            this.movesBefore = movesBefore;
+        }
     }
 
     /** {@code p}, node {@code n}'s path, where it still reaches the node's file; else another name that does, or null. */

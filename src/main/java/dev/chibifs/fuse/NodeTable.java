@@ -358,6 +358,8 @@ final class NodeTable {
     private final Set<Node> hardLinked = ConcurrentHashMap.newKeySet();
     /** Bumped when a directory moves: every cached path below it may be stale. */
     private final AtomicLong renames = new AtomicLong();
+    /** Renames of any name the table knows, a file's too ({@link #nameMoves}). */
+    private final AtomicLong nameMoves = new AtomicLong();
     private final Node root = new Node(FuseProtocol.ROOT_ID, null, true, null);
 
     NodeTable() {
@@ -698,6 +700,7 @@ final class NodeTable {
 
     /** Node {@code node}, just taken out of {@link #byName} under {@code old}, is known as {@code moved} now. */
     private void relink(Node node, Link old, Link moved) {
+        nameMoves.incrementAndGet();
         if (node.directory && within(moved.parent(), node)) {
             // the store moved it, so a name above its new parent is stale here: it goes as a directory
             // moved behind our back does (left), until a lookup finds it where it is
@@ -719,6 +722,11 @@ final class NodeTable {
         if (node.directory) {
             renames.incrementAndGet();
         }
+    }
+
+    /** How many times a known name has moved so far, a file's or a directory's: as {@link #directoryMoves}. */
+    long nameMoves() {
+        return nameMoves.get();
     }
 
     /** How many times a directory has moved so far: a request that read a path before may compare. */

@@ -305,6 +305,36 @@ class FuseFileSystemTest {
     }
 
     /**
+     * An open whose node a rename through this mount moves while it looks (a swap of two names by
+     * three renames, as a tester's loop did) opens the node's file by its new name. It was ESTALE,
+     * and where the name moved again before the kernel's one retry, the program saw "Stale file
+     * handle", where a disk opens the file its walk found.
+     */
+    @Test
+    void anOpenOfAFileRenamedOnThisMountDuringItOpensItByItsNewName() throws Exception {
+        HeldCall held = holdingFirst("open", "/p/a");
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        assertEquals(0, kernel.call(FuseProtocol.MKDIR, shared, body().int32(040755).int32(022).name("p")).error());
+        store.write(VfsPath.of("/shared/p/a"), "file a".getBytes(StandardCharsets.UTF_8));
+        store.write(VfsPath.of("/shared/p/b"), "file b".getBytes(StandardCharsets.UTF_8));
+        long p = lookup(shared, "p");
+        long a = lookup(p, "a");
+        lookup(p, "b");
+
+        held.armed.set(true);
+        long open = kernel.send(FuseProtocol.OPEN, a, body().int32(Linux.O_RDONLY).int32(0));
+        assertTrue(held.reached.await(5, java.util.concurrent.TimeUnit.SECONDS), "the OPEN took its path");
+        assertEquals(0, kernel.call(FuseProtocol.RENAME, p, body().int64(p).name("a").name("t")).error());
+        assertEquals(0, kernel.call(FuseProtocol.RENAME, p, body().int64(p).name("b").name("a")).error());
+        held.released.countDown();
+        FakeKernel.Reply opened = kernel.reply();
+        assertEquals(open, opened.unique());
+        assertEquals(0, opened.error(), "not ESTALE: the file is there, renamed");
+        assertEquals("file a", StandardCharsets.UTF_8.decode(read(a, opened.int64(0)).body()).toString());
+        release(a, opened.int64(0));
+    }
+
+    /**
      * FSYNCDIR reaches the directory's store, for a caller that only reads the directory (as on a
      * disk: fsync needs a descriptor, not write access). It was answered with nothing done.
      */
