@@ -1974,7 +1974,17 @@ final class Bucket implements Closeable {
      * batches), and those it refused.
      */
     NotDeleted deleteAll(List<String> keys) throws IOException {
-        return keys.isEmpty() ? new NotDeleted(keys, Map.of()) : askedAgain(batchOp(keys), keys.get(0), () -> deleteAllOnce(keys));
+        return deleteAll(keys, Map.of());
+    }
+
+    /**
+     * As {@link #deleteAll(List)}, each key in {@code ifMatch} only while its object is still that
+     * version (the ETag element of a DeleteObjects: AWS and Ceph take it; a server that ignores it
+     * deletes whatever is there). One that is not is left, in {@link NotDeleted#changed}.
+     */
+    NotDeleted deleteAll(List<String> keys, Map<String, String> ifMatch) throws IOException {
+        return keys.isEmpty() ? new NotDeleted(keys, Map.of())
+                : askedAgain(batchOp(keys), keys.get(0), () -> deleteAllOnce(keys, ifMatch));
     }
 
     /**
@@ -1984,11 +1994,16 @@ final class Bucket implements Closeable {
      * which a DELETE of the key would only hear again: asked so too, each cost two requests at
      * every retry.
      */
-    record NotDeleted(List<String> again, Map<String, Refused> refused) {
+    record NotDeleted(List<String> again, Map<String, Refused> refused, java.util.Set<String> changed) {
+        NotDeleted(List<String> again, Map<String, Refused> refused) {
+            this(again, refused, java.util.Set.of());
+        }
     }
 
     /** A DeleteObjects' errors for a key that may pass, asked again as a DELETE of its own. */
     private static final java.util.Set<String> PASSING_KEY_ERRORS = java.util.Set.of("InternalError", "SlowDown");
+    /** A DeleteObjects' error for a key whose ETag condition failed: another version is there now. */
+    private static final String PRECONDITION_FAILED = "PreconditionFailed";
 
     /**
      * What a DeleteObjects of {@code keys} is said as in its errors, before its first key: the batch,
@@ -1998,14 +2013,16 @@ final class Bucket implements Closeable {
         return keys.size() == 1 ? "delete-batch" : "delete-batch of " + keys.size() + " keys, the first";
     }
 
-    private NotDeleted deleteAllOnce(List<String> keys) throws IOException {
+    private NotDeleted deleteAllOnce(List<String> keys, Map<String, String> ifMatch) throws IOException {
         if (keys.isEmpty() || oneByOneNow()) {
             return new NotDeleted(keys, Map.of());
         }
         String op = batchOp(keys);
         refuseWhileUnreachable(op, keys.get(0));
         count("delete-batch");
-        List<ObjectIdentifier> ids = keys.stream().map(k -> ObjectIdentifier.builder().key(k).build()).toList();
+        boolean conditional = takesConditionalDeletes && keys.stream().anyMatch(ifMatch::containsKey);
+        List<ObjectIdentifier> ids = keys.stream().map(k -> ObjectIdentifier.builder().key(k)
+                .eTag(conditional ? ifMatch.get(k) : null).build()).toList();
         try {
             DeleteObjectsResponse r = client.deleteObjects(b -> b.bucket(bucket).delete(d -> d.objects(ids).quiet(true))
                     .overrideConfiguration(answerLimits));
@@ -2013,8 +2030,11 @@ final class Bucket implements Closeable {
             batchDeleteTaken();
             List<String> left = new ArrayList<>();
             Map<String, Refused> refused = new java.util.LinkedHashMap<>();
+            java.util.Set<String> changed = new java.util.HashSet<>();
             for (S3Error e : r.errors()) {
-                if (PASSING_KEY_ERRORS.contains(e.code())) {
+                if (PRECONDITION_FAILED.equals(e.code()) && conditional && ifMatch.containsKey(e.key())) {
+                    changed.add(e.key());
+                } else if (PASSING_KEY_ERRORS.contains(e.code())) {
                     LOG.debug("S3 delete s3://{}/{} in a batch: {} {}", bucket, e.key(), e.code(), e.message());
                     left.add(e.key());
                 } else if (!"NoSuchKey".equals(e.code())) {
@@ -2022,9 +2042,17 @@ final class Bucket implements Closeable {
                     refused.put(e.key(), new Refused(line("delete", e.key(), reason), e.key(), KEY_IN_BATCH, e.code(), reason, null));
                 }
             }
-            return new NotDeleted(left, refused);
+            return new NotDeleted(left, refused, changed);
         } catch (S3Exception e) {
             answered();
+            if (refusedAsRequest(e) && conditional && takesConditionalDeletes) {
+                // s3proxy: 501 NotImplemented for the ETag element. The batch at once without them; one
+                // key alone goes back to the caller, for the DELETE it would have had
+                takesConditionalDeletes = false;
+                LOG.info("S3 server of s3://{} takes no conditional deletes ({}): what another host writes between this"
+                        + " host's check of an object and its delete is lost (docs/s3-store.md)", bucket, answerOf(e));
+                return keys.size() == 1 ? new NotDeleted(keys, Map.of()) : deleteAllOnce(keys, Map.of());
+            }
             if (refusedAsRequest(e)) {
                 // ordinary objects, which the caller deletes one by one: no lock's release is among them
                 hasNoBatchDelete(e);
@@ -2035,6 +2063,16 @@ final class Bucket implements Closeable {
             throw failure(op, keys.get(0), e);
         }
     }
+
+    /**
+     * Whether a DeleteObjects may carry the ETag each key's delete is conditional on: until the
+     * server refuses one so ({@link #deleteAll(List, Map)}), for the life of this bucket.
+     */
+    boolean takesConditionalDeletes() {
+        return takesConditionalDeletes;
+    }
+
+    private volatile boolean takesConditionalDeletes = true;
 
     /** Removes one object; one that is already gone is fine. */
     void delete(String key) throws IOException {

@@ -121,6 +121,39 @@ class S3HostsTest {
         return h == null ? null : Files.readString(to);
     }
 
+    /**
+     * A tester's rename of a directory of 1,000 files on host A deleted the lines host B wrote into 7
+     * of them between A's check of the old names and its delete (0.3-0.7 s apart against s3proxy).
+     * Where S3 takes conditional deletes (AWS, Ceph), each delete names the version A saw.
+     */
+    @Test
+    void aDirectoryMovedAwayKeepsAFileAnotherHostRewroteBetweenTheCheckAndTheDelete() throws Exception {
+        server.takeConditionalDeletes(true);
+        try {
+            S3Storage a = host(options("a").withFlushAfter(Duration.ZERO));
+            for (int i = 0; i < 10; i++) {
+                put(a, "/shared/d/f" + i, "base\n");
+            }
+            a.flushAll();
+            String key = prefix + "/shared/d/f3";
+            server.beforeDeleteObjects(() -> {
+                try {
+                    raw.put(key, "base\nb's edit\n".getBytes(UTF_8), Map.of(), raw.head(key).etag());
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            a.rename(p("/shared/d"), p("/shared/d2"));
+            a.flushAll();
+            assertEquals("base\nb's edit\n", inS3("shared/d/f3"), "written after a's check: kept");
+            assertEquals("base\n", inS3("shared/d2/f3"));
+            assertNull(inS3("shared/d/f4"));
+        } finally {
+            server.beforeDeleteObjects(null);
+            server.takeConditionalDeletes(false);
+        }
+    }
+
     @Test
     void anAttributeChangedElsewhereBeforeTheUploaderListedAgainShowsThere() throws Exception {
         // host a uploads and looks no more; b changes the attributes alone: a's first listing after
@@ -3051,7 +3084,8 @@ class S3HostsTest {
         a.flushAll();
         Map<String, Long> after = a.requests();
         String spent = "before " + before + ", after " + after;
-        assertEquals(1, after.getOrDefault("delete-batch", 0L) - before.getOrDefault("delete-batch", 0L), spent);
+        // one batch, sent again at once without its conditions, which s3proxy refuses (501) once per bucket
+        assertEquals(2, after.getOrDefault("delete-batch", 0L) - before.getOrDefault("delete-batch", 0L), spent);
         // the directories' markers, deepest first, one at a time
         assertEquals(4, after.getOrDefault("delete", 0L) - before.getOrDefault("delete", 0L), spent);
         assertEquals(0, a.pendingChanges());

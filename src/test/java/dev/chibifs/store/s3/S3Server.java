@@ -264,7 +264,18 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         /** The ETag of an empty object, a marker's. */
         private static final String EMPTY_MD5 = "d41d8cd98f00b204e9800998ecf8427e";
 
-        private static String unquoted(String etag) {
+        private volatile Runnable beforeDeleteObjects;
+
+    /**
+     * Runs {@code what} (once) as the next DeleteObjects {@link #takeConditionalDeletes} answers
+     * arrives, before its conditions are looked at: another host's write between a host's check of
+     * an object and its delete. Null: none.
+     */
+    void beforeDeleteObjects(Runnable what) {
+        beforeDeleteObjects = what;
+    }
+
+    private static String unquoted(String etag) {
             return etag == null ? null : etag.replace("\"", "");
         }
 
@@ -560,6 +571,31 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     }
 
     private final Faults refusedByPolicy = new Faults();
+    private volatile boolean conditionalDeletes;
+
+    /**
+     * DeleteObjects takes each key's ETag element as AWS does (conditional deletes): a key whose
+     * object is another version is left, with an {@code <Error>} of code PreconditionFailed. s3proxy
+     * refuses the element (501 NotImplemented).
+     */
+    void takeConditionalDeletes(boolean take) {
+        conditionalDeletes = take;
+    }
+
+    private volatile Runnable beforeDeleteObjects;
+
+    /**
+     * Runs {@code what} (once) as the next DeleteObjects {@link #takeConditionalDeletes} answers
+     * arrives, before its conditions are looked at: another host's write between a host's check of
+     * an object and its delete. Null: none.
+     */
+    void beforeDeleteObjects(Runnable what) {
+        beforeDeleteObjects = what;
+    }
+
+    private static String unquoted(String etag) {
+        return etag == null ? "" : etag.replace("\"", "").replace("&quot;", "");
+    }
 
     /**
      * The next {@code times} deletes (-1: all) of objects {@code which} names are refused as AWS
@@ -583,17 +619,29 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
                     org.gaul.shaded.org.eclipse.jetty.server.Response response,
                     org.gaul.shaded.org.eclipse.jetty.util.Callback callback) throws Exception {
                 String query = request.getHttpURI().getQuery();
-                if (!refusedByPolicy.any() || !"POST".equals(request.getMethod()) || query == null || !query.startsWith("delete")) {
+                if (!refusedByPolicy.any() && !conditionalDeletes || !"POST".equals(request.getMethod()) || query == null
+                        || !query.startsWith("delete")) {
                     return super.handle(request, response, callback);
+                }
+                Runnable before = beforeDeleteObjects;
+                if (before != null) {
+                    beforeDeleteObjects = null;
+                    before.run();
                 }
                 String container = request.getHttpURI().getPath().replaceAll("^/|/$", "");
                 String body = org.gaul.shaded.org.eclipse.jetty.io.Content.Source.asString(request, java.nio.charset.StandardCharsets.UTF_8);
                 StringBuilder answer = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
                         + "<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
-                var keys = java.util.regex.Pattern.compile("<Key>([^<]*)</Key>").matcher(body);
-                while (keys.find()) {
-                    String name = keys.group(1);
-                    if (refusedByPolicy.take(name)) {
+                var objects = java.util.regex.Pattern.compile("<Key>([^<]*)</Key>(?:<ETag>([^<]*)</ETag>)?").matcher(body);
+                while (objects.find()) {
+                    String name = objects.group(1);
+                    String ifMatch = objects.group(2);
+                    BlobMetadata there = ifMatch == null ? null : backend.blobMetadata(container, name);
+                    if (there != null && !unquoted(there.eTag()).equals(unquoted(ifMatch))) {
+                        deletesAsked.add("kept by its ETag in DeleteObjects " + name);
+                        answer.append("<Error><Key>").append(name).append("</Key><Code>PreconditionFailed</Code>"
+                                + "<Message>At least one of the pre-conditions you specified did not hold</Message></Error>");
+                    } else if (refusedByPolicy.take(name)) {
                         deletesAsked.add("refused in DeleteObjects " + name);
                         answer.append("<Error><Key>").append(name).append("</Key><Code>AccessDenied</Code>"
                                 + "<Message>Access Denied</Message></Error>");
