@@ -15,6 +15,7 @@ import java.util.Locale;
 import java.util.Map;
 
 import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.store.ContentHash;
 import dev.chibifs.sys.HasErrno;
@@ -916,6 +917,13 @@ final class Bucket implements Closeable {
     }
 
     /**
+     * Asked with a key and the bytes of a range of it the cache disk had no room for (ENOSPC): true
+     * when room was made ({@link S3Storage#makeRoom}), and the range is asked again, at most
+     * {@link S3Storage#ROOM_TRIES} times. Set by the store.
+     */
+    volatile java.util.function.BiPredicate<String, Long> roomFor = (key, bytes) -> false;
+
+    /**
      * Starts the download of the object at {@code key} into {@code file} (replaced) in ranges of the
      * part size, several at a time, each asked of the version the first range came from (If-Match its
      * ETag), and returns once that first range is in, which tells the object's size, ETag and
@@ -1063,7 +1071,18 @@ final class Bucket implements Closeable {
                     }
                 }
                 long start = index * part;
-                getRange(key, head.etag(), start, Math.min(part, head.size() - start), out);
+                long length = Math.min(part, head.size() - start);
+                // a full cache disk: content already on S3 leaves it, and the range is asked again
+                for (int tries = 1; ; tries++) {
+                    try {
+                        getRange(key, head.etag(), start, length, out);
+                        break;
+                    } catch (IOException e) {
+                        if (Errors.errno(e) != Linux.ENOSPC || !roomFor.test(key, length) || tries >= S3Storage.ROOM_TRIES) {
+                            throw e;
+                        }
+                    }
+                }
                 arrived(index);
             } catch (IOException | RuntimeException e) {
                 failed(e);

@@ -3,6 +3,7 @@ package dev.chibifs.store.s3;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.IsDirectoryException;
 import dev.chibifs.sys.Linux;
 import org.slf4j.Logger;
@@ -44,6 +45,7 @@ final class Fetches {
         for (int ask = 0; ask < 2 && store.inDoubt(n); ask++) {
             store.listings.learnAttributes(n, false);
         }
+        int roomTries = 0;
         for (int attempt = 0; ; attempt++) {
             VfsPath p;
             long gen;
@@ -84,9 +86,19 @@ final class Fetches {
                 continue;
             }
             try {
+                if (attempt == 0) {
+                    store.roomFor(expected, p.toString());
+                }
                 if (fetched(n, p, gen, expected)) {
                     return;
                 }
+            } catch (IOException e) {
+                // a full cache disk: content already on S3 leaves it, and the download is asked again
+                if (Errors.errno(e) != Linux.ENOSPC || !store.makeRoom(expected, p.toString(), true)
+                        || ++roomTries >= S3Storage.ROOM_TRIES) {
+                    throw e;
+                }
+                continue;
             } finally {
                 fetchEnded(n, mine);
             }
@@ -135,6 +147,8 @@ final class Fetches {
         }
         Bucket.Download d;
         try {
+            // its ranges make room as they come (Bucket.roomFor); none is asked for a file the disk cannot hold
+            store.requireFits(expected, path.toString());
             d = bucket.download(store.objectKey(path, n), file, expected);
         } catch (IOException | RuntimeException e) {
             LOG.debug("S3 store {}: {} not downloaded in ranges: {}", store.spec, path, e.getMessage());
@@ -189,7 +203,10 @@ final class Fetches {
             }
             fetchEnded(n, mine);
         }
-        if (failure != null) {
+        if (failure != null && Errors.errno(failure) == Linux.ENOSPC) {
+            // said once, with the cache directory and how full it is, by the room that could not be made
+            LOG.debug("S3 store {}: download of {} failed: {}", store.spec, n.path, failure.getMessage());
+        } else if (failure != null) {
             LOG.warn("S3 store {}: download of {} failed: {}", store.spec, n.path, failure.getMessage());
         }
     }

@@ -134,7 +134,7 @@ final class Journal implements Closeable {
     }
 
     /** How far ahead {@link #ensureRoom} allocates: some thousands of records. */
-    private static final long ROOM = 1 << 20;
+    static final long ROOM = 1 << 20;
     /** Below this much room left, {@link #ensureRoom} allocates again: more than any one operation's records. */
     private static final long LOW_ROOM = 256 << 10;
 

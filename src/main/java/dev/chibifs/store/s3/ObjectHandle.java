@@ -10,6 +10,7 @@ import dev.chibifs.store.XattrMode;
 import dev.chibifs.store.s3.S3Storage.MovedFrom;
 import dev.chibifs.store.s3.Overlay.Node;
 import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
 
 import static dev.chibifs.store.s3.S3Storage.COPY_RATHER_THAN_PUT_FROM;
@@ -311,20 +312,29 @@ final class ObjectHandle implements FileHandle {
         CacheFile ch = content();
         synchronized (store) {
             requireLockNotLost();
-            store.journal.requireRoom(); // see S3Storage.requireRoom
+            store.journalRoom(node.path); // see S3Storage.requireRoom
             long at = atTheEnd ? ch.size() : position;
             requireObjectSize(at + src.remaining());
             store.overlay.writing(node, atTheEnd ? at : NOT_APPENDS, made && node.gen == madeGen);
             store.journal.commit();
             long found = ch.size();
+            int from = src.position();
             int n;
-            try {
-                n = ch.write(src, at);
-            } catch (IOException e) {
-                // a disk that filled midway kept the part written, past the size the node says: an
-                // append after it landed beyond those bytes (and they went up with it). Cut back.
-                cutBackTo(ch, found);
-                throw e;
+            for (int tries = 1; ; tries++) {
+                try {
+                    n = ch.write(src, at);
+                    break;
+                } catch (IOException e) {
+                    // a disk that filled midway kept the part written, past the size the node says: an
+                    // append after it landed beyond those bytes (and they went up with it). Cut back.
+                    cutBackTo(ch, found);
+                    // a full disk whose content already on S3 can leave takes the write once it has
+                    if (Errors.errno(e) != Linux.ENOSPC || !store.makeRoom(src.limit() - from, String.valueOf(node.path), true)
+                            || tries >= S3Storage.ROOM_TRIES) {
+                        throw e;
+                    }
+                    src.position(from);
+                }
             }
             node.size = ch.size();
             store.overlay.touch(node);
@@ -348,7 +358,7 @@ final class ObjectHandle implements FileHandle {
         CacheFile ch = content();
         synchronized (store) {
             requireLockNotLost();
-            store.journal.requireRoom();
+            store.journalRoom(node.path);
             if (size == 0 && WriteBack.emptied(node) && node.path != null) {
                 store.journal.put(node);
             }
@@ -375,7 +385,7 @@ final class ObjectHandle implements FileHandle {
         CacheFile ch = content();
         synchronized (store) {
             requireLockNotLost();
-            store.journal.requireRoom();
+            store.journalRoom(node.path);
             long end = offset + length;
             long cur = ch.size();
             if (!keepSize) {
@@ -460,7 +470,7 @@ final class ObjectHandle implements FileHandle {
     @Override
     public void setTimes(FileTime accessed, FileTime modified) throws IOException {
         synchronized (store) {
-            store.journal.requireRoom();
+            store.journalRoom(node.path);
             store.setTimesOf(node, accessed, modified);
             store.journal.commit();
         }
@@ -469,7 +479,7 @@ final class ObjectHandle implements FileHandle {
     @Override
     public void setExecutable(int mode) throws IOException {
         synchronized (store) {
-            store.journal.requireRoom();
+            store.journalRoom(node.path);
             store.setExecutableOf(node, mode);
             store.journal.commit();
         }

@@ -123,6 +123,12 @@ public final class S3Storage implements Storage {
     /** A tombstone whose delete S3 has done is kept this long for listings that started before it. */
     static final long DONE_TOMB_MILLIS = 60_000;
     static final int SNAPSHOT_TRIES = 3;
+    /**
+     * How often a download, a range of one or a write that found the cache disk full makes room
+     * ({@link #makeRoom}) and tries again: a range may find the room it made taken by the other
+     * ranges coming at once, and a write retried finds its own part written before the failure.
+     */
+    static final int ROOM_TRIES = 5;
     /** A content file used this recently stays in the cache whatever its size (see {@link #evictBeyondCacheSize}). */
     static final long EVICT_AFTER_MILLIS = 60_000;
     /** How many content files go under one hold of the monitor. */
@@ -210,6 +216,7 @@ public final class S3Storage implements Storage {
         this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);
         this.listings = new Listings(this, spec, bucket, options);
         this.fetches = new Fetches(this, bucket);
+        bucket.roomFor = (key, bytes) -> makeRoom(bytes, key, true); // a download in ranges, on a full cache disk
         this.hostLocks = options.lockLease().isZero() ? null : new HostLocks(this, bucket, options.host(), options.lockLease());
         synchronized (this) {
             journal.replay();
@@ -2072,7 +2079,7 @@ public final class S3Storage implements Storage {
         }
         try {
             journal.requireWrites();
-            journal.requireRoom();
+            journalRoom(null);
         } catch (IOException e) {
             int errno = dev.chibifs.sys.Errors.errno(e);
             if (!WholeStoreFailure.mayBe(errno)) {
@@ -2081,6 +2088,22 @@ public final class S3Storage implements Storage {
             // the log named no file, or the cache's own (a tester's "MKDIR of node 3: Input/output error")
             throw ErrnoException.of(errno, null, "its cache directory " + dataDir.getParent()
                     + " fails: the change was not made");
+        }
+    }
+
+    /**
+     * Room for the next change's journal records ({@link JournalRecords#requireRoom}), made where the
+     * cache disk is full and content already on S3 can leave it ({@link #makeRoom}), for the change of
+     * {@code what} (null: a change of names); under the monitor.
+     */
+    void journalRoom(VfsPath what) throws IOException {
+        try {
+            journal.requireRoom();
+        } catch (IOException e) {
+            if (dev.chibifs.sys.Errors.errno(e) != Linux.ENOSPC || !makeRoom(0, what == null ? null : what.toString(), true)) {
+                throw e;
+            }
+            journal.requireRoom();
         }
     }
 
@@ -2424,6 +2447,204 @@ public final class S3Storage implements Storage {
         return !n.dirty && n.opens == 0 && n.remoteEtag != null && n.lastUsed < usedBefore;
     }
 
+    /**
+     * Room on the cache disk for {@code bytes} more where a write into it (a download, a change) found
+     * none (ENOSPC), the content cache having no {@code --cache-size} or its disk being smaller: what
+     * {@link #evictBeyondCacheSize} would let go goes, copies kept beside first, then the files least
+     * recently used, those of the last minute too (a full disk cannot wait out the grace), until
+     * {@code bytes} and {@link Journal#ROOM} are free. Clean content filled the disk and none went, so
+     * every download and new write failed ENOSPC until the user removed files. Nothing goes while S3
+     * is away (it could not be read again). True when anything went, or the room is free now: the
+     * caller tries again, at most {@link #ROOM_TRIES} times. False when not: where the write was {@code refused}
+     * (not only foreseen, {@link #roomFor}), said once in the log and in {@link #failing}, with
+     * {@code what} (the file that wanted the room) and how full the disk is.
+     */
+    boolean makeRoom(long bytes, String what, boolean refused) {
+        long want = bytes + Journal.ROOM;
+        if (want > totalSpace()) {
+            return false; // all that could go would not be room enough (see requireFits)
+        }
+        long freed = 0;
+        long dirty = 0;
+        long open = 0;
+        long downloading = 0;
+        // under the monitor throughout, the closes too: a second caller (the ranges of a download fail
+        // together) found the room the first made not back yet, nothing left to go, and failed
+        synchronized (this) {
+            lateCloses.flush(); // what was removed comes back first
+            long free = usableSpace();
+            if (free >= want) {
+                return true; // others made it meanwhile
+            }
+            if (closed || writeBack.away() || bucket.unreachable()) {
+                return false;
+            }
+            List<Map.Entry<Node, Long>> clean = new ArrayList<>();
+            for (Node n : overlay.nodes.values()) {
+                if (n.former != null && free + freed < want) {
+                    freed += n.former.size();
+                    dropFormer(n);
+                }
+                if (!n.dir && n.cached) {
+                    if (evictable(n, Long.MAX_VALUE)) {
+                        clean.add(Map.entry(n, n.lastUsed));
+                    } else if (n.dirty || n.remoteEtag == null) {
+                        dirty += n.size;
+                    } else {
+                        open += n.size;
+                    }
+                }
+                if (n.download != null) {
+                    downloading += n.size;
+                }
+            }
+            clean.sort(Map.Entry.comparingByValue());
+            boolean evicted = false;
+            for (int i = 0; i < clean.size() && free + freed < want; i++) {
+                Node n = clean.get(i).getKey();
+                try {
+                    lateCloses.delete(dataFile(n.ino));
+                } catch (IOException e) {
+                    LOG.debug("S3 store {}: {} left in the cache: {}", spec, dataFile(n.ino), e.getMessage());
+                    continue;
+                }
+                n.cached = false;
+                freed += n.size;
+                journal.put(n); // a restart asks S3 for it again
+                evicted = true;
+            }
+            if (evicted) {
+                try {
+                    journal.commit();
+                } catch (IOException e) {
+                    // the records say only "fetch it again": a restart that misses them finds no file and fetches it
+                    LOG.debug("S3 store {}: evictions not journaled: {}", spec, e.getMessage());
+                }
+            }
+            if (freed == 0) {
+                if (!refused) {
+                    return false;
+                }
+                roomWanted = want;
+                String now = "its cache directory " + dataDir.getParent() + " is full (" + fullness()
+                        + "), and nothing in it can leave to make room" + (what == null ? "" : " for " + what)
+                        + String.format(Locale.ROOT, ": %.1f MiB of changes not yet sent, %.1f MiB of open files, %.1f MiB"
+                        + " of downloads under way", dirty / (double) (1 << 20), open / (double) (1 << 20),
+                        downloading / (double) (1 << 20));
+                if (roomless == null) {
+                    LOG.warn("S3 store {}: {}", spec, now);
+                }
+                roomless = now;
+                return false;
+            }
+            roomless = null;
+            lateCloses.flush(); // the space is back before the caller tries again
+        }
+        LOG.info("S3 store {}: its cache directory {} was full: {} MiB of content already on S3 left it{}", spec,
+                dataDir.getParent(), String.format(Locale.ROOT, "%.1f", freed / (double) (1 << 20)),
+                what == null ? "" : " for " + what);
+        return true;
+    }
+
+    /**
+     * Before a download of {@code bytes} for {@code what}: room made where the cache disk has too
+     * little ({@link #makeRoom}), so that the download is not asked twice, once to fail ENOSPC
+     * partway. ENOSPC at once where the whole disk is smaller: the whole cache went, the download
+     * came as far as the disk took it, and the read failed all the same. One statfs where there is room.
+     */
+    void roomFor(long bytes, String what) throws IOException {
+        if (usableSpace() < bytes + Journal.ROOM) {
+            requireFits(bytes, what);
+            makeRoom(bytes, what, false);
+        }
+    }
+
+    /** ENOSPC where {@code bytes} for {@code what} are more than the whole cache disk holds (see {@link #roomFor}). */
+    void requireFits(long bytes, String what) throws IOException {
+        long disk = totalSpace();
+        if (bytes + Journal.ROOM > disk) {
+            String why = String.format(Locale.ROOT, "%.1f MiB, larger than the disk of its cache directory %s (%.1f MiB):"
+                    + " it cannot be read through this cache", bytes / (double) (1 << 20), dataDir.getParent(),
+                    disk / (double) (1 << 20));
+            synchronized (this) {
+                if (!what.equals(tooLargeSaid)) {
+                    tooLargeSaid = what;
+                    LOG.warn("S3 store {}: {} is {}", spec, what, why);
+                }
+            }
+            throw ErrnoException.of(Linux.ENOSPC, what, why);
+        }
+    }
+
+    /** The last file {@link #roomFor} said was too large for the cache disk: said once, not at each of its reads. */
+    private String tooLargeSaid;
+
+    /**
+     * Why the cache disk has no room for what it is asked (see {@link #makeRoom}), or null; the
+     * room that was wanted then, {@link #roomWanted}, being free again ends it. Guarded by the monitor.
+     */
+    private String roomless;
+    private long roomWanted;
+
+    /**
+     * While the cache disk is full ({@link #roomless}): the room then wanted made once content can
+     * leave, its changes sent meanwhile (the write-back's eviction pass). Status said the disk full,
+     * and the writes refused, until a download happened to make room.
+     */
+    void makeRoomWanted() {
+        long wanted;
+        synchronized (this) {
+            if (roomless == null) {
+                return;
+            }
+            wanted = roomWanted;
+        }
+        if (stillRoomless() != null) {
+            makeRoom(wanted - Journal.ROOM, null, false);
+        }
+    }
+
+    /** {@link #roomless}, or null once its disk has the room again (files removed, changes sent and let go). */
+    private String stillRoomless() {
+        synchronized (this) {
+            if (roomless == null) {
+                return null;
+            }
+        }
+        long free = usableSpace();
+        synchronized (this) {
+            if (roomless != null && free >= roomWanted) {
+                roomless = null;
+                LOG.info("S3 store {}: its cache directory {} has room again", spec, dataDir.getParent());
+            }
+            return roomless;
+        }
+    }
+
+    /** Bytes the cache disk has free for this process; 0 where it cannot be asked (taken as full). */
+    private long usableSpace() {
+        try {
+            return Files.getFileStore(dataDir).getUsableSpace();
+        } catch (IOException e) {
+            return 0;
+        }
+    }
+
+    private long totalSpace() {
+        try {
+            return Files.getFileStore(dataDir).getTotalSpace();
+        } catch (IOException e) {
+            return Long.MAX_VALUE;
+        }
+    }
+
+    /** How full the cache disk is, as "19.9 of 20.0 MiB used". */
+    private String fullness() {
+        long total = totalSpace();
+        return total == Long.MAX_VALUE ? "size unknown" : String.format(Locale.ROOT, "%.1f of %.1f MiB used",
+                (total - usableSpace()) / (double) (1 << 20), total / (double) (1 << 20));
+    }
+
     /** The requests this store made to S3 so far, by kind (list, head, get, put, delete). */
     public Map<String, Long> requests() {
         return bucket.requests();
@@ -2471,6 +2692,9 @@ public final class S3Storage implements Storage {
             return "its cache directory " + dataDir.getParent() + " has gone: every change fails";
         }
         String cache = cacheFails();
+        if (cache == null) {
+            cache = stillRoomless();
+        }
         return cache != null ? cache : writeBack.replayHeld();
     }
 
@@ -2522,6 +2746,9 @@ public final class S3Storage implements Storage {
             cached = cacheUse();
         }
         String cache = cacheGone ? null : cacheFails();
+        if (cache == null && !cacheGone) {
+            cache = stillRoomless();
+        }
         String health = cacheGone ? "its cache directory " + dataDir.getParent() + " has gone: every change fails"
                 : cache != null ? cache
                 : away != null ? "unreachable: " + away

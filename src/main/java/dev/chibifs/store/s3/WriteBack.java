@@ -89,7 +89,7 @@ final class WriteBack {
     private static final long BACKOFF_FIRST_MILLIS = 500;
     /** At most this long between a return of S3 and the first upload after it. */
     private static final long BACKOFF_MAX_MILLIS = 5_000;
-    /** How often the write-back thread keeps the content cache within its size. */
+    /** How often the write-back thread keeps the content cache within its size, and makes the room a full cache disk wanted. */
     private static final long EVICT_EVERY_MILLIS = 5_000;
     /** Lost uploads a file remembers (the newest are dropped past it): each a SHA-256, 64 bytes. */
     private static final int MAX_LOST_UPLOADS = 16;
@@ -3122,6 +3122,7 @@ final class WriteBack {
                 LOG.warn("S3 store {}: keeping the content cache within {} bytes failed: {}", spec,
                         options.cacheSize(), e.toString());
             }
+            store.makeRoomWanted();
         }
         Unsent unsent;
         try {
