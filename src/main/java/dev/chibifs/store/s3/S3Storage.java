@@ -707,7 +707,7 @@ public final class S3Storage implements Storage {
 
     @Override
     public void write(VfsPath path, byte[] data) throws IOException {
-        replace(path, tmp -> {
+        replace(path, data.length, tmp -> {
             try (CacheFile f = CacheFile.create(tmp)) {
                 f.write(ByteBuffer.wrap(data), 0);
             }
@@ -718,8 +718,11 @@ public final class S3Storage implements Storage {
         void fill(Path tmp) throws IOException;
     }
 
-    /** Creates or replaces a file with new content (a new inode), atomically; creates parents. */
-    private void replace(VfsPath path, Filler content, int mode) throws IOException {
+    /**
+     * Creates or replaces a file with new content of {@code bytes} (a new inode), atomically; creates
+     * parents. A full cache disk makes room from content already on S3 first ({@link #makeRoom}).
+     */
+    private void replace(VfsPath path, long bytes, Filler content, int mode) throws IOException {
         requireRoom();
         if (path.isRoot()) {
             throw new IsDirectoryException(path.toString());
@@ -739,7 +742,18 @@ public final class S3Storage implements Storage {
         }
         Path tmp = dataDir.resolve(ino + ".new");
         try {
-            content.fill(tmp);
+            for (int tries = 1; ; tries++) {
+                try {
+                    content.fill(tmp);
+                    break;
+                } catch (IOException e) {
+                    Files.deleteIfExists(tmp);
+                    if (dev.chibifs.sys.Errors.errno(e) != Linux.ENOSPC || !makeRoom(bytes, path.toString(), true)
+                            || tries >= ROOM_TRIES) {
+                        throw e;
+                    }
+                }
+            }
             synchronized (this) {
                 Node old = overlay.nodes.get(path);
                 if (old != null && old.dir) {
@@ -914,7 +928,7 @@ public final class S3Storage implements Storage {
                 mode = overlay.nodes.get(src) == null ? FILE_MODE : overlay.nodes.get(src).mode;
             }
             // like std::fs::copy in the seeds and LocalStorage: the copy takes the source's mode
-            replace(dst, tmp -> {
+            replace(dst, from.size(), tmp -> {
                 try (CacheFile to = CacheFile.create(tmp)) {
                     to.copyFrom(from);
                 }

@@ -201,6 +201,22 @@ class S3FullCacheDiskTest {
     }
 
     @Test
+    void aWholeWriteAndACopyToAFullDiskMakeRoomFromContentAlreadyOnS3() throws Exception {
+        String prefix = "whole" + PREFIXES.incrementAndGet();
+        uploaded(prefix, 2, 3 * MIB);
+        S3Storage s = onDisk(prefix, "8m");
+        s.read(p("/d/f0"));
+        clock.advance(Duration.ofSeconds(1));
+        s.read(p("/d/f1"));
+        byte[] mine = content(6, 2 * MIB);
+        s.write(p("/d/whole"), mine); // chibi's write, the vfs:// commands': the store's own, no handle
+        assertArrayEquals(mine, s.read(p("/d/whole")));
+        s.flushAll();
+        s.copy(p("/d/whole"), p("/d/copy"));
+        assertArrayEquals(mine, s.read(p("/d/copy")));
+    }
+
+    @Test
     void aFileLargerThanTheWholeDiskFailsAtOnceAndTheCacheStays() throws Exception {
         String prefix = "larger" + PREFIXES.incrementAndGet();
         uploaded(prefix, 1, 3 * MIB);
