@@ -97,6 +97,17 @@ class S3FullCacheDiskTest {
         other.flushAll();
     }
 
+    /** A store on an 8 MiB disk whose cache holds /d/f0 and /d/f1 (3 MiB each, on S3), f0 used first. */
+    private S3Storage fullOfTwoFilesRead(String name) throws IOException {
+        String prefix = name + PREFIXES.incrementAndGet();
+        uploaded(prefix, 2, 3 * MIB);
+        S3Storage s = onDisk(prefix, "8m");
+        s.read(p("/d/f0"));
+        clock.advance(Duration.ofSeconds(1));
+        s.read(p("/d/f1"));
+        return s;
+    }
+
     private static long contentFiles(S3Storage s) throws IOException {
         try (Stream<Path> files = Files.list(s.dataDir)) {
             return files.count();
@@ -182,12 +193,7 @@ class S3FullCacheDiskTest {
 
     @Test
     void aWriteToAFullDiskMakesRoomFromContentAlreadyOnS3() throws Exception {
-        String prefix = "write" + PREFIXES.incrementAndGet();
-        uploaded(prefix, 2, 3 * MIB);
-        S3Storage s = onDisk(prefix, "8m");
-        s.read(p("/d/f0"));
-        clock.advance(Duration.ofSeconds(1));
-        s.read(p("/d/f1"));
+        S3Storage s = fullOfTwoFilesRead("write");
         byte[] mine = content(5, 2 * MIB);
         try (FileHandle h = s.open(p("/d/new"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
             for (int at = 0; at < mine.length; at += 64 << 10) {
@@ -202,12 +208,7 @@ class S3FullCacheDiskTest {
 
     @Test
     void aWholeWriteAndACopyToAFullDiskMakeRoomFromContentAlreadyOnS3() throws Exception {
-        String prefix = "whole" + PREFIXES.incrementAndGet();
-        uploaded(prefix, 2, 3 * MIB);
-        S3Storage s = onDisk(prefix, "8m");
-        s.read(p("/d/f0"));
-        clock.advance(Duration.ofSeconds(1));
-        s.read(p("/d/f1"));
+        S3Storage s = fullOfTwoFilesRead("whole");
         byte[] mine = content(6, 2 * MIB);
         s.write(p("/d/whole"), mine); // chibi's write, the vfs:// commands': the store's own, no handle
         assertArrayEquals(mine, s.read(p("/d/whole")));
