@@ -1194,9 +1194,9 @@ final class FuseFileSystem {
         if (retried != null) {
             return router.open(caller, p, retried, flags);
         }
-        VfsPath moved = movesBefore == NOT_FOLLOWED ? null : movedSince(n, movesBefore);
+        MovedMeanwhile moved = movesBefore == NOT_FOLLOWED ? null : movedSince(n, movesBefore);
         if (moved != null) {
-            throw new MovedMeanwhile(moved, nodes.nameMoves());
+            throw moved;
         }
         if (gone != null) {
             throw gone;
@@ -1207,15 +1207,16 @@ final class FuseFileSystem {
     /**
      * Node {@code n}'s path once the renames through this mount under way have reached the node
      * table, where one since {@code movesBefore} moved a name (the node's, or a directory's above it;
-     * it may be back where it was); else null. An open by a path a rename here had just taken
+     * it may be back where it was), with the count of moves read before it; else null. An open by a path a rename here had just taken
      * from the node was ESTALE, and where the name moved again before the kernel's one retry, the
      * program saw "Stale file handle" (a tester's loop of opens while another process swapped two
      * directories by three renames: 6-8 in 12,000 opens), where a disk opens the file the walk found.
      */
-    private VfsPath movedSince(NodeTable.Node n, long movesBefore) {
+    private MovedMeanwhile movedSince(NodeTable.Node n, long movesBefore) {
         ownNameChanges.writeLock().lock();
         ownNameChanges.writeLock().unlock();
-        return n.removed || nodes.nameMoves() == movesBefore ? null : path(n);
+        long moves = nodes.nameMoves(); // before the path, as at the open's start
+        return n.removed || moves == movesBefore ? null : new MovedMeanwhile(path(n), moves);
     }
 
     /** The path of the node an open asked for, which a rename through this mount moved while it looked; caught by {@link #open}. */
