@@ -163,6 +163,9 @@ final class Journal implements Closeable {
                 at += ch.write(ByteBuffer.wrap(line(r)), at);
             }
             ch.force(true);
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(tmp); // a full disk left it, empty or cut short, beside the journal
+            throw e;
         }
         Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         appended = 0;

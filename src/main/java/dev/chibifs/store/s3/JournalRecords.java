@@ -630,10 +630,35 @@ final class JournalRecords implements Closeable {
         releases.forEach((t, madeBy) -> t.release = store.overlay.releaseAfterReplay(releases.keySet(), t, madeBy));
         store.writeBack.replayedInOrder(List.copyOf(inJournalOrder.values()), deletes);
         removeContentNotNamed();
-        compact();
+        compactAtStart();
         if (dirty > 0) {
             // how many went up is said once the first pass is past them (WriteBack.sayReplayed): S3 may refuse some
             LOG.info("S3 store {}: {} changes from before the last stop go up first, in their order", store.spec, dirty);
+        }
+    }
+
+    /**
+     * The replay's compaction, on a cache disk that may be full: content already on S3 leaves it
+     * first ({@link S3Storage#makeRoom}), and where there is still no room the journal stays as it
+     * is, whole, growing until a later compaction can. A daemon made room as it ran, but one started
+     * on a full disk failed "No space left on device" naming nothing, and the changes it had not
+     * sent waited until a hand freed the disk (a tester's finding).
+     */
+    private void compactAtStart() throws IOException {
+        for (int tries = 1; ; tries++) {
+            try {
+                compact();
+                return;
+            } catch (IOException e) {
+                if (dev.chibifs.sys.Errors.errno(e) != dev.chibifs.sys.Linux.ENOSPC) {
+                    throw e;
+                }
+                if (tries >= S3Storage.ROOM_TRIES || !store.makeRoom(0, null, true)) {
+                    LOG.warn("S3 store {}: the journal is not compacted at this start ({}): it is kept whole as it is",
+                            store.spec, e.getMessage());
+                    return;
+                }
+            }
         }
     }
 

@@ -2490,7 +2490,15 @@ public final class S3Storage implements Storage {
             if (free >= want) {
                 return true; // others made it meanwhile
             }
-            if (closed || writeBack.away() || bucket.unreachable()) {
+            if (closed) {
+                return false;
+            }
+            if (writeBack.away() || bucket.unreachable()) {
+                // what is on S3 could not be read again: nothing leaves, and the disk is said full all the same
+                if (refused) {
+                    noRoom(want, "its cache directory " + dataDir.getParent() + " is full (" + fullness()
+                            + "), and nothing in it can leave while S3 cannot be reached" + (what == null ? "" : " (for " + what + ")"));
+                }
                 return false;
             }
             List<Map.Entry<Node, Long>> clean = new ArrayList<>();
@@ -2539,16 +2547,11 @@ public final class S3Storage implements Storage {
                 if (!refused) {
                     return false;
                 }
-                roomWanted = want;
-                String now = "its cache directory " + dataDir.getParent() + " is full (" + fullness()
+                noRoom(want, "its cache directory " + dataDir.getParent() + " is full (" + fullness()
                         + "), and nothing in it can leave to make room" + (what == null ? "" : " for " + what)
                         + String.format(Locale.ROOT, ": %.1f MiB of changes not yet sent, %.1f MiB of open files, %.1f MiB"
                         + " of downloads under way", dirty / (double) (1 << 20), open / (double) (1 << 20),
-                        downloading / (double) (1 << 20));
-                if (roomless == null) {
-                    LOG.warn("S3 store {}: {}", spec, now);
-                }
-                roomless = now;
+                        downloading / (double) (1 << 20)));
                 return false;
             }
             roomless = null;
@@ -2558,6 +2561,15 @@ public final class S3Storage implements Storage {
                 dataDir.getParent(), String.format(Locale.ROOT, "%.1f", freed / (double) (1 << 20)),
                 what == null ? "" : " for " + what);
         return true;
+    }
+
+    /** The cache disk has not the {@code want} bytes a write needed, for reason {@code why}: said once, and in {@link #failing}. Under the monitor. */
+    private void noRoom(long want, String why) {
+        roomWanted = want;
+        if (roomless == null) {
+            LOG.warn("S3 store {}: {}", spec, why);
+        }
+        roomless = why;
     }
 
     /**

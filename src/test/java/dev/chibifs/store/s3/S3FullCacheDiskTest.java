@@ -29,6 +29,7 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -215,6 +216,64 @@ class S3FullCacheDiskTest {
         s.flushAll();
         s.copy(p("/d/whole"), p("/d/copy"));
         assertArrayEquals(mine, s.read(p("/d/copy")));
+    }
+
+    /**
+     * A store opened again on a cache disk something else filled: it makes room as a running one
+     * does, and sends what it had not. It failed "No space left on device" at its start, naming
+     * nothing, and left an empty journal.tmp (a tester's finding).
+     */
+    @Test
+    void aStoreStartedOnAFullDiskMakesRoomAndSendsWhatItHadNot() throws Exception {
+        String prefix = "start" + PREFIXES.incrementAndGet();
+        uploaded(prefix, 2, 3 * MIB);
+        FuseSupport.requireRoot();
+        Tmpfs disk = Tmpfs.mount(temp.resolve(prefix + "-disk"), "8m");
+        open.add(disk);
+        Path cache = disk.path().resolve("cache");
+        S3Storage s = store(cache, prefix);
+        s.read(p("/d/f0"));
+        s.read(p("/d/f1"));
+        s.write(p("/d/mine"), content(7, 64 << 10)); // kept for an hour before it goes up
+        s.crash();
+        fill(disk.path().resolve("filler"));
+
+        S3Storage again = store(cache, prefix);
+        assertFalse(Files.exists(cache.resolve(S3Storage.JOURNAL_FILE + ".tmp")));
+        assertArrayEquals(content(7, 64 << 10), again.read(p("/d/mine")));
+        assertArrayEquals(content(1, 3 * MIB), again.read(p("/d/f1")));
+        again.flushAll();
+        assertEquals(0, again.pendingChanges());
+    }
+
+    /** S3 away, content already on S3 cannot leave (it could not be read again), and the full disk is said all the same. */
+    @Test
+    void aFullDiskWhileS3IsAwayIsSaid() throws Exception {
+        S3Storage s = fullOfTwoFilesRead("away");
+        server.stop();
+        try {
+            clock.advance(Duration.ofSeconds(5)); // past the listing's validity: the next list asks S3
+            s.list(p("/d")); // finds it away; what was last seen stands
+            IOException e = assertThrows(IOException.class, () -> s.write(p("/d/mine"), content(9, 4 * MIB)));
+            assertEquals(Linux.ENOSPC, Errors.errno(e), e.toString());
+            String failing = s.failing();
+            assertTrue(failing != null && failing.contains("is full") && failing.contains("while S3 cannot be reached"),
+                    String.valueOf(failing));
+        } finally {
+            server.start();
+        }
+    }
+
+    /** Writes {@code file} until its disk has no room left. */
+    private static void fill(Path file) throws IOException {
+        byte[] block = new byte[64 << 10];
+        try (java.io.OutputStream out = Files.newOutputStream(file)) {
+            while (true) {
+                out.write(block);
+            }
+        } catch (IOException full) {
+            // the disk is full
+        }
     }
 
     @Test
