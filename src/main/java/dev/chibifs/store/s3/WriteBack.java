@@ -1566,9 +1566,10 @@ final class WriteBack {
      * file before it. Another host's newer object now stays, as on one disk a name made again after
      * a remove is another file, and the tombstone is done. S3-compatible servers do not all take an
      * If-Match on a delete (s3proxy: 501), so the check is a listing of each directory with several
-     * ({@link #LISTED_FROM}) and a HEAD of the others: what another host writes between the check and
-     * the delete, milliseconds, is still lost. One whose check failed ({@code held}'s) is added to
-     * {@code failed} and not deleted.
+     * ({@link #LISTED_FROM}) and a HEAD of the others. Each key goes with the ETag it was checked at
+     * (null where none was known), which the delete names where S3 takes it ({@link #deleteObjects});
+     * elsewhere what another host writes between the check and the delete is still lost. One whose
+     * check failed ({@code held}'s) is added to {@code failed} and not deleted.
      */
     private Map<String, String> stillAsSeen(List<String> keys, HeldBack held, Set<String> failed) throws IOException {
         Map<String, String> seen = new java.util.HashMap<>();
