@@ -3135,6 +3135,9 @@ final class WriteBack {
             }
             return;
         }
+        // what filled the disk may have gone up in this pass: its room is made now, not at the next
+        // eviction pass (status said the disk full of changes not sent for 5 s with "to send: 0")
+        store.makeRoomWanted();
         if (unsent != null && !unsent.refusalsOnly()) {
             backOff();
         } else if (unsent != null) {
