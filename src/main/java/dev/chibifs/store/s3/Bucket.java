@@ -1212,10 +1212,65 @@ final class Bucket implements Closeable {
      * first range), written at the same place in {@code out}; null when there is no such object.
      */
     private Range getRange(String key, String ifMatch, long from, long length, CacheFile out) throws IOException {
-        return askedAgain("get", key, () -> getRangeOnce(key, ifMatch, from, length, out));
+        return askedAgain("get", key, () -> getRangeOnce(key, ifMatch, from, length, out::writeAll));
     }
 
-    private Range getRangeOnce(String key, String ifMatch, long from, long length, CacheFile out) throws IOException {
+    /**
+     * Bytes {@code from} to {@code from + length} of version {@code ifMatch} (any where null) of
+     * {@code key} into the start of {@code into}, in memory: a file larger than the cache disk is read
+     * so ({@link RangeReads}). Returns what a HEAD would say (the object's size). ESTALE where the
+     * object is no longer that version, or gone; EIO where the server sent more than the range (it
+     * ignored the Range header: the whole object would not fit).
+     */
+    Head getInto(String key, String ifMatch, long from, int length, byte[] into) throws IOException {
+        RangeSink sink = (in, at) -> {
+            int off = (int) (at - from);
+            if (at < from || off > into.length) {
+                throw new IOException(line("get", key, "the server sent bytes from " + at + " for a range from " + from));
+            }
+            int got = off;
+            for (int n; got < length && (n = in.read(into, got, length - got)) > 0; ) {
+                got += n;
+            }
+            if (got == length && in.read() != -1) {
+                throw new IOException(line("get", key, "the server sent more than the " + length + " bytes from " + from
+                        + " it was asked"));
+            }
+            return got - off;
+        };
+        Range r;
+        try {
+            r = askedAgain("get", key, () -> getRangeOnce(key, ifMatch, from, length, sink));
+        } catch (ChangedWhileRead e) {
+            throw ErrnoException.of(Linux.ESTALE, key, "replaced on S3 since it was opened");
+        }
+        if (r == null) {
+            throw ErrnoException.of(Linux.ESTALE, key, "gone from S3 since it was opened");
+        }
+        return r.head();
+    }
+
+    /** Where a range's body goes: written from {@code at} on; returns how many bytes that was. */
+    @FunctionalInterface
+    private interface RangeSink {
+        long writeAll(java.io.InputStream in, long at) throws IOException;
+    }
+
+    /** A pool of its own for reading ahead ({@link RangeReads}), so that no upload's or download's parts wait behind it. */
+    private final ExecutorService readsAhead = daemonThreads(READ_AHEAD_THREADS, "s3-read-ahead");
+    private static final int READ_AHEAD_THREADS = 4;
+
+    /** Runs {@code task} on the read-ahead pool; false when the pool refused it (the store closing). */
+    boolean readAhead(Runnable task) {
+        try {
+            readsAhead.execute(task);
+            return true;
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+            return false;
+        }
+    }
+
+    private Range getRangeOnce(String key, String ifMatch, long from, long length, RangeSink out) throws IOException {
         refuseWhileUnreachable("get", key);
         count("get");
         String range = "bytes=" + from + "-" + (from + length - 1);
@@ -2455,6 +2510,7 @@ final class Bucket implements Closeable {
     @Override
     public void close() {
         partMovers.shutdownNow();
+        readsAhead.shutdownNow();
         client.close();
     }
 }

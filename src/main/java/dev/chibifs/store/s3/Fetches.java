@@ -119,6 +119,40 @@ final class Fetches {
     }
 
     /**
+     * A read-only handle of a file larger than the whole cache disk, which reads it from S3 in ranges
+     * into memory ({@link RangeReads}), the version this open sees (by its ETag; s3proxy's file
+     * backend lists none for an object put there by hand, and then by its size); null where the file fits the
+     * disk, is cached, or has changes here (the open then goes on as any). Its read failed ENOSPC at
+     * once: a 30 MiB object could not be read through a 20 MiB tmpfs cache.
+     */
+    ObjectHandle rangedHandle(Node n, VfsPath path) throws IOException {
+        for (int ask = 0; ask < 2 && store.inDoubt(n); ask++) {
+            store.listings.learnAttributes(n, false); // the version read is the one S3 has (see fetch)
+        }
+        long size;
+        synchronized (store) {
+            if (n.dir || n.link || n.cached || n.dirty || n.download != null) {
+                return null;
+            }
+            size = n.size;
+        }
+        if (store.fitsCacheDisk(size)) {
+            return null;
+        }
+        synchronized (store) {
+            if (store.overlay.nodes.get(path) != n || n.cached || n.dirty || n.size != size) {
+                return null; // changed meanwhile: the open looks again, as any
+            }
+            if (!path.equals(store.tooLargeRead)) {
+                store.tooLargeRead = path;
+                LOG.info("S3 store {}: {} ({} MiB) is larger than the disk of its cache directory: read from S3 in ranges,"
+                        + " without the cache", store.spec, path, size >> 20);
+            }
+            return new ObjectHandle(store, n, store.rangeReads.open(store.objectKey(path, n), n.remoteEtag, size));
+        }
+    }
+
+    /**
      * A read-only handle of a file too large for one GET that is not cached yet, reading its download
      * as the ranges arrive (the first such open starts it; writers and plain fetches wait for it
      * whole); null where the file is cached, small, changed here or already being fetched whole, or

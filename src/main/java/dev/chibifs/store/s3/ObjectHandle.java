@@ -72,6 +72,8 @@ final class ObjectHandle implements FileHandle {
 
     /** The download it reads as it arrives, or null. */
     private final Bucket.Download download;
+    /** Where the file is larger than the cache disk: its reads, from S3 into memory; else null. */
+    private final RangeReads.Reader ranged;
     /**
      * The node's generation when this handle's content was last compared with the node's
      * ({@link #follow}); guarded by the store's monitor.
@@ -80,16 +82,24 @@ final class ObjectHandle implements FileHandle {
 
     /** Made under the store's monitor. */
     ObjectHandle(S3Storage store, Node node, CacheFile ch, boolean writer, boolean append, boolean made) {
-        this(store, node, ch, writer, append, made, null);
+        this(store, node, ch, writer, append, made, null, null);
     }
 
     /** A read-only handle of {@code download}'s file; made under the store's monitor. */
     ObjectHandle(S3Storage store, Node node, CacheFile ch, Bucket.Download download) {
-        this(store, node, ch, false, false, false, download);
+        this(store, node, ch, false, false, false, download, null);
+    }
+
+    /**
+     * A read-only handle of a file larger than the cache disk, read through {@code ranged}; made under
+     * the store's monitor. A write or truncate through it fetches as any, and fails ENOSPC saying why.
+     */
+    ObjectHandle(S3Storage store, Node node, RangeReads.Reader ranged) {
+        this(store, node, null, false, false, false, null, ranged);
     }
 
     private ObjectHandle(S3Storage store, Node node, CacheFile ch, boolean writer, boolean append, boolean made,
-                         Bucket.Download download) {
+                         Bucket.Download download, RangeReads.Reader ranged) {
         this.store = store;
         node.opens++;
         this.node = node;
@@ -100,6 +110,7 @@ final class ObjectHandle implements FileHandle {
         this.madeGen = node.gen;
         this.opened = made ? null : store.metadataOf(node);
         this.download = download;
+        this.ranged = ranged;
         this.seenGen = node.gen;
         this.contentSeen = node.replaced;
     }
@@ -150,6 +161,9 @@ final class ObjectHandle implements FileHandle {
 
     @Override
     public int read(ByteBuffer dst, long position) throws IOException {
+        if (ranged != null) {
+            return ranged.read(dst, position); // the version it opened, to its end: what another host adds is not followed
+        }
         if (download != null) {
             download.await(position, dst.remaining());
         }
@@ -458,6 +472,9 @@ final class ObjectHandle implements FileHandle {
         if (download != null && !download.ended()) {
             return download.head().size();
         }
+        if (ranged != null) {
+            return ranged.size();
+        }
         CacheFile set = ch;
         if (set != null && node.replaced == contentSeen) {
             return set.size();
@@ -578,6 +595,9 @@ final class ObjectHandle implements FileHandle {
                 store.hostLocks.settle(node);
             }
         } finally {
+            if (ranged != null) {
+                ranged.close();
+            }
             if (retired != null) {
                 for (CacheFile c : retired) {
                     c.close();

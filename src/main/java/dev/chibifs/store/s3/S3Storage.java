@@ -155,6 +155,8 @@ public final class S3Storage implements Storage {
     final Listings listings;
     /** Content coming down into the cache. */
     final Fetches fetches;
+    /** Files larger than the cache disk, read from S3 into memory instead. */
+    final RangeReads rangeReads;
     /** Locks that reach the bucket's other hosts; null where {@link S3Options#lockLease} is 0. */
     final HostLocks hostLocks;
     private final Thread flusher;
@@ -216,6 +218,7 @@ public final class S3Storage implements Storage {
         this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);
         this.listings = new Listings(this, spec, bucket, options);
         this.fetches = new Fetches(this, bucket);
+        this.rangeReads = new RangeReads(bucket);
         bucket.roomFor = (key, bytes) -> makeRoom(bytes, key, true); // a download in ranges, on a full cache disk
         this.hostLocks = options.lockLease().isZero() ? null : new HostLocks(this, bucket, options.host(), options.lockLease());
         synchronized (this) {
@@ -676,6 +679,19 @@ public final class S3Storage implements Storage {
 
     @Override
     public byte[] read(VfsPath path) throws IOException {
+        try (ObjectHandle ranged = fetches.rangedHandle(findFile(path), path)) {
+            if (ranged != null) {
+                // larger than the cache disk (chibifs cat, a move to another store): from S3, as a mount reads it
+                if (ranged.size() > Integer.MAX_VALUE - 16) {
+                    throw ErrnoException.of(Linux.EFBIG, path.toString(), null);
+                }
+                ByteBuffer buf = ByteBuffer.allocate((int) ranged.size());
+                while (buf.hasRemaining() && ranged.read(buf, buf.position()) > 0) {
+                    // each read ends at a chunk's end
+                }
+                return buf.position() == buf.capacity() ? buf.array() : java.util.Arrays.copyOf(buf.array(), buf.position());
+            }
+        }
         try (CacheFile ch = openContent(path)) {
             long size = ch.size();
             if (size > Integer.MAX_VALUE - 16) {
@@ -1365,6 +1381,10 @@ public final class S3Storage implements Storage {
                     throw notFollowed(path);
                 }
                 if (n != null && !flags.contains(OpenFlag.TRUNCATE)) {
+                    ObjectHandle ranged = write ? null : fetches.rangedHandle(n, path);
+                    if (ranged != null) {
+                        return ranged;
+                    }
                     ObjectHandle streaming = write ? null : fetches.streamingHandle(n, path);
                     if (streaming != null) {
                         return streaming;
@@ -1696,6 +1716,13 @@ public final class S3Storage implements Storage {
         }
         if (n.dir || n.link) {
             return null;
+        }
+        long uncached;
+        synchronized (this) {
+            uncached = n.cached || n.dirty ? -1 : n.size;
+        }
+        if (uncached >= 0 && !fitsCacheDisk(uncached)) {
+            return null; // read from S3 in ranges by each open (RangeReads): nothing to hold, the request goes by name
         }
         fetches.fetch(n);
         synchronized (this) {
@@ -2587,11 +2614,11 @@ public final class S3Storage implements Storage {
 
     /** ENOSPC where {@code bytes} for {@code what} are more than the whole cache disk holds (see {@link #roomFor}). */
     void requireFits(long bytes, String what) throws IOException {
-        long disk = totalSpace();
-        if (bytes + Journal.ROOM > disk) {
+        if (!fitsCacheDisk(bytes)) {
+            long disk = totalSpace();
             String why = String.format(Locale.ROOT, "%.1f MiB, larger than the disk of its cache directory %s (%.1f MiB):"
-                    + " it cannot be read through this cache", bytes / (double) (1 << 20), dataDir.getParent(),
-                    disk / (double) (1 << 20));
+                    + " it is read from S3 in ranges, but cannot be changed or copied through this cache",
+                    bytes / (double) (1 << 20), dataDir.getParent(), disk / (double) (1 << 20));
             synchronized (this) {
                 if (!what.equals(tooLargeSaid)) {
                     tooLargeSaid = what;
@@ -2601,6 +2628,17 @@ public final class S3Storage implements Storage {
             throw ErrnoException.of(Linux.ENOSPC, what, why);
         }
     }
+
+    /**
+     * Whether a file of {@code bytes} fits the whole cache disk, with the journal's room: one that
+     * does not is read from S3 in ranges into memory ({@link RangeReads}), and cannot be written.
+     */
+    boolean fitsCacheDisk(long bytes) {
+        return bytes + Journal.ROOM <= totalSpace();
+    }
+
+    /** The last file read from S3 in ranges for being larger than the cache disk: said once, not at each of its opens. Guarded by the monitor. */
+    VfsPath tooLargeRead;
 
     /** The last file {@link #roomFor} said was too large for the cache disk: said once, not at each of its reads. */
     private String tooLargeSaid;

@@ -276,8 +276,9 @@ class S3FullCacheDiskTest {
         }
     }
 
+    /** Read from S3 in ranges instead (S3LargerThanCacheDiskTest); until session 79 its read failed ENOSPC at once. */
     @Test
-    void aFileLargerThanTheWholeDiskFailsAtOnceAndTheCacheStays() throws Exception {
+    void aFileLargerThanTheWholeDiskIsReadWithoutTheCacheAndTheCacheStays() throws Exception {
         String prefix = "larger" + PREFIXES.incrementAndGet();
         uploaded(prefix, 1, 3 * MIB);
         S3Storage other = store(temp.resolve(prefix + "-large"), prefix);
@@ -285,13 +286,9 @@ class S3FullCacheDiskTest {
         other.flushAll();
         S3Storage s = onDisk(prefix, "8m");
         s.read(p("/d/f0"));
-        long gets = s.requests().getOrDefault("get", 0L);
 
-        IOException e = assertThrows(IOException.class, () -> s.read(p("/d/large")));
-        assertEquals(Linux.ENOSPC, Errors.errno(e), e.toString());
-        assertTrue(e.getMessage().contains("larger than the disk of its cache directory"), e.getMessage());
-        assertEquals(gets, s.requests().getOrDefault("get", 0L), "not asked: it could not be kept");
-        assertEquals(1, contentFiles(s), "nothing left the cache for it");
+        assertArrayEquals(content(8, 9 * MIB), s.read(p("/d/large")));
+        assertEquals(1, contentFiles(s), "nothing left the cache for it, nor went in");
         assertNull(s.failing(), "the disk is not full: that file is too large for it");
     }
 }
