@@ -232,7 +232,11 @@ final class RangeReads {
             }
             Chunk chunk = c;
             if (!bucket.readAhead(() -> fill(id, chunk))) {
-                fill(id, chunk); // closing: fails at once, and frees its buffer
+                // the store closing: its reader asks it itself, and fails as the store says
+                synchronized (RangeReads.this) {
+                    letGo(id, chunk);
+                }
+                chunk.filled.completeExceptionally(new IOException("S3 get " + bucket.uriOf(id.key()) + ": the store is closing"));
             }
         }
 
