@@ -29,6 +29,8 @@ class MountHelperTest {
     Path tmp;
 
     private Path helper;
+    /** A directory put first on the helper's PATH, for stand-ins of the tools it runs; null: none. */
+    private Path extraPath;
 
     /** What the helper did: its exit code, the arguments the stand-in launcher got, its stdout and stderr. */
     record Result(int code, List<String> launcherArgs, String stdout, String stderr) {
@@ -53,6 +55,9 @@ class MountHelperTest {
         List<String> command = new ArrayList<>(List.of(helper.toString()));
         command.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(command);
+        if (extraPath != null) {
+            pb.environment().put("PATH", extraPath + ":" + System.getenv("PATH"));
+        }
         if (exit != null) {
             pb.environment().put("FAKE_EXIT", exit.toString());
         }
@@ -104,7 +109,26 @@ class MountHelperTest {
         Result r = run("chibifs", "/mnt/planner", "-f", "-o", "ctx=planner,home=/srv/chibi,remount,ro,noatime,allow_other");
         assertEquals(0, r.code(), r.stderr());
         assertEquals(List.of(), r.launcherArgs(), "no second daemon");
-        assertEquals("mount.fuse.chibifs: mount -i -o remount,ro,noatime /mnt/planner\n", r.stderr());
+        assertEquals("mount.fuse.chibifs: mount -i -o remount,ro,noatime chibifs /mnt/planner\n", r.stderr());
+    }
+
+    /**
+     * mount(8) hands a helper an fstab mount's fstab line, which lacks the nosuid,nodev every chibifs
+     * mount has: remounted with those flags alone, the mount became suid and dev. The mount's own
+     * (findmnt, stood in for here) are kept; a remount may add them, and changes every other flag.
+     */
+    @Test
+    void aRemountKeepsTheMountsNosuidAndNodev() throws Exception {
+        Path bin = Files.createDirectory(tmp.resolve("bin"));
+        Path findmnt = Files.writeString(bin.resolve("findmnt"), "#!/bin/sh\necho rw,nosuid,nodev,noexec,relatime\n");
+        Files.setPosixFilePermissions(findmnt, PosixFilePermissions.fromString("rwxr-xr-x"));
+        extraPath = bin;
+        Result r = run("chibifs", "/mnt/planner", "-f", "-o", "rw,remount,ctx=planner,home=/srv/chibi,ro");
+        assertEquals(0, r.code(), r.stderr());
+        assertEquals("mount.fuse.chibifs: mount -i -o remount,rw,ro,nosuid,nodev chibifs /mnt/planner\n", r.stderr(),
+                "noexec is the fstab line's to say: mount(8) hands a helper no exec, only the flags that are set");
+        assertEquals("mount.fuse.chibifs: mount -i -o remount,ro,nodev,nosuid team /mnt/planner\n",
+                run("team", "/mnt/planner", "-f", "-o", "ro,nodev,remount,nosuid").stderr(), "each once");
     }
 
     @Test
