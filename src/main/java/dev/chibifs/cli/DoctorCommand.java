@@ -46,16 +46,23 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 Path mountTable, MountRegistry registry, int uid, Map<String, String> env) {
 
         static Host system() {
-            String path = System.getenv().getOrDefault("PATH", "");
-            List<Path> searchPath = new ArrayList<>();
+            return new Host(Path.of("/dev/fuse"), searchPath(System.getenv().getOrDefault("PATH", "")),
+                    Path.of("/etc/fuse.conf"), Path.of("/proc/self/status"), MountTable.SYSTEM_TABLE,
+                    MountRegistry.forCurrentUser(), MountRegistry.currentUid(), System.getenv());
+        }
+
+        /**
+         * Where fusermount is looked for: {@code path}, then the system's directories it lacks, each
+         * once (a FAIL listed a PATH that held them twice).
+         */
+        static List<Path> searchPath(String path) {
+            java.util.Set<Path> dirs = new java.util.LinkedHashSet<>();
             for (String dir : (path + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin").split(":")) {
                 if (!dir.isEmpty()) {
-                    searchPath.add(Path.of(dir));
+                    dirs.add(Path.of(dir).normalize());
                 }
             }
-            return new Host(Path.of("/dev/fuse"), searchPath, Path.of("/etc/fuse.conf"), Path.of("/proc/self/status"),
-                    MountTable.SYSTEM_TABLE, MountRegistry.forCurrentUser(), MountRegistry.currentUid(),
-                    System.getenv());
+            return List.copyOf(dirs);
         }
     }
 
@@ -123,8 +130,13 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
     List<Check> checks(Host h) {
         List<Check> checks = new ArrayList<>();
         checks.add(fuseDevice(h));
-        checks.add(fusermount(h));
-        checks.add(mountPermission(h));
+        Check fusermount = fusermount(h);
+        checks.add(fusermount);
+        if (h.uid() == 0 || fusermount.ok()) {
+            // a user's right to mount is the setuid fusermount: where it failed above, that is the verdict
+            // (an OK "mounts through the setuid fusermount" followed a FAIL saying there was none)
+            checks.add(mountPermission(h, fusermount));
+        }
         checks.add(userAllowOther(h));
         if (!uidMaps.isEmpty()) {
             checks.add(subordinateUids(uidMaps, SUBUID));
@@ -134,11 +146,15 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         Check storeExists = storeExists(chibiHome.store());
         checks.add(storeExists);
         if (storeExists.ok() && Files.isDirectory(chibiHome.store())) {
-            checks.add(storeWritable(chibiHome.store()));
-            checks.add(storeFilesystem(chibiHome.store()));
+            Check writable = storeWritable(chibiHome.store());
+            checks.add(writable);
+            if (!WriteAccess.says(writable.detail())) {
+                // its probe would only meet the same refusal, and blame the file system's kind for it
+                checks.add(storeFilesystem(chibiHome.store()));
+            }
         }
         checks.add(config(chibiHome));
-        checks.add(daemonLog(chibiHome, Files::isWritable));
+        checks.add(daemonLog(chibiHome, Files::isWritable, WriteAccess::whyNotMake));
         checks.add(staleMounts(h));
         checks.add(staleRegistry(h));
         if (mountpoint != null) {
@@ -152,7 +168,8 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
      * another user owns, in /var/log/chibifs, which the root of a user namespace may not write (a
      * bare "Permission denied" at mount, while doctor said all was well).
      */
-    static Check daemonLog(ChibiHome chibiHome, java.util.function.Predicate<Path> writable) {
+    static Check daemonLog(ChibiHome chibiHome, java.util.function.Predicate<Path> writable,
+                           java.util.function.Function<Path, String> whyNotMake) {
         Path homeLogs = MountCommand.homeLogs(chibiHome);
         String whyNotHome;
         try {
@@ -160,12 +177,22 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         } catch (IOException e) {
             return Check.ok("daemon log", "cannot tell where a background mount logs (" + describe(e) + ")");
         }
-        return daemonLog(homeLogs, whyNotHome, MountCommand.ROOT_LOGS, writable);
+        return daemonLog(homeLogs, whyNotHome, MountCommand.ROOT_LOGS, writable, whyNotMake);
     }
 
-    static Check daemonLog(Path homeLogs, String whyNotHome, Path rootLogs, java.util.function.Predicate<Path> writable) {
+    /**
+     * {@code whyNotMake}: why the logs directory cannot be made or written in (a home another user
+     * owns, which this user may not write), null when it can; as {@link WriteAccess#whyNotMake}.
+     */
+    static Check daemonLog(Path homeLogs, String whyNotHome, Path rootLogs, java.util.function.Predicate<Path> writable,
+                           java.util.function.Function<Path, String> whyNotMake) {
         String name = "daemon log";
         if (whyNotHome == null) {
+            String denied = whyNotMake.apply(homeLogs);
+            if (denied != null) {
+                return Check.fail(name, "a background mount cannot keep its log in " + homeLogs + ": " + denied,
+                        MountCommand.HOME_LOGS_FIX);
+            }
             return Check.ok(name, "a background mount logs in " + homeLogs);
         }
         Path at = rootLogs;
@@ -253,10 +280,10 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     // root mounts with mount(2), which a container without CAP_SYS_ADMIN refuses even to uid 0
-    private static Check mountPermission(Host h) {
+    private static Check mountPermission(Host h, Check fusermount) {
         String name = "mount permission";
         if (h.uid() != 0) {
-            return Check.ok(name, "uid " + h.uid() + " mounts through the setuid fusermount");
+            return Check.ok(name, "uid " + h.uid() + " mounts through the setuid " + fusermount.detail());
         }
         try {
             String capEff = ProcStatus.field(h.procStatus(), "CapEff").orElse(null);
@@ -387,6 +414,14 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         try {
             Files.writeString(probe, "chibifs doctor probe\n");
             return Check.ok(name, "created and removed a file in " + store);
+        } catch (java.nio.file.AccessDeniedException e) {
+            // a user's, not root's: root is refused by something other than permission bits (sysfs)
+            if (MountRegistry.currentUid() != 0) {
+                return Check.fail(name, "cannot create a file in " + store + ": " + WriteAccess.denied(probe),
+                        "as root, chown -R " + System.getProperty("user.name", "$(id -u)") + " " + store
+                                + ", or choose a --home of your own");
+            }
+            return Check.fail(name, "cannot create a file in " + store + ": " + describe(e), "choose a writable --home");
         } catch (IOException e) {
             // no owner makes a read-only mount writable: chown there only fails again
             return Check.fail(name, "cannot create a file in " + store + ": " + describe(e), onReadOnlyMount(store)

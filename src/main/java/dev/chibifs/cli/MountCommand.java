@@ -236,6 +236,15 @@ final class MountCommand implements Callable<Integer> {
             throw new MountFailure(mp + " is already a mount point (chibifs umount " + mp + " first)");
         }
         requireDirectory(mp);
+        if (stores.mounts().stream().noneMatch(m -> m.prefix().isRoot())) {
+            // the daemon makes the store's directories first: a home root owns failed there with a
+            // bare "Permission denied: /sys", the store's own path for the directory it could not make
+            String denied = WriteAccess.whyNotMake(chibiHome.store());
+            if (denied != null) {
+                throw new MountFailure("cannot write the store " + chibiHome.store() + ": " + denied + ": as root, chown -R "
+                        + System.getProperty("user.name", "USER") + " " + chibiHome.store() + ", or choose a --home of your own");
+            }
+        }
         // made, as chibi's first run makes one, but said in the mounted line: a mistyped --home mounted
         // an empty store without a word
         homeMade = ChibiHome.named(home, System.getenv()) && !Files.isDirectory(chibiHome.dir());
@@ -605,7 +614,7 @@ final class MountCommand implements Callable<Integer> {
             Files.createDirectories(logDir);
         } catch (java.nio.file.AccessDeniedException e) {
             if (whyNotHome == null) {
-                throw e;
+                throw new MountFailure(homeLogsRefused(logDir, e));
             }
             throw new MountFailure(rootLogsRefused(homeLogs, whyNotHome));
         } catch (IOException e) {
@@ -621,6 +630,16 @@ final class MountCommand implements Callable<Integer> {
         }
         String logName = mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_');
         return logDir.resolve("mount-" + logName + ".log");
+    }
+
+    /** What to do when this user may not keep a log in the home's logs directory (a home root owns). */
+    static final String HOME_LOGS_FIX = "mount with --foreground (it logs to stderr), give the home to this user"
+            + " (as root, chown -R USER HOME), or choose a --home of your own";
+
+    /** Why the log cannot go where {@code refused} says, naming the path that refused and whom. */
+    static String homeLogsRefused(Path logDir, java.nio.file.AccessDeniedException refused) {
+        Path at = refused.getFile() == null ? logDir : Path.of(refused.getFile());
+        return "cannot keep the daemon's log in " + logDir + ": " + WriteAccess.denied(at) + ": " + HOME_LOGS_FIX;
     }
 
     /** Where the daemon's log goes unless {@link #whyRootLogsElsewhere} says otherwise. */
@@ -678,6 +697,8 @@ final class MountCommand implements Callable<Integer> {
     static int openLog(Path logFile) throws IOException {
         try {
             return HomeFile.openForAppend(logFile);
+        } catch (java.nio.file.AccessDeniedException e) {
+            throw new MountFailure(homeLogsRefused(logFile.getParent(), e));
         } catch (HomeFile.RefusedException e) {
             throw new MountFailure("the daemon's log " + logFile + " is " + e.reason() + ": move it aside");
         }

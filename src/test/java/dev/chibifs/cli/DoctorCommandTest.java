@@ -77,6 +77,7 @@ class DoctorCommandTest {
         String text = out.toString();
         assertFalse(text.contains("FAIL"), text);
         assertTrue(text.contains("OK   user_allow_other: set in " + fuseConf), text);
+        assertTrue(text.contains("OK   mount permission: uid 1000 mounts through the setuid " + binDir.resolve("fusermount3")), text);
         assertTrue(text.endsWith("14 checks, 0 failed\n"), text);
         try (var left = Files.list(home.resolve("vfs"))) {
             assertEquals(0, left.count(), "the store probes leave nothing behind");
@@ -107,6 +108,7 @@ class DoctorCommandTest {
         assertEquals(1, doctor(user));
         assertFailed("fusermount: neither fusermount3 nor fusermount on [" + empty + "], and uid 1000 mounts through it",
                 "apt-get install fuse3");
+        assertFalse(out.toString().contains("mount permission"), "one verdict, not an OK after the FAIL: " + out);
 
         out.getBuffer().setLength(0);
         DoctorCommand.Host root = new DoctorCommand.Host(user.fuseDevice(), List.of(empty), user.fuseConf(),
@@ -119,6 +121,13 @@ class DoctorCommandTest {
         assertEquals(1, doctor(root, "-o", "auto_unmount"));
         assertFailed("fusermount: neither fusermount3 nor fusermount on [" + empty + "], and auto_unmount needs it",
                 "apt-get install fuse3");
+    }
+
+    @Test
+    void theSearchPathListsEachDirectoryOnce() {
+        assertEquals(List.of(Path.of("/opt/bin"), Path.of("/usr/bin"), Path.of("/bin"), Path.of("/usr/local/sbin"),
+                        Path.of("/usr/local/bin"), Path.of("/usr/sbin"), Path.of("/sbin")),
+                DoctorCommand.Host.searchPath("/opt/bin:/usr/bin::/bin:/usr/bin/"));
     }
 
     @Test
@@ -348,14 +357,44 @@ class DoctorCommandTest {
     void aRootWithNowhereToLogFailsTheDaemonLogCheck() {
         Path homeLogs = tmp.resolve("h/chibifs/logs");
         Path rootLogs = tmp.resolve("var/log/chibifs");
-        assertTrue(DoctorCommand.daemonLog(homeLogs, null, rootLogs, p -> false).ok(), "the home's logs: not root's affair");
-        assertTrue(DoctorCommand.daemonLog(homeLogs, "/tmp belongs to uid 65534", rootLogs, p -> p.equals(tmp)).ok(),
+        assertTrue(DoctorCommand.daemonLog(homeLogs, null, rootLogs, p -> false, p -> null).ok(),
+                "the home's logs: not root's affair");
+        assertTrue(DoctorCommand.daemonLog(homeLogs, "/tmp belongs to uid 65534", rootLogs, p -> p.equals(tmp), p -> null).ok(),
                 "root may make /var/log/chibifs");
-        DoctorCommand.Check c = DoctorCommand.daemonLog(homeLogs, "/tmp belongs to uid 65534", rootLogs, p -> false);
+        DoctorCommand.Check c = DoctorCommand.daemonLog(homeLogs, "/tmp belongs to uid 65534", rootLogs, p -> false, p -> null);
         assertFalse(c.ok());
         assertTrue(c.detail().contains(homeLogs + " (/tmp belongs to uid 65534)") && c.detail().contains("/var/log/chibifs"),
                 c.detail());
         assertTrue(c.fix().startsWith("mount with --foreground"), c.fix());
+    }
+
+    /**
+     * A user's home that root owns: doctor called the unwritable logs directory fine, and the mount
+     * then failed with a bare "Permission denied" naming the log file. The check names the directory,
+     * the user and the owner, as the mount's failure does.
+     */
+    @Test
+    void aHomeTheUserMayNotWriteFailsTheDaemonLogCheckNamingDirectoryAndUser() throws Exception {
+        Path homeLogs = Files.createDirectories(tmp.resolve("h")).resolve("chibifs/logs");
+        DoctorCommand.Check c = DoctorCommand.daemonLog(homeLogs, null, tmp.resolve("var/log/chibifs"), p -> true,
+                p -> WriteAccess.denied(tmp.resolve("h"), 1001, "agent"));
+        assertFalse(c.ok());
+        assertEquals("a background mount cannot keep its log in " + homeLogs + ": permission denied: uid 1001 (agent) may not"
+                + " write " + tmp.resolve("h") + " (owner root, mode 0755)", c.detail());
+        assertTrue(c.fix().startsWith("mount with --foreground") && c.fix().contains("chown -R USER HOME"), c.fix());
+    }
+
+    /** The refusal names the nearest path there is: the file when it exists, else the directory it would be made in. */
+    @Test
+    void aRefusalNamesThePathThatRefused() throws Exception {
+        Path dir = Files.createDirectories(tmp.resolve("d"));
+        Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("r-xr-x---"));
+        String me = System.getProperty("user.name");
+        assertTrue(WriteAccess.denied(dir.resolve("a/b/c.log")).endsWith(" may not write " + dir + " (owner " + me
+                + ", mode 0550)"), WriteAccess.denied(dir.resolve("a/b/c.log")));
+        assertTrue(WriteAccess.denied(dir.resolve("a/b/c.log")).startsWith("permission denied: uid "
+                + MountRegistry.currentUid() + " (" + me + ")"));
+        assertEquals(null, WriteAccess.whyNotMake(tmp.resolve("new/logs")), "a directory this user may write");
     }
 
     /** A mapped uid in a user's /etc/subuid range: newuidmap lets that user write as the agent in a user namespace. */
