@@ -43,7 +43,8 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
     @Option(names = {"-f", "--force"},
             description = "For a mount whose daemon no longer answers: abort its FUSE connection first, so every"
                     + " process waiting on it fails at once (ENOTCONN), unmount (lazily if still busy) and end the"
-                    + " daemon. As root, or with fusectl mounted.")
+                    + " daemon. As root, or with fusectl mounted. Of a mount already unmounted whose daemon still runs"
+                    + " (stopped, or serving open files): end that daemon.")
     boolean force;
 
     @Parameters(index = "0", paramLabel = "MOUNTPOINT")
@@ -70,8 +71,14 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         long me = uid == null ? MountRegistry.currentUid() : uid;
         if (entry.isEmpty()) {
             Optional<ProcessHandle> detached = findDaemon(mp, me);
-            throw new MountFailure(mp + " is not mounted" + detached.map(d -> " (it was unmounted lazily: its daemon, pid "
-                    + d.pid() + ", exits when the files still open on it are closed)").orElse(""));
+            if (force && detached.isPresent()) {
+                return endDetachedDaemon(mp, detached.get());
+            }
+            throw new MountFailure(mp + " is not mounted" + detached.map(d -> " (it was unmounted" + (ProcStatus.stopped(d.pid())
+                    ? ", but its daemon, pid " + d.pid() + ", is stopped (SIGSTOP, or a debugger): kill -CONT " + d.pid()
+                    + ", or chibifs umount --force " + mp + " ends it)"
+                    : " lazily: its daemon, pid " + d.pid() + ", exits when the files still open on it are closed; chibifs"
+                    + " umount --force " + mp + " ends it now)")).orElse(""));
         }
         if (!entry.get().isChibifs()) {
             throw new MountFailure(mp + " is a " + entry.get().fsType() + " mount, not chibifs");
@@ -137,7 +144,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         if (stopped != null && !lazy) {
             throw new MountFailure("unmounted " + mp + ", but " + stopped + ": it exits once continued (kill -CONT "
-                    + daemon.get().pid() + ")");
+                    + daemon.get().pid() + "), or chibifs umount --force " + mp + " ends it");
         }
         if (daemon.isPresent() && !lazy) {
             ProcessHandle d = daemon.get();
@@ -196,6 +203,45 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 // calls it stale and doctor fails until someone removes the file by hand
                 forgetKilledDaemon(mp);
             }
+            return ExitCodes.OK;
+        } finally {
+            if (exited >= 0) {
+                Syscalls.close(exited);
+            }
+        }
+    }
+
+    /**
+     * --force of a mount already gone (a plain umount of a stopped daemon, or --lazy) whose daemon
+     * still runs: it was left stopped, and --force said "unmounted lazily" of it. Ended as a forced
+     * unmount ends one, its connection being the mount's, which is gone: SIGKILL at once where it is
+     * stopped (it could not exit), else SIGTERM (which closes its stores: an S3 store uploads what is
+     * pending) and SIGKILL after {@link #FORCE_WAIT_SECONDS}. The files still open on it get ENOTCONN.
+     */
+    private Integer endDetachedDaemon(Path mp, ProcessHandle daemon) throws IOException {
+        int exited = Syscalls.pidfdOpen(daemon.pid());
+        try {
+            boolean stopped = ProcStatus.stopped(daemon.pid());
+            String how;
+            if (stopped) {
+                daemon.destroyForcibly();
+                how = "it was stopped: SIGKILL";
+            } else {
+                daemon.destroy();
+                how = "SIGTERM";
+                if (!awaitExit(daemon, exited, FORCE_WAIT_SECONDS)) {
+                    daemon.destroyForcibly();
+                    how = "SIGTERM, then SIGKILL after " + FORCE_WAIT_SECONDS + " s";
+                }
+            }
+            if (!awaitExit(daemon, exited, FORCE_WAIT_SECONDS)) {
+                throw new MountFailure(mp + " was not mounted, and its daemon (pid " + daemon.pid() + ") has not exited even"
+                        + " after SIGKILL");
+            }
+            forgetKilledDaemon(mp);
+            spec.commandLine().getOut().println(ErrorHandler.PREFIX + mp + " was unmounted already; ended its daemon (pid "
+                    + daemon.pid() + ", " + how + ")");
+            spec.commandLine().getOut().flush();
             return ExitCodes.OK;
         } finally {
             if (exited >= 0) {

@@ -488,6 +488,45 @@ class LauncherTest {
         }
     }
 
+    /**
+     * A plain umount of a stopped daemon's mount unmounts it and leaves the daemon stopped; --force
+     * then said "not mounted (it was unmounted lazily ...)" and left it so. It ends the daemon and says how.
+     */
+    @Test
+    void umountForceAfterAPlainUmountEndsTheStoppedDaemon() throws Exception {
+        FuseSupport.requireFuse();
+        Path root = MountedFs.tempRoot();
+        Path mnt = Files.createDirectories(root.resolve("mnt"));
+        Path home = root.resolve("home");
+        long pid = -1;
+        try {
+            Sh.run(launcherMount(home, mnt)).ok();
+            pid = daemonPid(mnt);
+            Sh.run("kill -STOP " + pid).ok();
+            long deadline = System.currentTimeMillis() + 20_000;
+            while (!allStopped(pid)) {
+                assertTrue(System.currentTimeMillis() < deadline, "the daemon's threads did not stop");
+                Thread.onSpinWait();
+            }
+            Sh.Result plain = Sh.run(FROM_CLASSES + "scripts/chibifs umount '" + mnt + "'");
+            assertEquals(1, plain.exitCode(), plain.err() + plain.out());
+            assertTrue(plain.err().contains("is stopped") && plain.err().contains("chibifs umount --force " + mnt), plain.err());
+            Sh.Result r = Sh.run(FROM_CLASSES + "scripts/chibifs umount --force '" + mnt + "'");
+            assertEquals(0, r.exitCode(), r.err() + r.out());
+            assertEquals("chibifs: " + mnt + " was unmounted already; ended its daemon (pid " + pid + ", it was stopped: SIGKILL)\n",
+                    r.out());
+            Path stat = Path.of("/proc/" + pid + "/stat");
+            String state = Files.exists(stat) ? Files.readString(stat) : "";
+            assertTrue(state.isEmpty() || state.substring(state.lastIndexOf(')') + 2).startsWith("Z"), "the daemon still runs: " + state);
+            assertFalse(Files.exists(MountRegistry.forCurrentUser().fileFor(mnt)), "the killed daemon's record stays");
+        } finally {
+            if (pid > 0) {
+                Sh.run("kill -9 " + pid);
+            }
+            Sh.run("fusermount -u -z '" + mnt + "' 2>/dev/null; true");
+        }
+    }
+
     @Test
     void umountForceEndsTheWaitsOnADaemonThatNoLongerAnswers() throws Exception {
         FuseSupport.requireFuse();
