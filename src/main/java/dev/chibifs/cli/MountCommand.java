@@ -230,7 +230,11 @@ final class MountCommand implements Callable<Integer> {
         }
         stores.requireCacheDirOutside(store, mp); // before anything makes it
         if (FuseDaemon.clearStale(mp)) {
-            err().println(ErrorHandler.PREFIX + "cleared a stale mount at " + mp + " left by a daemon that died");
+            // news, not a failure: on stdout with the mounted line, so mount(8)'s helper, quiet on
+            // success as mount(8) is, drops both (-v shows them)
+            PrintWriter out = spec.commandLine().getOut();
+            out.println(ErrorHandler.PREFIX + "cleared a stale mount at " + mp + " left by a daemon that died");
+            out.flush();
         }
         if (MountTable.find(mp).isPresent()) {
             throw new MountFailure(mp + " is already a mount point (chibifs umount " + mp + " first)");

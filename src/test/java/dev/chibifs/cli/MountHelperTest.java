@@ -31,6 +31,8 @@ class MountHelperTest {
     private Path helper;
     /** A directory put first on the helper's PATH, for stand-ins of the tools it runs; null: none. */
     private Path extraPath;
+    /** What the stand-in launcher is told: FAKE_ERR, a line for its stderr; FAKE_CLEARED, say a stale mount was cleared. */
+    private final java.util.Map<String, String> launcherEnv = new java.util.HashMap<>();
 
     /** What the helper did: its exit code, the arguments the stand-in launcher got, its stdout and stderr. */
     record Result(int code, List<String> launcherArgs, String stdout, String stderr) {
@@ -41,7 +43,9 @@ class MountHelperTest {
         helper = Files.copy(HELPER, tmp.resolve("mount.fuse.chibifs"), StandardCopyOption.COPY_ATTRIBUTES);
         // it notes its arguments and says what the real launcher says on success
         Path launcher = Files.writeString(tmp.resolve("chibifs"), "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done"
-                + " > \"$(dirname \"$0\")/launcher-args\"\n[ -z \"$FAKE_EXIT\" ] || exit \"$FAKE_EXIT\"\n"
+                + " > \"$(dirname \"$0\")/launcher-args\"\n[ -z \"$FAKE_ERR\" ] || echo \"$FAKE_ERR\" >&2\n"
+                + "[ -z \"$FAKE_EXIT\" ] || exit \"$FAKE_EXIT\"\n"
+                + "[ -z \"$FAKE_CLEARED\" ] || echo 'chibifs: cleared a stale mount at /mnt/planner left by a daemon that died'\n"
                 + "echo 'chibifs: mounted'\n");
         Files.setPosixFilePermissions(launcher, PosixFilePermissions.fromString("rwxr-xr-x"));
     }
@@ -61,6 +65,7 @@ class MountHelperTest {
         if (exit != null) {
             pb.environment().put("FAKE_EXIT", exit.toString());
         }
+        pb.environment().putAll(launcherEnv);
         Process p = pb.start();
         p.getOutputStream().close();
         assertTrue(p.waitFor(20, TimeUnit.SECONDS), "helper did not finish");
@@ -101,6 +106,32 @@ class MountHelperTest {
         assertEquals(0, quiet.code(), quiet.stderr());
         assertEquals("", quiet.stdout());
         assertEquals("chibifs: mounted\n", run("chibifs", "/mnt/planner", "-v", "-o", "ctx=planner").stdout());
+    }
+
+    /** A stale mount cleared before mounting is news, not a failure: quiet too, shown with -v. */
+    @Test
+    void aClearedStaleMountIsQuietUnlessVerbose() throws Exception {
+        launcherEnv.put("FAKE_CLEARED", "1");
+        Result quiet = run("chibifs", "/mnt/planner", "-o", "ctx=planner");
+        assertEquals(0, quiet.code(), quiet.stderr());
+        assertEquals("", quiet.stdout() + quiet.stderr());
+        Result verbose = run("chibifs", "/mnt/planner", "-v", "-o", "ctx=planner");
+        assertEquals("chibifs: cleared a stale mount at /mnt/planner left by a daemon that died\nchibifs: mounted\n",
+                verbose.stdout());
+    }
+
+    /** The launcher's errors name its own options; the user wrote the mount's, so those are named. */
+    @Test
+    void anErrorNamesTheOptionAsTheUserWroteIt() throws Exception {
+        launcherEnv.put("FAKE_ERR", "chibifs: Invalid value for option '--kernel-cache': invalid duration '5x'"
+                + " (see 'chibifs mount --help')");
+        Result r = runWithLauncherExit(2, "chibifs", "/mnt/planner", "-o", "ctx=planner,kcache=5x");
+        assertEquals(1, r.code());
+        assertEquals("chibifs: Invalid value for option 'kcache=': invalid duration '5x' (see 'chibifs mount --help')\n",
+                r.stderr());
+        launcherEnv.put("FAKE_ERR", "chibifs: invalid --store '/x=nothing': unknown store; choose a --home of your own");
+        assertEquals("chibifs: invalid store='/x=nothing': unknown store; choose a home= of your own\n",
+                runWithLauncherExit(2, "chibifs", "/mnt/planner", "-o", "ctx=planner,store=/x=nothing").stderr());
     }
 
     @Test
