@@ -520,10 +520,12 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
     private static Check staleMounts(Host h) {
         String name = "stale mounts";
         List<Path> stale = new ArrayList<>();
+        Map<Path, Long> mounters = new java.util.HashMap<>();
         try {
             for (MountTable.MountEntry m : MountTable.chibifsMounts(h.mountTable())) {
                 if (isDisconnected(m.mountpoint())) {
                     stale.add(m.mountpoint());
+                    mounters.put(m.mountpoint(), m.mounter());
                 }
             }
         } catch (IOException e) {
@@ -534,7 +536,10 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         StringBuilder fix = new StringBuilder();
         for (Path p : stale) {
-            fix.append(fix.length() == 0 ? "" : "; ").append("chibifs umount --force ").append(p);
+            // a daemon still there is hung, and only --force aborts it; a gone one's mount takes status's fix
+            long mounter = mounters.getOrDefault(p, -1L);
+            boolean hung = UmountCommand.findDaemon(p, mounter >= 0 ? mounter : h.uid()).isPresent();
+            fix.append(fix.length() == 0 ? "" : "; ").append(hung ? "chibifs umount --force " + p : StatusCommand.staleMountFix(p));
         }
         return Check.fail(name, "not answering (daemon gone or hung): " + stale, fix.toString());
     }
@@ -570,13 +575,28 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         if (bad.isEmpty()) {
             return Check.ok(name, "no stale entries");
         }
+        java.util.Set<Path> mounted = new java.util.HashSet<>();
+        try {
+            MountTable.chibifsMounts(h.mountTable()).forEach(m -> mounted.add(m.mountpoint()));
+        } catch (IOException e) {
+            // the stale-mounts check says the table cannot be read; each record is then only removed
+        }
         StringBuilder detail = new StringBuilder();
-        StringBuilder fix = new StringBuilder("rm");
+        List<String> fixes = new ArrayList<>();
+        List<String> removals = new ArrayList<>();
         for (MountRegistry.Entry e : bad) {
             detail.append(detail.length() == 0 ? "" : "; ").append(e.file().getFileName()).append(": ").append(e.detail());
-            fix.append(' ').append(e.file());
+            // status's fix for the same record: a killed daemon's mount and its record go with one umount
+            if (e.health() == MountRegistry.Health.STALE && e.record() != null && mounted.contains(e.record().mountpoint())) {
+                fixes.add(StatusCommand.staleMountFix(e.record().mountpoint()));
+            } else {
+                removals.add(e.file().toString());
+            }
         }
-        return Check.fail(name, "stale: " + detail, fix + " (after chibifs umount --force of any mount they name)");
+        if (!removals.isEmpty()) {
+            fixes.add("rm " + String.join(" ", removals));
+        }
+        return Check.fail(name, "stale: " + detail, String.join("; ", fixes));
     }
 
     private static Check mountpoint(Host h, Path mp) {

@@ -234,6 +234,17 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 }
             }
             MountTable.MountEntry here = MountTable.topmostAt(mounted, at).orElse(null);
+            if (here != null && here.isChibifs()) {
+                // a killed daemon's mount: said as status says it ("stale", and the fix), not "none is registered"
+                for (Map.Entry<MountRegistry, List<MountRegistry.Entry>> r : listed.entrySet()) {
+                    for (MountRegistry.Entry e : r.getValue()) {
+                        if (e.record() != null && e.record().mountpoint().equals(at) && e.health() == MountRegistry.Health.STALE) {
+                            throw new CommandFailure(ExitCodes.FAILURE, at + " is stale: " + e.detail() + "; "
+                                    + StatusCommand.staleAdvice(e, true));
+                        }
+                    }
+                }
+            }
             if (here == null) {
                 continue;
             }

@@ -273,12 +273,25 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         String detail = details.isEmpty() ? entry.detail() : String.join("; ", details);
         if (entry.health() == MountRegistry.Health.STALE && entry.record() != null) {
-            detail += mounted.contains(entry.record().mountpoint())
-                    ? "; its mount is left without a daemon: umount -l " + entry.record().mountpoint() + ", then remove " + entry.file()
-                    : "; nothing serves it: remove " + entry.file();
+            detail += "; " + staleAdvice(entry, mounted.contains(entry.record().mountpoint()));
         }
         row.put("detail", detail);
         return row;
+    }
+
+    /**
+     * What to do about a stale record (its daemon gone), one wording for status, stats, trace, sync and
+     * doctor (which offered three fixes for one stale mount): where its mount is still in the table,
+     * {@code chibifs umount}, which clears the mount and the record both; else removing the record.
+     */
+    static String staleAdvice(MountRegistry.Entry entry, boolean mounted) {
+        return mounted ? "its mount is left without a daemon: " + staleMountFix(entry.record().mountpoint())
+                : "nothing serves it: remove " + entry.file();
+    }
+
+    /** The fix for a mount whose daemon is gone: clears it and the daemon's record, as any user's own or as root. */
+    static String staleMountFix(Path mountpoint) {
+        return "chibifs umount " + mountpoint;
     }
 
     /**

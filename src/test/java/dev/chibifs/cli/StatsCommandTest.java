@@ -125,6 +125,22 @@ class StatsCommandTest {
                 none.getMessage());
     }
 
+    /** A killed daemon's mount: stats said no daemon was registered where status says stale; now as status, with its fix. */
+    @Test
+    void aKilledDaemonsMountIsStaleWithStatussFix() throws Exception {
+        Path mp = mnt.resolve("killed");
+        Path table = java.nio.file.Files.writeString(mnt.resolve("killed-mounts"), "chibifs " + mp
+                + " fuse.chibifs rw,nosuid,nodev,relatime,user_id=0,group_id=0 0 0\n");
+        MountRegistry registry = new MountRegistry(mnt.resolve("killed-registry"), table, pid -> false);
+        registry.write(new MountRecord(mp, 77, MountRecord.MODE_CONTEXT, "planner", "", null, Path.of("/h"),
+                Path.of("/h/vfs"), java.time.Instant.now(), "", "/h/chibifs/mount.log"));
+        CommandFailure stale = assertThrows(CommandFailure.class, () -> StatsCommand.socketOf(mp.resolve("shared"), "stats",
+                StatsSocket::pathFor, java.util.List.of(registry), table, 0));
+        assertEquals(mp + " is stale: pid 77 is not running; its mount is left without a daemon: chibifs umount " + mp,
+                stale.getMessage());
+        assertEquals(ExitCodes.FAILURE, stale.exitCode());
+    }
+
     /** A listener that takes connections (the kernel completes them) and never writes: a daemon under SIGSTOP. */
     static java.nio.channels.ServerSocketChannel silent(Path path) throws java.io.IOException {
         java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX);
