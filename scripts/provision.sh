@@ -10,7 +10,8 @@
 #                  allow_other (uid-mapped mounts need it; a root daemon does not)
 #   --install      link the launcher and the mount helper, and copy the systemd unit, into the system:
 #                  /usr/local/bin/chibifs, /usr/local/bin/chibifs-wait-mounted,
-#                  /sbin/mount.fuse.chibifs, /etc/systemd/system/chibifs@.service
+#                  /sbin/mount.fuse.chibifs, /usr/local/share/doc/chibifs (the docs, which the unit's
+#                  Documentation= names), /etc/systemd/system/chibifs@.service
 #   --uninstall    remove what --install put there (links that lead into this checkout, and the
 #                  unit if it is still this checkout's); /etc/chibifs and every store are kept.
 #                  Installs and builds nothing.
@@ -54,8 +55,10 @@ if $install || $uninstall || $allow_other; then
     as_root "--install, --uninstall or --allow-other"
 fi
 
+# the docs too: the unit's Documentation= names them where every install has them, wherever the
+# checkout is (it named /opt/chibifs, the Vagrant box's, which a checkout elsewhere made untrue)
 installed_links=(/usr/local/bin/chibifs:scripts/chibifs /usr/local/bin/chibifs-wait-mounted:scripts/chibifs-wait-mounted
-                 /sbin/mount.fuse.chibifs:scripts/mount.fuse.chibifs)
+                 /sbin/mount.fuse.chibifs:scripts/mount.fuse.chibifs /usr/local/share/doc/chibifs:docs)
 unit=/etc/systemd/system/chibifs@.service
 
 if $uninstall; then
@@ -198,6 +201,11 @@ fi
 if $install; then
     # mount(8) looks for helpers in /sbin; on merged-/usr systems that is /usr/sbin, the same place
     for pair in "${installed_links[@]}"; do
+        if [[ -d ${pair%%:*} && ! -L ${pair%%:*} ]]; then
+            echo "provision.sh: kept ${pair%%:*}: a directory, not a link (ln would link inside it)"
+            continue
+        fi
+        mkdir -p "$(dirname "${pair%%:*}")"
         ln -sfn "$repo/${pair#*:}" "${pair%%:*}"
         echo "provision.sh: linked ${pair%%:*} -> $repo/${pair#*:}"
     done

@@ -55,6 +55,18 @@ class SystemdUnitTest {
         assertEquals("", output.strip(), "verify printed warnings");
     }
 
+    /** Documentation= named /opt/chibifs, the Vagrant box's checkout: it is where provision.sh --install links the docs. */
+    @Test
+    void theDocumentationItNamesIsWhereProvisionLinksTheDocs() throws Exception {
+        java.util.regex.Matcher doc = java.util.regex.Pattern.compile("(?m)^Documentation=file://(/\\S+)/operations\\.md$")
+                .matcher(Files.readString(UNIT));
+        assertTrue(doc.find(), "a Documentation= line naming operations.md");
+        String provision = Files.readString(Path.of("scripts", "provision.sh"));
+        assertTrue(provision.contains(" " + doc.group(1) + ":docs)") || provision.contains(" " + doc.group(1) + ":docs "),
+                "provision.sh --install links " + doc.group(1) + " to the checkout's docs");
+        assertTrue(Files.exists(Path.of("docs", "operations.md")));
+    }
+
     @Test
     void unitReadsItsOptionsPerInstanceAndStopsWithAnUnmount() throws Exception {
         String unit = Files.readString(UNIT);
