@@ -255,11 +255,80 @@ final class MountCommand implements Callable<Integer> {
         // what the daemon makes (store directories, caches, its log) is never writable by others,
         // whatever umask it was started with: at umask 000 an unmapped user wrote the store directly
         Syscalls.umaskAtLeast(022);
-        if (foreground) {
-            return runDaemon(plan, chibiHome, mp, pid -> { });
+        MadeByThisMount made = new MadeByThisMount(List.of(chibiHome.dir(), homeLogs(chibiHome), ROOT_LOGS), logName(mp));
+        try {
+            if (foreground) {
+                return runDaemon(plan, chibiHome, mp, pid -> mountAnswered = true);
+            }
+            Optional<DetachedMount> detached = DetachedMount.fromEnvironment(System.getenv());
+            return detached.isPresent() ? runDetached(detached.get(), plan, chibiHome, mp) : spawnDaemon(plan, chibiHome, mp);
+        } catch (MountFailure | IOException e) {
+            if (mountAnswered) {
+                throw e; // what it made has served: the agents' now
+            }
+            Path log = made.removeAll();
+            // the failure's line named the log it had just removed
+            if (log != null && e instanceof MountFailure) {
+                throw new MountFailure(e.getMessage().replace(" (log: " + log + ")", ""));
+            }
+            throw e;
         }
-        Optional<DetachedMount> detached = DetachedMount.fromEnvironment(System.getenv());
-        return detached.isPresent() ? runDetached(detached.get(), plan, chibiHome, mp) : spawnDaemon(plan, chibiHome, mp);
+    }
+
+    /** Whether the mount answered: from then on, a failure leaves what it made, which its agents used. */
+    private volatile boolean mountAnswered;
+
+    /**
+     * What a mount that fails makes, to be removed again: a failed mount of a new home left the home,
+     * its store's directories and a logs directory holding the failure's log behind. Each path given
+     * that does not exist yet is noted at its topmost missing directory; on failure this mount's log
+     * there goes, then every directory left empty below that one, bottom up: anything else (another
+     * mount's log, a file another process put there meanwhile) stays, and so do the directories
+     * leading to it.
+     */
+    private static final class MadeByThisMount {
+        private final List<Path> tops = new ArrayList<>();
+        private final String logName;
+
+        MadeByThisMount(List<Path> dirs, String logName) {
+            this.logName = logName;
+            for (Path dir : dirs) {
+                Path top = null;
+                for (Path p = dir.toAbsolutePath().normalize(); p != null && !Files.exists(p, LinkOption.NOFOLLOW_LINKS);
+                        p = p.getParent()) {
+                    top = p;
+                }
+                if (top != null && tops.stream().noneMatch(top::startsWith)) {
+                    tops.add(top);
+                }
+            }
+        }
+
+        /** Removes what was made; returns the log removed (the last, where several), or null. */
+        Path removeAll() {
+            Path[] log = new Path[1];
+            for (Path top : tops) {
+                try (java.util.stream.Stream<Path> walk = Files.walk(top)) {
+                    for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                        boolean isLog = p.getFileName().toString().equals(logName)
+                                && Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS);
+                        if (isLog || Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
+                            try {
+                                Files.delete(p);
+                                if (isLog) {
+                                    log[0] = p;
+                                }
+                            } catch (IOException notEmptyOrNotOurs) {
+                                // kept, with the directories leading to it
+                            }
+                        }
+                    }
+                } catch (IOException | java.io.UncheckedIOException unreadable) {
+                    // nothing made there, or it cannot be read: left as it is
+                }
+            }
+            return log[0];
+        }
     }
 
     /**
@@ -592,7 +661,10 @@ final class MountCommand implements Callable<Integer> {
         loggedTo = logFile;
         reopenLog = detached::reopenLog;
         try {
-            return runDaemon(plan, chibiHome, mp, pid -> detached.mounted(mountedLine(plan, chibiHome, mp, pid, logFile)));
+            return runDaemon(plan, chibiHome, mp, pid -> {
+                mountAnswered = true;
+                detached.mounted(mountedLine(plan, chibiHome, mp, pid, logFile));
+            });
         } catch (MountFailure e) {
             System.err.println(ErrorHandler.PREFIX + e.getMessage()); // the log says how its mount ended too
             throw new MountFailure(e.getMessage() + " (log: " + logFile + ")");
@@ -632,8 +704,7 @@ final class MountCommand implements Callable<Integer> {
         if (whyNotHome != null && !Files.isWritable(logDir)) {
             throw new MountFailure(rootLogsRefused(homeLogs, whyNotHome));
         }
-        String logName = mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_');
-        return logDir.resolve("mount-" + logName + ".log");
+        return logDir.resolve(logName(mp));
     }
 
     /** What to do when this user may not keep a log in the home's logs directory (a home root owns). */
@@ -644,6 +715,11 @@ final class MountCommand implements Callable<Integer> {
     static String homeLogsRefused(Path logDir, java.nio.file.AccessDeniedException refused) {
         Path at = refused.getFile() == null ? logDir : Path.of(refused.getFile());
         return "cannot keep the daemon's log in " + logDir + ": " + WriteAccess.denied(at) + ": " + HOME_LOGS_FIX;
+    }
+
+    /** The name of the log of a mount at {@code mp}, in whichever logs directory it goes. */
+    static String logName(Path mp) {
+        return "mount-" + (mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_')) + ".log";
     }
 
     /** Where the daemon's log goes unless {@link #whyRootLogsElsewhere} says otherwise. */

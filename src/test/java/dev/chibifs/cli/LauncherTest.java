@@ -489,6 +489,31 @@ class LauncherTest {
     }
 
     /**
+     * A mount that failed left the new home it made behind, a logs directory with the failure's log
+     * in it, or (a home there was) the logs directory: it leaves nothing it made, and its line names
+     * no log it removed.
+     */
+    @Test
+    void aFailedMountLeavesNothingItMade() throws Exception {
+        FuseSupport.requireFuse();
+        Path root = MountedFs.tempRoot();
+        Path full = Files.createDirectories(root.resolve("full"));
+        Files.writeString(full.resolve("x"), "x");
+        Path home = root.resolve("new-home");
+        Sh.Result r = Sh.run(launcherMount(home, full));
+        assertEquals(1, r.exitCode(), r.err() + r.out());
+        assertTrue(r.err().contains("is not empty") && !r.err().contains("(log: "), r.err());
+        assertFalse(Files.exists(home), "the new home stays");
+
+        Path existing = Files.createDirectories(root.resolve("home/vfs")).getParent();
+        Files.writeString(existing.resolve("config.toml"), "");
+        r = Sh.run(launcherMount(existing, full));
+        assertEquals(1, r.exitCode(), r.err() + r.out());
+        assertFalse(Files.exists(existing.resolve("chibifs")), "the logs directory stays");
+        assertTrue(Files.exists(existing.resolve("config.toml")), "what was there goes");
+    }
+
+    /**
      * A plain umount of a stopped daemon's mount unmounts it and leaves the daemon stopped; --force
      * then said "not mounted (it was unmounted lazily ...)" and left it so. It ends the daemon and says how.
      */
