@@ -784,8 +784,6 @@ final class MountCommand implements Callable<Integer> {
         }
     }
 
-    /** Whether {@code dir}, or the nearest directory leading to it that exists, is root's. */
-
     /** What a background mount prints once the mount answers. */
     private String mountedLine(Plan plan, ChibiHome chibiHome, Path mp, long daemonPid, Path logFile) {
         // --store /=SPEC serves the whole namespace: name it rather than <home>/vfs
