@@ -240,8 +240,9 @@ final class MountCommand implements Callable<Integer> {
             throw new MountFailure(mp + " is already a mount point (chibifs umount " + mp + " first)");
         }
         requireDirectory(mp);
-        if (stores.mounts().stream().noneMatch(m -> m.prefix().isRoot())) {
-            // the daemon makes the store's directories first: a home root owns failed there with a
+        if (stores.mounts().stream().noneMatch(m -> m.prefix().isRoot()) && Router.namespaceDirectories(plan.homes()).stream()
+                .anyMatch(d -> !Files.isDirectory(chibiHome.store().resolve(d.substring(1))))) {
+            // the daemon makes the store's missing directories first: a home root owns failed there with a
             // bare "Permission denied: /sys", the store's own path for the directory it could not make
             String denied = WriteAccess.whyNotMake(chibiHome.store());
             if (denied != null) {

@@ -1457,13 +1457,11 @@ public final class Router {
     }
 
     /**
-     * Creates the zone roots ({@code /shared}, {@code /home}, {@code /sys}, {@code /sys/tool_cache},
-     * and chibi 0.10's {@code /site}, {@code /flocks}, {@code /tools}, {@code /tools/shared},
-     * {@code /tools/home}, {@code /tools/flocks}), the home and tools home of every named context,
-     * and the parents of every store's mount point, as SYSTEM; what
-     * exists already is left alone, so a read-only store at one of them is no failure.
+     * The directories {@link #createNamespace} makes where they are missing, parents first: the zone
+     * roots and the homes of {@code contexts}. A mount's check that the store can be written looks
+     * only where one is missing: a store set up whole by another user mounts as it is.
      */
-    public void createNamespace(Collection<String> contexts) throws IOException {
+    public static List<String> namespaceDirectories(Collection<String> contexts) {
         List<String> dirs = new ArrayList<>(List.of("/shared", "/home", "/sys", "/sys/tool_cache",
                 "/site", "/flocks", "/tools", "/tools/shared", "/tools/home", "/tools/flocks"));
         for (String c : contexts) {
@@ -1471,6 +1469,18 @@ public final class Router {
             dirs.add("/home/" + Caller.context(c).name());
             dirs.add("/tools/home/" + Caller.context(c).name());
         }
+        return dirs;
+    }
+
+    /**
+     * Creates the zone roots ({@code /shared}, {@code /home}, {@code /sys}, {@code /sys/tool_cache},
+     * and chibi 0.10's {@code /site}, {@code /flocks}, {@code /tools}, {@code /tools/shared},
+     * {@code /tools/home}, {@code /tools/flocks}), the home and tools home of every named context,
+     * and the parents of every store's mount point, as SYSTEM; what
+     * exists already is left alone, so a read-only store at one of them is no failure.
+     */
+    public void createNamespace(Collection<String> contexts) throws IOException {
+        List<String> dirs = namespaceDirectories(contexts);
         // the namespace's own, sorted: what a read-only store lacking them is told it lacks
         java.util.SortedSet<String> own = new java.util.TreeSet<>(dirs);
         // the directories a store's mount point is reached through, with (one of) the prefixes needing them
