@@ -1854,6 +1854,14 @@ public final class LocalStorage implements Storage {
 
     @Override
     public List<String> xattrNames(VfsPath path) throws IOException {
+        try (At a = at(path)) {
+            List<String> names = Syscalls.listxattrAt(a.dir, a.name, path.toString());
+            // user.* names are a file's or a directory's only: a link, fifo or socket has none to show
+            // (its security.* labels, if any, go the long way, which knows its type)
+            if (names != null && names.stream().allMatch(n -> n.startsWith(USER_XATTRS))) {
+                return names;
+            }
+        }
         List<String> names = withXattrs(path, false, fd -> Syscalls.listxattrPath(fd, path.toString()));
         return names == null ? List.of() : names;
     }
@@ -1883,6 +1891,9 @@ public final class LocalStorage implements Storage {
             case REPLACE -> XATTR_REPLACE;
         };
     }
+
+    /** The namespace of the attributes a mount shows: the only one a link, fifo or socket cannot have. */
+    private static final String USER_XATTRS = "user.";
 
     private interface XattrCall<T> {
         T on(int fd) throws IOException;

@@ -245,6 +245,8 @@ public final class Linux {
     public static final long SYS_OPENAT2 = 437;
     /** pidfd_open(2), Linux 5.3: a descriptor that polls readable once the process has exited. */
     public static final long SYS_PIDFD_OPEN = 434;
+    /** listxattrat(2), Linux 6.13: listxattr of a name relative to a directory descriptor (the same on x86-64 and arm64). */
+    public static final long SYS_LISTXATTRAT = 465;
     public static final long RESOLVE_NO_XDEV = 0x01;
     public static final long RESOLVE_NO_MAGICLINKS = 0x02;
     public static final long RESOLVE_NO_SYMLINKS = 0x04;

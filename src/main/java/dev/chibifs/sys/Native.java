@@ -26,6 +26,9 @@ final class Native {
 
         long syscall(long number, long pid, int flags);
 
+        /** listxattrat(2) (no libc wrapper): dirfd, name, at_flags, then the list's buffer and size. */
+        long syscall(long number, int dirfd, @In byte[] path, int atFlags, @Out byte[] list, long size);
+
         int close(int fd);
 
         long pread(int fd, long buf, long count, long offset);

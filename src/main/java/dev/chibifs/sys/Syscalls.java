@@ -786,7 +786,36 @@ public final class Syscalls {
     /** listxattr(2) of the file behind O_PATH descriptor {@code fd}: its attributes' names, in the store's order. */
     public static List<String> listxattrPath(int fd, String file) throws IOException {
         byte[] path = bytes(PROC_SELF_FD + fd);
-        byte[] list = sized((buf, size) -> LIBC.listxattr(path, buf, size), file);
+        return names(sized((buf, size) -> LIBC.listxattr(path, buf, size), file));
+    }
+
+    /** Whether the kernel has listxattrat(2) (Linux 6.13); set false at its first ENOSYS. */
+    private static volatile boolean listxattrAtWorks = true;
+
+    /**
+     * listxattrat(2) of {@code name} in directory {@code dirfd}, a link itself and never what it
+     * names: one system call where {@link #listxattrPath} takes four (an O_PATH open, its type, the
+     * call through /proc, the close; `cp -a` and `rsync -X` list every file twice). Null where the
+     * kernel is older than 6.13.
+     */
+    public static List<String> listxattrAt(int dirfd, String name, String file) throws IOException {
+        if (!listxattrAtWorks) {
+            return null;
+        }
+        byte[] path = bytes(name);
+        try {
+            return names(sized((buf, size) -> LIBC.syscall(SYS_LISTXATTRAT, dirfd, path, AT_SYMLINK_NOFOLLOW, buf, size), file));
+        } catch (IOException e) {
+            if (Errors.errno(e) != ENOSYS) {
+                throw e;
+            }
+            listxattrAtWorks = false;
+            return null;
+        }
+    }
+
+    /** The names in a listxattr(2) answer: NUL-terminated, in the store's order. */
+    private static List<String> names(byte[] list) {
         List<String> names = new ArrayList<>();
         for (int start = 0, i = 0; i < list.length; i++) {
             if (list[i] == 0) {

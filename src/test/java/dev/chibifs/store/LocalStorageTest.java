@@ -273,6 +273,28 @@ class LocalStorageTest extends StorageBehaviourSuite {
     }
 
     /**
+     * A listing of attributes takes one listxattrat(2) where the kernel has it; what it finds beside
+     * user.* names (labels root put on the store files) goes the long way, which knows the file's
+     * type: a link's labels are not its attributes (it can have no user.* ones), a file's are.
+     */
+    @Test
+    void attributeNamesOfFilesAndLinksAsTheStoreHasThem() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Syscalls.geteuid() == 0, "only root sets trusted.* names");
+        LocalStorage s = new LocalStorage(root);
+        s.createDirectory(p("/shared"));
+        s.write(p("/shared/f"), bytes("f"));
+        s.createSymlink(p("/shared/l"), "f");
+        s.setXattr(p("/shared/f"), "user.a", bytes("1"), XattrMode.SET);
+        assertEquals(List.of("user.a"), s.xattrNames(p("/shared/f")));
+        assertEquals(List.of(), s.xattrNames(p("/shared/l")));
+        Sh.run("setfattr -n trusted.label -v x '" + root.resolve("shared/f") + "' && setfattr -h -n trusted.label -v x '"
+                + root.resolve("shared/l") + "'").ok();
+        assertEquals(List.of("trusted.label", "user.a"), s.xattrNames(p("/shared/f")).stream().sorted().toList());
+        assertEquals(List.of(), s.xattrNames(p("/shared/l")), "a link's label is no attribute of it");
+        assertEquals(List.of(), s.xattrNames(p("/shared")));
+    }
+
+    /**
      * A daemon run as root (systemd) over a user's CHIBI_HOME made everything root's: chibi, run as
      * that user, could then neither replace nor change what agents had made. What the store makes is
      * its owner's, the store's own directory too where the first mount makes it.
