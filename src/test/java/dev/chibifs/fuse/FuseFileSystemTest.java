@@ -2833,6 +2833,9 @@ class FuseFileSystemTest {
         assertEquals(-Linux.ENODATA, kernel.call(FuseProtocol.GETXATTR, f, body().int32(0).int32(0).name("user.none")).error());
         RequestStats.OpStats getxattr = stats.snapshot().requests().get("GETXATTR");
         assertEquals(List.of(2L, 0L, 2L), List.of(getxattr.count(), getxattr.errors(), getxattr.expected()));
+        assertEquals(-Linux.ENOTSUP, setxattr(f, "system.posix_acl_access", "acl", 0).error(), "cp -a keeping ACLs");
+        RequestStats.OpStats setxattr = stats.snapshot().requests().get("SETXATTR");
+        assertEquals(List.of(1L, 0L, 1L), List.of(setxattr.count(), setxattr.errors(), setxattr.expected()));
         assertEquals(-Linux.ENOENT, kernel.call(FuseProtocol.GETATTR, 999_999, body().int32(0).int32(0).int64(0)).error(),
                 "a node the kernel never had");
         RequestStats.OpStats getattr = stats.snapshot().requests().get("GETATTR");
