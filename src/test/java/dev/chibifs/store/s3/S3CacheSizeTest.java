@@ -3,8 +3,8 @@ package dev.chibifs.store.s3;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.testing.Closer;
 import dev.chibifs.testing.MutableClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
@@ -52,14 +52,8 @@ class S3CacheSizeTest {
     static final S3Server server = S3Server.perClass(BUCKET);
 
     private final MutableClock clock = new MutableClock(Instant.parse("2026-11-28T08:00:00Z"));
-    private final List<S3Storage> open = new ArrayList<>();
-
-    @AfterEach
-    void closeStores() throws IOException {
-        for (S3Storage s : open) {
-            s.close();
-        }
-    }
+    @RegisterExtension
+    final Closer open = new Closer();
 
     /** A store on {@code prefix} of the bucket, its content cache in {@code cacheDir} and within {@code cacheSize} bytes. */
     private S3Storage store(Path cacheDir, String prefix, long cacheSize) throws IOException {
@@ -235,8 +229,7 @@ class S3CacheSizeTest {
         clock.advance(PAST_GRACE);
         s.read(p("/d/kept"));
         assertEquals(KIB, s.evictBeyondCacheSize());
-        s.close();
-        open.remove(s);
+        s.close(); // closing again after the test changes nothing
 
         S3Storage again = store(cache, prefix, 0);
         assertArrayEquals(content(1, KIB), again.read(p("/d/evicted")));

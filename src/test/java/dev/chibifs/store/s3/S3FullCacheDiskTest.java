@@ -5,10 +5,10 @@ import dev.chibifs.store.FileHandle;
 import dev.chibifs.store.OpenFlag;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.Linux;
+import dev.chibifs.testing.Closer;
 import dev.chibifs.testing.FuseSupport;
 import dev.chibifs.testing.MutableClock;
 import dev.chibifs.testing.Tmpfs;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -20,10 +20,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
@@ -53,14 +51,8 @@ class S3FullCacheDiskTest {
     static final S3Server server = S3Server.perClass(BUCKET);
 
     private final MutableClock clock = new MutableClock(Instant.parse("2026-12-04T08:00:00Z"));
-    private final List<AutoCloseable> open = new ArrayList<>();
-
-    @AfterEach
-    void closeAll() throws Exception {
-        for (int i = open.size() - 1; i >= 0; i--) {
-            open.get(i).close();
-        }
-    }
+    @RegisterExtension
+    final Closer open = new Closer();
 
     private static VfsPath p(String s) {
         return VfsPath.of(s);
