@@ -191,7 +191,7 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             String denied = whyNotMake.apply(homeLogs);
             if (denied != null) {
                 return Check.fail(name, "a background mount cannot keep its log in " + homeLogs + ": " + denied,
-                        MountCommand.HOME_LOGS_FIX);
+                        MountCommand.homeLogsFix(homeLogs));
             }
             return Check.ok(name, "a background mount logs in " + homeLogs);
         }

@@ -709,13 +709,19 @@ final class MountCommand implements Callable<Integer> {
     }
 
     /** What to do when this user may not keep a log in the home's logs directory (a home root owns). */
-    static final String HOME_LOGS_FIX = "mount with --foreground (it logs to stderr), give the home to this user"
-            + " (as root, chown -R USER HOME), or choose a --home of your own";
+    static String homeLogsFix(Path homeLogs) {
+        // a home's logs are <home>/chibifs/logs; anywhere else (root's /var/log/chibifs) names no home to give
+        Path chibifs = homeLogs.getParent();
+        boolean inHome = homeLogs.endsWith("logs") && chibifs != null && chibifs.endsWith("chibifs") && chibifs.getParent() != null;
+        String home = inHome ? chibifs.getParent().toString() : "HOME";
+        return "mount with --foreground (it logs to stderr), give the home to this user (as root, chown -R "
+                + System.getProperty("user.name", "$(id -un)") + " " + home + "), or choose a --home of your own";
+    }
 
     /** Why the log cannot go where {@code refused} says, naming the path that refused and whom. */
     static String homeLogsRefused(Path logDir, java.nio.file.AccessDeniedException refused) {
         Path at = refused.getFile() == null ? logDir : Path.of(refused.getFile());
-        return "cannot keep the daemon's log in " + logDir + ": " + WriteAccess.denied(at) + ": " + HOME_LOGS_FIX;
+        return "cannot keep the daemon's log in " + logDir + ": " + WriteAccess.denied(at) + ": " + homeLogsFix(logDir);
     }
 
     /** The name of the log of a mount at {@code mp}, in whichever logs directory it goes. */

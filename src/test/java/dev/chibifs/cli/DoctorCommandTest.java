@@ -381,7 +381,8 @@ class DoctorCommandTest {
         assertFalse(c.ok());
         assertEquals("a background mount cannot keep its log in " + homeLogs + ": permission denied: uid 1001 (agent) may not"
                 + " write " + tmp.resolve("h") + " (owner root, mode 0755)", c.detail());
-        assertTrue(c.fix().startsWith("mount with --foreground") && c.fix().contains("chown -R USER HOME"), c.fix());
+        assertTrue(c.fix().startsWith("mount with --foreground") && c.fix().contains("chown -R "
+                + System.getProperty("user.name") + " " + tmp.resolve("h") + ")"), c.fix());
     }
 
     /** The refusal names the nearest path there is: the file when it exists, else the directory it would be made in. */
