@@ -3,6 +3,7 @@ package dev.chibifs.cli;
 import dev.chibifs.config.HomeFile;
 import dev.chibifs.fuse.MountTable;
 import dev.chibifs.store.ContentHash;
+import dev.chibifs.sys.ProcStatus;
 import dev.chibifs.sys.Syscalls;
 import java.io.IOException;
 import java.io.Reader;
@@ -420,8 +421,11 @@ final class MountRegistry {
                     + " serves no FUSE mount (it holds no " + FUSE_DEVICE + ")");
         }
         if (mounter == null) {
+            // a stopped daemon serves nothing: a plain umount of one unmounted it and left it so
             return new Entry(file, record, Health.DETACHED, record.mountpoint() + " is unmounted; pid " + record.pid()
-                    + " still serves the files open on it and exits when the last is closed");
+                    + (ProcStatus.stopped(record.pid()) ? " is stopped (SIGSTOP, or a debugger), the files open on it"
+                    + " waiting: kill -CONT " + record.pid() + ", or chibifs umount --force " + record.mountpoint() + " ends it"
+                    : " still serves the files open on it and exits when the last is closed"));
         }
         return new Entry(file, record, Health.ACTIVE, "");
     }

@@ -147,6 +147,31 @@ class MountRegistryTest {
                 + " is closed", entries.get(1).detail());
     }
 
+    /** A stopped daemon whose mount a plain umount took serves nothing: status said it did. */
+    @Test
+    void aStoppedDaemonWithoutItsMountIsSaidStoppedWithItsFixes() throws Exception {
+        Path notMounted = tmp.resolve("b");
+        Process sleeper = new ProcessBuilder("sleep", "60").start();
+        try {
+            new ProcessBuilder("kill", "-STOP", Long.toString(sleeper.pid())).start().waitFor();
+            // the signal is queued when kill returns; the process stops when next scheduled
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (!dev.chibifs.sys.ProcStatus.stopped(sleeper.pid()) && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(tmp.resolve("a")), pid -> true);
+            registry.write(new MountRecord(notMounted, sleeper.pid(), MountRecord.MODE_CONTEXT, "planner", "", null,
+                    Path.of("/h"), Path.of("/h/vfs"), Instant.now(), "", "/h/chibifs/mount.log"));
+            MountRegistry.Entry e = registry.list().get(0);
+            assertEquals(MountRegistry.Health.DETACHED, e.health());
+            assertEquals(notMounted + " is unmounted; pid " + sleeper.pid() + " is stopped (SIGSTOP, or a debugger), the files"
+                    + " open on it waiting: kill -CONT " + sleeper.pid() + ", or chibifs umount --force " + notMounted
+                    + " ends it", e.detail());
+        } finally {
+            sleeper.destroyForcibly();
+        }
+    }
+
     /** A killed daemon's pid given to a later process must not make its record look alive. */
     @Test
     void aPidRunsTheDaemonOfARecordOnlyIfItsProcessStartedBeforeTheRecord() {
