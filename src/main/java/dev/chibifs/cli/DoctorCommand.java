@@ -575,19 +575,13 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         if (bad.isEmpty()) {
             return Check.ok(name, "no stale entries");
         }
-        java.util.Set<Path> mounted = new java.util.HashSet<>();
-        try {
-            MountTable.chibifsMounts(h.mountTable()).forEach(m -> mounted.add(m.mountpoint()));
-        } catch (IOException e) {
-            // the stale-mounts check says the table cannot be read; each record is then only removed
-        }
         StringBuilder detail = new StringBuilder();
         List<String> fixes = new ArrayList<>();
         List<String> removals = new ArrayList<>();
         for (MountRegistry.Entry e : bad) {
             detail.append(detail.length() == 0 ? "" : "; ").append(e.file().getFileName()).append(": ").append(e.detail());
-            // status's fix for the same record: a killed daemon's mount and its record go with one umount
-            if (e.health() == MountRegistry.Health.STALE && e.record() != null && mounted.contains(e.record().mountpoint())) {
+            // status's fix for the same record: a killed daemon's mount, if still there, and its record go with one umount
+            if (e.health() == MountRegistry.Health.STALE && e.record() != null) {
                 fixes.add(StatusCommand.staleMountFix(e.record().mountpoint()));
             } else {
                 removals.add(e.file().toString());

@@ -240,7 +240,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
                     for (MountRegistry.Entry e : r.getValue()) {
                         if (e.record() != null && e.record().mountpoint().equals(at) && e.health() == MountRegistry.Health.STALE) {
                             throw new CommandFailure(ExitCodes.FAILURE, at + " is stale: " + e.detail() + "; "
-                                    + StatusCommand.staleAdvice(e, true));
+                                    + StatusCommand.staleAdvice(e, true, true));
                         }
                     }
                 }

@@ -163,7 +163,7 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     private void addRow(List<Map<String, Object>> rows, MountRegistry registry, MountRegistry.Entry entry, Set<Path> mounted) {
-        Map<String, Object> row = row(entry, mounted);
+        Map<String, Object> row = row(entry, mounted, registry.owner() == viewer);
         row.put("registryUid", registry.owner());
         if (registry.owner() != viewer) {
             // anything in it is that user's word: a record names any mountpoint, context or home
@@ -185,7 +185,7 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 : " (" + name + ")");
     }
 
-    private Map<String, Object> row(MountRegistry.Entry entry, Set<Path> mounted) {
+    private Map<String, Object> row(MountRegistry.Entry entry, Set<Path> mounted, boolean own) {
         Map<String, Object> row = new LinkedHashMap<>();
         MountRecord r = entry.record();
         if (r == null) {
@@ -273,7 +273,7 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         String detail = details.isEmpty() ? entry.detail() : String.join("; ", details);
         if (entry.health() == MountRegistry.Health.STALE && entry.record() != null) {
-            detail += "; " + staleAdvice(entry, mounted.contains(entry.record().mountpoint()));
+            detail += "; " + staleAdvice(entry, mounted.contains(entry.record().mountpoint()), own);
         }
         row.put("detail", detail);
         return row;
@@ -281,12 +281,15 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     /**
      * What to do about a stale record (its daemon gone), one wording for status, stats, trace, sync and
-     * doctor (which offered three fixes for one stale mount): where its mount is still in the table,
-     * {@code chibifs umount}, which clears the mount and the record both; else removing the record.
+     * doctor (which offered three fixes for one stale mount): {@code chibifs umount}, which clears the
+     * mount, where it is still in the table, and the record both; {@code own}: the record is in the
+     * registry of the user asking (another's record their umount does not clear: it is removed by hand).
      */
-    static String staleAdvice(MountRegistry.Entry entry, boolean mounted) {
-        return mounted ? "its mount is left without a daemon: " + staleMountFix(entry.record().mountpoint())
-                : "nothing serves it: remove " + entry.file();
+    static String staleAdvice(MountRegistry.Entry entry, boolean mounted, boolean own) {
+        if (mounted) {
+            return "its mount is left without a daemon: " + staleMountFix(entry.record().mountpoint());
+        }
+        return "nothing serves it: " + (own ? staleMountFix(entry.record().mountpoint()) : "remove " + entry.file());
     }
 
     /** The fix for a mount whose daemon is gone: clears it and the daemon's record, as any user's own or as root. */

@@ -12,6 +12,7 @@ import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -73,6 +74,16 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
             Optional<ProcessHandle> detached = findDaemon(mp, me);
             if (force && detached.isPresent()) {
                 return endDetachedDaemon(mp, detached.get());
+            }
+            if (detached.isEmpty() && uid == null) {
+                Long gone = removeStaleRecords(mp);
+                if (gone != null) {
+                    // status's one fix for a record its daemon left, mounted or not
+                    spec.commandLine().getOut().println(ErrorHandler.PREFIX + mp + " was not mounted; removed the record its"
+                            + " daemon (pid " + gone + ", gone) left");
+                    spec.commandLine().getOut().flush();
+                    return ExitCodes.OK;
+                }
             }
             throw new MountFailure(mp + " is not mounted" + detached.map(d -> " (it was unmounted" + (ProcStatus.stopped(d.pid())
                     ? ", but its daemon, pid " + d.pid() + ", is stopped (SIGSTOP, or a debugger): kill -CONT " + d.pid()
@@ -162,6 +173,29 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     /** A killed daemon leaves its record ('stale' in chibifs status) and its sockets: nothing else removes them. */
+    /**
+     * Removes this user's records of {@code mp} whose daemon is gone (stale: not running, or its pid
+     * another process now); the pid of the last, or null where there was none.
+     */
+    private static Long removeStaleRecords(Path mp) throws IOException {
+        MountRegistry registry = MountRegistry.forCurrentUser();
+        Long gone = null;
+        try {
+            for (MountRegistry.Entry e : registry.list()) {
+                if (e.health() == MountRegistry.Health.STALE && e.record() != null && e.record().mountpoint().equals(mp)) {
+                    Files.deleteIfExists(e.file());
+                    gone = e.record().pid();
+                }
+            }
+        } catch (IOException unreadable) {
+            return gone; // a registry that cannot be read (status says why): "not mounted" says the rest
+        }
+        if (gone != null) {
+            StatsSocket.removeDeadDaemons(registry);
+        }
+        return gone;
+    }
+
     private static void forgetKilledDaemon(Path mp) throws IOException {
         MountRegistry registry = MountRegistry.forCurrentUser();
         registry.removeDead(mp); // not a detached daemon's of the same mountpoint, which still serves

@@ -305,7 +305,7 @@ class DoctorCommandTest {
         DoctorCommand.Host host = new DoctorCommand.Host(h.fuseDevice(), h.searchPath(), h.fuseConf(), h.procStatus(),
                 h.mountTable(), deadPids, h.uid(), h.env());
         assertEquals(1, doctor(host));
-        assertFailed("registry " + tmp.resolve("registry") + ": stale", "rm " + deadPids.fileFor(Path.of("/mnt/gone")));
+        assertFailed("registry " + tmp.resolve("registry") + ": stale", "chibifs umount /mnt/gone");
     }
 
     @Test

@@ -73,8 +73,7 @@ class StatusCommandTest {
                 + "\\s+served\\s+" + java.util.regex.Pattern.quote(tmp.resolve("srv/chibi/vfs").toString()) + "\n.*"), text);
         assertTrue(text.matches("(?s).*\n/mnt/planner\\s+stale\\s+99\\s+1h03m\\s+context=planner\\s+served\\s+/h/vfs\n.*"), text);
         assertTrue(text.matches("(?s).*\n/mnt/orphan\\s+unregistered\\s+-\\s+-\\s+-\\s+-\\s+-\n.*"), text);
-        assertTrue(text.contains("/mnt/planner: pid 99 is not running; nothing serves it: remove "
-                + tmp.resolve("reg") + "/"), text);
+        assertTrue(text.contains("/mnt/planner: pid 99 is not running; nothing serves it: chibifs umount /mnt/planner"), text);
     }
 
     @Test
@@ -548,9 +547,9 @@ class StatusCommandTest {
         registry[0].write(contextRecord("/mnt/killed", 32));
         assertEquals(0, run(new StatusCommand(List.of(registry[0]), table, Clock.systemUTC())));
         String text = out.toString();
-        assertFalse(text.contains("umount"), text);
+        assertFalse(text.contains("left without a daemon"), text); // no mount to clear: only the record, which umount clears
         assertFalse(text.contains("/mnt/clean"), text);
-        assertTrue(text.contains("/mnt/killed: pid 32 is not running; nothing serves it: remove "), text);
+        assertTrue(text.contains("/mnt/killed: pid 32 is not running; nothing serves it: chibifs umount /mnt/killed"), text);
     }
 
     /** A mount starting while status reads is in the table before its record: it was shown as unregistered. */
