@@ -789,14 +789,15 @@ public final class Syscalls {
         return names(sized((buf, size) -> LIBC.listxattr(path, buf, size), file));
     }
 
-    /** Whether the kernel has listxattrat(2) (Linux 6.13); set false at its first ENOSYS. */
+    /** Whether the kernel has listxattrat(2) (Linux 6.13); set false at its first ENOSYS or EPERM. */
     private static volatile boolean listxattrAtWorks = true;
 
     /**
      * listxattrat(2) of {@code name} in directory {@code dirfd}, a link itself and never what it
      * names: one system call where {@link #listxattrPath} takes four (an O_PATH open, its type, the
      * call through /proc, the close; `cp -a` and `rsync -X` list every file twice). Null where the
-     * kernel is older than 6.13.
+     * kernel is older than 6.13, or a seccomp filter refuses calls newer than it knows (EPERM, as
+     * container runtimes' profiles did): the caller goes the old way, from then on at once.
      */
     public static List<String> listxattrAt(int dirfd, String name, String file) throws IOException {
         if (!listxattrAtWorks) {
@@ -806,7 +807,8 @@ public final class Syscalls {
         try {
             return names(sized((buf, size) -> LIBC.syscall(SYS_LISTXATTRAT, dirfd, path, AT_SYMLINK_NOFOLLOW, buf, size), file));
         } catch (IOException e) {
-            if (Errors.errno(e) != ENOSYS) {
+            int errno = Errors.errno(e);
+            if (errno != ENOSYS && errno != EPERM) {
                 throw e;
             }
             listxattrAtWorks = false;
