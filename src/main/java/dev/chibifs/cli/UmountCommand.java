@@ -172,7 +172,6 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         return ExitCodes.OK;
     }
 
-    /** A killed daemon leaves its record ('stale' in chibifs status) and its sockets: nothing else removes them. */
     /**
      * Removes this user's records of {@code mp} whose daemon is gone (stale: not running, or its pid
      * another process now); the pid of the last, or null where there was none.
@@ -196,6 +195,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         return gone;
     }
 
+    /** A killed daemon leaves its record ('stale' in chibifs status) and its sockets: nothing else removes them. */
     private static void forgetKilledDaemon(Path mp) throws IOException {
         MountRegistry registry = MountRegistry.forCurrentUser();
         registry.removeDead(mp); // not a detached daemon's of the same mountpoint, which still serves
