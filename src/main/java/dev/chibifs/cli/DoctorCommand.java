@@ -418,7 +418,7 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             // a user's, not root's: root is refused by something other than permission bits (sysfs)
             if (MountRegistry.currentUid() != 0) {
                 return Check.fail(name, "cannot create a file in " + store + ": " + WriteAccess.denied(probe),
-                        "as root, chown -R " + System.getProperty("user.name", "$(id -u)") + " " + store
+                        "as root, chown -R " + WriteAccess.chownUser() + " " + store
                                 + ", or choose a --home of your own");
             }
             return Check.fail(name, "cannot create a file in " + store + ": " + describe(e), "choose a writable --home");

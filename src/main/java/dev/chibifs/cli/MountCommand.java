@@ -247,7 +247,7 @@ final class MountCommand implements Callable<Integer> {
             String denied = WriteAccess.whyNotMake(chibiHome.store());
             if (denied != null) {
                 throw new MountFailure("cannot write the store " + chibiHome.store() + ": " + denied + ": as root, chown -R "
-                        + System.getProperty("user.name", "USER") + " " + chibiHome.store() + ", or choose a --home of your own");
+                        + WriteAccess.chownUser() + " " + chibiHome.store() + ", or choose a --home of your own");
             }
         }
         // made, as chibi's first run makes one, but said in the mounted line: a mistyped --home mounted
@@ -715,7 +715,7 @@ final class MountCommand implements Callable<Integer> {
         boolean inHome = homeLogs.endsWith("logs") && chibifs != null && chibifs.endsWith("chibifs") && chibifs.getParent() != null;
         String home = inHome ? chibifs.getParent().toString() : "HOME";
         return "mount with --foreground (it logs to stderr), give the home to this user (as root, chown -R "
-                + System.getProperty("user.name", "$(id -un)") + " " + home + "), or choose a --home of your own";
+                + WriteAccess.chownUser() + " " + home + "), or choose a --home of your own";
     }
 
     /** Why the log cannot go where {@code refused} says, naming the path that refused and whom. */

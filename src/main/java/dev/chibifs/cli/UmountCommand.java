@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
         footer = {"", "An S3 store's daemon uploads what is pending before it exits: umount waits as long as that"
                 + " goes on, saying how much is left; where S3 refuses a change, or is away, it says that what"
                 + " fails again is left in the daemon's cache directory for the next mount.",
-                "", "Exit codes: 0 unmounted; 1 not mounted, another user's mount, busy, or the daemon did not exit"
+                "", "Exit codes: 0 unmounted, or not mounted but a dead daemon's record of it removed; 1 not mounted, another user's mount, busy, or the daemon did not exit"
                 + " (its upload stalled);"
                 + " 2 usage."})
 final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {

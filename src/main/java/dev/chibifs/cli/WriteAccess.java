@@ -18,6 +18,15 @@ final class WriteAccess {
     private WriteAccess() {
     }
 
+    /**
+     * This user as a fix's {@code chown} names them: their name, or their uid where it has none (a
+     * container's uid without a passwd entry, which the JDK calls "?").
+     */
+    static String chownUser() {
+        String name = System.getProperty("user.name");
+        return name == null || name.isBlank() || "?".equals(name) ? Long.toString(Syscalls.geteuid()) : name;
+    }
+
     /** How each refusal this class words begins. */
     private static final String DENIED = "permission denied: uid ";
 
