@@ -119,10 +119,11 @@ final class Fetches {
     }
 
     /**
-     * A read-only handle of a file larger than the whole cache disk, which reads it from S3 in ranges
+     * A read-only handle of a file the cache cannot take ({@link S3Storage#cacheCanTake}: larger than
+     * its disk, or than the room it has and could make), which reads it from S3 in ranges
      * into memory ({@link RangeReads}), the version this open sees (by its ETag; s3proxy's file
      * backend lists none for an object put there by hand, and then by its size); null where the file fits the
-     * disk, is cached, or has changes here (the open then goes on as any). Its read failed ENOSPC at
+     * cache, is cached, or has changes here (the open then goes on as any). Its read failed ENOSPC at
      * once: a 30 MiB object could not be read through a 20 MiB tmpfs cache.
      */
     ObjectHandle rangedHandle(Node n, VfsPath path) throws IOException {
@@ -136,7 +137,7 @@ final class Fetches {
             }
             size = n.size;
         }
-        if (store.fitsCacheDisk(size)) {
+        if (store.cacheCanTake(size)) {
             return null;
         }
         synchronized (store) {
@@ -145,7 +146,7 @@ final class Fetches {
             }
             if (!path.equals(store.tooLargeRead)) {
                 store.tooLargeRead = path;
-                LOG.info("S3 store {}: {} ({} MiB) is larger than the disk of its cache directory: read from S3 in ranges,"
+                LOG.info("S3 store {}: {} ({} MiB) is more than its cache directory has room for: read from S3 in ranges,"
                         + " without the cache", store.spec, path, size >> 20);
             }
             return new ObjectHandle(store, n, store.rangeReads.open(store.objectKey(path, n), n.remoteEtag, size));

@@ -1721,7 +1721,7 @@ public final class S3Storage implements Storage {
         synchronized (this) {
             uncached = n.cached || n.dirty ? -1 : n.size;
         }
-        if (uncached >= 0 && !fitsCacheDisk(uncached)) {
+        if (uncached >= 0 && !cacheCanTake(uncached)) {
             return null; // read from S3 in ranges by each open (RangeReads): nothing to hold, the request goes by name
         }
         fetches.fetch(n);
@@ -2631,10 +2631,45 @@ public final class S3Storage implements Storage {
 
     /**
      * Whether a file of {@code bytes} fits the whole cache disk, with the journal's room: one that
-     * does not is read from S3 in ranges into memory ({@link RangeReads}), and cannot be written.
+     * does not cannot be written through this cache.
      */
     boolean fitsCacheDisk(long bytes) {
         return bytes + Journal.ROOM <= totalSpace();
+    }
+
+    /**
+     * Whether the cache can take a download of {@code bytes} now: the disk has them free for this
+     * process with the journal's room, or would once the content that may leave went ({@link
+     * #makeRoom}). A file it cannot take is read from S3 in ranges into memory ({@link RangeReads}).
+     * The disk's size alone let such a file be fetched to fail ENOSPC, and say the store failing:
+     * the blocks count the journal's files, others' files and ext4's reserve for root (a 53 MiB file
+     * on a 64 MiB ext4 with 50.2 MiB usable; 31 MiB on a 32 MiB tmpfs after one write). One statfs
+     * where there is room; the nodes are counted only where there is not.
+     */
+    boolean cacheCanTake(long bytes) {
+        long want = bytes + Journal.ROOM;
+        long free = usableSpace();
+        if (free >= want || want > totalSpace()) {
+            return free >= want;
+        }
+        long couldLeave = 0;
+        synchronized (this) {
+            if (writeBack.away() || bucket.unreachable()) {
+                return false; // nothing leaves while S3 could not give it back
+            }
+            for (Node n : overlay.nodes.values()) {
+                if (!n.dir && n.cached && evictable(n, Long.MAX_VALUE)) {
+                    couldLeave += n.size;
+                }
+                if (n.former != null) {
+                    couldLeave += n.former.size();
+                }
+                if (free + couldLeave >= want) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** The last file read from S3 in ranges for being larger than the cache disk: said once, not at each of its opens. Guarded by the monitor. */
