@@ -14,6 +14,8 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.IdentityHashMap;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
 import static dev.chibifs.store.s3.S3Storage.FETCHES;
@@ -38,8 +40,38 @@ final class Fetches {
         this.bucket = bucket;
     }
 
+    /**
+     * The bytes the fetches under way will take on the cache disk, each counted whole from its start
+     * to its end (what it wrote already is counted twice, with the disk's free space: a file the
+     * cache could take goes in ranges rather than one it could not fails). Six opens at once of
+     * files that each fitted the room but not together each began a download that failed ENOSPC.
+     * Guarded by the store's monitor.
+     */
+    private final Map<CompletableFuture<Void>, Long> reserved = new IdentityHashMap<>();
+    private long reservedBytes;
+
+    /** {@link #reserved} in all; under the store's monitor. */
+    long reservedBytes() {
+        return reservedBytes;
+    }
+
+    /** Fetch {@code mine} of {@code bytes} begins; under the store's monitor. */
+    private void reserve(CompletableFuture<Void> mine, long bytes) {
+        reserved.put(mine, bytes);
+        reservedBytes += bytes;
+    }
+
     /** Makes sure the data file of {@code n} holds its content, fetching it from S3 when not. */
     void fetch(Node n) throws IOException {
+        fetch(n, true);
+    }
+
+    /**
+     * {@link #fetch(Node)}; {@code sayFull}: where the cache disk has no room for it and none can be
+     * made, that is said in the log and in {@link S3Storage#failing} (false: a read-only open, which
+     * then reads the file in ranges, {@link #rangedHandle(Node, VfsPath, boolean)}, and nothing failed).
+     */
+    void fetch(Node n, boolean sayFull) throws IOException {
         // whether the content here is still the object's: asked once more where the ask this one
         // joined began before the doubt (a HEAD S3 does not answer leaves it, and the content here)
         for (int ask = 0; ask < 2 && store.inDoubt(n); ask++) {
@@ -73,6 +105,7 @@ final class Fetches {
                 if (underway == null) {
                     mine = new CompletableFuture<>();
                     n.fetching = mine;
+                    reserve(mine, expected);
                     if (small && !n.attributesKnown) {
                         // a listing's ask for its attributes (learnAttributes) waits for this GET, which brings them
                         n.askingAttributes = mine;
@@ -94,7 +127,7 @@ final class Fetches {
                 }
             } catch (IOException e) {
                 // a full cache disk: content already on S3 leaves it, and the download is asked again
-                if (Errors.errno(e) != Linux.ENOSPC || !store.makeRoom(expected, p.toString(), true)
+                if (Errors.errno(e) != Linux.ENOSPC || !store.makeRoom(expected, p.toString(), sayFull)
                         || ++roomTries >= S3Storage.ROOM_TRIES) {
                     throw e;
                 }
@@ -111,6 +144,10 @@ final class Fetches {
     /** The fetch {@code mine} of {@code n} has ended: the opens and asks that joined it look again. */
     private void fetchEnded(Node n, CompletableFuture<Void> mine) {
         synchronized (store) {
+            Long bytes = reserved.remove(mine);
+            if (bytes != null) {
+                reservedBytes -= bytes;
+            }
             if (n.fetching == mine) {
                 n.fetching = null;
             }
@@ -127,6 +164,15 @@ final class Fetches {
      * once: a 30 MiB object could not be read through a 20 MiB tmpfs cache.
      */
     ObjectHandle rangedHandle(Node n, VfsPath path) throws IOException {
+        return rangedHandle(n, path, false);
+    }
+
+    /**
+     * {@link #rangedHandle(Node, VfsPath)}; {@code noRoom}: whatever {@link S3Storage#cacheCanTake}
+     * says, for an open whose fetch found no room all the same (opens at once, each asked before the
+     * others' downloads began).
+     */
+    ObjectHandle rangedHandle(Node n, VfsPath path, boolean noRoom) throws IOException {
         for (int ask = 0; ask < 2 && store.inDoubt(n); ask++) {
             store.listings.learnAttributes(n, false); // the version read is the one S3 has (see fetch)
         }
@@ -137,7 +183,7 @@ final class Fetches {
             }
             size = n.size;
         }
-        if (store.cacheCanTake(size)) {
+        if (!noRoom && store.cacheCanTake(size)) {
             return null;
         }
         synchronized (store) {
@@ -176,6 +222,7 @@ final class Fetches {
                 return null;
             }
             n.fetching = mine;
+            reserve(mine, n.size);
             gen = n.gen;
             expected = n.size;
             file = store.dataDir.resolve(n.ino + ".fetch" + FETCHES.incrementAndGet());

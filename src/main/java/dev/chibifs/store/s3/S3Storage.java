@@ -2,6 +2,7 @@ package dev.chibifs.store.s3;
 
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.ErrnoException;
+import dev.chibifs.sys.Errors;
 
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.store.ContentHash;
@@ -1390,7 +1391,16 @@ public final class S3Storage implements Storage {
                         return streaming;
                     }
                     if (!write) {
-                        fetches.fetch(n); // a writer fetches at its first read or write (ObjectHandle.content)
+                        try {
+                            fetches.fetch(n, false); // a writer fetches at its first read or write (ObjectHandle.content)
+                        } catch (IOException e) {
+                            // no room made for it: read in ranges, as a file the cache cannot take is
+                            ObjectHandle noRoom = Errors.errno(e) == Linux.ENOSPC ? fetches.rangedHandle(n, path, true) : null;
+                            if (noRoom == null) {
+                                throw e;
+                            }
+                            return noRoom;
+                        }
                     }
                 } else if (n != null) {
                     listings.learnAttributes(n, false); // its content goes, its mode stays: asked now, or 0644 would go up
@@ -2649,11 +2659,15 @@ public final class S3Storage implements Storage {
     boolean cacheCanTake(long bytes) {
         long want = bytes + Journal.ROOM;
         long free = usableSpace();
-        if (free >= want || want > totalSpace()) {
-            return free >= want;
+        if (want > totalSpace()) {
+            return false;
         }
         long couldLeave = 0;
         synchronized (this) {
+            free -= fetches.reservedBytes(); // what downloads under way will take
+            if (free >= want) {
+                return true;
+            }
             if (writeBack.away() || bucket.unreachable()) {
                 return false; // nothing leaves while S3 could not give it back
             }

@@ -294,6 +294,41 @@ class S3LargerThanCacheDiskTest {
         assertNull(s.failing(), "the disk was not found full: that file was read without it");
     }
 
+    /**
+     * Opens at once of files that each fit the cache's room but not together: those the downloads
+     * under way leave no room for are read in ranges. Each was asked before the others' downloads
+     * began, fetched, and failed ENOSPC with the store said failing.
+     */
+    @Test
+    void opensAtOnceOfFilesThatFitOnlyAloneAllRead() throws Exception {
+        String prefix = "together" + PREFIXES.incrementAndGet();
+        int files = 6;
+        int size = 3 * MIB + 99; // two fit the 8 MiB disk with the journal's room, not six
+        byte[][] contents = uploadedFiles(prefix, files, size);
+        S3Storage s = onSmallDisk(prefix);
+        CompletableFuture<?>[] opens = new CompletableFuture<?>[files];
+        java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(files);
+        open.add(threads::shutdownNow);
+        java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
+        for (int i = 0; i < files; i++) {
+            int at = i;
+            opens[i] = CompletableFuture.runAsync(() -> {
+                try {
+                    start.await();
+                    try (FileHandle h = s.open(VfsPath.of("/d/f" + at), EnumSet.of(OpenFlag.READ), 0)) {
+                        assertArrayEquals(contents[at], readAll(h, size));
+                    }
+                } catch (IOException | InterruptedException e) {
+                    throw new AssertionError("f" + at + ": " + e, e);
+                }
+            }, threads);
+        }
+        start.countDown();
+        CompletableFuture.allOf(opens).join();
+        assertNull(s.failing(), "nothing failed: what had no room went in ranges");
+        assertTrue(contentFiles(s) <= 2, contentFiles(s) + " files in the cache");
+    }
+
     @Test
     void chibisWholeReadOfAFileLargerThanTheDiskComesFromS3Too() throws Exception {
         String prefix = "chibi" + PREFIXES.incrementAndGet();
