@@ -229,6 +229,7 @@ final class MountCommand implements Callable<Integer> {
             }
         }
         stores.requireCacheDirOutside(store, mp); // before anything makes it
+        requireOutsideChibifsMounts(MountTable.read(MountTable.SYSTEM_TABLE), mp);
         if (FuseDaemon.clearStale(mp)) {
             // news, not a failure: on stdout with the mounted line, so mount(8)'s helper, quiet on
             // success as mount(8) is, drops both (-v shows them)
@@ -337,6 +338,18 @@ final class MountCommand implements Callable<Integer> {
      * then finds its mount in the mount table by that path). A stale mount there cannot be
      * looked at, so its name is taken in its resolved parent, a link as the last name followed by hand.
      */
+    /**
+     * Refuses a mountpoint inside another chibifs mount: whoever reaches it through that mount would
+     * act with this one's context (a tester mounted coder's namespace at /shared/nest of planner's
+     * mount, and every process in planner's could write coder's home; {@code rm -r} went down into it).
+     */
+    static void requireOutsideChibifsMounts(List<MountTable.MountEntry> mounts, Path mp) {
+        MountTable.containing(mounts, mp).filter(MountTable.MountEntry::isChibifs).ifPresent(outer -> {
+            throw new UsageException("mountpoint " + mp + " is inside the chibifs mount " + outer.mountpoint()
+                    + ", whose users would reach it with this mount's rights: choose a directory outside it");
+        });
+    }
+
     static Path realMountpoint(Path p) {
         Path abs = p.toAbsolutePath().normalize();
         for (int links = 0; links < 40; links++) { // SYMLOOP_MAX

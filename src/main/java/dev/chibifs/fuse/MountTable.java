@@ -82,6 +82,22 @@ public final class MountTable {
         return Optional.ofNullable(found);
     }
 
+    /**
+     * The mount {@code path} is in, below {@code path} itself: the one at the deepest of its parent
+     * directories among {@code mounts} (a table's lines, in order; later lines on top).
+     */
+    public static Optional<MountEntry> containing(List<MountEntry> mounts, Path path) {
+        MountEntry found = null;
+        for (MountEntry e : mounts) {
+            Path at = e.mountpoint();
+            if (!at.equals(path) && path.startsWith(at)
+                    && (found == null || at.getNameCount() >= found.mountpoint().getNameCount())) {
+                found = e;
+            }
+        }
+        return Optional.ofNullable(found);
+    }
+
     /** The kernel writes space, tab, newline and backslash in paths as {@code \040}, {@code \011}, {@code \012}, {@code \134}. */
     public static String unescape(String field) {
         if (field.indexOf('\\') < 0) {

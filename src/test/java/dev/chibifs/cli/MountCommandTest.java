@@ -119,6 +119,25 @@ class MountCommandTest {
         }
     }
 
+    /** A tester's nested mount: coder's namespace at /shared/nest of planner's mount handed coder's rights to planner's. */
+    @Test
+    void aMountpointInsideAChibifsMountIsRefused() {
+        List<dev.chibifs.fuse.MountTable.MountEntry> mounts = List.of(
+                new dev.chibifs.fuse.MountTable.MountEntry("/dev/sda1", Path.of("/"), "ext4", "rw"),
+                new dev.chibifs.fuse.MountTable.MountEntry("chibifs", Path.of("/mnt/chibi"), "fuse.chibifs", "rw,user_id=0"),
+                new dev.chibifs.fuse.MountTable.MountEntry("tmpfs", Path.of("/mnt/chibi2"), "tmpfs", "rw"));
+        UsageException e = assertThrows(UsageException.class,
+                () -> MountCommand.requireOutsideChibifsMounts(mounts, Path.of("/mnt/chibi/shared/nest")));
+        assertEquals("mountpoint /mnt/chibi/shared/nest is inside the chibifs mount /mnt/chibi, whose users would reach"
+                + " it with this mount's rights: choose a directory outside it", e.getMessage());
+        MountCommand.requireOutsideChibifsMounts(mounts, Path.of("/mnt/chibi2/x")); // beside it, by name
+        MountCommand.requireOutsideChibifsMounts(mounts, Path.of("/mnt/other"));
+        MountCommand.requireOutsideChibifsMounts(mounts, Path.of("/mnt/chibi")); // at it: "already a mount point"
+        List<dev.chibifs.fuse.MountTable.MountEntry> over = new java.util.ArrayList<>(mounts);
+        over.add(new dev.chibifs.fuse.MountTable.MountEntry("tmpfs", Path.of("/mnt/chibi/shared"), "tmpfs", "rw"));
+        MountCommand.requireOutsideChibifsMounts(over, Path.of("/mnt/chibi/shared/nest")); // a tmpfs over it, deeper
+    }
+
     /**
      * A mountpoint inside a directory the mount shows was served by its own daemon: stat ESTALE, and no
      * umount, -z or SIGTERM ended it. A cache directory inside the store was every context's to write.
