@@ -1764,7 +1764,51 @@ public final class LocalStorage implements Storage {
     @Override
     public void removeDirectory(VfsPath path) throws IOException {
         try (At a = at(path)) {
-            Syscalls.unlinkat(a.dir, a.name, true, path.toString());
+            for (int pass = 0; ; pass++) {
+                int err = Syscalls.tryUnlinkat(a.dir, a.name, true);
+                if (err == 0) {
+                    return;
+                }
+                if (err != -ENOTEMPTY || pass >= 2 || !removeTemporariesIfAlone(a.dir, a.name)) {
+                    throw failure(-err, path);
+                }
+            }
+        }
+    }
+
+    /**
+     * Where the directory {@code name} in {@code parent} holds nothing but the store's temporary
+     * files, removes them and answers true. Listings hide them, so a directory a killed write left
+     * one in looked empty and {@code rm -r} failed ENOTEMPTY on it until a later mount's cleanup
+     * (of those 10 minutes old). A write still under way there loses its temporary and fails at its
+     * rename, as it would had the directory gone first: the caller asked for the directory to go.
+     */
+    private static boolean removeTemporariesIfAlone(int parent, String name) throws IOException {
+        List<String> temporaries = new ArrayList<>();
+        boolean[] others = {false};
+        Syscalls.readDirectory(parent, name, null, (bytes, offset, length, type, inode) -> {
+            String child = new String(bytes, offset, length, StandardCharsets.UTF_8);
+            if ((type == DT_REG || type == DT_UNKNOWN) && isTemporaryName(child)) {
+                temporaries.add(child);
+                return true;
+            }
+            others[0] = true;
+            return false;
+        });
+        if (others[0] || temporaries.isEmpty()) {
+            return false;
+        }
+        int fd = Syscalls.tryOpenat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+        if (fd < 0) {
+            return false;
+        }
+        try {
+            for (String t : temporaries) {
+                Syscalls.tryUnlinkat(fd, t, false);
+            }
+            return true;
+        } finally {
+            Syscalls.close(fd);
         }
     }
 

@@ -467,6 +467,25 @@ class LocalStorageTest extends StorageBehaviourSuite {
         assertEquals("real", text("/shared/sub/real"));
     }
 
+    /** A new-user tester's: a killed write's temporary, hidden from listings, made rm -r of its directory fail ENOTEMPTY. */
+    @Test
+    void aDirectoryHoldingOnlyTemporariesIsRemovedWithThem() throws IOException {
+        storage.mkdir(p("/shared/tdir"));
+        Path leftover = root.resolve("shared/tdir/" + LocalStorage.TEMP_PREFIX + "00000000000000aa");
+        Files.writeString(leftover, "a killed write's");
+        storage.removeDirectory(p("/shared/tdir"));
+        assertFalse(Files.exists(root.resolve("shared/tdir")));
+
+        // anything else there, a lookalike too, is the user's: the directory is not empty
+        storage.mkdir(p("/shared/kept"));
+        Path temporary = root.resolve("shared/kept/" + LocalStorage.TEMP_PREFIX + "00000000000000bb");
+        Files.writeString(temporary, "x");
+        Files.writeString(root.resolve("shared/kept/" + LocalStorage.TEMP_PREFIX + "notes"), "mine");
+        IOException e = assertThrows(IOException.class, () -> storage.removeDirectory(p("/shared/kept")));
+        assertEquals(Linux.ENOTEMPTY, Errors.errno(e), e.toString());
+        assertTrue(Files.exists(temporary), "nothing removed from a directory that stays");
+    }
+
     // ---- symbolic links planted in the store ----
 
     private Path plantParentLink() throws IOException {
