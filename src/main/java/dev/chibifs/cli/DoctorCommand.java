@@ -155,7 +155,7 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         checks.add(config(chibiHome));
         checks.add(daemonLog(chibiHome, Files::isWritable, WriteAccess::whyNotMake));
-        checks.add(staleMounts(h));
+        checks.add(staleMounts(h, registries(h)));
         checks.add(staleRegistry(h));
         if (mountpoint != null) {
             checks.add(mountpoint(h, mountpoint.toAbsolutePath().normalize()));
@@ -516,14 +516,46 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         return Check.ok(name, "valid");
     }
 
-    // a daemon killed without unmounting leaves a mount whose every access fails with ENOTCONN
-    private static Check staleMounts(Host h) {
+    /**
+     * The registries whose records judge mounts as status does: on this machine status's own (as
+     * root, every user's it finds), else the test's host's.
+     */
+    private List<MountRegistry> registries(Host h) {
+        if (host != null) {
+            return List.of(h.registry());
+        }
+        try {
+            return StatusCommand.hostRegistries();
+        } catch (IOException e) {
+            return List.of(h.registry());
+        }
+    }
+
+    /**
+     * A daemon killed without unmounting leaves a mount whose every access fails with ENOTCONN; a
+     * mount the probe cannot tell of (a kernel answering for a daemon without xattrs, see
+     * {@link FuseDaemon#answersOthers}) is stale where status calls it so: a record in
+     * {@code registries} whose daemon is gone while its mount is still there.
+     */
+    static Check staleMounts(Host h, List<MountRegistry> registries) {
         String name = "stale mounts";
         List<Path> stale = new ArrayList<>();
         Map<Path, Long> mounters = new java.util.HashMap<>();
+        java.util.Set<Path> recordedStale = new java.util.HashSet<>();
+        for (MountRegistry registry : registries) {
+            try {
+                for (MountRegistry.Entry e : registry.list()) {
+                    if (e.health() == MountRegistry.Health.STALE && e.record() != null) {
+                        recordedStale.add(e.record().mountpoint());
+                    }
+                }
+            } catch (IOException | RuntimeException unreadable) {
+                // the registry check says why; the probe alone judges
+            }
+        }
         try {
             for (MountTable.MountEntry m : MountTable.chibifsMounts(h.mountTable())) {
-                if (isDisconnected(m.mountpoint())) {
+                if (recordedStale.contains(m.mountpoint()) || isDisconnected(m.mountpoint())) {
                     stale.add(m.mountpoint());
                     mounters.put(m.mountpoint(), m.mounter());
                 }
@@ -539,7 +571,10 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             // a daemon still there is hung, and only --force aborts it; a gone one's mount takes status's fix
             long mounter = mounters.getOrDefault(p, -1L);
             boolean hung = UmountCommand.findDaemon(p, mounter >= 0 ? mounter : h.uid()).isPresent();
-            fix.append(fix.length() == 0 ? "" : "; ").append(hung ? "chibifs umount --force " + p : StatusCommand.staleMountFix(p));
+            // another user's is theirs or root's to clear: umount refuses anyone else
+            String whose = h.uid() != 0 && mounter >= 0 && mounter != h.uid() ? "as uid " + mounter + " or root, " : "";
+            fix.append(fix.length() == 0 ? "" : "; ").append(whose)
+                    .append(hung ? "chibifs umount --force " + p : StatusCommand.staleMountFix(p));
         }
         return Check.fail(name, "not answering (daemon gone or hung): " + stale, fix.toString());
     }

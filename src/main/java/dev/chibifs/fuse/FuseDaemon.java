@@ -381,6 +381,10 @@ public final class FuseDaemon {
      * died. Any answer means alive: ENOENT, or EIO where the store is away (an S3 store at / that
      * does not answer: the mount serves what this host has); "Transport endpoint is not connected"
      * means dead.
+     *
+     * <p>Another user's mount without allow_other gives EACCES to everyone else, root too, whether its
+     * daemon lives or not: the kernel refuses the lookup before it asks anyone (fuse_permission), so
+     * EACCES is no answer. Such a caller asks with {@link #answersOthers} instead.
      */
     public static boolean daemonAnswers(Path mountpoint) {
         int fd = Syscalls.tryOpenat(Linux.AT_FDCWD,
@@ -389,7 +393,38 @@ public final class FuseDaemon {
             Syscalls.close(fd);
             return true;
         }
+        if (-fd == Linux.EACCES) {
+            return answersOthers(mountpoint);
+        }
         return -fd != Linux.ENOTCONN && -fd != Linux.ECONNABORTED;
+    }
+
+    /** An attribute of a namespace no daemon of ours keeps: asking it always reaches the daemon, which says EOPNOTSUPP. */
+    static final String PROBE_XATTR = "security.chibifs-probe";
+
+    /**
+     * Whether the daemon of a mount this process may not look into (another user's, without
+     * allow_other) answers. A getxattr of a security.* name of the mountpoint itself is the one
+     * request the kernel sends such a caller's way without its allow_other check (the VFS leaves
+     * security.* to the file system; only user.* asks the inode's permission): a daemon alive
+     * answers it (EOPNOTSUPP), a dead one's mount says ENOTCONN. Where the kernel answers for the
+     * daemon (EOPNOTSUPP too, after a daemon without xattrs said ENOSYS once) this says "answers":
+     * {@code chibifs doctor} asks the mount registries besides.
+     */
+    static boolean answersOthers(Path mountpoint) {
+        int fd = Syscalls.tryOpenat(Linux.AT_FDCWD, mountpoint.toString(), Linux.O_PATH | Linux.O_CLOEXEC, 0);
+        if (fd < 0) {
+            return -fd != Linux.ENOTCONN && -fd != Linux.ECONNABORTED;
+        }
+        try {
+            Syscalls.getxattrPath(fd, PROBE_XATTR, mountpoint.toString());
+            return true;
+        } catch (IOException e) {
+            int errno = dev.chibifs.sys.Errors.errno(e);
+            return errno != Linux.ENOTCONN && errno != Linux.ECONNABORTED;
+        } finally {
+            Syscalls.close(fd);
+        }
     }
 
     /** Blocks until the session ends (unmounted by anyone). */

@@ -308,6 +308,31 @@ class DoctorCommandTest {
         assertFailed("registry " + tmp.resolve("registry") + ": stale", "chibifs umount /mnt/gone");
     }
 
+    /**
+     * A mount status calls stale (its record's daemon gone, its mount still there) fails doctor too,
+     * whatever the probe says: root's probe of a user's mount without allow_other met EACCES from
+     * the kernel, dead daemon or not, and doctor said "stale mounts: none" beside status's "stale".
+     */
+    @Test
+    void aMountStatusCallsStaleFailsTheStaleMountsCheck() throws Exception {
+        DoctorCommand.Host h = healthyHost(0);
+        Path mp = Files.createDirectory(tmp.resolve("killed"));
+        long me = MountRegistry.currentUid();
+        Files.writeString(mountTable, "chibifs " + mp + " fuse.chibifs rw,nosuid,nodev,user_id=" + me + ",group_id=0 0 0\n",
+                java.nio.file.StandardOpenOption.APPEND);
+        MountRegistry deadPids = new MountRegistry(tmp.resolve("registry"), mountTable, pid -> false);
+        deadPids.write(new MountRecord(mp, 77, MountRecord.MODE_CONTEXT, "planner", "", null,
+                home, home.resolve("vfs"), Instant.now(), "", "stderr"));
+
+        DoctorCommand.Check check = DoctorCommand.staleMounts(h, List.of(deadPids));
+        assertFalse(check.ok(), check.toString());
+        assertEquals("not answering (daemon gone or hung): [" + mp + "]", check.detail());
+        assertEquals("chibifs umount " + mp, check.fix());
+
+        // no record says so, and the directory answers the probe: none
+        assertTrue(DoctorCommand.staleMounts(h, List.of()).ok());
+    }
+
     @Test
     void mountpointThatIsMountedOrNotEmptyFails() throws Exception {
         DoctorCommand.Host host = healthyHost(0);
