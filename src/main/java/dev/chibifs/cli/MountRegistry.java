@@ -287,6 +287,54 @@ final class MountRegistry {
         }
     }
 
+    /**
+     * Removes the records of {@code mountpoint} whose daemon is gone (stale: not running, or its pid
+     * another process now), and the sockets such a daemon left where its pid runs nothing now; the
+     * pid of the last record removed, or null where there was none. Root clears another user's
+     * registry so (the one umount of that user's stale mount): the names are removed in the directory
+     * as opened once, not followed, and only while it is still the owner's, so a user who swaps their
+     * registry for a link after it was listed has root remove nothing elsewhere.
+     */
+    Long removeStale(Path mountpoint) throws IOException {
+        Long gone = null;
+        List<String> names = new ArrayList<>();
+        for (Entry e : list()) {
+            if (e.health() == Health.STALE && e.record() != null && e.record().mountpoint().equals(mountpoint)
+                    && e.file().getParent().equals(dir)) {
+                long pid = e.record().pid();
+                names.add(e.file().getFileName().toString());
+                if (!pidAlive.test(pid)) {
+                    for (String kind : List.of("stats", "sync", "trace")) {
+                        names.add(kind + "-" + pid + ".sock");
+                    }
+                }
+                gone = pid;
+            }
+        }
+        if (names.isEmpty()) {
+            return null;
+        }
+        int fd = Syscalls.openat(dev.chibifs.sys.Linux.AT_FDCWD, dir.toString(), dev.chibifs.sys.Linux.O_PATH
+                | dev.chibifs.sys.Linux.O_DIRECTORY | dev.chibifs.sys.Linux.O_NOFOLLOW | dev.chibifs.sys.Linux.O_CLOEXEC, 0,
+                dir.toString());
+        try {
+            int uid = Syscalls.statAside(fd).uid();
+            if (uid != owner) {
+                throw new IOException("registry " + dir + " belongs to uid " + uid + " now, not to uid " + owner
+                        + ": nothing removed");
+            }
+            for (String name : names) {
+                int r = Syscalls.tryUnlinkat(fd, name, false);
+                if (r < 0 && -r != dev.chibifs.sys.Linux.ENOENT) {
+                    throw dev.chibifs.sys.Errors.of(-r, dir.resolve(name).toString());
+                }
+            }
+        } finally {
+            Syscalls.close(fd);
+        }
+        return gone;
+    }
+
     /** The pid a record file names; -1 where there is none or it cannot be read. */
     private static long pidIn(Path file) {
         if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {

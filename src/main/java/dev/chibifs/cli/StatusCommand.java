@@ -163,7 +163,8 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     private void addRow(List<Map<String, Object>> rows, MountRegistry registry, MountRegistry.Entry entry, Set<Path> mounted) {
-        Map<String, Object> row = row(entry, mounted, registry.owner() == viewer);
+        // root's umount clears any user's record too
+        Map<String, Object> row = row(entry, mounted, registry.owner() == viewer || viewer == 0);
         row.put("registryUid", registry.owner());
         if (registry.owner() != viewer) {
             // anything in it is that user's word: a record names any mountpoint, context or home
@@ -283,7 +284,8 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
      * What to do about a stale record (its daemon gone), one wording for status, stats, trace, sync and
      * doctor (which offered three fixes for one stale mount): {@code chibifs umount}, which clears the
      * mount, where it is still in the table, and the record both; {@code own}: the record is in the
-     * registry of the user asking (another's record their umount does not clear: it is removed by hand).
+     * registry of the user asking, or that user is root (another's record a user's umount does not
+     * clear: it is removed by hand).
      */
     static String staleAdvice(MountRegistry.Entry entry, boolean mounted, boolean own) {
         if (mounted) {

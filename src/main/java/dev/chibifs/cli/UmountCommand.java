@@ -77,10 +77,17 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
             }
             if (detached.isEmpty() && uid == null) {
                 Long gone = removeStaleRecords(mp);
-                if (gone != null) {
+                // root's: status offers it for another user's record too
+                List<String> others = removeOthersStaleRecords(mp);
+                if (gone != null || !others.isEmpty()) {
                     // status's one fix for a record its daemon left, mounted or not
-                    spec.commandLine().getOut().println(ErrorHandler.PREFIX + mp + " was not mounted; removed the record its"
-                            + " daemon (pid " + gone + ", gone) left");
+                    List<String> removed = new ArrayList<>();
+                    if (gone != null) {
+                        removed.add("the record its daemon (pid " + gone + ", gone) left");
+                    }
+                    removed.addAll(others);
+                    spec.commandLine().getOut().println(ErrorHandler.PREFIX + mp + " was not mounted; removed "
+                            + String.join("; ", removed));
                     spec.commandLine().getOut().flush();
                     return ExitCodes.OK;
                 }
@@ -195,11 +202,56 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         return gone;
     }
 
-    /** A killed daemon leaves its record ('stale' in chibifs status) and its sockets: nothing else removes them. */
-    private static void forgetKilledDaemon(Path mp) throws IOException {
+    /**
+     * A killed daemon leaves its record ('stale' in chibifs status) and its sockets: nothing else removes them.
+     * Root's umount of another user's mount removes that user's too, and says so: else status listed the
+     * mount stale still, and offered the removal of the file by hand as a second step.
+     */
+    private void forgetKilledDaemon(Path mp) throws IOException {
         MountRegistry registry = MountRegistry.forCurrentUser();
         registry.removeDead(mp); // not a detached daemon's of the same mountpoint, which still serves
         StatsSocket.removeDeadDaemons(registry);
+        List<String> others = removeOthersStaleRecords(mp);
+        if (!others.isEmpty()) {
+            spec.commandLine().getOut().println(ErrorHandler.PREFIX + "unmounted " + mp + "; removed " + String.join("; ", others));
+            spec.commandLine().getOut().flush();
+        }
+    }
+
+    /**
+     * As root (this process's uid, not a test's), removes the records of {@code mp} that other users'
+     * daemons left when they died, with their sockets ({@link MountRegistry#removeStale}), in every
+     * registry status reads; what was removed, one phrase each. One that cannot be removed is said on
+     * stderr: the unmount itself went well.
+     */
+    private List<String> removeOthersStaleRecords(Path mp) {
+        List<String> removed = new ArrayList<>();
+        if (uid != null || MountRegistry.currentUid() != 0) {
+            return removed;
+        }
+        List<MountRegistry> registries;
+        try {
+            registries = StatusCommand.hostRegistries();
+        } catch (IOException unreadable) {
+            return removed; // status says why
+        }
+        Path own = MountRegistry.forCurrentUser().dir();
+        for (MountRegistry r : registries) {
+            if (r.dir().equals(own)) {
+                continue;
+            }
+            try {
+                Long gone = r.removeStale(mp);
+                if (gone != null) {
+                    removed.add("the record and sockets its daemon (pid " + gone + ", gone) left in uid " + r.owner()
+                            + "'s registry " + r.dir());
+                }
+            } catch (IOException | RuntimeException e) {
+                spec.commandLine().getErr().println(ErrorHandler.PREFIX + "cannot remove the record of " + mp + " in "
+                        + r.dir() + ": " + e.getMessage());
+            }
+        }
+        return removed;
     }
 
 

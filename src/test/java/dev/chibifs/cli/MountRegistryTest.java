@@ -52,6 +52,32 @@ class MountRegistryTest {
                 Map.of("CHIBIFS_RUNTIME_DIR", "/srv/records", "XDG_RUNTIME_DIR", "/run/user/1000")));
     }
 
+    /**
+     * Root's umount of a user's mount whose daemon was killed clears that user's record and the dead
+     * daemon's sockets, nothing else: not a live daemon's record or sockets, not another mountpoint's.
+     */
+    @Test
+    void removeStaleTakesOnlyTheDeadDaemonsRecordAndSockets() throws Exception {
+        Path killed = tmp.resolve("killed");
+        Path detached = tmp.resolve("detached");
+        java.util.Set<Long> running = java.util.Set.of(4343L);
+        MountRegistry registry = new MountRegistry(tmp.resolve("reg"), mountTable(), running::contains);
+        registry.write(uidMapped(killed, 4242));
+        registry.write(uidMapped(detached, 4343));
+        for (String socket : List.of("stats-4242.sock", "sync-4242.sock", "trace-4242.sock", "stats-4343.sock")) {
+            Files.writeString(registry.dir().resolve(socket), "");
+        }
+
+        assertEquals(4242L, registry.removeStale(killed));
+
+        try (var files = Files.list(registry.dir())) {
+            assertEquals(java.util.Set.of(registry.fileFor(detached).getFileName().toString(), "stats-4343.sock"),
+                    files.map(f -> f.getFileName().toString()).collect(java.util.stream.Collectors.toSet()));
+        }
+        assertNull(registry.removeStale(detached), "a daemon that runs is no stale one");
+        assertNull(registry.removeStale(killed), "nothing left");
+    }
+
     @Test
     void keyIsTheStartOfTheSha256OfTheAbsolutePath() {
         // printf %s /mnt/chibi | sha256sum: the lead's daemon and any shell tool agree on it

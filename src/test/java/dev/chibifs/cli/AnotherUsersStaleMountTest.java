@@ -1,0 +1,133 @@
+package dev.chibifs.cli;
+
+import dev.chibifs.testing.FuseSupport;
+import dev.chibifs.testing.MountedFs;
+import dev.chibifs.testing.Sh;
+import dev.chibifs.testing.TestUsers;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Root and a user's mount whose daemon was killed: root's doctor said "stale mounts: none" while root's
+ * status called it stale (the kernel refuses root's lookups on a mount without allow_other, EACCES,
+ * before it asks the daemon, dead or alive), and root's umount left the user's record and sockets for a
+ * second step by hand.
+ */
+@Timeout(180)
+class AnotherUsersStaleMountTest {
+
+    private static final String LAUNCHER = Sh.quote(Path.of("scripts/chibifs").toAbsolutePath().toString());
+
+    private final StringWriter out = new StringWriter();
+    private final StringWriter err = new StringWriter();
+
+    private int run(Object command, String... args) {
+        out.getBuffer().setLength(0);
+        err.getBuffer().setLength(0);
+        CommandLine cl = new CommandLine(command);
+        cl.setOut(new PrintWriter(out, true));
+        cl.setErr(new PrintWriter(err, true));
+        cl.setExecutionExceptionHandler(new ErrorHandler());
+        return cl.execute(args);
+    }
+
+    /** Doctor's "stale mounts" line and the fix after it, if any. */
+    private String staleMountsCheck(Path home) {
+        run(new DoctorCommand(), "--home", home.toString());
+        String text = out.toString();
+        int at = text.indexOf("stale mounts: ");
+        assertTrue(at >= 0, text);
+        int end = text.indexOf('\n', at);
+        String fix = text.substring(end + 1).startsWith("     fix: ") ? text.substring(end + 1).lines().findFirst().orElse("") : "";
+        return text.substring(text.lastIndexOf('\n', at) + 1, end) + "\n" + fix;
+    }
+
+    /** Until process {@code pid} is gone or a zombie: dead, its device closed, its mount answering ENOTCONN. */
+    private static void awaitDeath(long pid) throws Exception {
+        Path stat = Path.of("/proc/" + pid + "/stat");
+        long deadline = System.currentTimeMillis() + 20_000;
+        while (true) {
+            String s;
+            try {
+                s = Files.readString(stat);
+            } catch (IOException gone) {
+                return;
+            }
+            if (s.substring(s.lastIndexOf(')') + 2).startsWith("Z")) {
+                return;
+            }
+            assertTrue(System.currentTimeMillis() < deadline, "the daemon did not die");
+            Thread.sleep(20);
+        }
+    }
+
+    @Test
+    void rootsDoctorCallsAKilledDaemonsMountStaleAndRootsUmountClearsItAll() throws Exception {
+        FuseSupport.requireFuse();
+        FuseSupport.requireRoot();
+        TestUsers.User user = TestUsers.ensure("chibit-stranger");
+        Path root = MountedFs.tempRoot();
+        String classpath = MountedFs.readableClasspath(Files.createDirectory(root.resolve("classpath")));
+        Path mnt = Files.createDirectory(root.resolve("mnt"));
+        Path home = Files.createDirectory(root.resolve("home"));
+        Sh.run("chown " + user.uid() + ":" + user.gid() + " " + Sh.quote(mnt.toString()) + " " + Sh.quote(home.toString())).ok();
+        // the user's own registry, where root's status looks for it
+        MountRegistry registry = MountRegistry.of(Path.of("/tmp/chibifs-" + user.uid()), (int) user.uid());
+        long pid = -1;
+        try {
+            Sh.as(user.uid(), user.gid(), root, "env -u CHIBIFS_RUNTIME_DIR XDG_RUNTIME_DIR= CHIBIFS_CLASSPATH="
+                    + Sh.quote(classpath) + " " + LAUNCHER + " mount --context planner --home " + Sh.quote(home.toString())
+                    + " " + Sh.quote(mnt.toString())).ok();
+            pid = Long.parseLong(Files.readAllLines(registry.fileFor(mnt)).stream()
+                    .filter(l -> l.startsWith("pid=")).findFirst().orElseThrow().substring(4));
+
+            // alive, its daemon answers root's probe though root may not look inside
+            assertFalse(staleMountsCheck(root).contains(mnt.toString()), out.toString());
+
+            Sh.run("kill -9 " + pid).ok();
+            awaitDeath(pid);
+            assertEquals(ExitCodes.OK, run(new StatusCommand()), err.toString());
+            assertTrue(out.toString().matches("(?s).*\n" + java.util.regex.Pattern.quote(mnt.toString()) + "\\s+stale\\s.*"),
+                    out.toString());
+
+            String check = staleMountsCheck(root);
+            assertTrue(check.startsWith("FAIL stale mounts: ") && check.contains(mnt.toString()), out.toString());
+            assertTrue(check.contains("fix: ") && check.contains("chibifs umount " + mnt), check);
+
+            long dead = pid;
+            assertEquals(ExitCodes.OK, run(new UmountCommand(), mnt.toString()), err.toString());
+            assertEquals("chibifs: unmounted " + mnt + "; removed the record and sockets its daemon (pid " + dead
+                    + ", gone) left in uid " + user.uid() + "'s registry " + registry.dir() + "\n", out.toString());
+            assertFalse(Sh.run("grep -q ' " + mnt + " ' /proc/mounts").exitCode() == 0, "still mounted");
+            assertFalse(Files.exists(registry.fileFor(mnt)), "the killed daemon's record stays");
+            for (String kind : new String[] {"stats", "sync", "trace"}) {
+                assertFalse(Files.exists(registry.dir().resolve(kind + "-" + dead + ".sock")), kind + " socket stays");
+            }
+            run(new StatusCommand());
+            assertFalse(out.toString().contains(mnt.toString()), out.toString());
+        } finally {
+            if (pid > 0) {
+                Sh.run("kill -9 " + pid);
+            }
+            Sh.run("umount -l " + Sh.quote(mnt.toString()) + " 2>/dev/null; true");
+            if (pid > 0) {
+                Files.deleteIfExists(registry.fileFor(mnt));
+                for (String kind : new String[] {"stats", "sync", "trace"}) {
+                    Files.deleteIfExists(registry.dir().resolve(kind + "-" + pid + ".sock"));
+                }
+            }
+            Sh.run("rm -rf " + Sh.quote(root.resolve("classpath").toString()));
+        }
+    }
+}
