@@ -391,6 +391,15 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             try {
                 Files.delete(Files.createTempDirectory(parent, LocalStorage.TEMP_PREFIX + "doctor-"));
                 return Check.ok(name, "absent; chibifs mount creates it (" + parent + " is writable)");
+            } catch (java.nio.file.AccessDeniedException e) {
+                // the refusal names the probe, a temporary name; and a store made as root by mkdir -p is root's,
+                // which this user can no more write: named what refused, whom, and the store made theirs
+                if (MountRegistry.currentUid() != 0) {
+                    return Check.fail(name, "absent, and cannot be made: " + WriteAccess.denied(store),
+                            "as root, " + WriteAccess.giveCommand(store) + ", or choose a --home of your own");
+                }
+                return Check.fail(name, "absent, and cannot be created in " + parent + ": " + describe(e),
+                        "choose a writable --home");
             } catch (IOException | RuntimeException e) {
                 return Check.fail(name, "absent, and cannot be created in " + parent + ": " + e.getMessage(),
                         "mkdir -p " + store + " as a user who may, or pass --home DIR / set CHIBI_HOME");

@@ -247,8 +247,8 @@ final class MountCommand implements Callable<Integer> {
             // bare "Permission denied: /sys", the store's own path for the directory it could not make
             String denied = WriteAccess.whyNotMake(chibiHome.store());
             if (denied != null) {
-                throw new MountFailure("cannot write the store " + chibiHome.store() + ": " + denied + ": as root, chown -R "
-                        + WriteAccess.chownUser() + " " + chibiHome.store() + ", or choose a --home of your own");
+                throw new MountFailure("cannot write the store " + chibiHome.store() + ": " + denied + ": as root, "
+                        + WriteAccess.giveCommand(chibiHome.store()) + ", or choose a --home of your own");
             }
         }
         // made, as chibi's first run makes one, but said in the mounted line: a mistyped --home mounted
@@ -726,9 +726,9 @@ final class MountCommand implements Callable<Integer> {
         // a home's logs are <home>/chibifs/logs; anywhere else (root's /var/log/chibifs) names no home to give
         Path chibifs = homeLogs.getParent();
         boolean inHome = homeLogs.endsWith("logs") && chibifs != null && chibifs.endsWith("chibifs") && chibifs.getParent() != null;
-        String home = inHome ? chibifs.getParent().toString() : "HOME";
-        return "mount with --foreground (it logs to stderr), give the home to this user (as root, chown -R "
-                + WriteAccess.chownUser() + " " + home + "), or choose a --home of your own";
+        String give = inHome ? WriteAccess.giveCommand(chibifs.getParent()) : "chown -R " + WriteAccess.chownUser() + " HOME";
+        return "mount with --foreground (it logs to stderr), give the home to this user (as root, " + give
+                + "), or choose a --home of your own";
     }
 
     /** Why the log cannot go where {@code refused} says, naming the path that refused and whom. */

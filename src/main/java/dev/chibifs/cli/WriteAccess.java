@@ -27,6 +27,25 @@ final class WriteAccess {
         return name == null || name.isBlank() || "?".equals(name) ? Long.toString(Syscalls.geteuid()) : name;
     }
 
+    /**
+     * The command root runs to give {@code dir} to this user: {@code chown -R} of it where it exists;
+     * where it does not, its making and the chown of what that makes (the first directory missing on
+     * the way, and all below it), so nothing that is there already changes hands. A chown of a
+     * directory not there was the fix for a store a home root owns had no room for, and doctor's
+     * {@code mkdir -p} left one root owned, which the user could no more write.
+     */
+    static String giveCommand(Path dir) {
+        Path target = dir.toAbsolutePath().normalize();
+        if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
+            return "chown -R " + chownUser() + " " + target;
+        }
+        Path first = target;
+        while (first.getParent() != null && !Files.exists(first.getParent(), LinkOption.NOFOLLOW_LINKS)) {
+            first = first.getParent();
+        }
+        return "mkdir -p " + target + " && chown -R " + chownUser() + " " + first;
+    }
+
     /** How each refusal this class words begins. */
     private static final String DENIED = "permission denied: uid ";
 

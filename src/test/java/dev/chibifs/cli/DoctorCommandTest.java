@@ -410,6 +410,26 @@ class DoctorCommandTest {
                 + System.getProperty("user.name") + " " + tmp.resolve("h") + ")"), c.fix());
     }
 
+    /**
+     * A home root owns with no store in it yet: mount's fix was a chown of a store not there, and
+     * doctor's a mkdir -p that left it root's. The fix chowns what is there, or makes what is not and
+     * gives what it made, never a directory that was there before.
+     */
+    @Test
+    void aFixGivesWhatIsThereAndMakesWhatIsNot() throws Exception {
+        Path home = Files.createDirectories(tmp.resolve("h"));
+        String me = WriteAccess.chownUser();
+        assertEquals("chown -R " + me + " " + home, WriteAccess.giveCommand(home));
+        assertEquals("mkdir -p " + home.resolve("vfs") + " && chown -R " + me + " " + home.resolve("vfs"),
+                WriteAccess.giveCommand(home.resolve("vfs")));
+        assertEquals("mkdir -p " + home.resolve("a/b/vfs") + " && chown -R " + me + " " + home.resolve("a"),
+                WriteAccess.giveCommand(home.resolve("a/b/vfs")));
+        // a home not there: its logs' fix makes it, not a chown of it
+        String fix = MountCommand.homeLogsFix(home.resolve("new/chibifs/logs"));
+        assertTrue(fix.contains("(as root, mkdir -p " + home.resolve("new") + " && chown -R " + me + " " + home.resolve("new")
+                + ")"), fix);
+    }
+
     /** The refusal names the nearest path there is: the file when it exists, else the directory it would be made in. */
     @Test
     void aRefusalNamesThePathThatRefused() throws Exception {
