@@ -79,6 +79,29 @@ class MountHelperMountTest {
         assertFalse(Files.exists(record), "registry entry left behind");
     }
 
+    /**
+     * mount -o remount,ro of a mount whose daemon was killed exited 0 saying nothing, the mount as dead
+     * as before; a live one's remount goes on as it did.
+     */
+    @Test
+    void aRemountOfAKilledDaemonsMountFailsNamingTheMountAndTheFix() throws Exception {
+        Sh.run(env + "mount -t fuse.chibifs chibifs " + mnt + " -o ctx=planner,home=" + root.resolve("home")).ok();
+        Sh.run("mount -o remount,ro " + mnt).ok();
+        assertTrue(Sh.run("grep ' " + mnt + " ' /proc/mounts").ok().out().contains(" fuse.chibifs ro,"), "remounted ro");
+        Sh.run("mount -o remount,rw " + mnt).ok();
+
+        long pid = Long.parseLong(Files.readAllLines(MountRegistry.forCurrentUser().fileFor(mnt)).stream()
+                .filter(l -> l.startsWith("pid=")).findFirst().orElseThrow().substring(4));
+        Sh.run("kill -9 " + pid).ok();
+        ProcessHandle.of(pid).ifPresent(p -> p.onExit().orTimeout(20, java.util.concurrent.TimeUnit.SECONDS).join());
+        Sh.Result r = Sh.run("mount -o remount,ro " + mnt);
+        assertEquals(32, r.exitCode(), r.err());
+        assertEquals("mount.fuse.chibifs: cannot remount " + mnt + ": its daemon is gone (Transport endpoint is not"
+                + " connected): chibifs umount " + mnt + " clears it, then mount it again\n", r.err());
+        assertTrue(Sh.run("grep ' " + mnt + " ' /proc/mounts").ok().out().contains(" fuse.chibifs rw,"), "left as it was");
+        Sh.run(env + "scripts/chibifs umount " + mnt).ok(); // the fix it names; the record goes with it
+    }
+
     /** mount(8)'s helper is quiet on success, but a store that did not answer is worth its line on stderr. */
     @Test
     void aStoreThatDoesNotAnswerIsWarnedOfThroughMountDashT() {

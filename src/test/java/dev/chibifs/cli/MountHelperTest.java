@@ -162,6 +162,24 @@ class MountHelperTest {
                 run("team", "/mnt/planner", "-f", "-o", "ro,nodev,remount,nosuid").stderr(), "each once");
     }
 
+    /**
+     * A remount of a mount whose daemon is gone exited 0 saying nothing (the kernel changes a dead
+     * mount's flags as well): one line naming the mount and the fix, mount(8)'s failure, no remount.
+     */
+    @Test
+    void aRemountOfAMountWhoseDaemonIsGoneFailsSayingWhatToDo() throws Exception {
+        Path bin = Files.createDirectory(tmp.resolve("bin"));
+        Path stat = Files.writeString(bin.resolve("stat"), "#!/bin/sh\necho \"stat: cannot statx '$2': Transport endpoint"
+                + " is not connected\" >&2\nexit 1\n");
+        Files.setPosixFilePermissions(stat, PosixFilePermissions.fromString("rwxr-xr-x"));
+        extraPath = bin;
+        Result r = run("chibifs", "/mnt/planner", "-f", "-o", "ctx=planner,home=/srv/chibi,remount,ro");
+        assertEquals(32, r.code(), r.stderr());
+        assertEquals(List.of(), r.launcherArgs());
+        assertEquals("mount.fuse.chibifs: cannot remount /mnt/planner: its daemon is gone (Transport endpoint is not"
+                + " connected): chibifs umount /mnt/planner clears it, then mount it again\n", r.stderr());
+    }
+
     @Test
     void acceptsASemicolonListOfUidMaps() throws Exception {
         Result r = run("chibifs", "/mnt/chibi", "-o", "uidmap=1001:planner;1002:coder");
