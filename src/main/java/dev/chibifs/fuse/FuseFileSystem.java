@@ -305,7 +305,7 @@ final class FuseFileSystem {
         NodeTable.Node n = nodes.get(id);
         if (n == null) {
             // the kernel names only nodes it holds; a forgotten one here is a bug, answered as a vanished file
-            throw new NoSuchFileException("node " + id);
+            throw new NoSuchFileException("node " + NodeSlots.shown(id));
         }
         return n;
     }
@@ -338,7 +338,7 @@ final class FuseFileSystem {
                 default -> target(at, "");
             };
         } catch (RuntimeException e) {
-            return target("node " + req.nodeid, "");
+            return target("node " + NodeSlots.shown(req.nodeid), "");
         }
     }
 
@@ -370,7 +370,7 @@ final class FuseFileSystem {
 
     private String nodePath(long id) {
         NodeTable.Node n = nodes.get(id);
-        return n != null ? path(n).toString() : "node " + id;
+        return n != null ? path(n).toString() : "node " + NodeSlots.shown(id);
     }
 
     private static String child(String dir, String name) {

@@ -408,7 +408,8 @@ final class FuseSession {
         long last = notices.post(pagesDropped(buffer, nodeid));
         try {
             if (!notices.awaitWritten(last, LOCK_GRANT_WAIT_NANOS)) {
-                LOG.debug("lock on node {} granted before its invalidations were taken: a notification waits for a reply", nodeid);
+                LOG.debug("lock on node {} granted before its invalidations were taken: a notification waits for a reply",
+                        NodeSlots.shown(nodeid));
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -787,7 +788,7 @@ final class FuseSession {
             if (!reserveAside(store)) {
                 if (!store.queue.offer(req, length)) {
                     LOG.warn("{} of node {}: {} requests wait on stores across a network already: EIO",
-                            FuseProtocol.opcodeName(req.opcode), req.nodeid, maxAside() + AsideQueue.MOST);
+                            FuseProtocol.opcodeName(req.opcode), NodeSlots.shown(req.nodeid), maxAside() + AsideQueue.MOST);
                     answer(Linux.EIO);
                     return;
                 }
@@ -845,7 +846,7 @@ final class FuseSession {
                 serve();
             } catch (Throwable escaped) {
                 try {
-                    LOG.error("{} of node {}: the answer itself failed", FuseProtocol.opcodeName(req.opcode), req.nodeid,
+                    LOG.error("{} of node {}: the answer itself failed", FuseProtocol.opcodeName(req.opcode), NodeSlots.shown(req.nodeid),
                             escaped);
                 } catch (Throwable cannotEvenLog) {
                     // the reply below matters more than the line
@@ -917,7 +918,7 @@ final class FuseSession {
                 notBusy();
             }
             if (settings.debug()) {
-                LOG.info("{} node {} unique {}: {}", FuseProtocol.opcodeName(opcode), req.nodeid, req.unique,
+                LOG.info("{} node {} unique {}: {}", FuseProtocol.opcodeName(opcode), NodeSlots.shown(req.nodeid), req.unique,
                         reply.isError() ? "error " + reply.errno() : "ok");
             }
             try {
@@ -949,7 +950,7 @@ final class FuseSession {
                 if (errno == Linux.EIO) {
                     // an expected I/O failure (a store's disk or S3 away): the line that says why, once
                     // per cause, as a store that has gone fails every request alike
-                    failures.failed(causeOf(t), FuseProtocol.opcodeName(req.opcode) + " of node " + req.nodeid + ": "
+                    failures.failed(causeOf(t), FuseProtocol.opcodeName(req.opcode) + " of node " + NodeSlots.shown(req.nodeid) + ": "
                             + t.getMessage());
                 }
                 if (t instanceof SymlinkDeniedException) {
@@ -962,7 +963,7 @@ final class FuseSession {
                 }
                 return errno;
             }
-            LOG.error("{} of node {} failed unexpectedly", FuseProtocol.opcodeName(req.opcode), req.nodeid, t);
+            LOG.error("{} of node {} failed unexpectedly", FuseProtocol.opcodeName(req.opcode), NodeSlots.shown(req.nodeid), t);
             return Linux.EIO;
         }
 

@@ -119,7 +119,7 @@ final class ListingExpiry implements AutoCloseable {
             try {
                 drop.accept(dir);
             } catch (RuntimeException e) {
-                LOG.warn("could not drop the kept listing of node {}", dir.id, e);
+                LOG.warn("could not drop the kept listing of node {}", NodeSlots.shown(dir.id), e);
             }
         } else {
             // listed again between the two reads: that listing's own time decides

@@ -38,6 +38,17 @@ final class NodeSlots {
         nextSlot = firstSlot;
     }
 
+    /**
+     * Node {@code id} as a log line shows it: the id itself, as the kernel has it, and where its
+     * generation is not the first, its slot and generation. A reused slot's id is past 2^32 (slot 4's
+     * second node is 4294967300), which in a log looked like an int's overflow or a sign mixed up.
+     */
+    static String shown(long id) {
+        long generation = id >>> 32;
+        return generation == 0 ? Long.toUnsignedString(id)
+                : Long.toUnsignedString(id) + " (slot " + (id & 0xffffffffL) + ", generation " + generation + ")";
+    }
+
     /** A new id, for a node to be {@link #add added}: a free slot's next generation, or a new slot. */
     long newId() {
         if (freedCount > 0) {

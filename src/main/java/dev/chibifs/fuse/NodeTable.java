@@ -315,7 +315,7 @@ final class NodeTable {
 
         @Override
         public String toString() {
-            return "node " + id;
+            return "node " + NodeSlots.shown(id);
         }
     }
 

@@ -48,6 +48,21 @@ class NodeSlotsTest {
         assertEquals(1, slots.size());
     }
 
+    /**
+     * A log line showed node 4294967300: no overflow, slot 4's second node (its id's high half is the
+     * generation). Shown as the kernel has it, with slot and generation where the generation is not the first.
+     */
+    @Test
+    void aReusedSlotsIdIsShownWithItsSlotAndGeneration() {
+        assertEquals("4", NodeSlots.shown(4));
+        assertEquals("4294967300 (slot 4, generation 1)", NodeSlots.shown((1L << 32) + 4));
+        NodeTable.Node n = added();
+        slots.remove(n);
+        long again = slots.newId();
+        assertEquals((1L << 32) + n.id, again);
+        assertEquals(again + " (slot " + n.id + ", generation 1)", NodeSlots.shown(again));
+    }
+
     @Test
     void slotsGrowPastManyChunksAndAllListsWhatIsHeld() {
         List<NodeTable.Node> held = new ArrayList<>();
