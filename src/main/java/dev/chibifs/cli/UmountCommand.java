@@ -400,6 +400,37 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     /**
+     * As root, the daemon that the registry of {@code mounter} (another user) records for {@code mp}: a
+     * background mount's daemon, started by the launcher, has no --foreground among its arguments, so
+     * the process table never found it, and root's umount of a user's mount returned before its daemon
+     * had exited (an S3 store's uploads not waited for). Believed as status believes it, and only for a
+     * process that runs as the mounter and holds a FUSE device.
+     */
+    private static Optional<ProcessHandle> mounterRecorded(Path mp, long mounter, java.util.function.LongToIntFunction uidOf,
+                                                           java.util.function.LongPredicate holdsFuse) {
+        if (mounter <= 0 || MountRegistry.currentUid() != 0) {
+            return Optional.empty();
+        }
+        try {
+            for (MountRegistry r : StatusCommand.hostRegistries()) {
+                if (r.owner() != mounter) {
+                    continue;
+                }
+                for (MountRegistry.Entry e : r.list()) {
+                    if ((e.health() == MountRegistry.Health.ACTIVE || e.health() == MountRegistry.Health.DETACHED)
+                            && e.record() != null && e.record().mountpoint().equals(mp)
+                            && uidOf.applyAsInt(e.record().pid()) == mounter && holdsFuse.test(e.record().pid())) {
+                        return ProcessHandle.of(e.record().pid());
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException unreadable) {
+            // the process table, as before
+        }
+        return Optional.empty();
+    }
+
+    /**
      * As {@link #findDaemon(Path, long)}, each process's uid and FUSE device told by {@code uidOf} and
      * {@code holdsFuse} (tests). Arguments alone are anyone's to write: another user's python with a
      * daemon's arguments was named root's mount's daemon, waited on, and --force would have killed it.
@@ -416,6 +447,10 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
             }
         } catch (IOException | RuntimeException unreadable) {
             // fall back to the process table
+        }
+        Optional<ProcessHandle> recorded = mounterRecorded(mp, mounter, uidOf, holdsFuse);
+        if (recorded.isPresent()) {
+            return recorded;
         }
         String want = mp.toString();
         return ProcessHandle.allProcesses().filter(p -> {

@@ -72,6 +72,43 @@ class AnotherUsersStaleMountTest {
         }
     }
 
+    /**
+     * Root's umount of a user's live background mount returned at once, its daemon still running: no
+     * --foreground among a launcher daemon's arguments, so only the user's registry names it. Waited
+     * for now, as for root's own: gone when umount returns, and its record with it.
+     */
+    @Test
+    void rootsUmountOfAUsersMountWaitsForItsDaemon() throws Exception {
+        FuseSupport.requireFuse();
+        FuseSupport.requireRoot();
+        TestUsers.User user = TestUsers.ensure("chibit-stranger");
+        Path root = MountedFs.tempRoot();
+        String classpath = MountedFs.readableClasspath(Files.createDirectory(root.resolve("classpath")));
+        Path mnt = Files.createDirectory(root.resolve("mnt"));
+        Path home = Files.createDirectory(root.resolve("home"));
+        Sh.run("chown " + user.uid() + ":" + user.gid() + " " + Sh.quote(mnt.toString()) + " " + Sh.quote(home.toString())).ok();
+        MountRegistry registry = MountRegistry.of(Path.of("/tmp/chibifs-" + user.uid()), (int) user.uid());
+        long pid = -1;
+        try {
+            Sh.as(user.uid(), user.gid(), root, "env -u CHIBIFS_RUNTIME_DIR XDG_RUNTIME_DIR= CHIBIFS_CLASSPATH="
+                    + Sh.quote(classpath) + " " + LAUNCHER + " mount --context planner --home " + Sh.quote(home.toString())
+                    + " " + Sh.quote(mnt.toString())).ok();
+            pid = Long.parseLong(Files.readAllLines(registry.fileFor(mnt)).stream()
+                    .filter(l -> l.startsWith("pid=")).findFirst().orElseThrow().substring(4));
+            assertEquals(ExitCodes.OK, run(new UmountCommand(), mnt.toString()), err.toString());
+            String state = Files.exists(Path.of("/proc/" + pid + "/stat")) ? Files.readString(Path.of("/proc/" + pid + "/stat")) : "";
+            assertTrue(state.isEmpty() || state.substring(state.lastIndexOf(')') + 2).startsWith("Z"),
+                    "the daemon still runs: " + state);
+            assertFalse(Files.exists(registry.fileFor(mnt)), "its record stays");
+        } finally {
+            if (pid > 0) {
+                Sh.run("kill -9 " + pid);
+            }
+            Sh.run("umount -l " + Sh.quote(mnt.toString()) + " 2>/dev/null; true");
+            Sh.run("rm -rf " + Sh.quote(root.resolve("classpath").toString()));
+        }
+    }
+
     @Test
     void rootsDoctorCallsAKilledDaemonsMountStaleAndRootsUmountClearsItAll() throws Exception {
         FuseSupport.requireFuse();
