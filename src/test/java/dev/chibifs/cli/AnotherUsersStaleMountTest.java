@@ -105,7 +105,18 @@ class AnotherUsersStaleMountTest {
                 Sh.run("kill -9 " + pid);
             }
             Sh.run("umount -l " + Sh.quote(mnt.toString()) + " 2>/dev/null; true");
+            forget(registry, mnt, pid);
             Sh.run("rm -rf " + Sh.quote(root.resolve("classpath").toString()));
+        }
+    }
+
+    /** What a daemon killed by a failing test leaves in the user's registry, which outlives the test's temp dir. */
+    private static void forget(MountRegistry registry, Path mnt, long pid) throws IOException {
+        if (pid > 0) {
+            Files.deleteIfExists(registry.fileFor(mnt));
+            for (String kind : new String[] {"stats", "sync", "trace"}) {
+                Files.deleteIfExists(registry.dir().resolve(kind + "-" + pid + ".sock"));
+            }
         }
     }
 
@@ -158,12 +169,7 @@ class AnotherUsersStaleMountTest {
                 Sh.run("kill -9 " + pid);
             }
             Sh.run("umount -l " + Sh.quote(mnt.toString()) + " 2>/dev/null; true");
-            if (pid > 0) {
-                Files.deleteIfExists(registry.fileFor(mnt));
-                for (String kind : new String[] {"stats", "sync", "trace"}) {
-                    Files.deleteIfExists(registry.dir().resolve(kind + "-" + pid + ".sock"));
-                }
-            }
+            forget(registry, mnt, pid);
             Sh.run("rm -rf " + Sh.quote(root.resolve("classpath").toString()));
         }
     }
