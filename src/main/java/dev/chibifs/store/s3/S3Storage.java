@@ -55,6 +55,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -2347,7 +2351,7 @@ public final class S3Storage implements Storage {
      * nothing), and what S3 refused at an earlier pass is not asked for again before its retry time.
      */
     WriteBack.Unsent passDue() throws IOException {
-        askAgainIfUnreachable();
+        askAgainIfUnreachable(); // the flusher's own thread: it may wait the whole question out
         return writeBack.pass(false, null);
     }
 
@@ -2400,7 +2404,7 @@ public final class S3Storage implements Storage {
      */
     WriteBack.Unsent pushAll(String concern) throws IOException {
         if (pendingChanges() > 0) {
-            askAgainIfUnreachable(); // else a umount would wait through the client's retries for nothing
+            askBrieflyIfUnreachable(); // else a umount would wait through the client's retries for nothing
         }
         return writeBack.pass(true, concern);
     }
@@ -2417,6 +2421,55 @@ public final class S3Storage implements Storage {
             writeBack.recovered();
         }
     }
+
+    /**
+     * {@link #askAgainIfUnreachable} for a caller someone waits on ({@code chibifs sync}, a
+     * directory's fsync, umount): the question goes in the background, one at a time, and the caller
+     * waits for it {@link #PROBE_WAIT_MILLIS} at most, then fails as S3 is away. Asked in the
+     * caller's thread, each sync and each directory fsync waited out the client's 30 s limit while S3
+     * hung (a tester's SIGSTOPped server: 31-33 s a call, every call), where S3 known to be away is to
+     * answer at once; S3 back answers the question in milliseconds.
+     */
+    private void askBrieflyIfUnreachable() throws IOException {
+        if (!bucket.unreachable()) {
+            return;
+        }
+        CompletableFuture<Void> asked;
+        synchronized (this) {
+            if (probing == null || probing.isDone()) {
+                CompletableFuture<Void> mine = new CompletableFuture<>();
+                probing = mine;
+                Thread t = new Thread(() -> {
+                    try {
+                        askAgainIfUnreachable();
+                        mine.complete(null);
+                    } catch (IOException | RuntimeException e) {
+                        mine.completeExceptionally(e);
+                    }
+                }, "s3-probe");
+                t.setDaemon(true);
+                t.start();
+            }
+            asked = probing;
+        }
+        try {
+            asked.get(PROBE_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException stillAsking) {
+            bucket.refuseWhileUnreachable("list", dirKey(VfsPath.root()));
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            throw cause instanceof IOException io ? io : new IOException(String.valueOf(cause), cause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while S3 was asked whether it is back");
+        }
+    }
+
+    /** How long {@link #askBrieflyIfUnreachable} waits for S3's answer. */
+    private static final long PROBE_WAIT_MILLIS = 2_000;
+
+    /** The question {@link #askBrieflyIfUnreachable} put in the background, or null; guarded by the monitor. */
+    private CompletableFuture<Void> probing;
 
     /**
      * Keeps the content cache within {@link S3Options#cacheSize}: past it, the content files of the

@@ -3568,6 +3568,47 @@ class S3HostsTest {
         assertEquals(null, a.unanswered());
     }
 
+    /**
+     * A tester's SIGSTOPped S3: each {@code chibifs sync} and each directory fsync waited the client's
+     * 30 s for the question whether S3 was back, every call. The question goes in the background now,
+     * waited for briefly; once S3 answers it, the next sync sends what waits.
+     */
+    @Test
+    void whileS3HangsADirectoryFsyncFailsWithinSecondsAndSyncsOnceItAnswers() throws Exception {
+        S3Storage a = host(options("a").withFlushAfter(Duration.ofHours(1)));
+        put(a, "/shared/waits", "to go up");
+        server.stop();
+        try {
+            IOException away = assertThrows(IOException.class, a::flushAll); // found away
+            assertTrue(away.getMessage().contains("cannot reach"), away.getMessage());
+        } finally {
+            server.start();
+        }
+        S3Server.HeldRequests hung = server.holdLists(prefix -> true, 1); // every LIST held: S3 hangs
+        try {
+            for (int call = 0; call < 2; call++) {
+                long t0 = System.nanoTime();
+                IOException e = assertThrows(IOException.class, () -> a.syncDirectory(p("/shared")));
+                long seconds = (System.nanoTime() - t0) / 1_000_000_000L;
+                assertTrue(e.getMessage().contains("cannot reach"), e.getMessage());
+                assertTrue(seconds < 10, "call " + call + " waited " + seconds + " s for a hung S3");
+            }
+        } finally {
+            server.holdLists(prefix -> false, 0);
+            hung.release().countDown();
+        }
+        assertTrue(await(Duration.ofSeconds(30), () -> {
+            try {
+                a.syncDirectory(p("/shared"));
+                return true;
+            } catch (IOException stillAway) {
+                return false;
+            }
+        }), "S3 answers again: the sync goes through");
+        assertEquals(0, a.pendingChanges());
+        assertEquals("to go up", inS3("shared/waits"));
+    }
+
     private static long total(java.util.Map<String, Long> requests) {
         return requests.values().stream().mapToLong(Long::longValue).sum();
     }
