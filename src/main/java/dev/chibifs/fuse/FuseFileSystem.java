@@ -73,7 +73,9 @@ final class FuseFileSystem {
      * Every open asks the kernel for no FLUSH at close: writes are already in the store file, so a
      * close has nothing to push, and a round trip per close is saved. POSIX record locks are then
      * released when the open file itself is released (its last descriptor closed, or its process
-     * gone), as OFD locks are, not at the close of any one descriptor of the process.
+     * gone), as OFD locks are, not at the close of any one descriptor of the process. Not for a
+     * handle that {@link FileHandle#hearsCloses} (an S3 file open for writing: its journal records
+     * the close, which the release comes too late for where the daemon is killed in between).
      */
     private static final int NO_FLUSH = FuseProtocol.FOPEN_NOFLUSH;
     /**
@@ -1021,7 +1023,7 @@ final class FuseFileSystem {
         boolean small = opened != null && opened.isFile() && opened.size() <= Math.min(STORED_AT_OPEN, data.capacity())
                 && readOnly && storeChannel != null;
         int backing;
-        int openFlags = NO_FLUSH;
+        int openFlags = handle.hearsCloses() ? 0 : NO_FLUSH;
         synchronized (n) {
             boolean changing = directIo && readOnly && changing(n, opened);
             // where reads pass through, a small file at rest is read from pages stored whole here instead:
@@ -1482,7 +1484,7 @@ final class FuseFileSystem {
             forget(n.id, 1); // the entry is not sent: the error is
             throw e;
         }
-        int openFlags = NO_FLUSH | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH
+        int openFlags = (handle.hearsCloses() ? 0 : NO_FLUSH) | (backing != 0 ? FuseProtocol.FOPEN_PASSTHROUGH
                 : appending(flags) ? FuseProtocol.FOPEN_DIRECT_IO | FuseProtocol.FOPEN_KEEP_CACHE : 0);
         out.open(register(req, handle, caller, flags, n, backing != 0), openFlags, backing);
     }

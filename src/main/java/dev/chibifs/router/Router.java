@@ -556,6 +556,16 @@ public final class Router {
         }
 
         @Override
+        public void closedOnce() throws IOException {
+            h.closedOnce();
+        }
+
+        @Override
+        public boolean hearsCloses() {
+            return h.hearsCloses();
+        }
+
+        @Override
         public long inode() throws IOException {
             return taggedInode(h.inode(), tag);
         }

@@ -63,6 +63,19 @@ public interface FileHandle extends Closeable {
     /** Flushes to stable storage; {@code metadata} also flushes attributes. */
     void sync(boolean metadata) throws IOException;
 
+    /**
+     * A close(2) of a descriptor of this open returned (FUSE's FLUSH): what was written through it
+     * so far is what its close leaves, should the daemon stop before the open's release, which the
+     * kernel sends later, on its own. No default, as for {@link #passthroughDescriptor}.
+     */
+    void closedOnce() throws IOException;
+
+    /**
+     * Whether {@link #closedOnce} matters to this handle: a mount then asks the kernel for a FLUSH
+     * at each close(2), a round trip it otherwise saves. No default, as for {@link #closedOnce}.
+     */
+    boolean hearsCloses();
+
     /** The file's inode in the store: it stays with the handle through renames and unlinks. */
     long inode() throws IOException;
 

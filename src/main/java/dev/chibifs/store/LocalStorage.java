@@ -2479,6 +2479,16 @@ public final class LocalStorage implements Storage {
             Syscalls.fsync(fd(), metadata);
         }
 
+        /** Each write is in the store file as it returns: a close adds nothing a restart would miss. */
+        @Override
+        public void closedOnce() {
+        }
+
+        @Override
+        public boolean hearsCloses() {
+            return false;
+        }
+
         @Override
         public long size() throws IOException {
             return metadata().size();

@@ -897,6 +897,16 @@ public final class MemoryStorage implements Storage {
         }
 
         @Override
+        public void closedOnce() {
+            // nothing outlives the daemon to be told
+        }
+
+        @Override
+        public boolean hearsCloses() {
+            return false;
+        }
+
+        @Override
         public long size() {
             synchronized (MemoryStorage.this) {
                 return file.length;

@@ -54,4 +54,14 @@ interface ReadOnlyFileHandle extends FileHandle {
     default void sync(boolean metadata) {
         // nothing was written
     }
+
+    /** Nothing written: a close leaves what was there. */
+    @Override
+    default void closedOnce() {
+    }
+
+    @Override
+    default boolean hearsCloses() {
+        return false;
+    }
 }

@@ -187,7 +187,7 @@ final class JournalRecords implements Closeable {
             putRefused(o, n.refusals);
         }
         // a writer open may change the content after this record, up to its close's record
-        n.sizeJournaled = !(n.dirty && n.writers > 0);
+        n.sizeJournaled = !(n.dirty && n.writers > 0 && !n.closedOnce);
         if (!n.sizeJournaled) {
             o.put(OPEN, true);
         }

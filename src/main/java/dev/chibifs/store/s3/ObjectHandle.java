@@ -426,6 +426,31 @@ final class ObjectHandle implements FileHandle {
         }
     }
 
+    /**
+     * The journal records the file as no writer open, where this is its only writer and it changed
+     * it: a restart uploads it as done. A crash tester killed the daemon just after {@code echo new >
+     * f} returned, before the kernel's RELEASE: the restart took f for half written, kept "new" as a
+     * conflict copy and showed the old content (a new file: only the copy), 9 times of 9. A write
+     * after this, through another descriptor of the open, records the writer again
+     * ({@link Overlay#writing}).
+     */
+    @Override
+    public boolean hearsCloses() {
+        return writer;
+    }
+
+    @Override
+    public void closedOnce() throws IOException {
+        synchronized (store) {
+            if (!writer || closed || !node.dirty || node.writers != 1 || node.closedOnce || node.path == null) {
+                return;
+            }
+            node.closedOnce = true;
+            store.journal.put(node);
+            store.journal.commit();
+        }
+    }
+
     @Override
     public void sync(boolean metadata) throws IOException {
         synchronized (store) {

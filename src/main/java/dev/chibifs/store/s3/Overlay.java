@@ -403,6 +403,8 @@ final class Overlay {
      */
     void writing(Node n, long appendAt, boolean asMade) {
         long appendsFrom = n.appendsFrom;
+        boolean wasClosedOnce = n.closedOnce;
+        n.closedOnce = false;
         if (appendAt == NOT_APPENDS) {
             n.appendsFrom = NOT_APPENDS;
         } else if (!n.dirty) {
@@ -423,7 +425,7 @@ final class Overlay {
             }
             return;
         }
-        if ((n.appendsFrom != appendsFrom || n.sizeJournaled) && n.path != null) {
+        if ((n.appendsFrom != appendsFrom || n.sizeJournaled || wasClosedOnce) && n.path != null) {
             // else a restart would merge as appends what this write changes, take a truncate by this
             // writer, killed before its close, for a content file damaged since the last record, or
             // upload as done a file its open made and this writer had not finished (the record made
@@ -599,6 +601,11 @@ final class Overlay {
          * then: a content file found shorter at the next start was damaged ({@link JournalRecords#replay}).
          */
         boolean sizeJournaled;
+        /**
+         * Its one writer's close(2) came ({@link ObjectHandle#closedOnce}) and nothing was written
+         * since: the journal records no writer open, though the open is not released yet.
+         */
+        boolean closedOnce;
         /**
          * Handles open on it, writers among them, and renames fetching it to upload it anew: while
          * above 0 its content stays in the content cache.

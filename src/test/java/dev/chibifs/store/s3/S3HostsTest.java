@@ -2034,6 +2034,41 @@ class S3HostsTest {
         assertEquals(0, again.pendingChanges());
     }
 
+    /**
+     * A crash tester's kill -9 just after {@code echo new > f} returned: the kernel's RELEASE had not
+     * come, so the restart took f for half written, showed its old content and kept "new" only as a
+     * conflict copy (a new file: only the copy). The close(2) (FUSE's FLUSH) is what the journal
+     * records now; a write after it, through another descriptor of the open, records the writer again.
+     */
+    @Test
+    void aFileWhoseCloseReturnedBeforeAKillGoesUpAsWrittenAndOneWrittenAfterIsKeptAside() throws Exception {
+        S3Storage a = host(options("a"));
+        a.write(p("/shared/g"), "old\n".getBytes(UTF_8));
+        a.write(p("/shared/h"), "old\n".getBytes(UTF_8));
+        a.flushAll();
+        FileHandle g = a.open(p("/shared/g"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0644);
+        g.write(ByteBuffer.wrap("new\n".getBytes(UTF_8)), 0);
+        g.closedOnce(); // echo's close(2) returned; its release is on its way
+        FileHandle made = a.open(p("/shared/p1"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644);
+        made.write(ByteBuffer.wrap("x".getBytes(UTF_8)), 0);
+        made.closedOnce();
+        FileHandle h = a.open(p("/shared/h"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0644);
+        h.write(ByteBuffer.wrap("half".getBytes(UTF_8)), 0);
+        h.closedOnce(); // one descriptor closed ...
+        h.write(ByteBuffer.wrap(" written".getBytes(UTF_8)), 4); // ... another of the same open writes on
+        a.crash(); // no release, no flush: what a kill -9 leaves
+
+        S3Storage again = host(options("a"));
+        again.flushAll();
+        assertEquals("new\n", inS3("shared/g"), "as its close left it");
+        assertEquals("x", inS3("shared/p1"), "made, written and closed");
+        assertEquals("old\n", inS3("shared/h"), "still being written: not over S3's");
+        List<String> names = again.list(p("/shared")).stream().map(Entry::name).sorted().toList();
+        assertEquals(4, names.size(), names.toString());
+        assertTrue(names.containsAll(List.of("g", "h", "p1")) && names.stream().anyMatch(n -> n.startsWith("h.conflict-a-")),
+                names.toString());
+    }
+
     @Test
     void aFileOpenOnlyToAppendGoesUpEveryFewPeriodsWhileItStaysOpenAndOthersWaitForTheirClose() throws Exception {
         MutableClock clock = startClock();
