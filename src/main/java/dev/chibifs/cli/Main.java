@@ -95,6 +95,11 @@ public final class Main implements Callable<Integer> {
             versioned(sub);
             cl.addSubcommand(sub);
         }
+        // `chibifs help` and `chibifs help mount` print usage (they were refused as an unmatched argument, and as
+        // a mount missing its MOUNTPOINT); never in SUBCOMMANDS, so that `help COMMAND` has every command built
+        CommandLine help = new CommandLine(CommandLine.HelpCommand.class, factory);
+        versioned(help);
+        cl.addSubcommand(help);
         // System.out keeps a write's failure to itself (PrintStream): over the descriptor, a reader gone
         // (trace | head -1) is an error the writer's checkError() sees, as the JVM ignores SIGPIPE
         // (help, trace and stats write here; the vfs commands and cache put write terminal.out() itself)

@@ -47,6 +47,19 @@ class HelpTest {
         }
     }
 
+    /** {@code chibifs help} said "Unmatched argument", {@code chibifs help mount} "Missing required parameter". */
+    @Test
+    void theHelpCommandPrintsTheUsageOfTheRootAndOfACommand() {
+        Cli.Result root = new Cli(home).run("help");
+        assertEquals(0, root.code(), root.toString());
+        assertEquals(new Cli(home).run("--help").out(), root.out());
+        Cli.Result mount = new Cli(home).run("help", "mount");
+        assertEquals(0, mount.code(), mount.toString());
+        assertEquals(new Cli(home).run("mount", "--help").out(), mount.out());
+        // as main runs it: "help" names no command of its own, so every command is built
+        assertEquals(Main.SUBCOMMANDS, Main.subcommandsFor(new String[] {"help", "mount"}));
+    }
+
     @Test
     void noCommandIsAUsageError() {
         Cli.Result root = new Cli(home).run();

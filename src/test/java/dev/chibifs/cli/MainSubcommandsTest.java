@@ -31,6 +31,7 @@ class MainSubcommandsTest {
         for (Class<?> c : Main.SUBCOMMANDS) {
             assertTrue(names.add(c.getAnnotation(Command.class).name()), c.getName());
         }
+        names.add("help"); // picocli's, with every command, whatever is named first
         assertEquals(names, Main.commandLine().getSubcommands().keySet());
     }
 }
