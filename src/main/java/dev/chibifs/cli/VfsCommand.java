@@ -260,11 +260,17 @@ abstract class VfsCommand implements Callable<Integer> {
         return out;
     }
 
-    /** Warns where a live mount serves {@code path} from a store this command did not open. */
+    /** What {@link #warnIfAMountServesItElsewhere} has said: once each, though a command reads its path several times. */
+    private final java.util.Set<ServedElsewhere> warned = new java.util.HashSet<>();
+
+    /** Warns where a live mount serves {@code path} from a store this command did not open, once per command. */
     private void warnIfAMountServesItElsewhere(VfsPath path) {
         for (ServedElsewhere s : servedElsewhere()) {
             // not where it lies above one: every ls vfs:///shared beside a mount with a scratch store said so
             if (path.startsWith(s.prefix())) {
+                if (!warned.add(s)) {
+                    return; // append and write said it twice, cp three times: each reads its URI again
+                }
                 PrintWriter err = spec.commandLine().getErr();
                 err.println(ErrorHandler.PREFIX + "warning: the mount at " + s.mountpoint() + " serves "
                         + s.prefix() + " from " + s.spec() + ", which this command did not open: it sees what its own"

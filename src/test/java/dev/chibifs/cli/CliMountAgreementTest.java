@@ -47,6 +47,19 @@ class CliMountAgreementTest {
                     "vfs:///shared/team/scratch/x").ok();
             assertTrue(r.err().contains("warning: the mount at " + fs.mountpoint() + " serves /shared/team/scratch from memory"),
                     r.err());
+            String warning = "warning: the mount at " + fs.mountpoint() + " serves /shared/team/scratch";
+            assertEquals(1, r.err().split(warning, -1).length - 1, "once: " + r.err());
+            // append and write said it twice, cp three times; cat once
+            for (String[] c : new String[][] {{"append", "--content", "y", "vfs:///shared/team/scratch/x"},
+                {"cp", "vfs:///shared/team/scratch/x", "vfs:///shared/team/scratch/y"}, {"cat", "vfs:///shared/team/scratch/x"}}) {
+                java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of(c[0], "--home", home));
+                if (!c[0].equals("cat")) {
+                    args.addAll(java.util.List.of("--as", "planner"));
+                }
+                args.addAll(java.util.List.of(c).subList(1, c.length));
+                r = MountedFs.cli(args.toArray(String[]::new)).ok();
+                assertEquals(1, r.err().split(warning, -1).length - 1, c[0] + " says it once: " + r.err());
+            }
             assertTrue(MountedFs.cli("ls", "--home", home, "vfs:///shared").ok().err().isEmpty(), "elsewhere: nothing");
             r = MountedFs.cli("ls", "--home", home, "--store", "/shared/team/scratch=memory", "vfs:///shared/team/scratch").ok();
             assertTrue(r.err().isEmpty(), r.err());
