@@ -585,9 +585,16 @@ public final class ContextsView implements ReadOnlyStore {
         return generatedMetadata(path, generated(path, n));
     }
 
+    /**
+     * When this view was made (the mount's start): the time of what is made from chibi's state file
+     * while there is none, which showed as 1 Jan 1970 in {@code ls -l /sys/contexts}.
+     */
+    private final FileTime opened = FileTime.from(java.time.Instant.now());
+
+    /** The state file's mtime, or while there is none, {@link #opened}. */
     private FileTime stateTime() {
         FileStamp stamp = state.get().stamp();
-        return stamp == null || stamp == FileStamp.MISSING ? FileTime.fromMillis(0)
+        return stamp == null || stamp == FileStamp.MISSING ? opened
                 : FileTime.from(java.time.Instant.ofEpochSecond(0, stamp.modifiedNanos()));
     }
 

@@ -50,6 +50,22 @@ class ContextsViewTest {
         Files.write(p, text.getBytes(StandardCharsets.ISO_8859_1)); // bytes as given: '\u00ff' is the byte 0xff
     }
 
+    /** /sys/contexts showed 1 Jan 1970 without chibi's state file: the view's start then, else the file's mtime. */
+    @Test
+    void theViewsTimeIsTheStateFilesOrWithoutOneItsStart() throws Exception {
+        java.time.Instant before = java.time.Instant.now().minusSeconds(1);
+        ContextsView view = view();
+        java.time.Instant shown = view.metadata(VfsPath.of("/")).modified().toInstant();
+        org.junit.jupiter.api.Assertions.assertTrue(!shown.isBefore(before) && !shown.isAfter(java.time.Instant.now()),
+                "no state file: " + shown);
+        write("state.json", "{\"contexts\":[{\"name\":\"alice\",\"created_at\":1}]}");
+        Files.setLastModifiedTime(home.resolve("state.json"), java.nio.file.attribute.FileTime.fromMillis(1_700_000_000_000L));
+        view.list(VfsPath.of("/")); // reads the state file
+        assertEquals(java.nio.file.attribute.FileTime.fromMillis(1_700_000_000_000L), view.metadata(VfsPath.of("/")).modified());
+        assertEquals(java.nio.file.attribute.FileTime.fromMillis(1_700_000_000_000L),
+                view.metadata(VfsPath.of("/alice")).modified());
+    }
+
     /** chibi's resolve_flock_vfs_root: "site" is /site too, and "site:<another site>" is a flock under /flocks. */
     @Test
     void theGoalsOfAFlockAreWhereChibiPutsThem() throws Exception {
