@@ -83,7 +83,7 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             description = "CHIBI_HOME to check; the store is DIR/vfs (default: $CHIBI_HOME, else ~/.chibi).")
     Path home;
 
-    @Option(names = "--uid-map", paramLabel = "UID=NAME", split = ",",
+    @Option(names = "--uid-map", paramLabel = "UID=NAME",
             description = "The mount will map uids (so it needs allow_other, and user_allow_other when not root).")
     List<String> uidMaps = new ArrayList<>();
 

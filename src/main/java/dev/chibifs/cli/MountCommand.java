@@ -70,7 +70,7 @@ final class MountCommand implements Callable<Integer> {
             description = "Per-context mount: every request acts as NAME (default: $CHIBI_CONTEXT).")
     String context;
 
-    @Option(names = "--uid-map", paramLabel = "UID=NAME", split = ",",
+    @Option(names = "--uid-map", paramLabel = "UID=NAME",
             description = "Map a uid to a context (repeatable, or a comma-separated list as status shows it); unmapped uids read but never write. Implies allow_other.")
     List<String> uidMaps = new ArrayList<>();
 
@@ -452,8 +452,21 @@ final class MountCommand implements Callable<Integer> {
         }
     }
 
-    /** Parses {@code UID=NAME} entries; a uid mapped twice, or also named SYSTEM, is refused. */
-    static Map<Long, String> parseUidMaps(List<String> entries, Long systemUid) {
+    /**
+     * Parses {@code --uid-map} values, each {@code UID=NAME} or a comma-separated list of them; a uid
+     * mapped twice, or also named SYSTEM, is refused, and so is an empty entry (split here, not by
+     * picocli, which dropped one at the end: {@code 1001=planner,} passed without a word).
+     */
+    static Map<Long, String> parseUidMaps(List<String> values, Long systemUid) {
+        List<String> entries = new ArrayList<>();
+        for (String value : values) {
+            String[] listed = value.split(",", -1);
+            if (listed.length > 1 && java.util.Arrays.asList(listed).contains("")) {
+                throw new UsageException("invalid --uid-map '" + Names.shown(value) + "': an empty entry (a comma too many):"
+                        + " the form is UID=NAME or UID=NAME,UID=NAME..., e.g. 1001=planner,1002=coder");
+            }
+            entries.addAll(List.of(listed));
+        }
         Map<Long, String> map = new LinkedHashMap<>();
         for (String e : entries) {
             int eq = e.indexOf('=');

@@ -42,6 +42,21 @@ class MountCommandTest {
         assertEquals(Map.of(998L, "alice", 997L, "bob", 996L, "carol"), MountCommand.parseUidMaps(m.uidMaps, null));
     }
 
+    /** {@code --uid-map 1001=planner,} passed without a word: picocli's split dropped the empty entry. */
+    @Test
+    void aUidMapListWithAnEmptyEntryIsRefusedNamingTheValue(@TempDir Path home) {
+        for (String bad : List.of("1001=planner,", ",1001=planner", "1001=planner,,1002=coder", ",")) {
+            UsageException e = assertThrows(UsageException.class, () -> MountCommand.parseUidMaps(List.of(bad), null));
+            assertEquals("invalid --uid-map '" + bad + "': an empty entry (a comma too many): the form is UID=NAME or"
+                    + " UID=NAME,UID=NAME..., e.g. 1001=planner,1002=coder", e.getMessage());
+            Cli.Result r = new Cli(home).run("mount", "--uid-map", bad, home.resolve("mnt").toString());
+            assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+            assertEquals("chibifs: " + e.getMessage() + "\n", r.err());
+        }
+        UsageException e = assertThrows(UsageException.class, () -> MountCommand.parseUidMaps(List.of(""), null));
+        assertEquals("invalid --uid-map '': the form is UID=NAME, e.g. 1001=planner", e.getMessage());
+    }
+
     @Test
     void aUidMapNamesUidsAKernelHas() {
         for (String bad : List.of("99999999999=alice", "4294967295=alice", "-1=alice")) {
