@@ -111,6 +111,10 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Override
     public Integer call() {
+        // refused as mount refuses them (exit 2): a doctor that passed them, or checked "OK ... not checked:
+        // invalid --uid-map", had the mount it vouched for fail
+        MountCommand.parseUidMaps(uidMaps, null);
+        MountCommand.requireValidFuseOptions(fuseOptions);
         Host h = host == null ? Host.system() : host;
         List<Check> checks = checks(h);
         PrintWriter out = spec.commandLine().getOut();

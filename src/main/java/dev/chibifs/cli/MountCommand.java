@@ -391,11 +391,7 @@ final class MountCommand implements Callable<Integer> {
             throw new UsageException("invalid --log-level '" + logLevel + "': one of error, warn, info, debug, trace");
         }
         stores.mounts(); // a bad --store or --tools-sys stops here, before anything is mounted
-        try {
-            MountSpec.parse(fuseOptions);
-        } catch (InvalidSpecException e) {
-            throw new UsageException(e.getMessage());
-        }
+        requireValidFuseOptions(fuseOptions);
         if (context != null && !uidMaps.isEmpty()) {
             throw new UsageException("--context and --uid-map exclude each other: a mount is per context or by uid");
         }
@@ -416,6 +412,15 @@ final class MountCommand implements Callable<Integer> {
         }
         Caller caller = Caller.context(name);
         return new Plan(CallerResolver.fixed(caller), List.of(caller.name()), false, "context " + caller.name(), "");
+    }
+
+    /** Refuses {@code -o} options that are unknown or malformed, naming the first and its rule; mount and doctor alike. */
+    static void requireValidFuseOptions(List<String> fuseOptions) {
+        try {
+            MountSpec.parse(fuseOptions);
+        } catch (InvalidSpecException e) {
+            throw new UsageException(e.getMessage());
+        }
     }
 
     /** Refuses a mountpoint that is no directory, with the hint that fits: mkdir -p cannot make one over a file. */

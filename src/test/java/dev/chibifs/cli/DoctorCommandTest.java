@@ -70,6 +70,25 @@ class DoctorCommandTest {
         assertTrue(fixLine.startsWith("     fix: ") && fixLine.contains(fixFragment), fixLine);
     }
 
+    /** doctor passed --uid-map abc ("OK subordinate uids: not checked") and -o bogus, which mount refuses. */
+    @Test
+    void aUidMapOrFuseOptionMountRefusesDoctorRefusesAlike() throws Exception {
+        healthyHost(1000);
+        Cli cli = new Cli(home);
+        for (String[] bad : new String[][] {{"--uid-map", "abc"}, {"--uid-map", "1001=planner,"}, {"-o", "bogus"},
+            {"-o", "entry_timeout=x"}}) {
+            Cli.Result mount = bad[0].equals("-o")
+                    ? cli.run("mount", "--context", "planner", bad[0], bad[1], tmp.resolve("mnt").toString())
+                    : cli.run("mount", bad[0], bad[1], tmp.resolve("mnt").toString());
+            assertEquals(ExitCodes.USAGE, mount.code(), mount.toString());
+            Cli.Result doctor = cli.run("doctor", bad[0], bad[1]);
+            assertEquals(ExitCodes.USAGE, doctor.code(), doctor.toString());
+            assertEquals("", doctor.out(), "no checks run");
+            assertEquals(1, doctor.err().lines().count(), doctor.err());
+            assertEquals(mount.err(), doctor.err(), "mount's words");
+        }
+    }
+
     @Test
     void allChecksPassOnAHealthyHost() throws Exception {
         Path mp = Files.createDirectory(tmp.resolve("mnt"));
