@@ -18,6 +18,10 @@ final class HomeConverter implements CommandLine.ITypeConverter<Path> {
             throw new CommandLine.TypeConversionException("'' is empty: name CHIBI_HOME's directory,"
                     + " or leave --home out for $CHIBI_HOME, else ~/.chibi");
         }
+        String tilde = unexpandedTilde(value);
+        if (tilde != null) {
+            throw new CommandLine.TypeConversionException("'" + value + "' " + tilde);
+        }
         Path home = Path.of(value);
         String why = ChibiHome.notADirectory(home);
         if (why != null) {
@@ -26,5 +30,19 @@ final class HomeConverter implements CommandLine.ITypeConverter<Path> {
                     + " directory, or leave --home out for $CHIBI_HOME, else ~/.chibi");
         }
         return home;
+    }
+
+    /**
+     * Why {@code value} is not the directory it meant: its first name is a literal {@code ~} (or
+     * {@code ~user}), which no shell expanded (fstab, a unit's file), and which was made as a directory
+     * named {@code ~} in the working directory; null when it is not so.
+     */
+    static String unexpandedTilde(String value) {
+        String first = value.split("/", 2)[0];
+        if (!first.startsWith("~")) {
+            return null;
+        }
+        return "starts with a literal " + first + ", which no shell expanded (as in fstab or a unit's file): give an"
+                + " absolute path";
     }
 }

@@ -128,6 +128,9 @@ final class StoreOptions {
         if (cacheDir != null && cacheDir.toString().isEmpty()) {
             throw new UsageException("invalid --cache-dir '': name a directory (an empty one was the working directory)");
         }
+        if (cacheDir != null && HomeConverter.unexpandedTilde(cacheDir.toString()) != null) {
+            throw new UsageException("invalid --cache-dir '" + cacheDir + "': " + HomeConverter.unexpandedTilde(cacheDir.toString()));
+        }
         if (toolsSys != null && !Files.isDirectory(toolsSys)) {
             throw new UsageException("invalid --tools-sys '" + toolsSys + "': not an existing directory");
         }

@@ -80,6 +80,30 @@ class MountCommandTest {
         }
     }
 
+    /** {@code --home '~/x'} from fstab or a unit's file, where no shell expands it, made a directory named '~' here. */
+    @Test
+    void aHomeOrCacheDirStartingWithALiteralTildeIsRefused(@TempDir Path home) {
+        Cli cli = new Cli(home);
+        for (String tilde : List.of("~/x", "~", "~planner/x")) {
+            String[][] runs = {{"mount", "--context", "planner", "--home", tilde, home.resolve("mnt").toString()},
+                {"ls", "--home", tilde, "vfs:///"}, {"doctor", "--home", tilde}};
+            for (String[] args : runs) {
+                Cli.Result r = cli.run(args);
+                assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+                assertTrue(r.err().startsWith("chibifs: Invalid value for option '--home': '" + tilde + "' starts with a"
+                        + " literal " + tilde.split("/")[0] + ", which no shell expanded (as in fstab or a unit's file): give an"
+                        + " absolute path"), r.err());
+                assertEquals(1, r.err().lines().count(), r.err());
+            }
+            Cli.Result r = cli.run("mount", "--context", "planner", "--store", "/shared/team=s3://bucket/team",
+                    "--cache-dir", tilde, home.resolve("mnt").toString());
+            assertEquals(ExitCodes.USAGE, r.code(), r.toString());
+            assertEquals("chibifs: invalid --cache-dir '" + tilde + "': starts with a literal " + tilde.split("/")[0]
+                    + ", which no shell expanded (as in fstab or a unit's file): give an absolute path\n", r.err());
+        }
+        assertFalse(java.nio.file.Files.exists(Path.of("~")), "made ~ in the working directory");
+    }
+
     /** HostileInputTest runs the real command, in its own JVM, with two of these. */
     @ParameterizedTest
     @ValueSource(strings = {"../x", "/", "", "system", "SYSTEM", "System", "a/b", "-", ".", "..", "x y", "x\ny"})
