@@ -115,6 +115,7 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         // invalid --uid-map", had the mount it vouched for fail
         MountCommand.parseUidMaps(uidMaps, null);
         MountCommand.requireValidFuseOptions(fuseOptions);
+        MountpointArgument.requireNamed(mountpoint);
         Host h = host == null ? Host.system() : host;
         List<Check> checks = checks(h);
         PrintWriter out = spec.commandLine().getOut();

@@ -130,6 +130,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Override
     public Integer call() throws Exception {
+        MountpointArgument.requireNamed(mountpoint);
         Path mp = mountpoint.toAbsolutePath().normalize();
         Daemon daemon = daemons.of(mp);
         PrintWriter out = spec.commandLine().getOut();

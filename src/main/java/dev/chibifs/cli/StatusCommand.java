@@ -83,6 +83,7 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Override
     public Integer call() throws IOException {
+        MountpointArgument.requireNamed(mountpoint);
         List<Map<String, Object>> rows = rows(registries == null ? hostRegistries() : registries);
         PrintWriter out = spec.commandLine().getOut();
         String only = mountpoint == null ? null : MountCommand.realMountpoint(mountpoint).toString();

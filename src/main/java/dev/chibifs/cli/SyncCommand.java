@@ -37,6 +37,7 @@ final class SyncCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Override
     public Integer call() throws IOException, CommandFailure {
+        MountpointArgument.requireNamed(mountpoints);
         int worst = ExitCodes.OK;
         for (Path given : mountpoints) {
             StatsCommand.Served served = StatsCommand.socketOf(given.toAbsolutePath().normalize(), "sync", StatsSocket::syncPathFor);

@@ -114,6 +114,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Override
     public Integer call() throws IOException, CommandFailure {
+        MountpointArgument.requireNamed(mountpoint);
         Set<String> known = RequestTrace.opcodes();
         if (opcodes != null) {
             opcodes.replaceAll(o -> o.toUpperCase(Locale.ROOT));

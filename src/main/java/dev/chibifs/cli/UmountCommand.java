@@ -67,6 +67,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Override
     public Integer call() throws IOException {
+        MountpointArgument.requireNamed(mountpoint);
         Path mp = MountCommand.realMountpoint(mountpoint);
         Optional<MountTable.MountEntry> entry = MountTable.find(mountTable, mp);
         long me = uid == null ? MountRegistry.currentUid() : uid;
