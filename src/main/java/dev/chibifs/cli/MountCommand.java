@@ -237,8 +237,9 @@ final class MountCommand implements Callable<Integer> {
             out.println(ErrorHandler.PREFIX + "cleared a stale mount at " + mp + " left by a daemon that died");
             out.flush();
         }
-        if (MountTable.find(mp).isPresent()) {
-            throw new MountFailure(mp + " is already a mount point (chibifs umount " + mp + " first)");
+        Optional<MountTable.MountEntry> there = MountTable.find(mp);
+        if (there.isPresent()) {
+            throw new MountFailure(alreadyMounted(there.get(), mp));
         }
         requireDirectory(mp);
         if (stores.mounts().stream().noneMatch(m -> m.prefix().isRoot()) && Router.namespaceDirectories(plan.homes()).stream()
@@ -412,6 +413,18 @@ final class MountCommand implements Callable<Integer> {
         }
         Caller caller = Caller.context(name);
         return new Plan(CallerResolver.fixed(caller), List.of(caller.name()), false, "context " + caller.name(), "");
+    }
+
+    /**
+     * Why a mount at {@code mp}, where {@code there} is mounted, is refused, and what to do: chibifs
+     * umount unmounts only chibifs mounts (of a bind mount it advised it, which then refused).
+     */
+    static String alreadyMounted(MountTable.MountEntry there, Path mp) {
+        if (there.isChibifs()) {
+            return mp + " is already a mount point (chibifs umount " + mp + " first)";
+        }
+        return mp + " is already a mount point (a " + there.fsType() + " mount, not chibifs: umount " + mp
+                + " first, or choose another directory)";
     }
 
     /** Refuses {@code -o} options that are unknown or malformed, naming the first and its rule; mount and doctor alike. */

@@ -129,6 +129,17 @@ class MountCommandTest {
         }
     }
 
+    /** On a bind mount, mount advised "chibifs umount ... first", which then refused: "is a ext4 mount, not chibifs". */
+    @Test
+    void aMountpointAnotherFileSystemIsMountedOnGetsAdviceThatFits() {
+        Path mp = Path.of("/mnt/m");
+        assertEquals("/mnt/m is already a mount point (a ext4 mount, not chibifs: umount /mnt/m first, or choose another"
+                + " directory)", MountCommand.alreadyMounted(new dev.chibifs.fuse.MountTable.MountEntry("/dev/vda", mp, "ext4",
+                        "rw"), mp));
+        assertEquals("/mnt/m is already a mount point (chibifs umount /mnt/m first)", MountCommand.alreadyMounted(
+                new dev.chibifs.fuse.MountTable.MountEntry("chibifs", mp, "fuse.chibifs", "rw,user_id=0"), mp));
+    }
+
     @Test
     void aMountpointThatIsAFileIsNotADirectoryNotOneToMake(@TempDir Path dir) throws Exception {
         Path file = java.nio.file.Files.writeString(dir.resolve("file"), "x");
