@@ -242,6 +242,12 @@ final class MountCommand implements Callable<Integer> {
             throw new MountFailure(alreadyMounted(there.get(), mp));
         }
         requireDirectory(mp);
+        try {
+            // before the store is touched: a mount that failed here left its context's home directories made
+            FuseMount.requireEmpty(mp, MountSpec.parse(fuseOptions));
+        } catch (MountException e) {
+            throw new MountFailure(e.getMessage());
+        }
         if (stores.mounts().stream().noneMatch(m -> m.prefix().isRoot()) && Router.namespaceDirectories(plan.homes()).stream()
                 .anyMatch(d -> !Files.isDirectory(chibiHome.store().resolve(d.substring(1))))) {
             // the daemon makes the store's missing directories first: a home root owns failed there with a
@@ -258,7 +264,19 @@ final class MountCommand implements Callable<Integer> {
         // what the daemon makes (store directories, caches, its log) is never writable by others,
         // whatever umask it was started with: at umask 000 an unmapped user wrote the store directly
         Syscalls.umaskAtLeast(022);
-        MadeByThisMount made = new MadeByThisMount(List.of(chibiHome.dir(), homeLogs(chibiHome), ROOT_LOGS), logName(mp));
+        List<Path> mayMake = new ArrayList<>(List.of(chibiHome.dir(), homeLogs(chibiHome), ROOT_LOGS));
+        if (stores.mounts().stream().noneMatch(m -> m.prefix().isRoot())) {
+            // in a home there was, the store's directories the daemon makes (the context's own home among them)
+            mayMake.add(chibiHome.store());
+            List<String> dirs = new ArrayList<>(Router.namespaceDirectories(plan.homes()));
+            stores.mounts().forEach(m -> {
+                for (dev.chibifs.path.VfsPath p = m.prefix().parent(); p != null && !p.isRoot(); p = p.parent()) {
+                    dirs.add(p.toString());
+                }
+            });
+            dirs.forEach(d -> mayMake.add(chibiHome.store().resolve(d.substring(1))));
+        }
+        MadeByThisMount made = new MadeByThisMount(mayMake, List.of(homeLogs(chibiHome), ROOT_LOGS), logName(mp));
         try {
             if (foreground) {
                 return runDaemon(plan, chibiHome, mp, pid -> mountAnswered = true);
@@ -283,17 +301,21 @@ final class MountCommand implements Callable<Integer> {
 
     /**
      * What a mount that fails makes, to be removed again: a failed mount of a new home left the home,
-     * its store's directories and a logs directory holding the failure's log behind. Each path given
+     * its store's directories and a logs directory holding the failure's log behind; of a home there
+     * was, the store's directories (its context's /home and /tools/home). Each path given
      * that does not exist yet is noted at its topmost missing directory; on failure this mount's log
-     * there goes, then every directory left empty below that one, bottom up: anything else (another
-     * mount's log, a file another process put there meanwhile) stays, and so do the directories
-     * leading to it.
+     * there goes (in a logs directory this mount made), then every directory left empty below that
+     * one, bottom up: anything else (another mount's log, a file another process put there meanwhile)
+     * stays, and so do the directories leading to it. A log in a logs directory that was there stays:
+     * the failure's line names it.
      */
-    private static final class MadeByThisMount {
+    static final class MadeByThisMount {
         private final List<Path> tops = new ArrayList<>();
+        private final List<Path> logDirs;
         private final String logName;
 
-        MadeByThisMount(List<Path> dirs, String logName) {
+        MadeByThisMount(List<Path> dirs, List<Path> logDirs, String logName) {
+            this.logDirs = logDirs.stream().map(d -> d.toAbsolutePath().normalize()).toList();
             this.logName = logName;
             for (Path dir : dirs) {
                 Path top = null;
@@ -313,7 +335,7 @@ final class MountCommand implements Callable<Integer> {
             for (Path top : tops) {
                 try (java.util.stream.Stream<Path> walk = Files.walk(top)) {
                     for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                        boolean isLog = p.getFileName().toString().equals(logName)
+                        boolean isLog = p.getFileName().toString().equals(logName) && logDirs.contains(p.getParent())
                                 && Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS);
                         if (isLog || Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
                             try {

@@ -62,8 +62,8 @@ public final class FuseMount {
     public static FuseDevice mount(Path mountpoint, MountSpec spec) throws MountException {
         Path mp = mountpoint.toAbsolutePath().normalize();
         int kind = kindOf(mp);
-        if (kind == Linux.S_IFDIR && !spec.nonempty() && !isEmpty(mp)) {
-            throw new MountException("mountpoint " + mp + " is not empty: choose an empty directory, or pass -o nonempty");
+        if (kind == Linux.S_IFDIR) {
+            requireEmpty(mp, spec);
         }
         if (Syscalls.geteuid() == 0 && !spec.autoUnmount()) {
             try {
@@ -167,6 +167,17 @@ public final class FuseMount {
             }
         }
         return null;
+    }
+
+    /**
+     * Refuses a directory {@code mountpoint} with something in it, unless {@code spec} says nonempty:
+     * {@link #mount} does, and a mount command before it makes anything for the mount.
+     */
+    public static void requireEmpty(Path mountpoint, MountSpec spec) throws MountException {
+        Path mp = mountpoint.toAbsolutePath().normalize();
+        if (!spec.nonempty() && Files.isDirectory(mp) && !isEmpty(mp)) {
+            throw new MountException("mountpoint " + mp + " is not empty: choose an empty directory, or pass -o nonempty");
+        }
     }
 
     private static int kindOf(Path mp) throws MountException {

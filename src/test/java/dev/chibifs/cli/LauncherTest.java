@@ -512,6 +512,30 @@ class LauncherTest {
         assertEquals(1, r.exitCode(), r.err() + r.out());
         assertFalse(Files.exists(existing.resolve("chibifs")), "the logs directory stays");
         assertTrue(Files.exists(existing.resolve("config.toml")), "what was there goes");
+        // refused before the store is touched: the context's /home and /tools/home, /shared, ... stayed made
+        try (java.util.stream.Stream<Path> store = Files.list(existing.resolve("vfs"))) {
+            assertEquals(0, store.count(), "the store's directories stay");
+        }
+
+        // a mount that fails later, once the daemon made the store's directories (the kernel refuses an
+        // SELinux label on a host without SELinux), removes them too
+        Path empty = Files.createDirectories(root.resolve("empty"));
+        r = Sh.run(launcherMount(existing, empty) + " -o context=system_u:object_r:tmp_t:s0");
+        if (r.exitCode() == 0) {
+            Sh.run("fusermount -u -z '" + empty + "'");
+            org.junit.jupiter.api.Assumptions.abort("this kernel takes the SELinux label");
+        }
+        assertEquals(1, r.exitCode(), r.err() + r.out());
+        assertTrue(r.err().contains("mount(2) said") || r.err().contains("fusermount"), r.err());
+        try (java.util.stream.Stream<Path> store = Files.list(existing.resolve("vfs"))) {
+            assertEquals(0, store.count(), "the store's directories stay");
+        }
+        // in a logs directory there was, the failure's log stays, and its line names it
+        Files.createDirectories(existing.resolve("chibifs/logs"));
+        r = Sh.run(launcherMount(existing, empty) + " -o context=system_u:object_r:tmp_t:s0");
+        assertEquals(1, r.exitCode(), r.err() + r.out());
+        Path log = existing.resolve("chibifs/logs").resolve(MountCommand.logName(empty));
+        assertTrue(r.err().contains("(log: " + log + ")") && Files.exists(log), r.err());
     }
 
     /**

@@ -129,6 +129,51 @@ class MountCommandTest {
         }
     }
 
+    /**
+     * A mount on a mountpoint that was not empty failed, exit 1, but left the store directories of the
+     * (mistyped) context it named, and on an empty store, shared, sys, site, ...: refused before the store is touched.
+     */
+    @Test
+    void aMountpointThatIsNotEmptyIsRefusedBeforeTheStoreIsTouched(@TempDir Path dir) throws Exception {
+        Path home = java.nio.file.Files.createDirectories(dir.resolve("home/vfs")).getParent();
+        Path mnt = java.nio.file.Files.createDirectories(dir.resolve("mnt"));
+        java.nio.file.Files.writeString(mnt.resolve("x"), "x");
+        Cli.Result r = new Cli(home).run("mount", "--foreground", "--context", "plannr-typo", "--home", home.toString(),
+                mnt.toString());
+        assertEquals(ExitCodes.FAILURE, r.code(), r.toString());
+        assertEquals("chibifs: mountpoint " + mnt + " is not empty: choose an empty directory, or pass -o nonempty\n", r.err());
+        try (java.util.stream.Stream<Path> made = java.nio.file.Files.list(home)) {
+            assertEquals(List.of(home.resolve("vfs")), made.toList(), "nothing made in the home");
+        }
+        try (java.util.stream.Stream<Path> made = java.nio.file.Files.list(home.resolve("vfs"))) {
+            assertEquals(0, made.count(), "nothing made in the store");
+        }
+    }
+
+    /** What a mount that fails after it made the store's directories leaves: what was there, and only that. */
+    @Test
+    void aFailedMountRemovesTheDirectoriesItMadeInAStoreThereWas(@TempDir Path dir) throws Exception {
+        Path store = java.nio.file.Files.createDirectories(dir.resolve("home/vfs"));
+        java.nio.file.Files.createDirectories(store.resolve("home/planner"));
+        Path logs = dir.resolve("home/chibifs/logs");
+        List<Path> dirs = new java.util.ArrayList<>(List.of(dir.resolve("home"), logs, store));
+        dev.chibifs.router.Router.namespaceDirectories(List.of("plannr-typo"))
+                .forEach(d -> dirs.add(store.resolve(d.substring(1))));
+        MountCommand.MadeByThisMount made = new MountCommand.MadeByThisMount(dirs, List.of(logs), "mount-m.log");
+        for (Path d : dirs) {
+            java.nio.file.Files.createDirectories(d);
+        }
+        java.nio.file.Files.writeString(logs.resolve("mount-m.log"), "failed");
+        java.nio.file.Files.writeString(store.resolve("shared/meanwhile"), "someone else's"); // made meanwhile: stays
+        java.nio.file.Files.writeString(store.resolve("site/mount-m.log"), "not a log"); // a log's name outside the logs: stays
+        assertEquals(logs.resolve("mount-m.log"), made.removeAll());
+        try (java.util.stream.Stream<Path> left = java.nio.file.Files.walk(dir.resolve("home"))) {
+            assertEquals(java.util.Set.of(dir.resolve("home"), store, store.resolve("home"), store.resolve("home/planner"),
+                    store.resolve("shared"), store.resolve("shared/meanwhile"), store.resolve("site"),
+                    store.resolve("site/mount-m.log")), left.collect(java.util.stream.Collectors.toSet()));
+        }
+    }
+
     /** On a bind mount, mount advised "chibifs umount ... first", which then refused: "is a ext4 mount, not chibifs". */
     @Test
     void aMountpointAnotherFileSystemIsMountedOnGetsAdviceThatFits() {
