@@ -88,6 +88,7 @@ final class DaemonExitWait {
         long start = monotonicMillis.getAsLong();
         long lastMove = start;
         long lastSaid = Long.MIN_VALUE;
+        String lastLine = null;
         Uploads first = before;
         Uploads last = before;
         String fails = before == null ? null : failing.get();
@@ -121,14 +122,20 @@ final class DaemonExitWait {
             }
             boolean uploading = u != null && u.changes() > 0;
             if (uploading && (lastSaid == Long.MIN_VALUE || now - lastSaid >= SAY_EVERY_MILLIS)) {
-                lastSaid = now;
-                say.accept(ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") " + (fails != null
+                String line = ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") " + (fails != null
                         ? "cannot send " + what(u) + " to S3" + " before it exits: " + fails
                         : trouble != null
                         ? "tries to send " + what(u) + " to S3 before it exits, but its last write-back failed (" + trouble
                         + "): what fails again stays in its cache directory for the next mount"
                         : "sends " + what(u) + " to S3 before it exits: " + size(u.sentBytes() - first.sentBytes())
-                        + " sent since the unmount"));
+                        + " sent since the unmount");
+                lastSaid = now;
+                // progress is news every time; a failure said once is not (a tester's S3 hang: the same
+                // line 12 times in a minute)
+                if (!line.equals(lastLine) || (fails == null && trouble == null)) {
+                    say.accept(line);
+                    lastLine = line;
+                }
             }
             if (uploading && now - lastMove >= STALL_SECONDS * 1000) {
                 return "unmounted " + mp + ", but its daemon (pid " + pid + ") has sent nothing for " + STALL_SECONDS

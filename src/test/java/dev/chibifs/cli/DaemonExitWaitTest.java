@@ -115,6 +115,16 @@ class DaemonExitWaitTest {
         assertTrue(done.said.stream().noneMatch(l -> l.contains("exited with")), done.said.toString());
     }
 
+    /** A crash tester's S3 hang: umount printed the same "tries to send" line 12 times in a minute. */
+    @Test
+    void aFailureThatStaysTheSameIsSaidOnce() {
+        Daemon d = new Daemon(60_000, t -> new Uploads(6, 6, 0));
+        d.troubled = "cannot reach http://127.0.0.1:43137: Read timed out";
+        assertNull(d.await());
+        assertEquals(2, d.said.size(), "the line once, then what the daemon left: " + d.said);
+        assertTrue(d.said.get(0).contains("tries to send 6 changes"), d.said.get(0));
+    }
+
     /**
      * A change S3 refused while the daemon ran (a 255-byte name): umount said the daemon "uploads 1
      * change before it exits", and nothing more, while the daemon kept it journaled for the next start.
