@@ -1,7 +1,6 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.testing.FuseSupport;
-import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
 import dev.chibifs.testing.TestUsers;
 import org.junit.jupiter.api.Test;
@@ -26,8 +25,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @Timeout(180)
 class AnotherUsersStaleMountTest {
-
-    private static final String LAUNCHER = Sh.quote(Path.of("scripts/chibifs").toAbsolutePath().toString());
 
     private final StringWriter out = new StringWriter();
     private final StringWriter err = new StringWriter();
@@ -54,21 +51,15 @@ class AnotherUsersStaleMountTest {
     }
 
     /** Until process {@code pid} is gone or a zombie: dead, its device closed, its mount answering ENOTCONN. */
-    private static void awaitDeath(long pid) throws Exception {
-        Path stat = Path.of("/proc/" + pid + "/stat");
-        long deadline = System.currentTimeMillis() + 20_000;
-        while (true) {
-            String s;
-            try {
-                s = Files.readString(stat);
-            } catch (IOException gone) {
-                return;
-            }
-            if (s.substring(s.lastIndexOf(')') + 2).startsWith("Z")) {
-                return;
-            }
-            assertTrue(System.currentTimeMillis() < deadline, "the daemon did not die");
-            Thread.sleep(20);
+    private static void awaitDeath(long pid) {
+        int exited = dev.chibifs.sys.Syscalls.pidfdOpen(pid);
+        if (exited < 0) {
+            return; // gone already (ESRCH)
+        }
+        try {
+            assertTrue(dev.chibifs.sys.Syscalls.awaitReadable(exited, 20_000), "the daemon did not die");
+        } finally {
+            dev.chibifs.sys.Syscalls.close(exited);
         }
     }
 
@@ -82,19 +73,13 @@ class AnotherUsersStaleMountTest {
         FuseSupport.requireFuse();
         FuseSupport.requireRoot();
         TestUsers.User user = TestUsers.ensure("chibit-stranger");
-        Path root = MountedFs.tempRoot();
-        String classpath = MountedFs.readableClasspath(Files.createDirectory(root.resolve("classpath")));
-        Path mnt = Files.createDirectory(root.resolve("mnt"));
-        Path home = Files.createDirectory(root.resolve("home"));
-        Sh.run("chown " + user.uid() + ":" + user.gid() + " " + Sh.quote(mnt.toString()) + " " + Sh.quote(home.toString())).ok();
+        AsUser as = AsUser.prepare(user, true);
+        Path mnt = as.mnt();
         MountRegistry registry = MountRegistry.of(Path.of("/tmp/chibifs-" + user.uid()), (int) user.uid());
         long pid = -1;
         try {
-            Sh.as(user.uid(), user.gid(), root, "env -u CHIBIFS_RUNTIME_DIR XDG_RUNTIME_DIR= CHIBIFS_CLASSPATH="
-                    + Sh.quote(classpath) + " " + LAUNCHER + " mount --context planner --home " + Sh.quote(home.toString())
-                    + " " + Sh.quote(mnt.toString())).ok();
-            pid = Long.parseLong(Files.readAllLines(registry.fileFor(mnt)).stream()
-                    .filter(l -> l.startsWith("pid=")).findFirst().orElseThrow().substring(4));
+            as.mount("").ok();
+            pid = pidOf(registry, mnt);
             assertEquals(ExitCodes.OK, run(new UmountCommand(), mnt.toString()), err.toString());
             String state = Files.exists(Path.of("/proc/" + pid + "/stat")) ? Files.readString(Path.of("/proc/" + pid + "/stat")) : "";
             assertTrue(state.isEmpty() || state.substring(state.lastIndexOf(')') + 2).startsWith("Z"),
@@ -104,10 +89,15 @@ class AnotherUsersStaleMountTest {
             if (pid > 0) {
                 Sh.run("kill -9 " + pid);
             }
-            Sh.run("umount -l " + Sh.quote(mnt.toString()) + " 2>/dev/null; true");
+            as.cleanUp();
             forget(registry, mnt, pid);
-            Sh.run("rm -rf " + Sh.quote(root.resolve("classpath").toString()));
         }
+    }
+
+    /** The pid its record in the user's registry names. */
+    private static long pidOf(MountRegistry registry, Path mnt) throws IOException {
+        return Long.parseLong(Files.readAllLines(registry.fileFor(mnt)).stream()
+                .filter(l -> l.startsWith("pid=")).findFirst().orElseThrow().substring(4));
     }
 
     /** What a daemon killed by a failing test leaves in the user's registry, which outlives the test's temp dir. */
@@ -125,20 +115,15 @@ class AnotherUsersStaleMountTest {
         FuseSupport.requireFuse();
         FuseSupport.requireRoot();
         TestUsers.User user = TestUsers.ensure("chibit-stranger");
-        Path root = MountedFs.tempRoot();
-        String classpath = MountedFs.readableClasspath(Files.createDirectory(root.resolve("classpath")));
-        Path mnt = Files.createDirectory(root.resolve("mnt"));
-        Path home = Files.createDirectory(root.resolve("home"));
-        Sh.run("chown " + user.uid() + ":" + user.gid() + " " + Sh.quote(mnt.toString()) + " " + Sh.quote(home.toString())).ok();
+        AsUser as = AsUser.prepare(user, true);
+        Path root = as.root();
+        Path mnt = as.mnt();
         // the user's own registry, where root's status looks for it
         MountRegistry registry = MountRegistry.of(Path.of("/tmp/chibifs-" + user.uid()), (int) user.uid());
         long pid = -1;
         try {
-            Sh.as(user.uid(), user.gid(), root, "env -u CHIBIFS_RUNTIME_DIR XDG_RUNTIME_DIR= CHIBIFS_CLASSPATH="
-                    + Sh.quote(classpath) + " " + LAUNCHER + " mount --context planner --home " + Sh.quote(home.toString())
-                    + " " + Sh.quote(mnt.toString())).ok();
-            pid = Long.parseLong(Files.readAllLines(registry.fileFor(mnt)).stream()
-                    .filter(l -> l.startsWith("pid=")).findFirst().orElseThrow().substring(4));
+            as.mount("").ok();
+            pid = pidOf(registry, mnt);
 
             // alive, its daemon answers root's probe though root may not look inside
             assertFalse(staleMountsCheck(root).contains(mnt.toString()), out.toString());
@@ -168,9 +153,8 @@ class AnotherUsersStaleMountTest {
             if (pid > 0) {
                 Sh.run("kill -9 " + pid);
             }
-            Sh.run("umount -l " + Sh.quote(mnt.toString()) + " 2>/dev/null; true");
+            as.cleanUp();
             forget(registry, mnt, pid);
-            Sh.run("rm -rf " + Sh.quote(root.resolve("classpath").toString()));
         }
     }
 }

@@ -1,13 +1,11 @@
 package dev.chibifs.cli;
 
 import dev.chibifs.testing.FuseSupport;
-import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
 import dev.chibifs.testing.TestUsers;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -27,35 +25,28 @@ class RootOwnedHomeTest {
         FuseSupport.requireFuse();
         FuseSupport.requireRoot();
         TestUsers.User user = TestUsers.ensure("chibit-stranger");
-        Path root = MountedFs.tempRoot();
-        String classpath = MountedFs.readableClasspath(Files.createDirectory(root.resolve("classpath")));
-        Path mnt = Files.createDirectory(root.resolve("mnt"));
-        Path home = Files.createDirectory(root.resolve("home")); // root's, 0755
-        Sh.run("chown " + user.uid() + ":" + user.gid() + " " + Sh.quote(mnt.toString())).ok();
-        String chibifs = "env -u CHIBIFS_RUNTIME_DIR XDG_RUNTIME_DIR= CHIBIFS_CLASSPATH=" + Sh.quote(classpath) + " "
-                + Sh.quote(Path.of("scripts/chibifs").toAbsolutePath().toString());
+        AsUser as = AsUser.prepare(user, false);
+        Path home = as.home(); // root's, 0755
         Path store = home.resolve("vfs");
         String refusal = "permission denied: uid " + user.uid() + " (" + user.name() + ") may not write " + home
                 + " (owner root, mode 0755)";
         String fix = "as root, mkdir -p " + store + " && chown -R " + user.name() + " " + store;
         try {
-            Sh.Result mount = Sh.as(user.uid(), user.gid(), root, chibifs + " mount --foreground --context planner --home "
-                    + Sh.quote(home.toString()) + " " + Sh.quote(mnt.toString()));
+            Sh.Result mount = as.mount("--foreground");
             assertEquals(ExitCodes.FAILURE, mount.exitCode(), mount.err());
             assertEquals("chibifs: cannot write the store " + store + ": " + refusal + ": " + fix
                     + ", or choose a --home of your own", mount.err().strip());
 
-            Sh.Result doctor = Sh.as(user.uid(), user.gid(), root, chibifs + " doctor --home " + Sh.quote(home.toString()));
+            Sh.Result doctor = as.run("doctor --home " + Sh.quote(home.toString()));
             assertTrue(doctor.out().contains("FAIL store " + store + ": absent, and cannot be made: " + refusal + "\n"
                     + "     fix: " + fix + ", or choose a --home of your own\n"), doctor.out());
 
             // the fix, as root: then the store is the user's
             Sh.run(fix.substring("as root, ".length())).ok();
-            doctor = Sh.as(user.uid(), user.gid(), root, chibifs + " doctor --home " + Sh.quote(home.toString()));
+            doctor = as.run("doctor --home " + Sh.quote(home.toString()));
             assertTrue(doctor.out().contains("OK   store writable: "), doctor.out());
         } finally {
-            Sh.run("umount -l " + Sh.quote(mnt.toString()) + " 2>/dev/null; true");
-            Sh.run("rm -rf " + Sh.quote(root.resolve("classpath").toString()));
+            as.cleanUp();
         }
     }
 }
