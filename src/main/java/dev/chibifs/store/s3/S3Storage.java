@@ -2706,13 +2706,17 @@ public final class S3Storage implements Storage {
      * #makeRoom}). A file it cannot take is read from S3 in ranges into memory ({@link RangeReads}).
      * The disk's size alone let such a file be fetched to fail ENOSPC, and say the store failing:
      * the blocks count the journal's files, others' files and ext4's reserve for root (a 53 MiB file
-     * on a 64 MiB ext4 with 50.2 MiB usable; 31 MiB on a 32 MiB tmpfs after one write). One statfs
-     * where there is room; the nodes are counted only where there is not.
+     * on a 64 MiB ext4 with 50.2 MiB usable; 31 MiB on a 32 MiB tmpfs after one write). One statfs;
+     * the nodes are counted only where the free space is not enough.
      */
     boolean cacheCanTake(long bytes) {
         long want = bytes + Journal.ROOM;
-        long free = usableSpace();
-        if (want > totalSpace()) {
+        Syscalls.Statfs disk = cacheDisk(); // one statfs for both: asked at each open of a file not cached
+        if (disk == null) {
+            return true; // cannot be asked: fetched, and the download says what fails
+        }
+        long free = disk.available() * disk.unit();
+        if (want > disk.blocks() * disk.unit()) {
             return false;
         }
         long couldLeave = 0;
