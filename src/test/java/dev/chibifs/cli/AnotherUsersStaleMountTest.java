@@ -75,7 +75,7 @@ class AnotherUsersStaleMountTest {
         TestUsers.User user = TestUsers.ensure("chibit-stranger");
         AsUser as = AsUser.prepare(user, true);
         Path mnt = as.mnt();
-        MountRegistry registry = MountRegistry.of(Path.of("/tmp/chibifs-" + user.uid()), (int) user.uid());
+        MountRegistry registry = as.registry();
         long pid = -1;
         try {
             as.mount("").ok();
@@ -118,8 +118,7 @@ class AnotherUsersStaleMountTest {
         AsUser as = AsUser.prepare(user, true);
         Path root = as.root();
         Path mnt = as.mnt();
-        // the user's own registry, where root's status looks for it
-        MountRegistry registry = MountRegistry.of(Path.of("/tmp/chibifs-" + user.uid()), (int) user.uid());
+        MountRegistry registry = as.registry();
         long pid = -1;
         try {
             as.mount("").ok();

@@ -38,6 +38,11 @@ record AsUser(TestUsers.User user, Path root, Path mnt, Path home, String chibif
                 + Sh.quote(mnt.toString()));
     }
 
+    /** The user's own registry of mounts, where root's status and umount look for them. */
+    MountRegistry registry() {
+        return MountRegistry.of(Path.of("/tmp/chibifs-" + user.uid()), (int) user.uid());
+    }
+
     /** What a test leaves: a mount still there, the classpath copy. */
     void cleanUp() {
         Sh.run("umount -l " + Sh.quote(mnt.toString()) + " 2>/dev/null; true");
