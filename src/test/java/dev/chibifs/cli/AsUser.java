@@ -20,10 +20,13 @@ record AsUser(TestUsers.User user, Path root, Path mnt, Path home, String chibif
         String classpath = MountedFs.readableClasspath(Files.createDirectory(root.resolve("classpath")));
         Path mnt = Files.createDirectory(root.resolve("mnt"));
         Path home = Files.createDirectory(root.resolve("home"));
-        Sh.run("chown " + user.uid() + ":" + user.gid() + " " + Sh.quote(mnt.toString())
+        // the launcher's copy of the jar, where the user may not write target/: not in the user's
+        // HOME (the test users have none, and theirs left /tmp/.cache behind)
+        Path cache = Files.createDirectory(root.resolve("cache"));
+        Sh.run("chown " + user.uid() + ":" + user.gid() + " " + Sh.quote(mnt.toString()) + " " + Sh.quote(cache.toString())
                 + (ownsHome ? " " + Sh.quote(home.toString()) : "")).ok();
-        String chibifs = "env -u CHIBIFS_RUNTIME_DIR XDG_RUNTIME_DIR= CHIBIFS_CLASSPATH=" + Sh.quote(classpath) + " "
-                + Sh.quote(Path.of("scripts/chibifs").toAbsolutePath().toString());
+        String chibifs = "env -u CHIBIFS_RUNTIME_DIR XDG_RUNTIME_DIR= XDG_CACHE_HOME=" + Sh.quote(cache.toString())
+                + " CHIBIFS_CLASSPATH=" + Sh.quote(classpath) + " " + Sh.quote(Path.of("scripts/chibifs").toAbsolutePath().toString());
         return new AsUser(user, root, mnt, home, chibifs);
     }
 
@@ -43,9 +46,9 @@ record AsUser(TestUsers.User user, Path root, Path mnt, Path home, String chibif
         return MountRegistry.of(Path.of("/tmp/chibifs-" + user.uid()), (int) user.uid());
     }
 
-    /** What a test leaves: a mount still there, the classpath copy. */
+    /** What a test leaves: a mount still there, the classpath copy, the launcher's copy of the jar. */
     void cleanUp() {
         Sh.run("umount -l " + Sh.quote(mnt.toString()) + " 2>/dev/null; true");
-        Sh.run("rm -rf " + Sh.quote(root.resolve("classpath").toString()));
+        Sh.run("rm -rf " + Sh.quote(root.resolve("classpath").toString()) + " " + Sh.quote(root.resolve("cache").toString()));
     }
 }
