@@ -1501,6 +1501,19 @@ final class FuseFileSystem {
         return f;
     }
 
+    /**
+     * A close(2), where the kernel still sends one (an open that {@link FileHandle#hearsCloses}, or
+     * one with locks): its lock owner's record locks go, and the store hears that what was written
+     * is what the close leaves, its release coming later.
+     */
+    void flush(FuseRequest req, FuseReply out) throws IOException {
+        OpenFile f = openFiles.get(req.handle());
+        if (f != null) {
+            locks.flush(f, req);
+            f.handle().closedOnce();
+        }
+    }
+
     /** Closing the store file releases every lock taken through it (record locks and flock). */
     void release(FuseRequest req, FuseReply out) throws IOException {
         // release_flags' FLOCK_UNLOCK is not read: the close below drops this handle's flock anyway

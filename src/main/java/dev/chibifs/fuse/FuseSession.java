@@ -1113,7 +1113,7 @@ final class FuseSession {
                         return false; // answered by the notice writer
                     }
                 }
-                case FuseProtocol.FLUSH -> fs.locks.flush(req, reply);
+                case FuseProtocol.FLUSH -> fs.flush(req, reply);
                 case FuseProtocol.GETATTR -> fs.getattr(req, reply);
                 case FuseProtocol.STATX -> fs.statx(req, reply);
                 case FuseProtocol.SETATTR -> fs.attributeChanges.setattr(req, reply);

@@ -120,17 +120,10 @@ final class LockRequests {
         return WalIndexGuard.isIndex(file) ? file : null;
     }
 
-    /**
-     * A close(2), where the kernel still sends one: the record locks of its lock owner go, and the
-     * store hears that what was written is what the close leaves (its release comes later).
-     */
-    void flush(FuseRequest req, FuseReply out) throws IOException {
-        OpenFile f = fs.openFiles.get(req.handle());
-        if (f != null) {
-            f.handle().locks().releaseOwner(req.releaseLockOwner());
-            walIndex.unlock(f.node(), req.releaseLockOwner());
-            f.handle().closedOnce();
-        }
+    /** A close(2) of open file {@code f}: the record locks of its lock owner go. */
+    void flush(OpenFile f, FuseRequest req) throws IOException {
+        f.handle().locks().releaseOwner(req.releaseLockOwner());
+        walIndex.unlock(f.node(), req.releaseLockOwner());
     }
 
     
