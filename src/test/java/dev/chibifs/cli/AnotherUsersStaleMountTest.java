@@ -1,6 +1,5 @@
 package dev.chibifs.cli;
 
-import dev.chibifs.testing.FuseSupport;
 import dev.chibifs.testing.Sh;
 import dev.chibifs.testing.TestUsers;
 import org.junit.jupiter.api.Test;
@@ -70,16 +69,12 @@ class AnotherUsersStaleMountTest {
      */
     @Test
     void rootsUmountOfAUsersMountWaitsForItsDaemon() throws Exception {
-        FuseSupport.requireFuse();
-        FuseSupport.requireRoot();
-        TestUsers.User user = TestUsers.ensure("chibit-stranger");
-        AsUser as = AsUser.prepare(user, true);
+        AsUser as = AsUser.stranger(true);
         Path mnt = as.mnt();
         MountRegistry registry = as.registry();
         long pid = -1;
         try {
-            as.mount("").ok();
-            pid = pidOf(registry, mnt);
+            pid = as.mountedPid();
             assertEquals(ExitCodes.OK, run(new UmountCommand(), mnt.toString()), err.toString());
             String state = Files.exists(Path.of("/proc/" + pid + "/stat")) ? Files.readString(Path.of("/proc/" + pid + "/stat")) : "";
             assertTrue(state.isEmpty() || state.substring(state.lastIndexOf(')') + 2).startsWith("Z"),
@@ -94,12 +89,6 @@ class AnotherUsersStaleMountTest {
         }
     }
 
-    /** The pid its record in the user's registry names. */
-    private static long pidOf(MountRegistry registry, Path mnt) throws IOException {
-        return Long.parseLong(Files.readAllLines(registry.fileFor(mnt)).stream()
-                .filter(l -> l.startsWith("pid=")).findFirst().orElseThrow().substring(4));
-    }
-
     /** What a daemon killed by a failing test leaves in the user's registry, which outlives the test's temp dir. */
     private static void forget(MountRegistry registry, Path mnt, long pid) throws IOException {
         if (pid > 0) {
@@ -112,17 +101,14 @@ class AnotherUsersStaleMountTest {
 
     @Test
     void rootsDoctorCallsAKilledDaemonsMountStaleAndRootsUmountClearsItAll() throws Exception {
-        FuseSupport.requireFuse();
-        FuseSupport.requireRoot();
-        TestUsers.User user = TestUsers.ensure("chibit-stranger");
-        AsUser as = AsUser.prepare(user, true);
+        AsUser as = AsUser.stranger(true);
+        TestUsers.User user = as.user();
         Path root = as.root();
         Path mnt = as.mnt();
         MountRegistry registry = as.registry();
         long pid = -1;
         try {
-            as.mount("").ok();
-            pid = pidOf(registry, mnt);
+            pid = as.mountedPid();
 
             // alive, its daemon answers root's probe though root may not look inside
             assertFalse(staleMountsCheck(root).contains(mnt.toString()), out.toString());

@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.testing.FuseSupport;
 import dev.chibifs.testing.MountedFs;
 import dev.chibifs.testing.Sh;
 import dev.chibifs.testing.TestUsers;
@@ -14,6 +15,13 @@ import java.nio.file.Path;
  * root's), and {@code scripts/chibifs} with no runtime directory of root's.
  */
 record AsUser(TestUsers.User user, Path root, Path mnt, Path home, String chibifs) {
+
+    /** {@link #prepare} for the test user chibit-stranger, where FUSE is there and the test runs as root; else skipped. */
+    static AsUser stranger(boolean ownsHome) throws IOException {
+        FuseSupport.requireFuse();
+        FuseSupport.requireRoot();
+        return prepare(TestUsers.ensure("chibit-stranger"), ownsHome);
+    }
 
     static AsUser prepare(TestUsers.User user, boolean ownsHome) throws IOException {
         Path root = MountedFs.tempRoot();
@@ -39,6 +47,13 @@ record AsUser(TestUsers.User user, Path root, Path mnt, Path home, String chibif
     Sh.Result mount(String options) {
         return run("mount " + options + " --context planner --home " + Sh.quote(home.toString()) + " "
                 + Sh.quote(mnt.toString()));
+    }
+
+    /** Mounts as the user in the background; the daemon's pid, as the user's registry names it. */
+    long mountedPid() throws IOException {
+        mount("").ok();
+        return Long.parseLong(java.nio.file.Files.readAllLines(registry().fileFor(mnt)).stream()
+                .filter(l -> l.startsWith("pid=")).findFirst().orElseThrow().substring(4));
     }
 
     /** The user's own registry of mounts, where root's status and umount look for them. */

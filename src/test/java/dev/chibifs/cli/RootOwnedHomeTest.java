@@ -1,6 +1,5 @@
 package dev.chibifs.cli;
 
-import dev.chibifs.testing.FuseSupport;
 import dev.chibifs.testing.Sh;
 import dev.chibifs.testing.TestUsers;
 import org.junit.jupiter.api.Test;
@@ -22,10 +21,8 @@ class RootOwnedHomeTest {
 
     @Test
     void mountAndDoctorNameTheHomeThatRefusesAndAFixThatWorks() throws Exception {
-        FuseSupport.requireFuse();
-        FuseSupport.requireRoot();
-        TestUsers.User user = TestUsers.ensure("chibit-stranger");
-        AsUser as = AsUser.prepare(user, false);
+        AsUser as = AsUser.stranger(false);
+        TestUsers.User user = as.user();
         Path home = as.home(); // root's, 0755
         Path store = home.resolve("vfs");
         String refusal = "permission denied: uid " + user.uid() + " (" + user.name() + ") may not write " + home
