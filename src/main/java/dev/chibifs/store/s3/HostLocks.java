@@ -138,8 +138,18 @@ final class HostLocks implements AutoCloseable {
 
     private final S3Storage store;
     private final Bucket bucket;
-    /** This daemon among the bucket's holders: the host's name and a token of this run, so two mounts of one host differ. */
+    /**
+     * This daemon among the bucket's holders: the host's name, its cache directory's lineage and a
+     * token of this run, so two mounts of one host differ, and so do two runs over one cache.
+     */
     private final String holder;
+    /**
+     * The start of the holder of every run over this cache directory: one not {@link #holder} is a
+     * run before this one, dead since this one holds the directory's lock, its leases dead at once
+     * rather than after their life (a daemon killed -9 and mounted again was kept out of its own
+     * SQLite database for 30 s).
+     */
+    private final String lineage;
     /** What a lease object holds: its holder, for a person looking at the bucket. */
     private final byte[] body;
     private final Duration ttl;
@@ -156,10 +166,11 @@ final class HostLocks implements AutoCloseable {
      */
     private volatile LongSupplier nanos = System::nanoTime;
 
-    HostLocks(S3Storage store, Bucket bucket, String host, Duration ttl) {
+    HostLocks(S3Storage store, Bucket bucket, String host, String cacheLineage, Duration ttl) {
         this.store = store;
         this.bucket = bucket;
-        this.holder = host + "-" + UUID.randomUUID().toString().substring(0, 8);
+        this.lineage = host + "-" + cacheLineage + "-";
+        this.holder = lineage + UUID.randomUUID().toString().substring(0, 8);
         this.ttl = ttl;
         this.body = (holder + "\n").getBytes(StandardCharsets.UTF_8);
         this.renewer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -445,21 +456,26 @@ final class HostLocks implements AutoCloseable {
 
     /**
      * Deletes the leases among {@code leases} that no holder put again for longer than a lease lives
-     * before {@code now} (S3's time of our own put): a killed daemon's, which nobody else removes.
-     * They count for nothing already; gone, they cost no listing anything. A holder that was only
-     * paused that long puts its lease again at its next renewal.
+     * before {@code now} (S3's time of our own put; null: none is judged so), and this cache
+     * directory's previous runs': a killed daemon's, which nobody else removes. They count for
+     * nothing already; gone, they cost no listing anything. A holder that was only paused that long
+     * puts its lease again at its next renewal.
      */
     private void removeDead(Bucket.Level leases, String objectKey, Instant now) {
-        if (now == null) {
-            return;
-        }
         String base = leasesOf(objectKey);
         for (Bucket.Listed o : leases.objects()) {
             String name = o.key().substring(base.length());
-            if (!name.startsWith(holder + ".") && o.modified() != null && o.modified().plus(lifeOf(name)).isBefore(now)) {
+            boolean outlived = now != null && !name.startsWith(holder + ".") && o.modified() != null
+                    && o.modified().plus(lifeOf(name)).isBefore(now);
+            if (outlived || previousRun(name)) {
                 deleteQuietly(o.key());
             }
         }
+    }
+
+    /** Whether the lease named {@code name} is a previous run's over this cache directory (so dead). */
+    private boolean previousRun(String name) {
+        return name.startsWith(lineage) && !name.startsWith(holder + ".");
     }
 
     /** Whether a lease of another live holder among {@code leases} conflicts with {@code want}. */
@@ -507,7 +523,7 @@ final class HostLocks implements AutoCloseable {
         List<Level> out = new ArrayList<>();
         for (Bucket.Listed o : leases.objects()) {
             String name = o.key().substring(base.length());
-            if (name.startsWith(holder + ".")) {
+            if (name.startsWith(holder + ".") || previousRun(name)) {
                 continue;
             }
             if (now != null && o.modified() != null && o.modified().plus(lifeOf(name)).isBefore(now)) {

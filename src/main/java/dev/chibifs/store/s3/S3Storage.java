@@ -55,11 +55,13 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.regex.Pattern;
 
 /**
  * A store in an S3 bucket, shared by every host that mounts it, with seed 004's local layer in a
@@ -186,7 +188,8 @@ public final class S3Storage implements Storage {
         this.made = new MadeAtOpen(dir);
         createCacheDirectory(dir);
         boolean newLock = made.missing(LOCK_FILE);
-        this.lockFile = FileChannel.open(dir.resolve(LOCK_FILE), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        this.lockFile = FileChannel.open(dir.resolve(LOCK_FILE), StandardOpenOption.CREATE, StandardOpenOption.READ,
+                StandardOpenOption.WRITE);
         FileLock l;
         try {
             l = lockFile.tryLock();
@@ -202,7 +205,9 @@ public final class S3Storage implements Storage {
         if (newLock) {
             made.made(LOCK_FILE);
         }
+        String lineage;
         try {
+            lineage = lineage(lockFile);
             // under the lock, so that what a refused open made is known to be its own
             this.dataDir = createUnderLock(dir, DATA_DIR);
             this.dataDirKey = fileKey(dataDir);
@@ -225,7 +230,7 @@ public final class S3Storage implements Storage {
         this.fetches = new Fetches(this, bucket);
         this.rangeReads = new RangeReads(bucket);
         bucket.roomFor = (key, bytes) -> makeRoom(bytes, key, true); // a download in ranges, on a full cache disk
-        this.hostLocks = options.lockLease().isZero() ? null : new HostLocks(this, bucket, options.host(), options.lockLease());
+        this.hostLocks = options.lockLease().isZero() ? null : new HostLocks(this, bucket, options.host(), lineage, options.lockLease());
         synchronized (this) {
             journal.replay();
         }
@@ -238,6 +243,29 @@ public final class S3Storage implements Storage {
 
     /** The cache directory's lock file and subdirectories. */
     private static final String LOCK_FILE = "lock";
+    /** A {@link #lineage}: hex digits, as many as a run's token in a lease's holder. */
+    private static final Pattern LINEAGE = Pattern.compile("[0-9a-f]{8}");
+
+    /**
+     * The token of the daemons that used this cache directory, one after another, kept in its lock
+     * file (made when there is none): it names this host's lock leases ({@link HostLocks}), so a
+     * daemon restarted after kill -9 knows its previous run's leases as a dead holder's at once.
+     * They kept its own SQLite database locked for the lease's life (30 s) after a remount. Only one
+     * daemon at a time holds the lock file, so a lease of the lineage not this run's is a dead run's.
+     */
+    private static String lineage(FileChannel lockFile) throws IOException {
+        ByteBuffer buf = ByteBuffer.allocate(64);
+        int n = lockFile.read(buf, 0); // nine bytes of a local file come in one read
+        String recorded = new String(buf.array(), 0, Math.max(n, 0), StandardCharsets.US_ASCII).trim();
+        if (LINEAGE.matcher(recorded).matches()) {
+            return recorded;
+        }
+        String made = UUID.randomUUID().toString().substring(0, 8);
+        lockFile.truncate(0);
+        lockFile.write(ByteBuffer.wrap((made + "\n").getBytes(StandardCharsets.US_ASCII)), 0);
+        lockFile.force(true);
+        return made;
+    }
     private static final String DATA_DIR = "data";
     private static final String UPLOAD_DIR = "upload";
 
@@ -3096,6 +3124,9 @@ public final class S3Storage implements Storage {
             notifyAll();
         }
         joinFlusher();
+        if (hostLocks != null) {
+            hostLocks.close(false); // renews nothing more, deletes nothing: its leases stay, as a killed one's
+        }
         synchronized (this) {
             writeBack.stop();
             listings.stop();

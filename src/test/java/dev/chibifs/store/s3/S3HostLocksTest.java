@@ -374,6 +374,40 @@ class S3HostLocksTest {
         }
     }
 
+    /**
+     * A daemon killed -9 holding a lock and mounted again over the same cache directory was kept
+     * out of its own SQLite database for the lease's life (30 s): its previous run's lease, alive as
+     * far as anyone could tell. The cache directory's lock says that run is gone; another cache
+     * directory of the same host name (a second mount) says nothing of it.
+     */
+    @Test
+    void aLeaseOfThisCacheDirectorysKilledRunIsDeadAtOnceToTheNextRunAndToNoOtherMount() throws Exception {
+        S3Storage a = host("a");
+        S3Storage b = host("b");
+        FileHandle[] h = bothOpen(a, b, "v1");
+        assertTrue(h[0].locks().tryLock(1, LockType.WRITE, 0, ALL));
+        a.crash();
+        open.remove(h[0]); // a killed daemon closes nothing
+        open.remove(a);
+        String leases = HostLocks.KEYS + prefix + "/shared/jobs.db/";
+
+        S3Options sameHostOtherCache = S3Options.defaults(temp.resolve(prefix + "-a2"), server.env()).withHost("a")
+                .withClock(clock, false).withFlushAfter(Duration.ofHours(1));
+        S3Storage other = S3Storage.open("s3://" + BUCKET + "/" + prefix, sameHostOtherCache);
+        open.add(other);
+        assertFalse(openDb(other).locks().tryLock(1, LockType.READ, 0, 0), "another mount of host a: the lease is live");
+        assertFalse(h[1].locks().tryLock(2, LockType.READ, 0, 0), "to host b too, until it outlives its 30 s");
+
+        S3Storage again = host("a");
+        FileHandle db = openDb(again);
+        assertEquals(LockType.UNLOCK, db.locks().testLock(1, LockType.WRITE, 0, 0).type(), "F_GETLK, as SQLite asks first");
+        assertTrue(db.locks().tryLock(1, LockType.WRITE, 0, ALL), "at once, not 30 s later");
+        try (Bucket raw = Bucket.connect(S3Spec.parse("s3://" + BUCKET + "/" + prefix), server.env())) {
+            assertEquals(1, raw.list(leases, false).objects().size(), "the killed run's lease deleted, the new one's put");
+        }
+        assertFalse(h[1].locks().tryLock(2, LockType.READ, 0, 0), "the new run holds it");
+    }
+
     @Test
     void aLeaseHeldLongerThanItLivesIsRenewedAndStillExcludes() throws Exception {
         S3Storage a = host("a", Duration.ofSeconds(1));
