@@ -190,12 +190,17 @@ final class Fetches {
             if (store.overlay.nodes.get(path) != n || n.cached || n.dirty || n.size != size) {
                 return null; // changed meanwhile: the open looks again, as any
             }
-            if (!path.equals(store.tooLargeRead)) {
-                store.tooLargeRead = path;
-                LOG.info("S3 store {}: {} ({} MiB) is more than its cache directory has room for: read from S3 in ranges,"
-                        + " without the cache", store.spec, path, size >> 20);
-            }
+            sayReadInRanges(path, size);
             return new ObjectHandle(store, n, store.rangeReads.open(store.objectKey(path, n), n.remoteEtag, size));
+        }
+    }
+
+    /** Says that {@code path}, {@code size} bytes, is read in ranges: once, not at each of its opens. Under the store's monitor. */
+    void sayReadInRanges(VfsPath path, long size) {
+        if (!path.equals(store.tooLargeRead)) {
+            store.tooLargeRead = path;
+            LOG.info("S3 store {}: {} ({} MiB) is more than its cache directory has room for: read from S3 in ranges,"
+                    + " without the cache", store.spec, path, size >> 20);
         }
     }
 

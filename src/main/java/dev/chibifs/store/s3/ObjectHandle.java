@@ -75,6 +75,15 @@ final class ObjectHandle implements FileHandle {
     /** Where the file is larger than the cache disk: its reads, from S3 into memory; else null. */
     private final RangeReads.Reader ranged;
     /**
+     * A writer's reads before its first write, of a file the cache has no room for: {@link
+     * #rangesUntilWritten}. Set once, under the store's monitor, for the node's generation {@link
+     * #writerRangesGen}; closed with the handle (a read may still be on it).
+     */
+    private volatile RangeReads.Reader writerRanges;
+    private long writerRangesGen;
+    /** Whether the cache was asked for room for a writer's reads and had it: asked once per handle. */
+    private volatile boolean cacheTakesIt;
+    /**
      * The node's generation when this handle's content was last compared with the node's
      * ({@link #follow}); guarded by the store's monitor.
      */
@@ -167,12 +176,61 @@ final class ObjectHandle implements FileHandle {
         if (download != null) {
             download.await(position, dst.remaining());
         }
+        if (writer && ch == null) {
+            RangeReads.Reader r = rangesUntilWritten();
+            if (r != null) {
+                return r.read(dst, position);
+            }
+        }
         CacheFile c = content();
         int n = c.read(dst, position);
         if (dst.hasRemaining() && follow(c)) {
             n += c.read(dst, position + n);
         }
         return n;
+    }
+
+    /**
+     * Where this writer has not fetched its file and the cache has no room for it, the version it
+     * opened read from S3 in ranges (as a read-only open of such a file reads), until its first
+     * write fetches it (and fails ENOSPC, saying why, where there is still no room). SQLite opens
+     * read-write only to read: a database larger than the cache disk failed ENOSPC at its first
+     * read. Null where the file is cached, changed here or being fetched, or its version moved on
+     * since the reads began: the read then fetches, as before.
+     */
+    private RangeReads.Reader rangesUntilWritten() throws IOException {
+        RangeReads.Reader r = writerRanges;
+        long size;
+        synchronized (store) {
+            if (ch != null || !rangeable()) {
+                return null;
+            }
+            if (r != null) {
+                return writerRangesGen == node.gen ? r : null;
+            }
+            size = node.size;
+        }
+        if (cacheTakesIt || store.cacheCanTake(size)) { // a statfs: asked once, not at every read
+            cacheTakesIt = true;
+            return null;
+        }
+        synchronized (store) {
+            if (ch != null || !rangeable() || node.size != size) {
+                return null;
+            }
+            if (writerRanges == null) {
+                writerRangesGen = node.gen;
+                store.fetches.sayReadInRanges(node.path, size);
+                writerRanges = store.rangeReads.open(store.objectKey(node.path, node), node.remoteEtag, size);
+            }
+            return writerRangesGen == node.gen ? writerRanges : null;
+        }
+    }
+
+    /** Whether the node is a version S3 has whole and this host has not fetched: under the store's monitor. */
+    private boolean rangeable() {
+        return !node.cached && !node.dirty && node.download == null && node.fetching == null && node.path != null
+                && node.remoteEtag != null;
     }
 
     /**
@@ -622,6 +680,9 @@ final class ObjectHandle implements FileHandle {
         } finally {
             if (ranged != null) {
                 ranged.close();
+            }
+            if (writerRanges != null) {
+                writerRanges.close();
             }
             if (retired != null) {
                 for (CacheFile c : retired) {

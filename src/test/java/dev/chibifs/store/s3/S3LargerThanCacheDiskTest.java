@@ -353,6 +353,31 @@ class S3LargerThanCacheDiskTest {
         assertEquals(0, s.pendingChanges(), "nothing changed");
     }
 
+    /**
+     * SQLite opens read-write to read: a database larger than the cache disk failed ENOSPC at its
+     * first read, the writer fetching. Its reads come in ranges until it writes, as a reader's do.
+     */
+    @Test
+    void aReadWriteOpenOfAFileLargerThanTheDiskReadsInRangesUntilItWrites() throws Exception {
+        String prefix = "rw" + PREFIXES.incrementAndGet();
+        byte[] large = content(10 * MIB, 7);
+        uploaded(prefix, large);
+        S3Storage s = onSmallDisk(prefix);
+        try (FileHandle h = s.open(LARGE, EnumSet.of(OpenFlag.READ, OpenFlag.WRITE), 0)) {
+            assertEquals(large.length, h.size());
+            assertArrayEquals(large, readAll(h, large.length));
+            assertEquals(0, contentFiles(s), "nothing of it in the cache");
+            IOException e = assertThrows(IOException.class, () -> h.write(ByteBuffer.wrap(new byte[] {'x'}), 0));
+            assertEquals(Linux.ENOSPC, Errors.errno(e), "its write still fetches, and says why: " + e);
+            ByteBuffer first = ByteBuffer.allocate(16);
+            assertEquals(16, h.read(first, 0), "read on after the refused write");
+            assertArrayEquals(Arrays.copyOf(large, 16), first.array());
+        }
+        assertEquals(0, s.rangeReads.buffers(), "the memory goes back at the close");
+        assertEquals(0, s.pendingChanges(), "nothing changed");
+        assertNull(s.failing());
+    }
+
     @Test
     void aChunkOfAVersionReplacedOnS3SinceTheOpenIsStale() throws Exception {
         String prefix = "stale" + PREFIXES.incrementAndGet();
