@@ -96,8 +96,9 @@ public final class Main implements Callable<Integer> {
             cl.addSubcommand(sub);
         }
         // `chibifs help` and `chibifs help mount` print usage (they were refused as an unmatched argument, and as
-        // a mount missing its MOUNTPOINT); never in SUBCOMMANDS, so that `help COMMAND` has every command built
-        CommandLine help = new CommandLine(CommandLine.HelpCommand.class, factory);
+        // a mount missing its MOUNTPOINT); never in SUBCOMMANDS, so that `help COMMAND` has every command built;
+        // ours, not picocli's, so that `help cache put` follows both names
+        CommandLine help = new CommandLine(HelpCommand.class, factory);
         versioned(help);
         cl.addSubcommand(help);
         // System.out keeps a write's failure to itself (PrintStream): over the descriptor, a reader gone

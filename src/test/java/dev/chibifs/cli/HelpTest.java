@@ -60,6 +60,28 @@ class HelpTest {
         assertEquals(Main.SUBCOMMANDS, Main.subcommandsFor(new String[] {"help", "mount"}));
     }
 
+    /** {@code chibifs help cache put} printed {@code cache}'s usage: picocli's help command takes one name. */
+    @Test
+    void theHelpCommandFollowsASubcommandsName() {
+        Cli.Result put = new Cli(home).run("help", "cache", "put");
+        assertEquals(0, put.code(), put.toString());
+        assertEquals(new Cli(home).run("cache", "put", "--help").out(), put.out());
+        assertTrue(put.out().startsWith("Usage: chibifs cache put "), put.out());
+        Cli.Result cache = new Cli(home).run("help", "cache");
+        assertEquals(new Cli(home).run("cache", "--help").out(), cache.out());
+        // a name that is not there is refused where it was looked for, as `help nosuch` is at the root
+        Cli.Result unknown = new Cli(home).run("help", "cache", "nosuch");
+        assertEquals(2, unknown.code(), unknown.toString());
+        assertEquals("", unknown.out());
+        assertEquals("chibifs: Unknown subcommand 'nosuch'. (see 'chibifs cache --help')\n", unknown.err());
+        Cli.Result rootUnknown = new Cli(home).run("help", "nosuch");
+        assertEquals(2, rootUnknown.code(), rootUnknown.toString());
+        assertEquals("chibifs: Unknown subcommand 'nosuch'. (see 'chibifs --help')\n", rootUnknown.err());
+        Cli.Result helpHelp = new Cli(home).run("help", "--help");
+        assertEquals(0, helpHelp.code(), helpHelp.toString());
+        assertTrue(helpHelp.out().contains("Usage: chibifs help [-h] [COMMAND...]"), helpHelp.out());
+    }
+
     @Test
     void noCommandIsAUsageError() {
         Cli.Result root = new Cli(home).run();
