@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.path.Names;
 import dev.chibifs.store.Storage.Uploads;
 
 import java.nio.file.Path;
@@ -97,11 +98,11 @@ final class DaemonExitWait {
             if (exit.within(LOOK_EVERY_MILLIS)) {
                 if (last != null && last.changes() > 0 && fails != null) {
                     // the daemon gives up at close and keeps them journaled; only its log said so
-                    say.accept(ErrorHandler.PREFIX + mp + " is unmounted, but its daemon (pid " + pid + ") exited with "
+                    say.accept(ErrorHandler.PREFIX + Names.shown(mp) + " is unmounted, but its daemon (pid " + pid + ") exited with "
                             + what(last) + " not sent to S3, kept in its cache directory for the next mount of the store: " + fails);
                 } else if (last != null && last.changes() > 0 && trouble != null) {
                     // its close tried once more; what failed then is journaled, and only its log names it
-                    say.accept(ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") exited with "
+                    say.accept(ErrorHandler.PREFIX + Names.shown(mp) + " is unmounted; its daemon (pid " + pid + ") exited with "
                             + what(last) + " to send to S3 when last asked, its last write-back having failed: what"
                             + " failed again at its close is kept in its cache directory for the next mount of the store"
                             + " (its log says): " + trouble);
@@ -122,7 +123,7 @@ final class DaemonExitWait {
             }
             boolean uploading = u != null && u.changes() > 0;
             if (uploading && (lastSaid == Long.MIN_VALUE || now - lastSaid >= SAY_EVERY_MILLIS)) {
-                String line = ErrorHandler.PREFIX + mp + " is unmounted; its daemon (pid " + pid + ") " + (fails != null
+                String line = ErrorHandler.PREFIX + Names.shown(mp) + " is unmounted; its daemon (pid " + pid + ") " + (fails != null
                         ? "cannot send " + what(u) + " to S3" + " before it exits: " + fails
                         : trouble != null
                         ? "tries to send " + what(u) + " to S3 before it exits, but its last write-back failed (" + trouble
@@ -138,13 +139,13 @@ final class DaemonExitWait {
                 }
             }
             if (uploading && now - lastMove >= STALL_SECONDS * 1000) {
-                return "unmounted " + mp + ", but its daemon (pid " + pid + ") has sent nothing for " + STALL_SECONDS
+                return "unmounted " + Names.shown(mp) + ", but its daemon (pid " + pid + ") has sent nothing for " + STALL_SECONDS
                         + " s with " + what(u) + " still to send: the upload has stalled (S3 too slow?)."
                         + " The daemon goes on: it exits once all is up, or once S3 fails, keeping what did not go up"
                         + " in its cache directory for the next mount (its log says); killed, it keeps them there too";
             }
             if (!uploading && now - lastMove >= QUIET_SECONDS * 1000) {
-                return "unmounted " + mp + ", but its daemon (pid " + pid + ") has not exited after " + QUIET_SECONDS + " s"
+                return "unmounted " + Names.shown(mp) + ", but its daemon (pid " + pid + ") has not exited after " + QUIET_SECONDS + " s"
                         + (last == null ? "" : " with nothing left to send");
             }
         }

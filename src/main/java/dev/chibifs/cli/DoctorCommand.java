@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.path.Names;
 import dev.chibifs.fuse.FuseDaemon;
 import dev.chibifs.fuse.MountTable;
 import dev.chibifs.config.ChibiConfig;
@@ -588,9 +589,10 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             // another user's is theirs or root's to clear: umount refuses anyone else
             String whose = h.uid() != 0 && mounter >= 0 && mounter != h.uid() ? "as uid " + mounter + " or root, " : "";
             fix.append(fix.length() == 0 ? "" : "; ").append(whose)
-                    .append(hung ? "chibifs umount --force " + p : StatusCommand.staleMountFix(p));
+                    .append(hung ? "chibifs umount --force " + Names.shown(p) : StatusCommand.staleMountFix(p));
         }
-        return Check.fail(name, "not answering (daemon gone or hung): " + stale, fix.toString());
+        return Check.fail(name, "not answering (daemon gone or hung): "
+                + stale.stream().map(Names::shown).collect(java.util.stream.Collectors.joining(", ", "[", "]")), fix.toString());
     }
 
     private static boolean isDisconnected(Path mountpoint) {
@@ -643,15 +645,15 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
     }
 
     private static Check mountpoint(Host h, Path mp) {
-        String name = "mountpoint " + mp;
+        String name = "mountpoint " + Names.shown(mp);
         try {
             // first: a stale mount there is no directory to look at, and mount refuses any mount point
             for (MountTable.MountEntry m : MountTable.read(h.mountTable())) {
                 if (m.mountpoint().equals(mp)) {
                     return m.isChibifs()
-                            ? Check.fail(name, "already a chibifs mount", "chibifs umount " + mp + " (with --force if its daemon is gone)")
+                            ? Check.fail(name, "already a chibifs mount", "chibifs umount " + Names.shown(mp) + " (with --force if its daemon is gone)")
                             : Check.fail(name, "already a " + m.fsType() + " mount point: chibifs mounts on a plain directory",
-                                    "choose another directory, or umount " + mp);
+                                    "choose another directory, or umount " + Names.shown(mp));
                 }
             }
         } catch (IOException e) {
@@ -659,8 +661,8 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         if (!Files.isDirectory(mp)) {
             return Files.exists(mp, java.nio.file.LinkOption.NOFOLLOW_LINKS)
-                    ? Check.fail(name, "not a directory", "choose a directory, or move " + mp + " aside")
-                    : Check.fail(name, "not an existing directory", "mkdir -p " + mp);
+                    ? Check.fail(name, "not a directory", "choose a directory, or move " + Names.shown(mp) + " aside")
+                    : Check.fail(name, "not an existing directory", "mkdir -p " + Names.shown(mp));
         }
         try {
             try (DirectoryStream<Path> entries = Files.newDirectoryStream(mp)) {
@@ -670,7 +672,7 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 }
             }
         } catch (IOException e) {
-            return Check.fail(name, "cannot read it: " + describe(e), "check its permissions: ls -ld " + mp);
+            return Check.fail(name, "cannot read it: " + describe(e), "check its permissions: ls -ld " + Names.shown(mp));
         }
         return Check.ok(name, "an empty directory");
     }

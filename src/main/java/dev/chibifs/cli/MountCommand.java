@@ -210,21 +210,21 @@ final class MountCommand implements Callable<Integer> {
         Path store = realMountpoint(chibiHome.store());
         if (mp.startsWith(store)) {
             // the daemon would hold its own mountpoint open as a store directory: no unmount, endless paths
-            throw new UsageException("mountpoint " + mp + " is inside the store it would serve (" + store
+            throw new UsageException("mountpoint " + Names.shown(mp) + " is inside the store it would serve (" + Names.shown(store)
                     + "): choose a directory outside it");
         }
         Path homeDir = realMountpoint(chibiHome.dir());
         if (homeDir.startsWith(mp)) {
             // the home made in the mountpoint (vfs/, chibifs/) then made it not empty, and every retry
             // failed; with -o nonempty the mount hid its own store and log, and status said both had gone
-            throw new UsageException("chibi home " + homeDir + " is inside the mountpoint " + mp + ", which the mount"
+            throw new UsageException("chibi home " + Names.shown(homeDir) + " is inside the mountpoint " + Names.shown(mp) + ", which the mount"
                     + " would hide: choose a home outside it");
         }
         for (Map.Entry<Path, String> shown : stores.shownDirectories().entrySet()) {
             Path dir = realMountpoint(shown.getKey());
             if (mp.startsWith(dir)) {
                 // as above: the daemon served its own mount, which no umount, -z or SIGTERM then ended
-                throw new UsageException("mountpoint " + mp + " is inside " + dir + ", which the mount would show ("
+                throw new UsageException("mountpoint " + Names.shown(mp) + " is inside " + Names.shown(dir) + ", which the mount would show ("
                         + shown.getValue() + "): choose a directory outside it");
             }
         }
@@ -234,7 +234,7 @@ final class MountCommand implements Callable<Integer> {
             // news, not a failure: on stdout with the mounted line, so mount(8)'s helper, quiet on
             // success as mount(8) is, drops both (-v shows them)
             PrintWriter out = spec.commandLine().getOut();
-            out.println(ErrorHandler.PREFIX + "cleared a stale mount at " + mp + " left by a daemon that died");
+            out.println(ErrorHandler.PREFIX + "cleared a stale mount at " + Names.shown(mp) + " left by a daemon that died");
             out.flush();
         }
         Optional<MountTable.MountEntry> there = MountTable.find(mp);
@@ -290,7 +290,7 @@ final class MountCommand implements Callable<Integer> {
             Path log = made.removeAll();
             // the failure's line named the log it had just removed
             if (log != null && e instanceof MountFailure) {
-                throw new MountFailure(e.getMessage().replace(" (log: " + log + ")", ""));
+                throw new MountFailure(e.getMessage().replace(" (log: " + Names.shown(log) + ")", ""));
             }
             throw e;
         }
@@ -368,7 +368,7 @@ final class MountCommand implements Callable<Integer> {
      */
     static void requireOutsideChibifsMounts(List<MountTable.MountEntry> mounts, Path mp) {
         MountTable.containing(mounts, mp).filter(MountTable.MountEntry::isChibifs).ifPresent(outer -> {
-            throw new UsageException("mountpoint " + mp + " is inside the chibifs mount " + outer.mountpoint()
+            throw new UsageException("mountpoint " + Names.shown(mp) + " is inside the chibifs mount " + Names.shown(outer.mountpoint())
                     + ", whose users would reach it with this mount's rights: choose a directory outside it");
         });
     }
@@ -443,9 +443,9 @@ final class MountCommand implements Callable<Integer> {
      */
     static String alreadyMounted(MountTable.MountEntry there, Path mp) {
         if (there.isChibifs()) {
-            return mp + " is already a mount point (chibifs umount " + mp + " first)";
+            return Names.shown(mp) + " is already a mount point (chibifs umount " + Names.shown(mp) + " first)";
         }
-        return mp + " is already a mount point (a " + there.fsType() + " mount, not chibifs: umount " + mp
+        return Names.shown(mp) + " is already a mount point (a " + there.fsType() + " mount, not chibifs: umount " + Names.shown(mp)
                 + " first, or choose another directory)";
     }
 
@@ -464,9 +464,9 @@ final class MountCommand implements Callable<Integer> {
             return;
         }
         if (Files.exists(mp, LinkOption.NOFOLLOW_LINKS)) {
-            throw new MountFailure("mountpoint " + mp + " is not a directory: choose a directory, or move it aside");
+            throw new MountFailure("mountpoint " + Names.shown(mp) + " is not a directory: choose a directory, or move it aside");
         }
-        throw new MountFailure("mountpoint " + mp + " is not an existing directory (mkdir -p " + mp + ")");
+        throw new MountFailure("mountpoint " + Names.shown(mp) + " is not an existing directory (mkdir -p " + Names.shown(mp) + ")");
     }
 
     /** What a uid is: a uid_t, 32 bits, but not (uid_t) -1, which chown(2) and setresuid(2) read as "leave it". */
@@ -582,7 +582,7 @@ final class MountCommand implements Callable<Integer> {
                 // an S3 store at / that does not answer: the mount serves what this host has seen and
                 // keeps its changes until S3 answers (a daemon killed in an outage must come back)
                 String unanswered = "the store did not answer (" + e.getMessage() + "): the mount serves what this"
-                        + " host has and sends its changes when it answers (chibifs stats " + mp + " shows when); a"
+                        + " host has and sends its changes when it answers (chibifs stats " + Names.shown(mp) + " shows when); a"
                         + " mount made then makes the namespace's directories that are missing";
                 // to the log (stderr is the log but in the foreground); a background mount prints it too,
                 // after its mounted line, and spawnDaemon finds it there by its prefix
@@ -593,7 +593,7 @@ final class MountCommand implements Callable<Integer> {
         // the store at / says so above; a store at a prefix that does not answer serves what this host has too
         namespace.unansweredBelowRoot().forEach((prefix, why) -> {
             String unanswered = "the store at " + prefix + " did not answer (" + why + "): the mount serves what this host"
-                    + " has there and sends its changes when it answers (chibifs stats " + mp + " shows when)";
+                    + " has there and sends its changes when it answers (chibifs stats " + Names.shown(mp) + " shows when)";
             warnings.add(unanswered);
             System.err.println(WARNING + unanswered);
         });
@@ -734,7 +734,7 @@ final class MountCommand implements Callable<Integer> {
             });
         } catch (MountFailure e) {
             System.err.println(ErrorHandler.PREFIX + e.getMessage()); // the log says how its mount ended too
-            throw new MountFailure(e.getMessage() + " (log: " + logFile + ")");
+            throw new MountFailure(e.getMessage() + " (log: " + Names.shown(logFile) + ")");
         }
     }
 
@@ -790,9 +790,18 @@ final class MountCommand implements Callable<Integer> {
         return "cannot keep the daemon's log in " + logDir + ": " + WriteAccess.denied(at) + ": " + homeLogsFix(logDir);
     }
 
-    /** The name of the log of a mount at {@code mp}, in whichever logs directory it goes. */
+    /**
+     * The name of the log of a mount at {@code mp}, in whichever logs directory it goes: each '/' and
+     * each control character (a newline made a log name that split every line naming it) as '_'.
+     */
     static String logName(Path mp) {
-        return "mount-" + (mp.toString().equals("/") ? "root" : mp.toString().substring(1).replace('/', '_')) + ".log";
+        String path = mp.toString().equals("/") ? "root" : mp.toString().substring(1);
+        StringBuilder name = new StringBuilder("mount-");
+        path.codePoints().forEach(c -> {
+            boolean control = c < 0x20 || c >= 0x7f && c <= 0x9f;
+            name.appendCodePoint(c == '/' || control ? '_' : c);
+        });
+        return name.append(".log").toString();
     }
 
     /** Where the daemon's log goes unless {@link #whyRootLogsElsewhere} says otherwise. */
@@ -853,7 +862,7 @@ final class MountCommand implements Callable<Integer> {
         } catch (java.nio.file.AccessDeniedException e) {
             throw new MountFailure(homeLogsRefused(logFile.getParent(), e));
         } catch (HomeFile.RefusedException e) {
-            throw new MountFailure("the daemon's log " + logFile + " is " + e.reason() + ": move it aside");
+            throw new MountFailure("the daemon's log " + Names.shown(logFile) + " is " + e.reason() + ": move it aside");
         }
     }
 
@@ -862,9 +871,9 @@ final class MountCommand implements Callable<Integer> {
         // --store /=SPEC serves the whole namespace: name it rather than <home>/vfs
         String root = stores.mounts().stream().filter(m -> m.prefix().isRoot())
                 .map(m -> m.spec().text()).findFirst().orElse(chibiHome.store().toString());
-        String made = homeMade ? ", new and empty: there was no chibi home at " + chibiHome.dir().toAbsolutePath() : "";
-        return ErrorHandler.PREFIX + "mounted " + mp + " (" + plan.describe() + ", store " + root + made + "); daemon pid " + daemonPid
-                + ", log " + logFile + warnings.stream().map(w -> System.lineSeparator() + WARNING + w).collect(Collectors.joining());
+        String made = homeMade ? ", new and empty: there was no chibi home at " + Names.shown(chibiHome.dir().toAbsolutePath()) : "";
+        return ErrorHandler.PREFIX + "mounted " + Names.shown(mp) + " (" + plan.describe() + ", store " + Names.shown(root) + made + "); daemon pid " + daemonPid
+                + ", log " + Names.shown(logFile) + warnings.stream().map(w -> System.lineSeparator() + WARNING + w).collect(Collectors.joining());
     }
 
     // ---- background, started without the launcher: the daemon is a child process, awaited until it answers ----
@@ -931,7 +940,7 @@ final class MountCommand implements Callable<Integer> {
                 return ExitCodes.OK;
             }
             if (!child.isAlive()) {
-                throw new MountFailure(lastError(logFile, logStart) + " (log: " + logFile + ")");
+                throw new MountFailure(lastError(logFile, logStart) + " (log: " + Names.shown(logFile) + ")");
             }
             try {
                 // a look costs a read of the mount table until the kernel lists the mount: look often
@@ -943,8 +952,8 @@ final class MountCommand implements Callable<Integer> {
         }
         child.destroyForcibly();
         FuseMount.unmount(mp, true);
-        throw new MountFailure("the daemon did not answer at " + mp + " within " + MOUNT_TIMEOUT.toSeconds()
-                + " s (log: " + logFile + ")");
+        throw new MountFailure("the daemon did not answer at " + Names.shown(mp) + " within " + MOUNT_TIMEOUT.toSeconds()
+                + " s (log: " + Names.shown(logFile) + ")");
     }
 
     /**

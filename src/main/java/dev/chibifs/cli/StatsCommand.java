@@ -122,7 +122,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
             return answer.json();
         }
         if (answer.silent()) {
-            throw new CommandFailure(ExitCodes.IO_ERROR, "the daemon of " + mp + " (pid " + daemon.pid()
+            throw new CommandFailure(ExitCodes.IO_ERROR, "the daemon of " + Names.shown(mp) + " (pid " + daemon.pid()
                     + ") does not answer (stopped? hung?)");
         }
         throw answer.failure();
@@ -158,7 +158,7 @@ final class StatsCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 now = ask(mp, daemon);
             } catch (IOException gone) {
                 // unmounted (its socket removed) or killed (the connection refused or reset): as trace ends
-                spec.commandLine().getErr().println(ErrorHandler.PREFIX + mp + " is no longer served");
+                spec.commandLine().getErr().println(ErrorHandler.PREFIX + Names.shown(mp) + " is no longer served");
                 spec.commandLine().getErr().flush();
                 return ExitCodes.OK;
             }

@@ -297,7 +297,7 @@ final class StatusCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     /** The fix for a mount whose daemon is gone: clears it and the daemon's record, as any user's own or as root. */
     static String staleMountFix(Path mountpoint) {
-        return "chibifs umount " + mountpoint;
+        return "chibifs umount " + Names.shown(mountpoint);
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.path.Names;
 import dev.chibifs.config.ChibiHome;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.SymlinkRule;
@@ -194,8 +195,8 @@ final class StoreOptions {
         }
         Path dir = MountCommand.realMountpoint(cacheDir);
         String why = dir.startsWith(store) ? "it is inside the store " + store + ", where every context could read and"
-                + " write it" : mountpoint == null ? null : mountpoint.startsWith(dir) ? "the mountpoint " + mountpoint
-                + " is inside it" : dir.startsWith(mountpoint) ? "it is inside the mountpoint " + mountpoint : null;
+                + " write it" : mountpoint == null ? null : mountpoint.startsWith(dir) ? "the mountpoint " + Names.shown(mountpoint)
+                + " is inside it" : dir.startsWith(mountpoint) ? "it is inside the mountpoint " + Names.shown(mountpoint) : null;
         if (why != null) {
             throw new UsageException("invalid --cache-dir '" + cacheDir.toAbsolutePath().normalize() + "': " + why
                     + "; choose a directory outside " + (mountpoint == null ? "it" : "both"));

@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.path.Names;
 import com.fasterxml.jackson.databind.JsonNode;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
@@ -48,13 +49,13 @@ final class SyncCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 answer = StatsSocket.read(socket);
             } catch (SocketException | java.nio.file.NoSuchFileException e) {
                 // a daemon started before this command existed listens for stats only
-                throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + mp + " does not answer sync (started by an"
+                throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + Names.shown(mp) + " does not answer sync (started by an"
                         + " older chibifs? umount and mount it again): " + e.getMessage());
             }
             if (answer.path("synced").asBoolean(false)) {
-                spec.commandLine().getOut().println("synced " + mp);
+                spec.commandLine().getOut().println("synced " + Names.shown(mp));
             } else {
-                spec.commandLine().getErr().println(ErrorHandler.PREFIX + mp + ": not synced: " + answer.path("error").asText("no answer"));
+                spec.commandLine().getErr().println(ErrorHandler.PREFIX + Names.shown(mp) + ": not synced: " + answer.path("error").asText("no answer"));
                 worst = ExitCodes.IO_ERROR;
             }
         }

@@ -142,7 +142,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
         Path mp = served.mountpoint();
         if (!given.equals(mp)) {
             if (path != null) {
-                throw new UsageException("--path '" + path + "' beside " + given + ", a path in " + mp + ": name the"
+                throw new UsageException("--path '" + Names.shown(path) + "' beside " + Names.shown(given) + ", a path in " + Names.shown(mp) + ": name the"
                         + " mountpoint and --path, or the path alone");
             }
             under = "/" + mp.relativize(given);
@@ -154,7 +154,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
             c = SocketChannel.open(UnixDomainSocketAddress.of(socket));
         } catch (SocketException | NoSuchFileException e) {
             // a daemon started before this command existed serves stats and sync only
-            throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + mp + " does not answer trace (started by an"
+            throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + Names.shown(mp) + " does not answer trace (started by an"
                     + " older chibifs? umount and mount it again): " + e.getMessage());
         }
         long shown = 0;
@@ -166,14 +166,14 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
                     throw new CommandFailure(ExitCodes.FAILURE, e.get(TraceSocket.BUSY).asText());
                 }
                 if (e.has("following")) {
-                    spec.commandLine().getErr().println(ErrorHandler.PREFIX + "tracing " + mp + " (interrupt to stop)");
+                    spec.commandLine().getErr().println(ErrorHandler.PREFIX + "tracing " + Names.shown(mp) + " (interrupt to stop)");
                     spec.commandLine().getErr().flush();
                     continue;
                 }
                 if (e.has(TraceSocket.DROPPED)) {
                     // the daemon dropped this trace but serves on: no "no longer served", and no exit 0
                     out.flush();
-                    throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + mp + " dropped this trace ("
+                    throw new CommandFailure(ExitCodes.FAILURE, "the daemon of " + Names.shown(mp) + " dropped this trace ("
                             + Names.shown(e.get(TraceSocket.DROPPED).asText()) + "): " + e.path(TraceSocket.LOST).asLong()
                             + " requests not shown, nor any served since; it serves on");
                 }
@@ -198,7 +198,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
         } catch (SocketException daemonGone) {
             // the daemon exited (killed, or unmounted by force) while the trace ran: as an end
         }
-        spec.commandLine().getErr().println(ErrorHandler.PREFIX + mp + " is no longer served");
+        spec.commandLine().getErr().println(ErrorHandler.PREFIX + Names.shown(mp) + " is no longer served");
         return ExitCodes.OK;
     }
 
@@ -240,7 +240,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
             String named = VfsPath.of(path).toString();
             if (Zone.of(VfsPath.of(named)).kind() == Zone.Kind.OTHER && java.nio.file.Files.exists(host)) {
                 // /tmp/x or /etc: more likely a path on this host outside the mount than a name at the namespace's top
-                err.println(ErrorHandler.PREFIX + "--path " + Names.shown(path) + " is not in " + mountpoint
+                err.println(ErrorHandler.PREFIX + "--path " + Names.shown(path) + " is not in " + Names.shown(mountpoint)
                         + ": taken as the namespace's " + Names.shown(named));
                 err.flush();
             }

@@ -1,5 +1,6 @@
 package dev.chibifs.cli;
 
+import dev.chibifs.path.Names;
 import dev.chibifs.fuse.FuseMount;
 import dev.chibifs.fuse.MountTable;
 import dev.chibifs.store.Storage;
@@ -87,20 +88,20 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
                         removed.add("the record its daemon (pid " + gone + ", gone) left");
                     }
                     removed.addAll(others);
-                    spec.commandLine().getOut().println(ErrorHandler.PREFIX + mp + " was not mounted; removed "
+                    spec.commandLine().getOut().println(ErrorHandler.PREFIX + Names.shown(mp) + " was not mounted; removed "
                             + String.join("; ", removed));
                     spec.commandLine().getOut().flush();
                     return ExitCodes.OK;
                 }
             }
-            throw new MountFailure(mp + " is not mounted" + detached.map(d -> " (it was unmounted" + (ProcStatus.stopped(d.pid())
+            throw new MountFailure(Names.shown(mp) + " is not mounted" + detached.map(d -> " (it was unmounted" + (ProcStatus.stopped(d.pid())
                     ? ", but its daemon, pid " + d.pid() + ", is stopped (SIGSTOP, or a debugger): kill -CONT " + d.pid()
-                    + ", or chibifs umount --force " + mp + " ends it)"
+                    + ", or chibifs umount --force " + Names.shown(mp) + " ends it)"
                     : " lazily: its daemon, pid " + d.pid() + ", exits when the files still open on it are closed; chibifs"
-                    + " umount --force " + mp + " ends it now)")).orElse(""));
+                    + " umount --force " + Names.shown(mp) + " ends it now)")).orElse(""));
         }
         if (!entry.get().isChibifs()) {
-            throw new MountFailure(mp + " is a " + entry.get().fsType() + " mount, not chibifs");
+            throw new MountFailure(Names.shown(mp) + " is a " + entry.get().fsType() + " mount, not chibifs");
         }
         long mounter = entry.get().mounter();
         // fusermount3 would refuse too, but in words about /etc/mtab that say nothing of whose it is
@@ -134,7 +135,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         if (me == 0 || mounter < 0 || mounter == me) {
             return null;
         }
-        return mp + " is another user's mount (uid " + mounter + "): only that user or root can " + act;
+        return Names.shown(mp) + " is another user's mount (uid " + mounter + "): only that user or root can " + act;
     }
 
     private Integer unmount(Path mp, Optional<ProcessHandle> daemon, int exited) throws IOException {
@@ -148,22 +149,22 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         FuseMount.Result r = FuseMount.unmount(mp, lazy);
         if (!r.ok()) {
             if (r.busy() && stopped != null) {
-                throw new MountFailure(mp + " is busy, and " + stopped + ": what waits on it waits until kill -CONT "
+                throw new MountFailure(Names.shown(mp) + " is busy, and " + stopped + ": what waits on it waits until kill -CONT "
                         + daemon.get().pid() + ", or chibifs umount --force ends it");
             }
             if (r.busy()) {
-                throw new MountFailure(mp + " is busy (files or directories on it are in use): close them,"
+                throw new MountFailure(Names.shown(mp) + " is busy (files or directories on it are in use): close them,"
                         + " or use chibifs umount --lazy");
             }
             // a daemon that died leaves an unanswering mount that only a lazy unmount clears
             FuseMount.Result lazyResult = FuseMount.unmount(mp, true);
             if (!lazyResult.ok()) {
-                throw new MountFailure("cannot unmount " + mp + ": " + r.message());
+                throw new MountFailure("cannot unmount " + Names.shown(mp) + ": " + r.message());
             }
         }
         if (stopped != null && !lazy) {
-            throw new MountFailure("unmounted " + mp + ", but " + stopped + ": it exits once continued (kill -CONT "
-                    + daemon.get().pid() + "), or chibifs umount --force " + mp + " ends it");
+            throw new MountFailure("unmounted " + Names.shown(mp) + ", but " + stopped + ": it exits once continued (kill -CONT "
+                    + daemon.get().pid() + "), or chibifs umount --force " + Names.shown(mp) + " ends it");
         }
         if (daemon.isPresent() && !lazy) {
             ProcessHandle d = daemon.get();
@@ -214,7 +215,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         StatsSocket.removeDeadDaemons(registry);
         List<String> others = removeOthersStaleRecords(mp);
         if (!others.isEmpty()) {
-            spec.commandLine().getOut().println(ErrorHandler.PREFIX + "unmounted " + mp + "; removed " + String.join("; ", others));
+            spec.commandLine().getOut().println(ErrorHandler.PREFIX + "unmounted " + Names.shown(mp) + "; removed " + String.join("; ", others));
             spec.commandLine().getOut().flush();
         }
     }
@@ -248,7 +249,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
                             + "'s registry " + r.dir());
                 }
             } catch (IOException | RuntimeException e) {
-                spec.commandLine().getErr().println(ErrorHandler.PREFIX + "cannot remove the record of " + mp + " in "
+                spec.commandLine().getErr().println(ErrorHandler.PREFIX + "cannot remove the record of " + Names.shown(mp) + " in "
                         + r.dir() + ": " + e.getMessage());
             }
         }
@@ -265,14 +266,14 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         int exited = daemon.isPresent() ? Syscalls.pidfdOpen(daemon.get().pid()) : -1;
         try {
             if (!FuseMount.abort(mp.toString())) {
-                throw new MountFailure("cannot abort the FUSE connection of " + mp + ": run as root, or mount fusectl"
+                throw new MountFailure("cannot abort the FUSE connection of " + Names.shown(mp) + ": run as root, or mount fusectl"
                         + " (mount -t fusectl none /sys/fs/fuse/connections)");
             }
             // as root the abort (umount2 MNT_FORCE) may have unmounted it already; files still open keep it busy
             if (MountTable.find(mp).isPresent()) {
                 FuseMount.Result r = FuseMount.unmount(mp, true);
                 if (!r.ok() && MountTable.find(mp).isPresent()) {
-                    throw new MountFailure("aborted, but cannot unmount " + mp + ": " + r.message());
+                    throw new MountFailure("aborted, but cannot unmount " + Names.shown(mp) + ": " + r.message());
                 }
             }
             // a stopped daemon (SIGSTOP, a debugger) cannot exit before it is continued: not waited for
@@ -280,7 +281,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 // its connection is gone: it has nothing left to serve
                 daemon.get().destroyForcibly();
                 if (!awaitExit(daemon.get(), exited, FORCE_WAIT_SECONDS)) {
-                    throw new MountFailure("aborted and unmounted " + mp + ", but its daemon (pid " + daemon.get().pid()
+                    throw new MountFailure("aborted and unmounted " + Names.shown(mp) + ", but its daemon (pid " + daemon.get().pid()
                             + ") has not exited even after SIGKILL");
                 }
                 forgetKilledDaemon(mp);
@@ -322,11 +323,11 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
                 }
             }
             if (!awaitExit(daemon, exited, FORCE_WAIT_SECONDS)) {
-                throw new MountFailure(mp + " was not mounted, and its daemon (pid " + daemon.pid() + ") has not exited even"
+                throw new MountFailure(Names.shown(mp) + " was not mounted, and its daemon (pid " + daemon.pid() + ") has not exited even"
                         + " after SIGKILL");
             }
             forgetKilledDaemon(mp);
-            spec.commandLine().getOut().println(ErrorHandler.PREFIX + mp + " was unmounted already; ended its daemon (pid "
+            spec.commandLine().getOut().println(ErrorHandler.PREFIX + Names.shown(mp) + " was unmounted already; ended its daemon (pid "
                     + daemon.pid() + ", " + how + ")");
             spec.commandLine().getOut().flush();
             return ExitCodes.OK;

@@ -1,5 +1,6 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.path.Names;
 import dev.chibifs.sys.ErrnoException;
 import dev.chibifs.sys.Errors;
 import dev.chibifs.sys.LibC;
@@ -71,7 +72,7 @@ public final class FuseMount {
             } catch (ErrnoException e) {
                 // root without CAP_SYS_ADMIN (a container, a user namespace): fusermount may still be allowed
                 if (e.errno() != Linux.EPERM || helper() == null) {
-                    throw new MountException("cannot mount " + mp + ": mount(2) said " + e.getReason() + hint(e.errno(), spec));
+                    throw new MountException("cannot mount " + Names.shown(mp) + ": mount(2) said " + e.getReason() + hint(e.errno(), spec));
                 }
                 LOG.debug("mount(2) of {} not permitted; trying fusermount", mp);
             }
@@ -95,7 +96,7 @@ public final class FuseMount {
             int err = LibC.errno();
             if (err != Linux.EPERM || helper() == null) {
                 String why = err == Linux.EINVAL ? " (not a mount point)" : "";
-                return new Result(false, err == Linux.EBUSY, "cannot unmount " + mp + ": " + LibC.strerror(err) + why);
+                return new Result(false, err == Linux.EBUSY, "cannot unmount " + Names.shown(mp) + ": " + LibC.strerror(err) + why);
             }
         }
         return unmountWithHelper(mp, lazy);
@@ -176,7 +177,7 @@ public final class FuseMount {
     public static void requireEmpty(Path mountpoint, MountSpec spec) throws MountException {
         Path mp = mountpoint.toAbsolutePath().normalize();
         if (!spec.nonempty() && Files.isDirectory(mp) && !isEmpty(mp)) {
-            throw new MountException("mountpoint " + mp + " is not empty: choose an empty directory, or pass -o nonempty");
+            throw new MountException("mountpoint " + Names.shown(mp) + " is not empty: choose an empty directory, or pass -o nonempty");
         }
     }
 
@@ -184,11 +185,11 @@ public final class FuseMount {
         try {
             return (Integer) Files.getAttribute(mp, "unix:mode") & Linux.S_IFMT;
         } catch (NoSuchFileException e) {
-            throw new MountException("mountpoint " + mp + " does not exist (mkdir -p " + mp + ")");
+            throw new MountException("mountpoint " + Names.shown(mp) + " does not exist (mkdir -p " + Names.shown(mp) + ")");
         } catch (FileSystemException e) {
-            throw new MountException("mountpoint " + mp + ": " + (e.getReason() != null ? e.getReason() : e.getMessage()));
+            throw new MountException("mountpoint " + Names.shown(mp) + ": " + (e.getReason() != null ? e.getReason() : e.getMessage()));
         } catch (IOException | RuntimeException e) {
-            throw new MountException("mountpoint " + mp + ": " + e.getMessage());
+            throw new MountException("mountpoint " + Names.shown(mp) + ": " + e.getMessage());
         }
     }
 
@@ -196,7 +197,7 @@ public final class FuseMount {
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
             return !entries.iterator().hasNext();
         } catch (IOException e) {
-            throw new MountException("cannot read mountpoint " + dir + ": " + e.getMessage());
+            throw new MountException("cannot read mountpoint " + Names.shown(dir) + ": " + e.getMessage());
         }
     }
 
@@ -243,7 +244,7 @@ public final class FuseMount {
     private static FuseDevice mountWithHelper(Path mp, MountSpec spec) throws MountException {
         Path helper = helper();
         if (helper == null) {
-            throw new MountException("cannot mount " + mp + " as uid " + Integer.toUnsignedString(Syscalls.geteuid())
+            throw new MountException("cannot mount " + Names.shown(mp) + " as uid " + Integer.toUnsignedString(Syscalls.geteuid())
                     + ": no fusermount3 or fusermount (apt-get install fuse3)");
         }
         String name = helper.getFileName().toString();
@@ -253,12 +254,12 @@ public final class FuseMount {
         int[] socket = new int[2];
         int[] output = new int[2];
         if (LibC.socketpair(Linux.AF_UNIX, Linux.SOCK_STREAM | Linux.SOCK_CLOEXEC, 0, socket) != 0) {
-            throw new MountException("cannot mount " + mp + ": socketpair: " + LibC.strerror(LibC.errno()));
+            throw new MountException("cannot mount " + Names.shown(mp) + ": socketpair: " + LibC.strerror(LibC.errno()));
         }
         if (LibC.pipe2(output, Linux.O_CLOEXEC) != 0) {
             int err = LibC.errno();
             closeAll(socket[0], socket[1]);
-            throw new MountException("cannot mount " + mp + ": pipe: " + LibC.strerror(err));
+            throw new MountException("cannot mount " + Names.shown(mp) + ": pipe: " + LibC.strerror(err));
         }
         // every descriptor is close-on-exec: the child gets only the copies dup2 makes (0-3), which
         // must not land on a source still to be copied, so no source sits at 0-3
@@ -269,7 +270,7 @@ public final class FuseMount {
             Syscalls.setNonBlocking(output[0], "pipe");
         } catch (IOException e) {
             closeAll(socket[0], socket[1], output[0], output[1]);
-            throw new MountException("cannot mount " + mp + ": pipe: " + LibC.strerror(Errors.errno(e)));
+            throw new MountException("cannot mount " + Names.shown(mp) + ": pipe: " + LibC.strerror(Errors.errno(e)));
         }
         List<String> argv = List.of(helper.toString(), "-o", String.join(",", spec.helperOptions()), "--", mp.toString());
         List<String> env = new ArrayList<>();
@@ -288,7 +289,7 @@ public final class FuseMount {
         closeAll(socket[1], output[1]);
         if (pid <= 0) {
             closeAll(socket[0], output[0]);
-            throw new MountException("cannot mount " + mp + ": cannot start " + helper);
+            throw new MountException("cannot mount " + Names.shown(mp) + ": cannot start " + helper);
         }
         int fuseFd;
         try {
@@ -297,7 +298,7 @@ public final class FuseMount {
             Posix.P.kill(pid, Linux.SIGKILL);
             reap(pid);
             closeAll(socket[0], output[0]);
-            throw new MountException("cannot mount " + mp + ": " + name + " " + e.getMessage());
+            throw new MountException("cannot mount " + Names.shown(mp) + ": " + name + " " + e.getMessage());
         }
         if (fuseFd >= 0 && spec.autoUnmount()) {
             // it stays, and unmounts once the daemon's end of the socket closes (with the device, or at death)
@@ -312,7 +313,7 @@ public final class FuseMount {
         Syscalls.close(output[0]);
         if (fuseFd < 0) {
             String why = said.isEmpty() ? name + " " + describe(status) : said.replace("\n", "; ");
-            throw new MountException("cannot mount " + mp + ": " + why);
+            throw new MountException("cannot mount " + Names.shown(mp) + ": " + why);
         }
         logHelper(name, said);
         return new FuseDevice(fuseFd, mp.toString(), null);
@@ -456,7 +457,7 @@ public final class FuseMount {
     private static Result unmountWithHelper(Path mp, boolean lazy) {
         Path helper = helper();
         if (helper == null) {
-            return new Result(false, false, "cannot unmount " + mp + ": no fusermount3 or fusermount (apt-get install fuse3)");
+            return new Result(false, false, "cannot unmount " + Names.shown(mp) + ": no fusermount3 or fusermount (apt-get install fuse3)");
         }
         // no -q: it would silence "Device or resource busy", the one answer callers must tell apart
         List<String> cmd = new ArrayList<>(List.of(helper.toString(), "-u"));
@@ -471,7 +472,7 @@ public final class FuseMount {
             // fusermount says a line at most: read after the exit, so a hung one cannot block us here
             if (!p.waitFor(HELPER_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS)) {
                 p.destroyForcibly();
-                return new Result(false, false, "cannot unmount " + mp + ": " + helper.getFileName()
+                return new Result(false, false, "cannot unmount " + Names.shown(mp) + ": " + helper.getFileName()
                         + " did not finish within " + HELPER_TIMEOUT_MILLIS / 1000 + " s");
             }
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip().replace("\n", "; ");
@@ -480,7 +481,7 @@ public final class FuseMount {
             return new Result(false, false, "cannot run " + helper + ": " + e.getMessage());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return new Result(false, false, "interrupted while unmounting " + mp);
+            return new Result(false, false, "interrupted while unmounting " + Names.shown(mp));
         }
     }
 }

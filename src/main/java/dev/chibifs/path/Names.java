@@ -47,6 +47,14 @@ public final class Names {
         return shown(path.toUri());
     }
 
+    /**
+     * A host path (a mountpoint, a home, a log) escaped as {@link #shown(String)}, for one line of
+     * output: a mountpoint made with a newline in its name printed it raw, splitting the line.
+     */
+    public static String shown(java.nio.file.Path hostPath) {
+        return shown(hostPath.toString());
+    }
+
     /** A name as a directory holds it, escaped: bytes that are not UTF-8 as {@code \ooo}. */
     public static String shown(byte[] name) {
         if (isUtf8(name)) {

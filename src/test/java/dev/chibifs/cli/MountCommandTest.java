@@ -150,6 +150,26 @@ class MountCommandTest {
         }
     }
 
+    /** A mountpoint named with a newline printed it raw, splitting the one line in two, and put it in the log's name. */
+    @Test
+    void aMountpointWithControlCharactersIsShownEscapedAndLogsUnderASafeName(@TempDir Path dir) throws Exception {
+        Path home = java.nio.file.Files.createDirectories(dir.resolve("home/vfs")).getParent();
+        Path mnt = java.nio.file.Files.createDirectories(dir.resolve("a\nb\tc"));
+        java.nio.file.Files.writeString(mnt.resolve("x"), "x");
+        Cli.Result r = new Cli(home).run("mount", "--foreground", "--context", "planner", "--home", home.toString(),
+                mnt.toString());
+        assertEquals(ExitCodes.FAILURE, r.code(), r.toString());
+        assertEquals("chibifs: mountpoint " + dir + "/a\\nb\\tc is not empty: choose an empty directory, or pass -o"
+                + " nonempty\n", r.err());
+        assertEquals("mount-tmp_x_a_b_c.log", MountCommand.logName(Path.of("/tmp/x/a\nb\tc")));
+        assertEquals("mount-tmp_x_a_b.log", MountCommand.logName(Path.of("/tmp/x/a\u009bb")));
+        assertEquals("mount-srv_ünï cödé.log", MountCommand.logName(Path.of("/srv/ünï cödé")));
+        assertEquals("mount-root.log", MountCommand.logName(Path.of("/")));
+        Path newline = Path.of("/mnt/a\nb");
+        assertEquals("/mnt/a\\nb is already a mount point (chibifs umount /mnt/a\\nb first)", MountCommand.alreadyMounted(
+                new dev.chibifs.fuse.MountTable.MountEntry("chibifs", newline, "fuse.chibifs", "rw,user_id=0"), newline));
+    }
+
     /** What a mount that fails after it made the store's directories leaves: what was there, and only that. */
     @Test
     void aFailedMountRemovesTheDirectoriesItMadeInAStoreThereWas(@TempDir Path dir) throws Exception {
