@@ -246,7 +246,7 @@ final class MountCommand implements Callable<Integer> {
             // before the store is touched: a mount that failed here left its context's home directories made
             FuseMount.requireEmpty(mp, MountSpec.parse(fuseOptions));
         } catch (MountException e) {
-            throw new MountFailure(e.getMessage());
+            throw mountFailure(e, mp);
         }
         if (stores.mounts().stream().noneMatch(m -> m.prefix().isRoot()) && Router.namespaceDirectories(plan.homes()).stream()
                 .anyMatch(d -> !Files.isDirectory(chibiHome.store().resolve(d.substring(1))))) {
@@ -449,6 +449,26 @@ final class MountCommand implements Callable<Integer> {
                 + " first, or choose another directory)";
     }
 
+    /**
+     * Why a mount at {@code mp} that found {@code there} mounted since it looked (it was not, or the mount
+     * would have stopped at {@link #alreadyMounted}) is refused: two mounts raced to one empty directory,
+     * and the loser said it was "not empty, or pass -o nonempty", which would mount it over the winner.
+     */
+    static String takenMeanwhile(MountTable.MountEntry there, Path mp) {
+        String shown = Names.shown(mp);
+        if (there.isChibifs()) {
+            return shown + " is already a mount point: another chibifs mount took it while this one started (chibifs"
+                    + " status shows it; chibifs umount " + shown + " first, or choose another directory)";
+        }
+        return shown + " is already a mount point: a " + there.fsType() + " mount came there while this one started"
+                + " (umount " + shown + " first, or choose another directory)";
+    }
+
+    /** A MountException as the mount's failure: where another mount took the mountpoint meanwhile, {@link #takenMeanwhile}. */
+    static MountFailure mountFailure(MountException e, Path mp) {
+        return new MountFailure(e.mountedThere().map(there -> takenMeanwhile(there, mp)).orElse(e.getMessage()));
+    }
+
     /** Refuses {@code -o} options that are unknown or malformed, naming the first and its rule; mount and doctor alike. */
     static void requireValidFuseOptions(List<String> fuseOptions) {
         try {
@@ -636,7 +656,7 @@ final class MountCommand implements Callable<Integer> {
             // nothing is mounted: the exit hook must not unmount, nor turn this failure into a clean exit 0
             stopping.set(true);
             closeStores(namespace, mp, log);
-            throw new MountFailure(e.getMessage());
+            throw mountFailure(e, mp);
         }
         DaemonPid.Identity me = DaemonPid.current();
         log.info("mounted {} ({}; stores {}; options {}; {}; pid {})", mp, plan.describe(), String.join(" ", namespace.stores()),

@@ -26,8 +26,8 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -177,7 +177,24 @@ public final class FuseMount {
     public static void requireEmpty(Path mountpoint, MountSpec spec) throws MountException {
         Path mp = mountpoint.toAbsolutePath().normalize();
         if (!spec.nonempty() && Files.isDirectory(mp) && !isEmpty(mp)) {
+            // what it lists may be a mount's root that came there since the caller looked (a second
+            // chibifs mount racing to the same empty directory): "not empty, or pass -o nonempty"
+            // told the loser to mount on top of the winner
+            Optional<MountTable.MountEntry> there = mountedAt(mp);
+            if (there.isPresent()) {
+                throw new MountException("mountpoint " + Names.shown(mp) + " is already a mount point (" + there.get().fsType()
+                        + "): another mount took it meanwhile", there.get());
+            }
             throw new MountException("mountpoint " + Names.shown(mp) + " is not empty: choose an empty directory, or pass -o nonempty");
+        }
+    }
+
+    /** The mount at exactly {@code mp}, if the mount table can be read and lists one. */
+    private static Optional<MountTable.MountEntry> mountedAt(Path mp) {
+        try {
+            return MountTable.find(mp);
+        } catch (IOException e) {
+            return Optional.empty();
         }
     }
 

@@ -205,6 +205,25 @@ class MountCommandTest {
                 new dev.chibifs.fuse.MountTable.MountEntry("chibifs", mp, "fuse.chibifs", "rw,user_id=0"), mp));
     }
 
+    /** The loser of two mounts racing to one empty directory said "not empty, or pass -o nonempty". */
+    @Test
+    void aMountpointAnotherMountTookMeanwhileIsSaidToBeOne() {
+        Path mp = Path.of("/mnt/m");
+        dev.chibifs.fuse.MountTable.MountEntry chibifs = new dev.chibifs.fuse.MountTable.MountEntry("chibifs", mp,
+                "fuse.chibifs", "rw,user_id=0");
+        assertEquals("/mnt/m is already a mount point: another chibifs mount took it while this one started (chibifs"
+                + " status shows it; chibifs umount /mnt/m first, or choose another directory)", MountCommand.mountFailure(
+                        new dev.chibifs.fuse.MountException("mountpoint /mnt/m is already a mount point", chibifs), mp)
+                .getMessage());
+        assertEquals("/mnt/m is already a mount point: a tmpfs mount came there while this one started (umount /mnt/m"
+                + " first, or choose another directory)", MountCommand.mountFailure(new dev.chibifs.fuse.MountException(
+                        "x", new dev.chibifs.fuse.MountTable.MountEntry("tmpfs", mp, "tmpfs", "rw")), mp).getMessage());
+        // any other failure is said as it was
+        assertEquals("mountpoint /mnt/m is not empty: choose an empty directory, or pass -o nonempty",
+                MountCommand.mountFailure(new dev.chibifs.fuse.MountException(
+                        "mountpoint /mnt/m is not empty: choose an empty directory, or pass -o nonempty"), mp).getMessage());
+    }
+
     @Test
     void aMountpointThatIsAFileIsNotADirectoryNotOneToMake(@TempDir Path dir) throws Exception {
         Path file = java.nio.file.Files.writeString(dir.resolve("file"), "x");

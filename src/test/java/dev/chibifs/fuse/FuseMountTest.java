@@ -160,6 +160,21 @@ class FuseMountTest {
         }
     }
 
+    /**
+     * Two mounts raced to one empty directory: the loser found the winner's root there and said "not empty,
+     * or pass -o nonempty", which would have mounted it on top. A tmpfs with a file stands for the winner.
+     */
+    @Test
+    void aMountpointAnotherMountTookMeanwhileSaysSoNotNotEmpty() throws Exception {
+        Sh.run("mount -t tmpfs chibifs-test-winner " + mnt).ok();
+        Files.writeString(mnt.resolve("shared"), "the winner's");
+        MountException e = assertThrows(MountException.class, () -> FuseMount.mount(mnt, MountSpec.defaults()));
+        assertEquals("mountpoint " + mnt + " is already a mount point (tmpfs): another mount took it meanwhile", e.getMessage());
+        assertEquals(Optional.of("tmpfs"), e.mountedThere().map(MountTable.MountEntry::fsType));
+        assertEquals(Optional.of("tmpfs"), MountTableWatch.typeAt(mnt), "nothing mounted on top");
+        assertTrue(FuseMount.unmount(mnt, false).ok());
+    }
+
     @Test
     void failuresSayWhyInOneLine() {
         MountException missing = assertThrows(MountException.class,
