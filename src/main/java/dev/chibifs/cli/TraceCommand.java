@@ -8,7 +8,6 @@ import dev.chibifs.path.Names;
 import dev.chibifs.path.VfsPath;
 import dev.chibifs.policy.Caller;
 import dev.chibifs.policy.ContextNames;
-import dev.chibifs.policy.Zone;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -78,7 +77,8 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
 
     @Option(names = "--path", paramLabel = "PATH",
             description = "Only requests about PATH or a path under it (either end of a rename or link), as the"
-                + " namespace names it (/shared/tasks.md, vfs:///home/alice) or through the mountpoint (/mnt/chibi/shared/tasks.md).")
+                + " namespace names it (/shared/tasks.md, vfs:///home/alice) or through the mountpoint (/mnt/chibi/shared/tasks.md);"
+                + " a path outside the namespace (/etc) is refused.")
     String path;
 
     @Option(names = "--denied", description = "Only the requests the policy refused (EACCES), or the link rule (--symlinks, EPERM).")
@@ -137,7 +137,7 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
         }
         Path given = mountpoint.toAbsolutePath().normalize();
         // read against MOUNTPOINT as given before any daemon is asked: a bad --path is a usage error
-        String under = path == null ? null : namespacePath(path, given, spec.commandLine().getErr());
+        String under = path == null ? null : namespacePath(path, given);
         StatsCommand.Served served = sockets.of(given);
         Path mp = served.mountpoint();
         if (!given.equals(mp)) {
@@ -225,28 +225,49 @@ final class TraceCommand implements Callable<Integer>, ConfigCheck.Exempt {
     /**
      * {@code path} as the namespace names it: a path through the mountpoint ({@code /mnt/chibi/shared/x},
      * what a shell completes) is taken for the file it names, which the trace shows as {@code /shared/x};
-     * otherwise it already is one.
+     * otherwise it already is one. A path outside the namespace ({@code --path /etc}, a path on this host
+     * outside the mount) is refused: taken as the namespace's, with a warning, it showed nothing.
      */
-    static String namespacePath(String path, Path mountpoint, PrintWriter err) throws UsageException {
+    static String namespacePath(String path, Path mountpoint) throws UsageException {
+        String named;
         try {
             if (path.startsWith(VfsPath.URI_PREFIX)) {
-                return VfsPath.fromUri(path).toString();
+                named = VfsPath.fromUri(path).toString();
+            } else {
+                Path host = real(Path.of(path));
+                Path mp = real(mountpoint);
+                named = mp.getNameCount() > 0 && host.startsWith(mp) ? "/" + mp.relativize(host) : VfsPath.of(path).toString();
             }
-            Path host = real(Path.of(path));
-            Path mp = real(mountpoint);
-            if (mp.getNameCount() > 0 && host.startsWith(mp)) {
-                return "/" + mp.relativize(host);
-            }
-            String named = VfsPath.of(path).toString();
-            if (Zone.of(VfsPath.of(named)).kind() == Zone.Kind.OTHER && java.nio.file.Files.exists(host)) {
-                // /tmp/x or /etc: more likely a path on this host outside the mount than a name at the namespace's top
-                err.println(ErrorHandler.PREFIX + "--path " + Names.shown(path) + " is not in " + Names.shown(mountpoint)
-                        + ": taken as the namespace's " + Names.shown(named));
-                err.flush();
-            }
-            return named;
         } catch (InvalidVfsPathException e) {
             throw new UsageException("--path: " + e.getMessage());
+        }
+        if (!inNamespace(named, mountpoint)) {
+            String mp = Names.shown(mountpoint);
+            throw new UsageException("invalid --path '" + Names.shown(path) + "': not a path in the namespace " + mp
+                    + " serves (under " + String.join(", ", NAMESPACE_TOPS) + ", or another name at its top): name it as"
+                    + " the namespace does (/shared/x, vfs:///home/alice) or through the mountpoint (" + mp + "/shared/x)");
+        }
+        return named;
+    }
+
+    /** The names at the namespace's top that every mount has: its own directories' ({@code /shared}, {@code /home}, ...). */
+    private static final List<String> NAMESPACE_TOPS = dev.chibifs.router.Router.namespaceDirectories(List.of()).stream()
+            .map(d -> "/" + d.substring(1).split("/", 2)[0]).distinct().toList();
+
+    /**
+     * Whether {@code named} is in the namespace: the root, a path under one of {@link #NAMESPACE_TOPS}, or
+     * under another name the mount at {@code mountpoint} shows at its top (a {@code --store} prefix, a
+     * directory SYSTEM made), looked up through the mount.
+     */
+    private static boolean inNamespace(String named, Path mountpoint) {
+        String top = named.substring(1).split("/", 2)[0];
+        if (top.isEmpty() || NAMESPACE_TOPS.contains("/" + top)) {
+            return true;
+        }
+        try {
+            return java.nio.file.Files.exists(real(mountpoint).resolve(top), java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        } catch (java.nio.file.InvalidPathException e) {
+            return false;
         }
     }
 

@@ -33,9 +33,9 @@ class TraceCommandTest {
         assertEquals("/home/alice", ns("/mnt/chibi/home/alice/", mp));
         assertEquals("/", ns("/mnt/chibi", mp));
         assertEquals("/shared", ns("/mnt/chibi/x/../shared", mp));
-        // the namespace's own names stay, and so does a sibling of the mountpoint
+        // the namespace's own names stay; a sibling of the mountpoint is no path in it (below)
         assertEquals("/shared/tasks.md", ns("/shared/tasks.md", mp));
-        assertEquals("/mnt/chibi2/x", ns("/mnt/chibi2/x", mp));
+        assertThrows(UsageException.class, () -> ns("/mnt/chibi2/x", mp));
         assertEquals("/shared", ns("/shared", Path.of("/")));
     }
 
@@ -46,23 +46,34 @@ class TraceCommandTest {
         assertThrows(UsageException.class, () -> ns("vfs://shared", Path.of("/mnt/chibi")));
     }
 
-    /** A path on this host outside the mount (a mistyped mountpoint, /tmp/x) matched nothing, silently: now it is said. */
+    /**
+     * A path on this host outside the mount ({@code --path /etc}, a mistyped mountpoint) matched nothing:
+     * taken as the namespace's with a warning, the trace showed nothing. Refused, naming the value and the rule.
+     */
     @Test
-    void aHostPathOutsideTheMountIsSaidToBeTakenAsTheNamespaces(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
-        java.io.StringWriter err = new java.io.StringWriter();
+    void aPathOutsideTheNamespaceIsRefused(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path mp = java.nio.file.Files.createDirectories(dir.resolve("mnt"));
         Path outside = java.nio.file.Files.createDirectories(dir.resolve("elsewhere"));
-        assertEquals(outside.toString(), TraceCommand.namespacePath(outside.toString(), Path.of("/mnt/chibi"),
-                new java.io.PrintWriter(err)));
-        assertEquals("chibifs: --path " + outside + " is not in /mnt/chibi: taken as the namespace's " + outside + "\n",
-                err.toString());
-        // a zone's path that is also one on this host (/home, /sys) is the namespace's without a word
-        java.io.StringWriter quiet = new java.io.StringWriter();
-        assertEquals("/sys", TraceCommand.namespacePath("/sys", Path.of("/mnt/chibi"), new java.io.PrintWriter(quiet)));
-        assertEquals("", quiet.toString());
+        UsageException e = assertThrows(UsageException.class, () -> ns(outside.toString(), mp));
+        assertEquals("invalid --path '" + outside + "': not a path in the namespace " + mp + " serves (under /shared,"
+                + " /home, /sys, /site, /flocks, /tools, or another name at its top): name it as the namespace does"
+                + " (/shared/x, vfs:///home/alice) or through the mountpoint (" + mp + "/shared/x)", e.getMessage());
+        assertThrows(UsageException.class, () -> ns("/etc", mp));
+        assertThrows(UsageException.class, () -> ns("vfs:///etc/passwd", mp));
+        assertThrows(UsageException.class, () -> ns(mp + "/etc", mp));
+        // the namespace's own directories are, whether or not this host has one of the name (/home, /sys), and its root
+        for (String p : new String[] {"/", "/home", "/sys/tool_cache", "/tools", "/flocks/team", "/site/x", "vfs:///"}) {
+            assertTrue(ns(p, mp).startsWith("/"), p);
+        }
+        // as is any other name the mount shows at its top: a --store prefix, a directory SYSTEM made
+        java.nio.file.Files.createDirectories(mp.resolve("scratch"));
+        assertEquals("/scratch/new", ns("/scratch/new", mp));
+        assertEquals("/scratch/new", ns("vfs:///scratch/new", mp));
+        assertEquals("/scratch", ns(mp + "/scratch", mp));
     }
 
     private static String ns(String path, Path mountpoint) throws UsageException {
-        return TraceCommand.namespacePath(path, mountpoint, new java.io.PrintWriter(new java.io.StringWriter()));
+        return TraceCommand.namespacePath(path, mountpoint);
     }
 
     /** Through a link to the mountpoint (~/chibi -> /mnt/chibi) it matched nothing, silently. */
