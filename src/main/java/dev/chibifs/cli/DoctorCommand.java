@@ -96,6 +96,10 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
             description = "Also check that MOUNTPOINT can be mounted on.")
     Path mountpoint;
 
+    /** What to give as doctor's MOUNTPOINT where it was empty: the directory a mount is meant for, or none at all. */
+    static final String DOCTOR_MOUNTPOINT = "name the directory you mean to mount on ('.' for the current directory),"
+            + " or leave MOUNTPOINT out to check this machine only";
+
     @Spec
     CommandSpec spec;
 
@@ -116,7 +120,7 @@ final class DoctorCommand implements Callable<Integer>, ConfigCheck.Exempt {
         // invalid --uid-map", had the mount it vouched for fail
         MountCommand.parseUidMaps(uidMaps, null);
         MountCommand.requireValidFuseOptions(fuseOptions);
-        MountpointArgument.requireNamed(mountpoint);
+        MountpointArgument.requireNamed(mountpoint, DOCTOR_MOUNTPOINT);
         Host h = host == null ? Host.system() : host;
         List<Check> checks = checks(h);
         PrintWriter out = spec.commandLine().getOut();

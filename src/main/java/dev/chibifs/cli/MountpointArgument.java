@@ -15,8 +15,16 @@ final class MountpointArgument {
 
     /** Refuses an empty {@code mountpoint} (exit 2, one line); null, an optional one left out, passes. */
     static void requireNamed(Path mountpoint) {
+        requireNamed(mountpoint, "name a chibifs mountpoint ('.' for the current directory)");
+    }
+
+    /**
+     * {@link #requireNamed(Path)} with {@code what} saying what to name: doctor's MOUNTPOINT is a directory
+     * to be mounted on, not a chibifs mount, and may be left out.
+     */
+    static void requireNamed(Path mountpoint, String what) {
         if (mountpoint != null && mountpoint.toString().isEmpty()) {
-            throw new UsageException("MOUNTPOINT is empty: name a chibifs mountpoint ('.' for the current directory)");
+            throw new UsageException("MOUNTPOINT is empty: " + what);
         }
     }
 
