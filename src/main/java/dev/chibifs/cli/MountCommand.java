@@ -205,6 +205,11 @@ final class MountCommand implements Callable<Integer> {
         if (mountpoint.toString().isEmpty()) {
             throw new UsageException("MOUNTPOINT is empty: name an existing, empty directory"); // not '.' by accident
         }
+        // only doctor said so, and a mount is made without running it; a warning: the operator may mean it
+        subordinateUidWarning(uidMaps, DoctorCommand.SUBUID).ifPresent(w -> {
+            err().println(WARNING + w);
+            err().flush();
+        });
         ChibiHome chibiHome = ChibiHome.resolve(home, System.getenv());
         Path mp = realMountpoint(mountpoint);
         Path store = realMountpoint(chibiHome.store());
@@ -447,6 +452,18 @@ final class MountCommand implements Callable<Integer> {
         }
         return Names.shown(mp) + " is already a mount point (a " + there.fsType() + " mount, not chibifs: umount " + Names.shown(mp)
                 + " first, or choose another directory)";
+    }
+
+    /**
+     * What doctor's subordinate-uid check ({@link DoctorCommand#subordinateUids}) finds wrong with {@code uidMaps}
+     * and {@code subuid}, as one line: a mapped uid in a user's /etc/subuid range lets that user act as the agent.
+     */
+    static Optional<String> subordinateUidWarning(List<String> uidMaps, Path subuid) {
+        if (uidMaps.isEmpty()) {
+            return Optional.empty();
+        }
+        DoctorCommand.Check check = DoctorCommand.subordinateUids(uidMaps, subuid);
+        return check.ok() ? Optional.empty() : Optional.of(check.name() + ": " + check.detail() + "; " + check.fix());
     }
 
     /**

@@ -224,6 +224,20 @@ class MountCommandTest {
                         "mountpoint /mnt/m is not empty: choose an empty directory, or pass -o nonempty"), mp).getMessage());
     }
 
+    /** Only doctor warned of a mapped uid in a user's /etc/subuid range; mount made it without a word. */
+    @Test
+    void aMappedUidInAUsersSubordinateRangeIsWarnedOfAsDoctorDoes(@TempDir Path dir) throws Exception {
+        Path subuid = java.nio.file.Files.writeString(dir.resolve("subuid"), "alice:100000:65536\n");
+        List<String> maps = List.of("100001=planner", "1001=coder");
+        DoctorCommand.Check doctor = DoctorCommand.subordinateUids(maps, subuid);
+        assertEquals(java.util.Optional.of("subordinate uids: uid 100001 (planner) is in alice's range 100000-165535 ("
+                + subuid + "): that user can act as the agent in a user namespace; " + doctor.fix()),
+                MountCommand.subordinateUidWarning(maps, subuid));
+        assertEquals(java.util.Optional.empty(), MountCommand.subordinateUidWarning(List.of("1001=coder"), subuid));
+        assertEquals(java.util.Optional.empty(), MountCommand.subordinateUidWarning(List.of(), subuid), "a per-context mount");
+        assertEquals(java.util.Optional.empty(), MountCommand.subordinateUidWarning(maps, dir.resolve("none")));
+    }
+
     @Test
     void aMountpointThatIsAFileIsNotADirectoryNotOneToMake(@TempDir Path dir) throws Exception {
         Path file = java.nio.file.Files.writeString(dir.resolve("file"), "x");
