@@ -1,5 +1,6 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.path.Names;
 import dev.chibifs.router.Router;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.ProcStatus;
@@ -283,7 +284,7 @@ public final class FuseDaemon {
         Instant deadline = Instant.now().plus(timeout);
         while (Instant.now().isBefore(deadline)) {
             if (s.ended().isDone()) {
-                throw new MountException("the kernel refused the FUSE session at " + mountpoint + " (the reason is logged above)");
+                throw new MountException("the kernel refused the FUSE session at " + Names.shown(mountpoint) + " (the reason is logged above)");
             }
             if (answers(mountpoint)) {
                 return;
@@ -291,7 +292,7 @@ public final class FuseDaemon {
             sleep(5);
         }
         FuseMount.unmount(mountpoint, true);
-        throw new MountException("the mount at " + mountpoint + " did not answer within " + timeout.toSeconds() + " s");
+        throw new MountException("the mount at " + Names.shown(mountpoint) + " did not answer within " + timeout.toSeconds() + " s");
     }
 
     /**
@@ -487,7 +488,7 @@ public final class FuseDaemon {
         }
         FuseMount.Result r = FuseMount.unmount(mountpoint, true);
         if (!r.ok()) {
-            throw new IOException("cannot clear the stale mount at " + mountpoint + ": " + r.message());
+            throw new IOException("cannot clear the stale mount at " + Names.shown(mountpoint) + ": " + r.message());
         }
         return true;
     }
