@@ -110,6 +110,14 @@ final class JournalRecords implements Closeable {
      * record, which keeps its place in the replay's order.
      */
     private static final String REFUSED = "refused";
+    /**
+     * A field of a record of the root: a move's copies S3 is about to make ({@link CopiesUnderWay}),
+     * {@code {"move": 3, "copies": [{"from": key, "etag": etag, "to": key}]}}, until a record with
+     * {@link #COPIED} of its move ends it. Kept by the compaction while not ended.
+     */
+    private static final String COPYING = "copying";
+    /** A field of a record of the root: the move it names is made, or its copies removed. */
+    private static final String COPIED = "copied";
     /** How many inode numbers each {@link #NEXT_INO} record reserves ahead: one append per so many nodes placed. */
     static final long INODES_RESERVED = 1024;
     /** The last reservation could not be written (said once until one can). */
@@ -372,6 +380,44 @@ final class JournalRecords implements Closeable {
         return o;
     }
 
+    /** A move's copies are about to be made: {@link CopiesUnderWay#begin}. */
+    void copying(long move, List<CopiesUnderWay.Copy> copies) {
+        pending.add(copyingRecord(move, copies));
+    }
+
+    private static ObjectNode copyingRecord(long move, List<CopiesUnderWay.Copy> copies) {
+        ObjectNode o = Journal.JSON.createObjectNode();
+        o.put("t", GONE).put("p", VfsPath.root().toString());
+        ObjectNode c = o.putObject(COPYING).put("move", move);
+        com.fasterxml.jackson.databind.node.ArrayNode list = c.putArray("copies");
+        for (CopiesUnderWay.Copy copy : copies) {
+            list.addObject().put("from", copy.from()).put("etag", copy.etag()).put("to", copy.to());
+        }
+        return o;
+    }
+
+    /** A move's copies are kept or removed: {@link CopiesUnderWay#end}. */
+    void copied(long move) {
+        record(GONE, VfsPath.root()).put(COPIED, move);
+    }
+
+    /** Tells {@link CopiesUnderWay} what the root's record {@code o} says of moves, if anything. */
+    private void replayCopies(ObjectNode o) {
+        com.fasterxml.jackson.databind.JsonNode c = o.path(COPYING);
+        if (c.path("move").canConvertToLong() && c.path("copies").isArray()) {
+            List<CopiesUnderWay.Copy> copies = new ArrayList<>();
+            for (com.fasterxml.jackson.databind.JsonNode e : c.path("copies")) {
+                if (e.path("from").isTextual() && e.path("etag").isTextual() && e.path("to").isTextual()) {
+                    copies.add(new CopiesUnderWay.Copy(e.get("from").asText(), e.get("etag").asText(), e.get("to").asText()));
+                }
+            }
+            store.copies.replayedBegun(c.get("move").asLong(), copies);
+        }
+        if (o.path(COPIED).canConvertToLong()) {
+            store.copies.replayedEnded(o.get(COPIED).asLong());
+        }
+    }
+
     private ObjectNode record(String type, VfsPath p) {
         ObjectNode o = Journal.JSON.createObjectNode();
         o.put("t", type).put("p", p.toString());
@@ -496,6 +542,7 @@ final class JournalRecords implements Closeable {
         }
         List<ObjectNode> state = new ArrayList<>();
         state.add(inodeMark(Math.max(store.overlay.nextIno, store.overlay.inoReserved), store.overlay.dependenciesKnown));
+        store.copies.unended().forEach((move, copies) -> state.add(copyingRecord(move, copies)));
         state.addAll(pending);
         pending.clear();
         journal.rewrite(state);
@@ -549,6 +596,7 @@ final class JournalRecords implements Closeable {
             if (o.has(NEXT_INO)) {
                 dependenciesKnown = o.path(DEPENDENCIES).asBoolean(); // the last mark's: the compaction's, or a reservation's since
             }
+            replayCopies(o);
             try {
                 VfsPath p = VfsPath.of(o.get("p").asText());
                 String t = o.get("t").asText();

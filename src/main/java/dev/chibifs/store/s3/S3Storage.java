@@ -164,6 +164,8 @@ public final class S3Storage implements Storage {
     final Fetches fetches;
     /** Files larger than the cache disk, read from S3 into memory instead. */
     final RangeReads rangeReads;
+    /** The copies S3 makes for the moves under way, and those a stop left behind. */
+    final CopiesUnderWay copies;
     /** Locks that reach the bucket's other hosts; null where {@link S3Options#lockLease} is 0. */
     final HostLocks hostLocks;
     private final Thread flusher;
@@ -224,6 +226,7 @@ public final class S3Storage implements Storage {
             throw e;
         }
         this.overlay = new Overlay(this);
+        this.copies = new CopiesUnderWay(this, bucket);
         this.journal = new JournalRecords(this, dir.resolve(JOURNAL_FILE));
         this.writeBack = new WriteBack(this, spec, bucket, options, uploadDir);
         this.listings = new Listings(this, spec, bucket, options);
@@ -1037,16 +1040,16 @@ public final class S3Storage implements Storage {
             }
         }
         List<String> copying = new ArrayList<>();
-        Map<Node, Copied> copied = Map.of();
+        Copies copies = Copies.NONE;
         boolean moved = false;
         try {
-            copied = copyOnS3(n, src, dst, files, copying);
+            copies = copyOnS3(n, src, dst, files, copying);
             for (Node f : files) {
-                if (!copied.containsKey(f)) {
+                if (!copies.copied().containsKey(f)) {
                     fetchUnlessGone(f);
                 }
             }
-            moveFetched(n, src, dst, copied);
+            moveFetched(n, src, dst, copies.copied());
             moved = true;
         } finally {
             synchronized (this) {
@@ -1054,8 +1057,26 @@ public final class S3Storage implements Storage {
                 overlay.inflight.removeAll(copying);
                 moved = moved || dst.equals(n.path); // failed once made: the copies are its files now
             }
-            if (!moved) {
-                dropCopies(copied.values());
+            endCopies(copies, moved);
+        }
+    }
+
+    /** What S3 copied for a move, journaled as move {@code move} ({@link CopiesUnderWay}; 0: none). */
+    private record Copies(long move, Map<Node, Copied> copied) {
+        static final Copies NONE = new Copies(0, Map.of());
+    }
+
+    /** The end of a move's copies: kept where {@code moved}, else removed; its record ended once nothing is left. */
+    private void endCopies(Copies c, boolean moved) {
+        if (c.move() == 0) {
+            return;
+        }
+        boolean gone = moved || dropCopies(c.copied().values());
+        synchronized (this) {
+            if (gone) {
+                copies.end(c.move());
+            } else {
+                copies.leftBehind(c.move());
             }
         }
     }
@@ -1105,11 +1126,12 @@ public final class S3Storage implements Storage {
      * as the others do. Their keys are added to {@code copying}, as uploads in flight: a listing
      * under way does not take them for another host's files.
      */
-    private Map<Node, Copied> copyOnS3(Node n, VfsPath src, VfsPath dst, List<Node> files, List<String> copying)
+    private Copies copyOnS3(Node n, VfsPath src, VfsPath dst, List<Node> files, List<String> copying)
             throws IOException {
         record Job(Node node, long gen, String from, String etag, long size, String to) {
         }
         List<Job> jobs = new ArrayList<>();
+        long move;
         synchronized (this) {
             if (n.path == null || !n.path.equals(src)) {
                 throw new NoSuchFileException(src.toString());
@@ -1132,9 +1154,15 @@ public final class S3Storage implements Storage {
             if (!jobs.isEmpty() && n.dir) {
                 copying.add(dirKey(dst));
             }
+            if (jobs.isEmpty()) {
+                return Copies.NONE;
+            }
+            // journaled before the first copy: a kill -9 meanwhile left them under the new name for good
+            move = copies.begin(jobs.stream().map(j -> new CopiesUnderWay.Copy(j.from(), j.etag(), j.to())).toList());
             overlay.inflight.addAll(copying);
         }
         Map<Node, Copied> copied = new java.util.concurrent.ConcurrentHashMap<>();
+        Copies made = new Copies(move, copied);
         try {
             writeBack.inParallel(jobs, j -> {
                 try {
@@ -1145,21 +1173,25 @@ public final class S3Storage implements Storage {
                 }
             });
         } catch (IOException e) {
-            dropCopies(copied.values());
+            endCopies(made, false);
             throw e;
         }
-        return copied;
+        return made;
     }
 
-    /** Removes the copies of a move that did not happen. */
-    private void dropCopies(java.util.Collection<Copied> copies) {
-        for (Copied c : copies) {
+    /** Removes the copies of a move that did not happen; false where one is left in S3. */
+    private boolean dropCopies(java.util.Collection<Copied> copied) {
+        boolean all = true;
+        for (Copied c : copied) {
             try {
                 bucket.delete(c.key());
             } catch (IOException e) {
-                LOG.warn("S3 store {}: the copy {} of a rename that failed is left in S3: {}", spec, c.key(), e.getMessage());
+                all = false;
+                LOG.warn("S3 store {}: the copy {} of a rename that failed is left in S3 until S3 answers: {}", spec,
+                        c.key(), e.getMessage());
             }
         }
+        return all;
     }
 
     /** Where {@code p}, at or below {@code src}, is once {@code src} has moved to {@code dst}. */
@@ -2380,6 +2412,7 @@ public final class S3Storage implements Storage {
      */
     WriteBack.Unsent passDue() throws IOException {
         askAgainIfUnreachable(); // the flusher's own thread: it may wait the whole question out
+        copies.removeLeftOvers();
         return writeBack.pass(false, null);
     }
 
@@ -2417,6 +2450,7 @@ public final class S3Storage implements Storage {
 
     /** Uploads and deletes everything pending, returning once S3 has it all (umount, SIGTERM, tests). */
     public void flushAll() throws IOException {
+        copies.removeLeftOvers(); // a move's copies the last stop left: they are what a listing would show
         WriteBack.Unsent unsent = pushAll(null);
         if (unsent != null) {
             throw unsent.failure();

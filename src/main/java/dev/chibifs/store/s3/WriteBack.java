@@ -352,7 +352,12 @@ final class WriteBack {
 
     /** Stops the upload threads (the store is closing; a pass under way has ended). */
     void stop() {
-        uploaders.shutdownNow();
+        // the steps never begun are cancelled: inParallelEach waits for each, and waited for ever
+        for (Runnable never : uploaders.shutdownNow()) {
+            if (never instanceof java.util.concurrent.Future<?> f) {
+                f.cancel(false);
+            }
+        }
     }
 
     /**
@@ -1722,6 +1727,9 @@ final class WriteBack {
                     IOException io = c instanceof IOException x ? x : new IOException("upload failed: " + c, c);
                     failed.add(Map.entry(items.get(i), io));
                     break;
+                } catch (java.util.concurrent.CancellationException e) {
+                    failed.add(Map.entry(items.get(i), new IOException("the store stopped before it ran")));
+                    break;
                 } catch (InterruptedException e) {
                     interrupted = true;
                 }
@@ -3068,7 +3076,8 @@ final class WriteBack {
 
     /** Under the store's monitor: nothing to upload, delete, replay or retry. */
     private boolean nothingWaits() {
-        return replayed.isEmpty() && outage == null && !bucket.unreachable() && store.pendingChanges() == 0;
+        return replayed.isEmpty() && outage == null && !bucket.unreachable() && store.pendingChanges() == 0
+                && !store.copies.leftOvers();
     }
 
     /** When the flusher next keeps the content cache within its size, on the store's ticker; its thread's alone. */

@@ -275,6 +275,16 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
         beforeDeleteObjects = what;
     }
 
+    private volatile java.util.function.Consumer<String> beforeCopy;
+
+    /**
+     * Runs {@code what} with the new name of each copy as it arrives, before it is made, holding
+     * the copies after it (a host killed during a move's copies); null: none.
+     */
+    void beforeCopy(java.util.function.Consumer<String> what) {
+        beforeCopy = what;
+    }
+
     private static String unquoted(String etag) {
             return etag == null ? null : etag.replace("\"", "");
         }
@@ -325,6 +335,10 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
 
         @Override
         public synchronized String copyBlob(String from, String fromName, String to, String toName, CopyOptions options) {
+            java.util.function.Consumer<String> hook = server.beforeCopy;
+            if (hook != null) {
+                hook.accept(toName);
+            }
             String etag = super.copyBlob(from, fromName, to, toName, options);
             server.stamp(to, toName);
             return etag;
@@ -591,6 +605,16 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
      */
     void beforeDeleteObjects(Runnable what) {
         beforeDeleteObjects = what;
+    }
+
+    private volatile java.util.function.Consumer<String> beforeCopy;
+
+    /**
+     * Runs {@code what} with the new name of each copy as it arrives, before it is made, holding
+     * the copies after it (a host killed during a move's copies); null: none.
+     */
+    void beforeCopy(java.util.function.Consumer<String> what) {
+        beforeCopy = what;
     }
 
     private static String unquoted(String etag) {
