@@ -23,7 +23,8 @@ import java.util.Map;
  * only while S3 still has it as copied: a HEAD, then one delete ({@link Bucket#deleteIfOurs}),
  * since another host may have made the name its own meanwhile.
  *
- * <p>Guarded by the store's monitor, but {@link #removeLeftOvers}, which asks S3 outside it.
+ * <p>Guarded by the store's monitor, but {@link #removeLeftOvers}, which asks S3 outside it (and
+ * takes the store's monitor inside its own lock, never the other way round).
  */
 final class CopiesUnderWay {
     private static final Logger LOG = LoggerFactory.getLogger(CopiesUnderWay.class);
@@ -39,6 +40,11 @@ final class CopiesUnderWay {
     /** The moves whose copies {@link #removeLeftOvers} looks at: found unended at the replay, or left by a failed move. */
     private final Map<Long, List<Copy>> leftOver = new LinkedHashMap<>();
     private long nextId = 1;
+    /**
+     * Held over {@link #removeLeftOvers}: the flusher's pass and a sync each removed the same copies
+     * at once, and said so twice (65 and 14 of 65). A second caller waits, then finds them done.
+     */
+    private final Object removing = new Object();
 
     CopiesUnderWay(S3Storage store, Bucket bucket) {
         this.store = store;
@@ -113,6 +119,12 @@ final class CopiesUnderWay {
      * S3 answers for all of them. Not under the store's monitor.
      */
     void removeLeftOvers() throws IOException {
+        synchronized (removing) {
+            removeLeftOversNow();
+        }
+    }
+
+    private void removeLeftOversNow() throws IOException {
         List<Map.Entry<Long, List<Copy>>> todo;
         synchronized (store) {
             todo = List.copyOf(leftOver.entrySet());
