@@ -197,6 +197,12 @@ public final class MemoryStorage implements Storage {
             if (keep < chunks.length) {
                 chunks = Arrays.copyOf(chunks, keep);
             }
+            if (keep == 0) {
+                // a small first chunk's capacity, left behind, was taken for that of the whole first
+                // chunk a later write past it made: what lay past the small one read as zeros after a
+                // truncate (a tester's 3,000 bytes kept 64)
+                firstCapacity = 0;
+            }
             int tail = (int) (size & (CHUNK - 1));
             // a file grown by truncate has no chunks for its tail: then there is nothing to zero
             if (keep > 0 && keep <= chunks.length && tail != 0 && chunks[keep - 1] != 0) {

@@ -572,6 +572,24 @@ public abstract class StorageBehaviourSuite {
     }
 
     @Test
+    void aFileEmptiedThenWrittenFarAndNearKeepsItsNearBytesThroughACut() throws IOException {
+        // a randomized tester's: a memory file emptied kept its small first chunk's capacity, and
+        // after a write past 64 KiB and one at 0, a cut kept 64 of the 3,000 bytes at 0
+        storage.write(p("/shared/f"), bytes("a"));
+        String near = "n".repeat(3000);
+        try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
+            h.truncate(0);
+            write(h, "F", 65_536);
+            write(h, near, 0);
+            assertEquals(near, read(h, 0, 3000));
+            h.truncate(4587);
+            assertEquals(near, read(h, 0, 3000));
+            assertEquals(4587, h.size());
+        }
+        assertEquals(near, new String(storage.read(p("/shared/f")), UTF_8).substring(0, 3000));
+    }
+
+    @Test
     void truncateThroughHandle() throws IOException {
         storage.write(p("/shared/f"), bytes("abcdef"));
         try (FileHandle h = open("/shared/f", OpenFlag.READ, OpenFlag.WRITE)) {
