@@ -68,7 +68,7 @@ public final class FuseMount {
         }
         if (Syscalls.geteuid() == 0 && !spec.autoUnmount()) {
             try {
-                return mountDirect(mp, kind, spec);
+                return unlessStacked(mp, mountDirect(mp, kind, spec), spec);
             } catch (ErrnoException e) {
                 // root without CAP_SYS_ADMIN (a container, a user namespace): fusermount may still be allowed
                 if (e.errno() != Linux.EPERM || helper() == null) {
@@ -77,7 +77,105 @@ public final class FuseMount {
                 LOG.debug("mount(2) of {} not permitted; trying fusermount", mp);
             }
         }
-        return mountWithHelper(mp, spec);
+        return unlessStacked(mp, mountWithHelper(mp, spec), spec);
+    }
+
+    /** Where this process's mount table is: the mounts of its own mount namespace, in the order they came. */
+    static final Path MOUNTINFO = Path.of("/proc/self/mountinfo");
+    /** How long a mount that landed in the middle of a stack waits for the racers above it to leave. */
+    private static final long STACKED_WAIT_MILLIS = 2_000;
+
+    /**
+     * The device of a mount just made at {@code mp}, unless it landed on another mount that came there
+     * after the emptiness check: two mounts racing to one empty directory both passed the check, and
+     * the kernel stacked the second on the first, hiding it. The later one (on top) then unmounts
+     * itself (lazily, and only while it is the topmost, since an unmount by path takes the top one)
+     * and fails as {@link #requireEmpty} fails a mount that comes second, naming the mount below it.
+     * Ours is the mount the path reached right after mount(2) (statx, asking our file system
+     * nothing, whose INIT waits unanswered): a racer that stacked between the two calls would be
+     * taken for ours, a window of microseconds, not the milliseconds between the check and mount(2).
+     */
+    private static FuseDevice unlessStacked(Path mp, FuseDevice device, MountSpec spec) throws MountException {
+        long ours = Syscalls.mountIdAt(mp.toString());
+        List<MountTable.InfoLine> stack;
+        try {
+            stack = MountTable.stackAt(MOUNTINFO, mp.toString());
+        } catch (IOException e) {
+            LOG.debug("cannot read {} after mounting {}: {}", MOUNTINFO, mp, e.toString());
+            return device;
+        }
+        Optional<MountTable.InfoLine> below = landedOn(stack, ours);
+        if (below.isEmpty()) {
+            return device;
+        }
+        int mine = ours >= 0 && stack.stream().anyMatch(m -> m.id() == ours) ? (int) ours : stack.get(stack.size() - 1).id();
+        LOG.debug("mounted {} (mount {}) on top of mount {} ({}), which came there meanwhile: unmounting ours", mp, mine,
+                below.get().id(), below.get().type());
+        String left = backOut(mp, device, mine, spec);
+        throw new MountException("mountpoint " + Names.shown(mp) + " is already a mount point (" + below.get().type()
+                + "): another mount took it meanwhile" + left, below.get().entry());
+    }
+
+    /**
+     * The mount ours (mount id {@code ours}; -1: unknown, then the topmost is taken for ours) landed
+     * on in {@code stack}, the mounts at its mountpoint bottom first; empty where ours is alone
+     * there or at the bottom (a racer above it backs out), so ours stays.
+     */
+    static Optional<MountTable.InfoLine> landedOn(List<MountTable.InfoLine> stack, long ours) {
+        int at = stack.size() - 1;
+        for (int i = 0; i < stack.size(); i++) {
+            if (stack.get(i).id() == ours) {
+                at = i;
+            }
+        }
+        return at <= 0 ? Optional.empty() : Optional.of(stack.get(at - 1));
+    }
+
+    /**
+     * Takes our mount {@code id} at {@code mp} away and closes its device; "" once it is gone, else
+     * what is left. With auto_unmount, fusermount unmounts it once the device closes; else ours is
+     * unmounted by path once it is the topmost there (the racers mounted above it back out too).
+     */
+    private static String backOut(Path mp, FuseDevice device, int id, MountSpec spec) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(STACKED_WAIT_MILLIS);
+        if (spec.autoUnmount()) {
+            device.close(); // fusermount, waiting on its socket, unmounts the topmost: ours
+        }
+        while (true) {
+            List<MountTable.InfoLine> stack;
+            try {
+                stack = MountTable.stackAt(MOUNTINFO, mp.toString());
+            } catch (IOException e) {
+                device.close();
+                return " (this mount's own could not be told apart: " + e.getMessage() + ")";
+            }
+            int at = -1;
+            for (int i = 0; i < stack.size(); i++) {
+                if (stack.get(i).id() == id) {
+                    at = i;
+                }
+            }
+            if (at < 0) {
+                device.close();
+                return "";
+            }
+            if (at == stack.size() - 1 && !spec.autoUnmount()) {
+                Result r = unmount(mp, true);
+                device.close(); // after the unmount: closed first, our mount would answer ENOTCONN meanwhile
+                return r.ok() ? "" : " (and this mount's own could not be undone: " + r.message() + ")";
+            }
+            if (System.nanoTime() - deadline > 0) {
+                device.close();
+                return " (this mount's own stays below another one, which came on top of it)";
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                device.close();
+                return " (interrupted while undoing this mount's own)";
+            }
+        }
     }
 
     /**

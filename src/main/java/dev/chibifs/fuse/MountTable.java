@@ -116,11 +116,15 @@ public final class MountTable {
         return b.toString();
     }
 
-    /** One line of a mountinfo file: the mount's id, its device, where it is, and its type. */
-    record InfoLine(int id, String device, String mountpoint, String type) {
+    /**
+     * One line of a mountinfo file: the mount's id, its device, where it is, its type, and, as
+     * {@code /proc/mounts} has them, its source and its file system's options.
+     */
+    record InfoLine(int id, String device, String mountpoint, String type, String source, String superOptions) {
         /**
          * {@code 45 27 0:42 / /mnt/chibi rw,relatime shared:1 - fuse.chibifs chibifs rw,...}: id,
-         * parent, device, root, mount point, options, optional fields, then "-" and the type.
+         * parent, device, root, mount point, options, optional fields, then "-", the type, the
+         * source and the super block's options.
          */
         static InfoLine parse(String line) {
             String[] f = line.split(" ");
@@ -135,10 +139,28 @@ public final class MountTable {
                 return null;
             }
             try {
-                return new InfoLine(Integer.parseInt(f[0]), f[2], unescape(f[4]), f[dash + 1]);
+                return new InfoLine(Integer.parseInt(f[0]), f[2], unescape(f[4]), f[dash + 1],
+                        dash + 2 < f.length ? unescape(f[dash + 2]) : "", dash + 3 < f.length ? f[dash + 3] : "");
             } catch (NumberFormatException e) {
                 return null;
             }
         }
+
+        /** The line as {@link #read} has it from /proc/mounts. */
+        MountEntry entry() {
+            return new MountEntry(source, Path.of(mountpoint), type, superOptions);
+        }
+    }
+
+    /** The mounts at exactly {@code mountpoint} in this process's mountinfo, bottom first (the order it lists them in). */
+    static List<InfoLine> stackAt(Path mountinfo, String mountpoint) throws IOException {
+        List<InfoLine> stack = new ArrayList<>();
+        for (String line : Files.readAllLines(mountinfo)) {
+            InfoLine m = InfoLine.parse(line);
+            if (m != null && m.mountpoint().equals(mountpoint)) {
+                stack.add(m);
+            }
+        }
+        return stack;
     }
 }

@@ -128,6 +128,8 @@ public final class Linux {
     public static final int AT_SYMLINK_FOLLOW = 0x400;
     public static final int AT_REMOVEDIR = 0x200;
     public static final int AT_EMPTY_PATH = 0x1000;
+    /** statx(2): the attributes the kernel holds, asking the file system nothing (a FUSE daemon before INIT). */
+    public static final int AT_STATX_DONT_SYNC = 0x4000;
 
     // renameat2(2)
     public static final int RENAME_NOREPLACE = 1;

@@ -548,6 +548,20 @@ public final class Syscalls {
         return s;
     }
 
+    /**
+     * The id of the mount {@code path} reaches (as /proc/self/mountinfo numbers them: the topmost
+     * mounted there), asking its file system nothing, so the root of a FUSE mount whose INIT is
+     * not answered yet does not hang it; -1 where it cannot be told (before Linux 5.8, or a failure).
+     */
+    public static long mountIdAt(String path) {
+        Statx s = STATX_ASIDE.get();
+        if (LIBC.statx(AT_FDCWD, bytes(path), AT_STATX_DONT_SYNC, STATX_MNT_ID, s.buf) != 0
+                || (s.buf.getInt(0) & STATX_MNT_ID) == 0) {
+            return -1;
+        }
+        return s.buf.getLong(144);
+    }
+
     /** The file type bits (S_IFMT) of an open descriptor, without following it. */
     public static int type(int fd) throws IOException {
         return stat(fd, null, null).type();

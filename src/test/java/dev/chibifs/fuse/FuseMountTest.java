@@ -175,6 +175,29 @@ class FuseMountTest {
         assertTrue(FuseMount.unmount(mnt, false).ok());
     }
 
+    /**
+     * Two mounts raced to one empty directory and both passed the emptiness check before either called
+     * mount(2): the kernel stacked the second on the first. An empty tmpfs there stands for the winner
+     * that mounted between the check and mount(2): ours comes off again, and the winner stays.
+     */
+    @Test
+    void aMountThatLandedOnAnotherMountMadeMeanwhileUnmountsItselfAndSaysSo() throws Exception {
+        Sh.run("mount -t tmpfs chibifs-test-winner " + mnt).ok();
+        try {
+            MountException e = assertThrows(MountException.class, () -> FuseMount.mount(mnt, MountSpec.defaults()));
+            assertEquals("mountpoint " + mnt + " is already a mount point (tmpfs): another mount took it meanwhile", e.getMessage());
+            assertEquals(Optional.of("tmpfs"), e.mountedThere().map(MountTable.MountEntry::fsType));
+            assertEquals(Optional.of(mnt), e.mountedThere().map(MountTable.MountEntry::mountpoint));
+            assertEquals(List.of("tmpfs"), MountTable.stackAt(FuseMount.MOUNTINFO, mnt.toString()).stream()
+                    .map(MountTable.InfoLine::type).toList(), "ours is gone, the winner's stays");
+            try (java.util.stream.Stream<Path> listed = Files.list(mnt)) {
+                assertTrue(listed.findAny().isEmpty(), "the winner's mount still answers");
+            }
+        } finally {
+            assertTrue(FuseMount.unmount(mnt, false).ok());
+        }
+    }
+
     @Test
     void failuresSayWhyInOneLine() {
         MountException missing = assertThrows(MountException.class,
