@@ -827,18 +827,56 @@ final class MountCommand implements Callable<Integer> {
         return "cannot keep the daemon's log in " + logDir + ": " + WriteAccess.denied(at) + ": " + homeLogsFix(logDir);
     }
 
+    /** The most a log's name takes, in bytes: well below the 255 of a file name, whatever the file system. */
+    static final int LOG_NAME_LIMIT = 200;
+    /** How many hex digits of the SHA-256 of the mountpoint tell apart the logs of mountpoints one name stood for. */
+    private static final int LOG_HASH_DIGITS = 8;
+    /** The end of a name that carries the hash: a readable name ending so gets one too, so no name is both. */
+    private static final java.util.regex.Pattern HASHED = java.util.regex.Pattern.compile(".*-[0-9a-f]{" + LOG_HASH_DIGITS + "}");
+
     /**
-     * The name of the log of a mount at {@code mp}, in whichever logs directory it goes: each '/' and
-     * each control character (a newline made a log name that split every line naming it) as '_'.
+     * The name of the log of a mount at {@code mp}, in whichever logs directory it goes: the path with
+     * each '/' and each control character (a newline made a log name that split every line naming
+     * it) as '_'. Where that mapping lost something (the path had a '_' or a control character:
+     * {@code /a/b}, {@code /a_b} and {@code /a<newline>b} all logged to {@code mount-a_b.log}, the
+     * daemons writing one file), where it could be taken for one that did, or where the name would
+     * pass {@link #LOG_NAME_LIMIT} bytes (a long mountpoint's daemon could not make its log), it
+     * ends with the first {@link #LOG_HASH_DIGITS} hex digits of the SHA-256 of the path, and keeps
+     * the path's end, cut to fit.
      */
     static String logName(Path mp) {
-        String path = mp.toString().equals("/") ? "root" : mp.toString().substring(1);
-        StringBuilder name = new StringBuilder("mount-");
-        path.codePoints().forEach(c -> {
+        String text = mp.toString();
+        boolean lossy = text.equals("/"); // "root", as /root is named
+        String path = text.equals("/") ? "root" : text.substring(1);
+        StringBuilder readable = new StringBuilder();
+        for (int i = 0; i < path.length(); ) {
+            int c = path.codePointAt(i);
+            i += Character.charCount(c);
             boolean control = c < 0x20 || c >= 0x7f && c <= 0x9f;
-            name.appendCodePoint(c == '/' || control ? '_' : c);
-        });
-        return name.append(".log").toString();
+            lossy |= control || c == '_';
+            readable.appendCodePoint(c == '/' || control ? '_' : c);
+        }
+        String plain = "mount-" + readable + ".log";
+        if (!lossy && !HASHED.matcher(readable).matches() && utf8Length(plain) <= LOG_NAME_LIMIT) {
+            return plain;
+        }
+        String hash = dev.chibifs.store.ContentHash.sha256Hex(text.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                .substring(0, LOG_HASH_DIGITS);
+        int room = LOG_NAME_LIMIT - utf8Length("mount--" + hash + ".log");
+        // the end of the path: its last names tell a mount best
+        int from = readable.length();
+        while (from > 0) {
+            int before = readable.offsetByCodePoints(from, -1);
+            if (utf8Length(readable.substring(before)) > room) {
+                break;
+            }
+            from = before;
+        }
+        return "mount-" + readable.substring(from) + "-" + hash + ".log";
+    }
+
+    private static int utf8Length(CharSequence s) {
+        return s.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
     }
 
     /** Where the daemon's log goes unless {@link #whyRootLogsElsewhere} says otherwise. */

@@ -632,7 +632,7 @@ class LauncherTest {
 
     /** Where a background mount of {@code mnt} with chibi home {@code home} logs. */
     private static Path mountLog(Path home, Path mnt) {
-        return home.resolve("chibifs/logs/mount-" + mnt.toString().substring(1).replace('/', '_') + ".log");
+        return home.resolve("chibifs/logs").resolve(MountCommand.logName(mnt));
     }
 
     /** The launcher run from the test class path, as the suite runs before the jar is packaged. */

@@ -161,13 +161,43 @@ class MountCommandTest {
         assertEquals(ExitCodes.FAILURE, r.code(), r.toString());
         assertEquals("chibifs: mountpoint " + dir + "/a\\nb\\tc is not empty: choose an empty directory, or pass -o"
                 + " nonempty\n", r.err());
-        assertEquals("mount-tmp_x_a_b_c.log", MountCommand.logName(Path.of("/tmp/x/a\nb\tc")));
-        assertEquals("mount-tmp_x_a_b.log", MountCommand.logName(Path.of("/tmp/x/a\u009bb")));
+        assertEquals("mount-tmp_x_a_b_c-842cf71e.log", MountCommand.logName(Path.of("/tmp/x/a\nb\tc")));
+        assertEquals("mount-tmp_x_a_b-f1b5c666.log", MountCommand.logName(Path.of("/tmp/x/a\u009bb")));
         assertEquals("mount-srv_ünï cödé.log", MountCommand.logName(Path.of("/srv/ünï cödé")));
-        assertEquals("mount-root.log", MountCommand.logName(Path.of("/")));
         Path newline = Path.of("/mnt/a\nb");
         assertEquals("/mnt/a\\nb is already a mount point (chibifs umount /mnt/a\\nb first)", MountCommand.alreadyMounted(
                 new dev.chibifs.fuse.MountTable.MountEntry("chibifs", newline, "fuse.chibifs", "rw,user_id=0"), newline));
+    }
+
+    /**
+     * /a/b, /a_b and /a<newline>b all logged to mount-a_b.log, their daemons writing one file; a long
+     * mountpoint's name passed the 255 bytes of a file name. The common name stays as it was.
+     */
+    @Test
+    void logNamesOfMountpointsOneNameStoodForDifferAndStayShort() {
+        assertEquals("mount-mnt_chibi.log", MountCommand.logName(Path.of("/mnt/chibi")));
+        assertEquals("mount-a_b.log", MountCommand.logName(Path.of("/a/b")));
+        assertEquals("mount-a_b-328ff01f.log", MountCommand.logName(Path.of("/a_b")));
+        assertEquals("mount-a_b-6f30f36c.log", MountCommand.logName(Path.of("/a\nb")));
+        assertEquals("mount-root.log", MountCommand.logName(Path.of("/root")));
+        assertEquals("mount-root-8a5edab2.log", MountCommand.logName(Path.of("/")));
+        // a name that looks hashed is hashed: no readable name is another's hashed one
+        assertEquals("mount-x_y-0123abcd-3e30d2b1.log", MountCommand.logName(Path.of("/x/y-0123abcd")));
+        assertEquals("mount-x_y-0123abc.log", MountCommand.logName(Path.of("/x/y-0123abc")));
+
+        Path deep = Path.of("/srv/" + "agents/".repeat(40) + "planner");
+        String name = MountCommand.logName(deep);
+        assertTrue(name.length() <= MountCommand.LOG_NAME_LIMIT, name);
+        assertTrue(name.matches("mount-.*agents_planner-[0-9a-f]{8}\\.log"), name);
+        assertTrue(!name.equals(MountCommand.logName(Path.of("/srv/" + "agents/".repeat(41) + "planner"))),
+                "two long paths with one end differ");
+        // cut between characters, never inside one: 2 bytes each
+        String wide = MountCommand.logName(Path.of("/" + "ü".repeat(200)));
+        assertTrue(wide.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= MountCommand.LOG_NAME_LIMIT, wide);
+        assertTrue(wide.matches("mount-ü+-[0-9a-f]{8}\\.log"), wide);
+        String ascii = "/" + "x".repeat(MountCommand.LOG_NAME_LIMIT - "mount-.log".length());
+        assertEquals("mount-" + ascii.substring(1) + ".log", MountCommand.logName(Path.of(ascii)), "the longest that stays as it was");
+        assertTrue(MountCommand.logName(Path.of(ascii + "x")).matches("mount-x+-[0-9a-f]{8}\\.log"));
     }
 
     /** What a mount that fails after it made the store's directories leaves: what was there, and only that. */
