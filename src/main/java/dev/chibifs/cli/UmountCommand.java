@@ -144,8 +144,10 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         // mount (--lazy) left what waited on it hung, and the wait for its exit ended after 30 s unexplained
         String stopped = daemon.isPresent() && ProcStatus.stopped(daemon.get().pid())
                 ? "its daemon (pid " + daemon.get().pid() + ") is stopped (SIGSTOP, or a debugger)" : null;
+        // root's umount of a user's mount asks that user's daemon in that user's registry, as root's stats does
+        Path stats = daemon.isPresent() ? statsSocketOf(mp, daemon.get().pid(), registriesToAsk()) : null;
         // asked while it surely answers: one that exits at once after the unmount is never asked
-        Storage.Uploads before = daemon.isPresent() && !lazy && stopped == null ? uploadsOf(daemon.get().pid(), failing) : null;
+        Storage.Uploads before = daemon.isPresent() && !lazy && stopped == null ? uploadsOf(stats, failing) : null;
         FuseMount.Result r = FuseMount.unmount(mp, lazy);
         if (!r.ok()) {
             if (r.busy() && stopped != null) {
@@ -169,7 +171,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         if (daemon.isPresent() && !lazy) {
             ProcessHandle d = daemon.get();
             String notExited = new DaemonExitWait(millis -> awaitExitMillis(d, exited, millis),
-                    () -> uploadsOf(d.pid(), failing), () -> failing[0], () -> failing[1],
+                    () -> uploadsOf(stats, failing), () -> failing[0], () -> failing[1],
                     () -> System.nanoTime() / 1_000_000, spec.commandLine().getErr()::println).await(mp, d.pid(), before);
             if (notExited != null) {
                 throw new MountFailure(notExited);
@@ -348,15 +350,48 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
         return why.isEmpty() ? null : String.join("; ", why);
     }
 
+    /** The registries a daemon's sockets may be in: this user's, and as root (this process, not a test's) every user's. */
+    private List<MountRegistry> registriesToAsk() {
+        if (uid == null && MountRegistry.currentUid() == 0) {
+            try {
+                return StatusCommand.hostRegistries();
+            } catch (IOException | RuntimeException unreadable) {
+                // this user's own, below
+            }
+        }
+        return List.of(MountRegistry.forCurrentUser());
+    }
+
     /**
-     * What the daemon {@code pid} says waits to go up (its stats socket), or null where it does not
+     * The stats socket of daemon {@code pid} of {@code mp}: in the registry of {@code registries} that
+     * records it live, as status believes records (root's umount of a user's mount asked root's own
+     * registry, where the user's daemon has none, and showed none of the upload lines the user's own
+     * umount shows); else this user's.
+     */
+    static Path statsSocketOf(Path mp, long pid, List<MountRegistry> registries) {
+        for (MountRegistry r : registries) {
+            try {
+                for (MountRegistry.Entry e : r.list()) {
+                    if (e.record() != null && e.record().pid() == pid && e.record().mountpoint().equals(mp)
+                            && (e.health() == MountRegistry.Health.ACTIVE || e.health() == MountRegistry.Health.DETACHED)) {
+                        return StatsSocket.pathFor(r, pid);
+                    }
+                }
+            } catch (IOException | RuntimeException unreadable) {
+                // the next registry
+            }
+        }
+        return StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid);
+    }
+
+    /**
+     * What the daemon answering at {@code socket} says waits to go up, or null where it does not
      * answer; {@code failing[0]}: why its stores that fail until someone acts fail, {@code failing[1]}:
      * why their last write-back failed (S3 refusing an object, S3 away); each null for none.
      */
-    private static Storage.Uploads uploadsOf(long pid, String[] failing) {
+    private static Storage.Uploads uploadsOf(Path socket, String[] failing) {
         try {
-            com.fasterxml.jackson.databind.JsonNode stats = StatsSocket.readWithin(
-                    StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid), UPLOADS_ASKED_WITHIN);
+            com.fasterxml.jackson.databind.JsonNode stats = StatsSocket.readWithin(socket, UPLOADS_ASKED_WITHIN);
             com.fasterxml.jackson.databind.JsonNode u = stats == null ? null : stats.get("uploads");
             if (u == null) {
                 return null;

@@ -105,4 +105,29 @@ class UmountCommandTest {
             daemon.destroy();
         }
     }
+
+    /**
+     * Root's umount of a user's live mount asked root's own registry for the daemon's stats socket,
+     * where the user's daemon has none: none of the upload lines the user's own umount shows. The
+     * socket is the one in the registry that records the daemon.
+     */
+    @Test
+    void theDaemonsUploadsAreAskedInTheRegistryThatRecordsIt() throws Exception {
+        Path mp = tmp.resolve("m");
+        Path table = tmp.resolve("mounts");
+        Files.writeString(table, "chibifs " + mp + " fuse.chibifs rw,nosuid,nodev,relatime,user_id=" + MountRegistry.currentUid()
+                + ",group_id=0 0 0\n");
+        MountRegistry own = new MountRegistry(tmp.resolve("own"), table, pid -> true);
+        MountRegistry users = new MountRegistry(tmp.resolve("users"), table, pid -> true);
+        own.prepare();
+        users.prepare();
+        long pid = 4242;
+        users.write(new MountRecord(mp, pid, MountRecord.MODE_CONTEXT, "planner", "", null, tmp.resolve("home"),
+                tmp.resolve("home/vfs"), java.time.Instant.now(), "", "stderr"));
+        assertEquals(StatsSocket.pathFor(users, pid), UmountCommand.statsSocketOf(mp, pid, java.util.List.of(own, users)));
+        assertEquals(StatsSocket.pathFor(MountRegistry.forCurrentUser(), 4243), UmountCommand.statsSocketOf(mp, 4243,
+                java.util.List.of(own, users)), "another daemon's record is not this one's: this user's registry");
+        assertEquals(StatsSocket.pathFor(MountRegistry.forCurrentUser(), pid), UmountCommand.statsSocketOf(tmp.resolve("other"), pid,
+                java.util.List.of(own, users)), "another mountpoint's record neither");
+    }
 }
