@@ -284,7 +284,7 @@ final class MountCommand implements Callable<Integer> {
         MadeByThisMount made = new MadeByThisMount(mayMake, List.of(homeLogs(chibiHome), ROOT_LOGS), logName(mp));
         try {
             if (foreground) {
-                return runDaemon(plan, chibiHome, mp, pid -> mountAnswered = true);
+                return runDaemon(plan, chibiHome, mp, pid -> answered());
             }
             Optional<DetachedMount> detached = DetachedMount.fromEnvironment(System.getenv());
             return detached.isPresent() ? runDetached(detached.get(), plan, chibiHome, mp) : spawnDaemon(plan, chibiHome, mp);
@@ -304,13 +304,21 @@ final class MountCommand implements Callable<Integer> {
     /** Whether the mount answered: from then on, a failure leaves what it made, which its agents used. */
     private volatile boolean mountAnswered;
 
+    /** The mount answers: what it made stays, and what it makes from now on is not noted. */
+    private void answered() {
+        mountAnswered = true;
+        dev.chibifs.sys.MadeDirectories.stop();
+    }
+
     /**
      * What a mount that fails makes, to be removed again: a failed mount of a new home left the home,
      * its store's directories and a logs directory holding the failure's log behind; of a home there
      * was, the store's directories (its context's /home and /tools/home). Each path given
      * that does not exist yet is noted at its topmost missing directory; on failure this mount's log
-     * there goes (in a logs directory this mount made), then every directory left empty below that
-     * one, bottom up: anything else (another mount's log, a file another process put there meanwhile)
+     * there goes (in a logs directory this mount made), then, bottom up, every directory below that one
+     * that this process made ({@link dev.chibifs.sys.MadeDirectories}: by device and inode, noted at its
+     * mkdir) and that is left empty, by rmdir: anything else (another mount's log, a file another
+     * process put there meanwhile, a directory another mount of the store made meanwhile, empty or not)
      * stays, and so do the directories leading to it. A log in a logs directory that was there stays:
      * the failure's line names it.
      */
@@ -319,7 +327,17 @@ final class MountCommand implements Callable<Integer> {
         private final List<Path> logDirs;
         private final String logName;
 
+        /** The directories this process made since: only those are removed, and only while empty. */
+        private final java.util.Set<dev.chibifs.sys.MadeDirectories.Identity> made;
+
         MadeByThisMount(List<Path> dirs, List<Path> logDirs, String logName) {
+            this(dirs, logDirs, logName, dev.chibifs.sys.MadeDirectories.record());
+        }
+
+        /** As {@link #MadeByThisMount(List, List, String)}, with the directories this mount made in {@code made} (tests). */
+        MadeByThisMount(List<Path> dirs, List<Path> logDirs, String logName,
+                        java.util.Set<dev.chibifs.sys.MadeDirectories.Identity> made) {
+            this.made = made;
             this.logDirs = logDirs.stream().map(d -> d.toAbsolutePath().normalize()).toList();
             this.logName = logName;
             for (Path dir : dirs) {
@@ -342,7 +360,11 @@ final class MountCommand implements Callable<Integer> {
                     for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
                         boolean isLog = p.getFileName().toString().equals(logName) && logDirs.contains(p.getParent())
                                 && Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS);
-                        if (isLog || Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
+                        // a directory of the same name another mount of the store made meanwhile is its own:
+                        // rmdir (never recursive) of those this process made, by their identity
+                        boolean ours = Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)
+                                && made.contains(dev.chibifs.sys.MadeDirectories.identity(p));
+                        if (isLog || ours) {
                             try {
                                 Files.delete(p);
                                 if (isLog) {
@@ -766,7 +788,7 @@ final class MountCommand implements Callable<Integer> {
         reopenLog = detached::reopenLog;
         try {
             return runDaemon(plan, chibiHome, mp, pid -> {
-                mountAnswered = true;
+                answered();
                 detached.mounted(mountedLine(plan, chibiHome, mp, pid, logFile));
             });
         } catch (MountFailure e) {
@@ -791,7 +813,7 @@ final class MountCommand implements Callable<Integer> {
         String whyNotHome = whyRootLogsElsewhere(homeLogs);
         Path logDir = whyNotHome == null ? homeLogs : ROOT_LOGS;
         try {
-            Files.createDirectories(logDir);
+            dev.chibifs.sys.MadeDirectories.createDirectories(logDir);
         } catch (java.nio.file.AccessDeniedException e) {
             if (whyNotHome == null) {
                 throw new MountFailure(homeLogsRefused(logDir, e));

@@ -140,7 +140,7 @@ public final class OwnedDirectories {
         Path existing = nearestExisting(absolute);
         int uid = Syscalls.geteuid() == 0 && !existing.equals(absolute) ? (Integer) Files.getAttribute(existing, "unix:uid") : 0;
         if (uid == 0) {
-            Files.createDirectories(absolute);
+            MadeDirectories.createDirectories(absolute);
             return dir;
         }
         int gid = (Integer) Files.getAttribute(existing, "unix:gid");

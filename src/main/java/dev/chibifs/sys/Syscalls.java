@@ -617,11 +617,16 @@ public final class Syscalls {
         if (LIBC.mkdirat(dirfd, bytes(name), mode) != 0) {
             throw failure(file);
         }
+        MadeDirectories.made(dirfd, name);
     }
 
     /** Like {@link #mkdirat} but returns {@code -errno} instead of throwing (0 when made). */
     public static int tryMkdirat(int dirfd, String name, int mode) {
-        return LIBC.mkdirat(dirfd, bytes(name), mode) != 0 ? -errno() : 0;
+        if (LIBC.mkdirat(dirfd, bytes(name), mode) != 0) {
+            return -errno();
+        }
+        MadeDirectories.made(dirfd, name);
+        return 0;
     }
 
     /** {@link #tryOpenat} of a name given as its bytes (a directory's own, which need not be UTF-8). */

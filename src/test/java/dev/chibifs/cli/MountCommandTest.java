@@ -209,9 +209,22 @@ class MountCommandTest {
         List<Path> dirs = new java.util.ArrayList<>(List.of(dir.resolve("home"), logs, store));
         dev.chibifs.router.Router.namespaceDirectories(List.of("plannr-typo"))
                 .forEach(d -> dirs.add(store.resolve(d.substring(1))));
-        MountCommand.MadeByThisMount made = new MountCommand.MadeByThisMount(dirs, List.of(logs), "mount-m.log");
+        java.util.Set<dev.chibifs.sys.MadeDirectories.Identity> ours = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        MountCommand.MadeByThisMount made = new MountCommand.MadeByThisMount(dirs, List.of(logs), "mount-m.log", ours);
         for (Path d : dirs) {
-            java.nio.file.Files.createDirectories(d);
+            if (d.equals(store.resolve("tools/home"))) {
+                // another mount of the store, starting meanwhile, made it (and serves a context's tools home there):
+                // empty, it was removed from under that mount
+                java.nio.file.Files.createDirectories(d);
+                continue;
+            }
+            java.util.Set<dev.chibifs.sys.MadeDirectories.Identity> now = dev.chibifs.sys.MadeDirectories.record();
+            try {
+                dev.chibifs.sys.MadeDirectories.createDirectories(d);
+            } finally {
+                dev.chibifs.sys.MadeDirectories.stop();
+            }
+            ours.addAll(now);
         }
         java.nio.file.Files.writeString(logs.resolve("mount-m.log"), "failed");
         java.nio.file.Files.writeString(store.resolve("shared/meanwhile"), "someone else's"); // made meanwhile: stays
@@ -220,7 +233,8 @@ class MountCommandTest {
         try (java.util.stream.Stream<Path> left = java.nio.file.Files.walk(dir.resolve("home"))) {
             assertEquals(java.util.Set.of(dir.resolve("home"), store, store.resolve("home"), store.resolve("home/planner"),
                     store.resolve("shared"), store.resolve("shared/meanwhile"), store.resolve("site"),
-                    store.resolve("site/mount-m.log")), left.collect(java.util.stream.Collectors.toSet()));
+                    store.resolve("site/mount-m.log"), store.resolve("tools"), store.resolve("tools/home")),
+                    left.collect(java.util.stream.Collectors.toSet()));
         }
     }
 

@@ -278,7 +278,7 @@ public final class S3Storage implements Storage {
      */
     private static void createCacheDirectory(Path dir) throws IOException {
         try {
-            Files.createDirectories(dir);
+            dev.chibifs.sys.MadeDirectories.createDirectories(dir);
         } catch (FileAlreadyExistsException e) {
             String what = Files.isSymbolicLink(dir)
                     ? "is a symbolic link to " + Files.readSymbolicLink(dir) + ", which is no directory"
@@ -291,7 +291,7 @@ public final class S3Storage implements Storage {
     /** Makes {@code name} in the cache directory, noted as this open's where it was not there. */
     private Path createUnderLock(Path dir, String name) throws IOException {
         boolean missing = made.missing(name);
-        Path p = Files.createDirectories(dir.resolve(name));
+        Path p = dev.chibifs.sys.MadeDirectories.createDirectories(dir.resolve(name));
         if (missing) {
             made.made(name);
         }
