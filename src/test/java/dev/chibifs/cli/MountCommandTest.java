@@ -129,6 +129,12 @@ class MountCommandTest {
         }
     }
 
+    /** A foreground mount of {@code context} over {@code home} on {@code mnt}, a file put in it first. */
+    private static Cli.Result mountOnNotEmpty(Path home, String context, Path mnt) throws Exception {
+        java.nio.file.Files.writeString(mnt.resolve("x"), "x");
+        return new Cli(home).run("mount", "--foreground", "--context", context, "--home", home.toString(), mnt.toString());
+    }
+
     /**
      * A mount on a mountpoint that was not empty failed, exit 1, but left the store directories of the
      * (mistyped) context it named, and on an empty store, shared, sys, site, ...: refused before the store is touched.
@@ -137,9 +143,7 @@ class MountCommandTest {
     void aMountpointThatIsNotEmptyIsRefusedBeforeTheStoreIsTouched(@TempDir Path dir) throws Exception {
         Path home = java.nio.file.Files.createDirectories(dir.resolve("home/vfs")).getParent();
         Path mnt = java.nio.file.Files.createDirectories(dir.resolve("mnt"));
-        java.nio.file.Files.writeString(mnt.resolve("x"), "x");
-        Cli.Result r = new Cli(home).run("mount", "--foreground", "--context", "plannr-typo", "--home", home.toString(),
-                mnt.toString());
+        Cli.Result r = mountOnNotEmpty(home, "plannr-typo", mnt);
         assertEquals(ExitCodes.FAILURE, r.code(), r.toString());
         assertEquals("chibifs: mountpoint " + mnt + " is not empty: choose an empty directory, or pass -o nonempty\n", r.err());
         try (java.util.stream.Stream<Path> made = java.nio.file.Files.list(home)) {
@@ -155,9 +159,7 @@ class MountCommandTest {
     void aMountpointWithControlCharactersIsShownEscapedAndLogsUnderASafeName(@TempDir Path dir) throws Exception {
         Path home = java.nio.file.Files.createDirectories(dir.resolve("home/vfs")).getParent();
         Path mnt = java.nio.file.Files.createDirectories(dir.resolve("a\nb\tc"));
-        java.nio.file.Files.writeString(mnt.resolve("x"), "x");
-        Cli.Result r = new Cli(home).run("mount", "--foreground", "--context", "planner", "--home", home.toString(),
-                mnt.toString());
+        Cli.Result r = mountOnNotEmpty(home, "planner", mnt);
         assertEquals(ExitCodes.FAILURE, r.code(), r.toString());
         assertEquals("chibifs: mountpoint " + dir + "/a\\nb\\tc is not empty: choose an empty directory, or pass -o"
                 + " nonempty\n", r.err());
