@@ -100,6 +100,9 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
     }
 
     void start() throws Exception {
+        if (port == 0) {
+            port = portOutsideEphemeralRange();
+        }
         java.nio.file.Files.createDirectories(dir);
         Properties props = new Properties();
         props.setProperty("jclouds.filesystem.basedir", dir.toString());
@@ -122,6 +125,35 @@ final class S3Server implements AutoCloseable, BeforeAllCallback, AfterAllCallba
             Thread.onSpinWait();
         }
         port = proxy.getPort();
+    }
+
+    /**
+     * A free port of 127.0.0.1 below the kernel's ephemeral range. The server keeps its port across
+     * {@link #stop} and {@link #start}, and a port from that range was taken meanwhile by a client's
+     * own connection to it (a daemon retrying S3 while it was away: a TCP connect from that very
+     * port to itself succeeds), so the restart failed "Address already in use" and every test
+     * after it met S3 away (CI, session 81).
+     */
+    private static int portOutsideEphemeralRange() throws IOException {
+        int low = 32768;
+        try {
+            String range = java.nio.file.Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim();
+            low = Integer.parseInt(range.split("\\s+")[0]);
+        } catch (IOException | RuntimeException e) {
+            // Linux's default range starts there
+        }
+        int from = Math.max(1024, low / 2);
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int attempt = 0; attempt < 100 && low > from; attempt++) {
+            int candidate = random.nextInt(from, low);
+            try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
+                probe.bind(new java.net.InetSocketAddress("127.0.0.1", candidate));
+                return candidate;
+            } catch (IOException taken) {
+                // another listener has it: try another
+            }
+        }
+        return 0; // a free one from the ephemeral range, as before
     }
 
     /** How far this server's clock is from the real one: see {@link #skewClock}. */
