@@ -122,13 +122,19 @@ public final class FuseMount {
      * there or at the bottom (a racer above it backs out), so ours stays.
      */
     static Optional<MountTable.InfoLine> landedOn(List<MountTable.InfoLine> stack, long ours) {
-        int at = stack.size() - 1;
-        for (int i = 0; i < stack.size(); i++) {
-            if (stack.get(i).id() == ours) {
-                at = i;
+        int found = indexOf(stack, ours);
+        int at = found >= 0 ? found : stack.size() - 1;
+        return at <= 0 ? Optional.empty() : Optional.of(stack.get(at - 1));
+    }
+
+    /** Where mount {@code id} is in {@code stack} (its last place), or -1 where it is not. */
+    private static int indexOf(List<MountTable.InfoLine> stack, long id) {
+        for (int i = stack.size() - 1; i >= 0; i--) {
+            if (stack.get(i).id() == id) {
+                return i;
             }
         }
-        return at <= 0 ? Optional.empty() : Optional.of(stack.get(at - 1));
+        return -1;
     }
 
     /**
@@ -149,12 +155,7 @@ public final class FuseMount {
                 device.close();
                 return " (this mount's own could not be told apart: " + e.getMessage() + ")";
             }
-            int at = -1;
-            for (int i = 0; i < stack.size(); i++) {
-                if (stack.get(i).id() == id) {
-                    at = i;
-                }
-            }
+            int at = indexOf(stack, id);
             if (at < 0) {
                 device.close();
                 return "";
