@@ -18,6 +18,8 @@ final class BackingFiles {
     /** A node's backing id once the kernel refused its store file for passthrough: never asked again. */
     private static final int NO_BACKING = -1;
     private final NodeTable nodes;
+    /** The store files open for writing through passthrough, whose changes are told to the store's other mounts. */
+    private final PassthroughWrites writes = new PassthroughWrites();
     /** Where backing files are registered once INIT granted FUSE_PASSTHROUGH; null: reads and writes are served. */
     private volatile FuseChannel passthrough;
     /** See {@link #passthroughRefused()}. */
@@ -92,6 +94,7 @@ final class BackingFiles {
             }
             if (n.backingOpens > 0) {
                 n.backingOpens++;
+                watchWrites(n, handle, requested);
                 return n.backingId;
             }
             int fd = -1;
@@ -102,6 +105,7 @@ final class BackingFiles {
                 }
                 n.backingId = channel.openBacking(fd);
                 n.backingOpens = 1;
+                watchWrites(n, handle, requested);
                 return n.backingId;
             } catch (IOException refused) {
                 if (Errors.errno(refused) == Linux.EPERM) {
@@ -118,6 +122,19 @@ final class BackingFiles {
                     Syscalls.close(fd); // the kernel holds the file now
                 }
             }
+        }
+    }
+
+    /** An open passed through that may write: its changes are looked for (see {@link PassthroughWrites}). */
+    private void watchWrites(NodeTable.Node n, FileHandle handle, int requested) {
+        if ((requested & Linux.O_ACCMODE) == Linux.O_RDONLY) {
+            return;
+        }
+        try {
+            writes.opened(n.id, handle::passthroughDescriptor);
+        } catch (IOException e) {
+            // out of descriptors: the file's changes reach other mounts at its close, as they did before
+            LOG.debug("{}: writes passed through not watched: {}", nodes.path(n), e.getMessage());
         }
     }
 
@@ -150,7 +167,10 @@ final class BackingFiles {
      * An open passed through is released: with the last one the kernel's backing file goes, so no
      * store file stays open (for writing) once nothing on the mount has it open.
      */
-    void release(NodeTable.Node n) {
+    void release(NodeTable.Node n, boolean writable) {
+        if (writable) {
+            writes.released(n.id);
+        }
         FuseChannel channel = passthrough;
         int id = 0;
         synchronized (n) {
@@ -166,5 +186,10 @@ final class BackingFiles {
                 // ENOENT: gone with the connection already
             }
         }
+    }
+
+    /** The session ended: no store file is looked at any more. */
+    void close() {
+        writes.close();
     }
 }

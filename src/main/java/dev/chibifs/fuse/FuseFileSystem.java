@@ -1540,7 +1540,7 @@ final class FuseFileSystem {
                 NodeTable.Node n = f.node();
                 locks.released(n, fh);
                 if (f.passthrough()) {
-                    backingFiles.release(n);
+                    backingFiles.release(n, f.writable());
                 } else {
                     // a writer's pages are what it wrote, but the store file may hold more: another
                     // mount's or chibi's writes while it was open, which its attributes at the close

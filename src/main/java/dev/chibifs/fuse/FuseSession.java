@@ -552,6 +552,7 @@ final class FuseSession {
             fs.heldAnswers.stopDroppingListings();
             lockWaits.close();
             interrupted.close();
+            fs.backingFiles.close();
             notices.close();
             failures.close();
             ended.complete(0);

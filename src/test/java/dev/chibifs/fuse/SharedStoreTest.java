@@ -11,6 +11,9 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -112,6 +115,33 @@ class SharedStoreTest {
                 assertEquals(expected.toString(), bob.sh("cat shared/" + name).ok().out(), name + " after append " + i);
             }
         }
+    }
+
+    @Test
+    void aSendfileIntoAFileKeptOpenIsReadThroughTheOtherMountBeforeItsClose() throws IOException {
+        // at rest (a file modified in the last second is given to the kernel for a moment only)
+        Path stored = Files.writeString(alice.stored("/shared/sent"), "start");
+        Files.setLastModifiedTime(stored, FileTime.from(Instant.now().minus(Duration.ofMinutes(1))));
+        bob.sh("cat shared/sent > /dev/null && stat shared/sent > /dev/null").ok(); // bob's kernel caches 5 bytes
+        // with passthrough, the kernel splices into the store file and tells neither the daemon nor
+        // the store's inotify (PassthroughWrites); served, the daemon writes it. Either way bob must
+        // see its new size while alice still has the file open, within the 10 s here (30 s unheard)
+        String script = "import os, sys, time\n"
+                + "mine, theirs, source = sys.argv[1:]\n"
+                + "data = bytes(range(256)) * 400\n"
+                + "open(source, 'wb').write(data)\n"
+                + "out = os.open(mine, os.O_WRONLY); os.lseek(out, 0, os.SEEK_END); src = os.open(source, os.O_RDONLY)\n"
+                + "sent = 0\n"
+                + "while sent < len(data): sent += os.sendfile(out, src, sent, len(data) - sent)\n"
+                + "deadline = time.monotonic() + 10\n"
+                + "while os.stat(theirs).st_size != 5 + len(data) and time.monotonic() < deadline: time.sleep(0.01)\n"
+                + "seen = os.stat(theirs).st_size\n"
+                + "whole = open(theirs, 'rb').read() == b'start' + data\n"
+                + "os.close(out); os.close(src); os.unlink(source)\n"
+                + "print('read whole' if whole and seen == 5 + len(data) else 'not yet: %d bytes' % seen)\n";
+        Path source = MountedFs.tempRoot().resolve("source");
+        assertEquals("read whole", Sh.python(null, script, alice.at("/shared/sent").toString(),
+                bob.at("/shared/sent").toString(), source.toString()).ok().out().trim());
     }
 
     @Test
