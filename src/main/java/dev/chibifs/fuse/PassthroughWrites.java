@@ -38,7 +38,11 @@ final class PassthroughWrites implements AutoCloseable {
 
     /** A store file watched while open for writing on the mount. */
     private static final class Watched {
-        /** Our own descriptor of the store file (a dup of the handle's), closed with the last writer. */
+        /**
+         * Our own O_PATH descriptor of the store file, closed with the last writer. Not a dup of a
+         * writer's: that would keep its open file description, and with it the description's locks
+         * and the IN_CLOSE_WRITE of its close, until the node's last writer is released.
+         */
         final int fd;
         /** Open writers of the node, passed through; guarded by the {@link PassthroughWrites} monitor. */
         int writers = 1;
@@ -78,7 +82,8 @@ final class PassthroughWrites implements AutoCloseable {
 
     /**
      * Node {@code node}'s store file was opened for writing, passed through. At the node's first
-     * writer, a descriptor of it is taken from {@code file} and kept until the last is released.
+     * writer, a descriptor of it is taken from {@code file} (and closed), and one of our own kept
+     * until the last is released.
      */
     synchronized void opened(long node, Descriptor file) throws IOException {
         Watched had = watched.get(node);
@@ -86,9 +91,15 @@ final class PassthroughWrites implements AutoCloseable {
             had.writers++;
             return;
         }
-        int fd = closed ? -1 : file.open();
-        if (fd < 0) {
+        int opened = closed ? -1 : file.open();
+        if (opened < 0) {
             return;
+        }
+        int fd;
+        try {
+            fd = Syscalls.reopen(opened, Linux.O_PATH, null);
+        } finally {
+            Syscalls.close(opened);
         }
         Watched w = new Watched(fd);
         stamp(w); // what the opener found is no change; read before a look can see it

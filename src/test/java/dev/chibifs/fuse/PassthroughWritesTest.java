@@ -78,6 +78,16 @@ class PassthroughWritesTest {
     }
 
     @Test
+    void aWritersCloseIsItsOwnWhileItsFileIsWatched() throws IOException {
+        int writer = Syscalls.openat(Linux.AT_FDCWD, file.toString(), Linux.O_WRONLY, 0, file.toString());
+        writes.opened(1, () -> Syscalls.dup(writer));
+        Syscalls.close(writer);
+        // its open file description ends here, its locks and its close's event with it
+        assertEquals(Linux.IN_CLOSE_WRITE, nextEvent(1_000));
+        writes.released(1);
+    }
+
+    @Test
     void theLastReleaseTellsAWriteTheLooksHaveNotSeenYet() throws IOException {
         PassthroughWrites slow = new PassthroughWrites(3_600_000);
         try {
