@@ -147,11 +147,7 @@ final class StatsSocket implements AutoCloseable {
 
     /** Closes what a bounded read waits on past its time: a blocking channel has no read timeout. */
     private static final java.util.concurrent.ScheduledExecutorService CUTTER =
-            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-                Thread t = new Thread(r, "chibifs-stats-read-limit");
-                t.setDaemon(true);
-                return t;
-            });
+            dev.chibifs.sys.DaemonThreads.timer("chibifs-stats-read-limit");
 
     /**
      * What the daemon at {@code path} reports, or null when it cannot be asked (another user's, or

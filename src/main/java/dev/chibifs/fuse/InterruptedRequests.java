@@ -1,8 +1,8 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.sys.DaemonThreads;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -53,11 +53,7 @@ final class InterruptedRequests implements AutoCloseable {
         watched.put(unique, tid);
         if (checks == null) {
             if (timer == null) {
-                timer = Executors.newSingleThreadScheduledExecutor(r -> {
-                    Thread t = new Thread(r, "chibifs-interrupted");
-                    t.setDaemon(true);
-                    return t;
-                });
+                timer = DaemonThreads.timer("chibifs-interrupted");
             }
             checks = timer.scheduleWithFixedDelay(this::check, CHECK_MILLIS, CHECK_MILLIS, TimeUnit.MILLISECONDS);
         }

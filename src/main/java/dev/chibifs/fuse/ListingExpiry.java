@@ -1,11 +1,11 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.sys.DaemonThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -73,11 +73,7 @@ final class ListingExpiry implements AutoCloseable {
 
     /** Listings whose names last {@code validNanos}, dropped by {@code drop} on a thread of its own. */
     static ListingExpiry start(long validNanos, Consumer<NodeTable.Node> drop) {
-        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "chibifs-listing-expiry");
-            t.setDaemon(true);
-            return t;
-        });
+        ScheduledExecutorService executor = DaemonThreads.timer("chibifs-listing-expiry");
         Timer timer = (nanos, task) -> {
             try {
                 executor.schedule(task, nanos, TimeUnit.NANOSECONDS);

@@ -1,12 +1,12 @@
 package dev.chibifs.fuse;
 
+import dev.chibifs.sys.DaemonThreads;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.Syscalls;
 
 import java.io.IOException;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -106,11 +106,7 @@ final class PassthroughWrites implements AutoCloseable {
         watched.put(node, w);
         if (looks == null) {
             if (timer == null) {
-                timer = Executors.newSingleThreadScheduledExecutor(r -> {
-                    Thread t = new Thread(r, "chibifs-passthrough-writes");
-                    t.setDaemon(true);
-                    return t;
-                });
+                timer = DaemonThreads.timer("chibifs-passthrough-writes");
             }
             looks = timer.scheduleWithFixedDelay(this::lookAll, lookMillis, lookMillis, TimeUnit.MILLISECONDS);
         }

@@ -1,5 +1,6 @@
 package dev.chibifs.store.s3;
 
+import dev.chibifs.sys.DaemonThreads;
 import dev.chibifs.store.ContentHash;
 import dev.chibifs.store.FileLocks;
 import dev.chibifs.store.InProcessLocks;
@@ -25,7 +26,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -173,11 +173,7 @@ final class HostLocks implements AutoCloseable {
         this.holder = lineage + UUID.randomUUID().toString().substring(0, 8);
         this.ttl = ttl;
         this.body = (holder + "\n").getBytes(StandardCharsets.UTF_8);
-        this.renewer = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "s3-lock-leases");
-            t.setDaemon(true);
-            return t;
-        });
+        this.renewer = DaemonThreads.timer("s3-lock-leases");
         long every = Math.max(1, ttl.toMillis() / 3);
         renewer.scheduleWithFixedDelay(this::renewAll, every, every, TimeUnit.MILLISECONDS);
     }
