@@ -52,7 +52,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * eviction, or until {@link #wake} says there are); an fsync ({@link #flushNode}), {@code chibifs sync}
  * and close go at once ({@link #pass}). Directories' markers go first, then files, several at a
  * time, then the deletes; last the removes that let a lock go, once every change made here before
- * them is up ({@link #deleteReleases}), those changes going at once. Each upload is conditional on the object being what this host last saw
+ * them is up ({@link #deleteReleases}), those changes going at once. An upload that must follow a
+ * pending delete (a file where a directory was removed, or the reverse: {@link #pendingDeletesMet})
+ * goes after the deletes ({@link #uploadAfterDeletes}). Each upload is conditional on the object being what this host last saw
  * (If-Match its ETag, If-None-Match: * for a new name). When it is not: a file only appended to
  * here gets its new bytes put at the end of the other host's version ({@link #mergeAppends});
  * anything else stays here as {@code <name>.conflict-<host>-<time>} beside theirs ({@link #conflict}).
@@ -408,22 +410,28 @@ final class WriteBack {
     /**
      * Uploads {@code nodes}: the directories (their markers) one at a time, in order, then the files
      * at once. A failure is {@code held}'s and the others go on, but what lies below a directory whose
-     * marker failed waits with it (a directory's marker before what is in it).
+     * marker failed waits with it (a directory's marker before what is in it). Where {@code deferring},
+     * one whose PUT must follow a delete pending here ({@link #pendingDeletesMet}) waits for the pass's
+     * deletes ({@link HeldBack#afterDeletes}), with what is below it.
      */
-    private void uploadInOrder(List<Node> nodes, HeldBack held) {
+    private void uploadInOrder(List<Node> nodes, HeldBack held, boolean deferring) {
         List<Node> files = new ArrayList<>();
         Map<VfsPath, Integer> belowUnmarked = new LinkedHashMap<>();
         for (Node n : nodes) {
             VfsPath p;
             String key;
+            boolean afterDeletes;
             synchronized (store) {
                 p = n.path;
                 key = store.objectKeyOf(n);
+                afterDeletes = deferring && p != null && (held.deferredAbove(p) || !pendingDeletesMet(key).isEmpty());
             }
             VfsPath unmarked = p == null ? null : held.unmarkedAbove(p);
             if (unmarked != null) {
                 belowUnmarked.merge(unmarked, 1, Integer::sum);
                 held.waitsAt(key);
+            } else if (afterDeletes) {
+                held.deferUntilDeletes(n, p);
             } else if (held.refusedAgain(key)) {
                 if (n.dir && p != null) {
                     held.unmarked.add(p);
@@ -505,6 +513,15 @@ final class WriteBack {
         final Set<Node> refusedAtReplay = new java.util.HashSet<>();
         /** Directories whose markers failed in this pass. */
         final List<VfsPath> unmarked = new ArrayList<>();
+        /**
+         * What goes up after the pass's deletes, in the order it was met: a PUT that must follow a
+         * delete pending here ({@link #pendingDeletesMet}), and what is below such a directory.
+         * Each stays dirty, and journaled so, until it is up: a crash between the delete and its
+         * PUT leaves it to send at the next start.
+         */
+        final List<Node> afterDeletes = new ArrayList<>();
+        /** The directories among {@link #afterDeletes}: what is in them goes after their markers. */
+        private final List<VfsPath> deferredDirs = new ArrayList<>();
         /** The keys of what failed and of what waits for it, as far as known: where the pass left S3 behind. */
         private final Set<String> keys = new java.util.TreeSet<>();
         /** The keys S3 answered with a refusal ({@link Bucket.Refused}). */
@@ -653,6 +670,34 @@ final class WriteBack {
         void waits(String line, String inFull) {
             waits.add(line);
             waitsInFull.add(inFull);
+        }
+
+        /** {@code n}, at {@code p}, goes up after the pass's deletes ({@link #afterDeletes}). */
+        void deferUntilDeletes(Node n, VfsPath p) {
+            if (!afterDeletes.contains(n)) {
+                afterDeletes.add(n);
+            }
+            if (n.dir) {
+                deferredDirs.add(p);
+            }
+        }
+
+        /** Whether {@code p} is below a directory whose marker goes up after the pass's deletes. */
+        boolean deferredAbove(VfsPath p) {
+            for (VfsPath d : deferredDirs) {
+                if (!p.equals(d) && p.startsWith(d)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** {@link #afterDeletes} for another round, taken out: those that still wait are deferred again. */
+        List<Node> takeAfterDeletes() {
+            List<Node> these = new ArrayList<>(afterDeletes);
+            afterDeletes.clear();
+            deferredDirs.clear();
+            return these;
         }
 
         /** The directory whose marker failed that {@code p} is in (or is), or null. */
@@ -891,13 +936,21 @@ final class WriteBack {
             Node n = inOrder.get(i);
             VfsPath p;
             String key;
+            boolean afterDeletes;
             synchronized (store) {
                 p = n.path;
                 key = p == null ? null : store.objectKeyOf(n);
+                afterDeletes = p != null && (held.deferredAbove(p) || !pendingDeletesMet(key).isEmpty());
             }
             if (p != null && held.unmarkedAbove(p) != null) {
                 held.waitsAt(key); // its directory's marker was refused: it waits with it, as in a pass
                 belowRefused++;
+                continue;
+            }
+            if (afterDeletes) {
+                // after the deletes, as in a pass: the pass this replay is part of sends it (a flush
+                // of one file's, a later one), and it stays dirty meanwhile
+                held.deferUntilDeletes(n, p);
                 continue;
             }
             try {
@@ -1016,7 +1069,7 @@ final class WriteBack {
             // what S3 refused at the replay just now is not asked again in this pass
             due.removeAll(held.refusedAtReplay);
             ahead.removeAll(held.refusedAtReplay);
-            uploadInOrder(ahead, held);
+            uploadInOrder(ahead, held, true);
             if (held.any() && !capped.isEmpty()) {
                 // what went up at its cap may name a file of those that failed: it waits for them
                 due.removeAll(capped);
@@ -1025,20 +1078,15 @@ final class WriteBack {
                 }
                 held.waits(capped.size() + " changes forced up at the debounce's cap wait for the files closed before them");
             }
-            uploadInOrder(due, held);
+            uploadInOrder(due, held, true);
             if (held.any() && bucket.unreachable()) {
                 sayReplayed(held);
                 return held.unsent(); // S3 away: each delete would fail at once; they wait with the rest
             }
-            boolean deleted;
-            deletesOrFsyncs.writeLock().lock();
-            try {
-                // after the pass's uploads have all ended, failed or not: a delete never runs beside
-                // an upload of its key, and what waits for a failed one is left out (deletePending)
-                deleted = deletePending(held);
-            } finally {
-                deletesOrFsyncs.writeLock().unlock();
-            }
+            // after the pass's uploads have all ended, failed or not: a delete never runs beside
+            // an upload of its key, and what waits for a failed one is left out (deletePending)
+            boolean deleted = deletesAlone(held);
+            deleted |= uploadAfterDeletes(held, all);
             sayReplayed(held);
             if (held.any()) {
                 forgetDoneTombs();
@@ -1060,6 +1108,85 @@ final class WriteBack {
         } finally {
             flushLock.unlock();
         }
+    }
+
+    /** {@link #deletePending}, under {@link #deletesOrFsyncs}' exclusive side; the flush lock held. */
+    private boolean deletesAlone(HeldBack held) throws IOException {
+        deletesOrFsyncs.writeLock().lock();
+        try {
+            return deletePending(held);
+        } finally {
+            deletesOrFsyncs.writeLock().unlock();
+        }
+    }
+
+    /**
+     * Uploads what the pass held back for a delete pending here ({@link HeldBack#afterDeletes}), now
+     * that its deletes went, then the deletes that waited for those uploads (their old names); again
+     * while each round sends some (a delete that waited for an upload deferred itself). What none of
+     * a round could send waits for the next pass: its delete failed (said with that failure), or
+     * waits for a change not due yet. A pass for everything ({@code all}: sync, umount) sends that
+     * last kind anyway, as before: nothing later would, and sync must not end with it still here.
+     * Whether any deletes were done. Under the flush lock.
+     */
+    private boolean uploadAfterDeletes(HeldBack held, boolean all) throws IOException {
+        boolean deleted = false;
+        while (!held.afterDeletes.isEmpty()) {
+            List<Node> these = held.takeAfterDeletes();
+            synchronized (store) {
+                these.sort(SHALLOWEST_FIRST); // under the monitor, as the pass's own sort
+            }
+            uploadInOrder(these, held, true);
+            if (held.afterDeletes.size() == these.size()) {
+                List<Node> left = held.takeAfterDeletes();
+                if (held.any()) {
+                    for (Node n : left) {
+                        held.waitsAt(store.objectKeyOf(n));
+                    }
+                    held.waits(left.size() == 1 ? "1 change waits for the delete of what was at its name before it"
+                            : left.size() + " changes wait for the deletes of what was at their names before them");
+                    return deleted;
+                }
+                if (!all) {
+                    return deleted; // still dirty: the next pass
+                }
+                uploadInOrder(left, held, false);
+            }
+            deleted |= deletesAlone(held);
+        }
+        return deleted;
+    }
+
+    /**
+     * The keys of the pending deletes that must reach S3 before a PUT of {@code key}: the marker
+     * {@code key/} of a directory removed where a file or link is made now, and the file of a name
+     * now a directory above {@code key} (a directory made where a file was removed). S3 keeps such
+     * keys apart, but a server over a file system (s3proxy, MinIO's fs mode) cannot hold both: it
+     * answered 412 to the PUT of x while the directory x/ was there, so `rmdir x; echo file > x`
+     * within the debounce ended as a conflict copy of x beside nothing; and 500 to a PUT of x/ or
+     * x/y while the file x was. The pass's deletes come after its uploads, so such a PUT waits for
+     * them ({@link #uploadAfterDeletes}). Under the monitor.
+     */
+    private List<String> pendingDeletesMet(String key) {
+        if (key == null || key.isEmpty()) {
+            return List.of();
+        }
+        List<String> met = new ArrayList<>(1);
+        Map<String, Tomb> tombs = store.overlay.tombs;
+        if (!key.endsWith("/") && pending(tombs.get(key + "/"))) {
+            met.add(key + "/");
+        }
+        for (int i = key.indexOf('/'); i > 0; i = key.indexOf('/', i + 1)) {
+            String above = key.substring(0, i); // of a marker x/ too: the file x
+            if (pending(tombs.get(above))) {
+                met.add(above);
+            }
+        }
+        return met;
+    }
+
+    private static boolean pending(Tomb t) {
+        return t != null && t.pending;
     }
 
     /**
@@ -1099,17 +1226,7 @@ final class WriteBack {
             // (renames 0.1 s apart: none for 4-7 s). The old object of a file moved is also what its
             // upload copies
             // (an upload that failed leaves its node dirty: its old names wait on, pass after pass)
-            Map<String, Node> waiting = new java.util.HashMap<>();
-            for (Node n : store.overlay.dirtyNodes) {
-                if (n.movedFrom != null) {
-                    waiting.put(n.movedFrom.key(), n);
-                }
-                if (n.oldNames != null) {
-                    for (String k : n.oldNames) {
-                        waiting.put(k, n);
-                    }
-                }
-            }
+            Map<String, Node> waiting = oldNamesWaiting();
             deletes = new ArrayList<>();
             for (Map.Entry<String, Tomb> e : store.overlay.tombs.entrySet()) {
                 if (!e.getValue().pending) {
@@ -1131,6 +1248,45 @@ final class WriteBack {
                 }
             }
         }
+        List<Object> markersWaiting = new ArrayList<>();
+        Set<String> failed = sendDeletes(deletes, held, markersWaiting);
+        if (held.any() && oldNamesWaiting > 0) {
+            String line = (oldNamesWaiting == 1 ? "1 delete of an old name waits for the upload of its new name"
+                    : oldNamesWaiting + " deletes of old names wait for the uploads of their new names")
+                    + " (another host would see neither): ";
+            held.waits(line + said(newNames), line + inFull(newNames));
+        }
+        if (!markersWaiting.isEmpty()) {
+            String line = markersWaiting.size() == 1 ? "1 directory's marker waits for the deletes in it: "
+                    : markersWaiting.size() + " directories' markers wait for the deletes in them: ";
+            held.waits(line + said(markersWaiting), line + inFull(markersWaiting));
+        }
+        boolean released = releases && deleteReleases(held);
+        return (!deletes.isEmpty() && failed.isEmpty()) || released;
+    }
+
+    /** The old names whose deletes wait for the uploads of their new names, by key, each with its node. Under the monitor. */
+    private Map<String, Node> oldNamesWaiting() {
+        Map<String, Node> waiting = new java.util.HashMap<>();
+        for (Node n : store.overlay.dirtyNodes) {
+            if (n.movedFrom != null) {
+                waiting.put(n.movedFrom.key(), n);
+            }
+            if (n.oldNames != null) {
+                for (String k : n.oldNames) {
+                    waiting.put(k, n);
+                }
+            }
+        }
+        return waiting;
+    }
+
+    /**
+     * Deletes the objects of the pending tombstones {@code deletes}: the files several at once, then
+     * the markers deepest first, each once nothing below it failed (else added to {@code
+     * markersWaiting}, by its directory). The keys not deleted; the failures are {@code held}'s.
+     */
+    private Set<String> sendDeletes(List<String> deletes, HeldBack held, List<Object> markersWaiting) throws IOException {
         Set<String> refusedAgain = new java.util.HashSet<>();
         for (String k : deletes) {
             if (held.refusedAgain(k)) {
@@ -1148,7 +1304,6 @@ final class WriteBack {
         Set<String> failed = deleteObjects(objects, held);
         failed.addAll(refusedAgain);
         markers.sort(Comparator.comparingInt(String::length).reversed());
-        List<Object> markersWaiting = new ArrayList<>();
         for (String k : markers) {
             if (failed.stream().anyMatch(f -> f.startsWith(k))) {
                 // a directory's contents before it: one of them is still there
@@ -1165,19 +1320,7 @@ final class WriteBack {
                 failed.add(k);
             }
         }
-        if (held.any() && oldNamesWaiting > 0) {
-            String line = (oldNamesWaiting == 1 ? "1 delete of an old name waits for the upload of its new name"
-                    : oldNamesWaiting + " deletes of old names wait for the uploads of their new names")
-                    + " (another host would see neither): ";
-            held.waits(line + said(newNames), line + inFull(newNames));
-        }
-        if (!markersWaiting.isEmpty()) {
-            String line = markersWaiting.size() == 1 ? "1 directory's marker waits for the deletes in it: "
-                    : markersWaiting.size() + " directories' markers wait for the deletes in them: ";
-            held.waits(line + said(markersWaiting), line + inFull(markersWaiting));
-        }
-        boolean released = releases && deleteReleases(held);
-        return (!deletes.isEmpty() && failed.isEmpty()) || released;
+        return failed;
     }
 
     /**
@@ -1764,6 +1907,7 @@ final class WriteBack {
                 flushLock.unlock();
             }
         }
+        deletesFirstFor(n);
         awaitForFsync(deletesOrFsyncs.readLock(), n);
         try {
             VfsPath p;
@@ -1784,6 +1928,59 @@ final class WriteBack {
             store.journal.forceAndClose(journalFile);
         } finally {
             deletesOrFsyncs.readLock().unlock();
+        }
+    }
+
+    /**
+     * fsync: sends now the deletes that must reach S3 before the PUT of {@code n} or of its new
+     * parents' markers ({@link #pendingDeletesMet}), with the deletes below such a marker, as a pass
+     * would send them first ({@link #uploadAfterDeletes}); under {@link #deletesOrFsyncs}' exclusive
+     * side, as a pass's deletes. One that waits for something else (an old name whose new one is not
+     * up, a lock's release) is left to a pass: the PUT goes as before. Throws where one failed: the
+     * PUT would be refused, or kept as a conflict copy, on a server over a file system.
+     */
+    private void deletesFirstFor(Node n) throws IOException {
+        List<String> deletes = new ArrayList<>();
+        synchronized (store) {
+            if (!n.dirty || n.path == null) {
+                return;
+            }
+            List<String> puts = new ArrayList<>();
+            puts.add(store.objectKey(n.path, n));
+            for (VfsPath p = n.path.parent(); !p.isRoot(); p = p.parent()) {
+                Node d = store.overlay.nodes.get(p);
+                if (d != null && d.dirty) {
+                    puts.add(store.dirKey(p));
+                }
+            }
+            Set<String> met = new java.util.TreeSet<>();
+            for (String put : puts) {
+                met.addAll(pendingDeletesMet(put));
+            }
+            if (met.isEmpty()) {
+                return;
+            }
+            Map<String, Node> waiting = oldNamesWaiting();
+            store.overlay.tombs.forEach((k, t) -> {
+                if (t.pending && t.release == null && !waiting.containsKey(k)
+                        && met.stream().anyMatch(m -> k.equals(m) || m.endsWith("/") && k.startsWith(m))) {
+                    deletes.add(k);
+                }
+            });
+        }
+        if (deletes.isEmpty()) {
+            return;
+        }
+        awaitForFsync(deletesOrFsyncs.writeLock(), n);
+        try {
+            HeldBack held = new HeldBack(null, true);
+            held.deleting = true;
+            sendDeletes(deletes, held, new ArrayList<>());
+            if (held.any()) {
+                throw held.thrown();
+            }
+        } finally {
+            deletesOrFsyncs.writeLock().unlock();
         }
     }
 
