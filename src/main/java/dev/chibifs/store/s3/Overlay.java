@@ -365,6 +365,21 @@ final class Overlay {
         }
     }
 
+    /**
+     * {@code n}, just turned dirty, is listed for the write-back, and counted in what waits to go up
+     * (status's and stats' "to send", {@link S3Storage#pendingChanges}), where it has a name. One
+     * without (removed while a handle held it open, or its name lost to another host's version in a
+     * conflict) goes nowhere, and nothing would take it off the list: {@link #detach} had, and a
+     * write through that handle put it back, so after `exec 3>f; rm f; echo >&3` a sync returned 0
+     * and stats said "to send: 1" until a remount (the journal, which it never reached, had nothing).
+     */
+    private void waitsToGoUp(Node n) {
+        if (n.path != null) {
+            dirtyNodes.add(n);
+            wakeWriteBack();
+        }
+    }
+
     /** Marks {@code n} changed by a finished operation; it is uploaded once the debounce has passed. */
     void dirty(Node n) {
         changed(n, false);
@@ -385,9 +400,8 @@ final class Overlay {
         n.attributesKnown = true; // changed here: what S3 has is no longer its attributes
         if (!n.dirty) {
             n.dirty = true;
-            dirtyNodes.add(n);
+            waitsToGoUp(n);
             n.firstDirty = store.ticks();
-            wakeWriteBack();
         }
         schedule(n);
         if (n.path != null) {
@@ -416,9 +430,8 @@ final class Overlay {
         n.attributesKnown = true;
         if (!n.dirty) {
             n.dirty = true;
-            dirtyNodes.add(n);
+            waitsToGoUp(n);
             n.firstDirty = store.ticks();
-            wakeWriteBack();
             n.due = dueWhileOpen(n);
             if (n.path != null) {
                 store.journal.put(n);

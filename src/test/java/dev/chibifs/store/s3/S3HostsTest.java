@@ -423,6 +423,37 @@ class S3HostsTest {
         assertEquals(new dev.chibifs.store.Storage.Uploads(0, 0, sentBefore + 8), a.uploads());
     }
 
+    /**
+     * A file written through a handle once its name is gone (a log removed while its writer runs on)
+     * goes nowhere: it is not among what waits. It was, once written after its last upload: sync
+     * returned 0, and stats said "to send: 1" with its bytes until a remount.
+     */
+    @Test
+    void aFileWrittenAfterItsNameWentIsNothingToSendAndSyncLeavesNothingWaiting() throws Exception {
+        MutableClock clock = startClock();
+        S3Options o = options("a").withClock(clock, false);
+        S3Storage a = host(o);
+        a.mkdir(p("/shared"));
+        a.write(p("/shared/log"), "line 1\n".getBytes(UTF_8));
+        a.flushAll();
+        long sent = a.uploads().sentBytes();
+        try (FileHandle h = a.open(p("/shared/log"), EnumSet.of(OpenFlag.WRITE, OpenFlag.APPEND), 0644)) {
+            a.removeFile(p("/shared/log"));
+            a.flushAll();
+            assertEquals(new dev.chibifs.store.Storage.Uploads(0, 0, sent), a.uploads());
+            h.write(ByteBuffer.wrap("line 2\n".getBytes(UTF_8)), 7);
+            assertEquals(0, a.pendingChanges(), "written after its name went");
+            h.truncate(3);
+            assertEquals(0, a.pendingChanges(), "cut short after its name went");
+        }
+        a.flushAll();
+        assertEquals(new dev.chibifs.store.Storage.Uploads(0, 0, sent), a.uploads());
+        assertTrue(a.state().contains("; to send: 0;"), a.state());
+        assertNull(inS3("shared/log"));
+        a.crash();
+        assertEquals(0, host(o).pendingChanges(), "as the journal says");
+    }
+
     @Test
     void anUploadThatLandedThoughItsEveryAttemptFailedIsNoConflictWithItself() throws Exception {
         // xfstests on an S3 store under load: an fsync's PUT landed though the client saw every
