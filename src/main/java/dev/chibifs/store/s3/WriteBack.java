@@ -120,7 +120,7 @@ final class WriteBack {
      * the deletes back for good. A claim of a name removed here holds it shared too, from its look at
      * the name's tombstone until the name is made ({@link #noDeletesSent}).
      */
-    private final java.util.concurrent.locks.ReadWriteLock deletesOrFsyncs = new java.util.concurrent.locks.ReentrantReadWriteLock(true);
+    private final java.util.concurrent.locks.ReentrantReadWriteLock deletesOrFsyncs = new java.util.concurrent.locks.ReentrantReadWriteLock(true);
     /**
      * Held by a claim sending the delete of its name ({@link #deleteForClaim}) over the check that the
      * delete is still pending and the request: two claims of one name here send it once, and the
@@ -1968,8 +1968,8 @@ final class WriteBack {
                 }
             });
         }
-        if (deletes.isEmpty()) {
-            return;
+        if (deletes.isEmpty() || deletesOrFsyncs.getReadHoldCount() > 0) {
+            return; // (a thread holding the shared side, a claim's, would wait for itself: a pass sends them)
         }
         awaitForFsync(deletesOrFsyncs.writeLock(), n);
         try {
