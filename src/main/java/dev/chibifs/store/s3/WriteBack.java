@@ -1163,9 +1163,10 @@ final class WriteBack {
      * now a directory above {@code key} (a directory made where a file was removed). S3 keeps such
      * keys apart, but a server over a file system (s3proxy, MinIO's fs mode) cannot hold both: it
      * answered 412 to the PUT of x while the directory x/ was there, so `rmdir x; echo file > x`
-     * within the debounce ended as a conflict copy of x beside nothing; and 500 to a PUT of x/ or
-     * x/y while the file x was. The pass's deletes come after its uploads, so such a PUT waits for
-     * them ({@link #uploadAfterDeletes}). Under the monitor.
+     * within the debounce ended as a conflict copy of x beside nothing; and 500 to a PUT of x/y
+     * while the file x was (the marker x/ waits too: it names that directory). The pass's deletes
+     * come after its uploads, so such a PUT waits for them ({@link #uploadAfterDeletes}). Under the
+     * monitor.
      */
     private List<String> pendingDeletesMet(String key) {
         if (key == null || key.isEmpty()) {
