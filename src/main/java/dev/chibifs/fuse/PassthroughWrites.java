@@ -28,7 +28,9 @@ import org.slf4j.LoggerFactory;
  * the store file for writing and closing it: IN_CLOSE_WRITE, which the store feeds take as a
  * modification, and which changes nothing of the file. Not a chmod or utimensat to the values just
  * read, the other ways to raise an event: a {@code cp} setting the mode or times right after its
- * copy could be undone by one made between the read and the change. A change a {@code write(2)}
+ * copy could be undone by one made between the read and the change. That close drops no lock: the
+ * daemon's are open file description locks (OfdLocks), never the classic POSIX ones any close of
+ * the file by the process would let go. A change a {@code write(2)}
  * already told is told once more, once per look: a few events more in a stream of IN_MODIFY.
  */
 final class PassthroughWrites implements AutoCloseable {
