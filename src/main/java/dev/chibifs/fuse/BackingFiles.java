@@ -79,8 +79,9 @@ final class BackingFiles {
      * one is in use. 0 when reads and writes are served: no passthrough, a store without descriptors,
      * or a store file the kernel would not take (below). {@code requested}: the open's flags, as the
      * kernel opens the store file with them; EINVAL where the store refuses their O_DIRECT.
+     * {@code writable}: the open writes, as its release will say ({@link #release}).
      */
-    int backing(NodeTable.Node n, FileHandle handle, int requested) throws IOException {
+    int backing(NodeTable.Node n, FileHandle handle, int requested, boolean writable) throws IOException {
         FuseChannel channel = passthrough;
         if (channel == null) {
             return 0;
@@ -94,7 +95,7 @@ final class BackingFiles {
             }
             if (n.backingOpens > 0) {
                 n.backingOpens++;
-                watchWrites(n, handle, requested);
+                watchWrites(n, handle, writable);
                 return n.backingId;
             }
             int fd = -1;
@@ -105,7 +106,7 @@ final class BackingFiles {
                 }
                 n.backingId = channel.openBacking(fd);
                 n.backingOpens = 1;
-                watchWrites(n, handle, requested);
+                watchWrites(n, handle, writable);
                 return n.backingId;
             } catch (IOException refused) {
                 if (Errors.errno(refused) == Linux.EPERM) {
@@ -126,8 +127,8 @@ final class BackingFiles {
     }
 
     /** An open passed through that may write: its changes are looked for (see {@link PassthroughWrites}). */
-    private void watchWrites(NodeTable.Node n, FileHandle handle, int requested) {
-        if ((requested & Linux.O_ACCMODE) == Linux.O_RDONLY) {
+    private void watchWrites(NodeTable.Node n, FileHandle handle, boolean writable) {
+        if (!writable) {
             return;
         }
         try {

@@ -1032,7 +1032,7 @@ final class FuseFileSystem {
             // the page cache that a rewrite races can read NULs, which passthrough never does
             boolean stored = small && !changing && n.backingOpens == 0 && (!backingFiles.granted() || directIo);
             try {
-                backing = n.cachedOpens > 0 || stored ? 0 : backingFiles.backing(n, handle, requested);
+                backing = n.cachedOpens > 0 || stored ? 0 : backingFiles.backing(n, handle, requested, writable(flags));
             } catch (IOException | RuntimeException e) {
                 handle.close();
                 throw e;
@@ -1375,9 +1375,17 @@ final class FuseFileSystem {
         }
     }
 
+    /**
+     * Whether an open with {@code flags} writes: the one test for the open and its release (an
+     * access mode of 3, which Linux lets a process ask for, is no writer; it opens as a reader).
+     */
+    private static boolean writable(Set<OpenFlag> flags) {
+        return flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
+    }
+
     private long register(FuseRequest req, FileHandle handle, Caller caller, Set<OpenFlag> flags, NodeTable.Node n,
                           boolean passthrough) {
-        boolean writable = flags.contains(OpenFlag.WRITE) || flags.contains(OpenFlag.APPEND);
+        boolean writable = writable(flags);
         if (writable) {
             n.writerOpened();
         }
@@ -1471,7 +1479,7 @@ final class FuseFileSystem {
         int backing;
         try {
             synchronized (n) {
-                backing = n.cachedOpens > 0 ? 0 : backingFiles.backing(n, handle, req.openFlags());
+                backing = n.cachedOpens > 0 ? 0 : backingFiles.backing(n, handle, req.openFlags(), writable(flags));
                 if (backing == 0) {
                     n.cachedOpens++;
                     if (handle.opened() != null) {

@@ -14,6 +14,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -142,6 +143,28 @@ class SharedStoreTest {
         Path source = MountedFs.tempRoot().resolve("source");
         assertEquals("read whole", Sh.python(null, script, alice.at("/shared/sent").toString(),
                 bob.at("/shared/sent").toString(), source.toString()).ok().out().trim());
+    }
+
+    @Test
+    void noOpenLeavesTheDaemonHoldingItsFileOnceClosed() throws IOException {
+        // access mode 3 (O_WRONLY|O_RDWR, which Linux lets a process ask for) opens as a reader: one
+        // taken for a writer at its open and a reader at its release kept a descriptor for good, and
+        // with it the space of the file once removed
+        // (larger than what an open stores in the kernel's pages: each open is passed through)
+        alice.sh("head -c 100000 /dev/zero > shared/held && for mode in 0 1 2 3; do python3 -c \"import os;"
+                + " os.close(os.open('shared/held', $mode))\"; done && rm shared/held").ok();
+        long pid = alice.process().pid();
+        String stored = alice.stored("/shared/held").toString();
+        try (java.util.stream.Stream<Path> fds = Files.list(Path.of("/proc/" + pid + "/fd"))) {
+            List<String> holding = fds.map(fd -> {
+                try {
+                    return Files.readSymbolicLink(fd).toString();
+                } catch (IOException gone) {
+                    return "";
+                }
+            }).filter(target -> target.startsWith(stored)).toList();
+            assertEquals(List.of(), holding);
+        }
     }
 
     @Test
