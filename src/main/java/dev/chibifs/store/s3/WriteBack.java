@@ -1892,6 +1892,12 @@ final class WriteBack {
      * 70 s for a pass sending a 2 GiB file when it took the pass's lock).
      */
     void flushNode(Node n) throws IOException {
+        flushNode(n, new java.util.HashSet<>());
+    }
+
+    /** {@link #flushNode(Node)}; {@code underWay}: see {@link #deletesFirstFor}. */
+    private void flushNode(Node n, Set<Node> underWay) throws IOException {
+        underWay.add(n);
         if (!replayed.isEmpty()) {
             // what was changed before the last stop goes up first, in its order, as at the first pass:
             // a file fsynced now (a READY marker) would otherwise reach S3 before what it follows
@@ -1908,7 +1914,7 @@ final class WriteBack {
                 flushLock.unlock();
             }
         }
-        deletesFirstFor(n);
+        deletesFirstFor(n, underWay);
         awaitForFsync(deletesOrFsyncs.readLock(), n);
         try {
             VfsPath p;
@@ -1936,38 +1942,58 @@ final class WriteBack {
      * fsync: sends now the deletes that must reach S3 before the PUT of {@code n} or of its new
      * parents' markers ({@link #pendingDeletesMet}), with the deletes below such a marker, as a pass
      * would send them first ({@link #uploadAfterDeletes}); under {@link #deletesOrFsyncs}' exclusive
-     * side, as a pass's deletes. One that waits for something else (an old name whose new one is not
-     * up, a lock's release) is left to a pass: the PUT goes as before. Throws where one failed: the
-     * PUT would be refused, or kept as a conflict copy, on a server over a file system.
+     * side, as a pass's deletes. One that waits for the upload of an old name's new one (a directory
+     * moved aside, then a file made at its name) has that upload sent first, as an fsync of it
+     * would: before, the PUT went at once and met the moved directory's marker, a conflict copy on a
+     * server over a file system (tester, 5 of 5). {@code underWay}: the nodes whose fsync is under
+     * way on this thread, never sent again (moves in a ring, x to y and y to x, wait for each other:
+     * the PUT goes as before). One that waits for a lock's release is left to a pass. Throws where
+     * one failed: the PUT would be refused, or kept as a conflict copy, on a server over a file system.
      */
-    private void deletesFirstFor(Node n) throws IOException {
+    private void deletesFirstFor(Node n, Set<Node> underWay) throws IOException {
         List<String> deletes = new ArrayList<>();
-        synchronized (store) {
-            if (!n.dirty || n.path == null) {
-                return;
-            }
-            List<String> puts = new ArrayList<>();
-            puts.add(store.objectKey(n.path, n));
-            for (VfsPath p = n.path.parent(); !p.isRoot(); p = p.parent()) {
-                Node d = store.overlay.nodes.get(p);
-                if (d != null && d.dirty) {
-                    puts.add(store.dirKey(p));
+        Set<Node> uploadsFirst = new java.util.LinkedHashSet<>();
+        for (boolean newNamesSent = false; ; newNamesSent = true) {
+            deletes.clear();
+            uploadsFirst.clear();
+            synchronized (store) {
+                if (!n.dirty || n.path == null) {
+                    return;
                 }
-            }
-            Set<String> met = new java.util.TreeSet<>();
-            for (String put : puts) {
-                met.addAll(pendingDeletesMet(put));
-            }
-            if (met.isEmpty()) {
-                return;
-            }
-            Map<String, Node> waiting = oldNamesWaiting();
-            store.overlay.tombs.forEach((k, t) -> {
-                if (t.pending && t.release == null && !waiting.containsKey(k)
-                        && met.stream().anyMatch(m -> k.equals(m) || m.endsWith("/") && k.startsWith(m))) {
-                    deletes.add(k);
+                List<String> puts = new ArrayList<>();
+                puts.add(store.objectKey(n.path, n));
+                for (VfsPath p = n.path.parent(); !p.isRoot(); p = p.parent()) {
+                    Node d = store.overlay.nodes.get(p);
+                    if (d != null && d.dirty) {
+                        puts.add(store.dirKey(p));
+                    }
                 }
-            });
+                Set<String> met = new java.util.TreeSet<>();
+                for (String put : puts) {
+                    met.addAll(pendingDeletesMet(put));
+                }
+                if (met.isEmpty()) {
+                    return;
+                }
+                Map<String, Node> waiting = oldNamesWaiting();
+                store.overlay.tombs.forEach((k, t) -> {
+                    if (t.pending && t.release == null
+                            && met.stream().anyMatch(m -> k.equals(m) || m.endsWith("/") && k.startsWith(m))) {
+                        Node newName = waiting.get(k);
+                        if (newName == null) {
+                            deletes.add(k);
+                        } else if (!underWay.contains(newName)) {
+                            uploadsFirst.add(newName);
+                        }
+                    }
+                });
+            }
+            if (newNamesSent || uploadsFirst.isEmpty()) {
+                break;
+            }
+            for (Node newName : uploadsFirst) {
+                flushNode(newName, underWay);
+            }
         }
         if (deletes.isEmpty() || deletesOrFsyncs.getReadHoldCount() > 0) {
             return; // (a thread holding the shared side, a claim's, would wait for itself: a pass sends them)

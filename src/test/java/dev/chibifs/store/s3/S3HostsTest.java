@@ -2742,6 +2742,32 @@ class S3HostsTest {
         assertEquals(0, a.pendingChanges());
     }
 
+    /**
+     * A directory moved aside and a file made at its name, then fsynced: the move's copies go first,
+     * then the old marker's delete, then the file (tester: the PUT met the marker, a conflict copy).
+     */
+    @Test
+    void anFsyncOfAFileMadeWhereADirectoryWasMovedAsideSendsTheMoveFirst() throws Exception {
+        S3Storage a = host(options("a").withClock(startClock(), false));
+        a.mkdir(p("/shared/x"));
+        a.mkdir(p("/shared/x/sub"));
+        a.write(p("/shared/x/a"), "a".getBytes(UTF_8));
+        a.write(p("/shared/x/sub/b"), "b".getBytes(UTF_8));
+        a.flushAll();
+        a.rename(p("/shared/x"), p("/shared/xz"));
+        try (FileHandle h = a.open(p("/shared/x"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+            h.write(ByteBuffer.wrap("synced".getBytes(UTF_8)), 0);
+            h.sync(false);
+            assertEquals("synced", inS3("shared/x"));
+        }
+        assertEquals("a", inS3("shared/xz/a"));
+        assertEquals("b", inS3("shared/xz/sub/b"));
+        assertEquals(List.of(new Entry("x", EntryKind.FILE), new Entry("xz", EntryKind.DIRECTORY)), a.list(p("/shared")));
+        a.flushAll();
+        assertEquals(0, a.pendingChanges());
+        assertEquals("synced", inS3("shared/x"));
+    }
+
     /** A kill after the marker's delete and before the file's PUT: the file still goes up at the next start. */
     @Test
     void aFileMadeWhereADirectoryWasRemovedStillGoesUpAfterAKillBetweenTheDeleteAndItsPut() throws Exception {
