@@ -131,7 +131,7 @@ final class PassthroughWrites implements AutoCloseable {
         }
     }
 
-    /** A writer of node {@code node}, passed through, was released; the last one ends the watch, with a last look. */
+    /** A writer of node {@code node}, passed through, was released; the last one ends the watch. */
     void released(long node) {
         Watched w;
         synchronized (this) {
@@ -142,9 +142,8 @@ final class PassthroughWrites implements AutoCloseable {
             watched.remove(node);
         }
         synchronized (w) {
-            // the close of the kernel's own backing file raises IN_CLOSE_WRITE too, but only once every
-            // open of the node is released, and a reader may keep one for long
-            look(w);
+            // no last look: the writer's close raised IN_CLOSE_WRITE on the store file already (the
+            // kernel's backing file of each open passed through is its own, closed with it)
             w.closed = true;
             Syscalls.close(w.fd);
         }
