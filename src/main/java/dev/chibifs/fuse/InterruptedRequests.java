@@ -1,16 +1,10 @@
 package dev.chibifs.fuse;
 
-import dev.chibifs.sys.DaemonThreads;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.function.IntPredicate;
 import java.util.function.LongConsumer;
 import java.util.function.LongToIntFunction;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Requests interrupted while their caller lived on, looked at again until they end. The kernel
@@ -22,7 +16,6 @@ import org.slf4j.LoggerFactory;
  * is being killed it is answered, as {@link FuseSession} answers an INTERRUPT of a dying thread.
  */
 final class InterruptedRequests implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(InterruptedRequests.class);
     /** How often a watched request's caller is looked at: a killed process goes within this. */
     static final long CHECK_MILLIS = 100;
 
@@ -34,9 +27,9 @@ final class InterruptedRequests implements AutoCloseable {
     private final LongConsumer answer;
     /** Watched requests by unique, with the thread that made them. */
     private final Map<Long, Integer> watched = new ConcurrentHashMap<>();
-    // made at the first watch: most mounts never see a handled signal
-    private ScheduledExecutorService timer;
-    private ScheduledFuture<?> checks;
+    // its thread made at the first watch: most mounts never see a handled signal
+    private final PeriodicCheck checks = new PeriodicCheck(this, "chibifs-interrupted", CHECK_MILLIS, this::check,
+            watched::isEmpty);
     private boolean closed;
 
     InterruptedRequests(LongToIntFunction servingThread, IntPredicate dying, LongConsumer answer) {
@@ -51,12 +44,7 @@ final class InterruptedRequests implements AutoCloseable {
             return;
         }
         watched.put(unique, tid);
-        if (checks == null) {
-            if (timer == null) {
-                timer = DaemonThreads.timer("chibifs-interrupted");
-            }
-            checks = timer.scheduleWithFixedDelay(this::check, CHECK_MILLIS, CHECK_MILLIS, TimeUnit.MILLISECONDS);
-        }
+        checks.start();
     }
 
     /** How many requests are watched (for tests). */
@@ -65,34 +53,21 @@ final class InterruptedRequests implements AutoCloseable {
     }
 
     private void check() {
-        try {
-            watched.forEach((unique, tid) -> {
-                // the same thread still on it: a worker that moved on serves another request by now
-                if (servingThread.applyAsInt(unique) != tid) {
-                    watched.remove(unique);
-                } else if (dying.test(tid)) {
-                    watched.remove(unique);
-                    answer.accept(unique);
-                }
-            });
-        } catch (RuntimeException e) {
-            // a scheduled task that throws is never run again; the next check may do better
-            LOG.warn("looking at interrupted requests failed: {}", e.toString());
-        }
-        synchronized (this) {
-            if (watched.isEmpty() && checks != null) {
-                checks.cancel(false);
-                checks = null;
+        watched.forEach((unique, tid) -> {
+            // the same thread still on it: a worker that moved on serves another request by now
+            if (servingThread.applyAsInt(unique) != tid) {
+                watched.remove(unique);
+            } else if (dying.test(tid)) {
+                watched.remove(unique);
+                answer.accept(unique);
             }
-        }
+        });
     }
 
     @Override
     public synchronized void close() {
         closed = true;
         watched.clear();
-        if (timer != null) {
-            timer.shutdownNow();
-        }
+        checks.close();
     }
 }

@@ -1,15 +1,11 @@
 package dev.chibifs.fuse;
 
-import dev.chibifs.sys.DaemonThreads;
 import dev.chibifs.sys.Linux;
 import dev.chibifs.sys.Syscalls;
 
 import java.io.IOException;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -79,10 +75,8 @@ final class PassthroughWrites implements AutoCloseable {
 
     /** By node id. */
     private final Map<Long, Watched> watched = new ConcurrentHashMap<>();
-    private final long lookMillis;
-    // made at the first writer: most mounts are not passed through, or are only read
-    private ScheduledExecutorService timer;
-    private ScheduledFuture<?> looks;
+    // its thread made at the first writer: most mounts are not passed through, or are only read
+    private final PeriodicCheck looks;
     private boolean closed;
 
     PassthroughWrites() {
@@ -90,7 +84,7 @@ final class PassthroughWrites implements AutoCloseable {
     }
 
     PassthroughWrites(long lookMillis) {
-        this.lookMillis = lookMillis;
+        this.looks = new PeriodicCheck(this, "chibifs-passthrough-writes", lookMillis, this::lookAll, watched::isEmpty);
     }
 
     /** Where a watched file's descriptor comes from: {@code FileHandle::passthroughDescriptor}. */
@@ -123,12 +117,7 @@ final class PassthroughWrites implements AutoCloseable {
         Watched w = new Watched(fd);
         stamp(w); // what the opener found is no change; read before a look can see it
         watched.put(node, w);
-        if (looks == null) {
-            if (timer == null) {
-                timer = DaemonThreads.timer("chibifs-passthrough-writes");
-            }
-            looks = timer.scheduleWithFixedDelay(this::lookAll, lookMillis, lookMillis, TimeUnit.MILLISECONDS);
-        }
+        looks.start();
     }
 
     /** A writer of node {@code node}, passed through, was released; the last one ends the watch. */
@@ -155,25 +144,14 @@ final class PassthroughWrites implements AutoCloseable {
     }
 
     private void lookAll() {
-        try {
-            for (Watched w : watched.values()) {
-                synchronized (w) {
-                    if (w.passLeft > 0) {
-                        w.passLeft--;
-                    } else {
-                        w.every = look(w) ? 1 : Math.min(w.every * 2, QUIET_LOOKS_AT_MOST);
-                        w.passLeft = w.every - 1;
-                    }
+        for (Watched w : watched.values()) {
+            synchronized (w) {
+                if (w.passLeft > 0) {
+                    w.passLeft--;
+                } else {
+                    w.every = look(w) ? 1 : Math.min(w.every * 2, QUIET_LOOKS_AT_MOST);
+                    w.passLeft = w.every - 1;
                 }
-            }
-        } catch (RuntimeException e) {
-            // a scheduled task that throws is never run again; the next look may do better
-            LOG.warn("looking at store files written through passthrough failed: {}", e.toString());
-        }
-        synchronized (this) {
-            if (watched.isEmpty() && looks != null) {
-                looks.cancel(false);
-                looks = null;
             }
         }
     }
@@ -221,9 +199,7 @@ final class PassthroughWrites implements AutoCloseable {
     public void close() {
         synchronized (this) {
             closed = true;
-            if (timer != null) {
-                timer.shutdownNow();
-            }
+            looks.close();
         }
         for (Long node : watched.keySet()) {
             Watched w = watched.remove(node);
