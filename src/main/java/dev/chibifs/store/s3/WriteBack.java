@@ -3082,6 +3082,12 @@ final class WriteBack {
             // the name and its copy change here, not through a request: what was held of the directory is not
             store.listings.expireListing(p.parent());
             store.overlay.seq++;
+            if (!n.link && n.path != null && n.path.equals(p) && store.overlay.nodes.get(copy) == null
+                    && store.overlay.nodes.get(copy.parent()) != null) {
+                keptAsCopy(n, p, copy, gen, copyEtag, sha, theirs);
+                store.journal.commit();
+                return;
+            }
             long ino = store.overlay.nextIno++;
             Files.copy(snap, store.dataFile(ino), StandardCopyOption.REPLACE_EXISTING);
             Node c = new Node(ino, false, n.link, store.now(), n.mode);
@@ -3129,6 +3135,50 @@ final class WriteBack {
             }
             // else: changed again here meanwhile; its base stays the old ETag, so that upload conflicts too
             store.journal.commit();
+        }
+    }
+
+    /**
+     * {@link #conflict}'s end for a file still at {@code p}: this host's version keeps its node, and
+     * so its inode, its locks and every handle open on it, under the name of its copy, which S3 now
+     * has as {@code copyEtag}; {@code theirs} comes in at {@code p} as a new node, fetched at its
+     * first open (a rename of the local file, as Syncthing keeps its conflicts). Before, the node
+     * turned into theirs and its version became a new node, so that what a process still holding the
+     * file open wrote after the conflict went nowhere, with "to send: 0" (`b1` kept in the copy, the
+     * `b2` written after it lost). Now it goes up onto the copy; so does a change made here while the
+     * copy went up ({@code n.gen} past {@code gen}), which before met their version again and became
+     * a second copy. The kernel finds the new node at the name once its entry expires, or at once
+     * where it opens the name by the node it held (ESTALE, then a lookup). Under the store's monitor.
+     */
+    private void keptAsCopy(Node n, VfsPath p, VfsPath copy, long gen, String copyEtag, String sha, Bucket.Head theirs) {
+        store.journal.gone(p);
+        store.dropFormer(n); // the former content of the name, which another host's next version there may extend
+        dropKeptMerge(n);
+        store.overlay.rename(n, copy);
+        n.remoteEtag = copyEtag;
+        store.uploaded(n);
+        n.listedEtag = null;
+        n.doubted = null;
+        n.movedFrom = null;
+        n.lostUploads = null;
+        n.appendsFrom = NOT_APPENDS; // its base is the copy's version now, whose end is not where appends began
+        n.syncedSeq = store.overlay.seq;
+        n.settledGen = Math.max(n.settledGen, gen);
+        if (n.gen == gen) {
+            store.overlay.settled(n);
+            n.sha = sha;
+            n.shaGen = gen;
+        }
+        store.journal.put(n);
+        if (theirs != null) {
+            Node t = store.overlay.newNode(false, n.mode);
+            t.remoteEtag = theirs.etag();
+            t.size = theirs.size();
+            t.mtime = t.ctime = FileTime.from(theirs.modified() == null ? Instant.now() : theirs.modified());
+            store.fromMeta(t, theirs);
+            t.syncedSeq = store.overlay.seq;
+            store.overlay.attach(p, t);
+            store.journal.put(t);
         }
     }
 

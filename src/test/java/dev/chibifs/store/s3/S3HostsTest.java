@@ -1675,6 +1675,63 @@ class S3HostsTest {
         assertEquals(0, b.pendingChanges());
     }
 
+    /**
+     * A process on b still writing a file whose upload met a's version: b's version keeps its inode
+     * under the copy's name, and the writer writes on into it. Before, the node turned into a's
+     * version: the `b2` written after the conflict went nowhere, and b had nothing left "to send".
+     */
+    @Test
+    void aWriterHoldingAFileThroughAConflictWritesOnIntoItsCopy() throws Exception {
+        TwoHosts hosts = bothHolding("base", "/shared/doc");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        put(a, "/shared/doc", "a's edit");
+        a.flushAll();
+        String copy = "/shared/doc.conflict-b-20260102T030405Z";
+        long ino;
+        try (FileHandle h = b.open(p("/shared/doc"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0644)) {
+            h.write(ByteBuffer.wrap("b1\n".getBytes(UTF_8)), 0);
+            b.flushAll(); // an fsync: it meets a's version
+            assertEquals("b1\n", inS3(copy.substring(1)));
+            ino = h.inode();
+            assertEquals(ino, b.metadata(p(copy)).inode(), "b's version keeps its inode under the copy's name");
+            assertNotEquals(ino, b.metadata(p("/shared/doc")).inode(), "a's version is another file");
+            h.write(ByteBuffer.wrap("b2\n".getBytes(UTF_8)), 3);
+        }
+        b.flushAll();
+        assertEquals("a's edit", inS3("shared/doc"));
+        assertEquals("b1\nb2\n", inS3(copy.substring(1)));
+        assertEquals("a's edit", text(b, "/shared/doc"));
+        assertEquals("b1\nb2\n", text(b, copy));
+        assertEquals(0, b.pendingChanges());
+        assertEquals(List.of(prefix + "/shared/doc", prefix + "/shared/doc.conflict-b-20260102T030405Z"),
+                raw.list(prefix + "/shared/", false).objects().stream().map(Bucket.Listed::key).filter(k -> !k.endsWith("/")).sorted().toList(),
+                "one copy, not a second one for b2");
+    }
+
+    /** The same, with b killed after the writer's `b2` and its close: the journal sends it onto the copy at the restart. */
+    @Test
+    void aWriteIntoAConflictCopyOutlivesACrash() throws Exception {
+        TwoHosts hosts = bothHolding("base", "/shared/doc");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        put(a, "/shared/doc", "a's edit");
+        a.flushAll();
+        String copy = "/shared/doc.conflict-b-20260102T030405Z";
+        FileHandle h = b.open(p("/shared/doc"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0644);
+        h.write(ByteBuffer.wrap("b1\n".getBytes(UTF_8)), 0);
+        b.flushAll();
+        h.write(ByteBuffer.wrap("b2\n".getBytes(UTF_8)), 3);
+        h.close();
+        b.crash(); // before the debounce sent b2: only the journal has it
+        S3Storage again = host(hosts.bOptions());
+        again.flushAll();
+        assertEquals("a's edit", inS3("shared/doc"));
+        assertEquals("b1\nb2\n", inS3(copy.substring(1)));
+        assertEquals("a's edit", text(again, "/shared/doc"));
+        assertEquals(0, again.pendingChanges());
+    }
+
     /** Hosts a and b on one standing {@code clock}; {@code bOptions} starts b again after a crash. */
     private record TwoHosts(S3Storage a, S3Storage b, S3Options bOptions, MutableClock clock) {
     }
