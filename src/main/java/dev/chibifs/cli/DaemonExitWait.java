@@ -116,7 +116,8 @@ final class DaemonExitWait {
                 trouble = troubled.get();
                 if (first == null) {
                     first = u;
-                } else if (u.sentBytes() > last.sentBytes() || u.changes() < last.changes()) {
+                } else if (u.sentBytes() > last.sentBytes() || u.readBytes() > last.readBytes() || u.changes() < last.changes()) {
+                    // bytes read count: a large file is read whole and hashed before its first byte goes
                     lastMove = now;
                 }
                 last = u;
@@ -128,8 +129,7 @@ final class DaemonExitWait {
                         : trouble != null
                         ? "tries to send " + what(u) + " to S3 before it exits, but its last write-back failed (" + trouble
                         + "): what fails again stays in its cache directory for the next mount"
-                        : "sends " + what(u) + " to S3 before it exits: " + size(u.sentBytes() - first.sentBytes())
-                        + " sent since the unmount");
+                        : "sends " + what(u) + " to S3 before it exits: " + sentSince(first, u));
                 lastSaid = now;
                 // progress is news every time; a failure said once is not (a tester's S3 hang: the same
                 // line 12 times in a minute)
@@ -149,6 +149,13 @@ final class DaemonExitWait {
                         + (last == null ? "" : " with nothing left to send");
             }
         }
+    }
+
+    /** What went since {@code first}, with what was read and hashed to send it where that is more. */
+    private static String sentSince(Uploads first, Uploads u) {
+        long sent = u.sentBytes() - first.sentBytes();
+        long read = u.readBytes() - first.readBytes();
+        return size(sent) + " sent since the unmount" + (read > sent ? " (" + size(read) + " read and hashed)" : "");
     }
 
     private static String what(Uploads u) {

@@ -239,7 +239,7 @@ final class StatsSocket implements AutoCloseable {
                            java.util.Map<String, Storage.Traffic> traffic) {
         RequestStats.Snapshot s = stats.snapshot();
         Runtime jvm = Runtime.getRuntime();
-        Storage.Uploads up = uploads == null ? new Storage.Uploads(0, 0, 0) : uploads;
+        Storage.Uploads up = uploads == null ? Storage.Uploads.NONE : uploads;
         return java.util.Map.ofEntries(java.util.Map.entry("requests", s.requests().values()),
                 java.util.Map.entry("denials", s.denials()), java.util.Map.entry("workers", s.workers()),
                 java.util.Map.entry("notices", stats.notices()),

@@ -399,7 +399,7 @@ final class UmountCommand implements Callable<Integer>, ConfigCheck.Exempt {
             failing[0] = said(stats.path("failing"));
             failing[1] = said(stats.path("troubles"));
             return new Storage.Uploads(u.path("changes").asInt(), u.path("bytes").asLong(),
-                    u.path("sentBytes").asLong());
+                    u.path("sentBytes").asLong(), u.path("readBytes").asLong());
         } catch (RuntimeException unreadable) {
             return null;
         }

@@ -527,11 +527,14 @@ public interface Storage extends Closeable {
 
     /**
      * {@code changes} waiting (files, directories, deletes), {@code bytes} of the files among them,
-     * {@code sentBytes} sent since the store opened.
+     * {@code sentBytes} sent since the store opened, {@code readBytes} of files read here to send them
+     * (hashed before their first byte goes, a second or more a GiB) since it opened.
      */
-    record Uploads(int changes, long bytes, long sentBytes) {
+    record Uploads(int changes, long bytes, long sentBytes, long readBytes) {
+        public static final Uploads NONE = new Uploads(0, 0, 0, 0);
+
         public Uploads plus(Uploads o) {
-            return new Uploads(changes + o.changes, bytes + o.bytes, sentBytes + o.sentBytes);
+            return new Uploads(changes + o.changes, bytes + o.bytes, sentBytes + o.sentBytes, readBytes + o.readBytes);
         }
     }
 

@@ -52,7 +52,7 @@ class DaemonExitWaitTest {
     void aDaemonUploadingPastTheQuietLimitIsWaitedForAndSaysHowMuchIsLeft() {
         // a tester's 1.5 GiB file: umount gave up at 30 s while it went up (done 20 s later)
         long exits = 200_000;
-        Daemon d = new Daemon(exits, t -> new Uploads(1, 1536L << 20, 100L + t * 8_000));
+        Daemon d = new Daemon(exits, t -> new Uploads(1, 1536L << 20, 100L + t * 8_000, 0));
         assertNull(d.await(), "waited until it exited");
         assertEquals(exits, d.now);
         assertTrue(d.said.get(0).contains("its daemon (pid 42) sends 1 change (1.5 GiB) to S3 before it exits"), d.said.get(0));
@@ -67,7 +67,7 @@ class DaemonExitWaitTest {
     @Test
     void anUploadThatSendsNothingForTheStallLimitEndsTheWaitSayingSo() {
         long stops = 50_000;
-        Daemon d = new Daemon(Long.MAX_VALUE, t -> new Uploads(2, 3 * GIB, Math.min(t, stops) * 1_000));
+        Daemon d = new Daemon(Long.MAX_VALUE, t -> new Uploads(2, 3 * GIB, Math.min(t, stops) * 1_000, 0));
         String why = d.await();
         assertEquals(stops + DaemonExitWait.STALL_SECONDS * 1000, d.now, "120 s after the last byte sent");
         assertTrue(why.startsWith("unmounted /mnt/s3, but its daemon (pid 42) has sent nothing for 120 s with 2 changes"
@@ -75,10 +75,27 @@ class DaemonExitWaitTest {
         assertTrue(why.contains("The daemon goes on"), why);
     }
 
+    /**
+     * A large file is read whole and hashed before its first byte goes (its object's metadata carries
+     * the SHA-256): 3 GiB took 10 s here, so past about 40 GiB the wait said "stalled" while it hashed.
+     */
+    @Test
+    void aFileReadAndHashedBeforeItGoesIsProgressToo() {
+        long hashedBy = 300_000; // 5 minutes of reading, nothing sent, then it goes up in 100 s
+        long exits = hashedBy + 100_000;
+        Daemon d = new Daemon(exits, t -> new Uploads(1, 90 * GIB, Math.max(0, t - hashedBy) * 1_000_000,
+                Math.min(t, hashedBy) * 300_000));
+        assertNull(d.await(), "waited until it exited");
+        assertEquals(exits, d.now);
+        String hashing = d.said.get(20);
+        assertTrue(hashing.endsWith("0.0 MiB sent since the unmount (" + DaemonExitWait.size(300_000L * d.saidAt.get(20)
+                - 300_000L * d.saidAt.get(0)) + " read and hashed)"), hashing);
+    }
+
     @Test
     void fewerChangesLeftIsProgressToo() {
         // small files: each goes up in one PUT, counted as sent as it ends
-        Daemon d = new Daemon(Long.MAX_VALUE, t -> new Uploads((int) Math.max(1, 1000 - t / 1000), 1000, 0));
+        Daemon d = new Daemon(Long.MAX_VALUE, t -> new Uploads((int) Math.max(1, 1000 - t / 1000), 1000, 0, 0));
         d.await();
         assertEquals(999_000 + DaemonExitWait.STALL_SECONDS * 1000, d.now);
     }
@@ -90,7 +107,7 @@ class DaemonExitWaitTest {
         assertEquals(DaemonExitWait.QUIET_SECONDS * 1000, silent.now);
         assertEquals(List.of(), silent.said);
 
-        Daemon done = new Daemon(Long.MAX_VALUE, t -> new Uploads(t < 10_000 ? 1 : 0, 5, t < 10_000 ? 0 : 5));
+        Daemon done = new Daemon(Long.MAX_VALUE, t -> new Uploads(t < 10_000 ? 1 : 0, 5, t < 10_000 ? 0 : 5, 0));
         assertEquals("unmounted /mnt/s3, but its daemon (pid 42) has not exited after 30 s with nothing left to send",
                 done.await());
         assertEquals(10_000 + DaemonExitWait.QUIET_SECONDS * 1000, done.now, "30 s from its last upload");
@@ -102,7 +119,7 @@ class DaemonExitWaitTest {
      */
     @Test
     void aDaemonThatExitsWithAChangeItCannotUploadSaysWhatItLeft() {
-        Daemon d = new Daemon(10_000, t -> new Uploads(1, 2, 0));
+        Daemon d = new Daemon(10_000, t -> new Uploads(1, 2, 0, 0));
         d.failing = "a change from before this start does not go up (S3 put ns/x: HTTP 500)";
         assertNull(d.await());
         assertTrue(d.said.get(0).endsWith("its daemon (pid 42) cannot send 1 change (0.0 MiB) to S3 before it exits: " + d.failing),
@@ -110,7 +127,7 @@ class DaemonExitWaitTest {
         assertEquals("chibifs: /mnt/s3 is unmounted, but its daemon (pid 42) exited with 1 change (0.0 MiB) not sent to S3,"
                 + " kept in its cache directory for the next mount of the store: " + d.failing, d.said.get(d.said.size() - 1));
 
-        Daemon done = new Daemon(10_000, t -> new Uploads(t < 5_000 ? 1 : 0, 2, t < 5_000 ? 0 : 2));
+        Daemon done = new Daemon(10_000, t -> new Uploads(t < 5_000 ? 1 : 0, 2, t < 5_000 ? 0 : 2, 0));
         assertNull(done.await());
         assertTrue(done.said.stream().noneMatch(l -> l.contains("exited with")), done.said.toString());
     }
@@ -118,7 +135,7 @@ class DaemonExitWaitTest {
     /** A crash tester's S3 hang: umount printed the same "tries to send" line 12 times in a minute. */
     @Test
     void aFailureThatStaysTheSameIsSaidOnce() {
-        Daemon d = new Daemon(60_000, t -> new Uploads(6, 6, 0));
+        Daemon d = new Daemon(60_000, t -> new Uploads(6, 6, 0, 0));
         d.troubled = "cannot reach http://127.0.0.1:43137: Read timed out";
         assertNull(d.await());
         assertEquals(2, d.said.size(), "the line once, then what the daemon left: " + d.said);
@@ -131,7 +148,7 @@ class DaemonExitWaitTest {
      */
     @Test
     void aDaemonWhoseLastWriteBackFailedSaysWhatFailsAgainStaysJournaled() {
-        Daemon d = new Daemon(3_000, t -> new Uploads(1, 2, 0));
+        Daemon d = new Daemon(3_000, t -> new Uploads(1, 2, 0, 0));
         d.troubled = "S3 put ns/yyy: HTTP 500";
         assertNull(d.await());
         assertEquals("chibifs: /mnt/s3 is unmounted; its daemon (pid 42) tries to send 1 change (0.0 MiB) to S3 before it"
@@ -151,7 +168,7 @@ class DaemonExitWaitTest {
     @Test
     void aDaemonThatExitsBeforeItIsAskedSaysWhatItKeptJournaledAsItSaidBeforeTheUnmount() {
         Daemon d = new Daemon(0, t -> null);
-        d.before = new Uploads(2, 10, 0);
+        d.before = new Uploads(2, 10, 0, 0);
         d.failing = "its cache directory /c answers EIO (Input/output error): every change fails, and 2 change(s)"
                 + " to send wait there";
         assertNull(d.await());

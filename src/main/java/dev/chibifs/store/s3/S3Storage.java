@@ -3049,7 +3049,7 @@ public final class S3Storage implements Storage {
                 }
             }
         }
-        return new Uploads(changes, bytes, bucket.bytesMoved()[1]);
+        return new Uploads(changes, bytes, bucket.bytesMoved()[1], writeBack.readToSend());
     }
 
     /** How many changes wait for S3. */

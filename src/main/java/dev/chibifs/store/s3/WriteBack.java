@@ -19,7 +19,9 @@ import static dev.chibifs.store.s3.S3Storage.DONE_TOMB_MILLIS;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.io.FilterInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -152,6 +154,14 @@ final class WriteBack {
      * as long as the object stayed refused.
      */
     private final Map<String, String> refusalsSaid = new LinkedHashMap<>();
+    /**
+     * The bytes of files read here to send them (hashed, or copied aside as they are hashed) since the
+     * store opened: {@code chibifs umount} counts them as progress, as it does the bytes sent. A file
+     * of 3 GiB was read for 10 s before its first byte went up (the object's metadata carries its
+     * SHA-256), so one past about 40 GiB was told "stalled" (2 minutes with nothing sent) while it was
+     * being hashed.
+     */
+    private final java.util.concurrent.atomic.LongAdder readToSend = new java.util.concurrent.atomic.LongAdder();
     /** When uploads in parts left behind are looked for again, on the store's ticker (see {@link #abortUploadsLeft}). */
     private long nextUploadsLeftCheck = Long.MIN_VALUE;
     /** The flusher sleeps past {@link #TICK_MILLIS}: nothing waited to go up when it looked. */
@@ -2236,14 +2246,48 @@ final class WriteBack {
     }
 
     /** Copies {@code file} to {@code snap}; the SHA-256 of what was copied. */
-    private static String snapshot(Path file, Path snap) throws IOException {
+    private String snapshot(Path file, Path snap) throws IOException {
         MessageDigest md = ContentHash.digest();
         try (FileChannel in = FileChannel.open(file, StandardOpenOption.READ);
              OutputStream out = Files.newOutputStream(snap);
              DigestOutputStream dout = new DigestOutputStream(out, md)) {
-            java.nio.channels.Channels.newInputStream(in).transferTo(dout);
+            countedAsRead(java.nio.channels.Channels.newInputStream(in)).transferTo(dout);
         }
         return ContentHash.hex(md);
+    }
+
+    /** The SHA-256 of {@code file}, read to send it: counted in {@link #readToSend}. */
+    private String hashToSend(Path file) throws IOException {
+        try (InputStream in = countedAsRead(Files.newInputStream(file))) {
+            return ContentHash.of(in);
+        }
+    }
+
+    private InputStream countedAsRead(InputStream in) {
+        return new FilterInputStream(in) {
+            @Override
+            public int read() throws IOException {
+                int b = super.read();
+                if (b >= 0) {
+                    readToSend.increment();
+                }
+                return b;
+            }
+
+            @Override
+            public int read(byte[] buf, int off, int len) throws IOException {
+                int n = super.read(buf, off, len);
+                if (n > 0) {
+                    readToSend.add(n);
+                }
+                return n;
+            }
+        };
+    }
+
+    /** The bytes of files read here to send them since the store opened: {@link #readToSend}. */
+    long readToSend() {
+        return readToSend.sum();
     }
 
     /** Uploads one dirty node, conditional on S3 having what this host last saw. Holds its claim ({@link #upload(Node, boolean)}). */
@@ -2285,7 +2329,7 @@ final class WriteBack {
             Path snap = direct ? null : uploadDir.resolve(n.ino + "." + gen);
             String sha;
             try {
-                sha = direct ? ContentHash.of(data) : snapshot(data, snap);
+                sha = direct ? hashToSend(data) : snapshot(data, snap);
             } catch (NoSuchFileException e) {
                 deleteSnapshot(snap);
                 store.cacheDirectoryGone(); // said, if it is why
@@ -2304,7 +2348,7 @@ final class WriteBack {
                     // 12 MiB file on an 8 MiB cache held back a 13-byte one for good)
                     direct = true;
                     snap = null;
-                    sha = ContentHash.of(data);
+                    sha = hashToSend(data);
                 } else {
                     failedToCopy(p, e);
                     throw e;
