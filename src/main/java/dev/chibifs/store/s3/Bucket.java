@@ -711,6 +711,58 @@ final class Bucket implements Closeable {
         return unreachable != null;
     }
 
+    /**
+     * The key of a file above {@code key} (the part of {@code key} before one of its '/'), where a server
+     * over a file system (s3proxy, MinIO's fs mode) holds that file, and so nothing below it: it answers
+     * 500, at every attempt, to a PUT, HEAD or GET of a key under the file, where S3 keeps the two apart
+     * (the file {@code c1} and {@code c1/other}). Asked only after such a 5xx: a HEAD of each key above,
+     * from the top, until one is an object, then a listing of one key below it, which such a server shows
+     * empty (S3, holding both, shows what is there). Null where none is so, or where these are not
+     * answered: the 5xx is then S3's own, as before. One HEAD per level and a listing, after the retries
+     * of the request that failed.
+     */
+    String fileAbove(String key) {
+        for (int i = key.indexOf('/'); i > 0; i = key.indexOf('/', i + 1)) {
+            String above = key.substring(0, i);
+            try {
+                count("head");
+                client.headObject(b -> b.bucket(bucket).key(above).overrideConfiguration(answerLimits));
+            } catch (S3Exception e) {
+                if (e.statusCode() == 404) {
+                    continue;
+                }
+                return null;
+            } catch (SdkException e) {
+                return null;
+            }
+            try {
+                return firstUnder(above + "/") ? null : above;
+            } catch (IOException e) {
+                return null;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Whether {@code e}, S3's answer for {@code key}, is a server over a file system saying that a file
+     * holds a name above it ({@link #fileAbove}): no such object, as the namespace now is. Said at debug
+     * level: the store takes it as gone and lists the directory again.
+     */
+    private boolean underAFile(String op, String key, S3Exception e) {
+        if (e.statusCode() < 500) {
+            return false;
+        }
+        String file = fileAbove(key);
+        if (file == null) {
+            return false;
+        }
+        answered();
+        LOG.debug("S3 {} s3://{}/{}: HTTP {} under s3://{}/{}, a file on a server over a file system: taken as no such object",
+                op, bucket, key, e.statusCode(), bucket, file);
+        return true;
+    }
+
     /** HEAD of one object; null when there is none. */
     Head head(String key) throws IOException {
         return askedAgain("head", key, () -> headOnce(key));
@@ -724,7 +776,7 @@ final class Bucket implements Closeable {
             answered();
             return new Head(r.contentLength() == null ? 0 : r.contentLength(), r.lastModified(), r.eTag(), r.metadata());
         } catch (S3Exception e) {
-            if (e.statusCode() == 404) {
+            if (e.statusCode() == 404 || underAFile("head", key, e)) {
                 answered();
                 return null;
             }
@@ -763,7 +815,7 @@ final class Bucket implements Closeable {
             Files.move(tmp, to, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             return new Head(Math.max(length, 0), r.lastModified(), r.eTag(), r.metadata());
         } catch (S3Exception e) {
-            if (e.statusCode() == 404) {
+            if (e.statusCode() == 404 || underAFile("get", key, e)) {
                 answered();
                 return null;
             }
@@ -1292,7 +1344,7 @@ final class Bucket implements Closeable {
             return new Range(new Head(total, r.lastModified(), r.eTag(), r.metadata()), contentRange == null);
         } catch (S3Exception e) {
             answered();
-            if (e.statusCode() == 404 && ifMatch == null) {
+            if (ifMatch == null && (e.statusCode() == 404 || underAFile("get", key, e))) {
                 return null;
             }
             if (e.statusCode() == 412 || e.statusCode() == 416 || e.statusCode() == 404) {

@@ -2216,12 +2216,26 @@ final class WriteBack {
      */
     private boolean conflictFromSnapshot(Node n, VfsPath p, long gen, String sha, Map<String, String> meta)
             throws IOException {
+        return fromSnapshot(n, gen, sha, snap -> conflict(n, p, gen, snap, sha, meta));
+    }
+
+    /** What keeps a copy of a file's content, from a snapshot of it ({@link #fromSnapshot}). */
+    @FunctionalInterface
+    private interface CopyKept {
+        void keep(Path snap) throws IOException;
+    }
+
+    /**
+     * Has {@code keep} make a copy of {@code n} from a snapshot, which must still be the content that
+     * went up ({@code sha}); false, with nothing done, where the file changed since.
+     */
+    private boolean fromSnapshot(Node n, long gen, String sha, CopyKept keep) throws IOException {
         Path snap = uploadDir.resolve(n.ino + "." + gen);
         try {
             if (!snapshot(store.dataFile(n.ino), snap).equals(sha)) {
                 return false;
             }
-            conflict(n, p, gen, snap, sha, meta);
+            keep.keep(snap);
             return true;
         } finally {
             Files.deleteIfExists(snap);
@@ -2476,6 +2490,15 @@ final class WriteBack {
                     LOG.warn("S3 store {}: the upload in parts of {} was aborted on S3 before it completed (by another"
                             + " host that took it for one left behind, or a lifecycle rule); it goes up again", spec, p);
                     continue;
+                }
+                VfsPath file = fileAbove(e, p, k, false);
+                if (file != null) {
+                    if (!direct) {
+                        keptBesideFile(n, p, gen, file, snap, sha, meta);
+                    } else if (!fromSnapshot(n, gen, sha, keptBesideFile(n, p, readGen, file, sha, meta))) {
+                        continue; // written to meanwhile: the next attempt reads it again
+                    }
+                    return;
                 }
                 synchronized (store) {
                     if (n.lostUploads == null) {
@@ -3066,6 +3089,10 @@ final class WriteBack {
         } catch (Bucket.PreconditionFailed e) {
             // already there, made by another host or before a crash: as good
         } catch (IOException e) {
+            VfsPath file = fileAbove(e, p, store.dirKey(p), true);
+            if (file != null && markerBesideFile(d, p, file)) {
+                return;
+            }
             failedRequest(e);
             synchronized (store) {
                 store.overlay.inflight.remove(store.dirKey(p));
@@ -3224,6 +3251,140 @@ final class WriteBack {
             store.overlay.attach(p, t);
             store.journal.put(t);
         }
+    }
+
+    /**
+     * When each name another host made a file of, where this host wrote below it, met that
+     * ({@link #keptBesideFile}): what this host wrote there in one pass goes to one copy. Dropped a
+     * minute after. Guarded by the store's monitor.
+     */
+    private final Map<VfsPath, Instant> filesMet = new java.util.HashMap<>();
+    private static final long FILE_MET_KEPT_MILLIS = 60_000;
+
+    /**
+     * The name above {@code p} (or {@code p} itself, for a directory's marker) that is a file on a
+     * server over a file system, where the request for {@code key} failed with {@code e}
+     * ({@link Bucket#fileAbove}), or null: S3's own error, retried as any.
+     */
+    private VfsPath fileAbove(IOException e, VfsPath p, String key, boolean dir) {
+        if (!(e instanceof Bucket.Refused r) || r.status() < 500) {
+            return null;
+        }
+        String file = bucket.fileAbove(key);
+        if (file == null) {
+            return null;
+        }
+        synchronized (store) {
+            for (VfsPath a = dir ? p : p.parent(); !a.isRoot(); a = a.parent()) {
+                if (store.objectKey(a, false, false).equals(file)) {
+                    return a;
+                }
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Where {@code p} goes when {@code file}, a directory above it here, is a file on the server:
+     * under {@code <file>.conflict-<host>-<time>}, by the same names below it.
+     */
+    private VfsPath besideFile(VfsPath p, VfsPath file, int i) {
+        Instant stamp;
+        synchronized (store) {
+            Instant now = options.clock().instant();
+            filesMet.values().removeIf(at -> now.toEpochMilli() - at.toEpochMilli() > FILE_MET_KEPT_MILLIS);
+            stamp = filesMet.computeIfAbsent(file, f -> now);
+        }
+        VfsPath copy = conflictName(file, options.host(), stamp, i);
+        List<String> below = p.segments();
+        for (String name : below.subList(file.depth(), below.size())) {
+            copy = copy.child(name);
+        }
+        return copy;
+    }
+
+    /**
+     * Another host made a file of {@code file}, a directory here that this host wrote {@code p} in
+     * ({@code rm -r c1; echo x > c1} there, {@code echo mine > c1/other} here). S3 keeps the two apart,
+     * and both hosts then show the directory; but a server over a file system (s3proxy, MinIO's fs mode)
+     * cannot hold a key below a file, and answered 500 to this upload at every pass, for good. As a
+     * shared disk that syncs would (Dropbox keeps a "conflicted copy" of what it cannot place), nothing
+     * of either host is dropped and neither is put over the other: their file keeps its name, and what
+     * this host wrote in the directory goes up beside it as a copy of the directory,
+     * {@code c1.conflict-<host>-<time>/other}, its names below the directory as they were, every file of
+     * one pass in one copy; what was in the directory and not changed here stays removed, as they
+     * removed it. Logged as a conflict; the name here shows their file from the next lookup.
+     */
+    private CopyKept keptBesideFile(Node n, VfsPath p, long gen, VfsPath file, String sha, Map<String, String> meta) {
+        return snap -> keptBesideFile(n, p, gen, file, snap, sha, meta);
+    }
+
+    private void keptBesideFile(Node n, VfsPath p, long gen, VfsPath file, Path snap, String sha, Map<String, String> meta)
+            throws IOException {
+        VfsPath copy = null;
+        try {
+            for (int i = 0; copy == null; i++) {
+                VfsPath c = besideFile(p, file, i);
+                try {
+                    putOnce(store.objectKey(c, n), snap, meta, null, sha);
+                    copy = c;
+                } catch (Bucket.PreconditionFailed taken) {
+                    // another copy of that name exists: the next number
+                }
+            }
+        } catch (IOException e) {
+            failedRequest(e);
+            throw e;
+        }
+        LOG.warn("conflict: {} is a file on S3 (another host's) where {} was written here, and S3 holds nothing below"
+                + " a file; this host's version is kept as {}", file, p, copy);
+        synchronized (store) {
+            store.listings.expireListing(file.parent());
+            store.overlay.seq++;
+            if (n.path != null && n.path.equals(p) && n.gen == gen) {
+                store.overlay.settled(n);
+                n.cached = false;
+                n.sha = null;
+                n.shaGen = -1;
+                n.syncedSeq = store.overlay.seq;
+                n.remoteEtag = null;
+                store.journal.gone(p);
+                store.overlay.detach(n);
+            }
+            // else: changed again here meanwhile, and goes up again, to the copy again
+            store.journal.commit();
+        }
+    }
+
+    /**
+     * {@link #keptBesideFile} for directory {@code d} at {@code p}, made here: its marker goes into the
+     * copy, and the directory here is as S3 had it, so a listing that shows the file takes its place
+     * once nothing of this host's is left in it. False where S3 refused that marker too.
+     */
+    private boolean markerBesideFile(Node d, VfsPath p, VfsPath file) {
+        VfsPath copy = besideFile(p, file, 0);
+        try {
+            bucket.put(store.dirKey(copy), new byte[0], Map.of(), null);
+        } catch (Bucket.PreconditionFailed e) {
+            // already there: as good
+        } catch (IOException e) {
+            return false;
+        }
+        LOG.warn("conflict: {} is a file on S3 (another host's) where directory {} was made here, and S3 holds nothing"
+                + " below a file; this host's directory is kept as {}", file, p, copy);
+        synchronized (store) {
+            store.overlay.inflight.remove(store.dirKey(p));
+            store.listings.expireListing(file.parent());
+            if (d.path != null && d.path.equals(p)) {
+                store.markerOnS3(d);
+            }
+            try {
+                store.journal.commit();
+            } catch (IOException e) {
+                LOG.debug("S3 store {}: cannot journal that {} went up as {}: {}", spec, p, copy, e.getMessage());
+            }
+        }
+        return true;
     }
 
     /**

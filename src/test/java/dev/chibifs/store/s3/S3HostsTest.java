@@ -2754,6 +2754,71 @@ class S3HostsTest {
     }
 
     /**
+     * Host A turns directory c1 into a file ({@code rm -r c1; echo x > c1}) while host B writes in it.
+     * S3 keeps the file c1 and c1/other apart; a server over a file system (s3proxy, MinIO's fs mode)
+     * cannot, and answers 500 to every PUT, HEAD and GET of a key under the file. B's PUT was retried at
+     * every pass for good, and every lookup under c1 on B failed EIO while A's file was there. Now a
+     * lookup there answers as the namespace is (nothing under a file), and what B wrote in the directory
+     * goes up as a conflict copy of that directory, {@code c1.conflict-b-<time>/}, under the same
+     * relative names, beside A's file.
+     */
+    @Test
+    void whatAHostWroteInADirectoryAnotherHostMadeAFileOfGoesUpAsAConflictCopyOfTheDirectory() throws Exception {
+        TwoHosts hosts = onOneClock();
+        MutableClock clock = hosts.clock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        a.mkdir(p("/shared/c1"));
+        a.mkdir(p("/shared/c1/sub"));
+        a.write(p("/shared/c1/base"), "base".getBytes(UTF_8));
+        a.write(p("/shared/c1/sub/deep"), "deep".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("base", text(b, "/shared/c1/base"));
+        assertEquals("deep", text(b, "/shared/c1/sub/deep"));
+
+        a.removeFile(p("/shared/c1/sub/deep"));
+        a.removeDirectory(p("/shared/c1/sub"));
+        a.removeFile(p("/shared/c1/base"));
+        a.removeDirectory(p("/shared/c1"));
+        a.write(p("/shared/c1"), "x".getBytes(UTF_8));
+        a.flushAll();
+        b.write(p("/shared/c1/other"), "mine".getBytes(UTF_8));
+        b.write(p("/shared/c1/sub/more"), "more".getBytes(UTF_8));
+        b.mkdir(p("/shared/c1/made"));
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+
+        // what is not B's own under c1 is gone, as A left it: not an I/O error
+        for (String gone : List.of("/shared/c1/base", "/shared/c1/sub/deep")) {
+            IOException e = assertThrows(IOException.class, () -> b.metadata(p(gone)));
+            assertTrue(Errors.errno(e) == Linux.ENOENT || Errors.errno(e) == Linux.ENOTDIR, gone + ": " + e);
+        }
+
+        b.flushAll();
+        assertEquals(0, b.pendingChanges(), "nothing left to retry");
+        assertEquals("x", inS3("shared/c1"));
+        List<String> copies = raw.list(prefix + "/shared/", true).prefixes().stream()
+                .filter(k -> k.startsWith(prefix + "/shared/c1.conflict-b-")).toList();
+        assertEquals(1, copies.size(), "one copy of the directory: " + copies);
+        String copy = copies.get(0).substring((prefix + "/").length(), copies.get(0).length() - 1);
+        assertEquals("mine", inS3(copy + "/other"));
+        assertEquals("more", inS3(copy + "/sub/more"));
+
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+        String copyName = copy.substring("shared/".length());
+        for (S3Storage host : List.of(a, b)) {
+            assertEquals(List.of(new Entry("c1", EntryKind.FILE), new Entry(copyName, EntryKind.DIRECTORY)),
+                    host.list(p("/shared")));
+            assertEquals("x", text(host, "/shared/c1"));
+            assertEquals("mine", text(host, "/" + copy + "/other"));
+            assertEquals("more", text(host, "/" + copy + "/sub/more"));
+            assertEquals(List.of(new Entry("made", EntryKind.DIRECTORY), new Entry("other", EntryKind.FILE),
+                    new Entry("sub", EntryKind.DIRECTORY)), host.list(p("/" + copy)));
+            IOException e = assertThrows(IOException.class, () -> host.metadata(p("/shared/c1/other")));
+            assertTrue(Errors.errno(e) == Linux.ENOENT || Errors.errno(e) == Linux.ENOTDIR, e.toString());
+        }
+    }
+
+    /**
      * {@code rmdir x; echo file > x} within the debounce: S3 keeps {@code x/} and {@code x} apart, but
      * a server over a file system (s3proxy, MinIO's fs mode) answers 412 to the PUT of {@code x} while
      * the directory {@code x/} is still there, and the file ended as a conflict copy beside nothing.
