@@ -448,7 +448,9 @@ final class WriteBack {
                 }
             } else if (n.dir) {
                 try {
-                    uploadTry(n, held.refusedLastTime(key));
+                    uploadTry(n, held.refusedLastTime(key) || sentPast(n));
+                } catch (MetPendingDelete e) {
+                    held.metDeletes.add(n);
                 } catch (IOException e) {
                     held.failed(e, key, uploadRefusals(n));
                     if (p != null) {
@@ -461,12 +463,16 @@ final class WriteBack {
         }
         Set<Node> refusedLastTime = new java.util.HashSet<>();
         for (Node n : files) {
-            if (held.refusedLastTime(store.objectKeyOf(n))) {
+            if (held.refusedLastTime(store.objectKeyOf(n)) || sentPast(n)) {
                 refusedLastTime.add(n);
             }
         }
         for (Map.Entry<Node, IOException> f : inParallelEach(files, n -> uploadTry(n, refusedLastTime.contains(n)))) {
-            held.failed(f.getValue(), store.objectKeyOf(f.getKey()), uploadRefusals(f.getKey()));
+            if (f.getValue() instanceof MetPendingDelete) {
+                held.metDeletes.add(f.getKey());
+            } else {
+                held.failed(f.getValue(), store.objectKeyOf(f.getKey()), uploadRefusals(f.getKey()));
+            }
         }
         belowUnmarked.forEach((d, count) -> held.waits(count + (count == 1 ? " file or directory in " + d + " waits"
                 : " files and directories in " + d + " wait") + " for its marker"));
@@ -530,6 +536,11 @@ final class WriteBack {
          * PUT leaves it to send at the next start.
          */
         final List<Node> afterDeletes = new ArrayList<>();
+        /**
+         * What was sent past its deletes ({@link #uploadAfterDeletes}) and met what one of them still
+         * holds, on a server over a file system ({@link MetPendingDelete}): still dirty, not failed.
+         */
+        final List<Node> metDeletes = new ArrayList<>();
         /** The directories among {@link #afterDeletes}: what is in them goes after their markers. */
         private final List<VfsPath> deferredDirs = new ArrayList<>();
         /** The keys of what failed and of what waits for it, as far as known: where the pass left S3 behind. */
@@ -1157,14 +1168,179 @@ final class WriteBack {
                             : left.size() + " changes wait for the deletes of what was at their names before them");
                     return deleted;
                 }
-                if (!all) {
+                if (!all && !inARing(left)) {
                     return deleted; // still dirty: the next pass
                 }
-                uploadInOrder(left, held, false);
+                // sent past their deletes: S3 keeps x and x/ apart, and these go up. A server over a file
+                // system does not: what met a name a delete pending here still holds comes back, and goes
+                // after its deletes, sent first (a directory and a file swapped by three renames: their
+                // waits are a ring, which the PUT broke with a conflict copy of the file, 4 of 4)
+                synchronized (store) {
+                    sentPastDeletes.addAll(left);
+                }
+                try {
+                    uploadInOrder(left, held, false);
+                } finally {
+                    synchronized (store) {
+                        sentPastDeletes.removeAll(left);
+                    }
+                }
+                if (!held.metDeletes.isEmpty()) {
+                    List<Node> met = new ArrayList<>(held.metDeletes);
+                    held.metDeletes.clear();
+                    if (oldNamesLetGo(met, held)) {
+                        deleted |= deletesAlone(held);
+                        synchronized (store) {
+                            met.sort(SHALLOWEST_FIRST);
+                        }
+                        uploadInOrder(met, held, false);
+                    }
+                }
             }
             deleted |= deletesAlone(held);
         }
         return deleted;
+    }
+
+    /**
+     * The uploads {@link #uploadAfterDeletes} sends past the deletes they wait for, for now; guarded by
+     * the store's monitor. A failure of theirs that such a delete explains is {@link MetPendingDelete}.
+     */
+    private final Set<Node> sentPastDeletes = new java.util.HashSet<>();
+
+    /**
+     * Whether {@code n} is sent past its deletes now ({@link #sentPastDeletes}): its upload takes S3's
+     * error at its first attempt, as one refused before does ({@link #uploadTry}), since a server over a
+     * file system answers such a PUT under a file with a 500 at every attempt (about 1.5 s of retries).
+     */
+    private boolean sentPast(Node n) {
+        synchronized (store) {
+            return sentPastDeletes.contains(n);
+        }
+    }
+
+    /**
+     * An upload sent past a delete pending here met the name that delete still holds, on a server over
+     * a file system: the PUT of x answered 412 while x/ was there (nothing under x itself), or a PUT
+     * under x/ 500 while the file x was. No conflict and no refusal: it goes after that delete.
+     */
+    private static final class MetPendingDelete extends IOException {
+        MetPendingDelete(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Whether {@code n}'s upload to {@code key}, sent past the deletes it waits for, failed as one that
+     * met a name such a delete still holds ({@link MetPendingDelete}): {@code nothingThere} asks S3 that
+     * {@code key} holds no object, where the failure was a failed condition.
+     */
+    private boolean metPendingDelete(Node n, String key, IOException e) throws IOException {
+        synchronized (store) {
+            if (!sentPastDeletes.contains(n) || pendingDeletesMet(key).isEmpty()) {
+                return false;
+            }
+        }
+        if (e instanceof Bucket.PreconditionFailed) {
+            return key.endsWith("/") || bucket.head(key) == null;
+        }
+        return e instanceof Bucket.Refused r && r.status() >= 500;
+    }
+
+    /**
+     * The deletes pending here that the uploads of {@code nodes} wait for ({@link #pendingDeletesMet}),
+     * with those below such a marker (a directory's contents go before it). Under the monitor.
+     */
+    private Set<String> deletesWaitedFor(Collection<Node> nodes) {
+        Set<String> out = new java.util.TreeSet<>();
+        for (Node n : nodes) {
+            for (String k : pendingDeletesMet(store.objectKeyOf(n))) {
+                out.add(k);
+                if (k.endsWith("/")) {
+                    for (Map.Entry<String, Tomb> t : store.overlay.tombs.entrySet()) {
+                        if (t.getKey().startsWith(k) && t.getValue().pending) {
+                            out.add(t.getKey());
+                        }
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Whether the uploads {@code left}, each waiting for a delete pending here, and the deletes they
+     * wait for, each waiting for one of them (the old name of a name moved), wait on each other alone:
+     * no later pass would send any of them. Under no lock; takes the monitor.
+     */
+    private boolean inARing(List<Node> left) {
+        synchronized (store) {
+            Map<String, Node> waiting = oldNamesWaiting();
+            Set<Node> these = new java.util.HashSet<>(left);
+            Set<String> deletes = deletesWaitedFor(left);
+            for (String k : deletes) {
+                Node w = waiting.get(k);
+                if (w == null || !these.contains(w)) {
+                    return false;
+                }
+            }
+            return !deletes.isEmpty();
+        }
+    }
+
+    /**
+     * Lets the deletes that {@code met}'s uploads wait for go before them, where each waits only for
+     * the upload of one of {@code met} (its new name): the content each of those goes up with is
+     * here (fetched if not), so nothing of it needs the old object. Another host sees neither name
+     * for the moment between the delete and the PUT, as a swap by three renames on a server over a
+     * file system cannot avoid. Whether any was let go; those left wait, said in {@code held}.
+     */
+    private boolean oldNamesLetGo(List<Node> met, HeldBack held) throws IOException {
+        Set<Node> these = new java.util.HashSet<>(met);
+        for (Node n : met) {
+            boolean fetch;
+            synchronized (store) {
+                fetch = !n.dir && n.path != null && !n.cached;
+            }
+            if (fetch) {
+                store.fetches.fetch(n);
+            }
+        }
+        int letGo = 0;
+        List<String> waits = new ArrayList<>();
+        synchronized (store) {
+            Map<String, Node> waiting = oldNamesWaiting();
+            for (String k : deletesWaitedFor(met)) {
+                Node w = waiting.get(k);
+                if (w == null) {
+                    continue;
+                }
+                if (!these.contains(w) || w.path == null || (!w.dir && !w.cached)) {
+                    waits.add(k);
+                    continue;
+                }
+                if (w.oldNames != null) {
+                    w.oldNames.remove(k);
+                }
+                if (w.movedFrom != null && w.movedFrom.key().equals(k)) {
+                    w.movedFrom = null;
+                }
+                store.journal.put(w);
+                letGo++;
+            }
+            store.journal.commit();
+        }
+        if (letGo > 0) {
+            LOG.debug("S3 store {}: {} deletes of old names go before the uploads of their new names, which wait on"
+                    + " each other's names (a swap, on a server over a file system)", spec, letGo);
+        }
+        for (String k : waits) {
+            held.waitsAt(k);
+        }
+        if (!waits.isEmpty()) {
+            held.waits(waits.size() + " deletes and the uploads they hold wait on each other: " + waits);
+        }
+        return letGo > 0;
     }
 
     /**
@@ -2454,6 +2630,9 @@ final class WriteBack {
                     }
                 }
             } catch (Bucket.PreconditionFailed e) {
+                if (metPendingDelete(n, k, e)) {
+                    throw new MetPendingDelete(p + " met what a delete pending here still holds: " + e.getMessage());
+                }
                 Bucket.Head ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, k) : null;
                 if (ours != null) {
                     // not another host's change: this host's own upload that landed unbeknownst to it
@@ -2490,6 +2669,9 @@ final class WriteBack {
                     LOG.warn("S3 store {}: the upload in parts of {} was aborted on S3 before it completed (by another"
                             + " host that took it for one left behind, or a lifecycle rule); it goes up again", spec, p);
                     continue;
+                }
+                if (metPendingDelete(n, k, e)) {
+                    throw new MetPendingDelete(p + " met what a delete pending here still holds: " + e.getMessage());
                 }
                 VfsPath file = fileAbove(e, p, k, false);
                 if (file != null) {
@@ -3087,8 +3269,20 @@ final class WriteBack {
         try {
             bucket.put(store.dirKey(p), new byte[0], Map.of(), null);
         } catch (Bucket.PreconditionFailed e) {
+            if (metPendingDelete(d, store.dirKey(p), e)) {
+                synchronized (store) {
+                    store.overlay.inflight.remove(store.dirKey(p));
+                }
+                throw new MetPendingDelete(p + " met what a delete pending here still holds: " + e.getMessage());
+            }
             // already there, made by another host or before a crash: as good
         } catch (IOException e) {
+            if (metPendingDelete(d, store.dirKey(p), e)) {
+                synchronized (store) {
+                    store.overlay.inflight.remove(store.dirKey(p));
+                }
+                throw new MetPendingDelete(p + " met what a delete pending here still holds: " + e.getMessage());
+            }
             VfsPath file = fileAbove(e, p, store.dirKey(p), true);
             if (file != null && markerBesideFile(d, p, file)) {
                 return;
@@ -3275,6 +3469,9 @@ final class WriteBack {
             return null;
         }
         synchronized (store) {
+            if (pending(store.overlay.tombs.get(file))) {
+                return null; // a file this host removed: the upload waits for its delete (pendingDeletesMet)
+            }
             for (VfsPath a = dir ? p : p.parent(); !a.isRoot(); a = a.parent()) {
                 if (store.objectKey(a, false, false).equals(file)) {
                     return a;

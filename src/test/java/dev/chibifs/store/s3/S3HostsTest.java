@@ -2819,6 +2819,45 @@ class S3HostsTest {
     }
 
     /**
+     * A directory and a file swapped by three renames on one host ({@code mv x1 tmp; mv y1 x1; mv tmp
+     * y1}) within the debounce. S3 keeps {@code x1} and {@code x1/} apart; a server over a file system
+     * (s3proxy, MinIO's fs mode) cannot hold a file where a directory is, nor the reverse, so each new
+     * name's upload waits for the delete of what was there, and each delete for the upload of the
+     * name it moved to: a ring.
+     */
+    @Test
+    void aDirectoryAndAFileSwappedByThreeRenamesEndSwappedWithNoConflictCopy() throws Exception {
+        TwoHosts hosts = onOneClock();
+        MutableClock clock = hosts.clock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        a.mkdir(p("/shared/x1"));
+        a.write(p("/shared/x1/in"), "in dir".getBytes(UTF_8));
+        a.write(p("/shared/y1"), "file".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("in dir", text(b, "/shared/x1/in"));
+        assertEquals("file", text(b, "/shared/y1"));
+
+        a.rename(p("/shared/x1"), p("/shared/tmp"));
+        a.rename(p("/shared/y1"), p("/shared/x1"));
+        a.rename(p("/shared/tmp"), p("/shared/y1"));
+        // the write-back's own pass, as on a mount left alone: not only a sync or an umount
+        clock.advance(S3Options.DEFAULT_FLUSH_AFTER.multipliedBy(2));
+        a.flushDue();
+        assertEquals(0, a.pendingChanges());
+        assertEquals("file", inS3("shared/x1"));
+        assertEquals("in dir", inS3("shared/y1/in"));
+        assertEquals(List.of(prefix + "/shared/", prefix + "/shared/x1", prefix + "/shared/y1/", prefix + "/shared/y1/in"),
+                raw.list(prefix + "/shared/", false).objects().stream().map(Bucket.Listed::key).sorted().toList());
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+        for (S3Storage host : List.of(a, b)) {
+            assertEquals(List.of(new Entry("x1", EntryKind.FILE), new Entry("y1", EntryKind.DIRECTORY)), host.list(p("/shared")));
+            assertEquals("file", text(host, "/shared/x1"));
+            assertEquals("in dir", text(host, "/shared/y1/in"));
+        }
+    }
+
+    /**
      * {@code rmdir x; echo file > x} within the debounce: S3 keeps {@code x/} and {@code x} apart, but
      * a server over a file system (s3proxy, MinIO's fs mode) answers 412 to the PUT of {@code x} while
      * the directory {@code x/} is still there, and the file ended as a conflict copy beside nothing.
