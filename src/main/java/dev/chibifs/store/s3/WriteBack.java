@@ -1171,35 +1171,88 @@ final class WriteBack {
                 if (!all && !inARing(left)) {
                     return deleted; // still dirty: the next pass
                 }
-                // sent past their deletes: S3 keeps x and x/ apart, and these go up. A server over a file
-                // system does not: what met a name a delete pending here still holds comes back, and goes
-                // after its deletes, sent first (a directory and a file swapped by three renames: their
-                // waits are a ring, which the PUT broke with a conflict copy of the file, 4 of 4)
-                synchronized (store) {
-                    sentPastDeletes.addAll(left);
-                }
-                try {
-                    uploadInOrder(left, held, false);
-                } finally {
-                    synchronized (store) {
-                        sentPastDeletes.removeAll(left);
-                    }
-                }
-                if (!held.metDeletes.isEmpty()) {
-                    List<Node> met = new ArrayList<>(held.metDeletes);
-                    held.metDeletes.clear();
-                    if (oldNamesLetGo(met, held)) {
-                        deleted |= deletesAlone(held);
-                        synchronized (store) {
-                            met.sort(SHALLOWEST_FIRST);
-                        }
-                        uploadInOrder(met, held, false);
-                    }
-                }
+                deleted |= sendPastDeletes(left, held);
             }
             deleted |= deletesAlone(held);
         }
         return deleted;
+    }
+
+    /**
+     * Sends {@code nodes} past the deletes pending here that they wait for. S3 keeps x and x/ apart,
+     * and these go up. A server over a file system does not: what met a name such a delete still
+     * holds comes back ({@link MetPendingDelete}), and goes after that delete, sent first
+     * ({@link #oldNamesLetGo}). A directory and a file swapped by three renames wait so in a ring,
+     * which the PUT broke with a conflict copy of the file there (4 of 4). Whether any delete was done.
+     * Under the flush lock.
+     */
+    private boolean sendPastDeletes(List<Node> nodes, HeldBack held) throws IOException {
+        synchronized (store) {
+            nodes.sort(SHALLOWEST_FIRST);
+            sentPastDeletes.addAll(nodes);
+        }
+        try {
+            uploadInOrder(nodes, held, false);
+        } finally {
+            synchronized (store) {
+                sentPastDeletes.removeAll(nodes);
+            }
+        }
+        if (held.metDeletes.isEmpty()) {
+            return false;
+        }
+        List<Node> met = new ArrayList<>(held.metDeletes);
+        held.metDeletes.clear();
+        if (!oldNamesLetGo(met, held)) {
+            return false;
+        }
+        boolean deleted = deletesAlone(held);
+        synchronized (store) {
+            met.sort(SHALLOWEST_FIRST);
+        }
+        uploadInOrder(met, held, false);
+        return deleted;
+    }
+
+    /**
+     * fsync of {@code n}, one of uploads that wait for deletes that wait for them ({@link #inARing}: a
+     * directory and a file swapped): sends them all as a pass would ({@link #sendPastDeletes}), then
+     * the deletes they held. Before, the fsync sent the PUT, which a server over a file system kept as a
+     * conflict copy, and the fsync failed. False where {@code n} is in no such ring. Throws where one of
+     * them failed.
+     */
+    private boolean sentAsRing(Node n) throws IOException {
+        List<Node> ring = new ArrayList<>();
+        synchronized (store) {
+            if (!n.dirty || n.path == null) {
+                return false;
+            }
+            Map<String, Node> waiting = oldNamesWaiting();
+            ring.add(n);
+            for (int i = 0; i < ring.size(); i++) {
+                for (String k : deletesWaitedFor(List.of(ring.get(i)))) {
+                    Node w = waiting.get(k);
+                    if (w != null && w.path != null && !ring.contains(w)) {
+                        ring.add(w);
+                    }
+                }
+            }
+        }
+        if (ring.size() < 2 || !inARing(ring)) {
+            return false;
+        }
+        awaitForFsync(flushLock, n);
+        try {
+            HeldBack held = new HeldBack(null, true);
+            sendPastDeletes(ring, held);
+            deletesAlone(held);
+            if (held.any()) {
+                throw held.thrown();
+            }
+            return true;
+        } finally {
+            flushLock.unlock();
+        }
     }
 
     /**
@@ -2100,6 +2153,9 @@ final class WriteBack {
                 flushLock.unlock();
             }
         }
+        if (underWay.size() == 1) {
+            sentAsRing(n); // where it is in one, its upload went with it: what follows finds it clean
+        }
         deletesFirstFor(n, underWay);
         awaitForFsync(deletesOrFsyncs.readLock(), n);
         try {
@@ -2133,8 +2189,9 @@ final class WriteBack {
      * would: before, the PUT went at once and met the moved directory's marker, a conflict copy on a
      * server over a file system (tester, 5 of 5). {@code underWay}: the nodes whose fsync is under
      * way on this thread, never sent again (moves in a ring, x to y and y to x, wait for each other:
-     * the PUT goes as before). One that waits for a lock's release is left to a pass. Throws where
-     * one failed: the PUT would be refused, or kept as a conflict copy, on a server over a file system.
+     * the PUT goes as before, where {@link #sentAsRing} has not sent them). One that waits for a
+     * lock's release is left to a pass. Throws where one failed: the PUT would be refused, or kept as
+     * a conflict copy, on a server over a file system.
      */
     private void deletesFirstFor(Node n, Set<Node> underWay) throws IOException {
         List<String> deletes = new ArrayList<>();

@@ -2857,6 +2857,32 @@ class S3HostsTest {
         }
     }
 
+    /** The same swap, then an fsync of the file at its new name: it sends the ring, as a pass does, not a conflict copy. */
+    @Test
+    void anFsyncOfAFileSwappedWithADirectorySendsTheSwapWithNoConflictCopy() throws Exception {
+        TwoHosts hosts = onOneClock();
+        S3Storage a = hosts.a();
+        a.mkdir(p("/shared/x1"));
+        a.write(p("/shared/x1/in"), "in dir".getBytes(UTF_8));
+        a.write(p("/shared/y1"), "file".getBytes(UTF_8));
+        a.flushAll();
+
+        a.rename(p("/shared/x1"), p("/shared/tmp"));
+        a.rename(p("/shared/y1"), p("/shared/x1"));
+        a.rename(p("/shared/tmp"), p("/shared/y1"));
+        try (FileHandle h = a.open(p("/shared/x1"), EnumSet.of(OpenFlag.WRITE), 0644)) {
+            h.sync(false);
+        }
+        assertEquals("file", inS3("shared/x1"));
+        assertEquals("in dir", inS3("shared/y1/in"));
+        assertEquals(List.of(prefix + "/shared/", prefix + "/shared/x1", prefix + "/shared/y1/", prefix + "/shared/y1/in"),
+                raw.list(prefix + "/shared/", false).objects().stream().map(Bucket.Listed::key).sorted().toList());
+        assertEquals(0, a.pendingChanges());
+        hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+        assertEquals(List.of(new Entry("x1", EntryKind.FILE), new Entry("y1", EntryKind.DIRECTORY)), hosts.b().list(p("/shared")));
+        assertEquals("in dir", text(hosts.b(), "/shared/y1/in"));
+    }
+
     /**
      * {@code rmdir x; echo file > x} within the debounce: S3 keeps {@code x/} and {@code x} apart, but
      * a server over a file system (s3proxy, MinIO's fs mode) answers 412 to the PUT of {@code x} while
