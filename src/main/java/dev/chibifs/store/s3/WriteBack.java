@@ -1301,22 +1301,13 @@ final class WriteBack {
     }
 
     /**
-     * The deletes pending here that the uploads of {@code nodes} wait for ({@link #pendingDeletesMet}),
-     * with those below such a marker (a directory's contents go before it). Under the monitor.
+     * The deletes pending here that the uploads of {@code nodes} wait for ({@link #pendingDeletesMet}).
+     * Under the monitor.
      */
     private Set<String> deletesWaitedFor(Collection<Node> nodes) {
         Set<String> out = new java.util.TreeSet<>();
         for (Node n : nodes) {
-            for (String k : pendingDeletesMet(store.objectKeyOf(n))) {
-                out.add(k);
-                if (k.endsWith("/")) {
-                    for (Map.Entry<String, Tomb> t : store.overlay.tombs.entrySet()) {
-                        if (t.getKey().startsWith(k) && t.getValue().pending) {
-                            out.add(t.getKey());
-                        }
-                    }
-                }
-            }
+            out.addAll(pendingDeletesMet(store.objectKeyOf(n)));
         }
         return out;
     }
@@ -1333,6 +1324,9 @@ final class WriteBack {
             Set<String> deletes = deletesWaitedFor(left);
             for (String k : deletes) {
                 Node w = waiting.get(k);
+                if (w == null && k.endsWith("/") && deletes.stream().anyMatch(d -> d.length() > k.length() && d.startsWith(k))) {
+                    continue; // a marker, which waits for the deletes in it (sendDeletes)
+                }
                 if (w == null || !these.contains(w)) {
                     return false;
                 }
@@ -1398,7 +1392,8 @@ final class WriteBack {
 
     /**
      * The keys of the pending deletes that must reach S3 before a PUT of {@code key}: the marker
-     * {@code key/} of a directory removed where a file or link is made now, and the file of a name
+     * {@code key/} of a directory removed where a file or link is made now, with the deletes below it
+     * (a rename's old names among them may wait while the marker goes), and the file of a name
      * now a directory above {@code key} (a directory made where a file was removed). S3 keeps such
      * keys apart, but a server over a file system (s3proxy, MinIO's fs mode) cannot hold both: it
      * answered 412 to the PUT of x while the directory x/ was there, so `rmdir x; echo file > x`
@@ -1415,6 +1410,14 @@ final class WriteBack {
         Map<String, Tomb> tombs = store.overlay.tombs;
         if (!key.endsWith("/") && pending(tombs.get(key + "/"))) {
             met.add(key + "/");
+            // and what was in it: its marker may go while a delete below waits (an old name whose new
+            // one is not up), and such a server keeps the directory for what is left in it (412 to x)
+            String in = key + "/";
+            for (Map.Entry<String, Tomb> t : tombs.entrySet()) {
+                if (t.getKey().startsWith(in) && !t.getKey().equals(in) && t.getValue().pending) {
+                    met.add(t.getKey());
+                }
+            }
         }
         for (int i = key.indexOf('/'); i > 0; i = key.indexOf('/', i + 1)) {
             String above = key.substring(0, i); // of a marker x/ too: the file x
@@ -1460,6 +1463,7 @@ final class WriteBack {
         int oldNamesWaiting = 0;
         boolean releases = false;
         Set<VfsPath> newNames = new java.util.TreeSet<>();
+        Set<String> stillThere = new java.util.HashSet<>();
         synchronized (store) {
             // the old name of something moved goes after its new one is up, which the debounce may
             // put off (renamed again, a chmod since): deleted sooner, another host saw neither name
@@ -1480,6 +1484,7 @@ final class WriteBack {
                 if (newName == null) {
                     deletes.add(e.getKey());
                 } else {
+                    stillThere.add(e.getKey());
                     oldNamesWaiting++;
                     held.waitsAt(e.getKey());
                     if (newName.path != null) {
@@ -1489,7 +1494,7 @@ final class WriteBack {
             }
         }
         List<Object> markersWaiting = new ArrayList<>();
-        Set<String> failed = sendDeletes(deletes, held, markersWaiting);
+        Set<String> failed = sendDeletes(deletes, held, markersWaiting, stillThere);
         if (held.any() && oldNamesWaiting > 0) {
             String line = (oldNamesWaiting == 1 ? "1 delete of an old name waits for the upload of its new name"
                     : oldNamesWaiting + " deletes of old names wait for the uploads of their new names")
@@ -1527,6 +1532,18 @@ final class WriteBack {
      * markersWaiting}, by its directory). The keys not deleted; the failures are {@code held}'s.
      */
     private Set<String> sendDeletes(List<String> deletes, HeldBack held, List<Object> markersWaiting) throws IOException {
+        return sendDeletes(deletes, held, markersWaiting, Set.of());
+    }
+
+    /**
+     * As above, where the objects {@code stillThere} stay for now (old names waiting for their new
+     * ones): a marker above one of them waits with it. On S3 that changes nothing seen (the object
+     * keeps its directory listed); on a server over a file system the directory stays for it, and the
+     * marker's delete pending keeps a file made at its name waiting for it too ({@link #pendingDeletesMet}):
+     * gone before, the file's PUT met the directory (412, a conflict copy).
+     */
+    private Set<String> sendDeletes(List<String> deletes, HeldBack held, List<Object> markersWaiting, Set<String> stillThere)
+            throws IOException {
         Set<String> refusedAgain = new java.util.HashSet<>();
         for (String k : deletes) {
             if (held.refusedAgain(k)) {
@@ -1545,7 +1562,7 @@ final class WriteBack {
         failed.addAll(refusedAgain);
         markers.sort(Comparator.comparingInt(String::length).reversed());
         for (String k : markers) {
-            if (failed.stream().anyMatch(f -> f.startsWith(k))) {
+            if (failed.stream().anyMatch(f -> f.startsWith(k)) || stillThere.stream().anyMatch(f -> f.startsWith(k))) {
                 // a directory's contents before it: one of them is still there
                 VfsPath dir = store.journal.pathOfKey(k.substring(0, k.length() - 1));
                 markersWaiting.add(dir == null ? k : dir);

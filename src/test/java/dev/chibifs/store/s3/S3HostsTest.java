@@ -2884,6 +2884,46 @@ class S3HostsTest {
     }
 
     /**
+     * The same swap with the write-back's pass between the renames, as a mount's flusher may run: the
+     * directory moved aside goes up under its new name at once, and its file is still going up when
+     * it moves on (its old name {@code x1/in} waits for the next), while the marker {@code x1/} goes.
+     * The file's PUT at {@code x1} then met the directory {@code x1} that {@code x1/in} keeps on such
+     * a server (a conflict copy, 2 of 10 on a mount): it waits for the deletes below the marker too.
+     */
+    @Test
+    void aSwapWithAPassBetweenItsRenamesEndsSwappedWithNoConflictCopy() throws Exception {
+        TwoHosts hosts = onOneClock();
+        S3Storage a = hosts.a();
+        a.mkdir(p("/shared/x1"));
+        a.write(p("/shared/x1/in"), "in dir".getBytes(UTF_8));
+        a.write(p("/shared/y1"), "file".getBytes(UTF_8));
+        a.flushAll();
+
+        a.rename(p("/shared/x1"), p("/shared/tmp"));
+        S3Server.HeldRequests held = holdPut("shared/tmp/in", 1);
+        try {
+            var pass = aside(a::flushDue);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "the pass's PUT of tmp/in came");
+            a.rename(p("/shared/y1"), p("/shared/x1"));
+            a.rename(p("/shared/tmp"), p("/shared/y1"));
+            held.release().countDown();
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        hosts.clock().advance(S3Options.DEFAULT_FLUSH_AFTER.multipliedBy(2));
+        a.flushDue();
+        assertEquals(0, a.pendingChanges());
+        assertEquals("file", inS3("shared/x1"));
+        assertEquals("in dir", inS3("shared/y1/in"));
+        assertEquals(List.of(prefix + "/shared/", prefix + "/shared/x1", prefix + "/shared/y1/", prefix + "/shared/y1/in"),
+                raw.list(prefix + "/shared/", false).objects().stream().map(Bucket.Listed::key).sorted().toList());
+        hosts.clock().advance(S3Options.DEFAULT_VALIDITY);
+        assertEquals(List.of(new Entry("x1", EntryKind.FILE), new Entry("y1", EntryKind.DIRECTORY)), hosts.b().list(p("/shared")));
+    }
+
+    /**
      * {@code rmdir x; echo file > x} within the debounce: S3 keeps {@code x/} and {@code x} apart, but
      * a server over a file system (s3proxy, MinIO's fs mode) answers 412 to the PUT of {@code x} while
      * the directory {@code x/} is still there, and the file ended as a conflict copy beside nothing.
