@@ -64,6 +64,9 @@ final class AttributeChanges {
             setattr(req, out, n, p, f.handle(), false);
             return;
         }
+        if ((valid & FuseProtocol.FATTR_SIZE) != 0) {
+            fs.requireNoNameDropPending(req, n, p, false); // truncate(2) by a name the kernel is told to drop
+        }
         VfsPath at = fs.reaching(n, p);
         if (at == null) {
             if (fs.throughOwnOpenFile(req, n, handle -> setattr(req, out, n, fs.judgedAt(p, handle), handle, true)) != null) {

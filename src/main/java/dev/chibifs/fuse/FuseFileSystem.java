@@ -421,6 +421,7 @@ final class FuseFileSystem {
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
         replied(n, m);
+        heldAnswers.namesStale(nodes.takeStaleInKernel());
         follower.named(parent, name);
         Timeouts kept = replies.keptIn(parent);
         FuseReply.Validity attr = replies.attrValidity(kept, p, m, n);
@@ -1001,6 +1002,9 @@ final class FuseFileSystem {
         long movesBefore = nodes.nameMoves(); // before the path: a rename after it is seen
         VfsPath p = path(n);
         dev.chibifs.store.HeldFile retried = staleNames.retried(req.pid, n, true, clock);
+        if (retried == null) {
+            requireNoNameDropPending(req, n, p, true);
+        }
         Caller caller = caller(req);
         openFiles.admit(caller, req.uid()); // every open holds a descriptor of ours
         int requested = req.openFlags();
@@ -1275,6 +1279,28 @@ final class FuseFileSystem {
      * ESTALE for node {@code n} at {@code p}, remembered so that the kernel's retry holds what its
      * lookup finds for the retried request ({@code open}: an OPEN).
      */
+    /**
+     * ESTALE, once, where the kernel is being told to drop a name it held for {@code n} (a lookup of
+     * another name found the file moved behind its back: {@link NodeTable#takeStaleInKernel}), once
+     * that notice is written: the request may have come through the old name, which stands for
+     * another file now (an S3 conflict keeps this host's file under its copy's name), and the
+     * kernel's retry walks the path again. One sent the microseconds before the notice landed opened
+     * the copy: `echo new > name` right after a look at the copy wrote into the copy.
+     */
+    void requireNoNameDropPending(FuseRequest req, NodeTable.Node n, VfsPath p, boolean open) throws ErrnoException {
+        long notice = n.nameDropNotice;
+        if (notice == 0) {
+            return;
+        }
+        n.nameDropNotice = 0;
+        try {
+            heldAnswers.awaitNameDrop(notice);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        throw stale(req, n, p, open);
+    }
+
     private ErrnoException stale(FuseRequest req, NodeTable.Node n, VfsPath p, boolean open) {
         NodeTable.Link name = n.link;
         if (name != null) {

@@ -20,6 +20,8 @@ final class HeldAnswers {
     static final int MISSING_NAMES_KEPT = 4096;
     /** How long {@link #expireHeldAnswers} waits for the kernel to take its notices (each may wait for a directory's lock). */
     private static final Duration NOTICES_WRITTEN_WITHIN = Duration.ofSeconds(10);
+    /** How long an open waits for the drop of a name it may have come through ({@link #awaitNameDrop}). */
+    private static final Duration NAME_DROP_WAIT = Duration.ofMillis(100);
 
     /** A name told missing in directory node {@code parent}. */
     private record MissingName(long parent, String name) {
@@ -78,6 +80,38 @@ final class HeldAnswers {
             heldListings = ListingExpiry.start(0, this::dropHeldListing);
         }
         return heldListings;
+    }
+
+    /**
+     * The kernel holds each of {@code names} for a file the store now has under another name only
+     * ({@link NodeTable#takeStaleInKernel}): it looks each up again at its next use. Files only, so
+     * unhashing one where the kernel cannot stale it harms no working directory. Not in a directory
+     * the store's feed follows, whose event for the name tells the kernel (ChangeFollower).
+     */
+    void namesStale(java.util.List<NodeTable.StaleName> names) {
+        NoticeWriter w = noticeWriter;
+        if (w == null) {
+            return;
+        }
+        for (NodeTable.StaleName s : names) {
+            NodeTable.Link l = s.link();
+            if (l.parent().followKey >= 0) {
+                continue;
+            }
+            s.node().nameDropNotice = w.post(notices.get().invalEntry(l.parent().id, l.name(),
+                    namesExpireOnly ? FuseProtocol.EXPIRE_ONLY : 0));
+        }
+    }
+
+    /**
+     * Waits, at most {@link #NAME_DROP_WAIT}, until notice {@code number} is written: it takes its
+     * directory's lock in the kernel, which no request waiting here holds (an open's walk has let it go).
+     */
+    void awaitNameDrop(long number) throws InterruptedException {
+        NoticeWriter w = noticeWriter;
+        if (w != null && !w.awaitWritten(number, NAME_DROP_WAIT.toNanos())) {
+            LOG.debug("a name's drop was not taken by the kernel within {} ms", NAME_DROP_WAIT.toMillis());
+        }
     }
 
     /** The store's answers about {@code dir} no longer hold: the kernel lists it again at its next listing. */

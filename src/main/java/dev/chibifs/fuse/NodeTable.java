@@ -121,6 +121,13 @@ final class NodeTable {
         boolean pagesWhole;
         /** Whether it is in the table's {@link NodeTable#hardLinked} set. */
         volatile boolean hardLinked;
+        /**
+         * The number of the notice ({@link NoticeWriter#post}) telling the kernel to drop a name it
+         * holds for this file, which a lookup of another name found moved behind its back; 0 when
+         * none waits. The next open or truncate by the node, which may have come through that name,
+         * is stale once that notice is written ({@link FuseFileSystem#requireNoNameDropPending}).
+         */
+        volatile long nameDropNotice;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
         volatile long followKey = -1;
         /**
@@ -344,6 +351,19 @@ final class NodeTable {
      * file at its new name). Taken when the event is told ({@link #leftBehindTold}), or once the
      * kernel is given the name again. Guarded by this.
      */
+    /**
+     * The names {@link #leftBehind} got since the last {@link #takeStaleInKernel}: the kernel still
+     * holds each for the file, and where no feed follows its directory (an S3 store, whose conflict
+     * moves this host's file to its copy's name) nothing else would tell it before the name's
+     * timeout, while every open by it reached the file at its new name. Guarded by this; {@link
+     * #someStaleInKernel} says, without the monitor, whether it holds any.
+     */
+    private final List<StaleName> staleInKernel = new ArrayList<>();
+
+    /** A name {@code link} the kernel holds for {@code node}, which the store has under another name only. */
+    record StaleName(Link link, Node node) {
+    }
+    private volatile boolean someStaleInKernel;
     private final Map<Link, Node> leftBehind = new LinkedHashMap<>(16, 0.75f, false) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<Link, Node> eldest) {
@@ -452,6 +472,8 @@ final class NodeTable {
                 for (Link l : links(node)) {
                     if (!l.equals(link)) {
                         leftBehind.put(l, node);
+                        staleInKernel.add(new StaleName(l, node));
+                        someStaleInKernel = true;
                     }
                 }
             }
@@ -656,6 +678,19 @@ final class NodeTable {
     }
 
     /** The kernel was told that {@code name} in {@code parent} is gone: it holds it for no file a lookup took it from. */
+    /** The names a lookup took from their file since the last call ({@link #staleInKernel}); for the kernel to drop. */
+    List<StaleName> takeStaleInKernel() {
+        if (!someStaleInKernel) {
+            return List.of();
+        }
+        synchronized (this) {
+            List<StaleName> taken = List.copyOf(staleInKernel);
+            staleInKernel.clear();
+            someStaleInKernel = false;
+            return taken;
+        }
+    }
+
     synchronized void leftBehindTold(Node parent, String name) {
         leftBehind.remove(new Link(parent, name));
     }

@@ -701,6 +701,37 @@ class FuseFileSystemTest {
         assertEquals(0, opened.error(), "a listing of the snapshot's /shared opens");
     }
 
+    /**
+     * A file moved behind the kernel's back in a directory no feed follows (an S3 store's conflict
+     * keeps this host's file under its copy's name, and the other host's version comes in at the
+     * name): the lookup of the new name finds the node the kernel holds by the old one, and the kernel
+     * is told to drop the old one. It kept it until it expired, and an `echo new > name` after a look
+     * at the copy truncated and wrote the copy (a tester's S3 hosts: this host's version lost).
+     */
+    @Test
+    void aLookupFindingAFileMovedBehindTheKernelTellsItToDropTheOldName() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long f = written("doc", "mine");
+        store.rename(VfsPath.of("/shared/doc"), VfsPath.of("/shared/doc.conflict-b"));
+        store.write(VfsPath.of("/shared/doc"), "theirs".getBytes(StandardCharsets.UTF_8));
+        int entriesBefore = kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).size();
+
+        assertEquals(f, lookup(shared, "doc.conflict-b"), "the file the kernel holds, at its new name");
+        // an open by the node, sent before the kernel took the notice, may have come through the old
+        // name: stale, once the notice is written
+        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.OPEN, f, body().int32(Linux.O_WRONLY | Linux.O_TRUNC).int32(0)).error());
+
+        List<String> dropped = kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).stream().skip(entriesBefore)
+                .map(n -> n.int64(0) + "/" + StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8)))).toList();
+        assertEquals(List.of(shared + "/doc"), dropped);
+        long now = lookup(shared, "doc"); // the kernel's retry walks the path again
+        assertNotEquals(f, now, "the name's new file");
+        FakeKernel.Reply opened = kernel.call(FuseProtocol.OPEN, f, body().int32(Linux.O_RDONLY).int32(0));
+        assertEquals(0, opened.error(), "an open by the copy's name, once the notice is out");
+        release(f, opened.int64(0));
+        assertEquals("mine", new String(store.read(VfsPath.of("/shared/doc.conflict-b")), StandardCharsets.UTF_8));
+    }
+
     @Test
     void aLinkOfAHardLinkedFileWhoseFirstNameWentBehindTheMountIsMadeFromANameLeft() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
