@@ -3395,15 +3395,26 @@ final class WriteBack {
             stamp = n.conflictMet;
         }
         VfsPath copy = null;
+        String copyKey = null;
         String copyEtag = null;
         Bucket.Head theirs;
         try {
             for (int i = 0; copyEtag == null; i++) {
                 copy = conflictName(p, options.host(), stamp, i);
+                copyKey = store.objectKey(copy, n);
+                synchronized (store) {
+                    Node there = store.overlay.nodes.get(copy);
+                    if (there != null && there != n) {
+                        // another file here has that name: an earlier conflict's copy of this name in the
+                        // same second, whose content putOnce would take for this one's, landed unanswered
+                        // (a tester's second writer of one content lost what it wrote after)
+                        continue;
+                    }
+                }
                 try {
                     // putOnce: a first attempt that landed with its answer lost is this copy, not a reason
                     // for a second one under the next number (seen under load: two identical copies)
-                    copyEtag = putOnce(store.objectKey(copy, n), snap, meta, null, sha);
+                    copyEtag = putOnce(copyKey, snap, meta, null, sha);
                 } catch (Bucket.PreconditionFailed taken) {
                     // another copy of that name exists: the next number
                 }
@@ -3415,13 +3426,23 @@ final class WriteBack {
             failedRequest(e);
             throw e;
         }
-        LOG.warn("conflict: {} changed on S3 since this host last saw it; this host's version is kept as {}", p, copy);
         synchronized (store) {
             n.conflictMet = null;
             // the name and its copy change here, not through a request: what was held of the directory is not
             store.listings.expireListing(p.parent());
             store.overlay.seq++;
-            if (!n.link && n.path != null && n.path.equals(p) && store.overlay.nodes.get(copy) == null
+            if (n.path == null || !n.path.equals(p)) {
+                // renamed or removed here while its copy went up: this host's version is where it went,
+                // or its remove, so the copy goes again. Kept, a `mv` at that moment left this host's
+                // content twice (the copy and the new name, 150 MB each) and an `rm` brought it back
+                store.overlay.tombstone(copyKey, copyEtag);
+                store.journal.commit();
+                LOG.warn("conflict: {} changed on S3 since this host last saw it, and was moved or removed here while"
+                        + " this host's version went up beside it as {}: that copy goes again", p, copy);
+                return;
+            }
+            LOG.warn("conflict: {} changed on S3 since this host last saw it; this host's version is kept as {}", p, copy);
+            if (!n.link && store.overlay.nodes.get(copy) == null
                     && store.overlay.nodes.get(copy.parent()) != null) {
                 keptAsCopy(n, p, copy, gen, copyEtag, sha, theirs);
                 store.journal.commit();

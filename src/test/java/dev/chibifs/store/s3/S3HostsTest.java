@@ -1710,6 +1710,79 @@ class S3HostsTest {
                 "one copy, not a second one for b2");
     }
 
+    /**
+     * Two writers on b, each of one content, each meeting a's next version in the same second: the
+     * second's copy takes the next number. putOnce took the first copy, of the same content, for
+     * the second's own upload landed unanswered, and the second writer's later writes went nowhere.
+     */
+    @Test
+    void twoConflictsOfOneNameInOneSecondKeepTwoCopiesThoughTheirContentIsOne() throws Exception {
+        TwoHosts hosts = bothHolding("base", "/shared/sm2");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        String copy = "shared/sm2.conflict-b-20260102T030405Z";
+        try (FileHandle first = b.open(p("/shared/sm2"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0644)) {
+            first.write(ByteBuffer.wrap("X\n".getBytes(UTF_8)), 0);
+            put(a, "/shared/sm2", "a1");
+            a.flushAll();
+            first.sync(false);
+            try (FileHandle second = b.open(p("/shared/sm2"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0644)) {
+                second.write(ByteBuffer.wrap("X\n".getBytes(UTF_8)), 0);
+                put(a, "/shared/sm2", "a2");
+                a.flushAll();
+                second.sync(false);
+                second.write(ByteBuffer.wrap("second\n".getBytes(UTF_8)), 2);
+            }
+            first.write(ByteBuffer.wrap("first\n".getBytes(UTF_8)), 2);
+        }
+        b.flushAll();
+        assertEquals("a2", inS3("shared/sm2"));
+        assertEquals("X\nfirst\n", inS3(copy));
+        assertEquals("X\nsecond\n", inS3(copy + "-1"));
+        assertEquals(0, b.pendingChanges());
+    }
+
+    /**
+     * A file renamed, and another removed, on b while their conflict copies go up: this host's
+     * version is at the new name, or removed, and the copy goes again. Before, a `mv` then left b's
+     * content twice (150 MB each in a tester's run) and an `rm` brought it back as the copy.
+     */
+    @Test
+    void aFileMovedOrRemovedWhileItsConflictCopyGoesUpLeavesNoCopy() throws Exception {
+        TwoHosts hosts = bothHolding("base", "/shared/r1/big", "/shared/r3/big");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        put(b, "/shared/r1/big", "b's work");
+        put(b, "/shared/r3/big", "b's too");
+        put(a, "/shared/r1/big", "a's edit");
+        put(a, "/shared/r3/big", "a's also");
+        a.flushAll();
+        S3Server.HeldRequests held = server.holdPuts(n -> n.contains(".conflict-"), 2);
+        try {
+            var pass = aside(b::flushAll);
+            assertTrue(held.reached().await(30, TimeUnit.SECONDS), "both copies' PUTs came");
+            b.rename(p("/shared/r1/big"), p("/shared/r1/big-renamed"));
+            b.removeFile(p("/shared/r3/big"));
+            held.release().countDown();
+            pass.get(30, TimeUnit.SECONDS);
+        } finally {
+            held.release().countDown();
+            server.holdPuts(n -> false, 0);
+        }
+        b.flushAll();
+        assertEquals("a's edit", inS3("shared/r1/big"));
+        assertEquals("b's work", inS3("shared/r1/big-renamed"));
+        assertEquals(List.of(prefix + "/shared/r1/big", prefix + "/shared/r1/big-renamed"), keysIn("shared/r1/"), "no copy");
+        assertEquals(List.of(prefix + "/shared/r3/big"), keysIn("shared/r3/"), "no copy: removed");
+        assertEquals(0, b.pendingChanges());
+        assertEquals(List.of("big", "big-renamed"), b.list(p("/shared/r1")).stream().map(Entry::name).sorted().toList());
+    }
+
+    private List<String> keysIn(String dir) throws IOException {
+        return raw.list(prefix + "/" + dir, false).objects().stream().map(Bucket.Listed::key).filter(k -> !k.endsWith("/"))
+                .sorted().toList();
+    }
+
     /** The same, with b killed after the writer's `b2` and its close: the journal sends it onto the copy at the restart. */
     @Test
     void aWriteIntoAConflictCopyOutlivesACrash() throws Exception {
