@@ -3466,11 +3466,7 @@ final class WriteBack {
                 Files.deleteIfExists(store.dataFile(ino));
             }
             if (n.path != null && n.path.equals(p) && n.gen == gen) {
-                store.overlay.settled(n);
-                n.cached = false;
-                n.sha = null;
-                n.shaGen = -1;
-                n.syncedSeq = store.overlay.seq;
+                contentWentAsCopy(n);
                 if (theirs == null || n.link) {
                     n.remoteEtag = null;
                     store.journal.gone(p);
@@ -3634,11 +3630,7 @@ final class WriteBack {
             store.listings.expireListing(file.parent());
             store.overlay.seq++;
             if (n.path != null && n.path.equals(p) && n.gen == gen) {
-                store.overlay.settled(n);
-                n.cached = false;
-                n.sha = null;
-                n.shaGen = -1;
-                n.syncedSeq = store.overlay.seq;
+                contentWentAsCopy(n);
                 n.remoteEtag = null;
                 store.journal.gone(p);
                 store.overlay.detach(n);
@@ -3677,6 +3669,18 @@ final class WriteBack {
             }
         }
         return true;
+    }
+
+    /**
+     * {@code n}'s content went up as a conflict copy, a node of its own here, and its name stands for
+     * another host's version: nothing of it waits to go up, and its next open fetches. Under the monitor.
+     */
+    private void contentWentAsCopy(Node n) {
+        store.overlay.settled(n);
+        n.cached = false;
+        n.sha = null;
+        n.shaGen = -1;
+        n.syncedSeq = store.overlay.seq;
     }
 
     /**
