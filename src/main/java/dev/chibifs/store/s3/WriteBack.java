@@ -3610,11 +3610,18 @@ final class WriteBack {
     private void keptBesideFile(Node n, VfsPath p, long gen, VfsPath file, Path snap, String sha, Map<String, String> meta)
             throws IOException {
         VfsPath copy = null;
+        String copyEtag = null;
         try {
             for (int i = 0; copy == null; i++) {
                 VfsPath c = besideFile(p, file, i);
+                synchronized (store) {
+                    Node there = store.overlay.nodes.get(c);
+                    if (there != null && there != n) {
+                        continue; // another file here has that name (see conflict)
+                    }
+                }
                 try {
-                    putOnce(store.objectKey(c, n), snap, meta, null, sha);
+                    copyEtag = putOnce(store.objectKey(c, n), snap, meta, null, sha);
                     copy = c;
                 } catch (Bucket.PreconditionFailed taken) {
                     // another copy of that name exists: the next number
@@ -3629,6 +3636,15 @@ final class WriteBack {
         synchronized (store) {
             store.listings.expireListing(file.parent());
             store.overlay.seq++;
+            if (n.path != null && n.path.equals(p) && !n.link && store.overlay.nodes.get(copy) == null) {
+                // as a file's conflict: the node, and a writer holding it, goes on at the copy, which
+                // before was a node of no name (a tester's `b2`, written and fsync'd after, went
+                // nowhere; one writing all along left a second copy). Its directories as S3 has them
+                directoriesOnS3(copy.parent());
+                keptAsCopy(n, p, copy, gen, copyEtag, sha, null);
+                store.journal.commit();
+                return;
+            }
             if (n.path != null && n.path.equals(p) && n.gen == gen) {
                 contentWentAsCopy(n);
                 n.remoteEtag = null;
@@ -3638,6 +3654,17 @@ final class WriteBack {
             // else: changed again here meanwhile, and goes up again, to the copy again
             store.journal.commit();
         }
+    }
+
+    /** Directory {@code dir} and those above it that are not here yet, as S3 has them (keys below them). Under the monitor. */
+    private void directoriesOnS3(VfsPath dir) {
+        if (store.overlay.nodes.containsKey(dir)) {
+            return;
+        }
+        directoriesOnS3(dir.parent());
+        Node d = store.overlay.newNode(true, S3Storage.DIR_MODE);
+        d.dirOnRemote = true;
+        store.overlay.attach(dir, d);
     }
 
     /**

@@ -2835,6 +2835,47 @@ class S3HostsTest {
      * goes up as a conflict copy of that directory, {@code c1.conflict-b-<time>/}, under the same
      * relative names, beside A's file.
      */
+    /**
+     * The same, with a process on B holding its file in c1 open, writing and fsyncing after the copy
+     * went up: its writes go on into the copy, as through a file's conflict. The node was left with
+     * no name, and what it wrote after went nowhere though its fsync succeeded (a tester's `b2`); one
+     * writing all along left a second copy of the directory.
+     */
+    @Test
+    void aWriterHoldingAFileInADirectoryAnotherHostMadeAFileOfWritesOnIntoTheCopy() throws Exception {
+        TwoHosts hosts = onOneClock();
+        MutableClock clock = hosts.clock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        a.mkdir(p("/shared/z1"));
+        a.write(p("/shared/z1/in"), "in".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("in", text(b, "/shared/z1/in"));
+        try (FileHandle h = b.open(p("/shared/z1/other"), EnumSet.of(OpenFlag.WRITE, OpenFlag.CREATE), 0644)) {
+            h.write(ByteBuffer.wrap("b1\n".getBytes(UTF_8)), 0);
+            a.removeFile(p("/shared/z1/in"));
+            a.removeDirectory(p("/shared/z1"));
+            a.write(p("/shared/z1"), "afile".getBytes(UTF_8));
+            a.flushAll();
+            h.sync(false); // meets a's file: b's goes up beside it
+            List<String> copies = raw.list(prefix + "/shared/", true).prefixes().stream()
+                    .filter(k -> k.startsWith(prefix + "/shared/z1.conflict-b-")).toList();
+            assertEquals(1, copies.size(), copies.toString());
+            String copy = copies.get(0).substring((prefix + "/").length()) + "other";
+            assertEquals("b1\n", inS3(copy));
+            assertEquals(h.inode(), b.metadata(p("/" + copy)).inode(), "b's file, at the copy");
+            h.write(ByteBuffer.wrap("b2\n".getBytes(UTF_8)), 3);
+            h.sync(false);
+            assertEquals("b1\nb2\n", inS3(copy), "its fsync sent it");
+        }
+        b.flushAll();
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+        assertEquals(1, raw.list(prefix + "/shared/", true).prefixes().stream()
+                .filter(k -> k.startsWith(prefix + "/shared/z1.conflict-b-")).count(), "one copy");
+        assertEquals("afile", inS3("shared/z1"));
+        assertEquals(0, b.pendingChanges());
+    }
+
     @Test
     void whatAHostWroteInADirectoryAnotherHostMadeAFileOfGoesUpAsAConflictCopyOfTheDirectory() throws Exception {
         TwoHosts hosts = onOneClock();
