@@ -1276,10 +1276,6 @@ final class FuseFileSystem {
     }
 
     /**
-     * ESTALE for node {@code n} at {@code p}, remembered so that the kernel's retry holds what its
-     * lookup finds for the retried request ({@code open}: an OPEN).
-     */
-    /**
      * ESTALE, once, where the kernel is being told to drop a name it held for {@code n} (a lookup of
      * another name found the file moved behind its back: {@link NodeTable#takeStaleInKernel}), once
      * that notice is written: the request may have come through the old name, which stands for
@@ -1301,6 +1297,10 @@ final class FuseFileSystem {
         throw stale(req, n, p, open);
     }
 
+    /**
+     * ESTALE for node {@code n} at {@code p}, remembered so that the kernel's retry holds what its
+     * lookup finds for the retried request ({@code open}: an OPEN).
+     */
     private ErrnoException stale(FuseRequest req, NodeTable.Node n, VfsPath p, boolean open) {
         NodeTable.Link name = n.link;
         if (name != null) {
