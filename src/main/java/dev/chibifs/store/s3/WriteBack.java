@@ -3614,11 +3614,8 @@ final class WriteBack {
         try {
             for (int i = 0; copy == null; i++) {
                 VfsPath c = besideFile(p, file, i);
-                synchronized (store) {
-                    Node there = store.overlay.nodes.get(c);
-                    if (there != null && there != n) {
-                        continue; // another file here has that name (see conflict)
-                    }
+                if (copyNameTakenHere(c, n, file)) {
+                    continue;
                 }
                 try {
                     copyEtag = putOnce(store.objectKey(c, n), snap, meta, null, sha);
@@ -3656,6 +3653,30 @@ final class WriteBack {
         }
     }
 
+    /**
+     * Whether {@code c}, a name in a copy of the directory {@code file} now stands where, is another's
+     * here: a file other than {@code n} at it ({@code n} null: {@code c} is a directory, and any file
+     * at it), or a file at a directory above it, up to the copy itself. A copy's time stands for a
+     * minute, so a second clash of one directory in it met the first's copy, whose `sub` was a file
+     * where its own was a directory: 500 to every PUT for that minute, and the directory's marker
+     * reported kept where that file stayed (tester).
+     */
+    private boolean copyNameTakenHere(VfsPath c, Node n, VfsPath file) {
+        synchronized (store) {
+            Node there = store.overlay.nodes.get(c);
+            if (there != null && there != n && (n != null || !there.dir)) {
+                return true;
+            }
+            for (VfsPath d = c.parent(); d != null && d.depth() >= file.depth(); d = d.parent()) {
+                Node above = store.overlay.nodes.get(d);
+                if (above != null && !above.dir) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
     /** Directory {@code dir} and those above it that are not here yet, as S3 has them (keys below them). Under the monitor. */
     private void directoriesOnS3(VfsPath dir) {
         if (store.overlay.nodes.containsKey(dir)) {
@@ -3674,6 +3695,9 @@ final class WriteBack {
      */
     private boolean markerBesideFile(Node d, VfsPath p, VfsPath file) {
         VfsPath copy = besideFile(p, file, 0);
+        for (int i = 1; copyNameTakenHere(copy, null, file); i++) {
+            copy = besideFile(p, file, i);
+        }
         try {
             bucket.put(store.dirKey(copy), new byte[0], Map.of(), null);
         } catch (Bucket.PreconditionFailed e) {

@@ -2876,6 +2876,52 @@ class S3HostsTest {
         assertEquals(0, b.pendingChanges());
     }
 
+    /**
+     * Two clashes of one directory within the minute a copy's time stands for: the second's copy of
+     * its directory `sub` met the first's copy of its file `sub`, and took the next number. It was sent
+     * to the same copy, refused (500) at every pass for that minute, and an empty directory there was
+     * reported kept where the first's file stayed (tester).
+     */
+    @Test
+    void aSecondClashOfOneDirectoryWithinTheMinuteTakesTheNextCopyWhereTheFirstsFileStands() throws Exception {
+        TwoHosts hosts = onOneClock();
+        MutableClock clock = hosts.clock();
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        a.mkdir(p("/shared/j"));
+        a.write(p("/shared/j/in"), "in".getBytes(UTF_8));
+        a.flushAll();
+        assertEquals("in", text(b, "/shared/j/in"));
+        a.removeFile(p("/shared/j/in"));
+        a.removeDirectory(p("/shared/j"));
+        a.write(p("/shared/j"), "afile".getBytes(UTF_8));
+        a.flushAll();
+        b.write(p("/shared/j/sub"), "f1".getBytes(UTF_8));
+        b.flushAll();
+        String copy = "shared/j.conflict-b-20260102T030405Z";
+        assertEquals("f1", inS3(copy + "/sub"));
+
+        a.removeFile(p("/shared/j"));
+        a.mkdir(p("/shared/j"));
+        a.write(p("/shared/j/in"), "x".getBytes(UTF_8));
+        a.flushAll();
+        clock.advance(S3Options.DEFAULT_VALIDITY);
+        assertEquals("x", text(b, "/shared/j/in"));
+        a.removeFile(p("/shared/j/in"));
+        a.removeDirectory(p("/shared/j"));
+        a.write(p("/shared/j"), "afile2".getBytes(UTF_8));
+        a.flushAll();
+        b.mkdir(p("/shared/j/sub"));
+        b.write(p("/shared/j/sub/other"), "d1".getBytes(UTF_8));
+        b.mkdir(p("/shared/j/empty"));
+        b.flushAll();
+
+        assertEquals(0, b.pendingChanges(), "nothing left to retry");
+        assertEquals("d1", inS3(copy + "-1/sub/other"));
+        assertEquals("f1", inS3(copy + "/sub"), "the first copy as it was");
+        assertEquals("afile2", inS3("shared/j"));
+    }
+
     @Test
     void whatAHostWroteInADirectoryAnotherHostMadeAFileOfGoesUpAsAConflictCopyOfTheDirectory() throws Exception {
         TwoHosts hosts = onOneClock();
