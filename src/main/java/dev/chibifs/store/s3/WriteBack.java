@@ -1284,6 +1284,20 @@ final class WriteBack {
     }
 
     /**
+     * {@link MetPendingDelete} where {@code e}, S3's answer to the upload of {@code n} at {@code p}
+     * (object {@code key}), is a name a delete pending here still holds ({@link #metPendingDelete}),
+     * its key no longer in flight; else nothing.
+     */
+    private void requireNoPendingDeleteMet(Node n, VfsPath p, String key, IOException e) throws IOException {
+        if (metPendingDelete(n, key, e)) {
+            synchronized (store) {
+                store.overlay.inflight.remove(key);
+            }
+            throw new MetPendingDelete(p + " met what a delete pending here still holds: " + e.getMessage());
+        }
+    }
+
+    /**
      * Whether {@code n}'s upload to {@code key}, sent past the deletes it waits for, failed as one that
      * met a name such a delete still holds ({@link MetPendingDelete}): {@code nothingThere} asks S3 that
      * {@code key} holds no object, where the failure was a failed condition.
@@ -2704,9 +2718,7 @@ final class WriteBack {
                     }
                 }
             } catch (Bucket.PreconditionFailed e) {
-                if (metPendingDelete(n, k, e)) {
-                    throw new MetPendingDelete(p + " met what a delete pending here still holds: " + e.getMessage());
-                }
+                requireNoPendingDeleteMet(n, p, k, e);
                 Bucket.Head ours = attempt < SNAPSHOT_TRIES ? lostUploadThere(n, k) : null;
                 if (ours != null) {
                     // not another host's change: this host's own upload that landed unbeknownst to it
@@ -2744,9 +2756,7 @@ final class WriteBack {
                             + " host that took it for one left behind, or a lifecycle rule); it goes up again", spec, p);
                     continue;
                 }
-                if (metPendingDelete(n, k, e)) {
-                    throw new MetPendingDelete(p + " met what a delete pending here still holds: " + e.getMessage());
-                }
+                requireNoPendingDeleteMet(n, p, k, e);
                 VfsPath file = fileAbove(e, p, k, false);
                 if (file != null) {
                     if (!direct) {
@@ -3343,20 +3353,10 @@ final class WriteBack {
         try {
             bucket.put(store.dirKey(p), new byte[0], Map.of(), null);
         } catch (Bucket.PreconditionFailed e) {
-            if (metPendingDelete(d, store.dirKey(p), e)) {
-                synchronized (store) {
-                    store.overlay.inflight.remove(store.dirKey(p));
-                }
-                throw new MetPendingDelete(p + " met what a delete pending here still holds: " + e.getMessage());
-            }
+            requireNoPendingDeleteMet(d, p, store.dirKey(p), e);
             // already there, made by another host or before a crash: as good
         } catch (IOException e) {
-            if (metPendingDelete(d, store.dirKey(p), e)) {
-                synchronized (store) {
-                    store.overlay.inflight.remove(store.dirKey(p));
-                }
-                throw new MetPendingDelete(p + " met what a delete pending here still holds: " + e.getMessage());
-            }
+            requireNoPendingDeleteMet(d, p, store.dirKey(p), e);
             VfsPath file = fileAbove(e, p, store.dirKey(p), true);
             if (file != null && markerBesideFile(d, p, file)) {
                 return;
@@ -3402,14 +3402,11 @@ final class WriteBack {
             for (int i = 0; copyEtag == null; i++) {
                 copy = conflictName(p, options.host(), stamp, i);
                 copyKey = store.objectKey(copy, n);
-                synchronized (store) {
-                    Node there = store.overlay.nodes.get(copy);
-                    if (there != null && there != n) {
-                        // another file here has that name: an earlier conflict's copy of this name in the
-                        // same second, whose content putOnce would take for this one's, landed unanswered
-                        // (a tester's second writer of one content lost what it wrote after)
-                        continue;
-                    }
+                if (copyNameTakenHere(copy, n, p)) {
+                    // an earlier conflict's copy of this name in the same second, whose content putOnce
+                    // would take for this one's, landed unanswered (a tester's second writer of one
+                    // content lost what it wrote after)
+                    continue;
                 }
                 try {
                     // putOnce: a first attempt that landed with its answer lost is this copy, not a reason
@@ -3654,9 +3651,11 @@ final class WriteBack {
     }
 
     /**
-     * Whether {@code c}, a name in a copy of the directory {@code file} now stands where, is another's
-     * here: a file other than {@code n} at it ({@code n} null: {@code c} is a directory, and any file
-     * at it), or a file at a directory above it, up to the copy itself. A copy's time stands for a
+     * Whether {@code c}, a conflict copy's name for {@code n}, is another's here: a file other than
+     * {@code n} at it ({@code n} null: {@code c} is a directory, and any file at it), or, where
+     * {@code c} is a name in a copy of the directory that file {@code file} now stands where, a file
+     * at a directory above it, up to the copy itself (for a file's own copy, {@code file} is the file's
+     * name, and no directory above is looked at). A copy's time stands for a
      * minute, so a second clash of one directory in it met the first's copy, whose `sub` was a file
      * where its own was a directory: 500 to every PUT for that minute, and the directory's marker
      * reported kept where that file stayed (tester).
