@@ -165,6 +165,7 @@ final class FuseFileSystem {
         this.backingFiles = new BackingFiles(nodes);
         this.heldAnswers = new HeldAnswers(nodes, notices);
         this.directories = new DirectoryReader(this);
+        router.tellOwnMoves(this::movedByStore);
         if (!callers.isFixed()) {
             // the callers share the daemon's descriptors: none may take more than a quarter (a
             // per-context mount acts for one, whose limit is the daemon's own)
@@ -421,7 +422,7 @@ final class FuseFileSystem {
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
         replied(n, m);
-        heldAnswers.namesStale(nodes.takeStaleInKernel());
+        heldAnswers.namesStale(nodes.takeStaleInKernel(), clock.millis());
         follower.named(parent, name);
         Timeouts kept = replies.keptIn(parent);
         FuseReply.Validity attr = replies.attrValidity(kept, p, m, n);
@@ -1281,7 +1282,9 @@ final class FuseFileSystem {
      * that notice is written: the request may have come through the old name, which stands for
      * another file now (an S3 conflict keeps this host's file under its copy's name), and the
      * kernel's retry walks the path again. One sent the microseconds before the notice landed opened
-     * the copy: `echo new > name` right after a look at the copy wrote into the copy.
+     * the copy: `echo new > name` right after a look at the copy wrote into the copy. Not where the
+     * notice was posted {@link HeldAnswers#NAME_DROP_SETTLED} ago and is written: no walk finds the
+     * name then, and an open by the node came by the node.
      */
     void requireNoNameDropPending(FuseRequest req, NodeTable.Node n, VfsPath p, boolean open) throws ErrnoException {
         long notice = n.nameDropNotice;
@@ -1290,11 +1293,55 @@ final class FuseFileSystem {
         }
         n.nameDropNotice = 0;
         try {
-            heldAnswers.awaitNameDrop(notice);
+            if (heldAnswers.awaitNameDrop(notice)
+                    && clock.millis() - n.nameDropPostedAt >= HeldAnswers.NAME_DROP_SETTLED.toMillis()) {
+                return; // by the node, not by that name: a reopen through /proc/self/fd, which the kernel cannot retry
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
         throw stale(req, n, p, open);
+    }
+
+    /**
+     * The store moved the file at {@code from} to {@code to} by itself ({@link Router#tellOwnMoves}:
+     * an S3 conflict keeps this host's file, and the handles open on it, under its copy's name, the
+     * other host's version coming in at the name). The node the kernel holds for it goes to its new
+     * name, as a lookup of that name would take it ({@link NodeTable#movedBehind}), and the kernel is
+     * told to drop the old name. Before, nothing told either until something looked up the copy:
+     * `stat name` showed this host's file until the entry expired, and a reopen through
+     * /proc/self/fd/N, which the kernel cannot retry, was ESTALE (a tester's S3 hosts). Where the
+     * kernel holds no directory node for the copy's place (a copy beside a file another host made
+     * of a directory here), the node stays as it was, found once that place is looked up.
+     */
+    void movedByStore(VfsPath from, VfsPath to) {
+        NodeTable.Node fromDir = heldDirectory(from.parent());
+        NodeTable.Node toDir = fromDir == null ? null : heldDirectory(to.parent());
+        NodeTable.Node n = toDir == null ? null : nodes.child(fromDir, from.fileName());
+        if (n == null || n.directory) {
+            return;
+        }
+        Metadata m;
+        try {
+            m = router.metadata(Caller.SYSTEM, to); // reading asks no permission; the inode as the kernel has it
+        } catch (IOException | RuntimeException gone) {
+            return; // moved on or removed since: what looks at it next finds that
+        }
+        if (NodeTable.Identity.of(router.resolve(to).storage(), m).equals(n.identity) && nodes.movedBehind(n, toDir, to.fileName())) {
+            heldAnswers.namesStale(nodes.takeStaleInKernel(), clock.millis());
+        }
+    }
+
+    /** The directory node the kernel holds at {@code dir}, by the names it was given; null where it holds none. */
+    private NodeTable.Node heldDirectory(VfsPath dir) {
+        NodeTable.Node d = nodes.root();
+        for (String name : dir.segments()) {
+            d = nodes.child(d, name);
+            if (d == null || !d.directory) {
+                return null;
+            }
+        }
+        return d;
     }
 
     /**

@@ -22,6 +22,14 @@ final class HeldAnswers {
     private static final Duration NOTICES_WRITTEN_WITHIN = Duration.ofSeconds(10);
     /** How long an open waits for the drop of a name it may have come through ({@link #awaitNameDrop}). */
     private static final Duration NAME_DROP_WAIT = Duration.ofMillis(100);
+    /**
+     * How long after a name's drop was posted, once written, an open by its node is taken as not come
+     * through it (FuseFileSystem.requireNoNameDropPending): a path walk sends its OPEN microseconds
+     * after it found the name, and none finds it once the kernel took the notice. One whose walk found
+     * the name just before the kernel took a notice that waited long (for the directory's lock) is
+     * taken so too: the window is that wait, not the second.
+     */
+    static final Duration NAME_DROP_SETTLED = Duration.ofSeconds(1);
 
     /** A name told missing in directory node {@code parent}. */
     private record MissingName(long parent, String name) {
@@ -88,7 +96,7 @@ final class HeldAnswers {
      * unhashing one where the kernel cannot stale it harms no working directory. Not in a directory
      * the store's feed follows, whose event for the name tells the kernel (ChangeFollower).
      */
-    void namesStale(java.util.List<NodeTable.StaleName> names) {
+    void namesStale(java.util.List<NodeTable.StaleName> names, long nowMillis) {
         NoticeWriter w = noticeWriter;
         if (w == null) {
             return;
@@ -98,6 +106,7 @@ final class HeldAnswers {
             if (l.parent().followKey >= 0) {
                 continue;
             }
+            s.node().nameDropPostedAt = nowMillis;
             s.node().nameDropNotice = w.post(notices.get().invalEntry(l.parent().id, l.name(),
                     namesExpireOnly ? FuseProtocol.EXPIRE_ONLY : 0));
         }
@@ -106,12 +115,15 @@ final class HeldAnswers {
     /**
      * Waits, at most {@link #NAME_DROP_WAIT}, until notice {@code number} is written: it takes its
      * directory's lock in the kernel, which no request waiting here holds (an open's walk has let it go).
+     * True once it is written.
      */
-    void awaitNameDrop(long number) throws InterruptedException {
+    boolean awaitNameDrop(long number) throws InterruptedException {
         NoticeWriter w = noticeWriter;
         if (w != null && !w.awaitWritten(number, NAME_DROP_WAIT.toNanos())) {
             LOG.debug("a name's drop was not taken by the kernel within {} ms", NAME_DROP_WAIT.toMillis());
+            return false;
         }
+        return w != null;
     }
 
     /** The store's answers about {@code dir} no longer hold: the kernel lists it again at its next listing. */

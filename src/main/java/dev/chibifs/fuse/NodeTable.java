@@ -128,6 +128,8 @@ final class NodeTable {
          * is stale once that notice is written ({@link FuseFileSystem#requireNoNameDropPending}).
          */
         volatile long nameDropNotice;
+        /** When {@link #nameDropNotice} was posted, by the file system's clock (ms); written before it. */
+        volatile long nameDropPostedAt;
         /** The key the store's change feed gives this directory while it is followed; -1 when it is not. */
         volatile long followKey = -1;
         /**
@@ -689,6 +691,30 @@ final class NodeTable {
             someStaleInKernel = false;
             return taken;
         }
+    }
+
+    /**
+     * The store moved {@code node}'s file to {@code name} in {@code parent} by itself ({@link
+     * dev.chibifs.store.OwnMoves}): as a lookup of that name would ({@link #remember}), its other names
+     * are held stale in the kernel ({@link #takeStaleInKernel}), without a lookup counted. False where
+     * the kernel no longer holds the node, or knows it by that name alone already.
+     */
+    synchronized boolean movedBehind(Node node, Node parent, String name) {
+        Link link = new Link(parent, name);
+        if (byId.get(node.id) != node || node.directory || node.removed
+                || (link.equals(node.link) && node.otherLinks == null)) {
+            return false;
+        }
+        for (Link l : links(node)) {
+            if (!l.equals(link)) {
+                leftBehind.put(l, node);
+                staleInKernel.add(new StaleName(l, node));
+                someStaleInKernel = true;
+            }
+        }
+        knownOnlyAs(node, link, false);
+        nameNow(link, node);
+        return true;
     }
 
     synchronized void leftBehindTold(Node parent, String name) {

@@ -16,6 +16,7 @@ import dev.chibifs.store.FileLocks;
 import dev.chibifs.store.HeldFile;
 import dev.chibifs.store.Metadata;
 import dev.chibifs.store.OpenFlag;
+import dev.chibifs.store.OwnMoves;
 import dev.chibifs.store.Precondition;
 import dev.chibifs.store.ReadOnlyStore;
 import dev.chibifs.store.ReadOnlyStoreException;
@@ -410,6 +411,24 @@ public final class Router {
     public Duration answersHeld(VfsPath dir) {
         Target t = resolve(dir);
         return t.storage().answersHeld(t.path());
+    }
+
+    /**
+     * Tells {@code listener} of each file a store moves to another name by itself ({@link
+     * Storage#tellOwnMoves}), by namespace paths. Reading needs no permission, so this checks none.
+     */
+    public void tellOwnMoves(OwnMoves listener) {
+        for (Mount m : mounts) {
+            m.storage().tellOwnMoves((from, to) -> listener.moved(outer(m, from), outer(m, to)));
+        }
+    }
+
+    /** The namespace path of {@code inner}, a path in {@code m}'s store. */
+    private static VfsPath outer(Mount m, VfsPath inner) {
+        if (m.prefix().isRoot()) {
+            return inner;
+        }
+        return inner.isRoot() ? m.prefix() : VfsPath.of(m.prefix() + inner.toString());
     }
 
     /** {@link Storage#answersExpire} of the store of directory {@code dir}. */

@@ -150,6 +150,14 @@ public interface Storage extends Closeable {
     default void dropHeldAnswers() {
     }
 
+    /**
+     * Tells {@code listener} of each file this store moves to another name by itself ({@link
+     * OwnMoves}), told after the move, on the store's own thread and holding none of its locks;
+     * replaces the listener told before. Nothing by default: a store that moves nothing by itself.
+     */
+    default void tellOwnMoves(OwnMoves listener) {
+    }
+
     // ---- what a mount needs ----
 
     /** Opens a file for positional reads and writes. */

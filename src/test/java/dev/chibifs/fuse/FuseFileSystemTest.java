@@ -732,6 +732,74 @@ class FuseFileSystemTest {
         assertEquals("mine", new String(store.read(VfsPath.of("/shared/doc.conflict-b")), StandardCharsets.UTF_8));
     }
 
+    /**
+     * A file the store moves by itself (an S3 conflict keeps this host's file, with its open handles,
+     * under its copy's name) is told to the mount at once: the kernel is told to drop the old name,
+     * and an open by the node past the notice reaches the copy, as a reopen through /proc/self/fd/N
+     * does. Nothing told either before something looked up the copy: `stat name` showed this host's
+     * file until the entry expired, and the reopen, which the kernel cannot retry, was ESTALE.
+     */
+    @Test
+    void aFileTheStoreMovesByItselfIsToldToTheKernelAtOnce() throws Exception {
+        // the store at a prefix, as an S3 store is: its paths and inode numbers are not the namespace's
+        MemoryStorage team = new MemoryStorage(clock);
+        java.util.concurrent.atomic.AtomicReference<dev.chibifs.store.OwnMoves> moves = new java.util.concurrent.atomic.AtomicReference<>();
+        router = Router.builder(store).mount(VfsPath.of("/shared/team"),
+                around((dev.chibifs.store.Storage) team, dev.chibifs.store.Storage.class, (m, a) -> {
+                    if (m.getName().equals("tellOwnMoves")) {
+                        moves.set((dev.chibifs.store.OwnMoves) a[0]);
+                    }
+                    return null;
+                })).build();
+        stop();
+        connect(OFFERED);
+        long dir = lookup(lookup(FuseProtocol.ROOT_ID, "shared"), "team");
+        long[] created = create(dir, "doc");
+        long f = created[0];
+        write(f, created[1], 0, "mine");
+        release(f, created[1]);
+        team.rename(VfsPath.of("/doc"), VfsPath.of("/doc.conflict-b"));
+        team.write(VfsPath.of("/doc"), "theirs".getBytes(StandardCharsets.UTF_8));
+
+        moves.get().moved(VfsPath.of("/doc"), VfsPath.of("/doc.conflict-b"));
+
+        FakeKernel.Reply dropped = kernel.awaitNotification(n -> n.unique() == 0
+                && n.int64(0) == dir && StandardCharsets.UTF_8.decode(n.body().slice(16, n.int32(8))).toString().equals("doc"));
+        assertEquals(dir, dropped.int64(0), "INVAL_ENTRY of the old name");
+        // an open by the node at once may have come through the old name: stale, as after a lookup
+        assertEquals(-Linux.ESTALE, kernel.call(FuseProtocol.OPEN, f, body().int32(Linux.O_WRONLY | Linux.O_TRUNC).int32(0)).error());
+        moves.get().moved(VfsPath.of("/doc"), VfsPath.of("/doc.conflict-b")); // told twice: nothing more
+        clock.advance(HeldAnswers.NAME_DROP_SETTLED);
+        FakeKernel.Reply reopened = kernel.call(FuseProtocol.OPEN, f, body().int32(Linux.O_WRONLY | Linux.O_APPEND).int32(0));
+        assertEquals(0, reopened.error(), "a reopen by the node once the name's drop settled: the copy");
+        assertEquals(0, write(f, reopened.int64(0), 0, " more").error());
+        release(f, reopened.int64(0));
+        assertEquals("mine more", new String(team.read(VfsPath.of("/doc.conflict-b")), StandardCharsets.UTF_8));
+        assertEquals("theirs", new String(team.read(VfsPath.of("/doc")), StandardCharsets.UTF_8));
+        assertEquals(f, lookup(dir, "doc.conflict-b"), "the copy's name finds the node");
+        assertNotEquals(f, lookup(dir, "doc"), "the name finds the other file");
+    }
+
+    /**
+     * An open by a node whose old name's drop was posted and written a while ago came by the node, not
+     * by that name: a reopen through /proc/self/fd after a look at the copy was ESTALE once.
+     */
+    @Test
+    void anOpenByANodeLongAfterItsOldNameWasDroppedIsNotStale() throws Exception {
+        long shared = lookup(FuseProtocol.ROOT_ID, "shared");
+        long f = written("doc", "mine");
+        store.rename(VfsPath.of("/shared/doc"), VfsPath.of("/shared/doc.conflict-b"));
+        store.write(VfsPath.of("/shared/doc"), "theirs".getBytes(StandardCharsets.UTF_8));
+        assertEquals(f, lookup(shared, "doc.conflict-b"));
+        kernel.awaitNotification(n -> n.unique() == 0 && n.int64(0) == shared);
+
+        clock.advance(HeldAnswers.NAME_DROP_SETTLED);
+        FakeKernel.Reply opened = kernel.call(FuseProtocol.OPEN, f, body().int32(Linux.O_RDONLY).int32(0));
+
+        assertEquals(0, opened.error());
+        release(f, opened.int64(0));
+    }
+
     @Test
     void aLinkOfAHardLinkedFileWhoseFirstNameWentBehindTheMountIsMadeFromANameLeft() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");

@@ -471,6 +471,15 @@ public final class S3Storage implements Storage {
         listings.expireAll();
     }
 
+    /** Told of each conflict that keeps this host's file under its copy's name ({@link WriteBack}). */
+    @Override
+    public void tellOwnMoves(dev.chibifs.store.OwnMoves listener) {
+        ownMoves = listener;
+    }
+
+    /** Where {@link #tellOwnMoves} tells; never under the store's monitor. */
+    volatile dev.chibifs.store.OwnMoves ownMoves = (from, to) -> { };
+
     /**
      * {@code n} went up from this host: the time S3 gave the object is not known (a PUT answers
      * none) but is no later than when S3 answered the upload, by S3's own clock (its Date header):

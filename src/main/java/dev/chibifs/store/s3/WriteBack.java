@@ -3423,6 +3423,16 @@ final class WriteBack {
             failedRequest(e);
             throw e;
         }
+        try {
+            settleConflict(n, p, gen, snap, sha, copy, copyKey, copyEtag, theirs);
+        } finally {
+            tellOwnMoves();
+        }
+    }
+
+    /** {@link #conflict}'s end, once this host's version went up as {@code copy} ({@code copyEtag}): the name and the copy here. */
+    private void settleConflict(Node n, VfsPath p, long gen, Path snap, String sha, VfsPath copy, String copyKey,
+                                String copyEtag, Bucket.Head theirs) throws IOException {
         synchronized (store) {
             n.conflictMet = null;
             // the name and its copy change here, not through a request: what was held of the directory is not
@@ -3504,6 +3514,7 @@ final class WriteBack {
      * where it opens the name by the node it held (ESTALE, then a lookup). Under the store's monitor.
      */
     private void keptAsCopy(Node n, VfsPath p, VfsPath copy, long gen, String copyEtag, String sha, Bucket.Head theirs) {
+        movesToTell.add(new VfsPath[] {p, copy});
         store.journal.gone(p);
         store.dropFormer(n); // the former content of the name, which another host's next version there may extend
         dropKeptMerge(n);
@@ -3532,6 +3543,32 @@ final class WriteBack {
             t.syncedSeq = store.overlay.seq;
             store.overlay.attach(p, t);
             store.journal.put(t);
+        }
+    }
+
+    /**
+     * The moves {@link #keptAsCopy} made, from and to, for {@link #tellOwnMoves}: the mount's node
+     * table has the file under its old name, which stands for another host's file now, and the kernel
+     * holds that name for it until its entry expires. Guarded by the store's monitor.
+     */
+    private final List<VfsPath[]> movesToTell = new ArrayList<>();
+
+    /** Tells the store's {@link S3Storage#ownMoves} of {@link #movesToTell}; not under the monitor, so the listener may ask the store. */
+    private void tellOwnMoves() {
+        List<VfsPath[]> told;
+        synchronized (store) {
+            if (movesToTell.isEmpty()) {
+                return;
+            }
+            told = List.copyOf(movesToTell);
+            movesToTell.clear();
+        }
+        for (VfsPath[] move : told) {
+            try {
+                store.ownMoves.moved(move[0], move[1]);
+            } catch (RuntimeException e) {
+                LOG.warn("S3 store {}: telling the mount that {} is {} now failed", spec, move[0], move[1], e);
+            }
         }
     }
 
@@ -3627,6 +3664,16 @@ final class WriteBack {
         }
         LOG.warn("conflict: {} is a file on S3 (another host's) where {} was written here, and S3 holds nothing below"
                 + " a file; this host's version is kept as {}", file, p, copy);
+        try {
+            settleBesideFile(n, p, gen, file, copy, copyEtag, sha);
+        } finally {
+            tellOwnMoves();
+        }
+    }
+
+    /** {@link #keptBesideFile}'s end, once this host's version went up as {@code copy} ({@code copyEtag}). */
+    private void settleBesideFile(Node n, VfsPath p, long gen, VfsPath file, VfsPath copy, String copyEtag, String sha)
+            throws IOException {
         synchronized (store) {
             store.listings.expireListing(file.parent());
             store.overlay.seq++;

@@ -1686,6 +1686,8 @@ class S3HostsTest {
         TwoHosts hosts = bothHolding("base", "/shared/doc");
         S3Storage a = hosts.a();
         S3Storage b = hosts.b();
+        List<String> told = new java.util.concurrent.CopyOnWriteArrayList<>();
+        b.tellOwnMoves((from, to) -> told.add(from + " -> " + to));
         put(a, "/shared/doc", "a's edit");
         a.flushAll();
         String copy = "/shared/doc.conflict-b-20260102T030405Z";
@@ -1697,6 +1699,7 @@ class S3HostsTest {
             ino = h.inode();
             assertEquals(ino, b.metadata(p(copy)).inode(), "b's version keeps its inode under the copy's name");
             assertNotEquals(ino, b.metadata(p("/shared/doc")).inode(), "a's version is another file");
+            assertEquals(List.of("/shared/doc -> " + copy), told, "the mount is told, so that the kernel drops the name");
             h.write(ByteBuffer.wrap("b2\n".getBytes(UTF_8)), 3);
         }
         b.flushAll();

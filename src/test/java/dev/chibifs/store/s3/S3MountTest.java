@@ -464,6 +464,66 @@ class S3MountTest {
                 "race.md.conflict-host".length() + 1));
     }
 
+    /**
+     * A writer on host B fsyncs a file whose upload then meets host A's version: B's file, still open,
+     * becomes the conflict copy, and the kernel on B is told at once that the name is A's file now.
+     * With the names held for a minute (--metadata-ttl), `stat` showed B's file for that minute, and a
+     * reopen of the writer's descriptor through /proc, which the kernel cannot retry, was ESTALE
+     * until something looked the copy up.
+     */
+    @Test
+    @Timeout(120)
+    void aConflictMetByAFileHeldOpenIsToldToTheKernelAtOnce() throws Exception {
+        MountedFs a = host("hostA");
+        MountedFs b = host(MountedFs.tempRoot(), "hostB", FLUSH_AFTER, "--metadata-ttl", "60s");
+        Path onB = b.at(PREFIX + "/held.md");
+        writeAndSync(a.at(PREFIX + "/held.md"), "base\n");
+        assertEquals("base\n", readOrNull(onB));
+        long bIno = (Long) Files.getAttribute(onB, "unix:ino");
+        Process writer = new ProcessBuilder("python3", "-c", String.join("\n",
+                "import os, sys",
+                "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)",
+                "os.write(fd, b'b1\\n')",
+                "print(fd, flush=True)",
+                "sys.stdin.readline()",
+                "os.fsync(fd)",
+                "print('synced', flush=True)",
+                "sys.stdin.readline()"), onB.toString())
+                .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        try (var said = new java.io.BufferedReader(new java.io.InputStreamReader(writer.getInputStream(), StandardCharsets.UTF_8))) {
+            String fd = said.readLine();
+            writeAndSync(a.at(PREFIX + "/held.md"), "a's edit\n");
+            writer.getOutputStream().write('\n');
+            writer.getOutputStream().flush();
+            assertEquals("synced", said.readLine(), "B's fsync: its upload met A's version");
+
+            // a stat alone, which no open's ESTALE corrects
+            await(Duration.ofSeconds(10), "B's kernel showing A's file at the name, not after the minute it was told",
+                    () -> !Long.valueOf(bIno).equals(inode(onB)));
+            assertEquals("a's edit\n", readOrNull(onB));
+            // an open by the node within the second after the notice may have come through the old name,
+            // and is stale once: a reopen past it reaches the copy
+            await(Duration.ofSeconds(10), "a reopen of the writer's descriptor through /proc reaching B's copy",
+                    () -> "b1\n".equals(Sh.run("cat /proc/" + writer.pid() + "/fd/" + fd).out()));
+            // looked up only now: a lookup of the copy told the kernel before
+            String copy = names(b.at(PREFIX)).stream().filter(n -> n.startsWith("held.md.conflict-hostB-")).findFirst().orElseThrow();
+            assertEquals(bIno, inode(b.at(PREFIX).resolve(copy)), "B's file, its inode kept, at the copy");
+        } finally {
+            writer.getOutputStream().close();
+            if (!writer.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                writer.destroyForcibly();
+            }
+        }
+    }
+
+    private static Long inode(Path p) {
+        try {
+            return (Long) Files.getAttribute(p, "unix:ino");
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
     @Test
     @Timeout(120)
     void linesAppendedOnBothHostsWithinTheDebounceAllStayInTheFile() throws IOException {
