@@ -78,6 +78,13 @@ final class JournalRecords implements Closeable {
      */
     private static final String CLAIMED = "claimed";
     /**
+     * A field of a changed file's record: when its upload met another host's version ({@link
+     * Node#conflictMet}, ms), the time its conflict copy is named by, so that a restart after the copy
+     * went up and before that was journaled names it alike, and finds it up, instead of making a
+     * second copy of the same content (a tester's kill -9 in that window).
+     */
+    private static final String CONFLICT_MET = "conflictMet";
+    /**
      * A field of every {@code tomb} record: the made-by token of the claim whose remove lets a lock
      * go ({@link Tomb#release}), which the object must still carry to be deleted; null for none.
      */
@@ -193,6 +200,9 @@ final class JournalRecords implements Closeable {
         }
         if (n.dirty) {
             putRefused(o, n.refusals);
+            if (n.conflictMet != null) {
+                o.put(CONFLICT_MET, n.conflictMet.toEpochMilli());
+            }
         }
         // a writer open may change the content after this record, up to its close's record
         n.sizeJournaled = !(n.dirty && n.writers > 0 && !n.closedOnce);
@@ -744,6 +754,9 @@ final class JournalRecords implements Closeable {
         if (put) {
             n.dirtySince = o.path(SINCE).asLong(0);
             n.refusals = refusedOf(o);
+            if (o.path(CONFLICT_MET).isIntegralNumber()) {
+                n.conflictMet = java.time.Instant.ofEpochMilli(o.get(CONFLICT_MET).asLong());
+            }
             for (com.fasterxml.jackson.databind.JsonNode k : o.path(OLD_NAMES)) {
                 if (n.oldNames == null) {
                     n.oldNames = new HashSet<>();

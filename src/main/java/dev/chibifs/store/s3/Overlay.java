@@ -656,8 +656,8 @@ final class Overlay {
         /**
          * When its upload first met another host's version and its content began going up as a conflict
          * copy, until the copy is up: the copy's name keeps that time. A copy S3 refused was named anew
-         * at each retry, and its refusal said anew in the log each time. Not journaled: a restart names it
-         * at its first try again.
+         * at each retry, and its refusal said anew in the log each time. Journaled (with the changed
+         * file's record), so a restart names the copy alike.
          */
         Instant conflictMet;
 

@@ -3391,6 +3391,12 @@ final class WriteBack {
         synchronized (store) {
             if (n.conflictMet == null) {
                 n.conflictMet = options.clock().instant();
+                if (n.path != null && n.dirty) {
+                    // before the copy goes up: a restart after it names the copy alike, and putOnce
+                    // finds it there, where it made a second copy of the same content
+                    store.journal.put(n);
+                    store.journal.commit();
+                }
             }
             stamp = n.conflictMet;
         }

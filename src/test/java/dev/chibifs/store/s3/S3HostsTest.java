@@ -1809,6 +1809,34 @@ class S3HostsTest {
         assertEquals(0, again.pendingChanges());
     }
 
+    /**
+     * b killed after its upload met a's version and before its conflict copy was settled, started
+     * again a minute later: the copy keeps the name the conflict gave it. The time in it was not
+     * journaled, and a restart after the copy went up (the window of one HEAD) made a second copy
+     * of the same content under the restart's time (a tester's kill -9).
+     */
+    @Test
+    void aConflictCopyKeepsItsNameThroughACrash() throws Exception {
+        TwoHosts hosts = bothHolding("base", "/shared/doc");
+        S3Storage a = hosts.a();
+        S3Storage b = hosts.b();
+        put(a, "/shared/doc", "a's edit");
+        a.flushAll();
+        put(b, "/shared/doc", "b's edit");
+        String copy = "shared/doc.conflict-b-20260102T030405Z";
+        server.refusePuts(k -> k.equals(prefix + "/" + copy), 1); // the copy's first PUT: b stops there
+        assertThrows(IOException.class, b::flushAll);
+        b.crash();
+        hosts.clock().advance(Duration.ofMinutes(1));
+
+        S3Storage again = host(hosts.bOptions());
+        again.flushAll();
+
+        assertEquals("b's edit", inS3(copy));
+        assertEquals(List.of(prefix + "/shared/doc", prefix + "/" + copy), keysIn("shared/"), "one copy, of the conflict's time");
+        assertEquals(0, again.pendingChanges());
+    }
+
     /** Hosts a and b on one standing {@code clock}; {@code bOptions} starts b again after a crash. */
     private record TwoHosts(S3Storage a, S3Storage b, S3Options bOptions, MutableClock clock) {
     }
