@@ -471,13 +471,7 @@ final class NodeTable {
             // one name in the store: any other name we knew was moved or removed behind our back. The
             // kernel moves a directory's dentry to the name it is given; a file's others stay
             if (!directory) {
-                for (Link l : links(node)) {
-                    if (!l.equals(link)) {
-                        leftBehind.put(l, node);
-                        staleInKernel.add(new StaleName(l, node));
-                        someStaleInKernel = true;
-                    }
-                }
+                staleInKernelBut(node, link);
             }
             knownOnlyAs(node, link, directory);
         } else if (node.removed || !hasLink(node, link)) {
@@ -705,6 +699,14 @@ final class NodeTable {
                 || (link.equals(node.link) && node.otherLinks == null)) {
             return false;
         }
+        staleInKernelBut(node, link);
+        knownOnlyAs(node, link, false);
+        nameNow(link, node);
+        return true;
+    }
+
+    /** Every name of file {@code node} but {@code link} is one the kernel holds stale ({@link #staleInKernel}). */
+    private void staleInKernelBut(Node node, Link link) {
         for (Link l : links(node)) {
             if (!l.equals(link)) {
                 leftBehind.put(l, node);
@@ -712,9 +714,6 @@ final class NodeTable {
                 someStaleInKernel = true;
             }
         }
-        knownOnlyAs(node, link, false);
-        nameNow(link, node);
-        return true;
     }
 
     synchronized void leftBehindTold(Node parent, String name) {

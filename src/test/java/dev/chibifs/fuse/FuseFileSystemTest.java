@@ -711,9 +711,7 @@ class FuseFileSystemTest {
     @Test
     void aLookupFindingAFileMovedBehindTheKernelTellsItToDropTheOldName() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long f = written("doc", "mine");
-        store.rename(VfsPath.of("/shared/doc"), VfsPath.of("/shared/doc.conflict-b"));
-        store.write(VfsPath.of("/shared/doc"), "theirs".getBytes(StandardCharsets.UTF_8));
+        long f = keptAsCopyBehindTheKernel();
         int entriesBefore = kernel.notifications(FuseProtocol.NOTIFY_INVAL_ENTRY).size();
 
         assertEquals(f, lookup(shared, "doc.conflict-b"), "the file the kernel holds, at its new name");
@@ -781,15 +779,24 @@ class FuseFileSystemTest {
     }
 
     /**
+     * /shared/doc, written here (its node returned), moved to doc.conflict-b behind the kernel's back,
+     * and another file at its name: what an S3 conflict does.
+     */
+    private long keptAsCopyBehindTheKernel() throws Exception {
+        long f = written("doc", "mine");
+        store.rename(VfsPath.of("/shared/doc"), VfsPath.of("/shared/doc.conflict-b"));
+        store.write(VfsPath.of("/shared/doc"), "theirs".getBytes(StandardCharsets.UTF_8));
+        return f;
+    }
+
+    /**
      * An open by a node whose old name's drop was posted and written a while ago came by the node, not
      * by that name: a reopen through /proc/self/fd after a look at the copy was ESTALE once.
      */
     @Test
     void anOpenByANodeLongAfterItsOldNameWasDroppedIsNotStale() throws Exception {
         long shared = lookup(FuseProtocol.ROOT_ID, "shared");
-        long f = written("doc", "mine");
-        store.rename(VfsPath.of("/shared/doc"), VfsPath.of("/shared/doc.conflict-b"));
-        store.write(VfsPath.of("/shared/doc"), "theirs".getBytes(StandardCharsets.UTF_8));
+        long f = keptAsCopyBehindTheKernel();
         assertEquals(f, lookup(shared, "doc.conflict-b"));
         kernel.awaitNotification(n -> n.unique() == 0 && n.int64(0) == shared);
 
