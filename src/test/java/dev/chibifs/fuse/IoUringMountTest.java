@@ -103,6 +103,29 @@ class IoUringMountTest {
         assertEquals("1000\n", ok(fs.sh("ls shared/many | wc -l")).out());
     }
 
+    /**
+     * Processes taking and letting go of one flock in turn, as stress-ng's flock stressor does: each
+     * wait is answered off the queue's thread. (A tester's stress-ng run on Linux 6.18 left lock
+     * requests unanswered for good, their callers in D state; neither this nor stress-ng alone on a
+     * fresh mount brought that back.)
+     */
+    @Test
+    void contendedLocksTakenInTurnAreAllAnswered() {
+        ok(fs.sh("mkdir -p shared/turns && touch shared/turns/lock && timeout -k 5 60 python3 -c '\n"
+                + "import fcntl, os, sys\n"
+                + "kids = []\n"
+                + "for p in range(4):\n"
+                + "    pid = os.fork()\n"
+                + "    if pid == 0:\n"
+                + "        fd = os.open(\"shared/turns/lock\", os.O_RDWR)\n"
+                + "        for i in range(2000):\n"
+                + "            fcntl.flock(fd, fcntl.LOCK_EX)\n"
+                + "            fcntl.flock(fd, fcntl.LOCK_UN)\n"
+                + "        os._exit(0)\n"
+                + "    kids.append(pid)\n"
+                + "sys.exit(max(os.waitpid(k, 0)[1] for k in kids))'"));
+    }
+
     @Test
     void aWaitingLockIsAnsweredWhenFreedAndAnInterruptEndsAnother() throws Exception {
         ok(fs.sh("touch shared/locked"));
