@@ -233,7 +233,7 @@ final class DirectoryReader {
                 ? nodes.rememberAgain(known, dir, name) : null;
         if (n == null) {
             n = nodes.remember(dir, name, identity, m.isDirectory(), m.isDirectory() || m.links() <= 1, false);
-            fs.heldAnswers.namesStale(nodes.takeStaleInKernel(), fs.clock().millis());
+            fs.heldAnswers.dropStaleNames(fs.clock());
         }
         if (n == null) {
             // a directory found in one of its own subdirectories (see entry): a lookup finds where it is

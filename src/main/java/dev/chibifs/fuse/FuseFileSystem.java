@@ -422,7 +422,7 @@ final class FuseFileSystem {
             throw new ErrnoException(Linux.ESTALE, p.toString(), "Stale file handle");
         }
         replied(n, m);
-        heldAnswers.namesStale(nodes.takeStaleInKernel(), clock.millis());
+        heldAnswers.dropStaleNames(clock);
         follower.named(parent, name);
         Timeouts kept = replies.keptIn(parent);
         FuseReply.Validity attr = replies.attrValidity(kept, p, m, n);
@@ -1328,7 +1328,7 @@ final class FuseFileSystem {
             return; // moved on or removed since: what looks at it next finds that
         }
         if (NodeTable.Identity.of(router.resolve(to).storage(), m).equals(n.identity) && nodes.movedBehind(n, toDir, to.fileName())) {
-            heldAnswers.namesStale(nodes.takeStaleInKernel(), clock.millis());
+            heldAnswers.dropStaleNames(clock);
         }
     }
 

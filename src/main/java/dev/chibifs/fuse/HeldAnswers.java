@@ -91,22 +91,26 @@ final class HeldAnswers {
     }
 
     /**
-     * The kernel holds each of {@code names} for a file the store now has under another name only
-     * ({@link NodeTable#takeStaleInKernel}): it looks each up again at its next use. Files only, so
-     * unhashing one where the kernel cannot stale it harms no working directory. Not in a directory
-     * the store's feed follows, whose event for the name tells the kernel (ChangeFollower).
+     * The kernel holds names for files the store now has under another name only ({@link
+     * NodeTable#takeStaleInKernel}): told to drop each, it looks each up again at its next use; the
+     * notices are posted at {@code clock}'s time, read only where there are some (this is on every
+     * lookup). Files only, so unhashing one where the kernel cannot stale it harms no working
+     * directory. Not in a directory the store's feed follows, whose event for the name tells the
+     * kernel (ChangeFollower).
      */
-    void namesStale(java.util.List<NodeTable.StaleName> names, long nowMillis) {
+    void dropStaleNames(java.time.Clock clock) {
+        java.util.List<NodeTable.StaleName> names = nodes.takeStaleInKernel();
         NoticeWriter w = noticeWriter;
-        if (w == null) {
+        if (names.isEmpty() || w == null) {
             return;
         }
+        long now = clock.millis();
         for (NodeTable.StaleName s : names) {
             NodeTable.Link l = s.link();
             if (l.parent().followKey >= 0) {
                 continue;
             }
-            s.node().nameDropPostedAt = nowMillis;
+            s.node().nameDropPostedAt = now;
             s.node().nameDropNotice = w.post(notices.get().invalEntry(l.parent().id, l.name(),
                     namesExpireOnly ? FuseProtocol.EXPIRE_ONLY : 0));
         }

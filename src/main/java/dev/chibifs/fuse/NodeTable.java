@@ -123,9 +123,10 @@ final class NodeTable {
         volatile boolean hardLinked;
         /**
          * The number of the notice ({@link NoticeWriter#post}) telling the kernel to drop a name it
-         * holds for this file, which a lookup of another name found moved behind its back; 0 when
-         * none waits. The next open or truncate by the node, which may have come through that name,
-         * is stale once that notice is written ({@link FuseFileSystem#requireNoNameDropPending}).
+         * holds for this file, which a lookup of another name, or the store telling of its own move,
+         * found moved behind its back; 0 when none waits. The next open or truncate by the node,
+         * which may have come through that name, is stale once that notice is written ({@link
+         * FuseFileSystem#requireNoNameDropPending}).
          */
         volatile long nameDropNotice;
         /** When {@link #nameDropNotice} was posted, by the file system's clock (ms); written before it. */
@@ -345,15 +346,6 @@ final class NodeTable {
         }
     };
     /**
-     * File names a lookup of another name took from their node (the store counts one link: the
-     * file was renamed, or its other name removed, behind the kernel's back), with that node. The
-     * kernel still holds each name for the node, a name it was given, and the store's event for it
-     * may be heard only after the lookup, finding neither a node nor a file there: without this, it
-     * took the kernel as right, which kept the old name for --kernel-cache (an open of it reached the
-     * file at its new name). Taken when the event is told ({@link #leftBehindTold}), or once the
-     * kernel is given the name again. Guarded by this.
-     */
-    /**
      * The names {@link #leftBehind} got since the last {@link #takeStaleInKernel}: the kernel still
      * holds each for the file, and where no feed follows its directory (an S3 store, whose conflict
      * moves this host's file to its copy's name) nothing else would tell it before the name's
@@ -366,6 +358,15 @@ final class NodeTable {
     record StaleName(Link link, Node node) {
     }
     private volatile boolean someStaleInKernel;
+    /**
+     * File names a lookup of another name took from their node (the store counts one link: the
+     * file was renamed, or its other name removed, behind the kernel's back), with that node. The
+     * kernel still holds each name for the node, a name it was given, and the store's event for it
+     * may be heard only after the lookup, finding neither a node nor a file there: without this, it
+     * took the kernel as right, which kept the old name for --kernel-cache (an open of it reached the
+     * file at its new name). Taken when the event is told ({@link #leftBehindTold}), or once the
+     * kernel is given the name again. Guarded by this.
+     */
     private final Map<Link, Node> leftBehind = new LinkedHashMap<>(16, 0.75f, false) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<Link, Node> eldest) {
@@ -673,7 +674,6 @@ final class NodeTable {
         return node != null && byId.get(node.id) == node;
     }
 
-    /** The kernel was told that {@code name} in {@code parent} is gone: it holds it for no file a lookup took it from. */
     /** The names a lookup took from their file since the last call ({@link #staleInKernel}); for the kernel to drop. */
     List<StaleName> takeStaleInKernel() {
         if (!someStaleInKernel) {
@@ -716,6 +716,7 @@ final class NodeTable {
         }
     }
 
+    /** The kernel was told that {@code name} in {@code parent} is gone: it holds it for no file a lookup took it from. */
     synchronized void leftBehindTold(Node parent, String name) {
         leftBehind.remove(new Link(parent, name));
     }

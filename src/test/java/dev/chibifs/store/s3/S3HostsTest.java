@@ -1683,14 +1683,10 @@ class S3HostsTest {
      */
     @Test
     void aWriterHoldingAFileThroughAConflictWritesOnIntoItsCopy() throws Exception {
-        TwoHosts hosts = bothHolding("base", "/shared/doc");
-        S3Storage a = hosts.a();
-        S3Storage b = hosts.b();
+        S3Storage b = aEditedWhatBothHold().b();
         List<String> told = new java.util.concurrent.CopyOnWriteArrayList<>();
         b.tellOwnMoves((from, to) -> told.add(from + " -> " + to));
-        put(a, "/shared/doc", "a's edit");
-        a.flushAll();
-        String copy = "/shared/doc.conflict-b-20260102T030405Z";
+        String copy = DOC_COPY;
         long ino;
         try (FileHandle h = b.open(p("/shared/doc"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0644)) {
             h.write(ByteBuffer.wrap("b1\n".getBytes(UTF_8)), 0);
@@ -1789,12 +1785,9 @@ class S3HostsTest {
     /** The same, with b killed after the writer's `b2` and its close: the journal sends it onto the copy at the restart. */
     @Test
     void aWriteIntoAConflictCopyOutlivesACrash() throws Exception {
-        TwoHosts hosts = bothHolding("base", "/shared/doc");
-        S3Storage a = hosts.a();
+        TwoHosts hosts = aEditedWhatBothHold();
         S3Storage b = hosts.b();
-        put(a, "/shared/doc", "a's edit");
-        a.flushAll();
-        String copy = "/shared/doc.conflict-b-20260102T030405Z";
+        String copy = DOC_COPY;
         FileHandle h = b.open(p("/shared/doc"), EnumSet.of(OpenFlag.WRITE, OpenFlag.TRUNCATE), 0644);
         h.write(ByteBuffer.wrap("b1\n".getBytes(UTF_8)), 0);
         b.flushAll();
@@ -1817,13 +1810,10 @@ class S3HostsTest {
      */
     @Test
     void aConflictCopyKeepsItsNameThroughACrash() throws Exception {
-        TwoHosts hosts = bothHolding("base", "/shared/doc");
-        S3Storage a = hosts.a();
+        TwoHosts hosts = aEditedWhatBothHold();
         S3Storage b = hosts.b();
-        put(a, "/shared/doc", "a's edit");
-        a.flushAll();
         put(b, "/shared/doc", "b's edit");
-        String copy = "shared/doc.conflict-b-20260102T030405Z";
+        String copy = DOC_COPY.substring(1);
         server.refusePuts(k -> k.equals(prefix + "/" + copy), 1); // the copy's first PUT: b stops there
         assertThrows(IOException.class, b::flushAll);
         b.crash();
@@ -1835,6 +1825,17 @@ class S3HostsTest {
         assertEquals("b's edit", inS3(copy));
         assertEquals(List.of(prefix + "/shared/doc", prefix + "/" + copy), keysIn("shared/"), "one copy, of the conflict's time");
         assertEquals(0, again.pendingChanges());
+    }
+
+    /** The name b's conflict copy of /shared/doc takes at the standing clock's time ({@link #aEditedWhatBothHold}). */
+    private static final String DOC_COPY = "/shared/doc.conflict-b-20260102T030405Z";
+
+    /** Both hosts holding /shared/doc ("base"), then a's edit of it on S3: b's next upload of it meets a's version. */
+    private TwoHosts aEditedWhatBothHold() throws IOException {
+        TwoHosts hosts = bothHolding("base", "/shared/doc");
+        put(hosts.a(), "/shared/doc", "a's edit");
+        hosts.a().flushAll();
+        return hosts;
     }
 
     /** Hosts a and b on one standing {@code clock}; {@code bOptions} starts b again after a crash. */
